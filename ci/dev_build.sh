@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Fast developer build of the native extension into packages/tensor-core/src/ember, so a
+# checkout runs with PYTHONPATH=packages/tensor-core/src and no pip install. Incremental:
+# only changed C++ files recompile. Usage: ci/dev_build.sh [python]
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+python="${1:-python3}"
+pkg="$here/packages/tensor-core"
+build="$pkg/build/dev-inplace"
+pybind11_dir="$("$python" -m pybind11 --cmakedir)"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$pkg" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$("$python" -c 'import sys; print(sys.executable)')" \
+    -Dpybind11_DIR="$pybind11_dir" -DCMAKE_LIBRARY_OUTPUT_DIRECTORY="$pkg/src/ember" >/dev/null
+fi
+cmake --build "$build" -j 2

@@ -1,0 +1,18 @@
+// One bind_* function per kernel family; module.cpp calls each once.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace ember {
+void bind_storage(pybind11::module_& m);
+void bind_copy(pybind11::module_& m);
+void bind_unary(pybind11::module_& m);
+void bind_binary(pybind11::module_& m);
+void bind_ternary(pybind11::module_& m);
+void bind_fill(pybind11::module_& m);
+void bind_dlpack(pybind11::module_& m);
+void bind_random(pybind11::module_& m);
+void bind_index(pybind11::module_& m);
+void bind_blas(pybind11::module_& m);
+void bind_reduce(pybind11::module_& m);
+}  // namespace ember

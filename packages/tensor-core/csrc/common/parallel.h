@@ -1,0 +1,41 @@
+// Intra-op parallelism: one thread-count setting drives OpenMP and OpenBLAS together,
+// and BLAS is never called from inside an OpenMP region with more than one BLAS thread
+// (build-facts: that combination hangs or runs ~30x slower).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ember {
+
+int get_num_threads();
+void set_num_threads(int n);
+
+// Below this many elements a loop runs on the calling thread: thread wake-up costs more.
+constexpr int64_t kGrainSize = 32768;
+
+// Calls fn(begin, end) on disjoint chunks covering [0, total), in parallel when worth it.
+template <typename F>
+void parallel_for(int64_t total, int64_t grain, const F& fn) {
+  if (total <= 0) return;
+  int threads = get_num_threads();
+  if (threads <= 1 || total <= grain || omp_in_parallel()) {
+    fn(int64_t(0), total);
+    return;
+  }
+  int64_t max_chunks = (total + grain - 1) / grain;
+  int nthreads = static_cast<int>(std::min<int64_t>(threads, max_chunks));
+#pragma omp parallel num_threads(nthreads)
+  {
+    int tid = omp_get_thread_num();
+    int nt = omp_get_num_threads();
+    int64_t chunk = (total + nt - 1) / nt;
+    int64_t begin = tid * chunk;
+    int64_t end = std::min(total, begin + chunk);
+    if (begin < end) fn(begin, end);
+  }
+}
+
+}  // namespace ember

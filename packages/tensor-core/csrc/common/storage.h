@@ -1,0 +1,38 @@
+// A reference-counted block of bytes that tensors view. CPU storages own an aligned
+// allocation or borrow memory from another object (NumPy array, DLPack producer) which
+// they keep alive; meta storages have a size and no memory.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace ember {
+
+struct Storage {
+  char* data = nullptr;
+  int64_t nbytes = 0;
+  std::string device = "cpu";
+  bool owns = false;
+  pybind11::object keepalive;          // borrowed memory: the owner object
+  std::function<void()> on_free;       // borrowed memory: a release callback (DLPack deleter)
+  int64_t version = 0;                 // shared by every view; bumped by in-place ops
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+
+  static std::shared_ptr<Storage> allocate(int64_t nbytes, bool zero);
+  static std::shared_ptr<Storage> meta(int64_t nbytes);
+  uintptr_t data_ptr() const { return reinterpret_cast<uintptr_t>(data); }
+};
+
+using StoragePtr = std::shared_ptr<Storage>;
+
+void bind_storage(pybind11::module_& m);
+
+}  // namespace ember

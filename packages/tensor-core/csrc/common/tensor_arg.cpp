@@ -1,0 +1,95 @@
+#include "tensor_arg.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace py = pybind11;
+
+namespace ember {
+
+int64_t checked_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s < 0) throw std::invalid_argument("negative dimension " + std::to_string(s));
+    if (s != 0 && n > INT64_MAX / s) throw std::overflow_error("tensor size overflows int64");
+    n *= s;
+  }
+  return n;
+}
+
+int64_t TensorArg::numel() const { return checked_numel(shape); }
+
+bool TensorArg::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = ndim() - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> to_int64_vector(py::handle seq, const char* what) {
+  std::vector<int64_t> out;
+  if (!PyTuple_Check(seq.ptr()) && !PyList_Check(seq.ptr()))
+    throw py::type_error(std::string(what) + " must be a tuple or list of ints");
+  py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
+  out.reserve(s.size());
+  for (py::handle item : s) {
+    if (!PyLong_Check(item.ptr())) throw py::type_error(std::string(what) + " must contain ints");
+    out.push_back(item.cast<int64_t>());
+  }
+  return out;
+}
+
+TensorArg unpack(py::handle tensor) {
+  static py::str s_storage("_storage"), s_offset("_offset"), s_shape("_shape"), s_stride("_stride"),
+      s_dtype("dtype"), s_code("_code");
+  TensorArg arg;
+  py::object storage_obj = tensor.attr(s_storage);
+  if (storage_obj.is_none()) throw py::type_error("expected an ember.Tensor with storage");
+  auto* storage = storage_obj.cast<Storage*>();
+  arg.storage = storage;
+  arg.dtype = dtype_from_code(tensor.attr(s_dtype).attr(s_code).cast<int>());
+  arg.shape = to_int64_vector(tensor.attr(s_shape), "shape");
+  arg.strides = to_int64_vector(tensor.attr(s_stride), "stride");
+  int64_t offset = tensor.attr(s_offset).cast<int64_t>();
+  if (arg.shape.size() != arg.strides.size()) throw std::invalid_argument("shape and stride ranks differ");
+  if (arg.shape.size() > static_cast<size_t>(kMaxDims)) throw std::invalid_argument("too many dimensions");
+  int64_t numel = checked_numel(arg.shape);
+  int64_t item = itemsize(arg.dtype);
+  if (numel > 0) {
+    // The lowest and highest element addresses must lie in [0, nbytes).
+    int64_t lo = offset, hi = offset;
+    for (size_t d = 0; d < arg.shape.size(); ++d) {
+      int64_t extent = arg.strides[d] * (arg.shape[d] - 1);
+      if (extent >= 0) hi += extent; else lo += extent;
+    }
+    if (lo < 0 || (hi + 1) * item > storage->nbytes)
+      throw std::out_of_range("tensor view exceeds its storage (offset " + std::to_string(offset) +
+                              ", storage of " + std::to_string(storage->nbytes) + " bytes)");
+    if (storage->data == nullptr) throw std::invalid_argument("tensor has no data (meta device?)");
+  }
+  arg.data = storage->data ? storage->data + offset * item : nullptr;
+  return arg;
+}
+
+std::vector<int64_t> broadcast_strides(const TensorArg& arg, const std::vector<int64_t>& shape) {
+  int64_t nd = static_cast<int64_t>(shape.size());
+  int64_t ad = arg.ndim();
+  if (ad > nd) throw std::invalid_argument("cannot broadcast a tensor to fewer dimensions");
+  std::vector<int64_t> strides(nd, 0);
+  for (int64_t i = 0; i < ad; ++i) {
+    int64_t d = nd - ad + i;
+    if (arg.shape[i] == shape[d]) {
+      strides[d] = arg.strides[i];
+    } else if (arg.shape[i] == 1) {
+      strides[d] = 0;
+    } else {
+      throw std::invalid_argument("shape mismatch: size " + std::to_string(arg.shape[i]) +
+                                  " cannot broadcast to size " + std::to_string(shape[d]));
+    }
+  }
+  return strides;
+}
+
+}  // namespace ember

@@ -1,0 +1,30 @@
+// The native extension ember._C: storage, threads, and the CPU kernel families.
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "common/parallel.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ember's native CPU kernels.";
+  m.def("get_num_threads", &ember::get_num_threads, "Threads used by intra-op parallel kernels.");
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        if (n < 1) throw py::value_error("set_num_threads expects a positive integer");
+        ember::set_num_threads(n);
+      },
+      py::arg("n"), "Sets the intra-op thread count (OpenMP and BLAS).");
+  ember::bind_storage(m);
+  ember::bind_copy(m);
+  ember::bind_unary(m);
+  ember::bind_binary(m);
+  ember::bind_ternary(m);
+  ember::bind_fill(m);
+  ember::bind_dlpack(m);
+  ember::bind_random(m);
+  ember::bind_index(m);
+  ember::bind_blas(m);
+  ember::bind_reduce(m);
+}

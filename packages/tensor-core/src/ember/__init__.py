@@ -1,0 +1,43 @@
+"""ember: tensors with PyTorch's API, native CPU kernels, and packages that plug in above.
+
+This file belongs to ``ember-tensor-core``. Its first statement keeps the ``ember``
+namespace open so that ``ember.autograd``, ``ember.nn``, ... (other distributions) are
+found in every install mode (docs/packaging.md).
+"""
+
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+from ember._src import _native  # noqa: E402,F401  (preloads OpenBLAS, then imports ember._C)
+from ember import _C  # noqa: E402
+from ember._src.api import *  # noqa: E402,F401,F403
+from ember._src.api import __all__ as _api_all  # noqa: E402
+
+__version__ = "0.1.0"
+
+# Subpackages provided by other distributions; resolved on first attribute access so that
+# `ember.nn` works without `import ember.nn`, and the core never imports them itself.
+_OPTIONAL_SUBPACKAGES = (
+    "autograd", "nn", "optim", "utils", "compiler", "export", "onnx", "distributed",
+)
+
+
+def __getattr__(name):
+    if name in _OPTIONAL_SUBPACKAGES:
+        import importlib
+
+        try:
+            return importlib.import_module("ember." + name)
+        except ModuleNotFoundError as exc:
+            if exc.name != "ember." + name:
+                raise
+            raise AttributeError(
+                f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
+            ) from None
+    if name == "compile":
+        from ember._src import plugins
+
+        compiler = plugins.load("compile")
+        if compiler is None:
+            raise AttributeError("ember.compile needs the 'ember-compile' package")
+        return compiler.compile
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

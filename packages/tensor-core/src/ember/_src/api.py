@@ -1,0 +1,97 @@
+"""The top-level ``ember`` namespace: every public name, re-exported from private modules."""
+
+from __future__ import annotations
+
+from .. import _C
+from . import dispatch as _dispatch
+from . import methods as _methods
+from .device import device
+from .dtypes import (
+    bfloat16, can_cast, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo, int8, int16, int32,
+    int64, promote_types, set_default_dtype, uint8,
+)
+from .dtypes import bool  # noqa: A004
+from .dtypes import ALIASES as _ALIASES
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from .ops import creation as _creation
+from .ops import pointwise as _pointwise
+from .ops import views as _views
+from .ops import reduction as _reduction
+from .ops import linalg as _linalg
+from .ops import indexing as _indexing
+from .ops import random as _random
+from .printing import set_printoptions
+from .shapes import Size
+from .tensor import Tensor, is_tensor
+
+half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  # noqa: A001
+short, int, long = _ALIASES["short"], _ALIASES["int"], _ALIASES["long"]  # noqa: A001
+cfloat = cdouble = None  # complex dtypes arrive with the core-ops issue
+
+from .ops.creation import (  # noqa: E402
+    arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
+    scalar_tensor, tensor, zeros, zeros_like,
+)
+from .ops.pointwise import *  # noqa: E402,F401,F403
+from .ops.reduction import *  # noqa: E402,F401,F403
+from .ops.linalg import *  # noqa: E402,F401,F403
+from .ops.indexing import *  # noqa: E402,F401,F403
+from .ops.random import *  # noqa: E402,F401,F403
+from .ops.views import (  # noqa: E402
+    adjoint, as_strided, broadcast_tensors, broadcast_to, chunk, clone, diagonal, flatten, movedim, moveaxis,
+    narrow, permute, reshape, select, split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
+    unflatten, unsqueeze,
+)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an arithmetic op on the two operands produces (tensors or Python scalars)."""
+    from .dtypes import result_type_of
+
+    return result_type_of(tensor1, tensor2)
+
+
+def get_num_threads() -> int:
+    return _C.get_num_threads()
+
+
+def set_num_threads(n: int) -> None:
+    _C.set_num_threads(n)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def from_numpy(ndarray):
+    from .interop import from_numpy as _from_numpy
+
+    return _from_numpy(ndarray)
+
+
+ops = _dispatch.OPS
+
+
+def _functional_for_methods() -> dict:
+    names = {}
+    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random):
+        for name in dir(module):
+            if name.startswith("_") or name.endswith("_op"):
+                continue
+            fn = getattr(module, name)
+            if callable(fn) and getattr(fn, "__module__", "").startswith("ember._src.ops"):
+                names[name] = fn
+    names.pop("positive", None)
+    names["positive"] = _pointwise.positive
+    return names
+
+
+_methods.install(_functional_for_methods())
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,115 @@
+"""Devices and the backend registry.
+
+A backend is registered under a device type ("cpu", "meta"; a CUDA package registers
+"cuda" later). Op definitions never name a device: the dispatcher looks the kernel up by
+the device type of the op's tensors, so a new backend needs no change to any op.
+"""
+
+from __future__ import annotations
+
+
+class device:  # noqa: N801 - PyTorch's spelling
+    """``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``ember.device("cuda:1")``."""
+
+    __slots__ = ("type", "index")
+
+    def __new__(cls, type_or_str, index=None):  # noqa: A002
+        if isinstance(type_or_str, device):
+            if index is not None:
+                raise ValueError("device(device, index) is not allowed")
+            return type_or_str
+        if isinstance(type_or_str, int):
+            type_or_str, index = "cuda", type_or_str
+        if not isinstance(type_or_str, str):
+            raise TypeError(f"device() expects a string, got {type(type_or_str).__name__}")
+        text = type_or_str.strip()
+        if ":" in text:
+            if index is not None:
+                raise ValueError(f"type (string) must not include an index because index was passed: {text}")
+            text, _, idx = text.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type_or_str}'")
+            index = int(idx)
+        if text not in KNOWN_DEVICE_TYPES:
+            raise RuntimeError(
+                f"Expected one of {', '.join(sorted(KNOWN_DEVICE_TYPES))} device type at start of device string: "
+                f"{type_or_str}"
+            )
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        key = (text, index)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", text)
+        object.__setattr__(self, "index", index)
+        _CACHE[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ember.device is immutable")
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+_CACHE: dict = {}
+
+# Device types a user may name; a type without a registered backend raises when used.
+KNOWN_DEVICE_TYPES = {"cpu", "meta", "cuda", "mps", "xpu"}
+
+CPU = device("cpu")
+META = device("meta")
+
+
+def to_device(value) -> device:
+    if value is None:
+        return CPU
+    return device(value)
+
+
+class Backend:
+    """What a device type provides to the tensor core: how to allocate storage."""
+
+    def __init__(self, name: str, allocate, zero_allocate=None):
+        self.name = name
+        self.allocate = allocate
+        self.zero_allocate = zero_allocate
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> None:
+    _BACKENDS[backend.name] = backend
+
+
+def get_backend(device_type: str) -> Backend:
+    backend = _BACKENDS.get(device_type)
+    if backend is None:
+        raise RuntimeError(
+            f"ember was built without a '{device_type}' backend: no package providing it is installed"
+        )
+    return backend

@@ -1,0 +1,187 @@
+"""The op registry and the dispatcher (DESIGN.md section 3).
+
+Every op is an ``Op``: its schema and tags, a meta function (shapes and dtypes from
+metadata alone) and one kernel per device type. Calling an op routes it through, in order:
+
+1. the active dispatch modes (a stack; the top mode sees the call first, and runs with
+   itself popped so that calling the op again reaches the next layer),
+2. tensor subclasses that define ``__torch_dispatch__``,
+3. the autograd hook (installed by the ``ember-autograd`` package), when grad mode is on
+   and a tensor argument requires grad,
+4. the kernel registered for the tensors' device type.
+"""
+
+from __future__ import annotations
+
+from types import MethodType
+from typing import Callable
+
+from . import grad_mode
+
+OPS: dict[str, "Op"] = {}
+
+# Mutable module state, read on every call.
+_MODE_STACK: list = []
+_AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
+_SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
+
+_Tensor = None  # set by tensor.py (avoids an import cycle)
+
+
+class Op:
+    """One operator. ``ember.ops.<name>`` is the Op; calling it dispatches."""
+
+    __slots__ = ("name", "schema", "tags", "meta", "kernels", "__dict__", "__weakref__")
+
+    def __init__(self, name: str, schema: str, tags: tuple, meta: Callable | None):
+        self.name = name
+        self.schema = schema
+        self.tags = frozenset(tags)
+        self.meta = meta
+        self.kernels: dict[str, Callable] = {}
+        self.__doc__ = schema
+
+    def __repr__(self) -> str:
+        return f"ember.ops.{self.name}"
+
+    def __get__(self, obj, objtype=None):
+        # Lets an Op serve directly as a Tensor method or operator (``Tensor.__add__``).
+        return self if obj is None else MethodType(self, obj)
+
+    def kernel(self, device_type: str):
+        """Decorator registering the kernel for one device type."""
+
+        def register(fn):
+            self.kernels[device_type] = fn
+            return fn
+
+        return register
+
+    def __call__(self, *args, **kwargs):
+        if _MODE_STACK:
+            return _call_top_mode(self, args, kwargs)
+        if _SUBCLASS_DISPATCH[0]:
+            handled, result = _try_subclass_dispatch(self, args, kwargs)
+            if handled:
+                return result
+        hook = _AUTOGRAD_HOOK[0]
+        if hook is not None and grad_mode.STATE.grad_enabled and _any_requires_grad(args, kwargs):
+            return hook(self, args, kwargs)
+        return self.call_kernel(args, kwargs)
+
+    def call_kernel(self, args, kwargs):
+        """Runs the device kernel directly (below modes and autograd)."""
+        device_type = _device_type_of(args, kwargs)
+        kernel = self.kernels.get(device_type)
+        if kernel is None:
+            raise NotImplementedError(
+                f"ember.ops.{self.name} has no kernel for device '{device_type}'"
+            )
+        return kernel(*args, **kwargs)
+
+
+def _device_type_of(args, kwargs) -> str:
+    Tensor = _Tensor
+    for a in args:
+        if isinstance(a, Tensor):
+            return a._device.type
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    return b._device.type
+    for a in kwargs.values():
+        if isinstance(a, Tensor):
+            return a._device.type
+    dev = kwargs.get("device")
+    if dev is not None:
+        from .device import to_device
+
+        return to_device(dev).type
+    return "cpu"
+
+
+def _iter_tensors(args, kwargs):
+    Tensor = _Tensor
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    yield b
+    for a in kwargs.values():
+        if isinstance(a, Tensor):
+            yield a
+
+
+def _any_requires_grad(args, kwargs) -> bool:
+    for t in _iter_tensors(args, kwargs):
+        if t._requires_grad:
+            return True
+    return False
+
+
+def _call_top_mode(op: Op, args, kwargs):
+    mode = _MODE_STACK.pop()
+    try:
+        types = tuple({type(t) for t in _iter_tensors(args, kwargs)})
+        return mode.__torch_dispatch__(op, types, args, kwargs)
+    finally:
+        _MODE_STACK.append(mode)
+
+
+def _try_subclass_dispatch(op: Op, args, kwargs):
+    Tensor = _Tensor
+    for t in _iter_tensors(args, kwargs):
+        cls = type(t)
+        handler = getattr(cls, "__torch_dispatch__", None)
+        if cls is not Tensor and handler is not None:
+            types = tuple({type(x) for x in _iter_tensors(args, kwargs)})
+            result = handler(op, types, args, kwargs)
+            if result is not NotImplemented:
+                return True, result
+    return False, None
+
+
+class DispatchMode:
+    """Base class for dispatch modes: subclasses override ``__torch_dispatch__``.
+
+    Inside ``with mode:`` every op call reaches ``mode.__torch_dispatch__(op, types, args,
+    kwargs)``; calling ``op(*args, **kwargs)`` there continues to the next layer.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+    def __enter__(self):
+        _MODE_STACK.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        popped = _MODE_STACK.pop()
+        if popped is not self:
+            raise RuntimeError("dispatch modes exited out of order")
+        return False
+
+
+def active_modes() -> tuple:
+    return tuple(_MODE_STACK)
+
+
+def set_autograd_hook(hook: Callable | None) -> None:
+    """Installs the function that handles ops needing autograd (ember-autograd calls this)."""
+    _AUTOGRAD_HOOK[0] = hook
+
+
+def get_autograd_hook():
+    return _AUTOGRAD_HOOK[0]
+
+
+def define(schema: str, tags: tuple = (), meta: Callable | None = None) -> Op:
+    """Declares an op from its schema string ``name(args) -> returns``."""
+    name = schema.split("(", 1)[0].strip()
+    if name in OPS:
+        raise ValueError(f"op {name} is declared twice")
+    op = Op(name, schema, tags, meta)
+    OPS[name] = op
+    return op

@@ -1,0 +1,122 @@
+"""Grad mode state, owned by the core because the dispatcher consults it on every op.
+
+The autograd engine itself is the ``ember-autograd`` package; these switches only decide
+whether the dispatcher hands an op to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.grad_enabled = True
+        self.inference = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    return STATE.grad_enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return STATE.inference
+
+
+class _DecoratorContextManager:
+    """Usable as ``with no_grad():`` and as ``@no_grad()`` (or bare ``@no_grad``)."""
+
+    def __new__(cls, orig_func=None, *args, **kwargs):
+        if orig_func is not None and callable(orig_func) and cls in (no_grad, enable_grad):
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):  # noqa: N801
+    """Disables gradient recording inside its block."""
+
+    def __init__(self, orig_func=None):
+        self.prev = True
+
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+        return False
+
+
+class enable_grad(_DecoratorContextManager):  # noqa: N801
+    """Enables gradient recording inside its block (e.g. within ``no_grad``)."""
+
+    def __init__(self, orig_func=None):
+        self.prev = True
+
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = True
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+        return False
+
+
+class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
+    """``set_grad_enabled(False)`` switches grad mode now, and restores it when used as a context."""
+
+    def __init__(self, mode: bool):
+        self.prev = STATE.grad_enabled
+        self.mode = bool(mode)
+        STATE.grad_enabled = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+        return False
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):  # noqa: N801
+    """Like ``no_grad``; tensors created inside are inference tensors."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+        self.prev = (True, False)
+
+    def __enter__(self):
+        self.prev = (STATE.grad_enabled, STATE.inference)
+        if self.mode:
+            STATE.grad_enabled = False
+            STATE.inference = True
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled, STATE.inference = self.prev
+        return False
+
+    def clone(self):
+        return inference_mode(self.mode)

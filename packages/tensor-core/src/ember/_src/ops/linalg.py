@@ -1,0 +1,5 @@
+"""Op family: linalg."""
+
+from __future__ import annotations
+
+__all__: list = []

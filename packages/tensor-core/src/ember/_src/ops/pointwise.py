@@ -1,0 +1,782 @@
+"""Elementwise ops: binary arithmetic/comparison/logical/bitwise, unary math, activations.
+
+Each op is declared once with ``define``; its meta function gives the result's shape and
+dtype, and the CPU kernel calls the native unary/binary kernel after promoting operands to
+the compute dtype (see Note [Type promotion] in dtypes.py). float16/bfloat16 are computed
+in float32 and rounded once at the end.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+from ... import _C
+from .. import dtypes as dt
+from ..device import META
+from ..dispatch import define
+from ..shapes import broadcast_shapes
+from ..tensor import Tensor
+from ._common import HALF_TYPES, convert, empty, type_name
+
+BINARY_CODES = _C.binary_ops
+UNARY_CODES = _C.unary_ops
+
+_NUMBER = (builtins.bool, int, float)
+
+
+def _check_operand(x, op_name):
+    if not isinstance(x, (Tensor,) + _NUMBER):
+        raise TypeError(
+            f"{op_name}(): argument 'other' must be Tensor or Number, not {type(x).__name__}"
+        )
+
+
+# -- binary ------------------------------------------------------------------------------
+
+# kind -> how the result dtype follows from the promoted operand dtype
+_FLOAT_RESULT = "float"      # integer inputs give the default float dtype (div, atan2, ...)
+_SAME_RESULT = "same"        # the promoted dtype (add, mul, maximum, ...)
+_BOOL_RESULT = "bool"        # comparisons and logical ops
+_INTEGRAL_ONLY = "integral"  # bitwise ops
+
+
+def binary_result(a, b, kind: str, op_name: str):
+    """(shape, compute dtype, result dtype) for a binary op on tensors/scalars."""
+    _check_operand(a, op_name)
+    _check_operand(b, op_name)
+    promoted = dt.result_type_of(a, b)
+    if kind == _FLOAT_RESULT and not promoted.is_floating_point:
+        promoted = dt.get_default_dtype()
+    if kind == _INTEGRAL_ONLY and promoted.is_floating_point:
+        raise RuntimeError(f"\"{op_name}_cpu\" not implemented for '{type_name(promoted)}'")
+    a_shape = a._shape if isinstance(a, Tensor) else ()
+    b_shape = b._shape if isinstance(b, Tensor) else ()
+    shape = a_shape if a_shape == b_shape else broadcast_shapes(a_shape, b_shape)
+    result = dt.bool if kind == _BOOL_RESULT else promoted
+    return shape, promoted, result
+
+
+def _device_of(a, b):
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor) and b._device is not a._device:
+            if a.ndim == 0 and a._device.type == "cpu":
+                return b._device
+            if not (b.ndim == 0 and b._device.type == "cpu"):
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{a._device} and {b._device}!"
+                )
+        return a._device
+    return b._device
+
+
+def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = None):
+    shape, promoted, result_dtype = binary_result(a, b, kind, op_name)
+    device = _device_of(a, b)
+    if out is None:
+        out = empty(shape, result_dtype, device)
+    if device is META:
+        return out
+    compute = dt.float32 if promoted in HALF_TYPES else promoted
+    write_bool = kind == _BOOL_RESULT
+    target = out if (out.dtype is compute or write_bool) else empty(shape, compute, device)
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            _C.binary(code, target, convert(a, compute), convert(b, compute))
+        else:
+            _C.binary_scalar(code, target, convert(a, compute), b, False)
+    else:
+        _C.binary_scalar(code, target, convert(b, compute), a, True)
+    if target is not out:
+        _C.copy_(out, target)
+    return out
+
+
+def _binary_meta(kind, op_name):
+    def meta(a, b):
+        shape, _, result = binary_result(a, b, kind, op_name)
+        return empty(shape, result, META)
+
+    return meta
+
+
+def _check_inplace(self: Tensor, shape, result_dtype, op_name):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op_name}: self must be a Tensor")
+    if not dt.can_cast(result_dtype, self.dtype):
+        raise RuntimeError(
+            f"result type {type_name(result_dtype)} can't be cast to the desired output type {type_name(self.dtype)}"
+        )
+    if tuple(shape) != self._shape:
+        raise RuntimeError(
+            f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}"
+        )
+
+
+def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str = ""):
+    code = BINARY_CODES[code_name or name]
+    op = define(f"{name}(Tensor self, Tensor other) -> Tensor", ("pointwise",), _binary_meta(kind, name))
+    inplace = define(f"{name}_(Tensor(a!) self, Tensor other) -> Tensor(a!)", ("pointwise", "inplace"))
+
+    @op.kernel("cpu")
+    def cpu(a, b):
+        return _run_binary(code, kind, name, a, b)
+
+    op.kernels["meta"] = op.meta
+
+    @inplace.kernel("cpu")
+    def cpu_inplace(self, other):
+        shape, promoted, result_dtype = binary_result(self, other, kind, name)
+        _check_inplace(self, shape, result_dtype, name + "_")
+        if kind == _BOOL_RESULT or promoted is not self.dtype or promoted in HALF_TYPES:
+            _C.copy_(self, _run_binary(code, kind, name, self, other))
+        else:
+            _run_binary(code, kind, name, self, other, out=self)
+        self._storage.version += 1
+        return self
+
+    @inplace.kernel("meta")
+    def meta_inplace(self, other):
+        shape, _, result_dtype = binary_result(self, other, kind, name)
+        _check_inplace(self, shape, result_dtype, name + "_")
+        return self
+
+    op.__doc__ = doc or op.schema
+    return op, inplace
+
+
+add_op, add_inplace_op = _declare_binary("add", _SAME_RESULT)
+sub_op, sub_inplace_op = _declare_binary("sub", _SAME_RESULT)
+mul_op, mul_inplace_op = _declare_binary("mul", _SAME_RESULT)
+div_op, div_inplace_op = _declare_binary("div", _FLOAT_RESULT)
+floor_divide_op, floor_divide_inplace_op = _declare_binary("floor_divide", _SAME_RESULT)
+remainder_op, remainder_inplace_op = _declare_binary("remainder", _SAME_RESULT)
+fmod_op, fmod_inplace_op = _declare_binary("fmod", _SAME_RESULT)
+pow_op, pow_inplace_op = _declare_binary("pow", _SAME_RESULT)
+maximum_op, _ = _declare_binary("maximum", _SAME_RESULT)
+minimum_op, _ = _declare_binary("minimum", _SAME_RESULT)
+fmax_op, _ = _declare_binary("fmax", _SAME_RESULT)
+fmin_op, _ = _declare_binary("fmin", _SAME_RESULT)
+atan2_op, atan2_inplace_op = _declare_binary("atan2", _FLOAT_RESULT)
+hypot_op, hypot_inplace_op = _declare_binary("hypot", _FLOAT_RESULT)
+copysign_op, copysign_inplace_op = _declare_binary("copysign", _FLOAT_RESULT)
+logaddexp_op, _ = _declare_binary("logaddexp", _FLOAT_RESULT)
+logaddexp2_op, _ = _declare_binary("logaddexp2", _FLOAT_RESULT)
+xlogy_op, xlogy_inplace_op = _declare_binary("xlogy", _FLOAT_RESULT)
+nextafter_op, _ = _declare_binary("nextafter", _SAME_RESULT)
+bitwise_and_op, bitwise_and_inplace_op = _declare_binary("bitwise_and", _INTEGRAL_ONLY)
+bitwise_or_op, bitwise_or_inplace_op = _declare_binary("bitwise_or", _INTEGRAL_ONLY)
+bitwise_xor_op, bitwise_xor_inplace_op = _declare_binary("bitwise_xor", _INTEGRAL_ONLY)
+bitwise_left_shift_op, bitwise_left_shift_inplace_op = _declare_binary("bitwise_left_shift", _INTEGRAL_ONLY)
+bitwise_right_shift_op, bitwise_right_shift_inplace_op = _declare_binary("bitwise_right_shift", _INTEGRAL_ONLY)
+logical_and_op, logical_and_inplace_op = _declare_binary("logical_and", _BOOL_RESULT)
+logical_or_op, logical_or_inplace_op = _declare_binary("logical_or", _BOOL_RESULT)
+logical_xor_op, logical_xor_inplace_op = _declare_binary("logical_xor", _BOOL_RESULT)
+eq_op, eq_inplace_op = _declare_binary("eq", _BOOL_RESULT)
+ne_op, ne_inplace_op = _declare_binary("ne", _BOOL_RESULT)
+lt_op, lt_inplace_op = _declare_binary("lt", _BOOL_RESULT)
+le_op, le_inplace_op = _declare_binary("le", _BOOL_RESULT)
+gt_op, gt_inplace_op = _declare_binary("gt", _BOOL_RESULT)
+ge_op, ge_inplace_op = _declare_binary("ge", _BOOL_RESULT)
+
+
+def _check_sub_bool(a, b):
+    if (getattr(a, "dtype", None) is dt.bool or isinstance(a, builtins.bool)) and (
+        getattr(b, "dtype", None) is dt.bool or isinstance(b, builtins.bool)
+    ):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
+
+
+def _check_int_pow(base, exponent):
+    if isinstance(base, Tensor) and dt.is_integral(base.dtype, include_bool=True):
+        if isinstance(exponent, int) and not isinstance(exponent, builtins.bool) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def _scaled(other, alpha):
+    if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1):
+        return other
+    if isinstance(other, Tensor) and isinstance(alpha, float) and not other.dtype.is_floating_point:
+        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
+    return mul_op(other, alpha)
+
+
+# Public functional forms (the user-facing signatures).
+def add(input, other, *, alpha=1, out=None):
+    from ._common import write_out
+
+    return write_out(add_op(input, _scaled(other, alpha)), out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    from ._common import write_out
+
+    _check_sub_bool(input, other)
+    return write_out(sub_op(input, _scaled(other, alpha)), out)
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1):
+    return sub(other, input, alpha=alpha)
+
+
+def mul(input, other, *, out=None):
+    from ._common import write_out
+
+    return write_out(mul_op(input, other), out)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    from ._common import write_out
+
+    if rounding_mode is None:
+        result = div_op(input, other)
+    elif rounding_mode == "floor":
+        result = floor_divide_op(input, other)
+    elif rounding_mode == "trunc":
+        result = _trunc_div(input, other)
+    else:
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
+    return write_out(result, out)
+
+
+def _trunc_div(a, b):
+    promoted = dt.result_type_of(a, b)
+    if promoted.is_floating_point:
+        return trunc(div_op(a, b))
+    # Integer truncation: floor division corrected where signs differ and a remainder exists.
+    q = floor_divide_op(a, b)
+    r = fmod_op(a, b)
+    fix = logical_and_op(ne_op(r, 0), ne_op(lt_op(r, 0), lt_op(b, 0) if isinstance(b, Tensor) else (b < 0)))
+    return add_op(q, fix.to(q.dtype))
+
+
+divide = div
+true_divide = div
+
+
+def floor_divide(input, other, *, out=None):
+    from ._common import write_out
+
+    return write_out(floor_divide_op(input, other), out)
+
+
+def remainder(input, other, *, out=None):
+    from ._common import write_out
+
+    return write_out(remainder_op(input, other), out)
+
+
+def fmod(input, other, *, out=None):
+    from ._common import write_out
+
+    return write_out(fmod_op(input, other), out)
+
+
+def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
+    from ._common import write_out
+
+    _check_int_pow(input, exponent)
+    return write_out(pow_op(input, exponent), out)
+
+
+def float_power(input, exponent, *, out=None):
+    from ._common import write_out
+
+    a = input.to(dt.float64) if isinstance(input, Tensor) else float(input)
+    b = exponent.to(dt.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return write_out(pow_op(a, b), out)
+
+
+def _simple_binary(op):
+    def fn(input, other, *, out=None):
+        from ._common import write_out
+
+        return write_out(op(input, other), out)
+
+    fn.__name__ = op.name
+    fn.__doc__ = op.schema
+    return fn
+
+
+maximum = _simple_binary(maximum_op)
+minimum = _simple_binary(minimum_op)
+fmax = _simple_binary(fmax_op)
+fmin = _simple_binary(fmin_op)
+atan2 = _simple_binary(atan2_op)
+arctan2 = atan2
+hypot = _simple_binary(hypot_op)
+copysign = _simple_binary(copysign_op)
+logaddexp = _simple_binary(logaddexp_op)
+logaddexp2 = _simple_binary(logaddexp2_op)
+xlogy = _simple_binary(xlogy_op)
+nextafter = _simple_binary(nextafter_op)
+bitwise_and = _simple_binary(bitwise_and_op)
+bitwise_or = _simple_binary(bitwise_or_op)
+bitwise_xor = _simple_binary(bitwise_xor_op)
+bitwise_left_shift = _simple_binary(bitwise_left_shift_op)
+bitwise_right_shift = _simple_binary(bitwise_right_shift_op)
+logical_and = _simple_binary(logical_and_op)
+logical_or = _simple_binary(logical_or_op)
+logical_xor = _simple_binary(logical_xor_op)
+eq = _simple_binary(eq_op)
+ne = _simple_binary(ne_op)
+not_equal = ne
+lt = _simple_binary(lt_op)
+less = lt
+le = _simple_binary(le_op)
+less_equal = le
+gt = _simple_binary(gt_op)
+greater = gt
+ge = _simple_binary(ge_op)
+greater_equal = ge
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both tensors have the same shape and elements."""
+    if input._shape != other._shape:
+        return False
+    return bool(eq_op(input, other).all().item())
+
+
+# -- unary -------------------------------------------------------------------------------
+
+_FLOAT_OP = "float"        # integers -> default float dtype
+_KEEP_OP = "keep"          # dtype kept (abs, neg, floor, ...)
+_PREDICATE_OP = "predicate"  # bool result
+
+
+def unary_result(a, kind: str, name: str):
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    if kind == _PREDICATE_OP:
+        return dt.bool
+    if kind == _FLOAT_OP and not a.dtype.is_floating_point:
+        return dt.get_default_dtype()
+    return a.dtype
+
+
+def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.0, out: Tensor | None = None):
+    result_dtype = unary_result(a, kind, name)
+    if out is None:
+        out = empty(a._shape, result_dtype, a._device)
+    if a._device is META:
+        return out
+    if kind == _PREDICATE_OP:
+        compute = dt.float32 if a.dtype in HALF_TYPES else a.dtype
+        _C.unary(code, out, convert(a, compute), p0, p1, p2)
+        return out
+    compute = dt.float32 if result_dtype in HALF_TYPES else result_dtype
+    target = out if out.dtype is compute else empty(a._shape, compute, a._device)
+    _C.unary(code, target, convert(a, compute), p0, p1, p2)
+    if target is not out:
+        _C.copy_(out, target)
+    return out
+
+
+def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (), code_name=None):
+    """Declares ``name`` (and ``name_``); ``params`` are (param_name, default) pairs."""
+    code = UNARY_CODES[code_name or name]
+    arg_text = "".join(f", float {p}={d}" for p, d in params)
+    op = define(f"{name}(Tensor self{arg_text}) -> Tensor", ("pointwise",))
+
+    def meta(a, *args):
+        return empty(a._shape, unary_result(a, kind, name), META)
+
+    op.meta = meta
+    op.kernels["meta"] = meta
+
+    @op.kernel("cpu")
+    def cpu(a, *args):
+        return _run_unary(code, kind, name, a, *args)
+
+    inplace_op = None
+    if inplace:
+        inplace_op = define(f"{name}_(Tensor(a!) self{arg_text}) -> Tensor(a!)", ("pointwise", "inplace"))
+
+        @inplace_op.kernel("cpu")
+        def cpu_inplace(self, *args):
+            result_dtype = unary_result(self, kind, name)
+            if result_dtype is not self.dtype:
+                raise RuntimeError(
+                    f"result type {type_name(result_dtype)} can't be cast to the desired output type "
+                    f"{type_name(self.dtype)}"
+                )
+            if self.dtype in HALF_TYPES:
+                _C.copy_(self, _run_unary(code, kind, name, self, *args))
+            else:
+                _run_unary(code, kind, name, self, *args, out=self)
+            self._storage.version += 1
+            return self
+
+        @inplace_op.kernel("meta")
+        def meta_inplace(self, *args):
+            return self
+
+    return op, inplace_op
+
+
+def _public_unary(op, inplace_op):
+    def fn(input, *, out=None):
+        from ._common import write_out
+
+        return write_out(op(input), out)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
+    return fn
+
+
+_UNARY_FLOAT = (
+    "sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+    "atanh sigmoid erf erfc erfinv reciprocal lgamma digamma"
+).split()
+_UNARY_KEEP = "abs neg sign floor ceil trunc square bitwise_not".split()
+_UNARY_PREDICATE = "isnan isinf isfinite isposinf isneginf signbit logical_not".split()
+
+UNARY_OPS = {}
+for _name in _UNARY_FLOAT:
+    UNARY_OPS[_name] = _declare_unary(_name, _FLOAT_OP)
+for _name in _UNARY_KEEP:
+    UNARY_OPS[_name] = _declare_unary(_name, _KEEP_OP)
+for _name in _UNARY_PREDICATE:
+    UNARY_OPS[_name] = _declare_unary(_name, _PREDICATE_OP, inplace=_name == "logical_not")
+UNARY_OPS["frac"] = _declare_unary("frac", _KEEP_OP)
+UNARY_OPS["round"] = _declare_unary("round", _KEEP_OP)
+round_decimals_op, _ = _declare_unary("round_decimals", _KEEP_OP, inplace=False, params=(("scale", 1.0),))
+
+_g = globals()
+for _name, (_op, _iop) in UNARY_OPS.items():
+    if _name == "round":
+        continue
+    _g[_name] = _public_unary(_op, _iop)
+del _g, _name, _op, _iop
+
+absolute = abs  # noqa: F821 - defined by the loop above
+negative = neg  # noqa: F821
+arcsin, arccos, arctan = asin, acos, atan  # noqa: F821
+arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
+fix = trunc  # noqa: F821
+
+
+def logical_not(input, *, out=None):
+    from ._common import write_out
+
+    return write_out(UNARY_OPS["logical_not"][0](input), out)
+
+
+def frac(input, *, out=None):
+    from ._common import write_out
+
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"frac_cpu\" not implemented for '{type_name(input.dtype)}'")
+    return write_out(UNARY_OPS["frac"][0](input), out)
+
+
+def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
+    from ._common import write_out
+
+    if decimals == 0:
+        return write_out(UNARY_OPS["round"][0](input), out)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("round_decimals not implemented for integer inputs")
+    return write_out(round_decimals_op(input, float(10.0 ** decimals)), out)
+
+
+def positive(input):
+    if input.dtype is dt.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# -- parameterized elementwise ops (activations, nan_to_num) -------------------------------
+
+def _declare_param_unary(name, kind, params):
+    op, inplace_op = _declare_unary(name, kind, params=params)
+    return op, inplace_op
+
+
+relu_op, relu_inplace_op = _declare_unary("relu", _KEEP_OP)
+relu6_op, _ = _declare_unary("relu6", _KEEP_OP, inplace=False)
+gelu_op, _ = _declare_unary("gelu", _FLOAT_OP, inplace=False)
+gelu_tanh_op, _ = _declare_unary("gelu_tanh", _FLOAT_OP, inplace=False)
+silu_op, silu_inplace_op = _declare_unary("silu", _FLOAT_OP)
+mish_op, mish_inplace_op = _declare_unary("mish", _FLOAT_OP)
+hardsigmoid_op, hardsigmoid_inplace_op = _declare_unary("hardsigmoid", _FLOAT_OP)
+hardswish_op, hardswish_inplace_op = _declare_unary("hardswish", _FLOAT_OP)
+selu_op, selu_inplace_op = _declare_unary("selu", _FLOAT_OP)
+softsign_op, _ = _declare_unary("softsign", _FLOAT_OP, inplace=False)
+tanhshrink_op, _ = _declare_unary("tanhshrink", _FLOAT_OP, inplace=False)
+softplus_op, _ = _declare_unary("softplus", _FLOAT_OP, inplace=False, params=(("beta", 1.0), ("threshold", 20.0)))
+elu_op, elu_inplace_op = _declare_unary(
+    "elu", _FLOAT_OP, params=(("alpha", 1.0), ("scale", 1.0), ("input_scale", 1.0))
+)
+celu_op, celu_inplace_op = _declare_unary("celu", _FLOAT_OP, params=(("alpha", 1.0),))
+leaky_relu_op, leaky_relu_inplace_op = _declare_unary("leaky_relu", _KEEP_OP, params=(("negative_slope", 0.01),))
+hardtanh_op, hardtanh_inplace_op = _declare_unary("hardtanh", _KEEP_OP, params=(("min_val", -1.0), ("max_val", 1.0)))
+threshold_op, threshold_inplace_op = _declare_unary("threshold", _KEEP_OP, params=(("threshold", 0.0), ("value", 0.0)))
+logit_op, logit_inplace_op = _declare_unary("logit", _FLOAT_OP, params=(("eps", -1.0),))
+nan_to_num_op, nan_to_num_inplace_op = _declare_unary(
+    "nan_to_num", _KEEP_OP, params=(("nan", 0.0), ("posinf", 0.0), ("neginf", 0.0))
+)
+
+
+def _maybe_inplace(op, inplace_op, input, inplace, *args):
+    return inplace_op(input, *args) if inplace else op(input, *args)
+
+
+def relu(input, inplace: bool = False):
+    return _maybe_inplace(relu_op, relu_inplace_op, input, inplace)
+
+
+def relu_(input):
+    return relu_inplace_op(input)
+
+
+def relu6(input, inplace: bool = False):
+    result = relu6_op(input)
+    return input.copy_(result) if inplace else result
+
+
+def gelu(input, approximate: str = "none"):
+    if approximate == "none":
+        return gelu_op(input)
+    if approximate == "tanh":
+        return gelu_tanh_op(input)
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+
+
+def silu(input, inplace: bool = False):
+    return _maybe_inplace(silu_op, silu_inplace_op, input, inplace)
+
+
+def mish(input, inplace: bool = False):
+    return _maybe_inplace(mish_op, mish_inplace_op, input, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    return _maybe_inplace(hardsigmoid_op, hardsigmoid_inplace_op, input, inplace)
+
+
+def hardswish(input, inplace: bool = False):
+    return _maybe_inplace(hardswish_op, hardswish_inplace_op, input, inplace)
+
+
+def selu(input, inplace: bool = False):
+    return _maybe_inplace(selu_op, selu_inplace_op, input, inplace)
+
+
+def softsign(input):
+    return softsign_op(input)
+
+
+def tanhshrink(input):
+    return tanhshrink_op(input)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    return softplus_op(input, float(beta), float(threshold))
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    return _maybe_inplace(elu_op, elu_inplace_op, input, inplace, float(alpha), 1.0, 1.0)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _maybe_inplace(celu_op, celu_inplace_op, input, inplace, float(alpha))
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    return _maybe_inplace(leaky_relu_op, leaky_relu_inplace_op, input, inplace, float(negative_slope))
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(hardtanh_op, hardtanh_inplace_op, input, inplace, float(min_val), float(max_val))
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    return _maybe_inplace(threshold_op, threshold_inplace_op, input, inplace, float(threshold), float(value))
+
+
+def logit(input, eps: float | None = None, *, out=None):
+    from ._common import write_out
+
+    return write_out(logit_op(input, -1.0 if eps is None else float(eps)), out)
+
+
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
+    from ._common import write_out
+
+    if not input.dtype.is_floating_point:
+        return write_out(input.clone(), out)
+    info = dt.finfo(input.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    return write_out(nan_to_num_op(input, float(nan), float(posinf), float(neginf)), out)
+
+
+def nan_to_num_(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    if not input.dtype.is_floating_point:
+        return input
+    info = dt.finfo(input.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    return nan_to_num_inplace_op(input, float(nan), float(posinf), float(neginf))
+
+
+# -- ternary and composites -----------------------------------------------------------------
+
+where_op = define("where(Tensor condition, Tensor self, Tensor other) -> Tensor", ("pointwise",))
+lerp_op = define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", ("pointwise",))
+
+
+def _where_result(condition, a, b):
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is not dt.bool:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{type_name(condition.dtype)}")
+    dtype = dt.result_type_of(a, b)
+    shapes = [condition._shape] + [x._shape for x in (a, b) if isinstance(x, Tensor)]
+    return broadcast_shapes(*shapes), dtype
+
+
+def _where_meta(condition, a, b):
+    shape, dtype = _where_result(condition, a, b)
+    return empty(shape, dtype, META)
+
+
+where_op.meta = _where_meta
+where_op.kernels["meta"] = _where_meta
+
+
+@where_op.kernel("cpu")
+def _where_cpu(condition, a, b):
+    from .creation import scalar_tensor
+
+    shape, dtype = _where_result(condition, a, b)
+    out = empty(shape, dtype, condition._device)
+    a_t = convert(a, dtype) if isinstance(a, Tensor) else scalar_tensor(a, dtype)
+    b_t = convert(b, dtype) if isinstance(b, Tensor) else scalar_tensor(b, dtype)
+    _C.where(out, condition, a_t, b_t)
+    return out
+
+
+def where(condition, input=None, other=None, *, out=None):
+    from ._common import write_out
+
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    return write_out(where_op(condition, input, other), out)
+
+
+def _lerp_result(start, end, weight):
+    if not (start.dtype.is_floating_point and start.dtype is end.dtype):
+        raise RuntimeError(f"expected dtype {type_name(start.dtype)} for `end` but got dtype {type_name(end.dtype)}")
+    shapes = [start._shape, end._shape] + ([weight._shape] if isinstance(weight, Tensor) else [])
+    return broadcast_shapes(*shapes), start.dtype
+
+
+def _lerp_meta(start, end, weight):
+    shape, dtype = _lerp_result(start, end, weight)
+    return empty(shape, dtype, META)
+
+
+lerp_op.meta = _lerp_meta
+lerp_op.kernels["meta"] = _lerp_meta
+
+
+@lerp_op.kernel("cpu")
+def _lerp_cpu(start, end, weight):
+    from .creation import scalar_tensor
+
+    shape, dtype = _lerp_result(start, end, weight)
+    compute = dt.float32 if dtype in HALF_TYPES else dtype
+    w = convert(weight, compute) if isinstance(weight, Tensor) else scalar_tensor(weight, compute)
+    out = empty(shape, compute, start._device)
+    _C.lerp(out, convert(start, compute), convert(end, compute), w)
+    return convert(out, dtype)
+
+
+def lerp(input, end, weight, *, out=None):
+    from ._common import write_out
+
+    return write_out(lerp_op(input, end, weight), out)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
+    from ._common import write_out
+
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    result = input
+    dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
+    if result.dtype is not dtype:
+        result = result.to(dtype)
+    if min is not None:
+        result = maximum_op(result, min)
+    if max is not None:
+        result = minimum_op(result, max)
+    if result is input:
+        result = input.clone()
+    if result.dtype is not dtype:
+        result = result.to(dtype)
+    return write_out(result, out)
+
+
+clip = clamp
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+def sigmoid_(input):
+    return UNARY_OPS["sigmoid"][1](input)
+
+
+def rad2deg(input):
+    return mul(input if input.dtype.is_floating_point else input.to(dt.get_default_dtype()), 180.0 / math.pi)
+
+
+def deg2rad(input):
+    return mul(input if input.dtype.is_floating_point else input.to(dt.get_default_dtype()), math.pi / 180.0)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    from ._common import write_out
+
+    return write_out(add(input, mul(tensor1, tensor2), alpha=value), out)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    from ._common import write_out
+
+    return write_out(add(input, div(tensor1, tensor2), alpha=value), out)
+
+
+def square(input, *, out=None):
+    from ._common import write_out
+
+    if input.dtype is dt.bool:
+        return write_out(pow_op(input, 2), out)
+    return write_out(UNARY_OPS["square"][0](input), out)

@@ -1,0 +1,421 @@
+"""The Tensor class: a strided view (shape, stride, offset, dtype, device) over a storage.
+
+Only metadata and Python protocols live here. Every computation is an op (see
+``dispatch.py``); Tensor methods are attached from the functional ops in ``methods.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from .. import _C
+from . import dispatch
+from . import dtypes as dt
+from .device import CPU, META, device, get_backend
+from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
+
+
+class Tensor:
+    """An n-dimensional array with PyTorch's semantics."""
+
+    __slots__ = (
+        "_storage",
+        "_shape",
+        "_stride",
+        "_offset",
+        "dtype",
+        "_device",
+        "_requires_grad",
+        "grad",
+        "grad_fn",
+        "_base",
+        "_autograd_meta",
+        "__dict__",
+        "__weakref__",
+    )
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__torch_dispatch__" in cls.__dict__:
+            dispatch._SUBCLASS_DISPATCH[0] = True
+
+    def __new__(cls, *args, **kwargs):
+        # ``ember.Tensor(2, 3)``/``ember.Tensor([1, 2])`` as in PyTorch's legacy constructor.
+        if cls is Tensor or not args or isinstance(args[0], (list, tuple, int)):
+            from .ops import creation
+
+            if not args:
+                data = creation.empty((0,))
+            elif len(args) == 1 and isinstance(args[0], (list, tuple)):
+                data = creation.tensor(args[0], dtype=dt.get_default_dtype())
+            else:
+                data = creation.empty(args)
+            if cls is Tensor:
+                return data
+            return data.as_subclass(cls)
+        return super().__new__(cls)
+
+    # -- metadata ---------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[wrap_dim(dim, len(self._shape))] if self._shape else 1
+
+    def stride(self, dim: int | None = None):
+        if dim is None:
+            return self._stride
+        return self._stride[wrap_dim(dim, len(self._shape))] if self._stride else 1
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return numel(self._shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def device(self) -> device:
+        return self._device
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def get_device(self) -> int:
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return is_contiguous(self._shape, self._stride)
+
+    def data_ptr(self) -> int:
+        if self._storage.device_type == "meta":
+            return 0
+        return self._storage.data_ptr() + self._offset * self.dtype.itemsize
+
+    def untyped_storage(self):
+        return self._storage
+
+    def storage(self):
+        return self._storage
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def _bump_version(self) -> None:
+        self._storage.version += 1
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        requires_grad = bool(requires_grad)
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if requires_grad:
+            from . import plugins
+
+            plugins.load("autograd")
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, other: "Tensor") -> None:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
+        self._storage = other._storage
+        self._shape = other._shape
+        self._stride = other._stride
+        self._offset = other._offset
+        self.dtype = other.dtype
+        self._device = other._device
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from . import plugins
+
+        engine = plugins.get("autograd")
+        if engine is None:
+            raise RuntimeError(
+                "Tensor.backward() needs the autograd engine: install the 'ember-autograd' package"
+            )
+        return engine.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook):
+        from . import plugins
+
+        engine = plugins.get("autograd")
+        if engine is None:
+            raise RuntimeError("Tensor.register_hook needs the 'ember-autograd' package")
+        return engine.register_hook(self, hook)
+
+    def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> "Tensor":
+        """Points this tensor at another storage (or tensor), as PyTorch's ``set_``."""
+        if source is None:
+            source = _C.Storage.allocate(0) if self._device.type == "cpu" else _C.Storage.meta(0)
+            size, stride, storage_offset = (0,), (1,), 0
+        if isinstance(source, Tensor):
+            self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
+            self._offset, self.dtype = source._offset, source.dtype
+            return self
+        if not isinstance(source, _C.Storage):
+            raise TypeError(f"set_ expects a Tensor or a storage, got {type(source).__name__}")
+        if size is None:
+            size = (source.nbytes() // self.dtype.itemsize,)
+        size = tuple(int(s) for s in size)
+        stride = contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
+        _check_view_bounds(source, size, stride, storage_offset, self.dtype)
+        self._storage, self._shape, self._stride, self._offset = source, size, stride, int(storage_offset)
+        return self
+
+    def as_subclass(self, cls):
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("as_subclass expects a subclass of ember.Tensor")
+        out = object.__new__(cls)
+        _init_fields(out, self._storage, self._shape, self._stride, self._offset, self.dtype, self._device)
+        return out
+
+    # -- Python protocols ---------------------------------------------------------------
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} values is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.dtype is dt.bool or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def _scalar(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self.item()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from .printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else self.__repr__()
+
+    def __reduce_ex__(self, protocol):
+        from .interop import tensor_reduce
+
+        return tensor_reduce(self)
+
+    def __deepcopy__(self, memo):
+        result = self.clone()
+        result._requires_grad = self._requires_grad
+        memo[id(self)] = result
+        return result
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        return arr
+
+    __array_priority__ = 1000
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        from .interop import to_dlpack
+
+        return to_dlpack(self, max_version=max_version)
+
+    def __dlpack_device__(self):
+        from .interop import dlpack_device
+
+        return dlpack_device(self)
+
+
+def _init_fields(t, storage, shape, stride, offset, dtype, dev):
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t._device = dev
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._base = None
+    t._autograd_meta = None
+
+
+def make_tensor(storage, shape: tuple, stride: tuple, offset: int, dtype, dev) -> Tensor:
+    """Wraps an existing storage (no checks: callers guarantee the view is in bounds)."""
+    t = object.__new__(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t._device = dev
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._base = None
+    t._autograd_meta = None
+    return t
+
+
+def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
+    """A view of ``base``'s storage; shares its version counter through the storage."""
+    t = make_tensor(base._storage, shape, stride, offset, base.dtype, base._device)
+    t._base = base if base._base is None else base._base
+    return t
+
+
+
+def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor:
+    """A fresh contiguous tensor; ``shape`` must already be validated as non-negative ints."""
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = n * dtype.itemsize
+    if dev is CPU:
+        storage = _C.Storage.allocate(nbytes, zero)
+    elif dev is META:
+        storage = _C.Storage.meta(nbytes)
+    else:
+        storage = get_backend(dev.type).allocate(nbytes, zero)
+    return make_tensor(storage, shape, contiguous_strides(shape), 0, dtype, dev)
+
+
+def _check_view_bounds(storage, size, stride, offset, dtype) -> None:
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs {len(size)})")
+    if numel(size) == 0:
+        return
+    for st in stride:
+        if st < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment")
+    last = offset + sum((s - 1) * st for s, st in zip(size, stride))
+    needed = (last + 1) * dtype.itemsize
+    if needed > storage.nbytes():
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+            f"{dtype.itemsize} requiring a storage size of {needed} are out of bounds for storage of size "
+            f"{storage.nbytes()}"
+        )
+
+
+def check_view_bounds(storage, size, stride, offset, dtype) -> None:
+    _check_view_bounds(storage, size, stride, offset, dtype)
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def index_value(x) -> int:
+    return operator.index(x)
+
+
+dispatch._Tensor = Tensor
