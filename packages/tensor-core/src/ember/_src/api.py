@@ -22,6 +22,7 @@ from .ops import reduction as _reduction
 from .ops import linalg as _linalg
 from .ops import indexing as _indexing
 from .ops import random as _random
+from .ops import comparison as _comparison
 from .printing import set_printoptions
 from .shapes import Size
 from .tensor import Tensor, is_tensor
@@ -39,6 +40,8 @@ from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.linalg import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
 from .ops.random import *  # noqa: E402,F401,F403
+from .ops.comparison import *  # noqa: E402,F401,F403
+from .ops.joining import *  # noqa: E402,F401,F403
 from .ops.views import (  # noqa: E402
     adjoint, as_strided, broadcast_tensors, broadcast_to, chunk, clone, diagonal, flatten, movedim, moveaxis,
     narrow, permute, reshape, select, split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
@@ -80,7 +83,7 @@ ops = _dispatch.OPS
 
 def _functional_for_methods() -> dict:
     names = {}
-    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random):
+    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison):
         for name in dir(module):
             if name.startswith("_") or name.endswith("_op"):
                 continue

@@ -40,20 +40,29 @@ class Tensor:
             dispatch._SUBCLASS_DISPATCH[0] = True
 
     def __new__(cls, *args, **kwargs):
-        # ``ember.Tensor(2, 3)``/``ember.Tensor([1, 2])`` as in PyTorch's legacy constructor.
-        if cls is Tensor or not args or isinstance(args[0], (list, tuple, int)):
-            from .ops import creation
+        # PyTorch's legacy constructor: ``Tensor(2, 3)`` is uninitialized float data of that
+        # shape, ``Tensor([1, 2])`` copies a sequence as float, ``Tensor()`` is empty.
+        from .ops import creation
 
-            if not args:
-                data = creation.empty((0,))
-            elif len(args) == 1 and isinstance(args[0], (list, tuple)):
-                data = creation.tensor(args[0], dtype=dt.get_default_dtype())
-            else:
-                data = creation.empty(args)
-            if cls is Tensor:
-                return data
-            return data.as_subclass(cls)
-        return super().__new__(cls)
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+        if not args:
+            data = creation.empty((0,))
+        elif len(args) == 1 and (isinstance(args[0], (list, tuple)) or _is_array_like(args[0])):
+            data = creation.tensor(args[0], dtype=dt.get_default_dtype())
+        elif len(args) == 1 and isinstance(args[0], Tensor):
+            data = args[0]
+        else:
+            data = creation.empty(args)
+        return data if cls is Tensor else data.as_subclass(cls)
+
+    @staticmethod
+    def _make_subclass(cls, data: "Tensor", require_grad: bool = False) -> "Tensor":
+        """A ``cls`` instance sharing ``data``'s storage (how ``nn.Parameter`` is built)."""
+        out = data.detach().as_subclass(cls)
+        if require_grad:
+            out.requires_grad_(True)
+        return out
 
     # -- metadata ---------------------------------------------------------------------
     @property
@@ -408,6 +417,10 @@ def _check_view_bounds(storage, size, stride, offset, dtype) -> None:
 
 def check_view_bounds(storage, size, stride, offset, dtype) -> None:
     _check_view_bounds(storage, size, stride, offset, dtype)
+
+
+def _is_array_like(obj) -> bool:
+    return hasattr(obj, "__array_interface__") and not isinstance(obj, Tensor)
 
 
 def is_tensor(obj) -> bool:
