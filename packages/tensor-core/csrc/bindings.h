@@ -10,6 +10,7 @@ void bind_unary(pybind11::module_& m);
 void bind_binary(pybind11::module_& m);
 void bind_ternary(pybind11::module_& m);
 void bind_fill(pybind11::module_& m);
+void bind_reorder(pybind11::module_& m);
 void bind_dlpack(pybind11::module_& m);
 void bind_random(pybind11::module_& m);
 void bind_index(pybind11::module_& m);

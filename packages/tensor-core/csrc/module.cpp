@@ -22,6 +22,7 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_binary(m);
   ember::bind_ternary(m);
   ember::bind_fill(m);
+  ember::bind_reorder(m);
   ember::bind_dlpack(m);
   ember::bind_random(m);
   ember::bind_index(m);

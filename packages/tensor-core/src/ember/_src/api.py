@@ -23,6 +23,7 @@ from .ops import linalg as _linalg
 from .ops import indexing as _indexing
 from .ops import random as _random
 from .ops import comparison as _comparison
+from .ops import reorder as _reorder
 from .printing import set_printoptions
 from .shapes import Size
 from .tensor import Tensor, is_tensor
@@ -31,10 +32,6 @@ half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  #
 short, int, long = _ALIASES["short"], _ALIASES["int"], _ALIASES["long"]  # noqa: A001
 cfloat = cdouble = None  # complex dtypes arrive with the core-ops issue
 
-from .ops.creation import (  # noqa: E402
-    arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
-    scalar_tensor, tensor, zeros, zeros_like,
-)
 from .ops.pointwise import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.linalg import *  # noqa: E402,F401,F403
@@ -42,6 +39,11 @@ from .ops.indexing import *  # noqa: E402,F401,F403
 from .ops.random import *  # noqa: E402,F401,F403
 from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.joining import *  # noqa: E402,F401,F403
+from .ops.reorder import *  # noqa: E402,F401,F403
+from .ops.creation import (  # noqa: E402
+    arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
+    scalar_tensor, tensor, zeros, zeros_like,
+)
 from .ops.views import (  # noqa: E402
     adjoint, as_strided, broadcast_tensors, broadcast_to, chunk, clone, diagonal, flatten, movedim, moveaxis,
     narrow, permute, reshape, select, split, squeeze, swapaxes, swapdims, t, tensor_split, transpose, unbind,
@@ -83,7 +85,7 @@ ops = _dispatch.OPS
 
 def _functional_for_methods() -> dict:
     names = {}
-    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison):
+    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder):
         for name in dir(module):
             if name.startswith("_") or name.endswith("_op"):
                 continue
