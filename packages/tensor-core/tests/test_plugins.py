@@ -1,0 +1,80 @@
+"""The hooks upper packages plug into: the autograd hook, plugin discovery, lazy subpackages."""
+
+import pytest
+
+import ember
+from ember._src import dispatch, plugins
+
+
+def test_backward_without_autograd_names_the_package(monkeypatch):
+    monkeypatch.setitem(plugins._LOADED, "autograd", None)
+    x = ember.ones(2)
+    with pytest.raises(RuntimeError, match="ember-autograd"):
+        x.backward()
+
+
+def test_autograd_hook_sees_ops_on_tensors_requiring_grad(monkeypatch):
+    seen = []
+
+    def hook(op, args, kwargs):
+        seen.append(op.name)
+        result = op.call_kernel(args, kwargs)
+        result._requires_grad = True  # as a real engine marks outputs of recorded ops
+        return result
+
+    monkeypatch.setitem(plugins._LOADED, "autograd", None)
+    monkeypatch.setattr(dispatch, "_AUTOGRAD_HOOK", [hook])
+    a = ember.ones(2, 2).requires_grad_()
+    b = ember.ones(2, 2)
+    _ = b + b  # no tensor requires grad: the hook is skipped
+    assert seen == []
+    out = a * b + 1
+    assert seen == ["mul", "add"]
+    assert out.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    with ember.no_grad():
+        _ = a * b
+    assert seen == ["mul", "add"]
+
+
+def test_requires_grad_only_for_floating_point():
+    with pytest.raises(RuntimeError, match="floating point"):
+        ember.ones(2, dtype=ember.int64).requires_grad_()
+
+
+def test_registered_plugin_is_returned_and_installed():
+    class Fake:
+        installed = False
+
+        def install(self):
+            Fake.installed = True
+
+    plugins.register("fake-feature", Fake())
+    assert Fake.installed
+    assert isinstance(plugins.load("fake-feature"), Fake)
+    assert plugins.load("no-such-feature") is None
+
+
+def test_optional_subpackage_absent_gives_attribute_error():
+    with pytest.raises(AttributeError, match="ember.export"):
+        ember.export  # noqa: B018 - ember-export is not installed in this environment
+
+
+def test_grad_mode_context_managers_and_decorators():
+    assert ember.is_grad_enabled()
+    with ember.no_grad():
+        assert not ember.is_grad_enabled()
+        with ember.enable_grad():
+            assert ember.is_grad_enabled()
+        assert not ember.is_grad_enabled()
+
+    @ember.no_grad()
+    def f():
+        return ember.is_grad_enabled()
+
+    assert f() is False
+    with ember.inference_mode():
+        assert ember.is_inference_mode_enabled() and not ember.is_grad_enabled()
+    ember.set_grad_enabled(False)
+    assert not ember.is_grad_enabled()
+    ember.set_grad_enabled(True)
+    assert ember.is_grad_enabled()
