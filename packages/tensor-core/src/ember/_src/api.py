@@ -25,6 +25,10 @@ from .ops import random as _random
 from .ops import comparison as _comparison
 from .ops import reorder as _reorder
 from .printing import set_printoptions
+from .runtime import (
+    are_deterministic_algorithms_enabled, get_float32_matmul_precision, is_deterministic_algorithms_warn_only_enabled,
+    is_nonzero, set_float32_matmul_precision, typename, use_deterministic_algorithms,
+)
 from .shapes import Size
 from .tensor import Tensor, is_tensor
 
@@ -56,49 +60,6 @@ def result_type(tensor1, tensor2):
     from .dtypes import result_type_of
 
     return result_type_of(tensor1, tensor2)
-
-
-_DETERMINISTIC = {"mode": False, "warn_only": False}
-_MATMUL_PRECISION = ["highest"]
-
-
-def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Every CPU kernel in ember is deterministic already; the setting is recorded."""
-    _DETERMINISTIC["mode"] = bool(mode)
-    _DETERMINISTIC["warn_only"] = bool(warn_only)
-
-
-def are_deterministic_algorithms_enabled() -> bool:
-    return _DETERMINISTIC["mode"]
-
-
-def is_deterministic_algorithms_warn_only_enabled() -> bool:
-    return _DETERMINISTIC["warn_only"]
-
-
-def set_float32_matmul_precision(precision: str) -> None:
-    if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
-    _MATMUL_PRECISION[0] = precision
-
-
-def get_float32_matmul_precision() -> str:
-    return _MATMUL_PRECISION[0]
-
-
-def typename(obj) -> str:
-    if isinstance(obj, Tensor):
-        from .ops._common import type_name
-
-        return f"torch.{type_name(obj.dtype)}Tensor"
-    return type(obj).__module__ + "." + type(obj).__qualname__
-
-
-def is_nonzero(input: Tensor) -> bool:
-    if input.numel() != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no' if input.numel() == 0 else 'more than one'} values "
-                           "is ambiguous")
-    return bool(input.item())
 
 
 def get_num_threads() -> int:
