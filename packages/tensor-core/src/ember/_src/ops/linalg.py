@@ -409,7 +409,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
         return mm_op(a, b)
     if da >= 3 and db <= 2:
         # Fold a's batch dims into its rows: one mm instead of a batch of small ones.
-        rows = vw.reshape(a, (-1, a._shape[-1]))
+        rows = vw.reshape(a, (numel(a._shape[:-1]), a._shape[-1]))
         if db == 1:
             return vw.reshape(mv_op(rows, b), a._shape[:-1])
         return vw.reshape(mm_op(rows, b), a._shape[:-1] + (b._shape[1],))
@@ -520,8 +520,9 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out: Tensor | None = None) -> Tensor
         dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
     else:
         dims_a, dims_b = dims
-        dims_a = [dims_a] if isinstance(dims_a, int) else list(dims_a)
-        dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
+        if not isinstance(dims_a, (list, tuple)) or not isinstance(dims_b, (list, tuple)):
+            raise TypeError("tensordot(): argument 'dims' must be an int or a pair of lists of ints")
+        dims_a, dims_b = list(dims_a), list(dims_b)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
     if a.dtype is not b.dtype:
