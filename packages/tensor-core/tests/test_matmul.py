@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 import ember
+import pytest
 from conftest import assert_same, make_pair, torch
 
 NUM_DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "int16"]
@@ -15,7 +14,7 @@ NUM_DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "in
 
 def _tol(name):
     # Half types: PyTorch and ember both accumulate in float32 but in different orders.
-    return {"float16": dict(rtol=2e-3, atol=2e-2), "bfloat16": dict(rtol=1.6e-2, atol=1e-1)}.get(name, {})
+    return {"float16": {"rtol": 2e-3, "atol": 2e-2}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-1}}.get(name, {})
 
 
 def _pair(shape, name, layout="contiguous", seed=0):
@@ -135,7 +134,7 @@ def test_add_forms(name, beta, alpha):
     eb2, tb2 = _pair((2, 5, 4), name, seed=25)
     ev, tv = _pair((5,), name, seed=26)
     ew, tw = _pair((3,), name, seed=27)
-    kw = dict(beta=beta, alpha=alpha)
+    kw = {"beta": beta, "alpha": alpha}
     assert_same(ember.addmm(ei, em1, em2, **kw), torch.addmm(ti, tm1, tm2, **kw), **tol)
     assert_same(ember.addmm(ei1, em1, em2, **kw), torch.addmm(ti1, tm1, tm2, **kw), **tol)  # broadcast input
     assert_same(ember.baddbmm(ei, eb1, eb2, **kw), torch.baddbmm(ti, tb1, tb2, **kw), **tol)

@@ -45,7 +45,7 @@ def _from_sublists(args) -> tuple:
             elif isinstance(s, int) and 0 <= s < 52:
                 out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
             else:
-                raise RuntimeError(f"einsum(): subscript in subscript list is not within the valid range [0, 52)")
+                raise RuntimeError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
         return "".join(out)
 
     args = list(args)

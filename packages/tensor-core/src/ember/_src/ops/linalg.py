@@ -10,6 +10,7 @@ C++ kernel, float16/bfloat16 computed in float32 and rounded once.
 from __future__ import annotations
 
 import builtins
+import itertools
 
 from ... import _C
 from .. import dtypes as dt
@@ -413,6 +414,8 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
         if db == 1:
             return vw.reshape(mv_op(rows, b), a._shape[:-1])
         return vw.reshape(mm_op(rows, b), a._shape[:-1] + (b._shape[1],))
+    if da == 3 and db == 3 and a._shape[0] == b._shape[0]:
+        return bmm_op(a, b)
     # Batched: broadcast the batch dims, flatten them, bmm.
     a2 = vw.unsqueeze_op(a, 0) if da == 1 else a
     b2 = vw.unsqueeze_op(b, -1) if db == 1 else b
@@ -457,7 +460,7 @@ def _chain(mats: list) -> Tensor:
     n = len(mats)
     if n == 2:
         return mm_op(mats[0], mats[1])
-    for x, y in zip(mats, mats[1:]):
+    for x, y in itertools.pairwise(mats):
         if x._shape[1] != y._shape[0]:
             _mm_check(x, y)
     dims = [mats[0]._shape[0]] + [m._shape[1] for m in mats]
@@ -566,4 +569,4 @@ def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
     return vw.view_op(summed, tuple(1 if d in dims else s for d, s in enumerate(t._shape)))
 
 
-from .einsum import einsum  # noqa: E402  (einsum builds on the primitives above)
+from .einsum import einsum
