@@ -240,6 +240,14 @@ def test_einsum(eq, shapes):
     assert_same(ember.einsum(eq, [p[0] for p in pairs]), torch.einsum(eq, [p[1] for p in pairs]))
 
 
+@pytest.mark.parametrize("eq,shapes", [("ij->", [(2, 3)]), ("ij,k->", [(2, 3), (4,)]), ("ij,j->i", [(2, 3), (3,)]),
+                                       ("ii->i", [(3, 3)])])
+def test_einsum_integer_dtypes(eq, shapes):
+    # Summing a label out of one operand promotes integers to int64, as torch.sum does.
+    pairs = [_pair(s, "int32", seed=75 + i) for i, s in enumerate(shapes)]
+    assert_same(ember.einsum(eq, *[p[0] for p in pairs]), torch.einsum(eq, *[p[1] for p in pairs]))
+
+
 def test_einsum_sublist_and_layout():
     ea, ta = _pair((3, 4), "float32", layout="transposed", seed=70)
     eb, tb = _pair((4, 5), "float32", layout="sliced", seed=71)
@@ -393,3 +401,15 @@ def test_methods():
     assert_same(ea.mv(ev), ta.mv(tv))
     assert_same(ev.dot(ev), tv.dot(tv))
     assert math.isclose(float(ev.dot(ev).item()), float(tv.dot(tv).item()), rel_tol=1e-6)
+
+
+def test_native_kernel_rejects_bad_input():
+    from ember import _C
+
+    out = ember.zeros(1, 2, 2)
+    with pytest.raises(RuntimeError):
+        _C.matmul_(out, ember.ones(1, 2, 3), ember.ones(1, 4, 2), 1.0, 0)
+    with pytest.raises(RuntimeError):
+        _C.matmul_(out, ember.ones(1, 2, 3), ember.ones(1, 3, 2, dtype=ember.float64), 1.0, 0)
+    with pytest.raises(ValueError):
+        _C.matmul_(out, ember.ones(2, 3), ember.ones(3, 2), 1.0, 0)

@@ -6,6 +6,7 @@ one operand are summed first with a product against a vector of ones.
 
 from __future__ import annotations
 
+from .. import dtypes as dt
 from ..shapes import numel
 from ..tensor import Tensor
 from . import views as vw
@@ -150,7 +151,7 @@ def einsum(*args) -> Tensor:
         private = [order.index(lab) for lab in present[i] if lab not in out_set and lab not in later
                    and lab not in has]
         if private:
-            op = _sum_keepdim(op, private)
+            op = _sum(op, private)
         mine = set(present[i]) - {order[d] for d in private}
         if result is None:
             result, has = op, mine
@@ -161,14 +162,21 @@ def einsum(*args) -> Tensor:
         solo = [order.index(lab) for lab in has if lab not in out_set and lab not in later
                 and lab not in mine]
         if solo:
-            result = _sum_keepdim(result, solo)
+            result = _sum(result, solo)
         result = _pair(result, op, contract)
         has = (has | mine) - {order[d] for d in contract + solo}
     leftover = [order.index(lab) for lab in has if lab not in out_set]
     if leftover:
-        result = _sum_keepdim(result, leftover)
+        result = _sum(result, leftover)
     shape = tuple(result._shape[d] for d in range(len(out_labels)))
     return vw.reshape(result, shape)
+
+
+def _sum(t: Tensor, dims: list) -> Tensor:
+    """Sums labels out like PyTorch's einsum, with ``sum``'s promotion of integers to int64."""
+    if not t.dtype.is_floating_point:
+        t = vw.to(t, dt.int64)
+    return _sum_keepdim(t, dims)
 
 
 def _align(op: Tensor, labs: list, order: list, index: int, sizes: dict) -> Tensor:
