@@ -114,6 +114,17 @@ def test_bigger_batches_match():
     assert_same(ember.matmul(ea, eb), torch.matmul(ta, tb))
 
 
+@pytest.mark.parametrize("la", ["contiguous", "transposed", "sliced"])
+def test_small_kernel_split(la):
+    # M*N*K just above 1e6: the float32 product is split in two row halves.
+    ea, ta = _pair((2, 128, 64), "float32", layout=la, seed=18)
+    eb, tb = _pair((2, 64, 128), "float32", layout="transposed", seed=19)
+    assert_same(ember.matmul(ea, eb), torch.matmul(ta, tb), rtol=1e-5, atol=1e-4)
+    ei, ti = _pair((128,), "float32", seed=20)
+    assert_same(ember.baddbmm(ei, ea, eb, beta=0.5, alpha=2), torch.baddbmm(ti, ta, tb, beta=0.5, alpha=2),
+                rtol=1e-5, atol=1e-3)
+
+
 def test_integer_wraparound():
     ea, ta = make_pair((4, 9), "int8", low=60, high=120, seed=16)
     eb, tb = make_pair((9, 3), "int8", low=60, high=120, seed=17)
