@@ -424,3 +424,28 @@ def test_native_kernel_rejects_bad_input():
         _C.matmul_(out, ember.ones(1, 2, 3), ember.ones(1, 3, 2, dtype=ember.float64), 1.0, 0)
     with pytest.raises(ValueError):
         _C.matmul_(out, ember.ones(2, 3), ember.ones(3, 2), 1.0, 0)
+
+
+@pytest.mark.parametrize("name", ["float32", "int32"])
+def test_addr_and_integer_scalars(name):
+    ei, ti = _pair((3, 2), name, seed=110)
+    ev, tv = _pair((3,), name, seed=111)
+    ew, tw = _pair((2,), name, seed=112)
+    for beta, alpha in [(1, 1), (3, 2), (0, 2)]:
+        assert_same(ember.addr(ei, ev, ew, beta=beta, alpha=alpha), torch.addr(ti, tv, tw, beta=beta, alpha=alpha))
+    if name == "int32":
+        # PyTorch truncates float alpha/beta for integer tensors.
+        em1, tm1 = _pair((3, 4), name, seed=113)
+        em2, tm2 = _pair((4, 2), name, seed=114)
+        assert_same(ember.addmm(ei, em1, em2, beta=2.7, alpha=1.5), torch.addmm(ti, tm1, tm2, beta=2.7, alpha=1.5))
+
+
+@pytest.mark.parametrize("name", ["int64", "int8", "float64"])
+def test_empty_inner_dim(name):
+    ei, ti = _pair((2, 3), name, seed=120)
+    ea, ta = _pair((2, 0), name, seed=121)
+    eb, tb = _pair((0, 3), name, seed=122)
+    assert_same(ember.mm(ea, eb), torch.mm(ta, tb))
+    assert_same(ember.addmm(ei, ea, eb, beta=2), torch.addmm(ti, ta, tb, beta=2))
+    assert_same(ember.bmm(ember.zeros(4, 2, 0, dtype=ea.dtype), ember.zeros(4, 0, 5, dtype=ea.dtype)),
+                torch.bmm(torch.zeros(4, 2, 0, dtype=ta.dtype), torch.zeros(4, 0, 5, dtype=ta.dtype)))
