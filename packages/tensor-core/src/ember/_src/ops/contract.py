@@ -1,4 +1,7 @@
-"""einsum: the equation is parsed, every operand is viewed over one shared list of labels
+"""Contractions composed from the matrix-product ops: inner, tensordot, chain_matmul,
+multi_dot and einsum.
+
+einsum: the equation is parsed, every operand is viewed over one shared list of labels
 (repeated labels become a diagonal view, missing ones a size-1 dim), and the operands are
 contracted left to right, each pair as a single bmm (as PyTorch does). Labels used by only
 one operand are summed first with a product against a vector of ones.
@@ -6,13 +9,18 @@ one operand are summed first with a product against a vector of ones.
 
 from __future__ import annotations
 
-from .. import dtypes as dt
-from ..shapes import numel
-from ..tensor import Tensor
-from . import views as vw
-from .linalg import _sum_keepdim, bmm_op, type_name
+import builtins
+import itertools
 
-__all__ = ["einsum"]
+from .. import dtypes as dt
+from ..shapes import numel, wrap_dim
+from ..tensor import Tensor
+from . import pointwise as pw
+from . import views as vw
+from ._common import write_out
+from .linalg import _mm_check, _out, bmm_op, mm_op, mv_op, type_name
+
+__all__ = ["chain_matmul", "einsum", "inner", "multi_dot", "tensordot"]
 
 _ELL = "..."
 
@@ -242,3 +250,139 @@ def _pair(left: Tensor, right: Tensor, contract: list) -> Tensor:
     for pos, d in enumerate(dims):
         inverse[d] = pos
     return vw.permute_op(out, tuple(inverse))
+
+
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    if input.ndim == 0 or other.ndim == 0:
+        return write_out(pw.mul(input, other), out)
+    if input._shape[-1] != other._shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input._shape)} and {list(other._shape)}")
+    return tensordot(input, other, ([-1], [-1]), out=out)
+
+
+def chain_matmul(*matrices, out: Tensor | None = None) -> Tensor:
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for i, m in enumerate(matrices):
+        if m.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return _out(vw.clone(matrices[0]), out)
+    return _out(_chain(list(matrices)), out)
+
+
+def _chain(mats: list) -> Tensor:
+    """Product of 2-D matrices in the cheapest order (the classic O(n^3) chain-order DP)."""
+    n = len(mats)
+    if n == 2:
+        return mm_op(mats[0], mats[1])
+    for x, y in itertools.pairwise(mats):
+        if x._shape[1] != y._shape[0]:
+            _mm_check(x, y)
+    dims = [mats[0]._shape[0]] + [m._shape[1] for m in mats]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def build(i, j):
+        if i == j:
+            return mats[i]
+        s = split[i][j]
+        return mm_op(build(i, s), build(s + 1, j))
+
+    return build(0, n - 1)
+
+
+def multi_dot(tensors, *, out: Tensor | None = None) -> Tensor:
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first, last = tensors[0], tensors[-1]
+    if first.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.ndim}D")
+    if last.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.ndim}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+        if t.dtype is not first.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{type_name(first.dtype)} and tensor {i} is {type_name(t.dtype)}")
+    mats = list(tensors)
+    if first.ndim == 1:
+        mats[0] = vw.unsqueeze_op(first, 0)
+    if last.ndim == 1:
+        mats[-1] = vw.unsqueeze_op(last, 1)
+    result = _chain(mats)
+    if first.ndim == 1:
+        result = vw.squeeze_op(result, (0,))
+    if last.ndim == 1:
+        result = vw.squeeze_op(result, (-1,))
+    return _out(result, out)
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2, out: Tensor | None = None) -> Tensor:
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int) and not isinstance(dims, builtins.bool):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.ndim or dims > b.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = dims
+        if not isinstance(dims_a, (list, tuple)) or not isinstance(dims_b, (list, tuple)):
+            raise TypeError("tensordot(): argument 'dims' must be an int or a pair of lists of ints")
+        dims_a, dims_b = list(dims_a), list(dims_b)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    ca, cb = [wrap_dim(d, a.ndim) for d in dims_a], [wrap_dim(d, b.ndim) for d in dims_b]
+    presum_a, presum_b = [], []
+    for da, db, ra, rb in zip(ca, cb, dims_a, dims_b):
+        sa, sb = a._shape[da], b._shape[db]
+        if sa == sb:
+            continue
+        if sb == 1:  # PyTorch sums a broadcast contracted dim on the other side
+            presum_a.append(da)
+        elif sa == 1:
+            presum_b.append(db)
+        else:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {sa} in dim {ra} and "
+                               f"second has size {sb} in dim {rb}")
+    if presum_a:
+        a = _sum_keepdim(a, presum_a)
+    if presum_b:
+        b = _sum_keepdim(b, presum_b)
+    free_a = [d for d in range(a.ndim) if d not in ca]
+    free_b = [d for d in range(b.ndim) if d not in cb]
+    csize = numel([a._shape[d] for d in ca])
+    ma = vw.reshape(vw.permute_op(a, tuple(free_a + ca)), (numel([a._shape[d] for d in free_a]), csize))
+    mb = vw.reshape(vw.permute_op(b, tuple(cb + free_b)), (csize, numel([b._shape[d] for d in free_b])))
+    shape = tuple(a._shape[d] for d in free_a) + tuple(b._shape[d] for d in free_b)
+    return _out(vw.view_op(mm_op(ma, mb), shape), out)
+
+
+def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
+    """Sum over ``dims`` keeping them as size 1, as a product with a vector of ones."""
+    from .creation import ones
+
+    dims = sorted(set(dims))
+    keep = [d for d in range(t.ndim) if d not in dims]
+    rows = numel([t._shape[d] for d in keep])
+    red = numel([t._shape[d] for d in dims])
+    flat = vw.reshape(vw.permute_op(t, tuple(keep + dims)), (rows, red))
+    summed = mv_op(flat, ones((red,), dtype=t.dtype, device=t._device))
+    return vw.view_op(summed, tuple(1 if d in dims else s for d, s in enumerate(t._shape)))
