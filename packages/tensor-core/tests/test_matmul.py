@@ -101,11 +101,18 @@ def test_strided_vectors_and_columns():
     assert_same(ember.mv(ebase, ev), torch.mv(tbase, tv))
 
 
-def test_bigger_batches_match():
-    # Large enough to take the threaded batch path and the plain gemm path.
-    ea, ta = _pair((40, 17, 33), "float32", seed=10)
-    eb, tb = _pair((40, 33, 9), "float32", seed=11)
-    assert_same(ember.bmm(ea, eb), torch.bmm(ta, tb), rtol=1e-5, atol=1e-4)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bigger_batches_match(threads):
+    # With 2 threads the batch of small products runs on OpenMP threads (BLAS set to 1 thread).
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        ea, ta = _pair((40, 17, 33), "float32", seed=10)
+        eb, tb = _pair((40, 33, 9), "float32", seed=11)
+        assert_same(ember.bmm(ea, eb), torch.bmm(ta, tb), rtol=1e-5, atol=1e-4)
+        assert_same(ember.bmm(ea.double(), eb.double()), torch.bmm(ta.double(), tb.double()))
+    finally:
+        ember.set_num_threads(before)
     ea, ta = _pair((130, 70), "float64", seed=12)
     eb, tb = _pair((70, 90), "float64", seed=13)
     assert_same(ember.mm(ea, eb), torch.mm(ta, tb))
@@ -449,3 +456,10 @@ def test_empty_inner_dim(name):
     assert_same(ember.addmm(ei, ea, eb, beta=2), torch.addmm(ti, ta, tb, beta=2))
     assert_same(ember.bmm(ember.zeros(4, 2, 0, dtype=ea.dtype), ember.zeros(4, 0, 5, dtype=ea.dtype)),
                 torch.bmm(torch.zeros(4, 2, 0, dtype=ta.dtype), torch.zeros(4, 0, 5, dtype=ta.dtype)))
+
+
+def test_method_surface_matches_torch():
+    for name in ["mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "addmm_", "addmv", "addmv_",
+                 "baddbmm", "baddbmm_", "addbmm", "addbmm_", "addr", "matmul", "einsum", "tensordot",
+                 "chain_matmul", "multi_dot"]:
+        assert hasattr(ember.Tensor, name) == hasattr(torch.Tensor, name), name

@@ -386,3 +386,10 @@ def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
     flat = vw.reshape(vw.permute_op(t, tuple(keep + dims)), (rows, red))
     summed = mv_op(flat, ones((red,), dtype=t.dtype, device=t._device))
     return vw.view_op(summed, tuple(1 if d in dims else s for d, s in enumerate(t._shape)))
+
+
+# PyTorch has no Tensor.einsum/tensordot/chain_matmul/multi_dot: api.py attaches every function
+# defined under ember._src.ops as a method, so these report their public module instead.
+for _fn in (einsum, tensordot, chain_matmul):
+    _fn.__module__ = "ember"
+multi_dot.__module__ = "ember.linalg"
