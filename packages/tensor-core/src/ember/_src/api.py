@@ -104,5 +104,3 @@ def _functional_for_methods() -> dict:
 _methods.install(_functional_for_methods())
 
 __all__ = [n for n in dir() if not n.startswith("_")]
-
-from .. import linalg  # noqa: E402,F401  (ember.linalg without an explicit import)
