@@ -24,7 +24,7 @@ _STATE_BYTES = 16
 class Generator:
     """A source of random numbers for ``generator=`` arguments, as ``torch.Generator``."""
 
-    __slots__ = ("_seed", "_offset", "_device", "__weakref__")
+    __slots__ = ("__weakref__", "_device", "_offset", "_seed")
 
     def __init__(self, device="cpu"):
         dev = _device(device)
@@ -38,10 +38,10 @@ class Generator:
     def device(self):
         return self._device
 
-    def manual_seed(self, seed) -> "Generator":
+    def manual_seed(self, seed) -> Generator:
         """Sets the seed (any int in [-2**63, 2**64); negatives wrap) and rewinds the stream."""
         if isinstance(seed, builtins.bool) or not isinstance(seed, int):
-            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")  # noqa: TRY004 (PyTorch's type)
         if seed < -(1 << 63) or seed > _MASK64:
             raise ValueError("Overflow when unpacking long long")
         self._seed = seed & _MASK64
@@ -67,7 +67,7 @@ class Generator:
         )
         return state
 
-    def set_state(self, new_state) -> "Generator":
+    def set_state(self, new_state) -> Generator:
         from .tensor import Tensor
 
         if not isinstance(new_state, Tensor):

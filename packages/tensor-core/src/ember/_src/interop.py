@@ -161,7 +161,7 @@ def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None):
     if any(st < 0 for st in t._stride):
         raise BufferError("Can't export a tensor with negative strides")
     src = t.clone() if copy else t
-    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    versioned = max_version is not None and int(max_version[0]) >= 1
     return _C.to_dlpack(src, versioned, bool(copy))
 
 

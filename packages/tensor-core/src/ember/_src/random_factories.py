@@ -193,7 +193,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise TypeError("normal() received an invalid combination of arguments - got (float, float): "
                             "a size is needed when mean and std are both numbers")
         mean, std = _r._float(mean, "mean"), _r._float(std, "std")
-        shape = as_shape((size,) if not isinstance(size, int) else (size,))
+        shape = as_shape((size,))
         check_sizes(shape)
         t = _alloc(shape, _default_float(dtype), device)
         return _finish(_r.normal_inplace_op(t, mean, std, generator=generator), out, requires_grad)

@@ -452,15 +452,41 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return write_out(result, out)
 
 
-from ..generator import (  # noqa: E402
-    default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+from ..generator import (
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
 )
-from ..random_factories import (  # noqa: E402
-    normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
+from ..random_factories import (
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
 )
 
 __all__ = [
-    "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like",
-    "bernoulli", "multinomial",
+    "Generator",
+    "bernoulli",
+    "default_generator",
+    "get_rng_state",
+    "initial_seed",
+    "manual_seed",
+    "multinomial",
+    "normal",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "randn",
+    "randn_like",
+    "randperm",
+    "seed",
+    "set_rng_state",
 ]
