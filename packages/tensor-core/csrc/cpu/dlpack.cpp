@@ -195,7 +195,7 @@ py::object to_dlpack(py::handle tensor, bool versioned, bool copied) {
 // owns the tensor and frees it when it dies.
 py::tuple from_dlpack(py::object capsule) {
   PyObject* cap = capsule.ptr();
-  if (!PyCapsule_CheckExact(cap)) throw py::type_error("from_dlpack: expected a DLPack capsule");
+  if (!PyCapsule_CheckExact(cap)) throw std::runtime_error("from_dlpack: expected a DLPack capsule");
   const char* name = PyCapsule_GetName(cap);
   if (!name) throw py::error_already_set();
   bool versioned;
@@ -204,9 +204,11 @@ py::tuple from_dlpack(py::object capsule) {
   } else if (std::strcmp(name, kLegacyName) == 0) {
     versioned = false;
   } else if (std::strcmp(name, kLegacyUsed) == 0 || std::strcmp(name, kVersionedUsed) == 0) {
-    throw std::invalid_argument("from_dlpack: this DLPack capsule was already consumed");
+    throw std::runtime_error(
+        "from_dlpack received an invalid capsule: DLPack capsules can be consumed only once, and this one was "
+        "already used");
   } else {
-    throw std::invalid_argument(std::string("from_dlpack: not a DLPack capsule (name '") + name + "')");
+    throw std::runtime_error(std::string("from_dlpack: not a DLPack capsule (name '") + name + "')");
   }
   void* managed = PyCapsule_GetPointer(cap, name);
   if (!managed) throw py::error_already_set();

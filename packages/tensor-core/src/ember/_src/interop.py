@@ -108,7 +108,8 @@ def from_numpy_copy(arr) -> Tensor:
         arr = arr.astype(np.int64)
     if arr.dtype.kind == "f" and arr.dtype not in _numpy_to_ember():
         arr = arr.astype(np.float64)
-    src = from_numpy(np.ascontiguousarray(arr))
+    # np.ascontiguousarray would turn a 0-d array into 1-d.
+    src = from_numpy(arr if arr.flags.c_contiguous else np.array(arr, order="C"))
     return src.clone()
 
 
@@ -180,7 +181,7 @@ def from_dlpack(ext_tensor) -> Tensor:
     else:
         capsule = ext_tensor
         if type(capsule).__name__ != "PyCapsule":
-            raise TypeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
+            raise RuntimeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
                             f"{type(ext_tensor).__name__}")
     storage, shape, strides, code, _read_only = _C.from_dlpack(capsule)
     return make_tensor(storage, shape, strides, 0, dt.BY_CODE[code], CPU)
