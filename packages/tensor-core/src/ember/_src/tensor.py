@@ -295,7 +295,7 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and spec:
+        if self.ndim == 0 and not self.is_meta and type(self) is Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec) if spec else self.__repr__()
 
