@@ -125,7 +125,7 @@ def _flat_values(node, out: list) -> list:
 
 
 def _vector_str(values: list, indent: int, fmt: _Formatter) -> str:
-    per_line = max(1, int(math.floor((OPTIONS.linewidth - indent) / (fmt.max_width + 2))))
+    per_line = max(1, math.floor((OPTIONS.linewidth - indent) / (fmt.max_width + 2)))
     if values == [_SKIP]:
         data = ["..."]  # edgeitems == 0
     else:
