@@ -7,10 +7,11 @@ import gc
 import pickle
 import weakref
 
-import ember
 import numpy as np
 import pytest
 from conftest import DTYPE_PAIRS, torch
+
+import ember
 
 ALL = list(DTYPE_PAIRS)
 NUMPY_NAMES = [n for n in ALL if n != "bfloat16"]  # NumPy has no bfloat16
@@ -41,7 +42,10 @@ def make_pair(shape, name, layout="contiguous"):
                   "sliced": (2 * shape[0] + 1,) + shape[1:] if shape else shape,
                   "expanded": (1,) + shape[1:] if shape else shape}[layout]
     arr = np.asarray(np.random.default_rng(0).integers(-9, 9, size=base_shape))
-    arr = np.asarray(arr % 2 == 0) if name == "bool" else arr.astype("float32" if name == "bfloat16" else name)
+    if name == "bool":
+        arr = np.asarray(arr % 2 == 0)
+    else:
+        arr = arr.astype("float32" if name == "bfloat16" else name)
     e_dtype, t_dtype = DTYPE_PAIRS[name]
     e, t = ember.tensor(arr).to(e_dtype), torch.from_numpy(arr.copy()).to(t_dtype)
     if layout == "transposed":
@@ -82,7 +86,8 @@ def test_from_numpy_keeps_array_alive_and_rejects_bad_arrays():
     del e
     gc.collect()
     assert ref() is None
-    for bad, expected in [(np.arange(3.0)[::-1], ValueError), (np.array([None]), TypeError), ([1, 2], TypeError)]:
+    bad_inputs = [(np.arange(3.0)[::-1], ValueError), (np.array([None]), TypeError), ([1, 2], TypeError)]
+    for bad, expected in bad_inputs:
         with pytest.raises(expected):
             torch.from_numpy(bad)
         with pytest.raises(expected):

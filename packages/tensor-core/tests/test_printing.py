@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
-import ember
 import numpy as np
 import pytest
 from conftest import torch
+
+import ember
 
 NAN, INF = math.nan, math.inf
 
@@ -79,7 +80,8 @@ def test_repr_matches_torch(name):
     check(*pair(values, dtype))
 
 
-@pytest.mark.parametrize("shape,name", [((0,), "float32"), ((0,), "int64"), ((2, 0), "float32"), ((0, 3), "int32"),
+@pytest.mark.parametrize("shape,name", [((0,), "float32"), ((0,), "int64"), ((2, 0), "float32"),
+                                        ((0, 3), "int32"),
                                         ((1, 0, 2), "bool"), ((0,), "float16")])
 def test_empty(shape, name):
     check(ember.zeros(shape, dtype=getattr(ember, name)), torch.zeros(shape, dtype=getattr(torch, name)))
@@ -132,7 +134,8 @@ def test_suffixes_wrap_at_linewidth():
     # A long last line pushes the dtype suffix onto its own line.
     check(*pair(np.arange(10) * 1111111, "int32"))
     check(*pair(np.arange(7.0) * 1.25, "float64"))
-    check(ember.zeros(2, 3, 4, 5, 6, 7, 0, dtype=ember.int16), torch.zeros(2, 3, 4, 5, 6, 7, 0, dtype=torch.int16))
+    shape = (2, 3, 4, 5, 6, 7, 0)
+    check(ember.zeros(shape, dtype=ember.int16), torch.zeros(shape, dtype=torch.int16))
 
 
 def test_format_of_zero_dim():

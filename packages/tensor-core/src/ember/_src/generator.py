@@ -76,8 +76,8 @@ class Generator:
             raise TypeError("RNG state must be a ember.ByteTensor")
         if new_state.numel() != _STATE_BYTES:
             raise RuntimeError(
-                f"Expected an ember generator state of size {_STATE_BYTES} but found the input RNG state size "
-                f"to be {new_state.numel()}"
+                f"Expected an ember generator state of size {_STATE_BYTES} but found the input RNG state "
+                f"size to be {new_state.numel()}"
             )
         if new_state._device.type != "cpu":
             raise RuntimeError("RNG state must be a CPU tensor")

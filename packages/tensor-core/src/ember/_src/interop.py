@@ -118,7 +118,8 @@ def _rebuild(data: bytes, dtype_name: str, shape: tuple, requires_grad: bool = F
 
     t = new_empty_tensor(tuple(shape), dt._dtype_by_name(dtype_name), CPU)
     if len(data) != t.nbytes:
-        raise RuntimeError(f"corrupt tensor pickle: {len(data)} bytes for shape {list(shape)} of {dtype_name}")
+        raise RuntimeError(f"corrupt tensor pickle: {len(data)} bytes for shape {list(shape)} of "
+                           f"{dtype_name}")
     if data:
         memoryview(t._storage)[: len(data)] = data
     if requires_grad:

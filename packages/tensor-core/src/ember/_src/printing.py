@@ -32,7 +32,8 @@ _PROFILES = {
 }
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
     """As ``torch.set_printoptions``: a profile first, then the explicit options; sci_mode is always set."""
     if profile in _PROFILES:  # PyTorch ignores unknown profiles
         OPTIONS.precision, OPTIONS.threshold, OPTIONS.edgeitems, OPTIONS.linewidth = _PROFILES[profile]

@@ -186,7 +186,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
            requires_grad=False, pin_memory=False):
-    """``normal(Tensor, Tensor)``, ``normal(Tensor, float)``, ``normal(float, Tensor)``, ``normal(float, float, size)``."""
+    """Normal samples: ``normal(Tensor, Tensor)``, ``normal(Tensor, float)``, ``normal(float, Tensor)`` or
+    ``normal(float, float, size)``."""
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mean_t and not std_t:
         if size is None:

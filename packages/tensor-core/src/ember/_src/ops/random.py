@@ -28,7 +28,8 @@ _KINDS = _C.random_kinds
 # C++ type names PyTorch uses in random_'s bounds errors.
 _C_NAMES = {
     "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-    "int64": "long", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+    "int64": "long", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double",
 }
 _MANTISSA = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
@@ -120,7 +121,9 @@ def _check_uniform(self, low, high):
     if not (-limit <= high <= limit):
         raise RuntimeError(f"to is out of bounds for {_C_NAMES[self.dtype.name]}")
     if low > high:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_num(low)} > to={_num(high)}")
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={_num(low)} > to={_num(high)}"
+        )
     if high - low > limit:
         raise RuntimeError(
             f"uniform_ expects to-from <= std::numeric_limits<{_C_NAMES[self.dtype.name]}>::max(), but found "
@@ -147,8 +150,8 @@ def _check_log_normal(self, mean, std):
 def _check_continuous(self, label):
     if not self.dtype.is_floating_point:
         raise RuntimeError(
-            f"{label} distribution is a continuous probability distribution. dtype must be a floating point but you "
-            f"specified {_C_NAMES[self.dtype.name]}"
+            f"{label} distribution is a continuous probability distribution. dtype must be a floating point "
+            f"but you specified {_C_NAMES[self.dtype.name]}"
         )
 
 
@@ -193,7 +196,8 @@ def _dist(kind: str):
 
 uniform_op = _declare_inplace(
     "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)",
-    _check_uniform, lambda target, seed, offset, low, high: _C.random_uniform_(target, seed, offset, low, high))
+    _check_uniform, lambda target, seed, offset, lo, hi: _C.random_uniform_(target, seed, offset, lo, hi),
+)
 normal_inplace_op = _declare_inplace(
     "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)",
     _check_normal, _dist("normal"))
@@ -305,7 +309,8 @@ def random_(self, *args, generator=None, **kwargs):
 # -- bernoulli ----------------------------------------------------------------------------------------
 
 bernoulli_tensor_op = define(
-    "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)", ("random", "inplace")
+    "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
+    ("random", "inplace"),
 )
 
 
@@ -316,8 +321,8 @@ def _check_bernoulli_tensor(self, p):
     _check_floating(p, "bernoulli_tensor_cpu_p_")
     _check_no_overlap(self)
     if broadcast_shapes(self._shape, p._shape) != self._shape:
-        raise RuntimeError(f"bernoulli_: probability tensor of shape {list(p._shape)} is not broadcastable to "
-                           f"the output shape {list(self._shape)}")
+        raise RuntimeError(f"bernoulli_: probability tensor of shape {list(p._shape)} is not broadcastable "
+                           f"to the output shape {list(self._shape)}")
 
 
 @bernoulli_tensor_op.kernel("cpu")
@@ -365,7 +370,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 # -- normal with tensor parameters ----------------------------------------------------------------------
 
 normal_tensor_op = define(
-    "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor", ("random",)
+    "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None, ScalarType? dtype=None) "
+    "-> Tensor",
+    ("random",),
 )
 
 
@@ -404,7 +411,8 @@ normal_tensor_op.meta = _normal_tensor_meta
 # -- multinomial ---------------------------------------------------------------------------------------
 
 multinomial_op = define(
-    "multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+    "multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) "
+    "-> Tensor",
     ("random",),
 )
 
@@ -412,7 +420,9 @@ multinomial_op = define(
 def _multinomial_shape(probs, num_samples, replacement):
     _check_self(probs, "multinomial")
     if not probs.dtype.is_floating_point:
-        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {type_name(probs.dtype)}")
+        raise RuntimeError(
+            f"multinomial only supports floating-point dtypes for input, got: {type_name(probs.dtype)}"
+        )
     if probs.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if num_samples <= 0:
@@ -448,7 +458,8 @@ multinomial_op.meta = _multinomial_meta
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Category indices sampled from the rows of ``input`` (non-negative weights)."""
-    result = multinomial_op(input, operator.index(num_samples), builtins.bool(replacement), generator=generator)
+    num_samples, replacement = operator.index(num_samples), builtins.bool(replacement)
+    result = multinomial_op(input, num_samples, replacement, generator=generator)
     return write_out(result, out)
 
 
