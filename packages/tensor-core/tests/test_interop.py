@@ -183,11 +183,16 @@ def test_numpy_dlpack_write_through_both_ways():
     assert x.tolist() == [[0, 0, 0], [0, 0, 7]]
 
 
-def test_numpy_copy_request_gives_a_copy():
+def test_copy_requests_give_copies():
     e = ember.zeros(3)
     arr = np.from_dlpack(e, copy=True)
     arr[0] = 1
     assert e.tolist() == [0.0, 0.0, 0.0]
+    src = np.zeros(3)
+    copied = ember.from_dlpack(src, copy=True)
+    copied.fill_(2)
+    assert src.tolist() == [0.0, 0.0, 0.0] and copied.tolist() == [2.0, 2.0, 2.0]
+    assert ember.from_dlpack(src, device="cpu").data_ptr() == src.__array_interface__["data"][0]
 
 
 def test_numpy_producer_released_when_consumer_dies():

@@ -122,7 +122,8 @@ int from_dl(DLDataType t) {
 }
 
 std::string describe(DLDataType t) {
-  return "code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes);
+  return "code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ", lanes " +
+         std::to_string(t.lanes);
 }
 
 // ---- producer ---------------------------------------------------------------------------------

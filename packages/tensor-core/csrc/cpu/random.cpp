@@ -140,11 +140,15 @@ void uniform_impl(py::handle out_obj, uint64_t seed, uint64_t offset, double low
 }
 
 // Distributions computed in double and rounded once to the output type.
-enum Dist : int { kNormal = 0, kBernoulli = 1, kExponential = 2, kGeometric = 3, kCauchy = 4, kLogNormal = 5 };
+enum Dist : int {
+  kNormal = 0, kBernoulli = 1, kExponential = 2, kGeometric = 3, kCauchy = 4, kLogNormal = 5
+};
 
 template <typename T>
 void dist_typed(const TensorArg& out, int kind, uint64_t seed, uint64_t offset, double a, double b) {
-  auto run = [&](auto f) { generate<T>(out, seed, offset, [&](const Block& blk) { return convert<T, double>(f(blk)); }); };
+  auto run = [&](auto f) {
+    generate<T>(out, seed, offset, [&](const Block& blk) { return convert<T, double>(f(blk)); });
+  };
   switch (kind) {
     case kNormal: run([&](const Block& k) { return a + b * standard_normal(k); }); break;
     case kLogNormal: run([&](const Block& k) { return std::exp(a + b * standard_normal(k)); }); break;
@@ -152,11 +156,15 @@ void dist_typed(const TensorArg& out, int kind, uint64_t seed, uint64_t offset, 
     case kExponential: run([&](const Block& k) { return -std::log(uniform_open(word64(k, 0))) / a; }); break;
     case kGeometric: {
       const double denom = std::log1p(-a);
-      run([&](const Block& k) { return std::max(1.0, std::ceil(std::log(uniform_open(word64(k, 0))) / denom)); });
+      run([&](const Block& k) {
+        return std::max(1.0, std::ceil(std::log(uniform_open(word64(k, 0))) / denom));
+      });
       break;
     }
     case kCauchy:
-      run([&](const Block& k) { return a + b * std::tan(3.141592653589793238463 * (uniform53(word64(k, 0)) - 0.5)); });
+      run([&](const Block& k) {
+        return a + b * std::tan(3.141592653589793238463 * (uniform53(word64(k, 0)) - 0.5));
+      });
       break;
     default: throw std::invalid_argument("random distribution: unknown kind " + std::to_string(kind));
   }
@@ -255,7 +263,8 @@ void normal_tensor_impl(py::handle out_obj, py::handle mean_obj, py::handle std_
 // so the result depends on the seed alone.
 void randperm_impl(py::handle out_obj, uint64_t seed, uint64_t offset) {
   TensorArg out = contiguous_out(out_obj, "randperm");
-  if (out.dtype != DType::Int64 || out.ndim() != 1) throw std::invalid_argument("randperm: out must be an int64 vector");
+  if (out.dtype != DType::Int64 || out.ndim() != 1)
+    throw std::invalid_argument("randperm: out must be an int64 vector");
   int64_t n = out.numel();
   auto* p = reinterpret_cast<int64_t*>(out.data);
   py::gil_scoped_release release;

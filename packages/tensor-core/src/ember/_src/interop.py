@@ -167,8 +167,16 @@ def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None):
     return _C.to_dlpack(src, versioned, bool(copy))
 
 
-def from_dlpack(ext_tensor) -> Tensor:
-    """A tensor sharing the memory of any object with ``__dlpack__`` (or of a DLPack capsule)."""
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing the memory of any object with ``__dlpack__`` (or of a DLPack capsule).
+
+    ``copy=True`` returns a copy; ``device`` may only name the CPU.
+    """
+    if device is not None:
+        from .device import to_device
+
+        if to_device(device).type != "cpu":
+            raise BufferError(f"from_dlpack: ember imports DLPack tensors to the CPU only, not {device}")
     if hasattr(ext_tensor, "__dlpack__"):
         if hasattr(ext_tensor, "__dlpack_device__"):
             dev_type, _ = ext_tensor.__dlpack_device__()
@@ -185,4 +193,5 @@ def from_dlpack(ext_tensor) -> Tensor:
             raise RuntimeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
                             f"{type(ext_tensor).__name__}")
     storage, shape, strides, code, _read_only = _C.from_dlpack(capsule)
-    return make_tensor(storage, shape, strides, 0, dt.BY_CODE[code], CPU)
+    result = make_tensor(storage, shape, strides, 0, dt.BY_CODE[code], CPU)
+    return result.clone() if copy else result

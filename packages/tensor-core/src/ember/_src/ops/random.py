@@ -17,11 +17,14 @@ import operator
 from ... import _C
 from .. import dtypes as dt
 from ..device import META
-from ..dispatch import define
-from ..generator import Generator, resolve
-from ..shapes import broadcast_shapes
-from ..tensor import Tensor, new_empty_tensor
-from ._common import convert, type_name, write_out
+from ..dispatch import define as _define
+from ..generator import Generator
+from ..generator import resolve as _resolve
+from ..shapes import broadcast_shapes as _broadcast_shapes
+from ..tensor import Tensor
+from ..tensor import new_empty_tensor as _new_empty
+from ._common import convert, type_name
+from ._common import write_out as _write_out
 
 _KINDS = _C.random_kinds
 
@@ -68,7 +71,7 @@ def _float(value, name: str) -> float:
 
 
 def _generator_for(self: Tensor, generator) -> Generator:
-    gen = resolve(generator)
+    gen = _resolve(generator)
     if self._device.type != gen.device.type:
         raise RuntimeError(
             f"Expected a '{self._device.type}' device type for generator but found '{gen.device.type}'"
@@ -83,7 +86,7 @@ def _fill(self: Tensor, generator, draw) -> Tensor:
     if n == 0:
         return self
     seed, offset = gen._take(n)
-    target = self if self.is_contiguous() else new_empty_tensor(self._shape, self.dtype, self._device)
+    target = self if self.is_contiguous() else _new_empty(self._shape, self.dtype, self._device)
     draw(target, seed, offset)
     if target is not self:
         _C.copy_(self, target)
@@ -93,7 +96,7 @@ def _fill(self: Tensor, generator, draw) -> Tensor:
 
 def _declare_inplace(schema: str, check, draw):
     """An in-place sampler op: ``check(self, *args)`` validates, ``draw(target, seed, offset, *args)``."""
-    op = define(schema, ("random", "inplace"))
+    op = _define(schema, ("random", "inplace"))
 
     @op.kernel("cpu")
     def cpu(self, *args, generator=None):
@@ -308,7 +311,7 @@ def random_(self, *args, generator=None, **kwargs):
 
 # -- bernoulli ----------------------------------------------------------------------------------------
 
-bernoulli_tensor_op = define(
+bernoulli_tensor_op = _define(
     "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
     ("random", "inplace"),
 )
@@ -320,7 +323,7 @@ def _check_bernoulli_tensor(self, p):
         raise TypeError(f"bernoulli_(): argument 'p' must be Tensor or float, not {type(p).__name__}")
     _check_floating(p, "bernoulli_tensor_cpu_p_")
     _check_no_overlap(self)
-    if broadcast_shapes(self._shape, p._shape) != self._shape:
+    if _broadcast_shapes(self._shape, p._shape) != self._shape:
         raise RuntimeError(f"bernoulli_: probability tensor of shape {list(p._shape)} is not broadcastable "
                            f"to the output shape {list(self._shape)}")
 
@@ -333,7 +336,7 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     if n == 0:
         return self
     seed, offset = gen._take(n)
-    values = new_empty_tensor(self._shape, dt.float64, self._device)
+    values = _new_empty(self._shape, dt.float64, self._device)
     _C.random_bernoulli_tensor_(values, convert(p, dt.float64), seed, offset)
     _C.copy_(self, values)
     self._storage.version += 1
@@ -359,17 +362,17 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 draws with the probabilities in ``input`` (or a fixed ``p``), in input's dtype."""
     _check_self(input, "bernoulli")
-    result = new_empty_tensor(input._shape, input.dtype, input._device)
+    result = _new_empty(input._shape, input.dtype, input._device)
     if p is None:
         bernoulli_tensor_op(result, input, generator=generator)
     else:
         bernoulli_float_op(result, _float(p, "p"), generator=generator)
-    return write_out(result, out)
+    return _write_out(result, out)
 
 
 # -- normal with tensor parameters ----------------------------------------------------------------------
 
-normal_tensor_op = define(
+normal_tensor_op = _define(
     "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None, ScalarType? dtype=None) "
     "-> Tensor",
     ("random",),
@@ -377,7 +380,7 @@ normal_tensor_op = define(
 
 
 def _normal_result(mean: Tensor, std: Tensor, result_dtype):
-    shape = broadcast_shapes(mean._shape, std._shape)
+    shape = _broadcast_shapes(mean._shape, std._shape)
     if not result_dtype.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{type_name(result_dtype)}'")
     return shape
@@ -387,13 +390,13 @@ def _normal_result(mean: Tensor, std: Tensor, result_dtype):
 def _normal_tensor_cpu(mean, std, *, generator=None, dtype=None):
     dtype = dtype or mean.dtype
     shape = _normal_result(mean, std, dtype)
-    out = new_empty_tensor(shape, dtype, mean._device)
+    out = _new_empty(shape, dtype, mean._device)
     n = out.numel()
     if n == 0:
         return out
     gen = _generator_for(out, generator)
     seed, offset = gen._take(n)
-    values = new_empty_tensor(shape, dt.float64, mean._device)
+    values = _new_empty(shape, dt.float64, mean._device)
     _C.random_normal_tensor_(values, convert(mean, dt.float64), convert(std, dt.float64), seed, offset)
     _C.copy_(out, values)
     return out
@@ -402,7 +405,7 @@ def _normal_tensor_cpu(mean, std, *, generator=None, dtype=None):
 @normal_tensor_op.kernel("meta")
 def _normal_tensor_meta(mean, std, *, generator=None, dtype=None):
     dtype = dtype or mean.dtype
-    return new_empty_tensor(_normal_result(mean, std, dtype), dtype, META)
+    return _new_empty(_normal_result(mean, std, dtype), dtype, META)
 
 
 normal_tensor_op.meta = _normal_tensor_meta
@@ -410,7 +413,7 @@ normal_tensor_op.meta = _normal_tensor_meta
 
 # -- multinomial ---------------------------------------------------------------------------------------
 
-multinomial_op = define(
+multinomial_op = _define(
     "multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) "
     "-> Tensor",
     ("random",),
@@ -436,7 +439,7 @@ def _multinomial_shape(probs, num_samples, replacement):
 @multinomial_op.kernel("cpu")
 def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
     shape = _multinomial_shape(probs, num_samples, replacement)
-    out = new_empty_tensor(shape, dt.int64, probs._device)
+    out = _new_empty(shape, dt.int64, probs._device)
     rows = probs._shape[0] if probs.ndim == 2 else 1
     if rows == 0:
         return out
@@ -450,7 +453,7 @@ def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
 
 @multinomial_op.kernel("meta")
 def _multinomial_meta(probs, num_samples, replacement=False, *, generator=None):
-    return new_empty_tensor(_multinomial_shape(probs, num_samples, replacement), dt.int64, META)
+    return _new_empty(_multinomial_shape(probs, num_samples, replacement), dt.int64, META)
 
 
 multinomial_op.meta = _multinomial_meta
@@ -460,7 +463,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     """Category indices sampled from the rows of ``input`` (non-negative weights)."""
     num_samples, replacement = operator.index(num_samples), builtins.bool(replacement)
     result = multinomial_op(input, num_samples, replacement, generator=generator)
-    return write_out(result, out)
+    return _write_out(result, out)
 
 
 from ..generator import (
