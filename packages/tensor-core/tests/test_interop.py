@@ -7,11 +7,10 @@ import gc
 import pickle
 import weakref
 
+import ember
 import numpy as np
 import pytest
 from conftest import DTYPE_PAIRS, torch
-
-import ember
 
 ALL = list(DTYPE_PAIRS)
 NUMPY_NAMES = [n for n in ALL if n != "bfloat16"]  # NumPy has no bfloat16

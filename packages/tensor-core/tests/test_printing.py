@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 
+import ember
 import numpy as np
 import pytest
 from conftest import torch
-
-import ember
 
 NAN, INF = math.nan, math.inf
 

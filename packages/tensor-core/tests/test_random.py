@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 
+import ember
 import numpy as np
 import pytest
 from conftest import torch
-
-import ember
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 N = 20000  # samples for moment checks: the standard error of a mean is ~0.007 sd
