@@ -334,3 +334,12 @@ def test_unsupported_inputs_raise_cleanly():
     with pytest.raises(TypeError):
         ember.from_dlpack(cap)
     assert capsule_name(cap) == "dltensor"
+
+
+def test_import_ember_does_not_import_numpy():
+    import subprocess
+    import sys
+
+    code = "import sys, ember; ember.zeros(2); print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

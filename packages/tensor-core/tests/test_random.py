@@ -338,6 +338,18 @@ def test_multinomial_without_replacement():
     assert sorted(ember.multinomial(ember.tensor([1.0, 0.0, 0.0]), 3).tolist()) == [0, 1, 2]
 
 
+def test_multinomial_without_replacement_pair_distribution():
+    # P(first=i, second=j) = p_i * p_j / (1 - p_i) for sampling without replacement.
+    w = np.array([1.0, 2.0, 3.0]) / 6
+    draws = ember.multinomial(ember.tensor(w.tolist()).expand(N, 3), 2, generator=ember.Generator().manual_seed(15))
+    pairs = np.array(draws.tolist())
+    for i in range(3):
+        for j in range(3):
+            if i != j:
+                observed = np.mean((pairs[:, 0] == i) & (pairs[:, 1] == j))
+                assert abs(observed - w[i] * w[j] / (1 - w[i])) < 0.015
+
+
 @pytest.mark.parametrize("shape,k,repl", [((5,), 3, False), ((2, 6), 4, True), ((0, 3), 2, False),
                                           ((3, 2), 5, True)])
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
