@@ -140,3 +140,17 @@ def test_suffixes_wrap_at_linewidth():
 def test_format_of_zero_dim():
     e, t = pair(2.5, "float32")
     assert f"{e:.3f}" == f"{t:.3f}" and format(e) == format(t)
+
+
+def test_requires_grad_and_subclass_prefix():
+    check(ember.ones(2, 3, requires_grad=True), torch.ones(2, 3, requires_grad=True))
+
+    class EmberSub(ember.Tensor):
+        pass
+
+    class TorchSub(torch.Tensor):
+        pass
+
+    e = ember.arange(12.0).reshape(3, 4).as_subclass(EmberSub)
+    t = torch.arange(12.0).reshape(3, 4).as_subclass(TorchSub)
+    assert repr(e).replace("EmberSub", "Sub") == repr(t).replace("TorchSub", "Sub")
