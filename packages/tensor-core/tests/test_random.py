@@ -105,6 +105,20 @@ def test_stream_continues_across_calls():
     np.testing.assert_array_equal(np.concatenate([values(first), values(second)]), values(whole))
 
 
+@pytest.mark.parametrize("skip", [0, 1, 2, 3])
+def test_normal_pairs_at_any_offset(skip):
+    # Normals come in Box-Muller pairs; every path and every split gives the same stream.
+    gens = [ember.Generator().manual_seed(21) for _ in range(3)]
+    for g in gens:
+        ember.rand(skip, generator=g)
+    whole = values(ember.randn(9, dtype=ember.float64, generator=gens[0]))
+    tensor_path = values(ember.normal(ember.zeros(9, dtype=ember.float64), 1.0, generator=gens[1]))
+    split = np.concatenate([values(ember.randn(n, dtype=ember.float64, generator=gens[2])) for n in (5, 1, 3)])
+    np.testing.assert_array_equal(whole, tensor_path)
+    np.testing.assert_array_equal(whole, split)
+    assert len(set(whole.tolist())) == 9
+
+
 def test_explicit_generator_leaves_default_alone():
     ember.manual_seed(5)
     state = ember.get_rng_state()

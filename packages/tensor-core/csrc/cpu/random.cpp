@@ -3,8 +3,9 @@
 // Element i of a result drawn at generator state (seed, offset) is a pure function of
 // (seed, offset + i): the 128-bit counter is (offset + i, 0) and the 64-bit key is the
 // seed, so results do not depend on the thread count or on how the loop is split. One
-// Philox block (4 x 32 bits) serves one element; the Python generator advances its
-// offset by the number of elements (blocks) a call used. Kernels write a contiguous
+// Philox block (4 x 32 bits) serves one element (normals: one block per Box-Muller pair,
+// under a key of their own); the Python generator advances its offset by the number of
+// elements a call used. Kernels write a contiguous
 // output: in-place ops on other layouts generate into a temporary and copy (Python side).
 #include <pybind11/pybind11.h>
 
@@ -66,11 +67,21 @@ inline uint64_t word64(const Block& b, int first) {
 inline double uniform53(uint64_t w) { return static_cast<double>(w >> 11) * 0x1.0p-53; }
 inline double uniform_open(uint64_t w) { return (static_cast<double>(w >> 11) + 1.0) * 0x1.0p-53; }
 
-// Box-Muller from two independent 53-bit uniforms; one normal per element.
-inline double standard_normal(const Block& b) {
-  double u1 = uniform_open(word64(b, 0));
-  double u2 = uniform53(word64(b, 2));
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586476925 * u2);
+// Normals: Box-Muller in float64 on two 53-bit uniforms gives a pair (cos, sin). Counter k's
+// normal is half k & 1 of pair k / 2. Pairs use their own key, so a pair block never
+// repeats a block another distribution drew at a lower offset of the same stream.
+constexpr uint64_t kNormalKey = 0x9E3779B97F4A7C15ull;
+
+inline std::pair<double, double> normal_pair(uint64_t seed, uint64_t pair) {
+  Block b = philox(seed ^ kNormalKey, pair);
+  double r = std::sqrt(-2.0 * std::log(uniform_open(word64(b, 0))));
+  double theta = 6.283185307179586476925 * uniform53(word64(b, 2));
+  return {r * std::cos(theta), r * std::sin(theta)};
+}
+
+inline double normal_at(uint64_t seed, uint64_t k) {
+  auto z = normal_pair(seed, k >> 1);
+  return (k & 1) ? z.second : z.first;
 }
 
 TensorArg contiguous_out(py::handle obj, const char* what) {
@@ -85,6 +96,25 @@ void generate(const TensorArg& out, uint64_t seed, uint64_t offset, const F& f) 
   T* p = reinterpret_cast<T*>(out.data);
   parallel_for(out.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) p[i] = f(philox(seed, offset + static_cast<uint64_t>(i)));
+  });
+}
+
+// out[i] = f(normal_at(seed, offset + i)), computing each Box-Muller pair once.
+template <typename T, typename F>
+void generate_normal(const TensorArg& out, uint64_t seed, uint64_t offset, const F& f) {
+  T* p = reinterpret_cast<T*>(out.data);
+  parallel_for(out.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+    while (i < e) {
+      uint64_t k = offset + static_cast<uint64_t>(i);
+      auto z = normal_pair(seed, k >> 1);
+      if (k & 1) {
+        p[i++] = f(z.second);
+        continue;
+      }
+      p[i++] = f(z.first);
+      if (i < e) p[i++] = f(z.second);
+    }
   });
 }
 
@@ -150,8 +180,12 @@ void dist_typed(const TensorArg& out, int kind, uint64_t seed, uint64_t offset, 
     generate<T>(out, seed, offset, [&](const Block& blk) { return convert<T, double>(f(blk)); });
   };
   switch (kind) {
-    case kNormal: run([&](const Block& k) { return a + b * standard_normal(k); }); break;
-    case kLogNormal: run([&](const Block& k) { return std::exp(a + b * standard_normal(k)); }); break;
+    case kNormal:
+      generate_normal<T>(out, seed, offset, [&](double z) { return convert<T, double>(a + b * z); });
+      break;
+    case kLogNormal:
+      generate_normal<T>(out, seed, offset, [&](double z) { return convert<T, double>(std::exp(a + b * z)); });
+      break;
     case kBernoulli: run([&](const Block& k) { return uniform53(word64(k, 0)) < a ? 1.0 : 0.0; }); break;
     case kExponential: run([&](const Block& k) { return -std::log(uniform_open(word64(k, 0))) / a; }); break;
     case kGeometric: {
@@ -192,10 +226,9 @@ void random_int_impl(py::handle out_obj, uint64_t seed, uint64_t offset, int64_t
 }
 
 // Draws where the parameters are tensors, read at each element's position: `params`
-// hold float64 values broadcast (strides) to the output's shape.
+// hold float64 values broadcast (strides) to the output's shape; f(counter, values).
 template <int N, typename F>
-void generate_with(const TensorArg& out, const std::array<TensorArg, N>& params, uint64_t seed, uint64_t offset,
-                   const F& f) {
+void generate_with(const TensorArg& out, const std::array<TensorArg, N>& params, uint64_t offset, const F& f) {
   std::array<char*, N + 1> data;
   std::array<std::vector<int64_t>, N + 1> strides;
   data[0] = out.data;
@@ -223,7 +256,7 @@ void generate_with(const TensorArg& out, const std::array<TensorArg, N>& params,
     for (int64_t i = 0; i < n; ++i) {
       std::array<double, N> v;
       for (int k = 0; k < N; ++k) v[k] = *reinterpret_cast<const double*>(q[k] + i * s[k + 1]);
-      o[i] = f(philox(seed, index + static_cast<uint64_t>(i)), v);
+      o[i] = f(index + static_cast<uint64_t>(i), v);
     }
   });
 }
@@ -239,9 +272,9 @@ void bernoulli_tensor_impl(py::handle out_obj, py::handle p_obj, uint64_t seed, 
   TensorArg p = unpack(p_obj);
   py::gil_scoped_release release;
   std::atomic<bool> bad{false};
-  generate_with<1>(out, {p}, seed, offset, [&](const Block& b, const std::array<double, 1>& v) {
+  generate_with<1>(out, {p}, offset, [&](uint64_t k, const std::array<double, 1>& v) {
     if (!(v[0] >= 0.0 && v[0] <= 1.0)) bad.store(true, std::memory_order_relaxed);
-    return uniform53(word64(b, 0)) < v[0] ? 1.0 : 0.0;
+    return uniform53(word64(philox(seed, k), 0)) < v[0] ? 1.0 : 0.0;
   });
   if (bad) throw std::runtime_error("bernoulli_: expected all probabilities p to be in [0, 1]");
 }
@@ -252,9 +285,9 @@ void normal_tensor_impl(py::handle out_obj, py::handle mean_obj, py::handle std_
   TensorArg mean = unpack(mean_obj), stdev = unpack(std_obj);
   py::gil_scoped_release release;
   std::atomic<bool> bad{false};
-  generate_with<2>(out, {mean, stdev}, seed, offset, [&](const Block& b, const std::array<double, 2>& v) {
+  generate_with<2>(out, {mean, stdev}, offset, [&](uint64_t k, const std::array<double, 2>& v) {
     if (!(v[1] >= 0.0)) bad.store(true, std::memory_order_relaxed);
-    return v[0] + v[1] * standard_normal(b);
+    return v[0] + v[1] * normal_at(seed, k);
   });
   if (bad) throw std::runtime_error("normal expects all elements of std >= 0.0");
 }
