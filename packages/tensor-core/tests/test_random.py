@@ -167,6 +167,8 @@ def test_seed_api():
     lambda m: m.set_rng_state(m.zeros(3)),
     lambda m: m.Generator(device="meta"),
     lambda m: m.rand(2, generator=3),
+    lambda m: m.rand(2, generator=3, device="meta"),
+    lambda m: m.randperm(3, generator="x", device="meta"),
 ])
 def test_generator_errors_match_torch(call):
     with pytest.raises(Exception) as expected:

@@ -168,6 +168,7 @@ def _randperm_cpu(n, *, generator=None, dtype=None, device=None):
 @randperm_op.kernel("meta")
 def _randperm_meta(n, *, generator=None, dtype=None, device=None):
     _check_randperm(n, dtype)
+    resolve(generator)
     return new_empty_tensor((n,), dtype, META)
 
 

@@ -106,6 +106,7 @@ def _declare_inplace(schema: str, check, draw):
     @op.kernel("meta")
     def meta(self, *args, generator=None):
         check(self, *args)
+        _resolve(generator)  # type-checked; nothing is drawn on meta
         return self
 
     op.meta = meta
@@ -346,6 +347,7 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
 @bernoulli_tensor_op.kernel("meta")
 def _bernoulli_tensor_meta(self, p, *, generator=None):
     _check_bernoulli_tensor(self, p)
+    _resolve(generator)
     return self
 
 
@@ -404,6 +406,7 @@ def _normal_tensor_cpu(mean, std, *, generator=None, dtype=None):
 
 @normal_tensor_op.kernel("meta")
 def _normal_tensor_meta(mean, std, *, generator=None, dtype=None):
+    _resolve(generator)
     dtype = dtype or mean.dtype
     return _new_empty(_normal_result(mean, std, dtype), dtype, META)
 
@@ -453,6 +456,7 @@ def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
 
 @multinomial_op.kernel("meta")
 def _multinomial_meta(probs, num_samples, replacement=False, *, generator=None):
+    _resolve(generator)
     return _new_empty(_multinomial_shape(probs, num_samples, replacement), dt.int64, META)
 
 
