@@ -12,6 +12,7 @@ from .dtypes import (
 )
 from .dtypes import bool  # noqa: A004
 from .dtypes import ALIASES as _ALIASES
+from .interop import from_dlpack
 from .grad_mode import (
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )

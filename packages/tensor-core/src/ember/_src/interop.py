@@ -1,22 +1,36 @@
-"""Interop with NumPy (zero-copy both ways where dtypes allow), pickling, and DLPack."""
+"""Interop with NumPy (zero-copy both ways where dtypes allow), pickling, and DLPack.
+
+NumPy is imported only when a function here needs it, so that ``import ember`` stays fast.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import sys
 
 from .. import _C
 from . import dtypes as dt
 from .device import CPU, META
 from .tensor import Tensor, make_tensor
 
-_NUMPY_TO_EMBER = {np.dtype(d._numpy): d for d in dt.ALL_DTYPES if d._numpy is not None}
+_NUMPY_TO_EMBER: dict = {}
+
+
+def _numpy_to_ember() -> dict:
+    if not _NUMPY_TO_EMBER:
+        import numpy as np
+
+        _NUMPY_TO_EMBER.update({np.dtype(d._numpy): d for d in dt.ALL_DTYPES if d._numpy is not None})
+    return _NUMPY_TO_EMBER
 
 
 def is_numpy_array(obj) -> bool:
-    return isinstance(obj, np.ndarray)
+    np = sys.modules.get("numpy")  # an ndarray exists only once NumPy is imported
+    return np is not None and isinstance(obj, np.ndarray)
 
 
-def numpy_dtype(d) -> np.dtype:
+def numpy_dtype(d):
+    import numpy as np
+
     if d._numpy is None:
         from .ops._common import type_name
 
@@ -24,8 +38,10 @@ def numpy_dtype(d) -> np.dtype:
     return np.dtype(d._numpy)
 
 
-def to_numpy(t: Tensor, force: bool = False) -> np.ndarray:
+def to_numpy(t: Tensor, force: bool = False):
     """The tensor's memory as a NumPy array (no copy)."""
+    import numpy as np
+
     if t._device is META:
         raise RuntimeError("can't convert meta device type tensor to numpy.")
     if t._device.type != "cpu":
@@ -40,7 +56,9 @@ def to_numpy(t: Tensor, force: bool = False) -> np.ndarray:
                       strides=tuple(s * item for s in t._stride))
 
 
-def to_numpy_copy(t: Tensor) -> np.ndarray:
+def to_numpy_copy(t: Tensor):
+    import numpy as np
+
     return np.array(to_numpy(t, force=True), copy=True)
 
 
@@ -50,11 +68,11 @@ def read_scalar(t: Tensor):
     return to_numpy(t, force=True).reshape(()).item() if t.ndim else to_numpy(t, force=True).item()
 
 
-def from_numpy(arr: np.ndarray) -> Tensor:
+def from_numpy(arr) -> Tensor:
     """A tensor sharing ``arr``'s memory (``arr`` is kept alive by the tensor)."""
-    if not isinstance(arr, np.ndarray):
+    if not is_numpy_array(arr):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    d = _NUMPY_TO_EMBER.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
+    d = _numpy_to_ember().get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
     if d is None or not arr.dtype.isnative:
         raise TypeError(
             f"can't convert np.ndarray of type {arr.dtype}. The only supported types are: float64, float32, float16, "
@@ -81,32 +99,99 @@ def from_numpy(arr: np.ndarray) -> Tensor:
     return make_tensor(storage, shape, strides, 0, d, CPU)
 
 
-def from_numpy_copy(arr: np.ndarray) -> Tensor:
+def from_numpy_copy(arr) -> Tensor:
+    import numpy as np
+
     if arr.dtype == np.dtype("O"):
         raise TypeError("can't convert np.ndarray of type numpy.object_.")
-    if arr.dtype.kind in "iu" and arr.dtype not in _NUMPY_TO_EMBER:
+    if arr.dtype.kind in "iu" and arr.dtype not in _numpy_to_ember():
         arr = arr.astype(np.int64)
-    if arr.dtype.kind == "f" and arr.dtype not in _NUMPY_TO_EMBER:
+    if arr.dtype.kind == "f" and arr.dtype not in _numpy_to_ember():
         arr = arr.astype(np.float64)
-    src = from_numpy(np.ascontiguousarray(arr))
+    # np.ascontiguousarray would turn a 0-d array into 1-d.
+    src = from_numpy(arr if arr.flags.c_contiguous else np.array(arr, order="C"))
     return src.clone()
 
 
 def _rebuild(data: bytes, dtype_name: str, shape: tuple, requires_grad: bool = False) -> Tensor:
-    d = dt._dtype_by_name(dtype_name)
-    storage_dtype = dt.float32 if d is dt.bfloat16 else d
-    arr = np.frombuffer(data, dtype=numpy_dtype(storage_dtype)).reshape(shape)
-    t = from_numpy(arr.copy())
-    if d is dt.bfloat16:
-        t = t.to(dt.bfloat16)
+    from .tensor import new_empty_tensor
+
+    t = new_empty_tensor(tuple(shape), dt._dtype_by_name(dtype_name), CPU)
+    if len(data) != t.nbytes:
+        raise RuntimeError(f"corrupt tensor pickle: {len(data)} bytes for shape {list(shape)} of "
+                           f"{dtype_name}")
+    if data:
+        memoryview(t._storage)[: len(data)] = data
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
 def tensor_reduce(t: Tensor):
-    """Pickle support (used by multiprocessing and copy); ``ember.save`` does not pickle."""
-    src = t.detach()
-    if src.dtype is dt.bfloat16:
-        src = src.to(dt.float32)
-    return (_rebuild, (to_numpy_copy(src).tobytes(), t.dtype.name, tuple(t._shape), t._requires_grad))
+    """Pickle support (used by multiprocessing and copy); ``ember.save`` does not pickle.
+
+    The payload is the raw bytes of a contiguous copy, so every dtype (bfloat16 too) round-trips exactly.
+    """
+    if t._device.type != "cpu":
+        raise RuntimeError(f"cannot pickle a tensor on the {t._device.type} device")
+    src = t.detach().contiguous()
+    start = src._offset * src.dtype.itemsize
+    data = bytes(memoryview(src._storage)[start:start + src.nbytes])
+    return (_rebuild, (data, t.dtype.name, tuple(t._shape), t._requires_grad))
+
+
+# -- DLPack ------------------------------------------------------------------------------------------
+
+_KDL_CPU = _C.dlpack_cpu
+
+
+def dlpack_device(t: Tensor) -> tuple:
+    """``__dlpack_device__``: (device type, index) in DLPack's numbering."""
+    if t._device.type == "cpu":
+        return (_KDL_CPU, 0)
+    raise ValueError(f"Unknown device type {t._device.type} for Dlpack")
+
+
+def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None):
+    """``__dlpack__``: a capsule sharing ``t``'s memory; versioned when the consumer asks for >= (1, 0)."""
+    if t._requires_grad:
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    if t._device.type != "cpu":
+        raise BufferError(f"Can't export a tensor on the {t._device.type} device through DLPack")
+    if dl_device is not None and tuple(dl_device) != (_KDL_CPU, 0):
+        raise BufferError(f"Can't export a CPU tensor to DLPack device {tuple(dl_device)}")
+    if any(st < 0 for st in t._stride):
+        raise BufferError("Can't export a tensor with negative strides")
+    src = t.clone() if copy else t
+    versioned = max_version is not None and int(max_version[0]) >= 1
+    return _C.to_dlpack(src, versioned, bool(copy))
+
+
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing the memory of any object with ``__dlpack__`` (or of a DLPack capsule).
+
+    ``copy=True`` returns a copy; ``device`` may only name the CPU.
+    """
+    if device is not None:
+        from .device import to_device
+
+        if to_device(device).type != "cpu":
+            raise BufferError(f"from_dlpack: ember imports DLPack tensors to the CPU only, not {device}")
+    if hasattr(ext_tensor, "__dlpack__"):
+        if hasattr(ext_tensor, "__dlpack_device__"):
+            dev_type, _ = ext_tensor.__dlpack_device__()
+            if int(dev_type) != _KDL_CPU:
+                raise RuntimeError(f"from_dlpack: ember can only import CPU tensors, got DLPack device type "
+                                   f"{int(dev_type)}")
+        try:
+            capsule = ext_tensor.__dlpack__(max_version=_C.dlpack_version)
+        except TypeError:  # a producer from before DLPack 1.0
+            capsule = ext_tensor.__dlpack__()
+    else:
+        capsule = ext_tensor
+        if type(capsule).__name__ != "PyCapsule":
+            raise RuntimeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
+                            f"{type(ext_tensor).__name__}")
+    storage, shape, strides, code, _read_only = _C.from_dlpack(capsule)
+    result = make_tensor(storage, shape, strides, 0, dt.BY_CODE[code], CPU)
+    return result.clone() if copy else result

@@ -1,4 +1,12 @@
-"""repr/str of tensors in PyTorch's format (summarized with ``...`` past 1000 elements)."""
+"""repr/str of tensors in PyTorch's exact format.
+
+One number format is chosen for all printed elements (``_Formatter``): integer-valued
+floats print as ``1.``, scientific notation is used when the non-zero finite magnitudes
+span more than 1000x, exceed 1e8 or go below 1e-4, and every element is right-aligned
+to the widest. Past ``threshold`` elements only ``edgeitems`` rows/columns at each end are
+shown. Rows wrap at ``linewidth``; suffixes (device, size, dtype, grad) follow on the last
+line while they fit.
+"""
 
 from __future__ import annotations
 
@@ -17,14 +25,18 @@ class PrintOptions:
 
 OPTIONS = PrintOptions()
 
+_PROFILES = {
+    "default": (4, 1000, 3, 80),
+    "short": (2, 1000, 2, 80),
+    "full": (4, math.inf, 3, 80),
+}
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    if profile == "default":
-        OPTIONS.precision, OPTIONS.threshold, OPTIONS.edgeitems, OPTIONS.linewidth = 4, 1000, 3, 80
-    elif profile == "short":
-        OPTIONS.precision, OPTIONS.threshold, OPTIONS.edgeitems, OPTIONS.linewidth = 2, 1000, 2, 80
-    elif profile == "full":
-        OPTIONS.precision, OPTIONS.threshold, OPTIONS.edgeitems, OPTIONS.linewidth = 4, math.inf, 3, 80
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
+    """As ``torch.set_printoptions``: a profile first, then the explicit options; sci_mode is always set."""
+    if profile in _PROFILES:  # PyTorch ignores unknown profiles
+        OPTIONS.precision, OPTIONS.threshold, OPTIONS.edgeitems, OPTIONS.linewidth = _PROFILES[profile]
     if precision is not None:
         OPTIONS.precision = precision
     if threshold is not None:
@@ -36,146 +48,157 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     OPTIONS.sci_mode = sci_mode
 
 
+class _Ellipsis:
+    """Marks the summarized middle of a dimension in the nested value lists."""
+
+
+_SKIP = _Ellipsis()
+
+
 class _Formatter:
-    """Chooses one number format for all printed elements, as PyTorch does."""
+    """Chooses one format for every printed value, exactly as PyTorch's ``_Formatter``."""
 
     def __init__(self, values: list, floating: bool):
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
+        p = OPTIONS.precision
         if not floating:
-            self.max_width = max((len(str(v)) for v in values), default=1)
+            for v in values:
+                self.max_width = max(self.max_width, len(f"{v}"))
             return
-        finite = [v for v in values if math.isfinite(v)]
+        # Only non-zero finite values decide the format (zeros, nan and inf fit any).
+        finite = [v for v in values if math.isfinite(v) and v != 0]
         if not finite:
-            self.max_width = max((len(self._fmt_special(v)) for v in values), default=1)
             return
-        self.int_mode = all(v == math.floor(v) for v in finite)
-        nonzero = [abs(v) for v in finite if v != 0]
-        if self.int_mode:
-            if nonzero and max(nonzero) > 1e8:
-                self.sci_mode = True
-                self.int_mode = False
-        elif nonzero:
-            lo, hi = min(nonzero), max(nonzero)
-            if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
-                self.sci_mode = True
-        if OPTIONS.sci_mode is not None:
-            self.sci_mode = OPTIONS.sci_mode
-        self.max_width = max(len(self.format(v)) for v in values)
-
-    @staticmethod
-    def _fmt_special(v):
-        if math.isnan(v):
-            return "nan"
-        return "inf" if v > 0 else "-inf"
+        magnitudes = [abs(v) for v in finite]
+        lo, hi = min(magnitudes), max(magnitudes)
+        self.int_mode = all(v == math.ceil(v) for v in finite)
+        if OPTIONS.sci_mode is None:
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        else:
+            self.sci_mode = bool(OPTIONS.sci_mode)
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{p}e}") for v in finite)
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in finite)  # + the trailing "."
+        else:
+            self.max_width = max(len(f"{v:.{p}f}") for v in finite)
 
     def format(self, v) -> str:
-        if not self.floating:
-            return str(v)
-        if not math.isfinite(v):
-            return self._fmt_special(v)
         p = OPTIONS.precision
-        if self.sci_mode:
-            return f"{v:.{p}e}"
-        if self.int_mode:
-            return f"{v:.0f}."
-        return f"{v:.{p}f}"
+        if not self.floating:
+            text = f"{v}"
+        elif self.sci_mode:
+            text = f"{v:{self.max_width}.{p}e}"
+        elif self.int_mode:
+            text = f"{v:.0f}"
+            if math.isfinite(v):
+                text += "."
+        else:
+            text = f"{v:.{p}f}"
+        return " " * (self.max_width - len(text)) + text
 
-    def pad(self, v) -> str:
-        return self.format(v).rjust(self.max_width)
 
-
-def _summarize_rows(n, summarize):
-    e = OPTIONS.edgeitems
+def _nested(t, summarize: bool):
+    """The printed values of ``t`` as nested lists, with ``_SKIP`` where rows are summarized away."""
+    if t.ndim == 0:
+        return t.tolist()
+    n, e = t._shape[0], OPTIONS.edgeitems
     if summarize and n > 2 * e:
-        return list(range(e)), list(range(n - e, n))
-    return list(range(n)), []
+        if t.ndim == 1:
+            return t.narrow(0, 0, e).tolist() + [_SKIP] + t.narrow(0, n - e, e).tolist()
+        rows = list(range(e)) + [None] + list(range(n - e, n))
+        return [_SKIP if i is None else _nested(t.select(0, i), summarize) for i in rows]
+    if not summarize or t.ndim == 1:
+        return t.tolist()
+    return [_nested(t.select(0, i), summarize) for i in range(n)]
 
 
-def _collect(arr, summarize, out):
-    if arr.ndim == 0:
-        out.append(arr.item())
-        return
-    head, tail = _summarize_rows(arr.shape[0], summarize)
-    for i in head + tail:
-        _collect(arr[i], summarize, out)
+def _flat_values(node, out: list) -> list:
+    if isinstance(node, list):
+        for item in node:
+            _flat_values(item, out)
+    elif node is not _SKIP:
+        out.append(node)
+    return out
 
 
-def _format_nd(arr, fmt, indent, summarize) -> str:
-    if arr.ndim == 0:
-        return fmt.pad(arr.item())
-    head, tail = _summarize_rows(arr.shape[0], summarize)
-    if arr.ndim == 1:
-        items = [fmt.pad(arr[i].item()) for i in head]
-        if tail:
-            items.append("...")
-            items += [fmt.pad(arr[i].item()) for i in tail]
-        # Wrap lines at linewidth like PyTorch.
-        per_line = max(1, (OPTIONS.linewidth - indent) // (fmt.max_width + 2))
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-    parts = [_format_nd(arr[i], fmt, indent + 1, summarize) for i in head]
-    if tail:
-        parts.append("...")
-        parts += [_format_nd(arr[i], fmt, indent + 1, summarize) for i in tail]
-    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(parts) + "]"
+def _vector_str(values: list, indent: int, fmt: _Formatter) -> str:
+    per_line = max(1, math.floor((OPTIONS.linewidth - indent) / (fmt.max_width + 2)))
+    if values == [_SKIP]:
+        data = ["..."]  # edgeitems == 0
+    else:
+        data = [" ..." if v is _SKIP else fmt.format(v) for v in values]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(node, ndim: int, indent: int, fmt: _Formatter) -> str:
+    if ndim == 0:
+        return fmt.format(node)
+    if ndim == 1:
+        return _vector_str(node, indent, fmt)
+    parts = ["..." if row is _SKIP else _tensor_str(row, ndim - 1, indent + 1, fmt) for row in node]
+    return "[" + ("," + "\n" * (ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+
+def _body(t, indent: int) -> str:
+    if t.numel() == 0:
+        return "[]"
+    summarize = t.numel() > OPTIONS.threshold
+    if t.dtype is dt.float16 or t.dtype is dt.bfloat16:
+        t = t.to(dt.float32)
+    node = _nested(t, summarize)
+    fmt = _Formatter(_flat_values(node, []), t.dtype.is_floating_point)
+    return _tensor_str(node, t.ndim, indent, fmt)
+
+
+def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > OPTIONS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
 
 
 def tensor_repr(t) -> str:
-    from .ops._common import type_name
+    from .tensor import Tensor
 
+    plain = type(t) is Tensor or type(t).__name__ == "Parameter"
+    prefix = "tensor(" if plain else f"{type(t).__name__}("
+    indent = len(prefix)
+    data = t.detach()
     suffixes = []
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
+    default_dtype = dt.get_default_dtype()
     if t._device.type == "meta":
-        body = "..."
         suffixes.append(f"size={tuple(t._shape)}")
-        if t.dtype is not dt.get_default_dtype():
+        if t.dtype is not default_dtype:
             suffixes.append(f"dtype={t.dtype}")
-        return f"tensor({body}, {', '.join(suffixes)})"
-    _ = type_name
-    data = t.detach()
-    if data.dtype is dt.bfloat16 or data.dtype is dt.float16:
-        values_src = data.to(dt.float32)
+        body = "..."
+    elif t.numel() == 0:
+        if t.ndim != 1:
+            suffixes.append(f"size={tuple(t._shape)}")
+        if t.dtype is not default_dtype:
+            suffixes.append(f"dtype={t.dtype}")
+        body = "[]"
     else:
-        values_src = data
-    arr = values_src.numpy()
-    n = t.numel()
-    summarize = n > OPTIONS.threshold
-    floating = t.dtype.is_floating_point
-    if t.dtype is dt.bool:
-        values = []
-        body = _format_bool(arr, summarize)
-    else:
-        values = []
-        _collect(arr, summarize, values)
-        fmt = _Formatter([float(v) if floating else int(v) for v in values], floating)
-        body = _format_nd(arr, fmt, len("tensor("), summarize) if n else "[]"
-    default_int = t.dtype is dt.int64
-    default_float = t.dtype is dt.get_default_dtype()
-    show_dtype = not (default_int or default_float or t.dtype is dt.bool)
-    if n == 0 and t.ndim != 1:
-        suffixes.append(f"size={tuple(t._shape)}")
-    if show_dtype:
-        suffixes.append(f"dtype={t.dtype}")
+        if not OPTIONS.edgeitems:
+            suffixes.append(f"size={tuple(t._shape)}")
+        if t.dtype not in (default_dtype, dt.int64, dt.bool):
+            suffixes.append(f"dtype={t.dtype}")
+        body = _body(data, indent)
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    if suffixes:
-        return f"tensor({body}, {', '.join(suffixes)})"
-    return f"tensor({body})"
-
-
-def _format_bool(arr, summarize) -> str:
-    class _BoolFmt:
-        max_width = 5
-
-        @staticmethod
-        def pad(v):
-            return str(bool(v)).rjust(5)
-
-    return _format_nd(arr, _BoolFmt, len("tensor("), summarize) if arr.size else "[]"
+    return _add_suffixes(prefix + body, suffixes, indent)

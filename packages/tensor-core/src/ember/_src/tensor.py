@@ -304,7 +304,7 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and spec:
+        if self.ndim == 0 and not self.is_meta and type(self) is Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec) if spec else self.__repr__()
 
@@ -330,7 +330,7 @@ class Tensor:
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         from .interop import to_dlpack
 
-        return to_dlpack(self, max_version=max_version)
+        return to_dlpack(self, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
         from .interop import dlpack_device
