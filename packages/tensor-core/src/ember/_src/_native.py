@@ -1,27 +1,32 @@
-"""Loads the native extension, preloading OpenBLAS from the scipy-openblas32 wheel first.
+"""Loads the native extension ``ember._C``.
 
-The extension's rpath finds OpenBLAS for regular installs; editable and in-place builds
-live elsewhere, so the library is loaded into the global namespace here (build-facts).
+For wheel installs the extension's rpath finds OpenBLAS inside the ``scipy_openblas32``
+wheel. Editable and in-place builds live elsewhere, so when the first import fails the
+library is preloaded into the global namespace and the import retried (build-facts). The
+package is located with ``find_spec`` rather than imported: importing it reads package
+metadata, which costs more than the rest of ``import ember``.
 """
 
 import ctypes
+import glob
+import importlib.util
 import os
 
 
-def _preload_openblas() -> None:
-    try:
-        import scipy_openblas32
-    except ImportError:  # the rpath may still find it
-        return
-    lib_dir = scipy_openblas32.get_lib_dir()
-    name = scipy_openblas32.get_library()
-    for candidate in (f"lib{name}.so", f"{name}.so", f"lib{name}.dylib"):
-        path = os.path.join(lib_dir, candidate)
-        if os.path.exists(path):
+def _preload_openblas() -> bool:
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    for folder in spec.submodule_search_locations:
+        for path in sorted(glob.glob(os.path.join(folder, "lib", "libscipy_openblas*.so*"))):
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            return
+            return True
+    return False
 
 
-_preload_openblas()
-
-from ember import _C  # noqa: E402,F401
+try:
+    from ember import _C  # noqa: F401
+except ImportError:
+    if not _preload_openblas():
+        raise
+    from ember import _C  # noqa: F401
