@@ -1,5 +1,514 @@
-"""Op family: indexing."""
+"""Op family: indexing. ``Tensor.__getitem__``/``__setitem__``, index_put, masks, nonzero.
+
+Indexing follows PyTorch's two stages. Basic items (ints, slices, None, Ellipsis, 0-d
+integer tensors) become view ops (select/slice/unsqueeze) applied left to right; tensor
+items (integer tensors, lists, bool masks, Python bools) are recorded against the dims of
+that view and then applied at once by the ``index`` op (aten::index), which copies. Bool
+masks are turned into long index tensors with ``nonzero``.
+"""
 
 from __future__ import annotations
 
-__all__: list = []
+import operator
+import warnings
+
+from ... import _C
+from .. import dtypes as dt
+from ..device import META
+from ..dispatch import define
+from ..shapes import broadcast_shapes, numel, wrap_dim
+from ..tensor import Tensor, make_tensor, new_empty_tensor
+from . import views as vw
+from ._common import convert, type_name, write_out
+
+__all__ = [
+    "argwhere",
+    "index_put",
+    "index_put_",
+    "index_select",
+    "masked_fill",
+    "masked_fill_",
+    "masked_select",
+    "nonzero",
+    "take",
+]
+
+_INDEX_DTYPES = (dt.int64, dt.int32)
+_MASK_DTYPES = (dt.bool, dt.uint8)
+_BAD_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+# -- the index op (aten::index): a list of optional index tensors aligned with self's dims --------
+
+def _check_index_dtype(t: Tensor) -> None:
+    if t.dtype not in _INDEX_DTYPES and t.dtype not in _MASK_DTYPES:
+        raise IndexError(_BAD_INDEX)
+
+
+def _expand_masks(self: Tensor, indices) -> list:
+    """Replaces each k-dim bool/uint8 mask by k long tensors (its nonzero coordinates)."""
+    out = []
+    for idx in indices:
+        if idx is None or idx.dtype not in _MASK_DTYPES:
+            out.append(idx)
+            continue
+        if idx.dtype is dt.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=4)
+        src = len(out)
+        for j, size in enumerate(idx._shape):
+            if src + j >= self.ndim or self._shape[src + j] != size:
+                raise IndexError(
+                    f"The shape of the mask {list(idx._shape)} at index {j} does not match the shape of the indexed "
+                    f"tensor {list(self._shape)} at index {src + j}"
+                )
+        coords = _nonzero_cpu(idx) if idx._device is not META else _data_dependent("index with a bool mask")
+        out.extend(vw.select_op(coords, 1, j) for j in range(idx.ndim))
+    return out
+
+
+def _plan(self: Tensor, indices):
+    """(dims, tensors, broadcast shape, result shape, where the broadcast dims go in the result)."""
+    if len(indices) > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+    for idx in indices:
+        if idx is not None:
+            if not isinstance(idx, Tensor):
+                raise TypeError(f"expected Tensor as element of indices, but got {type(idx).__name__}")
+            _check_index_dtype(idx)
+    indices = _expand_masks(self, indices)
+    if len(indices) > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+    dims = [d for d, idx in enumerate(indices) if idx is not None]
+    tensors = [indices[d] for d in dims]
+    if not tensors:
+        raise RuntimeError("at least one index tensor must be given")
+    try:
+        bshape = broadcast_shapes(*(t._shape for t in tensors))
+    except RuntimeError:
+        shapes = ", ".join(str(list(t._shape)) for t in tensors)
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}")
+    rest = [d for d in range(self.ndim) if d not in dims]
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        pos = sum(1 for d in rest if d < dims[0])  # adjacent index dims stay in place
+    else:
+        pos = 0  # separated ones go first (PyTorch's and NumPy's rule)
+    rest_shape = [self._shape[d] for d in rest]
+    result = tuple(rest_shape[:pos]) + bshape + tuple(rest_shape[pos:])
+    return dims, tensors, bshape, rest, result, pos
+
+
+def _offsets(self: Tensor, dims, tensors, bshape, result, pos) -> Tensor:
+    """int64 element offsets into ``self`` per index position, viewed to broadcast over ``result``."""
+    off = new_empty_tensor(bshape, dt.int64)
+    _C.index_offsets(off, self, tensors, dims)
+    nb = len(bshape)
+    shape = (1,) * pos + bshape + (1,) * (len(result) - pos - nb)
+    stride = (0,) * pos + off._stride + (0,) * (len(result) - pos - nb)
+    return make_tensor(off._storage, shape, stride, 0, dt.int64, off._device)
+
+
+def _restride(self: Tensor, rest, result, pos, nb) -> Tensor:
+    """``self`` seen with the result's rank: its non-indexed dims, size 1 where the index dims go."""
+    strides = [self._stride[d] for d in rest]
+    shape = tuple(result[:pos]) + (1,) * nb + tuple(result[pos + nb:])
+    stride = tuple(strides[:pos]) + (0,) * nb + tuple(strides[pos:])
+    return make_tensor(self._storage, shape, stride, self._offset, self.dtype, self._device)
+
+
+index_op = define("index(Tensor self, Tensor?[] indices) -> Tensor")
+
+
+@index_op.kernel("cpu")
+def _index_cpu(self: Tensor, indices) -> Tensor:
+    dims, tensors, bshape, rest, result, pos = _plan(self, list(indices))
+    out = new_empty_tensor(result, self.dtype, self._device)
+    off = _offsets(self, dims, tensors, bshape, result, pos)
+    _C.index_gather(out, _restride(self, rest, result, pos, len(bshape)), off)
+    return out
+
+
+@index_op.kernel("meta")
+def _index_meta(self: Tensor, indices) -> Tensor:
+    result = _plan(self, list(indices))[4]
+    return new_empty_tensor(result, self.dtype, self._device)
+
+
+index_op.meta = _index_meta
+
+
+index_put_op = define(
+    "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)", ("inplace",)
+)
+
+
+def _put_plan(self: Tensor, indices, values: Tensor):
+    plan = _plan(self, list(indices))
+    result = plan[4]
+    try:
+        vshape = broadcast_shapes(result, values._shape)
+    except RuntimeError:
+        vshape = None
+    if vshape != tuple(result):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(result)}")
+    return plan
+
+
+@index_put_op.kernel("cpu")
+def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    dims, tensors, bshape, rest, result, pos = _put_plan(self, indices, values)
+    values = vw.expand_op(convert(values, self.dtype), result)
+    if values._storage is self._storage:
+        values = vw.clone_op(values)  # writing self while reading it
+    off = _offsets(self, dims, tensors, bshape, result, pos)
+    _C.index_put(_restride(self, rest, result, pos, len(bshape)), values, off, bool(accumulate))
+    self._storage.version += 1
+    return self
+
+
+@index_put_op.kernel("meta")
+def _index_put_meta(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    _put_plan(self, indices, values)
+    return self
+
+
+index_put_op.meta = _index_put_meta
+
+
+def _check_put_args(self: Tensor, indices, values) -> tuple:
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    for i, idx in enumerate(indices):
+        if not isinstance(idx, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(idx).__name__}")
+    if values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the source.")
+    return tuple(indices)
+
+
+def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    return index_put_op(self, _check_put_args(self, indices, values), values, accumulate)
+
+
+def index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    indices = _check_put_args(self, indices, values)
+    return index_put_op(vw.clone_op(self), indices, values, accumulate)
+
+
+# -- nonzero, masks -------------------------------------------------------------------------------
+
+def _data_dependent(what: str):
+    raise NotImplementedError(f"{what} has a data-dependent output shape: it cannot run on the meta device")
+
+
+nonzero_op = define("nonzero(Tensor self) -> Tensor")
+
+
+@nonzero_op.kernel("cpu")
+def _nonzero_cpu(self: Tensor) -> Tensor:
+    count = _C.count_nonzero_all(self)
+    out = new_empty_tensor((count, self.ndim), dt.int64)
+    _C.nonzero_fill(out, self)
+    return out
+
+
+@nonzero_op.kernel("meta")
+def _nonzero_meta(self: Tensor) -> Tensor:
+    _data_dependent("aten::nonzero")
+
+
+nonzero_op.meta = _nonzero_meta
+
+
+def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
+    if as_tuple:
+        coords = nonzero_op(input if input.ndim else vw.unsqueeze_op(input, 0))
+        return tuple(vw.select_op(coords, 1, j) for j in range(max(input.ndim, 1)))
+    return write_out(nonzero_op(input), out)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return nonzero_op(input)
+
+
+masked_fill_op = define("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+                        ("inplace",))
+
+
+def _check_mask(self: Tensor, mask: Tensor, value: Tensor) -> None:
+    if mask.dtype is not dt.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_C_TYPE_NAMES.get(mask.dtype.name, mask.dtype.name)}")
+    if value.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    shape = broadcast_shapes(self._shape, mask._shape)
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+
+
+_C_TYPE_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+                 "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                 "float64": "double"}
+
+
+@masked_fill_op.kernel("cpu")
+def _masked_fill_cpu(self: Tensor, mask: Tensor, value: Tensor) -> Tensor:
+    _check_mask(self, mask, value)
+    _C.masked_copy(self, mask, convert(value, self.dtype))
+    self._storage.version += 1
+    return self
+
+
+@masked_fill_op.kernel("meta")
+def _masked_fill_meta(self: Tensor, mask: Tensor, value: Tensor) -> Tensor:
+    _check_mask(self, mask, value)
+    return self
+
+
+masked_fill_op.meta = _masked_fill_meta
+
+
+def _as_value(value, like: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    from .creation import scalar_tensor
+
+    return scalar_tensor(value, dtype=like.dtype, device=like._device)
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    return masked_fill_op(self, mask, _as_value(value, self))
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    shape = broadcast_shapes(input._shape, mask._shape)
+    base = vw.expand_op(input, shape) if shape != input._shape else input
+    return masked_fill_op(vw.clone_op(base), mask, _as_value(value, input))
+
+
+def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
+    if mask.dtype is not dt.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    x = vw.expand_op(input, shape) if input._shape != shape else input
+    m = vw.expand_op(mask, shape) if mask._shape != shape else mask
+    if not shape:
+        x, m = vw.unsqueeze_op(x, 0), vw.unsqueeze_op(m, 0)
+    return write_out(index_op(x, (m,)), out)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d = wrap_dim(dim, max(input.ndim, 1))
+    x = input if input.ndim else vw.unsqueeze_op(input, 0)
+    idx = index if index.ndim else vw.unsqueeze_op(index, 0)
+    try:
+        result = index_op(x, (None,) * d + (idx,))
+    except IndexError as e:
+        raise IndexError("index out of range in self") from e
+    if not input.ndim:
+        result = vw.view_op(result, ())
+    return write_out(result, out)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    if not isinstance(index, Tensor) or index.dtype is not dt.int64:
+        raise RuntimeError("take(): Expected a long tensor for index")
+    flat = vw.reshape(input, (numel(input._shape),))
+    try:
+        return index_op(flat, (index,))
+    except IndexError as e:
+        bad = str(e).split()[1] if str(e).startswith("index ") else "?"
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {flat._shape[0]} elements.") from e
+
+
+# -- __getitem__ / __setitem__ ----------------------------------------------------------------------
+
+def _as_items(index) -> tuple:
+    if type(index) is tuple:
+        return index
+    if isinstance(index, list) and len(index) < 32 and any(
+        isinstance(i, (Tensor, list, tuple, slice)) or i is None or i is Ellipsis for i in index
+    ):
+        # PyTorch still reads such a list as a tuple of indices (NumPy's legacy rule).
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] "
+                      "instead of x[seq].", UserWarning, stacklevel=3)
+        return tuple(index)
+    return (index,)
+
+
+def _list_index(seq) -> Tensor:
+    from .creation import tensor
+
+    if not seq:
+        return new_empty_tensor((0,), dt.int64)
+    t = tensor(seq)
+    if t.dtype.is_floating_point:
+        raise IndexError(_BAD_INDEX)
+    return t
+
+
+def _bool_index(value: bool) -> Tensor:
+    """A Python bool index: a new size-1 dim indexed by [0] (True) or by nothing (False)."""
+    t = new_empty_tensor((1 if value else 0,), dt.int64)
+    if value:
+        _C.fill_(t, 0)
+    return t
+
+
+def _index_like(item):
+    """numpy integers and other objects with ``__index__``."""
+    try:
+        return operator.index(item)
+    except TypeError:
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                         f"indices (got {type(item).__name__})") from None
+
+
+def _consumed(item) -> int:
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    if isinstance(item, Tensor):
+        if item.dtype in _MASK_DTYPES:
+            return item.ndim
+        return 1
+    return 1
+
+
+def _apply(self: Tensor, items: tuple):
+    """Applies the basic items as views; returns (view, aligned index list or None)."""
+    ndim = self.ndim
+    items = tuple(_list_index(i) if isinstance(i, (list, tuple)) else i for i in items)
+    specified = 0
+    ellipses = 0
+    for item in items:
+        specified += _consumed(item)
+        ellipses += item is Ellipsis
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if specified > ndim:
+        if ndim == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    result = self
+    dim = 0  # dim of `result` the next item applies to
+    real = 0  # dim of `self` (for error messages)
+    indices = None
+    shift = 0  # masks take one list slot for several dims
+    for item in items:
+        if not isinstance(item, (int, slice, Tensor)) and item is not None and item is not Ellipsis:
+            item = _index_like(item)
+        if isinstance(item, Tensor) and item.ndim == 0 and item.dtype is not dt.bool and item.dtype is not dt.uint8:
+            if item.dtype.is_floating_point:
+                raise IndexError(_BAD_INDEX)
+            item = int(item.item())
+        new_dim = isinstance(item, bool) or (isinstance(item, Tensor) and item.ndim == 0)
+        if new_dim:
+            result = vw.unsqueeze_op(result, dim)
+            item = _bool_index(bool(item) if isinstance(item, bool) else bool(item.item()))
+        if isinstance(item, slice):
+            size = result._shape[dim]
+            step = 1 if item.step is None else int(item.step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, _ = slice(item.start, item.stop, step).indices(size)
+            if start != 0 or stop != size or step != 1:
+                result = vw.slice_op(result, dim, start, stop, step)
+            dim += 1
+            real += 1
+        elif isinstance(item, int):
+            size = result._shape[dim]
+            if item < -size or item >= size:
+                raise IndexError(f"index {item} is out of bounds for dimension {real} with size {size}")
+            result = vw.select_op(result, dim, item)
+            real += 1
+        elif item is None:
+            result = vw.unsqueeze_op(result, dim)
+            dim += 1
+        elif item is Ellipsis:
+            dim += ndim - specified
+            real += ndim - specified
+        elif isinstance(item, Tensor):
+            _check_index_dtype(item)
+            if indices is None:
+                indices = []
+            pos = dim - shift
+            indices.extend([None] * (pos - len(indices)))
+            indices.append(item)
+            k = _consumed(item)
+            shift += k - 1
+            dim += k
+            real += 0 if new_dim else k
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                             f"are valid indices (got {type(item).__name__})")
+    if result is self:
+        result = vw.alias_op(self)
+    return result, indices
+
+
+def getitem(self: Tensor, index):
+    # Fast paths for the most common single items: pure metadata.
+    if type(index) is int:
+        if self.ndim == 0:
+            _apply(self, (index,))
+        size = self._shape[0]
+        if index < -size or index >= size:
+            raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
+        return vw.select_op(self, 0, index)
+    if type(index) is slice and self.ndim:
+        return _apply(self, (index,))[0]
+    result, indices = _apply(self, _as_items(index))
+    if indices is None:
+        return result
+    return index_op(result, indices)
+
+
+def _strip_leading_ones(value: Tensor) -> Tensor:
+    # PyTorch drops the value's leading size-1 dims before broadcasting it to the target.
+    while value.ndim and value._shape[0] == 1:
+        value = vw.select_op(value, 0, 0)
+    return value
+
+
+def setitem(self: Tensor, index, value) -> None:
+    view, indices = _apply(self, _as_items(index))
+    if not isinstance(value, Tensor):
+        if isinstance(value, (bool, int, float)):
+            if indices is None:
+                vw.fill_(view, value)
+                return
+            from .creation import scalar_tensor
+
+            value = scalar_tensor(value, dtype=self.dtype, device=self._device)
+        else:
+            from .creation import tensor
+
+            value = tensor(value, dtype=self.dtype, device=self._device)
+    if indices is None:
+        vw.copy_(view, _strip_leading_ones(value))
+        return
+    if value.dtype is not self.dtype:
+        # PyTorch converts the value only on its masked_fill path (one mask, a 0-d value).
+        single_mask = len(indices) == 1 and indices[0].dtype is dt.bool and view.ndim == indices[0].ndim
+        if not (single_mask and value.ndim == 0):
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{type_name(self.dtype)} for the destination and {type_name(value.dtype)} for the "
+                               "source.")
+        value = convert(value, self.dtype)
+    index_put_op(view, indices, _strip_leading_ones(value))
+
+
+Tensor.__getitem__ = getitem
+Tensor.__setitem__ = setitem
