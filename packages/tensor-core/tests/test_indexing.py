@@ -55,6 +55,7 @@ CASES = [
     ((2, 3, 4, 5), lambda L: (L.tensor([1, 0]), slice(None), slice(None), L.tensor([0, 4])), True),
     ((2, 3, 4, 5), lambda L: (slice(None), L.tensor([[0, 1]]), L.tensor([[3], [2]]), -1), True),
     ((2, 3, 4, 5), lambda L: (None, Ellipsis, None, 2, slice(None, None, 4)), True),
+    ((2, 3, 4, 5), lambda L: (Ellipsis, 0, Ellipsis), True),
     ((2, 3, 4, 5), lambda L: (L.tensor([0, 1, 1]), L.tensor([2, 0, 1]), L.tensor([3, 3, 0]),
                               L.tensor([4, 0, 1])), True),
 ]
@@ -105,7 +106,8 @@ def test_setitem(case, dtype, layout, value_kind):
                 e[_index(ember, expr)] = ev
             return
         e[_index(ember, expr)] = ev
-    assert e._version > before
+    if target_shape.numel() and not (type(expr(torch)) is bool and not expr(torch)):
+        assert e._version > before
     assert_same(e, t)
 
 
@@ -187,17 +189,20 @@ def test_nonzero_argwhere(shape, dtype):
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
 def test_index_select_take(dim, dtype):
     e, t = make_pair((3, 4), dtype, layout="transposed")
-    for idx in ([2, 0, 2], [], [-1]):
+    for idx in ([2, 0, 2], []):
         ei, ti = ember.tensor(idx, dtype=ember.int64), torch.tensor(idx, dtype=torch.int64)
         assert_same(ember.index_select(e, dim, ei), torch.index_select(t, dim, ti))
         assert_same(e.take(ei), t.take(ti))
-    assert_same(e.take(ember.tensor([[11, 0]])), t.take(torch.tensor([[11, 0]])))
+    assert_same(e.take(ember.tensor([[11, -12], [0, -1]])), t.take(torch.tensor([[11, -12], [0, -1]])))
+    s, ts = ember.tensor(5.0, dtype=e.dtype), torch.tensor(5.0, dtype=t.dtype)
+    assert_same(s.index_select(0, ember.tensor([0])), ts.index_select(0, torch.tensor([0])))
+    assert_same(s.take(ember.tensor([[0]])), ts.take(torch.tensor([[0]])))
     assert_same(e.index_select(dim, ember.tensor([1], dtype=ember.int32)),
                 t.index_select(dim, torch.tensor([1], dtype=torch.int32)))
 
 
 def test_meta_shapes():
-    x = ember.empty(3, 4, 5, device="meta")
+    x = ember.zeros((3, 4, 5), device="meta")
     assert x[ember.tensor([0, 1]), :, ember.tensor([2, 3])].shape == (2, 4)
     assert x[:, ember.tensor([[0, 1]])].device.type == "meta"
     with pytest.raises(NotImplementedError):
@@ -217,7 +222,7 @@ ERRORS = [
     ((3,), lambda L: slice(None, None, -1), ValueError, "step must be greater than zero"),
     ((3,), lambda L: slice(None, None, 0), ValueError, "step must be greater than zero"),
     ((3,), lambda L: (0, 0), IndexError, "too many indices for tensor of dimension 1"),
-    ((3,), lambda L: (Ellipsis, Ellipsis), IndexError, "an index can only have a single ellipsis"),
+    ((3,), lambda L: (Ellipsis, 0, Ellipsis, 0), IndexError, "too many indices for tensor of dimension 1"),
     ((2, 3), lambda L: (L.tensor([0, 1]), L.tensor([0, 1, 2])), IndexError, "shape mismatch"),
     ((3,), lambda L: 1.5, IndexError, "only integers, slices"),
     ((0,), lambda L: L.tensor([0]), IndexError, "out of bounds"),
@@ -257,6 +262,8 @@ def test_setitem_and_put_errors():
         e.masked_select(ember.tensor([1, 0, 1]))
     with pytest.raises(IndexError, match="index out of range in self"):
         e.index_select(1, ember.tensor([3]))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        e.index_select(0, ember.tensor([-1]))
     with pytest.raises(IndexError, match="Index is supposed to be a vector"):
         e.index_select(1, ember.tensor([[0]]))
     with pytest.raises(IndexError, match="out of range: tried to access index 6 on a tensor of 6 elements"):

@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kSerial = INT64_MAX;  // a grain that keeps run_strided on one thread
 
 template <typename I>
-void add_offsets(const TensorArg& off, const TensorArg& idx, int64_t size, int64_t stride, int64_t dim) {
+void add_offsets(const TensorArg& off, const TensorArg& idx, int64_t size, int64_t stride, int64_t dim, bool wrap) {
   auto p = coalesce<2>(off.shape, {off.data, idx.data},
                        {byte_strides(off.strides, 8), byte_strides(broadcast_strides(idx, off.shape), sizeof(I))});
   // Serial so that the first bad index raises directly (no exception leaves an OpenMP region).
@@ -34,7 +34,7 @@ void add_offsets(const TensorArg& off, const TensorArg& idx, int64_t size, int64
     for (int64_t i = 0; i < n; ++i) {
       int64_t v = static_cast<int64_t>(*reinterpret_cast<const I*>(ptrs[1] + i * s[1]));
       if (size == 0) throw std::out_of_range("index is out of bounds for dimension with size 0");
-      if (v < -size || v >= size)
+      if (v < (wrap ? -size : 0) || v >= size)
         throw std::out_of_range("index " + std::to_string(v) + " is out of bounds for dimension " +
                                 std::to_string(dim) + " with size " + std::to_string(size));
       if (v < 0) v += size;
@@ -44,7 +44,9 @@ void add_offsets(const TensorArg& off, const TensorArg& idx, int64_t size, int64
 }
 
 // off (contiguous int64, the broadcast index shape) = sum_k wrap(indices[k]) * stride[dims[k]].
-void index_offsets(py::handle off_obj, py::handle src_obj, const py::list& indices, const std::vector<int64_t>& dims) {
+// Without `wrap`, negative indices are out of range (index_select).
+void index_offsets(py::handle off_obj, py::handle src_obj, const py::list& indices, const std::vector<int64_t>& dims,
+                   bool wrap) {
   TensorArg off = unpack(off_obj);
   TensorArg src = unpack(src_obj);
   if (off.dtype != DType::Int64 || !off.is_contiguous()) throw std::invalid_argument("index: bad offsets tensor");
@@ -65,9 +67,9 @@ void index_offsets(py::handle off_obj, py::handle src_obj, const py::list& indic
   for (size_t k = 0; k < dims.size(); ++k) {
     int64_t size = src.shape[dims[k]], stride = src.strides[dims[k]];
     if (args[k].dtype == DType::Int64)
-      add_offsets<int64_t>(off, args[k], size, stride, dims[k]);
+      add_offsets<int64_t>(off, args[k], size, stride, dims[k], wrap);
     else
-      add_offsets<int32_t>(off, args[k], size, stride, dims[k]);
+      add_offsets<int32_t>(off, args[k], size, stride, dims[k], wrap);
   }
 }
 
@@ -243,7 +245,7 @@ void nonzero_fill(py::handle out_obj, py::handle src_obj) {
 
 void bind_index(py::module_& m) {
   m.def("index_offsets", &index_offsets, py::arg("off"), py::arg("src"), py::arg("indices"), py::arg("dims"),
-        "Validates index tensors and writes the element offset of each index position.");
+        py::arg("wrap") = true, "Validates index tensors and writes the element offset of each index position.");
   m.def("index_gather", &index_gather, py::arg("out"), py::arg("src"), py::arg("off"));
   m.def("index_put", &index_put, py::arg("dst"), py::arg("values"), py::arg("off"), py::arg("accumulate"));
   m.def("masked_copy", &masked_copy, py::arg("dst"), py::arg("mask"), py::arg("src"));

@@ -98,10 +98,10 @@ def _plan(self: Tensor, indices):
     return dims, tensors, bshape, rest, result, pos
 
 
-def _offsets(self: Tensor, dims, tensors, bshape, result, pos) -> Tensor:
+def _offsets(self: Tensor, dims, tensors, bshape, result, pos, wrap: bool = True) -> Tensor:
     """int64 element offsets into ``self`` per index position, viewed to broadcast over ``result``."""
     off = new_empty_tensor(bshape, dt.int64)
-    _C.index_offsets(off, self, tensors, dims)
+    _C.index_offsets(off, self, tensors, dims, wrap)
     nb = len(bshape)
     shape = (1,) * pos + bshape + (1,) * (len(result) - pos - nb)
     stride = (0,) * pos + off._stride + (0,) * (len(result) - pos - nb)
@@ -121,9 +121,12 @@ index_op = define("index(Tensor self, Tensor?[] indices) -> Tensor")
 
 @index_op.kernel("cpu")
 def _index_cpu(self: Tensor, indices) -> Tensor:
-    dims, tensors, bshape, rest, result, pos = _plan(self, list(indices))
+    return _gather(self, *_plan(self, list(indices)))
+
+
+def _gather(self: Tensor, dims, tensors, bshape, rest, result, pos, wrap: bool = True) -> Tensor:
     out = new_empty_tensor(result, self.dtype, self._device)
-    off = _offsets(self, dims, tensors, bshape, result, pos)
+    off = _offsets(self, dims, tensors, bshape, result, pos, wrap)
     _C.index_gather(out, _restride(self, rest, result, pos, len(bshape)), off)
     return out
 
@@ -302,6 +305,39 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     return write_out(index_op(x, (m,)), out)
 
 
+index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor")
+
+
+def _select_plan(self: Tensor, dim: int, index: Tensor):
+    d = wrap_dim(dim, max(self.ndim, 1))
+    if self.ndim == 0:
+        return [0], [index], index._shape, [], (), 0  # a 0-d input: index must be 0
+    result = self._shape[:d] + index._shape + self._shape[d + 1:]
+    return [d], [index], index._shape, [r for r in range(self.ndim) if r != d], result, d
+
+
+@index_select_op.kernel("cpu")
+def _index_select_cpu(self: Tensor, dim: int, index: Tensor) -> Tensor:
+    x = self if self.ndim else vw.unsqueeze_op(self, 0)
+    dims, tensors, bshape, rest, result, pos = _select_plan(self, dim, index)
+    if not self.ndim:
+        index = vw.view_op(index, (numel(index._shape),))
+        dims, tensors, bshape, rest, result, pos = [0], [index], index._shape, [], index._shape, 0
+    try:
+        out = _gather(x, dims, tensors, bshape, rest, result, pos, wrap=False)
+    except IndexError:
+        raise IndexError("index out of range in self") from None
+    return vw.view_op(out, ()) if not self.ndim else out
+
+
+@index_select_op.kernel("meta")
+def _index_select_meta(self: Tensor, dim: int, index: Tensor) -> Tensor:
+    return new_empty_tensor(_select_plan(self, dim, index)[4], self.dtype, self._device)
+
+
+index_select_op.meta = _index_select_meta
+
+
 def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"index_select(): argument 'index' must be Tensor, not {type(index).__name__}")
@@ -309,16 +345,9 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    d = wrap_dim(dim, max(input.ndim, 1))
-    x = input if input.ndim else vw.unsqueeze_op(input, 0)
-    idx = index if index.ndim else vw.unsqueeze_op(index, 0)
-    try:
-        result = index_op(x, (None,) * d + (idx,))
-    except IndexError as e:
-        raise IndexError("index out of range in self") from e
-    if not input.ndim:
-        result = vw.view_op(result, ())
-    return write_out(result, out)
+    if input.ndim == 0 and numel(index._shape) != 1:
+        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
+    return write_out(index_select_op(input, dim, index), out)
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
@@ -390,12 +419,8 @@ def _apply(self: Tensor, items: tuple):
     ndim = self.ndim
     items = tuple(_list_index(i) if isinstance(i, (list, tuple)) else i for i in items)
     specified = 0
-    ellipses = 0
     for item in items:
         specified += _consumed(item)
-        ellipses += item is Ellipsis
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     if specified > ndim:
         if ndim == 0:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
@@ -436,7 +461,7 @@ def _apply(self: Tensor, items: tuple):
         elif item is None:
             result = vw.unsqueeze_op(result, dim)
             dim += 1
-        elif item is Ellipsis:
+        elif item is Ellipsis:  # as PyTorch, every Ellipsis expands (to 0 dims after the first fills up)
             dim += ndim - specified
             real += ndim - specified
         elif isinstance(item, Tensor):
@@ -483,6 +508,10 @@ def _strip_leading_ones(value: Tensor) -> Tensor:
 
 
 def setitem(self: Tensor, index, value) -> None:
+    if index is False:
+        return  # PyTorch: selects nothing, writes nothing
+    if index is True:
+        index = None  # PyTorch copies into the whole tensor, converting the value like basic indexing
     view, indices = _apply(self, _as_items(index))
     if not isinstance(value, Tensor):
         if isinstance(value, (bool, int, float)):
