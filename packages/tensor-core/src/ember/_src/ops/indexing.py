@@ -404,23 +404,35 @@ def _index_like(item):
                          f"indices (got {type(item).__name__})") from None
 
 
-def _consumed(item) -> int:
-    if item is None or item is Ellipsis or isinstance(item, bool):
-        return 0
+def _normalize(item):
+    """One index item as int, slice, None, Ellipsis, bool or a tensor of ndim >= 1."""
+    tp = type(item)
+    if tp is int or tp is slice or tp is bool or item is None or item is Ellipsis:
+        return item
     if isinstance(item, Tensor):
-        if item.dtype in _MASK_DTYPES:
-            return item.ndim
-        return 1
-    return 1
+        if item.ndim:
+            return item
+        if item.dtype is dt.bool or item.dtype is dt.uint8:
+            return bool(item.item())  # a 0-d mask acts like a Python bool
+        if item.dtype.is_floating_point:
+            raise IndexError(_BAD_INDEX)
+        return int(item.item())  # a 0-d integer tensor acts like an int (a view)
+    if isinstance(item, (list, tuple)):
+        return _list_index(item)
+    return _index_like(item)
 
 
 def _apply(self: Tensor, items: tuple):
     """Applies the basic items as views; returns (view, aligned index list or None)."""
     ndim = self.ndim
-    items = tuple(_list_index(i) if isinstance(i, (list, tuple)) else i for i in items)
+    items = [_normalize(i) for i in items]
     specified = 0
     for item in items:
-        specified += _consumed(item)
+        tp = type(item)
+        if tp is int or tp is slice:
+            specified += 1
+        elif isinstance(item, Tensor):
+            specified += item.ndim if item.dtype in _MASK_DTYPES else 1
     if specified > ndim:
         if ndim == 0:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
@@ -430,21 +442,12 @@ def _apply(self: Tensor, items: tuple):
     dim = 0  # dim of `result` the next item applies to
     real = 0  # dim of `self` (for error messages)
     indices = None
-    shift = 0  # masks take one list slot for several dims
+    shift = 0  # a mask takes one slot of the index list for all its dims
     for item in items:
-        if not isinstance(item, (int, slice, Tensor)) and item is not None and item is not Ellipsis:
-            item = _index_like(item)
-        if isinstance(item, Tensor) and item.ndim == 0 and item.dtype is not dt.bool and item.dtype is not dt.uint8:
-            if item.dtype.is_floating_point:
-                raise IndexError(_BAD_INDEX)
-            item = int(item.item())
-        new_dim = isinstance(item, bool) or (isinstance(item, Tensor) and item.ndim == 0)
-        if new_dim:
-            result = vw.unsqueeze_op(result, dim)
-            item = _bool_index(bool(item) if isinstance(item, bool) else bool(item.item()))
-        if isinstance(item, slice):
+        tp = type(item)
+        if tp is slice:
             size = result._shape[dim]
-            step = 1 if item.step is None else int(item.step)
+            step = 1 if item.step is None else operator.index(item.step)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
             start, stop, _ = slice(item.start, item.stop, step).indices(size)
@@ -452,33 +455,37 @@ def _apply(self: Tensor, items: tuple):
                 result = vw.slice_op(result, dim, start, stop, step)
             dim += 1
             real += 1
-        elif isinstance(item, int):
+            continue
+        if tp is int:
             size = result._shape[dim]
             if item < -size or item >= size:
                 raise IndexError(f"index {item} is out of bounds for dimension {real} with size {size}")
             result = vw.select_op(result, dim, item)
             real += 1
-        elif item is None:
+            continue
+        if item is None:
             result = vw.unsqueeze_op(result, dim)
             dim += 1
-        elif item is Ellipsis:  # as PyTorch, every Ellipsis expands (to 0 dims after the first fills up)
+            continue
+        if item is Ellipsis:  # as PyTorch, every Ellipsis expands (to 0 dims once the dims are used up)
             dim += ndim - specified
             real += ndim - specified
-        elif isinstance(item, Tensor):
-            _check_index_dtype(item)
-            if indices is None:
-                indices = []
-            pos = dim - shift
-            indices.extend([None] * (pos - len(indices)))
-            indices.append(item)
-            k = _consumed(item)
-            shift += k - 1
-            dim += k
-            real += 0 if new_dim else k
+            continue
+        if tp is bool:  # a new size-1 dim, indexed by [0] (True) or by nothing (False)
+            result = vw.unsqueeze_op(result, dim)
+            item, k = _bool_index(item), 0
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                             f"are valid indices (got {type(item).__name__})")
-    if result is self:
+            _check_index_dtype(item)
+            k = item.ndim if item.dtype in _MASK_DTYPES else 1
+        if indices is None:
+            indices = []
+        pos = dim - shift
+        indices.extend([None] * (pos - len(indices)))
+        indices.append(item)
+        shift += max(k, 1) - 1
+        dim += max(k, 1)
+        real += k
+    if result is self and indices is None:
         result = vw.alias_op(self)
     return result, indices
 
@@ -493,7 +500,13 @@ def getitem(self: Tensor, index):
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return vw.select_op(self, 0, index)
     if type(index) is slice and self.ndim:
+        if index.step is None and type(index.start) in (int, type(None)) and type(index.stop) in (int, type(None)):
+            size = self._shape[0]
+            start, stop, _ = index.indices(size)
+            return vw.slice_op(self, 0, start, stop, 1)
         return _apply(self, (index,))[0]
+    if isinstance(index, Tensor) and index.ndim and index.dtype in _INDEX_DTYPES:
+        return index_op(self, (index,))
     result, indices = _apply(self, _as_items(index))
     if indices is None:
         return result
