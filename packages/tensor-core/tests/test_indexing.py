@@ -282,3 +282,57 @@ def test_numpy_int_and_from_torch_roundtrip():
     t = torch.arange(12).reshape(3, 4)
     e = from_torch(t)
     assert_same(e[np.int64(2), np.int32(1)], t[2, 1])
+
+
+def _random_index(rng, shape):
+    """A random mix of ints, slices, None, Ellipsis, bools, index tensors and masks (as NumPy data)."""
+    items, d, ellipsis = [], 0, False
+    while d < len(shape) and rng.random() < 0.85:
+        size, r = shape[d], rng.random()
+        if not ellipsis and r < 0.08:
+            items.append(Ellipsis)
+            ellipsis, d = True, len(shape) - int(rng.integers(0, 2))
+            continue
+        if r < 0.25:
+            items.append(int(rng.integers(-size, size)))
+        elif r < 0.5:
+            bound = lambda: None if rng.random() < 0.3 else int(rng.integers(-size - 2, size + 2))  # noqa: E731
+            items.append(slice(bound(), bound(), [None, 1, 2, 3][int(rng.integers(0, 4))]))
+        elif r < 0.58:
+            items.append(None)
+            continue
+        elif r < 0.62:
+            items.append(bool(rng.integers(0, 2)))
+            continue
+        elif r < 0.88:
+            shp = [(2,), (1,), (2, 1), (3,), ()][int(rng.integers(0, 5))]
+            items.append(("index", rng.integers(-size, size, size=shp)))
+        else:
+            items.append(("mask", rng.integers(0, 2, size=(size,)).astype(bool)))
+        d += 1
+    return items
+
+
+def _build(L, items):
+    return tuple(L.from_numpy(np.array(i[1])) if isinstance(i, tuple) else i for i in items)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_index_expressions(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        shape = tuple(int(s) for s in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+        arr = np.arange(int(np.prod(shape))).reshape(shape)
+        items = _random_index(rng, shape)
+        t, e = torch.from_numpy(arr.copy()), ember.tensor(arr)
+        try:
+            expected = t[_build(torch, items)]
+        except (IndexError, RuntimeError, ValueError) as exc:
+            with pytest.raises(type(exc)):
+                e[_build(ember, items)]
+            continue
+        assert_same(e[_build(ember, items)], expected)
+        value = rng.integers(-100, 0, size=tuple(expected.shape))
+        t[_build(torch, items)] = torch.from_numpy(value.copy())
+        e[_build(ember, items)] = ember.tensor(value)
+        assert_same(e, t)  # duplicate positions: both sides write serially here, the last write wins

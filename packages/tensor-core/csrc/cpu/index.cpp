@@ -49,7 +49,8 @@ void index_offsets(py::handle off_obj, py::handle src_obj, const py::list& indic
                    bool wrap) {
   TensorArg off = unpack(off_obj);
   TensorArg src = unpack(src_obj);
-  if (off.dtype != DType::Int64 || !off.is_contiguous()) throw std::invalid_argument("index: bad offsets tensor");
+  if (off.dtype != DType::Int64 || (off.numel() > 0 && !off.is_contiguous()))
+    throw std::invalid_argument("index: bad offsets tensor");
   if (indices.size() != dims.size())
     throw std::invalid_argument("index: indices and dims differ in length");
   std::vector<TensorArg> args;
@@ -224,7 +225,7 @@ void nonzero_fill(py::handle out_obj, py::handle src_obj) {
   TensorArg out = unpack(out_obj);
   TensorArg src = unpack(src_obj);
   const int64_t nd = src.ndim();
-  if (out.dtype != DType::Int64 || !out.is_contiguous() || out.ndim() != 2 || out.shape[1] != nd)
+  if (out.dtype != DType::Int64 || out.ndim() != 2 || out.shape[1] != nd || (out.numel() > 0 && !out.is_contiguous()))
     throw std::invalid_argument("nonzero: bad output tensor");
   const int64_t rows = out.shape[0];
   auto* o = reinterpret_cast<int64_t*>(out.data);
