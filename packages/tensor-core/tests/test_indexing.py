@@ -296,8 +296,8 @@ def _random_index(rng, shape):
         if r < 0.25:
             items.append(int(rng.integers(-size, size)))
         elif r < 0.5:
-            bound = lambda: None if rng.random() < 0.3 else int(rng.integers(-size - 2, size + 2))  # noqa: E731
-            items.append(slice(bound(), bound(), [None, 1, 2, 3][int(rng.integers(0, 4))]))
+            start, stop = (None if rng.random() < 0.3 else int(rng.integers(-size - 2, size + 2)) for _ in "ab")
+            items.append(slice(start, stop, [None, 1, 2, 3][int(rng.integers(0, 4))]))
         elif r < 0.58:
             items.append(None)
             continue
