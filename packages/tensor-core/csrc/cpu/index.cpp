@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
@@ -103,6 +104,21 @@ void index_gather(py::handle out_obj, py::handle src_obj, py::handle off_obj) {
   py::gil_scoped_release release;
   EMBER_DISPATCH_ALL(out.dtype, "index", [&] {
     run_strided<3>(p, kGrainSize, [&](std::array<char*, 3>& ptrs, const std::array<int64_t, 3>& s, int64_t n) {
+      if (s[2] == 0) {  // one offset for the whole run (indexing outer dims): a strided row copy
+        const char* q0 = ptrs[1] + *reinterpret_cast<const int64_t*>(ptrs[2]) * item;
+        const char* q1 = q0 + (n - 1) * s[1];
+        if (!b.ok(std::min(q0, q1), item) || !b.ok(std::max(q0, q1), item)) {
+          bad = true;
+          return;
+        }
+        if (s[0] == item && s[1] == item) {
+          std::memcpy(ptrs[0], q0, static_cast<size_t>(n * item));
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            *reinterpret_cast<scalar_t*>(ptrs[0] + i * s[0]) = *reinterpret_cast<const scalar_t*>(q0 + i * s[1]);
+        }
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         const char* q = ptrs[1] + i * s[1] + *reinterpret_cast<const int64_t*>(ptrs[2] + i * s[2]) * item;
         if (!b.ok(q, item)) {
