@@ -336,3 +336,24 @@ def test_random_index_expressions(seed):
         t[_build(torch, items)] = torch.from_numpy(value.copy())
         e[_build(ember, items)] = ember.tensor(value)
         assert_same(e, t)  # duplicate positions: both sides write serially here, the last write wins
+
+
+@pytest.mark.parametrize("index", [
+    lambda L: L.tensor([True, False, True, False]),
+    lambda L: (slice(None), L.tensor([True, False, True, True, False])),
+    lambda L: (0, L.tensor([True, False, True, True, False])),
+    lambda L: L.ones(4, 5, dtype=L.bool),
+])
+@pytest.mark.parametrize("value", [lambda L: L.tensor(3), lambda L: L.tensor([[2.5]], dtype=L.float64)])
+def test_mask_with_one_value_converts_dtype(index, value):
+    # PyTorch turns one mask + a one-element value into masked_fill_, which converts the dtype.
+    e, t = make_pair((4, 5), "float32")
+    e[index(ember)] = value(ember)
+    t[index(torch)] = value(torch)
+    assert_same(e, t)
+    em, tm = ember.tensor([True, False, True, False]), torch.tensor([True, False, True, False])
+    assert_same(e.index_put((em,), value(ember)), t.index_put((tm,), value(torch)))
+    assert_same(ember.index_put_(e, (ember.ones(4, 5, dtype=ember.bool),), value(ember)),
+                torch.index_put_(t, (torch.ones(4, 5, dtype=torch.bool),), value(torch)))
+    with pytest.raises(RuntimeError, match="boolean masks"):
+        e[ember.tensor([1, 0, 1, 1], dtype=ember.uint8)] = ember.tensor(1.0)

@@ -179,7 +179,7 @@ def _index_put_meta(self: Tensor, indices, values: Tensor, accumulate: bool = Fa
 index_put_op.meta = _index_put_meta
 
 
-def _check_put_args(self: Tensor, indices, values) -> tuple:
+def _check_put_args(indices, values) -> tuple:
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     if not isinstance(indices, (tuple, list)):
@@ -187,19 +187,49 @@ def _check_put_args(self: Tensor, indices, values) -> tuple:
     for i, idx in enumerate(indices):
         if not isinstance(idx, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(idx).__name__}")
-    if values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the source.")
     return tuple(indices)
 
 
+def _fill_mask(self: Tensor, indices, values: Tensor):
+    """PyTorch's shortcut: one mask (other entries None) and a one-element value is a masked_fill_."""
+    if numel(values._shape) != 1:
+        return None
+    mask, n = None, 0
+    for idx in indices:
+        if idx is None:
+            n += 1
+            continue
+        if idx.dtype not in _MASK_DTYPES or mask is not None:
+            return None
+        mask = idx
+        for j, size in enumerate(idx._shape):
+            if n + j >= self.ndim or self._shape[n + j] != size:
+                raise IndexError(
+                    f"The shape of the mask {list(idx._shape)} at index {j} does not match the shape of the indexed "
+                    f"tensor {list(self._shape)} at index {n + j}"
+                )
+        n += idx.ndim
+    if mask is None:
+        return None
+    return vw.view_op(mask, mask._shape + (1,) * (self.ndim - n))  # align the mask's dims with self's
+
+
+def _put(self: Tensor, indices, values: Tensor, accumulate: bool) -> Tensor:
+    mask = None if accumulate else _fill_mask(self, indices, values)
+    if mask is not None:
+        return masked_fill_op(self, mask, vw.reshape(values, ()))  # converts the value's dtype, as PyTorch
+    if values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the source.")
+    return index_put_op(self, indices, values, accumulate)
+
+
 def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    return index_put_op(self, _check_put_args(self, indices, values), values, accumulate)
+    return _put(self, _check_put_args(indices, values), values, accumulate)
 
 
 def index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    indices = _check_put_args(self, indices, values)
-    return index_put_op(vw.clone_op(self), indices, values, accumulate)
+    return _put(vw.clone_op(self), _check_put_args(indices, values), values, accumulate)
 
 
 # -- nonzero, masks -------------------------------------------------------------------------------
@@ -541,15 +571,7 @@ def setitem(self: Tensor, index, value) -> None:
     if indices is None:
         vw.copy_(view, _strip_leading_ones(value))
         return
-    if value.dtype is not self.dtype:
-        # PyTorch converts the value only on its masked_fill path (one mask, a 0-d value).
-        single_mask = len(indices) == 1 and indices[0].dtype is dt.bool and view.ndim == indices[0].ndim
-        if not (single_mask and value.ndim == 0):
-            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                               f"{type_name(self.dtype)} for the destination and {type_name(value.dtype)} for the "
-                               "source.")
-        value = convert(value, self.dtype)
-    index_put_op(view, indices, _strip_leading_ones(value))
+    _put(view, indices, _strip_leading_ones(value), False)
 
 
 Tensor.__getitem__ = getitem
