@@ -278,10 +278,22 @@ def test_uint8_mask_warns_and_selects():
     assert_same(got, t[torch.tensor([1, 0, 1, 1], dtype=torch.bool)])
 
 
-def test_numpy_int_and_from_torch_roundtrip():
+def test_numpy_indices():
     t = torch.arange(12).reshape(3, 4)
     e = from_torch(t)
     assert_same(e[np.int64(2), np.int32(1)], t[2, 1])
+    idx = np.array([2, 0])
+    assert_same(e[idx], t[idx])
+    assert_same(e[:, np.array([True, False, True, True])], t[:, np.array([True, False, True, True])])
+
+
+def test_accumulate_scalar_value_and_take_dtype():
+    e, t = ember.zeros(3), torch.zeros(3)
+    ei, ti = ember.tensor([[0, 0], [2, 0]]), torch.tensor([[0, 0], [2, 0]])
+    assert_same(e.index_put((ei,), ember.tensor(1.5), accumulate=True),
+                t.index_put((ti,), torch.tensor(1.5), accumulate=True))
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Int"):
+        e.take(ember.tensor([0], dtype=ember.int32))
 
 
 def _random_index(rng, shape):

@@ -381,8 +381,10 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
-    if not isinstance(index, Tensor) or index.dtype is not dt.int64:
-        raise RuntimeError("take(): Expected a long tensor for index")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
     flat = vw.reshape(input, (numel(input._shape),))
     try:
         return index_op(flat, (index,))
@@ -449,6 +451,10 @@ def _normalize(item):
         return int(item.item())  # a 0-d integer tensor acts like an int (a view)
     if isinstance(item, (list, tuple)):
         return _list_index(item)
+    if getattr(item, "ndim", 0) and hasattr(item, "__array__"):  # a NumPy array: a tensor index, as in PyTorch
+        from .creation import as_tensor
+
+        return _normalize(as_tensor(item))
     return _index_like(item)
 
 
