@@ -249,9 +249,10 @@ void nonzero_fill(py::handle out_obj, py::handle src_obj) {
   py::gil_scoped_release release;
   EMBER_DISPATCH_ALL(src.dtype, "nonzero", [&] {
     visit(src, [&](const char* p, const std::vector<int64_t>& idx) {
-      if (row < rows && is_nonzero(*reinterpret_cast<const scalar_t*>(p))) {
-        for (int64_t d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
-        ++row;
+      if (is_nonzero(*reinterpret_cast<const scalar_t*>(p))) {
+        if (row < rows)
+          for (int64_t d = 0; d < nd; ++d) o[row * nd + d] = idx[d];
+        ++row;  // counts past `rows` too, so a wrong output size is reported
       }
     });
   });
