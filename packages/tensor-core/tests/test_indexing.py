@@ -269,6 +269,12 @@ def test_setitem_and_put_errors():
     with pytest.raises(IndexError, match="out of range: tried to access index 6 on a tensor of 6 elements"):
         e.take(ember.tensor([6]))
     assert e.tolist() == [[0.0] * 3] * 2
+    wide = ember.zeros(1, 3).expand(2, 3)
+    with pytest.warns(UserWarning, match="index_put_ on expanded tensors is deprecated"):
+        wide[ember.tensor([0])] = ember.tensor([1.0, 2.0, 3.0])
+    with pytest.warns(UserWarning, match="masked_fill_ on expanded tensors is deprecated"):
+        wide.masked_fill_(ember.tensor([True, False, False]), 5.0)
+    assert wide.tolist() == [[5.0, 2.0, 3.0]] * 2
 
 
 def test_uint8_mask_warns_and_selects():

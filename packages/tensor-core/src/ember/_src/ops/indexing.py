@@ -68,7 +68,8 @@ def _expand_masks(self: Tensor, indices) -> list:
 
 
 def _plan(self: Tensor, indices):
-    """(dims, tensors, broadcast shape, result shape, where the broadcast dims go in the result)."""
+    """(indexed dims, their long/int tensors, broadcast index shape, the other dims, result shape,
+    position of the broadcast dims in the result)."""
     if len(indices) > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
     for idx in indices:
@@ -87,7 +88,9 @@ def _plan(self: Tensor, indices):
         bshape = broadcast_shapes(*(t._shape for t in tensors))
     except RuntimeError:
         shapes = ", ".join(str(list(t._shape)) for t in tensors)
-        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}")
+        raise IndexError(
+            f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+        ) from None
     rest = [d for d in range(self.ndim) if d not in dims]
     if dims == list(range(dims[0], dims[-1] + 1)):
         pos = sum(1 for d in rest if d < dims[0])  # adjacent index dims stay in place
@@ -145,7 +148,16 @@ index_put_op = define(
 )
 
 
+def _warn_internal_overlap(self: Tensor, what: str) -> None:
+    for size, stride in zip(self._shape, self._stride):
+        if stride == 0 and size > 1:
+            warnings.warn(f"Use of {what} on expanded tensors is deprecated. Please clone() the tensor before "
+                          "performing this operation.", UserWarning, stacklevel=4)
+            return
+
+
 def _put_plan(self: Tensor, indices, values: Tensor):
+    _warn_internal_overlap(self, "index_put_")
     plan = _plan(self, list(indices))
     result = plan[4]
     try:
@@ -273,6 +285,7 @@ masked_fill_op = define("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value
 
 
 def _check_mask(self: Tensor, mask: Tensor, value: Tensor) -> None:
+    _warn_internal_overlap(self, "masked_fill_")
     if mask.dtype is not dt.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_C_TYPE_NAMES.get(mask.dtype.name, mask.dtype.name)}")
