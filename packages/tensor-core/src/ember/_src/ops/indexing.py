@@ -70,32 +70,42 @@ def _expand_masks(self: Tensor, indices) -> list:
 def _plan(self: Tensor, indices):
     """(indexed dims, their long/int tensors, broadcast index shape, the other dims, result shape,
     position of the broadcast dims in the result)."""
-    if len(indices) > self.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+    ndim = len(self._shape)
+    if len(indices) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim} (got {len(indices)})")
+    has_mask = False
     for idx in indices:
         if idx is not None:
             if not isinstance(idx, Tensor):
                 raise TypeError(f"expected Tensor as element of indices, but got {type(idx).__name__}")
-            _check_index_dtype(idx)
-    indices = _expand_masks(self, indices)
-    if len(indices) > self.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
-    dims = [d for d, idx in enumerate(indices) if idx is not None]
-    tensors = [indices[d] for d in dims]
+            if idx.dtype in _MASK_DTYPES:
+                has_mask = True
+            elif idx.dtype not in _INDEX_DTYPES:
+                raise IndexError(_BAD_INDEX)
+    if has_mask:
+        indices = _expand_masks(self, indices)
+        if len(indices) > ndim:
+            raise IndexError(f"too many indices for tensor of dimension {ndim} (got {len(indices)})")
+    dims, tensors = [], []
+    for d, idx in enumerate(indices):
+        if idx is not None:
+            dims.append(d)
+            tensors.append(idx)
     if not tensors:
         raise RuntimeError("at least one index tensor must be given")
-    try:
-        bshape = broadcast_shapes(*(t._shape for t in tensors))
-    except RuntimeError:
-        shapes = ", ".join(str(list(t._shape)) for t in tensors)
-        raise IndexError(
-            f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
-        ) from None
-    rest = [d for d in range(self.ndim) if d not in dims]
-    if dims == list(range(dims[0], dims[-1] + 1)):
-        pos = sum(1 for d in rest if d < dims[0])  # adjacent index dims stay in place
+    if len(tensors) == 1:
+        bshape = tensors[0]._shape
     else:
-        pos = 0  # separated ones go first (PyTorch's and NumPy's rule)
+        try:
+            bshape = broadcast_shapes(*(t._shape for t in tensors))
+        except RuntimeError:
+            shapes = ", ".join(str(list(t._shape)) for t in tensors)
+            raise IndexError(
+                f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+            ) from None
+    rest = [d for d in range(ndim) if d not in dims]
+    # Adjacent index dims stay in place; separated ones go first (PyTorch's and NumPy's rule).
+    pos = dims[0] if dims[-1] - dims[0] == len(dims) - 1 else 0
     rest_shape = [self._shape[d] for d in rest]
     result = tuple(rest_shape[:pos]) + bshape + tuple(rest_shape[pos:])
     return dims, tensors, bshape, rest, result, pos
