@@ -2,9 +2,11 @@
 
 import warnings
 
-import ember
 import numpy as np
 import pytest
+
+import ember
+
 from conftest import assert_same, from_torch, make_pair, torch
 
 # Index expressions: L is the library (ember or torch), so tensor indices exist on both sides.
