@@ -59,7 +59,9 @@ def test_only_the_core_wheel_ships_ember_init():
     wheels = _wheels()
     if not wheels:
         pytest.skip("no wheels in $EMBER_DIST_DIR: run through `nox -s tests` (it builds them first)")
-    shipping = sorted(w.name.split("-")[0] for w in wheels if "ember/__init__.py" in zipfile.ZipFile(w).namelist())
+    shipping = sorted(
+        w.name.split("-")[0] for w in wheels if "ember/__init__.py" in zipfile.ZipFile(w).namelist()
+    )
     assert shipping == ["ember_tensor_core"]
 
 
@@ -99,12 +101,15 @@ def _write_portion(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
-    """A fresh venv holding the built tensor-core wheel (with its declared deps) and hatchling."""
+    """A fresh venv holding the built tensor-core wheel (with its declared deps) and hatchling.
+
+    Hatchling is installed here (not isolated per build) so each install takes seconds.
+    """
     wheel = _core_wheel()
     path = tmp_path_factory.mktemp("ns") / "venv"
     _run(sys.executable, "-m", "venv", path)
     python = path / "bin" / "python"
-    _run(python, "-m", "pip", "install", "-q", wheel, "hatchling")
+    _run(python, "-m", "pip", "install", "-q", wheel, "hatchling", "editables")  # editables: hatchling -e
     return python
 
 
