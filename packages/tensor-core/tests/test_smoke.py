@@ -1,6 +1,6 @@
-from conftest import assert_same, make_pair, torch
-
 import ember
+
+from conftest import assert_same, make_pair, torch
 
 
 def test_add_broadcast_matches_torch():
