@@ -201,7 +201,7 @@ def _scaled(other, alpha):
     if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1):
         return other
     if isinstance(other, Tensor) and isinstance(alpha, float) and not other.dtype.is_floating_point:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
     return mul_op(other, alpha)
 
 
@@ -254,7 +254,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 def _trunc_div(a, b):
     promoted = dt.result_type_of(a, b)
     if promoted.is_floating_point:
-        return trunc(div_op(a, b))  # noqa: F821  (defined by the unary table below)
+        return trunc(div_op(a, b))
     # Integer truncation: floor division corrected where signs differ and a remainder exists.
     q = floor_divide_op(a, b)
     r = fmod_op(a, b)
