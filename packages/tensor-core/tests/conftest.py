@@ -26,7 +26,7 @@ FLOAT_NAMES = ["float16", "bfloat16", "float32", "float64"]
 INT_NAMES = ["uint8", "int8", "int16", "int32", "int64"]
 
 
-def to_torch(t: ember.Tensor) -> "torch.Tensor":
+def to_torch(t: ember.Tensor) -> torch.Tensor:
     """Converts an ember tensor to a torch tensor (by value), keeping the dtype."""
     name = t.dtype.name
     if name == "bfloat16":
@@ -34,7 +34,7 @@ def to_torch(t: ember.Tensor) -> "torch.Tensor":
     return torch.from_numpy(np.array(t.numpy(), copy=True))
 
 
-def from_torch(t: "torch.Tensor") -> ember.Tensor:
+def from_torch(t: torch.Tensor) -> ember.Tensor:
     if t.dtype == torch.bfloat16:
         return ember.from_numpy(t.float().numpy().copy()).to(ember.bfloat16)
     return ember.from_numpy(t.detach().numpy().copy())

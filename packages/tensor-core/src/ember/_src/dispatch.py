@@ -13,12 +13,12 @@ metadata alone) and one kernel per device type. Calling an op routes it through,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import MethodType
-from typing import Callable
 
 from . import grad_mode
 
-OPS: dict[str, "Op"] = {}
+OPS: dict[str, Op] = {}
 
 # Mutable module state, read on every call.
 _MODE_STACK: list = []

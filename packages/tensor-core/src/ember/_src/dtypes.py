@@ -31,10 +31,10 @@ class dtype:  # noqa: N801 - PyTorch's spelling
     def __repr__(self) -> str:
         return "ember." + self.name
 
-    def to_real(self) -> "dtype":
+    def to_real(self) -> dtype:
         return self
 
-    def to_complex(self) -> "dtype":
+    def to_complex(self) -> dtype:
         raise RuntimeError(f"complex dtypes are not supported yet (from {self})")
 
     def __reduce__(self):
@@ -237,7 +237,7 @@ class iinfo:  # noqa: N801
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
-DTypeLike = Union[dtype, type, str, None]
+DTypeLike = Union[dtype, type, str, None]  # noqa: UP007  (a runtime alias)
 
 
 def to_dtype(value) -> dtype:

@@ -189,7 +189,7 @@ def install(functional: dict) -> None:
     }
     for name, fn in extra.items():
         setattr(Tensor, name, fn)
-    for d in (dt.float32, dt.float64, dt.float16, dt.bfloat16, dt.int64, dt.int32, dt.int16, dt.int8, dt.uint8,
+    for _d in (dt.float32, dt.float64, dt.float16, dt.bfloat16, dt.int64, dt.int32, dt.int16, dt.int8, dt.uint8,
               dt.bool):
         pass
     casts = {"float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
@@ -205,5 +205,5 @@ def install(functional: dict) -> None:
 
         return to_numpy(self, force=force)
 
-    setattr(Tensor, "cpu", cpu)
-    setattr(Tensor, "numpy", numpy)
+    Tensor.cpu = cpu
+    Tensor.numpy = numpy

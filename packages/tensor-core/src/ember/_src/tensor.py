@@ -176,7 +176,7 @@ class Tensor:
     def requires_grad(self, value: bool) -> None:
         self.requires_grad_(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         requires_grad = bool(requires_grad)
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
@@ -197,11 +197,11 @@ class Tensor:
         return self.grad_fn is None
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         return self.detach()
 
     @data.setter
-    def data(self, other: "Tensor") -> None:
+    def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
         self._storage = other._storage
@@ -229,7 +229,7 @@ class Tensor:
             raise RuntimeError("Tensor.register_hook needs the 'ember-autograd' package")
         return engine.register_hook(self, hook)
 
-    def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> "Tensor":
+    def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
         """Points this tensor at another storage (or tensor), as PyTorch's ``set_``."""
         if source is None:
             source = _C.Storage.allocate(0) if self._device.type == "cpu" else _C.Storage.meta(0)

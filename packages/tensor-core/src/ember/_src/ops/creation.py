@@ -17,7 +17,10 @@ _NUMBER = (builtins.bool, int, float)
 
 
 def _resolve(dtype, device, default=None):
-    d = dt.get_default_dtype() if dtype is None and default is None else (default if dtype is None else dt.to_dtype(dtype))
+    if dtype is not None:
+        d = dt.to_dtype(dtype)
+    else:
+        d = dt.get_default_dtype() if default is None else default
     return d, to_device(device)
 
 
@@ -224,8 +227,8 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
         src_dtype = dt.float64
     mv = memoryview(packed)
     storage = _C.Storage.borrow(mv.obj.buffer_info()[0], len(packed) * packed.itemsize, packed)
-    from ..tensor import make_tensor
     from ..shapes import contiguous_strides
+    from ..tensor import make_tensor
 
     src = make_tensor(storage, shape, contiguous_strides(shape), 0, src_dtype, CPU)
     _C.copy_(out, src)

@@ -1,0 +1,252 @@
+"""Every developer task for the ember monorepo, one nox session each.
+
+    nox -s wheels        build every package's wheel + sdist into dist/ (incremental)
+    nox -s tests         the whole suite (every package + repo-level tests) on the built wheels
+    nox -s tensor_core   one package alone, with only its declared dependencies (one session per package)
+    nox -s lint          ruff check
+    nox -s build         clean release build: sdist first, then the wheel from that sdist
+    nox -s bench         run benchmarks/ on the built wheels
+    nox -s demo          the main job: install the wheels and run examples/tensor_demo.py
+
+Native code is compiled only by `wheels` (and `build`). Every other session `requires` it and
+installs the finished wheels, so one nox invocation compiles the extension at most once, and
+not at all when the package sources have not changed since the last build (see
+docs/packaging.md). Sessions stay on virtualenv + pip: uv does not see the local PyTorch CPU
+wheel and would download a multi-GB CUDA build (notes/build-facts.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nox
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - nox itself may run on 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent
+DIST = ROOT / "dist"
+STAMPS = DIST / ".stamps"
+
+# Compile with one job per core and no more (ninja's default oversubscribes; CI has 2 cores).
+JOBS = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
+BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": JOBS}
+
+nox.options.default_venv_backend = "virtualenv"
+# Venvs are reused between runs; wheels are always installed with --force-reinstall, so a
+# rebuilt wheel that kept its version number still replaces the old binary.
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests"]
+nox.options.error_on_missing_interpreters = True
+
+# Files and folders that never go into a distribution, so they never trigger a rebuild.
+IGNORED_PARTS = {"build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", ".nox"}
+IGNORED_SUFFIXES = (".so", ".pyd", ".pyc", ".egg-info")
+
+
+def _load_packages() -> dict[str, dict]:
+    """Reads packages/*/pyproject.toml into {distribution name: facts}."""
+    packages = {}
+    for pyproject in sorted(ROOT.glob("packages/*/pyproject.toml")):
+        config = tomllib.loads(pyproject.read_text())
+        project = config["project"]
+        packages[project["name"]] = {
+            "dir": pyproject.parent,
+            "version": project["version"],
+            "dependencies": project.get("dependencies", []),
+            "test_dependencies": project.get("optional-dependencies", {}).get("test", []),
+            "build_requires": config["build-system"]["requires"],
+        }
+    return packages
+
+
+PACKAGES = _load_packages()
+
+
+def _requirement_name(requirement: str) -> str:
+    """'ember-tensor-core>=0.1; python_version>"3"' -> 'ember-tensor-core'."""
+    name = requirement.split(";")[0]
+    for stop in "<>=!~[ (":
+        name = name.split(stop)[0]
+    return name.strip().lower().replace("_", "-")
+
+
+def _is_ours(requirement: str) -> bool:
+    return _requirement_name(requirement) in PACKAGES
+
+
+def _closure(names: list[str]) -> list[str]:
+    """The given packages plus every ember package they depend on, transitively."""
+    seen: list[str] = []
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        todo += [_requirement_name(r) for r in PACKAGES[name]["dependencies"] if _is_ours(r)]
+    return sorted(seen)
+
+
+def _source_hash(package_dir: Path) -> str:
+    """Hash of every file that can end up in the package's wheel or sdist."""
+    digest = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*")):
+        rel = path.relative_to(package_dir)
+        if not path.is_file() or IGNORED_PARTS.intersection(rel.parts):
+            continue
+        if path.name.endswith(IGNORED_SUFFIXES):
+            continue
+        digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _dist_files(name: str) -> tuple[list[Path], list[Path]]:
+    stem = name.replace("-", "_")
+    version = PACKAGES[name]["version"]
+    return sorted(DIST.glob(f"{stem}-{version}-*.whl")), sorted(DIST.glob(f"{stem}-{version}.tar.gz"))
+
+
+def _wheel(name: str) -> Path:
+    wheels, _ = _dist_files(name)
+    if len(wheels) != 1:
+        raise RuntimeError(f"expected one wheel of {name} in {DIST}, found {wheels}: run `nox -s wheels`")
+    return wheels[0]
+
+
+def _install_packages(session: nox.Session, names: list[str]) -> None:
+    """Installs the named packages' wheels from dist/ with their declared and test dependencies.
+
+    Third-party requirements are installed from the index; our own packages only ever come
+    from dist/ (--no-deps --force-reinstall), so a stale copy with the same version cannot
+    survive in a reused venv.
+    """
+    names = _closure(names)
+    requirements = {"pytest"}
+    for name in names:
+        facts = PACKAGES[name]
+        requirements |= {r for r in facts["dependencies"] + facts["test_dependencies"] if not _is_ours(r)}
+    session.install(*sorted(requirements))
+    session.install("--no-deps", "--force-reinstall", *[str(_wheel(name)) for name in names])
+    session.run("python", "-c", "import ember; print('ember from', ember.__file__)")
+
+
+def _test_env() -> dict[str, str]:
+    # Repo-level packaging tests find the built wheels here (tests/test_namespace.py).
+    return {"EMBER_DIST_DIR": str(DIST), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Builds every package's wheel and sdist into dist/, skipping packages whose sources are unchanged.
+
+    The wheel is built straight from the source folder so scikit-build-core keeps its CMake
+    build folder (packages/<name>/build/<wheel tag>) between runs: a C++ edit recompiles only
+    the changed files.
+    """
+    # Build requirements live in this venv (no isolation) so their paths stay the same from
+    # run to run; with a fresh isolated env per build, CMake would see new include paths and
+    # recompile everything. cmake and ninja come from pip: a fresh machine may have neither.
+    build_requires = {"build", "cmake", "ninja"}
+    for facts in PACKAGES.values():
+        build_requires |= set(facts["build_requires"])
+    session.install(*sorted(build_requires))
+    STAMPS.mkdir(parents=True, exist_ok=True)
+    for name, facts in PACKAGES.items():
+        stamp = STAMPS / f"{name}.sha256"
+        source_hash = _source_hash(facts["dir"])
+        old_wheels, old_sdists = _dist_files(name)
+        if stamp.exists() and stamp.read_text() == source_hash and len(old_wheels) == 1 and old_sdists:
+            session.log(f"{name}: unchanged since the last build, keeping {old_wheels[0].name}")
+            continue
+        for old in old_wheels + old_sdists:
+            old.unlink()
+        for kind in ("--sdist", "--wheel"):
+            command = ["python", "-m", "build", "--no-isolation", kind, "-o", str(DIST), str(facts["dir"])]
+            session.run(*command, env=BUILD_ENV)
+        stamp.write_text(source_hash)
+
+
+@nox.session(requires=["wheels"])
+def tests(session: nox.Session) -> None:
+    """The whole suite: every package's tests and the repo-level tests, on all wheels installed together."""
+    _install_packages(session, list(PACKAGES))
+    test_dirs = [str(f["dir"] / "tests") for f in PACKAGES.values() if (f["dir"] / "tests").is_dir()]
+    session.run("python", "-m", "pytest", *test_dirs, "tests", *session.posargs, env=_test_env())
+
+
+def _make_package_session(name: str) -> None:
+    """Defines `nox -s <name without ember->`: the package alone with only its declared dependencies."""
+    test_dir = PACKAGES[name]["dir"] / "tests"
+
+    def session_fn(session: nox.Session) -> None:
+        _install_packages(session, [name])
+        session.run("python", "-m", "pytest", str(test_dir), *session.posargs, env=_test_env())
+
+    session_fn.__doc__ = f"{name} alone: its wheel, its declared dependencies, pytest, torch; runs its tests."
+    short = name.removeprefix("ember-").replace("-", "_")
+    nox.session(name=short, requires=["wheels"])(session_fn)
+
+
+for _name, _facts in PACKAGES.items():
+    if (_facts["dir"] / "tests").is_dir():
+        _make_package_session(_name)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check over the whole repository (configuration in the top-level pyproject.toml)."""
+    session.install("ruff")
+    session.run("ruff", "check", str(ROOT), *session.posargs)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Clean release build of every package: the sdist, then the wheel built from that sdist.
+
+    Building from the sdist proves it holds everything (csrc/, CMakeLists.txt, ...). Slower
+    than `wheels` (a cold compile); it replaces what is in dist/ and refreshes the stamps.
+    """
+    session.install("build", "virtualenv")
+    STAMPS.mkdir(parents=True, exist_ok=True)
+    for name, facts in PACKAGES.items():
+        for old in sum(_dist_files(name), []):
+            old.unlink()
+        session.run("python", "-m", "build", "--outdir", str(DIST), str(facts["dir"]), env=BUILD_ENV)
+        (STAMPS / f"{name}.sha256").write_text(_source_hash(facts["dir"]))
+
+
+@nox.session(requires=["wheels"])
+def bench(session: nox.Session) -> None:
+    """Runs every benchmarks/*.py script (ember and PyTorch side by side) on the built wheels."""
+    scripts = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+    if not scripts:
+        session.skip("benchmarks/ has no scripts yet")
+    _install_packages(session, list(PACKAGES))
+    for script in scripts:
+        session.run("python", str(script), *session.posargs)
+
+
+@nox.session(requires=["wheels"])
+def demo(session: nox.Session) -> None:
+    """The main job: installs the built wheels and runs examples/tensor_demo.py."""
+    names = _closure(["ember"] if "ember" in PACKAGES else list(PACKAGES))
+    session.install("--no-deps", "--force-reinstall", *[str(_wheel(name)) for name in names])
+    deps = {r for name in names for r in PACKAGES[name]["dependencies"] if not _is_ours(r)}
+    session.install(*sorted(deps))
+    session.run("python", str(ROOT / "examples" / "tensor_demo.py"), *session.posargs)
+
+
+@nox.session(python=False)
+def clean(session: nox.Session) -> None:
+    """Removes dist/ and every package's build folder (the next `wheels` compiles from scratch)."""
+    for path in [DIST, *(facts["dir"] / "build" for facts in PACKAGES.values())]:
+        if path.exists():
+            session.log(f"removing {path}")
+            shutil.rmtree(path)
