@@ -1,0 +1,1 @@
+"""``ember.autograd``: reverse- and forward-mode automatic differentiation."""

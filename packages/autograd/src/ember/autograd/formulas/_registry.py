@@ -1,0 +1,70 @@
+"""The derivative table: one entry per differentiable op, keyed by the op's name.
+
+A backward formula is ``backward(grads, inputs, outputs)``:
+
+- ``grads``: tuple with one gradient per op output (None where that output got no gradient),
+- ``inputs``: ``Inputs`` with the op's original ``args`` and ``kwargs`` (tensors restored from
+  their saved copies, version-checked),
+- ``outputs``: tuple of the op's outputs (only when registered with ``save_output=True``;
+  otherwise an empty tuple),
+
+and returns a sequence aligned with the op's *positional* args: a Tensor gradient, None, or
+for a ``Tensor[]`` argument (``cat``) a list of Tensor-or-None. Gradients may have the
+broadcast shape; the engine sums them down to each input's shape and casts to its dtype.
+Formulas are written with ember ops so that ``create_graph=True`` differentiates them again.
+
+A forward-mode rule is ``jvp(tangents, inputs, outputs)`` with ``tangents`` aligned with the
+positional args (None where an input has no tangent; a list for ``Tensor[]`` args), returning
+the tangent of each output (a Tensor, or a tuple for multi-output ops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Inputs:
+    args: tuple
+    kwargs: dict
+
+
+@dataclass
+class Formula:
+    op_name: str
+    backward: Callable
+    save_output: bool = False
+    jvp: Callable | None = None
+
+
+FORMULAS: dict[str, Formula] = {}
+
+# Ops whose outputs never carry gradient (comparisons, argmax, nonzero, factories, ...).
+NON_DIFFERENTIABLE: set[str] = set()
+
+
+def derivative(op_name: str, *, save_output: bool = False):
+    """Registers the backward formula of ``op_name``."""
+
+    def register(fn: Callable) -> Callable:
+        if op_name in FORMULAS:
+            raise ValueError(f"derivative for {op_name} registered twice")
+        FORMULAS[op_name] = Formula(op_name, fn, save_output)
+        return fn
+
+    return register
+
+
+def forward_derivative(op_name: str):
+    """Registers the forward-mode (JVP) rule of an op whose backward is registered."""
+
+    def register(fn: Callable) -> Callable:
+        FORMULAS[op_name].jvp = fn
+        return fn
+
+    return register
+
+
+def non_differentiable(*op_names: str) -> None:
+    NON_DIFFERENTIABLE.update(op_names)
