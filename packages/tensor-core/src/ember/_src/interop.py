@@ -88,7 +88,7 @@ def from_numpy_copy(arr: np.ndarray) -> Tensor:
         arr = arr.astype(np.int64)
     if arr.dtype.kind == "f" and arr.dtype not in _NUMPY_TO_EMBER:
         arr = arr.astype(np.float64)
-    src = from_numpy(np.ascontiguousarray(arr))
+    src = from_numpy(np.ascontiguousarray(arr).reshape(arr.shape))  # ascontiguousarray makes 0-d arrays 1-d
     return src.clone()
 
 
