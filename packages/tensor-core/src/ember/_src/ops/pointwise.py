@@ -780,3 +780,13 @@ def square(input, *, out=None):
     if input.dtype is dt.bool:
         return write_out(pow_op(input, 2), out)
     return write_out(UNARY_OPS["square"][0](input), out)
+
+
+# The public functions (``from pointwise import *`` in api.py must not leak helpers such as
+# ``empty`` from _common, which would shadow ``ember.empty``).
+_HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes"}
+__all__ = sorted(
+    name for name, value in globals().items()
+    if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS
+    and callable(value) and getattr(value, "__module__", None) == __name__
+)
