@@ -57,7 +57,7 @@ def test_out_matches_torch(op, dtype_name):
     e_args, t_args = sample.ember_args(), sample.torch_args()
     try:
         expected = op.torch_fn(*t_args, **sample.kwargs)
-    except RuntimeError:
+    except (RuntimeError, NotImplementedError):
         pytest.skip("torch rejects this dtype")
     t_out = torch.empty(expected.shape, dtype=expected.dtype)
     e_out = ember.empty(tuple(expected.shape), dtype=E_DTYPES[str(expected.dtype).split(".")[-1]])
@@ -152,8 +152,8 @@ def test_where(dtype_name):
     assert_close(ember.where(ec, ea, eb), torch.where(tc, ta, tb))
     assert_close(ember.where(ec, ea, 2.5), torch.where(tc, ta, 2.5))
     assert_close(ember.where(ec, 1, eb), torch.where(tc, 1, tb))
-    assert_close(ember.where(ec[0, 0], ea, eb), torch.where(tc[0, 0], ta, tb))
-    assert_close(ember.where(ec[:0], ea[:0], eb), torch.where(tc[:0], ta[:0], tb))
+    assert_close(ember.where(ec.select(0, 0).select(0, 0), ea, eb), torch.where(tc[0, 0], ta, tb))
+    assert_close(ember.where(ec.narrow(0, 0, 0), ea.narrow(0, 0, 0), eb), torch.where(tc[:0], ta[:0], tb))
     assert_close(ec.where(ea, eb) if hasattr(ec, "where") else ember.where(ec, ea, eb), torch.where(tc, ta, tb))
     et, tt = make((3, 4), "float64", seed=6)
     assert_close(ember.where(ec, ea, et), torch.where(tc, ta, tt))

@@ -19,7 +19,9 @@ inline float exp_f32(float x) {
   const float ln2_hi = 0.693145751953125f;
   const float ln2_lo = 1.428606765330187045e-06f;
   float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  float n = std::floor(xc * log2e + 0.5f);
+  // Round to nearest by adding 1.5 * 2^23 (std::floor and integer division block vectorization).
+  const float shifter = 12582912.0f;
+  float n = (xc * log2e + shifter) - shifter;
   float r = xc - n * ln2_hi;
   r = r - n * ln2_lo;
   // exp(r) on |r| <= ln2/2: degree-7 Taylor polynomial (relative error < 2e-9).
@@ -33,7 +35,7 @@ inline float exp_f32(float x) {
   p = p * r + 1.0f;
   // Scale by 2^n in two normal steps so results near overflow and in the subnormal range are exact.
   int32_t ni = static_cast<int32_t>(n);
-  int32_t n1 = ni / 2;
+  int32_t n1 = ni >> 1;
   int32_t n2 = ni - n1;
   float result = p * bits_to_float((n1 + 127) << 23) * bits_to_float((n2 + 127) << 23);
   result = x > 88.72283935546875f ? INFINITY : result;

@@ -50,7 +50,8 @@ def _getter(module, name):
 
 
 def binary(name, torch_name=None, tols=None, inplace=True, **sample_kw):
-    return OpInfo(name, _getter(ember, name), _getter(torch, torch_name or name), binary_samples(**sample_kw),
+    return OpInfo(name, _getter(ember, torch_name or name), _getter(torch, torch_name or name),
+                  binary_samples(**sample_kw),
                   tols=tols or {}, inplace=name + "_" if inplace else None, check_out=True)
 
 
