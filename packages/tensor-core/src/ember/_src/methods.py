@@ -160,7 +160,7 @@ def install(functional: dict) -> None:
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002
-        return self.copy_(pw.clamp(self, min, max))
+        return pw.clamp(self, min, max, out=self)  # out= checks the result dtype can be cast to self
 
     def lerp_(self, end, weight):
         return self.copy_(pw.lerp(self, end, weight))
