@@ -17,7 +17,7 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
-from ._common import HALF_TYPES, convert, empty, type_name
+from ._common import HALF_TYPES, convert, empty, type_name, write_out
 
 BINARY_CODES = _C.binary_ops
 UNARY_CODES = _C.unary_ops
@@ -64,19 +64,25 @@ _REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dt.
              "neg": _BOOL_ONLY}
 
 
+_EMPTY = frozenset()
+
+
 def check_kernel_exists(op_name: str, dtype) -> None:
     """Raises PyTorch's exception for dtypes its ``op_name`` kernel does not support."""
-    if dtype in _NO_KERNEL.get(op_name, ()):
+    if dtype in _NO_KERNEL.get(op_name, _EMPTY):
         raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
-    if dtype in _REJECTED.get(op_name, ()):
+    if dtype in _REJECTED.get(op_name, _EMPTY):
         raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
 
 
 def binary_result(a, b, kind: str, op_name: str):
     """(shape, compute dtype, result dtype) for a binary op on tensors/scalars."""
-    _check_operand(a, op_name)
-    _check_operand(b, op_name)
-    promoted = dt.result_type_of(a, b)
+    if type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype:
+        promoted = a.dtype  # the common case, without the general promotion walk
+    else:
+        _check_operand(a, op_name)
+        _check_operand(b, op_name)
+        promoted = dt.result_type_of(a, b)
     check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not promoted.is_floating_point:
         promoted = dt.get_default_dtype()
@@ -237,6 +243,8 @@ def _scaled(input, other, alpha):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if promoted is dt.bool:
         alpha = builtins.bool(alpha)  # PyTorch converts alpha to the (bool) result type
+        if not isinstance(other, Tensor):
+            return builtins.bool(other) and alpha
     if not isinstance(other, Tensor):
         return other * alpha  # a Python number: scaling stays a Python number (weakly typed)
     return mul_op(other, alpha)
@@ -244,14 +252,10 @@ def _scaled(input, other, alpha):
 
 # Public functional forms (the user-facing signatures).
 def add(input, other, *, alpha=1, out=None):
-    from ._common import write_out
-
     return write_out(add_op(input, _scaled(input, other, alpha)), out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    from ._common import write_out
-
     _check_sub_bool(input, other)
     return write_out(sub_op(input, _scaled(input, other, alpha)), out)
 
@@ -264,8 +268,6 @@ def rsub(input, other, *, alpha=1):
 
 
 def mul(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(mul_op(input, other), out)
 
 
@@ -273,8 +275,6 @@ multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    from ._common import write_out
-
     if rounding_mode is None:
         result = div_op(input, other)
     elif rounding_mode == "floor":
@@ -306,33 +306,23 @@ true_divide = div
 
 
 def floor_divide(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(floor_divide_op(input, other), out)
 
 
 def remainder(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(remainder_op(input, other), out)
 
 
 def fmod(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(fmod_op(input, other), out)
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
-    from ._common import write_out
-
     _check_int_pow(input, exponent)
     return write_out(pow_op(input, exponent), out)
 
 
 def float_power(input, exponent, *, out=None):
-    from ._common import write_out
-
     a = input.to(dt.float64) if isinstance(input, Tensor) else float(input)
     b = exponent.to(dt.float64) if isinstance(exponent, Tensor) else float(exponent)
     return write_out(pow_op(a, b), out)
@@ -340,8 +330,6 @@ def float_power(input, exponent, *, out=None):
 
 def _simple_binary(op, tensors_only=False):
     def fn(input, other, *, out=None):
-        from ._common import write_out
-
         if tensors_only:
             for pos, x in ((1, input), (2, other)):
                 if not isinstance(x, Tensor):
@@ -454,6 +442,8 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         @inplace_op.kernel("cpu")
         def cpu_inplace(self, *args):
             result_dtype = unary_result(self, kind, name)
+            if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
+                raise RuntimeError("result type Long can't be cast to the desired output type Bool")
             if kind == _PREDICATE_OP:  # logical_not_: the 0/1 result is written in self's dtype
                 _C.copy_(self, _run_unary(code, kind, name, self, *args))
                 self._storage.version += 1
@@ -479,8 +469,6 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
 
 def _public_unary(op, inplace_op):
     def fn(input, *, out=None):
-        from ._common import write_out
-
         return write_out(op(input), out)
 
     fn.__name__ = op.name
@@ -521,22 +509,15 @@ fix = trunc  # noqa: F821
 
 
 def logical_not(input, *, out=None):
-    from ._common import write_out
-
     return write_out(UNARY_OPS["logical_not"][0](input), out)
 
 
 def frac(input, *, out=None):
-    from ._common import write_out
-
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"frac_cpu\" not implemented for '{type_name(input.dtype)}'")
+    check_kernel_exists("frac", input.dtype)
     return write_out(UNARY_OPS["frac"][0](input), out)
 
 
 def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
-    from ._common import write_out
-
     if decimals == 0:
         return write_out(UNARY_OPS["round"][0](input), out)
     check_kernel_exists("round_decimals", input.dtype)
@@ -661,18 +642,19 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
+    if not input.dtype.is_floating_point and input.dtype is not dt.bool:
+        info = dt.iinfo(input.dtype)
+        for v in (threshold, value):
+            if not info.min <= v <= info.max:
+                raise RuntimeError(f"value cannot be converted to type {input.dtype.name}_t without overflow")
     return _maybe_inplace(threshold_op, threshold_inplace_op, input, inplace, float(threshold), float(value))
 
 
 def logit(input, eps: float | None = None, *, out=None):
-    from ._common import write_out
-
     return write_out(logit_op(input, -1.0 if eps is None else float(eps)), out)
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
-    from ._common import write_out
-
     if not input.dtype.is_floating_point:
         return write_out(input.clone(), out)
     info = dt.finfo(input.dtype)
@@ -730,8 +712,6 @@ def _where_cpu(condition, a, b):
 
 
 def where(condition, input=None, other=None, *, out=None):
-    from ._common import write_out
-
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     return write_out(where_op(condition, input, other), out)
@@ -769,14 +749,10 @@ def _lerp_cpu(start, end, weight):
 
 
 def lerp(input, end, weight, *, out=None):
-    from ._common import write_out
-
     return write_out(lerp_op(input, end, weight), out)
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
-    from ._common import write_out
-
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     result = input
@@ -818,20 +794,14 @@ def deg2rad(input):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    from ._common import write_out
-
     return write_out(add(input, mul(tensor1, tensor2), alpha=value), out)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    from ._common import write_out
-
     return write_out(add(input, div(tensor1, tensor2), alpha=value), out)
 
 
 def square(input, *, out=None):
-    from ._common import write_out
-
     if input.dtype is dt.bool:
         return write_out(pow_op(input, 2), out)
     return write_out(UNARY_OPS["square"][0](input), out)
@@ -839,7 +809,8 @@ def square(input, *, out=None):
 
 # The public functions (``from pointwise import *`` in api.py must not leak helpers such as
 # ``empty`` from _common, which would shadow ``ember.empty``).
-_HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes"}
+_HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes", "write_out",
+            "check_kernel_exists"}
 __all__ = sorted(
     name for name, value in globals().items()
     if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS
