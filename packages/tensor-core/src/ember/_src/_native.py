@@ -9,16 +9,21 @@ import os
 
 
 def _preload_openblas() -> None:
-    try:
-        import scipy_openblas32
-    except ImportError:  # the rpath may still find it
+    # Locate the wheel without importing it: importing scipy_openblas32 pulls in
+    # importlib.metadata (~0.1 s, most of `import ember`).
+    from importlib.util import find_spec
+
+    spec = find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:  # the rpath may still find it
         return
-    lib_dir = scipy_openblas32.get_lib_dir()
-    name = scipy_openblas32.get_library()
-    for candidate in (f"lib{name}.so", f"{name}.so", f"lib{name}.dylib"):
-        path = os.path.join(lib_dir, candidate)
-        if os.path.exists(path):
-            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    lib_dir = os.path.join(list(spec.submodule_search_locations)[0], "lib")
+    try:
+        names = sorted(os.listdir(lib_dir))
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("libscipy_openblas") and (".so" in name or name.endswith(".dylib")):
+            ctypes.CDLL(os.path.join(lib_dir, name), mode=ctypes.RTLD_GLOBAL)
             return
 
 
