@@ -16,10 +16,9 @@ import subprocess
 import sys
 import time
 
+import ember
 import numpy as np
 import torch
-
-import ember
 
 TARGETS = {"add_1elem": 5.0, "add_16M": 1.25, "mul_16M": 1.25, "exp_16M": 1.25}
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import ember
 import numpy as np
 import pytest
 import torch
-
-import ember
-
 from opinfo.core import E_DTYPES, T_DTYPES, assert_close
 
 DATA = [

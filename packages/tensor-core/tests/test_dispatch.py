@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import ember
+import pytest
 from ember._src.dispatch import DispatchMode, active_modes
 
 

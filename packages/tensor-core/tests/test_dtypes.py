@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import itertools
 
+import ember
 import pytest
 import torch
-
-import ember
-
 from opinfo.core import ALL_NAMES, E_DTYPES, T_DTYPES
 
 PAIRS = list(itertools.product(ALL_NAMES, ALL_NAMES))

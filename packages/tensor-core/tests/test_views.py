@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import ember
 import numpy as np
 import pytest
 import torch
-
-import ember
 from ember._src.ops.views import slice_op
-
 from opinfo.core import assert_close
 
 

@@ -8,13 +8,15 @@
 
 namespace ember {
 
-inline float bits_to_float(int32_t b) {
+__attribute__((always_inline)) inline float bits_to_float(int32_t b) {
   float f;
   std::memcpy(&f, &b, 4);
   return f;
 }
 
-inline float exp_f32(float x) {
+// always_inline: unary.cpp instantiates many loops and GCC's inliner budget otherwise leaves a
+// scalar call in the hot loop, which blocks vectorization.
+__attribute__((always_inline)) inline float exp_f32(float x) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693145751953125f;
   const float ln2_lo = 1.428606765330187045e-06f;
@@ -43,6 +45,6 @@ inline float exp_f32(float x) {
   return x != x ? x : result;
 }
 
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+__attribute__((always_inline)) inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 }  // namespace ember

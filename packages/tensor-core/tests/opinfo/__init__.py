@@ -11,4 +11,4 @@ from .unary import ACTIVATION_OPS, UNARY_OPS
 
 ALL_OPS = UNARY_OPS + BINARY_OPS + ACTIVATION_OPS
 
-__all__ = ["ALL_OPS", "ACTIVATION_OPS", "BINARY_OPS", "UNARY_OPS", "OpInfo", "Sample"]
+__all__ = ["ACTIVATION_OPS", "ALL_OPS", "BINARY_OPS", "UNARY_OPS", "OpInfo", "Sample"]

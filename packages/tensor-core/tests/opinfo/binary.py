@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
-import torch
-
 import ember
+import numpy as np
+import torch
 
 from .core import INT_NAMES, OpInfo, Pair, Sample, make, pair_of, special_values
 
@@ -117,4 +115,4 @@ def int_zero_division_errors(name):
 
 
 ZERO_DIV_INT = INT_NAMES
-__all__ = ["BINARY_OPS", "Pair", "int_zero_division_errors", "ZERO_DIV_INT"]
+__all__ = ["BINARY_OPS", "ZERO_DIV_INT", "Pair", "int_zero_division_errors"]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
-
-import numpy as np
-import torch
 
 import ember
+import numpy as np
+import torch
 from ember._src.ops.views import slice_op
 
 ALL_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
@@ -151,7 +150,7 @@ def run_sample(op: OpInfo, sample: Sample, dtype_name: str):
             op.ember_fn(*sample.ember_args(), **sample.kwargs)
         except type(exc):
             return None
-        except Exception as got:  # noqa: BLE001
+        except Exception as got:
             raise AssertionError(f"{op.name} {sample.desc}: torch raised {type(exc).__name__}({exc}), "
                                  f"ember raised {type(got).__name__}({got})") from got
         raise AssertionError(f"{op.name} {sample.desc}: torch raised {type(exc).__name__}({exc}), ember did not")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import ember
 import numpy as np
 import torch
-import torch.nn.functional as F  # noqa: N812 - PyTorch's convention
-
-import ember
+import torch.nn.functional as F
 
 from .core import FLOAT_NAMES, LAYOUTS, OpInfo, Sample, make, pair_of, special_values
 
@@ -31,13 +30,9 @@ def unary_samples(low=-5.0, high=5.0, kwargs=None, specials=True, no_nan=False):
     return gen
 
 
-def _fn(name, module=None):
-    return (lambda *a, **k: getattr(ember, name)(*a, **k)), (lambda *a, **k: getattr(module or torch, name)(*a, **k))
-
-
 def unary(name, low=-5.0, high=5.0, tols=None, torch_name=None, inplace=True, kwargs=None, out=True, no_nan=False):
-    e_fn = lambda *a, **k: getattr(ember, name)(*a, **k)  # noqa: E731
-    t_fn = lambda *a, **k: getattr(torch, torch_name or name)(*a, **k)  # noqa: E731
+    e_fn = lambda *a, **k: getattr(ember, name)(*a, **k)
+    t_fn = lambda *a, **k: getattr(torch, torch_name or name)(*a, **k)
     return OpInfo(name, e_fn, t_fn, unary_samples(low, high, kwargs, no_nan=no_nan), tols=tols or {},
                   inplace=name + "_" if inplace else None, check_out=out)
 
@@ -68,8 +63,8 @@ UNARY_OPS = [
 
 
 def activation(name, kwargs=None, tols=None, module=F, specials=True):
-    e_fn = lambda *a, **k: getattr(ember, name)(*a, **k)  # noqa: E731
-    t_fn = lambda *a, **k: getattr(module, name)(*a, **k)  # noqa: E731
+    e_fn = lambda *a, **k: getattr(ember, name)(*a, **k)
+    t_fn = lambda *a, **k: getattr(module, name)(*a, **k)
     label = name + ("" if not kwargs else "_" + "_".join(f"{k}{v}" for k, v in kwargs.items()))
     return OpInfo(label, e_fn, t_fn, unary_samples(-6, 6, kwargs, specials=specials), tols=tols or {})
 
@@ -87,5 +82,3 @@ ACTIVATION_OPS = [
     activation("celu", {"alpha": 2.0}), activation("relu6"), activation("softsign"), activation("tanhshrink"),
     activation("threshold", {"threshold": 0.5, "value": -2.0}),
 ]
-
-FLOAT_ONLY = FLOAT_NAMES

@@ -291,7 +291,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 def _trunc_div(a, b):
     promoted = dt.result_type_of(a, b)
     if promoted.is_floating_point:
-        return trunc(div_op(a, b))
+        return trunc(div_op(a, b))  # noqa: F821 - defined by the unary loop below
     if not promoted.is_signed:
         return floor_divide_op(a, b)  # unsigned (a negative scalar wraps): truncation is floor
     # Integer truncation: floor division corrected where signs differ and a remainder exists.
@@ -811,7 +811,7 @@ def square(input, *, out=None):
 # ``empty`` from _common, which would shadow ``ember.empty``).
 _HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes", "write_out",
             "check_kernel_exists"}
-__all__ = sorted(
+__all__ = sorted(  # noqa: PLE0605 - computed once from the module namespace
     name for name, value in globals().items()
     if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS
     and callable(value) and getattr(value, "__module__", None) == __name__
