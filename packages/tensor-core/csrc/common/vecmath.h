@@ -8,15 +8,13 @@
 
 namespace ember {
 
-__attribute__((always_inline)) inline float bits_to_float(int32_t b) {
+inline float bits_to_float(int32_t b) {
   float f;
   std::memcpy(&f, &b, 4);
   return f;
 }
 
-// always_inline: unary.cpp instantiates many loops and GCC's inliner budget otherwise leaves a
-// scalar call in the hot loop, which blocks vectorization.
-__attribute__((always_inline)) inline float exp_f32(float x) {
+inline float exp_f32(float x) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693145751953125f;
   const float ln2_lo = 1.428606765330187045e-06f;
@@ -26,15 +24,14 @@ __attribute__((always_inline)) inline float exp_f32(float x) {
   float n = (xc * log2e + shifter) - shifter;
   float r = xc - n * ln2_hi;
   r = r - n * ln2_lo;
-  // exp(r) on |r| <= ln2/2: degree-7 Taylor polynomial (relative error < 2e-9).
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  // exp(r) on |r| <= ln2/2 as 1 + r + r^2 * P(r), P of degree 5 (Cephes expf coefficients, ~1 ulp).
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
   // Scale by 2^n in two normal steps so results near overflow and in the subnormal range are exact.
   int32_t ni = static_cast<int32_t>(n);
   int32_t n1 = ni >> 1;
@@ -45,6 +42,17 @@ __attribute__((always_inline)) inline float exp_f32(float x) {
   return x != x ? x : result;
 }
 
-__attribute__((always_inline)) inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// Whole contiguous runs, in loops of their own: inside the generic elementwise lambdas GCC's
+// inliner leaves exp_f32 as a scalar call (measured: 6x slower), here the loop vectorizes
+// (AVX2/AVX-512 with -march=native). o may equal x (in-place), never partially overlap it.
+__attribute__((noinline, target("prefer-vector-width=512"))) inline void exp_f32_n(float* o, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = exp_f32(x[i]);
+}
+
+__attribute__((noinline, target("prefer-vector-width=512"))) inline void sigmoid_f32_n(float* o, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = sigmoid_f32(x[i]);
+}
 
 }  // namespace ember

@@ -114,7 +114,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
   switch (op) {
     case UnaryOp::sqrt: go([](T x) { return std::sqrt(x); }); break;
     case UnaryOp::rsqrt: go([](T x) { return T(1) / std::sqrt(x); }); break;
-    case UnaryOp::exp: go([](T x) { return exp_t(x); }); break;
+    case UnaryOp::exp:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, [](T x) { return exp_t(x); }, exp_f32_n);
+      else go([](T x) { return exp_t(x); });
+      break;
     case UnaryOp::exp2: go([](T x) { return std::exp2(x); }); break;
     case UnaryOp::expm1: go([](T x) { return std::expm1(x); }); break;
     case UnaryOp::log: go([](T x) { return std::log(x); }); break;
@@ -133,7 +136,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     case UnaryOp::asinh: go([](T x) { return std::asinh(x); }); break;
     case UnaryOp::acosh: go([](T x) { return std::acosh(x); }); break;
     case UnaryOp::atanh: go([](T x) { return std::atanh(x); }); break;
-    case UnaryOp::sigmoid: go([](T x) { return T(1) / (T(1) + exp_t(-x)); }); break;
+    case UnaryOp::sigmoid:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, sigmoid_f32, sigmoid_f32_n);
+      else go([](T x) { return T(1) / (T(1) + exp_t(-x)); });
+      break;
     case UnaryOp::erf: go([](T x) { return std::erf(x); }); break;
     case UnaryOp::erfc: go([](T x) { return std::erfc(x); }); break;
     case UnaryOp::erfinv: go([](T x) { return erfinv_impl(x); }); break;
