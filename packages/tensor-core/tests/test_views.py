@@ -104,6 +104,22 @@ def test_view_matches_torch(name, shape, layout, fn):
     _same_view(fn(e_base), fn(t_base), e_base, t_base)
 
 
+CLONE_LAYOUTS = [
+    lambda m: m.ones(1, 4).expand(3, 4), lambda m: m.ones(3, 1).expand(3, 4),
+    lambda m: m.ones(2, 3, 4).permute(2, 0, 1), lambda m: m.ones(1, 3).t(),
+    lambda m: m.ones(2, 1, 3).transpose(0, 2), lambda m: m.ones(2, 3, 4).transpose(0, 1).narrow(2, 0, 2),
+    lambda m: m.ones(3, 4, 2).permute(1, 0, 2).expand(2, 4, 3, 2), lambda m: m.ones(4, 1).expand(4, 3).t(),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CLONE_LAYOUTS)))
+def test_clone_preserves_layout_like_torch(i):
+    """memory_format=preserve: dense inputs keep their strides, others get dense strides in the same order."""
+    e, t = CLONE_LAYOUTS[i](ember), CLONE_LAYOUTS[i](torch)
+    assert e.clone().stride() == t.clone().stride()
+    assert e.clone().storage_offset() == 0
+
+
 def test_clone_keeps_strides_of_dense_tensors():
     e, t = _pair((2, 3, 4), "transposed")
     assert e.clone().stride() == t.clone().stride()

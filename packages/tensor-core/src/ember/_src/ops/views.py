@@ -468,13 +468,32 @@ to_dtype_op = define("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? d
 def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
     """Strides of a dense tensor whose dims are laid out in the same order as ``stride``
     (PyTorch's memory_format=torch.preserve_format); exactly ``stride`` when already dense."""
-    order = sorted(range(len(shape)), key=lambda d: -stride[d])  # stable: ties keep dim order
-    out = [0] * len(shape)
+    ndim = len(shape)
+
+    def should_swap(d0, d1):  # > 0: d0 (placed inner) has the larger stride; stride-0 dims keep their order
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * ndim
     acc = 1
-    for d in reversed(order):
+    for d in perm:
         out[d] = acc
         acc *= max(shape[d], 1)
-    if all(out[d] == stride[d] for d in range(len(shape)) if shape[d] != 1):
+    if all(out[d] == stride[d] for d in range(ndim) if shape[d] != 1):
         return tuple(stride)  # non-overlapping and dense already
     return tuple(out)
 
