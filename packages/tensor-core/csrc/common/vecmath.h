@@ -19,7 +19,9 @@ inline float exp_f32(float x) {
   const float ln2_hi = 0.693145751953125f;
   const float ln2_lo = 1.428606765330187045e-06f;
   float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  float n = std::floor(xc * log2e + 0.5f);
+  // Round to nearest with the 1.5 * 2^23 trick: gcc 12 does not vectorize std::floor unless
+  // -fno-trapping-math is given, and one libm-style call here blocks the whole loop.
+  float n = (xc * log2e + 12582912.0f) - 12582912.0f;
   float r = xc - n * ln2_hi;
   r = r - n * ln2_lo;
   // exp(r) on |r| <= ln2/2: degree-7 Taylor polynomial (relative error < 2e-9).
