@@ -19,6 +19,7 @@
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 #include "reduce_layout.h"
+#include "reduce_minmax.h"
 #include "reduce_ops.h"
 
 namespace py = pybind11;
@@ -33,6 +34,24 @@ constexpr int kLanes = 16;
 constexpr int64_t kBlock = 4096;
 constexpr int64_t kOuterBlock = 64;
 
+// One block of a contiguous run with kLanes independent accumulators. Kept out of line:
+// inlined into the callers' loops, gcc 12 turns `lanes` into scalars and stops vectorizing.
+template <typename T, typename Acc, typename Op>
+__attribute__((noinline)) Acc fold_block(const Op& op, const T* p, int64_t len) {
+  Acc lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j) lanes[j] = op.init();
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], p[i + j]);
+  }
+  Acc tail = op.init();
+  for (; i < len; ++i) tail = op.step(tail, p[i]);
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] = op.merge(lanes[j], lanes[j + w]);
+  }
+  return op.merge(lanes[0], tail);
+}
+
 template <typename T, typename Acc, typename Op>
 Acc fold_run(const Op& op, const T* x, int64_t n, int64_t stride) {
   if (stride != 1 || n < 2 * kLanes) {
@@ -40,22 +59,14 @@ Acc fold_run(const Op& op, const T* x, int64_t n, int64_t stride) {
     for (int64_t i = 0; i < n; ++i) acc = op.step(acc, x[i * stride]);
     return acc;
   }
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, MaxF<T>>) {
+    return op.merge(op.init(), minmax_contig<T, true>(x, n));
+  } else if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, MinF<T>>) {
+    return op.merge(op.init(), minmax_contig<T, false>(x, n));
+  }
   Acc total = op.init();
   for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t len = std::min(kBlock, n - start);
-    const T* p = x + start;
-    Acc lanes[kLanes];
-    for (int j = 0; j < kLanes; ++j) lanes[j] = op.init();
-    int64_t i = 0;
-    for (; i + kLanes <= len; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], p[i + j]);
-    }
-    Acc tail = op.init();
-    for (; i < len; ++i) tail = op.step(tail, p[i]);
-    for (int w = kLanes / 2; w >= 1; w /= 2) {
-      for (int j = 0; j < w; ++j) lanes[j] = op.merge(lanes[j], lanes[j + w]);
-    }
-    total = op.merge(total, op.merge(lanes[0], tail));
+    total = op.merge(total, fold_block<T, Acc>(op, x + start, std::min(kBlock, n - start)));
   }
   return total;
 }
@@ -278,15 +289,8 @@ inline T exp_any(T v) {
 // softmax over the middle dim of a contiguous (outer, n, inner) block.
 template <typename T>
 void softmax_rows(T* o, const T* x, int64_t n, bool log) {
-  T mx[kLanes];
-  for (int j = 0; j < kLanes; ++j) mx[j] = -INFINITY;
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) mx[j] = std::max(mx[j], x[i + j]);
-  }
-  T m = -INFINITY;
-  for (int j = 0; j < kLanes; ++j) m = std::max(m, mx[j]);
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  const T m = minmax_contig<T, true>(x, n);
+  int64_t i;
   for (i = 0; i < n; ++i) o[i] = exp_any(x[i] - m);
   T s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
   if (log) {

@@ -46,15 +46,19 @@ struct ProdF {
   Acc merge(Acc a, Acc b) const { return a * b; }
 };
 
-// max/min propagate NaN (the first NaN wins, like PyTorch).
+// max/min propagate NaN, like PyTorch.
 template <typename T>
 struct MaxF {
   T init() const {
     if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::lowest();
   }
-  T step(T a, T x) const { return (is_nan_v(a) || a >= x) ? a : x; }
-  T merge(T a, T b) const { return (is_nan_v(b) || b > a) ? b : a; }
+  // Two selects and no short-circuit, so the lanes loop vectorizes; a NaN accumulator stays.
+  T step(T a, T x) const {
+    T r = x > a ? x : a;
+    return is_nan_v(x) ? x : r;
+  }
+  T merge(T a, T b) const { return step(a, b); }
 };
 
 template <typename T>
@@ -63,8 +67,11 @@ struct MinF {
     if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::max();
   }
-  T step(T a, T x) const { return (is_nan_v(a) || a <= x) ? a : x; }
-  T merge(T a, T b) const { return (is_nan_v(b) || b < a) ? b : a; }
+  T step(T a, T x) const {
+    T r = x < a ? x : a;
+    return is_nan_v(x) ? x : r;
+  }
+  T merge(T a, T b) const { return step(a, b); }
 };
 
 template <typename T>
