@@ -10,9 +10,7 @@ from those kernels and the pointwise ops, the way PyTorch composes them.
 from __future__ import annotations
 
 import builtins
-import math
 import operator
-import warnings
 from collections import namedtuple
 
 from ... import _C
@@ -22,12 +20,34 @@ from ..dispatch import define
 from ..shapes import contiguous_strides, wrap_dim
 from ..tensor import Tensor, make_tensor
 from . import pointwise as pw
-from ._common import HALF_TYPES, compute_dtype, convert, empty, type_name, write_out
+from ._common import compute_dtype, convert, empty, type_name, write_out
 
 __all__ = [
-    "sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax", "argmin",
-    "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "any", "all", "count_nonzero", "cumsum",
-    "cumprod", "softmax", "log_softmax",
+    "all",
+    "amax",
+    "amin",
+    "aminmax",
+    "any",
+    "argmax",
+    "argmin",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "log_softmax",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "nanmean",
+    "nansum",
+    "norm",
+    "prod",
+    "softmax",
+    "std",
+    "std_mean",
+    "sum",
+    "var",
+    "var_mean",
 ]
 
 _CODE = _C.reduce_ops
@@ -189,7 +209,7 @@ mean_op = _mean_like("mean", False)
 nanmean_op = _mean_like("nanmean", True)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001 - PyTorch's name
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return write_out(sum_op(input, dim, keepdim, dtype), out)
 
 
@@ -322,11 +342,11 @@ def _max_min(input, dim, keepdim, out, binary, all_op, dim_op, result_cls, name)
     return result_cls(values, indices)
 
 
-def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001 - PyTorch's name
+def max(input, dim=None, keepdim=False, *, out=None):
     return _max_min(input, dim, keepdim, out, pw.maximum_op, _max_all_op, max_dim_op, max_result, "max")
 
 
-def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001 - PyTorch's name
+def min(input, dim=None, keepdim=False, *, out=None):
     return _max_min(input, dim, keepdim, out, pw.minimum_op, _min_all_op, min_dim_op, min_result, "min")
 
 
@@ -362,6 +382,18 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
     return write_out(argmin_op(input, dim, keepdim), out)
 
 
-from .reduction_composite import (  # noqa: E402 - the second half of the family, built on the ops above
-    all, any, count_nonzero, cumprod, cumsum, log_softmax, logsumexp, norm, softmax, std, std_mean, var, var_mean,
+from .reduction_composite import (
+    all,
+    any,
+    count_nonzero,
+    cumprod,
+    cumsum,
+    log_softmax,
+    logsumexp,
+    norm,
+    softmax,
+    std,
+    std_mean,
+    var,
+    var_mean,
 )

@@ -15,7 +15,14 @@ from ..tensor import Tensor, make_tensor
 from . import pointwise as pw
 from ._common import compute_dtype, convert, empty, type_name, write_out
 from .reduction import (
-    _check_tensor, _count, _declare, _dims, _native, _one_dim, _out_shape, _reduce_to,
+    _check_tensor,
+    _count,
+    _declare,
+    _dims,
+    _native,
+    _one_dim,
+    _out_shape,
+    _reduce_to,
 )
 
 _U = pw.UNARY_OPS
@@ -214,11 +221,11 @@ any_op = _logical("any")
 all_op = _logical("all")
 
 
-def any(input, dim=None, keepdim=False, *, out=None):  # noqa: A001 - PyTorch's name
+def any(input, dim=None, keepdim=False, *, out=None):
     return write_out(any_op(input, dim, keepdim), out)
 
 
-def all(input, dim=None, keepdim=False, *, out=None):  # noqa: A001 - PyTorch's name
+def all(input, dim=None, keepdim=False, *, out=None):
     return write_out(all_op(input, dim, keepdim), out)
 
 
