@@ -19,7 +19,7 @@
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 #include "reduce_layout.h"
-#include "reduce_minmax.h"
+#include "reduce_simd.h"
 #include "reduce_ops.h"
 
 namespace py = pybind11;
@@ -290,15 +290,19 @@ inline T exp_any(T v) {
 template <typename T>
 void softmax_rows(T* o, const T* x, int64_t n, bool log) {
   const T m = minmax_contig<T, true>(x, n);
-  int64_t i;
-  for (i = 0; i < n; ++i) o[i] = exp_any(x[i] - m);
-  T s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
+  T s;
+  if constexpr (std::is_same_v<T, float>) {
+    s = exp_shift_sum(log ? nullptr : o, x, n, m);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i] - m);
+    s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
+  }
   if (log) {
     const T shift = m + std::log(s);
-    for (i = 0; i < n; ++i) o[i] = x[i] - shift;
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] - shift;
   } else {
     const T inv = T(1) / s;
-    for (i = 0; i < n; ++i) o[i] *= inv;
+    for (int64_t i = 0; i < n; ++i) o[i] *= inv;
   }
 }
 
