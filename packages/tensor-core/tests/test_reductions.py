@@ -189,6 +189,24 @@ def test_cumsum_cumprod(name, dim, layout):
     assert_same(ember.cumprod(e, dim), torch.cumprod(t, dim), **_tol(name))
 
 
+@pytest.mark.parametrize("name", ALL_NAMES)
+@pytest.mark.parametrize("dim", [0, -1])
+def test_cummax_cummin(name, dim):
+    e, t = make_pair((5, 6), name, low=-2, high=2, layout="transposed")
+    assert_same(tuple(e.cummax(dim)), tuple(t.cummax(dim)))
+    assert_same(tuple(ember.cummin(e, dim)), tuple(torch.cummin(t, dim)))
+
+
+def test_cummax_nan_and_ties():
+    t = torch.tensor([1.0, 3, 3, 2, float("nan"), 5, float("nan"), 1])
+    e = from_torch(t)
+    assert_same(tuple(e.cummax(0)), tuple(t.cummax(0)))
+    assert_same(tuple(e.cummin(0)), tuple(t.cummin(0)))
+    assert_same(tuple(ember.tensor(2.0).cummax(0)), tuple(torch.tensor(2.0).cummax(0)))
+    with pytest.raises(IndexError):
+        e.cummax(1)
+
+
 @pytest.mark.parametrize("name", FLOAT_NAMES)
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])

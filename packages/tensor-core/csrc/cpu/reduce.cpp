@@ -280,6 +280,51 @@ void scan_impl(int code, py::handle out_obj, py::handle in_obj) {
   });
 }
 
+// cummax/cummin along the last dim: a NaN always takes over, ties move the index forward
+// (PyTorch's rule: update when x is NaN or, with no NaN so far, x >= best / x <= best).
+template <typename T>
+void scan_indexed_kernel(bool is_max, const TensorArg& vals, const TensorArg& idx, const TensorArg& in) {
+  const int64_t nd = in.ndim();
+  if (vals.shape != in.shape || idx.shape != in.shape || nd == 0) throw std::invalid_argument("cummax: shapes differ");
+  const int64_t len = in.shape[nd - 1];
+  const int64_t rows = len == 0 ? 0 : in.numel() / len;
+  const T* x = reinterpret_cast<const T*>(in.data);
+  T* v = reinterpret_cast<T*>(vals.data);
+  int64_t* ix = reinterpret_cast<int64_t*>(idx.data);
+  parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, len)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t io = 0, vo = 0, xo = 0, rem = r;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        int64_t k = rem % in.shape[d];
+        rem /= in.shape[d];
+        io += k * in.strides[d];
+        vo += k * vals.strides[d];
+        xo += k * idx.strides[d];
+      }
+      T best = x[io];
+      int64_t bi = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const T c = x[io + k * in.strides[nd - 1]];
+        if (is_nan_v(c) || (!is_nan_v(best) && (is_max ? c >= best : c <= best))) {
+          best = c;
+          bi = k;
+        }
+        v[vo + k * vals.strides[nd - 1]] = best;
+        ix[xo + k * idx.strides[nd - 1]] = bi;
+      }
+    }
+  });
+}
+
+void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py::handle in_obj) {
+  TensorArg vals = unpack(vals_obj), idx = unpack(idx_obj), in = unpack(in_obj);
+  if (vals.dtype != in.dtype || idx.dtype != DType::Int64) throw std::invalid_argument("cummax: bad output dtypes");
+  EMBER_DISPATCH_COMPUTE(in.dtype, "cummax", [&] {
+    py::gil_scoped_release release;
+    scan_indexed_kernel<scalar_t>(is_max, vals, idx, in);
+  });
+}
+
 template <typename T>
 inline T exp_any(T v) {
   if constexpr (std::is_same_v<T, float>) return exp_f32(v);
@@ -375,6 +420,8 @@ void bind_reduce(py::module_& m) {
         py::arg("num_reduced"), "values/indices of the max (or min) over the last num_reduced dims.");
   m.def("scan", &scan_impl, py::arg("code"), py::arg("out"), py::arg("input"),
         "Inclusive scan (0 cumsum, 1 cumprod) along the last dim.");
+  m.def("scan_indexed", &scan_indexed_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"),
+        py::arg("input"), "cummax (or cummin) values and indices along the last dim.");
   m.def("softmax", &softmax_impl, py::arg("out"), py::arg("input"), py::arg("outer"), py::arg("n"), py::arg("inner"),
         py::arg("log"), "softmax (or log_softmax) over n of a contiguous (outer, n, inner) block.");
 }

@@ -31,6 +31,8 @@ __all__ = [
     "argmax",
     "argmin",
     "count_nonzero",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "log_softmax",
@@ -382,10 +384,13 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
     return write_out(argmin_op(input, dim, keepdim), out)
 
 
+# The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above.
 from .reduction_composite import (
     all,
     any,
     count_nonzero,
+    cummax,
+    cummin,
     cumprod,
     cumsum,
     log_softmax,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
+from collections import namedtuple
 
 from ... import _C
 from .. import dtypes as dt
@@ -297,6 +298,41 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return write_out(cumprod_op(input, dim, dtype), out)
 
 
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+def _declare_cum_extreme(name: str, is_max: bool):
+    def meta(x, dim):
+        _check_tensor(x, name)
+        _one_dim(dim, x.ndim, name)
+        return empty(x._shape, x.dtype, META), empty(x._shape, dt.int64, META)
+
+    def cpu(x, dim):
+        _check_tensor(x, name)
+        d = _one_dim(dim, x.ndim, name)
+        xc = convert(x, compute_dtype(x.dtype))
+        values = empty(x._shape, xc.dtype, x._device)
+        indices = empty(x._shape, dt.int64, x._device)
+        if x.numel() > 0:
+            _C.scan_indexed(is_max, _last_view(values, d), _last_view(indices, d), _last_view(xc, d))
+        return convert(values, x.dtype), indices
+
+    return _declare(f"{name}(Tensor self, int dim) -> (Tensor values, Tensor indices)", meta, cpu)
+
+
+cummax_op = _declare_cum_extreme("cummax", True)
+cummin_op = _declare_cum_extreme("cummin", False)
+
+
+def cummax(input, dim):
+    return cummax_result(*cummax_op(input, dim))
+
+
+def cummin(input, dim):
+    return cummin_result(*cummin_op(input, dim))
+
+
 # -- softmax / log_softmax ---------------------------------------------------------------
 
 
@@ -340,6 +376,6 @@ def log_softmax(input, dim, dtype=None):
 
 
 __all__ = [
-    "all", "any", "count_nonzero", "cumprod", "cumsum", "log_softmax", "logsumexp", "norm", "softmax", "std",
+    "all", "any", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "log_softmax", "logsumexp", "norm", "softmax", "std",
     "std_mean", "var", "var_mean",
 ]
