@@ -315,11 +315,29 @@ def test_meta_kernels_give_shapes_and_dtypes():
         assert r.device.type == "meta" and tuple(r.shape) == shape and r.dtype is dtype
 
 
-def test_results_are_computed_natively_for_big_parallel_inputs():
+def test_two_threads_match_torch_on_inputs_above_the_grain():
+    before = ember.get_num_threads()
     ember.set_num_threads(2)
-    a = np.random.default_rng(3).standard_normal((300, 257)).astype(np.float32)
-    e, t = ember.from_numpy(a), torch.from_numpy(a)
-    assert_same(e.sum(0), t.sum(0), rtol=1e-5, atol=1e-5)
-    assert_same(e.softmax(0), t.softmax(0), rtol=1e-5, atol=1e-7)
-    assert_same(e.cumsum(1), t.cumsum(1), rtol=1e-5, atol=1e-5)
-    assert_same(e.argmax(1), t.argmax(1))
+    try:
+        a = np.random.default_rng(3).standard_normal((300, 257)).astype(np.float32)
+        e, t = ember.from_numpy(a), torch.from_numpy(a)
+        assert_same(e.sum(0), t.sum(0), rtol=1e-5, atol=1e-5)
+        assert_same(e.sum(1), t.sum(1), rtol=1e-5, atol=1e-5)
+        assert_same(e.softmax(0), t.softmax(0), rtol=1e-5, atol=1e-7)
+        assert_same(e.log_softmax(1), t.log_softmax(1), rtol=1e-5, atol=1e-5)
+        assert_same(e.cumsum(1), t.cumsum(1), rtol=1e-5, atol=1e-5)
+        assert_same(e.argmax(1), t.argmax(1))
+    finally:
+        ember.set_num_threads(before)
+
+
+def test_max_min_out_and_keyword_forms():
+    e, t = make_pair((3, 5), "float32")
+    vals, idx = ember.zeros(0), ember.zeros(0, dtype=ember.int64)
+    r = ember.max(e, dim=1, keepdim=True, out=(vals, idx))
+    rt = torch.max(t, dim=1, keepdim=True)
+    assert_same(tuple(r), tuple(rt))
+    assert_same(vals, rt.values)
+    assert_same(e.min(dim=0).indices, t.min(dim=0).indices)
+    m = ember.zeros(3, 5, device="meta").max(1)
+    assert m.values.shape == (3,) and m.indices.dtype is ember.int64

@@ -382,7 +382,9 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
   TensorArg out = unpack(out_obj), in = unpack(in_obj);
   if (out.dtype != in.dtype || !out.is_contiguous() || !in.is_contiguous() || out.shape != in.shape)
     throw std::invalid_argument("softmax: expected contiguous input and output of one dtype and shape");
-  if (outer < 0 || n < 0 || inner < 0 || outer * n * inner != in.numel())
+  int64_t total = 0;
+  if (outer < 0 || n < 0 || inner < 0 || __builtin_mul_overflow(outer, n, &total) ||
+      __builtin_mul_overflow(total, inner, &total) || total != in.numel())
     throw std::invalid_argument("softmax: bad (outer, n, inner) split");
   if (in.numel() == 0) return;
   EMBER_DISPATCH_FLOATING(in.dtype, "softmax", [&] {
