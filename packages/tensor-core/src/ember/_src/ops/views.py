@@ -442,6 +442,7 @@ def alias_op(self: Tensor) -> Tensor:
 def detach(self: Tensor) -> Tensor:
     """A view sharing storage that is not part of any autograd graph."""
     out = make_view(self, self._shape, self._stride, self._offset)
+    out._base = None  # as in PyTorch: not a differentiable view, so in-place writes never reach self's graph
     if type(self) is not Tensor:
         out = out.as_subclass(type(self))
     return out
