@@ -389,7 +389,8 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
         storage = _C.Storage.meta(nbytes)
     else:
         storage = get_backend(dev.type).allocate(nbytes, zero)
-    return make_tensor(storage, shape, contiguous_strides(shape), 0, dtype, dev)
+    strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
+    return make_tensor(storage, shape, strides, 0, dtype, dev)
 
 
 def _check_view_bounds(storage, size, stride, offset, dtype) -> None:
