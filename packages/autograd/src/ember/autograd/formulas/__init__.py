@@ -1,3 +1,5 @@
-"""Importing this package fills the derivative table (``_registry.FORMULAS``)."""
+"""The derivative table. Importing this package fills ``_registry.FORMULAS``: one module per
+op family, plus the ops marked non-differentiable."""
 
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401
+from . import activations, indexing, joining, linalg, nondifferentiable, pointwise, reorder, views  # noqa: F401, E402
