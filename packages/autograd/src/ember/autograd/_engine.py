@@ -11,6 +11,8 @@ from __future__ import annotations
 import heapq
 
 from ember._src import grad_mode
+from ember._src.ops._common import type_name
+from ember._src.ops.creation import ones_like, zeros_like
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
@@ -248,8 +250,6 @@ def _as_tuple(x):
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
-    from ember._src.ops._common import type_name
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -264,8 +264,6 @@ def _root_grads(outputs, grad_outputs, create_graph):
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got torch.{out.dtype.name}"
                     )
-            from ember._src.ops.creation import ones_like
-
             g = ones_like(out)
         elif isinstance(g, Tensor):
             if g._shape != out._shape:
@@ -331,7 +329,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    single = isinstance(inputs, Tensor)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
@@ -358,8 +355,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
-                from ember._src.ops.creation import zeros_like
-
                 g = zeros_like(t)
         elif not create_graph and g._requires_grad:
             g = g.detach()

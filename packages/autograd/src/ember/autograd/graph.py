@@ -253,12 +253,17 @@ class SavedTensor:
         self.is_output = is_output
         self.nr = nr
         self.requires_grad = t._requires_grad
-        if is_output or t.grad_fn is not None or not t._requires_grad:
+        fn = t.grad_fn
+        if is_output or fn is not None or not t._requires_grad:
             # A bare alias: the tensor object itself may later be rebased by an in-place op onto a
             # node that reaches this one (a cycle). Non-outputs keep the grad_fn they had when saved.
             data = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
-            if not is_output and t.grad_fn is not None:
-                set_history(data, t.grad_fn, output_nr(t))
+            if not is_output and fn is not None:
+                data.grad_fn = fn
+                data._requires_grad = True
+                meta = t._autograd_meta
+                if meta is not None and meta.output_nr:
+                    data._autograd_meta = AutogradMeta(meta.output_nr)
             self.data = data
         else:
             self.data = t  # a leaf that requires grad: its identity matters (AccumulateGrad, .grad)
