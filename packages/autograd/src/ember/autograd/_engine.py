@@ -90,18 +90,17 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
 
 
 def _dependencies(root: Node) -> dict:
+    """How many edges lead into each node reachable from ``root``."""
     deps = {}
-    seen = {root}
     stack = [root]
     while stack:
-        fn = stack.pop()
-        for nxt, _ in fn._next:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for nxt, _ in stack.pop()._next:
+            if nxt is not None:
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
     return deps
 
 
@@ -183,15 +182,16 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     _STATE.grad_enabled = create_graph
     anomaly = anomaly_mode.is_enabled()
     buffers = {}
+    heappop, heappush = heapq.heappop, heapq.heappush
     heap = [(0, 0, root)]
     tie = 1
     try:
         while heap:
-            fn = heapq.heappop(heap)[2]
+            fn = heappop(heap)[2]
             grads = buffers.pop(fn, None)
             if grads is None:
                 grads = [None] * fn._num_outputs
-            if fn._tensor_hooks or fn._retained or type(fn) is AccumulateGrad:
+            if fn._hooked:
                 _call_tensor_hooks(fn, grads)
             if captures is not None and fn in captures:
                 for nr, key in captures[fn]:
@@ -231,7 +231,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0 and (needed is None or nxt in needed or nxt in captures):
-                    heapq.heappush(heap, (-nxt._seq, tie, nxt))
+                    heappush(heap, (-nxt._seq, tie, nxt))
                     tie += 1
     finally:
         _STATE.grad_enabled = prev

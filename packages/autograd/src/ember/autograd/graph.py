@@ -72,7 +72,11 @@ def set_history(t: Tensor, node: Node, nr: int) -> None:
             t._autograd_meta = AutogradMeta(nr)
     else:
         meta.output_nr = nr
-        meta.retains_grad = False
+        if meta.retains_grad:  # an in-place op rebased a tensor that retains its grad: follow it
+            if node._retained is None:
+                node._retained = {}
+            node._retained[nr] = weakref.ref(t)
+            node._hooked = True
 
 
 class RemovableHandle:
@@ -128,6 +132,7 @@ class Node:
     _retained = None  # {output_nr: weakref to the tensor} for retain_grad()
     _metadata = None
     _released = False
+    _hooked = False  # True once tensor hooks or retain_grad() target one of its outputs
 
     def __init__(self):
         self._seq = next(_SEQ)
@@ -166,6 +171,7 @@ class Node:
         hooks = self._tensor_hooks.get(nr)
         if hooks is None:
             hooks = self._tensor_hooks[nr] = _HookDict()
+        self._hooked = True
         return add_hook(hooks, fn)
 
     def _tensor_pre_hooks(self, nr: int):
@@ -192,6 +198,8 @@ class Node:
 
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``variable.grad``."""
+
+    _hooked = True  # the leaf's hooks live on the tensor: look each time
 
     def __init__(self, variable: Tensor):
         self.variable = variable
