@@ -23,7 +23,7 @@ from ..shapes import (
     wrap_dim,
     wrap_dims,
 )
-from ..tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
+from ..tensor import Tensor, check_view_bounds, make_tensor, make_view, new_empty_tensor
 
 
 def _view_op(schema: str):
@@ -502,7 +502,8 @@ def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
 def _empty_preserving(self: Tensor) -> Tensor:
     strides = _preserved_strides(self._shape, self._stride)
     flat = new_empty_tensor((numel(self._shape),), self.dtype, self._device)
-    return make_view(flat, self._shape, strides, 0)
+    # A fresh tensor, not a view of ``flat`` (a _base would make autograd treat clones as views).
+    return make_tensor(flat._storage, self._shape, strides, 0, self.dtype, self._device)
 
 
 @clone_op.kernel("cpu")
