@@ -164,8 +164,8 @@ for _name in ("cummax", "cummin"):
 def _moment_args(inputs):
     x = inputs.args[0]
     dims = _reduced_dims(arg(inputs, 1, "dim", None), x.ndim)
-    correction = inputs.kwargs.get("correction", 1)
-    keepdim = inputs.kwargs.get("keepdim", False)
+    correction = arg(inputs, 2, "correction", 1)
+    keepdim = arg(inputs, 3, "keepdim", False)
     return x, dims, 1 if correction is None else correction, keepdim
 
 
@@ -217,7 +217,7 @@ derivative("std_mean", save_output=True)(_moment_backward("std"))
 def _norm(grads, inputs, outputs):
     x = inputs.args[0]
     p = arg(inputs, 1, "p", 2)
-    p = 2.0 if p is None else float(p)
+    p = 2.0 if p is None or p == "fro" else float(p)
     dims = _reduced_dims(arg(inputs, 2, "dim", None), x.ndim)
     keepdim = arg(inputs, 3, "keepdim", False)
     g = _restore(grads[0], x.shape, dims, keepdim)
