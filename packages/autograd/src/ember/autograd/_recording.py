@@ -7,7 +7,7 @@ calls it for every op run with grad mode on and a tensor argument that requires 
 from __future__ import annotations
 
 from ember._src import grad_mode
-from ember._src.tensor import Tensor
+from ember._src.tensor import Tensor, make_view
 
 from . import anomaly_mode
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
@@ -207,12 +207,25 @@ def record(op, args, kwargs):
         out = op.call_kernel(args, kwargs)
     finally:
         _STATE.grad_enabled = True
-    outs = (out,) if isinstance(out, Tensor) else tuple(out)
+    if isinstance(out, Tensor):
+        if not inplace and _is_arg(out, args):
+            # A kernel that hands back an input must not take over that input's history.
+            out = make_view(out, out._shape, out._stride, out._offset)
+        outs = (out,)
+    else:
+        outs = tuple(out)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             set_history(o, node, i)
     return out
+
+
+def _is_arg(t, args) -> bool:
+    for a in args:
+        if a is t:
+            return True
+    return False
 
 
 def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):

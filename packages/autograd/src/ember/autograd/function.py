@@ -13,6 +13,7 @@ import functools
 from ember._src import grad_mode
 from ember._src.tensor import Tensor, make_view
 
+from . import anomaly_mode
 from ._engine import fix_grad
 from ._recording import check_inplace
 from .graph import Node, SavedTensor, freed_error, get_gradient_edge, set_history
@@ -185,6 +186,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             _STATE.grad_enabled = grad_on
         if not any(ctx.needs_input_grad):
             return outputs
+        if anomaly_mode.is_enabled():
+            anomaly_mode.store_forward_trace(ctx)
         return _wrap_outputs(ctx, args, outputs)
 
 

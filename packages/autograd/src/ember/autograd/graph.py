@@ -241,23 +241,27 @@ def increment_version(t: Tensor) -> None:
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
-    Inputs are kept as they are. Outputs of the saving node are kept as a bare alias (no
+    Leaves that require grad are kept as they are; other inputs as an alias holding the
+    ``grad_fn`` they had when saved. Outputs of the saving node are kept as a bare alias (no
     ``grad_fn``) so the node does not keep itself alive; ``unpack(node)`` rebuilds them.
     """
 
-    __slots__ = ("data", "version", "is_output", "nr", "requires_grad", "_fn_name")
+    __slots__ = ("data", "version", "is_output", "nr", "requires_grad")
 
     def __init__(self, t: Tensor, is_output: bool, nr: int = 0):
         self.version = t._storage.version
         self.is_output = is_output
         self.nr = nr
         self.requires_grad = t._requires_grad
-        if is_output:
-            self.data = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
-            self._fn_name = None
+        if is_output or t.grad_fn is not None or not t._requires_grad:
+            # A bare alias: the tensor object itself may later be rebased by an in-place op onto a
+            # node that reaches this one (a cycle). Non-outputs keep the grad_fn they had when saved.
+            data = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+            if not is_output and t.grad_fn is not None:
+                set_history(data, t.grad_fn, output_nr(t))
+            self.data = data
         else:
-            self.data = t
-            self._fn_name = None
+            self.data = t  # a leaf that requires grad: its identity matters (AccumulateGrad, .grad)
 
     def unpack(self, node: Node | None = None) -> Tensor:
         data = self.data

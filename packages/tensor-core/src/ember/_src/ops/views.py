@@ -23,7 +23,7 @@ from ..shapes import (
     wrap_dim,
     wrap_dims,
 )
-from ..tensor import Tensor, check_view_bounds, make_tensor, make_view, new_empty_tensor
+from ..tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
 
 
 def _view_op(schema: str):
@@ -502,8 +502,9 @@ def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
 def _empty_preserving(self: Tensor) -> Tensor:
     strides = _preserved_strides(self._shape, self._stride)
     flat = new_empty_tensor((numel(self._shape),), self.dtype, self._device)
-    # A fresh tensor, not a view of ``flat`` (a _base would make autograd treat clones as views).
-    return make_tensor(flat._storage, self._shape, strides, 0, self.dtype, self._device)
+    out = make_view(flat, self._shape, strides, 0)
+    out._base = None  # a fresh tensor, not a view (PyTorch: clone()._base is None)
+    return out
 
 
 @clone_op.kernel("cpu")
