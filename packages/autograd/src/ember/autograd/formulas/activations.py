@@ -91,7 +91,8 @@ def _hardswish(grads, inputs, outputs):
     g = grads[0]
     x = inputs.args[0]
     middle = g * (x / 3.0 + 0.5)
-    return (where_zero(ember.lt(x, -3.0), ember.where(ember.le(x, 3.0), middle, g)),)
+    # Open interval (-3, 3) for the middle piece, as PyTorch's kernel.
+    return (where_zero(ember.le(x, -3.0), ember.where(ember.lt(x, 3.0), middle, g)),)
 
 
 @derivative("gelu")

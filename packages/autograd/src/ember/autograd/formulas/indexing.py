@@ -25,15 +25,18 @@ def _index(grads, inputs, outputs):
 
 @derivative("index_select")
 def _index_select(grads, inputs, outputs):
+    # Scatter-add along ``dim``: move it to the front so the index addresses dim 0.
     g = grads[0]
     x = inputs.args[0]
     dim, index = arg(inputs, 1, "dim"), arg(inputs, 2, "index")
-    dim = dim % x.ndim if x.ndim else 0
-    zeros = ember.zeros(x.shape, dtype=g.dtype)
+    index = index.reshape(-1)
     if x.ndim == 0:
-        return (ember.index_put(zeros.reshape(1), [index.reshape(-1)], g.reshape(-1), accumulate=True).reshape(()),)
-    indices = [None] * dim + [index.reshape(-1)]
-    return (ember.index_put(zeros, indices, g, accumulate=True),)
+        zeros = ember.zeros((1,), dtype=g.dtype)
+        return (ember.index_put(zeros, [index], g.reshape(-1), accumulate=True).reshape(()),)
+    dim = dim % x.ndim
+    zeros = ember.zeros(x.shape, dtype=g.dtype).movedim(dim, 0)
+    result = ember.index_put(zeros, [index], g.movedim(dim, 0), accumulate=True)
+    return (result.movedim(0, dim),)
 
 
 @derivative("index_put_")

@@ -23,7 +23,7 @@ _BITWISE = (
     "bitwise_right_shift",
 )
 _PREDICATES = ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit")
-_SELECTIONS = ("nonzero", "argmax", "argmin", "multinomial")
+_SELECTIONS = ("nonzero", "argmax", "argmin", "multinomial", "any", "all", "count_nonzero")
 _FACTORIES = ("empty", "full", "arange_affine", "randperm")
 _OTHER = ("view_dtype",)
 

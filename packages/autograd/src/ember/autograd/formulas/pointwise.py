@@ -77,12 +77,22 @@ def _pow(grads, inputs, outputs):
     result = outputs[0]
     grad_self = grad_exponent = None
     if is_tensor(self) and self.requires_grad:
-        local = exponent * ember.pow(self, exponent - 1)
         # d/dx x**0 is 0 everywhere, including at x == 0 where 0 * x**-1 would give nan.
-        grad_self = where_zero(ember.eq(exponent, 0), g * local)
+        if not is_tensor(exponent):
+            grad_self = g * 0 if exponent == 0 else g * exponent * ember.pow(self, exponent - 1)
+        else:
+            local = exponent * ember.pow(self, exponent - 1)
+            grad_self = where_zero(ember.eq(exponent, 0), g * local)
     if is_tensor(exponent) and exponent.requires_grad:
-        at_zero = ember.logical_and(ember.eq(self, 0), ember.ge(exponent, 0))
-        grad_exponent = where_zero(at_zero, g * result * ember.log(self))
+        # 0**y has no gradient in y for y >= 0 (PyTorch's convention; log(0) would give nan).
+        if not is_tensor(self):
+            log_base = ember.full((), self, dtype=g.dtype).log()
+            grad_exponent = g * result * log_base
+            if self == 0:
+                grad_exponent = where_zero(ember.ge(exponent, 0), grad_exponent)
+        else:
+            at_zero = ember.logical_and(ember.eq(self, 0), ember.ge(exponent, 0))
+            grad_exponent = where_zero(at_zero, g * result * ember.log(self))
     return grad_self, grad_exponent
 
 

@@ -123,3 +123,8 @@ def _copy(grads, inputs, outputs):
 
 # fill_ overwrites every element: the old values get no gradient.
 derivative("fill_")(zero_grads)
+
+
+@derivative("transpose")
+def _transpose(grads, inputs, outputs):
+    return (grads[0].transpose(arg(inputs, 1, "dim0"), arg(inputs, 2, "dim1")),)
