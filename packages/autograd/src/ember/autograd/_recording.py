@@ -277,6 +277,8 @@ def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     node = cls(formula, layout, edges, meta, saved_args, kwargs, saved_outputs)
     if need_node:
         node._args_need_node = True
+    if len(outs) != 1:
+        node._num_outputs = len(outs)
     if anomaly_mode._STATE.enabled:
         anomaly_mode.store_forward_trace(node)
     return node
