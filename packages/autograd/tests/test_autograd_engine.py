@@ -323,3 +323,32 @@ def test_deep_chain_does_not_recurse():
         y = y * 1.0
     y.sum().backward()
     assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_multi_output_op_with_two_differentiable_outputs():
+    ex, tx = leaf_pair((3, 4), "float64", 19)
+    ev, em = ember.var_mean(ex, dim=1)
+    tv, tm = torch.var_mean(tx, dim=1)
+    assert ev.grad_fn is em.grad_fn
+    (ev * 2 + em * em).sum().backward()
+    (tv * 2 + tm * tm).sum().backward()
+    assert_close(ex.grad, tx.grad)
+    ex.grad = None
+    tx.grad = None
+    ember.var_mean(ex, dim=0)[1].sum().backward()  # only one output gets a gradient
+    torch.var_mean(tx, dim=0)[1].sum().backward()
+    assert_close(ex.grad, tx.grad)
+
+
+def test_retain_grad_survives_inplace():
+    ex, tx = leaf_pair((3,), seed=20)
+    ey, ty = ex * 2, tx * 2
+    ey.retain_grad()
+    ty.retain_grad()
+    ey.mul_(3)
+    ty.mul_(3)
+    (ey * ey).sum().backward()
+    (ty * ty).sum().backward()
+    assert ey.retains_grad and ty.retains_grad
+    assert_close(ey.grad, ty.grad)
+    assert_close(ex.grad, tx.grad)
