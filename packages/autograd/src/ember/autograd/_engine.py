@@ -24,11 +24,12 @@ _STATE = grad_mode.STATE
 class GraphRoot(Node):
     """Feeds the root gradients to the roots' edges."""
 
+    __slots__ = ("_grads",)
+
     def __init__(self, edges, grads):
+        super().__init__(tuple(edges), 0)
         self._seq = 1 << 63
-        self._next = tuple(edges)
         self._grads = list(grads)
-        self._num_outputs = 0
 
     def apply(self, grads):
         return self._grads

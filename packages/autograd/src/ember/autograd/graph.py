@@ -128,18 +128,18 @@ class Node:
     input needs no gradient).
     """
 
-    _next: tuple = ()
-    _num_outputs: int = 1
-    _pre_hooks = None
-    _post_hooks = None
-    _tensor_hooks = None  # {output_nr: _HookDict} for tensor hooks of non-leaf outputs
-    _retained = None  # {output_nr: weakref to the tensor} for retain_grad()
-    _metadata = None
-    _released = False
-    _hooked = False  # True once tensor hooks or retain_grad() target one of its outputs
+    # Slots (no per-node dict): nodes are made on every recorded op. ``_tensor_hooks``:
+    # {output_nr: hooks} of non-leaf outputs; ``_retained``: {output_nr: weakref} for
+    # retain_grad(); ``_hooked``: True once either is set (the engine checks only that).
+    __slots__ = ("_next", "_num_outputs", "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retained",
+                 "_metadata", "_released", "_hooked", "_seq", "__weakref__")
 
-    def __init__(self):
+    def __init__(self, next_edges: tuple = (), num_outputs: int = 1):
         self._seq = next(_SEQ)
+        self._next = next_edges
+        self._num_outputs = num_outputs
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
+        self._released = self._hooked = False
 
     def name(self) -> str:
         return type(self).__name__
@@ -203,11 +203,13 @@ class Node:
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``variable.grad``."""
 
-    _hooked = True  # the leaf's hooks live on the tensor: look each time
+    __slots__ = ("variable",)
 
     def __init__(self, variable: Tensor):
+        super().__init__()
         self.variable = variable
         self._seq = 1 << 62  # runs as soon as it is ready (highest priority in the engine)
+        self._hooked = True  # the leaf's hooks live on the tensor: look each time
 
     def _tensor_pre_hooks(self, nr: int):
         meta = self.variable._autograd_meta
