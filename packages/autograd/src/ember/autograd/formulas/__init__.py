@@ -1,9 +1,9 @@
 """The derivative table. Importing this package fills ``_registry.FORMULAS``: one module per
-op family, plus the ops marked non-differentiable."""
+op family, plus the ops marked non-differentiable, then the forward-mode (JVP) rules."""
 
-from . import (  # noqa: F401, E402
+from . import (  # noqa: F401
     activations,
-    forward,  # noqa: E402  (registers JVP rules after every backward formula exists)
+    forward,
     indexing,
     joining,
     linalg,
@@ -15,4 +15,4 @@ from . import (  # noqa: F401, E402
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401
 
-forward._register_generic()
+forward.register_generic()
