@@ -20,9 +20,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import ember
 import numpy as np
 import torch
+
+import ember
 
 TARGETS = {"chain100_backward": 3.0, "chain100_fwd_bwd": 3.0, "mlp_fwd_bwd": 1.25}
 
@@ -68,7 +69,7 @@ def mlp_case(lib, batch: int, inner: int):
     sizes = [784, 1024, 1024, 10]
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        w = rng.uniform(-1, 1, (fan_in, fan_out)).astype(np.float32) / np.sqrt(fan_in)
+        w = (rng.uniform(-1, 1, (fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
         params.append(lib.tensor(w, requires_grad=True))
         params.append(lib.tensor(np.zeros(fan_out, np.float32), requires_grad=True))
     x = lib.tensor(rng.standard_normal((batch, 784)).astype(np.float32))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import torch
+
+import ember
 
 _NP = {"float32": np.float32, "float64": np.float64}
 

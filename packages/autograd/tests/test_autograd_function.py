@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ember
-import ember.autograd as ag
 import pytest
 import torch
 from ag_helpers import assert_close, leaf_pair
+
+import ember
+import ember.autograd as ag
 
 
 def _make_cube(lib):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ember
 import pytest
-import torch
 from ag_helpers import assert_close, leaf_pair
+
+import ember
 
 
 def test_tensor_hook_on_leaf_and_nonleaf_can_replace_grad():

@@ -6,9 +6,10 @@ import gc
 import os
 import weakref
 
+import pytest
+
 import ember
 import ember.autograd as ag
-import pytest
 
 
 def _rss_bytes() -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import heapq
 
 from ember._src import grad_mode
+from ember._src.ops._common import type_name
+from ember._src.ops.creation import ones_like, zeros_like
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
@@ -88,18 +90,17 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
 
 
 def _dependencies(root: Node) -> dict:
+    """How many edges lead into each node reachable from ``root``."""
     deps = {}
-    seen = {root}
     stack = [root]
     while stack:
-        fn = stack.pop()
-        for nxt, _ in fn._next:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for nxt, _ in stack.pop()._next:
+            if nxt is not None:
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
     return deps
 
 
@@ -181,15 +182,16 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     _STATE.grad_enabled = create_graph
     anomaly = anomaly_mode.is_enabled()
     buffers = {}
+    heappop, heappush = heapq.heappop, heapq.heappush
     heap = [(0, 0, root)]
     tie = 1
     try:
         while heap:
-            fn = heapq.heappop(heap)[2]
+            fn = heappop(heap)[2]
             grads = buffers.pop(fn, None)
             if grads is None:
                 grads = [None] * fn._num_outputs
-            if fn._tensor_hooks or fn._retained or type(fn) is AccumulateGrad:
+            if fn._hooked:
                 _call_tensor_hooks(fn, grads)
             if captures is not None and fn in captures:
                 for nr, key in captures[fn]:
@@ -229,7 +231,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0 and (needed is None or nxt in needed or nxt in captures):
-                    heapq.heappush(heap, (-nxt._seq, tie, nxt))
+                    heappush(heap, (-nxt._seq, tie, nxt))
                     tie += 1
     finally:
         _STATE.grad_enabled = prev
@@ -248,8 +250,6 @@ def _as_tuple(x):
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
-    from ember._src.ops._common import type_name
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -264,8 +264,6 @@ def _root_grads(outputs, grad_outputs, create_graph):
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got torch.{out.dtype.name}"
                     )
-            from ember._src.ops.creation import ones_like
-
             g = ones_like(out)
         elif isinstance(g, Tensor):
             if g._shape != out._shape:
@@ -331,7 +329,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    single = isinstance(inputs, Tensor)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
@@ -358,8 +355,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
-                from ember._src.ops.creation import zeros_like
-
                 g = zeros_like(t)
         elif not create_graph and g._requires_grad:
             g = g.detach()

@@ -40,6 +40,7 @@ def retain_grad(self: Tensor) -> None:
     if fn._retained is None:
         fn._retained = {}
     fn._retained[meta.output_nr] = weakref.ref(self)
+    fn._hooked = True
     meta.retains_grad = True
 
 

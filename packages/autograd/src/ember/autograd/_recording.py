@@ -10,8 +10,11 @@ from ember._src import grad_mode
 from ember._src.tensor import Tensor, make_view
 
 from . import anomaly_mode
+from ._engine import fix_grad
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
-from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, set_history
+from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, grad_accumulator, set_history
+
+_NO_EDGE = (None, 0)
 
 _STATE = grad_mode.STATE
 _NODE_CLASSES: dict[str, type] = {}
@@ -24,16 +27,25 @@ class _SavedArgs(tuple):
     """The op's positional args as the formula sees them: saved tensors are unpacked (and
     version-checked) only when the formula reads them, as PyTorch checks only what it saved."""
 
+    __slots__ = ()
+    _node = None  # needed only to unpack a saved output (in-place ops): see _SavedArgsOfNode
+
     def __getitem__(self, i):
         v = tuple.__getitem__(self, i)
         if type(i) is slice:
             return tuple(_unpack(x, self._node) for x in v)
-        return _unpack(v, self._node)
+        if type(v) is SavedTensor:
+            return v.unpack(self._node)
+        return _unpack(v, self._node) if type(v) is list else v
 
     def __iter__(self):
         node = self._node
         for v in tuple.__iter__(self):
             yield _unpack(v, node)
+
+
+class _SavedArgsOfNode(_SavedArgs):
+    """Built for one backward call, so it may point at its node without making a cycle."""
 
 
 def _unpack(v, node):
@@ -44,10 +56,18 @@ def _unpack(v, node):
     return v
 
 
+def _has_saved(kwargs) -> bool:
+    for v in kwargs.values():
+        if type(v) is SavedTensor or type(v) is list:
+            return True
+    return False
+
+
 class OpNode(Node):
     """Backward of one op call, computed by its formula from ``FORMULAS``."""
 
     _formula = None
+    _args_need_node = False
 
     def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
         self._seq = next(_SEQ)
@@ -60,19 +80,20 @@ class OpNode(Node):
         self._saved_outputs = saved_outputs
 
     def apply(self, grads):
-        from ._engine import fix_grad
-
         for g in grads:
             if g is not None:
                 break
         else:
             return [None] * len(self._next)
-        args = _SavedArgs(self._saved_args)
-        args._node = self
+        args = self._saved_args
+        if self._args_need_node:
+            args = _SavedArgsOfNode(args)
+            args._node = self
         kwargs = self._kwargs
-        if kwargs:
+        if kwargs and _has_saved(kwargs):
             kwargs = {k: _unpack(v, self) for k, v in kwargs.items()}
-        outputs = tuple(s.unpack(self) for s in self._saved_outputs)
+        saved_outputs = self._saved_outputs
+        outputs = tuple([s.unpack(self) for s in saved_outputs]) if saved_outputs else ()
         res = self._formula.backward(grads, Inputs(args, kwargs), outputs)
         if isinstance(res, Tensor) or res is None:
             res = (res,)
@@ -86,7 +107,8 @@ class OpNode(Node):
             if g is None:
                 continue
             if type(spec) is int:
-                out[spec] = fix_grad(g, meta[spec], self, spec)
+                m = meta[spec]
+                out[spec] = g if g._shape == m[0] and g.dtype is m[1] else fix_grad(g, m, self, spec)
             else:
                 for j, e in enumerate(spec):
                     if e is not None and g[j] is not None:
@@ -95,7 +117,7 @@ class OpNode(Node):
 
     def _release(self):
         self._released = True
-        for v in self._saved_args:
+        for v in tuple.__iter__(self._saved_args):
             if type(v) is SavedTensor:
                 v.free()
             elif type(v) is list:
@@ -129,7 +151,7 @@ def _node_class(op_name: str, missing: bool) -> type:
     return cls
 
 
-def _edges(args, outs):
+def _edges(args, outs=()):
     """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
     layout = []
     edges = []
@@ -138,13 +160,18 @@ def _edges(args, outs):
         if isinstance(a, Tensor):
             if a._requires_grad:
                 layout.append(len(edges))
-                edges.append(get_gradient_edge(a))
+                fn = a.grad_fn
+                if fn is not None:
+                    m = a._autograd_meta
+                    edges.append((fn, 0 if m is None else m.output_nr))
+                else:
+                    edges.append((grad_accumulator(a), 0))
                 meta.append((a._shape, a.dtype))
             else:
                 layout.append(None)
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
                 meta.append(None)
-        elif isinstance(a, (list, tuple)) and a and any(isinstance(b, Tensor) for b in a):
+        elif type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
             spec = []
             for b in a:
                 if isinstance(b, Tensor) and b._requires_grad:
@@ -154,7 +181,7 @@ def _edges(args, outs):
                 else:
                     spec.append(None)
                     if isinstance(b, Tensor):
-                        edges.append((None, 0))
+                        edges.append(_NO_EDGE)
                         meta.append(None)
             layout.append(spec)
         else:
@@ -215,6 +242,10 @@ def record(op, args, kwargs):
     else:
         outs = tuple(out)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
+    if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
+        out.grad_fn = node  # the common case of set_history, inlined
+        out._requires_grad = True
+        return out
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             set_history(o, node, i)
@@ -230,13 +261,24 @@ def _is_arg(t, args) -> bool:
 
 def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     cls = _node_class(name, formula is None)
-    saved_args = tuple(_save(a, outs) for a in saved_in)
+    saved_args = []
+    need_node = False
+    for a in saved_in:
+        if isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
+            a = _save(a, outs)
+            need_node = need_node or (type(a) is SavedTensor and a.is_output) or type(a) is list
+        saved_args.append(a)
+    saved_args = _SavedArgs(saved_args)
     if kwargs:
         kwargs = {k: _save(v, outs) for k, v in kwargs.items()}
     saved_outputs = ()
     if formula is not None and formula.save_output:
         saved_outputs = tuple(_save(o, outs) for o in outs if isinstance(o, Tensor))
     node = cls(formula, layout, edges, meta, saved_args, kwargs, saved_outputs)
-    if anomaly_mode.is_enabled():
+    if need_node:
+        node._args_need_node = True
+    if len(outs) != 1:
+        node._num_outputs = len(outs)
+    if anomaly_mode._STATE.enabled:
         anomaly_mode.store_forward_trace(node)
     return node

@@ -72,7 +72,11 @@ def set_history(t: Tensor, node: Node, nr: int) -> None:
             t._autograd_meta = AutogradMeta(nr)
     else:
         meta.output_nr = nr
-        meta.retains_grad = False
+        if meta.retains_grad:  # an in-place op rebased a tensor that retains its grad: follow it
+            if node._retained is None:
+                node._retained = {}
+            node._retained[nr] = weakref.ref(t)
+            node._hooked = True
 
 
 class RemovableHandle:
@@ -128,6 +132,7 @@ class Node:
     _retained = None  # {output_nr: weakref to the tensor} for retain_grad()
     _metadata = None
     _released = False
+    _hooked = False  # True once tensor hooks or retain_grad() target one of its outputs
 
     def __init__(self):
         self._seq = next(_SEQ)
@@ -166,6 +171,7 @@ class Node:
         hooks = self._tensor_hooks.get(nr)
         if hooks is None:
             hooks = self._tensor_hooks[nr] = _HookDict()
+        self._hooked = True
         return add_hook(hooks, fn)
 
     def _tensor_pre_hooks(self, nr: int):
@@ -192,6 +198,8 @@ class Node:
 
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``variable.grad``."""
+
+    _hooked = True  # the leaf's hooks live on the tensor: look each time
 
     def __init__(self, variable: Tensor):
         self.variable = variable
@@ -253,12 +261,17 @@ class SavedTensor:
         self.is_output = is_output
         self.nr = nr
         self.requires_grad = t._requires_grad
-        if is_output or t.grad_fn is not None or not t._requires_grad:
+        fn = t.grad_fn
+        if is_output or fn is not None or not t._requires_grad:
             # A bare alias: the tensor object itself may later be rebased by an in-place op onto a
             # node that reaches this one (a cycle). Non-outputs keep the grad_fn they had when saved.
             data = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
-            if not is_output and t.grad_fn is not None:
-                set_history(data, t.grad_fn, output_nr(t))
+            if not is_output and fn is not None:
+                data.grad_fn = fn
+                data._requires_grad = True
+                meta = t._autograd_meta
+                if meta is not None and meta.output_nr:
+                    data._autograd_meta = AutogradMeta(meta.output_nr)
             self.data = data
         else:
             self.data = t  # a leaf that requires grad: its identity matters (AccumulateGrad, .grad)
