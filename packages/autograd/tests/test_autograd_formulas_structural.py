@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import pytest
 import torch
 from ag_helpers import grads_match_torch, leaves, make_arrays
+
+import ember
 from ember.autograd.gradcheck import gradcheck
 
 

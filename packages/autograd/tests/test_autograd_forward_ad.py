@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import ember
-import ember.autograd.forward_ad as fwAD
 import numpy as np
 import pytest
 import torch
 import torch.autograd.forward_ad as tfwAD
 from ag_helpers import make_arrays
+
+import ember
+import ember.autograd.forward_ad as fwAD
 from ember.autograd.formulas import FORMULAS
 
 CASES = [

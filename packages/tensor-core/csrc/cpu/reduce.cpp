@@ -52,6 +52,30 @@ __attribute__((noinline)) Acc fold_block(const Op& op, const T* p, int64_t len) 
   return op.merge(lanes[0], tail);
 }
 
+// Folds partial results pairwise, like a binary counter (PyTorch's cascade sum): n partials
+// see about log2(n) rounding steps each instead of n.
+template <typename Acc, typename Op>
+struct Cascade {
+  const Op& op;
+  Acc levels[64];
+  uint64_t count = 0;
+
+  explicit Cascade(const Op& o) : op(o) {}
+  void add(Acc v) {
+    int lv = 0;
+    for (uint64_t c = count; c & 1u; c >>= 1, ++lv) v = op.merge(levels[lv], v);
+    levels[lv] = v;
+    ++count;
+  }
+  Acc result() const {
+    Acc total = op.init();
+    for (int lv = 0; (count >> lv) != 0; ++lv) {
+      if ((count >> lv) & 1u) total = op.merge(levels[lv], total);
+    }
+    return total;
+  }
+};
+
 template <typename T, typename Acc, typename Op>
 Acc fold_run(const Op& op, const T* x, int64_t n, int64_t stride) {
   if (stride != 1 || n < 2 * kLanes) {
@@ -64,11 +88,12 @@ Acc fold_run(const Op& op, const T* x, int64_t n, int64_t stride) {
   } else if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, MinF<T>>) {
     return op.merge(op.init(), minmax_contig<T, false>(x, n));
   }
-  Acc total = op.init();
+  if (n <= kBlock) return fold_block<T, Acc>(op, x, n);
+  Cascade<Acc, Op> total(op);
   for (int64_t start = 0; start < n; start += kBlock) {
-    total = op.merge(total, fold_block<T, Acc>(op, x + start, std::min(kBlock, n - start)));
+    total.add(fold_block<T, Acc>(op, x + start, std::min(kBlock, n - start)));
   }
-  return total;
+  return total.result();
 }
 
 template <typename T, typename Acc, typename Op>
@@ -119,11 +144,13 @@ void reduce_kernel(const Op& op, const TensorArg& out, const TensorArg& in, int6
     for (int64_t i = i0; i < i1; ++i) {
       int64_t io, oo;
       L.offsets(i, io, oo);
-      Acc acc = op.init();
-      for (int64_t t = 0; t < ntab; ++t) {
-        acc = op.merge(acc, fold_run<T, Acc>(op, x + io + L.table[t], L.run_len, L.run_stride));
+      if (ntab == 1) {
+        o[oo] = fold_run<T, Acc>(op, x + io, L.run_len, L.run_stride);
+        continue;
       }
-      o[oo] = acc;
+      Cascade<Acc, Op> acc(op);
+      for (int64_t t = 0; t < ntab; ++t) acc.add(fold_run<T, Acc>(op, x + io + L.table[t], L.run_len, L.run_stride));
+      o[oo] = acc.result();
     }
   });
 }

@@ -57,8 +57,8 @@ def _validate_v(v: tuple, other: tuple, what: str) -> None:
 
 def _default_v(outputs: tuple, fn_name: str) -> tuple:
     if len(outputs) != 1 or outputs[0].numel() != 1:
-        raise RuntimeError(f"The vector v can only be None if the user-provided function returns a single Tensor "
-                           f"with a single element.")
+        raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor "
+                           "with a single element.")
     return (ember.ones_like(outputs[0]),)
 
 

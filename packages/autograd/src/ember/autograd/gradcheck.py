@@ -8,6 +8,7 @@ lower precision input gets a warning, as in PyTorch).
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -251,3 +252,14 @@ def gradgradcheck(
         raise_exception=raise_exception,
         nondet_tol=nondet_tol,
     )
+
+
+class _CallableModule(type(sys.modules[__name__])):
+    """Importing ``ember.autograd.gradcheck`` binds the module over the function of the same
+    name on the package; calling the module calls the function, so both spellings work."""
+
+    def __call__(self, *args, **kwargs):
+        return gradcheck(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -14,6 +14,8 @@ from ember._src import grad_mode
 from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
+# The backward formulas the JVP rules attach to must be registered first.
+from . import activations, indexing, joining, linalg, nondifferentiable, pointwise, reduction, reorder, views  # noqa: F401
 from ._common import arg
 from ._registry import FORMULAS, Inputs, forward_derivative
 
@@ -63,7 +65,7 @@ def _linear_jvp(op):
     return jvp
 
 
-def _register_generic() -> None:
+def register_generic() -> None:
     for name, op in OPS.items():
         formula = FORMULAS.get(name)
         if formula is None or formula.jvp is not None:

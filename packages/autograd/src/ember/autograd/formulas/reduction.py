@@ -87,9 +87,8 @@ def _prod(grads, inputs, outputs):
         product_of_nonzeros = ember.prod(product_of_nonzeros, d, keepdim=True)
     zeros_in_slice = ember.sum(is_zero, dims, keepdim=True)
     only_zero = ember.logical_and(is_zero, ember.eq(zeros_in_slice, 1))
-    local = ember.where(
-        ember.eq(zeros_in_slice, 0), product_of_nonzeros / nonzero_x, where_zero(ember.logical_not(only_zero), product_of_nonzeros)
-    )
+    at_zero = where_zero(ember.logical_not(only_zero), product_of_nonzeros)
+    local = ember.where(ember.eq(zeros_in_slice, 0), product_of_nonzeros / nonzero_x, at_zero)
     return (g * local,)
 
 
