@@ -160,6 +160,7 @@ def test_higher_order_derivatives():
     assert_close(eggg, tggg)
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 def test_backward_create_graph_then_backward_of_grad():
     ex, tx = leaf_pair((3,), "float64", 11)
     (ex * ex * ex).sum().backward(create_graph=True)
@@ -352,3 +353,26 @@ def test_retain_grad_survives_inplace():
     assert ey.retains_grad and ty.retains_grad
     assert_close(ey.grad, ty.grad)
     assert_close(ex.grad, tx.grad)
+
+
+def test_backward_on_a_leaf_and_inplace_on_a_plain_tensor():
+    x = ember.ones(3, requires_grad=True)
+    x.backward(ember.full((3,), 2.0))
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    ey, ty = leaf_pair((3,), seed=21)
+    eb, tb = ember.ones(3), torch.ones(3)
+    eb.mul_(ey)
+    tb.mul_(ty)
+    assert eb.requires_grad and eb.grad_fn.name() == "MulBackward0"
+    (eb * eb).sum().backward()
+    (tb * tb).sum().backward()
+    assert_close(ey.grad, ty.grad)
+
+
+def test_hooks_do_not_see_missing_gradients():
+    x = ember.ones(2, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    a, b = ember.var_mean(x * 1, dim=0)
+    b.backward()
+    assert len(seen) == 1 and seen[0] is not None

@@ -140,7 +140,7 @@ def _needed(root: Node, targets: set, run_targets: bool) -> set:
 def _call_tensor_hooks(fn: Node, grads: list) -> None:
     if isinstance(fn, AccumulateGrad):
         hooks = fn._tensor_pre_hooks(0)
-        if hooks:
+        if hooks and grads[0] is not None:
             grads[0] = _run_hooks(hooks, grads[0])
         return
     if fn._tensor_hooks:
