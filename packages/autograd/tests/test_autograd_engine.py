@@ -376,3 +376,23 @@ def test_hooks_do_not_see_missing_gradients():
     a, b = ember.var_mean(x * 1, dim=0)
     b.backward()
     assert len(seen) == 1 and seen[0] is not None
+
+
+def test_leaf_grad_never_aliases_a_gradient_held_elsewhere():
+    kept = []
+
+    class Keep(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            r = g * 3
+            kept.append(r)
+            return r
+
+    x = ember.zeros(3, requires_grad=True)
+    Keep.apply(x).sum().backward()
+    Keep.apply(x).sum().backward()
+    assert kept[0].tolist() == [3.0, 3.0, 3.0] and x.grad.tolist() == [6.0, 6.0, 6.0]

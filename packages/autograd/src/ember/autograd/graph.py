@@ -218,9 +218,8 @@ class AccumulateGrad(Node):
     def apply(self, grads: tuple):
         from . import _engine
 
-        g = grads[0]
-        if g is not None:
-            _engine.accumulate_grad(self.variable, g)
+        if grads[0] is not None:
+            _engine.accumulate_grad(self.variable, grads[0])
             meta = self.variable._autograd_meta
             if meta is not None and meta.post_acc_hooks:
                 for hook in list(meta.post_acc_hooks.values()):
