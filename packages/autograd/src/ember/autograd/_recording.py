@@ -156,7 +156,7 @@ def _node_class(op_name: str, missing: bool) -> type:
     return cls
 
 
-def _edges(args, outs=()):
+def _edges(args):
     """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
     layout = []
     edges = []
@@ -239,7 +239,7 @@ def record(op, args, kwargs):
         fast = _record_out_of_place(op, name, formula, args, kwargs)
         if fast is not None:
             return fast
-    layout, edges, meta = _edges(args, ())
+    layout, edges, meta = _edges(args)
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
