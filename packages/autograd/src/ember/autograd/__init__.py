@@ -1,1 +1,53 @@
-"""``ember.autograd``: reverse- and forward-mode automatic differentiation."""
+"""``ember.autograd``: reverse- and forward-mode automatic differentiation.
+
+The engine is active as soon as the package is installed: the core loads it through the
+``ember.plugins`` entry point the first time a tensor requires grad.
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+
+from ember._src.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+from . import graph
+from ._engine import backward, grad
+from ._plugin import plugin as _plugin
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+
+_plugin.install()
+
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "InplaceFunction",
+    "backward",
+    "detect_anomaly",
+    "enable_grad",
+    "forward_ad",
+    "functional",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "graph",
+    "inference_mode",
+    "no_grad",
+    "once_differentiable",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]
+
+# Provided by sibling modules that may land separately: resolved on first access.
+_LAZY_MODULES = ("functional", "forward_ad", "gradcheck")
+
+
+def __getattr__(name: str):
+    if name in ("gradcheck", "gradgradcheck"):
+        module = _importlib.import_module(f"{__name__}.gradcheck")
+        globals()["gradcheck"] = module.gradcheck  # the function shadows its module, as in PyTorch
+        globals()["gradgradcheck"] = module.gradgradcheck
+        return globals()[name]
+    if name in _LAZY_MODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,3 +1,18 @@
-"""Importing this package fills the derivative table (``_registry.FORMULAS``)."""
+"""The derivative table. Importing this package fills ``_registry.FORMULAS``: one module per
+op family, plus the ops marked non-differentiable, then the forward-mode (JVP) rules."""
 
+from . import (  # noqa: F401
+    activations,
+    forward,
+    indexing,
+    joining,
+    linalg,
+    nondifferentiable,
+    pointwise,
+    reduction,
+    reorder,
+    views,
+)
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401
+
+forward.register_generic()

@@ -20,8 +20,8 @@ the tangent of each output (a Tensor, or a tuple for multi-output ops).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)

@@ -447,6 +447,7 @@ def alias_op(self: Tensor) -> Tensor:
 def detach(self: Tensor) -> Tensor:
     """A view sharing storage that is not part of any autograd graph."""
     out = make_view(self, self._shape, self._stride, self._offset)
+    out._base = None  # as in PyTorch: not a differentiable view, so in-place writes never reach self's graph
     if type(self) is not Tensor:
         out = out.as_subclass(type(self))
     return out
@@ -501,7 +502,9 @@ def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
 def _empty_preserving(self: Tensor) -> Tensor:
     strides = _preserved_strides(self._shape, self._stride)
     flat = new_empty_tensor((numel(self._shape),), self.dtype, self._device)
-    return make_view(flat, self._shape, strides, 0)
+    out = make_view(flat, self._shape, strides, 0)
+    out._base = None  # a fresh tensor, not a view (PyTorch: clone()._base is None)
+    return out
 
 
 @clone_op.kernel("cpu")

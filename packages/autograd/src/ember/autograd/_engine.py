@@ -1,0 +1,400 @@
+"""The backward engine: runs a graph's nodes in dependency order.
+
+One pass counts, for every node reachable from the roots, how many edges lead into it; a
+node runs once all of them delivered (ready nodes go highest sequence number first, as in
+PyTorch, so the most recent op runs first). Gradients for a node's outputs are summed in
+its input buffer. Unless ``retain_graph``, a node drops its saved tensors right after it ran.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+
+from ember._src import grad_mode
+from ember._src.ops._common import type_name
+from ember._src.ops.creation import ones_like, zeros_like
+from ember._src.shapes import is_contiguous
+from ember._src.tensor import Tensor
+
+from . import anomaly_mode
+from .graph import AccumulateGrad, Node, get_gradient_edge, output_nr
+
+_STATE = grad_mode.STATE
+
+
+class GraphRoot(Node):
+    """Feeds the root gradients to the roots' edges."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, edges, grads):
+        super().__init__(tuple(edges), 0)
+        self._seq = 1 << 63
+        self._grads = list(grads)
+
+    def apply(self, grads):
+        return self._grads
+
+
+# -- gradient fix-up and accumulation ---------------------------------------------------------
+
+
+def _invalid(node, idx, g, shape):
+    return RuntimeError(
+        f"Function {node.name()} returned an invalid gradient at index {idx} - got {list(g._shape)} but expected "
+        f"shape compatible with {list(shape)}"
+    )
+
+
+def sum_to(g: Tensor, shape: tuple, node=None, idx: int = 0) -> Tensor:
+    """Sums a broadcast gradient down to ``shape`` (the input's shape)."""
+    gshape = g._shape
+    lead = len(gshape) - len(shape)
+    if lead < 0:
+        raise _invalid(node, idx, g, shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        gs = gshape[lead + i]
+        if s != gs:
+            if s != 1:
+                raise _invalid(node, idx, g, shape)
+            dims.append(lead + i)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g.reshape(shape) if lead else g
+
+
+def fix_grad(g, meta, node, idx):
+    """Makes a formula's gradient fit its input: broadcast reduction and dtype cast."""
+    if not isinstance(g, Tensor):
+        raise TypeError(f"Function {node.name()} returned a gradient of type {type(g).__name__} at index {idx}")
+    shape, dtype = meta
+    if g._shape != shape:
+        g = sum_to(g, shape, node, idx)
+    if g.dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+# References to a gradient that only the engine holds, as _stealable sees them: the input
+# buffer of AccumulateGrad, accumulate_grad's parameter, _stealable's parameter and
+# getrefcount's argument. Its storage: the gradient itself (and its base, for a view) and the
+# argument.
+_OWNED_REFS = 4
+
+
+def _stealable(g: Tensor) -> bool:
+    if type(g) is not Tensor or g.grad_fn is not None or g._offset != 0:
+        return False
+    if not is_contiguous(g._shape, g._stride) or sys.getrefcount(g) > _OWNED_REFS:
+        return False
+    base = g._base
+    if base is None:
+        return sys.getrefcount(g._storage) <= 2
+    # A contiguous view of a whole base that only it holds (e.g. a reshaped matmul result): the
+    # base is referenced by the view, the local and the argument.
+    if sys.getrefcount(base) > 3 or sys.getrefcount(g._storage) > 3 or base.numel() != g.numel():
+        return False
+    g._base = None
+    return True
+
+
+def accumulate_grad(variable: Tensor, g: Tensor) -> None:
+    """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
+    (out of place, recorded, when the graph of the gradient is being built)."""
+    old = variable.grad
+    if old is None:
+        if _STATE.grad_enabled:
+            variable.grad = g.clone()
+        elif _stealable(g):
+            variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
+        else:
+            variable.grad = g.detach().clone()
+    elif _STATE.grad_enabled:
+        variable.grad = old + g
+    else:
+        old.add_(g)
+
+
+# -- the execution loop -----------------------------------------------------------------------
+
+
+def _dependencies(root: Node) -> dict:
+    """How many edges lead into each node reachable from ``root``."""
+    deps = {}
+    stack = [root]
+    while stack:
+        for nxt, _ in stack.pop()._next:
+            if nxt is not None:
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+    return deps
+
+
+def _needed(root: Node, targets: set, run_targets: bool) -> set:
+    """Nodes worth running: those with a path to a target (targets run only if ``run_targets``)."""
+    needed = set()
+    order = []
+    seen = {root}
+    stack = [root]
+    while stack:  # any order that visits each node once, then a reverse topological sweep
+        fn = stack.pop()
+        order.append(fn)
+        for nxt, _ in fn._next:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    # Propagate until stable: a node is needed if a next node is a target or needed.
+    changed = True
+    while changed:
+        changed = False
+        for fn in reversed(order):
+            if fn in needed:
+                continue
+            if run_targets and fn in targets:
+                needed.add(fn)
+                changed = True
+                continue
+            for nxt, _ in fn._next:
+                if nxt is not None and (nxt in targets or nxt in needed):
+                    needed.add(fn)
+                    changed = True
+                    break
+    return needed
+
+
+def _call_tensor_hooks(fn: Node, grads: list) -> None:
+    if isinstance(fn, AccumulateGrad):
+        hooks = fn._tensor_pre_hooks(0)
+        if hooks and grads[0] is not None:
+            grads[0] = _run_hooks(hooks, grads[0])
+        return
+    if fn._tensor_hooks:
+        for nr, hooks in fn._tensor_hooks.items():
+            if hooks and grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr])
+    if fn._retained:
+        for nr in list(fn._retained):
+            t = fn._retain_target(nr)
+            g = grads[nr]
+            if t is not None and g is not None and t.grad_fn is fn:
+                _retain(t, g)
+
+
+def _run_hooks(hooks, g):
+    for hook in list(hooks.values()):
+        r = hook(g)
+        if r is not None:
+            g = r
+    return g
+
+
+def _retain(t: Tensor, g: Tensor) -> None:
+    if t.grad is None:
+        t.grad = g.clone() if _STATE.grad_enabled else g.detach().clone()
+    else:
+        t.grad = t.grad + g
+
+
+def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None, run_targets=True):
+    """Runs the graph under ``root``. ``captures``: {node: [(output_nr, key)]}; the gradient
+    entering each is stored in the returned dict under ``key`` (a tensor ``key`` gets it
+    accumulated into its ``.grad``). With captures, only nodes leading to them run."""
+    deps = _dependencies(root)
+    needed = None
+    captured = {}
+    if captures is not None:
+        needed = _needed(root, set(captures), run_targets)
+    prev = _STATE.grad_enabled
+    _STATE.grad_enabled = create_graph
+    anomaly = anomaly_mode.is_enabled()
+    buffers = {}
+    heappop, heappush = heapq.heappop, heapq.heappush
+    heap = [(0, 0, root)]
+    tie = 1
+    try:
+        while heap:
+            fn = heappop(heap)[2]
+            grads = buffers.pop(fn, None)
+            if grads is None:
+                grads = [None] * fn._num_outputs
+            if fn._hooked:
+                _call_tensor_hooks(fn, grads)
+            if captures is not None and fn in captures:
+                for nr, key in captures[fn]:
+                    g = grads[nr]
+                    if isinstance(key, Tensor):
+                        if g is not None:
+                            _retain(key, g)
+                    else:
+                        captured[key] = g
+                if fn not in needed:
+                    continue
+            if fn._pre_hooks:
+                for hook in list(fn._pre_hooks.values()):
+                    r = hook(tuple(grads))
+                    if r is not None:
+                        grads = list(r)
+            if anomaly:
+                outputs = anomaly_mode.run_checked(fn, grads)
+            else:
+                outputs = fn.apply(grads)
+            if fn._post_hooks:
+                for hook in list(fn._post_hooks.values()):
+                    r = hook(tuple(outputs), tuple(grads))
+                    if r is not None:
+                        outputs = list(r)
+            if not keep_graph:
+                fn._release()
+            for (nxt, nr), g in zip(fn._next, outputs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0 and (needed is None or nxt in needed or nxt in captures):
+                    heappush(heap, (-nxt._seq, tie, nxt))
+                    tie += 1
+            # Drop this node's references so that a gradient held only by an input buffer can be
+            # taken over by AccumulateGrad without a copy (see _stealable).
+            outputs = grads = g = buf = old = None
+    finally:
+        _STATE.grad_enabled = prev
+    return captured
+
+
+# -- entry points -----------------------------------------------------------------------------
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"Mismatch in number of gradients: got {len(grad_outputs)} gradients for "
+                           f"{len(outputs)} outputs")
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError(
+                        f"grad can be implicitly created only for real scalar outputs but got torch.{out.dtype.name}"
+                    )
+            g = ones_like(out)
+        elif isinstance(g, Tensor):
+            if g._shape != out._shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(g._shape)}) and "
+                    f"output[{i}] has a shape of torch.Size({list(out._shape)})."
+                )
+            if g.dtype.is_floating_point != out.dtype.is_floating_point:
+                raise TypeError(
+                    f"For complex Tensors, both grad_output and output are required to have the same dtype. "
+                    f"Mismatch in dtype: grad_output[{i}] has a dtype of torch.{type_name(g.dtype)} and "
+                    f"output[{i}] has a dtype of torch.{type_name(out.dtype)}."
+                )
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        grads.append(g)
+    return grads
+
+
+def _root(outputs, grad_outputs, create_graph):
+    edges = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"outputs must be Tensors, got {type(out).__name__}")
+        if not out._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(get_gradient_edge(out))
+    return GraphRoot(edges, _root_grads(outputs, grad_outputs, create_graph))
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """``ember.autograd.backward``: accumulates gradients of ``tensors`` into the leaves."""
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    root = _root(tensors, grad_tensors, create_graph)
+    if inputs is None:
+        execute(root, retain_graph, create_graph)
+        return
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    captures = {}
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        fn, nr = get_gradient_edge(t)
+        if t.grad_fn is not None:
+            captures.setdefault(fn, []).append((nr, t))
+        else:
+            captures.setdefault(fn, [])
+    execute(root, retain_graph, create_graph, captures, run_targets=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """``ember.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``."""
+    if is_grads_batched:
+        raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    root = _root(outputs, grad_outputs, create_graph)
+    captures = {}
+    for i, t in enumerate(inputs):
+        fn, nr = get_gradient_edge(t)
+        captures.setdefault(fn, []).append((nr, i))
+    captured = execute(root, retain_graph, create_graph, captures, run_targets=False)
+    result = []
+    for i, t in enumerate(inputs):
+        g = captured.get(i)
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = zeros_like(t)
+        elif not create_graph and g._requires_grad:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)
+
+
+__all__ = ["backward", "grad", "execute", "sum_to", "fix_grad", "accumulate_grad", "output_nr"]

@@ -1,0 +1,85 @@
+"""The object the core loads through the ``ember.plugins`` entry point ``autograd``.
+
+``install()`` puts the recording hook into the dispatcher and gives ``Tensor`` the methods
+that only make sense with autograd present (``retain_grad``, ``retains_grad``,
+``register_post_accumulate_grad_hook``): ``Tensor`` lives in the core, which has no engine.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ember._src import dispatch
+from ember._src.tensor import Tensor
+
+from . import _engine
+from .graph import _HookDict, add_hook, get_meta, output_nr
+
+
+def register_hook(t: Tensor, hook):
+    """``Tensor.register_hook``: ``hook(grad)`` runs when the tensor's gradient is computed and
+    may return a replacement gradient."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        return t.grad_fn._register_tensor_hook(output_nr(t), hook)
+    meta = get_meta(t)
+    if meta.hooks is None:
+        meta.hooks = _HookDict()
+    return add_hook(meta.hooks, hook)
+
+
+def retain_grad(self: Tensor) -> None:
+    """Makes a non-leaf tensor keep its ``.grad`` after backward (a no-op on leaves)."""
+    if not self._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    fn = self.grad_fn
+    if fn is None:
+        return
+    meta = get_meta(self)
+    if fn._retained is None:
+        fn._retained = {}
+    fn._retained[meta.output_nr] = weakref.ref(self)
+    fn._hooked = True
+    meta.retains_grad = True
+
+
+def _retains_grad(self: Tensor) -> bool:
+    meta = self._autograd_meta
+    return self.grad_fn is not None and meta is not None and meta.retains_grad
+
+
+def register_post_accumulate_grad_hook(self: Tensor, hook):
+    """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    meta = get_meta(self)
+    if meta.post_acc_hooks is None:
+        meta.post_acc_hooks = _HookDict()
+    return add_hook(meta.post_acc_hooks, hook)
+
+
+class AutogradPlugin:
+    installed = False
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        from ._recording import record
+
+        dispatch.set_autograd_hook(record)
+        Tensor.retain_grad = retain_grad
+        Tensor.retains_grad = property(_retains_grad)
+        Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+        self.installed = True
+
+    def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
+
+    def register_hook(self, tensor, hook):
+        return register_hook(tensor, hook)
+
+
+plugin = AutogradPlugin()

@@ -1,0 +1,373 @@
+"""The dispatcher hook: runs an op below autograd and records its backward node.
+
+``record(op, args, kwargs)`` is installed with ``dispatch.set_autograd_hook``; the dispatcher
+calls it for every op run with grad mode on and a tensor argument that requires grad.
+"""
+
+from __future__ import annotations
+
+from ember._src import grad_mode
+from ember._src.tensor import Tensor, make_view
+
+from . import anomaly_mode
+from ._engine import fix_grad
+from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
+from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, grad_accumulator, set_history
+
+_NO_EDGE = (None, 0)
+
+_STATE = grad_mode.STATE
+_NODE_CLASSES: dict[str, type] = {}
+
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+
+
+class _SavedArgs(tuple):
+    """The op's positional args as the formula sees them: saved tensors are unpacked (and
+    version-checked) only when the formula reads them, as PyTorch checks only what it saved."""
+
+    __slots__ = ()
+    _node = None  # needed only to unpack a saved output (in-place ops): see _SavedArgsOfNode
+
+    def __getitem__(self, i):
+        v = tuple.__getitem__(self, i)
+        if type(i) is slice:
+            return tuple(_unpack(x, self._node) for x in v)
+        if type(v) is SavedTensor:
+            return v.unpack(self._node)
+        return _unpack(v, self._node) if type(v) is list else v
+
+    def __iter__(self):
+        node = self._node
+        for v in tuple.__iter__(self):
+            yield _unpack(v, node)
+
+
+class _SavedArgsOfNode(_SavedArgs):
+    """Built for one backward call, so it may point at its node without making a cycle."""
+
+
+def _unpack(v, node):
+    if type(v) is SavedTensor:
+        return v.unpack(node)
+    if type(v) is list and v and any(type(x) is SavedTensor for x in v):
+        return [x.unpack(node) if type(x) is SavedTensor else x for x in v]
+    return v
+
+
+def _has_saved(kwargs) -> bool:
+    for v in kwargs.values():
+        if type(v) is SavedTensor or type(v) is list:
+            return True
+    return False
+
+
+class OpNode(Node):
+    """Backward of one op call, computed by its formula from ``FORMULAS``."""
+
+    __slots__ = ("_formula", "_layout", "_input_meta", "_saved_args", "_kwargs", "_saved_outputs",
+                 "_args_need_node")
+
+    def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
+        self._seq = next(_SEQ)
+        self._num_outputs = 1
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
+        self._released = self._hooked = self._args_need_node = False
+        self._formula = formula
+        self._layout = layout
+        self._next = next_edges
+        self._input_meta = input_meta
+        self._saved_args = saved_args
+        self._kwargs = kwargs
+        self._saved_outputs = saved_outputs
+
+    def apply(self, grads):
+        for g in grads:
+            if g is not None:
+                break
+        else:
+            return [None] * len(self._next)
+        args = self._saved_args
+        if self._args_need_node:
+            args = _SavedArgsOfNode(args)
+            args._node = self
+        kwargs = self._kwargs
+        if kwargs and _has_saved(kwargs):
+            kwargs = {k: _unpack(v, self) for k, v in kwargs.items()}
+        saved_outputs = self._saved_outputs
+        outputs = tuple([s.unpack(self) for s in saved_outputs]) if saved_outputs else ()
+        res = self._formula.backward(grads, Inputs(args, kwargs), outputs)
+        if isinstance(res, Tensor) or res is None:
+            res = (res,)
+        out = [None] * len(self._next)
+        meta = self._input_meta
+        n = len(res)
+        for i, spec in enumerate(self._layout):
+            if spec is None or i >= n:
+                continue
+            g = res[i]
+            if g is None:
+                continue
+            if type(spec) is int:
+                m = meta[spec]
+                out[spec] = g if g._shape == m[0] and g.dtype is m[1] else fix_grad(g, m, self, spec)
+            else:
+                for j, e in enumerate(spec):
+                    if e is not None and g[j] is not None:
+                        out[e] = fix_grad(g[j], meta[e], self, e)
+        return out
+
+    def _release(self):
+        self._released = True
+        for v in tuple.__iter__(self._saved_args):
+            if type(v) is SavedTensor:
+                v.free()
+            elif type(v) is list:
+                for x in v:
+                    if type(x) is SavedTensor:
+                        x.free()
+        for v in self._kwargs.values():
+            if type(v) is SavedTensor:
+                v.free()
+        for s in self._saved_outputs:
+            s.free()
+
+
+class NotImplementedNode(OpNode):
+    __slots__ = ()
+
+    def apply(self, grads):
+        raise RuntimeError(f"derivative for {self._op_name} is not implemented")
+
+
+def node_class_name(op_name: str) -> str:
+    base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
+    return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
+
+
+def _node_class(op_name: str, missing: bool) -> type:
+    key = op_name if not missing else op_name + "!"
+    cls = _NODE_CLASSES.get(key)
+    if cls is None:
+        bases = (NotImplementedNode,) if missing else (OpNode,)
+        cls = type(node_class_name(op_name), bases, {"_op_name": op_name, "__module__": __name__, "__slots__": ()})
+        _NODE_CLASSES[key] = cls
+    return cls
+
+
+def _edges(args):
+    """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
+    layout = []
+    edges = []
+    meta = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                layout.append(len(edges))
+                fn = a.grad_fn
+                if fn is not None:
+                    m = a._autograd_meta
+                    edges.append((fn, 0 if m is None else m.output_nr))
+                else:
+                    edges.append((grad_accumulator(a), 0))
+                meta.append((a._shape, a.dtype))
+            else:
+                layout.append(None)
+                edges.append(_NO_EDGE)
+                meta.append(None)
+        elif type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
+            spec = []
+            for b in a:
+                if isinstance(b, Tensor) and b._requires_grad:
+                    spec.append(len(edges))
+                    edges.append(get_gradient_edge(b))
+                    meta.append((b._shape, b.dtype))
+                else:
+                    spec.append(None)
+                    if isinstance(b, Tensor):
+                        edges.append(_NO_EDGE)
+                        meta.append(None)
+            layout.append(spec)
+        else:
+            layout.append(None)
+    return layout, tuple(edges), meta
+
+
+def _save(a, outs):
+    if isinstance(a, Tensor):
+        for i, o in enumerate(outs):
+            if a is o:
+                saved = SavedTensor(a, True, i)
+                saved.requires_grad = a.dtype.is_floating_point  # gets its history after saving
+                return saved
+        return SavedTensor(a, False)
+    if type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
+        return [_save(b, outs) for b in a]
+    return a
+
+
+def check_inplace(t: Tensor) -> None:
+    if t.grad_fn is None and t._requires_grad:
+        raise RuntimeError(LEAF_INPLACE)
+    base = t._base
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+
+
+def record(op, args, kwargs):
+    name = op.name
+    formula = FORMULAS.get(name)
+    if formula is None and name in NON_DIFFERENTIABLE:
+        return op.call_kernel(args, kwargs)
+    inplace = "inplace" in op.tags
+    saved_in = args
+    if inplace:
+        self = args[0]
+        check_inplace(self)
+        if formula is None and name.endswith("_") and name[:-1] in FORMULAS:
+            # The out-of-place formula needs self as it was before the op overwrote it (unless it
+            # never reads its inputs, as add's).
+            formula = FORMULAS[name[:-1]]
+            if _reads_inputs(formula.backward):
+                saved_in = (self.clone(),) + tuple(args[1:])
+        if self._base is not None:
+            from ._views import record_inplace_on_view
+
+            return record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node)
+    else:
+        fast = _record_out_of_place(op, name, formula, args, kwargs)
+        if fast is not None:
+            return fast
+    layout, edges, meta = _edges(args)
+    _STATE.grad_enabled = False
+    try:
+        out = op.call_kernel(args, kwargs)
+    finally:
+        _STATE.grad_enabled = True
+    if isinstance(out, Tensor):
+        if not inplace and _is_arg(out, args):
+            # A kernel that hands back an input must not take over that input's history.
+            out = make_view(out, out._shape, out._stride, out._offset)
+        outs = (out,)
+    else:
+        outs = tuple(out)
+    node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
+    if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
+        out.grad_fn = node  # the common case of set_history, inlined
+        out._requires_grad = True
+        return out
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and o.dtype.is_floating_point:
+            set_history(o, node, i)
+    return out
+
+
+def _record_out_of_place(op, name, formula, args, kwargs):
+    """``record`` for the common case (no in-place, no tensor lists) in one pass over the args;
+    None when the general path is needed."""
+    layout = []
+    edges = []
+    meta = []
+    saved = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                layout.append(len(edges))
+                fn = a.grad_fn
+                if fn is not None:
+                    m = a._autograd_meta
+                    edges.append((fn, 0 if m is None else m.output_nr))
+                else:
+                    edges.append((grad_accumulator(a), 0))
+                meta.append((a._shape, a.dtype))
+            else:
+                layout.append(None)
+                edges.append(_NO_EDGE)
+                meta.append(None)
+            saved.append(SavedTensor(a, False))
+        elif type(a) in (list, tuple) and a:
+            return None
+        else:
+            layout.append(None)
+            saved.append(a)
+    _STATE.grad_enabled = False
+    try:
+        out = op.call_kernel(args, kwargs)
+    finally:
+        _STATE.grad_enabled = True
+    if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
+        # Rare shapes of result (several outputs, an input handed back, integer dtype).
+        if isinstance(out, Tensor) and _is_arg(out, args):
+            out = make_view(out, out._shape, out._stride, out._offset)
+        outs = (out,) if isinstance(out, Tensor) else tuple(out)
+        node = make_node(name, formula, layout, tuple(edges), meta, args, kwargs, outs)
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                set_history(o, node, i)
+        return out
+    cls = _NODE_CLASSES.get(name) if formula is not None else None
+    if cls is None:
+        cls = _node_class(name, formula is None)
+    if kwargs:
+        kwargs = {k: SavedTensor(v, False) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    saved_outputs = (SavedTensor(out, True, 0),) if formula is not None and formula.save_output else ()
+    node = cls(formula, layout, tuple(edges), meta, _SavedArgs(saved), kwargs, saved_outputs)
+    if saved_outputs:
+        saved_outputs[0].requires_grad = True
+    if anomaly_mode._STATE.enabled:
+        anomaly_mode.store_forward_trace(node)
+    out.grad_fn = node
+    out._requires_grad = True
+    return out
+
+
+_READS_INPUTS: dict = {}
+
+
+def _reads_inputs(fn) -> bool:
+    """Whether a backward formula ever loads its ``inputs`` parameter (checked once, on its bytecode)."""
+    known = _READS_INPUTS.get(fn)
+    if known is None:
+        code = getattr(fn, "__code__", None)
+        if code is None or code.co_argcount < 2:
+            known = True
+        else:
+            import dis
+
+            param = code.co_varnames[1]
+            known = any(ins.opname.startswith("LOAD_") and ins.argval == param for ins in dis.get_instructions(code))
+        _READS_INPUTS[fn] = known
+    return known
+
+
+def _is_arg(t, args) -> bool:
+    for a in args:
+        if a is t:
+            return True
+    return False
+
+
+def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
+    cls = _node_class(name, formula is None)
+    saved_args = []
+    need_node = False
+    for a in saved_in:
+        if isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
+            a = _save(a, outs)
+            need_node = need_node or (type(a) is SavedTensor and a.is_output) or type(a) is list
+        saved_args.append(a)
+    saved_args = _SavedArgs(saved_args)
+    if kwargs:
+        kwargs = {k: _save(v, outs) for k, v in kwargs.items()}
+    saved_outputs = ()
+    if formula is not None and formula.save_output:
+        saved_outputs = tuple(_save(o, outs) for o in outs if isinstance(o, Tensor))
+    node = cls(formula, layout, edges, meta, saved_args, kwargs, saved_outputs)
+    if need_node:
+        node._args_need_node = True
+    if len(outs) != 1:
+        node._num_outputs = len(outs)
+    if anomaly_mode._STATE.enabled:
+        anomaly_mode.store_forward_trace(node)
+    return node

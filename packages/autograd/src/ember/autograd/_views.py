@@ -1,0 +1,106 @@
+"""In-place ops on views: the base's history is rebased, as PyTorch's ``CopySlices`` does.
+
+Writing into a view changes its base, so the base gets a ``CopySlices`` node: its gradient
+passes through unchanged outside the view's elements, and inside them goes through the
+in-place op's own node (whose other inputs get their gradients too). The view itself gets
+an ``AsStridedBackward0`` node reading its elements out of the base's new history.
+"""
+
+from __future__ import annotations
+
+from ember._src import grad_mode
+from ember._src.shapes import is_contiguous
+from ember._src.tensor import Tensor
+
+from .graph import Node, get_gradient_edge, set_history
+
+_STATE = grad_mode.STATE
+
+
+def _geometry(view: Tensor, base: Tensor):
+    if base._offset != 0 or not is_contiguous(base._shape, base._stride):
+        raise RuntimeError(
+            "ember.autograd: an in-place operation on a view whose base is not a contiguous tensor is not supported "
+            "when gradients are recorded; call .clone() on the base first"
+        )
+    return view._shape, view._stride, view._offset
+
+
+class CopySlices(Node):
+    """Backward of an in-place op applied to a view, seen from the view's base."""
+
+    __slots__ = ("_geometry", "_fn")
+
+    def __init__(self, base_edge, geometry, fn: Node):
+        super().__init__((base_edge,) + tuple(fn._next[1:]))
+        self._geometry = geometry
+        self._fn = fn
+
+    def apply(self, grads):
+        g = grads[0]
+        out = [None] * len(self._next)
+        if g is None:
+            return out
+        size, stride, offset = self._geometry
+        result = g.contiguous()  # the geometry is that of the (contiguous) base
+        if result is g:
+            result = g.clone()
+        grad_slice = result.as_strided(size, stride, offset)
+        res = self._fn.apply([grad_slice.clone()])
+        self_slot = self._fn._layout[0]
+        if self_slot is not None and res[self_slot] is not None:
+            grad_slice.copy_(res[self_slot])
+        else:
+            grad_slice.fill_(0)
+        out[0] = result
+        for k in range(1, len(self._next)):
+            out[k] = res[k]
+        return out
+
+    def _release(self):
+        self._released = True
+        self._fn._release()
+
+
+class AsStridedBackward0(Node):
+    """The view's node after an in-place write: its elements of the base's gradient."""
+
+    __slots__ = ("_base_meta", "_geometry")
+
+    def __init__(self, base_meta, geometry, copy_node: Node):
+        super().__init__(((copy_node, 0),))
+        self._base_meta = base_meta
+        self._geometry = geometry
+
+    def apply(self, grads):
+        from ember._src.ops.creation import zeros
+
+        g = grads[0]
+        if g is None:
+            return [None]
+        shape, dtype, device = self._base_meta
+        size, stride, offset = self._geometry
+        result = zeros(shape, dtype=dtype, device=device)
+        result.as_strided(size, stride, offset).copy_(g)
+        return [result]
+
+
+def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
+    """Runs ``op`` (in place on the view ``args[0]``) and rebases the histories of view and base."""
+    from ._recording import _edges
+
+    view = args[0]
+    base = view._base
+    geometry = _geometry(view, base)
+    layout, edges, meta = _edges(args)
+    base_edge = get_gradient_edge(base)
+    _STATE.grad_enabled = False
+    try:
+        out = op.call_kernel(args, kwargs)
+    finally:
+        _STATE.grad_enabled = True
+    fn = make_node(op.name, formula, layout, edges, meta, saved_in, kwargs, (view,))
+    copy = CopySlices(base_edge, geometry, fn)
+    set_history(base, copy, 0)
+    set_history(view, AsStridedBackward0((base._shape, base.dtype, base._device), geometry, copy), 0)
+    return out

@@ -1,0 +1,47 @@
+"""Helpers shared by the formula files: reading op arguments and building gradients."""
+
+from __future__ import annotations
+
+import ember
+from ember._src.tensor import Tensor
+
+
+def arg(inputs, index: int, name: str, default=None):
+    """The op argument at ``index`` or passed by ``name`` (callers use either form)."""
+    if index < len(inputs.args):
+        return inputs.args[index]
+    return inputs.kwargs.get(name, default)
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def zeros_like(x: Tensor) -> Tensor:
+    return ember.zeros(x.shape, dtype=x.dtype)
+
+
+def zero_grads(grads, inputs, outputs):
+    """The backward of ops PyTorch differentiates with a zero gradient (floor, sign, ...)."""
+    return [zeros_like(a) if is_tensor(a) else None for a in inputs.args]
+
+
+def not_implemented(op_name: str):
+    """A backward that raises as PyTorch does for ops whose derivative it does not implement."""
+
+    def backward(grads, inputs, outputs):
+        raise RuntimeError(f"the derivative for '{op_name}' is not implemented.")
+
+    return backward
+
+
+def embed(shape, g: Tensor, view) -> Tensor:
+    """Zeros of ``shape`` with ``g`` written into the region ``view(zeros)`` selects."""
+    result = ember.zeros(shape, dtype=g.dtype)
+    view(result).copy_(g)
+    return result
+
+
+def where_zero(cond: Tensor, g: Tensor) -> Tensor:
+    """``g`` with zeros where ``cond`` holds."""
+    return ember.where(cond, ember.zeros((), dtype=g.dtype), g)

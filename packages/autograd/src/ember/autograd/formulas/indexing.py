@@ -1,0 +1,62 @@
+"""Derivatives of the indexing ops: advanced indexing, index_select, index_put_, masked_fill_.
+
+Gathering ops scatter their gradient back with ``index_put(..., accumulate=True)``, so an
+index repeated in the gather accumulates the gradient of each of its uses.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from ._common import arg, is_tensor, where_zero
+from ._registry import derivative
+
+OPS = ember.ops
+
+
+@derivative("index")
+def _index(grads, inputs, outputs):
+    g = grads[0]
+    x = inputs.args[0]
+    indices = list(arg(inputs, 1, "indices"))
+    zeros = ember.zeros(x.shape, dtype=g.dtype)
+    return (ember.index_put(zeros, indices, g, accumulate=True),)
+
+
+@derivative("index_select")
+def _index_select(grads, inputs, outputs):
+    # Scatter-add along ``dim``: move it to the front so the index addresses dim 0.
+    g = grads[0]
+    x = inputs.args[0]
+    dim, index = arg(inputs, 1, "dim"), arg(inputs, 2, "index")
+    index = index.reshape(-1)
+    if x.ndim == 0:
+        zeros = ember.zeros((1,), dtype=g.dtype)
+        return (ember.index_put(zeros, [index], g.reshape(-1), accumulate=True).reshape(()),)
+    dim = dim % x.ndim
+    zeros = ember.zeros(x.shape, dtype=g.dtype).movedim(dim, 0)
+    result = ember.index_put(zeros, [index], g.movedim(dim, 0), accumulate=True)
+    return (result.movedim(0, dim),)
+
+
+@derivative("index_put_")
+def _index_put(grads, inputs, outputs):
+    g = grads[0]
+    indices = list(arg(inputs, 1, "indices"))
+    values = arg(inputs, 2, "values")
+    accumulate = arg(inputs, 3, "accumulate", False)
+    # Overwritten elements lose their gradient; accumulated ones keep it.
+    grad_self = g if accumulate else ember.index_put(g, indices, ember.zeros((), dtype=g.dtype))
+    grad_values = OPS["index"](g, indices) if is_tensor(values) and values.requires_grad else None
+    return grad_self, None, grad_values
+
+
+@derivative("masked_fill_")
+def _masked_fill(grads, inputs, outputs):
+    g = grads[0]
+    mask, value = inputs.args[1], inputs.args[2]
+    grad_value = None
+    if is_tensor(value) and value.requires_grad:
+        # The engine sums this down to the 0-d value.
+        grad_value = where_zero(ember.logical_not(mask), g)
+    return where_zero(mask, g), None, grad_value

@@ -1,0 +1,102 @@
+"""Derivatives of the matrix products (mm, bmm, mv, dot and their add* forms)."""
+
+from __future__ import annotations
+
+import ember
+
+from ._common import arg
+from ._registry import derivative
+
+
+def _needs(x) -> bool:
+    return isinstance(x, ember.Tensor) and x.requires_grad
+
+
+def _scaled(g, factor):
+    return g if factor == 1 else g * factor
+
+
+@derivative("mm")
+def _mm(grads, inputs, outputs):
+    g = grads[0]
+    a, b = inputs.args[0], inputs.args[1]
+    return (ember.mm(g, b.t()) if _needs(a) else None, ember.mm(a.t(), g) if _needs(b) else None)
+
+
+@derivative("bmm")
+def _bmm(grads, inputs, outputs):
+    g = grads[0]
+    a, b = inputs.args[0], inputs.args[1]
+    return (
+        ember.bmm(g, b.transpose(1, 2)) if _needs(a) else None,
+        ember.bmm(a.transpose(1, 2), g) if _needs(b) else None,
+    )
+
+
+@derivative("mv")
+def _mv(grads, inputs, outputs):
+    g = grads[0]
+    a, v = inputs.args[0], inputs.args[1]
+    return (ember.outer(g, v) if _needs(a) else None, ember.mv(a.t(), g) if _needs(v) else None)
+
+
+@derivative("dot")
+def _dot(grads, inputs, outputs):
+    g = grads[0]
+    a, b = inputs.args[0], inputs.args[1]
+    return (g * b if _needs(a) else None, g * a if _needs(b) else None)
+
+
+def _beta_alpha(inputs):
+    return arg(inputs, 3, "beta", 1), arg(inputs, 4, "alpha", 1)
+
+
+@derivative("addmm")
+def _addmm(grads, inputs, outputs):
+    g = grads[0]
+    beta, alpha = _beta_alpha(inputs)
+    a, b = inputs.args[1], inputs.args[2]
+    return (
+        _scaled(g, beta),
+        _scaled(ember.mm(g, b.t()), alpha) if _needs(a) else None,
+        _scaled(ember.mm(a.t(), g), alpha) if _needs(b) else None,
+    )
+
+
+@derivative("addmv")
+def _addmv(grads, inputs, outputs):
+    g = grads[0]
+    beta, alpha = _beta_alpha(inputs)
+    a, v = inputs.args[1], inputs.args[2]
+    return (
+        _scaled(g, beta),
+        _scaled(ember.outer(g, v), alpha) if _needs(a) else None,
+        _scaled(ember.mv(a.t(), g), alpha) if _needs(v) else None,
+    )
+
+
+@derivative("baddbmm")
+def _baddbmm(grads, inputs, outputs):
+    g = grads[0]
+    beta, alpha = _beta_alpha(inputs)
+    a, b = inputs.args[1], inputs.args[2]
+    return (
+        _scaled(g, beta),
+        _scaled(ember.bmm(g, b.transpose(1, 2)), alpha) if _needs(a) else None,
+        _scaled(ember.bmm(a.transpose(1, 2), g), alpha) if _needs(b) else None,
+    )
+
+
+@derivative("addbmm")
+def _addbmm(grads, inputs, outputs):
+    # out = beta * self + alpha * sum_i a[i] @ b[i]: every batch sees the same gradient.
+    g = grads[0]
+    beta, alpha = _beta_alpha(inputs)
+    a, b = inputs.args[1], inputs.args[2]
+    batch = a.shape[0]
+    gb = g.unsqueeze(0).expand(batch, *g.shape)
+    return (
+        _scaled(g, beta),
+        _scaled(ember.bmm(gb, b.transpose(1, 2)), alpha) if _needs(a) else None,
+        _scaled(ember.bmm(a.transpose(1, 2), gb), alpha) if _needs(b) else None,
+    )

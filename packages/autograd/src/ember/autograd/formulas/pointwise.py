@@ -1,0 +1,413 @@
+"""Derivatives of the elementwise math ops (arithmetic and unary functions).
+
+Each follows PyTorch's documented math, including its conventions at non-differentiable
+points: abs and sign-like ops give 0 at 0, maximum/minimum split the gradient evenly on
+ties, pow's exponent gradient is 0 where the base is 0 and the exponent non-negative.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+
+from ._common import arg, is_tensor, not_implemented, where_zero, zero_grads
+from ._registry import derivative
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _unary(name: str, save_output: bool = False):
+    """Registers ``fn(g, x, result)`` as the backward of a one-input op."""
+
+    def register(fn):
+        @derivative(name, save_output=save_output)
+        def backward(grads, inputs, outputs):
+            g = grads[0]
+            x = inputs.args[0] if not save_output else None
+            return (fn(g, x, outputs[0] if save_output else None),)
+
+        return fn
+
+    return register
+
+
+# -- binary arithmetic --------------------------------------------------------------------------
+
+
+@derivative("add")
+def _add(grads, inputs, outputs):
+    g = grads[0]
+    return g, g
+
+
+@derivative("sub")
+def _sub(grads, inputs, outputs):
+    g = grads[0]
+    return g, -g if is_tensor(inputs.args[1]) else None
+
+
+@derivative("mul")
+def _mul(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    return (
+        g * other if is_tensor(self) and self.requires_grad else None,
+        g * self if is_tensor(other) and other.requires_grad else None,
+    )
+
+
+@derivative("div")
+def _div(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    grad_self = g / other if is_tensor(self) else None
+    grad_other = None
+    if is_tensor(other) and other.requires_grad:
+        grad_other = -g * self / (other * other)
+    return grad_self, grad_other
+
+
+@derivative("pow", save_output=True)
+def _pow(grads, inputs, outputs):
+    g = grads[0]
+    self, exponent = inputs.args[0], inputs.args[1]
+    result = outputs[0]
+    grad_self = grad_exponent = None
+    if is_tensor(self) and self.requires_grad:
+        # d/dx x**0 is 0 everywhere, including at x == 0 where 0 * x**-1 would give nan.
+        if not is_tensor(exponent):
+            grad_self = g * 0 if exponent == 0 else g * exponent * ember.pow(self, exponent - 1)
+        else:
+            local = exponent * ember.pow(self, exponent - 1)
+            grad_self = where_zero(ember.eq(exponent, 0), g * local)
+    if is_tensor(exponent) and exponent.requires_grad:
+        # 0**y has no gradient in y for y >= 0 (PyTorch's convention; log(0) would give nan).
+        if not is_tensor(self):
+            log_base = ember.full((), self, dtype=g.dtype).log()
+            grad_exponent = g * result * log_base
+            if self == 0:
+                grad_exponent = where_zero(ember.ge(exponent, 0), grad_exponent)
+        else:
+            at_zero = ember.logical_and(ember.eq(self, 0), ember.ge(exponent, 0))
+            grad_exponent = where_zero(at_zero, g * result * ember.log(self))
+    return grad_self, grad_exponent
+
+
+@derivative("atan2")
+def _atan2(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    scale = g / (self * self + other * other)
+    return scale * other, -scale * self
+
+
+@derivative("copysign", save_output=True)
+def _copysign(grads, inputs, outputs):
+    # self: result / self (the sign flip), 0 where self is 0; other: no gradient.
+    g = grads[0]
+    self = inputs.args[0]
+    other = inputs.args[1]
+    grad_self = where_zero(ember.eq(self, 0), g * (outputs[0] / self))
+    grad_other = ember.zeros(other.shape, dtype=g.dtype) if is_tensor(other) else None
+    return grad_self, grad_other
+
+
+@derivative("fmod")
+def _fmod(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    grad_other = None
+    if is_tensor(other) and other.requires_grad:
+        grad_other = -g * ember.div(self, other, rounding_mode="trunc")
+    return g, grad_other
+
+
+@derivative("remainder")
+def _remainder(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    grad_other = None
+    if is_tensor(other) and other.requires_grad:
+        grad_other = -g * ember.div(self, other, rounding_mode="floor")
+    return g, grad_other
+
+
+@derivative("hypot", save_output=True)
+def _hypot(grads, inputs, outputs):
+    g = grads[0]
+    scale = g / outputs[0]
+    return scale * inputs.args[0], scale * inputs.args[1]
+
+
+@derivative("logaddexp")
+def _logaddexp(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    return g / (1 + ember.exp(other - self)), g / (1 + ember.exp(self - other))
+
+
+@derivative("logaddexp2")
+def _logaddexp2(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    return g / (1 + ember.exp2(other - self)), g / (1 + ember.exp2(self - other))
+
+
+@derivative("xlogy")
+def _xlogy(grads, inputs, outputs):
+    g = grads[0]
+    self, other = inputs.args[0], inputs.args[1]
+    grad_self = grad_other = None
+    if is_tensor(self) and self.requires_grad:
+        grad_self = g * ember.xlogy(ember.ne(self, 0).to(g.dtype), other)
+    if is_tensor(other) and other.requires_grad:
+        grad_other = g * self / other
+    return grad_self, grad_other
+
+
+def _extremum(greater):
+    """maximum/minimum (``greater``: which side wins): the winner gets the gradient, a tie
+    splits it in half between both inputs."""
+
+    def backward(grads, inputs, outputs):
+        g = grads[0]
+        self, other = inputs.args[0], inputs.args[1]
+        shared = ember.where(ember.eq(self, other), g / 2, g)
+        self_loses = ember.lt(self, other) if greater else ember.gt(self, other)
+        other_loses = ember.gt(self, other) if greater else ember.lt(self, other)
+        return where_zero(self_loses, shared), where_zero(other_loses, shared)
+
+    return backward
+
+
+derivative("maximum")(_extremum(True))
+derivative("minimum")(_extremum(False))
+
+
+def _nan_ignoring_extremum(greater):
+    """fmax/fmin: the gradient goes to the input that was selected (self on ties)."""
+
+    def backward(grads, inputs, outputs):
+        g = grads[0]
+        self, other = inputs.args[0], inputs.args[1]
+        wins = ember.ge(self, other) if greater else ember.le(self, other)
+        self_selected = ember.logical_or(wins, ember.isnan(other))
+        return where_zero(ember.logical_not(self_selected), g), where_zero(self_selected, g)
+
+    return backward
+
+
+derivative("fmax")(_nan_ignoring_extremum(True))
+derivative("fmin")(_nan_ignoring_extremum(False))
+
+
+@derivative("nextafter")
+def _nextafter(grads, inputs, outputs):
+    g = grads[0]
+    other = inputs.args[1]
+    return g, ember.zeros(other.shape, dtype=g.dtype) if is_tensor(other) else None
+
+
+@derivative("lerp")
+def _lerp(grads, inputs, outputs):
+    g = grads[0]
+    self, end, weight = inputs.args[0], inputs.args[1], inputs.args[2]
+    grad_weight = g * (end - self) if is_tensor(weight) and weight.requires_grad else None
+    return g * (1 - weight), g * weight, grad_weight
+
+
+@derivative("where")
+def _where(grads, inputs, outputs):
+    g = grads[0]
+    cond = inputs.args[0]
+    return None, where_zero(ember.logical_not(cond), g), where_zero(cond, g)
+
+
+derivative("floor_divide")(not_implemented("floor_divide"))
+
+# PyTorch gives these a zero gradient (they are piecewise constant).
+for _name in ("floor", "ceil", "round", "trunc", "sign", "round_decimals"):
+    derivative(_name)(zero_grads)
+
+# -- unary math --------------------------------------------------------------------------------
+
+
+@_unary("neg")
+def _neg(g, x, result):
+    return -g
+
+
+@_unary("abs")
+def _abs(g, x, result):
+    return g * ember.sign(x)
+
+
+@_unary("frac")
+def _frac(g, x, result):
+    return g
+
+
+@_unary("square")
+def _square(g, x, result):
+    return 2 * g * x
+
+
+@_unary("sqrt", save_output=True)
+def _sqrt(g, x, result):
+    return g / (2 * result)
+
+
+@_unary("rsqrt", save_output=True)
+def _rsqrt(g, x, result):
+    return -0.5 * g * result * result * result
+
+
+@_unary("reciprocal", save_output=True)
+def _reciprocal(g, x, result):
+    return -g * result * result
+
+
+@_unary("exp", save_output=True)
+def _exp(g, x, result):
+    return g * result
+
+
+@_unary("exp2", save_output=True)
+def _exp2(g, x, result):
+    return g * result * _LN2
+
+
+@_unary("expm1", save_output=True)
+def _expm1(g, x, result):
+    return g * (result + 1)
+
+
+@_unary("log")
+def _log(g, x, result):
+    return g / x
+
+
+@_unary("log2")
+def _log2(g, x, result):
+    return g / (x * _LN2)
+
+
+@_unary("log10")
+def _log10(g, x, result):
+    return g / (x * _LN10)
+
+
+@_unary("log1p")
+def _log1p(g, x, result):
+    return g / (x + 1)
+
+
+@_unary("sin")
+def _sin(g, x, result):
+    return g * ember.cos(x)
+
+
+@_unary("cos")
+def _cos(g, x, result):
+    return -g * ember.sin(x)
+
+
+@_unary("tan", save_output=True)
+def _tan(g, x, result):
+    return g * (1 + result * result)
+
+
+@_unary("asin")
+def _asin(g, x, result):
+    return g * ember.rsqrt(1 - x * x)
+
+
+@_unary("acos")
+def _acos(g, x, result):
+    return -g * ember.rsqrt(1 - x * x)
+
+
+@_unary("atan")
+def _atan(g, x, result):
+    return g / (x * x + 1)
+
+
+@_unary("sinh")
+def _sinh(g, x, result):
+    return g * ember.cosh(x)
+
+
+@_unary("cosh")
+def _cosh(g, x, result):
+    return g * ember.sinh(x)
+
+
+@_unary("tanh", save_output=True)
+def _tanh(g, x, result):
+    return g * (1 - result * result)
+
+
+@_unary("asinh")
+def _asinh(g, x, result):
+    return g * ember.rsqrt(x * x + 1)
+
+
+@_unary("acosh")
+def _acosh(g, x, result):
+    return g * ember.rsqrt(x * x - 1)
+
+
+@_unary("atanh")
+def _atanh(g, x, result):
+    return g / (1 - x * x)
+
+
+@_unary("sigmoid", save_output=True)
+def _sigmoid(g, x, result):
+    return g * result * (1 - result)
+
+
+@_unary("erf")
+def _erf(g, x, result):
+    return g * _TWO_OVER_SQRT_PI * ember.exp(-(x * x))
+
+
+@_unary("erfc")
+def _erfc(g, x, result):
+    return -g * _TWO_OVER_SQRT_PI * ember.exp(-(x * x))
+
+
+@_unary("erfinv", save_output=True)
+def _erfinv(g, x, result):
+    return g * (0.5 * math.sqrt(math.pi)) * ember.exp(result * result)
+
+
+@_unary("lgamma")
+def _lgamma(g, x, result):
+    return g * ember.digamma(x)
+
+
+# digamma's derivative is polygamma(1, x), which has no op yet.
+derivative("digamma")(not_implemented("digamma"))
+
+
+@derivative("logit")
+def _logit(grads, inputs, outputs):
+    g = grads[0]
+    x = inputs.args[0]
+    eps = arg(inputs, 1, "eps", -1.0)
+    local = g / (x * (1 - x))
+    if eps < 0:
+        outside = ember.logical_or(ember.lt(x, 0), ember.gt(x, 1))
+        return (ember.where(outside, ember.full((), math.nan, dtype=g.dtype), local),)
+    outside = ember.logical_or(ember.lt(x, eps), ember.gt(x, 1 - eps))
+    return (where_zero(outside, local),)
+
+
+@derivative("nan_to_num")
+def _nan_to_num(grads, inputs, outputs):
+    g = grads[0]
+    return (where_zero(ember.logical_not(ember.isfinite(inputs.args[0])), g),)

@@ -1,0 +1,306 @@
+"""Derivatives of the reductions, scans and softmaxes.
+
+A reduction's gradient is broadcast back over the reduced dims (``_restore`` puts the
+reduced dims back as size 1 when ``keepdim=False``). Ties follow PyTorch: amax/amin and the
+full max()/min() split the gradient evenly among the tied elements; max(dim)/min(dim) and
+cummax/cummin send it to the index they returned.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+
+from ._common import arg, where_zero
+from ._registry import derivative
+
+OPS = ember.ops
+
+
+def _reduced_dims(dim, ndim: int) -> tuple:
+    """The reduced dims, wrapped and sorted; None or [] mean all dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    dims = tuple(sorted(d % ndim if ndim else 0 for d in dim))
+    return dims if dims and ndim else tuple(range(ndim))
+
+
+def _restore(t, shape: tuple, dims: tuple, keepdim: bool):
+    """``t`` (a reduction over ``dims`` of a ``shape`` tensor) with the reduced dims as size 1."""
+    if keepdim or not shape:
+        return t
+    return t.reshape(tuple(1 if d in dims else s for d, s in enumerate(shape)))
+
+
+def _count(shape: tuple, dims: tuple) -> int:
+    return math.prod(shape[d] for d in dims)
+
+
+def _reduction_args(inputs, dim_default=None):
+    x = inputs.args[0]
+    dims = _reduced_dims(arg(inputs, 1, "dim", dim_default), x.ndim)
+    keepdim = arg(inputs, 2, "keepdim", False)
+    return x, dims, keepdim
+
+
+@derivative("sum")
+def _sum(grads, inputs, outputs):
+    x, dims, keepdim = _reduction_args(inputs)
+    return (_restore(grads[0], x.shape, dims, keepdim).expand(*x.shape),)
+
+
+@derivative("nansum")
+def _nansum(grads, inputs, outputs):
+    x, dims, keepdim = _reduction_args(inputs)
+    return (where_zero(ember.isnan(x), _restore(grads[0], x.shape, dims, keepdim).expand(*x.shape)),)
+
+
+@derivative("mean")
+def _mean(grads, inputs, outputs):
+    x, dims, keepdim = _reduction_args(inputs)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    return ((g / _count(x.shape, dims)).expand(*x.shape),)
+
+
+@derivative("nanmean")
+def _nanmean(grads, inputs, outputs):
+    x, dims, keepdim = _reduction_args(inputs)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    is_nan = ember.isnan(x)
+    count = ember.sum(ember.logical_not(is_nan), dims, keepdim=True)
+    return (where_zero(is_nan, g / count),)
+
+
+@derivative("prod", save_output=True)
+def _prod(grads, inputs, outputs):
+    # result / x where x != 0; with one zero in a slice, that zero gets the product of the
+    # others; with two or more, every gradient in the slice is 0.
+    x, dims, keepdim = _reduction_args(inputs)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    is_zero = ember.eq(x, 0)
+    nonzero_x = ember.where(is_zero, ember.ones((), dtype=x.dtype), x)
+    product_of_nonzeros = nonzero_x
+    for d in dims:
+        product_of_nonzeros = ember.prod(product_of_nonzeros, d, keepdim=True)
+    zeros_in_slice = ember.sum(is_zero, dims, keepdim=True)
+    only_zero = ember.logical_and(is_zero, ember.eq(zeros_in_slice, 1))
+    at_zero = where_zero(ember.logical_not(only_zero), product_of_nonzeros)
+    local = ember.where(ember.eq(zeros_in_slice, 0), product_of_nonzeros / nonzero_x, at_zero)
+    return (g * local,)
+
+
+def _evenly_distributed(grads, inputs, outputs):
+    # amax/amin/max()/min(): the gradient is shared equally by every element equal to the result.
+    x, dims, keepdim = _reduction_args(inputs)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    hit = ember.eq(x, _restore(outputs[0], x.shape, dims, keepdim))
+    count = ember.sum(hit, dims, keepdim=True)
+    return (where_zero(ember.logical_not(hit), g / count),)
+
+
+for _name in ("amax", "amin", "max_all", "min_all"):
+    derivative(_name, save_output=True)(_evenly_distributed)
+
+
+def _index_grids(shape: tuple, dim: int, index):
+    """Full advanced-index tensors addressing ``index`` along ``dim`` (a scatter's targets)."""
+    grids = []
+    for d, n in enumerate(shape):
+        if d == dim:
+            grids.append(index)
+        else:
+            view = [1] * len(shape)
+            view[d] = n
+            grids.append(ember.arange(n).reshape(view))
+    return grids
+
+
+def _scatter_add(shape: tuple, dim: int, index, g):
+    """zeros(shape) with ``g`` added at ``index`` along ``dim`` (scatter_add)."""
+    zeros = ember.zeros(shape, dtype=g.dtype)
+    if not shape:
+        return zeros + g
+    return ember.index_put(zeros, _index_grids(shape, dim, index), g, accumulate=True)
+
+
+def _selected_index(grads, inputs, outputs):
+    # max(dim)/min(dim): the gradient goes to the element whose index was returned.
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x = inputs.args[0]
+    dim = arg(inputs, 1, "dim")
+    dim = dim % x.ndim if x.ndim else 0
+    keepdim = arg(inputs, 2, "keepdim", False)
+    indices = _restore(outputs[1], x.shape, (dim,), keepdim)
+    return (_scatter_add(x.shape, dim, indices, _restore(g, x.shape, (dim,), keepdim)),)
+
+
+for _name in ("max_dim", "min_dim"):
+    derivative(_name, save_output=True)(_selected_index)
+
+
+def _cumulative_extremum(grads, inputs, outputs):
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x = inputs.args[0]
+    dim = arg(inputs, 1, "dim")
+    dim = dim % x.ndim if x.ndim else 0
+    return (_scatter_add(x.shape, dim, outputs[1], g),)
+
+
+for _name in ("cummax", "cummin"):
+    derivative(_name, save_output=True)(_cumulative_extremum)
+
+
+# -- var / std ------------------------------------------------------------------------------
+
+
+def _moment_args(inputs):
+    x = inputs.args[0]
+    dims = _reduced_dims(arg(inputs, 1, "dim", None), x.ndim)
+    correction = arg(inputs, 2, "correction", 1)
+    keepdim = arg(inputs, 3, "keepdim", False)
+    return x, dims, 1 if correction is None else correction, keepdim
+
+
+def _var_grad(g, x, dims, correction):
+    # g is already restored to keepdim shape.
+    centered = x - ember.mean(x, dims, keepdim=True)
+    return g * centered * (2.0 / (_count(x.shape, dims) - correction))
+
+
+def _std_grad(g, std, x, dims, correction):
+    centered = x - ember.mean(x, dims, keepdim=True)
+    local = centered / (std * (_count(x.shape, dims) - correction))
+    return where_zero(ember.eq(std, 0), g * local)
+
+
+def _mean_grad(g, x, dims):
+    return (g / _count(x.shape, dims)).expand(*x.shape)
+
+
+def _moment_backward(kind: str):
+    def backward(grads, inputs, outputs):
+        x, dims, correction, keepdim = _moment_args(inputs)
+        total = None
+        if grads[0] is not None:
+            g = _restore(grads[0], x.shape, dims, keepdim)
+            if kind == "var":
+                total = _var_grad(g, x, dims, correction)
+            else:
+                std = _restore(outputs[0], x.shape, dims, keepdim)
+                total = _std_grad(g, std, x, dims, correction)
+        if len(grads) > 1 and grads[1] is not None:
+            part = _mean_grad(_restore(grads[1], x.shape, dims, keepdim), x, dims)
+            total = part if total is None else total + part
+        return (total,)
+
+    return backward
+
+
+derivative("var")(_moment_backward("var"))
+derivative("var_mean")(_moment_backward("var"))
+derivative("std", save_output=True)(_moment_backward("std"))
+derivative("std_mean", save_output=True)(_moment_backward("std"))
+
+
+# -- norm, logsumexp ------------------------------------------------------------------------
+
+
+@derivative("norm", save_output=True)
+def _norm(grads, inputs, outputs):
+    x = inputs.args[0]
+    p = arg(inputs, 1, "p", 2)
+    p = 2.0 if p is None or p == "fro" else float(p)
+    dims = _reduced_dims(arg(inputs, 2, "dim", None), x.ndim)
+    keepdim = arg(inputs, 3, "keepdim", False)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    norm = _restore(outputs[0], x.shape, dims, keepdim).to(x.dtype)
+    if p == 0:
+        return (ember.zeros(x.shape, dtype=g.dtype),)
+    if p == 1:
+        return (g * ember.sign(x),)
+    if math.isinf(p):
+        # Like amax of |x|: shared evenly among the elements reaching the norm.
+        hit = ember.eq(ember.abs(x), norm)
+        count = ember.sum(hit, dims, keepdim=True)
+        return (where_zero(ember.logical_not(hit), ember.sign(x) * g / count),)
+    if p == 2:
+        local = x / norm
+    else:
+        local = x * ember.pow(ember.abs(x), p - 2) / ember.pow(norm, p - 1)
+    return (where_zero(ember.eq(norm, 0), g * local),)
+
+
+@derivative("logsumexp", save_output=True)
+def _logsumexp(grads, inputs, outputs):
+    x = inputs.args[0]
+    dims = _reduced_dims(arg(inputs, 1, "dim"), x.ndim)
+    keepdim = arg(inputs, 2, "keepdim", False)
+    g = _restore(grads[0], x.shape, dims, keepdim)
+    return (g * ember.exp(x - _restore(outputs[0], x.shape, dims, keepdim)),)
+
+
+# -- scans and softmax -----------------------------------------------------------------------
+
+
+def _scan_dim(inputs):
+    x = inputs.args[0]
+    dim = arg(inputs, 1, "dim")
+    return x, dim % x.ndim if x.ndim else 0
+
+
+def _reverse_cumsum(t, dim):
+    return ember.cumsum(t.flip([dim]), dim).flip([dim])
+
+
+@derivative("cumsum")
+def _cumsum(grads, inputs, outputs):
+    x, dim = _scan_dim(inputs)
+    g = grads[0]
+    return (g if x.ndim == 0 else _reverse_cumsum(g, dim),)
+
+
+@derivative("cumprod", save_output=True)
+def _cumprod(grads, inputs, outputs):
+    x, dim = _scan_dim(inputs)
+    g = grads[0]
+    if x.ndim == 0 or x.numel() == 0:
+        return (g,)
+    if not bool(ember.any(ember.eq(x, 0))):
+        return (_reverse_cumsum(g * outputs[0], dim) / x,)
+    # With zeros, result/x is undefined: differentiate one position along dim at a time,
+    # using the scan of x with that position replaced by 1 (the product of the others).
+    n = x.shape[dim]
+    pieces = []
+    for i in range(n):
+        parts = [x.narrow(dim, 0, i), ember.ones_like(x.narrow(dim, i, 1)), x.narrow(dim, i + 1, n - i - 1)]
+        others = ember.cat(parts, dim)
+        scan = ember.cumprod(others, dim).narrow(dim, i, n - i)
+        pieces.append(ember.sum(g.narrow(dim, i, n - i) * scan, dim, keepdim=True))
+    return (ember.cat(pieces, dim),)
+
+
+@derivative("softmax", save_output=True)
+def _softmax(grads, inputs, outputs):
+    x, dim = _scan_dim(inputs)
+    y = outputs[0]
+    g = grads[0]
+    if x.ndim == 0:
+        return (g * 0,)
+    gy = g * y
+    return (gy - y * ember.sum(gy, dim, keepdim=True),)
+
+
+@derivative("log_softmax", save_output=True)
+def _log_softmax(grads, inputs, outputs):
+    x, dim = _scan_dim(inputs)
+    g = grads[0]
+    if x.ndim == 0:
+        return (g * 0,)
+    return (g - ember.exp(outputs[0]) * ember.sum(g, dim, keepdim=True),)

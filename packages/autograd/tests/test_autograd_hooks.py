@@ -1,0 +1,119 @@
+"""Tensor hooks, post-accumulate-grad hooks and Node hooks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from ag_helpers import assert_close, leaf_pair
+
+import ember
+
+
+def test_tensor_hook_on_leaf_and_nonleaf_can_replace_grad():
+    ex, tx = leaf_pair((3,), seed=1)
+    seen = []
+    for x, acc in ((ex, seen), (tx, [])):
+        y = x * 2
+        y.register_hook(lambda g: g * 10)
+        x.register_hook(lambda g, acc=acc: acc.append(g.sum().item()))
+        (y * y).sum().backward()
+    assert_close(ex.grad, tx.grad)
+    assert len(seen) == 1
+
+
+def test_hook_removal_and_errors():
+    x = ember.ones(2, requires_grad=True)
+    handle = x.register_hook(lambda g: g * 100)
+    handle.remove()
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+        ember.ones(2).register_hook(lambda g: g)
+
+
+def test_hooks_run_in_order_and_retain_grad_sees_final_grad():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 1
+    order = []
+    y.register_hook(lambda g: order.append(1) or g + 1)
+    y.retain_grad()
+    y.register_hook(lambda g: order.append(2) or g * 3)
+    y.sum().backward()
+    assert order == [1, 2]
+    assert y.grad.tolist() == [6.0, 6.0] and x.grad.tolist() == [6.0, 6.0]
+
+
+def test_hook_in_grad_call():
+    x = ember.ones(2, requires_grad=True)
+    x.register_hook(lambda g: g * 5)
+    g, = ember.autograd.grad((x * 2).sum(), x)
+    assert g.tolist() == [10.0, 10.0] and x.grad is None
+
+
+def test_post_accumulate_grad_hook():
+    x = ember.ones(2, requires_grad=True)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    (x * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]
+    with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_node_hooks_see_and_replace_grads():
+    x = ember.ones(3, requires_grad=True)
+    y = x * 2
+    z = y * 1
+    seen = {}
+
+    def prehook(grad_outputs):
+        seen["pre"] = grad_outputs[0].tolist()
+        return (grad_outputs[0] * 2,)
+
+    def posthook(grad_inputs, grad_outputs):
+        seen["post"] = (grad_inputs[0].tolist(), grad_outputs[0].tolist())
+        return (grad_inputs[0] + 1,) + tuple(grad_inputs[1:])
+
+    h1 = y.grad_fn.register_prehook(prehook)
+    y.grad_fn.register_hook(posthook)
+    z.sum().backward(retain_graph=True)
+    assert seen["pre"] == [1.0, 1.0, 1.0]
+    assert seen["post"] == ([4.0, 4.0, 4.0], [2.0, 2.0, 2.0])
+    assert x.grad.tolist() == [5.0, 5.0, 5.0]
+    h1.remove()
+    x.grad = None
+    z.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_node_metadata_and_name():
+    y = ember.ones(2, requires_grad=True) * 2
+    y.grad_fn.metadata["tag"] = 1
+    assert y.grad_fn.metadata == {"tag": 1} and y.grad_fn.name() == "MulBackward0"
+    assert isinstance(y.grad_fn, ember.autograd.graph.Node)
+
+
+def test_saved_tensors_hooks_pack_and_unpack():
+    packed = []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t.clone()
+
+    ex, tx = leaf_pair((4,), seed=3)
+    with ember.autograd.graph.saved_tensors_hooks(pack, lambda p: p * 1):
+        ey = (ex * ex).exp()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda p: p * 1):
+        ty = (tx * tx).exp()
+    assert packed
+    ey.sum().backward()
+    ty.sum().backward()
+    assert_close(ex.grad, tx.grad)
+
+
+def test_gradient_edge():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    edge = ember.autograd.graph.get_gradient_edge(y)
+    assert edge.node is y.grad_fn and edge.output_nr == 0
+    assert ember.autograd.graph.get_gradient_edge(x).node.variable is x
