@@ -45,8 +45,12 @@ std::vector<int64_t> pad_map(int64_t n, int64_t out, int64_t before, int mode) {
       }
     } else if (mode == 2) {
       i = std::min(std::max<int64_t>(i, 0), n - 1);
-    } else {
-      i = ((i % n) + n) % n;
+    } else {  // circular over the kept (cropped) part, as PyTorch's _pad_circular
+      int64_t after = out - n - before, lo = std::max<int64_t>(-before, 0);
+      int64_t m = n - lo - std::max<int64_t>(-after, 0);
+      if (m <= 0) throw std::runtime_error("circular padding: nothing left after cropping");
+      int64_t j = o - std::max<int64_t>(before, 0);
+      i = lo + ((j % m) + m) % m;
     }
     m[static_cast<size_t>(o)] = i;
   }
