@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_same, from_torch, make_pair
 
 import ember
 from ember._src.ops import nn_conv
+
+from conftest import assert_same, from_torch, make_pair
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -143,7 +144,8 @@ def test_conv_errors(fn):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 3), padding=1, stride=(2, 1), dilation=(1, 2))])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2),
+                                dict(kernel_size=(2, 3), padding=1, stride=(2, 1), dilation=(1, 2))])
 def test_im2col_col2im(kw, dtype):
     ex, tx = make_pair((2, 3, 6, 7), dtype)
     cols = nn_conv.im2col(ex, **kw)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_same, from_torch, make_pair
 
 import ember
 from ember._src.ops import nn_pool
+
+from conftest import assert_same, from_torch, make_pair
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -107,7 +108,8 @@ def test_adaptive_backward_and_1d():
                 torch.ops.aten.adaptive_max_pool2d_backward(tg, tx, ti))
     ex, tx = make_pair((2, 3, 10), "float32")
     assert_same(ember.adaptive_avg_pool1d(ex, 4), F.adaptive_avg_pool1d(tx, 4))
-    assert_same(nn_pool.adaptive_max_pool1d(ex, 4, return_indices=True), F.adaptive_max_pool1d(tx, 4, return_indices=True))
+    assert_same(nn_pool.adaptive_max_pool1d(ex, 4, return_indices=True),
+                F.adaptive_max_pool1d(tx, 4, return_indices=True))
 
 
 ERRORS = [

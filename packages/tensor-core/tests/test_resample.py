@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_same, from_torch, make_pair
 
 import ember
 from ember._src.ops import nn_resample
+
+from conftest import assert_same, from_torch, make_pair
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -120,7 +121,8 @@ def test_interpolate_backward(case):
 
 def test_interpolate_noncontiguous():
     ex, tx = make_pair((2, 3, 4, 6), "float32", layout="transposed")
-    assert_same(nn_resample.interpolate(ex, size=(5, 7), mode="bilinear"), F.interpolate(tx, size=(5, 7), mode="bilinear"))
+    assert_same(nn_resample.interpolate(ex, size=(5, 7), mode="bilinear"),
+                F.interpolate(tx, size=(5, 7), mode="bilinear"))
 
 
 INTERP_ERRORS = [

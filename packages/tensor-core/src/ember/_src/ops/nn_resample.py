@@ -126,7 +126,8 @@ def _before(pad) -> list:
 
 _pad_enum_op = _declare("_pad_enum(Tensor self, SymInt[] pad, int mode, float? value=None) -> Tensor",
                         lambda self, pad, mode, value=None: empty(_pad_shape(self, pad, mode), self.dtype, META))
-_pad_enum_backward_op = _declare("_pad_enum_backward(Tensor grad_output, Tensor self, SymInt[] pad, int mode) -> Tensor",
+_pad_enum_backward_op = _declare(
+    "_pad_enum_backward(Tensor grad_output, Tensor self, SymInt[] pad, int mode) -> Tensor",
                                  lambda g, self, pad, mode: empty(self._shape, self.dtype, META))
 
 
