@@ -19,14 +19,15 @@ import ember
 from ember._src.ops import nn_conv, nn_pool
 
 
-def _median_time(fn, repeat: int) -> float:
+def _times(fn, repeat: int) -> tuple:
+    """(median, min) seconds; the min is the steadier figure on a loaded machine."""
     fn()  # warm-up
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def _cases(batch: int):
@@ -69,10 +70,10 @@ def main() -> None:
         torch.set_num_threads(threads)
         ember.set_num_threads(threads)
         for name, tfn, efn in cases:
-            tt = _median_time(tfn, opts.repeat)
-            et = _median_time(efn, opts.repeat)
-            print(f"threads={threads} {name:26s} torch {tt * 1e3:8.2f} ms  ember {et * 1e3:8.2f} ms  "
-                  f"ratio {et / tt:5.2f}")
+            tt, tmin = _times(tfn, opts.repeat)
+            et, emin = _times(efn, opts.repeat)
+            print(f"threads={threads} {name:24s} median: torch {tt * 1e3:8.2f} ms ember {et * 1e3:8.2f} ms ratio "
+                  f"{et / tt:5.2f} | min: ratio {emin / tmin:5.2f}")
 
 
 if __name__ == "__main__":
