@@ -135,3 +135,12 @@ def test_pool_errors(fn):
         fn(nn_pool, from_torch(tx))
     assert str(got.value) == str(expected.value)
 
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "int32"])
+def test_max_pool2d_integer(dtype):
+    ex, tx = make_pair((2, 3, 7, 8), dtype)
+    assert_same(nn_pool.max_pool2d(ex, 3, 2, 1), F.max_pool2d(tx, 3, 2, 1))
+    assert_same(nn_pool.max_pool2d(ex, 2, return_indices=True), F.max_pool2d(tx, 2, return_indices=True))
+    with pytest.raises(NotImplementedError):
+        nn_pool.adaptive_avg_pool2d(ex, 2)

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "../common/dtype.h"
@@ -29,7 +30,19 @@ struct Pool {
 
 template <typename T>
 inline bool takes(T v, T m) {
-  return v > m || std::isnan(v);  // NaN wins, as in PyTorch
+  if constexpr (std::is_floating_point_v<T>)
+    return v > m || std::isnan(v);  // NaN wins, as in PyTorch
+  else
+    return v > m;
+}
+
+// The identity of max: -inf for floats, the lowest value for integers.
+template <typename T>
+constexpr T lowest_value() {
+  if constexpr (std::is_floating_point_v<T>)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 
 int64_t plane_grain(const Pool& p) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, p.H * p.W)); }
@@ -40,7 +53,7 @@ template <typename T>
 void max_pool_values(T* out, const T* in, const Pool& p) {
   parallel_for(p.planes, plane_grain(p), [&](int64_t b, int64_t e) {
     std::vector<T> rowmax(static_cast<size_t>(p.W));
-    const T lowest = -std::numeric_limits<T>::infinity();
+    const T lowest = lowest_value<T>();
     for (int64_t pl = b; pl < e; ++pl) {
       const T* x = in + pl * p.H * p.W;
       T* y = out + pl * p.oH * p.oW;
@@ -83,7 +96,7 @@ void max_pool_indices(T* out, int64_t* idx, const T* in, const Pool& p) {
           int64_t w0 = ow * p.sw - p.pw;
           while (w0 < 0) w0 += p.dw;
           int64_t w1 = std::min(ow * p.sw - p.pw + (p.kw - 1) * p.dw + 1, p.W);
-          T m = -std::numeric_limits<T>::infinity();
+          T m = lowest_value<T>();
           int64_t mi = h0 * p.W + w0;
           for (int64_t h = h0; h < h1; h += p.dh)
             for (int64_t w = w0; w < w1; w += p.dw) {
@@ -251,7 +264,7 @@ void need(bool ok, const char* msg) {
 // in (P, H, W) and out (P, oH, oW), both contiguous float32/float64 of one dtype.
 Pool make_pool(const TensorArg& in, const TensorArg& out, py::handle params) {
   need(in.ndim() == 3 && out.ndim() == 3 && in.shape[0] == out.shape[0], "pool kernel: bad shapes");
-  need(in.dtype == out.dtype && (in.dtype == DType::Float32 || in.dtype == DType::Float64), "pool kernel: bad dtype");
+  need(in.dtype == out.dtype, "pool kernel: dtypes differ");
   need(in.is_contiguous() && out.is_contiguous(), "pool kernel expects contiguous tensors");
   Pool p{};
   p.planes = in.shape[0];
@@ -287,10 +300,33 @@ int64_t* index_ptr(py::handle indices, const TensorArg& out) {
   }
 
 // mode: 0 max, 1 avg, 2 adaptive max, 3 adaptive avg.
+template <typename T>
+void max_pool_any(const TensorArg& O, const TensorArg& I, int64_t* idx, const Pool& p) {
+  T* y = reinterpret_cast<T*>(O.data);
+  const T* x = reinterpret_cast<const T*>(I.data);
+  if (idx) max_pool_indices<T>(y, idx, x, p);
+  else max_pool_values<T>(y, x, p);
+}
+
+bool is_float(DType d) { return d == DType::Float32 || d == DType::Float64; }
+
 void pool_forward_impl(py::handle out, py::handle indices, py::handle in, py::handle params, int mode) {
   TensorArg I = unpack(in), O = unpack(out);
   Pool p = make_pool(I, O, params);
   int64_t* idx = index_ptr(indices, O);
+  if (!is_float(I.dtype)) {  // integer max pooling (PyTorch allows it); nothing else
+    need(mode == 0, "pool kernel: float32/float64 only");
+    py::gil_scoped_release release;
+    switch (I.dtype) {
+      case DType::UInt8: max_pool_any<uint8_t>(O, I, idx, p); break;
+      case DType::Int8: max_pool_any<int8_t>(O, I, idx, p); break;
+      case DType::Int16: max_pool_any<int16_t>(O, I, idx, p); break;
+      case DType::Int32: max_pool_any<int32_t>(O, I, idx, p); break;
+      case DType::Int64: max_pool_any<int64_t>(O, I, idx, p); break;
+      default: throw std::runtime_error("pool kernel: unsupported dtype");
+    }
+    return;
+  }
   py::gil_scoped_release release;
   EMBER_POOL_FLOAT(I.dtype, {
     T* y = reinterpret_cast<T*>(O.data);
@@ -308,6 +344,7 @@ void pool_backward_impl(py::handle grad_in, py::handle grad_out, py::handle indi
   Pool p = make_pool(I, O, params);
   int64_t* idx = index_ptr(indices, O);
   need(idx != nullptr || mode == 1 || mode == 3, "pool backward: indices required");
+  need(is_float(I.dtype), "pool backward: float32/float64 only");
   py::gil_scoped_release release;
   EMBER_POOL_FLOAT(I.dtype, {
     T* x = reinterpret_cast<T*>(I.data);

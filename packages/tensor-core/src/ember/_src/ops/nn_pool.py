@@ -19,6 +19,7 @@ __all__ = ["adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "max_pool1d_with_i
            "max_pool2d"]
 
 _FLOATS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+_INTS = (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)  # max pooling only, as PyTorch
 
 
 def _pair(v, name: str, default=None) -> tuple:
@@ -66,7 +67,8 @@ def _pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode, fn, is_
         if p < 0 or p > limit:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                                f"kernel_size={k} and dilation={d}")
-    _check_float(self, fn)
+    if not (is_max and self.dtype in _INTS):
+        _check_float(self, fn)
     h, w = self._shape[-2:]
     oh = _out_size(h, kh, padding[0], sh, dilation[0], ceil_mode)
     ow = _out_size(w, kw, padding[1], sw, dilation[1], ceil_mode)
