@@ -159,3 +159,20 @@ def test_im2col_errors():
         nn_conv.im2col(ember.zeros(2, 3, 4, 4), 5)
     with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
         nn_conv.col2im(ember.zeros(2, 13, 9), (4, 4), 2)
+
+
+def test_native_kernels_reject_bad_arguments():
+    from ember import _C
+
+    x, w = ember.zeros(1, 2, 4, 4, 4), ember.zeros(3, 2, 1, 1, 1)
+    with pytest.raises(RuntimeError):  # output too small for the channel count of the weight
+        _C.conv_forward(ember.zeros(1, 2, 4, 4, 4), x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)
+    with pytest.raises(RuntimeError):  # groups that do not divide the channels
+        _C.conv_forward(ember.zeros(1, 3, 4, 4, 4), x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 3)
+    with pytest.raises(RuntimeError):  # wrong bias length
+        _C.conv_forward(ember.zeros(1, 3, 4, 4, 4), x, w, ember.zeros(2), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)
+    with pytest.raises(RuntimeError):  # im2col with a column tensor of the wrong size
+        _C.im2col(x, ember.zeros(1, 2, 5), [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1], [4, 4, 4])
+    with pytest.raises(RuntimeError):  # max-pool backward with an index outside the plane
+        params = [2, 2, 1, 1, 0, 0, 1, 1, 0, 0]
+        _C.pool_backward(ember.zeros(1, 2, 2), ember.ones(1, 1, 1), ember.tensor([[[7]]]), params, 0)
