@@ -193,7 +193,9 @@ Taps<T> make_taps(int64_t in, int64_t out, int mode, bool align_corners, double 
     for (int64_t o = 0; o < out; ++o) {
       int64_t i;
       if (mode == kNearest)
-        i = out == in ? o : out == 2 * in ? (o >> 1) : std::min<int64_t>(static_cast<int64_t>(std::floor(o * s)), in - 1);
+        i = out == in       ? o
+            : out == 2 * in ? (o >> 1)
+                            : std::min<int64_t>(static_cast<int64_t>(std::floor(o * s)), in - 1);
       else
         i = out == in ? o : std::min<int64_t>(static_cast<int64_t>(std::floor((o + 0.5f) * s)), in - 1);
       t.idx[static_cast<size_t>(o)] = i;
@@ -271,7 +273,8 @@ void resample_forward(T* y, const T* x, const Resample<T>& r) {
                        for (int bb = 0; bb < th.taps; ++bb) {
                          const T* src = xp + (td.idx[od * td.taps + a] * r.in[1] + th.idx[oh * th.taps + bb]) * r.in[2];
                          T acch = 0;
-                         for (int c = 0; c < tw.taps; ++c) acch += tw.w[ow * tw.taps + c] * src[tw.idx[ow * tw.taps + c]];
+                         for (int c = 0; c < tw.taps; ++c)
+                           acch += tw.w[ow * tw.taps + c] * src[tw.idx[ow * tw.taps + c]];
                          accd += th.w[oh * th.taps + bb] * acch;
                        }
                        acc += td.w[od * td.taps + a] * accd;
@@ -371,7 +374,8 @@ void bind_resample(py::module_& m) {
   m.def("pad_nd_backward", &pad_backward_impl, py::arg("grad_input"), py::arg("grad_output"), py::arg("before"),
         py::arg("mode"), "Scatter-adds grad_output through pad_nd's index map.");
   m.def(
-      "interpolate", [](py::handle o, py::handle i, int m, bool a, py::handle s) { interpolate_impl(o, i, m, a, s, false); },
+      "interpolate",
+      [](py::handle o, py::handle i, int m, bool a, py::handle s) { interpolate_impl(o, i, m, a, s, false); },
       py::arg("out"), py::arg("input"), py::arg("mode"), py::arg("align_corners"), py::arg("scales"),
       "Resamples (P,D,H,W) into out; mode 0 nearest, 1 nearest-exact, 2 linear, 3 cubic; scales (0: none).");
   m.def(
