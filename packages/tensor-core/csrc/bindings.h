@@ -16,4 +16,7 @@ void bind_random(pybind11::module_& m);
 void bind_index(pybind11::module_& m);
 void bind_blas(pybind11::module_& m);
 void bind_reduce(pybind11::module_& m);
+void bind_conv(pybind11::module_& m);
+void bind_pool(pybind11::module_& m);
+void bind_resample(pybind11::module_& m);
 }  // namespace ember

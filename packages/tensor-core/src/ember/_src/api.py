@@ -45,6 +45,9 @@ from .ops.random import *  # noqa: E402,F401,F403
 from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.joining import *  # noqa: E402,F401,F403
 from .ops.reorder import *  # noqa: E402,F401,F403
+from .ops.nn_conv import *  # noqa: E402,F401,F403
+from .ops.nn_pool import *  # noqa: E402,F401,F403
+from .ops.nn_resample import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
