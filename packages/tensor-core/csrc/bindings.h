@@ -16,4 +16,5 @@ void bind_random(pybind11::module_& m);
 void bind_index(pybind11::module_& m);
 void bind_blas(pybind11::module_& m);
 void bind_reduce(pybind11::module_& m);
+void bind_lapack(pybind11::module_& m);
 }  // namespace ember

@@ -28,4 +28,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_index(m);
   ember::bind_blas(m);
   ember::bind_reduce(m);
+  ember::bind_lapack(m);
 }
