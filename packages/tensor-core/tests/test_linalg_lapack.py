@@ -17,6 +17,8 @@ from conftest import assert_same, to_torch
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.filterwarnings("ignore:torch.(cholesky|qr|svd) is deprecated")
+
 FLOATS = ["float32", "float64"]
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
 TOL = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
@@ -305,7 +307,8 @@ SINGULAR = np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 0.0]]])
 
 @pytest.mark.parametrize("fn", ["inv", "solve", "cholesky", "inverse", "matrix_power"])
 def test_singular_errors(fn):
-    for arr in (SINGULAR, SINGULAR[1], -np.eye(3)):
+    cases = (SINGULAR, SINGULAR[1], -np.eye(3)) if fn == "cholesky" else (SINGULAR, SINGULAR[1])
+    for arr in cases:
         pair = _embed(arr, "float64", "contiguous")
         if fn == "solve":
             _raises_like(ember.linalg.solve, torch.linalg.solve, pair, pair)
@@ -314,7 +317,7 @@ def test_singular_errors(fn):
                          pair)
         elif fn == "inverse":
             _raises_like(ember.inverse, torch.inverse, pair)
-        elif fn == "cholesky" or arr.shape[-1] == 2:
+        else:
             _raises_like(getattr(ember.linalg, fn), getattr(torch.linalg, fn), pair)
 
 

@@ -143,9 +143,11 @@ def cross(input, other, *, dim=-1, out=None):
 # -- norms -------------------------------------------------------------------------------------------
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    from .._src.ops.reduction import vector_norm as _vector_norm
+    from .._src.ops.reduction_composite import norm_op
 
-    return _write_out(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
+    return _write_out(norm_op(x, ord, dim, keepdim, dtype), out)
 
 
 def _matrix_dims(A, dim, fn):

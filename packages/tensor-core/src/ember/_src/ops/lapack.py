@@ -258,7 +258,7 @@ def _qr_shapes(A, mode):
 def _qr_meta(A, mode="reduced"):
     (qm, qc), rshape = _qr_shapes(A, mode)
     batch = A._shape[:-2]
-    return empty(batch + ((qm, qc) if qc else (0,)), A.dtype, META), empty(batch + rshape, A.dtype, META)
+    return empty(batch + (qm, qc) if mode != "r" else (0,), A.dtype, META), empty(batch + rshape, A.dtype, META)
 
 
 qr_op = _declare("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)", _qr_meta)
@@ -272,7 +272,7 @@ def _qr_cpu(A, mode="reduced"):
     q = empty((nb, qm, qc), A.dtype, A._device)
     r = empty((nb,) + rshape, A.dtype, A._device)
     _C.qr_(q, r, _batch3(A))
-    Q = vw.reshape(q, batch + (qm, qc)) if qc else empty((0,), A.dtype, A._device)
+    Q = vw.reshape(q, batch + (qm, qc)) if mode != "r" else empty((0,), A.dtype, A._device)
     return Q, vw.reshape(r, batch + rshape)
 
 
@@ -544,13 +544,13 @@ def qr(input: Tensor, some: bool = True):
 
 
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
-    """torch.svd: returns V (not Vh); with compute_uv=False, U and V are zero-filled."""
+    """torch.svd: returns V (not Vh); with compute_uv=False, U and V are zero-filled and square."""
     if not compute_uv:
         _, S, _ = svd_op(input, False, compute_uv=False)
         m, n = input._shape[-2:]
         batch = input._shape[:-2]
-        U = empty(batch + (m, m if not some else min(m, n)), input.dtype, input._device).zero_()
-        V = empty(batch + (n, n if not some else min(m, n)), input.dtype, input._device).zero_()
+        U = empty(batch + (m, m), input.dtype, input._device).zero_()
+        V = empty(batch + (n, n), input.dtype, input._device).zero_()
         return _torch_svd_result(U, S, V)
     U, S, Vh = svd_op(input, not some)
     return _torch_svd_result(U, S, vw.transpose_op(Vh, -2, -1))
