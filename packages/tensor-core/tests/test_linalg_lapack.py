@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ember
+
 from conftest import assert_same, to_torch
 
 torch = pytest.importorskip("torch")
@@ -352,3 +353,36 @@ def test_meta_shapes():
     assert ember.linalg.det(sq).shape == (2,)
     assert [x.shape for x in ember.linalg.eigh(sq)] == [(2, 3), (2, 3, 3)]
     assert ember.linalg.solve(sq, ember.empty((3,), device="meta")).shape == (2, 3)
+
+
+def test_solve_ex_and_inv_ex_report_info():
+    e, t = _embed(SINGULAR, "float64", "contiguous")
+    b_e, b_t = _embed(np.ones((2, 2)), "float64", "contiguous")
+    assert_same(ember.linalg.solve_ex(e, b_e).info, torch.linalg.solve_ex(t, b_t).info)
+    assert_same(ember.linalg.inv_ex(e).info, torch.linalg.inv_ex(t).info)
+    assert_same(ember.linalg.cholesky_ex(e).info, torch.linalg.cholesky_ex(t).info)
+
+
+@pytest.mark.parametrize("driver", ["gelsd", "gels", "gelsy"])
+def test_lstsq_vector_rhs(driver):
+    a_e, a_t = _pair((2, 5, 3), kind="rect")
+    b_e, b_t = _embed(np.random.default_rng(6).uniform(-1, 1, size=(2, 5)), "float64", "contiguous")
+    assert_same(tuple(ember.linalg.lstsq(a_e, b_e, driver=driver)), tuple(torch.linalg.lstsq(a_t, b_t, driver=driver)))
+
+
+def test_svd_nonfinite_raises():
+    e, t = _embed(np.array([[np.nan, 1.0], [1.0, 1.0]]), "float64", "contiguous")
+    _raises_like(ember.linalg.svd, torch.linalg.svd, (e, t))
+
+
+def test_batched_on_threads():
+    """Many small matrices run on OpenMP threads (BLAS set to one thread meanwhile)."""
+    prev = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        e, t = _pair((64, 5, 5))
+        assert_same(ember.linalg.inv(e), torch.linalg.inv(t))
+        s_e, s_t = _pair((64, 4, 4), kind="symmetric")
+        assert_same(ember.linalg.eigvalsh(s_e), torch.linalg.eigvalsh(s_t))
+    finally:
+        ember.set_num_threads(prev)

@@ -50,21 +50,11 @@ def inv_ex(A, *, check_errors=False, out=None):
 
 
 def solve(A, B, *, left=True, out=None):
-    return _write_out(_lp.solve_op(A, B, left=left), out)
+    return _write_out(_lp.solve_ex_op(A, B, left=left, check_errors=True)[0], out)
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
-    """solve that reports singularity in ``info`` instead of raising (unless check_errors)."""
-    from .._src.ops.creation import zeros
-
-    try:
-        result = _lp.solve_op(A, B, left=left)
-    except LinAlgError:
-        if check_errors:
-            raise
-        raise NotImplementedError("linalg.solve_ex: a singular input without check_errors is not supported yet")
-    batch = result._shape[:-2] if result.ndim > 1 and B.ndim != A.ndim - 1 and B.ndim != 1 else result._shape[:-1]
-    return _out2((result, zeros(batch, dtype=_dt.int32)), out, _lp._solve_ex_result)
+    return _out2(_lp.solve_ex_op(A, B, left=left, check_errors=check_errors), out, _lp._solve_ex_result)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

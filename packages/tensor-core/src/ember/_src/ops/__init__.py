@@ -1,3 +1,15 @@
 """Op families. Importing this package declares every op in ``dispatch.OPS``."""
 
-from . import comparison, creation, indexing, joining, lapack, linalg, pointwise, random, reduction, reorder, views  # noqa: F401
+from . import (  # noqa: F401
+    comparison,
+    creation,
+    indexing,
+    joining,
+    lapack,
+    linalg,
+    pointwise,
+    random,
+    reduction,
+    reorder,
+    views,
+)

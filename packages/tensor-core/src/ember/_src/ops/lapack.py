@@ -79,10 +79,14 @@ def _batch3(A: Tensor) -> Tensor:
     return vw.reshape(A, (numel(A._shape[:-2]),) + A._shape[-2:])
 
 
-def _raise(infos, fn: str, batched: bool, message) -> None:
-    """LinAlgError for the first failed matrix; ``message(info)`` gives PyTorch's text."""
+def _raise(infos, fn: str, batched: bool, message, nonfinite: bool = False) -> None:
+    """LinAlgError for the first failed matrix; ``message(info)`` gives PyTorch's text.
+
+    ``nonfinite``: a negative info means LAPACK met nan/inf (gesdd's scaling rejects them), which
+    PyTorch reports with the convergence message.
+    """
     for i, info in enumerate(infos):
-        if info > 0:
+        if info > 0 or (info < 0 and nonfinite):
             prefix = f"{fn}: (Batch element {i}): " if batched else f"{fn}: "
             raise LinAlgError(prefix + message(info))
         if info < 0:
@@ -187,16 +191,17 @@ def _solve_shapes(A, B, left: bool):
     return batch, Bm, vector
 
 
-def _solve_meta(A, B, *, left=True):
+def _solve_meta(A, B, *, left=True, check_errors=False):
     batch, Bm, vector = _solve_shapes(A, B, left)
-    return empty(batch + (Bm[-2:-1] if vector else Bm[-2:]), A.dtype, META)
+    return empty(batch + (Bm[-2:-1] if vector else Bm[-2:]), A.dtype, META), empty(batch, dt.int32, META)
 
 
-solve_op = _declare("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", _solve_meta)
+solve_ex_op = _declare("linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> "
+                       "(Tensor result, Tensor info)", _solve_meta)
 
 
-@solve_op.kernel("cpu")
-def _solve_cpu(A, B, *, left=True):
+@solve_ex_op.kernel("cpu")
+def _solve_cpu(A, B, *, left=True, check_errors=False):
     batch, Bm, vector = _solve_shapes(A, B, left)
     n = A._shape[-1]
     Bv = vw.reshape(B, Bm) if vector else B
@@ -208,12 +213,13 @@ def _solve_cpu(A, B, *, left=True):
     b3 = vw.reshape(vw.expand_op(Bv, batch + (n, k)), (nb, n, k))
     out = empty((nb, n, k), A.dtype, A._device)
     infos = _C.solve_(out, a3, b3)
-    _raise(infos, "torch.linalg.solve", len(batch) > 0,
-           lambda info: "The solver failed because the input matrix is singular.")
+    if check_errors:
+        _raise(infos, "torch.linalg.solve", len(batch) > 0,
+               lambda info: "The solver failed because the input matrix is singular.")
     x = vw.reshape(out, batch + (n, k))
     if not left:
         x = vw.transpose_op(x, -2, -1)
-    return vw.squeeze_op(x, (-1,)) if vector else x
+    return (vw.squeeze_op(x, (-1,)) if vector else x), _info_tensor(infos, batch)
 
 
 # -- cholesky ----------------------------------------------------------------------------------
@@ -343,7 +349,8 @@ def _svd_cpu(A, full_matrices=True, *, compute_uv=True):
     vh = empty((nb,) + vshape, A.dtype, A._device)
     infos = _C.svd_(u, s, vh, _batch3(A))
     _raise(infos, "linalg.svd", A.ndim > 2,
-           lambda info: "The algorithm failed to converge because the input matrix contained non-finite values.")
+           lambda info: "The algorithm failed to converge because the input matrix contained non-finite values.",
+           nonfinite=True)
     S = vw.reshape(s, batch + (k,))
     if not compute_uv:
         return empty((0,), A.dtype, A._device), S, empty((0,), A.dtype, A._device)
@@ -369,7 +376,7 @@ def _lstsq_shapes(A, B, rcond, driver):
     if driver is None:
         driver = "gelsy"
     if driver not in _DRIVERS:
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     vector = B.ndim == A.ndim - 1
     Bm = B._shape + (1,) if vector else B._shape
     m, n = A._shape[-2:]
@@ -392,7 +399,7 @@ def _lstsq_meta(A, B, rcond=None, *, driver=None):
     batch, Bm, vector, driver = _lstsq_shapes(A, B, rcond, driver)
     x, r, s = _lstsq_outputs(A, batch, Bm, vector, driver, META)
     m, n = A._shape[-2:]
-    res = batch + ((Bm[-1],) if not vector else ()) if m > n and driver != "gelsy" else (0,)
+    res = batch + (Bm[-1],) if m > n and driver != "gelsy" else (0,)
     return (empty(x, A.dtype, META), empty(res, A.dtype, META), empty(r, dt.int64, META),
             empty(s, A.dtype, META))
 
@@ -427,7 +434,7 @@ def _lstsq_cpu(A, B, rcond=None, *, driver=None):
         full_rank = driver == "gels" or _all_full_rank(rank, n)
         if full_rank:
             tail = vw.narrow_op(x, 1, n, m - n)
-            residuals = vw.reshape((tail * tail).sum(1), batch + (() if vector else (k,)))
+            residuals = vw.reshape((tail * tail).sum(1), batch + (k,))  # (..., 1) for a vector b too
     rank_out = vw.reshape(rank, rank_shape) if driver != "gels" else empty((0,), dt.int64, A._device)
     sv_out = vw.reshape(sv, sv_shape) if sv_rows else empty((0,), A.dtype, A._device)
     return solution, residuals, rank_out, sv_out
