@@ -386,3 +386,31 @@ def test_batched_on_threads():
         assert_same(ember.linalg.eigvalsh(s_e), torch.linalg.eigvalsh(s_t))
     finally:
         ember.set_num_threads(prev)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf])
+def test_cond(p):
+    e, t = _pair((2, 3, 3))
+    assert_same(ember.linalg.cond(e, p), torch.linalg.cond(t, p))
+
+
+def test_small_composites():
+    e, t = _pair((2, 3, 4), kind="rect")
+    assert_same(ember.linalg.diagonal(e, offset=1), torch.linalg.diagonal(t, offset=1))
+    assert_same(ember.linalg.vecdot(e, e), torch.linalg.vecdot(t, t))
+    assert_same(ember.linalg.vecdot(e, e, dim=1), torch.linalg.vecdot(t, t, dim=1))
+    x_e, x_t = _embed(np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), "float64", "contiguous")
+    assert_same(ember.linalg.vander(x_e), torch.linalg.vander(x_t))
+    assert_same(ember.linalg.vander(x_e, N=5), torch.linalg.vander(x_t, N=5))
+
+
+def test_tensorinv_tensorsolve():
+    a = _matrices((6, 6)).reshape(6, 2, 3)
+    e, t = _embed(a, "float64", "contiguous")
+    assert_same(ember.linalg.tensorinv(e, ind=1), torch.linalg.tensorinv(t, ind=1))
+    b_e, b_t = _embed(np.arange(6.0), "float64", "contiguous")
+    assert_same(ember.linalg.tensorsolve(e, b_e), torch.linalg.tensorsolve(t, b_t))
+    a2 = np.moveaxis(_matrices((6, 6)).reshape(3, 2, 2, 3), 3, 0)  # dims=(0,) moves the 3 back to the end
+    e2, t2 = _embed(np.ascontiguousarray(a2), "float64", "contiguous")
+    b2_e, b2_t = _embed(np.arange(6.0).reshape(3, 2), "float64", "contiguous")
+    assert_same(ember.linalg.tensorsolve(e2, b2_e, dims=(0,)), torch.linalg.tensorsolve(t2, b2_t, dims=(0,)))

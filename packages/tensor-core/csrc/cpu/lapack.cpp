@@ -218,7 +218,7 @@ std::vector<int> lu_det(py::handle sign, py::handle logabs, py::handle det, py::
   Mat A = as_mat(ta, "lu_det"), S = as_mat(ts, "lu_det"), L = as_mat(tl, "lu_det"), D = as_mat(td, "lu_det");
   check_dtypes({&ta, &ts, &tl, &td}, "lu_det");
   check_batch({&ta, &ts, &tl, &td}, "lu_det");
-  if (A.rows != A.cols) throw std::runtime_error("lu_det: expected square matrices");
+  if (A.rows != A.cols || S.rows < 1 || L.rows < 1 || D.rows < 1) throw std::runtime_error("lu_det: bad shapes");
   return dispatch<LuDet>(ta.dtype, "lu_det", A, S, L, D, ta.shape[0]);
 }
 

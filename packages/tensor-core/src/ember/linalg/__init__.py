@@ -20,7 +20,8 @@ from .._src.tensor import Tensor as _Tensor
 __all__ = [
     "LinAlgError", "matmul", "multi_dot", "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "lstsq",
     "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank",
-    "matrix_power", "cross", "norm", "vector_norm", "matrix_norm",
+    "matrix_power", "cross", "norm", "vector_norm", "matrix_norm", "cond", "diagonal", "vecdot", "vander",
+    "tensorinv", "tensorsolve",
 ]
 
 
@@ -206,3 +207,73 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
                        f"{A.ndim}D.")
+
+
+def cond(A, p=None, *, out=None):
+    """Condition number: a ratio of singular values for p in (None, 2, -2), else |A|_p |A^-1|_p."""
+    from .._src.ops import pointwise as pw
+
+    if p in (None, 2, -2):
+        _lp._check_matrix(A, "linalg.cond", square=False)
+        S = svdvals(A)
+        big, small = _vw.narrow_op(S, -1, 0, 1), _vw.narrow_op(S, -1, S._shape[-1] - 1, 1)
+        ratio = pw.div(small, big) if p == -2 else pw.div(big, small)
+        return _write_out(_vw.squeeze_op(ratio, (-1,)), out)
+    _lp._check_matrix(A, "linalg.cond")
+    return _write_out(pw.mul(matrix_norm(A, p), matrix_norm(inv(A), p)), out)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return _vw.diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    from .._src.ops import pointwise as pw
+
+    return _write_out(pw.mul(x, y).sum(dim), out)
+
+
+def vander(x, *, N=None):
+    """Columns x^0, x^1, ..., x^(N-1) (a cumulative product, as PyTorch computes it)."""
+    from .._src.ops.joining import cat
+
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x._shape[-1] if N is None else N
+    if n <= 1:
+        if n < 0:
+            raise RuntimeError("N must be greater than 1.")
+        return x.unsqueeze(-1).new_ones(x._shape + (n,))
+    col = _vw.unsqueeze_op(x, -1)
+    ones = col.new_ones(x._shape + (1,))
+    return cat([ones, _vw.expand_op(col, x._shape + (n - 1,))], -1).cumprod(-1)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """Inverse of A seen as a (prod(shape[:ind]), prod(shape[ind:])) matrix, reshaped back."""
+    from .._src.shapes import numel
+
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = numel(A._shape[:ind]), numel(A._shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    result = inv(_vw.reshape(A, (rows, cols)))
+    return _write_out(_vw.reshape(result, A._shape[ind:] + A._shape[:ind]), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) == B: one solve on A flattened to a square matrix."""
+    from .._src.shapes import numel
+
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = _vw.movedim(A, dims, list(range(A.ndim - len(dims), A.ndim)))
+    rest = A._shape[B.ndim:]
+    rows, cols = numel(B._shape), numel(rest)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(result_shape) == prod(other.shape), but "
+                           f"got {cols} != {rows}")
+    x = solve(_vw.reshape(A, (rows, cols)), _vw.reshape(B, (rows,)))
+    return _write_out(_vw.reshape(x, rest), out)
