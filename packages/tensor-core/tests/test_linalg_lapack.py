@@ -218,7 +218,7 @@ def test_torch_svd_alias():
 
 @pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
 @pytest.mark.parametrize("a_shape,b_shape", [((5, 3), (5, 2)), ((2, 6, 4), (2, 6, 1)), ((4, 4), (4, 3)),
-                                             ((2, 5, 3), (1, 5, 2))])
+                                             ((2, 5, 3), (1, 5, 2)), ((3, 5), (3, 2))])
 def test_lstsq(driver, a_shape, b_shape):
     a_e, a_t = _pair(a_shape, kind="rect")
     b_e, b_t = _embed(np.random.default_rng(5).uniform(-1, 1, size=b_shape), "float64", "contiguous")

@@ -105,7 +105,8 @@ struct Mat {
 Mat as_mat(const TensorArg& t, const char* what) {
   if (t.ndim() != 3) throw std::invalid_argument(std::string(what) + ": kernel expects 3-D tensors");
   for (int64_t s : {t.shape[1], t.shape[2]})
-    if (s > INT_MAX / 4) throw std::runtime_error(std::string(what) + ": matrix dimension exceeds LAPACK's int32 limit");
+    if (s > INT_MAX / 4)
+      throw std::runtime_error(std::string(what) + ": matrix dimension exceeds LAPACK's int32 limit");
   return Mat{t.data, t.shape[1], t.shape[2], t.strides[1], t.strides[2], t.strides[0]};
 }
 
@@ -552,7 +553,8 @@ std::vector<int> lstsq(py::handle x, py::handle rank, py::handle sv, py::handle 
   if (tr.dtype != DType::Int64) throw std::runtime_error("lstsq: rank must be int64");
   int64_t m = A.rows, n = A.cols;
   if (B.rows != m || X.cols != B.cols || X.rows > std::max(m, n) || X.rows < n ||
-      (R.rows > 0 && tr.shape[0] != ta.shape[0]) || (S.rows > 0 && (S.rows != std::min(m, n) || ts.shape[0] != ta.shape[0])))
+      (R.rows > 0 && tr.shape[0] != ta.shape[0]) ||
+      (S.rows > 0 && (S.rows != std::min(m, n) || ts.shape[0] != ta.shape[0])))
     throw std::runtime_error("lstsq: bad shapes");
   char code;
   if (driver == "gels") code = 'l';

@@ -380,13 +380,16 @@ def _lstsq_shapes(A, B, rcond, driver):
     vector = B.ndim == A.ndim - 1
     Bm = B._shape + (1,) if vector else B._shape
     m, n = A._shape[-2:]
+    if len(Bm) < 2:
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
     if Bm[-2] != m:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-{1 + (not vector)})")
     batch = broadcast_shapes(A._shape[:-2], Bm[:-2])
     return batch, Bm, vector, driver
 
 
-def _lstsq_outputs(A, batch, Bm, vector, driver, device):
+def _lstsq_outputs(A, batch, Bm, vector, driver):
     m, n = A._shape[-2:]
     k = Bm[-1]
     x_shape = batch + ((n,) if vector else (n, k))
@@ -397,7 +400,7 @@ def _lstsq_outputs(A, batch, Bm, vector, driver, device):
 
 def _lstsq_meta(A, B, rcond=None, *, driver=None):
     batch, Bm, vector, driver = _lstsq_shapes(A, B, rcond, driver)
-    x, r, s = _lstsq_outputs(A, batch, Bm, vector, driver, META)
+    x, r, s = _lstsq_outputs(A, batch, Bm, vector, driver)
     m, n = A._shape[-2:]
     res = batch + (Bm[-1],) if m > n and driver != "gelsy" else (0,)
     return (empty(x, A.dtype, META), empty(res, A.dtype, META), empty(r, dt.int64, META),
@@ -426,7 +429,7 @@ def _lstsq_cpu(A, B, rcond=None, *, driver=None):
     _raise(infos, "torch.linalg.lstsq", len(batch) > 0,
            lambda info: f"The least squares solution could not be computed because the input matrix does not have "
                         f"full rank (error code: {info}).")
-    x_shape, rank_shape, sv_shape = _lstsq_outputs(A, batch, Bm, vector, driver, A._device)
+    x_shape, rank_shape, sv_shape = _lstsq_outputs(A, batch, Bm, vector, driver)
     solution = vw.reshape(vw.narrow_op(x, 1, 0, n), x_shape)
     # Squared residuals: the sum of squares of rows n..m of LAPACK's output, when m > n and full rank.
     residuals = empty((0,), A.dtype, A._device)
