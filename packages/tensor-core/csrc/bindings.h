@@ -19,4 +19,5 @@ void bind_reduce(pybind11::module_& m);
 void bind_conv(pybind11::module_& m);
 void bind_pool(pybind11::module_& m);
 void bind_resample(pybind11::module_& m);
+void bind_lapack(pybind11::module_& m);
 }  // namespace ember

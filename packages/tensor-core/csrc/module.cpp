@@ -31,4 +31,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_conv(m);
   ember::bind_pool(m);
   ember::bind_resample(m);
+  ember::bind_lapack(m);
 }

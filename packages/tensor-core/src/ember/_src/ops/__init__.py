@@ -1,4 +1,18 @@
 """Op families. Importing this package declares every op in ``dispatch.OPS``."""
 
-from . import comparison, creation, indexing, joining, linalg, pointwise, random, reduction, reorder, views  # noqa: F401
-from . import nn_conv, nn_pool, nn_resample  # noqa: F401
+from . import (  # noqa: F401
+    comparison,
+    creation,
+    indexing,
+    joining,
+    lapack,
+    linalg,
+    nn_conv,
+    nn_pool,
+    nn_resample,
+    pointwise,
+    random,
+    reduction,
+    reorder,
+    views,
+)
