@@ -28,4 +28,7 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_index(m);
   ember::bind_blas(m);
   ember::bind_reduce(m);
+  ember::bind_norm(m);
+  ember::bind_loss(m);
+  ember::bind_attention(m);
 }
