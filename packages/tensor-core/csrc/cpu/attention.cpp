@@ -17,12 +17,29 @@
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/tensor_arg.h"
+#include "reduce_simd.h"
 
 namespace py = pybind11;
 
 namespace ember {
 
 namespace {
+
+// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses the vectorized exp of reduce_simd.h.
+template <typename T>
+T exp_sum(T* o, const T* x, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_shift_sum(o, x, n, m);
+  } else {
+    T s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      T e = std::exp(x[i] - m);
+      if (o) o[i] = e;
+      s += e;
+    }
+    return s;
+  }
+}
 
 constexpr int64_t kQueryBlock = 64;
 
@@ -111,24 +128,19 @@ void sdpa_impl(py::handle out_obj, py::handle q_obj, py::handle k_obj, py::handl
         for (int64_t r = 0; r < m; ++r) {
           int64_t i = i0 + r;
           T* row = scores.data() + r * keys;
+          int64_t visible = is_causal ? std::min(keys, i + 1) : keys;
           if (has_mask) {
             const T* mrow = mp + b * ms[0] + h * ms[1] + i * ms[2];
-            for (int64_t j = 0; j < keys; ++j) row[j] += mrow[j * ms[3]];
+            for (int64_t j = 0; j < visible; ++j) row[j] += mrow[j * ms[3]];
           }
-          int64_t visible = is_causal ? std::min(keys, i + 1) : keys;
-          for (int64_t j = visible; j < keys; ++j) row[j] = -std::numeric_limits<T>::infinity();
-          T mx = -std::numeric_limits<T>::infinity();
-          for (int64_t j = 0; j < visible; ++j) mx = std::max(mx, row[j]);
+          T mx = visible ? minmax_contig<T, true>(row, visible) : -std::numeric_limits<T>::infinity();
           if (mx == -std::numeric_limits<T>::infinity()) {
             std::fill(row, row + keys, T(0));
             inv_sum[r] = T(0);
             continue;
           }
-          T s = 0;
-          for (int64_t j = 0; j < keys; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            s += row[j];
-          }
+          T s = exp_sum<T>(row, row, visible, mx);
+          std::fill(row + visible, row + keys, T(0));
           inv_sum[r] = T(1) / s;
         }
         gemm<T>(false, int(m), int(Ev), int(keys), T(1), scores.data(), int(keys), vm, int(Ev), om, int(Ev));

@@ -9,17 +9,35 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/tensor_arg.h"
+#include "reduce_simd.h"
 
 namespace py = pybind11;
 
 namespace ember {
 
 namespace {
+
+// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses the vectorized exp of reduce_simd.h.
+template <typename T>
+T exp_sum(T* o, const T* x, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_shift_sum(o, x, n, m);
+  } else {
+    T s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      T e = std::exp(x[i] - m);
+      if (o) o[i] = e;
+      s += e;
+    }
+    return s;
+  }
+}
 
 TensorArg contiguous_of(py::handle obj, DType dtype, int64_t numel, const char* what) {
   TensorArg a = unpack(obj);
@@ -66,10 +84,8 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
         }
         T lse = 0;
         if (!log_probs) {
-          T mx = -std::numeric_limits<T>::infinity();
-          for (int64_t i = 0; i < c; ++i) mx = std::max(mx, row[i]);
-          T s = 0;
-          for (int64_t i = 0; i < c; ++i) s += std::exp(row[i] - mx);
+          T mx = minmax_contig<T, true>(row, c);
+          T s = exp_sum<T>(nullptr, row, c, mx);
           lse = std::isinf(mx) ? mx : mx + std::log(s);
         }
         T w = wp ? wp[t] : T(1);
@@ -77,12 +93,17 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
         tw[r] = w;
         if (sp) {
           T s = 0;
+          T wsum = 0;
           if (wp) {
-            for (int64_t i = 0; i < c; ++i) s += wp[i] * (row[i] - lse);
+            for (int64_t i = 0; i < c; ++i) {
+              s += wp[i] * row[i];
+              wsum += wp[i];
+            }
           } else {
-            for (int64_t i = 0; i < c; ++i) s += row[i] - lse;
+            for (int64_t i = 0; i < c; ++i) s += row[i];
+            wsum = T(c);
           }
-          sp[r] = -s;
+          sp[r] = -(s - wsum * lse);
         }
       }
     });
