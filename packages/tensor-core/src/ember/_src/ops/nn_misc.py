@@ -215,6 +215,18 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return write_out(input / denom, out)
 
 
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    """Gradient of softmax given its output y: y * (g - sum(g * y, dim))."""
+    grad = output * (grad_output - (grad_output * output).sum(dim, keepdim=True))
+    return grad if grad.dtype is input_dtype else convert(grad, input_dtype)
+
+
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    """Gradient of log_softmax given its output y: g - exp(y) * sum(g, dim)."""
+    grad = grad_output - output.exp() * grad_output.sum(dim, keepdim=True)
+    return grad if grad.dtype is input_dtype else convert(grad, input_dtype)
+
+
 def _torch_dropout(input, p, train):
     return dropout(input, p, train)
 
@@ -231,6 +243,7 @@ TOP_LEVEL = {
     "embedding": _torch_embedding, "dropout": _torch_dropout, "feature_dropout": _torch_feature_dropout,
     "alpha_dropout": _torch_alpha_dropout, "native_dropout": native_dropout,
     "cosine_similarity": cosine_similarity, "pairwise_distance": pairwise_distance,
+    "_softmax_backward_data": _softmax_backward_data, "_log_softmax_backward_data": _log_softmax_backward_data,
 }
 for _fn in (alpha_dropout, cosine_similarity, dropout, embedding, feature_dropout, normalize, pairwise_distance,
             embedding_dense_backward, native_dropout):
@@ -238,4 +251,5 @@ for _fn in (alpha_dropout, cosine_similarity, dropout, embedding, feature_dropou
 for _name, _fn in TOP_LEVEL.items():
     if _fn.__name__.startswith("_torch_"):
         _fn.__name__ = _fn.__qualname__ = _name
+    if _fn.__module__ == __name__:
         _fn.__module__ = "ember"
