@@ -127,7 +127,8 @@ def test_softmax_backward_data(name, dim):
     e, t = make_pair((3, 5), name)
     eg, tg = make_pair((3, 5), name, seed=1)
     ey, ty = ember.softmax(e, dim), torch.softmax(t, dim)
-    assert_same(nn_misc._softmax_backward_data(eg, ey, dim, e.dtype), torch._softmax_backward_data(tg, ty, dim, t.dtype))
+    assert_same(nn_misc._softmax_backward_data(eg, ey, dim, e.dtype),
+                torch._softmax_backward_data(tg, ty, dim, t.dtype))
     ey, ty = ember.log_softmax(e, dim), torch.log_softmax(t, dim)
     assert_same(nn_misc._log_softmax_backward_data(eg, ey, dim, e.dtype),
                 torch._log_softmax_backward_data(tg, ty, dim, t.dtype))
