@@ -50,6 +50,11 @@ from .ops.nn_conv import *  # noqa: E402,F401,F403
 from .ops.nn_pool import *  # noqa: E402,F401,F403
 from .ops.nn_resample import *  # noqa: E402,F401,F403
 from .ops.lapack import *  # noqa: E402,F401,F403
+from .ops import nn_loss as _nn_loss, nn_misc as _nn_misc, nn_norm as _nn_norm  # noqa: E402
+
+# Neural-network kernels torch exposes at top level (with aten signatures); the rest of the
+# family is for ember.nn.functional.
+globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEVEL})
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
