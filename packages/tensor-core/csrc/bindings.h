@@ -16,4 +16,6 @@ void bind_random(pybind11::module_& m);
 void bind_index(pybind11::module_& m);
 void bind_blas(pybind11::module_& m);
 void bind_reduce(pybind11::module_& m);
+void bind_scatter(pybind11::module_& m);
+void bind_sort(pybind11::module_& m);
 }  // namespace ember

@@ -28,4 +28,6 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_index(m);
   ember::bind_blas(m);
   ember::bind_reduce(m);
+  ember::bind_scatter(m);
+  ember::bind_sort(m);
 }

@@ -25,6 +25,8 @@ from .ops import indexing as _indexing
 from .ops import random as _random
 from .ops import comparison as _comparison
 from .ops import reorder as _reorder
+from .ops import scatter as _scatter
+from .ops import sorting as _sorting
 from .printing import set_printoptions
 from .runtime import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision, is_deterministic_algorithms_warn_only_enabled,
@@ -45,6 +47,8 @@ from .ops.random import *  # noqa: E402,F401,F403
 from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.joining import *  # noqa: E402,F401,F403
 from .ops.reorder import *  # noqa: E402,F401,F403
+from .ops.scatter import *  # noqa: E402,F401,F403
+from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -90,7 +94,8 @@ ops = _dispatch.OPS
 
 def _functional_for_methods() -> dict:
     names = {}
-    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder):
+    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder, _scatter,
+                   _sorting):
         for name in dir(module):
             if name.startswith("_") or name.endswith("_op"):
                 continue
