@@ -237,7 +237,10 @@ mode_op = _declare("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
-    """The most frequent value along ``dim`` (the smallest on ties) and its last index."""
+    """The most frequent value along ``dim`` (the smallest on ties) and an index where it occurs.
+
+    PyTorch's choice among a value's positions depends on its unstable sort; ember gives the last one.
+    """
     return mode_result(*mode_op(input, dim, keepdim))
 
 
@@ -261,6 +264,9 @@ def _unique_cpu(self: Tensor, sorted: bool = True, return_inverse: bool = False,
     from .indexing import index_select
 
     if dim is None:
+        if numel(self._shape) == 0:
+            empty = new_empty_tensor((0,), dt.int64, self._device)
+            return new_empty_tensor((0,), self.dtype, self._device), vw.reshape(empty, self._shape), empty
         flat = vw.reshape(self, (-1, 1))
         first, inverse, counts = _group_rows(flat, not consecutive)
         values = index_select(vw.reshape(flat, (-1,)), 0, first)
