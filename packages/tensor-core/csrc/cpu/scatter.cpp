@@ -2,19 +2,22 @@
 // views built in Python, index_add / index_copy / index_fill), masked_scatter.
 //
 // Gather and scatter walk "rows": the index shape with `dim` removed is the outer
-// problem (shared strided machinery, parallel over rows), and each row is a serial walk
-// along `dim`. Two index positions can only hit the same output element when they share
-// a row, so scattering reductions accumulate exactly without atomics. Every index value
-// is checked against the dim size before the element it addresses is touched.
+// problem (shared strided machinery, parallel over runs of whole rows), and one thread
+// walks a run's rows along `dim` (rows innermost when `dim` is not the innermost dim, for
+// locality). Two index positions can only hit the same output element when they share a
+// row, so scattering reductions accumulate exactly without atomics. Every index value is
+// checked against the dim size before the element it addresses is touched.
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../common/dtype.h"
 #include "elementwise.h"
@@ -51,11 +54,6 @@ void raise_first_bad(const TensorArg& index, int64_t dim, int64_t size) {
     raise_first_bad<int32_t>(index, dim, size);
 }
 
-template <typename I>
-int64_t read_index(const char* p) {
-  return static_cast<int64_t>(*reinterpret_cast<const I*>(p));
-}
-
 // out[p] = self[p with p[dim] := index[p]]; out has index's shape.
 void gather(py::handle out_obj, py::handle self_obj, py::handle index_obj, int64_t dim) {
   TensorArg out = unpack(out_obj), self = unpack(self_obj), index = unpack(index_obj);
@@ -73,27 +71,34 @@ void gather(py::handle out_obj, py::handle self_obj, py::handle index_obj, int64
     if (d != dim && index.shape[d] > self.shape[d]) throw std::invalid_argument("gather: index larger than self");
   if (out.numel() == 0) return;
   const int64_t item = out.elem_size(), isz = index.elem_size();
-  const int64_t size = self.shape[dim], sstride = self.strides[dim] * item;
+  const int64_t size = self.shape[dim], len = index.shape[dim];
+  const int64_t os = out.strides[dim], is = index.strides[dim], ss = self.strides[dim];  // in elements
   std::atomic<bool> bad{false};
   py::gil_scoped_release release;
   EMBER_DISPATCH_ALL(out.dtype, "gather", [&] {
     auto run = [&](auto index_tag) {
       using I = decltype(index_tag);
-      for_each_row<3>(index.shape, dim, {out.data, self.data, index.data},
-                      {byte_strides(out.strides, item), byte_strides(self.strides, item),
-                       byte_strides(index.strides, isz)},
-                      [&](std::array<char*, 3>& row) {
-                        const int64_t os = out.strides[dim] * item, is = index.strides[dim] * isz;
-                        for (int64_t j = 0; j < index.shape[dim]; ++j) {
-                          int64_t v = read_index<I>(row[2] + j * is);
-                          if (v < 0 || v >= size) {
-                            bad = true;
-                            return;
-                          }
-                          *reinterpret_cast<scalar_t*>(row[0] + j * os) =
-                              *reinterpret_cast<const scalar_t*>(row[1] + v * sstride);
-                        }
-                      });
+      for_each_row_run<3>(
+          index.shape, dim, {out.data, self.data, index.data},
+          {byte_strides(out.strides, item), byte_strides(self.strides, item), byte_strides(index.strides, isz)},
+          [&](std::array<char*, 3>& ptrs, const std::array<int64_t, 3>& s, int64_t n) {
+            // Locals, not captured references: stores through scalar_t* may alias those.
+            const int64_t steps = len, limit = size, os_e = os, is_e = is, ss_e = ss;
+            const int64_t ro = s[0] / item, rx = s[1] / item, ri = s[2] / isz;  // between rows
+            auto* o = reinterpret_cast<scalar_t*>(ptrs[0]);
+            const auto* x = reinterpret_cast<const scalar_t*>(ptrs[1]);
+            const auto* ip = reinterpret_cast<const I*>(ptrs[2]);
+            bool ok = true;
+            visit_run(n, steps, std::abs(is_e) > std::abs(ri), [&](int64_t r, int64_t j) {
+              const int64_t v = static_cast<int64_t>(ip[r * ri + j * is_e]);
+              if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(limit)) {
+                ok = false;
+                return;
+              }
+              o[r * ro + j * os_e] = x[r * rx + v * ss_e];
+            });
+            if (!ok) bad = true;
+          });
     };
     if (index.dtype == DType::Int64)
       run(int64_t{});
@@ -174,60 +179,67 @@ void scatter(py::handle self_obj, int64_t dim, py::handle index_obj, py::handle 
   if (index.numel() == 0) return;
   const int64_t item = self.elem_size(), isz = index.elem_size();
   const int64_t size = self.shape[dim], len = index.shape[dim];
-  const int64_t ds = self.strides[dim] * item, is = index.strides[dim] * isz, ss = src.strides[dim] * item;
-  const int64_t cs = counts.strides[dim] * (mean ? 8 : item);
+  // strides along dim, in elements
+  const int64_t ds = self.strides[dim], is = index.strides[dim], ss = src.strides[dim], cs = counts.strides[dim];
   std::atomic<bool> bad{false};
   py::gil_scoped_release release;
   EMBER_DISPATCH_COMPUTE(self.dtype, "scatter", [&] {
     using O = Ops<scalar_t>;
     auto run = [&](auto index_tag) {
       using I = decltype(index_tag);
-      for_each_row<4>(index.shape, dim, {self.data, index.data, src.data, counts.data},
-                      {byte_strides(self.strides, item), byte_strides(index.strides, isz),
-                       byte_strides(src.strides, item), byte_strides(counts.strides, mean ? 8 : item)},
-                      [&](std::array<char*, 4>& row) {
-                        for (int64_t j = 0; j < len; ++j) {  // validate the whole row first
-                          int64_t v = read_index<I>(row[1] + j * is);
-                          if (v < 0 || v >= size) {
-                            bad = true;
-                            return;
-                          }
-                        }
-                        if (!include_self && reduce != Reduce::Assign) {
-                          const scalar_t id = O::identity(reduce);
-                          for (int64_t j = 0; j < len; ++j) {
-                            int64_t v = read_index<I>(row[1] + j * is);
-                            *reinterpret_cast<scalar_t*>(row[0] + v * ds) = id;
-                            if (mean) *reinterpret_cast<int64_t*>(row[3] + v * cs) = 0;
-                          }
-                        }
-                        for (int64_t j = 0; j < len; ++j) {
-                          int64_t v = read_index<I>(row[1] + j * is);
-                          auto* d = reinterpret_cast<scalar_t*>(row[0] + v * ds);
-                          const scalar_t x = *reinterpret_cast<const scalar_t*>(row[2] + j * ss);
-                          switch (reduce) {
-                            case Reduce::Assign:
-                              *d = x;
-                              break;
-                            case Reduce::Sum:
-                              *d = O::add(*d, x);
-                              break;
-                            case Reduce::Mean:
-                              *d = O::add(*d, x);
-                              ++*reinterpret_cast<int64_t*>(row[3] + v * cs);
-                              break;
-                            case Reduce::Prod:
-                              *d = O::mul(*d, x);
-                              break;
-                            case Reduce::Amax:
-                              *d = O::max(*d, x);
-                              break;
-                            case Reduce::Amin:
-                              *d = O::min(*d, x);
-                              break;
-                          }
-                        }
-                      });
+      const int64_t csz = mean ? 8 : item;
+      for_each_row_run<4>(
+          index.shape, dim, {self.data, index.data, src.data, counts.data},
+          {byte_strides(self.strides, item), byte_strides(index.strides, isz), byte_strides(src.strides, item),
+           byte_strides(counts.strides, csz)},
+          [&](std::array<char*, 4>& ptrs, const std::array<int64_t, 4>& s, int64_t n) {
+            // Locals, not captured references: stores through scalar_t* may alias those.
+            const int64_t steps = len, limit = size, ds_e = ds, is_e = is, ss_e = ss, cs_e = cs;
+            const int64_t rd = s[0] / item, ri = s[1] / isz, rs = s[2] / item, rc = s[3] / csz;  // between rows
+            auto* d = reinterpret_cast<scalar_t*>(ptrs[0]);
+            const auto* ip = reinterpret_cast<const I*>(ptrs[1]);
+            const auto* x = reinterpret_cast<const scalar_t*>(ptrs[2]);
+            auto* c = reinterpret_cast<int64_t*>(ptrs[3]);
+            const bool rows_inner = std::abs(is_e) > std::abs(ri);
+            bool ok = true;  // validate the whole run before writing any of it
+            visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
+              ok &= static_cast<uint64_t>(ip[r * ri + j * is_e]) < static_cast<uint64_t>(limit);
+            });
+            if (!ok) {
+              bad = true;
+              return;
+            }
+            if (!include_self && reduce != Reduce::Assign) {
+              const scalar_t id = O::identity(reduce);
+              visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
+                const int64_t v = static_cast<int64_t>(ip[r * ri + j * is_e]);
+                d[r * rd + v * ds_e] = id;
+                if (mean) c[r * rc + v * cs_e] = 0;
+              });
+            }
+            auto body = [&](auto tag) {
+              constexpr Reduce R = decltype(tag)::value;
+              visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
+                const int64_t v = static_cast<int64_t>(ip[r * ri + j * is_e]);
+                scalar_t& dst = d[r * rd + v * ds_e];
+                const scalar_t val = x[r * rs + j * ss_e];
+                if constexpr (R == Reduce::Assign) dst = val;
+                if constexpr (R == Reduce::Sum || R == Reduce::Mean) dst = O::add(dst, val);
+                if constexpr (R == Reduce::Mean) ++c[r * rc + v * cs_e];
+                if constexpr (R == Reduce::Prod) dst = O::mul(dst, val);
+                if constexpr (R == Reduce::Amax) dst = O::max(dst, val);
+                if constexpr (R == Reduce::Amin) dst = O::min(dst, val);
+              });
+            };
+            switch (reduce) {
+              case Reduce::Assign: body(std::integral_constant<Reduce, Reduce::Assign>{}); break;
+              case Reduce::Sum: body(std::integral_constant<Reduce, Reduce::Sum>{}); break;
+              case Reduce::Prod: body(std::integral_constant<Reduce, Reduce::Prod>{}); break;
+              case Reduce::Mean: body(std::integral_constant<Reduce, Reduce::Mean>{}); break;
+              case Reduce::Amax: body(std::integral_constant<Reduce, Reduce::Amax>{}); break;
+              case Reduce::Amin: body(std::integral_constant<Reduce, Reduce::Amin>{}); break;
+            }
+          });
     };
     if (index.dtype == DType::Int64)
       run(int64_t{});
