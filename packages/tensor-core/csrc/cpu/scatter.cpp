@@ -54,8 +54,10 @@ void raise_first_bad(const TensorArg& index, int64_t dim, int64_t size) {
     raise_first_bad<int32_t>(index, dim, size);
 }
 
-// Random accesses along one long row stall on memory: fetch the element kPrefetch steps ahead.
+// Random accesses along one long row stall on memory: fetch the element kPrefetch steps ahead
+// when the addressed span is too large for the caches (below that the prefetch only costs).
 constexpr int64_t kPrefetch = 16;
+constexpr int64_t kPrefetchBytes = 1 << 19;
 
 template <typename T, typename I>
 inline void prefetch_at(const T* base, I v, int64_t stride, int64_t limit, int write) {
@@ -103,8 +105,9 @@ void gather(py::handle out_obj, py::handle self_obj, py::handle index_obj, int64
             const auto* ip = reinterpret_cast<const I*>(ptrs[2]);
             bool ok = true;
             const bool rows_inner = n > 1 && std::abs(is_e) > std::abs(ri);
+            const bool prefetch = !rows_inner && limit * std::abs(ss_e) * item > kPrefetchBytes;
             visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
-              if (!rows_inner && j + kPrefetch < steps) prefetch_at(x + r * rx, ip[r * ri + (j + kPrefetch) * is_e], ss_e, limit, 0);
+              if (prefetch && j + kPrefetch < steps) prefetch_at(x + r * rx, ip[r * ri + (j + kPrefetch) * is_e], ss_e, limit, 0);
               const int64_t v = static_cast<int64_t>(ip[r * ri + j * is_e]);
               if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(limit)) {
                 ok = false;
@@ -216,6 +219,7 @@ void scatter(py::handle self_obj, int64_t dim, py::handle index_obj, py::handle 
             const auto* x = reinterpret_cast<const scalar_t*>(ptrs[2]);
             auto* c = reinterpret_cast<int64_t*>(ptrs[3]);
             const bool rows_inner = n > 1 && std::abs(is_e) > std::abs(ri);
+            const bool prefetch = !rows_inner && limit * std::abs(ds_e) * item > kPrefetchBytes;
             bool ok = true;  // validate the whole run before writing any of it
             visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
               ok &= static_cast<uint64_t>(ip[r * ri + j * is_e]) < static_cast<uint64_t>(limit);
@@ -235,7 +239,7 @@ void scatter(py::handle self_obj, int64_t dim, py::handle index_obj, py::handle 
             auto body = [&](auto tag) {
               constexpr Reduce R = decltype(tag)::value;
               visit_run(n, steps, rows_inner, [&](int64_t r, int64_t j) {
-                if (!rows_inner && j + kPrefetch < steps) prefetch_at(d + r * rd, ip[r * ri + (j + kPrefetch) * is_e], ds_e, limit, 1);
+                if (prefetch && j + kPrefetch < steps) prefetch_at(d + r * rd, ip[r * ri + (j + kPrefetch) * is_e], ds_e, limit, 1);
                 const int64_t v = static_cast<int64_t>(ip[r * ri + j * is_e]);
                 scalar_t& dst = d[r * rd + v * ds_e];
                 const scalar_t val = x[r * rs + j * ss_e];
