@@ -13,9 +13,11 @@ inline std::vector<int64_t> byte_strides(const std::vector<int64_t>& strides, in
   return out;
 }
 
-// out = f(a), a broadcast to out's shape. Types are the storage types.
-template <typename Out, typename In, typename F>
-void unary_loop(const TensorArg& out, const TensorArg& a, const F& f) {
+// out = f(a), a broadcast to out's shape. Types are the storage types. Contiguous runs go to
+// run(Out* o, const In* x, n): a separately compiled loop for ops whose f is too big to be
+// inlined and vectorized inside the generic loop below (exp, sigmoid).
+template <typename Out, typename In, typename F, typename R>
+void unary_loop_runs(const TensorArg& out, const TensorArg& a, const F& f, const R& run) {
   auto p = coalesce<2>(out.shape, {out.data, a.data},
                        {byte_strides(out.strides, sizeof(Out)),
                         byte_strides(broadcast_strides(a, out.shape), sizeof(In))});
@@ -23,7 +25,7 @@ void unary_loop(const TensorArg& out, const TensorArg& a, const F& f) {
     Out* o = reinterpret_cast<Out*>(ptrs[0]);
     const In* x = reinterpret_cast<const In*>(ptrs[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+      run(o, x, n);
     } else if (s[0] == sizeof(Out) && s[1] == 0) {
       Out v = f(x[0]);
       for (int64_t i = 0; i < n; ++i) o[i] = v;
@@ -36,6 +38,13 @@ void unary_loop(const TensorArg& out, const TensorArg& a, const F& f) {
         px += s[1];
       }
     }
+  });
+}
+
+template <typename Out, typename In, typename F>
+void unary_loop(const TensorArg& out, const TensorArg& a, const F& f) {
+  unary_loop_runs<Out, In>(out, a, f, [&f](Out* o, const In* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
   });
 }
 

@@ -1,10 +1,458 @@
-// Kernel family "reduce" (filled in by its owner).
+// Reductions (sum, prod, max/min, any/all, norms, arg-reductions), scans (cumsum/cumprod)
+// and softmax/log_softmax. The Python side permutes the reduced dims last and converts
+// float16/bfloat16 to float32; every kernel here works on compute dtypes only.
+//
+// A reduction picks one of three loops from the shared layout (reduce_layout.h):
+//  - inner: each output folds a contiguous run; 16 independent accumulators vectorize it
+//    and, for float sums, keep the error low (blocks of 4096 are then folded in order);
+//  - outer: the reduced dims are outer and the kept innermost dim is contiguous: a block
+//    of outputs accumulates row after row (vectorized across outputs);
+//  - strided: anything else, one output at a time.
 #include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../common/dtype.h"
+#include "../common/parallel.h"
+#include "../common/tensor_arg.h"
+#include "../common/vecmath.h"
+#include "reduce_layout.h"
+#include "reduce_simd.h"
+#include "reduce_ops.h"
 
 namespace py = pybind11;
 
 namespace ember {
 
-void bind_reduce(py::module_& m) { (void)m; }
+namespace {
+
+enum class RedOp : int { Sum, NanSum, Prod, Max, Min, Any, All, CountNonzero, AbsSum, SumSq, PowSum, AbsMax, AbsMin };
+
+constexpr int kLanes = 16;
+constexpr int64_t kBlock = 4096;
+constexpr int64_t kOuterBlock = 64;
+
+// One block of a contiguous run with kLanes independent accumulators. Kept out of line:
+// inlined into the callers' loops, gcc 12 turns `lanes` into scalars and stops vectorizing.
+template <typename T, typename Acc, typename Op>
+__attribute__((noinline)) Acc fold_block(const Op& op, const T* p, int64_t len) {
+  Acc lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j) lanes[j] = op.init();
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], p[i + j]);
+  }
+  Acc tail = op.init();
+  for (; i < len; ++i) tail = op.step(tail, p[i]);
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] = op.merge(lanes[j], lanes[j + w]);
+  }
+  return op.merge(lanes[0], tail);
+}
+
+// Folds partial results pairwise, like a binary counter (PyTorch's cascade sum): n partials
+// see about log2(n) rounding steps each instead of n.
+template <typename Acc, typename Op>
+struct Cascade {
+  const Op& op;
+  Acc levels[64];
+  uint64_t count = 0;
+
+  explicit Cascade(const Op& o) : op(o) {}
+  void add(Acc v) {
+    int lv = 0;
+    for (uint64_t c = count; c & 1u; c >>= 1, ++lv) v = op.merge(levels[lv], v);
+    levels[lv] = v;
+    ++count;
+  }
+  Acc result() const {
+    Acc total = op.init();
+    for (int lv = 0; (count >> lv) != 0; ++lv) {
+      if ((count >> lv) & 1u) total = op.merge(levels[lv], total);
+    }
+    return total;
+  }
+};
+
+template <typename T, typename Acc, typename Op>
+Acc fold_run(const Op& op, const T* x, int64_t n, int64_t stride) {
+  if (stride != 1 || n < 2 * kLanes) {
+    Acc acc = op.init();
+    for (int64_t i = 0; i < n; ++i) acc = op.step(acc, x[i * stride]);
+    return acc;
+  }
+  if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, MaxF<T>>) {
+    return op.merge(op.init(), minmax_contig<T, true>(x, n));
+  } else if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, MinF<T>>) {
+    return op.merge(op.init(), minmax_contig<T, false>(x, n));
+  }
+  if (n <= kBlock) return fold_block<T, Acc>(op, x, n);
+  Cascade<Acc, Op> total(op);
+  for (int64_t start = 0; start < n; start += kBlock) {
+    total.add(fold_block<T, Acc>(op, x + start, std::min(kBlock, n - start)));
+  }
+  return total.result();
+}
+
+template <typename T, typename Acc, typename Op>
+void reduce_kernel(const Op& op, const TensorArg& out, const TensorArg& in, int64_t nred) {
+  ReduceLayout L = make_reduce_layout(out, in, nred);
+  if (L.num_out == 0) return;
+  const T* x = reinterpret_cast<const T*>(in.data);
+  Acc* o = reinterpret_cast<Acc*>(out.data);
+  if (L.reduce_numel == 0) {
+    for (int64_t i = 0; i < L.num_out; ++i) {
+      int64_t io, oo;
+      L.offsets(i, io, oo);
+      o[oo] = op.init();
+    }
+    return;
+  }
+  const int64_t ntab = static_cast<int64_t>(L.table.size());
+  const bool outer = L.run_stride != 1 && !L.out_shape.empty() && L.out_in_stride.back() == 1 &&
+                     L.out_shape.back() >= 8;
+  if (outer) {
+    const int64_t inner = L.out_shape.back();
+    const int64_t nblk_row = (inner + kOuterBlock - 1) / kOuterBlock;
+    const int64_t rows = L.num_out / inner;
+    const int64_t ostride = L.out_stride.back();
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / (L.reduce_numel * kOuterBlock));
+    parallel_for(rows * nblk_row, grain, [&](int64_t b0, int64_t b1) {
+      Acc acc[kOuterBlock];
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t row = b / nblk_row, j0 = (b % nblk_row) * kOuterBlock;
+        const int64_t bl = std::min(kOuterBlock, inner - j0);
+        int64_t io, oo;
+        L.offsets(row * inner + j0, io, oo);
+        for (int64_t j = 0; j < bl; ++j) acc[j] = op.init();
+        for (int64_t t = 0; t < ntab; ++t) {
+          const T* base = x + io + L.table[t];
+          for (int64_t k = 0; k < L.run_len; ++k) {
+            const T* p = base + k * L.run_stride;
+            for (int64_t j = 0; j < bl; ++j) acc[j] = op.step(acc[j], p[j]);
+          }
+        }
+        for (int64_t j = 0; j < bl; ++j) o[oo + j * ostride] = acc[j];
+      }
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / L.reduce_numel);
+  parallel_for(L.num_out, grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      int64_t io, oo;
+      L.offsets(i, io, oo);
+      if (ntab == 1) {
+        o[oo] = fold_run<T, Acc>(op, x + io, L.run_len, L.run_stride);
+        continue;
+      }
+      Cascade<Acc, Op> acc(op);
+      for (int64_t t = 0; t < ntab; ++t) acc.add(fold_run<T, Acc>(op, x + io + L.table[t], L.run_len, L.run_stride));
+      o[oo] = acc.result();
+    }
+  });
+}
+
+void check_out(const TensorArg& out, DType want) {
+  if (out.dtype != want) throw std::invalid_argument("reduce: output dtype does not match the accumulator dtype");
+}
+
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else return DType::Float64;
+}
+
+template <typename T>
+void run_reduce(RedOp op, const TensorArg& out, const TensorArg& in, int64_t nred, double p) {
+  using SA = sum_acc_t<T>;
+  auto go = [&](DType want, auto f) {
+    using Acc = decltype(f.init());
+    check_out(out, want);
+    py::gil_scoped_release release;
+    reduce_kernel<T, Acc>(f, out, in, nred);
+  };
+  constexpr bool floating = std::is_floating_point_v<T>;
+  switch (op) {
+    case RedOp::Sum: go(dtype_of<SA>(), SumF<T, SA>{}); return;
+    case RedOp::NanSum: go(dtype_of<SA>(), NanSumF<T, SA>{}); return;
+    case RedOp::Prod: go(dtype_of<SA>(), ProdF<T, SA>{}); return;
+    case RedOp::Max: go(in.dtype, MaxF<T>{}); return;
+    case RedOp::Min: go(in.dtype, MinF<T>{}); return;
+    case RedOp::Any: go(DType::Bool, AnyF<T>{}); return;
+    case RedOp::All: go(DType::Bool, AllF<T>{}); return;
+    case RedOp::CountNonzero: go(DType::Int64, CountNonzeroF<T>{}); return;
+    default: break;
+  }
+  if constexpr (floating) {
+    switch (op) {
+      case RedOp::AbsSum: go(in.dtype, AbsSumF<T>{}); return;
+      case RedOp::SumSq: go(in.dtype, SumSqF<T>{}); return;
+      case RedOp::PowSum: go(in.dtype, PowSumF<T>{static_cast<T>(p)}); return;
+      case RedOp::AbsMax: go(in.dtype, AbsMaxF<T>{}); return;
+      case RedOp::AbsMin: go(in.dtype, AbsMinF<T>{}); return;
+      default: break;
+    }
+  }
+  throw std::invalid_argument("reduce: op not supported for this dtype");
+}
+
+void reduce_impl(int code, py::handle out_obj, py::handle in_obj, int64_t nred, double p) {
+  if (code < 0 || code > static_cast<int>(RedOp::AbsMin)) throw std::invalid_argument("reduce: bad op code");
+  TensorArg out = unpack(out_obj), in = unpack(in_obj);
+  EMBER_DISPATCH_COMPUTE(in.dtype, "reduce", [&] { run_reduce<scalar_t>(static_cast<RedOp>(code), out, in, nred, p); });
+}
+
+// argmax/argmin with values: the first maximum (or the first NaN) wins; the index counts
+// reduced positions in row-major order.
+template <typename T>
+void arg_reduce_kernel(bool is_max, const TensorArg& vals, const TensorArg& idx, const TensorArg& in, int64_t nred) {
+  ReduceLayout L = make_reduce_layout(vals, in, nred);
+  ReduceLayout Li = make_reduce_layout(idx, in, nred);
+  if (L.reduce_numel == 0 && L.num_out > 0) throw std::out_of_range("arg reduction over an empty dimension");
+  const T* x = reinterpret_cast<const T*>(in.data);
+  T* v = reinterpret_cast<T*>(vals.data);
+  int64_t* ix = reinterpret_cast<int64_t*>(idx.data);
+  const int64_t ntab = static_cast<int64_t>(L.table.size());
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L.reduce_numel));
+  parallel_for(L.num_out, grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      int64_t io, oo, io2, oi;
+      L.offsets(i, io, oo);
+      Li.offsets(i, io2, oi);
+      T best = x[io + L.table[0]];
+      int64_t bi = 0, pos = 0;
+      bool done = is_nan_v(best);
+      for (int64_t t = 0; t < ntab && !done; ++t) {
+        const T* p = x + io + L.table[t];
+        for (int64_t k = 0; k < L.run_len; ++k, ++pos) {
+          T c = p[k * L.run_stride];
+          if (is_nan_v(c)) {
+            best = c;
+            bi = pos;
+            done = true;
+            break;
+          }
+          if (is_max ? (c > best) : (c < best)) {
+            best = c;
+            bi = pos;
+          }
+        }
+      }
+      v[oo] = best;
+      ix[oi] = bi;
+    }
+  });
+}
+
+void arg_reduce_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py::handle in_obj, int64_t nred) {
+  TensorArg vals = unpack(vals_obj), idx = unpack(idx_obj), in = unpack(in_obj);
+  if (vals.dtype != in.dtype || idx.dtype != DType::Int64) throw std::invalid_argument("arg_reduce: bad output dtypes");
+  EMBER_DISPATCH_COMPUTE(in.dtype, "arg_reduce", [&] {
+    py::gil_scoped_release release;
+    arg_reduce_kernel<scalar_t>(is_max, vals, idx, in, nred);
+  });
+}
+
+// Scans along the last dim (the Python side moves the scanned dim last in both views).
+// codes: 0 cumsum, 1 cumprod. Floats accumulate in double, like PyTorch's CPU scan.
+template <typename T>
+void scan_kernel(int code, const TensorArg& out, const TensorArg& in) {
+  const int64_t nd = in.ndim();
+  if (out.shape != in.shape || nd == 0) throw std::invalid_argument("scan: shapes differ");
+  const int64_t len = in.shape[nd - 1];
+  const int64_t rows = len == 0 ? 0 : in.numel() / len;
+  const int64_t si = in.strides[nd - 1], so = out.strides[nd - 1];
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  const T* x = reinterpret_cast<const T*>(in.data);
+  T* o = reinterpret_cast<T*>(out.data);
+  parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, len)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t io = 0, oo = 0, rem = r;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        int64_t k = rem % in.shape[d];
+        rem /= in.shape[d];
+        io += k * in.strides[d];
+        oo += k * out.strides[d];
+      }
+      Acc acc = code == 0 ? Acc(0) : Acc(1);
+      for (int64_t k = 0; k < len; ++k) {
+        Acc xv = static_cast<Acc>(x[io + k * si]);
+        acc = code == 0 ? acc + xv : acc * xv;
+        o[oo + k * so] = static_cast<T>(acc);
+      }
+    }
+  });
+}
+
+void scan_impl(int code, py::handle out_obj, py::handle in_obj) {
+  if (code != 0 && code != 1) throw std::invalid_argument("scan: bad op code");
+  TensorArg out = unpack(out_obj), in = unpack(in_obj);
+  if (out.dtype != in.dtype) throw std::invalid_argument("scan: dtypes differ");
+  EMBER_DISPATCH_COMPUTE(in.dtype, "scan", [&] {
+    if constexpr (!std::is_same_v<scalar_t, bool>) {
+      py::gil_scoped_release release;
+      scan_kernel<scalar_t>(code, out, in);
+    } else {
+      throw std::invalid_argument("scan: bool is not supported");
+    }
+  });
+}
+
+// cummax/cummin along the last dim: a NaN always takes over, ties move the index forward
+// (PyTorch's rule: update when x is NaN or, with no NaN so far, x >= best / x <= best).
+template <typename T>
+void scan_indexed_kernel(bool is_max, const TensorArg& vals, const TensorArg& idx, const TensorArg& in) {
+  const int64_t nd = in.ndim();
+  if (vals.shape != in.shape || idx.shape != in.shape || nd == 0) throw std::invalid_argument("cummax: shapes differ");
+  const int64_t len = in.shape[nd - 1];
+  const int64_t rows = len == 0 ? 0 : in.numel() / len;
+  const T* x = reinterpret_cast<const T*>(in.data);
+  T* v = reinterpret_cast<T*>(vals.data);
+  int64_t* ix = reinterpret_cast<int64_t*>(idx.data);
+  parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, len)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t io = 0, vo = 0, xo = 0, rem = r;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        int64_t k = rem % in.shape[d];
+        rem /= in.shape[d];
+        io += k * in.strides[d];
+        vo += k * vals.strides[d];
+        xo += k * idx.strides[d];
+      }
+      T best = x[io];
+      int64_t bi = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const T c = x[io + k * in.strides[nd - 1]];
+        if (is_nan_v(c) || (!is_nan_v(best) && (is_max ? c >= best : c <= best))) {
+          best = c;
+          bi = k;
+        }
+        v[vo + k * vals.strides[nd - 1]] = best;
+        ix[xo + k * idx.strides[nd - 1]] = bi;
+      }
+    }
+  });
+}
+
+void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py::handle in_obj) {
+  TensorArg vals = unpack(vals_obj), idx = unpack(idx_obj), in = unpack(in_obj);
+  if (vals.dtype != in.dtype || idx.dtype != DType::Int64) throw std::invalid_argument("cummax: bad output dtypes");
+  EMBER_DISPATCH_COMPUTE(in.dtype, "cummax", [&] {
+    py::gil_scoped_release release;
+    scan_indexed_kernel<scalar_t>(is_max, vals, idx, in);
+  });
+}
+
+template <typename T>
+inline T exp_any(T v) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(v);
+  else return std::exp(v);
+}
+
+// softmax over the middle dim of a contiguous (outer, n, inner) block.
+template <typename T>
+void softmax_rows(T* o, const T* x, int64_t n, bool log) {
+  const T m = minmax_contig<T, true>(x, n);
+  T s;
+  if constexpr (std::is_same_v<T, float>) {
+    s = exp_shift_sum(log ? nullptr : o, x, n, m);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i] - m);
+    s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
+  }
+  if (log) {
+    const T shift = m + std::log(s);
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] - shift;
+  } else {
+    const T inv = T(1) / s;
+    for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+  }
+}
+
+template <typename T>
+void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log) {
+  T m[kOuterBlock], s[kOuterBlock];
+  for (int64_t j = 0; j < bl; ++j) {
+    m[j] = -INFINITY;
+    s[j] = 0;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const T* p = x + k * inner + j0;
+    for (int64_t j = 0; j < bl; ++j) m[j] = std::max(m[j], p[j]);
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const T* p = x + k * inner + j0;
+    T* q = o + k * inner + j0;
+    for (int64_t j = 0; j < bl; ++j) {
+      q[j] = exp_any(p[j] - m[j]);
+      s[j] += q[j];
+    }
+  }
+  for (int64_t j = 0; j < bl; ++j) s[j] = log ? m[j] + std::log(s[j]) : T(1) / s[j];
+  for (int64_t k = 0; k < n; ++k) {
+    const T* p = x + k * inner + j0;
+    T* q = o + k * inner + j0;
+    for (int64_t j = 0; j < bl; ++j) q[j] = log ? p[j] - s[j] : q[j] * s[j];
+  }
+}
+
+void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t n, int64_t inner, bool log) {
+  TensorArg out = unpack(out_obj), in = unpack(in_obj);
+  if (out.dtype != in.dtype || !out.is_contiguous() || !in.is_contiguous() || out.shape != in.shape)
+    throw std::invalid_argument("softmax: expected contiguous input and output of one dtype and shape");
+  int64_t total = 0;
+  if (outer < 0 || n < 0 || inner < 0 || __builtin_mul_overflow(outer, n, &total) ||
+      __builtin_mul_overflow(total, inner, &total) || total != in.numel())
+    throw std::invalid_argument("softmax: bad (outer, n, inner) split");
+  if (in.numel() == 0) return;
+  EMBER_DISPATCH_FLOATING(in.dtype, "softmax", [&] {
+    using T = scalar_t;
+    const T* x = reinterpret_cast<const T*>(in.data);
+    T* o = reinterpret_cast<T*>(out.data);
+    py::gil_scoped_release release;
+    if (inner == 1) {
+      parallel_for(outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) softmax_rows<T>(o + r * n, x + r * n, n, log);
+      });
+      return;
+    }
+    const int64_t nblk = (inner + kOuterBlock - 1) / kOuterBlock;
+    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / (n * kOuterBlock)), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t r = b / nblk, j0 = (b % nblk) * kOuterBlock;
+        softmax_cols<T>(o + r * n * inner, x + r * n * inner, n, inner, j0, std::min(kOuterBlock, inner - j0), log);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void bind_reduce(py::module_& m) {
+  py::dict codes;
+  const char* names[] = {"sum",     "nansum", "prod",  "max",     "min",    "any",   "all",
+                         "count_nonzero", "abs_sum", "sum_sq", "pow_sum", "abs_max", "abs_min"};
+  for (int i = 0; i < 13; ++i) codes[names[i]] = i;
+  m.attr("reduce_ops") = codes;
+  m.def("reduce", &reduce_impl, py::arg("code"), py::arg("out"), py::arg("input"), py::arg("num_reduced"),
+        py::arg("p") = 2.0, "out = reduction of input over its last num_reduced dims.");
+  m.def("arg_reduce", &arg_reduce_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"), py::arg("input"),
+        py::arg("num_reduced"), "values/indices of the max (or min) over the last num_reduced dims.");
+  m.def("scan", &scan_impl, py::arg("code"), py::arg("out"), py::arg("input"),
+        "Inclusive scan (0 cumsum, 1 cumprod) along the last dim.");
+  m.def("scan_indexed", &scan_indexed_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"),
+        py::arg("input"), "cummax (or cummin) values and indices along the last dim.");
+  m.def("softmax", &softmax_impl, py::arg("out"), py::arg("input"), py::arg("outer"), py::arg("n"), py::arg("inner"),
+        py::arg("log"), "softmax (or log_softmax) over n of a contiguous (outer, n, inner) block.");
+}
 
 }  // namespace ember

@@ -114,7 +114,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
   switch (op) {
     case UnaryOp::sqrt: go([](T x) { return std::sqrt(x); }); break;
     case UnaryOp::rsqrt: go([](T x) { return T(1) / std::sqrt(x); }); break;
-    case UnaryOp::exp: go([](T x) { return exp_t(x); }); break;
+    case UnaryOp::exp:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, [](T x) { return exp_t(x); }, exp_f32_n);
+      else go([](T x) { return exp_t(x); });
+      break;
     case UnaryOp::exp2: go([](T x) { return std::exp2(x); }); break;
     case UnaryOp::expm1: go([](T x) { return std::expm1(x); }); break;
     case UnaryOp::log: go([](T x) { return std::log(x); }); break;
@@ -133,7 +136,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     case UnaryOp::asinh: go([](T x) { return std::asinh(x); }); break;
     case UnaryOp::acosh: go([](T x) { return std::acosh(x); }); break;
     case UnaryOp::atanh: go([](T x) { return std::atanh(x); }); break;
-    case UnaryOp::sigmoid: go([](T x) { return T(1) / (T(1) + exp_t(-x)); }); break;
+    case UnaryOp::sigmoid:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, sigmoid_f32, sigmoid_f32_n);
+      else go([](T x) { return T(1) / (T(1) + exp_t(-x)); });
+      break;
     case UnaryOp::erf: go([](T x) { return std::erf(x); }); break;
     case UnaryOp::erfc: go([](T x) { return std::erfc(x); }); break;
     case UnaryOp::erfinv: go([](T x) { return erfinv_impl(x); }); break;
@@ -151,7 +157,14 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     case UnaryOp::silu: go([](T x) { return x / (T(1) + exp_t(-x)); }); break;
     case UnaryOp::mish: go([](T x) { return x * std::tanh(x > T(20) ? x : std::log1p(std::exp(x))); }); break;
     case UnaryOp::hardsigmoid: go([](T x) { return x <= T(-3) ? T(0) : (x >= T(3) ? T(1) : x / T(6) + T(0.5)); }); break;
-    case UnaryOp::hardswish: go([](T x) { return x <= T(-3) ? T(0) : (x >= T(3) ? x : x * (x + T(3)) / T(6)); }); break;
+    case UnaryOp::hardswish:  // x * clamp(x + 3, 0, 6) / 6, which keeps nan and gives nan at -inf like PyTorch
+      go([](T x) {
+        T y = x + T(3);
+        y = y < T(0) ? T(0) : y;
+        y = y > T(6) ? T(6) : y;
+        return x * y / T(6);
+      });
+      break;
     case UnaryOp::softplus:  // p0 = beta, p1 = threshold
       go([p0, p1](T x) { return x * p0 > p1 ? x : std::log1p(std::exp(x * p0)) / p0; });
       break;
@@ -206,7 +219,7 @@ void run_any(UnaryOp op, const TensorArg& out, const TensorArg& a, const Params&
       break;
     case UnaryOp::sign:
       if constexpr (is_bool) go([](T x) { return x; });
-      else if constexpr (is_float) go([](T x) { return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0))); });
+      else if constexpr (is_float) go([](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); });  // nan -> 0
       else go([](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); });
       break;
     case UnaryOp::square:
@@ -250,7 +263,7 @@ void run_any(UnaryOp op, const TensorArg& out, const TensorArg& a, const Params&
       else {
         T lo = static_cast<T>(prm.p0), hi = static_cast<T>(prm.p1);
         if (op == UnaryOp::hardtanh) go([lo, hi](T x) { return x != x ? x : (x < lo ? lo : (x > hi ? hi : x)); });
-        else go([lo, hi](T x) { return x > lo ? x : hi; });  // threshold: p0 = threshold, p1 = value
+        else go([lo, hi](T x) { return x <= lo ? hi : x; });  // threshold: p0 = threshold, p1 = value; nan stays
       }
       break;
     }

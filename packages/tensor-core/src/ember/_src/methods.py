@@ -148,11 +148,11 @@ def install(functional: dict) -> None:
             setattr(Tensor, name + "_", op)
 
     def add_(self, other, *, alpha=1):
-        return pw.add_inplace_op(self, pw._scaled(other, alpha))
+        return pw.add_inplace_op(self, pw._scaled(self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
         pw._check_sub_bool(self, other)
-        return pw.sub_inplace_op(self, pw._scaled(other, alpha))
+        return pw.sub_inplace_op(self, pw._scaled(self, other, alpha))
 
     def div_(self, other, *, rounding_mode=None):
         if rounding_mode is None:
@@ -160,7 +160,7 @@ def install(functional: dict) -> None:
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002
-        return self.copy_(pw.clamp(self, min, max))
+        return pw.clamp(self, min, max, out=self)  # out= checks the result dtype can be cast to self
 
     def lerp_(self, end, weight):
         return self.copy_(pw.lerp(self, end, weight))

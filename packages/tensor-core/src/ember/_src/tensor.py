@@ -6,8 +6,6 @@ Only metadata and Python protocols live here. Every computation is an op (see
 
 from __future__ import annotations
 
-import operator
-
 from .. import _C
 from . import dispatch
 from . import dtypes as dt
@@ -57,7 +55,7 @@ class Tensor:
         return data if cls is Tensor else data.as_subclass(cls)
 
     @staticmethod
-    def _make_subclass(cls, data: "Tensor", require_grad: bool = False) -> "Tensor":
+    def _make_subclass(cls, data: Tensor, require_grad: bool = False) -> Tensor:
         """A ``cls`` instance sharing ``data``'s storage (how ``nn.Parameter`` is built)."""
         out = data.detach().as_subclass(cls)
         if require_grad:
@@ -244,7 +242,7 @@ class Tensor:
             size = (source.nbytes() // self.dtype.itemsize,)
         size = tuple(int(s) for s in size)
         stride = contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
-        _check_view_bounds(source, size, stride, storage_offset, self.dtype)
+        check_view_bounds(source, size, stride, storage_offset, self.dtype)
         self._storage, self._shape, self._stride, self._offset = source, size, stride, int(storage_offset)
         return self
 
@@ -389,10 +387,11 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
         storage = _C.Storage.meta(nbytes)
     else:
         storage = get_backend(dev.type).allocate(nbytes, zero)
-    return make_tensor(storage, shape, contiguous_strides(shape), 0, dtype, dev)
+    strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
+    return make_tensor(storage, shape, strides, 0, dtype, dev)
 
 
-def _check_view_bounds(storage, size, stride, offset, dtype) -> None:
+def check_view_bounds(storage, size, stride, offset, dtype) -> None:
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     for s in size:
@@ -415,20 +414,12 @@ def _check_view_bounds(storage, size, stride, offset, dtype) -> None:
         )
 
 
-def check_view_bounds(storage, size, stride, offset, dtype) -> None:
-    _check_view_bounds(storage, size, stride, offset, dtype)
-
-
 def _is_array_like(obj) -> bool:
     return hasattr(obj, "__array_interface__") and not isinstance(obj, Tensor)
 
 
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
-
-
-def index_value(x) -> int:
-    return operator.index(x)
 
 
 dispatch._Tensor = Tensor

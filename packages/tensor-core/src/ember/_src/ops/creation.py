@@ -24,7 +24,11 @@ def _resolve(dtype, device, default=None):
     return d, to_device(device)
 
 
-def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        from ._common import write_out
+
+        return write_out(t, out)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -46,8 +50,8 @@ def _empty_kernel(size, *, dtype=None, device=None):
 
 @full_op.kernel("cpu")
 def _full_cpu(size, fill_value, *, dtype=None, device=None):
-    if isinstance(fill_value, builtins.bool) or fill_value == 0:
-        return new_empty_tensor(size, dtype, device, zero=(fill_value == 0))
+    if fill_value == 0 and not (isinstance(fill_value, float) and math.copysign(1.0, fill_value) < 0):
+        return new_empty_tensor(size, dtype, device, zero=True)
     t = new_empty_tensor(size, dtype, device)
     _C.fill_(t, fill_value)
     return t
@@ -72,19 +76,19 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
           memory_format=None):
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
-    return _finish(empty_op(shape, dtype=d, device=dev), requires_grad)
+    return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
-    return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad)
+    return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
-    return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad)
+    return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
 
 
 def _fill_dtype(fill_value):
@@ -98,7 +102,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d, dev = _resolve(dtype, device, default=_fill_dtype(fill_value) if dtype is None else None)
-    return _finish(full_op(shape, fill_value, dtype=d, device=dev), requires_grad)
+    return _finish(full_op(shape, fill_value, dtype=d, device=dev), requires_grad, out)
 
 
 def _like(input, dtype, device):
@@ -157,6 +161,10 @@ def _infer_nested(data, shape_out: list, depth: int = 0):
             d = _infer_nested(item, shape_out, depth + 1)
             result = d if result is None else dt.promote_types(result, d)
         return result if result is not None else dt.get_default_dtype()
+    if _is_numpy_scalar(data):
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
+        return dt.to_dtype(data.dtype)
     if isinstance(data, _NUMBER):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
@@ -164,6 +172,11 @@ def _infer_nested(data, shape_out: list, depth: int = 0):
     if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
         return dt.to_dtype(data.dtype)
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _is_numpy_scalar(x) -> builtins.bool:
+    # NumPy scalars keep their dtype (np.float64 is also a Python float, which would infer the default dtype).
+    return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "shape", None) == ()
 
 
 def _flatten(data, out: list):
@@ -195,6 +208,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if dev is not CPU:
             result = result.to(dev)
         return _finish(result, requires_grad)
+    if _is_numpy_scalar(data) and dtype is None:
+        dtype = dt.to_dtype(data.dtype)
+        data = data.item()
     if isinstance(data, _NUMBER):
         d = dt.scalar_dtype(data) if dtype is None else dt.to_dtype(dtype)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
@@ -274,7 +290,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     else:
         d = dt.to_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
-    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad)
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out)
 
 
 range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
@@ -284,6 +300,9 @@ range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType
 @range_op.kernel("cpu")
 def _affine_cpu(n, start, step, *, dtype, device):
     # Computed in float64/int64 and converted once, so float32 ranges match PyTorch's.
+    if not dtype.is_floating_point:
+        # PyTorch casts start and step to the integer type first (truncating), then steps.
+        start, step = int(start), int(step)
     exact = dt.int64 if (isinstance(start, int) and isinstance(step, int)) else dt.float64
     base = new_empty_tensor((n,), exact, device)
     if n:
@@ -314,13 +333,13 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
-        return _finish(full((1,), start, dtype=d, device=dev), requires_grad)
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`.
-    out = new_empty_tensor((steps,), dt.float64, dev)
+    result = new_empty_tensor((steps,), dt.float64, dev)
     if dev is not META and steps:
-        _C.linspace(out, float(start), float(end), float(step))
-    return _finish(out.to(d), requires_grad)
+        _C.linspace(result, float(start), float(end), float(step))
+    return _finish(result.to(d), requires_grad, out)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -328,7 +347,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
     from .pointwise import pow_op
 
-    return _finish(pow_op(float(base), exponents).to(d), requires_grad)
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -337,7 +356,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
     d, dev = _resolve(dtype, device)
-    out = full_op((n, m), 0, dtype=d, device=dev)
+    result = full_op((n, m), 0, dtype=d, device=dev)
     if dev is not META and min(n, m):
-        out.diagonal().fill_(1)
-    return _finish(out, requires_grad)
+        result.diagonal().fill_(1)
+    return _finish(result, requires_grad, out)

@@ -17,7 +17,7 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
-from ._common import HALF_TYPES, convert, empty, type_name
+from ._common import HALF_TYPES, convert, empty, type_name, write_out
 
 BINARY_CODES = _C.binary_ops
 UNARY_CODES = _C.unary_ops
@@ -41,15 +41,51 @@ _BOOL_RESULT = "bool"        # comparisons and logical ops
 _INTEGRAL_ONLY = "integral"  # bitwise ops
 
 
+_FLOAT_TYPES = frozenset((dt.float16, dt.bfloat16, dt.float32, dt.float64))
+_NON_FLOAT_TYPES = frozenset((dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64))
+_BOOL_ONLY = frozenset((dt.bool,))
+
+# (op, promoted input dtype) pairs PyTorch has no kernel for: NotImplementedError, as in PyTorch.
+_NO_KERNEL = {
+    "floor_divide": _BOOL_ONLY, "remainder": _BOOL_ONLY, "fmod": _BOOL_ONLY, "pow": _BOOL_ONLY,
+    "hypot": _NON_FLOAT_TYPES, "logaddexp": _NON_FLOAT_TYPES, "logaddexp2": _NON_FLOAT_TYPES,
+    "nextafter": _NON_FLOAT_TYPES, "bitwise_and": _FLOAT_TYPES, "bitwise_or": _FLOAT_TYPES,
+    "bitwise_xor": _FLOAT_TYPES, "bitwise_left_shift": _FLOAT_TYPES | _BOOL_ONLY,
+    "bitwise_right_shift": _FLOAT_TYPES | _BOOL_ONLY,
+    "abs": _BOOL_ONLY, "floor": _BOOL_ONLY, "ceil": _BOOL_ONLY, "round": _BOOL_ONLY, "trunc": _BOOL_ONLY,
+    "frac": _NON_FLOAT_TYPES, "round_decimals": _NON_FLOAT_TYPES, "bitwise_not": _FLOAT_TYPES,
+    "threshold": _BOOL_ONLY,
+    **{name: _NON_FLOAT_TYPES for name in (
+        "gelu", "gelu_tanh", "silu", "softplus", "elu", "leaky_relu", "hardsigmoid", "hardswish", "mish", "selu",
+        "celu")},
+}
+# Pairs PyTorch rejects with a RuntimeError instead (a check before its kernel).
+_REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dt.bool, dt.uint8)),
+             "neg": _BOOL_ONLY}
+
+
+_EMPTY = frozenset()
+
+
+def check_kernel_exists(op_name: str, dtype) -> None:
+    """Raises PyTorch's exception for dtypes its ``op_name`` kernel does not support."""
+    if dtype in _NO_KERNEL.get(op_name, _EMPTY):
+        raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
+    if dtype in _REJECTED.get(op_name, _EMPTY):
+        raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
+
+
 def binary_result(a, b, kind: str, op_name: str):
     """(shape, compute dtype, result dtype) for a binary op on tensors/scalars."""
-    _check_operand(a, op_name)
-    _check_operand(b, op_name)
-    promoted = dt.result_type_of(a, b)
+    if type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype:
+        promoted = a.dtype  # the common case, without the general promotion walk
+    else:
+        _check_operand(a, op_name)
+        _check_operand(b, op_name)
+        promoted = dt.result_type_of(a, b)
+    check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not promoted.is_floating_point:
         promoted = dt.get_default_dtype()
-    if kind == _INTEGRAL_ONLY and promoted.is_floating_point:
-        raise RuntimeError(f"\"{op_name}_cpu\" not implemented for '{type_name(promoted)}'")
     a_shape = a._shape if isinstance(a, Tensor) else ()
     b_shape = b._shape if isinstance(b, Tensor) else ()
     shape = a_shape if a_shape == b_shape else broadcast_shapes(a_shape, b_shape)
@@ -128,7 +164,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
     @inplace.kernel("cpu")
     def cpu_inplace(self, other):
         shape, promoted, result_dtype = binary_result(self, other, kind, name)
-        _check_inplace(self, shape, result_dtype, name + "_")
+        # Comparison/logical results (0/1) are written in self's dtype, whatever it is.
+        _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
         if kind == _BOOL_RESULT or promoted is not self.dtype or promoted in HALF_TYPES:
             _C.copy_(self, _run_binary(code, kind, name, self, other))
         else:
@@ -139,7 +176,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
     @inplace.kernel("meta")
     def meta_inplace(self, other):
         shape, _, result_dtype = binary_result(self, other, kind, name)
-        _check_inplace(self, shape, result_dtype, name + "_")
+        _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
         return self
 
     op.__doc__ = doc or op.schema
@@ -182,7 +219,8 @@ ge_op, ge_inplace_op = _declare_binary("ge", _BOOL_RESULT)
 
 
 def _check_sub_bool(a, b):
-    if (getattr(a, "dtype", None) is dt.bool or isinstance(a, builtins.bool)) and (
+    # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor).
+    if (getattr(a, "dtype", None) is dt.bool or isinstance(a, builtins.bool)) or (
         getattr(b, "dtype", None) is dt.bool or isinstance(b, builtins.bool)
     ):
         raise RuntimeError(
@@ -197,26 +235,29 @@ def _check_int_pow(base, exponent):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
-def _scaled(other, alpha):
-    if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1):
+def _scaled(input, other, alpha):
+    if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1 and not isinstance(alpha, builtins.bool)):
         return other
-    if isinstance(other, Tensor) and isinstance(alpha, float) and not other.dtype.is_floating_point:
-        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
+    promoted = dt.result_type_of(input, other)
+    if isinstance(alpha, float) and not promoted.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if promoted is dt.bool:
+        alpha = builtins.bool(alpha)  # PyTorch converts alpha to the (bool) result type
+        if not isinstance(other, Tensor):
+            return builtins.bool(other) and alpha
+    if not isinstance(other, Tensor):
+        return other * alpha  # a Python number: scaling stays a Python number (weakly typed)
     return mul_op(other, alpha)
 
 
 # Public functional forms (the user-facing signatures).
 def add(input, other, *, alpha=1, out=None):
-    from ._common import write_out
-
-    return write_out(add_op(input, _scaled(other, alpha)), out)
+    return write_out(add_op(input, _scaled(input, other, alpha)), out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    from ._common import write_out
-
     _check_sub_bool(input, other)
-    return write_out(sub_op(input, _scaled(other, alpha)), out)
+    return write_out(sub_op(input, _scaled(input, other, alpha)), out)
 
 
 subtract = sub
@@ -227,8 +268,6 @@ def rsub(input, other, *, alpha=1):
 
 
 def mul(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(mul_op(input, other), out)
 
 
@@ -236,8 +275,6 @@ multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    from ._common import write_out
-
     if rounding_mode is None:
         result = div_op(input, other)
     elif rounding_mode == "floor":
@@ -254,7 +291,9 @@ def div(input, other, *, rounding_mode=None, out=None):
 def _trunc_div(a, b):
     promoted = dt.result_type_of(a, b)
     if promoted.is_floating_point:
-        return trunc(div_op(a, b))
+        return trunc(div_op(a, b))  # noqa: F821 - defined by the unary loop below
+    if not promoted.is_signed:
+        return floor_divide_op(a, b)  # unsigned (a negative scalar wraps): truncation is floor
     # Integer truncation: floor division corrected where signs differ and a remainder exists.
     q = floor_divide_op(a, b)
     r = fmod_op(a, b)
@@ -267,42 +306,36 @@ true_divide = div
 
 
 def floor_divide(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(floor_divide_op(input, other), out)
 
 
 def remainder(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(remainder_op(input, other), out)
 
 
 def fmod(input, other, *, out=None):
-    from ._common import write_out
-
     return write_out(fmod_op(input, other), out)
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
-    from ._common import write_out
-
     _check_int_pow(input, exponent)
     return write_out(pow_op(input, exponent), out)
 
 
 def float_power(input, exponent, *, out=None):
-    from ._common import write_out
-
     a = input.to(dt.float64) if isinstance(input, Tensor) else float(input)
     b = exponent.to(dt.float64) if isinstance(exponent, Tensor) else float(exponent)
     return write_out(pow_op(a, b), out)
 
 
-def _simple_binary(op):
+def _simple_binary(op, tensors_only=False):
     def fn(input, other, *, out=None):
-        from ._common import write_out
-
+        if tensors_only:
+            for pos, x in ((1, input), (2, other)):
+                if not isinstance(x, Tensor):
+                    arg = "input" if pos == 1 else "other"
+                    raise TypeError(f"{op.name}(): argument '{arg}' (position {pos}) must be Tensor, "
+                                    f"not {type(x).__name__}")
         return write_out(op(input, other), out)
 
     fn.__name__ = op.name
@@ -310,26 +343,26 @@ def _simple_binary(op):
     return fn
 
 
-maximum = _simple_binary(maximum_op)
-minimum = _simple_binary(minimum_op)
-fmax = _simple_binary(fmax_op)
-fmin = _simple_binary(fmin_op)
-atan2 = _simple_binary(atan2_op)
+maximum = _simple_binary(maximum_op, tensors_only=True)
+minimum = _simple_binary(minimum_op, tensors_only=True)
+fmax = _simple_binary(fmax_op, tensors_only=True)
+fmin = _simple_binary(fmin_op, tensors_only=True)
+atan2 = _simple_binary(atan2_op, tensors_only=True)
 arctan2 = atan2
-hypot = _simple_binary(hypot_op)
+hypot = _simple_binary(hypot_op, tensors_only=True)
 copysign = _simple_binary(copysign_op)
-logaddexp = _simple_binary(logaddexp_op)
-logaddexp2 = _simple_binary(logaddexp2_op)
+logaddexp = _simple_binary(logaddexp_op, tensors_only=True)
+logaddexp2 = _simple_binary(logaddexp2_op, tensors_only=True)
 xlogy = _simple_binary(xlogy_op)
-nextafter = _simple_binary(nextafter_op)
+nextafter = _simple_binary(nextafter_op, tensors_only=True)
 bitwise_and = _simple_binary(bitwise_and_op)
 bitwise_or = _simple_binary(bitwise_or_op)
 bitwise_xor = _simple_binary(bitwise_xor_op)
 bitwise_left_shift = _simple_binary(bitwise_left_shift_op)
 bitwise_right_shift = _simple_binary(bitwise_right_shift_op)
-logical_and = _simple_binary(logical_and_op)
-logical_or = _simple_binary(logical_or_op)
-logical_xor = _simple_binary(logical_xor_op)
+logical_and = _simple_binary(logical_and_op, tensors_only=True)
+logical_or = _simple_binary(logical_or_op, tensors_only=True)
+logical_xor = _simple_binary(logical_xor_op, tensors_only=True)
 eq = _simple_binary(eq_op)
 ne = _simple_binary(ne_op)
 not_equal = ne
@@ -360,6 +393,7 @@ _PREDICATE_OP = "predicate"  # bool result
 def unary_result(a, kind: str, name: str):
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    check_kernel_exists(name, a.dtype)
     if kind == _PREDICATE_OP:
         return dt.bool
     if kind == _FLOAT_OP and not a.dtype.is_floating_point:
@@ -408,6 +442,12 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         @inplace_op.kernel("cpu")
         def cpu_inplace(self, *args):
             result_dtype = unary_result(self, kind, name)
+            if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
+                raise RuntimeError("result type Long can't be cast to the desired output type Bool")
+            if kind == _PREDICATE_OP:  # logical_not_: the 0/1 result is written in self's dtype
+                _C.copy_(self, _run_unary(code, kind, name, self, *args))
+                self._storage.version += 1
+                return self
             if result_dtype is not self.dtype:
                 raise RuntimeError(
                     f"result type {type_name(result_dtype)} can't be cast to the desired output type "
@@ -429,8 +469,6 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
 
 def _public_unary(op, inplace_op):
     def fn(input, *, out=None):
-        from ._common import write_out
-
         return write_out(op(input), out)
 
     fn.__name__ = op.name
@@ -471,26 +509,18 @@ fix = trunc  # noqa: F821
 
 
 def logical_not(input, *, out=None):
-    from ._common import write_out
-
     return write_out(UNARY_OPS["logical_not"][0](input), out)
 
 
 def frac(input, *, out=None):
-    from ._common import write_out
-
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"frac_cpu\" not implemented for '{type_name(input.dtype)}'")
+    check_kernel_exists("frac", input.dtype)
     return write_out(UNARY_OPS["frac"][0](input), out)
 
 
 def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
-    from ._common import write_out
-
     if decimals == 0:
         return write_out(UNARY_OPS["round"][0](input), out)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("round_decimals not implemented for integer inputs")
+    check_kernel_exists("round_decimals", input.dtype)
     return write_out(round_decimals_op(input, float(10.0 ** decimals)), out)
 
 
@@ -578,11 +608,13 @@ def selu(input, inplace: bool = False):
 
 
 def softsign(input):
-    return softsign_op(input)
+    # Composite like PyTorch's (abs and the division round separately, int inputs wrap in abs).
+    return div(input, add(abs(input), 1))  # noqa: F821 - abs is defined by the unary loop
 
 
 def tanhshrink(input):
-    return tanhshrink_op(input)
+    # Composite like PyTorch's: tanh rounds to the input's dtype before the subtraction.
+    return sub(input, tanh(input))  # noqa: F821
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
@@ -610,18 +642,19 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
+    if not input.dtype.is_floating_point and input.dtype is not dt.bool:
+        info = dt.iinfo(input.dtype)
+        for v in (threshold, value):
+            if not info.min <= v <= info.max:
+                raise RuntimeError(f"value cannot be converted to type {input.dtype.name}_t without overflow")
     return _maybe_inplace(threshold_op, threshold_inplace_op, input, inplace, float(threshold), float(value))
 
 
 def logit(input, eps: float | None = None, *, out=None):
-    from ._common import write_out
-
     return write_out(logit_op(input, -1.0 if eps is None else float(eps)), out)
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
-    from ._common import write_out
-
     if not input.dtype.is_floating_point:
         return write_out(input.clone(), out)
     info = dt.finfo(input.dtype)
@@ -632,6 +665,7 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: flo
 
 def nan_to_num_(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
     if not input.dtype.is_floating_point:
+        input._bump_version()  # PyTorch still writes (a copy onto itself)
         return input
     info = dt.finfo(input.dtype)
     posinf = info.max if posinf is None else posinf
@@ -678,15 +712,16 @@ def _where_cpu(condition, a, b):
 
 
 def where(condition, input=None, other=None, *, out=None):
-    from ._common import write_out
-
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     return write_out(where_op(condition, input, other), out)
 
 
 def _lerp_result(start, end, weight):
-    if not (start.dtype.is_floating_point and start.dtype is end.dtype):
+    if not start.dtype.is_floating_point:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{type_name(start.dtype)}'")
+    if start.dtype is not end.dtype:
         raise RuntimeError(f"expected dtype {type_name(start.dtype)} for `end` but got dtype {type_name(end.dtype)}")
     shapes = [start._shape, end._shape] + ([weight._shape] if isinstance(weight, Tensor) else [])
     return broadcast_shapes(*shapes), start.dtype
@@ -714,14 +749,10 @@ def _lerp_cpu(start, end, weight):
 
 
 def lerp(input, end, weight, *, out=None):
-    from ._common import write_out
-
     return write_out(lerp_op(input, end, weight), out)
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
-    from ._common import write_out
-
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     result = input
@@ -763,20 +794,25 @@ def deg2rad(input):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    from ._common import write_out
-
     return write_out(add(input, mul(tensor1, tensor2), alpha=value), out)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    from ._common import write_out
-
     return write_out(add(input, div(tensor1, tensor2), alpha=value), out)
 
 
 def square(input, *, out=None):
-    from ._common import write_out
-
     if input.dtype is dt.bool:
         return write_out(pow_op(input, 2), out)
     return write_out(UNARY_OPS["square"][0](input), out)
+
+
+# The public functions (``from pointwise import *`` in api.py must not leak helpers such as
+# ``empty`` from _common, which would shadow ``ember.empty``).
+_HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes", "write_out",
+            "check_kernel_exists"}
+__all__ = sorted(  # noqa: PLE0605 - computed once from the module namespace
+    name for name, value in globals().items()
+    if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS
+    and callable(value) and getattr(value, "__module__", None) == __name__
+)

@@ -127,7 +127,8 @@ def permute(self: Tensor, *dims) -> Tensor:
     return permute_op(self, as_shape(dims))
 
 
-def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+@_view_op("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
+def transpose_op(self: Tensor, dim0: int, dim1: int) -> Tensor:
     if self.ndim == 0:
         wrap_dim(dim0, 0)
         wrap_dim(dim1, 0)
@@ -135,7 +136,11 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = wrap_dim(dim0, self.ndim), wrap_dim(dim1, self.ndim)
     dims = list(range(self.ndim))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return permute_op(self, tuple(dims))
+    return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
+
+
+def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return transpose_op(self, dim0, dim1)
 
 
 swapaxes = swapdims = transpose
@@ -460,16 +465,55 @@ copy_inplace_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", ("i
 to_dtype_op = define("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", ())
 
 
+def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
+    """Strides of a dense tensor whose dims are laid out in the same order as ``stride``
+    (PyTorch's memory_format=torch.preserve_format); exactly ``stride`` when already dense."""
+    ndim = len(shape)
+
+    def should_swap(d0, d1):  # > 0: d0 (placed inner) has the larger stride; stride-0 dims keep their order
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    if all(out[d] == stride[d] for d in range(ndim) if shape[d] != 1):
+        return tuple(stride)  # non-overlapping and dense already
+    return tuple(out)
+
+
+def _empty_preserving(self: Tensor) -> Tensor:
+    strides = _preserved_strides(self._shape, self._stride)
+    flat = new_empty_tensor((numel(self._shape),), self.dtype, self._device)
+    return make_view(flat, self._shape, strides, 0)
+
+
 @clone_op.kernel("cpu")
 def _clone_cpu(self: Tensor) -> Tensor:
-    out = new_empty_tensor(self._shape, self.dtype, self._device)
+    out = _empty_preserving(self)
     _C.copy_(out, self)
     return out
 
 
 @clone_op.kernel("meta")
 def _clone_meta(self: Tensor) -> Tensor:
-    return new_empty_tensor(self._shape, self.dtype, self._device)
+    return _empty_preserving(self)
 
 
 clone_op.meta = _clone_meta
@@ -482,7 +526,8 @@ def clone(self: Tensor, *, memory_format=None) -> Tensor:
 def contiguous(self: Tensor, memory_format=None) -> Tensor:
     if is_contiguous(self._shape, self._stride):
         return self
-    return clone_op(self)
+    out = to_dtype_op(self, dtype=self.dtype)  # a fresh contiguous copy
+    return out
 
 
 def _copy_check(self: Tensor, src) -> None:

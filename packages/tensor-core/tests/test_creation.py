@@ -1,0 +1,169 @@
+"""Creation ops vs PyTorch: tensor/as_tensor dtype inference, factories, ranges, eye, meta device."""
+
+from __future__ import annotations
+
+import ember
+import numpy as np
+import pytest
+import torch
+from opinfo.core import E_DTYPES, T_DTYPES, assert_close
+
+DATA = [
+    ("int_list", [1, 2, 3]),
+    ("float_list", [1.5, -2.0]),
+    ("bool_list", [True, False]),
+    ("bool_int_mix", [True, 2]),
+    ("int_float_mix", [1, 2.5]),
+    ("bool_float_mix", [[True], [0.5]]),
+    ("nested", [[1, 2], [3, 4], [5, 6]]),
+    ("deep", [[[1.0]], [[2.0]]]),
+    ("scalar_int", 7),
+    ("scalar_float", -0.0),
+    ("scalar_bool", True),
+    ("empty", []),
+    ("empty_nested", [[], []]),
+    ("big_int", [2**62, -(2**62)]),
+    ("tuple", (1, (2, 3))[:1]),
+    ("np_float32", np.array([1.5, 2.5], dtype=np.float32)),
+    ("np_int16", np.array([[1, 2]], dtype=np.int16)),
+    ("np_bool", np.array([True])),
+    ("np_noncontig", np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2]),
+    ("np_scalar", np.float64(2.5)),
+    ("list_of_np", [np.float32(1.0), np.float32(2.0)]),
+    ("list_of_0d_tensors", "tensors"),
+]
+
+
+@pytest.mark.parametrize("name,data", DATA, ids=[d[0] for d in DATA])
+@pytest.mark.parametrize("fn", ["tensor", "as_tensor"])
+def test_tensor_inference(name, data, fn):
+    if isinstance(data, str):
+        e = getattr(ember, fn)([ember.tensor(1.5), ember.tensor(2.0)])
+        t = getattr(torch, fn)([torch.tensor(1.5), torch.tensor(2.0)])
+    else:
+        e, t = getattr(ember, fn)(data), getattr(torch, fn)(data)
+    assert_close(e, t)
+    assert e.is_contiguous() == t.is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float64"])
+def test_tensor_with_dtype(dtype):
+    data = [[0, 1], [2, 3]]
+    assert_close(ember.tensor(data, dtype=E_DTYPES[dtype]), torch.tensor(data, dtype=T_DTYPES[dtype]))
+    assert_close(ember.tensor([0.5, 1.7], dtype=E_DTYPES[dtype]), torch.tensor([0.5, 1.7], dtype=T_DTYPES[dtype]))
+
+
+def test_tensor_errors():
+    with pytest.raises(ValueError):
+        torch.tensor([[1, 2], [3]])
+    with pytest.raises(ValueError):
+        ember.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        ember.tensor([1, "a"])
+    with pytest.raises(TypeError):
+        ember.tensor(object())
+
+
+def test_as_tensor_shares_and_tensor_copies():
+    arr = np.array([1.0, 2.0])
+    shared = ember.as_tensor(arr)
+    copied = ember.tensor(arr)
+    arr[0] = 10.0
+    assert shared.tolist() == [10.0, 2.0]
+    assert copied.tolist() == [1.0, 2.0]
+    e = ember.ones(3)
+    assert ember.as_tensor(e) is e
+    assert ember.as_tensor(e, dtype=ember.float64).dtype is ember.float64
+
+
+FACTORIES = [
+    ("zeros", lambda m, **k: m.zeros(2, 3, **k)),
+    ("zeros_tuple", lambda m, **k: m.zeros((2, 3), **k)),
+    ("zeros_0d", lambda m, **k: m.zeros((), **k)),
+    ("ones", lambda m, **k: m.ones(4, **k)),
+    ("ones_empty", lambda m, **k: m.ones(0, 3, **k)),
+    ("full_int", lambda m, **k: m.full((2, 2), 7, **k)),
+    ("full_float", lambda m, **k: m.full((2,), 1.5, **k)),
+    ("full_bool", lambda m, **k: m.full((2,), True, **k)),
+    ("empty", lambda m, **k: m.empty(3, 2, **k).fill_(0)),
+    ("zeros_like", lambda m, **k: m.zeros_like(m.ones(2, 3, dtype=m.int16), **k)),
+    ("ones_like", lambda m, **k: m.ones_like(m.ones(2, 3).t(), **k)),
+    ("full_like", lambda m, **k: m.full_like(m.ones(2, dtype=m.int32), 3, **k)),
+    ("empty_like", lambda m, **k: m.empty_like(m.ones(2, 3), **k).fill_(1)),
+    ("arange_int", lambda m, **k: m.arange(5, **k)),
+    ("arange_start", lambda m, **k: m.arange(-3, 4, **k)),
+    ("arange_step", lambda m, **k: m.arange(1, 10, 3, **k)),
+    ("arange_neg_step", lambda m, **k: m.arange(5, -5, -2, **k)),
+    ("arange_float", lambda m, **k: m.arange(0, 1, 0.1, **k)),
+    ("arange_float_count", lambda m, **k: m.arange(1, 2.5, 0.5, **k)),
+    ("arange_float_neg", lambda m, **k: m.arange(1.0, -1.0, -0.3, **k)),
+    ("arange_empty", lambda m, **k: m.arange(3, 3, **k)),
+    ("linspace", lambda m, **k: m.linspace(-1, 1, 5, **k)),
+    ("linspace_one", lambda m, **k: m.linspace(2, 3, 1, **k)),
+    ("linspace_zero", lambda m, **k: m.linspace(2, 3, 0, **k)),
+    ("linspace_desc", lambda m, **k: m.linspace(10, 0, 7, **k)),
+    ("logspace", lambda m, **k: m.logspace(0, 2, 3, **k)),
+    ("logspace_base2", lambda m, **k: m.logspace(-1, 3, 5, base=2, **k)),
+    ("eye", lambda m, **k: m.eye(3, **k)),
+    ("eye_rect", lambda m, **k: m.eye(2, 4, **k)),
+    ("eye_empty", lambda m, **k: m.eye(0, **k)),
+]
+
+
+@pytest.mark.parametrize("name,fn", FACTORIES, ids=[f[0] for f in FACTORIES])
+@pytest.mark.parametrize("dtype", [None, "int32", "float64", "bfloat16"])
+def test_factories_match_torch(name, fn, dtype):
+    kw = {} if dtype is None else {"dtype": E_DTYPES[dtype]}
+    tkw = {} if dtype is None else {"dtype": T_DTYPES[dtype]}
+    try:
+        expected = fn(torch, **tkw)
+    except Exception as exc:  # noqa: BLE001
+        with pytest.raises(type(exc)):
+            fn(ember, **kw)
+        return
+    got = fn(ember, **kw)
+    assert_close(got, expected)
+    assert got.is_contiguous() and not got.requires_grad
+
+
+@pytest.mark.parametrize("name,fn", FACTORIES, ids=[f[0] for f in FACTORIES])
+def test_factories_on_meta_and_requires_grad(name, fn):
+    expected = fn(torch, device="meta") if "like" not in name and name != "empty" else None
+    if expected is not None:
+        got = fn(ember, device="meta")
+        assert got.device.type == "meta"
+        assert (tuple(got.shape), got.dtype.name) == (tuple(expected.shape), str(expected.dtype)[6:])
+    if name.startswith(("arange", "linspace", "logspace", "zeros", "ones", "full", "eye")):
+        kw = {"dtype": ember.float32, "requires_grad": True}
+        t = fn(ember, **kw)
+        assert t.requires_grad and t.is_leaf
+
+
+def test_requires_grad_needs_float():
+    with pytest.raises(RuntimeError):
+        torch.zeros(2, dtype=torch.int64, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        ember.zeros(2, dtype=ember.int64, requires_grad=True)
+    assert ember.tensor([1.0], requires_grad=True).requires_grad
+
+
+def test_range_errors():
+    for fn in (lambda m: m.arange(0, 5, 0), lambda m: m.arange(0, 5, -1), lambda m: m.linspace(0, 1, -1)):
+        with pytest.raises(RuntimeError):
+            fn(torch)
+        with pytest.raises(RuntimeError):
+            fn(ember)
+    with pytest.raises(RuntimeError):
+        ember.eye(-1)
+    with pytest.raises(RuntimeError):
+        ember.zeros(-1)
+
+
+def test_out_and_size_args():
+    out = ember.empty(0)
+    assert ember.zeros(2, 2, out=out) is out and out.shape == (2, 2)
+    assert ember.arange(4, out=out) is out and out.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert ember.zeros(ember.Size([2, 3])).shape == (2, 3)
+    assert ember.ones([2]).shape == (2,)
+    with pytest.raises(TypeError):
+        ember.zeros(2.5)

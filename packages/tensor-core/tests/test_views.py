@@ -1,0 +1,219 @@
+"""View ops vs PyTorch: shapes, strides, storage offsets, storage sharing, version counters, errors."""
+
+from __future__ import annotations
+
+import ember
+import numpy as np
+import pytest
+import torch
+from ember._src.ops.views import slice_op
+from opinfo.core import assert_close
+
+
+def _pair(shape, layout="contiguous"):
+    n = int(np.prod(shape)) if shape else 1
+    arr = np.arange(n, dtype=np.float32).reshape(shape)
+    e, t = ember.tensor(arr), torch.from_numpy(arr.copy())
+    if layout == "transposed":
+        e, t = e.transpose(0, -1), t.transpose(0, -1)
+    elif layout == "sliced":
+        e, t = slice_op(e, 0, 1, shape[0], 2), t[1::2]
+    return e, t
+
+
+def _same_view(e, t, e_base, t_base):
+    """Same shape, strides, offset and values; a write through the view reaches the base."""
+    if isinstance(t, (tuple, list)):
+        assert len(e) == len(t)
+        for a, b in zip(e, t):
+            _same_view(a, b, e_base, t_base)
+        return
+    assert tuple(e.shape) == tuple(t.shape)
+    assert tuple(e.stride()) == tuple(t.stride())
+    assert e.storage_offset() == t.storage_offset()
+    assert_close(e, t)
+    shares = t.untyped_storage().data_ptr() == t_base.untyped_storage().data_ptr()
+    assert (e.untyped_storage().data_ptr() == e_base.untyped_storage().data_ptr()) == shares
+    assert e._storage is e_base._storage if shares else e._storage is not e_base._storage
+    if shares and e.numel() > 0:
+        e.fill_(-7.0)
+        t.fill_(-7.0)
+        assert_close(e_base, t_base)
+
+
+# (name, shape, layout, fn) with fn applied to both libraries' tensors.
+VIEW_CASES = [
+    ("view", (2, 3, 4), "contiguous", lambda x: x.view(6, 4)),
+    ("view_infer", (2, 3, 4), "contiguous", lambda x: x.view(-1, 2)),
+    ("view_0d", (1,), "contiguous", lambda x: x.view(())),
+    ("view_sliced_ok", (4, 3), "sliced", lambda x: x.view(2, 1, 3)),
+    ("view_transposed_split", (2, 3, 4), "transposed", lambda x: x.view(2, 2, 3, 2)),
+    ("reshape_copy", (2, 3, 4), "transposed", lambda x: x.reshape(-1)),
+    ("reshape_view", (2, 3, 4), "contiguous", lambda x: x.reshape(4, 6)),
+    ("flatten", (2, 3, 4), "contiguous", lambda x: x.flatten()),
+    ("flatten_mid", (2, 3, 4), "transposed", lambda x: x.flatten(1)),
+    ("flatten_0d", (), "contiguous", lambda x: x.flatten()),
+    ("unflatten", (2, 12), "contiguous", lambda x: x.unflatten(1, (3, -1))),
+    ("permute", (2, 3, 4), "sliced", lambda x: x.permute(2, 0, 1)),
+    ("permute_neg", (2, 3, 4), "contiguous", lambda x: x.permute(-1, 0, -2)),
+    ("transpose", (2, 3, 4), "contiguous", lambda x: x.transpose(0, 2)),
+    ("t", (3, 4), "contiguous", lambda x: x.t()),
+    ("t_1d", (3,), "contiguous", lambda x: x.t()),
+    ("T", (3, 4), "contiguous", lambda x: x.T),
+    ("mT", (2, 3, 4), "contiguous", lambda x: x.mT),
+    ("expand", (3, 1), "contiguous", lambda x: x.expand(2, 3, 4)),
+    ("expand_minus1", (3, 1), "contiguous", lambda x: x.expand(-1, 5)),
+    ("squeeze", (1, 3, 1), "contiguous", lambda x: x.squeeze()),
+    ("squeeze_dim", (1, 3, 1), "contiguous", lambda x: x.squeeze(-1)),
+    ("squeeze_dims", (1, 3, 1), "contiguous", lambda x: x.squeeze((0, 1))),
+    ("squeeze_noop", (2, 3), "contiguous", lambda x: x.squeeze(0)),
+    ("unsqueeze", (2, 3), "transposed", lambda x: x.unsqueeze(1)),
+    ("unsqueeze_end", (2, 3), "contiguous", lambda x: x.unsqueeze(-1)),
+    ("narrow", (5, 4), "contiguous", lambda x: x.narrow(0, 1, 3)),
+    ("narrow_neg", (5, 4), "sliced", lambda x: x.narrow(-1, -3, 2)),
+    ("select", (2, 3, 4), "contiguous", lambda x: x.select(1, -1)),
+    ("unbind", (2, 3), "contiguous", lambda x: x.unbind(1)),
+    ("split", (7, 2), "contiguous", lambda x: x.split(3)),
+    ("split_sections", (7, 2), "contiguous", lambda x: x.split([2, 5])),
+    ("chunk", (7, 2), "contiguous", lambda x: x.chunk(3)),
+    ("chunk_uneven", (5, 2), "contiguous", lambda x: x.chunk(4)),
+    ("tensor_split", (7, 2), "contiguous", lambda x: x.tensor_split(3)),
+    ("tensor_split_idx", (7, 2), "contiguous", lambda x: x.tensor_split([1, 4, 9])),
+    ("movedim", (2, 3, 4), "contiguous", lambda x: x.movedim(0, -1)),
+    ("movedim_multi", (2, 3, 4), "contiguous", lambda x: x.movedim((0, 1), (2, 0))),
+    ("diagonal", (3, 4), "contiguous", lambda x: x.diagonal()),
+    ("diagonal_off", (3, 4), "contiguous", lambda x: x.diagonal(1)),
+    ("diagonal_neg", (2, 3, 4), "contiguous", lambda x: x.diagonal(-1, 1, 2)),
+    ("diagonal_empty", (3, 4), "contiguous", lambda x: x.diagonal(7)),
+    ("unfold", (7, 2), "contiguous", lambda x: x.unfold(0, 3, 2)),
+    ("unfold_last", (2, 8), "transposed", lambda x: x.unfold(1, 2, 1)),
+    ("as_strided", (4, 4), "contiguous", lambda x: x.as_strided((2, 2), (1, 2), 1)),
+    ("as_strided_overlap", (6,), "contiguous", lambda x: x.as_strided((3, 3), (1, 1))),
+    ("contiguous_noop", (2, 3), "contiguous", lambda x: x.contiguous()),
+    ("contiguous_copy", (2, 3), "transposed", lambda x: x.contiguous()),
+    ("clone", (2, 3), "transposed", lambda x: x.clone()),
+    ("detach", (2, 3), "contiguous", lambda x: x.detach()),
+    ("swapaxes", (2, 3, 4), "contiguous", lambda x: x.swapaxes(0, 1)),
+    ("empty_view", (0, 3), "contiguous", lambda x: x.view(3, 0)),
+]
+
+
+@pytest.mark.parametrize("name,shape,layout,fn", VIEW_CASES, ids=[c[0] for c in VIEW_CASES])
+def test_view_matches_torch(name, shape, layout, fn):
+    e_base, t_base = _pair(shape, layout)
+    _same_view(fn(e_base), fn(t_base), e_base, t_base)
+
+
+CLONE_LAYOUTS = [
+    lambda m: m.ones(1, 4).expand(3, 4), lambda m: m.ones(3, 1).expand(3, 4),
+    lambda m: m.ones(2, 3, 4).permute(2, 0, 1), lambda m: m.ones(1, 3).t(),
+    lambda m: m.ones(2, 1, 3).transpose(0, 2), lambda m: m.ones(2, 3, 4).transpose(0, 1).narrow(2, 0, 2),
+    lambda m: m.ones(3, 4, 2).permute(1, 0, 2).expand(2, 4, 3, 2), lambda m: m.ones(4, 1).expand(4, 3).t(),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CLONE_LAYOUTS)))
+def test_clone_preserves_layout_like_torch(i):
+    """memory_format=preserve: dense inputs keep their strides, others get dense strides in the same order."""
+    e, t = CLONE_LAYOUTS[i](ember), CLONE_LAYOUTS[i](torch)
+    assert e.clone().stride() == t.clone().stride()
+    assert e.clone().storage_offset() == 0
+
+
+def test_clone_keeps_strides_of_dense_tensors():
+    e, t = _pair((2, 3, 4), "transposed")
+    assert e.clone().stride() == t.clone().stride()
+    assert e.contiguous().stride() == t.contiguous().stride()
+    assert e.contiguous().is_contiguous()
+
+
+ERROR_CASES = [
+    ("view_noncontig", (2, 3, 4), "transposed", lambda x: x.view(-1), RuntimeError),
+    ("view_bad_numel", (2, 3), "contiguous", lambda x: x.view(5), RuntimeError),
+    ("view_two_minus1", (2, 3), "contiguous", lambda x: x.view(-1, -1), RuntimeError),
+    ("permute_bad_dim", (2, 3), "contiguous", lambda x: x.permute(0, 2), IndexError),
+    ("permute_repeat", (2, 3), "contiguous", lambda x: x.permute(0, 0), RuntimeError),
+    ("permute_len", (2, 3), "contiguous", lambda x: x.permute(0,), RuntimeError),
+    ("transpose_bad_dim", (2, 3), "contiguous", lambda x: x.transpose(0, 2), IndexError),
+    ("t_3d", (2, 3, 4), "contiguous", lambda x: x.t(), RuntimeError),
+    ("expand_bad", (3, 2), "contiguous", lambda x: x.expand(3, 3), RuntimeError),
+    ("expand_fewer", (3, 2), "contiguous", lambda x: x.expand(2), RuntimeError),
+    ("squeeze_bad", (2, 3), "contiguous", lambda x: x.squeeze(2), IndexError),
+    ("unsqueeze_bad", (2, 3), "contiguous", lambda x: x.unsqueeze(4), IndexError),
+    ("narrow_oob", (5, 4), "contiguous", lambda x: x.narrow(0, 3, 3), RuntimeError),
+    ("select_oob", (2, 3), "contiguous", lambda x: x.select(1, 3), IndexError),
+    ("select_dim_oob", (2, 3), "contiguous", lambda x: x.select(2, 0), IndexError),
+    ("select_0d", (), "contiguous", lambda x: x.select(0, 0), IndexError),
+    ("split_sizes_bad", (7, 2), "contiguous", lambda x: x.split([2, 4]), RuntimeError),
+    ("chunk_zero", (7, 2), "contiguous", lambda x: x.chunk(0), RuntimeError),
+    ("movedim_repeat", (2, 3, 4), "contiguous", lambda x: x.movedim((0, 0), (1, 2)), RuntimeError),
+    ("diagonal_same_dims", (3, 4), "contiguous", lambda x: x.diagonal(0, 1, 1), RuntimeError),
+    ("unfold_too_big", (3, 2), "contiguous", lambda x: x.unfold(0, 4, 1), RuntimeError),
+    ("unfold_step0", (3, 2), "contiguous", lambda x: x.unfold(0, 2, 0), RuntimeError),
+    ("as_strided_oob", (4,), "contiguous", lambda x: x.as_strided((3,), (2,)), RuntimeError),
+    ("flatten_bad", (2, 3), "contiguous", lambda x: x.flatten(2), IndexError),
+    ("flatten_order", (2, 3, 4), "contiguous", lambda x: x.flatten(2, 1), RuntimeError),
+    ("unflatten_bad", (2, 12), "contiguous", lambda x: x.unflatten(1, (5, -1)), RuntimeError),
+    ("reshape_bad", (2, 3), "contiguous", lambda x: x.reshape(4, -1), RuntimeError),
+]
+
+
+@pytest.mark.parametrize("name,shape,layout,fn,exc", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_view_errors_match_torch(name, shape, layout, fn, exc):
+    e, t = _pair(shape, layout)
+    with pytest.raises(exc):
+        fn(t)
+    with pytest.raises(exc):
+        fn(e)
+
+
+def test_version_counter_is_shared_and_bumped():
+    base = ember.zeros(4, 3)
+    v = base.view(12)
+    start = base._version
+    v.add_(1)
+    assert base._version == v._version > start
+    base.select(0, 1).mul_(2)
+    assert v._version > start + 1
+    before = base._version
+    base.t().fill_(3.0)
+    assert base._version > before
+    before = base._version
+    base.clamp_(0, 1)
+    assert base._version > before
+    before = base._version
+    base.copy_(ember.ones(4, 3))
+    assert base._version > before
+    before = base._version
+    base.zero_()
+    assert base._version > before
+    d = base.detach()
+    assert d._storage is base._storage
+
+
+def test_inplace_through_views_reaches_base():
+    e_base, t_base = _pair((4, 6))
+    for fn in (lambda x: x.narrow(1, 1, 3).mul_(10), lambda x: x.t().select(0, 2).add_(1), lambda x: x.diagonal().neg_(),
+               lambda x: x.unfold(1, 2, 2).select(2, 0).sub_(3), lambda x: x.view(-1).narrow(0, 5, 4).zero_()):
+        fn(e_base)
+        fn(t_base)
+        assert_close(e_base, t_base)
+
+
+def test_meta_views():
+    e = ember.empty(2, 3, 4, device="meta")
+    t = torch.empty(2, 3, 4, device="meta")
+    for _, _, _, fn in VIEW_CASES[:45]:
+        try:
+            expected = fn(t)
+        except Exception as exc:  # noqa: BLE001
+            with pytest.raises(type(exc)):
+                fn(e)
+            continue
+        got = fn(e)
+        if isinstance(expected, torch.Tensor):
+            expected, got = [expected], [got]
+        for a, b in zip(got, expected):
+            assert a.device.type == "meta"
+            assert (tuple(a.shape), tuple(a.stride()), a.storage_offset()) == (
+                tuple(b.shape), tuple(b.stride()), b.storage_offset())
