@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import ember
 import numpy as np
 import torch
+
+import ember
 
 TARGET = 1.25
 

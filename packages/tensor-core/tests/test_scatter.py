@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ember
+
 from conftest import assert_same, from_torch, make_pair, torch
 
 DTYPES = ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]

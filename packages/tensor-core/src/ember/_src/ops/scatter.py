@@ -94,7 +94,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out=None) -> Tensor:
     if indices.dtype is not dt.int64:
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {type_name(indices.dtype)}")
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{type_name(indices.dtype)}")
     if dim is None:
         return write_out(gather(vw.reshape(input, (-1,)), 0, vw.reshape(indices, (-1,))), out)
     if input.ndim != indices.ndim:

@@ -79,8 +79,6 @@ sort_op = _declare("sort(Tensor self, *, bool? stable, int dim=-1, bool descendi
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *, out=None):
     """Sorts along ``dim`` (NaN largest); returns (values, indices)."""
-    if isinstance(dim, bool) and isinstance(descending, bool) is False:
-        raise TypeError("sort(): argument 'dim' must be int, not bool")
     values, indices = sort_op(input, stable=stable, dim=dim, descending=descending)
     if out is not None:
         write_out(values, out[0])
