@@ -75,6 +75,18 @@ def test_topk(name, largest, shape, k, dim):
     assert_same(ev.sort(dim)[0], tv.sort(dim)[0])
 
 
+def test_out_pairs():
+    e, t = distinct_pair((4, 5))
+    for fn, args in ((ember.topk, (2,)), (ember.kthvalue, (2, 0)), (ember.median, (1,)), (ember.mode, (0,))):
+        vals, idx = ember.empty(0), ember.empty(0, dtype=ember.int64)
+        result = fn(e, *args, out=(vals, idx))
+        assert result.values is vals and result.indices is idx
+        assert_same((vals, idx), tuple(getattr(torch, fn.__name__)(t, *args)))
+    scalar = ember.empty(0)
+    assert ember.median(e, out=scalar) is scalar
+    assert_same(scalar, torch.median(t))
+
+
 def test_topk_nan_scalar_errors():
     e = ember.tensor([1.0, NAN, 3.0, -1.0] * 100)
     t = torch.tensor([1.0, NAN, 3.0, -1.0] * 100)

@@ -33,6 +33,15 @@ nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
 mode_result = namedtuple("mode", ["values", "indices"])
 
 
+def _write_pair(result_type, pair, out):
+    """``out=(values, indices)`` for the ops returning both."""
+    if out is None:
+        return result_type(*pair)
+    write_out(pair[0], out[0])
+    write_out(pair[1], out[1])
+    return result_type(out[0], out[1])
+
+
 def _work(t: Tensor) -> Tensor:
     return convert(t, dt.float32) if t.dtype in HALF_TYPES else t
 
@@ -79,12 +88,7 @@ sort_op = _declare("sort(Tensor self, *, bool? stable, int dim=-1, bool descendi
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *, out=None):
     """Sorts along ``dim`` (NaN largest); returns (values, indices)."""
-    values, indices = sort_op(input, stable=stable, dim=dim, descending=descending)
-    if out is not None:
-        write_out(values, out[0])
-        write_out(indices, out[1])
-        return sort_result(out[0], out[1])
-    return sort_result(values, indices)
+    return _write_pair(sort_result, sort_op(input, stable=stable, dim=dim, descending=descending), out)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -142,7 +146,7 @@ topk_op = _declare("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, b
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, best first."""
-    return topk_result(*topk_op(input, operator.index(k), dim, largest, sorted))
+    return _write_pair(topk_result, topk_op(input, operator.index(k), dim, largest, sorted), out)
 
 
 _KIND = {"kthvalue": 0, "median": 1, "nanmedian": 2}
@@ -190,7 +194,7 @@ nanmedian_op = _declare(
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based ``k``) and its index."""
-    return kthvalue_result(*kthvalue_op(input, operator.index(k), dim, keepdim))
+    return _write_pair(kthvalue_result, kthvalue_op(input, operator.index(k), dim, keepdim), out)
 
 
 def _median_all(input: Tensor, op, name: str) -> Tensor:
@@ -204,15 +208,15 @@ def _median_all(input: Tensor, op, name: str) -> Tensor:
 def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """The lower median: of all elements (dim=None) or along ``dim`` with its index. NaN propagates."""
     if dim is None:
-        return _median_all(input, median_op, "median")
-    return median_result(*median_op(input, dim, keepdim))
+        return write_out(_median_all(input, median_op, "median"), out)
+    return _write_pair(median_result, median_op(input, dim, keepdim), out)
 
 
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """median ignoring NaN values (NaN only where a whole slice is NaN)."""
     if dim is None:
-        return _median_all(input, nanmedian_op, "nanmedian")
-    return nanmedian_result(*nanmedian_op(input, dim, keepdim))
+        return write_out(_median_all(input, nanmedian_op, "nanmedian"), out)
+    return _write_pair(nanmedian_result, nanmedian_op(input, dim, keepdim), out)
 
 
 def _mode_meta(self: Tensor, dim: int = -1, keepdim: bool = False):
@@ -239,7 +243,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
 
     PyTorch's choice among a value's positions depends on its unstable sort; ember gives the last one.
     """
-    return mode_result(*mode_op(input, dim, keepdim))
+    return _write_pair(mode_result, mode_op(input, dim, keepdim), out)
 
 
 # -- unique ------------------------------------------------------------------------------------------
