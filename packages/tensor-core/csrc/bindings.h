@@ -23,4 +23,6 @@ void bind_lapack(pybind11::module_& m);
 void bind_norm(pybind11::module_& m);
 void bind_loss(pybind11::module_& m);
 void bind_attention(pybind11::module_& m);
+void bind_scatter(pybind11::module_& m);
+void bind_sort(pybind11::module_& m);
 }  // namespace ember

@@ -35,4 +35,6 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_norm(m);
   ember::bind_loss(m);
   ember::bind_attention(m);
+  ember::bind_scatter(m);
+  ember::bind_sort(m);
 }

@@ -18,5 +18,7 @@ from . import (  # noqa: F401
     random,
     reduction,
     reorder,
+    scatter,
+    sorting,
     views,
 )
