@@ -11,8 +11,9 @@ packages declare, exactly as it does for installed wheels. Pair it with
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 STUBS = ROOT / "build" / "dev-dist-info"

@@ -1,10 +1,11 @@
 """Follows docs/adding-an-op.md step by step, so the guide stays true."""
 
 import ember
-from conftest import assert_same, make_pair, torch
 from ember._src.device import META
 from ember._src.dispatch import OPS, DispatchMode, define
 from ember._src.tensor import new_empty_tensor
+
+from conftest import assert_same, make_pair, torch
 
 
 def test_the_guide_adds_a_working_op():

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import pytest
 import torch
 from opinfo.core import E_DTYPES, T_DTYPES, assert_close
+
+import ember
 
 DATA = [
     ("int_list", [1, 2, 3]),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import ember
 import pytest
+
+import ember
 from ember._src.dispatch import DispatchMode, active_modes
 
 

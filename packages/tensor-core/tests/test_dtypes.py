@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-import ember
 import pytest
 import torch
 from opinfo.core import ALL_NAMES, E_DTYPES, T_DTYPES
+
+import ember
 
 PAIRS = list(itertools.product(ALL_NAMES, ALL_NAMES))
 SCALARS = [True, 2, -1, 1000, 2.5, -0.0]

@@ -7,9 +7,11 @@ import gc
 import pickle
 import weakref
 
-import ember
 import numpy as np
 import pytest
+
+import ember
+
 from conftest import DTYPE_PAIRS, torch
 
 ALL = list(DTYPE_PAIRS)

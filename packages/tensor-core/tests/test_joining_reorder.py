@@ -3,6 +3,7 @@
 import pytest
 
 import ember
+
 from conftest import assert_same, make_pair, torch
 
 NAMES = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"]

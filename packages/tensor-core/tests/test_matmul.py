@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 
-import ember
 import pytest
+
+import ember
+
 from conftest import assert_same, make_pair, torch
 
 NUM_DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "int16"]
@@ -345,7 +347,8 @@ def test_chain_matmul_multi_dot():
 
 
 ERROR_CASES = [
-    (lambda m: m.mm(m.ones(2, 3), m.ones(4, 5)), RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
+    (lambda m: m.mm(m.ones(2, 3), m.ones(4, 5)), RuntimeError,
+     r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
     (lambda m: m.matmul(m.ones(2, 3), m.ones(4, 5)), RuntimeError, r"shapes cannot be multiplied"),
     (lambda m: m.mm(m.ones(2, 3), m.ones(3, 2, dtype=m.float64)), RuntimeError,
      "expected m1 and m2 to have the same dtype, but got: float != double"),

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import pytest
 import torch
 from opinfo import ALL_OPS, BINARY_OPS, UNARY_OPS
 from opinfo.binary import ZERO_DIV_INT, int_zero_division_errors
 from opinfo.core import ALL_NAMES, E_DTYPES, assert_close, make, pair_of, run_sample
+
+import ember
 
 
 def _cases(ops):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
-import ember
 import numpy as np
 import pytest
+
+import ember
+
 from conftest import torch
 
 NAN, INF = math.nan, math.inf

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 
-import ember
 import numpy as np
 import pytest
+
+import ember
+
 from conftest import torch
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]

@@ -3,9 +3,11 @@
 import math
 import warnings
 
-import ember
 import numpy as np
 import pytest
+
+import ember
+
 from conftest import FLOAT_NAMES, INT_NAMES, assert_same, from_torch, make_pair, torch
 
 ALL_NAMES = ["bool"] + INT_NAMES + FLOAT_NAMES

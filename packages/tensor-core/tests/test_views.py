@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import pytest
 import torch
-from ember._src.ops.views import slice_op
 from opinfo.core import assert_close
+
+import ember
+from ember._src.ops.views import slice_op
 
 
 def _pair(shape, layout="contiguous"):
@@ -193,7 +194,8 @@ def test_version_counter_is_shared_and_bumped():
 
 def test_inplace_through_views_reaches_base():
     e_base, t_base = _pair((4, 6))
-    for fn in (lambda x: x.narrow(1, 1, 3).mul_(10), lambda x: x.t().select(0, 2).add_(1), lambda x: x.diagonal().neg_(),
+    for fn in (lambda x: x.narrow(1, 1, 3).mul_(10), lambda x: x.t().select(0, 2).add_(1),
+               lambda x: x.diagonal().neg_(),
                lambda x: x.unfold(1, 2, 2).select(2, 0).sub_(3), lambda x: x.view(-1).narrow(0, 5, 4).zero_()):
         fn(e_base)
         fn(t_base)

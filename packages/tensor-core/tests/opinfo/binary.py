@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import operator
 
-import ember
 import numpy as np
 import torch
+
+import ember
 
 from .core import INT_NAMES, OpInfo, Pair, Sample, make, pair_of, special_values
 

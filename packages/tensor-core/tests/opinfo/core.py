@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import ember
 import numpy as np
 import torch
+
+import ember
 from ember._src.ops.views import slice_op
 
 ALL_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
@@ -153,7 +154,9 @@ def run_sample(op: OpInfo, sample: Sample, dtype_name: str):
         except Exception as got:
             raise AssertionError(f"{op.name} {sample.desc}: torch raised {type(exc).__name__}({exc}), "
                                  f"ember raised {type(got).__name__}({got})") from got
-        raise AssertionError(f"{op.name} {sample.desc}: torch raised {type(exc).__name__}({exc}), ember did not")
+        raise AssertionError(
+            f"{op.name} {sample.desc}: torch raised {type(exc).__name__}({exc}), ember did not"
+        ) from None
     got = op.ember_fn(*sample.ember_args(), **sample.kwargs)
     assert_close(got, expected, op.tols.get(dtype_name), f"{op.name}[{dtype_name}] {sample.desc}")
     return got

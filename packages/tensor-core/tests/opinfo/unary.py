@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import ember
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+import ember
 
 from .core import FLOAT_NAMES, LAYOUTS, OpInfo, Sample, make, pair_of, special_values
 

@@ -266,7 +266,7 @@ def chain_matmul(*matrices, out: Tensor | None = None) -> Tensor:
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
-    for i, m in enumerate(matrices):
+    for m in matrices:
         if m.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     if len(matrices) == 1:

@@ -433,4 +433,4 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 # Contractions built on the primitives above.
-from .contract import chain_matmul, einsum, inner, multi_dot, tensordot  # noqa: F401
+from .contract import chain_matmul, einsum, inner, multi_dot, tensordot  # noqa: E402,F401

@@ -470,7 +470,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return _write_out(result, out)
 
 
-from ..generator import (
+from ..generator import (  # noqa: E402
     default_generator,
     get_rng_state,
     initial_seed,
@@ -478,7 +478,7 @@ from ..generator import (
     seed,
     set_rng_state,
 )
-from ..random_factories import (
+from ..random_factories import (  # noqa: E402
     normal,
     rand,
     rand_like,

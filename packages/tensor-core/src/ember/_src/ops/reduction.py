@@ -385,7 +385,7 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
 
 
 # The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above.
-from .reduction_composite import (
+from .reduction_composite import (  # noqa: E402
     all,
     any,
     count_nonzero,

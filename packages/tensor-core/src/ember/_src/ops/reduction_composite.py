@@ -376,6 +376,6 @@ def log_softmax(input, dim, dtype=None):
 
 
 __all__ = [
-    "all", "any", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "log_softmax", "logsumexp", "norm", "softmax", "std",
-    "std_mean", "var", "var_mean",
+    "all", "any", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "log_softmax", "logsumexp", "norm",
+    "softmax", "std", "std_mean", "var", "var_mean",
 ]

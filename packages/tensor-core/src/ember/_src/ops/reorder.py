@@ -239,8 +239,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
-    from .joining import stack
     from ..shapes import broadcast_shapes
+    from .joining import stack
 
     shape = broadcast_shapes(input._shape, other._shape)
     a, b = input.expand(*shape), other.expand(*shape)
