@@ -3,6 +3,7 @@ op family, plus the ops marked non-differentiable, then the forward-mode (JVP) r
 
 from . import (  # noqa: F401
     activations,
+    convolution,
     forward,
     indexing,
     joining,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401
     pointwise,
     reduction,
     reorder,
+    scatter,
     views,
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401

@@ -45,3 +45,13 @@ def embed(shape, g: Tensor, view) -> Tensor:
 def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     """``g`` with zeros where ``cond`` holds."""
     return ember.where(cond, ember.zeros((), dtype=g.dtype), g)
+
+
+def register_if_defined(op_name: str, backward, *, save_output: bool = False) -> None:
+    """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
+    from ember._src.dispatch import OPS
+
+    from ._registry import derivative
+
+    if op_name in OPS:
+        derivative(op_name, save_output=save_output)(backward)
