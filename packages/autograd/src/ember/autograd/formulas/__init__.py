@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     reduction,
     reorder,
     scatter,
+    sorting,
     views,
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401

@@ -7,8 +7,9 @@ from ember._src.tensor import Tensor
 
 
 def arg(inputs, index: int, name: str, default=None):
-    """The op argument at ``index`` or passed by ``name`` (callers use either form)."""
-    if index < len(inputs.args):
+    """The op argument at ``index`` or passed by ``name`` (callers use either form); a negative
+    ``index`` marks a keyword-only argument."""
+    if 0 <= index < len(inputs.args):
         return inputs.args[index]
     return inputs.kwargs.get(name, default)
 

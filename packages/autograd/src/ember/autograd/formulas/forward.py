@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     reduction,
     reorder,
     scatter,
+    sorting,
     views,
 )
 from ._common import arg
