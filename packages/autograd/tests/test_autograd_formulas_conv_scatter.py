@@ -5,10 +5,11 @@ These ops come from other tensor-core families; each test runs once its op exist
 
 from __future__ import annotations
 
-import ember
 import pytest
 import torch
 from ag_helpers import grads_match_torch, leaves, make_arrays
+
+import ember
 from ember._src.dispatch import OPS
 from ember.autograd.gradcheck import gradcheck, gradgradcheck
 
