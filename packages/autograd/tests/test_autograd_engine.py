@@ -160,6 +160,7 @@ def test_higher_order_derivatives():
     assert_close(eggg, tggg)
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 def test_backward_create_graph_then_backward_of_grad():
     ex, tx = leaf_pair((3,), "float64", 11)
     (ex * ex * ex).sum().backward(create_graph=True)
@@ -323,3 +324,75 @@ def test_deep_chain_does_not_recurse():
         y = y * 1.0
     y.sum().backward()
     assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_multi_output_op_with_two_differentiable_outputs():
+    ex, tx = leaf_pair((3, 4), "float64", 19)
+    ev, em = ember.var_mean(ex, dim=1)
+    tv, tm = torch.var_mean(tx, dim=1)
+    assert ev.grad_fn is em.grad_fn
+    (ev * 2 + em * em).sum().backward()
+    (tv * 2 + tm * tm).sum().backward()
+    assert_close(ex.grad, tx.grad)
+    ex.grad = None
+    tx.grad = None
+    ember.var_mean(ex, dim=0)[1].sum().backward()  # only one output gets a gradient
+    torch.var_mean(tx, dim=0)[1].sum().backward()
+    assert_close(ex.grad, tx.grad)
+
+
+def test_retain_grad_survives_inplace():
+    ex, tx = leaf_pair((3,), seed=20)
+    ey, ty = ex * 2, tx * 2
+    ey.retain_grad()
+    ty.retain_grad()
+    ey.mul_(3)
+    ty.mul_(3)
+    (ey * ey).sum().backward()
+    (ty * ty).sum().backward()
+    assert ey.retains_grad and ty.retains_grad
+    assert_close(ey.grad, ty.grad)
+    assert_close(ex.grad, tx.grad)
+
+
+def test_backward_on_a_leaf_and_inplace_on_a_plain_tensor():
+    x = ember.ones(3, requires_grad=True)
+    x.backward(ember.full((3,), 2.0))
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    ey, ty = leaf_pair((3,), seed=21)
+    eb, tb = ember.ones(3), torch.ones(3)
+    eb.mul_(ey)
+    tb.mul_(ty)
+    assert eb.requires_grad and eb.grad_fn.name() == "MulBackward0"
+    (eb * eb).sum().backward()
+    (tb * tb).sum().backward()
+    assert_close(ey.grad, ty.grad)
+
+
+def test_hooks_do_not_see_missing_gradients():
+    x = ember.ones(2, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    a, b = ember.var_mean(x * 1, dim=0)
+    b.backward()
+    assert len(seen) == 1 and seen[0] is not None
+
+
+def test_leaf_grad_never_aliases_a_gradient_held_elsewhere():
+    kept = []
+
+    class Keep(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            r = g * 3
+            kept.append(r)
+            return r
+
+    x = ember.zeros(3, requires_grad=True)
+    Keep.apply(x).sum().backward()
+    Keep.apply(x).sum().backward()
+    assert kept[0].tolist() == [3.0, 3.0, 3.0] and x.grad.tolist() == [6.0, 6.0, 6.0]

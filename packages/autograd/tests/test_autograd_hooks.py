@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from ag_helpers import assert_close, leaf_pair
 
 import ember
@@ -90,3 +91,29 @@ def test_node_metadata_and_name():
     y.grad_fn.metadata["tag"] = 1
     assert y.grad_fn.metadata == {"tag": 1} and y.grad_fn.name() == "MulBackward0"
     assert isinstance(y.grad_fn, ember.autograd.graph.Node)
+
+
+def test_saved_tensors_hooks_pack_and_unpack():
+    packed = []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t.clone()
+
+    ex, tx = leaf_pair((4,), seed=3)
+    with ember.autograd.graph.saved_tensors_hooks(pack, lambda p: p * 1):
+        ey = (ex * ex).exp()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda p: p * 1):
+        ty = (tx * tx).exp()
+    assert packed
+    ey.sum().backward()
+    ty.sum().backward()
+    assert_close(ex.grad, tx.grad)
+
+
+def test_gradient_edge():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    edge = ember.autograd.graph.get_gradient_edge(y)
+    assert edge.node is y.grad_fn and edge.output_nr == 0
+    assert ember.autograd.graph.get_gradient_edge(x).node.variable is x

@@ -6,7 +6,7 @@ The engine is active as soon as the package is installed: the core loads it thro
 
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
 
 from ember._src.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
@@ -44,10 +44,10 @@ _LAZY_MODULES = ("functional", "forward_ad", "gradcheck")
 
 def __getattr__(name: str):
     if name in ("gradcheck", "gradgradcheck"):
-        module = importlib.import_module(f"{__name__}.gradcheck")
+        module = _importlib.import_module(f"{__name__}.gradcheck")
         globals()["gradcheck"] = module.gradcheck  # the function shadows its module, as in PyTorch
         globals()["gradgradcheck"] = module.gradgradcheck
         return globals()[name]
     if name in _LAZY_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

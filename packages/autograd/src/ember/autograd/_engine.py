@@ -9,10 +9,12 @@ its input buffer. Unless ``retain_graph``, a node drops its saved tensors right 
 from __future__ import annotations
 
 import heapq
+import sys
 
 from ember._src import grad_mode
 from ember._src.ops._common import type_name
 from ember._src.ops.creation import ones_like, zeros_like
+from ember._src.shapes import is_contiguous
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
@@ -24,11 +26,12 @@ _STATE = grad_mode.STATE
 class GraphRoot(Node):
     """Feeds the root gradients to the roots' edges."""
 
+    __slots__ = ("_grads",)
+
     def __init__(self, edges, grads):
+        super().__init__(tuple(edges), 0)
         self._seq = 1 << 63
-        self._next = tuple(edges)
         self._grads = list(grads)
-        self._num_outputs = 0
 
     def apply(self, grads):
         return self._grads
@@ -74,12 +77,40 @@ def fix_grad(g, meta, node, idx):
     return g
 
 
+# References to a gradient that only the engine holds, as _stealable sees them: the input
+# buffer of AccumulateGrad, accumulate_grad's parameter, _stealable's parameter and
+# getrefcount's argument. Its storage: the gradient itself (and its base, for a view) and the
+# argument.
+_OWNED_REFS = 4
+
+
+def _stealable(g: Tensor) -> bool:
+    if type(g) is not Tensor or g.grad_fn is not None or g._offset != 0:
+        return False
+    if not is_contiguous(g._shape, g._stride) or sys.getrefcount(g) > _OWNED_REFS:
+        return False
+    base = g._base
+    if base is None:
+        return sys.getrefcount(g._storage) <= 2
+    # A contiguous view of a whole base that only it holds (e.g. a reshaped matmul result): the
+    # base is referenced by the view, the local and the argument.
+    if sys.getrefcount(base) > 3 or sys.getrefcount(g._storage) > 3 or base.numel() != g.numel():
+        return False
+    g._base = None
+    return True
+
+
 def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
     (out of place, recorded, when the graph of the gradient is being built)."""
     old = variable.grad
     if old is None:
-        variable.grad = g.clone() if _STATE.grad_enabled else g.detach().clone()
+        if _STATE.grad_enabled:
+            variable.grad = g.clone()
+        elif _stealable(g):
+            variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
+        else:
+            variable.grad = g.detach().clone()
     elif _STATE.grad_enabled:
         variable.grad = old + g
     else:
@@ -139,7 +170,7 @@ def _needed(root: Node, targets: set, run_targets: bool) -> set:
 def _call_tensor_hooks(fn: Node, grads: list) -> None:
     if isinstance(fn, AccumulateGrad):
         hooks = fn._tensor_pre_hooks(0)
-        if hooks:
+        if hooks and grads[0] is not None:
             grads[0] = _run_hooks(hooks, grads[0])
         return
     if fn._tensor_hooks:
@@ -233,6 +264,9 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                 if left == 0 and (needed is None or nxt in needed or nxt in captures):
                     heappush(heap, (-nxt._seq, tie, nxt))
                     tie += 1
+            # Drop this node's references so that a gradient held only by an input buffer can be
+            # taken over by AccumulateGrad without a copy (see _stealable).
+            outputs = grads = g = buf = old = None
     finally:
         _STATE.grad_enabled = prev
     return captured

@@ -66,11 +66,14 @@ def _has_saved(kwargs) -> bool:
 class OpNode(Node):
     """Backward of one op call, computed by its formula from ``FORMULAS``."""
 
-    _formula = None
-    _args_need_node = False
+    __slots__ = ("_formula", "_layout", "_input_meta", "_saved_args", "_kwargs", "_saved_outputs",
+                 "_args_need_node")
 
     def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
         self._seq = next(_SEQ)
+        self._num_outputs = 1
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
+        self._released = self._hooked = self._args_need_node = False
         self._formula = formula
         self._layout = layout
         self._next = next_edges
@@ -132,6 +135,8 @@ class OpNode(Node):
 
 
 class NotImplementedNode(OpNode):
+    __slots__ = ()
+
     def apply(self, grads):
         raise RuntimeError(f"derivative for {self._op_name} is not implemented")
 
@@ -146,7 +151,7 @@ def _node_class(op_name: str, missing: bool) -> type:
     cls = _NODE_CLASSES.get(key)
     if cls is None:
         bases = (NotImplementedNode,) if missing else (OpNode,)
-        cls = type(node_class_name(op_name), bases, {"_op_name": op_name, "__module__": __name__})
+        cls = type(node_class_name(op_name), bases, {"_op_name": op_name, "__module__": __name__, "__slots__": ()})
         _NODE_CLASSES[key] = cls
     return cls
 
@@ -228,6 +233,10 @@ def record(op, args, kwargs):
             from ._views import record_inplace_on_view
 
             return record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node)
+    else:
+        fast = _record_out_of_place(op, name, formula, args, kwargs)
+        if fast is not None:
+            return fast
     layout, edges, meta = _edges(args, ())
     _STATE.grad_enabled = False
     try:
@@ -249,6 +258,65 @@ def record(op, args, kwargs):
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             set_history(o, node, i)
+    return out
+
+
+def _record_out_of_place(op, name, formula, args, kwargs):
+    """``record`` for the common case (no in-place, no tensor lists) in one pass over the args;
+    None when the general path is needed."""
+    layout = []
+    edges = []
+    meta = []
+    saved = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                layout.append(len(edges))
+                fn = a.grad_fn
+                if fn is not None:
+                    m = a._autograd_meta
+                    edges.append((fn, 0 if m is None else m.output_nr))
+                else:
+                    edges.append((grad_accumulator(a), 0))
+                meta.append((a._shape, a.dtype))
+            else:
+                layout.append(None)
+                edges.append(_NO_EDGE)
+                meta.append(None)
+            saved.append(SavedTensor(a, False))
+        elif type(a) in (list, tuple) and a:
+            return None
+        else:
+            layout.append(None)
+            saved.append(a)
+    _STATE.grad_enabled = False
+    try:
+        out = op.call_kernel(args, kwargs)
+    finally:
+        _STATE.grad_enabled = True
+    if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
+        # Rare shapes of result (several outputs, an input handed back, integer dtype).
+        if isinstance(out, Tensor) and _is_arg(out, args):
+            out = make_view(out, out._shape, out._stride, out._offset)
+        outs = (out,) if isinstance(out, Tensor) else tuple(out)
+        node = make_node(name, formula, layout, tuple(edges), meta, args, kwargs, outs)
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                set_history(o, node, i)
+        return out
+    cls = _NODE_CLASSES.get(name) if formula is not None else None
+    if cls is None:
+        cls = _node_class(name, formula is None)
+    if kwargs:
+        kwargs = {k: SavedTensor(v, False) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    saved_outputs = (SavedTensor(out, True, 0),) if formula is not None and formula.save_output else ()
+    node = cls(formula, layout, tuple(edges), meta, _SavedArgs(saved), kwargs, saved_outputs)
+    if saved_outputs:
+        saved_outputs[0].requires_grad = True
+    if anomaly_mode._STATE.enabled:
+        anomaly_mode.store_forward_trace(node)
+    out.grad_fn = node
+    out._requires_grad = True
     return out
 
 

@@ -29,11 +29,12 @@ def _geometry(view: Tensor, base: Tensor):
 class CopySlices(Node):
     """Backward of an in-place op applied to a view, seen from the view's base."""
 
+    __slots__ = ("_geometry", "_fn")
+
     def __init__(self, base_edge, geometry, fn: Node):
-        super().__init__()
+        super().__init__((base_edge,) + tuple(fn._next[1:]))
         self._geometry = geometry
         self._fn = fn
-        self._next = (base_edge,) + tuple(fn._next[1:])
 
     def apply(self, grads):
         g = grads[0]
@@ -64,11 +65,12 @@ class CopySlices(Node):
 class AsStridedBackward0(Node):
     """The view's node after an in-place write: its elements of the base's gradient."""
 
+    __slots__ = ("_base_meta", "_geometry")
+
     def __init__(self, base_meta, geometry, copy_node: Node):
-        super().__init__()
+        super().__init__(((copy_node, 0),))
         self._base_meta = base_meta
         self._geometry = geometry
-        self._next = ((copy_node, 0),)
 
     def apply(self, grads):
         from ember._src.ops.creation import zeros

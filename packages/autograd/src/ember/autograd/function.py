@@ -234,10 +234,11 @@ class InplaceFunction(Function):
 class DelayedError(Node):
     """Stands in for the backward of a ``once_differentiable`` backward: raises if reached."""
 
+    __slots__ = ("_msg",)
+
     def __init__(self, msg: str, num_outputs: int):
-        super().__init__()
+        super().__init__((), num_outputs)
         self._msg = msg
-        self._num_outputs = num_outputs
 
     def apply(self, grads):
         raise RuntimeError(self._msg)

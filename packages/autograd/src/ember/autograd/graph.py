@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from typing import NamedTuple
 
 from ember._src.tensor import Tensor, make_tensor
 
@@ -20,7 +21,10 @@ __all__ = [
     "RemovableHandle",
     "SavedTensor",
     "AutogradMeta",
+    "GradientEdge",
     "get_gradient_edge",
+    "saved_tensors_hooks",
+    "disable_saved_tensors_hooks",
     "increment_version",
 ]
 
@@ -124,18 +128,18 @@ class Node:
     input needs no gradient).
     """
 
-    _next: tuple = ()
-    _num_outputs: int = 1
-    _pre_hooks = None
-    _post_hooks = None
-    _tensor_hooks = None  # {output_nr: _HookDict} for tensor hooks of non-leaf outputs
-    _retained = None  # {output_nr: weakref to the tensor} for retain_grad()
-    _metadata = None
-    _released = False
-    _hooked = False  # True once tensor hooks or retain_grad() target one of its outputs
+    # Slots (no per-node dict): nodes are made on every recorded op. ``_tensor_hooks``:
+    # {output_nr: hooks} of non-leaf outputs; ``_retained``: {output_nr: weakref} for
+    # retain_grad(); ``_hooked``: True once either is set (the engine checks only that).
+    __slots__ = ("_next", "_num_outputs", "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retained",
+                 "_metadata", "_released", "_hooked", "_seq", "__weakref__")
 
-    def __init__(self):
+    def __init__(self, next_edges: tuple = (), num_outputs: int = 1):
         self._seq = next(_SEQ)
+        self._next = next_edges
+        self._num_outputs = num_outputs
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
+        self._released = self._hooked = False
 
     def name(self) -> str:
         return type(self).__name__
@@ -199,11 +203,13 @@ class Node:
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``variable.grad``."""
 
-    _hooked = True  # the leaf's hooks live on the tensor: look each time
+    __slots__ = ("variable",)
 
     def __init__(self, variable: Tensor):
+        super().__init__()
         self.variable = variable
         self._seq = 1 << 62  # runs as soon as it is ready (highest priority in the engine)
+        self._hooked = True  # the leaf's hooks live on the tensor: look each time
 
     def _tensor_pre_hooks(self, nr: int):
         meta = self.variable._autograd_meta
@@ -212,9 +218,8 @@ class AccumulateGrad(Node):
     def apply(self, grads: tuple):
         from . import _engine
 
-        g = grads[0]
-        if g is not None:
-            _engine.accumulate_grad(self.variable, g)
+        if grads[0] is not None:
+            _engine.accumulate_grad(self.variable, grads[0])
             meta = self.variable._autograd_meta
             if meta is not None and meta.post_acc_hooks:
                 for hook in list(meta.post_acc_hooks.values()):
@@ -232,14 +237,60 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad:
     return acc
 
 
-def get_gradient_edge(t: Tensor) -> tuple:
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient enters the graph: an input of ``node`` (its ``output_nr``-th output)."""
+
+    node: Node | None
+    output_nr: int
+
+
+def get_gradient_edge(t: Tensor) -> GradientEdge:
     """``(node, output_nr)`` through which gradient reaches ``t``; ``(None, 0)`` if none."""
     fn = t.grad_fn
     if fn is not None:
-        return (fn, output_nr(t))
+        return GradientEdge(fn, output_nr(t))
     if t._requires_grad:
-        return (grad_accumulator(t), 0)
-    return (None, 0)
+        return GradientEdge(grad_accumulator(t), 0)
+    return GradientEdge(None, 0)
+
+
+# (pack, unpack) pairs of the active ``saved_tensors_hooks`` contexts, innermost last.
+_SAVED_HOOKS: list = []
+
+
+class saved_tensors_hooks:  # noqa: N801
+    """Inside this context, tensors saved for backward go through ``pack_hook(tensor)`` when saved
+    and ``unpack_hook(packed)`` when backward needs them (e.g. to offload or recompute them)."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _SAVED_HOOKS.pop()
+        return False
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Raises if saved-tensor hooks are used inside the block (as PyTorch's context of that name)."""
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        def refuse(*args):
+            raise RuntimeError(self.error_message)
+
+        _SAVED_HOOKS.append((refuse, refuse))
+        return self
+
+    def __exit__(self, *exc):
+        _SAVED_HOOKS.pop()
+        return False
 
 
 def increment_version(t: Tensor) -> None:
@@ -254,13 +305,19 @@ class SavedTensor:
     ``grad_fn``) so the node does not keep itself alive; ``unpack(node)`` rebuilds them.
     """
 
-    __slots__ = ("data", "version", "is_output", "nr", "requires_grad")
+    __slots__ = ("data", "version", "is_output", "nr", "requires_grad", "unpack_hook", "origin")
 
     def __init__(self, t: Tensor, is_output: bool, nr: int = 0):
         self.version = t._storage.version
         self.is_output = is_output
         self.nr = nr
         self.requires_grad = t._requires_grad
+        self.unpack_hook = None
+        if _SAVED_HOOKS:
+            self.data = _run_pack_hook(t, self)
+            # What the unpacked tensor must be reconnected to (PyTorch restores it the same way).
+            self.origin = None if is_output or not t._requires_grad else (t.grad_fn or t, output_nr(t))
+            return
         fn = t.grad_fn
         if is_output or fn is not None or not t._requires_grad:
             # A bare alias: the tensor object itself may later be rebased by an in-place op onto a
@@ -280,6 +337,8 @@ class SavedTensor:
         data = self.data
         if data is None:
             raise RuntimeError(_FREED)
+        if self.unpack_hook is not None:
+            return self._unpack_hooked(node)
         if data._storage.version != self.version:
             raise RuntimeError(self._version_message(node))
         if not self.is_output:
@@ -288,6 +347,28 @@ class SavedTensor:
         if self.requires_grad and node is not None:
             set_history(out, node, self.nr)
         return out
+
+    def _unpack_hooked(self, node) -> Tensor:
+        t = self.unpack_hook(self.data)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        if t.grad_fn is not None or (t._requires_grad and not self.is_output):
+            return t
+        if self.is_output:
+            if self.requires_grad and node is not None:
+                t = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+                set_history(t, node, self.nr)
+            return t
+        if self.origin is not None:
+            src, nr = self.origin
+            t = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+            if isinstance(src, Node):
+                set_history(t, src, nr)
+            else:  # a leaf: route gradients of the unpacked tensor into the leaf's accumulator
+                t._requires_grad = True
+                get_meta(t).grad_acc = weakref.ref(grad_accumulator(src))
+        return t
 
     def _version_message(self, node) -> str:
         from ember._src.ops._common import type_name
@@ -307,6 +388,20 @@ class SavedTensor:
 
     def free(self) -> None:
         self.data = None
+
+
+def _run_pack_hook(t: Tensor, saved: SavedTensor):
+    """Runs the innermost pack hook with hooks off (no recursion) and without recording."""
+    from ember._src import grad_mode
+
+    pack, saved.unpack_hook = _SAVED_HOOKS[-1]
+    stack = _SAVED_HOOKS[:]
+    _SAVED_HOOKS.clear()
+    try:
+        with grad_mode.no_grad():
+            return pack(t)
+    finally:
+        _SAVED_HOOKS[:] = stack
 
 
 def freed_error() -> RuntimeError:
