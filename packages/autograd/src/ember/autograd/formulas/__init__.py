@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     indexing,
     joining,
     linalg,
+    linalg_decomp,
     nondifferentiable,
     pointwise,
     reduction,
