@@ -396,3 +396,18 @@ def test_leaf_grad_never_aliases_a_gradient_held_elsewhere():
     Keep.apply(x).sum().backward()
     Keep.apply(x).sum().backward()
     assert kept[0].tolist() == [3.0, 3.0, 3.0] and x.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+@pytest.mark.parametrize("op", ["relu_", "exp_", "add_", "sub_", "mul_", "div_"])
+def test_inplace_ops_match_torch(op):
+    ex, tx = leaf_pair((2, 3), "float64", 22, low=0.5, high=2.0)
+    ey, ty = leaf_pair((2, 3), "float64", 23, low=0.5, high=2.0)
+    ea, ta = ex - 1, tx - 1
+    args_e, args_t = ((), ()) if op in ("relu_", "exp_") else ((ey,), (ty,))
+    getattr(ea, op)(*args_e)
+    getattr(ta, op)(*args_t)
+    (ea * ea).sum().backward()
+    (ta * ta).sum().backward()
+    assert_close(ex.grad, tx.grad)
+    if args_e:
+        assert_close(ey.grad, ty.grad)

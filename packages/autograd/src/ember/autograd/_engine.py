@@ -287,7 +287,8 @@ def _root_grads(outputs, grad_outputs, create_graph):
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs")  # noqa: F541
+        raise RuntimeError(f"Mismatch in number of gradients: got {len(grad_outputs)} gradients for "
+                           f"{len(outputs)} outputs")
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:

@@ -156,7 +156,7 @@ def _node_class(op_name: str, missing: bool) -> type:
     return cls
 
 
-def _edges(args, outs=()):
+def _edges(args):
     """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
     layout = []
     edges = []
@@ -226,9 +226,11 @@ def record(op, args, kwargs):
         self = args[0]
         check_inplace(self)
         if formula is None and name.endswith("_") and name[:-1] in FORMULAS:
-            # The out-of-place formula needs self as it was before the op overwrote it.
+            # The out-of-place formula needs self as it was before the op overwrote it (unless it
+            # never reads its inputs, as add's).
             formula = FORMULAS[name[:-1]]
-            saved_in = (self.clone(),) + tuple(args[1:])
+            if _reads_inputs(formula.backward):
+                saved_in = (self.clone(),) + tuple(args[1:])
         if self._base is not None:
             from ._views import record_inplace_on_view
 
@@ -237,7 +239,7 @@ def record(op, args, kwargs):
         fast = _record_out_of_place(op, name, formula, args, kwargs)
         if fast is not None:
             return fast
-    layout, edges, meta = _edges(args, ())
+    layout, edges, meta = _edges(args)
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
@@ -318,6 +320,25 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     out.grad_fn = node
     out._requires_grad = True
     return out
+
+
+_READS_INPUTS: dict = {}
+
+
+def _reads_inputs(fn) -> bool:
+    """Whether a backward formula ever loads its ``inputs`` parameter (checked once, on its bytecode)."""
+    known = _READS_INPUTS.get(fn)
+    if known is None:
+        code = getattr(fn, "__code__", None)
+        if code is None or code.co_argcount < 2:
+            known = True
+        else:
+            import dis
+
+            param = code.co_varnames[1]
+            known = any(ins.opname.startswith("LOAD_") and ins.argval == param for ins in dis.get_instructions(code))
+        _READS_INPUTS[fn] = known
+    return known
 
 
 def _is_arg(t, args) -> bool:

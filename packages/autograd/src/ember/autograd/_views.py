@@ -92,7 +92,7 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     view = args[0]
     base = view._base
     geometry = _geometry(view, base)
-    layout, edges, meta = _edges(args, ())
+    layout, edges, meta = _edges(args)
     base_edge = get_gradient_edge(base)
     _STATE.grad_enabled = False
     try:
