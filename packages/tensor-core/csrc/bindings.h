@@ -16,4 +16,11 @@ void bind_random(pybind11::module_& m);
 void bind_index(pybind11::module_& m);
 void bind_blas(pybind11::module_& m);
 void bind_reduce(pybind11::module_& m);
+void bind_conv(pybind11::module_& m);
+void bind_pool(pybind11::module_& m);
+void bind_resample(pybind11::module_& m);
+void bind_lapack(pybind11::module_& m);
+void bind_norm(pybind11::module_& m);
+void bind_loss(pybind11::module_& m);
+void bind_attention(pybind11::module_& m);
 }  // namespace ember

@@ -28,4 +28,11 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_index(m);
   ember::bind_blas(m);
   ember::bind_reduce(m);
+  ember::bind_conv(m);
+  ember::bind_pool(m);
+  ember::bind_resample(m);
+  ember::bind_lapack(m);
+  ember::bind_norm(m);
+  ember::bind_loss(m);
+  ember::bind_attention(m);
 }

@@ -25,6 +25,7 @@ from .ops import indexing as _indexing
 from .ops import random as _random
 from .ops import comparison as _comparison
 from .ops import reorder as _reorder
+from .ops import lapack as _lapack
 from .printing import set_printoptions
 from .runtime import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision, is_deterministic_algorithms_warn_only_enabled,
@@ -45,6 +46,15 @@ from .ops.random import *  # noqa: E402,F401,F403
 from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.joining import *  # noqa: E402,F401,F403
 from .ops.reorder import *  # noqa: E402,F401,F403
+from .ops.nn_conv import *  # noqa: E402,F401,F403
+from .ops.nn_pool import *  # noqa: E402,F401,F403
+from .ops.nn_resample import *  # noqa: E402,F401,F403
+from .ops.lapack import *  # noqa: E402,F401,F403
+from .ops import nn_loss as _nn_loss, nn_misc as _nn_misc, nn_norm as _nn_norm  # noqa: E402
+
+# Neural-network kernels torch exposes at top level (with aten signatures); the rest of the
+# family is for ember.nn.functional.
+globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEVEL})
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -90,7 +100,7 @@ ops = _dispatch.OPS
 
 def _functional_for_methods() -> dict:
     names = {}
-    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder):
+    for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder, _lapack):
         for name in dir(module):
             if name.startswith("_") or name.endswith("_op"):
                 continue

@@ -1,7 +1,279 @@
-"""``ember.linalg``: PyTorch's ``torch.linalg`` namespace (matrix products so far)."""
+"""``ember.linalg``: PyTorch's ``torch.linalg`` namespace.
+
+Matrix products come from ``_src/ops/linalg.py``; factorizations are ops of
+``_src/ops/lapack.py`` (LAPACK kernels); norms, pinv, matrix_rank and matrix_power are
+composed from them and the reductions.
+"""
 
 from __future__ import annotations
 
-from .._src.ops.linalg import matmul, multi_dot
+import math
 
-__all__ = ["matmul", "multi_dot"]
+from .._src import dtypes as _dt
+from .._src.ops import lapack as _lp
+from .._src.ops import views as _vw
+from .._src.ops._common import write_out as _write_out
+from .._src.ops.lapack import LinAlgError
+from .._src.ops.linalg import matmul, multi_dot
+from .._src.tensor import Tensor as _Tensor
+
+__all__ = [
+    "LinAlgError", "matmul", "multi_dot", "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "lstsq",
+    "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank",
+    "matrix_power", "cross", "norm", "vector_norm", "matrix_norm", "cond", "diagonal", "vecdot", "vander",
+    "tensorinv", "tensorsolve",
+]
+
+
+def _out2(result, out, cls):
+    """out= for ops returning a tuple of tensors."""
+    if out is None:
+        return cls(*result)
+    if len(out) != len(result):
+        raise RuntimeError(f"expected {len(result)} output tensors, got {len(out)}")
+    return cls(*(_write_out(r, o) for r, o in zip(result, out)))
+
+
+def det(A, *, out=None):
+    return _write_out(_lp.det_op(A), out)
+
+
+def slogdet(A, *, out=None):
+    return _out2(_lp.slogdet_op(A), out, _lp._slogdet_result)
+
+
+def inv(A, *, out=None):
+    return _write_out(_lp.inv_ex_op(A, check_errors=True)[0], out)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    return _out2(_lp.inv_ex_op(A, check_errors=check_errors), out, _lp._inv_ex_result)
+
+
+def solve(A, B, *, left=True, out=None):
+    return _write_out(_lp.solve_ex_op(A, B, left=left, check_errors=True)[0], out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    return _out2(_lp.solve_ex_op(A, B, left=left, check_errors=check_errors), out, _lp._solve_ex_result)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    return _lp._lstsq_result(*_lp.lstsq_op(A, B, rcond, driver=driver))
+
+
+def cholesky(A, *, upper=False, out=None):
+    return _write_out(_lp.cholesky_ex_op(A, upper=upper, check_errors=True)[0], out)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    return _out2(_lp.cholesky_ex_op(A, upper=upper, check_errors=check_errors), out, _lp._cholesky_ex_result)
+
+
+def qr(A, mode="reduced", *, out=None):
+    return _out2(_lp.qr_op(A, mode), out, _lp._linalg_qr_result)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    return _out2(_lp.eigh_op(A, UPLO), out, _lp._eigh_result)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _lp._eigh_check(A, UPLO, "linalg.eigh")
+    return _write_out(_lp.eigh_op(A, UPLO, eigenvectors=False)[0], out)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    return _out2(_lp.svd_op(A, full_matrices), out, _lp._svd_result)
+
+
+def svdvals(A, *, driver=None, out=None):
+    return _write_out(_lp.svd_op(A, False, compute_uv=False)[1], out)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    return _write_out(_lp._pinv(A, atol, rtol, hermitian), out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Number of singular values above max(atol, rtol * largest)."""
+    from .._src.ops import pointwise as pw
+
+    if not isinstance(A, _Tensor) or A.dtype not in (_dt.float32, _dt.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    m, n = A._shape[-2:]
+    S = _lp.eigh_op(A, "L", eigenvectors=False)[0].abs() if hermitian else _lp.svd_op(A, False, compute_uv=False)[1]
+    if rtol is None:
+        rtol = 0.0 if atol is not None and not _lp._is_zero(atol) else _dt.finfo(A.dtype).eps * max(m, n)
+    if atol is None:
+        atol = 0.0
+    if min(m, n) == 0:
+        from .._src.ops.creation import zeros
+
+        return _write_out(zeros(A._shape[:-2], dtype=_dt.int64), out)
+    top = S.amax(-1, keepdim=True)
+    tol = pw.maximum(pw.mul(top, _lp._column(rtol)), _lp._column(atol))
+    return _write_out((S > tol).sum(-1), out)
+
+
+def matrix_power(A, n, *, out=None):
+    return _write_out(_lp._matrix_power(A, n), out)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    from .._src.ops.reorder import cross as _cross
+
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got {input.ndim} and "
+                           f"{other.ndim}")
+    return _write_out(_cross(input, other, dim), out)
+
+
+# -- norms -------------------------------------------------------------------------------------------
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    from .._src.ops.reduction_composite import norm_op
+
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
+    return _write_out(norm_op(x, ord, dim, keepdim, dtype), out)
+
+
+def _matrix_dims(A, dim, fn):
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    from .._src.shapes import wrap_dim
+
+    d0, d1 = wrap_dim(dim[0], A.ndim), wrap_dim(dim[1], A.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"{fn}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """Frobenius/nuclear norms, max/min column (1) or row (inf) sums, largest/smallest singular value (2)."""
+    fn = "linalg.matrix_norm"
+    if not isinstance(A, _Tensor):
+        raise TypeError(f"linalg_matrix_norm(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    d0, d1 = _matrix_dims(A, dim, fn)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
+                           f"{_lp.type_name(A.dtype)}")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        return _write_out(vector_norm(A, 2, (d0, d1), keepdim), out)
+    spectral = ord in ("nuc", 2, -2)
+    if not spectral and ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"{fn}: Order {ord} not supported.")
+    if spectral:
+        _lp._check_matrix(A, fn, square=False)
+        # Move the two dims last, take singular values, reduce over them.
+        S = svdvals(_vw.movedim(A, (d0, d1), (-2, -1)))
+        if ord == "nuc":
+            result = S.sum(-1)
+        else:
+            result = S.amax(-1) if ord == 2 else S.amin(-1)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                result = _vw.unsqueeze_op(result, d)
+        return _write_out(result, out)
+    # ord 1: max/min column sum (sum over rows, d0); ord inf: max/min row sum (sum over d1).
+    sum_dim, red_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    sums = A.abs().sum(sum_dim, keepdim=True)
+    result = sums.amax(red_dim, keepdim=True) if ord > 0 else sums.amin(red_dim, keepdim=True)
+    if not keepdim:
+        result = _vw.squeeze_op(result, tuple(sorted((d0, d1))))
+    return _write_out(result, out)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """vector_norm for a 1-D dim (or a flattened input), matrix_norm for a 2-D one."""
+    if dim is not None and not isinstance(dim, (tuple, list)):
+        dim = (dim,)
+    if dim is not None:
+        if len(dim) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+    raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                       f"{A.ndim}D.")
+
+
+def cond(A, p=None, *, out=None):
+    """Condition number: a ratio of singular values for p in (None, 2, -2), else |A|_p |A^-1|_p."""
+    from .._src.ops import pointwise as pw
+
+    if p in (None, 2, -2):
+        _lp._check_matrix(A, "linalg.cond", square=False)
+        S = svdvals(A)
+        big, small = _vw.narrow_op(S, -1, 0, 1), _vw.narrow_op(S, -1, S._shape[-1] - 1, 1)
+        ratio = pw.div(small, big) if p == -2 else pw.div(big, small)
+        return _write_out(_vw.squeeze_op(ratio, (-1,)), out)
+    _lp._check_matrix(A, "linalg.cond")
+    return _write_out(pw.mul(matrix_norm(A, p), matrix_norm(inv(A), p)), out)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return _vw.diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    from .._src.ops import pointwise as pw
+
+    return _write_out(pw.mul(x, y).sum(dim), out)
+
+
+def vander(x, *, N=None):
+    """Columns x^0, x^1, ..., x^(N-1) (a cumulative product, as PyTorch computes it)."""
+    from .._src.ops.joining import cat
+
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x._shape[-1] if N is None else N
+    if n <= 1:
+        if n < 0:
+            raise RuntimeError("N must be greater than 1.")
+        return x.unsqueeze(-1).new_ones(x._shape + (n,))
+    col = _vw.unsqueeze_op(x, -1)
+    ones = col.new_ones(x._shape + (1,))
+    return cat([ones, _vw.expand_op(col, x._shape + (n - 1,))], -1).cumprod(-1)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """Inverse of A seen as a (prod(shape[:ind]), prod(shape[ind:])) matrix, reshaped back."""
+    from .._src.shapes import numel
+
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = numel(A._shape[:ind]), numel(A._shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    result = inv(_vw.reshape(A, (rows, cols)))
+    return _write_out(_vw.reshape(result, A._shape[ind:] + A._shape[:ind]), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) == B: one solve on A flattened to a square matrix."""
+    from .._src.shapes import numel
+
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = _vw.movedim(A, dims, list(range(A.ndim - len(dims), A.ndim)))
+    rest = A._shape[B.ndim:]
+    rows, cols = numel(B._shape), numel(rest)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(result_shape) == prod(other.shape), but "
+                           f"got {cols} != {rows}")
+    x = solve(_vw.reshape(A, (rows, cols)), _vw.reshape(B, (rows,)))
+    return _write_out(_vw.reshape(x, rest), out)

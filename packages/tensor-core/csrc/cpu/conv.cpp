@@ -1,0 +1,461 @@
+// Kernel family "conv": convolution by im2col + OpenBLAS gemm, its two backward kernels, and
+// im2col/col2im as ops (unfold/fold).
+//
+// Every kernel works on one relation between a large "image" tensor X (N, Cx, D, H, W) and a
+// small "output" tensor Y (N, Cy, oD, oH, oW) with weight (Cy, Cx/groups, kd, kh, kw):
+//   conv_forward:         Y  = W @ im2col(X)            (conv forward)
+//   conv_backward_input:  X  = col2im(W^T @ Y)          (conv grad-input, conv_transpose forward)
+//   conv_backward_weight: gW = sum_n Y[n] @ im2col(X[n])^T
+// 1-d and 2-d convolutions are 3-d ones with size-1 leading spatial dims. Tensors arrive
+// contiguous in float32/float64 (the Python caller converts). Padding is the front padding
+// only: output sizes are given, so the asymmetric padding of 'same' needs nothing special.
+//
+// Each image is processed in column chunks of whole output rows, so the im2col buffer stays
+// in cache while BLAS packs it. Images run in parallel on OpenMP threads with single-threaded
+// BLAS when the batch covers the threads; otherwise one image at a time with threaded BLAS.
+#include <cblas.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "../common/dtype.h"
+#include "../common/parallel.h"
+#include "../common/tensor_arg.h"
+
+namespace py = pybind11;
+
+namespace ember {
+
+namespace {
+
+struct Geometry {
+  int64_t n, cx, cy, groups;
+  int64_t in[3], out[3], k[3], stride[3], pad[3], dil[3];
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kvol() const { return k[0] * k[1] * k[2]; }
+  int64_t rows() const { return cx * kvol(); }  // im2col rows over all groups
+  // A 1x1x1 kernel with stride 1 and no padding reads X itself as the column matrix.
+  bool identity() const {
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || stride[i] != 1 || pad[i] != 0 || in[i] != out[i]) return false;
+    return true;
+  }
+};
+
+template <typename T>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // BLAS may skip the beta scaling when k == 0; keep the zero-fill explicit
+    if (beta == T(0))
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c,
+                      (int)ldc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb, beta, c,
+                      (int)ldc);
+}
+
+// Output rows (of oW columns each) per chunk: about 512 KiB of columns (fits L2 beside BLAS's
+// packed panels; whole-image buffers measured 20-50% slower), at least one row.
+int64_t chunk_rows(const Geometry& g, int64_t elem) {
+  int64_t row_bytes = std::max<int64_t>(1, g.rows() * g.out[2] * elem);
+  return std::max<int64_t>(1, (int64_t(512) << 10) / row_bytes);
+}
+
+// cols (rows x cols_ld, first `len` columns used) <- im2col of image x over output rows
+// [r0, r0 + nrows) (a row is one (od, oh) pair).
+template <typename T>
+void im2col_rows(const T* x, const Geometry& g, int64_t r0, int64_t nrows, T* cols, int64_t cols_ld) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
+  const int64_t sw = g.stride[2], pw = g.pad[2], dw = g.dil[2];
+  int64_t r = 0;
+  for (int64_t c = 0; c < g.cx; ++c)
+    for (int64_t a = 0; a < g.k[0]; ++a)
+      for (int64_t b = 0; b < g.k[1]; ++b)
+        for (int64_t e = 0; e < g.k[2]; ++e, ++r) {
+          T* dst = cols + r * cols_ld;
+          // Columns ow with 0 <= ow*sw - pw + e*dw < W: [lo, hi).
+          int64_t off = e * dw - pw;
+          int64_t lo = off >= 0 ? 0 : std::min(oW, (-off + sw - 1) / sw);
+          int64_t hi = W - off <= 0 ? 0 : std::min(oW, (W - off + sw - 1) / sw);
+          hi = std::max(hi, lo);
+          for (int64_t rr = 0; rr < nrows; ++rr, dst += oW) {
+            int64_t row = r0 + rr, od = row / oH, oh = row % oH;
+            int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+            int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+            if (id < 0 || id >= D || ih < 0 || ih >= H) {
+              std::fill(dst, dst + oW, T(0));
+              continue;
+            }
+            const T* src = x + ((c * D + id) * H + ih) * W + off;
+            std::fill(dst, dst + lo, T(0));
+            if (sw == 1)
+              std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
+            else
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw];
+            std::fill(dst + hi, dst + oW, T(0));
+          }
+        }
+}
+
+// x (image) += col2im of cols over output rows [r0, r0 + nrows): the adjoint of im2col_rows.
+template <typename T>
+void col2im_rows(T* x, const Geometry& g, int64_t r0, int64_t nrows, const T* cols, int64_t cols_ld) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
+  const int64_t sw = g.stride[2], pw = g.pad[2], dw = g.dil[2];
+  int64_t r = 0;
+  for (int64_t c = 0; c < g.cx; ++c)
+    for (int64_t a = 0; a < g.k[0]; ++a)
+      for (int64_t b = 0; b < g.k[1]; ++b)
+        for (int64_t e = 0; e < g.k[2]; ++e, ++r) {
+          const T* src = cols + r * cols_ld;
+          int64_t off = e * dw - pw;
+          int64_t lo = off >= 0 ? 0 : std::min(oW, (-off + sw - 1) / sw);
+          int64_t hi = W - off <= 0 ? 0 : std::min(oW, (W - off + sw - 1) / sw);
+          for (int64_t rr = 0; rr < nrows; ++rr, src += oW) {
+            int64_t row = r0 + rr, od = row / oH, oh = row % oH;
+            int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+            int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+            if (id < 0 || id >= D || ih < 0 || ih >= H) continue;
+            T* dst = x + ((c * D + id) * H + ih) * W + off;
+            if (sw == 1)
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
+            else
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
+          }
+        }
+}
+
+// Runs fn(image, scratch) for every image: in parallel with single-threaded BLAS when the batch
+// covers the threads, else sequentially with BLAS using all threads.
+struct BlasSingleThread {
+  BlasSingleThread() { scipy_openblas_set_num_threads(1); }
+  ~BlasSingleThread() { scipy_openblas_set_num_threads(get_num_threads()); }
+};
+
+template <typename F>
+void for_each_image(int64_t n, const F& fn) {
+  int threads = get_num_threads();
+  if (threads > 1 && n >= threads) {
+    BlasSingleThread guard;
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(i);
+    });
+  } else {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+  }
+}
+
+template <typename T>
+void conv_forward(T* y, const T* x, const T* w, const T* bias, const Geometry& g) {
+  const int64_t L = g.out_size(), K = g.rows() / g.groups, cyg = g.cy / g.groups, oW = g.out[2];
+  const int64_t nrows_total = g.out[0] * g.out[1];
+  const bool ident = g.identity();
+  const int64_t step = chunk_rows(g, sizeof(T));
+  for_each_image(g.n, [&](int64_t i) {
+    const T* xi = x + i * g.cx * g.in_size();
+    T* yi = y + i * g.cy * L;
+    std::vector<T> cols(ident ? 0 : static_cast<size_t>(g.rows() * std::min(step, nrows_total) * oW));
+    for (int64_t r0 = 0; r0 < nrows_total; r0 += step) {
+      int64_t nr = std::min(step, nrows_total - r0), len = nr * oW;
+      const T* B = xi + r0 * oW;
+      int64_t ldb = L;
+      if (!ident) {
+        im2col_rows(xi, g, r0, nr, cols.data(), len);
+        B = cols.data();
+        ldb = len;
+      }
+      T beta = T(0);
+      if (bias) {
+        for (int64_t co = 0; co < g.cy; ++co) std::fill(yi + co * L + r0 * oW, yi + co * L + r0 * oW + len, bias[co]);
+        beta = T(1);
+      }
+      for (int64_t gi = 0; gi < g.groups; ++gi)
+        gemm<T>(CblasNoTrans, CblasNoTrans, cyg, len, K, w + gi * cyg * K, K, B + gi * K * ldb, ldb, beta,
+                yi + gi * cyg * L + r0 * oW, L);
+    }
+  });
+}
+
+template <typename T>
+void conv_backward_input(T* x, const T* y, const T* w, const T* bias, const Geometry& g) {
+  const int64_t L = g.out_size(), K = g.rows() / g.groups, cyg = g.cy / g.groups, oW = g.out[2];
+  const int64_t nrows_total = g.out[0] * g.out[1], S = g.in_size();
+  const bool ident = g.identity();
+  const int64_t step = chunk_rows(g, sizeof(T));
+  for_each_image(g.n, [&](int64_t i) {
+    T* xi = x + i * g.cx * S;
+    const T* yi = y + i * g.cy * L;
+    if (ident) {
+      for (int64_t gi = 0; gi < g.groups; ++gi)
+        gemm<T>(CblasTrans, CblasNoTrans, K, L, cyg, w + gi * cyg * K, K, yi + gi * cyg * L, L, T(0),
+                xi + gi * K * L, L);
+    } else {
+      std::fill(xi, xi + g.cx * S, T(0));
+      std::vector<T> cols(static_cast<size_t>(g.rows() * std::min(step, nrows_total) * oW));
+      for (int64_t r0 = 0; r0 < nrows_total; r0 += step) {
+        int64_t nr = std::min(step, nrows_total - r0), len = nr * oW;
+        for (int64_t gi = 0; gi < g.groups; ++gi)
+          gemm<T>(CblasTrans, CblasNoTrans, K, len, cyg, w + gi * cyg * K, K, yi + gi * cyg * L + r0 * oW, L, T(0),
+                  cols.data() + gi * K * len, len);
+        col2im_rows(xi, g, r0, nr, cols.data(), len);
+      }
+    }
+    if (bias)
+      for (int64_t c = 0; c < g.cx; ++c)
+        for (T *p = xi + c * S, *e = p + S; p < e; ++p) *p += bias[c];
+  });
+}
+
+template <typename T>
+void conv_backward_weight(T* gw, const T* x, const T* y, const Geometry& g) {
+  const int64_t L = g.out_size(), K = g.rows() / g.groups, cyg = g.cy / g.groups, oW = g.out[2];
+  const int64_t nrows_total = g.out[0] * g.out[1], wsize = g.cy * K;
+  const bool ident = g.identity();
+  const int64_t step = chunk_rows(g, sizeof(T));
+  int threads = get_num_threads();
+  bool par = threads > 1 && g.n >= threads;
+  int nbuf = par ? threads : 1;
+  // One accumulator per thread (the first is gw itself), summed at the end.
+  std::vector<std::vector<T>> partial(static_cast<size_t>(nbuf - 1), std::vector<T>(static_cast<size_t>(wsize)));
+  std::fill(gw, gw + wsize, T(0));
+  auto body = [&](int64_t b, int64_t e, T* acc) {
+    std::vector<T> cols(ident ? 0 : static_cast<size_t>(g.rows() * std::min(step, nrows_total) * oW));
+    for (int64_t i = b; i < e; ++i) {
+      const T* xi = x + i * g.cx * g.in_size();
+      const T* yi = y + i * g.cy * L;
+      for (int64_t r0 = 0; r0 < nrows_total; r0 += step) {
+        int64_t nr = std::min(step, nrows_total - r0), len = nr * oW;
+        const T* B = xi + r0 * oW;
+        int64_t ldb = L;
+        if (!ident) {
+          im2col_rows(xi, g, r0, nr, cols.data(), len);
+          B = cols.data();
+          ldb = len;
+        }
+        for (int64_t gi = 0; gi < g.groups; ++gi)
+          gemm<T>(CblasNoTrans, CblasTrans, cyg, K, len, yi + gi * cyg * L + r0 * oW, L, B + gi * K * ldb, ldb,
+                  T(1), acc + gi * cyg * K, K);
+      }
+    }
+  };
+  if (!par) {
+    body(0, g.n, gw);
+    return;
+  }
+  {
+    BlasSingleThread guard;
+#pragma omp parallel num_threads(nbuf)
+    {
+      int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+      int64_t chunk = (g.n + nt - 1) / nt, b = tid * chunk, e = std::min(g.n, b + chunk);
+      if (b < e) body(b, e, tid == 0 ? gw : partial[static_cast<size_t>(tid - 1)].data());
+    }
+  }
+  for (auto& p : partial)
+    for (int64_t j = 0; j < wsize; ++j) gw[j] += p[static_cast<size_t>(j)];
+}
+
+// -- argument plumbing ------------------------------------------------------------------
+
+void read3(py::handle seq, int64_t* dst, const char* what) {
+  auto v = to_int64_vector(seq, what);
+  if (v.size() != 3) throw std::invalid_argument(std::string(what) + " must have 3 entries");
+  for (int i = 0; i < 3; ++i) dst[i] = v[static_cast<size_t>(i)];
+}
+
+constexpr int64_t kMaxParam = int64_t(1) << 31;
+
+void need(bool ok, const char* msg) {
+  if (!ok) throw std::runtime_error(msg);
+}
+
+// Validates X (N,Cx,D,H,W), Y (N,Cy,oD,oH,oW), W (Cy,Cx/g,k...) and the geometry, so a bad call
+// from Python raises instead of reading outside memory.
+Geometry make_geometry(const TensorArg& X, const TensorArg& Y, const TensorArg& Wt, py::handle stride,
+                       py::handle padding, py::handle dilation, int64_t groups) {
+  need(X.ndim() == 5 && Y.ndim() == 5 && Wt.ndim() == 5, "conv kernel expects 5-d tensors");
+  need(X.dtype == Y.dtype && X.dtype == Wt.dtype, "conv kernel: dtypes differ");
+  need(X.dtype == DType::Float32 || X.dtype == DType::Float64, "conv kernel: float32/float64 only");
+  need(X.is_contiguous() && Y.is_contiguous() && Wt.is_contiguous(), "conv kernel expects contiguous tensors");
+  Geometry g{};
+  g.n = X.shape[0];
+  g.cx = X.shape[1];
+  g.cy = Y.shape[1];
+  g.groups = groups;
+  need(groups >= 1 && g.cx % groups == 0 && g.cy % groups == 0, "conv kernel: bad groups");
+  need(Y.shape[0] == g.n && Wt.shape[0] == g.cy && Wt.shape[1] * groups == g.cx, "conv kernel: bad shapes");
+  read3(stride, g.stride, "stride");
+  read3(padding, g.pad, "padding");
+  read3(dilation, g.dil, "dilation");
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = X.shape[2 + i];
+    g.out[i] = Y.shape[2 + i];
+    g.k[i] = Wt.shape[2 + i];
+    need(g.stride[i] >= 1 && g.dil[i] >= 1 && g.pad[i] >= 0 && g.k[i] >= 1, "conv kernel: bad geometry");
+    // The last tap of the last output must be addressable: any index it computes stays in int64.
+    // Reads are bounds-checked per tap; this only keeps index arithmetic far from int64 overflow.
+    need(g.stride[i] < kMaxParam && g.dil[i] < kMaxParam && g.pad[i] < kMaxParam && g.k[i] < kMaxParam,
+         "conv kernel: parameter too large");
+  }
+  need(g.rows() / groups <= INT_MAX && g.out_size() <= INT_MAX && g.cy <= INT_MAX, "conv kernel: too large for BLAS");
+  return g;
+}
+
+const char* bias_ptr(py::handle bias, int64_t channels, DType dtype) {
+  if (bias.is_none()) return nullptr;
+  TensorArg b = unpack(bias);
+  need(b.ndim() == 1 && b.shape[0] == channels && b.dtype == dtype && b.is_contiguous(), "conv kernel: bad bias");
+  return b.data;
+}
+
+void conv_forward_impl(py::handle y, py::handle x, py::handle w, py::handle bias, py::handle stride,
+                       py::handle padding, py::handle dilation, int64_t groups) {
+  TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(w);
+  Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
+  const char* b = bias_ptr(bias, g.cy, X.dtype);
+  py::gil_scoped_release release;
+  if (X.dtype == DType::Float32)
+    conv_forward<float>((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, g);
+  else
+    conv_forward<double>((double*)Y.data, (const double*)X.data, (const double*)Wt.data, (const double*)b, g);
+}
+
+void conv_backward_input_impl(py::handle x, py::handle y, py::handle w, py::handle bias, py::handle stride,
+                              py::handle padding, py::handle dilation, int64_t groups) {
+  TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(w);
+  Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
+  const char* b = bias_ptr(bias, g.cx, X.dtype);
+  py::gil_scoped_release release;
+  if (X.dtype == DType::Float32)
+    conv_backward_input<float>((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, g);
+  else
+    conv_backward_input<double>((double*)X.data, (const double*)Y.data, (const double*)Wt.data, (const double*)b, g);
+}
+
+void conv_backward_weight_impl(py::handle gw, py::handle x, py::handle y, py::handle stride, py::handle padding,
+                               py::handle dilation, int64_t groups) {
+  TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(gw);
+  Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
+  py::gil_scoped_release release;
+  if (X.dtype == DType::Float32)
+    conv_backward_weight<float>((float*)Wt.data, (const float*)X.data, (const float*)Y.data, g);
+  else
+    conv_backward_weight<double>((double*)Wt.data, (const double*)X.data, (const double*)Y.data, g);
+}
+
+// im2col / col2im as ops: cols (N, C*kvol, L) <-> image (N, C, D, H, W). The weight argument of the
+// geometry is replaced by the kernel size.
+Geometry fold_geometry(const TensorArg& X, const TensorArg& C, py::handle kernel, py::handle stride,
+                       py::handle padding, py::handle dilation, py::handle out_size) {
+  need(X.ndim() == 5 && C.ndim() == 3, "im2col kernel: bad ranks");
+  need(X.dtype == C.dtype && (X.dtype == DType::Float32 || X.dtype == DType::Float64), "im2col kernel: bad dtype");
+  need(X.is_contiguous() && C.is_contiguous(), "im2col kernel expects contiguous tensors");
+  Geometry g{};
+  g.n = X.shape[0];
+  g.cx = X.shape[1];
+  g.cy = 1;
+  g.groups = 1;
+  read3(kernel, g.k, "kernel_size");
+  read3(stride, g.stride, "stride");
+  read3(padding, g.pad, "padding");
+  read3(dilation, g.dil, "dilation");
+  read3(out_size, g.out, "output size");
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = X.shape[2 + i];
+    need(g.stride[i] >= 1 && g.dil[i] >= 1 && g.pad[i] >= 0 && g.k[i] >= 1 && g.out[i] >= 0, "im2col: bad geometry");
+    need(g.stride[i] < kMaxParam && g.dil[i] < kMaxParam && g.pad[i] < kMaxParam && g.k[i] < kMaxParam &&
+             g.out[i] < kMaxParam,
+         "im2col: parameter too large");
+  }
+  need(C.shape[0] == g.n && C.shape[1] == g.rows() && C.shape[2] == g.out_size(), "im2col kernel: bad shapes");
+  return g;
+}
+
+template <typename T>
+void run_fold(T* x, T* cols, const Geometry& g, bool to_cols) {
+  const int64_t L = g.out_size(), rows = g.out[0] * g.out[1], S = g.cx * g.in_size();
+  parallel_for(g.n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (to_cols) {
+        im2col_rows(x + i * S, g, 0, rows, cols + i * g.rows() * L, L);
+      } else {
+        std::fill(x + i * S, x + (i + 1) * S, T(0));
+        col2im_rows(x + i * S, g, 0, rows, cols + i * g.rows() * L, L);
+      }
+    }
+  });
+}
+
+void fold_impl(py::handle image, py::handle cols, py::handle kernel, py::handle stride, py::handle padding,
+               py::handle dilation, py::handle out_size, bool to_cols) {
+  TensorArg X = unpack(image), C = unpack(cols);
+  Geometry g = fold_geometry(X, C, kernel, stride, padding, dilation, out_size);
+  py::gil_scoped_release release;
+  if (X.dtype == DType::Float32)
+    run_fold<float>((float*)X.data, (float*)C.data, g, to_cols);
+  else
+    run_fold<double>((double*)X.data, (double*)C.data, g, to_cols);
+}
+
+// out[c] = sum over n, l of y[n, c, l]: the bias gradient.
+void channel_sum_impl(py::handle out, py::handle y) {
+  TensorArg O = unpack(out), Y = unpack(y);
+  need(O.ndim() == 1 && Y.ndim() == 3 && Y.shape[1] == O.shape[0] && O.dtype == Y.dtype && Y.is_contiguous() &&
+           O.is_contiguous() && (O.dtype == DType::Float32 || O.dtype == DType::Float64),
+       "channel_sum kernel: bad arguments");
+  const int64_t N = Y.shape[0], C = Y.shape[1], L = Y.shape[2];
+  py::gil_scoped_release release;
+  auto run = [&](auto* o, const auto* g) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(g)>>;
+    parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, N * L)), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        double acc = 0;  // float64 accumulation: large N*L sums stay accurate
+        for (int64_t n = 0; n < N; ++n) {
+          const T* row = g + (n * C + c) * L;
+          T part = 0;
+          for (int64_t l = 0; l < L; ++l) part += row[l];
+          acc += part;
+        }
+        o[c] = static_cast<T>(acc);
+      }
+    });
+  };
+  if (O.dtype == DType::Float32) run((float*)O.data, (const float*)Y.data);
+  else run((double*)O.data, (const double*)Y.data);
+}
+
+}  // namespace
+
+void bind_conv(py::module_& m) {
+  m.def("conv_forward", &conv_forward_impl, py::arg("y"), py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("groups"),
+        "y (N,Cy,oD,oH,oW) = conv(x (N,Cx,D,H,W), weight (Cy,Cx/g,kd,kh,kw)) + bias.");
+  m.def("conv_backward_input", &conv_backward_input_impl, py::arg("x"), py::arg("y"), py::arg("weight"),
+        py::arg("bias"), py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("groups"),
+        "x = col2im(weight^T @ y) + bias: conv's input gradient, conv_transpose's forward.");
+  m.def("conv_backward_weight", &conv_backward_weight_impl, py::arg("grad_weight"), py::arg("x"), py::arg("y"),
+        py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("groups"),
+        "grad_weight = sum_n y[n] @ im2col(x[n])^T.");
+  m.def("channel_sum", &channel_sum_impl, py::arg("out"), py::arg("y"), "out (C) = y (N, C, L) summed over N and L.");
+  m.def(
+      "im2col", [](py::handle x, py::handle c, py::handle k, py::handle s, py::handle p, py::handle d,
+                   py::handle o) { fold_impl(x, c, k, s, p, d, o, true); },
+      "cols (N, C*kvol, L) = im2col(x (N,C,D,H,W)).");
+  m.def(
+      "col2im", [](py::handle x, py::handle c, py::handle k, py::handle s, py::handle p, py::handle d,
+                   py::handle o) { fold_impl(x, c, k, s, p, d, o, false); },
+      "x (N,C,D,H,W) = col2im(cols (N, C*kvol, L)), overlapping entries summed.");
+}
+
+}  // namespace ember

@@ -1,0 +1,344 @@
+// Kernel family "norm": row statistics and per-channel affine passes behind layer_norm,
+// rms_norm, batch_norm and group_norm (forward and backward). Inputs are contiguous float32 or
+// float64 (the Python side converts half types and makes layouts contiguous); rows and
+// channel planes are independent, so every pass runs in parallel over them.
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../common/dtype.h"
+#include "../common/parallel.h"
+#include "../common/tensor_arg.h"
+
+namespace py = pybind11;
+
+namespace ember {
+
+namespace {
+
+// Sum of f(a[i], b[i]) over a contiguous run, on two 64-byte vector accumulators (gcc vector
+// extensions: gcc 12 leaves plain scalar reductions unvectorized without -ffast-math). f is
+// generic so the same expression serves the vector body and the scalar tail.
+template <typename T, typename F>
+T vreduce(const T* a, const T* b, int64_t n, const F& f) {
+  typedef T V __attribute__((vector_size(64)));
+  constexpr int W = 64 / sizeof(T);
+  V acc0 = V{}, acc1 = V{};
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, sizeof(V));
+    std::memcpy(&a1, a + i + W, sizeof(V));
+    std::memcpy(&b0, b + i, sizeof(V));
+    std::memcpy(&b1, b + i + W, sizeof(V));
+    acc0 += f(a0, b0);
+    acc1 += f(a1, b1);
+  }
+  acc0 += acc1;
+  T s = 0;
+  for (int j = 0; j < W; ++j) s += acc0[j];
+  for (; i < n; ++i) s += f(a[i], b[i]);
+  return s;
+}
+
+template <typename T>
+T lane_sum(const T* x, int64_t n) {
+  return vreduce(x, x, n, [](auto v, auto) { return v; });
+}
+
+template <typename T>
+T lane_sq_dev(const T* x, int64_t n, T mean) {
+  return vreduce(x, x, n, [mean](auto v, auto) {
+    auto d = v - mean;
+    return d * d;
+  });
+}
+
+template <typename T>
+T lane_dot(const T* a, const T* b, int64_t n) {
+  return vreduce(a, b, n, [](auto x, auto y) { return x * y; });
+}
+
+TensorArg contiguous_arg(py::handle obj, DType dtype, int64_t numel, const char* what) {
+  TensorArg a = unpack(obj);
+  if (a.dtype != dtype || !a.is_contiguous() || a.numel() != numel)
+    throw std::invalid_argument(std::string(what) + ": expected a contiguous tensor of " + std::to_string(numel) +
+                                " elements with the input's dtype");
+  return a;
+}
+
+// Optional operand: nullptr when None.
+char* optional_data(py::handle obj, DType dtype, int64_t numel, const char* what) {
+  if (obj.is_none()) return nullptr;
+  return contiguous_arg(obj, dtype, numel, what).data;
+}
+
+int64_t rows_cols(const TensorArg& x, int64_t rows) {
+  if (rows < 0 || (rows == 0 && x.numel() != 0) || (rows > 0 && x.numel() % rows != 0))
+    throw std::invalid_argument("norm: rows must divide the number of elements");
+  return rows == 0 ? 0 : x.numel() / rows;
+}
+
+// out = (x - mean) * rstd * weight + bias over rows of N; mean/rstd per row. With out None
+// only the statistics are computed (group_norm applies its affine per channel afterwards).
+void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_obj, py::handle x_obj,
+                     py::handle w_obj, py::handle b_obj, int64_t rows, double eps) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("layer_norm: input must be contiguous");
+  int64_t n = rows_cols(x, rows);
+  char* out = optional_data(out_obj, x.dtype, x.numel(), "layer_norm out");
+  char* mean = contiguous_arg(mean_obj, x.dtype, rows, "layer_norm mean").data;
+  char* rstd = contiguous_arg(rstd_obj, x.dtype, rows, "layer_norm rstd").data;
+  char* w = optional_data(w_obj, x.dtype, n, "layer_norm weight");
+  char* b = optional_data(b_obj, x.dtype, n, "layer_norm bias");
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "layer_norm", [&] {
+    using T = scalar_t;
+    const T* xp = reinterpret_cast<const T*>(x.data);
+    T *op = reinterpret_cast<T*>(out), *mp = reinterpret_cast<T*>(mean), *rp = reinterpret_cast<T*>(rstd);
+    const T *wp = reinterpret_cast<const T*>(w), *bp = reinterpret_cast<const T*>(b);
+    parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* row = xp + r * n;
+        T mu = n ? lane_sum(row, n) / T(n) : T(0);
+        T var = n ? lane_sq_dev(row, n, mu) / T(n) : T(0);
+        T rs = T(1) / std::sqrt(var + T(eps));
+        mp[r] = mu;
+        rp[r] = rs;
+        if (!op) continue;
+        T* o = op + r * n;
+        if (wp && bp) {
+          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs * wp[i] + bp[i];
+        } else if (wp) {
+          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs * wp[i];
+        } else if (bp) {
+          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs + bp[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs;
+        }
+      }
+    });
+  });
+}
+
+// Gradients of layer_norm: dx per row, and dweight/dbias as column sums (each optional).
+void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle db_obj, py::handle dy_obj,
+                              py::handle x_obj, py::handle mean_obj, py::handle rstd_obj, py::handle w_obj,
+                              int64_t rows) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("layer_norm_backward: input must be contiguous");
+  int64_t n = rows_cols(x, rows);
+  char* dy = contiguous_arg(dy_obj, x.dtype, x.numel(), "layer_norm_backward grad").data;
+  char* mean = contiguous_arg(mean_obj, x.dtype, rows, "layer_norm_backward mean").data;
+  char* rstd = contiguous_arg(rstd_obj, x.dtype, rows, "layer_norm_backward rstd").data;
+  char* dx = optional_data(dx_obj, x.dtype, x.numel(), "layer_norm_backward dx");
+  char* dw = optional_data(dw_obj, x.dtype, n, "layer_norm_backward dweight");
+  char* db = optional_data(db_obj, x.dtype, n, "layer_norm_backward dbias");
+  char* w = optional_data(w_obj, x.dtype, n, "layer_norm_backward weight");
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "layer_norm_backward", [&] {
+    using T = scalar_t;
+    const T *xp = reinterpret_cast<const T*>(x.data), *gp = reinterpret_cast<const T*>(dy);
+    const T *mp = reinterpret_cast<const T*>(mean), *rp = reinterpret_cast<const T*>(rstd);
+    const T* wp = reinterpret_cast<const T*>(w);
+    if (dx) {
+      T* dxp = reinterpret_cast<T*>(dx);
+      parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+        std::vector<T> gw(n);
+        for (int64_t r = r0; r < r1; ++r) {
+          const T *row = xp + r * n, *g = gp + r * n;
+          T mu = mp[r], rs = rp[r], a = 0, b = 0;
+          for (int64_t i = 0; i < n; ++i) gw[i] = wp ? g[i] * wp[i] : g[i];
+          a = lane_sum(gw.data(), n);
+          b = (lane_dot(gw.data(), row, n) - mu * a) * rs;  // sum(gw * xhat)
+          T inv_n = T(1) / T(n);
+          T* o = dxp + r * n;
+          for (int64_t i = 0; i < n; ++i) o[i] = rs * (gw[i] - a * inv_n - (row[i] - mu) * rs * b * inv_n);
+        }
+      });
+    }
+    if (dw || db) {
+      T *dwp = reinterpret_cast<T*>(dw), *dbp = reinterpret_cast<T*>(db);
+      parallel_for(n, 64, [&](int64_t c0, int64_t c1) {
+        int64_t width = c1 - c0;
+        std::vector<T> sw(width, T(0)), sb(width, T(0));
+        for (int64_t r = 0; r < rows; ++r) {
+          const T *row = xp + r * n + c0, *g = gp + r * n + c0;
+          T mu = mp[r], rs = rp[r];
+          for (int64_t i = 0; i < width; ++i) {
+            sw[i] += g[i] * (row[i] - mu) * rs;
+            sb[i] += g[i];
+          }
+        }
+        for (int64_t i = 0; i < width; ++i) {
+          if (dwp) dwp[c0 + i] = sw[i];
+          if (dbp) dbp[c0 + i] = sb[i];
+        }
+      });
+    }
+  });
+}
+
+// out = x * rstd * weight with rstd = 1/sqrt(mean(x^2) + eps) per row of N.
+void rms_norm_impl(py::handle out_obj, py::handle rstd_obj, py::handle x_obj, py::handle w_obj, int64_t rows,
+                   double eps) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("rms_norm: input must be contiguous");
+  int64_t n = rows_cols(x, rows);
+  char* out = contiguous_arg(out_obj, x.dtype, x.numel(), "rms_norm out").data;
+  char* rstd = contiguous_arg(rstd_obj, x.dtype, rows, "rms_norm rstd").data;
+  char* w = optional_data(w_obj, x.dtype, n, "rms_norm weight");
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "rms_norm", [&] {
+    using T = scalar_t;
+    const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(w);
+    T *op = reinterpret_cast<T*>(out), *rp = reinterpret_cast<T*>(rstd);
+    parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* row = xp + r * n;
+        T ms = n ? lane_dot(row, row, n) / T(n) : T(0);
+        T rs = T(1) / std::sqrt(ms + T(eps));
+        rp[r] = rs;
+        T* o = op + r * n;
+        if (wp) {
+          for (int64_t i = 0; i < n; ++i) o[i] = row[i] * rs * wp[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = row[i] * rs;
+        }
+      }
+    });
+  });
+}
+
+struct Planes {
+  int64_t n, c, hw;
+};
+
+Planes planes_of(const TensorArg& x, int64_t n, int64_t c) {
+  if (n < 0 || c <= 0 || (n * c == 0 && x.numel() != 0) || (n * c > 0 && x.numel() % (n * c) != 0))
+    throw std::invalid_argument("norm: bad (N, C) split of the input");
+  return {n, c, n * c != 0 ? x.numel() / (n * c) : 0};
+}
+
+// Per-channel mean and biased variance of x viewed as (N, C, HW): batch_norm's statistics.
+void channel_stats_impl(py::handle mean_obj, py::handle var_obj, py::handle x_obj, int64_t n, int64_t c) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("channel_stats: input must be contiguous");
+  Planes p = planes_of(x, n, c);
+  char* mean = contiguous_arg(mean_obj, x.dtype, c, "channel_stats mean").data;
+  char* var = contiguous_arg(var_obj, x.dtype, c, "channel_stats var").data;
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "channel_stats", [&] {
+    using T = scalar_t;
+    const T* xp = reinterpret_cast<const T*>(x.data);
+    T *mp = reinterpret_cast<T*>(mean), *vp = reinterpret_cast<T*>(var);
+    int64_t count = p.n * p.hw;
+    parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        T s = 0;
+        for (int64_t b = 0; b < p.n; ++b) s += lane_sum(xp + (b * p.c + ch) * p.hw, p.hw);
+        T mu = count ? s / T(count) : T(NAN);
+        T q = 0;
+        for (int64_t b = 0; b < p.n; ++b) q += lane_sq_dev(xp + (b * p.c + ch) * p.hw, p.hw, mu);
+        mp[ch] = mu;
+        vp[ch] = count ? q / T(count) : T(NAN);
+      }
+    });
+  });
+}
+
+// Per-channel sum(dy) and sum(dy * (x - mu[c])) over (N, HW): the reductions of the
+// batch_norm / group_norm backward passes (mu None means 0).
+void channel_sums_impl(py::handle s1_obj, py::handle s2_obj, py::handle dy_obj, py::handle x_obj,
+                       py::handle mu_obj, int64_t n, int64_t c) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("channel_sums: input must be contiguous");
+  Planes p = planes_of(x, n, c);
+  char* dy = contiguous_arg(dy_obj, x.dtype, x.numel(), "channel_sums grad").data;
+  char* s1 = contiguous_arg(s1_obj, x.dtype, c, "channel_sums s1").data;
+  char* s2 = contiguous_arg(s2_obj, x.dtype, c, "channel_sums s2").data;
+  char* mu = optional_data(mu_obj, x.dtype, c, "channel_sums mean");
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "channel_sums", [&] {
+    using T = scalar_t;
+    const T *xp = reinterpret_cast<const T*>(x.data), *gp = reinterpret_cast<const T*>(dy);
+    const T* mp = reinterpret_cast<const T*>(mu);
+    T *a = reinterpret_cast<T*>(s1), *b = reinterpret_cast<T*>(s2);
+    parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        T sa = 0, sb = 0, m = mp ? mp[ch] : T(0);
+        for (int64_t bi = 0; bi < p.n; ++bi) {
+          const T *g = gp + (bi * p.c + ch) * p.hw, *xv = xp + (bi * p.c + ch) * p.hw;
+          T g_sum = lane_sum(g, p.hw);
+          sa += g_sum;
+          sb += lane_dot(g, xv, p.hw) - m * g_sum;
+        }
+        a[ch] = sa;
+        b[ch] = sb;
+      }
+    });
+  });
+}
+
+// out = x * a[c] + shift[c] (+ y * b[c]) over (N, C, HW) planes: the affine pass of batch_norm
+// and group_norm and of their input gradients.
+void channel_affine_impl(py::handle out_obj, py::handle x_obj, py::handle a_obj, py::handle shift_obj,
+                         py::handle y_obj, py::handle b_obj, int64_t n, int64_t c) {
+  TensorArg x = unpack(x_obj);
+  if (!x.is_contiguous()) throw std::invalid_argument("channel_affine: input must be contiguous");
+  Planes p = planes_of(x, n, c);
+  char* out = contiguous_arg(out_obj, x.dtype, x.numel(), "channel_affine out").data;
+  char* a = contiguous_arg(a_obj, x.dtype, c, "channel_affine scale").data;
+  char* shift = contiguous_arg(shift_obj, x.dtype, c, "channel_affine shift").data;
+  char* y = optional_data(y_obj, x.dtype, x.numel(), "channel_affine y");
+  char* b = y ? contiguous_arg(b_obj, x.dtype, c, "channel_affine y scale").data : nullptr;
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "channel_affine", [&] {
+    using T = scalar_t;
+    const T *xp = reinterpret_cast<const T*>(x.data), *yp = reinterpret_cast<const T*>(y);
+    const T *ap = reinterpret_cast<const T*>(a), *sp = reinterpret_cast<const T*>(shift);
+    const T* bp = reinterpret_cast<const T*>(b);
+    T* op = reinterpret_cast<T*>(out);
+    int64_t planes = p.n * p.c;
+    parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(p.hw, 1)), [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        int64_t ch = q % p.c;
+        T av = ap[ch], sv = sp[ch];
+        const T* xv = xp + q * p.hw;
+        T* o = op + q * p.hw;
+        if (yp) {
+          T bv = bp[ch];
+          const T* yv = yp + q * p.hw;
+          for (int64_t i = 0; i < p.hw; ++i) o[i] = xv[i] * av + sv + yv[i] * bv;
+        } else {
+          for (int64_t i = 0; i < p.hw; ++i) o[i] = xv[i] * av + sv;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void bind_norm(py::module_& m) {
+  m.def("layer_norm", &layer_norm_impl, py::arg("out"), py::arg("mean"), py::arg("rstd"), py::arg("input"),
+        py::arg("weight"), py::arg("bias"), py::arg("rows"), py::arg("eps"),
+        "Row-wise normalization of a contiguous input split into `rows` rows (out may be None).");
+  m.def("layer_norm_backward", &layer_norm_backward_impl, py::arg("dx"), py::arg("dweight"), py::arg("dbias"),
+        py::arg("grad"), py::arg("input"), py::arg("mean"), py::arg("rstd"), py::arg("weight"), py::arg("rows"));
+  m.def("rms_norm", &rms_norm_impl, py::arg("out"), py::arg("rstd"), py::arg("input"), py::arg("weight"),
+        py::arg("rows"), py::arg("eps"));
+  m.def("channel_stats", &channel_stats_impl, py::arg("mean"), py::arg("var"), py::arg("input"), py::arg("n"),
+        py::arg("c"), "Per-channel mean and biased variance of a contiguous (N, C, ...) input.");
+  m.def("channel_sums", &channel_sums_impl, py::arg("sum_dy"), py::arg("sum_dy_xmu"), py::arg("grad"),
+        py::arg("input"), py::arg("mean"), py::arg("n"), py::arg("c"));
+  m.def("channel_affine", &channel_affine_impl, py::arg("out"), py::arg("input"), py::arg("scale"),
+        py::arg("shift"), py::arg("other"), py::arg("other_scale"), py::arg("n"), py::arg("c"),
+        "out = input * scale[c] + shift[c] (+ other * other_scale[c]) over (N, C, ...) planes.");
+}
+
+}  // namespace ember

@@ -1,0 +1,178 @@
+"""Convolutions (forward and the convolution_backward op) and im2col/col2im against torch."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+from ember._src.ops import nn_conv
+
+from conftest import assert_same, from_torch, make_pair
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# (input shape, weight shape, kwargs): 1-d, 2-d, 3-d with stride, padding, dilation, groups.
+CONV_CASES = [
+    ((2, 4, 11), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    ((2, 3, 9, 8), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 2), dilation=(2, 1))),
+    ((1, 4, 7, 7), (4, 1, 3, 3), dict(padding=1, groups=4)),
+    ((2, 3, 6, 6), (5, 3, 1, 1), {}),
+    ((1, 2, 5, 6, 4), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=1)),
+]
+_FN = {3: "conv1d", 4: "conv2d", 5: "conv3d"}
+
+
+def _weights(shape, dtype, seed):
+    return make_pair(shape, dtype, low=-1, high=1, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_forward(case, dtype):
+    xs, ws, kw = case
+    ex, tx = make_pair(xs, dtype, low=-1, high=1)
+    ew, tw = _weights(ws, dtype, 1)
+    eb, tb = _weights((ws[0],), dtype, 2)
+    fn = _FN[len(xs)]
+    tol = dict(rtol=2e-2, atol=5e-2) if dtype in ("float16", "bfloat16") else {}
+    assert_same(getattr(ember, fn)(ex, ew, eb, **kw), getattr(F, fn)(tx, tw, tb, **kw), **tol)
+    assert_same(getattr(ember, fn)(ex, ew, None, **kw), getattr(F, fn)(tx, tw, None, **kw), **tol)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced"])
+def test_conv_noncontiguous(layout):
+    ex, tx = make_pair((2, 3, 6, 7), "float32", layout=layout)
+    ew, tw = _weights((4, 3, 3, 3), "float32", 1)
+    assert_same(ember.conv2d(ex, ew, padding=1), F.conv2d(tx, tw, padding=1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel,dilation", [((3, 3), 1), ((2, 4), 1), ((2, 3), 2)])
+def test_conv_same_valid_unbatched(kernel, dilation):
+    ex, tx = make_pair((3, 7, 6), "float64")
+    ew, tw = _weights((2, 3) + kernel, "float64", 1)
+    with _maybe_warns(kernel, dilation):
+        got = ember.conv2d(ex, ew, padding="same", dilation=dilation)
+    with _maybe_warns(kernel, dilation):
+        expected = F.conv2d(tx, tw, padding="same", dilation=dilation)
+    assert_same(got, expected)
+    assert_same(ember.conv2d(ex, ew, padding="valid"), F.conv2d(tx, tw, padding="valid"))
+
+
+def _maybe_warns(kernel, dilation):
+    import contextlib
+
+    even = any(dilation * (k - 1) % 2 for k in kernel)
+    return pytest.warns(UserWarning) if even else contextlib.nullcontext()
+
+
+TRANSPOSE_CASES = [
+    ((2, 4, 5), (4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ((2, 4, 5, 4), (4, 2, 3, 2), dict(stride=(2, 1), padding=(1, 0), groups=2)),
+    ((1, 2, 4, 4), (2, 3, 3, 3), dict(dilation=2, output_padding=1, stride=1)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("case", TRANSPOSE_CASES)
+def test_conv_transpose(case, dtype):
+    xs, ws, kw = case
+    ex, tx = make_pair(xs, dtype, low=-1, high=1)
+    ew, tw = _weights(ws, dtype, 1)
+    eb, tb = _weights((ws[1] * kw.get("groups", 1),), dtype, 2)
+    fn = "conv_transpose1d" if len(xs) == 3 else "conv_transpose2d"
+    tol = dict(rtol=2e-2, atol=5e-2) if dtype == "bfloat16" else {}
+    assert_same(getattr(ember, fn)(ex, ew, eb, **kw), getattr(F, fn)(tx, tw, tb, **kw), **tol)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_convolution_backward(transposed, dtype):
+    xs, ws = ((2, 4, 6, 5), (4, 2, 3, 3))
+    stride, padding, dilation, groups = [2, 1], [1, 1], [1, 2], 2
+    outpad = [1, 0] if transposed else [0, 0]
+    ex, tx = make_pair(xs, dtype, low=-1, high=1)
+    ew, tw = _weights(ws, dtype, 1)
+    ty = torch.ops.aten.convolution(tx, tw, None, stride, padding, dilation, transposed, outpad, groups)
+    eg, tg = make_pair(tuple(ty.shape), dtype, low=-1, high=1, seed=3)
+    bias = [ty.shape[1]]
+    expected = torch.ops.aten.convolution_backward(tg, tx, tw, bias, stride, padding, dilation, transposed, outpad,
+                                                   groups, [True, True, True])
+    got = nn_conv.convolution_backward_op(eg, ex, ew, bias, stride, padding, dilation, transposed, outpad, groups,
+                                          [True, True, True])
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else {}
+    assert_same(got, expected, **tol)
+    partial = nn_conv.convolution_backward_op(eg, ex, ew, None, stride, padding, dilation, transposed, outpad, groups,
+                                              [False, True, False])
+    assert partial[0] is None and partial[2] is None
+    assert_same(partial[1], expected[1], **tol)
+
+
+def test_convolution_meta():
+    x = ember.empty((2, 3, 8, 8), device="meta")
+    w = ember.empty((4, 3, 3, 3), device="meta")
+    out = nn_conv.convolution_op(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    assert tuple(out.shape) == (2, 4, 4, 4) and out.device.type == "meta"
+
+
+ERRORS = [
+    (lambda m, x, w: m.conv2d(x[:, :2], w)),                          # channel count
+    (lambda m, x, w: m.conv2d(x[0, 0], w)),                           # rank
+    (lambda m, x, w: m.conv2d(x[..., :2, :2], w)),                    # kernel larger than input
+    (lambda m, x, w: m.conv2d(x, w, padding=-1)),
+    (lambda m, x, w: m.conv2d(x, w, stride=0)),
+    (lambda m, x, w: m.conv2d(x, w, stride=(1, 1, 1))),
+    (lambda m, x, w: m.conv2d(x, w, groups=2)),
+    (lambda m, x, w: m.conv2d(x, w, padding="same", stride=2)),
+    (lambda m, x, w: m.conv2d(x, w, padding="full")),
+    (lambda m, x, w: m.conv2d(x.double(), w)),
+    (lambda m, x, w: m.conv2d(x, w, w[0, 0, 0])),                     # bias size
+    (lambda m, x, w: m.conv_transpose2d(x, w, output_padding=2)),
+]
+
+
+@pytest.mark.parametrize("fn", ERRORS)
+def test_conv_errors(fn):
+    tx = torch.randn(2, 4, 6, 6)
+    tw = torch.randn(4, 4, 3, 3)
+    ex, ew = from_torch(tx), from_torch(tw)
+    with pytest.raises(RuntimeError) as expected:
+        fn(F, tx, tw)
+    with pytest.raises(RuntimeError) as got:
+        fn(ember, ex, ew)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2),
+                                dict(kernel_size=(2, 3), padding=1, stride=(2, 1), dilation=(1, 2))])
+def test_im2col_col2im(kw, dtype):
+    ex, tx = make_pair((2, 3, 6, 7), dtype)
+    cols = nn_conv.im2col(ex, **kw)
+    assert_same(cols, F.unfold(tx, **kw))
+    assert_same(nn_conv.col2im(cols, (6, 7), **kw), F.fold(F.unfold(tx, **kw), (6, 7), **kw))
+    assert_same(nn_conv.im2col(ex[0], **kw), F.unfold(tx[0], **kw))
+
+
+def test_im2col_errors():
+    with pytest.raises(RuntimeError, match="sliding blocks"):
+        nn_conv.im2col(ember.zeros(2, 3, 4, 4), 5)
+    with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
+        nn_conv.col2im(ember.zeros(2, 13, 9), (4, 4), 2)
+
+
+def test_native_kernels_reject_bad_arguments():
+    from ember import _C
+
+    x, w = ember.zeros(1, 2, 4, 4, 4), ember.zeros(3, 2, 1, 1, 1)
+    with pytest.raises(RuntimeError):  # output too small for the channel count of the weight
+        _C.conv_forward(ember.zeros(1, 2, 4, 4, 4), x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)
+    with pytest.raises(RuntimeError):  # groups that do not divide the channels
+        _C.conv_forward(ember.zeros(1, 3, 4, 4, 4), x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 3)
+    with pytest.raises(RuntimeError):  # wrong bias length
+        _C.conv_forward(ember.zeros(1, 3, 4, 4, 4), x, w, ember.zeros(2), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)
+    with pytest.raises(RuntimeError):  # im2col with a column tensor of the wrong size
+        _C.im2col(x, ember.zeros(1, 2, 5), [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1], [4, 4, 4])
+    with pytest.raises(RuntimeError):  # max-pool backward with an index outside the plane
+        params = [2, 2, 1, 1, 0, 0, 1, 1, 0, 0]
+        _C.pool_backward(ember.zeros(1, 2, 2), ember.ones(1, 1, 1), ember.tensor([[[7]]]), params, 0)

@@ -1,0 +1,75 @@
+"""scaled_dot_product_attention vs torch: masks, causal, scale, GQA, batch shapes, dropout, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch.nn.functional as F
+
+import ember
+from ember._src.ops.nn_attention import scaled_dot_product_attention as sdpa
+
+from conftest import assert_same, make_pair, torch
+
+
+def _qkv(qshape, kshape, vshape, name="float32"):
+    return make_pair(qshape, name, low=-1, high=1), make_pair(kshape, name, low=-1, high=1, seed=1), \
+        make_pair(vshape, name, low=-1, high=1, seed=2)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("shapes", [
+    ((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 6)),
+    ((2, 2, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8)),  # more than one block of query rows
+    ((5, 4), (6, 4), (6, 3)),
+    ((2, 2, 3, 4, 4), (2, 2, 3, 4, 4), (2, 2, 3, 4, 4)),
+    ((2, 1, 3, 4), (2, 1, 0, 4), (2, 1, 0, 4)),
+])
+def test_sdpa(name, causal, shapes):
+    (q, tq), (k, tk), (v, tv) = _qkv(*shapes, name=name)
+    assert_same(sdpa(q, k, v, is_causal=causal), F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal),
+                atol=2e-3 if name == "float16" else None)
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 7), (2, 1, 5, 7), (1, 3, 1, 7)])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_masks(mask_shape, kind):
+    (q, tq), (k, tk), (v, tv) = _qkv((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 4))
+    if kind == "bool":
+        arr = np.random.default_rng(3).integers(0, 2, size=mask_shape).astype(bool)
+        arr[..., 0] = True
+        em, tm = ember.tensor(arr), torch.from_numpy(arr.copy())
+    else:
+        em, tm = make_pair(mask_shape, "float32", seed=3)
+    assert_same(sdpa(q, k, v, em, scale=0.3), F.scaled_dot_product_attention(tq, tk, tv, tm, scale=0.3))
+
+
+def test_sdpa_fully_masked_rows_and_gqa():
+    (q, tq), (k, tk), (v, tv) = _qkv((1, 4, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4))
+    assert_same(sdpa(q, k, v, enable_gqa=True), F.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False
+    em, tm = ember.tensor(mask), torch.from_numpy(mask)
+    assert_same(sdpa(q, k, v, em, enable_gqa=True), F.scaled_dot_product_attention(tq, tk, tv, tm, enable_gqa=True))
+
+
+def test_sdpa_dropout_is_reproducible_and_full_dropout_zeroes():
+    (q, _), (k, _), (v, _) = _qkv((1, 2, 4, 4), (1, 2, 4, 4), (1, 2, 4, 4))
+    ember.manual_seed(1)
+    a = sdpa(q, k, v, dropout_p=0.5)
+    ember.manual_seed(1)
+    assert ember.equal(a, sdpa(q, k, v, dropout_p=0.5))
+    assert float(sdpa(q, k, v, dropout_p=1.0).abs().sum().item()) == 0.0
+
+
+def test_sdpa_errors():
+    q = ember.ones(1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        sdpa(q, q.double(), q)
+    with pytest.raises(RuntimeError, match="is_causal"):
+        sdpa(q, q, q, ember.ones(3, 3, dtype=ember.bool), is_causal=True)
+    with pytest.raises(RuntimeError, match="attn_mask dtype"):
+        sdpa(q, q, q, ember.ones(3, 3, dtype=ember.int64))
+    with pytest.raises(RuntimeError):
+        sdpa(q, ember.ones(1, 2, 3, 5), q)
