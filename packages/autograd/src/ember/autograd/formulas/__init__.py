@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     linalg_decomp,
+    nn,
     nondifferentiable,
     pointwise,
     reduction,

@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     linalg_decomp,
+    nn,
     nondifferentiable,
     pointwise,
     reduction,
