@@ -53,7 +53,8 @@ CASES = [
     ("cross_entropy", lambda m, x, w, b: _F(m).cross_entropy(x, m.tensor([0, 2, 1]), label_smoothing=0.1),
      [(3, 4), (1,), (1,)], "_class_nll"),
     ("cross_entropy_weight", lambda m, x, w, b: _F(m).cross_entropy(x, m.tensor([0, 2, -100]), weight=w.abs() + 0.5,
-                                                                    reduction="sum"), [(3, 4), (4,), (1,)], "_class_nll"),
+                                                                    reduction="sum"),
+     [(3, 4), (4,), (1,)], "_class_nll"),
     ("nll_loss", lambda m, x, w, b: _F(m).nll_loss(x, m.tensor([1, 3, 0])), [(3, 4), (1,), (1,)], "_class_nll"),
 ]
 
