@@ -30,8 +30,19 @@ def _layer_norm(grads, inputs, outputs):
     if g is None:
         return (None,)
     x, shape, weight, bias = (inputs.args[i] for i in range(4))
-    mask = [_needs(x), _needs(weight), _needs(bias)]
-    return tuple(OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias, mask))
+    grad_x = None
+    if _needs(x):
+        grad_x = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
+                                                   [True, False, False])[0]
+    # weight/bias: sums over the leading (non-normalized) dims, from the saved statistics.
+    lead = tuple(range(x.ndim - len(shape)))
+    grad_w = grad_b = None
+    if _needs(weight):
+        x_hat = (x - outputs[1]) * outputs[2]
+        grad_w = (g * x_hat).sum(lead) if lead else g * x_hat
+    if _needs(bias):
+        grad_b = g.sum(lead) if lead else g
+    return grad_x, None, grad_w, grad_b
 
 
 def _batch_norm(grads, inputs, outputs):
