@@ -58,8 +58,8 @@ CASES = [
      [(2, 3), (2, 3), (2, 3)], "scaled_dot_product_attention"),
     ("cross_entropy", lambda m, x, w, b: _F(m).cross_entropy(x, m.tensor([0, 2, 1]), label_smoothing=0.1),
      [(3, 4), (1,), (1,)], "_class_nll"),
-    ("cross_entropy_weight", lambda m, x, w, b: _F(m).cross_entropy(x, m.tensor([0, 2, -100]), weight=m.tensor([0.5, 1.0, 2.0, 1.5]).double(),
-                                                                    reduction="sum"),
+    ("cross_entropy_weight", lambda m, x, w, b: _F(m).cross_entropy(
+        x, m.tensor([0, 2, -100]), weight=m.tensor([0.5, 1.0, 2.0, 1.5]).double(), reduction="sum"),
      [(3, 4), (4,), (1,)], "_class_nll"),
     ("nll_loss", lambda m, x, w, b: _F(m).nll_loss(x, m.tensor([1, 3, 0])), [(3, 4), (1,), (1,)], "_class_nll"),
 ]
