@@ -3,14 +3,19 @@ op family, plus the ops marked non-differentiable, then the forward-mode (JVP) r
 
 from . import (  # noqa: F401
     activations,
+    convolution,
     forward,
     indexing,
     joining,
     linalg,
+    linalg_decomp,
+    nn,
     nondifferentiable,
     pointwise,
     reduction,
     reorder,
+    scatter,
+    sorting,
     views,
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401

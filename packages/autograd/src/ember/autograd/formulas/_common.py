@@ -7,8 +7,9 @@ from ember._src.tensor import Tensor
 
 
 def arg(inputs, index: int, name: str, default=None):
-    """The op argument at ``index`` or passed by ``name`` (callers use either form)."""
-    if index < len(inputs.args):
+    """The op argument at ``index`` or passed by ``name`` (callers use either form); a negative
+    ``index`` marks a keyword-only argument."""
+    if 0 <= index < len(inputs.args):
         return inputs.args[index]
     return inputs.kwargs.get(name, default)
 
@@ -45,3 +46,13 @@ def embed(shape, g: Tensor, view) -> Tensor:
 def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     """``g`` with zeros where ``cond`` holds."""
     return ember.where(cond, ember.zeros((), dtype=g.dtype), g)
+
+
+def register_if_defined(op_name: str, backward, *, save_output: bool = False) -> None:
+    """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
+    from ember._src.dispatch import OPS
+
+    from ._registry import derivative
+
+    if op_name in OPS:
+        derivative(op_name, save_output=save_output)(backward)

@@ -15,7 +15,22 @@ from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
 # The backward formulas the JVP rules attach to must be registered first.
-from . import activations, indexing, joining, linalg, nondifferentiable, pointwise, reduction, reorder, views  # noqa: F401
+from . import (  # noqa: F401
+    activations,
+    convolution,
+    indexing,
+    joining,
+    linalg,
+    linalg_decomp,
+    nn,
+    nondifferentiable,
+    pointwise,
+    reduction,
+    reorder,
+    scatter,
+    sorting,
+    views,
+)
 from ._common import arg
 from ._registry import FORMULAS, Inputs, forward_derivative
 

@@ -25,7 +25,7 @@ _BITWISE = (
 _PREDICATES = ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit")
 _SELECTIONS = ("nonzero", "argmax", "argmin", "multinomial", "any", "all", "count_nonzero")
 _FACTORIES = ("empty", "full", "arange_affine", "randperm")
-_OTHER = ("view_dtype",)
+_OTHER = ("view_dtype", "searchsorted", "histc", "bincount")
 
 non_differentiable(*_COMPARISONS, *_LOGICAL, *_BITWISE, *_PREDICATES, *_SELECTIONS, *_FACTORIES, *_OTHER)
 # In-place logical/bitwise ops leave the tensor's history alone (as PyTorch's do).

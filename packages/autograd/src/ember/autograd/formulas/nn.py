@@ -1,0 +1,191 @@
+"""Derivatives of the fused nn kernels (embedding, norms, pooling, padding, upsampling,
+attention), computed by their native backward ops. Those backward ops have no derivative
+of their own yet: differentiating them again raises. Registered when the op exists.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+
+from ._common import arg, not_implemented, register_if_defined
+
+OPS = ember.ops
+
+
+def _needs(x) -> bool:
+    return isinstance(x, ember.Tensor) and x.requires_grad
+
+
+def _embedding(grads, inputs, outputs):
+    weight, indices = inputs.args[0], inputs.args[1]
+    padding_idx = arg(inputs, 2, "padding_idx", -1)
+    scale = arg(inputs, 3, "scale_grad_by_freq", False)
+    return OPS["embedding_dense_backward"](grads[0], indices, weight.shape[0], padding_idx, scale), None
+
+
+def _layer_norm(grads, inputs, outputs):
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x, shape, weight, bias = (inputs.args[i] for i in range(4))
+    grad_x = None
+    if _needs(x):
+        grad_x = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
+                                                   [True, False, False])[0]
+    # weight/bias: sums over the leading (non-normalized) dims, from the saved statistics.
+    lead = tuple(range(x.ndim - len(shape)))
+    grad_w = grad_b = None
+    if _needs(weight):
+        x_hat = (x - outputs[1]) * outputs[2]
+        grad_w = (g * x_hat).sum(lead) if lead else g * x_hat
+    if _needs(bias):
+        grad_b = g.sum(lead) if lead else g
+    return grad_x, None, grad_w, grad_b
+
+
+def _batch_norm(grads, inputs, outputs):
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x, weight, bias, running_mean, running_var = (inputs.args[i] for i in range(5))
+    training, eps = arg(inputs, 5, "training"), arg(inputs, 7, "eps")
+    mask = [_needs(x), _needs(weight), _needs(bias)]
+    return tuple(OPS["native_batch_norm_backward"](g, x, weight, running_mean, running_var, outputs[1], outputs[2],
+                                                   training, eps, mask))
+
+
+def _group_norm(grads, inputs, outputs):
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x, weight, bias = inputs.args[0], inputs.args[1], inputs.args[2]
+    n, c, hw, group = (arg(inputs, i, name) for i, name in ((3, "N"), (4, "C"), (5, "HxW"), (6, "group")))
+    mask = [_needs(x), _needs(weight), _needs(bias)]
+    return tuple(OPS["native_group_norm_backward"](g, x, outputs[1], outputs[2], weight, n, c, hw, group, mask))
+
+
+def _max_pool2d(grads, inputs, outputs):
+    x = inputs.args[0]
+    params = list(inputs.args[1:6])
+    indices = OPS["max_pool2d_with_indices"](x.detach(), *params)[1]
+    return (OPS["max_pool2d_with_indices_backward"](grads[0], x, *params, indices),)
+
+
+def _max_pool2d_with_indices(grads, inputs, outputs):
+    if grads[0] is None:
+        return (None,)
+    x = inputs.args[0]
+    return (OPS["max_pool2d_with_indices_backward"](grads[0], x, *inputs.args[1:6], outputs[1]),)
+
+
+def _avg_pool2d(grads, inputs, outputs):
+    return (OPS["avg_pool2d_backward"](grads[0], *inputs.args),)
+
+
+def _adaptive_avg_pool2d(grads, inputs, outputs):
+    return (OPS["_adaptive_avg_pool2d_backward"](grads[0], inputs.args[0]),)
+
+
+def _adaptive_max_pool2d(grads, inputs, outputs):
+    if grads[0] is None:
+        return (None,)
+    return (OPS["adaptive_max_pool2d_backward"](grads[0], inputs.args[0], outputs[1]),)
+
+
+def _constant_pad(grads, inputs, outputs):
+    # Padding is undone by the opposite padding (negative pads crop).
+    pad = arg(inputs, 1, "pad")
+    return (OPS["constant_pad_nd"](grads[0], [-p for p in pad], 0),)
+
+
+def _pad_enum(grads, inputs, outputs):
+    x, pad, mode = inputs.args[0], arg(inputs, 1, "pad"), arg(inputs, 2, "mode")
+    return (OPS["_pad_enum_backward"](grads[0], x, pad, mode),)
+
+
+def _upsample(grads, inputs, outputs):
+    x = inputs.args[0]
+    mode, align, scales = arg(inputs, 2, "mode"), arg(inputs, 3, "align_corners"), arg(inputs, 4, "scales")
+    return (OPS["_upsample_backward"](grads[0], list(x.shape), mode, align, scales),)
+
+
+def _attention(grads, inputs, outputs):
+    # Recomputes softmax(q k^T * scale + mask) with ember ops (differentiable again).
+    g = grads[0]
+    q, k, v = inputs.args[0], inputs.args[1], inputs.args[2]
+    mask = arg(inputs, 3, "attn_mask", None)
+    dropout_p, is_causal = arg(inputs, 4, "dropout_p", 0.0), arg(inputs, 5, "is_causal", False)
+    scale = inputs.kwargs.get("scale")
+    if dropout_p or inputs.kwargs.get("enable_gqa", False) or k.shape[-3:-2] != q.shape[-3:-2] and q.ndim >= 3:
+        return not_implemented("scaled_dot_product_attention with dropout or grouped heads")(grads, inputs, outputs)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = ember.matmul(q, k.transpose(-2, -1)) * scale
+    if is_causal:
+        keep = ember.ones((q.shape[-2], k.shape[-2]), dtype=ember.bool).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf")) if mask.dtype is ember.bool else scores + mask
+    p = ember.softmax(scores, -1)
+    grad_v = ember.matmul(p.transpose(-2, -1), g)
+    grad_p = ember.matmul(g, v.transpose(-2, -1))
+    grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True)) * scale
+    return ember.matmul(grad_s, k), ember.matmul(grad_s.transpose(-2, -1), q), grad_v
+
+
+def _class_nll(grads, inputs, outputs):
+    # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]);
+    # lse is 0 for log-probability inputs; rows whose target is ignore_index give 0.
+    g_nll = grads[0]
+    g_smooth = grads[1] if len(grads) > 1 and inputs.args[5] else None
+    x, target, weight = inputs.args[0], inputs.args[1], inputs.args[2]
+    ignore_index, log_probs = inputs.args[3], inputs.args[4]
+    classes = x.shape[1]
+    valid = ember.ne(target, ignore_index)
+    safe_target = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
+    weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype)
+    probs = None if log_probs else ember.softmax(x, 1)
+    grad = ember.zeros(x.shape, dtype=x.dtype)
+    if g_nll is not None:
+        scaled = (g_nll * OPS["index"](weights, [safe_target])).unsqueeze(1)
+        onehot = ember.eq(ember.arange(classes).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
+        grad = grad - scaled * onehot
+        if probs is not None:
+            grad = grad + scaled * probs
+    if g_smooth is not None:
+        grad = grad - g_smooth.unsqueeze(1) * weights.unsqueeze(0)
+        if probs is not None:
+            grad = grad + (g_smooth * weights.sum()).unsqueeze(1) * probs
+    return (grad * valid.unsqueeze(1).to(x.dtype),)
+
+
+register_if_defined("_class_nll", _class_nll)
+register_if_defined("embedding", _embedding)
+register_if_defined("native_layer_norm", _layer_norm, save_output=True)
+register_if_defined("native_batch_norm", _batch_norm, save_output=True)
+register_if_defined("native_group_norm", _group_norm, save_output=True)
+register_if_defined("max_pool2d", _max_pool2d)
+register_if_defined("max_pool2d_with_indices", _max_pool2d_with_indices, save_output=True)
+register_if_defined("avg_pool2d", _avg_pool2d)
+register_if_defined("_adaptive_avg_pool2d", _adaptive_avg_pool2d)
+register_if_defined("adaptive_max_pool2d", _adaptive_max_pool2d, save_output=True)
+register_if_defined("constant_pad_nd", _constant_pad)
+register_if_defined("_pad_enum", _pad_enum)
+register_if_defined("_upsample", _upsample)
+register_if_defined("scaled_dot_product_attention", _attention)
+# Not derived yet: these raise when differentiated (first order for the two fused ops below).
+for _name in (
+    "_fused_rms_norm",
+    "embedding_dense_backward",
+    "native_layer_norm_backward",
+    "native_batch_norm_backward",
+    "native_group_norm_backward",
+    "max_pool2d_with_indices_backward",
+    "avg_pool2d_backward",
+    "_adaptive_avg_pool2d_backward",
+    "adaptive_max_pool2d_backward",
+    "_pad_enum_backward",
+    "_upsample_backward",
+):
+    register_if_defined(_name, not_implemented(_name))
