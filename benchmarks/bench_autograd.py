@@ -36,9 +36,13 @@ import argparse
 import time
 
 import numpy as np
+
+# ruff: noqa: I001 - ember is imported before torch on purpose: both then share the libgomp
+# that ember configures (GOMP_SPINCOUNT, see ember/_src/_native.py), so neither side's idle
+# OpenMP workers starve the other's threads.
+import ember
 import torch
 
-import ember
 
 TARGETS = {"chain100_backward": 3.0, "chain100_fwd_bwd": 3.0, "mlp_fwd_bwd": 1.25}
 

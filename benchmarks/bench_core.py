@@ -17,9 +17,13 @@ import sys
 import time
 
 import numpy as np
+
+# ruff: noqa: I001 - ember is imported before torch on purpose: both then share the libgomp
+# that ember configures (GOMP_SPINCOUNT, see ember/_src/_native.py), so neither side's idle
+# OpenMP workers starve the other's threads.
+import ember
 import torch
 
-import ember
 
 TARGETS = {"add_1elem": 5.0, "add_16M": 1.25, "mul_16M": 1.25, "exp_16M": 1.25}
 

@@ -14,9 +14,13 @@ import argparse
 import time
 
 import numpy as np
+
+# ruff: noqa: I001 - ember is imported before torch on purpose: both then share the libgomp
+# that ember configures (GOMP_SPINCOUNT, see ember/_src/_native.py), so neither side's idle
+# OpenMP workers starve the other's threads.
+import ember
 import torch
 
-import ember
 
 TARGET = 1.25
 
