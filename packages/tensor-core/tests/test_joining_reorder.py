@@ -125,3 +125,22 @@ def test_meta_device_runs_joining_and_flip():
     a = ember.empty(2, 3, device="meta")
     assert ember.cat([a, a], 1).shape == (2, 6)
     assert ember.flip(a, (0,)).device.type == "meta"
+
+
+@pytest.mark.parametrize("repeats", [0, 1, 3])
+@pytest.mark.parametrize("dim", [None, 0, 1, -1])
+def test_repeat_interleave_scalar(repeats, dim):
+    a, ta = make_pair((2, 3), "float32", layout="transposed")
+    assert_same(ember.repeat_interleave(a, repeats, dim), torch.repeat_interleave(ta, repeats, dim))
+    assert_same(a.repeat_interleave(repeats, dim=dim), ta.repeat_interleave(repeats, dim=dim))
+
+
+def test_repeat_interleave_tensor_repeats_and_counts():
+    a, ta = make_pair((3, 4), "int64")
+    reps = [2, 0, 3]
+    assert_same(ember.repeat_interleave(a, ember.tensor(reps), 0), torch.repeat_interleave(ta, torch.tensor(reps), 0))
+    assert_same(ember.repeat_interleave(ember.tensor(reps)), torch.repeat_interleave(torch.tensor(reps)))
+    with pytest.raises(RuntimeError):
+        ember.repeat_interleave(a, ember.tensor([1, 2]), 0)
+    with pytest.raises(RuntimeError):
+        ember.repeat_interleave(a, -1)

@@ -18,6 +18,7 @@ from ..tensor import Tensor, new_empty_tensor
 __all__ = [
     "flip", "fliplr", "flipud", "roll", "rot90", "tile", "tril", "triu", "diag", "diag_embed", "diagflat",
     "meshgrid", "trace", "kron", "cross", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "cartesian_prod",
+    "repeat_interleave",
 ]
 
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor", ())
@@ -312,3 +313,54 @@ def cartesian_prod(*tensors) -> Tensor:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
     return stack([g.reshape(-1) for g in grids], 1)
+
+
+def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
+    """Repeats each element ``repeats`` times along ``dim`` (flattened when dim is None).
+
+    ``repeat_interleave(counts)`` with a single int64 tensor returns indices repeated by count.
+    Built from native ops: an expand for scalar repeats; cumsum + bucketize + index_select
+    for per-element repeats.
+    """
+    from .creation import arange
+
+    if repeats is None:  # repeat_interleave(repeats): arange(len) repeated by count
+        counts = input
+        if counts.ndim != 1 or counts.dtype.is_floating_point:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        return repeat_interleave(arange(counts.shape[0], device=counts.device), counts, 0, output_size=output_size)
+    if dim is None:
+        input = input.flatten()
+        dim = 0
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise RuntimeError("repeats can not be negative")
+        if input.ndim == 0:
+            input = input.reshape(1)
+        expanded = input.unsqueeze(d + 1)
+        shape = list(expanded.shape)
+        shape[d + 1] = repeats
+        final = list(input.shape)
+        final[d] = size * repeats
+        return expanded.expand(*shape).reshape(final)
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.shape[0] != size:
+        raise RuntimeError(
+            f"repeats must have the same size as input along dim, but got repeats.size(0) = {repeats.shape[0]} "
+            f"and input.size({d}) = {size}"
+        )
+    if repeats.numel() and bool((repeats < 0).any().item()):
+        raise RuntimeError("repeats can not be negative")
+    ends = repeats.cumsum(0)
+    total = int(ends[-1].item()) if repeats.numel() else 0
+    if output_size is not None and output_size != total:
+        raise RuntimeError("allocated size does not match required size")
+    from .sorting import bucketize
+
+    index = bucketize(arange(total, device=input.device), ends, right=True)
+    return input.index_select(d, index)
