@@ -26,4 +26,12 @@ void set_num_threads(int n) {
   scipy_openblas_set_num_threads(n);
 }
 
+BlasSingleThread::BlasSingleThread(bool active) : active_(active) {
+  if (active_) scipy_openblas_set_num_threads(1);
+}
+
+BlasSingleThread::~BlasSingleThread() {
+  if (active_) scipy_openblas_set_num_threads(get_num_threads());
+}
+
 }  // namespace ember

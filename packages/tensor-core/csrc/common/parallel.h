@@ -13,6 +13,20 @@ namespace ember {
 int get_num_threads();
 void set_num_threads(int n);
 
+// While alive, OpenBLAS runs on one thread, for BLAS calls made from inside an OpenMP region;
+// the destructor restores the intra-op thread count (also when the region throws). With
+// `active` false it does nothing.
+class BlasSingleThread {
+ public:
+  explicit BlasSingleThread(bool active = true);
+  ~BlasSingleThread();
+  BlasSingleThread(const BlasSingleThread&) = delete;
+  BlasSingleThread& operator=(const BlasSingleThread&) = delete;
+
+ private:
+  bool active_;
+};
+
 // Below this many elements a loop runs on the calling thread: thread wake-up costs more.
 constexpr int64_t kGrainSize = 32768;
 

@@ -25,22 +25,6 @@ namespace ember {
 
 namespace {
 
-// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses the vectorized exp of reduce_simd.h.
-template <typename T>
-T exp_sum(T* o, const T* x, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>) {
-    return exp_shift_sum(o, x, n, m);
-  } else {
-    T s = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      T e = std::exp(x[i] - m);
-      if (o) o[i] = e;
-      s += e;
-    }
-    return s;
-  }
-}
-
 constexpr int64_t kQueryBlock = 64;
 
 template <typename T>
@@ -51,16 +35,6 @@ void gemm(bool trans_b, int m, int n, int k, T alpha, const T* a, int lda, const
   else
     scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
 }
-
-struct BlasOneThread {
-  bool active;
-  explicit BlasOneThread(bool on) : active(on) {
-    if (active) scipy_openblas_set_num_threads(1);
-  }
-  ~BlasOneThread() {
-    if (active) scipy_openblas_set_num_threads(get_num_threads());
-  }
-};
 
 void check_4d(const TensorArg& t, DType dtype, const char* what) {
   if (t.ndim() != 4 || !t.is_contiguous() || t.dtype != dtype)
@@ -103,7 +77,7 @@ void sdpa_impl(py::handle out_obj, py::handle q_obj, py::handle k_obj, py::handl
     const T *qp = reinterpret_cast<const T*>(q.data), *kp = reinterpret_cast<const T*>(k.data);
     const T *vp = reinterpret_cast<const T*>(v.data), *mp = reinterpret_cast<const T*>(mask.data);
     T* op = reinterpret_cast<T*>(out.data);
-    BlasOneThread blas_guard(get_num_threads() > 1 && tasks > 1);
+    BlasSingleThread blas_guard(get_num_threads() > 1 && tasks > 1);
     parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
       std::vector<T> scores(static_cast<size_t>(kQueryBlock * std::max<int64_t>(S, 1)));
       for (int64_t task = t0; task < t1; ++task) {

@@ -187,12 +187,6 @@ void float_matmul_one(const Mat& A, const Mat& B, const Mat& C, int64_t bi, T al
   }
 }
 
-// Restores OpenBLAS's thread count when a batch loop that set it to 1 ends (or throws).
-struct BlasSingleThread {
-  BlasSingleThread() { scipy_openblas_set_num_threads(1); }
-  ~BlasSingleThread() { scipy_openblas_set_num_threads(get_num_threads()); }
-};
-
 template <typename T>
 void float_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alpha, T beta) {
   double flops = static_cast<double>(A.rows) * static_cast<double>(B.cols) * static_cast<double>(A.cols);

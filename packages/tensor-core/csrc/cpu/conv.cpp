@@ -138,11 +138,6 @@ void col2im_rows(T* x, const Geometry& g, int64_t r0, int64_t nrows, const T* co
 
 // Runs fn(image, scratch) for every image: in parallel with single-threaded BLAS when the batch
 // covers the threads, else sequentially with BLAS using all threads.
-struct BlasSingleThread {
-  BlasSingleThread() { scipy_openblas_set_num_threads(1); }
-  ~BlasSingleThread() { scipy_openblas_set_num_threads(get_num_threads()); }
-};
-
 template <typename F>
 void for_each_image(int64_t n, const F& fn) {
   int threads = get_num_threads();

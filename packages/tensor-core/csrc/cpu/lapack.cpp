@@ -134,12 +134,6 @@ T& at(const Mat& m, int64_t b, int64_t i) {
 
 int to_int(int64_t v) { return static_cast<int>(v); }
 
-// Restores OpenBLAS's thread count when a parallel batch loop ends (or throws).
-struct BlasSingleThread {
-  BlasSingleThread() { scipy_openblas_set_num_threads(1); }
-  ~BlasSingleThread() { scipy_openblas_set_num_threads(get_num_threads()); }
-};
-
 // Runs fn(b, workspace) for every batch element: small matrices on OpenMP threads with one BLAS
 // thread each; large ones one at a time with OpenBLAS's own threads.
 template <typename Fn>

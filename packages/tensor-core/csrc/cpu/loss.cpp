@@ -23,22 +23,6 @@ namespace ember {
 
 namespace {
 
-// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses the vectorized exp of reduce_simd.h.
-template <typename T>
-T exp_sum(T* o, const T* x, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>) {
-    return exp_shift_sum(o, x, n, m);
-  } else {
-    T s = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      T e = std::exp(x[i] - m);
-      if (o) o[i] = e;
-      s += e;
-    }
-    return s;
-  }
-}
-
 TensorArg contiguous_of(py::handle obj, DType dtype, int64_t numel, const char* what) {
   TensorArg a = unpack(obj);
   if (a.dtype != dtype || !a.is_contiguous() || a.numel() != numel)

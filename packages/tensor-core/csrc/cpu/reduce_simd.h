@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "../common/vecmath.h"
 
@@ -107,6 +108,22 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
     s += e;
   }
   return s;
+}
+
+// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses exp_shift_sum above.
+template <typename T>
+T exp_sum(T* o, const T* x, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_shift_sum(o, x, n, m);
+  } else {
+    T s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      T e = std::exp(x[i] - m);
+      if (o) o[i] = e;
+      s += e;
+    }
+    return s;
+  }
 }
 
 }  // namespace ember

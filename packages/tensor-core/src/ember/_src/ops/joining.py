@@ -134,17 +134,10 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None) -> Tensor:
+    from .reorder import atleast_3d
+
     tensors = _check_list(tensors, "dstack")
-    shaped = []
-    for t in tensors:
-        if t.ndim == 0:
-            t = t.reshape(1, 1, 1)
-        elif t.ndim == 1:
-            t = t.reshape(1, -1, 1)
-        elif t.ndim == 2:
-            t = t.unsqueeze(-1)
-        shaped.append(t)
-    return cat(shaped, 2, out=out)
+    return cat(list(atleast_3d(tensors)), 2, out=out)
 
 
 def column_stack(tensors, *, out=None) -> Tensor:
