@@ -183,6 +183,29 @@ def _extremum(greater):
     return backward
 
 
+@derivative("clamp")
+def _clamp(grads, inputs, outputs):
+    """The input gets the gradient wherever it lies within [min, max], bounds included; a
+    tensor bound gets it where it was selected."""
+    g = grads[0]
+    self, low, high = (list(inputs.args) + [None, None])[:3]
+    low = inputs.kwargs.get("min", low)
+    high = inputs.kwargs.get("max", high)
+    outside = None
+    grad_low = grad_high = None
+    if low is not None:
+        below = ember.lt(self, low)
+        outside = below
+        if is_tensor(low) and low.requires_grad:
+            grad_low = where_zero(ember.logical_not(below), g)
+    if high is not None:
+        above = ember.gt(self, high)
+        outside = above if outside is None else ember.logical_or(outside, above)
+        if is_tensor(high) and high.requires_grad:
+            grad_high = where_zero(ember.logical_not(above), g)
+    return where_zero(outside, g), grad_low, grad_high
+
+
 derivative("maximum")(_extremum(True))
 derivative("minimum")(_extremum(False))
 

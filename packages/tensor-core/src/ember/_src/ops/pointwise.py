@@ -752,9 +752,14 @@ def lerp(input, end, weight, *, out=None):
     return write_out(lerp_op(input, end, weight), out)
 
 
-def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+# clamp is its own op (not maximum-then-minimum as seen from outside) so that autograd gives
+# the whole gradient to input at a bound, as PyTorch does, instead of maximum's tie split.
+clamp_op = define("clamp(Tensor self, Scalar|Tensor? min=None, Scalar|Tensor? max=None) -> Tensor", ("pointwise",))
+
+
+@clamp_op.kernel("cpu")
+@clamp_op.kernel("meta")
+def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     result = input
     dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
     if result.dtype is not dtype:
@@ -767,7 +772,16 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's nam
         result = input.clone()
     if result.dtype is not dtype:
         result = result.to(dtype)
-    return write_out(result, out)
+    return result
+
+
+clamp_op.meta = _clamp_kernel
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return write_out(clamp_op(input, min, max), out)
 
 
 clip = clamp
