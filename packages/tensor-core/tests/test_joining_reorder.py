@@ -144,3 +144,15 @@ def test_repeat_interleave_tensor_repeats_and_counts():
         ember.repeat_interleave(a, ember.tensor([1, 2]), 0)
     with pytest.raises(RuntimeError):
         ember.repeat_interleave(a, -1)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize("rows", [(4, 5), (30, 7)])
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_cdist(p, rows, name):
+    a, ta = make_pair((2, rows[0], 3), name)
+    b, tb = make_pair((2, rows[1], 3), name, seed=9)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if name == "float32" else {}
+    assert_same(ember.cdist(a, b, p), torch.cdist(ta, tb, p), **tol)
+    with pytest.raises(RuntimeError):
+        ember.cdist(a, ember.ones(2, 4, 5))

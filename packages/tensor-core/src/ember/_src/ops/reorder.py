@@ -18,7 +18,7 @@ from ..tensor import Tensor, new_empty_tensor
 __all__ = [
     "flip", "fliplr", "flipud", "roll", "rot90", "tile", "tril", "triu", "diag", "diag_embed", "diagflat",
     "meshgrid", "trace", "kron", "cross", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "cartesian_prod",
-    "repeat_interleave",
+    "repeat_interleave", "cdist",
 ]
 
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor", ())
@@ -364,3 +364,41 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
 
     index = bucketize(arange(total, device=input.device), ends, right=True)
     return input.index_select(d, index)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """p-norm distances between each row of x1 (B, P, M) and each row of x2 (B, R, M).
+
+    Euclidean distances use the matrix-product form ``|a|^2 + |b|^2 - 2 a.b`` when PyTorch
+    would (more than 25 rows on either side, or when asked), else the direct difference.
+    """
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
+    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    rows1, rows2 = x1.shape[-2], x2.shape[-2]
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist"
+                         or (compute_mode == modes[0] and (rows1 > 25 or rows2 > 25)))
+    if use_mm:
+        sq1 = (x1 * x1).sum(-1, keepdim=True)
+        sq2 = (x2 * x2).sum(-1, keepdim=True)
+        squared = sq1 - 2 * (x1 @ x2.transpose(-2, -1)) + sq2.transpose(-2, -1)
+        return squared.clamp(min=0).sqrt()
+    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (diff != 0).to(diff.dtype).sum(-1)
+    if p == float("inf"):
+        return diff.amax(-1)
+    if p == 1:
+        return diff.sum(-1)
+    return diff.pow(p).sum(-1).pow(1.0 / p)
