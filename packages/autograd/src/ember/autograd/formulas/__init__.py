@@ -1,10 +1,9 @@
 """The derivative table. Importing this package fills ``_registry.FORMULAS``: one module per
 op family, plus the ops marked non-differentiable, then the forward-mode (JVP) rules."""
 
-from . import (  # noqa: F401
+from . import (  # noqa: F401, I001 - forward must stay last (below)
     activations,
     convolution,
-    forward,
     indexing,
     joining,
     linalg,
@@ -19,5 +18,8 @@ from . import (  # noqa: F401
     views,
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401
+
+# Last: forward-mode rules attach to the backward entries registered above.
+from . import forward  # noqa: E402
 
 forward.register_generic()

@@ -14,23 +14,8 @@ from ember._src import grad_mode
 from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
-# The backward formulas the JVP rules attach to must be registered first.
-from . import (  # noqa: F401
-    activations,
-    convolution,
-    indexing,
-    joining,
-    linalg,
-    linalg_decomp,
-    nn,
-    nondifferentiable,
-    pointwise,
-    reduction,
-    reorder,
-    scatter,
-    sorting,
-    views,
-)
+# The backward formulas these rules attach to are registered first by formulas/__init__.py,
+# which imports this module last.
 from ._common import arg
 from ._registry import FORMULAS, Inputs, forward_derivative
 
