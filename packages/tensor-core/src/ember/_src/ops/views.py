@@ -448,7 +448,9 @@ def detach(self: Tensor) -> Tensor:
     """A view sharing storage that is not part of any autograd graph."""
     out = make_view(self, self._shape, self._stride, self._offset)
     out._base = None  # as in PyTorch: not a differentiable view, so in-place writes never reach self's graph
-    if type(self) is not Tensor:
+    # Subclasses survive detach, except parameters (``_is_param``), whose detached data is a
+    # plain tensor, as in PyTorch.
+    if type(self) is not Tensor and not getattr(self, "_is_param", False):
         out = out.as_subclass(type(self))
     return out
 

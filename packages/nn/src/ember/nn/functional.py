@@ -1,0 +1,417 @@
+"""``ember.nn.functional``: the functional form of every layer, activation and loss.
+
+The kernels live in the tensor core (``ember/_src/ops/nn_*.py``, already written with
+PyTorch's ``nn.functional`` signatures); this module gathers them under their public names
+and adds what is composed from other ops (``linear``, ``glu``, the margin losses, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
+from ember import Tensor
+from ember._src.ops import nn_attention as _attention
+from ember._src.ops import nn_conv as _conv
+from ember._src.ops import nn_loss as _loss
+from ember._src.ops import nn_misc as _misc
+from ember._src.ops import nn_norm as _norm
+from ember._src.ops import nn_pool as _pool
+from ember._src.ops import nn_resample as _resample
+from ember._src.ops import pointwise as _pointwise
+
+# -- kernels with PyTorch's functional signatures, straight from the core ---------------------
+conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
+conv_transpose1d, conv_transpose2d, conv_transpose3d = (
+    _conv.conv_transpose1d, _conv.conv_transpose2d, _conv.conv_transpose3d)
+unfold, fold = _conv.im2col, _conv.col2im
+max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
+max_pool1d_with_indices, max_pool2d_with_indices = _pool.max_pool1d_with_indices, _pool.max_pool2d_with_indices
+avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
+adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d
+adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
+batch_norm, layer_norm, group_norm = _norm.batch_norm, _norm.layer_norm, _norm.group_norm
+instance_norm, rms_norm = _norm.instance_norm, _norm.rms_norm
+embedding, dropout, alpha_dropout = _misc.embedding, _misc.dropout, _misc.alpha_dropout
+cosine_similarity, pairwise_distance, normalize = _misc.cosine_similarity, _misc.pairwise_distance, _misc.normalize
+pad, interpolate, one_hot = _resample.pad, _resample.interpolate, _resample.one_hot
+pixel_shuffle, pixel_unshuffle = _resample.pixel_shuffle, _resample.pixel_unshuffle
+scaled_dot_product_attention = _attention.scaled_dot_product_attention
+cross_entropy, nll_loss, mse_loss, l1_loss = _loss.cross_entropy, _loss.nll_loss, _loss.mse_loss, _loss.l1_loss
+smooth_l1_loss, huber_loss, kl_div = _loss.smooth_l1_loss, _loss.huber_loss, _loss.kl_div
+binary_cross_entropy = _loss.binary_cross_entropy
+binary_cross_entropy_with_logits = _loss.binary_cross_entropy_with_logits
+
+relu, relu6, gelu, silu, mish = _pointwise.relu, _pointwise.relu6, _pointwise.gelu, _pointwise.silu, _pointwise.mish
+hardswish, hardsigmoid, hardtanh = _pointwise.hardswish, _pointwise.hardsigmoid, _pointwise.hardtanh
+leaky_relu, elu, selu, celu = _pointwise.leaky_relu, _pointwise.elu, _pointwise.selu, _pointwise.celu
+softplus, softsign, threshold, tanhshrink = (
+    _pointwise.softplus, _pointwise.softsign, _pointwise.threshold, _pointwise.tanhshrink)
+relu_ = _pointwise.relu_
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return ember.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return ember.tanh(input)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _pointwise.threshold(input, threshold, value, inplace=True)
+
+
+def _implicit_dim(ndim: int) -> int:
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return ember.softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return ember.log_softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return ember.softmax(-input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    # log(sigmoid(x)) = -softplus(-x), stable for large |x|.
+    return -softplus(-input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0.0 * input))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ember.where((input > lambd) | (input < -lambd), input, 0.0 * input)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    if weight.numel() != 1 and (input.ndim < 2 or weight.numel() != input.shape[1]):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {input.shape[1] if input.ndim > 1 else 1}.")
+    w = weight
+    if weight.numel() != 1 and input.ndim > 2:
+        w = weight.reshape((-1,) + (1,) * (input.ndim - 2))
+    return ember.where(input >= 0, input, w * input)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    if training:
+        slope = ember.empty_like(input).uniform_(lower, upper)
+        out = ember.where(input >= 0, input, input * slope)
+    else:
+        out = leaky_relu(input, (lower + upper) / 2)
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * ember.sigmoid(b)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout_nd(input, p, training, inplace, 2)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release.", stacklevel=2)
+    return _feature_dropout_nd(input, p, training, inplace, 3)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release.", stacklevel=2)
+    return _feature_dropout_nd(input, p, training, inplace, 4)
+
+
+def _feature_dropout_nd(input: Tensor, p: float, training: bool, inplace: bool, unbatched_ndim: int) -> Tensor:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim == unbatched_ndim:
+        return _misc.feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+    return _misc.feature_dropout(input, p, training, inplace)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    alpha = -1.7580993408473766
+    keep = 1 - p
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    mask = ember.empty(shape, dtype=input.dtype).bernoulli_(keep)
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * keep)
+    b = -a * alpha * p
+    out = (input * mask + alpha * (1 - mask)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if input.ndim == 2 and bias is not None:
+        return ember.addmm(bias, input, weight.t())
+    out = ember.matmul(input, weight.t())
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
+                           f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input size does not match weight size: got {input1.shape[-1]} and "
+                           f"{input2.shape[-1]} but expected {weight.shape[1]} and {weight.shape[2]}")
+    out = ember.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (ember.sign(out) * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (ember.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = (input * input).unsqueeze(1)
+    if input.ndim == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        # A (size, 1, 1) average over channels: avg_pool2d over (channels, flattened space).
+        n, _, c, h, w = div.shape
+        div = avg_pool2d(div.reshape(n, 1, c, h * w), (size, 1), stride=1).reshape(n, 1, -1, h, w).squeeze(1)
+        div = div.reshape(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
+
+
+# -- losses composed from other ops ---------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
+                        reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    return _reduce(relu(-target * (input1 - input2) + margin), reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    zeros = ember.zeros_like(input)
+    margin_clamp = (margin - input).clamp_min(0)
+    output_margin = ember.where(target != 1, margin_clamp, zeros)
+    output_self = ember.where(target != -1, input, zeros)
+    return _reduce(output_margin + output_self, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(softplus(-target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.ndim - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                      reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    t = target.reshape(-1, 1)
+    correct = x.gather(1, t)
+    loss = (margin - correct + x).clamp_min(0)
+    if p == 2:
+        loss = loss * loss
+    if weight is not None:
+        loss = loss * weight[t]
+    mask = ember.ones_like(x).scatter_(1, t, 0.0)
+    loss = (loss * mask).sum(1) / x.shape[1]
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
+                          reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = ember.zeros_like(cos)
+    pos = ember.where(target == 1, 1 - cos, zeros)
+    neg = ember.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(pos + neg, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = ember.minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        stirling = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + ember.where(target > 1, stirling, ember.zeros_like(stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clamp(min=eps)
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    t = target if target.ndim == 2 else target.reshape(1, -1)
+    n, c = x.shape
+    # Targets are the leading non-negative entries of each row (up to the first -1).
+    valid = (t >= 0).long().cumprod(1).bool()
+    safe_t = ember.where(valid, t, ember.zeros_like(t))
+    is_target = ember.zeros((n, c), dtype=ember.bool).scatter_(1, safe_t, valid)
+    x_t = x.gather(1, safe_t)  # (n, c): score of each target slot
+    margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, slot, class)
+    mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = (margins * mask).sum((1, 2)) / c
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
