@@ -415,3 +415,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
+
+
+# Defined beside nn.MultiheadAttention; imported last because it uses the functions above.
+from .modules._attention_functional import multi_head_attention_forward  # noqa: E402,F401
