@@ -19,6 +19,7 @@ from .optimizer import (
     _no_grad_step,
     _run_closure,
     _scalar,
+    _steps_as_tensors,
 )
 
 __all__ = ["Adam"]
@@ -137,11 +138,3 @@ class Adam(Optimizer):
                 denom = second.sqrt().add_(eps * correction2_sqrt)
                 p.addcdiv_(exp_avg, denom, value=-step_size * correction2_sqrt)
         return loss
-
-
-def _steps_as_tensors(state: dict, group: dict[str, Any]) -> None:
-    """Old checkpoints stored ``step`` as a number; PyTorch (and ember) keep a float32 tensor."""
-    for p in group["params"]:
-        p_state = state.get(p, {})
-        if len(p_state) != 0 and "step" in p_state and not isinstance(p_state["step"], Tensor):
-            p_state["step"] = ember.tensor(float(p_state["step"]), dtype=ember.float32)

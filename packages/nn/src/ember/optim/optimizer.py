@@ -398,6 +398,14 @@ def _bump(step_t: Tensor) -> float:
     return step_t.item()
 
 
+def _steps_as_tensors(state: dict, group: dict[str, Any]) -> None:
+    """Old checkpoints stored ``step`` as a number; PyTorch (and ember) keep a float32 tensor."""
+    for p in group["params"]:
+        p_state = state.get(p, {})
+        if len(p_state) != 0 and "step" in p_state and not isinstance(p_state["step"], Tensor):
+            p_state["step"] = ember.tensor(float(p_state["step"]), dtype=ember.float32)
+
+
 def _run_closure(closure: Callable[[], Any] | None) -> Any:
     if closure is None:
         return None

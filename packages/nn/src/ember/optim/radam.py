@@ -9,7 +9,6 @@ from typing import Any
 import ember
 from ember import Tensor
 
-from .adam import _steps_as_tensors
 from .optimizer import (
     Optimizer,
     _bump,
@@ -20,6 +19,7 @@ from .optimizer import (
     _no_grad_step,
     _run_closure,
     _scalar,
+    _steps_as_tensors,
 )
 
 __all__ = ["RAdam"]

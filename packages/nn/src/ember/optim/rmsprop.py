@@ -8,8 +8,16 @@ from typing import Any
 import ember
 from ember import Tensor
 
-from .adam import _steps_as_tensors
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _new_step, _no_grad_step, _run_closure, _scalar
+from .optimizer import (
+    Optimizer,
+    _check_lr,
+    _check_nonnegative,
+    _new_step,
+    _no_grad_step,
+    _run_closure,
+    _scalar,
+    _steps_as_tensors,
+)
 
 __all__ = ["RMSprop"]
 
