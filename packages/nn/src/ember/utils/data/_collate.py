@@ -84,12 +84,12 @@ def collate(batch, *, collate_fn_map=None):
         values = {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
         return _rebuild_mapping(elem, values)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)))
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if not all(len(e) == size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)]
+        columns = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return columns  # a list, as PyTorch (backwards compatibility)
         return _rebuild_sequence(elem, columns)
