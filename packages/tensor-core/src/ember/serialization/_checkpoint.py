@@ -110,7 +110,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     data_pkl = Pickler(hook).dumps(obj)  # every TypeError surfaces here, before f is touched
     storages = list(hook.storages.values())
     if _is_path(f):
-        name = os.path.splitext(os.path.basename(os.fsdecode(os.fspath(f))))[0] or "archive"
+        name = os.path.splitext(os.path.basename(os.fsdecode(os.fspath(f))))[0]
+        name = name if name.isascii() and name.isprintable() and name else "archive"
         with atomic_write(f) as out:
             _write_archive(out, name, data_pkl, storages, not _disable_byteorder_record)
     elif hasattr(f, "write"):

@@ -160,7 +160,7 @@ class Pickler:
         if key in self._globals:
             self._write_get(self._globals[key])
             return
-        self._out.append(b"c" + f"{g.module}\n{g.name}\n".encode("utf-8"))
+        self._out.append(b"c" + f"{g.module}\n{g.name}\n".encode())
         idx = len(self._memo) + len(self._globals)
         self._globals[key] = idx
         self._write_put(idx)

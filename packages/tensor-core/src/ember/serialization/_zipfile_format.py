@@ -52,7 +52,7 @@ class ZipWriter:
     def write_record(self, name: str, data) -> None:
         view = memoryview(data).cast("B")
         size = view.nbytes
-        name_b = f"{self._archive}/{name}".encode("utf-8")
+        name_b = f"{self._archive}/{name}".encode()
         crc = zlib.crc32(view)
         offset = self._pos
         zip64 = self._force_zip64 or size >= _U32 or offset >= _U32
