@@ -195,6 +195,24 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     return input.copy_(out) if inplace else out
 
 
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * k, *) -> (N, k * g, *): channel i of group j moves to position i * g + j."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input.ndim == 2 and bias is not None:
         return ember.addmm(bias, input, weight.t())
