@@ -20,6 +20,7 @@ from ember._src.ops import nn_norm as _norm
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
+from ember._src.ops._common import type_name
 
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
@@ -107,13 +108,21 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    if weight.numel() != 1 and (input.ndim < 2 or weight.numel() != input.shape[1]):
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {type_name(input.dtype)} and "
+                           f"{type_name(weight.dtype)}")
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                           f"{weight.numel()} and channel size = {input.shape[1] if input.ndim > 1 else 1}.")
-    w = weight
-    if weight.numel() != 1 and input.ndim > 2:
+                           f"{weight.numel()} and channel size = {channels}.")
+    if weight.numel() == 1:
+        w = weight.reshape(())  # broadcasting a (1,) weight would turn a 0-d input into (1,)
+    else:
         w = weight.reshape((-1,) + (1,) * (input.ndim - 2))
-    return ember.where(input >= 0, input, w * input)
+    # Slope at exactly 0, as PyTorch's kernel (x > 0 ? x : w * x).
+    return ember.where(input > 0, input, w * input)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -193,6 +202,24 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     b = -a * alpha * p
     out = (input * mask + alpha * (1 - mask)) * a + b
     return input.copy_(out) if inplace else out
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * k, *) -> (N, k * g, *): channel i of group j moves to position i * g + j."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
+
+
+native_channel_shuffle = channel_shuffle
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
