@@ -1,5 +1,6 @@
 """Every layer, in one file per family; ``ember.nn`` re-exports them all."""
 
 from .container import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
