@@ -21,7 +21,7 @@ import ember
 __all__ = ["WorkerInfo", "get_worker_info"]
 
 # Seconds between checks that the main process is still alive while waiting for work.
-POLL_INTERVAL = 0.5
+POLL_INTERVAL = 0.2
 
 
 class _DatasetKind:
@@ -201,6 +201,10 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
             try:
                 task = index_queue.get(timeout=POLL_INTERVAL)
             except queue.Empty:
+                # A shutdown's None may never arrive: a garbage-collected iterator's queues
+                # can be finalized before its workers are told to stop. The event always is.
+                if done_event.is_set():
+                    break
                 continue
             if isinstance(task, _ResumeIteration):
                 iteration_end = False

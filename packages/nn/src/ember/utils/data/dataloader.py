@@ -390,7 +390,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             failed = [w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()]
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
-                self._shutdown_workers()
+                self._shutdown_workers(patient=False)
                 raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from None
             return False, None
         if isinstance(data, _Pickled):
@@ -401,7 +401,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._timeout > 0:
             ok, item = self._try_get_data(self._timeout)
             if not ok:
-                self._shutdown_workers()
+                self._shutdown_workers(patient=False)  # a stuck worker would not stop by itself
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
             return item
         while True:
@@ -477,7 +477,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
-    def _shutdown_workers(self) -> None:
+    def _shutdown_workers(self, patient: bool = True) -> None:
+        """Stops the workers: asks them to exit, waits (unless not ``patient``), then terminates them."""
         if _exiting or self._shutdown:
             return
         self._shutdown = True
@@ -488,7 +489,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if self._persistent_workers or self._workers_status[wid]:
                     self._mark_worker_as_unavailable(wid)
             for w in self._workers:
-                w.join(timeout=_JOIN_TIMEOUT)
+                w.join(timeout=_JOIN_TIMEOUT if patient else 0)
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()
