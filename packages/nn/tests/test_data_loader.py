@@ -102,6 +102,24 @@ def test_default_collate_errors():
         ed.default_collate([ember.zeros(2), ember.zeros(3)])
 
 
+def test_collate_fn_map_extension():
+    # The documented way to extend default_collate: a collate_fn_map entry for a new type.
+    from ember.utils.data._utils.collate import collate, default_collate_fn_map
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def collate_box(batch, *, collate_fn_map=None):
+        return sum(b.v for b in batch)
+
+    out = collate([{"b": Box(1), "t": 1.0}, {"b": Box(2), "t": 2.0}],
+                  collate_fn_map={**default_collate_fn_map, Box: collate_box})
+    assert out["b"] == 3 and out["t"].dtype == ember.float64
+    with pytest.raises(TypeError, match="default_collate: batch must contain"):
+        ed.default_collate([Box(1)])
+
+
 # -- DataLoader, one process ---------------------------------------------------------------------
 
 

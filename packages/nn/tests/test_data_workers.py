@@ -148,12 +148,18 @@ def _init(worker_id):
 def test_persistent_workers_seeds_and_init_fn():
     loader = ed.DataLoader(WorkerReport(), batch_size=None, num_workers=2, persistent_workers=True,
                            worker_init_fn=_init, generator=ember.Generator().manual_seed(0))
-    epochs = [list(loader) for _ in range(3)]
+    epochs = [list(loader)]
+    next(iter(loader))  # an epoch left unfinished: its results in flight are dropped at the next one
+    epochs += [list(loader) for _ in range(2)]
+    assert [len(e) for e in epochs] == [4, 4, 4]
+    assert [s["id"] for s in epochs[2]] == [0, 1, 0, 1]
     pids = [sorted({s["pid"] for s in e}) for e in epochs]
     assert pids[0] == pids[1] == pids[2] and len(pids[0]) == 2 and os.getpid() not in pids[0]
     first = epochs[0]
     assert [s["id"] for s in first] == [0, 1, 0, 1]  # round robin, delivered in order
     assert {s["num_workers"] for s in first} == {2}
+    with pytest.raises(AttributeError):  # WorkerInfo is frozen, as PyTorch's
+        ed.WorkerInfo(0, 1, 0, None).id = 1
     assert [s["init"] for s in first] == ["w0", "w1", "w0", "w1"]
     base = first[0]["seed"]
     assert first[1]["seed"] == base + 1

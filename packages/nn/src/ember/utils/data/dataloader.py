@@ -20,9 +20,10 @@ import weakref
 
 import ember
 
-from . import _worker
-from ._collate import default_collate, default_convert
-from ._worker import _DatasetKind, _IterableDatasetStopIteration, _Pickled, _ResumeIteration
+from ._utils import worker as _worker
+from ._utils.collate import default_collate, default_convert
+from ._utils.fetch import _DatasetKind, create_fetcher
+from ._utils.worker import _IterableDatasetStopIteration, _Pickled, _ResumeIteration
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -302,7 +303,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
             raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         if self._num_workers != 0:
             raise AssertionError("_SingleProcessDataLoaderIter requires num_workers == 0")
-        self._fetcher = _worker.create_fetcher(
+        self._fetcher = create_fetcher(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last
         )
 
@@ -386,13 +387,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _try_get_data(self, timeout: float):
         try:
             idx, data = self._result_queue.get(timeout=timeout)
-        except queue.Empty:
+        except Exception as e:
+            # Empty, or a queue broken by a worker that died while writing to it.
             failed = [w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()]
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
                 self._shutdown_workers(patient=False)
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from None
-            return False, None
+                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from e
+            if isinstance(e, queue.Empty):
+                return False, None
+            raise
         if isinstance(data, _Pickled):
             data = pickle.loads(data.payload)
         return True, (idx, data)
