@@ -116,11 +116,16 @@ def test_worker_init_fn_error_is_reraised():
         list(ed.DataLoader(Samples(), num_workers=1, worker_init_fn=init))
 
 
-@pytest.mark.parametrize("mode", ["exit", "sigkill"])
-def test_dead_worker_is_an_error_not_a_hang(mode):
-    loader = ed.DataLoader(Samples(bad=4, mode=mode), batch_size=2, num_workers=2)
+@pytest.mark.parametrize("mode, persistent", [("exit", False), ("sigkill", True)])
+def test_dead_worker_is_an_error_not_a_hang(mode, persistent):
+    loader = ed.DataLoader(Samples(bad=4, mode=mode), batch_size=2, num_workers=2, persistent_workers=persistent)
     with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
         list(loader)
+    if persistent:
+        # The broken iterator is replaced by one with fresh workers.
+        it = iter(loader)
+        assert next(it)["i"].tolist() == [0, 1]
+        it._shutdown_workers()
 
 
 def test_timeout():

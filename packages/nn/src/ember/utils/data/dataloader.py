@@ -189,7 +189,8 @@ class DataLoader:
     def __iter__(self):
         # Persistent workers live in one iterator that is reset at every epoch.
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            # A new one also when the last was stopped by an error (dead worker, timeout).
+            if self._iterator is None or self._iterator._shutdown:
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
