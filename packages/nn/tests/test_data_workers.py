@@ -60,12 +60,15 @@ def _flatten(batches):
     return [(b["x"].tolist(), b["i"].tolist(), b["name"]) for b in batches]
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"batch_size": 3},
-    {"batch_size": 4, "drop_last": True, "prefetch_factor": 1},
-    {"batch_size": 3, "shuffle": True},
-    {"batch_size": None},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"batch_size": 3},
+        {"batch_size": 4, "drop_last": True, "prefetch_factor": 1},
+        {"batch_size": 3, "shuffle": True},
+        {"batch_size": None},
+    ],
+)
 def test_workers_match_single_process(kwargs):
     if kwargs.get("batch_size", 1) is None:
         collect = lambda loader: [(s["x"].tolist(), s["i"], s["name"]) for s in loader]  # noqa: E731
@@ -75,8 +78,11 @@ def test_workers_match_single_process(kwargs):
 
     def run(num_workers):
         gen = ember.Generator().manual_seed(7)
-        return collect(ed.DataLoader(Samples(), num_workers=num_workers, generator=gen, **kwargs,
-                                     **(extra if num_workers else {})))
+        return collect(
+            ed.DataLoader(
+                Samples(), num_workers=num_workers, generator=gen, **kwargs, **(extra if num_workers else {})
+            )
+        )
 
     single = run(0)
     assert run(2) == single
@@ -89,11 +95,14 @@ def test_out_of_order_delivery_keeps_every_batch():
     assert sorted(i for b in _flatten(loader) for i in b[1]) == list(range(10))
 
 
-@pytest.mark.parametrize("mode, exc, match", [
-    ("raise", DataError, "bad sample 5"),
-    ("keyerror", KeyError, "KeyError: 5"),
-    ("unpicklable", Exception, "pickl"),
-])
+@pytest.mark.parametrize(
+    "mode, exc, match",
+    [
+        ("raise", DataError, "bad sample 5"),
+        ("keyerror", KeyError, "KeyError: 5"),
+        ("unpicklable", Exception, "pickl"),
+    ],
+)
 def test_worker_exception_is_reraised(mode, exc, match):
     # A collate_fn that keeps samples as they are, so the lambda reaches the pickler.
     loader = ed.DataLoader(Samples(bad=5, mode=mode), batch_size=2, num_workers=2, collate_fn=list)
@@ -121,8 +130,13 @@ def test_worker_init_fn_error_is_reraised():
 def test_dead_worker_is_an_error_not_a_hang(mode, persistent):
     # prefetch_factor=1: worker 0 gets batch [4, 5] only once [0, 1] has been received (a
     # killed worker loses the results it had not yet flushed to the pipe).
-    loader = ed.DataLoader(Samples(bad=4, mode=mode), batch_size=2, num_workers=2, prefetch_factor=1,
-                           persistent_workers=persistent)
+    loader = ed.DataLoader(
+        Samples(bad=4, mode=mode),
+        batch_size=2,
+        num_workers=2,
+        prefetch_factor=1,
+        persistent_workers=persistent,
+    )
     with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
         list(loader)
     if persistent:
@@ -143,8 +157,15 @@ class WorkerReport(ed.Dataset):
 
     def __getitem__(self, i):
         info = ed.get_worker_info()
-        return {"pid": os.getpid(), "id": info.id, "num_workers": info.num_workers, "seed": info.seed,
-                "py": random.random(), "ember": ember.rand(1).item(), "init": os.environ.get("DATA_TEST_INIT", "")}
+        return {
+            "pid": os.getpid(),
+            "id": info.id,
+            "num_workers": info.num_workers,
+            "seed": info.seed,
+            "py": random.random(),
+            "ember": ember.rand(1).item(),
+            "init": os.environ.get("DATA_TEST_INIT", ""),
+        }
 
     def __len__(self):
         return 4
@@ -155,8 +176,14 @@ def _init(worker_id):
 
 
 def test_persistent_workers_seeds_and_init_fn():
-    loader = ed.DataLoader(WorkerReport(), batch_size=None, num_workers=2, persistent_workers=True,
-                           worker_init_fn=_init, generator=ember.Generator().manual_seed(0))
+    loader = ed.DataLoader(
+        WorkerReport(),
+        batch_size=None,
+        num_workers=2,
+        persistent_workers=True,
+        worker_init_fn=_init,
+        generator=ember.Generator().manual_seed(0),
+    )
     epochs = [list(loader)]
     next(iter(loader))  # an epoch left unfinished: its results in flight are dropped at the next one
     epochs += [list(loader) for _ in range(2)]
@@ -178,7 +205,9 @@ def test_persistent_workers_seeds_and_init_fn():
     assert first[0]["py"] == random.Random(base).random()
     assert first[0]["ember"] == ember.rand(1, generator=ember.Generator().manual_seed(base)).item()
     # Same generator seed, new loader: same worker seeds.
-    again = ed.DataLoader(WorkerReport(), batch_size=None, num_workers=2, generator=ember.Generator().manual_seed(0))
+    again = ed.DataLoader(
+        WorkerReport(), batch_size=None, num_workers=2, generator=ember.Generator().manual_seed(0)
+    )
     assert [s["seed"] for s in again] == [s["seed"] for s in first]
     loader._iterator._shutdown_workers()
     del loader
@@ -208,8 +237,10 @@ class TShards(torch.utils.data.IterableDataset):
 @pytest.mark.parametrize("num_workers, batch_size", [(2, 3), (3, 2), (2, None)])
 def test_iterable_dataset_sharding_matches_torch(num_workers, batch_size):
     plain = lambda t: t.tolist() if hasattr(t, "tolist") else t  # noqa: E731
-    expected = [plain(t) for t in torch.utils.data.DataLoader(TShards(11), batch_size=batch_size,
-                                                               num_workers=num_workers)]
+    expected = [
+        plain(t)
+        for t in torch.utils.data.DataLoader(TShards(11), batch_size=batch_size, num_workers=num_workers)
+    ]
     out = [plain(t) for t in ed.DataLoader(Shards(11), batch_size=batch_size, num_workers=num_workers)]
     assert out == expected
     assert sorted(sum(([x] if isinstance(x, int) else x for x in out), [])) == list(range(11))

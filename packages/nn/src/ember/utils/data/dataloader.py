@@ -46,7 +46,11 @@ class _InfiniteConstantSampler(Sampler):
 def _default_context():
     # Fork on Linux, as PyTorch users get there: the dataset need not be picklable and
     # workers start fast. Elsewhere the platform's default start method.
-    if os.name == "posix" and "fork" in multiprocessing.get_all_start_methods() and os.uname().sysname == "Linux":
+    if (
+        os.name == "posix"
+        and "fork" in multiprocessing.get_all_start_methods()
+        and os.uname().sysname == "Linux"
+    ):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
@@ -60,12 +64,31 @@ class DataLoader:
 
     _DataLoader__initialized = False
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers: int = 0,
-                 collate_fn=None, pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *, prefetch_factor=None,
-                 persistent_workers: bool = False, pin_memory_device: str = "", in_order: bool = True) -> None:
+    def __init__(
+        self,
+        dataset,
+        batch_size=1,
+        shuffle=None,
+        sampler=None,
+        batch_sampler=None,
+        num_workers: int = 0,
+        collate_fn=None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn=None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor=None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing."
+            )
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
@@ -120,7 +143,9 @@ class DataLoader:
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+            )
 
         if sampler is None:
             if self._dataset_kind == _DatasetKind.Iterable:
@@ -175,7 +200,12 @@ class DataLoader:
 
     def __setattr__(self, attr, val) -> None:
         if self.__initialized and attr in (
-            "batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"
+            "batch_size",
+            "batch_sampler",
+            "sampler",
+            "drop_last",
+            "dataset",
+            "persistent_workers",
         ):
             raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
         super().__setattr__(attr, val)
@@ -350,9 +380,20 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 index_queue.cancel_join_thread()
                 w = context.Process(
                     target=_worker.worker_loop,
-                    args=(self._dataset_kind, self._dataset, index_queue, self._result_queue, self._done_event,
-                          self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
-                          loader.worker_init_fn, worker_id, self._num_workers),
+                    args=(
+                        self._dataset_kind,
+                        self._dataset,
+                        index_queue,
+                        self._result_queue,
+                        self._done_event,
+                        self._auto_collation,
+                        self._collate_fn,
+                        self._drop_last,
+                        self._base_seed,
+                        loader.worker_init_fn,
+                        worker_id,
+                        self._num_workers,
+                    ),
                     daemon=True,
                 )
                 w.start()
@@ -390,7 +431,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             idx, data = self._result_queue.get(timeout=timeout)
         except Exception as e:
             # Empty, or a queue broken by a worker that died while writing to it.
-            failed = [w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()]
+            failed = [
+                w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()
+            ]
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
                 self._shutdown_workers(patient=False)

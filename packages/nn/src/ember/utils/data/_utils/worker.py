@@ -129,8 +129,20 @@ def _pickled(data, worker_id: int):
             return _Pickled(bytes(ForkingPickler.dumps(wrapper)))
 
 
-def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_collation, collate_fn, drop_last,
-                base_seed, init_fn, worker_id, num_workers) -> None:
+def worker_loop(
+    kind,
+    dataset,
+    index_queue,
+    result_queue,
+    done_event,
+    auto_collation,
+    collate_fn,
+    drop_last,
+    base_seed,
+    init_fn,
+    worker_id,
+    num_workers,
+) -> None:
     """The body of a worker process (module-level so any start method can pickle it)."""
     global _worker_info
     try:
