@@ -324,3 +324,12 @@ def test_loader_frozen_attributes_and_misc():
     assert len(it) == 4
     with pytest.raises(NotImplementedError, match="cannot be pickled"):
         it.__getstate__()
+
+
+def test_reachable_as_attribute_after_import_ember():
+    import subprocess
+    import sys
+
+    code = "import ember; print(ember.utils.data.DataLoader.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "DataLoader"
