@@ -259,3 +259,31 @@ def test_workers_stop_when_iterator_is_dropped():
     next(it)
     assert len(multiprocessing.active_children()) == 2
     del it  # the fixture checks that both workers are gone
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_interpreter_exit_with_live_workers():
+    # Persistent workers and an unfinished iterator still alive at exit: the program ends
+    # at once and takes its workers with it.
+    import subprocess
+    import sys
+
+    code = (
+        "import ember\nfrom ember.utils import data as ed\n"
+        "ds = ed.TensorDataset(ember.arange(100))\n"
+        "loader = ed.DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True)\n"
+        "it = iter(loader)\nnext(it)\n"
+        "print(*[w.pid for w in it._workers])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2 and not any(_running(p) for p in pids)
