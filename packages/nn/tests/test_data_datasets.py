@@ -186,8 +186,10 @@ def test_sequential_sampler():
     assert len(ed.SequentialSampler(range(5))) == 5
 
 
-@pytest.mark.parametrize("n, batch_size, drop_last", [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False),
-                                                     (2, 5, True), (0, 2, False)])
+@pytest.mark.parametrize(
+    "n, batch_size, drop_last",
+    [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False), (2, 5, True), (0, 2, False)],
+)
 def test_batch_sampler(n, batch_size, drop_last):
     e = ed.BatchSampler(ed.SequentialSampler(range(n)), batch_size, drop_last)
     t = td.BatchSampler(td.SequentialSampler(range(n)), batch_size, drop_last)
@@ -195,9 +197,16 @@ def test_batch_sampler(n, batch_size, drop_last):
     assert len(e) == len(t)
 
 
-@pytest.mark.parametrize("kwargs", [{"batch_size": 0, "drop_last": False}, {"batch_size": -1, "drop_last": False},
-                                    {"batch_size": 2.0, "drop_last": False}, {"batch_size": True, "drop_last": False},
-                                    {"batch_size": 2, "drop_last": 1}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"batch_size": 0, "drop_last": False},
+        {"batch_size": -1, "drop_last": False},
+        {"batch_size": 2.0, "drop_last": False},
+        {"batch_size": True, "drop_last": False},
+        {"batch_size": 2, "drop_last": 1},
+    ],
+)
 def test_batch_sampler_validation(kwargs):
     with pytest.raises(ValueError) as t_err:
         td.BatchSampler(range(4), **kwargs)
@@ -206,10 +215,14 @@ def test_batch_sampler_validation(kwargs):
     assert str(e_err.value) == str(t_err.value)
 
 
-@pytest.mark.parametrize("replacement, num_samples", [(False, None), (False, 13), (False, 3), (True, None), (True, 40)])
+@pytest.mark.parametrize(
+    "replacement, num_samples", [(False, None), (False, 13), (False, 3), (True, None), (True, 40)]
+)
 def test_random_sampler(replacement, num_samples):
     n = 5
-    make = lambda seed: ed.RandomSampler(range(n), replacement, num_samples, ember.Generator().manual_seed(seed))  # noqa: E731
+    make = lambda seed: ed.RandomSampler(
+        range(n), replacement, num_samples, ember.Generator().manual_seed(seed)
+    )  # noqa: E731
     out = list(make(1))
     assert out == list(make(1))
     expected_len = len(td.RandomSampler(range(n), replacement, num_samples))
@@ -218,8 +231,8 @@ def test_random_sampler(replacement, num_samples):
     if not replacement:
         # Whole permutations first, then a partial one.
         for start in range(0, len(out) - len(out) % n, n):
-            assert sorted(out[start:start + n]) == list(range(n))
-        assert len(set(out[len(out) - len(out) % n:])) == len(out) % n
+            assert sorted(out[start : start + n]) == list(range(n))
+        assert len(set(out[len(out) - len(out) % n :])) == len(out) % n
 
 
 def test_random_sampler_default_generator_and_errors():

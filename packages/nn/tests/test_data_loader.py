@@ -102,6 +102,26 @@ def test_default_collate_errors():
         ed.default_collate([ember.zeros(2), ember.zeros(3)])
 
 
+def test_collate_fn_map_extension():
+    # The documented way to extend default_collate: a collate_fn_map entry for a new type.
+    from ember.utils.data._utils.collate import collate, default_collate_fn_map
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def collate_box(batch, *, collate_fn_map=None):
+        return sum(b.v for b in batch)
+
+    out = collate(
+        [{"b": Box(1), "t": 1.0}, {"b": Box(2), "t": 2.0}],
+        collate_fn_map={**default_collate_fn_map, Box: collate_box},
+    )
+    assert out["b"] == 3 and out["t"].dtype == ember.float64
+    with pytest.raises(TypeError, match="default_collate: batch must contain"):
+        ed.default_collate([Box(1)])
+
+
 # -- DataLoader, one process ---------------------------------------------------------------------
 
 
@@ -126,8 +146,9 @@ def _run_both(**kwargs):
     return e
 
 
-@pytest.mark.parametrize("batch_size, drop_last", [(1, False), (3, False), (3, True), (7, False), (10, True),
-                                                   (None, False)])
+@pytest.mark.parametrize(
+    "batch_size, drop_last", [(1, False), (3, False), (3, True), (7, False), (10, True), (None, False)]
+)
 def test_loader_batches_match_torch(batch_size, drop_last):
     _run_both(batch_size=batch_size, drop_last=drop_last)
     e_loader = ed.DataLoader(Pairs(ember), batch_size=batch_size, drop_last=drop_last)
@@ -208,13 +229,18 @@ class TCount(td.IterableDataset):
         return self.n
 
 
-@pytest.mark.parametrize("batch_size, drop_last", [(1, False), (3, False), (3, True), (None, False), (20, True)])
+@pytest.mark.parametrize(
+    "batch_size, drop_last", [(1, False), (3, False), (3, True), (None, False), (20, True)]
+)
 def test_iterable_dataset_batches_and_len(batch_size, drop_last):
     e_loader = ed.DataLoader(Count(7), batch_size=batch_size, drop_last=drop_last)
     t_loader = td.DataLoader(TCount(7), batch_size=batch_size, drop_last=drop_last)
     assert_same_tree(list(e_loader), list(t_loader))
-    assert len(e_loader) == len(t_loader) == (7 if batch_size is None else
-                                              (7 // batch_size if drop_last else math.ceil(7 / batch_size)))
+    assert (
+        len(e_loader)
+        == len(t_loader)
+        == (7 if batch_size is None else (7 // batch_size if drop_last else math.ceil(7 / batch_size)))
+    )
     with pytest.raises(TypeError):
         len(ed.DataLoader(Count(3, with_len=False)))
 
@@ -244,7 +270,11 @@ ERROR_CASES = [
     ({"batch_size": None, "drop_last": True}, ValueError, "batch_size=None option disables auto-batching"),
     ({"batch_size": 0}, ValueError, "batch_size should be a positive integer value"),
     ({"multiprocessing_context": "fork"}, ValueError, "multiprocessing_context can only be used"),
-    ({"num_workers": 1, "multiprocessing_context": "nope"}, ValueError, "should specify a valid start method"),
+    (
+        {"num_workers": 1, "multiprocessing_context": "nope"},
+        ValueError,
+        "should specify a valid start method",
+    ),
     ({"num_workers": 1, "multiprocessing_context": 3}, TypeError, "should be a valid context object"),
 ]
 
@@ -257,9 +287,14 @@ def test_loader_argument_errors(kwargs, exc, match):
         ed.DataLoader(Pairs(ember), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"shuffle": True}, "expected unspecified shuffle option"),
-                                           ({"sampler": [0]}, "expected unspecified sampler option"),
-                                           ({"batch_sampler": [[0]]}, "expected unspecified batch_sampler")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"shuffle": True}, "expected unspecified shuffle option"),
+        ({"sampler": [0]}, "expected unspecified sampler option"),
+        ({"batch_sampler": [[0]]}, "expected unspecified batch_sampler"),
+    ],
+)
 def test_iterable_dataset_rejects_samplers(kwargs, match):
     with pytest.raises(ValueError, match=match):
         td.DataLoader(TCount(3), **kwargs)
@@ -270,7 +305,9 @@ def test_iterable_dataset_rejects_samplers(kwargs, match):
 def test_loader_frozen_attributes_and_misc():
     loader = ed.DataLoader(Pairs(ember), batch_size=2)
     for attr in ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"):
-        with pytest.raises(ValueError, match=f"{attr} attribute should not be set after DataLoader is initialized"):
+        with pytest.raises(
+            ValueError, match=f"{attr} attribute should not be set after DataLoader is initialized"
+        ):
             setattr(loader, attr, None)
     loader.num_workers = 0  # other attributes stay assignable
     assert loader.collate_fn is ed.default_collate
@@ -287,3 +324,12 @@ def test_loader_frozen_attributes_and_misc():
     assert len(it) == 4
     with pytest.raises(NotImplementedError, match="cannot be pickled"):
         it.__getstate__()
+
+
+def test_reachable_as_attribute_after_import_ember():
+    import subprocess
+    import sys
+
+    code = "import ember; print(ember.utils.data.DataLoader.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "DataLoader"

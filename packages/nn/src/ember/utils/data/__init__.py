@@ -1,7 +1,7 @@
 """``ember.utils.data``: datasets, samplers and the ``DataLoader``, as ``torch.utils.data``."""
 
-from ._collate import default_collate, default_convert
-from ._worker import WorkerInfo, get_worker_info
+from ._utils.collate import default_collate, default_convert
+from ._utils.worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
 from .dataset import (
     ChainDataset,

@@ -20,9 +20,10 @@ import weakref
 
 import ember
 
-from . import _worker
-from ._collate import default_collate, default_convert
-from ._worker import _DatasetKind, _IterableDatasetStopIteration, _Pickled, _ResumeIteration
+from ._utils import worker as _worker
+from ._utils.collate import default_collate, default_convert
+from ._utils.fetch import _DatasetKind, create_fetcher
+from ._utils.worker import _IterableDatasetStopIteration, _Pickled, _ResumeIteration
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -45,7 +46,11 @@ class _InfiniteConstantSampler(Sampler):
 def _default_context():
     # Fork on Linux, as PyTorch users get there: the dataset need not be picklable and
     # workers start fast. Elsewhere the platform's default start method.
-    if os.name == "posix" and "fork" in multiprocessing.get_all_start_methods() and os.uname().sysname == "Linux":
+    if (
+        os.name == "posix"
+        and "fork" in multiprocessing.get_all_start_methods()
+        and os.uname().sysname == "Linux"
+    ):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
@@ -59,12 +64,31 @@ class DataLoader:
 
     _DataLoader__initialized = False
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers: int = 0,
-                 collate_fn=None, pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *, prefetch_factor=None,
-                 persistent_workers: bool = False, pin_memory_device: str = "", in_order: bool = True) -> None:
+    def __init__(
+        self,
+        dataset,
+        batch_size=1,
+        shuffle=None,
+        sampler=None,
+        batch_sampler=None,
+        num_workers: int = 0,
+        collate_fn=None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn=None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor=None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing."
+            )
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
@@ -119,7 +143,9 @@ class DataLoader:
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+            )
 
         if sampler is None:
             if self._dataset_kind == _DatasetKind.Iterable:
@@ -174,7 +200,12 @@ class DataLoader:
 
     def __setattr__(self, attr, val) -> None:
         if self.__initialized and attr in (
-            "batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"
+            "batch_size",
+            "batch_sampler",
+            "sampler",
+            "drop_last",
+            "dataset",
+            "persistent_workers",
         ):
             raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
         super().__setattr__(attr, val)
@@ -188,7 +219,8 @@ class DataLoader:
     def __iter__(self):
         # Persistent workers live in one iterator that is reset at every epoch.
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            # A new one also when the last was stopped by an error (dead worker, timeout).
+            if self._iterator is None or self._iterator._shutdown:
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
@@ -302,7 +334,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
             raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         if self._num_workers != 0:
             raise AssertionError("_SingleProcessDataLoaderIter requires num_workers == 0")
-        self._fetcher = _worker.create_fetcher(
+        self._fetcher = create_fetcher(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last
         )
 
@@ -348,9 +380,20 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 index_queue.cancel_join_thread()
                 w = context.Process(
                     target=_worker.worker_loop,
-                    args=(self._dataset_kind, self._dataset, index_queue, self._result_queue, self._done_event,
-                          self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
-                          loader.worker_init_fn, worker_id, self._num_workers),
+                    args=(
+                        self._dataset_kind,
+                        self._dataset,
+                        index_queue,
+                        self._result_queue,
+                        self._done_event,
+                        self._auto_collation,
+                        self._collate_fn,
+                        self._drop_last,
+                        self._base_seed,
+                        loader.worker_init_fn,
+                        worker_id,
+                        self._num_workers,
+                    ),
                     daemon=True,
                 )
                 w.start()
@@ -386,13 +429,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _try_get_data(self, timeout: float):
         try:
             idx, data = self._result_queue.get(timeout=timeout)
-        except queue.Empty:
-            failed = [w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()]
+        except Exception as e:
+            # Empty, or a queue broken by a worker that died while writing to it.
+            failed = [
+                w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()
+            ]
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
-                self._shutdown_workers()
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from None
-            return False, None
+                self._shutdown_workers(patient=False)
+                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from e
+            if isinstance(e, queue.Empty):
+                return False, None
+            raise
         if isinstance(data, _Pickled):
             data = pickle.loads(data.payload)
         return True, (idx, data)
@@ -401,7 +449,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._timeout > 0:
             ok, item = self._try_get_data(self._timeout)
             if not ok:
-                self._shutdown_workers()
+                self._shutdown_workers(patient=False)  # a stuck worker would not stop by itself
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
             return item
         while True:
@@ -477,7 +525,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
-    def _shutdown_workers(self) -> None:
+    def _shutdown_workers(self, patient: bool = True) -> None:
+        """Stops the workers: asks them to exit, waits (unless not ``patient``), then terminates them."""
         if _exiting or self._shutdown:
             return
         self._shutdown = True
@@ -488,7 +537,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if self._persistent_workers or self._workers_status[wid]:
                     self._mark_worker_as_unavailable(wid)
             for w in self._workers:
-                w.join(timeout=_JOIN_TIMEOUT)
+                w.join(timeout=_JOIN_TIMEOUT if patient else 0)
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()

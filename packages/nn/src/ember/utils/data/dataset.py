@@ -75,7 +75,9 @@ def _fetch_many(dataset, indices):
     if callable(getitems):
         items = getitems(indices)
         if len(items) != len(indices):
-            raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+            raise ValueError(
+                f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}"
+            )
         return items
     return [dataset[i] for i in indices]
 
@@ -145,7 +147,9 @@ class ConcatDataset(Dataset):
 
     @property
     def cummulative_sizes(self):
-        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        warnings.warn(
+            "`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2
+        )
         return self.cumulative_sizes
 
 
@@ -179,7 +183,10 @@ class Subset(Dataset):
         self.indices = indices
         # A subclass overriding only __getitem__ would be bypassed by the DataLoader's
         # batched __getitems__ path, so PyTorch refuses it.
-        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+        if (
+            type(self).__getitem__ is not Subset.__getitem__
+            and type(self).__getitems__ is Subset.__getitems__
+        ):
             raise NotImplementedError(
                 f"{type(self).__name__} overrides __getitem__ but not __getitems__. "
                 "When subclassing Subset and overriding __getitem__, you must also override "
@@ -215,7 +222,9 @@ def _fractions_to_lengths(total: int, fractions) -> list:
         lengths[i % len(lengths)] += 1
     for i, length in enumerate(lengths):
         if length == 0:
-            warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=3)
+            warnings.warn(
+                f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=3
+            )
     return lengths
 
 

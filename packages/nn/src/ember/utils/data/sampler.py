@@ -60,7 +60,9 @@ class RandomSampler(Sampler[int]):
         if not isinstance(self.replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={self.num_samples}"
+            )
 
     @property
     def num_samples(self) -> int:
@@ -109,7 +111,9 @@ class WeightedRandomSampler(Sampler[int]):
 
     def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None) -> None:
         if not _is_int(num_samples) or num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
         weights_tensor = ember.as_tensor(weights, dtype=ember.float64)
@@ -135,7 +139,9 @@ class BatchSampler(Sampler[list]):
 
     def __init__(self, sampler, batch_size: int, drop_last: bool) -> None:
         if not _is_int(batch_size) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         self.sampler = sampler

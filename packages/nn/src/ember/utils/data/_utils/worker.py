@@ -18,18 +18,15 @@ from multiprocessing.reduction import ForkingPickler
 
 import ember
 
+from .fetch import _DatasetKind, create_fetcher
+
 __all__ = ["WorkerInfo", "get_worker_info"]
 
 # Seconds between checks that the main process is still alive while waiting for work.
-POLL_INTERVAL = 0.5
+POLL_INTERVAL = 0.2
 
 
-class _DatasetKind:
-    Map = 0
-    Iterable = 1
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """Describes the worker process that calls ``get_worker_info()``.
 
@@ -41,6 +38,8 @@ class WorkerInfo:
     num_workers: int
     seed: int
     dataset: object
+    rng: object = None
+    worker_method: str | None = "multiprocessing"
 
 
 _worker_info: WorkerInfo | None = None
@@ -105,51 +104,6 @@ class _Pickled:
         self.payload = payload
 
 
-class _MapDatasetFetcher:
-    def __init__(self, dataset, auto_collation, collate_fn, drop_last) -> None:
-        self.dataset = dataset
-        self.auto_collation = auto_collation
-        self.collate_fn = collate_fn
-
-    def fetch(self, index):
-        if self.auto_collation:
-            getitems = getattr(self.dataset, "__getitems__", None)
-            data = getitems(index) if getitems else [self.dataset[i] for i in index]
-        else:
-            data = self.dataset[index]
-        return self.collate_fn(data)
-
-
-class _IterableDatasetFetcher:
-    def __init__(self, dataset, auto_collation, collate_fn, drop_last) -> None:
-        self.dataset_iter = iter(dataset)
-        self.auto_collation = auto_collation
-        self.collate_fn = collate_fn
-        self.drop_last = drop_last
-        self.ended = False
-
-    def fetch(self, index):
-        if self.ended:
-            raise StopIteration
-        if not self.auto_collation:
-            return self.collate_fn(next(self.dataset_iter))
-        data = []
-        for _ in index:
-            try:
-                data.append(next(self.dataset_iter))
-            except StopIteration:
-                self.ended = True
-                break
-        if not data or (self.drop_last and len(data) < len(index)):
-            raise StopIteration
-        return self.collate_fn(data)
-
-
-def create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
-    cls = _MapDatasetFetcher if kind == _DatasetKind.Map else _IterableDatasetFetcher
-    return cls(dataset, auto_collation, collate_fn, drop_last)
-
-
 def _seed_worker(base_seed: int, worker_id: int) -> int:
     seed = base_seed + worker_id
     random.seed(seed)
@@ -175,8 +129,20 @@ def _pickled(data, worker_id: int):
             return _Pickled(bytes(ForkingPickler.dumps(wrapper)))
 
 
-def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_collation, collate_fn, drop_last,
-                base_seed, init_fn, worker_id, num_workers) -> None:
+def worker_loop(
+    kind,
+    dataset,
+    index_queue,
+    result_queue,
+    done_event,
+    auto_collation,
+    collate_fn,
+    drop_last,
+    base_seed,
+    init_fn,
+    worker_id,
+    num_workers,
+) -> None:
     """The body of a worker process (module-level so any start method can pickle it)."""
     global _worker_info
     try:
@@ -201,6 +167,10 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
             try:
                 task = index_queue.get(timeout=POLL_INTERVAL)
             except queue.Empty:
+                # A shutdown's None may never arrive: a garbage-collected iterator's queues
+                # can be finalized before its workers are told to stop. The event always is.
+                if done_event.is_set():
+                    break
                 continue
             if isinstance(task, _ResumeIteration):
                 iteration_end = False
