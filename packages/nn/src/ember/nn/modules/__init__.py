@@ -4,3 +4,4 @@ from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
