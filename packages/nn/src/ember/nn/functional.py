@@ -30,8 +30,7 @@ max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
 max_pool1d_with_indices, max_pool2d_with_indices = _pool.max_pool1d_with_indices, _pool.max_pool2d_with_indices
 avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
 adaptive_avg_pool1d, adaptive_max_pool1d = _pool.adaptive_avg_pool1d, _pool.adaptive_max_pool1d
-batch_norm, layer_norm, group_norm = _norm.batch_norm, _norm.layer_norm, _norm.group_norm
-instance_norm, rms_norm = _norm.instance_norm, _norm.rms_norm
+batch_norm, layer_norm, rms_norm = _norm.batch_norm, _norm.layer_norm, _norm.rms_norm
 embedding, dropout, alpha_dropout = _misc.embedding, _misc.dropout, _misc.alpha_dropout
 cosine_similarity, pairwise_distance, normalize = _misc.cosine_similarity, _misc.pairwise_distance, _misc.normalize
 pad, interpolate, one_hot = _resample.pad, _resample.interpolate, _resample.one_hot
@@ -222,6 +221,36 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _verify_batch_size(size) -> None:
+    prod = size[0]
+    for s in size[2:]:
+        prod *= s
+    if prod == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them).
+    if num_groups > 0:
+        _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
+    return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    if use_input_stats:
+        spatial = 1
+        for s in input.shape[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    return _norm.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
 def _check_adaptive_size(output_size, input: Tensor) -> None:
