@@ -127,12 +127,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
-    if training:
-        slope = ember.empty_like(input).uniform_(lower, upper)
-        out = ember.where(input >= 0, input, input * slope)
-    else:
-        out = leaky_relu(input, (lower + upper) / 2)
-    return input.copy_(out) if inplace else out
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    # One slope per element for x <= 0, as PyTorch's noise tensor; the product needs only the noise in
+    # backward, so the in-place form does not invalidate what autograd saved.
+    slope = ember.empty_like(input).uniform_(lower, upper)
+    noise = ember.where(input > 0, ember.ones_like(input), slope)
+    return input.mul_(noise) if inplace else input * noise
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
