@@ -411,16 +411,27 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
 
 
 def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ember.ones_like(input)
+    elif not isinstance(var, Tensor):
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, got {type(var).__name__}")
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
-        if input.shape[:-1] == var.shape:
+        if input.shape[:-1] == var.shape:  # one variance per row: homoscedastic in the last dim
             var = var.unsqueeze(-1)
-        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+        elif not (input.ndim == var.ndim
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            # Otherwise exactly one dim may differ, where var has size 1 (heteroscedastic).
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    # Clamped without autograd seeing it, as PyTorch: the gradient reaches var even where eps wins.
+    var = var.clone()
+    with ember.no_grad():
+        var.clamp_(min=eps)
     loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -435,7 +446,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     # Targets are the leading non-negative entries of each row (up to the first -1).
     valid = (t >= 0).long().cumprod(1).bool()
     safe_t = ember.where(valid, t, ember.zeros_like(t))
-    is_target = ember.zeros((n, c), dtype=ember.bool).scatter_(1, safe_t, valid)
+    # Class c is a target of row n if some valid slot names it (a scatter would let the padding slots,
+    # which point at class 0, overwrite a real target 0).
+    classes = ember.arange(c, device=input.device)
+    is_target = ((safe_t.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
     x_t = x.gather(1, safe_t)  # (n, c): score of each target slot
     margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, slot, class)
     mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
