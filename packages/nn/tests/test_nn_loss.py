@@ -287,3 +287,76 @@ def test_mse_broadcast_warns():
     with pytest.warns(UserWarning, match="target size"):
         out = enn.MSELoss()(ember.ones(2, 3), ember.ones(3))
     assert float(out) == 0.0
+
+
+def _F(m):
+    return torch.nn.functional if m is torch else enn.functional
+
+
+# Functional calls that PyTorch rejects, with the exception type it raises.
+FUNCTIONAL_ERRORS = [
+    (RuntimeError, lambda m: _F(m).cosine_embedding_loss(m.ones(3, 2), m.ones(3, 2), m.ones(3, 1))),
+    (RuntimeError, lambda m: _F(m).cosine_embedding_loss(m.ones(3, 2), m.ones(2), m.ones(3))),
+    (RuntimeError, lambda m: _F(m).cosine_embedding_loss(m.ones(2, 2, 2), m.ones(2, 2, 2), m.ones(2, 2))),
+    (RuntimeError, lambda m: _F(m).triplet_margin_with_distance_loss(m.ones(3, 2), m.ones(3, 2), m.ones(2))),
+    (ValueError, lambda m: _F(m).triplet_margin_with_distance_loss(m.ones(3, 2), m.ones(3, 2), m.ones(3, 2),
+                                                                   margin=-1.0)),
+    (ValueError, lambda m: _F(m).triplet_margin_loss(m.ones(3, 2), m.ones(3, 2), m.ones(3, 2), margin=-1.0)),
+    (RuntimeError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2), m.tensor([0, 1]))),
+    (RuntimeError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2), m.tensor([0, 1, 2]))),
+    (RuntimeError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2), m.tensor([0, 1, -1]))),
+    (RuntimeError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2, 2), m.tensor([0, 1, 1]))),
+    (RuntimeError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2), m.tensor([0, 1, 1]), weight=m.ones(3))),
+    (ValueError, lambda m: _F(m).multi_margin_loss(m.ones(3, 2), m.tensor([0, 1, 1]), p=3)),
+    (RuntimeError, lambda m: _F(m).multilabel_margin_loss(m.ones(3, 2), m.tensor([0, 1, 1]))),
+    (RuntimeError, lambda m: _F(m).multilabel_margin_loss(m.ones(3, 2), m.tensor([[0, 1], [1, 2], [0, 0]]))),
+    (RuntimeError, lambda m: _F(m).multilabel_margin_loss(m.ones(3, 2), m.tensor([[0, 1], [1, 1], [0, 0]]).int())),
+    (RuntimeError, lambda m: _F(m).margin_ranking_loss(m.ones(3), m.ones(2), m.ones(3))),
+    (RuntimeError, lambda m: _F(m).hinge_embedding_loss(m.ones(3), m.ones(2))),
+    (RuntimeError, lambda m: _F(m).soft_margin_loss(m.ones(3), m.ones(2))),
+    (RuntimeError, lambda m: _F(m).multilabel_soft_margin_loss(m.ones(3, 2), m.ones(3, 3))),
+    (RuntimeError, lambda m: _F(m).multilabel_soft_margin_loss(m.ones(2, 3), m.ones(2, 3), weight=m.ones(2))),
+    (RuntimeError, lambda m: _F(m).poisson_nll_loss(m.ones(3, 2), m.ones(3, 3))),
+    (ValueError, lambda m: _F(m).poisson_nll_loss(m.ones(3, 2), m.ones(3, 2), reduction="x")),
+    (ValueError, lambda m: _F(m).multilabel_soft_margin_loss(m.ones(3, 2), m.ones(3, 2), reduction="x")),
+    (ValueError, lambda m: _F(m).margin_ranking_loss(m.ones(3), m.ones(3), m.ones(3), reduction="x")),
+    (ValueError, lambda m: _F(m).hinge_embedding_loss(m.ones(3, 2), -m.ones(3, 2), reduction="x")),
+    (ValueError, lambda m: _F(m).cosine_embedding_loss(m.ones(3, 2), m.ones(3, 2), m.ones(3), reduction="x")),
+]
+
+
+@pytest.mark.parametrize("exc,fn", FUNCTIONAL_ERRORS, ids=[str(i) for i in range(len(FUNCTIONAL_ERRORS))])
+def test_functional_loss_errors(exc, fn):
+    _both_raise(exc, fn)
+
+
+# Degenerate inputs: 0-d and empty batches (mean of nothing is nan, as in PyTorch).
+DEGENERATE = [
+    lambda m: _F(m).multi_margin_loss(m.ones(()) * 0.3, m.tensor(0)),
+    lambda m: _F(m).multilabel_margin_loss(m.ones(()) * 0.3, m.tensor(0)),
+    lambda m: _F(m).multilabel_margin_loss(m.ones(0, 3), m.ones(0, 3).long(), reduction="none"),
+    lambda m: _F(m).multi_margin_loss(m.ones(0, 3), m.ones(0).long(), reduction="none"),  # torch: mean is garbage
+    lambda m: _F(m).cross_entropy(m.ones(0, 3), m.ones(0).long()),
+    lambda m: _F(m).cross_entropy(m.ones(0, 3), m.ones(0).long(), reduction="sum"),
+    lambda m: _F(m).soft_margin_loss(m.ones(0, 3), m.ones(0, 3)),
+    lambda m: _F(m).cosine_embedding_loss(m.ones(0, 3), m.ones(0, 3), m.ones(0)),
+    lambda m: _F(m).triplet_margin_loss(m.ones(0, 3), m.ones(0, 3), m.ones(0, 3), reduction="none"),
+    lambda m: _F(m).poisson_nll_loss(m.ones(0, 3), m.ones(0, 3)),
+    lambda m: _F(m).hinge_embedding_loss(m.ones(0, 3), m.ones(0, 3), reduction="sum"),
+    lambda m: _F(m).multilabel_soft_margin_loss(m.ones(0, 3), m.ones(0, 3)),
+    lambda m: _F(m).margin_ranking_loss(m.ones(()), m.zeros(()), -m.ones(())),
+    lambda m: _F(m).gaussian_nll_loss(m.ones(0, 3), m.ones(0, 3), m.ones(0, 3)),
+]
+
+
+@pytest.mark.parametrize("fn", DEGENERATE, ids=[str(i) for i in range(len(DEGENERATE))])
+def test_degenerate_inputs(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(fn(ember), fn(torch))
+
+
+def test_functional_legacy_args_warn():
+    with pytest.warns(UserWarning, match="size_average and reduce"):
+        out = enn.functional.soft_margin_loss(ember.ones(2), ember.ones(2), size_average=False)
+    assert_close(out, torch.nn.functional.soft_margin_loss(torch.ones(2), torch.ones(2), reduction="sum"))

@@ -297,13 +297,16 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    # The core's version: maps the deprecated pair and warns as PyTorch does.
+    return _loss._legacy_reduction(size_average, reduce, reduction)
+
+
+def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> None:
+    """Class indices must be int64 and within [low, dim)."""
+    if target.dtype is not ember.int64:
+        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+    if target.numel() and (int(target.min()) < low or int(target.max()) >= dim):
+        raise RuntimeError("target out of range")
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
@@ -332,11 +335,14 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(dim=input.ndim - 1) / input.shape[-1]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)
 
 
@@ -345,7 +351,21 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    x = input if input.ndim == 2 else input.reshape(1, -1)
+    if weight is not None and weight.ndim > 1:
+        raise ValueError(f"weight must be one-dimensional, but got {weight.ndim}D")
+    ndim = input.ndim
+    if not ((input.numel() > 0 and ndim <= 1) or (ndim == 2 and input.shape[1] > 0)):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    nframe, dim = (1, 1 if ndim == 0 else input.shape[0]) if ndim <= 1 else tuple(input.shape)
+    if target.ndim > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != dim:
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    _check_class_target(input, target, dim, 0)
+    x = input.reshape(nframe, dim)
     t = target.reshape(-1, 1)
     correct = x.gather(1, t)
     loss = (margin - correct + x).clamp_min(0)
@@ -353,9 +373,10 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
         loss = loss * loss
     if weight is not None:
         loss = loss * weight[t]
+    # The target class itself contributes nothing.
     mask = ember.ones_like(x).scatter_(1, t, 0.0)
-    loss = (loss * mask).sum(1) / x.shape[1]
-    if input.ndim < 2:
+    loss = (loss * mask).sum(1) / dim
+    if ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
 
@@ -363,6 +384,12 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = target.ndim + 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {want}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag1 = (input1 * input1).sum(-1) + eps
@@ -374,13 +401,19 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     return _reduce(pos + neg, reduction)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
-                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+def _check_triplet(anchor, positive, negative, margin: float) -> None:
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
     if not (a_dim == p_dim == n_dim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -390,6 +423,9 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
+    _check_triplet(anchor, positive, negative, margin)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     dist = distance_function if distance_function is not None else pairwise_distance
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
@@ -440,8 +476,21 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    x = input if input.ndim == 2 else input.reshape(1, -1)
-    t = target if target.ndim == 2 else target.reshape(1, -1)
+    ndim = input.ndim
+    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if ndim <= 1:
+        dim = 1 if ndim == 0 else input.shape[0]
+        ok = target.ndim <= 1 and target.numel() == dim
+    else:
+        dim = input.shape[1]
+        ok = target.ndim == 2 and tuple(target.shape) == tuple(input.shape)
+    if not ok:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    _check_class_target(input, target, dim, -1)
+    x = input.reshape(-1, dim)
+    t = target.reshape(-1, dim)
     n, c = x.shape
     # Targets are the leading non-negative entries of each row (up to the first -1).
     valid = (t >= 0).long().cumprod(1).bool()
@@ -454,6 +503,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, slot, class)
     mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
     loss = (margins * mask).sum((1, 2)) / c
-    if input.ndim < 2:
+    if ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
