@@ -160,49 +160,74 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     return y_hard - y_soft.detach() + y_soft
 
 
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+    """Channel dropout; an unbatched input is seen as a batch of one, as PyTorch does."""
+    if batched:
+        return _misc.feature_dropout(input, p, training, inplace)
+    result = _misc.feature_dropout(input.unsqueeze(0), p, training, inplace)
+    return input if inplace else result.squeeze(0)  # in place, the view wrote into ``input``
+
+
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
                            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                            "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout_nd(input, p, training, inplace, 2)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
-                      "result in an error in a future release.", stacklevel=2)
-    return _feature_dropout_nd(input, p, training, inplace, 3)
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+                      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        # PyTorch still reads a 3D input as (N, C, L), not as an unbatched (C, H, W).
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
-                      "result in an error in a future release.", stacklevel=2)
-    return _feature_dropout_nd(input, p, training, inplace, 4)
-
-
-def _feature_dropout_nd(input: Tensor, p: float, training: bool, inplace: bool, unbatched_ndim: int) -> Tensor:
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim == unbatched_ndim:
-        return _misc.feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
-    return _misc.feature_dropout(input, p, training, inplace)
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
+    """Alpha dropout of whole (N, C) planes: dropped planes take SELU's saturation, then an affine fix-up."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
         return input
-    alpha = -1.7580993408473766
-    keep = 1 - p
+    if p == 1:
+        return input.mul_(0.0) if inplace else input * 0.0
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha = 1.7580993408473766  # SELU scale * alpha
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    mask = ember.empty(shape, dtype=input.dtype).bernoulli_(keep)
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * keep)
-    b = -a * alpha * p
-    out = (input * mask + alpha * (1 - mask)) * a + b
-    return input.copy_(out) if inplace else out
+    keep = ember.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    # kept: a * x + alpha * a * p; dropped: -alpha * a + alpha * a * p (PyTorch's noise and shift).
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    noise = keep * a
+    return input.mul_(noise).add_(b) if inplace else input * noise + b
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
