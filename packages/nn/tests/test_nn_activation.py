@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from nn_layer_helpers import assert_close, check_module, check_state, copy_params, leaf_pair, to_np
 
 import ember
 import ember.nn as enn
-from nn_layer_helpers import assert_close, check_module, check_state, copy_params, leaf_pair, to_np
 
 # (class name, positional args, keyword args) for the elementwise activations.
 ELEMENTWISE = [

@@ -125,12 +125,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
-    if training:
-        slope = ember.empty_like(input).uniform_(lower, upper)
-        out = ember.where(input >= 0, input, input * slope)
-    else:
-        out = leaky_relu(input, (lower + upper) / 2)
-    return input.copy_(out) if inplace else out
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    # One slope per element for x <= 0, as PyTorch's noise tensor; the product needs only the noise in
+    # backward, so the in-place form does not invalidate what autograd saved.
+    slope = ember.empty_like(input).uniform_(lower, upper)
+    noise = ember.where(input > 0, ember.ones_like(input), slope)
+    return input.mul_(noise) if inplace else input * noise
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
@@ -157,49 +158,74 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     return y_hard - y_soft.detach() + y_soft
 
 
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+    """Channel dropout; an unbatched input is seen as a batch of one, as PyTorch does."""
+    if batched:
+        return _misc.feature_dropout(input, p, training, inplace)
+    result = _misc.feature_dropout(input.unsqueeze(0), p, training, inplace)
+    return input if inplace else result.squeeze(0)  # in place, the view wrote into ``input``
+
+
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
                            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                            "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout_nd(input, p, training, inplace, 2)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
-                      "result in an error in a future release.", stacklevel=2)
-    return _feature_dropout_nd(input, p, training, inplace, 3)
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+                      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        # PyTorch still reads a 3D input as (N, C, L), not as an unbatched (C, H, W).
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
     if input.ndim not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
-                      "result in an error in a future release.", stacklevel=2)
-    return _feature_dropout_nd(input, p, training, inplace, 4)
-
-
-def _feature_dropout_nd(input: Tensor, p: float, training: bool, inplace: bool, unbatched_ndim: int) -> Tensor:
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim == unbatched_ndim:
-        return _misc.feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
-    return _misc.feature_dropout(input, p, training, inplace)
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
+    """Alpha dropout of whole (N, C) planes: dropped planes take SELU's saturation, then an affine fix-up."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
         return input
-    alpha = -1.7580993408473766
-    keep = 1 - p
+    if p == 1:
+        return input.mul_(0.0) if inplace else input * 0.0
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha = 1.7580993408473766  # SELU scale * alpha
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    mask = ember.empty(shape, dtype=input.dtype).bernoulli_(keep)
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * keep)
-    b = -a * alpha * p
-    out = (input * mask + alpha * (1 - mask)) * a + b
-    return input.copy_(out) if inplace else out
+    keep = ember.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    # kept: a * x + alpha * a * p; dropped: -alpha * a + alpha * a * p (PyTorch's noise and shift).
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    noise = keep * a
+    return input.mul_(noise).add_(b) if inplace else input * noise + b
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -422,13 +448,16 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    # The core's version: maps the deprecated pair and warns as PyTorch does.
+    return _loss._legacy_reduction(size_average, reduce, reduction)
+
+
+def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> None:
+    """Class indices must be int64 and within [low, dim)."""
+    if target.dtype is not ember.int64:
+        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+    if target.numel() and (int(target.min()) < low or int(target.max()) >= dim):
+        raise RuntimeError("target out of range")
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
@@ -457,11 +486,14 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(dim=input.ndim - 1) / input.shape[-1]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)
 
 
@@ -470,7 +502,21 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    x = input if input.ndim == 2 else input.reshape(1, -1)
+    if weight is not None and weight.ndim > 1:
+        raise ValueError(f"weight must be one-dimensional, but got {weight.ndim}D")
+    ndim = input.ndim
+    if not ((input.numel() > 0 and ndim <= 1) or (ndim == 2 and input.shape[1] > 0)):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    nframe, dim = (1, 1 if ndim == 0 else input.shape[0]) if ndim <= 1 else tuple(input.shape)
+    if target.ndim > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != dim:
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    _check_class_target(input, target, dim, 0)
+    x = input.reshape(nframe, dim)
     t = target.reshape(-1, 1)
     correct = x.gather(1, t)
     loss = (margin - correct + x).clamp_min(0)
@@ -478,9 +524,10 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
         loss = loss * loss
     if weight is not None:
         loss = loss * weight[t]
+    # The target class itself contributes nothing.
     mask = ember.ones_like(x).scatter_(1, t, 0.0)
-    loss = (loss * mask).sum(1) / x.shape[1]
-    if input.ndim < 2:
+    loss = (loss * mask).sum(1) / dim
+    if ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
 
@@ -488,6 +535,12 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = target.ndim + 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {want}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag1 = (input1 * input1).sum(-1) + eps
@@ -499,13 +552,19 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     return _reduce(pos + neg, reduction)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
-                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+def _check_triplet(anchor, positive, negative, margin: float) -> None:
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
     if not (a_dim == p_dim == n_dim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -515,6 +574,9 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
+    _check_triplet(anchor, positive, negative, margin)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     dist = distance_function if distance_function is not None else pairwise_distance
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
@@ -536,16 +598,27 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
 
 
 def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ember.ones_like(input)
+    elif not isinstance(var, Tensor):
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, got {type(var).__name__}")
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
-        if input.shape[:-1] == var.shape:
+        if input.shape[:-1] == var.shape:  # one variance per row: homoscedastic in the last dim
             var = var.unsqueeze(-1)
-        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+        elif not (input.ndim == var.ndim
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            # Otherwise exactly one dim may differ, where var has size 1 (heteroscedastic).
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    # Clamped without autograd seeing it, as PyTorch: the gradient reaches var even where eps wins.
+    var = var.clone()
+    with ember.no_grad():
+        var.clamp_(min=eps)
     loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -554,18 +627,34 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    x = input if input.ndim == 2 else input.reshape(1, -1)
-    t = target if target.ndim == 2 else target.reshape(1, -1)
+    ndim = input.ndim
+    if not ((ndim == 2 and input.shape[1] != 0) or (ndim == 1 and input.shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if ndim <= 1:
+        dim = 1 if ndim == 0 else input.shape[0]
+        ok = target.ndim <= 1 and target.numel() == dim
+    else:
+        dim = input.shape[1]
+        ok = target.ndim == 2 and tuple(target.shape) == tuple(input.shape)
+    if not ok:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    _check_class_target(input, target, dim, -1)
+    x = input.reshape(-1, dim)
+    t = target.reshape(-1, dim)
     n, c = x.shape
     # Targets are the leading non-negative entries of each row (up to the first -1).
     valid = (t >= 0).long().cumprod(1).bool()
     safe_t = ember.where(valid, t, ember.zeros_like(t))
-    is_target = ember.zeros((n, c), dtype=ember.bool).scatter_(1, safe_t, valid)
+    # Class c is a target of row n if some valid slot names it (a scatter would let the padding slots,
+    # which point at class 0, overwrite a real target 0).
+    classes = ember.arange(c, device=input.device)
+    is_target = ((safe_t.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)
     x_t = x.gather(1, safe_t)  # (n, c): score of each target slot
     margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, slot, class)
     mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
     loss = (margins * mask).sum((1, 2)) / c
-    if input.ndim < 2:
+    if ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
 

@@ -174,12 +174,13 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input
     if p == 1.0:
         return input.mul_(0) if inplace and hasattr(input, "mul_") else input * 0
-    alpha_p = -1.7580993408473766  # -SELU scale * alpha
+    alpha = 1.7580993408473766  # SELU scale * alpha: dropped units take its negative saturation, -alpha
     keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
-    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
-    b = (keep - 1) * (a * alpha_p) + a * alpha_p * p
-    result = input * keep * a + b
-    return input.copy_(result) if inplace else result
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = (keep - 1) * (a * alpha) + a * alpha * p
+    noise = keep * a
+    # mul_/add_ rather than copy_: autograd then needs only the noise, not the overwritten input.
+    return input.mul_(noise).add_(b) if inplace else input * noise + b
 
 
 def native_dropout(input, p, train):
