@@ -20,7 +20,7 @@ from .._src.shapes import Size
 from .._src.tensor import Tensor, make_tensor
 from . import _torch_globals as tg
 from ._atomic import atomic_write
-from ._errors import UnpicklingError, describe
+from ._errors import CallerError, UnpicklingError, describe
 from ._pickle_reader import SafeUnpickler
 from ._pickle_writer import Global, Persistent, Pickler, Reduce
 from ._zipfile_format import ZipReader, ZipWriter
@@ -159,6 +159,12 @@ class _LoadPolicy:
         return tg.LoadedStorage(storage, dtype)
 
     def _place(self, storage, location: str, nbytes: int):
+        try:
+            return self._map(storage, location, nbytes)
+        except (TypeError, RuntimeError, ValueError) as exc:  # map_location is the caller's, not the file's
+            raise CallerError(exc) from exc
+
+    def _map(self, storage, location: str, nbytes: int):
         ml = self._map_location
         target = None  # a device map_location asks for explicitly
         if isinstance(ml, dict):
@@ -173,8 +179,6 @@ class _LoadPolicy:
                 return result
             if result is not None:
                 raise TypeError(f"map_location returned a {type(result).__name__}, expected a storage or None")
-        elif ml is not None:
-            raise TypeError(f"map_location must be None, a str, a device, a dict or a callable, got {type(ml)}")
         if target is None:
             device(location)  # validates it; storages saved on an accelerator load on the CPU
         elif device(target).type != "cpu":
@@ -213,6 +217,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         raise TypeError(f"ember.load got unexpected keyword arguments {sorted(pickle_load_args)}")
     if mmap and not _is_path(f):
         raise ValueError("f must be a file path in order to use the mmap argument")
+    if map_location is not None and not isinstance(map_location, (str, device, dict)) and not callable(map_location):
+        raise TypeError(f"map_location must be None, a str, a device, a dict or a callable, got {type(map_location)}")
     source = describe(f)
     if _is_path(f):
         with open(f, "rb") as fh:

@@ -14,6 +14,15 @@ class UnpicklingError(pickle.UnpicklingError, RuntimeError):
     """
 
 
+class CallerError(Exception):
+    """Carries an error of the caller's own making (e.g. a bad ``map_location``) through the
+    unpickler, which otherwise reports every failure as a corrupt stream."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
 def describe(source) -> str:
     """A short name for error messages: the file's path, or the type of the file object."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ._errors import UnpicklingError
+from ._errors import CallerError, UnpicklingError
 
 _MAX_PROTOCOL = 5
 
@@ -129,6 +129,8 @@ class SafeUnpickler:
                 handler(self)
             except UnpicklingError:
                 raise
+            except CallerError as exc:
+                raise exc.error from None
             except Exception as exc:  # a malformed stream: wrong arguments, unhashable keys, bad views ...
                 raise UnpicklingError(f"{type(exc).__name__} at pickle offset {at}: {exc}") from exc
 

@@ -230,6 +230,8 @@ def find_global(module: str, name: str, source: str):
         return value
     if module == "torch" and name in _KNOWN_TORCH_DTYPES:
         raise UnpicklingError(f"{source}: dtype torch.{name} is not supported by ember")
+    if module in _STORAGE_MODULES and name.endswith("Storage"):
+        raise UnpicklingError(f"{source}: storages of type torch.{name} are not supported by ember")
     raise UnpicklingError(
         f"{source}: the checkpoint refers to the global '{module}.{name}', which ember.load does not allow "
         "(checkpoints may hold only tensors, dtypes, numbers, strings and containers); nothing was executed"

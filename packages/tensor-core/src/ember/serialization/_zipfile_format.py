@@ -113,9 +113,9 @@ class ZipReader:
             prefix, _, rest = info.filename.partition("/")
             prefixes.add(prefix)
             self._records[rest] = info
+        if "constants.pkl" in self._records or any(k.startswith("code/") for k in self._records):
+            raise RuntimeError(f"{source} is a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
         if len(prefixes) != 1 or "data.pkl" not in self._records:
-            if "constants.pkl" in self._records or any(k.startswith("code/") for k in self._records):
-                raise RuntimeError(f"{source} is a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
             raise RuntimeError(f"{source} is not a valid checkpoint: no single <archive>/data.pkl record")
         self._map = None
         if use_mmap:
