@@ -20,3 +20,8 @@ from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
+
+# `ember.nn` star-imports this package: export the layers, not the submodules (a submodule
+# named `utils` would shadow `ember.nn.utils`).
+__all__ = [name for name, value in dict(globals()).items()
+           if not name.startswith("_") and not isinstance(value, type(__import__("sys")))]
