@@ -45,8 +45,9 @@ class _SaveHook:
             if type(obj) is Tensor:
                 return self._tensor(obj)
             if type(obj).__name__ == "Parameter":  # ember.nn.Parameter (a package above the core)
+                # As torch does: the data is saved without requires_grad, the parameter carries it.
                 return Reduce(Global("torch._utils", "_rebuild_parameter"),
-                              (self._tensor(obj), obj.requires_grad, OrderedDict()))
+                              (self._tensor(obj, requires_grad=False), obj.requires_grad, OrderedDict()))
             return None
         if isinstance(obj, dt.dtype):
             return Global("torch", obj.name)
@@ -56,7 +57,7 @@ class _SaveHook:
             return Reduce(Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return None
 
-    def _tensor(self, t: Tensor) -> Reduce:
+    def _tensor(self, t: Tensor, requires_grad: bool | None = None) -> Reduce:
         if t._device.type == "meta":
             raise RuntimeError("ember.save cannot save a tensor on the meta device: it has no data")
         if t._device.type != "cpu":
@@ -70,9 +71,10 @@ class _SaveHook:
             raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
         numel = storage.nbytes() // t.dtype.itemsize
         pid = ("storage", Global("torch", tg.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
+        if requires_grad is None:
+            requires_grad = t._requires_grad
         return Reduce(Global("torch._utils", "_rebuild_tensor_v2"),
-                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), t._requires_grad,
-                       OrderedDict()))
+                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), requires_grad, OrderedDict()))
 
 
 def _write_archive(f, archive: str, data_pkl: bytes, storages, byteorder_record: bool, force_zip64=False):
