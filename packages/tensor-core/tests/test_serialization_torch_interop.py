@@ -252,3 +252,8 @@ def test_big_endian_file_is_byteswapped(tmp_path):
     reference = torch.load(out, weights_only=True)  # torch swaps too: same values
     for name in tensors:
         assert_matches(loaded[name], reference[name])
+
+
+def test_raw_storage_loads_as_a_storage():
+    out = torch_to_ember(torch.arange(3, dtype=torch.int16).untyped_storage())
+    assert bytes(memoryview(out)) == torch.arange(3, dtype=torch.int16).numpy().tobytes()

@@ -4,7 +4,8 @@ Loading never runs code from a file: ember interprets the pickle itself and allo
 globals a checkpoint of tensors needs (see docs/deviations.md, "Checkpoints").
 """
 
+from . import safetensors
 from ._checkpoint import load, save
 from ._errors import UnpicklingError
 
-__all__ = ["UnpicklingError", "load", "save"]
+__all__ = ["UnpicklingError", "load", "safetensors", "save"]

@@ -245,10 +245,12 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
         policy = _LoadPolicy(reader, source, map_location, swap)
         data = reader.read("data.pkl")
         try:
-            return SafeUnpickler(data, policy, source, encoding, errors).load()
+            result = SafeUnpickler(data, policy, source, encoding, errors).load()
         except UnpicklingError as exc:
             if str(exc).startswith(source):
                 raise
             raise UnpicklingError(f"{source}: {exc}") from exc
+        # torch.save(tensor.untyped_storage()): the storage itself, as Tensor.untyped_storage() gives it.
+        return result.storage if isinstance(result, tg.LoadedStorage) else result
     finally:
         reader.close()
