@@ -205,6 +205,30 @@ def test_tensor_with_python_attributes():
     t.note = "hello"
     out = torch_to_ember(t)
     assert out.note == "hello" and out.tolist() == [1.0, 1.0]
+    back = ember_to_torch(out)
+    assert type(back) is torch.Tensor and back.note == "hello" and back.tolist() == [1.0, 1.0]
+
+
+def test_parameter_with_python_attributes_both_ways():
+    p = torch.nn.Parameter(torch.ones(2))
+    p.tag = 3
+    out = torch_to_ember(p)
+    assert out.tag == 3 and out.requires_grad
+
+    class Parameter(ember.Tensor):
+        pass
+
+    ep = ember.Tensor._make_subclass(Parameter, ember.ones(2), True)
+    ep.tag = [1, "x"]
+    back = ember_to_torch(ep)
+    assert type(back) is torch.nn.Parameter and back.tag == [1, "x"]
+
+
+def test_tensor_attribute_of_unsupported_type_is_refused():
+    t = ember.ones(2)
+    t.helper = object()
+    with pytest.raises(TypeError, match="object"):
+        ember.save(t, io.BytesIO())
 
 
 def test_unsupported_torch_dtype_is_named():

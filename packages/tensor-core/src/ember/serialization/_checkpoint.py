@@ -42,12 +42,20 @@ class _SaveHook:
 
     def __call__(self, obj):
         if isinstance(obj, Tensor):
+            # Python attributes set on a tensor travel with it, as torch.save keeps them.
+            state = dict(vars(obj)) or None
             if type(obj) is Tensor:
-                return self._tensor(obj)
+                if state is None:
+                    return self._tensor(obj)
+                return Reduce(Global("torch._tensor", "_rebuild_from_type_v2"),
+                              (Global("torch._utils", "_rebuild_tensor_v2"), Global("torch", "Tensor"),
+                               self._tensor(obj).args, state))
             if type(obj).__name__ == "Parameter":  # ember.nn.Parameter (a package above the core)
                 # As torch does: the data is saved without requires_grad, the parameter carries it.
-                return Reduce(Global("torch._utils", "_rebuild_parameter"),
-                              (self._tensor(obj, requires_grad=False), obj.requires_grad, OrderedDict()))
+                args = (self._tensor(obj, requires_grad=False), obj.requires_grad, OrderedDict())
+                if state is None:
+                    return Reduce(Global("torch._utils", "_rebuild_parameter"), args)
+                return Reduce(Global("torch._utils", "_rebuild_parameter_with_state"), args + (state,))
             return None
         if isinstance(obj, dt.dtype):
             return Global("torch", obj.name)
