@@ -233,11 +233,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if _is_path(f):
         with open(f, "rb") as fh:
             return _load_from(fh, source, map_location, encoding, errors, bool(mmap))
-    if not (hasattr(f, "read") and hasattr(f, "seek")):
+    if not hasattr(f, "read"):
         raise AttributeError(f"ember.load expects a path or a readable binary file, got {type(f).__name__}")
     seekable = getattr(f, "seekable", None)
-    if seekable is not None and not seekable():
-        f = io.BytesIO(f.read())
+    if not hasattr(f, "seek") or (seekable is not None and not seekable()):
+        f = io.BytesIO(f.read())  # a zip is read from its end: a pipe is buffered first
     return _load_from(f, source, map_location, encoding, errors, False)
 
 
