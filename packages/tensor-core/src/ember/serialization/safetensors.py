@@ -9,7 +9,6 @@ by dtype (largest alignment first) then name, so every tensor's data is aligned.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 
@@ -90,6 +89,8 @@ def _header(items, metadata) -> bytes:
     for name, t in items:
         header[name] = {"dtype": _CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + t.nbytes]}
         offset += t.nbytes
+    import json  # lazily: `import ember` should not pay for it
+
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
     return struct.pack("<Q", len(text)) + text
@@ -119,6 +120,8 @@ def save_file(tensors: dict[str, Tensor], filename, metadata: dict[str, str] | N
 
 def _parse_header(raw: bytes, data_len: int) -> list[tuple[str, object, tuple, int, int]]:
     """Validated entries (name, dtype, shape, begin, end), in data order."""
+    import json
+
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
