@@ -15,12 +15,13 @@ from collections import OrderedDict
 
 from .. import _C
 from .._src import dtypes as dt
-from .._src.device import CPU, device
+from .._src.device import device
 from .._src.shapes import Size
-from .._src.tensor import Tensor, make_tensor
+from .._src.tensor import Tensor
 from . import _torch_globals as tg
 from ._atomic import atomic_write
 from ._errors import CallerError, UnpicklingError, describe
+from ._fixups import byteswap, normalize_bools
 from ._pickle_reader import SafeUnpickler
 from ._pickle_writer import Global, Persistent, Pickler, Reduce
 from ._zipfile_format import ZipReader, ZipWriter
@@ -161,7 +162,9 @@ class _LoadPolicy:
         if storage is None:
             storage = self._reader.read_storage(f"data/{key}", nbytes)
             if self._swap_bytes and dtype.itemsize > 1:
-                _byteswap(storage, dtype.itemsize)
+                byteswap(storage, dtype.itemsize)
+            if dtype is dt.bool:
+                normalize_bools(storage)
             storage = self._place(storage, location, nbytes)
             self._storages[key] = storage
         elif storage.nbytes() < nbytes:
@@ -202,13 +205,6 @@ def _text(value) -> str:
     if type(value) is not str:
         raise UnpicklingError(f"storage key/location must be a str, got {type(value).__name__}")
     return value
-
-
-def _byteswap(storage, itemsize: int) -> None:
-    """In place: each itemsize-byte element reversed (a big-endian file on a little-endian host)."""
-    n = storage.nbytes() // itemsize
-    rows = make_tensor(storage, (n, itemsize), (itemsize, 1), 0, dt.uint8, CPU)
-    rows.copy_(rows.flip(1))
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):

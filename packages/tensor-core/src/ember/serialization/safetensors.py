@@ -17,6 +17,7 @@ from .._src import dtypes as dt
 from .._src.device import CPU, device
 from .._src.tensor import Tensor, make_tensor
 from ._atomic import atomic_write
+from ._fixups import normalize_bools
 
 __all__ = ["SafetensorError", "load", "load_file", "save", "save_file"]
 
@@ -193,6 +194,8 @@ def load(data: bytes) -> dict[str, Tensor]:
     for name, d, shape, begin, end in _parse_header(bytes(view[8:8 + n]), len(body)):
         t, target = _new_tensor(d, shape, end - begin)
         target[:] = body[begin:end]
+        if d is dt.bool:
+            normalize_bools(t.untyped_storage())
         out[name] = t
     return out
 
@@ -211,6 +214,8 @@ def load_file(filename, device: str | int = "cpu") -> dict[str, Tensor]:
             f.seek(8 + n + begin)
             if f.readinto(target) != end - begin:
                 raise SafetensorError(f"Error while deserializing: file truncated in tensor `{name}`")
+            if d is dt.bool:
+                normalize_bools(t.untyped_storage())
             out[name] = t
     return out
 
