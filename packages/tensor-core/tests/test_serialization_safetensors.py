@@ -230,3 +230,11 @@ def test_header_matches_reference_with_several_metadata_keys(st):
 
     ours, theirs = header(est.save(tensors, metadata)), header(st.save(torch_dict(tensors), metadata))
     assert ours == theirs
+
+
+def test_bool_bytes_other_than_0_and_1_are_normalized(tmp_path):
+    data = frame({"b": {"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]}}, bytes([0, 7, 1]))
+    path = tmp_path / "b.safetensors"
+    path.write_bytes(data)
+    for out in (est.load(data)["b"], est.load_file(path)["b"]):
+        assert bytes(memoryview(out.untyped_storage())) == bytes([0, 1, 1])

@@ -317,3 +317,11 @@ def test_saved_file_gets_normal_permissions(tmp_path):
     plain = tmp_path / "plain"
     plain.write_bytes(b"")
     assert (path.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777)
+
+
+def test_bool_bytes_other_than_0_and_1_are_normalized():
+    stream = assemble(tensor_call((4,), (1,), storage="BoolStorage"))
+    out = ember.load(zip_with(stream, {"data/0": bytes([0, 1, 2, 255])}))
+    assert out.tolist() == [False, True, True, True]
+    assert bytes(memoryview(out.untyped_storage())) == bytes([0, 1, 1, 1])
+    assert out.sum().item() == 3

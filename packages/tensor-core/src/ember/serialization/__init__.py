@@ -7,4 +7,12 @@ globals a checkpoint of tensors needs (see docs/deviations.md, "Checkpoints").
 from ._checkpoint import load, save
 from ._errors import UnpicklingError
 
-__all__ = ["UnpicklingError", "load", "save"]
+__all__ = ["UnpicklingError", "load", "safetensors", "save"]
+
+
+def __getattr__(name):
+    if name == "safetensors":  # imported on first use (it needs json)
+        import importlib
+
+        return importlib.import_module(__name__ + ".safetensors")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

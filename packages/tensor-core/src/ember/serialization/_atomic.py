@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 
 
 @contextlib.contextmanager
@@ -19,7 +18,7 @@ def atomic_write(path):
         path = os.fsdecode(path)
     folder, base = os.path.split(os.path.abspath(path))
     while True:
-        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
+        tmp = os.path.join(folder, f".{base}.{os.urandom(6).hex()}.tmp")
         try:
             # 0o666 and the process umask: the same mode a plain open() would give the file.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)

@@ -15,12 +15,13 @@ from collections import OrderedDict
 
 from .. import _C
 from .._src import dtypes as dt
-from .._src.device import CPU, device
+from .._src.device import device
 from .._src.shapes import Size
-from .._src.tensor import Tensor, make_tensor
+from .._src.tensor import Tensor
 from . import _torch_globals as tg
 from ._atomic import atomic_write
 from ._errors import CallerError, UnpicklingError, describe
+from ._fixups import byteswap, normalize_bools
 from ._pickle_reader import SafeUnpickler
 from ._pickle_writer import Global, Persistent, Pickler, Reduce
 from ._zipfile_format import ZipReader, ZipWriter
@@ -42,11 +43,20 @@ class _SaveHook:
 
     def __call__(self, obj):
         if isinstance(obj, Tensor):
+            # Python attributes set on a tensor travel with it, as torch.save keeps them.
+            state = dict(vars(obj)) or None
             if type(obj) is Tensor:
-                return self._tensor(obj)
+                if state is None:
+                    return self._tensor(obj)
+                return Reduce(Global("torch._tensor", "_rebuild_from_type_v2"),
+                              (Global("torch._utils", "_rebuild_tensor_v2"), Global("torch", "Tensor"),
+                               self._tensor(obj).args, state))
             if type(obj).__name__ == "Parameter":  # ember.nn.Parameter (a package above the core)
-                return Reduce(Global("torch._utils", "_rebuild_parameter"),
-                              (self._tensor(obj), obj.requires_grad, OrderedDict()))
+                # As torch does: the data is saved without requires_grad, the parameter carries it.
+                args = (self._tensor(obj, requires_grad=False), obj.requires_grad, OrderedDict())
+                if state is None:
+                    return Reduce(Global("torch._utils", "_rebuild_parameter"), args)
+                return Reduce(Global("torch._utils", "_rebuild_parameter_with_state"), args + (state,))
             return None
         if isinstance(obj, dt.dtype):
             return Global("torch", obj.name)
@@ -56,7 +66,7 @@ class _SaveHook:
             return Reduce(Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return None
 
-    def _tensor(self, t: Tensor) -> Reduce:
+    def _tensor(self, t: Tensor, requires_grad: bool | None = None) -> Reduce:
         if t._device.type == "meta":
             raise RuntimeError("ember.save cannot save a tensor on the meta device: it has no data")
         if t._device.type != "cpu":
@@ -70,9 +80,10 @@ class _SaveHook:
             raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
         numel = storage.nbytes() // t.dtype.itemsize
         pid = ("storage", Global("torch", tg.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
+        if requires_grad is None:
+            requires_grad = t._requires_grad
         return Reduce(Global("torch._utils", "_rebuild_tensor_v2"),
-                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), t._requires_grad,
-                       OrderedDict()))
+                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), requires_grad, OrderedDict()))
 
 
 def _write_archive(f, archive: str, data_pkl: bytes, storages, byteorder_record: bool, force_zip64=False):
@@ -151,7 +162,9 @@ class _LoadPolicy:
         if storage is None:
             storage = self._reader.read_storage(f"data/{key}", nbytes)
             if self._swap_bytes and dtype.itemsize > 1:
-                _byteswap(storage, dtype.itemsize)
+                byteswap(storage, dtype.itemsize)
+            if dtype is dt.bool:
+                normalize_bools(storage)
             storage = self._place(storage, location, nbytes)
             self._storages[key] = storage
         elif storage.nbytes() < nbytes:
@@ -194,13 +207,6 @@ def _text(value) -> str:
     return value
 
 
-def _byteswap(storage, itemsize: int) -> None:
-    """In place: each itemsize-byte element reversed (a big-endian file on a little-endian host)."""
-    n = storage.nbytes() // itemsize
-    rows = make_tensor(storage, (n, itemsize), (itemsize, 1), 0, dt.uint8, CPU)
-    rows.copy_(rows.flip(1))
-
-
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
     """Loads an object saved by ``ember.save`` or ``torch.save`` (the zip format).
 
@@ -223,11 +229,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if _is_path(f):
         with open(f, "rb") as fh:
             return _load_from(fh, source, map_location, encoding, errors, bool(mmap))
-    if not (hasattr(f, "read") and hasattr(f, "seek")):
+    if not hasattr(f, "read"):
         raise AttributeError(f"ember.load expects a path or a readable binary file, got {type(f).__name__}")
     seekable = getattr(f, "seekable", None)
-    if seekable is not None and not seekable():
-        f = io.BytesIO(f.read())
+    if not hasattr(f, "seek") or (seekable is not None and not seekable()):
+        f = io.BytesIO(f.read())  # a zip is read from its end: a pipe is buffered first
     return _load_from(f, source, map_location, encoding, errors, False)
 
 
@@ -243,10 +249,12 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
         policy = _LoadPolicy(reader, source, map_location, swap)
         data = reader.read("data.pkl")
         try:
-            return SafeUnpickler(data, policy, source, encoding, errors).load()
+            result = SafeUnpickler(data, policy, source, encoding, errors).load()
         except UnpicklingError as exc:
             if str(exc).startswith(source):
                 raise
             raise UnpicklingError(f"{source}: {exc}") from exc
+        # torch.save(tensor.untyped_storage()): the storage itself, as Tensor.untyped_storage() gives it.
+        return result.storage if isinstance(result, tg.LoadedStorage) else result
     finally:
         reader.close()

@@ -242,16 +242,6 @@ class SafeUnpickler:
     def _tuple(self):
         self._push(tuple(self._pop_mark()))
 
-    def _tuple_n(n: int):  # noqa: N805 - builds the TUPLE1/2/3 handlers
-        def handler(self):
-            if len(self._stack) < n:
-                raise UnpicklingError("unpickling stack underflow")
-            items = tuple(self._stack[-n:])
-            del self._stack[-n:]
-            self._push(items)
-
-        return handler
-
     def _frozenset(self):
         self._push(frozenset(self._pop_mark()))
 
@@ -301,13 +291,6 @@ class SafeUnpickler:
     def _float(self):
         self._push(float(self._readline().decode("ascii")))
 
-    def _long_n(fmt: str):  # noqa: N805
-        def handler(self):
-            n = self._unpack(fmt)
-            self._push(int.from_bytes(self._read(n), "little", signed=True))
-
-        return handler
-
     def _string(self):
         raw = self._readline()
         if len(raw) < 2 or raw[0] != raw[-1] or raw[:1] not in (b"'", b'"'):
@@ -318,23 +301,44 @@ class SafeUnpickler:
         # Python 2 ``str``: bytes when encoding='bytes', else text (PyTorch loads with utf-8).
         return data if self._encoding == "bytes" else data.decode(self._encoding, self._errors)
 
-    def _sized(fmt: str, kind: str):  # noqa: N805 - builds the length-prefixed opcode handlers
-        def handler(self):
-            n = self._unpack(fmt)
-            raw = self._read(n)
-            if kind == "str":
-                self._push(raw.decode("utf-8", "surrogatepass"))
-            elif kind == "py2":
-                self._push(self._decode_py2(raw))
-            elif kind == "bytearray":
-                self._push(bytearray(raw))
-            else:
-                self._push(raw)
-
-        return handler
-
     def _unicode(self):
         self._push(self._readline().decode("raw-unicode-escape"))
+
+
+# Handler factories for opcode families that differ only in a width or a result type.
+def _tuple_n(n: int):
+    def handler(self):
+        if len(self._stack) < n:
+            raise UnpicklingError("unpickling stack underflow")
+        items = tuple(self._stack[-n:])
+        del self._stack[-n:]
+        self._push(items)
+
+    return handler
+
+
+def _long_n(fmt: str):
+    def handler(self):
+        n = self._unpack(fmt)
+        self._push(int.from_bytes(self._read(n), "little", signed=True))
+
+    return handler
+
+
+def _sized(fmt: str, kind: str):
+    def handler(self):
+        n = self._unpack(fmt)
+        raw = self._read(n)
+        if kind == "str":
+            self._push(raw.decode("utf-8", "surrogatepass"))
+        elif kind == "py2":
+            self._push(self._decode_py2(raw))
+        elif kind == "bytearray":
+            self._push(bytearray(raw))
+        else:
+            self._push(raw)
+
+    return handler
 
 
 def _parse_int(line: bytes) -> int:
@@ -371,8 +375,8 @@ _DISPATCH: dict[int, Callable] = {
         b"c": S._global, b"\x93": S._stack_global, b"R": S._reduce, b"\x81": S._newobj, b"\x92": S._newobj_ex,
         b"i": S._inst, b"o": S._obj, b"b": S._build, b"Q": S._binpersid, b"P": S._persid,
         b"a": S._append, b"e": S._appends, b"s": S._setitem, b"u": S._setitems, b"\x90": S._additems,
-        b"l": S._list, b"d": S._dict, b"t": S._tuple, b"\x85": S._tuple_n(1), b"\x86": S._tuple_n(2),
-        b"\x87": S._tuple_n(3), b"\x91": S._frozenset,
+        b"l": S._list, b"d": S._dict, b"t": S._tuple, b"\x85": _tuple_n(1), b"\x86": _tuple_n(2),
+        b"\x87": _tuple_n(3), b"\x91": S._frozenset,
         b"]": lambda self: self._push([]), b"}": lambda self: self._push({}), b")": lambda self: self._push(()),
         b"\x8f": lambda self: self._push(set()),
         b"0": S._pop_op, b"1": S._pop_mark_op, b"2": S._dup,
@@ -383,12 +387,12 @@ _DISPATCH: dict[int, Callable] = {
         b"I": S._int, b"L": S._long, b"F": S._float,
         b"J": lambda self: self._push(self._unpack("<i")), b"K": lambda self: self._push(self._read(1)[0]),
         b"M": lambda self: self._push(self._unpack("<H")), b"G": lambda self: self._push(self._unpack(">d")),
-        b"\x8a": S._long_n("<B"), b"\x8b": S._long_n("<i"),
+        b"\x8a": _long_n("<B"), b"\x8b": _long_n("<i"),
         b"S": S._string, b"V": S._unicode,
-        b"T": S._sized("<i", "py2"), b"U": S._sized("<B", "py2"),
-        b"X": S._sized("<I", "str"), b"\x8c": S._sized("<B", "str"), b"\x8d": S._sized("<Q", "str"),
-        b"B": S._sized("<I", "bytes"), b"C": S._sized("<B", "bytes"), b"\x8e": S._sized("<Q", "bytes"),
-        b"\x96": S._sized("<Q", "bytearray"),
+        b"T": _sized("<i", "py2"), b"U": _sized("<B", "py2"),
+        b"X": _sized("<I", "str"), b"\x8c": _sized("<B", "str"), b"\x8d": _sized("<Q", "str"),
+        b"B": _sized("<I", "bytes"), b"C": _sized("<B", "bytes"), b"\x8e": _sized("<Q", "bytes"),
+        b"\x96": _sized("<Q", "bytearray"),
     }.items()
 }
 del S

@@ -171,13 +171,17 @@ def _encode(text, encoding="latin1"):
     return text.encode("latin1")
 
 
-def _bytearray(data=b"", encoding=None):
-    # Never bytearray(n): a size from the file must not choose an allocation.
+def _bytes(data=b"", encoding=None):
+    # Never bytes(n) / bytearray(n): a size from the file must not choose an allocation.
     if type(data) is str:
         data = _encode(data, encoding)
     if type(data) is not bytes:
-        raise UnpicklingError("bytearray must be rebuilt from bytes")
-    return bytearray(data)
+        raise UnpicklingError("bytes and bytearray must be rebuilt from bytes or latin1 text")
+    return data
+
+
+def _bytearray(data=b"", encoding=None):
+    return bytearray(_bytes(data, encoding))
 
 
 def _size(*args):
@@ -199,6 +203,7 @@ def build_allowed() -> dict[tuple[str, str], object]:
     for cls in (set, frozenset, complex):
         allowed["builtins", cls.__name__] = Constructor(f"builtins.{cls.__name__}", cls)
     allowed["builtins", "bytearray"] = Constructor("builtins.bytearray", _bytearray)
+    allowed["builtins", "bytes"] = Constructor("builtins.bytes", _bytes)  # how pickle spells b"" before protocol 3
     allowed["_codecs", "encode"] = Constructor("_codecs.encode", _encode)
     for fn in (rebuild_tensor, rebuild_tensor_v2, rebuild_tensor_v3, rebuild_parameter,
                rebuild_parameter_with_state):

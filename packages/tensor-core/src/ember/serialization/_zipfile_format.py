@@ -18,11 +18,8 @@ the reader is the standard ``zipfile`` module plus the checks a hostile file nee
 
 from __future__ import annotations
 
-import ctypes
 import io
-import mmap as _mmap
 import struct
-import zipfile
 import zlib
 
 from .. import _C
@@ -91,6 +88,8 @@ class ZipReader:
     """Validated access to a checkpoint zip's records; every failure is a ``RuntimeError``."""
 
     def __init__(self, f, source: str, use_mmap: bool = False):
+        import zipfile  # here, not at module level: `import ember` should not pay for it
+
         self._source = source
         f.seek(0, io.SEEK_END)
         self._size = f.tell()
@@ -119,19 +118,22 @@ class ZipReader:
             raise RuntimeError(f"{source} is not a valid checkpoint: no single <archive>/data.pkl record")
         self._map = None
         if use_mmap:
+            import ctypes
+            import mmap
+
             # A private (copy-on-write) mapping: tensors may be written to, the file never is.
-            self._map = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
             self._map_owner = ctypes.c_char.from_buffer(self._map)
             self._map_address = ctypes.addressof(self._map_owner)
 
     def has_record(self, name: str) -> bool:
         return name in self._records
 
-    def _info(self, name: str) -> zipfile.ZipInfo:
+    def _info(self, name: str):
         info = self._records.get(name)
         if info is None:
             raise RuntimeError(f"{self._source} is missing the record '{name}'")
-        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        if info.compress_type != 0 or info.flag_bits & 0x1:  # 0: ZIP_STORED; bit 0: encrypted
             raise RuntimeError(f"{self._source}: record '{name}' is compressed or encrypted; checkpoints store "
                                "records uncompressed")
         if info.file_size != info.compress_size or info.header_offset + info.compress_size > self._size:
@@ -179,7 +181,7 @@ class ZipReader:
             raise RuntimeError(f"{self._source}: cannot read storage record '{name}' ({exc})") from exc
         return storage
 
-    def _mapped(self, info: zipfile.ZipInfo, nbytes: int):
+    def _mapped(self, info, nbytes: int):
         header = self._map[info.header_offset:info.header_offset + 30]
         if len(header) < 30 or header[:4] != b"PK\x03\x04":
             raise RuntimeError(f"{self._source}: bad local header for record '{info.filename}'")

@@ -9,7 +9,6 @@ by dtype (largest alignment first) then name, so every tensor's data is aligned.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 
@@ -18,6 +17,7 @@ from .._src import dtypes as dt
 from .._src.device import CPU, device
 from .._src.tensor import Tensor, make_tensor
 from ._atomic import atomic_write
+from ._fixups import normalize_bools
 
 __all__ = ["SafetensorError", "load", "load_file", "save", "save_file"]
 
@@ -90,6 +90,8 @@ def _header(items, metadata) -> bytes:
     for name, t in items:
         header[name] = {"dtype": _CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + t.nbytes]}
         offset += t.nbytes
+    import json  # lazily: `import ember` should not pay for it
+
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
     return struct.pack("<Q", len(text)) + text
@@ -119,6 +121,8 @@ def save_file(tensors: dict[str, Tensor], filename, metadata: dict[str, str] | N
 
 def _parse_header(raw: bytes, data_len: int) -> list[tuple[str, object, tuple, int, int]]:
     """Validated entries (name, dtype, shape, begin, end), in data order."""
+    import json
+
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -190,6 +194,8 @@ def load(data: bytes) -> dict[str, Tensor]:
     for name, d, shape, begin, end in _parse_header(bytes(view[8:8 + n]), len(body)):
         t, target = _new_tensor(d, shape, end - begin)
         target[:] = body[begin:end]
+        if d is dt.bool:
+            normalize_bools(t.untyped_storage())
         out[name] = t
     return out
 
@@ -208,6 +214,8 @@ def load_file(filename, device: str | int = "cpu") -> dict[str, Tensor]:
             f.seek(8 + n + begin)
             if f.readinto(target) != end - begin:
                 raise SafetensorError(f"Error while deserializing: file truncated in tensor `{name}`")
+            if d is dt.bool:
+                normalize_bools(t.untyped_storage())
             out[name] = t
     return out
 
