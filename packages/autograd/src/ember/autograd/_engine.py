@@ -105,7 +105,11 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     (out of place, recorded, when the graph of the gradient is being built)."""
     old = variable.grad
     if old is None:
-        if _STATE.grad_enabled:
+        if variable.is_contiguous() and not g.is_contiguous():
+            # The layout contract: a contiguous parameter gets a contiguous gradient, so that
+            # optimizer updates mixing the two run as dense loops, not strided ones.
+            variable.grad = g.contiguous() if _STATE.grad_enabled else g.detach().contiguous()
+        elif _STATE.grad_enabled:
             variable.grad = g.clone()
         elif _stealable(g):
             variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
