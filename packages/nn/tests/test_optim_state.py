@@ -23,6 +23,8 @@ ONE_CONFIG_EACH = [
     ("Adamax", dict(lr=0.01)),
     ("NAdam", dict(lr=0.01)),
     ("RAdam", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.01)),
+    ("ASGD", dict(lr=0.05, t0=3)),
 ]
 IDS = [name for name, _ in ONE_CONFIG_EACH]
 
@@ -36,13 +38,22 @@ def _started(name, kwargs, steps=10):
     return ours, opt_ours, theirs, opt_theirs
 
 
-def _fresh_copy(model, arrays_from):
-    """A new ember model whose weights are ``arrays_from``'s current weights."""
-    clone, _ = pair()
-    with ember.no_grad():
-        for p, a in zip(clone.params, arrays_from.arrays()):
-            p.copy_(ember.tensor(a, dtype=p.dtype))
+def _fresh_copy(lib, source):
+    """A new model in ``lib`` whose weights are ``source``'s current weights."""
+    ours, theirs = pair()
+    clone = ours if lib is ember else theirs
+    with lib.no_grad():
+        for p, a in zip(clone.params, source.arrays()):
+            p.copy_(lib.tensor(a, dtype=p.dtype))
     return clone
+
+
+def _resumed_pytorch(name, theirs, opt_theirs):
+    """PyTorch's own run, resumed the same way (loading casts some state, e.g. ASGD's eta)."""
+    model = _fresh_copy(torch, theirs)
+    optimizer = getattr(torch.optim, name)(model.params)
+    optimizer.load_state_dict(copy.deepcopy(opt_theirs.state_dict()))
+    return model, optimizer
 
 
 @pytest.mark.parametrize("name, kwargs", ONE_CONFIG_EACH, ids=IDS)
@@ -65,20 +76,22 @@ def test_state_dict_has_pytorchs_format(name, kwargs):
 def test_state_dict_round_trip_continues_the_trajectory(name, kwargs):
     ours, opt_ours, theirs, opt_theirs = _started(name, kwargs)
     saved = copy.deepcopy(opt_ours.state_dict())
-    resumed = _fresh_copy(ours, ours)
+    resumed = _fresh_copy(ember, ours)
     opt_resumed = getattr(ember.optim, name)(resumed.params, lr=123.0)  # options come from the dict
     opt_resumed.load_state_dict(saved)
     assert opt_resumed.param_groups[0]["lr"] == kwargs.get("lr", opt_ours.defaults["lr"])
+    theirs, opt_theirs = _resumed_pytorch(name, theirs, opt_theirs)
     assert_same_trajectory(train(resumed, opt_resumed, 10), train(theirs, opt_theirs, 10))
 
 
 @pytest.mark.parametrize("name, kwargs", ONE_CONFIG_EACH, ids=IDS)
 def test_load_a_pytorch_state_dict(name, kwargs):
     _, _, theirs, opt_theirs = _started(name, kwargs)
-    resumed = _fresh_copy(None, theirs)
+    resumed = _fresh_copy(ember, theirs)
     opt_resumed = getattr(ember.optim, name)(resumed.params)
     opt_resumed.load_state_dict(to_ember(copy.deepcopy(opt_theirs.state_dict())))
     assert resumed.params[0] in opt_resumed.state
+    theirs, opt_theirs = _resumed_pytorch(name, theirs, opt_theirs)
     assert_same_trajectory(train(resumed, opt_resumed, 10), train(theirs, opt_theirs, 10))
 
 
@@ -164,6 +177,8 @@ def _invalid_cases():
         ("NAdam", dict(momentum_decay=-1.0), "Invalid momentum_decay value: -1.0"),
         ("RAdam", dict(eps=-1.0), "Invalid epsilon value: -1.0"),
         ("LBFGS", dict(lr=-1.0), "Invalid learning rate: -1.0"),
+        ("Rprop", dict(etas=(1.0, 1.2)), "Invalid eta values: 1.0, 1.2"),
+        ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1.0"),
     ]
 
 
