@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
-from optim_helpers import assert_params_close, assert_same_trajectory, model_arrays, pair, train
+from optim_helpers import assert_params_close, assert_same_trajectory, model_arrays, pair, to_ember, train
 
 import ember
 import ember.optim
@@ -94,6 +96,17 @@ def test_tensor_lr(name):
     assert isinstance(opt.param_groups[0]["lr"], ember.Tensor)
 
 
+def test_tensor_betas():
+    (_, _, ours), (_, _, theirs) = run_both(
+        "Adam",
+        None,
+        make_kwargs=lambda lib: dict(
+            lr=0.01, betas=(lib.tensor(0.8, dtype=lib.float64), lib.tensor(0.99, dtype=lib.float64))
+        ),
+    )
+    assert_same_trajectory(ours, theirs)
+
+
 @pytest.mark.parametrize("name", ["SGD", "Adam", "Adagrad", "NAdam"])
 def test_param_groups_with_own_options(name):
     ours, theirs = pair()
@@ -139,6 +152,22 @@ def test_lbfgs(line_search_fn, history_size):
     assert state_ours["func_evals"] == state_theirs["func_evals"]
     assert state_ours["n_iter"] == state_theirs["n_iter"]
     assert len(state_ours["old_dirs"]) == len(state_theirs["old_dirs"])
+
+
+def test_lbfgs_resumes_from_a_pytorch_state_dict():
+    ours, theirs = pair(model_arrays(seed=1))
+    kwargs = dict(max_iter=5, history_size=4, line_search_fn="strong_wolfe")
+    opt_theirs = torch.optim.LBFGS(theirs.params, **kwargs)
+    opt_theirs.step(theirs.closure(opt_theirs))
+    with ember.no_grad():
+        for p, a in zip(ours.params, theirs.arrays()):
+            p.copy_(ember.tensor(a, dtype=p.dtype))
+    opt_ours = ember.optim.LBFGS(ours.params, **kwargs)
+    opt_ours.load_state_dict(to_ember(copy.deepcopy(opt_theirs.state_dict())))
+    for k in range(2):
+        opt_ours.step(ours.closure(opt_ours))
+        opt_theirs.step(theirs.closure(opt_theirs))
+        assert_params_close(ours, theirs, where=f"after step {k}", rtol=1e-8, atol=1e-10)
 
 
 def test_lbfgs_stops_at_a_minimum():
