@@ -304,3 +304,34 @@ def test_no_warnings_in_a_normal_step():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train(ours, opt, 2)
+
+
+def test_pickle_round_trip_keeps_state_and_groups():
+    import pickle
+
+    ours, _ = pair()
+    opt = ember.optim.Adam(ours.params, lr=0.01)
+    train(ours, opt, 2)
+    clone = pickle.loads(pickle.dumps(opt))
+    assert clone.param_groups[0]["lr"] == 0.01 and len(clone.state) == 4
+    assert clone.register_step_pre_hook(lambda *a: None) is not None  # hooks restored empty
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD"])
+def test_training_under_one_cycle_matches_pytorch(name):
+    # The scheduler rewrites lr and betas[0] (or momentum) every step; the optimizer must read them.
+    ours, theirs = pair()
+    trajectories = []
+    for lib, model in ((ember, ours), (torch, theirs)):
+        kwargs = dict(lr=0.01, momentum=0.9) if name == "SGD" else dict(lr=0.01)
+        opt = getattr(lib.optim, name)(model.params, **kwargs)
+        sched = lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=20)
+        snapshots = []
+        for _ in range(20):
+            opt.zero_grad()
+            model.loss().backward()
+            opt.step()
+            sched.step()
+            snapshots.append(model.arrays())
+        trajectories.append(snapshots[4::5])
+    assert_same_trajectory(*trajectories)

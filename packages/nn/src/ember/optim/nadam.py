@@ -111,7 +111,7 @@ class NAdam(Optimizer):
                 correction2 = 1 - beta2**step
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-                # The product is rounded to float32 every step, exactly as in PyTorch.
+                # The product lives in a 0-d tensor (float32) and is rounded to it every step, as in PyTorch.
                 mu_product = state["mu_product"].mul_(mu).item()
                 mu_product_next = mu_product * mu_next
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]

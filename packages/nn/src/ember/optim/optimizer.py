@@ -439,7 +439,8 @@ def _lerp_(start: Tensor, end: Tensor, weight: float) -> Tensor:
 
 def _add_quotient_(out: Tensor, numerator: Tensor, denominator: Tensor, value: float) -> Tensor:
     """``out += value * numerator / denominator``, consuming ``denominator`` (a temporary) as scratch."""
-    return out.add_(denominator.reciprocal_().mul_(numerator).mul_(value))
+    quotient = denominator.reciprocal_().mul_(numerator)
+    return out.add_(quotient if value == 1 else quotient.mul_(value))
 
 
 def _run_closure(closure: Callable[[], Any] | None) -> Any:
