@@ -5,8 +5,15 @@ from __future__ import annotations
 import copy
 
 import pytest
-import torch
-from optim_helpers import assert_params_close, assert_same_trajectory, model_arrays, pair, to_ember, train
+from optim_helpers import (
+    assert_params_close,
+    assert_same_trajectory,
+    model_arrays,
+    pair,
+    to_ember,
+    torch,
+    train,
+)
 
 import ember
 import ember.optim

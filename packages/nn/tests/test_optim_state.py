@@ -7,8 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
-from optim_helpers import assert_same_trajectory, pair, to_ember, train
+from optim_helpers import assert_same_trajectory, pair, to_ember, torch, train
 
 import ember
 import ember.optim
