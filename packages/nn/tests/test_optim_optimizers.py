@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 from optim_helpers import (
     assert_params_close,
@@ -49,6 +50,11 @@ CASES = [
     ("Rprop", dict(lr=0.005, etas=(0.3, 1.5), step_sizes=(1e-4, 0.02), maximize=True)),
     ("ASGD", dict(lr=0.05)),
     ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=5, weight_decay=0.01, maximize=True)),
+    ("Adafactor", dict(lr=0.01)),
+    (
+        "Adafactor",
+        dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=0.9 + 0.2, weight_decay=0.01, maximize=True),
+    ),
     ("RAdam", dict(lr=0.01)),
     ("RAdam", dict(lr=0.01, weight_decay=0.01)),
     ("RAdam", dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.05, decoupled_weight_decay=True, maximize=True)),
@@ -211,3 +217,18 @@ def test_closure_returns_loss_and_runs_with_grad():
         loss = opt.step(closure)
     assert seen == [True] and loss.item() > 0
     assert ours.params[0].grad_fn is None and ours.params[0].is_leaf
+
+
+def test_adafactor_factors_the_last_two_dims_of_a_3d_parameter():
+    start = np.random.default_rng(3).standard_normal((2, 3, 4))
+    results = []
+    for lib in (ember, torch):
+        w = lib.tensor(start, dtype=lib.float64).requires_grad_(True)
+        opt = lib.optim.Adafactor([w], lr=0.05)
+        for _ in range(6):
+            opt.zero_grad()
+            ((w**3).sum() + (w * w).mean()).backward()
+            opt.step()
+        results.append((w.detach().numpy().copy(), tuple(opt.state[w]["row_var"].shape)))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-12)
+    assert results[0][1] == results[1][1] == (2, 3, 1)

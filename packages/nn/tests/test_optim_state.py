@@ -24,6 +24,7 @@ ONE_CONFIG_EACH = [
     ("RAdam", dict(lr=0.01)),
     ("Rprop", dict(lr=0.01)),
     ("ASGD", dict(lr=0.05, t0=3)),
+    ("Adafactor", dict(lr=0.01)),
 ]
 IDS = [name for name, _ in ONE_CONFIG_EACH]
 
@@ -178,6 +179,9 @@ def _invalid_cases():
         ("LBFGS", dict(lr=-1.0), "Invalid learning rate: -1.0"),
         ("Rprop", dict(etas=(1.0, 1.2)), "Invalid eta values: 1.0, 1.2"),
         ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1.0"),
+        ("Adafactor", dict(lr=-1.0), "Learning rate should be >= 0 but is: -1.0"),
+        ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0 but is: 0.5"),
+        ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
     ]
 
 

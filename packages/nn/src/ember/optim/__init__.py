@@ -7,6 +7,7 @@ the same path. ``lr`` may be a number or a 1-element tensor.
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -22,6 +23,7 @@ from .sgd import SGD
 
 __all__ = [
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
