@@ -232,3 +232,25 @@ def test_adafactor_factors_the_last_two_dims_of_a_3d_parameter():
         results.append((w.detach().numpy().copy(), tuple(opt.state[w]["row_var"].shape)))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-12)
     assert results[0][1] == results[1][1] == (2, 3, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(lr=0.02), dict(lr=0.01, nesterov=False, weight_decay=0.05, adjust_lr_fn="match_rms_adamw")],
+)
+def test_muon_on_the_weight_matrices(kwargs):
+    # Muon orthogonalises in bfloat16; the matrices (not the biases) are optimised.
+    ours, theirs = pair(dtype="float32")
+    opt_ours = ember.optim.Muon([ours.params[0], ours.params[2]], **kwargs)
+    opt_theirs = torch.optim.Muon([theirs.params[0], theirs.params[2]], **kwargs)
+    assert_same_trajectory(train(ours, opt_ours, 15), train(theirs, opt_theirs, 15), dtype="float32")
+
+
+def test_muon_rejects_what_pytorch_rejects():
+    ours, _ = pair()
+    with pytest.raises(
+        ValueError, match=r"Muon only supports 2D parameters whereas we found a parameter with size"
+    ):
+        ember.optim.Muon(ours.params)
+    with pytest.raises(ValueError, match="Adjust learning rate function bad is not supported"):
+        ember.optim.Muon(ours.params[:1], adjust_lr_fn="bad")
