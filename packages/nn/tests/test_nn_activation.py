@@ -283,3 +283,62 @@ def test_modules_without_parameters_have_empty_state():
         m = getattr(enn, name)()
         assert m.state_dict() == {} if hasattr(m.state_dict(), "keys") else True
         assert list(m.parameters()) == []
+
+
+# -- functional forms: edge values and PyTorch's exception types -------------------------------
+
+def _F(m):
+    return torch.nn.functional if m is torch else enn.functional
+
+
+def _x(m):
+    return m.tensor([-3.0, -0.5, 0.0, 0.5, 3.0, float("inf"), float("-inf"), float("nan")])
+
+
+FUNCTIONAL_VALUES = [
+    lambda m: _F(m).hardshrink(_x(m), 0.5),
+    lambda m: _F(m).softshrink(_x(m), 0.5),
+    lambda m: _F(m).softshrink(_x(m), 0.0),
+    lambda m: _F(m).logsigmoid(_x(m)),
+    lambda m: _F(m).celu_(_x(m), 0.5),
+    lambda m: _F(m).selu_(_x(m)),
+    lambda m: _F(m).elu_(_x(m), 0.5),
+    lambda m: _F(m).leaky_relu_(_x(m), 0.5),
+    lambda m: _F(m).hardtanh_(_x(m), -2.0, 2.0),
+    lambda m: _F(m).threshold_(_x(m), 0.1, 20.0),
+    lambda m: _F(m).relu_(_x(m)),
+    lambda m: _F(m).rrelu_(_x(m)),
+    lambda m: _F(m).softmin(_x(m)[:5], 0, dtype=m.float64),
+    lambda m: _F(m).log_softmax(_x(m)[:5], 0, dtype=m.float64),
+    lambda m: _F(m).softmax(_x(m)[:5], -1, dtype=m.float64),
+    lambda m: _F(m).relu6(m.tensor([-3, 0, 4, 9])),
+    lambda m: _F(m).hardtanh(m.tensor([-3, 0, 4, 9]), -2, 5),
+    lambda m: _F(m).threshold(m.tensor([-3, 0, 4, 9]), 1, 7),
+    lambda m: _F(m).softsign(m.tensor([-3, 0, 4, 9])),
+]
+
+
+@pytest.mark.parametrize("fn", FUNCTIONAL_VALUES, ids=[str(i) for i in range(len(FUNCTIONAL_VALUES))])
+def test_functional_edge_values(fn):
+    assert_close(fn(ember), fn(torch))
+
+
+FUNCTIONAL_ERRORS = [
+    (RuntimeError, lambda m: _F(m).softshrink(m.ones(3), -1.0)),
+    (IndexError, lambda m: _F(m).glu(m.ones(4, 2), 2)),
+    (NotImplementedError, lambda m: _F(m).prelu(m.tensor([1, -2]), m.tensor([1]))),
+    (NotImplementedError, lambda m: _F(m).leaky_relu(m.tensor([1, -2]))),
+    (NotImplementedError, lambda m: _F(m).gelu(m.tensor([1, -2]))),
+    (NotImplementedError, lambda m: _F(m).softmax(m.tensor([1, -2]), 0)),
+    (RuntimeError, lambda m: _F(m).relu(m.tensor([True, False]))),
+    (ValueError, lambda m: _F(m).hardtanh(m.ones(2), 2.0, 1.0)),
+    (RuntimeError, lambda m: _F(m).gelu(m.ones(2), approximate="fast")),
+]
+
+
+@pytest.mark.parametrize("exc,fn", FUNCTIONAL_ERRORS, ids=[str(i) for i in range(len(FUNCTIONAL_ERRORS))])
+def test_functional_errors(exc, fn):
+    with pytest.raises(exc):
+        fn(torch)
+    with pytest.raises(exc):
+        fn(ember)

@@ -72,6 +72,14 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _pointwise.threshold(input, threshold, value, inplace=True)
 
@@ -100,14 +108,25 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {_max_of(input.dtype)}] for input dtype "
+                           f"{type_name(input.dtype)}, but found to be {lambd}.")
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0.0 * input))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return ember.where((input > lambd) | (input < -lambd), input, 0.0 * input)
+    # The band test is written as PyTorch's kernel, so nan passes through and the band gives +0.
+    band = (input >= -lambd) & (input <= lambd)
+    return ember.where(band, ember.zeros_like(input), input)
+
+
+def _max_of(dtype) -> str:
+    return f"{ember.finfo(dtype).max:g}" if dtype.is_floating_point else "inf"
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(input.dtype)}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     if input.dtype != weight.dtype:
@@ -143,6 +162,9 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {dim})")
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
                            f"{input.shape[dim]}")
