@@ -342,3 +342,20 @@ def test_functional_errors(exc, fn):
         fn(torch)
     with pytest.raises(exc):
         fn(ember)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gumbel_softmax(hard, dim):
+    ember.manual_seed(0)
+    base = ember.tensor(np.random.default_rng(0).standard_normal((4, 5)), requires_grad=True)
+    y = enn.functional.gumbel_softmax(base, tau=0.5, hard=hard, dim=dim)
+    ys = to_np(y)
+    np.testing.assert_allclose(ys.sum(dim), 1.0, rtol=1e-12)
+    if hard:
+        assert set(np.unique(ys)) <= {0.0, 1.0} and np.all((ys == 1).sum(dim) == 1)
+    # Gradients flow through the soft sample (straight-through when hard).
+    (y * ember.tensor(np.arange(20.0).reshape(4, 5))).sum().backward()
+    assert float(base.grad.abs().sum()) > 0
+    with pytest.warns(UserWarning, match="eps"):
+        enn.functional.gumbel_softmax(base, eps=1e-3)

@@ -84,22 +84,25 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _pointwise.threshold(input, threshold, value, inplace=True)
 
 
-def _implicit_dim(ndim: int) -> int:
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.log_softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("log_softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(-input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmin", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(-input, dim, dtype=dtype)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -173,6 +176,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     gumbels = -ember.empty_like(logits).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
@@ -288,15 +293,22 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out + bias if bias is not None else out
 
 
+def _upsample_deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _upsample_deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
