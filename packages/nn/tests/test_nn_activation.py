@@ -359,3 +359,17 @@ def test_gumbel_softmax(hard, dim):
     assert float(base.grad.abs().sum()) > 0
     with pytest.warns(UserWarning, match="eps"):
         enn.functional.gumbel_softmax(base, eps=1e-3)
+
+
+@pytest.mark.parametrize("name,args", [("ReLU", ()), ("GELU", ()), ("SiLU", ()), ("ELU", ()), ("Hardswish", ()),
+                                       ("LeakyReLU", (0.1,)), ("Softplus", ()), ("Mish", ()), ("Softmax", (1,)),
+                                       ("LogSoftmax", (-1,)), ("Hardshrink", ()), ("Tanh", ()), ("Sigmoid", ())])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_forward(name, args, dtype):
+    data = np.linspace(-4, 4, 24, dtype=np.float32).reshape(4, 6)
+    e = ember.tensor(data).to(getattr(ember, dtype))
+    t = torch.tensor(data).to(getattr(torch, dtype))
+    e_out, t_out = getattr(enn, name)(*args)(e), getattr(torch.nn, name)(*args)(t)
+    assert e_out.dtype is e.dtype
+    tol = 1e-2 if dtype == "bfloat16" else 2e-3
+    np.testing.assert_allclose(to_np(e_out.float()), t_out.float().numpy(), rtol=tol, atol=tol)
