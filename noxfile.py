@@ -6,7 +6,7 @@
     nox -s lint          ruff check
     nox -s build         clean release build: sdist first, then the wheel from that sdist
     nox -s bench         run benchmarks/ on the built wheels
-    nox -s demo          the main job: install the wheels and run examples/tensor_demo.py
+    nox -s demo          the main job: install the wheels and train examples/train_digits.py
 
 Native code is compiled only by `wheels` (and `build`). Every other session `requires` it and
 installs the finished wheels, so one nox invocation compiles the extension at most once, and
@@ -37,6 +37,9 @@ STAMPS = DIST / ".stamps"
 # Compile with one job per core and no more (ninja's default oversubscribes; CI has 2 cores).
 JOBS = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
 BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": JOBS}
+
+# What the examples need beyond the packages themselves (the progress bar).
+EXAMPLE_REQUIREMENTS = ["tqdm"]
 
 nox.options.default_venv_backend = "virtualenv"
 # Venvs are reused between runs; wheels are always installed with --force-reinstall, so a
@@ -235,12 +238,12 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(requires=["wheels"])
 def demo(session: nox.Session) -> None:
-    """The main job: installs the built wheels and runs examples/tensor_demo.py."""
+    """The main job: installs the built wheels and trains the digits CNN (examples/train_digits.py)."""
     names = _closure(["ember"] if "ember" in PACKAGES else list(PACKAGES))
     session.install("--no-deps", "--force-reinstall", *[str(_wheel(name)) for name in names])
     deps = {r for name in names for r in PACKAGES[name]["dependencies"] if not _is_ours(r)}
-    session.install(*sorted(deps))
-    session.run("python", str(ROOT / "examples" / "tensor_demo.py"), *session.posargs)
+    session.install(*sorted(deps), *EXAMPLE_REQUIREMENTS)
+    session.run("python", str(ROOT / "examples" / "train_digits.py"), *session.posargs)
 
 
 @nox.session(python=False)

@@ -30,10 +30,8 @@ unfold, fold = _conv.im2col, _conv.col2im
 max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
 max_pool1d_with_indices, max_pool2d_with_indices = _pool.max_pool1d_with_indices, _pool.max_pool2d_with_indices
 avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
-adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d
-adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
-batch_norm, layer_norm, group_norm = _norm.batch_norm, _norm.layer_norm, _norm.group_norm
-instance_norm, rms_norm = _norm.instance_norm, _norm.rms_norm
+adaptive_avg_pool1d, adaptive_max_pool1d = _pool.adaptive_avg_pool1d, _pool.adaptive_max_pool1d
+batch_norm, layer_norm, rms_norm = _norm.batch_norm, _norm.layer_norm, _norm.rms_norm
 embedding, dropout, alpha_dropout = _misc.embedding, _misc.dropout, _misc.alpha_dropout
 cosine_similarity, pairwise_distance, normalize = _misc.cosine_similarity, _misc.pairwise_distance, _misc.normalize
 pad, interpolate, one_hot = _resample.pad, _resample.interpolate, _resample.one_hot
@@ -312,15 +310,143 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _verify_batch_size(size) -> None:
+    prod = size[0]
+    for s in size[2:]:
+        prod *= s
+    if prod == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them).
+    if num_groups > 0:
+        _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
+    return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    if use_input_stats:
+        spatial = 1
+        for s in input.shape[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    return _norm.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def _check_adaptive_size(output_size, input: Tensor) -> None:
+    # PyTorch checks a tuple output_size against the input's rank before the kernel does.
+    if not isinstance(output_size, int) and input.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    _check_adaptive_size(output_size, input)
+    return _pool.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    _check_adaptive_size(output_size, input)
+    return _pool.adaptive_max_pool2d(input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    return _pool.adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    if norm_type == math.inf:
+        return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    k = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
     out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (ember.sign(out) * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
+    return (ember.sign(out) * relu(out.abs())).mul(k).pow(1.0 / norm_type)
 
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    if norm_type == math.inf:
+        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
     out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (ember.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)
+
+
+def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size) -> list:
+    """The unpooled spatial size: MaxPool's input size, or ``output_size`` if it is one MaxPool could map from."""
+    k = len(kernel_size)
+    default = [(input.shape[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == k + 2:
+        output_size = output_size[2:]
+    if len(output_size) != k:
+        raise ValueError(f"output_size should be a sequence containing {k} or {k + 2} elements, but it has a length "
+                         f"of '{len(output_size)}'")
+    for d in range(k):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})')
+    return output_size
+
+
+def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:
+    """Scatters each value of ``input`` to its flat index in an (oH, oW) plane of zeros."""
+    if indices.dtype is not ember.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_C_TYPE[indices.dtype.name]}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if len(output_size) != 2:
+        raise RuntimeError(f"There should be exactly two elements (height, width) in output_size, but got "
+                           f"{len(output_size)} elements.")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    oh, ow = output_size
+    lead = tuple(input.shape[:-2])
+    flat_idx = indices.reshape(lead + (-1,))
+    bad = (flat_idx < 0) | (flat_idx >= oh * ow)
+    if bool(bad.any()):
+        raise RuntimeError(f"Found an invalid max index: {flat_idx[bad][-1].item()} (output volumes are of size "
+                           f"{oh}x{ow})")
+    out = ember.zeros(lead + (oh * ow,), dtype=input.dtype, device=input.device)
+    return out.scatter(-1, flat_idx, input.reshape(lead + (-1,))).reshape(lead + (oh, ow))
+
+
+_C_TYPE = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "float16": "Half",
+           "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    kernel_size = _ntuple(kernel_size, 1)
+    stride = _ntuple(stride, 1) if stride is not None else kernel_size
+    size = _unpool_output_size(input, kernel_size, stride, _ntuple(padding, 1), output_size) + [1]
+    return _max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), size).squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    kernel_size = _ntuple(kernel_size, 2)
+    stride = _ntuple(stride, 2) if stride is not None else kernel_size
+    size = _unpool_output_size(input, kernel_size, stride, _ntuple(padding, 2), output_size)
+    return _max_unpool2d(input, indices, size)
+
+
+def _ntuple(v, n: int) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
@@ -565,3 +691,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
+
+
+# Defined beside nn.MultiheadAttention; imported last because it uses the functions above.
+from .modules._attention_functional import multi_head_attention_forward  # noqa: E402,F401

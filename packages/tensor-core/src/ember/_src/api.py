@@ -35,6 +35,7 @@ from .runtime import (
 )
 from .shapes import Size
 from .tensor import Tensor, is_tensor
+from ..serialization import load, save
 
 half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  # noqa: A001
 short, int, long = _ALIASES["short"], _ALIASES["int"], _ALIASES["long"]  # noqa: A001

@@ -45,6 +45,28 @@ def _layer_norm(grads, inputs, outputs):
     return grad_x, None, grad_w, grad_b
 
 
+def _rms_norm(grads, inputs, outputs):
+    # y = x * rstd * w with rstd = (mean(x^2) + eps)^-1/2 over the normalized dims (saved as outputs[1]):
+    # dx = rstd * (g*w - x_hat * mean(g*w * x_hat)), composed of ops so it can be differentiated again.
+    g = grads[0]
+    if g is None:
+        return (None,)
+    x, shape, weight, eps = (inputs.args[i] for i in range(4))
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    lead = tuple(range(x.ndim - len(shape)))
+    rstd = outputs[1]
+    if ember.is_grad_enabled():  # create_graph: rstd must be a differentiable function of x
+        rstd = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    x_hat = x * rstd
+    grad_x = grad_w = None
+    if _needs(x):
+        gw = g * weight if weight is not None else g
+        grad_x = rstd * (gw - x_hat * (gw * x_hat).mean(dims, keepdim=True))
+    if _needs(weight):
+        grad_w = (g * x_hat).sum(lead) if lead else g * x_hat
+    return grad_x, None, grad_w
+
+
 def _batch_norm(grads, inputs, outputs):
     g = grads[0]
     if g is None:
@@ -163,6 +185,7 @@ def _class_nll(grads, inputs, outputs):
 register_if_defined("_class_nll", _class_nll)
 register_if_defined("embedding", _embedding)
 register_if_defined("native_layer_norm", _layer_norm, save_output=True)
+register_if_defined("_fused_rms_norm", _rms_norm, save_output=True)
 register_if_defined("native_batch_norm", _batch_norm, save_output=True)
 register_if_defined("native_group_norm", _group_norm, save_output=True)
 register_if_defined("max_pool2d", _max_pool2d)
@@ -176,7 +199,6 @@ register_if_defined("_upsample", _upsample)
 register_if_defined("scaled_dot_product_attention", _attention)
 # Not derived yet: these raise when differentiated (first order for the two fused ops below).
 for _name in (
-    "_fused_rms_norm",
     "embedding_dense_backward",
     "native_layer_norm_backward",
     "native_batch_norm_backward",

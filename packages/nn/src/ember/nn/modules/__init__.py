@@ -1,14 +1,27 @@
 """Every layer, in one file per family; ``ember.nn`` re-exports them all."""
 
 from .activation import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
 from .channelshuffle import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
+
+# `ember.nn` star-imports this package: export the layers, not the submodules (a submodule
+# named `utils` would shadow `ember.nn.utils`).
+__all__ = [name for name, value in dict(globals()).items()
+           if not name.startswith("_") and not isinstance(value, type(__import__("sys")))]

@@ -426,7 +426,7 @@ class ParameterDict(Module):
             if isinstance(p, Tensor):
                 size_str = "x".join(str(size) for size in p.size())
                 kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size_str}]")
+                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size_str}]")
             else:
                 lines.append(f"  ({k}): Object of type: {type(p).__name__}")
         return "\n".join(lines)

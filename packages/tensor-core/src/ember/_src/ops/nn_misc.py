@@ -75,14 +75,20 @@ def _check_indices(indices) -> None:
 
 
 def _renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
-    """Rescales in place the rows that ``indices`` looks up whose norm exceeds max_norm."""
+    """Rescales in place the rows that ``indices`` looks up whose norm exceeds max_norm.
+
+    Not recorded by autograd (PyTorch's embedding_renorm_ runs under no_grad): the weight is
+    usually a leaf that requires grad.
+    """
+    from .. import grad_mode
     from .pointwise import where
 
-    idx = convert(indices, dt.int64).reshape(-1)
-    rows = weight.index_select(0, idx)
-    norms = rows.norm(norm_type, 1, keepdim=True)
-    scale = where(norms > max_norm, max_norm / (norms + 1e-7), norms * 0 + 1)
-    weight.index_put_((idx,), rows * scale)
+    with grad_mode.no_grad():
+        idx = convert(indices, dt.int64).reshape(-1)
+        rows = weight.index_select(0, idx)
+        norms = rows.norm(norm_type, 1, keepdim=True)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), norms * 0 + 1)
+        weight.index_put_((idx,), rows * scale)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,

@@ -1,0 +1,88 @@
+"""ember vs PyTorch on a recurrent training step: a 2-layer LSTM (input 64, hidden 256,
+sequence 50, batch 32), forward + backward + SGD step, with identical weights. Prints median
+and min times and the ember/torch ratio with 1 and then 2 threads.
+
+    PYTHONPATH=$(python ci/dev_env.py) python benchmarks/bench_rnn.py [--repeat 7] [--mode LSTM]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+# ruff: noqa: I001 - ember is imported before torch on purpose: both then share the libgomp
+# that ember configures (GOMP_SPINCOUNT, see ember/_src/_native.py), so neither side's idle
+# OpenMP workers starve the other's threads.
+import ember
+import torch
+
+
+def _times(fn, repeat: int) -> tuple:
+    """(median, min) seconds; the min is the steadier figure on a loaded machine."""
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def _step_fns(mode: str, input_size: int, hidden: int, layers: int, seq: int, batch: int):
+    torch.manual_seed(0)
+    tmod = getattr(torch.nn, mode)(input_size, hidden, layers)
+    emod = getattr(ember.nn, mode)(input_size, hidden, layers)
+    with ember.no_grad():
+        for name, p in tmod.named_parameters():
+            getattr(emod, name).copy_(ember.from_numpy(p.detach().numpy().copy()))
+    x = np.random.default_rng(0).standard_normal((seq, batch, input_size), dtype=np.float32)
+    tx, ex = torch.from_numpy(x), ember.from_numpy(x)
+    topt = torch.optim.SGD(tmod.parameters(), lr=0.01)
+    eparams = list(emod.parameters())
+
+    def torch_step():
+        out, _ = tmod(tx)
+        out.sum().backward()
+        topt.step()
+        topt.zero_grad()
+
+    def ember_step():
+        # ember.optim is written in parallel with this benchmark: a plain SGD update here.
+        out, _ = emod(ex)
+        out.sum().backward()
+        with ember.no_grad():
+            for p in eparams:
+                p.add_(p.grad, alpha=-0.01)
+                p.grad = None
+
+    return torch_step, ember_step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="LSTM", choices=["LSTM", "GRU", "RNN"])
+    parser.add_argument("--input", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    opts = parser.parse_args()
+    torch_step, ember_step = _step_fns(opts.mode, opts.input, opts.hidden, opts.layers, opts.seq, opts.batch)
+    print(f"{opts.layers}-layer {opts.mode} input {opts.input} hidden {opts.hidden}, seq {opts.seq} batch "
+          f"{opts.batch}: forward + backward + SGD step")
+    for threads in opts.threads:
+        torch.set_num_threads(threads)
+        ember.set_num_threads(threads)
+        tt, tmin = _times(torch_step, opts.repeat)
+        et, emin = _times(ember_step, opts.repeat)
+        print(f"threads={threads} median: torch {tt * 1e3:8.2f} ms ember {et * 1e3:8.2f} ms ratio {et / tt:5.2f} "
+              f"| min: torch {tmin * 1e3:8.2f} ms ember {emin * 1e3:8.2f} ms ratio {emin / tmin:5.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""ember vs PyTorch: one training step (forward, backward, optimizer step) of four models.
+
+- MLP 784-1024-1024-10, batch 256, SGD with momentum;
+- a LeNet-like CNN on 1x28x28, batch 64, Adam;
+- a 2-layer LSTM (input 64, hidden 256, seq 50, batch 32), SGD;
+- a 4-layer GPT-style transformer (d 256, 4 heads, seq 128, batch 16, vocab 1000, causal), AdamW.
+
+Each model is written once against ``lib.nn`` and built in both libraries with the same
+weights. Prints median step time per side and the ratio ember/torch, one thread first (the
+primary figure), then two threads.
+
+    python benchmarks/bench_training.py [--repeat 10] [--only mlp,cnn,lstm,gpt]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+# ruff: noqa: I001 - ember is imported before torch on purpose (shared libgomp settings; see bench_nn.py).
+import ember
+import torch
+
+from _timing import median_time
+
+
+def mlp(lib):
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    return model, lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), ((256, 784), "float"), ((256,), 10)
+
+
+def cnn(lib):
+    nn = lib.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    return model, lib.optim.Adam(model.parameters(), lr=1e-3), ((64, 1, 28, 28), "float"), ((64,), 10)
+
+
+def lstm(lib):
+    nn = lib.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(64, 256, num_layers=2, batch_first=True)
+            self.head = nn.Linear(256, 10)
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return self.head(out[:, -1])
+
+    model = Net()
+    return model, lib.optim.SGD(model.parameters(), lr=0.01), ((32, 50, 64), "float"), ((32,), 10)
+
+
+def gpt(lib):
+    nn = lib.nn
+    vocab, d, heads, layers, seq = 1000, 256, 4, 4, 128
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d)
+            self.pos = nn.Embedding(seq, d)
+            layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.blocks = nn.TransformerEncoder(layer, layers)
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq), persistent=False)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos.weight[: idx.shape[1]]
+            x = self.blocks(x, mask=self.mask, is_causal=True)
+            return self.head(self.norm(x)).reshape(-1, vocab)
+
+    model = GPT()
+    return model, lib.optim.AdamW(model.parameters(), lr=3e-4), ((16, seq), vocab), ((16 * seq,), vocab)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "lstm": lstm, "gpt": gpt}
+
+
+def _copy_weights(src, dst) -> None:
+    with ember.no_grad():
+        for (name, tp), (_, ep) in zip(src.named_parameters(), dst.named_parameters()):
+            if tuple(tp.shape) != tuple(ep.shape):
+                raise RuntimeError(f"parameter {name}: shapes differ {tuple(tp.shape)} vs {tuple(ep.shape)}")
+            ep.copy_(ember.from_numpy(tp.detach().numpy().copy()))
+
+
+def _step_fn(lib, model, optimizer, x, y):
+    loss_fn = lib.nn.functional.cross_entropy
+
+    def step():
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def run(name: str, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    t_model, t_opt, (x_shape, x_kind), (y_shape, classes) = MODELS[name](torch)
+    e_model, e_opt, _, _ = MODELS[name](ember)
+    _copy_weights(t_model, e_model)
+    if x_kind == "float":
+        x = rng.standard_normal(x_shape, dtype=np.float32)
+    else:
+        x = rng.integers(0, x_kind, x_shape)
+    y = rng.integers(0, classes, y_shape)
+    steps = {
+        "torch": _step_fn(torch, t_model, t_opt, torch.from_numpy(x), torch.from_numpy(y)),
+        "ember": _step_fn(ember, e_model, e_opt, ember.from_numpy(x), ember.from_numpy(y)),
+    }
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        ember.set_num_threads(threads)
+        times = {side: median_time(fn, repeat) for side, fn in steps.items()}
+        print(f"{name:5s} {threads} thread{'s' if threads > 1 else ' '}  torch {times['torch'] * 1e3:8.2f} ms  "
+              f"ember {times['ember'] * 1e3:8.2f} ms  ratio {times['ember'] / times['torch']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--only", default=",".join(MODELS))
+    args = parser.parse_args()
+    for name in args.only.split(","):
+        run(name, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

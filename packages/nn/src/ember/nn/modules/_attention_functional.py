@@ -1,0 +1,166 @@
+"""``F.multi_head_attention_forward``: the computation behind ``nn.MultiheadAttention``.
+
+Sequence-first layout (L, N, E) as PyTorch's functional form takes it. Masks of either kind
+(bool: True = masked out; float: added to the scores) are merged into one additive mask.
+Without attention weights to return, the product runs through the fused
+``scaled_dot_product_attention`` kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember import Tensor
+
+from .. import functional as F
+
+
+def _canonical_mask(mask: Tensor | None, name: str, target_dtype) -> Tensor | None:
+    if mask is None:
+        return None
+    if mask.dtype == ember.bool:
+        return ember.zeros_like(mask, dtype=target_dtype).masked_fill_(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def _in_projection(query, key, value, in_proj_weight, in_proj_bias, q_w, k_w, v_w, embed_dim):
+    if in_proj_weight is not None:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    else:
+        w_q, w_k, w_v = q_w, k_w, v_w
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3)
+    if in_proj_weight is not None and key is value and query is key:
+        # Self-attention: one matmul for the three projections.
+        qkv = F.linear(query, in_proj_weight, in_proj_bias)
+        return qkv.chunk(3, dim=-1)
+    return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+
+def multi_head_attention_forward(
+    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
+    add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+    training: bool = True, key_padding_mask: Tensor | None = None, need_weights: bool = True,
+    attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+    static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    unbatched = query.ndim == 2
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D "
+                             "query tensor")
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {'unbatched (2-D)' if unbatched else 'batched (3-D)'} `query`, expected `key` "
+                             f"and `value` to be {query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             "respectively")
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the fused kernel builds the causal mask itself
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        is_causal = False if key_padding_mask is not None else is_causal
+
+    if use_separate_proj_weight:
+        q, k, v = _in_projection(query, key, value, None, in_proj_bias, q_proj_weight, k_proj_weight,
+                                 v_proj_weight, embed_dim)
+    else:
+        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, None, None, None, embed_dim)
+
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+
+    # (L, N, E) -> (N * H, L, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = (static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
+    v = (static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
+    if add_zero_attn:
+        k = ember.cat([k, ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], dim=1)
+        v = ember.cat([v, ember.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], dim=1)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{key_padding_mask.shape}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * (1.0 / math.sqrt(head_dim))
+        if attn_mask is not None:
+            scores = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            scores = ember.bmm(q_scaled, k.transpose(-2, -1))
+        weights = ember.softmax(scores, dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        out = ember.bmm(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if unbatched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len) if attn_mask.shape[0] != 1 \
+            else attn_mask.unsqueeze(0)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if unbatched:
+        out = out.squeeze(1)
+    return out, None

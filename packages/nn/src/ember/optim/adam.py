@@ -1,0 +1,140 @@
+"""Adam (and, with ``decoupled_weight_decay=True``, the AdamW update)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import ember
+from ember import Tensor
+
+from .optimizer import (
+    Optimizer,
+    _bump,
+    _check_betas,
+    _check_lr,
+    _check_nonnegative,
+    _new_step,
+    _no_grad_step,
+    _run_closure,
+    _scalar,
+    _steps_as_tensors,
+)
+
+__all__ = ["Adam"]
+
+
+def _scalar_hyperparameter(name: str, value: float | Tensor) -> float | Tensor:
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"Tensor {name} must be 1-element")
+        return value.reshape(()) if value.dim() != 0 else value
+    return value
+
+
+class Adam(Optimizer):
+    """Implements Adam, as ``torch.optim.Adam`` (``amsgrad``, ``maximize``, ``weight_decay``).
+
+    ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g^2``, then
+    ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`` (``v`` replaced by
+    its running maximum with ``amsgrad``). ``decoupled_weight_decay`` gives AdamW.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_nonnegative("epsilon value", eps)
+        _check_betas(betas)
+        _check_nonnegative("weight_decay value", weight_decay)
+        both_floats = isinstance(betas[0], float) and isinstance(betas[1], float)
+        both_tensors = isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor)
+        if not (both_floats or both_tensors):
+            raise ValueError("betas must be either both floats or both Tensors")
+        betas = (_scalar_hyperparameter("betas[0]", betas[0]), _scalar_hyperparameter("betas[1]", betas[1]))
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            _steps_as_tensors(self.state, group)
+
+    @_no_grad_step
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = _run_closure(closure)
+        for group in self.param_groups:
+            lr = _scalar(group["lr"])
+            beta1, beta2 = (_scalar(b) for b in group["betas"])
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group["decoupled_weight_decay"]
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step()
+                    state["exp_avg"] = ember.zeros_like(p)
+                    state["exp_avg_sq"] = ember.zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = ember.zeros_like(p)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                step = _bump(state["step"])
+                if maximize:
+                    grad = grad.neg()
+                if weight_decay != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                if amsgrad:
+                    second = state["max_exp_avg_sq"]
+                    ember.maximum(second, exp_avg_sq, out=second)
+                else:
+                    second = exp_avg_sq
+                step_size = lr / (1 - beta1**step)
+                correction2_sqrt = math.sqrt(1 - beta2**step)
+                # m / (sqrt(v) / c + eps) == c * m / (sqrt(v) + eps * c): one op fewer per step.
+                denom = second.sqrt().add_(eps * correction2_sqrt)
+                p.addcdiv_(exp_avg, denom, value=-step_size * correction2_sqrt)
+        return loss

@@ -1,0 +1,98 @@
+"""Stochastic gradient descent, optionally with (Nesterov) momentum."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember import Tensor
+
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _no_grad_step, _run_closure, _scalar
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Implements stochastic gradient descent (optionally with momentum), as ``torch.optim.SGD``.
+
+    With momentum ``mu`` and dampening ``tau``: ``b = mu * b + (1 - tau) * g`` (``b = g`` on
+    the first step), then ``p -= lr * (g + mu * b)`` with Nesterov, ``p -= lr * b`` without.
+
+    Example:
+        >>> w = ember.ones(3, requires_grad=True)
+        >>> opt = SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        _check_lr(lr)
+        _check_nonnegative("momentum value", momentum)
+        _check_nonnegative("weight_decay value", weight_decay)
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_no_grad_step
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = _run_closure(closure)
+        for group in self.param_groups:
+            lr = _scalar(group["lr"])
+            weight_decay = group["weight_decay"]
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if maximize:
+                    grad = grad.neg()
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = grad.detach().clone()
+                        state["momentum_buffer"] = buf
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                    grad = grad.add(buf, alpha=momentum) if nesterov else buf
+                p.add_(grad, alpha=-lr)
+        return loss

@@ -1,0 +1,107 @@
+"""Activation checkpointing: keep a segment's inputs, recompute its activations in backward.
+
+``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, so none of its
+intermediate activations stay alive. One autograd node stands for the whole segment; its
+backward re-runs ``fn`` with grad enabled (and the RNG state the forward saw, so dropout
+draws the same mask), then backpropagates through that fresh graph. Both of PyTorch's
+variants go through this node; for ``use_reentrant=False`` a private input that requires
+grad keeps the node in the graph even when no argument requires grad, so parameters used
+inside ``fn`` still receive gradients, as PyTorch's non-reentrant variant guarantees.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ember
+from ember import Tensor
+from ember.autograd import Function
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
+
+
+class _CheckpointFunction(Function):
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, kwargs, _anchor, *args):
+        ctx.run_function = run_function
+        ctx.kwargs = kwargs
+        ctx.rng_state = ember.get_rng_state() if preserve_rng_state else None
+        ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
+        ctx.save_for_backward(*[args[i] for i in ctx.tensor_positions])
+        with ember.no_grad():
+            outputs = run_function(*args, **kwargs)
+        ctx.single = not isinstance(outputs, tuple)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        saved = ctx.saved_tensors
+        args = list(ctx.inputs)
+        detached = []
+        for i, t in zip(ctx.tensor_positions, saved):
+            d = t.detach()
+            d.requires_grad_(t.requires_grad)
+            args[i] = d
+            detached.append(d)
+        current_rng = ember.get_rng_state() if ctx.rng_state is not None else None
+        try:
+            if ctx.rng_state is not None:
+                ember.set_rng_state(ctx.rng_state)
+            with ember.enable_grad():
+                outputs = ctx.run_function(*args, **ctx.kwargs)
+        finally:
+            if current_rng is not None:
+                ember.set_rng_state(current_rng)
+        outputs = (outputs,) if ctx.single else outputs
+        pairs = [(o, g) for o, g in zip(outputs, grad_outputs)
+                 if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if pairs:
+            ember.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        grads = [None] * len(args)
+        for i, d in zip(ctx.tensor_positions, detached):
+            grads[i] = d.grad if d.requires_grad else None
+        return (None, None, None, None, *grads)
+
+
+def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
+               debug: bool = False, preserve_rng_state: bool = True, **kwargs):
+    """Runs ``function(*args, **kwargs)`` keeping only its inputs; recomputes in backward."""
+    if use_reentrant is None:
+        warnings.warn("ember.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Passing "
+                      "use_reentrant=False, the recommended value, as PyTorch's default will become.", stacklevel=2)
+        use_reentrant = False
+    if use_reentrant and kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if context_fn is not None and use_reentrant:
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+    if not ember.is_grad_enabled():
+        return function(*args, **kwargs)
+    if use_reentrant and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+    anchor = ember.empty(0, requires_grad=not use_reentrant)
+    return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, anchor, *args)
+
+
+def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
+    """Splits ``functions`` (a Sequential or list) into ``segments`` checkpointed chunks."""
+    if isinstance(functions, ember.nn.Sequential):
+        functions = list(functions.children())
+    n = len(functions)
+    if segments <= 0:
+        raise ValueError(f"segments must be positive, got {segments}")
+    segment_size = n // segments
+    end = -1
+
+    def run(start, stop, fns):
+        def forward(x):
+            for j in range(start, stop + 1):
+                x = fns[j](x)
+            return x
+
+        return forward
+
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(run(start, end, functions), input, use_reentrant=use_reentrant, **kwargs)
+    return run(end + 1, n - 1, functions)(input)

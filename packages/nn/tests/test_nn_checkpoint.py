@@ -1,0 +1,72 @@
+"""ember.utils.checkpoint: same gradients as running the segment normally, activations freed."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+def _model():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 2))
+
+
+def _grads(model):
+    return [p.grad.numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_gradients_equal_plain_backward(use_reentrant):
+    plain, ckpt = _model(), _model()
+    x = ember.randn(3, 4, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+    plain(x).tanh().sum().backward()
+    out = checkpoint(lambda t: ckpt(t).tanh(), x2, use_reentrant=use_reentrant)
+    out.sum().backward()
+    for a, b in zip(_grads(plain), _grads(ckpt)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-6)
+
+
+def test_non_reentrant_reaches_parameters_without_input_grad():
+    plain, ckpt = _model(), _model()
+    x = ember.randn(3, 4)
+    plain(x).sum().backward()
+    checkpoint(ckpt, x, use_reentrant=False).sum().backward()
+    for a, b in zip(_grads(plain), _grads(ckpt)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_reentrant_without_input_grad_warns():
+    with pytest.warns(UserWarning):
+        out = checkpoint(_model(), ember.randn(2, 4), use_reentrant=True)
+    assert not out.requires_grad
+
+
+def test_dropout_mask_is_replayed_in_recompute():
+    x = ember.ones(64, requires_grad=True)
+
+    def f(t):
+        return ember.nn.functional.dropout(t, 0.5, training=True) * 3
+
+    ember.manual_seed(5)
+    out = checkpoint(f, x, use_reentrant=False)
+    out.sum().backward()
+    kept = out.detach().numpy() != 0
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 6.0, 0.0))
+
+
+def test_checkpoint_sequential_and_kwargs():
+    plain, ckpt = _model(), _model()
+    x = ember.randn(5, 4)
+    plain(x).sum().backward()
+    checkpoint_sequential(ckpt, 2, x, use_reentrant=False).sum().backward()
+    for a, b in zip(_grads(plain), _grads(ckpt)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    with pytest.raises(ValueError):
+        checkpoint(lambda t, scale: t * scale, x, use_reentrant=True, scale=2)
+    y = checkpoint(lambda t, scale: t * scale, x.requires_grad_(), use_reentrant=False, scale=2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((5, 4), 2.0))

@@ -1,0 +1,195 @@
+"""Conv and ConvTranspose layers against torch.nn with identical weights."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from layer_helpers import check_layer, check_state_dict, input_pair, make_pair
+
+import ember
+import ember.nn as nn
+
+# (class name, constructor args, constructor kwargs, input shape)
+CONV_CASES = [
+    ("Conv1d", (3, 4, 3), {}, (2, 3, 7)),
+    ("Conv1d", (3, 4, 3), {}, (3, 7)),  # unbatched
+    ("Conv1d", (4, 6, 2), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, (2, 4, 9)),
+    ("Conv1d", (3, 4, 4), {"padding": "same", "dilation": 1}, (2, 3, 8)),  # even kernel: asymmetric padding
+    ("Conv1d", (3, 2, 3), {"padding": "valid", "bias": False}, (1, 3, 5)),
+    ("Conv1d", (2, 2, 3), {"padding": 2, "padding_mode": "reflect"}, (2, 2, 6)),
+    ("Conv1d", (2, 2, 3), {"padding": 1, "padding_mode": "circular"}, (2, 2, 5)),
+    ("Conv2d", (3, 4, 3), {"padding": 1}, (2, 3, 6, 5)),
+    ("Conv2d", (3, 4, (2, 3)), {"stride": (2, 1), "padding": (1, 0)}, (3, 6, 5)),  # unbatched
+    ("Conv2d", (4, 4, 3), {"groups": 4, "dilation": (1, 2), "bias": False}, (1, 4, 7, 8)),  # depthwise
+    ("Conv2d", (2, 3, 3), {"padding": "same", "dilation": 2}, (2, 2, 6, 6)),
+    ("Conv2d", (2, 3, (2, 3)), {"padding": (1, 2), "padding_mode": "replicate"}, (2, 2, 5, 4)),
+    ("Conv2d", (2, 3, 3), {"padding": 1, "padding_mode": "reflect", "stride": 2}, (1, 2, 6, 6)),
+    ("Conv2d", (2, 3, 3), {"padding": (2, 1), "padding_mode": "circular"}, (1, 2, 4, 5)),
+    ("Conv2d", (2, 2, 4), {"padding": "same", "padding_mode": "reflect"}, (1, 2, 6, 6)),
+    ("Conv3d", (2, 3, 2), {"padding": 1, "stride": (1, 2, 1)}, (2, 2, 4, 5, 4)),
+    ("Conv3d", (2, 2, (1, 2, 3)), {"groups": 2}, (2, 4, 3, 5)),  # unbatched
+    ("Conv3d", (2, 2, 3), {"padding": 1, "padding_mode": "replicate"}, (1, 2, 3, 4, 4)),
+    ("ConvTranspose1d", (3, 4, 3), {"stride": 2, "padding": 1, "output_padding": 1}, (2, 3, 5)),
+    ("ConvTranspose1d", (4, 2, 2), {"groups": 2, "dilation": 3, "bias": False}, (4, 6)),  # unbatched
+    ("ConvTranspose2d", (3, 2, 3), {"stride": 2}, (2, 3, 4, 3)),
+    ("ConvTranspose2d", (4, 6, (2, 3)), {"stride": (2, 3), "padding": (1, 0), "output_padding": (1, 2),
+                                         "groups": 2}, (1, 4, 3, 3)),
+    ("ConvTranspose2d", (2, 2, 3), {"dilation": 2, "padding": 2}, (2, 4, 4)),  # unbatched
+    ("ConvTranspose3d", (2, 3, 2), {"stride": 2, "padding": (0, 1, 0)}, (1, 2, 2, 3, 2)),
+    ("ConvTranspose3d", (2, 2, (1, 2, 2)), {"output_padding": (0, 1, 0), "stride": (1, 2, 1)}, (2, 2, 3, 3)),
+]
+
+
+def _pair(name, args, kwargs, dtype="float32"):
+    return make_pair(getattr(torch.nn, name), getattr(nn, name), *args, dtype=dtype, **kwargs)
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c[0]}-{c[3]}-{'-'.join(map(str, c[2].values()))}")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_forward_backward_match_torch(case, dtype):
+    name, args, kwargs, shape = case
+    tm, em = _pair(name, args, kwargs, dtype)
+    check_layer(tm, em, shape, dtype)
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape,output_size", [
+    ("ConvTranspose1d", (2, 3, 3), {"stride": 3}, (2, 2, 4), [12]),
+    ("ConvTranspose2d", (2, 3, 3), {"stride": 2, "padding": 1}, (1, 2, 4, 5), [8, 10]),
+    ("ConvTranspose2d", (2, 3, 3), {"stride": 2}, (2, 4, 5), [3, 10, 11]),  # unbatched, sizes with channels
+    ("ConvTranspose3d", (2, 2, 2), {"stride": 2}, (1, 2, 2, 2, 2), [1, 2, 5, 4, 5]),
+])
+def test_conv_transpose_output_size(name, args, kwargs, shape, output_size):
+    tm, em = _pair(name, args, kwargs, "float64")
+    check_layer(tm, em, shape, "float64", forward_kwargs={"output_size": output_size})
+
+
+@pytest.mark.parametrize("output_size", [[7, 7], [11, 11], [1, 2, 3]])
+def test_conv_transpose_bad_output_size(output_size):
+    tm, em = _pair("ConvTranspose2d", (2, 3, 3), {"stride": 2}, "float32")
+    xe, xt = input_pair((1, 2, 4, 4))
+    with pytest.raises(ValueError) as t_err:
+        tm(xt, output_size=output_size)
+    with pytest.raises(ValueError) as e_err:
+        em(xe, output_size=output_size)
+    assert str(e_err.value).split(" (for")[0] == str(t_err.value).split(" (for")[0]
+
+
+REPR_CASES = [
+    ("Conv1d", (3, 4, 3), {}),
+    ("Conv1d", (4, 6, 3), {"stride": 2, "padding": "valid", "groups": 2, "bias": False, "padding_mode": "reflect"}),
+    ("Conv2d", (3, 8, 3), {"padding": 1}),
+    ("Conv2d", (3, 8, (1, 3)), {"padding": "same", "dilation": (2, 1)}),
+    ("Conv2d", (4, 8, 3), {"padding": (0, 0), "dilation": 1, "groups": 4, "padding_mode": "circular"}),
+    ("Conv3d", (2, 2, 1), {"stride": (1, 2, 3)}),
+    ("ConvTranspose1d", (3, 6, 2), {"output_padding": 1, "stride": 2}),
+    ("ConvTranspose2d", (3, 6, (2, 3)), {"stride": 2, "output_padding": 1, "dilation": 2, "bias": False}),
+    ("ConvTranspose3d", (2, 4, 3), {"groups": 2, "padding": (1, 0, 1)}),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", REPR_CASES)
+def test_repr_state_dict_and_attributes(name, args, kwargs):
+    tm, em = getattr(torch.nn, name)(*args, **kwargs), getattr(nn, name)(*args, **kwargs)
+    assert repr(em) == repr(tm)
+    check_state_dict(tm, em)
+    for attr in ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "transposed",
+                 "output_padding", "groups", "padding_mode", "_reversed_padding_repeated_twice"):
+        assert getattr(em, attr) == getattr(tm, attr), attr
+
+
+def test_repr_inside_a_model():
+    t = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ConvTranspose2d(4, 1, 2, stride=2))
+    e = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ConvTranspose2d(4, 1, 2, stride=2))
+    assert repr(e) == repr(t)
+
+
+@pytest.mark.parametrize("name,args", [("Conv2d", (6, 16, 3)), ("Conv1d", (8, 40, 5)),
+                                       ("ConvTranspose2d", (16, 6, 3)), ("Conv3d", (4, 8, 2))])
+def test_default_init_bounds(name, args):
+    ember.manual_seed(0)
+    em, tm = getattr(nn, name)(*args, groups=2), getattr(torch.nn, name)(*args, groups=2)
+    fan_in = tm.weight.shape[1] * math.prod(tm.weight.shape[2:])
+    bound = 1 / math.sqrt(fan_in)  # kaiming_uniform_(a=sqrt(5)) and the bias rule agree on it
+    for pe, pt in ((em.weight, tm.weight), (em.bias, tm.bias)):
+        e_abs, t_abs = pe.detach().abs().max().item(), pt.detach().abs().max().item()
+        assert e_abs <= bound and t_abs <= bound
+    assert em.weight.detach().abs().max().item() > 0.9 * bound  # the whole range is used
+    assert abs(em.weight.detach().mean().item()) < 0.1 * bound
+    assert em.weight.requires_grad and em.weight.is_contiguous()
+
+
+def test_reset_parameters_redraws():
+    m = nn.Conv2d(2, 3, 3)
+    before = m.weight.detach().clone()
+    m.reset_parameters()
+    assert not ember.equal(before, m.weight.detach())
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"groups": 0}, "groups must be a positive integer"),
+    ({"groups": 4}, "in_channels must be divisible by groups"),
+    ({"in_channels": 4, "groups": 4}, "out_channels must be divisible by groups"),
+    ({"padding": "full"}, "Invalid padding string 'full'"),
+    ({"padding": "same", "stride": 2}, "padding='same' is not supported for strided convolutions"),
+    ({"padding_mode": "mirror"}, "padding_mode must be one of"),
+])
+def test_constructor_errors(kwargs, message):
+    full = {"in_channels": 2, "out_channels": 6, "kernel_size": 3} | kwargs
+    with pytest.raises(ValueError, match=message):
+        torch.nn.Conv2d(**full)
+    with pytest.raises(ValueError, match=message):
+        nn.Conv2d(**full)
+
+
+def test_transposed_rejects_padding_modes():
+    for mod in (torch.nn, nn):
+        with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for ConvTranspose2d'):
+            mod.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
+
+
+@pytest.mark.parametrize("shape", [(2, 7), (1, 1, 3, 7), (2, 2, 7)])
+def test_forward_input_errors(shape):
+    tm, em = _pair("Conv1d", (3, 4, 3), {})
+    xe, xt = input_pair(shape)
+    with pytest.raises(RuntimeError):
+        tm(xt)
+    with pytest.raises(RuntimeError):
+        em(xe)
+
+
+def test_kernel_larger_than_input_is_runtime_error():
+    tm, em = _pair("Conv2d", (1, 1, 5), {})
+    xe, xt = input_pair((1, 1, 3, 3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        tm(xt)
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        em(xe)
+
+
+@pytest.mark.parametrize("name,tname,args,shape", [
+    ("LazyConv1d", "Conv1d", (4, 3), (2, 3, 6)),
+    ("LazyConv2d", "Conv2d", (4, 3), (3, 5, 5)),
+    ("LazyConv3d", "Conv3d", (2, 2), (1, 2, 3, 3, 3)),
+    ("LazyConvTranspose1d", "ConvTranspose1d", (4, 3), (2, 3, 6)),
+    ("LazyConvTranspose2d", "ConvTranspose2d", (4, 3), (2, 3, 3, 3)),
+    ("LazyConvTranspose3d", "ConvTranspose3d", (2, 2), (2, 2, 2, 2)),
+])
+def test_lazy_conv_materializes(name, tname, args, shape):
+    em, tm = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(em) == repr(tm)
+    xe, xt = input_pair(shape, requires_grad=False)
+    ye, yt = em(xe), tm(xt)
+    assert type(em).__name__ == type(tm).__name__ == tname
+    assert repr(em) == repr(tm) and tuple(ye.shape) == tuple(yt.shape)
+    assert tuple(em.weight.shape) == tuple(tm.weight.shape)
+    check_state_dict(tm, em)
+
+
+def test_lazy_conv_bad_input_rank():
+    for mod in (torch.nn, nn):
+        m = mod.LazyConv2d(4, 3)
+        x = (torch if mod is torch.nn else ember).zeros(3, 3)
+        with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d"):
+            m(x)

@@ -1,0 +1,260 @@
+"""``ember.save`` / ``ember.load``: PyTorch's checkpoint format, without running pickled code.
+
+``save`` writes what ``torch.save`` writes (a zip with ``data.pkl`` and one raw record per
+storage), so ``torch.load(f, weights_only=True)`` reads it; ``load`` reads ``torch.save`` files
+with ember's own opcode interpreter and allow-list (``_pickle_reader``, ``_torch_globals``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import sys
+from collections import OrderedDict
+
+from .. import _C
+from .._src import dtypes as dt
+from .._src.device import device
+from .._src.shapes import Size
+from .._src.tensor import Tensor
+from . import _torch_globals as tg
+from ._atomic import atomic_write
+from ._errors import CallerError, UnpicklingError, describe
+from ._fixups import byteswap, normalize_bools
+from ._pickle_reader import SafeUnpickler
+from ._pickle_writer import Global, Persistent, Pickler, Reduce
+from ._zipfile_format import ZipReader, ZipWriter
+
+_FORMAT_VERSION = b"3\n"  # the `version` record torch.save writes
+
+
+def _is_path(f) -> bool:
+    return isinstance(f, (str, bytes)) or hasattr(f, "__fspath__")
+
+
+# -- save -----------------------------------------------------------------------------------------
+
+class _SaveHook:
+    """Turns tensors, dtypes, sizes and devices into the reductions torch.save writes."""
+
+    def __init__(self):
+        self.storages: dict[int, tuple[str, object, object]] = {}
+
+    def __call__(self, obj):
+        if isinstance(obj, Tensor):
+            # Python attributes set on a tensor travel with it, as torch.save keeps them.
+            state = dict(vars(obj)) or None
+            if type(obj) is Tensor:
+                if state is None:
+                    return self._tensor(obj)
+                return Reduce(Global("torch._tensor", "_rebuild_from_type_v2"),
+                              (Global("torch._utils", "_rebuild_tensor_v2"), Global("torch", "Tensor"),
+                               self._tensor(obj).args, state))
+            if type(obj).__name__ == "Parameter":  # ember.nn.Parameter (a package above the core)
+                # As torch does: the data is saved without requires_grad, the parameter carries it.
+                args = (self._tensor(obj, requires_grad=False), obj.requires_grad, OrderedDict())
+                if state is None:
+                    return Reduce(Global("torch._utils", "_rebuild_parameter"), args)
+                return Reduce(Global("torch._utils", "_rebuild_parameter_with_state"), args + (state,))
+            return None
+        if isinstance(obj, dt.dtype):
+            return Global("torch", obj.name)
+        if type(obj) is Size:
+            return Reduce(Global("torch", "Size"), (tuple(obj),))
+        if type(obj) is device:
+            return Reduce(Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
+        return None
+
+    def _tensor(self, t: Tensor, requires_grad: bool | None = None) -> Reduce:
+        if t._device.type == "meta":
+            raise RuntimeError("ember.save cannot save a tensor on the meta device: it has no data")
+        if t._device.type != "cpu":
+            t = t.cpu()
+        storage = t._storage
+        entry = self.storages.get(id(storage))
+        if entry is None:
+            entry = (str(len(self.storages)), storage, t.dtype)
+            self.storages[id(storage)] = entry
+        elif entry[2] is not t.dtype:
+            raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
+        numel = storage.nbytes() // t.dtype.itemsize
+        pid = ("storage", Global("torch", tg.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
+        if requires_grad is None:
+            requires_grad = t._requires_grad
+        return Reduce(Global("torch._utils", "_rebuild_tensor_v2"),
+                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), requires_grad, OrderedDict()))
+
+
+def _write_archive(f, archive: str, data_pkl: bytes, storages, byteorder_record: bool, force_zip64=False):
+    writer = ZipWriter(f, archive, force_zip64=force_zip64)
+    writer.write_record("data.pkl", data_pkl)
+    writer.write_record(".format_version", b"1")
+    writer.write_record(".storage_alignment", b"64")
+    if byteorder_record:
+        writer.write_record("byteorder", sys.byteorder.encode("ascii"))
+    for key, storage, dtype in storages:
+        nbytes = storage.nbytes() // dtype.itemsize * dtype.itemsize
+        writer.write_record(f"data/{key}", memoryview(storage)[:nbytes])
+    writer.write_record("version", _FORMAT_VERSION)
+    writer.close()
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False) -> None:
+    """Saves ``obj`` to ``f`` (a path or a binary file object) in PyTorch's checkpoint format.
+
+    ``obj`` may hold tensors, ``ember.nn.Parameter``, dtypes, ``ember.Size``, devices, None,
+    bool, int, float, str, bytes and tuple/list/dict/OrderedDict of them; anything else is a
+    ``TypeError`` naming its type. The pickle is always protocol 2 (what torch.save writes by
+    default) and written by ember's own pickler, so ``pickle_module`` must be left unset.
+    Saving to a path is atomic: a temporary file in the same folder replaces ``f`` only once
+    it is complete and synced, so a failure leaves any previous file intact.
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("ember.save writes checkpoints with its own pickler; pickle_module is not supported")
+    if not isinstance(pickle_protocol, int) or isinstance(pickle_protocol, bool):
+        raise TypeError(f"pickle_protocol must be an int, got {type(pickle_protocol).__name__}")
+    if not _use_new_zipfile_serialization:
+        raise RuntimeError("ember.save writes only the zip checkpoint format (_use_new_zipfile_serialization=True)")
+    hook = _SaveHook()
+    data_pkl = Pickler(hook).dumps(obj)  # every TypeError surfaces here, before f is touched
+    storages = list(hook.storages.values())
+    if _is_path(f):
+        name = os.path.splitext(os.path.basename(os.fsdecode(os.fspath(f))))[0]
+        name = name if name.isascii() and name.isprintable() and name else "archive"
+        with atomic_write(f) as out:
+            _write_archive(out, name, data_pkl, storages, not _disable_byteorder_record)
+    elif hasattr(f, "write"):
+        _write_archive(f, "archive", data_pkl, storages, not _disable_byteorder_record)
+    else:
+        raise AttributeError(f"ember.save expects a path or a writable binary file, got {type(f).__name__}")
+
+
+# -- load -----------------------------------------------------------------------------------------
+
+class _LoadPolicy:
+    """What the unpickler may do with a checkpoint: allow-listed globals and its storage records."""
+
+    def __init__(self, reader: ZipReader, source: str, map_location, swap_bytes: bool):
+        self._reader = reader
+        self._source = source
+        self._map_location = map_location
+        self._swap_bytes = swap_bytes
+        self._storages: dict[str, object] = {}
+
+    def find_global(self, module: str, name: str):
+        return tg.find_global(module, name, self._source)
+
+    def build(self, inst, state) -> None:
+        tg.build(inst, state)
+
+    def persistent_load(self, pid):
+        if type(pid) is not tuple or len(pid) != 5 or pid[0] not in ("storage", b"storage"):
+            raise UnpicklingError(f"only storage records may be loaded by persistent id, got {pid!r:.80}")
+        _, storage_type, key, location, numel = pid
+        key, location = _text(key), _text(location)
+        if not isinstance(storage_type, tg.StorageType) or type(numel) is not int or numel < 0:
+            raise UnpicklingError(f"malformed storage reference {pid!r:.120}")
+        dtype = storage_type.dtype
+        nbytes = numel * dtype.itemsize
+        storage = self._storages.get(key)
+        if storage is None:
+            storage = self._reader.read_storage(f"data/{key}", nbytes)
+            if self._swap_bytes and dtype.itemsize > 1:
+                byteswap(storage, dtype.itemsize)
+            if dtype is dt.bool:
+                normalize_bools(storage)
+            storage = self._place(storage, location, nbytes)
+            self._storages[key] = storage
+        elif storage.nbytes() < nbytes:
+            raise UnpicklingError(f"storage '{key}' is referenced with {nbytes} bytes but holds {storage.nbytes()}")
+        return tg.LoadedStorage(storage, dtype)
+
+    def _place(self, storage, location: str, nbytes: int):
+        try:
+            return self._map(storage, location, nbytes)
+        except (TypeError, RuntimeError, ValueError) as exc:  # map_location is the caller's, not the file's
+            raise CallerError(exc) from exc
+
+    def _map(self, storage, location: str, nbytes: int):
+        ml = self._map_location
+        target = None  # a device map_location asks for explicitly
+        if isinstance(ml, dict):
+            target = ml.get(location)
+        elif isinstance(ml, (str, device)):
+            target = ml
+        elif callable(ml):
+            result = ml(storage, location)
+            if isinstance(result, _C.Storage):
+                if result.nbytes() < nbytes or result.device_type != "cpu":
+                    raise RuntimeError("map_location returned a storage that is too small or not on the CPU")
+                return result
+            if result is not None:
+                raise TypeError(f"map_location returned a {type(result).__name__}, expected a storage or None")
+        if target is None:
+            device(location)  # validates it; storages saved on an accelerator load on the CPU
+        elif device(target).type != "cpu":
+            raise RuntimeError(f"ember.load places tensors on the CPU, but map_location asked for {device(target)}")
+        return storage
+
+
+def _text(value) -> str:
+    if type(value) is bytes:
+        value = value.decode("ascii")
+    if type(value) is not str:
+        raise UnpicklingError(f"storage key/location must be a str, got {type(value).__name__}")
+    return value
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+    """Loads an object saved by ``ember.save`` or ``torch.save`` (the zip format).
+
+    Safe whatever ``weights_only`` says: ember never imports or calls anything a file names;
+    only tensors, dtypes, sizes, devices, numbers, strings, bytes and containers come back, and
+    any other global is an ``UnpicklingError`` naming it. Tensors are loaded on the CPU and own
+    their memory (``mmap=True`` maps a file path copy-on-write instead of reading it).
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise RuntimeError("ember.load reads checkpoints with its own safe unpickler; pickle_module is not supported")
+    encoding = pickle_load_args.pop("encoding", "utf-8")
+    errors = pickle_load_args.pop("errors", "strict")
+    if pickle_load_args:
+        raise TypeError(f"ember.load got unexpected keyword arguments {sorted(pickle_load_args)}")
+    if mmap and not _is_path(f):
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if map_location is not None and not isinstance(map_location, (str, device, dict)) and not callable(map_location):
+        raise TypeError(f"map_location must be None, a str, a device, a dict or a callable, got {type(map_location)}")
+    source = describe(f)
+    if _is_path(f):
+        with open(f, "rb") as fh:
+            return _load_from(fh, source, map_location, encoding, errors, bool(mmap))
+    if not hasattr(f, "read"):
+        raise AttributeError(f"ember.load expects a path or a readable binary file, got {type(f).__name__}")
+    seekable = getattr(f, "seekable", None)
+    if not hasattr(f, "seek") or (seekable is not None and not seekable()):
+        f = io.BytesIO(f.read())  # a zip is read from its end: a pipe is buffered first
+    return _load_from(f, source, map_location, encoding, errors, False)
+
+
+def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mmap: bool):
+    reader = ZipReader(fh, source, use_mmap=use_mmap)
+    try:
+        swap = False
+        if reader.has_record("byteorder"):
+            order = reader.read("byteorder")
+            if order not in (b"little", b"big"):
+                raise RuntimeError(f"{source}: unknown byteorder record {order[:16]!r}")
+            swap = order.decode() != sys.byteorder
+        policy = _LoadPolicy(reader, source, map_location, swap)
+        data = reader.read("data.pkl")
+        try:
+            result = SafeUnpickler(data, policy, source, encoding, errors).load()
+        except UnpicklingError as exc:
+            if str(exc).startswith(source):
+                raise
+            raise UnpicklingError(f"{source}: {exc}") from exc
+        # torch.save(tensor.untyped_storage()): the storage itself, as Tensor.untyped_storage() gives it.
+        return result.storage if isinstance(result, tg.LoadedStorage) else result
+    finally:
+        reader.close()
