@@ -70,26 +70,37 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _pointwise.threshold(input, threshold, value, inplace=True)
 
 
-def _implicit_dim(ndim: int) -> int:
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.log_softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("log_softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(-input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmin", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(-input, dim, dtype=dtype)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -98,14 +109,25 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {_max_of(input.dtype)}] for input dtype "
+                           f"{type_name(input.dtype)}, but found to be {lambd}.")
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0.0 * input))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return ember.where((input > lambd) | (input < -lambd), input, 0.0 * input)
+    # The band test is written as PyTorch's kernel, so nan passes through and the band gives +0.
+    band = (input >= -lambd) & (input <= lambd)
+    return ember.where(band, ember.zeros_like(input), input)
+
+
+def _max_of(dtype) -> str:
+    return f"{ember.finfo(dtype).max:g}" if dtype.is_floating_point else "inf"
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(input.dtype)}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     if input.dtype != weight.dtype:
@@ -141,6 +163,9 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {dim})")
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
                            f"{input.shape[dim]}")
@@ -149,6 +174,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     gumbels = -ember.empty_like(logits).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
@@ -264,15 +291,22 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out + bias if bias is not None else out
 
 
+def _upsample_deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _upsample_deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
