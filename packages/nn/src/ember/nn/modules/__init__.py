@@ -8,3 +8,4 @@ from .linear import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
