@@ -327,9 +327,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                eps: float = 1e-5) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
-    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them).
-    if num_groups > 0:
-        _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
+    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them; and
+    # num_groups=0 is its ZeroDivisionError).
+    _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
     return _norm.group_norm(input, num_groups, weight, bias, eps)
 
 
