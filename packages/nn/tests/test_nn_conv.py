@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from layer_helpers import check_layer, check_state_dict, input_pair, make_pair
@@ -193,3 +194,29 @@ def test_lazy_conv_bad_input_rank():
         x = (torch if mod is torch.nn else ember).zeros(3, 3)
         with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d"):
             m(x)
+
+
+def test_deepcopy_and_pickle_keep_weights_and_laziness():
+    import copy
+    import pickle
+
+    m = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), nn.ConvTranspose2d(3, 2, 2, stride=2))
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert repr(clone) == repr(m)
+        for (name, a), b in zip(m.state_dict().items(), clone.state_dict().values()):
+            assert ember.equal(a, b), name
+        x = ember.randn(1, 2, 4, 4)
+        assert ember.allclose(clone(x), m(x))
+    lazy = copy.deepcopy(nn.LazyConv1d(3, 2))
+    assert tuple(lazy(ember.randn(2, 5, 4)).shape) == (2, 3, 3) and type(lazy) is nn.Conv1d
+
+
+@pytest.mark.parametrize("name,args,shape", [("Conv2d", (2, 3, 3), (1, 2, 5, 5)),
+                                             ("ConvTranspose1d", (2, 3, 2), (2, 2, 4))])
+def test_float16_layers_close_to_torch(name, args, shape):
+    tm, em = _pair(name, args, {"padding": 1}, "float32")
+    tm, em = tm.half(), em.half()
+    xe, xt = input_pair(shape, requires_grad=False)
+    ye, yt = em(xe.half()), tm(xt.half())
+    assert ye.dtype is ember.float16
+    np.testing.assert_allclose(ye.detach().float().numpy(), yt.detach().float().numpy(), rtol=1e-2, atol=1e-2)
