@@ -47,12 +47,19 @@ def _pair(name, args, kwargs, dtype="float32"):
     return make_pair(getattr(torch.nn, name), getattr(nn, name), *args, dtype=dtype, **kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # both libraries warn
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c[0]}-{c[3]}-{'-'.join(map(str, c[2].values()))}")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_forward_backward_match_torch(case, dtype):
     name, args, kwargs, shape = case
     tm, em = _pair(name, args, kwargs, dtype)
     check_layer(tm, em, shape, dtype)
+
+
+def test_same_padding_with_even_kernel_warns():
+    # PyTorch warns once per process (so it is not asked here); ember warns every time.
+    with pytest.warns(UserWarning, match="Using padding='same' with even kernel lengths and odd dilation"):
+        nn.Conv1d(1, 1, 4, padding="same")(ember.zeros(1, 1, 6))
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape,output_size", [
