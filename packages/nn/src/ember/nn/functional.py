@@ -20,6 +20,7 @@ from ember._src.ops import nn_norm as _norm
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
+from ember._src.ops._common import type_name as _type_name
 
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
@@ -411,7 +412,7 @@ def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size
 def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:
     """Scatters each value of ``input`` to its flat index in an (oH, oW) plane of zeros."""
     if indices.dtype is not ember.int64:
-        raise RuntimeError(f"elements in indices should be type int64 but got: {_C_TYPE[indices.dtype.name]}")
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_type_name(indices.dtype)}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
@@ -430,10 +431,6 @@ def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:
                            f"{oh}x{ow})")
     out = ember.zeros(lead + (oh * ow,), dtype=input.dtype, device=input.device)
     return out.scatter(-1, flat_idx, input.reshape(lead + (-1,))).reshape(lead + (oh, ow))
-
-
-_C_TYPE = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "float16": "Half",
-           "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
