@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from layer_helpers import check_layer, check_state_dict, input_pair, make_pair
+from layer_helpers import assert_close, check_layer, check_state_dict, input_pair, make_pair
 
 import ember
 import ember.nn as nn
@@ -227,3 +227,25 @@ def test_float16_layers_close_to_torch(name, args, shape):
     ye, yt = em(xe.half()), tm(xt.half())
     assert ye.dtype is ember.float16
     np.testing.assert_allclose(ye.detach().float().numpy(), yt.detach().float().numpy(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("pad", [0, 2])
+def test_conv_tbc_matches_torch(pad):
+    xe, xt = input_pair((6, 2, 3), "float64")
+    we, wt = input_pair((3, 3, 4), "float64", seed=1)
+    be, bt = input_pair((4,), "float64", seed=2)
+    ye, yt = nn.functional.conv_tbc(xe, we, be, pad), torch.conv_tbc(xt, wt, bt, pad)
+    assert_close(ye, yt)
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in ((xe, xt), (we, wt), (be, bt)):
+        assert_close(e.grad, t.grad)
+
+
+@pytest.mark.parametrize("shapes", [((6, 3), (3, 3, 4), (4,)), ((6, 2, 3), (3, 4), (4,)), ((6, 2, 3), (3, 3, 4), (2,)),
+                                    ((6, 2, 3), (3, 2, 4), (4,))])
+def test_conv_tbc_errors(shapes):
+    for lib in (torch, nn.functional):
+        args = [(ember if lib is nn.functional else torch).zeros(*s) for s in shapes]
+        with pytest.raises(RuntimeError):
+            lib.conv_tbc(*args, 0)
