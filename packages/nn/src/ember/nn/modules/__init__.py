@@ -25,3 +25,4 @@ from .upsampling import *  # noqa: F401,F403
 # named `utils` would shadow `ember.nn.utils`).
 __all__ = [name for name, value in dict(globals()).items()
            if not name.startswith("_") and not isinstance(value, type(__import__("sys")))]
+from .sparse import *  # noqa: F401,F403
