@@ -20,11 +20,7 @@ from ember._src.ops import nn_norm as _norm
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
-<<<<<<< HEAD
-from ember._src.ops._common import type_name
-=======
 from ember._src.ops._common import type_name as _type_name
->>>>>>> h-layersb
 
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
@@ -115,7 +111,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, {_max_of(input.dtype)}] for input dtype "
-                           f"{type_name(input.dtype)}, but found to be {lambd}.")
+                           f"{_type_name(input.dtype)}, but found to be {lambd}.")
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0.0 * input))
 
 
@@ -131,12 +127,12 @@ def _max_of(dtype) -> str:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_type_name(input.dtype)}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     if input.dtype != weight.dtype:
-        raise RuntimeError(f"prelu: Type promoting not supported. Got {type_name(input.dtype)} and "
-                           f"{type_name(weight.dtype)}")
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_type_name(input.dtype)} and "
+                           f"{_type_name(weight.dtype)}")
     channels = input.shape[1] if input.ndim >= 2 else 1
     if weight.numel() != 1 and weight.numel() != channels:
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
@@ -594,7 +590,7 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
 def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> None:
     """Class indices must be int64 and within [low, dim)."""
     if target.dtype is not ember.int64:
-        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
     if target.numel() and (int(target.min()) < low or int(target.max()) >= dim):
         raise RuntimeError("target out of range")
 

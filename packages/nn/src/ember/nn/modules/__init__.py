@@ -18,6 +18,7 @@ from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 
@@ -25,4 +26,3 @@ from .upsampling import *  # noqa: F401,F403
 # named `utils` would shadow `ember.nn.utils`).
 __all__ = [name for name, value in dict(globals()).items()
            if not name.startswith("_") and not isinstance(value, type(__import__("sys")))]
-from .sparse import *  # noqa: F401,F403
