@@ -200,6 +200,37 @@ def _retain(t: Tensor, g: Tensor) -> None:
         t.grad = t.grad + g
 
 
+class _Task:
+    """One backward run, as hooks see it (``register_multi_grad_hook`` groups its calls per run)."""
+
+    __slots__ = ("id", "deps", "needed", "captures", "grad_call")
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, deps, needed, captures, grad_call):
+        self.id = next(_Task._ids)
+        self.deps, self.needed, self.captures = deps, needed, captures
+        self.grad_call = grad_call  # autograd.grad(): the leaves' accumulators do not run
+
+
+_TASKS: list = []
+
+
+def current_task():
+    """The innermost backward run in progress, or None."""
+    return _TASKS[-1] if _TASKS else None
+
+
+def will_execute(node) -> bool:
+    """Whether the backward run in progress will run ``node`` (PyTorch's _will_engine_execute_node)."""
+    task = current_task()
+    if task is not None and task.grad_call and isinstance(node, AccumulateGrad):
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                           "autograd.grad(). This is currently not supported.")
+    if task is None or node is None or node not in task.deps:
+        return False
+    return task.needed is None or node in task.needed or node in task.captures
+
+
 def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None, run_targets=True):
     """Runs the graph under ``root``. ``captures``: {node: [(output_nr, key)]}; the gradient
     entering each is stored in the returned dict under ``key`` (a tensor ``key`` gets it
@@ -216,6 +247,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     heappop, heappush = heapq.heappop, heapq.heappush
     heap = [(0, 0, root)]
     tie = 1
+    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets))
     try:
         while heap:
             fn = heappop(heap)[2]
@@ -269,6 +301,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
             outputs = grads = g = buf = old = None
     finally:
         _STATE.grad_enabled = prev
+        _TASKS.pop()
     return captured
 
 

@@ -231,6 +231,8 @@ def record(op, args, kwargs):
             formula = FORMULAS[name[:-1]]
             if _reads_inputs(formula.backward):
                 saved_in = (self.clone(),) + tuple(args[1:])
+        elif formula is not None and formula.clone_self is not None and formula.clone_self(args, kwargs):
+            saved_in = (self.clone(),) + tuple(args[1:])
         if self._base is not None:
             from ._views import record_inplace_on_view
 

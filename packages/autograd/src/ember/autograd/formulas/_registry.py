@@ -36,6 +36,9 @@ class Formula:
     backward: Callable
     save_output: bool = False
     jvp: Callable | None = None
+    # For an in-place op whose formula reads self as it was: ``clone_self(args, kwargs)`` says when
+    # the recording must save a copy of self before the kernel overwrites it.
+    clone_self: Callable | None = None
 
 
 FORMULAS: dict[str, Formula] = {}
@@ -44,13 +47,13 @@ FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: set[str] = set()
 
 
-def derivative(op_name: str, *, save_output: bool = False):
+def derivative(op_name: str, *, save_output: bool = False, clone_self: Callable | None = None):
     """Registers the backward formula of ``op_name``."""
 
     def register(fn: Callable) -> Callable:
         if op_name in FORMULAS:
             raise ValueError(f"derivative for {op_name} registered twice")
-        FORMULAS[op_name] = Formula(op_name, fn, save_output)
+        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self)
         return fn
 
     return register
