@@ -1,5 +1,5 @@
-"""register_multi_grad_hook (modes 'all' and 'any'), and in-place writes into a view of a base
-that is not contiguous (CopySlices), both against PyTorch."""
+"""register_multi_grad_hook (modes "all" and "any"), in-place writes into a view of a base
+that is not contiguous (CopySlices), and which inputs the recording saves: against PyTorch."""
 
 from __future__ import annotations
 
@@ -107,3 +107,23 @@ def test_inplace_on_view_of_offset_transposed_base():
         return base * 1.5, col
 
     grads_match_torch(fn, make_arrays([(3, 4), (4,)], 17))
+
+
+# -- what the recording saves ------------------------------------------------------------------------
+
+
+def test_formula_that_reads_no_input_saves_none_like_torch():
+    # add's backward reads neither input, so an in-place change of one is no error (PyTorch saves
+    # nothing for it either); mul's reads both, so it is.
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2
+        z = y + 1
+        y.add_(1)
+        z.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+        y = x * 2
+        z = y * x
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.sum().backward()

@@ -123,15 +123,18 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
 def _dependencies(root: Node) -> dict:
     """How many edges lead into each node reachable from ``root``."""
     deps = {}
+    get = deps.get
     stack = [root]
+    pop, push = stack.pop, stack.append
     while stack:
-        for nxt, _ in stack.pop()._next:
+        for nxt, _ in pop()._next:
             if nxt is not None:
-                if nxt in deps:
-                    deps[nxt] += 1
-                else:
+                count = get(nxt)
+                if count is None:
                     deps[nxt] = 1
-                    stack.append(nxt)
+                    push(nxt)
+                else:
+                    deps[nxt] = count + 1
     return deps
 
 
@@ -245,17 +248,18 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     anomaly = anomaly_mode.is_enabled()
     buffers = {}
     heappop, heappush = heapq.heappop, heapq.heappush
-    heap = [(0, 0, root)]
-    tie = 1
+    heap = []
+    tie = 0
+    fn = root
     _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets))
     try:
-        while heap:
-            fn = heappop(heap)[2]
+        while True:
             grads = buffers.pop(fn, None)
             if grads is None:
                 grads = [None] * fn._num_outputs
             if fn._hooked:
                 _call_tensor_hooks(fn, grads)
+            run = True
             if captures is not None and fn in captures:
                 for nr, key in captures[fn]:
                     g = grads[nr]
@@ -264,41 +268,58 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                             _retain(key, g)
                     else:
                         captured[key] = g
-                if fn not in needed:
-                    continue
-            if fn._pre_hooks:
-                for hook in list(fn._pre_hooks.values()):
-                    r = hook(tuple(grads))
-                    if r is not None:
-                        grads = list(r)
-            if anomaly:
-                outputs = anomaly_mode.run_checked(fn, grads)
-            else:
-                outputs = fn.apply(grads)
-            if fn._post_hooks:
-                for hook in list(fn._post_hooks.values()):
-                    r = hook(tuple(outputs), tuple(grads))
-                    if r is not None:
-                        outputs = list(r)
-            if not keep_graph:
-                fn._release()
-            for (nxt, nr), g in zip(fn._next, outputs):
-                if nxt is None:
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._num_outputs
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0 and (needed is None or nxt in needed or nxt in captures):
-                    heappush(heap, (-nxt._seq, tie, nxt))
+                run = fn in needed
+            if run:
+                if fn._pre_hooks:
+                    for hook in list(fn._pre_hooks.values()):
+                        r = hook(tuple(grads))
+                        if r is not None:
+                            grads = list(r)
+                if anomaly:
+                    outputs = anomaly_mode.run_checked(fn, grads)
+                else:
+                    outputs = fn.apply(grads)
+                if fn._post_hooks:
+                    for hook in list(fn._post_hooks.values()):
+                        r = hook(tuple(outputs), tuple(grads))
+                        if r is not None:
+                            outputs = list(r)
+                if not keep_graph:
+                    fn._release()
+                # The one node this one makes ready runs next without a trip through the heap
+                # when nothing else is waiting (a chain); otherwise the heap orders them.
+                ready = None
+                for (nxt, nr), g in zip(fn._next, outputs):
+                    if nxt is None:
+                        continue
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._num_outputs
+                            buf[nr] = g
+                        else:
+                            old = buf[nr]
+                            buf[nr] = g if old is None else old + g
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0 and (needed is None or nxt in needed or nxt in captures):
+                        if ready is None:
+                            ready = nxt
+                        else:
+                            heappush(heap, (-nxt._seq, tie, nxt))
+                            tie += 1
+                # Drop this node's references so that a gradient held only by an input buffer can
+                # be taken over by AccumulateGrad without a copy (see _stealable).
+                outputs = grads = g = buf = old = None
+                if ready is not None:
+                    if not heap:
+                        fn = ready
+                        continue
+                    heappush(heap, (-ready._seq, tie, ready))
                     tie += 1
-            # Drop this node's references so that a gradient held only by an input buffer can be
-            # taken over by AccumulateGrad without a copy (see _stealable).
-            outputs = grads = g = buf = old = None
+            if not heap:
+                break
+            fn = heappop(heap)[2]
     finally:
         _STATE.grad_enabled = prev
         _TASKS.pop()

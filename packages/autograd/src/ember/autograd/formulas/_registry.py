@@ -24,10 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
 class Inputs:
-    args: tuple
-    kwargs: dict
+    """The op's ``args`` and ``kwargs`` as a formula sees them (a plain slotted class: one is made
+    per backward node, so its construction is on the engine's hot path)."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: tuple, kwargs: dict):
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return f"Inputs(args={self.args!r}, kwargs={self.kwargs!r})"
 
 
 @dataclass
@@ -39,6 +47,9 @@ class Formula:
     # For an in-place op whose formula reads self as it was: ``clone_self(args, kwargs)`` says when
     # the recording must save a copy of self before the kernel overwrites it.
     clone_self: Callable | None = None
+    # Whether ``backward`` ever reads ``inputs`` (found once from its bytecode by the recording,
+    # which saves no input tensors for formulas that do not: add, sub, ...).
+    reads_inputs: bool | None = None
 
 
 FORMULAS: dict[str, Formula] = {}

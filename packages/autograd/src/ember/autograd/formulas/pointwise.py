@@ -54,8 +54,8 @@ def _mul(grads, inputs, outputs):
     g = grads[0]
     self, other = inputs.args[0], inputs.args[1]
     return (
-        g * other if is_tensor(self) and self.requires_grad else None,
-        g * self if is_tensor(other) and other.requires_grad else None,
+        g * other if is_tensor(self) and self._requires_grad else None,
+        g * self if is_tensor(other) and other._requires_grad else None,
     )
 
 
