@@ -147,6 +147,15 @@ def install(functional: dict) -> None:
         if op is not None and not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", op)
 
+    def polygamma(self, n):
+        return pw.polygamma(n, self)
+
+    def polygamma_(self, n):
+        return self.copy_(pw.polygamma(n, self))
+
+    def mvlgamma_(self, p):
+        return self.copy_(pw.mvlgamma(self, p))
+
     def add_(self, other, *, alpha=1):
         return pw.add_inplace_op(self, pw._scaled(self, other, alpha))
 
@@ -186,6 +195,7 @@ def install(functional: dict) -> None:
         "view": vw.view, "type": vw.type_, "fill_": vw.fill_, "zero_": vw.zero_,
         "eq_": pw.eq_inplace_op, "ne_": pw.ne_inplace_op, "lt_": pw.lt_inplace_op, "le_": pw.le_inplace_op,
         "gt_": pw.gt_inplace_op, "ge_": pw.ge_inplace_op,
+        "polygamma": polygamma, "polygamma_": polygamma_, "mvlgamma_": mvlgamma_,
     }
     for name, fn in extra.items():
         setattr(Tensor, name, fn)

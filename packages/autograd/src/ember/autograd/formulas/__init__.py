@@ -9,6 +9,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     linalg,
     linalg_decomp,
     nn,
+    nn_double,
     nondifferentiable,
     pointwise,
     reduction,

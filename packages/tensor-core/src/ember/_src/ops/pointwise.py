@@ -508,6 +508,46 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
 fix = trunc  # noqa: F821
 
 
+# -- polygamma(n, x): the n-th derivative of digamma (one unary kernel with n as its parameter) ----
+
+polygamma_op = define("polygamma(int n, Tensor self) -> Tensor", ("pointwise",))
+
+
+def _polygamma_meta(n, a):
+    return empty(a._shape, unary_result(a, _FLOAT_OP, "polygamma"), META)
+
+
+polygamma_op.meta = _polygamma_meta
+polygamma_op.kernels["meta"] = _polygamma_meta
+
+
+@polygamma_op.kernel("cpu")
+def _polygamma_cpu(n, a):
+    return _run_unary(UNARY_CODES["polygamma"], _FLOAT_OP, "polygamma", a, float(n))
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, x) for n >= 1."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return write_out(polygamma_op(n, input), out)
+
+
+def mvlgamma(input, p, *, out=None):
+    """Multivariate log-gamma of dimension ``p``: sum_i lgamma(x - i/2) + p(p-1)/4 log(pi)."""
+    if not isinstance(p, int) or p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"mvlgamma(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    terms = [lgamma(input - i / 2) for i in range(p)]  # noqa: F821 - defined by the unary loop
+    result = terms[0]
+    for t in terms[1:]:
+        result = result + t
+    return write_out(result + p * (p - 1) / 4 * math.log(math.pi), out)
+
+
 def logical_not(input, *, out=None):
     return write_out(UNARY_OPS["logical_not"][0](input), out)
 
