@@ -66,12 +66,12 @@ def _operators():
         return matmul(other, self)
 
     def _eq(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
+        if not isinstance(other, (Tensor, bool, int, float, complex)):
             return NotImplemented
         return pw.eq_op(self, other)
 
     def _ne(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
+        if not isinstance(other, (Tensor, bool, int, float, complex)):
             return NotImplemented
         return pw.ne_op(self, other)
 
@@ -193,7 +193,8 @@ def install(functional: dict) -> None:
               dt.bool):
         pass
     casts = {"float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
-             "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool}
+             "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool,
+             "cfloat": dt.complex64, "cdouble": dt.complex128}
     for name, d in casts.items():
         setattr(Tensor, name, vw._cast(d))
 

@@ -715,6 +715,8 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
         value = value.item()
+    if isinstance(value, complex) and value.imag != 0 and not self.dtype.is_complex:
+        raise RuntimeError(f"value cannot be converted to type {self.dtype.name} without overflow")
     _C.fill_(self, value)
     self._storage.version += 1
     return self
