@@ -173,6 +173,16 @@ def test_mm_bmm_layouts(name):
     check(ember.addmm(c, b[:3], a, beta=0.5, alpha=2j), torch.addmm(tc, tb[:3], ta, beta=0.5, alpha=2j), **_tol(name))
 
 
+@pytest.mark.parametrize("name", COMPLEX_NAMES)
+def test_dot_vdot_outer(name):
+    a, ta = cpair((5,), name, seed=20)
+    b, tb = cpair((5,), name, seed=21, layout="sliced")
+    check(ember.dot(a, b), torch.dot(ta, tb), **_tol(name))
+    check(ember.vdot(a, b), torch.vdot(ta, tb), **_tol(name))
+    check(ember.outer(a, b), torch.outer(ta, tb), **_tol(name))
+    check(ember.mv(ember.outer(a, b), a), torch.mv(torch.outer(ta, tb), ta), **_tol(name))
+
+
 def test_matmul_dtype_mismatch():
     a = ember.ones(2, 2, dtype=ember.complex64)
     with pytest.raises(RuntimeError):

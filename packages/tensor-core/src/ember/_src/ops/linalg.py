@@ -335,8 +335,11 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
-    # Real dtypes only, so conj(input) . other is input . other.
     _dot_check(input, other, "vdot")
+    if input.dtype.is_complex:  # vdot conjugates its first argument
+        from .complex import conj_physical_op
+
+        input = conj_physical_op(input)
     return _out(dot_op(input, other), out)
 
 
