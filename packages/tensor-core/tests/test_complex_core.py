@@ -266,3 +266,36 @@ def test_complex_errors():
             lib.complex(lib.ones(2, dtype=lib.int32), lib.ones(2, dtype=lib.int32))
         with pytest.raises(RuntimeError):
             lib.complex(lib.ones(2), lib.ones(3))
+
+
+# -- data movement -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", COMPLEX_NAMES)
+def test_indexing_and_joining(name):
+    e, t = cpair((4, 3), name, seed=3)
+    idx_e, idx_t = ember.tensor([2, 0, 2]), torch.tensor([2, 0, 2])
+    check(e[idx_e], t[idx_t])
+    check(e[e.real > 0], t[t.real > 0])
+    check(ember.where(e.imag > 0, e, 0), torch.where(t.imag > 0, t, 0))
+    check(ember.flip(e, (0,)), torch.flip(t, (0,)))
+    check(ember.roll(e, 1, 1), torch.roll(t, 1, 1))
+    rows = [[0], [2], [1], [1]]
+    check(ember.gather(e, 1, ember.tensor(rows)), torch.gather(t, 1, torch.tensor(rows)))
+    check(ember.cat([e, e[:1]]), torch.cat([t, t[:1]]))
+    check(ember.stack([e, e.conj()]), torch.stack([t, t.conj()]))
+    check(e.t().contiguous(), t.t().contiguous())
+    e2, t2 = e.clone(), t.clone()
+    e2[idx_e] = 1j
+    t2[idx_t] = 1j
+    check(e2, t2)
+    e2.masked_fill_(e2.real < 0, 2 - 2j)
+    t2.masked_fill_(t2.real < 0, 2 - 2j)
+    check(e2, t2)
+
+
+@pytest.mark.parametrize("name", COMPLEX_NAMES)
+def test_dlpack_with_torch(name):
+    e, t = cpair((2, 3), name, seed=4)
+    check(ember.from_dlpack(t), t)
+    assert torch.equal(torch.from_dlpack(e), t)
