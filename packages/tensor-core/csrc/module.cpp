@@ -38,4 +38,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_scatter(m);
   ember::bind_sort(m);
   ember::bind_complex(m);
+  ember::bind_fft(m);
 }
