@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not ember._C.fft_available, reason="built withou
 
 NORMS = [None, "backward", "ortho", "forward"]
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
-REAL_INPUT = {"rfft", "ihfft", "rfft2", "rfftn"}  # these reject complex inputs
+REAL_INPUT = {"rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn"}  # these reject complex inputs
 INPUT_DTYPES = ["float32", "float64", "complex64", "complex128"]
 
 
@@ -66,7 +66,7 @@ def test_integer_and_bool_inputs_promote():
     check(*_both("fftn", e.view(2, 3) > 2, t.view(2, 3) > 2), **_tol("int64"))
 
 
-@pytest.mark.parametrize("fn", ["fft2", "ifft2", "rfft2", "irfft2"])
+@pytest.mark.parametrize("fn", ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"])
 @pytest.mark.parametrize("name", INPUT_DTYPES)
 @pytest.mark.parametrize("shape", [(4, 6), (5, 3), (2, 3, 5)])
 @pytest.mark.parametrize("s", [None, (3, 4), (6, 7)])
@@ -80,7 +80,7 @@ def test_two_dim(fn, name, shape, s):
         check(*_both(fn, e, t, s=s, dim=(0, -1)), **_tol(name))
 
 
-@pytest.mark.parametrize("fn", ["fftn", "ifftn", "rfftn", "irfftn"])
+@pytest.mark.parametrize("fn", ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"])
 @pytest.mark.parametrize("name", INPUT_DTYPES)
 @pytest.mark.parametrize("s,dim", [(None, None), ((3, 4, 5), None), ((4, 2), None), (None, (0, 2)),
                                    ((5, -1), (-1, 0)), (None, (-2,)), ((1, 2, 3), (2, 1, 0))])
@@ -92,7 +92,7 @@ def test_n_dim(fn, name, s, dim):
         check(*_both(fn, e, t, s=s, dim=dim, norm=norm), **_tol(name))
 
 
-@pytest.mark.parametrize("fn", ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "irfft2"])
+@pytest.mark.parametrize("fn", ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "irfft2", "hfftn", "ihfft2"])
 @pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded"])
 def test_n_dim_layouts(fn, layout):
     name = "float32" if fn in REAL_INPUT else "complex64"

@@ -27,8 +27,8 @@ from . import complex as cx
 from ._common import convert, empty, type_name, write_out
 
 __all__ = [
-    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft", "irfft",
-    "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
+    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn", "ifftshift",
+    "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
 ]
 
 _KIND = {"c2c": 0, "r2c": 1, "c2r": 2}
@@ -298,6 +298,23 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_c2r_public(input, dims, sizes, last_n, norm), out)
 
 
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    _check_input(input, "hfftn")
+    dims, sizes = _dims_and_sizes(input, s, dim)
+    if not dims:
+        raise RuntimeError("hfftn must transform at least one axis")
+    last_n = sizes[-1] if s is not None and s[-1] != -1 else _c2r_last_n(input, dims[-1], None)
+    return write_out(_c2r_public(input, dims, sizes, last_n, norm, forward=True), out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    _check_input(input, "ihfftn")
+    dims, sizes = _dims_and_sizes(input, s, dim)
+    if not dims:
+        raise RuntimeError("ihfftn must transform at least one axis")
+    return write_out(_r2c_public(input, dims, sizes, norm, "ihfftn", False), out)
+
+
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return fftn(input, s, dim, norm, out=out)
 
@@ -312,6 +329,14 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return irfftn(input, s, dim, norm, out=out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return hfftn(input, s, dim, norm, out=out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return ihfftn(input, s, dim, norm, out=out)
 
 
 # -- helpers: frequencies and shifts ----------------------------------------------------------------
