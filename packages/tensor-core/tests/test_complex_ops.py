@@ -269,6 +269,8 @@ REJECTED = {
 NOT_YET = {
     "cumprod": lambda x: ember.cumprod(x, 0), "scatter": lambda x: x.clone().scatter_(0, ember.tensor([1, 0]), x),
     "logical_and": lambda x: ember.logical_and(x, x), "lerp": lambda x: ember.lerp(x, x, 0.5),
+    "det": lambda x: ember.linalg.det(ember.outer(x, x)), "inv": lambda x: ember.linalg.inv(ember.outer(x, x)),
+    "matrix_norm": lambda x: ember.linalg.matrix_norm(ember.outer(x, x)),
 }
 
 
