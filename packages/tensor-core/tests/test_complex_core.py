@@ -299,3 +299,15 @@ def test_dlpack_with_torch(name):
     e, t = cpair((2, 3), name, seed=4)
     check(ember.from_dlpack(t), t)
     assert torch.equal(torch.from_dlpack(e), t)
+
+
+@pytest.mark.parametrize("name", COMPLEX_NAMES)
+def test_conjugate_transposes(name):
+    e, t = cpair((2, 3), name, seed=5)
+    check(e.mH, t.mH)
+    check(e.H, t.H)
+    check(ember.adjoint(e), torch.adjoint(t))
+    b, tb = cpair((2, 3, 4), name, seed=6)
+    check(b.mH, tb.mH)
+    r, tr = rpair((2, 3), "float32")
+    check(r.mH, tr.mH)
