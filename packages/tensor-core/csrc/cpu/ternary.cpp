@@ -76,7 +76,7 @@ void where_impl(py::handle out_obj, py::handle cond_obj, py::handle a_obj, py::h
   check_same_dtype(out, a, "where");
   if (out.numel() == 0) return;
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "where", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(out.dtype, "where", [&] {
     if (where_dense<scalar_t>(out, cond, a, b)) return;
     ternary_loop<scalar_t, bool, scalar_t, scalar_t>(out, cond, a, b,
                                                    [](bool c, scalar_t x, scalar_t y) { return c ? x : y; });

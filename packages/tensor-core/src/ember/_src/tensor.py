@@ -140,7 +140,20 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self.dtype.is_complex
+
+    @property
+    def real(self) -> Tensor:
+        """The real parts, as a view for complex tensors (the tensor itself otherwise)."""
+        from .ops.complex import real
+
+        return real(self)
+
+    @property
+    def imag(self) -> Tensor:
+        from .ops.complex import imag
+
+        return imag(self)
 
     def is_signed(self) -> bool:
         return self.dtype.is_signed
