@@ -1,0 +1,117 @@
+"""Fused pointwise steps of the recurrent layers (``_C.lstm_cell_forward`` and friends).
+
+One LSTM or GRU time step is a matmul (BLAS) plus a dozen pointwise ops on the gate rows;
+these ops do the pointwise part, and its backward, in one pass each. They are internal
+(``ember.nn``'s recurrence calls them): gate blocks are laid side by side in one
+(rows, blocks * hidden) tensor, LSTM (i, f, g, o), GRU (r, z, n).
+
+    _lstm_cell_fused(gates, c_prev) -> (acts, c, tanh_c, h)
+    _lstm_cell_fused_backward(grad_h, grad_c?, acts, c_prev, tanh_c) -> (grad_gates, grad_c_prev)
+    _gru_cell_fused(input_gates, hidden_gates, h_prev) -> (h, rzn)
+    _gru_cell_fused_backward(grad_h, rzn, hidden_gates, h_prev)
+        -> (grad_input_gates, grad_hidden_gates, grad_h_prev_direct)
+
+``acts`` are the LSTM gate activations, ``rzn`` the GRU's (r, z, n); backward uses them.
+float16/bfloat16 are computed in float32 and returned in their own dtype.
+"""
+
+from __future__ import annotations
+
+from ... import _C
+from ..device import META
+from ..dispatch import define
+from ..tensor import Tensor, new_empty_tensor
+from ._common import compute_dtype, convert
+
+__all__ = []
+
+
+def _rows(t: Tensor, name: str, rows: int, width: int, dtype) -> None:
+    if t.ndim != 2 or t._shape[0] != rows or t._shape[1] != width:
+        raise RuntimeError(f"{name}: expected shape [{rows}, {width}], got {list(t._shape)}")
+    if t.dtype != dtype:
+        raise RuntimeError(f"{name}: expected dtype {dtype}, got {t.dtype}")
+
+
+def _gates_shape(t: Tensor, name: str, blocks: int) -> tuple[int, int]:
+    if t.ndim != 2 or t._shape[1] % blocks:
+        raise RuntimeError(f"{name}: expected a 2-d tensor of {blocks} gate blocks, got shape {list(t._shape)}")
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point tensor, got {t.dtype}")
+    return t._shape[0], t._shape[1] // blocks
+
+
+def _native(tensors, dtype):
+    """Inputs as contiguous tensors of the compute dtype (None stays None)."""
+    return [None if t is None else convert(t, dtype).contiguous() for t in tensors]
+
+
+def _outputs(shapes, dtype, device):
+    return [new_empty_tensor(s, dtype, device) for s in shapes]
+
+
+def _back(outs, dtype):
+    return tuple(o if o.dtype == dtype else convert(o, dtype) for o in outs)
+
+
+def _lstm_kernel(gates: Tensor, c_prev: Tensor):
+    rows, hidden = _gates_shape(gates, "_lstm_cell_fused", 4)
+    _rows(c_prev, "_lstm_cell_fused c_prev", rows, hidden, gates.dtype)
+    cd, dev = compute_dtype(gates.dtype), gates._device
+    outs = _outputs([(rows, 4 * hidden), (rows, hidden), (rows, hidden), (rows, hidden)], cd, dev)
+    if dev is not META and rows:
+        _C.lstm_cell_forward(*outs, *_native([gates, c_prev], cd))
+    return _back(outs, gates.dtype)
+
+
+def _lstm_backward_kernel(grad_h: Tensor, grad_c, acts: Tensor, c_prev: Tensor, tanh_c: Tensor):
+    rows, hidden = _gates_shape(acts, "_lstm_cell_fused_backward", 4)
+    for name, t in (("grad_h", grad_h), ("grad_c", grad_c), ("c_prev", c_prev), ("tanh_c", tanh_c)):
+        if t is not None:
+            _rows(t, f"_lstm_cell_fused_backward {name}", rows, hidden, acts.dtype)
+    cd, dev = compute_dtype(acts.dtype), acts._device
+    outs = _outputs([(rows, 4 * hidden), (rows, hidden)], cd, dev)
+    if dev is not META and rows:
+        _C.lstm_cell_backward(*outs, *_native([grad_h, grad_c, acts, c_prev, tanh_c], cd))
+    return _back(outs, acts.dtype)
+
+
+def _gru_kernel(input_gates: Tensor, hidden_gates: Tensor, h_prev: Tensor):
+    rows, hidden = _gates_shape(input_gates, "_gru_cell_fused", 3)
+    _rows(hidden_gates, "_gru_cell_fused hidden_gates", rows, 3 * hidden, input_gates.dtype)
+    _rows(h_prev, "_gru_cell_fused h_prev", rows, hidden, input_gates.dtype)
+    cd, dev = compute_dtype(input_gates.dtype), input_gates._device
+    outs = _outputs([(rows, hidden), (rows, 3 * hidden)], cd, dev)
+    if dev is not META and rows:
+        _C.gru_cell_forward(*outs, *_native([input_gates, hidden_gates, h_prev], cd))
+    return _back(outs, input_gates.dtype)
+
+
+def _gru_backward_kernel(grad_h: Tensor, rzn: Tensor, hidden_gates: Tensor, h_prev: Tensor):
+    rows, hidden = _gates_shape(rzn, "_gru_cell_fused_backward", 3)
+    _rows(grad_h, "_gru_cell_fused_backward grad_h", rows, hidden, rzn.dtype)
+    _rows(hidden_gates, "_gru_cell_fused_backward hidden_gates", rows, 3 * hidden, rzn.dtype)
+    _rows(h_prev, "_gru_cell_fused_backward h_prev", rows, hidden, rzn.dtype)
+    cd, dev = compute_dtype(rzn.dtype), rzn._device
+    outs = _outputs([(rows, 3 * hidden), (rows, 3 * hidden), (rows, hidden)], cd, dev)
+    if dev is not META and rows:
+        _C.gru_cell_backward(*outs, *_native([grad_h, rzn, hidden_gates, h_prev], cd))
+    return _back(outs, rzn.dtype)
+
+
+def _op(schema: str, kernel):
+    op = define(schema, ())
+    op.kernel("cpu")(kernel)
+    op.kernels["meta"] = op.meta = kernel
+    return op
+
+
+lstm_cell_op = _op("_lstm_cell_fused(Tensor gates, Tensor c_prev) -> (Tensor, Tensor, Tensor, Tensor)", _lstm_kernel)
+lstm_cell_backward_op = _op(
+    "_lstm_cell_fused_backward(Tensor grad_h, Tensor? grad_c, Tensor acts, Tensor c_prev, Tensor tanh_c) "
+    "-> (Tensor, Tensor)", _lstm_backward_kernel)
+gru_cell_op = _op("_gru_cell_fused(Tensor input_gates, Tensor hidden_gates, Tensor h_prev) -> (Tensor, Tensor)",
+                  _gru_kernel)
+gru_cell_backward_op = _op(
+    "_gru_cell_fused_backward(Tensor grad_h, Tensor rzn, Tensor hidden_gates, Tensor h_prev) "
+    "-> (Tensor, Tensor, Tensor)", _gru_backward_kernel)
