@@ -13,6 +13,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     pointwise,
     reduction,
     reorder,
+    rnn,
     scatter,
     sorting,
     views,
