@@ -3,6 +3,8 @@
 
 A layer runs each (layer, direction) as: the input projection of all time steps in one
 matmul, then the time loop of ``_recurrence`` (one autograd node per layer and direction).
+``LSTMCell`` and ``GRUCell`` call the same fused step ops, differentiated through their
+autograd formulas (formulas/rnn.py).
 """
 
 from __future__ import annotations
@@ -469,9 +471,7 @@ class LSTMCell(RNNCellBase):
             zeros = ember.zeros((input.size(0), self.hidden_size), dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         gi, gh = self._gates(input, hx[0])
-        i, f, g, o = (gi + gh).chunk(4, 1)
-        c = ember.sigmoid(f) * hx[1] + ember.sigmoid(i) * ember.tanh(g)
-        h = ember.sigmoid(o) * ember.tanh(c)
+        _, c, _, h = ember.ops["_lstm_cell_fused"](gi + gh, hx[1])
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -491,10 +491,5 @@ class GRUCell(RNNCellBase):
         if hx is None:
             hx = ember.zeros((input.size(0), self.hidden_size), dtype=input.dtype, device=input.device)
         gi, gh = self._gates(input, hx)
-        i_r, i_z, i_n = gi.chunk(3, 1)
-        h_r, h_z, h_n = gh.chunk(3, 1)
-        r = ember.sigmoid(i_r + h_r)
-        z = ember.sigmoid(i_z + h_z)
-        n = ember.tanh(i_n + r * h_n)
-        h = n + z * (hx - n)
+        h, _ = ember.ops["_gru_cell_fused"](gi, gh, hx)
         return h if is_batched else h.squeeze(0)
