@@ -24,8 +24,8 @@ def _close(e, t, tol):
     np.testing.assert_allclose(e.detach().to(ember.float64).numpy(), t.detach().double().numpy(), rtol=tol, atol=tol)
 
 
-def _torch_lstm(gates, c_prev):
-    i, f, g, o = gates.chunk(4, 1)
+def _torch_lstm(input_gates, hidden_gates, c_prev):
+    i, f, g, o = (input_gates + hidden_gates).chunk(4, 1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c = f * c_prev + i * g
     tc = c.tanh()
@@ -48,9 +48,10 @@ TOLS = {"float32": 2e-6, "float64": 1e-12, "bfloat16": 2e-2}
 def test_lstm_cell_fused(dtype, rows, hidden):
     rng = np.random.default_rng(0)
     eg, tg = _pair((rows, 4 * hidden), rng, dtype)
+    eh, th = _pair((rows, 4 * hidden), rng, dtype)
     ec, tc = _pair((rows, hidden), rng, dtype)
-    e_out = OPS["_lstm_cell_fused"](eg, ec)
-    t_out = _torch_lstm(tg, tc)
+    e_out = OPS["_lstm_cell_fused"](eg, eh, ec)
+    t_out = _torch_lstm(tg, th, tc)
     for e, t in zip(e_out, t_out, strict=True):
         assert e.dtype == eg.dtype
         _close(e, t, TOLS[dtype])
@@ -60,8 +61,8 @@ def test_lstm_cell_fused(dtype, rows, hidden):
     weights = [rng.standard_normal(tuple(t.shape)) for t in t_out]
     sum((t * torch.tensor(w, dtype=t.dtype)).sum() for t, w in zip(t_out, weights, strict=True)).backward()
     sum((e * ember.tensor(w, dtype=e.dtype)).sum() for e, w in zip(e_out, weights, strict=True)).backward()
-    _close(eg.grad, tg.grad, TOLS[dtype] * 10)
-    _close(ec.grad, tc.grad, TOLS[dtype] * 10)
+    for e, t in ((eg, tg), (eh, th), (ec, tc)):
+        _close(e.grad, t.grad, TOLS[dtype] * 10)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -69,8 +70,9 @@ def test_lstm_cell_fused_only_h_used(dtype):
     rng = np.random.default_rng(1)
     eg, tg = _pair((4, 12), rng, dtype)
     ec, tc = _pair((4, 3), rng, dtype)
-    OPS["_lstm_cell_fused"](eg, ec)[3].sum().backward()
-    _torch_lstm(tg, tc)[3].sum().backward()
+    hidden_gates = np.zeros((4, 12))
+    OPS["_lstm_cell_fused"](eg, ember.tensor(hidden_gates, dtype=eg.dtype), ec)[3].sum().backward()
+    _torch_lstm(tg, torch.tensor(hidden_gates, dtype=tg.dtype), tc)[3].sum().backward()
     _close(eg.grad, tg.grad, TOLS[dtype] * 10)
     _close(ec.grad, tc.grad, TOLS[dtype] * 10)
 
@@ -107,22 +109,25 @@ def test_gru_rzn_gradient_is_not_implemented():
 
 def test_meta_shapes():
     gates = ember.empty((3, 8), device="meta")
-    shapes = [tuple(t.shape) for t in OPS["_lstm_cell_fused"](gates, ember.empty((3, 2), device="meta"))]
+    shapes = [tuple(t.shape) for t in OPS["_lstm_cell_fused"](gates, gates, ember.empty((3, 2), device="meta"))]
     assert shapes == [(3, 8), (3, 2), (3, 2), (3, 2)]
     h, rzn = OPS["_gru_cell_fused"](ember.empty((3, 6), device="meta"), ember.empty((3, 6), device="meta"),
                                     ember.empty((3, 2), device="meta"))
     assert (tuple(h.shape), tuple(rzn.shape), h.device.type) == ((3, 2), (3, 6), "meta")
 
 
-@pytest.mark.parametrize(("gates", "state"), [((3, 7), (3, 1)), ((3, 8), (2, 2)), ((3, 8), (3, 3)), ((8,), (2,))])
-def test_lstm_shape_errors(gates, state):
+@pytest.mark.parametrize(("gates", "hidden_gates", "state"), [
+    ((3, 7), (3, 7), (3, 1)), ((3, 8), (3, 8), (2, 2)), ((3, 8), (3, 8), (3, 3)), ((8,), (8,), (2,)),
+    ((3, 8), (2, 8), (3, 2)),
+])
+def test_lstm_shape_errors(gates, hidden_gates, state):
     with pytest.raises(RuntimeError, match="_lstm_cell_fused"):
-        OPS["_lstm_cell_fused"](ember.zeros(gates), ember.zeros(state))
+        OPS["_lstm_cell_fused"](ember.zeros(gates), ember.zeros(hidden_gates), ember.zeros(state))
 
 
 def test_dtype_errors():
     with pytest.raises(RuntimeError, match="expected dtype"):
-        OPS["_lstm_cell_fused"](ember.zeros((2, 8)), ember.zeros((2, 2), dtype=ember.float64))
+        OPS["_lstm_cell_fused"](ember.zeros((2, 8)), ember.zeros((2, 8)), ember.zeros((2, 2), dtype=ember.float64))
     with pytest.raises(RuntimeError, match="floating point"):
         OPS["_gru_cell_fused"](ember.zeros((2, 6), dtype=ember.int64), ember.zeros((2, 6), dtype=ember.int64),
                                ember.zeros((2, 2), dtype=ember.int64))
@@ -132,7 +137,7 @@ def test_non_contiguous_inputs():
     rng = np.random.default_rng(3)
     g = rng.standard_normal((8, 5))
     c = rng.standard_normal((2, 5))
-    e_out = OPS["_lstm_cell_fused"](ember.tensor(g).t(), ember.tensor(c).t())
-    t_out = _torch_lstm(torch.tensor(g).t(), torch.tensor(c).t())
+    e_out = OPS["_lstm_cell_fused"](ember.tensor(g).t(), ember.tensor(g).flip(0).t(), ember.tensor(c).t())
+    t_out = _torch_lstm(torch.tensor(g).t(), torch.tensor(g).flip(0).t(), torch.tensor(c).t())
     for e, t in zip(e_out, t_out, strict=True):
         _close(e, t, 1e-12)

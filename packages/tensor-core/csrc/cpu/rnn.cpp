@@ -1,5 +1,6 @@
 // Kernel family "rnn": the pointwise part of one LSTM or GRU time step and its backward, each
-// one pass over the step's gate rows (the matmuls stay in BLAS). Row b of a gates tensor
+// one pass over the step's gate rows (the matmuls stay in BLAS). The gate pre-activations come
+// in two halves, input side (precomputed for all steps) and hidden side, summed here. Row b of a gates tensor
 // holds the gate blocks side by side: LSTM (i, f, g, o), GRU (r, z, n), each `hidden` wide.
 // All tensors are contiguous, of one floating dtype, with `rows` rows (checked here).
 #include <pybind11/pybind11.h>
@@ -82,12 +83,14 @@ void over_rows(int64_t rows, int64_t width, const F& fn) {
   });
 }
 
-// acts = (sigmoid i, sigmoid f, tanh g, sigmoid o); c = f c_prev + i g; tanh_c; h = o tanh_c.
+// gates = input_gates + hidden_gates; acts = (sigmoid i, sigmoid f, tanh g, sigmoid o);
+// c = f c_prev + i g; tanh_c; h = o tanh_c.
 void lstm_forward_impl(py::handle acts_o, py::handle c_o, py::handle tanh_c_o, py::handle h_o, py::handle gates_o,
-                       py::handle c_prev_o) {
+                       py::handle hidden_gates_o, py::handle c_prev_o) {
   TensorArg gates = gates_of(gates_o, 4, "lstm_cell_forward");
   int64_t rows = gates.shape[0], hidden = gates.shape[1] / 4;
   DType dt = gates.dtype;
+  char* hidden_gates = rows_of(hidden_gates_o, dt, rows, 4 * hidden, "lstm_cell_forward hidden_gates");
   char* acts = rows_of(acts_o, dt, rows, 4 * hidden, "lstm_cell_forward acts");
   char* c = rows_of(c_o, dt, rows, hidden, "lstm_cell_forward c");
   char* tanh_c = rows_of(tanh_c_o, dt, rows, hidden, "lstm_cell_forward tanh_c");
@@ -97,15 +100,17 @@ void lstm_forward_impl(py::handle acts_o, py::handle c_o, py::handle tanh_c_o, p
   EMBER_DISPATCH_FLOATING(dt, "lstm_cell_forward", [&] {
     using T = scalar_t;
     over_rows(rows, 4 * hidden, [&](int64_t r) {
-      const T* g = reinterpret_cast<const T*>(gates.data) + r * 4 * hidden;
+      const T* x = reinterpret_cast<const T*>(gates.data) + r * 4 * hidden;
+      const T* hh = reinterpret_cast<const T*>(hidden_gates) + r * 4 * hidden;
       T* a = reinterpret_cast<T*>(acts) + r * 4 * hidden;
       const T* cp = reinterpret_cast<const T*>(c_prev) + r * hidden;
       T* cn = reinterpret_cast<T*>(c) + r * hidden;
       T* tc = reinterpret_cast<T*>(tanh_c) + r * hidden;
       T* hn = reinterpret_cast<T*>(h) + r * hidden;
-      sigmoid_n(a, g, 2 * hidden);
-      tanh_n(a + 2 * hidden, g + 2 * hidden, hidden);
-      sigmoid_n(a + 3 * hidden, g + 3 * hidden, hidden);
+      for (int64_t j = 0; j < 4 * hidden; ++j) a[j] = x[j] + hh[j];
+      sigmoid_n(a, a, 2 * hidden);
+      tanh_n(a + 2 * hidden, a + 2 * hidden, hidden);
+      sigmoid_n(a + 3 * hidden, a + 3 * hidden, hidden);
       const T *i = a, *f = a + hidden, *gg = a + 2 * hidden, *o = a + 3 * hidden;
       for (int64_t j = 0; j < hidden; ++j) cn[j] = f[j] * cp[j] + i[j] * gg[j];
       tanh_n(tc, cn, hidden);
@@ -224,9 +229,9 @@ void gru_backward_impl(py::handle d_x_gates_o, py::handle d_h_gates_o, py::handl
 
 void bind_rnn(py::module_& m) {
   m.def("lstm_cell_forward", &lstm_forward_impl, py::arg("acts"), py::arg("c"), py::arg("tanh_c"), py::arg("h"),
-        py::arg("gates"), py::arg("c_prev"),
-        "One LSTM step from gate pre-activations (rows, 4H) and c_prev (rows, H): writes the gate activations "
-        "(i, f, g, o), c, tanh(c) and h.");
+        py::arg("input_gates"), py::arg("hidden_gates"), py::arg("c_prev"),
+        "One LSTM step from the two halves of the gate pre-activations (rows, 4H) and c_prev (rows, H): writes "
+        "the gate activations (i, f, g, o), c, tanh(c) and h.");
   m.def("lstm_cell_backward", &lstm_backward_impl, py::arg("grad_gates"), py::arg("grad_c_prev"),
         py::arg("grad_h"), py::arg("grad_c"), py::arg("acts"), py::arg("c_prev"), py::arg("tanh_c"),
         "Backward of lstm_cell_forward: gradients of the gate pre-activations and of c_prev (grad_c may be None).");

@@ -17,7 +17,7 @@ OPS = ember.ops
 
 def _lstm_cell(grads, inputs, outputs):
     g_acts, g_c, g_tanh_c, g_h = grads
-    gates, c_prev = inputs.args[0], inputs.args[1]
+    gates, c_prev = inputs.args[0], inputs.args[2]
     acts, _, tanh_c, _ = outputs
     if g_tanh_c is not None:
         through = g_tanh_c * (1 - tanh_c * tanh_c)
@@ -31,7 +31,8 @@ def _lstm_cell(grads, inputs, outputs):
         g = acts[:, 2 * hidden:3 * hidden]
         deriv[:, 2 * hidden:3 * hidden] = 1 - g * g
         grad_gates = grad_gates + g_acts * deriv
-    return grad_gates, grad_c_prev
+    # gates = input_gates + hidden_gates
+    return grad_gates, grad_gates, grad_c_prev
 
 
 def _gru_cell(grads, inputs, outputs):

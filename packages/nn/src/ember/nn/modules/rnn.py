@@ -471,7 +471,7 @@ class LSTMCell(RNNCellBase):
             zeros = ember.zeros((input.size(0), self.hidden_size), dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         gi, gh = self._gates(input, hx[0])
-        _, c, _, h = ember.ops["_lstm_cell_fused"](gi + gh, hx[1])
+        _, c, _, h = ember.ops["_lstm_cell_fused"](gi, gh, hx[1])
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 

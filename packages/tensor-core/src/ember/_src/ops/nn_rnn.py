@@ -5,13 +5,15 @@ these ops do the pointwise part, and its backward, in one pass each. They are in
 (``ember.nn``'s recurrence calls them): gate blocks are laid side by side in one
 (rows, blocks * hidden) tensor, LSTM (i, f, g, o), GRU (r, z, n).
 
-    _lstm_cell_fused(gates, c_prev) -> (acts, c, tanh_c, h)
+    _lstm_cell_fused(input_gates, hidden_gates, c_prev) -> (acts, c, tanh_c, h)
     _lstm_cell_fused_backward(grad_h, grad_c?, acts, c_prev, tanh_c) -> (grad_gates, grad_c_prev)
     _gru_cell_fused(input_gates, hidden_gates, h_prev) -> (h, rzn)
     _gru_cell_fused_backward(grad_h, rzn, hidden_gates, h_prev)
         -> (grad_input_gates, grad_hidden_gates, grad_h_prev_direct)
 
-``acts`` are the LSTM gate activations, ``rzn`` the GRU's (r, z, n); backward uses them.
+The gate pre-activations come in two halves (input side, precomputed for all time steps in
+one matmul, and hidden side), summed in the kernel. ``acts`` are the LSTM gate activations,
+``rzn`` the GRU's (r, z, n); backward uses them.
 float16/bfloat16 are computed in float32 and returned in their own dtype.
 """
 
@@ -43,7 +45,15 @@ def _gates_shape(t: Tensor, name: str, blocks: int) -> tuple[int, int]:
 
 def _native(tensors, dtype):
     """Inputs as contiguous tensors of the compute dtype (None stays None)."""
-    return [None if t is None else convert(t, dtype).contiguous() for t in tensors]
+    out = []
+    for t in tensors:
+        if t is not None:
+            if t.dtype is not dtype:
+                t = convert(t, dtype)
+            if not t.is_contiguous():
+                t = t.contiguous()
+        out.append(t)
+    return out
 
 
 def _outputs(shapes, dtype, device):
@@ -54,14 +64,15 @@ def _back(outs, dtype):
     return tuple(o if o.dtype == dtype else convert(o, dtype) for o in outs)
 
 
-def _lstm_kernel(gates: Tensor, c_prev: Tensor):
-    rows, hidden = _gates_shape(gates, "_lstm_cell_fused", 4)
-    _rows(c_prev, "_lstm_cell_fused c_prev", rows, hidden, gates.dtype)
-    cd, dev = compute_dtype(gates.dtype), gates._device
+def _lstm_kernel(input_gates: Tensor, hidden_gates: Tensor, c_prev: Tensor):
+    rows, hidden = _gates_shape(input_gates, "_lstm_cell_fused", 4)
+    _rows(hidden_gates, "_lstm_cell_fused hidden_gates", rows, 4 * hidden, input_gates.dtype)
+    _rows(c_prev, "_lstm_cell_fused c_prev", rows, hidden, input_gates.dtype)
+    cd, dev = compute_dtype(input_gates.dtype), input_gates._device
     outs = _outputs([(rows, 4 * hidden), (rows, hidden), (rows, hidden), (rows, hidden)], cd, dev)
     if dev is not META and rows:
-        _C.lstm_cell_forward(*outs, *_native([gates, c_prev], cd))
-    return _back(outs, gates.dtype)
+        _C.lstm_cell_forward(*outs, *_native([input_gates, hidden_gates, c_prev], cd))
+    return _back(outs, input_gates.dtype)
 
 
 def _lstm_backward_kernel(grad_h: Tensor, grad_c, acts: Tensor, c_prev: Tensor, tanh_c: Tensor):
@@ -106,7 +117,9 @@ def _op(schema: str, kernel):
     return op
 
 
-lstm_cell_op = _op("_lstm_cell_fused(Tensor gates, Tensor c_prev) -> (Tensor, Tensor, Tensor, Tensor)", _lstm_kernel)
+lstm_cell_op = _op(
+    "_lstm_cell_fused(Tensor input_gates, Tensor hidden_gates, Tensor c_prev) -> (Tensor, Tensor, Tensor, Tensor)",
+    _lstm_kernel)
 lstm_cell_backward_op = _op(
     "_lstm_cell_fused_backward(Tensor grad_h, Tensor? grad_c, Tensor acts, Tensor c_prev, Tensor tanh_c) "
     "-> (Tensor, Tensor)", _lstm_backward_kernel)
