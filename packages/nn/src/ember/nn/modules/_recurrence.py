@@ -17,6 +17,8 @@ which gives PyTorch's final states for packed input in both directions.
 
 from __future__ import annotations
 
+import contextlib
+
 import ember
 from ember import Tensor
 from ember.autograd import Function
@@ -28,6 +30,33 @@ _LSTM_CELL = ember.ops["_lstm_cell_fused"]
 _LSTM_CELL_BACKWARD = ember.ops["_lstm_cell_fused_backward"]
 _GRU_CELL = ember.ops["_gru_cell_fused"]
 _GRU_CELL_BACKWARD = ember.ops["_gru_cell_fused_backward"]
+
+
+# Per-step products below this many multiply-adds run on one thread (the core's batched matmul
+# draws the same line): splitting them gains little, and every threaded BLAS call must wake its
+# workers, which on a loaded machine waits for a scheduler time slice (measured: a 2-layer LSTM
+# step 5x slower with 2 threads than with 1 on a busy 2-core machine).
+_SERIAL_STEP_MACS = 256 * 256 * 256
+
+
+@contextlib.contextmanager
+def _step_threads(macs: int):
+    threads = ember.get_num_threads()
+    if threads == 1 or macs >= _SERIAL_STEP_MACS:
+        yield
+        return
+    ember.set_num_threads(1)
+    try:
+        yield
+    finally:
+        ember.set_num_threads(threads)
+
+
+def _step_macs(w_hh: Tensor, w_hr, steps) -> int:
+    """Multiply-adds of the largest per-step product."""
+    batch = max((b for _, b in steps), default=0)
+    macs = batch * w_hh.size(0) * w_hh.size(1)
+    return macs if w_hr is None else max(macs, batch * w_hr.size(0) * w_hr.size(1))
 
 
 def _rows(state: Tensor, batch: int) -> Tensor:
@@ -55,27 +84,28 @@ class _Recurrence(Function):
         h, c = h0, c0
         n = len(steps)
         outs, saved, h_prevs = [None] * n, [None] * n, [None] * n
-        for k, (off, b) in enumerate(steps):
-            h_prev = _rows(h, b)
-            x_k = xp.narrow(0, off, b)
-            if mode == "LSTM":
-                c_prev = _rows(c, b)
-                acts, c_new, tanh_c, m = _LSTM_CELL(x_k, ember.mm(h_prev, w_step), c_prev)
-                h_new = m if w_hr_t is None else ember.mm(m, w_hr_t)
-                saved[k] = (acts, c_prev, tanh_c, m)
-                c = _merge(c_new, c, b)
-            elif mode == "GRU":
-                gh = ember.mm(h_prev, w_step) if b_hh is None else ember.addmm(b_hh, h_prev, w_step)
-                h_new, rzn = _GRU_CELL(x_k, gh, h_prev)
-                saved[k] = (rzn, gh)
-            elif mode == "RNN_TANH":
-                # tanh(x) = 2 sigmoid(2x) - 1, the doubling done by addmm's alpha and beta
-                h_new = ember.addmm(x_k, h_prev, w_step, beta=2, alpha=2).sigmoid_().mul_(2).sub_(1)
-            else:
-                h_new = ember.addmm(x_k, h_prev, w_step).relu_()
-            h_prevs[k] = h_prev
-            outs[k] = h_new
-            h = _merge(h_new, h, b)
+        with _step_threads(_step_macs(w_hh, w_hr, steps)):
+            for k, (off, b) in enumerate(steps):
+                h_prev = _rows(h, b)
+                x_k = xp.narrow(0, off, b)
+                if mode == "LSTM":
+                    c_prev = _rows(c, b)
+                    acts, c_new, tanh_c, m = _LSTM_CELL(x_k, ember.mm(h_prev, w_step), c_prev)
+                    h_new = m if w_hr_t is None else ember.mm(m, w_hr_t)
+                    saved[k] = (acts, c_prev, tanh_c, m)
+                    c = _merge(c_new, c, b)
+                elif mode == "GRU":
+                    gh = ember.mm(h_prev, w_step) if b_hh is None else ember.addmm(b_hh, h_prev, w_step)
+                    h_new, rzn = _GRU_CELL(x_k, gh, h_prev)
+                    saved[k] = (rzn, gh)
+                elif mode == "RNN_TANH":
+                    # tanh(x) = 2 sigmoid(2x) - 1, the doubling done by addmm's alpha and beta
+                    h_new = ember.addmm(x_k, h_prev, w_step, beta=2, alpha=2).sigmoid_().mul_(2).sub_(1)
+                else:
+                    h_new = ember.addmm(x_k, h_prev, w_step).relu_()
+                h_prevs[k] = h_prev
+                outs[k] = h_new
+                h = _merge(h_new, h, b)
         ctx.mode, ctx.steps = mode, steps
         ctx.saved_steps, ctx.h_prevs, ctx.outs = saved, h_prevs, outs
         ctx.save_for_backward(w_hh, w_hr)
@@ -96,34 +126,35 @@ class _Recurrence(Function):
         d_x = [None] * n  # gradient of the step's xp rows
         d_gh = [None] * n  # GRU: gradient of the step's hidden projection (it differs from d_x)
         d_out_h = [None] * n  # projected LSTM: gradient of the step's output h
-        for k in range(n - 1, -1, -1):
-            off, b = steps[k]
-            dh_k = _rows(dh, b)
-            if grad_out is not None:
-                dh_k = dh_k + grad_out.narrow(0, off, b)
-            h_prev = ctx.h_prevs[k]
-            if mode == "LSTM":
-                acts, c_prev, tanh_c, _ = ctx.saved_steps[k]
-                if w_hr is not None:
-                    d_out_h[k] = dh_k
-                    dh_k = ember.mm(dh_k, w_hr)
-                d_pre, dc_prev = _LSTM_CELL_BACKWARD(dh_k, _rows(dc, b), acts, c_prev, tanh_c)
-                d_x[k] = d_pre
-                dh_prev = ember.mm(d_pre, w_hh)
-                dc = _merge(dc_prev, dc, b)
-            elif mode == "GRU":
-                rzn, gh = ctx.saved_steps[k]
-                d_x[k], d_gh[k], through = _GRU_CELL_BACKWARD(dh_k, rzn, gh, h_prev)
-                dh_prev = ember.addmm(through, d_gh[k], w_hh)
-            else:
-                h_new = ctx.outs[k]
-                if mode == "RNN_TANH":
-                    d_pre = ember.addcmul(dh_k, dh_k * h_new, h_new, value=-1)
+        with _step_threads(_step_macs(w_hh, w_hr, steps)):
+            for k in range(n - 1, -1, -1):
+                off, b = steps[k]
+                dh_k = _rows(dh, b)
+                if grad_out is not None:
+                    dh_k = dh_k + grad_out.narrow(0, off, b)
+                h_prev = ctx.h_prevs[k]
+                if mode == "LSTM":
+                    acts, c_prev, tanh_c, _ = ctx.saved_steps[k]
+                    if w_hr is not None:
+                        d_out_h[k] = dh_k
+                        dh_k = ember.mm(dh_k, w_hr)
+                    d_pre, dc_prev = _LSTM_CELL_BACKWARD(dh_k, _rows(dc, b), acts, c_prev, tanh_c)
+                    d_x[k] = d_pre
+                    dh_prev = ember.mm(d_pre, w_hh)
+                    dc = _merge(dc_prev, dc, b)
+                elif mode == "GRU":
+                    rzn, gh = ctx.saved_steps[k]
+                    d_x[k], d_gh[k], through = _GRU_CELL_BACKWARD(dh_k, rzn, gh, h_prev)
+                    dh_prev = ember.addmm(through, d_gh[k], w_hh)
                 else:
-                    d_pre = dh_k * (h_new > 0)
-                d_x[k] = d_pre
-                dh_prev = ember.mm(d_pre, w_hh)
-            dh = _merge(dh_prev, dh, b)
+                    h_new = ctx.outs[k]
+                    if mode == "RNN_TANH":
+                        d_pre = ember.addcmul(dh_k, dh_k * h_new, h_new, value=-1)
+                    else:
+                        d_pre = dh_k * (h_new > 0)
+                    d_x[k] = d_pre
+                    dh_prev = ember.mm(d_pre, w_hh)
+                dh = _merge(dh_prev, dh, b)
         needs = ctx.needs_input_grad
         grad_xp = ember.cat(_time_order(d_x, steps)) if n else None
         grad_w_hh = grad_b_hh = grad_w_hr = None
