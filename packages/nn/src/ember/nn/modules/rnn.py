@@ -204,6 +204,8 @@ class RNNBase(Module):
             if self.batch_first:
                 input = input.transpose(0, 1)
             steps_count, batch = input.size(0), input.size(1)
+            if steps_count == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             layer_input = input.reshape(steps_count * batch, input.size(2))
             steps = [(t * batch, batch) for t in range(steps_count)]
         else:
