@@ -3,13 +3,17 @@
 // in two halves, input side (precomputed for all steps) and hidden side, summed here. Row b of a gates tensor
 // holds the gate blocks side by side: LSTM (i, f, g, o), GRU (r, z, n), each `hidden` wide.
 // All tensors are contiguous, of one floating dtype, with `rows` rows (checked here).
+#include <cblas.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
@@ -225,6 +229,213 @@ void gru_backward_impl(py::handle d_x_gates_o, py::handle d_h_gates_o, py::handl
   });
 }
 
+// ---- whole LSTM layer (one direction): the time loop in C++ -----------------------------
+
+// C (m, n) = alpha * op(A) op(B) + beta * C, row-major.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c,
+                      (int)ldc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb, beta, c,
+                      (int)ldc);
+}
+
+// The step schedule: batch sizes in time order (non-increasing, >= 1), their row offsets, and
+// the processing order (reversed for the backward direction of a bidirectional layer).
+struct Schedule {
+  std::vector<int64_t> sizes, offsets, order;
+  int64_t rows = 0;
+  // The step processed just before `t` (-1 for the first) and its batch (0 if none).
+  int64_t prev(int64_t k) const { return k == 0 ? -1 : order[k - 1]; }
+};
+
+Schedule make_schedule(const std::vector<int64_t>& sizes, bool reverse, int64_t total_rows, int64_t batch) {
+  Schedule s;
+  s.sizes = sizes;
+  int64_t steps = static_cast<int64_t>(sizes.size());
+  s.offsets.resize(steps);
+  for (int64_t t = 0; t < steps; ++t) {
+    if (sizes[t] < 1 || sizes[t] > batch || (t > 0 && sizes[t] > sizes[t - 1]))
+      throw std::invalid_argument("lstm_layer: batch sizes must be non-increasing, within [1, batch]");
+    s.offsets[t] = s.rows;
+    s.rows += sizes[t];
+  }
+  if (s.rows != total_rows) throw std::invalid_argument("lstm_layer: batch sizes do not add up to the input rows");
+  s.order.resize(steps);
+  for (int64_t k = 0; k < steps; ++k) s.order[k] = reverse ? steps - 1 - k : k;
+  return s;
+}
+
+// Per-step products below 256^3 multiply-adds run BLAS on one thread (the batched matmul's
+// line): splitting them gains little, and each threaded call must wake the BLAS workers, which
+// on a loaded machine waits for a scheduler slice (a 2-layer LSTM step measured 5x slower).
+bool serial_steps(int64_t batch, int64_t hidden, int64_t proj) {
+  return get_num_threads() > 1 && static_cast<double>(batch) * 4.0 * hidden * proj < 256.0 * 256.0 * 256.0;
+}
+
+// out (N, P), h_n (B, P), c_n (B, H), acts (N, 4H), cs (N, H), tanh_cs (N, H), ms (N, H) or None
+// from xp (N, 4H), h0 (B, P), c0 (B, H), w_hh_t (P, 4H), w_hr_t (H, P) or None.
+void lstm_layer_forward_impl(py::handle out_o, py::handle h_n_o, py::handle c_n_o, py::handle acts_o,
+                             py::handle cs_o, py::handle tanh_cs_o, py::handle ms_o, py::handle xp_o,
+                             py::handle h0_o, py::handle c0_o, py::handle w_hh_t_o, py::handle w_hr_t_o,
+                             const std::vector<int64_t>& batch_sizes, bool reverse) {
+  TensorArg xp = gates_of(xp_o, 4, "lstm_layer_forward");
+  TensorArg h0 = unpack(h0_o), c0 = unpack(c0_o);
+  int64_t rows = xp.shape[0], hidden = xp.shape[1] / 4;
+  DType dt = xp.dtype;
+  if (h0.ndim() != 2 || c0.ndim() != 2) throw std::invalid_argument("lstm_layer_forward: states must be 2-d");
+  int64_t batch = h0.shape[0], proj = h0.shape[1];
+  bool projected = !w_hr_t_o.is_none();
+  if (!projected && proj != hidden) throw std::invalid_argument("lstm_layer_forward: h0 width must be hidden");
+  rows_of(h0_o, dt, batch, proj, "lstm_layer_forward h0");
+  char* c0p = rows_of(c0_o, dt, batch, hidden, "lstm_layer_forward c0");
+  char* out = rows_of(out_o, dt, rows, proj, "lstm_layer_forward out");
+  char* h_n = rows_of(h_n_o, dt, batch, proj, "lstm_layer_forward h_n");
+  char* c_n = rows_of(c_n_o, dt, batch, hidden, "lstm_layer_forward c_n");
+  char* acts = rows_of(acts_o, dt, rows, 4 * hidden, "lstm_layer_forward acts");
+  char* cs = rows_of(cs_o, dt, rows, hidden, "lstm_layer_forward cs");
+  char* tcs = rows_of(tanh_cs_o, dt, rows, hidden, "lstm_layer_forward tanh_cs");
+  char* w_hh_t = rows_of(w_hh_t_o, dt, proj, 4 * hidden, "lstm_layer_forward w_hh_t");
+  char* ms = projected ? rows_of(ms_o, dt, rows, hidden, "lstm_layer_forward ms") : nullptr;
+  char* w_hr_t = projected ? rows_of(w_hr_t_o, dt, hidden, proj, "lstm_layer_forward w_hr_t") : nullptr;
+  Schedule sched = make_schedule(batch_sizes, reverse, rows, batch);
+  py::gil_scoped_release release;
+  BlasSingleThread one_thread(serial_steps(batch, hidden, proj));
+  EMBER_DISPATCH_FLOATING(dt, "lstm_layer_forward", [&] {
+    using T = scalar_t;
+    const int64_t G = 4 * hidden, H = hidden, P = proj;
+    T* h = reinterpret_cast<T*>(h_n);
+    T* c = reinterpret_cast<T*>(c_n);
+    std::memcpy(h, h0.data, sizeof(T) * batch * P);
+    std::memcpy(c, c0p, sizeof(T) * batch * H);
+    for (int64_t t : sched.order) {
+      int64_t b = sched.sizes[t], off = sched.offsets[t];
+      T* a = reinterpret_cast<T*>(acts) + off * G;
+      std::memcpy(a, reinterpret_cast<const T*>(xp.data) + off * G, sizeof(T) * b * G);
+      gemm<T>(false, false, b, G, P, h, P, reinterpret_cast<const T*>(w_hh_t), G, T(1), a, G);
+      T* m_blk = projected ? reinterpret_cast<T*>(ms) + off * H : reinterpret_cast<T*>(out) + off * P;
+      over_rows(b, G, [&](int64_t r) {
+        T* ar = a + r * G;
+        sigmoid_n(ar, ar, 2 * H);
+        tanh_n(ar + 2 * H, ar + 2 * H, H);
+        sigmoid_n(ar + 3 * H, ar + 3 * H, H);
+        T* cr = c + r * H;
+        T* csr = reinterpret_cast<T*>(cs) + (off + r) * H;
+        T* tcr = reinterpret_cast<T*>(tcs) + (off + r) * H;
+        for (int64_t j = 0; j < H; ++j) {
+          csr[j] = ar[H + j] * cr[j] + ar[j] * ar[2 * H + j];
+          cr[j] = csr[j];
+        }
+        tanh_n(tcr, csr, H);
+        T* mr = m_blk + r * H;
+        for (int64_t j = 0; j < H; ++j) mr[j] = ar[3 * H + j] * tcr[j];
+      });
+      T* o = reinterpret_cast<T*>(out) + off * P;
+      if (projected) gemm<T>(false, false, b, P, H, m_blk, H, reinterpret_cast<const T*>(w_hr_t), P, T(0), o, P);
+      std::memcpy(h, o, sizeof(T) * b * P);
+    }
+  });
+}
+
+// Back-propagation through the layer: d_xp (N, 4H), d_h0 (B, P), d_c0 (B, H), d_w_hh (4H, P),
+// d_w_hr (P, H) or None, from the gradients of out / h_n / c_n (each may be None) and what the
+// forward saved. The previous step's h and c rows are read back from out / cs, or h0 / c0.
+void lstm_layer_backward_impl(py::handle d_xp_o, py::handle d_h0_o, py::handle d_c0_o, py::handle d_w_hh_o,
+                              py::handle d_w_hr_o, py::handle g_out_o, py::handle g_hn_o, py::handle g_cn_o,
+                              py::handle acts_o, py::handle cs_o, py::handle tanh_cs_o, py::handle ms_o,
+                              py::handle out_o, py::handle h0_o, py::handle c0_o, py::handle w_hh_o,
+                              py::handle w_hr_o, const std::vector<int64_t>& batch_sizes, bool reverse) {
+  TensorArg acts_a = gates_of(acts_o, 4, "lstm_layer_backward");
+  int64_t rows = acts_a.shape[0], hidden = acts_a.shape[1] / 4;
+  DType dt = acts_a.dtype;
+  TensorArg h0 = unpack(h0_o);
+  if (h0.ndim() != 2) throw std::invalid_argument("lstm_layer_backward: h0 must be 2-d");
+  int64_t batch = h0.shape[0], proj = h0.shape[1];
+  bool projected = !w_hr_o.is_none();
+  const char* name = "lstm_layer_backward";
+  char* d_xp = rows_of(d_xp_o, dt, rows, 4 * hidden, name);
+  char* d_h = rows_of(d_h0_o, dt, batch, proj, name);
+  char* d_c = rows_of(d_c0_o, dt, batch, hidden, name);
+  char* d_w_hh = rows_of(d_w_hh_o, dt, 4 * hidden, proj, name);
+  char* d_w_hr = projected ? rows_of(d_w_hr_o, dt, proj, hidden, name) : nullptr;
+  char* g_out = g_out_o.is_none() ? nullptr : rows_of(g_out_o, dt, rows, proj, name);
+  char* g_hn = g_hn_o.is_none() ? nullptr : rows_of(g_hn_o, dt, batch, proj, name);
+  char* g_cn = g_cn_o.is_none() ? nullptr : rows_of(g_cn_o, dt, batch, hidden, name);
+  char* cs = rows_of(cs_o, dt, rows, hidden, name);
+  char* tcs = rows_of(tanh_cs_o, dt, rows, hidden, name);
+  char* ms = projected ? rows_of(ms_o, dt, rows, hidden, name) : nullptr;
+  char* out = rows_of(out_o, dt, rows, proj, name);
+  char* h0p = rows_of(h0_o, dt, batch, proj, name);
+  char* c0p = rows_of(c0_o, dt, batch, hidden, name);
+  char* w_hh = rows_of(w_hh_o, dt, 4 * hidden, proj, name);
+  char* w_hr = projected ? rows_of(w_hr_o, dt, proj, hidden, name) : nullptr;
+  Schedule sched = make_schedule(batch_sizes, reverse, rows, batch);
+  py::gil_scoped_release release;
+  BlasSingleThread one_thread(serial_steps(batch, hidden, proj));
+  EMBER_DISPATCH_FLOATING(dt, "lstm_layer_backward", [&] {
+    using T = scalar_t;
+    const int64_t G = 4 * hidden, H = hidden, P = proj;
+    T* dh = reinterpret_cast<T*>(d_h);
+    T* dc = reinterpret_cast<T*>(d_c);
+    T* dwhh = reinterpret_cast<T*>(d_w_hh);
+    T* dwhr = reinterpret_cast<T*>(d_w_hr);
+    const T* h0t = reinterpret_cast<const T*>(h0p);
+    const T* c0t = reinterpret_cast<const T*>(c0p);
+    if (g_hn) std::memcpy(dh, g_hn, sizeof(T) * batch * P);
+    else std::fill(dh, dh + batch * P, T(0));
+    if (g_cn) std::memcpy(dc, g_cn, sizeof(T) * batch * H);
+    else std::fill(dc, dc + batch * H, T(0));
+    std::fill(dwhh, dwhh + G * P, T(0));
+    if (dwhr) std::fill(dwhr, dwhr + P * H, T(0));
+    std::vector<T> dm_buf(projected ? batch * H : 0);
+    int64_t steps = static_cast<int64_t>(sched.order.size());
+    for (int64_t k = steps - 1; k >= 0; --k) {
+      int64_t t = sched.order[k], b = sched.sizes[t], off = sched.offsets[t];
+      int64_t pt = sched.prev(k);
+      int64_t pb = pt < 0 ? 0 : std::min(b, sched.sizes[pt]), poff = pt < 0 ? 0 : sched.offsets[pt];
+      if (g_out) {
+        const T* go = reinterpret_cast<const T*>(g_out) + off * P;
+        for (int64_t i = 0; i < b * P; ++i) dh[i] += go[i];
+      }
+      const T* dm = dh;
+      if (projected) {
+        const T* m_blk = reinterpret_cast<const T*>(ms) + off * H;
+        gemm<T>(true, false, P, H, b, dh, P, m_blk, H, T(1), dwhr, H);
+        gemm<T>(false, false, b, H, P, dh, P, reinterpret_cast<const T*>(w_hr), H, T(0), dm_buf.data(), H);
+        dm = dm_buf.data();
+      }
+      T* dg_blk = reinterpret_cast<T*>(d_xp) + off * G;
+      over_rows(b, G, [&](int64_t r) {
+        const T* a = reinterpret_cast<const T*>(acts_a.data) + (off + r) * G;
+        const T *i = a, *f = a + H, *g = a + 2 * H, *o = a + 3 * H;
+        const T* cp = r < pb ? reinterpret_cast<const T*>(cs) + (poff + r) * H : c0t + r * H;
+        const T* tc = reinterpret_cast<const T*>(tcs) + (off + r) * H;
+        const T* dmr = dm + r * H;
+        T* dcr = dc + r * H;
+        T* dg = dg_blk + r * G;
+        for (int64_t j = 0; j < H; ++j) {
+          T dct = dcr[j] + dmr[j] * o[j] * (T(1) - tc[j] * tc[j]);
+          dg[j] = dct * g[j] * i[j] * (T(1) - i[j]);
+          dg[H + j] = dct * cp[j] * f[j] * (T(1) - f[j]);
+          dg[2 * H + j] = dct * i[j] * (T(1) - g[j] * g[j]);
+          dg[3 * H + j] = dmr[j] * tc[j] * o[j] * (T(1) - o[j]);
+          dcr[j] = dct * f[j];
+        }
+      });
+      // dW_hh += dG^T h_prev, h_prev rows from the previous step's output, then from h0
+      const T* hp = reinterpret_cast<const T*>(out) + poff * P;
+      gemm<T>(true, false, G, P, pb, dg_blk, G, hp, P, T(1), dwhh, P);
+      gemm<T>(true, false, G, P, b - pb, dg_blk + pb * G, G, h0t + pb * P, P, T(1), dwhh, P);
+      gemm<T>(false, false, b, P, G, dg_blk, G, reinterpret_cast<const T*>(w_hh), P, T(0), dh, P);
+    }
+  });
+}
+
 }  // namespace
 
 void bind_rnn(py::module_& m) {
@@ -242,6 +453,16 @@ void bind_rnn(py::module_& m) {
   m.def("gru_cell_backward", &gru_backward_impl, py::arg("grad_input_gates"), py::arg("grad_hidden_gates"),
         py::arg("grad_h_prev"), py::arg("grad_h"), py::arg("rzn"), py::arg("hidden_gates"), py::arg("h_prev"),
         "Backward of gru_cell_forward: gradients of both gate pre-activations and h_prev's direct part.");
+  m.def("lstm_layer_forward", &lstm_layer_forward_impl, py::arg("out"), py::arg("h_n"), py::arg("c_n"),
+        py::arg("acts"), py::arg("cs"), py::arg("tanh_cs"), py::arg("ms"), py::arg("xp"), py::arg("h0"),
+        py::arg("c0"), py::arg("w_hh_t"), py::arg("w_hr_t"), py::arg("batch_sizes"), py::arg("reverse"),
+        "The time loop of one LSTM layer direction over precomputed input projections xp (N, 4H), steps of "
+        "batch_sizes rows in time order (processed backwards when reverse).");
+  m.def("lstm_layer_backward", &lstm_layer_backward_impl, py::arg("grad_xp"), py::arg("grad_h0"),
+        py::arg("grad_c0"), py::arg("grad_w_hh"), py::arg("grad_w_hr"), py::arg("grad_out"), py::arg("grad_h_n"),
+        py::arg("grad_c_n"), py::arg("acts"), py::arg("cs"), py::arg("tanh_cs"), py::arg("ms"), py::arg("out"),
+        py::arg("h0"), py::arg("c0"), py::arg("w_hh"), py::arg("w_hr"), py::arg("batch_sizes"), py::arg("reverse"),
+        "Back-propagation through time of lstm_layer_forward.");
 }
 
 }  // namespace ember

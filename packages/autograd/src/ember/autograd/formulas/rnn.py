@@ -1,5 +1,5 @@
-"""Derivatives of the fused recurrent-cell steps (``_lstm_cell_fused``, ``_gru_cell_fused``):
-their backward ops are the native kernels of ``ops/nn_rnn.py``.
+"""Derivatives of the fused recurrent ops (``_lstm_cell_fused``, ``_gru_cell_fused``, the whole
+layer ``_lstm_layer``): their backward ops are the native kernels of ``ops/nn_rnn.py``.
 
 LSTM outputs (acts, c, tanh_c, h): a gradient reaching the saved ``acts`` or ``tanh_c`` is
 chained through sigmoid/tanh too, so every output is differentiable. The GRU's saved ``rzn``
@@ -43,7 +43,19 @@ def _gru_cell(grads, inputs, outputs):
     return OPS["_gru_cell_fused_backward"](g_h, outputs[1], hidden_gates, h_prev)
 
 
+def _lstm_layer(grads, inputs, outputs):
+    g_out, g_h_n, g_c_n = grads[:3]
+    if any(g is not None for g in grads[3:]):
+        return not_implemented("_lstm_layer (gradient of a saved intermediate)")(grads, inputs, outputs)
+    _, h0, c0, w_hh, w_hr, batch_sizes, reverse = inputs.args
+    out, _, _, acts, cs, tanh_cs, ms = outputs
+    grad_xp, grad_h0, grad_c0, grad_w_hh, grad_w_hr = OPS["_lstm_layer_backward"](
+        g_out, g_h_n, g_c_n, acts, cs, tanh_cs, ms, out, h0, c0, w_hh, w_hr, batch_sizes, reverse)
+    return grad_xp, grad_h0, grad_c0, grad_w_hh, (None if w_hr is None else grad_w_hr), None, None
+
+
 register_if_defined("_lstm_cell_fused", _lstm_cell, save_output=True)
+register_if_defined("_lstm_layer", _lstm_layer, save_output=True)
 register_if_defined("_gru_cell_fused", _gru_cell, save_output=True)
-for _name in ("_lstm_cell_fused_backward", "_gru_cell_fused_backward"):
+for _name in ("_lstm_cell_fused_backward", "_gru_cell_fused_backward", "_lstm_layer_backward"):
     register_if_defined(_name, not_implemented(_name))

@@ -30,6 +30,7 @@ _LSTM_CELL = ember.ops["_lstm_cell_fused"]
 _LSTM_CELL_BACKWARD = ember.ops["_lstm_cell_fused_backward"]
 _GRU_CELL = ember.ops["_gru_cell_fused"]
 _GRU_CELL_BACKWARD = ember.ops["_gru_cell_fused_backward"]
+_LSTM_LAYER = ember.ops["_lstm_layer"]
 
 
 # Per-step products below this many multiply-adds run on one thread (the core's batched matmul
@@ -178,5 +179,17 @@ def _time_order(per_step: list, steps) -> list:
     return per_step
 
 
-def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, steps):
-    return _Recurrence.apply(mode, xp, h0, c0, w_hh, b_hh, w_hr, tuple(steps))
+def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, sizes: list, reverse: bool):
+    """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order.
+
+    LSTM runs as one native op (``_lstm_layer``: the time loop in C++, differentiated by its
+    formula); GRU, RNN and an empty batch run the Python time loop of ``_Recurrence``.
+    """
+    if mode == "LSTM" and sizes and sizes[-1] > 0:
+        out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
+        return out, h_n, c_n
+    offsets = [0] * len(sizes)
+    for t in range(1, len(sizes)):
+        offsets[t] = offsets[t - 1] + sizes[t - 1]
+    steps = tuple(zip(offsets, sizes, strict=True))
+    return _Recurrence.apply(mode, xp, h0, c0, w_hh, b_hh, w_hr, steps[::-1] if reverse else steps)

@@ -207,14 +207,10 @@ class RNNBase(Module):
             if steps_count == 0:
                 raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             layer_input = input.reshape(steps_count * batch, input.size(2))
-            steps = [(t * batch, batch) for t in range(steps_count)]
+            sizes = [batch] * steps_count
         else:
             layer_input = input
             sizes = [int(s) for s in batch_sizes.tolist()]
-            offsets = [0] * len(sizes)
-            for t in range(1, len(sizes)):
-                offsets[t] = offsets[t - 1] + sizes[t - 1]
-            steps = list(zip(offsets, sizes, strict=True))
         weights = self._weights()
         per_direction = len(weights) // (self.num_layers * num_directions)
         h_n, c_n = [], []
@@ -231,9 +227,8 @@ class RNNBase(Module):
                 else:
                     xp_bias, step_bias = b_ih + b_hh, None
                 xp = F.linear(layer_input, w_ih, xp_bias)
-                order = steps if direction == 0 else steps[::-1]
                 out, h, c = recurrence(mode, xp, h0[index], None if c0 is None else c0[index], w_hh, step_bias,
-                                       w_hr, order)
+                                       w_hr, sizes, direction == 1)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)

@@ -10,6 +10,16 @@ these ops do the pointwise part, and its backward, in one pass each. They are in
     _gru_cell_fused(input_gates, hidden_gates, h_prev) -> (h, rzn)
     _gru_cell_fused_backward(grad_h, rzn, hidden_gates, h_prev)
         -> (grad_input_gates, grad_hidden_gates, grad_h_prev_direct)
+    _lstm_layer(xp, h0, c0, w_hh, w_hr?, batch_sizes, reverse)
+        -> (out, h_n, c_n, acts, cs, tanh_cs, ms)
+    _lstm_layer_backward(grad_out?, grad_h_n?, grad_c_n?, acts, cs, tanh_cs, ms, out, h0, c0, w_hh, w_hr?,
+                         batch_sizes, reverse) -> (grad_xp, grad_h0, grad_c0, grad_w_hh, grad_w_hr)
+
+``_lstm_layer`` is a whole LSTM layer direction: the time loop runs in C++ (a BLAS product and
+the fused step per time step), over input projections ``xp`` precomputed for every step, steps
+of ``batch_sizes`` rows in time order (packed sequences shrink), processed last to first when
+``reverse``. ``acts``, ``cs`` (the cell states), ``tanh_cs`` and ``ms`` (o * tanh(c), before
+the projection ``w_hr``; empty without one) are saved for the backward.
 
 The gate pre-activations come in two halves (input side, precomputed for all time steps in
 one matmul, and hidden side), summed in the kernel. ``acts`` are the LSTM gate activations,
@@ -128,3 +138,57 @@ gru_cell_op = _op("_gru_cell_fused(Tensor input_gates, Tensor hidden_gates, Tens
 gru_cell_backward_op = _op(
     "_gru_cell_fused_backward(Tensor grad_h, Tensor rzn, Tensor hidden_gates, Tensor h_prev) "
     "-> (Tensor, Tensor, Tensor)", _gru_backward_kernel)
+
+
+def _lstm_layer_kernel(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, w_hr, batch_sizes, reverse: bool):
+    rows, hidden = _gates_shape(xp, "_lstm_layer", 4)
+    dtype = xp.dtype
+    if h0.ndim != 2:
+        raise RuntimeError(f"_lstm_layer: expected a 2-d h0, got shape {list(h0._shape)}")
+    batch, proj = h0._shape
+    _rows(h0, "_lstm_layer h0", batch, hidden if w_hr is None else w_hr._shape[0], dtype)
+    _rows(c0, "_lstm_layer c0", batch, hidden, dtype)
+    _rows(w_hh, "_lstm_layer w_hh", 4 * hidden, proj, dtype)
+    if w_hr is not None:
+        _rows(w_hr, "_lstm_layer w_hr", proj, hidden, dtype)
+    sizes = [int(s) for s in batch_sizes]
+    if sum(sizes) != rows or any(s < 1 or s > batch for s in sizes) or sizes != sorted(sizes, reverse=True):
+        raise RuntimeError(f"_lstm_layer: batch_sizes {sizes} do not fit {rows} input rows and batch {batch}")
+    cd, dev = compute_dtype(dtype), xp._device
+    shapes = [(rows, proj), (batch, proj), (batch, hidden), (rows, 4 * hidden), (rows, hidden), (rows, hidden),
+              (rows if w_hr is not None else 0, hidden)]
+    outs = _outputs(shapes, cd, dev)
+    if dev is not META:
+        w_hh_t = w_hh.t()
+        w_hr_t = None if w_hr is None else w_hr.t()
+        xp_, h0_, c0_, w_hh_t, w_hr_t = _native([xp, h0, c0, w_hh_t, w_hr_t], cd)
+        _C.lstm_layer_forward(*outs[:6], outs[6] if w_hr is not None else None, xp_, h0_, c0_, w_hh_t, w_hr_t,
+                              sizes, bool(reverse))
+    return _back(outs, dtype)
+
+
+def _lstm_layer_backward_kernel(grad_out, grad_h_n, grad_c_n, acts: Tensor, cs: Tensor, tanh_cs: Tensor, ms: Tensor,
+                                out: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, w_hr, batch_sizes, reverse: bool):
+    rows, hidden = _gates_shape(acts, "_lstm_layer_backward", 4)
+    dtype = acts.dtype
+    batch, proj = h0._shape
+    cd, dev = compute_dtype(dtype), acts._device
+    proj_rows = proj if w_hr is not None else 0
+    shapes = [(rows, 4 * hidden), (batch, proj), (batch, hidden), (4 * hidden, proj), (proj_rows, hidden)]
+    outs = _outputs(shapes, cd, dev)
+    if dev is not META:
+        ins = _native([grad_out, grad_h_n, grad_c_n, acts, cs, tanh_cs, ms, out, h0, c0, w_hh, w_hr], cd)
+        if w_hr is None:
+            ins[6] = None
+        _C.lstm_layer_backward(*outs[:4], outs[4] if w_hr is not None else None, *ins,
+                               [int(s) for s in batch_sizes], bool(reverse))
+    return _back(outs, dtype)
+
+
+lstm_layer_op = _op(
+    "_lstm_layer(Tensor xp, Tensor h0, Tensor c0, Tensor w_hh, Tensor? w_hr, int[] batch_sizes, bool reverse) "
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)", _lstm_layer_kernel)
+lstm_layer_backward_op = _op(
+    "_lstm_layer_backward(Tensor? grad_out, Tensor? grad_h_n, Tensor? grad_c_n, Tensor acts, Tensor cs, "
+    "Tensor tanh_cs, Tensor ms, Tensor out, Tensor h0, Tensor c0, Tensor w_hh, Tensor? w_hr, int[] batch_sizes, "
+    "bool reverse) -> (Tensor, Tensor, Tensor, Tensor, Tensor)", _lstm_layer_backward_kernel)
