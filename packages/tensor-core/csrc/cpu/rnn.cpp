@@ -394,6 +394,7 @@ void lstm_layer_backward_impl(py::handle d_xp_o, py::handle d_h0_o, py::handle d
     if (dwhr) std::fill(dwhr, dwhr + P * H, T(0));
     std::vector<T> dm_buf(projected ? batch * H : 0);
     int64_t steps = static_cast<int64_t>(sched.order.size());
+    bool uniform = std::all_of(sched.sizes.begin(), sched.sizes.end(), [&](int64_t v) { return v == sched.sizes[0]; });
     for (int64_t k = steps - 1; k >= 0; --k) {
       int64_t t = sched.order[k], b = sched.sizes[t], off = sched.offsets[t];
       int64_t pt = sched.prev(k);
@@ -427,11 +428,27 @@ void lstm_layer_backward_impl(py::handle d_xp_o, py::handle d_h0_o, py::handle d
           dcr[j] = dct * f[j];
         }
       });
-      // dW_hh += dG^T h_prev, h_prev rows from the previous step's output, then from h0
-      const T* hp = reinterpret_cast<const T*>(out) + poff * P;
-      gemm<T>(true, false, G, P, pb, dg_blk, G, hp, P, T(1), dwhh, P);
-      gemm<T>(true, false, G, P, b - pb, dg_blk + pb * G, G, h0t + pb * P, P, T(1), dwhh, P);
+      if (!uniform) {
+        // dW_hh += dG^T h_prev, h_prev rows from the previous step's output, then from h0
+        const T* hp = reinterpret_cast<const T*>(out) + poff * P;
+        gemm<T>(true, false, G, P, pb, dg_blk, G, hp, P, T(1), dwhh, P);
+        gemm<T>(true, false, G, P, b - pb, dg_blk + pb * G, G, h0t + pb * P, P, T(1), dwhh, P);
+      }
       gemm<T>(false, false, b, P, G, dg_blk, G, reinterpret_cast<const T*>(w_hh), P, T(0), dh, P);
+    }
+    if (uniform && steps > 0) {
+      // Equal batches: h_prev of every step is the output one step earlier (h0 for the first), so
+      // dW_hh is two products over all steps instead of a rank-b update per step.
+      int64_t b = sched.sizes[0], n = rows;
+      const T* dg = reinterpret_cast<const T*>(d_xp);
+      const T* o = reinterpret_cast<const T*>(out);
+      if (!reverse) {
+        gemm<T>(true, false, G, P, n - b, dg + b * G, G, o, P, T(1), dwhh, P);
+        gemm<T>(true, false, G, P, b, dg, G, h0t, P, T(1), dwhh, P);
+      } else {
+        gemm<T>(true, false, G, P, n - b, dg, G, o + b * P, P, T(1), dwhh, P);
+        gemm<T>(true, false, G, P, b, dg + (n - b) * G, G, h0t, P, T(1), dwhh, P);
+      }
     }
   });
 }
