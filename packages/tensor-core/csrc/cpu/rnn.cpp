@@ -316,11 +316,13 @@ void lstm_layer_forward_impl(py::handle out_o, py::handle h_n_o, py::handle c_n_
     for (int64_t t : sched.order) {
       int64_t b = sched.sizes[t], off = sched.offsets[t];
       T* a = reinterpret_cast<T*>(acts) + off * G;
-      std::memcpy(a, reinterpret_cast<const T*>(xp.data) + off * G, sizeof(T) * b * G);
-      gemm<T>(false, false, b, G, P, h, P, reinterpret_cast<const T*>(w_hh_t), G, T(1), a, G);
+      const T* x = reinterpret_cast<const T*>(xp.data) + off * G;
+      gemm<T>(false, false, b, G, P, h, P, reinterpret_cast<const T*>(w_hh_t), G, T(0), a, G);
       T* m_blk = projected ? reinterpret_cast<T*>(ms) + off * H : reinterpret_cast<T*>(out) + off * P;
       over_rows(b, G, [&](int64_t r) {
         T* ar = a + r * G;
+        const T* xr = x + r * G;
+        for (int64_t j = 0; j < G; ++j) ar[j] += xr[j];
         sigmoid_n(ar, ar, 2 * H);
         tanh_n(ar + 2 * H, ar + 2 * H, H);
         sigmoid_n(ar + 3 * H, ar + 3 * H, H);
