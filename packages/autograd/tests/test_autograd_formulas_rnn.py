@@ -141,3 +141,62 @@ def test_non_contiguous_inputs():
     t_out = _torch_lstm(torch.tensor(g).t(), torch.tensor(g).flip(0).t(), torch.tensor(c).t())
     for e, t in zip(e_out, t_out, strict=True):
         _close(e, t, 1e-12)
+
+
+# --- _lstm_layer: a whole layer direction --------------------------------------------------
+
+def _torch_lstm_layer(xp, h0, c0, w_hh, w_hr, sizes, reverse):
+    """Reference: the step loop in torch ops, with PyTorch's packed-sequence state handling."""
+    offsets = [sum(sizes[:t]) for t in range(len(sizes))]
+    h, c = h0, c0
+    outs = [None] * len(sizes)
+    for t in (reversed(range(len(sizes))) if reverse else range(len(sizes))):
+        b = sizes[t]
+        gates = xp[offsets[t]:offsets[t] + b] + h[:b] @ w_hh.t()
+        i, f, g, o = gates.chunk(4, 1)
+        c_new = f.sigmoid() * c[:b] + i.sigmoid() * g.tanh()
+        h_new = o.sigmoid() * c_new.tanh()
+        if w_hr is not None:
+            h_new = h_new @ w_hr.t()
+        outs[t] = h_new
+        h = torch.cat([h_new, h[b:]])
+        c = torch.cat([c_new, c[b:]])
+    return torch.cat(outs), h, c
+
+
+@pytest.mark.parametrize("sizes", [[3, 3, 3, 3], [3, 2, 2, 1], [1]])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("proj", [0, 2])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_lstm_layer(sizes, reverse, proj, dtype):
+    rng = np.random.default_rng(0)
+    hidden, batch = 4, sizes[0]
+    size = proj or hidden
+    exp, txp = _pair((sum(sizes), 4 * hidden), rng, dtype)
+    eh, th = _pair((batch, size), rng, dtype)
+    ec, tc = _pair((batch, hidden), rng, dtype)
+    ew, tw = _pair((4 * hidden, size), rng, dtype)
+    ewr, twr = _pair((proj, hidden), rng, dtype) if proj else (None, None)
+    e_out = OPS["_lstm_layer"](exp, eh, ec, ew, ewr, sizes, reverse)[:3]
+    t_out = _torch_lstm_layer(txp, th, tc, tw, twr, sizes, reverse)
+    tol = TOLS[dtype] * 10
+    for e, t in zip(e_out, t_out, strict=True):
+        _close(e, t, tol)
+    weights = [rng.standard_normal(tuple(t.shape)) for t in t_out]
+    sum((t * torch.tensor(w, dtype=t.dtype)).sum() for t, w in zip(t_out, weights, strict=True)).backward()
+    sum((e * ember.tensor(w, dtype=e.dtype)).sum() for e, w in zip(e_out, weights, strict=True)).backward()
+    for e, t in [(exp, txp), (eh, th), (ec, tc), (ew, tw)] + ([(ewr, twr)] if proj else []):
+        _close(e.grad, t.grad, tol)
+
+
+def test_lstm_layer_meta_and_errors():
+    meta = {"device": "meta"}
+    outs = OPS["_lstm_layer"](ember.empty((6, 8), **meta), ember.empty((3, 2), **meta), ember.empty((3, 2), **meta),
+                              ember.empty((8, 2), **meta), None, [3, 3], False)
+    assert [tuple(t.shape) for t in outs] == [(6, 2), (3, 2), (3, 2), (6, 8), (6, 2), (6, 2), (0, 2)]
+    args = (ember.zeros((6, 8)), ember.zeros((3, 2)), ember.zeros((3, 2)), ember.zeros((8, 2)), None)
+    for sizes in ([3, 2], [2, 4], [3, 3, 0], [4, 2]):
+        with pytest.raises(RuntimeError, match="batch_sizes"):
+            OPS["_lstm_layer"](*args, sizes, False)
+    with pytest.raises(RuntimeError, match="w_hh"):
+        OPS["_lstm_layer"](args[0], args[1], args[2], ember.zeros((8, 3)), None, [3, 3], False)
