@@ -1,5 +1,8 @@
 """The time loop of one recurrent layer in one direction, as one autograd node.
 
+LSTM: the native ``_lstm_layer`` op (ops/nn_rnn.py, C++ loop and backward). GRU and RNN:
+``_Recurrence`` below, a Python loop over native ops, described here.
+
 The input projection ``x W_ih^T + b`` of every time step is computed beforehand in one
 matmul (by the caller); this node runs the recurrence ``h_t = cell(xp_t, h_{t-1})`` with one
 ``addmm`` and one fused pointwise op per step (``_lstm_cell_fused`` / ``_gru_cell_fused``,

@@ -2,9 +2,10 @@
 ``LSTMCell``, ``GRUCell``, with PyTorch's parameter names, gate order, shapes and errors.
 
 A layer runs each (layer, direction) as: the input projection of all time steps in one
-matmul, then the time loop of ``_recurrence`` (one autograd node per layer and direction).
-``LSTMCell`` and ``GRUCell`` call the same fused step ops, differentiated through their
-autograd formulas (formulas/rnn.py).
+matmul, then the time loop (``_recurrence.recurrence``: one autograd node per layer and
+direction; for LSTM the native ``_lstm_layer`` op runs the whole loop in C++). Dropout is
+applied to each layer's output but the last, in training mode only. ``LSTMCell`` and
+``GRUCell`` call the fused step ops, differentiated through their formulas (formulas/rnn.py).
 """
 
 from __future__ import annotations
