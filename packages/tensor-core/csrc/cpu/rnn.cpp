@@ -1,8 +1,10 @@
 // Kernel family "rnn": the pointwise part of one LSTM or GRU time step and its backward, each
-// one pass over the step's gate rows (the matmuls stay in BLAS). The gate pre-activations come
-// in two halves, input side (precomputed for all steps) and hidden side, summed here. Row b of a gates tensor
-// holds the gate blocks side by side: LSTM (i, f, g, o), GRU (r, z, n), each `hidden` wide.
-// All tensors are contiguous, of one floating dtype, with `rows` rows (checked here).
+// one pass over the step's gate rows (the matmuls stay in BLAS), and a whole LSTM layer
+// direction whose time loop (a gemm and the fused step per time step) runs here. Row b of a
+// gates tensor holds the gate blocks side by side: LSTM (i, f, g, o), GRU (r, z, n), each
+// `hidden` wide; the step ops take the pre-activations in two halves (input side, precomputed
+// for all steps, and hidden side). All tensors are contiguous, of one floating
+// dtype, with `rows` rows (checked here).
 #include <cblas.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -231,7 +233,7 @@ void gru_backward_impl(py::handle d_x_gates_o, py::handle d_h_gates_o, py::handl
 
 // ---- whole LSTM layer (one direction): the time loop in C++ -----------------------------
 
-// C (m, n) = alpha * op(A) op(B) + beta * C, row-major.
+// C (m, n) = op(A) op(B) + beta * C, row-major (k == 0 leaves beta * C).
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -250,7 +252,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
 struct Schedule {
   std::vector<int64_t> sizes, offsets, order;
   int64_t rows = 0;
-  // The step processed just before `t` (-1 for the first) and its batch (0 if none).
+  // The time step processed just before the k-th processed one (-1 for the first).
   int64_t prev(int64_t k) const { return k == 0 ? -1 : order[k - 1]; }
 };
 
