@@ -200,3 +200,49 @@ def test_lstm_layer_meta_and_errors():
             OPS["_lstm_layer"](*args, sizes, False)
     with pytest.raises(RuntimeError, match="w_hh"):
         OPS["_lstm_layer"](args[0], args[1], args[2], ember.zeros((8, 3)), None, [3, 3], False)
+
+
+def _torch_gru_layer(xp, h0, w_hh, b_hh, sizes, reverse):
+    offsets = [sum(sizes[:t]) for t in range(len(sizes))]
+    h = h0
+    outs = [None] * len(sizes)
+    for t in (reversed(range(len(sizes))) if reverse else range(len(sizes))):
+        b = sizes[t]
+        gh = h[:b] @ w_hh.t() + (0 if b_hh is None else b_hh)
+        h_new, _ = _torch_gru(xp[offsets[t]:offsets[t] + b], gh, h[:b])
+        outs[t] = h_new
+        h = torch.cat([h_new, h[b:]])
+    return torch.cat(outs), h
+
+
+@pytest.mark.parametrize("sizes", [[3, 3, 3, 3], [3, 2, 2, 1], [1]])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_gru_layer(sizes, reverse, bias, dtype):
+    rng = np.random.default_rng(0)
+    hidden, batch = 4, sizes[0]
+    exp, txp = _pair((sum(sizes), 3 * hidden), rng, dtype)
+    eh, th = _pair((batch, hidden), rng, dtype)
+    ew, tw = _pair((3 * hidden, hidden), rng, dtype)
+    eb, tb = _pair((3 * hidden,), rng, dtype) if bias else (None, None)
+    e_out = OPS["_gru_layer"](exp, eh, ew, eb, sizes, reverse)[:2]
+    t_out = _torch_gru_layer(txp, th, tw, tb, sizes, reverse)
+    tol = TOLS[dtype] * 10
+    for e, t in zip(e_out, t_out, strict=True):
+        _close(e, t, tol)
+    weights = [rng.standard_normal(tuple(t.shape)) for t in t_out]
+    sum((t * torch.tensor(w, dtype=t.dtype)).sum() for t, w in zip(t_out, weights, strict=True)).backward()
+    sum((e * ember.tensor(w, dtype=e.dtype)).sum() for e, w in zip(e_out, weights, strict=True)).backward()
+    for e, t in [(exp, txp), (eh, th), (ew, tw)] + ([(eb, tb)] if bias else []):
+        _close(e.grad, t.grad, tol)
+
+
+def test_gru_layer_errors():
+    args = (ember.zeros((6, 6)), ember.zeros((3, 2)), ember.zeros((6, 2)))
+    with pytest.raises(RuntimeError, match="batch_sizes"):
+        OPS["_gru_layer"](*args, None, [3, 2], False)
+    with pytest.raises(RuntimeError, match="b_hh"):
+        OPS["_gru_layer"](*args, ember.zeros(5), [3, 3], False)
+    outs = OPS["_gru_layer"](*(ember.empty(a.shape, device="meta") for a in args), None, [3, 3], True)
+    assert [tuple(t.shape) for t in outs] == [(6, 2), (3, 2), (6, 6), (6, 2)]

@@ -1,6 +1,7 @@
 // Kernel family "rnn": the pointwise part of one LSTM or GRU time step and its backward, each
 // one pass over the step's gate rows (the matmuls stay in BLAS), and a whole LSTM layer
-// direction whose time loop (a gemm and the fused step per time step) runs here. Row b of a
+// direction and GRU layer direction whose time loops (a gemm and the fused step per time
+// step) run here. Row b of a
 // gates tensor holds the gate blocks side by side: LSTM (i, f, g, o), GRU (r, z, n), each
 // `hidden` wide; the step ops take the pre-activations in two halves (input side, precomputed
 // for all steps, and hidden side). All tensors are contiguous, of one floating
@@ -457,6 +458,154 @@ void lstm_layer_backward_impl(py::handle d_xp_o, py::handle d_h0_o, py::handle d
   });
 }
 
+// ---- whole GRU layer (one direction) ----------------------------------------------------
+
+// out (N, H), h_n (B, H), rzn (N, 3H), ghn (N, H: W_hn h + b_hn, kept for the backward) from
+// xp (N, 3H: x W_ih^T + b_ih), h0 (B, H), w_hh_t (H, 3H), b_hh (3H) or None.
+void gru_layer_forward_impl(py::handle out_o, py::handle h_n_o, py::handle rzn_o, py::handle ghn_o, py::handle xp_o,
+                            py::handle h0_o, py::handle w_hh_t_o, py::handle b_hh_o,
+                            const std::vector<int64_t>& batch_sizes, bool reverse) {
+  TensorArg xp = gates_of(xp_o, 3, "gru_layer_forward");
+  int64_t rows = xp.shape[0], hidden = xp.shape[1] / 3;
+  DType dt = xp.dtype;
+  TensorArg h0 = unpack(h0_o);
+  if (h0.ndim() != 2) throw std::invalid_argument("gru_layer_forward: h0 must be 2-d");
+  int64_t batch = h0.shape[0];
+  const char* name = "gru_layer_forward";
+  char* h0p = rows_of(h0_o, dt, batch, hidden, name);
+  char* out = rows_of(out_o, dt, rows, hidden, name);
+  char* h_n = rows_of(h_n_o, dt, batch, hidden, name);
+  char* rzn = rows_of(rzn_o, dt, rows, 3 * hidden, name);
+  char* ghn = rows_of(ghn_o, dt, rows, hidden, name);
+  char* w_hh_t = rows_of(w_hh_t_o, dt, hidden, 3 * hidden, name);
+  char* b_hh = b_hh_o.is_none() ? nullptr : rows_of(b_hh_o, dt, 1, 3 * hidden, name);
+  Schedule sched = make_schedule(batch_sizes, reverse, rows, batch);
+  py::gil_scoped_release release;
+  BlasSingleThread one_thread(serial_steps(batch, hidden, hidden));
+  EMBER_DISPATCH_FLOATING(dt, "gru_layer_forward", [&] {
+    using T = scalar_t;
+    const int64_t G = 3 * hidden, H = hidden;
+    T* h = reinterpret_cast<T*>(h_n);
+    std::memcpy(h, h0p, sizeof(T) * batch * H);
+    std::vector<T> gh(batch * G);
+    const T* bias = reinterpret_cast<const T*>(b_hh);
+    for (int64_t t : sched.order) {
+      int64_t b = sched.sizes[t], off = sched.offsets[t];
+      gemm<T>(false, false, b, G, H, h, H, reinterpret_cast<const T*>(w_hh_t), G, T(0), gh.data(), G);
+      T* o = reinterpret_cast<T*>(out) + off * H;
+      over_rows(b, G, [&](int64_t r) {
+        T* g = gh.data() + r * G;
+        if (bias)
+          for (int64_t j = 0; j < G; ++j) g[j] += bias[j];
+        const T* x = reinterpret_cast<const T*>(xp.data) + (off + r) * G;
+        T* s = reinterpret_cast<T*>(rzn) + (off + r) * G;
+        for (int64_t j = 0; j < 2 * H; ++j) s[j] = x[j] + g[j];
+        sigmoid_n(s, s, 2 * H);
+        for (int64_t j = 0; j < H; ++j) s[2 * H + j] = x[2 * H + j] + s[j] * g[2 * H + j];
+        tanh_n(s + 2 * H, s + 2 * H, H);
+        std::memcpy(reinterpret_cast<T*>(ghn) + (off + r) * H, g + 2 * H, sizeof(T) * H);
+        const T *z = s + H, *n = s + 2 * H, *hp = h + r * H;
+        T* orow = o + r * H;
+        for (int64_t j = 0; j < H; ++j) orow[j] = n[j] + z[j] * (hp[j] - n[j]);
+      });
+      std::memcpy(h, o, sizeof(T) * b * H);
+    }
+  });
+}
+
+// d_xp (N, 3H), d_h0 (B, H), d_w_hh (3H, H), d_b_hh (3H, or 0 without a bias) from the
+// gradients of out / h_n (each may be None) and what the forward saved.
+void gru_layer_backward_impl(py::handle d_xp_o, py::handle d_h0_o, py::handle d_w_hh_o, py::handle d_b_hh_o,
+                             py::handle g_out_o, py::handle g_hn_o, py::handle rzn_o, py::handle ghn_o,
+                             py::handle out_o, py::handle h0_o, py::handle w_hh_o,
+                             const std::vector<int64_t>& batch_sizes, bool reverse) {
+  TensorArg rzn_a = gates_of(rzn_o, 3, "gru_layer_backward");
+  int64_t rows = rzn_a.shape[0], hidden = rzn_a.shape[1] / 3;
+  DType dt = rzn_a.dtype;
+  TensorArg h0 = unpack(h0_o);
+  if (h0.ndim() != 2) throw std::invalid_argument("gru_layer_backward: h0 must be 2-d");
+  int64_t batch = h0.shape[0];
+  const char* name = "gru_layer_backward";
+  char* d_xp = rows_of(d_xp_o, dt, rows, 3 * hidden, name);
+  char* d_h = rows_of(d_h0_o, dt, batch, hidden, name);
+  char* d_w_hh = rows_of(d_w_hh_o, dt, 3 * hidden, hidden, name);
+  char* d_b_hh = d_b_hh_o.is_none() ? nullptr : rows_of(d_b_hh_o, dt, 1, 3 * hidden, name);
+  char* g_out = g_out_o.is_none() ? nullptr : rows_of(g_out_o, dt, rows, hidden, name);
+  char* g_hn = g_hn_o.is_none() ? nullptr : rows_of(g_hn_o, dt, batch, hidden, name);
+  char* ghn = rows_of(ghn_o, dt, rows, hidden, name);
+  char* out = rows_of(out_o, dt, rows, hidden, name);
+  char* h0p = rows_of(h0_o, dt, batch, hidden, name);
+  char* w_hh = rows_of(w_hh_o, dt, 3 * hidden, hidden, name);
+  Schedule sched = make_schedule(batch_sizes, reverse, rows, batch);
+  py::gil_scoped_release release;
+  BlasSingleThread one_thread(serial_steps(batch, hidden, hidden));
+  EMBER_DISPATCH_FLOATING(dt, "gru_layer_backward", [&] {
+    using T = scalar_t;
+    const int64_t G = 3 * hidden, H = hidden;
+    T* dh = reinterpret_cast<T*>(d_h);
+    T* dwhh = reinterpret_cast<T*>(d_w_hh);
+    const T* h0t = reinterpret_cast<const T*>(h0p);
+    const T* o = reinterpret_cast<const T*>(out);
+    if (g_hn) std::memcpy(dh, g_hn, sizeof(T) * batch * H);
+    else std::fill(dh, dh + batch * H, T(0));
+    std::fill(dwhh, dwhh + G * H, T(0));
+    std::vector<T> d_gh(rows * G);  // gradient of each step's hidden-side gates, for dW_hh and db_hh
+    bool uniform = std::all_of(sched.sizes.begin(), sched.sizes.end(), [&](int64_t v) { return v == sched.sizes[0]; });
+    int64_t steps = static_cast<int64_t>(sched.order.size());
+    for (int64_t k = steps - 1; k >= 0; --k) {
+      int64_t t = sched.order[k], b = sched.sizes[t], off = sched.offsets[t];
+      int64_t pt = sched.prev(k);
+      int64_t pb = pt < 0 ? 0 : std::min(b, sched.sizes[pt]), poff = pt < 0 ? 0 : sched.offsets[pt];
+      if (g_out) {
+        const T* go = reinterpret_cast<const T*>(g_out) + off * H;
+        for (int64_t i = 0; i < b * H; ++i) dh[i] += go[i];
+      }
+      T* dgh_blk = d_gh.data() + off * G;
+      over_rows(b, G, [&](int64_t r) {
+        const T* s = reinterpret_cast<const T*>(rzn_a.data) + (off + r) * G;
+        const T *rr = s, *z = s + H, *n = s + 2 * H;
+        const T* hn = reinterpret_cast<const T*>(ghn) + (off + r) * H;
+        const T* hp = r < pb ? o + (poff + r) * H : h0t + r * H;
+        T* d = dh + r * H;
+        T* dx = reinterpret_cast<T*>(d_xp) + (off + r) * G;
+        T* dg = dgh_blk + r * G;
+        for (int64_t j = 0; j < H; ++j) {
+          T dn = d[j] * (T(1) - z[j]) * (T(1) - n[j] * n[j]);
+          T dr = dn * hn[j] * rr[j] * (T(1) - rr[j]);
+          T dz = d[j] * (hp[j] - n[j]) * z[j] * (T(1) - z[j]);
+          dx[j] = dg[j] = dr;
+          dx[H + j] = dg[H + j] = dz;
+          dx[2 * H + j] = dn;
+          dg[2 * H + j] = dn * rr[j];
+          d[j] = d[j] * z[j];  // the direct part of dh_prev; the part through W_hh is added below
+        }
+      });
+      if (!uniform) {
+        gemm<T>(true, false, G, H, pb, dgh_blk, G, o + poff * H, H, T(1), dwhh, H);
+        gemm<T>(true, false, G, H, b - pb, dgh_blk + pb * G, G, h0t + pb * H, H, T(1), dwhh, H);
+      }
+      gemm<T>(false, false, b, H, G, dgh_blk, G, reinterpret_cast<const T*>(w_hh), H, T(1), dh, H);
+    }
+    if (uniform && steps > 0) {
+      int64_t b = sched.sizes[0];
+      const T* dg = d_gh.data();
+      if (!reverse) {
+        gemm<T>(true, false, G, H, rows - b, dg + b * G, G, o, H, T(1), dwhh, H);
+        gemm<T>(true, false, G, H, b, dg, G, h0t, H, T(1), dwhh, H);
+      } else {
+        gemm<T>(true, false, G, H, rows - b, dg, G, o + b * H, H, T(1), dwhh, H);
+        gemm<T>(true, false, G, H, b, dg + (rows - b) * G, G, h0t, H, T(1), dwhh, H);
+      }
+    }
+    if (d_b_hh) {
+      T* db = reinterpret_cast<T*>(d_b_hh);
+      std::fill(db, db + G, T(0));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < G; ++j) db[j] += d_gh[r * G + j];
+    }
+  });
+}
+
 }  // namespace
 
 void bind_rnn(py::module_& m) {
@@ -484,6 +633,13 @@ void bind_rnn(py::module_& m) {
         py::arg("grad_c_n"), py::arg("acts"), py::arg("cs"), py::arg("tanh_cs"), py::arg("ms"), py::arg("out"),
         py::arg("h0"), py::arg("c0"), py::arg("w_hh"), py::arg("w_hr"), py::arg("batch_sizes"), py::arg("reverse"),
         "Back-propagation through time of lstm_layer_forward.");
+  m.def("gru_layer_forward", &gru_layer_forward_impl, py::arg("out"), py::arg("h_n"), py::arg("rzn"),
+        py::arg("ghn"), py::arg("xp"), py::arg("h0"), py::arg("w_hh_t"), py::arg("b_hh"), py::arg("batch_sizes"),
+        py::arg("reverse"), "The time loop of one GRU layer direction (as lstm_layer_forward).");
+  m.def("gru_layer_backward", &gru_layer_backward_impl, py::arg("grad_xp"), py::arg("grad_h0"),
+        py::arg("grad_w_hh"), py::arg("grad_b_hh"), py::arg("grad_out"), py::arg("grad_h_n"), py::arg("rzn"),
+        py::arg("ghn"), py::arg("out"), py::arg("h0"), py::arg("w_hh"), py::arg("batch_sizes"), py::arg("reverse"),
+        "Back-propagation through time of gru_layer_forward.");
 }
 
 }  // namespace ember

@@ -1,5 +1,5 @@
 """Derivatives of the fused recurrent ops (``_lstm_cell_fused``, ``_gru_cell_fused``, the whole
-layer ``_lstm_layer``): their backward ops are the native kernels of ``ops/nn_rnn.py``.
+layers ``_lstm_layer`` and ``_gru_layer``): their backward ops are the native kernels of ``ops/nn_rnn.py``.
 
 LSTM outputs (acts, c, tanh_c, h): a gradient reaching the saved ``acts`` or ``tanh_c`` is
 chained through sigmoid/tanh too, so every output is differentiable. The GRU's saved ``rzn``
@@ -54,8 +54,20 @@ def _lstm_layer(grads, inputs, outputs):
     return grad_xp, grad_h0, grad_c0, grad_w_hh, (None if w_hr is None else grad_w_hr), None, None
 
 
+def _gru_layer(grads, inputs, outputs):
+    g_out, g_h_n = grads[:2]
+    if any(g is not None for g in grads[2:]):
+        return not_implemented("_gru_layer (gradient of a saved intermediate)")(grads, inputs, outputs)
+    _, h0, w_hh, b_hh, batch_sizes, reverse = inputs.args
+    out, _, rzn, ghn = outputs
+    grad_xp, grad_h0, grad_w_hh, grad_b_hh = OPS["_gru_layer_backward"](
+        g_out, g_h_n, rzn, ghn, out, h0, w_hh, b_hh is not None, batch_sizes, reverse)
+    return grad_xp, grad_h0, grad_w_hh, (None if b_hh is None else grad_b_hh), None, None
+
+
 register_if_defined("_lstm_cell_fused", _lstm_cell, save_output=True)
+register_if_defined("_gru_layer", _gru_layer, save_output=True)
 register_if_defined("_lstm_layer", _lstm_layer, save_output=True)
 register_if_defined("_gru_cell_fused", _gru_cell, save_output=True)
-for _name in ("_lstm_cell_fused_backward", "_gru_cell_fused_backward", "_lstm_layer_backward"):
+for _name in ("_lstm_cell_fused_backward", "_gru_cell_fused_backward", "_lstm_layer_backward", "_gru_layer_backward"):
     register_if_defined(_name, not_implemented(_name))

@@ -1,7 +1,7 @@
 """The time loop of one recurrent layer in one direction, as one autograd node.
 
-LSTM: the native ``_lstm_layer`` op (ops/nn_rnn.py, C++ loop and backward). GRU and RNN:
-``_Recurrence`` below, a Python loop over native ops, described here.
+LSTM and GRU: the native ``_lstm_layer`` / ``_gru_layer`` ops (ops/nn_rnn.py, C++ loop and
+backward). RNN (and an empty batch): ``_Recurrence`` below, a Python loop over native ops.
 
 The input projection ``x W_ih^T + b`` of every time step is computed beforehand in one
 matmul (by the caller); this node runs the recurrence ``h_t = cell(xp_t, h_{t-1})`` with one
@@ -34,6 +34,7 @@ _LSTM_CELL_BACKWARD = ember.ops["_lstm_cell_fused_backward"]
 _GRU_CELL = ember.ops["_gru_cell_fused"]
 _GRU_CELL_BACKWARD = ember.ops["_gru_cell_fused_backward"]
 _LSTM_LAYER = ember.ops["_lstm_layer"]
+_GRU_LAYER = ember.ops["_gru_layer"]
 
 
 # Per-step products below this many multiply-adds run on one thread (the core's batched matmul
@@ -185,12 +186,16 @@ def _time_order(per_step: list, steps) -> list:
 def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, sizes: list, reverse: bool):
     """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order.
 
-    LSTM runs as one native op (``_lstm_layer``: the time loop in C++, differentiated by its
-    formula); GRU, RNN and an empty batch run the Python time loop of ``_Recurrence``.
+    LSTM and GRU run as one native op (``_lstm_layer``, ``_gru_layer``: the time loop in C++,
+    differentiated by its formula); RNN and an empty batch run the Python loop of ``_Recurrence``.
     """
-    if mode == "LSTM" and sizes and sizes[-1] > 0:
-        out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
-        return out, h_n, c_n
+    if sizes and sizes[-1] > 0:
+        if mode == "LSTM":
+            out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
+            return out, h_n, c_n
+        if mode == "GRU":
+            out, h_n = _GRU_LAYER(xp, h0, w_hh, b_hh, sizes, reverse)[:2]
+            return out, h_n, None
     offsets = [0] * len(sizes)
     for t in range(1, len(sizes)):
         offsets[t] = offsets[t - 1] + sizes[t - 1]

@@ -1,9 +1,10 @@
-"""Fused pointwise steps of the recurrent layers (``_C.lstm_cell_forward`` and friends).
+"""Fused recurrent ops: one LSTM / GRU time step's pointwise part (``_C.lstm_cell_forward``
+and friends) and whole layer directions whose time loop runs in C++ (``_C.lstm_layer_forward``).
 
-One LSTM or GRU time step is a matmul (BLAS) plus a dozen pointwise ops on the gate rows;
-these ops do the pointwise part, and its backward, in one pass each. They are internal
-(``ember.nn``'s recurrence calls them): gate blocks are laid side by side in one
-(rows, blocks * hidden) tensor, LSTM (i, f, g, o), GRU (r, z, n).
+They are internal (``ember.nn``'s recurrent layers and cells call them). Gate blocks lie side
+by side in one (rows, blocks * hidden) tensor, LSTM (i, f, g, o), GRU (r, z, n); the step ops
+take the pre-activations in two halves (input side, precomputed for all time steps in one
+matmul, and hidden side). ``acts`` are the LSTM gate activations, ``rzn`` the GRU's.
 
     _lstm_cell_fused(input_gates, hidden_gates, c_prev) -> (acts, c, tanh_c, h)
     _lstm_cell_fused_backward(grad_h, grad_c?, acts, c_prev, tanh_c) -> (grad_gates, grad_c_prev)
@@ -14,17 +15,16 @@ these ops do the pointwise part, and its backward, in one pass each. They are in
         -> (out, h_n, c_n, acts, cs, tanh_cs, ms)
     _lstm_layer_backward(grad_out?, grad_h_n?, grad_c_n?, acts, cs, tanh_cs, ms, out, h0, c0, w_hh, w_hr?,
                          batch_sizes, reverse) -> (grad_xp, grad_h0, grad_c0, grad_w_hh, grad_w_hr)
+    _gru_layer(xp, h0, w_hh, b_hh?, batch_sizes, reverse) -> (out, h_n, rzn, ghn)
+    _gru_layer_backward(grad_out?, grad_h_n?, rzn, ghn, out, h0, w_hh, has_bias, batch_sizes, reverse)
+        -> (grad_xp, grad_h0, grad_w_hh, grad_b_hh)
 
-``_lstm_layer`` is a whole LSTM layer direction: the time loop runs in C++ (a BLAS product and
-the fused step per time step), over input projections ``xp`` precomputed for every step, steps
-of ``batch_sizes`` rows in time order (packed sequences shrink), processed last to first when
-``reverse``. ``acts``, ``cs`` (the cell states), ``tanh_cs`` and ``ms`` (o * tanh(c), before
-the projection ``w_hr``; empty without one) are saved for the backward.
-
-The gate pre-activations come in two halves (input side, precomputed for all time steps in
-one matmul, and hidden side), summed in the kernel. ``acts`` are the LSTM gate activations,
-``rzn`` the GRU's (r, z, n); backward uses them.
-float16/bfloat16 are computed in float32 and returned in their own dtype.
+A layer op runs over input projections ``xp`` precomputed for every step, steps of
+``batch_sizes`` rows in time order (packed sequences shrink), processed last to first when
+``reverse``. The LSTM saves ``acts``, ``cs`` (cell states), ``tanh_cs`` and ``ms`` (o * tanh(c),
+before the projection ``w_hr``; empty without one) for its backward, the GRU ``rzn`` and ``ghn``
+(W_hn h + b_hn); without a bias ``grad_b_hh`` is empty. float16/bfloat16 are computed in
+float32 and returned in their own dtype.
 """
 
 from __future__ import annotations
@@ -140,6 +140,13 @@ gru_cell_backward_op = _op(
     "-> (Tensor, Tensor, Tensor)", _gru_backward_kernel)
 
 
+def _check_sizes(name: str, batch_sizes, rows: int, batch: int) -> list:
+    sizes = [int(s) for s in batch_sizes]
+    if sum(sizes) != rows or any(s < 1 or s > batch for s in sizes) or sizes != sorted(sizes, reverse=True):
+        raise RuntimeError(f"{name}: batch_sizes {sizes} do not fit {rows} input rows and batch {batch}")
+    return sizes
+
+
 def _lstm_layer_kernel(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, w_hr, batch_sizes, reverse: bool):
     rows, hidden = _gates_shape(xp, "_lstm_layer", 4)
     dtype = xp.dtype
@@ -151,9 +158,7 @@ def _lstm_layer_kernel(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, w_hr, b
     _rows(w_hh, "_lstm_layer w_hh", 4 * hidden, proj, dtype)
     if w_hr is not None:
         _rows(w_hr, "_lstm_layer w_hr", proj, hidden, dtype)
-    sizes = [int(s) for s in batch_sizes]
-    if sum(sizes) != rows or any(s < 1 or s > batch for s in sizes) or sizes != sorted(sizes, reverse=True):
-        raise RuntimeError(f"_lstm_layer: batch_sizes {sizes} do not fit {rows} input rows and batch {batch}")
+    sizes = _check_sizes("_lstm_layer", batch_sizes, rows, batch)
     cd, dev = compute_dtype(dtype), xp._device
     shapes = [(rows, proj), (batch, proj), (batch, hidden), (rows, 4 * hidden), (rows, hidden), (rows, hidden),
               (rows if w_hr is not None else 0, hidden)]
@@ -192,3 +197,46 @@ lstm_layer_backward_op = _op(
     "_lstm_layer_backward(Tensor? grad_out, Tensor? grad_h_n, Tensor? grad_c_n, Tensor acts, Tensor cs, "
     "Tensor tanh_cs, Tensor ms, Tensor out, Tensor h0, Tensor c0, Tensor w_hh, Tensor? w_hr, int[] batch_sizes, "
     "bool reverse) -> (Tensor, Tensor, Tensor, Tensor, Tensor)", _lstm_layer_backward_kernel)
+
+
+def _gru_layer_kernel(xp: Tensor, h0: Tensor, w_hh: Tensor, b_hh, batch_sizes, reverse: bool):
+    rows, hidden = _gates_shape(xp, "_gru_layer", 3)
+    dtype = xp.dtype
+    batch = h0._shape[0] if h0.ndim == 2 else -1
+    _rows(h0, "_gru_layer h0", batch, hidden, dtype)
+    _rows(w_hh, "_gru_layer w_hh", 3 * hidden, hidden, dtype)
+    if b_hh is not None and (b_hh._shape != (3 * hidden,) or b_hh.dtype != dtype):
+        raise RuntimeError(f"_gru_layer: expected b_hh of shape [{3 * hidden}], got {list(b_hh._shape)}")
+    sizes = _check_sizes("_gru_layer", batch_sizes, rows, batch)
+    cd, dev = compute_dtype(dtype), xp._device
+    outs = _outputs([(rows, hidden), (batch, hidden), (rows, 3 * hidden), (rows, hidden)], cd, dev)
+    if dev is not META:
+        bias = None if b_hh is None else b_hh.reshape(1, 3 * hidden)
+        xp_, h0_, w_hh_t, bias = _native([xp, h0, w_hh.t(), bias], cd)
+        _C.gru_layer_forward(*outs, xp_, h0_, w_hh_t, bias, sizes, bool(reverse))
+    return _back(outs, dtype)
+
+
+def _gru_layer_backward_kernel(grad_out, grad_h_n, rzn: Tensor, ghn: Tensor, out: Tensor, h0: Tensor, w_hh: Tensor,
+                               has_bias: bool, batch_sizes, reverse: bool):
+    rows, hidden = _gates_shape(rzn, "_gru_layer_backward", 3)
+    dtype = rzn.dtype
+    batch = h0._shape[0]
+    cd, dev = compute_dtype(dtype), rzn._device
+    outs = _outputs([(rows, 3 * hidden), (batch, hidden), (3 * hidden, hidden), (1, 3 * hidden if has_bias else 0)],
+                    cd, dev)
+    if dev is not META:
+        ins = _native([grad_out, grad_h_n, rzn, ghn, out, h0, w_hh], cd)
+        _C.gru_layer_backward(*outs[:3], outs[3] if has_bias else None, *ins, [int(s) for s in batch_sizes],
+                              bool(reverse))
+    outs[3] = outs[3].reshape(-1)
+    return _back(outs, dtype)
+
+
+gru_layer_op = _op(
+    "_gru_layer(Tensor xp, Tensor h0, Tensor w_hh, Tensor? b_hh, int[] batch_sizes, bool reverse) "
+    "-> (Tensor, Tensor, Tensor, Tensor)", _gru_layer_kernel)
+gru_layer_backward_op = _op(
+    "_gru_layer_backward(Tensor? grad_out, Tensor? grad_h_n, Tensor rzn, Tensor ghn, Tensor out, Tensor h0, "
+    "Tensor w_hh, bool has_bias, int[] batch_sizes, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)",
+    _gru_layer_backward_kernel)
