@@ -4,13 +4,14 @@ and min times and the ember/torch ratio with 1 and then 2 threads.
 
     PYTHONPATH=$(python ci/dev_env.py) python benchmarks/bench_rnn.py [--repeat 11] [--mode LSTM]
 
-Figures (2026-11-30, 2-core dev machine at load 8-13, so noisy): ember/torch 1.16-1.28 with
-1 thread (median of 11 alternating runs), 0.6-0.8 with 2 threads. With 1 thread what is left
-is mostly BLAS: the per-step (32, 256) x (256, 1024) product takes ~2x as long in OpenBLAS as
-in PyTorch's MKL (min 250-280 us vs 130 us); the large products are at parity. Framework
-overhead is gone: with hidden 8, batch 2 ember and torch both take ~2 ms a step. The LSTM time
-loop runs in C++ (the _lstm_layer op); per-step products run BLAS on one thread, which is what
-keeps 2 threads fast on a loaded machine (threaded BLAS waits for a scheduler slice per call).
+Figures (2026-11-30 ~11:25 UTC, 2-core dev machine at load 8-13, so noisy; median of 11
+alternating runs): LSTM ember/torch 1.16-1.26 with 1 thread, 0.6-0.8 with 2 threads; GRU
+(--mode GRU) 0.94 / 0.51. With 1 thread what is left for the LSTM is mostly BLAS: the per-step
+(32, 256) x (256, 1024) product takes ~2x as long in OpenBLAS as in PyTorch's MKL (min 250-280 us
+vs 130 us); the large products are at parity. Framework overhead is gone: with hidden 8, batch 2
+ember and torch both take ~2 ms a step. LSTM and GRU time loops run in C++ (the _lstm_layer /
+_gru_layer ops); per-step products run BLAS on one thread, which is what keeps 2 threads fast on
+a loaded machine (a threaded BLAS call waits for a scheduler slice to wake its workers).
 """
 
 from __future__ import annotations
