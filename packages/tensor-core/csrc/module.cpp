@@ -39,4 +39,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_sort(m);
   ember::bind_complex(m);
   ember::bind_fft(m);
+  ember::bind_rnn(m);
 }

@@ -15,6 +15,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     pointwise,
     reduction,
     reorder,
+    rnn,
     scatter,
     sorting,
     views,
