@@ -95,17 +95,26 @@ def _gru_layer_composite(xp, h0, w_hh, b_hh, batch_sizes, reverse):
 def _through_composite(composite, grads, args):
     """Gradients of the tensor ``args`` (None for the others, and for those that need none) from
     ``composite(*args)``, the op's forward recomputed with differentiable ops."""
-    wanted = [i for i, a in enumerate(args) if is_tensor(a) and a.requires_grad]
+    wanted = [i for i, a in enumerate(args) if is_tensor(a)]
+    create_graph = ember.is_grad_enabled()
+    leaves = list(args)
     with ember.enable_grad():
-        outs = composite(*args)
+        for i in wanted:
+            a = args[i]
+            # With create_graph, each input with history goes behind a fresh view node, where the
+            # gradient is captured: it is the partial derivative even when one input depends on
+            # another (the GRU cell's hidden gates on h_prev), and its graph leads back to the
+            # input for the next derivative. Otherwise (or without history) a detached leaf.
+            leaves[i] = a.view_as(a) if create_graph and a.requires_grad else a.detach().requires_grad_()
+        outs = composite(*leaves)
     pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if g is not None]
     result = [None] * len(args)
     if not wanted or not pairs:
         return result
     from .._engine import grad  # the engine imports this table: import it when first used
 
-    found = grad([o for o, _ in pairs], [args[i] for i in wanted], [g for _, g in pairs],
-                 create_graph=ember.is_grad_enabled(), allow_unused=True)
+    found = grad([o for o, _ in pairs], [leaves[i] for i in wanted], [g for _, g in pairs],
+                 create_graph=create_graph, allow_unused=True)
     for i, g in zip(wanted, found, strict=True):
         result[i] = g
     return result
