@@ -183,9 +183,9 @@ def _f64(rng, *shape):
 def test_lstm_layer_op_gradgradcheck(sizes, reverse, proj):
     # every tensor argument of the op checked, the weights included, over packed steps
     rng = np.random.default_rng(0)
-    width = 1 if proj else 2
-    xp, h0, c0, w_hh = _f64(rng, sum(sizes), 8), _f64(rng, 2, width), _f64(rng, 2, 2), _f64(rng, 8, width)
-    args = (xp, h0, c0, w_hh) + ((_f64(rng, 1, 2),) if proj else ())
+    hidden, width = (2, 1) if proj else (1, 1)
+    xp, h0, c0 = _f64(rng, sum(sizes), 4 * hidden), _f64(rng, 2, width), _f64(rng, 2, hidden)
+    args = (xp, h0, c0, _f64(rng, 4 * hidden, width)) + ((_f64(rng, 1, 2),) if proj else ())
 
     def fn(xp, h0, c0, w_hh, w_hr=None):
         return ember.ops["_lstm_layer"](xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
