@@ -31,20 +31,6 @@ namespace {
 
 // tanh on float32, branch-free so the loops below vectorize: Cephes tanhf's odd polynomial
 // below |x| = 0.625 (where 1 - 2/(e^2x + 1) would lose relative accuracy), that form above.
-inline float tanh_f32(float x) {
-  float ax = std::fabs(x);
-  float z = x * x;
-  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) *
-                     z - 3.33332819422e-1f) * z * x + x;
-  float large = 1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f);
-  large = x < 0 ? -large : large;
-  return ax < 0.625f ? small : large;
-}
-
-__attribute__((noinline, target("prefer-vector-width=512"))) void tanh_f32_n(float* o, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) o[i] = tanh_f32(x[i]);
-}
-
 template <typename T>
 void sigmoid_n(T* o, const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {

@@ -200,7 +200,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     case UnaryOp::atan: go([](T x) { return std::atan(x); }); break;
     case UnaryOp::sinh: go([](T x) { return std::sinh(x); }); break;
     case UnaryOp::cosh: go([](T x) { return std::cosh(x); }); break;
-    case UnaryOp::tanh: go([](T x) { return std::tanh(x); }); break;
+    case UnaryOp::tanh:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, tanh_f32, tanh_f32_n);
+      else go([](T x) { return std::tanh(x); });
+      break;
     case UnaryOp::asinh: go([](T x) { return std::asinh(x); }); break;
     case UnaryOp::acosh: go([](T x) { return std::acosh(x); }); break;
     case UnaryOp::atanh: go([](T x) { return std::atanh(x); }); break;
@@ -208,7 +211,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
       if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, sigmoid_f32, sigmoid_f32_n);
       else go([](T x) { return T(1) / (T(1) + exp_t(-x)); });
       break;
-    case UnaryOp::erf: go([](T x) { return std::erf(x); }); break;
+    case UnaryOp::erf:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, erf_f32, erf_f32_n);
+      else go([](T x) { return std::erf(x); });
+      break;
     case UnaryOp::erfc: go([](T x) { return std::erfc(x); }); break;
     case UnaryOp::erfinv: go([](T x) { return erfinv_impl(x); }); break;
     case UnaryOp::lgamma: go([](T x) { return std::lgamma(x); }); break;
@@ -220,7 +226,10 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     }
     case UnaryOp::frac: go([](T x) { return x - std::trunc(x); }); break;
     case UnaryOp::reciprocal: go([](T x) { return T(1) / x; }); break;
-    case UnaryOp::gelu: go([](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }); break;
+    case UnaryOp::gelu:
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, gelu_f32, gelu_f32_n);
+      else go([](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); });
+      break;
     case UnaryOp::gelu_tanh:
       go([](T x) {
         const T k = T(0.79788456080286535588);  // sqrt(2/pi)
