@@ -1,0 +1,26 @@
+"""``ember.random``: the default generator's seed and state, and ``fork_rng``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from ember._src.api import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+
+__all__ = ["fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str = "cuda") -> Iterator[None]:
+    """Restores the default generator's state on exit: random draws inside do not change the
+    stream outside. ``devices``/``device_type`` name accelerator generators, which the CPU build
+    does not have (PyTorch's CPU build accepts and ignores them the same way)."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
