@@ -25,4 +25,5 @@ void bind_loss(pybind11::module_& m);
 void bind_attention(pybind11::module_& m);
 void bind_scatter(pybind11::module_& m);
 void bind_sort(pybind11::module_& m);
+void bind_fused_pointwise(pybind11::module_& m);
 }  // namespace ember

@@ -37,4 +37,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_attention(m);
   ember::bind_scatter(m);
   ember::bind_sort(m);
+  ember::bind_fused_pointwise(m);
 }

@@ -4,6 +4,7 @@ op family, plus the ops marked non-differentiable, then the forward-mode (JVP) r
 from . import (  # noqa: F401, I001 - forward must stay last (below)
     activations,
     convolution,
+    fused_pointwise,
     indexing,
     joining,
     linalg,
