@@ -155,8 +155,8 @@ def install(functional: dict) -> None:
 
     def sub_(self, other, *, alpha=1):
         pw._check_sub_bool(self, other)
-        if fpw.fuses_alpha(self, other, alpha) and not isinstance(alpha, bool):
-            return fpw.add_scaled_inplace_op(self, other, -alpha)
+        if fpw.fuses_alpha(self, other, alpha):
+            return fpw.add_scaled_inplace_op(self, other, fpw.negated_alpha(alpha))
         return pw.sub_inplace_op(self, pw._scaled(self, other, alpha))
 
     def div_(self, other, *, rounding_mode=None):

@@ -64,6 +64,11 @@ def scalar_arg(value, dtype, fn: str, name: str):
         if f == f and abs(f) != float("inf") and abs(f) > limit:
             raise RuntimeError(f"value cannot be converted to type {_CPP_NAMES[_opmath(dtype)]} without overflow")
         return f, 0
+    # Integers: in range for the type (unsigned types also take -max..-1, which wrap), as c10's checks.
+    info = dt.iinfo(dtype)
+    low = -info.max if info.min == 0 and not isinstance(value, float) else info.min
+    if not low <= value <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
     return 0.0, int(value)
 
 
@@ -285,3 +290,10 @@ def fuses_alpha(input, other, alpha) -> bool:
     if alpha == 1 and not isinstance(alpha, builtins.bool):
         return False
     return input.dtype is not dt.bool or other.dtype is not dt.bool
+
+
+def negated_alpha(alpha):
+    """``-alpha`` for ``sub`` (which is ``add`` with alpha negated, as in ATen)."""
+    if isinstance(alpha, builtins.bool):  # fuses_alpha already excluded bool results
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    return -alpha

@@ -261,8 +261,8 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     _check_sub_bool(input, other)
-    if _fused.fuses_alpha(input, other, alpha) and not isinstance(alpha, builtins.bool):
-        return write_out(_fused.add_scaled_op(input, other, -alpha), out)
+    if _fused.fuses_alpha(input, other, alpha):
+        return write_out(_fused.add_scaled_op(input, other, _fused.negated_alpha(alpha)), out)
     return write_out(sub_op(input, _scaled(input, other, alpha)), out)
 
 
