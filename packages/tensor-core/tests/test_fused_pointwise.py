@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import FLOAT_NAMES, INT_NAMES, assert_same, make_pair
 
 import ember
+
+from conftest import FLOAT_NAMES, INT_NAMES, assert_same, make_pair
 
 ALL_NAMES = ["bool"] + INT_NAMES + FLOAT_NAMES
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
@@ -53,7 +54,7 @@ def _tol(names):
 def test_same_dtype(op, name):
     (es, ts) = operands([(3, 4)] * 3, [name] * 3, low=1, high=4)
     for value in (1, 2, -0.5):
-        check(lambda: getattr(ember, op)(*es, value=value), lambda: getattr(torch, op)(*ts, value=value),
+        check(lambda v=value: getattr(ember, op)(*es, value=v), lambda v=value: getattr(torch, op)(*ts, value=v),
               **_tol([name]))
 
 
@@ -67,7 +68,7 @@ def test_same_dtype(op, name):
 def test_mixed_dtypes_promote_as_torch(op, names):
     es, ts = operands([(2, 3)] * 3, list(names), low=1, high=4)
     for value in (1, 3, 0.75):
-        check(lambda: getattr(ember, op)(*es, value=value), lambda: getattr(torch, op)(*ts, value=value),
+        check(lambda v=value: getattr(ember, op)(*es, value=v), lambda v=value: getattr(torch, op)(*ts, value=v),
               **_tol(names))
 
 
@@ -125,7 +126,7 @@ def test_inplace_needs_self_shape(op):
 def test_addcmul_value_converts_like_torch():
     es, ts = operands([(5,)] * 3, ["int64"] * 3)
     for value in (0.5, 2.7, -2.7, True):  # truncated to the integer type, never promoting
-        check(lambda: ember.addcmul(*es, value=value), lambda: torch.addcmul(*ts, value=value))
+        check(lambda v=value: ember.addcmul(*es, value=v), lambda v=value: torch.addcmul(*ts, value=v))
     es, ts = operands([(5,)] * 3, ["uint8"] * 3)
     check(lambda: ember.addcmul(*es, value=-1), lambda: torch.addcmul(*ts, value=-1))  # wraps
     ef, tf = operands([(5,)] * 3, ["float32"] * 3)
@@ -175,8 +176,8 @@ def test_lerp_weights(name, layout):
     es, ts = operands([(4, 3), (3,)], [name] * 2, [layout, "contiguous"])
     ew, tw = make_pair((4, 1), name, low=-1, high=2, seed=9)
     for e_w, t_w in ((0.3, 0.3), (0.5, 0.5), (0.75, 0.75), (-0.6, -0.6), (1, 1), (ew, tw)):
-        check(lambda: ember.lerp(*es, e_w), lambda: torch.lerp(*ts, t_w), **_tol([name]))
-        check(lambda: es[0].clone().lerp_(es[1], e_w), lambda: ts[0].clone().lerp_(ts[1], t_w), **_tol([name]))
+        check(lambda w=e_w: ember.lerp(*es, w), lambda w=t_w: torch.lerp(*ts, w), **_tol([name]))
+        check(lambda w=e_w: es[0].clone().lerp_(es[1], w), lambda w=t_w: ts[0].clone().lerp_(ts[1], w), **_tol([name]))
 
 
 def test_lerp_ends_are_exact():
@@ -216,10 +217,10 @@ def test_lerp_zero_dim():
 def test_add_sub_alpha(names, alpha):
     es, ts = operands([(3, 4), (4,)], list(names), ["transposed", "contiguous"])
     for op in ("add", "sub"):
-        check(lambda: getattr(ember, op)(*es, alpha=alpha), lambda: getattr(torch, op)(*ts, alpha=alpha),
+        check(lambda o=op: getattr(ember, o)(*es, alpha=alpha), lambda o=op: getattr(torch, o)(*ts, alpha=alpha),
               **_tol(names))
-        check(lambda: getattr(es[0].clone(), op + "_")(es[1], alpha=alpha),
-              lambda: getattr(ts[0].clone(), op + "_")(ts[1], alpha=alpha), **_tol(names))
+        check(lambda o=op: getattr(es[0].clone(), o + "_")(es[1], alpha=alpha),
+              lambda o=op: getattr(ts[0].clone(), o + "_")(ts[1], alpha=alpha), **_tol(names))
 
 
 def test_alpha_scales_in_the_result_dtype():

@@ -20,7 +20,7 @@ def _wants(t) -> bool:
 @derivative("addcmul")
 def _addcmul(grads, inputs, outputs):
     g = grads[0]
-    self, t1, t2 = inputs.args[0], inputs.args[1], inputs.args[2]
+    t1, t2 = inputs.args[1], inputs.args[2]
     value = _scalar(inputs, 3, "value")
     return (
         g,
@@ -32,7 +32,7 @@ def _addcmul(grads, inputs, outputs):
 @derivative("addcdiv")
 def _addcdiv(grads, inputs, outputs):
     g = grads[0]
-    self, t1, t2 = inputs.args[0], inputs.args[1], inputs.args[2]
+    t1, t2 = inputs.args[1], inputs.args[2]
     value = _scalar(inputs, 3, "value")
     return (
         g,
