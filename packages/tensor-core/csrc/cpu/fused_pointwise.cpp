@@ -4,6 +4,12 @@
 // Every operand has out's dtype (the Python side converts the rare mixed-dtype case); out may be
 // one of the inputs (the in-place forms). float16/bfloat16 are loaded as float32, computed there
 // and rounded once on store, as PyTorch's opmath does.
+//
+// Rounding follows ATen's vector kernels, so that results agree to the bit: the multiply-adds of
+// addcmul, lerp and add-with-alpha are fused (vec::fmadd) while addcdiv rounds every step; no
+// other contraction happens (this file is compiled with fp-contract off).
+#pragma GCC optimize("fp-contract=off")
+
 #include <pybind11/pybind11.h>
 
 #include <cmath>
@@ -74,6 +80,15 @@ void fused3(const TensorArg& out, const TensorArg& a, const TensorArg& b, const 
                            [&f](S x, S y, S z) { return L::store(f(L::load(x), L::load(y), L::load(z))); });
 }
 
+// a * b + c with one rounding where the CPU has FMA (ATen's vec::fmadd), else two.
+template <typename C>
+inline C fmadd(C a, C b, C c) {
+#ifdef __FMA__
+  if constexpr (std::is_floating_point_v<C>) return std::fma(a, b, c);
+#endif
+  return static_cast<C>(a * b + c);
+}
+
 // PyTorch's lerp in the form its vector kernel uses: base + coeff * (end - start), where
 // |weight| < 0.5 takes (start, weight) and otherwise (end, weight - 1), exact at both ends.
 template <typename C>
@@ -81,7 +96,7 @@ inline C lerp_value(C start, C end, C weight) {
   const bool small = std::abs(weight) < C(0.5);
   const C coeff = small ? weight : weight - C(1);
   const C base = small ? start : end;
-  return base + coeff * (end - start);
+  return fmadd<C>(coeff, end - start, base);
 }
 
 void addcmul_impl(py::handle out_obj, py::handle self_obj, py::handle t1_obj, py::handle t2_obj, double fvalue,
@@ -93,8 +108,8 @@ void addcmul_impl(py::handle out_obj, py::handle self_obj, py::handle t1_obj, py
   EMBER_DISPATCH_NUMERIC(out.dtype, "addcmul", [&] {
     using C = typename Compute<scalar_t>::type;
     const C v = scalar_as<C>(fvalue, ivalue);
-    // PyTorch's operand order: self + (value * t1) * t2.
-    fused3<scalar_t>(out, self, t1, t2, [v](C x, C y, C z) { return static_cast<C>(x + v * y * z); });
+    // PyTorch's operand order and rounding: fma(value * t1, t2, self).
+    fused3<scalar_t>(out, self, t1, t2, [v](C x, C y, C z) { return fmadd<C>(static_cast<C>(v * y), z, x); });
   });
 }
 
@@ -123,9 +138,9 @@ void lerp_scalar_impl(py::handle out_obj, py::handle start_obj, py::handle end_o
     const bool small = std::abs(w) < C(0.5);
     const C coeff = small ? w : w - C(1);
     if (small) {
-      fused2<scalar_t>(out, start, end, [coeff](C x, C y) { return x + coeff * (y - x); });
+      fused2<scalar_t>(out, start, end, [coeff](C x, C y) { return fmadd<C>(coeff, y - x, x); });
     } else {
-      fused2<scalar_t>(out, start, end, [coeff](C x, C y) { return y + coeff * (y - x); });
+      fused2<scalar_t>(out, start, end, [coeff](C x, C y) { return fmadd<C>(coeff, y - x, y); });
     }
   });
 }
@@ -148,8 +163,9 @@ void add_scaled_impl(py::handle out_obj, py::handle self_obj, py::handle other_o
   py::gil_scoped_release release;
   EMBER_DISPATCH_NUMERIC(out.dtype, "add", [&] {
     using C = typename Compute<scalar_t>::type;
-    const C a = scalar_as<C>(falpha, ialpha);
-    fused2<scalar_t>(out, self, other, [a](C x, C y) { return static_cast<C>(x + a * y); });
+    // alpha is first rounded to the tensor's own type (ATen's Scalar::to<scalar_t>), then widened.
+    const C a = Compute<scalar_t>::load(Compute<scalar_t>::store(scalar_as<C>(falpha, ialpha)));
+    fused2<scalar_t>(out, self, other, [a](C x, C y) { return fmadd<C>(y, a, x); });
   });
 }
 
