@@ -41,6 +41,11 @@ _ADDCDIV_INTEGER = (
 
 
 def check_tensors(fn: str, names: tuple, args: tuple) -> None:
+    for a in args:
+        if not isinstance(a, Tensor):
+            break
+    else:
+        return
     for pos, (name, a) in enumerate(zip(names, args), 1):
         if not isinstance(a, Tensor):
             raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(a).__name__}")
@@ -50,8 +55,13 @@ def _opmath(dtype):
     return dt.float64 if dtype is dt.float64 else dt.float32
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def scalar_arg(value, dtype, fn: str, name: str):
     """``value`` as the (float, int) pair the kernels take, converted to ``dtype``'s compute type."""
+    if type(value) is float and dtype.is_floating_point and -_FLOAT32_MAX <= value <= _FLOAT32_MAX:
+        return value, 0  # the optimizers' case, without the general checks below
     if isinstance(value, Tensor):
         if value.numel() != 1:
             raise RuntimeError(f"{fn}(): a Tensor with {value.numel()} elements cannot be converted to Scalar")
@@ -73,21 +83,22 @@ def scalar_arg(value, dtype, fn: str, name: str):
 
 
 def _shape(*tensors) -> tuple:
-    shapes = [t._shape for t in tensors]
-    if all(s == shapes[0] for s in shapes):
-        return shapes[0]
-    return broadcast_shapes(*shapes)
+    first = tensors[0]._shape
+    for t in tensors:
+        if t._shape != first:
+            return broadcast_shapes(*[t._shape for t in tensors])
+    return first
 
 
 def check_inplace(self: Tensor, shape: tuple, result_dtype) -> None:
     """PyTorch's checks on an in-place result: castable dtype, self's shape, no self-overlap."""
-    if not dt.can_cast(result_dtype, self.dtype):
+    if result_dtype is not self.dtype and not dt.can_cast(result_dtype, self.dtype):
         raise RuntimeError(
             f"result type {type_name(result_dtype)} can't be cast to the desired output type {type_name(self.dtype)}"
         )
     if tuple(shape) != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
-    if any(st == 0 and sz > 1 for st, sz in zip(self._stride, self._shape)):
+    if 0 in self._stride and any(st == 0 and sz > 1 for st, sz in zip(self._stride, self._shape)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."
@@ -102,7 +113,11 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
     else:
         out = empty(shape, dtype, self._device)
     if self._device is not META:
-        kernel(out, *[convert(t, dtype) for t in operands], *scalars)
+        for t in operands:
+            if t.dtype is not dtype:
+                operands = [convert(t, dtype) for t in operands]
+                break
+        kernel(out, *operands, *scalars)
         if out is not self and inplace:
             _C.copy_(self, out)
     if inplace:
@@ -116,9 +131,11 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
 
 def _addc_result(name: str, self, tensor1, tensor2, value):
     check_tensors(name, ("input", "tensor1", "tensor2"), (self, tensor1, tensor2))
-    if name == "addcdiv" and dt.is_integral(tensor1.dtype, True) and dt.is_integral(tensor2.dtype, True):
-        raise RuntimeError(_ADDCDIV_INTEGER)
-    promoted = dt.result_type_of(self, tensor1, tensor2)
+    promoted = self.dtype
+    if promoted is not tensor1.dtype or promoted is not tensor2.dtype or not promoted.is_floating_point:
+        if name == "addcdiv" and dt.is_integral(tensor1.dtype, True) and dt.is_integral(tensor2.dtype, True):
+            raise RuntimeError(_ADDCDIV_INTEGER)
+        promoted = dt.result_type_of(self, tensor1, tensor2)
     if promoted is dt.bool:
         raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
     scalars = scalar_arg(value, promoted, name, "value")
@@ -235,7 +252,7 @@ lerp_inplace_op.meta = lerp_inplace_op.kernels["meta"] = _lerp_inplace_meta
 
 def alpha_result(self, other, alpha):
     """(shape, result dtype, kernel scalars) of ``self + alpha * other`` for two tensors."""
-    promoted = dt.result_type_of(self, other)
+    promoted = self.dtype if self.dtype is other.dtype else dt.result_type_of(self, other)
     if isinstance(alpha, builtins.bool) and promoted is not dt.bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if isinstance(alpha, float) and not promoted.is_floating_point:
