@@ -260,3 +260,18 @@ def test_alpha_empty_and_zero_dim():
     check(lambda: ember.add(*es, alpha=3), lambda: torch.add(*ts, alpha=3))
     es, ts = operands([(), (3,)], ["float64", "float32"])
     check(lambda: ember.sub(*es, alpha=0.5), lambda: torch.sub(*ts, alpha=0.5))
+
+
+def test_meta_device_gives_shape_and_dtype_without_data():
+    x = ember.empty(2, 3, device="meta")
+    t1 = ember.empty(3, dtype=ember.float64, device="meta")
+    t2 = ember.empty(4, 1, 1, device="meta")
+    for fn in (ember.addcmul, ember.addcdiv):
+        r = fn(x, t1, t2, value=2)
+        assert r.device.type == "meta" and r.shape == (4, 2, 3) and r.dtype is ember.float64
+    assert ember.lerp(x, x, 0.5).shape == (2, 3)
+    r = ember.add(x, t1.float(), alpha=3)
+    assert r.device.type == "meta" and r.shape == (2, 3)
+    assert x.addcmul_(x, x).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        x.addcdiv_(t2, x)
