@@ -275,3 +275,20 @@ def test_meta_device_gives_shape_and_dtype_without_data():
     assert x.addcmul_(x, x).shape == (2, 3)
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         x.addcdiv_(t2, x)
+
+
+@pytest.mark.parametrize("op", ["addcmul_", "addcdiv_", "lerp_", "add_", "sub_"])
+def test_inplace_rejects_partially_overlapping_inputs(op):
+    def run(x, lo, hi):
+        if op in ("add_", "sub_"):
+            return getattr(lo, op)(hi, alpha=2)
+        return getattr(lo, op)(hi, 0.3) if op == "lerp_" else getattr(lo, op)(hi, hi + 1)
+
+    x = ember.arange(6.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        run(x, x[1:], x[:-1])
+    # Disjoint halves of one storage and the very same view are fine, as in PyTorch.
+    tx = torch.arange(6.0)
+    assert_same(run(x, x[:3], x[3:]), run(tx, tx[:3], tx[3:]))
+    y, ty = ember.arange(1.0, 4.0), torch.arange(1.0, 4.0)
+    assert_same(run(y, y, y), run(ty, ty, ty))

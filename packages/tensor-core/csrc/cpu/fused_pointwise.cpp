@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "../common/dtype.h"

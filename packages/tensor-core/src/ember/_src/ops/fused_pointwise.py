@@ -105,6 +105,33 @@ def check_inplace(self: Tensor, shape: tuple, result_dtype) -> None:
         )
 
 
+def _span(t: Tensor) -> tuple:
+    lo = hi = t._offset
+    for size, stride in zip(t._shape, t._stride):
+        if stride < 0:
+            lo += stride * (size - 1)
+        else:
+            hi += stride * (size - 1)
+    return lo, hi
+
+
+def check_no_partial_overlap(self: Tensor, operands: tuple) -> None:
+    """The fused kernels read and write in one pass: an input that is a different view of memory
+    self is written through would read half-updated values, so PyTorch's error instead."""
+    for t in operands:
+        if t is self or t._storage is not self._storage or t.numel() == 0:
+            continue
+        if t._offset == self._offset and t._stride == self._stride and t._shape == self._shape:
+            continue  # the same elements: each is read before it is written
+        lo, hi = _span(t)
+        self_lo, self_hi = _span(self)
+        if lo <= self_hi and self_lo <= hi:
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
+
+
 def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tuple, inplace: bool):
     """Runs ``kernel(out, *operands, *scalars)`` with every operand in ``dtype``; writes into ``self``
     directly when ``inplace`` and self has that dtype, else through one result tensor."""
@@ -113,6 +140,8 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
     else:
         out = empty(shape, dtype, self._device)
     if self._device is not META:
+        if inplace and self.numel() != 0:
+            check_no_partial_overlap(self, operands)
         for t in operands:
             if t.dtype is not dtype:
                 operands = [convert(t, dtype) for t in operands]
