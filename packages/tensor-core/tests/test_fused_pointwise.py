@@ -292,3 +292,18 @@ def test_inplace_rejects_partially_overlapping_inputs(op):
     assert_same(run(x, x[:3], x[3:]), run(tx, tx[:3], tx[3:]))
     y, ty = ember.arange(1.0, 4.0), torch.arange(1.0, 4.0)
     assert_same(run(y, y, y), run(ty, ty, ty))
+
+
+def test_complex_operands_take_the_composite():
+    # The native kernels are real-only; complex results come from mul/div + add, as in PyTorch.
+    ea, ta = ember.tensor([1 + 2j, 3 - 1j, -0.5j]), torch.tensor([1 + 2j, 3 - 1j, -0.5j])
+    eb, tb = ember.tensor([0.5, 2.0, -1.0]), torch.tensor([0.5, 2.0, -1.0])
+    assert_same(ember.addcmul(ea, ea, eb, value=2), torch.addcmul(ta, ta, tb, value=2))
+    assert_same(ember.addcdiv(eb, ea, ea + 1, value=1j), torch.addcdiv(tb, ta, ta + 1, value=1j))
+    assert_same(ember.add(ea, eb, alpha=3), torch.add(ta, tb, alpha=3))
+    assert_same(ember.sub(eb, ea, alpha=0.5), torch.sub(tb, ta, alpha=0.5))
+    assert_same(ea.clone().addcmul_(eb, eb, value=-1), ta.clone().addcmul_(tb, tb, value=-1))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        eb.clone().addcmul_(ea, eb)
+    with pytest.raises(NotImplementedError):
+        ember.lerp(ea, ea, 0.5)

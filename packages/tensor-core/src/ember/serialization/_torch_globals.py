@@ -115,12 +115,11 @@ def _dtype_of(storage):
 
 
 def _parameter_class():
-    """``ember.nn.Parameter`` when the ember-nn package is installed (the core never needs it)."""
-    try:
-        from ember.nn import Parameter
-    except ImportError:
-        return None
-    return Parameter
+    """``ember.nn.Parameter`` when ember-nn is installed: found through its ``parameter`` plugin
+    entry point, since the core may not import packages above it."""
+    from ember._src import plugins
+
+    return plugins.load("parameter")
 
 
 def rebuild_parameter(data, requires_grad, backward_hooks=None):

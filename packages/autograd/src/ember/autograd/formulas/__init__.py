@@ -3,6 +3,7 @@ op family, plus the ops marked non-differentiable, then the forward-mode (JVP) r
 
 from . import (  # noqa: F401, I001 - forward must stay last (below)
     activations,
+    complex_fft,
     convolution,
     fused_pointwise,
     indexing,
@@ -10,10 +11,12 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     linalg,
     linalg_decomp,
     nn,
+    nn_double,
     nondifferentiable,
     pointwise,
     reduction,
     reorder,
+    rnn,
     scatter,
     sorting,
     views,

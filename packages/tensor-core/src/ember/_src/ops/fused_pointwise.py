@@ -28,7 +28,8 @@ _NUMBER = (builtins.bool, int, float)
 _CPP_NAMES = {
     dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16",
     dt.int64: "long int", dt.int32: "int", dt.int16: "short int", dt.int8: "signed char",
-    dt.uint8: "unsigned char", dt.bool: "bool",
+    dt.uint8: "unsigned char", dt.bool: "bool", dt.complex64: "c10::complex<float>",
+    dt.complex128: "c10::complex<double>",
 }
 
 _ADDCDIV_INTEGER = (
@@ -167,8 +168,24 @@ def _addc_result(name: str, self, tensor1, tensor2, value):
         promoted = dt.result_type_of(self, tensor1, tensor2)
     if promoted is dt.bool:
         raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
+    if promoted.is_complex:  # the value may be complex; the composite checks it
+        return _shape(self, tensor1, tensor2), promoted, None
     scalars = scalar_arg(value, promoted, name, "value")
     return _shape(self, tensor1, tensor2), promoted, scalars
+
+
+def _addc_complex(name: str, self, tensor1, tensor2, value, in_place):
+    """Complex operands: the composite (the native kernels are real-only), as before the fusion."""
+    from . import pointwise as pw
+
+    product = pw.mul(tensor1, tensor2) if name == "addcmul" else pw.div(tensor1, tensor2)
+    result = pw.add(self, product, alpha=value)
+    if not in_place:
+        return result
+    check_inplace(self, result._shape, result.dtype)
+    _C.copy_(self, result)
+    self._storage.version += 1
+    return self
 
 
 def _declare_addc(name: str, kernel):
@@ -181,6 +198,8 @@ def _declare_addc(name: str, kernel):
 
     def call(self, tensor1, tensor2, value, in_place):
         shape, promoted, scalars = _addc_result(name, self, tensor1, tensor2, value)
+        if scalars is None:
+            return _addc_complex(name, self, tensor1, tensor2, value, in_place)
         if in_place:
             check_inplace(self, shape, promoted)
         return _run(kernel, self, (self, tensor1, tensor2), shape, promoted, scalars[:scalar_count], in_place)
@@ -335,7 +354,8 @@ def fuses_alpha(input, other, alpha) -> bool:
         return False
     if alpha == 1 and not isinstance(alpha, builtins.bool):
         return False
-    return input.dtype is not dt.bool or other.dtype is not dt.bool
+    a, b = input.dtype, other.dtype
+    return (a is not dt.bool or b is not dt.bool) and not a.is_complex and not b.is_complex
 
 
 def negated_alpha(alpha):
