@@ -97,14 +97,16 @@ def test_gru_cell_fused(dtype, rows, hidden):
         _close(e.grad, t.grad, TOLS[dtype] * 10)
 
 
-def test_gru_rzn_gradient_is_not_implemented():
+def test_gru_rzn_gradient():
     rng = np.random.default_rng(0)
-    exg, _ = _pair((2, 6), rng)
-    ehg, _ = _pair((2, 6), rng)
-    eh, _ = _pair((2, 2), rng)
-    _, rzn = OPS["_gru_cell_fused"](exg, ehg, eh)
-    with pytest.raises(RuntimeError, match="not implemented"):
-        rzn.sum().backward()
+    exg, txg = _pair((2, 6), rng)
+    ehg, thg = _pair((2, 6), rng)
+    eh, th = _pair((2, 2), rng)
+    OPS["_gru_cell_fused"](exg, ehg, eh)[1].sum().backward()
+    _torch_gru(txg, thg, th)[1].sum().backward()
+    for e, t in ((exg, txg), (ehg, thg)):
+        _close(e.grad, t.grad, 1e-12)
+    assert eh.grad is None and th.grad is None  # rzn does not depend on h_prev
 
 
 def test_meta_shapes():

@@ -22,6 +22,7 @@ STORAGE_NAMES = {
     dt.float32: "FloatStorage", dt.float64: "DoubleStorage", dt.float16: "HalfStorage",
     dt.bfloat16: "BFloat16Storage", dt.int64: "LongStorage", dt.int32: "IntStorage", dt.int16: "ShortStorage",
     dt.int8: "CharStorage", dt.uint8: "ByteStorage", dt.bool: "BoolStorage",
+    dt.complex64: "ComplexFloatStorage", dt.complex128: "ComplexDoubleStorage",
 }
 _STORAGE_MODULES = ("torch", "torch.storage", "torch.cuda")
 _KNOWN_TORCH_DTYPES = {
