@@ -40,4 +40,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_complex(m);
   ember::bind_fft(m);
   ember::bind_rnn(m);
+  ember::bind_fused_pointwise(m);
 }

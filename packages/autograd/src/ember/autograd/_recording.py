@@ -145,8 +145,13 @@ class NotImplementedNode(OpNode):
         raise RuntimeError(f"derivative for {self._op_name} is not implemented")
 
 
+# Ops that PyTorch records under another name (add with alpha is its own fused op in the core).
+_NODE_NAMES = {"add_scaled": "add"}
+
+
 def node_class_name(op_name: str) -> str:
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
+    base = _NODE_NAMES.get(base, base)
     return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
 
 

@@ -106,7 +106,7 @@ class RMSprop(Optimizer):
                 if centered:
                     grad_avg = state["grad_avg"]
                     _lerp_(grad_avg, grad, 1 - alpha)
-                    avg = grad_avg.mul(grad_avg).neg_().add_(square_avg).sqrt_()
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
                 avg.add_(eps)

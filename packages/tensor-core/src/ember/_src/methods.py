@@ -7,6 +7,7 @@ once. Operators map to the dispatcher's ops directly (no out=/alpha handling nee
 from __future__ import annotations
 
 from . import dtypes as dt
+from .ops import fused_pointwise as fpw
 from .ops import pointwise as pw
 from .ops import views as vw
 from .tensor import Tensor
@@ -157,10 +158,14 @@ def install(functional: dict) -> None:
         return self.copy_(pw.mvlgamma(self, p))
 
     def add_(self, other, *, alpha=1):
+        if fpw.fuses_alpha(self, other, alpha):
+            return fpw.add_scaled_inplace_op(self, other, alpha)
         return pw.add_inplace_op(self, pw._scaled(self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
         pw._check_sub_bool(self, other)
+        if fpw.fuses_alpha(self, other, alpha):
+            return fpw.add_scaled_inplace_op(self, other, fpw.negated_alpha(alpha))
         return pw.sub_inplace_op(self, pw._scaled(self, other, alpha))
 
     def div_(self, other, *, rounding_mode=None):
@@ -172,13 +177,13 @@ def install(functional: dict) -> None:
         return pw.clamp(self, min, max, out=self)  # out= checks the result dtype can be cast to self
 
     def lerp_(self, end, weight):
-        return self.copy_(pw.lerp(self, end, weight))
+        return fpw.lerp_inplace_op(self, end, weight)
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
-        return self.copy_(pw.addcmul(self, tensor1, tensor2, value=value))
+        return fpw.addcmul_inplace_op(self, tensor1, tensor2, value)
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
-        return self.copy_(pw.addcdiv(self, tensor1, tensor2, value=value))
+        return fpw.addcdiv_inplace_op(self, tensor1, tensor2, value)
 
     def masked_fill_(self, mask, value):
         from .ops.indexing import masked_fill_

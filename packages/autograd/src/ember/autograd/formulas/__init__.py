@@ -5,6 +5,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     activations,
     complex_fft,
     convolution,
+    fused_pointwise,
     indexing,
     joining,
     linalg,

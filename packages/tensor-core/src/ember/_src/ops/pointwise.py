@@ -18,6 +18,7 @@ from ..dispatch import define
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import complex as _cx
+from . import fused_pointwise as _fused
 from ._common import HALF_TYPES, convert, empty, type_name, write_out
 
 BINARY_CODES = _C.binary_ops
@@ -256,16 +257,21 @@ def _scaled(input, other, alpha):
             return builtins.bool(other) and alpha
     if not isinstance(other, Tensor):
         return other * alpha  # a Python number: scaling stays a Python number (weakly typed)
-    return mul_op(other, alpha)
+    return mul_op(convert(other, promoted), alpha)  # scaled in the result dtype, as PyTorch
 
 
-# Public functional forms (the user-facing signatures).
+# Public functional forms (the user-facing signatures). Two tensors with alpha != 1 take the
+# fused one-pass op (fused_pointwise.py).
 def add(input, other, *, alpha=1, out=None):
+    if _fused.fuses_alpha(input, other, alpha):
+        return write_out(_fused.add_scaled_op(input, other, alpha), out)
     return write_out(add_op(input, _scaled(input, other, alpha)), out)
 
 
 def sub(input, other, *, alpha=1, out=None):
     _check_sub_bool(input, other)
+    if _fused.fuses_alpha(input, other, alpha):
+        return write_out(_fused.add_scaled_op(input, other, _fused.negated_alpha(alpha)), out)
     return write_out(sub_op(input, _scaled(input, other, alpha)), out)
 
 
@@ -729,7 +735,6 @@ def nan_to_num_(input, nan: float = 0.0, posinf: float | None = None, neginf: fl
 # -- ternary and composites -----------------------------------------------------------------
 
 where_op = define("where(Tensor condition, Tensor self, Tensor other) -> Tensor", ("pointwise",))
-lerp_op = define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", ("pointwise",))
 
 
 def _where_result(condition, a, b):
@@ -770,39 +775,8 @@ def where(condition, input=None, other=None, *, out=None):
     return write_out(where_op(condition, input, other), out)
 
 
-def _lerp_result(start, end, weight):
-    if not start.dtype.is_floating_point:
-        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
-        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{type_name(start.dtype)}'")
-    if start.dtype is not end.dtype:
-        raise RuntimeError(f"expected dtype {type_name(start.dtype)} for `end` but got dtype {type_name(end.dtype)}")
-    shapes = [start._shape, end._shape] + ([weight._shape] if isinstance(weight, Tensor) else [])
-    return broadcast_shapes(*shapes), start.dtype
-
-
-def _lerp_meta(start, end, weight):
-    shape, dtype = _lerp_result(start, end, weight)
-    return empty(shape, dtype, META)
-
-
-lerp_op.meta = _lerp_meta
-lerp_op.kernels["meta"] = _lerp_meta
-
-
-@lerp_op.kernel("cpu")
-def _lerp_cpu(start, end, weight):
-    from .creation import scalar_tensor
-
-    shape, dtype = _lerp_result(start, end, weight)
-    compute = dt.float32 if dtype in HALF_TYPES else dtype
-    w = convert(weight, compute) if isinstance(weight, Tensor) else scalar_tensor(weight, compute)
-    out = empty(shape, compute, start._device)
-    _C.lerp(out, convert(start, compute), convert(end, compute), w)
-    return convert(out, dtype)
-
-
 def lerp(input, end, weight, *, out=None):
-    return write_out(lerp_op(input, end, weight), out)
+    return write_out(_fused.lerp_op(input, end, weight), out)
 
 
 # clamp is its own op (not maximum-then-minimum as seen from outside) so that autograd gives
@@ -863,11 +837,11 @@ def deg2rad(input):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return write_out(add(input, mul(tensor1, tensor2), alpha=value), out)
+    return write_out(_fused.addcmul_op(input, tensor1, tensor2, value), out)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    return write_out(add(input, div(tensor1, tensor2), alpha=value), out)
+    return write_out(_fused.addcdiv_op(input, tensor1, tensor2, value), out)
 
 
 def square(input, *, out=None):
