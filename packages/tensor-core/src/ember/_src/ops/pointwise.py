@@ -256,7 +256,9 @@ def _scaled(input, other, alpha):
             return builtins.bool(other) and alpha
     if not isinstance(other, Tensor):
         return other * alpha  # a Python number: scaling stays a Python number (weakly typed)
-    return mul_op(other, alpha)
+    # Scale in the result type: alpha must not take part in type promotion (a float alpha
+    # would otherwise turn f16 + alpha * bool into float32) nor overflow a narrower dtype.
+    return mul_op(convert(other, promoted), alpha)
 
 
 # Public functional forms (the user-facing signatures).
