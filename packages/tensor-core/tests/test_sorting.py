@@ -150,6 +150,14 @@ def test_selection_scalar_and_errors():
         ember.mode(ember.ones(2, 0), 1)
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_kthvalue_empty_dim_is_an_index_error_whatever_k(k):
+    # Found by test_fuzz_ops: the k range check ran first and raised RuntimeError.
+    for lib in (ember, torch):
+        with pytest.raises(IndexError, match="kthvalue\\(\\): Expected reduction dim 0 to have non-zero size"):
+            lib.kthvalue(lib.ones(0, 3), k, 0)
+
+
 @pytest.mark.parametrize("name", ["bool", "int32", "int64", "float32", "float16"])
 def test_unique_flat(name):
     e, t = make_pair((6, 7), name, low=-4, high=4)
