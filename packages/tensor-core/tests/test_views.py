@@ -219,3 +219,21 @@ def test_meta_views():
             assert a.device.type == "meta"
             assert (tuple(a.shape), tuple(a.stride()), a.storage_offset()) == (
                 tuple(b.shape), tuple(b.stride()), b.storage_offset())
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.flatten(1, 1), lambda lib, x: lib.movedim(x, 1, 0), lambda lib, x: x.split(1, 0),
+    lambda lib, x: x.chunk(1, 0), lambda lib, x: lib.ones(1).narrow(1, 0, -1), lambda lib, x: x.flatten(-1, 0),
+    lambda lib, x: lib.movedim(x, [0], [-1]),
+], ids=["flatten-bad-dim", "movedim-bad-dim", "split-0d", "chunk-0d", "narrow-negative-length-first",
+        "flatten-ok", "movedim-ok"])
+def test_0d_and_argument_order_errors_match_torch(call):
+    # Found by test_fuzz_ops: 0-d tensors skipped dim checks (flatten, movedim) or raised IndexError
+    # instead of RuntimeError (split, chunk); narrow checked dim before the negative length.
+    outcomes = []
+    for lib in (ember, torch):
+        try:
+            outcomes.append(tuple(call(lib, lib.tensor(1.0)).shape))
+        except (IndexError, RuntimeError) as exc:
+            outcomes.append((type(exc), str(exc)))
+    assert outcomes[0] == outcomes[1]
