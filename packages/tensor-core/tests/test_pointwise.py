@@ -281,3 +281,10 @@ def test_alpha_does_not_take_part_in_type_promotion(fn, a_dtype, b_dtype, alpha)
     getattr(x[0], fn + "_")(b[0], alpha=alpha)
     getattr(x[1], fn + "_")(b[1], alpha=alpha)
     assert_close(x[0], x[1])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"eps": 0.2}, {"eps": None}])
+def test_logit_inplace_method_takes_eps_like_torch(kwargs):
+    # Found by test_fuzz_ops: Tensor.logit_ rejected the eps keyword.
+    e, t = make((5,), "float32", low=0.0, high=1.0)
+    assert_close(e.clone().logit_(**kwargs), t.clone().logit_(**kwargs))
