@@ -168,3 +168,14 @@ def test_out_and_size_args():
     assert ember.ones([2]).shape == (2,)
     with pytest.raises(TypeError):
         ember.zeros(2.5)
+
+
+@pytest.mark.parametrize("shape", [(2**62,), (2**32, 2**32), (2**40, 2**30), (2**21, 2**21, 2**22)])
+def test_sizes_whose_byte_count_overflows_int64_raise_runtime_error(shape):
+    # Found by test_hostile_inputs: the byte count reached Storage.allocate as a Python int past
+    # int64 and pybind11 raised TypeError; PyTorch raises RuntimeError.
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+            lib.empty(shape)
+    with pytest.raises(RuntimeError, match="overflowed"):
+        ember.zeros(shape)
