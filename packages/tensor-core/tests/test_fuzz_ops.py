@@ -11,6 +11,8 @@ of examples comes from the hypothesis profile (fuzz_strategies: 'ci' by default,
 
 from __future__ import annotations
 
+import fuzz_ops_index  # noqa: F401  (registers its builders)
+import fuzz_ops_shapes  # noqa: F401
 import numpy as np
 import pytest
 import torch
