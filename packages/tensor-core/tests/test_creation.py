@@ -179,3 +179,11 @@ def test_sizes_whose_byte_count_overflows_int64_raise_runtime_error(shape):
             lib.empty(shape)
     with pytest.raises(RuntimeError, match="overflowed"):
         ember.zeros(shape)
+
+
+def test_out_of_memory_is_a_runtime_error_like_torch():
+    # Found by test_hostile_inputs: std::bad_alloc surfaced as MemoryError; PyTorch's CPU allocator
+    # raises RuntimeError, which is what code written against PyTorch catches.
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            lib.empty(2**60)

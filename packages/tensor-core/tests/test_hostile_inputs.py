@@ -45,6 +45,7 @@ SIZES = [
     ("repeat_negative", "E.ones(2).repeat(-1)"),
     ("storage_allocate_negative", "C.Storage.allocate(-8)"),
     ("storage_allocate_huge", "C.Storage.allocate(2**62)"),
+    ("empty_out_of_memory", "E.empty(2**60)"),
     ("tensor_ragged", "E.tensor([[1, 2], [3]])"),
     ("tensor_bad_type", "E.tensor([object()])"),
     ("multinomial_negative", "E.multinomial(E.tensor([-1.0, 2.0]), 1)"),
