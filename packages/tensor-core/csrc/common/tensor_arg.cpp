@@ -20,6 +20,9 @@ int64_t checked_numel(const std::vector<int64_t>& shape) {
 int64_t TensorArg::numel() const { return checked_numel(shape); }
 
 bool TensorArg::is_contiguous() const {
+  // An empty tensor is contiguous whatever its strides (as in PyTorch and Tensor.is_contiguous):
+  // Tensor.contiguous() returns it as it is, so kernels must accept it.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (int64_t d = ndim() - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expected) return false;
