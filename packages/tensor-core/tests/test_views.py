@@ -237,3 +237,17 @@ def test_0d_and_argument_order_errors_match_torch(call):
         except (IndexError, RuntimeError) as exc:
             outcomes.append((type(exc), str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("shape,stride,offset", [
+    ((2,), (2**62,), 0),  # (size - 1) * stride * itemsize wraps to 0
+    ((3,), (2**62 + 1,), 0),  # the extent overflows int64
+    ((4,), (1,), 2**63 - 1),  # offset + extent overflows int64
+])
+def test_native_bounds_check_is_overflow_safe(shape, stride, offset):
+    # Found by test_hostile_inputs: a view whose extent overflowed int64 wrapped around into a
+    # "valid" address range and the kernel read outside the storage.
+    t = ember.ones(4)
+    t._shape, t._stride, t._offset = shape, stride, offset
+    with pytest.raises(IndexError, match="exceeds its storage"):
+        ember._C.copy_(ember.ones(shape), t)
