@@ -251,3 +251,21 @@ def test_native_bounds_check_is_overflow_safe(shape, stride, offset):
     t._shape, t._stride, t._offset = shape, stride, offset
     with pytest.raises(IndexError, match="exceeds its storage"):
         ember._C.copy_(ember.ones(shape), t)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.chunk(lib.ones(0), 3), lambda lib: lib.chunk(lib.ones(2, 0), 2, 1),
+    lambda lib: lib.ones(3).narrow(0, -4, 0), lambda lib: lib.ones(1).narrow(0, 2, 0),
+    lambda lib: lib.ones(3).narrow(0, 2, 2), lambda lib: lib.ones(3).narrow(0, -1, 1),
+], ids=["chunk-empty", "chunk-empty-dim1", "narrow-start-low", "narrow-start-high", "narrow-too-long", "narrow-ok"])
+def test_chunk_of_empty_and_narrow_start_errors_match_torch(call):
+    # Found by test_fuzz_ops: chunk of an empty dim returned one piece (PyTorch: `chunks` pieces);
+    # narrow's out-of-range start raised RuntimeError (PyTorch: IndexError).
+    outcomes = []
+    for lib in (ember, torch):
+        try:
+            res = call(lib)
+            outcomes.append([tuple(r.shape) for r in res] if isinstance(res, tuple) else tuple(res.shape))
+        except (IndexError, RuntimeError) as exc:
+            outcomes.append((type(exc), str(exc)))
+    assert outcomes[0] == outcomes[1]

@@ -281,9 +281,11 @@ def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     size = self._shape[d]
     if isinstance(start, Tensor):
         start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not (0 <= start <= size) or length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     shape = self._shape[:d] + (length,) + self._shape[d + 1:]
     return make_view(self, shape, self._stride, self._offset + start * self._stride[d])
@@ -361,6 +363,8 @@ def chunk(self: Tensor, chunks: int, dim: int = 0):
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, self.ndim)
     size = self._shape[d]
+    if size == 0:  # PyTorch returns `chunks` empty pieces
+        return tuple(narrow_op(self, d, 0, 0) for _ in range(chunks))
     step = max(1, -(-size // chunks))
     return split(self, step, d)
 
