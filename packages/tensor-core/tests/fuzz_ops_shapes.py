@@ -112,11 +112,13 @@ def _unique(draw):
     x = _sorting_input(draw, ALL_DTYPES)
     inv, counts = draw(st.booleans()), draw(st.booleans())
     dim = None if draw(st.booleans()) or not x.t.dim() else _dim(draw, x.t.dim(), bad=False)
-    return Call(
+    call = Call(
         lambda: ember.unique(x.e, True, inv, counts, dim),
         lambda: torch.unique(x.t, True, inv, counts, dim),
         f"unique({_d(x)}, inverse={inv}, counts={counts}, dim={dim})",
     )
+    call.tags = {"empty"} if x.t.numel() == 0 else set()
+    return call
 
 
 def _searchsorted(draw):
@@ -164,13 +166,15 @@ def _bincount(draw):
         else None
     )
     ml = draw(st.integers(0, 8))
-    return Call(
+    call = Call(
         lambda: ember.bincount(x.e, None if w is None else w.e, ml),
         lambda: torch.bincount(x.t, None if w is None else w.t, ml),
         f"bincount({_d(x)}, {_d(w)}, {ml})",
         rtol=10,
         atol=10,
     )
+    call.tags = {"empty"} if x.t.numel() == 0 else set()
+    return call
 
 
 BUILDERS.update(

@@ -416,6 +416,8 @@ def _reduction_builder(op):
             call.tags.add("empty")
             if not x.t.dtype.is_floating_point:
                 call.tags.add("empty_int")
+        if not x.t.dtype.is_floating_point:
+            call.tags.add("nonfloat_input")
         if ek.get("dtype") is ember.bool:
             call.tags.add("bool_dtype_arg")
         if x.t.dtype.is_floating_point and x.t.isinf().any():
@@ -532,6 +534,34 @@ KNOWN_DIVERGENCES = [
         "no_args",
         TypeError,
         "ember's varargs methods accept an empty size list (a no-op on a 0-d tensor); PyTorch's parser wants one",
+    ),
+    (
+        "bincount",
+        "empty",
+        None,
+        "torch.bincount of an empty input returns int64 zeros even with float weights (a PyTorch quirk); "
+        "ember returns the weights' dtype as for non-empty inputs",
+    ),
+    (
+        "constant_pad_nd unique",
+        "empty",
+        RuntimeError,
+        "PyTorch rejects some empty inputs that ember handles: negative padding of an empty dim (applied "
+        "through narrow()), unique(dim=d) when another dim is empty",
+    ),
+    (
+        "norm",
+        "nonfloat_input",
+        RuntimeError,
+        "torch.norm rejects integer/bool inputs even when dtype= asks for a float result; ember computes "
+        "in the requested dtype",
+    ),
+    (
+        "embedding",
+        "zero_width",
+        RuntimeError,
+        "for a weight with zero-width rows PyTorch reports a bad index as RuntimeError (another code path), "
+        "otherwise as IndexError; ember raises IndexError for both",
     ),
     (
         "var_mean std_mean",
