@@ -104,6 +104,7 @@ def _scatter_like(kind):
                 inputs=[x],
                 rtol=10,
                 atol=10,
+                tags={"one_dim"} if nd == 1 else set(),
             )
         # scatter family: index has the rank of x, each side no larger than x's (src's)
         shape = [draw(st.integers(0, s)) for s in x.t.shape]

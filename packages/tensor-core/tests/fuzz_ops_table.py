@@ -536,6 +536,13 @@ KNOWN_DIVERGENCES = [
         "ember's varargs methods accept an empty size list (a no-op on a 0-d tensor); PyTorch's parser wants one",
     ),
     (
+        "index_add_",
+        "one_dim",
+        IndexError,
+        "PyTorch's index_add_ reports a bad index of a 1-d self as IndexError (its 1-d fast path) and as "
+        "RuntimeError otherwise; ember raises RuntimeError for every rank",
+    ),
+    (
         "bincount",
         "empty",
         None,

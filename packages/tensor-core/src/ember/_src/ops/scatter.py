@@ -268,12 +268,7 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
         from .pointwise import mul
 
         source = mul(source, alpha)
-    try:
-        return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 1)
-    except RuntimeError as e:  # the scatter kernel's bounds error; PyTorch's index_add_ raises IndexError
-        if "is out of bounds for dimension" not in str(e):
-            raise
-        raise IndexError("index out of range in self") from None
+    return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 1)
 
 
 index_copy_inplace_op = define("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",
