@@ -187,3 +187,14 @@ def test_out_of_memory_is_a_runtime_error_like_torch():
     for lib in (ember, torch):
         with pytest.raises(RuntimeError, match="can't allocate memory"):
             lib.empty(2**60)
+
+
+def test_fill_never_reads_the_destination():
+    # Found by `nox -s sanitize` (UBSan): fill_ ran a unary loop over dst itself, loading its old
+    # bytes; as bool (here 190, as in fresh memory) that is undefined behaviour. This test fails
+    # under the sanitizer build only: a plain build discards the loaded value.
+    raw = ember.full((64,), 190, dtype=ember.uint8)
+    flags = raw.view(ember.bool)
+    flags.fill_(True)
+    assert raw.tolist() == [1] * 64
+    assert ember.ones(5, dtype=ember.bool).all()
