@@ -104,7 +104,7 @@ def _scatter_like(kind):
                 inputs=[x],
                 rtol=10,
                 atol=10,
-                tags={"one_dim"} if nd == 1 else set(),
+                tags={"index_add"} | ({"empty"} if x.t.numel() == 0 else set()),
             )
         # scatter family: index has the rank of x, each side no larger than x's (src's)
         shape = [draw(st.integers(0, s)) for s in x.t.shape]
@@ -130,6 +130,8 @@ def _scatter_like(kind):
                 lambda: x.t.scatter_reduce_(d, idx.t, src.t, red, include_self=inc),
                 f"scatter_reduce_({_d(x)}, {d}, {idx.t.tolist()}, {_d(src)}, {red}, {inc})",
                 inputs=[x],
+                tags=({"empty"} if x.t.numel() == 0 else set())
+                | ({"bool_mean"} if red == "mean" and x.t.dtype == torch.bool else set()),
                 rtol=10,
                 atol=10,
             )
@@ -197,7 +199,7 @@ def _advanced_index(kind):
         tk = tuple(k.t if isinstance(k, Pair) else k for k in key)
         desc = f"{kind}({_d(x)}, {[k.t.tolist() if isinstance(k, Pair) else k for k in key]})"
         if kind == "getitem":
-            return Call(lambda: x.e[ek], lambda: x.t[tk], desc)
+            return Call(lambda: x.e[ek], lambda: x.t[tk], desc, tags={"empty"} if x.t.numel() == 0 else set())
         y = Pair((x.e.clone(), x.t.clone()))
         acc = draw(st.booleans())
         v = draw(tensor_pairs(shape=(), dtype=str(x.t.dtype)[6:]))

@@ -537,10 +537,23 @@ KNOWN_DIVERGENCES = [
     ),
     (
         "index_add_",
-        "one_dim",
+        "index_add",
         IndexError,
-        "PyTorch's index_add_ reports a bad index of a 1-d self as IndexError (its 1-d fast path) and as "
-        "RuntimeError otherwise; ember raises RuntimeError for every rank",
+        "PyTorch's index_add_ reports a bad index as IndexError on some paths (1-d self, single-element "
+        "slices) and as RuntimeError on others; ember always raises RuntimeError",
+    ),
+    (
+        "index_getitem index_add_",
+        "empty",
+        None,
+        "PyTorch skips index validation when self or the result is empty (x[:, [3]] of a (0, 1) tensor "
+        "returns an empty tensor); ember still checks the indices",
+    ),
+    (
+        "scatter_reduce_",
+        "bool_mean",
+        None,
+        "PyTorch has no bool kernel for scatter_reduce_(reduce='mean'); ember computes it",
     ),
     (
         "bincount",
@@ -550,7 +563,7 @@ KNOWN_DIVERGENCES = [
         "ember returns the weights' dtype as for non-empty inputs",
     ),
     (
-        "constant_pad_nd unique",
+        "constant_pad_nd unique scatter_reduce_",
         "empty",
         RuntimeError,
         "PyTorch rejects some empty inputs that ember handles: negative padding of an empty dim (applied "

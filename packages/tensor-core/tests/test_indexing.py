@@ -411,3 +411,7 @@ def test_index_select_of_a_scalar_with_wrong_index_count_is_a_runtime_error():
         for idx in ([], [0, 0]):
             with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
                 lib.index_select(lib.tensor(1.0), 0, lib.tensor(idx, dtype=lib.int64))
+        with pytest.raises(IndexError, match="Dimension out of range"):  # the dim is checked first
+            lib.index_select(lib.tensor(1.0), 1, lib.tensor([], dtype=lib.int64))
+        with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+            lib.index_select(lib.ones(0, 2), 0, lib.tensor([3]))

@@ -404,6 +404,9 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d = wrap_dim(dim, max(input.ndim, 1))  # the dim is checked first (IndexError), as in PyTorch
+    if input.ndim >= 2 and input._shape[d] == 0 and numel(index._shape):  # (1-d: IndexError, below)
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
     return write_out(index_select_op(input, dim, index), out)
