@@ -44,11 +44,13 @@ def _index_select(draw):
     idx = index_pair(
         draw, _size(x, d), (draw(st.integers(0, 5)),), dtype=draw(st.sampled_from(["int64", "int32"]))
     )
-    return Call(
+    call = Call(
         lambda: ember.index_select(x.e, d, idx.e),
         lambda: torch.index_select(x.t, d, idx.t),
         f"index_select({_d(x)}, {d}, {idx.t.tolist()})",
     )
+    call.tags = {"index_select"}
+    return call
 
 
 def _gather(draw):

@@ -556,6 +556,13 @@ KNOWN_DIVERGENCES = [
         "PyTorch has no bool kernel for scatter_reduce_(reduce='mean'); ember computes it",
     ),
     (
+        "index_select",
+        "index_select",
+        RuntimeError,
+        "PyTorch reports a bad index_select index as IndexError on some kernel paths and as RuntimeError on "
+        "others (bool dtype: 'INDICES element is out of DATA bounds'); ember always raises IndexError",
+    ),
+    (
         "bincount",
         "empty",
         None,
