@@ -7,6 +7,8 @@
     nox -s build         clean release build: sdist first, then the wheel from that sdist
     nox -s bench         run benchmarks/ on the built wheels
     nox -s demo          the main job: install the wheels and train examples/train_digits.py
+    nox -s fuzz          the differential fuzzer (ember vs PyTorch) with many examples (hypothesis 'deep')
+    nox -s sanitize      tensor-core's tests on an AddressSanitizer + UBSan build of ember._C (slow)
 
 Native code is compiled only by `wheels` (and `build`). Every other session `requires` it and
 installs the finished wheels, so one nox invocation compiles the extension at most once, and
@@ -244,6 +246,54 @@ def demo(session: nox.Session) -> None:
     deps = {r for name in names for r in PACKAGES[name]["dependencies"] if not _is_ours(r)}
     session.install(*sorted(deps), *EXAMPLE_REQUIREMENTS)
     session.run("python", str(ROOT / "examples" / "train_digits.py"), *session.posargs)
+
+
+FUZZ_TESTS = ["packages/tensor-core/tests/test_fuzz_ops.py"]
+
+
+@nox.session(requires=["wheels"])
+def fuzz(session: nox.Session) -> None:
+    """The differential fuzz suite with the 'deep' hypothesis profile: far more examples than CI.
+
+    `nox -s fuzz -- -k add` narrows it; EMBER_FUZZ_PROFILE=ci|dev|deep overrides the profile.
+    """
+    _install_packages(session, list(PACKAGES))
+    env = {**_test_env(), "EMBER_FUZZ_PROFILE": os.environ.get("EMBER_FUZZ_PROFILE", "deep")}
+    session.run("python", "-m", "pytest", *[str(ROOT / t) for t in FUZZ_TESTS], *session.posargs, env=env)
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """tensor-core's test suite on ember._C built with -fsanitize=address,undefined.
+
+    ci/sanitize_build.sh builds in-tree into packages/tensor-core/build/sanitize (CMake option
+    EMBER_SANITIZE) and stages a copy of the package there, so the wheels and the dev build are
+    untouched. Python is not built with ASan, so libasan is preloaded; leak checking is off
+    (the interpreter leaks by design) and UBSan stops at its first report. Slow: a cold build
+    takes many minutes on 2 cores, and the tests run several times slower; pass a subset with
+    `nox -s sanitize -- packages/tensor-core/tests/test_indexing.py`.
+    """
+    core = PACKAGES["ember-tensor-core"]
+    requirements = {"cmake", "ninja", "pytest"} | set(core["build_requires"]) | set(core["dependencies"])
+    requirements |= set(core["test_dependencies"])
+    session.install(*sorted(r for r in requirements if not _is_ours(r) and "scikit-build" not in r))
+    out = session.run("bash", str(ROOT / "ci" / "sanitize_build.sh"), "python", silent=True, external=True)
+    site = out.strip().splitlines()[-1]
+    # libstdc++ is preloaded too: the interpreter does not link it, and without it ASan cannot find
+    # the real __cxa_throw (every C++ exception then aborts in its interceptor).
+    preload = [session.run("gcc", f"-print-file-name={lib}", silent=True, external=True).strip()
+               for lib in ("libasan.so", "libstdc++.so")]
+    env = {
+        **_test_env(),
+        "PYTHONPATH": site,
+        "LD_PRELOAD": " ".join(preload),
+        # allocator_may_return_null: a huge allocation must reach ember's own out-of-memory error
+        # (test_hostile_inputs) instead of aborting in ASan.
+        "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+    }
+    targets = session.posargs or [str(core["dir"] / "tests")]
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *targets, env=env)
 
 
 @nox.session(python=False)

@@ -168,3 +168,33 @@ def test_out_and_size_args():
     assert ember.ones([2]).shape == (2,)
     with pytest.raises(TypeError):
         ember.zeros(2.5)
+
+
+@pytest.mark.parametrize("shape", [(2**62,), (2**32, 2**32), (2**40, 2**30), (2**21, 2**21, 2**22)])
+def test_sizes_whose_byte_count_overflows_int64_raise_runtime_error(shape):
+    # Found by test_hostile_inputs: the byte count reached Storage.allocate as a Python int past
+    # int64 and pybind11 raised TypeError; PyTorch raises RuntimeError.
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+            lib.empty(shape)
+    with pytest.raises(RuntimeError, match="overflowed"):
+        ember.zeros(shape)
+
+
+def test_out_of_memory_is_a_runtime_error_like_torch():
+    # Found by test_hostile_inputs: std::bad_alloc surfaced as MemoryError; PyTorch's CPU allocator
+    # raises RuntimeError, which is what code written against PyTorch catches.
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            lib.empty(2**60)
+
+
+def test_fill_never_reads_the_destination():
+    # Found by `nox -s sanitize` (UBSan): fill_ ran a unary loop over dst itself, loading its old
+    # bytes; as bool (here 190, as in fresh memory) that is undefined behaviour. This test fails
+    # under the sanitizer build only: a plain build discards the loaded value.
+    raw = ember.full((64,), 190, dtype=ember.uint8)
+    flags = raw.view(ember.bool)
+    flags.fill_(True)
+    assert raw.tolist() == [1] * 64
+    assert ember.ones(5, dtype=ember.bool).all()

@@ -390,3 +390,28 @@ def test_mask_with_one_value_converts_dtype(index, value):
                 torch.index_put_(t, (torch.ones(4, 5, dtype=torch.bool),), value(torch)))
     with pytest.raises(RuntimeError, match="boolean masks"):
         e[ember.tensor([1, 0, 1, 1], dtype=ember.uint8)] = ember.tensor(1.0)
+
+
+def test_advanced_indexing_of_an_empty_tensor_with_empty_indices():
+    # Found by test_fuzz_ops: the gather/put kernels got a size-1 view of the empty storage
+    # ("tensor view exceeds its storage") for x[idx], x[idx] = v, take and masked_select.
+    results = []
+    for lib in (ember, torch):
+        x, i = lib.zeros(0), lib.tensor([], dtype=lib.int64)
+        y = x.clone()
+        y[i] = 1.0
+        y.index_put_((i,), lib.tensor(2.0), accumulate=True)
+        results.append([x[i], lib.take(x, i), lib.masked_select(x, lib.tensor(True)), y])
+    for e, t in zip(*results):
+        assert_same(e, t)
+
+
+def test_index_select_of_a_scalar_with_wrong_index_count_is_a_runtime_error():
+    for lib in (ember, torch):
+        for idx in ([], [0, 0]):
+            with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+                lib.index_select(lib.tensor(1.0), 0, lib.tensor(idx, dtype=lib.int64))
+        with pytest.raises(IndexError, match="Dimension out of range"):  # the dim is checked first
+            lib.index_select(lib.tensor(1.0), 1, lib.tensor([], dtype=lib.int64))
+        with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+            lib.index_select(lib.ones(0, 2), 0, lib.tensor([3]))

@@ -345,3 +345,13 @@ def test_import_ember_does_not_import_numpy():
     code = "import sys, ember; ember.zeros(2); print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("shape,stride,offset", [((0,), (1,), 7), ((0, 3), (1, 1), 9), ((2, 0), (3, 1), 6)])
+def test_numpy_of_an_empty_view_past_the_end_of_its_storage(shape, stride, offset):
+    # Found by test_fuzz_ops: as_strided accepts an empty view at any offset (as PyTorch does), but
+    # .numpy() then raised NumPy's ValueError about the buffer size.
+    v = ember.ones(2, 3).as_strided(shape, stride, offset)
+    arr = v.numpy()
+    assert arr.shape == shape and arr.dtype == np.float32
+    assert v.clone().shape == shape

@@ -132,3 +132,14 @@ def test_softmax_backward_data(name, dim):
     ey, ty = ember.log_softmax(e, dim), torch.log_softmax(t, dim)
     assert_same(nn_misc._log_softmax_backward_data(eg, ey, dim, e.dtype),
                 torch._log_softmax_backward_data(tg, ty, dim, t.dtype))
+
+
+def test_embedding_with_zero_width_rows_still_checks_indices():
+    # Found by test_fuzz_ops: with an empty output (weight of shape (n, 0)) the kernel was skipped,
+    # so out-of-range indices went unreported. (PyTorch raises RuntimeError from another code path
+    # here, IndexError otherwise; ember raises IndexError for both.)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember.embedding(ember.ones(1, 0), ember.tensor([3]))
+    with pytest.raises(RuntimeError):
+        torch.embedding(torch.ones(1, 0), torch.tensor([3]))
+    assert ember.embedding(ember.ones(2, 0), ember.tensor([1, 0])).shape == (2, 0)

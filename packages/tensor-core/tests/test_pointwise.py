@@ -260,3 +260,31 @@ def test_exp_float32_accuracy_over_the_whole_range():
     assert np.isnan(got[-1])
     sub = (ref <= 1.2e-38) & (ref > 0)  # subnormal results: absolute error within one subnormal step
     assert np.all(np.abs(got[sub] - ref[sub]) <= 1.5e-45)
+
+
+@pytest.mark.parametrize("fn", ["add", "sub"])
+@pytest.mark.parametrize("a_dtype,b_dtype,alpha", [
+    ("float16", "bool", 0.5),  # a float alpha must not promote f16 + alpha * bool to float32
+    ("int64", "uint8", 2),  # alpha * uint8 must not wrap around in uint8 before the add
+    ("bfloat16", "int32", 1.5),
+])
+def test_alpha_does_not_take_part_in_type_promotion(fn, a_dtype, b_dtype, alpha):
+    # Found by test_fuzz_ops: _scaled multiplied `other` by alpha in other's own dtype.
+    a, b = make((), a_dtype, seed=1), make((3,), b_dtype, low=0, high=200, seed=2)
+    if fn == "sub" and b_dtype == "bool":
+        for lib, (x, y) in ((ember, (a[0], b[0])), (torch, (a[1], b[1]))):
+            with pytest.raises(RuntimeError, match="bool tensor"):
+                lib.sub(x, y, alpha=alpha)
+        return
+    assert_close(getattr(ember, fn)(a[0], b[0], alpha=alpha), getattr(torch, fn)(a[1], b[1], alpha=alpha))
+    x = make((3,), a_dtype, seed=3)
+    getattr(x[0], fn + "_")(b[0], alpha=alpha)
+    getattr(x[1], fn + "_")(b[1], alpha=alpha)
+    assert_close(x[0], x[1])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"eps": 0.2}, {"eps": None}])
+def test_logit_inplace_method_takes_eps_like_torch(kwargs):
+    # Found by test_fuzz_ops: Tensor.logit_ rejected the eps keyword.
+    e, t = make((5,), "float32", low=0.0, high=1.0)
+    assert_close(e.clone().logit_(**kwargs), t.clone().logit_(**kwargs))

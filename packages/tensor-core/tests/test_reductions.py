@@ -343,3 +343,15 @@ def test_max_min_out_and_keyword_forms():
     assert_same(e.min(dim=0).indices, t.min(dim=0).indices)
     m = ember.zeros(3, 5, device="meta").max(1)
     assert m.values.shape == (3,) and m.indices.dtype is ember.int64
+
+
+@pytest.mark.parametrize("fn", ["std", "var", "std_mean", "var_mean"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_var_std_of_large_values_do_not_overflow_the_accumulator(fn, dtype):
+    # Found by test_fuzz_ops: squared deviations overflowed float32 (std returned inf); PyTorch
+    # accumulates in double, so std of [3e38, -1] is finite.
+    vals = [[3e38, -1.0, 0.5], [1e20, 1e20, 3.0]]
+    e = ember.tensor(vals).to(getattr(ember, dtype))
+    t = torch.tensor(vals).to(getattr(torch, dtype))
+    for dim in (None, 1):
+        assert_same(getattr(ember, fn)(e, dim), getattr(torch, fn)(t, dim))

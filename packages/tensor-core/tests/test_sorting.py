@@ -150,6 +150,14 @@ def test_selection_scalar_and_errors():
         ember.mode(ember.ones(2, 0), 1)
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_kthvalue_empty_dim_is_an_index_error_whatever_k(k):
+    # Found by test_fuzz_ops: the k range check ran first and raised RuntimeError.
+    for lib in (ember, torch):
+        with pytest.raises(IndexError, match="kthvalue\\(\\): Expected reduction dim 0 to have non-zero size"):
+            lib.kthvalue(lib.ones(0, 3), k, 0)
+
+
 @pytest.mark.parametrize("name", ["bool", "int32", "int64", "float32", "float16"])
 def test_unique_flat(name):
     e, t = make_pair((6, 7), name, low=-4, high=4)
@@ -272,3 +280,12 @@ def test_meta_shapes():
     assert ember.kthvalue(m, 2, 0)[0].shape == (6,)
     assert ember.median(m, 1, keepdim=True)[1].shape == (4, 1)
     assert ember.histc(m, 9).shape == (9,)
+
+
+def test_histc_and_searchsorted_of_empty_strided_tensors():
+    # Found by test_fuzz_ops: an empty view with odd strides passed Tensor.contiguous() unchanged,
+    # then the native kernel's own contiguity check rejected it ("bad operands" ValueError).
+    e, t = ember.ones(4, 2).as_strided((0, 1), (2, 2)), torch.ones(4, 2).as_strided((0, 1), (2, 2))
+    assert_same(ember.histc(e, 3), torch.histc(t, 3))
+    seq_e, seq_t = ember.ones(4, 2, dtype=ember.int64).as_strided((0, 1), (1, 1)), torch.ones(0, 1, dtype=torch.int64)
+    assert_same(ember.searchsorted(seq_e, seq_e), torch.searchsorted(seq_t, seq_t))

@@ -219,3 +219,53 @@ def test_meta_views():
             assert a.device.type == "meta"
             assert (tuple(a.shape), tuple(a.stride()), a.storage_offset()) == (
                 tuple(b.shape), tuple(b.stride()), b.storage_offset())
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.flatten(1, 1), lambda lib, x: lib.movedim(x, 1, 0), lambda lib, x: x.split(1, 0),
+    lambda lib, x: x.chunk(1, 0), lambda lib, x: lib.ones(1).narrow(1, 0, -1), lambda lib, x: x.flatten(-1, 0),
+    lambda lib, x: lib.movedim(x, [0], [-1]),
+], ids=["flatten-bad-dim", "movedim-bad-dim", "split-0d", "chunk-0d", "narrow-negative-length-first",
+        "flatten-ok", "movedim-ok"])
+def test_0d_and_argument_order_errors_match_torch(call):
+    # Found by test_fuzz_ops: 0-d tensors skipped dim checks (flatten, movedim) or raised IndexError
+    # instead of RuntimeError (split, chunk); narrow checked dim before the negative length.
+    outcomes = []
+    for lib in (ember, torch):
+        try:
+            outcomes.append(tuple(call(lib, lib.tensor(1.0)).shape))
+        except (IndexError, RuntimeError) as exc:
+            outcomes.append((type(exc), str(exc)))
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("shape,stride,offset", [
+    ((2,), (2**62,), 0),  # (size - 1) * stride * itemsize wraps to 0
+    ((3,), (2**62 + 1,), 0),  # the extent overflows int64
+    ((4,), (1,), 2**63 - 1),  # offset + extent overflows int64
+])
+def test_native_bounds_check_is_overflow_safe(shape, stride, offset):
+    # Found by test_hostile_inputs: a view whose extent overflowed int64 wrapped around into a
+    # "valid" address range and the kernel read outside the storage.
+    t = ember.ones(4)
+    t._shape, t._stride, t._offset = shape, stride, offset
+    with pytest.raises(IndexError, match="exceeds its storage"):
+        ember._C.copy_(ember.ones(shape), t)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.chunk(lib.ones(0), 3), lambda lib: lib.chunk(lib.ones(2, 0), 2, 1),
+    lambda lib: lib.ones(3).narrow(0, -4, 0), lambda lib: lib.ones(1).narrow(0, 2, 0),
+    lambda lib: lib.ones(3).narrow(0, 2, 2), lambda lib: lib.ones(3).narrow(0, -1, 1),
+], ids=["chunk-empty", "chunk-empty-dim1", "narrow-start-low", "narrow-start-high", "narrow-too-long", "narrow-ok"])
+def test_chunk_of_empty_and_narrow_start_errors_match_torch(call):
+    # Found by test_fuzz_ops: chunk of an empty dim returned one piece (PyTorch: `chunks` pieces);
+    # narrow's out-of-range start raised RuntimeError (PyTorch: IndexError).
+    outcomes = []
+    for lib in (ember, torch):
+        try:
+            res = call(lib)
+            outcomes.append([tuple(r.shape) for r in res] if isinstance(res, tuple) else tuple(res.shape))
+        except (IndexError, RuntimeError) as exc:
+            outcomes.append((type(exc), str(exc)))
+    assert outcomes[0] == outcomes[1]

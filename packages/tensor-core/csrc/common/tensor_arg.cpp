@@ -20,6 +20,9 @@ int64_t checked_numel(const std::vector<int64_t>& shape) {
 int64_t TensorArg::numel() const { return checked_numel(shape); }
 
 bool TensorArg::is_contiguous() const {
+  // An empty tensor is contiguous whatever its strides (as in PyTorch and Tensor.is_contiguous):
+  // Tensor.contiguous() returns it as it is, so kernels must accept it.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (int64_t d = ndim() - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expected) return false;
@@ -58,13 +61,17 @@ TensorArg unpack(py::handle tensor) {
   int64_t numel = checked_numel(arg.shape);
   int64_t item = itemsize(arg.dtype);
   if (numel > 0) {
-    // The lowest and highest element addresses must lie in [0, nbytes).
-    int64_t lo = offset, hi = offset;
+    // The lowest and highest element addresses must lie in [0, nbytes). Every step is checked
+    // for int64 overflow: a huge stride must not wrap around into a "valid" address.
+    int64_t lo = offset, hi = offset, end = 0;
+    bool overflow = false;
     for (size_t d = 0; d < arg.shape.size(); ++d) {
-      int64_t extent = arg.strides[d] * (arg.shape[d] - 1);
-      if (extent >= 0) hi += extent; else lo += extent;
+      int64_t extent = 0;
+      overflow |= __builtin_mul_overflow(arg.strides[d], arg.shape[d] - 1, &extent);
+      overflow |= extent >= 0 ? __builtin_add_overflow(hi, extent, &hi) : __builtin_add_overflow(lo, extent, &lo);
     }
-    if (lo < 0 || (hi + 1) * item > storage->nbytes)
+    overflow |= __builtin_add_overflow(hi, int64_t{1}, &end) || __builtin_mul_overflow(end, item, &end);
+    if (overflow || lo < 0 || end > storage->nbytes)
       throw std::out_of_range("tensor view exceeds its storage (offset " + std::to_string(offset) +
                               ", storage of " + std::to_string(storage->nbytes) + " bytes)");
     if (storage->data == nullptr) throw std::invalid_argument("tensor has no data (meta device?)");

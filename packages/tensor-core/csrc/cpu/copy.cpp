@@ -63,8 +63,13 @@ void fill_impl(py::handle dst_obj, py::handle value) {
   TensorArg dst = unpack(dst_obj);
   EMBER_DISPATCH_ALL_AND_COMPLEX(dst.dtype, "fill_", [&] {
     scalar_t v = scalar_as<scalar_t>(value);
+    // The value itself, broadcast, is the loop's input: reading dst instead (fresh, uninitialized
+    // memory) loaded invalid bools, which is undefined behaviour (UBSan).
+    TensorArg src;
+    src.dtype = dst.dtype;
+    src.data = reinterpret_cast<char*>(&v);
     py::gil_scoped_release release;
-    unary_loop<scalar_t, scalar_t>(dst, dst, [v](scalar_t) { return v; });
+    unary_loop<scalar_t, scalar_t>(dst, src, [](scalar_t x) { return x; });
   });
 }
 

@@ -52,6 +52,10 @@ def to_numpy(t: Tensor, force: bool = False):
         t = t.to(dt.float32)
     npd = numpy_dtype(t.dtype)
     item = t.dtype.itemsize
+    if 0 in t._shape:
+        # An empty view may sit past the end of its storage (as_strided allows it, as in PyTorch);
+        # NumPy rejects such a buffer offset, and there is no memory to share anyway.
+        return np.ndarray(t._shape, dtype=npd)
     return np.ndarray(t._shape, dtype=npd, buffer=t._storage, offset=t._offset * item,
                       strides=tuple(s * item for s in t._stride))
 

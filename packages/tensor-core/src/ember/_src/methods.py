@@ -179,6 +179,9 @@ def install(functional: dict) -> None:
     def lerp_(self, end, weight):
         return fpw.lerp_inplace_op(self, end, weight)
 
+    def logit_(self, eps=None):  # PyTorch's signature: eps by keyword, None for no clamping
+        return pw.logit_inplace_op(self, -1.0 if eps is None else float(eps))
+
     def addcmul_(self, tensor1, tensor2, *, value=1):
         return fpw.addcmul_inplace_op(self, tensor1, tensor2, value)
 
@@ -193,7 +196,7 @@ def install(functional: dict) -> None:
     extra = {
         "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
         "div_": div_, "divide_": div_, "true_divide_": div_, "clamp_": clamp_, "clip_": clamp_,
-        "lerp_": lerp_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
+        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
         "relu_": pw.relu_inplace_op, "sigmoid_": pw.UNARY_OPS["sigmoid"][1], "nan_to_num_": pw.nan_to_num_,
         "T": property(vw.full_transpose), "mT": property(vw.matrix_transpose), "H": property(vw._conj_full_transpose),
         "mH": property(vw.adjoint),

@@ -395,6 +395,8 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     for s in shape:
         n *= s
     nbytes = n * dtype.itemsize
+    if nbytes >= 1 << 63:  # PyTorch's error (and type): the byte count must fit an int64
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     if dev is CPU:
         storage = _C.Storage.allocate(nbytes, zero)
     elif dev is META:

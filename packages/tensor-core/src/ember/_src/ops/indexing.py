@@ -139,8 +139,9 @@ def _index_cpu(self: Tensor, indices) -> Tensor:
 
 def _gather(self: Tensor, dims, tensors, bshape, rest, result, pos, wrap: bool = True) -> Tensor:
     out = new_empty_tensor(result, self.dtype, self._device)
-    off = _offsets(self, dims, tensors, bshape, result, pos, wrap)
-    _C.index_gather(out, _restride(self, rest, result, pos, len(bshape)), off)
+    off = _offsets(self, dims, tensors, bshape, result, pos, wrap)  # validates the indices
+    if numel(result):  # an empty result may come from an empty self: no view of its storage to take
+        _C.index_gather(out, _restride(self, rest, result, pos, len(bshape)), off)
     return out
 
 
@@ -187,7 +188,8 @@ def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = Fal
     if values._storage is self._storage:
         values = vw.clone_op(values)  # writing self while reading it
     off = _offsets(self, dims, tensors, bshape, result, pos)
-    _C.index_put(_restride(self, rest, result, pos, len(bshape)), values, off, bool(accumulate))
+    if numel(result):  # see _gather
+        _C.index_put(_restride(self, rest, result, pos, len(bshape)), values, off, bool(accumulate))
     self._storage.version += 1
     return self
 
@@ -402,8 +404,11 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d = wrap_dim(dim, max(input.ndim, 1))  # the dim is checked first (IndexError), as in PyTorch
+    if input.ndim >= 2 and input._shape[d] == 0 and numel(index._shape):  # (1-d: IndexError, below)
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
-        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
     return write_out(index_select_op(input, dim, index), out)
 
 

@@ -28,7 +28,7 @@ __all__ = [
 def _embedding_kernel(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     d = weight._shape[1]
     out = new_empty_tensor(tuple(indices._shape) + (d,), weight.dtype, weight._device)
-    if weight._device is not META and out.numel():
+    if weight._device is not META and indices.numel():  # also for zero-width rows: the indices get checked
         idx = convert(indices, dt.int64).contiguous()
         _C.embedding(out, weight.contiguous(), idx)
     return out

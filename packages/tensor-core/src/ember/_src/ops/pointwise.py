@@ -257,7 +257,9 @@ def _scaled(input, other, alpha):
             return builtins.bool(other) and alpha
     if not isinstance(other, Tensor):
         return other * alpha  # a Python number: scaling stays a Python number (weakly typed)
-    return mul_op(convert(other, promoted), alpha)  # scaled in the result dtype, as PyTorch
+    # Scale in the result type: alpha must not take part in type promotion (a float alpha
+    # would otherwise turn f16 + alpha * bool into float32) nor overflow a narrower dtype.
+    return mul_op(convert(other, promoted), alpha)
 
 
 # Public functional forms (the user-facing signatures). Two tensors with alpha != 1 take the

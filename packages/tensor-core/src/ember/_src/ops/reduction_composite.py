@@ -42,8 +42,12 @@ def _var_result(x, dim, correction, keepdim, name):
 
 
 def _var_cpu(x, dims, correction, keepdim, name):
-    """(var, mean) with PyTorch's two-pass formula: sum((x - mean)^2) / max(0, N - correction)."""
-    xc = convert(x, compute_dtype(x.dtype))
+    """(var, mean) with PyTorch's two-pass formula: sum((x - mean)^2) / max(0, N - correction).
+
+    Computed in float64 like PyTorch's CPU kernel (double accumulators): squared deviations of
+    large float32 values overflow float32 even when the std itself is representable.
+    """
+    xc = convert(x, dt.float64)
     n = _count(x._shape, dims)
     mean = pw.div_op(_native("sum", xc, dims, True, xc.dtype), n)
     sq = _native("sum_sq", pw.sub_op(xc, mean), dims, keepdim, xc.dtype)

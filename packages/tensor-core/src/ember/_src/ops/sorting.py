@@ -159,10 +159,10 @@ _KIND = {"kthvalue": 0, "median": 1, "nanmedian": 2}
 def _select_meta(self: Tensor, dim: int, keepdim: bool, k: int, name: str):
     d = wrap_dim(dim, max(self.ndim, 1))
     size = self._shape[d] if self.ndim else 1
+    if size == 0:  # checked before k, as PyTorch does (IndexError, not k's RuntimeError)
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     if name == "kthvalue" and not 0 <= k < size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if size == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     return d, _pair(self, _reduced_shape(self, d, keepdim))
 
 

@@ -92,6 +92,7 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
 
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if self.ndim == 0:
+        wrap_dim(start_dim, 1), wrap_dim(end_dim, 1)  # a 0-d tensor still takes only dims 0 and -1
         return reshape(self, (1,))
     s = wrap_dim(start_dim, self.ndim)
     e = wrap_dim(end_dim, self.ndim)
@@ -274,13 +275,17 @@ def unsqueeze(self: Tensor, dim: int) -> Tensor:
 def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     if self.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if not isinstance(length, Tensor) and length < 0:  # checked before dim, as PyTorch does
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = wrap_dim(dim, self.ndim)
     size = self._shape[d]
     if isinstance(start, Tensor):
         start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not (0 <= start <= size) or length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     shape = self._shape[:d] + (length,) + self._shape[d + 1:]
     return make_view(self, shape, self._stride, self._offset + start * self._stride[d])
@@ -327,6 +332,8 @@ def unbind(self: Tensor, dim: int = 0):
 
 
 def split(self: Tensor, split_size_or_sections, dim: int = 0):
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, self.ndim)
     size = self._shape[d]
     if isinstance(split_size_or_sections, int):
@@ -350,10 +357,14 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(self: Tensor, chunks: int, dim: int = 0):
+    if self.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, self.ndim)
     size = self._shape[d]
+    if size == 0:  # PyTorch returns `chunks` empty pieces
+        return tuple(narrow_op(self, d, 0, 0) for _ in range(chunks))
     step = max(1, -(-size // chunks))
     return split(self, step, d)
 
@@ -382,8 +393,10 @@ def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
 
 
 def movedim(self: Tensor, source, destination) -> Tensor:
-    src = wrap_dims(source, self.ndim) if self.ndim else ()
-    dst = wrap_dims(destination, self.ndim) if self.ndim else ()
+    src = wrap_dims(source, max(self.ndim, 1))  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+    dst = wrap_dims(destination, max(self.ndim, 1))
+    if self.ndim == 0 and len(src) == len(dst):
+        return permute_op(self, ())
     if len(src) != len(dst):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "

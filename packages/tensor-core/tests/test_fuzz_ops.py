@@ -1,0 +1,191 @@
+"""Differential fuzzing: random ops, dtypes, shapes, layouts and arguments, ember vs PyTorch.
+
+Needs ember-autograd for the gradient test (ember.autograd.grad vs torch.autograd.grad).
+
+Each op of fuzz_ops_table.BUILDERS gets its own hypothesis test; each example draws one call
+and runs it on both libraries, then compares results (values with dtype tolerances, NaN
+positions, dtypes, shapes, and in-place inputs afterwards) or the exception types. The number
+of examples comes from the hypothesis profile (fuzz_strategies: 'ci' by default, 'deep' under
+`nox -s fuzz`, chosen with EMBER_FUZZ_PROFILE).
+"""
+
+from __future__ import annotations
+
+import fuzz_ops_index  # noqa: F401  (registers its builders)
+import fuzz_ops_shapes  # noqa: F401
+import numpy as np
+import pytest
+import torch
+from fuzz_ops_table import BUILDERS, known_divergence
+from fuzz_strategies import GRAD_MODE, LEAVES, assert_match, check_call, pair_from_numpy, run_both
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ember
+
+pytestmark = pytest.mark.fuzz
+
+
+# Open ember bugs the fuzzer found that are not fixed yet: xfail (not strict: an example set may
+# miss them) so the suite stays green while they stay visible. Remove an entry once fixed.
+OPEN_BUGS = {
+    ("op", "ceil"): "in-place ops on an expanded (stride-0) tensor: PyTorch refuses internal overlap, "
+    "ember writes through it (every in-place pointwise op; ceil is where the CI examples hit it)",
+    ("grad", "asinh"): "ember-autograd misses a saved tensor modified in place (asinh_ on a clone): PyTorch "
+    "raises 'modified by an inplace operation' at backward",
+    ("grad", "clamp"): "clamp's gradient for tensor bounds differs where min > max",
+    ("grad", "div"): "div(rounding_mode='trunc') by zero: gradient differs (PyTorch: zero)",
+    ("grad", "var"): "var with correction >= N: gradient differs (inf/nan placement)",
+}
+
+
+def _params(kind, names):
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(reason=OPEN_BUGS[(kind, n)], strict=False))
+        if (kind, n) in OPEN_BUGS
+        else n
+        for n in names
+    ]
+
+
+@pytest.mark.parametrize("name", _params("op", sorted(BUILDERS)))
+@given(data=st.data())
+def test_op_matches_torch(name, data):
+    call = BUILDERS[name](data.draw)
+    check_call(call, skip=lambda e_exc, t_exc, c: known_divergence(name, e_exc, t_exc, c))
+
+
+# Differentiable ops whose builders draw float inputs; in gradient mode those become float64 leaves.
+# (index_select and advanced indexing are left out for now: their gradient examples hit a harness
+# TypeError in torch.autograd.grad that is not analysed yet.)
+GRAD_OPS = sorted(
+    {
+        "abs",
+        "neg",
+        "exp",
+        "expm1",
+        "log",
+        "log1p",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "atan",
+        "asinh",
+        "sinh",
+        "cosh",
+        "erf",
+        "erfc",
+        "reciprocal",
+        "square",
+        "relu",
+        "gelu",
+        "silu",
+        "mish",
+        "softplus",
+        "elu",
+        "celu",
+        "selu",
+        "leaky_relu",
+        "hardtanh",
+        "hardswish",
+        "logit",
+        "lgamma",
+        "trunc",
+        "frac",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "pow",
+        "maximum",
+        "minimum",
+        "atan2",
+        "hypot",
+        "copysign",
+        "logaddexp",
+        "xlogy",
+        "fmod",
+        "remainder",
+        "where",
+        "lerp",
+        "clamp",
+        "sum",
+        "mean",
+        "prod",
+        "amax",
+        "amin",
+        "max_all",
+        "max_dim",
+        "min_dim",
+        "norm",
+        "var",
+        "std",
+        "logsumexp",
+        "softmax",
+        "log_softmax",
+        "cumsum",
+        "cumprod",
+        "nansum",
+        "sort",
+        "topk",
+        "kthvalue",
+        "median",
+        "gather",
+        "take",
+        "masked_fill",
+        "masked_select",
+        "cat",
+        "stack",
+        "flip",
+        "roll",
+        "tril",
+        "triu",
+        "repeat",
+    }
+    | {k for k in BUILDERS if k.startswith("view_")}
+)
+
+
+def _float_outputs(res):
+    items = res if isinstance(res, (tuple, list)) else [res]
+    return [r for r in items if hasattr(r, "dtype") and r.dtype.is_floating_point and r.requires_grad]
+
+
+@pytest.mark.parametrize("name", _params("grad", GRAD_OPS))
+@given(data=st.data())
+def test_grad_matches_torch(name, data):
+    """ember.autograd.grad == torch.autograd.grad for a random cotangent, at a drawn point."""
+    pytest.importorskip("ember.autograd")  # tensor-core alone (nox -s tensor_core) has no autograd
+    LEAVES.clear()
+    GRAD_MODE["on"] = True
+    try:
+        call = BUILDERS[name](data.draw)
+    finally:
+        GRAD_MODE["on"] = False
+    leaves = list(LEAVES)
+    (e_res, e_exc), (t_res, t_exc) = run_both(call)
+    if e_exc is not None or t_exc is not None:
+        check_call(call, skip=lambda a, b, c: known_divergence(name, a, b, c))  # exception types
+        return
+    e_outs, t_outs = _float_outputs(e_res), _float_outputs(t_res)
+    assert len(e_outs) == len(t_outs), f"{call.desc}: {len(e_outs)} vs {len(t_outs)} differentiable outputs"
+    used = [i for i, p in enumerate(leaves) if p.t.requires_grad]
+    if not t_outs or not used:
+        return
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    cts = [pair_from_numpy(rng.uniform(-1, 1, tuple(t.shape)), str(t.dtype)[6:]) for t in t_outs]
+    t_grads = torch.autograd.grad(t_outs, [leaves[i].t for i in used], [c.t for c in cts], allow_unused=True)
+    e_grads = ember.autograd.grad(e_outs, [leaves[i].e for i in used], [c.e for c in cts], allow_unused=True)
+    for i, eg, tg in zip(used, e_grads, t_grads):
+        where = f"{call.desc}: grad of input {i}"
+        shape = tuple(leaves[i].t.shape)
+        if tg is None:
+            tg = torch.zeros(shape, dtype=torch.float64)
+        if eg is None:
+            eg = ember.zeros(shape, dtype=ember.float64)
+        assert_match(eg, tg, rtol=100, atol=100, where=where)
