@@ -433,7 +433,10 @@ class Module:
                                        "expected to return new values, if incompatible_keys need to be modified,"
                                        "it should be done inplace.")
 
-        load(self, state_dict)
+        try:
+            load(self, state_dict)
+        finally:
+            load = None  # the recursive closure refers to itself: a cycle holding the state dict
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
