@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "parallel.h"
 
@@ -39,7 +40,10 @@ std::shared_ptr<Storage> Storage::allocate(int64_t nbytes, bool zero) {
   size_t padded = ((size + alignment - 1) / alignment) * alignment;
   if (padded == 0) padded = 64;
   void* p = std::aligned_alloc(alignment, padded);
-  if (!p) throw std::bad_alloc();
+  // PyTorch raises RuntimeError (not MemoryError) when the CPU allocator fails.
+  if (!p)
+    throw std::runtime_error("DefaultCPUAllocator: can't allocate memory: you tried to allocate " +
+                             std::to_string(nbytes) + " bytes");
 #ifdef MADV_HUGEPAGE
   if (alignment == kHugePage) madvise(p, padded, MADV_HUGEPAGE);
 #endif
