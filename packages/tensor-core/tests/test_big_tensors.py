@@ -119,6 +119,18 @@ def test_blas_dimension_limit_without_memory():
         ember.ones(2, 1).expand(2, 2**31) @ ember.ones(1, 2).expand(2**31, 2)
 
 
+@pytest.mark.parametrize(
+    "shape, stride, offset",
+    [((3, 2), (2**62, 2**62 + 1), 0), ((5,), (-(2**62),), 2**62), ((2,), (2**63 - 1,), 0), ((2**40,), (2**30,), 0)],
+)
+def test_forged_strides_past_int64_raise(shape, stride, offset):
+    # Slots written directly (as a buggy extension might): the kernel's bounds check must not wrap.
+    t = ember.zeros(4)
+    t._shape, t._stride, t._offset = shape, stride, offset
+    with pytest.raises(IndexError, match="exceeds its storage"):
+        t.sum()
+
+
 def test_view_of_absurd_shape_raises():
     t = ember.empty(4, device="meta")
     with pytest.raises(RuntimeError):

@@ -59,12 +59,15 @@ TensorArg unpack(py::handle tensor) {
   int64_t item = itemsize(arg.dtype);
   if (numel > 0) {
     // The lowest and highest element addresses must lie in [0, nbytes).
-    int64_t lo = offset, hi = offset;
+    // Checked arithmetic: a forged stride must raise here, not wrap around into a "valid" range.
+    int64_t lo = offset, hi = offset, extent = 0, end = 0;
+    bool overflow = false;
     for (size_t d = 0; d < arg.shape.size(); ++d) {
-      int64_t extent = arg.strides[d] * (arg.shape[d] - 1);
-      if (extent >= 0) hi += extent; else lo += extent;
+      overflow |= __builtin_mul_overflow(arg.strides[d], arg.shape[d] - 1, &extent);
+      overflow |= extent >= 0 ? __builtin_add_overflow(hi, extent, &hi) : __builtin_add_overflow(lo, extent, &lo);
     }
-    if (lo < 0 || (hi + 1) * item > storage->nbytes)
+    overflow |= __builtin_add_overflow(hi, int64_t(1), &end) || __builtin_mul_overflow(end, item, &end);
+    if (overflow || lo < 0 || end > storage->nbytes)
       throw std::out_of_range("tensor view exceeds its storage (offset " + std::to_string(offset) +
                               ", storage of " + std::to_string(storage->nbytes) + " bytes)");
     if (storage->data == nullptr) throw std::invalid_argument("tensor has no data (meta device?)");
