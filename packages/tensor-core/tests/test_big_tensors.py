@@ -299,6 +299,36 @@ def test_cumsum_past_2_31():
 
 
 @bigmem
+def test_scan_in_place_dtype(marked):
+    # A scan over 2**31 + 7 elements without the int64 promotion: 2 GB out.
+    _needs(5)
+    c = marked.cumsum(0, dtype=ember.uint8)
+    assert c[2**31 - 2 : 2**31 + 2].tolist() == [1, 3, 6, 15] and c[-1].item() == sum(MARKS.values())
+
+
+@bigmem
+def test_reductions_along_a_long_dim(marked):
+    values, indices = marked.max(dim=0)
+    assert values.item() == 9 and indices.item() == 2**31 + 1
+    row = marked.view(1, BIG)
+    assert row.sum(dim=1).tolist() == [sum(MARKS.values())]
+    assert row.argmax(dim=1).tolist() == [2**31 + 1] and row.amin(dim=1).tolist() == [0]
+    values, indices = marked.topk(3)
+    assert values.tolist() == [9, 7, 5] and indices.tolist() == [2**31 + 1, BIG - 3, BIG - 1]
+    values, indices = marked[2**31 - 4 :].kthvalue(11)
+    assert values.item() == 9 and indices.item() == 5
+
+
+@bigmem
+def test_masked_ops(marked):
+    _needs(7)
+    mask = marked > 4
+    assert ember.masked_select(marked, mask).tolist() == [9, 7, 5]
+    out = marked.masked_fill(mask, 1)
+    assert out[2**31 :].tolist() == [3, 1, 0, 0, 1, 0, 1]
+
+
+@bigmem
 def test_cumsum_uint8_promotes(marked):
     # uint8 -> int64: 2 GB in, 16 GB out.
     _needs(20)

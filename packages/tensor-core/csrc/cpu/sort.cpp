@@ -116,6 +116,13 @@ struct Sorter {
   }
 };
 
+// Per-thread scratch that grew past 4M elements is freed: OpenMP threads live as long as the
+// process, and one long row must not pin gigabytes to each of them.
+template <typename V>
+void trim_scratch(V& scratch) {
+  if (scratch.capacity() > (size_t(1) << 22)) V().swap(scratch);
+}
+
 // Calls fn(P{}) with the narrowest position type that indexes n elements.
 template <typename F>
 void with_position_type(int64_t n, const F& fn) {
@@ -225,6 +232,7 @@ void topk(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
         *reinterpret_cast<scalar_t*>(row[0] + j * vs) = load<scalar_t>(row[2], ss, items[j].second);
         *reinterpret_cast<int64_t*>(row[1] + j * is) = items[j].second;
       }
+      trim_scratch(items);
     });
   });
 }
@@ -263,6 +271,7 @@ void select_kth(py::handle values_obj, py::handle indices_obj, py::handle self_o
       }
       *reinterpret_cast<scalar_t*>(row[0]) = load<scalar_t>(row[2], ss, pick);
       *reinterpret_cast<int64_t*>(row[1]) = pick;
+      trim_scratch(items);
     });
   });
 }
@@ -293,6 +302,7 @@ void mode(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
       }
       *reinterpret_cast<scalar_t*>(row[0]) = load<scalar_t>(row[2], ss, best_pos);
       *reinterpret_cast<int64_t*>(row[1]) = best_pos;
+      trim_scratch(items);
     });
   });
 }
