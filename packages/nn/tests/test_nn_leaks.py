@@ -183,6 +183,16 @@ def load_state_dict(lib):
     return refs
 
 
+def load_state_dict_pre_hook(lib):
+    # The hook is called with the module but stored in it: PyTorch holds that module weakly.
+    model = _mlp(lib)
+    model.register_load_state_dict_pre_hook(lambda module, *args: None)
+    model.load_state_dict(model.state_dict())
+    refs = [weakref.ref(model), weakref.ref(model[0].weight)]
+    del model
+    return refs
+
+
 def conv_bn_model(lib):
     nn = lib.nn
     model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
@@ -207,6 +217,7 @@ SCENARIOS = [
     dataloader_iterator,
     recurrent_graphs,
     load_state_dict,
+    load_state_dict_pre_hook,
     conv_bn_model,
 ]
 
