@@ -131,6 +131,15 @@ def test_forged_strides_past_int64_raise(shape, stride, offset):
         t.sum()
 
 
+def test_expand_past_int64_numel_raises():
+    t = ember.ones(1, 1)
+    assert t.expand(2**31, 2**31).numel() == 2**62  # fine: a view of one element
+    with pytest.raises(RuntimeError, match="overflow"):
+        t.expand(2**40, 2**40)
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.empty(1, 2**40, device="meta").expand(2**40, 2**40)
+
+
 def test_view_of_absurd_shape_raises():
     t = ember.empty(4, device="meta")
     with pytest.raises(RuntimeError):
