@@ -140,6 +140,15 @@ def test_expand_past_int64_numel_raises():
         ember.empty(1, 2**40, device="meta").expand(2**40, 2**40)
 
 
+def test_integer_matmul_scratch_failure_raises_not_aborts():
+    # No BLAS (no int32 limit) for integers, but packing an expanded 2**40-long operand cannot
+    # be allocated: the failure happens on OpenMP threads and must come back as an exception.
+    a = ember.ones(2, 1, dtype=ember.uint8).expand(2, 2**40)
+    b = ember.ones(1, 1, dtype=ember.uint8).expand(2**40, 2**20)
+    with pytest.raises((MemoryError, RuntimeError)):
+        a @ b
+
+
 def test_view_of_absurd_shape_raises():
     t = ember.empty(4, device="meta")
     with pytest.raises(RuntimeError):
