@@ -9,8 +9,6 @@
 #include <cctype>
 #include <climits>
 #include <cstring>
-#include <exception>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -69,24 +67,6 @@ void scale_out(T* c, int64_t m, int64_t n, int64_t sr, int64_t sc, T beta) {
       T& v = c[i * sr + j * sc];
       v = beta == T(0) ? T(0) : T(beta * v);  // beta == 0 ignores nan/inf already in out
     }
-}
-
-// parallel_for whose chunks may throw (scratch allocation can fail for huge operands): an
-// exception must not leave an OpenMP region (that terminates the process), so the first one
-// is kept and rethrown once every chunk is done.
-template <typename F>
-void parallel_for_may_throw(int64_t total, int64_t grain, const F& fn) {
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  parallel_for(total, grain, [&](int64_t begin, int64_t end) {
-    try {
-      fn(begin, end);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-    }
-  });
-  if (error) std::rethrow_exception(error);
 }
 
 // -- float32/float64 through OpenBLAS --------------------------------------------------
@@ -214,7 +194,7 @@ void float_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alp
   if (batch > 1 && flops < 256.0 * 256.0 * 256.0 && get_num_threads() > 1) {
     BlasSingleThread guard;
     int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(65536.0 / std::max(flops, 1.0)));
-    parallel_for_may_throw(batch, grain, [&](int64_t begin, int64_t end) {
+    parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> abuf, bbuf;
       for (int64_t bi = begin; bi < end; ++bi) float_matmul_one<T>(A, B, C, bi, alpha, beta, abuf, bbuf);
     });
@@ -235,8 +215,8 @@ void int_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alpha
   if (m == 0 || n == 0) return;
   U ua = static_cast<U>(alpha), ub = static_cast<U>(beta);
   int64_t rows = batch * m;
-  parallel_for_may_throw(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n * k)), [&](int64_t begin,
-                                                                                                   int64_t end) {
+  parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n * k)), [&](int64_t begin,
+                                                                                         int64_t end) {
     std::vector<U> bt, arow(static_cast<size_t>(k));
     int64_t packed_batch = -1;
     for (int64_t r = begin; r < end; ++r) {
