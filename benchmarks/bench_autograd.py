@@ -14,20 +14,26 @@ Cases (1 thread on both sides is the primary figure; 2 threads beside it):
 
 Timing: two warmup calls, then the minimum over repeats of the mean time of an inner loop.
 
-Figures (2026-11-30, shared 2-core x86_64 dev machine under load ~10, so +-30%):
+Figures (2026-11-30, shared 2-core x86_64 dev machine under load ~11-13, wall clock, so +-30%):
 
 | case | ember 1t | torch 1t | ratio 1t | ratio 2t |
 | --- | --- | --- | --- | --- |
-| chain100_backward | 4.3 ms | 1.39 ms | 3.1 | 3.0 |
-| chain100_fwd_bwd | 5.5 ms | 1.37 ms | 4.0 | 2.6 |
-| mlp_fwd_bwd | 66-79 ms | 51-58 ms | 1.24-1.37 | ~5 |
+| chain100_backward | 5.8 ms | 2.3 ms | 2.55 | 2.7 |
+| chain100_fwd_bwd | 8.8 ms | 2.7 ms | 3.3 | 4.0 |
+| mlp_fwd_bwd | 87 ms | 72 ms | 1.21 | ~3 |
 
-The chain is bounded by the core's per-op cost (``add_1elem`` is ~3.6x PyTorch in
-bench_core.py): a backward of this chain runs ~200 ops (2 muls per MulBackward0, the sums of
-the leaves' incoming gradients); the engine's own work is ~10 us per node. In the MLP,
-8 matmuls dominate; relu's backward (``where`` with a 0-d zero, ~2.8 ms at 256x1024) is the
-largest non-matmul cost. The 2-thread MLP ratio reflects OpenMP kernels on an oversubscribed
-2-core machine, not the engine.
+Wall-clock ratios swing by 2x at that load, so changes were compared in CPU time
+(``time.process_time``, min of 9 runs, same machine, interleaved): chain backward 2.2-2.4 ms
+before the per-node work of this round, 1.8-1.95 ms after (torch 0.76-0.85 ms: ~2.3x);
+chain fwd+bwd 3.2-3.4 -> 2.6-2.85 ms (torch 0.66 ms); MLP 35-39 -> 33-34 ms (torch 25-27 ms).
+
+The chain is bounded by the core's per-op cost (~4 us per small binary op against PyTorch's
+~1.1 us): a backward of this chain runs ~200 ops (2 muls per MulBackward0, the sums of the
+leaves' incoming gradients); the engine's own work is ~2.8 us per node (a chain of 100 nodes
+with no op in their formulas: 0.28 ms, PyTorch 0.28 ms). In the MLP, 8 matmuls dominate (the
+BLAS sgemm is ~1.2x PyTorch's at these shapes); relu's backward (``where`` with a 0-d zero) now
+takes ~0.1 ms at 256x1024 (was ~1.2 ms). The 2-thread MLP ratio reflects OpenMP kernels on an
+oversubscribed 2-core machine, not the engine.
 """
 
 from __future__ import annotations

@@ -7,9 +7,12 @@ need nothing from ``ember.nn``: ``loss = mean((tanh(x @ w1 + b1) @ w2 + b2 - y) 
 from __future__ import annotations
 
 import numpy as np
-import torch
+import pytest
 
 import ember
+
+# PyTorch is the oracle (the test extra); without it these tests are skipped, not broken.
+torch = pytest.importorskip("torch")
 
 DTYPES = {"float32": (ember.float32, torch.float32), "float64": (ember.float64, torch.float64)}
 TOLERANCES = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-5, atol=2e-6)}

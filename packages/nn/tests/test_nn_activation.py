@@ -283,3 +283,93 @@ def test_modules_without_parameters_have_empty_state():
         m = getattr(enn, name)()
         assert m.state_dict() == {} if hasattr(m.state_dict(), "keys") else True
         assert list(m.parameters()) == []
+
+
+# -- functional forms: edge values and PyTorch's exception types -------------------------------
+
+def _F(m):
+    return torch.nn.functional if m is torch else enn.functional
+
+
+def _x(m):
+    return m.tensor([-3.0, -0.5, 0.0, 0.5, 3.0, float("inf"), float("-inf"), float("nan")])
+
+
+FUNCTIONAL_VALUES = [
+    lambda m: _F(m).hardshrink(_x(m), 0.5),
+    lambda m: _F(m).softshrink(_x(m), 0.5),
+    lambda m: _F(m).softshrink(_x(m), 0.0),
+    lambda m: _F(m).logsigmoid(_x(m)),
+    lambda m: _F(m).celu_(_x(m), 0.5),
+    lambda m: _F(m).selu_(_x(m)),
+    lambda m: _F(m).elu_(_x(m), 0.5),
+    lambda m: _F(m).leaky_relu_(_x(m), 0.5),
+    lambda m: _F(m).hardtanh_(_x(m), -2.0, 2.0),
+    lambda m: _F(m).threshold_(_x(m), 0.1, 20.0),
+    lambda m: _F(m).relu_(_x(m)),
+    lambda m: _F(m).rrelu_(_x(m)),
+    lambda m: _F(m).softmin(_x(m)[:5], 0, dtype=m.float64),
+    lambda m: _F(m).log_softmax(_x(m)[:5], 0, dtype=m.float64),
+    lambda m: _F(m).softmax(_x(m)[:5], -1, dtype=m.float64),
+    lambda m: _F(m).relu6(m.tensor([-3, 0, 4, 9])),
+    lambda m: _F(m).hardtanh(m.tensor([-3, 0, 4, 9]), -2, 5),
+    lambda m: _F(m).threshold(m.tensor([-3, 0, 4, 9]), 1, 7),
+    lambda m: _F(m).softsign(m.tensor([-3, 0, 4, 9])),
+]
+
+
+@pytest.mark.parametrize("fn", FUNCTIONAL_VALUES, ids=[str(i) for i in range(len(FUNCTIONAL_VALUES))])
+def test_functional_edge_values(fn):
+    assert_close(fn(ember), fn(torch))
+
+
+FUNCTIONAL_ERRORS = [
+    (RuntimeError, lambda m: _F(m).softshrink(m.ones(3), -1.0)),
+    (IndexError, lambda m: _F(m).glu(m.ones(4, 2), 2)),
+    (NotImplementedError, lambda m: _F(m).prelu(m.tensor([1, -2]), m.tensor([1]))),
+    (NotImplementedError, lambda m: _F(m).leaky_relu(m.tensor([1, -2]))),
+    (NotImplementedError, lambda m: _F(m).gelu(m.tensor([1, -2]))),
+    (NotImplementedError, lambda m: _F(m).softmax(m.tensor([1, -2]), 0)),
+    (RuntimeError, lambda m: _F(m).relu(m.tensor([True, False]))),
+    (ValueError, lambda m: _F(m).hardtanh(m.ones(2), 2.0, 1.0)),
+    (RuntimeError, lambda m: _F(m).gelu(m.ones(2), approximate="fast")),
+]
+
+
+@pytest.mark.parametrize("exc,fn", FUNCTIONAL_ERRORS, ids=[str(i) for i in range(len(FUNCTIONAL_ERRORS))])
+def test_functional_errors(exc, fn):
+    with pytest.raises(exc):
+        fn(torch)
+    with pytest.raises(exc):
+        fn(ember)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gumbel_softmax(hard, dim):
+    ember.manual_seed(0)
+    base = ember.tensor(np.random.default_rng(0).standard_normal((4, 5)), requires_grad=True)
+    y = enn.functional.gumbel_softmax(base, tau=0.5, hard=hard, dim=dim)
+    ys = to_np(y)
+    np.testing.assert_allclose(ys.sum(dim), 1.0, rtol=1e-12)
+    if hard:
+        assert set(np.unique(ys)) <= {0.0, 1.0} and np.all((ys == 1).sum(dim) == 1)
+    # Gradients flow through the soft sample (straight-through when hard).
+    (y * ember.tensor(np.arange(20.0).reshape(4, 5))).sum().backward()
+    assert float(base.grad.abs().sum()) > 0
+    with pytest.warns(UserWarning, match="eps"):
+        enn.functional.gumbel_softmax(base, eps=1e-3)
+
+
+@pytest.mark.parametrize("name,args", [("ReLU", ()), ("GELU", ()), ("SiLU", ()), ("ELU", ()), ("Hardswish", ()),
+                                       ("LeakyReLU", (0.1,)), ("Softplus", ()), ("Mish", ()), ("Softmax", (1,)),
+                                       ("LogSoftmax", (-1,)), ("Hardshrink", ()), ("Tanh", ()), ("Sigmoid", ())])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_forward(name, args, dtype):
+    data = np.linspace(-4, 4, 24, dtype=np.float32).reshape(4, 6)
+    e = ember.tensor(data).to(getattr(ember, dtype))
+    t = torch.tensor(data).to(getattr(torch, dtype))
+    e_out, t_out = getattr(enn, name)(*args)(e), getattr(torch.nn, name)(*args)(t)
+    assert e_out.dtype is e.dtype
+    tol = 1e-2 if dtype == "bfloat16" else 2e-3
+    np.testing.assert_allclose(to_np(e_out.float()), t_out.float().numpy(), rtol=tol, atol=tol)

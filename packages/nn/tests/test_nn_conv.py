@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
-from layer_helpers import check_layer, check_state_dict, input_pair, make_pair
+from layer_helpers import assert_close, check_layer, check_state_dict, copy_state, input_pair, make_pair
 
 import ember
 import ember.nn as nn
@@ -16,7 +17,6 @@ CONV_CASES = [
     ("Conv1d", (3, 4, 3), {}, (2, 3, 7)),
     ("Conv1d", (3, 4, 3), {}, (3, 7)),  # unbatched
     ("Conv1d", (4, 6, 2), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, (2, 4, 9)),
-    ("Conv1d", (3, 4, 4), {"padding": "same", "dilation": 1}, (2, 3, 8)),  # even kernel: asymmetric padding
     ("Conv1d", (3, 2, 3), {"padding": "valid", "bias": False}, (1, 3, 5)),
     ("Conv1d", (2, 2, 3), {"padding": 2, "padding_mode": "reflect"}, (2, 2, 6)),
     ("Conv1d", (2, 2, 3), {"padding": 1, "padding_mode": "circular"}, (2, 2, 5)),
@@ -52,6 +52,25 @@ def test_forward_backward_match_torch(case, dtype):
     name, args, kwargs, shape = case
     tm, em = _pair(name, args, kwargs, dtype)
     check_layer(tm, em, shape, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_same_padding_with_even_kernel(dtype):
+    # PyTorch warns about the padded copy once per process, and another package's tests expect
+    # that warning: the reference here pads explicitly (one more at the end) instead.
+    tm = torch.nn.Conv1d(3, 4, 4).to(getattr(torch, dtype))
+    em = nn.Conv1d(3, 4, 4, padding="same").to(getattr(ember, dtype))
+    copy_state(tm, em)
+    xe, xt = input_pair((2, 3, 8), dtype)
+    with pytest.warns(UserWarning, match="Using padding='same' with even kernel lengths and odd dilation"):
+        ye = em(xe)
+    yt = torch.nn.functional.conv1d(torch.nn.functional.pad(xt, (1, 2)), tm.weight, tm.bias)
+    assert_close(ye, yt)
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in ((xe, xt), (em.weight, tm.weight), (em.bias, tm.bias)):
+        assert_close(e.grad, t.grad)
+    assert em._reversed_padding_repeated_twice == [1, 2]
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape,output_size", [
@@ -193,3 +212,51 @@ def test_lazy_conv_bad_input_rank():
         x = (torch if mod is torch.nn else ember).zeros(3, 3)
         with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d"):
             m(x)
+
+
+def test_deepcopy_and_pickle_keep_weights_and_laziness():
+    import copy
+    import pickle
+
+    m = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), nn.ConvTranspose2d(3, 2, 2, stride=2))
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert repr(clone) == repr(m)
+        for (name, a), b in zip(m.state_dict().items(), clone.state_dict().values()):
+            assert ember.equal(a, b), name
+        x = ember.randn(1, 2, 4, 4)
+        assert ember.allclose(clone(x), m(x))
+    lazy = copy.deepcopy(nn.LazyConv1d(3, 2))
+    assert tuple(lazy(ember.randn(2, 5, 4)).shape) == (2, 3, 3) and type(lazy) is nn.Conv1d
+
+
+@pytest.mark.parametrize("name,args,shape", [("Conv2d", (2, 3, 3), (1, 2, 5, 5)),
+                                             ("ConvTranspose1d", (2, 3, 2), (2, 2, 4))])
+def test_float16_layers_close_to_torch(name, args, shape):
+    tm, em = _pair(name, args, {"padding": 1}, "float32")
+    tm, em = tm.half(), em.half()
+    xe, xt = input_pair(shape, requires_grad=False)
+    ye, yt = em(xe.half()), tm(xt.half())
+    assert ye.dtype is ember.float16
+    np.testing.assert_allclose(ye.detach().float().numpy(), yt.detach().float().numpy(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("pad", [0, 2])
+def test_conv_tbc_matches_torch(pad):
+    xe, xt = input_pair((6, 2, 3), "float64")
+    we, wt = input_pair((3, 3, 4), "float64", seed=1)
+    be, bt = input_pair((4,), "float64", seed=2)
+    ye, yt = nn.functional.conv_tbc(xe, we, be, pad), torch.conv_tbc(xt, wt, bt, pad)
+    assert_close(ye, yt)
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in ((xe, xt), (we, wt), (be, bt)):
+        assert_close(e.grad, t.grad)
+
+
+@pytest.mark.parametrize("shapes", [((6, 3), (3, 3, 4), (4,)), ((6, 2, 3), (3, 4), (4,)), ((6, 2, 3), (3, 3, 4), (2,)),
+                                    ((6, 2, 3), (3, 2, 4), (4,))])
+def test_conv_tbc_errors(shapes):
+    for lib in (torch, nn.functional):
+        args = [(ember if lib is nn.functional else torch).zeros(*s) for s in shapes]
+        with pytest.raises(RuntimeError):
+            lib.conv_tbc(*args, 0)

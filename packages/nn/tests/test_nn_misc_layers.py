@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from nn_layer_helpers import check_module, check_state, leaf_pair, to_np
+from nn_layer_helpers import assert_close, check_module, check_state, leaf_pair, to_np
 
 import ember
 import ember.nn as enn
@@ -345,3 +345,15 @@ def test_distance_attributes():
     assert (m.norm, m.eps, m.keepdim) == (3.0, 0.5, True)
     m = enn.CosineSimilarity(dim=2, eps=1e-3)
     assert (m.dim, m.eps) == (2, 1e-3)
+
+
+@pytest.mark.parametrize("name,kwargs", [("upsample", {"scale_factor": 2}), ("upsample_nearest", {"size": 5}),
+                                         ("upsample_bilinear", {"scale_factor": 2})])
+def test_deprecated_upsample_functions(name, kwargs):
+    e, t, _, _ = leaf_pair((1, 2, 3, 4), "float64")
+    with pytest.warns(UserWarning, match=f"nn.functional.{name}` is deprecated"):
+        e_out = getattr(enn.functional, name)(e, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_out = getattr(torch.nn.functional, name)(t, **kwargs)
+    assert_close(e_out, t_out)

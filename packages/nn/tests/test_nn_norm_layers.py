@@ -289,3 +289,32 @@ def test_rms_norm_gradients_and_second_order():
     fn = lambda x, w: nn.functional.rms_norm(x, [4], w, 1e-3)  # noqa: E731
     assert ember.autograd.gradcheck(fn, (xe, we))
     assert ember.autograd.gradgradcheck(fn, (xe, we))
+
+
+# -- nn.functional edge cases (empty inputs, integer inputs, rank errors) ------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda F, x, lib: F.group_norm(x[:0], 3),
+    lambda F, x, lib: F.instance_norm(x[:0]),
+    lambda F, x, lib: F.layer_norm(x[:0], [5]),
+    lambda F, x, lib: F.batch_norm(x[:0], lib.zeros(3), lib.ones(3)),
+])
+def test_functional_norms_of_empty_batches(call):
+    xe, xt = input_pair((2, 3, 5))
+    assert_close(call(nn.functional, xe, ember), call(torch.nn.functional, xt, torch))
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda F, x, lib: F.batch_norm(x.long(), None, None, training=True), NotImplementedError),
+    (lambda F, x, lib: F.layer_norm(x.long(), [5]), NotImplementedError),
+    (lambda F, x, lib: F.group_norm(x.long(), 3), NotImplementedError),
+    (lambda F, x, lib: F.rms_norm(x.long(), [5]), NotImplementedError),
+    (lambda F, x, lib: F.batch_norm(x[0, 0], None, None, training=True), IndexError),
+    (lambda F, x, lib: F.group_norm(x, 0), ZeroDivisionError),
+])
+def test_functional_norm_error_types(call, exc):
+    xe, xt = input_pair((2, 3, 5))
+    with pytest.raises(exc):
+        call(torch.nn.functional, xt, torch)
+    with pytest.raises(exc):
+        call(nn.functional, xe, ember)

@@ -213,3 +213,54 @@ def test_adaptive_tuple_size_on_low_rank_input_is_value_error(name):
     for mod, x in ((torch.nn, xt), (nn, xe)):
         with pytest.raises(ValueError, match="Input dimension should be at least 3"):
             getattr(mod, name)((2, 2))(x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, x: F.adaptive_avg_pool2d(x, 0),
+    lambda F, x: F.adaptive_max_pool2d(x, (0, 2), return_indices=True),
+    lambda F, x: F.adaptive_avg_pool1d(x[0], 0),
+    lambda F, x: F.max_pool2d(x[:0], 2),
+    lambda F, x: F.avg_pool2d(x[:0], 2),
+])
+def test_functional_empty_outputs(call):
+    xe, xt = input_pair((2, 3, 4, 4), "float64")
+    re, rt = call(F, xe), call(torch.nn.functional, xt)
+    for a, b in zip(re if isinstance(re, tuple) else (re,), rt if isinstance(rt, tuple) else (rt,)):
+        assert_close(a, b)
+
+
+def test_functional_unfold_fold_match_torch():
+    xe, xt = input_pair((2, 3, 6, 7), "float64")
+    ue = F.unfold(xe, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    ut = torch.nn.functional.unfold(xt, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    assert_close(ue, ut)
+    fe = F.fold(ue, (6, 7), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    ft = torch.nn.functional.fold(ut, (6, 7), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    assert_close(fe, ft)
+    fe.sum().backward()
+    ft.sum().backward()
+    assert_close(xe.grad, xt.grad)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "sliced"])
+def test_non_contiguous_inputs_through_a_model(layout):
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.MaxPool2d(2),
+                             torch.nn.LayerNorm(3), torch.nn.AvgPool2d((2, 1)))
+    em = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.MaxPool2d(2), nn.LayerNorm(3),
+                       nn.AvgPool2d((2, 1)))
+    tm, em = tm.double(), em.double()
+    em.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    xe, xt = input_pair((2, 8, 6, 3) if layout == "channels_last" else (4, 3, 8, 6), "float64")
+    if layout == "channels_last":  # (N, H, W, C) memory seen as (N, C, H, W)
+        ve, vt = xe.permute(0, 3, 1, 2), xt.permute(0, 3, 1, 2)
+    else:  # every other sample
+        ve, vt = xe[::2], xt[::2]
+    assert not ve.is_contiguous()
+    ye, yt = em(ve), tm(vt)
+    assert_close(ye, yt)
+    ye.sum().backward()
+    yt.sum().backward()
+    assert_close(xe.grad, xt.grad)
+    for pe, pt in zip(em.parameters(), tm.parameters()):
+        assert_close(pe.grad, pt.grad)

@@ -32,7 +32,7 @@ def _pair(name, *args, dtype=torch.float64, **kwargs):
     em = getattr(enn, name)(*args, **kwargs).to(getattr(ember, str(dtype).split(".")[1]))
     with ember.no_grad():
         for pname, p in tm.named_parameters():
-            getattr(em, pname).copy_(ember.from_numpy(p.detach().numpy().copy()))
+            getattr(em, pname).copy_(ember.from_numpy(p.detach().double().numpy()))
     return tm, em
 
 
@@ -156,6 +156,49 @@ def test_packed_input(name, kw, enforce_sorted, with_state):
     _close(e_pad, t_pad)
     assert e_len.tolist() == t_len.tolist()
     _check(tm, em, t_out, e_out, t_in, e_in)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_projection_without_bias(bidirectional):
+    tm, em = _pair("LSTM", 3, 5, num_layers=2, bias=False, proj_size=3, bidirectional=bidirectional,
+                   batch_first=True)
+    rng = np.random.default_rng(0)
+    tx, ex = _tensors((2, 4, 3), rng)
+    _check(tm, em, tm(tx), em(ex), [tx], [ex])
+
+
+@pytest.mark.parametrize(("name", "kw"), MODES, ids=MODE_IDS)
+def test_no_grad_and_weight_only_gradients(name, kw):
+    tm, em = _pair(name, 3, 4, num_layers=2, bidirectional=True, **kw)
+    rng = np.random.default_rng(0)
+    tx, ex = _tensors((4, 2, 3), rng, grad=False)
+    with ember.no_grad():
+        e_out = em(ex)
+    assert not e_out[0].requires_grad
+    t_out = tm(tx)
+    _close(e_out[0], t_out[0])
+    # inputs without requires_grad: only the weights get gradients
+    _check(tm, em, t_out, em(ex), [], [])
+
+
+@pytest.mark.parametrize(("name", "kw"), MODES, ids=MODE_IDS)
+def test_empty_batch_and_empty_sequence(name, kw):
+    tm, em = _pair(name, 3, 4, **kw)
+    out, _ = em(ember.zeros((3, 0, 3), dtype=ember.float64))
+    assert tuple(out.shape) == tuple(tm(torch.zeros(3, 0, 3, dtype=torch.float64))[0].shape)
+    _same_error(lambda: tm(torch.zeros(0, 2, 3, dtype=torch.float64)),
+                lambda: em(ember.zeros((0, 2, 3), dtype=ember.float64)))
+
+
+def test_bfloat16_runs_close_to_torch():
+    tm, em = _pair("LSTM", 3, 4, num_layers=2, dtype=torch.bfloat16)
+    x = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
+    t_out, _ = tm(torch.from_numpy(x).bfloat16())
+    e_out, _ = em(ember.from_numpy(x).to(ember.bfloat16).requires_grad_())
+    assert e_out.dtype == ember.bfloat16
+    np.testing.assert_allclose(e_out.to(ember.float32).detach().numpy(), t_out.float().detach().numpy(), atol=1e-2)
+    e_out.sum().backward()
+    assert em.weight_hh_l1.grad.dtype == ember.bfloat16
 
 
 @pytest.mark.parametrize(("name", "kw"), MODES, ids=MODE_IDS)

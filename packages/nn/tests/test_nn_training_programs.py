@@ -34,8 +34,10 @@ def _copy_weights(src, dst) -> None:
 def _data(n, shape, classes=None, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, *shape))
-    y = rng.integers(0, classes, n) if classes else rng.standard_normal((n, 1))
-    return x, y
+    if classes:
+        return x, rng.integers(0, classes, n)
+    flat = x.reshape(n, -1)
+    return x, np.sin(flat[:, :1]) + 0.5 * flat[:, 1:2]  # a learnable regression target
 
 
 def _run(program, lib, model, x, y, steps):
@@ -89,7 +91,7 @@ def test_mlp_regression_sgd_momentum_step_lr_and_clipping():
 
     x, y = _data(64, (6,))
     losses = _compare(program, build, x, y, steps=5)
-    assert losses[-1] < losses[0]
+    assert np.mean(losses[-4:]) < np.mean(losses[:4])  # 4 batches per epoch: it learns
 
 
 def test_cnn_classifier_adam_batchnorm_pooling_cosine_schedule():

@@ -7,10 +7,11 @@ import math
 import warnings
 
 import pytest
-import torch
 
 import ember
 import ember.optim
+
+torch = pytest.importorskip("torch")
 
 
 def _optimizer(lib, kind="sgd", lr_type=float):

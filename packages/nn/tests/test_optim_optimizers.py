@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 import pytest
-import torch
-from optim_helpers import assert_params_close, assert_same_trajectory, model_arrays, pair, train
+from optim_helpers import (
+    assert_params_close,
+    assert_same_trajectory,
+    model_arrays,
+    pair,
+    to_ember,
+    torch,
+    train,
+)
 
 import ember
 import ember.optim
@@ -18,12 +28,14 @@ CASES = [
     ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
     ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, maximize=True)),
     ("Adam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.5))),  # lerp weight 1 - beta1 >= 0.5: PyTorch's other form
     ("AdamW", dict(lr=0.01)),
     ("AdamW", dict(lr=0.01, amsgrad=True, weight_decay=0.05, maximize=True)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.9, weight_decay=0.01)),
     ("RMSprop", dict(lr=0.005, centered=True, maximize=True)),
     ("RMSprop", dict(lr=0.005, momentum=0.5)),
+    ("RMSprop", dict(lr=0.005, alpha=0.4, centered=True)),
     ("Adagrad", dict(lr=0.1)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1, weight_decay=0.01, eps=1e-8)),
     ("Adagrad", dict(lr=0.05, maximize=True)),
@@ -34,6 +46,15 @@ CASES = [
     ("NAdam", dict(lr=0.01)),
     ("NAdam", dict(lr=0.01, momentum_decay=0.01, weight_decay=0.01)),
     ("NAdam", dict(lr=0.01, weight_decay=0.05, decoupled_weight_decay=True, maximize=True)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.005, etas=(0.3, 1.5), step_sizes=(1e-4, 0.02), maximize=True)),
+    ("ASGD", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=5, weight_decay=0.01, maximize=True)),
+    ("Adafactor", dict(lr=0.01)),
+    (
+        "Adafactor",
+        dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=0.9 + 0.2, weight_decay=0.01, maximize=True),
+    ),
     ("RAdam", dict(lr=0.01)),
     ("RAdam", dict(lr=0.01, weight_decay=0.01)),
     ("RAdam", dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.05, decoupled_weight_decay=True, maximize=True)),
@@ -88,6 +109,17 @@ def test_tensor_lr(name):
     assert isinstance(opt.param_groups[0]["lr"], ember.Tensor)
 
 
+def test_tensor_betas():
+    (_, _, ours), (_, _, theirs) = run_both(
+        "Adam",
+        None,
+        make_kwargs=lambda lib: dict(
+            lr=0.01, betas=(lib.tensor(0.8, dtype=lib.float64), lib.tensor(0.99, dtype=lib.float64))
+        ),
+    )
+    assert_same_trajectory(ours, theirs)
+
+
 @pytest.mark.parametrize("name", ["SGD", "Adam", "Adagrad", "NAdam"])
 def test_param_groups_with_own_options(name):
     ours, theirs = pair()
@@ -135,6 +167,22 @@ def test_lbfgs(line_search_fn, history_size):
     assert len(state_ours["old_dirs"]) == len(state_theirs["old_dirs"])
 
 
+def test_lbfgs_resumes_from_a_pytorch_state_dict():
+    ours, theirs = pair(model_arrays(seed=1))
+    kwargs = dict(max_iter=5, history_size=4, line_search_fn="strong_wolfe")
+    opt_theirs = torch.optim.LBFGS(theirs.params, **kwargs)
+    opt_theirs.step(theirs.closure(opt_theirs))
+    with ember.no_grad():
+        for p, a in zip(ours.params, theirs.arrays()):
+            p.copy_(ember.tensor(a, dtype=p.dtype))
+    opt_ours = ember.optim.LBFGS(ours.params, **kwargs)
+    opt_ours.load_state_dict(to_ember(copy.deepcopy(opt_theirs.state_dict())))
+    for k in range(2):
+        opt_ours.step(ours.closure(opt_ours))
+        opt_theirs.step(theirs.closure(opt_theirs))
+        assert_params_close(ours, theirs, where=f"after step {k}", rtol=1e-8, atol=1e-10)
+
+
 def test_lbfgs_stops_at_a_minimum():
     # A quadratic: the first evaluation already meets tolerance_grad once converged.
     w = ember.tensor([3.0, -1.0], dtype=ember.float64, requires_grad=True)
@@ -169,3 +217,40 @@ def test_closure_returns_loss_and_runs_with_grad():
         loss = opt.step(closure)
     assert seen == [True] and loss.item() > 0
     assert ours.params[0].grad_fn is None and ours.params[0].is_leaf
+
+
+def test_adafactor_factors_the_last_two_dims_of_a_3d_parameter():
+    start = np.random.default_rng(3).standard_normal((2, 3, 4))
+    results = []
+    for lib in (ember, torch):
+        w = lib.tensor(start, dtype=lib.float64).requires_grad_(True)
+        opt = lib.optim.Adafactor([w], lr=0.05)
+        for _ in range(6):
+            opt.zero_grad()
+            ((w**3).sum() + (w * w).mean()).backward()
+            opt.step()
+        results.append((w.detach().numpy().copy(), tuple(opt.state[w]["row_var"].shape)))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-12)
+    assert results[0][1] == results[1][1] == (2, 3, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(lr=0.02), dict(lr=0.01, nesterov=False, weight_decay=0.05, adjust_lr_fn="match_rms_adamw")],
+)
+def test_muon_on_the_weight_matrices(kwargs):
+    # Muon orthogonalises in bfloat16; the matrices (not the biases) are optimised.
+    ours, theirs = pair(dtype="float32")
+    opt_ours = ember.optim.Muon([ours.params[0], ours.params[2]], **kwargs)
+    opt_theirs = torch.optim.Muon([theirs.params[0], theirs.params[2]], **kwargs)
+    assert_same_trajectory(train(ours, opt_ours, 15), train(theirs, opt_theirs, 15), dtype="float32")
+
+
+def test_muon_rejects_what_pytorch_rejects():
+    ours, _ = pair()
+    with pytest.raises(
+        ValueError, match=r"Muon only supports 2D parameters whereas we found a parameter with size"
+    ):
+        ember.optim.Muon(ours.params)
+    with pytest.raises(ValueError, match="Adjust learning rate function bad is not supported"):
+        ember.optim.Muon(ours.params[:1], adjust_lr_fn="bad")

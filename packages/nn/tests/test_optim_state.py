@@ -7,8 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
-from optim_helpers import assert_same_trajectory, pair, to_ember, train
+from optim_helpers import assert_same_trajectory, pair, to_ember, torch, train
 
 import ember
 import ember.optim
@@ -23,6 +22,9 @@ ONE_CONFIG_EACH = [
     ("Adamax", dict(lr=0.01)),
     ("NAdam", dict(lr=0.01)),
     ("RAdam", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.01)),
+    ("ASGD", dict(lr=0.05, t0=3)),
+    ("Adafactor", dict(lr=0.01)),
 ]
 IDS = [name for name, _ in ONE_CONFIG_EACH]
 
@@ -36,13 +38,22 @@ def _started(name, kwargs, steps=10):
     return ours, opt_ours, theirs, opt_theirs
 
 
-def _fresh_copy(model, arrays_from):
-    """A new ember model whose weights are ``arrays_from``'s current weights."""
-    clone, _ = pair()
-    with ember.no_grad():
-        for p, a in zip(clone.params, arrays_from.arrays()):
-            p.copy_(ember.tensor(a, dtype=p.dtype))
+def _fresh_copy(lib, source):
+    """A new model in ``lib`` whose weights are ``source``'s current weights."""
+    ours, theirs = pair()
+    clone = ours if lib is ember else theirs
+    with lib.no_grad():
+        for p, a in zip(clone.params, source.arrays()):
+            p.copy_(lib.tensor(a, dtype=p.dtype))
     return clone
+
+
+def _resumed_pytorch(name, theirs, opt_theirs):
+    """PyTorch's own run, resumed the same way (loading casts some state, e.g. ASGD's eta)."""
+    model = _fresh_copy(torch, theirs)
+    optimizer = getattr(torch.optim, name)(model.params)
+    optimizer.load_state_dict(copy.deepcopy(opt_theirs.state_dict()))
+    return model, optimizer
 
 
 @pytest.mark.parametrize("name, kwargs", ONE_CONFIG_EACH, ids=IDS)
@@ -65,20 +76,22 @@ def test_state_dict_has_pytorchs_format(name, kwargs):
 def test_state_dict_round_trip_continues_the_trajectory(name, kwargs):
     ours, opt_ours, theirs, opt_theirs = _started(name, kwargs)
     saved = copy.deepcopy(opt_ours.state_dict())
-    resumed = _fresh_copy(ours, ours)
+    resumed = _fresh_copy(ember, ours)
     opt_resumed = getattr(ember.optim, name)(resumed.params, lr=123.0)  # options come from the dict
     opt_resumed.load_state_dict(saved)
     assert opt_resumed.param_groups[0]["lr"] == kwargs.get("lr", opt_ours.defaults["lr"])
+    theirs, opt_theirs = _resumed_pytorch(name, theirs, opt_theirs)
     assert_same_trajectory(train(resumed, opt_resumed, 10), train(theirs, opt_theirs, 10))
 
 
 @pytest.mark.parametrize("name, kwargs", ONE_CONFIG_EACH, ids=IDS)
 def test_load_a_pytorch_state_dict(name, kwargs):
     _, _, theirs, opt_theirs = _started(name, kwargs)
-    resumed = _fresh_copy(None, theirs)
+    resumed = _fresh_copy(ember, theirs)
     opt_resumed = getattr(ember.optim, name)(resumed.params)
     opt_resumed.load_state_dict(to_ember(copy.deepcopy(opt_theirs.state_dict())))
     assert resumed.params[0] in opt_resumed.state
+    theirs, opt_theirs = _resumed_pytorch(name, theirs, opt_theirs)
     assert_same_trajectory(train(resumed, opt_resumed, 10), train(theirs, opt_theirs, 10))
 
 
@@ -164,6 +177,11 @@ def _invalid_cases():
         ("NAdam", dict(momentum_decay=-1.0), "Invalid momentum_decay value: -1.0"),
         ("RAdam", dict(eps=-1.0), "Invalid epsilon value: -1.0"),
         ("LBFGS", dict(lr=-1.0), "Invalid learning rate: -1.0"),
+        ("Rprop", dict(etas=(1.0, 1.2)), "Invalid eta values: 1.0, 1.2"),
+        ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1.0"),
+        ("Adafactor", dict(lr=-1.0), "Learning rate should be >= 0 but is: -1.0"),
+        ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0 but is: 0.5"),
+        ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
     ]
 
 
@@ -289,3 +307,34 @@ def test_no_warnings_in_a_normal_step():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train(ours, opt, 2)
+
+
+def test_pickle_round_trip_keeps_state_and_groups():
+    import pickle
+
+    ours, _ = pair()
+    opt = ember.optim.Adam(ours.params, lr=0.01)
+    train(ours, opt, 2)
+    clone = pickle.loads(pickle.dumps(opt))
+    assert clone.param_groups[0]["lr"] == 0.01 and len(clone.state) == 4
+    assert clone.register_step_pre_hook(lambda *a: None) is not None  # hooks restored empty
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD"])
+def test_training_under_one_cycle_matches_pytorch(name):
+    # The scheduler rewrites lr and betas[0] (or momentum) every step; the optimizer must read them.
+    ours, theirs = pair()
+    trajectories = []
+    for lib, model in ((ember, ours), (torch, theirs)):
+        kwargs = dict(lr=0.01, momentum=0.9) if name == "SGD" else dict(lr=0.01)
+        opt = getattr(lib.optim, name)(model.params, **kwargs)
+        sched = lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=20)
+        snapshots = []
+        for _ in range(20):
+            opt.zero_grad()
+            model.loss().backward()
+            opt.step()
+            sched.step()
+            snapshots.append(model.arrays())
+        trajectories.append(snapshots[4::5])
+    assert_same_trajectory(*trajectories)

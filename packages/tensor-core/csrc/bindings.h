@@ -25,4 +25,7 @@ void bind_loss(pybind11::module_& m);
 void bind_attention(pybind11::module_& m);
 void bind_scatter(pybind11::module_& m);
 void bind_sort(pybind11::module_& m);
+void bind_complex(pybind11::module_& m);
+void bind_fft(pybind11::module_& m);
+void bind_rnn(pybind11::module_& m);
 }  // namespace ember

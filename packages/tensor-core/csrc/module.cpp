@@ -37,4 +37,7 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_attention(m);
   ember::bind_scatter(m);
   ember::bind_sort(m);
+  ember::bind_complex(m);
+  ember::bind_fft(m);
+  ember::bind_rnn(m);
 }

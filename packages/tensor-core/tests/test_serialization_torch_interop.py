@@ -234,8 +234,22 @@ def test_tensor_attribute_of_unsupported_type_is_refused():
 def test_unsupported_torch_dtype_is_named():
     with pytest.raises(UnpicklingError, match="uint16"):
         torch_to_ember(torch.ones(2, dtype=torch.uint16))
-    with pytest.raises(UnpicklingError, match="torch.ComplexFloatStorage are not supported"):
-        torch_to_ember(torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(UnpicklingError, match="torch.float8_e4m3fn is not supported"):
+        torch_to_ember(torch.ones(2, dtype=torch.float8_e4m3fn))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tensors_round_trip_both_ways(dtype):
+    t = torch.randn(3, 2, dtype=getattr(torch, dtype)).t()  # non-contiguous, like a state-dict view
+    e = torch_to_ember(t)
+    assert e.dtype == getattr(ember, dtype) and e.shape == (2, 3)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    buf = io.BytesIO()
+    ember.save({"z": e}, buf)
+    buf.seek(0)
+    back = torch.load(buf, weights_only=True)["z"]
+    assert back.dtype == t.dtype
+    torch.testing.assert_close(back, t, rtol=0, atol=0)
 
 
 def test_map_location_with_torch_files():

@@ -2,6 +2,7 @@
 // The integer codes are shared with Python (ember/_src/dtypes.py): keep them in sync.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -20,11 +21,13 @@ enum class DType : int {
   BFloat16 = 7,
   Float32 = 8,
   Float64 = 9,
+  Complex64 = 10,
+  Complex128 = 11,
 };
-constexpr int kNumDTypes = 10;
+constexpr int kNumDTypes = 12;
 
 inline int64_t itemsize(DType t) {
-  static const int64_t sizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  static const int64_t sizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
   return sizes[static_cast<int>(t)];
 }
 
@@ -128,7 +131,17 @@ struct Compute<BFloat16> {
   static BFloat16 store(float v) { return BFloat16{float_to_bf16(v)}; }
 };
 
-// Value conversion with PyTorch's rules (bool is 0/1; float->int truncates).
+using c64 = std::complex<float>;
+using c128 = std::complex<double>;
+template <typename T>
+struct is_complex : std::false_type {};
+template <typename T>
+struct is_complex<std::complex<T>> : std::true_type {};
+template <typename T>
+inline constexpr bool is_complex_v = is_complex<T>::value;
+
+// Value conversion with PyTorch's rules (bool is 0/1; float->int truncates; complex->real
+// keeps the real part).
 template <typename To, typename From>
 inline To convert(From v) {
   using CF = typename Compute<From>::type;
@@ -136,6 +149,11 @@ inline To convert(From v) {
   CF c = Compute<From>::load(v);
   if constexpr (std::is_same_v<To, bool>) {
     return c != CF(0);
+  } else if constexpr (is_complex_v<CT>) {
+    if constexpr (is_complex_v<CF>) return CT(c);
+    else return CT(static_cast<typename CT::value_type>(c), 0);
+  } else if constexpr (is_complex_v<CF>) {
+    return convert<To, typename CF::value_type>(c.real());
   } else if constexpr (std::is_floating_point_v<CT> || !std::is_floating_point_v<CF>) {
     return Compute<To>::store(static_cast<CT>(c));
   } else {
@@ -189,6 +207,33 @@ inline To convert(From v) {
     EMBER_CASE(Float64, double, __VA_ARGS__)    \
     default:                                    \
       EMBER_THROW_DTYPE(dtype, what);           \
+  }
+
+// Every dtype, complex included (data movement and conversions).
+#define EMBER_DISPATCH_ALL_AND_COMPLEX(dtype, what, ...)    \
+  switch (dtype) {                                         \
+    EMBER_CASE(Bool, bool, __VA_ARGS__)                    \
+    EMBER_CASE(UInt8, uint8_t, __VA_ARGS__)                \
+    EMBER_CASE(Int8, int8_t, __VA_ARGS__)                  \
+    EMBER_CASE(Int16, int16_t, __VA_ARGS__)                \
+    EMBER_CASE(Int32, int32_t, __VA_ARGS__)                \
+    EMBER_CASE(Int64, int64_t, __VA_ARGS__)                \
+    EMBER_CASE(Float16, ::ember::Half, __VA_ARGS__)        \
+    EMBER_CASE(BFloat16, ::ember::BFloat16, __VA_ARGS__)   \
+    EMBER_CASE(Float32, float, __VA_ARGS__)                \
+    EMBER_CASE(Float64, double, __VA_ARGS__)               \
+    EMBER_CASE(Complex64, ::ember::c64, __VA_ARGS__)       \
+    EMBER_CASE(Complex128, ::ember::c128, __VA_ARGS__)     \
+    default:                                               \
+      EMBER_THROW_DTYPE(dtype, what);                      \
+  }
+
+#define EMBER_DISPATCH_COMPLEX(dtype, what, ...)      \
+  switch (dtype) {                                   \
+    EMBER_CASE(Complex64, ::ember::c64, __VA_ARGS__)   \
+    EMBER_CASE(Complex128, ::ember::c128, __VA_ARGS__) \
+    default:                                         \
+      EMBER_THROW_DTYPE(dtype, what);                \
   }
 
 #define EMBER_DISPATCH_FLOATING(dtype, what, ...) \

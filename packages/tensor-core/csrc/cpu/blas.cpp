@@ -1,8 +1,9 @@
 // Kernel family "blas": one batched matrix product, out[b] = beta * out[b] + alpha * a[b] @ b[b],
 // behind mm, bmm, mv, dot, addmm, baddbmm, matmul, einsum and tensordot. float32/float64 go to
-// OpenBLAS (gemm, or gemv when one side is a vector); integer dtypes use a packed C++ kernel.
+// OpenBLAS (gemm, or gemv when one side is a vector; complex: cgemm/zgemm); integer dtypes use a packed C++ kernel.
 // float16/bfloat16 are computed in float32 by the Python caller.
 #include <cblas.h>
+#include <pybind11/complex.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -76,8 +77,12 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T al
                const T* b, int ldb, T beta, T* c, int ldc) {
   if constexpr (std::is_same_v<T, float>)
     scipy_cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
+  else if constexpr (std::is_same_v<T, double>)
     scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else if constexpr (std::is_same_v<T, c64>)
+    scipy_cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+  else
+    scipy_cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
 }
 
 template <typename T>
@@ -146,6 +151,7 @@ void float_matmul_one(const Mat& A, const Mat& B, const Mat& C, int64_t bi, T al
     scale_out(c, m, n, C.srow, C.scol, beta);
     return;
   }
+  if constexpr (!is_complex_v<T>) {  // complex products always take the gemm path below
   if ((n == 1 || m == 1) && beta == T(0)) {
     scale_out(c, m, n, C.srow, C.scol, beta);  // gemv scales y by beta: 0 * nan would stay nan
   }
@@ -156,6 +162,7 @@ void float_matmul_one(const Mat& A, const Mat& B, const Mat& C, int64_t bi, T al
   if (m == 1) {  // vector @ matrix == B^T @ vector
     gemv_strided(b, n, k, B.scol, B.srow, a, A.scol, c, C.scol, alpha, beta, bbuf, abuf);
     return;
+  }
   }
   BlasLayout la = blas_layout(A), lb = blas_layout(B), lc = blas_layout(C);
   if (!la.ok) {
@@ -263,7 +270,10 @@ Mat as_mat(const TensorArg& t) {
 
 template <typename T>
 T scalar_to(py::handle v) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_complex_v<T>) {
+    std::complex<double> c = v.cast<std::complex<double>>();
+    return T(static_cast<typename T::value_type>(c.real()), static_cast<typename T::value_type>(c.imag()));
+  } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(v.cast<double>());
   } else {
     return static_cast<T>(v.cast<int64_t>());
@@ -300,6 +310,18 @@ void matmul_impl(py::handle out_obj, py::handle a_obj, py::handle b_obj, py::han
       double al = scalar_to<double>(alpha), be = scalar_to<double>(beta);
       py::gil_scoped_release release;
       float_matmul<double>(A, B, C, batch, al, be);
+      break;
+    }
+    case DType::Complex64: {
+      c64 al = scalar_to<c64>(alpha), be = scalar_to<c64>(beta);
+      py::gil_scoped_release release;
+      float_matmul<c64>(A, B, C, batch, al, be);
+      break;
+    }
+    case DType::Complex128: {
+      c128 al = scalar_to<c128>(alpha), be = scalar_to<c128>(beta);
+      py::gil_scoped_release release;
+      float_matmul<c128>(A, B, C, batch, al, be);
       break;
     }
 #define EMBER_INT_MATMUL(code, T)                                     \

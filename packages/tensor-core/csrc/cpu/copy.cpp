@@ -15,7 +15,7 @@ namespace {
 
 template <typename To>
 void copy_from(const TensorArg& dst, const TensorArg& src) {
-  EMBER_DISPATCH_ALL(src.dtype, "copy_", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(src.dtype, "copy_", [&] {
     using From = scalar_t;
     unary_loop<To, From>(dst, src, [](From v) { return convert<To, From>(v); });
   });
@@ -34,7 +34,7 @@ void copy_impl(py::handle dst_obj, py::handle src_obj) {
     return;
   }
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(dst.dtype, "copy_", [&] { copy_from<scalar_t>(dst, src); });
+  EMBER_DISPATCH_ALL_AND_COMPLEX(dst.dtype, "copy_", [&] { copy_from<scalar_t>(dst, src); });
 }
 
 template <typename T>
@@ -45,19 +45,23 @@ T scalar_as(py::handle value) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
     if (overflow) {
-      if constexpr (std::is_floating_point_v<typename Compute<T>::type>)
+      if constexpr (std::is_floating_point_v<typename Compute<T>::type> || is_complex_v<T>)
         return convert<T, double>(PyLong_AsDouble(value.ptr()));
       throw std::overflow_error("value cannot be converted to an integer type without overflow");
     }
     return convert<T, int64_t>(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(value.ptr())) return convert<T, double>(value.cast<double>());
-  throw py::type_error("fill value must be a bool, int or float");
+  if (PyComplex_Check(value.ptr())) {
+    c128 c(PyComplex_RealAsDouble(value.ptr()), PyComplex_ImagAsDouble(value.ptr()));
+    return convert<T, c128>(c);
+  }
+  throw py::type_error("fill value must be a bool, int, float or complex");
 }
 
 void fill_impl(py::handle dst_obj, py::handle value) {
   TensorArg dst = unpack(dst_obj);
-  EMBER_DISPATCH_ALL(dst.dtype, "fill_", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(dst.dtype, "fill_", [&] {
     scalar_t v = scalar_as<scalar_t>(value);
     py::gil_scoped_release release;
     unary_loop<scalar_t, scalar_t>(dst, dst, [v](scalar_t) { return v; });

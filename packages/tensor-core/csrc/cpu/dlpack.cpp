@@ -26,7 +26,7 @@ namespace {
 
 // ---- DLPack ABI ---------------------------------------------------------------------------
 enum DLDeviceType : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
-enum DLDataTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum DLDataTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
 
 struct DLDevice {
   int32_t device_type;
@@ -91,6 +91,8 @@ DLDataType to_dl(DType d) {
     case DType::BFloat16: return {kDLBfloat, 16, 1};
     case DType::Float32: return {kDLFloat, 32, 1};
     case DType::Float64: return {kDLFloat, 64, 1};
+    case DType::Complex64: return {kDLComplex, 64, 1};
+    case DType::Complex128: return {kDLComplex, 128, 1};
   }
   throw std::invalid_argument("to_dlpack: unsupported dtype");
 }
@@ -117,6 +119,8 @@ int from_dl(DLDataType t) {
         default: return -1;
       }
     case kDLBfloat: return t.bits == 16 ? static_cast<int>(DType::BFloat16) : -1;
+    case kDLComplex:
+      return t.bits == 64 ? static_cast<int>(DType::Complex64) : (t.bits == 128 ? static_cast<int>(DType::Complex128) : -1);
     default: return -1;
   }
 }

@@ -102,7 +102,7 @@ void index_gather(py::handle out_obj, py::handle src_obj, py::handle off_obj) {
   const Bounds b = bounds_of(src);
   std::atomic<bool> bad{false};
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "index", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(out.dtype, "index", [&] {
     run_strided<3>(p, kGrainSize, [&](std::array<char*, 3>& ptrs, const std::array<int64_t, 3>& s, int64_t n) {
       if (s[2] == 0) {  // one offset for the whole run (indexing outer dims): a strided row copy
         const char* q0 = ptrs[1] + *reinterpret_cast<const int64_t*>(ptrs[2]) * item;
@@ -159,7 +159,7 @@ void index_put(py::handle dst_obj, py::handle values_obj, py::handle off_obj, bo
   // Duplicate indices make writes collide: accumulate runs on one thread so every sum counts.
   const int64_t grain = accumulate ? kSerial : kGrainSize;
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(val.dtype, "index_put_", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(val.dtype, "index_put_", [&] {
     run_strided<3>(p, grain, [&](std::array<char*, 3>& ptrs, const std::array<int64_t, 3>& s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         char* q = ptrs[0] + i * s[0] + *reinterpret_cast<const int64_t*>(ptrs[2] + i * s[2]) * item;
@@ -188,7 +188,7 @@ void masked_copy(py::handle dst_obj, py::handle mask_obj, py::handle src_obj) {
                        {byte_strides(dst.strides, item), broadcast_strides(mask, dst.shape),
                         byte_strides(broadcast_strides(src, dst.shape), item)});
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(dst.dtype, "masked_fill_", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(dst.dtype, "masked_fill_", [&] {
     run_strided<3>(p, kGrainSize, [&](std::array<char*, 3>& ptrs, const std::array<int64_t, 3>& s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         if (*reinterpret_cast<const bool*>(ptrs[1] + i * s[1]))

@@ -23,7 +23,7 @@ void flip_impl(py::handle out_obj, py::handle in_obj, const std::vector<int64_t>
   }
   if (out.numel() == 0) return;
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "flip", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(out.dtype, "flip", [&] {
     unary_loop<scalar_t, scalar_t>(out, in, [](scalar_t v) { return v; });
   });
 }

@@ -150,6 +150,8 @@ void pad_impl(py::handle out, py::handle in, py::handle before, int mode, py::ha
     EMBER_PAD_CASE(Float32, float)
     EMBER_PAD_CASE(Float64, double)
 #undef EMBER_PAD_CASE
+    default:
+      EMBER_THROW_DTYPE(I.dtype, "pad");
   }
 }
 

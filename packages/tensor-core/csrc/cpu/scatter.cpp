@@ -90,7 +90,7 @@ void gather(py::handle out_obj, py::handle self_obj, py::handle index_obj, int64
   const int64_t os = out.strides[dim], is = index.strides[dim], ss = self.strides[dim];  // in elements
   std::atomic<bool> bad{false};
   py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "gather", [&] {
+  EMBER_DISPATCH_ALL_AND_COMPLEX(out.dtype, "gather", [&] {
     auto run = [&](auto index_tag) {
       using I = decltype(index_tag);
       for_each_row_run<3>(

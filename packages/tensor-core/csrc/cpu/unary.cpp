@@ -26,7 +26,7 @@ namespace {
   X(relu) X(gelu) X(gelu_tanh) X(silu) X(mish) X(hardsigmoid) X(hardswish) X(softplus) X(elu)      \
   X(leaky_relu) X(hardtanh) X(nan_to_num) X(bitwise_not) X(logical_not) X(isnan) X(isinf)          \
   X(isfinite) X(isposinf) X(isneginf) X(signbit) X(square) X(round_decimals) X(lgamma) X(digamma)   \
-  X(selu) X(celu) X(logit) X(relu6) X(softsign) X(tanhshrink) X(threshold)
+  X(polygamma) X(selu) X(celu) X(logit) X(relu6) X(softsign) X(tanhshrink) X(threshold)
 
 enum class UnaryOp : int {
 #define X(name) name,
@@ -94,6 +94,74 @@ T digamma_impl(T xin) {
   return static_cast<T>(result + std::log(x) - 0.5 / x - series);
 }
 
+// psi'(x) by recurrence up to x >= 6 then the asymptotic series; reflection below 0.5. Computed in
+// T, as PyTorch does (so float32 gives its finite values near the poles).
+template <typename T>
+T trigamma_impl(T x) {
+  const T pi = T(3.14159265358979323846);
+  T sign = T(1), result = T(0);
+  if (x < T(0.5)) {
+    sign = T(-1);
+    const T s = std::sin(pi * x);
+    result -= (pi * pi) / (s * s);
+    x = T(1) - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += T(1) / (x * x);
+    x += T(1);
+  }
+  const T ixx = T(1) / (x * x);
+  result += (T(1) + T(1) / (T(2) * x) + ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42))))) / x;
+  return sign * result;
+}
+
+// Hurwitz zeta(s, q) = sum_k (k + q)^-s by Euler-Maclaurin summation (Cephes' scheme).
+inline double hurwitz_zeta(double s, double q) {
+  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+  const double eps = 1.11022302462515654042e-16;
+  if (s == 1) return INFINITY;
+  if (s < 1) return NAN;
+  if (q <= 0) {
+    if (q == std::floor(q)) return INFINITY;
+    if (s != std::floor(s)) return NAN;
+  }
+  double sum = std::pow(q, -s), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= 9) {
+    ++i;
+    a += 1;
+    b = std::pow(a, -s);
+    sum += b;
+    if (std::fabs(b / sum) < eps) return sum;
+  }
+  const double w = a;
+  sum += b * w / (s - 1) - 0.5 * b;
+  double fac = 1, k = 0;
+  for (int j = 0; j < 12; ++j) {
+    fac *= s + k;
+    b /= w;
+    const double t = fac * b / A[j];
+    sum += t;
+    if (std::fabs(t / sum) < eps) return sum;
+    k += 1;
+    fac *= s + k;
+    b /= w;
+    k += 1;
+  }
+  return sum;
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 2; digamma and trigamma below that.
+template <typename T>
+T polygamma_impl(int n, T x) {
+  if (n == 0) return digamma_impl(x);
+  if (n == 1) return trigamma_impl(x);
+  const double sign = (n % 2) ? 1.0 : -1.0;
+  return static_cast<T>(sign * std::exp(std::lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, static_cast<double>(x)));
+}
+
 template <typename T>
 T exp_t(T x) {
   if constexpr (std::is_same_v<T, float>) return exp_f32(x);
@@ -145,6 +213,11 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
     case UnaryOp::erfinv: go([](T x) { return erfinv_impl(x); }); break;
     case UnaryOp::lgamma: go([](T x) { return std::lgamma(x); }); break;
     case UnaryOp::digamma: go([](T x) { return digamma_impl(x); }); break;
+    case UnaryOp::polygamma: {  // p0 = n
+      const int n = static_cast<int>(prm.p0);
+      go([n](T x) { return polygamma_impl(n, x); });
+      break;
+    }
     case UnaryOp::frac: go([](T x) { return x - std::trunc(x); }); break;
     case UnaryOp::reciprocal: go([](T x) { return T(1) / x; }); break;
     case UnaryOp::gelu: go([](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }); break;

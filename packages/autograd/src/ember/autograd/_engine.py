@@ -105,7 +105,11 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     (out of place, recorded, when the graph of the gradient is being built)."""
     old = variable.grad
     if old is None:
-        if _STATE.grad_enabled:
+        if variable.is_contiguous() and not g.is_contiguous():
+            # The layout contract: a contiguous parameter gets a contiguous gradient, so that
+            # optimizer updates mixing the two run as dense loops, not strided ones.
+            variable.grad = g.contiguous() if _STATE.grad_enabled else g.detach().contiguous()
+        elif _STATE.grad_enabled:
             variable.grad = g.clone()
         elif _stealable(g):
             variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
@@ -123,15 +127,18 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
 def _dependencies(root: Node) -> dict:
     """How many edges lead into each node reachable from ``root``."""
     deps = {}
+    get = deps.get
     stack = [root]
+    pop, push = stack.pop, stack.append
     while stack:
-        for nxt, _ in stack.pop()._next:
+        for nxt, _ in pop()._next:
             if nxt is not None:
-                if nxt in deps:
-                    deps[nxt] += 1
-                else:
+                count = get(nxt)
+                if count is None:
                     deps[nxt] = 1
-                    stack.append(nxt)
+                    push(nxt)
+                else:
+                    deps[nxt] = count + 1
     return deps
 
 
@@ -200,6 +207,37 @@ def _retain(t: Tensor, g: Tensor) -> None:
         t.grad = t.grad + g
 
 
+class _Task:
+    """One backward run, as hooks see it (``register_multi_grad_hook`` groups its calls per run)."""
+
+    __slots__ = ("id", "deps", "needed", "captures", "grad_call")
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, deps, needed, captures, grad_call):
+        self.id = next(_Task._ids)
+        self.deps, self.needed, self.captures = deps, needed, captures
+        self.grad_call = grad_call  # autograd.grad(): the leaves' accumulators do not run
+
+
+_TASKS: list = []
+
+
+def current_task():
+    """The innermost backward run in progress, or None."""
+    return _TASKS[-1] if _TASKS else None
+
+
+def will_execute(node) -> bool:
+    """Whether the backward run in progress will run ``node`` (PyTorch's _will_engine_execute_node)."""
+    task = current_task()
+    if task is not None and task.grad_call and isinstance(node, AccumulateGrad):
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                           "autograd.grad(). This is currently not supported.")
+    if task is None or node is None or node not in task.deps:
+        return False
+    return task.needed is None or node in task.needed or node in task.captures
+
+
 def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None, run_targets=True):
     """Runs the graph under ``root``. ``captures``: {node: [(output_nr, key)]}; the gradient
     entering each is stored in the returned dict under ``key`` (a tensor ``key`` gets it
@@ -214,16 +252,18 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     anomaly = anomaly_mode.is_enabled()
     buffers = {}
     heappop, heappush = heapq.heappop, heapq.heappush
-    heap = [(0, 0, root)]
-    tie = 1
+    heap = []
+    tie = 0
+    fn = root
+    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets))
     try:
-        while heap:
-            fn = heappop(heap)[2]
+        while True:
             grads = buffers.pop(fn, None)
             if grads is None:
                 grads = [None] * fn._num_outputs
             if fn._hooked:
                 _call_tensor_hooks(fn, grads)
+            run = True
             if captures is not None and fn in captures:
                 for nr, key in captures[fn]:
                     g = grads[nr]
@@ -232,43 +272,61 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                             _retain(key, g)
                     else:
                         captured[key] = g
-                if fn not in needed:
-                    continue
-            if fn._pre_hooks:
-                for hook in list(fn._pre_hooks.values()):
-                    r = hook(tuple(grads))
-                    if r is not None:
-                        grads = list(r)
-            if anomaly:
-                outputs = anomaly_mode.run_checked(fn, grads)
-            else:
-                outputs = fn.apply(grads)
-            if fn._post_hooks:
-                for hook in list(fn._post_hooks.values()):
-                    r = hook(tuple(outputs), tuple(grads))
-                    if r is not None:
-                        outputs = list(r)
-            if not keep_graph:
-                fn._release()
-            for (nxt, nr), g in zip(fn._next, outputs):
-                if nxt is None:
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._num_outputs
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0 and (needed is None or nxt in needed or nxt in captures):
-                    heappush(heap, (-nxt._seq, tie, nxt))
+                run = fn in needed
+            if run:
+                if fn._pre_hooks:
+                    for hook in list(fn._pre_hooks.values()):
+                        r = hook(tuple(grads))
+                        if r is not None:
+                            grads = list(r)
+                if anomaly:
+                    outputs = anomaly_mode.run_checked(fn, grads)
+                else:
+                    outputs = fn.apply(grads)
+                if fn._post_hooks:
+                    for hook in list(fn._post_hooks.values()):
+                        r = hook(tuple(outputs), tuple(grads))
+                        if r is not None:
+                            outputs = list(r)
+                if not keep_graph:
+                    fn._release()
+                # The one node this one makes ready runs next without a trip through the heap
+                # when nothing else is waiting (a chain); otherwise the heap orders them.
+                ready = None
+                for (nxt, nr), g in zip(fn._next, outputs):
+                    if nxt is None:
+                        continue
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._num_outputs
+                            buf[nr] = g
+                        else:
+                            old = buf[nr]
+                            buf[nr] = g if old is None else old + g
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0 and (needed is None or nxt in needed or nxt in captures):
+                        if ready is None:
+                            ready = nxt
+                        else:
+                            heappush(heap, (-nxt._seq, tie, nxt))
+                            tie += 1
+                # Drop this node's references so that a gradient held only by an input buffer can
+                # be taken over by AccumulateGrad without a copy (see _stealable).
+                outputs = grads = g = buf = old = None
+                if ready is not None:
+                    if not heap:
+                        fn = ready
+                        continue
+                    heappush(heap, (-ready._seq, tie, ready))
                     tie += 1
-            # Drop this node's references so that a gradient held only by an input buffer can be
-            # taken over by AccumulateGrad without a copy (see _stealable).
-            outputs = grads = g = buf = old = None
+            if not heap:
+                break
+            fn = heappop(heap)[2]
     finally:
         _STATE.grad_enabled = prev
+        _TASKS.pop()
     return captured
 
 

@@ -83,11 +83,12 @@ class OpNode(Node):
         self._saved_outputs = saved_outputs
 
     def apply(self, grads):
-        for g in grads:
-            if g is not None:
-                break
-        else:
-            return [None] * len(self._next)
+        if grads[0] is None:
+            for g in grads:
+                if g is not None:
+                    break
+            else:
+                return [None] * len(self._next)
         args = self._saved_args
         if self._args_need_node:
             args = _SavedArgsOfNode(args)
@@ -119,19 +120,22 @@ class OpNode(Node):
         return out
 
     def _release(self):
+        # SavedTensor.free() inlined (data = None): this runs once per node of every backward.
         self._released = True
         for v in tuple.__iter__(self._saved_args):
-            if type(v) is SavedTensor:
-                v.free()
-            elif type(v) is list:
+            tv = type(v)
+            if tv is SavedTensor:
+                v.data = None
+            elif tv is list:
                 for x in v:
                     if type(x) is SavedTensor:
-                        x.free()
-        for v in self._kwargs.values():
-            if type(v) is SavedTensor:
-                v.free()
+                        x.data = None
+        if self._kwargs:
+            for v in self._kwargs.values():
+                if type(v) is SavedTensor:
+                    v.data = None
         for s in self._saved_outputs:
-            s.free()
+            s.data = None
 
 
 class NotImplementedNode(OpNode):
@@ -231,6 +235,8 @@ def record(op, args, kwargs):
             formula = FORMULAS[name[:-1]]
             if _reads_inputs(formula.backward):
                 saved_in = (self.clone(),) + tuple(args[1:])
+        elif formula is not None and formula.clone_self is not None and formula.clone_self(args, kwargs):
+            saved_in = (self.clone(),) + tuple(args[1:])
         if self._base is not None:
             from ._views import record_inplace_on_view
 
@@ -270,6 +276,11 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     edges = []
     meta = []
     saved = []
+    reads = True
+    if formula is not None:
+        reads = formula.reads_inputs
+        if reads is None:
+            reads = formula.reads_inputs = _reads_inputs(formula.backward)
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -285,7 +296,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                 layout.append(None)
                 edges.append(_NO_EDGE)
                 meta.append(None)
-            saved.append(SavedTensor(a, False))
+            saved.append(SavedTensor(a, False) if reads else None)
         elif type(a) in (list, tuple) and a:
             return None
         else:

@@ -18,12 +18,19 @@ _STATE = grad_mode.STATE
 
 
 def _geometry(view: Tensor, base: Tensor):
-    if base._offset != 0 or not is_contiguous(base._shape, base._stride):
-        raise RuntimeError(
-            "ember.autograd: an in-place operation on a view whose base is not a contiguous tensor is not supported "
-            "when gradients are recorded; call .clone() on the base first"
-        )
-    return view._shape, view._stride, view._offset
+    """The view's (size, stride, storage offset), and the base's layout when it is not a plain
+    contiguous tensor (its gradient is then laid out like it so that the view's geometry applies)."""
+    plain = base._offset == 0 and is_contiguous(base._shape, base._stride)
+    return view._shape, view._stride, view._offset, None if plain else (base._shape, base._stride, base._offset)
+
+
+def _strided_zeros(layout, dtype, device):
+    """Zeros with ``layout`` (shape, stride, storage offset) in a fresh storage of their own."""
+    from ember._src.ops.creation import zeros
+
+    shape, stride, offset = layout
+    extent = offset + 1 + sum((n - 1) * st for n, st in zip(shape, stride)) if all(shape) else 0
+    return zeros((extent,), dtype=dtype, device=device).as_strided(shape, stride, offset)
 
 
 class CopySlices(Node):
@@ -41,10 +48,14 @@ class CopySlices(Node):
         out = [None] * len(self._next)
         if g is None:
             return out
-        size, stride, offset = self._geometry
-        result = g.contiguous()  # the geometry is that of the (contiguous) base
-        if result is g:
-            result = g.clone()
+        size, stride, offset, base_layout = self._geometry
+        if base_layout is None:
+            result = g.contiguous()  # the geometry is that of the (contiguous) base
+            if result is g:
+                result = g.clone()
+        else:
+            result = _strided_zeros(base_layout, g.dtype, g.device)
+            result.copy_(g)
         grad_slice = result.as_strided(size, stride, offset)
         res = self._fn.apply([grad_slice.clone()])
         self_slot = self._fn._layout[0]
@@ -79,8 +90,11 @@ class AsStridedBackward0(Node):
         if g is None:
             return [None]
         shape, dtype, device = self._base_meta
-        size, stride, offset = self._geometry
-        result = zeros(shape, dtype=dtype, device=device)
+        size, stride, offset, base_layout = self._geometry
+        if base_layout is None:
+            result = zeros(shape, dtype=dtype, device=device)
+        else:
+            result = _strided_zeros(base_layout, dtype, device)
         result.as_strided(size, stride, offset).copy_(g)
         return [result]
 

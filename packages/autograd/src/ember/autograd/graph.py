@@ -27,6 +27,7 @@ __all__ = [
     "saved_tensors_hooks",
     "disable_saved_tensors_hooks",
     "increment_version",
+    "register_multi_grad_hook",
 ]
 
 _SEQ = itertools.count()
@@ -430,3 +431,64 @@ def _run_pack_hook(t: Tensor, saved: SavedTensor):
 
 def freed_error() -> RuntimeError:
     return RuntimeError(_FREED)
+
+
+class _MultiHandle:
+    """The handle of ``register_multi_grad_hook``: removes the hook from every tensor."""
+
+    def __init__(self, handles):
+        self._handles = handles
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """``fn`` sees the gradients of several tensors, once per backward run: with ``mode='all'``,
+    ``fn(grads)`` (None for a tensor that gets none) once every tensor this run reaches got its
+    gradient; with ``mode='any'``, ``fn(grad)`` with the first of them."""
+    from . import _engine
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state = {"task": 0, "grads": None, "count": 0, "expected": 0}
+
+    def run_id() -> int:
+        task = _engine.current_task()
+        return 0 if task is None else task.id
+
+    if mode == "any":
+        def any_hook(grad):
+            task = run_id()
+            if state["task"] != task:
+                state["task"] = task
+                fn(grad)
+
+        return _MultiHandle([t.register_hook(any_hook) for t in tensors if t.requires_grad])
+
+    def all_hook(i):
+        def hook(grad):
+            task = run_id()
+            if state["task"] != task:  # the first of this run: how many will come
+                state["task"], state["grads"], state["count"] = task, [None] * len(tensors), 0
+                state["expected"] = sum(1 for t in tensors if t.requires_grad
+                                        and _engine.will_execute(get_gradient_edge(t).node))
+            if state["grads"] is None:  # already delivered this run
+                return
+            state["grads"][i] = grad
+            state["count"] += 1
+            if state["count"] >= state["expected"]:
+                grads, state["grads"] = tuple(state["grads"]), None
+                fn(grads)
+
+        return hook
+
+    return _MultiHandle([t.register_hook(all_hook(i)) for i, t in enumerate(tensors) if t.requires_grad])

@@ -20,7 +20,7 @@ from ember._src.ops import nn_norm as _norm
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
-from ember._src.ops._common import type_name
+from ember._src.ops._common import type_name as _type_name
 
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
@@ -70,26 +70,37 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _pointwise.threshold(input, threshold, value, inplace=True)
 
 
-def _implicit_dim(ndim: int) -> int:
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.log_softmax(input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("log_softmax", input.ndim, _stacklevel) if dim is None else dim
+    return ember.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    return ember.softmax(-input, _implicit_dim(input.ndim) if dim is None else dim, dtype=dtype)
+    dim = _implicit_dim("softmin", input.ndim, _stacklevel) if dim is None else dim
+    return ember.softmax(-input, dim, dtype=dtype)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -98,19 +109,30 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {_max_of(input.dtype)}] for input dtype "
+                           f"{_type_name(input.dtype)}, but found to be {lambd}.")
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0.0 * input))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return ember.where((input > lambd) | (input < -lambd), input, 0.0 * input)
+    # The band test is written as PyTorch's kernel, so nan passes through and the band gives +0.
+    band = (input >= -lambd) & (input <= lambd)
+    return ember.where(band, ember.zeros_like(input), input)
+
+
+def _max_of(dtype) -> str:
+    return f"{ember.finfo(dtype).max:g}" if dtype.is_floating_point else "inf"
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_type_name(input.dtype)}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     if input.dtype != weight.dtype:
-        raise RuntimeError(f"prelu: Type promoting not supported. Got {type_name(input.dtype)} and "
-                           f"{type_name(weight.dtype)}")
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_type_name(input.dtype)} and "
+                           f"{_type_name(weight.dtype)}")
     channels = input.shape[1] if input.ndim >= 2 else 1
     if weight.numel() != 1 and weight.numel() != channels:
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
@@ -141,6 +163,9 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got {dim})")
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
                            f"{input.shape[dim]}")
@@ -149,6 +174,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     gumbels = -ember.empty_like(logits).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
@@ -264,16 +291,128 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out + bias if bias is not None else out
 
 
+def _upsample_deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _upsample_deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    _upsample_deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution of a (time, batch, channels) sequence with a (width, in, out) weight."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.ndim != 1 or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    return conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad).permute(2, 0, 1)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, averages or maxes the embeddings of each bag: a row of a 2-d ``input``, or a slice
+    ``input[offsets[b]:offsets[b + 1]]`` of a 1-d one. Composed of native gathers and index reductions."""
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = ember.arange(0, input.numel(), max(input.shape[1], 1), dtype=input.dtype, device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _misc._renorm_(weight, input, float(max_norm), float(norm_type))
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    n, num_weights = input.shape[0], weight.shape[0]
+    _check_bag_indices(input, offsets, num_weights, n)
+    if padding_idx is not None:
+        if not -num_weights <= padding_idx < num_weights:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num_weights} through "
+                               f"{num_weights - 1}, but got {padding_idx}")
+        padding_idx %= num_weights
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    # Bag of each position: how many bag starts are at or before it; padding goes to an extra bag.
+    starts = ember.zeros(n + 1, dtype=ember.int64, device=input.device)
+    starts = starts.index_add(0, offsets[:bags].long(), ember.ones(bags, dtype=ember.int64, device=input.device))
+    bag = starts[:n].cumsum(0) - 1
+    if padding_idx is not None:
+        bag = ember.where(input == padding_idx, bags, bag)
+    emb = embedding(input, weight, None, None, 2.0, scale_grad_by_freq, sparse)
+    dim = weight.shape[1]
+    if mode == "max":
+        expanded = bag.unsqueeze(1).expand(n, dim)
+        with ember.no_grad():  # which element wins each (bag, column); the first one on ties
+            best = ember.zeros((bags + 1, dim), dtype=weight.dtype, device=weight.device).scatter_reduce(
+                0, expanded, emb, "amax", include_self=False)
+            pos = ember.arange(n, device=input.device).unsqueeze(1).expand(n, dim)
+            cand = ember.where(emb == best.index_select(0, bag), pos, n)
+            first = ember.full((bags + 1, dim), n, dtype=ember.int64, device=input.device).scatter_reduce(
+                0, expanded, cand, "amin")
+            winner = (pos == first.index_select(0, bag)).to(weight.dtype)
+        emb = emb * winner
+    elif per_sample_weights is not None:
+        emb = emb * per_sample_weights.unsqueeze(1).to(emb.dtype)
+    out = ember.zeros((bags + 1, dim), dtype=emb.dtype, device=emb.device).index_add(0, bag, emb)[:bags]
+    if mode == "mean":
+        counts = ember.zeros(bags + 1, dtype=emb.dtype, device=emb.device)
+        counts = counts.index_add(0, bag, ember.ones(n, dtype=emb.dtype, device=emb.device))[:bags]
+        out = out / counts.clamp_min(1).unsqueeze(1)
+    return out
+
+
+def _check_bag_indices(input: Tensor, offsets: Tensor, num_weights: int, n: int) -> None:
+    if offsets.numel() and offsets[0].item() != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {offsets[0].item()}")
+    if offsets.numel() and offsets[-1].item() > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{offsets[-1].item()}")
+    if offsets.numel() > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+        raise RuntimeError("offsets must be non-decreasing")
+    if n:
+        bad = (input < 0) | (input >= num_weights)
+        if bool(bad.any()):
+            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be "
+                               f"{input[bad][0].item()}")
 
 
 def _verify_batch_size(size) -> None:
@@ -288,9 +427,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                eps: float = 1e-5) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
-    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them).
-    if num_groups > 0:
-        _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
+    # PyTorch refuses groups of one value with the batch-norm message (sizes as it forms them; and
+    # num_groups=0 is its ZeroDivisionError).
+    _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
     return _norm.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -372,7 +511,7 @@ def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size
 def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:
     """Scatters each value of ``input`` to its flat index in an (oH, oW) plane of zeros."""
     if indices.dtype is not ember.int64:
-        raise RuntimeError(f"elements in indices should be type int64 but got: {_C_TYPE[indices.dtype.name]}")
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_type_name(indices.dtype)}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
@@ -391,10 +530,6 @@ def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:
                            f"{oh}x{ow})")
     out = ember.zeros(lead + (oh * ow,), dtype=input.dtype, device=input.device)
     return out.scatter(-1, flat_idx, input.reshape(lead + (-1,))).reshape(lead + (oh, ow))
-
-
-_C_TYPE = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "float16": "Half",
-           "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
@@ -455,7 +590,7 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
 def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> None:
     """Class indices must be int64 and within [low, dim)."""
     if target.dtype is not ember.int64:
-        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
     if target.numel() and (int(target.min()) < low or int(target.max()) >= dim):
         raise RuntimeError("target out of range")
 

@@ -195,7 +195,24 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return tensor
 
 
+def _make_deprecated(meth):
+    """The old non-underscore name of an initializer: warns, then calls it (as PyTorch)."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated alias of ``{new_name}``."
+    return deprecated_init
+
+
 # The non-underscore names PyTorch deprecated long ago.
-uniform, normal, constant = uniform_, normal_, constant_
-xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
-kaiming_uniform, kaiming_normal, orthogonal, sparse = kaiming_uniform_, kaiming_normal_, orthogonal_, sparse_
+uniform, normal, constant = _make_deprecated(uniform_), _make_deprecated(normal_), _make_deprecated(constant_)
+eye, dirac = _make_deprecated(eye_), _make_deprecated(dirac_)
+xavier_uniform, xavier_normal = _make_deprecated(xavier_uniform_), _make_deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _make_deprecated(kaiming_uniform_), _make_deprecated(kaiming_normal_)
+orthogonal, sparse = _make_deprecated(orthogonal_), _make_deprecated(sparse_)

@@ -77,6 +77,12 @@ class UninitializedParameter(Parameter):
         self.data = data
         self.__class__ = self.cls_to_become
 
+    def __deepcopy__(self, memo):
+        # Parameter's deepcopy passes data positionally, which this constructor does not take.
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
     def __repr__(self) -> str:
         return "<UninitializedParameter>"
 

@@ -7,28 +7,36 @@ the same path. ``lr`` may be a number or a 1-element tensor.
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = [
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
+    "ASGD",
     "Adamax",
     "LBFGS",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "SGD",
     "lr_scheduler",
 ]

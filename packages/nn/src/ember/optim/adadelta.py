@@ -10,8 +10,10 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _addcmul_,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -86,14 +88,12 @@ class Adadelta(Optimizer):
                     state["square_avg"] = ember.zeros_like(p)
                     state["acc_delta"] = ember.zeros_like(p)
                 state["step"].add_(1)
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                grad = _effective_grad(p, grad, maximize, weight_decay)
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+                _addcmul_(square_avg.mul_(rho), grad, grad, 1 - rho)
                 std = square_avg.add(eps).sqrt_()
                 delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
-                acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+                del std
+                _addcmul_(acc_delta.mul_(rho), delta, delta, 1 - rho)
                 p.add_(delta, alpha=-lr)
         return loss

@@ -10,9 +10,11 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _add_quotient_,
     _bump,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -102,12 +104,9 @@ class Adagrad(Optimizer):
                 if len(state) == 0:  # a group added after construction
                     state = self._init_state(p)
                 step = _bump(state["step"])
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                grad = _effective_grad(p, grad, maximize, weight_decay)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = state["sum"]
-                state_sum.addcmul_(grad, grad, value=1)
-                p.addcdiv_(grad, state_sum.sqrt().add_(eps), value=-clr)
+                state_sum.add_(grad.mul(grad))
+                _add_quotient_(p, grad, state_sum.sqrt().add_(eps), -clr)
         return loss

@@ -11,10 +11,14 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _add_quotient_,
+    _addcmul_,
     _bump,
     _check_betas,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
+    _lerp_,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -118,15 +122,11 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = ember.zeros_like(p)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 step = _bump(state["step"])
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                if decoupled and weight_decay != 0:
+                    p.mul_(1 - lr * weight_decay)
+                grad = _effective_grad(p, grad, maximize, 0 if decoupled else weight_decay)
+                _lerp_(exp_avg, grad, 1 - beta1)
+                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
                 if amsgrad:
                     second = state["max_exp_avg_sq"]
                     ember.maximum(second, exp_avg_sq, out=second)
@@ -136,5 +136,5 @@ class Adam(Optimizer):
                 correction2_sqrt = math.sqrt(1 - beta2**step)
                 # m / (sqrt(v) / c + eps) == c * m / (sqrt(v) + eps * c): one op fewer per step.
                 denom = second.sqrt().add_(eps * correction2_sqrt)
-                p.addcdiv_(exp_avg, denom, value=-step_size * correction2_sqrt)
+                _add_quotient_(p, exp_avg, denom, -step_size * correction2_sqrt)
         return loss

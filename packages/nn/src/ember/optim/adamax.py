@@ -14,6 +14,8 @@ from .optimizer import (
     _check_betas,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
+    _lerp_,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -87,12 +89,9 @@ class Adamax(Optimizer):
                     state["exp_avg"] = ember.zeros_like(p)
                     state["exp_inf"] = ember.zeros_like(p)
                 step = _bump(state["step"])
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                grad = _effective_grad(p, grad, maximize, weight_decay)
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-                exp_avg.lerp_(grad, 1 - beta1)
+                _lerp_(exp_avg, grad, 1 - beta1)
                 ember.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
-                p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1**step))
+                p.add_(exp_avg.mul(-lr / (1 - beta1**step)).div_(exp_inf))
         return loss

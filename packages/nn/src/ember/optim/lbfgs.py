@@ -13,6 +13,10 @@ from .optimizer import Optimizer, _check_lr, _scalar
 __all__ = ["LBFGS"]
 
 
+def _maybe_scalar(value):
+    return None if value is None else _scalar(value)
+
+
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     """The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to ``bounds``."""
     if bounds is not None:
@@ -219,9 +223,15 @@ class LBFGS(Optimizer):
         if flat_grad.abs().max().item() <= tolerance_grad:
             return orig_loss
 
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag = state.get("H_diag")
+        # A state loaded from PyTorch holds these scalars as 0-d tensors: read them as numbers.
+        d, t = state.get("d"), _maybe_scalar(state.get("t"))
+        old_dirs, old_stps = state.get("old_dirs"), state.get("old_stps")
+        ro = state.get("ro")
+        if ro is not None:
+            ro = [_scalar(r) for r in ro]
+        if "al" in state:
+            state["al"] = [_maybe_scalar(a) for a in state["al"]]
+        H_diag = _maybe_scalar(state.get("H_diag"))
         prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
 
         n_iter = 0

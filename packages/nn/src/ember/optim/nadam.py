@@ -11,10 +11,14 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _add_quotient_,
+    _addcmul_,
     _bump,
     _check_betas,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
+    _lerp_,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -101,25 +105,23 @@ class NAdam(Optimizer):
                     state["exp_avg"] = ember.zeros_like(p)
                     state["exp_avg_sq"] = ember.zeros_like(p)
                 step = _bump(state["step"])
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
+                if decoupled and weight_decay != 0:
+                    p.mul_(1 - lr * weight_decay)
+                grad = _effective_grad(p, grad, maximize, 0 if decoupled else weight_decay)
                 correction2 = 1 - beta2**step
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-                # The product is rounded to float32 every step, exactly as in PyTorch.
+                # The product lives in a 0-d tensor (float32) and is rounded to it every step, as in PyTorch.
                 mu_product = state["mu_product"].mul_(mu).item()
                 mu_product_next = mu_product * mu_next
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                _lerp_(exp_avg, grad, 1 - beta1)
+                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
                 # sqrt(v / c2) + eps == (sqrt(v) + eps * sqrt(c2)) / sqrt(c2): fold sqrt(c2) into the values.
                 correction2_sqrt = math.sqrt(correction2)
+                # Both terms share the denominator: p += (a * grad + b * exp_avg) / denom.
                 denom = exp_avg_sq.sqrt().add_(eps * correction2_sqrt)
-                p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product) * correction2_sqrt)
-                p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product_next) * correction2_sqrt)
+                grad_coef = -lr * (1.0 - mu) / (1.0 - mu_product) * correction2_sqrt
+                avg_coef = -lr * mu_next / (1.0 - mu_product_next) * correction2_sqrt
+                _add_quotient_(p, grad.mul(grad_coef).add_(exp_avg, alpha=avg_coef), denom, 1)
         return loss

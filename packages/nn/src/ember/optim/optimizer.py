@@ -406,6 +406,43 @@ def _steps_as_tensors(state: dict, group: dict[str, Any]) -> None:
             p_state["step"] = ember.tensor(float(p_state["step"]), dtype=ember.float32)
 
 
+# Note [one temporary per update]: the core's addcmul_/addcdiv_/lerp_ are composites that
+# allocate up to three parameter-sized temporaries per call, and freeing several at once makes
+# the heap trim and fault its pages back in (Adam on a 140k-element model: 16.9 ms -> 6.7 ms
+# a step with these helpers). Each helper makes one temporary and keeps PyTorch's operand
+# order (value * t1 * t2, value * t1 / t2, start + weight * (end - start)).
+
+
+def _effective_grad(p: Tensor, grad: Tensor, maximize: bool, weight_decay: float) -> Tensor:
+    """``-grad`` under ``maximize``, plus ``weight_decay * p``: a new tensor unless neither applies."""
+    if maximize:
+        grad = grad.neg()
+        if weight_decay != 0:
+            grad.add_(p, alpha=weight_decay)
+        return grad
+    if weight_decay != 0:
+        return p.mul(weight_decay).add_(grad)
+    return grad
+
+
+def _addcmul_(out: Tensor, t1: Tensor, t2: Tensor, value: float) -> Tensor:
+    """``out += value * t1 * t2`` in place."""
+    return out.add_(t1.mul(value).mul_(t2))
+
+
+def _lerp_(start: Tensor, end: Tensor, weight: float) -> Tensor:
+    """``start += weight * (end - start)`` in place (PyTorch's form for ``|weight| < 0.5``)."""
+    if abs(weight) < 0.5:
+        return start.add_(end.sub(start).mul_(weight))
+    return start.copy_(end.sub(start).mul_(weight - 1).add_(end))
+
+
+def _add_quotient_(out: Tensor, numerator: Tensor, denominator: Tensor, value: float) -> Tensor:
+    """``out += value * numerator / denominator``, consuming ``denominator`` (a temporary) as scratch."""
+    quotient = denominator.reciprocal_().mul_(numerator)
+    return out.add_(quotient if value == 1 else quotient.mul_(value))
+
+
 def _run_closure(closure: Callable[[], Any] | None) -> Any:
     if closure is None:
         return None

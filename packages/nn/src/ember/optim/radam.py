@@ -11,10 +11,14 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _add_quotient_,
+    _addcmul_,
     _bump,
     _check_betas,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
+    _lerp_,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -94,16 +98,12 @@ class RAdam(Optimizer):
                     state["exp_avg"] = ember.zeros_like(p)
                     state["exp_avg_sq"] = ember.zeros_like(p)
                 step = _bump(state["step"])
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
+                if decoupled and weight_decay != 0:
+                    p.mul_(1 - lr * weight_decay)
+                grad = _effective_grad(p, grad, maximize, 0 if decoupled else weight_decay)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                _lerp_(exp_avg, grad, 1 - beta1)
+                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
                 correction1 = 1 - beta1**step
                 correction2 = 1 - beta2**step
                 rho_t = rho_inf - 2 * step * beta2**step / correction2
@@ -112,7 +112,7 @@ class RAdam(Optimizer):
                         (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
                     )
                     denom = exp_avg_sq.sqrt().add_(eps)
-                    p.addcdiv_(exp_avg, denom, value=-lr / correction1 * rect * math.sqrt(correction2))
+                    _add_quotient_(p, exp_avg, denom, -lr / correction1 * rect * math.sqrt(correction2))
                 else:
                     p.add_(exp_avg, alpha=-lr / correction1)
         return loss

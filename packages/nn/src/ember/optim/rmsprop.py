@@ -10,8 +10,12 @@ from ember import Tensor
 
 from .optimizer import (
     Optimizer,
+    _add_quotient_,
+    _addcmul_,
     _check_lr,
     _check_nonnegative,
+    _effective_grad,
+    _lerp_,
     _new_step,
     _no_grad_step,
     _run_closure,
@@ -96,23 +100,20 @@ class RMSprop(Optimizer):
                     if centered:
                         state["grad_avg"] = ember.zeros_like(p)
                 state["step"].add_(1)
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                grad = _effective_grad(p, grad, maximize, weight_decay)
                 square_avg = state["square_avg"]
-                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                _addcmul_(square_avg.mul_(alpha), grad, grad, 1 - alpha)
                 if centered:
                     grad_avg = state["grad_avg"]
-                    grad_avg.lerp_(grad, 1 - alpha)
-                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+                    _lerp_(grad_avg, grad, 1 - alpha)
+                    avg = grad_avg.mul(grad_avg).neg_().add_(square_avg).sqrt_()
                 else:
                     avg = square_avg.sqrt()
                 avg.add_(eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
-                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    _add_quotient_(buf.mul_(momentum), grad, avg, 1)
                     p.add_(buf, alpha=-lr)
                 else:
-                    p.addcdiv_(grad, avg, value=-lr)
+                    _add_quotient_(p, grad, avg, -lr)
         return loss

@@ -7,7 +7,15 @@ from typing import Any
 
 from ember import Tensor
 
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _no_grad_step, _run_closure, _scalar
+from .optimizer import (
+    Optimizer,
+    _check_lr,
+    _check_nonnegative,
+    _effective_grad,
+    _no_grad_step,
+    _run_closure,
+    _scalar,
+)
 
 __all__ = ["SGD"]
 
@@ -81,18 +89,15 @@ class SGD(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
-                if maximize:
-                    grad = grad.neg()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                update = _effective_grad(p, grad, maximize, weight_decay)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = grad.detach().clone()
+                        buf = update.detach().clone()
                         state["momentum_buffer"] = buf
                     else:
-                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                    grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                p.add_(grad, alpha=-lr)
+                        buf.mul_(momentum).add_(update, alpha=1 - dampening)
+                    update = buf.mul(momentum).add_(update) if nesterov else buf
+                p.add_(update, alpha=-lr)
         return loss

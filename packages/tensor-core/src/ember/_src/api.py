@@ -7,8 +7,8 @@ from . import dispatch as _dispatch
 from . import methods as _methods
 from .device import device
 from .dtypes import (
-    bfloat16, can_cast, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo, int8, int16, int32,
-    int64, promote_types, set_default_dtype, uint8,
+    bfloat16, can_cast, complex64, complex128, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
+    int8, int16, int32, int64, promote_types, set_default_dtype, uint8,
 )
 from .dtypes import bool  # noqa: A004
 from .dtypes import ALIASES as _ALIASES
@@ -28,6 +28,7 @@ from .ops import reorder as _reorder
 from .ops import lapack as _lapack
 from .ops import scatter as _scatter
 from .ops import sorting as _sorting
+from .ops import complex as _complex
 from .printing import set_printoptions
 from .runtime import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision, is_deterministic_algorithms_warn_only_enabled,
@@ -39,7 +40,7 @@ from ..serialization import load, save
 
 half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  # noqa: A001
 short, int, long = _ALIASES["short"], _ALIASES["int"], _ALIASES["long"]  # noqa: A001
-cfloat = cdouble = None  # complex dtypes arrive with the core-ops issue
+cfloat, cdouble = complex64, complex128
 
 from .ops.pointwise import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
@@ -60,6 +61,7 @@ from .ops import nn_loss as _nn_loss, nn_misc as _nn_misc, nn_norm as _nn_norm  
 globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEVEL})
 from .ops.scatter import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
+from .ops.complex import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -106,7 +108,7 @@ ops = _dispatch.OPS
 def _functional_for_methods() -> dict:
     names = {}
     for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder, _lapack,
-                   _scatter, _sorting):
+                   _scatter, _sorting, _complex):
         for name in dir(module):
             if name.startswith("_") or name.endswith("_op"):
                 continue

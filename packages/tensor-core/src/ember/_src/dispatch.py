@@ -41,6 +41,7 @@ _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-au
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 
 _Tensor = None  # set by tensor.py (avoids an import cycle)
+_GRAD_STATE = grad_mode.STATE
 
 
 class Op:
@@ -79,13 +80,28 @@ class Op:
             handled, result = _try_subclass_dispatch(self, args, kwargs)
             if handled:
                 return result
-        hook = _AUTOGRAD_HOOK[0]
-        if hook is not None and grad_mode.STATE.grad_enabled and _any_requires_grad(args, kwargs):
-            return hook(self, args, kwargs)
+        if _GRAD_STATE.grad_enabled:
+            hook = _AUTOGRAD_HOOK[0]
+            if hook is not None and _any_requires_grad(args, kwargs):
+                return hook(self, args, kwargs)
+        # call_kernel's common case inlined (a plain Tensor first names the device): this runs for
+        # every op, so each saved call counts.
+        if args:
+            a = args[0]
+            if type(a) is _Tensor:
+                kernel = self.kernels.get(a._device.type)
+                if kernel is not None:
+                    return kernel(*args, **kwargs)
         return self.call_kernel(args, kwargs)
 
     def call_kernel(self, args, kwargs):
         """Runs the device kernel directly (below modes and autograd)."""
+        if args:
+            a = args[0]
+            if type(a) is _Tensor:
+                kernel = self.kernels.get(a._device.type)
+                if kernel is not None:
+                    return kernel(*args, **kwargs)
         device_type = _device_type_of(args, kwargs)
         kernel = self.kernels.get(device_type)
         if kernel is None:
@@ -130,9 +146,20 @@ def _iter_tensors(args, kwargs):
 
 
 def _any_requires_grad(args, kwargs) -> bool:
-    for t in _iter_tensors(args, kwargs):
-        if t._requires_grad:
-            return True
+    # _iter_tensors unrolled: a generator costs more than the loop itself on this hot path.
+    Tensor = _Tensor
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor) and b._requires_grad:
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor) and a._requires_grad:
+                return True
     return False
 
 

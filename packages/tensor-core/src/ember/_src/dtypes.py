@@ -3,7 +3,7 @@
 Note [Type promotion]: an op's result dtype is found in three tiers, highest first:
 tensors with at least one dimension, 0-d tensors, then Python scalars ("wrapped
 numbers", weakly typed). A lower tier only changes the result when it belongs to a
-higher *category* (bool < integer < floating): ``int32_tensor + 2.5`` is float32 (the
+higher *category* (bool < integer < floating < complex): ``int32_tensor + 2.5`` is float32 (the
 default dtype), ``float16_tensor + 2.5`` stays float16, ``uint8_tensor + 1000`` stays
 uint8, and a 0-d float64 tensor does not upcast a float32 vector.
 """
@@ -32,10 +32,16 @@ class dtype:  # noqa: N801 - PyTorch's spelling
         return "ember." + self.name
 
     def to_real(self) -> dtype:
-        return self
+        """The dtype of a complex dtype's parts (complex64 -> float32); other dtypes are their own."""
+        return _TO_REAL.get(self, self)
 
     def to_complex(self) -> dtype:
-        raise RuntimeError(f"complex dtypes are not supported yet (from {self})")
+        """The complex dtype whose parts are this floating dtype (float32 -> complex64)."""
+        if self.is_complex:
+            return self
+        if self not in _TO_COMPLEX:
+            raise RuntimeError(f"expected a floating dtype to convert to complex, got {self}")
+        return _TO_COMPLEX[self]
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
@@ -52,8 +58,14 @@ float16 = dtype("float16", 6, 2, True, True, "float16")
 bfloat16 = dtype("bfloat16", 7, 2, True, True, None)
 float32 = dtype("float32", 8, 4, True, True, "float32")
 float64 = dtype("float64", 9, 8, True, True, "float64")
+complex64 = dtype("complex64", 10, 8, False, True, "complex64")
+complex128 = dtype("complex128", 11, 16, False, True, "complex128")
+complex64.is_complex = complex128.is_complex = True
+# No complex32 (PyTorch's chalf): float16/bfloat16 parts widen to complex64.
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 
-ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 BY_CODE = ALL_DTYPES
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # PyTorch's aliases.
@@ -64,6 +76,8 @@ ALIASES = {
     "short": int16,
     "int": int32,
     "long": int64,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 _BY_NAME.update(ALIASES)
 
@@ -107,6 +121,11 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return b
     if b is bool:
         return a
+    if a.is_complex or b.is_complex:
+        # The parts widen to hold both operands' precision; integers fit any complex dtype.
+        parts = [d.to_real() for d in (a, b) if d.is_complex or d.is_floating_point]
+        real = parts[0] if len(parts) == 1 else promote_types(parts[0], parts[1])
+        return real.to_complex()
     if a.is_floating_point and b.is_floating_point:
         if {a, b} == {float16, bfloat16}:
             return float32
@@ -127,6 +146,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 def _category(d: dtype) -> int:
     if d is bool:
         return 0
+    if d.is_complex:
+        return 3
     if d.is_floating_point:
         return 2
     return 1
@@ -138,6 +159,10 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:  # a float tier keeps its precision: float64 + 1j is complex128
+        return higher.to_complex() if higher.is_floating_point else promote_types(higher, lower)
     if higher.is_floating_point:
         return higher
     if higher is bool or lower.is_floating_point:
@@ -153,7 +178,9 @@ def scalar_dtype(value) -> dtype:
         return int64
     if isinstance(value, float):
         return _default_dtype
-    raise TypeError(f"expected a bool, int or float, got {type(value).__name__}")
+    if isinstance(value, complex):
+        return _default_dtype.to_complex()
+    raise TypeError(f"expected a bool, int, float or complex, got {type(value).__name__}")
 
 
 def result_type_of(*operands) -> dtype:
@@ -166,7 +193,7 @@ def result_type_of(*operands) -> dtype:
                 dim_result = d if dim_result is None else promote_types(dim_result, d)
             else:
                 zero_result = d if zero_result is None else promote_types(zero_result, d)
-        elif isinstance(x, (builtins.bool, int, float)):
+        elif isinstance(x, (builtins.bool, int, float, complex)):
             d = scalar_dtype(x)
             wrapped_result = d if wrapped_result is None else promote_types(wrapped_result, d)
         elif isinstance(x, dtype):
@@ -200,6 +227,8 @@ class finfo:  # noqa: N801
 
     def __init__(self, type: dtype | None = None):  # noqa: A002 - PyTorch's name
         type = _default_dtype if type is None else type
+        if isinstance(type, dtype):
+            type = type.to_real()  # PyTorch: a complex dtype's finfo is its parts'
         if not isinstance(type, dtype) or type.name not in self._TABLE:
             raise TypeError(f"finfo expects a floating-point dtype, got {type}")
         bits, eps, mx, tiny, smallest_sub, resolution, _ = self._TABLE[type.name]
@@ -222,7 +251,7 @@ class iinfo:  # noqa: N801
     """Limits of an integer dtype, as ``torch.iinfo``."""
 
     def __init__(self, type: dtype):  # noqa: A002
-        if not isinstance(type, dtype) or type.is_floating_point:
+        if not isinstance(type, dtype) or type.is_floating_point or type.is_complex:
             raise TypeError(f"iinfo expects an integer dtype, got {type}")
         self.bits = type.itemsize * 8
         if type is bool:
@@ -250,6 +279,8 @@ def to_dtype(value) -> dtype:
         return int64
     if value is builtins.bool:
         return bool
+    if value is builtins.complex:
+        return complex128
     name = getattr(value, "name", None)
     if name is None and isinstance(value, str):
         name = value.replace("torch.", "").replace("ember.", "")

@@ -76,6 +76,7 @@ def from_numpy(arr) -> Tensor:
     if d is None or not arr.dtype.isnative:
         raise TypeError(
             f"can't convert np.ndarray of type {arr.dtype}. The only supported types are: float64, float32, float16, "
+            "complex64, complex128, "
             "int64, int32, int16, int8, uint8, and bool."
         )
     item = arr.itemsize

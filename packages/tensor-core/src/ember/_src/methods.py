@@ -66,12 +66,12 @@ def _operators():
         return matmul(other, self)
 
     def _eq(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
+        if not isinstance(other, (Tensor, bool, int, float, complex)):
             return NotImplemented
         return pw.eq_op(self, other)
 
     def _ne(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
+        if not isinstance(other, (Tensor, bool, int, float, complex)):
             return NotImplemented
         return pw.ne_op(self, other)
 
@@ -147,6 +147,15 @@ def install(functional: dict) -> None:
         if op is not None and not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", op)
 
+    def polygamma(self, n):
+        return pw.polygamma(n, self)
+
+    def polygamma_(self, n):
+        return self.copy_(pw.polygamma(n, self))
+
+    def mvlgamma_(self, p):
+        return self.copy_(pw.mvlgamma(self, p))
+
     def add_(self, other, *, alpha=1):
         return pw.add_inplace_op(self, pw._scaled(self, other, alpha))
 
@@ -181,11 +190,12 @@ def install(functional: dict) -> None:
         "div_": div_, "divide_": div_, "true_divide_": div_, "clamp_": clamp_, "clip_": clamp_,
         "lerp_": lerp_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
         "relu_": pw.relu_inplace_op, "sigmoid_": pw.UNARY_OPS["sigmoid"][1], "nan_to_num_": pw.nan_to_num_,
-        "T": property(vw.full_transpose), "mT": property(vw.matrix_transpose), "H": property(vw.full_transpose),
-        "mH": property(vw.matrix_transpose),
+        "T": property(vw.full_transpose), "mT": property(vw.matrix_transpose), "H": property(vw._conj_full_transpose),
+        "mH": property(vw.adjoint),
         "view": vw.view, "type": vw.type_, "fill_": vw.fill_, "zero_": vw.zero_,
         "eq_": pw.eq_inplace_op, "ne_": pw.ne_inplace_op, "lt_": pw.lt_inplace_op, "le_": pw.le_inplace_op,
         "gt_": pw.gt_inplace_op, "ge_": pw.ge_inplace_op,
+        "polygamma": polygamma, "polygamma_": polygamma_, "mvlgamma_": mvlgamma_,
     }
     for name, fn in extra.items():
         setattr(Tensor, name, fn)
@@ -193,7 +203,8 @@ def install(functional: dict) -> None:
               dt.bool):
         pass
     casts = {"float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
-             "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool}
+             "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool,
+             "cfloat": dt.complex64, "cdouble": dt.complex128}
     for name, d in casts.items():
         setattr(Tensor, name, vw._cast(d))
 

@@ -125,6 +125,20 @@ def _flat_values(node, out: list) -> list:
     return out
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: real and imaginary parts each get their own _Formatter."""
+
+    def __init__(self, values: list):
+        self.real = _Formatter([v.real for v in values], True)
+        self.imag = _Formatter([v.imag for v in values], True)
+        self.max_width = self.real.max_width + self.imag.max_width + 1  # + the "j"
+
+    def format(self, v) -> str:
+        real = self.real.format(v.real)
+        imag = (self.imag.format(v.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _vector_str(values: list, indent: int, fmt: _Formatter) -> str:
     per_line = max(1, math.floor((OPTIONS.linewidth - indent) / (fmt.max_width + 2)))
     if values == [_SKIP]:
@@ -151,6 +165,8 @@ def _body(t, indent: int) -> str:
     if t.dtype is dt.float16 or t.dtype is dt.bfloat16:
         t = t.to(dt.float32)
     node = _nested(t, summarize)
+    if t.dtype.is_complex:
+        return _tensor_str(node, t.ndim, indent, _ComplexFormatter(_flat_values(node, [])))
     fmt = _Formatter(_flat_values(node, []), t.dtype.is_floating_point)
     return _tensor_str(node, t.ndim, indent, fmt)
 
@@ -180,6 +196,7 @@ def tensor_repr(t) -> str:
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
     default_dtype = dt.get_default_dtype()
+    default_complex = default_dtype.to_complex()
     if t._device.type == "meta":
         suffixes.append(f"size={tuple(t._shape)}")
         if t.dtype is not default_dtype:
@@ -194,7 +211,7 @@ def tensor_repr(t) -> str:
     else:
         if not OPTIONS.edgeitems:
             suffixes.append(f"size={tuple(t._shape)}")
-        if t.dtype not in (default_dtype, dt.int64, dt.bool):
+        if t.dtype not in (default_dtype, default_complex, dt.int64, dt.bool):
             suffixes.append(f"dtype={t.dtype}")
         body = _body(data, indent)
     if t.grad_fn is not None:

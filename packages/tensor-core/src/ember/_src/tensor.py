@@ -140,7 +140,20 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self.dtype.is_complex
+
+    @property
+    def real(self) -> Tensor:
+        """The real parts, as a view for complex tensors (the tensor itself otherwise)."""
+        from .ops.complex import real
+
+        return real(self)
+
+    @property
+    def imag(self) -> Tensor:
+        from .ops.complex import imag
+
+        return imag(self)
 
     def is_signed(self) -> bool:
         return self.dtype.is_signed
@@ -353,7 +366,18 @@ def _init_fields(t, storage, shape, stride, offset, dtype, dev):
 def make_tensor(storage, shape: tuple, stride: tuple, offset: int, dtype, dev) -> Tensor:
     """Wraps an existing storage (no checks: callers guarantee the view is in bounds)."""
     t = object.__new__(Tensor)
-    _init_fields(t, storage, shape, stride, offset, dtype, dev)
+    # _init_fields inlined: every op result and saved-tensor alias is made here.
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t._device = dev
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._base = None
+    t._autograd_meta = None
     return t
 
 

@@ -13,6 +13,8 @@ _DEFAULT_TOLERANCES = {
     dt.bfloat16: (1.6e-2, 1e-5),
     dt.float32: (1.3e-6, 1e-5),
     dt.float64: (1e-7, 1e-7),
+    dt.complex64: (1.3e-6, 1e-5),
+    dt.complex128: (1e-7, 1e-7),
 }
 
 
@@ -75,7 +77,7 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, 
     lines = [f"{kind} are not {'close' if rtol or atol else 'equal'}!", "",
              f"Mismatched elements: {mismatched} / {total} ({100.0 * mismatched / total:.1f}%)"]
     if work.is_floating_point or work is not dt.bool:
-        wide = dt.float64
+        wide = dt.complex128 if work.is_complex else dt.float64
         diff = (a.to(wide) - e.to(wide)).abs()
         diff = diff.masked_fill(close, 0)
         flat_index = int(diff.reshape(-1).argmax().item())
@@ -111,6 +113,13 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: 
         lo = -9.0 if low is None else low
         hi = 9.0 if high is None else high
         result = (creation_rand(shape, device) * (hi - lo) + lo).to(dtype)
+    elif dtype.is_complex:  # real and imaginary parts each uniform in [low, high)
+        from .ops.complex import complex as make_complex
+
+        lo = -9.0 if low is None else low
+        hi = 9.0 if high is None else high
+        parts = [creation_rand(shape, device) * (hi - lo) + lo for _ in range(2)]
+        result = make_complex(*parts).to(dtype)
     else:
         info = dt.iinfo(dtype)
         lo = max(info.min, -9 if low is None else low)

@@ -160,6 +160,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if not isinstance(A, _Tensor):
         raise TypeError(f"linalg_matrix_norm(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     d0, d1 = _matrix_dims(A, dim, fn)
+    if A.dtype.is_complex:
+        raise NotImplementedError(f"{fn}: complex inputs are not supported by ember yet")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                            f"{_lp.type_name(A.dtype)}")

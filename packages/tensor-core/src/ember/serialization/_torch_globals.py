@@ -22,6 +22,7 @@ STORAGE_NAMES = {
     dt.float32: "FloatStorage", dt.float64: "DoubleStorage", dt.float16: "HalfStorage",
     dt.bfloat16: "BFloat16Storage", dt.int64: "LongStorage", dt.int32: "IntStorage", dt.int16: "ShortStorage",
     dt.int8: "CharStorage", dt.uint8: "ByteStorage", dt.bool: "BoolStorage",
+    dt.complex64: "ComplexFloatStorage", dt.complex128: "ComplexDoubleStorage",
 }
 _STORAGE_MODULES = ("torch", "torch.storage", "torch.cuda")
 _KNOWN_TORCH_DTYPES = {
@@ -115,12 +116,11 @@ def _dtype_of(storage):
 
 
 def _parameter_class():
-    """``ember.nn.Parameter`` when the ember-nn package is installed (the core never needs it)."""
-    try:
-        from ember.nn import Parameter
-    except ImportError:
-        return None
-    return Parameter
+    """``ember.nn.Parameter`` when ember-nn is installed: found through its ``parameter`` plugin
+    entry point, since the core may not import packages above it."""
+    from ember._src import plugins
+
+    return plugins.load("parameter")
 
 
 def rebuild_parameter(data, requires_grad, backward_hooks=None):

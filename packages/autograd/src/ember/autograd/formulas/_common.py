@@ -33,6 +33,7 @@ def not_implemented(op_name: str):
     def backward(grads, inputs, outputs):
         raise RuntimeError(f"the derivative for '{op_name}' is not implemented.")
 
+    backward.not_implemented = True  # the coverage test counts these as missing derivatives
     return backward
 
 
@@ -48,11 +49,11 @@ def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     return ember.where(cond, ember.zeros((), dtype=g.dtype), g)
 
 
-def register_if_defined(op_name: str, backward, *, save_output: bool = False) -> None:
+def register_if_defined(op_name: str, backward, *, save_output: bool = False, clone_self=None) -> None:
     """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
     from ember._src.dispatch import OPS
 
     from ._registry import derivative
 
     if op_name in OPS:
-        derivative(op_name, save_output=save_output)(backward)
+        derivative(op_name, save_output=save_output, clone_self=clone_self)(backward)

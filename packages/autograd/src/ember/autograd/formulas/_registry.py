@@ -24,10 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
 class Inputs:
-    args: tuple
-    kwargs: dict
+    """The op's ``args`` and ``kwargs`` as a formula sees them (a plain slotted class: one is made
+    per backward node, so its construction is on the engine's hot path)."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: tuple, kwargs: dict):
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return f"Inputs(args={self.args!r}, kwargs={self.kwargs!r})"
 
 
 @dataclass
@@ -36,6 +44,12 @@ class Formula:
     backward: Callable
     save_output: bool = False
     jvp: Callable | None = None
+    # For an in-place op whose formula reads self as it was: ``clone_self(args, kwargs)`` says when
+    # the recording must save a copy of self before the kernel overwrites it.
+    clone_self: Callable | None = None
+    # Whether ``backward`` ever reads ``inputs`` (found once from its bytecode by the recording,
+    # which saves no input tensors for formulas that do not: add, sub, ...).
+    reads_inputs: bool | None = None
 
 
 FORMULAS: dict[str, Formula] = {}
@@ -44,13 +58,13 @@ FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: set[str] = set()
 
 
-def derivative(op_name: str, *, save_output: bool = False):
+def derivative(op_name: str, *, save_output: bool = False, clone_self: Callable | None = None):
     """Registers the backward formula of ``op_name``."""
 
     def register(fn: Callable) -> Callable:
         if op_name in FORMULAS:
             raise ValueError(f"derivative for {op_name} registered twice")
-        FORMULAS[op_name] = Formula(op_name, fn, save_output)
+        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self)
         return fn
 
     return register

@@ -16,11 +16,26 @@ def _scaled(g, factor):
     return g if factor == 1 else g * factor
 
 
+def _column_major(m) -> bool:
+    """A 2-d operand laid out as the transpose of a contiguous matrix (``weight.t()`` in linear)."""
+    return m.ndim == 2 and m.stride(0) == 1 and m.stride(1) == max(m.shape[0], 1) and m.shape[1] > 1
+
+
+def _mat1_grad(g, a, b):
+    # Produce the gradient in a's own layout, so that flowing back through ``.t()`` lands on a
+    # contiguous gradient instead of needing a transposing copy (PyTorch does the same).
+    return ember.mm(b, g.t()).t() if _column_major(a) else ember.mm(g, b.t())
+
+
+def _mat2_grad(g, a, b):
+    return ember.mm(g.t(), a).t() if _column_major(b) else ember.mm(a.t(), g)
+
+
 @derivative("mm")
 def _mm(grads, inputs, outputs):
     g = grads[0]
     a, b = inputs.args[0], inputs.args[1]
-    return (ember.mm(g, b.t()) if _needs(a) else None, ember.mm(a.t(), g) if _needs(b) else None)
+    return (_mat1_grad(g, a, b) if _needs(a) else None, _mat2_grad(g, a, b) if _needs(b) else None)
 
 
 @derivative("bmm")
@@ -58,8 +73,8 @@ def _addmm(grads, inputs, outputs):
     a, b = inputs.args[1], inputs.args[2]
     return (
         _scaled(g, beta),
-        _scaled(ember.mm(g, b.t()), alpha) if _needs(a) else None,
-        _scaled(ember.mm(a.t(), g), alpha) if _needs(b) else None,
+        _scaled(_mat1_grad(g, a, b), alpha) if _needs(a) else None,
+        _scaled(_mat2_grad(g, a, b), alpha) if _needs(b) else None,
     )
 
 

@@ -9,7 +9,7 @@ import math
 
 import ember
 
-from ._common import arg, not_implemented, register_if_defined
+from ._common import arg, register_if_defined
 
 OPS = ember.ops
 
@@ -27,13 +27,14 @@ def _embedding(grads, inputs, outputs):
 
 def _layer_norm(grads, inputs, outputs):
     g = grads[0]
-    if g is None:
-        return (None,)
     x, shape, weight, bias = (inputs.args[i] for i in range(4))
-    grad_x = None
+    grad_x = _stats_grad(x, len(shape), outputs[1], outputs[2], grads[1:])
+    if g is None:
+        return grad_x, None, None, None
     if _needs(x):
-        grad_x = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
-                                                   [True, False, False])[0]
+        gx = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
+                                               [True, False, False])[0]
+        grad_x = gx if grad_x is None else grad_x + gx
     # weight/bias: sums over the leading (non-normalized) dims, from the saved statistics.
     lead = tuple(range(x.ndim - len(shape)))
     grad_w = grad_b = None
@@ -46,25 +47,46 @@ def _layer_norm(grads, inputs, outputs):
 
 
 def _rms_norm(grads, inputs, outputs):
-    # y = x * rstd * w with rstd = (mean(x^2) + eps)^-1/2 over the normalized dims (saved as outputs[1]):
-    # dx = rstd * (g*w - x_hat * mean(g*w * x_hat)), composed of ops so it can be differentiated again.
-    g = grads[0]
-    if g is None:
-        return (None,)
-    x, shape, weight, eps = (inputs.args[i] for i in range(4))
+    # y = x r w with r = rsqrt(mean(x^2) + eps) over the normalized dims:
+    # gx = r (g w - x_hat mean(g w x_hat)) - g_r r^3 x / N, gw = sum over the leading dims of g x_hat.
+    g, g_rstd = grads[0], grads[1] if len(grads) > 1 else None
+    x, shape, weight = inputs.args[0], inputs.args[1], inputs.args[2]
+    rstd = outputs[1]
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     lead = tuple(range(x.ndim - len(shape)))
-    rstd = outputs[1]
     if ember.is_grad_enabled():  # create_graph: rstd must be a differentiable function of x
-        rstd = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
-    x_hat = x * rstd
+        rstd = ((x * x).mean(dims, keepdim=True) + inputs.args[3]).rsqrt()
     grad_x = grad_w = None
-    if _needs(x):
+    if g is not None:
+        x_hat = x * rstd
         gw = g * weight if weight is not None else g
         grad_x = rstd * (gw - x_hat * (gw * x_hat).mean(dims, keepdim=True))
-    if _needs(weight):
-        grad_w = (g * x_hat).sum(lead) if lead else g * x_hat
+        if weight is not None:
+            grad_w = (g * x_hat).sum(lead) if lead else g * x_hat
+    if g_rstd is not None:
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        extra = -(g_rstd * rstd * rstd * rstd) * x / n
+        grad_x = extra if grad_x is None else grad_x + extra
     return grad_x, None, grad_w
+
+
+def _stats_grad(x, ndims, mean, rstd, grads):
+    """x's gradient through the saved statistics (mean, rstd) over its last ``ndims`` dims: they are
+    outputs too, and the weight gradient reads them, so a double backward reaches them."""
+    g_mean, g_rstd = (tuple(grads) + (None, None))[:2]
+    if g_mean is None and g_rstd is None:
+        return None
+    n = 1
+    for d in x.shape[x.ndim - ndims:]:
+        n *= d
+    grad = ember.zeros(tuple(x.shape), dtype=x.dtype)
+    if g_mean is not None:
+        grad = grad + g_mean / n
+    if g_rstd is not None:
+        grad = grad - (g_rstd * rstd * rstd * rstd) * (x - mean) / n
+    return grad
 
 
 def _batch_norm(grads, inputs, outputs):
@@ -140,8 +162,15 @@ def _attention(grads, inputs, outputs):
     mask = arg(inputs, 3, "attn_mask", None)
     dropout_p, is_causal = arg(inputs, 4, "dropout_p", 0.0), arg(inputs, 5, "is_causal", False)
     scale = inputs.kwargs.get("scale")
-    if dropout_p or inputs.kwargs.get("enable_gqa", False) or k.shape[-3:-2] != q.shape[-3:-2] and q.ndim >= 3:
-        return not_implemented("scaled_dot_product_attention with dropout or grouped heads")(grads, inputs, outputs)
+    if dropout_p:
+        # The public function differentiates this case through its parts (softmax, dropout, matmul),
+        # as PyTorch's math path: the op itself does not keep its dropout mask.
+        raise RuntimeError("scaled_dot_product_attention: the op's dropout mask is not saved; call "
+                           "ember.nn.functional.scaled_dot_product_attention to differentiate it")
+    rep = 1
+    if inputs.kwargs.get("enable_gqa", False) and q.ndim >= 3 and k.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]  # grouped heads: each key/value head serves rep query heads
+        k, v = _repeat_heads(k, rep), _repeat_heads(v, rep)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
     if is_causal:
@@ -153,7 +182,20 @@ def _attention(grads, inputs, outputs):
     grad_v = ember.matmul(p.transpose(-2, -1), g)
     grad_p = ember.matmul(g, v.transpose(-2, -1))
     grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True)) * scale
-    return ember.matmul(grad_s, k), ember.matmul(grad_s.transpose(-2, -1), q), grad_v
+    grad_k = ember.matmul(grad_s.transpose(-2, -1), q)
+    if rep > 1:
+        grad_k, grad_v = _sum_heads(grad_k, rep), _sum_heads(grad_v, rep)
+    return ember.matmul(grad_s, k), grad_k, grad_v
+
+
+def _repeat_heads(t, rep):
+    lead, (heads, rows, width) = tuple(t.shape[:-3]), tuple(t.shape[-3:])
+    return t.unsqueeze(-3).expand(*lead, heads, rep, rows, width).reshape(*lead, heads * rep, rows, width)
+
+
+def _sum_heads(t, rep):
+    lead, (heads, rows, width) = tuple(t.shape[:-3]), tuple(t.shape[-3:])
+    return t.reshape(*lead, heads // rep, rep, rows, width).sum(-3)
 
 
 def _class_nll(grads, inputs, outputs):
@@ -197,17 +239,3 @@ register_if_defined("constant_pad_nd", _constant_pad)
 register_if_defined("_pad_enum", _pad_enum)
 register_if_defined("_upsample", _upsample)
 register_if_defined("scaled_dot_product_attention", _attention)
-# Not derived yet: these raise when differentiated (first order for the two fused ops below).
-for _name in (
-    "embedding_dense_backward",
-    "native_layer_norm_backward",
-    "native_batch_norm_backward",
-    "native_group_norm_backward",
-    "max_pool2d_with_indices_backward",
-    "avg_pool2d_backward",
-    "_adaptive_avg_pool2d_backward",
-    "adaptive_max_pool2d_backward",
-    "_pad_enum_backward",
-    "_upsample_backward",
-):
-    register_if_defined(_name, not_implemented(_name))

@@ -54,8 +54,8 @@ def _mul(grads, inputs, outputs):
     g = grads[0]
     self, other = inputs.args[0], inputs.args[1]
     return (
-        g * other if is_tensor(self) and self.requires_grad else None,
-        g * self if is_tensor(other) and other.requires_grad else None,
+        g * other if is_tensor(self) and self._requires_grad else None,
+        g * self if is_tensor(other) and other._requires_grad else None,
     )
 
 
@@ -413,8 +413,15 @@ def _lgamma(g, x, result):
     return g * ember.digamma(x)
 
 
-# digamma's derivative is polygamma(1, x), which has no op yet.
-derivative("digamma")(not_implemented("digamma"))
+@_unary("digamma")
+def _digamma(g, x, result):
+    return g * ember.polygamma(1, x)
+
+
+@derivative("polygamma")
+def _polygamma(grads, inputs, outputs):
+    n, x = inputs.args[0], inputs.args[1]
+    return None, grads[0] * ember.polygamma(n + 1, x)
 
 
 @derivative("logit")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ember
 
-from ._common import arg, not_implemented, register_if_defined
+from ._common import arg, register_if_defined
 
 OPS = ember.ops
 
@@ -56,11 +56,11 @@ def _gather(grads, inputs, outputs):
 
 def _scatter(grads, inputs, outputs):
     if arg(inputs, 4, "reduce", None) is not None:
-        return not_implemented("scatter_ with reduce")(grads, inputs, outputs)
+        raise RuntimeError("derivative for aten::scatter is not implemented")  # PyTorch has none either
     g = grads[0]
     x = inputs.args[0]
     dim, index, src = _dim(inputs, x), arg(inputs, 2, "index"), arg(inputs, 3, "src")
-    grad_src = _gather_from(g, dim, index) if isinstance(src, ember.Tensor) else None
+    grad_src = _to_src(_gather_from(g, dim, index), src) if isinstance(src, ember.Tensor) else None
     return _zero_at(g, dim, index), None, None, grad_src
 
 
@@ -68,18 +68,75 @@ def _scatter_add(grads, inputs, outputs):
     g = grads[0]
     x = inputs.args[0]
     dim, index = _dim(inputs, x), arg(inputs, 2, "index")
-    return g, None, None, _gather_from(g, dim, index)
+    return g, None, None, _to_src(_gather_from(g, dim, index), arg(inputs, 3, "src"))
+
+
+def _to_src(grad, src):
+    """A gradient of index's shape, zero-padded to src's (scatter reads only src[:index.shape])."""
+    if tuple(grad.shape) == tuple(src.shape):
+        return grad
+    pad = [p for n, m in zip(reversed(grad.shape), reversed(src.shape)) for p in (0, m - n)]
+    return OPS["constant_pad_nd"](grad, pad, 0)
+
+
+def _head(src, index):
+    """The part of src a scatter reads: src[:index.shape]."""
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    return src[tuple(slice(0, n) for n in index.shape)]
 
 
 def _scatter_reduce(grads, inputs, outputs):
+    # PyTorch's scatter_reduce_backward; self is the value before the op (saved by clone_self).
     reduce = arg(inputs, 4, "reduce")
-    if reduce != "sum":
-        return not_implemented(f"scatter_reduce_ with reduce='{reduce}'")(grads, inputs, outputs)
     g = grads[0]
     x = inputs.args[0]
-    dim, index = _dim(inputs, x), arg(inputs, 2, "index")
+    dim, index, full_src = _dim(inputs, x), arg(inputs, 2, "index"), arg(inputs, 3, "src")
     include_self = inputs.kwargs.get("include_self", arg(inputs, 5, "include_self", True))
-    return (g if include_self else _zero_at(g, dim, index)), None, None, _gather_from(g, dim, index), None
+    src = _head(full_src, index)
+    if reduce == "sum":
+        grad_self, grad_src = g, _gather_from(g, dim, index)
+    elif reduce == "prod":
+        grad_self, grad_src = _prod_grads(g, x, dim, index, src, include_self, outputs[0])
+    elif reduce == "mean":
+        counts = ember.ones(x.shape, dtype=g.dtype) if include_self else ember.zeros(x.shape, dtype=g.dtype)
+        counts = ember.scatter_add(counts, dim, index, ember.ones(tuple(index.shape), dtype=g.dtype))
+        counts = ember.where(ember.eq(counts, 0), ember.ones((), dtype=g.dtype), counts)
+        grad_self = g / counts
+        grad_src = _gather_from(grad_self, dim, index)
+    else:  # amax / amin: the gradient is split evenly among the elements equal to the result
+        result = outputs[0]
+        value = _gather_from(result, dim, index)
+        self_hit = ember.eq(x, result)
+        src_hit = ember.eq(src, value)
+        count = ember.scatter_add(self_hit.to(g.dtype), dim, index, src_hit.to(g.dtype))
+        share = g / count
+        grad_self = ember.where(self_hit, share, ember.zeros((), dtype=g.dtype))
+        grad_src = ember.where(src_hit, _gather_from(share, dim, index), ember.zeros((), dtype=g.dtype))
+    if not include_self:
+        grad_self = _zero_at(grad_self, dim, index)
+    return grad_self, None, None, _to_src(grad_src, full_src), None
+
+
+def _prod_grads(g, x, dim, index, src, include_self, result):
+    # The product without one factor, computed without dividing by zeros: a zero self is replaced by
+    # one; a src that is the only zero at its position is replaced by one for its own gradient.
+    one = ember.ones((), dtype=g.dtype)
+    masked_self = ember.where(ember.eq(x, 0), one, x)
+    grad_self = g * ember.scatter_reduce(masked_self, dim, index, src, "prod", include_self=include_self) / masked_self
+    src_zero = ember.eq(src, 0)
+    zeros_at = ember.scatter_add(ember.zeros(x.shape, dtype=g.dtype), dim, index, src_zero.to(g.dtype))
+    single_zero = ember.logical_and(src_zero, ember.eq(_gather_from(zeros_at, dim, index), 1))
+    masked_src = ember.where(single_zero, one, src)
+    masked_result = ember.scatter_reduce(x, dim, index, masked_src, "prod", include_self=include_self)
+    grad_src = ember.where(single_zero, _gather_from(g * masked_result, dim, index),
+                           _gather_from(g * result, dim, index) / ember.where(src_zero, one, src))
+    return grad_self, grad_src
+
+
+def _reads_self(args, kwargs) -> bool:
+    reduce = args[4] if len(args) > 4 else kwargs.get("reduce")
+    return reduce in ("prod", "amax", "amin")
 
 
 def _moved(t, dim):
@@ -140,7 +197,7 @@ def _masked_scatter(grads, inputs, outputs):
 register_if_defined("gather", _gather)
 register_if_defined("scatter_", _scatter)
 register_if_defined("scatter_add_", _scatter_add)
-register_if_defined("scatter_reduce_", _scatter_reduce)
+register_if_defined("scatter_reduce_", _scatter_reduce, save_output=True, clone_self=_reads_self)
 register_if_defined("index_add_", _index_add)
 register_if_defined("index_copy_", _index_copy)
 register_if_defined("index_fill_", _index_fill)

@@ -1,23 +1,26 @@
 """The time loop of one recurrent layer in one direction, as one autograd node.
 
+LSTM and GRU: the native ``_lstm_layer`` / ``_gru_layer`` ops (ops/nn_rnn.py, C++ loop and
+backward). RNN (and an empty batch): ``_Recurrence`` below, a Python loop over native ops.
+
 The input projection ``x W_ih^T + b`` of every time step is computed beforehand in one
 matmul (by the caller); this node runs the recurrence ``h_t = cell(xp_t, h_{t-1})`` with one
-``addmm`` and a few fused-in-place pointwise ops per step, and its backward is hand-written
-back-propagation through time: per step the gate gradients and one ``mm`` for ``dh_{t-1}``,
-then ``dW_hh`` (and ``dW_hr``) in one matmul over all steps. Recording every per-step op
-instead would build ~20 graph nodes per step, each of whose gate slices back-propagates
-through a zero-filled copy of its whole input.
+``addmm`` and one fused pointwise op per step (``_lstm_cell_fused`` / ``_gru_cell_fused``,
+ops/nn_rnn.py), and its backward is hand-written back-propagation through time: per step
+the fused backward op and one ``mm`` for ``dh_{t-1}``, then ``dW_hh`` (and ``dW_hr``, and the
+GRU's ``db_hh``) in one matmul over all steps. Recording every per-step op instead would
+build ~20 graph nodes per step, each of whose gate slices back-propagates through a
+zero-filled copy of its whole input.
 
 Steps are ``(offset, batch)`` pairs in processing order (reversed for the backward direction
 of a bidirectional layer): step rows are ``xp[offset:offset + batch]``. Batches shrink (or,
 reversed, grow) for packed sequences; the state rows beyond a step's batch pass it unchanged,
 which gives PyTorch's final states for packed input in both directions.
-
-tanh is computed as ``2 sigmoid(2x) - 1`` (the doubling folded into the weights where it can
-be): the vectorized sigmoid kernel is far faster than the scalar ``std::tanh`` loop.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import ember
 from ember import Tensor
@@ -26,22 +29,48 @@ from ember.autograd import Function
 __all__ = []
 
 
-def _tanh_from_doubled(x2: Tensor) -> Tensor:
-    """tanh(x) from x2 = 2x, in place: 2 sigmoid(2x) - 1."""
-    return x2.sigmoid_().mul_(2).sub_(1)
+_LSTM_CELL = ember.ops["_lstm_cell_fused"]
+_LSTM_CELL_BACKWARD = ember.ops["_lstm_cell_fused_backward"]
+_GRU_CELL = ember.ops["_gru_cell_fused"]
+_GRU_CELL_BACKWARD = ember.ops["_gru_cell_fused_backward"]
+_LSTM_LAYER = ember.ops["_lstm_layer"]
+_GRU_LAYER = ember.ops["_gru_layer"]
 
 
-def _tanh(x: Tensor) -> Tensor:
-    return _tanh_from_doubled(x * 2)
+# Per-step products below this many multiply-adds run on one thread (the core's batched matmul
+# draws the same line): splitting them gains little, and every threaded BLAS call must wake its
+# workers, which on a loaded machine waits for a scheduler time slice (measured: a 2-layer LSTM
+# step 5x slower with 2 threads than with 1 on a busy 2-core machine).
+_SERIAL_STEP_MACS = 256 * 256 * 256
+
+
+@contextlib.contextmanager
+def _step_threads(macs: int):
+    threads = ember.get_num_threads()
+    if threads == 1 or macs >= _SERIAL_STEP_MACS:
+        yield
+        return
+    ember.set_num_threads(1)
+    try:
+        yield
+    finally:
+        ember.set_num_threads(threads)
+
+
+def _step_macs(w_hh: Tensor, w_hr, steps) -> int:
+    """Multiply-adds of the largest per-step product."""
+    batch = max((b for _, b in steps), default=0)
+    macs = batch * w_hh.size(0) * w_hh.size(1)
+    return macs if w_hr is None else max(macs, batch * w_hr.size(0) * w_hr.size(1))
 
 
 def _rows(state: Tensor, batch: int) -> Tensor:
-    return state if batch == state.size(0) else state[:batch]
+    return state if batch == state.size(0) else state.narrow(0, 0, batch)
 
 
 def _merge(new: Tensor, state: Tensor, batch: int) -> Tensor:
     """The full state after a step that updated its first ``batch`` rows."""
-    return new if batch == state.size(0) else ember.cat([new, state[batch:]])
+    return new if batch == state.size(0) else ember.cat([new, state.narrow(0, batch, state.size(0) - batch)])
 
 
 class _Recurrence(Function):
@@ -54,53 +83,37 @@ class _Recurrence(Function):
 
     @staticmethod
     def forward(ctx, mode, xp, h0, c0, w_hh, b_hh, w_hr, steps):
-        hidden = w_hh.size(1) if w_hr is None else w_hr.size(1)
-        if mode == "LSTM":
-            # Double the g-gate pre-activations once so tanh(g) comes out of the same sigmoid.
-            xp = xp.clone()
-            xp[:, 2 * hidden:3 * hidden].mul_(2)
-            w_step = w_hh.clone()
-            w_step[2 * hidden:3 * hidden].mul_(2)
-            w_step = w_step.t()
-        else:
-            w_step = w_hh.t()
+        # W_hh^T made contiguous once: BLAS runs the per-step product faster without a transpose.
+        w_step = w_hh.t().contiguous()
         w_hr_t = None if w_hr is None else w_hr.t()
         h, c = h0, c0
         n = len(steps)
         outs, saved, h_prevs = [None] * n, [None] * n, [None] * n
-        for k, (off, b) in enumerate(steps):
-            h_prev = _rows(h, b)
-            x_k = xp[off:off + b]
-            if mode == "LSTM":
-                c_prev = _rows(c, b)
-                acts = ember.addmm(x_k, h_prev, w_step).sigmoid_()
-                i, f = acts[:, :hidden], acts[:, hidden:2 * hidden]
-                g, o = acts[:, 2 * hidden:3 * hidden], acts[:, 3 * hidden:]
-                g.mul_(2).sub_(1)
-                c_new = ember.addcmul(f * c_prev, i, g)
-                tanh_c = _tanh(c_new)
-                m = o * tanh_c
-                h_new = m if w_hr_t is None else ember.mm(m, w_hr_t)
-                saved[k] = (acts, c_prev, tanh_c, m)
-                c = _merge(c_new, c, b)
-            elif mode == "GRU":
-                gh = ember.mm(h_prev, w_step) if b_hh is None else ember.addmm(b_hh, h_prev, w_step)
-                rz = ember.add(x_k[:, :2 * hidden], gh[:, :2 * hidden]).sigmoid_()
-                r, z = rz[:, :hidden], rz[:, hidden:]
-                hn = gh[:, 2 * hidden:]
-                new = _tanh_from_doubled(ember.addcmul(x_k[:, 2 * hidden:], r, hn, value=1).mul_(2))
-                h_new = ember.addcmul(new, z, h_prev - new)
-                saved[k] = (rz, new, hn)
-            elif mode == "RNN_TANH":
-                h_new = _tanh_from_doubled(ember.addmm(x_k, h_prev, w_step, beta=2, alpha=2))
-            else:
-                h_new = ember.addmm(x_k, h_prev, w_step).relu_()
-            h_prevs[k] = h_prev
-            outs[k] = h_new
-            h = _merge(h_new, h, b)
-        ctx.mode, ctx.steps, ctx.hidden = mode, steps, hidden
-        # The returned h becomes an output whose grad_fn is ctx: ctx keeps a bare alias of it, or
-        # output -> grad_fn -> ctx -> output would be a reference cycle that only gc frees.
+        with _step_threads(_step_macs(w_hh, w_hr, steps)):
+            for k, (off, b) in enumerate(steps):
+                h_prev = _rows(h, b)
+                x_k = xp.narrow(0, off, b)
+                if mode == "LSTM":
+                    c_prev = _rows(c, b)
+                    acts, c_new, tanh_c, m = _LSTM_CELL(x_k, ember.mm(h_prev, w_step), c_prev)
+                    h_new = m if w_hr_t is None else ember.mm(m, w_hr_t)
+                    saved[k] = (acts, c_prev, tanh_c, m)
+                    c = _merge(c_new, c, b)
+                elif mode == "GRU":
+                    gh = ember.mm(h_prev, w_step) if b_hh is None else ember.addmm(b_hh, h_prev, w_step)
+                    h_new, rzn = _GRU_CELL(x_k, gh, h_prev)
+                    saved[k] = (rzn, gh)
+                elif mode == "RNN_TANH":
+                    # tanh(x) = 2 sigmoid(2x) - 1, the doubling done by addmm's alpha and beta
+                    h_new = ember.addmm(x_k, h_prev, w_step, beta=2, alpha=2).sigmoid_().mul_(2).sub_(1)
+                else:
+                    h_new = ember.addmm(x_k, h_prev, w_step).relu_()
+                h_prevs[k] = h_prev
+                outs[k] = h_new
+                h = _merge(h_new, h, b)
+        ctx.mode, ctx.steps = mode, steps
+        # The returned h and c become outputs whose grad_fn is ctx: ctx keeps bare aliases of them,
+        # or output -> grad_fn -> ctx -> output would be a reference cycle that only gc frees.
         def bare(t):
             return t.detach() if t is h or t is c else t
 
@@ -113,7 +126,7 @@ class _Recurrence(Function):
 
     @staticmethod
     def backward(ctx, grad_out, grad_h, grad_c):
-        mode, steps, hidden = ctx.mode, ctx.steps, ctx.hidden
+        mode, steps = ctx.mode, ctx.steps
         w_hh, w_hr = ctx.saved_tensors
         h_shape, c_shape = ctx.state_shapes
         dh = grad_h if grad_h is not None else w_hh.new_zeros(h_shape)
@@ -124,56 +137,43 @@ class _Recurrence(Function):
         d_x = [None] * n  # gradient of the step's xp rows
         d_gh = [None] * n  # GRU: gradient of the step's hidden projection (it differs from d_x)
         d_out_h = [None] * n  # projected LSTM: gradient of the step's output h
-        for k in range(n - 1, -1, -1):
-            off, b = steps[k]
-            dh_k = _rows(dh, b)
-            if grad_out is not None:
-                dh_k = dh_k + grad_out[off:off + b]
-            h_prev = ctx.h_prevs[k]
-            if mode == "LSTM":
-                acts, c_prev, tanh_c, m = ctx.saved_steps[k]
-                i, f = acts[:, :hidden], acts[:, hidden:2 * hidden]
-                g, o = acts[:, 2 * hidden:3 * hidden], acts[:, 3 * hidden:]
-                if w_hr is not None:
-                    d_out_h[k] = dh_k
-                    dh_k = ember.mm(dh_k, w_hr)
-                # dc_t = dc_{t+1} + dh o (1 - tanh(c)^2)
-                t = dh_k * o
-                dc_k = ember.addcmul(_rows(dc, b) + t, t * tanh_c, tanh_c, value=-1)
-                d_act = ember.cat([dc_k * g, dc_k * c_prev, dc_k * i, dh_k * tanh_c], 1)
-                deriv = acts - acts * acts
-                deriv[:, 2 * hidden:3 * hidden] = 1 - g * g
-                d_pre = d_act.mul_(deriv)
-                d_x[k] = d_pre
-                dh_prev = ember.mm(d_pre, w_hh)
-                dc = _merge(dc_k * f, dc, b)
-            elif mode == "GRU":
-                rz, new, hn = ctx.saved_steps[k]
-                r, z = rz[:, :hidden], rz[:, hidden:]
-                through = dh_k * z
-                d_new = dh_k - through
-                d_z = dh_k * (h_prev - new)
-                d_new_pre = ember.addcmul(d_new, d_new * new, new, value=-1)
-                d_rz = ember.cat([d_new_pre * hn, d_z], 1).mul_(rz - rz * rz)
-                d_x[k] = ember.cat([d_rz, d_new_pre], 1)
-                d_gh[k] = ember.cat([d_rz, d_new_pre * r], 1)
-                dh_prev = ember.addmm(through, d_gh[k], w_hh)
-            else:
-                h_new = ctx.outs[k]
-                if mode == "RNN_TANH":
-                    d_pre = ember.addcmul(dh_k, dh_k * h_new, h_new, value=-1)
+        with _step_threads(_step_macs(w_hh, w_hr, steps)):
+            for k in range(n - 1, -1, -1):
+                off, b = steps[k]
+                dh_k = _rows(dh, b)
+                if grad_out is not None:
+                    dh_k = dh_k + grad_out.narrow(0, off, b)
+                h_prev = ctx.h_prevs[k]
+                if mode == "LSTM":
+                    acts, c_prev, tanh_c, _ = ctx.saved_steps[k]
+                    if w_hr is not None:
+                        d_out_h[k] = dh_k
+                        dh_k = ember.mm(dh_k, w_hr)
+                    d_pre, dc_prev = _LSTM_CELL_BACKWARD(dh_k, _rows(dc, b), acts, c_prev, tanh_c)
+                    d_x[k] = d_pre
+                    dh_prev = ember.mm(d_pre, w_hh)
+                    dc = _merge(dc_prev, dc, b)
+                elif mode == "GRU":
+                    rzn, gh = ctx.saved_steps[k]
+                    d_x[k], d_gh[k], through = _GRU_CELL_BACKWARD(dh_k, rzn, gh, h_prev)
+                    dh_prev = ember.addmm(through, d_gh[k], w_hh)
                 else:
-                    d_pre = dh_k * (h_new > 0)
-                d_x[k] = d_pre
-                dh_prev = ember.mm(d_pre, w_hh)
-            dh = _merge(dh_prev, dh, b)
+                    h_new = ctx.outs[k]
+                    if mode == "RNN_TANH":
+                        d_pre = ember.addcmul(dh_k, dh_k * h_new, h_new, value=-1)
+                    else:
+                        d_pre = dh_k * (h_new > 0)
+                    d_x[k] = d_pre
+                    dh_prev = ember.mm(d_pre, w_hh)
+                dh = _merge(dh_prev, dh, b)
         needs = ctx.needs_input_grad
         grad_xp = ember.cat(_time_order(d_x, steps)) if n else None
         grad_w_hh = grad_b_hh = grad_w_hr = None
         if n and (needs[4] or needs[5]):
-            d_hidden_proj = ember.cat(d_gh if mode == "GRU" else d_x)
+            # Both factors in time order, so that LSTM and RNN reuse grad_xp.
+            d_hidden_proj = ember.cat(_time_order(d_gh, steps)) if mode == "GRU" else grad_xp
             if needs[4]:
-                grad_w_hh = ember.mm(d_hidden_proj.t(), ember.cat(ctx.h_prevs))
+                grad_w_hh = ember.mm(d_hidden_proj.t(), ember.cat(_time_order(ctx.h_prevs, steps)))
             if needs[5]:
                 grad_b_hh = d_hidden_proj.sum(0)
         if n and w_hr is not None and needs[6]:
@@ -189,5 +189,21 @@ def _time_order(per_step: list, steps) -> list:
     return per_step
 
 
-def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, steps):
-    return _Recurrence.apply(mode, xp, h0, c0, w_hh, b_hh, w_hr, tuple(steps))
+def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, sizes: list, reverse: bool):
+    """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order.
+
+    LSTM and GRU run as one native op (``_lstm_layer``, ``_gru_layer``: the time loop in C++,
+    differentiated by its formula); RNN and an empty batch run the Python loop of ``_Recurrence``.
+    """
+    if sizes and sizes[-1] > 0:
+        if mode == "LSTM":
+            out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
+            return out, h_n, c_n
+        if mode == "GRU":
+            out, h_n = _GRU_LAYER(xp, h0, w_hh, b_hh, sizes, reverse)[:2]
+            return out, h_n, None
+    offsets = [0] * len(sizes)
+    for t in range(1, len(sizes)):
+        offsets[t] = offsets[t - 1] + sizes[t - 1]
+    steps = tuple(zip(offsets, sizes, strict=True))
+    return _Recurrence.apply(mode, xp, h0, c0, w_hh, b_hh, w_hr, steps[::-1] if reverse else steps)

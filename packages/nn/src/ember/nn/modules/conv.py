@@ -10,9 +10,9 @@ from ember import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
+from ._utils import _pair, _reverse_repeat_tuple, _single, _triple
 from .lazy import LazyModuleMixin
 from .module import Module
-from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
 __all__ = [
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",

@@ -8,8 +8,8 @@ from __future__ import annotations
 from ember import Tensor
 
 from .. import functional as F
+from ._utils import _pair, _single
 from .module import Module
-from .utils import _pair, _single
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",

@@ -2,7 +2,10 @@
 ``LSTMCell``, ``GRUCell``, with PyTorch's parameter names, gate order, shapes and errors.
 
 A layer runs each (layer, direction) as: the input projection of all time steps in one
-matmul, then the time loop of ``_recurrence`` (one autograd node per layer and direction).
+matmul, then the time loop (``_recurrence.recurrence``: one autograd node per layer and
+direction; for LSTM the native ``_lstm_layer`` op runs the whole loop in C++). Dropout is
+applied to each layer's output but the last, in training mode only. ``LSTMCell`` and
+``GRUCell`` call the fused step ops, differentiated through their formulas (formulas/rnn.py).
 """
 
 from __future__ import annotations
@@ -202,15 +205,13 @@ class RNNBase(Module):
             if self.batch_first:
                 input = input.transpose(0, 1)
             steps_count, batch = input.size(0), input.size(1)
+            if steps_count == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             layer_input = input.reshape(steps_count * batch, input.size(2))
-            steps = [(t * batch, batch) for t in range(steps_count)]
+            sizes = [batch] * steps_count
         else:
             layer_input = input
             sizes = [int(s) for s in batch_sizes.tolist()]
-            offsets = [0] * len(sizes)
-            for t in range(1, len(sizes)):
-                offsets[t] = offsets[t - 1] + sizes[t - 1]
-            steps = list(zip(offsets, sizes, strict=True))
         weights = self._weights()
         per_direction = len(weights) // (self.num_layers * num_directions)
         h_n, c_n = [], []
@@ -227,9 +228,8 @@ class RNNBase(Module):
                 else:
                     xp_bias, step_bias = b_ih + b_hh, None
                 xp = F.linear(layer_input, w_ih, xp_bias)
-                order = steps if direction == 0 else steps[::-1]
                 out, h, c = recurrence(mode, xp, h0[index], None if c0 is None else c0[index], w_hh, step_bias,
-                                       w_hr, order)
+                                       w_hr, sizes, direction == 1)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -469,9 +469,7 @@ class LSTMCell(RNNCellBase):
             zeros = ember.zeros((input.size(0), self.hidden_size), dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         gi, gh = self._gates(input, hx[0])
-        i, f, g, o = (gi + gh).chunk(4, 1)
-        c = ember.sigmoid(f) * hx[1] + ember.sigmoid(i) * ember.tanh(g)
-        h = ember.sigmoid(o) * ember.tanh(c)
+        _, c, _, h = ember.ops["_lstm_cell_fused"](gi, gh, hx[1])
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -491,10 +489,5 @@ class GRUCell(RNNCellBase):
         if hx is None:
             hx = ember.zeros((input.size(0), self.hidden_size), dtype=input.dtype, device=input.device)
         gi, gh = self._gates(input, hx)
-        i_r, i_z, i_n = gi.chunk(3, 1)
-        h_r, h_z, h_n = gh.chunk(3, 1)
-        r = ember.sigmoid(i_r + h_r)
-        z = ember.sigmoid(i_z + h_z)
-        n = ember.tanh(i_n + r * h_n)
-        h = n + z * (hx - n)
+        h, _ = ember.ops["_gru_cell_fused"](gi, gh, hx)
         return h if is_batched else h.squeeze(0)

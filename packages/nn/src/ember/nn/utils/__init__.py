@@ -1,6 +1,18 @@
 """``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing."""
 
-from . import rnn  # noqa: F401
+from . import (  # noqa: F401
+    clip_grad,
+    convert_parameters,
+    rnn,  # noqa: F401
+)
+from .clip_grad import (  # noqa: F401
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from .rnn import (  # noqa: F401
     PackedSequence,
     pack_padded_sequence,

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     nn_norm,
     nn_pool,
     nn_resample,
+    nn_rnn,
     pointwise,
     random,
     reduction,

@@ -26,12 +26,12 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = pw.eq_op(input, other)
-    if equal_nan and input.dtype.is_floating_point:
+    if equal_nan and (input.dtype.is_floating_point or input.dtype.is_complex):
         close = pw.logical_or_op(close, pw.logical_and_op(pw.isnan(input), pw.isnan(other)))
     if input.dtype is dt.bool or (rtol == 0 and atol == 0):
         return close
     # Computed in the promoted floating type so integer inputs get a tolerance as PyTorch does.
-    work = input.dtype if input.dtype.is_floating_point else dt.get_default_dtype()
+    work = input.dtype if (input.dtype.is_floating_point or input.dtype.is_complex) else dt.get_default_dtype()
     a, b = input.to(work), other.to(work)
     diff = pw.abs(pw.sub_op(a, b))
     allowed = pw.add_op(pw.mul_op(pw.abs(b), rtol), atol)

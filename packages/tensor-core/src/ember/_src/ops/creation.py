@@ -13,7 +13,7 @@ from ..dispatch import define
 from ..shapes import as_shape, check_sizes
 from ..tensor import Tensor, new_empty_tensor
 
-_NUMBER = (builtins.bool, int, float)
+_NUMBER = (builtins.bool, int, float, complex)
 
 
 def _resolve(dtype, device, default=None):
@@ -238,6 +238,10 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
             src_dtype = dt.int64
         except OverflowError:
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow") from None
+    elif dtype.is_complex or any(isinstance(v, complex) for v in flat):
+        # Interleaved (real, imag) pairs: the memory layout of complex128.
+        packed = array.array("d", [p for v in flat for p in (complex(v).real, complex(v).imag)])
+        src_dtype = dt.complex128
     else:
         packed = array.array("d", [float(v) for v in flat])
         src_dtype = dt.float64

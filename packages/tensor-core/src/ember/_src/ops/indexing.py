@@ -280,6 +280,10 @@ nonzero_op.meta = _nonzero_meta
 
 
 def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from .pointwise import ne_op
+
+        input = ne_op(input, 0)
     if as_tuple:
         coords = nonzero_op(input if input.ndim else vw.unsqueeze_op(input, 0))
         return tuple(vw.select_op(coords, 1, j) for j in range(max(input.ndim, 1)))

@@ -61,6 +61,8 @@ def _check_matrix(A, fn: str, *, square: bool = True, half_kernel: str | None = 
         raise TypeError(f"{fn}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if A.dtype.is_complex:
+        raise NotImplementedError(f"{fn}: complex inputs are not supported by ember yet (got {type_name(A.dtype)})")
     if not A.dtype.is_floating_point:
         if int_kernel is not None:
             raise NotImplementedError(f"\"{int_kernel}\" not implemented for '{type_name(A.dtype)}'")

@@ -30,7 +30,7 @@ __all__ = [
 _CPP_NAMES = {
     "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
     "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-    "float64": "double",
+    "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
 }
 
 
@@ -52,8 +52,10 @@ def _check_not_bool(dtype, kernel: str) -> None:
 
 def _scalar(value, dtype, name: str):
     """alpha/beta as the Python number the kernel takes for ``dtype``."""
-    if not isinstance(value, (builtins.bool, int, float)):
+    if not isinstance(value, (builtins.bool, int, float, complex)):
         raise TypeError(f"argument '{name}' must be Number, not {type(value).__name__}")
+    if dtype.is_complex:
+        return complex(value)
     if dtype.is_floating_point:
         return float(value)
     return int(value)
@@ -333,8 +335,11 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
-    # Real dtypes only, so conj(input) . other is input . other.
     _dot_check(input, other, "vdot")
+    if input.dtype.is_complex:  # vdot conjugates its first argument
+        from .complex import conj_physical_op
+
+        input = conj_physical_op(input)
     return _out(dot_op(input, other), out)
 
 

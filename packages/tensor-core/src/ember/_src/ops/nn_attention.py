@@ -13,6 +13,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..grad_mode import is_grad_enabled
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name
@@ -143,6 +144,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                f"query heads {hq}, key heads {hk}, value heads {value._shape[-3]}")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if dropout_p > 0.0 and is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
+        # Recorded op by op (as PyTorch's math path) so that the backward sees the dropout mask.
+        scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
+        return _sdpa_composite(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale,
+                               bool(enable_gqa))
     return sdpa_op(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale=scale,
                    enable_gqa=bool(enable_gqa))
 

@@ -95,7 +95,9 @@ def _rows_of(input: Tensor, target: Tensor, name: str):
     return rows, target.reshape(-1), tuple(target._shape)
 
 
-def _check_weight(weight, c: int) -> None:
+def _check_weight(weight, c: int, input=None) -> None:
+    if weight is not None and input is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(weight.dtype)}")
     if weight is not None and (weight.ndim != 1 or weight.numel() != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight._shape)}")
@@ -104,7 +106,7 @@ def _check_weight(weight, c: int) -> None:
 def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
     rows, flat_target, loss_shape = _rows_of(input, target, "cross_entropy")
     c = rows._shape[1]
-    _check_weight(weight, c)
+    _check_weight(weight, c, input)
     smooth = label_smoothing > 0
     nll, sm, wt = class_nll_op(rows, flat_target, weight, ignore_index, log_probs, smooth)
     if reduction == "none":
@@ -125,7 +127,7 @@ def _prob_target_loss(input, target, weight, reduction, label_smoothing):
         raise RuntimeError(f"Expected target size {list(input._shape)}, got {list(target._shape)}")
     class_dim = 0 if input.ndim == 1 else 1
     c = input._shape[class_dim]
-    _check_weight(weight, c)
+    _check_weight(weight, c, input)
     if label_smoothing > 0:
         target = target * (1 - label_smoothing) + label_smoothing / c
     logp = log_softmax(input, class_dim)
@@ -150,6 +152,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not input.is_floating_point():
         raise RuntimeError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
     if target.is_floating_point():
+        if ignore_index != -100:
+            raise RuntimeError("ignore_index is not supported for floating point target")
         return _prob_target_loss(input, target, weight, reduction, label_smoothing)
     return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
 
@@ -237,6 +241,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size (torch.Size({list(target._shape)})) that is different to the input "
                          f"size (torch.Size({list(input._shape)})) is deprecated. Please ensure they have the same "
                          f"size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
     if input.numel() and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     log_x = pw.clamp_min(input.log(), -100)

@@ -49,7 +49,7 @@ def _check_float(input: Tensor, name: str) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not input.is_floating_point():
-        raise RuntimeError(f"\"{name}\" not implemented for '{type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(input.dtype)}'")
 
 
 # ---------------------------------------------------------------------------------- layer_norm
@@ -186,9 +186,10 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
     if training:
         mean = new_empty_tensor((c,), cd, dev)
         var = new_empty_tensor((c,), cd, dev)
-        _C.channel_stats(mean, var, x, n, c)
+        if c:  # no channels (an empty instance norm): nothing to reduce
+            _C.channel_stats(mean, var, x, n, c)
         invstd = (var + eps).rsqrt()
-        count = input.numel() // c
+        count = input.numel() // c if c else 0
         if running_mean is not None:
             running_mean.copy_(running_mean * (1 - momentum) + convert(mean, running_mean.dtype) * momentum)
         if running_var is not None:
@@ -200,7 +201,8 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
     scale = invstd if weight is None else _work(weight) * invstd
     shift = -mean * scale if bias is None else _work(bias) - mean * scale
     out = new_empty_tensor(input._shape, cd, dev)
-    _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, n, c)
+    if c:
+        _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, n, c)
     if not training:
         mean, invstd = new_empty_tensor((0,), cd, dev), new_empty_tensor((0,), cd, dev)
     return _back(out, input.dtype), _back(mean, input.dtype), _back(invstd, input.dtype)
@@ -227,7 +229,8 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
         mean, invstd = _work(running_mean), (_work(running_var) + eps).rsqrt()
     sum_dy = new_empty_tensor((c,), cd, dev)
     sum_dy_xmu = new_empty_tensor((c,), cd, dev)
-    _C.channel_sums(sum_dy, sum_dy_xmu, g, x, mean, n, c)
+    if c:
+        _C.channel_sums(sum_dy, sum_dy_xmu, g, x, mean, n, c)
     w = _per_channel(weight, c, 1.0, dev)
     w = convert(w, cd)
     dx = None
@@ -235,15 +238,17 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
         k = w * invstd
         dx = new_empty_tensor(input._shape, cd, dev)
         if train:
-            count = input.numel() // c
+            count = input.numel() // c if c else 0
             proj = sum_dy_xmu * invstd * invstd / count
             # dx = k * (dy - mean(dy) - (x - mu) * invstd^2 * mean(dy * (x - mu)))
             a = (-k * proj).contiguous()
             shift = (k * (mean * proj - sum_dy / count)).contiguous()
-            _C.channel_affine(dx, x, a, shift, g, k.contiguous(), n, c)
+            if c:
+                _C.channel_affine(dx, x, a, shift, g, k.contiguous(), n, c)
         else:
             zero = k * 0
-            _C.channel_affine(dx, g, k.contiguous(), zero.contiguous(), None, None, n, c)
+            if c:
+                _C.channel_affine(dx, g, k.contiguous(), zero.contiguous(), None, None, n, c)
         dx = _back(dx, input.dtype)
     dw = _back(sum_dy_xmu * invstd, input.dtype) if output_mask[1] else None
     db = _back(sum_dy, input.dtype) if output_mask[2] else None
@@ -263,9 +268,8 @@ def _check_channels(input: Tensor, name: str, t: Tensor | None, what: str) -> No
 
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    if input.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected input with at least 2 dims, but got input of size "
-                           f"{list(input._shape)}")
+    if input.ndim < 2:  # PyTorch fails reading the channel dim
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
                     (bias, "bias")):
         _check_channels(input, "batch_norm", t, what)
@@ -323,14 +327,16 @@ def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     cd = x.dtype
     mean = new_empty_tensor((n, group), cd, dev)
     rstd = new_empty_tensor((n, group), cd, dev)
-    _C.layer_norm(None, mean, rstd, x, None, None, n * group, float(eps))
+    if n * c:  # an empty batch has no groups to normalize
+        _C.layer_norm(None, mean, rstd, x, None, None, n * group, float(eps))
     per = c // group
     m_c = mean.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     r_c = rstd.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     scale = r_c if weight is None else r_c * _work(weight)
     shift = -m_c * scale if bias is None else _work(bias) - m_c * scale
     out = new_empty_tensor(input._shape, cd, dev)
-    _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
+    if n * c:
+        _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
     return _back(out, input.dtype), _back(mean, input.dtype), _back(rstd, input.dtype)
 
 
@@ -352,7 +358,8 @@ def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, g
     # Per (n, c) plane: sum(dy) and sum(dy * x).
     ds = new_empty_tensor((n, c), cd, dev)
     db_nc = new_empty_tensor((n, c), cd, dev)
-    _C.channel_sums(db_nc, ds, g, x, None, 1, n * c)
+    if n * c:
+        _C.channel_sums(db_nc, ds, g, x, None, 1, n * c)
     w = convert(_per_channel(weight, c, 1.0, dev), cd)
     dx = None
     if output_mask[0]:
@@ -366,7 +373,8 @@ def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, g
         b_nc = b.unsqueeze(-1).expand(n, group, per).reshape(n, c)
         c_nc = c2.unsqueeze(-1).expand(n, group, per).reshape(n, c)
         dx = new_empty_tensor(input._shape, cd, dev)
-        _C.channel_affine(dx, x, b_nc.contiguous(), c_nc.contiguous(), g, a_nc.contiguous(), 1, n * c)
+        if n * c:
+            _C.channel_affine(dx, x, b_nc.contiguous(), c_nc.contiguous(), g, a_nc.contiguous(), 1, n * c)
         dx = _back(dx, input.dtype)
     m_nc = mean.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     r_nc = rstd.unsqueeze(-1).expand(n, group, per).reshape(n, c)

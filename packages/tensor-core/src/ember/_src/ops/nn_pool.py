@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from .. import grad_mode
 from ..device import META
 from ..dispatch import define
+from ..shapes import numel as _numel
 from ..tensor import Tensor
 from ._common import convert, empty, type_name
 from .nn_conv import compute_dtype, contiguous_view, dense
@@ -95,6 +96,9 @@ def _run_forward(self, shape, params, mode, with_indices):
     x = _planes(self, ctype)
     out = empty(shape, ctype, self._device)
     idx = empty(shape, dt.int64, self._device) if with_indices else None
+    if _numel(shape) == 0:  # e.g. an adaptive output size of 0: nothing to compute
+        out = convert(out, self.dtype)
+        return (out, idx) if with_indices else out
     _C.pool_forward(_planes(out, ctype), _planes(idx, dt.int64) if idx is not None else None, x, params, mode)
     out = convert(out, self.dtype)
     return (out, idx) if with_indices else out
@@ -106,6 +110,8 @@ def _run_backward(grad_output, self, indices, params, mode, expected_shape):
                            f"{list(grad_output._shape)}")
     ctype = compute_dtype(self.dtype)
     gi = empty(self._shape, ctype, self._device)
+    if _numel(grad_output._shape) == 0:
+        return convert(gi.zero_(), self.dtype)
     _C.pool_backward(_planes(gi, ctype), _planes(grad_output, ctype),
                      _planes(indices, dt.int64) if indices is not None else None, params, mode)
     return convert(gi, self.dtype)

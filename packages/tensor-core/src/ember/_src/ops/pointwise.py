@@ -17,12 +17,13 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
+from . import complex as _cx
 from ._common import HALF_TYPES, convert, empty, type_name, write_out
 
 BINARY_CODES = _C.binary_ops
 UNARY_CODES = _C.unary_ops
 
-_NUMBER = (builtins.bool, int, float)
+_NUMBER = (builtins.bool, int, float, complex)
 
 
 def _check_operand(x, op_name):
@@ -83,8 +84,10 @@ def binary_result(a, b, kind: str, op_name: str):
         _check_operand(a, op_name)
         _check_operand(b, op_name)
         promoted = dt.result_type_of(a, b)
+    if promoted.is_complex:
+        _cx.check_binary(op_name, promoted)
     check_kernel_exists(op_name, promoted)
-    if kind == _FLOAT_RESULT and not promoted.is_floating_point:
+    if kind == _FLOAT_RESULT and not (promoted.is_floating_point or promoted.is_complex):
         promoted = dt.get_default_dtype()
     a_shape = a._shape if isinstance(a, Tensor) else ()
     b_shape = b._shape if isinstance(b, Tensor) else ()
@@ -116,6 +119,12 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
         return out
     compute = dt.float32 if promoted in HALF_TYPES else promoted
     write_bool = kind == _BOOL_RESULT
+    if compute.is_complex:  # std::complex kernels (ops/complex.py)
+        target = out if out.dtype is (dt.bool if write_bool else compute) else empty(shape, out.dtype, device)
+        _cx.run_binary(op_name, target, a, b, compute)
+        if target is not out:
+            _C.copy_(out, target)
+        return out
     target = out if (out.dtype is compute or write_bool) else empty(shape, compute, device)
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
@@ -239,7 +248,7 @@ def _scaled(input, other, alpha):
     if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1 and not isinstance(alpha, builtins.bool)):
         return other
     promoted = dt.result_type_of(input, other)
-    if isinstance(alpha, float) and not promoted.is_floating_point:
+    if isinstance(alpha, float) and not (promoted.is_floating_point or promoted.is_complex):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if promoted is dt.bool:
         alpha = builtins.bool(alpha)  # PyTorch converts alpha to the (bool) result type
@@ -393,6 +402,8 @@ _PREDICATE_OP = "predicate"  # bool result
 def unary_result(a, kind: str, name: str):
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    if a.dtype.is_complex:
+        return _cx.check_unary(name, a.dtype)
     check_kernel_exists(name, a.dtype)
     if kind == _PREDICATE_OP:
         return dt.bool
@@ -402,6 +413,8 @@ def unary_result(a, kind: str, name: str):
 
 
 def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.0, out: Tensor | None = None):
+    if isinstance(a, Tensor) and a.dtype.is_complex:
+        return _cx.run_unary(name, a, out)
     result_dtype = unary_result(a, kind, name)
     if out is None:
         out = empty(a._shape, result_dtype, a._device)
@@ -506,6 +519,46 @@ negative = neg  # noqa: F821
 arcsin, arccos, arctan = asin, acos, atan  # noqa: F821
 arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
 fix = trunc  # noqa: F821
+
+
+# -- polygamma(n, x): the n-th derivative of digamma (one unary kernel with n as its parameter) ----
+
+polygamma_op = define("polygamma(int n, Tensor self) -> Tensor", ("pointwise",))
+
+
+def _polygamma_meta(n, a):
+    return empty(a._shape, unary_result(a, _FLOAT_OP, "polygamma"), META)
+
+
+polygamma_op.meta = _polygamma_meta
+polygamma_op.kernels["meta"] = _polygamma_meta
+
+
+@polygamma_op.kernel("cpu")
+def _polygamma_cpu(n, a):
+    return _run_unary(UNARY_CODES["polygamma"], _FLOAT_OP, "polygamma", a, float(n))
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, x) for n >= 1."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return write_out(polygamma_op(n, input), out)
+
+
+def mvlgamma(input, p, *, out=None):
+    """Multivariate log-gamma of dimension ``p``: sum_i lgamma(x - i/2) + p(p-1)/4 log(pi)."""
+    if not isinstance(p, int) or p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"mvlgamma(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    terms = [lgamma(input - i / 2) for i in range(p)]  # noqa: F821 - defined by the unary loop
+    result = terms[0]
+    for t in terms[1:]:
+        result = result + t
+    return write_out(result + p * (p - 1) / 4 * math.log(math.pi), out)
 
 
 def logical_not(input, *, out=None):
@@ -760,6 +813,8 @@ clamp_op = define("clamp(Tensor self, Scalar|Tensor? min=None, Scalar|Tensor? ma
 @clamp_op.kernel("cpu")
 @clamp_op.kernel("meta")
 def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
+    if any(getattr(x, "dtype", None) in _cx.COMPLEX or isinstance(x, complex) for x in (input, min, max)):
+        _cx.reject("clamp", input.dtype)
     result = input
     dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
     if result.dtype is not dtype:

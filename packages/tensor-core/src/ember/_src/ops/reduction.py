@@ -19,6 +19,7 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import contiguous_strides, wrap_dim
 from ..tensor import Tensor, make_tensor
+from . import complex as _cx
 from . import pointwise as pw
 from ._common import compute_dtype, convert, empty, type_name, write_out
 
@@ -151,6 +152,14 @@ def _declare(schema: str, meta, cpu):
 # -- sum / nansum / prod / mean / nanmean -------------------------------------------------
 
 
+def _complex_reduce(code: str, x: Tensor, dims: tuple, keepdim: bool, shape: tuple) -> Tensor:
+    """sum/nansum add the (real, imag) float view with the real kernel; prod has a complex kernel."""
+    if code == "prod":
+        return _cx.prod_rows(x, dims, shape)
+    parts = _cx.view_as_real_op(x)
+    return _cx.view_as_complex_op(_native(code, parts, dims, keepdim, parts.dtype))
+
+
 def _sum_like(code: str, name: str):
     def result(x, dim, keepdim, dtype):
         _check_tensor(x, name)
@@ -162,8 +171,10 @@ def _sum_like(code: str, name: str):
         return empty(shape, rd, META)
 
     def cpu(x, dim=None, keepdim=False, dtype=None):
-        dims, _, rd = result(x, dim, keepdim, dtype)
+        dims, shape, rd = result(x, dim, keepdim, dtype)
         xc = convert(convert(x, rd) if dtype is not None else x, compute_dtype(rd if dtype is not None else x.dtype))
+        if xc.dtype.is_complex:
+            return convert(_complex_reduce(code, xc, dims, keepdim, shape), rd)
         return convert(_native(code, xc, dims, keepdim, _acc_dtype(xc.dtype)), rd)
 
     return _declare(f"{name}(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
@@ -179,7 +190,7 @@ def _mean_like(name: str, nan: bool):
     def result(x, dim, keepdim, dtype):
         _check_tensor(x, name)
         rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
-        if not rd.is_floating_point:
+        if not (rd.is_floating_point or rd.is_complex):
             if nan:
                 raise RuntimeError(f"{name}(): expected input to have floating point or complex dtype but got "
                                    f"{type_name(rd)}")
@@ -196,6 +207,11 @@ def _mean_like(name: str, nan: bool):
     def cpu(x, dim=None, keepdim=False, dtype=None):
         dims, _, rd = result(x, dim, keepdim, dtype)
         xc = convert(convert(x, rd), compute_dtype(rd))
+        if xc.dtype.is_complex:
+            if nan:
+                raise NotImplementedError(f"nanmean does not support complex inputs, got {type_name(rd)}")
+            total = _complex_reduce("sum", xc, dims, keepdim, None)
+            return pw.div_op(total, _count(x._shape, dims))
         total = _native("nansum" if nan else "sum", xc, dims, keepdim, xc.dtype)
         if nan:
             count = _native("count_nonzero", pw.UNARY_OPS["logical_not"][0](pw.UNARY_OPS["isnan"][0](xc)),
@@ -241,6 +257,8 @@ def _extreme(op_name: str, code: str, name: str):
 
     def result(x, dim, keepdim):
         _check_tensor(x, name)
+        if x.dtype.is_complex:
+            raise NotImplementedError(f"\"{op_name}\" not implemented for '{type_name(x.dtype)}'")
         dims = _dims(dim, x.ndim, name)
         if x.numel() == 0:
             if dim is None or dim == () or dim == []:
@@ -275,6 +293,8 @@ def _arg_extreme(op_name: str, is_max: bool, with_values: bool, name: str):
         _check_tensor(x, name)
         if not with_values and x.dtype is dt.bool:
             raise RuntimeError(f"{name}(): does not support bool input")
+        if x.dtype.is_complex:
+            raise RuntimeError(f"{name}(): does not support complex input")
         if dim is None:
             if x.numel() == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")

@@ -13,6 +13,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..tensor import Tensor, make_tensor
+from . import complex as _cx
 from . import pointwise as pw
 from ._common import compute_dtype, convert, empty, type_name, write_out
 from .reduction import (
@@ -34,7 +35,7 @@ _U = pw.UNARY_OPS
 
 def _var_result(x, dim, correction, keepdim, name):
     _check_tensor(x, name)
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     dims = _dims(dim, x.ndim, name)
     return dims, _out_shape(x._shape, dims, keepdim)
@@ -59,15 +60,20 @@ def _var_cpu(x, dims, correction, keepdim, name):
 def _declare_var(name: str, sqrt: bool, with_mean: bool):
     def meta(x, dim=None, correction=1, keepdim=False):
         _, shape = _var_result(x, dim, correction, keepdim, name)
-        out = empty(shape, x.dtype, META)
+        out = empty(shape, x.dtype.to_real(), META)
         return (out, empty(shape, x.dtype, META)) if with_mean else out
 
     def cpu(x, dim=None, correction=1, keepdim=False):
         dims, _ = _var_result(x, dim, correction, keepdim, name)
-        var, mean = _var_cpu(x, dims, correction, keepdim, name)
+        if x.dtype.is_complex:  # the variance of each part, added: a real result
+            parts_var, parts_mean = _var_cpu(_cx.view_as_real_op(x), dims, correction, keepdim, name)
+            var = _native("sum", parts_var, (parts_var.ndim - 1,), False, parts_var.dtype)
+            mean = _cx.view_as_complex_op(parts_mean)
+        else:
+            var, mean = _var_cpu(x, dims, correction, keepdim, name)
         if sqrt:
             var = _U["sqrt"][0](var)
-        var = convert(var, x.dtype)
+        var = convert(var, x.dtype.to_real())
         return (var, convert(mean, x.dtype)) if with_mean else var
 
     returns = "(Tensor, Tensor)" if with_mean else "Tensor"
@@ -117,7 +123,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def _norm_result(x, p, dim, keepdim, dtype):
     _check_tensor(x, "norm")
     rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
-    if not rd.is_floating_point:
+    if not (rd.is_floating_point or rd.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(rd)}")
     if isinstance(p, str):
@@ -130,7 +136,7 @@ def _norm_result(x, p, dim, keepdim, dtype):
         which = "inf" if p > 0 else "-inf"
         raise RuntimeError(f"linalg.vector_norm cannot compute the {which} norm on an empty tensor because the "
                            "operation does not have an identity")
-    return p, dims, _out_shape(x._shape, dims, keepdim), rd
+    return p, dims, _out_shape(x._shape, dims, keepdim), rd.to_real()
 
 
 def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
@@ -140,6 +146,9 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 def _norm_cpu(x, p="fro", dim=None, keepdim=False, dtype=None):
     p, dims, _, rd = _norm_result(x, p, dim, keepdim, dtype)
+    if x.dtype.is_complex or (dtype is not None and dt.to_dtype(dtype).is_complex):
+        # A complex vector's norm is the norm of its magnitudes.
+        x = pw.UNARY_OPS["abs"][0](convert(x, dt.to_dtype(dtype)) if dtype is not None else x)
     xc = convert(convert(x, rd), compute_dtype(rd))
     acc = xc.dtype
     if p == 2:
@@ -167,7 +176,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 def _lse_result(x, dim, keepdim):
     _check_tensor(x, "logsumexp")
-    rd = x.dtype if x.dtype.is_floating_point else dt.get_default_dtype()
+    rd = x.dtype if (x.dtype.is_floating_point or x.dtype.is_complex) else dt.get_default_dtype()
     dims = _dims(dim, x.ndim, "logsumexp")
     return dims, _out_shape(x._shape, dims, keepdim), rd
 
@@ -180,6 +189,8 @@ def _lse_meta(x, dim, keepdim=False):
 def _lse_cpu(x, dim, keepdim=False):
     dims, _, rd = _lse_result(x, dim, keepdim)
     xc = convert(x, compute_dtype(rd))
+    if xc.dtype.is_complex:
+        return _lse_complex(xc, dims, keepdim)
     if x.numel() == 0:
         return convert(_U["log"][0](_native("sum", _U["exp"][0](xc), dims, keepdim, xc.dtype)), rd)
     # Shift by the max (0 where it is infinite, so inf - inf never appears), as PyTorch does.
@@ -188,6 +199,21 @@ def _lse_cpu(x, dim, keepdim=False):
     s = _native("sum", _U["exp"][0](pw.sub_op(xc, m)), dims, keepdim, xc.dtype)
     shift = m if keepdim else make_tensor(m._storage, s._shape, s._stride, 0, m.dtype, m._device)
     return convert(pw.add_op(_U["log"][0](s), shift), rd)
+
+
+def _lse_complex(x, dims, keepdim):
+    """log(sum(exp(x))), shifted by the largest real part as PyTorch does for complex inputs."""
+    from .reduction import sum_op
+
+    parts_real = _cx.real(x)
+    if x.numel() == 0:
+        return _U["log"][0](sum_op(_U["exp"][0](x), dims, keepdim))
+    m = _native("max", parts_real, dims, True, parts_real.dtype)
+    m = pw.where(_U["isinf"][0](m), 0.0, m)
+    s = sum_op(_U["exp"][0](pw.sub_op(x, m)), dims, keepdim)
+    shift = m if keepdim else make_tensor(m._storage, s._shape, tuple(m._stride[i] for i in range(len(m._shape))
+                                                                       if i not in dims), 0, m.dtype, m._device)
+    return pw.add_op(_U["log"][0](s), shift)
 
 
 logsumexp_op = _declare("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor", _lse_meta, _lse_cpu)
@@ -213,6 +239,8 @@ def _logical(name: str):
 
     def cpu(x, dim=None, keepdim=False):
         dims, _, rd = result(x, dim, keepdim)
+        if x.dtype.is_complex:
+            x = pw.ne_op(x, 0)
         return _reduce_to(name, x, dims, keepdim, rd, acc=dt.bool)
 
     return _declare(f"{name}(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", meta, cpu)
@@ -237,6 +265,8 @@ def _cnz_meta(x, dim=None):
 
 def _cnz_cpu(x, dim=None):
     _check_tensor(x, "count_nonzero")
+    if x.dtype.is_complex:
+        x = pw.ne_op(x, 0)
     return _reduce_to("count_nonzero", x, _dims(dim, x.ndim, "count_nonzero"), False, dt.int64, acc=dt.int64)
 
 
@@ -279,6 +309,14 @@ def _declare_scan(name: str, code: int):
         if cd is dt.bool:  # a bool scan runs in int64 and is cast back
             cd = dt.int64
         xc = convert(convert(x, rd), cd)
+        if cd.is_complex:
+            if code != 0:
+                raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(cd)}'")
+            # A running sum adds the parts separately: scan the (real, imag) float view.
+            parts = _cx.view_as_real_op(xc)
+            out = empty(parts._shape, parts.dtype, x._device)
+            _C.scan(code, _last_view(out, d), _last_view(parts, d))
+            return convert(_cx.view_as_complex_op(out), rd)
         out = empty(x._shape, cd, x._device)
         _C.scan(code, _last_view(out, d), _last_view(xc, d))
         return convert(out, rd)

@@ -118,6 +118,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
 def _run_scatter(self: Tensor, d: int, index: Tensor, src: Tensor, code: int, include_self: bool = True) -> Tensor:
     if self._device is META:
         return self
+    if self.dtype.is_complex:
+        raise NotImplementedError(f"scatter: complex tensors are not supported yet (got {self.dtype})")
     work = convert(self, dt.float32) if self.dtype in HALF_TYPES else self
     src = convert(src, work.dtype)
     if src._storage is self._storage:

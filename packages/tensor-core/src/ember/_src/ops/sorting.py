@@ -43,6 +43,8 @@ def _write_pair(result_type, pair, out):
 
 
 def _work(t: Tensor) -> Tensor:
+    if t.dtype.is_complex:  # complex numbers have no order
+        raise RuntimeError(f"Sort does not support complex dtypes on CPU (got {type_name(t.dtype)})")
     return convert(t, dt.float32) if t.dtype in HALF_TYPES else t
 
 
@@ -66,6 +68,8 @@ def _declare(schema: str, cpu, meta):
 # -- sort / argsort ----------------------------------------------------------------------------------
 
 def _sort_meta(self: Tensor, *, stable=None, dim: int = -1, descending: bool = False):
+    if self.dtype.is_complex:
+        _work(self)  # raises
     wrap_dim(dim, max(self.ndim, 1))
     return _pair(self, self._shape)
 

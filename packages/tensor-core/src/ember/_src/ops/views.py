@@ -165,7 +165,22 @@ def full_transpose(self: Tensor) -> Tensor:
 
 
 def adjoint(self: Tensor) -> Tensor:
-    return matrix_transpose(self)
+    """The conjugate transpose of the last two dims (a copy for complex tensors: ember has no lazy conj)."""
+    result = matrix_transpose(self)
+    if self.dtype.is_complex:
+        from .complex import conj_physical_op
+
+        result = conj_physical_op(result)
+    return result
+
+
+def _conj_full_transpose(self: Tensor) -> Tensor:
+    result = full_transpose(self)
+    if self.dtype.is_complex:
+        from .complex import conj_physical_op
+
+        result = conj_physical_op(result)
+    return result
 
 
 @_view_op("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)")
@@ -729,6 +744,8 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
         value = value.item()
+    if isinstance(value, complex) and value.imag != 0 and not self.dtype.is_complex:
+        raise RuntimeError(f"value cannot be converted to type {self.dtype.name} without overflow")
     _C.fill_(self, value)
     self._storage.version += 1
     return self

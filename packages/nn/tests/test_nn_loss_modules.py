@@ -322,6 +322,10 @@ FUNCTIONAL_ERRORS = [
     (ValueError, lambda m: _F(m).margin_ranking_loss(m.ones(3), m.ones(3), m.ones(3), reduction="x")),
     (ValueError, lambda m: _F(m).hinge_embedding_loss(m.ones(3, 2), -m.ones(3, 2), reduction="x")),
     (ValueError, lambda m: _F(m).cosine_embedding_loss(m.ones(3, 2), m.ones(3, 2), m.ones(3), reduction="x")),
+    (RuntimeError, lambda m: _F(m).cross_entropy(m.ones(2, 3), m.ones(2, 3) / 3, ignore_index=1)),
+    (RuntimeError, lambda m: _F(m).cross_entropy(m.ones(2, 3).double(), m.tensor([0, 1]), weight=m.ones(3))),
+    (RuntimeError, lambda m: _F(m).nll_loss(m.ones(2, 3), m.tensor([0, 1]), weight=m.ones(3).double())),
+    (RuntimeError, lambda m: _F(m).binary_cross_entropy(m.ones(2).double() / 2, m.ones(2))),
 ]
 
 

@@ -1,4 +1,8 @@
-"""Argument normalizers shared by the layers (PyTorch's ``torch.nn.modules.utils``)."""
+"""Argument normalizers shared by the layers (PyTorch's ``torch.nn.modules.utils``).
+
+Private by name: ``ember.nn`` star-imports ``ember.nn.modules``, so a public ``utils`` here would
+replace ``ember.nn.utils``.
+"""
 
 from __future__ import annotations
 
