@@ -6,6 +6,7 @@
     nox -s lint          ruff check
     nox -s build         clean release build: sdist first, then the wheel from that sdist
     nox -s bench         run benchmarks/ on the built wheels
+    nox -s bigmem        tensors past 2**31 elements (needs several GB of free memory)
     nox -s demo          the main job: install the wheels and train examples/train_digits.py
     nox -s fuzz          the differential fuzzer (ember vs PyTorch) with many examples (hypothesis 'deep')
     nox -s sanitize      tensor-core's tests on an AddressSanitizer + UBSan build of ember._C (slow)
@@ -184,6 +185,18 @@ def tests(session: nox.Session) -> None:
     _install_packages(session, list(PACKAGES))
     test_dirs = [str(f["dir"] / "tests") for f in PACKAGES.values() if (f["dir"] / "tests").is_dir()]
     session.run("python", "-m", "pytest", *test_dirs, "tests", *session.posargs, env=_test_env())
+
+
+@nox.session(requires=["wheels"])
+def bigmem(session: nox.Session) -> None:
+    """Tensors past 2**31 elements on real memory (tests marked bigmem; 2-5 GB each, more where memory allows).
+
+    Off in `tests`, where every bigmem test is skipped: EMBER_TEST_BIGMEM=1 turns them on here.
+    """
+    _install_packages(session, ["ember-tensor-core"])
+    test_dir = str(PACKAGES["ember-tensor-core"]["dir"] / "tests")
+    env = {**_test_env(), "EMBER_TEST_BIGMEM": "1"}
+    session.run("python", "-m", "pytest", test_dir, "-m", "bigmem", *session.posargs, env=env)
 
 
 def _make_package_session(name: str) -> None:

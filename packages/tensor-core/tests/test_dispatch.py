@@ -62,7 +62,7 @@ def test_modes_must_exit_in_order():
     # restore a clean stack
     from ember._src import dispatch
 
-    dispatch._MODE_STACK.clear()
+    dispatch._MODES.stack.clear()
     assert active_modes() == ()
 
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 
 namespace ember {
 
@@ -31,6 +33,8 @@ class BlasSingleThread {
 constexpr int64_t kGrainSize = 32768;
 
 // Calls fn(begin, end) on disjoint chunks covering [0, total), in parallel when worth it.
+// An exception thrown by a chunk (a scratch allocation failing, say) must not leave the OpenMP
+// region, which would terminate the process: the first one is kept and rethrown after it.
 template <typename F>
 void parallel_for(int64_t total, int64_t grain, const F& fn) {
   if (total <= 0) return;
@@ -41,6 +45,8 @@ void parallel_for(int64_t total, int64_t grain, const F& fn) {
   }
   int64_t max_chunks = (total + grain - 1) / grain;
   int nthreads = static_cast<int>(std::min<int64_t>(threads, max_chunks));
+  std::exception_ptr error;
+  std::mutex error_mutex;
 #pragma omp parallel num_threads(nthreads)
   {
     int tid = omp_get_thread_num();
@@ -48,8 +54,16 @@ void parallel_for(int64_t total, int64_t grain, const F& fn) {
     int64_t chunk = (total + nt - 1) / nt;
     int64_t begin = tid * chunk;
     int64_t end = std::min(total, begin + chunk);
-    if (begin < end) fn(begin, end);
+    if (begin < end) {
+      try {
+        fn(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace ember

@@ -173,7 +173,6 @@ void float_matmul_one(const Mat& A, const Mat& B, const Mat& C, int64_t bi, T al
     b = pack(b, k, n, B.srow, B.scol, bbuf);
     lb = {true, false, n};
   }
-  if (!lc.ok) throw std::invalid_argument("matmul: output layout is not supported by BLAS");
   auto ta = la.trans ? CblasTrans : CblasNoTrans;
   auto tb = lb.trans ? CblasTrans : CblasNoTrans;
   if (lc.trans) {  // C^T = B^T A^T, written row-major into C's column-major storage
@@ -251,6 +250,20 @@ void int_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alpha
   });
 }
 
+// The output must be writable by BLAS as it is: checked before any thread starts, since the
+// batch loop may run inside an OpenMP region, where an exception cannot escape.
+void check_blas_output(const Mat& C, int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0 || k == 0) return;
+  bool ok;
+  if (n == 1)
+    ok = m <= 1 || (C.srow >= 1 && C.srow <= INT_MAX);  // gemv's incy
+  else if (m == 1)
+    ok = C.scol >= 1 && C.scol <= INT_MAX;
+  else
+    ok = blas_layout(C).ok;
+  if (!ok) throw std::runtime_error("matmul: output strides are not supported by BLAS");
+}
+
 Mat as_mat(const TensorArg& t) {
   return Mat{t.data, t.shape[1], t.shape[2], t.strides[1], t.strides[2], t.strides[0]};
 }
@@ -277,10 +290,15 @@ void matmul_impl(py::handle out_obj, py::handle a_obj, py::handle b_obj, py::han
       b.shape[2] != out.shape[2] || a.shape[2] != b.shape[1])
     throw std::runtime_error("matmul kernel: incompatible shapes");
   if (a.dtype != out.dtype || b.dtype != out.dtype) throw std::runtime_error("matmul kernel: dtypes differ");
+  // OpenBLAS takes int32 sizes; the integer kernel below is 64-bit throughout.
+  const bool blas = out.dtype == DType::Float32 || out.dtype == DType::Float64;
   for (int64_t s : {a.shape[1], a.shape[2], b.shape[2]})
-    if (s > INT_MAX) throw std::runtime_error("matmul: matrix dimension exceeds the BLAS int32 limit");
+    if (blas && s > INT_MAX)
+      throw std::runtime_error("matmul: matrix dimension " + std::to_string(s) +
+                               " exceeds the BLAS int32 limit (2147483647)");
   Mat A = as_mat(a), B = as_mat(b), C = as_mat(out);
   int64_t batch = out.shape[0];
+  if (blas) check_blas_output(C, A.rows, B.cols, A.cols);
   switch (out.dtype) {
     case DType::Float32: {
       float al = scalar_to<float>(alpha), be = scalar_to<float>(beta);

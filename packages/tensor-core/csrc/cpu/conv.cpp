@@ -250,12 +250,14 @@ void conv_backward_weight(T* gw, const T* x, const T* y, const Geometry& g) {
   }
   {
     BlasSingleThread guard;
-#pragma omp parallel num_threads(nbuf)
-    {
-      int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      int64_t chunk = (g.n + nt - 1) / nt, b = tid * chunk, e = std::min(g.n, b + chunk);
-      if (b < e) body(b, e, tid == 0 ? gw : partial[static_cast<size_t>(tid - 1)].data());
-    }
+    // One part of the batch per accumulator; parallel_for carries exceptions out of the region.
+    const int64_t chunk = (g.n + nbuf - 1) / nbuf;
+    parallel_for(nbuf, 1, [&](int64_t first, int64_t last) {
+      for (int64_t part = first; part < last; ++part) {
+        int64_t b = part * chunk, e = std::min(g.n, b + chunk);
+        if (b < e) body(b, e, part == 0 ? gw : partial[static_cast<size_t>(part - 1)].data());
+      }
+    });
   }
   for (auto& p : partial)
     for (int64_t j = 0; j < wsize; ++j) gw[j] += p[static_cast<size_t>(j)];

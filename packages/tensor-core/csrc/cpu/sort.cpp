@@ -68,21 +68,22 @@ T load(const char* row, int64_t stride, int64_t j) {
 }
 
 // Stable order of keys[0..n) (ascending): `order` receives positions. Scratch reused per thread.
-template <typename K>
+// Positions (and bucket counts) are P: uint32_t for rows up to 2**32 elements, else uint64_t.
+template <typename K, typename P>
 struct Sorter {
   std::vector<K> keys, keys2;
-  std::vector<uint32_t> pos, pos2;
+  std::vector<P> pos, pos2;
 
   void sort(int64_t n) {  // keys[0..n) filled by the caller; result in pos[0..n)
     pos.resize(n);
-    std::iota(pos.begin(), pos.end(), 0u);
+    std::iota(pos.begin(), pos.end(), P(0));
     if (n < 512) {
-      std::stable_sort(pos.begin(), pos.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+      std::stable_sort(pos.begin(), pos.end(), [&](P a, P b) { return keys[a] < keys[b]; });
       return;
     }
     constexpr int kBits = 11, kBuckets = 1 << kBits;
     constexpr int kPasses = (sizeof(K) * 8 + kBits - 1) / kBits;
-    std::vector<uint32_t> hist(static_cast<size_t>(kPasses) * kBuckets, 0);
+    std::vector<P> hist(static_cast<size_t>(kPasses) * kBuckets, 0);
     for (int64_t i = 0; i < n; ++i) {
       K k = keys[i];
       for (int p = 0; p < kPasses; ++p) ++hist[p * kBuckets + ((k >> (p * kBits)) & (kBuckets - 1))];
@@ -90,17 +91,17 @@ struct Sorter {
     keys2.resize(n);
     pos2.resize(n);
     for (int p = 0; p < kPasses; ++p) {
-      uint32_t* h = &hist[p * kBuckets];
-      if (h[(keys[0] >> (p * kBits)) & (kBuckets - 1)] == static_cast<uint32_t>(n)) continue;  // one bucket
-      uint32_t sum = 0;
+      P* h = &hist[p * kBuckets];
+      if (h[(keys[0] >> (p * kBits)) & (kBuckets - 1)] == static_cast<P>(n)) continue;  // one bucket
+      P sum = 0;
       for (int b = 0; b < kBuckets; ++b) {
-        uint32_t c = h[b];
+        P c = h[b];
         h[b] = sum;
         sum += c;
       }
       for (int64_t i = 0; i < n; ++i) {
         K k = keys[i];
-        uint32_t dst = h[(k >> (p * kBits)) & (kBuckets - 1)]++;
+        P dst = h[(k >> (p * kBits)) & (kBuckets - 1)]++;
         keys2[dst] = k;
         pos2[dst] = pos[i];
       }
@@ -108,7 +109,28 @@ struct Sorter {
       pos.swap(pos2);
     }
   }
+
+  // Scratch of a very long row is not kept by the thread for the rest of the process.
+  void trim(int64_t n) {
+    if (n > (int64_t(1) << 22)) *this = Sorter();
+  }
 };
+
+// Per-thread scratch that grew past 4M elements is freed: OpenMP threads live as long as the
+// process, and one long row must not pin gigabytes to each of them.
+template <typename V>
+void trim_scratch(V& scratch) {
+  if (scratch.capacity() > (size_t(1) << 22)) V().swap(scratch);
+}
+
+// Calls fn(P{}) with the narrowest position type that indexes n elements.
+template <typename F>
+void with_position_type(int64_t n, const F& fn) {
+  if (n <= static_cast<int64_t>(UINT32_MAX))
+    fn(uint32_t{});
+  else
+    fn(uint64_t{});
+}
 
 struct Row3 {
   int64_t dim, len;
@@ -140,25 +162,28 @@ void sort(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
   check_rows(values, indices, self, dim, self.shape[dim], "sort");
   if (self.numel() == 0) return;
   const int64_t n = self.shape[dim];
-  if (n > INT32_MAX) throw std::invalid_argument("sort: dim too long");
   const int64_t vs = values.strides[dim] * values.elem_size(), is = indices.strides[dim] * 8,
                 ss = self.strides[dim] * self.elem_size();
   py::gil_scoped_release release;
   EMBER_DISPATCH_COMPUTE(self.dtype, "sort", [&] {
     using K = key_t<scalar_t>;
-    rows3(values, indices, self, dim, [&](std::array<char*, 3>& row) {
-      thread_local Sorter<K> sorter;
-      sorter.keys.resize(n);
-      for (int64_t j = 0; j < n; ++j) {
-        K k = sort_key(load<scalar_t>(row[2], ss, j));
-        sorter.keys[j] = descending ? static_cast<K>(~k) : k;
-      }
-      sorter.sort(n);
-      for (int64_t j = 0; j < n; ++j) {
-        uint32_t p = sorter.pos[j];
-        *reinterpret_cast<scalar_t*>(row[0] + j * vs) = load<scalar_t>(row[2], ss, p);
-        *reinterpret_cast<int64_t*>(row[1] + j * is) = p;
-      }
+    with_position_type(n, [&](auto position) {
+      using P = decltype(position);
+      rows3(values, indices, self, dim, [&](std::array<char*, 3>& row) {
+        thread_local Sorter<K, P> sorter;
+        sorter.keys.resize(n);
+        for (int64_t j = 0; j < n; ++j) {
+          K k = sort_key(load<scalar_t>(row[2], ss, j));
+          sorter.keys[j] = descending ? static_cast<K>(~k) : k;
+        }
+        sorter.sort(n);
+        for (int64_t j = 0; j < n; ++j) {
+          auto p = static_cast<int64_t>(sorter.pos[j]);
+          *reinterpret_cast<scalar_t*>(row[0] + j * vs) = load<scalar_t>(row[2], ss, p);
+          *reinterpret_cast<int64_t*>(row[1] + j * is) = p;
+        }
+        sorter.trim(n);
+      });
     });
   });
 }
@@ -207,6 +232,7 @@ void topk(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
         *reinterpret_cast<scalar_t*>(row[0] + j * vs) = load<scalar_t>(row[2], ss, items[j].second);
         *reinterpret_cast<int64_t*>(row[1] + j * is) = items[j].second;
       }
+      trim_scratch(items);
     });
   });
 }
@@ -245,6 +271,7 @@ void select_kth(py::handle values_obj, py::handle indices_obj, py::handle self_o
       }
       *reinterpret_cast<scalar_t*>(row[0]) = load<scalar_t>(row[2], ss, pick);
       *reinterpret_cast<int64_t*>(row[1]) = pick;
+      trim_scratch(items);
     });
   });
 }
@@ -275,6 +302,7 @@ void mode(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
       }
       *reinterpret_cast<scalar_t*>(row[0]) = load<scalar_t>(row[2], ss, best_pos);
       *reinterpret_cast<int64_t*>(row[1]) = best_pos;
+      trim_scratch(items);
     });
   });
 }
@@ -292,7 +320,6 @@ int64_t unique_rows(py::handle first_obj, py::handle inverse_obj, py::handle cou
     if (t->dtype != DType::Int64 || t->numel() != n || (n > 0 && !t->is_contiguous()))
       throw std::invalid_argument("unique: bad output");
   if (n == 0) return 0;
-  if (n > INT32_MAX) throw std::invalid_argument("unique: too many elements");
   auto* first_p = reinterpret_cast<int64_t*>(first.data);
   auto* inv_p = reinterpret_cast<int64_t*>(inverse.data);
   auto* cnt_p = reinterpret_cast<int64_t*>(counts.data);
@@ -303,30 +330,33 @@ int64_t unique_rows(py::handle first_obj, py::handle inverse_obj, py::handle cou
     const auto* x = reinterpret_cast<const scalar_t*>(data.data);
     std::vector<K> keys(static_cast<size_t>(n * m));
     for (int64_t i = 0; i < n * m; ++i) keys[i] = sort_key(x[i]);
-    Sorter<K> sorter;
-    if (sorted && m == 1) {
-      sorter.keys = keys;
-      sorter.sort(n);
-    } else {
-      sorter.pos.resize(n);
-      std::iota(sorter.pos.begin(), sorter.pos.end(), 0u);
-      if (sorted)
-        std::stable_sort(sorter.pos.begin(), sorter.pos.end(), [&](uint32_t a, uint32_t b) {
-          return std::lexicographical_compare(&keys[a * m], &keys[a * m + m], &keys[b * m], &keys[b * m + m]);
-        });
-    }
-    const std::vector<uint32_t>& order = sorter.pos;
-    for (int64_t j = 0; j < n; ++j) {
-      uint32_t p = order[j];
-      bool same = j > 0 && std::equal(&keys[p * m], &keys[p * m + m], &keys[order[j - 1] * m]);
-      if (!same) {
-        first_p[groups] = p;
-        cnt_p[groups] = 0;
-        ++groups;
+    with_position_type(n, [&](auto position) {
+      using P = decltype(position);
+      Sorter<K, P> sorter;
+      if (sorted && m == 1) {
+        sorter.keys = keys;
+        sorter.sort(n);
+      } else {
+        sorter.pos.resize(n);
+        std::iota(sorter.pos.begin(), sorter.pos.end(), P(0));
+        if (sorted)
+          std::stable_sort(sorter.pos.begin(), sorter.pos.end(), [&](P a, P b) {
+            return std::lexicographical_compare(&keys[a * m], &keys[a * m + m], &keys[b * m], &keys[b * m + m]);
+          });
       }
-      inv_p[p] = groups - 1;
-      ++cnt_p[groups - 1];
-    }
+      const std::vector<P>& order = sorter.pos;
+      for (int64_t j = 0; j < n; ++j) {
+        auto p = static_cast<int64_t>(order[j]);
+        bool same = j > 0 && std::equal(&keys[p * m], &keys[p * m + m], &keys[order[j - 1] * m]);
+        if (!same) {
+          first_p[groups] = p;
+          cnt_p[groups] = 0;
+          ++groups;
+        }
+        inv_p[p] = groups - 1;
+        ++cnt_p[groups - 1];
+      }
+    });
   });
   return groups;
 }

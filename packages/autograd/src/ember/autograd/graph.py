@@ -10,6 +10,7 @@ like PyTorch's ``SavedVariable``; leaves hold their ``AccumulateGrad`` only weak
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from typing import NamedTuple
 
@@ -255,8 +256,31 @@ def get_gradient_edge(t: Tensor) -> GradientEdge:
     return GradientEdge(None, 0)
 
 
-# (pack, unpack) pairs of the active ``saved_tensors_hooks`` contexts, innermost last.
-_SAVED_HOOKS: list = []
+class _SavedHooks(threading.local):
+    """(pack, unpack) pairs of the active ``saved_tensors_hooks`` contexts, innermost last. Per
+    thread, as in PyTorch: hooks entered in one thread never pack another thread's tensors."""
+
+    def __init__(self):
+        self.stack: list = []
+
+
+_SAVED_HOOKS = _SavedHooks()
+# Contexts entered and not yet exited, over all threads: while 0, saving skips the
+# thread-local lookup.
+_SAVED_HOOKS_ENTERED = [0]
+_SAVED_HOOKS_LOCK = threading.Lock()
+
+
+def _push_saved_hooks(pair: tuple) -> None:
+    with _SAVED_HOOKS_LOCK:
+        _SAVED_HOOKS_ENTERED[0] += 1
+    _SAVED_HOOKS.stack.append(pair)
+
+
+def _pop_saved_hooks() -> None:
+    _SAVED_HOOKS.stack.pop()
+    with _SAVED_HOOKS_LOCK:
+        _SAVED_HOOKS_ENTERED[0] -= 1
 
 
 class saved_tensors_hooks:  # noqa: N801
@@ -268,11 +292,11 @@ class saved_tensors_hooks:  # noqa: N801
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        _SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        _push_saved_hooks((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
-        _SAVED_HOOKS.pop()
+        _pop_saved_hooks()
         return False
 
 
@@ -286,11 +310,11 @@ class disable_saved_tensors_hooks:  # noqa: N801
         def refuse(*args):
             raise RuntimeError(self.error_message)
 
-        _SAVED_HOOKS.append((refuse, refuse))
+        _push_saved_hooks((refuse, refuse))
         return self
 
     def __exit__(self, *exc):
-        _SAVED_HOOKS.pop()
+        _pop_saved_hooks()
         return False
 
 
@@ -314,7 +338,7 @@ class SavedTensor:
         self.nr = nr
         self.requires_grad = t._requires_grad
         self.unpack_hook = None
-        if _SAVED_HOOKS:
+        if _SAVED_HOOKS_ENTERED[0] and _SAVED_HOOKS.stack:
             self.data = _run_pack_hook(t, self)
             # What the unpacked tensor must be reconnected to (PyTorch restores it the same way).
             self.origin = None if is_output or not t._requires_grad else (t.grad_fn or t, output_nr(t))
@@ -395,14 +419,14 @@ def _run_pack_hook(t: Tensor, saved: SavedTensor):
     """Runs the innermost pack hook with hooks off (no recursion) and without recording."""
     from ember._src import grad_mode
 
-    pack, saved.unpack_hook = _SAVED_HOOKS[-1]
-    stack = _SAVED_HOOKS[:]
-    _SAVED_HOOKS.clear()
+    stack = _SAVED_HOOKS.stack
+    pack, saved.unpack_hook = stack[-1]
+    _SAVED_HOOKS.stack = []
     try:
         with grad_mode.no_grad():
             return pack(t)
     finally:
-        _SAVED_HOOKS[:] = stack
+        _SAVED_HOOKS.stack = stack
 
 
 def freed_error() -> RuntimeError:

@@ -13,6 +13,7 @@ metadata alone) and one kernel per device type. Calling an op routes it through,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import MethodType
 
@@ -21,7 +22,21 @@ from . import grad_mode
 OPS: dict[str, Op] = {}
 
 # Mutable module state, read on every call.
-_MODE_STACK: list = []
+
+
+class _ModeStack(threading.local):
+    """Dispatch modes are per thread, as in PyTorch: a mode entered in one thread (a tracer,
+    say) never sees, nor reorders, the ops of another."""
+
+    def __init__(self):
+        self.stack: list = []
+
+
+_MODES = _ModeStack()
+# Modes entered and not yet exited, over all threads: while 0, calls skip the thread-local
+# lookup (the common case costs one list read).
+_MODES_ENTERED = [0]
+_MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 
@@ -59,7 +74,7 @@ class Op:
         return register
 
     def __call__(self, *args, **kwargs):
-        if _MODE_STACK:
+        if _MODES_ENTERED[0] and _MODES.stack:
             return _call_top_mode(self, args, kwargs)
         if _SUBCLASS_DISPATCH[0]:
             handled, result = _try_subclass_dispatch(self, args, kwargs)
@@ -149,12 +164,13 @@ def _any_requires_grad(args, kwargs) -> bool:
 
 
 def _call_top_mode(op: Op, args, kwargs):
-    mode = _MODE_STACK.pop()
+    stack = _MODES.stack
+    mode = stack.pop()
     try:
         types = tuple({type(t) for t in _iter_tensors(args, kwargs)})
         return mode.__torch_dispatch__(op, types, args, kwargs)
     finally:
-        _MODE_STACK.append(mode)
+        stack.append(mode)
 
 
 def _try_subclass_dispatch(op: Op, args, kwargs):
@@ -181,18 +197,22 @@ class DispatchMode:
         return func(*args, **(kwargs or {}))
 
     def __enter__(self):
-        _MODE_STACK.append(self)
+        with _MODES_LOCK:
+            _MODES_ENTERED[0] += 1
+        _MODES.stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        popped = _MODE_STACK.pop()
+        popped = _MODES.stack.pop()
+        with _MODES_LOCK:
+            _MODES_ENTERED[0] -= 1
         if popped is not self:
             raise RuntimeError("dispatch modes exited out of order")
         return False
 
 
 def active_modes() -> tuple:
-    return tuple(_MODE_STACK)
+    return tuple(_MODES.stack)
 
 
 def set_autograd_hook(hook: Callable | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 
 from . import dtypes as dt
 from .device import device as _device
@@ -19,6 +20,10 @@ _MASK64 = (1 << 64) - 1
 # PyTorch's default seed for a new generator.
 _DEFAULT_SEED = 67280421310721
 _STATE_BYTES = 16
+# Reserving counters is a read-modify-write of (seed, offset): threads sharing a generator
+# (the default one, typically) must never reserve the same counters. One lock for all
+# generators keeps Generator objects copyable and picklable; it is held for nanoseconds.
+_LOCK = threading.Lock()
 
 
 class Generator:
@@ -44,8 +49,9 @@ class Generator:
             raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")  # noqa: TRY004 (PyTorch's type)
         if seed < -(1 << 63) or seed > _MASK64:
             raise ValueError("Overflow when unpacking long long")
-        self._seed = seed & _MASK64
-        self._offset = 0
+        with _LOCK:
+            self._seed = seed & _MASK64
+            self._offset = 0
         return self
 
     def seed(self) -> int:
@@ -88,8 +94,9 @@ class Generator:
 
     def _take(self, n: int) -> tuple:
         """Reserves ``n`` counters: returns (seed, first counter) and advances the offset."""
-        seed, offset = self._seed, self._offset
-        self._offset = (offset + n) & _MASK64
+        with _LOCK:
+            seed, offset = self._seed, self._offset
+            self._offset = (offset + n) & _MASK64
         return seed, offset
 
     def __repr__(self) -> str:

@@ -389,14 +389,25 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
 
 
 
+_MAX_NBYTES = (1 << 63) - 1
+
+
+def _raise_size_overflow(shape: tuple):
+    """PyTorch's errors for a byte size past int64: TypeError for a dimension that is no int64 itself."""
+    for s in shape:
+        if s > _MAX_NBYTES:
+            raise TypeError(f"empty(): argument 'size' overflows int64 at dimension {s}")
+    raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+
+
 def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor:
     """A fresh contiguous tensor; ``shape`` must already be validated as non-negative ints."""
     n = 1
     for s in shape:
         n *= s
     nbytes = n * dtype.itemsize
-    if nbytes >= 1 << 63:  # PyTorch's error (and type): the byte count must fit an int64
-        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    if nbytes > _MAX_NBYTES:
+        _raise_size_overflow(shape)
     if dev is CPU:
         storage = _C.Storage.allocate(nbytes, zero)
     elif dev is META:

@@ -112,7 +112,13 @@ class _Recurrence(Function):
                 outs[k] = h_new
                 h = _merge(h_new, h, b)
         ctx.mode, ctx.steps = mode, steps
-        ctx.saved_steps, ctx.h_prevs, ctx.outs = saved, h_prevs, outs
+        # The returned h and c become outputs whose grad_fn is ctx: ctx keeps bare aliases of them,
+        # or output -> grad_fn -> ctx -> output would be a reference cycle that only gc frees.
+        def bare(t):
+            return t.detach() if t is h or t is c else t
+
+        ctx.h_prevs, ctx.outs = h_prevs, [bare(o) for o in outs]
+        ctx.saved_steps = [s if s is None else tuple(bare(t) for t in s) for s in saved]
         ctx.save_for_backward(w_hh, w_hr)
         ctx.state_shapes = (h0.shape, None if c0 is None else c0.shape)
         out = ember.cat(_time_order(outs, steps)) if n else xp.new_zeros((0, h0.size(1)))

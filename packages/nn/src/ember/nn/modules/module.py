@@ -7,8 +7,8 @@ Traversal order, state-dict keys, hook semantics and error messages follow PyTor
 
 from __future__ import annotations
 
-import functools
 import itertools
+import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -37,6 +37,31 @@ def _addindent(text: str, spaces: int) -> str:
     if len(lines) == 1:
         return text
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class _WithModule:
+    """Calls ``hook(module, *args)`` holding the module weakly: the hook is stored in the module
+    itself, so a strong reference would make every module with such a hook a reference cycle."""
+
+    __slots__ = ("hook", "module_ref")
+
+    def __init__(self, hook, module) -> None:
+        self.hook = hook
+        self.module_ref = weakref.ref(module)
+
+    def __call__(self, *args, **kwargs):
+        module = self.module_ref()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args, **kwargs)
+
+    # deepcopy/pickle see the module itself, so a copied module's hook is bound to the copy.
+    def __getstate__(self):
+        return self.hook, self.module_ref()
+
+    def __setstate__(self, state) -> None:
+        self.hook = state[0]
+        self.module_ref = weakref.ref(state[1])
 
 
 def _add_hook(hooks: OrderedDict, hook, prepend: bool, extra=None) -> RemovableHandle:
@@ -433,7 +458,10 @@ class Module:
                                        "expected to return new values, if incompatible_keys need to be modified,"
                                        "it should be done inplace.")
 
-        load(self, state_dict)
+        try:
+            load(self, state_dict)
+        finally:
+            load = None  # the recursive closure refers to itself: a cycle holding the state dict
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -457,11 +485,10 @@ class Module:
 
     def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         # The public form passes the module first, as PyTorch's does.
-        return _add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self), False)
+        return _add_hook(self._load_state_dict_pre_hooks, _WithModule(hook, self), False)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
-        return _add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self) if with_module else hook,
-                         False)
+        return _add_hook(self._load_state_dict_pre_hooks, _WithModule(hook, self) if with_module else hook, False)
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
         return _add_hook(self._load_state_dict_post_hooks, hook, False)

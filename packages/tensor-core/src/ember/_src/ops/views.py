@@ -218,7 +218,19 @@ def expand_op(self: Tensor, size: tuple) -> Tensor:
                 f"The expanded size of the tensor ({target}) must match the existing size ({cur}) at non-singleton "
                 f"dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: {list(self._shape)}"
             )
+    if 0 in stride and _numel(shape) > _INT64_MAX:  # only broadcast dims can grow numel past int64
+        raise RuntimeError("numel: integer multiplication overflow")
     return make_view(self, tuple(shape), tuple(stride), self._offset)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def expand(self: Tensor, *size) -> Tensor:
