@@ -20,6 +20,13 @@ import os
 # setting wins.
 os.environ.setdefault("GOMP_SPINCOUNT", "20000")
 
+# OpenBLAS's own worker threads spin for 2^28 cycles (~0.1 s) after every threaded gemm. On 2
+# cores they then compete with the OpenMP threads of the elementwise ops that follow: in an
+# MLP backward at 2 threads, relu/le/where/sum right after a gemm ran 2-6x slower than at 1
+# thread. 2^10 cycles keeps the gemms scaling (measured 1.7x at 2 threads either way) and lets
+# the next kernel have the cores. Read when OpenBLAS loads; a user's own setting wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
+
 
 def _preload_openblas() -> bool:
     spec = importlib.util.find_spec("scipy_openblas32")
