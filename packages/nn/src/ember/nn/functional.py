@@ -572,19 +572,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 
 
 # -- losses composed from other ops ---------------------------------------------------------
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    # The core's version: maps the deprecated pair and warns as PyTorch does.
-    return _loss._legacy_reduction(size_average, reduce, reduction)
+# The core's loss helpers: apply a reduction, and map the deprecated (size_average, reduce)
+# pair with PyTorch's warning.
+_reduce = _loss._reduce
+_legacy_reduction = _loss._legacy_reduction
 
 
 def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> None:
