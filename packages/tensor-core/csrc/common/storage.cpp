@@ -1,7 +1,12 @@
 #include "storage.h"
 
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
+
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -23,8 +28,25 @@ Storage::~Storage() {
   }
 }
 
+void check_allocation_fits(double nbytes) {
+#ifdef __linux__
+  struct sysinfo info;
+  if (sysinfo(&info) != 0) return;
+  double limit = (static_cast<double>(info.totalram) + static_cast<double>(info.totalswap)) * info.mem_unit;
+  if (nbytes > limit) {
+    char size[64];
+    std::snprintf(size, sizeof size, "%.0f", nbytes);
+    throw std::runtime_error(std::string("DefaultCPUAllocator: can't allocate memory: you tried to allocate ") +
+                             size + " bytes, more than this machine's memory and swap.");
+  }
+#else
+  (void)nbytes;
+#endif
+}
+
 std::shared_ptr<Storage> Storage::allocate(int64_t nbytes, bool zero) {
   if (nbytes < 0) throw std::invalid_argument("storage size must be non-negative");
+  check_allocation_fits(static_cast<double>(nbytes));
   auto s = std::make_shared<Storage>();
   // 64-byte alignment for vector loads; at least one line so data is never null on the CPU.
   // Blocks of 32 MiB and more are what glibc always serves with a fresh mmap (its dynamic

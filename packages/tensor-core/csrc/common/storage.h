@@ -33,6 +33,11 @@ struct Storage {
 
 using StoragePtr = std::shared_ptr<Storage>;
 
+// Throws PyTorch's out-of-memory RuntimeError when `nbytes` exceeds the machine's RAM plus swap.
+// Linux refuses such a malloc by default, but overcommitting systems (some sandboxes) grant it
+// and then kill the process when the pages are touched: checking first keeps it an exception.
+void check_allocation_fits(double nbytes);
+
 void bind_storage(pybind11::module_& m);
 
 }  // namespace ember
