@@ -115,19 +115,22 @@ def check_write(out: Tensor, inputs=()) -> None:
         check_partial_overlap(out, inputs)
 
 
-def write_out(result: Tensor, out: Tensor | None, inputs=None) -> Tensor:
-    """Implements ``out=``: resizes an empty/mismatched out, checks the dtype cast, copies.
+def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True) -> Tensor:
+    """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.
 
-    ``inputs``: the op's inputs when PyTorch checks memory overlap on its out= (TensorIterator ops, most
-    others): out must then neither overlap itself nor partially overlap an input. None where PyTorch
-    writes through (most reductions, creation functions).
+    As PyTorch, out must not overlap itself (expanded) and must not partially overlap any tensor in ``inputs``
+    (the op's inputs: a different view of the same memory); tensors in ``distinct`` must not overlap out even
+    fully (ops reading an input while writing other positions of out: cat, gather ...). ``overlap=False``
+    where PyTorch writes through without checking (most reductions, zeros/full/linspace, tril ...).
     """
     if out is None:
         return result
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
-    if inputs is not None and out._device is not META:
-        check_write(out, inputs)  # before the dtype check and any resize, as PyTorch's TensorIterator
+    if overlap and out._device is not META:  # before the dtype check and any resize, as PyTorch's TensorIterator
+        check_write(out, inputs)
+        if distinct:
+            check_no_overlap(out, distinct)
     if not dt.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired output type "
                            f"{_type_name(out.dtype)}")

@@ -24,11 +24,12 @@ def _resolve(dtype, device, default=None):
     return d, to_device(device)
 
 
-def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None) -> Tensor:
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
+    """``overlap``: refuse an expanded out= (PyTorch's arange/logspace; zeros, full, linspace ... write through)."""
     if out is not None:
         from ._common import write_out
 
-        return write_out(t, out)
+        return write_out(t, out, overlap=overlap)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -294,7 +295,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     else:
         d = dt.to_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
-    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out)
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
 
 range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
@@ -351,7 +352,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
     from .pointwise import pow_op
 
-    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out)
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):

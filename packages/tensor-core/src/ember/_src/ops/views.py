@@ -24,6 +24,7 @@ from ..shapes import (
     wrap_dims,
 )
 from ..tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
+from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_write as _check_write
 
 
@@ -763,6 +764,7 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
             raise RuntimeError(
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
+        _check_internal_overlap(self)  # PyTorch's fill_(Tensor) refuses an expanded self; fill_(number) writes
         value = value.item()
     if isinstance(value, complex) and value.imag != 0 and not self.dtype.is_complex:
         raise RuntimeError(f"value cannot be converted to type {self.dtype.name} without overflow")
