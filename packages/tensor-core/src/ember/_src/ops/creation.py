@@ -25,7 +25,7 @@ def _resolve(dtype, device, default=None):
 
 
 def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
-    """``overlap``: refuse an expanded out= (PyTorch's arange/logspace; zeros, full, linspace ... write through)."""
+    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
     if out is not None:
         from ._common import write_out
 
@@ -338,13 +338,13 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
-        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out)
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`.
     result = new_empty_tensor((steps,), dt.float64, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d), requires_grad, out)
+    return _finish(result.to(d), requires_grad, out, overlap=True)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):

@@ -187,8 +187,7 @@ def _put_plan(self: Tensor, indices, values: Tensor):
 @index_put_op.kernel("cpu")
 def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     dims, tensors, bshape, rest, result, pos = _put_plan(self, indices, values)
-    _check_no_overlap(self, (values,))  # PyTorch: values must not overlap self at all, indices not partially
-    _check_partial_overlap(self, indices)
+    _check_no_overlap(self, (values, *indices))  # PyTorch: neither values nor indices may overlap self
     values = vw.expand_op(convert(values, self.dtype), result)
     if values._storage is self._storage:
         values = vw.clone_op(values)  # writing self while reading it
@@ -367,7 +366,7 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     m = vw.expand_op(mask, shape) if mask._shape != shape else mask
     if not shape:
         x, m = vw.unsqueeze_op(x, 0), vw.unsqueeze_op(m, 0)
-    return write_out(index_op(x, (m,)), out, (mask,), distinct=(input,))
+    return write_out(index_op(x, (m,)), out, distinct=(input, mask))
 
 
 index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor")
@@ -415,7 +414,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
-    return write_out(index_select_op(input, dim, index), out, (index,), distinct=(input,))
+    return write_out(index_select_op(input, dim, index), out, distinct=(input, index))
 
 
 def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
@@ -425,7 +424,7 @@ def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
     flat = vw.reshape(input, (numel(input._shape),))
     try:
-        return write_out(index_op(flat, (index,)), out, (index,), distinct=(input,))
+        return write_out(index_op(flat, (index,)), out, distinct=(input, index))
     except IndexError as e:
         bad = str(e).split()[1] if str(e).startswith("index ") else "?"
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {flat._shape[0]} elements.") from e

@@ -19,7 +19,6 @@ from . import views as vw
 from ._common import HALF_TYPES, convert, type_name, write_out
 from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_no_overlap as _check_no_overlap
-from ._common import check_partial_overlap as _check_partial_overlap
 from .indexing import _as_value
 
 __all__ = [
@@ -150,14 +149,13 @@ scatter_reduce_inplace_op = define(
 )
 
 
-def _check_written(self: Tensor, distinct=(), partial=(), internal: bool = True) -> None:
-    """PyTorch's memory-overlap checks of these ops (not on meta): ``distinct`` inputs must not overlap self
-    at all, ``partial`` ones not partially; ``internal``: self must not be expanded."""
+def _check_written(self: Tensor, inputs=(), internal: bool = True) -> None:
+    """PyTorch's memory-overlap checks of these ops (real devices only): no input (src, index) may overlap
+    self, even fully; ``internal``: self must not be expanded either."""
     if self._device is not META:
         if internal:
             _check_internal_overlap(self)
-        _check_no_overlap(self, distinct)
-        _check_partial_overlap(self, partial)
+        _check_no_overlap(self, inputs)
 
 
 def _legacy_code(reduce) -> int:
@@ -170,13 +168,13 @@ def _legacy_code(reduce) -> int:
 
 def _scatter_kernel(self, dim, index, src, *, reduce=None):
     d = _check_scatter(self, dim, index, src)
-    _check_written(self, (src,))
+    _check_written(self, (src, index))
     return _run_scatter(self, d, index, src, _legacy_code(reduce))
 
 
 def _scatter_add_kernel(self, dim, index, src):
     d = _check_scatter(self, dim, index, src, "scatter_add")
-    _check_written(self, (src,))
+    _check_written(self, (src, index))
     return _run_scatter(self, d, index, src, 1)
 
 
@@ -184,7 +182,7 @@ def _scatter_reduce_kernel(self, dim, index, src, reduce, *, include_self=True):
     if reduce not in _REDUCE_CODES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _check_scatter(self, dim, index, src, "scatter_reduce")
-    _check_written(self, (src,))
+    _check_written(self, (src, index))
     return _run_scatter(self, d, index, src, _REDUCE_CODES[reduce], include_self)
 
 
@@ -205,8 +203,6 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     if src is None:
         src = value
     if not isinstance(src, Tensor):
-        if isinstance(self, Tensor) and isinstance(index, Tensor):
-            _check_written(self, partial=(index,), internal=False)  # PyTorch's scatter.value checks index
         src = _value_src(self, index, src)
     elif reduce is not None:
         import warnings
@@ -284,7 +280,7 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index_add_(): self ({type_name(self.dtype)}) and source ({type_name(source.dtype)}) "
                            "must have the same scalar type")
     _check_source("index_add_", self, d, index, source)
-    _check_written(self, (source,))
+    _check_written(self, (source, index))
     if alpha != 1 and self._device is not META:
         from .pointwise import mul
 
@@ -309,7 +305,7 @@ def _index_copy_kernel(self, dim, index, source):
     if size != n:
         raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({size})")
     _check_source("index_copy_", self, d, index, source)
-    _check_written(self, (source,), (index,))
+    _check_written(self, (source, index))
     try:
         return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 0)
     except RuntimeError as e:
@@ -331,7 +327,7 @@ def _index_fill_kernel(self, dim, index, value):
                            f"{value.ndim} dimension(s).")
     if self._device is META:
         return self
-    _check_written(self, partial=(index,), internal=False)
+    _check_written(self, (index,), internal=False)
     size = self._shape[d] if self.ndim else 1
     from .pointwise import add, where
 
