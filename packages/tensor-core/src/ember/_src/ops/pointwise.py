@@ -460,12 +460,14 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         return _run_unary(code, kind, name, a, *args)
 
     inplace_op = None
+    checks_overlap = name != "threshold"  # PyTorch's threshold_ skips the check (its kernel is shared with backward)
     if inplace:
         inplace_op = define(f"{name}_(Tensor(a!) self{arg_text}) -> Tensor(a!)", ("pointwise", "inplace"))
 
         @inplace_op.kernel("cpu")
         def cpu_inplace(self, *args):
-            _check_internal_overlap(self)
+            if checks_overlap:
+                _check_internal_overlap(self)
             result_dtype = unary_result(self, kind, name)
             if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
                 raise RuntimeError("result type Long can't be cast to the desired output type Bool")
