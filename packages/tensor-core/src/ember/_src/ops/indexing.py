@@ -613,7 +613,12 @@ def setitem(self: Tensor, index, value) -> None:
 
             value = tensor(value, dtype=self.dtype, device=self._device)
     if indices is None:
-        vw.copy_(view, _strip_leading_ones(value))
+        src = value if value._shape == view._shape else _strip_leading_ones(value)
+        if src._shape != view._shape:
+            # As PyTorch's setitem: the value broadcast to the view first; a broadcast source (stride 0) is
+            # exempt from copy_'s partial-overlap check (x[1:] = x[0] is fine).
+            src = vw.expand_op(src, view._shape)
+        vw.copy_(view, src)
         return
     _put(view, indices, _strip_leading_ones(value), False)
 
