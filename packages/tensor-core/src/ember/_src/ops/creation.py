@@ -24,11 +24,12 @@ def _resolve(dtype, device, default=None):
     return d, to_device(device)
 
 
-def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None) -> Tensor:
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
+    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
     if out is not None:
         from ._common import write_out
 
-        return write_out(t, out)
+        return write_out(t, out, overlap=overlap)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -294,7 +295,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     else:
         d = dt.to_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
-    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out)
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
 
 range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
@@ -337,13 +338,13 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
-        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out)
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`.
     result = new_empty_tensor((steps,), dt.float64, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d), requires_grad, out)
+    return _finish(result.to(d), requires_grad, out, overlap=True)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -351,7 +352,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
     from .pointwise import pow_op
 
-    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out)
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
