@@ -8,7 +8,7 @@ import operator
 
 from ... import _C
 from .. import dtypes as dt
-from ..device import CPU, META, to_device
+from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
 from ..shapes import as_shape, check_sizes
 from ..tensor import Tensor, new_empty_tensor
@@ -21,7 +21,16 @@ def _resolve(dtype, device, default=None):
         d = dt.to_dtype(dtype)
     else:
         d = dt.get_default_dtype() if default is None else default
-    return d, to_device(device)
+    dev = to_device(device)
+    if dev.type not in ("cpu", "meta"):
+        get_backend(dev.type)  # a device without a backend raises as PyTorch's CPU build does
+    return d, dev
+
+
+def check_pin_memory(pin_memory) -> None:
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
 
 
 def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None) -> Tensor:
@@ -74,6 +83,7 @@ def _size_args(size):
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
@@ -195,6 +205,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """Copies ``data`` (nested sequences of numbers, a NumPy array, a tensor) into a new tensor."""
     from ..interop import from_numpy_copy, is_numpy_array
 
+    check_pin_memory(pin_memory)
     dev = to_device(device)
     if isinstance(data, Tensor):
         result = data.detach().clone()
