@@ -56,24 +56,33 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     return write_out(_fill_view(result, vw.diagonal_op(result, offset, dim1, dim2), src), out)
 
 
-def _clone_preserving_storage(input: Tensor) -> Tensor:
-    """A copy with ``input``'s sizes, strides and offset over a copy of its whole storage, so
-    that an ``as_strided`` on it addresses the same elements it would on ``input``."""
-    if _has_internal_overlap(input):
-        return vw.clone(input)
-    n = input._storage.nbytes() // input.dtype.itemsize
-    whole = vw.as_strided_op(input, (n,), (1,), 0)
-    return vw.as_strided_op(vw.clone(whole), input._shape, input._stride, input._offset)
-
-
 def _has_internal_overlap(t: Tensor) -> bool:
     return any(st == 0 and s > 1 for s, st in zip(t._shape, t._stride))
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=None, *, out=None) -> Tensor:
+    """``input`` with the elements an ``as_strided(size, stride, storage_offset)`` view of it
+    would show replaced by ``src``. As in PyTorch the view is taken in storage coordinates:
+    the result has ``input``'s sizes, strides and offset over a copy of its whole storage.
+
+    Written out of place in those coordinates (the whole storage as a flat vector, an
+    index_put at the view's positions, an as_strided back), so autograd never sees an
+    in-place write into a tensor that an as_strided saved for its backward.
+    """
     _check_args("as_strided_scatter", input, src)
-    result = _clone_preserving_storage(input)
-    view = vw.as_strided_op(result, size, stride, storage_offset)
-    if numel(view._shape) and _has_internal_overlap(view):
-        raise RuntimeError("as_strided_scatter: the view of self must not have overlapping elements")
-    return write_out(_fill_view(result, view, src), out)
+    from .creation import arange
+    from .indexing import index_put
+
+    base = vw.clone(input) if _has_internal_overlap(input) else input  # PyTorch copies an overlapping input
+    n = base._storage.nbytes() // base.dtype.itemsize
+    flat = vw.as_strided_op(base, (n,), (1,), 0)
+    positions = vw.as_strided_op(arange(n, device=base._device), size, stride, storage_offset)
+    if numel(positions._shape) and _has_internal_overlap(positions):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    if positions._shape != src._shape:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src._shape)}, "
+                           f"slice size = {list(positions._shape)}")
+    values = vw.reshape(vw.to(src, base.dtype), (-1,))
+    flat = index_put(flat, (vw.reshape(positions, (-1,)),), values)
+    return write_out(vw.as_strided_op(flat, base._shape, base._stride, base._offset), out)

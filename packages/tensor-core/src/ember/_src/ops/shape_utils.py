@@ -81,6 +81,8 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0):
 
 def sum_to_size(self: Tensor, *size) -> Tensor:
     """Sums ``self`` down to ``size``, a shape ``self`` could be expanded from."""
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     shape = as_shape(size)
     lead = self.ndim - len(shape)
     expandable = lead >= 0 and all(s == t or s == 1 for s, t in zip(shape, self._shape[lead:]))
@@ -142,7 +144,9 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 def _dense_in_order(shape: tuple, stride: tuple, order) -> bool:
     """Whether the strides are those of a dense tensor laid out outermost-first in ``order``
-    (dims of size 1 may have any stride, as in PyTorch's contiguity checks)."""
+    (dims of size 1 may have any stride, and an empty tensor is dense, as in PyTorch)."""
+    if 0 in shape:
+        return True
     expected = 1
     for d in reversed(order):
         if shape[d] != 1:
@@ -152,28 +156,32 @@ def _dense_in_order(shape: tuple, stride: tuple, order) -> bool:
     return True
 
 
-def _logical_to_physical(shape: tuple, stride: tuple) -> tuple:
-    """PyTorch's dim order: dims sorted outermost-first by stride; ties and stride-0 dims keep
-    their logical order, and equal strides put the larger dim outside."""
+def _ge(a: int, b: int) -> bool:
+    return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+
+def _logical_to_physical(shape: tuple, stride: tuple, ambiguity_check: bool) -> tuple:
+    """PyTorch's dim order (its elementwise-output permutation): dims sorted outermost-first by
+    stride; stride-0 dims and ties keep their logical order. Returns (order, ambiguous)."""
     ndim = len(shape)
     if ndim < 2:
-        return tuple(builtins.range(ndim))
+        return tuple(builtins.range(ndim)), False
     natural = tuple(builtins.range(ndim))
-    cl = (0, *builtins.range(2, ndim), 1) if ndim in (4, 5) else None
+    cl = (0, 2, 3, 1) if ndim == 4 else None
     contiguous = _dense_in_order(shape, stride, natural)
     channels_last = cl is not None and _dense_in_order(shape, stride, cl)
     if contiguous and not channels_last:
-        return natural
+        return natural, False
     if channels_last and not contiguous:
-        return cl
+        return cl, False
 
     def should_swap(a, b):
         sa, sb = stride[a], stride[b]
         if sa == 0 or sb == 0:
             return 0
-        if sa != sb:
-            return -1 if sa < sb else 1
-        return 1 if shape[a] > shape[b] else 0
+        if sa == sb:
+            return 0 if _ge(shape[b], shape[a]) else 1
+        return -1 if _ge(sb, sa) else 1
 
     perm = list(reversed(natural))  # innermost first, then an insertion sort that stops at ties
     for i in builtins.range(1, ndim):
@@ -185,7 +193,8 @@ def _logical_to_physical(shape: tuple, stride: tuple) -> tuple:
                 d1 = d0
             elif c < 0:
                 break
-    return tuple(reversed(perm))
+    ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1 for i in builtins.range(ndim - 1))
+    return tuple(reversed(perm)), ambiguous
 
 
 def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
@@ -204,5 +213,8 @@ def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
         if duplicates or any(s == 1 for s in shape):
             raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
                                "memory formats.")
-    return _logical_to_physical(shape, stride)
+    order, ambiguous = _logical_to_physical(shape, stride, ambiguity_check is not False)
+    if ambiguous:
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return order
 
