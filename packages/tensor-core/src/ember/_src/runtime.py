@@ -75,7 +75,7 @@ def get_num_interop_threads() -> int:
 
 def set_num_interop_threads(num: int) -> None:
     if isinstance(num, bool) or not isinstance(num, int):
-        raise TypeError(f"set_num_interop_threads(): argument 'num' must be int, not {type(num).__name__}")
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got {type(num).__name__}")
     if num <= 0:
         raise RuntimeError("set_num_interop_threads expects a positive integer")
     _INTEROP_THREADS[0] = num

@@ -64,7 +64,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     try:
         whole, readonly = _C.Storage.from_buffer(buffer)
     except TypeError:
-        raise TypeError("object does not implement Python buffer protocol.") from None
+        raise ValueError("object does not implement Python buffer protocol.") from None
     length, size = whole.nbytes(), d.itemsize
     if length <= 0 or count == 0:
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
