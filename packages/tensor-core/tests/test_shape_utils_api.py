@@ -110,7 +110,8 @@ def test_broadcast_shapes(shapes):
 
 
 @pytest.mark.parametrize("shapes, exc", [
-    (((2,), (3,)), RuntimeError), (((-1,), (3,)), ValueError), (((2.0,),), TypeError), ((2, (3, 1), (4,)), RuntimeError),
+    (((2,), (3,)), RuntimeError), (((-1,), (3,)), ValueError), (((2.0,),), TypeError),
+    ((2, (3, 1), (4,)), RuntimeError),
 ])
 def test_broadcast_shapes_errors(shapes, exc):
     with pytest.raises(exc):
