@@ -155,8 +155,23 @@ def test_no_cuda_raises_assertion_error(call):
         call(ember)
 
 
+@pytest.mark.parametrize("call", [
+    lambda m: m.zeros(2, pin_memory=True), lambda m: m.ones(2, pin_memory=True),
+    lambda m: m.full((2,), 1.0, pin_memory=True),
+    lambda m: m.arange(3, pin_memory=True), lambda m: m.linspace(0, 1, 3, pin_memory=True),
+    lambda m: m.eye(2, pin_memory=True), lambda m: m.zeros_like(m.zeros(2), pin_memory=True),
+    lambda m: m.scalar_tensor(1.0, pin_memory=True), lambda m: m.logspace(0, 1, 3, pin_memory=True),
+])
+def test_factories_accept_pin_memory_false_and_refuse_true(call):
+    for m in (torch, ember):
+        with pytest.raises(RuntimeError):
+            call(m)
+
+
 def test_pin_memory():
     for m in (torch, ember):
+        assert m.zeros(2, pin_memory=False).is_pinned() is False
+        assert m.full_like(m.zeros(2), 3.0, pin_memory=False).tolist() == [3.0, 3.0]
         assert m.zeros(2).is_pinned() is False
         with pytest.raises(RuntimeError):
             m.zeros(2).pin_memory()

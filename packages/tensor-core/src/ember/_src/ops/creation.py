@@ -89,13 +89,15 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
@@ -107,7 +109,8 @@ def _fill_dtype(fill_value):
     return dt.scalar_dtype(fill_value)
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args((size,) if not isinstance(size, (tuple, list)) else size)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -122,34 +125,43 @@ def _like(input, dtype, device):
             input._device if device is None else to_device(device))
 
 
-def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(empty_op(input._shape, dtype=d, device=dev), requires_grad)
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, 0, dtype=d, device=dev), requires_grad)
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, 1, dtype=d, device=dev), requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, fill_value, dtype=d, device=dev), requires_grad)
 
 
-def scalar_tensor(value, dtype=None, device=None) -> Tensor:
+def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A 0-d tensor holding a Python scalar."""
+    check_pin_memory(pin_memory)
     d = dt.scalar_dtype(value) if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     t = new_empty_tensor((), d, dev)
     if dev is not META:
         _C.fill_(t, value)
-    return t
+    return _finish(t, requires_grad)
 
 
 # -- tensor / as_tensor -------------------------------------------------------------------------
@@ -288,8 +300,10 @@ asarray = as_tensor
 
 # -- ranges -------------------------------------------------------------------------------------
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
+    check_pin_memory(pin_memory)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -339,7 +353,9 @@ def _affine_range(n, start, step, dtype, device):
     return range_op(int(n), start, step, dtype=dtype, device=device)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
     steps = operator.index(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -357,7 +373,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(result.to(d), requires_grad, out)
 
 
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
     from .pointwise import pow_op
@@ -365,7 +383,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return _finish(pow_op(float(base), exponents).to(d), requires_grad, out)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     if n < 0 or m < 0:
