@@ -97,36 +97,63 @@ void map_fd_into(Storage& s, int fd, int64_t nbytes) {
   };
 }
 
-}  // namespace
+// The memory a storage left when it moved into shared memory, freed with the storage when
+// something outside may still point into it.
+struct Retired {
+  char* data = nullptr;
+  bool owns = false;
+  std::function<void()> on_free;
+  ~Retired() {
+    if (owns) std::free(data);
+    if (on_free) on_free();
+  }
+};
 
-void Storage::share_memory() {
-  if (device != "cpu") throw std::runtime_error("_share_fd_: only available on CPU");
-  if (shm_fd >= 0) return;  // already shared: a no-op, as in PyTorch
+// retain_old: keep the old memory until the storage dies instead of freeing it now; for a
+// storage that C++ code still holds (a DLPack consumer, a kernel running without the GIL),
+// which may read through the old pointer.
+void share_storage(Storage& s, bool retain_old) {
+  if (s.device != "cpu") throw std::runtime_error("_share_fd_: only available on CPU");
+  if (s.shm_fd >= 0) return;  // already shared: a no-op, as in PyTorch
   // A memfd rather than a named /dev/shm file: nothing is left behind if the process dies,
   // and it is not bounded by the size of a container's /dev/shm mount.
   int fd = memfd_create("ember-storage", MFD_CLOEXEC);
   if (fd < 0) throw sys_error("memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(mapped_len(nbytes))) != 0) {
+  if (ftruncate(fd, static_cast<off_t>(mapped_len(s.nbytes))) != 0) {
     auto err = sys_error("ftruncate");
     close(fd);
     throw err;
   }
-  char* old = data;
-  bool old_owned = owns;
-  auto old_free = std::move(on_free);
-  on_free = nullptr;
+  auto old = std::make_shared<Retired>();
+  old->data = s.data;
+  old->owns = s.owns;
+  old->on_free = std::move(s.on_free);
+  s.on_free = nullptr;
   try {
-    map_fd_into(*this, fd, nbytes);
+    map_fd_into(s, fd, s.nbytes);
   } catch (...) {
-    on_free = std::move(old_free);  // the storage keeps its old memory
+    s.on_free = std::move(old->on_free);  // the storage keeps its old memory
+    old->owns = false;
     throw;
   }
-  if (nbytes) std::memcpy(data, old, static_cast<size_t>(nbytes));
-  // Release the old memory the way it was obtained (called with the GIL held, from Python).
-  if (old_owned) std::free(old);
-  if (old_free) old_free();
-  keepalive = py::object();
+  if (s.nbytes) std::memcpy(s.data, old->data, static_cast<size_t>(s.nbytes));
+  if (retain_old) {
+    // The mapping's release also drops the old block; a borrowed block's Python owner stays
+    // in keepalive, released by the destructor under the GIL.
+    auto unmap = std::move(s.on_free);
+    s.on_free = [unmap, old]() mutable {
+      unmap();
+      old.reset();
+    };
+    return;
+  }
+  old.reset();              // frees the old block now (called from Python: the GIL is held)
+  s.keepalive = py::object();
 }
+
+}  // namespace
+
+void Storage::share_memory() { share_storage(*this, false); }
 
 std::shared_ptr<Storage> Storage::from_shm_fd(int fd, int64_t nbytes) {
   if (nbytes < 0) throw std::invalid_argument("storage size must be non-negative");
@@ -169,7 +196,9 @@ void bind_storage(py::module_& m) {
       .def(
           "share_memory_",
           [](std::shared_ptr<Storage> self) {
-            self->share_memory();
+            // Beyond pybind's holder and this argument, a reference means C++ code holds the
+            // storage and may read the old memory: keep it alive (PyTorch frees it at once).
+            share_storage(*self, self.use_count() > 2);
             return self;
           },
           "Moves the data into shared memory in place (a no-op when it is there already).")
