@@ -239,3 +239,13 @@ def test_shared_storage_maps_from_its_fd():
     assert x.tolist() == [0, 1, 40, 3, 4]
     with pytest.raises(ValueError):
         ember._C.Storage.from_shm_fd(storage.shm_fd, storage.nbytes() + 4096)
+
+
+def test_share_memory_keeps_memory_a_dlpack_consumer_reads():
+    x = ember.arange(1000.0)
+    consumer = torch.from_dlpack(x)  # holds x's storage from C++ and reads the old pointer
+    x.share_memory_()
+    assert x.is_shared()
+    x.fill_(5.0)
+    del x
+    assert consumer.sum().item() == sum(range(1000))  # the old block is alive and unchanged
