@@ -566,7 +566,8 @@ class Module:
         return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> Module:
-        return self  # CPU storages are already shareable through pickling to worker processes
+        """Moves every parameter and buffer into shared memory (``Tensor.share_memory_``)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # -- modes and gradients ------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:

@@ -157,7 +157,8 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A 0-d tensor holding a Python scalar."""
     check_pin_memory(pin_memory)
-    d = dt.scalar_dtype(value) if dtype is None else dt.to_dtype(dtype)
+    # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
+    d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     t = new_empty_tensor((), d, dev)
     if dev is not META:
