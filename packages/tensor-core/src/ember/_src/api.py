@@ -121,5 +121,7 @@ def _functional_for_methods() -> dict:
 
 
 _methods.install(_functional_for_methods())
+# After install: the in-place variants are built from the installed methods.
+from .ops.inplace_variants import *  # noqa: E402,F401,F403
 
 __all__ = [n for n in dir() if not n.startswith("_")]
