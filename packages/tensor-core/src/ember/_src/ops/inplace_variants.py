@@ -107,8 +107,8 @@ def _c_name(d) -> str:
 def _scan_(name, op):
     def method(self, dim, *, dtype=None):
         if dtype is not None and dt.to_dtype(dtype) is not self.dtype:
-            raise RuntimeError(f"Bad in-place call: input tensor dtype {self.dtype.name} and output tensor dtype "
-                               f"{dt.to_dtype(dtype).name} should match")
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self.dtype)} and output tensor "
+                               f"dtype {_c_name(dt.to_dtype(dtype))} should match")
         if self.dtype is dt.bool:
             raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
         return op(self, dim)
@@ -398,19 +398,22 @@ def resize_(self, *sizes, memory_format=None):
     shape = as_shape(sizes)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-    if shape != self._shape:
-        needed = (self._offset + numel(shape)) * self.dtype.itemsize if numel(shape) else 0
-        old = self._storage
-        if needed > old.nbytes():
-            if self._device is META:
-                grown = _C.Storage.meta(needed)
-            else:
-                grown = _C.Storage.allocate(needed, True)
-                kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dt.uint8, self._device)
-                _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dt.uint8, self._device))
-            grown.version = old.version
-            self._storage, self._base = grown, None
-        self._shape, self._stride = shape, contiguous_strides(shape)
+    if shape == self._shape:
+        return self  # PyTorch returns before touching anything (no version bump)
+    needed = (self._offset + numel(shape)) * self.dtype.itemsize if numel(shape) else 0
+    old = self._storage
+    if needed > old.nbytes():
+        # A new, larger storage holding the old bytes (PyTorch reallocates the storage in place, which
+        # other tensors on it then see; here they keep the old one).
+        if self._device is META:
+            grown = _C.Storage.meta(needed)
+        else:
+            grown = _C.Storage.allocate(needed, True)
+            kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dt.uint8, self._device)
+            _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dt.uint8, self._device))
+        grown.version = old.version
+        self._storage, self._base = grown, None
+    self._shape, self._stride = shape, contiguous_strides(shape)
     self._storage.version += 1
     return self
 
