@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ember
 
-from ._common import arg, embed, zero_grads
+from ._common import arg, embed
 from ._registry import derivative
 
 OPS = ember.ops
@@ -121,8 +121,11 @@ def _copy(grads, inputs, outputs):
     return ember.zeros(inputs.args[0].shape, dtype=g.dtype), g
 
 
-# fill_ overwrites every element: the old values get no gradient.
-derivative("fill_")(zero_grads)
+@derivative("fill_")
+def _fill(grads, inputs, outputs):
+    # fill_ overwrites every element: the old values get no gradient. Shaped from the gradient, not
+    # from self: self is not unpacked, so a later write to it (another view's fill_) keeps this valid.
+    return ember.zeros_like(grads[0]), None
 
 
 @derivative("transpose")
