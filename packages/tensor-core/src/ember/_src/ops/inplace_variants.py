@@ -366,7 +366,8 @@ def _become(self: Tensor, view_fn) -> Tensor:
 def t_(self):
     if self.ndim > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-    return _become(self, vw.t)
+    # Below 2 dims t() is an unrecorded alias: alias_op, so that self still gets a history of its own.
+    return _become(self, vw.t if self.ndim == 2 else vw.alias_op)
 
 
 def transpose_(self, dim0, dim1):
