@@ -165,3 +165,23 @@ def test_clamp_inplace_gradient_was_recorded():
     assert type(x.grad_fn).__name__ != "MulBackward0"
     x.sum().backward()
     assert a.grad.tolist() == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x, s: x.clamp_(min=s[0]),
+    lambda m, x, s: x.clamp_max_(s[0] * 0.5),
+    lambda m, x, s: x.addr_(s[:3], s, alpha=2),
+    lambda m, x, s: x.put_(m.tensor([1, 4, 2, 0]), s),
+    lambda m, x, s: x.index_reduce_(1, m.tensor([0, 3, 3, 1]), s.expand(3, 4), "amin"),
+], ids=["clamp_", "clamp_max_", "addr_", "put_", "index_reduce_"])
+def test_gradients_reach_the_other_operands(call):
+    # self needs no grad, another operand does: its gradient must still be right (and not stale).
+    x_data, s_data = make_arrays([(3, 4), (4,)], seed=3)
+    grads = []
+    for m in (ember, torch):
+        s = m.tensor(s_data, requires_grad=True)
+        x = m.tensor(x_data)
+        assert call(m, x, s) is x
+        (x * x).sum().backward()
+        grads.append(s.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)

@@ -459,3 +459,17 @@ def test_embedding_renorm_():
     w = ember.ones(2, 2, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         ember.embedding_renorm_(w, ember.tensor([0]), 1.0, 2.0)
+
+
+def test_optional_inplace_forms_follow_the_out_of_place_op():
+    from ember._src.ops.inplace_variants import _OPTIONAL, _optional_inplace
+
+    for name in _OPTIONAL:  # gcd_, i0_, ...: present exactly when gcd, i0, ... are
+        assert hasattr(ember.Tensor, name + "_") == hasattr(ember.Tensor, name)
+    hypot_ = _optional_inplace("hypot")  # the generic form, on an op whose in-place torch has
+    e, t = make_pair((3, 4), "float32", layout="transposed")
+    o_e, o_t = make_pair((4,), "float32", seed=5)
+    _run(lambda m, x: hypot_(x, o_e) if m is ember else x.hypot_(o_t), e, t)
+    i_e, i_t = make_pair((3,), "int64")
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        _optional_inplace("true_divide")(i_e, 2)

@@ -51,8 +51,9 @@ def _check_result(self: Tensor, result: Tensor) -> None:
                            f"{list(result._shape)}")
 
 
-def _recording(self: Tensor) -> bool:
-    return grad_mode.STATE.grad_enabled and self._requires_grad
+def _recording(*tensors) -> bool:
+    """Whether autograd records an op on these operands (any of them requiring grad)."""
+    return grad_mode.STATE.grad_enabled and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
 
 
 def _recorded_source(self: Tensor) -> Tensor:
@@ -61,11 +62,12 @@ def _recorded_source(self: Tensor) -> Tensor:
     return vw.clone_op(_detached_alias(self))
 
 
-def _write_back(self: Tensor, compute) -> Tensor:
-    """``self.copy_(compute(self))`` after PyTorch's result checks."""
+def _write_back(self: Tensor, compute, *others) -> Tensor:
+    """``self.copy_(compute(self))`` after PyTorch's result checks; ``others``: the composite's other
+    operands (when one requires grad, the composite may save self for its gradient)."""
     if not isinstance(self, Tensor):
         raise TypeError(f"expected a Tensor as self, got {type(self).__name__}")
-    result = compute(_recorded_source(self) if _recording(self) else self)
+    result = compute(_recorded_source(self) if _recording(self, *others) else self)
     _check_result(self, result)
     return vw.copy_inplace_op(self, result)
 
@@ -140,7 +142,7 @@ def nextafter_(self, other):
 def clamp_(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _write_back(input, lambda x: pw.clamp(x, min, max))
+    return _write_back(input, lambda x: pw.clamp(x, min, max), min, max)
 
 
 clip_ = clamp_
@@ -191,7 +193,7 @@ triu_ = _tri_("triu", False)
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
     if self.ndim != 2:
         raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
-    return _write_back(self, lambda x: _la.addr(x, vec1, vec2, beta=beta, alpha=alpha))
+    return _write_back(self, lambda x: _la.addr(x, vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
 
 
 def _renorm_check(input, p, dim, maxnorm) -> int:
@@ -519,7 +521,7 @@ _FROM_METHODS = (
 
 def _optional_inplace(name):
     def method(self, *args, **kwargs):
-        return _write_back(self, lambda x: getattr(Tensor, name)(x, *args, **kwargs))
+        return _write_back(self, lambda x: getattr(Tensor, name)(x, *args, **kwargs), *args, *kwargs.values())
 
     method.__name__ = name + "_"
     return method
