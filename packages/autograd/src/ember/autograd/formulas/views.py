@@ -117,8 +117,10 @@ def _extent(shape, stride, offset) -> int:
 @derivative("copy_")
 def _copy(grads, inputs, outputs):
     # self is overwritten (no gradient); src gets the gradient, summed to its shape by the engine.
+    # The zeros take the gradient's shape (self's): self is not unpacked, so that a later in-place
+    # op on it (x.copy_(y); x.mul_(2)) leaves this node valid, as in PyTorch.
     g = grads[0]
-    return ember.zeros(inputs.args[0].shape, dtype=g.dtype), g
+    return ember.zeros_like(g), g
 
 
 @derivative("fill_")
