@@ -185,3 +185,34 @@ def test_gradients_reach_the_other_operands(call):
         (x * x).sum().backward()
         grads.append(s.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("chain", [
+    lambda m, x: x.clamp_min_(0.1).cumsum_(0).renorm_(2, 1, 1.0),
+    lambda m, x: x.copy_(x.detach() * 3).mul_(2).tril_(),
+    lambda m, x: x.fill_diagonal_(1.0).fill_diagonal_(2.0, wrap=True).addr_(m.ones(3, dtype=m.float64),
+                                                                            m.ones(4, dtype=m.float64)),
+    lambda m, x: x.t_().unsqueeze_(0).deg2rad_().squeeze_(0).t_(),
+], ids=["clamp-cumsum-renorm", "copy-mul-tril", "fill_diagonal-addr", "views-then-data"])
+def test_chains_of_inplace_ops(chain):
+    # Each op's node must stay valid when later ops write into the same tensor.
+    _same_grads(chain, view=False)
+
+
+def test_retained_grad_across_inplace_variants():
+    grads = []
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        x = a * 2
+        x.retain_grad()
+        x.clamp_min_(0).cumsum_(1)
+        (x * m.arange(6.0).view(2, 3)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1])
+    # After a view op in place, ember's .grad has the tensor's new shape (PyTorch's keeps the old one).
+    a = ember.ones(2, 3, requires_grad=True)
+    x = a * 2
+    x.retain_grad()
+    x.t_()
+    (x * ember.arange(6.0).view(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]

@@ -359,8 +359,11 @@ def _become(self: Tensor, view_fn) -> Tensor:
     if view.grad_fn is not None:  # the view's node reads self's old history: self's new one
         self.grad_fn = view.grad_fn
         self._requires_grad = True
-        if self._autograd_meta is not None:
-            self._autograd_meta.output_nr = 0
+        meta = self._autograd_meta
+        if meta is not None:
+            meta.output_nr = 0
+            if meta.retains_grad:
+                self.retain_grad()  # its .grad: the gradient of its new geometry
     self._storage.version += 1
     return self
 
