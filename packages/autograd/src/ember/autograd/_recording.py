@@ -91,7 +91,7 @@ class OpNode(Node):
                 return [None] * len(self._next)
         args = self._saved_args
         if self._args_need_node:
-            args = _SavedArgsOfNode(args)
+            args = _SavedArgsOfNode(tuple.__iter__(args))  # the raw items: unpacked lazily, as read
             args._node = self
         kwargs = self._kwargs
         if kwargs and _has_saved(kwargs):

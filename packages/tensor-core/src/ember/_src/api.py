@@ -146,6 +146,8 @@ def _functional_for_methods() -> dict:
 
 
 _methods.install(_functional_for_methods())
+# After install: the in-place variants are built from the installed methods.
+from .ops.inplace_variants import *  # noqa: E402,F401,F403
 
 # The newer op modules name their Tensor methods (some public functions there take no tensor).
 for _module in (_view_copies, _scatter_views, _index_utils, _shape_utils, _tensor_utils, _creation_extra):

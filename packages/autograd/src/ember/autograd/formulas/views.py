@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ember
 
-from ._common import arg, embed, zero_grads
+from ._common import arg, embed
 from ._registry import derivative
 
 OPS = ember.ops
@@ -117,12 +117,17 @@ def _extent(shape, stride, offset) -> int:
 @derivative("copy_")
 def _copy(grads, inputs, outputs):
     # self is overwritten (no gradient); src gets the gradient, summed to its shape by the engine.
+    # The zeros take the gradient's shape (self's): self is not unpacked, so that a later in-place
+    # op on it (x.copy_(y); x.mul_(2)) leaves this node valid, as in PyTorch.
     g = grads[0]
-    return ember.zeros(inputs.args[0].shape, dtype=g.dtype), g
+    return ember.zeros_like(g), g
 
 
-# fill_ overwrites every element: the old values get no gradient.
-derivative("fill_")(zero_grads)
+@derivative("fill_")
+def _fill(grads, inputs, outputs):
+    # fill_ overwrites every element: the old values get no gradient. Shaped from the gradient, not
+    # from self: self is not unpacked, so a later write to it (another view's fill_) keeps this valid.
+    return ember.zeros_like(grads[0]), None
 
 
 @derivative("transpose")

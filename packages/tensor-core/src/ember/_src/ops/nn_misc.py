@@ -86,9 +86,9 @@ def _renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float)
     with grad_mode.no_grad():
         idx = convert(indices, dt.int64).reshape(-1)
         rows = weight.index_select(0, idx)
-        norms = rows.norm(norm_type, 1, keepdim=True)
+        norms = convert(rows.norm(norm_type, 1, keepdim=True), dt.float64)  # the scale in double, as PyTorch
         scale = where(norms > max_norm, max_norm / (norms + 1e-7), norms * 0 + 1)
-        weight.index_put_((idx,), rows * scale)
+        weight.index_put_((idx,), rows * convert(scale, weight.dtype))
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
@@ -169,13 +169,25 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """SELU-preserving dropout: dropped elements take the saturation value, then an affine correction."""
+    return _alpha_dropout(input, p, training, inplace, feature=False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole (N, C) planes of an input of at least 2 dims."""
+    return _alpha_dropout(input, p, training, inplace, feature=True)
+
+
+def _alpha_dropout(input, p, training, inplace, feature: bool):
     p = _check_p(p)
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
         return input.mul_(0) if inplace and hasattr(input, "mul_") else input * 0
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     alpha = 1.7580993408473766  # SELU scale * alpha: dropped units take its negative saturation, -alpha
-    keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
+    shape = tuple(input._shape[:2]) + (1,) * (input.ndim - 2) if feature else input._shape
+    keep = new_empty_tensor(shape, input.dtype, input._device).bernoulli_(1.0 - p)
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = (keep - 1) * (a * alpha) + a * alpha * p
     noise = keep * a

@@ -1,0 +1,218 @@
+"""Gradients through the in-place variants (ember._src.ops.inplace_variants) against PyTorch's.
+
+Each variant runs on a non-leaf (``a * 1.5``) or on a view of one (``(a * 1.5)[1:]``), then a
+weighted sum is differentiated; ``a.grad`` must match torch's, and the op must hand back self.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from ag_helpers import make_arrays
+
+import ember
+from ember.autograd import gradcheck
+
+pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+
+
+def _grad(m, data, fn, view: bool):
+    a = m.tensor(data, requires_grad=True)
+    x = a * 1.5
+    if view:
+        x = x[1:]
+    y = fn(m, x)
+    assert y is x
+    w = m.tensor(np.arange(y.numel(), dtype=np.float64).reshape(tuple(y.shape)) + 1.0)
+    (y * w).sum().backward()
+    return a.grad
+
+
+def _same_grads(fn, view: bool, shape=(3, 4)):
+    data = make_arrays([shape], seed=1)[0]
+    ge, gt = _grad(ember, data, fn, view), _grad(torch, data, fn, view)
+    np.testing.assert_allclose(ge.numpy(), (gt + torch.zeros(shape, dtype=torch.float64)).numpy(), rtol=1e-6,
+                               atol=1e-8)
+
+
+def _src(m, x):
+    """A constant source (not computed from x: gradcheck perturbs x) with x's row count."""
+    return m.arange(x.shape[0] * 3, dtype=m.float64).reshape(x.shape[0], 3) * 0.25 + 0.5
+
+
+CASES = {
+    "cumsum_": lambda m, x: x.cumsum_(1),
+    "cumprod_": lambda m, x: x.cumprod_(0),
+    "sgn_": lambda m, x: x.sgn_(),
+    "tril_": lambda m, x: x.tril_(),
+    "triu_": lambda m, x: x.triu_(1),
+    "deg2rad_": lambda m, x: x.deg2rad_(),
+    "rad2deg_": lambda m, x: x.rad2deg_(),
+    "clamp_min_": lambda m, x: x.clamp_min_(0.2),
+    "clamp_max_": lambda m, x: x.clamp_max_(-0.1),
+    "clamp_": lambda m, x: x.clamp_(-0.5, 0.5),
+    "clip_": lambda m, x: m.clip_(x, min=0.0),
+    "float_power_": lambda m, x: x.float_power_(2),
+    "renorm_2": lambda m, x: x.renorm_(2, 0, 1.0),
+    "renorm_1": lambda m, x: x.renorm_(1, 1, 0.5),
+    "addr_": lambda m, x: x.addr_(m.ones(x.shape[0], dtype=m.float64), m.arange(4.0, dtype=m.float64),
+                                  beta=2, alpha=3),
+    "put_": lambda m, x: x.put_(m.tensor([0, 5, -1]), m.full((3,), 7.0, dtype=m.float64)),
+    "put_accumulate": lambda m, x: x.put_(m.tensor([0, 5, 0]), m.full((3,), 7.0, dtype=m.float64), True),
+    "index_reduce_prod": lambda m, x: x.index_reduce_(1, m.tensor([0, 0, 3]), _src(m, x), "prod"),
+    "index_reduce_amax": lambda m, x: x.index_reduce_(1, m.tensor([0, 0, 3]), _src(m, x), "amax",
+                                                      include_self=False),
+    "index_reduce_mean": lambda m, x: x.index_reduce_(1, m.tensor([2, 1, 2]), _src(m, x), "mean"),
+    "fill_diagonal_": lambda m, x: x.fill_diagonal_(3.0),
+    "fill_diagonal_wrap": lambda m, x: x.t_().fill_diagonal_(3.0, wrap=True),
+    "t_": lambda m, x: x.t_(),
+    "transpose_": lambda m, x: x.transpose_(0, 1),
+    "swapaxes_": lambda m, x: x.swapaxes_(1, 0),
+    "unsqueeze_": lambda m, x: x.unsqueeze_(1),
+    "squeeze_": lambda m, x: x.unsqueeze_(0).squeeze_(0),
+    "as_strided_": lambda m, x: x.as_strided_((2, 2), (1, 2), 1),
+    "arctan_": lambda m, x: x.arctan_(),
+    "negative_": lambda m, x: x.negative_(),
+    "fix_": lambda m, x: x.fix_(),
+    "rrelu_": lambda m, x: m.rrelu_(x),
+    "celu_": lambda m, x: m.celu_(x, 0.7),
+    "selu_": lambda m, x: m.selu_(x),
+    "threshold_": lambda m, x: m.threshold_(x, 0.1, 2.0),
+    "conj_physical_": lambda m, x: x.conj_physical_(),
+    "view_chain": lambda m, x: x.t_().mul_(2).t_().unsqueeze_(0),
+}
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["tensor", "view"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradients_match_torch(name, view):
+    _same_grads(CASES[name], view)
+
+
+@pytest.mark.parametrize("name", ["cumsum_", "renorm_2", "addr_", "clamp_", "put_", "index_reduce_prod", "t_",
+                                  "unsqueeze_", "as_strided_", "fill_diagonal_"])
+def test_gradcheck(name):
+    data = make_arrays([(3, 4)], seed=2)[0]
+    x = ember.tensor(data, requires_grad=True)
+    assert gradcheck(lambda t: CASES[name](ember, t.clone()), (x,))
+
+
+@pytest.mark.parametrize("name", ["cumsum_", "tril_", "clamp_min_", "renorm_2", "put_", "fill_diagonal_", "t_",
+                                  "squeeze_", "as_strided_", "deg2rad_", "arctan_", "sgn_"])
+def test_leaf_and_view_of_leaf_are_refused(name):
+    for m in (ember, torch):
+        a = m.ones(3, 4, dtype=m.float64, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            CASES[name](m, a)
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+            CASES[name](m, a[1:])
+
+
+def test_view_inplace_on_leaf_allowed_under_no_grad():
+    a = ember.ones(2, 3, requires_grad=True)
+    with ember.no_grad():
+        assert a.t_() is a
+    assert a.shape == (3, 2) and a.is_leaf and a.requires_grad
+    (a * 2).sum().backward()
+    assert a.grad.shape == (3, 2)
+
+
+def test_metadata_inplace_bumps_the_version_autograd_checks():
+    # What another node saved before the op is stale afterwards, in torch as here.
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        x = a * 2
+        y = x * x
+        x.t_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["t_", "unsqueeze_", "squeeze_", "as_strided_"])
+def test_view_of_view_then_base_written(op):
+    # The view's own history must not depend on what its base's node saved.
+    calls = {"t_": lambda v: v.t_(), "unsqueeze_": lambda v: v.unsqueeze_(0), "squeeze_": lambda v: v.squeeze_(),
+             "as_strided_": lambda v: v.as_strided_((2,), (1,), 1)}
+    grads = []
+    for m in (ember, torch):
+        a = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        x = a * 2
+        v = x[0]
+        calls[op](v)
+        x.add_(1)
+        (v * m.arange(1.0, v.numel() + 1).reshape(tuple(v.shape))).sum().backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1])
+
+
+def test_resize_refused_for_tensors_requiring_grad():
+    for m in (ember, torch):
+        a = m.ones(3, requires_grad=True)
+        for fn in (lambda a, m: a.resize_(2), lambda a, m: (a * 1).resize_(5),
+                   lambda a, m: a.resize_as_(m.ones(4))):
+            with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+                fn(a, m)
+        with m.no_grad(), pytest.raises(RuntimeError, match="cannot resize"):
+            a.resize_(2)
+
+
+def test_clamp_inplace_gradient_was_recorded():
+    # clamp_ used to write through out= unseen by autograd (gradient 1 everywhere).
+    a = ember.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    x = a * 1
+    x.clamp_(0)
+    assert type(x.grad_fn).__name__ != "MulBackward0"
+    x.sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x, s: x.clamp_(min=s[0]),
+    lambda m, x, s: x.clamp_max_(s[0] * 0.5),
+    lambda m, x, s: x.addr_(s[:3], s, alpha=2),
+    lambda m, x, s: x.put_(m.tensor([1, 4, 2, 0]), s),
+    lambda m, x, s: x.index_reduce_(1, m.tensor([0, 3, 3, 1]), s.expand(3, 4), "amin"),
+], ids=["clamp_", "clamp_max_", "addr_", "put_", "index_reduce_"])
+def test_gradients_reach_the_other_operands(call):
+    # self needs no grad, another operand does: its gradient must still be right (and not stale).
+    x_data, s_data = make_arrays([(3, 4), (4,)], seed=3)
+    grads = []
+    for m in (ember, torch):
+        s = m.tensor(s_data, requires_grad=True)
+        x = m.tensor(x_data)
+        assert call(m, x, s) is x
+        (x * x).sum().backward()
+        grads.append(s.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("chain", [
+    lambda m, x: x.clamp_min_(0.1).cumsum_(0).renorm_(2, 1, 1.0),
+    lambda m, x: x.copy_(x.detach() * 3).mul_(2).tril_(),
+    lambda m, x: x.fill_diagonal_(1.0).fill_diagonal_(2.0, wrap=True).addr_(m.ones(3, dtype=m.float64),
+                                                                            m.ones(4, dtype=m.float64)),
+    lambda m, x: x.t_().unsqueeze_(0).deg2rad_().squeeze_(0).t_(),
+], ids=["clamp-cumsum-renorm", "copy-mul-tril", "fill_diagonal-addr", "views-then-data"])
+def test_chains_of_inplace_ops(chain):
+    # Each op's node must stay valid when later ops write into the same tensor.
+    _same_grads(chain, view=False)
+
+
+def test_retained_grad_across_inplace_variants():
+    grads = []
+    for m in (ember, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        x = a * 2
+        x.retain_grad()
+        x.clamp_min_(0).cumsum_(1)
+        (x * m.arange(6.0).view(2, 3)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1])
+    # After a view op in place, ember's .grad has the tensor's new shape (PyTorch's keeps the old one).
+    a = ember.ones(2, 3, requires_grad=True)
+    x = a * 2
+    x.retain_grad()
+    x.t_()
+    (x * ember.arange(6.0).view(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]

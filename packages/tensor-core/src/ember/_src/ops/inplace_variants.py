@@ -1,0 +1,559 @@
+"""In-place variants PyTorch has beside its out-of-place ops, and their top-level ``torch.<name>_`` forms.
+
+Three ways to write into ``self``, chosen so that autograd records each as PyTorch does:
+
+- an in-place op of its own (``cumsum_``, ``sgn_``, ...): declared here from the out-of-place op;
+  the recording then finds the out-of-place derivative (``CumsumBackward0``) as for ``exp_``;
+- an existing in-place op (``mul_``, ``masked_fill_``, ``index_put_``, ``scatter_reduce_``, ...);
+- ``_write_back``: a composite result copied in with ``copy_`` (its gradient flows through the
+  composite, computed from a copy of ``self`` when autograd records, so that what the composite
+  saved is not overwritten).
+
+View ops in place (``t_``, ``squeeze_``, ``as_strided_``, ...) change only ``self``'s geometry: the
+view op runs out of place and ``self`` takes the view's metadata and history (``_become``).
+This module is imported after ``methods.install`` (see api.py), so it sees every method.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from ... import _C
+from .. import dtypes as dt
+from .. import grad_mode
+from ..device import META
+from ..dispatch import OPS, define
+from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
+from ..tensor import Tensor, make_tensor
+from . import complex as _cx
+from . import indexing as _ix
+from . import linalg as _la
+from . import nn_misc as _nn
+from . import pointwise as pw
+from . import reduction_composite as _rc
+from . import reorder as _ro
+from . import scatter as _sc
+from . import views as vw
+from ._common import type_name, write_out
+
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _check_result(self: Tensor, result: Tensor) -> None:
+    """PyTorch's checks of an in-place result: castable to self's dtype and of self's shape."""
+    if not dt.can_cast(result.dtype, self.dtype):
+        raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
+                           f"{type_name(self.dtype)}")
+    if result._shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
+                           f"{list(result._shape)}")
+
+
+def _recording(*tensors) -> bool:
+    """Whether autograd records an op on these operands (any of them requiring grad)."""
+    return grad_mode.STATE.grad_enabled and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
+
+
+def _recorded_source(self: Tensor) -> Tensor:
+    """A copy of self for a composite that autograd records: what the composite saves for backward
+    must not be the memory that copy_ then overwrites."""
+    return vw.clone_op(_detached_alias(self))
+
+
+def _write_back(self: Tensor, compute, *others) -> Tensor:
+    """``self.copy_(compute(self))`` after PyTorch's result checks; ``others``: the composite's other
+    operands (when one requires grad, the composite may save self for its gradient)."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"expected a Tensor as self, got {type(self).__name__}")
+    result = compute(_recorded_source(self) if _recording(self, *others) else self)
+    _check_result(self, result)
+    return vw.copy_inplace_op(self, result)
+
+
+# -- in-place ops declared from their out-of-place op ----------------------------------------------
+
+def _declare_inplace(oop):
+    """``<name>_``: runs ``oop``'s kernel and writes the result into self (one version bump)."""
+    schema = oop.schema.replace("(Tensor self", "(Tensor(a!) self", 1).rsplit("->", 1)[0] + "-> Tensor(a!)"
+    op = define(oop.name + "_" + schema[len(oop.name):], ("inplace",))
+
+    def kernel(self, *args, **kwargs):
+        result = oop.call_kernel((self,) + args, kwargs)
+        _check_result(self, result)
+        if self._device is not META:
+            _C.copy_(self, result)
+            self._storage.version += 1
+        return self
+
+    op.kernels["cpu"] = op.kernels["meta"] = op.meta = kernel
+    return op
+
+
+cumsum_inplace_op = _declare_inplace(_rc.cumsum_op)
+cumprod_inplace_op = _declare_inplace(_rc.cumprod_op)
+sgn_inplace_op = _declare_inplace(_cx.sgn_op)
+conj_physical_inplace_op = _declare_inplace(_cx.conj_physical_op)
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+            "int8": "signed char", "uint8": "unsigned char", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
+def _c_name(d) -> str:
+    """The C++ type name PyTorch's in-place scan check prints."""
+    return _C_NAMES.get(d.name, d.name)
+
+
+def _scan_(name, op):
+    def method(self, dim, *, dtype=None):
+        if dtype is not None and dt.to_dtype(dtype) is not self.dtype:
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self.dtype)} and output tensor "
+                               f"dtype {_c_name(dt.to_dtype(dtype))} should match")
+        if self.dtype is dt.bool:
+            raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+        return op(self, dim)
+
+    method.__name__ = name + "_"
+    return method
+
+
+cumsum_ = _scan_("cumsum", cumsum_inplace_op)
+cumprod_ = _scan_("cumprod", cumprod_inplace_op)
+
+
+def sgn_(self):
+    _cx._tensor_check(self, "sgn")
+    return sgn_inplace_op(self)
+
+
+def conj_physical_(input):
+    _cx._tensor_check(input, "conj_physical")
+    return conj_physical_inplace_op(input)
+
+
+def nextafter_(self, other):
+    return OPS["nextafter_"](self, other)
+
+
+# -- pointwise composites ----------------------------------------------------------------------------
+
+def clamp_(input, min=None, max=None):  # noqa: A002 - PyTorch's names
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return _write_back(input, lambda x: pw.clamp(x, min, max), min, max)
+
+
+clip_ = clamp_
+
+
+def clamp_min_(input, min):  # noqa: A002
+    return clamp_(input, min=min)
+
+
+def clamp_max_(input, max):  # noqa: A002
+    return clamp_(input, max=max)
+
+
+def deg2rad_(input):
+    return pw.mul_inplace_op(input, math.pi / 180.0)
+
+
+def rad2deg_(input):
+    return pw.mul_inplace_op(input, 180.0 / math.pi)
+
+
+def float_power_(self, exponent):
+    complex_result = self.dtype.is_complex or isinstance(exponent, complex) or (
+        isinstance(exponent, Tensor) and exponent.dtype.is_complex)
+    result = dt.complex128 if complex_result else dt.float64
+    if self.dtype is not result:
+        raise RuntimeError(f"the base given to float_power_ has dtype {type_name(self.dtype)} but the operation's "
+                           f"result requires dtype {type_name(result)}")
+    exponent = exponent.to(result) if isinstance(exponent, Tensor) else (complex if complex_result else float)(exponent)
+    return pw.pow_inplace_op(self, exponent)
+
+
+def _tri_(name: str, lower: bool):
+    def method(self, diagonal=0):
+        if self.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        keep = _ro._tri_mask(self, operator.index(diagonal), lower)
+        return _ix.masked_fill_(self, pw.logical_not(keep), False if self.dtype is dt.bool else 0)
+
+    method.__name__ = name + "_"
+    return method
+
+
+tril_ = _tri_("tril", True)
+triu_ = _tri_("triu", False)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    if self.ndim != 2:
+        raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
+    return _write_back(self, lambda x: _la.addr(x, vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
+
+
+def _renorm_check(input, p, dim, maxnorm) -> int:
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = wrap_dim(dim, input.ndim)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {type_name(input.dtype)}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    return d
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):
+    """Each slice along ``dim`` scaled down to p-norm ``maxnorm`` where its norm exceeds it."""
+    d = _renorm_check(input, p, dim, maxnorm)
+    others = tuple(i for i in range(input.ndim) if i != d)
+    norms = _rc.norm(input, p, others, keepdim=True)
+    factor = pw.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return write_out(pw.mul(input, factor.to(norms.dtype)), out)
+
+
+def renorm_(self, p, dim, maxnorm):
+    _renorm_check(self, p, dim, maxnorm)
+    return _write_back(self, lambda x: renorm(x, p, dim, maxnorm))
+
+
+# -- indexing -----------------------------------------------------------------------------------------
+
+def put_(self, index, source, accumulate=False):
+    """Writes ``source`` at the flat (row-major) positions ``index`` of self, whatever its strides."""
+    if not isinstance(index, Tensor) or index.dtype is not dt.int64:
+        got = type_name(index.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {got}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{type_name(self.dtype)} and source.dtype = {type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = self.numel()
+    flat = vw.reshape(index, (-1,))
+    if flat.numel() and self._device is not META:
+        lo, hi = flat.min().item(), flat.max().item()
+        if hi >= n or lo < -n:
+            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on a tensor of {n} "
+                             f"elements.")
+        flat = pw.where(flat < 0, flat + n, flat)
+    target = vw.view_op(self, (1,)) if self.ndim == 0 else self
+    coords = []
+    for size in reversed(target._shape):  # unravel: the last dim varies fastest
+        coords.append(pw.remainder(flat, size))
+        flat = pw.floor_divide(flat, size)
+    _ix.index_put_(target, tuple(reversed(coords)), vw.reshape(source, (-1,)), bool(accumulate))
+    return self
+
+
+def put(input, index, source, accumulate=False):
+    return put_(vw.clone_op(input), index, source, accumulate)
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """Reduces the slices of ``source`` into self's slices ``index`` along ``dim`` (a scatter_reduce_
+    with the index laid along dim)."""
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+                           f"{reduce}.")
+    d = wrap_dim(dim, max(self.ndim, 1))
+    _sc._check_index_vector("index_reduce_", index)
+    if index.dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{type_name(index.dtype)}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({type_name(self.dtype)}) and source ({type_name(source.dtype)}) "
+                           "must have the same scalar type")
+    _sc._check_source("index_reduce_", self, d, index, source)
+    if index.numel() and self._device is not META:
+        size = self._shape[d] if self.ndim else 1
+        if index.min().item() < 0 or index.max().item() >= size:
+            raise IndexError("index out of range in self")
+    expanded = _sc._expanded_index(index, d, source._shape)
+    return _sc.scatter_reduce_(self, d, expanded, source, reduce, include_self=include_self)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    result = index_reduce_(vw.clone_op(input), dim, index, source, reduce, include_self=include_self)
+    return write_out(result, out)
+
+
+def _fill_diagonal(t: Tensor, fill_value, wrap: bool) -> Tensor:
+    height, width = t._shape[0], t._shape[1]
+    size = min(height, width)
+    step = sum(t._stride)
+    vw.fill_(vw.as_strided_op(t, (size,), (step,), t._offset), fill_value)
+    if wrap and t.ndim == 2 and height > width + 1:
+        n_wrap = (t.numel() + width) // (width + 1) - size
+        start = t._offset + t._stride[0] * (width + 1)
+        vw.fill_(vw.as_strided_op(t, (n_wrap,), (step,), start), fill_value)
+    return t
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fills the main diagonal (all indices equal); with ``wrap``, a tall matrix's diagonal restarts
+    every ``cols + 1`` rows, as NumPy's fill_diagonal (PyTorch's storage-stride walk)."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and any(s != self._shape[0] for s in self._shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if _recording(self):
+        # Through copy_, so that self (maybe a view) gets its history as from any in-place op.
+        return _write_back(self, lambda src: _fill_diagonal(src, fill_value, wrap))
+    return _fill_diagonal(self, fill_value, wrap)
+
+
+# -- view ops in place: self takes the view's geometry and history -------------------------------------
+
+def _check_view_inplace(self: Tensor) -> None:
+    """The leaf checks autograd makes for any in-place op (the view op itself runs out of place)."""
+    if not grad_mode.STATE.grad_enabled:
+        return
+    if self._requires_grad and self.grad_fn is None:
+        raise RuntimeError(LEAF_INPLACE)
+    base = self._base
+    if base is not None and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+
+
+def _shadow(self: Tensor) -> Tensor:
+    """self with its history over a storage object of its own (the same memory, another version
+    counter), for a node that saves it only for its geometry."""
+    st = self._storage
+    if st.device_type == "meta":
+        own = _C.Storage.meta(st.nbytes())
+    elif st.device_type == "cpu":
+        own = _C.Storage.borrow(st.data_ptr(), st.nbytes(), st)
+    else:
+        return self
+    alias = make_tensor(own, self._shape, self._stride, self._offset, self.dtype, self._device)
+    alias.grad_fn, alias._requires_grad, alias._autograd_meta = self.grad_fn, self._requires_grad, self._autograd_meta
+    return alias
+
+
+def _detached_alias(self: Tensor) -> Tensor:
+    """self's elements with a history that bumping self's version counter leaves valid: the version
+    is shared with self's base, which self's own view node may have saved (PyTorch's view nodes
+    save sizes only). A view is read out of its base, as PyTorch regenerates a view's history."""
+    base = self._base
+    if base is None or not base._requires_grad:
+        return _shadow(self)
+    return vw.as_strided_op(_shadow(base), self._shape, self._stride, self._offset)
+
+
+def _become(self: Tensor, view_fn) -> Tensor:
+    _check_view_inplace(self)
+    view = view_fn(_detached_alias(self) if _recording(self) else self)
+    self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+    if view.grad_fn is not None:  # the view's node reads self's old history: self's new one
+        self.grad_fn = view.grad_fn
+        self._requires_grad = True
+        meta = self._autograd_meta
+        if meta is not None:
+            meta.output_nr = 0
+            if meta.retains_grad:
+                self.retain_grad()  # its .grad: the gradient of its new geometry
+    self._storage.version += 1
+    return self
+
+
+def t_(self):
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    # Below 2 dims t() is an unrecorded alias: alias_op, so that self still gets a history of its own.
+    return _become(self, vw.t if self.ndim == 2 else vw.alias_op)
+
+
+def transpose_(self, dim0, dim1):
+    return _become(self, lambda x: vw.transpose(x, dim0, dim1))
+
+
+swapdims_ = swapaxes_ = transpose_
+
+
+def squeeze_(self, dim=None):
+    return _become(self, lambda x: vw.squeeze(x, dim))
+
+
+def unsqueeze_(self, dim):
+    return _become(self, lambda x: vw.unsqueeze(x, dim))
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    return _become(self, lambda x: vw.as_strided_op(x, size, stride, storage_offset))
+
+
+# -- resize ---------------------------------------------------------------------------------------------
+
+def resize_(self, *sizes, memory_format=None):
+    """New shape with contiguous strides at the same storage offset; the storage grows (keeping its
+    bytes; new elements are zero) when too small. Refused for tensors that require grad, as PyTorch."""
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = as_shape(sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    if shape == self._shape:
+        return self  # PyTorch returns before touching anything (no version bump)
+    needed = (self._offset + numel(shape)) * self.dtype.itemsize if numel(shape) else 0
+    old = self._storage
+    if needed > old.nbytes():
+        # A new, larger storage holding the old bytes (PyTorch reallocates the storage in place, which
+        # other tensors on it then see; here they keep the old one).
+        if self._device is META:
+            grown = _C.Storage.meta(needed)
+        else:
+            grown = _C.Storage.allocate(needed, True)
+            kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dt.uint8, self._device)
+            _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dt.uint8, self._device))
+        grown.version = old.version
+        self._storage, self._base = grown, None
+    self._shape, self._stride = shape, contiguous_strides(shape)
+    self._storage.version += 1
+    return self
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    return resize_(input, the_template._shape, memory_format=memory_format)
+
+
+# -- top-level forms PyTorch has of nn in-place ops and dropouts ----------------------------------------
+
+def celu_(input, alpha=1.0):
+    return pw.celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return pw.selu(input, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return pw.threshold(input, threshold, value, inplace=True)
+
+
+def _rrelu(input, lower, upper, training, generator, inplace):
+    """Leaky ReLU with slope (lower + upper) / 2, or in training one slope per element drawn
+    from U(lower, upper), as PyTorch's noise tensor."""
+    if not training:
+        return pw.leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = vw.new_empty(input, input._shape).uniform_(lower, upper, generator=generator)
+    noise = pw.where(input > 0, 1.0, slope)
+    # mul_ rather than copy_: backward then needs only the noise, not the overwritten input.
+    return pw.mul_inplace_op(input, noise) if inplace else pw.mul(input, noise)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu(input, lower, upper, training, generator, False)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu(input, lower, upper, training, generator, True)
+
+
+def dropout_(input, p=0.5, train=True):
+    return _nn.dropout(input, p, train, inplace=True)
+
+
+def feature_dropout_(input, p=0.5, train=True):
+    return _nn.feature_dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout_(input, p=0.5, train=True):
+    return _nn.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input, p=0.5, train=True):
+    return _nn.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p=0.5, train=True):
+    return _nn.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rescales in place the rows of ``input`` that ``indices`` names whose norm exceeds max_norm."""
+    if grad_mode.STATE.grad_enabled and input._requires_grad and input.grad_fn is None:
+        raise RuntimeError(LEAF_INPLACE)
+    _nn._renorm_(input, indices, float(max_norm), float(norm_type))
+    return input
+
+
+def fill(input, value):
+    return vw.fill_(vw.clone_op(input), value)
+
+
+def detach(input):
+    return vw.detach(input)
+
+
+# -- methods and top-level functions ------------------------------------------------------------------
+
+# Methods that are PyTorch aliases of existing in-place methods.
+_ALIASES = {
+    "absolute_": "abs_", "arccos_": "acos_", "arccosh_": "acosh_", "arcsin_": "asin_", "arcsinh_": "asinh_",
+    "arctan_": "atan_", "arctanh_": "atanh_", "arctan2_": "atan2_", "fix_": "trunc_", "negative_": "neg_",
+    "greater_": "gt_", "greater_equal_": "ge_", "less_": "lt_", "less_equal_": "le_", "not_equal_": "ne_",
+}
+_METHODS = (
+    "clamp_", "clip_", "clamp_min_", "clamp_max_", "conj_physical_", "cumsum_", "cumprod_", "deg2rad_", "rad2deg_",
+    "float_power_", "nextafter_", "sgn_", "tril_", "triu_", "addr_", "renorm", "renorm_", "put_", "put",
+    "index_reduce_", "index_reduce", "fill_diagonal_", "t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_",
+    "unsqueeze_", "as_strided_", "resize_", "resize_as_",
+)
+# Out-of-place ops another module may provide: their in-place forms exist only when they do.
+_OPTIONAL = ("gcd", "lcm", "i0", "ldexp", "sinc", "heaviside", "igamma", "igammac")
+# PyTorch's top-level in-place functions that are the methods of the same name.
+_FROM_METHODS = (
+    "abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ atanh_ ceil_ cos_ "
+    "cosh_ erf_ erfc_ exp_ exp2_ expm1_ floor_ frac_ log_ log10_ log1p_ log2_ logit_ neg_ reciprocal_ round_ "
+    "rsqrt_ sin_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ fix_ negative_ xlogy_ zero_ fill_ detach_ addmv_ gcd_ lcm_ "
+    "i0_ ldexp_ sinc_"
+).split()
+
+
+def _optional_inplace(name):
+    def method(self, *args, **kwargs):
+        return _write_back(self, lambda x: getattr(Tensor, name)(x, *args, **kwargs), *args, *kwargs.values())
+
+    method.__name__ = name + "_"
+    return method
+
+
+def _install() -> list:
+    g = globals()
+    for alias, target in _ALIASES.items():
+        if not hasattr(Tensor, alias):
+            setattr(Tensor, alias, getattr(Tensor, target))
+    for name in _METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, g[name])
+    for name in _OPTIONAL:
+        if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _optional_inplace(name))
+    names = []
+    for name in _FROM_METHODS:
+        if name not in g and hasattr(Tensor, name):
+            g[name] = getattr(Tensor, name)
+            names.append(name)
+    return names
+
+
+# PyTorch's top-level functions defined here (the rest come from the methods, by _install).
+_TOP_LEVEL = [
+    "put", "index_reduce", "renorm", "fill", "detach", "rrelu", "feature_alpha_dropout", "clamp_", "clip_",
+    "clamp_min_", "clamp_max_", "conj_physical_", "deg2rad_", "rad2deg_", "as_strided_", "resize_as_", "celu_",
+    "selu_", "threshold_", "rrelu_", "dropout_", "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_",
+    "embedding_renorm_",
+]
+__all__ = sorted(_TOP_LEVEL + _install())  # noqa: PLE0605 - computed once, after the methods are installed
