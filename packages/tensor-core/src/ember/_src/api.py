@@ -62,6 +62,14 @@ globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEV
 from .ops.scatter import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.complex import *  # noqa: E402,F401,F403
+from .ops.statistics import *  # noqa: E402,F401,F403
+from .ops.number_theory import *  # noqa: E402,F401,F403
+from .ops.special_fns import *  # noqa: E402,F401,F403
+from .ops.integration import *  # noqa: E402,F401,F403
+from .ops.combinatorics import *  # noqa: E402,F401,F403
+from .ops.signal import *  # noqa: E402,F401,F403
+from .ops.lapack_extra import *  # noqa: E402,F401,F403
+from .ops.sampling import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -121,5 +129,11 @@ def _functional_for_methods() -> dict:
 
 
 _methods.install(_functional_for_methods())
+
+# Methods of the math-function modules: only the names PyTorch has as Tensor methods (METHODS).
+from .ops import combinatorics as _cmb, integration as _itg, lapack_extra as _lpx, number_theory as _nth  # noqa: E402
+from .ops import sampling as _smp, signal as _sig, special_fns as _spf, statistics as _sts  # noqa: E402
+
+_methods.install({n: getattr(m, n) for m in (_sts, _nth, _spf, _itg, _cmb, _sig, _lpx, _smp) for n in m.METHODS})
 
 __all__ = [n for n in dir() if not n.startswith("_")]
