@@ -35,9 +35,9 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         if not isinstance(x, (Tensor, bool, int, float)):
             raise TypeError(f"isin(): expected a Tensor or a number, got {type(x).__name__}")
     common = dt.result_type_of(elements, test_elements)
-    if common.is_complex:
+    if common.is_complex or common is dt.bool:
         raise RuntimeError(f"Unsupported input type encountered for isin(): {type_name(common)}")
-    work = dt.float32 if common in HALF_TYPES else (dt.uint8 if common is dt.bool else common)
+    work = dt.float32 if common in HALF_TYPES else common
     elems = _as_operand(elements, work)
     tests = vw.reshape(_as_operand(test_elements, work), (-1,))
     if tests._shape[0] == 0:

@@ -153,10 +153,18 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
         from .nn_resample import pad as _pad
 
         ndim = input.ndim
-        extended = vw.reshape(input, (1,) * (3 - ndim) + input._shape)
         half = n_fft // 2
-        input = vw.reshape(_pad(extended, [half, half], pad_mode), extended._shape[:-1] + (-1,))
-        input = vw.reshape(input, input._shape[3 - ndim:])
+
+        def padded(x):
+            extended = vw.reshape(x, (1,) * (3 - ndim) + x._shape)
+            return vw.reshape(_pad(extended, [half, half], pad_mode), x._shape[:-1] + (-1,))
+
+        if input.dtype.is_complex:  # the padding kernels are real: pad both parts
+            from .complex import complex as _complex, imag, real
+
+            input = _complex(padded(real(input).contiguous()), padded(imag(input).contiguous()))
+        else:
+            input = padded(input)
     if input.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
     signal = vw.unsqueeze(input, 0) if input.ndim == 1 else input
@@ -289,8 +297,14 @@ def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
     """Sums (channel, n_frames, n_fft) frames placed hop apart into (channel, total) signals."""
     from .scatter import index_add
 
+    from .complex import view_as_complex, view_as_real
+
     channels, n_frames, n_fft = frames._shape
     starts = vw.unsqueeze(pw.mul(cr.arange(n_frames), hop), 1)
     index = vw.reshape(pw.add(starts, vw.unsqueeze(cr.arange(n_fft), 0)), (-1,))
+    if frames.dtype.is_complex:  # index_add is real: add the (real, imag) pairs
+        parts = vw.reshape(view_as_real(frames.contiguous()), (channels, n_frames * n_fft, 2))
+        zeros = cr.zeros((channels, total, 2), dtype=parts.dtype)
+        return view_as_complex(index_add(zeros, 1, index, parts))
     zeros = cr.zeros((channels, total), dtype=frames.dtype)
     return index_add(zeros, 1, index, vw.reshape(frames, (channels, n_frames * n_fft)))

@@ -53,7 +53,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = wrap_dim(dim, input.ndim)
     x = input
-    if prepend is not None or append is not None:
+    if n > 0 and (prepend is not None or append is not None):  # n == 0 copies input alone
         x = jn.cat([t for t in (prepend, input, append) if t is not None], d)
     for _ in range(n):
         length = x._shape[d]
@@ -101,7 +101,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
     else:
         d = wrap_dim(dim, max(input.ndim, 1))
         rows = vw.movedim(input, d, -1) if input.ndim else vw.reshape(input, (1,))
-        kept = input._shape[:d] + ((1,) if keepdim else ()) + input._shape[d + 1:]
+        kept = input._shape[:d] + ((1,) if keepdim and input.ndim else ()) + input._shape[d + 1:]
     q = q.detach()
     from .sorting import sort
 
@@ -319,7 +319,7 @@ def _outer_edges(x: Tensor, range_) -> tuple:
     elif numel(x._shape):
         lo, hi = float(rd.amin(x)), float(rd.amax(x))
     else:
-        lo = hi = 0.0
+        lo, hi = 0.0, 1.0  # numpy's default range for no data
     if lo > hi:
         raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
                            f"dimension 0")
