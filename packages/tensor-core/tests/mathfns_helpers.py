@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import ember
+
 from conftest import make_pair, torch
 
 LAYOUTS = ["contiguous", "transposed", "sliced"]

@@ -9,10 +9,11 @@ import warnings
 
 import numpy as np
 import pytest
+from mathfns_helpers import pair
 
 import ember
+
 from conftest import assert_same, torch
-from mathfns_helpers import pair
 
 WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
 

@@ -6,10 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
+from mathfns_helpers import LAYOUTS, grads_match, pair
 
 import ember
+
 from conftest import assert_same, torch
-from mathfns_helpers import LAYOUTS, grads_match, pair
 
 # -- diff ------------------------------------------------------------------------------------------
 
@@ -79,7 +80,8 @@ def test_quantile_nan_rows(mode):
     x = np.array([[1.0, np.nan, 3.0, 2.0], [np.nan] * 4, [4.0, 1.0, 2.0, 0.5]], dtype=np.float32)
     e, t = ember.tensor(x), torch.tensor(x)
     for fn in ("quantile", "nanquantile"):
-        assert_same(getattr(ember, fn)(e, 0.4, 1, interpolation=mode), getattr(torch, fn)(t, 0.4, 1, interpolation=mode))
+        assert_same(getattr(ember, fn)(e, 0.4, 1, interpolation=mode),
+                    getattr(torch, fn)(t, 0.4, 1, interpolation=mode))
         assert_same(getattr(ember, fn)(e, ember.tensor([0.3, 0.8]), interpolation=mode),
                     getattr(torch, fn)(t, torch.tensor([0.3, 0.8]), interpolation=mode))
 
@@ -217,7 +219,8 @@ def test_histogram_int_bins(dtype, density):
 def test_histogram_tensor_bins_edges_and_empty():
     x = [0.0, 1.0, 1.0, 2.5, 3.0, -1.0, 7.0]
     edges = [0.0, 1.0, 2.5, 3.0]
-    assert_same(ember.histogram(ember.tensor(x), ember.tensor(edges)), torch.histogram(torch.tensor(x), torch.tensor(edges)))
+    assert_same(ember.histogram(ember.tensor(x), ember.tensor(edges)),
+                torch.histogram(torch.tensor(x), torch.tensor(edges)))
     assert_same(ember.histogram(ember.tensor([]), 3), torch.histogram(torch.tensor([]), 3))
     assert_same(ember.histogram(ember.tensor(2.0), 2), torch.histogram(torch.tensor(2.0), 2))
 
