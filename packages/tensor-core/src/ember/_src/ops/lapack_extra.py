@@ -214,7 +214,13 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
     from ._common import write_out
 
     _check_solve_pair(L, B, "cholesky_solve")
-    F = _triangle(L, upper, False)
+    # Only L's triangle is read, but PyTorch's gradient treats L as a full matrix (its formula
+    # -(A^-1 G X^H + X G^H A^-H) L is not masked): the other triangle enters with value zero
+    # and an identity gradient.
+    from .reorder import tril, triu
+
+    other = tril(L, -1) if upper else triu(L, 1)
+    F = pw.add(_triangle(L, upper, False), pw.sub(other, other.detach()))
     Fh = vw.transpose(F, -2, -1).conj()
     X = solve(F, solve(Fh, B)) if upper else solve(Fh, solve(F, B))
     return write_out(X, out)
