@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mathfns_helpers import grads_match, pair
 
 import ember
+
 from conftest import assert_same, torch
-from mathfns_helpers import grads_match, pair
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 

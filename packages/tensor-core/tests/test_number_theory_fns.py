@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from mathfns_helpers import LAYOUTS, pair
 
 import ember
+
 from conftest import assert_same, torch
-from mathfns_helpers import LAYOUTS, pair
 
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mathfns_helpers import LAYOUTS, grads_match, pair
 
 import ember
+
 from conftest import assert_same, torch
-from mathfns_helpers import LAYOUTS, grads_match, pair
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "bool"]
 
