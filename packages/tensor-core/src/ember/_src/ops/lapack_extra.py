@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from . import creation as cr
 from . import pointwise as pw
 from . import views as vw
-from ._common import empty, type_name
+from ._common import empty, type_name, write_out
 from .lapack import LinAlgError, _batch3, _check_matrix, _info_tensor, _raise
 
 __all__ = [
@@ -74,8 +74,17 @@ def _singular_u(info):
             f"linalg.lu_factor_ex(A, pivot)")
 
 
+def _write_outs(cls, result, out):
+    """out= for tuple results: one tensor per field."""
+    if out is None:
+        return cls(*result)
+    if len(out) != len(result):
+        raise RuntimeError(f"expected {len(result)} output tensors, got {len(out)}")
+    return cls(*(write_out(r, o) for r, o in zip(result, out)))
+
+
 def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
-    return lu_factor_ex_result(*lu_factor_ex_op(A, pivot=pivot, check_errors=check_errors))
+    return _write_outs(lu_factor_ex_result, lu_factor_ex_op(A, pivot=pivot, check_errors=check_errors), out)
 
 
 def linalg_lu_factor(A, *, pivot=True, out=None):
@@ -87,13 +96,16 @@ def linalg_lu_factor(A, *, pivot=True, out=None):
             if i > 0:
                 prefix = f"(Batch element {b}): " if A.ndim > 2 else ""
                 raise LinAlgError(f"torch.linalg.lu_factor: {prefix}{_singular_u(i)}")
-    return lu_factor_result(lu_, pivots)
+    return _write_outs(lu_factor_result, (lu_, pivots), out)
 
 
 def lu(A, pivot: bool = True, get_infos: bool = False, out=None):
     """``torch.lu``: (LU, pivots) or, with ``get_infos``, (LU, pivots, infos)."""
-    lu_, pivots, info = lu_factor_ex_op(A, pivot=pivot)
-    return (lu_, pivots, info) if get_infos else (lu_, pivots)
+    result = lu_factor_ex_op(A, pivot=pivot)
+    result = result if get_infos else result[:2]
+    if out is not None:
+        return tuple(write_out(r, o) for r, o in zip(result, out))
+    return tuple(result)
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True,
@@ -132,17 +144,21 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
         U = triu(vw.narrow(LU_data, -2, 0, k))
     else:
         L = U = cr.empty((0,), dtype=LU_data.dtype)
-    return lu_unpack_result(P, L, U)
+    return _write_outs(lu_unpack_result, (P, L, U), out)
 
 
 def linalg_lu(A, *, pivot: bool = True, out=None):
     """(P, L, U) with A = P @ L @ U."""
     lu_, pivots, _ = lu_factor_ex_op(A, pivot=pivot)
-    return lu_result(*lu_unpack(lu_, pivots))
+    return _write_outs(lu_result, lu_unpack(lu_, pivots), out)
 
 
 def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False, out=None):
     """Solves A X = B (X A = B when not ``left``; A^H when ``adjoint``) from A's LU factorization."""
+    return write_out(_lu_solve(LU, pivots, B, left, adjoint), out)
+
+
+def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool) -> Tensor:
     from ...linalg import solve
 
     P, L, U = lu_unpack(LU, pivots)
@@ -159,8 +175,6 @@ def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
     """``torch.lu_solve``: solves A x = b from A's LU factorization."""
-    from ._common import write_out
-
     return write_out(linalg_lu_solve(LU_data, LU_pivots, b), out)
 
 
@@ -193,7 +207,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
     from ...linalg import solve
 
     _check_solve_pair(A, B, "linalg.solve_triangular")
-    return solve(_triangle(A, upper, unitriangular), B, left=left)
+    return write_out(solve(_triangle(A, upper, unitriangular), B, left=left), out)
 
 
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
@@ -205,13 +219,12 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     T = _triangle(A, upper, unitriangular)
     if transpose:
         T = vw.transpose(T, -2, -1)
-    return triangular_solve_result(solve(T, b), A.clone())
+    return _write_outs(triangular_solve_result, (solve(T, b), A.clone()), out)
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Solves A X = B given A's Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
     from ...linalg import solve
-    from ._common import write_out
 
     _check_solve_pair(L, B, "cholesky_solve")
     # Only L's triangle is read, but PyTorch's gradient treats L as a full matrix (its formula
@@ -228,8 +241,6 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
 
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Inverse of A from its Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
-    from ._common import write_out
-
     _check_matrix(L, "cholesky_inverse")
     eye = vw.expand(cr.eye(L._shape[-1], dtype=L.dtype), L._shape)
     return write_out(cholesky_solve(eye, L, upper), out)
