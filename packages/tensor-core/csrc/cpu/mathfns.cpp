@@ -47,14 +47,17 @@ T gcd_of(T a, T b) {
   return static_cast<T>(y);
 }
 
+// |a / g * b| evaluated as PyTorch's C++ does: narrow types promote to int (no overflow there),
+// int32/int64 wrap (in unsigned arithmetic here, to stay defined).
 template <typename T>
 T lcm_of(T a, T b) {
   T g = gcd_of(a, b);
   if (g == 0) return 0;
-  using U = std::make_unsigned_t<T>;
-  U prod = static_cast<U>(static_cast<U>(static_cast<T>(a / g)) * static_cast<U>(b));
-  T v = static_cast<T>(prod);
-  return v < 0 ? static_cast<T>(U(0) - prod) : v;
+  using W = std::conditional_t<(sizeof(T) < sizeof(int)), int, T>;
+  using U = std::make_unsigned_t<W>;
+  U prod = static_cast<U>(static_cast<U>(static_cast<W>(a / g)) * static_cast<U>(static_cast<W>(b)));
+  W v = static_cast<W>(prod);
+  return static_cast<T>(v < 0 ? static_cast<W>(U(0) - prod) : v);
 }
 
 void check_same(const TensorArg& out, std::initializer_list<const TensorArg*> ins, const char* what) {
@@ -100,7 +103,7 @@ void frexp_impl(py::handle mant_obj, py::handle exp_obj, py::handle x_obj) {
 // -- i0, i1: libstdc++'s cyl_bessel_i on |x| (even / odd functions) ------------------------------
 
 double bessel_i(int order, double x) {
-  if (std::isnan(x)) return x;
+  if (std::isnan(x) || std::isinf(x)) return std::numeric_limits<double>::quiet_NaN();  // as PyTorch's i0/i1
   double ax = std::fabs(x);
   if (ax > 713.0) return order == 1 && x < 0 ? -HUGE_VAL : HUGE_VAL;  // overflows double
   double v = std::cyl_bessel_i(static_cast<double>(order), ax);

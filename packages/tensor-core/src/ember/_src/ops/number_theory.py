@@ -97,7 +97,7 @@ def lcm_(input: Tensor, other: Tensor) -> Tensor:
 
 
 def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
-    """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (NaN stays NaN)."""
+    """0 where input < 0 (or NaN), ``values`` where input == 0, 1 where input > 0."""
     _check_tensor(input, "heaviside", "input", 1)
     _check_tensor(values, "heaviside", "values", 2)
     if input.dtype is not values.dtype:
@@ -110,5 +110,5 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
             result = pw.where(input, input, values)
         else:
             step = convert(pw.gt(input, 0), input.dtype)
-            result = pw.where(pw.eq(input, 0), values, pw.where(pw.isnan(input), input, step))
+            result = pw.where(pw.eq(input, 0), values, step)  # NaN > 0 is false: NaN gives 0, as PyTorch
     return write_out(result, out)

@@ -192,10 +192,13 @@ def sinc_(input: Tensor) -> Tensor:
 
 
 def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """input * 2**other."""
+    """input * 2**other, in the operands' promoted floating dtype."""
     _check_tensor(input, "ldexp")
     _check_tensor(other, "ldexp", "other", 2)
-    return write_out(pw.mul(input, pw.pow(2.0, other)), out)
+    dtype = dt.promote_types(input.dtype, other.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        dtype = dt.get_default_dtype()
+    return write_out(pw.mul(input.to(dtype), pw.pow(2.0, other.to(dtype))), out)
 
 
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:
