@@ -160,7 +160,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
             return vw.reshape(_pad(extended, [half, half], pad_mode), x._shape[:-1] + (-1,))
 
         if input.dtype.is_complex:  # the padding kernels are real: pad both parts
-            from .complex import complex as _complex, imag, real
+            from .complex import complex as _complex
+            from .complex import imag, real
 
             input = _complex(padded(real(input).contiguous()), padded(imag(input).contiguous()))
         else:
@@ -295,9 +296,8 @@ def _numel(t: Tensor) -> int:
 
 def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
     """Sums (channel, n_frames, n_fft) frames placed hop apart into (channel, total) signals."""
-    from .scatter import index_add
-
     from .complex import view_as_complex, view_as_real
+    from .scatter import index_add
 
     channels, n_frames, n_fft = frames._shape
     starts = vw.unsqueeze(pw.mul(cr.arange(n_frames), hop), 1)
