@@ -33,18 +33,33 @@ namespace {
       EMBER_THROW_DTYPE(dtype, what);            \
   }
 
-// Euclid on magnitudes, in unsigned arithmetic so |INT_MIN| wraps as PyTorch's does.
+// Euclid on magnitudes exactly as PyTorch's calc_gcd: |INT_MIN| wraps to INT_MIN and the loop
+// continues in signed arithmetic (so gcd(127, -128) in int8 is -1, as there). A divisor of -1
+// short-cuts to remainder 0: INT64_MIN % -1 would trap.
+template <typename T>
+T wrap_abs(T v) {
+  if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return v < 0 ? static_cast<T>(U(0) - static_cast<U>(v)) : v;
+  } else {
+    return v;
+  }
+}
+
 template <typename T>
 T gcd_of(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  U x = a < 0 ? static_cast<U>(U(0) - static_cast<U>(a)) : static_cast<U>(a);
-  U y = b < 0 ? static_cast<U>(U(0) - static_cast<U>(b)) : static_cast<U>(b);
-  while (x != 0) {
-    U c = x;
-    x = static_cast<U>(y % x);
-    y = c;
+  a = wrap_abs(a);
+  b = wrap_abs(b);
+  while (a != 0) {
+    T c = a;
+    if constexpr (std::is_signed_v<T>) {
+      a = a == T(-1) ? T(0) : static_cast<T>(b % a);
+    } else {
+      a = static_cast<T>(b % a);
+    }
+    b = c;
   }
-  return static_cast<T>(y);
+  return b;
 }
 
 // |a / g * b| evaluated as PyTorch's C++ does: narrow types promote to int (no overflow there),
@@ -159,12 +174,13 @@ double gamma_fraction(double a, double x) {  // Q(a, x)
 // PyTorch's special values (aten/src/ATen/native/Math.h calc_igamma / calc_igammac).
 double igamma_of(double a, double x, bool upper) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (std::isnan(a) || std::isnan(x)) return nan;
+  // In PyTorch's order: a NaN `a` with x == 0 still gives the x == 0 value.
   if (x < 0 || a < 0) return nan;
   if (a == 0) return x > 0 ? (upper ? 0.0 : 1.0) : nan;
   if (x == 0) return upper ? 1.0 : 0.0;
   if (std::isinf(a)) return std::isinf(x) ? nan : (upper ? 1.0 : 0.0);
   if (std::isinf(x)) return upper ? 0.0 : 1.0;
+  if (std::isnan(a) || std::isnan(x)) return nan;
   if (x < a + 1) {
     double p = gamma_series(a, x);
     return upper ? 1 - p : p;

@@ -16,6 +16,7 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import pointwise as pw
 from ._common import check_same_device, convert, empty, type_name, write_out
+from .fused_pointwise import check_inplace
 
 __all__ = ["gcd", "gcd_", "heaviside", "lcm", "lcm_"]
 
@@ -60,14 +61,12 @@ def _declare_integral(name: str):
     @inplace.kernel("meta")
     def inplace_kernel(self, other):
         result = meta(self, other)
-        if result._shape != self._shape:
-            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
-                               f"{list(result._shape)}")
-        if result.dtype is not self.dtype:
-            raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
-                               f"{type_name(self.dtype)}")
+        check_inplace(self, result._shape, result.dtype)
         if self._device is not META:
-            getattr(_C, f"{name}_")(self, self, convert(other, self.dtype))
+            if result.dtype is self.dtype:
+                getattr(_C, f"{name}_")(self, self, convert(other, self.dtype))
+            else:  # computed in the promoted dtype, then cast into self as PyTorch does
+                _C.copy_(self, cpu(self, other))
             self._storage.version += 1
         return self
 

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, check_same_device, compute_dtype, convert, empty, type_name, write_out
+from .fused_pointwise import check_inplace
 
 __all__ = ["frexp", "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "ldexp", "ldexp_", "sinc", "sinc_"]
 
@@ -86,9 +87,7 @@ def special_i1(input: Tensor, *, out=None) -> Tensor:
 
 def _inplace(self: Tensor, result: Tensor) -> Tensor:
     """Writes an out-of-place result back into ``self`` (in-place methods of composites)."""
-    if not dt.can_cast(result.dtype, self.dtype):
-        raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
-                           f"{type_name(self.dtype)}")
+    check_inplace(self, result._shape, result.dtype)
     return self.copy_(result)
 
 
@@ -111,7 +110,9 @@ def _igamma_op(name: str, upper: bool):
         result = meta(self, other)
         work = compute_dtype(result.dtype)
         out = empty(result._shape, work, self._device)
-        _C.igamma_(out, convert(self, work), convert(other, work), upper)
+        # Through the result dtype first: a float16 result rounds its operands to float16.
+        a, x = (convert(convert(t, result.dtype), work) for t in (self, other))
+        _C.igamma_(out, a, x, upper)
         return convert(out, result.dtype)
 
     return op
@@ -148,7 +149,7 @@ def _frexp_meta(self):
     return empty(self._shape, self.dtype, META), empty(self._shape, dt.int32, META)
 
 
-frexp_op = _declare("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", _frexp_meta)
+frexp_op = _declare("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", _frexp_meta, ())
 
 
 @frexp_op.kernel("cpu")
