@@ -22,7 +22,7 @@ from . import views as vw
 from ._common import HALF_TYPES, check_same_device, compute_dtype, convert, empty, type_name, write_out
 from .fused_pointwise import check_inplace
 
-__all__ = ["frexp", "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "ldexp", "ldexp_", "sinc", "sinc_"]
+__all__ = ["frexp", "i0", "i0_", "igamma", "igammac", "ldexp", "ldexp_", "sinc", "sinc_"]  # igamma_: methods only
 
 METHODS = ("frexp", "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "ldexp", "ldexp_", "sinc", "sinc_")
 
