@@ -71,6 +71,9 @@ def test_lu_grads():
     rng = np.random.default_rng(0)
     a = rng.normal(size=(2, 3, 3)) + 3 * np.eye(3)
     grads_match(lambda m, x: m.linalg.lu_factor(x).LU, [a], rtol=1e-6, atol=1e-8)
+    for shape in ((2, 3, 5), (5, 3)):  # wide and tall
+        grads_match(lambda m, x: m.linalg.lu_factor_ex(x).LU, [rng.normal(size=shape)], rtol=1e-6, atol=1e-8)
+        grads_match(lambda m, x: m.linalg.lu(x)[1:], [rng.normal(size=shape)], rtol=1e-6, atol=1e-8)
     grads_match(lambda m, x: m.linalg.lu(x)[1:], [a], rtol=1e-6, atol=1e-8)
     grads_match(lambda m, x, b: m.linalg.lu_solve(*m.linalg.lu_factor(x), b), [a, rng.normal(size=(3, 2))])
 

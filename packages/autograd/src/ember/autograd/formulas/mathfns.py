@@ -70,19 +70,30 @@ def _frexp(grads, inputs, outputs):
 
 
 def _lu_factor_ex(grads, inputs, outputs):
-    # Square A = P L U (PyTorch's linalg_lu_backward):
-    # gA = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H with gL, gU the two triangles of gLU.
+    # PyTorch's linalg_lu_backward for A = P L U, with gL, gU the two triangles of gLU. Square:
+    # gA = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H; the wide (m < n) and tall (m > n)
+    # cases solve against the leading square block and append the trailing part's gradient.
     g = grads[0]
     if g is None:
         return (None,)
     lu, pivots = outputs[0], outputs[1]
     m, n = lu.shape[-2], lu.shape[-1]
-    if m != n:
-        raise RuntimeError("linalg_lu_factor_ex: the derivative is implemented for square matrices only")
+    k = min(m, n)
     P, L, U = ember.lu_unpack(lu, pivots)
-    grad = (L.mH @ g.tril(-1)).tril(-1) + (g.triu() @ U.mH).triu()
-    grad = OPS["linalg_solve_ex"](U.mH, grad, left=False)[0]
-    grad = OPS["linalg_solve_ex"](L.mH, grad)[0]
+    solve = OPS["linalg_solve_ex"]
+    g_l = g[..., :, :k].tril(-1)
+    g_u = g[..., :k, :].triu()
+    if m == n:
+        grad = (L.mH @ g_l).tril(-1) + (g_u @ U.mH).triu()
+        grad = solve(L.mH, solve(U.mH, grad, left=False)[0])[0]
+    elif m < n:
+        grad = solve(U[..., :k].mH, (L.mH @ g_l - g_u @ U.mH).tril(-1), left=False)[0]
+        grad = ember.cat([grad + g_u[..., :k], g_u[..., k:]], dim=-1)
+        grad = solve(L.mH, grad)[0]
+    else:
+        grad = solve(L[..., :k, :].mH, (g_u @ U.mH - L.mH @ g_l).triu())[0]
+        grad = ember.cat([grad + g_l[..., :k, :], g_l[..., k:, :]], dim=-2)
+        grad = solve(U.mH, grad, left=False)[0]
     return (P @ grad,)
 
 
