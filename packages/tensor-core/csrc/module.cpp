@@ -43,4 +43,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_fft(m);
   ember::bind_rnn(m);
   ember::bind_fused_pointwise(m);
+  ember::bind_mathfns(m);
 }

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../common/dtype.h"
@@ -559,9 +560,76 @@ std::vector<int> lstsq(py::handle x, py::handle rank, py::handle sv, py::handle 
   return dispatch<Lstsq>(ta.dtype, "lstsq", X, R, S, A, B, rcond, code, ta.shape[0]);
 }
 
+// -- lu_factor: getrf on a (B, m, n) A, LU written over the output, pivots (B, k) int32 --------
+
+template <typename T>
+struct LuFactor {
+  static std::vector<int> run(const Mat& lu, const Mat& piv, const Mat& a, int64_t batch) {
+    int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+    std::vector<int> infos(static_cast<size_t>(batch), 0);
+    py::gil_scoped_release release;
+    batch_loop(batch, std::max(m, n), [&](int64_t b) {
+      std::vector<T> w(static_cast<size_t>(std::max<int64_t>(1, m * n)));
+      std::vector<int> ipiv(static_cast<size_t>(std::max<int64_t>(1, k)));
+      load(a, b, m, n, w.data(), std::max<int64_t>(1, m));
+      int mi = to_int(m), ni = to_int(n), lda = std::max(1, mi), info = 0;
+      if (k > 0) Lapack<T>::getrf(&mi, &ni, w.data(), &lda, ipiv.data(), &info);
+      store(lu, b, m, n, w.data(), std::max<int64_t>(1, m));
+      for (int64_t i = 0; i < k; ++i) at<int32_t>(piv, b, i) = ipiv[i];
+      infos[b] = info;
+    });
+    return infos;
+  }
+};
+
+std::vector<int> lu_factor(py::handle lu, py::handle pivots, py::handle a) {
+  TensorArg tl = unpack(lu), tp = unpack(pivots), ta = unpack(a);
+  Mat L = as_mat(tl, "lu_factor"), A = as_mat(ta, "lu_factor");
+  check_dtypes({&tl, &ta}, "lu_factor");
+  if (tp.dtype != DType::Int32 || tp.ndim() != 2) throw std::runtime_error("lu_factor: pivots must be (B, k) int32");
+  Mat P{tp.data, tp.shape[1], 1, tp.strides[1], 0, tp.strides[0]};
+  check_batch({&tl, &tp, &ta}, "lu_factor");
+  if (L.rows != A.rows || L.cols != A.cols || P.rows != std::min(A.rows, A.cols))
+    throw std::runtime_error("lu_factor: bad shapes");
+  return dispatch<LuFactor>(ta.dtype, "lu_factor", L, P, A, ta.shape[0]);
+}
+
+// perm (B, m) int64: the row permutation that LAPACK's 1-based row swaps (B, k) describe, applied
+// in order to the identity (row i of P A is row perm[i] of A).
+void lu_pivots_to_perm(py::handle perm, py::handle pivots) {
+  TensorArg to = unpack(perm), tp = unpack(pivots);
+  if (to.dtype != DType::Int64 || to.ndim() != 2 || tp.dtype != DType::Int32 || tp.ndim() != 2 ||
+      to.shape[0] != tp.shape[0] || tp.shape[1] > to.shape[1])
+    throw std::runtime_error("lu_pivots_to_perm: expects perm (B, m) int64 and pivots (B, k) int32 with k <= m");
+  int64_t batch = to.shape[0], m = to.shape[1], k = tp.shape[1];
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* p = reinterpret_cast<const int32_t*>(tp.data) + b * tp.strides[0];
+    for (int64_t i = 0; i < k; ++i) {
+      int32_t v = p[i * tp.strides[1]];
+      if (v < 1 || v > m)
+        throw std::runtime_error("lu_unpack: pivots must be in the range [1, " + std::to_string(m) + "], got " +
+                                 std::to_string(v));
+    }
+  }
+  py::gil_scoped_release release;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t* o = reinterpret_cast<int64_t*>(to.data) + b * to.strides[0];
+    const int32_t* p = reinterpret_cast<const int32_t*>(tp.data) + b * tp.strides[0];
+    for (int64_t i = 0; i < m; ++i) o[i * to.strides[1]] = i;
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t j = p[i * tp.strides[1]] - 1;
+      std::swap(o[i * to.strides[1]], o[j * to.strides[1]]);
+    }
+  }
+}
+
 }  // namespace
 
 void bind_lapack(py::module_& m) {
+  m.def("lu_factor_", &lu_factor, py::arg("lu"), py::arg("pivots"), py::arg("a"),
+        "LU (B,m,n) and 1-based pivots (B,min(m,n)) int32 of a (B,m,n) through getrf; returns info.");
+  m.def("lu_pivots_to_perm_", &lu_pivots_to_perm, py::arg("perm"), py::arg("pivots"),
+        "perm (B,m) int64 from getrf's row swaps (B,k) int32 (validated to lie in [1, m]).");
   m.def("lu_det_", &lu_det, py::arg("sign"), py::arg("logabsdet"), py::arg("det"), py::arg("a"),
         "sign, log|det| and det (each (B,1,1)) of a (B,n,n) through getrf; returns getrf's info per matrix.");
   m.def("inv_", &inv, py::arg("out"), py::arg("a"), "out = a^-1 for (B,n,n) through getrf/getri; returns info.");

@@ -363,9 +363,121 @@ void multinomial_impl(py::handle out_obj, py::handle probs_obj, bool replacement
   });
 }
 
+// Poisson and binomial draws need a varying number of uniforms per element: element k reads
+// the stream philox((k, j, tag), seed) for j = 0, 1, ... (two 53-bit uniforms per block), a
+// counter space no other distribution uses (their third and fourth words are zero).
+class Stream {
+ public:
+  Stream(uint64_t seed, uint64_t k, uint32_t tag) : seed_(seed), k_(k), tag_(tag) {}
+  double next() {
+    if (half_ == 0) {
+      block_ = philox_raw({static_cast<uint32_t>(k_), static_cast<uint32_t>(k_ >> 32), j_++, tag_},
+                          static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32));
+    }
+    double u = uniform53(word64(block_, 2 * half_));
+    half_ ^= 1;
+    return u;
+  }
+
+ private:
+  uint64_t seed_, k_;
+  uint32_t tag_, j_ = 0;
+  int half_ = 0;
+  Block block_{};
+};
+
+// Knuth's product of uniforms for small means, Hormann's PTRS (1993) transformed rejection above.
+double poisson_draw(Stream& s, double lam) {
+  if (!(lam > 0)) return lam == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(lam)) return lam;
+  if (lam < 10) {
+    double limit = std::exp(-lam), prod = s.next();
+    double k = 0;
+    while (prod > limit) {
+      prod *= s.next();
+      k += 1;
+    }
+    return k;
+  }
+  double slam = std::sqrt(lam), loglam = std::log(lam);
+  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    double u = s.next() - 0.5, v = s.next();
+    double us = 0.5 - std::fabs(u);
+    double k = std::floor((2 * a / us + b) * u + lam + 0.43);
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <= -lam + k * loglam - std::lgamma(k + 1))
+      return k;
+  }
+}
+
+// log(k!) minus Stirling's approximation of it.
+double stirling_tail(double k) {
+  return std::lgamma(k + 1) - ((k + 0.5) * std::log(k + 1) - (k + 1) + 0.91893853320467274178);
+}
+
+// Inversion for small n * p, Hormann's BTRS (1993) above; p > 1/2 draws n - Binomial(n, 1 - p).
+double binomial_draw(Stream& s, double n, double p) {
+  if (std::isnan(n) || std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
+  if (n <= 0 || p <= 0) return 0.0;
+  if (p >= 1) return n;
+  if (p > 0.5) return n - binomial_draw(s, n, 1 - p);
+  if (n * p < 10) {
+    double q = 1 - p, ratio = p / q, a = (n + 1) * ratio, r = std::pow(q, n), u = s.next(), x = 0;
+    while (u > r && x < n) {
+      u -= r;
+      x += 1;
+      r *= a / x - ratio;
+      if (r <= 0) break;
+    }
+    return x;
+  }
+  double stddev = std::sqrt(n * p * (1 - p));
+  double b = 1.15 + 2.53 * stddev, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
+  double vr = 0.92 - 4.2 / b, r = p / (1 - p), alpha = (2.83 + 5.1 / b) * stddev, m = std::floor((n + 1) * p);
+  for (;;) {
+    double u = s.next() - 0.5, v = s.next();
+    double us = 0.5 - std::fabs(u);
+    double k = std::floor((2 * a / us + b) * u + c);
+    if (k < 0 || k > n) continue;
+    if (us >= 0.07 && v <= vr) return k;
+    double lv = std::log(v * alpha / (a / (us * us) + b));
+    double bound = (m + 0.5) * std::log((m + 1) / (r * (n - m + 1))) + (n + 1) * std::log((n - m + 1) / (n - k + 1)) +
+                   (k + 0.5) * std::log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m) -
+                   stirling_tail(k) - stirling_tail(n - k);
+    if (lv <= bound) return k;
+  }
+}
+
+void poisson_impl(py::handle out_obj, py::handle rate_obj, uint64_t seed, uint64_t offset) {
+  TensorArg out = float64_out(out_obj, "poisson");
+  TensorArg rate = unpack(rate_obj);
+  py::gil_scoped_release release;
+  generate_with<1>(out, {rate}, offset, [&](uint64_t k, const std::array<double, 1>& v) {
+    Stream s(seed, k, 0x506F6973u);
+    return poisson_draw(s, v[0]);
+  });
+}
+
+void binomial_impl(py::handle out_obj, py::handle count_obj, py::handle prob_obj, uint64_t seed, uint64_t offset) {
+  TensorArg out = float64_out(out_obj, "binomial");
+  TensorArg count = unpack(count_obj), prob = unpack(prob_obj);
+  py::gil_scoped_release release;
+  generate_with<2>(out, {count, prob}, offset, [&](uint64_t k, const std::array<double, 2>& v) {
+    Stream s(seed, k, 0x42696E6Fu);
+    return binomial_draw(s, std::floor(v[0]), v[1]);
+  });
+}
+
 }  // namespace
 
 void bind_random(py::module_& m) {
+  m.def("random_poisson_", &poisson_impl, py::arg("out"), py::arg("rate"), py::arg("seed"), py::arg("offset"),
+        "Poisson draws with per-element float64 rates (broadcast) into a contiguous float64 tensor.");
+  m.def("random_binomial_", &binomial_impl, py::arg("out"), py::arg("count"), py::arg("prob"), py::arg("seed"),
+        py::arg("offset"), "Binomial draws with per-element float64 counts and probabilities (broadcast).");
   m.def(
       "philox4x32",
       [](uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {

@@ -73,6 +73,14 @@ from .ops.creation_extra import *  # noqa: E402,F401,F403
 from .ops import creation_extra as _creation_extra, index_utils as _index_utils  # noqa: E402
 from .ops import scatter_views as _scatter_views, shape_utils as _shape_utils  # noqa: E402
 from .ops import tensor_utils as _tensor_utils, view_copies as _view_copies  # noqa: E402
+from .ops.statistics import *  # noqa: E402,F401,F403
+from .ops.number_theory import *  # noqa: E402,F401,F403
+from .ops.special_fns import *  # noqa: E402,F401,F403
+from .ops.integration import *  # noqa: E402,F401,F403
+from .ops.combinatorics import *  # noqa: E402,F401,F403
+from .ops.signal import *  # noqa: E402,F401,F403
+from .ops.lapack_extra import *  # noqa: E402,F401,F403
+from .ops.sampling import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -146,10 +154,9 @@ def _functional_for_methods() -> dict:
 
 
 _methods.install(_functional_for_methods())
-# After install: the in-place variants are built from the installed methods.
-from .ops.inplace_variants import *  # noqa: E402,F401,F403
 
-# The newer op modules name their Tensor methods (some public functions there take no tensor).
+# The newer op modules name their Tensor methods (some public functions there take no tensor,
+# others are functions only in PyTorch): TENSOR_METHODS / TENSOR_PROPERTIES, or METHODS.
 for _module in (_view_copies, _scatter_views, _index_utils, _shape_utils, _tensor_utils, _creation_extra):
     for _name in _module.TENSOR_METHODS:
         if not hasattr(Tensor, _name):
@@ -157,5 +164,12 @@ for _module in (_view_copies, _scatter_views, _index_utils, _shape_utils, _tenso
     for _name in getattr(_module, "TENSOR_PROPERTIES", ()):
         setattr(Tensor, _name, property(getattr(_module, _name)))
 del _module, _name
+from .ops import combinatorics as _cmb, integration as _itg, lapack_extra as _lpx, number_theory as _nth  # noqa: E402
+from .ops import sampling as _smp, signal as _sig, special_fns as _spf, statistics as _sts  # noqa: E402
+
+_methods.install({n: getattr(m, n) for m in (_sts, _nth, _spf, _itg, _cmb, _sig, _lpx, _smp) for n in m.METHODS})
+
+# Last: the in-place variants are generated from the methods installed above (gcd -> gcd_, ...).
+from .ops.inplace_variants import *  # noqa: E402,F401,F403
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -21,7 +21,7 @@ __all__ = [
     "LinAlgError", "matmul", "multi_dot", "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "lstsq",
     "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank",
     "matrix_power", "cross", "norm", "vector_norm", "matrix_norm", "cond", "diagonal", "vecdot", "vander",
-    "tensorinv", "tensorsolve",
+    "tensorinv", "tensorsolve", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve_triangular", "matrix_exp",
 ]
 
 
@@ -279,3 +279,11 @@ def tensorsolve(A, B, dims=None, *, out=None):
                            f"got {cols} != {rows}")
     x = solve(_vw.reshape(A, (rows, cols)), _vw.reshape(B, (rows,)))
     return _write_out(_vw.reshape(x, rest), out)
+
+
+
+# LU, triangular solves and the matrix exponential (ops/lapack_extra.py).
+from .._src.ops import lapack_extra as _lpx  # noqa: E402
+
+lu, lu_factor, lu_factor_ex = _lpx.linalg_lu, _lpx.linalg_lu_factor, _lpx.linalg_lu_factor_ex
+lu_solve, solve_triangular, matrix_exp = _lpx.linalg_lu_solve, _lpx.linalg_solve_triangular, _lpx.matrix_exp
