@@ -101,8 +101,8 @@ T int_pow(T base, T exp) {
   U result = 1, b = static_cast<U>(base);
   auto e = static_cast<std::make_unsigned_t<T>>(exp);
   while (e) {
-    if (e & 1) result = static_cast<U>(result * b);
-    b = static_cast<U>(b * b);
+    if (e & 1) result = wrapping_mul(result, b);
+    b = wrapping_mul(b, b);
     e >>= 1;
   }
   return static_cast<T>(result);
