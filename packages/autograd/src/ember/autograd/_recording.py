@@ -149,7 +149,14 @@ class NotImplementedNode(OpNode):
 _NODE_NAMES = {"add_scaled": "add"}
 
 
+# In-place ops PyTorch records with a node of their own (their derivatives.yaml entry is not the
+# out-of-place one's).
+_INPLACE_NODE_NAMES = {"acosh_": "AcoshBackward1", "asinh_": "AsinhBackward1", "atanh_": "AtanhBackward1"}
+
+
 def node_class_name(op_name: str) -> str:
+    if op_name in _INPLACE_NODE_NAMES:
+        return _INPLACE_NODE_NAMES[op_name]
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
     return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"

@@ -27,11 +27,12 @@ def zero_grads(grads, inputs, outputs):
     return [zeros_like(a) if is_tensor(a) else None for a in inputs.args]
 
 
-def not_implemented(op_name: str):
-    """A backward that raises as PyTorch does for ops whose derivative it does not implement."""
+def not_implemented(op_name: str, error: type = RuntimeError):
+    """A backward that raises as PyTorch does for ops whose derivative it does not implement
+    (``error``: PyTorch's type, NotImplementedError for derivatives.yaml's ``not_implemented``)."""
 
     def backward(grads, inputs, outputs):
-        raise RuntimeError(f"the derivative for '{op_name}' is not implemented.")
+        raise error(f"the derivative for '{op_name}' is not implemented.")
 
     backward.not_implemented = True  # the coverage test counts these as missing derivatives
     return backward

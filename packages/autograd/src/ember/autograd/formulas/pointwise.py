@@ -12,7 +12,7 @@ import math
 import ember
 
 from ._common import arg, is_tensor, not_implemented, where_zero, zero_grads
-from ._registry import derivative
+from ._registry import derivative, forward_derivative
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -386,6 +386,23 @@ def _acosh(g, x, result):
 @_unary("atanh")
 def _atanh(g, x, result):
     return g / (1 - x * x)
+
+
+def _no_forward_ad(op_name: str):
+    def jvp(tangents, inputs, outputs):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {op_name} that does not support it because it has not been "
+            "implemented yet."
+        )
+
+    return jvp
+
+
+# PyTorch has no derivative for these in-place forms (derivatives.yaml: not_implemented), in either
+# mode; every other in-place op differentiates with its out-of-place formula.
+for _name in ("acosh", "asinh", "atanh"):
+    derivative(_name + "_")(not_implemented(f"inplace version of {_name}", NotImplementedError))
+    forward_derivative(_name + "_")(_no_forward_ad(_name + "_"))
 
 
 @_unary("sigmoid", save_output=True)
