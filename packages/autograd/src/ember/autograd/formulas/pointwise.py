@@ -183,27 +183,64 @@ def _extremum(greater):
     return backward
 
 
-@derivative("clamp")
-def _clamp(grads, inputs, outputs):
-    """The input gets the gradient wherever it lies within [min, max], bounds included; a
-    tensor bound gets it where it was selected."""
-    g = grads[0]
+def _clamp_args(inputs):
+    """clamp's (self, min, max); a number bound next to a tensor one (which PyTorch does not
+    accept) as a 0-d tensor, so that the tensor-bounds rules apply."""
     self, low, high = (list(inputs.args) + [None, None])[:3]
     low = inputs.kwargs.get("min", low)
     high = inputs.kwargs.get("max", high)
-    outside = None
-    grad_low = grad_high = None
+    if is_tensor(low) != is_tensor(high) and low is not None and high is not None:
+        low, high = (b if is_tensor(b) else ember.tensor(b, dtype=self.dtype) for b in (low, high))
+    return self, low, high
+
+
+@derivative("clamp")
+def _clamp(grads, inputs, outputs):
+    """PyTorch's clamp_backward and clamp_backward_min_max: the input gets the gradient where
+    min <= self <= max holds (so never where min > max, nor at a NaN); a tensor min gets it where
+    self < min < max, a tensor max where self > max or max < min (max wins when the bounds cross)."""
+    g = grads[0]
+    self, low, high = _clamp_args(inputs)
+    zero = ember.zeros((), dtype=g.dtype)
+    inside = None
     if low is not None:
-        below = ember.lt(self, low)
-        outside = below
-        if is_tensor(low) and low.requires_grad:
-            grad_low = where_zero(ember.logical_not(below), g)
+        inside = ember.ge(self, low)
     if high is not None:
-        above = ember.gt(self, high)
-        outside = above if outside is None else ember.logical_or(outside, above)
-        if is_tensor(high) and high.requires_grad:
-            grad_high = where_zero(ember.logical_not(above), g)
-    return where_zero(outside, g), grad_low, grad_high
+        below_max = ember.le(self, high)
+        inside = below_max if inside is None else ember.logical_and(inside, below_max)
+    grad_self = g if inside is None else ember.where(inside, g, zero)
+    grad_low = grad_high = None
+    both = is_tensor(low) and is_tensor(high)
+    if is_tensor(low) and low.requires_grad:
+        picked = ember.lt(self, low)
+        if both:
+            picked = ember.logical_and(picked, ember.lt(low, high))
+        grad_low = ember.where(picked, g, zero)
+    if is_tensor(high) and high.requires_grad:
+        picked = ember.gt(self, high)
+        if both:
+            picked = ember.logical_or(picked, ember.lt(high, low))
+        grad_high = ember.where(picked, g, zero)
+    return grad_self, grad_low, grad_high
+
+
+@forward_derivative("clamp")
+def _clamp_jvp(tangents, inputs, outputs):
+    """PyTorch's clamp_jvp: the tangent of whichever value was selected (a tensor bound's when the
+    comparison with self fails, NaN included); scalar bounds have no tangent."""
+    self, low, high = _clamp_args(inputs)
+    t_self = tangents[0]
+    if not (is_tensor(low) or is_tensor(high)):
+        return None if t_self is None else _clamp((t_self,), inputs, ())[0]
+    zero = ember.zeros((), dtype=outputs[0].dtype)
+    t_self, t_low, t_high = ((list(tangents) + [None, None])[:3])
+    t_self, t_low, t_high = (zero if t is None else t for t in (t_self, t_low, t_high))
+    if is_tensor(low) and is_tensor(high):
+        inner = ember.where(ember.lt(self, low), t_low, ember.where(ember.gt(self, high), t_high, t_self))
+        return ember.where(ember.gt(low, high), t_high, inner)
+    if is_tensor(low):
+        return ember.where(ember.gt(self, low), t_self, t_low)
+    return ember.where(ember.lt(self, high), t_self, t_high)
 
 
 derivative("maximum")(_extremum(True))
