@@ -149,14 +149,19 @@ class NotImplementedNode(OpNode):
 _NODE_NAMES = {"add_scaled": "add"}
 
 
-# In-place ops PyTorch records with a node of their own (their derivatives.yaml entry is not the
-# out-of-place one's).
-_INPLACE_NODE_NAMES = {"acosh_": "AcoshBackward1", "asinh_": "AsinhBackward1", "atanh_": "AtanhBackward1"}
+# Ops whose PyTorch node is not named after the op: in-place ops with a derivatives.yaml entry of
+# their own, and overloads (div with a rounding mode is div.Tensor_mode).
+_NODE_CLASS_NAMES = {
+    "acosh_": "AcoshBackward1",
+    "asinh_": "AsinhBackward1",
+    "atanh_": "AtanhBackward1",
+    "div_rounding": "DivBackward2",
+}
 
 
 def node_class_name(op_name: str) -> str:
-    if op_name in _INPLACE_NODE_NAMES:
-        return _INPLACE_NODE_NAMES[op_name]
+    if op_name in _NODE_CLASS_NAMES:
+        return _NODE_CLASS_NAMES[op_name]
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
     return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"

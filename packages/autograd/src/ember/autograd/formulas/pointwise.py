@@ -66,8 +66,22 @@ def _div(grads, inputs, outputs):
     grad_self = g / other if is_tensor(self) else None
     grad_other = None
     if is_tensor(other) and other.requires_grad:
-        grad_other = -g * self / (other * other)
+        grad_other = -g * ((self / other) / other)  # PyTorch's grouping (the same infs and NaNs)
     return grad_self, grad_other
+
+
+@derivative("div_rounding")
+def _div_rounding(grads, inputs, outputs):
+    """div with a rounding mode is piecewise constant: PyTorch gives both inputs zeros (also where
+    other is 0). It reads no input, so none is saved (div_ overwrites self after this op ran); the
+    engine drops the zeros of an argument that is a number or does not require grad."""
+    zeros = ember.zeros_like(grads[0])
+    return zeros, zeros
+
+
+@forward_derivative("div_rounding")
+def _div_rounding_jvp(tangents, inputs, outputs):
+    return ember.zeros_like(outputs[0])
 
 
 @derivative("pow", save_output=True)

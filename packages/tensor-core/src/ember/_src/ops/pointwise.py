@@ -294,15 +294,30 @@ multiply = mul
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         result = div_op(input, other)
-    elif rounding_mode == "floor":
-        result = floor_divide_op(input, other)
-    elif rounding_mode == "trunc":
-        result = _trunc_div(input, other)
+    elif rounding_mode in ("floor", "trunc"):
+        result = div_rounding_op(input, other, rounding_mode)
     else:
         raise ValueError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
     return write_out(result, out)
+
+
+# Rounded division is its own op (not floor_divide, nor trunc of div, as seen from outside) so that
+# autograd gives it PyTorch's zero gradient: floor_divide has no derivative, and trunc(div) would
+# send NaN to the inputs where other is 0.
+div_rounding_op = define("div_rounding(Tensor self, Scalar|Tensor other, str rounding_mode) -> Tensor")
+
+
+@div_rounding_op.kernel("cpu")
+@div_rounding_op.kernel("meta")
+def _div_rounding_kernel(input, other, rounding_mode):
+    if rounding_mode == "floor":
+        return floor_divide_op(input, other)
+    return _trunc_div(input, other)
+
+
+div_rounding_op.meta = _div_rounding_kernel
 
 
 def _trunc_div(a, b):
