@@ -174,7 +174,9 @@ def install(functional: dict) -> None:
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002
-        return pw.clamp(self, min, max, out=self)  # out= checks the result dtype can be cast to self
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return pw.clamp_inplace_op(self, min, max)
 
     def lerp_(self, end, weight):
         return fpw.lerp_inplace_op(self, end, weight)

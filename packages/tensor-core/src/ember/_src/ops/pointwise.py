@@ -823,6 +823,22 @@ def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
 
 clamp_op.meta = _clamp_kernel
 
+# clamp_ is an in-place op of its own (not clamp(out=self)) so that autograd records it on self.
+clamp_inplace_op = define(
+    "clamp_(Tensor(a!) self, Scalar|Tensor? min=None, Scalar|Tensor? max=None) -> Tensor(a!)", ("pointwise", "inplace")
+)
+
+
+@clamp_inplace_op.kernel("cpu")
+@clamp_inplace_op.kernel("meta")
+def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+    result = _clamp_kernel(self, min, max)
+    _check_inplace(self, result._shape, result.dtype, "clamp_")
+    if self._device is not META:
+        _C.copy_(self, result)
+        self._storage.version += 1
+    return self
+
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
