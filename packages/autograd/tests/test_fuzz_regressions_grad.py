@@ -213,3 +213,64 @@ def test_moment_degenerate_inputs(fn, values, correction):
 def test_moment_unbiased_flag():
     _grads_match(lambda m, x: m.std(x, 1, False, True) + m.var(x, unbiased=True).expand(1, 1), [[0.5], [0.9]])
 
+
+
+# -- in-place activations (found by the deep gradient fuzz) -------------------------------------
+
+ACT_X = [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0]
+
+
+def _functional(m):
+    return m.nn.functional
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("leaky_relu", lambda F, y, a: F.leaky_relu(y, a, inplace=True)),
+        ("elu", lambda F, y, a: F.elu(y, alpha=a, inplace=True)),
+        ("celu", lambda F, y, a: F.celu(y, alpha=a, inplace=True)),
+    ],
+)
+@pytest.mark.parametrize("slope", [0.7, 0.0, -0.5])
+def test_inplace_activation_differentiates_from_result(name, fn, slope):
+    # PyTorch's elu_/celu_/leaky_relu_ save their result, not self, and refuse a negative slope at
+    # backward (the result then does not tell the input's sign).
+    if name == "celu" and slope == 0.0:
+        pytest.skip("celu's alpha must not be 0")
+    if slope < 0:
+        for m in (ember, torch):
+            x = m.tensor(ACT_X, dtype=m.float64, requires_grad=True)
+            y = fn(_functional(m), x.clone(), slope)
+            with pytest.raises(RuntimeError, match="negative slope"):
+                y.sum().backward()
+        return
+    _grads_match(lambda m, x: fn(_functional(m), x.clone(), slope) * 1.5, ACT_X)
+    x = ember.tensor(ACT_X, dtype=ember.float64, requires_grad=True)
+    node = type(fn(ember.nn.functional, x.clone(), slope).grad_fn).__name__
+    assert node == {"leaky_relu": "LeakyReluBackward1", "elu": "EluBackward1", "celu": "CeluBackward1"}[name]
+
+
+@pytest.mark.parametrize("alpha", [0.7, 1.3, -0.4])
+def test_celu_gradient_rounds_alpha_like_pytorch(alpha):
+    # PyTorch scales by 1 / float32(alpha) (celu's forward does too): a 1e-8 relative difference.
+    _grads_match(lambda m, x: _functional(m).celu(x, alpha=alpha), ACT_X)
+
+
+def test_inplace_relu6_is_hardtanh_():
+    # relu6(inplace=True) used to copy relu6's result into its input, overwriting what relu6 saved.
+    _grads_match(lambda m, x: _functional(m).relu6(x * 3, inplace=True), ACT_X)
+
+
+# -- norm: dims are checked in order (an empty one before a later dim out of range) --------------
+
+
+@pytest.mark.parametrize("shape, dim", [((0,), [0, 1]), ((3, 0), [0, 5]), ((3, 0), -1), ((3, 0), [1, 0])])
+def test_inf_norm_on_empty_dim_error_order(shape, dim):
+    errors = []
+    for m in (ember, torch):
+        with pytest.raises((RuntimeError, IndexError)) as info:
+            m.norm(m.zeros(shape, dtype=m.float64), math.inf, dim)
+        errors.append(info.value)
+    assert type(errors[0]) is type(errors[1])
+    assert str(errors[0]) == str(errors[1])

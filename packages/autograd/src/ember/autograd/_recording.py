@@ -155,6 +155,11 @@ _NODE_CLASS_NAMES = {
     "acosh_": "AcoshBackward1",
     "asinh_": "AsinhBackward1",
     "atanh_": "AtanhBackward1",
+    "celu_": "CeluBackward1",
+    "elu_": "EluBackward1",
+    "leaky_relu_": "LeakyReluBackward1",
+    "selu_": "EluBackward1",  # selu_ is elu_ with fixed constants
+    "threshold_": "ThresholdBackward1",
     "div_rounding": "DivBackward2",
 }
 

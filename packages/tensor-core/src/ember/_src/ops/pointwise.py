@@ -651,8 +651,9 @@ def relu_(input):
 
 
 def relu6(input, inplace: bool = False):
-    result = relu6_op(input)
-    return input.copy_(result) if inplace else result
+    # In place, PyTorch's relu6_ is hardtanh_(input, 0, 6) (copying relu6's result into input would
+    # overwrite what autograd saved for relu6).
+    return hardtanh_inplace_op(input, 0.0, 6.0) if inplace else relu6_op(input)
 
 
 def gelu(input, approximate: str = "none"):
