@@ -274,3 +274,14 @@ def test_inf_norm_on_empty_dim_error_order(shape, dim):
         errors.append(info.value)
     assert type(errors[0]) is type(errors[1])
     assert str(errors[0]) == str(errors[1])
+
+
+@pytest.mark.parametrize("shapes, dim", [([(2,), (1,)], 2), ([(2,), (2, 1)], 5), ([(2,), (1,)], 1)])
+def test_stack_checks_dim_before_shapes(shapes, dim):
+    errors = []
+    for m in (ember, torch):
+        with pytest.raises((RuntimeError, IndexError)) as info:
+            m.stack([m.zeros(s, requires_grad=True) for s in shapes], dim)
+        errors.append(info.value)
+    assert type(errors[0]) is type(errors[1])
+    assert str(errors[0]) == str(errors[1])
