@@ -285,3 +285,58 @@ def test_stack_checks_dim_before_shapes(shapes, dim):
         errors.append(info.value)
     assert type(errors[0]) is type(errors[1])
     assert str(errors[0]) == str(errors[1])
+
+
+# -- writing into an input after its use: only what PyTorch saves is version-checked -------------
+
+AFTER_USE = {
+    "view": lambda m, y: y.view(6),
+    "unsqueeze": lambda m, y: y.unsqueeze(1),
+    "select": lambda m, y: y[1],
+    "slice": lambda m, y: y[:, 1:],
+    "diagonal": lambda m, y: y.diagonal(),
+    "as_strided": lambda m, y: y.as_strided((2, 2), (1, 2)),
+    "unfold": lambda m, y: y.unfold(1, 2, 1),
+    "unbind": lambda m, y: y.unbind(0)[1],
+    "sum": lambda m, y: y.sum(1),
+    "mean": lambda m, y: y.mean(),
+    "cat": lambda m, y: m.cat([y, y]),
+    "neg": lambda m, y: -y,
+    "floor": lambda m, y: y.floor(),
+    "sub": lambda m, y: y.detach() - y,
+    "mul_number": lambda m, y: y * 3,
+    "div_number": lambda m, y: y / 2,
+    "mul_constant": lambda m, y: y * y.detach(),  # saves the constant: both raise
+    "pow": lambda m, y: y**2,  # saves y: both raise
+}
+
+
+@pytest.mark.parametrize("name", list(AFTER_USE))
+def test_inplace_write_after_use(name):
+    results = []
+    for m in (ember, torch):
+        x = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=m.float64, requires_grad=True)
+        y = x * 1
+        w = AFTER_USE[name](m, y) + 0
+        with m.no_grad():
+            y.add_(1)
+        try:
+            results.append(m.autograd.grad(w, x, m.ones_like(w))[0])
+        except RuntimeError as exc:
+            assert "modified by an inplace operation" in str(exc)
+            results.append(None)
+    assert (results[0] is None) == (results[1] is None)
+    if results[1] is not None:
+        _same(*results)
+
+
+def test_double_backward_through_inplace_on_view():
+    # The as_strided in CopySlices' backward reads only its input's geometry (its input is then
+    # written into).
+    def fn(m, x):
+        y = x * 1
+        y[1:].sin_()
+        (g,) = m.autograd.grad((y * y).sum(), x, create_graph=True)
+        return g
+
+    _grads_match(fn, [-1.0, 0.5, 2.0, -3.0])

@@ -6,8 +6,10 @@ calls it for every op run with grad mode on and a tensor argument that requires 
 
 from __future__ import annotations
 
+from ember import _C
 from ember._src import grad_mode
-from ember._src.tensor import Tensor, make_view
+from ember._src.device import META
+from ember._src.tensor import Tensor, make_tensor, make_view
 
 from . import anomaly_mode
 from ._engine import fix_grad
@@ -220,6 +222,19 @@ def _edges(args):
     return layout, tuple(edges), meta
 
 
+_NO_DATA = _C.Storage.meta(0)
+
+
+def _stand_in(a):
+    """What a ``meta_only`` formula gets for a tensor (or tensor list) argument: a data-less meta
+    tensor with its shape, strides, offset and dtype, which no later in-place write invalidates."""
+    if isinstance(a, Tensor):
+        return make_tensor(_NO_DATA, a._shape, a._stride, a._offset, a.dtype, META)
+    if type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
+        return [_stand_in(b) if isinstance(b, Tensor) else b for b in a]
+    return a
+
+
 def _save(a, outs):
     if isinstance(a, Tensor):
         for i, o in enumerate(outs):
@@ -299,10 +314,12 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     meta = []
     saved = []
     reads = True
+    meta_only = False
     if formula is not None:
         reads = formula.reads_inputs
         if reads is None:
             reads = formula.reads_inputs = _reads_inputs(formula.backward)
+        meta_only = formula.meta_only
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -318,7 +335,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                 layout.append(None)
                 edges.append(_NO_EDGE)
                 meta.append(None)
-            saved.append(SavedTensor(a, False) if reads else None)
+            saved.append(None if not reads else _stand_in(a) if meta_only else SavedTensor(a, False))
         elif type(a) in (list, tuple) and a:
             return None
         else:
@@ -385,8 +402,11 @@ def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     cls = _node_class(name, formula is None)
     saved_args = []
     need_node = False
+    meta_only = formula is not None and formula.meta_only
     for a in saved_in:
-        if isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
+        if meta_only:
+            a = _stand_in(a)
+        elif isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
             a = _save(a, outs)
             need_node = need_node or (type(a) is SavedTensor and a.is_output) or type(a) is list
         saved_args.append(a)

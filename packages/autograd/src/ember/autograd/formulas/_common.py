@@ -18,6 +18,14 @@ def is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
+def input_requires_grad(inputs, index: int) -> bool:
+    """Whether positional input ``index`` is a tensor that requires grad, read without unpacking it
+    (unpacking version-checks a saved tensor, which only a formula that uses its values may do)."""
+    if index >= len(inputs.args):
+        return False
+    return bool(getattr(tuple.__getitem__(inputs.args, index), "requires_grad", False))
+
+
 def zeros_like(x: Tensor) -> Tensor:
     return ember.zeros(x.shape, dtype=x.dtype)
 

@@ -11,7 +11,7 @@ import math
 
 import ember
 
-from ._common import arg, is_tensor, not_implemented, where_zero, zero_grads
+from ._common import arg, input_requires_grad, is_tensor, not_implemented, where_zero, zero_grads
 from ._registry import derivative, forward_derivative
 
 _LN2 = math.log(2.0)
@@ -23,15 +23,29 @@ def _unary(name: str, save_output: bool = False):
     """Registers ``fn(g, x, result)`` as the backward of a one-input op."""
 
     def register(fn):
-        @derivative(name, save_output=save_output)
-        def backward(grads, inputs, outputs):
-            g = grads[0]
-            x = inputs.args[0] if not save_output else None
-            return (fn(g, x, outputs[0] if save_output else None),)
+        if save_output or not _loads(fn, 1):
+            # x is not needed (neg, frac, or from the result): not read, so not saved.
+            @derivative(name, save_output=save_output)
+            def backward(grads, unused, outputs):
+                return (fn(grads[0], None, outputs[0] if save_output else None),)
+
+        else:
+
+            @derivative(name)
+            def backward(grads, inputs, outputs):
+                return (fn(grads[0], inputs.args[0], None),)
 
         return fn
 
     return register
+
+
+def _loads(fn, index: int) -> bool:
+    """Whether ``fn`` ever reads its parameter at ``index``."""
+    import dis
+
+    name = fn.__code__.co_varnames[index]
+    return any(i.opname.startswith("LOAD_") and i.argval == name for i in dis.get_instructions(fn))
 
 
 # -- binary arithmetic --------------------------------------------------------------------------
@@ -44,29 +58,30 @@ def _add(grads, inputs, outputs):
 
 
 @derivative("sub")
-def _sub(grads, inputs, outputs):
+def _sub(grads, unused, outputs):
+    # Reads no input (PyTorch saves none): the engine drops the gradient of a number ``other``.
     g = grads[0]
-    return g, -g if is_tensor(inputs.args[1]) else None
+    return g, -g
 
 
 @derivative("mul")
 def _mul(grads, inputs, outputs):
+    # Each input is unpacked only for the other's gradient, as PyTorch saves it only then.
     g = grads[0]
-    self, other = inputs.args[0], inputs.args[1]
     return (
-        g * other if is_tensor(self) and self._requires_grad else None,
-        g * self if is_tensor(other) and other._requires_grad else None,
+        g * inputs.args[1] if input_requires_grad(inputs, 0) else None,
+        g * inputs.args[0] if input_requires_grad(inputs, 1) else None,
     )
 
 
 @derivative("div")
 def _div(grads, inputs, outputs):
     g = grads[0]
-    self, other = inputs.args[0], inputs.args[1]
-    grad_self = g / other if is_tensor(self) else None
+    other = inputs.args[1]
+    grad_self = g / other if input_requires_grad(inputs, 0) else None
     grad_other = None
-    if is_tensor(other) and other.requires_grad:
-        grad_other = -g * ((self / other) / other)  # PyTorch's grouping (the same infs and NaNs)
+    if input_requires_grad(inputs, 1):
+        grad_other = -g * ((inputs.args[0] / other) / other)  # PyTorch's grouping (the same infs and NaNs)
     return grad_self, grad_other
 
 
@@ -304,7 +319,7 @@ derivative("floor_divide")(not_implemented("floor_divide"))
 
 # PyTorch gives these a zero gradient (they are piecewise constant).
 for _name in ("floor", "ceil", "round", "trunc", "sign", "round_decimals"):
-    derivative(_name)(zero_grads)
+    derivative(_name, meta_only=True)(zero_grads)
 
 # -- unary math --------------------------------------------------------------------------------
 

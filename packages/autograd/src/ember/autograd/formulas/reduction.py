@@ -46,7 +46,7 @@ def _reduction_args(inputs, dim_default=None):
     return x, dims, keepdim
 
 
-@derivative("sum")
+@derivative("sum", meta_only=True)
 def _sum(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
     return (_restore(grads[0], x.shape, dims, keepdim).expand(*x.shape),)
@@ -58,7 +58,7 @@ def _nansum(grads, inputs, outputs):
     return (where_zero(ember.isnan(x), _restore(grads[0], x.shape, dims, keepdim).expand(*x.shape)),)
 
 
-@derivative("mean")
+@derivative("mean", meta_only=True)
 def _mean(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
     g = _restore(grads[0], x.shape, dims, keepdim)
