@@ -69,13 +69,14 @@ class OpNode(Node):
     """Backward of one op call, computed by its formula from ``FORMULAS``."""
 
     __slots__ = ("_formula", "_layout", "_input_meta", "_saved_args", "_kwargs", "_saved_outputs",
-                 "_args_need_node")
+                 "_args_need_node", "_history_node")
 
     def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
         self._seq = next(_SEQ)
         self._num_outputs = 1
         self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
         self._released = self._hooked = self._args_need_node = False
+        self._history_node = None  # set by CopySlices around its call: the history of saved outputs
         self._formula = formula
         self._layout = layout
         self._next = next_edges
@@ -92,14 +93,15 @@ class OpNode(Node):
             else:
                 return [None] * len(self._next)
         args = self._saved_args
+        history = self._history_node or self
         if self._args_need_node:
-            args = _SavedArgsOfNode(args)
-            args._node = self
+            args = _SavedArgsOfNode(tuple.__iter__(args))
+            args._node = history
         kwargs = self._kwargs
         if kwargs and _has_saved(kwargs):
-            kwargs = {k: _unpack(v, self) for k, v in kwargs.items()}
+            kwargs = {k: _unpack(v, history) for k, v in kwargs.items()}
         saved_outputs = self._saved_outputs
-        outputs = tuple([s.unpack(self) for s in saved_outputs]) if saved_outputs else ()
+        outputs = tuple([s.unpack(history) for s in saved_outputs]) if saved_outputs else ()
         res = self._formula.backward(grads, Inputs(args, kwargs), outputs)
         if isinstance(res, Tensor) or res is None:
             res = (res,)
