@@ -276,6 +276,16 @@ def test_inf_norm_on_empty_dim_error_order(shape, dim):
     assert str(errors[0]) == str(errors[1])
 
 
+@pytest.mark.parametrize("shape, dim", [((0, 1), [0, 1, 2]), ((3,), (0, 1, 5)), ((2, 2, 2), [1, 2, 0])])
+def test_fro_norm_over_more_than_two_dims_is_a_matrix_norm_error(shape, dim):
+    errors = []
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError) as info:
+            m.norm(m.zeros(shape, dtype=m.float64, requires_grad=True), "fro", dim)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
 @pytest.mark.parametrize("shapes, dim", [([(2,), (1,)], 2), ([(2,), (2, 1)], 5), ([(2,), (1,)], 1)])
 def test_stack_checks_dim_before_shapes(shapes, dim):
     errors = []

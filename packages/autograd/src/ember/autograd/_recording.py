@@ -93,7 +93,7 @@ class OpNode(Node):
             else:
                 return [None] * len(self._next)
         args = self._saved_args
-        history = self._history_node or self
+        history = self if self._history_node is None else self._history_node
         if self._args_need_node:
             args = _SavedArgsOfNode(tuple.__iter__(args))
             args._node = history

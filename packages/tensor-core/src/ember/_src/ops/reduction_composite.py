@@ -133,6 +133,10 @@ def _norm_result(x, p, dim, keepdim, dtype):
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm: p={p!r} is not supported (only 'fro' and numbers)")
+        if isinstance(dim, (list, tuple)) and len(dim) > 2:  # PyTorch hands these to matrix_norm
+            if x.ndim < 2:
+                raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
         p = 2.0
     p = float(p)
     if math.isinf(p) and dim is not None and x.ndim:
