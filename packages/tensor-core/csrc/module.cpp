@@ -16,6 +16,8 @@ PYBIND11_MODULE(_C, m) {
         ember::set_num_threads(n);
       },
       py::arg("n"), "Sets the intra-op thread count (OpenMP and BLAS).");
+  m.def("set_flush_denormal", &ember::set_flush_denormal, py::arg("mode"),
+        "Flushes denormal floats to zero (x86 FTZ/DAZ); returns whether the CPU supports it.");
   ember::bind_storage(m);
   ember::bind_copy(m);
   ember::bind_unary(m);

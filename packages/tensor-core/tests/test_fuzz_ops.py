@@ -29,8 +29,6 @@ pytestmark = pytest.mark.fuzz
 # Open ember bugs the fuzzer found that are not fixed yet: xfail (not strict: an example set may
 # miss them) so the suite stays green while they stay visible. Remove an entry once fixed.
 OPEN_BUGS = {
-    ("op", "ceil"): "in-place ops on an expanded (stride-0) tensor: PyTorch refuses internal overlap, "
-    "ember writes through it (every in-place pointwise op; ceil is where the CI examples hit it)",
 }
 
 

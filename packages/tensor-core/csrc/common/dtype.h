@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace ember {
 
@@ -139,6 +140,35 @@ template <typename T>
 struct is_complex<std::complex<T>> : std::true_type {};
 template <typename T>
 inline constexpr bool is_complex_v = is_complex<T>::value;
+
+// Integer +, -, * and negation wrap modulo 2^bits as PyTorch's kernels do. They are computed
+// in the unsigned form of the promoted type: signed overflow is undefined behaviour in C++ (and
+// uint16 * uint16 promotes to int, which overflows too), unsigned wrap-around is not. Other
+// types use the plain operators.
+template <typename T>
+inline constexpr bool wraps_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+using wrap_unsigned_t = std::make_unsigned_t<decltype(+T())>;
+template <typename T>
+inline T wrapping_add(T x, T y) {
+  if constexpr (wraps_v<T>) return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) + static_cast<wrap_unsigned_t<T>>(y));
+  else return static_cast<T>(x + y);
+}
+template <typename T>
+inline T wrapping_sub(T x, T y) {
+  if constexpr (wraps_v<T>) return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) - static_cast<wrap_unsigned_t<T>>(y));
+  else return static_cast<T>(x - y);
+}
+template <typename T>
+inline T wrapping_mul(T x, T y) {
+  if constexpr (wraps_v<T>) return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) * static_cast<wrap_unsigned_t<T>>(y));
+  else return static_cast<T>(x * y);
+}
+template <typename T>
+inline T wrapping_neg(T x) {
+  if constexpr (wraps_v<T>) return static_cast<T>(wrap_unsigned_t<T>(0) - static_cast<wrap_unsigned_t<T>>(x));
+  else return static_cast<T>(-x);
+}
 
 // Value conversion with PyTorch's rules (bool is 0/1; float->int truncates; complex->real
 // keeps the real part).

@@ -3,6 +3,11 @@
 #include <atomic>
 #include <mutex>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define EMBER_HAS_MXCSR 1
+#endif
+
 extern "C" void scipy_openblas_set_num_threads(int);
 
 namespace ember {
@@ -31,6 +36,22 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
   std::lock_guard<std::mutex> lock(g_blas_mutex);
   if (g_single_blas_regions == 0) scipy_openblas_set_num_threads(n);
+}
+
+bool set_flush_denormal(bool on) {
+#ifdef EMBER_HAS_MXCSR
+  // MXCSR is per thread: set it here and in each worker of the OpenMP team (its threads are
+  // kept for later regions). Bit 15 flushes denormal results, bit 6 reads denormal inputs as 0.
+  constexpr unsigned kFtzDaz = 0x8040;
+  auto apply = [on] { _mm_setcsr(on ? (_mm_getcsr() | kFtzDaz) : (_mm_getcsr() & ~kFtzDaz)); };
+  apply();
+#pragma omp parallel num_threads(get_num_threads())
+  apply();
+  return true;
+#else
+  (void)on;
+  return false;
+#endif
 }
 
 BlasSingleThread::BlasSingleThread(bool active) : active_(active) {

@@ -14,6 +14,9 @@ namespace ember {
 
 int get_num_threads();
 void set_num_threads(int n);
+// Flush-to-zero and denormals-are-zero on the calling thread and the OpenMP workers;
+// false where the CPU has no such control (not x86).
+bool set_flush_denormal(bool on);
 
 // While alive, OpenBLAS runs on one thread, for BLAS calls made from inside an OpenMP region;
 // the destructor restores the intra-op thread count (also when the region throws). With

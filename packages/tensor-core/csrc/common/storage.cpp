@@ -1,7 +1,16 @@
 #include "storage.h"
 
-#include <sys/mman.h>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -23,8 +32,25 @@ Storage::~Storage() {
   }
 }
 
+void check_allocation_fits(double nbytes) {
+#ifdef __linux__
+  struct sysinfo info;
+  if (sysinfo(&info) != 0) return;
+  double limit = (static_cast<double>(info.totalram) + static_cast<double>(info.totalswap)) * info.mem_unit;
+  if (nbytes > limit) {
+    char size[64];
+    std::snprintf(size, sizeof size, "%.0f", nbytes);
+    throw std::runtime_error(std::string("DefaultCPUAllocator: can't allocate memory: you tried to allocate ") +
+                             size + " bytes, more than this machine's memory and swap.");
+  }
+#else
+  (void)nbytes;
+#endif
+}
+
 std::shared_ptr<Storage> Storage::allocate(int64_t nbytes, bool zero) {
   if (nbytes < 0) throw std::invalid_argument("storage size must be non-negative");
+  check_allocation_fits(static_cast<double>(nbytes));
   auto s = std::make_shared<Storage>();
   // 64-byte alignment for vector loads; at least one line so data is never null on the CPU.
   // Blocks of 32 MiB and more are what glibc always serves with a fresh mmap (its dynamic
@@ -66,6 +92,105 @@ std::shared_ptr<Storage> Storage::meta(int64_t nbytes) {
   return s;
 }
 
+namespace {
+
+// mmap refuses zero-length mappings: an empty storage still maps one byte.
+size_t mapped_len(int64_t nbytes) { return nbytes > 0 ? static_cast<size_t>(nbytes) : 1; }
+
+std::runtime_error sys_error(const char* what) {
+  return std::runtime_error(std::string("share_memory_: ") + what + " failed: " + std::strerror(errno));
+}
+
+// Maps fd read-write and shared; takes ownership of fd (closed on failure and when freed).
+void map_fd_into(Storage& s, int fd, int64_t nbytes) {
+  size_t len = mapped_len(nbytes);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    auto err = sys_error("mmap");
+    close(fd);
+    throw err;
+  }
+  s.data = static_cast<char*>(p);
+  s.owns = false;
+  s.shm_fd = fd;
+  s.on_free = [p, len, fd]() {
+    munmap(p, len);
+    close(fd);
+  };
+}
+
+// The memory a storage left when it moved into shared memory, freed with the storage when
+// something outside may still point into it.
+struct Retired {
+  char* data = nullptr;
+  bool owns = false;
+  std::function<void()> on_free;
+  ~Retired() {
+    if (owns) std::free(data);
+    if (on_free) on_free();
+  }
+};
+
+// retain_old: keep the old memory until the storage dies instead of freeing it now; for a
+// storage that C++ code still holds (a DLPack consumer, a kernel running without the GIL),
+// which may read through the old pointer.
+void share_storage(Storage& s, bool retain_old) {
+  if (s.device != "cpu") throw std::runtime_error("_share_fd_: only available on CPU");
+  if (s.shm_fd >= 0) return;  // already shared: a no-op, as in PyTorch
+  // A memfd rather than a named /dev/shm file: nothing is left behind if the process dies,
+  // and it is not bounded by the size of a container's /dev/shm mount.
+  int fd = memfd_create("ember-storage", MFD_CLOEXEC);
+  if (fd < 0) throw sys_error("memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(mapped_len(s.nbytes))) != 0) {
+    auto err = sys_error("ftruncate");
+    close(fd);
+    throw err;
+  }
+  auto old = std::make_shared<Retired>();
+  old->data = s.data;
+  old->owns = s.owns;
+  old->on_free = std::move(s.on_free);
+  s.on_free = nullptr;
+  try {
+    map_fd_into(s, fd, s.nbytes);
+  } catch (...) {
+    s.on_free = std::move(old->on_free);  // the storage keeps its old memory
+    old->owns = false;
+    throw;
+  }
+  if (s.nbytes) std::memcpy(s.data, old->data, static_cast<size_t>(s.nbytes));
+  if (retain_old) {
+    // The mapping's release also drops the old block; a borrowed block's Python owner stays
+    // in keepalive, released by the destructor under the GIL.
+    auto unmap = std::move(s.on_free);
+    s.on_free = [unmap, old]() mutable {
+      unmap();
+      old.reset();
+    };
+    return;
+  }
+  old.reset();              // frees the old block now (called from Python: the GIL is held)
+  s.keepalive = py::object();
+}
+
+}  // namespace
+
+void Storage::share_memory() { share_storage(*this, false); }
+
+std::shared_ptr<Storage> Storage::from_shm_fd(int fd, int64_t nbytes) {
+  if (nbytes < 0) throw std::invalid_argument("storage size must be non-negative");
+  struct stat st;
+  if (fstat(fd, &st) != 0) throw sys_error("fstat");
+  if (static_cast<int64_t>(st.st_size) < static_cast<int64_t>(mapped_len(nbytes)))
+    throw std::invalid_argument("from_shm_fd: the shared memory object is smaller than nbytes");
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) throw sys_error("dup");
+  auto s = std::make_shared<Storage>();
+  map_fd_into(*s, own, nbytes);
+  s->nbytes = nbytes;
+  return s;
+}
+
 void bind_storage(py::module_& m) {
   py::class_<Storage, std::shared_ptr<Storage>>(m, "Storage", py::buffer_protocol(), "A block of bytes viewed by tensors.")
       .def_static("allocate", &Storage::allocate, py::arg("nbytes"), py::arg("zero") = false,
@@ -89,6 +214,38 @@ void bind_storage(py::module_& m) {
       .def("size", [](const Storage& s) { return s.nbytes; })
       .def_property_readonly("device_type", [](const Storage& s) { return s.device; })
       .def_readwrite("version", &Storage::version)
+      .def_readwrite("inference", &Storage::inference)
+      .def(
+          "share_memory_",
+          [](std::shared_ptr<Storage> self) {
+            // Beyond pybind's holder and this argument, a reference means C++ code holds the
+            // storage and may read the old memory: keep it alive (PyTorch frees it at once).
+            share_storage(*self, self.use_count() > 2);
+            return self;
+          },
+          "Moves the data into shared memory in place (a no-op when it is there already).")
+      .def("is_shared", [](const Storage& s) { return s.shm_fd >= 0; })
+      .def_property_readonly("shm_fd", [](const Storage& s) { return s.shm_fd; },
+                             "The memfd backing a shared storage (-1 if not shared), to send to another process.")
+      .def_static("from_shm_fd", &Storage::from_shm_fd, py::arg("fd"), py::arg("nbytes"),
+                  "Maps a shared storage from a memfd (duplicated; the caller keeps its fd).")
+      .def_static(
+          "from_buffer",
+          [](py::object obj) {
+            // A memoryview holds the buffer export for as long as the storage lives.
+            PyObject* mv = PyMemoryView_FromObject(obj.ptr());
+            if (!mv) throw py::error_already_set();
+            py::object view = py::reinterpret_steal<py::object>(mv);
+            Py_buffer* b = PyMemoryView_GET_BUFFER(mv);
+            if (!PyBuffer_IsContiguous(b, 'C')) throw std::invalid_argument("frombuffer: the buffer is not contiguous");
+            auto s = std::make_shared<Storage>();
+            s->data = static_cast<char*>(b->buf);
+            s->nbytes = static_cast<int64_t>(b->len);
+            bool readonly = b->readonly != 0;
+            s->keepalive = std::move(view);
+            return py::make_tuple(s, readonly);
+          },
+          py::arg("obj"), "Wraps an object's buffer (Python buffer protocol) without copying: (storage, readonly).")
       .def("__len__", [](const Storage& s) { return s.nbytes; })
       .def(
           "copy_",

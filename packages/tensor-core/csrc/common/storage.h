@@ -20,6 +20,8 @@ struct Storage {
   pybind11::object keepalive;          // borrowed memory: the owner object
   std::function<void()> on_free;       // borrowed memory: a release callback (DLPack deleter)
   int64_t version = 0;                 // shared by every view; bumped by in-place ops
+  int shm_fd = -1;                     // shared memory: the memfd the data is mapped from
+  bool inference = false;              // allocated under inference_mode (Tensor.is_inference)
 
   Storage() = default;
   Storage(const Storage&) = delete;
@@ -28,10 +30,20 @@ struct Storage {
 
   static std::shared_ptr<Storage> allocate(int64_t nbytes, bool zero);
   static std::shared_ptr<Storage> meta(int64_t nbytes);
+  // Moves the bytes into a shared-memory mapping (a memfd, MAP_SHARED) in place, so every
+  // tensor viewing this storage, and any process mapping the fd, sees the same memory.
+  void share_memory();
+  // Maps nbytes of a shared-memory fd received from another process (the fd is duplicated).
+  static std::shared_ptr<Storage> from_shm_fd(int fd, int64_t nbytes);
   uintptr_t data_ptr() const { return reinterpret_cast<uintptr_t>(data); }
 };
 
 using StoragePtr = std::shared_ptr<Storage>;
+
+// Throws PyTorch's out-of-memory RuntimeError when `nbytes` exceeds the machine's RAM plus swap.
+// Linux refuses such a malloc by default, but overcommitting systems (some sandboxes) grant it
+// and then kill the process when the pages are touched: checking first keeps it an exception.
+void check_allocation_fits(double nbytes);
 
 void bind_storage(pybind11::module_& m);
 

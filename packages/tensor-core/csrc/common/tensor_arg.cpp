@@ -45,8 +45,13 @@ std::vector<int64_t> to_int64_vector(py::handle seq, const char* what) {
 }
 
 TensorArg unpack(py::handle tensor) {
-  static py::str s_storage("_storage"), s_offset("_offset"), s_shape("_shape"), s_stride("_stride"),
-      s_dtype("dtype"), s_code("_code");
+  // Interned once and never released: a static py::str would be decref'd by a C++ static
+  // destructor after the interpreter has finalized (a crash at exit).
+  static const py::handle s_storage = PyUnicode_InternFromString("_storage"),
+                          s_offset = PyUnicode_InternFromString("_offset"),
+                          s_shape = PyUnicode_InternFromString("_shape"),
+                          s_stride = PyUnicode_InternFromString("_stride"),
+                          s_dtype = PyUnicode_InternFromString("dtype"), s_code = PyUnicode_InternFromString("_code");
   TensorArg arg;
   py::object storage_obj = tensor.attr(s_storage);
   if (storage_obj.is_none()) throw py::type_error("expected an ember.Tensor with storage");

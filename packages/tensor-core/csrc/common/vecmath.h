@@ -36,7 +36,10 @@ inline float exp_f32(float x) {
   int32_t ni = static_cast<int32_t>(n);
   int32_t n1 = ni >> 1;
   int32_t n2 = ni - n1;
-  float result = p * bits_to_float((n1 + 127) << 23) * bits_to_float((n2 + 127) << 23);
+  // (Shifted as unsigned: n + 127 is negative far below the subnormal range, where the result is
+  // replaced by 0 below, and a left shift of a negative int is undefined.)
+  float result = p * bits_to_float(static_cast<int32_t>(static_cast<uint32_t>(n1 + 127) << 23)) *
+                 bits_to_float(static_cast<int32_t>(static_cast<uint32_t>(n2 + 127) << 23));
   result = x > 88.72283935546875f ? INFINITY : result;
   result = x < -103.972084045410156f ? 0.0f : result;
   return x != x ? x : result;

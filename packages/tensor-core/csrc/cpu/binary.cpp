@@ -135,15 +135,15 @@ void run_typed(BinaryOp op, const TensorArg& out, const TensorArg& a, const Tens
   switch (op) {
     case BinaryOp::add:
       if constexpr (std::is_same_v<T, bool>) arith([](T x, T y) -> T { return x || y; });
-      else arith([](T x, T y) -> T { return static_cast<T>(x + y); });
+      else arith([](T x, T y) -> T { return wrapping_add(x, y); });
       break;
     case BinaryOp::sub:
       if constexpr (std::is_same_v<T, bool>) unsupported();
-      else arith([](T x, T y) -> T { return static_cast<T>(x - y); });
+      else arith([](T x, T y) -> T { return wrapping_sub(x, y); });
       break;
     case BinaryOp::mul:
       if constexpr (std::is_same_v<T, bool>) arith([](T x, T y) -> T { return x && y; });
-      else arith([](T x, T y) -> T { return static_cast<T>(x * y); });
+      else arith([](T x, T y) -> T { return wrapping_mul(x, y); });
       break;
     case BinaryOp::div:
       if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return x / y; });

@@ -222,6 +222,10 @@ void int_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alpha
   if (m == 0 || n == 0) return;
   U ua = static_cast<U>(alpha), ub = static_cast<U>(beta);
   int64_t rows = batch * m;
+  // Each thread packs one batch of B^T (n*k) and a row of A (k). With expanded operands that is
+  // far more than any real tensor: refuse here, since inside the parallel region a failed
+  // allocation could only terminate the process.
+  check_allocation_fits((static_cast<double>(n) * k + k) * sizeof(U) * get_num_threads());
   parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n * k)), [&](int64_t begin,
                                                                                          int64_t end) {
     std::vector<U> bt, arow(static_cast<size_t>(k));
@@ -241,10 +245,10 @@ void int_matmul(const Mat& A, const Mat& B, const Mat& C, int64_t batch, T alpha
       for (int64_t j = 0; j < n; ++j) {
         const U* bj = bt.data() + j * k;
         U acc = 0;
-        for (int64_t p = 0; p < k; ++p) acc += static_cast<U>(arow[p] * bj[p]);
+        for (int64_t p = 0; p < k; ++p) acc = wrapping_add(acc, wrapping_mul(arow[p], bj[p]));
         T& out = c[j * C.scol];
-        U prev = ub == 0 ? U(0) : static_cast<U>(ub * static_cast<U>(out));
-        out = static_cast<T>(static_cast<U>(prev + static_cast<U>(ua * acc)));
+        U prev = ub == 0 ? U(0) : wrapping_mul(ub, static_cast<U>(out));
+        out = static_cast<T>(wrapping_add(prev, wrapping_mul(ua, acc)));
       }
     }
   });

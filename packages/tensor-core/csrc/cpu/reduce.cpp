@@ -286,7 +286,7 @@ void scan_kernel(int code, const TensorArg& out, const TensorArg& in) {
       Acc acc = code == 0 ? Acc(0) : Acc(1);
       for (int64_t k = 0; k < len; ++k) {
         Acc xv = static_cast<Acc>(x[io + k * si]);
-        acc = code == 0 ? acc + xv : acc * xv;
+        acc = code == 0 ? wrapping_add(acc, xv) : wrapping_mul(acc, xv);
         o[oo + k * so] = static_cast<T>(acc);
       }
     }

@@ -28,8 +28,8 @@ inline T abs_v(T x) {
 template <typename T, typename Acc>
 struct SumF {
   Acc init() const { return Acc(0); }
-  Acc step(Acc a, T x) const { return a + static_cast<Acc>(x); }
-  Acc merge(Acc a, Acc b) const { return a + b; }
+  Acc step(Acc a, T x) const { return wrapping_add(a, static_cast<Acc>(x)); }  // integers wrap
+  Acc merge(Acc a, Acc b) const { return wrapping_add(a, b); }
 };
 
 template <typename T, typename Acc>
@@ -42,8 +42,8 @@ struct NanSumF {
 template <typename T, typename Acc>
 struct ProdF {
   Acc init() const { return Acc(1); }
-  Acc step(Acc a, T x) const { return a * static_cast<Acc>(x); }
-  Acc merge(Acc a, Acc b) const { return a * b; }
+  Acc step(Acc a, T x) const { return wrapping_mul(a, static_cast<Acc>(x)); }
+  Acc merge(Acc a, Acc b) const { return wrapping_mul(a, b); }
 };
 
 // max/min propagate NaN, like PyTorch.

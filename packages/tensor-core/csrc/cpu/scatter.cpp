@@ -132,13 +132,13 @@ struct Ops {
     if constexpr (std::is_same_v<T, bool>)
       return a || b;
     else
-      return static_cast<T>(a + b);
+      return wrapping_add(a, b);
   }
   static T mul(T a, T b) {
     if constexpr (std::is_same_v<T, bool>)
       return a && b;
     else
-      return static_cast<T>(a * b);
+      return wrapping_mul(a, b);
   }
   static bool isnan(T v) {
     if constexpr (std::is_floating_point_v<T>)

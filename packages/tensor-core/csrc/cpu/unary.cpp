@@ -291,7 +291,7 @@ void run_any(UnaryOp op, const TensorArg& out, const TensorArg& a, const Params&
   switch (op) {
     case UnaryOp::abs:
       if constexpr (is_float) go([](T x) { return std::fabs(x); });
-      else if constexpr (std::is_signed_v<T>) go([](T x) { return static_cast<T>(x < 0 ? -x : x); });
+      else if constexpr (std::is_signed_v<T>) go([](T x) { return x < 0 ? wrapping_neg(x) : x; });
       else go([](T x) { return x; });
       break;
     case UnaryOp::neg:
@@ -306,7 +306,7 @@ void run_any(UnaryOp op, const TensorArg& out, const TensorArg& a, const Params&
       break;
     case UnaryOp::square:
       if constexpr (is_bool) go([](T x) { return x; });
-      else go([](T x) { return static_cast<T>(x * x); });
+      else go([](T x) { return wrapping_mul(x, x); });
       break;
     case UnaryOp::relu:
       if constexpr (is_bool) throw std::invalid_argument("relu is not supported for bool");

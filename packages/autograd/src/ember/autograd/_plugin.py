@@ -81,5 +81,12 @@ class AutogradPlugin:
     def register_hook(self, tensor, hook):
         return register_hook(tensor, hook)
 
+    @property
+    def anomaly_mode(self):
+        """The anomaly-mode module, for the core's ``ember.is_anomaly_enabled`` and friends."""
+        from . import anomaly_mode
+
+        return anomaly_mode
+
 
 plugin = AutogradPlugin()

@@ -31,8 +31,10 @@ from .ops import sorting as _sorting
 from .ops import complex as _complex
 from .printing import set_printoptions
 from .runtime import (
-    are_deterministic_algorithms_enabled, get_float32_matmul_precision, is_deterministic_algorithms_warn_only_enabled,
-    is_nonzero, set_float32_matmul_precision, typename, use_deterministic_algorithms,
+    are_deterministic_algorithms_enabled, get_float32_matmul_precision, get_num_interop_threads,
+    is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled, is_nonzero,
+    is_warn_always_enabled, set_anomaly_enabled, set_float32_matmul_precision, set_flush_denormal,
+    set_num_interop_threads, set_warn_always, typename, use_deterministic_algorithms,
 )
 from .shapes import Size
 from .tensor import Tensor, is_tensor
@@ -62,6 +64,15 @@ globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEV
 from .ops.scatter import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.complex import *  # noqa: E402,F401,F403
+from .ops.view_copies import *  # noqa: E402,F401,F403
+from .ops.scatter_views import *  # noqa: E402,F401,F403
+from .ops.index_utils import *  # noqa: E402,F401,F403
+from .ops.shape_utils import *  # noqa: E402,F401,F403
+from .ops.tensor_utils import *  # noqa: E402,F401,F403
+from .ops.creation_extra import *  # noqa: E402,F401,F403
+from .ops import creation_extra as _creation_extra, index_utils as _index_utils  # noqa: E402
+from .ops import scatter_views as _scatter_views, shape_utils as _shape_utils  # noqa: E402
+from .ops import tensor_utils as _tensor_utils, view_copies as _view_copies  # noqa: E402
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,
@@ -121,5 +132,14 @@ def _functional_for_methods() -> dict:
 
 
 _methods.install(_functional_for_methods())
+
+# The newer op modules name their Tensor methods (some public functions there take no tensor).
+for _module in (_view_copies, _scatter_views, _index_utils, _shape_utils, _tensor_utils, _creation_extra):
+    for _name in _module.TENSOR_METHODS:
+        if not hasattr(Tensor, _name):
+            setattr(Tensor, _name, getattr(_module, _name))
+    for _name in getattr(_module, "TENSOR_PROPERTIES", ()):
+        setattr(Tensor, _name, property(getattr(_module, _name)))
+del _module, _name
 
 __all__ = [n for n in dir() if not n.startswith("_")]

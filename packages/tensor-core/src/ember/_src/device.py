@@ -84,9 +84,13 @@ CPU = device("cpu")
 META = device("meta")
 
 
+# The device factories use when none is given (``ember.set_default_device``).
+DEFAULT_DEVICE = [CPU]
+
+
 def to_device(value) -> device:
     if value is None:
-        return CPU
+        return DEFAULT_DEVICE[0]
     return device(value)
 
 
@@ -108,6 +112,10 @@ def register_backend(backend: Backend) -> None:
 
 def get_backend(device_type: str) -> Backend:
     backend = _BACKENDS.get(device_type)
+    if backend is None and device_type == "cuda":
+        # PyTorch's CPU build raises AssertionError here; programs catch that type.
+        raise AssertionError("ember not compiled with CUDA enabled: no package providing a 'cuda' backend is "
+                             "installed")
     if backend is None:
         raise RuntimeError(
             f"ember was built without a '{device_type}' backend: no package providing it is installed"

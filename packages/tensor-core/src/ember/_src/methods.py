@@ -10,6 +10,7 @@ from . import dtypes as dt
 from .ops import fused_pointwise as fpw
 from .ops import pointwise as pw
 from .ops import views as vw
+from .ops._common import check_write
 from .tensor import Tensor
 
 
@@ -171,6 +172,7 @@ def install(functional: dict) -> None:
     def div_(self, other, *, rounding_mode=None):
         if rounding_mode is None:
             return pw.div_inplace_op(self, other)
+        check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002

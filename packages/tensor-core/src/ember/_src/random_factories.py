@@ -34,8 +34,8 @@ def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
     return shape
 
 
-def _finish(t: Tensor, out, requires_grad: bool) -> Tensor:
-    t = write_out(t, out)
+def _finish(t: Tensor, out, requires_grad: bool, overlap: bool = True) -> Tensor:
+    t = write_out(t, out, overlap=overlap)  # PyTorch refuses an expanded out= but for randperm's
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -180,7 +180,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     """A random permutation of 0 .. n-1."""
     n = operator.index(n)
     d = dt.int64 if dtype is None else dt.to_dtype(dtype)
-    return _finish(randperm_op(n, generator=generator, dtype=d, device=to_device(device)), out, requires_grad)
+    return _finish(randperm_op(n, generator=generator, dtype=d, device=to_device(device)), out, requires_grad,
+                   overlap=False)
 
 
 # -- normal: four overloads -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ Only metadata and Python protocols live here. Every computation is an op (see
 from __future__ import annotations
 
 from .. import _C
-from . import dispatch
+from . import dispatch, grad_mode
 from . import dtypes as dt
 from .device import CPU, META, device, get_backend
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
@@ -134,7 +134,7 @@ class Tensor:
         return "strided"
 
     def get_device(self) -> int:
-        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+        return -1 if self._device.type in ("cpu", "meta") else (self._device.index or 0)
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -390,6 +390,7 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
 
 
 _MAX_NBYTES = (1 << 63) - 1
+_GRAD_STATE = grad_mode.STATE
 
 
 def _raise_size_overflow(shape: tuple):
@@ -414,6 +415,8 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
         storage = _C.Storage.meta(nbytes)
     else:
         storage = get_backend(dev.type).allocate(nbytes, zero)
+    if _GRAD_STATE.inference:
+        storage.inference = True  # an inference tensor (Tensor.is_inference), views included
     strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
     return make_tensor(storage, shape, strides, 0, dtype, dev)
 

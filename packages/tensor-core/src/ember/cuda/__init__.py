@@ -25,7 +25,8 @@ def is_initialized() -> bool:
 
 
 def _no_cuda(what: str):
-    raise RuntimeError(f"{what}: ember was built without a CUDA backend (no package providing 'cuda' is installed)")
+    # AssertionError, as PyTorch's CPU build raises ("Torch not compiled with CUDA enabled").
+    raise AssertionError(f"{what}: ember not compiled with CUDA enabled (no package providing 'cuda' is installed)")
 
 
 def current_device() -> int:

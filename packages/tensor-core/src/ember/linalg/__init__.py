@@ -115,7 +115,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         return _write_out(zeros(A._shape[:-2], dtype=_dt.int64), out)
     top = S.amax(-1, keepdim=True)
     tol = pw.maximum(pw.mul(top, _lp._column(rtol)), _lp._column(atol))
-    return _write_out((S > tol).sum(-1), out)
+    return _write_out((S > tol).sum(-1), out, overlap=False)
 
 
 def matrix_power(A, n, *, out=None):
@@ -138,7 +138,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
-    return _write_out(norm_op(x, ord, dim, keepdim, dtype), out)
+    return _write_out(norm_op(x, ord, dim, keepdim, dtype), out, overlap=False)  # a reduction: unchecked
 
 
 def _matrix_dims(A, dim, fn):

@@ -38,12 +38,102 @@ def check_same_device(a: Tensor, b: Tensor) -> None:
         )
 
 
-def write_out(result: Tensor, out: Tensor | None) -> Tensor:
-    """Implements ``out=``: resizes an empty/mismatched out, checks the dtype cast, copies."""
+# -- memory overlap (PyTorch's at::has_internal_overlap / get_overlap_status) ----------------------
+# Only shape/stride/offset arithmetic: these run on every in-place op.
+
+INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+def check_internal_overlap(t: Tensor) -> None:
+    """Refuses a write into ``t`` when several of its elements share one memory location (a dim of size > 1
+    and stride 0, as after expand). Other self-overlapping layouts (as_strided) are PyTorch's "too hard"
+    case: allowed. Empty tensors never overlap."""
+    stride = t._stride
+    if 0 in stride:
+        for size, st in zip(t._shape, stride):
+            if st == 0 and size > 1:
+                if 0 not in t._shape:
+                    raise RuntimeError(INTERNAL_OVERLAP)
+                return
+
+
+def _dense(shape: tuple, stride: tuple) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: a permutation of a contiguous layout."""
+    if len(shape) == 1:
+        return shape[0] < 2 or stride[0] == 1
+    expected = 1
+    for st, size in sorted((st, size) for size, st in zip(shape, stride) if size >= 2):
+        if st != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _partially_overlaps(out: Tensor, t: Tensor, full_too: bool) -> bool:
+    if t is out:
+        return full_too
+    if t._storage is not out._storage or 0 in out._shape or 0 in t._shape:
+        return False
+    if not (_dense(out._shape, out._stride) and _dense(t._shape, t._stride)):
+        return False  # PyTorch's "too hard" case: allowed
+    # Dense layouts cover [offset, offset + numel) exactly; compare byte ranges (views may differ in dtype).
+    out_begin, t_begin = out._offset * out.dtype.itemsize, t._offset * t.dtype.itemsize
+    out_end, t_end = out_begin + numel(out._shape) * out.dtype.itemsize, t_begin + numel(t._shape) * t.dtype.itemsize
+    if out_begin == t_begin and out_end == t_end and out._stride == t._stride:
+        return full_too  # the same elements: each is read before it is written
+    return out_begin < t_end and t_begin < out_end
+
+
+def check_partial_overlap(out: Tensor, inputs) -> None:
+    """Refuses a write into ``out`` that some input tensor in ``inputs`` (non-tensors are skipped) reads
+    through a different view of the same memory; the very same elements (full overlap) are fine."""
+    for t in inputs:
+        if isinstance(t, Tensor) and t._storage is out._storage and _partially_overlaps(out, t, False):
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def check_no_overlap(out: Tensor, inputs) -> None:
+    """As check_partial_overlap, but a full overlap is refused too (PyTorch's cat, index_select, scatter_ ...,
+    whose kernels read an input while writing other positions of out)."""
+    for t in inputs:
+        if isinstance(t, Tensor) and t._storage is out._storage and _partially_overlaps(out, t, True):
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def check_write(out: Tensor, inputs=()) -> None:
+    """The checks PyTorch's TensorIterator makes on a written-to tensor: no internal overlap, no partial
+    overlap with any input. (Both inlined for the common case: this runs on every in-place op.)"""
+    if 0 in out._stride:
+        check_internal_overlap(out)
+    storage = out._storage
+    for t in inputs:
+        if t is not out and isinstance(t, Tensor) and t._storage is storage and _partially_overlaps(out, t, False):
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True) -> Tensor:
+    """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.
+
+    As PyTorch, out must not overlap itself (expanded) and must not partially overlap any tensor in ``inputs``
+    (the op's inputs: a different view of the same memory); tensors in ``distinct`` must not overlap out even
+    fully (ops reading an input while writing other positions of out: cat, gather ...). ``overlap=False``
+    where PyTorch writes through without checking (most reductions, zeros/full/linspace, tril ...).
+    """
     if out is None:
         return result
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    if overlap and out._device is not META:  # before the dtype check and any resize, as PyTorch's TensorIterator
+        check_write(out, inputs)
+        if distinct:
+            check_no_overlap(out, distinct)
     if not dt.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired output type "
                            f"{_type_name(out.dtype)}")

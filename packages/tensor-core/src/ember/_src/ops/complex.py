@@ -185,7 +185,7 @@ conj_physical_op.meta = _conj_physical
 
 def conj_physical(input: Tensor, *, out=None) -> Tensor:
     _tensor_check(input, "conj_physical")
-    return write_out(conj_physical_op(input), out)
+    return write_out(conj_physical_op(input), out, (input,))
 
 
 def conj(input: Tensor) -> Tensor:
@@ -240,7 +240,7 @@ angle_op.meta = _angle
 
 def angle(input: Tensor, *, out=None) -> Tensor:
     _tensor_check(input, "angle")
-    return write_out(angle_op(input), out)
+    return write_out(angle_op(input), out, (input,))
 
 
 sgn_op = define("sgn(Tensor self) -> Tensor", ("pointwise",))
@@ -261,7 +261,7 @@ sgn_op.meta = _sgn
 
 def sgn(input: Tensor, *, out=None) -> Tensor:
     _tensor_check(input, "sgn")
-    return write_out(sgn_op(input), out)
+    return write_out(sgn_op(input), out, (input,))
 
 
 # -- construction ---------------------------------------------------------------------------------
@@ -323,11 +323,11 @@ polar_op.meta = _polar
 
 
 def complex(real: Tensor, imag: Tensor, *, out=None) -> Tensor:  # noqa: A001 - PyTorch's name
-    return write_out(complex_op(real, imag), out)
+    return write_out(complex_op(real, imag), out, (real, imag))
 
 
 def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002
-    return write_out(polar_op(abs, angle), out)
+    return write_out(polar_op(abs, angle), out, (abs, angle))
 
 
 # -- reductions -------------------------------------------------------------------------------------

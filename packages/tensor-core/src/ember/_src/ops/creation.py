@@ -8,7 +8,7 @@ import operator
 
 from ... import _C
 from .. import dtypes as dt
-from ..device import CPU, META, to_device
+from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
 from ..shapes import as_shape, check_sizes
 from ..tensor import Tensor, new_empty_tensor
@@ -21,14 +21,24 @@ def _resolve(dtype, device, default=None):
         d = dt.to_dtype(dtype)
     else:
         d = dt.get_default_dtype() if default is None else default
-    return d, to_device(device)
+    dev = to_device(device)
+    if dev.type not in ("cpu", "meta"):
+        get_backend(dev.type)  # a device without a backend raises as PyTorch's CPU build does
+    return d, dev
 
 
-def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None) -> Tensor:
+def check_pin_memory(pin_memory) -> None:
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
+
+
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
+    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
     if out is not None:
         from ._common import write_out
 
-        return write_out(t, out)
+        return write_out(t, out, overlap=overlap)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -74,18 +84,21 @@ def _size_args(size):
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args(size)
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
@@ -97,7 +110,8 @@ def _fill_dtype(fill_value):
     return dt.scalar_dtype(fill_value)
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     shape = _size_args((size,) if not isinstance(size, (tuple, list)) else size)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -112,34 +126,43 @@ def _like(input, dtype, device):
             input._device if device is None else to_device(device))
 
 
-def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(empty_op(input._shape, dtype=d, device=dev), requires_grad)
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, 0, dtype=d, device=dev), requires_grad)
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, 1, dtype=d, device=dev), requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     return _finish(full_op(input._shape, fill_value, dtype=d, device=dev), requires_grad)
 
 
-def scalar_tensor(value, dtype=None, device=None) -> Tensor:
+def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A 0-d tensor holding a Python scalar."""
+    check_pin_memory(pin_memory)
     d = dt.scalar_dtype(value) if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     t = new_empty_tensor((), d, dev)
     if dev is not META:
         _C.fill_(t, value)
-    return t
+    return _finish(t, requires_grad)
 
 
 # -- tensor / as_tensor -------------------------------------------------------------------------
@@ -195,6 +218,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """Copies ``data`` (nested sequences of numbers, a NumPy array, a tensor) into a new tensor."""
     from ..interop import from_numpy_copy, is_numpy_array
 
+    check_pin_memory(pin_memory)
     dev = to_device(device)
     if isinstance(data, Tensor):
         result = data.detach().clone()
@@ -277,8 +301,10 @@ asarray = as_tensor
 
 # -- ranges -------------------------------------------------------------------------------------
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
+    check_pin_memory(pin_memory)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -294,7 +320,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     else:
         d = dt.to_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
-    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out)
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
 
 range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
@@ -328,7 +354,9 @@ def _affine_range(n, start, step, dtype, device):
     return range_op(int(n), start, step, dtype=dtype, device=device)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
     steps = operator.index(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -337,24 +365,27 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
-        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out)
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`.
     result = new_empty_tensor((steps,), dt.float64, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
-    return _finish(result.to(d), requires_grad, out)
+    return _finish(result.to(d), requires_grad, out, overlap=True)
 
 
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
     from .pointwise import pow_op
 
-    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out)
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     if n < 0 or m < 0:

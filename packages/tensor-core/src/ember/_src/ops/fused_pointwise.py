@@ -20,6 +20,7 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
+from ._common import check_write as _check_write
 from ._common import convert, empty, type_name
 
 _NUMBER = (builtins.bool, int, float)
@@ -92,45 +93,14 @@ def _shape(*tensors) -> tuple:
 
 
 def check_inplace(self: Tensor, shape: tuple, result_dtype) -> None:
-    """PyTorch's checks on an in-place result: castable dtype, self's shape, no self-overlap."""
+    """PyTorch's checks on an in-place result: castable dtype, self's shape (the memory-overlap checks,
+    check_write, come first, on real devices only)."""
     if result_dtype is not self.dtype and not dt.can_cast(result_dtype, self.dtype):
         raise RuntimeError(
             f"result type {type_name(result_dtype)} can't be cast to the desired output type {type_name(self.dtype)}"
         )
     if tuple(shape) != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
-    if 0 in self._stride and any(st == 0 and sz > 1 for st, sz in zip(self._stride, self._shape)):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation."
-        )
-
-
-def _span(t: Tensor) -> tuple:
-    lo = hi = t._offset
-    for size, stride in zip(t._shape, t._stride):
-        if stride < 0:
-            lo += stride * (size - 1)
-        else:
-            hi += stride * (size - 1)
-    return lo, hi
-
-
-def check_no_partial_overlap(self: Tensor, operands: tuple) -> None:
-    """The fused kernels read and write in one pass: an input that is a different view of memory
-    self is written through would read half-updated values, so PyTorch's error instead."""
-    for t in operands:
-        if t is self or t._storage is not self._storage or t.numel() == 0:
-            continue
-        if t._offset == self._offset and t._stride == self._stride and t._shape == self._shape:
-            continue  # the same elements: each is read before it is written
-        lo, hi = _span(t)
-        self_lo, self_hi = _span(self)
-        if lo <= self_hi and self_lo <= hi:
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation."
-            )
 
 
 def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tuple, inplace: bool):
@@ -141,8 +111,6 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
     else:
         out = empty(shape, dtype, self._device)
     if self._device is not META:
-        if inplace and self.numel() != 0:
-            check_no_partial_overlap(self, operands)
         for t in operands:
             if t.dtype is not dtype:
                 operands = [convert(t, dtype) for t in operands]
@@ -197,6 +165,8 @@ def _declare_addc(name: str, kernel):
     scalar_count = 2 if name == "addcmul" else 1  # addcmul takes (float, int); addcdiv (float only)
 
     def call(self, tensor1, tensor2, value, in_place):
+        if in_place:  # the fused kernels read and write in one pass
+            _check_write(self, (tensor1, tensor2))
         shape, promoted, scalars = _addc_result(name, self, tensor1, tensor2, value)
         if scalars is None:
             return _addc_complex(name, self, tensor1, tensor2, value, in_place)
@@ -259,6 +229,8 @@ lerp_inplace_op = define("lerp_(Tensor(a!) self, Tensor end, Scalar|Tensor weigh
 
 
 def _lerp(start, end, weight, in_place):
+    if in_place:
+        _check_write(start, (end, weight))
     shape, dtype = _lerp_result(start, end, weight)
     if in_place:
         check_inplace(start, shape, dtype)
@@ -316,6 +288,8 @@ add_scaled_inplace_op = define("add_scaled_(Tensor(a!) self, Tensor other, Scala
 
 
 def _add_scaled(self, other, alpha, in_place):
+    if in_place:
+        _check_write(self, (other,))
     shape, promoted, scalars = alpha_result(self, other, alpha)
     if in_place:
         check_inplace(self, shape, promoted)

@@ -19,6 +19,9 @@ from ..dispatch import define
 from ..shapes import broadcast_shapes, numel, wrap_dim
 from ..tensor import Tensor, make_tensor, new_empty_tensor
 from . import views as vw
+from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_no_overlap as _check_no_overlap
+from ._common import check_partial_overlap as _check_partial_overlap
 from ._common import convert, type_name, write_out
 
 __all__ = [
@@ -184,6 +187,7 @@ def _put_plan(self: Tensor, indices, values: Tensor):
 @index_put_op.kernel("cpu")
 def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     dims, tensors, bshape, rest, result, pos = _put_plan(self, indices, values)
+    _check_no_overlap(self, (values, *indices))  # PyTorch: neither values nor indices may overlap self
     values = vw.expand_op(convert(values, self.dtype), result)
     if values._storage is self._storage:
         values = vw.clone_op(values)  # writing self while reading it
@@ -321,6 +325,7 @@ _C_TYPE_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "shor
 @masked_fill_op.kernel("cpu")
 def _masked_fill_cpu(self: Tensor, mask: Tensor, value: Tensor) -> Tensor:
     _check_mask(self, mask, value)
+    _check_partial_overlap(self, (mask,))
     _C.masked_copy(self, mask, convert(value, self.dtype))
     self._storage.version += 1
     return self
@@ -361,7 +366,7 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     m = vw.expand_op(mask, shape) if mask._shape != shape else mask
     if not shape:
         x, m = vw.unsqueeze_op(x, 0), vw.unsqueeze_op(m, 0)
-    return write_out(index_op(x, (m,)), out)
+    return write_out(index_op(x, (m,)), out, distinct=(input, mask))
 
 
 index_select_op = define("index_select(Tensor self, int dim, Tensor index) -> Tensor")
@@ -409,17 +414,17 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.ndim == 0 and numel(index._shape) != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {numel(index._shape)} value(s)")
-    return write_out(index_select_op(input, dim, index), out)
+    return write_out(index_select_op(input, dim, index), out, distinct=(input, index))
 
 
-def take(input: Tensor, index: Tensor) -> Tensor:
+def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
     if index.dtype is not dt.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
     flat = vw.reshape(input, (numel(input._shape),))
     try:
-        return index_op(flat, (index,))
+        return write_out(index_op(flat, (index,)), out, distinct=(input, index))
     except IndexError as e:
         bad = str(e).split()[1] if str(e).startswith("index ") else "?"
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {flat._shape[0]} elements.") from e
@@ -597,6 +602,7 @@ def setitem(self: Tensor, index, value) -> None:
     if not isinstance(value, Tensor):
         if isinstance(value, (bool, int, float)):
             if indices is None:
+                _check_internal_overlap(view)  # PyTorch copies the number in: an expanded view is refused
                 vw.fill_(view, value)
                 return
             from .creation import scalar_tensor
@@ -607,7 +613,12 @@ def setitem(self: Tensor, index, value) -> None:
 
             value = tensor(value, dtype=self.dtype, device=self._device)
     if indices is None:
-        vw.copy_(view, _strip_leading_ones(value))
+        src = value if value._shape == view._shape else _strip_leading_ones(value)
+        if src._shape != view._shape:
+            # As PyTorch's setitem: the value broadcast to the view first; a broadcast source (stride 0) is
+            # exempt from copy_'s partial-overlap check (x[1:] = x[0] is fine).
+            src = vw.expand_op(src, view._shape)
+        vw.copy_(view, src)
         return
     _put(view, indices, _strip_leading_ones(value), False)
 

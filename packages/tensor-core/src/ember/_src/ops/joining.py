@@ -99,7 +99,10 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     from ._common import write_out
 
     tensors = _check_list(tensors, "cat")
-    return write_out(cat_op(tensors, dim), out)
+    result = cat_op(tensors, dim)
+    # PyTorch resizes a mismatched out first (fresh memory), then refuses any overlap with an input.
+    checked = isinstance(out, Tensor) and out._shape == result._shape
+    return write_out(result, out, distinct=tensors, overlap=checked)
 
 
 concat = concatenate = cat

@@ -311,11 +311,12 @@ def _dot_cpu(self, tensor):
 
 # -- public functions -----------------------------------------------------------------------
 
-def _out(result: Tensor, out: Tensor | None) -> Tensor:
+def _out(result: Tensor, out: Tensor | None, inputs=(), overlap: bool = True) -> Tensor:
+    """out= of the products; ``overlap=False`` where PyTorch writes through unchecked (bmm, mv, dot ...)."""
     if out is not None and isinstance(out, Tensor) and out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[result.dtype.name].split('::')[-1]}, "
                            f"but got {_CPP_NAMES[out.dtype.name].split('::')[-1]} instead")
-    return write_out(result, out)
+    return write_out(result, out, inputs, overlap=overlap)
 
 
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -323,15 +324,15 @@ def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
-    return _out(bmm_op(input, mat2), out)
+    return _out(bmm_op(input, mat2), out, overlap=False)
 
 
 def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
-    return _out(mv_op(input, vec), out)
+    return _out(mv_op(input, vec), out, overlap=False)
 
 
 def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
-    return _out(dot_op(input, tensor), out)
+    return _out(dot_op(input, tensor), out, overlap=False)
 
 
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -340,19 +341,19 @@ def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
         from .complex import conj_physical_op
 
         input = conj_physical_op(input)
-    return _out(dot_op(input, other), out)
+    return _out(dot_op(input, other), out, overlap=False)
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
-    return _out(addmm_op(input, mat1, mat2, beta=beta, alpha=alpha), out)
+    return _out(addmm_op(input, mat1, mat2, beta=beta, alpha=alpha), out, (input,))
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
-    return _out(addmv_op(input, mat, vec, beta=beta, alpha=alpha), out)
+    return _out(addmv_op(input, mat, vec, beta=beta, alpha=alpha), out, overlap=False)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
-    return _out(baddbmm_op(input, batch1, batch2, beta=beta, alpha=alpha), out)
+    return _out(baddbmm_op(input, batch1, batch2, beta=beta, alpha=alpha), out, overlap=False)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
@@ -378,7 +379,7 @@ def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     for name, v in (("self", input), ("vec2", vec2)):
         if v.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
-    return write_out(pw.mul(vw.view_op(input, (input._shape[0], 1)), vec2), out)
+    return write_out(pw.mul(vw.view_op(input, (input._shape[0], 1)), vec2), out, (input, vec2))
 
 
 ger = outer
@@ -391,13 +392,14 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out: Ten
     result = prod if beta == 0 else pw.add(pw.mul(input, beta) if beta != 1 else input, prod)
     if result._shape != prod._shape:
         vw.expand_op(input, prod._shape)
-    return write_out(result, out)
+    return write_out(result, out, (input, vec1, vec2))
 
 
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     _check_tensor(input, "matmul", "input")
     _check_tensor(other, "matmul", "other")
-    return _out(_matmul(input, other), out)
+    # PyTorch checks out= only where matmul runs as one mm (other a matrix); bmm/mv/dot paths write through.
+    return _out(_matmul(input, other), out, overlap=other.ndim == 2 and input.ndim >= 2)
 
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:

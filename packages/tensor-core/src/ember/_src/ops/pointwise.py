@@ -20,6 +20,8 @@ from ..tensor import Tensor
 from . import complex as _cx
 from . import fused_pointwise as _fused
 from ._common import HALF_TYPES, convert, empty, type_name, write_out
+from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_write as _check_write
 
 BINARY_CODES = _C.binary_ops
 UNARY_CODES = _C.unary_ops
@@ -173,6 +175,9 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     @inplace.kernel("cpu")
     def cpu_inplace(self, other):
+        # PyTorch's overlap checks, before its dtype and shape checks (the test inlined: every in-place op runs it).
+        if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
+            _check_write(self, (other,))
         shape, promoted, result_dtype = binary_result(self, other, kind, name)
         # Comparison/logical results (0/1) are written in self's dtype, whatever it is.
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
@@ -266,15 +271,15 @@ def _scaled(input, other, alpha):
 # fused one-pass op (fused_pointwise.py).
 def add(input, other, *, alpha=1, out=None):
     if _fused.fuses_alpha(input, other, alpha):
-        return write_out(_fused.add_scaled_op(input, other, alpha), out)
-    return write_out(add_op(input, _scaled(input, other, alpha)), out)
+        return write_out(_fused.add_scaled_op(input, other, alpha), out, (input, other))
+    return write_out(add_op(input, _scaled(input, other, alpha)), out, (input, other))
 
 
 def sub(input, other, *, alpha=1, out=None):
     _check_sub_bool(input, other)
     if _fused.fuses_alpha(input, other, alpha):
-        return write_out(_fused.add_scaled_op(input, other, _fused.negated_alpha(alpha)), out)
-    return write_out(sub_op(input, _scaled(input, other, alpha)), out)
+        return write_out(_fused.add_scaled_op(input, other, _fused.negated_alpha(alpha)), out, (input, other))
+    return write_out(sub_op(input, _scaled(input, other, alpha)), out, (input, other))
 
 
 subtract = sub
@@ -285,7 +290,7 @@ def rsub(input, other, *, alpha=1):
 
 
 def mul(input, other, *, out=None):
-    return write_out(mul_op(input, other), out)
+    return write_out(mul_op(input, other), out, (input, other))
 
 
 multiply = mul
@@ -300,7 +305,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         raise ValueError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
-    return write_out(result, out)
+    return write_out(result, out, (input, other))
 
 
 # Rounded division is its own op (not floor_divide, nor trunc of div, as seen from outside) so that
@@ -338,26 +343,26 @@ true_divide = div
 
 
 def floor_divide(input, other, *, out=None):
-    return write_out(floor_divide_op(input, other), out)
+    return write_out(floor_divide_op(input, other), out, (input, other))
 
 
 def remainder(input, other, *, out=None):
-    return write_out(remainder_op(input, other), out)
+    return write_out(remainder_op(input, other), out, (input, other))
 
 
 def fmod(input, other, *, out=None):
-    return write_out(fmod_op(input, other), out)
+    return write_out(fmod_op(input, other), out, (input, other))
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
     _check_int_pow(input, exponent)
-    return write_out(pow_op(input, exponent), out)
+    return write_out(pow_op(input, exponent), out, (input, exponent))
 
 
 def float_power(input, exponent, *, out=None):
     a = input.to(dt.float64) if isinstance(input, Tensor) else float(input)
     b = exponent.to(dt.float64) if isinstance(exponent, Tensor) else float(exponent)
-    return write_out(pow_op(a, b), out)
+    return write_out(pow_op(a, b), out, (input, exponent))
 
 
 def _simple_binary(op, tensors_only=False):
@@ -368,7 +373,7 @@ def _simple_binary(op, tensors_only=False):
                     arg = "input" if pos == 1 else "other"
                     raise TypeError(f"{op.name}(): argument '{arg}' (position {pos}) must be Tensor, "
                                     f"not {type(x).__name__}")
-        return write_out(op(input, other), out)
+        return write_out(op(input, other), out, (input, other))
 
     fn.__name__ = op.name
     fn.__doc__ = op.schema
@@ -472,11 +477,14 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         return _run_unary(code, kind, name, a, *args)
 
     inplace_op = None
+    checks_overlap = name != "threshold"  # PyTorch's threshold_ skips the check (its kernel is shared with backward)
     if inplace:
         inplace_op = define(f"{name}_(Tensor(a!) self{arg_text}) -> Tensor(a!)", ("pointwise", "inplace"))
 
         @inplace_op.kernel("cpu")
         def cpu_inplace(self, *args):
+            if checks_overlap and 0 in self._stride:
+                _check_internal_overlap(self)
             result_dtype = unary_result(self, kind, name)
             if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
                 raise RuntimeError("result type Long can't be cast to the desired output type Bool")
@@ -505,7 +513,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
 
 def _public_unary(op, inplace_op):
     def fn(input, *, out=None):
-        return write_out(op(input), out)
+        return write_out(op(input), out, (input,))
 
     fn.__name__ = op.name
     fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
@@ -568,7 +576,7 @@ def polygamma(n, input, *, out=None):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    return write_out(polygamma_op(n, input), out)
+    return write_out(polygamma_op(n, input), out, (input,))
 
 
 def mvlgamma(input, p, *, out=None):
@@ -581,23 +589,23 @@ def mvlgamma(input, p, *, out=None):
     result = terms[0]
     for t in terms[1:]:
         result = result + t
-    return write_out(result + p * (p - 1) / 4 * math.log(math.pi), out)
+    return write_out(result + p * (p - 1) / 4 * math.log(math.pi), out, (input,))
 
 
 def logical_not(input, *, out=None):
-    return write_out(UNARY_OPS["logical_not"][0](input), out)
+    return write_out(UNARY_OPS["logical_not"][0](input), out, (input,))
 
 
 def frac(input, *, out=None):
     check_kernel_exists("frac", input.dtype)
-    return write_out(UNARY_OPS["frac"][0](input), out)
+    return write_out(UNARY_OPS["frac"][0](input), out, (input,))
 
 
 def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
     if decimals == 0:
-        return write_out(UNARY_OPS["round"][0](input), out)
+        return write_out(UNARY_OPS["round"][0](input), out, (input,))
     check_kernel_exists("round_decimals", input.dtype)
-    return write_out(round_decimals_op(input, float(10.0 ** decimals)), out)
+    return write_out(round_decimals_op(input, float(10.0 ** decimals)), out, (input,))
 
 
 def positive(input):
@@ -728,16 +736,16 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
 
 
 def logit(input, eps: float | None = None, *, out=None):
-    return write_out(logit_op(input, -1.0 if eps is None else float(eps)), out)
+    return write_out(logit_op(input, -1.0 if eps is None else float(eps)), out, (input,))
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
     if not input.dtype.is_floating_point:
-        return write_out(input.clone(), out)
+        return write_out(input.clone(), out, (input,))
     info = dt.finfo(input.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    return write_out(nan_to_num_op(input, float(nan), float(posinf), float(neginf)), out)
+    return write_out(nan_to_num_op(input, float(nan), float(posinf), float(neginf)), out, (input,))
 
 
 def nan_to_num_(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
@@ -790,11 +798,11 @@ def _where_cpu(condition, a, b):
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    return write_out(where_op(condition, input, other), out)
+    return write_out(where_op(condition, input, other), out, (condition, input, other))
 
 
 def lerp(input, end, weight, *, out=None):
-    return write_out(_fused.lerp_op(input, end, weight), out)
+    return write_out(_fused.lerp_op(input, end, weight), out, (input, end, weight))
 
 
 # clamp is its own op (not maximum-then-minimum as seen from outside) so that autograd gives
@@ -844,7 +852,7 @@ def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's n
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return write_out(clamp_op(input, min, max), out)
+    return write_out(clamp_op(input, min, max), out, (input, min, max))
 
 
 clip = clamp
@@ -871,17 +879,17 @@ def deg2rad(input):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return write_out(_fused.addcmul_op(input, tensor1, tensor2, value), out)
+    return write_out(_fused.addcmul_op(input, tensor1, tensor2, value), out, (input, tensor1, tensor2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    return write_out(_fused.addcdiv_op(input, tensor1, tensor2, value), out)
+    return write_out(_fused.addcdiv_op(input, tensor1, tensor2, value), out, (input, tensor1, tensor2))
 
 
 def square(input, *, out=None):
     if input.dtype is dt.bool:
-        return write_out(pow_op(input, 2), out)
-    return write_out(UNARY_OPS["square"][0](input), out)
+        return write_out(pow_op(input, 2), out, (input,))
+    return write_out(UNARY_OPS["square"][0](input), out, (input,))
 
 
 # The public functions (``from pointwise import *`` in api.py must not leak helpers such as

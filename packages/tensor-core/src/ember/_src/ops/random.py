@@ -23,6 +23,8 @@ from ..generator import resolve as _resolve
 from ..shapes import broadcast_shapes as _broadcast_shapes
 from ..tensor import Tensor
 from ..tensor import new_empty_tensor as _new_empty
+from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_partial_overlap as _check_partial_overlap
 from ._common import convert, type_name
 from ._common import write_out as _write_out
 
@@ -55,11 +57,8 @@ def _check_floating(self: Tensor, kernel: str) -> None:
 
 
 def _check_no_overlap(self: Tensor) -> None:
-    if any(st == 0 and n > 1 for n, st in zip(self._shape, self._stride)):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation."
-        )
+    if self._device is not META:  # PyTorch checks real devices only
+        _check_internal_overlap(self)
 
 
 def _float(value, name: str) -> float:
@@ -324,6 +323,8 @@ def _check_bernoulli_tensor(self, p):
         raise TypeError(f"bernoulli_(): argument 'p' must be Tensor or float, not {type(p).__name__}")
     _check_floating(p, "bernoulli_tensor_cpu_p_")
     _check_no_overlap(self)
+    if self._device is not META:
+        _check_partial_overlap(self, (p,))
     if _broadcast_shapes(self._shape, p._shape) != self._shape:
         raise RuntimeError(f"bernoulli_: probability tensor of shape {list(p._shape)} is not broadcastable "
                            f"to the output shape {list(self._shape)}")

@@ -228,17 +228,17 @@ nanmean_op = _mean_like("nanmean", True)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return write_out(sum_op(input, dim, keepdim, dtype), out)
+    return write_out(sum_op(input, dim, keepdim, dtype), out, overlap=False)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return write_out(nansum_op(input, dim, keepdim, dtype), out)
+    return write_out(nansum_op(input, dim, keepdim, dtype), out, overlap=False)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None and (isinstance(dim, (list, tuple, builtins.bool)) or not hasattr(dim, "__index__")):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
-    return write_out(prod_op(input, dim, keepdim, dtype), out)
+    return write_out(prod_op(input, dim, keepdim, dtype), out, overlap=False)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -350,16 +350,16 @@ argmin_op = _arg_extreme("argmin", False, False, "argmin")
 
 def _max_min(input, dim, keepdim, out, binary, all_op, dim_op, result_cls, name):
     if isinstance(dim, Tensor):  # max(input, other): the elementwise form
-        return write_out(binary(input, dim), out)
+        return write_out(binary(input, dim), out, (input, dim))
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments: keepdim needs dim")
         _check_tensor(input, name)
-        return write_out(all_op(input, None), out)
+        return write_out(all_op(input, None), out, overlap=False)
     values, indices = dim_op(input, dim, keepdim)
     if out is not None:
-        write_out(values, out[0])
-        write_out(indices, out[1])
+        write_out(values, out[0], (input,))
+        write_out(indices, out[1], (input,))
         return result_cls(out[0], out[1])
     return result_cls(values, indices)
 
@@ -373,11 +373,11 @@ def min(input, dim=None, keepdim=False, *, out=None):
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
-    return write_out(amax_op(input, dim, keepdim), out)
+    return write_out(amax_op(input, dim, keepdim), out, overlap=False)
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
-    return write_out(amin_op(input, dim, keepdim), out)
+    return write_out(amin_op(input, dim, keepdim), out, overlap=False)
 
 
 def aminmax(input, *, dim=None, keepdim=False):
@@ -397,11 +397,11 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmax_op(input, dim, keepdim), out)
+    return write_out(argmax_op(input, dim, keepdim), out, overlap=False)
 
 
 def argmin(input, dim=None, keepdim=False, *, out=None):
-    return write_out(argmin_op(input, dim, keepdim), out)
+    return write_out(argmin_op(input, dim, keepdim), out, overlap=False)
 
 
 # The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above.

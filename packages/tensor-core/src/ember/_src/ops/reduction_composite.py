@@ -103,12 +103,12 @@ def _var_args(dim, unbiased, keepdim, correction, name):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dim, c, keepdim = _var_args(dim, unbiased, keepdim, correction, "var")
-    return write_out(var_op(input, dim, c, keepdim), out)
+    return write_out(var_op(input, dim, c, keepdim), out, overlap=False)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     dim, c, keepdim = _var_args(dim, unbiased, keepdim, correction, "std")
-    return write_out(std_op(input, dim, c, keepdim), out)
+    return write_out(std_op(input, dim, c, keepdim), out, overlap=False)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -187,7 +187,7 @@ norm_op = _declare("norm(Tensor self, Scalar? p=2, int[]? dim=None, bool keepdim
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    return write_out(norm_op(input, p, dim, keepdim, dtype), out)
+    return write_out(norm_op(input, p, dim, keepdim, dtype), out, overlap=False)
 
 
 def _lse_result(x, dim, keepdim):
@@ -267,11 +267,11 @@ all_op = _logical("all")
 
 
 def any(input, dim=None, keepdim=False, *, out=None):
-    return write_out(any_op(input, dim, keepdim), out)
+    return write_out(any_op(input, dim, keepdim), out, overlap=False)
 
 
 def all(input, dim=None, keepdim=False, *, out=None):
-    return write_out(all_op(input, dim, keepdim), out)
+    return write_out(all_op(input, dim, keepdim), out, overlap=False)
 
 
 def _cnz_meta(x, dim=None):
@@ -345,11 +345,11 @@ cumprod_op = _declare_scan("cumprod", 1)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
-    return write_out(cumsum_op(input, dim, dtype), out)
+    return write_out(cumsum_op(input, dim, dtype), out, (input,))
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
-    return write_out(cumprod_op(input, dim, dtype), out)
+    return write_out(cumprod_op(input, dim, dtype), out, (input,))
 
 
 cummax_result = namedtuple("cummax", ["values", "indices"])

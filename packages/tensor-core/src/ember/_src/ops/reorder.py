@@ -149,13 +149,13 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
 def tril(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
     from ._common import write_out
 
-    return write_out(_tri(input, diagonal, True, "tril"), out)
+    return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False)
 
 
 def triu(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
     from ._common import write_out
 
-    return write_out(_tri(input, diagonal, False, "triu"), out)
+    return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:

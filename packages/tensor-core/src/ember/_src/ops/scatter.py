@@ -17,6 +17,8 @@ from ..shapes import broadcast_shapes, numel, wrap_dim
 from ..tensor import Tensor, new_empty_tensor
 from . import views as vw
 from ._common import HALF_TYPES, convert, type_name, write_out
+from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_no_overlap as _check_no_overlap
 from .indexing import _as_value
 
 __all__ = [
@@ -89,7 +91,7 @@ gather_op.meta = _gather_meta
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out=None) -> Tensor:
     """Values of ``input`` along ``dim`` at ``index`` (the result has index's shape)."""
-    return write_out(gather_op(input, dim, index, sparse_grad=sparse_grad), out)
+    return write_out(gather_op(input, dim, index, sparse_grad=sparse_grad), out, (index,), distinct=(input,))
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out=None) -> Tensor:
@@ -147,6 +149,15 @@ scatter_reduce_inplace_op = define(
 )
 
 
+def _check_written(self: Tensor, inputs=(), internal: bool = True) -> None:
+    """PyTorch's memory-overlap checks of these ops (real devices only): no input (src, index) may overlap
+    self, even fully; ``internal``: self must not be expanded either."""
+    if self._device is not META:
+        if internal:
+            _check_internal_overlap(self)
+        _check_no_overlap(self, inputs)
+
+
 def _legacy_code(reduce) -> int:
     if reduce is None:
         return 0
@@ -156,17 +167,22 @@ def _legacy_code(reduce) -> int:
 
 
 def _scatter_kernel(self, dim, index, src, *, reduce=None):
-    return _run_scatter(self, _check_scatter(self, dim, index, src), index, src, _legacy_code(reduce))
+    d = _check_scatter(self, dim, index, src)
+    _check_written(self, (src, index))
+    return _run_scatter(self, d, index, src, _legacy_code(reduce))
 
 
 def _scatter_add_kernel(self, dim, index, src):
-    return _run_scatter(self, _check_scatter(self, dim, index, src, "scatter_add"), index, src, 1)
+    d = _check_scatter(self, dim, index, src, "scatter_add")
+    _check_written(self, (src, index))
+    return _run_scatter(self, d, index, src, 1)
 
 
 def _scatter_reduce_kernel(self, dim, index, src, reduce, *, include_self=True):
     if reduce not in _REDUCE_CODES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _check_scatter(self, dim, index, src, "scatter_reduce")
+    _check_written(self, (src, index))
     return _run_scatter(self, d, index, src, _REDUCE_CODES[reduce], include_self)
 
 
@@ -264,6 +280,7 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index_add_(): self ({type_name(self.dtype)}) and source ({type_name(source.dtype)}) "
                            "must have the same scalar type")
     _check_source("index_add_", self, d, index, source)
+    _check_written(self, (source, index))
     if alpha != 1 and self._device is not META:
         from .pointwise import mul
 
@@ -288,6 +305,7 @@ def _index_copy_kernel(self, dim, index, source):
     if size != n:
         raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({size})")
     _check_source("index_copy_", self, d, index, source)
+    _check_written(self, (source, index))
     try:
         return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 0)
     except RuntimeError as e:
@@ -309,6 +327,7 @@ def _index_fill_kernel(self, dim, index, value):
                            f"{value.ndim} dimension(s).")
     if self._device is META:
         return self
+    _check_written(self, (index,), internal=False)
     size = self._shape[d] if self.ndim else 1
     from .pointwise import add, where
 
@@ -374,6 +393,7 @@ def _masked_scatter_kernel(self: Tensor, mask: Tensor, source: Tensor) -> Tensor
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
     if self._device is META:
         return self
+    _check_internal_overlap(self)
     _C.masked_scatter(self, mask, vw.contiguous(source))
     self._storage.version += 1
     return self

@@ -33,11 +33,11 @@ nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
 mode_result = namedtuple("mode", ["values", "indices"])
 
 
-def _write_pair(result_type, pair, out):
-    """``out=(values, indices)`` for the ops returning both."""
+def _write_pair(result_type, pair, out, input=None):
+    """``out=(values, indices)`` for the ops returning both (values must not partially overlap input)."""
     if out is None:
         return result_type(*pair)
-    write_out(pair[0], out[0])
+    write_out(pair[0], out[0], (input,))
     write_out(pair[1], out[1])
     return result_type(out[0], out[1])
 
@@ -92,7 +92,7 @@ sort_op = _declare("sort(Tensor self, *, bool? stable, int dim=-1, bool descendi
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *, out=None):
     """Sorts along ``dim`` (NaN largest); returns (values, indices)."""
-    return _write_pair(sort_result, sort_op(input, stable=stable, dim=dim, descending=descending), out)
+    return _write_pair(sort_result, sort_op(input, stable=stable, dim=dim, descending=descending), out, input)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -100,7 +100,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 
 def msort(input: Tensor, *, out=None) -> Tensor:
-    return write_out(sort_op(input, stable=False, dim=0, descending=False)[0], out)
+    return write_out(sort_op(input, stable=False, dim=0, descending=False)[0], out, (input,))
 
 
 # -- topk, kthvalue, median, mode -------------------------------------------------------------------
@@ -150,7 +150,7 @@ topk_op = _declare("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, b
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, best first."""
-    return _write_pair(topk_result, topk_op(input, operator.index(k), dim, largest, sorted), out)
+    return _write_pair(topk_result, topk_op(input, operator.index(k), dim, largest, sorted), out, input)
 
 
 _KIND = {"kthvalue": 0, "median": 1, "nanmedian": 2}
@@ -198,7 +198,7 @@ nanmedian_op = _declare(
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based ``k``) and its index."""
-    return _write_pair(kthvalue_result, kthvalue_op(input, operator.index(k), dim, keepdim), out)
+    return _write_pair(kthvalue_result, kthvalue_op(input, operator.index(k), dim, keepdim), out, input)
 
 
 def _median_all(input: Tensor, op, name: str) -> Tensor:
@@ -213,14 +213,14 @@ def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """The lower median: of all elements (dim=None) or along ``dim`` with its index. NaN propagates."""
     if dim is None:
         return write_out(_median_all(input, median_op, "median"), out)
-    return _write_pair(median_result, median_op(input, dim, keepdim), out)
+    return _write_pair(median_result, median_op(input, dim, keepdim), out, input)
 
 
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """median ignoring NaN values (NaN only where a whole slice is NaN)."""
     if dim is None:
         return write_out(_median_all(input, nanmedian_op, "nanmedian"), out)
-    return _write_pair(nanmedian_result, nanmedian_op(input, dim, keepdim), out)
+    return _write_pair(nanmedian_result, nanmedian_op(input, dim, keepdim), out, input)
 
 
 def _mode_meta(self: Tensor, dim: int = -1, keepdim: bool = False):
@@ -247,7 +247,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
 
     PyTorch's choice among a value's positions depends on its unstable sort; ember gives the last one.
     """
-    return _write_pair(mode_result, mode_op(input, dim, keepdim), out)
+    return _write_pair(mode_result, mode_op(input, dim, keepdim), out, input)
 
 
 # -- unique ------------------------------------------------------------------------------------------
@@ -428,7 +428,7 @@ histc_op = _declare("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0
 
 def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     """Histogram with ``bins`` equal bins over [min, max] (the data range when min == max)."""
-    return write_out(histc_op(input, bins, min, max), out)
+    return write_out(histc_op(input, bins, min, max), out, overlap=False)
 
 
 def _bincount_cpu(self: Tensor, weights=None, minlength: int = 0) -> Tensor:

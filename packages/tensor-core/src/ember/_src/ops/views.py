@@ -24,6 +24,8 @@ from ..shapes import (
     wrap_dims,
 )
 from ..tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
+from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_write as _check_write
 
 
 def _view_op(schema: str):
@@ -588,13 +590,19 @@ def _copy_check(self: Tensor, src) -> None:
 
 @copy_inplace_op.kernel("cpu")
 def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    if isinstance(src, Tensor) and src._storage is self._storage and src.dtype is self.dtype and \
+            src._offset == self._offset and src._stride == self._stride and src._shape == self._shape:
+        self._storage.version += 1  # the very same view: nothing to copy, no overlap check (PyTorch)
+        return self
+    if isinstance(src, Tensor):
+        _check_write(self, (src,))  # before the shape check, as PyTorch
     _copy_check(self, src)
     if src._device.type != "cpu":
         if src._device is META:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         raise RuntimeError(f"copy_ from {src._device} to cpu needs that device's backend")
     if src._storage is self._storage and _overlaps(self, src):
-        src = src.clone()
+        src = src.clone()  # an overlap PyTorch lets through (not dense): read everything before writing
     _C.copy_(self, src)
     self._storage.version += 1
     return self
@@ -756,6 +764,7 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
             raise RuntimeError(
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
+        _check_internal_overlap(self)  # PyTorch's fill_(Tensor) refuses an expanded self; fill_(number) writes
         value = value.item()
     if isinstance(value, complex) and value.imag != 0 and not self.dtype.is_complex:
         raise RuntimeError(f"value cannot be converted to type {self.dtype.name} without overflow")

@@ -1,0 +1,251 @@
+"""Tensor introspection and memory helpers against PyTorch: is_signed/is_inference/is_neg/
+isreal/get_device/is_storage/detach, output_nr, Tensor.new, apply_/map_/map2_, cuda and
+pin_memory without an accelerator, and share_memory_ (checked across a fork)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import ember
+from ember._src import plugins
+
+from conftest import assert_same, make_pair, torch
+
+needs_autograd = pytest.mark.skipif(plugins.load("autograd") is None, reason="needs ember-autograd")
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int64", "float16", "bfloat16", "float64"])
+def test_predicates(dtype):
+    e, t = make_pair((2, 3), dtype, layout="transposed")
+    assert ember.is_signed(e) == torch.is_signed(t) == e.is_signed()
+    assert ember.is_neg(e) is False and e.is_neg() is t.is_neg() is False
+    assert_same(ember.isreal(e), torch.isreal(t))
+    assert_same(e.isreal(), t.isreal())
+    assert ember.get_device(e) == torch.get_device(t) == -1
+    assert ember.is_same_size(e, e) is torch.is_same_size(t, t) is True
+
+
+def test_isreal_complex_and_meta():
+    z = ember.tensor([1 + 0j, 1 + 1j, -0.0 + 0j])
+    assert_same(ember.isreal(z), torch.isreal(torch.tensor([1 + 0j, 1 + 1j, -0.0 + 0j])))
+    assert ember.empty(2, device="meta").get_device() == torch.empty(2, device="meta").get_device()
+
+
+def test_is_storage_and_detach():
+    x = ember.arange(3.0)
+    assert ember.is_storage(x.untyped_storage()) and not ember.is_storage(x)
+    assert torch.is_storage(torch.arange(3.0).untyped_storage()) and not torch.is_storage(torch.arange(3.0))
+    d = ember.detach(x)
+    assert d.untyped_storage() is x.untyped_storage() and d.requires_grad is False
+    with pytest.raises(TypeError):
+        ember.detach([1.0])
+
+
+def test_is_inference():
+    with ember.inference_mode():
+        a = ember.ones(3)
+        b = a * 2
+    c = ember.ones(3)
+    assert ember.is_inference(a) and b.is_inference() and a[1:].is_inference()
+    assert not c.is_inference() and not (c + 1).is_inference()
+    with torch.inference_mode():
+        ta = torch.ones(3)
+    assert torch.is_inference(ta) and not torch.ones(3).is_inference()
+
+
+def test_pointers():
+    x = ember.arange(6.0).reshape(2, 3)[1]
+    assert x.const_data_ptr() == x.data_ptr() == x.untyped_storage().data_ptr() + 3 * 4
+
+
+@needs_autograd
+def test_output_nr():
+    x = ember.zeros(3, 2, requires_grad=True)
+    tx = torch.zeros(3, 2, requires_grad=True)
+    assert x.output_nr == tx.output_nr == 0
+    # Multi-output ops number their outputs (ember's unbind/split are per-piece views, not one op).
+    assert [o.output_nr for o in ember.var_mean(x, 0)] == [o.output_nr for o in torch.var_mean(tx, 0)] == [0, 1]
+    assert [o.output_nr for o in ember.linalg.qr(x)] == [0, 1]
+    assert ember.zeros(1).output_nr == 0
+
+
+# -- Tensor.new ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_args", [
+    lambda m: (2, 3), lambda m: (m.Size([2, 3]),), lambda m: ([1, 2],), lambda m: ((2, 3),),
+    lambda m: ([[1.5, 2], [3, 4]],), lambda m: (),
+])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float64"])
+def test_new(make_args, dtype):
+    e, t = make_pair((2,), dtype)
+    e_args, t_args = make_args(ember), make_args(torch)
+    e_out, t_out = e.new(*e_args), t.new(*t_args)
+    assert e_out.dtype == e.dtype and tuple(e_out.shape) == tuple(t_out.shape)
+    if e_args and not isinstance(e_args[0], (int, ember.Size)):  # data, not sizes: compare values
+        assert_same(e_out, t_out)
+
+
+def test_new_from_tensor_and_errors():
+    x = ember.zeros(2)
+    other = ember.tensor([1.0, 2.0])
+    aliased = x.new(other)
+    assert aliased.untyped_storage() is other.untyped_storage()
+    with pytest.raises(TypeError):
+        torch.zeros(2).new(torch.tensor([1, 2]))
+    with pytest.raises(TypeError):
+        x.new(ember.tensor([1, 2]))
+    with pytest.raises(TypeError):
+        torch.zeros(2).new(2, dtype=torch.int64)
+    with pytest.raises(TypeError):
+        x.new(2, dtype=ember.int64)
+    assert x.new(2, device="meta").is_meta
+
+
+# -- apply_ / map_ / map2_ ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_apply_(dtype, layout):
+    e, t = make_pair((3, 4), dtype, layout=layout)
+    fn = (lambda v: not v) if dtype == "bool" else (lambda v: v * 2 + 1.7)
+    assert e.apply_(fn) is e
+    t.apply_(fn)
+    assert_same(e, t)
+
+
+def test_map_and_map2_():
+    e, t = make_pair((2, 3), "float64", layout="transposed")
+    oe, ot = make_pair((3,), "float64", seed=1)
+    ye, yt = make_pair((2, 1), "float64", seed=2)
+    assert_same(e.clone().map_(oe, lambda a, b: a * b - 1), t.clone().map_(ot, lambda a, b: a * b - 1))
+    assert_same(e.map2_(oe, ye, lambda a, b, c: a + b * c), t.map2_(ot, yt, lambda a, b, c: a + b * c))
+
+
+@pytest.mark.parametrize("call, exc", [
+    (lambda m: m.zeros(2, 3).map_(m.arange(3), lambda a, b: a), TypeError),
+    (lambda m: m.zeros(2, 3).map_(m.arange(2.0), lambda a, b: a), RuntimeError),
+    (lambda m: m.zeros(3).map_(m.zeros(2, 3), lambda a, b: a), RuntimeError),
+    (lambda m: m.zeros(2, 3).map2_(m.arange(3.0), 5, lambda a, b, c: a), TypeError),
+    (lambda m: m.zeros(2, dtype=m.int32).apply_(lambda v: "a"), TypeError),
+    (lambda m: m.zeros(2, requires_grad=True).apply_(lambda v: v), RuntimeError),
+])
+def test_python_fill_errors(call, exc):
+    with pytest.raises(exc):
+        call(torch)
+    with pytest.raises(exc):
+        call(ember)
+
+
+def test_apply_on_meta_is_a_no_op():
+    m = ember.empty(2, device="meta")
+    assert m.apply_(lambda v: v + 1) is m
+
+
+# -- accelerators -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.zeros(2).cuda(), lambda m: m.zeros(2).to("cuda"), lambda m: m.zeros(2, device="cuda"),
+    lambda m: m.ones(2, 2, device="cuda:0"),
+])
+def test_no_cuda_raises_assertion_error(call):
+    with pytest.raises(AssertionError):
+        call(torch)
+    with pytest.raises(AssertionError, match="CUDA"):
+        call(ember)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.zeros(2, pin_memory=True), lambda m: m.ones(2, pin_memory=True),
+    lambda m: m.full((2,), 1.0, pin_memory=True),
+    lambda m: m.arange(3, pin_memory=True), lambda m: m.linspace(0, 1, 3, pin_memory=True),
+    lambda m: m.eye(2, pin_memory=True), lambda m: m.zeros_like(m.zeros(2), pin_memory=True),
+    lambda m: m.scalar_tensor(1.0, pin_memory=True), lambda m: m.logspace(0, 1, 3, pin_memory=True),
+])
+def test_factories_accept_pin_memory_false_and_refuse_true(call):
+    for m in (torch, ember):
+        with pytest.raises(RuntimeError):
+            call(m)
+
+
+def test_pin_memory():
+    for m in (torch, ember):
+        assert m.zeros(2, pin_memory=False).is_pinned() is False
+        assert m.full_like(m.zeros(2), 3.0, pin_memory=False).tolist() == [3.0, 3.0]
+        assert m.zeros(2).is_pinned() is False
+        with pytest.raises(RuntimeError):
+            m.zeros(2).pin_memory()
+        with pytest.raises(RuntimeError):
+            m.empty(2, pin_memory=True)
+        with pytest.raises(RuntimeError):
+            m.tensor([1.0], pin_memory=True)
+
+
+# -- shared memory ------------------------------------------------------------------------------
+
+def test_share_memory_in_place_keeps_views_and_values():
+    base = ember.arange(12.0).reshape(3, 4)
+    view = base[1:, ::2]
+    before = base.clone()
+    assert not base.is_shared()
+    assert base.share_memory_() is base
+    assert base.is_shared() and view.is_shared() and base.untyped_storage().is_shared()
+    assert_same(base, to_torch_values(before))
+    view.fill_(-1.0)  # the view writes into the moved memory
+    assert base[1, 0].item() == -1.0 and base[1, 1].item() == 5.0
+    ptr = base.data_ptr()
+    base.share_memory_()  # already shared: nothing moves
+    assert base.data_ptr() == ptr
+
+
+def to_torch_values(e):
+    return torch.tensor(e.tolist())
+
+
+def test_share_memory_from_numpy_and_empty():
+    arr = np.arange(4, dtype=np.float32)
+    t = ember.from_numpy(arr).share_memory_()
+    t.add_(1)
+    assert t.tolist() == [1.0, 2.0, 3.0, 4.0] and arr.tolist() == [0.0, 1.0, 2.0, 3.0]  # as PyTorch: moved
+    assert ember.zeros(0).share_memory_().is_shared()
+    with pytest.raises(RuntimeError):
+        ember.zeros(2, device="meta").share_memory_()
+    assert ember.zeros(2, device="meta").is_shared() is torch.zeros(2, device="meta").is_shared() is False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_shared_memory_is_seen_across_fork():
+    shared = ember.zeros(1000, dtype=ember.int64).share_memory_()
+    private = ember.zeros(1000, dtype=ember.int64)
+    pid = os.fork()
+    if pid == 0:  # the child writes; only the shared tensor's writes reach the parent
+        try:
+            shared.fill_(7)
+            private.fill_(7)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert shared.sum().item() == 7000 and private.sum().item() == 0
+
+
+def test_shared_storage_maps_from_its_fd():
+    x = ember.arange(5, dtype=ember.int32).share_memory_()
+    storage = x.untyped_storage()
+    again = ember._C.Storage.from_shm_fd(storage.shm_fd, storage.nbytes())
+    y = ember.empty(0, dtype=ember.int32).set_(again, 0, (5,))
+    assert y.data_ptr() != x.data_ptr()  # a second mapping of the same memory
+    y[2] = 40
+    assert x.tolist() == [0, 1, 40, 3, 4]
+    with pytest.raises(ValueError):
+        ember._C.Storage.from_shm_fd(storage.shm_fd, storage.nbytes() + 4096)
+
+
+def test_share_memory_keeps_memory_a_dlpack_consumer_reads():
+    x = ember.arange(1000.0)
+    consumer = torch.from_dlpack(x)  # holds x's storage from C++ and reads the old pointer
+    x.share_memory_()
+    assert x.is_shared()
+    x.fill_(5.0)
+    del x
+    assert consumer.sum().item() == sum(range(1000))  # the old block is alive and unchanged
