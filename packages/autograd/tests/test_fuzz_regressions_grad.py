@@ -127,6 +127,11 @@ def test_inplace_clamp_is_recorded():
     for m in (ember, torch):
         with pytest.raises(RuntimeError, match="leaf Variable"):
             m.tensor([1.0], requires_grad=True).clamp_(0, 1)
+        with pytest.raises(RuntimeError, match="more than one element"):  # its own op keeps the overlap checks
+            m.zeros(1).expand(3).clamp_(0, 1)
+        y = m.arange(4.0)
+        with pytest.raises(RuntimeError, match="some elements"):
+            y[1:].clamp_(y[:3], m.tensor(10.0))
 
 
 @pytest.mark.parametrize("bounds", ["both", "min", "max"])

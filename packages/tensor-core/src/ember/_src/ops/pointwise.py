@@ -841,6 +841,7 @@ clamp_inplace_op = define(
 @clamp_inplace_op.kernel("cpu")
 @clamp_inplace_op.kernel("meta")
 def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+    _check_write(self, (min, max))
     result = _clamp_kernel(self, min, max)
     _check_inplace(self, result._shape, result.dtype, "clamp_")
     if self._device is not META:
