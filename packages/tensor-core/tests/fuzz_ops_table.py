@@ -292,11 +292,21 @@ def _clamp(draw):
     lo, hi = bound(), bound()
     le, lt = (lo.e, lo.t) if isinstance(lo, Pair) else (lo, lo)
     he, ht = (hi.e, hi.t) if isinstance(hi, Pair) else (hi, hi)
+    shapes = [tuple(b.t.shape) for b in (x, lo, hi) if isinstance(b, Pair)]
+    tags = {"bounds_broadcast_input"} if _broadcasts_to(shapes) not in (None, shapes[0]) else set()
     return Call(
         lambda: ember.clamp(x.e, le, he),
         lambda: torch.clamp(x.t, lt, ht),
         f"clamp({_d(x)}, {_d(lo)}, {_d(hi)})",
+        tags=tags,
     )
+
+
+def _broadcasts_to(shapes):
+    try:
+        return tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        return None
 
 
 BUILDERS.update(where=_where, lerp=_lerp, clamp=_clamp)
@@ -589,6 +599,15 @@ KNOWN_DIVERGENCES = [
         RuntimeError,
         "for a weight with zero-width rows PyTorch reports a bad index as RuntimeError (another code path), "
         "otherwise as IndexError; ember raises IndexError for both",
+    ),
+    (
+        "clamp",
+        "bounds_broadcast_input",
+        RuntimeError,
+        "gradient mode: PyTorch's clamp backward (clamp_backward, clamp_backward_min_max) combines its masks "
+        "with in-place logical_and_/logical_or_, which raise 'output with shape [..] doesn't match the "
+        "broadcast shape [..]' when tensor bounds broadcast the input to a larger shape; ember returns "
+        "the gradient",
     ),
     (
         "var_mean std_mean",

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 from fuzz_ops_table import BUILDERS, known_divergence
-from fuzz_strategies import GRAD_MODE, LEAVES, assert_match, check_call, pair_from_numpy, run_both
+from fuzz_strategies import GRAD_MODE, LEAVES, _family, assert_match, check_call, pair_from_numpy, run_both
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,11 +29,6 @@ pytestmark = pytest.mark.fuzz
 # Open ember bugs the fuzzer found that are not fixed yet: xfail (not strict: an example set may
 # miss them) so the suite stays green while they stay visible. Remove an entry once fixed.
 OPEN_BUGS = {
-    ("grad", "asinh"): "ember-autograd misses a saved tensor modified in place (asinh_ on a clone): PyTorch "
-    "raises 'modified by an inplace operation' at backward",
-    ("grad", "clamp"): "clamp's gradient for tensor bounds differs where min > max",
-    ("grad", "div"): "div(rounding_mode='trunc') by zero: gradient differs (PyTorch: zero)",
-    ("grad", "var"): "var with correction >= N: gradient differs (inf/nan placement)",
 }
 
 
@@ -148,6 +143,16 @@ GRAD_OPS = sorted(
 )
 
 
+# Ops whose gradient goes to the element they pick: a stride-0 leaf repeats one value, a tie where
+# either copy is a valid pick, so their gradients are not compared there. (torch.median(x, 0) of an
+# expanded 2x1 x even returns garbage: it reads past the single stored element.)
+_PICKS_AN_ELEMENT = {"max_dim", "min_dim", "median", "kthvalue", "topk", "sort"}
+
+
+def _repeats_elements(t) -> bool:
+    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
+
+
 def _float_outputs(res):
     items = res if isinstance(res, (tuple, list)) else [res]
     return [r for r in items if hasattr(r, "dtype") and r.dtype.is_floating_point and r.requires_grad]
@@ -174,10 +179,21 @@ def test_grad_matches_torch(name, data):
     used = [i for i, p in enumerate(leaves) if p.t.requires_grad]
     if not t_outs or not used:
         return
+    if name in _PICKS_AN_ELEMENT and any(_repeats_elements(leaves[i].t) for i in used):
+        return
     seed = data.draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     cts = [pair_from_numpy(rng.uniform(-1, 1, tuple(t.shape)), str(t.dtype)[6:]) for t in t_outs]
-    t_grads = torch.autograd.grad(t_outs, [leaves[i].t for i in used], [c.t for c in cts], allow_unused=True)
+    try:
+        t_grads = torch.autograd.grad(t_outs, [leaves[i].t for i in used], [c.t for c in cts], allow_unused=True)
+    except RuntimeError as t_exc:  # no derivative (asinh_, ...): ember must raise the same type
+        try:
+            ember.autograd.grad(e_outs, [leaves[i].e for i in used], [c.e for c in cts], allow_unused=True)
+        except Exception as e_exc:  # noqa: BLE001 - the type is what gets compared
+            assert isinstance(e_exc, _family(t_exc)), f"{call.desc}: backward: ember raised {e_exc!r}, torch {t_exc!r}"
+            return
+        assert known_divergence(name, None, t_exc, call), f"{call.desc}: torch's backward raised {t_exc!r}, ember's not"
+        return
     e_grads = ember.autograd.grad(e_outs, [leaves[i].e for i in used], [c.e for c in cts], allow_unused=True)
     for i, eg, tg in zip(used, e_grads, t_grads):
         where = f"{call.desc}: grad of input {i}"

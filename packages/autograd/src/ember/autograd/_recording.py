@@ -6,8 +6,10 @@ calls it for every op run with grad mode on and a tensor argument that requires 
 
 from __future__ import annotations
 
+from ember import _C
 from ember._src import grad_mode
-from ember._src.tensor import Tensor, make_view
+from ember._src.device import META
+from ember._src.tensor import Tensor, make_tensor, make_view
 
 from . import anomaly_mode
 from ._engine import fix_grad
@@ -67,13 +69,14 @@ class OpNode(Node):
     """Backward of one op call, computed by its formula from ``FORMULAS``."""
 
     __slots__ = ("_formula", "_layout", "_input_meta", "_saved_args", "_kwargs", "_saved_outputs",
-                 "_args_need_node")
+                 "_args_need_node", "_history_node")
 
     def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
         self._seq = next(_SEQ)
         self._num_outputs = 1
         self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = self._metadata = None
         self._released = self._hooked = self._args_need_node = False
+        self._history_node = None  # set by CopySlices around its call: the history of saved outputs
         self._formula = formula
         self._layout = layout
         self._next = next_edges
@@ -90,14 +93,15 @@ class OpNode(Node):
             else:
                 return [None] * len(self._next)
         args = self._saved_args
+        history = self if self._history_node is None else self._history_node
         if self._args_need_node:
             args = _SavedArgsOfNode(tuple.__iter__(args))  # the raw items: unpacked lazily, as read
-            args._node = self
+            args._node = history
         kwargs = self._kwargs
         if kwargs and _has_saved(kwargs):
-            kwargs = {k: _unpack(v, self) for k, v in kwargs.items()}
+            kwargs = {k: _unpack(v, history) for k, v in kwargs.items()}
         saved_outputs = self._saved_outputs
-        outputs = tuple([s.unpack(self) for s in saved_outputs]) if saved_outputs else ()
+        outputs = tuple([s.unpack(history) for s in saved_outputs]) if saved_outputs else ()
         res = self._formula.backward(grads, Inputs(args, kwargs), outputs)
         if isinstance(res, Tensor) or res is None:
             res = (res,)
@@ -149,7 +153,24 @@ class NotImplementedNode(OpNode):
 _NODE_NAMES = {"add_scaled": "add"}
 
 
+# Ops whose PyTorch node is not named after the op: in-place ops with a derivatives.yaml entry of
+# their own, and overloads (div with a rounding mode is div.Tensor_mode).
+_NODE_CLASS_NAMES = {
+    "acosh_": "AcoshBackward1",
+    "asinh_": "AsinhBackward1",
+    "atanh_": "AtanhBackward1",
+    "celu_": "CeluBackward1",
+    "elu_": "EluBackward1",
+    "leaky_relu_": "LeakyReluBackward1",
+    "selu_": "EluBackward1",  # selu_ is elu_ with fixed constants
+    "threshold_": "ThresholdBackward1",
+    "div_rounding": "DivBackward2",
+}
+
+
 def node_class_name(op_name: str) -> str:
+    if op_name in _NODE_CLASS_NAMES:
+        return _NODE_CLASS_NAMES[op_name]
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
     return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
@@ -201,6 +222,19 @@ def _edges(args):
         else:
             layout.append(None)
     return layout, tuple(edges), meta
+
+
+_NO_DATA = _C.Storage.meta(0)
+
+
+def _stand_in(a):
+    """What a ``meta_only`` formula gets for a tensor (or tensor list) argument: a data-less meta
+    tensor with its shape, strides, offset and dtype, which no later in-place write invalidates."""
+    if isinstance(a, Tensor):
+        return make_tensor(_NO_DATA, a._shape, a._stride, a._offset, a.dtype, META)
+    if type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
+        return [_stand_in(b) if isinstance(b, Tensor) else b for b in a]
+    return a
 
 
 def _save(a, outs):
@@ -282,10 +316,12 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     meta = []
     saved = []
     reads = True
+    meta_only = False
     if formula is not None:
         reads = formula.reads_inputs
         if reads is None:
             reads = formula.reads_inputs = _reads_inputs(formula.backward)
+        meta_only = formula.meta_only
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -301,7 +337,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                 layout.append(None)
                 edges.append(_NO_EDGE)
                 meta.append(None)
-            saved.append(SavedTensor(a, False) if reads else None)
+            saved.append(None if not reads else _stand_in(a) if meta_only else SavedTensor(a, False))
         elif type(a) in (list, tuple) and a:
             return None
         else:
@@ -368,8 +404,11 @@ def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     cls = _node_class(name, formula is None)
     saved_args = []
     need_node = False
+    meta_only = formula is not None and formula.meta_only
     for a in saved_in:
-        if isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
+        if meta_only:
+            a = _stand_in(a)
+        elif isinstance(a, Tensor) or (type(a) in (list, tuple) and a):
             a = _save(a, outs)
             need_node = need_node or (type(a) is SavedTensor and a.is_output) or type(a) is list
         saved_args.append(a)

@@ -36,12 +36,13 @@ def _strided_zeros(layout, dtype, device):
 class CopySlices(Node):
     """Backward of an in-place op applied to a view, seen from the view's base."""
 
-    __slots__ = ("_geometry", "_fn")
+    __slots__ = ("_geometry", "_fn", "_base_meta")
 
-    def __init__(self, base_edge, geometry, fn: Node):
+    def __init__(self, base_edge, geometry, fn: Node, base_meta):
         super().__init__((base_edge,) + tuple(fn._next[1:]))
         self._geometry = geometry
         self._fn = fn
+        self._base_meta = base_meta
 
     def apply(self, grads):
         g = grads[0]
@@ -57,7 +58,14 @@ class CopySlices(Node):
             result = _strided_zeros(base_layout, g.dtype, g.device)
             result.copy_(g)
         grad_slice = result.as_strided(size, stride, offset)
-        res = self._fn.apply([grad_slice.clone()])
+        # The op's saved result is the view as rewritten: unpacked, its history is the view's node
+        # (through this one), as PyTorch's, so that a double backward reaches the op only from here.
+        fn = self._fn
+        fn._history_node = AsStridedBackward0(self._base_meta, self._geometry, self)
+        try:
+            res = fn.apply([grad_slice.clone()])
+        finally:
+            fn._history_node = None
         self_slot = self._fn._layout[0]
         if self_slot is not None and res[self_slot] is not None:
             grad_slice.copy_(res[self_slot])
@@ -114,7 +122,8 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     finally:
         _STATE.grad_enabled = True
     fn = make_node(op.name, formula, layout, edges, meta, saved_in, kwargs, (view,))
-    copy = CopySlices(base_edge, geometry, fn)
+    base_meta = (base._shape, base.dtype, base._device)
+    copy = CopySlices(base_edge, geometry, fn, base_meta)
     set_history(base, copy, 0)
-    set_history(view, AsStridedBackward0((base._shape, base.dtype, base._device), geometry, copy), 0)
+    set_history(view, AsStridedBackward0(base_meta, geometry, copy), 0)
     return out

@@ -175,6 +175,11 @@ def install(functional: dict) -> None:
         check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
+    def clamp_(self, min=None, max=None):  # noqa: A002
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return pw.clamp_inplace_op(self, min, max)
+
     def lerp_(self, end, weight):
         return fpw.lerp_inplace_op(self, end, weight)
 

@@ -18,6 +18,14 @@ def is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
+def input_requires_grad(inputs, index: int) -> bool:
+    """Whether positional input ``index`` is a tensor that requires grad, read without unpacking it
+    (unpacking version-checks a saved tensor, which only a formula that uses its values may do)."""
+    if index >= len(inputs.args):
+        return False
+    return bool(getattr(tuple.__getitem__(inputs.args, index), "requires_grad", False))
+
+
 def zeros_like(x: Tensor) -> Tensor:
     return ember.zeros(x.shape, dtype=x.dtype)
 
@@ -27,11 +35,12 @@ def zero_grads(grads, inputs, outputs):
     return [zeros_like(a) if is_tensor(a) else None for a in inputs.args]
 
 
-def not_implemented(op_name: str):
-    """A backward that raises as PyTorch does for ops whose derivative it does not implement."""
+def not_implemented(op_name: str, error: type = RuntimeError):
+    """A backward that raises as PyTorch does for ops whose derivative it does not implement
+    (``error``: PyTorch's type, NotImplementedError for derivatives.yaml's ``not_implemented``)."""
 
     def backward(grads, inputs, outputs):
-        raise RuntimeError(f"the derivative for '{op_name}' is not implemented.")
+        raise error(f"the derivative for '{op_name}' is not implemented.")
 
     backward.not_implemented = True  # the coverage test counts these as missing derivatives
     return backward

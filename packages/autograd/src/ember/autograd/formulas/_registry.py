@@ -50,6 +50,10 @@ class Formula:
     # Whether ``backward`` ever reads ``inputs`` (found once from its bytecode by the recording,
     # which saves no input tensors for formulas that do not: add, sub, ...).
     reads_inputs: bool | None = None
+    # The formula reads only its tensor inputs' metadata (shape, strides, dtype): the recording saves
+    # data-less stand-ins, as PyTorch saves only sizes for views, sum, cat, ..., so writing into an
+    # input afterwards (in place) does not invalidate this backward.
+    meta_only: bool = False
 
 
 FORMULAS: dict[str, Formula] = {}
@@ -58,13 +62,15 @@ FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: set[str] = set()
 
 
-def derivative(op_name: str, *, save_output: bool = False, clone_self: Callable | None = None):
+def derivative(
+    op_name: str, *, save_output: bool = False, clone_self: Callable | None = None, meta_only: bool = False
+):
     """Registers the backward formula of ``op_name``."""
 
     def register(fn: Callable) -> Callable:
         if op_name in FORMULAS:
             raise ValueError(f"derivative for {op_name} registered twice")
-        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self)
+        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self, meta_only=meta_only)
         return fn
 
     return register

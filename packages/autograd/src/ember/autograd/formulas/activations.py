@@ -7,6 +7,7 @@ relu6 give 0 on their bounds, leaky_relu uses the negative slope at 0.
 from __future__ import annotations
 
 import math
+import struct
 
 import ember
 
@@ -34,10 +35,15 @@ def _elu(grads, inputs, outputs):
     return (_elu_grad(grads[0], inputs.args[0], alpha, scale, input_scale),)
 
 
+def _celu_input_scale(alpha) -> float:
+    # PyTorch's 1.0 / alpha.toFloat(): alpha rounded to float32 first, as in celu's forward kernel.
+    return 1.0 / struct.unpack("f", struct.pack("f", alpha))[0]
+
+
 @derivative("celu")
 def _celu(grads, inputs, outputs):
     alpha = arg(inputs, 1, "alpha", 1.0)
-    return (_elu_grad(grads[0], inputs.args[0], alpha, 1.0, 1.0 / alpha),)
+    return (_elu_grad(grads[0], inputs.args[0], alpha, 1.0, _celu_input_scale(alpha)),)
 
 
 @derivative("selu")
@@ -77,6 +83,47 @@ def _leaky_relu(grads, inputs, outputs):
     g = grads[0]
     slope = arg(inputs, 1, "negative_slope", 0.01)
     return (ember.where(ember.gt(inputs.args[0], 0), g, g * slope),)
+
+
+# In-place elu_/celu_/leaky_relu_ have derivatives.yaml entries of their own: they differentiate from
+# the result (self is gone) and refuse a negative slope, for which the result does not tell the sign
+# of the input.
+_NEGATIVE_SLOPE = (
+    "In-place {} backward calculation is triggered with a negative slope which is not supported. This is "
+    "caused by calling in-place forward function with a negative slope, please call out-of-place version instead."
+)
+
+
+def _elu_grad_from_result(g, result, alpha, scale, input_scale):
+    if alpha < 0:
+        raise RuntimeError(_NEGATIVE_SLOPE.format("elu"))
+    return ember.where(ember.le(result, 0), g * (input_scale * (result + alpha * scale)), g * scale)
+
+
+@derivative("elu_", save_output=True)
+def _elu_inplace(grads, inputs, outputs):
+    alpha = arg(inputs, 1, "alpha", 1.0)
+    scale = arg(inputs, 2, "scale", 1.0)
+    input_scale = arg(inputs, 3, "input_scale", 1.0)
+    return (_elu_grad_from_result(grads[0], outputs[0], alpha, scale, input_scale),)
+
+
+@derivative("celu_", save_output=True)
+def _celu_inplace(grads, inputs, outputs):
+    alpha = arg(inputs, 1, "alpha", 1.0)
+    return (_elu_grad_from_result(grads[0], outputs[0], alpha, 1.0, _celu_input_scale(alpha)),)
+
+
+@derivative("leaky_relu_", save_output=True)
+def _leaky_relu_inplace(grads, inputs, outputs):
+    g = grads[0]
+    slope = arg(inputs, 1, "negative_slope", 0.01)
+    if slope < 0:
+        raise RuntimeError(
+            _NEGATIVE_SLOPE.format("leakyReLu") + " File an issue at https://github.com/pytorch/pytorch if you do "
+            "require supporting in-place leakRelu backward calculation with negative slope"
+        )
+    return (ember.where(ember.gt(outputs[0], 0), g, g * slope),)
 
 
 @derivative("hardsigmoid")

@@ -8,7 +8,7 @@ from ._common import arg
 from ._registry import derivative
 
 
-@derivative("cat")
+@derivative("cat", meta_only=True)
 def _cat(grads, inputs, outputs):
     g = grads[0]
     tensors = arg(inputs, 0, "tensors")

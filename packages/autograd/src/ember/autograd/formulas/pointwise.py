@@ -11,8 +11,8 @@ import math
 
 import ember
 
-from ._common import arg, is_tensor, not_implemented, where_zero, zero_grads
-from ._registry import derivative
+from ._common import arg, input_requires_grad, is_tensor, not_implemented, where_zero, zero_grads
+from ._registry import derivative, forward_derivative
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -23,15 +23,29 @@ def _unary(name: str, save_output: bool = False):
     """Registers ``fn(g, x, result)`` as the backward of a one-input op."""
 
     def register(fn):
-        @derivative(name, save_output=save_output)
-        def backward(grads, inputs, outputs):
-            g = grads[0]
-            x = inputs.args[0] if not save_output else None
-            return (fn(g, x, outputs[0] if save_output else None),)
+        if save_output or not _loads(fn, 1):
+            # x is not needed (neg, frac, or from the result): not read, so not saved.
+            @derivative(name, save_output=save_output)
+            def backward(grads, unused, outputs):
+                return (fn(grads[0], None, outputs[0] if save_output else None),)
+
+        else:
+
+            @derivative(name)
+            def backward(grads, inputs, outputs):
+                return (fn(grads[0], inputs.args[0], None),)
 
         return fn
 
     return register
+
+
+def _loads(fn, index: int) -> bool:
+    """Whether ``fn`` ever reads its parameter at ``index``."""
+    import dis
+
+    name = fn.__code__.co_varnames[index]
+    return any(i.opname.startswith("LOAD_") and i.argval == name for i in dis.get_instructions(fn))
 
 
 # -- binary arithmetic --------------------------------------------------------------------------
@@ -44,30 +58,45 @@ def _add(grads, inputs, outputs):
 
 
 @derivative("sub")
-def _sub(grads, inputs, outputs):
+def _sub(grads, unused, outputs):
+    # Reads no input (PyTorch saves none): the engine drops the gradient of a number ``other``.
     g = grads[0]
-    return g, -g if is_tensor(inputs.args[1]) else None
+    return g, -g
 
 
 @derivative("mul")
 def _mul(grads, inputs, outputs):
+    # Each input is unpacked only for the other's gradient, as PyTorch saves it only then.
     g = grads[0]
-    self, other = inputs.args[0], inputs.args[1]
     return (
-        g * other if is_tensor(self) and self._requires_grad else None,
-        g * self if is_tensor(other) and other._requires_grad else None,
+        g * inputs.args[1] if input_requires_grad(inputs, 0) else None,
+        g * inputs.args[0] if input_requires_grad(inputs, 1) else None,
     )
 
 
 @derivative("div")
 def _div(grads, inputs, outputs):
     g = grads[0]
-    self, other = inputs.args[0], inputs.args[1]
-    grad_self = g / other if is_tensor(self) else None
+    other = inputs.args[1]
+    grad_self = g / other if input_requires_grad(inputs, 0) else None
     grad_other = None
-    if is_tensor(other) and other.requires_grad:
-        grad_other = -g * self / (other * other)
+    if input_requires_grad(inputs, 1):
+        grad_other = -g * ((inputs.args[0] / other) / other)  # PyTorch's grouping (the same infs and NaNs)
     return grad_self, grad_other
+
+
+@derivative("div_rounding")
+def _div_rounding(grads, inputs, outputs):
+    """div with a rounding mode is piecewise constant: PyTorch gives both inputs zeros (also where
+    other is 0). It reads no input, so none is saved (div_ overwrites self after this op ran); the
+    engine drops the zeros of an argument that is a number or does not require grad."""
+    zeros = ember.zeros_like(grads[0])
+    return zeros, zeros
+
+
+@forward_derivative("div_rounding")
+def _div_rounding_jvp(tangents, inputs, outputs):
+    return ember.zeros_like(outputs[0])
 
 
 @derivative("pow", save_output=True)
@@ -183,27 +212,64 @@ def _extremum(greater):
     return backward
 
 
-@derivative("clamp")
-def _clamp(grads, inputs, outputs):
-    """The input gets the gradient wherever it lies within [min, max], bounds included; a
-    tensor bound gets it where it was selected."""
-    g = grads[0]
+def _clamp_args(inputs):
+    """clamp's (self, min, max); a number bound next to a tensor one (which PyTorch does not
+    accept) as a 0-d tensor, so that the tensor-bounds rules apply."""
     self, low, high = (list(inputs.args) + [None, None])[:3]
     low = inputs.kwargs.get("min", low)
     high = inputs.kwargs.get("max", high)
-    outside = None
-    grad_low = grad_high = None
+    if is_tensor(low) != is_tensor(high) and low is not None and high is not None:
+        low, high = (b if is_tensor(b) else ember.tensor(b, dtype=self.dtype) for b in (low, high))
+    return self, low, high
+
+
+@derivative("clamp")
+def _clamp(grads, inputs, outputs):
+    """PyTorch's clamp_backward and clamp_backward_min_max: the input gets the gradient where
+    min <= self <= max holds (so never where min > max, nor at a NaN); a tensor min gets it where
+    self < min < max, a tensor max where self > max or max < min (max wins when the bounds cross)."""
+    g = grads[0]
+    self, low, high = _clamp_args(inputs)
+    zero = ember.zeros((), dtype=g.dtype)
+    inside = None
     if low is not None:
-        below = ember.lt(self, low)
-        outside = below
-        if is_tensor(low) and low.requires_grad:
-            grad_low = where_zero(ember.logical_not(below), g)
+        inside = ember.ge(self, low)
     if high is not None:
-        above = ember.gt(self, high)
-        outside = above if outside is None else ember.logical_or(outside, above)
-        if is_tensor(high) and high.requires_grad:
-            grad_high = where_zero(ember.logical_not(above), g)
-    return where_zero(outside, g), grad_low, grad_high
+        below_max = ember.le(self, high)
+        inside = below_max if inside is None else ember.logical_and(inside, below_max)
+    grad_self = g if inside is None else ember.where(inside, g, zero)
+    grad_low = grad_high = None
+    both = is_tensor(low) and is_tensor(high)
+    if is_tensor(low) and low.requires_grad:
+        picked = ember.lt(self, low)
+        if both:
+            picked = ember.logical_and(picked, ember.lt(low, high))
+        grad_low = ember.where(picked, g, zero)
+    if is_tensor(high) and high.requires_grad:
+        picked = ember.gt(self, high)
+        if both:
+            picked = ember.logical_or(picked, ember.lt(high, low))
+        grad_high = ember.where(picked, g, zero)
+    return grad_self, grad_low, grad_high
+
+
+@forward_derivative("clamp")
+def _clamp_jvp(tangents, inputs, outputs):
+    """PyTorch's clamp_jvp: the tangent of whichever value was selected (a tensor bound's when the
+    comparison with self fails, NaN included); scalar bounds have no tangent."""
+    self, low, high = _clamp_args(inputs)
+    t_self = tangents[0]
+    if not (is_tensor(low) or is_tensor(high)):
+        return None if t_self is None else _clamp((t_self,), inputs, ())[0]
+    zero = ember.zeros((), dtype=outputs[0].dtype)
+    t_self, t_low, t_high = ((list(tangents) + [None, None])[:3])
+    t_self, t_low, t_high = (zero if t is None else t for t in (t_self, t_low, t_high))
+    if is_tensor(low) and is_tensor(high):
+        inner = ember.where(ember.lt(self, low), t_low, ember.where(ember.gt(self, high), t_high, t_self))
+        return ember.where(ember.gt(low, high), t_high, inner)
+    if is_tensor(low):
+        return ember.where(ember.gt(self, low), t_self, t_low)
+    return ember.where(ember.lt(self, high), t_self, t_high)
 
 
 derivative("maximum")(_extremum(True))
@@ -253,7 +319,7 @@ derivative("floor_divide")(not_implemented("floor_divide"))
 
 # PyTorch gives these a zero gradient (they are piecewise constant).
 for _name in ("floor", "ceil", "round", "trunc", "sign", "round_decimals"):
-    derivative(_name)(zero_grads)
+    derivative(_name, meta_only=True)(zero_grads)
 
 # -- unary math --------------------------------------------------------------------------------
 
@@ -386,6 +452,23 @@ def _acosh(g, x, result):
 @_unary("atanh")
 def _atanh(g, x, result):
     return g / (1 - x * x)
+
+
+def _no_forward_ad(op_name: str):
+    def jvp(tangents, inputs, outputs):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {op_name} that does not support it because it has not been "
+            "implemented yet."
+        )
+
+    return jvp
+
+
+# PyTorch has no derivative for these in-place forms (derivatives.yaml: not_implemented), in either
+# mode; every other in-place op differentiates with its out-of-place formula.
+for _name in ("acosh", "asinh", "atanh"):
+    derivative(_name + "_")(not_implemented(f"inplace version of {_name}", NotImplementedError))
+    forward_derivative(_name + "_")(_no_forward_ad(_name + "_"))
 
 
 @_unary("sigmoid", save_output=True)

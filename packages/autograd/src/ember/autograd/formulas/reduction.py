@@ -46,7 +46,7 @@ def _reduction_args(inputs, dim_default=None):
     return x, dims, keepdim
 
 
-@derivative("sum")
+@derivative("sum", meta_only=True)
 def _sum(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
     return (_restore(grads[0], x.shape, dims, keepdim).expand(*x.shape),)
@@ -58,7 +58,7 @@ def _nansum(grads, inputs, outputs):
     return (where_zero(ember.isnan(x), _restore(grads[0], x.shape, dims, keepdim).expand(*x.shape)),)
 
 
-@derivative("mean")
+@derivative("mean", meta_only=True)
 def _mean(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
     g = _restore(grads[0], x.shape, dims, keepdim)
@@ -162,22 +162,36 @@ for _name in ("cummax", "cummin"):
 
 def _moment_args(inputs):
     x = inputs.args[0]
-    dims = _reduced_dims(arg(inputs, 1, "dim", None), x.ndim)
+    dim = arg(inputs, 1, "dim", None)
     correction = arg(inputs, 2, "correction", 1)
     keepdim = arg(inputs, 3, "keepdim", False)
-    return x, dims, 1 if correction is None else correction, keepdim
+    return x, dim, 1 if correction is None else correction, keepdim
 
 
-def _var_grad(g, x, dims, correction):
-    # g is already restored to keepdim shape.
-    centered = x - ember.mean(x, dims, keepdim=True)
-    return g * centered * (2.0 / (_count(x.shape, dims) - correction))
+def _var_grad(g, x, dim, correction, keepdim):
+    """PyTorch's var_backward, with its quirks: a full reduction (dim None, or a 0-d input) with
+    no degrees of freedom gives inf (NaN where x equals its mean); over dims, 2 / (n - correction)
+    is used as is (inf at n == correction, negative beyond), and an empty dim list counts n as 1."""
+    if x.ndim == 0 or dim is None:
+        mean = ember.mean(x)
+        dof = math.prod(x.shape) - correction
+        if dof <= 0:
+            nan, inf = (ember.full((), v, dtype=x.dtype) for v in (math.nan, math.inf))
+            return g * ember.where(ember.eq(x, mean), nan, inf)
+        return (2.0 / dof) * g * (x - mean)
+    dims = _reduced_dims(dim, x.ndim)
+    listed = (dim,) if isinstance(dim, int) else tuple(dim)
+    if listed:
+        g = _restore(g, x.shape, dims, keepdim)
+    dof = _count(x.shape, dims) if listed else 1
+    dof -= correction
+    factor = 2.0 / dof if dof != 0 else math.inf
+    return factor * g * (x - ember.mean(x, dims, keepdim=True))
 
 
-def _std_grad(g, std, x, dims, correction):
-    centered = x - ember.mean(x, dims, keepdim=True)
-    local = centered / (std * (_count(x.shape, dims) - correction))
-    return where_zero(ember.eq(std, 0), g * local)
+def _std_grad(g, std, x, dim, correction, keepdim):
+    # PyTorch's std_backward: var's gradient of g / (2 std), zero where std is 0.
+    return _var_grad(where_zero(ember.eq(std, 0), g / (std * 2)), x, dim, correction, keepdim)
 
 
 def _mean_grad(g, x, dims):
@@ -186,16 +200,15 @@ def _mean_grad(g, x, dims):
 
 def _moment_backward(kind: str):
     def backward(grads, inputs, outputs):
-        x, dims, correction, keepdim = _moment_args(inputs)
+        x, dim, correction, keepdim = _moment_args(inputs)
         total = None
         if grads[0] is not None:
-            g = _restore(grads[0], x.shape, dims, keepdim)
             if kind == "var":
-                total = _var_grad(g, x, dims, correction)
+                total = _var_grad(grads[0], x, dim, correction, keepdim)
             else:
-                std = _restore(outputs[0], x.shape, dims, keepdim)
-                total = _std_grad(g, std, x, dims, correction)
+                total = _std_grad(grads[0], outputs[0], x, dim, correction, keepdim)
         if len(grads) > 1 and grads[1] is not None:
+            dims = _reduced_dims(dim, x.ndim)
             part = _mean_grad(_restore(grads[1], x.shape, dims, keepdim), x, dims)
             total = part if total is None else total + part
         return (total,)

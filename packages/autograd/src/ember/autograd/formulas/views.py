@@ -20,7 +20,7 @@ def _reshape_back(grads, inputs, outputs):
 
 
 for _name in ("view", "squeeze", "unsqueeze"):
-    derivative(_name)(_reshape_back)
+    derivative(_name, meta_only=True)(_reshape_back)
 
 
 def _identity(grads, inputs, outputs):
@@ -43,25 +43,25 @@ def _permute(grads, inputs, outputs):
     return (grads[0].permute(inverse),)
 
 
-@derivative("select")
+@derivative("select", meta_only=True)
 def _select(grads, inputs, outputs):
     dim, index = arg(inputs, 1, "dim"), arg(inputs, 2, "index")
     return (embed(inputs.args[0].shape, grads[0], lambda z: OPS["select"](z, dim, index)),)
 
 
-@derivative("slice")
+@derivative("slice", meta_only=True)
 def _slice(grads, inputs, outputs):
     dim, start, end, step = (arg(inputs, i, n) for i, n in ((1, "dim"), (2, "start"), (3, "end"), (4, "step")))
     return (embed(inputs.args[0].shape, grads[0], lambda z: OPS["slice"](z, dim, start, end, step)),)
 
 
-@derivative("narrow")
+@derivative("narrow", meta_only=True)
 def _narrow(grads, inputs, outputs):
     dim, start, length = arg(inputs, 1, "dim"), arg(inputs, 2, "start"), arg(inputs, 3, "length")
     return (embed(inputs.args[0].shape, grads[0], lambda z: OPS["narrow"](z, dim, start, length)),)
 
 
-@derivative("diagonal")
+@derivative("diagonal", meta_only=True)
 def _diagonal(grads, inputs, outputs):
     offset = arg(inputs, 1, "offset", 0)
     dim1, dim2 = arg(inputs, 2, "dim1", 0), arg(inputs, 3, "dim2", 1)
@@ -74,7 +74,7 @@ def _scatter_positions(n: int, g, positions, dtype):
     return ember.index_put(flat, (positions.reshape(-1),), g.reshape(-1), accumulate=True)
 
 
-@derivative("unfold")
+@derivative("unfold", meta_only=True)
 def _unfold(grads, inputs, outputs):
     # Windows may overlap: each input element gets the sum over the windows that hold it.
     x = inputs.args[0]
@@ -84,7 +84,7 @@ def _unfold(grads, inputs, outputs):
     return (_scatter_positions(n, grads[0], positions, grads[0].dtype).reshape(x.shape),)
 
 
-@derivative("as_strided")
+@derivative("as_strided", meta_only=True)
 def _as_strided(grads, inputs, outputs):
     # Works in storage coordinates: scatter the gradient to the memory locations the output
     # read, then gather at the locations of the input's elements (averaging over inputs that

@@ -142,7 +142,7 @@ def nextafter_(self, other):
 def clamp_(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _write_back(input, lambda x: pw.clamp(x, min, max), min, max)
+    return pw.clamp_inplace_op(input, min, max)  # a real in-place op: ClampBackward, like PyTorch
 
 
 clip_ = clamp_

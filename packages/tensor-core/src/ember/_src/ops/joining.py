@@ -112,13 +112,13 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Joins same-shaped tensors along a new dim."""
     tensors = _check_list(tensors, "stack")
     ref = tensors[0]._shape
+    d = wrap_dim(dim, len(ref) + 1)  # PyTorch checks dim before the shapes
     for i, t in enumerate(tensors):
         if t._shape != ref:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and {list(t._shape)} "
                 f"at entry {i}"
             )
-    d = wrap_dim(dim, len(ref) + 1)
     return cat([t.unsqueeze(d) for t in tensors], d, out=out)
 
 

@@ -299,15 +299,30 @@ multiply = mul
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         result = div_op(input, other)
-    elif rounding_mode == "floor":
-        result = floor_divide_op(input, other)
-    elif rounding_mode == "trunc":
-        result = _trunc_div(input, other)
+    elif rounding_mode in ("floor", "trunc"):
+        result = div_rounding_op(input, other, rounding_mode)
     else:
         raise ValueError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
     return write_out(result, out, (input, other))
+
+
+# Rounded division is its own op (not floor_divide, nor trunc of div, as seen from outside) so that
+# autograd gives it PyTorch's zero gradient: floor_divide has no derivative, and trunc(div) would
+# send NaN to the inputs where other is 0.
+div_rounding_op = define("div_rounding(Tensor self, Scalar|Tensor other, str rounding_mode) -> Tensor")
+
+
+@div_rounding_op.kernel("cpu")
+@div_rounding_op.kernel("meta")
+def _div_rounding_kernel(input, other, rounding_mode):
+    if rounding_mode == "floor":
+        return floor_divide_op(input, other)
+    return _trunc_div(input, other)
+
+
+div_rounding_op.meta = _div_rounding_kernel
 
 
 def _trunc_div(a, b):
@@ -644,8 +659,9 @@ def relu_(input):
 
 
 def relu6(input, inplace: bool = False):
-    result = relu6_op(input)
-    return input.copy_(result) if inplace else result
+    # In place, PyTorch's relu6_ is hardtanh_(input, 0, 6) (copying relu6's result into input would
+    # overwrite what autograd saved for relu6).
+    return hardtanh_inplace_op(input, 0.0, 6.0) if inplace else relu6_op(input)
 
 
 def gelu(input, approximate: str = "none"):
@@ -815,6 +831,23 @@ def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
 
 
 clamp_op.meta = _clamp_kernel
+
+# clamp_ is an in-place op of its own (not clamp(out=self)) so that autograd records it on self.
+clamp_inplace_op = define(
+    "clamp_(Tensor(a!) self, Scalar|Tensor? min=None, Scalar|Tensor? max=None) -> Tensor(a!)", ("pointwise", "inplace")
+)
+
+
+@clamp_inplace_op.kernel("cpu")
+@clamp_inplace_op.kernel("meta")
+def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+    _check_write(self, (min, max))
+    result = _clamp_kernel(self, min, max)
+    _check_inplace(self, result._shape, result.dtype, "clamp_")
+    if self._device is not META:
+        _C.copy_(self, result)
+        self._storage.version += 1
+    return self
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names

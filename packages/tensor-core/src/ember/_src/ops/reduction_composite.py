@@ -133,8 +133,20 @@ def _norm_result(x, p, dim, keepdim, dtype):
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm: p={p!r} is not supported (only 'fro' and numbers)")
+        if isinstance(dim, (list, tuple)) and len(dim) > 2:  # PyTorch hands these to matrix_norm
+            if x.ndim < 2:
+                raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
         p = 2.0
     p = float(p)
+    if math.isinf(p) and dim is not None and x.ndim:
+        # PyTorch checks the dims one by one, in the given order: an empty one stops it before a
+        # later dim out of range.
+        for d in (dim if isinstance(dim, (list, tuple)) else [dim]):
+            if x._shape[_dims(d, x.ndim, "norm")[0]] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {'inf' if p > 0 else '-inf'} norm on the "
+                                   f"dimension {d}because this dimension is empty and the operation does not have "
+                                   "an identity")
     dims = _dims(dim, x.ndim, "norm")
     if math.isinf(p) and builtins.any(x._shape[d] == 0 for d in dims):
         which = "inf" if p > 0 else "-inf"
