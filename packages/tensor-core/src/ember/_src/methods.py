@@ -200,7 +200,7 @@ def install(functional: dict) -> None:
     extra = {
         "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
         "div_": div_, "divide_": div_, "true_divide_": div_,
-        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
+        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_, "clamp_": clamp_, "clip_": clamp_,
         "relu_": pw.relu_inplace_op, "sigmoid_": pw.UNARY_OPS["sigmoid"][1], "nan_to_num_": pw.nan_to_num_,
         "T": property(vw.full_transpose), "mT": property(vw.matrix_transpose), "H": property(vw._conj_full_transpose),
         "mH": property(vw.adjoint),

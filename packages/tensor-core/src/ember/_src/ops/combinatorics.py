@@ -1,6 +1,5 @@
 """Index sets and membership: ``isin`` (sort + searchsorted), ``combinations`` (masked meshgrid, as
-PyTorch builds it, so it is differentiable), ``vander`` (cumprod), ``tril_indices``/``triu_indices``
-(nonzero of a triangle mask).
+PyTorch builds it, so it is differentiable), ``vander`` (cumprod).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, type_name
 
-__all__ = ["combinations", "isin", "tril_indices", "triu_indices", "vander"]
+__all__ = ["combinations", "isin", "vander"]
 
 METHODS = ()
 
@@ -96,29 +95,3 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
 
         result = flip(result, (1,))
     return result
-
-
-def _triangle_indices(name: str, row: int, col: int, offset: int, dtype, lower: bool) -> Tensor:
-    for arg, value in (("row", row), ("col", col)):
-        if value < 0:
-            raise RuntimeError(f"{arg} must be non-negative, got{value}")
-    dtype = dt.int64 if dtype is None else dtype
-    if dtype not in (dt.int32, dt.int64):
-        raise RuntimeError(f"\"{name}\" not implemented for '{type_name(dtype)}'")
-    from .indexing import nonzero
-
-    rows = vw.unsqueeze(cr.arange(row), 1)
-    cols = vw.unsqueeze(cr.arange(col), 0)
-    gap = pw.sub(cols, rows)
-    mask = pw.le(gap, offset) if lower else pw.ge(gap, offset)
-    return vw.t(nonzero(mask)).to(dtype).contiguous()
-
-
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
-    """(2, N) row and column indices of the lower triangle (on and below diagonal ``offset``)."""
-    return _triangle_indices("tril_indices", row, col, offset, dtype, True)
-
-
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
-    """(2, N) row and column indices of the upper triangle (on and above diagonal ``offset``)."""
-    return _triangle_indices("triu_indices", row, col, offset, dtype, False)

@@ -493,10 +493,6 @@ def fill(input, value):
     return vw.fill_(vw.clone_op(input), value)
 
 
-def detach(input):
-    return vw.detach(input)
-
-
 # -- methods and top-level functions ------------------------------------------------------------------
 
 # Methods that are PyTorch aliases of existing in-place methods.
@@ -551,7 +547,7 @@ def _install() -> list:
 
 # PyTorch's top-level functions defined here (the rest come from the methods, by _install).
 _TOP_LEVEL = [
-    "put", "index_reduce", "renorm", "fill", "detach", "rrelu", "feature_alpha_dropout", "clamp_", "clip_",
+    "put", "index_reduce", "renorm", "fill", "rrelu", "feature_alpha_dropout", "clamp_", "clip_",
     "clamp_min_", "clamp_max_", "conj_physical_", "deg2rad_", "rad2deg_", "as_strided_", "resize_as_", "celu_",
     "selu_", "threshold_", "rrelu_", "dropout_", "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_",
     "embedding_renorm_",

@@ -16,6 +16,7 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import pointwise as pw
 from ._common import check_same_device, convert, empty, type_name, write_out
+from ._common import check_write as _check_write
 from .fused_pointwise import check_inplace
 
 __all__ = ["gcd", "gcd_", "heaviside", "lcm", "lcm_"]
@@ -60,6 +61,7 @@ def _declare_integral(name: str):
     @inplace.kernel("cpu")
     @inplace.kernel("meta")
     def inplace_kernel(self, other):
+        _check_write(self, (other,))
         result = meta(self, other)
         check_inplace(self, result._shape, result.dtype)
         if self._device is not META:

@@ -246,7 +246,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     from ...linalg import vector_norm
-    from .combinatorics import triu_indices
+    from .index_utils import triu_indices
 
     rows, cols = triu_indices(input._shape[0], input._shape[0], 1)
     from .indexing import index_select
