@@ -284,11 +284,13 @@ def sanitize(session: nox.Session) -> None:
     untouched. Python is not built with ASan, so libasan is preloaded; leak checking is off
     (the interpreter leaks by design) and UBSan stops at its first report. Slow: a cold build
     takes many minutes on 2 cores, and the tests run several times slower; pass a subset with
-    `nox -s sanitize -- packages/tensor-core/tests/test_indexing.py`.
+    `nox -s sanitize -- packages/tensor-core/tests/test_indexing.py`, or spread them over a big
+    machine's cores with `nox -s sanitize -- -n 16 packages/tensor-core/tests` (pytest-xdist).
+    `EMBER_BUILD_JOBS` sets the build's parallelism (default 2).
     """
     core = PACKAGES["ember-tensor-core"]
     requirements = {"cmake", "ninja", "pytest"} | set(core["build_requires"]) | set(core["dependencies"])
-    requirements |= set(core["test_dependencies"])
+    requirements |= set(core["test_dependencies"]) | {"pytest-xdist"}
     session.install(*sorted(r for r in requirements if not _is_ours(r) and "scikit-build" not in r))
     out = session.run("bash", str(ROOT / "ci" / "sanitize_build.sh"), "python", silent=True, external=True)
     site = out.strip().splitlines()[-1]
