@@ -224,6 +224,18 @@ inline To convert(From v) {
       EMBER_THROW_DTYPE(dtype, what);               \
   }
 
+// Integer dtypes (not bool).
+#define EMBER_DISPATCH_INTEGRAL(dtype, what, ...) \
+  switch (dtype) {                               \
+    EMBER_CASE(UInt8, uint8_t, __VA_ARGS__)      \
+    EMBER_CASE(Int8, int8_t, __VA_ARGS__)        \
+    EMBER_CASE(Int16, int16_t, __VA_ARGS__)      \
+    EMBER_CASE(Int32, int32_t, __VA_ARGS__)      \
+    EMBER_CASE(Int64, int64_t, __VA_ARGS__)      \
+    default:                                     \
+      EMBER_THROW_DTYPE(dtype, what);            \
+  }
+
 // Types that kernels compute in directly (half types are converted to float32 by the caller).
 #define EMBER_DISPATCH_COMPUTE(dtype, what, ...) \
   switch (dtype) {                              \

@@ -22,16 +22,6 @@ namespace ember {
 
 namespace {
 
-#define EMBER_DISPATCH_INTEGRAL(dtype, what, ...) \
-  switch (dtype) {                               \
-    EMBER_CASE(UInt8, uint8_t, __VA_ARGS__)      \
-    EMBER_CASE(Int8, int8_t, __VA_ARGS__)        \
-    EMBER_CASE(Int16, int16_t, __VA_ARGS__)      \
-    EMBER_CASE(Int32, int32_t, __VA_ARGS__)      \
-    EMBER_CASE(Int64, int64_t, __VA_ARGS__)      \
-    default:                                     \
-      EMBER_THROW_DTYPE(dtype, what);            \
-  }
 
 // Euclid on magnitudes exactly as PyTorch's calc_gcd: |INT_MIN| wraps to INT_MIN and the loop
 // continues in signed arithmetic (so gcd(127, -128) in int8 is -1, as there). A divisor of -1

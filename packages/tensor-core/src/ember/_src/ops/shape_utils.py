@@ -183,16 +183,7 @@ def _logical_to_physical(shape: tuple, stride: tuple, ambiguity_check: bool) -> 
             return 0 if _ge(shape[b], shape[a]) else 1
         return -1 if _ge(sb, sa) else 1
 
-    perm = list(reversed(natural))  # innermost first, then an insertion sort that stops at ties
-    for i in builtins.range(1, ndim):
-        d1 = i
-        for d0 in reversed(builtins.range(i)):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = vw._insertion_sorted_dims(ndim, should_swap)  # innermost first
     ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1 for i in builtins.range(ndim - 1))
     return tuple(reversed(perm)), ambiguous
 
