@@ -787,3 +787,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 # Defined beside nn.MultiheadAttention; imported last because it uses the functions above.
 from .modules._attention_functional import multi_head_attention_forward  # noqa: E402,F401
+from .functional_pool3d import (  # noqa: E402,F401
+    adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, lp_pool3d, max_pool3d,
+    max_pool3d_with_indices)
+from .functional_vision import affine_grid, grid_sample  # noqa: E402,F401
+
+pdist = ember.pdist
