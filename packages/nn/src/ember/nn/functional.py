@@ -22,11 +22,20 @@ from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
 from ember._src.ops._common import type_name as _type_name
 
+from . import functional_pool3d as _pool3d
+from . import functional_vision as _vision
+
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
 conv_transpose1d, conv_transpose2d, conv_transpose3d = (
     _conv.conv_transpose1d, _conv.conv_transpose2d, _conv.conv_transpose3d)
 unfold, fold = _conv.im2col, _conv.col2im
+pdist = ember.pdist
+max_pool3d, max_pool3d_with_indices, avg_pool3d, lp_pool3d = (
+    _pool3d.max_pool3d, _pool3d.max_pool3d_with_indices, _pool3d.avg_pool3d, _pool3d.lp_pool3d)
+adaptive_avg_pool3d, adaptive_max_pool3d = _pool3d.adaptive_avg_pool3d, _pool3d.adaptive_max_pool3d
+adaptive_max_pool3d_with_indices = _pool3d.adaptive_max_pool3d_with_indices
+affine_grid, grid_sample = _vision.affine_grid, _vision.grid_sample
 max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
 max_pool1d_with_indices, max_pool2d_with_indices = _pool.max_pool1d_with_indices, _pool.max_pool2d_with_indices
 avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
@@ -787,9 +796,3 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 # Defined beside nn.MultiheadAttention; imported last because it uses the functions above.
 from .modules._attention_functional import multi_head_attention_forward  # noqa: E402,F401
-from .functional_pool3d import (  # noqa: E402,F401
-    adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, lp_pool3d, max_pool3d,
-    max_pool3d_with_indices)
-from .functional_vision import affine_grid, grid_sample  # noqa: E402,F401
-
-pdist = ember.pdist

@@ -11,6 +11,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember._src.ops._common import type_name
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -86,9 +87,8 @@ def _check_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str) -> 
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{input.dtype} and grid has {grid.dtype}")
-    if input.ndim not in (4, 5) or input.ndim != grid.ndim:
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if input.ndim == 0 or grid.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
@@ -99,10 +99,14 @@ def _check_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str) -> 
         if input.shape[i] <= 0:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input "
                                f"has sizes {list(input.shape)} with dimension {i} being empty")
+    if input.ndim not in (4, 5) or input.ndim != grid.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if mode == "bicubic" and input.ndim != 4:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if not input.is_floating_point():
-        raise RuntimeError(f"\"grid_sampler\" not implemented for '{str(input.dtype).removeprefix('ember.')}'")
+        kernel = f"grid_sampler_{input.ndim - 2}d_cpu_kernel_impl"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(input.dtype)}'")
 
 
 def _reflect(x: Tensor, twice_low: int, twice_high: int) -> Tensor:
