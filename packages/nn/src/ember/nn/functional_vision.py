@@ -149,18 +149,24 @@ class _Taps:
             acc *= s
         self.strides = strides
 
-    def read(self, positions: list) -> Tensor:
-        """``positions``: per-axis float tensors (N, P) holding whole numbers."""
+    def read(self, positions: list, weight: Tensor | None = None) -> Tensor:
+        """``weight * input`` at ``positions`` (per-axis float tensors (N, P) of whole numbers).
+
+        As PyTorch, a tap outside the image adds nothing, even with a NaN or inf weight.
+        """
         n, c = self.flat.shape[:2]
         inside = None
         linear = None
         for pos, size, stride in zip(positions, self.sizes, self.strides):
-            ok = (pos >= 0) & (pos <= size - 1)
+            ok = (pos >= 0) & (pos <= size - 1)  # False for NaN too
             inside = ok if inside is None else inside & ok
-            idx = ember.clamp(pos, 0, size - 1).to(ember.int64) * stride
+            # Masked positions read pixel 0: never cast a NaN or huge coordinate to an integer.
+            idx = ember.where(ok, pos, 0).to(ember.int64) * stride
             linear = idx if linear is None else linear + idx
         p = linear.shape[1]
         vals = self.flat.gather(2, linear.unsqueeze(1).expand(n, c, p))
+        if weight is not None:
+            vals = vals * weight.unsqueeze(1)
         return ember.where(inside.unsqueeze(1), vals, ember.zeros((), dtype=vals.dtype, device=vals.device))
 
 
@@ -192,7 +198,7 @@ def _bicubic(taps: _Taps, coords: list) -> Tensor:
             if taps.padding_mode != "zeros":
                 px = _bounded(px, w_, taps.padding_mode, taps.align_corners)
                 py = _bounded(py, h_, taps.padding_mode, taps.align_corners)
-            term = taps.read([px, py]) * wx[i].unsqueeze(1)
+            term = taps.read([px, py], wx[i])
             row = term if row is None else row + term
         term = row * wy[j].unsqueeze(1)
         out = term if out is None else out + term
@@ -236,6 +242,6 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 w = coords[i] - lows[i] if upper else lows[i] + 1 - coords[i]
                 weight = w if weight is None else weight * w
                 positions.append(pos)
-            term = taps.read(positions) * weight.unsqueeze(1)
+            term = taps.read(positions, weight)
             out = term if out is None else out + term
     return out.reshape(n, c, *out_spatial)
