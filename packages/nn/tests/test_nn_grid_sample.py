@@ -163,3 +163,18 @@ def test_affine_grid_errors(case):
     assert e == t.replace("torch.", "ember.")
     with pytest.raises(ValueError, match="floating point"):
         F.affine_grid(ember.zeros(2, 2, 3, dtype=ember.int64), [2, 3, 4, 4], False)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_huge_and_non_finite_grids(mode, padding_mode):
+    # Far-away (finite) points match PyTorch (reflection: not so far that fmod loses every digit);
+    # NaN/inf points must not crash (PyTorch's values there come from undefined float->int casts,
+    # so only the shape is compared).
+    xe, xt = input_pair((1, 2, 3, 4), "float64")
+    v = 37.3 if padding_mode == "reflection" else 1e30
+    far = np.array([[[[v, -v], [-v, 0.5], [0.25, v]]]])
+    assert_close(F.grid_sample(xe, ember.tensor(far), mode, padding_mode, False),
+                 TF.grid_sample(xt, torch.tensor(far), mode, padding_mode, False))
+    bad = ember.tensor([[[[float("nan"), 0.2], [0.3, float("inf")], [-float("inf"), 0.1]]]], dtype=ember.float64)
+    assert tuple(F.grid_sample(xe, bad, mode, padding_mode, True).shape) == (1, 2, 1, 3)
