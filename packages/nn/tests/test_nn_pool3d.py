@@ -152,3 +152,48 @@ def test_lazy_norm_matches_torch(name, shape, kwargs):
 def test_pdist_reexported():
     xe, xt = input_pair((5, 3), "float64")
     assert_close(F.pdist(xe, 1.5), torch.nn.functional.pdist(xt, 1.5))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,kwargs,output_size", [((2, 3, 4, 6, 6), {}, None),
+                                                      ((2, 3, 5, 5, 7), {}, (5, 5, 7)),
+                                                      ((3, 5, 6, 4), {"stride": 1, "padding": (0, 1, 0)}, None)])
+def test_max_unpool3d_inverts_max_pool3d(dtype, shape, kwargs, output_size):
+    k = (1, 2, 3) if kwargs else 2
+    xe, xt = input_pair(shape, dtype)
+    pe, ie = nn.MaxPool3d(k, return_indices=True, **kwargs)(xe)
+    pt, it = torch.nn.MaxPool3d(k, return_indices=True, **kwargs)(xt)
+    ue, ut = nn.MaxUnpool3d(k, **kwargs), torch.nn.MaxUnpool3d(k, **kwargs)
+    assert repr(ue) == repr(ut)
+    ye, yt = ue(pe, ie, output_size), ut(pt, it, output_size)
+    assert_close(ye, yt, dtype)
+    (ye * ye).sum().backward()
+    (yt * yt).sum().backward()
+    assert_close(xe.grad, xt.grad, dtype)
+
+
+UNPOOL_ERRORS = [
+    (lambda i: i + 1000, {}, RuntimeError),
+    (lambda i: i.int(), {}, RuntimeError),
+    (lambda i: i[:1], {}, RuntimeError),
+    (lambda i: i, {"output_size": (9, 5, 7)}, ValueError),
+    (lambda i: i, {"output_size": (5, 5)}, ValueError),
+]
+
+
+@pytest.mark.parametrize("case", UNPOOL_ERRORS, ids=lambda c: str(c[1:]))
+def test_max_unpool3d_errors(case):
+    change, kwargs, exc = case
+    xt = torch.randn(2, 3, 4, 6, 6)
+    pt, it = torch.nn.functional.max_pool3d(xt, 2, return_indices=True)
+    pe, ie = ember.tensor(pt.numpy()), ember.tensor(it.numpy())
+    with pytest.raises(exc) as te:
+        torch.nn.functional.max_unpool3d(pt, change(it), 2, **kwargs)
+    with pytest.raises(exc) as ee:
+        F.max_unpool3d(pe, change(ie), 2, **kwargs)
+    # PyTorch scans planes in parallel: which invalid index it names varies, so that message is cut there.
+    assert str(ee.value).split(": ")[0] == str(te.value).split(": ")[0]
+    if "invalid max index" not in str(te.value):
+        assert str(ee.value) == str(te.value)
+    with pytest.raises(RuntimeError, match="4d or 5d"):
+        F.max_unpool3d(pe[0, 0], ie[0, 0], 2)

@@ -16,7 +16,7 @@ from ember._src.ops import nn_pool as _pool
 from ember._src.ops import pointwise as _pointwise
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d",
-           "lp_pool3d", "max_pool3d", "max_pool3d_with_indices"]
+           "lp_pool3d", "max_pool3d", "max_pool3d_with_indices", "max_unpool3d"]
 
 
 def _triple(v, fn: str, name: str, allow_none: bool = False, either: str = "either ") -> tuple | None:
@@ -192,3 +192,28 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
     kd, kh, kw = _triple(kernel_size, "avg_pool3d", "kernel_size", either="")
     out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (ember.sign(out) * _pointwise.relu(out.abs())).mul(kd * kh * kw).pow(1.0 / norm_type)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """Scatters each value of ``input`` to its flat index in a (oD, oH, oW) volume of zeros."""
+    from .functional import _ntuple, _unpool_output_size  # functional imports this module
+
+    kernel_size = _ntuple(kernel_size, 3)
+    stride = _ntuple(stride, 3) if stride is not None else kernel_size
+    od, oh, ow = _unpool_output_size(input, kernel_size, stride, _ntuple(padding, 3), output_size)
+    if indices.dtype is not ember.int64:
+        raise RuntimeError("elements in indices should be type int64")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    lead = tuple(input.shape[:-3])
+    flat_idx = indices.reshape(lead + (-1,))
+    bad = (flat_idx < 0) | (flat_idx >= od * oh * ow)
+    if bool(bad.any()):
+        raise RuntimeError(f"Found an invalid max index: {flat_idx[bad][-1].item()} (output volumes are of size "
+                           f"{od}x{oh}x{ow}")
+    out = ember.zeros(lead + (od * oh * ow,), dtype=input.dtype, device=input.device)
+    return out.scatter(-1, flat_idx, input.reshape(lead + (-1,))).reshape(lead + (od, oh, ow))

@@ -1,13 +1,14 @@
-"""3-d pooling layers: ``MaxPool3d``, ``AvgPool3d``, ``LPPool3d``, ``AdaptiveAvgPool3d``, ``AdaptiveMaxPool3d``."""
+"""3-d pooling layers: ``MaxPool3d``, ``AvgPool3d``, ``LPPool3d``, adaptive forms and ``MaxUnpool3d``."""
 
 from __future__ import annotations
 
 from ember import Tensor
 
 from .. import functional as F
-from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _LPPoolNd, _MaxPoolNd
+from ._utils import _triple
+from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _LPPoolNd, _MaxPoolNd, _MaxUnpoolNd
 
-__all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "LPPool3d", "MaxPool3d"]
+__all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "LPPool3d", "MaxPool3d", "MaxUnpool3d"]
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -57,3 +58,16 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of ``MaxPool3d``: puts each value back at its index, zeros elsewhere."""
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = _triple(kernel_size)
+        self.stride = _triple(stride if stride is not None else kernel_size)
+        self.padding = _triple(padding)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
