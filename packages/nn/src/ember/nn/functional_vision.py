@@ -227,6 +227,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
               for i in range(k)]
     if mode == "nearest":
         out = taps.read([ember.round(x) for x in coords])
+        if grid.requires_grad:
+            # PyTorch gives the grid a zero gradient here, not none: join it through a branch never taken.
+            zero = ember.zeros((), dtype=out.dtype, device=out.device)
+            out = out + ember.where(ember.zeros((), dtype=ember.bool, device=out.device), g.sum(), zero)
     elif mode == "bicubic":
         out = _bicubic(taps, coords)
     else:
