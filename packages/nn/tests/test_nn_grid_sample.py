@@ -175,3 +175,17 @@ def test_grid_sample_huge_and_non_finite_grids(mode, padding_mode):
                  TF.grid_sample(xt, torch.tensor(far), mode, padding_mode, False))
     bad = ember.tensor([[[[float("nan"), 0.2], [0.3, float("inf")], [-float("inf"), 0.1]]]], dtype=ember.float64)
     assert tuple(F.grid_sample(xe, bad, mode, padding_mode, True).shape) == (1, 2, 1, 3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_grid_sample_reduced_precision(dtype):
+    xt = torch.randn(2, 3, 5, 6).to(getattr(torch, dtype))
+    gt = (torch.rand(2, 4, 3, 2) * 2.4 - 1.2).to(getattr(torch, dtype))
+    xe = ember.tensor(xt.float().numpy()).to(getattr(ember, dtype))
+    ge = ember.tensor(gt.float().numpy()).to(getattr(ember, dtype))
+    assert_close(F.grid_sample(xe, ge, "nearest", align_corners=False),
+                 TF.grid_sample(xt, gt, "nearest", align_corners=False), rtol=0, atol=0)
+    # PyTorch interpolates in the reduced type itself; ember in float32, rounding once: a few ulps apart.
+    tol = 2.0 ** (-7 if dtype == "float16" else -4)
+    assert_close(F.grid_sample(xe, ge, "bilinear", "border", align_corners=True),
+                 TF.grid_sample(xt, gt, "bilinear", "border", align_corners=True), rtol=tol, atol=tol)

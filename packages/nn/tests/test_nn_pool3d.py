@@ -197,3 +197,22 @@ def test_max_unpool3d_errors(case):
         assert str(ee.value) == str(te.value)
     with pytest.raises(RuntimeError, match="4d or 5d"):
         F.max_unpool3d(pe[0, 0], ie[0, 0], 2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_precision_like_torch(dtype):
+    xt = torch.randn(2, 3, 5, 6, 7).to(getattr(torch, dtype))
+    xe = ember.tensor(xt.float().numpy()).to(getattr(ember, dtype))
+    # Max pooling is exact; adaptive averaging accumulates in float32 and rounds once.
+    assert_close(F.max_pool3d(xe, 3, 2, 1).float(), torch.nn.functional.max_pool3d(xt, 3, 2, 1).float(), rtol=0,
+                 atol=0)
+    assert_close(F.adaptive_max_pool3d(xe, (2, 3, 4)).float(),
+                 torch.nn.functional.adaptive_max_pool3d(xt, (2, 3, 4)).float(), rtol=0, atol=0)
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    assert_close(F.adaptive_avg_pool3d(xe, (2, 3, 4)).float(),
+                 torch.nn.functional.adaptive_avg_pool3d(xt, (2, 3, 4)).float(), rtol=ulp, atol=ulp)
+    with pytest.raises(NotImplementedError) as te:
+        torch.nn.functional.avg_pool3d(xt, 2)
+    with pytest.raises(NotImplementedError) as ee:
+        F.avg_pool3d(xe, 2)
+    assert str(ee.value) == str(te.value)

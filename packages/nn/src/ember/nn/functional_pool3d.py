@@ -14,6 +14,7 @@ import ember
 from ember import Tensor
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import pointwise as _pointwise
+from ember._src.ops._common import type_name as _type_name
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d",
            "lp_pool3d", "max_pool3d", "max_pool3d_with_indices", "max_unpool3d"]
@@ -40,6 +41,11 @@ def _batched(input: Tensor, fn_check: str) -> tuple:
     if input.ndim not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     return (input, False) if input.ndim == 5 else (input.unsqueeze(0), True)
+
+
+def _wide(x: Tensor) -> Tensor:
+    """float16/bfloat16 averaged in float32 across both steps, so only the result is rounded (as PyTorch)."""
+    return x.float() if x.dtype in (ember.float16, ember.bfloat16) else x
 
 
 def _out_size(size, k, pad, stride, dil, ceil_mode) -> int:
@@ -119,6 +125,8 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     _check_geometry(x, k, s, p, (1, 1, 1), ceil_mode, False)
+    if x.dtype in (ember.float16, ember.bfloat16):  # PyTorch's CPU kernel has no reduced-precision form
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for '{_type_name(x.dtype)}'")
     n, c, dd, h, w = x.shape
     # Sums over (H, W) when a divisor overrides the window size, so the depth step divides once.
     plane = _pool.avg_pool2d(x.reshape(n, c * dd, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad,
@@ -160,8 +168,10 @@ def _adaptive_input(input: Tensor, output_size, fn: str, sep: str) -> tuple:
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     x, added, (od, oh, ow) = _adaptive_input(input, output_size, "adaptive_avg_pool3d", "")
     n, c, dd, h, w = x.shape
+    x = _wide(x)
     plane = _pool.adaptive_avg_pool2d(x.reshape(n, c * dd, h, w), (oh, ow))
     out = _pool.adaptive_avg_pool2d(plane.reshape(n, c, dd, oh * ow), (od, oh * ow)).reshape(n, c, od, oh, ow)
+    out = out.to(input.dtype)
     return out.squeeze(0) if added else out
 
 

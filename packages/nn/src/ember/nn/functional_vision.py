@@ -219,6 +219,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         align_corners = False
     n, c = input.shape[:2]
     k = input.ndim - 2
+    dtype = input.dtype
+    if dtype in (ember.float16, ember.bfloat16):  # sampled in float32, rounded once at the end (as PyTorch)
+        input, grid = input.float(), grid.float()
     out_spatial = tuple(grid.shape[1:-1])
     sizes = list(reversed(input.shape[2:]))  # grid's last dim is (x, y[, z]) = (W, H[, D])
     taps = _Taps(input, sizes, padding_mode, align_corners)
@@ -248,4 +251,4 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 positions.append(pos)
             term = taps.read(positions, weight)
             out = term if out is None else out + term
-    return out.reshape(n, c, *out_spatial)
+    return out.reshape(n, c, *out_spatial).to(dtype)
