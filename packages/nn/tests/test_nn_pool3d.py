@@ -184,6 +184,7 @@ UNPOOL_ERRORS = [
 @pytest.mark.parametrize("case", UNPOOL_ERRORS, ids=lambda c: str(c[1:]))
 def test_max_unpool3d_errors(case):
     change, kwargs, exc = case
+    torch.manual_seed(0)
     xt = torch.randn(2, 3, 4, 6, 6)
     pt, it = torch.nn.functional.max_pool3d(xt, 2, return_indices=True)
     pe, ie = ember.tensor(pt.numpy()), ember.tensor(it.numpy())
@@ -201,6 +202,7 @@ def test_max_unpool3d_errors(case):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_reduced_precision_like_torch(dtype):
+    torch.manual_seed(0)
     xt = torch.randn(2, 3, 5, 6, 7).to(getattr(torch, dtype))
     xe = ember.tensor(xt.float().numpy()).to(getattr(ember, dtype))
     # Max pooling is exact; adaptive averaging accumulates in float32 and rounds once.
