@@ -126,8 +126,11 @@ def _source_index(coord: Tensor, size: int, padding_mode: str, align_corners: bo
         x = (coord + 1) / 2 * (size - 1)
     else:
         x = ((coord + 1) * size - 1) / 2
-    if not clip:
-        return x
+    return _pad_coordinate(x, size, padding_mode, align_corners) if clip else x
+
+
+def _pad_coordinate(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """Border: clip into the image; reflection: mirror at the edges (or pixel edges), then clip."""
     if padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
     if padding_mode in ("border", "reflection"):
@@ -195,20 +198,13 @@ def _bicubic(taps: _Taps, coords: list) -> Tensor:
             # Each tap applies the padding mode itself (GridSampler.h get_value_bounded).
             px = x0 + (i - 1)
             py = y0 + (j - 1)
-            if taps.padding_mode != "zeros":
-                px = _bounded(px, w_, taps.padding_mode, taps.align_corners)
-                py = _bounded(py, h_, taps.padding_mode, taps.align_corners)
+            px = _pad_coordinate(px, w_, taps.padding_mode, taps.align_corners)
+            py = _pad_coordinate(py, h_, taps.padding_mode, taps.align_corners)
             term = taps.read([px, py], wx[i])
             row = term if row is None else row + term
         term = row * wy[j].unsqueeze(1)
         out = term if out is None else out + term
     return out
-
-
-def _bounded(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    if padding_mode == "reflection":
-        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-    return ember.clamp(x, 0, size - 1).detach()
 
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
