@@ -22,11 +22,20 @@ from ember._src.ops import nn_resample as _resample
 from ember._src.ops import pointwise as _pointwise
 from ember._src.ops._common import type_name as _type_name
 
+from . import functional_pool3d as _pool3d
+from . import functional_vision as _vision
+
 # -- kernels with PyTorch's functional signatures, straight from the core ---------------------
 conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
 conv_transpose1d, conv_transpose2d, conv_transpose3d = (
     _conv.conv_transpose1d, _conv.conv_transpose2d, _conv.conv_transpose3d)
 unfold, fold = _conv.im2col, _conv.col2im
+pdist = ember.pdist
+max_pool3d, max_pool3d_with_indices, avg_pool3d, lp_pool3d = (
+    _pool3d.max_pool3d, _pool3d.max_pool3d_with_indices, _pool3d.avg_pool3d, _pool3d.lp_pool3d)
+adaptive_avg_pool3d, adaptive_max_pool3d = _pool3d.adaptive_avg_pool3d, _pool3d.adaptive_max_pool3d
+adaptive_max_pool3d_with_indices, max_unpool3d = _pool3d.adaptive_max_pool3d_with_indices, _pool3d.max_unpool3d
+affine_grid, grid_sample = _vision.affine_grid, _vision.grid_sample
 max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
 max_pool1d_with_indices, max_pool2d_with_indices = _pool.max_pool1d_with_indices, _pool.max_pool2d_with_indices
 avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
@@ -495,7 +504,6 @@ def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size
     default = [(input.shape[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)]
     if output_size is None:
         return default
-    output_size = list(output_size)
     if len(output_size) == k + 2:
         output_size = output_size[2:]
     if len(output_size) != k:
@@ -505,7 +513,7 @@ def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size
         lo, hi = default[d] - stride[d], default[d] + stride[d]
         if not lo < output_size[d] < hi:
             raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})')
-    return output_size
+    return list(output_size)
 
 
 def _max_unpool2d(input: Tensor, indices: Tensor, output_size: list) -> Tensor:

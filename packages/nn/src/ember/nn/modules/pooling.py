@@ -1,7 +1,4 @@
-"""Pooling layers: max, average, power-average (LP), adaptive, and max unpooling; 1-d and 2-d.
-
-The 3-d forms are absent: the core has no 3-d pooling kernels.
-"""
+"""Pooling layers: max, average, power-average (LP), adaptive, and max unpooling; 1-d and 2-d (3-d: pooling3d.py)."""
 
 from __future__ import annotations
 
