@@ -7,11 +7,36 @@ Mirrors ``torch.distributions.constraints``; ``check(value)`` returns a boolean 
 import ember
 
 __all__ = [
-    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
-    "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
-    "less_than", "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot",
-    "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
-    "simplex", "square", "stack", "symmetric", "unit_interval",
+    "Constraint",
+    "boolean",
+    "cat",
+    "corr_cholesky",
+    "dependent",
+    "dependent_property",
+    "greater_than",
+    "greater_than_eq",
+    "half_open_interval",
+    "independent",
+    "integer_interval",
+    "interval",
+    "is_dependent",
+    "less_than",
+    "lower_cholesky",
+    "lower_triangular",
+    "nonnegative",
+    "nonnegative_integer",
+    "one_hot",
+    "positive",
+    "positive_definite",
+    "positive_integer",
+    "positive_semidefinite",
+    "real",
+    "real_vector",
+    "simplex",
+    "square",
+    "stack",
+    "symmetric",
+    "unit_interval",
 ]
 
 
@@ -136,7 +161,9 @@ class _IntegerInterval(Constraint):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return (
+            f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        )
 
 
 class _IntegerGreaterThan(Constraint):
@@ -197,7 +224,9 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self):
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return (
+            f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        )
 
 
 class _HalfOpenInterval(_Interval):

@@ -16,7 +16,9 @@ def broadcast_all(*values):
         values = [ember.tensor(v, dtype=dtype) for v in values]
     else:
         ref = next(v for v in values if ember.is_tensor(v))
-        values = [v if ember.is_tensor(v) else ember.tensor(v, dtype=ref.dtype, device=ref.device) for v in values]
+        values = [
+            v if ember.is_tensor(v) else ember.tensor(v, dtype=ref.dtype, device=ref.device) for v in values
+        ]
     return ember.broadcast_tensors(*values)
 
 
@@ -63,4 +65,3 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
-
