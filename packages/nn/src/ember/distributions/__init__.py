@@ -5,7 +5,20 @@ Every family is pure Python over ember ops, so autograd flows through ``rsample`
 """
 
 from . import constraints
+from .bernoulli import Bernoulli
+from .categorical import Categorical
 from .distribution import Distribution
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .uniform import Uniform
 
-__all__ = ["Distribution", "Normal", "constraints"]
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Distribution",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Uniform",
+    "constraints",
+]
