@@ -8,17 +8,15 @@ from . import constraints
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .exponential import Exponential
+from .independent import Independent
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .uniform import Uniform
 
 __all__ = [
-    "Bernoulli",
-    "Categorical",
-    "Distribution",
-    "Normal",
-    "OneHotCategorical",
-    "OneHotCategoricalStraightThrough",
-    "Uniform",
-    "constraints",
-]
+    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Uniform", "constraints",
+]  # fmt: skip
