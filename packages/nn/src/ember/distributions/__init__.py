@@ -10,6 +10,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .exponential import Exponential
 from .independent import Independent
+from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
@@ -19,4 +20,5 @@ from .uniform import Uniform
 __all__ = [
     "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "MultivariateNormal",
     "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Uniform", "constraints",
+    "kl_divergence", "register_kl",
 ]  # fmt: skip
