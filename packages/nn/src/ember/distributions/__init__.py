@@ -4,7 +4,7 @@ Every family is pure Python over ember ops, so autograd flows through ``rsample`
 ``log_prob``, ``entropy`` and ``kl_divergence``; sampling draws from ember's generator.
 """
 
-from . import constraints
+from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
@@ -12,13 +12,28 @@ from .exponential import Exponential
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 from .uniform import Uniform
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "MultivariateNormal",
-    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Uniform", "constraints",
-    "kl_divergence", "register_kl",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "ComposeTransform", "Distribution", "ExpTransform",
+    "Exponential", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence", "register_kl",
+    "transforms",
 ]  # fmt: skip
