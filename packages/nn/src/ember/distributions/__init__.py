@@ -7,8 +7,11 @@ Every family is pure Python over ember ops, so autograd flows through ``rsample`
 from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .distribution import Distribution
 from .exponential import Exponential
+from .geometric import Geometric
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
@@ -16,6 +19,7 @@ from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
@@ -31,9 +35,9 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "ComposeTransform", "Distribution", "ExpTransform",
-    "Exponential", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence", "register_kl",
-    "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "Cauchy", "ComposeTransform", "Distribution",
+    "ExpTransform", "Exponential", "Geometric", "HalfNormal", "Independent", "Laplace", "LogNormal",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
+    "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transforms",
 ]  # fmt: skip
