@@ -6,16 +6,19 @@ Every family is pure Python over ember ops, so autograd flows through ``rsample`
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
+from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -35,9 +38,10 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Categorical", "Cauchy", "ComposeTransform", "Distribution",
-    "ExpTransform", "Exponential", "Geometric", "HalfNormal", "Independent", "Laplace", "LogNormal",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
-    "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-    "constraints", "identity_transform", "kl_divergence", "register_kl", "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy", "ComposeTransform",
+    "Distribution", "ExpTransform", "Exponential", "Geometric", "Gumbel", "HalfNormal", "Independent",
+    "Laplace", "LogNormal", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Poisson", "PowerTransform", "SigmoidTransform", "TanhTransform",
+    "Transform", "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
+    "register_kl", "transforms",
 ]  # fmt: skip
