@@ -1,5 +1,8 @@
 """Distribution base behaviour and Normal, compared with torch.distributions."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.distributions as td
@@ -10,10 +13,11 @@ import ember.distributions as ed
 
 
 def test_module_is_reachable_as_attribute():
-    import ember as fresh
-
-    assert fresh.distributions is ed
-    assert ed.Normal is ember.distributions.normal.Normal
+    # A fresh interpreter: `ember.distributions` must resolve without importing it first.
+    code = "import ember; print(type(ember.distributions.Normal(0.0, 1.0).sample((2,))).__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "Tensor"
+    assert ember.distributions is ed and ed.Normal is ember.distributions.normal.Normal
 
 
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
