@@ -9,6 +9,7 @@ from .bernoulli import Bernoulli
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
 from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
@@ -29,8 +30,12 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
     PowerTransform,
     SigmoidTransform,
+    SoftmaxTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
@@ -40,8 +45,9 @@ from .uniform import Uniform
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy", "ComposeTransform",
     "Distribution", "ExpTransform", "Exponential", "Geometric", "Gumbel", "HalfNormal", "Independent",
-    "Laplace", "LogNormal", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "Poisson", "PowerTransform", "SigmoidTransform", "TanhTransform",
-    "Transform", "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
-    "register_kl", "transforms",
+    "IndependentTransform", "Laplace", "LogNormal", "LowerCholeskyTransform", "Multinomial",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
+    "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform", "TanhTransform",
+    "Transform", "TransformedDistribution", "Uniform", "biject_to", "constraints", "identity_transform",
+    "kl_divergence", "register_kl", "transform_to", "transforms",
 ]  # fmt: skip
