@@ -9,9 +9,11 @@ from .bernoulli import Bernoulli
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
 from .distribution import Distribution
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
@@ -43,11 +45,11 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy", "ComposeTransform",
-    "Distribution", "ExpTransform", "Exponential", "Geometric", "Gumbel", "HalfNormal", "Independent",
-    "IndependentTransform", "Laplace", "LogNormal", "LowerCholeskyTransform", "Multinomial",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
-    "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform", "TanhTransform",
-    "Transform", "TransformedDistribution", "Uniform", "biject_to", "constraints", "identity_transform",
-    "kl_divergence", "register_kl", "transform_to", "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy", "Chi2",
+    "ComposeTransform", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel",
+    "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal", "LowerCholeskyTransform",
+    "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Poisson", "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
+    "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "biject_to", "constraints",
+    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]  # fmt: skip

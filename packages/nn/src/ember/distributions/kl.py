@@ -13,6 +13,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .distribution import Distribution
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import _EULER_GAMMA, Gumbel
 from .half_normal import HalfNormal
@@ -296,3 +297,12 @@ def _kl_gumbel_gumbel(p, q):
     t2 = ct1 * _EULER_GAMMA
     t3 = ember.exp(ct2 + (1 + ct1).lgamma() - ct3)
     return t1 + t2 + t3 - (1 + _EULER_GAMMA)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * ember.log(p.rate / q.rate)
+    t2 = ember.lgamma(q.concentration) - ember.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * ember.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
