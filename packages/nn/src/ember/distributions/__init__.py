@@ -6,11 +6,13 @@ Every family is pure Python over ember ops, so autograd flows through ``rsample`
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
@@ -45,11 +47,11 @@ from .transforms import (
 from .uniform import Uniform
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Binomial", "Categorical", "Cauchy", "Chi2",
-    "ComposeTransform", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel",
-    "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal", "LowerCholeskyTransform",
-    "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Poisson", "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
-    "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "biject_to", "constraints",
-    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+    "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
+    "Gumbel", "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal",
+    "LowerCholeskyTransform", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Poisson", "PowerTransform", "SigmoidTransform", "SoftmaxTransform",
+    "StickBreakingTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "biject_to",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]  # fmt: skip
