@@ -28,6 +28,7 @@ from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
@@ -52,6 +53,7 @@ __all__ = [
     "Gumbel", "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal",
     "LowerCholeskyTransform", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Poisson", "PowerTransform", "SigmoidTransform", "SoftmaxTransform",
-    "StickBreakingTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "biject_to",
-    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+    "biject_to", "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+    "transforms",
 ]  # fmt: skip
