@@ -169,3 +169,18 @@ def test_bilinear_errors_and_grad():
     rng = np.random.default_rng(5)
     grads_match(lambda m, a, b, w, c: m.bilinear(a, b, w, c),
                 [rng.normal(size=(4, 3)), rng.normal(size=(4, 2)), rng.normal(size=(5, 3, 2)), rng.normal(size=5)])
+
+
+def test_batched_factor_with_an_unbatched_matrix_rhs():
+    # B shaped A.shape[:-1] is a matrix here (linalg.solve would read it as a batch of vectors).
+    a = np.tril(np.random.default_rng(3).random((3, 3, 3))) + 2 * np.eye(3)
+    e_a, t_a = ember.tensor(a), torch.tensor(a)
+    e_b, t_b = ember.eye(3, dtype=ember.float64), torch.eye(3, dtype=torch.float64)
+    assert_same(ember.linalg.solve_triangular(e_a, e_b, upper=False),
+                torch.linalg.solve_triangular(t_a, t_b, upper=False))
+    assert_same(ember.linalg.solve_triangular(e_a, e_b, upper=False, left=False),
+                torch.linalg.solve_triangular(t_a, t_b, upper=False, left=False))
+    assert_same(ember.cholesky_solve(e_b, e_a), torch.cholesky_solve(t_b, t_a))
+    lu, piv = ember.linalg.lu_factor(e_a)
+    t_lu, t_piv = torch.linalg.lu_factor(t_a)
+    assert_same(ember.linalg.lu_solve(lu, piv, e_b), torch.linalg.lu_solve(t_lu, t_piv, t_b))

@@ -15,7 +15,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
-from ..shapes import numel
+from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor
 from . import creation as cr
 from . import pointwise as pw
@@ -159,7 +159,7 @@ def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 
 
 def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool) -> Tensor:
-    from ...linalg import solve
+    solve = _solve_matrices
 
     P, L, U = lu_unpack(LU, pivots)
     if left and not adjoint:  # P L U X = B
@@ -189,6 +189,17 @@ def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
     return T
 
 
+def _solve_matrices(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """linalg.solve with B always a (batch of) matrices: linalg.solve reads a B shaped A.shape[:-1]
+    as a batch of vectors, which the triangular, Cholesky and LU solvers never do."""
+    from ...linalg import solve
+
+    batch = broadcast_shapes(tuple(A._shape[:-2]), tuple(B._shape[:-2]))
+    if tuple(B._shape[:-2]) != batch:
+        B = vw.expand(B, tuple(batch) + tuple(B._shape[-2:]))
+    return solve(A, B, left=left)
+
+
 def _check_solve_pair(A, B, fn: str) -> None:
     for name, t in (("A", A), ("B", B)):
         if not isinstance(t, Tensor):
@@ -204,7 +215,7 @@ def _check_solve_pair(A, B, fn: str) -> None:
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
                             out=None) -> Tensor:
     """Solves A X = B (X A = B when not ``left``) for a triangular A (only its triangle is read)."""
-    from ...linalg import solve
+    solve = _solve_matrices
 
     _check_solve_pair(A, B, "linalg.solve_triangular")
     return write_out(solve(_triangle(A, upper, unitriangular), B, left=left), out)
@@ -213,7 +224,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False, *, out=None):
     """``torch.triangular_solve``: (solution of op(A) X = b, a copy of A)."""
-    from ...linalg import solve
+    solve = _solve_matrices
 
     _check_solve_pair(A, b, "triangular_solve")
     T = _triangle(A, upper, unitriangular)
@@ -224,7 +235,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Solves A X = B given A's Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
-    from ...linalg import solve
+    solve = _solve_matrices
 
     _check_solve_pair(L, B, "cholesky_solve")
     # Only L's triangle is read, but PyTorch's gradient treats L as a full matrix (its formula
