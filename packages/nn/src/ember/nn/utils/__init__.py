@@ -1,8 +1,11 @@
-"""``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing."""
+"""``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing,
+parametrizations, weight/spectral norm."""
 
 from . import (  # noqa: F401
     clip_grad,
     convert_parameters,
+    parametrizations,
+    parametrize,
     rnn,  # noqa: F401
 )
 from .clip_grad import (  # noqa: F401
@@ -22,3 +25,5 @@ from .rnn import (  # noqa: F401
     unpack_sequence,
     unpad_sequence,
 )
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
