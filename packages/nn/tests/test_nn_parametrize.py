@@ -73,8 +73,8 @@ def _pair(names, tensor_name="weight", features=3, bias=True):
     return tm, em
 
 
-def _check_forward_backward(tm, em, tensor_name="weight"):
-    xe, xt = input_pair((2, 3))
+def _check_forward_backward(tm, em, tensor_name="weight", in_features=3):
+    xe, xt = input_pair((2, in_features))
     ye, yt = em(xe), tm(xt)
     assert_close(ye, yt)
     ye.square().sum().backward()
@@ -231,3 +231,50 @@ def test_transfer_parametrizations_and_params():
     assert EP.is_parametrized(target, "weight")
     assert target.parametrizations.weight.original is em.parametrizations.weight.original
     assert target.weight.tolist() == em.weight.tolist()
+
+
+_ORTH = torch.nn.utils.parametrizations.orthogonal
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+@pytest.mark.parametrize("orth_map", [None, "matrix_exp", "cayley", "householder"])
+def test_orthogonal_matches_torch(orth_map, shape):
+    tm, em = torch.nn.Linear(shape[1], shape[0]), ember.nn.Linear(shape[1], shape[0])
+    copy_state(tm, em)
+    _ORTH(tm, orthogonal_map=orth_map)
+    ember.nn.utils.parametrizations.orthogonal(em, orthogonal_map=orth_map)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    assert em.parametrizations.weight[0].orthogonal_map == tm.parametrizations.weight[0].orthogonal_map.name
+    if shape[0] == shape[1]:  # deterministic base: the QR of the initial weight
+        assert_close(em.parametrizations.weight[0].base, tm.parametrizations.weight[0].base, atol=1e-5, rtol=1e-4)
+    # Move away from the identity so that the map itself is exercised: below the diagonal of the
+    # tall orientation (householder truncates the diagonal to ints).
+    noise = torch.randn(shape)
+    noise = noise.tril(-1) if shape[0] >= shape[1] else noise.triu(1)
+    with torch.no_grad():
+        tm.parametrizations.weight.original.add_(0.3 * noise)
+    em.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    _check_forward_backward(tm, em, in_features=shape[1])
+    w = em.weight.detach()
+    gram = w.mT @ w if shape[0] >= shape[1] else w @ w.mT
+    ember.testing.assert_close(gram, ember.eye(min(shape)), atol=1e-5, rtol=0)
+
+
+def test_orthogonal_assign_and_errors():
+    tm, em = torch.nn.Linear(3, 3), ember.nn.Linear(3, 3)
+    _ORTH(tm)
+    ember.nn.utils.parametrizations.orthogonal(em)
+    q = torch.linalg.qr(torch.randn(3, 3))[0]
+    tm.weight = q
+    em.weight = ember.tensor(q.numpy())
+    assert_close(em.weight, tm.weight, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices of shape"):
+        em.weight = ember.zeros(2, 2)
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of 1 dimensions"):
+        ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3), "bias")
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3), orthogonal_map="svd")
+    tm = _ORTH(torch.nn.Linear(3, 3), orthogonal_map="cayley", use_trivialization=False)
+    em = ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3), orthogonal_map="cayley",
+                                                   use_trivialization=False)
+    assert list(em.state_dict()) == list(tm.state_dict())

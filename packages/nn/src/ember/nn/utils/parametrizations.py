@@ -1,5 +1,5 @@
-"""``ember.nn.utils.parametrizations``: weight normalization and spectral normalization
-expressed with ``parametrize.register_parametrization`` (state-dict keys
+"""``ember.nn.utils.parametrizations``: orthogonal, weight and spectral normalization expressed
+with ``parametrize.register_parametrization`` (state-dict keys
 ``parametrizations.<name>.original0/original1`` and ``parametrizations.<name>.original``)."""
 
 from __future__ import annotations
@@ -14,7 +14,127 @@ from . import parametrize
 from ._weight_norm_math import norm_except_dim
 from ._weight_norm_math import weight_norm as _weight_norm_fn
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+_ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
+    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (``linalg.householder_product``).
+
+    A loop over the k reflectors, each applied with whole-matrix ops (differentiable as is).
+    """
+    n, k = a.shape[-2], a.shape[-1]
+    eye = ember.eye(n, dtype=a.dtype, device=a.device)
+    below = a.tril(-1)
+    q = eye[:, :k].expand(*a.shape[:-2], n, k)
+    for i in reversed(range(k)):
+        v = (below[..., :, i] + eye[:, i]).unsqueeze(-1)
+        q = q - tau[..., i, None, None] * (v @ (v.mH @ q))
+    return q
+
+
+def _is_orthogonal(q: Tensor) -> bool:
+    n, k = q.shape[-2], q.shape[-1]
+    eye = ember.eye(k, dtype=q.dtype, device=q.device)
+    eps = 10.0 * n * ember.finfo(q.dtype).eps
+    return ember.allclose(q.mH @ q, eye, atol=eps)
+
+
+def _make_orthogonal(a: Tensor) -> Tensor:
+    """The Q of a = QR (a tall) with diag(R) real and non-negative."""
+    q, r = ember.linalg.qr(a)
+    return q * r.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight: Tensor, orthogonal_map: str, *, use_trivialization: bool = True) -> None:
+        super().__init__()
+        if weight.is_complex() and orthogonal_map == "householder":
+            raise ValueError("The householder parametrization does not support complex tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            # The orthogonal point the map is centred at (set by right_inverse).
+            self.register_buffer("base", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        n, k = x.shape[-2], x.shape[-1]
+        transposed = n < k
+        if transposed:
+            x = x.mT
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            x = x.tril()
+            if n != k:
+                x = ember.cat([x, x.new_zeros(n, n - k).expand(*x.shape[:-2], -1, -1)], dim=-1)
+            a = x - x.mH  # skew-symmetric
+            if self.orthogonal_map == "matrix_exp":
+                q = ember.linalg.matrix_exp(a)
+            else:
+                eye = ember.eye(n, dtype=a.dtype, device=a.device)
+                q = ember.linalg.solve(ember.add(eye, a, alpha=-0.5), ember.add(eye, a, alpha=0.5))
+            if n != k:
+                q = q[..., :k]
+        else:
+            a = x.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (a * a).sum(dim=-2))
+            q = _householder_product(a, tau)
+            q = q * x.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if hasattr(self, "base"):
+            q = self.base @ q
+        if transposed:
+            q = q.mT
+        return q
+
+    def right_inverse(self, q: Tensor) -> Tensor:
+        with ember.no_grad():
+            return self._right_inverse(q)
+
+    def _right_inverse(self, q: Tensor) -> Tensor:
+        if q.shape != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {q.shape}.")
+        q_init = q
+        n, k = q.shape[-2], q.shape[-1]
+        if n < k:
+            q = q.mT
+            n, k = k, n
+        if not hasattr(self, "base"):
+            if self.orthogonal_map in ("matrix_exp", "cayley"):
+                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                          "parametrizations when use_trivialization=False.")
+            # PyTorch stores geqrf's reflectors here; ember has no geqrf kernel.
+            raise RuntimeError("orthogonal(orthogonal_map='householder', use_trivialization=False) is not "
+                               "supported by ember (it needs torch.geqrf)")
+        if n == k:
+            q = _make_orthogonal(q) if not _is_orthogonal(q) else q.clone()
+        else:
+            extra = ember.randn(*(q.shape[:-2] + (n, n - k)), dtype=q.dtype, device=q.device)
+            q = _make_orthogonal(ember.cat([q, extra], dim=-1))
+        self.base = q
+        neg_id = ember.zeros_like(q_init)
+        neg_id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+        return neg_id
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Constrains ``module.<name>`` to orthogonal (unitary) matrices."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        square = weight.shape[-2] == weight.shape[-1]
+        orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
+    if orthogonal_map not in _ORTHOGONAL_MAPS:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 class _WeightNorm(Module):
