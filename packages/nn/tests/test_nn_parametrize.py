@@ -278,3 +278,5 @@ def test_orthogonal_assign_and_errors():
     em = ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3), orthogonal_map="cayley",
                                                    use_trivialization=False)
     assert list(em.state_dict()) == list(tm.state_dict())
+    with pytest.raises(RuntimeError, match="needs torch.geqrf"):
+        ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(2, 3), use_trivialization=False)
