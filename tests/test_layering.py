@@ -28,6 +28,7 @@ SUBPACKAGE_OWNERS = {
     "nn": "ember-nn",
     "optim": "ember-nn",
     "utils": "ember-nn",
+    "func": "ember-nn",
     "compiler": "ember-compile",
     "export": "ember-export",
     "onnx": "ember-export",
