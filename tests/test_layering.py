@@ -29,6 +29,7 @@ SUBPACKAGE_OWNERS = {
     "optim": "ember-nn",
     "utils": "ember-nn",
     "distributions": "ember-nn",
+    "func": "ember-nn",
     "compiler": "ember-compile",
     "export": "ember-export",
     "onnx": "ember-export",

@@ -15,6 +15,7 @@ from ._engine import backward, grad
 from ._plugin import plugin as _plugin
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+from .variable import Variable
 
 _plugin.install()
 
@@ -22,6 +23,7 @@ __all__ = [
     "Function",
     "FunctionCtx",
     "InplaceFunction",
+    "Variable",
     "backward",
     "detect_anomaly",
     "enable_grad",

@@ -1,9 +1,14 @@
-"""``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing."""
+"""``ember.nn.utils``: gradient clipping, parameter vectors, RNN sequence packing,
+parametrizations, weight/spectral norm."""
 
 from . import (  # noqa: F401
     clip_grad,
     convert_parameters,
+    fusion,
+    parametrizations,
+    parametrize,
     rnn,  # noqa: F401
+    stateless,
 )
 from .clip_grad import (  # noqa: F401
     clip_grad_norm,
@@ -13,6 +18,13 @@ from .clip_grad import (  # noqa: F401
     get_total_norm,
 )
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+from .fusion import (  # noqa: F401
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from .init import skip_init  # noqa: F401
 from .rnn import (  # noqa: F401
     PackedSequence,
     pack_padded_sequence,
@@ -22,3 +34,5 @@ from .rnn import (  # noqa: F401
     unpack_sequence,
     unpad_sequence,
 )
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
