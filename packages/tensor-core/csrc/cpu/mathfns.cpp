@@ -22,7 +22,6 @@ namespace ember {
 
 namespace {
 
-
 // Euclid on magnitudes exactly as PyTorch's calc_gcd: |INT_MIN| wraps to INT_MIN and the loop
 // continues in signed arithmetic (so gcd(127, -128) in int8 is -1, as there). A divisor of -1
 // short-cuts to remainder 0: INT64_MIN % -1 would trap.
