@@ -230,16 +230,11 @@ def _map(args, kwargs, fn):
             return type(a)(fn(b) if isinstance(b, Tensor) else b for b in a)
         return a
 
-    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+    # out= tensors keep their dtype (PyTorch has no autocast for out variants).
+    return tuple(one(a) for a in args), {k: v if k == "out" else one(v) for k, v in kwargs.items()}
 
 
-def autocast_call(op, args, kwargs):
-    """Runs ``op`` under this thread's autocast state (the dispatcher calls this)."""
-    state = STATE
-    device_type = _dispatch._device_type_of(args, kwargs)
-    if not state.enabled.get(device_type, False):
-        return _call_excluded(op, args, kwargs, state)
-    policy = op.amp
+def _cast_args(policy, device_type, args, kwargs, state):
     if policy == "lower":
         to = get_autocast_dtype(device_type)
     elif policy == "fp32":
@@ -249,8 +244,37 @@ def autocast_call(op, args, kwargs):
         for t in _dispatch._iter_tensors(args, kwargs):
             if t.dtype.is_floating_point and t._device.type == device_type:
                 to = _dt.promote_types(to, t.dtype)
-    args, kwargs = _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
+    return _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
+
+
+def autocast_call(op, args, kwargs):
+    """Runs ``op`` under this thread's autocast state (the dispatcher calls this)."""
+    state = STATE
+    device_type = _dispatch._device_type_of(args, kwargs)
+    if state.enabled.get(device_type, False):
+        args, kwargs = _cast_args(op.amp, device_type, args, kwargs, state)
     return _call_excluded(op, args, kwargs, state)
+
+
+def composite(policy: str):
+    """Gives a Python composite function (``linear``, ``mse_loss``...) the cast policy PyTorch's
+    list has for it: torch casts such ops before they decompose, so the whole function runs in
+    the policy's dtype and the ops it calls are not cast again."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def autocast_wrapper(*args, **kwargs):
+            if _dispatch._AUTOCAST_ON[0] and STATE.active:
+                state = STATE
+                device_type = _dispatch._device_type_of(args, kwargs)
+                if state.enabled.get(device_type, False):
+                    args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
+                return _call_excluded(fn, args, kwargs, state)
+            return fn(*args, **kwargs)
+
+        return autocast_wrapper
+
+    return wrap
 
 
 def _call_excluded(op, args, kwargs, state):
