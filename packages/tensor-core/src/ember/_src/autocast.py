@@ -230,8 +230,19 @@ def _map(args, kwargs, fn):
             return type(a)(fn(b) if isinstance(b, Tensor) else b for b in a)
         return a
 
-    # out= tensors keep their dtype (PyTorch has no autocast for out variants).
-    return tuple(one(a) for a in args), {k: v if k == "out" else one(v) for k, v in kwargs.items()}
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+def _prioritize(current, nxt):
+    # at::autocast::prioritize: float64 inputs are ignored (never cast), float32 wins, and two
+    # different 16-bit types are an error.
+    if nxt is _dt.float64:
+        return current
+    if current is _dt.float32 or nxt is _dt.float32:
+        return _dt.float32
+    if current is nxt:
+        return current
+    raise RuntimeError(f"Unexpected floating ScalarType in autocast promotion: {current} and {nxt}")
 
 
 def _cast_args(policy, device_type, args, kwargs, state):
@@ -243,7 +254,7 @@ def _cast_args(policy, device_type, args, kwargs, state):
         to = get_autocast_dtype(device_type)
         for t in _dispatch._iter_tensors(args, kwargs):
             if t.dtype.is_floating_point and t._device.type == device_type:
-                to = _dt.promote_types(to, t.dtype)
+                to = _prioritize(to, t.dtype)
     return _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
 
 
@@ -251,7 +262,8 @@ def autocast_call(op, args, kwargs):
     """Runs ``op`` under this thread's autocast state (the dispatcher calls this)."""
     state = STATE
     device_type = _dispatch._device_type_of(args, kwargs)
-    if state.enabled.get(device_type, False):
+    # out= variants have no autocast in PyTorch: they run uncast.
+    if state.enabled.get(device_type, False) and kwargs.get("out") is None:
         args, kwargs = _cast_args(op.amp, device_type, args, kwargs, state)
     return _call_excluded(op, args, kwargs, state)
 
@@ -267,7 +279,7 @@ def composite(policy: str):
             if _dispatch._AUTOCAST_ON[0] and STATE.active:
                 state = STATE
                 device_type = _dispatch._device_type_of(args, kwargs)
-                if state.enabled.get(device_type, False):
+                if state.enabled.get(device_type, False) and kwargs.get("out") is None:
                     args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
                 return _call_excluded(fn, args, kwargs, state)
             return fn(*args, **kwargs)
