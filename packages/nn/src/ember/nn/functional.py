@@ -12,8 +12,8 @@ import warnings
 
 import ember
 from ember import Tensor
-from ember._src.ops import nn_attention as _attention
 from ember._src.autocast import composite as _autocast_composite
+from ember._src.ops import nn_attention as _attention
 from ember._src.ops import nn_conv as _conv
 from ember._src.ops import nn_loss as _loss
 from ember._src.ops import nn_misc as _misc

@@ -13,8 +13,8 @@ import builtins
 
 from ... import _C
 from .. import dtypes as dt
-from ..device import META
 from ..autocast import composite as _autocast_composite
+from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor

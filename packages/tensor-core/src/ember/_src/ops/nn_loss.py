@@ -11,8 +11,8 @@ import warnings
 
 from ... import _C
 from .. import dtypes as dt
-from ..device import META
 from ..autocast import composite as _autocast_composite
+from ..device import META
 from ..dispatch import define
 from ..tensor import Tensor, new_empty_tensor
 from . import pointwise as pw

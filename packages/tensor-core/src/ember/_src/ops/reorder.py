@@ -10,9 +10,9 @@ import operator
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
-from ..autocast import composite as _autocast_composite
 from ..shapes import as_shape, wrap_dim, wrap_dims
 from ..tensor import Tensor, new_empty_tensor
 
