@@ -234,3 +234,42 @@ def test_autocast_model_forward_backward_matches_torch():
     for p, tp in zip(model.parameters(), tmodel.parameters()):
         assert p.grad.dtype is ember.float32
         _close(p.grad, tp.grad, rtol=5e-2, atol=3e-2)
+
+
+def _scaled_mm_function(lib):
+    seen = {}
+
+    class ScaledMM(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu", cast_inputs=lib.float32)
+        def forward(ctx, a, b):
+            seen["fwd"] = (a.dtype, lib.is_autocast_enabled("cpu"))
+            ctx.save_for_backward(a, b)
+            return lib.mm(a, b) * 2
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            seen["bwd"] = lib.is_autocast_enabled("cpu")
+            return lib.mm(grad, b.t()) * 2, lib.mm(a.t(), grad) * 2
+
+    return ScaledMM, seen
+
+
+def test_custom_fwd_bwd_match_torch():
+    x = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    results = {}
+    for lib in (ember, torch):
+        fn, seen = _scaled_mm_function(lib)
+        a = lib.from_numpy(x.copy()).to(lib.bfloat16).requires_grad_()
+        b = lib.from_numpy(x.T.copy()).requires_grad_()
+        with lib.autocast("cpu"):
+            out = fn.apply(a, b)
+            assert lib.mm(a, b).dtype == lib.bfloat16  # still autocast outside the function
+        out.sum().backward()
+        results[lib] = (str(out.dtype).split(".")[-1], str(seen["fwd"][0]).split(".")[-1], seen["fwd"][1],
+                        seen["bwd"], str(a.grad.dtype).split(".")[-1])
+        assert results[lib] == ("float32", "float32", False, False, "bfloat16")
+    with pytest.raises(ValueError, match="device_type"):
+        ember.amp.custom_fwd(device_type=ember.device("cpu"))

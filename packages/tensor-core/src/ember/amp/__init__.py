@@ -6,6 +6,7 @@ so that low-precision gradients keep their small values.
 """
 
 from ember._src.autocast import autocast, is_autocast_available
+from ember.amp.custom import custom_bwd, custom_fwd
 from ember.amp.grad_scaler import GradScaler
 
-__all__ = ["GradScaler", "autocast", "is_autocast_available"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
