@@ -189,17 +189,27 @@ def test_cuda_scaler_disables_without_cuda():
 def test_autocast_nn_functions(dtype):
     rng = np.random.default_rng(1)
     x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    # 16-bit inputs for the float32-listed functions (pools, grid_sample): their results are float32.
+    v, g = rng.standard_normal((1, 2, 4, 4, 4)), rng.uniform(-1, 1, (1, 3, 3, 2))
     cases = [
         (lambda F, x, w, b: F.linear(x, w, b), (x, w, b)),
         (lambda F, x, w, b: F.prelu(x, w[:1, 0]), (x, w, b)),
         (lambda F, x, w, b: F.hinge_embedding_loss(x, x.sign()), (x, w, b)),
         (lambda F, x, w, b: F.margin_ranking_loss(b, b * 2, b.sign()), (x, w, b)),
+        (lambda F, v, g: F.avg_pool3d(v, 2), (v, g)),
+        (lambda F, v, g: F.max_pool3d(v, 2), (v, g)),
+        (lambda F, v, g: F.adaptive_avg_pool3d(v, 1), (v, g)),
+        (lambda F, v, g: F.adaptive_max_pool3d(v, 1), (v, g)),
+        (lambda F, v, g: F.grid_sample(v[:, :, 0], g, align_corners=False), (v, g)),
     ]
     for fn, arrays in cases:
+        low = len(arrays) == 2
         with torch.autocast("cpu", dtype=getattr(torch, dtype)):
-            expected = fn(torch.nn.functional, *[torch.from_numpy(a).float() for a in arrays])
+            targs = [torch.from_numpy(a).to(getattr(torch, dtype) if low else torch.float32) for a in arrays]
+            expected = fn(torch.nn.functional, *targs)
         with ember.autocast("cpu", dtype=getattr(ember, dtype)):
-            got = fn(ember.nn.functional, *[ember.from_numpy(a).float() for a in arrays])
+            got = fn(ember.nn.functional, *[ember.from_numpy(a).to(getattr(ember, dtype) if low else ember.float32)
+                                            for a in arrays])
         assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
         _close(got.float(), expected.float(), rtol=3e-2, atol=3e-2)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._src.ops import nn_attention, nn_loss, nn_norm
+from ember._src.ops import nn_attention, nn_loss, nn_norm, nn_resample
 
 from conftest import assert_same, make_pair
 
@@ -22,7 +22,7 @@ EF = types.SimpleNamespace(
     conv1d=ember.conv1d, conv2d=ember.conv2d, conv_transpose1d=ember.conv_transpose1d,
     scaled_dot_product_attention=nn_attention.scaled_dot_product_attention, layer_norm=nn_norm.layer_norm,
     mse_loss=nn_loss.mse_loss, l1_loss=nn_loss.l1_loss, cross_entropy=nn_loss.cross_entropy,
-    binary_cross_entropy_with_logits=nn_loss.binary_cross_entropy_with_logits,
+    binary_cross_entropy_with_logits=nn_loss.binary_cross_entropy_with_logits, pad=nn_resample.pad,
 )
 
 
@@ -158,6 +158,19 @@ CASES = [
     ("cross_entropy", lambda L, F, a: F.cross_entropy(a, L.tensor([0, 2])), [((2, 3), "bfloat16")]),
     ("cdist", lambda L, F, a, b: L.cdist(a, b), [((3, 2), "bfloat16"), ((4, 2), "bfloat16")]),
     ("trace", lambda L, F, a: L.trace(a), [((3, 3), "bfloat16")]),
+    ("rfft", lambda L, F, a: L.fft.rfft(a).real, [((2, 6), "bfloat16")]),
+    ("fft2", lambda L, F, a: L.fft.fft2(a).imag, [((4, 4), "float16")]),
+    ("quantile", lambda L, F, a: L.quantile(a, 0.3), [((7,), "bfloat16")]),
+    ("inverse", lambda L, F, a: L.inverse(a + 4 * L.eye(3, dtype=a.dtype)), [((3, 3), "bfloat16")]),
+    ("linalg_solve", lambda L, F, a, b: L.linalg.solve(a + 4 * L.eye(3, dtype=a.dtype), b),
+     [((3, 3), "bfloat16"), ((3, 2), "float32")]),
+    ("eigvalsh", lambda L, F, a: L.linalg.eigvalsh(a + a.mT), [((3, 3), "bfloat16")]),
+    ("matrix_rank", lambda L, F, a: L.linalg.matrix_rank(a), [((3, 3), "bfloat16")]),
+    ("index_copy", lambda L, F, a, b: a.index_copy(0, L.tensor([1]), b), [((3, 2), "float32"), ((1, 2), "bfloat16")]),
+    ("pad_reflect", lambda L, F, a: F.pad(a, (1, 1), mode="reflect"), [((1, 2, 4), "bfloat16")]),
+    ("pad_replicate_3d", lambda L, F, a: F.pad(a, (1, 1, 1, 1, 1, 1), mode="replicate"), [((1, 2, 2, 2), "bfloat16")]),
+    ("pad_reflect_3d", lambda L, F, a: F.pad(a, (1, 1, 1, 1, 1, 1), mode="reflect"), [((1, 2, 2, 2), "bfloat16")]),
+    ("pad_circular", lambda L, F, a: F.pad(a, (1, 1), mode="circular"), [((1, 2, 4), "bfloat16")]),
     # Not in any list: run in their inputs' dtype.
     ("softmax", lambda L, F, a: L.softmax(a, 0), [((2, 3), "bfloat16")]),
     ("layer_norm", lambda L, F, a: F.layer_norm(a, (3,)), [((2, 3), "float32")]),

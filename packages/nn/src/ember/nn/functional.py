@@ -550,6 +550,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
     return _max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), size).squeeze(-1)
 
 
+@_autocast_composite("fp32")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     kernel_size = _ntuple(kernel_size, 2)
     stride = _ntuple(stride, 2) if stride is not None else kernel_size

@@ -258,13 +258,22 @@ def _cast_args(policy, device_type, args, kwargs, state):
     return _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
 
 
+def _pad_policy(self, pad, mode, value=None):
+    # PyTorch lists reflection_pad1d/2d and replication_pad1d/2d/3d (not reflect 3-d, nor circular).
+    k = len(pad) // 2
+    return "fp32" if (mode == 1 and k <= 2) or mode == 2 else None
+
+
 def autocast_call(op, args, kwargs):
     """Runs ``op`` under this thread's autocast state (the dispatcher calls this)."""
     state = STATE
     device_type = _dispatch._device_type_of(args, kwargs)
+    policy = op.amp
+    if policy == "pad":
+        policy = _pad_policy(*args, **kwargs)
     # out= variants have no autocast in PyTorch: they run uncast.
-    if state.enabled.get(device_type, False) and kwargs.get("out") is None:
-        args, kwargs = _cast_args(op.amp, device_type, args, kwargs, state)
+    if policy is not None and state.enabled.get(device_type, False) and kwargs.get("out") is None:
+        args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
     return _call_excluded(op, args, kwargs, state)
 
 
@@ -304,5 +313,8 @@ def install() -> None:
             op = _dispatch.OPS.get(name)
             if op is not None:
                 op.amp = policy
+    pad = _dispatch.OPS.get("_pad_enum")
+    if pad is not None:
+        pad.amp = "pad"  # the policy depends on the mode and rank (_pad_policy)
     _dispatch._AUTOCAST_CALL[0] = autocast_call
     _dispatch._AUTOCAST_STATE = STATE
