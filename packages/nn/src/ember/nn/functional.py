@@ -12,6 +12,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember._src.autocast import composite as _autocast_composite
 from ember._src.ops import nn_attention as _attention
 from ember._src.ops import nn_conv as _conv
 from ember._src.ops import nn_loss as _loss
@@ -134,6 +135,7 @@ def _max_of(dtype) -> str:
     return f"{ember.finfo(dtype).max:g}" if dtype.is_floating_point else "inf"
 
 
+@_autocast_composite("lower")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_type_name(input.dtype)}'")
@@ -282,6 +284,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 native_channel_shuffle = channel_shuffle
 
 
+@_autocast_composite("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input.ndim == 2 and bias is not None:
         return ember.addmm(bias, input, weight.t())
@@ -547,6 +550,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
     return _max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), size).squeeze(-1)
 
 
+@_autocast_composite("fp32")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     kernel_size = _ntuple(kernel_size, 2)
     stride = _ntuple(stride, 2) if stride is not None else kernel_size
@@ -594,6 +598,7 @@ def _check_class_target(input: Tensor, target: Tensor, dim: int, low: int) -> No
         raise RuntimeError("target out of range")
 
 
+@_autocast_composite("fp32")
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -603,6 +608,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     return _reduce(relu(-target * (input1 - input2) + margin), reduction)
 
 
+@_autocast_composite("fp32")
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
                          reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -613,6 +619,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
     return _reduce(output_margin + output_self, reduction)
 
 
+@_autocast_composite("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(softplus(-target * input), reduction)
@@ -631,6 +638,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
                       reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -666,6 +674,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -695,6 +704,7 @@ def _check_triplet(anchor, positive, negative, margin: float) -> None:
                            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
 
 
+@_autocast_composite("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -718,6 +728,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
+@_autocast_composite("fp32")
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
                      eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -759,6 +770,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     ndim = input.ndim

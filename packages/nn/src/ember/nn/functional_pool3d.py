@@ -12,6 +12,7 @@ import math
 
 import ember
 from ember import Tensor
+from ember._src.autocast import composite as _autocast_composite
 from ember._src.ops import nn_pool as _pool
 from ember._src.ops import pointwise as _pointwise
 from ember._src.ops._common import type_name as _type_name
@@ -110,12 +111,14 @@ def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
     return out, indices
 
 
+@_autocast_composite("fp32")
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     out, indices = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, indices) if return_indices else out
 
 
+@_autocast_composite("fp32")
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     x, added = _batched(input, "avg_pool3d")
@@ -165,6 +168,7 @@ def _adaptive_input(input: Tensor, output_size, fn: str, sep: str) -> tuple:
     return x, input.ndim == 4, size
 
 
+@_autocast_composite("fp32")
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     x, added, (od, oh, ow) = _adaptive_input(input, output_size, "adaptive_avg_pool3d", "")
     n, c, dd, h, w = x.shape
@@ -189,6 +193,7 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices:
     return out, indices
 
 
+@_autocast_composite("fp32")
 def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
     out, indices = adaptive_max_pool3d_with_indices(input, output_size)
     return (out, indices) if return_indices else out
@@ -204,6 +209,7 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
     return (ember.sign(out) * _pointwise.relu(out.abs())).mul(kd * kh * kw).pow(1.0 / norm_type)
 
 
+@_autocast_composite("fp32")
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     """Scatters each value of ``input`` to its flat index in a (oD, oH, oW) volume of zeros."""
     from .functional import _ntuple, _unpool_output_size  # functional imports this module

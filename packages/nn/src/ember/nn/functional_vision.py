@@ -11,6 +11,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember._src.autocast import composite as _autocast_composite
 from ember._src.ops._common import type_name
 
 __all__ = ["affine_grid", "grid_sample"]
@@ -207,6 +208,7 @@ def _bicubic(taps: _Taps, coords: list) -> Tensor:
     return out
 
 
+@_autocast_composite("fp32")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     _check_sample(input, grid, mode, padding_mode)

@@ -169,6 +169,17 @@ from .ops import sampling as _smp, signal as _sig, special_fns as _spf, statisti
 
 _methods.install({n: getattr(m, n) for m in (_sts, _nth, _spf, _itg, _cmb, _sig, _lpx, _smp) for n in m.METHODS})
 
+# Autocast: the switches torch exposes at top level; install() marks the listed ops (all defined by now).
+from . import autocast as _autocast  # noqa: E402
+from .autocast import (  # noqa: E402,F401
+    autocast, autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
+    get_autocast_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled,
+)
+
+_autocast.install()
+
 # Last: the in-place variants are generated from the methods installed above (gcd -> gcd_, ...).
 from .ops.inplace_variants import *  # noqa: E402,F401,F403
 

@@ -3,6 +3,7 @@
 Every op is an ``Op``: its schema and tags, a meta function (shapes and dtypes from
 metadata alone) and one kernel per device type. Calling an op routes it through, in order:
 
+0. autocast, for ops in its lists while a region is enabled (casts inputs, then redispatches),
 1. the active dispatch modes (a stack; the top mode sees the call first, and runs with
    itself popped so that calling the op again reaches the next layer),
 2. tensor subclasses that define ``__torch_dispatch__``,
@@ -39,6 +40,11 @@ _MODES_ENTERED = [0]
 _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
+# Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
+# pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
+_AUTOCAST_ON = [0]
+_AUTOCAST_CALL: list = [None]
+_AUTOCAST_STATE = None  # autocast.STATE (thread-local; .active is False inside an autocast op)
 
 _Tensor = None  # set by tensor.py (avoids an import cycle)
 _GRAD_STATE = grad_mode.STATE
@@ -47,7 +53,7 @@ _GRAD_STATE = grad_mode.STATE
 class Op:
     """One operator. ``ember.ops.<name>`` is the Op; calling it dispatches."""
 
-    __slots__ = ("name", "schema", "tags", "meta", "kernels", "__dict__", "__weakref__")
+    __slots__ = ("name", "schema", "tags", "meta", "kernels", "amp", "__dict__", "__weakref__")
 
     def __init__(self, name: str, schema: str, tags: tuple, meta: Callable | None):
         self.name = name
@@ -55,6 +61,7 @@ class Op:
         self.tags = frozenset(tags)
         self.meta = meta
         self.kernels: dict[str, Callable] = {}
+        self.amp: str | None = None  # autocast policy: "lower", "fp32", "promote" or None
         self.__doc__ = schema
 
     def __repr__(self) -> str:
@@ -74,6 +81,8 @@ class Op:
         return register
 
     def __call__(self, *args, **kwargs):
+        if _AUTOCAST_ON[0] and self.amp is not None and _AUTOCAST_STATE.active:
+            return _AUTOCAST_CALL[0](self, args, kwargs)
         if _MODES_ENTERED[0] and _MODES.stack:
             return _call_top_mode(self, args, kwargs)
         if _SUBCLASS_DISPATCH[0]:

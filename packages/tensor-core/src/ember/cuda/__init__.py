@@ -73,3 +73,12 @@ def max_memory_allocated(device=None) -> int:
 
 def is_bf16_supported() -> bool:
     return False
+
+
+def __getattr__(name):
+    # ember.cuda.amp (deprecated aliases) is loaded on first use: it needs the rest of ember.
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module("ember.cuda.amp")
+    raise AttributeError(f"module 'ember.cuda' has no attribute '{name}'")

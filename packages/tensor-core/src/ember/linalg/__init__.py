@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from ember._src.autocast import composite as _autocast_composite
+
 from .._src import dtypes as _dt
 from .._src.ops import lapack as _lp
 from .._src.ops import views as _vw
@@ -42,6 +44,7 @@ def slogdet(A, *, out=None):
     return _out2(_lp.slogdet_op(A), out, _lp._slogdet_result)
 
 
+@_autocast_composite("fp32")
 def inv(A, *, out=None):
     return _write_out(_lp.inv_ex_op(A, check_errors=True)[0], out)
 
@@ -50,6 +53,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     return _out2(_lp.inv_ex_op(A, check_errors=check_errors), out, _lp._inv_ex_result)
 
 
+@_autocast_composite("fp32")
 def solve(A, B, *, left=True, out=None):
     return _write_out(_lp.solve_ex_op(A, B, left=left, check_errors=True)[0], out)
 
@@ -58,10 +62,12 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _out2(_lp.solve_ex_op(A, B, left=left, check_errors=check_errors), out, _lp._solve_ex_result)
 
 
+@_autocast_composite("fp32")
 def lstsq(A, B, rcond=None, *, driver=None):
     return _lp._lstsq_result(*_lp.lstsq_op(A, B, rcond, driver=driver))
 
 
+@_autocast_composite("fp32")
 def cholesky(A, *, upper=False, out=None):
     return _write_out(_lp.cholesky_ex_op(A, upper=upper, check_errors=True)[0], out)
 
@@ -70,23 +76,28 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out2(_lp.cholesky_ex_op(A, upper=upper, check_errors=check_errors), out, _lp._cholesky_ex_result)
 
 
+@_autocast_composite("fp32")
 def qr(A, mode="reduced", *, out=None):
     return _out2(_lp.qr_op(A, mode), out, _lp._linalg_qr_result)
 
 
+@_autocast_composite("fp32")
 def eigh(A, UPLO="L", *, out=None):
     return _out2(_lp.eigh_op(A, UPLO), out, _lp._eigh_result)
 
 
+@_autocast_composite("fp32")
 def eigvalsh(A, UPLO="L", *, out=None):
     _lp._eigh_check(A, UPLO, "linalg.eigh")
     return _write_out(_lp.eigh_op(A, UPLO, eigenvectors=False)[0], out)
 
 
+@_autocast_composite("fp32")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     return _out2(_lp.svd_op(A, full_matrices), out, _lp._svd_result)
 
 
+@_autocast_composite("fp32")
 def svdvals(A, *, driver=None, out=None):
     return _write_out(_lp.svd_op(A, False, compute_uv=False)[1], out)
 
@@ -95,6 +106,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _write_out(_lp._pinv(A, atol, rtol, hermitian), out)
 
 
+@_autocast_composite("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above max(atol, rtol * largest)."""
     from .._src.ops import pointwise as pw
@@ -211,6 +223,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
                        f"{A.ndim}D.")
 
 
+@_autocast_composite("fp32")
 def cond(A, p=None, *, out=None):
     """Condition number: a ratio of singular values for p in (None, 2, -2), else |A|_p |A^-1|_p."""
     from .._src.ops import pointwise as pw
@@ -251,6 +264,7 @@ def vander(x, *, N=None):
     return cat([ones, _vw.expand_op(col, x._shape + (n - 1,))], -1).cumprod(-1)
 
 
+@_autocast_composite("fp32")
 def tensorinv(A, ind=2, *, out=None):
     """Inverse of A seen as a (prod(shape[:ind]), prod(shape[ind:])) matrix, reshaped back."""
     from .._src.shapes import numel
@@ -265,6 +279,7 @@ def tensorinv(A, ind=2, *, out=None):
     return _write_out(_vw.reshape(result, A._shape[ind:] + A._shape[:ind]), out)
 
 
+@_autocast_composite("fp32")
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with tensordot(A, X, X.ndim) == B: one solve on A flattened to a square matrix."""
     from .._src.shapes import numel

@@ -19,6 +19,7 @@ import operator
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import wrap_dim
@@ -222,24 +223,28 @@ def _c2r_public(x, dims, sizes, last_n, norm, forward: bool = False):
 # -- public functions -----------------------------------------------------------------------------
 
 
+@_autocast_composite("fp32")
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "fft")
     d, n = _one_dim(input, n, dim, "fft")
     return write_out(_c2c_public(input, (d,), [input._shape[d] if n is None else n], norm, True), out)
 
 
+@_autocast_composite("fp32")
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "ifft")
     d, n = _one_dim(input, n, dim, "ifft")
     return write_out(_c2c_public(input, (d,), [input._shape[d] if n is None else n], norm, False), out)
 
 
+@_autocast_composite("fp32")
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "rfft")
     d, n = _one_dim(input, n, dim, "rfft")
     return write_out(_r2c_public(input, (d,), [input._shape[d] if n is None else n], norm, "rfft"), out)
 
 
+@_autocast_composite("fp32")
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "ihfft")
     d, n = _one_dim(input, n, dim, "ihfft")
@@ -255,6 +260,7 @@ def _c2r_last_n(x: Tensor, d: int, n) -> int:
     return last_n
 
 
+@_autocast_composite("fp32")
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "irfft")
     d, n = _one_dim(input, n, dim, "irfft")
@@ -262,6 +268,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_c2r_public(input, (d,), [last_n], last_n, norm), out)
 
 
+@_autocast_composite("fp32")
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     _check_input(input, "hfft")
     d, n = _one_dim(input, n, dim, "hfft")
@@ -269,18 +276,21 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_c2r_public(input, (d,), [last_n], last_n, norm, forward=True), out)
 
 
+@_autocast_composite("fp32")
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     _check_input(input, "fftn")
     dims, sizes = _dims_and_sizes(input, s, dim)
     return write_out(_c2c_public(input, dims, sizes, norm, True), out)
 
 
+@_autocast_composite("fp32")
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     _check_input(input, "ifftn")
     dims, sizes = _dims_and_sizes(input, s, dim)
     return write_out(_c2c_public(input, dims, sizes, norm, False), out)
 
 
+@_autocast_composite("fp32")
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     _check_input(input, "rfftn")
     dims, sizes = _dims_and_sizes(input, s, dim)
@@ -289,6 +299,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_r2c_public(input, dims, sizes, norm, "rfftn"), out)
 
 
+@_autocast_composite("fp32")
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     _check_input(input, "irfftn")
     dims, sizes = _dims_and_sizes(input, s, dim)
@@ -315,18 +326,22 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_r2c_public(input, dims, sizes, norm, "ihfftn", False), out)
 
 
+@_autocast_composite("fp32")
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return fftn(input, s, dim, norm, out=out)
 
 
+@_autocast_composite("fp32")
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return ifftn(input, s, dim, norm, out=out)
 
 
+@_autocast_composite("fp32")
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return rfftn(input, s, dim, norm, out=out)
 
 
+@_autocast_composite("fp32")
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return irfftn(input, s, dim, norm, out=out)
 

@@ -14,6 +14,7 @@ from collections import namedtuple
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes, numel
@@ -539,22 +540,26 @@ def logdet(input: Tensor) -> Tensor:
     return pw.where(sign < 0, float("nan"), logabs)
 
 
+@_autocast_composite("fp32")
 def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     from ._common import write_out
 
     return write_out(inv_ex_op(input, check_errors=True)[0], out)
 
 
+@_autocast_composite("fp32")
 def cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
     from ._common import write_out
 
     return write_out(cholesky_ex_op(input, upper=upper, check_errors=True)[0], out)
 
 
+@_autocast_composite("fp32")
 def qr(input: Tensor, some: bool = True):
     return _qr_result(*qr_op(input, "reduced" if some else "complete"))
 
 
+@_autocast_composite("fp32")
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     """torch.svd: returns V (not Vh); with compute_uv=False, U and V are zero-filled and square."""
     if not compute_uv:
@@ -568,6 +573,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     return _torch_svd_result(U, S, vw.transpose_op(Vh, -2, -1))
 
 
+@_autocast_composite("fp32")
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return _pinv(input, rtol=rcond)
 

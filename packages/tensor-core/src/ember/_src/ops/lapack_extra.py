@@ -13,6 +13,7 @@ from collections import namedtuple
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes, numel
@@ -173,6 +174,7 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool) 
                  left=False)
 
 
+@_autocast_composite("fp32")
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
     """``torch.lu_solve``: solves A x = b from A's LU factorization."""
     return write_out(linalg_lu_solve(LU_data, LU_pivots, b), out)
@@ -221,6 +223,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
     return write_out(solve(_triangle(A, upper, unitriangular), B, left=left), out)
 
 
+@_autocast_composite("fp32")
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False, *, out=None):
     """``torch.triangular_solve``: (solution of op(A) X = b, a copy of A)."""
@@ -233,6 +236,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     return _write_outs(triangular_solve_result, (solve(T, b), A.clone()), out)
 
 
+@_autocast_composite("fp32")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Solves A X = B given A's Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
     solve = _solve_matrices
@@ -250,6 +254,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
     return write_out(X, out)
 
 
+@_autocast_composite("fp32")
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Inverse of A from its Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
     _check_matrix(L, "cholesky_inverse")

@@ -13,6 +13,7 @@ import builtins
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes, numel
@@ -395,6 +396,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out: Ten
     return write_out(result, out, (input, vec1, vec2))
 
 
+@_autocast_composite("lower")
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     _check_tensor(input, "matmul", "input")
     _check_tensor(other, "matmul", "other")

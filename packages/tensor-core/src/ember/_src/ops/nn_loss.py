@@ -11,6 +11,7 @@ import warnings
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..tensor import Tensor, new_empty_tensor
@@ -142,6 +143,7 @@ def _prob_target_loss(input, target, weight, reduction, label_smoothing):
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 followed by nll_loss; targets are class indices or probabilities."""
@@ -158,6 +160,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
 
 
+@_autocast_composite("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -178,6 +181,7 @@ def _weighted(loss: Tensor, weight) -> Tensor:
     return loss if weight is None else loss * weight
 
 
+@_autocast_composite("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -185,6 +189,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(_weighted(pw.square(input - target), weight), reduction)
 
 
+@_autocast_composite("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -192,6 +197,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(_weighted((input - target).abs(), weight), reduction)
 
 
+@_autocast_composite("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -205,6 +211,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     if delta <= 0:
@@ -215,6 +222,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@_autocast_composite("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log target - input); input holds log-probabilities."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -233,6 +241,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+@_autocast_composite("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 as in PyTorch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -251,6 +260,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@_autocast_composite("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """Sigmoid + binary cross entropy in the overflow-free form (1 - t) x + lw (log1p(e^-|x|) + max(-x, 0))."""

@@ -10,6 +10,7 @@ import operator
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import as_shape, wrap_dim, wrap_dims
@@ -221,6 +222,7 @@ def meshgrid(*tensors, indexing: str | None = None):
     return tuple(grids)
 
 
+@_autocast_composite("fp32")
 def trace(input: Tensor) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
@@ -366,6 +368,7 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
     return input.index_select(d, index)
 
 
+@_autocast_composite("fp32")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """p-norm distances between each row of x1 (B, P, M) and each row of x2 (B, R, M).

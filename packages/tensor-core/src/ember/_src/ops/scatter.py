@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import broadcast_shapes, numel, wrap_dim
@@ -363,6 +364,7 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return index_copy_inplace_op(self, dim, index, source)
 
 
+@_autocast_composite("promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *, out=None) -> Tensor:
     return write_out(index_copy_inplace_op(vw.clone_op(input), dim, index, source), out)
 

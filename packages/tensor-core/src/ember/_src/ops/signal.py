@@ -12,6 +12,7 @@ import math
 import warnings
 
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..tensor import Tensor
 from . import creation as cr
 from . import pointwise as pw
@@ -118,6 +119,7 @@ def _centered_window(window, win_length: int, n_fft: int, dtype) -> Tensor | Non
     return constant_pad_nd(window, [left, n_fft - win_length - left], 0)
 
 
+@_autocast_composite("fp32")
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
          window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect", normalized: bool = False,
          onesided: bool | None = None, return_complex: bool | None = None, align_to_window: bool | None = None):

@@ -11,6 +11,7 @@ from collections import namedtuple
 
 from ... import _C
 from .. import dtypes as dt
+from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
 from ..shapes import numel, wrap_dim
@@ -135,12 +136,14 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
     return vw.select(result, 0, 0) if scalar_q else result
 
 
+@_autocast_composite("fp32")
 def quantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear",
              out=None) -> Tensor:
     """The q-th quantiles of input along ``dim`` (flattened when None); NaN if a row holds NaN."""
     return write_out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
 
 
+@_autocast_composite("fp32")
 def nanquantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear",
                 out=None) -> Tensor:
     """quantile ignoring NaN values (NaN only where a whole row is NaN)."""

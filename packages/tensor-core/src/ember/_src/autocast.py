@@ -1,0 +1,320 @@
+"""Autocast (automatic mixed precision) state and the dispatcher step that applies it.
+
+The state is per thread, as in PyTorch. The dispatcher tests one module-level counter on
+every op (``dispatch._AUTOCAST_ON``, nonzero while some thread has autocast enabled); only
+ops that carry a cast policy (``Op.amp``) then look at this thread's state, cast their
+floating inputs with differentiable ``to`` copies, and run with autocast excluded so that
+ops they call internally are not cast again (PyTorch redispatches below its Autocast key).
+
+The op lists are PyTorch's CPU lists, restricted to the ops this dispatcher has. Composite
+functions (``linear``, ``matmul``, ``conv2d``...) reach ``addmm``/``mm``/``convolution``
+and are cast there.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+
+from . import dispatch as _dispatch
+from . import dtypes as _dt
+
+# PyTorch's CPU "lower_precision_fp" list, as ember names the ops.
+LOWER_PRECISION_OPS = (
+    "mm", "bmm", "baddbmm", "addmm", "addbmm", "convolution", "scaled_dot_product_attention",
+)
+# PyTorch's CPU "fp32" list: ops whose accuracy suffers in bfloat16/float16.
+FP32_OPS = (
+    "prod", "polar", "view_as_complex", "_class_nll", "_fft_c2c", "_fft_r2c", "_fft_c2r",
+    "linalg_cholesky_ex", "linalg_inv_ex", "linalg_qr", "linalg_svd", "linalg_eigh", "linalg_lstsq",
+    "linalg_solve_ex",
+)
+# Ops that run in the widest floating dtype among their inputs.
+PROMOTE_OPS = ("cat",)
+
+_SUPPORTED = ("cpu", "cuda")  # device types autocast accepts (cuda: state only, as in torch's CPU build)
+_DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.enabled = {}  # device type -> bool
+        self.dtype = {}  # device type -> ember dtype
+        self.active = True  # False while an autocast op runs (its inner ops are not cast again)
+        self.cache_enabled = True
+        self.nesting = 0
+        self.cache = {}  # id(weight) -> (weight, cast copy), for leaf weights within a region
+
+
+STATE = _State()
+_COUNT_LOCK = threading.Lock()
+
+
+def _device_type(device_type) -> str:
+    from .device import to_device
+
+    if not isinstance(device_type, str):
+        raise TypeError(f"device_type must be a str, got {type(device_type).__name__}")
+    return to_device(device_type).type
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether autocast is on for ``device_type`` (without it, CUDA's state, as in PyTorch)."""
+    return STATE.enabled.get("cuda" if device_type is None else _device_type(device_type), False)
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """``set_autocast_enabled(device_type, enabled)``; the one-argument form sets CUDA's state."""
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    dev = _device_type(device_type)
+    enabled = bool(enabled)
+    was = STATE.enabled.get(dev, False)
+    STATE.enabled[dev] = enabled
+    if was != enabled:
+        # The dispatcher's global counter: nonzero while any thread has some device enabled.
+        with _COUNT_LOCK:
+            _dispatch._AUTOCAST_ON[0] += 1 if enabled else -1
+
+
+def get_autocast_dtype(device_type: str):
+    dev = _device_type(device_type)
+    d = STATE.dtype.get(dev)
+    return d if d is not None else getattr(_dt, _DEFAULT_DTYPES.get(dev, "float16"))
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    if not isinstance(dtype, _dt.dtype):
+        raise TypeError(f"set_autocast_dtype(): dtype must be an ember.dtype, got {type(dtype).__name__}")
+    STATE.dtype[_device_type(device_type)] = dtype
+
+
+def is_autocast_cache_enabled() -> bool:
+    return STATE.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    STATE.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    STATE.cache.clear()
+
+
+def autocast_increment_nesting() -> int:
+    STATE.nesting += 1
+    return STATE.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    STATE.nesting -= 1
+    return STATE.nesting
+
+
+def is_autocast_available(device_type: str) -> bool:
+    return device_type in _SUPPORTED
+
+
+# Legacy CPU-specific switches torch still exposes.
+def is_autocast_cpu_enabled() -> bool:
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    set_autocast_dtype("cpu", dtype)
+
+
+class autocast:  # noqa: N801  (PyTorch's name)
+    """Context manager and decorator running a region in mixed precision (``torch.autocast``)."""
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self.device = device_type
+        if not is_autocast_available(device_type):
+            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
+        if enabled:
+            if device_type == "cuda":
+                from ember import cuda
+
+                if not cuda.is_available():
+                    warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
+                    enabled = False
+            elif self.fast_dtype not in (_dt.bfloat16, _dt.float16):
+                name = device_type.upper()
+                warnings.warn(
+                    f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"
+                    f"{name} Autocast only supports dtypes of ember.bfloat16, ember.float16 currently.",
+                    stacklevel=2,
+                )
+                enabled = False
+        self._enabled = enabled
+        self._saved = []  # a stack, so that a decorated function may recurse
+
+    def __enter__(self):
+        self._saved.append((is_autocast_cache_enabled(), is_autocast_enabled(self.device),
+                            get_autocast_dtype(self.device)))
+        set_autocast_enabled(self.device, self._enabled)
+        set_autocast_dtype(self.device, self.fast_dtype)
+        autocast_increment_nesting()
+        set_autocast_cache_enabled(self._cache_enabled)
+        return self
+
+    def __exit__(self, *exc):
+        if autocast_decrement_nesting() == 0:
+            clear_autocast_cache()
+        cache, enabled, dtype = self._saved.pop()
+        set_autocast_enabled(self.device, enabled)
+        set_autocast_dtype(self.device, dtype)
+        set_autocast_cache_enabled(cache)
+        return False
+
+    def __call__(self, func):
+        if not callable(func):
+            raise TypeError(
+                f"autocast()(func) requires a callable, but got {type(func).__name__}. "
+                "Did you mean to use autocast as a context manager?"
+            )
+
+        @functools.wraps(func)
+        def decorate_autocast(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return decorate_autocast
+
+
+# --- the dispatcher step ------------------------------------------------------------------
+
+
+def _eligible(t, device_type) -> bool:
+    # PyTorch casts floating tensors of the autocast device, never float64 ones.
+    d = t.dtype
+    return d.is_floating_point and d is not _dt.float64 and t._device.type == device_type
+
+
+def _cast(t, to, device_type, state):
+    if not _eligible(t, device_type) or t.dtype is to:
+        return t
+    # PyTorch caches the low-precision copy of fp32 leaf weights for the whole region.
+    cacheable = (state.cache_enabled and t.dtype is _dt.float32 and to is not _dt.float32
+                 and t._requires_grad and t._base is None and t.is_leaf)
+    if cacheable:
+        hit = state.cache.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+    out = t.to(to)
+    if cacheable:
+        state.cache[id(t)] = (t, out)
+    return out
+
+
+def _map(args, kwargs, fn):
+    Tensor = _dispatch._Tensor
+
+    def one(a):
+        if isinstance(a, Tensor):
+            return fn(a)
+        if isinstance(a, (list, tuple)) and any(isinstance(b, Tensor) for b in a):
+            return type(a)(fn(b) if isinstance(b, Tensor) else b for b in a)
+        return a
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+def _prioritize(current, nxt):
+    # at::autocast::prioritize: float64 inputs are ignored (never cast), float32 wins, and two
+    # different 16-bit types are an error.
+    if nxt is _dt.float64:
+        return current
+    if current is _dt.float32 or nxt is _dt.float32:
+        return _dt.float32
+    if current is nxt:
+        return current
+    raise RuntimeError(f"Unexpected floating ScalarType in autocast promotion: {current} and {nxt}")
+
+
+def _cast_args(policy, device_type, args, kwargs, state):
+    if policy == "lower":
+        to = get_autocast_dtype(device_type)
+    elif policy == "fp32":
+        to = _dt.float32
+    else:  # promote: the widest floating dtype, starting from the autocast dtype
+        to = get_autocast_dtype(device_type)
+        for t in _dispatch._iter_tensors(args, kwargs):
+            if t.dtype.is_floating_point and t._device.type == device_type:
+                to = _prioritize(to, t.dtype)
+    return _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
+
+
+def _pad_policy(self, pad, mode, value=None):
+    # PyTorch lists reflection_pad1d/2d and replication_pad1d/2d/3d (not reflect 3-d, nor circular).
+    k = len(pad) // 2
+    return "fp32" if (mode == 1 and k <= 2) or mode == 2 else None
+
+
+def autocast_call(op, args, kwargs):
+    """Runs ``op`` under this thread's autocast state (the dispatcher calls this)."""
+    state = STATE
+    device_type = _dispatch._device_type_of(args, kwargs)
+    policy = op.amp
+    if policy == "pad":
+        policy = _pad_policy(*args, **kwargs)
+    # out= variants have no autocast in PyTorch: they run uncast.
+    if policy is not None and state.enabled.get(device_type, False) and kwargs.get("out") is None:
+        args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
+    return _call_excluded(op, args, kwargs, state)
+
+
+def composite(policy: str):
+    """Gives a Python composite function (``linear``, ``mse_loss``...) the cast policy PyTorch's
+    list has for it: torch casts such ops before they decompose, so the whole function runs in
+    the policy's dtype and the ops it calls are not cast again."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def autocast_wrapper(*args, **kwargs):
+            if _dispatch._AUTOCAST_ON[0] and STATE.active:
+                state = STATE
+                device_type = _dispatch._device_type_of(args, kwargs)
+                if state.enabled.get(device_type, False) and kwargs.get("out") is None:
+                    args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
+                return _call_excluded(fn, args, kwargs, state)
+            return fn(*args, **kwargs)
+
+        return autocast_wrapper
+
+    return wrap
+
+
+def _call_excluded(op, args, kwargs, state):
+    state.active = False
+    try:
+        return op(*args, **kwargs)
+    finally:
+        state.active = True
+
+
+def install() -> None:
+    """Marks the listed ops with their policy and connects the dispatcher step."""
+    for names, policy in ((LOWER_PRECISION_OPS, "lower"), (FP32_OPS, "fp32"), (PROMOTE_OPS, "promote")):
+        for name in names:
+            op = _dispatch.OPS.get(name)
+            if op is not None:
+                op.amp = policy
+    pad = _dispatch.OPS.get("_pad_enum")
+    if pad is not None:
+        pad.amp = "pad"  # the policy depends on the mode and rank (_pad_policy)
+    _dispatch._AUTOCAST_CALL[0] = autocast_call
+    _dispatch._AUTOCAST_STATE = STATE
