@@ -160,6 +160,19 @@ class Distribution:
                 f"but found invalid values:\n{value}"
             )
 
+    def _expand_params(self, cls, batch_shape, _instance, names):
+        """The usual ``expand`` of a ``cls`` without event dims in its parameters: the parameters
+        ``names`` that this instance holds (of probs/logits, the one it was given or has computed;
+        a sub-distribution works too) become expanded views over ``batch_shape``."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = ember.Size(batch_shape)
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(
