@@ -73,8 +73,8 @@ class AvgPool1d(_AvgPoolNd):
                             self.count_include_pad)
 
 
-class AvgPool2d(_AvgPoolNd):
-    """Mean over sliding windows of (N, C, H, W) or (C, H, W) inputs."""
+class _AvgPoolWithDivisor(_AvgPoolNd):
+    """The 2-d and 3-d average pools' arguments (sizes kept as given, as PyTorch's repr shows them)."""
 
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 
@@ -87,6 +87,10 @@ class AvgPool2d(_AvgPoolNd):
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
+
+
+class AvgPool2d(_AvgPoolWithDivisor):
+    """Mean over sliding windows of (N, C, H, W) or (C, H, W) inputs."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
