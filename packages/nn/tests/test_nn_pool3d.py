@@ -149,6 +149,19 @@ def test_lazy_norm_matches_torch(name, shape, kwargs):
         assert ne == nt and isinstance(pe, nn.Parameter) and tuple(pe.shape) == tuple(pt.shape)
 
 
+
+def test_lazy_norm_loads_a_checkpoint_before_its_first_input():
+    # Uninitialized running stats are lazy like the parameters: load_state_dict materializes them.
+    trained = torch.nn.LazyBatchNorm2d()
+    trained(torch.randn(2, 3, 4, 4))
+    state = {k: ember.tensor(v.numpy()) for k, v in trained.state_dict().items()}
+    em, tm = nn.LazyBatchNorm2d(), torch.nn.LazyBatchNorm2d()
+    assert repr(nn.UninitializedBuffer()) == repr(torch.nn.UninitializedBuffer())
+    em.load_state_dict(state)
+    tm.load_state_dict(trained.state_dict())
+    for key, value in tm.state_dict().items():
+        np.testing.assert_array_equal(em.state_dict()[key].numpy(), value.numpy())
+
 def test_pdist_reexported():
     xe, xt = input_pair((5, 3), "float64")
     assert_close(F.pdist(xe, 1.5), torch.nn.functional.pdist(xt, 1.5))

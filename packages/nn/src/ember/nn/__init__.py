@@ -3,4 +3,4 @@
 from . import functional, init, modules, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.lazy import LazyModuleMixin  # noqa: F401
-from .parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401

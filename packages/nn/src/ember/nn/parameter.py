@@ -60,8 +60,23 @@ class Buffer(Tensor):
         pass
 
 
-class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet (``LazyLinear``); ``materialize`` gives it one."""
+class _UninitializedTensorMixin:
+    """A tensor whose shape is not known yet (lazy modules); ``materialize`` gives it one and turns it
+    into a ``cls_to_become``."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        data = ember.empty(shape, device=device or self.device, dtype=dtype or self.dtype)
+        self.data = data
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(_UninitializedTensorMixin, Parameter):
+    """A parameter of a lazy module (``LazyLinear``), until its first input gives it a shape."""
 
     cls_to_become = Parameter
 
@@ -72,20 +87,26 @@ class UninitializedParameter(Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        data = ember.empty(shape, device=device or self.device, dtype=dtype or self.dtype)
-        self.data = data
-        self.__class__ = self.cls_to_become
-
     def __deepcopy__(self, memo):
         # Parameter's deepcopy passes data positionally, which this constructor does not take.
         if id(self) not in memo:
             memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
         return memo[id(self)]
 
-    def __repr__(self) -> str:
-        return "<UninitializedParameter>"
+
+class UninitializedBuffer(_UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module (``LazyBatchNorm``'s running stats), until its first input."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        out = Tensor._make_subclass(cls, ember.empty(0, device=device, dtype=dtype), requires_grad)
+        out.persistent = persistent
+        return out
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
 
 
 def is_lazy(param) -> bool:
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, _UninitializedTensorMixin)

@@ -5,28 +5,13 @@ from __future__ import annotations
 import ember
 from ember import Tensor
 
-from ..parameter import UninitializedParameter, is_lazy
+from ..parameter import UninitializedBuffer, UninitializedParameter
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _InstanceNorm
 from .lazy import LazyModuleMixin
 
 __all__ = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
-
-
-class _UninitializedBuffer(Tensor):
-    """A buffer whose shape is not known yet; ``materialize`` turns it into a plain tensor of that shape."""
-
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        self.data = ember.empty(shape, device=device or self.device, dtype=dtype or self.dtype)
-        self.__class__ = Tensor
-
-    def __repr__(self) -> str:
-        return "<UninitializedBuffer>"
-
-
-def _uninitialized_buffer(device=None, dtype=None) -> Tensor:
-    return Tensor._make_subclass(_UninitializedBuffer, ember.empty(0, device=device, dtype=dtype), False)
 
 
 class _LazyNormBase(LazyModuleMixin, _NormBase):
@@ -41,13 +26,9 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             if bias:
                 self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
-            self.running_mean = _uninitialized_buffer(device, dtype)
-            self.running_var = _uninitialized_buffer(device, dtype)
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             self.num_batches_tracked = ember.tensor(0, dtype=ember.long, device=device)
-
-    def has_uninitialized_params(self) -> bool:
-        tensors = list(self._parameters.values()) + list(self._buffers.values())
-        return any(is_lazy(t) or isinstance(t, _UninitializedBuffer) for t in tensors)
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.num_features != 0:
