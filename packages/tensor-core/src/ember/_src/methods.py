@@ -175,11 +175,6 @@ def install(functional: dict) -> None:
         check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
         return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
 
-    def clamp_(self, min=None, max=None):  # noqa: A002
-        if min is None and max is None:
-            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-        return pw.clamp_inplace_op(self, min, max)
-
     def lerp_(self, end, weight):
         return fpw.lerp_inplace_op(self, end, weight)
 
@@ -200,7 +195,8 @@ def install(functional: dict) -> None:
     extra = {
         "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
         "div_": div_, "divide_": div_, "true_divide_": div_,
-        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_, "clamp_": clamp_, "clip_": clamp_,
+        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
+        "clamp_": pw.clamp_, "clip_": pw.clamp_,
         "relu_": pw.relu_inplace_op, "sigmoid_": pw.UNARY_OPS["sigmoid"][1], "nan_to_num_": pw.nan_to_num_,
         "T": property(vw.full_transpose), "mT": property(vw.matrix_transpose), "H": property(vw._conj_full_transpose),
         "mH": property(vw.adjoint),

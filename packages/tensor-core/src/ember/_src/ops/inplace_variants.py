@@ -139,13 +139,7 @@ def nextafter_(self, other):
 
 # -- pointwise composites ----------------------------------------------------------------------------
 
-def clamp_(input, min=None, max=None):  # noqa: A002 - PyTorch's names
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return pw.clamp_inplace_op(input, min, max)  # a real in-place op: ClampBackward, like PyTorch
-
-
-clip_ = clamp_
+clamp_ = clip_ = pw.clamp_
 
 
 def clamp_min_(input, min):  # noqa: A002

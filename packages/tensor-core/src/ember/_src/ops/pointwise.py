@@ -859,6 +859,13 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's nam
 clip = clamp
 
 
+def clamp_(input, min=None, max=None):  # noqa: A002
+    """In place: a real in-place op, so autograd records ClampBackward on ``input`` like PyTorch."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return clamp_inplace_op(input, min, max)
+
+
 def clamp_min(input, min):  # noqa: A002
     return clamp(input, min=min)
 
