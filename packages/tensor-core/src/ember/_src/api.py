@@ -124,13 +124,6 @@ def from_numpy(ndarray):
 ops = _dispatch.OPS
 
 
-# Module-level helpers with public names that are not Tensor methods in PyTorch.
-_NOT_METHODS = frozenset({
-    "binary_result", "unary_result", "check_kernel_exists", "check_binary", "check_unary", "prod_rows", "reject",
-    "run_binary", "run_unary", "full_transpose", "matrix_transpose", "type_", "getitem", "setitem",
-})
-
-
 def _functional_for_methods() -> dict:
     names = {}
     for module in (_pointwise, _views, _reduction, _linalg, _indexing, _random, _comparison, _reorder, _lapack,
@@ -143,9 +136,8 @@ def _functional_for_methods() -> dict:
             if not callable(fn) or not getattr(fn, "__module__", "").startswith("ember._src.ops"):
                 continue
             # Besides its public functions, a module's own method-only functions (copy_, view, ...)
-            # become methods; helpers it imports or keeps for itself, and result types, do not.
-            if name not in exported and (isinstance(fn, type) or fn.__module__ != module.__name__
-                                         or name in _NOT_METHODS):
+            # become methods; helpers it imports, and result types, do not (its own are private).
+            if name not in exported and (isinstance(fn, type) or fn.__module__ != module.__name__):
                 continue
             names[name] = fn
     names.pop("positive", None)

@@ -58,17 +58,17 @@ _SPECIAL_MESSAGES = {
 }
 
 
-def reject(op_name: str, dtype) -> None:
+def _reject(op_name: str, dtype) -> None:
     """Raises what PyTorch raises for an op it has no complex kernel for."""
     exc, msg = _SPECIAL_MESSAGES.get(op_name, (NotImplementedError,
                                                f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'"))
     raise exc(msg)
 
 
-def check_unary(name: str, dtype):
+def _check_unary(name: str, dtype):
     """The result dtype of the complex kernel for unary ``name``, or PyTorch's error."""
     if name not in UNARY_CODES:
-        reject(name, dtype)
+        _reject(name, dtype)
     if name in _REAL_RESULT:
         return dtype.to_real()
     if name in _PREDICATES:
@@ -76,13 +76,13 @@ def check_unary(name: str, dtype):
     return dtype
 
 
-def check_binary(name: str, dtype) -> None:
+def _check_binary(name: str, dtype) -> None:
     if name not in BINARY_CODES:
-        reject(name, dtype)
+        _reject(name, dtype)
 
 
-def run_unary(name: str, a: Tensor, out: Tensor | None = None) -> Tensor:
-    result_dtype = check_unary(name, a.dtype)
+def _run_unary(name: str, a: Tensor, out: Tensor | None = None) -> Tensor:
+    result_dtype = _check_unary(name, a.dtype)
     if out is None:
         out = empty(a._shape, result_dtype, a._device)
     if a._device is META:
@@ -94,11 +94,11 @@ def run_unary(name: str, a: Tensor, out: Tensor | None = None) -> Tensor:
     return out
 
 
-def run_binary(name: str, target: Tensor, a, b, compute) -> None:
+def _run_binary(name: str, target: Tensor, a, b, compute) -> None:
     """target = name(a, b) with both operands converted to the complex dtype ``compute``."""
     from .creation import scalar_tensor
 
-    check_binary(name, compute)
+    _check_binary(name, compute)
     a_t = convert(a, compute) if isinstance(a, Tensor) else scalar_tensor(a, compute)
     b_t = convert(b, compute) if isinstance(b, Tensor) else scalar_tensor(b, compute)
     _C.complex_binary(BINARY_CODES[name], target, a_t, b_t)
@@ -177,7 +177,7 @@ conj_physical_op = define("conj_physical(Tensor self) -> Tensor", ("pointwise",)
 def _conj_physical(self: Tensor) -> Tensor:
     if not self.dtype.is_complex:
         return self.clone()
-    return run_unary("conj", self)
+    return _run_unary("conj", self)
 
 
 conj_physical_op.meta = _conj_physical
@@ -226,7 +226,7 @@ def _angle_dtype(x: Tensor):
 @angle_op.kernel("meta")
 def _angle(self: Tensor) -> Tensor:
     if self.dtype.is_complex:
-        return run_unary("angle", self)
+        return _run_unary("angle", self)
     rd = _angle_dtype(self)
     compute = dt.float32 if rd in (dt.float16, dt.bfloat16) else rd
     out = empty(self._shape, compute, self._device)
@@ -250,7 +250,7 @@ sgn_op = define("sgn(Tensor self) -> Tensor", ("pointwise",))
 @sgn_op.kernel("meta")
 def _sgn(self: Tensor) -> Tensor:
     if self.dtype.is_complex:
-        return run_unary("sgn", self)
+        return _run_unary("sgn", self)
     from .pointwise import UNARY_OPS
 
     return UNARY_OPS["sign"][0](self)
@@ -333,7 +333,7 @@ def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002
 # -- reductions -------------------------------------------------------------------------------------
 
 
-def prod_rows(x: Tensor, dims: tuple, out_shape: tuple) -> Tensor:
+def _prod_rows(x: Tensor, dims: tuple, out_shape: tuple) -> Tensor:
     """The complex product of ``x`` over ``dims`` (validated), shaped ``out_shape``."""
     from .views import contiguous
 

@@ -563,7 +563,7 @@ def _apply(self: Tensor, items: tuple):
     return result, indices
 
 
-def getitem(self: Tensor, index):
+def _getitem(self: Tensor, index):
     # Fast paths for the most common single items: pure metadata.
     if type(index) is int:
         if self.ndim == 0:
@@ -593,7 +593,7 @@ def _strip_leading_ones(value: Tensor) -> Tensor:
     return value
 
 
-def setitem(self: Tensor, index, value) -> None:
+def _setitem(self: Tensor, index, value) -> None:
     if index is False:
         return  # PyTorch: selects nothing, writes nothing
     if index is True:
@@ -623,5 +623,5 @@ def setitem(self: Tensor, index, value) -> None:
     _put(view, indices, _strip_leading_ones(value), False)
 
 
-Tensor.__getitem__ = getitem
-Tensor.__setitem__ = setitem
+Tensor.__getitem__ = _getitem
+Tensor.__setitem__ = _setitem

@@ -71,7 +71,7 @@ _REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dt.
 _EMPTY = frozenset()
 
 
-def check_kernel_exists(op_name: str, dtype) -> None:
+def _check_kernel_exists(op_name: str, dtype) -> None:
     """Raises PyTorch's exception for dtypes its ``op_name`` kernel does not support."""
     if dtype in _NO_KERNEL.get(op_name, _EMPTY):
         raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
@@ -79,7 +79,7 @@ def check_kernel_exists(op_name: str, dtype) -> None:
         raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
 
 
-def binary_result(a, b, kind: str, op_name: str):
+def _binary_result(a, b, kind: str, op_name: str):
     """(shape, compute dtype, result dtype) for a binary op on tensors/scalars."""
     if type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype:
         promoted = a.dtype  # the common case, without the general promotion walk
@@ -88,8 +88,8 @@ def binary_result(a, b, kind: str, op_name: str):
         _check_operand(b, op_name)
         promoted = dt.result_type_of(a, b)
     if promoted.is_complex:
-        _cx.check_binary(op_name, promoted)
-    check_kernel_exists(op_name, promoted)
+        _cx._check_binary(op_name, promoted)
+    _check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not (promoted.is_floating_point or promoted.is_complex):
         promoted = dt.get_default_dtype()
     a_shape = a._shape if isinstance(a, Tensor) else ()
@@ -114,7 +114,7 @@ def _device_of(a, b):
 
 
 def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = None):
-    shape, promoted, result_dtype = binary_result(a, b, kind, op_name)
+    shape, promoted, result_dtype = _binary_result(a, b, kind, op_name)
     device = _device_of(a, b)
     if out is None:
         out = empty(shape, result_dtype, device)
@@ -124,7 +124,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
     write_bool = kind == _BOOL_RESULT
     if compute.is_complex:  # std::complex kernels (ops/complex.py)
         target = out if out.dtype is (dt.bool if write_bool else compute) else empty(shape, out.dtype, device)
-        _cx.run_binary(op_name, target, a, b, compute)
+        _cx._run_binary(op_name, target, a, b, compute)
         if target is not out:
             _C.copy_(out, target)
         return out
@@ -143,7 +143,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
 
 def _binary_meta(kind, op_name):
     def meta(a, b):
-        shape, _, result = binary_result(a, b, kind, op_name)
+        shape, _, result = _binary_result(a, b, kind, op_name)
         return empty(shape, result, META)
 
     return meta
@@ -178,7 +178,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
         # PyTorch's overlap checks, before its dtype and shape checks (the test inlined: every in-place op runs it).
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             _check_write(self, (other,))
-        shape, promoted, result_dtype = binary_result(self, other, kind, name)
+        shape, promoted, result_dtype = _binary_result(self, other, kind, name)
         # Comparison/logical results (0/1) are written in self's dtype, whatever it is.
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
         if kind == _BOOL_RESULT or promoted is not self.dtype or promoted in HALF_TYPES:
@@ -190,7 +190,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     @inplace.kernel("meta")
     def meta_inplace(self, other):
-        shape, _, result_dtype = binary_result(self, other, kind, name)
+        shape, _, result_dtype = _binary_result(self, other, kind, name)
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
         return self
 
@@ -427,12 +427,12 @@ _KEEP_OP = "keep"          # dtype kept (abs, neg, floor, ...)
 _PREDICATE_OP = "predicate"  # bool result
 
 
-def unary_result(a, kind: str, name: str):
+def _unary_result(a, kind: str, name: str):
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if a.dtype.is_complex:
-        return _cx.check_unary(name, a.dtype)
-    check_kernel_exists(name, a.dtype)
+        return _cx._check_unary(name, a.dtype)
+    _check_kernel_exists(name, a.dtype)
     if kind == _PREDICATE_OP:
         return dt.bool
     if kind == _FLOAT_OP and not a.dtype.is_floating_point:
@@ -442,8 +442,8 @@ def unary_result(a, kind: str, name: str):
 
 def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.0, out: Tensor | None = None):
     if isinstance(a, Tensor) and a.dtype.is_complex:
-        return _cx.run_unary(name, a, out)
-    result_dtype = unary_result(a, kind, name)
+        return _cx._run_unary(name, a, out)
+    result_dtype = _unary_result(a, kind, name)
     if out is None:
         out = empty(a._shape, result_dtype, a._device)
     if a._device is META:
@@ -467,7 +467,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
     op = define(f"{name}(Tensor self{arg_text}) -> Tensor", ("pointwise",))
 
     def meta(a, *args):
-        return empty(a._shape, unary_result(a, kind, name), META)
+        return empty(a._shape, _unary_result(a, kind, name), META)
 
     op.meta = meta
     op.kernels["meta"] = meta
@@ -485,7 +485,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         def cpu_inplace(self, *args):
             if checks_overlap and 0 in self._stride:
                 _check_internal_overlap(self)
-            result_dtype = unary_result(self, kind, name)
+            result_dtype = _unary_result(self, kind, name)
             if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
                 raise RuntimeError("result type Long can't be cast to the desired output type Bool")
             if kind == _PREDICATE_OP:  # logical_not_: the 0/1 result is written in self's dtype
@@ -558,7 +558,7 @@ polygamma_op = define("polygamma(int n, Tensor self) -> Tensor", ("pointwise",))
 
 
 def _polygamma_meta(n, a):
-    return empty(a._shape, unary_result(a, _FLOAT_OP, "polygamma"), META)
+    return empty(a._shape, _unary_result(a, _FLOAT_OP, "polygamma"), META)
 
 
 polygamma_op.meta = _polygamma_meta
@@ -597,14 +597,14 @@ def logical_not(input, *, out=None):
 
 
 def frac(input, *, out=None):
-    check_kernel_exists("frac", input.dtype)
+    _check_kernel_exists("frac", input.dtype)
     return write_out(UNARY_OPS["frac"][0](input), out, (input,))
 
 
 def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
     if decimals == 0:
         return write_out(UNARY_OPS["round"][0](input), out, (input,))
-    check_kernel_exists("round_decimals", input.dtype)
+    _check_kernel_exists("round_decimals", input.dtype)
     return write_out(round_decimals_op(input, float(10.0 ** decimals)), out, (input,))
 
 
@@ -814,7 +814,7 @@ clamp_op = define("clamp(Tensor self, Scalar|Tensor? min=None, Scalar|Tensor? ma
 @clamp_op.kernel("meta")
 def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     if any(getattr(x, "dtype", None) in _cx.COMPLEX or isinstance(x, complex) for x in (input, min, max)):
-        _cx.reject("clamp", input.dtype)
+        _cx._reject("clamp", input.dtype)
     result = input
     dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
     if result.dtype is not dtype:
@@ -902,8 +902,7 @@ def square(input, *, out=None):
 
 # The public functions (``from pointwise import *`` in api.py must not leak helpers such as
 # ``empty`` from _common, which would shadow ``ember.empty``).
-_HELPERS = {"binary_result", "unary_result", "define", "convert", "empty", "type_name", "broadcast_shapes", "write_out",
-            "check_kernel_exists"}
+_HELPERS = {"define", "convert", "empty", "type_name", "broadcast_shapes", "write_out"}
 __all__ = sorted(  # noqa: PLE0605 - computed once from the module namespace
     name for name, value in globals().items()
     if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS

@@ -155,7 +155,7 @@ def _declare(schema: str, meta, cpu):
 def _complex_reduce(code: str, x: Tensor, dims: tuple, keepdim: bool, shape: tuple) -> Tensor:
     """sum/nansum add the (real, imag) float view with the real kernel; prod has a complex kernel."""
     if code == "prod":
-        return _cx.prod_rows(x, dims, shape)
+        return _cx._prod_rows(x, dims, shape)
     parts = _cx.view_as_real_op(x)
     return _cx.view_as_complex_op(_native(code, parts, dims, keepdim, parts.dtype))
 

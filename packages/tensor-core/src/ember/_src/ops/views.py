@@ -157,19 +157,19 @@ def t(self: Tensor) -> Tensor:
     return transpose(self, 0, 1)
 
 
-def matrix_transpose(self: Tensor) -> Tensor:
+def _matrix_transpose(self: Tensor) -> Tensor:
     if self.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
     return transpose(self, -2, -1)
 
 
-def full_transpose(self: Tensor) -> Tensor:
+def _full_transpose(self: Tensor) -> Tensor:
     return permute_op(self, tuple(reversed(range(self.ndim))))
 
 
 def adjoint(self: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (a copy for complex tensors: ember has no lazy conj)."""
-    result = matrix_transpose(self)
+    result = _matrix_transpose(self)
     if self.dtype.is_complex:
         from .complex import conj_physical_op
 
@@ -178,7 +178,7 @@ def adjoint(self: Tensor) -> Tensor:
 
 
 def _conj_full_transpose(self: Tensor) -> Tensor:
-    result = full_transpose(self)
+    result = _full_transpose(self)
     if self.dtype.is_complex:
         from .complex import conj_physical_op
 
@@ -712,7 +712,7 @@ def _cast(dtype):
     return method
 
 
-def type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
+def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
     if dtype is None:
         from ._common import type_name
 
