@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 # Subpackages provided by other distributions; resolved on first attribute access so that
 # `ember.nn` works without `import ember.nn`, and the core never imports them itself.
 _OPTIONAL_SUBPACKAGES = (
-    "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "export", "onnx", "distributed",
+    "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
+    "export", "onnx", "jit", "distributed", "multiprocessing",
 )
 
 
