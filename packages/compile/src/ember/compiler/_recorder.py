@@ -241,20 +241,43 @@ class Recorder(dispatch.DispatchMode):
         targs, keys, margs = [], [], []
         device = None
         rg = False
+        refs = _REFS
         for a in args:
-            x, k, m = self._conv(a)
-            targs.append(x)
-            keys.append(k)
-            margs.append(m)
-            if device is None and isinstance(a, Tensor):
-                device = a._device
-            if isinstance(a, Tensor):
-                rg = rg or a._requires_grad
-            elif type(a) in (list, tuple):
-                for b in a:
-                    if isinstance(b, Tensor):
-                        device = device or b._device
-                        rg = rg or b._requires_grad
+            ta = type(a)
+            if ta is LazyTensor:  # the common case first, inlined
+                d = a.__dict__
+                v = d["_lz_v"]
+                r = refs[v] if v < len(refs) else ref(v)
+                targs.append(r)
+                keys.append(r)
+                margs.append(d["_lz_meta"])
+                if device is None:
+                    device = a._device
+                if a._requires_grad:
+                    rg = True
+            elif ta is float:
+                targs.append(a)
+                keys.append((float, a.hex()))
+                margs.append(a)
+            elif ta is int or ta is bool:
+                targs.append(a)
+                keys.append((ta, a))
+                margs.append(a)
+            else:
+                x, k, m = self._conv(a)
+                targs.append(x)
+                keys.append(k)
+                margs.append(m)
+                if isinstance(a, Tensor):
+                    if device is None:
+                        device = a._device
+                    if a._requires_grad:
+                        rg = True
+                elif ta is list or ta is tuple:
+                    for b in a:
+                        if isinstance(b, Tensor):
+                            device = device or b._device
+                            rg = rg or b._requires_grad
         tkwargs, mkwargs, kwkeys = {}, {}, ()
         if kwargs:
             kk = []
