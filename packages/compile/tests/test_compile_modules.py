@@ -61,7 +61,7 @@ def test_batchnorm_running_stats_and_train_eval_switch():
     ref = copy.deepcopy(bn)
     compiled = ember.compile(bn, backend="eager")
     rng = np.random.default_rng(0)
-    for step in range(3):
+    for _ in range(3):
         x = rng.standard_normal((8, 3))
         out = compiled(ember.from_numpy(x))
         expect = ref(ember.from_numpy(x))

@@ -25,7 +25,6 @@ from ._graph_build import _set_grad_enabled, build_graph_module
 from ._lazy import _detach
 from ._recorder import Recorder
 
-
 _log = logging.getLogger("ember.compiler.aot_autograd")
 
 
