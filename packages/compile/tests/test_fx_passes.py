@@ -376,3 +376,46 @@ def test_replace_pattern_with_filters():
     assert [k[1] for k in structure(gm) if k[0] == "call_function"] == ["operator.add", "relu", "sigmoid",
                                                                           "operator.add"]
     assert [n.target for n in replaced[0].replacements] == [ember.sigmoid]
+
+
+def _split_program(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(4, 4)
+            self.inner = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Linear(4, 4))
+            self.p = lib.nn.Parameter(lib.ones(4))
+
+        def forward(self, x, y):
+            a = self.lin(x) + self.p
+            b = self.inner(a)
+            c = b * y
+            d = a - c
+            return d, b
+
+    return M()
+
+
+def test_split_module_matches_torch():
+    from torch.fx.passes.split_module import split_module as torch_split
+
+    from ember.fx.passes.split_module import split_module as ember_split
+
+    parts = {"lin": 0, "add": 0, "inner_0": 1, "inner_1": 1, "mul": 1, "sub": 2}
+    torch_model = _split_program(torch)
+    model = _split_program(ember)
+    copy_weights(torch_model, model)
+    results = []
+    for fx, split, root, convert in ((torch.fx, torch_split, torch_model, to_torch),
+                                     (ember.fx, ember_split, model, to_ember)):
+        gm = fx.symbolic_trace(root)
+        qualname_map = {}
+        split_gm = split(gm, root, lambda n: parts[n.name], qualname_map=qualname_map)
+        results.append((split_gm, qualname_map, split_gm(convert(_rand(3, 4)), convert(_rand(3, 4, seed=1)))))
+    (tsplit, tmap, tout), (esplit, emap, eout) = results
+    assert full_structure(esplit) == full_structure(tsplit)
+    for name in ("submod_0", "submod_1", "submod_2"):
+        assert full_structure(getattr(esplit, name)) == full_structure(getattr(tsplit, name)), name
+    assert emap == tmap
+    assert sorted(esplit.state_dict()) == sorted(tsplit.state_dict())
+    assert_close(eout, tout, atol=1e-5)
