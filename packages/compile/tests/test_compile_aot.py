@@ -239,3 +239,70 @@ def test_dynamo_aliases_and_backend_registry():
 def test_inductor_name_runs():
     f = ember.compile(lambda x: (x * 3).relu())
     assert f(ember.tensor([-1.0, 2.0])).tolist() == [0.0, 6.0]
+
+
+class _Count:
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def _sized_program(lib):
+    def f(x):
+        b = x.shape[0]
+        return x.sum(1) * 2 + lib.ones(b)
+    return f
+
+
+def test_automatic_dynamic_recompiles_once_like_torch():
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter)
+    for n in (4, 5, 6, 9):
+        assert cf(ember.ones(n, 3)).tolist() == [7.0] * n
+    torch._dynamo.reset()
+    tcount = _Count()
+    tf = torch.compile(_sized_program(torch), backend=tcount)
+    for n in (4, 5, 6, 9):
+        tf(torch.ones(n, 3))
+    assert len(counter.graphs) == len(tcount.graphs) == 2
+    placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["arg0", "s0"]
+
+
+def test_dynamic_true_and_mark_dynamic_and_static():
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter, dynamic=True)
+    for n in (5, 7, 11):
+        assert cf(ember.ones(n, 3)).tolist() == [7.0] * n
+    assert len(counter.graphs) == 1
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter, dynamic=False)
+    for n in (3, 7):
+        x = ember.ones(n, 3)
+        ember._dynamo.mark_dynamic(x, 0)
+        assert cf(x).tolist() == [7.0] * n
+    assert len(counter.graphs) == 1
+    for n in (3, 7):
+        cf(ember.ones(n, 3))  # unmarked, dynamic=False: static graphs
+    assert len(counter.graphs) == 3
+
+
+def test_dynamic_graph_with_coincident_sizes_stays_correct():
+    # 0/1 are never symbols; a constant equal to a size is that size only in calls that match.
+    cf = ember.compile(lambda x, k: x.reshape(x.shape[0], -1) * k, backend="eager", dynamic=True)
+    for n, k in ((2, 2), (3, 2), (2, 3), (4, 4), (5, 4)):
+        x = ember.arange(float(n * 4)).reshape(n, 2, 2)
+        np.testing.assert_array_equal(_np(cf(x, k)), _np(x.reshape(n, -1) * k))
+
+
+def test_dynamic_training_falls_back_to_eager_autograd_correctly():
+    model = ember.nn.Linear(3, 2)
+    cf = ember.compile(model, backend="aot_eager", dynamic=True)
+    for n in (2, 5):
+        x = ember.ones(n, 3)
+        model.zero_grad()
+        cf(x).sum().backward()
+        assert model.weight.grad.tolist() == [[float(n)] * 3] * 2

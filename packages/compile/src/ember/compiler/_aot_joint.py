@@ -35,7 +35,7 @@ class _StrictOwner:
     def note_break(self, reason, frame, rec):
         raise _Unsupported(reason)
 
-    def lookup(self, key, rec, live):  # pragma: no cover
+    def lookup(self, rec, live):  # pragma: no cover
         raise _Unsupported("partial graph")
 
 

@@ -393,7 +393,6 @@ class Recorder(dispatch.DispatchMode):
             self.owner.note_break(reason, user_frame(), self)
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
-        key = (tuple(self.key), tuple(live))
         # Compiling and running happen outside the capture: off the mode stack, and suspended
         # (so a mode below that calls an op does not reach this recorder either).
         stack = dispatch._MODES.stack
@@ -406,9 +405,9 @@ class Recorder(dispatch.DispatchMode):
         self.suspended = True
         prev = _GRAD.grad_enabled
         try:
-            compiled = self.owner.lookup(key, self, live)
+            run = self.owner.lookup(self, live)
             _GRAD.grad_enabled = self.start_grad_mode
-            outs = compiled(*self.inputs)
+            outs = run(self.inputs)
         finally:
             _GRAD.grad_enabled = prev
             self.suspended = False

@@ -130,6 +130,9 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
     inference = _tupled(inference_compiler(mod, example_inputs))
     if not any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
         return inference
+    if any(not isinstance(t, Tensor) for t in example_inputs):
+        # Symbolic sizes: the formulas would bake this call's sizes into the backward graph.
+        return _tupled(mod.forward)
     traced = trace_joint(mod, example_inputs)
     if traced is None:
         return _tupled(mod.forward)  # eager autograd, op by op
