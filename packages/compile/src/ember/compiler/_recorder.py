@@ -23,6 +23,7 @@ import weakref
 
 from ember import _C
 from ember._src import dispatch, grad_mode
+from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
@@ -86,6 +87,42 @@ def _op_info(op) -> tuple:
     return info
 
 
+# Meta results by (op, default dtype, argument metadata and constants): a meta kernel's answer
+# depends on nothing else for ops that neither write nor alias their inputs.
+_META_CACHE: dict = {}
+_META_CACHE_LIMIT = 20000
+_UNCACHEABLE: set = set()
+
+
+def _remember(key, out, margs) -> None:
+    outs = (out,) if isinstance(out, Tensor) else out
+    if not isinstance(outs, (tuple, list)):
+        return
+    entry = []
+    for o in outs:
+        if o is None:
+            entry.append(None)
+            continue
+        if not isinstance(o, Tensor) or o._device is not META:
+            return
+        for m in margs:
+            if isinstance(m, Tensor) and m._storage is o._storage:  # a view or an in-place result
+                _UNCACHEABLE.add(key[0])
+                return
+        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes()))
+    if len(_META_CACHE) >= _META_CACHE_LIMIT:
+        _META_CACHE.clear()
+    _META_CACHE[key] = (isinstance(out, Tensor), type(out), tuple(entry))
+
+
+def _from_cached(cached):
+    single, kind, entry = cached
+    outs = [None if e is None else make_tensor(_C.Storage.meta(e[4]), e[0], e[1], e[2], e[3], META) for e in entry]
+    if single:
+        return outs[0]
+    return kind(outs)
+
+
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
 
@@ -118,6 +155,8 @@ def _sync_hook(tensor, reason: str) -> None:
 
 class Recorder(dispatch.DispatchMode):
     """Records one compiled call (see the module docstring). ``owner`` compiles and caches."""
+
+    wants_types = False
 
     def __init__(self, owner):
         self.owner = owner
@@ -238,10 +277,11 @@ class Recorder(dispatch.DispatchMode):
                     dispatch.DispatchMode.__exit__(self, None, None, None)
                 if out is not NotImplemented:
                     return out
-        targs, keys, margs = [], [], []
+        targs, keys, margs, sig = [], [], [], []
         device = None
         rg = False
         refs = _REFS
+        cacheable = func not in _UNCACHEABLE
         for a in args:
             ta = type(a)
             if ta is LazyTensor:  # the common case first, inlined
@@ -250,34 +290,45 @@ class Recorder(dispatch.DispatchMode):
                 r = refs[v] if v < len(refs) else ref(v)
                 targs.append(r)
                 keys.append(r)
-                margs.append(d["_lz_meta"])
+                m = d["_lz_meta"]
+                margs.append(m)
+                sig.append((m.dtype, m._shape, m._stride, m._offset))
                 if device is None:
                     device = a._device
                 if a._requires_grad:
                     rg = True
             elif ta is float:
                 targs.append(a)
-                keys.append((float, a.hex()))
+                k = (float, a.hex())
+                keys.append(k)
                 margs.append(a)
+                sig.append(k)
             elif ta is int or ta is bool:
                 targs.append(a)
-                keys.append((ta, a))
+                k = (ta, a)
+                keys.append(k)
                 margs.append(a)
+                sig.append(k)
             else:
                 x, k, m = self._conv(a)
                 targs.append(x)
                 keys.append(k)
                 margs.append(m)
                 if isinstance(a, Tensor):
+                    sig.append((m.dtype, m._shape, m._stride, m._offset))
                     if device is None:
                         device = a._device
                     if a._requires_grad:
                         rg = True
                 elif ta is list or ta is tuple:
+                    sig.append(k)
                     for b in a:
                         if isinstance(b, Tensor):
                             device = device or b._device
                             rg = rg or b._requires_grad
+                            cacheable = False  # the key holds Refs, not the tensors' metadata
+                else:
+                    sig.append(k)
         tkwargs, mkwargs, kwkeys = {}, {}, ()
         if kwargs:
             kk = []
@@ -289,6 +340,7 @@ class Recorder(dispatch.DispatchMode):
                 if isinstance(a, Tensor):
                     device = device or a._device
                     rg = rg or a._requires_grad
+                    cacheable = False
             kwkeys = tuple(kk)
             dev = kwargs.get("device")
             if dev is not None:
@@ -296,10 +348,20 @@ class Recorder(dispatch.DispatchMode):
                 mkwargs["device"] = META
         if device is None:
             device = CPU
-        try:
-            out = func.call_kernel(margs, mkwargs)
-        except NotImplementedError as exc:
-            return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} has no meta kernel ({exc})")
+        meta_key = None
+        out = None
+        if cacheable:
+            meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
+            cached = _META_CACHE.get(meta_key)
+            if cached is not None:
+                out = _from_cached(cached)
+        if out is None:
+            try:
+                out = func.call_kernel(margs, mkwargs)
+            except NotImplementedError as exc:
+                return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} has no meta kernel ({exc})")
+            if meta_key is not None:
+                _remember(meta_key, out, margs)
         if isinstance(out, Tensor):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
