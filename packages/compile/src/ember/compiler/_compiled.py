@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 
+from .. import _logging
 from . import config
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
@@ -79,7 +80,8 @@ class CompiledFunction:
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
         rec = Recorder(self)
-        rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        if self.want_stacks or _logging._ON:
+            rec.want_stacks = self.want_stacks or _logs_want_stacks()
         with rec:
             try:
                 result = self.fn(*args, **kwargs)
@@ -87,9 +89,9 @@ class CompiledFunction:
                 rec.discard()
                 raise
             except BaseException:
-                rec.flush()  # eager ran every op before the exception: so do we
+                rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
-            rec.flush()
+            rec.flush(final=True)
         return result
 
     # -- called by the recorder ---------------------------------------------------------------
@@ -225,9 +227,8 @@ def _guards_text(rec) -> str:
 
 
 def _logs_want_stacks() -> bool:
-    from .._logging import _enabled
-
-    return _enabled("graph_code") or _enabled("graph_breaks")
+    on = _logging._ON
+    return bool(on) and ("graph_code" in on or "graph_breaks" in on)
 
 
 def reset() -> None:

@@ -57,7 +57,10 @@ def _eligible(t, k: int, d: int, all_dims) -> bool:
 
 
 def has_marked_dims(inputs) -> bool:
-    return any(t.__dict__.get("_dynamo_dynamic_indices") for t in inputs)
+    for t in inputs:
+        if t.__dict__ and t.__dict__.get("_dynamo_dynamic_indices"):
+            return True
+    return False
 
 
 def symbolize(rec, all_dims):

@@ -446,10 +446,12 @@ class Recorder(dispatch.DispatchMode):
         finally:
             self.suspended = False
 
-    def flush(self, reason: str | None = None) -> None:
-        """Runs the pending segment; ``reason`` None is the function's return (not a break)."""
+    def flush(self, reason: str | None = None, final: bool = False) -> None:
+        """Runs the pending segment; ``reason`` None is the function's return (not a break).
+        ``final``: the recorder is done (no reset needed afterwards)."""
         if not self.nodes:
-            self._reset()
+            if not final:
+                self._reset()
             return
         if reason is not None:
             self.owner.note_break(reason, user_frame(), self)
@@ -466,19 +468,27 @@ class Recorder(dispatch.DispatchMode):
                 break
         self.suspended = True
         prev = _GRAD.grad_enabled
+        # The recording already holds autocast's casts: the graph runs with autocast off.
+        autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
+        autocast_prev = autocast.active if autocast is not None else None
         try:
+            if autocast is not None:
+                autocast.active = False
             run = self.owner.lookup(self, live)
             _GRAD.grad_enabled = self.start_grad_mode
             outs = run(self.inputs)
         finally:
             _GRAD.grad_enabled = prev
+            if autocast is not None:
+                autocast.active = autocast_prev
             self.suspended = False
             if pos is not None:
                 stack.insert(pos, self)
         for lazy, real in zip(lazies, outs):
             materialize(lazy, real)
         self.segment_index += 1
-        self._reset()
+        if not final:
+            self._reset()
 
     def discard(self) -> None:
         self._reset()
