@@ -419,3 +419,35 @@ def test_split_module_matches_torch():
     assert emap == tmap
     assert sorted(esplit.state_dict()) == sorted(tsplit.state_dict())
     assert_close(eout, tout, atol=1e-5)
+
+
+def test_fake_tensor_prop_matches_torch():
+    from torch._subclasses.fake_tensor import FakeTensorMode as TorchFakeMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp as TorchFakeTensorProp
+
+    from ember.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    torch_model = _split_program(torch)
+    model = _split_program(ember)
+    copy_weights(torch_model, model)
+    tgm, egm = torch.fx.symbolic_trace(torch_model), ember.fx.symbolic_trace(model)
+    x, y = _rand(3, 4), _rand(3, 4, seed=1)
+    TorchFakeTensorProp(tgm, TorchFakeMode(allow_non_fake_inputs=True)).propagate(to_torch(x), to_torch(y))
+    FakeTensorProp(egm).propagate(to_ember(x), to_ember(y))
+
+    def metas(gm):
+        def one(v):
+            if hasattr(v, "shape") and hasattr(v, "stride"):
+                # requires_grad is left out: torch's FakeTensorProp reports False below real
+                # parameters, ember's reports what eager gives (checked below).
+                return (tuple(v.shape), tuple(v.stride()), str(v.dtype).split(".")[-1])
+            return v
+
+        return {n.name: ember.fx.node.map_aggregate(n.meta["val"], one) for n in gm.graph.nodes if "val" in n.meta}
+
+    assert metas(egm) == metas(tgm)
+    val = next(n for n in egm.graph.nodes if n.name == "sub").meta["val"]
+    assert val.requires_grad is model(to_ember(x), to_ember(y))[0].requires_grad is True
+    # Nothing was computed: the values carry no data.
+    with pytest.raises(RuntimeError):
+        val.tolist()

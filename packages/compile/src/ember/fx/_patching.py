@@ -53,6 +53,8 @@ class _RecordingFunction:
     patches are active (``if target == ember.sigmoid``, ``rules[node.target]``) still finds them.
     """
 
+    _fx_recording_stand_in = True  # Graph.create_node stores the original instead
+
     def __init__(self, orig_fn: Callable, mark_wrapped: bool) -> None:
         self.__wrapped__ = orig_fn
         self._mark_wrapped = mark_wrapped

@@ -119,6 +119,9 @@ class Graph:
             raise AssertionError("args must be a tuple")
         if not isinstance(kwargs, dict):
             raise AssertionError("kwargs must be a dict")
+        if getattr(type(target), "_fx_recording_stand_in", False):
+            # A pass that read `ember.relu` while a trace's patches were active got the stand-in.
+            target = target.__wrapped__
         candidate = name if name is not None else _naming.target_name_hint(target)
         name = self._graph_namespace.create_name(candidate, None)
         n = Node(self, name, op, target, args, kwargs, type_expr)
