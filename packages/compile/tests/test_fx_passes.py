@@ -451,3 +451,76 @@ def test_fake_tensor_prop_matches_torch():
     # Nothing was computed: the values carry no data.
     with pytest.raises(RuntimeError):
         val.tolist()
+
+
+def _conv_bn_net(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = lib.nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = lib.nn.BatchNorm2d(4)
+            self.block = lib.nn.Sequential(lib.nn.Conv2d(4, 4, 1), lib.nn.BatchNorm2d(4), lib.nn.ReLU())
+
+        def forward(self, x):
+            return self.block(self.bn(self.conv(x))).mean((2, 3))
+
+    return Net()
+
+
+def _fuse_conv_bn(lib, fx, model):
+    # The Conv/BN fusion pass of PyTorch's FX tutorial, written once for both frameworks.
+    import copy
+
+    fuse_conv_bn_eval = (torch.nn.utils.fusion if lib is torch else ember.nn.utils.fusion).fuse_conv_bn_eval
+
+    def parent_name(target):
+        *parent, name = target.rsplit(".", 1)
+        return (parent[0] if parent else ""), name
+
+    def matches_module_pattern(pattern, node, modules):
+        if len(node.args) == 0:
+            return False
+        for expected_type, current in zip(pattern, (node.args[0], node), strict=True):
+            if not isinstance(current, fx.Node) or current.op != "call_module":
+                return False
+            if current.target not in modules or type(modules[current.target]) is not expected_type:
+                return False
+        return True
+
+    model = copy.deepcopy(model)
+    fx_model = fx.symbolic_trace(model)
+    modules = dict(fx_model.named_modules())
+    new_graph = copy.deepcopy(fx_model.graph)
+    for node in new_graph.nodes:
+        if matches_module_pattern((lib.nn.Conv2d, lib.nn.BatchNorm2d), node, modules):
+            if len(node.args[0].users) > 1:
+                continue
+            conv, bn = modules[node.args[0].target], modules[node.target]
+            fused = fuse_conv_bn_eval(conv, bn)
+            parent, name = parent_name(node.args[0].target)
+            setattr(modules[parent], name, fused)
+            node.replace_all_uses_with(node.args[0])
+            new_graph.erase_node(node)
+    return fx.GraphModule(fx_model, new_graph)
+
+
+def test_conv_bn_fusion_tutorial_pass():
+    torch_model = _conv_bn_net(torch)
+    model = _conv_bn_net(ember)
+    # Non-trivial running statistics, then eval mode: fusion folds them into the conv.
+    warm = _rand(8, 3, 6, 6, seed=3)
+    torch_model(to_torch(warm))
+    copy_weights(torch_model, model)
+    torch_model.eval()
+    model.eval()
+    x = _rand(2, 3, 6, 6)
+    results = []
+    for lib, fx, convert, m in ((torch, torch.fx, to_torch, torch_model), (ember, ember.fx, to_ember, model)):
+        fused = _fuse_conv_bn(lib, fx, m)
+        with (torch.no_grad() if lib is torch else ember.no_grad()):
+            results.append((fused, fused(convert(x)), m(convert(x))))
+    (tfused, tout, teager), (efused, eout, eeager) = results
+    assert full_structure(efused) == full_structure(tfused)
+    assert [n.target for n in efused.graph.nodes if n.op == "call_module"] == ["conv", "block.0", "block.2"]
+    assert_close(eout, tout, atol=1e-4)
+    assert_close(eout, eeager, atol=1e-4)
