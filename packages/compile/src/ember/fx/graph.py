@@ -98,6 +98,13 @@ class Graph:
         """The nodes in order; supports ``len`` and ``reversed``."""
         return _NodeList(self)
 
+    def output_node(self) -> Node:
+        """The graph's output node (the last node)."""
+        last = next(iter(reversed(self.nodes)), None)
+        if last is None or last.op != "output":
+            raise RuntimeError("the graph has no output node")
+        return last
+
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True) -> list[Node]:
         """Nodes with ``op`` (and ``target``, when given), in graph order unless ``sort=False``."""
         if target is None:
@@ -105,8 +112,7 @@ class Graph:
         else:
             found = list(self._find_nodes_lookup.get((op, _lookup_key(target)), ()))
         if sort:
-            order = {n: i for i, n in enumerate(self.nodes)}
-            found.sort(key=order.__getitem__)
+            found.sort(key=lambda n: n._sort_key)
         return found
 
     # -- building -------------------------------------------------------------------------

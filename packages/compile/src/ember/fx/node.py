@@ -66,6 +66,19 @@ def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
 
 
+def _key_between(before: tuple[int, ...], after: tuple[int, ...] | None) -> tuple[int, ...]:
+    """A sort key strictly between ``before`` and ``after`` (None: the end of the graph).
+
+    Keys are tuples compared lexicographically; a prefix sorts first, and negative entries let
+    a key always fit in front of an extension of ``before``.
+    """
+    if after is None:
+        return (before[0] + 1,) if before else (0,)
+    if after[: len(before)] == before:
+        return before + (after[len(before)] - 1,)
+    return before + (0,)
+
+
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
     if hasattr(arg, "_custom_fx_repr_fn"):
         return arg._custom_fx_repr_fn()
@@ -130,6 +143,7 @@ class Node:
         self.type = return_type
         self._prev = self
         self._next = self
+        self._sort_key: tuple[int, ...] = ()  # orders nodes of one graph (see _key_between)
         self._erased = False
         self.meta: dict[str, Any] = {}
         self._args: tuple = ()
@@ -170,6 +184,21 @@ class Node:
         p = self._prev
         p._next, x._prev = x, p
         x._next, self._prev = self, x
+        x._sort_key = _key_between(p._sort_key if p.op != "root" else (),
+                                   self._sort_key if self.op != "root" else None)
+
+    # Nodes of one graph compare by position, so passes can sort them (torch.fx does the same).
+    def __lt__(self, other: Node) -> bool:
+        return self._sort_key < other._sort_key
+
+    def __gt__(self, other: Node) -> bool:
+        return self._sort_key > other._sort_key
+
+    def __le__(self, other: Node) -> bool:
+        return self._sort_key <= other._sort_key
+
+    def __ge__(self, other: Node) -> bool:
+        return self._sort_key >= other._sort_key
 
     def append(self, x: Node) -> None:
         """Moves ``x`` (a node of the same graph) to just after this node."""
