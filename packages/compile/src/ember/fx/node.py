@@ -150,18 +150,34 @@ class Node:
         self._kwargs: dict = {}
         self._update_args_kwargs(args, kwargs)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Changing op or target moves the node between find_nodes buckets.
-        if name in ("op", "target") and "target" in self.__dict__ and self.op != "root":
-            from .graph import _lookup_key
+    # op and target are properties: changing either moves the node between find_nodes buckets.
+    @property
+    def op(self) -> str:
+        return self._op
 
-            lookup = self.graph._find_nodes_lookup
-            lookup.get((self.op, _lookup_key(self.target)), {}).pop(self, None)
-            object.__setattr__(self, name, value)
-            if not self._erased:
-                lookup.setdefault((self.op, _lookup_key(self.target)), {})[self] = None
+    @op.setter
+    def op(self, value: str) -> None:
+        self._relocate("_op", value)
+
+    @property
+    def target(self) -> Target:
+        return self._target
+
+    @target.setter
+    def target(self, value: Target) -> None:
+        self._relocate("_target", value)
+
+    def _relocate(self, field: str, value: Any) -> None:
+        if "_target" not in self.__dict__ or self._op == "root":
+            self.__dict__[field] = value
             return
-        object.__setattr__(self, name, value)
+        from .graph import _lookup_key
+
+        lookup = self.graph._find_nodes_lookup
+        lookup.get((self._op, _lookup_key(self._target)), {}).pop(self, None)
+        self.__dict__[field] = value
+        if not self._erased:
+            lookup.setdefault((self._op, _lookup_key(self._target)), {})[self] = None
 
     # -- the linked list ------------------------------------------------------------------
     @property
