@@ -62,7 +62,7 @@ def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
 def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
     """Applies ``fn`` to every Node inside ``a`` (other leaves are kept as they are)."""
     if not callable(fn):
-        raise TypeError("map_arg(a, fn): fn must be a callable")
+        raise AssertionError("ember.fx.map_arg(a, fn): fn must be a callable")
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
 
 
@@ -126,7 +126,7 @@ class Node:
     def __init__(self, graph: Graph, name: str, op: str, target: Target, args: tuple, kwargs: dict,
                  return_type: Any | None = None) -> None:
         if op not in _VALID_OPS:
-            raise ValueError(f"Node op must be one of {sorted(_VALID_OPS)}, got {op!r}")
+            raise AssertionError(f"op '{op}' is not in _legal_ops")
         if op == "call_function":
             if not callable(target):
                 raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has type "
