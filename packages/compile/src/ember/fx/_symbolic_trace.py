@@ -159,6 +159,8 @@ class Tracer(TracerBase):
                              concrete_args: dict[str, Any] | None = None) -> tuple[Callable, list[Any]]:
         """Placeholders for ``root_fn``'s parameters; returns the function to call and its args."""
         fn_for_analysis = inspect.unwrap(root_fn)
+        if not isinstance(fn_for_analysis, FunctionType):
+            raise AssertionError(f"Expected FunctionType, got {type(fn_for_analysis)}")
         code = fn_for_analysis.__code__
         total_args = code.co_argcount + code.co_kwonlyargcount
         names_iter = iter(code.co_varnames)
@@ -173,10 +175,7 @@ class Tracer(TracerBase):
         sig = inspect.signature(fn_for_analysis)
         concrete_args = dict(concrete_args or {})
         arg_names = [next(names_iter) for _ in range(skip, total_args)]
-        unknown = set(concrete_args) - set(sig.parameters)
-        if unknown:
-            raise RuntimeError(f"concrete_args names {sorted(unknown)} are not parameters of "
-                               f"{getattr(fn_for_analysis, '__name__', fn_for_analysis)}")
+        # Names in concrete_args that are not parameters are ignored, as torch.fx ignores them.
         args += [self._placeholder_for(name, sig, concrete_args) for name in arg_names]
         if code.co_kwonlyargcount > 0 and (code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)):
             raise NotImplementedError("tracing a function with both keyword-only and variadic arguments")
