@@ -393,9 +393,8 @@ class Recorder(dispatch.DispatchMode):
             self.owner.note_break(reason, user_frame(), self)
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
-        key = (tuple(self.key), tuple(live))
-        nodes, inputs, start = self.nodes, self.inputs, self.start_grad_mode
-        compiled = self.owner.lookup(key, self, live)
+        # Compiling and running happen outside the capture: off the mode stack, and suspended
+        # (so a mode below that calls an op does not reach this recorder either).
         stack = dispatch._MODES.stack
         pos = None
         for i in range(len(stack) - 1, -1, -1):
@@ -406,14 +405,14 @@ class Recorder(dispatch.DispatchMode):
         self.suspended = True
         prev = _GRAD.grad_enabled
         try:
-            _GRAD.grad_enabled = start
-            outs = compiled(*inputs)
+            run = self.owner.lookup(self, live)
+            _GRAD.grad_enabled = self.start_grad_mode
+            outs = run(self.inputs)
         finally:
             _GRAD.grad_enabled = prev
             self.suspended = False
             if pos is not None:
                 stack.insert(pos, self)
-        del nodes
         for lazy, real in zip(lazies, outs):
             materialize(lazy, real)
         self.segment_index += 1
