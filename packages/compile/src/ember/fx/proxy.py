@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import traceback as fx_traceback
 from .graph import Graph
 from .node import Argument, Node, Target
 
@@ -53,6 +54,7 @@ class TracerBase:
         if not isinstance(args_, tuple) or not isinstance(kwargs_, dict):
             raise AssertionError("create_arg must keep the tuple/dict shape of args/kwargs")
         node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        fx_traceback.copy_preserved_meta(node)
         if self.record_stack_traces and not node.stack_trace:
             node.stack_trace = _user_stack_trace()
         return self.proxy(node) if proxy_factory_fn is None else proxy_factory_fn(node)
