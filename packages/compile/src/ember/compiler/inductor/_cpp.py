@@ -251,6 +251,13 @@ class CppKernelWriter:
 
     def _row_member(self, node, inner, indent, parallel, total):
         lines = []
+        if node.epilogue:
+            body = _Body(self, indent, {})
+            value = body.value(node.expr)
+            if node.buf.name not in self.k.local:
+                self._store(node, value, body)
+            self.row_values[node.buf.name] = value
+            return body.lines
         loop_indent = indent + "    " * len(inner)
         body = _Body(self, loop_indent, {})
         par = self._parallel_clause(total) if parallel else None

@@ -19,6 +19,7 @@ from ember._src.dispatch import DispatchMode, Op
 from ember._src.tensor import Tensor, new_empty_tensor
 
 from ..decompositions import DECOMPOSITIONS
+from . import config
 from . import _lowering_reduce  # noqa: F401 - registers the reduction rows
 from ._ir import (
     Buffer,
@@ -31,7 +32,6 @@ from ._ir import (
 )
 from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape
 
-INLINE_LIMIT = 24  # a value read by several consumers is recomputed by each below this size
 MAX_EXPR = 400  # an expression past this size is stored (keeps kernels compilable)
 
 
@@ -198,13 +198,19 @@ class GraphLowering:
     # -- buffers -----------------------------------------------------------------------------
 
     def use(self, value: TensorValue) -> TensorValue:
-        """Notes one more consumer of ``value``; stores it when recomputing would cost too much."""
+        """Notes one more consumer of ``value``; stores it when recomputing would cost too much.
+
+        Returns a snapshot: the consumer keeps loading ``value`` as it is now, even if ``value``
+        gets a buffer later (that buffer is written after this consumer may already run).
+        """
         value.reads += 1
         if value.buffer is None:
             size = value.expr_size()
-            if size > MAX_EXPR or (value.reads > 1 and size > INLINE_LIMIT):
+            if size > MAX_EXPR or (value.reads > 1 and size > config.inline_limit):
                 self.realize(value)
-        return value
+        snap = TensorValue(value.shape, value.dtype, value.loader, buffer=value.buffer, origin=value.origin)
+        snap.origins = getattr(value, "origins", set())
+        return snap
 
     def realize(self, value: TensorValue) -> Buffer:
         if value.buffer is not None:

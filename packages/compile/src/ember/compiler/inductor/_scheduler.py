@@ -18,14 +18,19 @@ from ._ir import ComputedBuffer, Load, ReductionBuffer, loads_of, same_expr
 
 
 class SchedNode:
-    """One realized buffer with its body evaluated over the kernel's index symbols."""
+    """One realized buffer with its body evaluated at the kernel's index symbols.
 
-    def __init__(self, buf, index_vars):
+    A *row epilogue* is pointwise work over the per-row space of a reduction kernel (the
+    reduction's result shape): it runs once per row, after that row's reductions.
+    """
+
+    def __init__(self, buf, index, epilogue: bool = False):
         self.buf = buf
         self.is_reduction = isinstance(buf, ReductionBuffer)
+        self.epilogue = epilogue
         self.space = buf.full_shape if self.is_reduction else buf.shape
         self.reduced = buf.reduced if self.is_reduction else ()
-        self.vars = index_vars[: len(self.space)]
+        self.vars = list(index[: len(self.space)])
         self.expr = buf.body(list(self.vars))
         if self.is_reduction:
             self.store_index = buf.index(buf.out_index(self.vars))
@@ -52,10 +57,24 @@ class Kernel:
     def writes(self) -> dict:
         return {n.target: n for n in self.nodes}
 
+    def _row_index(self, space):
+        """The index of a per-row space in this kernel's symbols (None if ``space`` is not one)."""
+        outer = [d for d in range(len(self.space)) if d not in self.reduced]
+        if list(space) == [self.space[d] for d in outer]:
+            return [self.vars[d] for d in outer]
+        if list(space) == [1 if d in self.reduced else s for d, s in enumerate(self.space)]:
+            return [sympy.Integer(0) if d in self.reduced else v for d, v in enumerate(self.vars)]
+        return None
+
     def try_add(self, node: SchedNode) -> bool:
         if node.space != self.space:
-            return False
-        if node.is_reduction and self.reduced and node.reduced != self.reduced:
+            if node.is_reduction or not self.reduced:
+                return False
+            index = self._row_index(node.space)
+            if index is None:
+                return False
+            node = SchedNode(node.buf, index, epilogue=True)
+        elif node.is_reduction and self.reduced and node.reduced != self.reduced:
             return False
         reduced = node.reduced or self.reduced
         inner = {self.vars[d] for d in reduced}
@@ -123,7 +142,7 @@ def _mark_local(plan, output_names):
             users = readers.get(buf.name, [])
             if not all(u is entry for u in users):
                 continue
-            if node.is_reduction or not entry.reduced:
+            if node.is_reduction or node.epilogue or not entry.reduced:
                 entry.local.add(buf.name)
 
 
