@@ -10,13 +10,13 @@ kernels' source, and so the cache entry, stays the same when only symbolic sizes
 from __future__ import annotations
 
 import logging
-import os
 import time
 import warnings
 
-from ember._src import grad_mode
+from ember._src import dispatch, grad_mode
 from ember._src.tensor import Tensor
 
+from ..._logging import _log
 from . import config
 from ._codecache import load
 from ._cpp import kernel_source
@@ -26,22 +26,6 @@ from ._scheduler import Kernel, make_index_vars, schedule
 from ._wrapper import InputMismatch, build_callable
 
 log = logging.getLogger("ember.compiler.inductor")
-output_code_log = logging.getLogger("ember.compiler.inductor.output_code")
-
-
-def _output_code_enabled() -> bool:
-    logs = os.environ.get("EMBER_LOGS", "")
-    return "output_code" in {s.strip().lstrip("+") for s in logs.split(",")}
-
-
-def _show_output_code(text: str) -> None:
-    if _output_code_enabled() and not output_code_log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("[ember output_code] %(message)s"))
-        output_code_log.addHandler(handler)
-        output_code_log.setLevel(logging.DEBUG)
-    if _output_code_enabled():
-        output_code_log.info("%s", text)
 
 
 class CompiledArtifact:
@@ -57,6 +41,17 @@ class CompiledArtifact:
 
 
 def lower_and_build(gm, example_inputs) -> CompiledArtifact:
+    """Lowers, schedules, generates and compiles ``gm`` for ``example_inputs``."""
+    # Dispatch modes active around the compile (a capture in progress) must not see the meta
+    # ops the lowering runs: they are this compiler's work, not the user's.
+    saved, dispatch._MODES.stack = dispatch._MODES.stack, []
+    try:
+        return _lower_and_build(gm, example_inputs)
+    finally:
+        dispatch._MODES.stack = saved
+
+
+def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     start = time.perf_counter()
     graph = GraphLowering(gm, example_inputs)
     graph.run()
@@ -73,8 +68,8 @@ def lower_and_build(gm, example_inputs) -> CompiledArtifact:
     call, wrapper = build_callable(graph, plan, signatures, lib)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
-    _show_output_code(f"graph {getattr(gm, '__class__', type(gm)).__name__}: {len(kernels)} kernels, "
-                      f"{externs} extern calls\n# ---- wrapper ----\n{wrapper}# ---- C++ ----\n{source}")
+    _log("output_code", lambda: f"ember inductor: {len(kernels)} kernels, {externs} extern calls, compiled in "
+         f"{seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (C++) ----\n{source}")
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
 
 
@@ -161,8 +156,32 @@ class CompiledGraph:
         return args
 
 
+def compile_fx_inner(gm, example_inputs, **kwargs):
+    """Compiles one forward, backward or inference graph (no autograd of its own)."""
+    return CompiledGraph(gm, example_inputs)
+
+
+def _lazy(compiler):
+    """A compiler deferred to the first call (aot_autograd's inference graph is often never run)."""
+
+    def compile_later(gm, example_inputs):
+        box: list = []
+
+        def run(*args):
+            if not box:
+                box.append(compiler(gm, example_inputs))
+            return box[0](*args)
+
+        return run
+
+    return compile_later
+
+
 def compile_fx(gm, example_inputs, **kwargs):
     """Compiles ``gm`` for inputs like ``example_inputs`` (the "inductor" backend of ember.compile).
+
+    When an input requires grad, the graph goes through AOT autograd first: a forward and a
+    backward graph, each compiled here, inside one autograd Function.
 
     Args:
         gm: an ``ember.fx.GraphModule`` whose call_function targets are ember ops (or Python
@@ -171,5 +190,24 @@ def compile_fx(gm, example_inputs, **kwargs):
 
     Returns:
         A callable taking the graph's inputs and returning its outputs.
+
+    Example::
+
+        >>> import ember
+        >>> from ember.compiler import make_fx
+        >>> from ember.compiler.inductor import compile_fx
+        >>> x = ember.randn(8, 16)
+        >>> gm = make_fx(lambda x: (x.sin() * 2).relu())(x)
+        >>> fn = compile_fx(gm, [x])
+        >>> bool((fn(x) == (x.sin() * 2).relu()).all())
+        True
     """
-    return CompiledGraph(gm, example_inputs)
+    example_inputs = list(example_inputs)
+    needs_grad = grad_mode.STATE.grad_enabled and any(
+        isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
+    if not needs_grad:
+        return compile_fx_inner(gm, example_inputs)
+    from ..aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+                                 inference_compiler=_lazy(compile_fx_inner))

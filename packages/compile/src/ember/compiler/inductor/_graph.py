@@ -19,8 +19,10 @@ from ember._src.dispatch import DispatchMode, Op
 from ember._src.tensor import Tensor, new_empty_tensor
 
 from ..decompositions import DECOMPOSITIONS
-from . import config
-from . import _lowering_reduce  # noqa: F401 - registers the reduction rows
+from . import (
+    _lowering_reduce,  # noqa: F401 - registers the reduction rows
+    config,
+)
 from ._ir import (
     Buffer,
     ComputedBuffer,
