@@ -18,7 +18,7 @@ from ember._src.tensor import Tensor
 
 from ..._logging import _log
 from . import config
-from ._codecache import load
+from ._codecache import load, vector_math
 from ._cpp import kernel_source
 from ._graph import ExternCall, GraphFallback, GraphLowering
 from ._ir import Buffer, TensorValue
@@ -63,7 +63,7 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     kernels = [e for e in plan if isinstance(e, Kernel)]
     source, signatures, lib = "", {}, None
     if kernels:
-        source, signatures = kernel_source(kernels, graph.all_buffers)
+        source, signatures = kernel_source(kernels, graph.all_buffers, vector_math())
         lib = load(source)
     call, wrapper = build_callable(graph, plan, signatures, lib)
     seconds = time.perf_counter() - start

@@ -184,7 +184,7 @@ class CppKernelWriter:
             params.append(f"int64_t {s.name}")
             signature.append(("size", s))
         header = f"// {k.name}: {', '.join(origins)}\n"
-        header += f'extern "C" void {k.name}({", ".join(params)}) {{\n'
+        header += f'EMBER_KERNEL void {k.name}({", ".join(params)}) {{\n'
         return header + "\n".join(body) + "\n}\n", signature
 
     # -- loops ---------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ class CppKernelWriter:
         float_extreme = rt in ("max", "min") and node.buf.acc_dtype.is_floating_point
         if rt in ("max", "min"):
             init = (("-" if rt == "max" else "") + "INFINITY") if float_extreme else \
-                f"std::numeric_limits<{acc_t}>::{'lowest' if rt == 'max' else 'max'}()"
+                C.limit_text(node.buf.acc_dtype, "lowest" if rt == "max" else "highest")
         else:
             init = _REDUCE_INIT[rt]
         lines.append(f"{indent}{acc_t} {acc} = {init};")
@@ -302,7 +302,7 @@ class CppKernelWriter:
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         result = f"{acc} "
         if float_extreme:
-            result = f"({nan} ? {acc_t}(NAN) : {acc})"
+            result = f"({nan} ? (({acc_t})NAN) : {acc})"
         out_t = C.C_TYPES[node.buf.acc_dtype]
         name = f"row_{node.buf.name}"
         lines.append(f"{indent}{out_t} {name} = {result.strip()};")
@@ -314,9 +314,9 @@ class CppKernelWriter:
         return lines
 
 
-def kernel_source(kernels: list, buffers: dict) -> tuple[str, dict]:
-    """The C++ source of ``kernels`` and each kernel's argument signature."""
-    parts = [C.PRELUDE]
+def kernel_source(kernels: list, buffers: dict, vector_math: bool) -> tuple[str, dict]:
+    """The source of ``kernels`` and each kernel's argument signature."""
+    parts = [C.prelude(vector_math)]
     signatures = {}
     for k in kernels:
         text, sig = CppKernelWriter(k, buffers).emit()
