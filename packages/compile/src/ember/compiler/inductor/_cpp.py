@@ -100,9 +100,9 @@ class _Body:
             local = self.w.local_value(e)
             if local is not None:
                 return local
-            text = C.load_text(self.w.param(e.buf), index_text(e.index.subs(self.w.subs)), e.storage_dtype)
+            text = C.load_text(self.w.param(e.buf), self.w.itext(e.index.subs(self.w.subs)), e.storage_dtype)
         elif isinstance(e, IndexValue):
-            text = C.cast_text(index_text(e.index.subs(self.w.subs)), e.dtype)
+            text = C.cast_text(self.w.itext(e.index.subs(self.w.subs)), e.dtype)
         elif isinstance(e, Cast):
             text = C.cast_text(self.value(e.arg), e.dtype)
             if e.dtype is dt.bool and e.arg.dtype.is_floating_point:
@@ -127,6 +127,24 @@ class CppKernelWriter:
         self.writes: dict[str, object] = {}
         self.row_values: dict[str, str] = {}  # reduction buffer -> scalar of this row
         self.subs: dict = {}
+        self.size_args: dict[int, sympy.Symbol] = {}  # integer value -> kernel argument
+
+    def itext(self, expr) -> str:
+        """C text of an index expression whose size-derived integers are kernel arguments.
+
+        Every integer past 1 (a size, stride, offset) becomes an argument ``k<n>``, so the
+        source depends only on the loop structure: a new batch size re-lowers the graph in
+        Python but finds this code already compiled.
+        """
+        expr = sympy.sympify(expr)
+        mapping = {}
+        for atom in expr.atoms(sympy.Integer):
+            v = abs(int(atom))
+            if v > 1:
+                if v not in self.size_args:
+                    self.size_args[v] = sympy.Symbol(f"k{len(self.size_args)}", integer=True, positive=True)
+                mapping[atom] = self.size_args[v] if atom > 0 else -self.size_args[v]
+        return index_text(expr.xreplace(mapping) if mapping else expr)
 
     def tmp(self) -> str:
         self._tmp += 1
@@ -183,6 +201,9 @@ class CppKernelWriter:
         for s in sorted(symbols, key=lambda s: s.name):
             params.append(f"int64_t {s.name}")
             signature.append(("size", s))
+        for value, s in self.size_args.items():
+            params.append(f"int64_t {s.name}")
+            signature.append(("const", value))
         header = f"// {k.name}: {', '.join(origins)}\n"
         header += f'EMBER_KERNEL void {k.name}({", ".join(params)}) {{\n'
         return header + "\n".join(body) + "\n}\n", signature
@@ -208,9 +229,7 @@ class CppKernelWriter:
         return lines
 
     def _parallel_clause(self, total):
-        if total.is_Integer and int(total) < PARALLEL_MIN:
-            return None
-        return f"if({index_text(total)} >= {PARALLEL_MIN})"
+        return f"if({self.itext(total)} >= {PARALLEL_MIN})"
 
     def _open(self, loops, indent, parallel, simd, reduction=""):
         """Opens ``loops``: OpenMP threads on the outermost (its siblings collapsed into it but
@@ -227,12 +246,12 @@ class CppKernelWriter:
                 lines.append(f"{ind}#pragma omp {kind} {reduction}{parallel}")
             elif d == n - 1 and simd:
                 lines.append(f"{ind}#pragma omp simd {reduction}".rstrip())
-            lines.append(f"{ind}for (int64_t {v.name} = 0; {v.name} < {index_text(size)}; ++{v.name}) {{")
+            lines.append(f"{ind}for (int64_t {v.name} = 0; {v.name} < {self.itext(size)}; ++{v.name}) {{")
         return lines
 
     def _store(self, node, value: str, body: _Body):
         buf = self.buffers[node.target]
-        idx = index_text(node.store_index.subs(self.subs))
+        idx = self.itext(node.store_index.subs(self.subs))
         body.lines.append(f"{body.indent}{node.target}[{idx}] = {C.store_value(value, buf.dtype)};")
 
     def _pointwise_members(self, indent, simd_loop):

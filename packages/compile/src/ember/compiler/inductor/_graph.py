@@ -125,9 +125,12 @@ class GraphLowering:
         if isinstance(example, Tensor):
             if example.dtype.is_complex or example.device.type != "cpu":
                 raise GraphFallback("complex or non-cpu input")
-            shape = tuple(val.shape) if val is not None else tuple(example.shape)
-            strides = tuple(val.stride()) if hasattr(val, "stride") else tuple(example.stride())
-            shape = tuple(sym(s) for s in shape)
+            shape = tuple(sym(s) for s in (val.shape if val is not None else example.shape))
+            strides = tuple(sym(s) for s in (val.stride() if hasattr(val, "stride") else example.stride()))
+            if not any(s.free_symbols for s in shape + strides):
+                # static: specialize to this very input (a re-specialization brings new shapes)
+                shape = tuple(sym(s) for s in example.shape)
+                strides = tuple(sym(s) for s in example.stride())
             for d, (s, actual) in enumerate(zip(shape, example.shape)):
                 if isinstance(s, sympy.Symbol) and s not in self.symbols:
                     self.symbols[s] = (position, d)
@@ -170,8 +173,16 @@ class GraphLowering:
     def call_op(self, op: Op, args, kwargs):
         lowering = LOWERINGS.get(op.name)
         if lowering is not None:
+            # The op's meta kernel validates the call (eager's errors stay eager's) and gives
+            # the shapes the lowering must agree with.
             try:
-                return lowering(self, *args, **kwargs)
+                expected = op(*self._meta(args), **self._meta(kwargs))
+            except Exception:
+                return self.extern(op, args, kwargs)
+            try:
+                value = lowering(self, *args, **kwargs)
+                if self._agrees(value, expected):
+                    return value
             except (Unsupported, TypeError, ValueError):
                 pass
         decomposition = DECOMPOSITIONS.get(op.name)
@@ -181,6 +192,19 @@ class GraphLowering:
             except Unsupported:
                 pass
         return self.extern(op, args, kwargs)
+
+    def _meta(self, obj):
+        meta = _map_values(obj, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
+        return _subs_symbols(meta, self.hints)
+
+    def _agrees(self, value, expected) -> bool:
+        for v, e in zip(_flatten([value]), _flatten([expected])):
+            if isinstance(e, Tensor):
+                if not isinstance(v, TensorValue) or v.dtype is not e.dtype:
+                    return False
+                if self.hint_shape(v.shape) != tuple(e.shape):
+                    return False
+        return True
 
     def _run_traced(self, fn, args, kwargs, fallback=True):
         mode = _LoweringMode(self)
@@ -260,12 +284,8 @@ class GraphLowering:
             self.realize_live()
         real_args = _map_values(args, self.realize)
         real_kwargs = _map_values(kwargs, self.realize)
-        meta_args = _map_values(args, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
-        meta_kwargs = _map_values(kwargs, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
         try:
-            meta_args = _subs_symbols(meta_args, self.hints)
-            meta_kwargs = _subs_symbols(meta_kwargs, self.hints)
-            result = fn(*meta_args, **meta_kwargs)
+            result = fn(*self._meta(args), **self._meta(kwargs))
         except Exception as exc:
             raise GraphFallback(f"no meta result for {fn}: {exc}") from exc
         name = getattr(fn, "name", None) or getattr(fn, "__name__", "extern")

@@ -251,7 +251,7 @@ register("addcdiv")(_addc("addcdiv", "div"))
 
 
 @register("_to_copy")
-def _to_copy(ctx, x, *, dtype=None, device=None, **ignored):
+def _to_copy(ctx, x, dtype=None, device=None, **ignored):
     if device is not None and str(device) != "cpu":
         raise Unsupported("device copy")
     if ignored.get("memory_format") not in (None,):
@@ -270,7 +270,7 @@ def _to_copy(ctx, x, *, dtype=None, device=None, **ignored):
 
 
 @register("clone", "alias", "contiguous")
-def _clone(ctx, x, *, memory_format=None):
+def _clone(ctx, x, memory_format=None):
     x = ctx.use(x)
     return TensorValue(x.shape, x.dtype, x.loader, origin="clone")
 
@@ -287,7 +287,7 @@ def _fill_(ctx, dst, value):
 
 
 @register("full")
-def _full(ctx, size, fill_value, *, dtype=None, device=None, **ignored):
+def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
     if device is not None and str(device) != "cpu":
         raise Unsupported("device")
     d = dt.to_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)

@@ -59,8 +59,8 @@ def _check(x):
         raise Unsupported("reduction input")
 
 
-@register("sum", "nansum")
-def _sum(ctx, x, dim=None, keepdim=False, *, dtype=None, _nan=False):
+@register("sum")
+def _sum(ctx, x, dim=None, keepdim=False, dtype=None):
     _check(x)
     rd = _sum_dtype(x, dtype)
     if rd.is_complex:
@@ -71,7 +71,7 @@ def _sum(ctx, x, dim=None, keepdim=False, *, dtype=None, _nan=False):
 
 
 @register("prod")
-def _prod(ctx, x, dim=None, keepdim=False, *, dtype=None):
+def _prod(ctx, x, dim=None, keepdim=False, dtype=None):
     _check(x)
     rd = _sum_dtype(x, dtype)
     dims = _reduce_dims(x, dim)
@@ -80,7 +80,7 @@ def _prod(ctx, x, dim=None, keepdim=False, *, dtype=None):
 
 
 @register("mean")
-def _mean(ctx, x, dim=None, keepdim=False, *, dtype=None):
+def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
     _check(x)
     rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
     if not rd.is_floating_point:
@@ -89,7 +89,6 @@ def _mean(ctx, x, dim=None, keepdim=False, *, dtype=None):
     compute = compute_dtype(rd)
     total = reduce(ctx, x, dims, keepdim, "sum", compute, compute, "mean")
     count = _reduced_numel(x, dims)
-    total.dtype = compute
 
     def divide(t):
         n = Const(count, compute) if count.is_Integer else cast(_index_const(count), compute)

@@ -104,21 +104,47 @@ class Kernel:
 def schedule(items, output_names: set, index_vars) -> list:
     """Kernels and extern calls in run order; marks the buffers each kernel keeps local."""
     plan: list = []
-    current: Kernel | None = None
     count = 0
     for item in items:
         if isinstance(item, ExternCall):
             plan.append(item)
-            current = None
             continue
         node = SchedNode(item, index_vars)
-        if current is not None and current.try_add(node):
-            continue
-        current = Kernel(f"kernel{count}", node)
-        count += 1
-        plan.append(current)
+        if not _place(plan, node):
+            plan.append(Kernel(f"kernel{count}", node))
+            count += 1
     _mark_local(plan, output_names)
     return plan
+
+
+def _place(plan, node) -> bool:
+    """Fuses ``node`` into a kernel it may join: one that nothing ``node`` needs comes after.
+
+    Kernels that produce what ``node`` reads come first (their results may then stay in
+    registers), then the latest.
+    """
+    reads = {ld.buf for ld in node.loads}
+    window = []
+    for entry in reversed(plan):
+        if isinstance(entry, Kernel):
+            written = {n.target for n in entry.nodes}
+            touched = written | {ld.buf for n in entry.nodes for ld in n.loads}
+            window.append((bool(written & reads), entry))
+        else:
+            written = set(_extern_outputs(entry)) | (set(_extern_buffers(entry)) if entry.mutates else set())
+            touched = written | set(_extern_buffers(entry))
+        if written & reads or node.target in touched:
+            break  # node must run after this entry
+    for producer_first in (True, False):
+        for is_producer, kernel in window:
+            if is_producer == producer_first and kernel.try_add(node):
+                return True
+    return False
+
+
+def _extern_outputs(call) -> list:
+    outs = call.outputs if isinstance(call.outputs, tuple) else (call.outputs,)
+    return [b.name for b in outs if hasattr(b, "name")]
 
 
 def _mark_local(plan, output_names):

@@ -180,7 +180,14 @@ class WrapperWriter:
             else:
                 self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name})")
             self.allocated.add(buf.name)
-        args = [f"{name}.data_ptr()" if kind == "ptr" else name.name for kind, name in sig]
+        args = []
+        for kind, what in sig:
+            if kind == "ptr":
+                args.append(f"{what}.data_ptr()")
+            elif kind == "size":
+                args.append(what.name)
+            else:
+                args.append(str(what))
         self.lines.append(f"    {kernel.name}({', '.join(args)})")
 
     def _extern(self, call: ExternCall):
