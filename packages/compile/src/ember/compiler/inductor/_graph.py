@@ -194,7 +194,10 @@ class GraphLowering:
         return self.extern(op, args, kwargs)
 
     def _meta(self, obj):
+        """``obj`` with meta stand-ins for values (and factory devices moved to meta)."""
         meta = _map_values(obj, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
+        if isinstance(meta, dict) and meta.get("device") is not None:
+            meta = {**meta, "device": META}
         return _subs_symbols(meta, self.hints)
 
     def _agrees(self, value, expected) -> bool:
