@@ -124,7 +124,7 @@ def _variance(x, dim, correction, keepdim):
 
 
 def _var_family(sqrt: bool, with_mean: bool):
-    def decomposition(x, dim=None, *, correction=1, keepdim=False):
+    def decomposition(x, dim=None, correction=1, keepdim=False):
         _float_only(x, "var")
         var, mean = _variance(x, dim, correction, keepdim)
         if sqrt:

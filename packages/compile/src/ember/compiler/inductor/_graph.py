@@ -41,6 +41,13 @@ class GraphFallback(Exception):
     """The whole graph runs eagerly (a case whose aliasing the lowering cannot keep)."""
 
 
+class StridedView:
+    """An extern argument: ``buffer`` seen with another shape, strides and offset (no copy)."""
+
+    def __init__(self, buffer, shape, strides, offset):
+        self.buffer, self.shape, self.strides, self.offset = buffer, shape, strides, offset
+
+
 class ExternCall:
     """``fn(*args, **kwargs)`` run by ember at its place in the graph; buffers stand for tensors."""
 
@@ -239,6 +246,7 @@ class GraphLowering:
                 self.realize(value)
         snap = TensorValue(value.shape, value.dtype, value.loader, buffer=value.buffer, origin=value.origin)
         snap.origins = getattr(value, "origins", set())
+        snap.layout = value.layout
         return snap
 
     def realize(self, value: TensorValue) -> Buffer:
@@ -272,6 +280,15 @@ class GraphLowering:
         self.items.append(buf)
         return dst.buffer.as_value(self.current)
 
+    def _extern_arg(self, value: TensorValue):
+        """What an extern op gets for ``value``: a strided view of a buffer, or a buffer."""
+        if value.layout is not None:
+            buf, shape, strides, offset = value.layout
+            if (shape, strides, offset) == (buf.shape, buf.strides, 0):
+                return buf
+            return StridedView(buf, shape, strides, offset)
+        return self.realize(value)
+
     def realize_live(self):
         for _, value in self._live:
             for v in _flatten([value]):
@@ -285,8 +302,9 @@ class GraphLowering:
                 if isinstance(a, TensorValue) and not _is_plain(a):
                     raise GraphFallback("in-place op on a view")
             self.realize_live()
-        real_args = _map_values(args, self.realize)
-        real_kwargs = _map_values(kwargs, self.realize)
+        as_arg = self.realize if mutates else self._extern_arg
+        real_args = _map_values(args, as_arg)
+        real_kwargs = _map_values(kwargs, as_arg)
         try:
             result = fn(*self._meta(args), **self._meta(kwargs))
         except Exception as exc:

@@ -234,6 +234,9 @@ class TensorValue:
         self.buffer = buffer
         self.origin = origin  # the graph node it came from (kernel comments and names)
         self.reads = 0  # consumers so far (the realize heuristic)
+        # (buffer, shape, strides, offset) when this value is a strided view of a buffer: an
+        # extern op then gets that view of the buffer instead of a copy
+        self.layout = None
         self.id = next(self._ids)
         self._size = None
 
@@ -270,7 +273,9 @@ class Buffer:
         def loader(idx):
             return Load(self.name, self.index(idx), self.dtype)
 
-        return TensorValue(self.shape, self.dtype, loader, buffer=self, origin=origin or self.name)
+        value = TensorValue(self.shape, self.dtype, loader, buffer=self, origin=origin or self.name)
+        value.layout = (self, self.shape, self.strides, sympy.Integer(0))
+        return value
 
 
 class InputBuffer(Buffer):

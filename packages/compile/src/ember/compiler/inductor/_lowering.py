@@ -22,6 +22,7 @@ from ._ir import (
     TensorValue,
     cast,
     compute_dtype,
+    contiguous_strides,
     product,
     sym,
     unflatten,
@@ -269,10 +270,16 @@ def _to_copy(ctx, x, dtype=None, device=None, **ignored):
     return TensorValue(x.shape, target, load, origin="to_copy")
 
 
-@register("clone", "alias", "contiguous")
+@register("clone", "contiguous")
 def _clone(ctx, x, memory_format=None):
     x = ctx.use(x)
     return TensorValue(x.shape, x.dtype, x.loader, origin="clone")
+
+
+@register("alias")
+def _alias(ctx, x):
+    x = ctx.use(x)
+    return _with_layout(TensorValue(x.shape, x.dtype, x.loader, origin="alias"), x, lambda sh, st, off: (st, off))
 
 
 @register("copy_")
@@ -301,6 +308,16 @@ def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
 
 # -- views: index arithmetic ------------------------------------------------------------------
 
+def _with_layout(value: TensorValue, source: TensorValue, derive) -> TensorValue:
+    """``value`` with the strided layout ``derive(shape, strides, offset)`` of ``source``'s, if any."""
+    if source.layout is not None:
+        buf, shape, strides, offset = source.layout
+        derived = derive(list(shape), list(strides), offset)
+        if derived is not None:
+            value.layout = (buf, tuple(value.shape), tuple(derived[0]), derived[1])
+    return value
+
+
 def _wrap(dim, ndim):
     if ndim == 0:
         return 0
@@ -328,7 +345,14 @@ def view_as_shape(x: TensorValue, shape) -> TensorValue:
         flat = sum((i * s for i, s in zip(idx, strides_new)), sympy.Integer(0))
         return x.load(unflatten(flat, src_shape))
 
-    return TensorValue(shape, x.dtype, load, origin="view")
+    out = TensorValue(shape, x.dtype, load, origin="view")
+
+    def derive(sh, st, off):
+        dense = [st[k] for k in range(len(sh)) if sh[k] != 1]
+        want = [c for k, c in enumerate(contiguous_strides(sh)) if sh[k] != 1]
+        return (list(strides_new), off) if dense == want else None
+
+    return _with_layout(out, x, derive)
 
 
 @register("view", "reshape", "_unsafe_view")
@@ -347,7 +371,8 @@ def _permute(ctx, x, dims):
     def load(idx):
         return x.load([idx[inverse[k]] for k in range(x.ndim)])
 
-    return TensorValue([x.shape[d] for d in dims], x.dtype, load, origin="permute")
+    out = TensorValue([x.shape[d] for d in dims], x.dtype, load, origin="permute")
+    return _with_layout(out, x, lambda sh, st, off: ([st[d] for d in dims], off))
 
 
 @register("transpose")
@@ -374,15 +399,23 @@ def _expand(ctx, x, size, implicit=False):
     def load(idx):
         return x.load([sympy.Integer(0) if x.shape[k] == 1 else idx[k + offset] for k in range(x.ndim)])
 
-    return TensorValue(shape, x.dtype, load, origin="expand")
+    out = TensorValue(shape, x.dtype, load, origin="expand")
+
+    def derive(sh, st, off):
+        strides = [sympy.Integer(0)] * offset
+        strides += [sympy.Integer(0) if sh[k] == 1 and shape[k + offset] != 1 else st[k] for k in range(len(sh))]
+        return strides, off
+
+    return _with_layout(out, x, derive)
 
 
 @register("unsqueeze")
 def _unsqueeze(ctx, x, dim):
     x = ctx.use(x)
     d = dim % (x.ndim + 1)
-    return TensorValue(x.shape[:d] + (1,) + x.shape[d:], x.dtype, lambda idx: x.load(idx[:d] + idx[d + 1:]),
-                       origin="unsqueeze")
+    out = TensorValue(x.shape[:d] + (1,) + x.shape[d:], x.dtype, lambda idx: x.load(idx[:d] + idx[d + 1:]),
+                      origin="unsqueeze")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + [sympy.Integer(1)] + st[d:], off))
 
 
 @register("squeeze")
@@ -401,7 +434,8 @@ def _squeeze(ctx, x, dim=None):
             full[d] = idx[k]
         return x.load(full)
 
-    return TensorValue([x.shape[d] for d in keep], x.dtype, load, origin="squeeze")
+    out = TensorValue([x.shape[d] for d in keep], x.dtype, load, origin="squeeze")
+    return _with_layout(out, x, lambda sh, st, off: ([st[d] for d in keep], off))
 
 
 @register("select")
@@ -411,8 +445,9 @@ def _select(ctx, x, dim, index):
     i = sym(index)
     if i.is_Integer and int(i) < 0:
         i = i + x.shape[d]
-    return TensorValue(x.shape[:d] + x.shape[d + 1:], x.dtype, lambda idx: x.load(idx[:d] + [i] + idx[d:]),
-                       origin="select")
+    out = TensorValue(x.shape[:d] + x.shape[d + 1:], x.dtype, lambda idx: x.load(idx[:d] + [i] + idx[d:]),
+                      origin="select")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + st[d + 1:], off + i * st[d]))
 
 
 @register("slice")
@@ -427,8 +462,9 @@ def _slice(ctx, x, dim=0, start=None, end=None, step=1):
     if step <= 0:
         raise Unsupported("slice step")
     length = max(0, (stop - start + step - 1) // step)
-    return TensorValue(x.shape[:d] + (length,) + x.shape[d + 1:], x.dtype,
-                       lambda idx: x.load(idx[:d] + [start + step * idx[d]] + idx[d + 1:]), origin="slice")
+    out = TensorValue(x.shape[:d] + (length,) + x.shape[d + 1:], x.dtype,
+                      lambda idx: x.load(idx[:d] + [start + step * idx[d]] + idx[d + 1:]), origin="slice")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + [st[d] * step] + st[d + 1:], off + start * st[d]))
 
 
 @register("narrow")

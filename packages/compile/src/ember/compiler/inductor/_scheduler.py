@@ -180,6 +180,8 @@ def _extern_buffers(call) -> list:
     def visit(obj):
         if isinstance(obj, Buffer):
             names.append(obj.name)
+        elif hasattr(obj, "buffer") and isinstance(obj.buffer, Buffer):
+            names.append(obj.buffer.name)
         elif isinstance(obj, (list, tuple)):
             for o in obj:
                 visit(o)

@@ -15,10 +15,10 @@ import sympy
 from ember._src import dtypes as dt
 from ember._src.device import CPU
 from ember._src.shapes import contiguous_strides as _int_strides
-from ember._src.tensor import Tensor, make_tensor, new_empty_tensor
+from ember._src.tensor import Tensor, make_tensor, make_view, new_empty_tensor
 
 from ._cpp import index_text
-from ._graph import ExternCall
+from ._graph import ExternCall, StridedView
 from ._ir import Buffer, InputBuffer, TensorValue, product
 
 
@@ -33,6 +33,10 @@ def _empty(shape, dtype):
 def _reuse(old: Tensor, shape, dtype):
     """A buffer of ``shape``/``dtype`` over the storage of a dead buffer of the same byte size."""
     return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, CPU)
+
+
+def _view(base: Tensor, shape, strides, offset):
+    return make_view(base, shape, strides, base._offset + offset)
 
 
 def _layout(t, shape):
@@ -55,7 +59,7 @@ class WrapperWriter:
         self.signatures = signatures
         self.lib = lib
         self.lines: list[str] = []
-        self.globals: dict = {"_empty": _empty, "_reuse": _reuse, "_layout": _layout,
+        self.globals: dict = {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
                               "InputMismatch": InputMismatch, "ember": __import__("ember")}
         self._consts = 0
 
@@ -69,6 +73,9 @@ class WrapperWriter:
         """Python source for an extern argument."""
         if isinstance(obj, Buffer):
             return obj.name
+        if isinstance(obj, StridedView):
+            return (f"_view({obj.buffer.name}, {self.shape_text(obj.shape)}, {self.shape_text(obj.strides)}, "
+                    f"{_py(obj.offset)})")
         if isinstance(obj, TensorValue):
             return obj.buffer.name
         if isinstance(obj, sympy.Basic):
