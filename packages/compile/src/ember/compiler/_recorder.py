@@ -241,20 +241,43 @@ class Recorder(dispatch.DispatchMode):
         targs, keys, margs = [], [], []
         device = None
         rg = False
+        refs = _REFS
         for a in args:
-            x, k, m = self._conv(a)
-            targs.append(x)
-            keys.append(k)
-            margs.append(m)
-            if device is None and isinstance(a, Tensor):
-                device = a._device
-            if isinstance(a, Tensor):
-                rg = rg or a._requires_grad
-            elif type(a) in (list, tuple):
-                for b in a:
-                    if isinstance(b, Tensor):
-                        device = device or b._device
-                        rg = rg or b._requires_grad
+            ta = type(a)
+            if ta is LazyTensor:  # the common case first, inlined
+                d = a.__dict__
+                v = d["_lz_v"]
+                r = refs[v] if v < len(refs) else ref(v)
+                targs.append(r)
+                keys.append(r)
+                margs.append(d["_lz_meta"])
+                if device is None:
+                    device = a._device
+                if a._requires_grad:
+                    rg = True
+            elif ta is float:
+                targs.append(a)
+                keys.append((float, a.hex()))
+                margs.append(a)
+            elif ta is int or ta is bool:
+                targs.append(a)
+                keys.append((ta, a))
+                margs.append(a)
+            else:
+                x, k, m = self._conv(a)
+                targs.append(x)
+                keys.append(k)
+                margs.append(m)
+                if isinstance(a, Tensor):
+                    if device is None:
+                        device = a._device
+                    if a._requires_grad:
+                        rg = True
+                elif ta is list or ta is tuple:
+                    for b in a:
+                        if isinstance(b, Tensor):
+                            device = device or b._device
+                            rg = rg or b._requires_grad
         tkwargs, mkwargs, kwkeys = {}, {}, ()
         if kwargs:
             kk = []
@@ -370,9 +393,8 @@ class Recorder(dispatch.DispatchMode):
             self.owner.note_break(reason, user_frame(), self)
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
-        key = (tuple(self.key), tuple(live))
-        nodes, inputs, start = self.nodes, self.inputs, self.start_grad_mode
-        compiled = self.owner.lookup(key, self, live)
+        # Compiling and running happen outside the capture: off the mode stack, and suspended
+        # (so a mode below that calls an op does not reach this recorder either).
         stack = dispatch._MODES.stack
         pos = None
         for i in range(len(stack) - 1, -1, -1):
@@ -383,14 +405,14 @@ class Recorder(dispatch.DispatchMode):
         self.suspended = True
         prev = _GRAD.grad_enabled
         try:
-            _GRAD.grad_enabled = start
-            outs = compiled(*inputs)
+            run = self.owner.lookup(self, live)
+            _GRAD.grad_enabled = self.start_grad_mode
+            outs = run(self.inputs)
         finally:
             _GRAD.grad_enabled = prev
             self.suspended = False
             if pos is not None:
                 stack.insert(pos, self)
-        del nodes
         for lazy, real in zip(lazies, outs):
             materialize(lazy, real)
         self.segment_index += 1

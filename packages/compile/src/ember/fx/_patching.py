@@ -45,21 +45,42 @@ def find_proxy(args: tuple, kwargs: dict) -> Proxy | None:
     return None
 
 
-def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Callable:
-    """A stand-in for ``orig_fn`` that records a node when given a Proxy."""
+class _RecordingFunction:
+    """Stands in for a function while a trace runs: given a Proxy anywhere in its arguments it
+    records a ``call_function`` node on the original, otherwise it calls the original.
 
-    @functools.wraps(orig_fn)
-    def wrapped(*args, **kwargs):
+    It compares and hashes equal to the original, so a pass that looks targets up while
+    patches are active (``if target == ember.sigmoid``, ``rules[node.target]``) still finds them.
+    """
+
+    def __init__(self, orig_fn: Callable, mark_wrapped: bool) -> None:
+        self.__wrapped__ = orig_fn
+        self._mark_wrapped = mark_wrapped
+        functools.update_wrapper(self, orig_fn)
+
+    def __call__(self, *args, **kwargs):
         proxy = find_proxy(args, kwargs)
         if proxy is None:
-            return orig_fn(*args, **kwargs)
-        result = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-        if mark_wrapped:
+            return self.__wrapped__(*args, **kwargs)
+        result = proxy.tracer.create_proxy("call_function", self.__wrapped__, args, kwargs)
+        if self._mark_wrapped:
             result.node.meta["is_wrapped"] = True
         return result
 
-    wrapped.__fx_original__ = orig_fn  # type: ignore[attr-defined]
-    return wrapped
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.__wrapped__ or (
+            isinstance(other, _RecordingFunction) and other.__wrapped__ is self.__wrapped__)
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Callable:
+    """A stand-in for ``orig_fn`` that records a node when given a Proxy."""
+    return _RecordingFunction(orig_fn, mark_wrapped)
 
 
 @functools.cache

@@ -11,6 +11,7 @@ Using a Proxy where Python needs a concrete value (``if proxy:``, ``for _ in pro
 from __future__ import annotations
 
 import dis
+import linecache
 import operator
 import sys
 from collections.abc import Callable, Iterator
@@ -115,7 +116,10 @@ def _user_stack_trace() -> str | None:
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module.startswith("ember.") or module == "ember" or module == "operator"):
-            return f'  File "{frame.f_code.co_filename}", line {frame.f_lineno}, in {frame.f_code.co_name}\n'
+            filename, lineno = frame.f_code.co_filename, frame.f_lineno
+            code = linecache.getline(filename, lineno).strip()
+            trace = f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}\n'
+            return trace + (f"    {code}\n" if code else "")
         frame = frame.f_back
     return None
 

@@ -1,5 +1,5 @@
 """Graph passes over ember.fx GraphModules (``shape_prop``, ``split_module``), as in torch.fx.passes."""
 
-from . import shape_prop
+from . import shape_prop, split_module
 
-__all__ = ["shape_prop"]
+__all__ = ["shape_prop", "split_module"]
