@@ -355,3 +355,26 @@ def test_buffers_and_tensor_attributes_are_get_attr():
     assert full_structure(egm) == full_structure(tgm)
     assert sorted(dict(egm.named_buffers())) == sorted(dict(tgm.named_buffers())) == ["b", "c"]
     assert_close(eout, tout)
+
+
+def test_trace_errors_match_torch():
+    def attempts(lib, fx):
+        class MakesModuleInForward(lib.nn.Module):
+            def forward(self, x):
+                return lib.nn.ReLU()(x)
+
+        return [
+            lambda: fx.symbolic_trace(MakesModuleInForward()),
+            lambda: fx.symbolic_trace(42),
+            lambda: fx.symbolic_trace(lambda x: x + 1, concrete_args={"not_a_parameter": 1}),
+        ]
+
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e).__name__
+        return "ok"
+
+    expected = [outcome(f) for f in attempts(torch, torch.fx)]
+    assert [outcome(f) for f in attempts(ember, ember.fx)] == expected == ["NameError", "AssertionError", "ok"]

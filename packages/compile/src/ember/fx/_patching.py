@@ -53,6 +53,8 @@ class _RecordingFunction:
     patches are active (``if target == ember.sigmoid``, ``rules[node.target]``) still finds them.
     """
 
+    _fx_recording_stand_in = True  # Graph.create_node stores the original instead
+
     def __init__(self, orig_fn: Callable, mark_wrapped: bool) -> None:
         self.__wrapped__ = orig_fn
         self._mark_wrapped = mark_wrapped
@@ -99,8 +101,9 @@ def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
     return tuple(found)
 
 
-def ember_function_ids() -> set[int]:
-    return {id(fn) for _, _, fn in _ember_functions()}
+@functools.cache
+def ember_function_ids() -> frozenset[int]:
+    return frozenset(id(fn) for _, _, fn in _ember_functions())
 
 
 class Patcher:
@@ -150,16 +153,21 @@ class _RecordOpsOnProxies(DispatchMode):
         return proxy.tracer.create_proxy("call_function", func, args, kwargs)
 
 
+@functools.cache
+def _ember_stand_ins() -> dict[int, Callable]:
+    # Stand-ins are stateless, so one per function serves every trace.
+    return {id(fn): make_recording_wrapper(fn) for _, _, fn in _ember_functions()}
+
+
 def patch_ember_namespaces(patcher: Patcher) -> None:
     """Swaps every public ember function for a recording wrapper until ``patcher`` exits,
     and records ember ops that receive a Proxy."""
     patcher.enter(_RecordOpsOnProxies())
-    wrappers: dict[int, Callable] = {}
+    stand_ins = _ember_stand_ins()
     for module, name, fn in _ember_functions():
         if vars(module).get(name) is not fn:
             continue  # rebound since the list was made
-        wrapper = wrappers.setdefault(id(fn), make_recording_wrapper(fn))
-        patcher.patch_dict(vars(module), name, wrapper)
+        patcher.patch_dict(vars(module), name, stand_ins[id(fn)])
 
 
 def autowrap_globals(patcher: Patcher, fn_globals: dict, function_ids: set[int]) -> None:
