@@ -405,3 +405,18 @@ def test_tensor_created_with_requires_grad_inside_is_a_leaf():
     loss, w = ember.compile(f, backend="eager")(ember.arange(3.0))
     loss.backward()
     assert w.is_leaf and w.grad.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
+    kept = []
+
+    def f(x):
+        y = x * 2
+        kept.append(y)
+        return y.sum().item()
+
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    with pytest.raises(RuntimeError, match="no value"):
+        kept[0].item()
+    assert "abandoned" in repr(kept[0])

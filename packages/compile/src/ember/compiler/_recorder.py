@@ -27,7 +27,7 @@ from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
-from ._lazy import LazyTensor, make_lazy, materialize, refresh_from_meta
+from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._user_frames import user_frame
 
 _GRAD = grad_mode.STATE
@@ -491,6 +491,11 @@ class Recorder(dispatch.DispatchMode):
             self._reset()
 
     def discard(self) -> None:
+        """Drops the pending segment unrun; its live lazy tensors can never get a value."""
+        for r in self.values:
+            lazy = r() if r is not None else None
+            if lazy is not None and type(lazy) is LazyTensor:
+                abandon(lazy)
         self._reset()
 
 
