@@ -165,7 +165,7 @@ class CompiledFunction:
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
-        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2]))
+        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
         example_inputs = list(rec.inputs)
         if dyn is not None:
             example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
@@ -199,7 +199,7 @@ def _interpret(rec, live, dyn=None):
 
     from ._graph_build import build_graph_module
 
-    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2])).forward)
+    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward)
 
 
 def _runner(compiled, dyn):

@@ -359,7 +359,15 @@ class Recorder(dispatch.DispatchMode):
             try:
                 out = func.call_kernel(margs, mkwargs)
             except NotImplementedError as exc:
-                return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} has no meta kernel ({exc})")
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+            except Exception as exc:
+                # A meta kernel that needs data, or bad input: the real op decides (it raises
+                # eager's exception, or computes what the meta kernel could not).
+                if self.owner.fullgraph:
+                    raise
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
             if meta_key is not None:
                 _remember(meta_key, out, margs)
         if isinstance(out, Tensor):
