@@ -381,6 +381,29 @@ class Recorder(dispatch.DispatchMode):
                                       f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
             if meta_key is not None:
                 _remember(meta_key, out, margs)
+        if type(out) is Tensor and out._device is META:
+            for m in margs:
+                if m is out:
+                    break
+            else:  # the common case: one fresh result (inlined; this runs for every op)
+                written, random, differentiable = _op_info(func)
+                grad = _GRAD.grad_enabled
+                if grad is not self.grad_mode:
+                    self._grad_event(grad)
+                if written:
+                    self._note_written(written, args)
+                if random:
+                    self.has_random = True
+                first = len(self.values)
+                lazy = make_lazy(out, device, rg and grad and differentiable
+                                 and (out.dtype.is_floating_point or out.dtype.is_complex), first)
+                self.values.append(weakref.ref(lazy))
+                self.value_meta.append((out, device, lazy._requires_grad))
+                self.nodes.append((func, targs, tkwargs, first, -1))
+                self.key.append((func, tuple(keys), kwkeys))
+                if self.want_stacks:
+                    self.stacks.append(user_frame())
+                return lazy
         if isinstance(out, Tensor):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
@@ -406,15 +429,9 @@ class Recorder(dispatch.DispatchMode):
                     return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} changes an input's layout")
         grad = _GRAD.grad_enabled
         if grad is not self.grad_mode:
-            if self.grad_mode is None:
-                self.start_grad_mode = grad
-            else:
-                self.nodes.append((_GRAD_EVENT, grad, None, 0, -1))
-            self.key.append((_GRAD_EVENT, grad))
-            self.grad_mode = grad
-        for pos in written:
-            if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
-                self.written.add(id(args[pos]._storage))
+            self._grad_event(grad)
+        if written:
+            self._note_written(written, args)
         if random:
             self.has_random = True
         rg = rg and grad and differentiable
@@ -451,6 +468,19 @@ class Recorder(dispatch.DispatchMode):
         if not multi:
             return results[0]
         return tuple(results) if isinstance(out, tuple) else results
+
+    def _grad_event(self, grad: bool) -> None:
+        if self.grad_mode is None:
+            self.start_grad_mode = grad
+        else:
+            self.nodes.append((_GRAD_EVENT, grad, None, 0, -1))
+        self.key.append((_GRAD_EVENT, grad))
+        self.grad_mode = grad
+
+    def _note_written(self, written, args) -> None:
+        for pos in written:
+            if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
+                self.written.add(id(args[pos]._storage))
 
     def record_call(self, fn, args, what: str):
         """Records a Python function over tensors (``detach``) as a node of its own."""
