@@ -18,7 +18,7 @@ backends) beside PyTorch's.
 
 Figures (2026-12-01 23:52 UTC, shared 2-core x86_64 machine under load ~12, CPU time, +-30%):
 
-| case | ember first | torch first | ember cached | torch cached | ratio cached | ember overhead/call | torch overhead/call |
+| case | ember first | torch first | ember cached | torch cached | ratio | ember overhead | torch overhead |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 | tiny | 1.5 ms | 73.1 ms | 85 us | 49 us | 1.75 | 61 us | 37 us |
 | chain100 | 11.9 ms | 285.2 ms | 2713 us | 527 us | 5.14 | 1310 us | 123 us |
