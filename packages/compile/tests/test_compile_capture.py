@@ -420,3 +420,18 @@ def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
     with pytest.raises(RuntimeError, match="no value"):
         kept[0].item()
     assert "abandoned" in repr(kept[0])
+
+
+def test_inference_mode_inside_and_around():
+    def f(x):
+        with ember.inference_mode():
+            y = x * 2
+        return y, x * 3
+
+    x = ember.ones(2, requires_grad=True)
+    (ey, ez), (cy, cz) = f(x), ember.compile(f, backend="eager")(x)
+    assert (cy.is_inference(), cy.requires_grad) == (ey.is_inference(), ey.requires_grad) == (True, False)
+    assert (cz.is_inference(), cz.requires_grad) == (ez.is_inference(), ez.requires_grad) == (False, True)
+    with ember.inference_mode():
+        out = ember.compile(lambda t: t * 2, backend="aot_eager")(x)
+    assert out.is_inference()

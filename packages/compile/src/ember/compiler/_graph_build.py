@@ -24,7 +24,13 @@ def _set_grad_enabled(mode: bool) -> None:
     grad_mode.STATE.grad_enabled = mode
 
 
-_set_grad_enabled.__module__ = "ember.compiler"
+def _set_inference_mode(grad: bool, inference: bool) -> None:
+    """Switches grad and inference mode together inside a captured graph."""
+    grad_mode.STATE.grad_enabled = grad
+    grad_mode.STATE.inference = inference
+
+
+_set_grad_enabled.__module__ = _set_inference_mode.__module__ = "ember.compiler"
 _LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ellipsis))
 
 
@@ -108,11 +114,17 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         return graph.get_attr(name)
 
     values = rec.value_meta
+    rec_inference = [rec.start_inference_mode]
     stacks = rec.stacks
     op_index = 0
     for func, targs, tkwargs, first, nout in rec.nodes:
         if func is _GRAD_EVENT:
-            graph.call_function(_set_grad_enabled, (targs,))
+            grad, inference = targs
+            if inference == rec_inference[0]:
+                graph.call_function(_set_grad_enabled, (grad,))
+            else:
+                graph.call_function(_set_inference_mode, (grad, inference))
+                rec_inference[0] = inference
             continue
         target = func.fn if type(func) is _PythonOp else func
         node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})

@@ -189,7 +189,9 @@ class Recorder(dispatch.DispatchMode):
         self.key: list = []
         self.has_random = False
         self.grad_mode = None  # grad mode of the last recorded op
+        self.inference_mode = False
         self.start_grad_mode = None
+        self.start_inference_mode = False
         self.stacks: list = []  # user source line per node (for explain / logs), when asked
 
     # -- entering / leaving ---------------------------------------------------------------
@@ -388,7 +390,7 @@ class Recorder(dispatch.DispatchMode):
             else:  # the common case: one fresh result (inlined; this runs for every op)
                 written, random, differentiable = _op_info(func)
                 grad = _GRAD.grad_enabled
-                if grad is not self.grad_mode:
+                if grad is not self.grad_mode or _GRAD.inference is not self.inference_mode:
                     self._grad_event(grad)
                 if written:
                     self._note_written(written, args)
@@ -428,7 +430,7 @@ class Recorder(dispatch.DispatchMode):
                 if o._shape != orig._shape or o._stride != orig._stride or o._offset != orig._offset:
                     return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} changes an input's layout")
         grad = _GRAD.grad_enabled
-        if grad is not self.grad_mode:
+        if grad is not self.grad_mode or _GRAD.inference is not self.inference_mode:
             self._grad_event(grad)
         if written:
             self._note_written(written, args)
@@ -470,12 +472,16 @@ class Recorder(dispatch.DispatchMode):
         return tuple(results) if isinstance(out, tuple) else results
 
     def _grad_event(self, grad: bool) -> None:
+        """Grad mode or inference mode differs from the last recorded op's."""
+        inference = _GRAD.inference
         if self.grad_mode is None:
             self.start_grad_mode = grad
+            self.start_inference_mode = inference
         else:
-            self.nodes.append((_GRAD_EVENT, grad, None, 0, -1))
-        self.key.append((_GRAD_EVENT, grad))
+            self.nodes.append((_GRAD_EVENT, (grad, inference), None, 0, -1))
+        self.key.append((_GRAD_EVENT, grad, inference))
         self.grad_mode = grad
+        self.inference_mode = inference
 
     def _note_written(self, written, args) -> None:
         for pos in written:
@@ -516,7 +522,7 @@ class Recorder(dispatch.DispatchMode):
                 del stack[i]
                 break
         self.suspended = True
-        prev = _GRAD.grad_enabled
+        prev = _GRAD.grad_enabled, _GRAD.inference
         # The recording already holds autocast's casts: the graph runs with autocast off.
         autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
         autocast_prev = autocast.active if autocast is not None else None
@@ -524,10 +530,10 @@ class Recorder(dispatch.DispatchMode):
             if autocast is not None:
                 autocast.active = False
             run = self.owner.lookup(self, live)
-            _GRAD.grad_enabled = self.start_grad_mode
+            _GRAD.grad_enabled, _GRAD.inference = self.start_grad_mode, self.start_inference_mode
             outs = run(self.inputs)
         finally:
-            _GRAD.grad_enabled = prev
+            _GRAD.grad_enabled, _GRAD.inference = prev
             if autocast is not None:
                 autocast.active = autocast_prev
             self.suspended = False
