@@ -435,3 +435,15 @@ def test_inference_mode_inside_and_around():
     with ember.inference_mode():
         out = ember.compile(lambda t: t * 2, backend="aot_eager")(x)
     assert out.is_inference()
+
+
+def test_save_of_traced_tensors_inside_compiled_function():
+    import io
+
+    def f(x):
+        buf = io.BytesIO()
+        ember.save({"y": x * 2}, buf)
+        buf.seek(0)
+        return ember.load(buf)["y"] + 1
+
+    assert ember.compile(f, backend="eager")(ember.arange(3.0)).tolist() == [1.0, 3.0, 5.0]

@@ -150,8 +150,8 @@ def _sync_hook(tensor, reason: str) -> None:
     rec = getattr(_TLS, "rec", None)
     if rec is None or rec.suspended or not rec.nodes:
         return
-    if reason == "Tensor.backward()":
-        pass  # backward accumulates into .grad eagerly: everything pending must run first
+    if reason == "Tensor.backward()" or reason == "ember.save":
+        pass  # backward accumulates into .grad eagerly; save walks containers: run everything
     elif tensor is None:
         if not rec.has_random:
             return  # generator state: only pending random ops care
