@@ -447,3 +447,31 @@ def test_save_of_traced_tensors_inside_compiled_function():
         return ember.load(buf)["y"] + 1
 
     assert ember.compile(f, backend="eager")(ember.arange(3.0)).tolist() == [1.0, 3.0, 5.0]
+
+
+def test_custom_autograd_function_and_backward_hooks_inside():
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def f(x):
+        y = x * 3
+        return Square.apply(y).sum() + y.sum()
+
+    x1 = ember.tensor([1.0, 2.0], requires_grad=True)
+    f(x1).backward()
+    x2 = ember.tensor([1.0, 2.0], requires_grad=True)
+    ember.compile(f, backend="eager")(x2).backward()
+    assert x2.grad.tolist() == x1.grad.tolist() == [21.0, 39.0]
+    model = ember.nn.Linear(2, 2)
+    seen = []
+    model.register_full_backward_hook(lambda mod, gi, go: seen.append(tuple(go[0].shape)))
+    ember.compile(model, backend="aot_eager")(ember.ones(3, 2, requires_grad=True)).sum().backward()
+    assert seen == [(3, 2)] and model.weight.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]]

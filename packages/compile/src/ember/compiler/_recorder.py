@@ -164,6 +164,31 @@ def _sync_hook(tensor, reason: str) -> None:
     rec.flush(reason)
 
 
+class _Suspended:
+    """The capture passes ops through (they run for real) until exit."""
+
+    __slots__ = ("rec", "prev")
+
+    def __init__(self, rec):
+        self.rec = rec
+
+    def __enter__(self):
+        self.prev = self.rec.suspended
+        self.rec.suspended = True
+
+    def __exit__(self, *exc):
+        self.rec.suspended = self.prev
+        return False
+
+
+def _eager_region_hook(reason: str):
+    rec = getattr(_TLS, "rec", None)
+    if rec is None or rec.suspended:
+        return dispatch._NO_REGION
+    rec.flush(reason)
+    return _Suspended(rec)
+
+
 class Recorder(dispatch.DispatchMode):
     """Records one compiled call (see the module docstring). ``owner`` compiles and caches."""
 
@@ -201,6 +226,7 @@ class Recorder(dispatch.DispatchMode):
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
             dispatch._SYNC_HOOK[0] = _sync_hook
+            dispatch._EAGER_REGION_HOOK[0] = _eager_region_hook
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -212,6 +238,7 @@ class Recorder(dispatch.DispatchMode):
                 _ACTIVE[0] -= 1
                 if _ACTIVE[0] == 0:
                     dispatch._SYNC_HOOK[0] = None
+                    dispatch._EAGER_REGION_HOOK[0] = None
 
     # -- arguments --------------------------------------------------------------------------
     def _lift(self, t: Tensor) -> int:

@@ -63,6 +63,7 @@ _MODES_ENTERED = [0]
 _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
+_EAGER_REGION_HOOK: list = [None]  # [hook(reason) -> context manager]: see eager_region
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -260,6 +261,32 @@ def set_sync_hook(hook: Callable | None) -> None:
     """Installs ``hook(tensor, reason)``, called before data or random state is read (module
     docstring, "Pending work"); ``tensor`` is the tensor read, or None for generator state."""
     _SYNC_HOOK[0] = hook
+
+
+class _NoRegion:
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_REGION = _NoRegion()
+
+
+def set_eager_region_hook(hook: Callable | None) -> None:
+    """Installs ``hook(reason) -> context manager`` behind ``eager_region`` (a lazy tracer's)."""
+    _EAGER_REGION_HOOK[0] = hook
+
+
+def eager_region(reason: str):
+    """A context in which ops run for real even under a lazy tracer: pending work runs first,
+    and the tracer passes ops through until the context exits. Code that builds autograd
+    history by hand (``autograd.Function.apply``) runs inside one."""
+    hook = _EAGER_REGION_HOOK[0]
+    return _NO_REGION if hook is None else hook(reason)
 
 
 def sync_pending(tensor=None, reason: str = "data read") -> None:
