@@ -475,3 +475,16 @@ def test_custom_autograd_function_and_backward_hooks_inside():
     model.register_full_backward_hook(lambda mod, gi, go: seen.append(tuple(go[0].shape)))
     ember.compile(model, backend="aot_eager")(ember.ones(3, 2, requires_grad=True)).sum().backward()
     assert seen == [(3, 2)] and model.weight.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_autograd_grad_inside_compiled_function():
+    def f(x):
+        y = (x * x).sum()
+        (g,) = ember.autograd.grad(y, x, create_graph=True)
+        return g * 2
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    out = ember.compile(f, backend="eager")(x)
+    assert out.tolist() == [4.0, 8.0]
+    (gg,) = ember.autograd.grad(out.sum(), x)
+    assert gg.tolist() == [4.0, 4.0]
