@@ -398,3 +398,16 @@ def test_bad_input_raises_torch_exception_types():
     torch_types = [error_type(f) for f in attempts(torch.fx)]
     ember_types = [error_type(f) for f in attempts(ember.fx)]
     assert ember_types == torch_types and None not in ember_types
+
+
+def test_constants_without_source_spelling_are_bound_as_globals():
+    g = ember.fx.Graph()
+    x = g.placeholder("x")
+    const = ember.tensor([1.0, 2.0])
+    add = g.call_function(operator.add, (x, const))
+    item = g.call_function(operator.getitem, (add, (Ellipsis, slice(0, 1))))
+    g.output((item, range(2), 1 + 2j, {"k": (1,)}))
+    gm = ember.fx.GraphModule({}, g)
+    assert "add = x + _tensor_constant" in gm.code and "add[(..., slice(0, 1, None))]" in gm.code
+    out, rng, cplx, d = gm(ember.zeros(2))
+    assert out.tolist() == [1.0] and rng == range(2) and cplx == 1 + 2j and d == {"k": (1,)}
