@@ -134,7 +134,7 @@ class CodeGen:
             if type(arg).__name__ == "device" and type(arg).__module__.startswith("ember"):
                 return add_global("device", type(arg)) + f"({str(arg)!r})"
             if arg is ...:
-                return "..."
+                return "Ellipsis"  # as torch.fx prints it
             if isinstance(arg, range):
                 return repr(arg)  # range(a, b[, c]) reads as the builtin call
             text = repr(arg)
