@@ -411,3 +411,21 @@ def test_constants_without_source_spelling_are_bound_as_globals():
     assert "add = x + _tensor_constant" in gm.code and "add[(Ellipsis, slice(0, 1, None))]" in gm.code
     out, rng, cplx, d = gm(ember.zeros(2))
     assert out.tolist() == [1.0] and rng == range(2) and cplx == 1 + 2j and d == {"k": (1,)}
+
+
+def test_erasing_while_iterating():
+    for fx in (torch.fx, ember.fx):
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.neg, (x,))
+        c = g.call_function(operator.neg, (x,))
+        g.output(x)
+        seen = []
+        for node in g.nodes:
+            seen.append(node.name)
+            if node is a:
+                g.erase_node(a)  # the current node
+                g.erase_node(b)  # and the next one
+        assert seen == ["x", "neg", "neg_2", "output"]
+        assert [n.name for n in g.nodes] == ["x", "neg_2", "output"] and c.prev is x
