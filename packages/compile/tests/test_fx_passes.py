@@ -381,3 +381,38 @@ def test_pass_manager_runs_torch_style_passes():
         a, b = (lambda gm: None), (lambda gm: None)
         ember_manager.PassManager([a, b], [ember_manager.this_before_that_pass_constraint(a, b),
                                            ember_manager.this_before_that_pass_constraint(b, a)])(None)
+
+
+def test_stable_topological_sort_matches_torch():
+    from torch.fx.passes.tools_common import stable_topological_sort as torch_sort
+
+    from ember.fx.passes.tools_common import legalize_graph, stable_topological_sort
+
+    def make(lib):
+        def fn(x, y):
+            a = lib.relu(x)
+            b = lib.sigmoid(y)
+            c = a * b
+            d = lib.neg(a)
+            return c + d
+
+        return fn
+
+    results = []
+    for lib, fx, sort, convert in ((torch, torch.fx, torch_sort, to_torch),
+                                   (ember, ember.fx, stable_topological_sort, to_ember)):
+        gm = fx.symbolic_trace(make(lib))
+        nodes = {n.name: n for n in gm.graph.nodes}
+        nodes["x"].prepend(nodes["neg"])  # neg now runs before its input
+        nodes["relu"].prepend(nodes["mul"])  # and mul before both of its inputs
+        with pytest.raises(RuntimeError):
+            gm.graph.lint()
+        sort(gm)
+        gm.graph.lint()
+        results.append(([n.name for n in gm.graph.nodes], gm(convert(_rand(3)), convert(_rand(3, seed=1)))))
+    (torder, tout), (eorder, eout) = results
+    assert eorder == torder
+    assert_close(eout, tout)
+    gm = ember.fx.symbolic_trace(make(ember))
+    before = [n.name for n in gm.graph.nodes]
+    assert [n.name for n in legalize_graph(gm).graph.nodes] == before  # a valid order is kept as it is
