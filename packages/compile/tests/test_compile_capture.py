@@ -377,3 +377,46 @@ def test_unknown_backend_and_list_backends():
         ember.compile(lambda x: x, backend="no-such-backend")
     with pytest.raises(RuntimeError):
         ember.compile(lambda x: x, mode="fastest")
+
+
+def test_autocast_inside_and_around_compiled_function():
+    def f(x, w):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = x @ w
+            z = y.sum().item()
+            return (y @ w.t()).float() + z, y.dtype
+
+    x, w = ember.randn(4, 4), ember.randn(4, 4)
+    a, da = f(x, w)
+    b, db = ember.compile(f, backend="eager")(x, w)
+    assert da == db == ember.bfloat16
+    np.testing.assert_array_equal(_np(a), _np(b))
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        c = ember.compile(lambda x, w: (x @ w).sum(), backend="aot_eager")(x, w)
+        e = (x @ w).sum()
+    assert c.dtype == e.dtype and c.item() == e.item()
+
+
+def test_tensor_created_with_requires_grad_inside_is_a_leaf():
+    def f(x):
+        w = ember.ones(3, requires_grad=True)
+        return (x * w).sum(), w
+
+    loss, w = ember.compile(f, backend="eager")(ember.arange(3.0))
+    loss.backward()
+    assert w.is_leaf and w.grad.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
+    kept = []
+
+    def f(x):
+        y = x * 2
+        kept.append(y)
+        return y.sum().item()
+
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    with pytest.raises(RuntimeError, match="no value"):
+        kept[0].item()
+    assert "abandoned" in repr(kept[0])

@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 
+from .. import _logging
 from . import config
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
@@ -79,7 +80,8 @@ class CompiledFunction:
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
         rec = Recorder(self)
-        rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        if self.want_stacks or _logging._ON:
+            rec.want_stacks = self.want_stacks or _logs_want_stacks()
         with rec:
             try:
                 result = self.fn(*args, **kwargs)
@@ -87,9 +89,9 @@ class CompiledFunction:
                 rec.discard()
                 raise
             except BaseException:
-                rec.flush()  # eager ran every op before the exception: so do we
+                rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
-            rec.flush()
+            rec.flush(final=True)
         return result
 
     # -- called by the recorder ---------------------------------------------------------------
@@ -163,7 +165,7 @@ class CompiledFunction:
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
-        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2]))
+        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
         example_inputs = list(rec.inputs)
         if dyn is not None:
             example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
@@ -197,7 +199,7 @@ def _interpret(rec, live, dyn=None):
 
     from ._graph_build import build_graph_module
 
-    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2])).forward)
+    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward)
 
 
 def _runner(compiled, dyn):
@@ -225,9 +227,8 @@ def _guards_text(rec) -> str:
 
 
 def _logs_want_stacks() -> bool:
-    from .._logging import _enabled
-
-    return _enabled("graph_code") or _enabled("graph_breaks")
+    on = _logging._ON
+    return bool(on) and ("graph_code" in on or "graph_breaks" in on)
 
 
 def reset() -> None:
