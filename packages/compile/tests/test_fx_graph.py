@@ -429,3 +429,21 @@ def test_erasing_while_iterating():
                 g.erase_node(b)  # and the next one
         assert seen == ["x", "neg", "neg_2", "output"]
         assert [n.name for n in g.nodes] == ["x", "neg_2", "output"] and c.prev is x
+
+
+def test_print_readable_annotates_values_like_torch():
+    texts = []
+    for lib, fx in ((torch, torch.fx), (ember, ember.fx)):
+        g = fx.Graph()
+        x = g.placeholder("x")
+        x.meta["val"] = lib.zeros(3, 4)
+        gt = g.call_function(operator.gt, (x, 0))
+        gt.meta["val"] = lib.zeros(3, 4, dtype=lib.bool)
+        total = g.call_method("sum", (x,), {"dtype": lib.int64})
+        total.meta["val"] = lib.zeros((), dtype=lib.int64)
+        g.output((gt, total))
+        gm = fx.GraphModule({}, g)
+        texts.append(gm.print_readable(print_output=False, include_stride=True, include_device=True))
+    lines = [[ln.strip() for ln in text.splitlines() if ":" in ln and "=" in ln] for text in texts]
+    assert [ln.replace("ember.", "torch.") for ln in lines[1]] == lines[0]
+    assert 'gt: "b8[3, 4][4, 1]cpu" = x > 0' in lines[1]
