@@ -416,3 +416,32 @@ def test_stable_topological_sort_matches_torch():
     gm = ember.fx.symbolic_trace(make(ember))
     before = [n.name for n in gm.graph.nodes]
     assert [n.name for n in legalize_graph(gm).graph.nodes] == before  # a valid order is kept as it is
+
+
+def test_normalized_arguments_match_torch():
+    def make(lib):
+        F = lib.nn.functional
+
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+
+            def forward(self, x):
+                return F.dropout(self.lin(x), 0.3) + F.softmax(x, dim=1)
+
+        return M()
+
+    normalized = []
+    for lib, fx in ((torch, torch.fx), (ember, ember.fx)):
+        gm = fx.symbolic_trace(make(lib))
+        found = {}
+        for node in gm.graph.nodes:
+            pair = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
+            found[node.name] = None if pair is None else (
+                pair.args, {k: (v.name if isinstance(v, fx.Node) else v) for k, v in pair.kwargs.items()})
+        normalized.append(found)
+    assert normalized[1]["lin"] == normalized[0]["lin"] == ((), {"input": "x"})
+    assert normalized[1]["dropout"] == normalized[0]["dropout"]
+    assert normalized[1]["add"] is normalized[0]["add"] is None  # operator.add has no signature
+    assert normalized[1]["softmax"][1]["dim"] == 1 and normalized[1]["softmax"][1]["input"] == "x"
