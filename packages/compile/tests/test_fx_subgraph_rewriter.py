@@ -161,3 +161,36 @@ def test_subgraph_matcher_matches_torch(options):
     expected_count = {"{}": 1, "{'match_placeholder': True}": 1, "{'match_output': True}": 0,
                       "{'remove_overlapping_matches': False}": 2}[str(options)]
     assert len(found[1]) == expected_count
+
+
+def _module_replacement_program(lib):
+    class Replacement(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = lib.nn.Tanh()
+
+        def forward(self, v):
+            return self.act(v)
+
+    def fn(a):
+        return lib.relu(a) * 2
+
+    def pattern(v):
+        return lib.relu(v)
+
+    return fn, pattern, Replacement()
+
+
+def test_replacement_module_brings_its_submodules():
+    results = []
+    x = _rand(2, 4)
+    for lib, fx, convert in FRAMEWORKS:
+        fn, pattern, replacement = _module_replacement_program(lib)
+        gm = fx.symbolic_trace(fn)
+        rewriter = torch.fx.subgraph_rewriter if lib is torch else ember.fx.subgraph_rewriter
+        rewriter.replace_pattern(gm, pattern, replacement)
+        results.append((gm, gm(convert(x))))
+    (tgm, tout), (egm, eout) = results
+    assert full_structure(egm) == full_structure(tgm)
+    assert isinstance(egm.act, ember.nn.Tanh)
+    assert_close(eout, tout)
