@@ -21,6 +21,7 @@ from ember._src.tensor import Tensor, new_empty_tensor
 from ..decompositions import DECOMPOSITIONS
 from . import (
     _lowering_reduce,  # noqa: F401 - registers the reduction rows
+    _lowering_views,  # noqa: F401 - registers the view rows
     config,
 )
 from ._ir import (
@@ -35,7 +36,8 @@ from ._ir import (
 from ._ir import (
     compute_dtype as compute_of,
 )
-from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape, derive_layout
+from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape
+from ._lowering_views import derive_layout
 
 MAX_EXPR = 400  # an expression past this size is stored (keeps kernels compilable)
 
