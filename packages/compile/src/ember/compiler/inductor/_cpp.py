@@ -13,7 +13,7 @@ import sympy
 from ember._src import dtypes as dt
 
 from . import _cpp_ops as C
-from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product
+from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product, walk
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
@@ -90,6 +90,12 @@ class _Body:
         self.indent = indent
         self.lines: list[str] = []
         self.cache: dict = dict(local_values)
+
+    def forget(self, buf: str) -> None:
+        """Drops the cached values that loaded ``buf`` (it was just overwritten)."""
+        stale = [e for e in self.cache if any(isinstance(n, Load) and n.buf == buf for n in walk(e))]
+        for e in stale:
+            del self.cache[e]
 
     def value(self, e) -> str:
         if e in self.cache:
@@ -264,6 +270,9 @@ class CppKernelWriter:
             else:
                 self._store(node, value, body)
                 self.row_values[node.target] = value
+                if node.target != node.buf.name:
+                    # an input updated in place: values computed from its old contents are stale
+                    body.forget(node.target)
         for node in self.k.nodes:
             self.row_values.pop(node.target, None)
         return body.lines
@@ -300,8 +309,8 @@ class CppKernelWriter:
         lines.append(f"{indent}{acc_t} {acc} = {init};")
         clause = f"reduction({_REDUCE_CLAUSE[rt]}:{acc})"
         if float_extreme:
-            lines.append(f"{indent}bool {nan} = false;")
-            clause += f" reduction(||:{nan})"
+            lines.append(f"{indent}int {nan} = 0;")  # an int (not bool) flag: the loop still vectorizes
+            clause += f" reduction(|:{nan})"
         lines.extend(self._open(inner, indent, par, simd=True, reduction=clause + " "))
         v = body.value(node.expr)
         if rt == "sum":
@@ -316,7 +325,7 @@ class CppKernelWriter:
             op = ">" if rt == "max" else "<"
             body.lines.append(f"{loop_indent}{acc} = {v} {op} {acc} ? {v} : {acc};")
             if float_extreme:
-                body.lines.append(f"{loop_indent}{nan} = {nan} || ({v} != {v});")
+                body.lines.append(f"{loop_indent}{nan} |= ({v} != {v});")
         lines.extend(body.lines)
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         result = f"{acc} "
