@@ -139,11 +139,12 @@ class CompiledFunction:
                         return run
             self.seen_shapes[position] = [t._shape for t in rec.inputs]
         count = self.per_position.get(position, 0)
-        if count >= config.cache_size_limit:
+        limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
+        if count >= limit:
             if not self.fallback:
                 warnings.warn(
                     f"ember.compile: {self.name} reached the cache size limit "
-                    f"(ember.compiler.config.cache_size_limit = {config.cache_size_limit}): "
+                    f"(ember.compiler.config.cache_size_limit = {limit}): "
                     "it runs eagerly from now on",
                     UserWarning,
                     stacklevel=4,
