@@ -179,19 +179,7 @@ class CompiledFunction:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
         log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
-        return _normalize(compiled)
-
-
-def _normalize(compiled):
-    """Backends return a callable over positional inputs giving a tuple/list (or one tensor)."""
-
-    def run(*inputs):
-        out = compiled(*inputs)
-        if isinstance(out, (tuple, list)):
-            return out
-        return (out,)
-
-    return run
+        return compiled
 
 
 def _interpret(rec, live, dyn=None):
@@ -200,17 +188,22 @@ def _interpret(rec, live, dyn=None):
 
     from ._graph_build import build_graph_module
 
-    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward)
+    return build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward
 
 
 def _runner(compiled, dyn):
-    """``run(inputs)``: calls the compiled graph, adding the size symbols' values when dynamic."""
+    """``run(inputs)``: calls the compiled graph (adding the size symbols' values when dynamic);
+    backends return a callable giving a tuple/list, or one tensor."""
     if dyn is None:
-        return lambda inputs: compiled(*inputs)
-    sources = dyn[1]
+        def run(inputs):
+            out = compiled(*inputs)
+            return out if isinstance(out, (tuple, list)) else (out,)
+    else:
+        sources = dyn[1]
 
-    def run(inputs):
-        return compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+        def run(inputs):
+            out = compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+            return out if isinstance(out, (tuple, list)) else (out,)
 
     return run
 
