@@ -488,3 +488,13 @@ def test_autograd_grad_inside_compiled_function():
     assert out.tolist() == [4.0, 8.0]
     (gg,) = ember.autograd.grad(out.sum(), x)
     assert gg.tolist() == [4.0, 4.0]
+
+
+def test_grad_fn_of_traced_tensor_is_eagers():
+    def f(x):
+        y = x * 2
+        z = x.detach() * 2
+        return y.grad_fn is not None, type(y.grad_fn).__name__, z.grad_fn is None, y.is_leaf
+
+    x = ember.ones(2, requires_grad=True)
+    assert ember.compile(f, backend="eager")(x) == f(x) == (True, "MulBackward0", True, False)

@@ -18,11 +18,25 @@ from __future__ import annotations
 from ember._src.dispatch import sync_pending
 from ember._src.tensor import Tensor
 
+_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot behind Tensor.grad_fn
+_SET_GRAD_FN = _GRAD_FN.__set__
+
 
 class LazyTensor(Tensor):
     """A recorded, not yet computed, tensor (see the module docstring)."""
 
     __slots__ = ()
+
+    @property
+    def grad_fn(self):
+        # A result that requires grad has a backward node in eager: it exists once computed.
+        if self._requires_grad and "_lz_v" in self.__dict__:
+            sync_pending(self, "Tensor.grad_fn")
+        return _GRAD_FN.__get__(self, Tensor)
+
+    @grad_fn.setter
+    def grad_fn(self, value) -> None:
+        _SET_GRAD_FN(self, value)
 
     # Python-level methods of Tensor that do not go through an op: each either syncs first
     # (the value is needed) or is answered from metadata.
@@ -94,7 +108,7 @@ def make_lazy(meta: Tensor, device, requires_grad: bool, value_index: int) -> La
     t._device = device
     t._requires_grad = requires_grad
     t.grad = None
-    t.grad_fn = None
+    _SET_GRAD_FN(t, None)
     t._base = None
     t._autograd_meta = None
     d = t.__dict__
