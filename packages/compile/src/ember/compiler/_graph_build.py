@@ -16,7 +16,8 @@ from ember._src.device import device as Device
 from ember._src.dtypes import dtype as DType
 
 from ._fake import fake_of
-from ._recorder import _GRAD_EVENT, Ref, _PythonOp
+from ._hooks import _PythonOp
+from ._recorder import _GRAD_EVENT, Ref
 
 
 def _set_grad_enabled(mode: bool) -> None:

@@ -47,7 +47,7 @@ class LazyTensor(Tensor):
         return not self._requires_grad
 
     def detach(self) -> Tensor:
-        from ._recorder import record_python_call
+        from ._hooks import record_python_call
 
         return record_python_call(_detach, (self,), "detach")
 

@@ -28,6 +28,7 @@ from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
+from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
 from ._user_frames import user_frame
 
 _GRAD = grad_mode.STATE
@@ -63,130 +64,12 @@ _LIST = object()  # key markers: a list and a tuple of the same items must not s
 _TUPLE = object()
 _GRAD_EVENT = object()
 
-# Ops whose kernels write into tensor arguments that their schema does not mark (a!):
-# BatchNorm's running statistics.
-_HIDDEN_WRITES = {"native_batch_norm": (3, 4)}
-_OP_INFO: dict = {}
-
-
-def _op_info(op) -> tuple:
-    """(positions written, draws random numbers, differentiable) for an op, cached."""
-    info = _OP_INFO.get(op)
-    if info is None:
-        schema = op.schema
-        args_text = schema.split("(", 1)[1].rsplit("->", 1)[0]
-        written = tuple(i for i, a in enumerate(args_text.split(",")) if "!)" in a)
-        written += _HIDDEN_WRITES.get(op.name, ())
-        random = "random" in op.tags or "Generator" in schema
-        try:
-            from ember.autograd.formulas import NON_DIFFERENTIABLE
-        except ImportError:  # ember-autograd absent: nothing requires grad anyway
-            NON_DIFFERENTIABLE = ()
-        info = (written, random, op.name not in NON_DIFFERENTIABLE and op.name != "detach")
-        _OP_INFO[op] = info
-    return info
-
-
-# Meta results by (op, default dtype, argument metadata and constants): a meta kernel's answer
-# depends on nothing else for ops that do not write their inputs (a view's result is rebuilt
-# over its argument's meta storage).
-_META_CACHE: dict = {}
-_META_CACHE_LIMIT = 20000
-_UNCACHEABLE: set = set()
-
-
-def _remember(key, out, margs) -> None:
-    outs = (out,) if isinstance(out, Tensor) else out
-    if not isinstance(outs, (tuple, list)):
-        return
-    entry = []
-    for o in outs:
-        if o is None:
-            entry.append(None)
-            continue
-        if not isinstance(o, Tensor) or o._device is not META:
-            return
-        alias = None
-        for i, m in enumerate(margs):
-            if isinstance(m, Tensor) and m._storage is o._storage:
-                if m is o:  # an in-place result: the argument itself must come back
-                    _UNCACHEABLE.add(key[0])
-                    return
-                alias = i  # a view: rebuilt over that argument's storage
-                break
-        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes(), alias))
-    if len(_META_CACHE) >= _META_CACHE_LIMIT:
-        _META_CACHE.clear()
-    _META_CACHE[key] = (isinstance(out, Tensor), type(out), tuple(entry))
-
-
-def _from_cached(cached, margs):
-    single, kind, entry = cached
-    outs = []
-    for e in entry:
-        if e is None:
-            outs.append(None)
-        else:
-            storage = _C.Storage.meta(e[4]) if e[5] is None else margs[e[5]]._storage
-            outs.append(make_tensor(storage, e[0], e[1], e[2], e[3], META))
-    if single:
-        return outs[0]
-    return kind(outs)
-
-
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
 
 
 class Unsupported(RuntimeError):
     """A graph break where ``fullgraph=True`` forbids one (PyTorch's torch._dynamo.exc.Unsupported)."""
-
-
-# Reasons that only read a value (no alias escapes through which the caller could write).
-_PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
-
-
-def _sync_hook(tensor, reason: str) -> None:
-    rec = getattr(_TLS, "rec", None)
-    if rec is None or rec.suspended or not rec.nodes:
-        return
-    if reason == "Tensor.backward()" or reason == "ember.save":
-        pass  # backward accumulates into .grad eagerly; save walks containers: run everything
-    elif tensor is None:
-        if not rec.has_random:
-            return  # generator state: only pending random ops care
-    elif type(tensor) is not LazyTensor:
-        # A real tensor: its data is current unless a pending op writes it; an alias that
-        # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
-        sid = id(tensor._storage)
-        if sid not in rec.written and (reason in _PURE_READS or sid not in rec.input_storages):
-            return
-    rec.flush(reason)
-
-
-class _Suspended:
-    """The capture passes ops through (they run for real) until exit."""
-
-    __slots__ = ("rec", "prev")
-
-    def __init__(self, rec):
-        self.rec = rec
-
-    def __enter__(self):
-        self.prev = self.rec.suspended
-        self.rec.suspended = True
-
-    def __exit__(self, *exc):
-        self.rec.suspended = self.prev
-        return False
-
-
-def _eager_region_hook(reason: str):
-    rec = getattr(_TLS, "rec", None)
-    if rec is None or rec.suspended:
-        return dispatch._NO_REGION
-    rec.flush(reason)
-    return _Suspended(rec)
 
 
 class Recorder(dispatch.DispatchMode):
@@ -225,8 +108,10 @@ class Recorder(dispatch.DispatchMode):
         _TLS.rec = self
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
-            dispatch._SYNC_HOOK[0] = _sync_hook
-            dispatch._EAGER_REGION_HOOK[0] = _eager_region_hook
+            from ._hooks import eager_region_hook, sync_hook
+
+            dispatch._SYNC_HOOK[0] = sync_hook
+            dispatch._EAGER_REGION_HOOK[0] = eager_region_hook
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -321,7 +206,7 @@ class Recorder(dispatch.DispatchMode):
         device = None
         rg = False
         refs = _REFS
-        cacheable = func not in _UNCACHEABLE
+        cacheable = func not in UNCACHEABLE
         for a in args:
             ta = type(a)
             if ta is LazyTensor:  # the common case first, inlined
@@ -392,9 +277,9 @@ class Recorder(dispatch.DispatchMode):
         out = None
         if cacheable:
             meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
-            cached = _META_CACHE.get(meta_key)
+            cached = META_CACHE.get(meta_key)
             if cached is not None:
-                out = _from_cached(cached, margs)
+                out = from_cached(cached, margs)
         if out is None:
             try:
                 out = func.call_kernel(margs, mkwargs)
@@ -409,13 +294,13 @@ class Recorder(dispatch.DispatchMode):
                 return self._eager_op(func, args, kwargs,
                                       f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
             if meta_key is not None:
-                _remember(meta_key, out, margs)
+                remember(meta_key, out, margs)
         if type(out) is Tensor and out._device is META:
             for m in margs:
                 if m is out:
                     break
             else:  # the common case: one fresh result (inlined; this runs for every op)
-                written, random, differentiable = _op_info(func)
+                written, random, differentiable = op_info(func)
                 grad = _GRAD.grad_enabled
                 if grad is not self.grad_mode or _GRAD.inference is not self.inference_mode:
                     self._grad_event(grad)
@@ -439,7 +324,7 @@ class Recorder(dispatch.DispatchMode):
             outs, multi = out, True
         else:
             return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} returns a non-tensor value")
-        written, random, differentiable = _op_info(func)
+        written, random, differentiable = op_info(func)
         # In-place ops hand back an argument: find it; a real tensor whose layout an op
         # changes (t_, unsqueeze_ ...) cannot wait for the flush.
         results = []
@@ -517,6 +402,8 @@ class Recorder(dispatch.DispatchMode):
 
     def record_call(self, fn, args, what: str):
         """Records a Python function over tensors (``detach``) as a node of its own."""
+        from ._hooks import _PythonOp
+
         return self.__torch_dispatch__(_PythonOp(fn, what), (), args, {})
 
     # -- breaks and flushes ------------------------------------------------------------------
@@ -579,33 +466,3 @@ class Recorder(dispatch.DispatchMode):
             if lazy is not None and type(lazy) is LazyTensor:
                 abandon(lazy)
         self._reset()
-
-
-class _PythonOp:
-    """A Python callable recorded as a node (as torch.fx records ``operator.getitem``): looks
-    enough like an Op for the recorder (name, schema, tags, call_kernel on meta tensors)."""
-
-    __slots__ = ("fn", "name", "schema", "tags")
-
-    _CACHE: dict = {}
-
-    def __new__(cls, fn, name):
-        self = cls._CACHE.get(fn)
-        if self is None:
-            self = object.__new__(cls)
-            self.fn, self.name, self.schema, self.tags = fn, name, f"{name}(Tensor self) -> Tensor", frozenset()
-            cls._CACHE[fn] = self
-        return self
-
-    def call_kernel(self, args, kwargs):
-        return self.fn(*args, **kwargs)
-
-    def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-
-def record_python_call(fn, args, what: str):
-    rec = current()
-    if rec is None or rec.suspended:
-        return fn(*args)
-    return rec.record_call(fn, args, what)
