@@ -64,6 +64,8 @@ class CompiledFunction:
         import weakref
 
         with _ALL_LOCK:
+            if len(_ALL) >= 1024:  # compile() called in a loop: drop the references to dead ones
+                _ALL[:] = [r for r in _ALL if r() is not None]
             _ALL.append(weakref.ref(self))
 
     def reset(self) -> None:
