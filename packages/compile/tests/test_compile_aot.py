@@ -339,3 +339,19 @@ def test_explicit_graph_break_counts_like_torch():
     torch._dynamo.reset()
     tx = torch._dynamo.explain(program(torch))(torch.ones(2))
     assert (ex.graph_count, ex.graph_break_count) == (tx.graph_count, tx.graph_break_count) == (2, 1)
+
+
+def test_set_stance():
+    counter = _Count()
+    cf = ember.compile(lambda x: x * 2, backend=counter)
+    with ember.compiler.set_stance("force_eager"):
+        assert cf(ember.ones(2)).tolist() == [2.0, 2.0]
+    assert len(counter.graphs) == 0
+    cf(ember.ones(2))
+    with ember.compiler.set_stance("eager_on_recompile"):
+        assert cf(ember.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert len(counter.graphs) == 1
+    with ember.compiler.set_stance("fail_on_recompile"), pytest.raises(RuntimeError, match="recompile"):
+        cf(ember.ones(4, dtype=ember.float64))
+    with pytest.raises(RuntimeError):
+        ember.compiler.set_stance("sometimes")

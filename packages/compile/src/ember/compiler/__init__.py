@@ -9,7 +9,7 @@ from TorchDynamo.
 
 from . import config
 from ._api import OptimizedModule, compile, disable
-from ._compiled import reset
+from ._compiled import reset, set_stance
 from ._explain import ExplainOutput, explain
 from ._fake import FakeTensor, FakeTensorMode
 from ._make_fx import make_fx
@@ -27,6 +27,10 @@ def is_compiling() -> bool:
 is_dynamo_compiling = is_compiling
 
 
+def cudagraph_mark_step_begin() -> None:
+    """Accepted for programs written for CUDA graphs: the CPU capture has none."""
+
+
 def allow_in_graph(fn):
     """Accepted for PyTorch programs: the lazy capture records the ops ``fn`` runs anyway."""
     return fn
@@ -39,6 +43,6 @@ def assume_constant_result(fn):
 
 __all__ = [
     "ExplainOutput", "FakeTensor", "FakeTensorMode", "OptimizedModule", "allow_in_graph", "assume_constant_result",
-    "compile", "config", "disable", "explain", "is_compiling", "is_dynamo_compiling", "list_backends",
-    "lookup_backend", "make_fx", "register_backend", "reset",
+    "compile", "config", "cudagraph_mark_step_begin", "disable", "explain", "is_compiling", "is_dynamo_compiling",
+    "list_backends", "lookup_backend", "make_fx", "register_backend", "reset", "set_stance",
 ]

@@ -24,6 +24,37 @@ log = logging.getLogger("ember._dynamo")
 _ALL: list = []  # weak references to every CompiledFunction (reset() clears their caches)
 _ALL_LOCK = threading.Lock()
 _DISABLED = threading.local()
+_STANCE = ["default"]
+_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
+
+
+class set_stance:  # noqa: N801 - PyTorch's name; a function that also works as a context manager
+    """``torch.compiler.set_stance``: "default", "force_eager" (compiled functions run eagerly),
+    "eager_on_recompile" (run eagerly instead of compiling again) or "fail_on_recompile"."""
+
+    def __init__(self, stance: str = "default", *, skip_guard_eval_unsafe: bool = False, force_backend=None):
+        if stance not in _STANCES:
+            raise RuntimeError(f"Unknown stance {stance!r}; expected one of {', '.join(_STANCES)}")
+        self.prev = _STANCE[0]
+        _STANCE[0] = stance
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _STANCE[0] = self.prev
+        return False
+
+    def __call__(self, fn):
+        stance = _STANCE[0]
+        _STANCE[0] = self.prev
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_stance(stance):
+                return fn(*args, **kwargs)
+
+        return wrapper
 
 
 class BreakReason:
@@ -77,7 +108,7 @@ class CompiledFunction:
 
     # -- one call -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if self.fallback or getattr(_DISABLED, "depth", 0) or current() is not None:
+        if self.fallback or _STANCE[0] == "force_eager" or getattr(_DISABLED, "depth", 0) or current() is not None:
             # Eager (cache limit, ember.compiler.disable), or inside another capture: the
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
@@ -154,6 +185,11 @@ class CompiledFunction:
                 self.fallback = True
             return _runner(_interpret(rec, live, dyn), dyn)
         if count:
+            if _STANCE[0] == "fail_on_recompile":
+                raise RuntimeError(f"ember.compile: {self.name} must recompile (segment {position}), and the "
+                                   "stance is 'fail_on_recompile'")
+            if _STANCE[0] == "eager_on_recompile":
+                return _runner(_interpret(rec, live, dyn), dyn)
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
