@@ -108,10 +108,8 @@ class Recorder(dispatch.DispatchMode):
         _TLS.rec = self
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
-            from ._hooks import eager_region_hook, sync_hook
-
-            dispatch._SYNC_HOOK[0] = sync_hook
-            dispatch._EAGER_REGION_HOOK[0] = eager_region_hook
+            dispatch._SYNC_HOOK[0] = _hooks.sync_hook
+            dispatch._EAGER_REGION_HOOK[0] = _hooks.eager_region_hook
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -402,9 +400,7 @@ class Recorder(dispatch.DispatchMode):
 
     def record_call(self, fn, args, what: str):
         """Records a Python function over tensors (``detach``) as a node of its own."""
-        from ._hooks import _PythonOp
-
-        return self.__torch_dispatch__(_PythonOp(fn, what), (), args, {})
+        return self.__torch_dispatch__(_hooks._PythonOp(fn, what), (), args, {})
 
     # -- breaks and flushes ------------------------------------------------------------------
     def _eager_op(self, func, args, kwargs, reason):
@@ -466,3 +462,6 @@ class Recorder(dispatch.DispatchMode):
             if lazy is not None and type(lazy) is LazyTensor:
                 abandon(lazy)
         self._reset()
+
+
+from . import _hooks  # noqa: E402 - it imports this module (the hooks read the current recorder)
