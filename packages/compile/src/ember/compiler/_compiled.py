@@ -16,6 +16,7 @@ import time
 import warnings
 
 from .. import _logging
+from .._logging import _log
 from . import config
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
@@ -135,14 +136,10 @@ class CompiledFunction:
         brk = BreakReason(reason, frame)
         if self.listener is not None:
             self.listener.on_break(brk)
-        from .._logging import _log
-
         _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")
 
     def lookup(self, rec, live):
         """The runner (``run(inputs) -> outputs``) for ``rec``'s pending segment."""
-        from .._logging import _log
-
         position = rec.segment_index
         dyn = None
         marked = has_marked_dims(rec.inputs)
@@ -200,7 +197,6 @@ class CompiledFunction:
     def _compile(self, rec, live, dyn=None):
         from ember import fx
 
-        from .._logging import _log
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
