@@ -31,7 +31,7 @@ In a quieter moment the same chain4 measured 2.6-2.95 ms compiled against 2.9-3.
 torch.compile (interleaved, same process). Compile time in a fresh process (wall, loaded
 machine): tiny function 0.58 s cold / 0.13 s warm; mini-GPT forward 8.3 s cold / 1.9 s warm
 (the warm figure is Python lowering and ember.compile's capture: the C compile is cached).
-The GPT forward is matmul-bound (ember's BLAS calls are ~400 of its 416 ms); softmax loses to
+The GPT forward is matmul-bound (ember's BLAS calls take most of it); softmax loses to
 PyTorch's hand-written kernel by computing exp twice per element (a max pass, a sum pass, an
 output pass), which is compute-bound at one thread.
 """
