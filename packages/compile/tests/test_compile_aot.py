@@ -306,3 +306,36 @@ def test_dynamic_training_falls_back_to_eager_autograd_correctly():
         model.zero_grad()
         cf(x).sum().backward()
         assert model.weight.grad.tolist() == [[float(n)] * 3] * 2
+
+
+def test_dynamic_derived_sizes_are_expressions_in_the_graph():
+    graphs = _Count()
+
+    def f(x):
+        b, t, c = x.shape
+        return x.reshape(b * t, c).sum(0), x.view(b, t // 2, 2 * c)
+
+    cf = ember.compile(f, backend=graphs, dynamic=True)
+    for b, t in ((5, 8), (7, 10), (9, 22)):  # no size coincides with another or with c = 3
+        x = ember.randn(b, t, 3)
+        a, v = cf(x)
+        ea, ev = f(x)
+        np.testing.assert_allclose(_np(a), _np(ea), rtol=1e-5)
+        np.testing.assert_array_equal(_np(v), _np(ev))
+    assert len(graphs.graphs) == 1
+    code = graphs.graphs[0].code
+    assert "s0 * s1" in code and "s1 // 2" in code
+
+
+def test_explicit_graph_break_counts_like_torch():
+    def program(lib):
+        def f(x):
+            y = x * 2
+            lib._dynamo.graph_break()
+            return y + 1
+        return f
+
+    ex = ember._dynamo.explain(program(ember))(ember.ones(2))
+    torch._dynamo.reset()
+    tx = torch._dynamo.explain(program(torch))(torch.ones(2))
+    assert (ex.graph_count, ex.graph_break_count) == (tx.graph_count, tx.graph_break_count) == (2, 1)

@@ -377,3 +377,124 @@ def test_unknown_backend_and_list_backends():
         ember.compile(lambda x: x, backend="no-such-backend")
     with pytest.raises(RuntimeError):
         ember.compile(lambda x: x, mode="fastest")
+
+
+def test_autocast_inside_and_around_compiled_function():
+    def f(x, w):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = x @ w
+            z = y.sum().item()
+            return (y @ w.t()).float() + z, y.dtype
+
+    x, w = ember.randn(4, 4), ember.randn(4, 4)
+    a, da = f(x, w)
+    b, db = ember.compile(f, backend="eager")(x, w)
+    assert da == db == ember.bfloat16
+    np.testing.assert_array_equal(_np(a), _np(b))
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        c = ember.compile(lambda x, w: (x @ w).sum(), backend="aot_eager")(x, w)
+        e = (x @ w).sum()
+    assert c.dtype == e.dtype and c.item() == e.item()
+
+
+def test_tensor_created_with_requires_grad_inside_is_a_leaf():
+    def f(x):
+        w = ember.ones(3, requires_grad=True)
+        return (x * w).sum(), w
+
+    loss, w = ember.compile(f, backend="eager")(ember.arange(3.0))
+    loss.backward()
+    assert w.is_leaf and w.grad.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
+    kept = []
+
+    def f(x):
+        y = x * 2
+        kept.append(y)
+        return y.sum().item()
+
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    with pytest.raises(RuntimeError, match="no value"):
+        kept[0].item()
+    assert "abandoned" in repr(kept[0])
+
+
+def test_inference_mode_inside_and_around():
+    def f(x):
+        with ember.inference_mode():
+            y = x * 2
+        return y, x * 3
+
+    x = ember.ones(2, requires_grad=True)
+    (ey, ez), (cy, cz) = f(x), ember.compile(f, backend="eager")(x)
+    assert (cy.is_inference(), cy.requires_grad) == (ey.is_inference(), ey.requires_grad) == (True, False)
+    assert (cz.is_inference(), cz.requires_grad) == (ez.is_inference(), ez.requires_grad) == (False, True)
+    with ember.inference_mode():
+        out = ember.compile(lambda t: t * 2, backend="aot_eager")(x)
+    assert out.is_inference()
+
+
+def test_save_of_traced_tensors_inside_compiled_function():
+    import io
+
+    def f(x):
+        buf = io.BytesIO()
+        ember.save({"y": x * 2}, buf)
+        buf.seek(0)
+        return ember.load(buf)["y"] + 1
+
+    assert ember.compile(f, backend="eager")(ember.arange(3.0)).tolist() == [1.0, 3.0, 5.0]
+
+
+def test_custom_autograd_function_and_backward_hooks_inside():
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def f(x):
+        y = x * 3
+        return Square.apply(y).sum() + y.sum()
+
+    x1 = ember.tensor([1.0, 2.0], requires_grad=True)
+    f(x1).backward()
+    x2 = ember.tensor([1.0, 2.0], requires_grad=True)
+    ember.compile(f, backend="eager")(x2).backward()
+    assert x2.grad.tolist() == x1.grad.tolist() == [21.0, 39.0]
+    model = ember.nn.Linear(2, 2)
+    seen = []
+    model.register_full_backward_hook(lambda mod, gi, go: seen.append(tuple(go[0].shape)))
+    ember.compile(model, backend="aot_eager")(ember.ones(3, 2, requires_grad=True)).sum().backward()
+    assert seen == [(3, 2)] and model.weight.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_autograd_grad_inside_compiled_function():
+    def f(x):
+        y = (x * x).sum()
+        (g,) = ember.autograd.grad(y, x, create_graph=True)
+        return g * 2
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    out = ember.compile(f, backend="eager")(x)
+    assert out.tolist() == [4.0, 8.0]
+    (gg,) = ember.autograd.grad(out.sum(), x)
+    assert gg.tolist() == [4.0, 4.0]
+
+
+def test_grad_fn_of_traced_tensor_is_eagers():
+    def f(x):
+        y = x * 2
+        z = x.detach() * 2
+        return y.grad_fn is not None, type(y.grad_fn).__name__, z.grad_fn is None, y.is_leaf
+
+    x = ember.ones(2, requires_grad=True)
+    assert ember.compile(f, backend="eager")(x) == f(x) == (True, "MulBackward0", True, False)

@@ -228,3 +228,11 @@ def test_training_mode_change_recompiles_dropout():
     out = compiled(x)
     np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy())
     assert len(graphs) == 2
+    torch_model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    torch_graphs = []
+    torch._dynamo.reset()
+    compiled = torch.compile(torch_model, backend=lambda gm, ex: torch_graphs.append(gm) or gm.forward)
+    compiled(torch.ones(2, 4))
+    compiled.eval()
+    compiled(torch.ones(2, 4))
+    assert len(torch_graphs) == len(graphs)

@@ -398,3 +398,52 @@ def test_bad_input_raises_torch_exception_types():
     torch_types = [error_type(f) for f in attempts(torch.fx)]
     ember_types = [error_type(f) for f in attempts(ember.fx)]
     assert ember_types == torch_types and None not in ember_types
+
+
+def test_constants_without_source_spelling_are_bound_as_globals():
+    g = ember.fx.Graph()
+    x = g.placeholder("x")
+    const = ember.tensor([1.0, 2.0])
+    add = g.call_function(operator.add, (x, const))
+    item = g.call_function(operator.getitem, (add, (Ellipsis, slice(0, 1))))
+    g.output((item, range(2), 1 + 2j, {"k": (1,)}))
+    gm = ember.fx.GraphModule({}, g)
+    assert "add = x + _tensor_constant" in gm.code and "add[(Ellipsis, slice(0, 1, None))]" in gm.code
+    out, rng, cplx, d = gm(ember.zeros(2))
+    assert out.tolist() == [1.0] and rng == range(2) and cplx == 1 + 2j and d == {"k": (1,)}
+
+
+def test_erasing_while_iterating():
+    for fx in (torch.fx, ember.fx):
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.neg, (x,))
+        c = g.call_function(operator.neg, (x,))
+        g.output(x)
+        seen = []
+        for node in g.nodes:
+            seen.append(node.name)
+            if node is a:
+                g.erase_node(a)  # the current node
+                g.erase_node(b)  # and the next one
+        assert seen == ["x", "neg", "neg_2", "output"]
+        assert [n.name for n in g.nodes] == ["x", "neg_2", "output"] and c.prev is x
+
+
+def test_print_readable_annotates_values_like_torch():
+    texts = []
+    for lib, fx in ((torch, torch.fx), (ember, ember.fx)):
+        g = fx.Graph()
+        x = g.placeholder("x")
+        x.meta["val"] = lib.zeros(3, 4)
+        gt = g.call_function(operator.gt, (x, 0))
+        gt.meta["val"] = lib.zeros(3, 4, dtype=lib.bool)
+        total = g.call_method("sum", (x,), {"dtype": lib.int64})
+        total.meta["val"] = lib.zeros((), dtype=lib.int64)
+        g.output((gt, total))
+        gm = fx.GraphModule({}, g)
+        texts.append(gm.print_readable(print_output=False, include_stride=True, include_device=True))
+    lines = [[ln.strip() for ln in text.splitlines() if ":" in ln and "=" in ln] for text in texts]
+    assert [ln.replace("ember.", "torch.") for ln in lines[1]] == lines[0]
+    assert 'gt: "b8[3, 4][4, 1]cpu" = x > 0' in lines[1]

@@ -108,3 +108,34 @@ def test_interpreter_error_names_the_node():
     gm = ember.fx.symbolic_trace(fn)
     with pytest.raises(RuntimeError, match="While executing %view"):
         ember.fx.Interpreter(gm).run(ember.ones(3))
+
+
+def test_transformer_carries_source_meta_to_new_nodes():
+    tracer = ember.fx.Tracer()
+    tracer.record_stack_traces = True
+
+    def fn(x):
+        return ember.sigmoid(x) * 2
+
+    graph = tracer.trace(fn)
+    gm = ember.fx.GraphModule(tracer.root, graph)
+    sigmoid = next(n for n in gm.graph.nodes if n.target is ember.sigmoid)
+    sigmoid.meta["custom"] = {"tag": 1}
+    sigmoid.meta["val"] = "not carried: it describes the old value"
+
+    class SigmoidToTanh(ember.fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target == ember.sigmoid:
+                return ember.tanh(*args) + 0  # two new nodes from one old node
+            return super().call_function(target, args, kwargs)
+
+    new = SigmoidToTanh(gm).transform()
+    tanh, add = [n for n in new.graph.nodes if n.op == "call_function"][:2]
+    assert tanh.target is ember.tanh and "fn" in tanh.stack_trace
+    for node in (tanh, add):
+        assert node.meta["stack_trace"] == sigmoid.meta["stack_trace"]
+        assert node.meta["custom"] == {"tag": 1} and "val" not in node.meta
+        assert node.meta["from_node"] == [("sigmoid", "")]
+    x = ember.tensor([0.5])
+    assert_close(new(x), ember.tanh(x) * 2)
+    assert not ember.fx.traceback.has_preserved_node_meta()

@@ -328,3 +328,120 @@ def test_conv_bn_fusion_tutorial_pass():
     assert [n.target for n in efused.graph.nodes if n.op == "call_module"] == ["conv", "block.0", "block.2"]
     assert_close(eout, tout, atol=1e-4)
     assert_close(eout, eeager, atol=1e-4)
+
+
+def _pass_pipeline(lib, fx, infra_base, infra_manager):
+    class AddToMul(infra_base.PassBase):
+        def call(self, gm):
+            modified = False
+            for node in gm.graph.nodes:
+                if node.op == "call_function" and node.target == operator.add:
+                    node.target = operator.mul
+                    modified = True
+            return infra_base.PassResult(gm, modified)
+
+    def drop_dead(gm):
+        gm.graph.eliminate_dead_code()
+
+    add_to_mul = AddToMul()
+    dce = infra_manager.pass_result_wrapper(drop_dead)
+    manager = infra_manager.PassManager(
+        [dce, add_to_mul], constraints=[infra_manager.this_before_that_pass_constraint(add_to_mul, dce)],
+        steps=3)
+    return manager, add_to_mul, dce
+
+
+def test_pass_manager_runs_torch_style_passes():
+    import torch.fx.passes.infra.pass_base as torch_base
+    import torch.fx.passes.infra.pass_manager as torch_manager
+
+    import ember.fx.passes.infra.pass_base as ember_base
+    import ember.fx.passes.infra.pass_manager as ember_manager
+
+    def make(lib):
+        def fn(x):
+            dead = lib.relu(x)  # noqa: F841 - removed by the pipeline
+            return (x + 2) + x
+
+        return fn
+
+    results = []
+    for lib, fx, base, manager_module, convert in ((torch, torch.fx, torch_base, torch_manager, to_torch),
+                                                   (ember, ember.fx, ember_base, ember_manager, to_ember)):
+        manager, add_to_mul, dce = _pass_pipeline(lib, fx, base, manager_module)
+        result = manager(fx.symbolic_trace(make(lib)))
+        assert manager.passes == [add_to_mul, dce]  # reordered by the constraint
+        results.append((result, result.graph_module(convert(_rand(3)))))
+    (tresult, tout), (eresult, eout) = results
+    assert eresult.modified is tresult.modified is True
+    assert full_structure(eresult.graph_module) == full_structure(tresult.graph_module)
+    assert_close(eout, tout)
+
+    with pytest.raises(RuntimeError, match="Circular dependency"):
+        a, b = (lambda gm: None), (lambda gm: None)
+        ember_manager.PassManager([a, b], [ember_manager.this_before_that_pass_constraint(a, b),
+                                           ember_manager.this_before_that_pass_constraint(b, a)])(None)
+
+
+def test_stable_topological_sort_matches_torch():
+    from torch.fx.passes.tools_common import stable_topological_sort as torch_sort
+
+    from ember.fx.passes.tools_common import legalize_graph, stable_topological_sort
+
+    def make(lib):
+        def fn(x, y):
+            a = lib.relu(x)
+            b = lib.sigmoid(y)
+            c = a * b
+            d = lib.neg(a)
+            return c + d
+
+        return fn
+
+    results = []
+    for lib, fx, sort, convert in ((torch, torch.fx, torch_sort, to_torch),
+                                   (ember, ember.fx, stable_topological_sort, to_ember)):
+        gm = fx.symbolic_trace(make(lib))
+        nodes = {n.name: n for n in gm.graph.nodes}
+        nodes["x"].prepend(nodes["neg"])  # neg now runs before its input
+        nodes["relu"].prepend(nodes["mul"])  # and mul before both of its inputs
+        with pytest.raises(RuntimeError):
+            gm.graph.lint()
+        sort(gm)
+        gm.graph.lint()
+        results.append(([n.name for n in gm.graph.nodes], gm(convert(_rand(3)), convert(_rand(3, seed=1)))))
+    (torder, tout), (eorder, eout) = results
+    assert eorder == torder
+    assert_close(eout, tout)
+    gm = ember.fx.symbolic_trace(make(ember))
+    before = [n.name for n in gm.graph.nodes]
+    assert [n.name for n in legalize_graph(gm).graph.nodes] == before  # a valid order is kept as it is
+
+
+def test_normalized_arguments_match_torch():
+    def make(lib):
+        F = lib.nn.functional
+
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+
+            def forward(self, x):
+                return F.dropout(self.lin(x), 0.3) + F.softmax(x, dim=1)
+
+        return M()
+
+    normalized = []
+    for lib, fx in ((torch, torch.fx), (ember, ember.fx)):
+        gm = fx.symbolic_trace(make(lib))
+        found = {}
+        for node in gm.graph.nodes:
+            pair = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
+            found[node.name] = None if pair is None else (
+                pair.args, {k: (v.name if isinstance(v, fx.Node) else v) for k, v in pair.kwargs.items()})
+        normalized.append(found)
+    assert normalized[1]["lin"] == normalized[0]["lin"] == ((), {"input": "x"})
+    assert normalized[1]["dropout"] == normalized[0]["dropout"]
+    assert normalized[1]["add"] is normalized[0]["add"] is None  # operator.add has no signature
+    assert normalized[1]["softmax"][1]["dim"] == 1 and normalized[1]["softmax"][1]["input"] == "x"

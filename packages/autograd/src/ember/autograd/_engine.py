@@ -12,6 +12,7 @@ import heapq
 import sys
 
 from ember._src import grad_mode
+from ember._src.dispatch import sync_pending
 from ember._src.ops._common import type_name
 from ember._src.ops.creation import ones_like, zeros_like
 from ember._src.shapes import is_contiguous
@@ -389,6 +390,7 @@ def _root(outputs, grad_outputs, create_graph):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """``ember.autograd.backward``: accumulates gradients of ``tensors`` into the leaves."""
+    sync_pending(None, "Tensor.backward()")  # a lazy tracer's pending ops run first (their history)
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors)
     if retain_graph is None:
@@ -415,6 +417,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """``ember.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``."""
+    sync_pending(None, "Tensor.backward()")  # a lazy tracer's pending ops run first (their history)
     if is_grads_batched:
         raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported")
     if materialize_grads and allow_unused is False:

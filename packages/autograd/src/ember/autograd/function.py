@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ember._src import grad_mode
+from ember._src.dispatch import _EAGER_REGION_HOOK, eager_region
 from ember._src.tensor import Tensor, make_view
 
 from . import anomaly_mode
@@ -157,6 +158,13 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _EAGER_REGION_HOOK[0] is not None:  # a lazy tracer (ember.compile) lets this call run for real
+            with eager_region(f"autograd.Function {cls.__name__}.apply"):
+                return cls._apply_now(*args, **kwargs)
+        return cls._apply_now(*args, **kwargs)
+
+    @classmethod
+    def _apply_now(cls, *args, **kwargs):
         ctx = cls._backward_cls()
         grad_on = _STATE.grad_enabled
         layout, edges, meta, is_tensor = [], [], [], []

@@ -21,7 +21,7 @@ import ember
 from ember._src.dispatch import Op
 from ember._src.tensor import Tensor
 
-from ._graph_build import _set_grad_enabled, build_graph_module
+from ._graph_build import _set_grad_enabled, _set_inference_mode, build_graph_module
 from ._lazy import _detach
 from ._recorder import Recorder
 
@@ -51,7 +51,7 @@ def _supported(gm) -> bool:
             t = node.target
             if t is operator.getitem or t is _detach:
                 continue
-            if t is _set_grad_enabled or not isinstance(t, Op):
+            if t is _set_grad_enabled or t is _set_inference_mode or not isinstance(t, Op):
                 return False
             if "inplace" in t.tags:
                 if any(getattr(a.meta.get("val"), "requires_grad", True) for a in node.all_input_nodes):

@@ -95,6 +95,8 @@ def _optimized_module_class():
         def __dir__(self):
             return sorted(set(super().__dir__()) | set(dir(self._orig_mod)))
 
+    OptimizedModule.__module__ = "ember.compiler"
+    OptimizedModule.__qualname__ = "OptimizedModule"
     return OptimizedModule
 
 

@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 
+from .. import _logging
 from . import config
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
@@ -79,7 +80,8 @@ class CompiledFunction:
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
         rec = Recorder(self)
-        rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        if self.want_stacks or _logging._ON:
+            rec.want_stacks = self.want_stacks or _logs_want_stacks()
         with rec:
             try:
                 result = self.fn(*args, **kwargs)
@@ -87,9 +89,9 @@ class CompiledFunction:
                 rec.discard()
                 raise
             except BaseException:
-                rec.flush()  # eager ran every op before the exception: so do we
+                rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
-            rec.flush()
+            rec.flush(final=True)
         return result
 
     # -- called by the recorder ---------------------------------------------------------------
@@ -137,11 +139,12 @@ class CompiledFunction:
                         return run
             self.seen_shapes[position] = [t._shape for t in rec.inputs]
         count = self.per_position.get(position, 0)
-        if count >= config.cache_size_limit:
+        limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
+        if count >= limit:
             if not self.fallback:
                 warnings.warn(
                     f"ember.compile: {self.name} reached the cache size limit "
-                    f"(ember.compiler.config.cache_size_limit = {config.cache_size_limit}): "
+                    f"(ember.compiler.config.cache_size_limit = {limit}): "
                     "it runs eagerly from now on",
                     UserWarning,
                     stacklevel=4,
@@ -163,7 +166,7 @@ class CompiledFunction:
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
-        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2]))
+        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
         example_inputs = list(rec.inputs)
         if dyn is not None:
             example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
@@ -176,19 +179,7 @@ class CompiledFunction:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
         log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
-        return _normalize(compiled)
-
-
-def _normalize(compiled):
-    """Backends return a callable over positional inputs giving a tuple/list (or one tensor)."""
-
-    def run(*inputs):
-        out = compiled(*inputs)
-        if isinstance(out, (tuple, list)):
-            return out
-        return (out,)
-
-    return run
+        return compiled
 
 
 def _interpret(rec, live, dyn=None):
@@ -197,17 +188,22 @@ def _interpret(rec, live, dyn=None):
 
     from ._graph_build import build_graph_module
 
-    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2])).forward)
+    return build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward
 
 
 def _runner(compiled, dyn):
-    """``run(inputs)``: calls the compiled graph, adding the size symbols' values when dynamic."""
+    """``run(inputs)``: calls the compiled graph (adding the size symbols' values when dynamic);
+    backends return a callable giving a tuple/list, or one tensor."""
     if dyn is None:
-        return lambda inputs: compiled(*inputs)
-    sources = dyn[1]
+        def run(inputs):
+            out = compiled(*inputs)
+            return out if isinstance(out, (tuple, list)) else (out,)
+    else:
+        sources = dyn[1]
 
-    def run(inputs):
-        return compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+        def run(inputs):
+            out = compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+            return out if isinstance(out, (tuple, list)) else (out,)
 
     return run
 
@@ -225,9 +221,8 @@ def _guards_text(rec) -> str:
 
 
 def _logs_want_stacks() -> bool:
-    from .._logging import _enabled
-
-    return _enabled("graph_code") or _enabled("graph_breaks")
+    on = _logging._ON
+    return bool(on) and ("graph_code" in on or "graph_breaks" in on)
 
 
 def reset() -> None:

@@ -14,13 +14,18 @@ the call's Python computed. An int that only coincidentally equals a size behave
 way (it is that size, in every call that matches the key). Sizes 0 and 1 stay static
 (PyTorch's 0/1 specialization); parameters keep static sizes as in PyTorch.
 
-What it does not do: ints *derived* from sizes (``x.shape[0] // 2``) are plain ints, so a
-graph using one is specialized to it (the next size recompiles; never a wrong answer).
+Ints commonly derived from sizes are recognized the same way, by value, where an op takes
+sizes (ints inside a list/tuple argument): the product of two sizes (flattening) and half a
+size (``x.shape[0] // 2``) become expressions the graph computes from the symbols. Any other
+derived int is a constant, so a graph using it is specialized to it (the next size
+recompiles; never a wrong answer).
 """
 
 from __future__ import annotations
 
 from ember._src.dtypes import dtype as DType
+
+from ._recorder import _LIST, _TUPLE
 
 
 class SymRef:
@@ -57,7 +62,10 @@ def _eligible(t, k: int, d: int, all_dims) -> bool:
 
 
 def has_marked_dims(inputs) -> bool:
-    return any(t.__dict__.get("_dynamo_dynamic_indices") for t in inputs)
+    for t in inputs:
+        if t.__dict__ and t.__dict__.get("_dynamo_dynamic_indices"):
+            return True
+    return False
 
 
 def symbolize(rec, all_dims):
@@ -77,13 +85,22 @@ def symbolize(rec, all_dims):
     if not sources:
         return None
 
-    def walk(item):
+    derived = derived_sizes(sources, rec, by_value)
+
+    def walk(item, in_seq=False):
         t = type(item)
         if t is tuple:
             if item and item[0] is slice:
                 return item  # slices stay static: the graph spells them as literals
-            if len(item) == 2 and item[0] is int and item[1] in by_value:
-                return sym(by_value[item[1]])
+            if len(item) == 2 and item[0] is int:
+                v = item[1]
+                if v in by_value:
+                    return sym(by_value[v])
+                if in_seq and v in derived:  # only sizes (ints in a list/tuple argument)
+                    return derived[v]
+                return item
+            if len(item) == 2 and (item[0] is _LIST or item[0] is _TUPLE):
+                return (item[0], tuple(walk(x, True) for x in item[1]))
             return tuple(walk(x) for x in item)
         return item
 
@@ -103,7 +120,25 @@ def symbolize(rec, all_dims):
             k += 1
         else:
             items.append(walk(item))
-    return tuple(items), sources, by_value
+    return tuple(items), sources, by_value, derived
+
+
+def derived_sizes(sources, rec, by_value) -> dict:
+    """{value: expression} for ints commonly derived from sizes: a product of two sizes
+    (flattening ``view(B * T, C)``) and half a size (``x.shape[0] // 2``). Exact sizes win; the
+    first expression found wins. Each is ("mul", i, j) or ("floordiv", i, 2) over symbol indices."""
+    values = [rec.inputs[k]._shape[d] for k, d in sources]
+    derived: dict = {}
+    for i, vi in enumerate(values):
+        half = vi // 2
+        if half >= 2 and half not in by_value:
+            derived.setdefault(half, ("floordiv", i, 2))
+    for i, vi in enumerate(values):
+        for j in range(i, len(values)):
+            product = vi * values[j]
+            if product not in by_value:
+                derived.setdefault(product, ("mul", i, j))
+    return derived
 
 
 def shapes_changed(previous: list, inputs) -> set:

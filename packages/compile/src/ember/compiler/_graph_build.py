@@ -16,7 +16,8 @@ from ember._src.device import device as Device
 from ember._src.dtypes import dtype as DType
 
 from ._fake import fake_of
-from ._recorder import _GRAD_EVENT, Ref, _PythonOp
+from ._hooks import _PythonOp
+from ._recorder import _GRAD_EVENT, Ref
 
 
 def _set_grad_enabled(mode: bool) -> None:
@@ -24,7 +25,13 @@ def _set_grad_enabled(mode: bool) -> None:
     grad_mode.STATE.grad_enabled = mode
 
 
-_set_grad_enabled.__module__ = "ember.compiler"
+def _set_inference_mode(grad: bool, inference: bool) -> None:
+    """Switches grad and inference mode together inside a captured graph."""
+    grad_mode.STATE.grad_enabled = grad
+    grad_mode.STATE.inference = inference
+
+
+_set_grad_enabled.__module__ = _set_inference_mode.__module__ = "ember.compiler"
 _LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ellipsis))
 
 
@@ -60,10 +67,12 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
 
     sym_nodes: dict = {}
     by_value: dict = {}
+    derived: dict = {}
+    derived_nodes: dict = {}
     if symbols is not None:
         from .symbolic_shapes import ShapeEnv
 
-        sources, by_value = symbols
+        sources, by_value, derived = symbols
         shape_env = ShapeEnv()
         for i, (k, d) in enumerate(sources):
             node = graph.placeholder(f"s{i}")
@@ -71,16 +80,26 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             sym_nodes[i] = node
         root.shape_env = shape_env
 
-    def sub(a):
+    def sub(a, in_seq=False):
         if type(a) is Ref:
             return env[a.index]
         t = type(a)
         if t is int and a in by_value:
             return sym_nodes[by_value[a]]
+        if in_seq and t is int and a in derived:
+            node = derived_nodes.get(a)
+            if node is None:
+                kind, i, j = derived[a]
+                if kind == "mul":
+                    node = graph.call_function(operator.mul, (sym_nodes[i], sym_nodes[j]))
+                else:
+                    node = graph.call_function(operator.floordiv, (sym_nodes[i], j))
+                derived_nodes[a] = node
+            return node
         if t is list:
-            return [sub(b) for b in a]
+            return [sub(b, True) for b in a]
         if t is tuple:
-            return tuple(sub(b) for b in a)
+            return tuple(sub(b, True) for b in a)
         if t is dict:
             return {key: sub(b) for key, b in a.items()}
         if isinstance(a, _LITERALS) or t is slice:
@@ -96,11 +115,17 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         return graph.get_attr(name)
 
     values = rec.value_meta
+    rec_inference = [rec.start_inference_mode]
     stacks = rec.stacks
     op_index = 0
     for func, targs, tkwargs, first, nout in rec.nodes:
         if func is _GRAD_EVENT:
-            graph.call_function(_set_grad_enabled, (targs,))
+            grad, inference = targs
+            if inference == rec_inference[0]:
+                graph.call_function(_set_grad_enabled, (grad,))
+            else:
+                graph.call_function(_set_inference_mode, (grad, inference))
+                rec_inference[0] = inference
             continue
         target = func.fn if type(func) is _PythonOp else func
         node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})

@@ -18,11 +18,25 @@ from __future__ import annotations
 from ember._src.dispatch import sync_pending
 from ember._src.tensor import Tensor
 
+_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot behind Tensor.grad_fn
+_SET_GRAD_FN = _GRAD_FN.__set__
+
 
 class LazyTensor(Tensor):
     """A recorded, not yet computed, tensor (see the module docstring)."""
 
     __slots__ = ()
+
+    @property
+    def grad_fn(self):
+        # A result that requires grad has a backward node in eager: it exists once computed.
+        if self._requires_grad and "_lz_v" in self.__dict__:
+            sync_pending(self, "Tensor.grad_fn")
+        return _GRAD_FN.__get__(self, Tensor)
+
+    @grad_fn.setter
+    def grad_fn(self, value) -> None:
+        _SET_GRAD_FN(self, value)
 
     # Python-level methods of Tensor that do not go through an op: each either syncs first
     # (the value is needed) or is answered from metadata.
@@ -33,7 +47,7 @@ class LazyTensor(Tensor):
         return not self._requires_grad
 
     def detach(self) -> Tensor:
-        from ._recorder import record_python_call
+        from ._hooks import record_python_call
 
         return record_python_call(_detach, (self,), "detach")
 
@@ -94,7 +108,7 @@ def make_lazy(meta: Tensor, device, requires_grad: bool, value_index: int) -> La
     t._device = device
     t._requires_grad = requires_grad
     t.grad = None
-    t.grad_fn = None
+    _SET_GRAD_FN(t, None)
     t._base = None
     t._autograd_meta = None
     d = t.__dict__
@@ -125,3 +139,30 @@ def materialize(t: LazyTensor, real: Tensor) -> None:
     d.pop("_lz_v", None)
     d.pop("_lz_meta", None)
     t.__class__ = Tensor
+
+
+class AbandonedTensor(Tensor):
+    """A lazy tensor whose capture was abandoned (a ``fullgraph=True`` error, the end of a
+    make_fx trace): it never got a value, and says so instead of reading missing data."""
+
+    __slots__ = ()
+
+    def _abandoned(self, *args, **kwargs):
+        raise RuntimeError(
+            "this tensor was traced by a capture that stopped before computing it "
+            "(a fullgraph=True error or a make_fx trace); it has no value"
+        )
+
+    item = tolist = numpy = __array__ = data_ptr = _abandoned
+
+    def __repr__(self) -> str:
+        return f"<abandoned traced tensor: size={tuple(self._shape)}, dtype={self.dtype}>"
+
+    __str__ = __repr__
+
+
+def abandon(t: LazyTensor) -> None:
+    d = t.__dict__
+    d.pop("_lz_v", None)
+    d.pop("_lz_meta", None)
+    t.__class__ = AbandonedTensor

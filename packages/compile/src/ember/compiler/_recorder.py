@@ -23,10 +23,12 @@ import weakref
 
 from ember import _C
 from ember._src import dispatch, grad_mode
+from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
-from ._lazy import LazyTensor, make_lazy, materialize, refresh_from_meta
+from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
+from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
 from ._user_frames import user_frame
 
 _GRAD = grad_mode.STATE
@@ -62,30 +64,6 @@ _LIST = object()  # key markers: a list and a tuple of the same items must not s
 _TUPLE = object()
 _GRAD_EVENT = object()
 
-# Ops whose kernels write into tensor arguments that their schema does not mark (a!):
-# BatchNorm's running statistics.
-_HIDDEN_WRITES = {"native_batch_norm": (3, 4)}
-_OP_INFO: dict = {}
-
-
-def _op_info(op) -> tuple:
-    """(positions written, draws random numbers, differentiable) for an op, cached."""
-    info = _OP_INFO.get(op)
-    if info is None:
-        schema = op.schema
-        args_text = schema.split("(", 1)[1].rsplit("->", 1)[0]
-        written = tuple(i for i, a in enumerate(args_text.split(",")) if "!)" in a)
-        written += _HIDDEN_WRITES.get(op.name, ())
-        random = "random" in op.tags or "Generator" in schema
-        try:
-            from ember.autograd.formulas import NON_DIFFERENTIABLE
-        except ImportError:  # ember-autograd absent: nothing requires grad anyway
-            NON_DIFFERENTIABLE = ()
-        info = (written, random, op.name not in NON_DIFFERENTIABLE and op.name != "detach")
-        _OP_INFO[op] = info
-    return info
-
-
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
 
@@ -94,30 +72,10 @@ class Unsupported(RuntimeError):
     """A graph break where ``fullgraph=True`` forbids one (PyTorch's torch._dynamo.exc.Unsupported)."""
 
 
-# Reasons that only read a value (no alias escapes through which the caller could write).
-_PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
-
-
-def _sync_hook(tensor, reason: str) -> None:
-    rec = getattr(_TLS, "rec", None)
-    if rec is None or rec.suspended or not rec.nodes:
-        return
-    if reason == "Tensor.backward()":
-        pass  # backward accumulates into .grad eagerly: everything pending must run first
-    elif tensor is None:
-        if not rec.has_random:
-            return  # generator state: only pending random ops care
-    elif type(tensor) is not LazyTensor:
-        # A real tensor: its data is current unless a pending op writes it; an alias that
-        # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
-        sid = id(tensor._storage)
-        if sid not in rec.written and (reason in _PURE_READS or sid not in rec.input_storages):
-            return
-    rec.flush(reason)
-
-
 class Recorder(dispatch.DispatchMode):
     """Records one compiled call (see the module docstring). ``owner`` compiles and caches."""
+
+    wants_types = False
 
     def __init__(self, owner):
         self.owner = owner
@@ -139,7 +97,9 @@ class Recorder(dispatch.DispatchMode):
         self.key: list = []
         self.has_random = False
         self.grad_mode = None  # grad mode of the last recorded op
+        self.inference_mode = False
         self.start_grad_mode = None
+        self.start_inference_mode = False
         self.stacks: list = []  # user source line per node (for explain / logs), when asked
 
     # -- entering / leaving ---------------------------------------------------------------
@@ -148,7 +108,10 @@ class Recorder(dispatch.DispatchMode):
         _TLS.rec = self
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
-            dispatch._SYNC_HOOK[0] = _sync_hook
+            from ._hooks import eager_region_hook, sync_hook
+
+            dispatch._SYNC_HOOK[0] = sync_hook
+            dispatch._EAGER_REGION_HOOK[0] = eager_region_hook
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -160,6 +123,7 @@ class Recorder(dispatch.DispatchMode):
                 _ACTIVE[0] -= 1
                 if _ACTIVE[0] == 0:
                     dispatch._SYNC_HOOK[0] = None
+                    dispatch._EAGER_REGION_HOOK[0] = None
 
     # -- arguments --------------------------------------------------------------------------
     def _lift(self, t: Tensor) -> int:
@@ -238,10 +202,11 @@ class Recorder(dispatch.DispatchMode):
                     dispatch.DispatchMode.__exit__(self, None, None, None)
                 if out is not NotImplemented:
                     return out
-        targs, keys, margs = [], [], []
+        targs, keys, margs, sig = [], [], [], []
         device = None
         rg = False
         refs = _REFS
+        cacheable = func not in UNCACHEABLE
         for a in args:
             ta = type(a)
             if ta is LazyTensor:  # the common case first, inlined
@@ -250,34 +215,45 @@ class Recorder(dispatch.DispatchMode):
                 r = refs[v] if v < len(refs) else ref(v)
                 targs.append(r)
                 keys.append(r)
-                margs.append(d["_lz_meta"])
+                m = d["_lz_meta"]
+                margs.append(m)
+                sig.append((m.dtype, m._shape, m._stride, m._offset))
                 if device is None:
                     device = a._device
                 if a._requires_grad:
                     rg = True
             elif ta is float:
                 targs.append(a)
-                keys.append((float, a.hex()))
+                k = (float, a.hex())
+                keys.append(k)
                 margs.append(a)
+                sig.append(k)
             elif ta is int or ta is bool:
                 targs.append(a)
-                keys.append((ta, a))
+                k = (ta, a)
+                keys.append(k)
                 margs.append(a)
+                sig.append(k)
             else:
                 x, k, m = self._conv(a)
                 targs.append(x)
                 keys.append(k)
                 margs.append(m)
                 if isinstance(a, Tensor):
+                    sig.append((m.dtype, m._shape, m._stride, m._offset))
                     if device is None:
                         device = a._device
                     if a._requires_grad:
                         rg = True
                 elif ta is list or ta is tuple:
+                    sig.append(k)
                     for b in a:
                         if isinstance(b, Tensor):
                             device = device or b._device
                             rg = rg or b._requires_grad
+                            cacheable = False  # the key holds Refs, not the tensors' metadata
+                else:
+                    sig.append(k)
         tkwargs, mkwargs, kwkeys = {}, {}, ()
         if kwargs:
             kk = []
@@ -289,6 +265,7 @@ class Recorder(dispatch.DispatchMode):
                 if isinstance(a, Tensor):
                     device = device or a._device
                     rg = rg or a._requires_grad
+                    cacheable = False
             kwkeys = tuple(kk)
             dev = kwargs.get("device")
             if dev is not None:
@@ -296,17 +273,58 @@ class Recorder(dispatch.DispatchMode):
                 mkwargs["device"] = META
         if device is None:
             device = CPU
-        try:
-            out = func.call_kernel(margs, mkwargs)
-        except NotImplementedError as exc:
-            return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} has no meta kernel ({exc})")
+        meta_key = None
+        out = None
+        if cacheable:
+            meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
+            cached = META_CACHE.get(meta_key)
+            if cached is not None:
+                out = from_cached(cached, margs)
+        if out is None:
+            try:
+                out = func.call_kernel(margs, mkwargs)
+            except NotImplementedError as exc:
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+            except Exception as exc:
+                # A meta kernel that needs data, or bad input: the real op decides (it raises
+                # eager's exception, or computes what the meta kernel could not).
+                if self.owner.fullgraph:
+                    raise
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+            if meta_key is not None:
+                remember(meta_key, out, margs)
+        if type(out) is Tensor and out._device is META:
+            for m in margs:
+                if m is out:
+                    break
+            else:  # the common case: one fresh result (inlined; this runs for every op)
+                written, random, differentiable = op_info(func)
+                grad = _GRAD.grad_enabled
+                if grad is not self.grad_mode or _GRAD.inference is not self.inference_mode:
+                    self._grad_event(grad)
+                if written:
+                    self._note_written(written, args)
+                if random:
+                    self.has_random = True
+                first = len(self.values)
+                lazy = make_lazy(out, device, rg and grad and differentiable
+                                 and (out.dtype.is_floating_point or out.dtype.is_complex), first)
+                self.values.append(weakref.ref(lazy))
+                self.value_meta.append((out, device, lazy._requires_grad))
+                self.nodes.append((func, targs, tkwargs, first, -1))
+                self.key.append((func, tuple(keys), kwkeys))
+                if self.want_stacks:
+                    self.stacks.append(user_frame())
+                return lazy
         if isinstance(out, Tensor):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
             outs, multi = out, True
         else:
             return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} returns a non-tensor value")
-        written, random, differentiable = _op_info(func)
+        written, random, differentiable = op_info(func)
         # In-place ops hand back an argument: find it; a real tensor whose layout an op
         # changes (t_, unsqueeze_ ...) cannot wait for the flush.
         results = []
@@ -324,16 +342,10 @@ class Recorder(dispatch.DispatchMode):
                 if o._shape != orig._shape or o._stride != orig._stride or o._offset != orig._offset:
                     return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} changes an input's layout")
         grad = _GRAD.grad_enabled
-        if grad is not self.grad_mode:
-            if self.grad_mode is None:
-                self.start_grad_mode = grad
-            else:
-                self.nodes.append((_GRAD_EVENT, grad, None, 0, -1))
-            self.key.append((_GRAD_EVENT, grad))
-            self.grad_mode = grad
-        for pos in written:
-            if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
-                self.written.add(id(args[pos]._storage))
+        if grad is not self.grad_mode or _GRAD.inference is not self.inference_mode:
+            self._grad_event(grad)
+        if written:
+            self._note_written(written, args)
         if random:
             self.has_random = True
         rg = rg and grad and differentiable
@@ -371,8 +383,27 @@ class Recorder(dispatch.DispatchMode):
             return results[0]
         return tuple(results) if isinstance(out, tuple) else results
 
+    def _grad_event(self, grad: bool) -> None:
+        """Grad mode or inference mode differs from the last recorded op's."""
+        inference = _GRAD.inference
+        if self.grad_mode is None:
+            self.start_grad_mode = grad
+            self.start_inference_mode = inference
+        else:
+            self.nodes.append((_GRAD_EVENT, (grad, inference), None, 0, -1))
+        self.key.append((_GRAD_EVENT, grad, inference))
+        self.grad_mode = grad
+        self.inference_mode = inference
+
+    def _note_written(self, written, args) -> None:
+        for pos in written:
+            if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
+                self.written.add(id(args[pos]._storage))
+
     def record_call(self, fn, args, what: str):
         """Records a Python function over tensors (``detach``) as a node of its own."""
+        from ._hooks import _PythonOp
+
         return self.__torch_dispatch__(_PythonOp(fn, what), (), args, {})
 
     # -- breaks and flushes ------------------------------------------------------------------
@@ -384,10 +415,12 @@ class Recorder(dispatch.DispatchMode):
         finally:
             self.suspended = False
 
-    def flush(self, reason: str | None = None) -> None:
-        """Runs the pending segment; ``reason`` None is the function's return (not a break)."""
+    def flush(self, reason: str | None = None, final: bool = False) -> None:
+        """Runs the pending segment; ``reason`` None is the function's return (not a break).
+        ``final``: the recorder is done (no reset needed afterwards)."""
         if not self.nodes:
-            self._reset()
+            if not final:
+                self._reset()
             return
         if reason is not None:
             self.owner.note_break(reason, user_frame(), self)
@@ -403,50 +436,33 @@ class Recorder(dispatch.DispatchMode):
                 del stack[i]
                 break
         self.suspended = True
-        prev = _GRAD.grad_enabled
+        prev = _GRAD.grad_enabled, _GRAD.inference
+        # The recording already holds autocast's casts: the graph runs with autocast off.
+        autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
+        autocast_prev = autocast.active if autocast is not None else None
         try:
+            if autocast is not None:
+                autocast.active = False
             run = self.owner.lookup(self, live)
-            _GRAD.grad_enabled = self.start_grad_mode
+            _GRAD.grad_enabled, _GRAD.inference = self.start_grad_mode, self.start_inference_mode
             outs = run(self.inputs)
         finally:
-            _GRAD.grad_enabled = prev
+            _GRAD.grad_enabled, _GRAD.inference = prev
+            if autocast is not None:
+                autocast.active = autocast_prev
             self.suspended = False
             if pos is not None:
                 stack.insert(pos, self)
         for lazy, real in zip(lazies, outs):
             materialize(lazy, real)
         self.segment_index += 1
-        self._reset()
+        if not final:
+            self._reset()
 
     def discard(self) -> None:
+        """Drops the pending segment unrun; its live lazy tensors can never get a value."""
+        for r in self.values:
+            lazy = r() if r is not None else None
+            if lazy is not None and type(lazy) is LazyTensor:
+                abandon(lazy)
         self._reset()
-
-
-class _PythonOp:
-    """A Python callable recorded as a node (as torch.fx records ``operator.getitem``): looks
-    enough like an Op for the recorder (name, schema, tags, call_kernel on meta tensors)."""
-
-    __slots__ = ("fn", "name", "schema", "tags")
-
-    _CACHE: dict = {}
-
-    def __new__(cls, fn, name):
-        self = cls._CACHE.get(fn)
-        if self is None:
-            self = object.__new__(cls)
-            self.fn, self.name, self.schema, self.tags = fn, name, f"{name}(Tensor self) -> Tensor", frozenset()
-            cls._CACHE[fn] = self
-        return self
-
-    def call_kernel(self, args, kwargs):
-        return self.fn(*args, **kwargs)
-
-    def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-
-def record_python_call(fn, args, what: str):
-    rec = current()
-    if rec is None or rec.suspended:
-        return fn(*args)
-    return rec.record_call(fn, args, what)

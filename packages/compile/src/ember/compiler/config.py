@@ -6,7 +6,7 @@ Assign to change: ``ember.compiler.config.cache_size_limit = 16``.
 # Graphs one segment position of a compiled function may compile before the function runs
 # eagerly from then on (with one warning).
 cache_size_limit = 8
-recompile_limit = cache_size_limit  # PyTorch's newer name; the capture reads cache_size_limit
+recompile_limit = 8  # PyTorch's newer name for the same limit: a value other than 8 wins
 # dynamic=None: the first call is static; when the same op structure arrives with other sizes,
 # compile once with symbolic sizes (PyTorch's automatic dynamic shapes).
 automatic_dynamic_shapes = True

@@ -7,6 +7,7 @@ what keeps a long graph's peak memory equal to eager's.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import operator
@@ -14,6 +15,7 @@ import re
 from typing import Any
 
 from . import _naming
+from ._naming import snake_case as snake
 from .node import Node, _type_repr, map_arg
 
 __all__ = ["CodeGen", "PythonCode"]
@@ -35,6 +37,14 @@ class PythonCode:
     src: str
     globals: dict[str, Any]
     _lineno_map: dict[int, int | None] | None = None
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _format_target(base: str, target: str) -> str:
@@ -59,6 +69,28 @@ def _summarize_stack_trace(trace: str) -> str | None:
     return None
 
 
+# Short dtype names of print_readable's annotations ("f32[3, 4]"), as PyTorch writes them.
+_DTYPE_ABBREVIATIONS = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+    "uint64": "u64", "bool": "b8", "complex64": "c64", "complex128": "c128", "complex32": "c32",
+}
+
+
+def _value_annotation(node: Node, include_stride: bool, include_device: bool) -> str | None:
+    """``f32[3, 4]`` (+ ``[4, 1]`` strides, + device) for a node whose meta['val'] is a tensor."""
+    val = node.meta.get("val")
+    if val is None or not all(hasattr(val, a) for a in ("shape", "dtype", "stride")):
+        return None
+    dtype = str(val.dtype).split(".")[-1]
+    text = f"{_DTYPE_ABBREVIATIONS.get(dtype, dtype)}[{', '.join(str(d) for d in val.shape)}]"
+    if include_stride:
+        text += f"[{', '.join(str(s) for s in val.stride())}]"
+    if include_device:
+        text += str(val.device)
+    return text
+
+
 class CodeGen:
     """Turns a graph's nodes into the source of ``def forward(self, ...)``."""
 
@@ -71,14 +103,14 @@ class CodeGen:
         return f"return {output_repr}"
 
     def _gen_python_code(self, nodes, root_module: str, namespace: _naming.Namespace, *,
-                         verbose: bool = False) -> PythonCode:
+                         verbose: bool = False, include_stride: bool = False,
+                         include_device: bool = False) -> PythonCode:
         globals_: dict[str, Any] = {"inf": float("inf"), "nan": float("nan"), "NoneType": type(None)}
         import ember
 
         globals_["ember"] = ember
         free_vars: list[str] = []
         body: list[str] = []
-        wrapped_fns: dict[str, None] = {}
         return_annotation = [""]
 
         def add_global(name_hint: str, obj: Any) -> str:
@@ -124,10 +156,16 @@ class CodeGen:
                 return f"ember.{arg}" if not str(arg).startswith("ember.") else str(arg)
             if type(arg).__name__ == "device" and type(arg).__module__.startswith("ember"):
                 return add_global("device", type(arg)) + f"({str(arg)!r})"
-            if type(arg).__module__ == "ember._src.tensor" or hasattr(arg, "_fx_constant"):
-                # A value without a source spelling (a tensor constant built by hand): bind it.
-                return add_global("_fx_constant", arg)
-            return repr(arg)
+            if arg is ...:
+                return "Ellipsis"  # as torch.fx prints it
+            if isinstance(arg, range):
+                return repr(arg)  # range(a, b[, c]) reads as the builtin call
+            text = repr(arg)
+            if not _is_literal(text):
+                # A value without a source spelling (a tensor constant put in a graph by hand, a
+                # symbolic size, ...): bind it as a global rather than print code that breaks.
+                return add_global(f"_{snake(type(arg).__name__)}_constant", arg)
+            return text
 
         def args_repr(args: tuple, kwargs: dict) -> str:
             parts = [arg_repr(a) for a in args]
@@ -183,8 +221,9 @@ class CodeGen:
         for node in nodes:
             if node.op not in ("placeholder", "output"):
                 annotate(node)
+            value_annotation = _value_annotation(node, include_stride, include_device) if verbose else None
             self._emit(node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-                       add_global, type_repr, wrapped_fns)
+                       add_global, type_repr, value_annotation)
             free_values(node)
 
         if not any(line.strip() for line in body):
@@ -196,8 +235,10 @@ class CodeGen:
         return PythonCode(src, globals_, None)
 
     def _emit(self, node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-              add_global, type_repr, wrapped_fns) -> None:
+              add_global, type_repr, value_annotation=None) -> None:
         annotation = f": {type_repr(node.type)}" if node.type is not None else ""
+        if not annotation and value_annotation:
+            annotation = f': "{value_annotation}"'
         if node.op == "placeholder":
             target = node.target
             default = f" = {arg_repr(node.args[0])}" if node.args else ""
@@ -232,8 +273,6 @@ class CodeGen:
             hint = _naming.qualified_name(target)
             global_name = add_global(hint if hint.isidentifier() else hint.replace(".", "_"), target)
             body.append(f"{node.name}{annotation} = {global_name}({args_repr(node.args, node.kwargs)})")
-            if node.meta.get("is_wrapped", False):
-                wrapped_fns.setdefault(global_name)
             return
         if node.op == "call_module":
             body.append(f"{node.name}{annotation} = {_format_target(root_module, node.target)}"

@@ -221,9 +221,9 @@ class Node:
         self._next.prepend(x)
 
     def _remove_from_list(self) -> None:
+        # The node keeps its own links: a loop standing on it (just erased) still finds the rest.
         p, n = self._prev, self._next
         p._next, n._prev = n, p
-        self._prev = self._next = self
 
     # -- arguments and uses ---------------------------------------------------------------
     @property
@@ -344,6 +344,19 @@ class Node:
             target_mod = owner.get_submodule(self.target)
             return getattr(target_mod, "_is_impure", False)
         return False
+
+    def normalized_arguments(self, root: Any, arg_types: Any = None, kwarg_types: Any = None,
+                             normalize_to_only_use_kwargs: bool = False):
+        """This call's arguments bound to its target's signature (defaults filled in), as an
+        ``ArgsKwargsPair``; None when the target has no usable signature."""
+        from .operator_schemas import normalize_function, normalize_module
+
+        if self.op == "call_function":
+            return normalize_function(self.target, self.args, self.kwargs, arg_types, kwarg_types,
+                                      normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            return normalize_module(root, self.target, self.args, self.kwargs, normalize_to_only_use_kwargs)
+        return None
 
     # -- printing -------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from types import MethodType
 
 from . import grad_mode
 
+
 class _OpTable(dict):
     """The op registry. ``ember.ops.<name>`` reads an op as an attribute (as ``torch.ops.aten.<name>``),
     which is how ember.fx's generated code spells op calls; ``ember.ops["<name>"]`` works too."""
@@ -62,6 +63,7 @@ _MODES_ENTERED = [0]
 _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
+_EAGER_REGION_HOOK: list = [None]  # [hook(reason) -> context manager]: see eager_region
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -199,7 +201,8 @@ def _call_top_mode(op: Op, args, kwargs):
     stack = _MODES.stack
     mode = stack.pop()
     try:
-        types = tuple({type(t) for t in _iter_tensors(args, kwargs)})
+        # A mode that never reads ``types`` (a tracer) sets wants_types = False: saves a pass.
+        types = tuple({type(t) for t in _iter_tensors(args, kwargs)}) if mode.wants_types else ()
         return mode.__torch_dispatch__(op, types, args, kwargs)
     finally:
         stack.append(mode)
@@ -224,6 +227,8 @@ class DispatchMode:
     Inside ``with mode:`` every op call reaches ``mode.__torch_dispatch__(op, types, args,
     kwargs)``; calling ``op(*args, **kwargs)`` there continues to the next layer.
     """
+
+    wants_types = True  # False: __torch_dispatch__ gets types=() (it does not read them)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -256,6 +261,32 @@ def set_sync_hook(hook: Callable | None) -> None:
     """Installs ``hook(tensor, reason)``, called before data or random state is read (module
     docstring, "Pending work"); ``tensor`` is the tensor read, or None for generator state."""
     _SYNC_HOOK[0] = hook
+
+
+class _NoRegion:
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_REGION = _NoRegion()
+
+
+def set_eager_region_hook(hook: Callable | None) -> None:
+    """Installs ``hook(reason) -> context manager`` behind ``eager_region`` (a lazy tracer's)."""
+    _EAGER_REGION_HOOK[0] = hook
+
+
+def eager_region(reason: str):
+    """A context in which ops run for real even under a lazy tracer: pending work runs first,
+    and the tracer passes ops through until the context exits. Code that builds autograd
+    history by hand (``autograd.Function.apply``) runs inside one."""
+    hook = _EAGER_REGION_HOOK[0]
+    return _NO_REGION if hook is None else hook(reason)
 
 
 def sync_pending(tensor=None, reason: str = "data read") -> None:

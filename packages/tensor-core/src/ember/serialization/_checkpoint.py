@@ -13,6 +13,8 @@ import pickle
 import sys
 from collections import OrderedDict
 
+from ember._src.dispatch import sync_pending
+
 from .. import _C
 from .._src import dtypes as dt
 from .._src.device import device
@@ -117,6 +119,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         raise TypeError(f"pickle_protocol must be an int, got {type(pickle_protocol).__name__}")
     if not _use_new_zipfile_serialization:
         raise RuntimeError("ember.save writes only the zip checkpoint format (_use_new_zipfile_serialization=True)")
+    sync_pending(None, "ember.save")  # a lazy tracer's pending tensors get their values first
     hook = _SaveHook()
     data_pkl = Pickler(hook).dumps(obj)  # every TypeError surfaces here, before f is touched
     storages = list(hook.storages.values())

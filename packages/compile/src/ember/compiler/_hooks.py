@@ -1,0 +1,91 @@
+"""How the capture meets code outside the dispatcher: the core's hooks, and Python calls.
+
+``sync_hook``: the core calls it before reading data or generator state (``item``,
+``print``, ``backward`` ...); it flushes the pending segment when that read needs it.
+``eager_region_hook``: code that builds autograd history by hand (``autograd.Function.apply``)
+runs after a flush with the capture passing ops through. ``record_python_call``: a Python
+function over tensors (``detach``) recorded as a node of its own.
+"""
+
+from __future__ import annotations
+
+from ember._src import dispatch
+
+from ._lazy import LazyTensor
+from ._recorder import current
+
+# Reasons that only read a value (no alias escapes through which the caller could write).
+_PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
+
+
+def sync_hook(tensor, reason: str) -> None:
+    rec = current()
+    if rec is None or rec.suspended or not rec.nodes:
+        return
+    if reason == "Tensor.backward()" or reason == "ember.save":
+        pass  # backward accumulates into .grad eagerly; save walks containers: run everything
+    elif tensor is None:
+        if not rec.has_random:
+            return  # generator state: only pending random ops care
+    elif type(tensor) is not LazyTensor:
+        # A real tensor: its data is current unless a pending op writes it; an alias that
+        # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
+        sid = id(tensor._storage)
+        if sid not in rec.written and (reason in _PURE_READS or sid not in rec.input_storages):
+            return
+    rec.flush(reason)
+
+
+class _Suspended:
+    """The capture passes ops through (they run for real) until exit."""
+
+    __slots__ = ("rec", "prev")
+
+    def __init__(self, rec):
+        self.rec = rec
+
+    def __enter__(self):
+        self.prev = self.rec.suspended
+        self.rec.suspended = True
+
+    def __exit__(self, *exc):
+        self.rec.suspended = self.prev
+        return False
+
+
+def eager_region_hook(reason: str):
+    rec = current()
+    if rec is None or rec.suspended:
+        return dispatch._NO_REGION
+    rec.flush(reason)
+    return _Suspended(rec)
+
+
+class _PythonOp:
+    """A Python callable recorded as a node (as torch.fx records ``operator.getitem``): looks
+    enough like an Op for the recorder (name, schema, tags, call_kernel on meta tensors)."""
+
+    __slots__ = ("fn", "name", "schema", "tags")
+
+    _CACHE: dict = {}
+
+    def __new__(cls, fn, name):
+        self = cls._CACHE.get(fn)
+        if self is None:
+            self = object.__new__(cls)
+            self.fn, self.name, self.schema, self.tags = fn, name, f"{name}(Tensor self) -> Tensor", frozenset()
+            cls._CACHE[fn] = self
+        return self
+
+    def call_kernel(self, args, kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def record_python_call(fn, args, what: str):
+    rec = current()
+    if rec is None or rec.suspended:
+        return fn(*args)
+    return rec.record_call(fn, args, what)
