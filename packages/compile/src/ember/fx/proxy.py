@@ -184,11 +184,9 @@ class Proxy:
 
 
 def _unpack_count(frame) -> int | None:
-    # The instruction at f_lasti is the one that asked for the iterator (Python 3.10 counts
-    # f_lasti in 2-byte code units, later versions in bytes).
-    offset = frame.f_lasti * 2 if sys.version_info < (3, 11) else frame.f_lasti
+    # The instruction at f_lasti (a byte offset, Python 3.10 to 3.13) asked for the iterator.
     for instruction in dis.get_instructions(frame.f_code):
-        if instruction.offset == offset:
+        if instruction.offset == frame.f_lasti:
             return instruction.argval if instruction.opname == "UNPACK_SEQUENCE" else None
     return None
 
