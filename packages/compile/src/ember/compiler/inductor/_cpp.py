@@ -227,11 +227,47 @@ class CppKernelWriter:
         if not self.k.reduced:
             lines.extend(self._pointwise_members(indent, simd_loop=None))
         else:
+            self._find_stashes()
             for node in self.k.nodes:
                 lines.extend(self._row_member(node, inner, indent, parallel=not parallel_outer, total=total))
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+        return lines
+
+    def _find_stashes(self):
+        """Pairs ``sum(e)`` with a later ``e / sum(e)`` of the same row (softmax's normalization).
+
+        The sum's loop then also stores ``e`` in the quotient's output, and the quotient's loop
+        only divides what is there: ``e`` (an exp, say) is computed once instead of twice. Only
+        when the output holds the compute dtype, so the values are bit-identical.
+        """
+        self.stash, self.rescale = {}, {}
+        nodes = self.k.nodes
+        for i, r in enumerate(nodes):
+            if not r.is_reduction or r.buf.reduce_type != "sum":
+                continue
+            for q in nodes[i + 1:]:
+                e = q.expr
+                if q.is_reduction or q.epilogue or q.buf.name in self.k.local or q in self.rescale:
+                    continue
+                if q.target != q.buf.name or q.buf.dtype is not r.buf.acc_dtype:
+                    continue
+                if isinstance(e, Call) and e.op == "div" and len(e.args) == 2 and e.args[0] == r.expr \
+                        and isinstance(e.args[1], Load) and e.args[1].buf == r.buf.name:
+                    self.stash[id(r)] = q
+                    self.rescale[id(q)] = r
+                    break
+
+    def _rescale_member(self, node, r, inner, indent, par):
+        lines = self._open(inner, indent, par, simd=True)
+        loop_indent = indent + "    " * len(inner)
+        idx = self.itext(node.store_index.subs(self.subs))
+        ctype = C.C_TYPES[node.buf.dtype]
+        stashed = self.tmp()
+        lines.append(f"{loop_indent}{ctype} {stashed} = {node.target}[{idx}];")
+        lines.append(f"{loop_indent}{node.target}[{idx}] = {stashed} / {self.row_values[r.buf.name]};")
+        lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         return lines
 
     def _parallel_clause(self, total):
@@ -289,6 +325,8 @@ class CppKernelWriter:
         loop_indent = indent + "    " * len(inner)
         body = _Body(self, loop_indent, {})
         par = self._parallel_clause(total) if parallel else None
+        if id(node) in getattr(self, "rescale", {}):
+            return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         if not node.is_reduction:
             lines.extend(self._open(inner, indent, par, simd=True))
             value = body.value(node.expr)
@@ -315,6 +353,9 @@ class CppKernelWriter:
         v = body.value(node.expr)
         if rt == "sum":
             body.lines.append(f"{loop_indent}{acc} += {v};")
+            stashed = getattr(self, "stash", {}).get(id(node))
+            if stashed is not None:
+                self._store(stashed, v, body)
         elif rt == "prod":
             body.lines.append(f"{loop_indent}{acc} *= {v};")
         elif rt == "any":
