@@ -18,22 +18,21 @@ Timing: warmup, then the minimum over repeats of wall time (the machine is share
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
 
 Figures (2026-12-02, shared 2-core AVX2 x86_64 machine at load 9-13, so wall clock is noise;
-1 thread, CPU time, torch 2.13):
+1 thread, CPU time, torch 2.13; the last run, eager figures swing 3x between runs):
 
 | case | ember eager | ember compiled | torch eager | torch.compile |
 | --- | --- | --- | --- | --- |
-| chain4, 4M float32 | 11.1 ms | 3.5 ms (3.1x eager) | 11.6 ms | 2.7 ms |
-| softmax 4096x1024 | 25.0 ms | 9.2 ms (27% of copy bw) | 6.1 ms | 7.8 ms |
-| layer_norm 4096x1024 | 7.2 ms | 4.9 ms (51% of copy bw) | 4.4 ms | 5.5 ms |
-| gpt_fwd L4 d256 T128 B16 | 537 ms | 416 ms | 350 ms | 311 ms |
+| chain4, 4M float32 | 11-32 ms | 2.56 ms | 11-33 ms | 2.65 ms |
+| softmax 4096x1024 | 22.2 ms | 5.58 ms (48% of copy bw) | 5.84 ms | 6.93 ms |
+| layer_norm 4096x1024 | 6.5 ms | 4.80 ms (56% of copy bw) | 3.32 ms | 5.29 ms |
+| gpt_fwd L4 d256 T128 B16 | 404 ms | 412 ms | 277 ms | 251 ms |
 
-In a quieter moment the same chain4 measured 2.6-2.95 ms compiled against 2.9-3.4 ms for
-torch.compile (interleaved, same process). Compile time in a fresh process (wall, loaded
-machine): tiny function 0.58 s cold / 0.13 s warm; mini-GPT forward 8.3 s cold / 1.9 s warm
-(the warm figure is Python lowering and ember.compile's capture: the C compile is cached).
-The GPT forward is matmul-bound (ember's BLAS calls take most of it); softmax loses to
-PyTorch's hand-written kernel by computing exp twice per element (a max pass, a sum pass, an
-output pass), which is compute-bound at one thread.
+Compiled ember is 3.1-4.3x eager ember on chain4 across runs (quietest run: 11.1 -> 3.5 ms) and
+on par with torch.compile. Compile time in a fresh process (wall, loaded machine): tiny
+function 0.58 s cold / 0.13 s warm; mini-GPT forward 8.3 s cold / 1.9 s warm (the warm figure
+is Python lowering and ember.compile's capture: the C compile is cached). The GPT forward is
+matmul-bound (ember's BLAS calls take most of it). Softmax computes exp once per element: the
+sum pass stores it in the output, a last pass divides in place.
 """
 
 from __future__ import annotations
