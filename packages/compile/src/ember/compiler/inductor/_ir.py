@@ -101,7 +101,7 @@ def unflatten(flat: sympy.Expr, shape) -> list:
 
 
 def same_expr(a, b) -> bool:
-    return a == b or sympy.simplify(a - b) == 0
+    return a == b or sympy.expand(a - b) == 0
 
 
 # -- scalar expressions -----------------------------------------------------------------------
