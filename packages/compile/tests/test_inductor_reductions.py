@@ -135,3 +135,28 @@ def test_ops_without_lowering_fall_back_in_place():
         return (y.exp() + 1).sum(0), m.sort(x, 1)[0] - y
 
     check(program, make_input((5, 7), ember.float32, specials=False), lowered=False, rtol=1e-5, atol=1e-5)
+
+
+def test_in_place_ops_on_graph_values():
+    def program(m, x, mask):
+        y = x * 2
+        y.add_(1)                           # rebinds y: later reads see the update
+        z = x.clone().masked_fill_(mask, float("-inf"))
+        before = y.sum()                    # reads y after its update
+        return m.softmax(z, -1), before, y
+
+    x = make_input((4, 6), ember.float32, specials=False)
+    mask = make_input((4, 6), ember.bool, seed=3)
+    mask[:, 0] = False  # every row keeps one finite entry
+    check(program, x, mask)
+
+
+def test_in_place_op_on_a_viewed_value_stays_correct():
+    def program(m, x):
+        y = x * 2
+        row = y[0]          # a view of y taken before y changes in place
+        y.mul_(3)
+        return row + 1, y
+
+    x = make_input((3, 5), ember.float32, specials=False)
+    check(program, x, lowered=False)

@@ -66,16 +66,16 @@ def collapse(dims: list, sizes: dict, exprs: list):
         (va, na), (vb, nb) = loops[i], loops[i + 1]
         ok = True
         for e in exprs:
-            e = e.subs(subs) if subs else e
+            e = e.xreplace(subs) if subs else e
             ca, cb = _linear_coeff(e, va), _linear_coeff(e, vb)
-            if ca is None or cb is None or sympy.simplify(ca - cb * nb) != 0:
+            if ca is None or cb is None or sympy.expand(ca - cb * nb) != 0:
                 ok = False
                 break
         if not ok:
             i += 1
             continue
         # va * nb + vb == the merged index: substitute va -> 0, vb -> merged
-        subs = {k: v.subs({va: 0, vb: vb}) for k, v in subs.items()}
+        subs = {k: v.xreplace({va: sympy.Integer(0)}) for k, v in subs.items()}
         subs[va] = sympy.Integer(0)
         loops[i] = (vb, na * nb)
         del loops[i + 1]
@@ -106,9 +106,9 @@ class _Body:
             local = self.w.local_value(e)
             if local is not None:
                 return local
-            text = C.load_text(self.w.param(e.buf), self.w.itext(e.index.subs(self.w.subs)), e.storage_dtype)
+            text = C.load_text(self.w.param(e.buf), self.w.itext(e.index.xreplace(self.w.subs)), e.storage_dtype)
         elif isinstance(e, IndexValue):
-            text = C.cast_text(self.w.itext(e.index.subs(self.w.subs)), e.dtype)
+            text = C.cast_text(self.w.itext(e.index.xreplace(self.w.subs)), e.dtype)
         elif isinstance(e, Cast):
             text = C.cast_text(self.value(e.arg), e.dtype)
             if e.dtype is dt.bool and e.arg.dtype.is_floating_point:
@@ -173,14 +173,14 @@ class CppKernelWriter:
         for n in k.nodes:
             exprs.append(n.store_index)
             exprs.extend(ld.index for ld in n.loads)
-        exprs = [e.subs(unit) for e in exprs]
+        exprs = [e.xreplace(unit) for e in exprs]
         inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
         outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
         outer, subs_o = collapse(outer_dims, sizes, exprs)
-        exprs = [e.subs(subs_o) for e in exprs]
+        exprs = [e.xreplace(subs_o) for e in exprs]
         inner, subs_i = collapse(inner_dims, sizes, exprs)
         self.subs = {**unit, **subs_o}
-        self.subs = {v: e.subs(subs_i) for v, e in self.subs.items()}
+        self.subs = {v: e.xreplace(subs_i) for v, e in self.subs.items()}
         self.subs.update(subs_i)
         for n in k.nodes:
             if n.buf.name not in k.local:
@@ -227,11 +227,47 @@ class CppKernelWriter:
         if not self.k.reduced:
             lines.extend(self._pointwise_members(indent, simd_loop=None))
         else:
+            self._find_stashes()
             for node in self.k.nodes:
                 lines.extend(self._row_member(node, inner, indent, parallel=not parallel_outer, total=total))
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+        return lines
+
+    def _find_stashes(self):
+        """Pairs ``sum(e)`` with a later ``e / sum(e)`` of the same row (softmax's normalization).
+
+        The sum's loop then also stores ``e`` in the quotient's output, and the quotient's loop
+        only divides what is there: ``e`` (an exp, say) is computed once instead of twice. Only
+        when the output holds the compute dtype, so the values are bit-identical.
+        """
+        self.stash, self.rescale = {}, {}
+        nodes = self.k.nodes
+        for i, r in enumerate(nodes):
+            if not r.is_reduction or r.buf.reduce_type != "sum":
+                continue
+            for q in nodes[i + 1:]:
+                e = q.expr
+                if q.is_reduction or q.epilogue or q.buf.name in self.k.local or q in self.rescale:
+                    continue
+                if q.target != q.buf.name or q.buf.dtype is not r.buf.acc_dtype:
+                    continue
+                if isinstance(e, Call) and e.op == "div" and len(e.args) == 2 and e.args[0] == r.expr \
+                        and isinstance(e.args[1], Load) and e.args[1].buf == r.buf.name:
+                    self.stash[id(r)] = q
+                    self.rescale[id(q)] = r
+                    break
+
+    def _rescale_member(self, node, r, inner, indent, par):
+        lines = self._open(inner, indent, par, simd=True)
+        loop_indent = indent + "    " * len(inner)
+        idx = self.itext(node.store_index.xreplace(self.subs))
+        ctype = C.C_TYPES[node.buf.dtype]
+        stashed = self.tmp()
+        lines.append(f"{loop_indent}{ctype} {stashed} = {node.target}[{idx}];")
+        lines.append(f"{loop_indent}{node.target}[{idx}] = {stashed} / {self.row_values[r.buf.name]};")
+        lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         return lines
 
     def _parallel_clause(self, total):
@@ -257,7 +293,7 @@ class CppKernelWriter:
 
     def _store(self, node, value: str, body: _Body):
         buf = self.buffers[node.target]
-        idx = self.itext(node.store_index.subs(self.subs))
+        idx = self.itext(node.store_index.xreplace(self.subs))
         body.lines.append(f"{body.indent}{node.target}[{idx}] = {C.store_value(value, buf.dtype)};")
 
     def _pointwise_members(self, indent, simd_loop):
@@ -289,6 +325,8 @@ class CppKernelWriter:
         loop_indent = indent + "    " * len(inner)
         body = _Body(self, loop_indent, {})
         par = self._parallel_clause(total) if parallel else None
+        if id(node) in getattr(self, "rescale", {}):
+            return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         if not node.is_reduction:
             lines.extend(self._open(inner, indent, par, simd=True))
             value = body.value(node.expr)
@@ -315,6 +353,9 @@ class CppKernelWriter:
         v = body.value(node.expr)
         if rt == "sum":
             body.lines.append(f"{loop_indent}{acc} += {v};")
+            stashed = getattr(self, "stash", {}).get(id(node))
+            if stashed is not None:
+                self._store(stashed, v, body)
         elif rt == "prod":
             body.lines.append(f"{loop_indent}{acc} *= {v};")
         elif rt == "any":

@@ -101,7 +101,7 @@ def unflatten(flat: sympy.Expr, shape) -> list:
 
 
 def same_expr(a, b) -> bool:
-    return a == b or sympy.simplify(a - b) == 0
+    return a == b or sympy.expand(a - b) == 0
 
 
 # -- scalar expressions -----------------------------------------------------------------------
@@ -190,6 +190,12 @@ def cast(x: Expr, dtype) -> Expr:
         return x
     if isinstance(x, Const):
         return Const(x.value, dtype)
+    if isinstance(x, Cast) and x.arg.dtype is dtype and x.arg.dtype is dt.bool:
+        return x.arg  # bool -> number -> bool is the identity
+    if isinstance(x, Call) and x.op == "where" and dtype is dt.bool:
+        a, b = x.args[1], x.args[2]
+        if isinstance(a, Const) and isinstance(b, Const) and bool(a.value) and not bool(b.value):
+            return x.args[0] if x.args[0].dtype is dt.bool else Cast(x.args[0], dt.bool)
     return Cast(x, dtype)
 
 

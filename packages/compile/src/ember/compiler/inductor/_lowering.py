@@ -190,9 +190,13 @@ def _where(ctx, cond, a, b):
     promoted = result_type(a, b)
     compute = compute_dtype(promoted)
     c_loader = cond if isinstance(cond, TensorValue) else bool(cond)
-    return pointwise(ctx, (c_loader, a, b), compute, promoted,
-                     lambda c, x, y: Call("where", (cast(c, dt.bool) if c.dtype is not dt.bool else c, x, y),
-                                          compute), "where")
+    def select(c, x, y):
+        c = cast(c, dt.bool)
+        if compute is dt.bool and isinstance(x, Const) and isinstance(y, Const) and x.value and not y.value:
+            return c  # where(c, True, False)
+        return Call("where", (c, x, y), compute)
+
+    return pointwise(ctx, (c_loader, a, b), compute, promoted, select, "where")
 
 
 @register("masked_fill")

@@ -11,7 +11,7 @@ import builtins
 
 import sympy
 
-from ._ir import TensorValue, contiguous_strides, product, sym, unflatten
+from ._ir import FloorDiv, ModularIndexing, TensorValue, contiguous_strides, product, sym, unflatten
 from ._lowering import Unsupported, register
 
 
@@ -54,9 +54,13 @@ def view_as_shape(x: TensorValue, shape) -> TensorValue:
         acc = acc * s
     strides_new.reverse()
 
+    groups = _dim_groups(src_shape, shape)
+
     def load(idx):
-        flat = sum((i * s for i, s in zip(idx, strides_new)), sympy.Integer(0))
-        return x.load(unflatten(flat, src_shape))
+        if groups is None:
+            flat = sum((i * s for i, s in zip(idx, strides_new)), sympy.Integer(0))
+            return x.load(unflatten(flat, src_shape))
+        return x.load(_group_index(groups, src_shape, shape, idx))
 
     out = TensorValue(shape, x.dtype, load, origin="view")
 
@@ -66,6 +70,58 @@ def view_as_shape(x: TensorValue, shape) -> TensorValue:
         return (list(strides_new), off) if dense == want else None
 
     return _with_layout(out, x, derive)
+
+
+def _dim_groups(src, dst):
+    """Runs of source and target dims with equal products ([(src dims, dst dims)]), or None.
+
+    A reshape then maps each run on its own: merged dims become a linear index, and only a
+    split dim needs division and modulo (of its own index, not of the whole flat index).
+    """
+    groups, i, j = [], 0, 0
+    src_dims = [d for d, s in enumerate(src) if s != 1]
+    dst_dims = [d for d, s in enumerate(dst) if s != 1]
+    while i < len(src_dims) and j < len(dst_dims):
+        gs, gd = [src_dims[i]], [dst_dims[j]]
+        ps, pd = src[src_dims[i]], dst[dst_dims[j]]
+        while ps != pd:
+            if not (ps.is_Integer and pd.is_Integer):
+                return None  # symbolic sizes that do not line up: the general flat mapping
+            if ps < pd:
+                i += 1
+                if i >= len(src_dims):
+                    return None
+                gs.append(src_dims[i])
+                ps = ps * src[src_dims[i]]
+            else:
+                j += 1
+                if j >= len(dst_dims):
+                    return None
+                gd.append(dst_dims[j])
+                pd = pd * dst[dst_dims[j]]
+        groups.append((gs, gd))
+        i += 1
+        j += 1
+    if i != len(src_dims) or j != len(dst_dims):
+        return None
+    return groups
+
+
+def _group_index(groups, src, dst, idx):
+    out = [sympy.Integer(0)] * len(src)
+    for gs, gd in groups:
+        flat, stride = sympy.Integer(0), sympy.Integer(1)
+        for d in reversed(gd):
+            flat = flat + idx[d] * stride
+            stride = stride * dst[d]
+        divisor = sympy.Integer(1)
+        for k, d in enumerate(reversed(gs)):
+            if k == len(gs) - 1:
+                out[d] = FloorDiv(flat, divisor)  # the run's outermost dim needs no modulo
+            else:
+                out[d] = ModularIndexing(flat, divisor, src[d])
+            divisor = divisor * src[d]
+    return out
 
 
 @register("view", "reshape", "_unsafe_view")
