@@ -498,3 +498,14 @@ def test_grad_fn_of_traced_tensor_is_eagers():
 
     x = ember.ones(2, requires_grad=True)
     assert ember.compile(f, backend="eager")(x) == f(x) == (True, "MulBackward0", True, False)
+
+
+def test_read_of_a_tensor_aliasing_a_written_one_through_numpy():
+    arr = np.zeros(3, dtype=np.float32)
+    a, b = ember.from_numpy(arr), ember.from_numpy(arr)  # two storages over one buffer
+
+    def f(a, b):
+        a.add_(1)
+        return b.sum().item()
+
+    assert ember.compile(f, backend="eager")(a, b) == 3.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ember._src import dispatch
 
 from ._lazy import LazyTensor
-from ._recorder import current
+from ._recorder import current, overlaps
 
 # Reasons that only read a value (no alias escapes through which the caller could write).
 _PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
@@ -30,8 +30,8 @@ def sync_hook(tensor, reason: str) -> None:
     elif type(tensor) is not LazyTensor:
         # A real tensor: its data is current unless a pending op writes it; an alias that
         # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
-        sid = id(tensor._storage)
-        if sid not in rec.written and (reason in _PURE_READS or sid not in rec.input_storages):
+        storage = tensor._storage
+        if not overlaps(rec.written, storage) and (reason in _PURE_READS or not overlaps(rec.input_ranges, storage)):
             return
     rec.flush(reason)
 

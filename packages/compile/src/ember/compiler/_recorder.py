@@ -64,6 +64,21 @@ _LIST = object()  # key markers: a list and a tuple of the same items must not s
 _TUPLE = object()
 _GRAD_EVENT = object()
 
+def _memory_range(storage) -> tuple:
+    """(first byte, end) of a storage's memory: two storages over one buffer (two from_numpy of
+    the same array) overlap here though they are different objects."""
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+def overlaps(ranges: list, storage) -> bool:
+    start, end = _memory_range(storage)
+    for a, b in ranges:
+        if a < end and start < b:
+            return True
+    return False
+
+
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
 
@@ -90,7 +105,8 @@ class Recorder(dispatch.DispatchMode):
         self.input_index: dict = {}  # id(tensor) -> value index
         self.input_metas: dict = {}  # value index -> meta twin
         self.input_storages: dict = {}  # id(storage) -> meta storage
-        self.written: set = set()  # ids of real storages a pending op writes
+        self.input_ranges: list = []  # address ranges of the inputs' storages
+        self.written: list = []  # address ranges of real storages a pending op writes
         self.values: list = []  # per value index: None (input) or a weakref to its lazy tensor
         self.value_meta: list = []  # per value index: (meta tensor, device, requires_grad) or None
         self.nodes: list = []  # (op, arg templates, kwarg templates, first value, outputs or -1)
@@ -136,6 +152,7 @@ class Recorder(dispatch.DispatchMode):
         if meta_storage is None:
             meta_storage = _C.Storage.meta(storage.nbytes())
             self.input_storages[sid] = meta_storage
+            self.input_ranges.append(_memory_range(storage))
         self.input_metas[v] = make_tensor(meta_storage, t._shape, t._stride, t._offset, t.dtype, META)
         self.key.append((t.dtype, t._device, t._shape, t._stride, t._offset, t._requires_grad))
         return v
@@ -396,7 +413,7 @@ class Recorder(dispatch.DispatchMode):
     def _note_written(self, written, args) -> None:
         for pos in written:
             if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
-                self.written.add(id(args[pos]._storage))
+                self.written.append(_memory_range(args[pos]._storage))
 
     def record_call(self, fn, args, what: str):
         """Records a Python function over tensors (``detach``) as a node of its own."""
