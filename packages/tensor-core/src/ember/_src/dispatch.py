@@ -20,7 +20,21 @@ from types import MethodType
 
 from . import grad_mode
 
-OPS: dict[str, Op] = {}
+class _OpTable(dict):
+    """The op registry. ``ember.ops.<name>`` reads an op as an attribute (as ``torch.ops.aten.<name>``),
+    which is how ember.fx's generated code spells op calls; ``ember.ops["<name>"]`` works too."""
+
+    def __getattr__(self, name: str) -> Op:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"ember.ops has no op named '{name}'") from None
+
+    def __dir__(self):
+        return [*super().__dir__(), *(name for name in self if name.isidentifier())]
+
+
+OPS: dict[str, Op] = _OpTable()
 
 # Mutable module state, read on every call.
 

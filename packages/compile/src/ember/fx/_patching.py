@@ -1,0 +1,141 @@
+"""Temporary patches that let a traced program's calls reach the tracer.
+
+ember's functions have no ``__torch_function__`` protocol, so while a trace runs the tracer
+swaps the public callables of ember's namespaces (``ember.relu``, ``F.linear``, ...) and of
+the traced code's globals for wrappers: called with a Proxy anywhere in their arguments,
+a wrapper records a ``call_function`` node on the original function; otherwise it calls the
+original. ``wrap()``-registered globals get the same wrapper. Every patch is undone on exit.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import sys
+from collections.abc import Callable
+from types import BuiltinFunctionType, FunctionType, ModuleType
+from typing import Any
+
+from .proxy import Proxy
+
+# Namespaces whose public functions a trace records (imported lazily: some may be absent).
+_EMBER_NAMESPACES = ("ember", "ember.nn.functional", "ember.special", "ember.linalg", "ember.fft")
+# Public ember functions that are about the program, not values: never recorded.
+_NEVER_RECORDED = frozenset({"is_tensor", "is_storage", "compile", "manual_seed", "set_printoptions",
+                             "set_default_dtype", "get_default_dtype", "set_grad_enabled",
+                             "is_grad_enabled", "typename", "is_fx_tracing"})
+
+
+def find_proxy(args: tuple, kwargs: dict) -> Proxy | None:
+    """The first Proxy in ``args``/``kwargs`` (one level into lists, tuples and dicts)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Proxy):
+            return value
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, Proxy):
+                    return item
+        elif isinstance(value, dict):
+            for item in value.values():
+                if isinstance(item, Proxy):
+                    return item
+    return None
+
+
+def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Callable:
+    """A stand-in for ``orig_fn`` that records a node when given a Proxy."""
+
+    @functools.wraps(orig_fn)
+    def wrapped(*args, **kwargs):
+        proxy = find_proxy(args, kwargs)
+        if proxy is None:
+            return orig_fn(*args, **kwargs)
+        result = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
+        if mark_wrapped:
+            result.node.meta["is_wrapped"] = True
+        return result
+
+    wrapped.__fx_original__ = orig_fn  # type: ignore[attr-defined]
+    return wrapped
+
+
+@functools.cache
+def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
+    found = []
+    for module_name in _EMBER_NAMESPACES:
+        try:
+            module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name, value in list(vars(module).items()):
+            if name.startswith("_") or name in _NEVER_RECORDED:
+                continue
+            if isinstance(value, (FunctionType, BuiltinFunctionType)):
+                found.append((module, name, value))
+    return tuple(found)
+
+
+def ember_function_ids() -> set[int]:
+    return {id(fn) for _, _, fn in _ember_functions()}
+
+
+class Patcher:
+    """Collects attribute/dict patches and undoes them, last first, on exit."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], None]] = []
+
+    def __enter__(self) -> Patcher:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def patch_dict(self, frame_dict: dict, name: str, new_fn: Any) -> None:
+        if name in frame_dict:
+            old = frame_dict[name]
+            self._undo.append(lambda: frame_dict.__setitem__(name, old))
+        else:
+            self._undo.append(lambda: frame_dict.pop(name, None))
+        frame_dict[name] = new_fn
+
+    def patch_attr(self, obj: Any, name: str, new_fn: Any) -> None:
+        had_own = name in vars(obj)
+        old = vars(obj).get(name)
+        if had_own:
+            self._undo.append(lambda: setattr(obj, name, old))
+        else:
+            self._undo.append(lambda: delattr(obj, name))
+        setattr(obj, name, new_fn)
+
+
+def patch_ember_namespaces(patcher: Patcher) -> None:
+    """Swaps every public ember function for a recording wrapper until ``patcher`` exits."""
+    wrappers: dict[int, Callable] = {}
+    for module, name, fn in _ember_functions():
+        if vars(module).get(name) is not fn:
+            continue  # rebound since the list was made
+        wrapper = wrappers.setdefault(id(fn), make_recording_wrapper(fn))
+        patcher.patch_dict(vars(module), name, wrapper)
+
+
+def autowrap_globals(patcher: Patcher, fn_globals: dict, function_ids: set[int]) -> None:
+    """Wraps the globals of traced code that are functions to record (``from ember import relu``)."""
+    for name, value in list(fn_globals.items()):
+        if not name.startswith("_") and callable(value) and id(value) in function_ids:
+            patcher.patch_dict(fn_globals, name, make_recording_wrapper(value))
+
+
+# (globals dict of the module that called wrap(), name) pairs, filled by ``wrap``.
+WRAPPED_FNS_TO_PATCH: dict[tuple[int, str], dict] = {}
+
+
+def patch_wrapped_functions(patcher: Patcher) -> None:
+    for (_, name), frame_dict in WRAPPED_FNS_TO_PATCH.items():
+        if name not in frame_dict and hasattr(builtins, name):
+            orig_fn = getattr(builtins, name)
+        else:
+            orig_fn = frame_dict[name]
+        patcher.patch_dict(frame_dict, name, make_recording_wrapper(orig_fn, mark_wrapped=True))
