@@ -10,6 +10,14 @@ metadata alone) and one kernel per device type. Calling an op routes it through,
 3. the autograd hook (installed by the ``ember-autograd`` package), when grad mode is on
    and a tensor argument requires grad,
 4. the kernel registered for the tensors' device type.
+
+Pending work (the hook upper layers use): a lazy tracer (``ember.compile``) records ops
+instead of running them, so a tensor's data may not exist yet, or an input may still await an
+in-place write. Everything in the core that reads data or random state (``item``, ``tolist``,
+``numpy``/``__array__``, ``repr``, ``data_ptr``, ``bool``/``int``/``float``/``index`` through
+``item``, pickling, DLPack, ``backward``, the generators' seed/state functions) first calls
+``sync_pending(tensor, reason)``, which runs the hook installed with ``set_sync_hook`` when
+there is one. With no hook installed it costs one list read.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ _MODES = _ModeStack()
 _MODES_ENTERED = [0]
 _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
+_SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -241,6 +250,19 @@ def active_modes() -> tuple:
 def set_autograd_hook(hook: Callable | None) -> None:
     """Installs the function that handles ops needing autograd (ember-autograd calls this)."""
     _AUTOGRAD_HOOK[0] = hook
+
+
+def set_sync_hook(hook: Callable | None) -> None:
+    """Installs ``hook(tensor, reason)``, called before data or random state is read (module
+    docstring, "Pending work"); ``tensor`` is the tensor read, or None for generator state."""
+    _SYNC_HOOK[0] = hook
+
+
+def sync_pending(tensor=None, reason: str = "data read") -> None:
+    """Makes pending (recorded, not yet run) work visible before ``tensor``'s data is read."""
+    hook = _SYNC_HOOK[0]
+    if hook is not None:
+        hook(tensor, reason)
 
 
 def get_autograd_hook():

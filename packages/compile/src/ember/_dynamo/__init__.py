@@ -1,0 +1,40 @@
+"""ember._dynamo: the ``torch._dynamo`` names PyTorch programs commonly use, over ember.compiler.
+
+ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy tracer (see
+``ember.compiler``). These aliases let programs written for ``torch._dynamo`` run unchanged.
+"""
+
+from ember.compiler import config
+from ember.compiler._api import compile as _compile
+from ember.compiler._api import disable
+from ember.compiler._compiled import reset
+from ember.compiler._explain import explain
+from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
+
+from . import exc
+from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
+
+
+def allow_in_graph(fn):
+    """Accepted: the lazy capture records whatever ops ``fn`` runs."""
+    return fn
+
+
+def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
+    """``torch._dynamo.optimize(backend)(fn)``: ``ember.compile(fn, backend=..., fullgraph=nopython)``."""
+
+    def wrap(fn):
+        return _compile(fn, backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)
+
+    return wrap
+
+
+def run(fn=None):
+    """``torch._dynamo.run``: run without compiling anything new (here: eagerly)."""
+    return disable(fn) if fn is not None else disable
+
+
+__all__ = [
+    "allow_in_graph", "config", "disable", "exc", "explain", "list_backends", "lookup_backend", "mark_dynamic",
+    "mark_static", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run",
+]
