@@ -220,6 +220,19 @@ def _val_from_json(obj, symbols: dict):
 # ------------------------------------------------------------------ graphs
 
 
+def _symbolic_val(node, val):
+    """``val`` with the symbolic shapes export recorded in ``meta["sym_shape"]``."""
+    sym = node.meta.get("sym_shape")
+    if sym is None or val is None:
+        return val
+    if hasattr(val, "shape"):
+        return TensorMeta(tuple(sym), val.dtype, bool(getattr(val, "requires_grad", False)))
+    if isinstance(val, (list, tuple)):
+        return [TensorMeta(tuple(s), v.dtype, bool(getattr(v, "requires_grad", False))) if s is not None else v
+                for s, v in zip(sym, val)]
+    return val
+
+
 def graph_to_json(graph) -> tuple[dict, list[str]]:
     syms: set = set()
     nodes = []
@@ -234,7 +247,7 @@ def graph_to_json(graph) -> tuple[dict, list[str]]:
         meta = {}
         val = node.meta.get("val", node.meta.get("tensor_meta"))
         if node.op != "output":
-            encoded = _val_to_json(val, syms)
+            encoded = _val_to_json(_symbolic_val(node, val), syms)
             if encoded is not None:
                 meta["val"] = encoded
         if node.meta.get("stack_trace"):

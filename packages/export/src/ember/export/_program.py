@@ -175,7 +175,8 @@ def node_shape_dtype(node) -> tuple[tuple | None, Any]:
     """Shape (ints / sympy exprs) and dtype of a tensor node, from meta["val"] or saved metadata."""
     val = node.meta.get("val")
     if val is not None and hasattr(val, "shape") and hasattr(val, "dtype"):
-        return tuple(as_expr(s) for s in val.shape), val.dtype
+        shape = node.meta.get("sym_shape", val.shape)
+        return tuple(as_expr(s) for s in shape), val.dtype
     tm = node.meta.get("tensor_meta")
     if tm is not None:
         return tuple(as_expr(s) for s in tm.shape), tm.dtype

@@ -45,11 +45,12 @@ def as_expr(size) -> int | sympy.Expr:
         return size
     if isinstance(size, sympy.Basic):
         return int(size) if size.is_Integer else size
-    for attr in ("node", ):
-        node = getattr(size, attr, None)
-        expr = getattr(node, "expr", None)
-        if expr is not None:
-            return as_expr(expr)
+    node = getattr(size, "node", None)
+    if isinstance(node, sympy.Basic):
+        return as_expr(node)
+    expr = getattr(node, "expr", None)
+    if expr is not None:
+        return as_expr(expr)
     expr = getattr(size, "expr", None)
     if expr is not None:
         return as_expr(expr)
