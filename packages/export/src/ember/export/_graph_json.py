@@ -250,6 +250,8 @@ def graph_to_json(graph) -> tuple[dict, list[str]]:
             encoded = _val_to_json(_symbolic_val(node, val), syms)
             if encoded is not None:
                 meta["val"] = encoded
+        if "sym_expr" in node.meta:
+            meta["sym_expr"] = encode(node.meta["sym_expr"], syms)
         if node.meta.get("stack_trace"):
             meta["stack_trace"] = str(node.meta["stack_trace"])
         if node.meta.get("nn_module_stack"):
@@ -284,6 +286,8 @@ def graph_from_json(obj: dict, symbols: dict):
         if "val" in meta:
             val = _val_from_json(meta["val"], symbols)
             node.meta["tensor_meta" if isinstance(val, TensorMeta) else "val"] = val
+        if "sym_expr" in meta:
+            node.meta["sym_expr"] = decode(meta["sym_expr"], {}, symbols)
         if "stack_trace" in meta:
             node.meta["stack_trace"] = meta["stack_trace"]
         if "nn_module_stack" in meta:

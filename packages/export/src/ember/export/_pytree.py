@@ -191,7 +191,7 @@ def type_name(cls) -> str:
 
 def spec_to_json(spec: TreeSpec):
     if spec.is_leaf():
-        return None
+        return {"leaf": True}
     ctx = spec.context
     node = {"type": type_name(spec.type), "children": [spec_to_json(c) for c in spec.children_specs]}
     if spec.type in (dict, OrderedDict) or spec.type in SUPPORTED_NODES:
@@ -209,7 +209,7 @@ def _check_json_context(ctx, cls) -> None:
 
 
 def spec_from_json(node) -> TreeSpec:
-    if node is None:
+    if node is None or node.get("leaf"):
         return LEAF
     name = node["type"]
     children = [spec_from_json(c) for c in node["children"]]

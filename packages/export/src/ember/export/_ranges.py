@@ -45,6 +45,9 @@ def as_expr(size) -> int | sympy.Expr:
         return size
     if isinstance(size, sympy.Basic):
         return int(size) if size.is_Integer else size
+    meta = getattr(size, "meta", None)
+    if isinstance(meta, dict) and "sym_expr" in meta:  # an fx node computing a size
+        return as_expr(meta["sym_expr"])
     node = getattr(size, "node", None)
     if isinstance(node, sympy.Basic):
         return as_expr(node)

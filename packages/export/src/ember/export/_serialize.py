@@ -175,7 +175,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
             program["example_inputs_spec"] = pytree.spec_to_json(pytree.tree_flatten(ep.example_inputs)[1])
     members = {
         _PREFIX + "version": f"{SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}".encode(),
-        _PREFIX + "program.json": json.dumps(program, indent=1, sort_keys=False).encode(),
+        _PREFIX + "program.json": json.dumps(program, separators=(",", ":")).encode(),
         _PREFIX + "weights.safetensors": weights,
     }
     if example is not None:

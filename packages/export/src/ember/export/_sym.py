@@ -29,10 +29,12 @@ class SizeBuilder:
         self.anchor = anchor  # insert after this node (the last placeholder, then the last size node)
         self.cache: dict = {}
 
-    def _emit(self, target, args, val):
+    def _emit(self, target, args, val, expr=None):
         with self.graph.inserting_after(self.anchor):
             node = self.graph.call_function(target, args)
         node.meta["val"] = val
+        if expr is not None:
+            node.meta["sym_expr"] = expr
         self.anchor = node
         return node
 
@@ -45,11 +47,11 @@ class SizeBuilder:
             return self.cache[expr]
         if expr.is_Symbol:
             node, dim, coeff, offset = self.sources[expr]
-            size = self._emit(sym_size, (node, dim), coeff * hint + offset)
+            size = self._emit(sym_size, (node, dim), coeff * hint + offset, coeff * expr + offset)
             if offset:
-                size = self._emit(operator.sub, (size, offset), coeff * hint)
+                size = self._emit(operator.sub, (size, offset), coeff * hint, coeff * expr)
             if coeff != 1:
-                size = self._emit(operator.floordiv, (size, coeff), hint)
+                size = self._emit(operator.floordiv, (size, coeff), hint, expr)
             out = size
         elif expr.is_Add or expr.is_Mul:
             terms = list(expr.args)
@@ -64,10 +66,11 @@ class SizeBuilder:
                 else:
                     acc = fn(acc, value)
                     out = self._emit(fn, (out, part), acc)
+            out.meta["sym_expr"] = expr
         elif isinstance(expr, sympy.floor) and expr.args[0].is_Mul:
             num, den = expr.args[0].as_numer_denom()
             out = self._emit(operator.floordiv, (self.node_for(num, self._value(num)),
-                                                 self.node_for(den, self._value(den))), hint)
+                                                 self.node_for(den, self._value(den))), hint, expr)
         else:
             raise NotImplementedError(f"size expression {expr}")
         self.cache[expr] = out

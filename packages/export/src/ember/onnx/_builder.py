@@ -116,6 +116,8 @@ class Builder:
 
     def value(self, arg, dtype=None) -> str:
         """The ONNX name of an fx argument; Python numbers become constants of ``dtype``."""
+        if hasattr(arg, "op") and hasattr(arg, "users") and "sym_expr" in arg.meta:
+            return self.emit("Reshape", [self.sym(as_expr(arg)), self.const(np.array([], dtype=np.int64))])
         if hasattr(arg, "op") and hasattr(arg, "users"):
             name = self.names.get(arg)
             if name is None:
