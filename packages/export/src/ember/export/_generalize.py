@@ -60,8 +60,13 @@ def _roots(leaves, dim_specs, arg_names):
                     raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
                                     f"Expected input at {where} to be in the range [{spec.min}, {upper}] of "
                                     f"{spec.__name__}, but got {size}")
-                key = id(root)
+                key = ("dim", root.__name__)  # PyTorch identifies dims by name
                 entry = roots.get(key)
+                if entry is not None and (entry.lo, entry.hi) != (root.min, root.max):
+                    raise UserError(UserErrorType.INVALID_INPUT,
+                                    f"Found different definitions {root!r} and Dim({root.__name__!r}, "
+                                    f"min={entry.lo}, max={entry.hi}) for the same symbolic dimension "
+                                    f"{root.__name__}!")
                 if entry is None:
                     entry = roots[key] = _Root(key, root.__name__, root.min, root.max, "dim", value)
                 elif entry.base != value:

@@ -141,7 +141,9 @@ def value_info(name: str, dtype, shape, dim_names: dict):
 
 
 def make_model(builder: Builder, inputs: list, outputs: list, graph_name: str = "main_graph"):
-    graph = helper.make_graph(builder.nodes, graph_name, inputs, outputs, builder.initializers)
+    used = {name for node in builder.nodes for name in node.input}
+    initializers = [t for t in builder.initializers if t.name in used]
+    graph = helper.make_graph(builder.nodes, graph_name, inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", builder.opset)],
                               producer_name="ember", producer_version="0.1.0")
     model.ir_version = min(model.ir_version, onnx.IR_VERSION)

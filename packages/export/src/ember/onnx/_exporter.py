@@ -82,6 +82,8 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
         if node.target is operator.getitem:
             parts = b.names[node.args[0]]
             part = parts[node.args[1]] if isinstance(parts, list) else None
+            if part is None and not node.users:
+                continue  # an unused result (batch-norm statistics, pooling indices)
             if part is None:
                 raise UnsupportedOp(f"output {node.args[1]} of {node.args[0].name} has no ONNX translation")
             b.names[node] = part
