@@ -52,7 +52,7 @@ def register_graph_function(name: str, fn) -> None:
 
 
 class SerializationError(RuntimeError):
-    pass
+    """A file that is not an ember exported program, or one this version cannot read or trust."""
 
 
 def target_name(target) -> str:

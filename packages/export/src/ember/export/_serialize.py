@@ -25,7 +25,7 @@ import zipfile
 from ember.serialization import safetensors
 
 from . import _pytree as pytree
-from ._graph_json import graph_from_json, graph_to_json, sym_from_text
+from ._graph_json import SerializationError, graph_from_json, graph_to_json, sym_from_text
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._ranges import ValueRange
 from ._signature import (
@@ -41,10 +41,6 @@ from ._signature import (
 
 SCHEMA_VERSION = (1, 0)
 _PREFIX = "ember_export/"
-
-
-class SerializationError(RuntimeError):
-    """A file that is not an ember exported program, or one this version cannot read."""
 
 
 # ------------------------------------------------------------------ signature
