@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 
 def mlp(lib):
     nn = lib.nn

@@ -8,6 +8,7 @@ executing anything from the file.
 
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
+from ._graph_json import register_graph_function
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._pytree import register_dataclass, register_pytree_node
 from ._ranges import ValueRange
@@ -22,7 +23,6 @@ from ._signature import (
     SymIntArgument,
     TensorArgument,
 )
-from ._graph_json import register_graph_function
 from ._sym import sym_size
 from ._trace import export, export_for_training
 from ._unflatten import unflatten

@@ -21,7 +21,7 @@ import sympy
 
 import ember
 
-from ._dims import INT_OO, Dim, _DerivedDim
+from ._dims import INT_OO, _DerivedDim
 from ._dynamic_shapes import constraint_violation, dim_kind
 from ._errors import UserError, UserErrorType
 from ._ranges import ValueRange
@@ -347,7 +347,9 @@ def _fit_all(sigs, check_sig, roots, symbols, base_sig):
             return
         points = [(v, y) for (v, _), y in zip(sigs, values_per_trace)]
         expr = _fit(points, roots, symbols)
-        bad = any(not c.is_Integer for c in sympy.Poly(expr, *symbols.values()).coeffs()) if expr.free_symbols else False
+        bad = False
+        if expr.free_symbols:
+            bad = any(not c.is_Integer for c in sympy.Poly(expr, *symbols.values()).coeffs())
         if check_value is not None:
             cv, cy = check_value
             predicted = expr.subs({symbols[r.key]: cv[r.key] for r in roots})
@@ -361,7 +363,7 @@ def _fit_all(sigs, check_sig, roots, symbols, base_sig):
                 [f"{r.name} = {r.base}" for r in roots])
         fits[key] = expr
 
-    for k, (op, target, slots, shapes) in enumerate(base_sig):
+    for k, (_, target, slots, shapes) in enumerate(base_sig):
         for s, (path, leaf) in enumerate(slots):
             if leaf[0] not in ("int", "float"):
                 continue

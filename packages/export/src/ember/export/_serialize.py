@@ -232,7 +232,8 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
             t.requires_grad_(True)
         state_dict[key] = t
     constants = {k: tensors[f"constant:{k}"] for k in program.get("constant_keys", []) if f"constant:{k}" in tensors}
-    ranges = {sym_from_text(k, symbols): ValueRange(v["min"], v["max"]) for k, v in program["range_constraints"].items()}
+    ranges = {sym_from_text(k, symbols): ValueRange(v["min"], v["max"])
+              for k, v in program["range_constraints"].items()}
     call_graph = _call_graph_from_json(program["module_call_graph"])
     return ExportedProgram(None, graph, _signature_from_json(program["signature"]), state_dict, ranges, call_graph,
                            example_inputs=example, constants=constants)

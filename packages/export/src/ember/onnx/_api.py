@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import os
 
 from ember.export import Dim, ExportedProgram
 from ember.export import export as export_program
@@ -25,7 +24,7 @@ def _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes):
     values = list(args) + list(kwargs.values())
     dims: dict = {}
     out = []
-    for i, value in enumerate(values):
+    for i in range(len(values)):
         name = names[i] if i < len(names) else None
         axes = dynamic_axes.get(name) if name is not None else None
         if axes is None:
@@ -42,9 +41,7 @@ def _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes):
                 dims[key] = Dim(key)
             spec[int(axis)] = dims[key]
         out.append(spec)
-    unknown = set(dynamic_axes) - set(names)
-    if unknown - set(getattr(model, "_onnx_output_names", [])):
-        pass  # output axes follow from the inputs' dims
+    # Axes named for outputs follow from the inputs' dims.
     return tuple(out)
 
 
@@ -89,10 +86,8 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
         finally:
             model.train(was_training)
     dim_names = getattr(ep, "_dim_names", {})
-    if dynamic_axes is not None and output_names:
-        pass
     model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names)
     program = ONNXProgram(model_proto, ep)
     if f is not None:
-        program.save(f) if isinstance(f, (str, os.PathLike)) else program.save(f)
+        program.save(f)
     return program

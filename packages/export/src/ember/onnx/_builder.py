@@ -10,13 +10,12 @@ symbol, so reshapes and factories stay correct at every batch size.
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import sympy
-from onnx import TensorProto, helper, numpy_helper
 
 import ember
-
+import onnx
 from ember.export._ranges import as_expr
+from onnx import TensorProto, helper, numpy_helper
 
 ONNX_DTYPES = {
     ember.float32: TensorProto.FLOAT, ember.float64: TensorProto.DOUBLE, ember.float16: TensorProto.FLOAT16,

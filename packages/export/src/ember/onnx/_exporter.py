@@ -14,7 +14,6 @@ import operator
 import os
 
 import onnx
-
 from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr

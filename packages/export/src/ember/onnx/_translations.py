@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-from onnx import TensorProto, helper
-
 from ember.export._program import node_shape_dtype
 
 from ._builder import Builder, UnsupportedOp, onnx_dtype

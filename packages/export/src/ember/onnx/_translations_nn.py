@@ -125,7 +125,7 @@ def _sdpa(b, node):
     scale, gqa = node.kwargs.get("scale"), node.kwargs.get("enable_gqa", False)
     if dropout:
         raise UnsupportedOp("scaled_dot_product_attention with dropout_p > 0")
-    qs, ks, vs = shape_of(q), shape_of(k), shape_of(v)
+    qs, ks = shape_of(q), shape_of(k)
     if gqa and len(qs) >= 3 and qs[-3] != ks[-3]:
         raise UnsupportedOp("scaled_dot_product_attention with enable_gqa and fewer key/value heads")
     dt = dtype_of(q)

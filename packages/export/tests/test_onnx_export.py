@@ -1,0 +1,95 @@
+"""ember.onnx.export checked by onnx.checker and run by ONNX Runtime at three batch sizes."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from export_models import cnn, encoder_layer, lstm, mini_gpt, mlp
+
+import ember
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+import ember.onnx  # noqa: E402 - after the importorskip guards
+
+CASES = [
+    ("mlp", mlp, (4, 6), [(1, 6), (9, 6)]),
+    ("cnn", cnn, (4, 1, 8, 8), [(2, 1, 8, 8), (7, 1, 8, 8)]),
+    ("encoder_layer", encoder_layer, (3, 6, 16), [(2, 6, 16), (5, 6, 16)]),
+]
+
+
+@pytest.mark.parametrize("name,build,shape,others", CASES, ids=[c[0] for c in CASES])
+def test_onnx_runtime_matches_eager_at_three_batch_sizes(name, build, shape, others, tmp_path):
+    ember.manual_seed(0)
+    model = build(ember).train()  # exported in eval mode, as torch.onnx.export does by default
+    program = ember.onnx.export(model, (ember.randn(*shape),), input_names=["x"], output_names=["y"],
+                                dynamic_axes={"x": {0: "batch"}})
+    assert model.training  # the module's mode is restored
+    model.eval()
+    proto = program.model_proto
+    assert proto.opset_import[0].version == 18
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert {i.name for i in proto.graph.initializer} >= set(model.state_dict()) - {"1.num_batches_tracked"}
+    onnx.checker.check_model(proto, full_check=True)
+    path = tmp_path / f"{name}.onnx"
+    program.save(path)
+    reloaded = onnx.load(path)
+    assert len(reloaded.graph.node) == len(proto.graph.node)
+    with ember.no_grad():
+        for s in [shape] + others:
+            x = ember.randn(*s)
+            (got,) = program(x)
+            np.testing.assert_allclose(got.numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_mini_gpt_with_dynamic_batch_and_sequence():
+    ember.manual_seed(0)
+    model = mini_gpt(ember).eval()
+    program = ember.onnx.export(model, (ember.randint(0, 50, (2, 8)),), input_names=["idx"],
+                                output_names=["logits"], dynamic_axes={"idx": {0: "batch", 1: "seq"}})
+    dims = [d.dim_param or d.dim_value for d in program.model_proto.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq", 50]
+    with ember.no_grad():
+        for b, t in [(2, 8), (1, 3), (4, 16)]:
+            idx = ember.randint(0, 50, (b, t))
+            np.testing.assert_allclose(program(idx)[0].numpy(), model(idx).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_shapes_argument_and_file_output():
+    model = mlp(ember).eval()
+    buf = io.BytesIO()
+    program = ember.onnx.export(model, (ember.randn(3, 6),), buf,
+                                dynamic_shapes=({0: ember.export.Dim("rows", max=100)},))
+    loaded = onnx.load_from_string(buf.getvalue())
+    assert loaded.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "rows"
+    x = ember.randn(11, 6)
+    with ember.no_grad():
+        np.testing.assert_allclose(program(x)[0].numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_op_fails_at_export_naming_it(tmp_path):
+    path = tmp_path / "lstm.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops._lstm_layer has no ONNX translation"):
+        ember.onnx.export(lstm(ember), (ember.randn(2, 7, 5),), path)
+    assert not path.exists()  # never a broken file
+    with pytest.raises(ValueError, match="opset 18 or newer"):
+        ember.onnx.export(mlp(ember), (ember.randn(2, 6),), opset_version=17)
+
+
+def test_node_count_beside_torch_onnx(capsys):
+    """Figure for the report: ember's ONNX graph sizes next to torch.onnx.export's (legacy exporter)."""
+    torch = pytest.importorskip("torch")
+    rows = []
+    for name, build, shape in [("mlp", mlp, (4, 6)), ("cnn", cnn, (4, 1, 8, 8))]:
+        e_model, t_model = build(ember).eval(), build(torch).eval()
+        ours = len(ember.onnx.export(e_model, (ember.randn(*shape),)).model_proto.graph.node)
+        buf = io.BytesIO()
+        torch.onnx.export(t_model, (torch.randn(*shape),), buf, dynamo=False)
+        theirs = len(onnx.load_from_string(buf.getvalue()).graph.node)
+        rows.append((name, ours, theirs))
+        assert ours > 0 and theirs > 0
+    with capsys.disabled():
+        print("\nONNX nodes (ember vs torch.onnx legacy):", rows)
