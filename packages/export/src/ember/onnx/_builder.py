@@ -139,7 +139,19 @@ def value_info(name: str, dtype, shape, dim_names: dict):
     return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)
 
 
+def _prune(nodes: list, outputs: list) -> list:
+    """Drops nodes none of whose results reach a graph output (e.g. a transpose folded into Gemm)."""
+    live = {o.name for o in outputs}
+    kept = []
+    for node in reversed(nodes):
+        if any(o in live for o in node.output):
+            kept.append(node)
+            live.update(i for i in node.input if i)
+    return kept[::-1]
+
+
 def make_model(builder: Builder, inputs: list, outputs: list, graph_name: str = "main_graph"):
+    builder.nodes = _prune(builder.nodes, outputs)
     used = {name for node in builder.nodes for name in node.input}
     initializers = [t for t in builder.initializers if t.name in used]
     graph = helper.make_graph(builder.nodes, graph_name, inputs, outputs, initializers)

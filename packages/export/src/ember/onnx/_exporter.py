@@ -111,12 +111,32 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     for o, name in zip(user_outs, out_names):
         if not hasattr(o, "op"):
             raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
-        b.nodes.append(onnx.helper.make_node("Identity", [b.value(o)], [name], name=b.fresh("node_output")))
+        _name_output(b, b.value(o), name)
         shape, dtype = node_shape_dtype(o)
         onnx_outputs.append(value_info(name, dtype, shape, dim_names))
     model = make_model(b, onnx_inputs, onnx_outputs)
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _name_output(b, value: str, name: str) -> None:
+    """Makes graph output ``name`` hold ``value``: renames the producing node's result when it is
+    ours and unclaimed, else adds an Identity."""
+    producer = next((n for n in b.nodes if value in n.output), None)
+    if producer is not None and not any(value == o for o in getattr(b, "_claimed", ())):
+        for n in b.nodes:
+            for k, i in enumerate(n.input):
+                if i == value:
+                    n.input[k] = name
+            for k, o in enumerate(n.output):
+                if o == value:
+                    n.output[k] = name
+        for key, v in list(b.names.items()):
+            if v == value:
+                b.names[key] = name
+        b._claimed = getattr(b, "_claimed", ()) + (name,)
+        return
+    b.nodes.append(onnx.helper.make_node("Identity", [value], [name], name=b.fresh("node_output")))
 
 
 def _where(node) -> str:

@@ -218,7 +218,16 @@ def _masked_fill(b, node):
 def _addmm(b, node):
     bias, m1, m2 = node.args[:3]
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
-    return b.emit("Gemm", [b.value(m1), b.value(m2), b.value(bias)], alpha=float(alpha), beta=float(beta))
+    trans_b = 0
+    if _is_weight_transpose(m2):  # x @ w.t(): Gemm reads w transposed, no Transpose node
+        m2, trans_b = m2.args[0], 1
+    return b.emit("Gemm", [b.value(m1), b.value(m2), b.value(bias)], alpha=float(alpha), beta=float(beta),
+                  transB=trans_b)
+
+
+def _is_weight_transpose(node) -> bool:
+    return (hasattr(node, "op") and getattr(node.target, "name", None) == "transpose"
+            and len(shape_of(node)) == 2 and sorted(node.args[1:3]) in ([0, 1], [-2, -1], [-1, 0]))
 
 
 @register("mm", "bmm", "matmul", "mv", "dot")
