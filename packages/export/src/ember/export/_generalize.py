@@ -75,7 +75,7 @@ def _roots(leaves, dim_specs, arg_names):
                                     f"{value}, at {where})")
                 entry.uses.append((i, d, coeff, offset))
             else:
-                lo = spec.min if spec.min is not None else 0
+                lo = spec.min if spec.min is not None else 2  # PyTorch's 0/1 specialization
                 hi = spec.max if spec.max is not None else INT_OO
                 entry = roots[(i, d)] = _Root((i, d), where, lo, hi, kind, size)
                 entry.uses.append((i, d, 1, 0))
@@ -327,7 +327,7 @@ def generalize(gm, capture, state_values, leaves, dim_specs, arg_names):
     ranges = {}
     names = {}
     for root in roots:
-        ranges[root.symbol] = ValueRange(root.lo if root.kind == "dim" else max(root.lo, 2), root.hi)
+        ranges[root.symbol] = ValueRange(root.lo, root.hi)
         if root.kind == "dim":
             names[root.symbol] = root.name
         for _, _, coeff, offset in root.uses:
