@@ -28,8 +28,13 @@ def structure(gm) -> list[tuple[str, str]]:
     return [(n.op, target_key(n.target)) for n in gm.graph.nodes]
 
 
-def full_structure(gm) -> list[tuple]:
-    """(op, neutral target, name, neutral args) of every node: the graph up to framework."""
+def full_structure(gm, kwargs: bool = True) -> list[tuple]:
+    """(op, neutral target, name, neutral args[, kwargs]) of every node: the graph up to framework.
+
+    ``kwargs=False`` leaves keyword arguments out: torch.fx records the defaults a torch function
+    passes on to ``__torch_function__`` (``F.relu(x)`` as ``relu(x, inplace=False)``), ember.fx
+    records the call as written.
+    """
 
     def arg_key(a):
         if hasattr(a, "op") and hasattr(a, "name"):
@@ -42,7 +47,8 @@ def full_structure(gm) -> list[tuple]:
             return target_key(a)
         return repr(a)
 
-    return [(n.op, target_key(n.target), n.name, arg_key(n.args), arg_key(n.kwargs)) for n in gm.graph.nodes]
+    return [(n.op, target_key(n.target), n.name, arg_key(n.args)) + ((arg_key(n.kwargs),) if kwargs else ())
+            for n in gm.graph.nodes]
 
 
 def to_torch(x):

@@ -184,7 +184,7 @@ class CodeGen:
             free_vars.append(f"{target}{annotation}{default}")
             raw_name = target.replace("*", "")
             if raw_name != node.name:
-                body.append(f"{node.name} = {raw_name}")
+                body.append(f"{node.name} = {raw_name}\n")
             return
         if node.op == "call_method":
             body.append(f"{node.name}{annotation} = {_format_target(arg_repr(node.args[0]), node.target)}"

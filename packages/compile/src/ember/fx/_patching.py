@@ -17,6 +17,8 @@ from collections.abc import Callable
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any
 
+from ember.dispatch import DispatchMode
+
 from .proxy import Proxy
 
 # Namespaces whose public functions a trace records (imported lazily: some may be absent).
@@ -93,6 +95,10 @@ class Patcher:
         while self._undo:
             self._undo.pop()()
 
+    def enter(self, context: Any) -> None:
+        context.__enter__()
+        self._undo.append(lambda: context.__exit__(None, None, None))
+
     def patch_dict(self, frame_dict: dict, name: str, new_fn: Any) -> None:
         if name in frame_dict:
             old = frame_dict[name]
@@ -111,8 +117,22 @@ class Patcher:
         setattr(obj, name, new_fn)
 
 
+class _RecordOpsOnProxies(DispatchMode):
+    """Catches ember ops reached with a Proxy argument (``real_tensor + proxy`` runs
+    ``Tensor.__add__``, an op, before Python could try ``Proxy.__radd__``) and records them."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        proxy = find_proxy(args, kwargs)
+        if proxy is None:
+            return func(*args, **kwargs)
+        return proxy.tracer.create_proxy("call_function", func, args, kwargs)
+
+
 def patch_ember_namespaces(patcher: Patcher) -> None:
-    """Swaps every public ember function for a recording wrapper until ``patcher`` exits."""
+    """Swaps every public ember function for a recording wrapper until ``patcher`` exits,
+    and records ember ops that receive a Proxy."""
+    patcher.enter(_RecordOpsOnProxies())
     wrappers: dict[int, Callable] = {}
     for module, name, fn in _ember_functions():
         if vars(module).get(name) is not fn:

@@ -185,19 +185,20 @@ class Tracer(TracerBase):
         return root_fn, args
 
     def _placeholder_for(self, name: str, sig: inspect.Signature, concrete_args: dict[str, Any]) -> Any:
+        param = sig.parameters[name]
+        default: tuple = ()
+        if param.default is not inspect.Parameter.empty:
+            default = (param.default,)
         if name in concrete_args and not isinstance(concrete_args[name], PHBase):
+            # The argument stays in the signature (with its default), guarded to the traced value.
             value = concrete_args[name]
-            proxy = self.create_proxy("placeholder", name, (), {})
+            proxy = self.create_proxy("placeholder", name, default, {})
             msg = f"{name} has been specialized to have value {value} but got another value"
             if value is None:
                 self.create_proxy("call_function", _assert_is_none, (proxy, msg), {})
             elif type(value) in (bool, int, float, str):
                 self.create_proxy("call_function", _assert_equal, (proxy, value, msg), {})
             return value
-        param = sig.parameters[name]
-        default: tuple = ()
-        if param.default is not inspect.Parameter.empty:
-            default = (param.default,)
         return self.create_proxy("placeholder", name, default, {}, type_expr=(
             param.annotation if param.annotation is not inspect.Parameter.empty else None))
 
