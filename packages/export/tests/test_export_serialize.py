@@ -54,7 +54,9 @@ def test_mini_gpt_round_trip_runs_at_three_sizes(tmp_path):
         program = json.loads(z.read("ember_export/program.json"))
         weights = safetensors.load(z.read("ember_export/weights.safetensors"))
     assert program["schema"] == "ember.export" and program["schema_version"] == [1, 0]
-    assert set(weights) == set(ep.state_dict)
+    # Tied weights are stored once; the other name is an alias.
+    assert program["tensor_aliases"] == {"head.weight": "tok.weight"}
+    assert set(weights) | set(program["tensor_aliases"]) == set(ep.state_dict)
 
 
 def test_train_mode_batchnorm_round_trip_keeps_buffer_mutation():

@@ -45,9 +45,9 @@ def _is_tensor(x) -> bool:
 
 def _state(mod: nn.Module):
     """(parameter names, buffer names, persistent flags) with tied tensors listed once."""
-    params = [name for name, _ in mod.named_parameters()]
+    params = [name for name, _ in mod.named_parameters(remove_duplicate=False)]
     buffers, persistent = [], {}
-    for name, _ in mod.named_buffers():
+    for name, _ in mod.named_buffers(remove_duplicate=False):
         owner_name, _, leaf = name.rpartition(".")
         owner = mod.get_submodule(owner_name) if owner_name else mod
         buffers.append(name)
@@ -76,7 +76,7 @@ class _Capture:
         for pos, t in zip(self.tensor_positions, flat[n:]):
             leaves[pos] = t
         args, kwargs = pytree.tree_unflatten(leaves, self.in_spec)
-        out = functional_call(self.mod, state, tuple(args), kwargs)
+        out = functional_call(self.mod, state, tuple(args), kwargs, tie_weights=False)
         out_flat, self.out_spec = pytree.tree_flatten(out)
         return tuple(out_flat)
 
@@ -126,9 +126,18 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     dim_specs = normalize(mod, args, kwargs, dynamic_shapes)
     params, buffers, persistent = _state(mod)
     state_names = params + buffers
-    named = dict(mod.named_parameters())
-    named.update(dict(mod.named_buffers()))
-    state_values = [named[n] for n in state_names]
+    named = dict(mod.named_parameters(remove_duplicate=False))
+    named.update(dict(mod.named_buffers(remove_duplicate=False)))
+    # A tied tensor (GPT's embedding and head) is one input per name, as in PyTorch; the tracer
+    # tells inputs apart by identity, so later names get an alias of the same data.
+    state_values, seen_ids = [], set()
+    for n in state_names:
+        value = named[n]
+        if id(value) in seen_ids:
+            with ember.no_grad():
+                value = value.view(value.shape)
+        seen_ids.add(id(value))
+        state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
     capture.decompositions = _decomposition_table or None
     gm = trace_flat(capture, state_values, leaves)
