@@ -154,3 +154,11 @@ def test_bad_arguments():
         export(lambda x: x, (ember.randn(2),))
     with pytest.raises(RuntimeError, match="Expecting `args` to be a tuple"):
         export(mlp(ember), [ember.randn(2, 6)])
+
+
+def test_import_ember_export_does_not_import_onnx():
+    import subprocess
+    import sys
+
+    code = "import sys, ember.export, ember.jit; assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
