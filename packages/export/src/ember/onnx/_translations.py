@@ -197,12 +197,15 @@ def _where(b, node):
 
 @register("_to_copy")
 def _to_copy(b, node):
-    return b.emit("Cast", [b.value(node.args[0])], to=onnx_dtype(dtype_of(node)))
+    src = node.args[0]
+    if dtype_of(src) == dtype_of(node):
+        return b.value(src)  # a copy (``contiguous``): values are values in ONNX
+    return b.emit("Cast", [b.value(src)], to=onnx_dtype(dtype_of(node)))
 
 
 @register("clone", "alias", "contiguous", "detach")
 def _identity(b, node):
-    return b.emit("Identity", [b.value(node.args[0])])
+    return b.value(node.args[0])
 
 
 @register("masked_fill")

@@ -14,7 +14,28 @@ def _norm_dim(d: int, rank: int) -> int:
 
 @register("view", "reshape", "_unsafe_view")
 def _view(b, node):
-    return b.emit("Reshape", [b.value(node.args[0]), b.ints(shape_of(node))])
+    return b.emit("Reshape", [b.value(node.args[0]), _reshape_target(b, shape_of(node.args[0]), shape_of(node))])
+
+
+def _reshape_target(b, in_shape, out_shape):
+    """Reshape's shape input without run-time size arithmetic where possible: a symbolic size
+    equal to the input's at the same position is 0 (copy), and one other symbolic size is -1."""
+    from ember.export._ranges import as_expr
+
+    out = [as_expr(s) for s in out_shape]
+    ins = [as_expr(s) for s in in_shape]
+    if any(s == 0 for s in out if isinstance(s, int)):
+        return b.ints(out)
+    target = []
+    for i, s in enumerate(out):
+        if not isinstance(s, int) and i < len(ins) and ins[i] == s:
+            target.append(0)
+        else:
+            target.append(s)
+    symbolic = [i for i, s in enumerate(target) if not isinstance(s, int)]
+    if len(symbolic) == 1:
+        target[symbolic[0]] = -1
+    return b.ints(target)
 
 
 @register("expand")
@@ -46,7 +67,7 @@ def _unsqueeze(b, node):
 @register("squeeze")
 def _squeeze(b, node):
     # The result's shape says which dims went away; reshaping to it is exact.
-    return b.emit("Reshape", [b.value(node.args[0]), b.ints(shape_of(node))])
+    return b.emit("Reshape", [b.value(node.args[0]), _reshape_target(b, shape_of(node.args[0]), shape_of(node))])
 
 
 @register("slice")
