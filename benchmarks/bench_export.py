@@ -24,7 +24,6 @@ import io
 import sys
 import time
 
-import ember
 import torch
 
 sys.path.insert(0, "packages/export/tests")
@@ -68,8 +67,8 @@ def main() -> None:
         ex, tx = make(ember), make(torch)
         e_dims = ({d: ember.export.Dim(n, max=64) for d, n in axes.items()},)
         t_dims = ({d: torch.export.Dim(n, max=64) for d, n in axes.items()},)
-        e_time = _best(lambda: ember.export.export(e_model, (ex,), dynamic_shapes=e_dims))
-        t_time = _best(lambda: torch.export.export(t_model, (tx,), dynamic_shapes=t_dims))
+        e_time = _best(lambda m=e_model, x=ex, d=e_dims: ember.export.export(m, (x,), dynamic_shapes=d))
+        t_time = _best(lambda m=t_model, x=tx, d=t_dims: torch.export.export(m, (x,), dynamic_shapes=d))
         ep = ember.export.export(e_model, (ex,), dynamic_shapes=e_dims)
         tp = torch.export.export(t_model, (tx,), dynamic_shapes=t_dims)
         e_buf, t_buf = io.BytesIO(), io.BytesIO()
@@ -78,7 +77,8 @@ def main() -> None:
         e_nodes = len(ember.onnx.export(e_model, (ex,), dynamic_shapes=e_dims).model_proto.graph.node)
         t_nodes = _onnx_nodes_torch(t_model, tx)
         rows.append((name, e_time, t_time, len(e_buf.getvalue()), len(t_buf.getvalue()), e_nodes, t_nodes))
-    print("| model | ember export | torch export | ratio | ember file | torch .pt2 | ember ONNX nodes | torch ONNX nodes |")
+    print("| model | ember export | torch export | ratio | ember file | torch .pt2 | ember ONNX nodes "
+          "| torch ONNX nodes |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, et, tt, es, ts, en, tn in rows:
         print(f"| {name} | {et * 1e3:.0f} ms | {tt * 1e3:.0f} ms | {et / tt:.2f} | {es / 1024:.1f} KiB | "
