@@ -93,3 +93,46 @@ def test_node_count_beside_torch_onnx(capsys):
         assert ours > 0 and theirs > 0
     with capsys.disabled():
         print("\nONNX nodes (ember vs torch.onnx legacy):", rows)
+
+
+class _PaddedEncoder(ember.nn.Module):
+    """The nn tests' encoder classifier: a padding mask written in place (``mask[:, -1] = True``)."""
+
+    def __init__(self):
+        super().__init__()
+        nn = ember.nn
+        self.embed = nn.Linear(4, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        mask = ember.zeros(x.shape[0], x.shape[1], dtype=ember.bool)
+        mask[:, -1] = True
+        return self.head(self.encoder(self.embed(x), src_key_padding_mask=mask).mean(dim=1))
+
+
+def test_in_place_writes_through_views_become_new_values():
+    ember.manual_seed(0)
+    model = _PaddedEncoder().eval()
+    dims = ({0: ember.export.Dim("b"), 1: ember.export.Dim("t")},)
+    program = ember.onnx.export(model, (ember.randn(3, 6, 4),), dynamic_shapes=dims)
+    with ember.no_grad():
+        for b, t in [(3, 6), (2, 4), (5, 9)]:
+            x = ember.randn(b, t, 4)
+            np.testing.assert_allclose(program(x)[0].numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_view_read_after_an_in_place_write_is_rejected():
+    class Stale(ember.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            first = y[0]
+            y.mul_(2)
+            return first + 0  # reads the view after the write: sees the doubled values
+
+    model = Stale()
+    x = ember.randn(3, 2)
+    ember.testing.assert_close(ember.export.export(model, (x,)).module()(x), x[0] * 2)
+    with pytest.raises(ember.onnx.UnsupportedOp, match="read after"):
+        ember.onnx.export(model, (x,))

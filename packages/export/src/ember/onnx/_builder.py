@@ -113,6 +113,14 @@ class Builder:
         self._sym_cache[expr] = out
         return out
 
+    def where(self, cond: str, x: str, y: str, dtype) -> str:
+        """``Where``, written with And/Or/Not for bool data (ONNX Runtime has no bool Where kernel)."""
+        if dtype is not ember.bool:
+            return self.emit("Where", [cond, x, y])
+        both = self.emit("And", [cond, x])
+        other = self.emit("And", [self.emit("Not", [cond]), y])
+        return self.emit("Or", [both, other])
+
     def value(self, arg, dtype=None) -> str:
         """The ONNX name of an fx argument; Python numbers become constants of ``dtype``."""
         if hasattr(arg, "op") and hasattr(arg, "users") and "sym_expr" in arg.meta:

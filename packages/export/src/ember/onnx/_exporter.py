@@ -14,6 +14,8 @@ import operator
 import os
 
 import onnx
+from ember._src.dispatch import Op
+from ember.compiler._graph_build import _set_grad_enabled
 from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
@@ -21,6 +23,7 @@ from ember.export._signature import InputKind, OutputKind
 
 from . import _translations_nn, _translations_shape  # noqa: F401 - they fill the table
 from ._builder import Builder, UnsupportedOp, make_model, value_info
+from ._inplace import translate_inplace
 from ._translations import TRANSLATIONS
 
 DEFAULT_OPSET = 18
@@ -73,6 +76,7 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
             tensor = state[spec.target]
             b.initializers.append(numpy_helper.from_array(tensor.detach().contiguous().numpy(), spec.target))
             b.names[node] = spec.target
+    order = {n: i for i, n in enumerate(graph.nodes)}
     for node in graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
@@ -87,12 +91,19 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
                 raise UnsupportedOp(f"output {node.args[1]} of {node.args[0].name} has no ONNX translation")
             b.names[node] = part
             continue
-        if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
-            continue  # a symbolic size: computed where a translation needs it (Builder.sym)
         name = getattr(node.target, "name", None)
         if _functionalize.mutated_inputs(node):
-            raise UnsupportedOp(f"ember.ops.{name} writes into a view or a graph input ({node.name}); ONNX has no "
-                                "in-place ops")
+            try:
+                translate_inplace(b, node, order)
+            except UnsupportedOp as exc:
+                raise UnsupportedOp(f"{exc} (node {node.name}{_where(node)})") from None
+            continue
+        if node.target is _set_grad_enabled:
+            continue
+        if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
+            if isinstance(node.target, Op):
+                raise UnsupportedOp(f"ember.ops.{name} (node {node.name}) has no tensor metadata to translate")
+            continue  # a symbolic size: computed where a translation needs it (Builder.sym)
         fn = TRANSLATIONS.get(name)
         if fn is None:
             raise UnsupportedOp(f"ember.ops.{name} has no ONNX translation (node {node.name}"

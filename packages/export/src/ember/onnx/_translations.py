@@ -192,7 +192,7 @@ def _softplus(b, node):
 @register("where")
 def _where(b, node):
     cond, x, y = node.args[:3]
-    return b.emit("Where", [b.value(cond), operand(b, x, node), operand(b, y, node)])
+    return b.where(b.value(cond), operand(b, x, node), operand(b, y, node), dtype_of(node))
 
 
 @register("_to_copy")
