@@ -1,7 +1,8 @@
 """Export's user-facing error: PyTorch's ``torch._dynamo.exc.UserError`` (a RuntimeError).
 
-When the compile package defines its own ``UserError`` (``ember._dynamo.exc``), export
-raises that one, so ``except`` clauses written against either catch both.
+It derives from compile's ``UserError`` when ``ember._dynamo.exc`` has one (else from its
+``TorchDynamoException``, as PyTorch's does), so ``except`` clauses written against either
+catch it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _base():
         try:
             from ember._dynamo import exc
 
-            return exc.UserError
+            return getattr(exc, "UserError", None) or exc.TorchDynamoException
         except (ImportError, AttributeError):
             pass
     return RuntimeError

@@ -140,7 +140,16 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
     capture.decompositions = _decomposition_table or None
-    gm = trace_flat(capture, state_values, leaves)
+    try:
+        gm = trace_flat(capture, state_values, leaves)
+    except Exception as exc:
+        if type(exc).__name__ != "Unsupported":
+            raise
+        raise UserError(
+            UserErrorType.DYNAMIC_CONTROL_FLOW,
+            f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on a "
+            "tensor, .item(), .tolist(), print). Compute both sides and select with ember.where, or move the "
+            "decision to a Python value known before the call.", case_name="cond_predicate") from None
     out_spec = capture.out_spec
 
     from ._generalize import generalize
