@@ -136,3 +136,13 @@ def test_a_view_read_after_an_in_place_write_is_rejected():
     ember.testing.assert_close(ember.export.export(model, (x,)).module()(x), x[0] * 2)
     with pytest.raises(ember.onnx.UnsupportedOp, match="read after"):
         ember.onnx.export(model, (x,))
+
+
+def test_mixed_dtype_comparisons_promote_as_ember_does():
+    class Compare(ember.nn.Module):
+        def forward(self, x, i):
+            return (i > 0.5).float() + (x < i).float() + (i == 2).float()
+
+    x, i = ember.randn(5), ember.tensor([0, 1, 2, 3, 1])
+    program = ember.onnx.export(Compare(), (x, i))
+    ember.testing.assert_close(program(x, i)[0], Compare()(x, i))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import ember
 from ember.export._program import node_shape_dtype
 
 from ._builder import Builder, UnsupportedOp, onnx_dtype
@@ -72,9 +73,13 @@ def _binary(name, onnx_op):
         like = x if hasattr(x, "op") else y
         out_dtype = dtype_of(node)
         in_dtype = dtype_of(like) if hasattr(like, "op") else out_dtype
-        xs, ys = operand(b, x, like), operand(b, y, like)
         if onnx_op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"):
+            # Compare in the promoted dtype (an int tensor against 0.5 compares as float).
+            common = ember.result_type(_example(x), _example(y))
+            xs = _cast_to(b, x, b.value(x, common), common)
+            ys = _cast_to(b, y, b.value(y, common), common)
             return b.emit(onnx_op, [xs, ys])
+        xs, ys = operand(b, x, like), operand(b, y, like)
         xs, ys = _cast_to(b, x, xs, out_dtype), _cast_to(b, y, ys, out_dtype)
         if onnx_op == "Mod":
             return b.emit("Mod", [xs, ys], fmod=1 if name == "fmod" or out_dtype.is_floating_point else 0)
@@ -83,6 +88,14 @@ def _binary(name, onnx_op):
         return b.emit(onnx_op, [xs, ys])
 
     return translate
+
+
+def _example(x):
+    """A stand-in for ``result_type``: a 0-d tensor of a node's dtype, or the Python number."""
+    if hasattr(x, "op"):
+        dt = dtype_of(x)
+        return ember.zeros((), dtype=dt) if len(shape_of(x) or ()) == 0 else ember.zeros((1,), dtype=dt)
+    return x
 
 
 def _cast_to(b, x, name, dtype):
