@@ -18,6 +18,7 @@ CASES = [
     ("mlp", mlp, (4, 6), [(1, 6), (9, 6)]),
     ("cnn", cnn, (4, 1, 8, 8), [(2, 1, 8, 8), (7, 1, 8, 8)]),
     ("encoder_layer", encoder_layer, (3, 6, 16), [(2, 6, 16), (5, 6, 16)]),
+    ("lstm", lstm, (3, 7, 5), [(1, 7, 5), (6, 7, 5)]),
 ]
 
 
@@ -71,10 +72,16 @@ def test_dynamic_shapes_argument_and_file_output():
 
 
 def test_unsupported_op_fails_at_export_naming_it(tmp_path):
-    path = tmp_path / "lstm.onnx"
-    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops._lstm_layer has no ONNX translation"):
-        ember.onnx.export(lstm(ember), (ember.randn(2, 7, 5),), path)
+    class Running(ember.nn.Module):
+        def forward(self, x):
+            return ember.cumsum(x, dim=1) + 1
+
+    path = tmp_path / "cumsum.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops.cumsum has no ONNX translation"):
+        ember.onnx.export(Running(), (ember.randn(2, 7),), path)
     assert not path.exists()  # never a broken file
+    with pytest.raises(ember.onnx.UnsupportedOp, match="proj_size"):
+        ember.onnx.export(ember.nn.LSTM(3, 4, proj_size=2), (ember.randn(5, 2, 3),))
     with pytest.raises(ValueError, match="opset 18 or newer"):
         ember.onnx.export(mlp(ember), (ember.randn(2, 6),), opset_version=17)
 

@@ -152,3 +152,38 @@ def _sdpa(b, node):
             scores = b.emit("Add", [scores, b.value(mask)])
     probs = b.emit("Softmax", [scores], axis=-1)
     return b.emit("MatMul", [probs, b.value(v)])
+
+
+# ONNX orders LSTM gates (input, output, forget, cell); ember (as PyTorch) (input, forget, cell, output).
+_ONNX_GATE_FROM_EMBER = [0, 3, 1, 2]
+
+
+@register("_lstm_layer")
+def _lstm_layer(b, node):
+    """One LSTM layer over precomputed input projections ``xp`` ([T*B, 4H], time-major rows) as
+    ONNX ``LSTM``: X is ``xp`` viewed [T, B, 4H] and W a gate-reordering permutation, so the
+    projections pass through unchanged; R is ``w_hh`` with its gate blocks reordered."""
+    xp, h0, c0, w_hh, w_hr, batch_sizes, reverse = node.args[:7]
+    from ember.export._ranges import as_expr
+
+    if w_hr is not None:
+        raise UnsupportedOp("LSTM with proj_size")
+    sizes = {as_expr(s) for s in batch_sizes}
+    if len(sizes) != 1:
+        raise UnsupportedOp("a packed sequence (PackedSequence) through an LSTM")
+    hidden = int(shape_of(w_hh)[0]) // 4
+    steps = len(batch_sizes)
+    dt = dtype_of(xp)
+    rows = np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in _ONNX_GATE_FROM_EMBER])
+    perm = np.zeros((1, 4 * hidden, 4 * hidden))
+    perm[0, np.arange(4 * hidden), rows] = 1.0
+    x = b.emit("Reshape", [b.value(xp), b.const(np.array([steps, -1, 4 * hidden], dtype=np.int64))])
+    r = b.emit("Unsqueeze", [b.emit("Gather", [b.value(w_hh), b.const(rows.astype(np.int64))], axis=0),
+                             b.const(np.array([0], dtype=np.int64))])
+    axis0 = b.const(np.array([0], dtype=np.int64))
+    h = b.emit("Unsqueeze", [b.value(h0), axis0])
+    c = b.emit("Unsqueeze", [b.value(c0), axis0])
+    y, y_h, y_c = b.emit("LSTM", [x, b.const(perm, dt), r, None, None, h, c], n_out=3, hidden_size=hidden,
+                         direction="reverse" if reverse else "forward")
+    out = b.emit("Reshape", [y, b.const(np.array([-1, hidden], dtype=np.int64))])
+    return [out, b.emit("Squeeze", [y_h, axis0]), b.emit("Squeeze", [y_c, axis0]), None, None, None, None]
