@@ -162,3 +162,18 @@ def test_import_ember_export_does_not_import_onnx():
 
     code = "import sys, ember.export, ember.jit; assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_non_tensor_inputs_are_constants_checked_per_call():
+    class Repeat(ember.nn.Module):
+        def forward(self, x, n: int, scale=1.5):
+            return x.repeat(1, n) * scale
+
+    ep = export(Repeat(), (ember.randn(2, 3), 2), {"scale": 3.0},
+                dynamic_shapes={"x": {0: Dim("b")}, "n": None, "scale": None})
+    ep.validate()
+    assert ep.graph_signature.user_inputs == ("x", 2, 3.0)
+    module = ep.module()
+    ember.testing.assert_close(module(ember.ones(4, 3), 2, scale=3.0), ember.full((4, 6), 3.0))
+    with pytest.raises(AssertionError, match="n == 2"):
+        module(ember.ones(4, 3), 3, scale=3.0)

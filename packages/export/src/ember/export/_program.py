@@ -16,7 +16,9 @@ from ember import nn
 
 from . import _pytree as pytree
 from ._ranges import ValueRange, as_expr, check_inputs
-from ._signature import ExportGraphSignature, InputKind, OutputKind, TensorArgument
+from ._signature import ConstantArgument, ExportGraphSignature, InputKind, OutputKind, TensorArgument
+
+_TENSOR = object()
 
 
 @dataclasses.dataclass
@@ -155,6 +157,14 @@ class ExportedProgram:
             specs.append((spec.arg.name, shape, dtype) if shape is not None else None)
         return specs
 
+    def user_constant_inputs(self) -> list:
+        """Per user input, the exported value of a non-tensor input (a constant), else a marker."""
+        out = []
+        for spec in self._graph_signature.input_specs:
+            if spec.kind is InputKind.USER_INPUT:
+                out.append((spec.arg.name, spec.arg.value) if isinstance(spec.arg, ConstantArgument) else _TENSOR)
+        return out
+
     def module(self) -> nn.Module:
         """A module computing this program: weights as attributes, inputs checked per call."""
         return UnliftedModule(self)
@@ -241,7 +251,17 @@ class UnliftedModule(nn.Module):
         flat, spec = pytree.tree_flatten((args, kwargs))
         if self._in_spec is not None and spec != self._in_spec:
             flat = _reorder_kwargs(args, kwargs, self._in_spec, spec)
-        check_inputs(self._checks, flat, program.range_constraints)
+        constants = program.user_constant_inputs()
+        tensor_values = []
+        for marker, value in zip(constants, flat):
+            if marker is _TENSOR:
+                tensor_values.append(value)
+            elif value != marker[1]:
+                raise AssertionError(f"Guard failed: {marker[0]} == {marker[1]!r} (the program was exported with "
+                                     f"this value; got {value!r})")
+        checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
+        check_inputs(checks, tensor_values, program.range_constraints)
+        flat = tensor_values
         sig = program.graph_signature
         lifted = []
         for s in sig.input_specs:

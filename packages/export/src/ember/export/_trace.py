@@ -267,7 +267,7 @@ def _user_input_names(mod, args, kwargs, leaves) -> list[str]:
     out = []
     for name, value in zip(names, list(args) + list(kwargs.values())):
         sub, _ = pytree.tree_flatten(value)
-        if len(sub) == 1 and _is_tensor(value):
+        if len(sub) == 1 and sub[0] is value:
             out.append(name)
         else:
             out.extend(f"{name}_{i}" for i in range(len(sub)))
