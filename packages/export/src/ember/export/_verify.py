@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ember._src.dispatch import Op
 
-from ._graph_json import ALLOWED_FUNCTIONS, _EXTRA_TARGETS
+from ._graph_json import _EXTRA_TARGETS, ALLOWED_FUNCTIONS
 from ._signature import ConstantArgument, TensorArgument
 
 
