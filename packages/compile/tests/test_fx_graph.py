@@ -313,3 +313,88 @@ def test_placeholder_without_value_raises():
         gm()
     with pytest.raises(RuntimeError, match="Expected positional argument for parameter x"):
         ember.fx.Interpreter(gm).run()
+
+
+def test_graph_deepcopy_and_python_code():
+    g = build_graph(ember.fx, ember)
+    clone = copy.deepcopy(g)
+    assert [n.name for n in clone.nodes] == [n.name for n in g.nodes]
+    assert all(n.graph is clone for n in clone.nodes)
+    clone.lint()
+    code = g.python_code(root_module="self")
+    assert code.src.lstrip().startswith("def forward(self, x, y = 1.0):")
+    assert code.globals["ember"] is ember
+    namespace = dict(code.globals)
+    exec(code.src, namespace)  # noqa: S102 - the generated source is the subject under test
+    out, total = namespace["forward"](None, ember.tensor([[1.0, -3.0]]))
+    assert out.tolist() == [[4.0, 0.0]] and total.tolist() == [4.0, 0.0]
+
+
+def test_print_readable_nests_graph_module_children():
+    inner = ember.fx.GraphModule({}, build_graph(ember.fx, ember))
+    g = ember.fx.Graph()
+    x = g.placeholder("x")
+    g.output(g.call_module("inner", (x,)))
+    outer = ember.fx.GraphModule({"inner": inner}, g, class_name="Outer")
+    text = outer.print_readable(print_output=False)
+    assert text.splitlines()[0] == "class Outer(ember.nn.Module):"
+    assert "    class inner(ember.nn.Module):" in text
+    assert "self.inner(x)" in text
+
+
+def test_interpreter_initial_env_skips_nodes():
+    g = build_graph(ember.fx, ember)
+    gm = ember.fx.GraphModule({}, g)
+    relu = next(n for n in g.nodes if n.target is ember.relu)
+    x, y = ember.ones(2), ember.ones(2)
+    out, _ = ember.fx.Interpreter(gm).run(x, y, initial_env={relu: ember.tensor([5.0, 6.0])})
+    assert out.tolist() == [10.0, 12.0]
+
+
+def test_nodes_sort_by_position_and_output_node():
+    import random
+
+    for fx in (torch.fx, ember.fx):
+        rng = random.Random(0)
+        g = fx.Graph()
+        x = g.placeholder("x")
+        made = [x]
+        for _ in range(60):
+            anchor = rng.choice(made)
+            where = g.inserting_after(anchor) if anchor is x or rng.random() < 0.5 else g.inserting_before(anchor)
+            with where:
+                made.append(g.call_function(operator.neg, (x,)))
+        for _ in range(60):
+            a, b = rng.sample(made[1:], 2)
+            a.prepend(b)
+        out = g.output(made[-1])
+        order = list(g.nodes)
+        assert sorted(reversed(order)) == order
+        assert order[0] < order[1] and order[-1] > order[0] and order[0] <= order[0]
+        assert g.output_node() is out
+
+
+def test_bad_input_raises_torch_exception_types():
+    def attempts(fx):
+        g = fx.Graph()
+        other = fx.Graph().placeholder("q")
+        return [
+            lambda: g.create_node("bogus", "x"),
+            lambda: g.create_node("call_function", "x"),
+            lambda: g.create_node("call_method", operator.add),
+            lambda: g.create_node("placeholder", "x", args=[1]),
+            lambda: fx.GraphModule(42, g),
+            lambda: g.inserting_before(other),
+            lambda: fx.map_arg(1, 2),
+        ]
+
+    def error_type(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e)
+        return None
+
+    torch_types = [error_type(f) for f in attempts(torch.fx)]
+    ember_types = [error_type(f) for f in attempts(ember.fx)]
+    assert ember_types == torch_types and None not in ember_types

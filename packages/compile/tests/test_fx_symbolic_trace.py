@@ -302,3 +302,79 @@ def test_traced_graph_module_trains_like_the_original():
     tout.sum().backward()
     assert_close(gm.lin.weight.grad, torch_model.lin.weight.grad, atol=1e-5)
     assert gm.lin.weight is model.lin.weight  # parameters are shared, not copied
+
+
+def _nested(lib):
+    class Inner(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = lib.nn.Parameter(lib.ones(4) * 2)
+            self.lin = lib.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    class Outer(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = lib.nn.ModuleList([Inner(), Inner()])
+            self.head = lib.nn.Linear(4, 1)
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = lib.relu(block(x)) + x
+            return self.head(x).squeeze(-1)
+
+    return Outer()
+
+
+def test_nested_custom_modules_and_module_list():
+    (tgm, tout, _), (egm, eout, eager) = run_both(_nested, _rand(3, 4))
+    assert full_structure(egm) == full_structure(tgm)
+    assert ("get_attr", "blocks.0.scale") in structure(egm) and ("call_module", "blocks.1.lin") in structure(egm)
+    assert sorted(egm.state_dict()) == sorted(tgm.state_dict())
+    assert egm.code.replace("ember.", "torch.") == tgm.code
+    assert_close(eout, tout, atol=1e-5)
+    assert_close(eout, eager, atol=1e-5)
+
+
+def test_buffers_and_tensor_attributes_are_get_attr():
+    def make(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("b", lib.ones(3))
+                self.c = lib.zeros(3) + 0.5
+
+            def forward(self, x):
+                return x * self.b + self.c + self.b.shape[0]
+
+        return M()
+
+    (tgm, tout, _), (egm, eout, _) = run_both(make, _rand(2, 3))
+    assert full_structure(egm) == full_structure(tgm)
+    assert sorted(dict(egm.named_buffers())) == sorted(dict(tgm.named_buffers())) == ["b", "c"]
+    assert_close(eout, tout)
+
+
+def test_trace_errors_match_torch():
+    def attempts(lib, fx):
+        class MakesModuleInForward(lib.nn.Module):
+            def forward(self, x):
+                return lib.nn.ReLU()(x)
+
+        return [
+            lambda: fx.symbolic_trace(MakesModuleInForward()),
+            lambda: fx.symbolic_trace(42),
+            lambda: fx.symbolic_trace(lambda x: x + 1, concrete_args={"not_a_parameter": 1}),
+        ]
+
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e).__name__
+        return "ok"
+
+    expected = [outcome(f) for f in attempts(torch, torch.fx)]
+    assert [outcome(f) for f in attempts(ember, ember.fx)] == expected == ["NameError", "AssertionError", "ok"]

@@ -14,6 +14,7 @@ the graph under eager autograd instead (correct, just not compiled as one backwa
 
 from __future__ import annotations
 
+import logging
 import operator
 
 import ember
@@ -24,6 +25,8 @@ from ._graph_build import _set_grad_enabled, build_graph_module
 from ._lazy import _detach
 from ._recorder import Recorder
 
+_log = logging.getLogger("ember.compiler.aot_autograd")
+
 
 class _StrictOwner:
     want_stacks = False
@@ -32,7 +35,7 @@ class _StrictOwner:
     def note_break(self, reason, frame, rec):
         raise _Unsupported(reason)
 
-    def lookup(self, key, rec, live):  # pragma: no cover
+    def lookup(self, rec, live):  # pragma: no cover
         raise _Unsupported("partial graph")
 
 
@@ -51,7 +54,9 @@ def _supported(gm) -> bool:
             if t is _set_grad_enabled or not isinstance(t, Op):
                 return False
             if "inplace" in t.tags:
-                return False
+                if any(getattr(a.meta.get("val"), "requires_grad", True) for a in node.all_input_nodes):
+                    return False  # in-place on something autograd tracks: leave it to eager autograd
+                continue  # a buffer update (BatchNorm's num_batches_tracked): forward-only
             if t.name not in FORMULAS and t.name not in NON_DIFFERENTIABLE:
                 return False
         elif node.op not in ("placeholder", "output", "get_attr"):
@@ -60,9 +65,11 @@ def _supported(gm) -> bool:
 
 
 def _map(a, fn):
-    if type(a) in (list, tuple):
-        return type(a)(_map(b, fn) for b in a)
-    if type(a) is dict:
+    if isinstance(a, tuple):
+        return tuple(_map(b, fn) for b in a)
+    if isinstance(a, list):
+        return [_map(b, fn) for b in a]
+    if isinstance(a, dict):
         return {k: _map(v, fn) for k, v in a.items()}
     return fn(a)
 
@@ -109,10 +116,11 @@ def trace_joint(gm, example_inputs: list):
             rec.suspended = False
             grads: dict = {}
             it = iter(tangents)
+            tangent_values = set()
             for o, d in zip(outs, diff_outputs):
                 if d:
                     g = next(it)
-                    rec._lift(g)
+                    tangent_values.add(rec._lift(g))
                     grads[id(o)] = _add(grads.get(id(o)), g)
             nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
             for node in reversed(nodes):
@@ -162,15 +170,17 @@ def trace_joint(gm, example_inputs: list):
             output = (tuple(outs), tuple(input_grads))
             rec.suspended = False
             output_template, _, _ = rec._conv(output)
-            n_inputs = len(rec.inputs)
+            # Real tensors a formula made from Python data are constants of the joint graph.
+            primal_values = {rec.input_index[id(t)] for t in primals}
+            constants = frozenset(v for v in rec.input_index.values()
+                                  if v not in primal_values and v not in tangent_values)
             joint = build_graph_module(rec, [], fx, output=output_template, placeholder_name="input{}",
-                                       forward_count=n_forward)
+                                       forward_count=n_forward, constants=constants)
     except Exception:  # noqa: BLE001 - any failure means: run this graph under eager autograd
+        _log.debug("AOT autograd falls back to eager autograd", exc_info=True)
         return None
     finally:
         rec.discard()
-    if n_inputs != len(set(map(id, primals))) + len(tangents):
-        return None  # a formula read a tensor that is not an input: keep it simple, go eager
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
 
 

@@ -15,7 +15,9 @@ import threading
 import time
 import warnings
 
+from .. import _logging
 from . import config
+from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
 
 log = logging.getLogger("ember._dynamo")
@@ -53,6 +55,8 @@ class CompiledFunction:
         self.options = options
         self.cache: dict = {}
         self.per_position: dict = {}
+        self.seen_shapes: dict = {}  # segment position -> input shapes of its last static compile
+        self.auto_dynamic: dict = {}  # segment position -> the (input, dim) sizes made symbolic
         self.fallback = False
         self.want_stacks = False
         self.listener = None  # explain(): sees every graph and break
@@ -65,6 +69,8 @@ class CompiledFunction:
     def reset(self) -> None:
         self.cache.clear()
         self.per_position.clear()
+        self.seen_shapes.clear()
+        self.auto_dynamic.clear()
         self.fallback = False
 
     # -- one call -----------------------------------------------------------------------------
@@ -74,7 +80,8 @@ class CompiledFunction:
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
         rec = Recorder(self)
-        rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        if self.want_stacks or _logging._ON:
+            rec.want_stacks = self.want_stacks or _logs_want_stacks()
         with rec:
             try:
                 result = self.fn(*args, **kwargs)
@@ -82,9 +89,9 @@ class CompiledFunction:
                 rec.discard()
                 raise
             except BaseException:
-                rec.flush()  # eager ran every op before the exception: so do we
+                rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
-            rec.flush()
+            rec.flush(final=True)
         return result
 
     # -- called by the recorder ---------------------------------------------------------------
@@ -99,16 +106,39 @@ class CompiledFunction:
 
         _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")
 
-    def lookup(self, key, rec, live):
-        compiled = self.cache.get(key)
-        if compiled is not None:
-            if self.listener is not None:
-                self.listener.on_hit(key)
-            return compiled
-        position = rec.segment_index
-        count = self.per_position.get(position, 0)
+    def lookup(self, rec, live):
+        """The runner (``run(inputs) -> outputs``) for ``rec``'s pending segment."""
         from .._logging import _log
 
+        position = rec.segment_index
+        dyn = None
+        marked = has_marked_dims(rec.inputs)
+        all_dims = True if self.dynamic is True else self.auto_dynamic.get(position, False)
+        if self.dynamic is not False or marked:
+            if all_dims or marked:
+                dyn = symbolize(rec, all_dims)
+        key = (tuple(rec.key), tuple(live)) if dyn is None else (dyn[0], tuple(live), "dynamic")
+        run = self.cache.get(key)
+        if run is not None:
+            if self.listener is not None:
+                self.listener.on_hit(key)
+            return run
+        if dyn is None and self.dynamic is None and config.automatic_dynamic_shapes:
+            seen = self.seen_shapes.get(position)
+            changed = shapes_changed(seen, rec.inputs) if seen is not None else None
+            if changed:
+                # PyTorch's automatic dynamic: the sizes that changed are symbolic from now on.
+                self.auto_dynamic[position] = changed
+                _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}) with "
+                     "dynamic shapes: an input size changed")
+                dyn = symbolize(rec, changed)
+                if dyn is not None:
+                    key = (dyn[0], tuple(live), "dynamic")
+                    run = self.cache.get(key)
+                    if run is not None:
+                        return run
+            self.seen_shapes[position] = [t._shape for t in rec.inputs]
+        count = self.per_position.get(position, 0)
         if count >= config.cache_size_limit:
             if not self.fallback:
                 warnings.warn(
@@ -119,24 +149,26 @@ class CompiledFunction:
                     stacklevel=4,
                 )
                 self.fallback = True
-            return _interpret(rec, live)
+            return _runner(_interpret(rec, live, dyn), dyn)
         if count:
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
-        compiled = self._compile(rec, live)
-        self.cache[key] = compiled
-        return compiled
+        run = _runner(self._compile(rec, live, dyn), dyn)
+        self.cache[key] = run
+        return run
 
-    def _compile(self, rec, live):
+    def _compile(self, rec, live, dyn=None):
         from ember import fx
 
         from .._logging import _log
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
-        gm = build_graph_module(rec, live, fx)
+        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
         example_inputs = list(rec.inputs)
+        if dyn is not None:
+            example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
         _log("graph_code", lambda: f"TRACED GRAPH\n {self.name} {gm.print_readable(print_output=False)}")
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
@@ -161,13 +193,25 @@ def _normalize(compiled):
     return run
 
 
-def _interpret(rec, live):
+def _interpret(rec, live, dyn=None):
     """Runs a segment op by op with no backend (past the cache limit)."""
     from ember import fx
 
     from ._graph_build import build_graph_module
 
-    return _normalize(build_graph_module(rec, live, fx).forward)
+    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward)
+
+
+def _runner(compiled, dyn):
+    """``run(inputs)``: calls the compiled graph, adding the size symbols' values when dynamic."""
+    if dyn is None:
+        return lambda inputs: compiled(*inputs)
+    sources = dyn[1]
+
+    def run(inputs):
+        return compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+
+    return run
 
 
 def _guards_text(rec) -> str:
@@ -183,9 +227,8 @@ def _guards_text(rec) -> str:
 
 
 def _logs_want_stacks() -> bool:
-    from .._logging import _enabled
-
-    return _enabled("graph_code") or _enabled("graph_breaks")
+    on = _logging._ON
+    return bool(on) and ("graph_code" in on or "graph_breaks" in on)
 
 
 def reset() -> None:

@@ -29,7 +29,7 @@ _LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ell
 
 
 def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(), output=None,
-                       placeholder_name: str = "arg{}", forward_count: int | None = None):
+                       placeholder_name: str = "arg{}", forward_count: int | None = None, symbols=None):
     """The GraphModule of ``rec``'s pending segment, returning the values numbered ``live``.
 
     make_fx's variant: inputs whose value index is in ``constants`` become ``get_attr``
@@ -58,14 +58,41 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         node.meta["example_value"] = node.meta["val"]
         env[v] = node
 
-    def sub(a):
+    sym_nodes: dict = {}
+    by_value: dict = {}
+    derived: dict = {}
+    derived_nodes: dict = {}
+    if symbols is not None:
+        from .symbolic_shapes import ShapeEnv
+
+        sources, by_value, derived = symbols
+        shape_env = ShapeEnv()
+        for i, (k, d) in enumerate(sources):
+            node = graph.placeholder(f"s{i}")
+            node.meta["val"] = shape_env.create_symint(rec.inputs[k]._shape[d])
+            sym_nodes[i] = node
+        root.shape_env = shape_env
+
+    def sub(a, in_seq=False):
         if type(a) is Ref:
             return env[a.index]
         t = type(a)
+        if t is int and a in by_value:
+            return sym_nodes[by_value[a]]
+        if in_seq and t is int and a in derived:
+            node = derived_nodes.get(a)
+            if node is None:
+                kind, i, j = derived[a]
+                if kind == "mul":
+                    node = graph.call_function(operator.mul, (sym_nodes[i], sym_nodes[j]))
+                else:
+                    node = graph.call_function(operator.floordiv, (sym_nodes[i], j))
+                derived_nodes[a] = node
+            return node
         if t is list:
-            return [sub(b) for b in a]
+            return [sub(b, True) for b in a]
         if t is tuple:
-            return tuple(sub(b) for b in a)
+            return tuple(sub(b, True) for b in a)
         if t is dict:
             return {key: sub(b) for key, b in a.items()}
         if isinstance(a, _LITERALS) or t is slice:

@@ -125,3 +125,30 @@ def materialize(t: LazyTensor, real: Tensor) -> None:
     d.pop("_lz_v", None)
     d.pop("_lz_meta", None)
     t.__class__ = Tensor
+
+
+class AbandonedTensor(Tensor):
+    """A lazy tensor whose capture was abandoned (a ``fullgraph=True`` error, the end of a
+    make_fx trace): it never got a value, and says so instead of reading missing data."""
+
+    __slots__ = ()
+
+    def _abandoned(self, *args, **kwargs):
+        raise RuntimeError(
+            "this tensor was traced by a capture that stopped before computing it "
+            "(a fullgraph=True error or a make_fx trace); it has no value"
+        )
+
+    item = tolist = numpy = __array__ = data_ptr = _abandoned
+
+    def __repr__(self) -> str:
+        return f"<abandoned traced tensor: size={tuple(self._shape)}, dtype={self.dtype}>"
+
+    __str__ = __repr__
+
+
+def abandon(t: LazyTensor) -> None:
+    d = t.__dict__
+    d.pop("_lz_v", None)
+    d.pop("_lz_meta", None)
+    t.__class__ = AbandonedTensor

@@ -27,7 +27,7 @@ class _Strict:
         where = f"\n  {frame}" if frame is not None else ""
         raise Unsupported(f"make_fx: data-dependent operation: {reason}{where}")
 
-    def lookup(self, key, rec, live):  # pragma: no cover - note_break raises first
+    def lookup(self, rec, live):  # pragma: no cover - note_break raises first
         raise Unsupported("make_fx cannot run a partial graph")
 
 

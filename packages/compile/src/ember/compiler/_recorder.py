@@ -23,10 +23,11 @@ import weakref
 
 from ember import _C
 from ember._src import dispatch, grad_mode
+from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
-from ._lazy import LazyTensor, make_lazy, materialize, refresh_from_meta
+from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._user_frames import user_frame
 
 _GRAD = grad_mode.STATE
@@ -86,6 +87,42 @@ def _op_info(op) -> tuple:
     return info
 
 
+# Meta results by (op, default dtype, argument metadata and constants): a meta kernel's answer
+# depends on nothing else for ops that neither write nor alias their inputs.
+_META_CACHE: dict = {}
+_META_CACHE_LIMIT = 20000
+_UNCACHEABLE: set = set()
+
+
+def _remember(key, out, margs) -> None:
+    outs = (out,) if isinstance(out, Tensor) else out
+    if not isinstance(outs, (tuple, list)):
+        return
+    entry = []
+    for o in outs:
+        if o is None:
+            entry.append(None)
+            continue
+        if not isinstance(o, Tensor) or o._device is not META:
+            return
+        for m in margs:
+            if isinstance(m, Tensor) and m._storage is o._storage:  # a view or an in-place result
+                _UNCACHEABLE.add(key[0])
+                return
+        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes()))
+    if len(_META_CACHE) >= _META_CACHE_LIMIT:
+        _META_CACHE.clear()
+    _META_CACHE[key] = (isinstance(out, Tensor), type(out), tuple(entry))
+
+
+def _from_cached(cached):
+    single, kind, entry = cached
+    outs = [None if e is None else make_tensor(_C.Storage.meta(e[4]), e[0], e[1], e[2], e[3], META) for e in entry]
+    if single:
+        return outs[0]
+    return kind(outs)
+
+
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
 
@@ -118,6 +155,8 @@ def _sync_hook(tensor, reason: str) -> None:
 
 class Recorder(dispatch.DispatchMode):
     """Records one compiled call (see the module docstring). ``owner`` compiles and caches."""
+
+    wants_types = False
 
     def __init__(self, owner):
         self.owner = owner
@@ -238,23 +277,58 @@ class Recorder(dispatch.DispatchMode):
                     dispatch.DispatchMode.__exit__(self, None, None, None)
                 if out is not NotImplemented:
                     return out
-        targs, keys, margs = [], [], []
+        targs, keys, margs, sig = [], [], [], []
         device = None
         rg = False
+        refs = _REFS
+        cacheable = func not in _UNCACHEABLE
         for a in args:
-            x, k, m = self._conv(a)
-            targs.append(x)
-            keys.append(k)
-            margs.append(m)
-            if device is None and isinstance(a, Tensor):
-                device = a._device
-            if isinstance(a, Tensor):
-                rg = rg or a._requires_grad
-            elif type(a) in (list, tuple):
-                for b in a:
-                    if isinstance(b, Tensor):
-                        device = device or b._device
-                        rg = rg or b._requires_grad
+            ta = type(a)
+            if ta is LazyTensor:  # the common case first, inlined
+                d = a.__dict__
+                v = d["_lz_v"]
+                r = refs[v] if v < len(refs) else ref(v)
+                targs.append(r)
+                keys.append(r)
+                m = d["_lz_meta"]
+                margs.append(m)
+                sig.append((m.dtype, m._shape, m._stride, m._offset))
+                if device is None:
+                    device = a._device
+                if a._requires_grad:
+                    rg = True
+            elif ta is float:
+                targs.append(a)
+                k = (float, a.hex())
+                keys.append(k)
+                margs.append(a)
+                sig.append(k)
+            elif ta is int or ta is bool:
+                targs.append(a)
+                k = (ta, a)
+                keys.append(k)
+                margs.append(a)
+                sig.append(k)
+            else:
+                x, k, m = self._conv(a)
+                targs.append(x)
+                keys.append(k)
+                margs.append(m)
+                if isinstance(a, Tensor):
+                    sig.append((m.dtype, m._shape, m._stride, m._offset))
+                    if device is None:
+                        device = a._device
+                    if a._requires_grad:
+                        rg = True
+                elif ta is list or ta is tuple:
+                    sig.append(k)
+                    for b in a:
+                        if isinstance(b, Tensor):
+                            device = device or b._device
+                            rg = rg or b._requires_grad
+                            cacheable = False  # the key holds Refs, not the tensors' metadata
+                else:
+                    sig.append(k)
         tkwargs, mkwargs, kwkeys = {}, {}, ()
         if kwargs:
             kk = []
@@ -266,6 +340,7 @@ class Recorder(dispatch.DispatchMode):
                 if isinstance(a, Tensor):
                     device = device or a._device
                     rg = rg or a._requires_grad
+                    cacheable = False
             kwkeys = tuple(kk)
             dev = kwargs.get("device")
             if dev is not None:
@@ -273,10 +348,28 @@ class Recorder(dispatch.DispatchMode):
                 mkwargs["device"] = META
         if device is None:
             device = CPU
-        try:
-            out = func.call_kernel(margs, mkwargs)
-        except NotImplementedError as exc:
-            return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} has no meta kernel ({exc})")
+        meta_key = None
+        out = None
+        if cacheable:
+            meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
+            cached = _META_CACHE.get(meta_key)
+            if cached is not None:
+                out = _from_cached(cached)
+        if out is None:
+            try:
+                out = func.call_kernel(margs, mkwargs)
+            except NotImplementedError as exc:
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+            except Exception as exc:
+                # A meta kernel that needs data, or bad input: the real op decides (it raises
+                # eager's exception, or computes what the meta kernel could not).
+                if self.owner.fullgraph:
+                    raise
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+            if meta_key is not None:
+                _remember(meta_key, out, margs)
         if isinstance(out, Tensor):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
@@ -361,18 +454,19 @@ class Recorder(dispatch.DispatchMode):
         finally:
             self.suspended = False
 
-    def flush(self, reason: str | None = None) -> None:
-        """Runs the pending segment; ``reason`` None is the function's return (not a break)."""
+    def flush(self, reason: str | None = None, final: bool = False) -> None:
+        """Runs the pending segment; ``reason`` None is the function's return (not a break).
+        ``final``: the recorder is done (no reset needed afterwards)."""
         if not self.nodes:
-            self._reset()
+            if not final:
+                self._reset()
             return
         if reason is not None:
             self.owner.note_break(reason, user_frame(), self)
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
-        key = (tuple(self.key), tuple(live))
-        nodes, inputs, start = self.nodes, self.inputs, self.start_grad_mode
-        compiled = self.owner.lookup(key, self, live)
+        # Compiling and running happen outside the capture: off the mode stack, and suspended
+        # (so a mode below that calls an op does not reach this recorder either).
         stack = dispatch._MODES.stack
         pos = None
         for i in range(len(stack) - 1, -1, -1):
@@ -382,21 +476,34 @@ class Recorder(dispatch.DispatchMode):
                 break
         self.suspended = True
         prev = _GRAD.grad_enabled
+        # The recording already holds autocast's casts: the graph runs with autocast off.
+        autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
+        autocast_prev = autocast.active if autocast is not None else None
         try:
-            _GRAD.grad_enabled = start
-            outs = compiled(*inputs)
+            if autocast is not None:
+                autocast.active = False
+            run = self.owner.lookup(self, live)
+            _GRAD.grad_enabled = self.start_grad_mode
+            outs = run(self.inputs)
         finally:
             _GRAD.grad_enabled = prev
+            if autocast is not None:
+                autocast.active = autocast_prev
             self.suspended = False
             if pos is not None:
                 stack.insert(pos, self)
-        del nodes
         for lazy, real in zip(lazies, outs):
             materialize(lazy, real)
         self.segment_index += 1
-        self._reset()
+        if not final:
+            self._reset()
 
     def discard(self) -> None:
+        """Drops the pending segment unrun; its live lazy tensors can never get a value."""
+        for r in self.values:
+            lazy = r() if r is not None else None
+            if lazy is not None and type(lazy) is LazyTensor:
+                abandon(lazy)
         self._reset()
 
 

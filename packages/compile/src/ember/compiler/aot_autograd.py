@@ -28,9 +28,11 @@ _GRAD = grad_mode.STATE
 
 
 def _map(a, fn):
-    if type(a) in (list, tuple):
-        return type(a)(_map(b, fn) for b in a)
-    if type(a) is dict:
+    if isinstance(a, tuple):
+        return tuple(_map(b, fn) for b in a)
+    if isinstance(a, list):
+        return [_map(b, fn) for b in a]
+    if isinstance(a, dict):
         return {k: _map(v, fn) for k, v in a.items()}
     return fn(a)
 
@@ -66,6 +68,9 @@ def partition(joint, n_outputs: int):
             _map(n.args, note)
             _map(n.kwargs, note)
     _map(tuple(input_grads), note)
+    mutated = {n.args[0] for n in nodes if n.op == "call_function" and "inplace" in getattr(n.target, "tags", ())}
+    if mutated & set(saved):
+        raise _Unpartitionable("the backward reads a value the forward writes in place")
 
     fw = fx.Graph()
     env: dict = {}
@@ -92,6 +97,10 @@ def partition(joint, n_outputs: int):
             benv[n] = _copy(bw, n, benv)
     bw.output(tuple(benv[g] if isinstance(g, fx.Node) else g for g in input_grads))
     return fx.GraphModule(joint, fw), fx.GraphModule(joint, bw), len(saved)
+
+
+class _Unpartitionable(Exception):
+    pass
 
 
 def _tangent_nodes(placeholders, joint):
@@ -121,6 +130,9 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
     inference = _tupled(inference_compiler(mod, example_inputs))
     if not any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
         return inference
+    if any(not isinstance(t, Tensor) for t in example_inputs):
+        # Symbolic sizes: the formulas would bake this call's sizes into the backward graph.
+        return _tupled(mod.forward)
     traced = trace_joint(mod, example_inputs)
     if traced is None:
         return _tupled(mod.forward)  # eager autograd, op by op
@@ -129,7 +141,10 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
     placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
     for p in placeholders[len(placeholders) - n_tangents:]:
         p.meta["ember_tangent"] = True
-    fw_gm, bw_gm, n_saved = partition(joint, n_outputs)
+    try:
+        fw_gm, bw_gm, n_saved = partition(joint, n_outputs)
+    except _Unpartitionable:
+        return _tupled(mod.forward)
     fw = _tupled(fw_compiler(fw_gm, example_inputs))
     bw_examples = [n.meta.get("val") for n in bw_gm.graph.nodes if n.op == "placeholder"]
     bw = _tupled(bw_compiler(bw_gm, bw_examples))

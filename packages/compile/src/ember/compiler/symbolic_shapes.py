@@ -117,15 +117,11 @@ def mark_dynamic(t, index, *, min: int | None = None, max: int | None = None) ->
     dyn = t.__dict__.setdefault("_dynamo_dynamic_indices", set())
     ranges = t.__dict__.setdefault("_dynamo_dynamic_range", {})
     for i in indices:
-        if not -t.ndim <= i < max_dims(t):
+        if not -t.ndim <= i < t.ndim:
             raise IndexError(f"mark_dynamic: dimension {i} out of range for a {t.ndim}-d tensor")
-        i %= max(t.ndim, 1)
+        i %= t.ndim
         dyn.add(i)
         ranges[i] = (2 if min is None else min, max)
-
-
-def max_dims(t) -> int:
-    return t.ndim
 
 
 def maybe_mark_dynamic(t, index) -> None:

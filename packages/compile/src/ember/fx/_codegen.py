@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import operator
+import re
 from typing import Any
 
 from . import _naming
@@ -42,6 +43,20 @@ def _format_target(base: str, target: str) -> str:
     for atom in target.split("."):
         expr = f"{expr}.{atom}" if atom.isidentifier() else f'getattr({expr}, "{atom}")'
     return expr
+
+
+_FRAME_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)')
+
+
+def _summarize_stack_trace(trace: str) -> str | None:
+    """``File: path:line in fn, code: source`` for the innermost frame of a stack trace."""
+    lines = trace.rstrip().splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        match = _FRAME_LINE.search(lines[index])
+        if match:
+            code = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            return f"File: {match['file']}:{match['line']} in {match['name']}, code: {code}"
+    return None
 
 
 class CodeGen:
@@ -146,19 +161,24 @@ class CodeGen:
             else:
                 body.append("\n")
 
-        prev_trace: list[str | None] = [None]
+        no_trace_yet = object()
+        prev_trace: list[Any] = [no_trace_yet]
 
         def annotate(node: Node) -> None:
+            # print_readable shows, before each run of nodes, the user line they came from.
             if not verbose:
                 return
             trace = node.meta.get("stack_trace")
-            if trace != prev_trace[0]:
-                prev_trace[0] = trace
-                if trace:
-                    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
-                    body.append("\n" + "".join(f"# {ln}\n" for ln in lines[-2:]))
-                else:
-                    body.append("\n# No stacktrace found for following nodes\n")
+            if trace == prev_trace[0]:
+                return
+            first = prev_trace[0] is no_trace_yet
+            prev_trace[0] = trace
+            summary = _summarize_stack_trace(trace) if trace else None
+            separator = "" if first else "\n"
+            if summary:
+                body.append(f"{separator}# {summary}\n")
+            elif not trace:
+                body.append(f"{separator}# No stacktrace found for following nodes\n")
 
         for node in nodes:
             if node.op not in ("placeholder", "output"):

@@ -45,21 +45,44 @@ def find_proxy(args: tuple, kwargs: dict) -> Proxy | None:
     return None
 
 
-def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Callable:
-    """A stand-in for ``orig_fn`` that records a node when given a Proxy."""
+class _RecordingFunction:
+    """Stands in for a function while a trace runs: given a Proxy anywhere in its arguments it
+    records a ``call_function`` node on the original, otherwise it calls the original.
 
-    @functools.wraps(orig_fn)
-    def wrapped(*args, **kwargs):
+    It compares and hashes equal to the original, so a pass that looks targets up while
+    patches are active (``if target == ember.sigmoid``, ``rules[node.target]``) still finds them.
+    """
+
+    _fx_recording_stand_in = True  # Graph.create_node stores the original instead
+
+    def __init__(self, orig_fn: Callable, mark_wrapped: bool) -> None:
+        self.__wrapped__ = orig_fn
+        self._mark_wrapped = mark_wrapped
+        functools.update_wrapper(self, orig_fn)
+
+    def __call__(self, *args, **kwargs):
         proxy = find_proxy(args, kwargs)
         if proxy is None:
-            return orig_fn(*args, **kwargs)
-        result = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-        if mark_wrapped:
+            return self.__wrapped__(*args, **kwargs)
+        result = proxy.tracer.create_proxy("call_function", self.__wrapped__, args, kwargs)
+        if self._mark_wrapped:
             result.node.meta["is_wrapped"] = True
         return result
 
-    wrapped.__fx_original__ = orig_fn  # type: ignore[attr-defined]
-    return wrapped
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.__wrapped__ or (
+            isinstance(other, _RecordingFunction) and other.__wrapped__ is self.__wrapped__)
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Callable:
+    """A stand-in for ``orig_fn`` that records a node when given a Proxy."""
+    return _RecordingFunction(orig_fn, mark_wrapped)
 
 
 @functools.cache
@@ -78,8 +101,9 @@ def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
     return tuple(found)
 
 
-def ember_function_ids() -> set[int]:
-    return {id(fn) for _, _, fn in _ember_functions()}
+@functools.cache
+def ember_function_ids() -> frozenset[int]:
+    return frozenset(id(fn) for _, _, fn in _ember_functions())
 
 
 class Patcher:
@@ -129,16 +153,21 @@ class _RecordOpsOnProxies(DispatchMode):
         return proxy.tracer.create_proxy("call_function", func, args, kwargs)
 
 
+@functools.cache
+def _ember_stand_ins() -> dict[int, Callable]:
+    # Stand-ins are stateless, so one per function serves every trace.
+    return {id(fn): make_recording_wrapper(fn) for _, _, fn in _ember_functions()}
+
+
 def patch_ember_namespaces(patcher: Patcher) -> None:
     """Swaps every public ember function for a recording wrapper until ``patcher`` exits,
     and records ember ops that receive a Proxy."""
     patcher.enter(_RecordOpsOnProxies())
-    wrappers: dict[int, Callable] = {}
+    stand_ins = _ember_stand_ins()
     for module, name, fn in _ember_functions():
         if vars(module).get(name) is not fn:
             continue  # rebound since the list was made
-        wrapper = wrappers.setdefault(id(fn), make_recording_wrapper(fn))
-        patcher.patch_dict(vars(module), name, wrapper)
+        patcher.patch_dict(vars(module), name, stand_ins[id(fn)])
 
 
 def autowrap_globals(patcher: Patcher, fn_globals: dict, function_ids: set[int]) -> None:

@@ -107,11 +107,11 @@ class Tracer(TracerBase):
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Proxy]) -> Any:
         """What a module attribute read returns while tracing: a Proxy for parameters."""
         if isinstance(attr_val, Parameter):
-            for name, param in self.root.named_parameters():
-                if attr_val is param:
-                    if name not in parameter_proxy_cache:
-                        parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
-                    return parameter_proxy_cache[name]
+            name = self._parameter_name(attr_val)
+            if name is not None:
+                if name not in parameter_proxy_cache:
+                    parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
+                return parameter_proxy_cache[name]
         if self.proxy_buffer_attributes and isinstance(attr_val, Tensor):
             for name, buf in self.root.named_buffers():
                 if attr_val is buf:
@@ -120,13 +120,22 @@ class Tracer(TracerBase):
                     return parameter_proxy_cache[name]
         return attr_val
 
+    def _parameter_name(self, param: Parameter) -> str | None:
+        # A name table built once per trace (a scan per read would make big models quadratic);
+        # a parameter added during the trace is found by the scan.
+        names = self.__dict__.get("_parameter_names")
+        if names is None or id(param) not in names:
+            names = {id(p): name for name, p in self.root.named_parameters()}
+            self._parameter_names = names
+        return names.get(id(param))
+
     def create_arg(self, a: Any) -> Argument:
         """Also turns parameters, buffers, submodules and tensor constants into ``get_attr`` nodes."""
         if isinstance(a, Parameter):
-            for name, param in self.root.named_parameters():
-                if a is param:
-                    return self.create_node("get_attr", name, (), {})
-            raise NameError("parameter is not a member of this module")
+            name = self._parameter_name(a)
+            if name is None:
+                raise NameError("parameter is not a member of this module")
+            return self.create_node("get_attr", name, (), {})
         if isinstance(a, Module):
             for name, mod in self.root.named_modules():
                 if a is mod:
@@ -150,6 +159,8 @@ class Tracer(TracerBase):
                              concrete_args: dict[str, Any] | None = None) -> tuple[Callable, list[Any]]:
         """Placeholders for ``root_fn``'s parameters; returns the function to call and its args."""
         fn_for_analysis = inspect.unwrap(root_fn)
+        if not isinstance(fn_for_analysis, FunctionType):
+            raise AssertionError(f"Expected FunctionType, got {type(fn_for_analysis)}")
         code = fn_for_analysis.__code__
         total_args = code.co_argcount + code.co_kwonlyargcount
         names_iter = iter(code.co_varnames)
@@ -164,10 +175,7 @@ class Tracer(TracerBase):
         sig = inspect.signature(fn_for_analysis)
         concrete_args = dict(concrete_args or {})
         arg_names = [next(names_iter) for _ in range(skip, total_args)]
-        unknown = set(concrete_args) - set(sig.parameters)
-        if unknown:
-            raise RuntimeError(f"concrete_args names {sorted(unknown)} are not parameters of "
-                               f"{getattr(fn_for_analysis, '__name__', fn_for_analysis)}")
+        # Names in concrete_args that are not parameters are ignored, as torch.fx ignores them.
         args += [self._placeholder_for(name, sig, concrete_args) for name in arg_names]
         if code.co_kwonlyargcount > 0 and (code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)):
             raise NotImplementedError("tracing a function with both keyword-only and variadic arguments")
@@ -227,10 +235,12 @@ class Tracer(TracerBase):
             fn, args = self.create_args_for_root(fn, isinstance(root, Module), concrete_args)
             parameter_proxy_cache: dict[str, Proxy] = {}
             self.submodule_paths = {mod: name for name, mod in self.root.named_modules()}
+            self._parameter_names = None
             orig_getattr = Module.__getattr__
             orig_call = Module.__call__
             tracer = self
             function_ids = self._autowrap_function_ids | _patching.ember_function_ids()
+            wrapped_globals: set[int] = {id(fn_globals)}
 
             def module_getattr_wrapper(mod, attr):
                 return tracer.getattr(attr, orig_getattr(mod, attr), parameter_proxy_cache)
@@ -240,7 +250,8 @@ class Tracer(TracerBase):
                     return orig_call(mod, *args, **kwargs)
 
                 forward_globals = getattr(getattr(type(mod), "forward", None), "__globals__", None)
-                if forward_globals is not None:
+                if forward_globals is not None and id(forward_globals) not in wrapped_globals:
+                    wrapped_globals.add(id(forward_globals))
                     _patching.autowrap_globals(patcher, forward_globals, function_ids)
                 return tracer.call_module(mod, forward, args, kwargs)
 

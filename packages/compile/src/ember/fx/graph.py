@@ -98,6 +98,13 @@ class Graph:
         """The nodes in order; supports ``len`` and ``reversed``."""
         return _NodeList(self)
 
+    def output_node(self) -> Node:
+        """The graph's output node (the last node)."""
+        last = next(iter(reversed(self.nodes)), None)
+        if last is None or last.op != "output":
+            raise RuntimeError("the graph has no output node")
+        return last
+
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True) -> list[Node]:
         """Nodes with ``op`` (and ``target``, when given), in graph order unless ``sort=False``."""
         if target is None:
@@ -105,8 +112,7 @@ class Graph:
         else:
             found = list(self._find_nodes_lookup.get((op, _lookup_key(target)), ()))
         if sort:
-            order = {n: i for i, n in enumerate(self.nodes)}
-            found.sort(key=order.__getitem__)
+            found.sort(key=lambda n: n._sort_key)
         return found
 
     # -- building -------------------------------------------------------------------------
@@ -119,6 +125,9 @@ class Graph:
             raise AssertionError("args must be a tuple")
         if not isinstance(kwargs, dict):
             raise AssertionError("kwargs must be a dict")
+        if getattr(type(target), "_fx_recording_stand_in", False):
+            # A pass that read `ember.relu` while a trace's patches were active got the stand-in.
+            target = target.__wrapped__
         candidate = name if name is not None else _naming.target_name_hint(target)
         name = self._graph_namespace.create_name(candidate, None)
         n = Node(self, name, op, target, args, kwargs, type_expr)

@@ -15,15 +15,13 @@ from typing import Any
 from ember.nn import Module
 
 from . import _patching
+from . import traceback as fx_traceback
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument, Node, Target, map_aggregate, map_arg
 from .proxy import Proxy, TracerBase
 
 __all__ = ["Interpreter", "Transformer"]
-
-# Node meta that describes where a value came from (not the value), carried to rebuilt nodes.
-_PRESERVED_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "custom", "from_node")
 
 
 class Interpreter:
@@ -189,12 +187,9 @@ class Transformer(Interpreter):
         self.tracer = _TransformerTracer(self.new_graph, module)
 
     def run_node(self, n: Node) -> Any:
-        result = super().run_node(n)
-        if isinstance(result, Proxy) and result.node.graph is self.new_graph:
-            for key in _PRESERVED_META:
-                if key in n.meta and key not in result.node.meta:
-                    result.node.meta[key] = n.meta[key]
-        return result
+        # Nodes recorded while re-running n inherit its provenance meta (fx.traceback).
+        with fx_traceback.set_current_meta(n):
+            return super().run_node(n)
 
     def placeholder(self, target: Target, args: tuple, kwargs: dict) -> Proxy:
         if not isinstance(target, str):
@@ -216,7 +211,7 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """Runs the transformation and returns the new GraphModule."""
-        with _patching.Patcher() as patcher:
+        with _patching.Patcher() as patcher, fx_traceback.preserve_node_meta():
             _patching.patch_ember_namespaces(patcher)
             result = super().run(enable_io_processing=False)
         if result is not None:

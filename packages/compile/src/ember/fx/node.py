@@ -62,8 +62,21 @@ def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
 def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
     """Applies ``fn`` to every Node inside ``a`` (other leaves are kept as they are)."""
     if not callable(fn):
-        raise TypeError("map_arg(a, fn): fn must be a callable")
+        raise AssertionError("ember.fx.map_arg(a, fn): fn must be a callable")
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
+
+
+def _key_between(before: tuple[int, ...], after: tuple[int, ...] | None) -> tuple[int, ...]:
+    """A sort key strictly between ``before`` and ``after`` (None: the end of the graph).
+
+    Keys are tuples compared lexicographically; a prefix sorts first, and negative entries let
+    a key always fit in front of an extension of ``before``.
+    """
+    if after is None:
+        return (before[0] + 1,) if before else (0,)
+    if after[: len(before)] == before:
+        return before + (after[len(before)] - 1,)
+    return before + (0,)
 
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
@@ -113,7 +126,7 @@ class Node:
     def __init__(self, graph: Graph, name: str, op: str, target: Target, args: tuple, kwargs: dict,
                  return_type: Any | None = None) -> None:
         if op not in _VALID_OPS:
-            raise ValueError(f"Node op must be one of {sorted(_VALID_OPS)}, got {op!r}")
+            raise AssertionError(f"op '{op}' is not in _legal_ops")
         if op == "call_function":
             if not callable(target):
                 raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has type "
@@ -130,24 +143,41 @@ class Node:
         self.type = return_type
         self._prev = self
         self._next = self
+        self._sort_key: tuple[int, ...] = ()  # orders nodes of one graph (see _key_between)
         self._erased = False
         self.meta: dict[str, Any] = {}
         self._args: tuple = ()
         self._kwargs: dict = {}
         self._update_args_kwargs(args, kwargs)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Changing op or target moves the node between find_nodes buckets.
-        if name in ("op", "target") and "target" in self.__dict__ and self.op != "root":
-            from .graph import _lookup_key
+    # op and target are properties: changing either moves the node between find_nodes buckets.
+    @property
+    def op(self) -> str:
+        return self._op
 
-            lookup = self.graph._find_nodes_lookup
-            lookup.get((self.op, _lookup_key(self.target)), {}).pop(self, None)
-            object.__setattr__(self, name, value)
-            if not self._erased:
-                lookup.setdefault((self.op, _lookup_key(self.target)), {})[self] = None
+    @op.setter
+    def op(self, value: str) -> None:
+        self._relocate("_op", value)
+
+    @property
+    def target(self) -> Target:
+        return self._target
+
+    @target.setter
+    def target(self, value: Target) -> None:
+        self._relocate("_target", value)
+
+    def _relocate(self, field: str, value: Any) -> None:
+        if "_target" not in self.__dict__ or self._op == "root":
+            self.__dict__[field] = value
             return
-        object.__setattr__(self, name, value)
+        from .graph import _lookup_key
+
+        lookup = self.graph._find_nodes_lookup
+        lookup.get((self._op, _lookup_key(self._target)), {}).pop(self, None)
+        self.__dict__[field] = value
+        if not self._erased:
+            lookup.setdefault((self._op, _lookup_key(self._target)), {})[self] = None
 
     # -- the linked list ------------------------------------------------------------------
     @property
@@ -170,6 +200,21 @@ class Node:
         p = self._prev
         p._next, x._prev = x, p
         x._next, self._prev = self, x
+        x._sort_key = _key_between(p._sort_key if p.op != "root" else (),
+                                   self._sort_key if self.op != "root" else None)
+
+    # Nodes of one graph compare by position, so passes can sort them (torch.fx does the same).
+    def __lt__(self, other: Node) -> bool:
+        return self._sort_key < other._sort_key
+
+    def __gt__(self, other: Node) -> bool:
+        return self._sort_key > other._sort_key
+
+    def __le__(self, other: Node) -> bool:
+        return self._sort_key <= other._sort_key
+
+    def __ge__(self, other: Node) -> bool:
+        return self._sort_key >= other._sort_key
 
     def append(self, x: Node) -> None:
         """Moves ``x`` (a node of the same graph) to just after this node."""

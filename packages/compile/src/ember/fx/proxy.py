@@ -11,11 +11,13 @@ Using a Proxy where Python needs a concrete value (``if proxy:``, ``for _ in pro
 from __future__ import annotations
 
 import dis
+import linecache
 import operator
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import traceback as fx_traceback
 from .graph import Graph
 from .node import Argument, Node, Target
 
@@ -52,6 +54,7 @@ class TracerBase:
         if not isinstance(args_, tuple) or not isinstance(kwargs_, dict):
             raise AssertionError("create_arg must keep the tuple/dict shape of args/kwargs")
         node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        fx_traceback.copy_preserved_meta(node)
         if self.record_stack_traces and not node.stack_trace:
             node.stack_trace = _user_stack_trace()
         return self.proxy(node) if proxy_factory_fn is None else proxy_factory_fn(node)
@@ -115,7 +118,10 @@ def _user_stack_trace() -> str | None:
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module.startswith("ember.") or module == "ember" or module == "operator"):
-            return f'  File "{frame.f_code.co_filename}", line {frame.f_lineno}, in {frame.f_code.co_name}\n'
+            filename, lineno = frame.f_code.co_filename, frame.f_lineno
+            code = linecache.getline(filename, lineno).strip()
+            trace = f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}\n'
+            return trace + (f"    {code}\n" if code else "")
         frame = frame.f_back
     return None
 
@@ -178,9 +184,11 @@ class Proxy:
 
 
 def _unpack_count(frame) -> int | None:
-    # The instruction at f_lasti is the one that asked for the iterator.
+    # The instruction at f_lasti is the one that asked for the iterator (Python 3.10 counts
+    # f_lasti in 2-byte code units, later versions in bytes).
+    offset = frame.f_lasti * 2 if sys.version_info < (3, 11) else frame.f_lasti
     for instruction in dis.get_instructions(frame.f_code):
-        if instruction.offset == frame.f_lasti:
+        if instruction.offset == offset:
             return instruction.argval if instruction.opname == "UNPACK_SEQUENCE" else None
     return None
 

@@ -27,7 +27,7 @@ __all__ = ["InternalMatch", "Match", "ReplacedPatterns", "replace_pattern", "rep
 
 
 class Match(NamedTuple):
-    anchor: Node  # the graph node the pattern's (first) returned node matched
+    anchor: Node  # the pattern node matching started from (its first returned node)
     nodes_map: dict[Node, Node]  # pattern node -> graph node
 
 
@@ -134,7 +134,7 @@ class _Matcher:
                 if not self._self_contained(nodes_map):
                     continue
                 found.append(InternalMatch(
-                    anchors=list(combo), nodes_map=nodes_map,
+                    anchors=list(self.returning), nodes_map=nodes_map,
                     placeholder_nodes=[nodes_map[pn] for pn in self.placeholders],
                     returning_nodes=[nodes_map[pn] for pn in self.returning]))
         return _drop_overlapping(found)

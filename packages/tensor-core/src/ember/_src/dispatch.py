@@ -28,6 +28,7 @@ from types import MethodType
 
 from . import grad_mode
 
+
 class _OpTable(dict):
     """The op registry. ``ember.ops.<name>`` reads an op as an attribute (as ``torch.ops.aten.<name>``),
     which is how ember.fx's generated code spells op calls; ``ember.ops["<name>"]`` works too."""
@@ -199,7 +200,8 @@ def _call_top_mode(op: Op, args, kwargs):
     stack = _MODES.stack
     mode = stack.pop()
     try:
-        types = tuple({type(t) for t in _iter_tensors(args, kwargs)})
+        # A mode that never reads ``types`` (a tracer) sets wants_types = False: saves a pass.
+        types = tuple({type(t) for t in _iter_tensors(args, kwargs)}) if mode.wants_types else ()
         return mode.__torch_dispatch__(op, types, args, kwargs)
     finally:
         stack.append(mode)
@@ -224,6 +226,8 @@ class DispatchMode:
     Inside ``with mode:`` every op call reaches ``mode.__torch_dispatch__(op, types, args,
     kwargs)``; calling ``op(*args, **kwargs)`` there continues to the next layer.
     """
+
+    wants_types = True  # False: __torch_dispatch__ gets types=() (it does not read them)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))

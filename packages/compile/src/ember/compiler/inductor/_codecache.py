@@ -66,7 +66,10 @@ _VECTOR_MATH = None
 
 def flags() -> list[str]:
     lang = ["-x", "c++", "-std=gnu++17"] if config.cpp.language == "c++" else ["-x", "c", "-std=gnu11"]
-    return [*lang, "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv",
+    # -fno-trapping-math: lets compares and selects vectorize (values are unchanged: only the
+    # floating-point exception flags, which nothing reads, may differ)
+    return [*lang, "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math",
+            "-fwrapv",
             *config.cpp.extra_flags]
 
 

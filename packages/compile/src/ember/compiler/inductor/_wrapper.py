@@ -139,7 +139,7 @@ class WrapperWriter:
             if buf is None:
                 continue
             n = names[i]
-            checks.append(f"type({n}) is not _Tensor or {n}.dtype is not ember.{buf.dtype.name}")
+            checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
             checks.append(f"len({n}._shape) != {len(buf.shape)}")
             for d, s in enumerate(buf.shape):
                 if not s.free_symbols:

@@ -1,5 +1,6 @@
-"""Graph passes over ember.fx GraphModules (``shape_prop``, ``split_module``), as in torch.fx.passes."""
+"""Graph passes over ember.fx GraphModules, as in torch.fx.passes: ``shape_prop``,
+``fake_tensor_prop`` and ``split_module``."""
 
-from . import shape_prop
+from . import fake_tensor_prop, shape_prop, split_module
 
-__all__ = ["shape_prop"]
+__all__ = ["fake_tensor_prop", "shape_prop", "split_module"]
