@@ -398,3 +398,34 @@ def test_bad_input_raises_torch_exception_types():
     torch_types = [error_type(f) for f in attempts(torch.fx)]
     ember_types = [error_type(f) for f in attempts(ember.fx)]
     assert ember_types == torch_types and None not in ember_types
+
+
+def test_constants_without_source_spelling_are_bound_as_globals():
+    g = ember.fx.Graph()
+    x = g.placeholder("x")
+    const = ember.tensor([1.0, 2.0])
+    add = g.call_function(operator.add, (x, const))
+    item = g.call_function(operator.getitem, (add, (Ellipsis, slice(0, 1))))
+    g.output((item, range(2), 1 + 2j, {"k": (1,)}))
+    gm = ember.fx.GraphModule({}, g)
+    assert "add = x + _tensor_constant" in gm.code and "add[(Ellipsis, slice(0, 1, None))]" in gm.code
+    out, rng, cplx, d = gm(ember.zeros(2))
+    assert out.tolist() == [1.0] and rng == range(2) and cplx == 1 + 2j and d == {"k": (1,)}
+
+
+def test_erasing_while_iterating():
+    for fx in (torch.fx, ember.fx):
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.neg, (x,))
+        c = g.call_function(operator.neg, (x,))
+        g.output(x)
+        seen = []
+        for node in g.nodes:
+            seen.append(node.name)
+            if node is a:
+                g.erase_node(a)  # the current node
+                g.erase_node(b)  # and the next one
+        assert seen == ["x", "neg", "neg_2", "output"]
+        assert [n.name for n in g.nodes] == ["x", "neg_2", "output"] and c.prev is x

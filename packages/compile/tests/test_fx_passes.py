@@ -328,3 +328,56 @@ def test_conv_bn_fusion_tutorial_pass():
     assert [n.target for n in efused.graph.nodes if n.op == "call_module"] == ["conv", "block.0", "block.2"]
     assert_close(eout, tout, atol=1e-4)
     assert_close(eout, eeager, atol=1e-4)
+
+
+def _pass_pipeline(lib, fx, infra_base, infra_manager):
+    class AddToMul(infra_base.PassBase):
+        def call(self, gm):
+            modified = False
+            for node in gm.graph.nodes:
+                if node.op == "call_function" and node.target == operator.add:
+                    node.target = operator.mul
+                    modified = True
+            return infra_base.PassResult(gm, modified)
+
+    def drop_dead(gm):
+        gm.graph.eliminate_dead_code()
+
+    add_to_mul = AddToMul()
+    dce = infra_manager.pass_result_wrapper(drop_dead)
+    manager = infra_manager.PassManager(
+        [dce, add_to_mul], constraints=[infra_manager.this_before_that_pass_constraint(add_to_mul, dce)],
+        steps=3)
+    return manager, add_to_mul, dce
+
+
+def test_pass_manager_runs_torch_style_passes():
+    import torch.fx.passes.infra.pass_base as torch_base
+    import torch.fx.passes.infra.pass_manager as torch_manager
+
+    import ember.fx.passes.infra.pass_base as ember_base
+    import ember.fx.passes.infra.pass_manager as ember_manager
+
+    def make(lib):
+        def fn(x):
+            dead = lib.relu(x)  # noqa: F841 - removed by the pipeline
+            return (x + 2) + x
+
+        return fn
+
+    results = []
+    for lib, fx, base, manager_module, convert in ((torch, torch.fx, torch_base, torch_manager, to_torch),
+                                                   (ember, ember.fx, ember_base, ember_manager, to_ember)):
+        manager, add_to_mul, dce = _pass_pipeline(lib, fx, base, manager_module)
+        result = manager(fx.symbolic_trace(make(lib)))
+        assert manager.passes == [add_to_mul, dce]  # reordered by the constraint
+        results.append((result, result.graph_module(convert(_rand(3)))))
+    (tresult, tout), (eresult, eout) = results
+    assert eresult.modified is tresult.modified is True
+    assert full_structure(eresult.graph_module) == full_structure(tresult.graph_module)
+    assert_close(eout, tout)
+
+    with pytest.raises(RuntimeError, match="Circular dependency"):
+        a, b = (lambda gm: None), (lambda gm: None)
+        ember_manager.PassManager([a, b], [ember_manager.this_before_that_pass_constraint(a, b),
+                                           ember_manager.this_before_that_pass_constraint(b, a)])(None)

@@ -7,6 +7,7 @@ what keeps a long graph's peak memory equal to eager's.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import operator
@@ -14,6 +15,7 @@ import re
 from typing import Any
 
 from . import _naming
+from ._naming import snake_case as snake
 from .node import Node, _type_repr, map_arg
 
 __all__ = ["CodeGen", "PythonCode"]
@@ -35,6 +37,14 @@ class PythonCode:
     src: str
     globals: dict[str, Any]
     _lineno_map: dict[int, int | None] | None = None
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _format_target(base: str, target: str) -> str:
@@ -78,7 +88,6 @@ class CodeGen:
         globals_["ember"] = ember
         free_vars: list[str] = []
         body: list[str] = []
-        wrapped_fns: dict[str, None] = {}
         return_annotation = [""]
 
         def add_global(name_hint: str, obj: Any) -> str:
@@ -124,10 +133,16 @@ class CodeGen:
                 return f"ember.{arg}" if not str(arg).startswith("ember.") else str(arg)
             if type(arg).__name__ == "device" and type(arg).__module__.startswith("ember"):
                 return add_global("device", type(arg)) + f"({str(arg)!r})"
-            if type(arg).__module__ == "ember._src.tensor" or hasattr(arg, "_fx_constant"):
-                # A value without a source spelling (a tensor constant built by hand): bind it.
-                return add_global("_fx_constant", arg)
-            return repr(arg)
+            if arg is ...:
+                return "Ellipsis"  # as torch.fx prints it
+            if isinstance(arg, range):
+                return repr(arg)  # range(a, b[, c]) reads as the builtin call
+            text = repr(arg)
+            if not _is_literal(text):
+                # A value without a source spelling (a tensor constant put in a graph by hand, a
+                # symbolic size, ...): bind it as a global rather than print code that breaks.
+                return add_global(f"_{snake(type(arg).__name__)}_constant", arg)
+            return text
 
         def args_repr(args: tuple, kwargs: dict) -> str:
             parts = [arg_repr(a) for a in args]
@@ -184,7 +199,7 @@ class CodeGen:
             if node.op not in ("placeholder", "output"):
                 annotate(node)
             self._emit(node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-                       add_global, type_repr, wrapped_fns)
+                       add_global, type_repr)
             free_values(node)
 
         if not any(line.strip() for line in body):
@@ -196,7 +211,7 @@ class CodeGen:
         return PythonCode(src, globals_, None)
 
     def _emit(self, node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-              add_global, type_repr, wrapped_fns) -> None:
+              add_global, type_repr) -> None:
         annotation = f": {type_repr(node.type)}" if node.type is not None else ""
         if node.op == "placeholder":
             target = node.target
@@ -232,8 +247,6 @@ class CodeGen:
             hint = _naming.qualified_name(target)
             global_name = add_global(hint if hint.isidentifier() else hint.replace(".", "_"), target)
             body.append(f"{node.name}{annotation} = {global_name}({args_repr(node.args, node.kwargs)})")
-            if node.meta.get("is_wrapped", False):
-                wrapped_fns.setdefault(global_name)
             return
         if node.op == "call_module":
             body.append(f"{node.name}{annotation} = {_format_target(root_module, node.target)}"

@@ -221,9 +221,9 @@ class Node:
         self._next.prepend(x)
 
     def _remove_from_list(self) -> None:
+        # The node keeps its own links: a loop standing on it (just erased) still finds the rest.
         p, n = self._prev, self._next
         p._next, n._prev = n, p
-        self._prev = self._next = self
 
     # -- arguments and uses ---------------------------------------------------------------
     @property

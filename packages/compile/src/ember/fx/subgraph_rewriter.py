@@ -85,7 +85,7 @@ class _Matcher:
                     and all(self._match_value(pn[k], gn[k], nodes_map) for k in pn))
         if isinstance(gn, Node):
             return False
-        return self.ignore_literals or (type(pn) is type(gn) and pn == gn)
+        return self.ignore_literals or _same_target(pn, gn)
 
     def _bind_literal(self, pn: Node, value: Any, nodes_map: dict) -> bool:
         # A placeholder may stand for a literal of the graph (torch.fx allows it too).
