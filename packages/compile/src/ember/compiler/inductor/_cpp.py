@@ -300,8 +300,8 @@ class CppKernelWriter:
         lines.append(f"{indent}{acc_t} {acc} = {init};")
         clause = f"reduction({_REDUCE_CLAUSE[rt]}:{acc})"
         if float_extreme:
-            lines.append(f"{indent}bool {nan} = false;")
-            clause += f" reduction(||:{nan})"
+            lines.append(f"{indent}int {nan} = 0;")  # an int (not bool) flag: the loop still vectorizes
+            clause += f" reduction(|:{nan})"
         lines.extend(self._open(inner, indent, par, simd=True, reduction=clause + " "))
         v = body.value(node.expr)
         if rt == "sum":
@@ -316,7 +316,7 @@ class CppKernelWriter:
             op = ">" if rt == "max" else "<"
             body.lines.append(f"{loop_indent}{acc} = {v} {op} {acc} ? {v} : {acc};")
             if float_extreme:
-                body.lines.append(f"{loop_indent}{nan} = {nan} || ({v} != {v});")
+                body.lines.append(f"{loop_indent}{nan} |= ({v} != {v});")
         lines.extend(body.lines)
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         result = f"{acc} "

@@ -32,7 +32,10 @@ from ._ir import (
     TensorValue,
     sym,
 )
-from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape
+from ._ir import (
+    compute_dtype as compute_of,
+)
+from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape, derive_layout
 
 MAX_EXPR = 400  # an expression past this size is stored (keeps kernels compilable)
 
@@ -178,6 +181,14 @@ class GraphLowering:
         return self._run_traced(fn, args, kwargs)
 
     def call_op(self, op: Op, args, kwargs):
+        if "view" in op.tags:
+            for a in _flatten([args]):
+                if isinstance(a, TensorValue):
+                    a.viewed = True  # an in-place op on it later must reach the view too
+        if _is_mutating(op) and args and isinstance(args[0], TensorValue):
+            done = self._lower_inplace(op, args, kwargs)
+            if done is not None:
+                return done
         lowering = LOWERINGS.get(op.name)
         if lowering is not None:
             # The op's meta kernel validates the call (eager's errors stay eager's) and gives
@@ -199,6 +210,38 @@ class GraphLowering:
             except Unsupported:
                 pass
         return self.extern(op, args, kwargs)
+
+    def _lower_inplace(self, op, args, kwargs):
+        """``x.op_(...)`` as the functional op, when ``x`` is a value only this graph sees.
+
+        A graph-local value nobody took a view of is rebound to the result (consumers so far
+        keep the value they loaded); an input is updated by a kernel storing into it. Anything
+        else (a view of an input, a value with views) is left to the extern path.
+        """
+        functional = LOWERINGS.get(op.name[:-1]) if op.name.endswith("_") else None
+        dst = args[0]
+        if functional is None or getattr(dst, "viewed", False):
+            return None
+        try:
+            expected = op(*self._meta(args), **self._meta(kwargs))
+            value = functional(self, *args, **kwargs)
+        except Exception:
+            return None
+        if not isinstance(value, TensorValue) or not self._agrees(value, expected.to(value.dtype)) \
+                or self.hint_shape(value.shape) != self.hint_shape(dst.shape):
+            return None
+        if dst.buffer is not None and isinstance(dst.buffer, (InputBuffer, ExternBuffer)):
+            if not _is_plain(dst):
+                return None
+            return self.mutate(dst, value)
+        if dst.buffer is None or isinstance(dst.buffer, ComputedBuffer):
+            compute = dst.dtype
+            result = TensorValue(dst.shape, dst.dtype, _loader_for(self, value, dst.shape, compute_of(compute)))
+            dst.loader, dst.buffer, dst.layout = result.loader, None, None
+            dst._size = None
+            dst.reads = 0
+            return dst
+        return None
 
     def _meta(self, obj):
         """``obj`` with meta stand-ins for values (and factory devices moved to meta)."""
@@ -247,6 +290,8 @@ class GraphLowering:
         snap = TensorValue(value.shape, value.dtype, value.loader, buffer=value.buffer, origin=value.origin)
         snap.origins = getattr(value, "origins", set())
         snap.layout = value.layout
+        snap.view_source = getattr(value, "view_source", None)
+        snap.original = value
         return snap
 
     def realize(self, value: TensorValue) -> Buffer:
@@ -256,7 +301,8 @@ class GraphLowering:
         buf.origins = sorted(getattr(value, "origins", ()) or [value.origin])
         self.items.append(buf)
         value.buffer = buf
-        value.loader = buf.as_value().loader
+        stored = buf.as_value()
+        value.loader, value.layout = stored.loader, stored.layout
         return buf
 
     def reduction(self, full_shape, dims, keepdim, dtype, reduce_type, body, acc_dtype, origin):
@@ -280,8 +326,26 @@ class GraphLowering:
         self.items.append(buf)
         return dst.buffer.as_value(self.current)
 
+    def _layout_of(self, value: TensorValue):
+        """A strided layout for ``value``: its own, or a view's of its stored source."""
+        if value.layout is None and value.buffer is None and getattr(value, "view_source", None) is not None:
+            source, derive = value.view_source
+            base = self._layout_of(source)
+            if base is not None:
+                value.layout = derive_layout(value, base, derive)
+        if value.layout is None and value.buffer is None and getattr(value, "view_source", None) is not None:
+            source, _ = value.view_source
+            if source.buffer is None and source.layout is None and getattr(source, "view_source", None) is None:
+                # store the source (the graph's value itself, so its other consumers read it too)
+                original = getattr(source, "original", source)
+                self.realize(original)
+                source.buffer, source.layout = original.buffer, original.layout
+                return self._layout_of(value)
+        return value.layout
+
     def _extern_arg(self, value: TensorValue):
         """What an extern op gets for ``value``: a strided view of a buffer, or a buffer."""
+        self._layout_of(value)
         if value.layout is not None:
             buf, shape, strides, offset = value.layout
             if (shape, strides, offset) == (buf.shape, buf.strides, 0):

@@ -200,6 +200,15 @@ def _where(ctx, cond, a, b):
                                           compute), "where")
 
 
+@register("masked_fill")
+def _masked_fill(ctx, x, mask, value):
+    if x.dtype.is_complex:
+        raise Unsupported("complex")
+    compute = compute_dtype(x.dtype)
+    return pointwise(ctx, (mask, x, value), compute, x.dtype,
+                     lambda m, a, v: Call("where", (cast(m, dt.bool), v, a), compute), "masked_fill")
+
+
 @register("clamp")
 def _clamp(ctx, x, min=None, max=None):  # noqa: A002 - the schema's names
     if min is None and max is None:
@@ -310,12 +319,18 @@ def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
 
 def _with_layout(value: TensorValue, source: TensorValue, derive) -> TensorValue:
     """``value`` with the strided layout ``derive(shape, strides, offset)`` of ``source``'s, if any."""
+    value.view_source = (source, derive)  # lets an extern op get this view of a stored source
     if source.layout is not None:
-        buf, shape, strides, offset = source.layout
-        derived = derive(list(shape), list(strides), offset)
-        if derived is not None:
-            value.layout = (buf, tuple(value.shape), tuple(derived[0]), derived[1])
+        value.layout = derive_layout(value, source.layout, derive)
     return value
+
+
+def derive_layout(value, layout, derive):
+    buf, shape, strides, offset = layout
+    derived = derive(list(shape), list(strides), offset)
+    if derived is None:
+        return None
+    return (buf, tuple(value.shape), tuple(derived[0]), derived[1])
 
 
 def _wrap(dim, ndim):
