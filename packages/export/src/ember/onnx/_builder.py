@@ -113,6 +113,19 @@ class Builder:
         self._sym_cache[expr] = out
         return out
 
+    def folded_transpose(self, name: str, perm: list) -> str | None:
+        """A transposed copy of initializer ``name`` (constant folding), or None if it is not one."""
+        init = next((t for t in self.initializers if t.name == name), None)
+        if init is None:
+            return None
+        key = ("transpose", name, tuple(perm))
+        if key not in self._consts:
+            arr = np.ascontiguousarray(np.transpose(numpy_helper.to_array(init), perm))
+            out = self.fresh(f"{name}_t")
+            self.initializers.append(numpy_helper.from_array(arr, out))
+            self._consts[key] = out
+        return self._consts[key]
+
     def where(self, cond: str, x: str, y: str, dtype) -> str:
         """``Where``, written with And/Or/Not for bool data (ONNX Runtime has no bool Where kernel)."""
         if dtype is not ember.bool:

@@ -117,6 +117,19 @@ def _group_norm(b, node):
     return [out, None, None]
 
 
+def _causal_bias(b, lq, lk, dt, zero, neg_inf) -> str:
+    """The [lq, lk] additive causal mask (0 on and below the diagonal, -inf above), built once per size."""
+    key = ("causal", str(lq), str(lk), str(dt))
+    if key not in b._consts:
+        from onnx import numpy_helper
+
+        ones = b.emit("ConstantOfShape", [b.ints([lq, lk])],
+                      value=numpy_helper.from_array(np.array([1], dtype=np.int64), "value"))
+        keep = b.emit("Cast", [b.emit("Trilu", [ones], upper=0)], to=9)
+        b._consts[key] = b.emit("Where", [keep, zero, neg_inf])
+    return b._consts[key]
+
+
 @register("scaled_dot_product_attention")
 def _sdpa(b, node):
     q, k, v = node.args[:3]
@@ -139,12 +152,7 @@ def _sdpa(b, node):
     neg_inf = b.const(-np.inf, dt)
     zero = b.const(0.0, dt)
     if causal:
-        lq, lk = qs[-2], ks[-2]
-        ones = b.emit("ConstantOfShape", [b.ints([lq, lk])],
-                      value=__import__("onnx").numpy_helper.from_array(np.array([1], dtype=np.bool_), "value"))
-        tri = b.emit("Trilu", [b.emit("Cast", [ones], to=7)], upper=0)
-        keep = b.emit("Cast", [tri], to=9)
-        scores = b.emit("Add", [scores, b.emit("Where", [keep, zero, neg_inf])])
+        scores = b.emit("Add", [scores, _causal_bias(b, qs[-2], ks[-2], dt, zero, neg_inf)])
     if mask is not None:
         if dtype_of(mask) is not None and not dtype_of(mask).is_floating_point:
             scores = b.emit("Add", [scores, b.emit("Where", [b.value(mask), zero, neg_inf])])

@@ -43,10 +43,16 @@ def _expand(b, node):
     return b.emit("Expand", [b.value(node.args[0]), b.ints(shape_of(node))])
 
 
+def _transposed(b, x, perm):
+    src = b.value(x)
+    folded = b.folded_transpose(src, perm)  # a weight: transpose it once, at export time
+    return folded if folded is not None else b.emit("Transpose", [src], perm=perm)
+
+
 @register("permute")
 def _permute(b, node):
     rank = len(shape_of(node))
-    return b.emit("Transpose", [b.value(node.args[0])], perm=[_norm_dim(d, rank) for d in node.args[1]])
+    return _transposed(b, node.args[0], [_norm_dim(d, rank) for d in node.args[1]])
 
 
 @register("transpose")
@@ -55,7 +61,7 @@ def _transpose(b, node):
     d0, d1 = _norm_dim(node.args[1], rank), _norm_dim(node.args[2], rank)
     perm = list(range(rank))
     perm[d0], perm[d1] = perm[d1], perm[d0]
-    return b.emit("Transpose", [b.value(node.args[0])], perm=perm)
+    return _transposed(b, node.args[0], perm)
 
 
 @register("unsqueeze")
