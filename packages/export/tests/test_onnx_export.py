@@ -156,3 +156,25 @@ def test_mixed_dtype_comparisons_promote_as_ember_does():
     x, i = ember.randn(5), ember.tensor([0, 1, 2, 3, 1])
     program = ember.onnx.export(Compare(), (x, i))
     ember.testing.assert_close(program(x, i)[0], Compare()(x, i))
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True), dict(bias=False)],
+                         ids=["two_layers", "bidirectional", "no_bias"])
+def test_gru_as_onnx_gru(kwargs):
+    ember.manual_seed(0)
+
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = ember.nn.GRU(5, 8, batch_first=True, **kwargs)
+
+        def forward(self, x):
+            return self.rnn(x)
+
+    model = Net().eval()
+    program = ember.onnx.export(model, (ember.randn(3, 4, 5),), dynamic_shapes=({0: ember.export.Dim("b")},))
+    with ember.no_grad():
+        for b in (3, 1, 5):
+            x = ember.randn(b, 4, 5)
+            for got, want in zip(program(x), model(x)):
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)

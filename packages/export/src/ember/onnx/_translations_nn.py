@@ -195,3 +195,36 @@ def _lstm_layer(b, node):
                          direction="reverse" if reverse else "forward")
     out = b.emit("Reshape", [y, b.const(np.array([-1, hidden], dtype=np.int64))])
     return [out, b.emit("Squeeze", [y_h, axis0]), b.emit("Squeeze", [y_c, axis0]), None, None, None, None]
+
+
+# ONNX orders GRU gates (update z, reset r, hidden h); ember (as PyTorch) (reset, update, new).
+_ONNX_GRU_GATE_FROM_EMBER = [1, 0, 2]
+
+
+@register("_gru_layer")
+def _gru_layer(b, node):
+    """One GRU layer over precomputed input projections as ONNX ``GRU`` (``linear_before_reset=1``,
+    PyTorch's formula): W a gate-reordering permutation, R and the recurrence bias reordered."""
+    xp, h0, w_hh, b_hh, batch_sizes, reverse = node.args[:6]
+    from ember.export._ranges import as_expr
+
+    if len({as_expr(s) for s in batch_sizes}) != 1:
+        raise UnsupportedOp("a packed sequence (PackedSequence) through a GRU")
+    hidden = int(shape_of(w_hh)[0]) // 3
+    dt = dtype_of(xp)
+    rows = np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in _ONNX_GRU_GATE_FROM_EMBER])
+    perm = np.zeros((1, 3 * hidden, 3 * hidden))
+    perm[0, np.arange(3 * hidden), rows] = 1.0
+    index = b.const(rows.astype(np.int64))
+    axis0 = b.const(np.array([0], dtype=np.int64))
+    x = b.emit("Reshape", [b.value(xp), b.const(np.array([len(batch_sizes), -1, 3 * hidden], dtype=np.int64))])
+    r = b.emit("Unsqueeze", [b.emit("Gather", [b.value(w_hh), index], axis=0), axis0])
+    bias = None
+    if b_hh is not None:
+        rb = b.emit("Gather", [b.value(b_hh), index], axis=0)
+        bias = b.emit("Unsqueeze", [b.emit("Concat", [b.const(np.zeros(3 * hidden), dt), rb], axis=0), axis0])
+    h = b.emit("Unsqueeze", [b.value(h0), axis0])
+    y, y_h = b.emit("GRU", [x, b.const(perm, dt), r, bias, None, h], n_out=2, hidden_size=hidden,
+                    linear_before_reset=1, direction="reverse" if reverse else "forward")
+    out = b.emit("Reshape", [y, b.const(np.array([-1, hidden], dtype=np.int64))])
+    return [out, b.emit("Squeeze", [y_h, axis0]), None, None]
