@@ -6,6 +6,7 @@ graph of ember ops, its signature, weights and the ranges of its dynamic dims);
 executing anything from the file.
 """
 
+from ._cond import cond
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -30,7 +31,7 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "ConstantArgument", "Dim", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
+    "ConstantArgument", "Dim", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
     "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
     "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",

@@ -84,8 +84,15 @@ class _Capture:
 def trace_flat(capture: _Capture, state_values: list, leaves: list):
     from ember.compiler import make_fx
 
+    from ._cond import TRACING
+
     tensors = [leaves[i] for i in capture.tensor_positions]
-    return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
+    TRACING.depth += 1
+    try:
+        return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values,
+                                                                                                 *tensors)
+    finally:
+        TRACING.depth -= 1
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
@@ -148,8 +155,9 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         raise UserError(
             UserErrorType.DYNAMIC_CONTROL_FLOW,
             f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on a "
-            "tensor, .item(), .tolist(), print). Compute both sides and select with ember.where, or move the "
-            "decision to a Python value known before the call.", case_name="cond_predicate") from None
+            "tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, false_fn, "
+            "operands), or move the decision to a Python value known before the call.",
+            case_name="cond_predicate") from None
     out_spec = capture.out_spec
 
     from ._generalize import generalize
