@@ -200,3 +200,13 @@ def _write_golden() -> None:
 
 if __name__ == "__main__":
     _write_golden()
+
+
+def test_weights_read_with_the_reference_safetensors_library():
+    st = pytest.importorskip("safetensors.numpy")
+    ep = export(cnn(ember).eval(), (ember.randn(2, 1, 8, 8),))
+    _, data = _roundtrip(ep)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        weights = st.load(z.read("ember_export/weights.safetensors"))
+    for name, tensor in ep.state_dict.items():
+        assert (weights[name] == tensor.detach().numpy()).all()
