@@ -26,6 +26,7 @@ from ._dynamic_shapes import constraint_violation, dim_kind
 from ._errors import UserError, UserErrorType
 from ._ranges import ValueRange
 from ._sym import SizeBuilder
+from ._trace_compare import same_structure, signature, val_shapes
 
 
 class _Root:
@@ -109,75 +110,6 @@ def _trace_at(trace, leaves, roots, values):
         return trace(_leaves_at(leaves, roots, values)), None
     except Exception as exc:  # the failure is the answer: this size does not trace
         return None, exc
-
-
-# ------------------------------------------------------------------ comparing traces
-
-
-def _is_node(x) -> bool:
-    return hasattr(x, "op") and hasattr(x, "users")
-
-
-def _slots(value, path, out, nodes_index):
-    """Flattens an argument into (path, leaf) where leaves are ints, floats or node indices."""
-    if _is_node(value):
-        out.append((path, ("node", nodes_index[value])))
-    elif isinstance(value, bool) or value is None or isinstance(value, str):
-        out.append((path, ("lit", value)))
-    elif isinstance(value, int):
-        out.append((path, ("int", int(value))))
-    elif isinstance(value, float):
-        out.append((path, ("float", value)))
-    elif isinstance(value, (list, tuple)):
-        out.append((path, ("seq", type(value).__name__, len(value))))
-        for k, v in enumerate(value):
-            _slots(v, path + (k,), out, nodes_index)
-    elif isinstance(value, dict):
-        out.append((path, ("dict", tuple(value))))
-        for k, v in value.items():
-            _slots(v, path + (k,), out, nodes_index)
-    else:
-        out.append((path, ("lit", id(value) if not isinstance(value, (ember.dtype, ember.device)) else value)))
-
-
-def _signature(gm):
-    nodes = list(gm.graph.nodes)
-    index = {n: i for i, n in enumerate(nodes)}
-    sig = []
-    for n in nodes:
-        slots: list = []
-        _slots(list(n.args), ("args",), slots, index)
-        _slots(dict(n.kwargs), ("kwargs",), slots, index)
-        val = n.meta.get("val")
-        shapes = _val_shapes(val)
-        target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
-        sig.append((n.op, target, slots, shapes))
-    return sig
-
-
-def _val_shapes(val):
-    if val is None:
-        return None
-    if hasattr(val, "shape"):
-        return [tuple(int(s) for s in val.shape)]
-    if isinstance(val, (list, tuple)):
-        return [tuple(int(s) for s in v.shape) if hasattr(v, "shape") else None for v in val]
-    return None
-
-
-def _same_structure(a, b) -> str | None:
-    """None when two trace signatures record the same ops, else where they differ."""
-    if len(a) != len(b):
-        return f"the graph has {len(a)} nodes at one size and {len(b)} at another"
-    for k, ((op1, t1, s1, sh1), (op2, t2, s2, sh2)) in enumerate(zip(a, b)):
-        if op1 != op2 or t1 != t2 or len(s1) != len(s2):
-            return f"node {k} is {t1} at one size and {t2} at another"
-        for (p1, v1), (p2, v2) in zip(s1, s2):
-            if p1 != p2 or v1[0] != v2[0] or (v1[0] not in ("int", "float") and v1 != v2):
-                return f"the arguments of node {k} ({t1}) differ in structure"
-        if (sh1 is None) != (sh2 is None) or (sh1 is not None and [s is None for s in sh1] != [s is None for s in sh2]):
-            return f"the result of node {k} ({t1}) differs in structure"
-    return None
 
 
 # ------------------------------------------------------------------ fitting
@@ -275,7 +207,7 @@ def generalize(gm, capture, state_values, leaves, dim_specs, arg_names):
         return trace_flat(capture, state_values, new_leaves)
 
     roots = _roots(leaves, dim_specs, arg_names)
-    base_sig = _signature(gm)
+    base_sig = signature(gm)
     # Drop AUTO roots that cannot vary; fail on Dim/DYNAMIC ones.
     kept, alts, checks = [], {}, {}
     for root in roots:
@@ -287,7 +219,7 @@ def generalize(gm, capture, state_values, leaves, dim_specs, arg_names):
         probe = {r.key: r.base for r in roots}
         probe[root.key] = values[0]
         traced, exc = _trace_at(trace, leaves, roots, probe)
-        problem = exc if traced is None else _same_structure(base_sig, _signature(traced))
+        problem = exc if traced is None else same_structure(base_sig, signature(traced))
         if problem is not None:
             if root.kind == "auto":
                 continue
@@ -311,17 +243,17 @@ def generalize(gm, capture, state_values, leaves, dim_specs, arg_names):
             sigs.append((values, base_sig))
             continue
         traced, exc = _trace_at(trace, leaves, roots + static_roots, full)
-        problem = exc if traced is None else _same_structure(base_sig, _signature(traced))
+        problem = exc if traced is None else same_structure(base_sig, signature(traced))
         if problem is not None:
             moved = [r for r in roots if values[r.key] != r.base]
             raise _violation(moved[0], roots, trace, leaves, problem, values[moved[0].key])
-        sigs.append((values, _signature(traced)))
+        sigs.append((values, signature(traced)))
     check_sig = None
     if checks:
         values = {r.key: checks.get(r.key, r.base) for r in roots}
         traced, exc = _trace_at(trace, leaves, roots + static_roots, {**fixed, **values})
-        if traced is not None and _same_structure(base_sig, _signature(traced)) is None:
-            check_sig = (values, _signature(traced))
+        if traced is not None and same_structure(base_sig, signature(traced)) is None:
+            check_sig = (values, signature(traced))
     fits = _fit_all(sigs, check_sig, roots, symbols, base_sig)
     _apply(gm, fits, roots, symbols, leaves)
     ranges = {}
@@ -430,7 +362,7 @@ def _apply(gm, fits, roots, symbols, leaves):
             shapes.setdefault(k, {})[(key[2], key[3])] = expr
     for k, node in enumerate(nodes):
         val = node.meta.get("val")
-        base = _val_shapes(val)
+        base = val_shapes(val)
         if base is None:
             continue
         sym = []
