@@ -196,7 +196,24 @@ def _brief(exc) -> str:
     if isinstance(exc, str):
         return exc
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"
+    return f"{type(exc).__name__}: {text}{_user_line(exc)}"
+
+
+def _user_line(exc) -> str:
+    """`` (at File "...", line N)`` for the deepest traceback frame outside ember's own packages."""
+    import os
+
+    import ember as _ember
+
+    roots = [os.path.dirname(os.path.dirname(p)) for p in getattr(_ember, "__path__", [])]
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not any(filename.startswith(r) for r in roots) and "importlib" not in filename:
+            where = f'File "{filename}", line {tb.tb_lineno}, in {tb.tb_frame.f_code.co_name}'
+        tb = tb.tb_next
+    return f" (at {where})" if where else ""
 
 
 def generalize(gm, capture, state_values, leaves, dim_specs, arg_names):
