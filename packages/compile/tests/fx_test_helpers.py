@@ -83,3 +83,16 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6) -> None:
             assert_close(actual[k], expected[k], rtol, atol)
         return
     np.testing.assert_allclose(as_numpy(actual), as_numpy(expected), rtol=rtol, atol=atol)
+
+
+def build_graph(fx, lib):
+    """x, y -> relu(x + y) * 2, sum; built with the Graph API."""
+    g = fx.Graph()
+    x = g.placeholder("x")
+    y = g.placeholder("y", default_value=1.0)
+    add = g.call_function(operator.add, (x, y))
+    relu = g.call_function(lib.relu, (add,))
+    mul = g.call_function(operator.mul, (relu, 2))
+    total = g.call_method("sum", (mul,), {"dim": 0})
+    g.output((mul, total))
+    return g

@@ -325,3 +325,17 @@ def test_dynamic_derived_sizes_are_expressions_in_the_graph():
     assert len(graphs.graphs) == 1
     code = graphs.graphs[0].code
     assert "s0 * s1" in code and "s1 // 2" in code
+
+
+def test_explicit_graph_break_counts_like_torch():
+    def program(lib):
+        def f(x):
+            y = x * 2
+            lib._dynamo.graph_break()
+            return y + 1
+        return f
+
+    ex = ember._dynamo.explain(program(ember))(ember.ones(2))
+    torch._dynamo.reset()
+    tx = torch._dynamo.explain(program(torch))(torch.ones(2))
+    assert (ex.graph_count, ex.graph_break_count) == (tx.graph_count, tx.graph_break_count) == (2, 1)

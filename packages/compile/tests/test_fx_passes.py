@@ -381,3 +381,67 @@ def test_pass_manager_runs_torch_style_passes():
         a, b = (lambda gm: None), (lambda gm: None)
         ember_manager.PassManager([a, b], [ember_manager.this_before_that_pass_constraint(a, b),
                                            ember_manager.this_before_that_pass_constraint(b, a)])(None)
+
+
+def test_stable_topological_sort_matches_torch():
+    from torch.fx.passes.tools_common import stable_topological_sort as torch_sort
+
+    from ember.fx.passes.tools_common import legalize_graph, stable_topological_sort
+
+    def make(lib):
+        def fn(x, y):
+            a = lib.relu(x)
+            b = lib.sigmoid(y)
+            c = a * b
+            d = lib.neg(a)
+            return c + d
+
+        return fn
+
+    results = []
+    for lib, fx, sort, convert in ((torch, torch.fx, torch_sort, to_torch),
+                                   (ember, ember.fx, stable_topological_sort, to_ember)):
+        gm = fx.symbolic_trace(make(lib))
+        nodes = {n.name: n for n in gm.graph.nodes}
+        nodes["x"].prepend(nodes["neg"])  # neg now runs before its input
+        nodes["relu"].prepend(nodes["mul"])  # and mul before both of its inputs
+        with pytest.raises(RuntimeError):
+            gm.graph.lint()
+        sort(gm)
+        gm.graph.lint()
+        results.append(([n.name for n in gm.graph.nodes], gm(convert(_rand(3)), convert(_rand(3, seed=1)))))
+    (torder, tout), (eorder, eout) = results
+    assert eorder == torder
+    assert_close(eout, tout)
+    gm = ember.fx.symbolic_trace(make(ember))
+    before = [n.name for n in gm.graph.nodes]
+    assert [n.name for n in legalize_graph(gm).graph.nodes] == before  # a valid order is kept as it is
+
+
+def test_normalized_arguments_match_torch():
+    def make(lib):
+        F = lib.nn.functional
+
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+
+            def forward(self, x):
+                return F.dropout(self.lin(x), 0.3) + F.softmax(x, dim=1)
+
+        return M()
+
+    normalized = []
+    for lib, fx in ((torch, torch.fx), (ember, ember.fx)):
+        gm = fx.symbolic_trace(make(lib))
+        found = {}
+        for node in gm.graph.nodes:
+            pair = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
+            found[node.name] = None if pair is None else (
+                pair.args, {k: (v.name if isinstance(v, fx.Node) else v) for k, v in pair.kwargs.items()})
+        normalized.append(found)
+    assert normalized[1]["lin"] == normalized[0]["lin"] == ((), {"input": "x"})
+    assert normalized[1]["dropout"] == normalized[0]["dropout"]
+    assert normalized[1]["add"] is normalized[0]["add"] is None  # operator.add has no signature
+    assert normalized[1]["softmax"][1]["dim"] == 1 and normalized[1]["softmax"][1]["input"] == "x"

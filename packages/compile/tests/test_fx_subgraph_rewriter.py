@@ -122,3 +122,75 @@ def test_replace_pattern_with_filters():
     assert [k[1] for k in structure(gm) if k[0] == "call_function"] == ["operator.add", "relu", "sigmoid",
                                                                           "operator.add"]
     assert [n.target for n in replaced[0].replacements] == [ember.sigmoid]
+
+
+def _matcher_program(lib):
+    def fn(a, b):
+        x = lib.relu(a)
+        y = lib.relu(x)
+        z = lib.relu(y)  # relu(relu(.)) ends at y and at z: two overlapping occurrences
+        return lib.relu(b) + z
+
+    def pattern(p):
+        return lib.relu(lib.relu(p))
+
+    def dead(p):
+        unused = lib.relu(p)  # noqa: F841 - dead code in a pattern is refused
+        return lib.sigmoid(p)
+
+    return fn, pattern, dead
+
+
+@pytest.mark.parametrize("options", [{}, {"match_placeholder": True}, {"match_output": True},
+                                     {"remove_overlapping_matches": False}], ids=str)
+def test_subgraph_matcher_matches_torch(options):
+    from torch.fx.passes.utils.matcher_utils import SubgraphMatcher as TorchMatcher
+
+    from ember.fx.passes.utils.matcher_utils import SubgraphMatcher
+
+    found = []
+    for lib, fx, matcher_cls in ((torch, torch.fx, TorchMatcher), (ember, ember.fx, SubgraphMatcher)):
+        fn, pattern, dead = _matcher_program(lib)
+        graph = fx.symbolic_trace(fn).graph
+        pattern_graph = fx.symbolic_trace(pattern).graph
+        matches = matcher_cls(pattern_graph, **options).match(graph)
+        found.append([sorted((k.name, v.name) for k, v in m.nodes_map.items()) for m in matches])
+        with pytest.raises(AssertionError, match="dead code"):
+            matcher_cls(fx.symbolic_trace(dead).graph)
+    assert found[1] == found[0]
+    expected_count = {"{}": 1, "{'match_placeholder': True}": 1, "{'match_output': True}": 0,
+                      "{'remove_overlapping_matches': False}": 2}[str(options)]
+    assert len(found[1]) == expected_count
+
+
+def _module_replacement_program(lib):
+    class Replacement(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = lib.nn.Tanh()
+
+        def forward(self, v):
+            return self.act(v)
+
+    def fn(a):
+        return lib.relu(a) * 2
+
+    def pattern(v):
+        return lib.relu(v)
+
+    return fn, pattern, Replacement()
+
+
+def test_replacement_module_brings_its_submodules():
+    results = []
+    x = _rand(2, 4)
+    for lib, fx, convert in FRAMEWORKS:
+        fn, pattern, replacement = _module_replacement_program(lib)
+        gm = fx.symbolic_trace(fn)
+        rewriter = torch.fx.subgraph_rewriter if lib is torch else ember.fx.subgraph_rewriter
+        rewriter.replace_pattern(gm, pattern, replacement)
+        results.append((gm, gm(convert(x))))
+    (tgm, tout), (egm, eout) = results
+    assert full_structure(egm) == full_structure(tgm)
+    assert isinstance(egm.act, ember.nn.Tanh)
+    assert_close(eout, tout)

@@ -378,3 +378,32 @@ def test_trace_errors_match_torch():
 
     expected = [outcome(f) for f in attempts(torch, torch.fx)]
     assert [outcome(f) for f in attempts(ember, ember.fx)] == expected == ["NameError", "AssertionError", "ok"]
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_param_shapes_constant(constant):
+    def make(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(4, 6)
+
+            def forward(self, x):
+                w = self.lin.weight
+                return x.view(-1, w.shape[1]) @ w.t() + w.size()[0] + w.dim()
+
+        return M()
+
+    results = []
+    for lib, fx, convert in FRAMEWORKS:
+        tracer = fx.Tracer(param_shapes_constant=constant)
+        model = make(lib)
+        if lib is ember:
+            copy_weights(results[0][2], model)
+        graph = tracer.trace(model)
+        gm = fx.GraphModule(tracer.root, graph)
+        results.append((gm, gm(convert(_rand(2, 2, 4))), model))
+    (tgm, tout, _), (egm, eout, _) = results
+    assert full_structure(egm) == full_structure(tgm)
+    assert_close(eout, tout, atol=1e-5)
+    assert any(n.target == "dim" for n in egm.graph.nodes) is (not constant)

@@ -15,6 +15,21 @@ from . import exc
 from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
 
 
+def graph_break() -> None:
+    """Ends the current graph here (``torch._dynamo.graph_break``): the pending ops run now."""
+    from ember.compiler._recorder import current
+
+    rec = current()
+    if rec is not None and not rec.suspended:
+        rec.flush("torch._dynamo.graph_break()")
+
+
+def is_compiling() -> bool:
+    from ember.compiler import is_compiling as _is_compiling
+
+    return _is_compiling()
+
+
 def allow_in_graph(fn):
     """Accepted: the lazy capture records whatever ops ``fn`` runs."""
     return fn
@@ -35,6 +50,7 @@ def run(fn=None):
 
 
 __all__ = [
-    "allow_in_graph", "config", "disable", "exc", "explain", "list_backends", "lookup_backend", "mark_dynamic",
-    "mark_static", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run",
+    "allow_in_graph", "config", "disable", "exc", "explain", "graph_break", "is_compiling", "list_backends",
+    "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "register_backend",
+    "reset", "run",
 ]

@@ -88,7 +88,8 @@ def _op_info(op) -> tuple:
 
 
 # Meta results by (op, default dtype, argument metadata and constants): a meta kernel's answer
-# depends on nothing else for ops that neither write nor alias their inputs.
+# depends on nothing else for ops that do not write their inputs (a view's result is rebuilt
+# over its argument's meta storage).
 _META_CACHE: dict = {}
 _META_CACHE_LIMIT = 20000
 _UNCACHEABLE: set = set()
@@ -105,19 +106,29 @@ def _remember(key, out, margs) -> None:
             continue
         if not isinstance(o, Tensor) or o._device is not META:
             return
-        for m in margs:
-            if isinstance(m, Tensor) and m._storage is o._storage:  # a view or an in-place result
-                _UNCACHEABLE.add(key[0])
-                return
-        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes()))
+        alias = None
+        for i, m in enumerate(margs):
+            if isinstance(m, Tensor) and m._storage is o._storage:
+                if m is o:  # an in-place result: the argument itself must come back
+                    _UNCACHEABLE.add(key[0])
+                    return
+                alias = i  # a view: rebuilt over that argument's storage
+                break
+        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes(), alias))
     if len(_META_CACHE) >= _META_CACHE_LIMIT:
         _META_CACHE.clear()
     _META_CACHE[key] = (isinstance(out, Tensor), type(out), tuple(entry))
 
 
-def _from_cached(cached):
+def _from_cached(cached, margs):
     single, kind, entry = cached
-    outs = [None if e is None else make_tensor(_C.Storage.meta(e[4]), e[0], e[1], e[2], e[3], META) for e in entry]
+    outs = []
+    for e in entry:
+        if e is None:
+            outs.append(None)
+        else:
+            storage = _C.Storage.meta(e[4]) if e[5] is None else margs[e[5]]._storage
+            outs.append(make_tensor(storage, e[0], e[1], e[2], e[3], META))
     if single:
         return outs[0]
     return kind(outs)
@@ -354,7 +365,7 @@ class Recorder(dispatch.DispatchMode):
             meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
             cached = _META_CACHE.get(meta_key)
             if cached is not None:
-                out = _from_cached(cached)
+                out = _from_cached(cached, margs)
         if out is None:
             try:
                 out = func.call_kernel(margs, mkwargs)

@@ -69,6 +69,28 @@ def _summarize_stack_trace(trace: str) -> str | None:
     return None
 
 
+# Short dtype names of print_readable's annotations ("f32[3, 4]"), as PyTorch writes them.
+_DTYPE_ABBREVIATIONS = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+    "uint64": "u64", "bool": "b8", "complex64": "c64", "complex128": "c128", "complex32": "c32",
+}
+
+
+def _value_annotation(node: Node, include_stride: bool, include_device: bool) -> str | None:
+    """``f32[3, 4]`` (+ ``[4, 1]`` strides, + device) for a node whose meta['val'] is a tensor."""
+    val = node.meta.get("val")
+    if val is None or not all(hasattr(val, a) for a in ("shape", "dtype", "stride")):
+        return None
+    dtype = str(val.dtype).split(".")[-1]
+    text = f"{_DTYPE_ABBREVIATIONS.get(dtype, dtype)}[{', '.join(str(d) for d in val.shape)}]"
+    if include_stride:
+        text += f"[{', '.join(str(s) for s in val.stride())}]"
+    if include_device:
+        text += str(val.device)
+    return text
+
+
 class CodeGen:
     """Turns a graph's nodes into the source of ``def forward(self, ...)``."""
 
@@ -81,7 +103,8 @@ class CodeGen:
         return f"return {output_repr}"
 
     def _gen_python_code(self, nodes, root_module: str, namespace: _naming.Namespace, *,
-                         verbose: bool = False) -> PythonCode:
+                         verbose: bool = False, include_stride: bool = False,
+                         include_device: bool = False) -> PythonCode:
         globals_: dict[str, Any] = {"inf": float("inf"), "nan": float("nan"), "NoneType": type(None)}
         import ember
 
@@ -198,8 +221,9 @@ class CodeGen:
         for node in nodes:
             if node.op not in ("placeholder", "output"):
                 annotate(node)
+            value_annotation = _value_annotation(node, include_stride, include_device) if verbose else None
             self._emit(node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-                       add_global, type_repr)
+                       add_global, type_repr, value_annotation)
             free_values(node)
 
         if not any(line.strip() for line in body):
@@ -211,8 +235,10 @@ class CodeGen:
         return PythonCode(src, globals_, None)
 
     def _emit(self, node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,
-              add_global, type_repr) -> None:
+              add_global, type_repr, value_annotation=None) -> None:
         annotation = f": {type_repr(node.type)}" if node.type is not None else ""
+        if not annotation and value_annotation:
+            annotation = f': "{value_annotation}"'
         if node.op == "placeholder":
             target = node.target
             default = f" = {arg_repr(node.args[0])}" if node.args else ""

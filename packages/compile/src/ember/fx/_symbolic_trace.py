@@ -24,7 +24,7 @@ from . import _patching
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument
-from .proxy import Proxy, TracerBase
+from .proxy import ParameterProxy, Proxy, TracerBase
 
 __all__ = ["PH", "Tracer", "is_fx_tracing", "symbolic_trace", "wrap"]
 
@@ -63,7 +63,8 @@ class Tracer(TracerBase):
         autowrap_modules: modules whose functions, when the traced code holds them as globals,
             are recorded as ``call_function`` nodes (``math`` by default, as in torch.fx).
         autowrap_functions: single functions recorded the same way.
-        param_shapes_constant: accepted for compatibility (parameter shapes are not proxied).
+        param_shapes_constant: a parameter's shape, size(), dim(), numel() read during the trace
+            are its real values (constants in the graph) rather than recorded nodes.
     """
 
     def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),
@@ -110,7 +111,12 @@ class Tracer(TracerBase):
             name = self._parameter_name(attr_val)
             if name is not None:
                 if name not in parameter_proxy_cache:
-                    parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
+                    factory = None
+                    if self.param_shapes_constant:
+                        def factory(node, name=name, param=attr_val):
+                            return ParameterProxy(self, node, name, param)
+                    parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {},
+                                                                    proxy_factory_fn=factory)
                 return parameter_proxy_cache[name]
         if self.proxy_buffer_attributes and isinstance(attr_val, Tensor):
             for name, buf in self.root.named_buffers():

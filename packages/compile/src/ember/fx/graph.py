@@ -324,7 +324,8 @@ class Graph:
         for node in self.nodes:
             namespace.associate_name_with_obj(node.name, node)
             namespace._used_names.add(node.name)
-        return self._codegen._gen_python_code(self.nodes, root_module, namespace, verbose=verbose)
+        return self._codegen._gen_python_code(self.nodes, root_module, namespace, verbose=verbose,
+                                              include_stride=include_stride, include_device=include_device)
 
     def set_codegen(self, codegen: CodeGen) -> None:
         self._codegen = codegen

@@ -150,17 +150,19 @@ class GraphModule(Module):
     def print_readable(self, print_output: bool = True, include_stride: bool = False,
                        include_device: bool = False, colored: bool = False) -> str:
         """The module as a class definition, with the user source lines nodes came from."""
-        output = self._readable(self._get_name())
+        output = self._readable(self._get_name(), include_stride, include_device)
         if print_output:
             print(output)
         return output
 
-    def _readable(self, name: str) -> str:
-        verbose = self._graph.python_code(root_module="self", verbose=True).src
+    def _readable(self, name: str, include_stride: bool = False, include_device: bool = False) -> str:
+        verbose = self._graph.python_code(root_module="self", verbose=True, include_stride=include_stride,
+                                          include_device=include_device).src
         lines = [f"class {name}(ember.nn.Module):"]
         for child_name, child in self.named_children():
             if isinstance(child, GraphModule):
-                lines += ["    " + ln if ln else ln for ln in child._readable(child_name).split("\n")]
+                child_text = child._readable(child_name, include_stride, include_device)
+                lines += ["    " + ln if ln else ln for ln in child_text.split("\n")]
         lines += ["    " + ln if ln.strip() else "" for ln in verbose.lstrip("\n").split("\n")]
         return "\n".join(lines).rstrip() + "\n"
 

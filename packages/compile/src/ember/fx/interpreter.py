@@ -71,12 +71,14 @@ class Interpreter:
                 self.env[node] = self.run_node(node)
             except Exception as e:
                 if self.extra_traceback:
+                    # The error names the node (and the user line it came from).
                     msg = f"While executing {node.format_node()}"
-                    msg = f"{e.args[0]}\n\n{msg}" if e.args else str(msg)
+                    msg = f"{e.args[0]}\n\n{msg}" if e.args else msg
                     if node.stack_trace:
                         msg += f"\nOriginal traceback:\n{node.stack_trace}"
-                    if isinstance(e.args, tuple) and e.args and isinstance(e.args[0], str):
-                        e.args = (msg, *e.args[1:])
+                    e.args = (msg, *e.args[1:])
+                    if isinstance(e, KeyError):
+                        raise RuntimeError(*e.args) from e
                 raise
             if self.garbage_collect_values:
                 for to_delete in self.user_to_last_uses.get(node, []):

@@ -345,6 +345,19 @@ class Node:
             return getattr(target_mod, "_is_impure", False)
         return False
 
+    def normalized_arguments(self, root: Any, arg_types: Any = None, kwarg_types: Any = None,
+                             normalize_to_only_use_kwargs: bool = False):
+        """This call's arguments bound to its target's signature (defaults filled in), as an
+        ``ArgsKwargsPair``; None when the target has no usable signature."""
+        from .operator_schemas import normalize_function, normalize_module
+
+        if self.op == "call_function":
+            return normalize_function(self.target, self.args, self.kwargs, arg_types, kwarg_types,
+                                      normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            return normalize_module(root, self.target, self.args, self.kwargs, normalize_to_only_use_kwargs)
+        return None
+
     # -- printing -------------------------------------------------------------------------
     def __repr__(self) -> str:
         return self.name

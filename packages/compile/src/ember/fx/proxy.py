@@ -21,7 +21,7 @@ from . import traceback as fx_traceback
 from .graph import Graph
 from .node import Argument, Node, Target
 
-__all__ = ["Attribute", "GraphAppendingTracer", "Proxy", "TraceError", "TracerBase"]
+__all__ = ["Attribute", "GraphAppendingTracer", "ParameterProxy", "Proxy", "TraceError", "TracerBase"]
 
 
 class TraceError(ValueError):
@@ -184,11 +184,9 @@ class Proxy:
 
 
 def _unpack_count(frame) -> int | None:
-    # The instruction at f_lasti is the one that asked for the iterator (Python 3.10 counts
-    # f_lasti in 2-byte code units, later versions in bytes).
-    offset = frame.f_lasti * 2 if sys.version_info < (3, 11) else frame.f_lasti
+    # The instruction at f_lasti (a byte offset, Python 3.10 to 3.13) asked for the iterator.
     for instruction in dis.get_instructions(frame.f_code):
-        if instruction.offset == offset:
+        if instruction.offset == frame.f_lasti:
             return instruction.argval if instruction.opname == "UNPACK_SEQUENCE" else None
     return None
 
@@ -211,6 +209,40 @@ class Attribute(Proxy):
 
     def __call__(self, *args, **kwargs) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+
+
+class ParameterProxy(Proxy):
+    """A parameter's Proxy under ``Tracer(param_shapes_constant=True)``: its shape questions
+    (``shape``, ``size()``, ``dim()``, ``ndim``, ``numel()``, ``nelement()``) answer with the real
+    parameter's values instead of recording nodes."""
+
+    def __init__(self, tracer: TracerBase, node: Node, name: str, param: Any) -> None:
+        super().__init__(node, tracer)
+        self.param = param
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ParameterProxy({self.name})"
+
+    @property
+    def shape(self):
+        return self.param.shape
+
+    def size(self, dim: int | None = None):
+        return self.param.size() if dim is None else self.param.size(dim)
+
+    def dim(self) -> int:
+        return self.param.dim()
+
+    @property
+    def ndim(self) -> int:
+        return self.param.ndim
+
+    def numel(self) -> int:
+        return self.param.numel()
+
+    def nelement(self) -> int:
+        return self.param.numel()
 
 
 _BINARY_MAGIC = ("add", "sub", "mul", "floordiv", "truediv", "mod", "pow", "lshift", "rshift", "and", "or",

@@ -1,18 +1,15 @@
 """``replace_pattern``: find every occurrence of a pattern graph and splice in a replacement.
 
-Matching walks backwards from the pattern's returned nodes along argument edges. A pattern
-placeholder matches any value, but two placeholders never match the same graph node; other
-nodes match on op and target, with literal arguments equal. An occurrence whose internal
-nodes are used outside it is skipped (replacing it would cut those uses), and occurrences
-that overlap an earlier one are dropped. Each replacement goes just before the first user
-of the values it replaces.
+Occurrences are found by ``passes.utils.matcher_utils.SubgraphMatcher`` (whose docstring
+gives the matching rules). Each replacement goes just before the first user of the values
+it replaces; a later occurrence whose input was an earlier one's output reads the
+replacement's value.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -22,6 +19,7 @@ from ._symbolic_trace import symbolic_trace
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Node
+from .passes.utils.matcher_utils import InternalMatch, SubgraphMatcher
 
 __all__ = ["InternalMatch", "Match", "ReplacedPatterns", "replace_pattern", "replace_pattern_with_filters"]
 
@@ -38,127 +36,12 @@ class ReplacedPatterns:
     replacements: list[Node]
 
 
-@dataclasses.dataclass
-class InternalMatch:
-    """One occurrence of the pattern, as filters see it."""
-
-    anchors: list[Node]
-    nodes_map: dict[Node, Node] = dataclasses.field(default_factory=dict)
-    placeholder_nodes: list[Any] = dataclasses.field(default_factory=list)
-    returning_nodes: list[Node] = dataclasses.field(default_factory=list)
-    name_node_map: dict[str, Node] = dataclasses.field(default_factory=dict)
-
-
 def _as_graph(obj: Callable | Graph | GraphModule) -> Graph:
     if isinstance(obj, Graph):
         return obj
     if isinstance(obj, GraphModule):
         return obj.graph
     return symbolic_trace(obj).graph
-
-
-def _returned_nodes(pattern: Graph) -> list[Node]:
-    output = next(n for n in reversed(pattern.nodes) if n.op == "output")
-    result = output.args[0]
-    values = list(result) if isinstance(result, (tuple, list)) else [result]
-    if not all(isinstance(v, Node) for v in values):
-        raise ValueError("the pattern must return nodes of its graph")
-    return values
-
-
-class _Matcher:
-    def __init__(self, pattern: Graph, ignore_literals: bool) -> None:
-        self.pattern = pattern
-        self.ignore_literals = ignore_literals
-        self.placeholders = [n for n in pattern.nodes if n.op == "placeholder"]
-        self.returning = _returned_nodes(pattern)
-
-    def _match_value(self, pn: Any, gn: Any, nodes_map: dict[Node, Node]) -> bool:
-        if isinstance(pn, Node):
-            return isinstance(gn, Node) and self._match_node(pn, gn, nodes_map) or (
-                not isinstance(gn, Node) and pn.op == "placeholder" and self._bind_literal(pn, gn, nodes_map))
-        if isinstance(pn, (list, tuple)):
-            return (isinstance(gn, (list, tuple)) and len(pn) == len(gn)
-                    and all(self._match_value(p, g, nodes_map) for p, g in zip(pn, gn, strict=True)))
-        if isinstance(pn, dict):
-            return (isinstance(gn, dict) and pn.keys() == gn.keys()
-                    and all(self._match_value(pn[k], gn[k], nodes_map) for k in pn))
-        if isinstance(gn, Node):
-            return False
-        return self.ignore_literals or _same_target(pn, gn)
-
-    def _bind_literal(self, pn: Node, value: Any, nodes_map: dict) -> bool:
-        # A placeholder may stand for a literal of the graph (torch.fx allows it too).
-        if pn in nodes_map:
-            return not isinstance(nodes_map[pn], Node) and nodes_map[pn] == value
-        nodes_map[pn] = value
-        return True
-
-    def _match_node(self, pn: Node, gn: Node, nodes_map: dict[Node, Node]) -> bool:
-        if pn in nodes_map:
-            return nodes_map[pn] is gn
-        if any(v is gn for v in nodes_map.values()):
-            return False  # each graph node stands for one pattern node
-        if pn.op == "placeholder":
-            nodes_map[pn] = gn
-            return True
-        if pn.op != gn.op or not _same_target(pn.target, gn.target):
-            return False
-        saved = dict(nodes_map)
-        nodes_map[pn] = gn
-        if self._match_value(pn.args, gn.args, nodes_map) and self._match_value(pn.kwargs, gn.kwargs, nodes_map):
-            return True
-        nodes_map.clear()
-        nodes_map.update(saved)
-        return False
-
-    def _self_contained(self, nodes_map: dict[Node, Node]) -> bool:
-        inside = {gn for pn, gn in nodes_map.items() if pn.op != "placeholder" and isinstance(gn, Node)}
-        returning = {nodes_map[pn] for pn in self.returning}
-        for gn in inside:
-            if gn in returning:
-                continue
-            if any(user not in inside for user in gn.users):
-                return False
-        return True
-
-    def matches(self, graph: Graph) -> list[InternalMatch]:
-        candidates = [[gn for gn in graph.nodes if gn.op == pn.op and (pn.op == "placeholder" or
-                       _same_target(pn.target, gn.target))] for pn in self.returning]
-        found: list[InternalMatch] = []
-        for combo in itertools.product(*candidates):
-            nodes_map: dict[Node, Node] = {}
-            if all(self._match_node(pn, gn, nodes_map) for pn, gn in zip(self.returning, combo, strict=True)):
-                if len(nodes_map) < sum(1 for n in self.pattern.nodes if n.op != "output"):
-                    continue  # a pattern node unreachable from the outputs stayed unmatched
-                if not self._self_contained(nodes_map):
-                    continue
-                found.append(InternalMatch(
-                    anchors=list(self.returning), nodes_map=nodes_map,
-                    placeholder_nodes=[nodes_map[pn] for pn in self.placeholders],
-                    returning_nodes=[nodes_map[pn] for pn in self.returning]))
-        return _drop_overlapping(found)
-
-
-def _same_target(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - uncomparable targets are different
-        return False
-
-
-def _drop_overlapping(matches: list[InternalMatch]) -> list[InternalMatch]:
-    kept: list[InternalMatch] = []
-    used: set[Node] = set()
-    for match in matches:
-        inside = {gn for pn, gn in match.nodes_map.items() if pn.op != "placeholder"}
-        if inside & used:
-            continue
-        used |= inside
-        kept.append(match)
-    return kept
 
 
 def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
@@ -189,11 +72,9 @@ def _replace(gm, pattern, replacement, match_filters, ignore_literals, replaceme
              node_name_match: str = "") -> list[ReplacedPatterns]:
     original_graph = gm.graph
     pattern_graph = _as_graph(pattern)
-    matcher = _Matcher(pattern_graph, ignore_literals)
-    matches = matcher.matches(original_graph)
+    matcher = SubgraphMatcher(pattern_graph, ignore_literals=ignore_literals)
+    matches = matcher.match(original_graph, node_name_match)
     matches = [m for m in matches if all(f(m, original_graph, pattern_graph) for f in match_filters or ())]
-    if node_name_match:
-        matches = [m for m in matches if any(node_name_match in n.name for n in m.returning_nodes)]
     replaced: list[ReplacedPatterns] = []
     changed: dict[Node, Node] = {}  # graph node -> the node that took its place in an earlier match
     for match in matches:
@@ -207,7 +88,7 @@ def _replace(gm, pattern, replacement, match_filters, ignore_literals, replaceme
         val_map: dict[Node, Any] = {}
         for rn, gn in zip(replacement_placeholders, match.placeholder_nodes, strict=True):
             val_map[rn] = changed.get(gn, gn) if isinstance(gn, Node) else gn
-        for pn in matcher.placeholders:
+        for pn in matcher.pattern_placeholder_nodes:
             gn = match.nodes_map[pn]
             if isinstance(gn, Node) and gn in changed:
                 match.nodes_map[pn] = changed[gn]
