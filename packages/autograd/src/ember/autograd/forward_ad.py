@@ -18,6 +18,7 @@ from ember._src import grad_mode
 from ember._src.dispatch import DispatchMode
 from ember._src.tensor import Tensor
 
+from . import graph as _graph
 from ._engine import grad as _grad
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
 from .formulas.forward import flagged as _flagged
@@ -40,6 +41,16 @@ def _get_tangent(t):
 def _set_tangent(t: Tensor, tangent: Tensor) -> None:
     key = id(t)
     _TANGENTS[key] = (weakref.ref(t, lambda _, key=key: _TANGENTS.pop(key, None)), tangent)
+
+
+def _copy_tangent(src: Tensor, dst: Tensor) -> None:
+    if _TANGENTS:
+        tangent = _get_tangent(src)
+        if tangent is not None:
+            _set_tangent(dst, tangent)
+
+
+_graph._COPY_TANGENT[0] = _copy_tangent
 
 
 class _ForwardMode(DispatchMode):

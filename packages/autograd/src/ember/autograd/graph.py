@@ -415,14 +415,22 @@ class SavedTensor:
         self.data = None
 
 
+# Set by forward_ad: copies a tensor's forward-mode tangent (keyed by identity) to its alias, so
+# that a saved tensor keeps its tangent (forward-over-reverse: ember.func's hessian, jacfwd(jacrev)).
+_COPY_TANGENT: list = [None]
+
+
 def _alias(t: Tensor) -> Tensor:
     """A bare alias (no history) of ``t``. A wrapper subclass (ember.func's BatchedTensor) names its
     own ``_autograd_alias``: its data lives in the wrapped tensor, not in its storage."""
-    if type(t) is not Tensor:
-        alias = getattr(type(t), "_autograd_alias", None)
-        if alias is not None:
-            return alias(t)
-    return make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+    if type(t) is not Tensor and getattr(type(t), "_autograd_alias", None) is not None:
+        out = type(t)._autograd_alias(t)
+    else:
+        out = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+    copy = _COPY_TANGENT[0]
+    if copy is not None:
+        copy(t, out)
+    return out
 
 
 def _run_pack_hook(t: Tensor, saved: SavedTensor):

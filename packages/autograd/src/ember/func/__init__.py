@@ -6,7 +6,22 @@
 transform composes with every other (``vmap(grad(f))``, ``jacrev(jacrev(f))``, ...).
 """
 
+from ._forward import jvp, linearize
 from ._functional_call import functional_call, stack_module_state
+from ._grad import grad, grad_and_value, vjp
+from ._jacobian import hessian, jacfwd, jacrev
 from ._vmap import vmap
 
-__all__ = ["functional_call", "stack_module_state", "vmap"]
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "stack_module_state",
+    "vjp",
+    "vmap",
+]

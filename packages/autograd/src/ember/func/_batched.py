@@ -45,7 +45,10 @@ class BatchedTensor(Tensor):
         if _GRAD.grad_enabled and _levels.innermost_grad_level() > level and _any_requires_grad(args, kwargs):
             from ember.autograd._recording import record
 
-            return record(_LogicalOp(func, level, _physical_grad(level, args, kwargs)), args, kwargs)
+            physical = _physical_grad(level, args, kwargs)
+            if physical:
+                _levels.innermost_grad().physical_seen = True
+            return record(_LogicalOp(func, level, physical), args, kwargs)
         return run_rule(func, level, args, kwargs)
 
     @staticmethod
@@ -54,6 +57,36 @@ class BatchedTensor(Tensor):
         out = make_batched(t._value, t._level)
         out._storage = t._storage
         return out
+
+    def detach(self) -> BatchedTensor:
+        # Cuts the history of every level: the logical one and the physical value's.
+        return make_batched(self._value.detach(), self._level)
+
+    @property
+    def data(self) -> BatchedTensor:
+        return self.detach()
+
+    # -- factories "like" a batched tensor are batched (as functorch's new_* are) ---------------------
+    def _new_batched(self, factory, size, kwargs):
+        from ember._src.shapes import as_shape
+
+        requires_grad = kwargs.pop("requires_grad", False)
+        kwargs.setdefault("dtype", self.dtype)
+        physical = factory(self._value, (self._value.shape[0],) + tuple(as_shape(size)), **kwargs)
+        out = make_batched(physical, self._level)
+        return out.requires_grad_(True) if requires_grad else out
+
+    def new_zeros(self, *size, **kwargs):
+        return self._new_batched(Tensor.new_zeros, size, kwargs)
+
+    def new_ones(self, *size, **kwargs):
+        return self._new_batched(Tensor.new_ones, size, kwargs)
+
+    def new_empty(self, *size, **kwargs):
+        return self._new_batched(Tensor.new_empty, size, kwargs)
+
+    def new_full(self, size, fill_value, **kwargs):
+        return self._new_batched(lambda v, s, **kw: Tensor.new_full(v, s, fill_value, **kw), (size,), kwargs)
 
     # -- what a batch of values cannot answer ---------------------------------------------------
     def item(self):

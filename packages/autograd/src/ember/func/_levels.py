@@ -14,9 +14,10 @@ import threading
 
 
 class Level:
-    __slots__ = ("kind", "number", "batch_size", "randomness")
+    __slots__ = ("kind", "number", "batch_size", "randomness", "physical_seen")
 
     def __init__(self, kind: str, number: int, batch_size: int = 0, randomness: str = "error"):
+        self.physical_seen = False  # grad levels: an op inside also recorded history for outer levels
         self.kind = kind
         self.number = number
         self.batch_size = batch_size
@@ -55,10 +56,15 @@ def vmap_level(number: int) -> Level:
 
 def innermost_grad_level() -> int:
     """The number of the innermost active grad transform (0 when none is active)."""
+    level = innermost_grad()
+    return 0 if level is None else level.number
+
+
+def innermost_grad():
     for level in reversed(_STACK.levels):
         if level.kind == "grad":
-            return level.number
-    return 0
+            return level
+    return None
 
 
 def active() -> tuple:

@@ -115,8 +115,7 @@ def _vmap_call(func, batch_size, flat_in_dims, flat_args, spec, out_dims, random
     from ._batched import VmapMode, make_batched
 
     with _levels.entered("vmap", batch_size, randomness) as level, VmapMode(level):
-        batched = [a if d is None else make_batched(a.movedim(d, 0) if d else a, level.number)
-                   for a, d in zip(flat_args, flat_in_dims)]
+        batched = [a if d is None else _add_batch_dim(a, d, level.number) for a, d in zip(flat_args, flat_in_dims)]
         outputs = func(*tree_unflatten(batched, spec), **kwargs)
         return _unwrap_outputs(outputs, out_dims, level, func)
 
@@ -151,14 +150,42 @@ def _unwrap_outputs(outputs, out_dims, level, func):
     return tree_unflatten(result, out_spec)
 
 
-def _remove_batch_dim(out: Tensor, level, out_dim: int) -> Tensor:
+def _tangents():
+    """ember's forward-mode AD (keyed by tensor identity), when a level of it is active."""
+    from ember.autograd import forward_ad
+
+    return forward_ad if forward_ad._TANGENTS else None
+
+
+def _add_batch_dim(a: Tensor, in_dim: int, level: int):
+    from ._batched import make_batched
+
+    out = make_batched(a.movedim(in_dim, 0) if in_dim else a, level)
+    fwad = _tangents()
+    if fwad is not None:
+        # Under jvp the wrapper carries the input's tangent, batched the same way.
+        tangent = fwad._get_tangent(a)
+        if tangent is not None:
+            fwad._set_tangent(out, make_batched(tangent.movedim(in_dim, 0) if in_dim else tangent, level))
+    return out
+
+
+def _physical(out: Tensor, level):
     from ._batched import BatchedTensor
 
     if type(out) is BatchedTensor and out._level == level.number:
-        value = out._value
-    else:
-        # Not batched at this level: every sample gave the same value, which is repeated.
-        value = out.unsqueeze(0).expand(level.batch_size, *out.shape)
+        return out._value
+    # Not batched at this level: every sample gave the same value, which is repeated.
+    return out.unsqueeze(0).expand(level.batch_size, *out.shape)
+
+
+def _remove_batch_dim(out: Tensor, level, out_dim: int) -> Tensor:
+    value = _physical(out, level)
+    fwad = _tangents()
+    if fwad is not None:
+        tangent = fwad._get_tangent(out)
+        if tangent is not None:
+            fwad._set_tangent(value, _physical(tangent, level))
     n = value.dim()
     if out_dim < -n or out_dim >= n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {out_dim})")
