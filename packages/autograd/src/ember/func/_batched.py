@@ -245,10 +245,9 @@ class VmapMode(DispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        tags = func.tags
-        if "random" in tags:
-            from .batching.random import random_rule
+        from .batching.random import is_random, random_rule
 
+        if is_random(func):
             return random_rule(func, self.level, args, kwargs)
         out = func(*args, **kwargs)
         if func.name == "empty" and self.level.randomness == "different":

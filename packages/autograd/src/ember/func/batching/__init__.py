@@ -30,6 +30,7 @@ FALLBACK = frozenset({
     "_lstm_layer_backward",
     "_upsample_backward",
     "histc",
+    "linalg_lstsq",
     "masked_scatter_",
     "native_group_norm_backward",
     "searchsorted",

@@ -222,7 +222,14 @@ def index_dim_inplace_rule(op, level, args, kwargs):
         src = ensure_batched(other, ob, size).movedim(dim, 1)
         bound["source"] = src.reshape((size * src.shape[1],) + tuple(src.shape[2:]))
     elif ob:
-        raise NotImplementedError(f"vmap: {op.name} with a batched index and a batched value is not supported")
+        # A per-sample fill value: copy it, broadcast over each sample's selected slices.
+        k = index.reshape(size, -1).shape[1]
+        rest = tuple(flat.shape[1:])
+        fill = other.reshape((size, 1) + (1,) * len(rest)).expand((size, k) + rest).reshape((size * k,) + rest)
+        OPS["index_copy_"](flat, 0, flat_index, fill.to(flat.dtype))
+        moved.copy_(flat.reshape(moved.shape))
+        finish_inplace(bound["self"])
+        return bound["self"]
     call_bound(op, bound)
     moved.copy_(flat.reshape(moved.shape))
     finish_inplace(bound["self"])

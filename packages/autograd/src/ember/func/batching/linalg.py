@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ember._src.dispatch import OPS
 
-from ._common import batch_size, bind, ensure_batched, unwrap, wrap
+from ._common import batch_size, bind, ensure_batched, signature, unwrap, wrap
 from .views import all_batched_on_value_rule, on_value_rule
 
 mm_op, bmm_op, mv_op = OPS["mm"], OPS["bmm"], OPS["mv"]
@@ -83,7 +83,7 @@ def _scaled_sum(level, self_arg, product, product_batched, beta, alpha):
 def _add_form(product_fn):
     def rule(op, level, args, kwargs):
         bound = bind(op, args, kwargs)
-        names = list(bound)
+        names = signature(op.schema)[0]
         first, second = names[1], names[2]
         a, ab = unwrap(bound[first], level)
         b, bb = unwrap(bound[second], level)
@@ -138,5 +138,4 @@ RULES = {
     "linalg_eigh": on_value_rule,
     "linalg_lu_factor_ex": on_value_rule,
     "linalg_solve_ex": all_batched_on_value_rule,
-    "linalg_lstsq": all_batched_on_value_rule,
 }

@@ -133,4 +133,10 @@ def _sampler_with_parameters(op, level, args, kwargs):
     return wrap(op(*physical, **kwargs), level.number)
 
 
-RANDOM_OPS = sorted(name for name, op in OPS.items() if "random" in op.tags)
+# Samplers the op table does not tag ``random``.
+UNTAGGED_RANDOM = frozenset({"poisson", "binomial"})
+RANDOM_OPS = sorted(name for name, op in OPS.items() if "random" in op.tags or name in UNTAGGED_RANDOM)
+
+
+def is_random(op) -> bool:
+    return "random" in op.tags or op.name in UNTAGGED_RANDOM
