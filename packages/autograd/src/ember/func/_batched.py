@@ -183,13 +183,25 @@ def _any_requires_grad(args, kwargs) -> bool:
 
 def _physical_grad(level: int, args, kwargs) -> bool:
     """Whether the rule's physical ops must be recorded too: some physical value requires grad for
-    a transform (or plain autograd) outside ``level``. Fresh inputs of grad transforms entered
-    inside ``level`` carry ``_func_grad_level`` and only need the logical record."""
+    a transform (or plain autograd) outside ``level``. A plain tensor that the innermost grad level
+    made (a fresh input, tagged ``_func_grad_level``, or a result recorded after the level began)
+    only needs the logical record."""
     if not _GRAD.grad_enabled:
         return False
+    inner = _levels.innermost_grad()
+    start = inner.start_seq if inner is not None else 0
     for t in _iter_tensors(args, kwargs):
-        value = t._value if type(t) is BatchedTensor and t._level == level else t
-        if value._requires_grad and getattr(value, "_func_grad_level", 0) < level:
+        if type(t) is BatchedTensor and t._level == level:
+            if t._value._requires_grad:
+                return True
+            continue
+        if not t._requires_grad:
+            continue
+        fn = t.grad_fn
+        if fn is None:
+            if getattr(t, "_func_grad_level", 0) < level:
+                return True
+        elif fn._seq < start or inner.state.plain_reaches_outside(t):
             return True
     return False
 
@@ -225,8 +237,29 @@ class _LogicalOp:
         return self.call_kernel(args, kwargs)
 
 
+def _is_fresh_arg(level, args) -> bool:
+    from .batching.random import is_fresh
+
+    return bool(args) and is_fresh(level.number, args[0])
+
+
+def _promote_fresh_self(func, level: int, args, kwargs) -> None:
+    """An in-place op writing batched values into a fresh tensor (Note [Fresh tensors]) makes it
+    batched first."""
+    from .batching.random import is_fresh
+
+    target = args[0] if args else None
+    if type(target) is Tensor and is_fresh(level, target):
+        size = _levels.vmap_level(level).batch_size
+        value = target.unsqueeze(0).expand(size, *target.shape).contiguous()
+        become_batched(target, value, level)
+
+
 def run_rule(func, level: int, args, kwargs):
     from .batching import BATCH_RULES, FALLBACK, loop_fallback
+
+    if "inplace" in func.tags:
+        _promote_fresh_self(func, level, args, kwargs)
 
     rule = BATCH_RULES.get(func.name)
     if rule is not None:
@@ -250,7 +283,7 @@ class VmapMode(DispatchMode):
         if is_random(func):
             return random_rule(func, self.level, args, kwargs)
         out = func(*args, **kwargs)
-        if func.name == "empty" and self.level.randomness == "different":
+        if "factory" in func.tags or (func.name == "clone" and _is_fresh_arg(self.level, args)):
             from .batching.random import track_fresh
 
             track_fresh(self.level, out)

@@ -33,8 +33,18 @@ class GradLevel:
 
     def __init__(self, level):
         self.level = level
-        self.start = next(_SEQ)
+        self.start = level.start_seq = next(_SEQ)
         self.leaves: set[int] = set()
+        self._outside: dict[int, bool] = {}  # grad_fn id -> reaches_outside, for plain tensors
+        level.state = self
+
+    def plain_reaches_outside(self, t) -> bool:
+        """reaches_outside for one plain tensor, remembered per node (asked once per op under vmap)."""
+        key = id(t.grad_fn)
+        known = self._outside.get(key)
+        if known is None:
+            known = self._outside[key] = self._walk([t])
+        return known
 
     def fresh(self, x):
         """``x`` as an input of this level (a new leaf, or a recorded alias of a tensor with history)."""
@@ -59,6 +69,9 @@ class GradLevel:
         """Whether the tape behind ``tensors`` reaches anything that is not this level's own."""
         if self.level.physical_seen:
             return True
+        return self._walk(tensors)
+
+    def _walk(self, tensors) -> bool:
         from ._batched import BatchedTensor
 
         stack, seen = [], set()

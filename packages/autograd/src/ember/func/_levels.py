@@ -14,10 +14,12 @@ import threading
 
 
 class Level:
-    __slots__ = ("kind", "number", "batch_size", "randomness", "physical_seen")
+    __slots__ = ("kind", "number", "batch_size", "randomness", "physical_seen", "start_seq", "state")
 
     def __init__(self, kind: str, number: int, batch_size: int = 0, randomness: str = "error"):
         self.physical_seen = False  # grad levels: an op inside also recorded history for outer levels
+        self.start_seq = 0  # grad levels: the autograd sequence number when the level began
+        self.state = None  # grad levels: their _grad.GradLevel
         self.kind = kind
         self.number = number
         self.batch_size = batch_size

@@ -26,20 +26,33 @@ UNBATCHED_INPLACE = ("vmap: Cannot ask for different inplace randomness on an un
 SAME_BATCHED = ("vmap: randomness='same' with a batched tensor of parameters for {name} is not supported; use "
                 "randomness='different'")
 
-_FRESH: dict[int, weakref.WeakSet] = {}  # vmap level number -> tensors made by `empty` inside it
+# Note [Fresh tensors]: vmap level number -> the plain tensors that factories (and clones of such
+# tensors) made inside that vmap call. Only the function under vmap has seen them, so one that an
+# op fills with batched values can become batched in place (a per-sample buffer, as autograd
+# formulas allocate with zeros() and then write into); PyTorch would raise there instead.
+# (Keyed by id with weak references: a WeakSet would compare tensors with ==, elementwise.)
+_FRESH: dict[int, dict[int, weakref.ref]] = {}
 
 
 def track_fresh(level, tensor) -> None:
-    _FRESH.setdefault(level.number, weakref.WeakSet()).add(tensor)
+    if type(tensor) is Tensor:
+        _FRESH.setdefault(level.number, {})[id(tensor)] = weakref.ref(tensor)
 
 
 def forget_level(level) -> None:
     _FRESH.pop(level.number, None)
 
 
+def is_fresh(level_number: int, tensor) -> bool:
+    fresh = _FRESH.get(level_number)
+    if fresh is None or type(tensor) is not Tensor:
+        return False
+    ref = fresh.get(id(tensor))
+    return ref is not None and ref() is tensor
+
+
 def _is_fresh(level, tensor) -> bool:
-    fresh = _FRESH.get(level.number)
-    return fresh is not None and tensor in fresh and type(tensor) is Tensor
+    return is_fresh(level.number, tensor)
 
 
 def random_rule(op, level, args, kwargs):
