@@ -415,8 +415,8 @@ class SavedTensor:
         self.data = None
 
 
-# Set by forward_ad: copies a tensor's forward-mode tangent (keyed by identity) to its alias, so
-# that a saved tensor keeps its tangent (forward-over-reverse: ember.func's hessian, jacfwd(jacrev)).
+# Set by forward_ad: links an alias to the tensor whose forward-mode tangent (keyed by identity) it
+# shares, so that a saved tensor keeps its tangent (forward over reverse: ember.func's hessian).
 _COPY_TANGENT: list = [None]
 
 

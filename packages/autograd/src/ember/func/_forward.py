@@ -17,6 +17,7 @@ from ember._src.tensor import Tensor
 from ember.autograd import _engine
 from ember.autograd import forward_ad as fwad
 
+from . import _levels
 from ._grad import unwrap_level, vjp
 from ._pytree import tree_flatten, tree_unflatten
 
@@ -83,6 +84,10 @@ def _jvp_forward_ad(func, flat_p, flat_t, spec, has_aux):
             primal, tangent = fwad.unpack_dual(o)
             primals_out.append(primal)
             tangents_out.append(ember.zeros_like(primal) if tangent is None else tangent)
+    # History kept only where an outer level can use it (as grad's results, see _grad.unwrap_level).
+    keep = _levels.innermost_grad() is not None or any(t._requires_grad for t in flat_p + flat_t)
+    primals_out = [unwrap_level(o, keep) for o in primals_out]
+    tangents_out = [unwrap_level(t, keep) for t in tangents_out]
     result = (tree_unflatten(primals_out, out_spec), tree_unflatten(tangents_out, out_spec))
     return result + (aux,) if has_aux else result
 

@@ -10,6 +10,7 @@ is recorded too (``create_graph``) so that the outer level can differentiate the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ import ember
 from ember._src import grad_mode
 from ember._src.tensor import Tensor
 from ember.autograd import _engine
+from ember.autograd import forward_ad as _fwad
 from ember.autograd import graph as _graph
 from ember.autograd.graph import _SEQ, AccumulateGrad
 
@@ -24,6 +26,8 @@ from . import _levels
 from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp"]
+
+_fwad.GRAD_LEVEL[0] = None  # set below, once autograd_level exists
 
 
 # -- levels: fresh inputs and unwrapped outputs ------------------------------------------------------
@@ -58,6 +62,7 @@ class GradLevel:
             # A logical leaf over the same physical value (which keeps any history of outer levels).
             out = make_batched(x._value, x._level)
             out.requires_grad_(True)
+            _link_tangent(x, out)
         else:
             # alias, not detach: under jvp the alias keeps the forward-mode tangent (jacfwd(jacrev)).
             out = ember.ops["alias"](x).requires_grad_(True)
@@ -101,12 +106,27 @@ class GradLevel:
         return False
 
 
+@contextlib.contextmanager
+def autograd_level():
+    """A grad level for autograd run by other code (forward mode's double backward) inside vmap."""
+    with _levels.entered("grad") as level:
+        GradLevel(level)
+        yield level
+
+
 def _physical_requires_grad(t, batched_type) -> bool:
     while type(t) is batched_type:
         t = t._value
         if t._requires_grad:
             return True
     return False
+
+
+def _link_tangent(src, dst) -> None:
+    """Under jvp, ``dst`` (a new wrapper of ``src``'s value) reads ``src``'s forward-mode tangent."""
+    link = _graph._COPY_TANGENT[0]
+    if link is not None:
+        link(src, dst)
 
 
 def unwrap_level(t, keep: bool):
@@ -118,9 +138,7 @@ def unwrap_level(t, keep: bool):
 
     if type(t) is BatchedTensor:
         out = make_batched(t._value, t._level)
-        copy_tangent = _graph._COPY_TANGENT[0]
-        if copy_tangent is not None:
-            copy_tangent(t, out)
+        _link_tangent(t, out)
         return out
     with grad_mode.no_grad():
         return ember.ops["alias"](t)  # an op, unlike detach: an enclosing jvp keeps the tangent
@@ -311,3 +329,6 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     if has_aux:
         return result, vjp_fn, _unwrap_tree(aux, keep)
     return result, vjp_fn
+
+
+_fwad.GRAD_LEVEL[0] = autograd_level
