@@ -55,7 +55,7 @@ def test_per_sample_grads_match_an_ember_loop(kind):
     x, y = (to_ember(t) for t in _data(kind, 5, seed=4))
     batched = vmap(grad(lambda q, a, b: loss(ember, q, a, b)), in_dims=(None, 0, 0))(p, x, y)
     for i in range(5):
-        one = grad(lambda q: loss(ember, q, x[i], y[i]))(p)
+        one = grad(lambda q, i=i: loss(ember, q, x[i], y[i]))(p)
         assert_trees_close({k: v[i] for k, v in batched.items()}, one, rtol=1e-4, atol=1e-5)
 
 

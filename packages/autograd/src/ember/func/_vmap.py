@@ -112,7 +112,7 @@ def _process_inputs(in_dims, args, func):
 
 
 def _vmap_call(func, batch_size, flat_in_dims, flat_args, spec, out_dims, randomness, kwargs):
-    from ._batched import VmapMode, make_batched
+    from ._batched import VmapMode
 
     with _levels.entered("vmap", batch_size, randomness) as level, VmapMode(level):
         batched = [a if d is None else _add_batch_dim(a, d, level.number) for a, d in zip(flat_args, flat_in_dims)]

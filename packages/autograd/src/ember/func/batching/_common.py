@@ -87,7 +87,7 @@ def _default(text: str):
         return text.strip("'\"")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def signature(schema: str) -> tuple[tuple[str, ...], frozenset, dict]:
     """(argument names in order, the keyword-only ones, defaults by name) parsed from a schema."""
     inner = schema[schema.index("(") + 1:]
