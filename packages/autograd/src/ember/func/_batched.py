@@ -19,6 +19,7 @@ from ember._src import grad_mode
 from ember._src.dispatch import DispatchMode
 from ember._src.shapes import contiguous_strides
 from ember._src.tensor import Tensor, _init_fields
+from ember.autograd._recording import record
 
 from . import _levels
 
@@ -43,8 +44,6 @@ class BatchedTensor(Tensor):
         kwargs = kwargs or {}
         level = top_level(args, kwargs)
         if _GRAD.grad_enabled and _levels.innermost_grad_level() > level and _any_requires_grad(args, kwargs):
-            from ember.autograd._recording import record
-
             physical = _physical_grad(level, args, kwargs)
             if physical:
                 _levels.innermost_grad().physical_seen = True
@@ -238,34 +237,27 @@ class _LogicalOp:
 
 
 def _is_fresh_arg(level, args) -> bool:
-    from .batching.random import is_fresh
-
-    return bool(args) and is_fresh(level.number, args[0])
+    return bool(args) and batching.random.is_fresh(level.number, args[0])
 
 
 def _promote_fresh_self(func, level: int, args, kwargs) -> None:
     """An in-place op writing batched values into a fresh tensor (Note [Fresh tensors]) makes it
     batched first."""
-    from .batching.random import is_fresh
-
     target = args[0] if args else None
-    if type(target) is Tensor and is_fresh(level, target):
+    if type(target) is Tensor and batching.random.is_fresh(level, target):
         size = _levels.vmap_level(level).batch_size
         value = target.unsqueeze(0).expand(size, *target.shape).contiguous()
         become_batched(target, value, level)
 
 
 def run_rule(func, level: int, args, kwargs):
-    from .batching import BATCH_RULES, FALLBACK, loop_fallback
-
     if "inplace" in func.tags:
         _promote_fresh_self(func, level, args, kwargs)
-
-    rule = BATCH_RULES.get(func.name)
+    rule = batching.BATCH_RULES.get(func.name)
     if rule is not None:
         return rule(func, level, args, kwargs)
-    if func.name in FALLBACK:
-        return loop_fallback(func, level, args, kwargs)
+    if func.name in batching.FALLBACK:
+        return batching.loop_fallback(func, level, args, kwargs)
     raise NotImplementedError(f"vmap: ember.ops.{func.name} has no batching rule and no listed fallback")
 
 
@@ -278,19 +270,20 @@ class VmapMode(DispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        from .batching.random import is_random, random_rule
-
-        if is_random(func):
-            return random_rule(func, self.level, args, kwargs)
+        tags = func.tags
+        random = batching.random
+        if "random" in tags or func.name in random.UNTAGGED_RANDOM:
+            return random.random_rule(func, self.level, args, kwargs)
         out = func(*args, **kwargs)
-        if "factory" in func.tags or (func.name == "clone" and _is_fresh_arg(self.level, args)):
-            from .batching.random import track_fresh
-
-            track_fresh(self.level, out)
+        if "factory" in tags or (func.name == "clone" and _is_fresh_arg(self.level, args)):
+            random.track_fresh(self.level, out)
         return out
 
     def __exit__(self, *exc):
-        from .batching.random import forget_level
-
-        forget_level(self.level)
+        batching.random.forget_level(self.level)
         return super().__exit__(*exc)
+
+
+# The rule table imports this module (for BatchedTensor): it is read as ``batching.<name>`` at call
+# time, so either module may be imported first.
+from . import batching  # noqa: E402

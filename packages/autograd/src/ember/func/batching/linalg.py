@@ -18,6 +18,10 @@ mm_op, bmm_op, mv_op = OPS["mm"], OPS["bmm"], OPS["mv"]
 def _mm(a, ab, b, bb):
     """Physical ``a @ b`` for logical matrices; the result has the batch dim first."""
     if ab and bb:
+        if a.shape[-1] == 1:
+            # Outer products (per-sample weight gradients of vector inputs): a broadcast multiply
+            # is the same sums (of one term) without B tiny GEMMs.
+            return a * b
         return bmm_op(a, b)
     if ab:  # (B, n, k) @ (k, m): one (B*n, k) @ (k, m)
         size, n, k = a.shape
