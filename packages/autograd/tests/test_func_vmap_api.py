@@ -143,3 +143,12 @@ def test_closure_over_tensors_and_kwargs():
     e = vmap(lambda a, scale=1.0: (a @ ew) * scale)(ex, scale=2.0)
     t = tf.vmap(lambda a, scale=1.0: (a @ tw) * scale)(tx, scale=2.0)
     assert_trees_close(e, t)
+
+
+def test_zero_dim_samples_keep_their_promotion_priority():
+    cases = [(ember.float32, ember.float64), (ember.int64, ember.float64), (ember.float16, ember.float32)]
+    for big, small in cases:
+        tbig, tsmall = getattr(torch, str(big).split(".")[-1]), getattr(torch, str(small).split(".")[-1])
+        e = vmap(lambda a, b: a * b)(ember.ones(2, 3, dtype=big), ember.ones(2, dtype=small))
+        t = tf.vmap(lambda a, b: a * b)(torch.ones(2, 3, dtype=tbig), torch.ones(2, dtype=tsmall))
+        assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]

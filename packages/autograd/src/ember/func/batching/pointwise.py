@@ -7,6 +7,7 @@ up at physical dim 0 and unbatched arguments broadcast over the batch for free.
 
 from __future__ import annotations
 
+from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
@@ -37,6 +38,8 @@ def pointwise_rule(op, level, args, kwargs):
             raise inplace_error(op.name)
         # self keeps its own rank: other arguments broadcast into it.
         n = logical_dim(*pos[0])
+    if n > 0 and any(b and logical_dim(v, b) == 0 for v, b in pos + list(kw.values())):
+        pos, kw = _keep_zero_dim_priority(args, kwargs, pos, kw)
     new_args = [pad_to(v, b, n) if isinstance(v, Tensor) else v for v, b in pos]
     new_kwargs = {k: pad_to(v, b, n) if isinstance(v, Tensor) else v for k, (v, b) in kw.items()}
     out = op(*new_args, **new_kwargs)
@@ -44,6 +47,24 @@ def pointwise_rule(op, level, args, kwargs):
         finish_inplace(args[0])
         return args[0]
     return wrap_all(out, level)
+
+
+def _keep_zero_dim_priority(args, kwargs, pos, kw):
+    """A batched 0-d argument is 1-d physically, which would let it promote like a dimensioned
+    tensor (Note [Type promotion]): cast it to the dtype the logical call promotes to."""
+    operands = [a for a in list(args) + list(kwargs.values())
+                if (isinstance(a, Tensor) and a.dtype is not dt.bool) or isinstance(a, (int, float, complex))]
+    if not operands:
+        return pos, kw
+    target = dt.result_type_of(*operands)
+
+    def cast(v, b):
+        if b and v.dim() == 1 and v.dtype is not dt.bool and v.dtype is not target:
+            return v.to(target), b
+        return v, b
+
+    return [cast(v, b) if isinstance(v, Tensor) else (v, b) for v, b in pos], {
+        k: cast(v, b) if isinstance(v, Tensor) else (v, b) for k, (v, b) in kw.items()}
 
 
 def inplace_copy_rule(op, level, args, kwargs):

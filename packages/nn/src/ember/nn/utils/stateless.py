@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import warnings
 
-from ember.func._functional_call import functional_call_single
-
 from ..modules.module import Module
 
 __all__ = ["functional_call"]
@@ -20,6 +18,8 @@ def functional_call(module: Module, parameters_and_buffers: dict, args=None, kwa
     warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be removed "
                   "in a future version of PyTorch. Please use `torch.func.functional_call` instead which is a "
                   "drop-in replacement.", FutureWarning, stacklevel=2)
+    from ember.func._functional_call import functional_call_single  # ember.func loads on first use
+
     return functional_call_single(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights,
                                   strict=strict)
 
