@@ -144,3 +144,21 @@ def test_compositions():
     assert_trees_close(ef.grad(lambda a: ef.vmap(ef.grad(f_e))(a).sum())(eb),
                        tf.grad(lambda a: tf.vmap(tf.grad(f_t))(a).sum())(tb))
     assert_trees_close(ef.grad(lambda a: ef.vmap(f_e)(a).sum())(eb), tf.grad(lambda a: tf.vmap(f_t)(a).sum())(tb))
+
+
+def test_grad_of_vmap_of_grad_with_a_closure_over_the_outer_input():
+    """The inner function mixes the outer level's input with its own: both levels see it."""
+    x_e, x_t = _pair(4, 3, seed=6)
+    w_e, w_t = _pair(3, seed=7)
+    u_e, u_t = _pair(3, seed=8)
+
+    def outer(lib, func, w, xs):
+        def g(u):
+            def inner(v, x):
+                return lib.sin(u * v * x).sum()
+            return func.vmap(func.grad(inner), (None, 0))(w, xs).pow(2).sum()
+        return g
+
+    e = ef.grad(outer(ember, ef, w_e, x_e))(u_e)
+    assert not e.requires_grad
+    assert_trees_close(e, tf.grad(outer(torch, tf, w_t, x_t))(u_t))

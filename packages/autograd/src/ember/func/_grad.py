@@ -62,6 +62,7 @@ class GradLevel:
             # A logical leaf over the same physical value (which keeps any history of outer levels).
             out = make_batched(x._value, x._level)
             out.requires_grad_(True)
+            out._func_grad_level = self.level.number
             _link_tangent(x, out)
         else:
             # alias, not detach: under jvp the alias keeps the forward-mode tangent (jacfwd(jacrev)).
@@ -84,7 +85,9 @@ class GradLevel:
             if not isinstance(t, Tensor) or not t._requires_grad:
                 continue
             if t.grad_fn is None:
-                if id(t) not in self.leaves or _physical_requires_grad(t, BatchedTensor):
+                if _physical_requires_grad(t, BatchedTensor):
+                    return True
+                if id(t) not in self.leaves and getattr(t, "_func_grad_level", 0) <= self.level.number:
                     return True
                 continue
             stack.append(t.grad_fn)
@@ -95,7 +98,10 @@ class GradLevel:
             seen.add(id(node))
             if type(node) is AccumulateGrad:
                 var = node.variable
-                if id(var) not in self.leaves or _physical_requires_grad(var, BatchedTensor):
+                if _physical_requires_grad(var, BatchedTensor):
+                    return True
+                # A leaf of this level, or of a level nested inside it (already finished), is not outside.
+                if id(var) not in self.leaves and getattr(var, "_func_grad_level", 0) <= self.level.number:
                     return True
                 continue
             if node._seq < self.start:
