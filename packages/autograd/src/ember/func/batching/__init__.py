@@ -28,11 +28,9 @@ FALLBACK = frozenset({
     "_lstm_cell_fused_backward",
     "_lstm_layer",
     "_lstm_layer_backward",
-    "_upsample_backward",
     "histc",
     "linalg_lstsq",
     "masked_scatter_",
-    "native_group_norm_backward",
     "searchsorted",
 })
 

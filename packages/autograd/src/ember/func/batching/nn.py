@@ -272,6 +272,57 @@ def group_norm_rule(op, level, args, kwargs):
         rstd.reshape(size, -1, rstd.shape[-1]), level)
 
 
+def group_norm_backward_rule(op, level, args, kwargs):
+    """Input gradient from the native backward over the batch folded into N; weight and bias
+    gradients summed per sample."""
+    bound = bind(op, args, kwargs)
+    size = batch_size(level)
+    g, gb = unwrap(bound["grad_out"], level)
+    x, xb = unwrap(bound["input"], level)
+    mean, mb = unwrap(bound["mean"], level)
+    rstd, rb = unwrap(bound["rstd"], level)
+    g, x = ensure_batched(g, gb, size), ensure_batched(x, xb, size)
+    mean, rstd = ensure_batched(mean, mb, size), ensure_batched(rstd, rb, size)
+    w, wb = unwrap(bound["weight"], level) if bound.get("weight") is not None else (None, False)
+    n, c, hxw, group = bound["N"], bound["C"], bound["HxW"], bound["group"]
+    mask = list(bound["output_mask"])
+    channel_shape = (1,) * (x.dim() - 3)
+    grad_in = grad_w = grad_b = None
+    if mask[0]:
+        scaled, weight = g, w
+        if wb:
+            scaled, weight = g * w.reshape((size, 1, c) + channel_shape), None
+        folded = lambda t: t.reshape((size * t.shape[1],) + tuple(t.shape[2:]))  # noqa: E731
+        gi = op(folded(scaled), folded(x), folded(mean), folded(rstd), weight, size * n, c, hxw, group,
+                [True, False, False])[0]
+        grad_in = wrap(gi.reshape(x.shape), level)
+    if mask[1] or mask[2]:
+        g_flat = g.reshape(size, n, c, hxw)
+        if mask[1]:
+            x_groups = x.reshape(size, n, group, c // group, hxw)
+            xhat = ((x_groups - mean.reshape(size, n, group, 1, 1)) * rstd.reshape(size, n, group, 1, 1))
+            grad_w = wrap((g_flat * xhat.reshape(size, n, c, hxw)).sum([1, 3]), level)
+        if mask[2]:
+            grad_b = wrap(g_flat.sum([1, 3]), level)
+    return grad_in, grad_w, grad_b
+
+
+def upsample_backward_rule(op, level, args, kwargs):
+    bound = bind(op, args, kwargs)
+    size = batch_size(level)
+    g, gb = unwrap(bound["grad_output"], level)
+    g = ensure_batched(g, gb, size)
+    input_size = list(bound["input_size"])
+    had_n = g.dim() - 1 == len(input_size)
+    if had_n:
+        g = g.reshape((size * g.shape[1],) + tuple(g.shape[2:]))
+        bound["input_size"] = [size * input_size[0]] + input_size[1:]
+    else:
+        bound["input_size"] = [size] + input_size
+    bound["grad_output"] = g
+    return wrap(_unfold(call_bound(op, bound), size, had_n), level)
+
+
 # -- embedding and the class-index loss ----------------------------------------------------------------
 
 def embedding_rule(op, level, args, kwargs):
@@ -336,6 +387,8 @@ RULES = {
     "native_batch_norm": batch_norm_rule,
     "native_batch_norm_backward": batch_norm_backward_rule,
     "native_group_norm": group_norm_rule,
+    "native_group_norm_backward": group_norm_backward_rule,
+    "_upsample_backward": upsample_backward_rule,
     "embedding": embedding_rule,
     "embedding_dense_backward": embedding_backward_rule,
     "_class_nll": fold_rule(("input", "target"), 2, fixed_args=("weight",)),
