@@ -20,7 +20,7 @@ Timing: two warmup calls, then the minimum over repeats of the process CPU time 
 both sides, so CPU time is the wall time of an idle machine; on the shared, loaded 2-core dev
 machines wall-clock ratios swing by 2x, CPU-time ratios far less).
 
-Figures (2026-12-01 23:55 UTC, shared 2-core x86_64 dev machine at load ~13; two runs):
+Figures (2026-12-01 23:50 UTC, shared 2-core x86_64 dev machine at load ~13; two runs):
 
 | case | ember vmap | torch.func | ember loop | vmap / torch.func | loop / vmap |
 | --- | --- | --- | --- | --- | --- |
