@@ -237,14 +237,14 @@ class _LogicalOp:
 
 
 def _is_fresh_arg(level, args) -> bool:
-    return bool(args) and batching.random.is_fresh(level.number, args[0])
+    return bool(args) and batching.fresh.is_fresh(level.number, args[0])
 
 
 def _promote_fresh_self(func, level: int, args, kwargs) -> None:
     """An in-place op writing batched values into a fresh tensor (Note [Fresh tensors]) makes it
     batched first."""
     target = args[0] if args else None
-    if type(target) is Tensor and batching.random.is_fresh(level, target):
+    if type(target) is Tensor and batching.fresh.is_fresh(level, target):
         size = _levels.vmap_level(level).batch_size
         value = target.unsqueeze(0).expand(size, *target.shape).contiguous()
         become_batched(target, value, level)
@@ -276,11 +276,11 @@ class VmapMode(DispatchMode):
             return random.random_rule(func, self.level, args, kwargs)
         out = func(*args, **kwargs)
         if "factory" in tags or (func.name == "clone" and _is_fresh_arg(self.level, args)):
-            random.track_fresh(self.level, out)
+            batching.fresh.track_fresh(self.level, out)
         return out
 
     def __exit__(self, *exc):
-        batching.random.forget_level(self.level)
+        batching.fresh.forget_level(self.level)
         return super().__exit__(*exc)
 
 

@@ -14,7 +14,7 @@ from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
 from .._levels import vmap_level
-from . import dims, indexing, linalg, nn, pointwise, views
+from . import dims, fresh, indexing, linalg, nn, pointwise, views
 from ._common import batch_size, finish_inplace, inplace_error, unwrap, wrap
 from .random import RANDOM_OPS, random_rule
 

@@ -3,20 +3,19 @@
 ``VmapMode`` hands every op tagged ``random`` to ``random_rule``: ``"error"`` raises; ``"same"``
 draws once per call and lets the result broadcast over the batch; ``"different"`` draws a batch of
 independent samples. ember's random factories allocate with ``empty`` and fill with an in-place
-sampler, so under ``"different"`` a tensor that ``empty`` made inside this vmap (and nobody has
-seen yet) becomes batched when it is filled, which is how ``randn(3)`` inside vmap draws B
-different vectors as in PyTorch.
+sampler, so under ``"different"`` a tensor that ``empty`` made inside this vmap (nobody else has
+seen it: Note [Fresh tensors] in fresh.py) becomes batched when it is filled: ``randn(3)``
+inside vmap draws B different vectors, as in PyTorch.
 """
 
 from __future__ import annotations
-
-import weakref
 
 from ember._src.dispatch import OPS
 from ember._src.tensor import Tensor
 
 from .._batched import become_batched
 from ._common import ensure_batched, finish_inplace, unwrap, wrap
+from .fresh import is_fresh
 
 RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
                     "'different' randomness flags on vmap or perform the randomness operation out of vmap")
@@ -25,31 +24,6 @@ UNBATCHED_INPLACE = ("vmap: Cannot ask for different inplace randomness on an un
                      "functorch.")
 SAME_BATCHED = ("vmap: randomness='same' with a batched tensor of parameters for {name} is not supported; use "
                 "randomness='different'")
-
-# Note [Fresh tensors]: vmap level number -> the plain tensors that factories (and clones of such
-# tensors) made inside that vmap call. Only the function under vmap has seen them, so one that an
-# op fills with batched values can become batched in place (a per-sample buffer, as autograd
-# formulas allocate with zeros() and then write into); PyTorch would raise there instead.
-# (Keyed by id with weak references: a WeakSet would compare tensors with ==, elementwise.)
-_FRESH: dict[int, dict[int, weakref.ref]] = {}
-
-
-def track_fresh(level, tensor) -> None:
-    if type(tensor) is Tensor:
-        _FRESH.setdefault(level.number, {})[id(tensor)] = weakref.ref(tensor)
-
-
-def forget_level(level) -> None:
-    _FRESH.pop(level.number, None)
-
-
-def is_fresh(level_number: int, tensor) -> bool:
-    fresh = _FRESH.get(level_number)
-    if fresh is None or type(tensor) is not Tensor:
-        return False
-    ref = fresh.get(id(tensor))
-    return ref is not None and ref() is tensor
-
 
 def _is_fresh(level, tensor) -> bool:
     return is_fresh(level.number, tensor)
