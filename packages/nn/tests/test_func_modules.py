@@ -151,3 +151,19 @@ def test_functional_call_jacobian_and_hessian_of_a_module():
     t = tf.hessian(lambda a: tf.functional_call(tm, tp, (a,)).sum())(x)
     e = ef.hessian(lambda a: ef.functional_call(em, ep, (a,)).sum())(_to_ember(x))
     _close(e, t)
+
+
+def test_batch_norm_under_vmap_after_replace_all_batch_norm_modules():
+    def make(lib):
+        return lib.nn.Sequential(lib.nn.Conv2d(2, 3, 3), lib.nn.BatchNorm2d(3), lib.nn.ReLU())
+
+    tm, em = _twin(lambda: make(torch), lambda: make(ember), seed=7)
+    x = torch.randn(4, 5, 2, 6, 6)  # 4 groups of 5 images: one batch norm per group
+    with pytest.raises(RuntimeError, match="running_mean or running_var"):
+        ef.vmap(em)(_to_ember(x))
+    tf.replace_all_batch_norm_modules_(tm)
+    assert ef.replace_all_batch_norm_modules_(em) is em
+    assert em[1].running_mean is None and not em[1].track_running_stats
+    _close(ef.vmap(em)(_to_ember(x)), tf.vmap(tm)(x))
+    loop = ember.stack([em(_to_ember(x[i])) for i in range(4)])
+    _close(ef.vmap(em)(_to_ember(x)), loop)

@@ -7,7 +7,7 @@ transform composes with every other (``vmap(grad(f))``, ``jacrev(jacrev(f))``, .
 """
 
 from ._forward import jvp, linearize
-from ._functional_call import functional_call, stack_module_state
+from ._functional_call import functional_call, replace_all_batch_norm_modules_, stack_module_state
 from ._grad import grad, grad_and_value, vjp
 from ._jacobian import hessian, jacfwd, jacrev
 from ._vmap import vmap
@@ -21,6 +21,7 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "replace_all_batch_norm_modules_",
     "stack_module_state",
     "vjp",
     "vmap",

@@ -14,7 +14,8 @@ from typing import Any
 import ember
 from ember._src.tensor import Tensor
 
-__all__ = ["functional_call", "stack_module_state", "reparametrize_module", "functional_call_single"]
+__all__ = ["functional_call", "stack_module_state", "reparametrize_module", "functional_call_single",
+           "replace_all_batch_norm_modules_"]
 
 _MISSING = object()
 
@@ -205,3 +206,17 @@ def stack_module_state(models) -> tuple[dict[str, Any], dict[str, Any]]:
     all_buffers = [dict(m.named_buffers()) for m in models]
     buffers = {k: _stacked_leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """Makes every batch norm module under ``root`` stop tracking running statistics (in place), so
+    that it runs under ``vmap`` in training mode: running stats would be updated in place from a
+    batch of samples. Returns ``root``."""
+    for module in root.modules():
+        if hasattr(module, "track_running_stats") and hasattr(module, "running_mean"):
+            module.running_mean = None
+            module.running_var = None
+            if hasattr(module, "num_batches_tracked"):
+                module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

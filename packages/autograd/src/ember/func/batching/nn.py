@@ -219,8 +219,8 @@ def batch_norm_rule(op, level, args, kwargs):
     if training and any(s is not None and not unwrap(s, level)[1] for s in stats):
         raise RuntimeError(
             "vmap: batch norm got a batched input while its running_mean or running_var, which it updates in "
-            "place, are not batched. Use track_running_stats=False, or replace the module's buffers by batched "
-            "ones (ember.func.replace_all_batch_norm_modules_ has no equivalent yet).")
+            "place, are not batched. Use track_running_stats=False (ember.func.replace_all_batch_norm_modules_) "
+            "or batched running stats.")
     had_n = x.dim() - (1 if xb else 0) >= 2
     bound["input"] = _channels(x, xb, size, True) if had_n else _channels(x.unsqueeze(-1), xb, size, True)
     for name in ("weight", "bias", "running_mean", "running_var"):
