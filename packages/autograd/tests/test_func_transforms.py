@@ -162,3 +162,23 @@ def test_grad_of_vmap_of_grad_with_a_closure_over_the_outer_input():
     e = ef.grad(outer(ember, ef, w_e, x_e))(u_e)
     assert not e.requires_grad
     assert_trees_close(e, tf.grad(outer(torch, tf, w_t, x_t))(u_t))
+
+
+def test_forward_mode_compositions_with_vmap():
+    ex, tx = _pair(4, 3, seed=9)
+
+    def fe(a):
+        return ember.sin(a) * a.sum()
+
+    def ft(a):
+        return torch.sin(a) * a.sum()
+
+    assert_trees_close(ef.vmap(ef.jacfwd(fe))(ex), tf.vmap(tf.jacfwd(ft))(tx))
+    assert_trees_close(ef.jacfwd(ef.vmap(fe))(ex), tf.jacfwd(tf.vmap(ft))(tx))
+    assert_trees_close(ef.jacrev(ef.vmap(fe))(ex), tf.jacrev(tf.vmap(ft))(tx))
+    assert_trees_close(ef.vmap(lambda a: ef.jvp(fe, (a,), (ember.ones_like(a),))[1])(ex),
+                       tf.vmap(lambda a: tf.jvp(ft, (a,), (torch.ones_like(a),))[1])(tx))
+    assert_trees_close(ef.jvp(ef.vmap(fe), (ex,), (ember.ones_like(ex),)),
+                       tf.jvp(tf.vmap(ft), (tx,), (torch.ones_like(tx),)))
+    assert_trees_close(ef.vmap(ef.vmap(ef.grad(lambda a: (a ** 3).sum())))(ex.reshape(2, 2, 3)),
+                       tf.vmap(tf.vmap(tf.grad(lambda a: (a ** 3).sum())))(tx.reshape(2, 2, 3)))
