@@ -19,6 +19,8 @@ from ._common import batch_size, finish_inplace, inplace_error, unwrap, wrap
 from .random import RANDOM_OPS, random_rule
 
 # Ops batched by running the op once per sample (their rule would cost more code than their use).
+# One rule also loops, for one argument pattern only: ``_class_nll`` with per-sample (batched)
+# class weights (nn.fold_rule's ``fixed_args``); it warns the same way.
 FALLBACK = frozenset({
     "_gru_cell_fused",
     "_gru_cell_fused_backward",
