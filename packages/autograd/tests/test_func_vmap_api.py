@@ -152,3 +152,19 @@ def test_zero_dim_samples_keep_their_promotion_priority():
         e = vmap(lambda a, b: a * b)(ember.ones(2, 3, dtype=big), ember.ones(2, dtype=small))
         t = tf.vmap(lambda a, b: a * b)(torch.ones(2, 3, dtype=tbig), torch.ones(2, dtype=tsmall))
         assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+
+
+def test_buffers_made_inside_vmap_take_batched_writes():
+    """A deliberate deviation (docs/deviations.md): PyTorch raises here, ember batches the buffer."""
+    x = ember.arange(6.0).reshape(2, 3)
+    out = vmap(lambda a: ember.zeros(3).copy_(a) * 2)(x)
+    assert ember.equal(out, x * 2)
+    out = vmap(lambda a: ember.zeros(4).index_put_((ember.tensor([1, 2, 3]),), a))(x)
+    assert ember.equal(out[:, 1:], x) and ember.equal(out[:, 0], ember.zeros(2))
+
+
+def test_a_batched_tensor_that_escapes_its_vmap_raises():
+    leaked = []
+    vmap(lambda a: leaked.append(a) or a)(ember.ones(2, 3))
+    with pytest.raises(RuntimeError, match="escaped the vmap that created it"):
+        leaked[0] + 1

@@ -43,6 +43,7 @@ class BatchedTensor(Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         level = top_level(args, kwargs)
+        _levels.vmap_level(level)  # raises for a BatchedTensor that outlived its vmap call
         if _GRAD.grad_enabled and _levels.innermost_grad_level() > level and _any_requires_grad(args, kwargs):
             physical = _physical_grad(level, args, kwargs)
             if physical:
