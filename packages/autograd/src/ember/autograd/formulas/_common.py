@@ -27,7 +27,7 @@ def input_requires_grad(inputs, index: int) -> bool:
 
 
 def zeros_like(x: Tensor) -> Tensor:
-    return ember.zeros(x.shape, dtype=x.dtype)
+    return ember.zeros(x.shape, dtype=x.dtype, device=x.device)
 
 
 def zero_grads(grads, inputs, outputs):
@@ -48,7 +48,7 @@ def not_implemented(op_name: str, error: type = RuntimeError):
 
 def embed(shape, g: Tensor, view) -> Tensor:
     """Zeros of ``shape`` with ``g`` written into the region ``view(zeros)`` selects."""
-    result = ember.zeros(shape, dtype=g.dtype)
+    result = ember.zeros(shape, dtype=g.dtype, device=g.device)
     view(result).copy_(g)
     return result
 

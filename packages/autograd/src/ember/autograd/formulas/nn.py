@@ -208,12 +208,12 @@ def _class_nll(grads, inputs, outputs):
     classes = x.shape[1]
     valid = ember.ne(target, ignore_index)
     safe_target = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
-    weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype)
+    weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype, device=x.device)
     probs = None if log_probs else ember.softmax(x, 1)
-    grad = ember.zeros(x.shape, dtype=x.dtype)
+    grad = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
     if g_nll is not None:
         scaled = (g_nll * OPS["index"](weights, [safe_target])).unsqueeze(1)
-        onehot = ember.eq(ember.arange(classes).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
+        onehot = ember.eq(ember.arange(classes, device=x.device).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
         grad = grad - scaled * onehot
         if probs is not None:
             grad = grad + scaled * probs
