@@ -19,7 +19,7 @@ BINARY = {
     "add": {"f": "{0} + {1}", "i": "{0} + {1}", "b": "{0} | {1}"},
     "sub": {"f": "{0} - {1}", "i": "{0} - {1}"},
     "mul": {"f": "{0} * {1}", "i": "{0} * {1}", "b": "{0} & {1}"},
-    "div": {"f": L + "div_rn({0}, {1})"},
+    "div": {"f": "_div({0}, {1})"},
     "maximum": {"f": _NANMAX, "i": "tl.maximum({0}, {1})", "b": "{0} | {1}"},
     "minimum": {"f": _NANMIN, "i": "tl.minimum({0}, {1})", "b": "{0} & {1}"},
     "fmax": {"f": "tl.where({0} != {0}, {1}, tl.where({1} != {1}, {0}, tl.maximum({0}, {1})))",
@@ -41,7 +41,7 @@ BINARY = {
         "f": "_rem_f(" + L + "fmod({0}, {1}), {1})",
         "i": "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), ({0} % {1}) + {1}, {0} % {1})"},
     "floor_divide": {
-        "f": L + "floor(" + L + "div_rn({0}, {1}))",
+        "f": L + "floor(" + "_div({0}, {1}))",
         "i": "({0} // {1}) - ((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0))).to({0}.dtype)"},
     "eq": {"f": "{0} == {1}", "i": "{0} == {1}", "b": "{0} == {1}"},
     "ne": {"f": "{0} != {1}", "i": "{0} != {1}", "b": "{0} != {1}"},
@@ -59,7 +59,7 @@ BINARY = {
     "bitwise_right_shift": {"i": "{0} >> {1}"},
 }
 
-_SIGMOID = L + "div_rn(1.0, 1.0 + " + L + "exp(-{0}))"
+_SIGMOID = "_div(1.0, 1.0 + " + L + "exp(-{0}))"
 _SOFTPLUS = "tl.where({0} > 20.0, {0}, " + L + "log1p(" + L + "exp({0})))"
 
 UNARY = {
@@ -74,19 +74,19 @@ UNARY = {
     "frac": {"f": "{0} - " + L + "trunc({0})"},
     "square": {"f": "{0} * {0}", "i": "{0} * {0}"},
     "bitwise_not": {"i": "~{0}", "b": "{0} == 0"},
-    "reciprocal": {"f": L + "div_rn(1.0, {0})"},
+    "reciprocal": {"f": "_div(1.0, {0})"},
     "sigmoid": {"f": _SIGMOID},
     "relu": {"f": "tl.where({0} < 0, 0, {0})", "i": "tl.where({0} < 0, 0, {0})"},
     "relu6": {"f": "tl.where({0} != {0}, {0}, tl.minimum(tl.maximum({0}, 0.0), 6.0))",
               "i": "tl.minimum(tl.maximum({0}, 0), 6)"},
     "gelu": {"f": "0.5 * {0} * (1.0 + " + L + "erf({0} * 0.7071067811865476))"},
     "gelu_tanh": {"f": "0.5 * {0} * (1.0 + " + L + "tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"},
-    "silu": {"f": L + "div_rn({0}, 1.0 + " + L + "exp(-{0}))"},
+    "silu": {"f": "_div({0}, 1.0 + " + L + "exp(-{0}))"},
     "mish": {"f": "{0} * " + L + "tanh(" + _SOFTPLUS + ")"},
     "hardsigmoid": {"f": "tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0"},
     "hardswish": {"f": "{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0"},
     "selu": {"f": "1.0507009873554805 * tl.where({0} > 0, {0}, 1.6732632423543772 * (" + L + "expm1({0})))"},
-    "softsign": {"f": L + "div_rn({0}, 1.0 + tl.abs({0}))"},
+    "softsign": {"f": "_div({0}, 1.0 + tl.abs({0}))"},
     "tanhshrink": {"f": "{0} - " + L + "tanh({0})"},
     "softplus": {"f": "tl.where({0} * {1} > {2}, {0}, " + L + "log1p(" + L + "exp({0} * {1})) / {1})"},
     "elu": {"f": "tl.where({0} > 0, {0} * {2}, {1} * {2} * " + L + "expm1({0} * {3}))"},
@@ -111,6 +111,15 @@ for _name in ("sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin a
 
 # Helpers some expressions call, prepended to every generated module.
 PRELUDE = '''
+@triton.jit
+def _div(a, b):
+    # IEEE division: div_rn for float32 (Triton's / is approximate there); float64's / is exact
+    if b.dtype == tl.float64:
+        return a / b
+    else:
+        return libdevice.div_rn(a, b)
+
+
 @triton.jit
 def _rem_f(r, b):
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)

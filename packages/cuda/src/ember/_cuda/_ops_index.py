@@ -70,7 +70,6 @@ def k(x, idx, out, flag, n, L, D, inner, code, BLOCK: tl.constexpr):
     l = t % L
     o = t // L
     j = tl.load(idx + l, mask=m, other=0).to(tl.int64)
-    j = tl.where(j < 0, j + D, j)
     ok = (j >= 0) & (j < D)
     tl.store(flag + l * 0, code, mask=m & (~ok))
     v = tl.load(x + (o * D + j) * inner + c, mask=m & ok, other=0)
@@ -88,11 +87,12 @@ def k(x, off, out, n, BLOCK: tl.constexpr):
 
 _CHECK = HEADER + '''
 @triton.jit
-def k(idx, out, flag, n, size, code, BLOCK: tl.constexpr):
+def k(idx, out, flag, n, size, code, BLOCK: tl.constexpr, WRAP: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     j = tl.load(idx + offs, mask=m, other=0).to(tl.int64)
-    j = tl.where(j < 0, j + size, j)
+    if WRAP:
+        j = tl.where(j < 0, j + size, j)
     ok = (j >= 0) & (j < size)
     tl.store(flag + offs * 0, code, mask=m & (~ok))
     tl.store(out + offs, tl.where(ok, j, 0), mask=m)
@@ -110,8 +110,8 @@ def k(g, idx, gw, D, padding, BLOCK: tl.constexpr):
 '''
 
 
-def _launch_1d(src, sig, n, args, index, block=1024):
-    launcher = _compile.kernel(src, "k", sig, {"BLOCK": block}, (), 4, 1, index)
+def _launch_1d(src, sig, n, args, index, block=1024, **constexprs):
+    launcher = _compile.kernel(src, "k", sig, {"BLOCK": block, **constexprs}, (), 4, 1, index)
     launcher(((n + block - 1) // block, 1, 1), current_handle(index), *args)
 
 
@@ -184,16 +184,17 @@ def _embedding_backward(grad_output, indices, num_weights, padding_idx, scale_gr
     return gw if grad_output.dtype is dt.float32 else gw.to(grad_output.dtype)
 
 
-def _checked(idx, size: int, name: str):
-    """``idx`` as contiguous int64 with negatives wrapped; out-of-range entries flagged (and read as 0)."""
+def _checked(idx, size: int, name: str, wrap: bool = True):
+    """``idx`` as contiguous int64 (negatives wrapped when ``wrap``); out-of-range entries flagged (read as 0)."""
     src = idx if idx.is_contiguous() else idx.contiguous()
     out = new_empty_tensor(src._shape, dt.int64, src._device)
     n = src.numel()
     if n:
         index = src._device.index or 0
         sig = {"idx": "*" + TRITON[src.dtype], "out": "*i64", "flag": "*i32", "n": "i64", "size": "i64",
-               "code": "i32", "BLOCK": "constexpr"}
-        _launch_1d(_CHECK, sig, n, (src.data_ptr(), out.data_ptr(), _flag(index), n, size, _code(name)), index)
+               "code": "i32", "BLOCK": "constexpr", "WRAP": "constexpr"}
+        _launch_1d(_CHECK, sig, n, (src.data_ptr(), out.data_ptr(), _flag(index), n, size, _code(name)), index,
+                   WRAP=wrap)
     return out
 
 
@@ -251,10 +252,10 @@ def _gather(self, dim, index, *, sparse_grad=False):
     if out.numel() == 0:
         return out
     if self.ndim == 0:
-        total = _checked(index, 1, "gather") * 0
+        total = _checked(index, 1, "gather", wrap=False) * 0
     else:
         nd = self.ndim
-        total = _checked(index, self._shape[d], "gather") * self._stride[d]
+        total = _checked(index, self._shape[d], "gather", wrap=False) * self._stride[d]
         for a in range(nd):
             if a != d:
                 total = total + _axis_offsets(index._shape[a], self._stride[a], a, nd, self._device)

@@ -188,7 +188,7 @@ def _add_scaled_kernels():
 
 
 def _addc_kernels(name):
-    expr = "{0} + {3} * {1} * {2}" if name == "addcmul" else "{0} + {3} * libdevice.div_rn({1}, {2})"
+    expr = "{0} + {3} * {1} * {2}" if name == "addcmul" else "{0} + {3} * _div({1}, {2})"
 
     def run(self, t1, t2, value, in_place):
         _check_real(self, t1, t2)

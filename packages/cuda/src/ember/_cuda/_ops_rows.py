@@ -118,7 +118,7 @@ def k(x, w, b, out, mean, rstd, N, eps, BLOCK: tl.constexpr, HAS_W: tl.constexpr
     mu = tl.sum(v, axis=0) / N
     dv = tl.where(m, v - mu, 0.0)
     var = tl.sum(dv * dv, axis=0) / N
-    rs = 1.0 / tl.sqrt_rn(var + eps)
+    rs = _div(1.0, libdevice.sqrt(var + eps))
     y = dv * rs
     if HAS_W:
         y = y * tl.load(w + cols, mask=m, other=0).to(__CT__)
