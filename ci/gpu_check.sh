@@ -23,6 +23,9 @@ if ! ls $pkg/src/ember/_C*.so >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$(python3 ci/dev_env.py):${PYTHONPATH:-}"
 export EMBER_CUDA_CACHE=/tmp/ember-cuda-cache PYTHONUNBUFFERED=1
+# Cubins compiled ahead (on any machine with the same Triton) skip compilation here.
+if [ -d .kcache/bin ]; then mkdir -p "$EMBER_CUDA_CACHE" && cp -r .kcache/bin "$EMBER_CUDA_CACHE/"; fi
 nvidia-smi --query-gpu=name,clocks.sm,memory.used --format=csv,noheader
-python3 -m pytest -q -p no:cacheprovider packages/cuda/tests "$@" 2>&1 | tee "$out/tests.log" | tail -40
-python3 benchmarks/bench_cuda.py --json "$out/bench_cuda.json" 2>&1 | tee "$out/bench.log"
+timeout "${EMBER_GPU_TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider --tb=short packages/cuda/tests "$@" 2>&1 | tee "$out/tests.log" | tail -40
+timeout "${EMBER_GPU_BENCH_TIMEOUT:-200}" python3 benchmarks/bench_cuda.py --json "$out/bench_cuda.json" 2>&1 | tee "$out/bench.log"
+tar -C "$EMBER_CUDA_CACHE" -czf "$out/kcache.tgz" bin 2>/dev/null || true

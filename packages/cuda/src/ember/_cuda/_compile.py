@@ -103,8 +103,8 @@ def kernel(source: str, name: str, signature: dict, constexprs: dict | None = No
     return launcher
 
 
-def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device) -> Launcher:
-    arch = _arch(device)
+def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages, arch):
+    """(cubin, metadata) from the disk cache, compiling (and storing) on a miss."""
     import triton  # noqa: F401 - the version is part of the disk cache key
 
     digest = hashlib.sha256(repr((key[:-1], arch, triton.__version__)).encode()).hexdigest()[:32]
@@ -112,15 +112,26 @@ def _build(key, source, name, signature, constexprs, aligned, num_warps, num_sta
     folder.mkdir(exist_ok=True)
     cubin_path, meta_path = folder / f"{digest}.cubin", folder / f"{digest}.json"
     if cubin_path.exists() and meta_path.exists():
-        cubin, meta = cubin_path.read_bytes(), json.loads(meta_path.read_text())
-    else:
-        cubin, meta = compile_cubin(source, name, signature, constexprs, aligned, num_warps, num_stages, arch)
-        tmp = cubin_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(cubin)
-        os.replace(tmp, cubin_path)
-        meta_path.write_text(json.dumps(meta))
+        return cubin_path.read_bytes(), json.loads(meta_path.read_text())
+    cubin, meta = compile_cubin(source, name, signature, constexprs, aligned, num_warps, num_stages, arch)
+    tmp = cubin_path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(cubin)
+    os.replace(tmp, cubin_path)
+    meta_path.write_text(json.dumps(meta))
+    return cubin, meta
+
+
+def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device) -> Launcher:
+    cubin, meta = cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages,
+                            _arch(device))
     if meta["global_scratch_size"] or meta["profile_scratch_size"]:
         raise RuntimeError(f"kernel {name} needs Triton scratch memory, which ember's launcher does not provide")
+    kinds = ["ptr" if t.startswith("*") else _KIND[t] for k, t in signature.items() if k not in constexprs]
+    return load(cubin, meta, kinds, device)
+
+
+def load(cubin: bytes, meta: dict, kinds: list, device: int) -> Launcher:
+    """Loads a cubin into device ``device``'s context and wraps its kernel in a Launcher."""
     _driver.ensure_context(device)
     drv = _driver._driver()
     module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
@@ -129,8 +140,7 @@ def _build(key, source, name, signature, constexprs, aligned, num_warps, num_sta
     if meta["shared"] > 49152:
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(drv.cuFuncSetAttribute(fn, attr, meta["shared"]), "cuFuncSetAttribute")
-    kinds = ["ptr" if t.startswith("*") else _KIND[t] for k, t in signature.items() if k not in constexprs]
-    return Launcher(int(fn), kinds, meta["num_warps"], meta["shared"], name)
+    return Launcher(int(fn), kinds, meta["num_warps"], meta["shared"], meta["name"])
 
 
 _keep_modules: list = []  # loaded modules live as long as the process
