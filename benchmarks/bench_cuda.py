@@ -59,10 +59,37 @@ def _pair(torch, name, make, iters, work, unit):
     return row
 
 
+def _tune(torch, data, n, iters):
+    """ember's add and sum under several block configurations (the defaults are chosen from this)."""
+    from ember._cuda import _elementwise, _reduce
+
+    rows = []
+    x, y = data(ember, (n,)), data(ember, (n,), seed=1)
+    saved = dict(_elementwise.CONFIGS)
+    for block, warps in ((1024, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16)):
+        _elementwise.CONFIGS[True] = (block, warps)
+        _elementwise._FAST.clear()
+        ms = _median_ms(ember, lambda: ember.add(x, y), iters)
+        rows.append({"name": f"tune add BLOCK={block} warps={warps}", "ember": round(12 * n / ms / 1e9, 3),
+                     "torch": "", "ratio": "", "unit": "TB/s"})
+    _elementwise.CONFIGS.update(saved)
+    _elementwise._FAST.clear()
+    saved = dict(_reduce.ROW_CONFIG)
+    for bn, warps, chunk in ((1024, 4, 32768), (2048, 8, 32768), (4096, 8, 65536), (4096, 16, 65536),
+                             (2048, 4, 16384)):
+        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk)
+        ms = _median_ms(ember, lambda: x.sum(), iters)
+        rows.append({"name": f"tune sum BN={bn} warps={warps} chunk={chunk}", "ember": round(4 * n / ms / 1e9, 3),
+                     "torch": "", "ratio": "", "unit": "TB/s"})
+    _reduce.ROW_CONFIG.update(saved)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--tune", action="store_true", help="also sweep ember's kernel configurations")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as TF
@@ -130,6 +157,9 @@ def main():
         rows.append(_pair(torch, f"matmul {mm}^3 {dtype}{' tf32' if tf32 else ''}", mm_case, 10 if dtype == "float32"
                           else 20, 2 * mm ** 3, "TFLOP/s"))
         torch.backends.cuda.matmul.allow_tf32 = ember.backends.cuda.matmul.allow_tf32 = False
+
+    if args.tune:
+        rows += _tune(torch, data, n, iters)
 
     host = {"name": "1-element add, host us/call"}
     for label, fw in (("ember", ember), ("torch", torch)):

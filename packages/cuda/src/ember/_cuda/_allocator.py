@@ -81,7 +81,7 @@ class DeviceAllocator:
         self.total = 0
 
     def malloc(self, nbytes: int, stream: int) -> Block:
-        size = round_size(nbytes, self.config.divisions)
+        size = (nbytes + 511) & ~511 if nbytes <= _SMALL else round_size(nbytes, self.config.divisions)
         stats = self.stats
         if self.pending:
             self._collect_pending()

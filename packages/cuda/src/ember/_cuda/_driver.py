@@ -16,7 +16,12 @@ import threading
 
 _STATE: dict = {}  # "drv": module, "count": int, "ctx": {index: context}, "error": str
 _LOCK = threading.RLock()
-_TLS = threading.local()
+class _Local(threading.local):
+    index = None  # the device whose context is current in this thread
+    ctx = 0
+
+
+_TLS = _Local()
 
 
 def _driver():
@@ -78,8 +83,7 @@ def unavailable_reason() -> str:
 
 def ensure_context(index: int = 0) -> int:
     """Makes device ``index``'s primary context current in this thread; returns its handle (an int)."""
-    current = getattr(_TLS, "index", None)
-    if current == index:
+    if _TLS.index == index:
         return _TLS.ctx
     count = device_count()
     if count == 0:
@@ -104,7 +108,7 @@ def is_initialized() -> bool:
 
 
 def current_index() -> int:
-    return getattr(_TLS, "index", None) or 0
+    return _TLS.index or 0
 
 
 def set_current(index: int) -> None:

@@ -131,6 +131,57 @@ def _source(expr: str, spec: tuple, out_dtype, ndim: int, linear: tuple, idx64: 
 
 
 _PLANS: dict = {}
+BIG = 1 << 20  # elements past which the large-block configuration is used
+CONFIGS = {False: (1024, 4), True: (2048, 8)}  # big? -> (BLOCK, num_warps)
+
+
+def _plan(expr, spec, out_dtype, ndim, linear, idx64, aligned, big, index):
+    """(launcher, BLOCK) of the kernel for this operand class, compiled on first use."""
+    block, warps = CONFIGS[big]
+    key = (expr, spec, out_dtype, ndim, linear, idx64, aligned, block, warps, index)
+    entry = _PLANS.get(key)
+    if entry is None:
+        source, sig = _source(expr, spec, out_dtype, ndim, linear, idx64)
+        al = tuple(a for a in sig if a.startswith("p") or a == "n") if aligned else ()
+        entry = _PLANS[key] = (_compile.kernel(source, "k", sig, {"BLOCK": block}, al, warps, 1, index), block)
+    return entry
+
+
+# -- the small-op fast path ------------------------------------------------------------------------
+# Contiguous operands of one shape need no collapsing, broadcasting or extent checks: an op's
+# kernel caches (result dtype, expression, operand spec) per input dtype class and comes here.
+
+_SHAPES: dict = {}
+_FAST: dict = {}
+
+
+def contiguous_info(shape: tuple) -> tuple:
+    """(contiguous strides, numel) of ``shape``, cached."""
+    info = _SHAPES.get(shape)
+    if info is None:
+        n = 1
+        for s in shape:
+            n *= s
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        info = (tuple(strides), n)
+        if len(_SHAPES) < 4096:
+            _SHAPES[shape] = info
+    return info
+
+
+def launch_linear(expr: str, spec: tuple, out, out_ptr: int, args: list, n: int, aligned: bool) -> None:
+    """``out`` and every tensor operand contiguous of one shape (n elements, 0 < n < 2**31); ``args`` are
+    the operands' data pointers and (already converted) scalar values, in order."""
+    index = out._device.index or 0
+    key = (expr, spec, out.dtype, aligned, n > BIG, index)
+    entry = _FAST.get(key)
+    if entry is None:
+        ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+        entry = _FAST[key] = _plan(expr, spec, out.dtype, 1, (True,) * ntensors, False, aligned, n > BIG, index)
+    launcher, block = entry
+    launcher(((n + block - 1) // block, 1, 1), current_handle(index), out_ptr, *args, n)
 
 
 def launch(expr: str, out, operands: list, computes: list) -> None:
@@ -166,16 +217,9 @@ def launch(expr: str, out, operands: list, computes: list) -> None:
     spec = tuple(spec)
     ptrs = [t.data_ptr() for t in tensors]
     aligned = all(p % 16 == 0 for p in ptrs) and n % 16 == 0 and all(linear)
-    big = n > (1 << 20)
-    block, warps = (2048, 8) if big else (1024, 4)
-    key = (expr, spec, out.dtype, ndim, linear, idx64, aligned, block)
-    plan = _PLANS.get(key)
+    big = n > BIG
     index = out._device.index or 0
-    if plan is None:
-        source, sig = _source(expr, spec, out.dtype, ndim, linear, idx64)
-        names = list(sig)
-        al = tuple(a for a in names if a.startswith("p") or a == "n") if aligned else ()
-        plan = _PLANS[key] = _compile.kernel(source, "k", sig, {"BLOCK": block}, al, warps, 1, index)
+    plan, block = _plan(expr, spec, out.dtype, ndim, linear, idx64, aligned, big, index)
     args = [ptrs[0]]
     t = 1
     for op, c in zip(operands, computes):

@@ -16,7 +16,8 @@ from ember._src.ops._common import check_write, empty
 from ember._src.tensor import Tensor
 
 from . import _exprs
-from ._elementwise import launch
+from ._elementwise import _INT31, contiguous_info, launch, launch_linear
+from ._storage import new_contiguous
 
 _HALF = (dt.float16, dt.bfloat16)
 _NUMBER = (bool, int, float)
@@ -46,20 +47,68 @@ def _check_real(*xs):
             raise NotImplementedError(f"complex dtype {x.dtype} has no CUDA kernels in ember")
 
 
+def _fast_args(t, n):
+    """(data pointer, 16-byte aligned?) of a contiguous operand."""
+    p = t._storage._ptr + t._offset * t.dtype.itemsize
+    return p, not (p & 15)
+
+
 def _binary_kernels(name: str, kind: str):
     table = _exprs.BINARY
+    fast: dict = {}  # (dtype, other's dtype or number type) -> (result dtype, expr, spec, compute)
 
     def kernel(a, b):
+        if type(a) is Tensor:
+            tb = type(b)
+            entry = fast.get((a.dtype, b.dtype if tb is Tensor else tb))
+            if entry is not None and (tb is not Tensor or (b._shape == a._shape and b._stride == a._stride and
+                                                           b._device is a._device)):
+                strides, n = contiguous_info(a._shape)
+                if a._stride == strides and 0 < n < _INT31:
+                    result, expr, spec, compute = entry
+                    out = new_contiguous(a._shape, strides, n, result, a._device)
+                    pa, al = _fast_args(a, n)
+                    if tb is Tensor:
+                        pb, alb = _fast_args(b, n)
+                        launch_linear(expr, spec, out, out._storage._ptr, [pa, pb], n, al and alb and not n & 15)
+                    else:
+                        v = float(b) if compute.is_floating_point else int(b)
+                        launch_linear(expr, spec, out, out._storage._ptr, [pa, v], n, al and not n & 15)
+                    return out
         _check_real(a, b)
         shape, promoted, result = pw._binary_result(a, b, kind, name)
         device = pw._device_of(a, b)
         compute = compute_of(promoted)
         expr = _exprs.lookup(table, name, compute)
         out = empty(shape, result, device)
-        launch(expr, out, [_operand(a, device), _operand(b, device)], [compute, compute])
+        ob = _operand(b, device)
+        launch(expr, out, [_operand(a, device), ob], [compute, compute])
+        if type(a) is Tensor and (type(ob) is Tensor or type(ob) in (int, float, bool)):
+            spec = (("t", a.dtype, compute), ("t", b.dtype, compute) if type(ob) is Tensor else ("s", compute))
+            fast[(a.dtype, b.dtype if type(b) is Tensor else type(b))] = (result, expr, spec, compute)
         return out
 
+    fast_ = {}
+
     def kernel_(self, other):
+        if type(self) is Tensor:
+            to = type(other)
+            entry = fast_.get((self.dtype, other.dtype if to is Tensor else to))
+            if entry is not None and (to is not Tensor or (other._shape == self._shape and other._stride ==
+                                                           self._stride and other._storage is not self._storage and
+                                                           other._device is self._device)):
+                strides, n = contiguous_info(self._shape)
+                if self._stride == strides and 0 < n < _INT31:
+                    expr, spec, compute = entry
+                    ps, al = _fast_args(self, n)
+                    if to is Tensor:
+                        po, alo = _fast_args(other, n)
+                        launch_linear(expr, spec, self, ps, [ps, po], n, al and alo and not n & 15)
+                    else:
+                        v = float(other) if compute.is_floating_point else int(other)
+                        launch_linear(expr, spec, self, ps, [ps, v], n, al and not n & 15)
+                    self._storage.version += 1
+                    return self
         _check_real(self, other)
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             check_write(self, (other,))
@@ -67,8 +116,12 @@ def _binary_kernels(name: str, kind: str):
         pw._check_inplace(self, shape, self.dtype if kind == pw._BOOL_RESULT else result, name + "_")
         compute = compute_of(promoted)
         expr = _exprs.lookup(table, name, compute)
-        launch(expr, self, [self, _operand(other, self._device)], [compute, compute])
+        oo = _operand(other, self._device)
+        launch(expr, self, [self, oo], [compute, compute])
         self._storage.version += 1
+        if kind != pw._BOOL_RESULT and result is self.dtype and (type(oo) is Tensor or type(oo) in (int, float)):
+            spec = (("t", self.dtype, compute), ("t", other.dtype, compute) if type(oo) is Tensor else ("s", compute))
+            fast_[(self.dtype, other.dtype if type(other) is Tensor else type(other))] = (expr, spec, compute)
         return self
 
     return kernel, kernel_
@@ -84,6 +137,7 @@ _BINARY_KIND.update({n: pw._INTEGRAL_ONLY for n in (
 
 def _unary_kernels(name: str, kind: str):
     table = _exprs.UNARY
+    fast: dict = {}  # input dtype -> (result dtype, expr, spec, compute)
 
     def run(a, args, out):
         _check_real(a)
@@ -96,9 +150,21 @@ def _unary_kernels(name: str, kind: str):
             out = empty(a._shape, result, a._device)
         params = [float(p) if compute.is_floating_point else p for p in args]
         launch(expr, out, [a, *params], [compute] * (1 + len(params)))
+        if not args:
+            fast[a.dtype] = (result, expr, (("t", a.dtype, compute),), compute)
         return out, result
 
     def kernel(a, *args):
+        if not args and type(a) is Tensor:
+            entry = fast.get(a.dtype)
+            if entry is not None:
+                strides, n = contiguous_info(a._shape)
+                if a._stride == strides and 0 < n < _INT31:
+                    result, expr, spec, compute = entry
+                    out = new_contiguous(a._shape, strides, n, result, a._device)
+                    pa, al = _fast_args(a, n)
+                    launch_linear(expr, spec, out, out._storage._ptr, [pa], n, al and not n & 15)
+                    return out
         return run(a, args, None)[0]
 
     def kernel_(self, *args):

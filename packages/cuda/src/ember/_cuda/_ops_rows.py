@@ -66,6 +66,17 @@ def _or(t, fallback):
     return fallback if t is None else t
 
 
+def _aligned(n: int, *named) -> tuple:
+    """Divisibility hints (16) for the row length ``N`` and the named pointers, when they hold: they let
+    Triton issue 16-byte loads and stores. Absent tensors are left out."""
+    if n % 16:
+        return ()
+    names = tuple(name for name, t in named if t is not None and t.data_ptr() % 16 == 0)
+    if len(names) != sum(1 for _, t in named if t is not None):
+        return ()
+    return names + ("N",)
+
+
 def _ct(d):
     return dt.float64 if d is dt.float64 else dt.float32
 
@@ -98,8 +109,9 @@ def _softmax_kernel(log: bool):
             index = x._device.index or 0
             sig = {"x": "*" + TRITON[dense.dtype], "out": "*" + TRITON[rd], "N": "i64", "BLOCK": "constexpr",
                    "LOG": "constexpr", "SINGLE": "constexpr"}
+            al = _aligned(n, ("x", dense), ("out", out))
             launcher = _compile.kernel(_SOFTMAX.replace("__CT__", TL[_ct(rd)]), "k", sig,
-                                       {"BLOCK": block, "LOG": log, "SINGLE": single}, (), warps, 1, index)
+                                       {"BLOCK": block, "LOG": log, "SINGLE": single}, al, warps, 1, index)
             launcher((rows, 1, 1), current_handle(index), dense.data_ptr(), out.data_ptr(), n)
         if x.ndim > 1 and d != x.ndim - 1:
             out = out.movedim(-1, d).contiguous()
@@ -178,8 +190,9 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
         sig = {"x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype], "b": "*" + TRITON[_or(b, x).dtype],
                "out": "*" + TRITON[out.dtype], "mean": "*" + TRITON[mean.dtype], "rstd": "*" + TRITON[rstd.dtype],
                "N": "i64", "eps": "fp32", "BLOCK": "constexpr", "HAS_W": "constexpr", "HAS_B": "constexpr"}
+        al = _aligned(n, ("x", x), ("w", w), ("b", b), ("out", out))
         launcher = _compile.kernel(_LAYER_NORM.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
-                                   {"BLOCK": block, "HAS_W": w is not None, "HAS_B": b is not None}, (), warps, 1,
+                                   {"BLOCK": block, "HAS_W": w is not None, "HAS_B": b is not None}, al, warps, 1,
                                    index)
         launcher((rows, 1, 1), current_handle(index), x.data_ptr(), _or(w, x).data_ptr(), _or(b, x).data_ptr(),
                  out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), n, float(eps))
@@ -213,9 +226,10 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
                "mean": "*" + TRITON[mu.dtype], "rstd": "*" + TRITON[rs.dtype], "dx": "*" + TRITON[_or(dx, x).dtype],
                "gxhat": "*" + TRITON[_or(gx, x).dtype], "N": "i64", "BLOCK": "constexpr", "HAS_W": "constexpr",
                "WANT_DX": "constexpr", "WANT_GX": "constexpr"}
+        al = _aligned(n, ("g", g), ("x", x), ("w", w), ("dx", dx), ("gxhat", gx))
         launcher = _compile.kernel(_LAYER_NORM_BWD.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
                                    {"BLOCK": block, "HAS_W": w is not None, "WANT_DX": want_dx, "WANT_GX": want_dw},
-                                   (), warps, 1, index)
+                                   al, warps, 1, index)
         launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), _or(w, x).data_ptr(),
                  mu.data_ptr(), rs.data_ptr(), _or(dx, x).data_ptr(), _or(gx, x).data_ptr(), n)
     dw = db = None
@@ -301,9 +315,10 @@ def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
     sig = {"x": "*" + TRITON[x.dtype], "t": "*i64", "w": "*" + TRITON[_or(w, x).dtype], "nll": "*" + TRITON[cd],
            "sm": "*" + TRITON[cd], "wt": "*" + TRITON[cd], "C": "i64", "ignore": "i64", "BLOCK": "constexpr",
            "LOGP": "constexpr", "HAS_W": "constexpr", "SMOOTH": "constexpr"}
+    al = tuple(a for a in _aligned(c, ("x", x), ("w", w)) if a != "N") + (("C",) if c % 16 == 0 else ())
     launcher = _compile.kernel(_CLASS_NLL.replace("__CT__", TL[cd]), "k", sig,
                                {"BLOCK": block, "LOGP": bool(log_probs), "HAS_W": w is not None,
-                                "SMOOTH": bool(smooth)}, (), warps, 1, index)
+                                "SMOOTH": bool(smooth)}, al, warps, 1, index)
     launcher((rows, 1, 1), current_handle(index), x.data_ptr(), t.data_ptr(), _or(w, x).data_ptr(), nll.data_ptr(),
              (sm if smooth else nll).data_ptr(), wt.data_ptr(), c, int(ignore_index))
     return nll, sm, wt

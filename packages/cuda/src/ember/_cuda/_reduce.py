@@ -149,17 +149,25 @@ def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None
     launcher((outer, (inner + bk - 1) // bk, 1), stream, x.data_ptr(), out.data_ptr(), n, inner, float(scale))
 
 
+# Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
+# split into when there are few rows (module state, so benchmarks can sweep it).
+ROW_CONFIG = {"bn": 1024, "warps": 4, "chunk": 32768}
+
+
 def _rows(kind, x, rows, n, out, acc, scale, index, stream):
-    bn = 1024 if n >= 1024 else max(16, 1 << (max(n, 1) - 1).bit_length())
-    warps = 4 if bn >= 1024 else 1
+    cfg = ROW_CONFIG
+    bn = cfg["bn"] if n >= cfg["bn"] else max(16, 1 << (max(n, 1) - 1).bit_length())
+    warps = cfg["warps"] if bn >= 1024 else 1
     # Few long rows: split each row into chunks reduced in parallel, then reduce the partials.
     nchunks = 1
-    if rows < 512 and n >= 65536:
-        nchunks = min(8192, (n + 32767) // 32768)
+    if rows < 512 and n >= 2 * cfg["chunk"]:
+        nchunks = min(8192, (n + cfg["chunk"] - 1) // cfg["chunk"])
     chunk = (n + nchunks - 1) // nchunks
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype if nchunks == 1 else acc], "N": "i64",
            "chunk": "i64", "nchunks": "i64", "scale": "fp32", "BN": "constexpr", "SCALED": "constexpr"}
-    aligned = ("x",) if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
+    aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
+    if aligned and chunk % 16 == 0:
+        aligned += ("chunk",)
     if nchunks == 1:
         src = _row_source(kind, acc, out.dtype)
         launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0}, aligned, warps, 2, index)

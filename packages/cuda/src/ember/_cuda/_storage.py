@@ -11,9 +11,12 @@ from __future__ import annotations
 import ctypes
 
 from ember._src.device import device as _device
+from ember._src.tensor import make_tensor as _make_tensor
 
 from . import _allocator, _driver, _fastcall
 from ._streams import current_handle
+
+_DEVICES: dict = {}
 
 
 class CudaStorage:
@@ -22,7 +25,10 @@ class CudaStorage:
 
     def __init__(self, nbytes: int, index: int):
         self._nbytes = nbytes
-        self.device = _device("cuda", index)
+        dev = _DEVICES.get(index)
+        if dev is None:
+            dev = _DEVICES[index] = _device("cuda", index)
+        self.device = dev
         self.version = 0
         self.inference = False
         if nbytes == 0:
@@ -73,6 +79,24 @@ def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
     if zero and nbytes:
         _fastcall.memset8(storage._ptr, 0, nbytes, current_handle(index))
     return storage
+
+
+_GRAD = None
+
+
+def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
+    """A fresh contiguous CUDA tensor (the small-op fast path of ``new_empty_tensor``)."""
+    global _GRAD
+    if _GRAD is None:
+        from ember._src import grad_mode
+
+        _GRAD = grad_mode.STATE
+    index = dev.index or 0
+    _driver.ensure_context(index)
+    storage = CudaStorage(n * dtype.itemsize, index)
+    if _GRAD.inference:
+        storage.inference = True
+    return _make_tensor(storage, shape, strides, 0, dtype, dev)
 
 
 # -- copies -----------------------------------------------------------------------------------

@@ -12,7 +12,12 @@ import threading
 from . import _driver
 from ._driver import check
 
-_TLS = threading.local()
+
+class _Local(threading.local):
+    streams = None  # {device index: current Stream}; a class default makes the per-op read one lookup
+
+
+_TLS = _Local()
 
 
 def _device_index(device) -> int:
@@ -86,12 +91,8 @@ class Stream:
     def __repr__(self):
         return f"<ember.cuda.Stream device=cuda:{self.device_index} cuda_stream={hex(self.cuda_stream)}>"
 
-    def __del__(self):
-        if getattr(self, "_owned", False):
-            try:
-                _driver._driver().cuStreamDestroy(self.cuda_stream)
-            except Exception:  # noqa: BLE001, S110 - interpreter shutdown
-                pass
+    # Streams are never destroyed (as in PyTorch's stream pool): storages freed later may still record events
+    # on a stream whose Python object is gone.
 
     # ``with ember.cuda.Stream() as s`` makes it current, as PyTorch's Stream context.
     def __enter__(self):
@@ -112,7 +113,7 @@ class ExternalStream(Stream):
 
 
 def _current_map() -> dict:
-    m = getattr(_TLS, "streams", None)
+    m = _TLS.streams
     if m is None:
         m = _TLS.streams = {}
     return m
@@ -128,7 +129,7 @@ def current_stream(device=None) -> Stream:
 
 def current_handle(index: int) -> int:
     """The current stream's handle for device ``index`` (the per-op fast path)."""
-    m = getattr(_TLS, "streams", None)
+    m = _TLS.streams
     if m:
         s = m.get(index)
         if s is not None:
