@@ -61,26 +61,17 @@ def _pair(torch, name, make, iters, work, unit):
 
 def _tune(torch, data, n, iters):
     """ember's add and sum under several block configurations (the defaults are chosen from this)."""
-    from ember._cuda import _elementwise, _reduce
+    from ember._cuda import _reduce
 
     rows = []
-    x, y = data(ember, (n,)), data(ember, (n,), seed=1)
-    saved = dict(_elementwise.CONFIGS)
-    for block, warps in ((1024, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16)):
-        _elementwise.CONFIGS[True] = (block, warps)
-        _elementwise._FAST.clear()
-        ms = _median_ms(ember, lambda: ember.add(x, y), iters)
-        rows.append({"name": f"tune add BLOCK={block} warps={warps}", "ember": round(12 * n / ms / 1e9, 3),
-                     "torch": "", "ratio": "", "unit": "TB/s"})
-    _elementwise.CONFIGS.update(saved)
-    _elementwise._FAST.clear()
+    x = data(ember, (n,))
     saved = dict(_reduce.ROW_CONFIG)
-    for bn, warps, chunk in ((1024, 4, 32768), (2048, 8, 32768), (4096, 8, 65536), (4096, 16, 65536),
-                             (2048, 4, 16384)):
-        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk)
+    for bn, warps, chunk, stages in ((4096, 8, 65536, 2), (4096, 8, 65536, 4), (8192, 16, 131072, 2),
+                                     (4096, 4, 65536, 3), (2048, 4, 65536, 4), (8192, 8, 262144, 3)):
+        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages)
         ms = _median_ms(ember, lambda: x.sum(), iters)
-        rows.append({"name": f"tune sum BN={bn} warps={warps} chunk={chunk}", "ember": round(4 * n / ms / 1e9, 3),
-                     "torch": "", "ratio": "", "unit": "TB/s"})
+        rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages}",
+                     "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.ROW_CONFIG.update(saved)
     return rows
 

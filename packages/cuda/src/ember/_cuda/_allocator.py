@@ -74,15 +74,25 @@ class DeviceAllocator:
         self.config = config
         self.free: dict = {}  # (stream, size) -> [Block]
         self.pending: list = []  # (Block, [events]) waiting for other streams
-        self.stats = dict.fromkeys((
-            "allocated", "allocated_peak", "reserved", "reserved_peak", "active_blocks", "segments",
-            "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "requested",
-            "requested_peak", "allocations", "frees"), 0)
+        # Statistics as plain attributes: malloc/release run once per op.
+        self.allocated = self.allocated_peak = self.requested = self.requested_peak = 0
+        self.reserved = self.reserved_peak = self.active_blocks = self.segments = 0
+        self.num_alloc_retries = self.num_ooms = self.num_device_alloc = self.num_device_free = 0
+        self.allocations = self.frees = 0
         self.total = 0
+
+    @property
+    def stats(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "allocated", "allocated_peak", "reserved", "reserved_peak", "active_blocks", "segments",
+            "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "requested", "requested_peak",
+            "allocations", "frees")}
+
+    def reset_peaks(self) -> None:
+        self.allocated_peak, self.reserved_peak, self.requested_peak = self.allocated, self.reserved, self.requested
 
     def malloc(self, nbytes: int, stream: int) -> Block:
         size = (nbytes + 511) & ~511 if nbytes <= _SMALL else round_size(nbytes, self.config.divisions)
-        stats = self.stats
         if self.pending:
             self._collect_pending()
         blocks = self.free.get((stream, size))
@@ -90,22 +100,21 @@ class DeviceAllocator:
             block = blocks.pop()
         else:
             block = Block(self._device_alloc(size, nbytes), size, stream, self.index)
-        stats["allocated"] += size
-        stats["requested"] += nbytes
-        stats["active_blocks"] += 1
-        stats["allocations"] += 1
-        if stats["allocated"] > stats["allocated_peak"]:
-            stats["allocated_peak"] = stats["allocated"]
-        if stats["requested"] > stats["requested_peak"]:
-            stats["requested_peak"] = stats["requested"]
+        self.allocated += size
+        self.requested += nbytes
+        self.active_blocks += 1
+        self.allocations += 1
+        if self.allocated > self.allocated_peak:
+            self.allocated_peak = self.allocated
+        if self.requested > self.requested_peak:
+            self.requested_peak = self.requested
         return block
 
     def release(self, block: Block, nbytes: int) -> None:
-        stats = self.stats
-        stats["allocated"] -= block.size
-        stats["requested"] -= nbytes
-        stats["active_blocks"] -= 1
-        stats["frees"] += 1
+        self.allocated -= block.size
+        self.requested -= nbytes
+        self.active_blocks -= 1
+        self.frees += 1
         if not self.config.caching:
             self._device_free(block)
             return
@@ -120,7 +129,11 @@ class DeviceAllocator:
             block.streams = None
             self.pending.append((block, events))
             return
-        self.free.setdefault((block.stream, block.size), []).append(block)
+        blocks = self.free.get((block.stream, block.size))
+        if blocks is None:
+            self.free[(block.stream, block.size)] = [block]
+        else:
+            blocks.append(block)
 
     def _collect_pending(self) -> None:
         still = []
@@ -134,40 +147,37 @@ class DeviceAllocator:
     def _device_alloc(self, size: int, requested: int) -> int:
         drv = _driver._driver()
         _driver.ensure_context(self.index)
-        stats = self.stats
         if self.config.gc_threshold and self.total:
-            if stats["reserved"] + size > self.config.gc_threshold * self.total:
+            if self.reserved + size > self.config.gc_threshold * self.total:
                 self.empty_cache()
         err, ptr = drv.cuMemAlloc(size)
         if int(err) == 2:  # out of memory: give the cache back and try once more
-            stats["num_alloc_retries"] += 1
+            self.num_alloc_retries += 1
             self.empty_cache()
             err, ptr = drv.cuMemAlloc(size)
         if int(err) == 2:
-            stats["num_ooms"] += 1
+            self.num_ooms += 1
             free, total = _driver.mem_get_info(self.index)
-            mib = 1 << 20
             raise OutOfMemoryError(
                 f"CUDA out of memory. Tried to allocate {_fmt(requested)}. GPU {self.index} has a total capacity of "
-                f"{_fmt(total)} of which {_fmt(free)} is free. Of the allocated memory {_fmt(stats['allocated'])} is "
-                f"allocated by ember, and {_fmt(stats['reserved'] - stats['allocated'])} is reserved by ember but "
-                f"unallocated. ({size // mib} MiB rounded; see ember.cuda.memory_summary() and "
-                f"EMBER_CUDA_ALLOC_CONF)")
+                f"{_fmt(total)} of which {_fmt(free)} is free. Of the allocated memory {_fmt(self.allocated)} is "
+                f"allocated by ember, and {_fmt(self.reserved - self.allocated)} is reserved by ember but "
+                f"unallocated. (see ember.cuda.memory_summary() and EMBER_CUDA_ALLOC_CONF)")
         if int(err):
             raise _driver.cuda_error(int(err), "cuMemAlloc")
-        stats["reserved"] += size
-        stats["segments"] += 1
-        stats["num_device_alloc"] += 1
-        if stats["reserved"] > stats["reserved_peak"]:
-            stats["reserved_peak"] = stats["reserved"]
+        self.reserved += size
+        self.segments += 1
+        self.num_device_alloc += 1
+        if self.reserved > self.reserved_peak:
+            self.reserved_peak = self.reserved
         return int(ptr)
 
     def _device_free(self, block: Block) -> None:
         _driver.ensure_context(self.index)
         check(_driver._driver().cuMemFree(block.ptr), "cuMemFree")
-        self.stats["reserved"] -= block.size
-        self.stats["segments"] -= 1
-        self.stats["num_device_free"] += 1
+        self.reserved -= block.size
+        self.segments -= 1
+        self.num_device_free += 1
 
     def empty_cache(self) -> None:
         self._collect_pending()

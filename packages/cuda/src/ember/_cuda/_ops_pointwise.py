@@ -81,9 +81,10 @@ def _binary_kernels(name: str, kind: str):
         compute = compute_of(promoted)
         expr = _exprs.lookup(table, name, compute)
         out = empty(shape, result, device)
-        ob = _operand(b, device)
-        launch(expr, out, [_operand(a, device), ob], [compute, compute])
-        if type(a) is Tensor and (type(ob) is Tensor or type(ob) in (int, float, bool)):
+        oa, ob = _operand(a, device), _operand(b, device)
+        launch(expr, out, [oa, ob], [compute, compute])
+        # The plan is cached by the operands' own classes; a CPU scalar tensor turned number is not cached.
+        if type(oa) is Tensor and type(ob) is type(b) and (type(ob) is Tensor or type(ob) in (int, float, bool)):
             spec = (("t", a.dtype, compute), ("t", b.dtype, compute) if type(ob) is Tensor else ("s", compute))
             fast[(a.dtype, b.dtype if type(b) is Tensor else type(b))] = (result, expr, spec, compute)
         return out
@@ -119,7 +120,8 @@ def _binary_kernels(name: str, kind: str):
         oo = _operand(other, self._device)
         launch(expr, self, [self, oo], [compute, compute])
         self._storage.version += 1
-        if kind != pw._BOOL_RESULT and result is self.dtype and (type(oo) is Tensor or type(oo) in (int, float)):
+        if kind != pw._BOOL_RESULT and result is self.dtype and type(oo) is type(other) and \
+                (type(oo) is Tensor or type(oo) in (int, float)):
             spec = (("t", self.dtype, compute), ("t", other.dtype, compute) if type(oo) is Tensor else ("s", compute))
             fast_[(self.dtype, other.dtype if type(other) is Tensor else type(other))] = (expr, spec, compute)
         return self

@@ -102,10 +102,12 @@ def k(x, vals, idxs, N, BN: tl.constexpr, IS_MAX: tl.constexpr):
         besti = tl.where(better, ns.to(tl.int64), besti)
     valid = besti != BIG
     anynan = tl.sum(((best != best) & valid).to(tl.int32), axis=0) > 0
+    # Lane 0 always saw element 0: its value stands in for the lanes that saw nothing.
+    first = tl.sum(tl.where(tl.arange(0, BN) == 0, best, 0).to(__CT__), axis=0)
     if IS_MAX:
-        target = tl.max(tl.where(valid, best, best), axis=0)
+        target = tl.max(tl.where(valid, best, first), axis=0)
     else:
-        target = tl.min(tl.where(valid, best, best), axis=0)
+        target = tl.min(tl.where(valid, best, first), axis=0)
     cand = valid & tl.where(anynan, best != best, best == target)
     idx = tl.min(tl.where(cand, besti, BIG), axis=0)
     value = tl.sum(tl.where(besti == idx, best, 0).to(__CT__), axis=0)

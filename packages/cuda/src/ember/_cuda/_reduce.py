@@ -144,14 +144,14 @@ def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None
     bn = 32 if n >= 32 else 8
     src = _col_source(kind, acc, out.dtype)
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype], "N": "i64", "inner": "i64",
-           "scale": "fp32", "BN": "constexpr", "BK": "constexpr", "SCALED": "constexpr"}
+           "scale": "fp64", "BN": "constexpr", "BK": "constexpr", "SCALED": "constexpr"}
     launcher = _compile.kernel(src, "k", sig, {"BN": bn, "BK": bk, "SCALED": scale != 1.0}, (), 4, 2, index)
     launcher((outer, (inner + bk - 1) // bk, 1), stream, x.data_ptr(), out.data_ptr(), n, inner, float(scale))
 
 
 # Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
 # split into when there are few rows (module state, so benchmarks can sweep it).
-ROW_CONFIG = {"bn": 1024, "warps": 4, "chunk": 32768}
+ROW_CONFIG = {"bn": 4096, "warps": 8, "chunk": 65536, "stages": 2}  # swept on an H200 (bench --tune)
 
 
 def _rows(kind, x, rows, n, out, acc, scale, index, stream):
@@ -164,18 +164,19 @@ def _rows(kind, x, rows, n, out, acc, scale, index, stream):
         nchunks = min(8192, (n + cfg["chunk"] - 1) // cfg["chunk"])
     chunk = (n + nchunks - 1) // nchunks
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype if nchunks == 1 else acc], "N": "i64",
-           "chunk": "i64", "nchunks": "i64", "scale": "fp32", "BN": "constexpr", "SCALED": "constexpr"}
+           "chunk": "i64", "nchunks": "i64", "scale": "fp64", "BN": "constexpr", "SCALED": "constexpr"}
     aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
     if aligned and chunk % 16 == 0:
         aligned += ("chunk",)
     if nchunks == 1:
         src = _row_source(kind, acc, out.dtype)
-        launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0}, aligned, warps, 2, index)
+        launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0}, aligned, warps, cfg["stages"],
+                                   index)
         launcher((rows, 1, 1), stream, x.data_ptr(), out.data_ptr(), n, chunk, 1, float(scale))
         return
     partial = new_empty_tensor((rows, nchunks), acc, x._device)
     src = _row_source(kind, acc, acc)
-    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": False}, aligned, warps, 2, index)
+    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": False}, aligned, warps, cfg["stages"], index)
     launcher((rows * nchunks, 1, 1), stream, x.data_ptr(), partial.data_ptr(), n, chunk, nchunks, 1.0)
     _rows(kind, partial, rows, nchunks, out, acc, scale, index, stream)
 

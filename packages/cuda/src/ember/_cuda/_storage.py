@@ -17,6 +17,7 @@ from . import _allocator, _driver, _fastcall
 from ._streams import current_handle
 
 _DEVICES: dict = {}
+_ALLOCATORS: dict = {}  # device index -> DeviceAllocator (a module-level cache for the per-op path)
 
 
 class CudaStorage:
@@ -34,9 +35,11 @@ class CudaStorage:
         if nbytes == 0:
             self._ptr, self._block = 0, None
             return
-        stream = current_handle(index)
-        self._block = _allocator.allocator(index).malloc(nbytes, stream)
-        self._ptr = self._block.ptr
+        alloc = _ALLOCATORS.get(index)
+        if alloc is None:
+            alloc = _ALLOCATORS[index] = _allocator.allocator(index)
+        self._block = block = alloc.malloc(nbytes, current_handle(index))
+        self._ptr = block.ptr
 
     def data_ptr(self) -> int:
         return self._ptr
@@ -64,7 +67,7 @@ class CudaStorage:
         if block is not None:
             self._block = None
             try:
-                _allocator.allocator(block.device).release(block, self._nbytes)
+                _ALLOCATORS[block.device].release(block, self._nbytes)
             except Exception:  # noqa: BLE001, S110 - interpreter shutdown: the driver is gone
                 pass
 

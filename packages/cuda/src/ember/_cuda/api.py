@@ -187,15 +187,14 @@ memory_cached, max_memory_cached = memory_reserved, max_memory_reserved
 
 
 def reset_peak_memory_stats(dev=None) -> None:
-    s = _stats(dev)
-    if s:
-        s["allocated_peak"], s["reserved_peak"], s["requested_peak"] = s["allocated"], s["reserved"], s["requested"]
+    if _driver.device_count():
+        _allocator.allocator(_index(dev)).reset_peaks()
 
 
 def reset_max_memory_allocated(dev=None) -> None:
-    s = _stats(dev)
-    if s:
-        s["allocated_peak"] = s["allocated"]
+    if _driver.device_count():
+        a = _allocator.allocator(_index(dev))
+        a.allocated_peak = a.allocated
 
 
 def memory_stats(dev=None) -> dict:
