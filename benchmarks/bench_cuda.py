@@ -66,8 +66,9 @@ def _tune(torch, data, n, iters):
     rows = []
     x = data(ember, (n,))
     saved = dict(_reduce.ROW_CONFIG)
-    for bn, warps, chunk, stages in ((4096, 8, 65536, 2), (4096, 8, 65536, 4), (8192, 16, 131072, 2),
-                                     (4096, 4, 65536, 3), (2048, 4, 65536, 4), (8192, 8, 262144, 3)):
+    for bn, warps, chunk, stages in ((4096, 8, 65536, 2), (8192, 16, 131072, 2), (4096, 8, 4096, 1),
+                                     (8192, 16, 8192, 1), (4096, 4, 4096, 1), (8192, 8, 16384, 2),
+                                     (2048, 4, 2048, 1), (16384, 16, 16384, 1)):
         _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages)
         ms = _median_ms(ember, lambda: x.sum(), iters)
         rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages}",

@@ -266,3 +266,25 @@ def test_indexing_ops():
         (F.embedding(ember.tensor([1, 1, 4]).to(dev), ww) * 2).sum().backward()
         results.append(ww.grad)
     assert_same(results[1], results[0])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"mask": "bool"}, {"mask": "float"}])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_scaled_dot_product_attention_forward_backward(kwargs, dtype):
+    q, k, v = (rand((2, 3, 5, 8), dtype, seed=s) for s in (1, 2, 3))
+    mask = None
+    if kwargs.get("mask") == "bool":
+        mask = rand((5, 5), ember.bool, seed=4)
+        mask[:, 0] = True
+    elif kwargs.get("mask") == "float":
+        mask = rand((5, 5), dtype, seed=5)
+    results = []
+    for dev in ("cpu", "cuda"):
+        qq, kk, vv = (t.to(dev).detach().requires_grad_() for t in (q, k, v))
+        out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=None if mask is None else mask.to(dev),
+                                             is_causal=kwargs.get("is_causal", False))
+        (out * out).sum().backward()
+        results.append((out, qq.grad, kk.grad, vv.grad))
+    tol = 1e-5 if dtype is ember.float32 else 1e-10
+    for g, c in zip(results[1], results[0]):
+        assert_same(g, c, dtype, rtol=tol, atol=tol)

@@ -28,6 +28,7 @@ class CudaPlugin:
         from ember._src.tensor import Tensor
 
         from . import (
+            _ops_attention,
             _ops_conv,
             _ops_copy,
             _ops_index,
@@ -39,7 +40,8 @@ class CudaPlugin:
             _storage,
         )
 
-        for module in (_ops_copy, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul, _ops_index, _random):
+        for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul,
+                       _ops_index, _random):
             module.register()
         register_backend(Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                                  is_pinned=_storage.is_pinned, device_count=api.device_count))

@@ -161,7 +161,7 @@ def _rows(kind, x, rows, n, out, acc, scale, index, stream):
     # Few long rows: split each row into chunks reduced in parallel, then reduce the partials.
     nchunks = 1
     if rows < 512 and n >= 2 * cfg["chunk"]:
-        nchunks = min(8192, (n + cfg["chunk"] - 1) // cfg["chunk"])
+        nchunks = (n + cfg["chunk"] - 1) // cfg["chunk"]  # the partials are reduced the same way
     chunk = (n + nchunks - 1) // nchunks
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype if nchunks == 1 else acc], "N": "i64",
            "chunk": "i64", "nchunks": "i64", "scale": "fp64", "BN": "constexpr", "SCALED": "constexpr"}

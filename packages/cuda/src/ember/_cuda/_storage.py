@@ -63,7 +63,7 @@ class CudaStorage:
             block.streams.add(stream.cuda_stream)
 
     def __del__(self):
-        block = self._block
+        block = getattr(self, "_block", None)  # absent when the allocation itself failed
         if block is not None:
             self._block = None
             try:

@@ -174,7 +174,8 @@ def _attention(grads, inputs, outputs):
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
     if is_causal:
-        keep = ember.ones((q.shape[-2], k.shape[-2]), dtype=ember.bool).tril()
+        dev = q.device  # index comparisons (the same mask as tril) on q's device
+        keep = ember.arange(q.shape[-2], device=dev).unsqueeze(1) >= ember.arange(k.shape[-2], device=dev).unsqueeze(0)
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))
     if mask is not None:
         scores = scores.masked_fill(mask.logical_not(), float("-inf")) if mask.dtype is ember.bool else scores + mask
