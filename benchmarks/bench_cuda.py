@@ -66,14 +66,41 @@ def _tune(torch, data, n, iters):
     rows = []
     x = data(ember, (n,))
     saved = dict(_reduce.ROW_CONFIG)
-    for bn, warps, chunk, stages in ((4096, 8, 65536, 2), (8192, 16, 131072, 2), (4096, 8, 4096, 1),
-                                     (8192, 16, 8192, 1), (4096, 4, 4096, 1), (8192, 8, 16384, 2),
-                                     (2048, 4, 2048, 1), (16384, 16, 16384, 1)):
-        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages)
+    for bn, warps, chunk, stages, unroll in ((4096, 8, 65536, 2, 1), (4096, 8, 65536, 1, 2), (4096, 8, 65536, 1, 4),
+                                             (2048, 4, 65536, 1, 4), (2048, 8, 32768, 1, 4), (1024, 4, 32768, 1, 8),
+                                             (4096, 16, 131072, 1, 4), (8192, 16, 131072, 1, 2)):
+        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages, unroll=unroll)
         ms = _median_ms(ember, lambda: x.sum(), iters)
-        rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages}",
+        rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages} u={unroll}",
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.ROW_CONFIG.update(saved)
+    return rows
+
+
+def _training(torch, iters):
+    """One training step (forward, cross-entropy, backward, AdamW) of an MLP, both frameworks on CUDA."""
+    rows = []
+    for width, batch in ((1024, 256), (4096, 1024)):
+        row = {"name": f"MLP train step {width}x4 layers, batch {batch}"}
+        for label, fw in (("ember", ember), ("torch", torch)):
+            fw.manual_seed(0)
+            nn = fw.nn
+            model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
+                                  nn.Linear(width, width), nn.GELU(), nn.Linear(width, 10)).to("cuda")
+            opt = fw.optim.AdamW(model.parameters(), lr=1e-4)
+            x = fw.randn(batch, width).to("cuda")
+            y = fw.randint(0, 10, (batch,)).to("cuda")
+            F = fw.nn.functional
+
+            def step(model=model, opt=opt, x=x, y=y, F=F):
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            row[label] = round(_median_ms(fw, step, iters), 3)
+        row["ratio"] = round(row["torch"] / row["ember"], 3)
+        row["unit"] = "ms/step (ratio: torch/ember)"
+        rows.append(row)
     return rows
 
 
@@ -152,6 +179,8 @@ def main():
 
     if args.tune:
         rows += _tune(torch, data, n, iters)
+
+    rows += _training(torch, 10 if args.quick else 20)
 
     host = {"name": "1-element add, host us/call"}
     for label, fw in (("ember", ember), ("torch", torch)):

@@ -171,6 +171,12 @@ def contiguous_info(shape: tuple) -> tuple:
     return info
 
 
+def linear_plan(expr: str, spec: tuple, out_dtype, aligned: bool, n: int, device) -> tuple:
+    """(launcher, BLOCK) for contiguous operands of one shape (callers cache it per operand class)."""
+    ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+    return _plan(expr, spec, out_dtype, 1, (True,) * ntensors, False, aligned, n > BIG, device.index or 0)
+
+
 def launch_linear(expr: str, spec: tuple, out, out_ptr: int, args: list, n: int, aligned: bool) -> None:
     """``out`` and every tensor operand contiguous of one shape (n elements, 0 < n < 2**31); ``args`` are
     the operands' data pointers and (already converted) scalar values, in order."""

@@ -16,8 +16,9 @@ from ember._src.ops._common import check_write, empty
 from ember._src.tensor import Tensor
 
 from . import _exprs
-from ._elementwise import _INT31, contiguous_info, launch, launch_linear
+from ._elementwise import _INT31, _SHAPES, BIG, contiguous_info, launch, launch_linear, linear_plan
 from ._storage import new_contiguous
+from ._streams import current_handle
 
 _HALF = (dt.float16, dt.bfloat16)
 _NUMBER = (bool, int, float)
@@ -63,17 +64,24 @@ def _binary_kernels(name: str, kind: str):
             entry = fast.get((a.dtype, b.dtype if tb is Tensor else tb))
             if entry is not None and (tb is not Tensor or (b._shape == a._shape and b._stride == a._stride and
                                                            b._device is a._device)):
-                strides, n = contiguous_info(a._shape)
-                if a._stride == strides and 0 < n < _INT31:
-                    result, expr, spec, compute = entry
-                    out = new_contiguous(a._shape, strides, n, result, a._device)
-                    pa, al = _fast_args(a, n)
+                info = _SHAPES.get(a._shape) or contiguous_info(a._shape)
+                n = info[1]
+                if a._stride == info[0] and 0 < n < _INT31:
+                    result, expr, spec, compute, plans = entry
+                    out = new_contiguous(a._shape, info[0], n, result, a._device)
+                    pa = a._storage._ptr + a._offset * a.dtype.itemsize
                     if tb is Tensor:
-                        pb, alb = _fast_args(b, n)
-                        launch_linear(expr, spec, out, out._storage._ptr, [pa, pb], n, al and alb and not n & 15)
+                        arg = b._storage._ptr + b._offset * b.dtype.itemsize
+                        aligned = not ((pa | arg | n) & 15)
                     else:
-                        v = float(b) if compute.is_floating_point else int(b)
-                        launch_linear(expr, spec, out, out._storage._ptr, [pa, v], n, al and not n & 15)
+                        arg = float(b) if compute.is_floating_point else int(b)
+                        aligned = not ((pa | n) & 15)
+                    plan = plans.get((aligned, n > BIG))
+                    if plan is None:
+                        plan = plans[(aligned, n > BIG)] = linear_plan(expr, spec, result, aligned, n, a._device)
+                    index = a._device.index or 0
+                    plan[0](((n + plan[1] - 1) // plan[1], 1, 1), current_handle(index), out._storage._ptr, pa, arg,
+                            n)
                     return out
         _check_real(a, b)
         shape, promoted, result = pw._binary_result(a, b, kind, name)
@@ -86,7 +94,7 @@ def _binary_kernels(name: str, kind: str):
         # The plan is cached by the operands' own classes; a CPU scalar tensor turned number is not cached.
         if type(oa) is Tensor and type(ob) is type(b) and (type(ob) is Tensor or type(ob) in (int, float, bool)):
             spec = (("t", a.dtype, compute), ("t", b.dtype, compute) if type(ob) is Tensor else ("s", compute))
-            fast[(a.dtype, b.dtype if type(b) is Tensor else type(b))] = (result, expr, spec, compute)
+            fast[(a.dtype, b.dtype if type(b) is Tensor else type(b))] = (result, expr, spec, compute, {})
         return out
 
     fast_ = {}

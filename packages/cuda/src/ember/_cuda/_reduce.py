@@ -60,7 +60,7 @@ def _row_source(kind: str, acc, out_dtype) -> str:
     ct = TL[acc]
     return HEADER + _HELPERS + f'''
 @triton.jit
-def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr):
+def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr, UNROLL: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     row = pid // nchunks
     c = pid % nchunks
@@ -68,10 +68,12 @@ def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr):
     stop = tl.minimum(start + chunk, N)
     base = x + row * N
     acc = tl.full([BN], {ident}, {ct})
-    for n0 in range(start, stop, BN):
-        ns = n0 + tl.arange(0, BN)
-        v = tl.load(base + ns, mask=ns < stop, other={ident}).to({ct})
-        acc = {combine.format(a="acc", v="v")}
+    for n0 in range(start, stop, BN * UNROLL):
+        # UNROLL independent loads per step keep more bytes in flight
+        for u in tl.static_range(UNROLL):
+            ns = n0 + u * BN + tl.arange(0, BN)
+            v = tl.load(base + ns, mask=ns < stop, other={ident}).to({ct})
+            acc = {combine.format(a="acc", v="v")}
     r = {final.format(a="acc", ax=0)}
     if SCALED:
         r = r * scale
@@ -151,7 +153,7 @@ def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None
 
 # Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
 # split into when there are few rows (module state, so benchmarks can sweep it).
-ROW_CONFIG = {"bn": 4096, "warps": 8, "chunk": 65536, "stages": 2}  # swept on an H200 (bench --tune)
+ROW_CONFIG = {"bn": 4096, "warps": 8, "chunk": 65536, "stages": 2, "unroll": 1}  # swept on an H200 (--tune)
 
 
 def _rows(kind, x, rows, n, out, acc, scale, index, stream):
@@ -164,19 +166,22 @@ def _rows(kind, x, rows, n, out, acc, scale, index, stream):
         nchunks = (n + cfg["chunk"] - 1) // cfg["chunk"]  # the partials are reduced the same way
     chunk = (n + nchunks - 1) // nchunks
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype if nchunks == 1 else acc], "N": "i64",
-           "chunk": "i64", "nchunks": "i64", "scale": "fp64", "BN": "constexpr", "SCALED": "constexpr"}
+           "chunk": "i64", "nchunks": "i64", "scale": "fp64", "BN": "constexpr", "SCALED": "constexpr",
+           "UNROLL": "constexpr"}
     aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
     if aligned and chunk % 16 == 0:
         aligned += ("chunk",)
     if nchunks == 1:
         src = _row_source(kind, acc, out.dtype)
-        launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0}, aligned, warps, cfg["stages"],
+        launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0, "UNROLL": cfg["unroll"]}, aligned,
+                                   warps, cfg["stages"],
                                    index)
         launcher((rows, 1, 1), stream, x.data_ptr(), out.data_ptr(), n, chunk, 1, float(scale))
         return
     partial = new_empty_tensor((rows, nchunks), acc, x._device)
     src = _row_source(kind, acc, acc)
-    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": False}, aligned, warps, cfg["stages"], index)
+    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": False, "UNROLL": cfg["unroll"]}, aligned, warps,
+                               cfg["stages"], index)
     launcher((rows * nchunks, 1, 1), stream, x.data_ptr(), partial.data_ptr(), n, chunk, nchunks, 1.0)
     _rows(kind, partial, rows, nchunks, out, acc, scale, index, stream)
 
