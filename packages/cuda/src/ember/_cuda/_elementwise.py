@@ -190,14 +190,39 @@ def launch_linear(expr: str, spec: tuple, out, out_ptr: int, args: list, n: int,
     launcher(((n + block - 1) // block, 1, 1), current_handle(index), out_ptr, *args, n)
 
 
+def _launch_contiguous(expr, out, operands, computes, shape, strides, n) -> bool:
+    """The common case of ``launch``: every tensor operand contiguous with out's shape. False otherwise."""
+    out_ptr = out._storage._ptr + out._offset * out.dtype.itemsize
+    bits = out_ptr | n
+    args, spec = [], []
+    for op, c in zip(operands, computes):
+        if isinstance(op, (int, float, bool)):
+            args.append(_scalar_value(op, c))
+            spec.append(("s", c))
+        else:
+            if op._shape != shape or op._stride != strides:
+                return False
+            p = op._storage._ptr + op._offset * op.dtype.itemsize
+            bits |= p
+            args.append(p)
+            spec.append(("t", op.dtype, c))
+    spec = tuple(spec)
+    index = out._device.index or 0
+    ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+    launcher, block = _plan(expr, spec, out.dtype, 1, (True,) * ntensors, False, not bits & 15, n > BIG, index)
+    launcher(((n + block - 1) // block, 1, 1), current_handle(index), out_ptr, *args, n)
+    return True
+
+
 def launch(expr: str, out, operands: list, computes: list) -> None:
     """Writes ``expr`` over ``operands`` (tensors or numbers; each computed in ``computes[i]``) into
     ``out``, broadcasting every tensor operand to ``out``'s shape."""
     shape = out._shape
-    n = 1
-    for s in shape:
-        n *= s
+    strides, n = _SHAPES.get(shape) or contiguous_info(shape)
     if n == 0:
+        return
+    if out._stride == strides and n <= _INT31 and _launch_contiguous(expr, out, operands, computes, shape, strides,
+                                                                      n):
         return
     tensors = [out] + [op for op in operands if not isinstance(op, (int, float, bool))]
     if all(t._shape == shape for t in tensors) and all(t._stride == out._stride for t in tensors) and \
