@@ -154,7 +154,7 @@ def test_cuda_rng_is_reproducible_and_distributed():
     ember.cuda.manual_seed(123)
     a = ember.empty(1 << 16, device="cuda").uniform_()
     b = ember.empty(1 << 16, device="cuda").normal_()
-    ember.cuda.manual_seed(123)
+    ember.manual_seed(123)  # seeds the CUDA stream too, as torch.manual_seed
     a2 = ember.empty(1 << 16, device="cuda").uniform_()
     np.testing.assert_array_equal(host(a), host(a2))
     ha, hb = host(a), host(b)
