@@ -114,7 +114,7 @@ def _index_grids(shape: tuple, dim: int, index):
         else:
             view = [1] * len(shape)
             view[d] = n
-            grids.append(ember.arange(n).reshape(view))
+            grids.append(ember.arange(n, device=index.device).reshape(view))
     return grids
 
 
