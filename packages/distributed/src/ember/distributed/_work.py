@@ -1,0 +1,183 @@
+"""``Work``, ``Future`` and the wait loop that turns a hung peer into an error.
+
+MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So every
+operation is started nonblocking and waited on here, polling ``MPI_Testall`` (which also drives
+MPICH's progress engine). The loop gives up with ``DistBackendError`` when
+
+- the group's timeout passes, or
+- the liveness watch (``_control.Watch``) reports that a rank of the group exited and the
+  request has still not completed a short grace period later (a peer that finished its part
+  and exited cleanly lets the request complete within it).
+
+After such an error the group is marked broken: MPI's state for it is unknown, so later calls
+on it raise at once instead of hanging. Polling spins briefly (small messages finish in
+microseconds), then sleeps with growing naps so a long wait leaves the CPU to others.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ._errors import DistBackendError
+
+# Seconds a request may still take after a member of its group exited.
+EXIT_GRACE = 1.0
+_SPIN_SECONDS = 2e-4
+_MAX_NAP = 1e-3
+
+
+class Health:
+    """Per-world fault state, written by the watch thread, read by every wait."""
+
+    def __init__(self):
+        self.exited: dict[int, tuple[float, bool]] = {}  # global rank -> (when, clean)
+        self.broken: str | None = None
+        self.lock = threading.Lock()
+
+    def on_exit(self, rank: int, clean: bool) -> None:
+        with self.lock:
+            self.exited.setdefault(rank, (time.monotonic(), clean))
+
+    def first_exit_among(self, ranks) -> tuple[int, float, bool] | None:
+        hits = [(r, *self.exited[r]) for r in ranks if r in self.exited]
+        return min(hits, key=lambda hit: hit[1]) if hits else None
+
+
+def wait_requests(requests, group, deadline: float, what: str, statuses=None) -> None:
+    """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc)."""
+    if not requests:
+        return
+    MPI = group.MPI
+    test_all = MPI.Request.Testall
+    start = time.monotonic()
+    nap = 0.0
+    while True:
+        if test_all(requests, statuses):
+            return
+        now = time.monotonic()
+        if now - start > _SPIN_SECONDS:
+            problem = group.health_problem(now, deadline, what)
+            if problem is not None:
+                group.mark_broken(problem)
+                raise DistBackendError(problem)
+            nap = min(_MAX_NAP, nap * 2 if nap else 1e-5)
+            time.sleep(nap)
+
+
+class Future:
+    """``torch.futures.Future`` of a ``Work``: ``wait``/``value``/``then``/``done``."""
+
+    def __init__(self, work=None, value=None):
+        self._work = work
+        self._value = value
+        self._callbacks = []
+
+    def done(self) -> bool:
+        return self._work is None or self._work.is_completed()
+
+    def wait(self):
+        if self._work is not None:
+            self._work.wait()
+            self._value = self._work.result()
+            self._work = None
+        return self._value
+
+    def value(self):
+        return self.wait()
+
+    def set_result(self, value) -> None:
+        self._value = value
+        self._work = None
+
+    def then(self, callback):
+        """A Future of ``callback(self)``, run when this one is waited on."""
+        parent = self
+
+        class _Chained(Future):
+            def done(self):
+                return parent.done()
+
+            def wait(self):
+                if not self._computed:
+                    parent.wait()
+                    self._value = callback(parent)
+                    self._computed = True
+                return self._value
+
+        chained = _Chained()
+        chained._computed = False
+        return chained
+
+
+class Work:
+    """One started operation: ``wait(timeout)``, ``is_completed()``, ``get_future()``, ``result()``.
+
+    ``finish`` runs once after the requests complete (copying results back into the caller's
+    tensors); ``outputs`` is what ``result()`` and the future return.
+    """
+
+    def __init__(self, group, requests, what: str, finish=None, outputs=None):
+        self._group = group
+        self._requests = list(requests)
+        self._what = what
+        self._finish = finish
+        self._outputs = outputs if outputs is not None else []
+        self._done = False
+        self._error: BaseException | None = None
+        self._deadline = time.monotonic() + group.timeout_seconds
+        self._statuses = None  # MPI statuses to fill (receives read their source from them)
+
+    def _complete(self) -> None:
+        if not self._done:
+            self._done = True
+            if self._finish is not None:
+                self._finish()
+
+    def wait(self, timeout=None) -> bool:
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return True
+        deadline = self._deadline
+        if timeout is not None:
+            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+            deadline = min(deadline, time.monotonic() + seconds)
+        try:
+            wait_requests(self._requests, self._group, deadline, self._what, self._statuses)
+        except DistBackendError as err:
+            self._error = err
+            raise
+        self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        if self._done:
+            return True
+        if self._error is None and self._group.MPI.Request.Testall(self._requests, self._statuses):
+            self._complete()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def result(self) -> list:
+        self.wait()
+        return self._outputs
+
+    def get_future(self) -> Future:
+        return Future(self)
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+class CompletedWork(Work):
+    """A ``Work`` with nothing left to do (world size 1, empty tensors)."""
+
+    def __init__(self, group, outputs=None, finish=None):
+        super().__init__(group, [], "", finish, outputs)
+        self._complete()
