@@ -72,15 +72,15 @@ def as_bytes(array: np.ndarray) -> np.ndarray:
 
 
 def check_op_for_dtype(op: RedOpType, dtype) -> None:
-    """Rejects what MPI (and gloo) cannot reduce, with PyTorch's error type."""
-    if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype {dtype}")
-    if op in (RedOpType.MIN, RedOpType.MAX) and dtype.is_complex:
-        raise RuntimeError(f"all_reduce does not support {op.name} on complex tensors")
-    if op == RedOpType.AVG and not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"ReduceOp.AVG needs a floating point or complex tensor, got {dtype}")
+    """Rejects what MPI (and gloo) cannot reduce, with gloo's error types."""
     if op in (RedOpType.PREMUL_SUM, RedOpType.UNUSED):
         raise ValueError(f"ReduceOp.{op.name} is not supported by the MPI engine")
+    if dtype.is_complex and op not in (RedOpType.SUM, RedOpType.AVG):
+        raise ValueError(f"all_reduce does not support RedOpType.{op.name} on complex tensors")
+    if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and dtype.is_floating_point:
+        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
+    if op == RedOpType.AVG and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {dtype}")
 
 
 def mpi_op(MPI, op: RedOpType, dtype):

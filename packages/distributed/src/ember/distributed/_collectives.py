@@ -31,6 +31,8 @@ def _group_rank(pg, global_rank, group_rank, name: str) -> int:
         rank = int(group_rank)
     else:
         if global_rank not in pg._ranks:
+            if pg is GroupMember.WORLD:  # gloo checks the root itself
+                raise RuntimeError(f"invalid root rank: {global_rank}")
             raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
         return pg._ranks.index(global_rank)
     if not 0 <= rank < pg.size():
@@ -48,13 +50,13 @@ def _flat(tensors):
 
 
 def _check_same(tensors, like, what: str) -> None:
-    for t in tensors:
+    for i, t in enumerate(tensors):
         check_tensor(t, what)
         if t.dtype != like.dtype:
             raise ValueError(f"Invalid usage of tensors with different dtypes: found {t.dtype} and {like.dtype}")
         if t.numel() != like.numel():
-            raise ValueError(f"{what}: all tensors must have the same number of elements, "
-                             f"got {t.numel()} and {like.numel()}")
+            raise RuntimeError(f"{what}: invalid tensor size at index {i} (expected {tuple(like.shape)}, "
+                               f"got {tuple(t.shape)})")
 
 
 def _scatter_back(flat, tensors):
@@ -98,7 +100,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     check_tensor(tensor)
     pg = resolve(group)
     if not isinstance(tensor_list, list) or len(tensor_list) != pg.size():
-        raise ValueError(f"all_gather: tensor_list must be a list of {pg.size()} tensors (the group size)")
+        got = len(tensor_list) if isinstance(tensor_list, list) else type(tensor_list).__name__
+        raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
     _check_same(tensor_list, tensor, "tensor_list")
     flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
     work = pg.engine_for(tensor).allgather(flat, tensor)
@@ -124,7 +127,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if output_tensor.dtype != input_tensor.dtype:
         raise ValueError("output tensor must have the same type as input tensor")
     if output_tensor.numel() != input_tensor.numel() * pg.size():
-        raise ValueError("output tensor size must be equal to world_size times input tensor size")
+        raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
     return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
 
 
@@ -189,7 +192,7 @@ def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
     if output.dtype != input.dtype:
         raise ValueError("input tensor must be the same type as the output tensor")
     if input.numel() != output.numel() * pg.size():
-        raise ValueError("input tensor must be the same size as output size times world size")
+        raise RuntimeError("input tensor must be the same size as output size times world size")
     return _finish(pg.engine_for(output).reduce_scatter(output, input, as_red_op(op)), async_op)
 
 
@@ -256,7 +259,9 @@ def barrier(group=None, async_op=False, device_ids=None):
 def _peer(pg, peer, group_peer, name):
     rank = _group_rank(pg, peer, group_peer, name)
     if rank == pg.rank():
-        raise ValueError(f"Invalid {name} rank: a rank cannot {'send to' if name == 'dst' else 'receive from'} itself")
+        which = "destination" if name == "dst" else "source"
+        raise ValueError(f"Invalid {which} rank: {which} rank should not be the same as the rank of the "
+                         "current process.")
     return rank
 
 
@@ -299,7 +304,8 @@ class P2POp:
             raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
                              "``torch.distributed.irecv``.")
         check_tensor(tensor)
-        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+        self.op, self.tensor, self.peer = op, tensor, peer
+        self.group, self.tag, self.group_peer = group, tag, group_peer
 
 
 def batch_isend_irecv(p2p_op_list):

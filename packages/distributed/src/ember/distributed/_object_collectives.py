@@ -181,6 +181,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
         global_missing = [pg._ranks[r] for r in missing]
         ms = round(seconds * 1000)
         if wait_all_ranks:
-            raise RuntimeError(f"Ranks {', '.join(map(str, global_missing))} failed to pass monitoredBarrier in {ms} ms")
+            listed = ", ".join(map(str, global_missing))
+            raise RuntimeError(f"Ranks {listed} failed to pass monitoredBarrier in {ms} ms")
         raise RuntimeError(f"Rank {global_missing[0]} failed to pass monitoredBarrier in {ms} ms")
     store.set(f"{key}/out", "1")

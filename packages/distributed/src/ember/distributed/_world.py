@@ -281,7 +281,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     ranks = sorted(range(world_size) if ranks is None else {int(r) for r in ranks})
     for r in ranks:
         if not 0 <= r < world_size:
-            raise ValueError("The new group's rank should be within the world_size set by init_process_group")
+            raise ValueError(
+                f"Rank {r} is out of range. Valid ranks are 0 to {world_size - 1} (world_size={world_size})"
+            )
     tag = _world.group_count
     _world.group_count += 1
     me = pg.rank()
