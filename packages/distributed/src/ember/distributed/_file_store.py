@@ -103,14 +103,9 @@ class FileStore(Store):
         return self._locked(change)
 
     def delete_key(self, key):
-        key = check_key(key)
-
-        def change(table):
-            if key not in table:
-                return [], False
-            return [[b"del", key.encode()]], True
-
-        return self._locked(change)
+        # PyTorch's FileStore logs the deletion and answers True whether or not the key existed.
+        record = [b"del", check_key(key).encode()]
+        return self._locked(lambda table: ([record], True))
 
     def num_keys(self):
         return len(self._table())
@@ -120,6 +115,14 @@ class FileStore(Store):
 
     def _exists(self, key):
         return key in self._table()
+
+    def _wait(self, keys, seconds):
+        try:
+            super()._wait(keys, seconds)
+        except RuntimeError as err:
+            # PyTorch's FileStore raises a plain RuntimeError on timeout (its other stores raise
+            # DistStoreError); kept so `except` clauses written against it behave the same.
+            raise RuntimeError(f"Timeout waiting for key: {err}") from None
 
     def close(self) -> None:
         """Drops this user; the last one removes the file."""

@@ -178,6 +178,18 @@ class _Table:
             return True
 
 
+    def wait_value(self, key: str, value: int, seconds: float) -> bool:
+        """True once the counter ``key`` reaches ``value``; False after ``seconds``."""
+        deadline = time.monotonic() + seconds
+        with self.changed:
+            while int(self.data.get(key, b"0")) < value:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(left)
+            return True
+
+
 class HashStore(Store):
     """A store in this process's memory, shared by its threads."""
 

@@ -19,6 +19,7 @@ from ._errors import DistNetworkError, DistStoreError
 from ._store import DEFAULT_TIMEOUT, Store, _Table, as_bytes, as_seconds, check_key, timeout_error
 
 _U32 = struct.Struct("!I")
+_INIT_KEY = "init/"
 
 
 def _recv_exact(sock: socket.socket, size: int) -> bytes:
@@ -53,8 +54,6 @@ class _Server:
 
     def __init__(self, host: str, port: int):
         self.table = _Table()
-        self.clients = 0
-        self._clients_changed = threading.Condition()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # No SO_REUSEADDR: a port another live server holds must fail, as PyTorch's does.
         try:
@@ -80,16 +79,6 @@ class _Server:
             pass
         self._sock.close()
 
-    def wait_for_clients(self, count: int, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        with self._clients_changed:
-            while self.clients < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._clients_changed.wait(left)
-        return True
-
     def _accept_loop(self) -> None:
         while not self._closed:
             try:
@@ -113,11 +102,6 @@ class _Server:
         cmd, args = request[0], request[1:]
         table = self.table
         try:
-            if cmd == b"hello":
-                with self._clients_changed:
-                    self.clients += 1
-                    self._clients_changed.notify_all()
-                return [b"ok"]
             if cmd == b"set":
                 table.set(args[0].decode(), args[1])
                 return [b"ok"]
@@ -193,10 +177,11 @@ class TCPStore(Store):
         self._lock = threading.Lock()
         seconds = as_seconds(timeout)
         self._sock = connect(host_name, self._port, seconds)
-        self._call([b"hello"])
-        if self._server is not None and wait_for_workers and world_size:
-            if not self._server.wait_for_clients(world_size, seconds):
-                joined = self._server.clients
+        if wait_for_workers and world_size:
+            # Every process counts itself in under the key PyTorch uses ("init/"), so num_keys agrees.
+            self.add(_INIT_KEY, 1)
+            if self._server is not None and not self._server.table.wait_value(_INIT_KEY, world_size, seconds):
+                joined = int(self._server.table.data.get(_INIT_KEY, b"0"))
                 raise DistStoreError(
                     f"Timed out after {seconds:g} seconds waiting for clients. {joined}/{world_size} clients joined."
                 )

@@ -1,0 +1,62 @@
+"""Each way of starting processes forms one world: by hand with env:// / tcp:// / file://,
+``mp.spawn``, ``mpiexec``, and the ``ember-run`` launcher."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from dist_harness import free_port, run_command, run_ranks
+
+EXPECTED_SUM = [1.0, 3.0, 5.0, 7.0]  # arange(4) + rank, summed over 2 ranks
+
+
+def _check(results, world=2):
+    for rank in range(world):
+        assert results[rank]["rank"] == rank
+        assert results[rank]["world"] == world
+        assert results[rank]["sum"]["value"] == [sum(i + r for r in range(world)) for i in range(4)]
+        assert results[rank]["bcast"]["value"] == [float(world - 1)] * 2
+
+
+@pytest.mark.parametrize("method", ["env", "tcp", "file"])
+def test_started_by_hand(method):
+    results, _, _ = run_ranks("start_program.py", 2, method=method)
+    _check(results)
+
+
+def test_four_ranks_env():
+    results, _, _ = run_ranks("start_program.py", 4, method="env", limit=120)
+    _check(results, 4)
+
+
+@pytest.mark.skipif(shutil.which("mpiexec") is None, reason="no mpiexec on PATH")
+def test_started_by_mpiexec():
+    results, _, _ = run_command(["mpiexec", "-n", "2", sys.executable, "start_program.py"], 2)
+    _check(results)
+
+
+def test_mp_spawn_and_error_propagation():
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    results, _, _ = run_command([sys.executable, "spawn_program.py"], 10, extra_env=env)
+    assert results[9] == {"outcome": "ok"}
+    assert results[0]["sum"]["value"] == [3.0, 3.0, 3.0]
+    assert results[1]["sum"]["value"] == [3.0, 3.0, 3.0]
+    env["MASTER_PORT"] = str(free_port())
+    results, _, _ = run_command([sys.executable, "spawn_program.py", "raise"], 10, extra_env=env)
+    assert results[9] == {"outcome": ["ProcessRaisedException", 1, True]}
+
+
+def test_launcher_sets_torchrun_environment():
+    port = free_port()
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "--master-addr",
+               "127.0.0.1", "--master-port", str(port), "start_program.py"]
+    results, _, _ = run_command(command, 2)
+    _check(results)
+    for rank in range(2):
+        env = results[rank]["env"]
+        assert env["RANK"] == env["LOCAL_RANK"] == str(rank)
+        assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
+        assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == str(port)
+        assert env["GROUP_RANK"] == "0" and env["TORCHELASTIC_RUN_ID"] is not None
