@@ -12,6 +12,7 @@ import ember
 
 from ._backend import ReduceOp, as_red_op
 from ._buffers import check_tensor
+from ._debug import check_fingerprint
 from ._world import GroupMember, resolve
 
 _SUM = ReduceOp.SUM
@@ -72,7 +73,9 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
     check_tensor(tensor)
-    work = resolve(group).engine_for(tensor).allreduce(tensor, as_red_op(op))
+    pg = resolve(group)
+    check_fingerprint(pg, "allreduce", [tensor])
+    work = pg.engine_for(tensor).allreduce(tensor, as_red_op(op))
     return _finish(work, async_op)
 
 
@@ -82,6 +85,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     check_tensor(tensor)
     pg = resolve(group)
     root = _group_rank(pg, src, group_src, "src")
+    check_fingerprint(pg, "broadcast", [tensor])
     return _finish(pg.engine_for(tensor).broadcast(tensor, root), async_op)
 
 
@@ -91,6 +95,7 @@ def reduce(tensor, dst=None, op=_SUM, group=None, async_op=False, group_dst=None
     check_tensor(tensor)
     pg = resolve(group)
     root = _group_rank(pg, dst, group_dst, "dst")
+    check_fingerprint(pg, "reduce", [tensor])
     return _finish(pg.engine_for(tensor).reduce(tensor, root, as_red_op(op)), async_op)
 
 
@@ -103,6 +108,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         got = len(tensor_list) if isinstance(tensor_list, list) else type(tensor_list).__name__
         raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
     _check_same(tensor_list, tensor, "tensor_list")
+    check_fingerprint(pg, "allgather", [tensor])
     flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
     work = pg.engine_for(tensor).allgather(flat, tensor)
     work._finish = _chain(work._finish, lambda: _scatter_back(flat, tensor_list))
@@ -128,6 +134,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         raise ValueError("output tensor must have the same type as input tensor")
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
+    check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
     return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
 
 
@@ -180,6 +187,7 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors (the group size)")
     _check_same(input_list, output, "input_list")
+    check_fingerprint(pg, "reduce_scatter", [output])
     return _finish(pg.engine_for(output).reduce_scatter(output, _flat(input_list), as_red_op(op)), async_op)
 
 
@@ -193,6 +201,7 @@ def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
         raise ValueError("input tensor must be the same type as the output tensor")
     if input.numel() != output.numel() * pg.size():
         raise RuntimeError("input tensor must be the same size as output size times world size")
+    check_fingerprint(pg, "reduce_scatter_tensor", [output])
     return _finish(pg.engine_for(output).reduce_scatter(output, input, as_red_op(op)), async_op)
 
 
@@ -250,7 +259,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 def barrier(group=None, async_op=False, device_ids=None):
     if _not_member(group):
         return None
-    return _finish(resolve(group)._engine.barrier(), async_op)
+    pg = resolve(group)
+    check_fingerprint(pg, "barrier", [])
+    return _finish(pg._engine.barrier(), async_op)
 
 
 # -- point to point ------------------------------------------------------------------------
