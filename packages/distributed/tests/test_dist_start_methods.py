@@ -60,3 +60,20 @@ def test_launcher_sets_torchrun_environment():
         assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
         assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == str(port)
         assert env["GROUP_RANK"] == "0" and env["TORCHELASTIC_RUN_ID"] is not None
+
+
+def test_launcher_restarts_a_failed_group():
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "--master-port",
+               str(free_port()), "--max-restarts", "1", "restart_program.py"]
+    results, codes, logs = run_command(command, 2, limit=120)
+    assert codes == [0], logs
+    assert [r["restart"] for r in results] == [1, 1]
+    assert all(r["sum"]["value"] == [2.0, 2.0] for r in results)
+    assert "worker failure: rank 1 (exit code 3)" in logs
+
+
+def test_launcher_fails_after_restarts_run_out():
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "--master-port",
+               str(free_port()), "restart_program.py"]
+    _, codes, logs = run_command(command, 2, limit=120, allow_fail=True)
+    assert codes == [1], logs

@@ -145,6 +145,18 @@ sout = [None]
 dist.scatter_object_list(sout, [{"to": i} for i in range(world)] if rank == 0 else None, src=0)
 R["scatter_object_list"] = sout
 
+if rank == 0:
+    dist.send_object_list(["to one", {"n": 3}], dst=1)
+elif rank == 1:
+    box = [None, None]
+    R["recv_object_list"] = [box, dist.recv_object_list(box, src=0)]
+ags = torch.zeros(2 * world)
+dist.all_gather_single(ags, torch.full((2,), float(rank)))
+R["all_gather_single"] = ags
+rss = torch.zeros(1)
+dist.reduce_scatter_single(rss, torch.arange(float(world)) + rank)
+R["reduce_scatter_single"] = rss
+
 # groups
 sub = dist.new_group([0, world - 1])
 member = rank in (0, world - 1)

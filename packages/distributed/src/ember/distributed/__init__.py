@@ -13,6 +13,7 @@ from ._collectives import (
     P2POp,
     all_gather,
     all_gather_into_tensor,
+    all_gather_single,
     all_reduce,
     all_to_all,
     all_to_all_single,
@@ -25,6 +26,7 @@ from ._collectives import (
     recv,
     reduce,
     reduce_scatter,
+    reduce_scatter_single,
     reduce_scatter_tensor,
     scatter,
     send,
@@ -36,7 +38,9 @@ from ._object_collectives import (
     broadcast_object_list,
     gather_object,
     monitored_barrier,
+    recv_object_list,
     scatter_object_list,
+    send_object_list,
 )
 from ._store import HashStore, PrefixStore, Store
 from ._tcp_store import TCPStore

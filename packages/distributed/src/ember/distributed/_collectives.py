@@ -330,3 +330,13 @@ def batch_isend_irecv(p2p_op_list):
         else:
             works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
     return works
+
+
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """PyTorch 2.13's name for ``all_gather_into_tensor``."""
+    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
+    """PyTorch 2.13's name for ``reduce_scatter_tensor``."""
+    return reduce_scatter_tensor(output, input, op, group, async_op)

@@ -15,7 +15,7 @@ import numpy as np
 
 import ember
 
-from ._collectives import _group_rank, _not_member, all_gather, broadcast, gather, scatter
+from ._collectives import _group_rank, _not_member, all_gather, broadcast, gather, recv, scatter, send
 from ._world import resolve
 
 _PICKLE_WARNING = """
@@ -145,8 +145,6 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     scatter_object_output_list[0] = _from_tensor(out[8:], n)
 
 
-for _fn in (all_gather_object, gather_object, broadcast_object_list, scatter_object_list):
-    _fn.__doc__ = (_fn.__doc__ or "") + _PICKLE_WARNING
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
@@ -185,3 +183,34 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
             raise RuntimeError(f"Ranks {listed} failed to pass monitoredBarrier in {ms} ms")
         raise RuntimeError(f"Rank {global_missing[0]} failed to pass monitoredBarrier in {ms} ms")
     store.set(f"{key}/out", "1")
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None):
+    """Sends the picklable objects of ``object_list`` to ``dst`` (which calls ``recv_object_list``)."""
+    if _not_member(group):
+        return
+    pieces = [_to_tensor(obj) for obj in object_list]
+    sizes = ember.tensor([n for _, n in pieces], dtype=ember.int64)
+    send(sizes, dst=dst, group=group, group_dst=group_dst)
+    payload = ember.cat([t for t, _ in pieces]) if pieces else ember.empty(0, dtype=ember.uint8)
+    send(payload, dst=dst, group=group, group_dst=group_dst)
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None) -> int:
+    """Fills ``object_list`` (of the sender's length) from ``src``; returns the sender's rank."""
+    if _not_member(group):
+        return -1
+    sizes = ember.zeros(len(object_list), dtype=ember.int64)
+    sender = recv(sizes, src=src, group=group, group_src=group_src)
+    payload = ember.empty(int(sizes.sum().item()), dtype=ember.uint8)
+    recv(payload, src=sender, group=group)
+    offset = 0
+    for i, n in enumerate(sizes.tolist()):
+        object_list[i] = _from_tensor(payload[offset:offset + n], n)
+        offset += n
+    return sender
+
+
+for _fn in (all_gather_object, gather_object, broadcast_object_list, scatter_object_list, send_object_list,
+            recv_object_list):
+    _fn.__doc__ = (_fn.__doc__ or "") + _PICKLE_WARNING

@@ -55,7 +55,9 @@ class _Server:
     def __init__(self, host: str, port: int):
         self.table = _Table()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # No SO_REUSEADDR: a port another live server holds must fail, as PyTorch's does.
+        # SO_REUSEADDR lets a restarted job take its port back from connections still in
+        # TIME_WAIT; on Linux a port that a live server listens on still fails (EADDRINUSE).
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._sock.bind((host, port))
             self._sock.listen(128)
