@@ -57,6 +57,8 @@ class reduce_op:  # noqa: N801 - PyTorch's deprecated spelling
 
 
 def as_red_op(op) -> RedOpType:
+    if type(op) is RedOpType:
+        return op
     if isinstance(op, ReduceOp):
         return op.op
     try:

@@ -83,24 +83,35 @@ def check_op_for_dtype(op: RedOpType, dtype) -> None:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {dtype}")
 
 
-def mpi_op(MPI, op: RedOpType, dtype):
-    """The MPI operation for ``op`` on ``dtype`` (bool reduces logically, as PyTorch does)."""
-    if dtype == ember.bool:
-        return {
+_OP_TABLES: dict = {}
+
+
+def _op_tables(MPI) -> tuple[dict, dict, dict]:
+    """(ops for bool, ops for numbers, MPI datatypes by NumPy type code), built once."""
+    if not _OP_TABLES:
+        _OP_TABLES["bool"] = {
             RedOpType.SUM: MPI.LOR, RedOpType.MAX: MPI.LOR, RedOpType.BOR: MPI.LOR,
             RedOpType.PRODUCT: MPI.LAND, RedOpType.MIN: MPI.LAND, RedOpType.BAND: MPI.LAND,
             RedOpType.BXOR: MPI.LXOR, RedOpType.AVG: MPI.LOR,
-        }[op]
-    return {
-        RedOpType.SUM: MPI.SUM, RedOpType.AVG: MPI.SUM, RedOpType.PRODUCT: MPI.PROD,
-        RedOpType.MIN: MPI.MIN, RedOpType.MAX: MPI.MAX, RedOpType.BAND: MPI.BAND,
-        RedOpType.BOR: MPI.BOR, RedOpType.BXOR: MPI.BXOR,
-    }[op]
+        }
+        _OP_TABLES["number"] = {
+            RedOpType.SUM: MPI.SUM, RedOpType.AVG: MPI.SUM, RedOpType.PRODUCT: MPI.PROD,
+            RedOpType.MIN: MPI.MIN, RedOpType.MAX: MPI.MAX, RedOpType.BAND: MPI.BAND,
+            RedOpType.BOR: MPI.BOR, RedOpType.BXOR: MPI.BXOR,
+        }
+        _OP_TABLES["types"] = {
+            "?": MPI.C_BOOL, "B": MPI.UINT8_T, "b": MPI.INT8_T, "h": MPI.INT16_T, "i": MPI.INT32_T,
+            "l": MPI.INT64_T, "q": MPI.INT64_T, "f": MPI.FLOAT, "d": MPI.DOUBLE,
+            "F": MPI.C_FLOAT_COMPLEX, "D": MPI.C_DOUBLE_COMPLEX,
+        }
+    return _OP_TABLES["bool"], _OP_TABLES["number"], _OP_TABLES["types"]
+
+
+def mpi_op(MPI, op: RedOpType, dtype):
+    """The MPI operation for ``op`` on ``dtype`` (bool reduces logically, as PyTorch does)."""
+    for_bool, for_numbers, _ = _op_tables(MPI)
+    return (for_bool if dtype == ember.bool else for_numbers)[op]
 
 
 def mpi_type(MPI, array: np.ndarray):
-    return {
-        "?": MPI.C_BOOL, "B": MPI.UINT8_T, "b": MPI.INT8_T, "h": MPI.INT16_T, "i": MPI.INT32_T,
-        "l": MPI.INT64_T, "q": MPI.INT64_T, "f": MPI.FLOAT, "d": MPI.DOUBLE,
-        "F": MPI.C_FLOAT_COMPLEX, "D": MPI.C_DOUBLE_COMPLEX,
-    }[array.dtype.char]
+    return _op_tables(MPI)[2][array.dtype.char]

@@ -14,9 +14,17 @@ import os
 
 import ember
 
+_LEVEL = ["OFF"]
+
+
+def read_debug_level() -> str:
+    """Reads the environment (at ``init_process_group``, as PyTorch does)."""
+    _LEVEL[0] = os.environ.get("EMBER_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF")).upper()
+    return _LEVEL[0]
+
 
 def debug_level() -> str:
-    return os.environ.get("EMBER_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF")).upper()
+    return _LEVEL[0]
 
 
 def _describe(tensors) -> tuple[list, list]:
@@ -30,7 +38,7 @@ def _describe(tensors) -> tuple[list, list]:
 
 def check_fingerprint(pg, op_name: str, tensors) -> None:
     """All-gathers this call's fingerprint over ``pg``; raises if any rank runs something else."""
-    if debug_level() != "DETAIL":
+    if _LEVEL[0] != "DETAIL":
         return
     seq = getattr(pg, "_debug_seq", 0)
     pg._debug_seq = seq + 1

@@ -7,8 +7,6 @@ needs one, group-local ranks. Each method stages its tensors (``_buffers``), sta
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from . import _mpi
@@ -69,11 +67,11 @@ class MPIEngine(Engine):
         _mpi.disable_finalize()
 
     def _start(self, what: str) -> None:
-        if self.broken is not None:
-            raise DistBackendError(f"{what}: the process group is broken by an earlier error: {self.broken}")
-        problem = self.health_problem(time.monotonic(), float("inf"), what)
-        if problem is not None and self.world.health.broken is not None:
-            raise DistBackendError(problem)
+        # Only known breakage fails at once; a peer's exit is judged by the wait loop (it may
+        # have done its part of this operation before leaving).
+        broken = self.broken or self.world.health.broken
+        if broken is not None:
+            raise DistBackendError(f"{what}: the process group is broken by an earlier error: {broken}")
 
     def _work(self, requests, what, finish=None, outputs=None) -> Work:
         return Work(self, requests, what, finish, outputs)

@@ -22,6 +22,7 @@ from datetime import timedelta
 from . import _mpi
 from ._backend import Backend, engine_factory, register_engine
 from ._control import ControlServer, Watch
+from ._debug import read_debug_level
 from ._errors import DistStoreError
 from ._mpi_engine import MPIEngine
 from ._rendezvous import rendezvous
@@ -154,6 +155,7 @@ def init_process_group(
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
     name = _backend_name(backend)
+    read_debug_level()
     engine_factory(name, "cpu")  # an unknown or absent engine fails before any rendezvous
     timeout = timeout or default_pg_timeout
     seconds = timeout.total_seconds()
