@@ -12,6 +12,7 @@ def worker(rank, world, mode):
     x = torch.ones(3) * (rank + 1)
     dist.all_reduce(x)
     write(rank, {"rank": rank, "sum": x})
+    dist.barrier()  # both reports are written before worker 1 fails
     if mode == "raise" and rank == 1:
         raise ValueError("worker 1 failed on purpose")
     dist.destroy_process_group()
