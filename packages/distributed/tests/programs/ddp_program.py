@@ -112,6 +112,26 @@ try:
     R["unused_error"] = "none"
 except RuntimeError as err:
     R["unused_error"] = ["RuntimeError", "find_unused_parameters=True" in str(err)]
+# join(): every rank sees the same batches, rank r trains on the first 2 + r of them. At step s
+# the average is (active ranks / world) times that batch's gradient (joined ranks add zeros), and
+# at the end every rank holds the model of the rank that trained longest (the last one).
+joined = DDP(make(rank))
+opt = torch.optim.SGD(joined.parameters(), lr=0.1)
+torch.manual_seed(99)
+batches = [(torch.randn(2, 4), torch.randn(2, 3)) for _ in range(1 + world)]
+with joined.join():
+    for xb, yb in batches[:2 + rank]:
+        opt.zero_grad()
+        nn.functional.mse_loss(joined(xb), yb).backward()
+        opt.step()
+model = make(0)
+ref_opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(1 + world):
+    active = sum(1 for r in range(world) if step < 2 + r)
+    ref_opt.zero_grad()
+    (nn.functional.mse_loss(model(batches[step][0]), batches[step][1]) * (active / world)).backward()
+    ref_opt.step()
+R["join"] = close([p.detach() for p in joined.module.parameters()], [p.detach() for p in model.parameters()], 1e-5)
 dist.barrier()
 write(rank, R)
 dist.destroy_process_group()

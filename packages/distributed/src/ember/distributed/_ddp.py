@@ -119,6 +119,7 @@ class DistributedDataParallel(nn.Module):
                 self._bucket_of[index] = b
         self._comm_hook = None
         self._comm_state = None
+        self._joining = False
         self._reset_iteration()
         self._expect_reduction = False
         if init_sync:
@@ -171,6 +172,77 @@ class DistributedDataParallel(nn.Module):
         finally:
             self.require_backward_grad_sync = previous
 
+    @contextlib.contextmanager
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Training with uneven inputs: a rank that runs out of batches keeps matching the others'
+        collectives with zero gradients until every rank is done.
+
+        Each forward inside announces "still training" with a small all-reduce; a rank leaving
+        the block answers those with 0 and shadows the iteration's collectives (buffer
+        broadcast, one zero all-reduce per bucket, the unused-parameter mask), so the averages
+        stay divided by the initial world size, as PyTorch's default. At the end every rank
+        takes the parameters of the rank that joined last.
+        """
+        if not divide_by_initial_world_size:
+            raise ValueError("join(divide_by_initial_world_size=False) is not supported by ember's DDP")
+        if not enable:
+            yield
+            return
+        self._joining = True
+        try:
+            yield
+            if throw_on_early_termination:
+                flag = ember.zeros(1, dtype=ember.int32)
+                C.all_reduce(flag, group=self.process_group)
+                if int(flag.item()) > 0:
+                    raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+                return
+            self._shadow_until_all_joined()
+        finally:
+            self._joining = False
+
+    def _shadow_until_all_joined(self) -> None:
+        shadowed = False
+        while True:
+            flag = ember.zeros(1, dtype=ember.int32)
+            C.all_reduce(flag, group=self.process_group)
+            if int(flag.item()) == 0:
+                self._sync_final_model(is_last_joiner=not shadowed)
+                return
+            shadowed = True
+            if self.broadcast_buffers and self.require_forward_param_sync:
+                buffers = list(self.module.buffers())
+                if buffers:
+                    self._broadcast_coalesced(buffers)
+            works = []
+            for indices in self._buckets:
+                size = sum(self._params[i].numel() for i in indices)
+                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype)
+                works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
+            if self.find_unused_parameters:
+                C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32), op=ReduceOp.MAX,
+                             group=self.process_group)
+            for work in works:
+                work.wait()
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """Every rank ends with the model of the rank that trained longest, as PyTorch's join."""
+        me = self._group._ranks[self._group.rank()]
+        authority = ember.tensor([me if is_last_joiner else -1], dtype=ember.int64)
+        C.all_reduce(authority, op=ReduceOp.MAX, group=self.process_group)
+        tensors = [p.detach() for p in self.module.parameters()] + list(self.module.buffers())
+        by_dtype: dict = {}
+        for t in tensors:
+            by_dtype.setdefault(t.dtype, []).append(t)
+        with ember.no_grad():
+            for group in by_dtype.values():
+                flat = ember.cat([t.reshape(-1) for t in group])
+                C.broadcast(flat, src=int(authority.item()), group=self.process_group)
+                start = 0
+                for t in group:
+                    t.copy_(flat[start:start + t.numel()].view(t.shape))
+                    start += t.numel()
+
     # -- forward ------------------------------------------------------------------------
 
     def forward(self, *inputs, **kwargs):
@@ -186,6 +258,9 @@ class DistributedDataParallel(nn.Module):
                     f"which did not receive grad: {unready}"
                 )
         self._reset_iteration()
+        if self._joining:
+            # Tell ranks that already ran out of inputs (inside join()) that this one still trains.
+            C.all_reduce(ember.ones(1, dtype=ember.int32), group=self.process_group)
         if self.broadcast_buffers and self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers:
