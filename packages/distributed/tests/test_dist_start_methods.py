@@ -76,3 +76,11 @@ def test_launcher_fails_after_restarts_run_out():
                str(free_port()), "restart_program.py"]
     _, codes, logs = run_command(command, 2, limit=120, allow_fail=True)
     assert codes == [1], logs
+
+
+def test_init_destroy_init_again_on_the_same_port():
+    # MPI starts once per process: later rounds reuse the world; rank 0's new store replaces the
+    # old one on the same port while rank 1 may still be connected to the old one.
+    results, _, _ = run_ranks("reinit_program.py", 2)
+    for rank in range(2):
+        assert results[rank]["sums"] == [[2.0, 2.0], [4.0, 4.0], [6.0, 6.0]]

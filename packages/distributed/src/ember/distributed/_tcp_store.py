@@ -20,6 +20,8 @@ from ._store import DEFAULT_TIMEOUT, Store, _Table, as_bytes, as_seconds, check_
 
 _U32 = struct.Struct("!I")
 _INIT_KEY = "init/"
+_RECONNECT_SECONDS = 5.0  # how long a dropped client looks for a successor server
+_IDEMPOTENT = {b"set", b"get", b"check", b"wait", b"num_keys", b"delete"}
 
 
 def _recv_exact(sock: socket.socket, size: int) -> bytes:
@@ -54,6 +56,7 @@ class _Server:
 
     def __init__(self, host: str, port: int):
         self.table = _Table()
+        self._conns: set = set()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # SO_REUSEADDR lets a restarted job take its port back from connections still in
         # TIME_WAIT; on Linux a port that a live server listens on still fails (EADDRINUSE).
@@ -74,12 +77,15 @@ class _Server:
         threading.Thread(target=self._accept_loop, name="ember-tcpstore", daemon=True).start()
 
     def close(self) -> None:
+        """Stops listening and drops every client: a client of a closed server must notice (and
+        reconnect to a successor on the same port), not keep talking to a dead table."""
         self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
+        for sock in [self._sock, *self._conns]:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -88,6 +94,7 @@ class _Server:
             except OSError:
                 return
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -98,6 +105,7 @@ class _Server:
         except (OSError, ConnectionError, struct.error):
             pass
         finally:
+            self._conns.discard(conn)
             conn.close()
 
     def _answer(self, request: list[bytes]) -> list[bytes]:
@@ -203,14 +211,28 @@ class TCPStore(Store):
     def _call(self, request: list[bytes], seconds: float | None = None) -> list[bytes]:
         with self._lock:
             try:
-                self._sock.settimeout(None if seconds is None else seconds + 5.0)
-                send_frame(self._sock, request)
-                reply = recv_frame(self._sock)
+                reply = self._exchange(request, seconds)
             except (OSError, ConnectionError) as err:
-                raise DistStoreError(f"TCPStore at {self._host}:{self._port} is unreachable: {err}") from None
+                # The server may have been replaced (a job restarted on the same port while this
+                # client still held a connection to the old one): reconnect, and repeat requests
+                # that are safe to repeat.
+                if request[0] not in _IDEMPOTENT:
+                    raise DistStoreError(f"TCPStore at {self._host}:{self._port} is unreachable: {err}") from None
+                try:
+                    self._sock.close()
+                    window = min(as_seconds(self._timeout), _RECONNECT_SECONDS)
+                    self._sock = connect(self._host, self._port, window)
+                    reply = self._exchange(request, seconds)
+                except (OSError, ConnectionError, DistNetworkError) as again:
+                    raise DistStoreError(f"TCPStore at {self._host}:{self._port} is unreachable: {again}") from None
         if reply[0] == b"error":
             raise ValueError(reply[1].decode())
         return reply
+
+    def _exchange(self, request: list[bytes], seconds: float | None) -> list[bytes]:
+        self._sock.settimeout(None if seconds is None else seconds + 5.0)
+        send_frame(self._sock, request)
+        return recv_frame(self._sock)
 
     def set(self, key, value):
         self._call([b"set", check_key(key).encode(), as_bytes(value)])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import socket
+import time
 from datetime import timedelta
 
 from . import _mpi
@@ -182,16 +183,22 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
     generation = _world.generation
     _world.generation += 1
     rdzv = PrefixStore(f"ember_init/{generation}", store)
-    rdzv.set(f"host/{rank}", socket.gethostname())
     keys = [f"host/{r}" for r in range(world_size)]
-    try:
-        rdzv.wait(keys, timedelta(seconds=seconds))
-    except DistStoreError:
-        missing = [r for r in range(world_size) if not rdzv.check([f"host/{r}"])]
-        raise DistStoreError(
-            f"Timed out after {seconds:g} seconds waiting for all ranks to join the process group: "
-            f"{world_size - len(missing)}/{world_size} joined; missing ranks: {missing}"
-        ) from None
+    deadline = time.monotonic() + seconds
+    while True:
+        # Re-announced every second: a store that restarted (same port, new job) still hears it.
+        rdzv.set(f"host/{rank}", socket.gethostname())
+        try:
+            rdzv.wait(keys, timedelta(seconds=max(0.001, min(1.0, deadline - time.monotonic()))))
+            break
+        except DistStoreError:
+            if time.monotonic() < deadline:
+                continue
+            missing = [r for r in range(world_size) if not rdzv.check([f"host/{r}"])]
+            raise DistStoreError(
+                f"Timed out after {seconds:g} seconds waiting for all ranks to join the process group: "
+                f"{world_size - len(missing)}/{world_size} joined; missing ranks: {missing}"
+            ) from None
     if rank == 0:
         hosts = [value.decode() for value in rdzv.multi_get(keys)]
         _world.server = ControlServer(world_size, hosts)
