@@ -84,3 +84,18 @@ def test_init_destroy_init_again_on_the_same_port():
     results, _, _ = run_ranks("reinit_program.py", 2)
     for rank in range(2):
         assert results[rank]["sums"] == [[2.0, 2.0], [4.0, 4.0], [6.0, 6.0]]
+
+
+def test_launcher_multi_node_environment():
+    # Node 1 of 2 with 2 workers each: ranks 2 and 3 of 4; the store address from --rdzv-endpoint.
+    code = ("import json, os; r = os.environ['RANK']; json.dump({k: os.environ.get(k) for k in "
+            "('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'MASTER_ADDR', 'MASTER_PORT')}, "
+            "open(os.path.join(os.environ['DIST_OUT'], 'rank%d.json' % (int(r) - 2)), 'w'))")
+    command = [sys.executable, "-m", "ember.distributed.run", "--nnodes", "2", "--node_rank", "1",
+               "--nproc_per_node", "2", "--rdzv-endpoint", "10.1.2.3:4567", "--no-python", sys.executable, "-c", code]
+    results, _, _ = run_command(command, 2)
+    for local in range(2):
+        assert results[local] == {
+            "RANK": str(2 + local), "LOCAL_RANK": str(local), "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+            "GROUP_RANK": "1", "MASTER_ADDR": "10.1.2.3", "MASTER_PORT": "4567",
+        }
