@@ -13,7 +13,7 @@ from . import _mpi
 from ._backend import Engine, RedOpType
 from ._buffers import as_bytes, check_op_for_dtype, for_reduction, for_transfer, mpi_op, mpi_type
 from ._errors import DistBackendError
-from ._work import EXIT_GRACE, CompletedWork, Work
+from ._work import EXIT_GRACE, CompletedWork, JobWork, Work, Worker
 
 
 class RecvWork(Work):
@@ -42,6 +42,7 @@ class MPIEngine(Engine):
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.broken: str | None = None
+        self._worker: Worker | None = None
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -76,6 +77,12 @@ class MPIEngine(Engine):
     def _work(self, requests, what, finish=None, outputs=None) -> Work:
         return Work(self, requests, what, finish, outputs)
 
+    def _job(self, start, what, finish=None, outputs=None) -> Work:
+        """Runs ``start().Wait()`` on this group's worker thread (see ``_work.Worker``)."""
+        if self._worker is None:
+            self._worker = Worker(f"ember-{what}")
+        return JobWork(self, self._worker.submit(start), what, finish, outputs)
+
     # -- collectives ----------------------------------------------------------------------
 
     def allreduce(self, tensor, op):
@@ -83,7 +90,7 @@ class MPIEngine(Engine):
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
         array, size = staged.array, self.size
-        request = self.comm.Iallreduce(
+        start = lambda: self.comm.Iallreduce(
             self.MPI.IN_PLACE, [array, mpi_type(self.MPI, array)], mpi_op(self.MPI, op, tensor.dtype)
         )
 
@@ -92,14 +99,14 @@ class MPIEngine(Engine):
                 np.divide(array, size, out=array)
             staged.writeback()
 
-        return self._work([request], "all_reduce", finish, [tensor])
+        return self._job(start, "all_reduce", finish, [tensor])
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
-        request = self.comm.Ibcast([as_bytes(staged.array), self.MPI.BYTE], root=root)
+        start = lambda: self.comm.Ibcast([as_bytes(staged.array), self.MPI.BYTE], root=root)
         finish = staged.writeback if self.rank != root else None
-        return self._work([request], "broadcast", finish, [tensor])
+        return self._job(start, "broadcast", finish, [tensor])
 
     def reduce(self, tensor, root, op):
         self._start("reduce")
@@ -109,9 +116,9 @@ class MPIEngine(Engine):
         buf = [array, mpi_type(self.MPI, array)]
         mop = mpi_op(self.MPI, op, tensor.dtype)
         if self.rank == root:
-            request = self.comm.Ireduce(self.MPI.IN_PLACE, buf, mop, root=root)
+            start = lambda: self.comm.Ireduce(self.MPI.IN_PLACE, buf, mop, root=root)
         else:
-            request = self.comm.Ireduce(buf, None, mop, root=root)
+            start = lambda: self.comm.Ireduce(buf, None, mop, root=root)
 
         def finish():
             if self.rank == root:
@@ -119,21 +126,21 @@ class MPIEngine(Engine):
                     np.divide(array, self.size, out=array)
                 staged.writeback()
 
-        return self._work([request], "reduce", finish, [tensor])
+        return self._job(start, "reduce", finish, [tensor])
 
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
-        request = self.comm.Iallgather([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
-        return self._work([request], "all_gather", dst.writeback, [output])
+        start = lambda: self.comm.Iallgather([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
+        return self._job(start, "all_gather", dst.writeback, [output])
 
     def gather(self, output, tensor, root):
         self._start("gather")
         src = for_transfer(tensor)
         dst = for_transfer(output) if self.rank == root else None
         recvbuf = [as_bytes(dst.array), self.MPI.BYTE] if dst is not None else None
-        request = self.comm.Igather([as_bytes(src.array), self.MPI.BYTE], recvbuf, root=root)
-        return self._work([request], "gather", dst.writeback if dst is not None else None, [output])
+        start = lambda: self.comm.Igather([as_bytes(src.array), self.MPI.BYTE], recvbuf, root=root)
+        return self._job(start, "gather", dst.writeback if dst is not None else None, [output])
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
@@ -141,15 +148,15 @@ class MPIEngine(Engine):
         sendbuf = None
         if self.rank == root:
             sendbuf = [as_bytes(for_transfer(inputs).array), self.MPI.BYTE]
-        request = self.comm.Iscatter(sendbuf, [as_bytes(dst.array), self.MPI.BYTE], root=root)
-        return self._work([request], "scatter", dst.writeback, [output])
+        start = lambda: self.comm.Iscatter(sendbuf, [as_bytes(dst.array), self.MPI.BYTE], root=root)
+        return self._job(start, "scatter", dst.writeback, [output])
 
     def reduce_scatter(self, output, inputs, op):
         self._start("reduce_scatter")
         check_op_for_dtype(op, output.dtype)
         src, dst = for_reduction(inputs), for_reduction(output)
         mop = mpi_op(self.MPI, op, output.dtype)
-        request = self.comm.Ireduce_scatter_block(
+        start = lambda: self.comm.Ireduce_scatter_block(
             [src.array, mpi_type(self.MPI, src.array)], [dst.array, mpi_type(self.MPI, dst.array)], mop
         )
 
@@ -158,7 +165,7 @@ class MPIEngine(Engine):
                 np.divide(dst.array, self.size, out=dst.array)
             dst.writeback()
 
-        return self._work([request], "reduce_scatter", finish, [output])
+        return self._job(start, "reduce_scatter", finish, [output])
 
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
@@ -171,11 +178,11 @@ class MPIEngine(Engine):
             displs = np.cumsum([0] + counts[:-1]).tolist()
             return counts, displs
 
-        request = self.comm.Ialltoallv(
+        start = lambda: self.comm.Ialltoallv(
             [as_bytes(src.array), layout(input_splits), self.MPI.BYTE],
             [as_bytes(dst.array), layout(output_splits), self.MPI.BYTE],
         )
-        return self._work([request], "all_to_all", dst.writeback, [output])
+        return self._job(start, "all_to_all", dst.writeback, [output])
 
     def send(self, tensor, peer, tag):
         self._start("send")
@@ -193,7 +200,7 @@ class MPIEngine(Engine):
 
     def barrier(self):
         self._start("barrier")
-        return self._work([self.comm.Ibarrier()], "barrier")
+        return self._job(self.comm.Ibarrier, "barrier")
 
     def completed(self, outputs=None):
         return CompletedWork(self, outputs)

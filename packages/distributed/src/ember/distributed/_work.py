@@ -16,6 +16,7 @@ do), then sleeps with growing naps so a long wait for a late peer leaves the CPU
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 
@@ -190,3 +191,78 @@ class CompletedWork(Work):
     def __init__(self, group, outputs=None, finish=None):
         super().__init__(group, [], "", finish, outputs)
         self._complete()
+
+
+class _Job:
+    __slots__ = ("start", "done", "error")
+
+    def __init__(self, start):
+        self.start = start
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class Worker:
+    """One thread per process group that runs its collectives in submission order.
+
+    Each job starts the nonblocking MPI call and waits on it inside MPI (``MPI_Wait``), which
+    drives MPICH's progress engine in C without the GIL, as a blocking MPI call does: large
+    transfers stream at MPI's speed, backward keeps running beside a DDP bucket's all-reduce,
+    and the caller's thread waits on an event with a timeout (where it notices dead peers and
+    gives up; a job stuck on a dead peer is abandoned with its group). Every rank submits a
+    group's collectives in program order, so the MPI calls match across ranks.
+    """
+
+    def __init__(self, name: str):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def submit(self, start) -> _Job:
+        job = _Job(start)
+        self._queue.put(job)
+        return job
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job.start().Wait()
+            except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+                job.error = err
+            finally:
+                job.done.set()
+
+
+class JobWork(Work):
+    """A ``Work`` whose operation runs on the group's ``Worker``."""
+
+    def __init__(self, group, job: _Job, what: str, finish=None, outputs=None):
+        super().__init__(group, [], what, finish, outputs)
+        self._job = job
+
+    def wait(self, timeout=None) -> bool:
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return True
+        deadline = self._deadline
+        if timeout is not None:
+            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+            deadline = min(deadline, time.monotonic() + seconds)
+        job, group = self._job, self._group
+        while not job.done.wait(_CHECK_EVERY * 5):
+            problem = group.health_problem(time.monotonic(), deadline, self._what)
+            if problem is not None:
+                group.mark_broken(problem)
+                self._error = DistBackendError(problem)
+                raise self._error
+        if job.error is not None:
+            self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
+            raise self._error
+        self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done and self._error is None and self._job.done.is_set() and self._job.error is None:
+            self._complete()
+        return self._done or (self._job.done.is_set() and self._job.error is not None)
