@@ -1,8 +1,9 @@
-"""The MPI engine: every collective as one nonblocking MPICH call on the group's communicator.
+"""The MPI engine: every collective as one MPICH call on the group's communicator.
 
 Inputs arrive already checked and shaped by ``_collectives``: flat contiguous outputs where MPI
-needs one, group-local ranks. Each method stages its tensors (``_buffers``), starts the
-``MPI_I*`` call and returns a ``Work`` whose ``finish`` copies results back.
+needs one, group-local ranks. Each method stages its tensors (``_buffers``) and hands the
+``MPI_I*`` call to the group's worker thread (collectives) or posts it at once (send/recv);
+the returned ``Work``'s ``finish`` copies results back.
 """
 
 from __future__ import annotations

@@ -1,17 +1,20 @@
-"""``Work``, ``Future`` and the wait loop that turns a hung peer into an error.
+"""``Work``, ``Future``, and the waits that turn a hung or dead peer into an error.
 
-MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So every
-operation is started nonblocking and waited on here, polling ``MPI_Testall`` (which also drives
-MPICH's progress engine). The loop gives up with ``DistBackendError`` when
+MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So no caller
+ever blocks inside MPI:
 
-- the group's timeout passes, or
-- the liveness watch (``_control.Watch``) reports that a rank of the group exited and the
-  request has still not completed a short grace period later (a peer that finished its part
-  and exited cleanly lets the request complete within it).
+- collectives run on the group's ``Worker`` thread (start + ``MPI_Wait``, in C without the GIL,
+  at MPI's own speed); the caller waits on an event in short slices (``JobWork.wait``);
+- point-to-point requests (which must all be posted at once, or paired sends deadlock) are
+  polled with ``MPI_Testall`` (``wait_requests``): spinning first, as MPI's blocking calls do,
+  then napping so a long wait for a late peer leaves the CPU to others.
 
-After such an error the group is marked broken: MPI's state for it is unknown, so later calls
-on it raise at once instead of hanging. Polling spins first (as MPI's own blocking calls
-do), then sleeps with growing naps so a long wait for a late peer leaves the CPU to others.
+Either wait gives up with ``DistBackendError`` when the group's timeout passes, or when the
+liveness watch (``_control.Watch``) reports that a rank of the group exited and the operation has
+still not completed a short grace period later (a peer that finished its part and exited
+cleanly lets it complete within that). After such an error the group is marked broken: MPI's
+state for it is unknown (a worker may stay stuck on the dead peer), so later calls on it raise
+at once instead of hanging.
 """
 
 from __future__ import annotations
