@@ -2,8 +2,9 @@
 
 Inputs arrive already checked and shaped by ``_collectives``: flat contiguous outputs where MPI
 needs one, group-local ranks. Each method stages its tensors (``_buffers``) and hands the
-``MPI_I*`` call to the group's worker thread (collectives) or posts it at once (send/recv);
-the returned ``Work``'s ``finish`` copies results back.
+blocking MPI call to the group's worker thread (collectives: MPICH then picks its best
+algorithm, which its nonblocking forms do not always get) or posts ``MPI_Isend``/``MPI_Irecv``
+at once; the returned ``Work``'s ``finish`` copies results back.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class MPIEngine(Engine):
         return Work(self, requests, what, finish, outputs)
 
     def _job(self, start, what, finish=None, outputs=None) -> Work:
-        """Runs ``start().Wait()`` on this group's worker thread (see ``_work.Worker``)."""
+        """Runs the blocking MPI call ``start()`` on this group's worker thread (``_work.Worker``)."""
         if self._worker is None:
             self._worker = Worker(f"ember-{what}")
         return JobWork(self, self._worker.submit(start), what, finish, outputs)
@@ -91,7 +92,7 @@ class MPIEngine(Engine):
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
         array, size = staged.array, self.size
-        start = lambda: self.comm.Iallreduce(
+        start = lambda: self.comm.Allreduce(
             self.MPI.IN_PLACE, [array, mpi_type(self.MPI, array)], mpi_op(self.MPI, op, tensor.dtype)
         )
 
@@ -105,7 +106,7 @@ class MPIEngine(Engine):
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
-        start = lambda: self.comm.Ibcast([as_bytes(staged.array), self.MPI.BYTE], root=root)
+        start = lambda: self.comm.Bcast([as_bytes(staged.array), self.MPI.BYTE], root=root)
         finish = staged.writeback if self.rank != root else None
         return self._job(start, "broadcast", finish, [tensor])
 
@@ -117,9 +118,9 @@ class MPIEngine(Engine):
         buf = [array, mpi_type(self.MPI, array)]
         mop = mpi_op(self.MPI, op, tensor.dtype)
         if self.rank == root:
-            start = lambda: self.comm.Ireduce(self.MPI.IN_PLACE, buf, mop, root=root)
+            start = lambda: self.comm.Reduce(self.MPI.IN_PLACE, buf, mop, root=root)
         else:
-            start = lambda: self.comm.Ireduce(buf, None, mop, root=root)
+            start = lambda: self.comm.Reduce(buf, None, mop, root=root)
 
         def finish():
             if self.rank == root:
@@ -132,7 +133,7 @@ class MPIEngine(Engine):
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
-        start = lambda: self.comm.Iallgather([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
+        start = lambda: self.comm.Allgather([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
         return self._job(start, "all_gather", dst.writeback, [output])
 
     def gather(self, output, tensor, root):
@@ -140,7 +141,7 @@ class MPIEngine(Engine):
         src = for_transfer(tensor)
         dst = for_transfer(output) if self.rank == root else None
         recvbuf = [as_bytes(dst.array), self.MPI.BYTE] if dst is not None else None
-        start = lambda: self.comm.Igather([as_bytes(src.array), self.MPI.BYTE], recvbuf, root=root)
+        start = lambda: self.comm.Gather([as_bytes(src.array), self.MPI.BYTE], recvbuf, root=root)
         return self._job(start, "gather", dst.writeback if dst is not None else None, [output])
 
     def scatter(self, output, inputs, root):
@@ -149,7 +150,7 @@ class MPIEngine(Engine):
         sendbuf = None
         if self.rank == root:
             sendbuf = [as_bytes(for_transfer(inputs).array), self.MPI.BYTE]
-        start = lambda: self.comm.Iscatter(sendbuf, [as_bytes(dst.array), self.MPI.BYTE], root=root)
+        start = lambda: self.comm.Scatter(sendbuf, [as_bytes(dst.array), self.MPI.BYTE], root=root)
         return self._job(start, "scatter", dst.writeback, [output])
 
     def reduce_scatter(self, output, inputs, op):
@@ -157,7 +158,7 @@ class MPIEngine(Engine):
         check_op_for_dtype(op, output.dtype)
         src, dst = for_reduction(inputs), for_reduction(output)
         mop = mpi_op(self.MPI, op, output.dtype)
-        start = lambda: self.comm.Ireduce_scatter_block(
+        start = lambda: self.comm.Reduce_scatter_block(
             [src.array, mpi_type(self.MPI, src.array)], [dst.array, mpi_type(self.MPI, dst.array)], mop
         )
 
@@ -179,7 +180,7 @@ class MPIEngine(Engine):
             displs = np.cumsum([0] + counts[:-1]).tolist()
             return counts, displs
 
-        start = lambda: self.comm.Ialltoallv(
+        start = lambda: self.comm.Alltoallv(
             [as_bytes(src.array), layout(input_splits), self.MPI.BYTE],
             [as_bytes(dst.array), layout(output_splits), self.MPI.BYTE],
         )
@@ -201,7 +202,7 @@ class MPIEngine(Engine):
 
     def barrier(self):
         self._start("barrier")
-        return self._job(self.comm.Ibarrier, "barrier")
+        return self._job(self.comm.Barrier, "barrier")
 
     def completed(self, outputs=None):
         return CompletedWork(self, outputs)

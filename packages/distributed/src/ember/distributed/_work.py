@@ -3,7 +3,7 @@
 MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So no caller
 ever blocks inside MPI:
 
-- collectives run on the group's ``Worker`` thread (start + ``MPI_Wait``, in C without the GIL,
+- collectives run as blocking MPI calls on the group's ``Worker`` thread (in C without the GIL,
   at MPI's own speed); the caller waits on an event in short slices (``JobWork.wait``);
 - point-to-point requests (which must all be posted at once, or paired sends deadlock) are
   polled with ``MPI_Testall`` (``wait_requests``): spinning first, as MPI's blocking calls do,
@@ -208,8 +208,8 @@ class _Job:
 class Worker:
     """One thread per process group that runs its collectives in submission order.
 
-    Each job starts the nonblocking MPI call and waits on it inside MPI (``MPI_Wait``), which
-    drives MPICH's progress engine in C without the GIL, as a blocking MPI call does: large
+    Each job is a blocking MPI call (or a nonblocking one it then waits on), which drives
+    MPICH's progress engine in C without the GIL: large
     transfers stream at MPI's speed, backward keeps running beside a DDP bucket's all-reduce,
     and the caller's thread waits on an event with a timeout (where it notices dead peers and
     gives up; a job stuck on a dead peer is abandoned with its group). Every rank submits a
@@ -229,7 +229,9 @@ class Worker:
         while True:
             job = self._queue.get()
             try:
-                job.start().Wait()
+                request = job.start()
+                if request is not None:  # a nonblocking call: finish it here
+                    request.Wait()
             except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
                 job.error = err
             finally:
