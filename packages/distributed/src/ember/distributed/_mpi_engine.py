@@ -82,7 +82,7 @@ class MPIEngine(Engine):
     def _job(self, start, what, finish=None, outputs=None) -> Work:
         """Runs the blocking MPI call ``start()`` on this group's worker thread (``_work.Worker``)."""
         if self._worker is None:
-            self._worker = Worker(f"ember-{what}")
+            self._worker = Worker("ember-collectives")
         return JobWork(self, self._worker.submit(start), what, finish, outputs)
 
     # -- collectives ----------------------------------------------------------------------
