@@ -186,12 +186,16 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
 
 
 def tensor_repr(t) -> str:
+    from .dispatch import sync_pending
     from .tensor import Tensor
 
+    sync_pending(t, "printing a tensor")
     plain = type(t) is Tensor or type(t).__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     data = t.detach()
+    if t._device.type not in ("cpu", "meta"):
+        data = data.to("cpu")  # a plugin device's values are formatted from a host copy
     suffixes = []
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
