@@ -68,9 +68,10 @@ def test_meta_package_wheel_has_no_code_and_depends_on_every_package():
         names = archive.namelist()
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert all(".dist-info/" in n for n in names), f"the meta-package ships code: {names}"
-    required = {
-        re.split(r"[<>=!~;\[ ]", line.split(":", 1)[1].strip())[0]
-        for line in metadata.splitlines()
-        if line.startswith("Requires-Dist:")
-    }
-    assert required == set(_packages()) - {"ember"}
+    requirements = [line.split(":", 1)[1].strip() for line in metadata.splitlines()
+                    if line.startswith("Requires-Dist:")]
+    required = {re.split(r"[<>=!~;\[ ]", r)[0] for r in requirements if "extra ==" not in r}
+    extras = {re.split(r"[<>=!~;\[ ]", r)[0] for r in requirements if "extra ==" in r}
+    # Every package is a dependency of the meta-package, device plugins as extras (ember[cuda]).
+    assert required | extras == set(_packages()) - {"ember"}
+    assert "ember-cuda" in extras and "ember-cuda" not in required

@@ -29,7 +29,7 @@ SUBPACKAGE_OWNERS = {
     "optim": "ember-nn",
     "utils": "ember-nn",
     "distributions": "ember-nn",
-    "func": "ember-nn",
+    "func": "ember-autograd",
     "compiler": "ember-compile",
     "fx": "ember-compile",
     "_dynamo": "ember-compile",
@@ -39,6 +39,7 @@ SUBPACKAGE_OWNERS = {
     "export": "ember-export",
     "onnx": "ember-export",
     "distributed": "ember-distributed",
+    "_cuda": "ember-cuda",
 }
 CORE = "ember-tensor-core"
 
@@ -50,10 +51,12 @@ ALLOWED_BELOW = {
     "ember-compile": {"ember-tensor-core", "ember-autograd", "ember-nn"},
     "ember-export": {"ember-tensor-core", "ember-autograd", "ember-nn", "ember-compile"},
     "ember-distributed": {"ember-tensor-core", "ember-autograd", "ember-nn"},
+    # A device plugin sits directly on the core (autograd/nn only in its tests).
+    "ember-cuda": {"ember-tensor-core"},
     # The meta-package sits on top of everything.
     "ember": {
         "ember-tensor-core", "ember-autograd", "ember-nn", "ember-compile", "ember-export",
-        "ember-distributed",
+        "ember-distributed", "ember-cuda",
     },
 }
 

@@ -95,12 +95,28 @@ def to_device(value) -> device:
 
 
 class Backend:
-    """What a device type provides to the tensor core: how to allocate storage."""
+    """What a device plugin provides to the tensor core (the device-plugin interface).
 
-    def __init__(self, name: str, allocate, zero_allocate=None):
+    - ``allocate(nbytes, zero)``: a storage for a tensor of this device type (an object with
+      ``data_ptr()``, ``nbytes()``, ``device_type`` and writable ``version``/``inference``);
+      freeing is the storage's own business (it runs when the last view goes away);
+    - ``copy(dst, src, non_blocking)``: copies elements between a tensor of this device and
+      one of the CPU or of this device (same shape; dtypes may differ);
+    - ``pin_memory(t)`` / ``is_pinned(t)``: page-locked host memory, for devices that have it;
+    - ``device_count()``.
+    Kernels are registered on the ops themselves (``Op.kernels[device_type]``).
+    """
+
+    def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
+                 device_count=None):
         self.name = name
         self.allocate = allocate
         self.zero_allocate = zero_allocate
+        self.copy = copy
+        self.pin_memory = pin_memory
+        self.is_pinned = is_pinned
+        if device_count is not None:
+            self.device_count = device_count
 
 
 _BACKENDS: dict[str, Backend] = {}
@@ -112,6 +128,13 @@ def register_backend(backend: Backend) -> None:
 
 def get_backend(device_type: str) -> Backend:
     backend = _BACKENDS.get(device_type)
+    if backend is None and device_type not in ("cpu", "meta"):
+        # A device plugin (entry point "ember.plugins", named after the device type) registers
+        # its backend when it installs; it is looked for on first use only.
+        from . import plugins
+
+        plugins.load(device_type)
+        backend = _BACKENDS.get(device_type)
     if backend is None and device_type == "cuda":
         # PyTorch's CPU build raises AssertionError here; programs catch that type.
         raise AssertionError("ember not compiled with CUDA enabled: no package providing a 'cuda' backend is "
@@ -121,3 +144,12 @@ def get_backend(device_type: str) -> Backend:
             f"ember was built without a '{device_type}' backend: no package providing it is installed"
         )
     return backend
+
+
+def copy_across(dst, src, non_blocking: bool = False) -> None:
+    """Copies ``src`` into ``dst`` where either lives on a plugin device (the plugin's ``copy``)."""
+    device_type = dst._device.type if dst._device.type not in ("cpu", "meta") else src._device.type
+    backend = get_backend(device_type)
+    if backend.copy is None:
+        raise RuntimeError(f"the '{device_type}' backend cannot copy tensors")
+    backend.copy(dst, src, non_blocking)

@@ -209,16 +209,41 @@ def _call_top_mode(op: Op, args, kwargs):
 
 
 def _try_subclass_dispatch(op: Op, args, kwargs):
+    # Runs for every op once any subclass defines __torch_dispatch__ (ember.func's BatchedTensor):
+    # plain tensors are skipped by an exact type check, without a generator or an attribute lookup.
     Tensor = _Tensor
-    for t in _iter_tensors(args, kwargs):
-        cls = type(t)
-        handler = getattr(cls, "__torch_dispatch__", None)
-        if cls is not Tensor and handler is not None:
-            types = tuple({type(x) for x in _iter_tensors(args, kwargs)})
-            result = handler(op, types, args, kwargs)
-            if result is not NotImplemented:
+    for a in args:
+        ta = type(a)
+        if ta is Tensor:
+            continue
+        if ta is list or ta is tuple:
+            for b in a:
+                if type(b) is not Tensor and isinstance(b, Tensor):
+                    handled, result = _subclass_handler(b, op, args, kwargs)
+                    if handled:
+                        return True, result
+        elif isinstance(a, Tensor):
+            handled, result = _subclass_handler(a, op, args, kwargs)
+            if handled:
                 return True, result
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is not Tensor and isinstance(a, Tensor):
+                handled, result = _subclass_handler(a, op, args, kwargs)
+                if handled:
+                    return True, result
     return False, None
+
+
+def _subclass_handler(t, op: Op, args, kwargs):
+    handler = getattr(type(t), "__torch_dispatch__", None)
+    if handler is None:
+        return False, None
+    types = tuple({type(x) for x in _iter_tensors(args, kwargs)})
+    result = handler(op, types, args, kwargs)
+    if result is NotImplemented:
+        return False, None
+    return True, result
 
 
 class DispatchMode:

@@ -122,8 +122,16 @@ def resolve(generator) -> Generator:
 
 
 def manual_seed(seed) -> Generator:
-    """Seeds the default generator (``int(seed)`` first, as PyTorch) and returns it."""
-    return default_generator.manual_seed(int(seed))
+    """Seeds the default generator (``int(seed)`` first, as PyTorch) and returns it; a device plugin
+    already in use (CUDA) is seeded too, as ``torch.manual_seed`` seeds every device."""
+    gen = default_generator.manual_seed(int(seed))
+    from .plugins import _LOADED
+
+    plugin = _LOADED.get("cuda")
+    api = getattr(plugin, "api", None)
+    if api is not None and api.is_available():
+        api.manual_seed(int(seed))
+    return gen
 
 
 def seed() -> int:

@@ -66,10 +66,14 @@ def to_numpy_copy(t: Tensor):
     _dispatch.sync_pending(t, "Tensor.numpy()")
     import numpy as np
 
+    if t._device.type not in ("cpu", "meta"):
+        t = t.detach().to("cpu")  # a plugin device's tensor is read through a host copy
     return np.array(to_numpy(t, force=True), copy=True)
 
 
 def read_scalar(t: Tensor):
+    if t._device.type not in ("cpu", "meta"):
+        t = t.detach().to("cpu")  # a plugin device's tensor is read through a host copy
     if t.dtype is dt.bfloat16:
         t = t.to(dt.float32)
     return to_numpy(t, force=True).reshape(()).item() if t.ndim else to_numpy(t, force=True).item()

@@ -194,6 +194,8 @@ def tensor_repr(t) -> str:
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     data = t.detach()
+    if t._device.type not in ("cpu", "meta"):
+        data = data.to("cpu")  # a plugin device's values are formatted from a host copy
     suffixes = []
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")

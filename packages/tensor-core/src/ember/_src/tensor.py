@@ -424,7 +424,8 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     elif dev is META:
         storage = _C.Storage.meta(nbytes)
     else:
-        storage = get_backend(dev.type).allocate(nbytes, zero)
+        storage = get_backend(dev.type).allocate(nbytes, zero, dev)
+        dev = getattr(storage, "device", dev)  # a plugin names the device it allocated on ("cuda" -> "cuda:0")
     if _GRAD_STATE.inference:
         storage.inference = True  # an inference tensor (Tensor.is_inference), views included
     strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)

@@ -1,27 +1,26 @@
-"""``ember.cuda``: what PyTorch programs ask before choosing a device.
+"""``ember.cuda``: what PyTorch programs ask before choosing a device, and the CUDA runtime API.
 
-This build has no CUDA backend, so ``is_available()`` is False and ``device_count()`` is
-0, exactly what PyTorch's CPU build answers; seeding calls are accepted and do nothing, as
-in PyTorch without a GPU. Anything that needs a GPU raises an error naming the problem.
-A CUDA backend package registers itself through ``ember._src.device.register_backend``.
+The CUDA device itself is a plugin (the ``ember-cuda`` distribution, ``pip install
+ember[cuda]``) found through the ``ember.plugins`` entry point named "cuda". When it is
+installed, every name here is answered by the plugin's API module. Without it this module
+answers as PyTorch's CPU build does: ``is_available()`` is False, ``device_count()`` is 0,
+seeding and cache calls are accepted and do nothing, and anything that needs a GPU raises
+AssertionError ("not compiled with CUDA enabled"). Importing this module costs nothing:
+the plugin is looked for on the first call.
 """
 
 from __future__ import annotations
 
-from ember._src.device import _BACKENDS
+_API: list = []  # [the plugin's api module or None], filled on first use
 
 
-def is_available() -> bool:
-    return "cuda" in _BACKENDS
+def _api():
+    if not _API:
+        from ember._src import plugins
 
-
-def device_count() -> int:
-    backend = _BACKENDS.get("cuda")
-    return getattr(backend, "device_count", lambda: 0)() if backend else 0
-
-
-def is_initialized() -> bool:
-    return is_available()
+        plugin = plugins.load("cuda")
+        _API.append(getattr(plugin, "api", None) if plugin is not None else None)
+    return _API[0]
 
 
 def _no_cuda(what: str):
@@ -29,50 +28,83 @@ def _no_cuda(what: str):
     raise AssertionError(f"{what}: ember not compiled with CUDA enabled (no package providing 'cuda' is installed)")
 
 
+def is_available() -> bool:
+    api = _api()
+    return bool(api is not None and api.is_available())
+
+
+def device_count() -> int:
+    api = _api()
+    return api.device_count() if api is not None else 0
+
+
+def is_initialized() -> bool:
+    api = _api()
+    return bool(api is not None and api.is_initialized())
+
+
 def current_device() -> int:
-    if not is_available():
+    api = _api()
+    if api is None:
         _no_cuda("ember.cuda.current_device()")
-    return 0
+    return api.current_device()
 
 
 def set_device(device) -> None:
-    if not is_available():
+    api = _api()
+    if api is None:
         _no_cuda("ember.cuda.set_device()")
+    api.set_device(device)
 
 
 def get_device_name(device=None) -> str:
-    if not is_available():
+    api = _api()
+    if api is None:
         _no_cuda("ember.cuda.get_device_name()")
-    return _BACKENDS["cuda"].name
+    return api.get_device_name(device)
 
 
 def synchronize(device=None) -> None:
-    if not is_available():
+    api = _api()
+    if api is None:
         _no_cuda("ember.cuda.synchronize()")
+    api.synchronize(device)
 
 
 def manual_seed(seed: int) -> None:
     """Accepted without a GPU, as in PyTorch (the call is silently ignored)."""
+    api = _api()
+    if api is not None:
+        api.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Accepted without a GPU, as in PyTorch (the call is silently ignored)."""
+    api = _api()
+    if api is not None:
+        api.manual_seed_all(seed)
 
 
 def empty_cache() -> None:
     """Nothing is cached without a GPU."""
+    api = _api()
+    if api is not None:
+        api.empty_cache()
 
 
 def memory_allocated(device=None) -> int:
-    return 0
+    api = _api()
+    return api.memory_allocated(device) if api is not None else 0
 
 
 def max_memory_allocated(device=None) -> int:
-    return 0
+    api = _api()
+    return api.max_memory_allocated(device) if api is not None else 0
 
 
 def is_bf16_supported() -> bool:
-    return False
+    api = _api()
+    return bool(api is not None and api.is_bf16_supported())
 
 
 def __getattr__(name):
@@ -81,4 +113,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module("ember.cuda.amp")
+    if not name.startswith("__"):
+        api = _api()
+        if api is not None and hasattr(api, name):
+            return getattr(api, name)
     raise AttributeError(f"module 'ember.cuda' has no attribute '{name}'")

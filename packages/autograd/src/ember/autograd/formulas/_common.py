@@ -27,7 +27,9 @@ def input_requires_grad(inputs, index: int) -> bool:
 
 
 def zeros_like(x: Tensor) -> Tensor:
-    return ember.zeros(x.shape, dtype=x.dtype)
+    # On x's device, except when x is a meta placeholder (saved for its shape only): then the default.
+    device = x.device if x.device.type != "meta" else None
+    return ember.zeros(x.shape, dtype=x.dtype, device=device)
 
 
 def zero_grads(grads, inputs, outputs):
@@ -48,7 +50,7 @@ def not_implemented(op_name: str, error: type = RuntimeError):
 
 def embed(shape, g: Tensor, view) -> Tensor:
     """Zeros of ``shape`` with ``g`` written into the region ``view(zeros)`` selects."""
-    result = ember.zeros(shape, dtype=g.dtype)
+    result = g.new_zeros(shape)  # batched like g under vmap (ember.func)
     view(result).copy_(g)
     return result
 

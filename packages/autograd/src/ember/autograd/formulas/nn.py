@@ -174,7 +174,8 @@ def _attention(grads, inputs, outputs):
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
     if is_causal:
-        keep = ember.ones((q.shape[-2], k.shape[-2]), dtype=ember.bool).tril()
+        dev = q.device  # index comparisons (the same mask as tril) on q's device
+        keep = ember.arange(q.shape[-2], device=dev).unsqueeze(1) >= ember.arange(k.shape[-2], device=dev).unsqueeze(0)
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))
     if mask is not None:
         scores = scores.masked_fill(mask.logical_not(), float("-inf")) if mask.dtype is ember.bool else scores + mask
@@ -208,12 +209,12 @@ def _class_nll(grads, inputs, outputs):
     classes = x.shape[1]
     valid = ember.ne(target, ignore_index)
     safe_target = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
-    weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype)
+    weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype, device=x.device)
     probs = None if log_probs else ember.softmax(x, 1)
-    grad = ember.zeros(x.shape, dtype=x.dtype)
+    grad = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
     if g_nll is not None:
         scaled = (g_nll * OPS["index"](weights, [safe_target])).unsqueeze(1)
-        onehot = ember.eq(ember.arange(classes).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
+        onehot = ember.eq(ember.arange(classes, device=x.device).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
         grad = grad - scaled * onehot
         if probs is not None:
             grad = grad + scaled * probs

@@ -114,13 +114,13 @@ def _index_grids(shape: tuple, dim: int, index):
         else:
             view = [1] * len(shape)
             view[d] = n
-            grids.append(ember.arange(n).reshape(view))
+            grids.append(ember.arange(n, device=index.device).reshape(view))
     return grids
 
 
 def _scatter_add(shape: tuple, dim: int, index, g):
     """zeros(shape) with ``g`` added at ``index`` along ``dim`` (scatter_add)."""
-    zeros = ember.zeros(shape, dtype=g.dtype)
+    zeros = g.new_zeros(shape)
     if not shape:
         return zeros + g
     return ember.index_put(zeros, _index_grids(shape, dim, index), g, accumulate=True)

@@ -271,7 +271,9 @@ class _BaseDataLoaderIter:
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
-        if loader.pin_memory:
+        # Batches go to page-locked memory when an accelerator plugin provides it (ember[cuda]).
+        self._pin_memory = bool(loader.pin_memory) and ember.cuda.is_available()
+        if loader.pin_memory and not self._pin_memory:
             warnings.warn(
                 "'pin_memory' argument is set as true but no accelerator is found, "
                 "then device pinned memory won't be used.",
@@ -302,6 +304,8 @@ class _BaseDataLoaderIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._pin_memory:
+            data = _pin(data)
         self._num_yielded += 1
         if (
             self._dataset_kind == _DatasetKind.Iterable
@@ -325,6 +329,19 @@ class _BaseDataLoaderIter:
 
     def __getstate__(self):
         raise NotImplementedError(f"{type(self).__name__} cannot be pickled")
+
+
+def _pin(data):
+    """``data`` with every CPU tensor in it (through tuples, lists and dicts) in pinned memory."""
+    if isinstance(data, ember.Tensor):
+        return data.pin_memory() if data.device.type == "cpu" else data
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(d) for d in data))
+    if isinstance(data, (tuple, list)):
+        return type(data)(_pin(d) for d in data)
+    if isinstance(data, dict):
+        return {k: _pin(v) for k, v in data.items()}
+    return data
 
 
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ... import _C
 from .. import dispatch as _dispatch
 from .. import dtypes as dt
-from ..device import META
+from ..device import META, copy_across
 from ..shapes import numel
 from ..tensor import Tensor, new_empty_tensor
 
@@ -21,8 +21,10 @@ def convert(t: Tensor, dtype) -> Tensor:
     if t.dtype is dtype:
         return t
     out = new_empty_tensor(t._shape, dtype, t._device)
-    if t._device is not META:
+    if t._device.type == "cpu":
         _C.copy_(out, t)
+    elif t._device is not META:
+        copy_across(out, t)
     return out
 
 
@@ -156,8 +158,12 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
 
         copy_inplace_op(out, result)
         return out
-    if out._device is not META:
+    if out._device.type == "cpu" and result._device.type == "cpu":
         _C.copy_(out, result)
+    elif out._device is not META:
+        if out._device != result._device:
+            raise RuntimeError(f"Expected out tensor to have device {result._device}, but got {out._device} instead")
+        copy_across(out, result)  # a plugin device's own copy
     out._bump_version()
     return out
 

@@ -160,9 +160,11 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
     # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
-    t = new_empty_tensor((), d, dev)
+    t = new_empty_tensor((), d, CPU if dev.type != "meta" else dev)
     if dev is not META:
         _C.fill_(t, value)
+        if dev.type != "cpu":
+            t = t.to(dev)  # a plugin device: filled on the host, then copied
     return _finish(t, requires_grad)
 
 

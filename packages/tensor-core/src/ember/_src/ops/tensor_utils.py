@@ -104,13 +104,37 @@ def _no_accelerator():
     raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
+def _pinning_backend():
+    """The accelerator plugin that provides page-locked host memory, or None (CPU-only install)."""
+    from ..device import _BACKENDS
+
+    for name in ("cuda",):
+        try:
+            backend = _BACKENDS.get(name) or get_backend(name)
+        except (AssertionError, RuntimeError):
+            continue
+        if backend.pin_memory is not None:
+            return backend
+    return None
+
+
 def pin_memory(self: Tensor, device=None) -> Tensor:
-    """Pinned memory needs an accelerator; ember has none (PyTorch's CPU build raises too)."""
-    _no_accelerator()
+    """A copy in page-locked host memory (needs an accelerator plugin; PyTorch's CPU build raises too)."""
+    backend = _pinning_backend()
+    if backend is None:
+        _no_accelerator()
+    if self._device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self._device.type}' memory: only dense CPU tensors can be pinned")
+    return backend.pin_memory(self)
 
 
 def is_pinned(self: Tensor, device=None) -> bool:
-    return False
+    if self._device.type != "cpu":
+        return False
+    from ..device import _BACKENDS
+
+    backend = _BACKENDS.get("cuda")  # nothing is pinned unless the plugin is already in use
+    return bool(backend is not None and backend.is_pinned is not None and backend.is_pinned(self))
 
 
 def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:

@@ -608,7 +608,11 @@ def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if src._device.type != "cpu":
         if src._device is META:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        raise RuntimeError(f"copy_ from {src._device} to cpu needs that device's backend")
+        from ..device import copy_across
+
+        copy_across(self, src, non_blocking)  # the source device's plugin copies to the host
+        self._storage.version += 1
+        return self
     if src._storage is self._storage and _overlaps(self, src):
         src = src.clone()  # an overlap PyTorch lets through (not dense): read everything before writing
     _C.copy_(self, src)
@@ -649,8 +653,12 @@ def _to_copy_cpu(self: Tensor, *, dtype=None, device=None) -> Tensor:
     dtype = self.dtype if dtype is None else dtype
     device = self._device if device is None else device
     out = new_empty_tensor(self._shape, dtype, device)
-    if device is not META:
+    if device.type == "cpu":
         _C.copy_(out, self)
+    elif device is not META:
+        from ..device import copy_across
+
+        copy_across(out, self)  # to a plugin device: its backend copies from the host
     return out
 
 
@@ -692,6 +700,8 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     device = self._device if device is None else to_device(device)
     if device.type == "cpu" and device.index is not None:
         device = to_device("cpu")
+    if device.index is None and device.type == self._device.type:
+        device = self._device  # "cuda" names the device a cuda tensor is already on
     if dtype is self.dtype and device == self._device and not copy:
         return self
     if device.type not in ("cpu", "meta"):

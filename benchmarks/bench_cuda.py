@@ -1,0 +1,204 @@
+"""ember's CUDA device beside PyTorch CUDA, in one process on one GPU.
+
+Bandwidth (copy, add, sum, softmax, layer_norm, cross-entropy), matmul TFLOP/s (bf16, fp16,
+tf32, fp32) and the host cost of a small op. Device times are CUDA-event medians (each
+framework timed with its own events on its own current stream); host cost is wall time per
+call over many asynchronous 1-element adds. Prints a table and writes JSON (``--json PATH``).
+
+    python benchmarks/bench_cuda.py [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import ember
+import ember.nn.functional as EF
+
+
+def _median_ms(fw, fn, iters, warm=3):
+    for _ in range(warm):
+        fn()
+    fw.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def _host_us(fw, fn, n=20000):
+    for _ in range(500):
+        fn()
+    fw.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    fw.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def _pair(torch, name, make, iters, work, unit):
+    """make(fw) -> a thunk; work: bytes or flops per call; returns the row."""
+    row = {"name": name}
+    for label, fw in (("ember", ember), ("torch", torch)):
+        fn = make(fw)
+        ms = _median_ms(fw, fn, iters)
+        row[label + "_ms"] = round(ms, 4)
+        row[label] = round(work / (ms * 1e-3) / 1e12, 3)
+        del fn
+    row["ratio"] = round(row["ember"] / row["torch"], 3) if row["torch"] else None
+    row["unit"] = unit
+    return row
+
+
+def _tune(torch, data, n, iters):
+    """ember's add and sum under several block configurations (the defaults are chosen from this)."""
+    from ember._cuda import _reduce
+
+    rows = []
+    x = data(ember, (n,))
+    saved = dict(_reduce.ROW_CONFIG)
+    for bn, warps, chunk, stages, unroll in ((4096, 8, 65536, 2, 1), (4096, 8, 65536, 1, 2), (4096, 8, 65536, 1, 4),
+                                             (2048, 4, 65536, 1, 4), (2048, 8, 32768, 1, 4), (1024, 4, 32768, 1, 8),
+                                             (4096, 16, 131072, 1, 4), (8192, 16, 131072, 1, 2)):
+        _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages, unroll=unroll)
+        ms = _median_ms(ember, lambda: x.sum(), iters)
+        rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages} u={unroll}",
+                     "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
+    _reduce.ROW_CONFIG.update(saved)
+    return rows
+
+
+def _training(torch, iters):
+    """One training step (forward, cross-entropy, backward, AdamW) of an MLP, both frameworks on CUDA."""
+    rows = []
+    for width, batch in ((1024, 256), (4096, 1024)):
+        row = {"name": f"MLP train step {width}x4 layers, batch {batch}"}
+        for label, fw in (("ember", ember), ("torch", torch)):
+            fw.manual_seed(0)
+            nn = fw.nn
+            model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
+                                  nn.Linear(width, width), nn.GELU(), nn.Linear(width, 10)).to("cuda")
+            opt = fw.optim.AdamW(model.parameters(), lr=1e-4)
+            x = fw.randn(batch, width).to("cuda")
+            y = fw.randint(0, 10, (batch,)).to("cuda")
+            F = fw.nn.functional
+
+            def step(model=model, opt=opt, x=x, y=y, F=F):
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            row[label] = round(_median_ms(fw, step, iters), 3)
+        row["ratio"] = round(row["torch"] / row["ember"], 3)
+        row["unit"] = "ms/step (ratio: torch/ember)"
+        rows.append(row)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--tune", action="store_true", help="also sweep ember's kernel configurations")
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as TF
+
+    rows = []
+    iters = 10 if args.quick else 30
+    n = 1 << (26 if args.quick else 28)
+
+    def data(fw, shape, dtype="float32", seed=0):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        t = torch.randn(*shape, device="cuda", generator=g, dtype=getattr(torch, dtype))
+        if fw is torch:
+            return t
+        out = ember.empty(*shape, device="cuda", dtype=getattr(ember, dtype))
+        out.copy_(ember.from_numpy(t.cpu().numpy()) if dtype != "bfloat16" else
+                  ember.tensor(t.float().cpu().numpy()).to(ember.bfloat16))
+        return out
+
+    def copy_case(fw):
+        x, y = data(fw, (n,)), data(fw, (n,), seed=1)
+        return lambda: y.copy_(x)
+    rows.append(_pair(torch, f"copy {n} f32", copy_case, iters, 8 * n, "TB/s"))
+
+    def add_case(fw):
+        x, y = data(fw, (n,)), data(fw, (n,), seed=1)
+        return lambda: fw.add(x, y)
+    rows.append(_pair(torch, f"add {n} f32", add_case, iters, 12 * n, "TB/s"))
+
+    def sum_case(fw):
+        x = data(fw, (n,))
+        return lambda: x.sum()
+    rows.append(_pair(torch, f"sum {n} f32", sum_case, iters, 4 * n, "TB/s"))
+
+    r, c = (4096, 8192) if args.quick else (16384, 8192)
+    for dtype in ("float32", "bfloat16"):
+        size = 4 if dtype == "float32" else 2
+
+        def softmax_case(fw, dtype=dtype):
+            x = data(fw, (r, c), dtype)
+            return lambda: fw.softmax(x, -1)
+        rows.append(_pair(torch, f"softmax {r}x{c} {dtype}", softmax_case, iters, 2 * r * c * size, "TB/s"))
+
+        def ln_case(fw, dtype=dtype):
+            x, w, b = data(fw, (r, c), dtype), data(fw, (c,), dtype, 1), data(fw, (c,), dtype, 2)
+            F = EF if fw is ember else TF
+            return lambda: F.layer_norm(x, (c,), w, b)
+        rows.append(_pair(torch, f"layer_norm {r}x{c} {dtype}", ln_case, iters, 2 * r * c * size, "TB/s"))
+
+    v = 50304
+    rows_ce = 4096 if args.quick else 8192
+
+    def ce_case(fw):
+        x = data(fw, (rows_ce, v))
+        t = fw.randint(0, v, (rows_ce,), device="cuda") if fw is torch else ember.randint(0, v, (rows_ce,)).cuda()
+        F = EF if fw is ember else TF
+        return lambda: F.cross_entropy(x, t)
+    rows.append(_pair(torch, f"cross_entropy {rows_ce}x{v} f32 (fwd)", ce_case, iters, 4 * rows_ce * v, "TB/s"))
+
+    mm = 4096 if args.quick else 8192
+    for dtype, tf32 in (("bfloat16", False), ("float16", False), ("float32", True), ("float32", False)):
+        def mm_case(fw, dtype=dtype, tf32=tf32):
+            a, b = data(fw, (mm, mm), dtype), data(fw, (mm, mm), dtype, 1)
+            fw.backends.cuda.matmul.allow_tf32 = tf32
+            return lambda: fw.mm(a, b)
+        rows.append(_pair(torch, f"matmul {mm}^3 {dtype}{' tf32' if tf32 else ''}", mm_case, 10 if dtype == "float32"
+                          else 20, 2 * mm ** 3, "TFLOP/s"))
+        torch.backends.cuda.matmul.allow_tf32 = ember.backends.cuda.matmul.allow_tf32 = False
+
+    if args.tune:
+        rows += _tune(torch, data, n, iters)
+
+    rows += _training(torch, 10 if args.quick else 20)
+
+    host = {"name": "1-element add, host us/call"}
+    for label, fw in (("ember", ember), ("torch", torch)):
+        one = fw.ones(1, device="cuda")
+        host[label] = round(_host_us(fw, lambda one=one: one + one), 2)
+        out = fw.empty(1, device="cuda")
+        host[label + "_out"] = round(_host_us(fw, lambda one=one, out=out, fw=fw: fw.add(one, one, out=out)), 2)
+    host["ratio"] = round(host["torch"] / host["ember"], 3)
+    host["unit"] = "us"
+    rows.append(host)
+
+    print(f"{'case':44s} {'ember':>10s} {'torch':>10s} {'ratio':>7s}")
+    for row in rows:
+        print(f"{row['name']:44s} {row['ember']:>10} {row['torch']:>10} {row['ratio']!s:>7} {row['unit']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""Generated Triton kernels for elementwise work: one source per (expression, operand kinds, rank).
+
+``launch(expr, out, operands)`` writes ``expr`` evaluated over broadcast ``operands`` into
+``out`` (any strides). Each operand is a tensor (loaded in its dtype, then cast to the dtype the
+expression computes in) or a Python number (a kernel argument of that compute dtype). Dims
+are collapsed first (size-1 dims dropped, neighbours merged where every operand is contiguous
+across them), so contiguous same-shape operands index with the linear offset alone and
+strided/broadcast ones decompose it into at most the collapsed rank. Offsets are 32-bit
+unless some extent needs 64.
+"""
+
+from __future__ import annotations
+
+from ember._src import dtypes as dt
+
+from . import _compile
+from ._exprs import PRELUDE
+from ._streams import current_handle
+
+TRITON = {
+    dt.float16: "fp16", dt.bfloat16: "bf16", dt.float32: "fp32", dt.float64: "fp64", dt.int8: "i8",
+    dt.uint8: "u8", dt.int16: "i16", dt.int32: "i32", dt.int64: "i64", dt.bool: "i1",
+}
+TL = {
+    dt.float16: "tl.float16", dt.bfloat16: "tl.bfloat16", dt.float32: "tl.float32", dt.float64: "tl.float64",
+    dt.int8: "tl.int8", dt.uint8: "tl.uint8", dt.int16: "tl.int16", dt.int32: "tl.int32", dt.int64: "tl.int64",
+    dt.bool: "tl.int1",
+}
+HEADER = "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n\n" + PRELUDE
+_INT31 = (1 << 31) - 1
+
+
+def scalar_arg_type(compute) -> str:
+    """The kernel-argument type a Python number is passed as, computing in ``compute``."""
+    if compute is dt.float64:
+        return "fp64"
+    if compute.is_floating_point:
+        return "fp32"
+    if compute is dt.bool:
+        raise NotImplementedError("a Python number operand of a boolean CUDA kernel")
+    return "i64"
+
+
+def _scalar_value(value, compute):
+    if compute.is_floating_point:
+        return float(value)
+    return int(value)
+
+
+def collapse(shape: tuple, strides: list) -> tuple:
+    """Drops size-1 dims and merges neighbours contiguous in every operand. Returns (shape, strides)."""
+    dims = [d for d, s in enumerate(shape) if s != 1]
+    if not dims:
+        return (1,), [(0,) for _ in strides]
+    out_shape = [shape[dims[0]]]
+    out_strides = [[st[dims[0]]] for st in strides]
+    for d in dims[1:]:
+        size = shape[d]
+        if all(cur[-1] == st[d] * size for cur, st in zip(out_strides, strides)):
+            out_shape[-1] *= size
+            for cur, st in zip(out_strides, strides):
+                cur[-1] = st[d]
+        else:
+            out_shape.append(size)
+            for cur, st in zip(out_strides, strides):
+                cur.append(st[d])
+    return tuple(out_shape), [tuple(s) for s in out_strides]
+
+
+def _broadcast_strides(t, ndim: int, shape: tuple) -> tuple:
+    lead = ndim - t.ndim
+    strides = [0] * lead
+    for d, (size, st) in enumerate(zip(t._shape, t._stride)):
+        strides.append(0 if size == 1 and shape[lead + d] != 1 else st)
+    return tuple(strides)
+
+
+def _source(expr: str, spec: tuple, out_dtype, ndim: int, linear: tuple, idx64: bool) -> tuple:
+    """(source, signature) of the kernel; ``spec`` is per operand ("t", load, compute) or ("s", compute)."""
+    args = ["p_out"]
+    sig = {"p_out": "*" + TRITON[out_dtype]}
+    for i, s in enumerate(spec):
+        if s[0] == "t":
+            args.append(f"p{i}")
+            sig[f"p{i}"] = "*" + TRITON[s[1]]
+        else:
+            args.append(f"s{i}")
+            sig[f"s{i}"] = scalar_arg_type(s[1])
+    args.append("n")
+    sig["n"] = "i64" if idx64 else "i32"
+    itype = "i64" if idx64 else "i32"
+    tensors = ["out"] + [f"{i}" for i, s in enumerate(spec) if s[0] == "t"]
+    for d in range(1, ndim):
+        args.append(f"S{d}")
+        sig[f"S{d}"] = itype
+    for j, name in enumerate(tensors):
+        if not linear[j]:
+            for d in range(ndim):
+                args.append(f"st{name}_{d}")
+                sig[f"st{name}_{d}"] = itype
+    args.append("BLOCK")
+    sig["BLOCK"] = "constexpr"
+    lines = ["@triton.jit", f"def k({', '.join(args[:-1])}, BLOCK: tl.constexpr):"]
+    pid = "tl.program_id(0).to(tl.int64)" if idx64 else "tl.program_id(0)"
+    lines.append(f"    offs = {pid} * BLOCK + tl.arange(0, BLOCK)")
+    lines.append("    mask = offs < n")
+    if not all(linear) and ndim > 1:
+        lines.append("    rem = offs")
+        for d in range(ndim - 1, 0, -1):
+            lines.append(f"    i{d} = rem % S{d}")
+            lines.append(f"    rem = rem // S{d}")
+        lines.append("    i0 = rem")
+    elif not all(linear):
+        lines.append("    i0 = offs")
+
+    def offset(j, name):
+        if linear[j]:
+            return "offs"
+        return " + ".join(f"i{d} * st{name}_{d}" for d in range(ndim))
+
+    t = 1
+    for i, s in enumerate(spec):
+        if s[0] == "t":
+            lines.append(f"    x{i} = tl.load(p{i} + ({offset(t, str(i))}), mask=mask).to({TL[s[2]]})")
+            t += 1
+        else:
+            lines.append(f"    x{i} = s{i}")
+    lines.append(f"    r = {expr.format(*[f'x{i}' for i in range(len(spec))])}")
+    lines.append(f"    tl.store(p_out + ({offset(0, 'out')}), r.to({TL[out_dtype]}), mask=mask)")
+    return HEADER + "\n".join(lines) + "\n", sig
+
+
+_PLANS: dict = {}
+BIG = 1 << 20  # elements past which the large-block configuration is used
+CONFIGS = {False: (1024, 4), True: (2048, 8)}  # big? -> (BLOCK, num_warps)
+
+
+def _plan(expr, spec, out_dtype, ndim, linear, idx64, aligned, big, index):
+    """(launcher, BLOCK) of the kernel for this operand class, compiled on first use."""
+    block, warps = CONFIGS[big]
+    key = (expr, spec, out_dtype, ndim, linear, idx64, aligned, block, warps, index)
+    entry = _PLANS.get(key)
+    if entry is None:
+        source, sig = _source(expr, spec, out_dtype, ndim, linear, idx64)
+        al = tuple(a for a in sig if a.startswith("p") or a == "n") if aligned else ()
+        entry = _PLANS[key] = (_compile.kernel(source, "k", sig, {"BLOCK": block}, al, warps, 1, index), block)
+    return entry
+
+
+# -- the small-op fast path ------------------------------------------------------------------------
+# Contiguous operands of one shape need no collapsing, broadcasting or extent checks: an op's
+# kernel caches (result dtype, expression, operand spec) per input dtype class and comes here.
+
+_SHAPES: dict = {}
+_FAST: dict = {}
+
+
+def contiguous_info(shape: tuple) -> tuple:
+    """(contiguous strides, numel) of ``shape``, cached."""
+    info = _SHAPES.get(shape)
+    if info is None:
+        n = 1
+        for s in shape:
+            n *= s
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        info = (tuple(strides), n)
+        if len(_SHAPES) < 4096:
+            _SHAPES[shape] = info
+    return info
+
+
+def linear_plan(expr: str, spec: tuple, out_dtype, aligned: bool, n: int, device) -> tuple:
+    """(launcher, BLOCK) for contiguous operands of one shape (callers cache it per operand class)."""
+    ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+    return _plan(expr, spec, out_dtype, 1, (True,) * ntensors, False, aligned, n > BIG, device.index or 0)
+
+
+def launch_linear(expr: str, spec: tuple, out, out_ptr: int, args: list, n: int, aligned: bool) -> None:
+    """``out`` and every tensor operand contiguous of one shape (n elements, 0 < n < 2**31); ``args`` are
+    the operands' data pointers and (already converted) scalar values, in order."""
+    index = out._device.index or 0
+    key = (expr, spec, out.dtype, aligned, n > BIG, index)
+    entry = _FAST.get(key)
+    if entry is None:
+        ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+        entry = _FAST[key] = _plan(expr, spec, out.dtype, 1, (True,) * ntensors, False, aligned, n > BIG, index)
+    launcher, block = entry
+    launcher(((n + block - 1) // block, 1, 1), current_handle(index), out_ptr, *args, n)
+
+
+def _launch_contiguous(expr, out, operands, computes, shape, strides, n) -> bool:
+    """The common case of ``launch``: every tensor operand contiguous with out's shape. False otherwise."""
+    out_ptr = out._storage._ptr + out._offset * out.dtype.itemsize
+    bits = out_ptr | n
+    args, spec = [], []
+    for op, c in zip(operands, computes):
+        if isinstance(op, (int, float, bool)):
+            args.append(_scalar_value(op, c))
+            spec.append(("s", c))
+        else:
+            if op._shape != shape or op._stride != strides:
+                return False
+            p = op._storage._ptr + op._offset * op.dtype.itemsize
+            bits |= p
+            args.append(p)
+            spec.append(("t", op.dtype, c))
+    spec = tuple(spec)
+    index = out._device.index or 0
+    ntensors = 1 + sum(1 for s in spec if s[0] == "t")
+    launcher, block = _plan(expr, spec, out.dtype, 1, (True,) * ntensors, False, not bits & 15, n > BIG, index)
+    launcher(((n + block - 1) // block, 1, 1), current_handle(index), out_ptr, *args, n)
+    return True
+
+
+def launch(expr: str, out, operands: list, computes: list) -> None:
+    """Writes ``expr`` over ``operands`` (tensors or numbers; each computed in ``computes[i]``) into
+    ``out``, broadcasting every tensor operand to ``out``'s shape."""
+    shape = out._shape
+    strides, n = _SHAPES.get(shape) or contiguous_info(shape)
+    if n == 0:
+        return
+    if out._stride == strides and n <= _INT31 and _launch_contiguous(expr, out, operands, computes, shape, strides,
+                                                                      n):
+        return
+    tensors = [out] + [op for op in operands if not isinstance(op, (int, float, bool))]
+    if all(t._shape == shape for t in tensors) and all(t._stride == out._stride for t in tensors) and \
+            out.is_contiguous():
+        cshape, cstrides = (n,), [(1,)] * len(tensors)
+    else:
+        ndim = len(shape)
+        cshape, cstrides = collapse(shape, [_broadcast_strides(t, ndim, shape) for t in tensors])
+    ndim = len(cshape)
+    contiguous = [1] * ndim
+    for d in range(ndim - 2, -1, -1):
+        contiguous[d] = contiguous[d + 1] * cshape[d + 1]
+    contiguous = tuple(contiguous)
+    linear = tuple(st == contiguous for st in cstrides)
+    extent = max([n] + [sum((s - 1) * abs(st) for s, st in zip(cshape, sts)) + 1 for sts in cstrides])
+    idx64 = extent > _INT31
+    spec = []
+    for op, c in zip(operands, computes):
+        if isinstance(op, (int, float, bool)):
+            spec.append(("s", c))
+        else:
+            spec.append(("t", op.dtype, c))
+    spec = tuple(spec)
+    ptrs = [t.data_ptr() for t in tensors]
+    aligned = all(p % 16 == 0 for p in ptrs) and n % 16 == 0 and all(linear)
+    big = n > BIG
+    index = out._device.index or 0
+    plan, block = _plan(expr, spec, out.dtype, ndim, linear, idx64, aligned, big, index)
+    args = [ptrs[0]]
+    t = 1
+    for op, c in zip(operands, computes):
+        if isinstance(op, (int, float, bool)):
+            args.append(_scalar_value(op, c))
+        else:
+            args.append(ptrs[t])
+            t += 1
+    args.append(n)
+    args.extend(cshape[1:])
+    for j, sts in enumerate(cstrides):
+        if not linear[j]:
+            args.extend(sts)
+    plan(((n + block - 1) // block, 1, 1), current_handle(index), *args)

@@ -1,0 +1,145 @@
+"""Triton expressions of the elementwise ops, by op name and class of compute dtype.
+
+Each entry is a format string over the operands' computed values (``{0}``, ``{1}`` ...;
+parameters of parameterized activations follow the tensor operand). "f" entries serve
+floating compute dtypes (float32, float64; float16/bfloat16 compute in float32), "i" entries
+integer ones and "b" bool. A missing class means the op has no CUDA kernel for that dtype
+(NotImplementedError naming op, dtype and device, never a silently wrong result).
+"""
+
+from __future__ import annotations
+
+from ember._src import dtypes as dt
+
+L = "libdevice."
+_NANMAX = "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"
+_NANMIN = "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"
+
+BINARY = {
+    "add": {"f": "{0} + {1}", "i": "{0} + {1}", "b": "{0} | {1}"},
+    "sub": {"f": "{0} - {1}", "i": "{0} - {1}"},
+    "mul": {"f": "{0} * {1}", "i": "{0} * {1}", "b": "{0} & {1}"},
+    "div": {"f": "_div({0}, {1})"},
+    "maximum": {"f": _NANMAX, "i": "tl.maximum({0}, {1})", "b": "{0} | {1}"},
+    "minimum": {"f": _NANMIN, "i": "tl.minimum({0}, {1})", "b": "{0} & {1}"},
+    "fmax": {"f": "tl.where({0} != {0}, {1}, tl.where({1} != {1}, {0}, tl.maximum({0}, {1})))",
+             "i": "tl.maximum({0}, {1})"},
+    "fmin": {"f": "tl.where({0} != {0}, {1}, tl.where({1} != {1}, {0}, tl.minimum({0}, {1})))",
+             "i": "tl.minimum({0}, {1})"},
+    "pow": {"f": L + "pow({0}, {1})"},
+    "atan2": {"f": L + "atan2({0}, {1})"},
+    "hypot": {"f": L + "hypot({0}, {1})"},
+    "copysign": {"f": L + "copysign({0}, {1})"},
+    "nextafter": {"f": L + "nextafter({0}, {1})"},
+    "logaddexp": {"f": "tl.where(({0} == {1}) & (tl.abs({0}) == float('inf')), {0}, tl.maximum({0}, {1}) + "
+                       + L + "log1p(" + L + "exp(-tl.abs({0} - {1}))))"},
+    "logaddexp2": {"f": "tl.where(({0} == {1}) & (tl.abs({0}) == float('inf')), {0}, tl.maximum({0}, {1}) + "
+                        + L + "log1p(" + L + "exp2(-tl.abs({0} - {1}))) * 1.4426950408889634)"},
+    "xlogy": {"f": "tl.where({1} != {1}, {1}, tl.where({0} == 0, 0.0, {0} * " + L + "log({1})))"},
+    "fmod": {"f": L + "fmod({0}, {1})", "i": "{0} % {1}"},
+    "remainder": {
+        "f": "_rem_f(" + L + "fmod({0}, {1}), {1})",
+        "i": "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), ({0} % {1}) + {1}, {0} % {1})"},
+    "floor_divide": {
+        "f": L + "floor(" + "_div({0}, {1}))",
+        "i": "({0} // {1}) - ((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0))).to({0}.dtype)"},
+    "eq": {"f": "{0} == {1}", "i": "{0} == {1}", "b": "{0} == {1}"},
+    "ne": {"f": "{0} != {1}", "i": "{0} != {1}", "b": "{0} != {1}"},
+    "lt": {"f": "{0} < {1}", "i": "{0} < {1}", "b": "{0}.to(tl.int8) < {1}.to(tl.int8)"},
+    "le": {"f": "{0} <= {1}", "i": "{0} <= {1}", "b": "{0}.to(tl.int8) <= {1}.to(tl.int8)"},
+    "gt": {"f": "{0} > {1}", "i": "{0} > {1}", "b": "{0}.to(tl.int8) > {1}.to(tl.int8)"},
+    "ge": {"f": "{0} >= {1}", "i": "{0} >= {1}", "b": "{0}.to(tl.int8) >= {1}.to(tl.int8)"},
+    "logical_and": {"f": "({0} != 0) & ({1} != 0)", "i": "({0} != 0) & ({1} != 0)", "b": "{0} & {1}"},
+    "logical_or": {"f": "({0} != 0) | ({1} != 0)", "i": "({0} != 0) | ({1} != 0)", "b": "{0} | {1}"},
+    "logical_xor": {"f": "({0} != 0) != ({1} != 0)", "i": "({0} != 0) != ({1} != 0)", "b": "{0} != {1}"},
+    "bitwise_and": {"i": "{0} & {1}", "b": "{0} & {1}"},
+    "bitwise_or": {"i": "{0} | {1}", "b": "{0} | {1}"},
+    "bitwise_xor": {"i": "{0} ^ {1}", "b": "{0} ^ {1}"},
+    "bitwise_left_shift": {"i": "{0} << {1}"},
+    "bitwise_right_shift": {"i": "{0} >> {1}"},
+}
+
+_SIGMOID = "_div(1.0, 1.0 + " + L + "exp(-{0}))"
+_SOFTPLUS = "tl.where({0} > 20.0, {0}, " + L + "log1p(" + L + "exp({0})))"
+
+UNARY = {
+    "abs": {"f": "tl.abs({0})", "i": "tl.abs({0})"},
+    "neg": {"f": "-{0}", "i": "-{0}"},
+    "sign": {"f": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)",
+             "i": "({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype)", "b": "{0}"},
+    "floor": {"f": L + "floor({0})", "i": "{0}"},
+    "ceil": {"f": L + "ceil({0})", "i": "{0}"},
+    "trunc": {"f": L + "trunc({0})", "i": "{0}"},
+    "round": {"f": L + "rint({0})", "i": "{0}"},
+    "frac": {"f": "{0} - " + L + "trunc({0})"},
+    "square": {"f": "{0} * {0}", "i": "{0} * {0}"},
+    "bitwise_not": {"i": "~{0}", "b": "{0} == 0"},
+    "reciprocal": {"f": "_div(1.0, {0})"},
+    "sigmoid": {"f": _SIGMOID},
+    "relu": {"f": "tl.where({0} < 0, 0, {0})", "i": "tl.where({0} < 0, 0, {0})"},
+    "relu6": {"f": "tl.where({0} != {0}, {0}, tl.minimum(tl.maximum({0}, 0.0), 6.0))",
+              "i": "tl.minimum(tl.maximum({0}, 0), 6)"},
+    "gelu": {"f": "0.5 * {0} * (1.0 + " + L + "erf({0} * 0.7071067811865476))"},
+    "gelu_tanh": {"f": "0.5 * {0} * (1.0 + " + L + "tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"},
+    "silu": {"f": "_div({0}, 1.0 + " + L + "exp(-{0}))"},
+    "mish": {"f": "{0} * " + L + "tanh(" + _SOFTPLUS + ")"},
+    "hardsigmoid": {"f": "tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0"},
+    "hardswish": {"f": "{0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0"},
+    "selu": {"f": "1.0507009873554805 * tl.where({0} > 0, {0}, 1.6732632423543772 * (" + L + "expm1({0})))"},
+    "softsign": {"f": "_div({0}, 1.0 + tl.abs({0}))"},
+    "tanhshrink": {"f": "{0} - " + L + "tanh({0})"},
+    "softplus": {"f": "tl.where({0} * {1} > {2}, {0}, " + L + "log1p(" + L + "exp({0} * {1})) / {1})"},
+    "elu": {"f": "tl.where({0} > 0, {0} * {2}, {1} * {2} * " + L + "expm1({0} * {3}))"},
+    "celu": {"f": "tl.where({0} > 0, {0}, {1} * " + L + "expm1({0} / {1}))"},
+    "leaky_relu": {"f": "tl.where({0} > 0, {0}, {0} * {1})"},
+    "hardtanh": {"f": "tl.where({0} != {0}, {0}, tl.minimum(tl.maximum({0}, {1}), {2}))",
+                 "i": "tl.minimum(tl.maximum({0}, {1}.to({0}.dtype)), {2}.to({0}.dtype))"},
+    "threshold": {"f": "tl.where({0} <= {1}, {2}, {0})", "i": "tl.where({0} <= {1}, {2}, {0})"},
+    "nan_to_num": {"f": "tl.where({0} != {0}, {1}, tl.where({0} == float('inf'), {2}, "
+                        "tl.where({0} == -float('inf'), {3}, {0})))", "i": "{0}"},
+    "isnan": {"f": "{0} != {0}", "i": "{0} != {0}", "b": "{0} != {0}"},
+    "isinf": {"f": "tl.abs({0}) == float('inf')", "i": "{0} != {0}", "b": "{0} != {0}"},
+    "isfinite": {"f": "tl.abs({0}) < float('inf')", "i": "{0} == {0}", "b": "{0} == {0}"},
+    "isposinf": {"f": "{0} == float('inf')", "i": "{0} != {0}", "b": "{0} != {0}"},
+    "isneginf": {"f": "{0} == -float('inf')", "i": "{0} != {0}", "b": "{0} != {0}"},
+    "signbit": {"f": L + "signbit({0}) != 0", "i": "{0} < 0", "b": "{0} != {0}"},
+    "logical_not": {"f": "{0} == 0", "i": "{0} == 0", "b": "{0} == 0"},
+}
+for _name in ("sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh "
+              "acosh atanh erf erfc erfinv lgamma").split():
+    UNARY[_name] = {"f": L + _name + "({0})"}
+
+# Helpers some expressions call, prepended to every generated module.
+PRELUDE = '''
+@triton.jit
+def _div(a, b):
+    # IEEE division: div_rn for float32 (Triton's / is approximate there); float64's / is exact
+    if b.dtype == tl.float64:
+        return a / b
+    else:
+        return libdevice.div_rn(a, b)
+
+
+@triton.jit
+def _rem_f(r, b):
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+'''
+
+
+def klass(compute) -> str:
+    if compute is dt.bool:
+        return "b"
+    return "f" if compute.is_floating_point else "i"
+
+
+def lookup(table: dict, name: str, compute) -> str:
+    entry = table.get(name)
+    expr = entry.get(klass(compute)) if entry else None
+    if expr is None:
+        from ember._src.ops._common import type_name
+
+        raise NotImplementedError(f"\"{name}_cuda\" not implemented for '{type_name(compute)}' (ember.ops.{name} "
+                                  f"has no CUDA kernel for this dtype)")
+    return expr

@@ -1,0 +1,108 @@
+"""The per-op hot path into ``libcuda``: kernel launches and async copies through ctypes.
+
+cuda-bindings' Python wrappers convert each argument generically (several microseconds a
+call); a ctypes function with fixed ``argtypes`` costs about one. Only calls made once per
+op live here; everything else goes through cuda-bindings (``_driver.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+_LIB: list = []
+
+_u64, _u32, _sz, _vp = ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p
+
+_SIGNATURES = {
+    "cuLaunchKernel": (_vp, _u32, _u32, _u32, _u32, _u32, _u32, _u32, _vp, _vp, _vp),
+    "cuMemcpyHtoDAsync_v2": (_u64, _vp, _sz, _vp),
+    "cuMemcpyDtoHAsync_v2": (_vp, _u64, _sz, _vp),
+    "cuMemcpyDtoDAsync_v2": (_u64, _u64, _sz, _vp),
+    "cuMemsetD8Async": (_u64, ctypes.c_ubyte, _sz, _vp),
+    "cuStreamSynchronize": (_vp,),
+}
+
+
+class _Lib:
+    def __init__(self):
+        lib = ctypes.CDLL("libcuda.so.1")
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes = argtypes
+            fn.restype = ctypes.c_int
+            setattr(self, name, fn)
+
+
+def lib() -> _Lib:
+    if not _LIB:
+        _LIB.append(_Lib())
+    return _LIB[0]
+
+
+def raise_for(code: int, what: str):
+    from ._driver import cuda_error
+
+    raise cuda_error(code, what)
+
+
+def memcpy_htod(dst: int, src: int, nbytes: int, stream: int) -> None:
+    rc = lib().cuMemcpyHtoDAsync_v2(dst, src, nbytes, stream)
+    if rc:
+        raise_for(rc, "cuMemcpyHtoDAsync")
+
+
+def memcpy_dtoh(dst: int, src: int, nbytes: int, stream: int) -> None:
+    rc = lib().cuMemcpyDtoHAsync_v2(dst, src, nbytes, stream)
+    if rc:
+        raise_for(rc, "cuMemcpyDtoHAsync")
+
+
+def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int) -> None:
+    rc = lib().cuMemcpyDtoDAsync_v2(dst, src, nbytes, stream)
+    if rc:
+        raise_for(rc, "cuMemcpyDtoDAsync")
+
+
+def memset8(dst: int, value: int, nbytes: int, stream: int) -> None:
+    rc = lib().cuMemsetD8Async(dst, value, nbytes, stream)
+    if rc:
+        raise_for(rc, "cuMemsetD8Async")
+
+
+def stream_synchronize(stream: int) -> None:
+    rc = lib().cuStreamSynchronize(stream)
+    if rc:
+        raise_for(rc, "cuStreamSynchronize")
+
+
+# Kernel argument kinds -> (struct code of an 8-byte slot).
+_SLOT = {"ptr": "Q", "i32": "i4x", "i64": "q", "fp32": "f4x", "fp64": "d", "u64": "Q"}
+
+
+class Launcher:
+    """Launches one compiled kernel: its arguments are packed into a reused 8-byte-slot buffer
+    whose slot addresses form the ``kernelParams`` array, so a launch is one ``pack_into``
+    and one ctypes call. The driver copies the values at launch, so reusing the buffer is safe
+    (launches from one thread at a time: the GIL is held between the pack and the call)."""
+
+    __slots__ = ("fn", "block", "shared", "_fmt", "_buf", "_params", "_launch", "name")
+
+    def __init__(self, function: int, kinds: list, num_warps: int, shared: int, name: str = "kernel"):
+        self.fn = ctypes.c_void_p(function)
+        self.block = 32 * num_warps
+        self.shared = shared
+        self.name = name
+        kinds = list(kinds) + ["ptr", "ptr"]  # Triton's global and profile scratch pointers (null)
+        self._fmt = struct.Struct("<" + "".join(_SLOT[k] for k in kinds))
+        self._buf = ctypes.create_string_buffer(8 * len(kinds))
+        base = ctypes.addressof(self._buf)
+        self._params = (ctypes.c_void_p * len(kinds))(*[base + 8 * i for i in range(len(kinds))])
+        self._launch = lib().cuLaunchKernel
+
+    def __call__(self, grid, stream: int, *args) -> None:
+        self._fmt.pack_into(self._buf, 0, *args, 0, 0)
+        gx, gy, gz = grid if len(grid) == 3 else (tuple(grid) + (1, 1))[:3]
+        rc = self._launch(self.fn, gx, gy, gz, self.block, 1, 1, self.shared, stream, self._params, None)
+        if rc:
+            raise_for(rc, f"cuLaunchKernel({self.name})")

@@ -1,0 +1,138 @@
+"""Copies and factories on CUDA: copy_, clone, _to_copy, empty, full, arange_affine, and the
+view ops (metadata only, so the CPU functions serve every device).
+
+``device_copy(dst, src)`` is the one strided copy between CUDA tensors (any strides, dtype
+conversion, broadcasting src to dst): a ``cuMemcpyDtoDAsync`` when both are contiguous
+with one dtype, else a generated elementwise kernel.
+"""
+
+from __future__ import annotations
+
+from ember._src import dtypes as dt
+from ember._src.device import CPU, META
+from ember._src.dispatch import OPS
+from ember._src.ops import views as vw
+from ember._src.ops._common import check_write
+from ember._src.tensor import new_empty_tensor
+
+from . import _fastcall, _storage
+from ._elementwise import launch
+from ._streams import current_handle
+
+
+def device_copy(dst, src) -> None:
+    """dst <- src, both on CUDA; src broadcast to dst's shape, converted to dst's dtype."""
+    if dst._device is not src._device:
+        if dst._device.type == "cuda" and src._device.type == "cuda":
+            _peer_copy(dst, src)
+            return
+        _storage.copy(dst, src)
+        return
+    n = dst.numel()
+    if n == 0:
+        return
+    if src.dtype.is_complex or dst.dtype.is_complex:
+        raise NotImplementedError("complex tensors have no CUDA kernels in ember")
+    if src.dtype is dst.dtype and src._shape == dst._shape and src.is_contiguous() and dst.is_contiguous():
+        index = dst._device.index or 0
+        _fastcall.memcpy_dtod(dst.data_ptr(), src.data_ptr(), n * dst.dtype.itemsize, current_handle(index))
+        return
+    if dst.dtype is dt.bool and src.dtype is not dt.bool:
+        launch("{0} != 0", dst, [src], [src.dtype if src.dtype not in (dt.float16, dt.bfloat16) else dt.float32])
+        return
+    launch("{0}", dst, [src], [src.dtype])
+
+
+def _peer_copy(dst, src) -> None:
+    """Between two GPUs: through a contiguous staging copy and ``cuMemcpyPeerAsync``."""
+    from . import _driver
+
+    tmp_src = src if (src.is_contiguous() and src._shape == dst._shape) else _contiguous_as(src, dst._shape)
+    tmp_dst = dst if dst.is_contiguous() and dst.dtype is src.dtype else new_empty_tensor(dst._shape, src.dtype,
+                                                                                           dst._device)
+    drv = _driver._driver()
+    ctx_dst = _driver.ensure_context(dst._device.index or 0)
+    ctx_src = _driver.ensure_context(src._device.index or 0)
+    n = dst.numel() * src.dtype.itemsize
+    _driver.check(drv.cuMemcpyPeerAsync(tmp_dst.data_ptr(), ctx_dst, tmp_src.data_ptr(), ctx_src, n,
+                                        current_handle(src._device.index or 0)), "cuMemcpyPeerAsync")
+    _driver.check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+    if tmp_dst is not dst:
+        device_copy(dst, tmp_dst)
+
+
+def _contiguous_as(src, shape):
+    out = new_empty_tensor(shape, src.dtype, src._device)
+    device_copy(out, src)
+    return out
+
+
+def _copy_(self, src, non_blocking: bool = False):
+    if src is self or (src._storage is self._storage and src.dtype is self.dtype and src._offset == self._offset
+                       and src._stride == self._stride and src._shape == self._shape):
+        self._storage.version += 1
+        return self
+    check_write(self, (src,))
+    vw._copy_check(self, src)
+    if src._device is META:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if src._device.type == "cuda" and src._storage is self._storage and vw._overlaps(self, src):
+        src = src.clone()
+    if src._device.type == "cpu":
+        _storage.copy(self, src, non_blocking)
+    else:
+        device_copy(self, src)
+    self._storage.version += 1
+    return self
+
+
+def _clone(self):
+    out = vw._empty_preserving(self)
+    device_copy(out, self)
+    return out
+
+
+def _to_copy(self, *, dtype=None, device=None):
+    dtype = self.dtype if dtype is None else dtype
+    device = self._device if device is None else device
+    if device.type == "cuda" and device.index is None:
+        device = self._device if self._device.type == "cuda" else device
+    if device is META:
+        return new_empty_tensor(self._shape, dtype, META)
+    out = new_empty_tensor(self._shape, dtype, device)
+    if device.type == "cpu":
+        _storage.copy(out, self)
+    else:
+        device_copy(out, self)
+    return out
+
+
+def _empty(size, *, dtype=None, device=None):
+    return new_empty_tensor(size, dtype, device)
+
+
+def _full(size, fill_value, *, dtype=None, device=None):
+    if fill_value == 0 and not (isinstance(fill_value, float) and str(fill_value).startswith("-")):
+        return new_empty_tensor(size, dtype, device, zero=True)
+    t = new_empty_tensor(size, dtype, device)
+    OPS["fill_"].kernels["cuda"](t, fill_value)
+    return t
+
+
+def _arange_affine(n, start, step, *, dtype, device):
+    host = OPS["arange_affine"].kernels["cpu"](n, start, step, dtype=dtype, device=CPU)
+    out = new_empty_tensor((n,), dtype, device)
+    _storage.copy(out, host)
+    return out
+
+
+def register() -> None:
+    for op in OPS.values():
+        if "view" in op.tags and "cpu" in op.kernels and "cuda" not in op.kernels:
+            op.kernels["cuda"] = op.kernels["cpu"]
+    OPS["copy_"].kernels["cuda"] = _copy_
+    OPS["clone"].kernels["cuda"] = _clone
+    OPS["_to_copy"].kernels["cuda"] = _to_copy
+    OPS["empty"].kernels["cuda"] = _empty
+    OPS["full"].kernels["cuda"] = _full
+    OPS["arange_affine"].kernels["cuda"] = _arange_affine

@@ -1,0 +1,54 @@
+"""The plugin object the core loads through the ``ember.plugins`` entry point "cuda".
+
+``install()`` always makes the API module available (``ember.cuda.<name>``); the "cuda"
+backend and the kernels are registered only when a CUDA device is present, so a machine
+without one behaves exactly like a CPU-only install (``device="cuda"`` raises the
+AssertionError of PyTorch's CPU build).
+"""
+
+from __future__ import annotations
+
+from . import api
+
+
+class CudaPlugin:
+    api = api
+
+    def __init__(self):
+        self.installed = False
+
+    def is_available(self) -> bool:
+        return api.is_available()
+
+    def install(self) -> None:
+        if self.installed or not api.is_available():
+            return
+        self.installed = True
+        from ember._src.device import Backend, register_backend
+        from ember._src.tensor import Tensor
+
+        from . import (
+            _ops_attention,
+            _ops_conv,
+            _ops_copy,
+            _ops_index,
+            _ops_matmul,
+            _ops_pointwise,
+            _ops_reduce,
+            _ops_rows,
+            _random,
+            _storage,
+        )
+
+        for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul,
+                       _ops_index, _random):
+            module.register()
+        register_backend(Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
+                                 is_pinned=_storage.is_pinned, device_count=api.device_count))
+        Tensor.record_stream = lambda self, stream: api.record_stream(self, stream)
+        import ember.backends
+
+        ember.backends.cuda.is_built = lambda: True
+
+
+plugin = CudaPlugin()

@@ -1,0 +1,245 @@
+"""CUDA storages, the "cuda" backend's allocate/copy, and pinned host memory.
+
+A ``CudaStorage`` is what a CUDA tensor views: a block from the caching allocator, given back
+when the storage is collected (the last view gone). Copies between the host and the device
+go through the driver's async copies on the current stream; anything non-contiguous or of
+another dtype is first made contiguous on the side that has the kernels for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ember._src.device import device as _device
+from ember._src.tensor import make_tensor as _make_tensor
+
+from . import _allocator, _driver, _fastcall
+from ._streams import current_handle
+
+_DEVICES: dict = {}
+_ALLOCATORS: dict = {}  # device index -> DeviceAllocator (a module-level cache for the per-op path)
+
+
+class CudaStorage:
+    __slots__ = ("_ptr", "_nbytes", "_block", "device", "version", "inference", "__weakref__")
+    device_type = "cuda"
+
+    def __init__(self, nbytes: int, index: int):
+        self._nbytes = nbytes
+        dev = _DEVICES.get(index)
+        if dev is None:
+            dev = _DEVICES[index] = _device("cuda", index)
+        self.device = dev
+        self.version = 0
+        self.inference = False
+        if nbytes == 0:
+            self._ptr, self._block = 0, None
+            return
+        alloc = _ALLOCATORS.get(index)
+        if alloc is None:
+            alloc = _ALLOCATORS[index] = _allocator.allocator(index)
+        self._block = block = alloc.malloc(nbytes, current_handle(index))
+        self._ptr = block.ptr
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    size = nbytes
+
+    def __len__(self) -> int:
+        return self._nbytes
+
+    def is_shared(self) -> bool:
+        return False
+
+    def record_stream(self, stream) -> None:
+        block = self._block
+        if block is not None and stream.cuda_stream != block.stream:
+            if block.streams is None:
+                block.streams = set()
+            block.streams.add(stream.cuda_stream)
+
+    def __del__(self):
+        block = getattr(self, "_block", None)  # absent when the allocation itself failed
+        if block is not None:
+            self._block = None
+            try:
+                _ALLOCATORS[block.device].release(block, self._nbytes)
+            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: the driver is gone
+                pass
+
+    def __repr__(self) -> str:
+        return f"<CudaStorage {self._nbytes} bytes at {hex(self._ptr)} on {self.device}>"
+
+
+def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
+    index = (dev.index if dev is not None and dev.index is not None else _driver.current_index())
+    _driver.ensure_context(index)
+    storage = CudaStorage(nbytes, index)
+    if zero and nbytes:
+        _fastcall.memset8(storage._ptr, 0, nbytes, current_handle(index))
+    return storage
+
+
+_GRAD = None
+
+
+def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
+    """A fresh contiguous CUDA tensor (the small-op fast path of ``new_empty_tensor``)."""
+    global _GRAD
+    if _GRAD is None:
+        from ember._src import grad_mode
+
+        _GRAD = grad_mode.STATE
+    index = dev.index or 0
+    _driver.ensure_context(index)
+    storage = CudaStorage(n * dtype.itemsize, index)
+    if _GRAD.inference:
+        storage.inference = True
+    return _make_tensor(storage, shape, strides, 0, dtype, dev)
+
+
+# -- copies -----------------------------------------------------------------------------------
+
+
+def _is_dense_contiguous(t) -> bool:
+    return t.is_contiguous()
+
+
+def _host_contiguous(t, dtype):
+    """``t`` (CPU) as a contiguous CPU tensor of ``dtype``."""
+    if t.dtype is not dtype:
+        t = t.to(dtype)
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def copy(dst, src, non_blocking: bool = False) -> None:
+    """dst <- src where either lives on CUDA (the backend's ``copy``); shapes already checked/broadcast."""
+    from ._ops_copy import device_copy
+
+    if dst._device.type == "cuda" and src._device.type == "cuda":
+        device_copy(dst, src)
+        return
+    if dst._device.type == "cuda":  # host -> device
+        index = dst._device.index or 0
+        _driver.ensure_context(index)
+        if src._shape != dst._shape:
+            src = src.expand(dst._shape)
+        host = _host_contiguous(src, dst.dtype)
+        n = host.numel() * dst.dtype.itemsize
+        stream = current_handle(index)
+        if dst.is_contiguous():
+            if n:
+                _fastcall.memcpy_htod(dst.data_ptr(), host.data_ptr(), n, stream)
+        else:
+            from ember._src.tensor import new_empty_tensor
+
+            tmp = new_empty_tensor(dst._shape, dst.dtype, dst._device)
+            if n:
+                _fastcall.memcpy_htod(tmp.data_ptr(), host.data_ptr(), n, stream)
+            device_copy(dst, tmp)
+        if not (non_blocking and is_pinned(host)):
+            _fastcall.stream_synchronize(stream)
+        else:
+            _keep_until_done(host, index, stream)
+        return
+    # device -> host
+    index = src._device.index or 0
+    _driver.ensure_context(index)
+    stream = current_handle(index)
+    if not src.is_contiguous() or src._shape != dst._shape:
+        from ember._src.tensor import new_empty_tensor
+
+        tmp = new_empty_tensor(dst._shape, src.dtype, src._device)
+        device_copy(tmp, src.expand(dst._shape) if src._shape != dst._shape else src)
+        src = tmp
+    direct = dst.is_contiguous() and dst.dtype is src.dtype
+    if direct:
+        host = dst
+    else:
+        from ember._src.tensor import new_empty_tensor
+
+        host = new_empty_tensor(src._shape, src.dtype, _device("cpu"))
+    n = src.numel() * src.dtype.itemsize
+    if n:
+        _fastcall.memcpy_dtoh(host.data_ptr(), src.data_ptr(), n, stream)
+    if not (non_blocking and direct and is_pinned(dst)):
+        _fastcall.stream_synchronize(stream)
+        from ._ops_index import check_device_errors
+
+        check_device_errors()
+    if not direct:
+        from ember import _C
+
+        _C.copy_(dst, host)
+
+
+_INFLIGHT: list = []  # (event, host tensor) kept alive until an async copy from pinned memory is done
+
+
+def _keep_until_done(host, index: int, stream: int) -> None:
+    from ._streams import Event, Stream
+
+    ev = Event()
+    ev.record(Stream(index, _handle=stream))
+    _INFLIGHT.append((ev, host))
+    while _INFLIGHT and _INFLIGHT[0][0].query():
+        _INFLIGHT.pop(0)
+
+
+# -- pinned host memory --------------------------------------------------------------------------
+
+
+class _PinnedBuffer:
+    """Page-locked host memory from ``cuMemHostAlloc``; freed when the CPU storage viewing it goes."""
+
+    def __init__(self, nbytes: int):
+        _driver.ensure_context(_driver.current_index())
+        drv = _driver._driver()
+        self.ptr = int(_driver.check(drv.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
+        self.nbytes = nbytes
+        _PINNED[self.ptr] = nbytes
+
+    def __del__(self):
+        _PINNED.pop(self.ptr, None)
+        try:
+            _driver._driver().cuMemFreeHost(self.ptr)
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
+            pass
+
+
+_PINNED: dict = {}  # base address -> size of every live pinned buffer
+
+
+def pin_memory(t):
+    from ember import _C
+    from ember._src.shapes import contiguous_strides
+    from ember._src.tensor import make_tensor
+
+    nbytes = t.numel() * t.dtype.itemsize
+    buf = _PinnedBuffer(nbytes)
+    storage = _C.Storage.borrow(buf.ptr, nbytes, buf)
+    out = make_tensor(storage, t._shape, contiguous_strides(t._shape), 0, t.dtype, _device("cpu"))
+    if nbytes:
+        _C.copy_(out, t)
+    return out
+
+
+def is_pinned(t) -> bool:
+    if not _PINNED or t._device.type != "cpu":
+        return False
+    p = t._storage.data_ptr()
+    for base, size in _PINNED.items():
+        if base <= p < base + max(size, 1):
+            return True
+    return False
+
+
+def host_buffer(nbytes: int):
+    """A ctypes view of fresh page-locked memory (for tests and staging)."""
+    buf = _PinnedBuffer(nbytes)
+    return buf, (ctypes.c_char * nbytes).from_address(buf.ptr)
+

@@ -1,0 +1,342 @@
+"""The tensor collectives and point-to-point calls of ``torch.distributed``.
+
+Each function checks its arguments the way PyTorch does, turns global ranks (``src``/``dst``)
+into group ranks, lays lists of tensors out as one flat buffer where MPI needs one, and lets the
+group's engine start the operation: ``async_op=True`` returns the ``Work``, otherwise it is
+waited on here (``None`` is returned, as PyTorch does). A rank outside ``group`` returns at once.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from ._backend import ReduceOp, as_red_op
+from ._buffers import check_tensor
+from ._debug import check_fingerprint
+from ._world import GroupMember, resolve
+
+_SUM = ReduceOp.SUM
+
+
+def _finish(work, async_op: bool):
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _group_rank(pg, global_rank, group_rank, name: str) -> int:
+    if group_rank is not None:
+        if global_rank is not None and pg._ranks[group_rank] != global_rank:
+            raise ValueError(f"Can not specify both {name} and group_{name}")
+        rank = int(group_rank)
+    else:
+        if global_rank not in pg._ranks:
+            if pg is GroupMember.WORLD:  # gloo checks the root itself
+                raise RuntimeError(f"invalid root rank: {global_rank}")
+            raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+        return pg._ranks.index(global_rank)
+    if not 0 <= rank < pg.size():
+        raise ValueError(f"Group rank {rank} is not part of group {pg}")
+    return rank
+
+
+def _not_member(group) -> bool:
+    return group is GroupMember.NON_GROUP_MEMBER
+
+
+def _flat(tensors):
+    """One contiguous 1-D tensor holding ``tensors`` back to back."""
+    return ember.cat([t.reshape(-1) for t in tensors]) if tensors else None
+
+
+def _check_same(tensors, like, what: str) -> None:
+    for i, t in enumerate(tensors):
+        check_tensor(t, what)
+        if t.dtype != like.dtype:
+            raise ValueError(f"Invalid usage of tensors with different dtypes: found {t.dtype} and {like.dtype}")
+        if t.numel() != like.numel():
+            raise RuntimeError(f"{what}: invalid tensor size at index {i} (expected {tuple(like.shape)}, "
+                               f"got {tuple(t.shape)})")
+
+
+def _scatter_back(flat, tensors):
+    """Copies consecutive pieces of ``flat`` into ``tensors``."""
+    start = 0
+    for t in tensors:
+        n = t.numel()
+        t.copy_(flat[start:start + n].reshape(t.shape))
+        start += n
+
+
+def all_reduce(tensor, op=_SUM, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    check_fingerprint(pg, "allreduce", [tensor])
+    work = pg.engine_for(tensor).allreduce(tensor, as_red_op(op))
+    return _finish(work, async_op)
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    root = _group_rank(pg, src, group_src, "src")
+    check_fingerprint(pg, "broadcast", [tensor])
+    return _finish(pg.engine_for(tensor).broadcast(tensor, root), async_op)
+
+
+def reduce(tensor, dst=None, op=_SUM, group=None, async_op=False, group_dst=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    check_fingerprint(pg, "reduce", [tensor])
+    return _finish(pg.engine_for(tensor).reduce(tensor, root, as_red_op(op)), async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    if not isinstance(tensor_list, list) or len(tensor_list) != pg.size():
+        got = len(tensor_list) if isinstance(tensor_list, list) else type(tensor_list).__name__
+        raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
+    _check_same(tensor_list, tensor, "tensor_list")
+    check_fingerprint(pg, "allgather", [tensor])
+    flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
+    work = pg.engine_for(tensor).allgather(flat, tensor)
+    work._finish = _chain(work._finish, lambda: _scatter_back(flat, tensor_list))
+    work._outputs = tensor_list
+    return _finish(work, async_op)
+
+
+def _chain(first, second):
+    def both():
+        if first is not None:
+            first()
+        second()
+    return both
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(output_tensor, "output_tensor")
+    check_tensor(input_tensor, "input_tensor")
+    pg = resolve(group)
+    if output_tensor.dtype != input_tensor.dtype:
+        raise ValueError("output tensor must have the same type as input tensor")
+    if output_tensor.numel() != input_tensor.numel() * pg.size():
+        raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
+    check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
+    return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    if dst is None and group_dst is None:
+        dst = 0
+    root = _group_rank(pg, dst, group_dst, "dst")
+    flat = None
+    if pg.rank() == root:
+        if not gather_list or len(gather_list) != pg.size():
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        _check_same(gather_list, tensor, "gather_list")
+        flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
+    elif gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    work = pg.engine_for(tensor).gather(flat, tensor, root)
+    if flat is not None:
+        work._finish = _chain(work._finish, lambda: _scatter_back(flat, gather_list))
+    return _finish(work, async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    if src is None and group_src is None:
+        src = 0
+    root = _group_rank(pg, src, group_src, "src")
+    flat = None
+    if pg.rank() == root:
+        if not scatter_list or len(scatter_list) != pg.size():
+            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+        _check_same(scatter_list, tensor, "scatter_list")
+        flat = _flat(scatter_list)
+    elif scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    return _finish(pg.engine_for(tensor).scatter(tensor, flat, root), async_op)
+
+
+def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(output, "output")
+    pg = resolve(group)
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors (the group size)")
+    _check_same(input_list, output, "input_list")
+    check_fingerprint(pg, "reduce_scatter", [output])
+    return _finish(pg.engine_for(output).reduce_scatter(output, _flat(input_list), as_red_op(op)), async_op)
+
+
+def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(output, "output")
+    check_tensor(input, "input")
+    pg = resolve(group)
+    if output.dtype != input.dtype:
+        raise ValueError("input tensor must be the same type as the output tensor")
+    if input.numel() != output.numel() * pg.size():
+        raise RuntimeError("input tensor must be the same size as output size times world size")
+    check_fingerprint(pg, "reduce_scatter_tensor", [output])
+    return _finish(pg.engine_for(output).reduce_scatter(output, input, as_red_op(op)), async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op=False):
+    if _not_member(group):
+        return None
+    check_tensor(output, "output")
+    check_tensor(input, "input")
+    pg = resolve(group)
+    if output.dtype != input.dtype:
+        raise ValueError("input tensor must be the same type as the output tensor")
+    size = pg.size()
+
+    def splits(tensor, given, name):
+        row = tensor.numel() // tensor.shape[0] if tensor.dim() and tensor.shape[0] else 0
+        if given is None or len(given) == 0:
+            if tensor.dim() == 0 or tensor.shape[0] % size:
+                raise ValueError(f"{name}: dimension 0 of size {tensor.shape[0] if tensor.dim() else 0} "
+                                 f"is not divisible by the group size {size}")
+            return [tensor.numel() // size] * size
+        if len(given) != size:
+            raise ValueError(f"{name} must have {size} entries (the group size), got {len(given)}")
+        if sum(given) != (tensor.shape[0] if tensor.dim() else 0):
+            raise ValueError(f"Split sizes doesn't match total dim 0 size: {sum(given)} vs {tensor.shape[0]}")
+        return [int(n) * row for n in given]
+
+    out_splits = splits(output, output_split_sizes, "output_split_sizes")
+    in_splits = splits(input, input_split_sizes, "input_split_sizes")
+    return _finish(pg.engine_for(input).alltoall(output, input, out_splits, in_splits), async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    size = pg.size()
+    if len(output_tensor_list) != size or len(input_tensor_list) != size:
+        raise ValueError(f"all_to_all: both lists must hold {size} tensors (the group size)")
+    like = input_tensor_list[0]
+    for t in list(output_tensor_list) + list(input_tensor_list):
+        check_tensor(t)
+        if t.dtype != like.dtype:
+            raise ValueError("all_to_all: every tensor must have the same dtype")
+    flat_in = _flat(input_tensor_list)
+    flat_out = ember.empty(sum(t.numel() for t in output_tensor_list), dtype=like.dtype)
+    work = pg.engine_for(like).alltoall(
+        flat_out, flat_in, [t.numel() for t in output_tensor_list], [t.numel() for t in input_tensor_list]
+    )
+    work._finish = _chain(work._finish, lambda: _scatter_back(flat_out, output_tensor_list))
+    work._outputs = output_tensor_list
+    return _finish(work, async_op)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    check_fingerprint(pg, "barrier", [])
+    return _finish(pg._engine.barrier(), async_op)
+
+
+# -- point to point ------------------------------------------------------------------------
+
+
+def _peer(pg, peer, group_peer, name):
+    rank = _group_rank(pg, peer, group_peer, name)
+    if rank == pg.rank():
+        which = "destination" if name == "dst" else "source"
+        raise ValueError(f"Invalid {which} rank: {which} rank should not be the same as the rank of the "
+                         "current process.")
+    return rank
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    return pg.engine_for(tensor).send(tensor, _peer(pg, dst, group_dst, "dst"), tag)
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    if _not_member(group):
+        return None
+    check_tensor(tensor)
+    pg = resolve(group)
+    peer = None if src is None and group_src is None else _peer(pg, src, group_src, "src")
+    return pg.engine_for(tensor).recv(tensor, peer, tag)
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
+    work = isend(tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
+    """Receives into ``tensor``; returns the sender's global rank (-1 outside the group)."""
+    work = irecv(tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
+    return work.source_rank()
+
+
+class P2POp:
+    """One send or receive for ``batch_isend_irecv``: ``P2POp(isend, tensor, peer)``."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        check_tensor(tensor)
+        self.op, self.tensor, self.peer = op, tensor, peer
+        self.group, self.tag, self.group_peer = group, tag, group_peer
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Starts every send and receive of the list at once; returns their ``Work``s."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+        else:
+            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    return works
+
+
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """PyTorch 2.13's name for ``all_gather_into_tensor``."""
+    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
+    """PyTorch 2.13's name for ``reduce_scatter_tensor``."""
+    return reduce_scatter_tensor(output, input, op, group, async_op)

@@ -1,0 +1,381 @@
+"""``DistributedDataParallel``: data-parallel training with gradients averaged during backward.
+
+Parameters are grouped into buckets (reverse registration order, which approximates the order
+backward produces gradients; the first bucket is capped at 1 MiB so communication starts early,
+the others at ``bucket_cap_mb``). A post-accumulate-grad hook on each parameter marks it ready;
+when a bucket's last parameter is ready its gradients are flattened and the comm hook (default:
+average by all-reduce) starts asynchronously, while backward goes on computing the next
+buckets. Buckets launch in index order on every rank, so the collectives match across ranks.
+The hook of the last parameter waits for every bucket and writes the averaged gradients back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import ember
+import ember.autograd  # noqa: F401 - installs Tensor.register_post_accumulate_grad_hook
+from ember import nn
+
+from . import _collectives as C
+from ._backend import ReduceOp
+from ._world import resolve
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+class GradBucket:
+    """What a comm hook gets (``torch.distributed.GradBucket``): one flat buffer of gradients."""
+
+    def __init__(self, index: int, buffer, params, is_last: bool):
+        self._index = index
+        self._buffer = buffer
+        self._params = params
+        self._is_last = is_last
+
+    def index(self) -> int:
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def set_buffer(self, buffer) -> None:
+        self._buffer = buffer
+
+    def parameters(self) -> list:
+        return list(self._params)
+
+    def gradients(self) -> list:
+        out, start = [], 0
+        for p in self._params:
+            out.append(self._buffer[start:start + p.numel()].view(p.shape))
+            start += p.numel()
+        return out
+
+    def is_last(self) -> bool:
+        return self._is_last
+
+
+def _default_allreduce_hook(group, bucket: GradBucket):
+    """Average: divide by the world size, then sum over the ranks."""
+    buffer = bucket.buffer()
+    buffer.div_(resolve(group).size())
+    return C.all_reduce(buffer, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
+
+
+def assign_buckets(params, cap_bytes: int, first_cap_bytes: int = _FIRST_BUCKET_BYTES) -> list[list[int]]:
+    """Parameter indices per bucket: reverse order, one dtype per bucket, by size."""
+    buckets, open_by_dtype = [], {}
+    for index in reversed(range(len(params))):
+        p = params[index]
+        cap = first_cap_bytes if not buckets else cap_bytes
+        current = open_by_dtype.get(p.dtype)
+        if current is None:
+            current = [[], 0]
+            open_by_dtype[p.dtype] = current
+            buckets.append(current)
+        current[0].append(index)
+        current[1] += p.numel() * p.element_size()
+        if current[1] >= cap:
+            del open_by_dtype[p.dtype]
+    return [indices for indices, _ in buckets]
+
+
+class DistributedDataParallel(nn.Module):
+    """``torch.nn.parallel.DistributedDataParallel`` on the MPI engine (CPU tensors)."""
+
+    def __init__(
+        self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True, init_sync=True,
+        process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
+        gradient_as_bucket_view=False, static_graph=False, delay_all_reduce_named_params=None,
+        param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
+        skip_all_reduce_unused_params=False,
+    ):
+        super().__init__()
+        if not any(p.requires_grad for p in module.parameters()):
+            raise RuntimeError(
+                "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
+                "gradient."
+            )
+        if device_mesh is not None and process_group is not None:
+            raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
+        self.module = module
+        self.process_group = device_mesh.get_group() if device_mesh is not None else process_group
+        self._group = resolve(self.process_group)
+        self.device_ids = device_ids
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.static_graph = static_graph
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        self._params = [p for p in module.parameters() if p.requires_grad]
+        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap)
+        self._bucket_of = {}
+        for b, indices in enumerate(self._buckets):
+            for index in indices:
+                self._bucket_of[index] = b
+        self._comm_hook = None
+        self._comm_state = None
+        self._joining = False
+        self._reset_iteration()
+        self._expect_reduction = False
+        if init_sync:
+            self._sync_module_states()
+        self._hook_handles = [
+            p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)
+        ]
+
+    # -- setup --------------------------------------------------------------------------
+
+    def _sync_module_states(self) -> None:
+        """Every rank starts from rank 0's parameters and buffers."""
+        tensors = [p.detach() for p in self.module.parameters()] + [b for b in self.module.buffers()]
+        self._broadcast_coalesced(tensors)
+
+    def _broadcast_coalesced(self, tensors) -> None:
+        if self._group.size() == 1 or not tensors:
+            return
+        root = self._group._ranks[0]
+        by_dtype: dict = {}
+        for t in tensors:
+            by_dtype.setdefault(t.dtype, []).append(t)
+        with ember.no_grad():
+            for group in by_dtype.values():
+                flat = ember.cat([t.reshape(-1) for t in group])
+                C.broadcast(flat, src=root, group=self.process_group)
+                start = 0
+                for t in group:
+                    t.copy_(flat[start:start + t.numel()].view(t.shape))
+                    start += t.numel()
+
+    def register_comm_hook(self, state, hook) -> None:
+        """``hook(state, bucket) -> Future`` of the reduced flat buffer replaces the all-reduce."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self._comm_hook, self._comm_state = hook, state
+
+    def _set_static_graph(self) -> None:
+        self.static_graph = True
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward inside accumulates gradients locally; the next synced backward averages them."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+    @contextlib.contextmanager
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Training with uneven inputs: a rank that runs out of batches keeps matching the others'
+        collectives with zero gradients until every rank is done.
+
+        Each forward inside announces "still training" with a small all-reduce; a rank leaving
+        the block answers those with 0 and shadows the iteration's collectives (buffer
+        broadcast, one zero all-reduce per bucket, the unused-parameter mask), so the averages
+        stay divided by the initial world size, as PyTorch's default. At the end every rank
+        takes the parameters of the rank that joined last.
+        """
+        if not divide_by_initial_world_size:
+            raise ValueError("join(divide_by_initial_world_size=False) is not supported by ember's DDP")
+        if not enable:
+            yield
+            return
+        self._joining = True
+        try:
+            yield
+            if throw_on_early_termination:
+                flag = ember.zeros(1, dtype=ember.int32)
+                C.all_reduce(flag, group=self.process_group)
+                if int(flag.item()) > 0:
+                    raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+                return
+            self._shadow_until_all_joined()
+        finally:
+            self._joining = False
+
+    def _shadow_until_all_joined(self) -> None:
+        shadowed = False
+        while True:
+            flag = ember.zeros(1, dtype=ember.int32)
+            C.all_reduce(flag, group=self.process_group)
+            if int(flag.item()) == 0:
+                self._sync_final_model(is_last_joiner=not shadowed)
+                return
+            shadowed = True
+            if self.broadcast_buffers and self.require_forward_param_sync:
+                buffers = list(self.module.buffers())
+                if buffers:
+                    self._broadcast_coalesced(buffers)
+            works = []
+            for indices in self._buckets:
+                size = sum(self._params[i].numel() for i in indices)
+                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype)
+                works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
+            if self.find_unused_parameters:
+                C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32), op=ReduceOp.MAX,
+                             group=self.process_group)
+            for work in works:
+                work.wait()
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """Every rank ends with the model of the rank that trained longest, as PyTorch's join."""
+        me = self._group._ranks[self._group.rank()]
+        authority = ember.tensor([me if is_last_joiner else -1], dtype=ember.int64)
+        C.all_reduce(authority, op=ReduceOp.MAX, group=self.process_group)
+        tensors = [p.detach() for p in self.module.parameters()] + list(self.module.buffers())
+        by_dtype: dict = {}
+        for t in tensors:
+            by_dtype.setdefault(t.dtype, []).append(t)
+        with ember.no_grad():
+            for group in by_dtype.values():
+                flat = ember.cat([t.reshape(-1) for t in group])
+                C.broadcast(flat, src=int(authority.item()), group=self.process_group)
+                start = 0
+                for t in group:
+                    t.copy_(flat[start:start + t.numel()].view(t.shape))
+                    start += t.numel()
+
+    # -- forward ------------------------------------------------------------------------
+
+    def forward(self, *inputs, **kwargs):
+        if self._expect_reduction and self.require_backward_grad_sync and self._hooks_fired:
+            # A backward ran but not every parameter got its gradient: the buckets never completed.
+            unready = [i for i, ready in enumerate(self._ready) if not ready]
+            if unready:
+                raise RuntimeError(
+                    "Expected to have finished reduction in the prior iteration before starting a new one. This "
+                    "error indicates that your module has parameters that were not used in producing loss. You can "
+                    "enable unused parameter detection by passing the keyword argument "
+                    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`. Parameter indices "
+                    f"which did not receive grad: {unready}"
+                )
+        self._reset_iteration()
+        if self._joining:
+            # Tell ranks that already ran out of inputs (inside join()) that this one still trains.
+            C.all_reduce(ember.ones(1, dtype=ember.int32), group=self.process_group)
+        if self.broadcast_buffers and self.require_forward_param_sync:
+            buffers = list(self.module.buffers())
+            if buffers:
+                self._broadcast_coalesced(buffers)
+        output = self.module(*inputs, **kwargs)
+        self._expect_reduction = ember.is_grad_enabled() and self.require_backward_grad_sync
+        if self._expect_reduction and self.find_unused_parameters:
+            used = _reachable_parameters(output)
+            for i, p in enumerate(self._params):
+                if id(p) not in used:
+                    self._locally_used[i] = False
+                    self._mark_ready(i)
+        return output
+
+    # -- the reducer ----------------------------------------------------------------------
+
+    def _reset_iteration(self) -> None:
+        self._ready = [False] * len(self._params)
+        self._pending = [len(indices) for indices in self._buckets]
+        self._bucket_ready = [False] * len(self._buckets)
+        self._launched: list = []
+        self._locally_used = [True] * len(self._params)
+        self._hooks_fired = 0
+
+    def _make_hook(self, index: int):
+        def hook(param):
+            if self.require_backward_grad_sync and self._expect_reduction:
+                self._hooks_fired += 1
+                self._mark_ready(index)
+        return hook
+
+    def _mark_ready(self, index: int) -> None:
+        if self._ready[index]:
+            raise RuntimeError(
+                f"Expected to mark a variable ready only once. Parameter at index {index} has been marked as ready "
+                "twice: it may be shared by several forward passes or used in a reentrant backward."
+            )
+        self._ready[index] = True
+        b = self._bucket_of[index]
+        self._pending[b] -= 1
+        if self._pending[b] == 0:
+            self._bucket_ready[b] = True
+            while len(self._launched) < len(self._buckets) and self._bucket_ready[len(self._launched)]:
+                self._launch(len(self._launched))
+            if len(self._launched) == len(self._buckets):
+                self._finalize()
+
+    def _launch(self, b: int) -> None:
+        indices = self._buckets[b]
+        params = [self._params[i] for i in indices]
+        with ember.no_grad():
+            pieces = [
+                p.grad.reshape(-1) if p.grad is not None else ember.zeros(p.numel(), dtype=p.dtype) for p in params
+            ]
+            buffer = ember.cat(pieces)
+        bucket = GradBucket(b, buffer, params, b == len(self._buckets) - 1)
+        if self._comm_hook is None:
+            future = _default_allreduce_hook(self.process_group, bucket)
+        else:
+            future = self._comm_hook(self._comm_state, bucket)
+        self._launched.append((bucket, future))
+
+    def _finalize(self) -> None:
+        globally_used = None
+        if self.find_unused_parameters:
+            used = ember.tensor([1 if u else 0 for u in self._locally_used], dtype=ember.int32)
+            C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
+            globally_used = used.tolist()
+        with ember.no_grad():
+            for bucket, future in self._launched:
+                reduced = future.wait()
+                start = 0
+                for p, index in zip(bucket.parameters(), self._buckets[bucket.index()]):
+                    piece = reduced[start:start + p.numel()].view(p.shape)
+                    start += p.numel()
+                    if globally_used is not None and not globally_used[index]:
+                        continue  # nobody used it: its gradient stays as it was, as in PyTorch
+                    if p.grad is None:
+                        p.grad = piece.clone()
+                    else:
+                        p.grad.copy_(piece)
+        self._expect_reduction = False
+        self._launched = []
+
+    # -- pass-through ---------------------------------------------------------------------
+
+    def __getstate__(self):
+        raise RuntimeError("DistributedDataParallel is not picklable: pickle its .module instead")
+
+
+def _reachable_parameters(output) -> set:
+    """ids of the leaf tensors the autograd graph of ``output`` leads to."""
+    roots = []
+
+    def collect(value):
+        if isinstance(value, ember.Tensor):
+            if value.grad_fn is not None:
+                roots.append(value.grad_fn)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                collect(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                collect(v)
+
+    collect(output)
+    seen, found, stack = set(), set(), list(roots)
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            found.add(id(variable))
+        for nxt, _ in node.next_functions:
+            stack.append(nxt)
+    return found

@@ -1,0 +1,273 @@
+"""``Work``, ``Future``, and the waits that turn a hung or dead peer into an error.
+
+MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So no caller
+ever blocks inside MPI:
+
+- collectives run as blocking MPI calls on the group's ``Worker`` thread (in C without the GIL,
+  at MPI's own speed); the caller waits on an event in short slices (``JobWork.wait``);
+- point-to-point requests (which must all be posted at once, or paired sends deadlock) are
+  polled with ``MPI_Testall`` (``wait_requests``): spinning first, as MPI's blocking calls do,
+  then napping so a long wait for a late peer leaves the CPU to others.
+
+Either wait gives up with ``DistBackendError`` when the group's timeout passes, or when the
+liveness watch (``_control.Watch``) reports that a rank of the group exited and the operation has
+still not completed a short grace period later (a peer that finished its part and exited
+cleanly lets it complete within that). After such an error the group is marked broken: MPI's
+state for it is unknown (a worker may stay stuck on the dead peer), so later calls on it raise
+at once instead of hanging.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+from ._errors import DistBackendError
+
+# Seconds a request may still take after a member of its group exited.
+EXIT_GRACE = 1.0
+# MPICH moves large messages through shared memory only while someone calls into it (as its
+# blocking calls do, spinning): napping between Testall calls would stall a transfer in
+# flight, so the loop spins for this long before it starts to sleep.
+_SPIN_SECONDS = 0.1
+_MAX_NAP = 1e-3
+_CHECK_EVERY = 0.01
+_TESTS_PER_CHECK = 32
+
+
+class Health:
+    """Per-world fault state, written by the watch thread, read by every wait."""
+
+    def __init__(self):
+        self.exited: dict[int, tuple[float, bool]] = {}  # global rank -> (when, clean)
+        self.broken: str | None = None
+        self.lock = threading.Lock()
+
+    def on_exit(self, rank: int, clean: bool) -> None:
+        with self.lock:
+            self.exited.setdefault(rank, (time.monotonic(), clean))
+
+    def first_exit_among(self, ranks) -> tuple[int, float, bool] | None:
+        hits = [(r, *self.exited[r]) for r in ranks if r in self.exited]
+        return min(hits, key=lambda hit: hit[1]) if hits else None
+
+
+def wait_requests(requests, group, deadline: float, what: str, statuses=None) -> None:
+    """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc)."""
+    if not requests:
+        return
+    test_all = group.MPI.Request.Testall
+    start = last_check = time.monotonic()
+    nap = 0.0
+    while True:
+        # A tight burst of tests between clock reads: most operations end inside the first one.
+        for _ in range(_TESTS_PER_CHECK):
+            if test_all(requests, statuses):
+                return
+        now = time.monotonic()
+        if now - last_check > _CHECK_EVERY:
+            last_check = now
+            problem = group.health_problem(now, deadline, what)
+            if problem is not None:
+                group.mark_broken(problem)
+                raise DistBackendError(problem)
+        if now - start > _SPIN_SECONDS:
+            # A long wait means a peer is late, not a transfer in flight: leave the CPU to others.
+            nap = min(_MAX_NAP, nap * 2 if nap else 1e-5)
+            time.sleep(nap)
+
+
+class Future:
+    """``torch.futures.Future`` of a ``Work``: ``wait``/``value``/``then``/``done``."""
+
+    def __init__(self, work=None, value=None):
+        self._work = work
+        self._value = value
+        self._callbacks = []
+
+    def done(self) -> bool:
+        return self._work is None or self._work.is_completed()
+
+    def wait(self):
+        if self._work is not None:
+            self._work.wait()
+            self._value = self._work.result()
+            self._work = None
+        return self._value
+
+    def value(self):
+        return self.wait()
+
+    def set_result(self, value) -> None:
+        self._value = value
+        self._work = None
+
+    def then(self, callback):
+        """A Future of ``callback(self)``, run when this one is waited on."""
+        parent = self
+
+        class _Chained(Future):
+            def done(self):
+                return parent.done()
+
+            def wait(self):
+                if not self._computed:
+                    parent.wait()
+                    self._value = callback(parent)
+                    self._computed = True
+                return self._value
+
+        chained = _Chained()
+        chained._computed = False
+        return chained
+
+
+class Work:
+    """One started operation: ``wait(timeout)``, ``is_completed()``, ``get_future()``, ``result()``.
+
+    ``finish`` runs once after the requests complete (copying results back into the caller's
+    tensors); ``outputs`` is what ``result()`` and the future return.
+    """
+
+    def __init__(self, group, requests, what: str, finish=None, outputs=None):
+        self._group = group
+        self._requests = list(requests)
+        self._what = what
+        self._finish = finish
+        self._outputs = outputs if outputs is not None else []
+        self._done = False
+        self._error: BaseException | None = None
+        self._deadline = time.monotonic() + group.timeout_seconds
+        self._statuses = None  # MPI statuses to fill (receives read their source from them)
+
+    def _complete(self) -> None:
+        if not self._done:
+            self._done = True
+            if self._finish is not None:
+                self._finish()
+
+    def wait(self, timeout=None) -> bool:
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return True
+        deadline = self._deadline
+        if timeout is not None:
+            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+            deadline = min(deadline, time.monotonic() + seconds)
+        try:
+            wait_requests(self._requests, self._group, deadline, self._what, self._statuses)
+        except DistBackendError as err:
+            self._error = err
+            raise
+        self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        if self._done:
+            return True
+        if self._error is None and self._group.MPI.Request.Testall(self._requests, self._statuses):
+            self._complete()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def result(self) -> list:
+        self.wait()
+        return self._outputs
+
+    def get_future(self) -> Future:
+        return Future(self)
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+class CompletedWork(Work):
+    """A ``Work`` with nothing left to do (world size 1, empty tensors)."""
+
+    def __init__(self, group, outputs=None, finish=None):
+        super().__init__(group, [], "", finish, outputs)
+        self._complete()
+
+
+class _Job:
+    __slots__ = ("start", "done", "error")
+
+    def __init__(self, start):
+        self.start = start
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class Worker:
+    """One thread per process group that runs its collectives in submission order.
+
+    Each job is a blocking MPI call (or a nonblocking one it then waits on), which drives
+    MPICH's progress engine in C without the GIL: large
+    transfers stream at MPI's speed, backward keeps running beside a DDP bucket's all-reduce,
+    and the caller's thread waits on an event with a timeout (where it notices dead peers and
+    gives up; a job stuck on a dead peer is abandoned with its group). Every rank submits a
+    group's collectives in program order, so the MPI calls match across ranks.
+    """
+
+    def __init__(self, name: str):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def submit(self, start) -> _Job:
+        job = _Job(start)
+        self._queue.put(job)
+        return job
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                request = job.start()
+                if request is not None:  # a nonblocking call: finish it here
+                    request.Wait()
+            except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+                job.error = err
+            finally:
+                job.done.set()
+
+
+class JobWork(Work):
+    """A ``Work`` whose operation runs on the group's ``Worker``."""
+
+    def __init__(self, group, job: _Job, what: str, finish=None, outputs=None):
+        super().__init__(group, [], what, finish, outputs)
+        self._job = job
+
+    def wait(self, timeout=None) -> bool:
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return True
+        deadline = self._deadline
+        if timeout is not None:
+            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+            deadline = min(deadline, time.monotonic() + seconds)
+        job, group = self._job, self._group
+        while not job.done.wait(_CHECK_EVERY * 5):
+            problem = group.health_problem(time.monotonic(), deadline, self._what)
+            if problem is not None:
+                group.mark_broken(problem)
+                self._error = DistBackendError(problem)
+                raise self._error
+        if job.error is not None:
+            self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
+            raise self._error
+        self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done and self._error is None and self._job.done.is_set() and self._job.error is None:
+            self._complete()
+        return self._done or (self._job.done.is_set() and self._job.error is not None)

@@ -1,0 +1,161 @@
+"""``DeviceMesh`` and ``init_device_mesh`` (``torch.distributed.device_mesh``).
+
+A mesh lays the world's ranks out as an n-dimensional array; each dimension gets one process
+group per line of ranks along it (e.g. ``(dp=2, tp=2)``: ``tp`` groups {0,1} and {2,3}, ``dp``
+groups {0,2} and {1,3}). Every rank creates every group in the same order, as ``new_group``
+requires; a rank keeps the groups it belongs to. ``mesh["tp"]`` is the 1-D sub-mesh of this
+rank's ``tp`` line, reusing that group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from . import _world
+
+__all__ = ["DeviceMesh", "init_device_mesh"]
+
+
+class DeviceMesh:
+    """An n-dimensional layout of ranks with one process group per dimension for this rank."""
+
+    def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend: bool = True, _groups=None):
+        if not _world.is_initialized():
+            _world.init_process_group()
+        layout = np.asarray(mesh.tolist() if isinstance(mesh, ember.Tensor) else mesh, dtype=np.int64)
+        if layout.ndim == 0:
+            raise ValueError("mesh must have at least one dimension")
+        if sorted(layout.reshape(-1).tolist()) != sorted(set(layout.reshape(-1).tolist())):
+            raise RuntimeError(f"DeviceMesh cannot have duplicate values, but found {layout.tolist()}")
+        world = _world.get_world_size()
+        if layout.max() >= world or layout.min() < 0:
+            raise RuntimeError(f"DeviceMesh ranks {layout.tolist()} do not fit a world of size {world}")
+        if mesh_dim_names is not None:
+            mesh_dim_names = tuple(mesh_dim_names)
+            if len(mesh_dim_names) != layout.ndim:
+                raise RuntimeError(
+                    f"mesh_dim_names {mesh_dim_names} must have one name per mesh dimension ({layout.ndim})"
+                )
+            if len(set(mesh_dim_names)) != len(mesh_dim_names):
+                raise RuntimeError(f"Each mesh_dim_name must be unique, got {mesh_dim_names}")
+        self.device_type = device_type
+        self._layout = layout
+        self.mesh_dim_names = mesh_dim_names
+        self._rank = _world.get_rank()
+        found = np.argwhere(layout == self._rank)
+        self._coordinate = [int(c) for c in found[0]] if len(found) else None
+        self._groups = list(_groups) if _groups is not None else (self._make_groups() if _init_backend else [])
+
+    def _make_groups(self) -> list:
+        groups = []
+        for dim in range(self._layout.ndim):
+            mine = None
+            moved = np.moveaxis(self._layout, dim, -1).reshape(-1, self._layout.shape[dim])
+            for line in moved.tolist():
+                group = _world.new_group(line)
+                if self._rank in line:
+                    mine = group
+            groups.append(mine)
+        return groups
+
+    @property
+    def mesh(self):
+        return ember.tensor(self._layout.tolist(), dtype=ember.int64)
+
+    @property
+    def ndim(self) -> int:
+        return self._layout.ndim
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._layout.shape)
+
+    def size(self, mesh_dim=None) -> int:
+        if mesh_dim is None:
+            return int(self._layout.size)
+        return int(self._layout.shape[self._dim(mesh_dim)])
+
+    def _dim(self, mesh_dim) -> int:
+        if isinstance(mesh_dim, str):
+            if self.mesh_dim_names is None or mesh_dim not in self.mesh_dim_names:
+                raise KeyError(f"Mesh dimension '{mesh_dim}' does not exist. Available: {self.mesh_dim_names}")
+            return self.mesh_dim_names.index(mesh_dim)
+        if not -self.ndim <= mesh_dim < self.ndim:
+            raise IndexError(f"mesh_dim {mesh_dim} out of range for a {self.ndim}-d mesh")
+        return mesh_dim % self.ndim
+
+    def get_group(self, mesh_dim=None):
+        """The process group of this rank along ``mesh_dim`` (optional on a 1-D mesh)."""
+        if mesh_dim is None:
+            if self.ndim != 1:
+                raise RuntimeError(
+                    f"Found the DeviceMesh have {self.ndim} dimensions. Optional kwarg `mesh_dim` needs to be "
+                    "specified when device_mesh.ndim > 1."
+                )
+            mesh_dim = 0
+        return self._groups[self._dim(mesh_dim)]
+
+    def get_all_groups(self) -> list:
+        return list(self._groups)
+
+    def get_rank(self) -> int:
+        return self._rank
+
+    def get_local_rank(self, mesh_dim=None) -> int:
+        """This rank's index along ``mesh_dim``."""
+        if mesh_dim is None and self.ndim != 1:
+            raise RuntimeError("Optional kwarg `mesh_dim` needs to be specified when device_mesh.ndim > 1.")
+        return _world.get_rank(self.get_group(mesh_dim))
+
+    def get_coordinate(self):
+        """This rank's coordinates in the mesh, or None when it is not part of it."""
+        return None if self._coordinate is None else list(self._coordinate)
+
+    def __getitem__(self, mesh_dim_names):
+        names = (mesh_dim_names,) if isinstance(mesh_dim_names, str) else tuple(mesh_dim_names)
+        if self.mesh_dim_names is None:
+            raise RuntimeError("Cannot slice a DeviceMesh without mesh_dim_names")
+        dims = [self._dim(name) for name in names]
+        if dims != sorted(dims):
+            raise KeyError(f"Invalid mesh_dim_names {names} specified. Mesh dim indices should be in ascending order.")
+        if self._coordinate is None:
+            raise RuntimeError("This rank is not part of the mesh it slices")
+        # Fix the other dimensions at this rank's coordinate.
+        index = tuple(slice(None) if d in dims else self._coordinate[d] for d in range(self.ndim))
+        sub = self._layout[index]
+        return DeviceMesh(self.device_type, sub, mesh_dim_names=names, _groups=[self._groups[d] for d in dims])
+
+    def __eq__(self, other):
+        return (isinstance(other, DeviceMesh) and self._layout.shape == other._layout.shape
+                and bool((self._layout == other._layout).all()) and self.mesh_dim_names == other.mesh_dim_names)
+
+    def __hash__(self):
+        return hash((self._layout.tobytes(), self._layout.shape, self.mesh_dim_names))
+
+    def __repr__(self):
+        names = f", mesh_dim_names={self.mesh_dim_names}" if self.mesh_dim_names else ""
+        return f"DeviceMesh('{self.device_type}', {self._layout.tolist()}{names})"
+
+
+def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backend_override=None) -> DeviceMesh:
+    """A mesh of ``mesh_shape`` over ranks ``0 .. prod(mesh_shape) - 1`` in row-major order."""
+    mesh_shape = tuple(mesh_shape)
+    if mesh_dim_names is not None and len(mesh_dim_names) != len(mesh_shape):
+        raise RuntimeError(
+            "mesh_shape and mesh_dim_names should have same length! "
+            f"Found len(mesh_dim_names): {len(mesh_dim_names)} and len(mesh_shape):{len(mesh_shape)}."
+        )
+    if device_type != "cpu":
+        raise RuntimeError(f"ember's MPI engine serves CPU meshes only, got device_type={device_type!r}")
+    if not _world.is_initialized():
+        _world.init_process_group()
+    total = int(np.prod(mesh_shape))
+    if total != _world.get_world_size():
+        raise RuntimeError(
+            f"init_device_mesh: mesh shape {mesh_shape} holds {total} ranks but the world has "
+            f"{_world.get_world_size()}"
+        )
+    layout = np.arange(total, dtype=np.int64).reshape(mesh_shape)
+    return DeviceMesh(device_type, layout, mesh_dim_names=mesh_dim_names)

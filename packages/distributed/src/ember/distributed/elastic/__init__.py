@@ -1,0 +1,1 @@
+"""``ember.distributed.elastic``: the parts of torchelastic that training scripts import."""

@@ -1,0 +1,170 @@
+"""``ember-run`` / ``python -m ember.distributed.run``: torchrun's launcher for ember programs.
+
+Starts ``--nproc-per-node`` copies of the training script on this node, with the environment
+torchrun gives its workers (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
+``GROUP_RANK``, ``MASTER_ADDR``/``MASTER_PORT``, ``TORCHELASTIC_*``), so ``init_process_group()``
+with the default ``env://`` joins every worker of every node into one world. Rendezvous is
+static: node ``--node-rank`` of ``--nnodes`` owns ranks ``node_rank * nproc .. + nproc - 1`` and
+rank 0's process hosts the store at ``--master-addr:--master-port`` (or ``--rdzv-endpoint``).
+When a worker fails, the others are stopped and the whole node group restarts, up to
+``--max-restarts`` times; then the launcher exits with status 1 and names the failed ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+
+def _flag(parser, name: str, **kwargs):
+    """Adds ``--a-b`` with torchrun's underscore spelling ``--a_b`` as an alias."""
+    names = [f"--{name}"]
+    if "-" in name:
+        names.append(f"--{name.replace('-', '_')}")
+    parser.add_argument(*names, **kwargs)
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ember-run", description="Starts distributed ember workers (torchrun).")
+    _flag(parser, "nnodes", default="1", help="number of nodes, or MIN:MAX (static: MAX must equal MIN)")
+    _flag(parser, "nproc-per-node", default="1", help="workers per node: an integer, 'cpu' or 'auto'")
+    _flag(parser, "node-rank", type=int, default=0, help="rank of this node in [0, nnodes)")
+    _flag(parser, "rdzv-endpoint", default="", help="HOST[:PORT] where rank 0 hosts the store")
+    _flag(parser, "rdzv-backend", default="static", help="accepted for compatibility; rendezvous is static")
+    _flag(parser, "rdzv-id", default="none", help="job id (becomes TORCHELASTIC_RUN_ID)")
+    _flag(parser, "rdzv-conf", default="", help="accepted for compatibility")
+    _flag(parser, "master-addr", default="127.0.0.1", help="address of rank 0's node")
+    _flag(parser, "master-port", type=int, default=29500, help="port of the store on rank 0's node")
+    _flag(parser, "max-restarts", type=int, default=0, help="restarts of the worker group after a failure")
+    _flag(parser, "monitor-interval", type=float, default=0.1, help="seconds between worker checks")
+    _flag(parser, "start-method", default="spawn", help="accepted for compatibility (workers are processes)")
+    _flag(parser, "role", default="default", help="worker role name (ROLE_NAME)")
+    parser.add_argument("--standalone", action="store_true", help="single node on a free local port")
+    parser.add_argument("-m", "--module", action="store_true", help="run the script as a module (python -m)")
+    _flag(parser, "no-python", action="store_true", help="run the script as an executable, not with python")
+    _flag(parser, "run-path", action="store_true", help="run the script with runpy.run_path")
+    _flag(parser, "local-addr", default=None, help="accepted for compatibility")
+    parser.add_argument("training_script", help="the program each worker runs")
+    parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _nproc(value: str) -> int:
+    if value in ("cpu", "auto"):
+        return os.cpu_count() or 1
+    count = int(value)
+    if count < 1:
+        raise ValueError(f"--nproc-per-node must be positive, got {value}")
+    return count
+
+
+def _nnodes(value: str) -> int:
+    low, _, high = value.partition(":")
+    if high and int(high) != int(low):
+        raise ValueError(f"--nnodes {value}: elastic ranges need a dynamic rendezvous; ember-run is static")
+    return int(low)
+
+
+def _command(args) -> list[str]:
+    if args.no_python:
+        return [args.training_script, *args.training_script_args]
+    if args.module:
+        return [sys.executable, "-u", "-m", args.training_script, *args.training_script_args]
+    return [sys.executable, "-u", args.training_script, *args.training_script_args]
+
+
+def _start(args, nproc: int, nnodes: int, restart: int, run_id: str, addr: str, port: int) -> list:
+    world = nproc * nnodes
+    workers = []
+    for local_rank in range(nproc):
+        rank = args.node_rank * nproc + local_rank
+        env = dict(os.environ)
+        env.update(
+            RANK=str(rank), LOCAL_RANK=str(local_rank), GROUP_RANK=str(args.node_rank),
+            ROLE_RANK=str(rank), ROLE_NAME=args.role, LOCAL_WORLD_SIZE=str(nproc), WORLD_SIZE=str(world),
+            ROLE_WORLD_SIZE=str(world), GROUP_WORLD_SIZE=str(nnodes), MASTER_ADDR=addr, MASTER_PORT=str(port),
+            TORCHELASTIC_RESTART_COUNT=str(restart), TORCHELASTIC_MAX_RESTARTS=str(args.max_restarts),
+            TORCHELASTIC_RUN_ID=run_id, TORCHELASTIC_USE_AGENT_STORE="False",
+        )
+        if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+            env["OMP_NUM_THREADS"] = "1"  # torchrun's default: workers share the node's cores
+        workers.append(subprocess.Popen(_command(args), env=env))
+    return workers
+
+
+def _stop(workers, grace: float = 5.0) -> None:
+    for w in workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for w in workers:
+        try:
+            w.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+
+
+def _monitor(workers, interval: float) -> list[tuple[int, int]]:
+    """Waits until all workers exit successfully ([]) or one fails ([(local_rank, code), ...])."""
+    while True:
+        codes = [w.poll() for w in workers]
+        failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            return failed
+        if all(c == 0 for c in codes):
+            return []
+        time.sleep(interval)
+
+
+def run(args) -> int:
+    nproc, nnodes = _nproc(args.nproc_per_node), _nnodes(args.nnodes)
+    if not 0 <= args.node_rank < nnodes:
+        raise ValueError(f"--node-rank {args.node_rank} is not in [0, {nnodes})")
+    addr, port = args.master_addr, args.master_port
+    if args.standalone:
+        addr, port = "127.0.0.1", _free_port()
+    elif args.rdzv_endpoint:
+        host, _, port_text = args.rdzv_endpoint.rpartition(":") if ":" in args.rdzv_endpoint else (
+            args.rdzv_endpoint, "", "")
+        addr, port = host, int(port_text) if port_text else 29400
+    run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
+    workers: list = []
+
+    def forward(signum, frame):
+        _stop(workers)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for restart in range(args.max_restarts + 1):
+        workers[:] = _start(args, nproc, nnodes, restart, run_id, addr, port)
+        failed = _monitor(workers, args.monitor_interval)
+        if not failed:
+            return 0
+        _stop(workers)
+        ranks = ", ".join(f"rank {args.node_rank * nproc + i} (exit code {c})" for i, c in failed)
+        left = args.max_restarts - restart
+        print(f"ember-run: worker failure: {ranks}; {left} restart(s) left", file=sys.stderr, flush=True)
+    return 1
+
+
+def main(argv=None) -> None:
+    args = get_args_parser().parse_args(argv)
+    sys.exit(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Every collective on several dtypes and layouts; run on ember and on PyTorch's gloo."""
+
+from prelude import dist, error_of, init, torch, write
+
+rank, world = init()
+R = {}
+DTYPES = ["float32", "float64", "int32", "int64", "int8", "uint8", "int16", "bool", "float16", "bfloat16",
+          "complex64"]
+
+
+def sample(dtype_name, n=6, shift=0):
+    dtype = getattr(torch, dtype_name)
+    base = torch.arange(n, dtype=torch.float64) + 3 * rank + shift
+    if dtype_name == "bool":
+        return (torch.arange(n) % (rank + 2)) == 0
+    if dtype_name == "complex64":
+        return torch.complex(base.float(), -base.float())
+    if dtype_name in ("int8", "uint8"):
+        base = base % 7
+    return base.to(dtype)
+
+
+OPS = {"SUM": dist.ReduceOp.SUM, "PRODUCT": dist.ReduceOp.PRODUCT, "MIN": dist.ReduceOp.MIN,
+       "MAX": dist.ReduceOp.MAX, "BAND": dist.ReduceOp.BAND, "BOR": dist.ReduceOp.BOR,
+       "BXOR": dist.ReduceOp.BXOR, "AVG": dist.ReduceOp.AVG}
+
+for name in DTYPES:
+    for op_name, op in OPS.items():
+        x = sample(name)
+
+        def go(x=x, op=op):
+            dist.all_reduce(x, op=op)
+
+        err = error_of(go)
+        R[f"all_reduce/{name}/{op_name}"] = x if err == "ok" else err
+
+# non-contiguous inputs and outputs
+nc = (torch.arange(12, dtype=torch.float32) + rank).reshape(3, 4).t()
+dist.all_reduce(nc)
+R["all_reduce/noncontig"] = nc
+nci = (torch.arange(12) * (rank + 1)).reshape(4, 3)[:, ::2]
+dist.all_reduce(nci, op=dist.ReduceOp.MAX)
+R["all_reduce/noncontig_int_max"] = nci
+scalar = torch.tensor(2.5 + rank)
+dist.all_reduce(scalar)
+R["all_reduce/scalar"] = scalar
+empty = torch.zeros(0)
+dist.all_reduce(empty)
+R["all_reduce/empty"] = empty
+
+for name in ("float32", "bfloat16", "int64", "bool", "complex64"):
+    b = sample(name)
+    dist.broadcast(b, src=world - 1)
+    R[f"broadcast/{name}"] = b
+bnc = (torch.arange(8.0) + rank).reshape(2, 4).t()
+dist.broadcast(bnc, src=1)
+R["broadcast/noncontig"] = bnc
+
+red = sample("float32")
+dist.reduce(red, dst=1)
+R["reduce/dst1"] = red if rank == 1 else "skip"
+redm = sample("int32")
+dist.reduce(redm, dst=0, op=dist.ReduceOp.MIN)
+R["reduce/min_dst0"] = redm if rank == 0 else "skip"
+
+for name in ("float32", "float16", "int64", "bool"):
+    out = [torch.zeros(2, 3, dtype=getattr(torch, name)) for _ in range(world)]
+    dist.all_gather(out, sample(name).reshape(2, 3))
+    R[f"all_gather/{name}"] = out
+agt = torch.zeros(world * 4)
+dist.all_gather_into_tensor(agt, torch.arange(4.0) * (rank + 1))
+R["all_gather_into_tensor/flat"] = agt
+agt2 = torch.zeros(world * 2, 2, dtype=torch.int32)
+dist.all_gather_into_tensor(agt2, torch.full((2, 2), rank, dtype=torch.int32))
+R["all_gather_into_tensor/stacked"] = agt2
+
+gl = [torch.zeros(3) for _ in range(world)] if rank == 0 else None
+dist.gather(torch.arange(3.0) + 10 * rank, gl, dst=0)
+R["gather"] = gl if rank == 0 else "skip"
+sc = torch.zeros(2, dtype=torch.int64)
+dist.scatter(sc, [torch.full((2,), 5 * i) for i in range(world)] if rank == 1 else None, src=1)
+R["scatter"] = sc
+
+rs = torch.zeros(3)
+dist.reduce_scatter(rs, [torch.arange(3.0) + i + rank for i in range(world)])
+R["reduce_scatter/list"] = rs
+rst = torch.zeros(2, dtype=torch.float64)
+dist.reduce_scatter_tensor(rst, torch.arange(2.0 * world, dtype=torch.float64) * (rank + 1), op=dist.ReduceOp.MAX)
+R["reduce_scatter_tensor/max"] = rst
+
+a2a_out = [torch.zeros(2) for _ in range(world)]
+dist.all_to_all(a2a_out, [torch.full((2,), 10.0 * rank + i) for i in range(world)])
+R["all_to_all"] = a2a_out
+single = torch.zeros(2 * world, dtype=torch.int64)
+dist.all_to_all_single(single, torch.arange(2 * world) + 100 * rank)
+R["all_to_all_single/even"] = single
+# uneven: rank r sends (i + 1) rows to rank i; receives (r + 1) rows from each
+in_splits = [i + 1 for i in range(world)]
+out_splits = [rank + 1] * world
+uneven_in = (torch.arange(sum(in_splits) * 2, dtype=torch.float32) + 1000 * rank).reshape(-1, 2)
+uneven_out = torch.zeros(sum(out_splits), 2)
+dist.all_to_all_single(uneven_out, uneven_in, out_splits, in_splits)
+R["all_to_all_single/uneven"] = uneven_out
+
+# point to point
+if rank == 0:
+    dist.send(torch.arange(4.0), dst=1)
+    got = torch.zeros(2, dtype=torch.int32)
+    sender = dist.recv(got, src=1)
+    R["p2p"] = [got, sender]
+elif rank == 1:
+    got = torch.zeros(4)
+    sender = dist.recv(got)
+    dist.send(torch.tensor([7, 8], dtype=torch.int32), dst=0)
+    R["p2p"] = [got, sender]
+peer_next, peer_prev = (rank + 1) % world, (rank - 1) % world
+send_t = torch.full((3,), float(rank))
+recv_t = torch.zeros(3)
+works = dist.batch_isend_irecv([dist.P2POp(dist.isend, send_t, peer_next), dist.P2POp(dist.irecv, recv_t, peer_prev)])
+for w in works:
+    w.wait()
+R["batch_isend_irecv"] = recv_t
+
+# async work
+aw = torch.ones(5) * (rank + 1)
+work = dist.all_reduce(aw, async_op=True)
+work.wait()
+R["async/all_reduce"] = [aw, work.is_completed(), work.result()]
+fut_t = torch.ones(2)
+fut = dist.all_reduce(fut_t, async_op=True).get_future()
+R["async/future"] = fut.wait()
+dist.barrier()
+
+# object collectives
+objs = [None] * world
+dist.all_gather_object(objs, {"rank": rank, "text": "x" * (rank + 1)})
+R["all_gather_object"] = objs
+blist = [rank, "mine", {"k": rank}] if rank == 0 else [None, None, None]
+dist.broadcast_object_list(blist, src=0)
+R["broadcast_object_list"] = blist
+gobj = [None] * world if rank == 0 else None
+dist.gather_object(("g", rank), gobj, dst=0)
+R["gather_object"] = gobj if rank == 0 else "skip"
+sout = [None]
+dist.scatter_object_list(sout, [{"to": i} for i in range(world)] if rank == 0 else None, src=0)
+R["scatter_object_list"] = sout
+
+if rank == 0:
+    dist.send_object_list(["to one", {"n": 3}], dst=1)
+elif rank == 1:
+    box = [None, None]
+    R["recv_object_list"] = [box, dist.recv_object_list(box, src=0)]
+ags = torch.zeros(2 * world)
+dist.all_gather_single(ags, torch.full((2,), float(rank)))
+R["all_gather_single"] = ags
+rss = torch.zeros(1)
+dist.reduce_scatter_single(rss, torch.arange(float(world)) + rank)
+R["reduce_scatter_single"] = rss
+
+# groups
+sub = dist.new_group([0, world - 1])
+member = rank in (0, world - 1)
+R["group/rank"] = [dist.get_rank(sub), dist.get_world_size(sub)] if member else "skip"
+gt = torch.ones(2) * rank
+dist.all_reduce(gt, group=sub)
+R["group/all_reduce"] = gt
+R["world"] = [dist.get_rank(), dist.get_world_size(), dist.is_initialized()]
+
+# errors (type names)
+R["err/all_gather_len"] = error_of(lambda: dist.all_gather([torch.zeros(2)], torch.zeros(2)))
+R["err/all_gather_size"] = error_of(lambda: dist.all_gather([torch.zeros(3)] * world, torch.zeros(2)))
+R["err/broadcast_src"] = error_of(lambda: dist.broadcast(torch.zeros(2), src=world + 3))
+R["err/send_self"] = error_of(lambda: dist.send(torch.zeros(2), dst=rank))
+R["err/not_tensor"] = error_of(lambda: dist.all_reduce([1, 2]))
+R["err/new_group_range"] = error_of(lambda: dist.new_group([0, world + 5]))
+R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
+R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
+dist.barrier()
+write(rank, R)
+dist.destroy_process_group()
+R2 = error_of(lambda: dist.get_rank())
+write(rank, {**R, "err/after_destroy": R2})

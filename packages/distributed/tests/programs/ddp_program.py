@@ -1,0 +1,137 @@
+"""DDP training against single-process full-batch training of the same model (every rank checks).
+
+Each rank starts from a different random init (DDP must broadcast rank 0's), trains 5 SGD steps on
+its slice of an 8-sample batch, and compares its parameters with a plain model trained on the
+whole batch. Scenarios: several buckets, no_sync accumulation, find_unused_parameters, fp16
+compression hook, buffer broadcast, the error for an unused parameter without detection.
+"""
+
+from prelude import LIB, dist, init, torch, write
+
+if LIB == "torch":
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+else:
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from ember.nn.parallel import DistributedDataParallel as DDP
+
+nn = torch.nn
+rank, world = init()
+R = {}
+
+
+class Net(nn.Module):
+    def __init__(self, with_unused=False):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 16)
+        self.fc2 = nn.Linear(16, 3)
+        self.unused = nn.Linear(3, 3) if with_unused else None
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def make(seed, with_unused=False):
+    torch.manual_seed(seed)
+    return Net(with_unused)
+
+
+torch.manual_seed(1234)
+X = torch.randn(8, 4)
+Y = torch.randn(8, 3)
+per = 8 // world
+Xl, Yl = X[rank * per:(rank + 1) * per], Y[rank * per:(rank + 1) * per]
+
+
+def reference(steps=5):
+    model = make(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(X), Y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def train(ddp, micro=False, steps=5):
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        if micro:
+            half = per // 2
+            with ddp.no_sync():
+                (nn.functional.mse_loss(ddp(Xl[:half]), Yl[:half]) / 2).backward()
+            (nn.functional.mse_loss(ddp(Xl[half:]), Yl[half:]) / 2).backward()
+        else:
+            nn.functional.mse_loss(ddp(Xl), Yl).backward()
+        opt.step()
+    return [p.detach().clone() for n, p in ddp.module.named_parameters() if not n.startswith("unused")]
+
+
+def max_rel(a, b):
+    return max(float(((x - y).abs() / (y.abs() + 1e-6)).max()) for x, y in zip(a, b))
+
+
+def close(a, b, rtol):
+    return all(bool(torch.allclose(x, y, rtol=rtol, atol=1e-6)) for x, y in zip(a, b))
+
+
+ref = reference()
+R["basic"] = close(train(DDP(make(rank), bucket_cap_mb=0.0001)), ref, 1e-5)
+R["default_buckets"] = close(train(DDP(make(rank))), ref, 1e-5)
+R["no_sync"] = close(train(DDP(make(rank)), micro=True), ref, 1e-5)
+
+unused_model = make(rank, with_unused=True)
+ddp_unused = DDP(unused_model, find_unused_parameters=True)
+R["find_unused"] = close(train(ddp_unused), ref, 1e-5)
+R["find_unused_grad_none"] = unused_model.unused.weight.grad is None
+
+fp16 = DDP(make(rank))
+fp16.register_comm_hook(None, default_hooks.fp16_compress_hook)
+R["fp16_hook"] = close(train(fp16), ref, 2e-2)
+if LIB == "ember":  # PyTorch's bf16 hook needs NCCL
+    bf16 = DDP(make(rank))
+    bf16.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    got = train(bf16)
+    R["bf16_hook"] = all(bool(torch.allclose(x, y, rtol=5e-2, atol=2e-2)) for x, y in zip(got, ref))
+
+# broadcast_buffers: rank 0's running stats reach every rank at forward
+bn_model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+with torch.no_grad():
+    bn_model[1].running_mean.fill_(float(rank + 1))
+bn = DDP(bn_model)
+bn.eval()
+bn(Xl)
+R["broadcast_buffers"] = bn_model[1].running_mean.tolist()
+
+# a parameter that gets no gradient, without find_unused_parameters: the next forward raises
+bad = DDP(make(rank, with_unused=True))
+nn.functional.mse_loss(bad(Xl), Yl).backward()
+try:
+    bad(Xl)
+    R["unused_error"] = "none"
+except RuntimeError as err:
+    R["unused_error"] = ["RuntimeError", "find_unused_parameters=True" in str(err)]
+# join(): every rank sees the same batches, rank r trains on the first 2 + r of them. At step s
+# the average is (active ranks / world) times that batch's gradient (joined ranks add zeros), and
+# at the end every rank holds the model of the rank that trained longest (the last one).
+joined = DDP(make(rank))
+opt = torch.optim.SGD(joined.parameters(), lr=0.1)
+torch.manual_seed(99)
+batches = [(torch.randn(2, 4), torch.randn(2, 3)) for _ in range(1 + world)]
+with joined.join():
+    for xb, yb in batches[:2 + rank]:
+        opt.zero_grad()
+        nn.functional.mse_loss(joined(xb), yb).backward()
+        opt.step()
+model = make(0)
+ref_opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(1 + world):
+    active = sum(1 for r in range(world) if step < 2 + r)
+    ref_opt.zero_grad()
+    (nn.functional.mse_loss(model(batches[step][0]), batches[step][1]) * (active / world)).backward()
+    ref_opt.step()
+R["join"] = close([p.detach() for p in joined.module.parameters()], [p.detach() for p in model.parameters()], 1e-5)
+dist.barrier()
+write(rank, R)
+dist.destroy_process_group()

@@ -1,0 +1,64 @@
+"""DTensor placements and redistribution on a 1-D mesh (2 ranks) or a (2, 2) mesh (4 ranks)."""
+
+from prelude import LIB, dist, init, torch, write
+
+if LIB == "torch":
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+else:
+    from ember.distributed.device_mesh import init_device_mesh
+    from ember.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+
+rank, world = init()
+mesh = init_device_mesh("cpu", (world,) if world == 2 else (2, 2))
+R = {}
+full = torch.arange(35.0).reshape(7, 5)  # uneven over 2 ranks along both dims
+cases = [[Shard(0)], [Shard(1)], [Replicate()]] if mesh.ndim == 1 else [
+    [Shard(0), Shard(1)], [Shard(0), Shard(0)], [Replicate(), Shard(1)], [Shard(1), Replicate()]]
+for i, placements in enumerate(cases):
+    d = distribute_tensor(full, mesh, placements)
+    R[f"local/{i}"] = d.to_local()
+    R[f"shape/{i}"] = list(d.shape)
+    R[f"full/{i}"] = d.full_tensor()
+    for j, other in enumerate(cases):
+        R[f"redistribute/{i}->{j}"] = d.redistribute(mesh, other).to_local()
+partial = [Partial()] * mesh.ndim
+p = DTensor.from_local(torch.ones(3, 2) * (rank + 1), mesh, partial)
+R["partial/full"] = p.full_tensor()
+R["partial/shard"] = p.redistribute(mesh, [Shard(0)] * mesh.ndim).to_local()
+try:
+    distribute_tensor(full, mesh, [Replicate()] * mesh.ndim).redistribute(mesh, partial)
+    R["to_partial"] = "none"
+except RuntimeError:
+    R["to_partial"] = "RuntimeError"
+local = torch.full((2 + rank % 2, 3), float(rank))
+R["from_local_shape"] = list(DTensor.from_local(local, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1)).shape)
+R["reprs"] = [repr(Shard(0)), repr(Replicate()), Shard(1) == Shard(1), Shard(0) == Shard(1)]
+if mesh.ndim == 2:  # the mesh itself, checked in the same run (one PyTorch launch for both)
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    R["mesh"] = {
+        "shape": list(mesh.shape), "ndim": mesh.ndim, "size": mesh.size(), "size_tp": mesh.size(1),
+        "coordinate": mesh.get_coordinate(), "local_dp": mesh.get_local_rank("dp"),
+        "local_tp": mesh.get_local_rank("tp"), "dp_ranks": dist.get_process_group_ranks(mesh.get_group("dp")),
+        "tp_ranks": dist.get_process_group_ranks(mesh.get_group(1)), "names": list(mesh.mesh_dim_names),
+    }
+    for name in ("dp", "tp"):
+        t = torch.tensor([float(rank)])
+        dist.all_reduce(t, group=mesh.get_group(name))
+        R["mesh"][f"sum_{name}"] = t.tolist()
+    sub = mesh["tp"]
+    R["mesh"]["sub_tp"] = [sub.mesh.tolist(), sub.ndim, dist.get_process_group_ranks(sub.get_group()),
+                           sub.get_local_rank()]
+    R["mesh"]["both"] = mesh["dp", "tp"].mesh.tolist()
+    try:
+        mesh["tp", "dp"]
+        R["mesh"]["swapped"] = "none"
+    except KeyError:
+        R["mesh"]["swapped"] = "KeyError"
+    try:
+        mesh.get_group()
+        R["mesh"]["no_dim_error"] = "none"
+    except RuntimeError:
+        R["mesh"]["no_dim_error"] = "RuntimeError"
+write(rank, R)
+dist.destroy_process_group()

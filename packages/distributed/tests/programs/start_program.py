@@ -1,0 +1,15 @@
+"""Joins the group however this process was started, runs two collectives, reports."""
+
+import os
+
+from prelude import dist, init, torch, write
+
+rank, world = init()
+x = torch.arange(4.0) + rank
+dist.all_reduce(x)
+b = torch.full((2,), float(rank))
+dist.broadcast(b, src=world - 1)
+env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                                      "MASTER_PORT", "GROUP_RANK", "TORCHELASTIC_RUN_ID")}
+write(rank, {"rank": rank, "world": world, "sum": x, "bcast": b, "env": env})
+dist.destroy_process_group()

@@ -1,0 +1,88 @@
+"""Failures turn into errors within the timeout, never hangs: a rank killed mid-run, a rank that
+stops calling collectives, a rank that never joins, a port already in use."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from datetime import timedelta
+
+import pytest
+from dist_harness import run_ranks
+
+import ember.distributed as dist
+
+
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker_killed", "store_host_killed"])
+def test_sigkilled_rank_makes_survivors_raise_within_timeout(victim):
+    timeout = 20.0
+    results, codes, logs = run_ranks("fault_program.py", 2, args=("kill", str(timeout), str(victim)),
+                                     allow_fail=True, limit=60)
+    assert codes[victim] == -9, logs
+    survivor = results[1 - victim]
+    assert survivor is not None, logs
+    assert survivor["completed"] == 3
+    assert survivor["error"] == "DistBackendError"
+    assert "RuntimeError" in survivor["mro"]  # PyTorch's gloo raises a RuntimeError subclass too
+    assert f"rank {victim} died" in survivor["message"]
+    assert survivor["waited"] < timeout
+    # The broken group fails fast afterwards instead of hanging.
+    assert survivor["second"] == "DistBackendError"
+    assert survivor["second_waited"] < timeout
+
+
+def test_rank_that_stops_calling_collectives_times_out():
+    timeout = 3.0
+    results, _, logs = run_ranks("fault_program.py", 2, args=("hang", str(timeout)), allow_fail=True, limit=40)
+    survivor = results[0]
+    assert survivor is not None, logs
+    assert survivor["error"] == "DistBackendError"
+    assert "timed out" in survivor["message"]
+    assert timeout <= survivor["waited"] < timeout + 10
+
+
+def test_rank_that_never_joins_names_the_missing_rank():
+    # Only rank 0 of a world of 3 starts.
+    results, _, logs = run_ranks("join_program.py", 1, args=("2",), extra_env={"WORLD_SIZE": "3"},
+                                 allow_fail=True, limit=30)
+    report = results[0]
+    assert report is not None, logs
+    assert report["error"] == "DistStoreError"
+    assert "1/3 joined" in report["message"][0]
+    assert "missing ranks: [1, 2]" in report["message"][0]
+
+
+def test_port_in_use_raises_dist_network_error():
+    torch_dist = pytest.importorskip("torch.distributed")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(dist.DistNetworkError, match="EADDRINUSE"):
+            dist.TCPStore("127.0.0.1", port, 1, True, timedelta(seconds=2))
+        with pytest.raises(torch_dist.DistNetworkError):
+            torch_dist.TCPStore("127.0.0.1", port, 1, True, timedelta(seconds=2))
+    assert issubclass(dist.DistNetworkError, RuntimeError)
+
+
+def test_init_on_a_port_in_use_fails_cleanly():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        results, _, logs = run_ranks("join_program.py", 1, args=("5",), allow_fail=True, limit=30,
+                                     extra_env={"MASTER_PORT": str(port), "MASTER_ADDR": "127.0.0.1"})
+    assert results[0] is not None, logs
+    assert results[0]["error"] == "DistNetworkError"
+
+
+def test_client_without_server_times_out():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(dist.DistNetworkError, match="timed out"):
+        dist.TCPStore("127.0.0.1", port, 2, False, timedelta(seconds=0.5))
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
