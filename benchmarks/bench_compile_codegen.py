@@ -27,9 +27,13 @@ Figures (2026-12-02, shared 2-core AVX2 x86_64 machine at load 9-13, so wall clo
 | layer_norm 4096x1024 | 6.5 ms | 4.80 ms (56% of copy bw) | 3.32 ms | 5.29 ms |
 | gpt_fwd L4 d256 T128 B16 | 404 ms | 412 ms | 277 ms | 251 ms |
 
-Compiled ember is 3.1-4.3x eager ember on chain4 across runs (quietest run: 11.1 -> 3.5 ms) and
+A later run (after -O2 and parallel chunks; busier machine, all figures higher): chain4 3.84 ms
+compiled vs 4.16 torch.compile vs 13.95 eager ember; softmax 8.30 vs 10.58 (torch eager 9.13);
+layer_norm 5.41 vs 8.07 (torch eager 5.28); gpt_fwd 413 vs 369 ms (torch eager 422).
+
+Compiled ember is 3.1-5.7x eager ember on chain4 across runs (quietest run: 11.1 -> 3.5 ms) and
 on par with torch.compile. Compile time in a fresh process (wall, loaded machine): tiny
-function 0.58 s cold / 0.13 s warm; mini-GPT forward 8.3 s cold / 1.9 s warm (the warm figure
+function 0.36-0.58 s cold / 0.12-0.15 s warm; mini-GPT forward 6.0 s cold / 1.0-1.4 s warm (the warm figure
 is Python lowering and ember.compile's capture: the C compile is cached). The GPT forward is
 matmul-bound (ember's BLAS calls take most of it). Softmax computes exp once per element: the
 sum pass stores it in the output, a last pass divides in place.

@@ -10,6 +10,7 @@ kernels' source, and so the cache entry, stays the same when only symbolic sizes
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 
@@ -18,8 +19,8 @@ from ember._src.tensor import Tensor
 
 from ..._logging import _log
 from . import config
-from ._codecache import load, vector_math
-from ._cpp import kernel_source
+from ._codecache import load_all, vector_math
+from ._cpp import kernel_sources
 from ._graph import ExternCall, GraphFallback, GraphLowering
 from ._ir import Buffer, TensorValue
 from ._scheduler import Kernel, make_index_vars, schedule
@@ -61,11 +62,15 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
     graph.all_buffers = _all_buffers(graph, plan)
     kernels = [e for e in plan if isinstance(e, Kernel)]
-    source, signatures, lib = "", {}, None
+    source, signatures, libs = "", {}, {}
     if kernels:
-        source, signatures = kernel_source(kernels, graph.all_buffers, vector_math())
-        lib = load(source)
-    call, wrapper = build_callable(graph, plan, signatures, lib)
+        # big graphs: one source per core, compiled side by side (most of a cold compile)
+        chunks = (os.cpu_count() or 1) if len(kernels) >= 8 else 1
+        parts, signatures = kernel_sources(kernels, graph.all_buffers, vector_math(), chunks)
+        for (_, names), lib in zip(parts, load_all([text for text, _ in parts])):
+            libs.update(dict.fromkeys(names, lib))
+        source = "\n".join(text for text, _ in parts)
+    call, wrapper = build_callable(graph, plan, signatures, libs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
     _log("output_code", lambda: f"ember inductor: {len(kernels)} kernels, {externs} extern calls, compiled in "

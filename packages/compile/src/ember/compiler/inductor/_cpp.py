@@ -383,12 +383,18 @@ class CppKernelWriter:
         return lines
 
 
-def kernel_source(kernels: list, buffers: dict, vector_math: bool) -> tuple[str, dict]:
-    """The source of ``kernels`` and each kernel's argument signature."""
-    parts = [C.prelude(vector_math)]
-    signatures = {}
+def kernel_sources(kernels: list, buffers: dict, vector_math: bool, chunks: int = 1) -> tuple[list, dict]:
+    """Sources holding ``kernels`` (``chunks`` files, compiled side by side) and each kernel's
+    argument signature; returns ([(source, [kernel names])], signatures)."""
+    texts, signatures = [], {}
     for k in kernels:
         text, sig = CppKernelWriter(k, buffers).emit()
-        parts.append(text)
+        texts.append((k.name, text))
         signatures[k.name] = sig
-    return "\n".join(parts), signatures
+    chunks = max(1, min(chunks, len(texts)))
+    size = -(-len(texts) // chunks)
+    out = []
+    for start in range(0, len(texts), size):
+        part = texts[start:start + size]
+        out.append(("\n".join([C.prelude(vector_math)] + [t for _, t in part]), [n for n, _ in part]))
+    return out, signatures

@@ -166,7 +166,7 @@ class WrapperWriter:
         return last
 
     def _kernel(self, kernel, pool):
-        fn = getattr(self.lib, kernel.name)
+        fn = getattr(self.lib[kernel.name], kernel.name)
         sig = self.signatures[kernel.name]
         fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_int64 for kind, _ in sig]
         fn.restype = None
