@@ -9,6 +9,7 @@ from __future__ import annotations
 from ember import _C
 from ember._src import grad_mode
 from ember._src.device import META
+from ember._src.ops._common import type_name
 from ember._src.tensor import Tensor, make_tensor, make_view
 
 from . import anomaly_mode
@@ -297,6 +298,7 @@ def record(op, args, kwargs):
         outs = (out,)
     else:
         outs = tuple(out)
+    _check_result_dtype(name, out)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
     if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
         out.grad_fn = node  # the common case of set_history, inlined
@@ -350,6 +352,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         _STATE.grad_enabled = True
     if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
         # Rare shapes of result (several outputs, an input handed back, integer dtype).
+        _check_result_dtype(name, out)
         if isinstance(out, Tensor) and _is_arg(out, args):
             out = make_view(out, out._shape, out._stride, out._offset)
         outs = (out,) if isinstance(out, Tensor) else tuple(out)
@@ -372,6 +375,17 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     out.grad_fn = node
     out._requires_grad = True
     return out
+
+
+# Differentiable ops with a dtype argument: asked for an integer result from an input that requires
+# grad they raise, as PyTorch does, instead of silently returning a result without history.
+_INTEGER_RESULT_RAISES = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"})
+
+
+def _check_result_dtype(name, out) -> None:
+    if name in _INTEGER_RESULT_RAISES and isinstance(out, Tensor) and not (
+            out.dtype.is_floating_point or out.dtype.is_complex):
+        raise RuntimeError(f"Autograd not support dtype: {type_name(out.dtype)}")
 
 
 _READS_INPUTS: dict = {}

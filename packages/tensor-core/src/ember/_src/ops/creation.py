@@ -12,6 +12,7 @@ from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
 from ..shapes import as_shape, check_sizes
 from ..tensor import Tensor, new_empty_tensor
+from ._common import check_scalar_fits
 
 _NUMBER = (builtins.bool, int, float, complex)
 
@@ -62,6 +63,7 @@ def _empty_kernel(size, *, dtype=None, device=None):
 def _full_cpu(size, fill_value, *, dtype=None, device=None):
     if fill_value == 0 and not (isinstance(fill_value, float) and math.copysign(1.0, fill_value) < 0):
         return new_empty_tensor(size, dtype, device, zero=True)
+    check_scalar_fits(fill_value, dtype)
     t = new_empty_tensor(size, dtype, device)
     _C.fill_(t, fill_value)
     return t
@@ -69,6 +71,7 @@ def _full_cpu(size, fill_value, *, dtype=None, device=None):
 
 @full_op.kernel("meta")
 def _full_meta(size, fill_value, *, dtype=None, device=None):
+    check_scalar_fits(fill_value, dtype)
     return new_empty_tensor(size, dtype, device)
 
 
@@ -160,6 +163,7 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
     # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
+    check_scalar_fits(value, d)
     t = new_empty_tensor((), d, dev)
     if dev is not META:
         _C.fill_(t, value)
@@ -238,6 +242,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         data = data.item()
     if isinstance(data, _NUMBER):
         d = dt.scalar_dtype(data) if dtype is None else dt.to_dtype(dtype)
+        if not (d.is_floating_point or d.is_complex):
+            check_scalar_fits(data, d, d.name)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
     shape: list = []
     inferred = _infer_nested(data, shape)
@@ -250,6 +256,16 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(result, requires_grad)
 
 
+def _check_integer_range(flat: list, dtype) -> None:
+    """ember.tensor's check of numbers bound for an integer dtype (PyTorch's RuntimeError)."""
+    reals = [v.real if isinstance(v, complex) else v for v in flat if not isinstance(v, builtins.bool)]
+    if any(v != v for v in reals):
+        check_scalar_fits(float("nan"), dtype, dtype.name)
+    if reals:
+        check_scalar_fits(builtins.min(reals), dtype, dtype.name)
+        check_scalar_fits(builtins.max(reals), dtype, dtype.name)
+
+
 def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
     """Packs Python numbers through the array module (C speed) and converts natively."""
     import array
@@ -257,6 +273,8 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
     out = new_empty_tensor(shape, dtype, CPU)
     if not flat:
         return out
+    if not (dtype.is_floating_point or dtype.is_complex or dtype is dt.bool):
+        _check_integer_range(flat, dtype)
     if all(isinstance(v, (builtins.bool, int)) for v in flat) and not dtype.is_floating_point:
         try:
             packed = array.array("q", [int(v) for v in flat])

@@ -79,8 +79,10 @@ def _rows_of(input: Tensor, target: Tensor, name: str):
     shape of the unreduced loss."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if target.dtype is dt.uint8:  # PyTorch takes Byte class indices as well as Long
+        target = convert(target, dt.int64)
     if target.dtype is not dt.int64:
-        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
     if input.ndim == 1:
         if target.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")

@@ -19,7 +19,7 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import complex as _cx
 from . import fused_pointwise as _fused
-from ._common import HALF_TYPES, convert, empty, type_name, write_out
+from ._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
 from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_write as _check_write
 
@@ -817,6 +817,9 @@ def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
         _cx._reject("clamp", input.dtype)
     result = input
     dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
+    for bound in (min, max):
+        if bound is not None and not isinstance(bound, Tensor):
+            check_scalar_fits(bound, dtype)  # uint8.clamp(-5, 300) raises, as in PyTorch
     if result.dtype is not dtype:
         result = result.to(dtype)
     if min is not None:
