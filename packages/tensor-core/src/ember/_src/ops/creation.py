@@ -10,7 +10,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
-from ..shapes import as_shape, check_sizes
+from ..shapes import as_shape, check_sizes, numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import check_scalar_fits
 
@@ -175,9 +175,14 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
 def _infer_nested(data, shape_out: list, depth: int = 0):
     """Walks nested sequences: fills the shape and returns the result dtype (PyTorch's inference)."""
     if isinstance(data, Tensor):
-        if depth == len(shape_out):
-            shape_out.extend(data._shape)
+        # A tensor inside a list is one number, as PyTorch converts it (item()), whatever its shape.
+        if numel(data._shape) != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
         return data.dtype
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
     if isinstance(data, (list, tuple)):
         n = len(data)
         if depth == len(shape_out):
@@ -192,13 +197,13 @@ def _infer_nested(data, shape_out: list, depth: int = 0):
     if _is_numpy_scalar(data):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
-        return dt.to_dtype(data.dtype)
+        return dt.from_numpy_dtype(data.dtype)
     if isinstance(data, _NUMBER):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
         return dt.scalar_dtype(data)
     if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
-        return dt.to_dtype(data.dtype)
+        return dt.from_numpy_dtype(data.dtype)
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
@@ -207,7 +212,14 @@ def _is_numpy_scalar(x) -> builtins.bool:
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "shape", None) == ()
 
 
+def _buffer_items(data) -> list:
+    """A bytearray or memoryview as the sequence of numbers PyTorch reads from it."""
+    return list(data) if isinstance(data, bytearray) else data.tolist()
+
+
 def _flatten(data, out: list):
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
     if isinstance(data, (list, tuple)):
         for item in data:
             _flatten(item, out)
@@ -238,7 +250,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             result = result.to(dev)
         return _finish(result, requires_grad)
     if _is_numpy_scalar(data) and dtype is None:
-        dtype = dt.to_dtype(data.dtype)
+        dtype = dt.from_numpy_dtype(data.dtype)
         data = data.item()
     if isinstance(data, _NUMBER):
         d = dt.scalar_dtype(data) if dtype is None else dt.to_dtype(dtype)
