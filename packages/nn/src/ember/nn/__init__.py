@@ -1,6 +1,7 @@
 """``ember.nn``: modules, layers and losses with PyTorch's API (distribution ``ember-nn``)."""
 
-from . import functional, init, modules, utils  # noqa: F401
+from . import functional, init, modules, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.lazy import LazyModuleMixin  # noqa: F401
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
+from .parallel import DataParallel  # noqa: F401

@@ -25,6 +25,20 @@ from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 
+# PyTorch's module paths: programs import layers from the file PyTorch defines them in
+# (`nn.modules.activation.MultiheadAttention`), which in ember is sometimes another file.
+from . import activation as _activation, batchnorm as _batchnorm, instancenorm as _instancenorm  # noqa: E402
+from . import pooling as _pooling  # noqa: E402
+
+_activation.MultiheadAttention = MultiheadAttention  # noqa: F405
+for _name in ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"):
+    setattr(_batchnorm, _name, globals()[_name])
+for _name in ("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"):
+    setattr(_instancenorm, _name, globals()[_name])
+for _name in ("MaxPool3d", "MaxUnpool3d", "AvgPool3d", "LPPool3d", "AdaptiveMaxPool3d", "AdaptiveAvgPool3d"):
+    setattr(_pooling, _name, globals()[_name])
+del _name
+
 # `ember.nn` star-imports this package: export the layers, not the submodules (a submodule
 # named `utils` would shadow `ember.nn.utils`).
 __all__ = [name for name, value in dict(globals()).items()

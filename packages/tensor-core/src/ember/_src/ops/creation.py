@@ -79,30 +79,39 @@ empty_op.meta = _empty_kernel
 full_op.meta = _full_meta
 
 
+def _sizes_or_keyword(sizes: tuple, size):
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``, as PyTorch's parser takes them."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError("argument 'size' given by name and by position")
+    return (size,)
+
+
 def _size_args(size):
     shape = as_shape(size)
     check_sizes(shape)
     return shape
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
 
