@@ -1,5 +1,9 @@
 """Every layer, in one file per family; ``ember.nn`` re-exports them all."""
 
+from . import activation as _activation
+from . import batchnorm as _batchnorm
+from . import instancenorm as _instancenorm
+from . import pooling as _pooling
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
@@ -27,9 +31,6 @@ from .upsampling import *  # noqa: F401,F403
 
 # PyTorch's module paths: programs import layers from the file PyTorch defines them in
 # (`nn.modules.activation.MultiheadAttention`), which in ember is sometimes another file.
-from . import activation as _activation, batchnorm as _batchnorm, instancenorm as _instancenorm  # noqa: E402
-from . import pooling as _pooling  # noqa: E402
-
 _activation.MultiheadAttention = MultiheadAttention  # noqa: F405
 for _name in ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"):
     setattr(_batchnorm, _name, globals()[_name])
