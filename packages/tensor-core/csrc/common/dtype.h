@@ -187,20 +187,11 @@ inline To convert(From v) {
   } else if constexpr (std::is_floating_point_v<CT> || !std::is_floating_point_v<CF>) {
     return Compute<To>::store(static_cast<CT>(c));
   } else {
-    // float -> integer: NaN and out-of-range values are undefined behaviour in C++. PyTorch and
-    // NumPy get what x86's truncating conversions give: int64 targets convert through int64 and
-    // narrower ones through int32 (then keep the low bits), with "integer indefinite" (the most
-    // negative value) for NaN and anything out of that range. Written out so that every
-    // platform and compiler gives the same answer.
-    if constexpr (sizeof(CT) == 8) {
-      if (!(c >= static_cast<CF>(-9.2233720368547758e18) && c < static_cast<CF>(9.2233720368547758e18)))
-        return Compute<To>::store(static_cast<CT>(INT64_MIN));
-      return Compute<To>::store(static_cast<CT>(static_cast<int64_t>(c)));
-    } else {
-      int32_t w = INT32_MIN;
-      if (c >= static_cast<CF>(-2147483648.0) && c < static_cast<CF>(2147483648.0)) w = static_cast<int32_t>(c);
-      return Compute<To>::store(static_cast<CT>(static_cast<uint32_t>(w)));
-    }
+    // float -> integer: out-of-range is undefined in C++; go through int64 like PyTorch does.
+    if (!(c == c)) return Compute<To>::store(static_cast<CT>(0));
+    if (c >= static_cast<CF>(9.2233720368547758e18) || c < static_cast<CF>(-9.2233720368547758e18))
+      return Compute<To>::store(static_cast<CT>(INT64_MIN));
+    return Compute<To>::store(static_cast<CT>(static_cast<int64_t>(c)));
   }
 }
 

@@ -13,7 +13,7 @@
 
 namespace ember {
 
-constexpr int kMaxDims = 4096;  // a sanity bound only: PyTorch has no dimension limit on the CPU
+constexpr int kMaxDims = 64;
 
 struct TensorArg {
   char* data = nullptr;  // address of the element at index (0, ..., 0)
