@@ -147,6 +147,7 @@ class _LoadPolicy:
         self._map_location = map_location
         self._swap_bytes = swap_bytes
         self._storages: dict[str, object] = {}
+        self._dtypes: dict[str, object] = {}
 
     def find_global(self, module: str, name: str):
         user = _safe_globals.user_global(module, name)
@@ -176,10 +177,16 @@ class _LoadPolicy:
         dtype = storage_type.dtype
         nbytes = numel * dtype.itemsize
         storage = self._storages.get(key)
+        seen_as = self._dtypes.setdefault(key, dtype)
+        if seen_as is not dtype:
+            # torch.save never writes one storage under two dtypes; reinterpreting the bytes would
+            # give e.g. bool tensors holding 2 or 255.
+            raise UnpicklingError(f"storage '{key}' is referenced as both {seen_as} and {dtype}")
         if storage is None:
             storage = self._reader.read_storage(f"data/{key}", nbytes)
             if self._swap_bytes and dtype.itemsize > 1:
-                byteswap(storage, dtype.itemsize)
+                # A complex number is two floats: each part is swapped on its own.
+                byteswap(storage, dtype.itemsize // 2 if dtype.is_complex else dtype.itemsize)
             if dtype is dt.bool:
                 normalize_bools(storage)
             storage = self._place(storage, location, nbytes)
