@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from ... import _C
 from ..interop import to_numpy
 from ..tensor import Tensor
@@ -53,6 +51,8 @@ def engine() -> str:
 def _run(name: str, a, **kwargs):
     if engine() == "scipy":
         return getattr(_scipy_fft(), name)(a, workers=_C.get_num_threads(), **kwargs)
+    import numpy as np  # on first use: `import ember` does not import NumPy
+
     return getattr(np.fft, name)(a, **kwargs)
 
 
