@@ -40,6 +40,10 @@ STAMPS = DIST / ".stamps"
 # Compile with one job per core and no more (ninja's default oversubscribes; CI has 2 cores).
 JOBS = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
 BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": JOBS}
+# With ccache installed, a build in a fresh clone reuses objects compiled in any other checkout
+# (paths under the repository are hashed relative to it); without it nothing changes.
+if shutil.which("ccache"):
+    BUILD_ENV |= {"CMAKE_CXX_COMPILER_LAUNCHER": "ccache", "CCACHE_BASEDIR": str(ROOT)}
 
 # What the examples need beyond the packages themselves (the progress bar).
 EXAMPLE_REQUIREMENTS = ["tqdm"]

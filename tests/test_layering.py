@@ -29,7 +29,7 @@ SUBPACKAGE_OWNERS = {
     "optim": "ember-nn",
     "utils": "ember-nn",
     "distributions": "ember-nn",
-    "func": "ember-nn",
+    "func": "ember-autograd",
     "compiler": "ember-compile",
     "fx": "ember-compile",
     "_dynamo": "ember-compile",

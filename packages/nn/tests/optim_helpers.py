@@ -15,7 +15,9 @@ import ember
 torch = pytest.importorskip("torch")
 
 DTYPES = {"float32": (ember.float32, torch.float32), "float64": (ember.float64, torch.float64)}
-TOLERANCES = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-5, atol=2e-6)}
+# float64 atol 1e-11: centered RMSprop's sqrt(v - g_avg**2) cancels, and on an AMD EPYC host one
+# element drifted 6.5e-12 from PyTorch's after four steps (kernel order differs by CPU; same math).
+TOLERANCES = {"float64": dict(rtol=1e-10, atol=1e-11), "float32": dict(rtol=2e-5, atol=2e-6)}
 
 
 def model_arrays(seed: int = 0) -> dict[str, np.ndarray]:

@@ -18,6 +18,7 @@ from ember._src import grad_mode
 from ember._src.dispatch import DispatchMode
 from ember._src.tensor import Tensor
 
+from . import graph as _graph
 from ._engine import grad as _grad
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
 from .formulas.forward import flagged as _flagged
@@ -33,13 +34,24 @@ _TANGENTS: dict[int, tuple] = {}  # id(tensor) -> (weakref to tensor, tangent)
 def _get_tangent(t):
     entry = _TANGENTS.get(id(t))
     if entry is None or entry[0]() is not t:
-        return None
+        # An alias autograd made (a saved tensor) reads the tangent of what it aliases, which the
+        # forward mode may set only after the op that saved it has returned.
+        src = getattr(t, "_tangent_src", None)
+        return None if src is None else _get_tangent(src)
     return entry[1]
 
 
 def _set_tangent(t: Tensor, tangent: Tensor) -> None:
     key = id(t)
     _TANGENTS[key] = (weakref.ref(t, lambda _, key=key: _TANGENTS.pop(key, None)), tangent)
+
+
+def _copy_tangent(src: Tensor, dst: Tensor) -> None:
+    if _LEVEL[0] is not None:
+        dst._tangent_src = src
+
+
+_graph._COPY_TANGENT[0] = _copy_tangent
 
 
 class _ForwardMode(DispatchMode):
@@ -131,8 +143,16 @@ class _suspended:
         return False
 
 
+# Set by ember.func: a context in which a BatchedTensor records its ops for the backward below
+# (a grad level), for tangents batched by vmap (jacfwd, hessian).
+GRAD_LEVEL: list = [None]
+
+
 def _jvp_by_double_backward(formula, tangents, args, kwargs, outs):
-    with grad_mode.enable_grad():
+    # With grad mode on, the tangent keeps its history (reverse over forward: jacrev(jacfwd(f))).
+    differentiable = grad_mode.STATE.grad_enabled
+    level = GRAD_LEVEL[0]
+    with grad_mode.enable_grad(), (level() if level is not None else _no_level()):
         seeds = [ember.zeros_like(o).requires_grad_(True) if o.dtype.is_floating_point else None for o in outs]
         inputs = Inputs(tuple(_flagged(a) for a in args), {k: _flagged(v) for k, v in kwargs.items()})
         saved = tuple(_flagged(o) for o in outs) if formula.save_output else ()
@@ -149,15 +169,23 @@ def _jvp_by_double_backward(formula, tangents, args, kwargs, outs):
         live = [s for s in seeds if s is not None]
         if total is None or not total.requires_grad:
             return tuple(ember.zeros_like(s) if s is not None else None for s in seeds)
-        result = iter(_grad(total, live, allow_unused=True))
+        result = iter(_grad(total, live, allow_unused=True, create_graph=differentiable))
     out = []
     for s in seeds:
         if s is None:
             out.append(None)
             continue
         r = next(result)
-        out.append(ember.zeros_like(s) if r is None else r.detach())
+        out.append(ember.zeros_like(s) if r is None else r if differentiable else r.detach())
     return tuple(out)
+
+
+class _no_level:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 # -- the public API -------------------------------------------------------------------------------

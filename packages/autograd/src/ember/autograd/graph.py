@@ -347,7 +347,7 @@ class SavedTensor:
         if is_output or fn is not None or not t._requires_grad:
             # A bare alias: the tensor object itself may later be rebased by an in-place op onto a
             # node that reaches this one (a cycle). Non-outputs keep the grad_fn they had when saved.
-            data = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+            data = _alias(t)
             if not is_output and fn is not None:
                 data.grad_fn = fn
                 data._requires_grad = True
@@ -368,7 +368,7 @@ class SavedTensor:
             raise RuntimeError(self._version_message(node))
         if not self.is_output:
             return data
-        out = make_tensor(data._storage, data._shape, data._stride, data._offset, data.dtype, data._device)
+        out = _alias(data)
         if self.requires_grad and node is not None:
             set_history(out, node, self.nr)
         return out
@@ -413,6 +413,24 @@ class SavedTensor:
 
     def free(self) -> None:
         self.data = None
+
+
+# Set by forward_ad: links an alias to the tensor whose forward-mode tangent (keyed by identity) it
+# shares, so that a saved tensor keeps its tangent (forward over reverse: ember.func's hessian).
+_COPY_TANGENT: list = [None]
+
+
+def _alias(t: Tensor) -> Tensor:
+    """A bare alias (no history) of ``t``. A wrapper subclass (ember.func's BatchedTensor) names its
+    own ``_autograd_alias``: its data lives in the wrapped tensor, not in its storage."""
+    if type(t) is not Tensor and getattr(type(t), "_autograd_alias", None) is not None:
+        out = type(t)._autograd_alias(t)
+    else:
+        out = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+    copy = _COPY_TANGENT[0]
+    if copy is not None:
+        copy(t, out)
+    return out
 
 
 def _run_pack_hook(t: Tensor, saved: SavedTensor):

@@ -10,6 +10,14 @@ metadata alone) and one kernel per device type. Calling an op routes it through,
 3. the autograd hook (installed by the ``ember-autograd`` package), when grad mode is on
    and a tensor argument requires grad,
 4. the kernel registered for the tensors' device type.
+
+Pending work (the hook upper layers use): a lazy tracer (``ember.compile``) records ops
+instead of running them, so a tensor's data may not exist yet, or an input may still await an
+in-place write. Everything in the core that reads data or random state (``item``, ``tolist``,
+``numpy``/``__array__``, ``repr``, ``data_ptr``, ``bool``/``int``/``float``/``index`` through
+``item``, pickling, DLPack, ``backward``, the generators' seed/state functions) first calls
+``sync_pending(tensor, reason)``, which runs the hook installed with ``set_sync_hook`` when
+there is one. With no hook installed it costs one list read.
 """
 
 from __future__ import annotations
@@ -20,7 +28,22 @@ from types import MethodType
 
 from . import grad_mode
 
-OPS: dict[str, Op] = {}
+
+class _OpTable(dict):
+    """The op registry. ``ember.ops.<name>`` reads an op as an attribute (as ``torch.ops.aten.<name>``),
+    which is how ember.fx's generated code spells op calls; ``ember.ops["<name>"]`` works too."""
+
+    def __getattr__(self, name: str) -> Op:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"ember.ops has no op named '{name}'") from None
+
+    def __dir__(self):
+        return [*super().__dir__(), *(name for name in self if name.isidentifier())]
+
+
+OPS: dict[str, Op] = _OpTable()
 
 # Mutable module state, read on every call.
 
@@ -39,6 +62,7 @@ _MODES = _ModeStack()
 _MODES_ENTERED = [0]
 _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
+_SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -176,23 +200,49 @@ def _call_top_mode(op: Op, args, kwargs):
     stack = _MODES.stack
     mode = stack.pop()
     try:
-        types = tuple({type(t) for t in _iter_tensors(args, kwargs)})
+        # A mode that never reads ``types`` (a tracer) sets wants_types = False: saves a pass.
+        types = tuple({type(t) for t in _iter_tensors(args, kwargs)}) if mode.wants_types else ()
         return mode.__torch_dispatch__(op, types, args, kwargs)
     finally:
         stack.append(mode)
 
 
 def _try_subclass_dispatch(op: Op, args, kwargs):
+    # Runs for every op once any subclass defines __torch_dispatch__ (ember.func's BatchedTensor):
+    # plain tensors are skipped by an exact type check, without a generator or an attribute lookup.
     Tensor = _Tensor
-    for t in _iter_tensors(args, kwargs):
-        cls = type(t)
-        handler = getattr(cls, "__torch_dispatch__", None)
-        if cls is not Tensor and handler is not None:
-            types = tuple({type(x) for x in _iter_tensors(args, kwargs)})
-            result = handler(op, types, args, kwargs)
-            if result is not NotImplemented:
+    for a in args:
+        ta = type(a)
+        if ta is Tensor:
+            continue
+        if ta is list or ta is tuple:
+            for b in a:
+                if type(b) is not Tensor and isinstance(b, Tensor):
+                    handled, result = _subclass_handler(b, op, args, kwargs)
+                    if handled:
+                        return True, result
+        elif isinstance(a, Tensor):
+            handled, result = _subclass_handler(a, op, args, kwargs)
+            if handled:
                 return True, result
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is not Tensor and isinstance(a, Tensor):
+                handled, result = _subclass_handler(a, op, args, kwargs)
+                if handled:
+                    return True, result
     return False, None
+
+
+def _subclass_handler(t, op: Op, args, kwargs):
+    handler = getattr(type(t), "__torch_dispatch__", None)
+    if handler is None:
+        return False, None
+    types = tuple({type(x) for x in _iter_tensors(args, kwargs)})
+    result = handler(op, types, args, kwargs)
+    if result is NotImplemented:
+        return False, None
+    return True, result
 
 
 class DispatchMode:
@@ -201,6 +251,8 @@ class DispatchMode:
     Inside ``with mode:`` every op call reaches ``mode.__torch_dispatch__(op, types, args,
     kwargs)``; calling ``op(*args, **kwargs)`` there continues to the next layer.
     """
+
+    wants_types = True  # False: __torch_dispatch__ gets types=() (it does not read them)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -227,6 +279,19 @@ def active_modes() -> tuple:
 def set_autograd_hook(hook: Callable | None) -> None:
     """Installs the function that handles ops needing autograd (ember-autograd calls this)."""
     _AUTOGRAD_HOOK[0] = hook
+
+
+def set_sync_hook(hook: Callable | None) -> None:
+    """Installs ``hook(tensor, reason)``, called before data or random state is read (module
+    docstring, "Pending work"); ``tensor`` is the tensor read, or None for generator state."""
+    _SYNC_HOOK[0] = hook
+
+
+def sync_pending(tensor=None, reason: str = "data read") -> None:
+    """Makes pending (recorded, not yet run) work visible before ``tensor``'s data is read."""
+    hook = _SYNC_HOOK[0]
+    if hook is not None:
+        hook(tensor, reason)
 
 
 def get_autograd_hook():

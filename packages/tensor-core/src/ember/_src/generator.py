@@ -15,6 +15,7 @@ import threading
 
 from . import dtypes as dt
 from .device import device as _device
+from .dispatch import sync_pending as _sync_pending
 
 _MASK64 = (1 << 64) - 1
 # PyTorch's default seed for a new generator.
@@ -49,6 +50,7 @@ class Generator:
             raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")  # noqa: TRY004 (PyTorch's type)
         if seed < -(1 << 63) or seed > _MASK64:
             raise ValueError("Overflow when unpacking long long")
+        _sync_pending(None, "random generator state")
         with _LOCK:
             self._seed = seed & _MASK64
             self._offset = 0
@@ -56,15 +58,18 @@ class Generator:
 
     def seed(self) -> int:
         """Seeds from the operating system's entropy and returns the new seed."""
+        _sync_pending(None, "random generator state")
         value = int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
         self._seed, self._offset = value, 0
         return value
 
     def initial_seed(self) -> int:
+        _sync_pending(None, "random generator state")
         return self._seed
 
     def get_state(self):
         """The state as a uint8 tensor: seed then offset, 8 little-endian bytes each."""
+        _sync_pending(None, "random generator state")
         from .tensor import new_empty_tensor
 
         state = new_empty_tensor((_STATE_BYTES,), dt.uint8)
@@ -87,6 +92,7 @@ class Generator:
             )
         if new_state._device.type != "cpu":
             raise RuntimeError("RNG state must be a CPU tensor")
+        _sync_pending(None, "random generator state")
         raw = bytes(memoryview(new_state.contiguous().clone()._storage)[:_STATE_BYTES])
         self._seed = int.from_bytes(raw[:8], "little")
         self._offset = int.from_bytes(raw[8:], "little")

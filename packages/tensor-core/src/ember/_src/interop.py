@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from .. import _C
+from . import dispatch as _dispatch
 from . import dtypes as dt
 from .device import CPU, META
 from .tensor import Tensor, make_tensor
@@ -40,6 +41,7 @@ def numpy_dtype(d):
 
 def to_numpy(t: Tensor, force: bool = False):
     """The tensor's memory as a NumPy array (no copy)."""
+    _dispatch.sync_pending(t, "Tensor.numpy()")
     import numpy as np
 
     if t._device is META:
@@ -72,6 +74,7 @@ def _numpy_strides(shape: tuple, stride: tuple, item: int) -> tuple:
 
 
 def to_numpy_copy(t: Tensor):
+    _dispatch.sync_pending(t, "Tensor.numpy()")
     import numpy as np
 
     return np.array(to_numpy(t, force=True), copy=True)
@@ -148,6 +151,7 @@ def tensor_reduce(t: Tensor):
 
     The payload is the raw bytes of a contiguous copy, so every dtype (bfloat16 too) round-trips exactly.
     """
+    _dispatch.sync_pending(t, "pickling a tensor")
     if t._device.type != "cpu":
         raise RuntimeError(f"cannot pickle a tensor on the {t._device.type} device")
     src = t.detach().contiguous()
@@ -170,6 +174,7 @@ def dlpack_device(t: Tensor) -> tuple:
 
 def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None):
     """``__dlpack__``: a capsule sharing ``t``'s memory; versioned when the consumer asks for >= (1, 0)."""
+    _dispatch.sync_pending(t, "__dlpack__")
     if t._requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if t._device.type != "cpu":

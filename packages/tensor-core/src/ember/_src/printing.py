@@ -186,8 +186,10 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
 
 
 def tensor_repr(t) -> str:
+    from .dispatch import sync_pending
     from .tensor import Tensor
 
+    sync_pending(t, "printing a tensor")
     plain = type(t) is Tensor or type(t).__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)

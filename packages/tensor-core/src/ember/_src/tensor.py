@@ -167,14 +167,20 @@ class Tensor:
         return is_contiguous(self._shape, self._stride)
 
     def data_ptr(self) -> int:
+        if dispatch._SYNC_HOOK[0] is not None:
+            dispatch._SYNC_HOOK[0](self, "Tensor.data_ptr()")
         if self._storage.device_type == "meta":
             return 0
         return self._storage.data_ptr() + self._offset * self.dtype.itemsize
 
     def untyped_storage(self):
+        if dispatch._SYNC_HOOK[0] is not None:
+            dispatch._SYNC_HOOK[0](self, "Tensor.untyped_storage()")
         return self._storage
 
     def storage(self):
+        if dispatch._SYNC_HOOK[0] is not None:
+            dispatch._SYNC_HOOK[0](self, "Tensor.storage()")
         return self._storage
 
     @property
@@ -230,6 +236,8 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from . import plugins
 
+        if dispatch._SYNC_HOOK[0] is not None:
+            dispatch._SYNC_HOOK[0](self, "Tensor.backward()")
         engine = plugins.get("autograd")
         if engine is None:
             raise RuntimeError(
@@ -320,6 +328,8 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec: str) -> str:
+        if dispatch._SYNC_HOOK[0] is not None:
+            dispatch._SYNC_HOOK[0](self, "formatting a tensor")
         if self.ndim == 0 and not self.is_meta and type(self) is Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec) if spec else self.__repr__()

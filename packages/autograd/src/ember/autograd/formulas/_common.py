@@ -48,7 +48,7 @@ def not_implemented(op_name: str, error: type = RuntimeError):
 
 def embed(shape, g: Tensor, view) -> Tensor:
     """Zeros of ``shape`` with ``g`` written into the region ``view(zeros)`` selects."""
-    result = ember.zeros(shape, dtype=g.dtype)
+    result = g.new_zeros(shape)  # batched like g under vmap (ember.func)
     view(result).copy_(g)
     return result
 

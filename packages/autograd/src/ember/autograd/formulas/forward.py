@@ -35,10 +35,16 @@ def flagged(a):
 def _pointwise_jvp(formula):
     def jvp(tangents, inputs, outputs):
         out = outputs[0]
-        flagged_inputs = Inputs(tuple(flagged(a) for a in inputs.args), inputs.kwargs)
+        # With grad mode on, inputs that require grad stay as they are, so that the tangent keeps
+        # its history through the primal too (reverse over forward: ember.func.jacrev(jacfwd(f))).
+        differentiable = grad_mode.STATE.grad_enabled and (
+            any(t is not None and t.requires_grad for t in tangents)
+            or any(isinstance(a, Tensor) and a.requires_grad for a in inputs.args))
+        flagged_inputs = Inputs(tuple(a if differentiable and isinstance(a, Tensor) and a.requires_grad
+                                      else flagged(a) for a in inputs.args), inputs.kwargs)
         saved = outputs if formula.save_output else ()
         total = None
-        with grad_mode.set_grad_enabled(any(t is not None and t.requires_grad for t in tangents)):
+        with grad_mode.set_grad_enabled(differentiable):
             for i, t in enumerate(tangents):
                 if t is None:
                     continue

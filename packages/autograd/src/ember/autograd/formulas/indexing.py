@@ -20,7 +20,7 @@ def _index(grads, inputs, outputs):
     g = grads[0]
     x = inputs.args[0]
     indices = list(arg(inputs, 1, "indices"))
-    zeros = ember.zeros(x.shape, dtype=g.dtype)
+    zeros = g.new_zeros(x.shape)
     # The op itself, not ember.index_put: its indices may hold None (the `...` and `:` of x[..., idx]),
     # which the public function refuses as PyTorch's does.
     return (_index_put_op(zeros, indices, g, True),)
@@ -34,10 +34,10 @@ def _index_select(grads, inputs, outputs):
     dim, index = arg(inputs, 1, "dim"), arg(inputs, 2, "index")
     index = index.reshape(-1)
     if x.ndim == 0:
-        zeros = ember.zeros((1,), dtype=g.dtype)
+        zeros = g.new_zeros((1,))
         return (ember.index_put(zeros, [index], g.reshape(-1), accumulate=True).reshape(()),)
     dim = dim % x.ndim
-    zeros = ember.zeros(x.shape, dtype=g.dtype).movedim(dim, 0)
+    zeros = g.new_zeros(x.shape).movedim(dim, 0)
     result = ember.index_put(zeros, [index], g.movedim(dim, 0), accumulate=True)
     return (result.movedim(0, dim),)
 

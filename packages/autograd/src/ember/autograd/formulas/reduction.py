@@ -120,7 +120,7 @@ def _index_grids(shape: tuple, dim: int, index):
 
 def _scatter_add(shape: tuple, dim: int, index, g):
     """zeros(shape) with ``g`` added at ``index`` along ``dim`` (scatter_add)."""
-    zeros = ember.zeros(shape, dtype=g.dtype)
+    zeros = g.new_zeros(shape)
     if not shape:
         return zeros + g
     return ember.index_put(zeros, _index_grids(shape, dim, index), g, accumulate=True)

@@ -48,7 +48,7 @@ def _gather(grads, inputs, outputs):
     g = grads[0]
     x = inputs.args[0]
     dim, index = _dim(inputs, x), arg(inputs, 2, "index")
-    zeros = ember.zeros(x.shape, dtype=g.dtype)
+    zeros = g.new_zeros(x.shape)
     if x.ndim == 0:
         return (zeros + g.sum(),)
     return (ember.index_put(zeros, _grids(index, dim), g, accumulate=True),)

@@ -70,7 +70,7 @@ def _diagonal(grads, inputs, outputs):
 
 def _scatter_positions(n: int, g, positions, dtype):
     """A length-``n`` vector holding the sum of ``g``'s elements at each of ``positions``."""
-    flat = ember.zeros((n,), dtype=dtype)
+    flat = g.new_zeros((n,), dtype=dtype)
     return ember.index_put(flat, (positions.reshape(-1),), g.reshape(-1), accumulate=True)
 
 

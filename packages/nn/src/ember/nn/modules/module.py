@@ -635,13 +635,30 @@ class Module:
         self._set_backward_hook_kind(False)
         return _add_hook(self._backward_hooks, hook, False)
 
+    _compiled_call_impl = None  # set by compile()
+
     def _call_impl(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     __call__ = _call_impl
+
+    def _uncompiled_call_impl(self, *args, **kwargs):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compiles this module's calls in place with ``ember.compile(*args, **kwargs)`` (PyTorch's
+        ``Module.compile``): parameters and state_dict keys stay as they are."""
+        import ember
+
+        self._compiled_call_impl = ember.compile(self._uncompiled_call_impl, *args, **kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
         for hook_id, hook in list(self._forward_pre_hooks.items()):

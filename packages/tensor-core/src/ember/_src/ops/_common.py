@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import _C
+from .. import dispatch as _dispatch
 from .. import dtypes as dt
 from ..device import META
 from ..shapes import numel
@@ -149,6 +150,12 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
             )
         fresh = new_empty_tensor(result._shape, out.dtype, out._device)
         out._storage, out._shape, out._stride, out._offset = fresh._storage, fresh._shape, fresh._stride, 0
+    if _dispatch._MODES_ENTERED[0] and _dispatch._MODES.stack:
+        # A dispatch mode (a tracer) must see the write as an op: result may hold no data yet.
+        from .views import copy_inplace_op
+
+        copy_inplace_op(out, result)
+        return out
     if out._device is not META:
         _C.copy_(out, result)
     out._bump_version()

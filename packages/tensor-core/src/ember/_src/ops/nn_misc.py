@@ -137,7 +137,11 @@ def _check_p(p) -> float:
 
 def _dropout_mask(input: Tensor, shape, p: float, generator=None) -> Tensor:
     """Keep-mask already scaled by 1/(1-p), drawn from ember's generator."""
-    mask = new_empty_tensor(tuple(shape), input.dtype, input._device)
+    # Through the ``empty`` op, as the random factories allocate: dispatch modes see the mask being
+    # made (ember.func.vmap draws one mask per sample under randomness="different").
+    from .creation import empty_op
+
+    mask = empty_op(tuple(shape), dtype=input.dtype, device=input._device)
     if p == 1.0:
         return mask.zero_()
     mask.bernoulli_(1.0 - p, generator=generator)

@@ -12,7 +12,7 @@ import operator
 from ... import _C
 from .. import dtypes as dt
 from ..device import META, to_device
-from ..dispatch import define
+from ..dispatch import _SYNC_HOOK, define
 from ..shapes import (
     as_shape,
     broadcast_shapes,
@@ -805,6 +805,8 @@ def zero_(self: Tensor) -> Tensor:
 
 
 def item(self: Tensor):
+    if _SYNC_HOOK[0] is not None:
+        _SYNC_HOOK[0](self, "Tensor.item()")
     if self.numel() != 1:
         raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
     if self._device is META:
@@ -815,6 +817,8 @@ def item(self: Tensor):
 
 
 def tolist(self: Tensor):
+    if _SYNC_HOOK[0] is not None:
+        _SYNC_HOOK[0](self, "Tensor.tolist()")
     if self._device is META:
         raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
     from ..interop import to_numpy_copy

@@ -1,0 +1,248 @@
+"""ember's Inductor (ember.compile, C/OpenMP kernels) beside PyTorch's, in one process.
+
+Run from the repository root:
+    PYTHONPATH=$(python ci/dev_env.py) python benchmarks/bench_compile_codegen.py [--quick] [--no-torch-compile]
+
+Cases (1 thread on both sides is the primary figure):
+
+- ``chain4``: ``((x * 2 + 1).relu() - 0.5)`` on 4M float32: 4 eager passes vs 1 fused kernel.
+  Targets: compiled ember >= 2.3x eager ember, and no slower than torch.compile.
+- ``softmax`` / ``layer_norm``: 4096 x 1024 float32 rows; achieved bandwidth (bytes read + written
+  once / time) against the machine's measured copy bandwidth (target >= 70%).
+- ``gpt_fwd``: a mini-GPT forward (4 layers, d=256, T=128, B=16, causal attention, GELU MLP):
+  compiled ember vs torch.compile vs both eager.
+- compile time in a fresh process, cold cache and warm cache, for a tiny function and the
+  mini-GPT forward.
+
+Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
+minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+import torch
+
+import ember
+
+N = 4 * 1024 * 1024
+
+
+def best_time(fn, repeat=7, warmup=2):
+    for _ in range(warmup):
+        fn()
+    wall, cpu = [], []
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    return min(wall), min(cpu)
+
+
+def chain(m, x):
+    return (x * 2 + 1).relu() - 0.5
+
+
+def copy_bandwidth(threads) -> float:
+    """Bytes/s of a large float32 copy (read + write) by numpy (CPU time for one thread)."""
+    a = np.random.default_rng(0).standard_normal(16 * 1024 * 1024).astype(np.float32)
+    b = np.empty_like(a)
+    wall, cpu = best_time(lambda: np.copyto(b, a), repeat=7)
+    return 2 * a.size * 4 / (cpu if threads == 1 else wall)
+
+
+def bench_chain(threads, use_torch_compile):
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    x = ember.randn(N)
+    tx = torch.from_numpy(x.numpy().copy())
+    ce = ember.compile(lambda x: chain(ember, x))
+    ce(x)
+    rows = {"ember eager": best_time(lambda: chain(ember, x)), "ember compiled": best_time(lambda: ce(x)),
+            "torch eager": best_time(lambda: chain(torch, tx))}
+    if use_torch_compile:
+        ct = torch.compile(lambda x: chain(torch, x))
+        ct(tx)
+        rows["torch.compile"] = best_time(lambda: ct(tx))
+    assert float((ce(x) - chain(ember, x)).abs().max()) == 0.0
+    return rows
+
+
+def bench_rows(threads, use_torch_compile, bandwidth):
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    rows, cols = 4096, 1024
+    x = ember.randn(rows, cols)
+    w, b = ember.randn(cols), ember.randn(cols)
+    tx, tw, tb = (torch.from_numpy(t.numpy().copy()) for t in (x, w, b))
+    cases = {
+        "softmax": (lambda m, x, w, b: m.softmax(x, -1), 2),
+        "layer_norm": (lambda m, x, w, b: m.nn.functional.layer_norm(x, (cols,), w, b), 2),
+    }
+    out = {}
+    for name, (fn, passes) in cases.items():
+        ce = ember.compile(lambda x, w, b, fn=fn: fn(ember, x, w, b))
+        ce(x, w, b)
+        got = {"ember eager": best_time(lambda: fn(ember, x, w, b)), "ember compiled": best_time(lambda: ce(x, w, b)),
+               "torch eager": best_time(lambda: fn(torch, tx, tw, tb))}
+        if use_torch_compile:
+            ct = torch.compile(lambda x, w, b, fn=fn: fn(torch, x, w, b))
+            ct(tx, tw, tb)
+            got["torch.compile"] = best_time(lambda: ct(tx, tw, tb))
+        nbytes = passes * rows * cols * 4
+        # one thread: CPU time (robust on a shared machine); more: wall time
+        out[name] = (got, {k: nbytes / (v[1] if threads == 1 else v[0]) / bandwidth for k, v in got.items()})
+    return out
+
+
+GPT = textwrap.dedent('''
+    def make_gpt(nn, m, layers=4, d=256, heads=4, vocab=512, T=128):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+                self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+                self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+            def forward(self, x, mask):
+                B, T_, C = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+                q = q.view(B, T_, heads, C // heads).transpose(1, 2)
+                k = k.view(B, T_, heads, C // heads).transpose(1, 2)
+                v = v.view(B, T_, heads, C // heads).transpose(1, 2)
+                att = (q @ k.transpose(-2, -1)) * (1.0 / (C // heads) ** 0.5)
+                att = m.softmax(att.masked_fill(mask, float("-inf")), -1)
+                y = (att @ v).transpose(1, 2).reshape(B, T_, C)
+                x = x + self.proj(y)
+                return x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
+                self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+                self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+            def forward(self, idx):
+                T_ = idx.shape[1]
+                mask = m.ones(T_, T_, dtype=m.bool).triu(1)
+                x = self.tok(idx) + self.pos(m.arange(T_))
+                for blk in self.blocks:
+                    x = blk(x, mask)
+                return self.head(self.ln(x))
+
+        return GPT()
+''')
+
+
+def bench_gpt(threads, use_torch_compile):
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    ns: dict = {}
+    exec(GPT, ns)
+    torch.manual_seed(0)
+    tmodel = ns["make_gpt"](torch.nn, torch).eval()
+    emodel = ns["make_gpt"](ember.nn, ember).eval()
+    emodel.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tmodel.state_dict().items()})
+    idx = np.random.default_rng(0).integers(0, 512, (16, 128))
+    eidx, tidx = ember.tensor(idx), torch.from_numpy(idx)
+    rows = {}
+    with ember.no_grad(), torch.no_grad():
+        ce = ember.compile(emodel)
+        ref = tmodel(tidx).numpy()
+        np.testing.assert_allclose(ce(eidx).numpy(), ref, rtol=2e-3, atol=2e-3)
+        rows["ember eager"] = best_time(lambda: emodel(eidx), repeat=3)
+        rows["ember compiled"] = best_time(lambda: ce(eidx), repeat=3)
+        rows["torch eager"] = best_time(lambda: tmodel(tidx), repeat=3)
+        if use_torch_compile:
+            ct = torch.compile(tmodel)
+            ct(tidx)
+            rows["torch.compile"] = best_time(lambda: ct(tidx), repeat=3)
+    return rows
+
+
+COMPILE_CHILD = textwrap.dedent('''
+    import sys, time
+    import numpy as np
+    start = time.perf_counter()
+    import ember
+    imported = time.perf_counter()
+    which = sys.argv[1]
+    if which == "tiny":
+        fn = ember.compile(lambda x: (x * 2 + 1).relu())
+        x = ember.randn(64)
+        t0 = time.perf_counter(); fn(x); t1 = time.perf_counter()
+    else:
+        ns = {}
+        exec(sys.argv[2], ns)
+        model = ns["make_gpt"](ember.nn, ember).eval()
+        idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128)))
+        with ember.no_grad():
+            model(idx)  # eager warmup: the compile figure excludes first-touch costs of eager
+            fn = ember.compile(model)
+            t0 = time.perf_counter(); fn(idx); t1 = time.perf_counter()
+            t2 = time.perf_counter(); fn(idx); t3 = time.perf_counter()
+        t1 = t1 - (t3 - t2)  # the compile alone: first call minus a compiled call
+    print(f"{t1 - t0:.3f}")
+''')
+
+
+def compile_times():
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, EMBER_CACHE_DIR=cache)
+        for which in ("tiny", "gpt"):
+            for state in ("cold", "warm"):
+                proc = subprocess.run([sys.executable, "-c", COMPILE_CHILD, which, GPT], env=env,
+                                      capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    raise RuntimeError(proc.stderr[-2000:])
+                out[(which, state)] = float(proc.stdout.split()[-1])
+    return out
+
+
+def fmt(t):
+    return f"{t * 1e3:8.2f} ms"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="1 thread only, no compile-time subprocesses")
+    parser.add_argument("--no-torch-compile", action="store_true")
+    args = parser.parse_args()
+    use_tc = not args.no_torch_compile
+    for threads in ([1] if args.quick else [1, 2]):
+        print(f"\n== {threads} thread(s) ==")
+        rows = bench_chain(threads, use_tc)
+        base = rows["ember eager"][0]
+        print("chain4 (4M float32)           wall        cpu     eager-ember/x")
+        for k, (w, c) in rows.items():
+            print(f"  {k:16s} {fmt(w)} {fmt(c)}   {base / w:5.2f}x")
+        bandwidth = copy_bandwidth(threads)
+        print(f"measured copy bandwidth: {bandwidth / 1e9:.1f} GB/s")
+        for name, (got, frac) in bench_rows(threads, use_tc, bandwidth).items():
+            print(f"{name} (4096x1024 float32)     wall        cpu     of bandwidth")
+            for k, (w, c) in got.items():
+                print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
+        rows = bench_gpt(threads, use_tc)
+        base = rows["torch eager"][0]
+        print("gpt_fwd (L4 d256 T128 B16)    wall        cpu     torch-eager/x")
+        for k, (w, c) in rows.items():
+            print(f"  {k:16s} {fmt(w)} {fmt(c)}   {base / w:5.2f}x")
+    if not args.quick:
+        print("\ncompile time in a fresh process (s):")
+        for (which, state), t in compile_times().items():
+            print(f"  {which:5s} {state}: {t:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""ember._dynamo: the ``torch._dynamo`` names PyTorch programs commonly use, over ember.compiler.
+
+ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy tracer (see
+``ember.compiler``). These aliases let programs written for ``torch._dynamo`` run unchanged.
+"""
+
+from ember.compiler import config
+from ember.compiler._api import compile as _compile
+from ember.compiler._api import disable
+from ember.compiler._compiled import reset
+from ember.compiler._explain import explain
+from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
+
+from . import exc
+from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
+
+
+def graph_break() -> None:
+    """Ends the current graph here (``torch._dynamo.graph_break``): the pending ops run now."""
+    from ember.compiler._recorder import current
+
+    rec = current()
+    if rec is not None and not rec.suspended:
+        rec.flush("torch._dynamo.graph_break()")
+
+
+def is_compiling() -> bool:
+    from ember.compiler import is_compiling as _is_compiling
+
+    return _is_compiling()
+
+
+def allow_in_graph(fn):
+    """Accepted: the lazy capture records whatever ops ``fn`` runs."""
+    return fn
+
+
+def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
+    """``torch._dynamo.optimize(backend)(fn)``: ``ember.compile(fn, backend=..., fullgraph=nopython)``."""
+
+    def wrap(fn):
+        return _compile(fn, backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)
+
+    return wrap
+
+
+def run(fn=None):
+    """``torch._dynamo.run``: run without compiling anything new (here: eagerly)."""
+    return disable(fn) if fn is not None else disable
+
+
+__all__ = [
+    "allow_in_graph", "config", "disable", "exc", "explain", "graph_break", "is_compiling", "list_backends",
+    "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "register_backend",
+    "reset", "run",
+]

@@ -1,0 +1,196 @@
+"""Tracing the joint forward+backward graph of a captured graph with ember's own formulas.
+
+The forward graph is replayed under a strict ``Recorder`` on its example inputs (which are
+lifted as the primal inputs); then, walking its nodes in reverse, each op's backward formula
+from ``ember.autograd.formulas`` (the table the eager engine uses) is called on the lazy
+values, with the output gradients as fresh graph inputs (the tangents). Gradients are summed
+down to each input's shape and cast to its dtype exactly as the engine does (``sum_to``).
+What the recorder saw is the joint graph: recorded forward nodes first, then backward ones.
+
+Anything outside this scheme (an in-place op, a grad-mode switch inside the graph, an op with
+no formula, a formula that reads data) makes ``trace_joint`` return None, and the caller runs
+the graph under eager autograd instead (correct, just not compiled as one backward).
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+
+import ember
+from ember._src.dispatch import Op
+from ember._src.tensor import Tensor
+
+from ._graph_build import _set_grad_enabled, build_graph_module
+from ._lazy import _detach
+from ._recorder import Recorder
+
+_log = logging.getLogger("ember.compiler.aot_autograd")
+
+
+class _StrictOwner:
+    want_stacks = False
+    fullgraph = True
+
+    def note_break(self, reason, frame, rec):
+        raise _Unsupported(reason)
+
+    def lookup(self, rec, live):  # pragma: no cover
+        raise _Unsupported("partial graph")
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _supported(gm) -> bool:
+    from ember.autograd.formulas import FORMULAS, NON_DIFFERENTIABLE
+
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            t = node.target
+            if t is operator.getitem or t is _detach:
+                continue
+            if t is _set_grad_enabled or not isinstance(t, Op):
+                return False
+            if "inplace" in t.tags:
+                if any(getattr(a.meta.get("val"), "requires_grad", True) for a in node.all_input_nodes):
+                    return False  # in-place on something autograd tracks: leave it to eager autograd
+                continue  # a buffer update (BatchNorm's num_batches_tracked): forward-only
+            if t.name not in FORMULAS and t.name not in NON_DIFFERENTIABLE:
+                return False
+        elif node.op not in ("placeholder", "output", "get_attr"):
+            return False
+    return True
+
+
+def _map(a, fn):
+    if isinstance(a, tuple):
+        return tuple(_map(b, fn) for b in a)
+    if isinstance(a, list):
+        return [_map(b, fn) for b in a]
+    if isinstance(a, dict):
+        return {k: _map(v, fn) for k, v in a.items()}
+    return fn(a)
+
+
+def trace_joint(gm, example_inputs: list):
+    """(joint GraphModule, number of forward outputs, number of recorded forward nodes,
+    indices of primals requiring grad, which forward outputs are differentiable) or None."""
+    if not _supported(gm):
+        return None
+    from ember import fx
+    from ember.autograd._engine import sum_to
+    from ember.autograd.formulas import FORMULAS, Inputs
+
+    rec = Recorder(_StrictOwner())
+    try:
+        with rec, ember.enable_grad():
+            primals = []
+            for t in example_inputs:
+                if id(t) not in rec.input_index:
+                    rec._lift(t)
+                primals.append(t)
+            env: dict = {}
+            placeholders = iter(primals)
+            out_node = None
+            for node in gm.graph.nodes:
+                if node.op == "placeholder":
+                    env[node] = next(placeholders)
+                elif node.op == "get_attr":
+                    env[node] = getattr(gm, node.target)
+                elif node.op == "call_function":
+                    args = _map(node.args, lambda a: env[a] if isinstance(a, fx.Node) else a)
+                    kwargs = _map(node.kwargs, lambda a: env[a] if isinstance(a, fx.Node) else a)
+                    env[node] = node.target(*args, **kwargs)
+                elif node.op == "output":
+                    out_node = node
+            result = out_node.args[0]
+            result = result if type(result) in (list, tuple) else (result,)
+            outs = list(_map(result, lambda a: env[a] if isinstance(a, fx.Node) else a))
+            n_forward = len(rec.nodes)
+            diff_outputs = [isinstance(o, Tensor) and o.requires_grad for o in outs]
+            # Tangents: one real zero tensor per differentiable output, lifted as a graph input.
+            rec.suspended = True
+            tangents = [ember.zeros(o.shape, dtype=o.dtype, device=o.device) for o, d in zip(outs, diff_outputs) if d]
+            rec.suspended = False
+            grads: dict = {}
+            it = iter(tangents)
+            tangent_values = set()
+            for o, d in zip(outs, diff_outputs):
+                if d:
+                    g = next(it)
+                    tangent_values.add(rec._lift(g))
+                    grads[id(o)] = _add(grads.get(id(o)), g)
+            nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+            for node in reversed(nodes):
+                value = env[node]
+                t = node.target
+                if t is operator.getitem:
+                    g = grads.get(id(value))
+                    if g is not None:
+                        parent = env[node.args[0]]
+                        slot = grads.setdefault(("multi", id(parent)), {})
+                        slot[node.args[1]] = _add(slot.get(node.args[1]), g)
+                    continue
+                if t is _detach:
+                    continue
+                formula = FORMULAS.get(t.name)
+                if formula is None:
+                    continue
+                if isinstance(value, (tuple, list)):
+                    slot = grads.get(("multi", id(value)), {})
+                    out_grads = tuple(slot.get(i) for i in range(len(value)))
+                    outputs = tuple(value)
+                else:
+                    out_grads = (grads.get(id(value)),)
+                    outputs = (value,)
+                if all(g is None for g in out_grads):
+                    continue
+                args = tuple(_map(node.args, lambda a: env[a] if isinstance(a, fx.Node) else a))
+                kwargs = dict(_map(node.kwargs, lambda a: env[a] if isinstance(a, fx.Node) else a))
+                res = formula.backward(out_grads, Inputs(args, kwargs), outputs if formula.save_output else ())
+                if isinstance(res, Tensor) or res is None:
+                    res = (res,)
+                for i, g in enumerate(res):
+                    if i >= len(args) or g is None:
+                        continue
+                    a = args[i]
+                    if isinstance(a, Tensor):
+                        if a.requires_grad:
+                            grads[id(a)] = _add(grads.get(id(a)), _fit(g, a, sum_to))
+                    elif type(a) in (list, tuple):
+                        for b, gb in zip(a, g):
+                            if isinstance(b, Tensor) and b.requires_grad and gb is not None:
+                                grads[id(b)] = _add(grads.get(id(b)), _fit(gb, b, sum_to))
+            needs = [i for i, t in enumerate(primals) if isinstance(t, Tensor) and t.requires_grad]
+            input_grads = [grads.get(id(primals[i])) for i in needs]
+            # An input that got no gradient: its gradient is None (the engine skips it too).
+            rec.suspended = True
+            output = (tuple(outs), tuple(input_grads))
+            rec.suspended = False
+            output_template, _, _ = rec._conv(output)
+            # Real tensors a formula made from Python data are constants of the joint graph.
+            primal_values = {rec.input_index[id(t)] for t in primals}
+            constants = frozenset(v for v in rec.input_index.values()
+                                  if v not in primal_values and v not in tangent_values)
+            joint = build_graph_module(rec, [], fx, output=output_template, placeholder_name="input{}",
+                                       forward_count=n_forward, constants=constants)
+    except Exception:  # noqa: BLE001 - any failure means: run this graph under eager autograd
+        _log.debug("AOT autograd falls back to eager autograd", exc_info=True)
+        return None
+    finally:
+        rec.discard()
+    return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
+
+
+def _add(a, b):
+    return b if a is None else a + b
+
+
+def _fit(g, a, sum_to):
+    if g._shape != a._shape:
+        g = sum_to(g, a._shape)
+    if g.dtype is not a.dtype:
+        g = g.to(a.dtype)
+    return g

@@ -1,0 +1,150 @@
+"""``ember.compile`` and its wrappers: compiled functions, bound methods and OptimizedModule."""
+
+from __future__ import annotations
+
+import functools
+
+from ._compiled import CompiledFunction, disable_context, wrap_function
+from ._recorder import current
+
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(  # noqa: A001 - PyTorch's name
+    model=None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend="inductor",
+    mode: str | None = None,
+    options: dict | None = None,
+    disable: bool = False,
+):
+    """Compiles a function or module (PyTorch's ``torch.compile``).
+
+    Every call re-runs the Python of ``model`` while recording its tensor ops into graphs,
+    which ``backend`` compiles once per distinct recording and the cache reuses. Graph breaks
+    happen only where the program reads tensor data (``.item()``, ``print(t)``, ``if t:``).
+
+    Example::
+
+        >>> import ember
+        >>> f = ember.compile(lambda x: (x * 2).sin(), backend="eager")
+        >>> f(ember.zeros(2)).tolist()
+        [0.0, 0.0]
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    if not callable(model):
+        raise RuntimeError("ember.compile: model must be a callable (a function or an nn.Module)")
+    from .backends.registry import lookup_backend
+
+    lookup_backend(backend)  # an unknown name fails here, as in PyTorch
+    if disable:
+        return model
+    import ember
+
+    if isinstance(model, ember.nn.Module):
+        return OptimizedModule(model, CompiledFunction(model, backend, fullgraph, dynamic, options,
+                                                       name=type(model).__name__))
+    state = CompiledFunction(model, backend, fullgraph, dynamic, options)
+    return wrap_function(model, state)
+
+
+def _optimized_module_class():
+    import ember
+
+    class OptimizedModule(ember.nn.Module):
+        """A compiled module: calls go through the capture; everything else is ``_orig_mod``'s.
+
+        ``_orig_mod`` is a registered submodule, so parameters are shared and state_dict keys
+        carry the ``_orig_mod.`` prefix, as in PyTorch.
+        """
+
+        def __init__(self, mod, state):
+            super().__init__()
+            self._orig_mod = mod
+            object.__setattr__(self, "_ember_compiled", state)
+            self.training = mod.training
+
+        def __call__(self, *args, **kwargs):
+            return self._ember_compiled(*args, **kwargs)
+
+        def forward(self, *args, **kwargs):
+            return self._ember_compiled(*args, **kwargs)
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self._modules["_orig_mod"], name)
+
+        def train(self, mode: bool = True):
+            self._orig_mod.train(mode)
+            self.training = mode
+            return self
+
+        def _get_name(self) -> str:
+            return "OptimizedModule"
+
+        def __dir__(self):
+            return sorted(set(super().__dir__()) | set(dir(self._orig_mod)))
+
+    return OptimizedModule
+
+
+class _LazyClass:
+    """``OptimizedModule`` is built on first use, so importing the compiler does not import nn."""
+
+    _cls = None
+
+    def __call__(self, *args, **kwargs):
+        return self.get()(*args, **kwargs)
+
+    def get(self):
+        if _LazyClass._cls is None:
+            _LazyClass._cls = _optimized_module_class()
+        return _LazyClass._cls
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, self.get())
+
+
+OptimizedModule = _LazyClass()
+
+
+def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
+    """Marks ``fn`` to run eagerly even when a compiled function calls it (``torch.compiler.disable``).
+
+    Called from inside a capture, the pending graph runs first (a graph break) and ``fn`` runs
+    on real tensors; the capture resumes after it returns.
+    """
+    if fn is None:
+        return lambda f: disable(f, recursive, reason=reason)
+    state = getattr(fn, "_ember_compiled", None)
+    inner = state.fn if state is not None else fn
+
+    @functools.wraps(inner)
+    def run_eagerly(*args, **kwargs):
+        rec = current()
+        if rec is None:
+            with disable_context():
+                return inner(*args, **kwargs)
+        why = f"call to {getattr(inner, '__qualname__', inner)!r}, marked ember.compiler.disable"
+        if reason:
+            why += f" ({reason})"
+        rec.flush(why)
+        rec.suspended = True
+        try:
+            with disable_context():
+                return inner(*args, **kwargs)
+        finally:
+            rec.suspended = False
+
+    run_eagerly._ember_disabled = True
+    return run_eagerly

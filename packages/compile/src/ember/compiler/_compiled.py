@@ -1,0 +1,264 @@
+"""A compiled function: each call re-runs the user's Python under a ``Recorder`` and runs the
+recorded segments through the cache of compiled graphs.
+
+The cache maps a segment's recorded structure (``_recorder`` docstring) to the callable the
+backend returned for it. Each segment position (first, second ... segment of a call) may
+compile at most ``config.cache_size_limit`` graphs; past that the function runs eagerly from
+then on, with one warning, as PyTorch does when a frame hits its cache limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+import warnings
+
+from .. import _logging
+from . import config
+from ._dynamic import has_marked_dims, shapes_changed, symbolize
+from ._recorder import Recorder, Unsupported, current
+
+log = logging.getLogger("ember._dynamo")
+_ALL: list = []  # weak references to every CompiledFunction (reset() clears their caches)
+_ALL_LOCK = threading.Lock()
+_DISABLED = threading.local()
+
+
+class BreakReason:
+    """One graph break: why, and where in the user's program (PyTorch's GraphBreak reason)."""
+
+    __slots__ = ("reason", "user_stack", "graph_break")
+
+    def __init__(self, reason: str, frame):
+        self.reason = reason
+        self.user_stack = [frame] if frame is not None else []
+        self.graph_break = True
+
+    def __repr__(self) -> str:
+        where = f" ({self.user_stack[-1]!r})" if self.user_stack else ""
+        return f"BreakReason(reason={self.reason!r}{where})"
+
+
+class CompiledFunction:
+    """The state behind one ``ember.compile(fn)``: options, cache and counters."""
+
+    def __init__(self, fn, backend, fullgraph: bool, dynamic, options=None, name=None):
+        from .backends.registry import lookup_backend
+
+        self.fn = fn
+        self.backend = lookup_backend(backend)
+        self.backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.options = options
+        self.cache: dict = {}
+        self.per_position: dict = {}
+        self.seen_shapes: dict = {}  # segment position -> input shapes of its last static compile
+        self.auto_dynamic: dict = {}  # segment position -> the (input, dim) sizes made symbolic
+        self.fallback = False
+        self.want_stacks = False
+        self.listener = None  # explain(): sees every graph and break
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        import weakref
+
+        with _ALL_LOCK:
+            _ALL.append(weakref.ref(self))
+
+    def reset(self) -> None:
+        self.cache.clear()
+        self.per_position.clear()
+        self.seen_shapes.clear()
+        self.auto_dynamic.clear()
+        self.fallback = False
+
+    # -- one call -----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if self.fallback or getattr(_DISABLED, "depth", 0) or current() is not None:
+            # Eager (cache limit, ember.compiler.disable), or inside another capture: the
+            # outer recorder sees these ops, as Dynamo inlines a compiled callee.
+            return self.fn(*args, **kwargs)
+        rec = Recorder(self)
+        if self.want_stacks or _logging._ON:
+            rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        with rec:
+            try:
+                result = self.fn(*args, **kwargs)
+            except Unsupported:
+                rec.discard()
+                raise
+            except BaseException:
+                rec.flush(final=True)  # eager ran every op before the exception: so do we
+                raise
+            rec.flush(final=True)
+        return result
+
+    # -- called by the recorder ---------------------------------------------------------------
+    def note_break(self, reason: str, frame, rec) -> None:
+        where = f"\n  {frame}" if frame is not None else ""
+        if self.fullgraph:
+            raise Unsupported(f"graph break in a fullgraph=True compile: {reason}{where}")
+        brk = BreakReason(reason, frame)
+        if self.listener is not None:
+            self.listener.on_break(brk)
+        from .._logging import _log
+
+        _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")
+
+    def lookup(self, rec, live):
+        """The runner (``run(inputs) -> outputs``) for ``rec``'s pending segment."""
+        from .._logging import _log
+
+        position = rec.segment_index
+        dyn = None
+        marked = has_marked_dims(rec.inputs)
+        all_dims = True if self.dynamic is True else self.auto_dynamic.get(position, False)
+        if self.dynamic is not False or marked:
+            if all_dims or marked:
+                dyn = symbolize(rec, all_dims)
+        key = (tuple(rec.key), tuple(live)) if dyn is None else (dyn[0], tuple(live), "dynamic")
+        run = self.cache.get(key)
+        if run is not None:
+            if self.listener is not None:
+                self.listener.on_hit(key)
+            return run
+        if dyn is None and self.dynamic is None and config.automatic_dynamic_shapes:
+            seen = self.seen_shapes.get(position)
+            changed = shapes_changed(seen, rec.inputs) if seen is not None else None
+            if changed:
+                # PyTorch's automatic dynamic: the sizes that changed are symbolic from now on.
+                self.auto_dynamic[position] = changed
+                _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}) with "
+                     "dynamic shapes: an input size changed")
+                dyn = symbolize(rec, changed)
+                if dyn is not None:
+                    key = (dyn[0], tuple(live), "dynamic")
+                    run = self.cache.get(key)
+                    if run is not None:
+                        return run
+            self.seen_shapes[position] = [t._shape for t in rec.inputs]
+        count = self.per_position.get(position, 0)
+        if count >= config.cache_size_limit:
+            if not self.fallback:
+                warnings.warn(
+                    f"ember.compile: {self.name} reached the cache size limit "
+                    f"(ember.compiler.config.cache_size_limit = {config.cache_size_limit}): "
+                    "it runs eagerly from now on",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                self.fallback = True
+            return _runner(_interpret(rec, live, dyn), dyn)
+        if count:
+            _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
+                 "the recorded ops, input metadata or grad mode differ from the cached entries")
+        self.per_position[position] = count + 1
+        run = _runner(self._compile(rec, live, dyn), dyn)
+        self.cache[key] = run
+        return run
+
+    def _compile(self, rec, live, dyn=None):
+        from ember import fx
+
+        from .._logging import _log
+        from ._graph_build import build_graph_module
+
+        start = time.perf_counter()
+        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
+        example_inputs = list(rec.inputs)
+        if dyn is not None:
+            example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
+        _log("graph_code", lambda: f"TRACED GRAPH\n {self.name} {gm.print_readable(print_output=False)}")
+        _log("guards", lambda: _guards_text(rec))
+        if self.listener is not None:
+            self.listener.on_graph(gm, rec)
+        compiled = self.backend(gm, example_inputs)
+        if compiled is None:
+            raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
+        _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
+        log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
+        return _normalize(compiled)
+
+
+def _normalize(compiled):
+    """Backends return a callable over positional inputs giving a tuple/list (or one tensor)."""
+
+    def run(*inputs):
+        out = compiled(*inputs)
+        if isinstance(out, (tuple, list)):
+            return out
+        return (out,)
+
+    return run
+
+
+def _interpret(rec, live, dyn=None):
+    """Runs a segment op by op with no backend (past the cache limit)."""
+    from ember import fx
+
+    from ._graph_build import build_graph_module
+
+    return _normalize(build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward)
+
+
+def _runner(compiled, dyn):
+    """``run(inputs)``: calls the compiled graph, adding the size symbols' values when dynamic."""
+    if dyn is None:
+        return lambda inputs: compiled(*inputs)
+    sources = dyn[1]
+
+    def run(inputs):
+        return compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+
+    return run
+
+
+def _guards_text(rec) -> str:
+    lines = ["GUARDS:"]
+    for k, t in enumerate(rec.inputs):
+        lines.append(
+            f"  arg{k}: TENSOR_MATCH dtype={t.dtype} device={t._device} size={list(t._shape)} "
+            f"stride={list(t._stride)} requires_grad={t._requires_grad}"
+        )
+    lines.append(f"  GRAD_MODE: {rec.start_grad_mode}")
+    lines.append("  (every op, argument structure and constant recorded this call; Python re-runs each call)")
+    return "\n".join(lines)
+
+
+def _logs_want_stacks() -> bool:
+    on = _logging._ON
+    return bool(on) and ("graph_code" in on or "graph_breaks" in on)
+
+
+def reset() -> None:
+    """Forgets every compiled graph of every compiled function (``torch._dynamo.reset``)."""
+    with _ALL_LOCK:
+        refs = list(_ALL)
+        _ALL[:] = [r for r in refs if r() is not None]
+    for r in refs:
+        cf = r()
+        if cf is not None:
+            cf.reset()
+
+
+def wrap_function(fn, state: CompiledFunction):
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        return state(*args, **kwargs)
+
+    compiled._ember_compiled = state
+    compiled._torchdynamo_orig_callable = fn
+    return compiled
+
+
+class disable_context:
+    """``ember.compiler.disable``'s region: compiled functions called inside run eagerly."""
+
+    def __enter__(self):
+        _DISABLED.depth = getattr(_DISABLED, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _DISABLED.depth -= 1
+        return False

@@ -1,0 +1,70 @@
+"""``explain(fn)(*args)``: what a compile of ``fn`` captures (PyTorch's ``torch._dynamo.explain``)."""
+
+from __future__ import annotations
+
+from ._compiled import CompiledFunction
+
+
+class ExplainOutput:
+    """Graphs, graph breaks (reason and user source line) and guards of one call."""
+
+    def __init__(self, graphs, break_reasons, ops_per_graph, out_guards, compile_times=""):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.op_count = sum(len(ops) for ops in ops_per_graph)
+        self.ops_per_graph = ops_per_graph
+        self.out_guards = out_guards
+        self.compile_times = compile_times
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        for i, brk in enumerate(self.break_reasons):
+            lines.append(f"  Break Reason {i + 1}:")
+            lines.append(f"    Reason: {brk.reason}")
+            lines.append("    User Stack:")
+            lines += [f"      {frame!r}" for frame in brk.user_stack]
+        lines.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph):
+            lines.append(f"  Ops {i + 1}:")
+            lines += [f"    {op}" for op in ops]
+        lines.append("Out Guards:")
+        lines += [f"  {g}" for g in self.out_guards]
+        return "\n".join(lines) + "\n"
+
+    __repr__ = __str__
+
+
+class _Listener:
+    def __init__(self):
+        self.graphs, self.breaks, self.ops, self.guards = [], [], [], []
+
+    def on_graph(self, gm, rec):
+        from ._compiled import _guards_text
+
+        self.graphs.append(gm)
+        self.ops.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        self.guards.extend(_guards_text(rec).splitlines()[1:])
+
+    def on_hit(self, key):
+        pass
+
+    def on_break(self, brk):
+        self.breaks.append(brk)
+
+
+def explain(f, *extra_args, **extra_kwargs):
+    """``explain(fn)(*args, **kwargs)`` runs ``fn`` once under the capture and reports it."""
+
+    def inner(*args, **kwargs):
+        state = CompiledFunction(getattr(f, "_orig_mod", f), "eager", False, None)
+        state.want_stacks = True
+        listener = state.listener = _Listener()
+        state(*args, **kwargs)
+        return ExplainOutput(listener.graphs, listener.breaks, listener.ops, listener.guards)
+
+    if extra_args or extra_kwargs:
+        return inner(*extra_args, **extra_kwargs)
+    return inner

@@ -1,0 +1,144 @@
+"""Turning a recorded segment into an ``ember.fx.GraphModule`` (only on a cache miss).
+
+Tensor arguments become placeholders (segment inputs) or earlier nodes; multi-output ops
+are followed by ``operator.getitem`` nodes, as in torch.fx; grad-mode transitions are
+``_set_grad_enabled`` calls (PyTorch's Dynamo graphs carry the same); constants that Python
+source cannot spell (a Generator, a tensor kept as a constant) are attributes of the root
+module, read with ``get_attr``. ``node.meta["val"]`` holds the fake value of every tensor node.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ember._src import grad_mode
+from ember._src.device import device as Device
+from ember._src.dtypes import dtype as DType
+
+from ._fake import fake_of
+from ._recorder import _GRAD_EVENT, Ref, _PythonOp
+
+
+def _set_grad_enabled(mode: bool) -> None:
+    """Switches grad mode inside a captured graph (Dynamo's ``torch._C._set_grad_enabled``)."""
+    grad_mode.STATE.grad_enabled = mode
+
+
+_set_grad_enabled.__module__ = "ember.compiler"
+_LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ellipsis))
+
+
+def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(), output=None,
+                       placeholder_name: str = "arg{}", forward_count: int | None = None, symbols=None):
+    """The GraphModule of ``rec``'s pending segment, returning the values numbered ``live``.
+
+    make_fx's variant: inputs whose value index is in ``constants`` become ``get_attr``
+    constants (``_tensor_constant<k>``) instead of placeholders, and ``output`` (a structure of
+    Refs and constants) replaces the flat tuple of ``live`` values.
+    """
+    import ember
+
+    graph = fx.Graph()
+    root = ember.nn.Module()
+    env: dict = {}
+    consts: dict = {}
+    metas = rec.input_metas
+    k = 0
+    for t in rec.inputs:
+        v = rec.input_index[id(t)]
+        if v in constants:
+            name = f"_tensor_constant{len(consts)}"
+            consts[id(t)] = name
+            root.register_buffer(name, t)
+            node = graph.get_attr(name)
+        else:
+            node = graph.placeholder(placeholder_name.format(k))
+            k += 1
+        node.meta["val"] = fake_of(metas[v], t._device, t._requires_grad)
+        node.meta["example_value"] = node.meta["val"]
+        env[v] = node
+
+    sym_nodes: dict = {}
+    by_value: dict = {}
+    derived: dict = {}
+    derived_nodes: dict = {}
+    if symbols is not None:
+        from .symbolic_shapes import ShapeEnv
+
+        sources, by_value, derived = symbols
+        shape_env = ShapeEnv()
+        for i, (k, d) in enumerate(sources):
+            node = graph.placeholder(f"s{i}")
+            node.meta["val"] = shape_env.create_symint(rec.inputs[k]._shape[d])
+            sym_nodes[i] = node
+        root.shape_env = shape_env
+
+    def sub(a, in_seq=False):
+        if type(a) is Ref:
+            return env[a.index]
+        t = type(a)
+        if t is int and a in by_value:
+            return sym_nodes[by_value[a]]
+        if in_seq and t is int and a in derived:
+            node = derived_nodes.get(a)
+            if node is None:
+                kind, i, j = derived[a]
+                if kind == "mul":
+                    node = graph.call_function(operator.mul, (sym_nodes[i], sym_nodes[j]))
+                else:
+                    node = graph.call_function(operator.floordiv, (sym_nodes[i], j))
+                derived_nodes[a] = node
+            return node
+        if t is list:
+            return [sub(b, True) for b in a]
+        if t is tuple:
+            return tuple(sub(b, True) for b in a)
+        if t is dict:
+            return {key: sub(b) for key, b in a.items()}
+        if isinstance(a, _LITERALS) or t is slice:
+            return a
+        name = consts.get(id(a))
+        if name is None:
+            name = f"_const{len(consts)}"
+            consts[id(a)] = name
+            if isinstance(a, ember.Tensor):
+                root.register_buffer(name, a)
+            else:
+                setattr(root, name, a)
+        return graph.get_attr(name)
+
+    values = rec.value_meta
+    stacks = rec.stacks
+    op_index = 0
+    for func, targs, tkwargs, first, nout in rec.nodes:
+        if func is _GRAD_EVENT:
+            graph.call_function(_set_grad_enabled, (targs,))
+            continue
+        target = func.fn if type(func) is _PythonOp else func
+        node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
+        if op_index < len(stacks) and stacks[op_index] is not None:
+            node.meta["stack_trace"] = str(stacks[op_index])
+        if forward_count is not None:
+            node.meta["partitioner_tag"] = "is_forward" if op_index < forward_count else "is_backward"
+        op_index += 1
+        if nout < 0:
+            env[first] = node
+            _set_val(node, values[first])
+        else:
+            vals = []
+            for i in range(nout):
+                item = graph.call_function(operator.getitem, (node, i))
+                if forward_count is not None:
+                    item.meta["partitioner_tag"] = node.meta["partitioner_tag"]
+                env[first + i] = item
+                _set_val(item, values[first + i])
+                vals.append(item.meta.get("val"))
+            node.meta["val"] = tuple(vals)
+    graph.output(tuple(env[v] for v in live) if output is None else sub(output))
+    return fx.GraphModule(root, graph)
+
+
+def _set_val(node, value_meta) -> None:
+    if value_meta is not None:
+        node.meta["val"] = fake_of(*value_meta)
+        node.meta["example_value"] = node.meta["val"]

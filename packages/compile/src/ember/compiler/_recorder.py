@@ -1,0 +1,548 @@
+"""The capture: a dispatch mode that records ops on lazy tensors instead of running them.
+
+While a compiled function runs, a ``Recorder`` sits on the dispatch-mode stack. Each op call
+becomes one recorded node; its outputs are ``LazyTensor`` s whose metadata the op's meta
+kernel computed. Real tensors an op meets (arguments, parameters, buffers, globals) become
+segment inputs, by identity. Python runs normally, so nothing the program reads in Python
+needs a guard: it is simply read again on the next call.
+
+The pending segment is flushed (compiled or taken from the cache, then run on the real
+inputs, and every live lazy tensor materialized) when Python needs data (the core's sync
+hook: ``item``, ``print``, ``bool`` ...), when an op has no meta kernel, and at return.
+A flush before the return is a graph break.
+
+The cache key of a segment is what was recorded: the op sequence with its argument structure
+and constants, each input's dtype/device/shape/strides/requires_grad, grad-mode transitions,
+and which results are still alive (the graph's outputs).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from ember import _C
+from ember._src import dispatch, grad_mode
+from ember._src import dtypes as _dtypes
+from ember._src.device import CPU, META, to_device
+from ember._src.tensor import Tensor, make_tensor
+
+from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
+from ._user_frames import user_frame
+
+_GRAD = grad_mode.STATE
+_TLS = threading.local()
+_ACTIVE = [0]  # recorders alive over all threads: the sync hook is installed while > 0
+_ACTIVE_LOCK = threading.Lock()
+
+
+class Ref:
+    """A recorded value (a segment input or an op result), numbered in order of appearance.
+    One object per number, hashed by identity, so keys built from them hash fast and can never
+    equal a user constant."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"%{self.index}"
+
+
+_REFS: list[Ref] = [Ref(i) for i in range(4096)]
+
+
+def ref(index: int) -> Ref:
+    while index >= len(_REFS):
+        _REFS.append(Ref(len(_REFS)))
+    return _REFS[index]
+
+
+_LIST = object()  # key markers: a list and a tuple of the same items must not share a key
+_TUPLE = object()
+_GRAD_EVENT = object()
+
+# Ops whose kernels write into tensor arguments that their schema does not mark (a!):
+# BatchNorm's running statistics.
+_HIDDEN_WRITES = {"native_batch_norm": (3, 4)}
+_OP_INFO: dict = {}
+
+
+def _op_info(op) -> tuple:
+    """(positions written, draws random numbers, differentiable) for an op, cached."""
+    info = _OP_INFO.get(op)
+    if info is None:
+        schema = op.schema
+        args_text = schema.split("(", 1)[1].rsplit("->", 1)[0]
+        written = tuple(i for i, a in enumerate(args_text.split(",")) if "!)" in a)
+        written += _HIDDEN_WRITES.get(op.name, ())
+        random = "random" in op.tags or "Generator" in schema
+        try:
+            from ember.autograd.formulas import NON_DIFFERENTIABLE
+        except ImportError:  # ember-autograd absent: nothing requires grad anyway
+            NON_DIFFERENTIABLE = ()
+        info = (written, random, op.name not in NON_DIFFERENTIABLE and op.name != "detach")
+        _OP_INFO[op] = info
+    return info
+
+
+# Meta results by (op, default dtype, argument metadata and constants): a meta kernel's answer
+# depends on nothing else for ops that do not write their inputs (a view's result is rebuilt
+# over its argument's meta storage).
+_META_CACHE: dict = {}
+_META_CACHE_LIMIT = 20000
+_UNCACHEABLE: set = set()
+
+
+def _remember(key, out, margs) -> None:
+    outs = (out,) if isinstance(out, Tensor) else out
+    if not isinstance(outs, (tuple, list)):
+        return
+    entry = []
+    for o in outs:
+        if o is None:
+            entry.append(None)
+            continue
+        if not isinstance(o, Tensor) or o._device is not META:
+            return
+        alias = None
+        for i, m in enumerate(margs):
+            if isinstance(m, Tensor) and m._storage is o._storage:
+                if m is o:  # an in-place result: the argument itself must come back
+                    _UNCACHEABLE.add(key[0])
+                    return
+                alias = i  # a view: rebuilt over that argument's storage
+                break
+        entry.append((o._shape, o._stride, o._offset, o.dtype, o._storage.nbytes(), alias))
+    if len(_META_CACHE) >= _META_CACHE_LIMIT:
+        _META_CACHE.clear()
+    _META_CACHE[key] = (isinstance(out, Tensor), type(out), tuple(entry))
+
+
+def _from_cached(cached, margs):
+    single, kind, entry = cached
+    outs = []
+    for e in entry:
+        if e is None:
+            outs.append(None)
+        else:
+            storage = _C.Storage.meta(e[4]) if e[5] is None else margs[e[5]]._storage
+            outs.append(make_tensor(storage, e[0], e[1], e[2], e[3], META))
+    if single:
+        return outs[0]
+    return kind(outs)
+
+
+def current() -> Recorder | None:
+    return getattr(_TLS, "rec", None)
+
+
+class Unsupported(RuntimeError):
+    """A graph break where ``fullgraph=True`` forbids one (PyTorch's torch._dynamo.exc.Unsupported)."""
+
+
+# Reasons that only read a value (no alias escapes through which the caller could write).
+_PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
+
+
+def _sync_hook(tensor, reason: str) -> None:
+    rec = getattr(_TLS, "rec", None)
+    if rec is None or rec.suspended or not rec.nodes:
+        return
+    if reason == "Tensor.backward()":
+        pass  # backward accumulates into .grad eagerly: everything pending must run first
+    elif tensor is None:
+        if not rec.has_random:
+            return  # generator state: only pending random ops care
+    elif type(tensor) is not LazyTensor:
+        # A real tensor: its data is current unless a pending op writes it; an alias that
+        # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
+        sid = id(tensor._storage)
+        if sid not in rec.written and (reason in _PURE_READS or sid not in rec.input_storages):
+            return
+    rec.flush(reason)
+
+
+class Recorder(dispatch.DispatchMode):
+    """Records one compiled call (see the module docstring). ``owner`` compiles and caches."""
+
+    wants_types = False
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.want_stacks = owner.want_stacks
+        self.decompositions = None  # make_fx(decomposition_table=...): {op or op name: fn}
+        self.suspended = False
+        self.segment_index = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.inputs: list = []  # real tensors, in order of first use
+        self.input_index: dict = {}  # id(tensor) -> value index
+        self.input_metas: dict = {}  # value index -> meta twin
+        self.input_storages: dict = {}  # id(storage) -> meta storage
+        self.written: set = set()  # ids of real storages a pending op writes
+        self.values: list = []  # per value index: None (input) or a weakref to its lazy tensor
+        self.value_meta: list = []  # per value index: (meta tensor, device, requires_grad) or None
+        self.nodes: list = []  # (op, arg templates, kwarg templates, first value, outputs or -1)
+        self.key: list = []
+        self.has_random = False
+        self.grad_mode = None  # grad mode of the last recorded op
+        self.start_grad_mode = None
+        self.stacks: list = []  # user source line per node (for explain / logs), when asked
+
+    # -- entering / leaving ---------------------------------------------------------------
+    def __enter__(self):
+        self.prev = getattr(_TLS, "rec", None)
+        _TLS.rec = self
+        with _ACTIVE_LOCK:
+            _ACTIVE[0] += 1
+            dispatch._SYNC_HOOK[0] = _sync_hook
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _TLS.rec = self.prev
+            with _ACTIVE_LOCK:
+                _ACTIVE[0] -= 1
+                if _ACTIVE[0] == 0:
+                    dispatch._SYNC_HOOK[0] = None
+
+    # -- arguments --------------------------------------------------------------------------
+    def _lift(self, t: Tensor) -> int:
+        v = len(self.values)
+        self.values.append(None)
+        self.value_meta.append(None)
+        self.inputs.append(t)
+        self.input_index[id(t)] = v
+        storage = t._storage
+        sid = id(storage)
+        meta_storage = self.input_storages.get(sid)
+        if meta_storage is None:
+            meta_storage = _C.Storage.meta(storage.nbytes())
+            self.input_storages[sid] = meta_storage
+        self.input_metas[v] = make_tensor(meta_storage, t._shape, t._stride, t._offset, t.dtype, META)
+        self.key.append((t.dtype, t._device, t._shape, t._stride, t._offset, t._requires_grad))
+        return v
+
+    def _conv(self, a):
+        """(template, key part, meta argument) of one op argument."""
+        if isinstance(a, Tensor):
+            if type(a) is LazyTensor:
+                d = a.__dict__
+                r = _REFS[d["_lz_v"]] if d["_lz_v"] < 4096 else ref(d["_lz_v"])
+                return r, r, d["_lz_meta"]
+            v = self.input_index.get(id(a))
+            if v is None:
+                v = self._lift(a)
+            r = ref(v)
+            return r, r, self.input_metas[v]
+        t = type(a)
+        if t is float:
+            return a, (float, a.hex()), a
+        if t is int or t is bool:
+            return a, (t, a), a
+        if t is list or t is tuple:
+            temps, keys, metas = [], [], []
+            for b in a:
+                x, k, m = self._conv(b)
+                temps.append(x)
+                keys.append(k)
+                metas.append(m)
+            if t is tuple:
+                return tuple(temps), (_TUPLE, tuple(keys)), tuple(metas)
+            return temps, (_LIST, tuple(keys)), metas
+        if a is None or t is str:
+            return a, a, a
+        if t is dict:
+            temps, keys, metas = {}, [], {}
+            for name, b in a.items():
+                x, k, m = self._conv(b)
+                temps[name] = x
+                keys.append((name, k))
+                metas[name] = m
+            return temps, (dict, tuple(keys)), metas
+        if t is slice:
+            return a, (slice, self._conv(a.start)[1], self._conv(a.stop)[1], self._conv(a.step)[1]), a
+        try:
+            hash(a)
+            return a, (t, a), a
+        except TypeError:
+            return a, (t, id(a)), a  # the object itself stays referenced by the cached graph
+
+    # -- the op hook ----------------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.suspended:
+            return func(*args, **kwargs)
+        if self.decompositions is not None:
+            decomposition = self.decompositions.get(func) or self.decompositions.get(func.name)
+            if decomposition is not None:
+                dispatch.DispatchMode.__enter__(self)  # the decomposition's own ops are recorded
+                try:
+                    out = decomposition(*args, **kwargs)
+                finally:
+                    dispatch.DispatchMode.__exit__(self, None, None, None)
+                if out is not NotImplemented:
+                    return out
+        targs, keys, margs, sig = [], [], [], []
+        device = None
+        rg = False
+        refs = _REFS
+        cacheable = func not in _UNCACHEABLE
+        for a in args:
+            ta = type(a)
+            if ta is LazyTensor:  # the common case first, inlined
+                d = a.__dict__
+                v = d["_lz_v"]
+                r = refs[v] if v < len(refs) else ref(v)
+                targs.append(r)
+                keys.append(r)
+                m = d["_lz_meta"]
+                margs.append(m)
+                sig.append((m.dtype, m._shape, m._stride, m._offset))
+                if device is None:
+                    device = a._device
+                if a._requires_grad:
+                    rg = True
+            elif ta is float:
+                targs.append(a)
+                k = (float, a.hex())
+                keys.append(k)
+                margs.append(a)
+                sig.append(k)
+            elif ta is int or ta is bool:
+                targs.append(a)
+                k = (ta, a)
+                keys.append(k)
+                margs.append(a)
+                sig.append(k)
+            else:
+                x, k, m = self._conv(a)
+                targs.append(x)
+                keys.append(k)
+                margs.append(m)
+                if isinstance(a, Tensor):
+                    sig.append((m.dtype, m._shape, m._stride, m._offset))
+                    if device is None:
+                        device = a._device
+                    if a._requires_grad:
+                        rg = True
+                elif ta is list or ta is tuple:
+                    sig.append(k)
+                    for b in a:
+                        if isinstance(b, Tensor):
+                            device = device or b._device
+                            rg = rg or b._requires_grad
+                            cacheable = False  # the key holds Refs, not the tensors' metadata
+                else:
+                    sig.append(k)
+        tkwargs, mkwargs, kwkeys = {}, {}, ()
+        if kwargs:
+            kk = []
+            for name, a in kwargs.items():
+                x, k, m = self._conv(a)
+                tkwargs[name] = x
+                mkwargs[name] = m
+                kk.append((name, k))
+                if isinstance(a, Tensor):
+                    device = device or a._device
+                    rg = rg or a._requires_grad
+                    cacheable = False
+            kwkeys = tuple(kk)
+            dev = kwargs.get("device")
+            if dev is not None:
+                device = to_device(dev)
+                mkwargs["device"] = META
+        if device is None:
+            device = CPU
+        meta_key = None
+        out = None
+        if cacheable:
+            meta_key = (func, _dtypes._default_dtype, tuple(sig), kwkeys)
+            cached = _META_CACHE.get(meta_key)
+            if cached is not None:
+                out = _from_cached(cached, margs)
+        if out is None:
+            try:
+                out = func.call_kernel(margs, mkwargs)
+            except NotImplementedError as exc:
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+            except Exception as exc:
+                # A meta kernel that needs data, or bad input: the real op decides (it raises
+                # eager's exception, or computes what the meta kernel could not).
+                if self.owner.fullgraph:
+                    raise
+                return self._eager_op(func, args, kwargs,
+                                      f"ember.ops.{func.name}: its meta kernel raised {type(exc).__name__}: {exc}")
+            if meta_key is not None:
+                _remember(meta_key, out, margs)
+        if isinstance(out, Tensor):
+            outs, multi = (out,), False
+        elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
+            outs, multi = out, True
+        else:
+            return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} returns a non-tensor value")
+        written, random, differentiable = _op_info(func)
+        # In-place ops hand back an argument: find it; a real tensor whose layout an op
+        # changes (t_, unsqueeze_ ...) cannot wait for the flush.
+        results = []
+        for o in outs:
+            orig = None
+            if o is not None and o._device is META:
+                for i, m in enumerate(margs):
+                    if m is o:
+                        orig = args[i]
+                        break
+            results.append(orig)
+        for i, orig in enumerate(results):
+            if orig is not None and type(orig) is not LazyTensor:
+                o = outs[i]
+                if o._shape != orig._shape or o._stride != orig._stride or o._offset != orig._offset:
+                    return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} changes an input's layout")
+        grad = _GRAD.grad_enabled
+        if grad is not self.grad_mode:
+            if self.grad_mode is None:
+                self.start_grad_mode = grad
+            else:
+                self.nodes.append((_GRAD_EVENT, grad, None, 0, -1))
+            self.key.append((_GRAD_EVENT, grad))
+            self.grad_mode = grad
+        for pos in written:
+            if pos < len(args) and isinstance(args[pos], Tensor) and type(args[pos]) is not LazyTensor:
+                self.written.add(id(args[pos]._storage))
+        if random:
+            self.has_random = True
+        rg = rg and grad and differentiable
+        first = len(self.values)
+        values = self.values
+        for i, o in enumerate(outs):
+            orig = results[i]
+            if orig is not None:
+                if type(orig) is LazyTensor:
+                    if orig._shape is not o._shape or orig._stride is not o._stride:
+                        refresh_from_meta(orig)
+                    if rg and not orig._requires_grad and (o.dtype.is_floating_point or o.dtype.is_complex):
+                        orig._requires_grad = True
+                continue
+            if o is None:
+                continue
+            if o._device is not META:  # a kernel computed a real value (no tensor told it the device)
+                o = make_tensor(_C.Storage.meta(o._storage.nbytes()), o._shape, o._stride, o._offset, o.dtype, META)
+            org = rg and (o.dtype.is_floating_point or o.dtype.is_complex)
+            results[i] = make_lazy(o, device, org, first + i)
+        value_meta = self.value_meta
+        for i in range(len(outs)):
+            r = results[i]
+            if type(r) is LazyTensor and r.__dict__.get("_lz_v") == first + i:
+                values.append(weakref.ref(r))
+                value_meta.append((r.__dict__["_lz_meta"], device, r._requires_grad))
+            else:
+                values.append(None)
+                value_meta.append(None)
+        self.nodes.append((func, targs, tkwargs, first, len(outs) if multi else -1))
+        self.key.append((func, tuple(keys), kwkeys))
+        if self.want_stacks:
+            self.stacks.append(user_frame())
+        if not multi:
+            return results[0]
+        return tuple(results) if isinstance(out, tuple) else results
+
+    def record_call(self, fn, args, what: str):
+        """Records a Python function over tensors (``detach``) as a node of its own."""
+        return self.__torch_dispatch__(_PythonOp(fn, what), (), args, {})
+
+    # -- breaks and flushes ------------------------------------------------------------------
+    def _eager_op(self, func, args, kwargs, reason):
+        self.flush(reason)
+        self.suspended = True
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.suspended = False
+
+    def flush(self, reason: str | None = None, final: bool = False) -> None:
+        """Runs the pending segment; ``reason`` None is the function's return (not a break).
+        ``final``: the recorder is done (no reset needed afterwards)."""
+        if not self.nodes:
+            if not final:
+                self._reset()
+            return
+        if reason is not None:
+            self.owner.note_break(reason, user_frame(), self)
+        live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
+        lazies = [self.values[v]() for v in live]
+        # Compiling and running happen outside the capture: off the mode stack, and suspended
+        # (so a mode below that calls an op does not reach this recorder either).
+        stack = dispatch._MODES.stack
+        pos = None
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                pos = i
+                del stack[i]
+                break
+        self.suspended = True
+        prev = _GRAD.grad_enabled
+        # The recording already holds autocast's casts: the graph runs with autocast off.
+        autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
+        autocast_prev = autocast.active if autocast is not None else None
+        try:
+            if autocast is not None:
+                autocast.active = False
+            run = self.owner.lookup(self, live)
+            _GRAD.grad_enabled = self.start_grad_mode
+            outs = run(self.inputs)
+        finally:
+            _GRAD.grad_enabled = prev
+            if autocast is not None:
+                autocast.active = autocast_prev
+            self.suspended = False
+            if pos is not None:
+                stack.insert(pos, self)
+        for lazy, real in zip(lazies, outs):
+            materialize(lazy, real)
+        self.segment_index += 1
+        if not final:
+            self._reset()
+
+    def discard(self) -> None:
+        """Drops the pending segment unrun; its live lazy tensors can never get a value."""
+        for r in self.values:
+            lazy = r() if r is not None else None
+            if lazy is not None and type(lazy) is LazyTensor:
+                abandon(lazy)
+        self._reset()
+
+
+class _PythonOp:
+    """A Python callable recorded as a node (as torch.fx records ``operator.getitem``): looks
+    enough like an Op for the recorder (name, schema, tags, call_kernel on meta tensors)."""
+
+    __slots__ = ("fn", "name", "schema", "tags")
+
+    _CACHE: dict = {}
+
+    def __new__(cls, fn, name):
+        self = cls._CACHE.get(fn)
+        if self is None:
+            self = object.__new__(cls)
+            self.fn, self.name, self.schema, self.tags = fn, name, f"{name}(Tensor self) -> Tensor", frozenset()
+            cls._CACHE[fn] = self
+        return self
+
+    def call_kernel(self, args, kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def record_python_call(fn, args, what: str):
+    rec = current()
+    if rec is None or rec.suspended:
+        return fn(*args)
+    return rec.record_call(fn, args, what)

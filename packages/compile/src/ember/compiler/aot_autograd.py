@@ -1,0 +1,224 @@
+"""AOT autograd: a captured graph compiled as a forward graph and a backward graph.
+
+``aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler)`` (PyTorch's name and
+signature) traces the joint forward+backward graph with ember's own derivative formulas
+(``_aot_joint``), partitions it, compiles both halves and returns a callable that runs them
+behind one autograd node, so ``loss.backward()`` after a compiled forward runs the compiled
+backward.
+
+Partition (a clear heuristic, not a min-cut): every node recorded while replaying the forward
+is in the forward graph; every node recorded by the formulas is in the backward graph (so a
+formula's recomputation, e.g. ``cos`` for ``sin``'s gradient, stays in the backward); the
+forward values the backward reads, primal inputs included, are saved.
+
+Double backward through a compiled region raises a RuntimeError that says to use
+``backend="eager"``; graphs outside the scheme (in-place ops, grad-mode switches, ops with no
+formula) run under eager autograd, op by op.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._src import grad_mode
+from ember._src.tensor import Tensor
+
+from ._aot_joint import trace_joint
+
+_GRAD = grad_mode.STATE
+
+
+def _map(a, fn):
+    if isinstance(a, tuple):
+        return tuple(_map(b, fn) for b in a)
+    if isinstance(a, list):
+        return [_map(b, fn) for b in a]
+    if isinstance(a, dict):
+        return {k: _map(v, fn) for k, v in a.items()}
+    return fn(a)
+
+
+def partition(joint, n_outputs: int):
+    """Splits ``joint`` (tagged by ``partitioner_tag``) into (forward gm, backward gm, saved count)."""
+    from ember import fx
+
+    nodes = list(joint.graph.nodes)
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    output = nodes[-1]
+    fw_outs, input_grads = output.args[0]
+    n_primals = len(placeholders) - sum(1 for _ in _tangent_nodes(placeholders, joint))
+    primals, tangents = placeholders[:n_primals], placeholders[n_primals:]
+    fw_set = set(primals)
+    for n in nodes:
+        if n.op == "call_function" and n.meta.get("partitioner_tag") == "is_forward":
+            fw_set.add(n)
+        elif n.op == "get_attr":
+            fw_set.add(n)
+    # Saved: forward values a backward node (or the gradient outputs) reads.
+    saved: list = []
+    seen: set = set()
+
+    def note(a):
+        if isinstance(a, fx.Node) and a in fw_set and a.op != "get_attr" and a not in seen:
+            seen.add(a)
+            saved.append(a)
+        return a
+
+    for n in nodes:
+        if n.op == "call_function" and n not in fw_set:
+            _map(n.args, note)
+            _map(n.kwargs, note)
+    _map(tuple(input_grads), note)
+    mutated = {n.args[0] for n in nodes if n.op == "call_function" and "inplace" in getattr(n.target, "tags", ())}
+    if mutated & set(saved):
+        raise _Unpartitionable("the backward reads a value the forward writes in place")
+
+    fw = fx.Graph()
+    env: dict = {}
+    for p in primals:
+        env[p] = fw.placeholder(p.name)
+        env[p].meta.update(p.meta)
+    for n in nodes:
+        if n in fw_set and n.op != "placeholder":
+            env[n] = _copy(fw, n, env)
+    fw.output(tuple(env[a] for a in fw_outs) + tuple(env[s] for s in saved))
+
+    bw = fx.Graph()
+    benv: dict = {}
+    for s in saved:
+        benv[s] = bw.placeholder(s.name)
+        benv[s].meta.update(s.meta)
+    for t in tangents:
+        benv[t] = bw.placeholder(f"tangents_{len(benv) - len(saved) + 1}")
+        benv[t].meta.update(t.meta)
+    for n in nodes:
+        if n.op == "get_attr":
+            benv[n] = _copy(bw, n, benv)
+        elif n.op == "call_function" and n not in fw_set:
+            benv[n] = _copy(bw, n, benv)
+    bw.output(tuple(benv[g] if isinstance(g, fx.Node) else g for g in input_grads))
+    return fx.GraphModule(joint, fw), fx.GraphModule(joint, bw), len(saved)
+
+
+class _Unpartitionable(Exception):
+    pass
+
+
+def _tangent_nodes(placeholders, joint):
+    return [p for p in placeholders if p.meta.get("ember_tangent")]
+
+
+def _copy(graph, node, env):
+    from ember import fx
+
+    def sub(a):
+        return env[a] if isinstance(a, fx.Node) else a
+
+    if node.op == "get_attr":
+        new = graph.get_attr(node.target)
+    else:
+        new = graph.call_function(node.target, _map(node.args, sub), _map(node.kwargs, sub))
+    new.meta.update(node.meta)
+    return new
+
+
+def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None,
+                          keep_inference_input_mutations: bool = False, inference_compiler=None, **unused):
+    """Compiles ``mod`` (a GraphModule) for ``args`` as forward + backward graphs (module docstring)."""
+    bw_compiler = bw_compiler or fw_compiler
+    inference_compiler = inference_compiler or fw_compiler
+    example_inputs = list(args)
+    inference = _tupled(inference_compiler(mod, example_inputs))
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
+        return inference
+    if any(not isinstance(t, Tensor) for t in example_inputs):
+        # Symbolic sizes: the formulas would bake this call's sizes into the backward graph.
+        return _tupled(mod.forward)
+    traced = trace_joint(mod, example_inputs)
+    if traced is None:
+        return _tupled(mod.forward)  # eager autograd, op by op
+    joint, n_outputs, _, needs, diff_outputs, n_tangents = traced
+    # Mark the tangent placeholders (the last n_tangents) for the partition.
+    placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
+    for p in placeholders[len(placeholders) - n_tangents:]:
+        p.meta["ember_tangent"] = True
+    try:
+        fw_gm, bw_gm, n_saved = partition(joint, n_outputs)
+    except _Unpartitionable:
+        return _tupled(mod.forward)
+    fw = _tupled(fw_compiler(fw_gm, example_inputs))
+    bw_examples = [n.meta.get("val") for n in bw_gm.graph.nodes if n.op == "placeholder"]
+    bw = _tupled(bw_compiler(bw_gm, bw_examples))
+    function = _autograd_function(fw, bw, n_outputs, needs, diff_outputs, len(example_inputs))
+
+    def run(*inputs):
+        if not _GRAD.grad_enabled:
+            return inference(*inputs)
+        outs = function.apply(*inputs)
+        return outs if isinstance(outs, tuple) else (outs,)
+
+    run.fw_module, run.bw_module = fw_gm, bw_gm
+    return run
+
+
+def _tupled(fn):
+    def call(*inputs):
+        out = fn(*inputs)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    return call
+
+
+def _autograd_function(fw, bw, n_outputs, needs, diff_outputs, n_inputs):
+    class CompiledFunction(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            with ember.no_grad():
+                outs = fw(*inputs)
+            results, saved = outs[:n_outputs], outs[n_outputs:]
+            ctx.save_for_backward(*saved)
+            ctx.mark_non_differentiable(*[o for o, d in zip(results, diff_outputs) if not d and isinstance(o, Tensor)])
+            return tuple(results)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if _GRAD.grad_enabled:
+                raise RuntimeError(
+                    "double backward (create_graph=True) through a region compiled with AOT autograd is not "
+                    "supported: compile it with backend='eager' to differentiate its backward"
+                )
+            saved = ctx.saved_tensors
+            tangents = [g for g, d in zip(grads, diff_outputs) if d]
+            if any(t is None for t in tangents):
+                raise RuntimeError("a compiled backward got no gradient for an output (set_materialize_grads(False)?)")
+            input_grads = bw(*saved, *tangents)
+            out = [None] * n_inputs
+            for i, g in zip(needs, input_grads):
+                out[i] = g
+            return tuple(out)
+
+    return CompiledFunction
+
+
+def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None, **unused):
+    """``aot_function(fn, fw_compiler)(*args)``: captures ``fn`` whole (make_fx), then as aot_module_simplified."""
+    from ._make_fx import make_fx
+
+    cache: dict = {}
+
+    def run(*args):
+        key = tuple((t.dtype, t._device, t._shape, t._requires_grad) if isinstance(t, Tensor) else (type(t), t)
+                    for t in args)
+        compiled = cache.get(key)
+        if compiled is None:
+            gm = make_fx(fn, decomposition_table=decompositions)(*args)
+            compiled = aot_module_simplified(gm, list(args), fw_compiler, bw_compiler)
+            cache[key] = compiled
+        outs = compiled(*[a for a in args if isinstance(a, Tensor)])
+        return outs[0] if len(outs) == 1 else outs
+
+    return run
+
+
+aot_module = aot_module_simplified
+
+__all__ = ["aot_function", "aot_module", "aot_module_simplified", "partition"]

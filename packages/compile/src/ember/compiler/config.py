@@ -1,0 +1,17 @@
+"""Settings of ``ember.compile`` (PyTorch's ``torch._dynamo.config`` names where they apply).
+
+Assign to change: ``ember.compiler.config.cache_size_limit = 16``.
+"""
+
+# Graphs one segment position of a compiled function may compile before the function runs
+# eagerly from then on (with one warning).
+cache_size_limit = 8
+recompile_limit = cache_size_limit  # PyTorch's newer name; the capture reads cache_size_limit
+# dynamic=None: the first call is static; when the same op structure arrives with other sizes,
+# compile once with symbolic sizes (PyTorch's automatic dynamic shapes).
+automatic_dynamic_shapes = True
+# Sizes 0 and 1 are specialized even in symbolic mode (PyTorch's 0/1 specialization).
+specialize_int = False
+# Accepted for PyTorch programs that set them; the lazy capture has no bytecode to skip.
+suppress_errors = False
+verbose = False

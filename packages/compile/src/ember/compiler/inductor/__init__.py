@@ -1,0 +1,14 @@
+"""ember's Inductor: compiles captured graphs into fused C++/OpenMP kernels.
+
+``compile_fx(gm, example_inputs)`` is the default backend of ``ember.compile``. The stages,
+one module each: ``_graph`` (lowering with ``_lowering*`` rows and the decomposition table),
+``_scheduler`` (fusion), ``_cpp`` (C++ source), ``_codecache`` (g++ and the on-disk cache),
+``_wrapper`` (the Python that runs a compiled graph). ``EMBER_LOGS=output_code`` prints the
+generated code.
+"""
+
+from . import config
+from ._codecache import CompileError, cache_dir
+from ._compile_fx import CompiledGraph, compile_fx, lower_and_build
+
+__all__ = ["CompileError", "CompiledGraph", "cache_dir", "compile_fx", "config", "lower_and_build"]

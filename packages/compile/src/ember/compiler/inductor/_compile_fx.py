@@ -1,0 +1,213 @@
+"""compile_fx: an fx GraphModule and example inputs -> a callable running fused native code.
+
+The stages, in the order data flows: GraphLowering (ops -> loop-level IR, decompositions,
+extern calls) -> schedule (fusion into kernels) -> C++ source -> the kernel cache (g++,
+ctypes) -> the Python wrapper. A compiled graph is specialized to its inputs' dtypes, ranks,
+static sizes and strides; a call that differs lowers the graph again for those inputs (the
+kernels' source, and so the cache entry, stays the same when only symbolic sizes changed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+
+from ember._src import dispatch, grad_mode
+from ember._src.tensor import Tensor
+
+from ..._logging import _log
+from . import config
+from ._codecache import load, vector_math
+from ._cpp import kernel_source
+from ._graph import ExternCall, GraphFallback, GraphLowering
+from ._ir import Buffer, TensorValue
+from ._scheduler import Kernel, make_index_vars, schedule
+from ._wrapper import InputMismatch, build_callable
+
+log = logging.getLogger("ember.compiler.inductor")
+
+
+class CompiledArtifact:
+    """What one specialization produced: the wrapper, its sources, and compile statistics."""
+
+    def __init__(self, call, wrapper_source: str, cpp_source: str, kernels: int, externs: int, seconds: float):
+        self.call = call
+        self.wrapper_source = wrapper_source
+        self.cpp_source = cpp_source
+        self.kernel_count = kernels
+        self.extern_count = externs
+        self.compile_seconds = seconds
+
+
+def lower_and_build(gm, example_inputs) -> CompiledArtifact:
+    """Lowers, schedules, generates and compiles ``gm`` for ``example_inputs``."""
+    # Dispatch modes active around the compile (a capture in progress) must not see the meta
+    # ops the lowering runs: they are this compiler's work, not the user's.
+    saved, dispatch._MODES.stack = dispatch._MODES.stack, []
+    try:
+        return _lower_and_build(gm, example_inputs)
+    finally:
+        dispatch._MODES.stack = saved
+
+
+def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
+    start = time.perf_counter()
+    graph = GraphLowering(gm, example_inputs)
+    graph.run()
+    outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
+    graph.output_names = {v.buffer.name for v in outputs}
+    ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
+    plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
+    graph.all_buffers = _all_buffers(graph, plan)
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    source, signatures, lib = "", {}, None
+    if kernels:
+        source, signatures = kernel_source(kernels, graph.all_buffers, vector_math())
+        lib = load(source)
+    call, wrapper = build_callable(graph, plan, signatures, lib)
+    seconds = time.perf_counter() - start
+    externs = sum(isinstance(e, ExternCall) for e in plan)
+    _log("output_code", lambda: f"ember inductor: {len(kernels)} kernels, {externs} extern calls, compiled in "
+         f"{seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (C++) ----\n{source}")
+    return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
+
+
+def _all_buffers(graph, plan) -> dict:
+    buffers: dict[str, Buffer] = {}
+    for b in graph.inputs:
+        if b is not None:
+            buffers[b.name] = b
+    for value in graph.outputs:
+        if isinstance(value, TensorValue) and value.buffer is not None:
+            buffers[value.buffer.name] = value.buffer
+    for name in graph.constants:
+        buffers[name] = graph.constant_buffers[name]
+    for item in graph.items:
+        if isinstance(item, ExternCall):
+            outs = item.outputs if isinstance(item.outputs, tuple) else (item.outputs,)
+            for b in outs:
+                if isinstance(b, Buffer):
+                    buffers[b.name] = b
+        else:
+            buffers[item.name] = item
+    return buffers
+
+
+def _signature(args) -> tuple:
+    sig = []
+    for a in args:
+        if isinstance(a, Tensor):
+            sig.append((a.dtype, a._shape, a._stride))
+        else:
+            sig.append((type(a), a if isinstance(a, (int, float, bool)) else id(a)))
+    return tuple(sig)
+
+
+class CompiledGraph:
+    """The callable compile_fx returns: the specialized wrapper, re-specialized on new inputs."""
+
+    def __init__(self, gm, example_inputs):
+        self.gm = gm
+        self.variants: dict = {}
+        self.artifact = self._build(list(example_inputs))
+        self._fast = self.artifact.call if self.artifact is not None else None
+
+    def _build(self, inputs):
+        try:
+            artifact = lower_and_build(self.gm, inputs)
+        except GraphFallback as exc:
+            log.debug("graph runs eagerly: %s", exc)
+            return None
+        except Exception as exc:
+            if not config.fallback_on_error:
+                raise
+            warnings.warn(f"ember inductor: compiling the graph failed, it runs eagerly ({type(exc).__name__}: "
+                          f"{exc})", RuntimeWarning, stacklevel=3)
+            return None
+        self.variants[_signature(inputs)] = artifact
+        return artifact
+
+    def _eager(self, args):
+        return self.gm(*args)
+
+    def __call__(self, *args):
+        args = self._unbox(args)
+        if grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            return self._eager(args)  # kernels record no autograd history
+        if self._fast is not None:
+            try:
+                return self._fast(args)
+            except InputMismatch:
+                pass
+        artifact = self.variants.get(_signature(args))
+        if artifact is None:
+            artifact = self._build(list(args))
+        if artifact is None:
+            return self._eager(args)
+        return artifact.call(args)
+
+    def _unbox(self, args):
+        """Accepts aot_autograd's boxed convention too: one list holding every input."""
+        if len(args) == 1 and type(args[0]) is list:
+            placeholders = sum(n.op == "placeholder" for n in self.gm.graph.nodes)
+            if placeholders != 1 or (len(args[0]) == 1 and isinstance(args[0][0], Tensor)):
+                return tuple(args[0])
+        return args
+
+
+def compile_fx_inner(gm, example_inputs, **kwargs):
+    """Compiles one forward, backward or inference graph (no autograd of its own)."""
+    return CompiledGraph(gm, example_inputs)
+
+
+def _lazy(compiler):
+    """A compiler deferred to the first call (aot_autograd's inference graph is often never run)."""
+
+    def compile_later(gm, example_inputs):
+        box: list = []
+
+        def run(*args):
+            if not box:
+                box.append(compiler(gm, example_inputs))
+            return box[0](*args)
+
+        return run
+
+    return compile_later
+
+
+def compile_fx(gm, example_inputs, **kwargs):
+    """Compiles ``gm`` for inputs like ``example_inputs`` (the "inductor" backend of ember.compile).
+
+    When an input requires grad, the graph goes through AOT autograd first: a forward and a
+    backward graph, each compiled here, inside one autograd Function.
+
+    Args:
+        gm: an ``ember.fx.GraphModule`` whose call_function targets are ember ops (or Python
+            functions over them: those are traced op by op, or run as they are).
+        example_inputs: tensors (and ints) like those the result will be called with.
+
+    Returns:
+        A callable taking the graph's inputs and returning its outputs.
+
+    Example::
+
+        >>> import ember
+        >>> from ember.compiler import make_fx
+        >>> from ember.compiler.inductor import compile_fx
+        >>> x = ember.randn(8, 16)
+        >>> gm = make_fx(lambda x: (x.sin() * 2).relu())(x)
+        >>> fn = compile_fx(gm, [x])
+        >>> bool((fn(x) == (x.sin() * 2).relu()).all())
+        True
+    """
+    example_inputs = list(example_inputs)
+    needs_grad = grad_mode.STATE.grad_enabled and any(
+        isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
+    if not needs_grad:
+        return compile_fx_inner(gm, example_inputs)
+    from ..aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+                                 inference_compiler=_lazy(compile_fx_inner))

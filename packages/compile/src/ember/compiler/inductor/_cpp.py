@@ -1,0 +1,344 @@
+"""C++ kernels from scheduled groups: OpenMP threads over the outer loops, SIMD inner loops.
+
+One ``extern "C"`` function per kernel, arguments: the buffers it reads (const pointers), the
+buffers it writes, then the symbolic sizes it needs (int64), so a new batch size reuses the
+compiled code. Adjacent dims that every index walks contiguously collapse into one loop, which
+gives the compiler long unit-stride inner loops to vectorize.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ember._src import dtypes as dt
+
+from . import _cpp_ops as C
+from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product
+from ._scheduler import Kernel
+
+PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
+
+_REDUCE_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
+_REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
+
+
+def index_text(expr) -> str:
+    """C text of a (non-negative, integer) sympy index expression."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return expr.name
+    if isinstance(expr, FloorDiv):
+        return f"({index_text(expr.args[0])} / {index_text(expr.args[1])})"
+    if isinstance(expr, ModularIndexing):
+        base, div, mod = expr.args
+        inner = index_text(base) if div == 1 else f"({index_text(base)} / {index_text(div)})"
+        return f"({inner} % {index_text(mod)})"
+    if expr.is_Add:
+        return "(" + " + ".join(index_text(a) for a in expr.args) + ")"
+    if expr.is_Mul:
+        return "(" + " * ".join(index_text(a) for a in expr.args) + ")"
+    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+        return "(" + " * ".join([index_text(expr.base)] * int(expr.exp)) + ")"
+    raise NotImplementedError(f"index expression {expr}")
+
+
+def _linear_coeff(expr, var):
+    """The coefficient of ``var`` in ``expr`` when ``expr`` is linear in it, else None."""
+    expr = sympy.expand(expr)
+    c = expr.coeff(var)
+    rest = sympy.expand(expr - c * var)
+    if var in c.free_symbols or var in rest.free_symbols:
+        return None
+    return c
+
+
+def collapse(dims: list, sizes: dict, exprs: list):
+    """Merges adjacent loop dims that every expression steps through contiguously.
+
+    ``dims`` are index symbols outermost first. Returns (loops [(var, size)], substitution).
+    """
+    loops = [(v, sizes[v]) for v in dims]
+    subs = {}
+    i = 0
+    while i + 1 < len(loops):
+        (va, na), (vb, nb) = loops[i], loops[i + 1]
+        ok = True
+        for e in exprs:
+            e = e.subs(subs) if subs else e
+            ca, cb = _linear_coeff(e, va), _linear_coeff(e, vb)
+            if ca is None or cb is None or sympy.simplify(ca - cb * nb) != 0:
+                ok = False
+                break
+        if not ok:
+            i += 1
+            continue
+        # va * nb + vb == the merged index: substitute va -> 0, vb -> merged
+        subs = {k: v.subs({va: 0, vb: vb}) for k, v in subs.items()}
+        subs[va] = sympy.Integer(0)
+        loops[i] = (vb, na * nb)
+        del loops[i + 1]
+    return loops, subs
+
+
+class _Body:
+    """Statements of one loop body, with common subexpressions computed once."""
+
+    def __init__(self, writer, indent, local_values):
+        self.w = writer
+        self.indent = indent
+        self.lines: list[str] = []
+        self.cache: dict = dict(local_values)
+
+    def value(self, e) -> str:
+        if e in self.cache:
+            return self.cache[e]
+        if isinstance(e, Const):
+            return C.const_text(e.value, e.dtype)
+        if isinstance(e, Load):
+            local = self.w.local_value(e)
+            if local is not None:
+                return local
+            text = C.load_text(self.w.param(e.buf), self.w.itext(e.index.subs(self.w.subs)), e.storage_dtype)
+        elif isinstance(e, IndexValue):
+            text = C.cast_text(self.w.itext(e.index.subs(self.w.subs)), e.dtype)
+        elif isinstance(e, Cast):
+            text = C.cast_text(self.value(e.arg), e.dtype)
+            if e.dtype is dt.bool and e.arg.dtype.is_floating_point:
+                text = f"({self.value(e.arg)} != 0)"
+        elif isinstance(e, Call):
+            args = [self.value(a) for a in e.args]
+            text = C.op_text(e.op, args, e.dtype, [a.dtype for a in e.args])
+        else:
+            raise NotImplementedError(type(e).__name__)
+        name = self.w.tmp()
+        self.lines.append(f"{self.indent}{C.C_TYPES[e.dtype]} {name} = {text};")
+        self.cache[e] = name
+        return name
+
+
+class CppKernelWriter:
+    def __init__(self, kernel: Kernel, buffers: dict):
+        self.k = kernel
+        self.buffers = buffers
+        self._tmp = 0
+        self.reads: dict[str, object] = {}
+        self.writes: dict[str, object] = {}
+        self.row_values: dict[str, str] = {}  # reduction buffer -> scalar of this row
+        self.subs: dict = {}
+        self.size_args: dict[int, sympy.Symbol] = {}  # integer value -> kernel argument
+
+    def itext(self, expr) -> str:
+        """C text of an index expression whose size-derived integers are kernel arguments.
+
+        Every integer past 1 (a size, stride, offset) becomes an argument ``k<n>``, so the
+        source depends only on the loop structure: a new batch size re-lowers the graph in
+        Python but finds this code already compiled.
+        """
+        expr = sympy.sympify(expr)
+        mapping = {}
+        for atom in expr.atoms(sympy.Integer):
+            v = abs(int(atom))
+            if v > 1:
+                if v not in self.size_args:
+                    self.size_args[v] = sympy.Symbol(f"k{len(self.size_args)}", integer=True, positive=True)
+                mapping[atom] = self.size_args[v] if atom > 0 else -self.size_args[v]
+        return index_text(expr.xreplace(mapping) if mapping else expr)
+
+    def tmp(self) -> str:
+        self._tmp += 1
+        return f"tmp{self._tmp - 1}"
+
+    def param(self, name: str) -> str:
+        if name not in self.writes:
+            self.reads.setdefault(name, self.buffers[name])
+        return name
+
+    def local_value(self, load: Load):
+        return self.row_values.get(load.buf)
+
+    def emit(self) -> tuple[str, list]:
+        k = self.k
+        vars_ = list(k.vars)
+        sizes = dict(zip(vars_, k.space))
+        unit = {v: sympy.Integer(0) for v, s in sizes.items() if s == 1}
+        exprs = []
+        for n in k.nodes:
+            exprs.append(n.store_index)
+            exprs.extend(ld.index for ld in n.loads)
+        exprs = [e.subs(unit) for e in exprs]
+        inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
+        outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
+        outer, subs_o = collapse(outer_dims, sizes, exprs)
+        exprs = [e.subs(subs_o) for e in exprs]
+        inner, subs_i = collapse(inner_dims, sizes, exprs)
+        self.subs = {**unit, **subs_o}
+        self.subs = {v: e.subs(subs_i) for v, e in self.subs.items()}
+        self.subs.update(subs_i)
+        for n in k.nodes:
+            if n.buf.name not in k.local:
+                self.writes[n.target] = self.buffers[n.target]
+        body = self._loops(outer, inner)
+        origins = []
+        for n in k.nodes:
+            origins.extend(o for o in n.buf.origins if o not in origins)
+        params, signature = [], []
+        for name, buf in self.reads.items():
+            if name in self.writes:
+                continue
+            params.append(f"const {C.C_TYPES[buf.dtype]}* __restrict__ {name}")
+            signature.append(("ptr", name))
+        for name, buf in self.writes.items():
+            params.append(f"{C.C_TYPES[buf.dtype]}* __restrict__ {name}")
+            signature.append(("ptr", name))
+        symbols = set()
+        for _, n in outer + inner:
+            symbols |= n.free_symbols
+        for e in exprs:
+            symbols |= e.free_symbols
+        symbols -= set(vars_)
+        for s in sorted(symbols, key=lambda s: s.name):
+            params.append(f"int64_t {s.name}")
+            signature.append(("size", s))
+        for value, s in self.size_args.items():
+            params.append(f"int64_t {s.name}")
+            signature.append(("const", value))
+        header = f"// {k.name}: {', '.join(origins)}\n"
+        header += f'EMBER_KERNEL void {k.name}({", ".join(params)}) {{\n'
+        return header + "\n".join(body) + "\n}\n", signature
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    def _loops(self, outer, inner) -> list[str]:
+        lines: list[str] = []
+        total = product([n for _, n in outer + inner])
+        parallel_outer = bool(outer)
+        indent = "    "
+        if outer:
+            lines.extend(self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced))
+            indent += "    " * len(outer)
+        if not self.k.reduced:
+            lines.extend(self._pointwise_members(indent, simd_loop=None))
+        else:
+            for node in self.k.nodes:
+                lines.extend(self._row_member(node, inner, indent, parallel=not parallel_outer, total=total))
+        if outer:
+            for d in range(len(outer)):
+                lines.append("    " * (len(outer) - d) + "}")
+        return lines
+
+    def _parallel_clause(self, total):
+        return f"if({self.itext(total)} >= {PARALLEL_MIN})"
+
+    def _open(self, loops, indent, parallel, simd, reduction=""):
+        """Opens ``loops``: OpenMP threads on the outermost (its siblings collapsed into it but
+        the innermost), SIMD on the innermost."""
+        lines = []
+        n = len(loops)
+        for d, (v, size) in enumerate(loops):
+            ind = indent + "    " * d
+            if d == 0 and parallel is not None:
+                if n == 1:
+                    kind = "parallel for simd" if simd else "parallel for"
+                else:
+                    kind = f"parallel for collapse({n - 1})" if n > 2 else "parallel for"
+                lines.append(f"{ind}#pragma omp {kind} {reduction}{parallel}")
+            elif d == n - 1 and simd:
+                lines.append(f"{ind}#pragma omp simd {reduction}".rstrip())
+            lines.append(f"{ind}for (int64_t {v.name} = 0; {v.name} < {self.itext(size)}; ++{v.name}) {{")
+        return lines
+
+    def _store(self, node, value: str, body: _Body):
+        buf = self.buffers[node.target]
+        idx = self.itext(node.store_index.subs(self.subs))
+        body.lines.append(f"{body.indent}{node.target}[{idx}] = {C.store_value(value, buf.dtype)};")
+
+    def _pointwise_members(self, indent, simd_loop):
+        body = _Body(self, indent, {})
+        for node in self.k.nodes:
+            value = body.value(node.expr)
+            if node.buf.name in self.k.local:
+                # later members read it as this value (same element, same loop)
+                self.row_values[node.buf.name] = value
+            else:
+                self._store(node, value, body)
+                self.row_values[node.target] = value
+        for node in self.k.nodes:
+            self.row_values.pop(node.target, None)
+        return body.lines
+
+    def _row_member(self, node, inner, indent, parallel, total):
+        lines = []
+        if node.epilogue:
+            body = _Body(self, indent, {})
+            value = body.value(node.expr)
+            if node.buf.name not in self.k.local:
+                self._store(node, value, body)
+            self.row_values[node.buf.name] = value
+            return body.lines
+        loop_indent = indent + "    " * len(inner)
+        body = _Body(self, loop_indent, {})
+        par = self._parallel_clause(total) if parallel else None
+        if not node.is_reduction:
+            lines.extend(self._open(inner, indent, par, simd=True))
+            value = body.value(node.expr)
+            self._store(node, value, body)
+            lines.extend(body.lines)
+            lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
+            return lines
+        rt = node.buf.reduce_type
+        acc_t = C.C_TYPES[node.buf.acc_dtype]
+        acc = f"acc_{node.buf.name}"
+        nan = f"nan_{node.buf.name}"
+        float_extreme = rt in ("max", "min") and node.buf.acc_dtype.is_floating_point
+        if rt in ("max", "min"):
+            init = (("-" if rt == "max" else "") + "INFINITY") if float_extreme else \
+                C.limit_text(node.buf.acc_dtype, "lowest" if rt == "max" else "highest")
+        else:
+            init = _REDUCE_INIT[rt]
+        lines.append(f"{indent}{acc_t} {acc} = {init};")
+        clause = f"reduction({_REDUCE_CLAUSE[rt]}:{acc})"
+        if float_extreme:
+            lines.append(f"{indent}int {nan} = 0;")  # an int (not bool) flag: the loop still vectorizes
+            clause += f" reduction(|:{nan})"
+        lines.extend(self._open(inner, indent, par, simd=True, reduction=clause + " "))
+        v = body.value(node.expr)
+        if rt == "sum":
+            body.lines.append(f"{loop_indent}{acc} += {v};")
+        elif rt == "prod":
+            body.lines.append(f"{loop_indent}{acc} *= {v};")
+        elif rt == "any":
+            body.lines.append(f"{loop_indent}{acc} = {acc} || {v};")
+        elif rt == "all":
+            body.lines.append(f"{loop_indent}{acc} = {acc} && {v};")
+        else:
+            op = ">" if rt == "max" else "<"
+            body.lines.append(f"{loop_indent}{acc} = {v} {op} {acc} ? {v} : {acc};")
+            if float_extreme:
+                body.lines.append(f"{loop_indent}{nan} |= ({v} != {v});")
+        lines.extend(body.lines)
+        lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
+        result = f"{acc} "
+        if float_extreme:
+            result = f"({nan} ? (({acc_t})NAN) : {acc})"
+        out_t = C.C_TYPES[node.buf.acc_dtype]
+        name = f"row_{node.buf.name}"
+        lines.append(f"{indent}{out_t} {name} = {result.strip()};")
+        self.row_values[node.buf.name] = name
+        if node.buf.name not in self.k.local:
+            store_body = _Body(self, indent, {})
+            self._store(node, name, store_body)
+            lines.extend(store_body.lines)
+        return lines
+
+
+def kernel_source(kernels: list, buffers: dict, vector_math: bool) -> tuple[str, dict]:
+    """The source of ``kernels`` and each kernel's argument signature."""
+    parts = [C.prelude(vector_math)]
+    signatures = {}
+    for k in kernels:
+        text, sig = CppKernelWriter(k, buffers).emit()
+        parts.append(text)
+        signatures[k.name] = sig
+    return "\n".join(parts), signatures

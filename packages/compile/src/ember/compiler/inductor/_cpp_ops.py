@@ -1,0 +1,232 @@
+"""The native spelling of each scalar op, C types, constants, and the prelude every source starts with.
+
+The kernels are written in the common subset of C and C++ (``config.cpp.language`` picks
+which compiler front end builds them; C starts ~5x faster, which is most of a cold compile).
+Semantics follow ember's eager kernels (which follow PyTorch's): NaN propagates through
+maximum/minimum/clamp/relu, ``threshold`` keeps NaN, floor division and remainder take the
+sign rules of Python, and integers wrap (the sources compile with ``-fwrapv``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember._src import dtypes as dt
+
+C_TYPES = {
+    dt.bool: "bool", dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int32_t",
+    dt.int64: "int64_t", dt.float16: "uint16_t", dt.bfloat16: "uint16_t", dt.float32: "float",
+    dt.float64: "double",
+}
+_LIMITS = {dt.uint8: ("0", "UINT8_MAX"), dt.int8: ("INT8_MIN", "INT8_MAX"), dt.int16: ("INT16_MIN", "INT16_MAX"),
+           dt.int32: ("INT32_MIN", "INT32_MAX"), dt.int64: ("INT64_MIN", "INT64_MAX"), dt.bool: ("false", "true")}
+
+# libm functions with SIMD variants in glibc's libmvec (>= 2.35): declared so loops using them vectorize.
+VECTOR_MATH = ("exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
+               "erf erfc pow atan2 hypot").split()
+
+_HELPERS = r"""
+static inline float ember_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (e == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+    else if (e != 0) bits = sign | ((e + 112) << 23) | (man << 13);
+    else if (man == 0) bits = sign;
+    else { float f = (float)man * 5.9604644775390625e-08f; return sign ? -f : f; }
+    float out; __builtin_memcpy(&out, &bits, 4); return out;
+}
+static inline uint16_t ember_f2h(float f) {  /* round to nearest even */
+    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000; x &= 0x7fffffffu;
+    if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00);
+    if (x >= 0x47800000u) return (uint16_t)(sign | 0x7c00);
+    if (x < 0x38800000u) {
+        float a; __builtin_memcpy(&a, &x, 4); a += 0.5f;
+        uint32_t b; __builtin_memcpy(&b, &a, 4); return (uint16_t)(sign | (b - 0x3f000000u));
+    }
+    x += 0xc8000fffu + ((x >> 13) & 1);
+    return (uint16_t)(sign | (x >> 13));
+}
+static inline float ember_bf2f(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16; float out; __builtin_memcpy(&out, &bits, 4); return out;
+}
+static inline uint16_t ember_f2bf(float f) {
+    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    x += 0x7fffu + ((x >> 16) & 1); return (uint16_t)(x >> 16);
+}
+/* maximum/minimum/clamp: a NaN operand wins (PyTorch's rule) */
+#define EMBER_MAX(a, b) (((a) != (a)) ? (a) : (((b) != (b)) ? (b) : ((a) > (b) ? (a) : (b))))
+#define EMBER_MIN(a, b) (((a) != (a)) ? (a) : (((b) != (b)) ? (b) : ((a) < (b) ? (a) : (b))))
+#define EMBER_FLOAT_HELPERS(T, S) \
+static inline T ember_floordiv##S(T a, T b) { \
+    if (b == 0) return a / b; \
+    T mod = fmod##S(a, b), div = (a - mod) / b; \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1; \
+    if (div == 0) return copysign##S((T)0, a / b); \
+    T fl = floor##S(div); \
+    if (div - fl > (T)0.5) fl += 1; \
+    return fl; \
+} \
+static inline T ember_remainder##S(T a, T b) { \
+    T mod = fmod##S(a, b); \
+    if (mod != 0 && ((b < 0) != (mod < 0))) mod += b; \
+    return mod; \
+} \
+static inline T ember_logaddexp##S(T a, T b) { \
+    if (isinf(a) && a == b) return a; \
+    T m = a > b ? a : b; \
+    return m + log1p##S(exp##S(-fabs##S(a - b))); \
+} \
+static inline T ember_lerp##S(T a, T b, T w) { \
+    return fabs##S(w) < (T)0.5 ? a + w * (b - a) : b - (b - a) * ((T)1 - w); \
+}
+EMBER_FLOAT_HELPERS(float, f)
+EMBER_FLOAT_HELPERS(double, )
+"""
+
+
+def prelude(vector_math: bool) -> str:
+    lines = ["#include <math.h>", "#include <stdint.h>", "#include <stdbool.h>", "#include <omp.h>",
+             "#ifdef __cplusplus", '#define EMBER_KERNEL extern "C"', "#else", "#define EMBER_KERNEL", "#endif"]
+    if vector_math:
+        for name in VECTOR_MATH:
+            args = "float, float" if name in ("pow", "atan2", "hypot") else "float"
+            dargs = args.replace("float", "double")
+            lines.append(f'__attribute__((simd("notinbranch"))) float {name}f({args});')
+            lines.append(f'__attribute__((simd("notinbranch"))) double {name}({dargs});')
+    return "\n".join(lines) + "\n" + _HELPERS
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SIMPLE_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitwise_and": "&", "bitwise_or": "|",
+                  "bitwise_xor": "^"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_MATH = set(("sqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
+             "erf erfc").split())
+_MATH2 = {"fmax", "fmin", "fmod", "pow", "atan2", "hypot", "copysign", "nextafter"}
+
+
+def op_text(op: str, args: list, dtype, arg_dtypes) -> str:
+    """C text of ``op`` on the argument texts ``args``, computed in ``dtype``."""
+    a = args[0] if args else None
+    b = args[1] if len(args) > 1 else None
+    T = C_TYPES[dtype]
+    fl = dtype.is_floating_point
+    s = "f" if dtype is dt.float32 else ""  # libm suffix
+
+    def k(v):  # a constant in T
+        return f"(({T}){v})"
+
+    if op in _SIMPLE_BINARY:
+        if dtype is dt.bool and op in ("add", "mul"):
+            return f"({a} {'||' if op == 'add' else '&&'} {b})"
+        return f"({a} {_SIMPLE_BINARY[op]} {b})"
+    if op in _COMPARE:
+        return f"({a} {_COMPARE[op]} {b})"
+    if op in _MATH:
+        return f"{op}{s}({a})"
+    if op in _MATH2:
+        return f"{op}{s}({a}, {b})"
+    hs = f"(EMBER_MIN(EMBER_MAX({a} + {k(3)}, {k(0)}), {k(6)}) / {k(6)})"
+    table = {
+        "neg": lambda: f"(-{a})",
+        "abs": lambda: f"fabs{s}({a})" if fl else (f"({a} < 0 ? -{a} : {a})" if arg_dtypes[0].is_signed else a),
+        "rsqrt": lambda: f"({k(1)} / sqrt{s}({a}))",
+        "reciprocal": lambda: f"({k(1)} / {a})",
+        "sigmoid": lambda: f"({k(1)} / ({k(1)} + exp{s}(-{a})))",
+        "silu": lambda: f"({a} / ({k(1)} + exp{s}(-{a})))",
+        "gelu": lambda: f"({k(0.5)} * {a} * ({k(1)} + erf{s}({a} * {k(0.70710678118654752440)})))",
+        "gelu_tanh": lambda: (f"({k(0.5)} * {a} * ({k(1)} + tanh{s}({k(0.7978845608028654)} * "
+                              f"({a} + {k(0.044715)} * {a} * {a} * {a}))))"),
+        "mish": lambda: f"({a} * tanh{s}(log1p{s}(exp{s}({a}))))",
+        "hardsigmoid": lambda: hs,
+        "hardswish": lambda: f"({a} * {hs})",
+        "selu": lambda: f"({k(_SELU_SCALE)} * ({a} > 0 ? {a} : {k(_SELU_ALPHA)} * expm1{s}({a})))",
+        "softsign": lambda: f"({a} / ({k(1)} + fabs{s}({a})))",
+        "tanhshrink": lambda: f"({a} - tanh{s}({a}))",
+        "softplus": lambda: (f"(({a} * {k(args[1])}) > {k(args[2])} ? {a} : "
+                             f"log1p{s}(exp{s}({a} * {k(args[1])})) / {k(args[1])})"),
+        "elu": lambda: (f"({a} <= 0 ? expm1{s}({a} * {k(args[3])}) * {k(args[1])} * {k(args[2])} : "
+                        f"{a} * {k(args[2])})"),
+        "celu": lambda: f"({a} <= 0 ? expm1{s}({a} / {k(args[1])}) * {k(args[1])} : {a})",
+        "square": lambda: f"({a} * {a})",
+        "frac": lambda: f"({a} - trunc{s}({a}))",
+        "relu": lambda: f"({a} < 0 ? {k(0)} : {a})",
+        "relu6": lambda: f"EMBER_MIN(EMBER_MAX({a}, {k(0)}), {k(6)})",
+        "leaky_relu": lambda: f"({a} > 0 ? {a} : {a} * {k(args[1])})",
+        "hardtanh": lambda: f"({a} < {k(args[1])} ? {k(args[1])} : ({a} > {k(args[2])} ? {k(args[2])} : {a}))",
+        "threshold": lambda: f"({a} <= {k(args[1])} ? {k(args[2])} : {a})",
+        "sign": lambda: f"(({T})(({k(0)} < {a}) - ({a} < {k(0)})))",
+        "floor": lambda: f"floor{s}({a})" if fl else a,
+        "ceil": lambda: f"ceil{s}({a})" if fl else a,
+        "trunc": lambda: f"trunc{s}({a})" if fl else a,
+        "round": lambda: f"rint{s}({a})" if fl else a,
+        "isnan": lambda: f"({a} != {a})",
+        "isinf": lambda: f"(isinf({a}) != 0)" if arg_dtypes[0].is_floating_point else "false",
+        "isfinite": lambda: f"(isfinite({a}) != 0)" if arg_dtypes[0].is_floating_point else "true",
+        "isposinf": lambda: f"({a} == INFINITY)" if arg_dtypes[0].is_floating_point else "false",
+        "isneginf": lambda: f"({a} == -INFINITY)" if arg_dtypes[0].is_floating_point else "false",
+        "signbit": lambda: f"(signbit({a}) != 0)" if arg_dtypes[0].is_floating_point else f"({a} < 0)",
+        "logical_not": lambda: f"(!{a})",
+        "logical_and": lambda: f"(({a} != 0) && ({b} != 0))",
+        "logical_or": lambda: f"(({a} != 0) || ({b} != 0))",
+        "logical_xor": lambda: f"(({a} != 0) != ({b} != 0))",
+        "maximum": lambda: f"EMBER_MAX({a}, {b})",
+        "minimum": lambda: f"EMBER_MIN({a}, {b})",
+        "clamp_min": lambda: f"EMBER_MAX({a}, {b})",
+        "clamp_max": lambda: f"EMBER_MIN({a}, {b})",
+        "floor_divide": lambda: f"ember_floordiv{s}({a}, {b})",
+        "remainder": lambda: f"ember_remainder{s}({a}, {b})",
+        "logaddexp": lambda: f"ember_logaddexp{s}({a}, {b})",
+        "logaddexp2": lambda: (f"(ember_logaddexp{s}({a} * {k(math.log(2))}, {b} * {k(math.log(2))}) / "
+                               f"{k(math.log(2))})"),
+        "where": lambda: f"({a} ? {b} : {args[2]})",
+        "lerp": lambda: f"ember_lerp{s}({a}, {b}, {args[2]})",
+    }
+    if op not in table:
+        raise KeyError(op)
+    return table[op]()
+
+
+def const_text(value, dtype) -> str:
+    if dtype is dt.bool:
+        return "true" if value else "false"
+    if dtype.is_floating_point:
+        if math.isnan(value):
+            return "((double)NAN)" if dtype is dt.float64 else "NAN"
+        if math.isinf(value):
+            return ("" if value > 0 else "-") + ("((double)INFINITY)" if dtype is dt.float64 else "INFINITY")
+        text = repr(float(value))
+        return text if dtype is dt.float64 else text + "f"
+    if dtype is dt.int64:
+        return "INT64_MIN" if value == -(2 ** 63) else f"((int64_t){int(value)}LL)"
+    return f"(({C_TYPES[dtype]}){int(value)})"
+
+
+def limit_text(dtype, which: str) -> str:
+    """The lowest or highest value of an integer ``dtype`` (the identity of max/min)."""
+    lo, hi = _LIMITS[dtype]
+    return lo if which == "lowest" else hi
+
+
+def load_text(ptr: str, index: str, storage_dtype) -> str:
+    if storage_dtype is dt.float16:
+        return f"ember_h2f({ptr}[{index}])"
+    if storage_dtype is dt.bfloat16:
+        return f"ember_bf2f({ptr}[{index}])"
+    return f"{ptr}[{index}]"
+
+
+def store_value(value: str, storage_dtype) -> str:
+    if storage_dtype is dt.float16:
+        return f"ember_f2h({value})"
+    if storage_dtype is dt.bfloat16:
+        return f"ember_f2bf({value})"
+    return f"(({C_TYPES[storage_dtype]})({value}))"
+
+
+def cast_text(value: str, dtype) -> str:
+    if dtype is dt.bool:
+        return f"({value} != 0)"
+    return f"(({C_TYPES[dtype]})({value}))"

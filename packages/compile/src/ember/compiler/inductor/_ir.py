@@ -1,0 +1,325 @@
+"""The loop-level IR: scalar expressions, lazy tensor values, and the buffers a graph realizes.
+
+A tensor value during lowering is a *loader*: a function from a symbolic index (one sympy
+expression per dimension) to a scalar ``Expr``. Pointwise ops and views compose loaders
+(views are index arithmetic, never copies); a value is *realized* when it gets a buffer, which
+a kernel then writes. Sizes and indices are sympy expressions, so a symbolic batch size is an
+ordinary free symbol that becomes a kernel argument.
+
+Note [Compute dtype]: expressions are typed with the dtype they are *computed* in. float16 and
+bfloat16 never appear there: a load of a half buffer widens to float32 and a store rounds
+once, as ember's eager kernels do per op.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import sympy
+
+from ember._src import dtypes as dt
+
+HALF_TYPES = (dt.float16, dt.bfloat16)
+
+
+def compute_dtype(d):
+    return dt.float32 if d in HALF_TYPES else d
+
+
+# -- index arithmetic -------------------------------------------------------------------------
+
+class FloorDiv(sympy.Function):
+    """Integer division of non-negative index expressions (C's ``/`` on them)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, base, divisor):
+        if divisor == 1:
+            return base
+        if base == 0:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer:
+            return sympy.Integer(int(base) // int(divisor))
+        return None
+
+
+class ModularIndexing(sympy.Function):
+    """``(base / divisor) % modulus`` on non-negative index expressions."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, base, divisor, modulus):
+        if modulus == 1 or base == 0:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        return None
+
+
+def sym(value) -> sympy.Expr:
+    """A size or index as a sympy expression (ints, SymInt-likes with ``.node.expr``, sympy)."""
+    if isinstance(value, sympy.Basic):
+        return value
+    node = getattr(value, "node", None)
+    if node is not None and hasattr(node, "expr"):
+        return sympy.sympify(node.expr)
+    return sympy.Integer(int(value))
+
+
+def product(sizes) -> sympy.Expr:
+    n = sympy.Integer(1)
+    for s in sizes:
+        n = n * s
+    return n
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], sympy.Integer(1)
+    for s in reversed(shape):
+        strides.append(acc)
+        acc = acc * s
+    return tuple(reversed(strides))
+
+
+def strided_index(index, strides, offset=0) -> sympy.Expr:
+    expr = sympy.sympify(offset)
+    for i, s in zip(index, strides):
+        expr = expr + i * s
+    return expr
+
+
+def unflatten(flat: sympy.Expr, shape) -> list:
+    """The multi-index of a row-major flat index (views through a reshape)."""
+    index, divisor = [], sympy.Integer(1)
+    for s in reversed(shape):
+        index.append(sympy.Integer(0) if s == 1 else ModularIndexing(flat, divisor, s))
+        divisor = divisor * s
+    return list(reversed(index))
+
+
+def same_expr(a, b) -> bool:
+    return a == b or sympy.simplify(a - b) == 0
+
+
+# -- scalar expressions -----------------------------------------------------------------------
+
+class Expr:
+    """An immutable scalar expression; ``key`` identifies it for common-subexpression reuse."""
+
+    __slots__ = ("dtype", "key", "_hash")
+
+    def __init__(self, dtype, key):
+        self.dtype = dtype
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return isinstance(other, Expr) and self._hash == other._hash and self.key == other.key
+
+    def children(self) -> tuple:
+        return ()
+
+
+class Load(Expr):
+    """Element ``index`` of buffer ``buf`` (stored as ``storage_dtype``), widened to ``dtype``."""
+
+    __slots__ = ("buf", "index", "storage_dtype")
+
+    def __init__(self, buf: str, index: sympy.Expr, storage_dtype):
+        self.buf, self.index, self.storage_dtype = buf, index, storage_dtype
+        super().__init__(compute_dtype(storage_dtype), ("load", buf, index))
+
+
+class Const(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value, dtype):
+        if dtype is dt.bool:
+            value = bool(value)
+        elif not dtype.is_floating_point:
+            value = int(value)
+        else:
+            value = float(value)
+        self.value = value
+        super().__init__(dtype, ("const", repr(value), dtype.name))
+
+
+class IndexValue(Expr):
+    """An index expression used as a value (iota, masks built from positions)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: sympy.Expr, dtype=dt.int64):
+        self.index = index
+        super().__init__(dtype, ("index", index, dtype.name))
+
+
+class Call(Expr):
+    """Scalar op ``op`` (a row of the backend's op table) on ``args``."""
+
+    __slots__ = ("op", "args")
+
+    def __init__(self, op: str, args: tuple, dtype):
+        self.op, self.args = op, tuple(args)
+        super().__init__(dtype, ("call", op, dtype.name, self.args))
+
+    def children(self) -> tuple:
+        return self.args
+
+
+class Cast(Expr):
+    __slots__ = ("arg",)
+
+    def __init__(self, arg: Expr, dtype):
+        self.arg = arg
+        super().__init__(dtype, ("cast", dtype.name, arg))
+
+    def children(self) -> tuple:
+        return (self.arg,)
+
+
+def cast(x: Expr, dtype) -> Expr:
+    dtype = compute_dtype(dtype)
+    if x.dtype is dtype:
+        return x
+    if isinstance(x, Const):
+        return Const(x.value, dtype)
+    return Cast(x, dtype)
+
+
+def walk(expr: Expr):
+    """Every node of ``expr`` (children first), each once."""
+    seen, order, stack = set(), [], [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((c, False) for c in node.children())
+    return order
+
+
+def loads_of(expr: Expr) -> list:
+    return [e for e in walk(expr) if isinstance(e, Load)]
+
+
+# -- tensor values and buffers ----------------------------------------------------------------
+
+Loader = Callable[[list], Expr]
+
+
+class TensorValue:
+    """A lazily computed tensor: shape (sympy), dtype, and how to load element ``index``.
+
+    ``buffer`` is set once the value has storage (an input, an extern result, or a realized
+    computation); until then every consumer inlines ``loader``.
+    """
+
+    _ids = itertools.count()
+
+    def __init__(self, shape, dtype, loader: Loader, buffer: Buffer | None = None, origin: str = ""):
+        self.shape = tuple(sym(s) for s in shape)
+        self.dtype = dtype
+        self.loader = loader
+        self.buffer = buffer
+        self.origin = origin  # the graph node it came from (kernel comments and names)
+        self.reads = 0  # consumers so far (the realize heuristic)
+        # (buffer, shape, strides, offset) when this value is a strided view of a buffer: an
+        # extern op then gets that view of the buffer instead of a copy
+        self.layout = None
+        self.id = next(self._ids)
+        self._size = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def load(self, index) -> Expr:
+        return self.loader(list(index))
+
+    def expr_size(self) -> int:
+        """Nodes in one element's expression: the cost of recomputing it per consumer."""
+        if self._size is None:
+            index = [sympy.Symbol(f"q{i}", integer=True, nonnegative=True) for i in range(self.ndim)]
+            self._size = len(walk(self.load(index)))
+        return self._size
+
+
+class Buffer:
+    """Storage with a name, shape, strides and dtype."""
+
+    def __init__(self, name: str, shape, dtype, strides=None, offset=0):
+        self.name = name
+        self.shape = tuple(sym(s) for s in shape)
+        self.dtype = dtype
+        self.strides = tuple(sym(s) for s in strides) if strides is not None else contiguous_strides(self.shape)
+        self.offset = sym(offset)
+        self.origins: list[str] = []
+
+    def index(self, idx) -> sympy.Expr:
+        return strided_index(idx, self.strides, self.offset)
+
+    def as_value(self, origin: str = "") -> TensorValue:
+        def loader(idx):
+            return Load(self.name, self.index(idx), self.dtype)
+
+        value = TensorValue(self.shape, self.dtype, loader, buffer=self, origin=origin or self.name)
+        value.layout = (self, self.shape, self.strides, sympy.Integer(0))
+        return value
+
+
+class InputBuffer(Buffer):
+    """A graph input (or constant attribute), bound at call time."""
+
+
+class ExternBuffer(Buffer):
+    """The result of an op run by ember's eager kernel (matmul, conv, anything not lowered)."""
+
+
+class ComputedBuffer(Buffer):
+    """A pointwise computation: element ``index`` is ``body(index)``, stored at ``target``.
+
+    ``target`` is the buffer written: itself, or an input the graph mutates (``copy_``).
+    """
+
+    def __init__(self, name, shape, dtype, body: Loader, target: Buffer | None = None):
+        super().__init__(name, shape, dtype)
+        self.body = body
+        self.target = target or self
+
+
+class ReductionBuffer(Buffer):
+    """``reduce_type`` of ``body(full_index)`` over ``reduced`` dims of ``full_shape``.
+
+    The result has ``full_shape`` with the reduced dims removed (or kept as 1 with keepdim).
+    """
+
+    def __init__(self, name, full_shape, reduced: tuple, keepdim: bool, dtype, reduce_type: str,
+                 body: Loader, acc_dtype):
+        self.full_shape = tuple(sym(s) for s in full_shape)
+        self.reduced = tuple(sorted(reduced))
+        self.keepdim = keepdim
+        self.reduce_type = reduce_type
+        self.body = body
+        self.acc_dtype = acc_dtype
+        shape = [1 if d in self.reduced else s for d, s in enumerate(self.full_shape)]
+        if not keepdim:
+            shape = [s for d, s in enumerate(shape) if d not in self.reduced]
+        super().__init__(name, shape, dtype)
+        self.target = self
+
+    def out_index(self, full_index) -> list:
+        """Where element ``full_index`` of the reduced space lands in the result."""
+        if self.keepdim:
+            return [sympy.Integer(0) if d in self.reduced else i for d, i in enumerate(full_index)]
+        return [i for d, i in enumerate(full_index) if d not in self.reduced]

@@ -1,0 +1,488 @@
+"""Lowerings: one row per ember op, turning op calls on lazy values into loop-level IR.
+
+``LOWERINGS[name](ctx, *args, **kwargs)`` returns a ``TensorValue`` (or a tuple of them) for
+an op whose arguments are ``TensorValue``s and Python values. A lowering raises
+``Unsupported`` for a case it does not cover (an integer division, a dtype it cannot compute);
+the graph lowering then runs that call with ember's eager kernel instead (never a wrong answer).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import sympy
+
+from ember._src import dtypes as dt
+from ember._src.device import META
+from ember._src.tensor import new_empty_tensor
+
+from ._ir import (
+    Call,
+    Const,
+    TensorValue,
+    cast,
+    compute_dtype,
+    contiguous_strides,
+    product,
+    sym,
+    unflatten,
+)
+
+LOWERINGS: dict = {}
+
+
+class Unsupported(Exception):
+    """This call is not lowered; run it eagerly."""
+
+
+def register(*names):
+    def wrap(fn):
+        for n in names:
+            LOWERINGS[n] = fn
+        return fn
+
+    return wrap
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def _standin(x):
+    """What ember's promotion rules need of an operand: dtype and 0-dim-ness, or the number."""
+    if isinstance(x, TensorValue):
+        return new_empty_tensor(() if x.ndim == 0 else (1,), x.dtype, META)
+    return x
+
+
+def result_type(*operands):
+    return dt.result_type_of(*[_standin(x) for x in operands])
+
+
+def broadcast_shape(*shapes) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        size = sympy.Integer(1)
+        for s in shapes:
+            k = d - (ndim - len(s))
+            if k < 0 or s[k] == 1:
+                continue
+            if size != 1 and size != s[k] and not (size - s[k]).free_symbols:
+                raise RuntimeError(f"shapes {shapes} are not broadcastable")
+            size = s[k]
+        out.append(size)
+    return tuple(out)
+
+
+def _loader_for(ctx, x, shape, compute):
+    """A loader of operand ``x`` broadcast to ``shape`` and cast to ``compute``."""
+    if not isinstance(x, TensorValue):
+        const = Const(x, compute)
+        return lambda idx: const
+    x = ctx.use(x)
+    offset = len(shape) - x.ndim
+
+    def load(idx):
+        sub = [sympy.Integer(0) if x.shape[k] == 1 else idx[k + offset] for k in range(x.ndim)]
+        return cast(x.load(sub), compute)
+
+    return load
+
+
+def pointwise(ctx, operands, compute, result, fn, origin=""):
+    """A lazy value computing ``fn(*loaded operands)`` in ``compute``, stored as ``result``."""
+    shape = broadcast_shape(*[x.shape for x in operands if isinstance(x, TensorValue)])
+    loaders = [_loader_for(ctx, x, shape, compute) for x in operands]
+
+    def loader(idx):
+        return fn(*[ld(idx) for ld in loaders])
+
+    return TensorValue(shape, result, loader, origin=origin)
+
+
+def _call(op, dtype):
+    return lambda *args: Call(op, args, dtype)
+
+
+# -- binary arithmetic ------------------------------------------------------------------------
+
+_SAME = {"add", "sub", "mul", "maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
+         "bitwise_xor"}
+_FLOAT = {"div", "atan2", "hypot", "copysign", "logaddexp", "logaddexp2"}
+_BOOL = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+_FLOAT_ONLY = {"floor_divide", "remainder", "fmod", "pow", "fmax", "fmin", "hypot", "atan2", "copysign",
+               "logaddexp", "logaddexp2", "nextafter"}
+_INTEGRAL_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+def _binary(name):
+    def lower(ctx, a, b):
+        promoted = result_type(a, b)
+        if promoted.is_complex:
+            raise Unsupported(f"{name} on complex")
+        if name in _FLOAT_ONLY and not promoted.is_floating_point:
+            raise Unsupported(f"{name} on {promoted}")  # eager's integer semantics (division by zero)
+        if name in _INTEGRAL_ONLY and promoted.is_floating_point:
+            raise Unsupported(f"{name} on {promoted}")
+        if name == "sub" and promoted is dt.bool:
+            raise Unsupported("sub on bool")  # eager raises; let it
+        if name in _FLOAT and not promoted.is_floating_point:
+            promoted = dt.get_default_dtype()
+        result = dt.bool if name in _BOOL else promoted
+        compute = compute_dtype(promoted)
+        return pointwise(ctx, (a, b), compute, result, _call(name, compute_dtype(result)), name)
+
+    return lower
+
+
+for _n in sorted(_SAME | _FLOAT | _BOOL | {"floor_divide", "remainder", "fmod", "pow"}):
+    register(_n)(_binary(_n))
+
+
+@register("add_scaled")
+def _add_scaled(ctx, a, b, alpha):
+    promoted = result_type(a, b)
+    compute = compute_dtype(promoted)
+    if not promoted.is_floating_point and isinstance(alpha, float):
+        raise Unsupported("float alpha on integers")
+    k = Const(alpha, compute)
+    return pointwise(ctx, (a, b), compute, promoted,
+                     lambda x, y: Call("add", (x, Call("mul", (y, k), compute)), compute), "add_scaled")
+
+
+# -- unary ------------------------------------------------------------------------------------
+
+_UNARY_FLOAT = ("sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
+                "asinh acosh atanh sigmoid erf erfc reciprocal gelu gelu_tanh silu mish hardsigmoid hardswish "
+                "selu softsign tanhshrink softplus elu celu").split()
+_UNARY_KEEP = "abs neg floor ceil trunc round square relu relu6 leaky_relu hardtanh threshold frac sign".split()
+_UNARY_PREDICATE = "isnan isinf isfinite isposinf isneginf signbit logical_not".split()
+_FLOAT_ONLY_UNARY = {"frac", "leaky_relu", "hardtanh", "threshold"}
+
+
+def _unary(name, kind):
+    def lower(ctx, x, *params):
+        if not isinstance(x, TensorValue) or x.dtype.is_complex:
+            raise Unsupported(name)
+        if kind == "predicate":
+            compute, result = compute_dtype(x.dtype), dt.bool
+        elif kind == "float" and not x.dtype.is_floating_point:
+            compute, result = compute_dtype(dt.get_default_dtype()), dt.get_default_dtype()
+        else:
+            compute, result = compute_dtype(x.dtype), x.dtype
+        if x.dtype is dt.bool and kind != "predicate":
+            raise Unsupported(f"{name} on bool")
+        if name in _FLOAT_ONLY_UNARY and not compute.is_floating_point:
+            raise Unsupported(f"{name} on {compute}")
+        consts = tuple(Const(p, dt.float64 if compute is dt.float64 else dt.float32) for p in params)
+        out = compute_dtype(result)
+        return pointwise(ctx, (x,), compute, result, lambda v: Call(name, (v, *consts), out), name)
+
+    return lower
+
+
+for _n in _UNARY_FLOAT:
+    register(_n)(_unary(_n, "float"))
+for _n in _UNARY_KEEP:
+    register(_n)(_unary(_n, "keep"))
+for _n in _UNARY_PREDICATE:
+    register(_n)(_unary(_n, "predicate"))
+
+
+# -- ternary and friends ----------------------------------------------------------------------
+
+@register("where")
+def _where(ctx, cond, a, b):
+    promoted = result_type(a, b)
+    compute = compute_dtype(promoted)
+    c_loader = cond if isinstance(cond, TensorValue) else bool(cond)
+    return pointwise(ctx, (c_loader, a, b), compute, promoted,
+                     lambda c, x, y: Call("where", (cast(c, dt.bool) if c.dtype is not dt.bool else c, x, y),
+                                          compute), "where")
+
+
+@register("masked_fill")
+def _masked_fill(ctx, x, mask, value):
+    if x.dtype.is_complex:
+        raise Unsupported("complex")
+    compute = compute_dtype(x.dtype)
+    return pointwise(ctx, (mask, x, value), compute, x.dtype,
+                     lambda m, a, v: Call("where", (cast(m, dt.bool), v, a), compute), "masked_fill")
+
+
+@register("clamp")
+def _clamp(ctx, x, min=None, max=None):  # noqa: A002 - the schema's names
+    if min is None and max is None:
+        raise Unsupported("clamp without bounds")  # eager raises
+    promoted = result_type(*[v for v in (x, min, max) if v is not None])
+    if x.dtype is dt.bool or promoted.is_complex:
+        raise Unsupported("clamp dtype")
+    compute = compute_dtype(promoted)
+    operands = [v for v in (x, min, max) if v is not None]
+
+    def fn(v, *bounds):
+        k = 0
+        if min is not None:
+            v = Call("clamp_min", (v, bounds[k]), compute)
+            k += 1
+        if max is not None:
+            v = Call("clamp_max", (v, bounds[k]), compute)
+        return v
+
+    return pointwise(ctx, operands, compute, promoted, fn, "clamp")
+
+
+@register("lerp")
+def _lerp(ctx, start, end, weight):
+    promoted = result_type(start, end)
+    if not promoted.is_floating_point:
+        raise Unsupported("lerp dtype")
+    compute = compute_dtype(promoted)
+    return pointwise(ctx, (start, end, weight), compute, promoted, _call("lerp", compute), "lerp")
+
+
+def _addc(name, inner):
+    def lower(ctx, x, t1, t2, value=1):
+        promoted = result_type(x, t1, t2)
+        if not promoted.is_floating_point:
+            raise Unsupported(f"{name} on integers")
+        compute = compute_dtype(promoted)
+        k = Const(value, compute)
+
+        def fn(a, b, c):
+            return Call("add", (a, Call("mul", (k, Call(inner, (b, c), compute)), compute)), compute)
+
+        return pointwise(ctx, (x, t1, t2), compute, promoted, fn, name)
+
+    return lower
+
+
+register("addcmul")(_addc("addcmul", "mul"))
+register("addcdiv")(_addc("addcdiv", "div"))
+
+
+@register("_to_copy")
+def _to_copy(ctx, x, dtype=None, device=None, **ignored):
+    if device is not None and str(device) != "cpu":
+        raise Unsupported("device copy")
+    if ignored.get("memory_format") not in (None,):
+        raise Unsupported("memory_format")
+    target = dt.to_dtype(dtype) if dtype is not None else x.dtype
+    if target.is_complex or x.dtype.is_complex:
+        raise Unsupported("complex copy")
+    x = ctx.use(x)
+    compute = compute_dtype(target)
+    if target is dt.bool or x.dtype is dt.bool:
+        load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
+    else:
+        # float -> int truncates like C; half targets round once from float32 on store
+        load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
+    return TensorValue(x.shape, target, load, origin="to_copy")
+
+
+@register("clone", "contiguous")
+def _clone(ctx, x, memory_format=None):
+    x = ctx.use(x)
+    return TensorValue(x.shape, x.dtype, x.loader, origin="clone")
+
+
+@register("alias")
+def _alias(ctx, x):
+    x = ctx.use(x)
+    return _with_layout(TensorValue(x.shape, x.dtype, x.loader, origin="alias"), x, lambda sh, st, off: (st, off))
+
+
+@register("copy_")
+def _copy_(ctx, dst, src, non_blocking=False):
+    return ctx.mutate(dst, src)
+
+
+@register("fill_")
+def _fill_(ctx, dst, value):
+    const = Const(value, compute_dtype(dst.dtype))
+    return ctx.mutate(dst, TensorValue(dst.shape, dst.dtype, lambda idx: const, origin="fill"))
+
+
+@register("full")
+def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
+    if device is not None and str(device) != "cpu":
+        raise Unsupported("device")
+    d = dt.to_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
+    if isinstance(fill_value, bool):
+        d = dt.bool if dtype is None else d
+    if d.is_complex:
+        raise Unsupported("complex fill")
+    const = Const(fill_value, compute_dtype(d))
+    return TensorValue([sym(s) for s in size], d, lambda idx: const, origin="full")
+
+
+# -- views: index arithmetic ------------------------------------------------------------------
+
+def _with_layout(value: TensorValue, source: TensorValue, derive) -> TensorValue:
+    """``value`` with the strided layout ``derive(shape, strides, offset)`` of ``source``'s, if any."""
+    value.view_source = (source, derive)  # lets an extern op get this view of a stored source
+    if source.layout is not None:
+        value.layout = derive_layout(value, source.layout, derive)
+    return value
+
+
+def derive_layout(value, layout, derive):
+    buf, shape, strides, offset = layout
+    derived = derive(list(shape), list(strides), offset)
+    if derived is None:
+        return None
+    return (buf, tuple(value.shape), tuple(derived[0]), derived[1])
+
+
+def _wrap(dim, ndim):
+    if ndim == 0:
+        return 0
+    if not -ndim <= dim < ndim:
+        raise Unsupported("dim out of range")  # eager raises the right IndexError
+    return dim % ndim
+
+
+def view_as_shape(x: TensorValue, shape) -> TensorValue:
+    shape = [sym(s) for s in shape]
+    if -1 in shape:
+        known = product([s for s in shape if s != -1])
+        shape[shape.index(-1)] = sympy.simplify(product(x.shape) / known)
+    if list(shape) == list(x.shape):
+        return x
+    src_shape = x.shape
+    strides_new = []
+    acc = sympy.Integer(1)
+    for s in reversed(shape):
+        strides_new.append(acc)
+        acc = acc * s
+    strides_new.reverse()
+
+    def load(idx):
+        flat = sum((i * s for i, s in zip(idx, strides_new)), sympy.Integer(0))
+        return x.load(unflatten(flat, src_shape))
+
+    out = TensorValue(shape, x.dtype, load, origin="view")
+
+    def derive(sh, st, off):
+        dense = [st[k] for k in range(len(sh)) if sh[k] != 1]
+        want = [c for k, c in enumerate(contiguous_strides(sh)) if sh[k] != 1]
+        return (list(strides_new), off) if dense == want else None
+
+    return _with_layout(out, x, derive)
+
+
+@register("view", "reshape", "_unsafe_view")
+def _view(ctx, x, size):
+    return view_as_shape(ctx.use(x), list(size))
+
+
+@register("permute")
+def _permute(ctx, x, dims):
+    x = ctx.use(x)
+    dims = [_wrap(d, x.ndim) for d in dims]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+
+    def load(idx):
+        return x.load([idx[inverse[k]] for k in range(x.ndim)])
+
+    out = TensorValue([x.shape[d] for d in dims], x.dtype, load, origin="permute")
+    return _with_layout(out, x, lambda sh, st, off: ([st[d] for d in dims], off))
+
+
+@register("transpose")
+def _transpose(ctx, x, dim0, dim1):
+    dims = list(range(x.ndim))
+    if x.ndim:
+        a, b = _wrap(dim0, x.ndim), _wrap(dim1, x.ndim)
+        dims[a], dims[b] = dims[b], dims[a]
+    return _permute(ctx, x, dims)
+
+
+@register("t")
+def _t(ctx, x):
+    return _transpose(ctx, x, 0, 1) if x.ndim == 2 else _clone(ctx, x)
+
+
+@register("expand")
+def _expand(ctx, x, size, implicit=False):
+    x = ctx.use(x)
+    size = [sym(s) for s in size]
+    offset = len(size) - x.ndim
+    shape = [x.shape[d - offset] if (s == -1) else s for d, s in enumerate(size)]
+
+    def load(idx):
+        return x.load([sympy.Integer(0) if x.shape[k] == 1 else idx[k + offset] for k in range(x.ndim)])
+
+    out = TensorValue(shape, x.dtype, load, origin="expand")
+
+    def derive(sh, st, off):
+        strides = [sympy.Integer(0)] * offset
+        strides += [sympy.Integer(0) if sh[k] == 1 and shape[k + offset] != 1 else st[k] for k in range(len(sh))]
+        return strides, off
+
+    return _with_layout(out, x, derive)
+
+
+@register("unsqueeze")
+def _unsqueeze(ctx, x, dim):
+    x = ctx.use(x)
+    d = dim % (x.ndim + 1)
+    out = TensorValue(x.shape[:d] + (1,) + x.shape[d:], x.dtype, lambda idx: x.load(idx[:d] + idx[d + 1:]),
+                      origin="unsqueeze")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + [sympy.Integer(1)] + st[d:], off))
+
+
+@register("squeeze")
+def _squeeze(ctx, x, dim=None):
+    x = ctx.use(x)
+    if dim is None:
+        dims = [d for d, s in enumerate(x.shape) if s == 1]
+    else:
+        dims = [_wrap(d, x.ndim) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        dims = [d for d in dims if x.ndim and x.shape[d] == 1]
+    keep = [d for d in range(x.ndim) if d not in dims]
+
+    def load(idx):
+        full = [sympy.Integer(0)] * x.ndim
+        for k, d in enumerate(keep):
+            full[d] = idx[k]
+        return x.load(full)
+
+    out = TensorValue([x.shape[d] for d in keep], x.dtype, load, origin="squeeze")
+    return _with_layout(out, x, lambda sh, st, off: ([st[d] for d in keep], off))
+
+
+@register("select")
+def _select(ctx, x, dim, index):
+    x = ctx.use(x)
+    d = _wrap(dim, x.ndim)
+    i = sym(index)
+    if i.is_Integer and int(i) < 0:
+        i = i + x.shape[d]
+    out = TensorValue(x.shape[:d] + x.shape[d + 1:], x.dtype, lambda idx: x.load(idx[:d] + [i] + idx[d:]),
+                      origin="select")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + st[d + 1:], off + i * st[d]))
+
+
+@register("slice")
+def _slice(ctx, x, dim=0, start=None, end=None, step=1):
+    x = ctx.use(x)
+    d = _wrap(dim, x.ndim)
+    n = x.shape[d]
+    if not n.is_Integer:
+        raise Unsupported("slice of a symbolic dim")
+    n = int(n)
+    start, stop, step = builtins.slice(start, end, step).indices(n)
+    if step <= 0:
+        raise Unsupported("slice step")
+    length = max(0, (stop - start + step - 1) // step)
+    out = TensorValue(x.shape[:d] + (length,) + x.shape[d + 1:], x.dtype,
+                      lambda idx: x.load(idx[:d] + [start + step * idx[d]] + idx[d + 1:]), origin="slice")
+    return _with_layout(out, x, lambda sh, st, off: (st[:d] + [st[d] * step] + st[d + 1:], off + start * st[d]))
+
+
+@register("narrow")
+def _narrow(ctx, x, dim, start, length):
+    d = _wrap(dim, x.ndim)
+    return _slice(ctx, x, d, start, int(start) + int(length), 1)

@@ -1,0 +1,141 @@
+"""Lowerings of reductions: sum, mean, prod, amax/amin, any/all (softmax, layer_norm, var and
+logsumexp reach here through their decompositions).
+
+A reduction always gets a buffer; the scheduler later fuses it with the pointwise work that
+feeds it (inlined into its loop) and with the pointwise consumers that share its iteration
+space, where the buffer shrinks to a scalar per row.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ember._src import dtypes as dt
+
+from ._ir import Call, Const, TensorValue, cast, compute_dtype, product
+from ._lowering import Unsupported, pointwise, register
+
+
+def _reduce_dims(x: TensorValue, dim) -> tuple:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return tuple(range(x.ndim))
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    out = []
+    for d in dims:
+        if x.ndim == 0:
+            if d not in (0, -1):
+                raise Unsupported("dim out of range")
+            continue
+        if not -x.ndim <= d < x.ndim:
+            raise Unsupported("dim out of range")
+        out.append(d % x.ndim)
+    if len(set(out)) != len(out):
+        raise Unsupported("repeated dim")
+    return tuple(sorted(out))
+
+
+def _reduced_numel(x, dims):
+    return product([x.shape[d] for d in dims])
+
+
+def reduce(ctx, x: TensorValue, dims, keepdim, reduce_type, result_dtype, acc_dtype, origin):
+    x = ctx.use(x)
+    compute = compute_dtype(acc_dtype)
+
+    def body(idx):
+        return cast(x.load(idx), compute)
+
+    return ctx.reduction(x.shape, dims, keepdim, result_dtype, reduce_type, body, compute, origin)
+
+
+def _sum_dtype(x, dtype):
+    if dtype is not None:
+        return dt.to_dtype(dtype)
+    return dt.int64 if not x.dtype.is_floating_point else x.dtype
+
+
+def _check(x):
+    if not isinstance(x, TensorValue) or x.dtype.is_complex:
+        raise Unsupported("reduction input")
+
+
+@register("sum")
+def _sum(ctx, x, dim=None, keepdim=False, dtype=None):
+    _check(x)
+    rd = _sum_dtype(x, dtype)
+    if rd.is_complex:
+        raise Unsupported("complex sum")
+    dims = _reduce_dims(x, dim)
+    acc = compute_dtype(rd) if rd.is_floating_point else dt.int64
+    return reduce(ctx, x, dims, keepdim, "sum", rd, acc, "sum")
+
+
+@register("prod")
+def _prod(ctx, x, dim=None, keepdim=False, dtype=None):
+    _check(x)
+    rd = _sum_dtype(x, dtype)
+    dims = _reduce_dims(x, dim)
+    acc = compute_dtype(rd) if rd.is_floating_point else dt.int64
+    return reduce(ctx, x, dims, keepdim, "prod", rd, acc, "prod")
+
+
+@register("mean")
+def _mean(ctx, x, dim=None, keepdim=False, dtype=None):
+    _check(x)
+    rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
+    if not rd.is_floating_point:
+        raise Unsupported("mean of integers")  # eager raises
+    dims = _reduce_dims(x, dim)
+    compute = compute_dtype(rd)
+    total = reduce(ctx, x, dims, keepdim, "sum", compute, compute, "mean")
+    count = _reduced_numel(x, dims)
+
+    def divide(t):
+        n = Const(count, compute) if count.is_Integer else cast(_index_const(count), compute)
+        return Call("div", (t, n), compute)
+
+    return pointwise(ctx, (total,), compute, rd, divide, "mean")
+
+
+def _index_const(expr):
+    from ._ir import IndexValue
+
+    return IndexValue(sympy.sympify(expr))
+
+
+def _extreme(name, reduce_type):
+    @register(name)
+    def lower(ctx, x, dim=(), keepdim=False):
+        _check(x)
+        dims = _reduce_dims(x, dim)
+        n = _reduced_numel(x, dims)
+        if n == 0 or (n.is_Integer and int(n) == 0):
+            raise Unsupported("empty max")  # eager raises the IndexError/RuntimeError
+        if n.free_symbols:
+            raise Unsupported("max over a symbolic extent")  # might be empty at run time
+        return reduce(ctx, x, dims, keepdim, reduce_type, x.dtype, compute_dtype(x.dtype), name)
+
+    return lower
+
+
+_extreme("amax", "max")
+_extreme("amin", "min")
+_extreme("max_all", "max")
+_extreme("min_all", "min")
+
+
+def _logical(name):
+    @register(name)
+    def lower(ctx, x, dim=None, keepdim=False):
+        _check(x)
+        dims = _reduce_dims(x, dim)
+        rd = dt.uint8 if x.dtype is dt.uint8 else dt.bool
+        truth = ctx.use(x)
+        as_bool = TensorValue(truth.shape, dt.bool, lambda idx: cast(truth.load(idx), dt.bool), origin=name)
+        return reduce(ctx, as_bool, dims, keepdim, name, rd, dt.bool, name)
+
+    return lower
+
+
+_logical("any")
+_logical("all")

@@ -1,0 +1,201 @@
+"""The scheduler: groups realized buffers into fused kernels, in graph order.
+
+Every computation is a loop over an *iteration space*: a shape and the dims it reduces over
+(none for pointwise work). Consecutive computations fuse into one kernel when they share the
+space — pointwise chains, and a reduction with the pointwise work that reads its per-row
+result (softmax's max, sum and normalization; layer_norm's mean, variance and output) — and
+when every value one member reads from another is the one that member wrote for the same
+element (or the same row). A reduction result read only inside its kernel never reaches
+memory: it stays a scalar per row. Extern calls (ember's own kernels) end the current group.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ._graph import ExternCall
+from ._ir import ComputedBuffer, Load, ReductionBuffer, loads_of, same_expr
+
+
+class SchedNode:
+    """One realized buffer with its body evaluated at the kernel's index symbols.
+
+    A *row epilogue* is pointwise work over the per-row space of a reduction kernel (the
+    reduction's result shape): it runs once per row, after that row's reductions.
+    """
+
+    def __init__(self, buf, index, epilogue: bool = False):
+        self.buf = buf
+        self.is_reduction = isinstance(buf, ReductionBuffer)
+        self.epilogue = epilogue
+        self.space = buf.full_shape if self.is_reduction else buf.shape
+        self.reduced = buf.reduced if self.is_reduction else ()
+        self.vars = list(index[: len(self.space)])
+        self.expr = buf.body(list(self.vars))
+        if self.is_reduction:
+            self.store_index = buf.index(buf.out_index(self.vars))
+        else:
+            self.store_index = buf.target.index(self.vars)
+        self.target = buf.target.name
+        self.loads: list[Load] = loads_of(self.expr)
+
+
+class Kernel:
+    """A fused group: members in order over one iteration space."""
+
+    def __init__(self, name: str, first: SchedNode):
+        self.name = name
+        self.space = first.space
+        self.reduced = first.reduced
+        self.nodes = [first]
+        self.local: set[str] = set()  # buffers that stay in registers (not stored)
+
+    @property
+    def vars(self):
+        return self.nodes[0].vars
+
+    def writes(self) -> dict:
+        return {n.target: n for n in self.nodes}
+
+    def _row_index(self, space):
+        """The index of a per-row space in this kernel's symbols (None if ``space`` is not one)."""
+        outer = [d for d in range(len(self.space)) if d not in self.reduced]
+        if list(space) == [self.space[d] for d in outer]:
+            return [self.vars[d] for d in outer]
+        if list(space) == [1 if d in self.reduced else s for d, s in enumerate(self.space)]:
+            return [sympy.Integer(0) if d in self.reduced else v for d, v in enumerate(self.vars)]
+        return None
+
+    def try_add(self, node: SchedNode) -> bool:
+        if node.space != self.space:
+            if node.is_reduction or not self.reduced:
+                return False
+            index = self._row_index(node.space)
+            if index is None:
+                return False
+            node = SchedNode(node.buf, index, epilogue=True)
+        elif node.is_reduction and self.reduced and node.reduced != self.reduced:
+            return False
+        reduced = node.reduced or self.reduced
+        inner = {self.vars[d] for d in reduced}
+        writes = self.writes()
+        for load in node.loads:
+            producer = writes.get(load.buf)
+            if producer is None:
+                continue
+            if producer.is_reduction:
+                # a per-row result: read for this very row, after its loop ends
+                if load.index.free_symbols & inner or not same_expr(load.index, producer.store_index):
+                    return False
+            elif not same_expr(load.index, producer.store_index):
+                return False
+        # a write must not overtake a read of the same buffer elsewhere in the group
+        for member in self.nodes:
+            for load in member.loads:
+                if load.buf == node.target and not same_expr(load.index, node.store_index):
+                    return False
+        if node.is_reduction and not self.reduced:
+            # the pointwise members so far become per-row loops that run before this one
+            self.reduced = node.reduced
+        self.nodes.append(node)
+        return True
+
+
+def schedule(items, output_names: set, index_vars) -> list:
+    """Kernels and extern calls in run order; marks the buffers each kernel keeps local."""
+    plan: list = []
+    count = 0
+    for item in items:
+        if isinstance(item, ExternCall):
+            plan.append(item)
+            continue
+        node = SchedNode(item, index_vars)
+        if not _place(plan, node):
+            plan.append(Kernel(f"kernel{count}", node))
+            count += 1
+    _mark_local(plan, output_names)
+    return plan
+
+
+def _place(plan, node) -> bool:
+    """Fuses ``node`` into a kernel it may join: one that nothing ``node`` needs comes after.
+
+    Kernels that produce what ``node`` reads come first (their results may then stay in
+    registers), then the latest.
+    """
+    reads = {ld.buf for ld in node.loads}
+    window = []
+    for entry in reversed(plan):
+        if isinstance(entry, Kernel):
+            written = {n.target for n in entry.nodes}
+            touched = written | {ld.buf for n in entry.nodes for ld in n.loads}
+            window.append((bool(written & reads), entry))
+        else:
+            written = set(_extern_outputs(entry)) | (set(_extern_buffers(entry)) if entry.mutates else set())
+            touched = written | set(_extern_buffers(entry))
+        if written & reads or node.target in touched:
+            break  # node must run after this entry
+    for producer_first in (True, False):
+        for is_producer, kernel in window:
+            if is_producer == producer_first and kernel.try_add(node):
+                return True
+    return False
+
+
+def _extern_outputs(call) -> list:
+    outs = call.outputs if isinstance(call.outputs, tuple) else (call.outputs,)
+    return [b.name for b in outs if hasattr(b, "name")]
+
+
+def _mark_local(plan, output_names):
+    """A buffer read only in its own kernel as a row scalar (or the same element) is not stored."""
+    readers: dict[str, list] = {}
+    for entry in plan:
+        if isinstance(entry, ExternCall):
+            for b in _extern_buffers(entry):
+                readers.setdefault(b, []).append(None)
+            continue
+        for node in entry.nodes:
+            for load in node.loads:
+                readers.setdefault(load.buf, []).append(entry)
+    for entry in plan:
+        if isinstance(entry, ExternCall):
+            continue
+        for node in entry.nodes:
+            buf = node.buf
+            if buf.target is not buf or buf.name in output_names:
+                continue
+            users = readers.get(buf.name, [])
+            if not all(u is entry for u in users):
+                continue
+            if node.is_reduction or node.epilogue or not entry.reduced:
+                entry.local.add(buf.name)
+
+
+def _extern_buffers(call) -> list:
+    from ._ir import Buffer
+
+    names = []
+
+    def visit(obj):
+        if isinstance(obj, Buffer):
+            names.append(obj.name)
+        elif hasattr(obj, "buffer") and isinstance(obj.buffer, Buffer):
+            names.append(obj.buffer.name)
+        elif isinstance(obj, (list, tuple)):
+            for o in obj:
+                visit(o)
+        elif isinstance(obj, dict):
+            for o in obj.values():
+                visit(o)
+
+    visit(call.args)
+    visit(call.kwargs)
+    return names
+
+
+def make_index_vars(n: int) -> list:
+    return [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(n)]
+
+
+__all__ = ["ComputedBuffer", "Kernel", "SchedNode", "make_index_vars", "schedule"]

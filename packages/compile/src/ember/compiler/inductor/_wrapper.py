@@ -1,0 +1,246 @@
+"""The Python wrapper that runs one compiled graph: guards, buffers, kernel and extern calls.
+
+It is generated as source (shown by ``EMBER_LOGS=output_code``) so that a call does only the
+work the graph needs: check the inputs still match what the code was specialized for, bind the
+symbolic sizes, allocate (or reuse) buffers, call each kernel through ctypes and each extern op
+through ember, and return the outputs in the graph's structure.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import sympy
+
+from ember._src import dtypes as dt
+from ember._src.device import CPU
+from ember._src.shapes import contiguous_strides as _int_strides
+from ember._src.tensor import Tensor, make_tensor, make_view, new_empty_tensor
+
+from ._cpp import index_text
+from ._graph import ExternCall, StridedView
+from ._ir import Buffer, InputBuffer, TensorValue, product
+
+
+class InputMismatch(Exception):
+    """The inputs of this call differ from those the code was specialized for."""
+
+
+def _empty(shape, dtype):
+    return new_empty_tensor(shape, dtype, CPU)
+
+
+def _reuse(old: Tensor, shape, dtype):
+    """A buffer of ``shape``/``dtype`` over the storage of a dead buffer of the same byte size."""
+    return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, CPU)
+
+
+def _view(base: Tensor, shape, strides, offset):
+    return make_view(base, shape, strides, base._offset + offset)
+
+
+def _layout(t, shape):
+    """An extern result in the contiguous layout the kernels assume (a copy only if needed)."""
+    if not isinstance(t, Tensor):
+        return t
+    if t._stride != _int_strides(t._shape) and 0 not in t._shape:
+        t = t.contiguous()
+    return t
+
+
+def _py(expr) -> str:
+    return index_text(expr) if isinstance(expr, sympy.Basic) else repr(expr)
+
+
+class WrapperWriter:
+    def __init__(self, graph, plan, signatures: dict, lib):
+        self.g = graph
+        self.plan = plan
+        self.signatures = signatures
+        self.lib = lib
+        self.lines: list[str] = []
+        self.globals: dict = {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
+                              "InputMismatch": InputMismatch, "ember": __import__("ember")}
+        self._consts = 0
+
+    def const(self, obj) -> str:
+        name = f"_c{self._consts}"
+        self._consts += 1
+        self.globals[name] = obj
+        return name
+
+    def text(self, obj) -> str:
+        """Python source for an extern argument."""
+        if isinstance(obj, Buffer):
+            return obj.name
+        if isinstance(obj, StridedView):
+            return (f"_view({obj.buffer.name}, {self.shape_text(obj.shape)}, {self.shape_text(obj.strides)}, "
+                    f"{_py(obj.offset)})")
+        if isinstance(obj, TensorValue):
+            return obj.buffer.name
+        if isinstance(obj, sympy.Basic):
+            return index_text(obj) if obj.free_symbols else str(int(obj))
+        if isinstance(obj, (bool, int, str)) or obj is None:
+            return repr(obj)
+        if isinstance(obj, float):
+            return repr(obj) if obj == obj and obj not in (float("inf"), float("-inf")) else f"float({str(obj)!r})"
+        if isinstance(obj, tuple):
+            return "(" + "".join(self.text(o) + ", " for o in obj) + ")"
+        if isinstance(obj, list):
+            return "[" + ", ".join(self.text(o) for o in obj) + "]"
+        if isinstance(obj, dt.dtype):
+            return f"ember.{obj.name}"
+        return self.const(obj)
+
+    def shape_text(self, shape) -> str:
+        return "(" + "".join(_py(s) + ", " for s in shape) + ")"
+
+    # -- sections ------------------------------------------------------------------------------
+
+    def generate(self) -> str:
+        g = self.g
+        names = [b.name if b is not None else f"arg{i}_scalar" for i, b in enumerate(g.inputs)]
+        w = self.lines
+        w.append("def call(args):")
+        w.append(f"    {', '.join(names) + ',' if names else '_'} = args" if names else "    pass")
+        self._guards(names)
+        for name, value in g.constants.items():
+            self.globals[name] = value
+        last_use = self._last_uses()
+        self.allocated: set[str] = set()
+        extern_read = set()
+        for entry in self.plan:
+            if isinstance(entry, ExternCall):
+                extern_read |= _names_used(entry)
+        pool: dict[str, list] = {}
+        freed_after: dict[int, list] = {}
+        for name, pos in last_use.items():
+            freed_after.setdefault(pos, []).append(name)
+        for pos, entry in enumerate(self.plan):
+            if isinstance(entry, ExternCall):
+                self._extern(entry)
+            else:
+                self._kernel(entry, pool)
+            for name in freed_after.get(pos, []):
+                buf = self.buffers[name]
+                # a buffer an extern op saw may live on inside its result (a view): never reused
+                if name in self.allocated and name not in self.output_names and name not in extern_read:
+                    key = _py(product(buf.shape) * buf.dtype.itemsize)
+                    pool.setdefault(key, []).append(name)
+        w.append(f"    return {self._output_text(g.output_template)}")
+        return "\n".join(w) + "\n"
+
+    def _guards(self, names):
+        g = self.g
+        checks, binds = [], []
+        for sym_, (pos, dim) in sorted(g.symbols.items(), key=lambda kv: kv[0].name):
+            binds.append(f"    {sym_.name} = {names[pos]}" + (f"._shape[{dim}]" if dim is not None else ""))
+        for i, buf in enumerate(g.inputs):
+            if buf is None:
+                continue
+            n = names[i]
+            checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
+            checks.append(f"len({n}._shape) != {len(buf.shape)}")
+            for d, s in enumerate(buf.shape):
+                if not s.free_symbols:
+                    checks.append(f"{n}._shape[{d}] != {int(s)}")
+            checks.append(f"{n}._stride != {self.shape_text(buf.strides)}")
+        self.globals["_Tensor"] = Tensor
+        first = [c for c in checks if "_stride" not in c]
+        strides = [c for c in checks if "_stride" in c]
+        if first:
+            self.lines.append("    if " + " or ".join(f"({c})" for c in first) + ":")
+            self.lines.append("        raise InputMismatch")
+        self.lines.extend(binds)
+        if strides:
+            self.lines.append("    if " + " or ".join(f"({c})" for c in strides) + ":")
+            self.lines.append("        raise InputMismatch")
+
+    def _last_uses(self) -> dict:
+        self.buffers = self.g.all_buffers
+        self.output_names = self.g.output_names
+        last: dict[str, int] = {}
+        for pos, entry in enumerate(self.plan):
+            for name in _names_used(entry):
+                last[name] = pos
+        return last
+
+    def _kernel(self, kernel, pool):
+        fn = getattr(self.lib, kernel.name)
+        sig = self.signatures[kernel.name]
+        fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_int64 for kind, _ in sig]
+        fn.restype = None
+        self.globals[kernel.name] = fn
+        origins = []
+        for n in kernel.nodes:
+            origins.extend(o for o in n.buf.origins if o not in origins)
+        self.lines.append(f"    # {kernel.name}: {', '.join(origins)}")
+        for node in kernel.nodes:
+            buf = node.buf
+            if buf.name in kernel.local or buf.target is not buf:
+                continue
+            shape = self.shape_text(buf.shape)
+            key = _py(product(buf.shape) * buf.dtype.itemsize)
+            if pool.get(key) and buf.name not in self.output_names:
+                old = pool[key].pop()
+                self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
+            else:
+                self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name})")
+            self.allocated.add(buf.name)
+        args = []
+        for kind, what in sig:
+            if kind == "ptr":
+                args.append(f"{what}.data_ptr()")
+            elif kind == "size":
+                args.append(what.name)
+            else:
+                args.append(str(what))
+        self.lines.append(f"    {kernel.name}({', '.join(args)})")
+
+    def _extern(self, call: ExternCall):
+        fn_name = self.const(call.fn)
+        args = [self.text(a) for a in call.args]
+        args += [f"{k}={self.text(v)}" for k, v in call.kwargs.items()]
+        invoke = f"{fn_name}({', '.join(args)})  # {call.name}"
+        outs = call.outputs
+        if call.mutates or outs is None:
+            self.lines.append(f"    {invoke}")
+        elif isinstance(outs, tuple):
+            targets = [b.name if isinstance(b, Buffer) else "_" for b in outs]
+            self.lines.append(f"    {', '.join(targets)}, = {invoke}")
+            for b in outs:
+                if isinstance(b, Buffer):
+                    self.lines.append(f"    {b.name} = _layout({b.name}, None)")
+        else:
+            self.lines.append(f"    {outs.name} = _layout({invoke.split('  #')[0]}, None)  # {call.name}")
+
+    def _output_text(self, obj) -> str:
+        if isinstance(obj, TensorValue):
+            return obj.buffer.name
+        if isinstance(obj, (list, tuple)):
+            inner = "".join(self._output_text(o) + ", " for o in obj)
+            return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
+        return self.text(obj)
+
+
+def _names_used(entry) -> set:
+    names = set()
+    if isinstance(entry, ExternCall):
+        from ._scheduler import _extern_buffers
+
+        return set(_extern_buffers(entry))
+    for node in entry.nodes:
+        names.add(node.target)
+        names.update(ld.buf for ld in node.loads)
+    return names
+
+
+def build_callable(graph, plan, signatures, lib):
+    writer = WrapperWriter(graph, plan, signatures, lib)
+    source = writer.generate()
+    namespace = dict(writer.globals)
+    exec(compile(source, "<ember inductor wrapper>", "exec"), namespace)
+    return namespace["call"], source
+
+
+__all__ = ["InputBuffer", "InputMismatch", "build_callable"]

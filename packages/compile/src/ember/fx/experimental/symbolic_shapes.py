@@ -1,0 +1,5 @@
+"""Symbolic shapes under PyTorch's ``torch.fx.experimental.symbolic_shapes`` name (ember.compiler's)."""
+
+from ember.compiler.symbolic_shapes import ShapeEnv, SymInt
+
+__all__ = ["ShapeEnv", "SymInt"]

@@ -1,0 +1,1 @@
+"""Helpers for writing passes (PyTorch's ``torch.fx.passes.utils``)."""

@@ -1,0 +1,341 @@
+"""AOT autograd, make_fx, fake tensors, explain, logging and the _dynamo aliases."""
+
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.compiler import make_fx
+from ember.compiler.aot_autograd import aot_function, aot_module_simplified
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _grads(fn, *arrays, lib, compiled=None):
+    xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+    out = (compiled or fn)(*xs)
+    out.sum().backward()
+    return _np(out), [_np(x.grad) for x in xs]
+
+
+def test_aot_eager_forward_and_backward_match_eager_and_torch():
+    def program(lib):
+        def f(x, w):
+            h = (x @ w).tanh() * x.sum(1, keepdim=True)
+            return (h.exp() / (1 + h.abs())).mean(0)
+        return f
+
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    graphs = {}
+
+    def fw(gm, ex):
+        graphs["fw"] = gm
+        return gm.forward
+
+    def bw(gm, ex):
+        graphs["bw"] = gm
+        return gm.forward
+
+    def backend(gm, example_inputs):
+        return aot_module_simplified(gm, example_inputs, fw_compiler=fw, bw_compiler=bw)
+
+    f = program(ember)
+    e_out, e_grads = _grads(f, x, w, lib=ember)
+    c_out, c_grads = _grads(f, x, w, lib=ember, compiled=ember.compile(f, backend=backend))
+    t_out, t_grads = _grads(program(torch), x, w, lib=torch)
+    np.testing.assert_allclose(c_out, e_out, rtol=1e-12)
+    for c, e, t in zip(c_grads, e_grads, t_grads):
+        np.testing.assert_allclose(c, e, rtol=1e-10)
+        np.testing.assert_allclose(c, t, rtol=1e-8)
+    # The backward really is a separate compiled graph fed by the forward's saved values.
+    assert "bw" in graphs and "fw" in graphs
+    bw_inputs = [n for n in graphs["bw"].graph.nodes if n.op == "placeholder"]
+    assert any(n.name.startswith("tangents") for n in bw_inputs)
+    fw_out = [n for n in graphs["fw"].graph.nodes if n.op == "output"][0]
+    assert len(fw_out.args[0]) > 1  # the output plus saved tensors
+
+
+def test_aot_double_backward_is_a_clear_error():
+    def f(x):
+        return (x * x).sum()
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    out = ember.compile(f, backend="aot_eager")(x)
+    (g,) = ember.autograd.grad(out, x, create_graph=False)
+    assert g.tolist() == [2.0, 4.0]
+    out = ember.compile(f, backend="aot_eager")(x)
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(out, x, create_graph=True)
+    # backend="eager" keeps eager autograd, so double backward works there
+    out = ember.compile(f, backend="eager")(x)
+    (g,) = ember.autograd.grad(out, x, create_graph=True)
+    (gg,) = ember.autograd.grad(g.sum(), x)
+    assert gg.tolist() == [2.0, 2.0]
+
+
+def test_aot_inference_when_no_grad_and_function_api():
+    f = ember.compile(lambda x: x.sin() * 2, backend="aot_eager")
+    x = ember.ones(3, requires_grad=True)
+    with ember.no_grad():
+        out = f(x)
+    assert not out.requires_grad
+    compiled = aot_function(lambda a, b: (a * b).sum(), fw_compiler=lambda gm, ex: gm.forward)
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    b = ember.tensor([3.0, 4.0])
+    compiled(a, b).backward()
+    assert a.grad.tolist() == [3.0, 4.0]
+
+
+def test_make_fx_graph_shape_and_values():
+    def f(x, y):
+        z = x.sin() * y
+        return z.sum(0), x + 1
+
+    x, y = ember.randn(3, 4), ember.randn(4)
+    gm = make_fx(f)(x, y)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["arg0_1", "arg1_1"]
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets[0] is ember.ops.sin
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            val = n.meta["val"]
+            assert isinstance(val, ember.compiler.FakeTensor) and val.device.type == "cpu"
+    a, b = gm(x, y)
+    ea, eb = f(x, y)
+    np.testing.assert_allclose(_np(a), _np(ea), rtol=1e-6)
+    np.testing.assert_allclose(_np(b), _np(eb))
+    from ember.fx.experimental.proxy_tensor import make_fx as reexported
+
+    assert reexported is make_fx
+
+
+def test_make_fx_constants_decompositions_and_data_dependence():
+    w = ember.ones(3)
+
+    def f(x):
+        return x * w
+
+    gm = make_fx(f, tracing_mode="fake")(ember.ones(3))
+    assert [n.op for n in gm.graph.nodes] == ["placeholder", "get_attr", "call_function", "output"]
+
+    def decompose_mul(a, b):
+        return ember.ops.div(a, ember.ops.reciprocal(b))
+
+    gm = make_fx(f, decomposition_table={"mul": decompose_mul})(ember.ones(3))
+    names = [n.target.name for n in gm.graph.nodes if n.op == "call_function"]
+    assert names == ["reciprocal", "div"]
+
+    def g(x):
+        return x * 2 if x.sum() > 0 else x
+
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="data-dependent"):
+        make_fx(g)(ember.ones(2))
+    with pytest.raises(AssertionError):
+        make_fx(f, tracing_mode="bogus")
+
+
+def test_fake_tensor_mode():
+    from ember.compiler.fake_tensor import DataDependentOutputException, FakeTensor, FakeTensorMode
+
+    mode = FakeTensorMode()
+    x = mode.from_tensor(ember.ones(2, 3))
+    with mode:
+        y = (x @ x.t()).relu()
+        assert isinstance(y, FakeTensor) and tuple(y.shape) == (2, 2) and y.device.type == "cpu"
+        z = ember.empty(4, 5, dtype=ember.float64)
+        assert isinstance(z, FakeTensor) and z.dtype is ember.float64
+    with pytest.raises(DataDependentOutputException):
+        y.item()
+    assert "FakeTensor" in repr(y)
+
+
+def test_explain_reports_graphs_breaks_and_guards():
+    def f(x):
+        a = x * 2
+        b = a.sum().item()
+        return a + b
+
+    ex = ember._dynamo.explain(f)(ember.ones(3))
+    assert ex.graph_count == 2 and ex.graph_break_count == 1 and len(ex.graphs) == 2
+    assert ex.break_reasons[0].reason == "Tensor.item()"
+    assert ex.ops_per_graph[0] == [ember.ops.mul, ember.ops.sum]
+    assert ex.op_count == 3
+    assert any("TENSOR_MATCH" in g for g in ex.out_guards)
+    text = str(ex)
+    assert "Graph Count: 2" in text and "Graph Break Count: 1" in text
+    t = torch._dynamo.explain(lambda x: (x * 2) + (x * 2).sum().item())(torch.ones(3))
+    assert t.graph_count == ex.graph_count and t.graph_break_count == ex.graph_break_count
+
+
+def test_logging_artifacts(capsys):
+    ember._logging.set_logs(graph_code=True, graph_breaks=True, recompiles=True, guards=True, output_code=True)
+    try:
+        def f(x):
+            y = x + 1
+            print(y.sum())
+            return y * 2
+
+        cf = ember.compile(f, backend="eager")
+        cf(ember.ones(2))
+        cf(ember.ones(3))
+    finally:
+        ember._logging.set_logs()
+    err = capsys.readouterr().err
+    assert "TRACED GRAPH" in err and "ember.ops.add" in err
+    assert "Graph break in user code" in err and "printing a tensor" in err
+    assert "Recompiling function" in err
+    assert "TENSOR_MATCH" in err
+    assert "Output code" in err
+
+
+def test_logging_env_variable_parses(monkeypatch):
+    import ember._logging as logs
+
+    monkeypatch.setenv("EMBER_LOGS", "+graph_breaks,recompiles")
+    logs._ON.clear()
+    logs._from_env()
+    assert logs._enabled("graph_breaks") and logs._enabled("recompiles")
+    logs.set_logs()
+    monkeypatch.setenv("EMBER_LOGS", "nonsense")
+    with pytest.raises(ValueError):
+        logs._from_env()
+
+
+def test_dynamo_aliases_and_backend_registry():
+    d = ember._dynamo
+    for name in ("reset", "config", "explain", "mark_dynamic", "mark_static", "allow_in_graph", "disable",
+                 "optimize", "list_backends"):
+        assert hasattr(d, name), name
+    assert d.config.cache_size_limit == 8
+    seen = []
+
+    @ember.compiler.register_backend(name="my_counter")
+    def my_counter(gm, example_inputs):
+        seen.append(len(example_inputs))
+        return gm.forward
+
+    assert "my_counter" in ember.compiler.list_backends()
+    f = d.optimize("my_counter")(lambda x, y: x * y + 1)
+    assert f(ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]
+    assert seen == [2]
+    assert d.allow_in_graph(operator.add) is operator.add
+    x = ember.ones(4, 3)
+    d.mark_dynamic(x, 0, min=2, max=16)
+    assert x._dynamo_dynamic_indices == {0}
+    d.mark_static(x, 0)
+    assert x._dynamo_dynamic_indices == set()
+    assert not ember.compiler.is_compiling()
+    inside = []
+    ember.compile(lambda t: inside.append(ember.compiler.is_compiling()) or t, backend="eager")(x)
+    assert inside == [True]
+
+
+def test_inductor_name_runs():
+    f = ember.compile(lambda x: (x * 3).relu())
+    assert f(ember.tensor([-1.0, 2.0])).tolist() == [0.0, 6.0]
+
+
+class _Count:
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def _sized_program(lib):
+    def f(x):
+        b = x.shape[0]
+        return x.sum(1) * 2 + lib.ones(b)
+    return f
+
+
+def test_automatic_dynamic_recompiles_once_like_torch():
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter)
+    for n in (4, 5, 6, 9):
+        assert cf(ember.ones(n, 3)).tolist() == [7.0] * n
+    torch._dynamo.reset()
+    tcount = _Count()
+    tf = torch.compile(_sized_program(torch), backend=tcount)
+    for n in (4, 5, 6, 9):
+        tf(torch.ones(n, 3))
+    assert len(counter.graphs) == len(tcount.graphs) == 2
+    placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["arg0", "s0"]
+
+
+def test_dynamic_true_and_mark_dynamic_and_static():
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter, dynamic=True)
+    for n in (5, 7, 11):
+        assert cf(ember.ones(n, 3)).tolist() == [7.0] * n
+    assert len(counter.graphs) == 1
+    counter = _Count()
+    cf = ember.compile(_sized_program(ember), backend=counter, dynamic=False)
+    for n in (3, 7):
+        x = ember.ones(n, 3)
+        ember._dynamo.mark_dynamic(x, 0)
+        assert cf(x).tolist() == [7.0] * n
+    assert len(counter.graphs) == 1
+    for n in (3, 7):
+        cf(ember.ones(n, 3))  # unmarked, dynamic=False: static graphs
+    assert len(counter.graphs) == 3
+
+
+def test_dynamic_graph_with_coincident_sizes_stays_correct():
+    # 0/1 are never symbols; a constant equal to a size is that size only in calls that match.
+    cf = ember.compile(lambda x, k: x.reshape(x.shape[0], -1) * k, backend="eager", dynamic=True)
+    for n, k in ((2, 2), (3, 2), (2, 3), (4, 4), (5, 4)):
+        x = ember.arange(float(n * 4)).reshape(n, 2, 2)
+        np.testing.assert_array_equal(_np(cf(x, k)), _np(x.reshape(n, -1) * k))
+
+
+def test_dynamic_training_falls_back_to_eager_autograd_correctly():
+    model = ember.nn.Linear(3, 2)
+    cf = ember.compile(model, backend="aot_eager", dynamic=True)
+    for n in (2, 5):
+        x = ember.ones(n, 3)
+        model.zero_grad()
+        cf(x).sum().backward()
+        assert model.weight.grad.tolist() == [[float(n)] * 3] * 2
+
+
+def test_dynamic_derived_sizes_are_expressions_in_the_graph():
+    graphs = _Count()
+
+    def f(x):
+        b, t, c = x.shape
+        return x.reshape(b * t, c).sum(0), x.view(b, t // 2, 2 * c)
+
+    cf = ember.compile(f, backend=graphs, dynamic=True)
+    for b, t in ((5, 8), (7, 10), (9, 22)):  # no size coincides with another or with c = 3
+        x = ember.randn(b, t, 3)
+        a, v = cf(x)
+        ea, ev = f(x)
+        np.testing.assert_allclose(_np(a), _np(ea), rtol=1e-5)
+        np.testing.assert_array_equal(_np(v), _np(ev))
+    assert len(graphs.graphs) == 1
+    code = graphs.graphs[0].code
+    assert "s0 * s1" in code and "s1 // 2" in code
+
+
+def test_explicit_graph_break_counts_like_torch():
+    def program(lib):
+        def f(x):
+            y = x * 2
+            lib._dynamo.graph_break()
+            return y + 1
+        return f
+
+    ex = ember._dynamo.explain(program(ember))(ember.ones(2))
+    torch._dynamo.reset()
+    tx = torch._dynamo.explain(program(torch))(torch.ones(2))
+    assert (ex.graph_count, ex.graph_break_count) == (tx.graph_count, tx.graph_break_count) == (2, 1)

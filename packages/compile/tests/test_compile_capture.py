@@ -1,0 +1,422 @@
+"""ember.compile on functions: values, side effects, mutation, RNG and graph breaks equal to
+eager; graph counts beside torch.compile's (torch 2.13 CPU) where the semantics agree."""
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+class Counter:
+    """A custom backend recording the graphs it receives (PyTorch's CompileCounter)."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def frame_count(self):
+        return len(self.graphs)
+
+    @property
+    def op_count(self):
+        return sum(sum(1 for n in g.graph.nodes if n.op == "call_function") for g in self.graphs)
+
+
+def _both(program, *shapes, seed=0, calls=1):
+    """Runs ``program(lib)`` compiled with counting backends in torch and ember; returns the
+    outputs of each call and the graph counters."""
+    rng = np.random.default_rng(seed)
+    data = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    results = {}
+    for lib in (torch, ember):
+        counter = Counter()
+        if lib is torch:
+            torch._dynamo.reset()
+        fn = lib.compile(program(lib), backend=counter)
+        outs = [fn(*[lib.from_numpy(d.copy()) for d in data]) for _ in range(calls)]
+        results[lib.__name__] = (outs, counter)
+    return results
+
+
+def test_simple_function_values_and_one_graph():
+    def program(lib):
+        def f(x, y):
+            return (x * 2 + y).sin().sum(0), x.mean()
+        return f
+
+    r = _both(program, (3, 4), (4,), calls=3)
+    (t_outs, t_count), (e_outs, e_count) = r["torch"], r["ember"]
+    for t, e in zip(t_outs, e_outs):
+        np.testing.assert_allclose(_np(e[0]), _np(t[0]), rtol=1e-5)
+        np.testing.assert_allclose(_np(e[1]), _np(t[1]), rtol=1e-5)
+    assert e_count.frame_count == t_count.frame_count == 1  # cached after the first call
+    assert isinstance(e_count.graphs[0], ember.fx.GraphModule)
+
+
+def test_item_breaks_the_graph_like_dynamo():
+    def program(lib):
+        def f(x):
+            y = x.cos()
+            s = y.sum().item()
+            return y * s
+        return f
+
+    r = _both(program, (5,))
+    (t_outs, t_count), (e_outs, e_count) = r["torch"], r["ember"]
+    np.testing.assert_allclose(_np(e_outs[0]), _np(t_outs[0]), rtol=1e-5)
+    assert e_count.frame_count == t_count.frame_count == 2
+
+
+def test_data_dependent_if_takes_the_eager_branch_each_call():
+    def f(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    counter = Counter()
+    cf = ember.compile(f, backend=counter)
+    pos, neg = ember.ones(3), -ember.ones(3)
+    assert cf(pos).tolist() == [2.0, 2.0, 2.0]
+    assert cf(neg).tolist() == [-2.0, -2.0, -2.0]
+    assert cf(pos).tolist() == [2.0, 2.0, 2.0]
+    # sum+gt, then one graph per branch (each cached): as torch's 1 + 2 graphs.
+    assert counter.frame_count == 3
+    torch._dynamo.reset()
+    tcount = Counter()
+    tf = torch.compile(f, backend=tcount)
+    tf(torch.ones(3))
+    tf(-torch.ones(3))
+    assert tcount.frame_count == counter.frame_count
+
+
+def test_print_of_tensor_breaks_and_prints_same(capsys):
+    def f(x):
+        y = x * 3
+        print("y is", y)
+        return y + 1
+
+    cf = ember.compile(f, backend="eager")
+    out = cf(ember.tensor([1.0, 2.0]))
+    assert out.tolist() == [4.0, 7.0]
+    assert "y is tensor([3., 6.])" in capsys.readouterr().out
+    ex = ember.compiler.explain(f)(ember.tensor([1.0, 2.0]))
+    assert ex.graph_count == 2 and ex.graph_break_count == 1
+    assert ex.break_reasons[0].reason == "printing a tensor"
+    assert ex.break_reasons[0].user_stack[0].lineno == f.__code__.co_firstlineno + 2
+
+
+def test_print_of_text_does_not_break(capsys):
+    # Dynamo breaks on print(); ember breaks only where tensor data is read (docs/deviations.md).
+    def f(x):
+        print("hello")
+        return x + 1
+
+    ex = ember.compiler.explain(f)(ember.ones(2))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+    assert capsys.readouterr().out.count("hello") == 1
+
+
+def test_python_side_effects_happen_every_call():
+    log = []
+
+    class Box:
+        pass
+
+    box = Box()
+
+    def f(x):
+        log.append(len(log))
+        box.last = x * 2
+        return x + 1
+
+    cf = ember.compile(f, backend="eager")
+    for i in range(3):
+        cf(ember.full((2,), float(i)))
+    assert log == [0, 1, 2]
+    assert box.last.tolist() == [4.0, 4.0]
+    assert type(box.last) is ember.Tensor
+
+
+SCALE = 2.0
+
+
+def test_globals_and_closures_read_fresh_each_call():
+    global SCALE
+    factor = [1.0]
+
+    def f(x):
+        return x * SCALE + factor[0]
+
+    counter = Counter()
+    cf = ember.compile(f, backend=counter)
+    x = ember.ones(2)
+    assert cf(x).tolist() == [3.0, 3.0]
+    SCALE = 5.0
+    factor[0] = 10.0
+    try:
+        assert cf(x).tolist() == [15.0, 15.0]
+    finally:
+        SCALE = 2.0
+    assert counter.frame_count == 2  # a constant changed: a new graph, as Dynamo's guard failure
+
+
+def test_input_mutation_and_out_equal_eager():
+    def f(x, buf):
+        x.add_(1)
+        ember.mul(x, 2, out=buf)
+        return x.sum()
+
+    x, buf = ember.arange(4.0), ember.zeros(4)
+    out = ember.compile(f, backend="eager")(x, buf)
+    assert x.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert buf.tolist() == [2.0, 4.0, 6.0, 8.0]
+    assert out.item() == 10.0
+
+
+def test_read_of_mutated_input_inside_function_sees_new_value():
+    def f(x):
+        x.mul_(2)
+        v = x[0].item()  # must see the doubled value
+        return x + v
+
+    x = ember.tensor([1.0, 3.0])
+    out = ember.compile(f, backend="eager")(x)
+    assert out.tolist() == [4.0, 8.0]
+
+
+def test_dropout_under_seed_matches_eager():
+    def f(x):
+        return ember.nn.functional.dropout(x, 0.5, training=True) + ember.rand(x.shape)
+
+    x = ember.ones(64)
+    ember.manual_seed(3)
+    eager = f(x)
+    cf = ember.compile(f, backend="eager")
+    ember.manual_seed(3)
+    compiled = cf(x)
+    np.testing.assert_array_equal(_np(compiled), _np(eager))
+
+
+def test_manual_seed_inside_compiled_function():
+    def f(x):
+        a = ember.rand(3)
+        ember.manual_seed(0)
+        b = ember.rand(3)
+        return a, b
+
+    ember.manual_seed(1)
+    ea, eb = f(None)
+    ember.manual_seed(1)
+    ca, cb = ember.compile(f, backend="eager")(None)
+    assert ca.tolist() == ea.tolist() and cb.tolist() == eb.tolist()
+
+
+def test_recompiles_on_dtype_shape_and_grad_mode():
+    counter = Counter()
+    cf = ember.compile(lambda x: x * 2, backend=counter)
+    cf(ember.ones(3))
+    cf(ember.ones(3))
+    assert counter.frame_count == 1
+    cf(ember.ones(3, dtype=ember.float64))
+    assert counter.frame_count == 2
+    cf(ember.ones(4))
+    assert counter.frame_count == 3
+    x = ember.ones(3, requires_grad=True)
+    cf(x)
+    with ember.no_grad():
+        cf(x)
+    assert counter.frame_count == 5
+
+
+def test_grad_mode_switch_inside_function():
+    def f(x):
+        with ember.no_grad():
+            y = x * 2
+        return y + x
+
+    x = ember.ones(3, requires_grad=True)
+    out = ember.compile(f, backend="eager")(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_cache_size_limit_falls_back_to_eager_with_one_warning():
+    counter = Counter()
+    cf = ember.compile(lambda x, k: x * k, backend=counter)
+    limit = ember.compiler.config.cache_size_limit
+    with pytest.warns(UserWarning, match="cache size limit"):
+        for k in range(limit + 3):
+            assert cf(ember.ones(1), float(k)).item() == float(k)
+    assert counter.frame_count == limit
+
+
+def test_fullgraph_error_names_reason_and_line():
+    def f(x):
+        return x * x.sum().item()
+
+    cf = ember.compile(f, fullgraph=True, backend="eager")
+    with pytest.raises(ember._dynamo.exc.Unsupported, match=r"Tensor.item\(\)") as info:
+        cf(ember.ones(2))
+    assert f"line {f.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+def test_fullgraph_print_of_tensor_raises_in_both():
+    def f(x):
+        y = x * 3
+        print("y", y)
+        return y
+
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="printing a tensor"):
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
+
+
+def test_exception_inside_function_keeps_eager_side_effects():
+    def f(x):
+        x.add_(5)
+        raise KeyError("boom")
+
+    x = ember.zeros(2)
+    with pytest.raises(KeyError):
+        ember.compile(f, backend="eager")(x)
+    assert x.tolist() == [5.0, 5.0]
+
+
+def test_shape_errors_raise_like_eager():
+    cf = ember.compile(lambda a, b: a + b, backend="eager")
+    with pytest.raises(RuntimeError):
+        cf(ember.ones(2), ember.ones(3))
+
+
+def test_decorator_forms_bound_method_and_disable():
+    @ember.compile(backend="eager")
+    def f(x):
+        return x + 1
+
+    @ember.compile
+    def g(x):
+        return x - 1
+
+    class K:
+        def __init__(self):
+            self.w = ember.full((2,), 3.0)
+
+        def m(self, x):
+            return x * self.w
+
+    k = K()
+    bound = ember.compile(k.m, backend="eager")
+    assert f(ember.zeros(1)).tolist() == [1.0]
+    assert g(ember.zeros(1)).tolist() == [-1.0]
+    assert bound(ember.ones(2)).tolist() == [3.0, 3.0]
+    assert ember.compile(f, disable=True) is f
+
+    calls = []
+
+    @ember.compiler.disable
+    def helper(t):
+        calls.append(type(t))
+        return float(t.numpy().sum())
+
+    def h(x):
+        return x * helper(x * 2)
+
+    ex = ember.compiler.explain(h)(ember.ones(2))
+    assert ex.graph_break_count == 1
+    assert calls == [ember.Tensor]
+
+
+def test_lazy_tensors_report_real_metadata():
+    seen = {}
+
+    def f(x):
+        y = (x.t() * 2).to(ember.float64)
+        seen.update(shape=tuple(y.shape), dtype=y.dtype, device=str(y.device), stride=y.stride(),
+                    rg=y.requires_grad, contiguous=y.is_contiguous(), leaf=y.is_leaf)
+        return y
+
+    x = ember.ones(2, 3, requires_grad=True)
+    ember.compile(f, backend="eager")(x)
+    eager = f(x)
+    assert seen == dict(shape=(3, 2), dtype=ember.float64, device="cpu", stride=eager.stride(),
+                        rg=True, contiguous=eager.is_contiguous(), leaf=False)
+
+
+def test_nested_compiled_functions_inline():
+    counter = Counter()
+    inner = ember.compile(lambda x: x.exp(), backend=counter)
+    outer = ember.compile(lambda x: inner(x) + 1, backend=counter)
+    np.testing.assert_allclose(_np(outer(ember.zeros(2))), [2.0, 2.0])
+    assert counter.frame_count == 1
+
+
+def test_reset_drops_cached_graphs():
+    counter = Counter()
+    cf = ember.compile(lambda x: x + 2, backend=counter)
+    cf(ember.ones(1))
+    ember._dynamo.reset()
+    cf(ember.ones(1))
+    assert counter.frame_count == 2
+
+
+def test_unknown_backend_and_list_backends():
+    assert {"eager", "aot_eager", "inductor"} <= set(ember.compiler.list_backends())
+    with pytest.raises(ember._dynamo.exc.InvalidBackend):
+        ember.compile(lambda x: x, backend="no-such-backend")
+    with pytest.raises(RuntimeError):
+        ember.compile(lambda x: x, mode="fastest")
+
+
+def test_autocast_inside_and_around_compiled_function():
+    def f(x, w):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = x @ w
+            z = y.sum().item()
+            return (y @ w.t()).float() + z, y.dtype
+
+    x, w = ember.randn(4, 4), ember.randn(4, 4)
+    a, da = f(x, w)
+    b, db = ember.compile(f, backend="eager")(x, w)
+    assert da == db == ember.bfloat16
+    np.testing.assert_array_equal(_np(a), _np(b))
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        c = ember.compile(lambda x, w: (x @ w).sum(), backend="aot_eager")(x, w)
+        e = (x @ w).sum()
+    assert c.dtype == e.dtype and c.item() == e.item()
+
+
+def test_tensor_created_with_requires_grad_inside_is_a_leaf():
+    def f(x):
+        w = ember.ones(3, requires_grad=True)
+        return (x * w).sum(), w
+
+    loss, w = ember.compile(f, backend="eager")(ember.arange(3.0))
+    loss.backward()
+    assert w.is_leaf and w.grad.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
+    kept = []
+
+    def f(x):
+        y = x * 2
+        kept.append(y)
+        return y.sum().item()
+
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    with pytest.raises(RuntimeError, match="no value"):
+        kept[0].item()
+    assert "abandoned" in repr(kept[0])

@@ -1,0 +1,137 @@
+"""Reductions and the fused patterns built on them: compiled vs eager ember vs PyTorch.
+
+softmax, log_softmax, layer_norm, logsumexp, var/std, cross-entropy and an optimizer update
+each check values and how many kernels the fusion left (fewer kernels = fewer memory passes).
+"""
+
+from __future__ import annotations
+
+import pytest
+from inductor_test_helpers import check, make_input, tolerances
+
+import ember
+
+
+def test_reduction_family_float():
+    def program(m, x):
+        return [x.sum(), x.sum(1), x.sum((0, 2), keepdim=True), x.mean(-1), x.mean((1, 2), keepdim=True),
+                x.prod(2), m.amax(x, 1), m.amin(x, (0, 1), keepdim=True), x.max(), x.min(),
+                (x > 0).any(1), (x > -5).all(), x.nansum(0) if False else x.abs().sum(0)]
+
+    x = make_input((4, 5, 6), ember.float32, specials=False)
+    check(program, x, rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_propagate_nan_and_inf():
+    def program(m, x):
+        return [m.amax(x, 1), m.amin(x, 1), x.sum(1), x.mean(1), x.max(), x.prod(1)]
+
+    x = make_input((13, 7), ember.float32, seed=3)  # NaN, +-inf spread over the rows
+    check(program, x)
+
+
+@pytest.mark.parametrize("dtype", [ember.int32, ember.bool, ember.uint8])
+def test_reductions_of_integers(dtype):
+    def program(m, x):
+        return [x.sum(), x.sum(0), x.sum(1, keepdim=True), x.prod(0), x.any(1), x.all(0),
+                m.amax(x, 1) if x.dtype != m.bool else x.any(0)]
+
+    check(program, make_input((6, 9), dtype))
+
+
+def test_reduction_dtype_argument_and_half():
+    def program(m, x, h):
+        return [x.sum(1, dtype=m.float64), h.sum(1), h.mean(0), m.amax(h, 1), h.float().sum()]
+
+    check(program, make_input((5, 40), ember.int64), make_input((5, 40), ember.float16, specials=False),
+          rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.bfloat16])
+def test_softmax_and_log_softmax_fuse_into_one_kernel(dtype):
+    def program(m, x):
+        return m.softmax(x, -1), m.log_softmax(x, -1)
+
+    rtol, atol = tolerances(dtype)
+    x = make_input((6, 33), dtype, specials=False, low=-8, high=8)
+    check(program, x, rtol=max(rtol, 1e-5), atol=max(atol, 1e-6), kernels=1)
+
+
+def test_softmax_inner_dim_rows_of_inf_and_nan():
+    def program(m, x, y):
+        return m.softmax(x, 1), m.log_softmax(y, -1)
+
+    x = make_input((3, 5, 4), ember.float32, seed=5, specials=False)
+    y = ember.tensor([[float("-inf")] * 4, [1.0, float("nan"), 2.0, 0.0], [float("inf"), 1.0, 2.0, 3.0],
+                      [0.5, -1.0, 3.0, 2.0]])
+    check(program, x, y)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+def test_layer_norm_is_one_kernel(dtype):
+    def program(m, x, w, b):
+        return m.nn.functional.layer_norm(x, (32,), w, b, 1e-5), m.nn.functional.layer_norm(x, (4, 32))
+
+    x = make_input((3, 4, 32), dtype, specials=False)
+    w = make_input((32,), dtype, seed=1, specials=False)
+    b = make_input((32,), dtype, seed=2, specials=False)
+    rtol, atol = tolerances(dtype)
+    check(program, x, w, b, rtol=max(rtol, 1e-5), atol=max(atol, 1e-5), kernels=2)
+
+
+def test_var_std_logsumexp():
+    def program(m, x):
+        return [m.var(x, 1), m.std(x, (0, 1), keepdim=True), m.var(x, 0, correction=0), m.logsumexp(x, 1),
+                m.logsumexp(x, (0, 2), keepdim=True), *m.var_mean(x, -1)]
+
+    check(program, make_input((4, 6, 5), ember.float32, specials=False), rtol=1e-5, atol=1e-5)
+
+
+def test_cross_entropy_and_nll_run_with_fused_log_softmax():
+    def program(m, logits, target):
+        return m.nn.functional.cross_entropy(logits, target), m.nn.functional.log_softmax(logits, 1).sum(1)
+
+    logits = make_input((8, 10), ember.float32, specials=False)
+    target = ember.tensor([1, 0, 9, 3, 3, 7, 2, 5])
+    check(program, logits, target, lowered=False)
+
+
+def test_optimizer_update_mutates_inputs_in_one_kernel():
+    # an Adam-style step as AOT autograd hands it over: new values computed, copied into the inputs
+    def program(m, p, g, exp_avg, exp_avg_sq):
+        exp_avg.mul_(0.9).add_(g, alpha=0.1)
+        exp_avg_sq.mul_(0.999).addcmul_(g, g, value=0.001)
+        denom = (exp_avg_sq / 0.999).sqrt().add_(1e-8)
+        p.addcdiv_(exp_avg, denom, value=-0.01)
+        return p
+
+    args = [make_input((40,), ember.float32, seed=s, specials=False) for s in range(4)]
+    args[3] = args[3].abs()
+    from inductor_test_helpers import compile_program
+
+    eager_args = [a.clone() for a in args]
+    compiled, _ = compile_program(program, [a.clone() for a in args])
+    program(ember, *eager_args)
+    compiled(*args)
+    for got, want in zip(args, eager_args):
+        assert float((got - want).abs().max()) <= 1e-6
+
+
+def test_matmul_stays_extern_with_fused_epilogue():
+    def program(m, x, w, b):
+        return m.nn.functional.gelu(x @ w + b).sum(-1), m.relu(m.nn.functional.linear(x, w.t(), b))
+
+    x = make_input((6, 16), ember.float32, specials=False)
+    w = make_input((16, 16), ember.float32, seed=1, specials=False)
+    b = make_input((16,), ember.float32, seed=2, specials=False)
+    compiled = check(program, x, w, b, lowered=False, rtol=1e-5, atol=1e-5)
+    art = compiled.artifact
+    assert art.extern_count >= 2 and art.kernel_count <= 2, art.wrapper_source
+
+
+def test_ops_without_lowering_fall_back_in_place():
+    def program(m, x):
+        y = m.cumsum(x * 2, 1)            # no lowering: ember's kernel, between two fused kernels
+        return (y.exp() + 1).sum(0), m.sort(x, 1)[0] - y
+
+    check(program, make_input((5, 7), ember.float32, specials=False), lowered=False, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,41 @@
+"""ember.export: whole-graph capture of a module into a serializable program (PyTorch's ``torch.export``).
+
+``export(mod, args, dynamic_shapes=...)`` returns an :class:`ExportedProgram` (a functional
+graph of ember ops, its signature, weights and the ranges of its dynamic dims);
+``save``/``load`` write and read it as a zip of JSON and safetensors that loads without
+executing anything from the file.
+"""
+
+from ._cond import cond
+from ._dims import Dim
+from ._errors import UserError, UserErrorType
+from ._graph_json import register_graph_function
+from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
+from ._pytree import register_dataclass, register_pytree_node
+from ._ranges import ValueRange
+from ._serialize import SerializationError, load, save
+from ._signature import (
+    ConstantArgument,
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    SymIntArgument,
+    TensorArgument,
+)
+from ._sym import sym_size
+from ._trace import export, export_for_training
+from ._unflatten import unflatten
+
+ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
+
+__all__ = [
+    "ConstantArgument", "Dim", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
+    "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
+    "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
+    "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",
+    "unflatten",
+]
+
+register_graph_function("ember.export.sym_size", sym_size)

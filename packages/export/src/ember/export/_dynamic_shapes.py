@@ -1,0 +1,153 @@
+"""Reading ``dynamic_shapes`` against the call's inputs, and reporting violations as PyTorch does.
+
+``dynamic_shapes`` mirrors the inputs: a dict keyed by the forward's argument names or a
+tuple/list in argument order; for each tensor, a dict ``{dim: spec}`` or a sequence with one
+spec per dim, where a spec is a ``Dim`` (or derived dim), ``Dim.AUTO``/``STATIC``/
+``DYNAMIC``, an int (that static size) or None (static). ``normalize`` returns one
+``{dim: spec}`` per flattened input tensor.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from . import _pytree as pytree
+from ._dims import Dim, _DimHint, _DimHintType
+from ._errors import UserError, UserErrorType
+
+_EXPORTDB = "https://pytorch.org/docs/main/generated/exportdb/index.html#dynamic-shapes-validation"
+
+
+def _arg_names(mod, args: tuple, kwargs: dict) -> list[str]:
+    """Names of the forward's parameters bound by this call, in call order."""
+    fn = mod.forward if hasattr(mod, "forward") else mod
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return [f"args_{i}" for i in range(len(args))] + list(kwargs)
+    names = []
+    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = next((p for p in sig.parameters.values() if p.kind is p.VAR_POSITIONAL), None)
+    for i in range(len(args)):
+        if i < len(params):
+            names.append(params[i].name)
+        else:
+            names.append(f"{var_pos.name if var_pos else 'args'}_{i - len(params)}")
+    return names + list(kwargs)
+
+
+def input_names(mod, args: tuple, kwargs: dict) -> list[str]:
+    return _arg_names(mod, args, kwargs)
+
+
+def _per_tensor(spec, tensor, where: str) -> dict:
+    if spec is None:
+        return {}
+    ndim = tensor.ndim
+    if isinstance(spec, dict):
+        out = {}
+        for d, s in spec.items():
+            if not isinstance(d, int) or not -ndim <= d < ndim:
+                raise UserError(UserErrorType.INVALID_INPUT,
+                                f"Dynamic shape spec {spec} for {where} names dimension {d}, but the tensor has "
+                                f"{ndim} dimensions")
+            out[d % ndim] = s
+        return out
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != ndim:
+            raise UserError(UserErrorType.INVALID_INPUT,
+                            f"Expected dynamic shape spec {spec} at {where} to have the same length as the actual "
+                            f"tensor shape {tuple(tensor.shape)} (expected {ndim}, but got {len(spec)} instead)")
+        return dict(enumerate(spec))
+    if isinstance(spec, (Dim, _DimHint)):
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"Unexpected dynamic_shape {spec} of Tensor at {where}: give a dict or a tuple with one "
+                        "entry per dimension")
+    raise UserError(UserErrorType.INVALID_INPUT, f"Unexpected dynamic_shape {spec!r} of Tensor at {where}")
+
+
+def normalize(mod, args: tuple, kwargs: dict, dynamic_shapes) -> list[dict]:
+    """One ``{dim: Dim | hint | int | None}`` per flattened leaf of ``(args, kwargs)``."""
+    leaves, _ = pytree.tree_flatten((args, kwargs))
+    if dynamic_shapes is None:
+        return [{} for _ in leaves]
+    names = _arg_names(mod, args, kwargs)
+    values = list(args) + list(kwargs.values())
+    if isinstance(dynamic_shapes, dict):
+        if set(dynamic_shapes) != set(names):
+            raise UserError(
+                UserErrorType.INVALID_INPUT,
+                "When `dynamic_shapes` is specified as a dict, its top-level keys must be the arg names "
+                f"{names} of `inputs`, but here they are {list(dynamic_shapes)}. Alternatively, you could also "
+                "ignore arg names entirely and specify `dynamic_shapes` as a list/tuple matching `inputs`. "
+                f"For more information about this error, see: {_EXPORTDB}")
+        per_arg = [dynamic_shapes[n] for n in names]
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        if len(dynamic_shapes) != len(values):
+            raise UserError(
+                UserErrorType.INVALID_INPUT,
+                "Detected mismatch between the structure of `inputs` and `dynamic_shapes`: `inputs` has "
+                f"{len(values)} elements, but `dynamic_shapes` has {len(dynamic_shapes)} elements\n"
+                f"For more information about this error, see: {_EXPORTDB}")
+        per_arg = list(dynamic_shapes)
+    else:
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"dynamic_shapes must be a dict or a tuple/list, got {type(dynamic_shapes).__name__}")
+    out = []
+    for name, value, spec in zip(names, values, per_arg):
+        out.extend(_match(value, spec, name))
+    return out
+
+
+def _is_tensor(x) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "ndim")
+
+
+def _match(value, spec, where: str) -> list[dict]:
+    """Walks ``value`` and ``spec`` together, returning one dict per leaf of ``value``."""
+    if _is_tensor(value):
+        return [_per_tensor(spec, value, where)]
+    leaves, vspec = pytree.tree_flatten(value)
+    if vspec.is_leaf():  # a non-tensor leaf (int, float, ...) takes no spec
+        if spec is not None:
+            raise UserError(UserErrorType.INVALID_INPUT,
+                            f"Unexpected dynamic_shape {spec!r} of a non-tensor input at {where}")
+        return [{}]
+    if spec is None:
+        return [{} for _ in leaves]
+    node = pytree._children(value)
+    _, ctx, children = node
+    if isinstance(value, dict):
+        if not isinstance(spec, dict) or set(spec) != set(value):
+            raise UserError(UserErrorType.INVALID_INPUT,
+                            f"Detected mismatch between the structure of `inputs` and `dynamic_shapes` at {where}: "
+                            f"keys {list(value)} against {list(spec) if isinstance(spec, dict) else spec!r}\n"
+                            f"For more information about this error, see: {_EXPORTDB}")
+        return [d for k in ctx for d in _match(value[k], spec[k], f"{where}[{k!r}]")]
+    spec_children = list(spec) if isinstance(spec, (tuple, list)) else None
+    if spec_children is None or len(spec_children) != len(children):
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"Detected mismatch between the structure of `inputs` and `dynamic_shapes` at {where}: "
+                        f"{len(children)} elements against {spec!r}\n"
+                        f"For more information about this error, see: {_EXPORTDB}")
+    return [d for i, (c, s) in enumerate(zip(children, spec_children)) for d in _match(c, s, f"{where}[{i}]")]
+
+
+def dim_kind(spec) -> str:
+    """'static', 'dim' (a named Dim), 'auto' or 'dynamic'."""
+    if spec is None or isinstance(spec, int):
+        return "static"
+    if isinstance(spec, Dim):
+        return "dim"
+    if isinstance(spec, _DimHint):
+        return {_DimHintType.AUTO: "auto", _DimHintType.STATIC: "static", _DimHintType.DYNAMIC: "dynamic"}[spec.type]
+    raise UserError(UserErrorType.INVALID_INPUT, f"Unexpected dynamic shape spec {spec!r}")
+
+
+def constraint_violation(names: list[str], reasons: list[str], fixes: list[str]) -> UserError:
+    """PyTorch's ``Constraints violated (...)!`` error with its suggested fixes."""
+    text = f"Constraints violated ({', '.join(names)})!\n"
+    text += "".join(f"  - {r}\n" for r in reasons)
+    if fixes:
+        text += "Suggested fixes:\n" + "".join(f"  {f}\n" for f in fixes)
+    return UserError(UserErrorType.CONSTRAINT_VIOLATION, text)

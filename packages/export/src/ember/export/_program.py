@@ -1,0 +1,301 @@
+"""``ExportedProgram``: a functional graph, its signature, its weights and its input contract.
+
+The graph takes ``[parameters, buffers, constants, user inputs]`` (signature order) and
+returns ``[mutated buffers / inputs, user outputs]``. ``module()`` wraps it back into a
+module that holds the weights as attributes, checks a call's inputs against the exported
+shapes and ranges, writes buffer mutations back and rebuilds the output structure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import ember
+from ember import nn
+
+from . import _pytree as pytree
+from ._ranges import ValueRange, as_expr, check_inputs
+from ._signature import ConstantArgument, ExportGraphSignature, InputKind, OutputKind, TensorArgument
+
+_TENSOR = object()
+
+
+@dataclasses.dataclass
+class ModuleCallSignature:
+    inputs: list
+    outputs: list
+    in_spec: pytree.TreeSpec | None
+    out_spec: pytree.TreeSpec | None
+    forward_arg_names: list[str] | None = None
+
+
+@dataclasses.dataclass
+class ModuleCallEntry:
+    fqn: str
+    signature: ModuleCallSignature | None = None
+
+
+class ExportedProgram:
+    """The result of :func:`ember.export.export` (PyTorch's ``torch.export.ExportedProgram``)."""
+
+    def __init__(self, root, graph, graph_signature: ExportGraphSignature, state_dict: dict,
+                 range_constraints: dict, module_call_graph: list[ModuleCallEntry],
+                 example_inputs: tuple | None = None, constants: dict | None = None, verifiers=None):
+        from ember.fx import GraphModule
+
+        root = root if root is not None else nn.Module()
+        self._graph_module = graph if isinstance(graph, GraphModule) else GraphModule(root, graph)
+        self._graph_signature = graph_signature
+        self._state_dict = dict(state_dict)
+        self._range_constraints = dict(range_constraints)
+        self._module_call_graph = list(module_call_graph)
+        self._example_inputs = example_inputs
+        self._constants = dict(constants or {})
+        self._verifiers = verifiers
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def graph_module(self):
+        return self._graph_module
+
+    @property
+    def graph(self):
+        return self._graph_module.graph
+
+    @property
+    def graph_signature(self) -> ExportGraphSignature:
+        return self._graph_signature
+
+    @property
+    def state_dict(self) -> dict:
+        return self._state_dict
+
+    @property
+    def constants(self) -> dict:
+        return self._constants
+
+    @property
+    def range_constraints(self) -> dict:
+        return self._range_constraints
+
+    @property
+    def module_call_graph(self) -> list[ModuleCallEntry]:
+        return self._module_call_graph
+
+    @property
+    def example_inputs(self):
+        return self._example_inputs
+
+    @property
+    def call_spec(self):
+        sig = self._module_call_graph[0].signature
+        return sig.in_spec, sig.out_spec
+
+    @property
+    def verifiers(self):
+        return self._verifiers
+
+    @property
+    def dialect(self) -> str:
+        return "ATEN"
+
+    def parameters(self):
+        for _, p in self.named_parameters():
+            yield p
+
+    def named_parameters(self):
+        for name in self._graph_signature.parameters:
+            yield name, self._state_dict[name]
+
+    def buffers(self):
+        for _, b in self.named_buffers():
+            yield b
+
+    def named_buffers(self):
+        non_persistent = set(self._graph_signature.non_persistent_buffers)
+        for name in self._graph_signature.buffers:
+            yield name, (self._constants[name] if name in non_persistent else self._state_dict[name])
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Unable to call ExportedProgram directly. You should use `exported_program.module()` "
+                           "instead.")
+
+    def __str__(self) -> str:
+        code = self._graph_module.code.replace("\n", "\n    ")
+        ranges = {k: v for k, v in self._range_constraints.items()}
+        return (f"ExportedProgram:\n    {code}\nGraph signature: {self._graph_signature}\n"
+                f"Range constraints: {ranges}\n")
+
+    __repr__ = __str__
+
+    # ------------------------------------------------------------------ running
+    def _lifted_values(self) -> list:
+        """The values of the graph's non-user inputs, in signature order."""
+        out = []
+        for spec in self._graph_signature.input_specs:
+            if spec.kind is InputKind.PARAMETER:
+                out.append(self._state_dict[spec.target])
+            elif spec.kind is InputKind.BUFFER:
+                src = self._state_dict if spec.persistent else self._constants
+                out.append(src[spec.target])
+            elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+                out.append(self._constants[spec.target])
+        return out
+
+    def user_input_checks(self) -> list:
+        """(name, shape, dtype) per user input placeholder (None for a non-tensor input)."""
+        placeholders = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
+        specs = []
+        for spec in self._graph_signature.input_specs:
+            if spec.kind is not InputKind.USER_INPUT:
+                continue
+            if not isinstance(spec.arg, TensorArgument):
+                specs.append(None)
+                continue
+            shape, dtype = node_shape_dtype(placeholders[spec.arg.name])
+            specs.append((spec.arg.name, shape, dtype) if shape is not None else None)
+        return specs
+
+    def user_constant_inputs(self) -> list:
+        """Per user input, the exported value of a non-tensor input (a constant), else a marker."""
+        out = []
+        for spec in self._graph_signature.input_specs:
+            if spec.kind is InputKind.USER_INPUT:
+                out.append((spec.arg.name, spec.arg.value) if isinstance(spec.arg, ConstantArgument) else _TENSOR)
+        return out
+
+    def module(self) -> nn.Module:
+        """A module computing this program: weights as attributes, inputs checked per call."""
+        return UnliftedModule(self)
+
+    def run_decompositions(self, decomp_table: dict | None = None, decompose_custom_triton_ops: bool = False):
+        """A copy lowered to the core op set with compile's decomposition table (or ``decomp_table``)."""
+        from ._decompose import run_decompositions
+
+        return run_decompositions(self, decomp_table)
+
+    def validate(self) -> None:
+        from ._verify import verify_program
+
+        verify_program(self)
+
+
+def node_shape_dtype(node) -> tuple[tuple | None, Any]:
+    """Shape (ints / sympy exprs) and dtype of a tensor node, from meta["val"] or saved metadata."""
+    val = node.meta.get("val")
+    if val is not None and hasattr(val, "shape") and hasattr(val, "dtype"):
+        shape = node.meta.get("sym_shape", val.shape)
+        return tuple(as_expr(s) for s in shape), val.dtype
+    tm = node.meta.get("tensor_meta")
+    if tm is not None:
+        return tuple(as_expr(s) for s in tm.shape), tm.dtype
+    return None, None
+
+
+def _set_nested(module: nn.Module, target: str, value, kind: str, persistent: bool = True) -> None:
+    """Registers ``value`` under a dotted name, creating empty submodules on the way."""
+    *path, leaf = target.split(".")
+    owner = module
+    for part in path:
+        child = owner._modules.get(part) if hasattr(owner, "_modules") else None
+        if child is None:
+            child = nn.Module()
+            owner.add_module(part, child)
+        owner = child
+    if kind == "parameter":
+        param = value if isinstance(value, nn.Parameter) else nn.Parameter(value, requires_grad=value.requires_grad)
+        owner.register_parameter(leaf, param)
+    elif kind == "buffer":
+        owner.register_buffer(leaf, value, persistent=persistent)
+    else:
+        setattr(owner, leaf, value)
+
+
+def _get_nested(module: nn.Module, target: str):
+    obj = module
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class UnliftedModule(nn.Module):
+    """``ExportedProgram.module()``: the exported graph with its state held as module attributes."""
+
+    def __init__(self, program: ExportedProgram):
+        super().__init__()
+        object.__setattr__(self, "_program", program)
+        sig = program.graph_signature
+        for spec in sig.input_specs:
+            if spec.kind is InputKind.PARAMETER:
+                _set_nested(self, spec.target, program.state_dict[spec.target], "parameter")
+            elif spec.kind is InputKind.BUFFER:
+                src = program.state_dict if spec.persistent else program.constants
+                _set_nested(self, spec.target, src[spec.target], "buffer", spec.persistent)
+            elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+                _set_nested(self, spec.target, program.constants[spec.target], "constant")
+        self.graph_module = program.graph_module
+        self._checks = program.user_input_checks()
+        self._in_spec, self._out_spec = program.call_spec
+
+    @property
+    def graph(self):
+        return self.graph_module.graph
+
+    @property
+    def code(self) -> str:
+        return self.graph_module.code
+
+    def forward(self, *args, **kwargs):
+        program = self._program
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self._in_spec is not None and spec != self._in_spec:
+            flat = _reorder_kwargs(args, kwargs, self._in_spec, spec)
+        constants = program.user_constant_inputs()
+        tensor_values = []
+        for marker, value in zip(constants, flat):
+            if marker is _TENSOR:
+                tensor_values.append(value)
+            elif value != marker[1]:
+                raise AssertionError(f"Guard failed: {marker[0]} == {marker[1]!r} (the program was exported with "
+                                     f"this value; got {value!r})")
+        checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
+        check_inputs(checks, tensor_values, program.range_constraints)
+        flat = tensor_values
+        sig = program.graph_signature
+        lifted = []
+        for s in sig.input_specs:
+            if s.kind is not InputKind.USER_INPUT:
+                lifted.append(_get_nested(self, s.target))
+        outputs = self.graph_module(*lifted, *flat)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        user = []
+        with ember.no_grad():
+            for s, value in zip(sig.output_specs, outputs):
+                if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+                    _get_nested(self, s.target).copy_(value)
+                elif s.kind is OutputKind.USER_INPUT_MUTATION:
+                    index = [x.arg.name for x in sig.input_specs if x.kind is InputKind.USER_INPUT].index(s.target)
+                    flat[index].copy_(value)
+        for s, value in zip(sig.output_specs, outputs):
+            if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT):
+                user.append(value)
+        return pytree.tree_unflatten(user, self._out_spec) if self._out_spec is not None else tuple(user)
+
+
+def _reorder_kwargs(args, kwargs, want: pytree.TreeSpec, got: pytree.TreeSpec) -> list:
+    """Accepts kwargs given in another order (or positionally) when the leaves still line up."""
+    if want.type is tuple and len(want.children_specs) == 2:
+        want_kw = want.children_specs[1]
+        if isinstance(kwargs, dict) and set(kwargs) == set(want_kw.context or []):
+            ordered = {k: kwargs[k] for k in want_kw.context}
+            flat, spec = pytree.tree_flatten((args, ordered))
+            if spec == want:
+                return flat
+    raise ValueError(f"Trying to flatten user inputs with exported input tree spec: \n{want}\nbut actually got "
+                     f"inputs with tree spec of: \n{got}.\nPlease check that the inputs have the same number and "
+                     "type of args and kwargs as the ones you used when tracing.")
+
+
+def range_constraints_text(ranges: dict) -> dict:
+    return {str(k): ValueRange(v.lower, v.upper) for k, v in ranges.items()}

@@ -1,0 +1,138 @@
+"""Range constraints of symbolic sizes, and the checks a call's inputs must pass.
+
+An exported graph's input sizes are integers or sympy expressions in the symbols of the
+dynamic dims (``s0``, ``s0 + 1``, ``2*s0``). ``range_constraints`` maps each symbol (and
+each derived expression) to its inclusive range. ``check_inputs`` binds the symbols to the
+sizes of a call's tensors and reports the first guard that fails, in PyTorch's words
+(``Guard failed: x.size()[0] <= 64``, an AssertionError).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ._dims import INT_OO
+
+
+class ValueRange:
+    """An inclusive integer range ``[lower, upper]``; ``upper`` may be ``int_oo``."""
+
+    __slots__ = ("lower", "upper")
+
+    def __init__(self, lower: int, upper: int):
+        self.lower = int(lower)
+        self.upper = int(upper) if upper < INT_OO else INT_OO
+
+    def __contains__(self, value: int) -> bool:
+        return self.lower <= value <= self.upper
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ValueRange) and (self.lower, self.upper) == (other.lower, other.upper)
+
+    def __hash__(self) -> int:
+        return hash((self.lower, self.upper))
+
+    def __repr__(self) -> str:
+        upper = "int_oo" if self.upper >= INT_OO else str(self.upper)
+        return f"VR[{self.lower}, {upper}]"
+
+
+def as_expr(size) -> int | sympy.Expr:
+    """An int, or the sympy expression behind a symbolic size (SymInt-like or sympy already)."""
+    if isinstance(size, bool):
+        raise TypeError("a size cannot be a bool")
+    if isinstance(size, int):
+        return size
+    if isinstance(size, sympy.Basic):
+        return int(size) if size.is_Integer else size
+    meta = getattr(size, "meta", None)
+    if isinstance(meta, dict) and "sym_expr" in meta:  # an fx node computing a size
+        return as_expr(meta["sym_expr"])
+    node = getattr(size, "node", None)
+    if isinstance(node, sympy.Basic):
+        return as_expr(node)
+    expr = getattr(node, "expr", None)
+    if expr is not None:
+        return as_expr(expr)
+    expr = getattr(size, "expr", None)
+    if expr is not None:
+        return as_expr(expr)
+    try:
+        return int(size)
+    except TypeError as exc:
+        raise TypeError(f"cannot read a size from {size!r}") from exc
+
+
+def _size_text(name: str, dim: int) -> str:
+    return f"{name}.size()[{dim}]"
+
+
+def _expr_text(expr, names: dict) -> str:
+    """``expr`` with each symbol written as the input size it was bound from."""
+    return str(expr.subs({s: sympy.Symbol(names[s]) for s in expr.free_symbols if s in names}))
+
+
+def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict) -> None:
+    """Checks tensors against their exported metadata.
+
+    Args:
+        specs: per user input, (name, shape as ints/sympy exprs, dtype) or None for a
+            non-tensor input.
+        values: the call's flattened user inputs.
+        ranges: ``{symbol or expression: ValueRange}``.
+    """
+    bindings: dict[sympy.Symbol, int] = {}
+    where: dict[sympy.Symbol, str] = {}
+    pending: list[tuple[str, object, int]] = []
+    for spec, value in zip(specs, values):
+        if spec is None:
+            continue
+        name, shape, dtype = spec
+        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            raise AssertionError(f"Guard failed: {name} must be a Tensor, got {type(value).__name__}")
+        if value.ndim != len(shape):
+            raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)} (got {value.ndim})")
+        if dtype is not None and value.dtype != dtype:
+            raise AssertionError(f"Guard failed: {name}.dtype == {dtype} (got {value.dtype})")
+        for d, (want, got) in enumerate(zip(shape, value.shape)):
+            got = int(got)
+            text = _size_text(name, d)
+            if isinstance(want, int):
+                if got != want:
+                    raise AssertionError(f"Guard failed: {text} == {want}")
+            elif isinstance(want, sympy.Symbol):
+                if want in bindings:
+                    if bindings[want] != got:
+                        raise AssertionError(f"Guard failed: {text} == {where[want]}")
+                else:
+                    bindings[want] = got
+                    where[want] = text
+                    _check_range(want, got, text, ranges)
+            else:
+                pending.append((text, want, got))
+    for text, expr, got in pending:
+        free = [s for s in expr.free_symbols if s not in bindings]
+        if len(free) == 1:
+            # A derived dim whose root appears nowhere else: solve for the root.
+            (sym,) = free
+            roots = sympy.solve(sympy.Eq(expr, got), sym)
+            ints = [r for r in roots if r.is_Integer]
+            if not ints:
+                raise AssertionError(f"Guard failed: {text} == {expr} for an integer {sym}")
+            bindings[sym] = int(ints[0])
+            where[sym] = str(sympy.solve(sympy.Eq(expr, sympy.Symbol(text)), sym)[0])
+            _check_range(sym, bindings[sym], where[sym], ranges)
+        value = expr.subs(bindings)
+        if not value.is_Integer or int(value) != got:
+            raise AssertionError(f"Guard failed: {_expr_text(expr, where)} == {text}")
+        _check_range(expr, got, text, ranges)
+
+
+def _check_range(key, got: int, text: str, ranges: dict) -> None:
+    vr = ranges.get(key)
+    if vr is None:
+        return
+    if got < vr.lower:
+        raise AssertionError(f"Guard failed: {text} >= {vr.lower}")
+    if got > vr.upper:
+        raise AssertionError(f"Guard failed: {text} <= {vr.upper}")

@@ -1,0 +1,239 @@
+"""``ember.export.save`` / ``load``: an exported program as a zip of JSON and safetensors.
+
+The archive (format documented in ``packages/export/SCHEMA.md``) holds
+
+- ``ember_export/version``: the schema version, ``"<major>.<minor>"``;
+- ``ember_export/program.json``: the graph (one record per node), the signature, range
+  constraints, input/output tree specs and the module call graph;
+- ``ember_export/weights.safetensors``: parameters, buffers and constants, by target name;
+- ``ember_export/example_inputs.safetensors``: the flattened example inputs, when present.
+
+Loading executes nothing from the file: no pickle, no ``eval``. Node targets are resolved
+by name, only from ember's op table (``ember.ops.<name>``) and a fixed allow-list of Python
+operators, and sympy expressions are parsed by ``sympy.parse_expr`` with an empty namespace
+after a character check. A reader accepts files of its major version and any minor version
+up to its own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+from ember.serialization import safetensors
+
+from . import _pytree as pytree
+from ._graph_json import SerializationError, graph_from_json, graph_to_json, sym_from_text
+from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
+from ._ranges import ValueRange
+from ._signature import (
+    ConstantArgument,
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    SymIntArgument,
+    TensorArgument,
+)
+
+SCHEMA_VERSION = (1, 0)
+_PREFIX = "ember_export/"
+
+
+# ------------------------------------------------------------------ signature
+
+
+def _arg_to_json(arg) -> dict:
+    if isinstance(arg, TensorArgument):
+        return {"tensor": arg.name}
+    if isinstance(arg, SymIntArgument):
+        return {"sym_int": arg.name}
+    if isinstance(arg, ConstantArgument):
+        if not (arg.value is None or isinstance(arg.value, (bool, int, float, str))):
+            raise SerializationError(f"cannot serialize the constant input {arg.name}={arg.value!r}")
+        return {"constant": {"name": arg.name, "value": arg.value}}
+    raise SerializationError(f"unknown argument spec {arg!r}")
+
+
+def _arg_from_json(obj: dict):
+    if "tensor" in obj:
+        return TensorArgument(obj["tensor"])
+    if "sym_int" in obj:
+        return SymIntArgument(obj["sym_int"])
+    if "constant" in obj:
+        return ConstantArgument(obj["constant"]["name"], obj["constant"]["value"])
+    raise SerializationError(f"unknown argument record {obj!r}")
+
+
+def _signature_to_json(sig: ExportGraphSignature) -> dict:
+    return {
+        "inputs": [{"kind": s.kind.name, "arg": _arg_to_json(s.arg), "target": s.target,
+                    "persistent": s.persistent} for s in sig.input_specs],
+        "outputs": [{"kind": s.kind.name, "arg": _arg_to_json(s.arg), "target": s.target}
+                    for s in sig.output_specs],
+    }
+
+
+def _signature_from_json(obj: dict) -> ExportGraphSignature:
+    inputs = [InputSpec(InputKind[s["kind"]], _arg_from_json(s["arg"]), s["target"], s.get("persistent"))
+              for s in obj["inputs"]]
+    outputs = [OutputSpec(OutputKind[s["kind"]], _arg_from_json(s["arg"]), s["target"]) for s in obj["outputs"]]
+    return ExportGraphSignature(inputs, outputs)
+
+
+def _call_graph_to_json(entries: list[ModuleCallEntry]) -> list:
+    out = []
+    for e in entries:
+        sig = None
+        if e.signature is not None:
+            s = e.signature
+            sig = {"in_spec": pytree.spec_to_json(s.in_spec) if s.in_spec is not None else None,
+                   "out_spec": pytree.spec_to_json(s.out_spec) if s.out_spec is not None else None,
+                   "forward_arg_names": s.forward_arg_names}
+        out.append({"fqn": e.fqn, "signature": sig})
+    return out
+
+
+def _call_graph_from_json(entries: list) -> list[ModuleCallEntry]:
+    out = []
+    for e in entries:
+        sig = e.get("signature")
+        if sig is not None:
+            in_spec = pytree.spec_from_json(sig["in_spec"]) if sig.get("in_spec") is not None else None
+            out_spec = pytree.spec_from_json(sig["out_spec"]) if sig.get("out_spec") is not None else None
+            sig = ModuleCallSignature([], [], in_spec, out_spec, sig.get("forward_arg_names"))
+        out.append(ModuleCallEntry(e["fqn"], sig))
+    return out
+
+
+# ------------------------------------------------------------------ weights
+
+
+def _tensors_to_bytes(tensors: dict) -> tuple[bytes, dict]:
+    """safetensors bytes of the distinct tensors, and {name: name it aliases} for tied ones."""
+    unique, aliases, seen = {}, {}, {}
+    for name, t in tensors.items():
+        key = (id(t),)
+        if key in seen:
+            aliases[name] = seen[key]
+            continue
+        seen[key] = name
+        unique[name] = t.detach().contiguous().clone()
+    return safetensors.save(unique), aliases
+
+
+def _tensors_from_bytes(data: bytes, aliases: dict) -> dict:
+    tensors = safetensors.load(data)
+    for name, source in aliases.items():
+        tensors[name] = tensors[source]
+    return tensors
+
+
+# ------------------------------------------------------------------ save / load
+
+
+def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_version: dict | None = None,
+         pickle_protocol: int = 2) -> None:
+    """Writes ``ep`` to a path or a binary file-like object (atomically for paths)."""
+    if not isinstance(ep, ExportedProgram):
+        raise TypeError(f"The 'ep' parameter must be an instance of 'ExportedProgram', got '{type(ep).__name__}' "
+                        "instead.")
+    graph_json, sym_names = graph_to_json(ep.graph)
+    in_spec, out_spec = ep.call_spec
+    sig = ep.graph_signature
+    requires_grad = {name: bool(t.requires_grad) for name, t in ep.state_dict.items()}
+    program = {
+        "schema": "ember.export",
+        "schema_version": list(SCHEMA_VERSION),
+        "graph": graph_json,
+        "signature": _signature_to_json(sig),
+        "range_constraints": {str(k): {"min": v.lower, "max": v.upper} for k, v in ep.range_constraints.items()},
+        "module_call_graph": _call_graph_to_json(ep.module_call_graph),
+        "in_spec": pytree.spec_to_json(in_spec) if in_spec is not None else None,
+        "out_spec": pytree.spec_to_json(out_spec) if out_spec is not None else None,
+        "state_dict_keys": list(ep.state_dict),
+        "constant_keys": list(ep.constants),
+        "parameters_requires_grad": requires_grad,
+        "symbols": sym_names,
+    }
+    weights, aliases = _tensors_to_bytes({**ep.state_dict, **{f"constant:{k}": v for k, v in ep.constants.items()
+                                                              if hasattr(v, "dtype")}})
+    program["tensor_aliases"] = aliases
+    example = None
+    if ep.example_inputs is not None:
+        leaves, _ = pytree.tree_flatten(ep.example_inputs)
+        tensors = {f"input_{i}": x for i, x in enumerate(leaves) if hasattr(x, "dtype")}
+        if len(tensors) == len(leaves):
+            example, _ = _tensors_to_bytes(tensors)
+            program["example_inputs_spec"] = pytree.spec_to_json(pytree.tree_flatten(ep.example_inputs)[1])
+    members = {
+        _PREFIX + "version": f"{SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}".encode(),
+        _PREFIX + "program.json": json.dumps(program, separators=(",", ":")).encode(),
+        _PREFIX + "weights.safetensors": weights,
+    }
+    if example is not None:
+        members[_PREFIX + "example_inputs.safetensors"] = example
+    for name, content in (extra_files or {}).items():
+        members[_PREFIX + "extra/" + name] = content.encode() if isinstance(content, str) else bytes(content)
+    _write_zip(f, members)
+
+
+def _write_zip(f, members: dict) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # identical programs, identical files
+            z.writestr(info, data)
+    data = buf.getvalue()
+    if isinstance(f, (str, os.PathLike)):
+        from ember.serialization._atomic import atomic_write
+
+        with atomic_write(f) as out:
+            out.write(data)
+    else:
+        f.write(data)
+
+
+def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | None = None) -> ExportedProgram:
+    """Reads a program written by :func:`save`; nothing in the file is executed."""
+    try:
+        z = zipfile.ZipFile(f if not isinstance(f, (str, os.PathLike)) else os.fspath(f))
+    except zipfile.BadZipFile as exc:
+        raise SerializationError(f"{f!r} is not an ember exported program (not a zip archive)") from exc
+    with z:
+        names = set(z.namelist())
+        if _PREFIX + "version" not in names or _PREFIX + "program.json" not in names:
+            raise SerializationError("not an ember exported program: ember_export/version or program.json missing")
+        major, minor = (int(x) for x in z.read(_PREFIX + "version").decode().split("."))
+        if major != SCHEMA_VERSION[0] or minor > SCHEMA_VERSION[1]:
+            raise SerializationError(f"this file uses export schema {major}.{minor}; this ember reads "
+                                     f"{SCHEMA_VERSION[0]}.x up to {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}")
+        program = json.loads(z.read(_PREFIX + "program.json"))
+        tensors = _tensors_from_bytes(z.read(_PREFIX + "weights.safetensors"), program.get("tensor_aliases", {}))
+        example = None
+        if _PREFIX + "example_inputs.safetensors" in names:
+            ex = safetensors.load(z.read(_PREFIX + "example_inputs.safetensors"))
+            leaves = [ex[f"input_{i}"] for i in range(len(ex))]
+            example = pytree.tree_unflatten(leaves, pytree.spec_from_json(program["example_inputs_spec"]))
+        if extra_files is not None:
+            for key in list(extra_files):
+                member = _PREFIX + "extra/" + key
+                extra_files[key] = z.read(member).decode() if member in names else ""
+    symbols = {name: sym_from_text(name) for name in program.get("symbols", [])}
+    graph = graph_from_json(program["graph"], symbols)
+    state_dict = {}
+    grads = program.get("parameters_requires_grad", {})
+    for key in program["state_dict_keys"]:
+        t = tensors[key]
+        if grads.get(key):
+            t.requires_grad_(True)
+        state_dict[key] = t
+    constants = {k: tensors[f"constant:{k}"] for k in program.get("constant_keys", []) if f"constant:{k}" in tensors}
+    ranges = {sym_from_text(k, symbols): ValueRange(v["min"], v["max"])
+              for k, v in program["range_constraints"].items()}
+    call_graph = _call_graph_from_json(program["module_call_graph"])
+    return ExportedProgram(None, graph, _signature_from_json(program["signature"]), state_dict, ranges, call_graph,
+                           example_inputs=example, constants=constants)

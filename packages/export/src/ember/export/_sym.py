@@ -1,0 +1,82 @@
+"""Symbolic sizes inside exported graphs: ``sym_size`` nodes and sympy -> graph arithmetic.
+
+A dynamic size is read from an input with ``sym_size(x, dim)`` (PyTorch's
+``aten.sym_size.int``) and combined with ``operator`` arithmetic, so that the generated code
+(and the interpreter, and a loaded program) recomputes sizes from each call's inputs.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import sympy
+
+
+def sym_size(tensor, dim: int) -> int:
+    """``tensor.shape[dim]``: a graph node reading a dynamic size."""
+    return tensor.shape[dim]
+
+
+sym_size.__module__ = "ember.export"
+
+
+class SizeBuilder:
+    """Emits graph nodes computing sympy size expressions, memoized, at the top of the graph."""
+
+    def __init__(self, graph, sources: dict, anchor):
+        self.graph = graph
+        self.sources = sources  # symbol -> (placeholder node, dim, coeff, offset): size = coeff*sym + offset
+        self.anchor = anchor  # insert after this node (the last placeholder, then the last size node)
+        self.cache: dict = {}
+
+    def _emit(self, target, args, val, expr=None):
+        with self.graph.inserting_after(self.anchor):
+            node = self.graph.call_function(target, args)
+        node.meta["val"] = val
+        if expr is not None:
+            node.meta["sym_expr"] = expr
+        self.anchor = node
+        return node
+
+    def node_for(self, expr, hint: int):
+        """A node (or a plain int) holding ``expr``; ``hint`` is its value at the example inputs."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return int(expr)
+        if expr in self.cache:
+            return self.cache[expr]
+        if expr.is_Symbol:
+            node, dim, coeff, offset = self.sources[expr]
+            size = self._emit(sym_size, (node, dim), coeff * hint + offset, coeff * expr + offset)
+            if offset:
+                size = self._emit(operator.sub, (size, offset), coeff * hint, coeff * expr)
+            if coeff != 1:
+                size = self._emit(operator.floordiv, (size, coeff), hint, expr)
+            out = size
+        elif expr.is_Add or expr.is_Mul:
+            terms = list(expr.args)
+            fn = operator.add if expr.is_Add else operator.mul
+            out = None
+            acc = None
+            for t in terms:
+                value = self._value(t)
+                part = self.node_for(t, value)
+                if out is None:
+                    out, acc = part, value
+                else:
+                    acc = fn(acc, value)
+                    out = self._emit(fn, (out, part), acc)
+            out.meta["sym_expr"] = expr
+        elif isinstance(expr, sympy.floor) and expr.args[0].is_Mul:
+            num, den = expr.args[0].as_numer_denom()
+            out = self._emit(operator.floordiv, (self.node_for(num, self._value(num)),
+                                                 self.node_for(den, self._value(den))), hint, expr)
+        else:
+            raise NotImplementedError(f"size expression {expr}")
+        self.cache[expr] = out
+        return out
+
+    def _value(self, expr) -> int:
+        return int(sympy.sympify(expr).subs(self.hints))
+
+    hints: dict = {}

@@ -1,0 +1,292 @@
+"""``export()``: capture a module's forward as one functional graph of ember ops.
+
+Steps:
+
+1. flatten ``(args, kwargs)`` and read ``dynamic_shapes`` against them;
+2. trace with compile's ``make_fx`` a flat function of ``[parameters, buffers, tensor
+   inputs]`` that runs the module through ``functional_call`` (one whole graph: a data read
+   such as ``if x.sum() > 0`` is an error naming the line);
+3. when dims are dynamic, trace again at other sizes and turn the sizes that follow them
+   into sympy expressions (``_generalize``);
+4. lift tensor constants to inputs, clone written inputs and return their final values
+   (``_functionalize``), name placeholders as PyTorch does (``p_fc_weight``,
+   ``b_bn_running_mean``, ``x``), and build the signature.
+"""
+
+from __future__ import annotations
+
+import time
+
+import ember
+from ember import nn
+
+from . import _pytree as pytree
+from ._dims import Dim
+from ._dynamic_shapes import input_names, normalize
+from ._errors import UserError, UserErrorType
+from ._functionalize import lift_input_mutations
+from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
+from ._signature import (
+    ConstantArgument,
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    TensorArgument,
+)
+
+LAST_EXPORT_SECONDS = [0.0]
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, ember.Tensor)
+
+
+def _state(mod: nn.Module):
+    """(parameter names, buffer names, persistent flags) with tied tensors listed once."""
+    params = [name for name, _ in mod.named_parameters(remove_duplicate=False)]
+    buffers, persistent = [], {}
+    for name, _ in mod.named_buffers(remove_duplicate=False):
+        owner_name, _, leaf = name.rpartition(".")
+        owner = mod.get_submodule(owner_name) if owner_name else mod
+        buffers.append(name)
+        persistent[name] = leaf not in getattr(owner, "_non_persistent_buffers_set", set())
+    return params, buffers, persistent
+
+
+class _Capture:
+    """The flat function make_fx traces, and what the trace learned about outputs."""
+
+    def __init__(self, mod, state_names, in_spec, leaves):
+        self.mod = mod
+        self.state_names = state_names
+        self.in_spec = in_spec
+        self.leaves = leaves
+        self.tensor_positions = [i for i, x in enumerate(leaves) if _is_tensor(x)]
+        self.out_spec = None
+        self.decompositions = None
+
+    def __call__(self, *flat):
+        from ember.func import functional_call
+
+        n = len(self.state_names)
+        state = dict(zip(self.state_names, flat[:n]))
+        leaves = list(self.leaves)
+        for pos, t in zip(self.tensor_positions, flat[n:]):
+            leaves[pos] = t
+        args, kwargs = pytree.tree_unflatten(leaves, self.in_spec)
+        out = functional_call(self.mod, state, tuple(args), kwargs, tie_weights=False)
+        out_flat, self.out_spec = pytree.tree_flatten(out)
+        return tuple(out_flat)
+
+
+def trace_flat(capture: _Capture, state_values: list, leaves: list):
+    from ember.compiler import make_fx
+
+    from ._cond import TRACING
+
+    tensors = [leaves[i] for i in capture.tensor_positions]
+    TRACING.depth += 1
+    try:
+        return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values,
+                                                                                                 *tensors)
+    finally:
+        TRACING.depth -= 1
+
+
+def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
+           preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None) -> ExportedProgram:
+    """Traces ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (PyTorch's ``torch.export.export``).
+
+    Args:
+        mod: an ``ember.nn.Module``.
+        args: a tuple of example positional inputs.
+        kwargs: example keyword inputs.
+        dynamic_shapes: per input, which dims may vary (``Dim``s); a dict keyed by argument
+            name or a tuple in argument order.
+        strict: accepted for compatibility; capture is always whole-graph.
+
+    Example:
+        >>> import ember
+        >>> from ember.export import export, Dim
+        >>> ep = export(ember.nn.Linear(4, 2), (ember.randn(3, 4),),
+        ...             dynamic_shapes={"input": {0: Dim("batch")}})
+        >>> ep.module()(ember.randn(5, 4)).shape
+        ember.Size([5, 2])
+    """
+    start = time.perf_counter()
+    if not isinstance(mod, nn.Module):
+        raise ValueError(f"Expected `mod` to be an instance of `torch.nn.Module`, got {type(mod)}.")
+    if not isinstance(args, tuple):
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"Expecting `args` to be a tuple of example positional inputs, got {type(args)}")
+    kwargs = dict(kwargs or {})
+    leaves, in_spec = pytree.tree_flatten((args, kwargs))
+    seen = set()
+    for x in leaves:
+        if _is_tensor(x):
+            if id(x) in seen:
+                raise UserError(UserErrorType.INVALID_INPUT,
+                                "the same tensor object is passed as two inputs; pass a clone for the second")
+            seen.add(id(x))
+    dim_specs = normalize(mod, args, kwargs, dynamic_shapes)
+    params, buffers, persistent = _state(mod)
+    state_names = params + buffers
+    named = dict(mod.named_parameters(remove_duplicate=False))
+    named.update(dict(mod.named_buffers(remove_duplicate=False)))
+    # A tied tensor (GPT's embedding and head) is one input per name, as in PyTorch; the tracer
+    # tells inputs apart by identity, so later names get an alias of the same data.
+    state_values, seen_ids = [], set()
+    for n in state_names:
+        value = named[n]
+        if id(value) in seen_ids:
+            with ember.no_grad():
+                value = value.view(value.shape)
+        seen_ids.add(id(value))
+        state_values.append(value)
+    capture = _Capture(mod, state_names, in_spec, leaves)
+    capture.decompositions = _decomposition_table or None
+    try:
+        gm = trace_flat(capture, state_values, leaves)
+    except Exception as exc:
+        if type(exc).__name__ != "Unsupported":
+            raise
+        raise UserError(
+            UserErrorType.DYNAMIC_CONTROL_FLOW,
+            f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on a "
+            "tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, false_fn, "
+            "operands), or move the decision to a Python value known before the call.",
+            case_name="cond_predicate") from None
+    out_spec = capture.out_spec
+
+    from ._generalize import generalize
+
+    arg_names = _user_input_names(mod, args, kwargs, leaves)
+    ranges, dim_names = generalize(gm, capture, state_values, leaves, dim_specs, arg_names)
+
+    graph = gm.graph
+    # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
+    constants = {}
+    const_names = []
+    for node in list(graph.find_nodes(op="get_attr")):
+        value = getattr(gm, node.target)
+        if not _is_tensor(value):
+            continue
+        target = f"lifted_tensor_{len(const_names)}"
+        first_placeholder = next(iter(graph.find_nodes(op="placeholder")), None)
+        with graph.inserting_before(first_placeholder or node):
+            ph = graph.placeholder(f"c_{target}")
+            ph.target = ph.name
+        ph.meta.update(node.meta)
+        node.replace_all_uses_with(ph)
+        graph.erase_node(node)
+        constants[target] = value
+        const_names.append((ph, target))
+
+    placeholders = [n for n in graph.nodes if n.op == "placeholder" and n not in {p for p, _ in const_names}]
+    state_nodes, user_nodes = placeholders[:len(state_names)], placeholders[len(state_names):]
+    for node, name in zip(state_nodes, state_names):
+        prefix = "p_" if name in params else "b_"
+        _rename(node, prefix + name.replace(".", "_").lower())
+    tensor_arg_names = [arg_names[i] for i in capture.tensor_positions]
+    for node, name in zip(user_nodes, tensor_arg_names):
+        _rename(node, name)
+    # Placeholders in PyTorch's order: parameters, buffers, constants, then user inputs.
+    first_user = user_nodes[0] if user_nodes else None
+    for ph, _ in const_names:
+        if first_user is not None:
+            first_user.prepend(ph)
+
+    kinds = {}
+    mutations = lift_input_mutations(graph, kinds)
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    user_outputs = list(out_node.args[0]) if isinstance(out_node.args[0], (tuple, list)) else [out_node.args[0]]
+    input_specs = []
+    for node, name in zip(state_nodes, state_names):
+        if name in params:
+            input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(node.name), name))
+        else:
+            input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(node.name), name, persistent[name]))
+    for ph, target in const_names:
+        input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(ph.name), target))
+    tensor_iter = iter(user_nodes)
+    for i, leaf in enumerate(leaves):
+        if _is_tensor(leaf):
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(next(tensor_iter).name), None))
+        else:
+            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(arg_names[i], leaf), None))
+    by_name = {s.arg.name: s for s in input_specs if isinstance(s.arg, TensorArgument)}
+    output_specs = []
+    new_outputs = []
+    for ph_name, final in mutations:
+        spec = by_name[ph_name]
+        if spec.kind is InputKind.BUFFER:
+            output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, TensorArgument(final.name), spec.target))
+        elif spec.kind is InputKind.PARAMETER:
+            output_specs.append(OutputSpec(OutputKind.PARAMETER_MUTATION, TensorArgument(final.name), spec.target))
+        elif spec.kind is InputKind.USER_INPUT:
+            output_specs.append(OutputSpec(OutputKind.USER_INPUT_MUTATION, TensorArgument(final.name), ph_name))
+        else:
+            raise UserError(UserErrorType.INVALID_INPUT, f"the program writes the constant {spec.target} in place")
+        new_outputs.append(final)
+    for out in user_outputs:
+        if hasattr(out, "op"):
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(out.name), None))
+        else:
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", out), None))
+        new_outputs.append(out)
+    out_node.args = (tuple(new_outputs),)
+    graph.lint()
+    gm.recompile()
+
+    # Drop the constants make_fx attached to the root; the program holds them.
+    for name in list(gm._buffers):
+        if name.startswith("_tensor_constant") or name.startswith("_const"):
+            del gm._buffers[name]
+    state_dict = {}
+    for name in params:
+        state_dict[name] = named[name]
+    for name in buffers:
+        if persistent[name]:
+            state_dict[name] = named[name]
+    for name in buffers:
+        if not persistent[name]:
+            constants[name] = named[name]
+    fqns = [ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec, input_names(mod, args, kwargs)))]
+    fqns += [ModuleCallEntry(name, None) for name, _ in mod.named_modules() if name]
+    sig = ExportGraphSignature(input_specs, output_specs)
+    ep = ExportedProgram(gm, gm, sig, state_dict, ranges, fqns, example_inputs=(args, kwargs),
+                         constants=constants)
+    ep._dim_names = dim_names
+    LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
+    return ep
+
+
+def _rename(node, name: str) -> None:
+    """Renames a placeholder; its target (the generated forward's parameter) follows."""
+    node._rename(name)
+    node.target = node.name
+
+
+def _user_input_names(mod, args, kwargs, leaves) -> list[str]:
+    """A placeholder name per flattened input leaf: the argument name, with an index when nested."""
+    names = input_names(mod, args, kwargs)
+    out = []
+    for name, value in zip(names, list(args) + list(kwargs.values())):
+        sub, _ = pytree.tree_flatten(value)
+        if len(sub) == 1 and sub[0] is value:
+            out.append(name)
+        else:
+            out.extend(f"{name}_{i}" for i in range(len(sub)))
+    return out
+
+
+def export_for_training(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
+                        preserve_module_call_signature: tuple = ()) -> ExportedProgram:
+    """PyTorch's ``export_for_training``: the same graph as :func:`export` (ember's IR keeps
+    training-mode ops and in-place updates of fresh values either way)."""
+    return export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+
+
+__all__ = ["Dim", "export", "export_for_training"]

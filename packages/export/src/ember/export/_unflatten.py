@@ -1,0 +1,22 @@
+"""``unflatten(ep)``: the exported program as a module tree shaped like the original.
+
+Weights go back under their original dotted names (``encoder.layers.0.linear1.weight``)
+in submodules of those names, so ``state_dict()`` keys match the eager module's; calling
+the root runs the exported graph (ember's graph is not split per submodule).
+"""
+
+from __future__ import annotations
+
+from ._program import UnliftedModule
+
+
+class UnflattenedModule(UnliftedModule):
+    """The program's root: submodules as in the exported module, forward = the whole graph."""
+
+
+def unflatten(module, flat_args_adapter=None) -> UnflattenedModule:
+    from ._program import ExportedProgram
+
+    if not isinstance(module, ExportedProgram):
+        raise TypeError(f"unflatten expects an ExportedProgram, got {type(module).__name__}")
+    return UnflattenedModule(module)

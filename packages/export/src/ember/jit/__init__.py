@@ -1,0 +1,26 @@
+"""ember.jit: TorchScript's entry points (``torch.jit``) on ember.export.
+
+- ``trace`` records a program with ember.export's tracer (whole graph, a batch dim kept
+  dynamic when possible); ``script`` runs a module's Python under TorchScript's call checks,
+  so data-dependent control flow computes exactly what eager does;
+- ``save``/``load`` use the ember.export archive, which never runs Python on load;
+- ``freeze``, ``optimize_for_inference``, ``is_scripting``/``is_tracing``, and the
+  ``export``/``ignore``/``unused`` decorators. docs/deviations.md says what differs.
+"""
+
+from typing import Final
+
+from ._script import freeze, optimize_for_inference, script
+from ._script_module import ScriptFunction, ScriptModule
+from ._serialization import load, save
+from ._state import annotate, export, ignore, is_scripting, is_tracing, unused
+from ._trace import TracerWarning, TracingCheckError, trace
+
+RecursiveScriptModule = ScriptModule
+TopLevelTracedModule = ScriptModule
+
+__all__ = [
+    "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracerWarning",
+    "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing", "load",
+    "optimize_for_inference", "save", "script", "trace", "unused",
+]

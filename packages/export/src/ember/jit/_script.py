@@ -1,0 +1,56 @@
+"""``ember.jit.script``, ``freeze`` and ``optimize_for_inference``."""
+
+from __future__ import annotations
+
+from ember import nn
+
+from ._script_module import ScriptFunction, ScriptModule, _FunctionModule
+
+
+def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=None):
+    """Scripts a module or function: a ScriptModule / ScriptFunction with TorchScript's call checks.
+
+    ``example_inputs`` (a list of argument tuples, as in PyTorch) gives the inputs whose export
+    backs ``.graph``, ``.code`` and ``save``; without it the first call's inputs are used.
+    """
+    if isinstance(obj, (ScriptModule, ScriptFunction)):
+        return obj
+    example = None
+    if example_inputs:
+        first = example_inputs[0]
+        example = (tuple(first) if isinstance(first, (tuple, list)) else (first,), {})
+    if isinstance(obj, nn.Module):
+        return ScriptModule(obj, example)
+    if callable(obj):
+        return ScriptFunction(obj, ScriptModule(_FunctionModule(obj), example))
+    raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it is not a module or function")
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
+    """A copy whose weights are constants of its graph (requires eval mode, as in PyTorch)."""
+    if not isinstance(mod, ScriptModule):
+        raise RuntimeError("Freezing expects a ScriptModule as input. Please use torch.jit.script or "
+                           "torch.jit.trace to script your 'nn.Module'.")
+    if mod.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call .eval() "
+                           "on your module before freezing.")
+    ep = getattr(mod, "_exported", None) or mod.exported_program()
+    program = ep.module()
+    for p in program.parameters():
+        p.requires_grad_(False)
+    frozen = ScriptModule(mod._original, mod._example_inputs, program)
+    object.__setattr__(frozen, "_exported", ep)
+    frozen.eval()
+    return frozen
+
+
+def optimize_for_inference(mod, other_methods=None):
+    """``freeze`` (scripting/tracing first if needed) and lowering to compile's core op set."""
+    if not isinstance(mod, ScriptModule):
+        mod = script(mod)
+    frozen = freeze(mod.eval())
+    lowered = frozen._exported.run_decompositions()
+    out = ScriptModule(frozen._original, frozen._example_inputs, lowered.module())
+    object.__setattr__(out, "_exported", lowered)
+    out.eval()
+    return out

@@ -1,0 +1,208 @@
+"""``ember.onnx.export``: an exported program translated op by op to an ONNX model.
+
+The model is captured with ``ember.export.export`` (in eval mode, as ``torch.onnx.export``
+does by default), in-place ops on fresh values are rewritten out of place, and each node
+is translated through the table in ``_translations*.py``. Weights become initializers,
+dynamic dims become named symbolic dims, and ``onnx.checker.check_model(full_check=True)``
+runs before anything is returned or written.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+import os
+
+import onnx
+from ember._src.dispatch import Op
+from ember.compiler._graph_build import _set_grad_enabled
+from ember.export import _functionalize
+from ember.export._program import node_shape_dtype
+from ember.export._ranges import as_expr
+from ember.export._signature import InputKind, OutputKind
+
+from . import _translations_nn, _translations_shape  # noqa: F401 - they fill the table
+from ._builder import Builder, UnsupportedOp, make_model, value_info
+from ._inplace import translate_inplace
+from ._translations import TRANSLATIONS
+
+DEFAULT_OPSET = 18
+
+
+def _is_tensor_node(node) -> bool:
+    shape, _ = node_shape_dtype(node)
+    return shape is not None
+
+
+def translate_program(ep, input_names=None, output_names=None, opset_version=None,
+                      dim_names: dict | None = None) -> onnx.ModelProto:
+    """An ONNX model computing ``ep``'s user outputs from its user inputs."""
+    opset = opset_version or DEFAULT_OPSET
+    if opset < 18:
+        raise ValueError(f"ember.onnx exports opset 18 or newer, got opset_version={opset}")
+    graph = copy.deepcopy(ep.graph)
+    _functionalize.rewrite_inplace_ops(graph)
+    sig = ep.graph_signature
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    specs = dict(zip([n.name for n in placeholders], sig.input_specs))
+    dim_names = dict(dim_names or {})
+    user_nodes = [n for n in placeholders if specs[n.name].kind is InputKind.USER_INPUT]
+    names = list(input_names or [])
+    names += [n.name for n in user_nodes[len(names):]]
+    if len(names) != len(user_nodes):
+        raise ValueError(f"input_names has {len(names)} names for {len(user_nodes)} inputs")
+    sources = {}
+    for node, name in zip(user_nodes, names):
+        shape, _ = node_shape_dtype(node)
+        for d, s in enumerate(shape or ()):
+            e = as_expr(s)
+            if not isinstance(e, int) and e.is_Symbol and e not in sources:
+                sources[e] = (name, d)
+    b = Builder(opset, sources)
+    onnx_inputs = []
+    state = {**ep.state_dict, **ep.constants}
+    from onnx import numpy_helper
+
+    for node in placeholders:
+        spec = specs[node.name]
+        if spec.kind is InputKind.USER_INPUT:
+            name = names[user_nodes.index(node)]
+            shape, dtype = node_shape_dtype(node)
+            if shape is None:
+                raise UnsupportedOp(f"the non-tensor input {node.name} cannot be an ONNX input")
+            onnx_inputs.append(value_info(name, dtype, shape, dim_names))
+            b.names[node] = name
+        else:
+            tensor = state[spec.target]
+            b.initializers.append(numpy_helper.from_array(tensor.detach().contiguous().numpy(), spec.target))
+            b.names[node] = spec.target
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if node.op != "call_function":
+            raise UnsupportedOp(f"{node.op} nodes ({node.name}) have no ONNX translation")
+        if node.target is operator.getitem:
+            parts = b.names[node.args[0]]
+            part = parts[node.args[1]] if isinstance(parts, list) else None
+            if part is None and not node.users:
+                continue  # an unused result (batch-norm statistics, pooling indices)
+            if part is None:
+                raise UnsupportedOp(f"output {node.args[1]} of {node.args[0].name} has no ONNX translation")
+            b.names[node] = part
+            continue
+        name = getattr(node.target, "name", None)
+        if _functionalize.mutated_inputs(node):
+            try:
+                translate_inplace(b, node, order)
+            except UnsupportedOp as exc:
+                raise UnsupportedOp(f"{exc} (node {node.name}{_where(node)})") from None
+            continue
+        if node.target is _set_grad_enabled:
+            continue
+        if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
+            if isinstance(node.target, Op):
+                raise UnsupportedOp(f"ember.ops.{name} (node {node.name}) has no tensor metadata to translate")
+            continue  # a symbolic size: computed where a translation needs it (Builder.sym)
+        fn = TRANSLATIONS.get(name)
+        if fn is None:
+            raise UnsupportedOp(f"ember.ops.{name} has no ONNX translation (node {node.name}"
+                                f"{_where(node)}); ember.onnx cannot export this model")
+        try:
+            b.names[node] = fn(b, node)
+        except UnsupportedOp as exc:
+            raise UnsupportedOp(f"cannot translate ember.ops.{name} (node {node.name}{_where(node)}): {exc}") from None
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    outputs = out_node.args[0] if isinstance(out_node.args[0], (list, tuple)) else [out_node.args[0]]
+    user_outs = [o for o, s in zip(outputs, sig.output_specs)
+                 if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
+    out_names = list(output_names or [])
+    out_names += [f"output_{i}" if i else "output" for i in range(len(out_names), len(user_outs))]
+    onnx_outputs = []
+    for o, name in zip(user_outs, out_names):
+        if not hasattr(o, "op"):
+            raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+        _name_output(b, b.value(o), name)
+        shape, dtype = node_shape_dtype(o)
+        onnx_outputs.append(value_info(name, dtype, shape, dim_names))
+    model = make_model(b, onnx_inputs, onnx_outputs)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _name_output(b, value: str, name: str) -> None:
+    """Makes graph output ``name`` hold ``value``: renames the producing node's result when it is
+    ours and unclaimed, else adds an Identity."""
+    producer = next((n for n in b.nodes if value in n.output), None)
+    if producer is not None and not any(value == o for o in getattr(b, "_claimed", ())):
+        for n in b.nodes:
+            for k, i in enumerate(n.input):
+                if i == value:
+                    n.input[k] = name
+            for k, o in enumerate(n.output):
+                if o == value:
+                    n.output[k] = name
+        for key, v in list(b.names.items()):
+            if v == value:
+                b.names[key] = name
+        b._claimed = getattr(b, "_claimed", ()) + (name,)
+        return
+    b.nodes.append(onnx.helper.make_node("Identity", [value], [name], name=b.fresh("node_output")))
+
+
+def _where(node) -> str:
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return ""
+    last = str(trace).strip().splitlines()[-2:] if str(trace).strip() else []
+    return f", from {' '.join(s.strip() for s in last)}" if last else ""
+
+
+class ONNXProgram:
+    """An exported ONNX model (PyTorch's ``torch.onnx.ONNXProgram``): save it or run it in ONNX Runtime."""
+
+    def __init__(self, model: onnx.ModelProto, exported_program=None):
+        self.model = model
+        self.exported_program = exported_program
+        self._session = None
+
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        return self.model
+
+    def save(self, destination, *, include_initializers: bool = True, keep_initializers_as_inputs: bool = False,
+             external_data: bool | None = None) -> None:
+        data = self.model.SerializeToString()
+        if isinstance(destination, (str, os.PathLike)):
+            from ember.serialization._atomic import atomic_write
+
+            with atomic_write(destination) as f:
+                f.write(data)
+        else:
+            destination.write(data)
+
+    def initialize_inference_session(self, initializer=None):
+        import onnxruntime
+
+        opts = onnxruntime.SessionOptions()
+        opts.intra_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(self.model.SerializeToString(), opts,
+                                                     providers=["CPUExecutionProvider"])
+
+    def release(self) -> None:
+        self._session = None
+
+    def __call__(self, *args, **kwargs):
+        """Runs the model in ONNX Runtime on ember tensors; returns ember tensors."""
+        import ember
+
+        if self._session is None:
+            self.initialize_inference_session()
+        from ember.export import _pytree
+
+        flat, _ = _pytree.tree_flatten((args, kwargs))
+        feeds = {i.name: (x.numpy() if hasattr(x, "numpy") else x) for i, x in zip(self._session.get_inputs(), flat)}
+        return [ember.from_numpy(o.copy()) for o in self._session.run(None, feeds)]
+
+    def __repr__(self) -> str:
+        return f"ONNXProgram(model=<{len(self.model.graph.node)} nodes, opset {self.model.opset_import[0].version}>)"

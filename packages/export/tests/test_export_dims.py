@@ -1,0 +1,103 @@
+"""Dim, derived dims, hints and dynamic_shapes validation, beside torch.export's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ember
+from ember.export import Dim, UserError, export
+
+
+def test_dim_api_matches_torch():
+    for kwargs in ({}, {"min": 3, "max": 10}, {"min": 0}, {"max": 7}, {"min": 1}):
+        e, t = Dim("b", **kwargs), torch.export.Dim("b", **kwargs)
+        assert repr(e) == repr(t)
+        assert e.min == t.min and (e.max == t.max or str(t.max) == "int_oo")
+    eb, tb = Dim("b", min=2, max=10), torch.export.Dim("b", min=2, max=10)
+    for fn in (lambda d: 2 * d + 1, lambda d: d - 1, lambda d: d * 3, lambda d: 3 * d + 2, lambda d: d + 4):
+        e, t = fn(eb), fn(tb)
+        assert repr(e) == repr(t) and (e.min, e.max) == (t.min, t.max)
+    with pytest.raises(AssertionError, match="inconsistent min=5, max=2"):
+        Dim("x", min=5, max=2)
+    with pytest.raises(NotImplementedError, match="positive integer"):
+        eb * eb
+    with pytest.raises(TypeError):
+        eb // 2
+    assert repr(Dim.AUTO) == repr(torch.export.Dim.AUTO)
+    assert repr(Dim.AUTO(min=3)) == repr(torch.export.Dim.AUTO(min=3))
+    assert repr(Dim.STATIC) == repr(torch.export.Dim.STATIC) and repr(Dim.DYNAMIC) == repr(torch.export.Dim.DYNAMIC)
+
+
+class _Shift(ember.nn.Module):
+    def forward(self, x, y):
+        return x[:, :-1] + y
+
+
+class _Flatten7(ember.nn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0] * 7)
+
+
+def test_derived_dims_share_one_symbol():
+    b = Dim("b", min=2, max=10)
+    ep = export(_Shift(), (ember.randn(4, 7), ember.randn(4, 6)), dynamic_shapes=({1: b + 1}, {1: b}))
+    assert {str(k): (v.lower, v.upper) for k, v in ep.range_constraints.items()} == {"s0": (2, 10),
+                                                                                       "s0 + 1": (3, 11)}
+    module = ep.module()
+    assert module(ember.randn(4, 11), ember.randn(4, 10)).shape == (4, 10)
+    with pytest.raises(AssertionError, match="Guard failed"):
+        module(ember.randn(4, 9), ember.randn(4, 7))
+    with pytest.raises(AssertionError, match="<= 10"):
+        module(ember.randn(4, 12), ember.randn(4, 11))
+
+
+def test_unrelated_dims_that_must_be_equal_suggest_the_relation():
+    b = Dim("b", min=2, max=10)
+    with pytest.raises(UserError, match=r"(?s)Constraints violated \(c\).*must always be related.*c = b \+ 1"):
+        export(_Shift(), (ember.randn(4, 7), ember.randn(4, 6)), dynamic_shapes=({1: Dim("c")}, {1: b}))
+
+
+def test_specialized_dim_is_a_constraint_violation_with_the_fix():
+    x = ember.randn(4, 7)
+    with pytest.raises(UserError, match=r"(?s)Constraints violated \(c\).*Suggested fixes:\n  c = 7"):
+        export(_Flatten7(), (x,), dynamic_shapes={"x": {1: Dim("c")}})
+    with pytest.raises(UserError, match=r"Constraints violated \(x.size\(\)\[1\]\)"):
+        export(_Flatten7(), (x,), dynamic_shapes={"x": {1: Dim.DYNAMIC}})
+    # AUTO lets the dim specialize; STATIC and None keep it static.
+    for spec in (Dim.AUTO, Dim.STATIC, None):
+        ep = export(_Flatten7(), (x,), dynamic_shapes={"x": {1: spec}})
+        assert ep.range_constraints == {}
+
+
+def test_auto_dim_becomes_dynamic_when_it_can():
+    ep = export(ember.nn.Linear(4, 2), (ember.randn(3, 4),), dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO},))
+    # dim 1 feeds the weight, so it specializes; dim 0 stays dynamic (PyTorch's VR[2, int_oo]).
+    assert repr(list(ep.range_constraints.values())) == "[VR[2, int_oo]]"
+    assert ep.module()(ember.randn(9, 4)).shape == (9, 2)
+
+
+def test_divisibility_suggests_a_derived_dim():
+    class Pairs(ember.nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0] // 2, 2, x.shape[1]).sum(1)
+
+    with pytest.raises(UserError, match=r"(?s)batch.*_batch = Dim\('_batch'.*batch = 2\*_batch"):
+        export(Pairs(), (ember.randn(8, 3),), dynamic_shapes={"x": {0: Dim("batch")}})
+    half = Dim("half", max=16)
+    ep = export(Pairs(), (ember.randn(8, 3),), dynamic_shapes={"x": {0: 2 * half}})
+    ember.testing.assert_close(ep.module()(ember.ones(12, 3)), ember.full((6, 3), 2.0))
+
+
+def test_dynamic_shapes_structure_errors_match_torch():
+    x, y = ember.randn(4, 7), ember.randn(4, 6)
+    with pytest.raises(UserError, match="`inputs` has 2 elements, but `dynamic_shapes` has 1 elements"):
+        export(_Shift(), (x, y), dynamic_shapes=({1: Dim("c")},))
+    with pytest.raises(UserError, match=r"top-level keys must be the arg names \['x', 'y'\]"):
+        export(_Shift(), (x, y), dynamic_shapes={"x": {1: Dim("c")}})
+    with pytest.raises(UserError, match="same length as the actual tensor shape"):
+        export(_Shift(), (x, y), dynamic_shapes=([None], None))
+    with pytest.raises(UserError, match="range"):
+        export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=3)}, {0: Dim("b", max=3)}))
+    with pytest.raises(UserError, match="different definitions"):
+        export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=8)}, {0: Dim("b", max=9)}))

@@ -1,0 +1,212 @@
+"""ember.export.save/load: round trips, a golden file of schema 1.0, and loading that runs nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from export_models import cnn, mini_gpt
+
+import ember
+from ember._src.device import META
+from ember._src.dispatch import OPS, define
+from ember._src.tensor import new_empty_tensor
+from ember.export import Dim, SerializationError, export, load, register_dataclass, save
+from ember.serialization import safetensors
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _roundtrip(ep):
+    buf = io.BytesIO()
+    save(ep, buf)
+    buf.seek(0)
+    return load(buf), buf.getvalue()
+
+
+def test_mini_gpt_round_trip_runs_at_three_sizes(tmp_path):
+    ember.manual_seed(0)
+    model = mini_gpt(ember).eval()
+    ep = export(model, (ember.randint(0, 50, (2, 8)),),
+                dynamic_shapes={"idx": {0: Dim("batch", max=32), 1: Dim("seq", max=16)}})
+    path = tmp_path / "gpt.ember_export"
+    save(ep, path)
+    loaded = load(path)
+    assert [str(k) for k in loaded.range_constraints] == ["s0", "s1"]
+    assert loaded.graph_signature == ep.graph_signature
+    assert [n.op for n in loaded.graph.nodes] == [n.op for n in ep.graph.nodes]
+    module = loaded.module()
+    with ember.no_grad():
+        for b, t in [(2, 8), (1, 3), (5, 16)]:
+            idx = ember.randint(0, 50, (b, t))
+            ember.testing.assert_close(module(idx), model(idx), rtol=1e-6, atol=1e-6)
+        with pytest.raises(AssertionError, match="<= 32"):
+            module(ember.randint(0, 50, (33, 4)))
+    # The archive: a version, JSON and safetensors, no pickle anywhere.
+    with zipfile.ZipFile(path) as z:
+        assert sorted(z.namelist()) == ["ember_export/example_inputs.safetensors", "ember_export/program.json",
+                                        "ember_export/version", "ember_export/weights.safetensors"]
+        assert z.read("ember_export/version") == b"1.0"
+        program = json.loads(z.read("ember_export/program.json"))
+        weights = safetensors.load(z.read("ember_export/weights.safetensors"))
+    assert program["schema"] == "ember.export" and program["schema_version"] == [1, 0]
+    # Tied weights are stored once; the other name is an alias.
+    assert program["tensor_aliases"] == {"head.weight": "tok.weight"}
+    assert set(weights) | set(program["tensor_aliases"]) == set(ep.state_dict)
+
+
+def test_train_mode_batchnorm_round_trip_keeps_buffer_mutation():
+    model = cnn(ember).train()
+    ep = export(model, (ember.randn(4, 1, 8, 8),), dynamic_shapes=({0: Dim("batch", min=2, max=16)},))
+    loaded, _ = _roundtrip(ep)
+    assert loaded.graph_signature.buffers_to_mutate == ep.graph_signature.buffers_to_mutate
+    a, b = ep.module(), loaded.module()
+    x = ember.randn(6, 1, 8, 8)
+    ember.testing.assert_close(a(x), b(x))
+    ember.testing.assert_close(a.get_submodule("1").running_var, b.get_submodule("1").running_var)
+
+
+def test_identical_programs_give_identical_files():
+    model = cnn(ember).eval()
+    ep = export(model, (ember.randn(2, 1, 8, 8),))
+    assert _roundtrip(ep)[1] == _roundtrip(ep)[1]
+
+
+def _golden_model():
+    model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU(), ember.nn.Linear(4, 2))
+    with ember.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(ember.arange(p.numel(), dtype=ember.float32).reshape(p.shape) / (7 + i) - 0.5)
+    return model
+
+
+def test_golden_file_of_schema_1_0_still_loads_and_runs():
+    """golden/mlp_v1_0.ember_export was written by schema 1.0 (regenerate: python test_export_serialize.py)."""
+    loaded = load(GOLDEN / "mlp_v1_0.ember_export")
+    expected = safetensors.load((GOLDEN / "mlp_v1_0_expected.safetensors").read_bytes())
+    module = loaded.module()
+    ember.testing.assert_close(module(expected["input"]), expected["output"])
+    assert repr(list(loaded.range_constraints.values())) == "[VR[1, 8]]"
+    ember.testing.assert_close(_golden_model()(expected["input"]), expected["output"])
+
+
+def _rewrite(data: bytes, edit) -> io.BytesIO:
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name in src.namelist():
+            content = src.read(name)
+            if name.endswith("program.json"):
+                program = json.loads(content)
+                edit(program)
+                content = json.dumps(program).encode()
+            z.writestr(name, content)
+    out.seek(0)
+    return out
+
+
+def test_loading_resolves_only_ember_ops_and_the_allow_list():
+    ep = export(_golden_model(), (ember.randn(2, 3),))
+    _, data = _roundtrip(ep)
+
+    def target(name):
+        def edit(program):
+            node = next(n for n in program["graph"]["nodes"] if n["op"] == "call_function")
+            node["target"] = name
+        return edit
+
+    for bad in ("builtins.eval", "os.system", "ember.ops.no_such_op", "subprocess.run"):
+        with pytest.raises(SerializationError, match="allow-list|not an op"):
+            load(_rewrite(data, target(bad)))
+
+    def sym(program):
+        program["range_constraints"] = {"__import__('os').system('true')": {"min": 0, "max": 1}}
+
+    with pytest.raises(SerializationError, match="unsupported construct"):
+        load(_rewrite(data, sym))
+
+    with pytest.raises(SerializationError, match="not an ember exported program"):
+        load(io.BytesIO(b"PK\x05\x06" + b"\x00" * 18))
+    newer = io.BytesIO()
+    with zipfile.ZipFile(newer, "w") as z:
+        z.writestr("ember_export/version", "2.0")
+        z.writestr("ember_export/program.json", "{}")
+    with pytest.raises(SerializationError, match="schema 2.0"):
+        load(newer)
+
+
+@dataclasses.dataclass
+class _Pair:
+    first: object
+    second: object
+
+
+register_dataclass(_Pair, serialized_type_name="test_export_serialize._Pair")
+
+
+def test_registered_dataclass_inputs_and_outputs_round_trip():
+    class Net(ember.nn.Module):
+        def forward(self, pair):
+            return _Pair(pair.first + pair.second, pair.first * 2)
+
+    pair = _Pair(ember.randn(3, 2), ember.randn(3, 2))
+    ep = export(Net(), (pair,))
+    loaded, _ = _roundtrip(ep)
+    got = loaded.module()(pair)
+    assert isinstance(got, _Pair)
+    ember.testing.assert_close(got.first, pair.first + pair.second)
+
+
+def _define_custom_op():
+    if "export_test_scale" in OPS:
+        return OPS["export_test_scale"]
+    op = define("export_test_scale(Tensor self, float factor) -> Tensor", ("pointwise",))
+    op.kernel("cpu")(lambda x, factor: x * factor)
+
+    def meta(x, factor):
+        return new_empty_tensor(x._shape, x.dtype, META)
+
+    op.kernels["meta"] = op.meta = meta
+    return op
+
+
+def test_custom_op_exports_as_one_node_and_round_trips():
+    op = _define_custom_op()
+
+    class Net(ember.nn.Module):
+        def forward(self, x):
+            return op(x, 2.5).relu()
+
+    ep = export(Net(), (ember.randn(3, 4),), dynamic_shapes=({0: Dim("b")},))
+    assert [n.target for n in ep.graph.nodes if n.op == "call_function"][0] is op
+    loaded, _ = _roundtrip(ep)
+    x = ember.randn(6, 4)
+    ember.testing.assert_close(loaded.module()(x), (x * 2.5).relu())
+
+
+def _write_golden() -> None:
+    model = _golden_model()
+    ep = export(model, (ember.randn(2, 3),), dynamic_shapes=({0: Dim("batch", min=1, max=8)},))
+    save(ep, GOLDEN / "mlp_v1_0.ember_export")
+    x = ember.arange(15, dtype=ember.float32).reshape(5, 3) / 4 - 1
+    with ember.no_grad():
+        data = safetensors.save({"input": x, "output": model(x)})
+    (GOLDEN / "mlp_v1_0_expected.safetensors").write_bytes(data)
+
+
+if __name__ == "__main__":
+    _write_golden()
+
+
+def test_weights_read_with_the_reference_safetensors_library():
+    st = pytest.importorskip("safetensors.numpy")
+    ep = export(cnn(ember).eval(), (ember.randn(2, 1, 8, 8),))
+    _, data = _roundtrip(ep)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        weights = st.load(z.read("ember_export/weights.safetensors"))
+    for name, tensor in ep.state_dict.items():
+        assert (weights[name] == tensor.detach().numpy()).all()

@@ -1,0 +1,92 @@
+"""The same programs through ember.export and torch.export: signature kinds, user input/output
+counts and range constraints agree; run_decompositions and unflatten keep the program's meaning."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from export_models import cnn, copy_weights, encoder_layer, mini_gpt, mlp
+
+import ember
+from ember.export import Dim, export, unflatten
+
+# torch.export takes seconds per program on a 2-core machine: the larger ones are marked slow.
+CASES = [
+    ("cnn_train", cnn, (4, 1, 8, 8), {0: ("batch", 2, 64)}, "train"),
+    pytest.param("mlp", mlp, (4, 6), {0: ("batch", 2, 64)}, "train", marks=pytest.mark.slow),
+    pytest.param("cnn_eval", cnn, (4, 1, 8, 8), {0: ("batch", 2, 64)}, "eval", marks=pytest.mark.slow),
+    pytest.param("encoder_layer", encoder_layer, (3, 6, 16), {0: ("batch", 2, 64)}, "eval", marks=pytest.mark.slow),
+]
+
+
+def _kinds(specs):
+    return [s.kind.name for s in specs]
+
+
+@pytest.mark.parametrize("name,build,shape,dyn,mode", CASES)
+def test_signature_matches_torch_export(name, build, shape, dyn, mode):
+    e_model, t_model = build(ember), build(torch)
+    getattr(e_model, mode)()
+    getattr(t_model, mode)()
+    e_dims = tuple([{d: Dim(n, min=lo, max=hi) for d, (n, lo, hi) in dyn.items()}])
+    t_dims = tuple([{d: torch.export.Dim(n, min=lo, max=hi) for d, (n, lo, hi) in dyn.items()}])
+    ep = export(e_model, (ember.randn(*shape),), dynamic_shapes=e_dims)
+    tp = torch.export.export(t_model, (torch.randn(*shape),), dynamic_shapes=t_dims).run_decompositions()
+    es, ts = ep.graph_signature, tp.graph_signature
+    assert _kinds(es.input_specs) == _kinds(ts.input_specs)
+    assert [s.target for s in es.input_specs] == [s.target for s in ts.input_specs]
+    assert sorted(_kinds(es.output_specs)) == sorted(_kinds(ts.output_specs))
+    assert sorted(es.buffers_to_mutate.values()) == sorted(ts.buffers_to_mutate.values())
+    assert len(es.user_inputs) == len(ts.user_inputs) and len(es.user_outputs) == len(ts.user_outputs)
+    assert sorted((v.lower, v.upper) for v in ep.range_constraints.values()) == \
+        sorted((int(v.lower), int(v.upper)) for v in tp.range_constraints.values())
+    assert set(ep.state_dict) == set(tp.state_dict)
+
+
+@pytest.mark.slow
+def test_mini_gpt_signature_and_values_match_torch():
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    e_model, t_model = mini_gpt(ember).eval(), mini_gpt(torch).eval()
+    copy_weights(t_model, e_model)
+    ep = export(e_model, (ember.randint(0, 50, (2, 8)),),
+                dynamic_shapes={"idx": {0: Dim("batch", max=32), 1: Dim("seq", max=16)}})
+    tp = torch.export.export(t_model, (torch.randint(0, 50, (2, 8)),),
+                             dynamic_shapes={"idx": {0: torch.export.Dim("batch", max=32),
+                                                     1: torch.export.Dim("seq", max=16)}})
+    assert _kinds(ep.graph_signature.input_specs) == _kinds(tp.graph_signature.input_specs)
+    assert list(ep.graph_signature.parameters) == list(tp.graph_signature.parameters)
+    assert sorted((v.lower, v.upper) for v in ep.range_constraints.values()) == \
+        sorted((int(v.lower), int(v.upper)) for v in tp.range_constraints.values())
+    idx = torch.randint(0, 50, (3, 11))
+    want = tp.module()(idx).detach().numpy()
+    got = ep.module()(ember.from_numpy(idx.numpy().copy())).detach().numpy()
+    assert abs(got - want).max() < 1e-4
+
+
+def test_run_decompositions_lowers_to_core_ops_and_keeps_values():
+    ember.manual_seed(0)
+    model = mini_gpt(ember).eval()
+    ep = export(model, (ember.randint(0, 50, (2, 8)),),
+                dynamic_shapes={"idx": {0: Dim("batch", max=32), 1: Dim("seq", max=16)}})
+    lowered = ep.run_decompositions()
+    before = {getattr(n.target, "name", None) for n in ep.graph.nodes}
+    after = {getattr(n.target, "name", None) for n in lowered.graph.nodes}
+    assert "native_layer_norm" in before and "native_layer_norm" not in after
+    assert lowered.graph_signature.parameters == ep.graph_signature.parameters
+    assert [str(k) for k in lowered.range_constraints] == [str(k) for k in ep.range_constraints]
+    with ember.no_grad():
+        for b, t in [(2, 8), (3, 5), (1, 16)]:
+            idx = ember.randint(0, 50, (b, t))
+            ember.testing.assert_close(lowered.module()(idx), model(idx), rtol=1e-4, atol=1e-5)
+
+
+def test_unflatten_rebuilds_the_module_tree():
+    model = cnn(ember).eval()
+    ep = export(model, (ember.randn(2, 1, 8, 8),), dynamic_shapes=({0: Dim("batch")},))
+    tree = unflatten(ep)
+    assert set(tree.state_dict()) == set(model.state_dict())
+    assert isinstance(tree.get_submodule("0"), ember.nn.Module)
+    x = ember.randn(5, 1, 8, 8)
+    with ember.no_grad():
+        ember.testing.assert_close(tree(x), model(x))

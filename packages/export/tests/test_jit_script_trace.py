@@ -1,0 +1,180 @@
+"""ember.jit: trace, script (TorchScript's checks, control flow), save/load, freeze, flags, decorators."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from export_models import cnn, copy_weights, mlp
+
+import ember
+from ember import jit, nn
+
+
+def test_trace_module_matches_eager_and_keeps_a_batch_dim_dynamic():
+    ember.manual_seed(0)
+    model = cnn(ember).eval()
+    traced = jit.trace(model, ember.randn(4, 1, 8, 8), check_inputs=[(ember.randn(2, 1, 8, 8),)])
+    assert isinstance(traced, jit.ScriptModule)
+    assert set(traced.state_dict()) == set(model.state_dict())
+    assert "ember.ops.convolution" in traced.code
+    with ember.no_grad():
+        for b in (4, 1, 6):
+            x = ember.randn(b, 1, 8, 8)
+            ember.testing.assert_close(traced(x), model(x))
+
+
+def test_trace_function_and_check_inputs_divergence():
+    def f(x):
+        return (x * 2).sum(dim=-1)
+
+    traced = jit.trace(f, ember.randn(3, 4))
+    assert isinstance(traced, jit.ScriptFunction)
+    ember.testing.assert_close(traced(ember.ones(5, 4)), ember.full((5,), 8.0))
+
+    def by_width(x):  # the recorded ops depend on the width: traces at other widths differ
+        return x[:, :2] if x.shape[1] > 3 else x * 1
+
+    with pytest.raises(jit.TracingCheckError, match="Graphs differed across invocations"):
+        jit.trace(by_width, ember.randn(2, 4), check_inputs=[(ember.randn(2, 3),)])
+
+
+def test_trace_rejects_data_dependent_control_flow():
+    class Branchy(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x - 1
+
+    with pytest.raises(Exception, match="data-dependent|item|bool"):
+        jit.trace(Branchy(), ember.ones(3))
+
+
+class _Branchy(nn.Module):
+    __constants__ = ["scale"]
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def forward(self, x: ember.Tensor, n: int) -> ember.Tensor:
+        y = self.fc(x)
+        for _ in range(n):  # loop count from an int argument
+            y = y.relu() * self.scale if bool(y.sum() > 0) else y - 1  # data-dependent branch
+        return y + self.helper(y)
+
+    @jit.export
+    def helper(self, y):
+        return y.mean()
+
+    @jit.ignore
+    def debug(self, y):
+        return float(y.sum())
+
+    @jit.unused
+    def legacy(self, y):
+        return y
+
+
+def test_script_computes_what_eager_computes_with_control_flow():
+    model = _Branchy()
+    scripted = jit.script(model)
+    for seed in range(4):
+        ember.manual_seed(seed)
+        x = ember.randn(2, 3)
+        ember.testing.assert_close(scripted(x, 3), model(x, 3))
+    ember.testing.assert_close(scripted.helper(ember.ones(2)), ember.tensor(1.0))
+    assert isinstance(scripted.debug(ember.ones(2)), float)
+    with pytest.raises(RuntimeError, match="unused"):
+        scripted.legacy(ember.ones(2))
+    with pytest.raises(RuntimeError, match="constant"):
+        scripted.scale = 3.0
+
+
+def test_script_argument_checks_match_torchscript():
+    scripted = jit.script(_Branchy())
+    with pytest.raises(RuntimeError, match=r"Expected a value of type 'Tensor' for argument 'x' but instead found "
+                                           r"type 'int'"):
+        scripted(3, 2)
+    with pytest.raises(RuntimeError, match=r"Expected a value of type 'int' for argument 'n' but instead found type "
+                                           r"'float'"):
+        scripted(ember.ones(2, 3), 2.5)
+
+    class TorchBranchy(torch.nn.Module):
+        def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+            return x * n
+
+    ts = torch.jit.script(TorchBranchy())
+    with pytest.raises(RuntimeError, match="Expected a value of type 'int' for argument 'n'"):
+        ts(torch.ones(2), 2.5)
+
+
+def test_is_scripting_and_is_tracing():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append((jit.is_scripting(), jit.is_tracing()))
+            return x + 1
+
+    probe = Probe()
+    probe(ember.ones(1))
+    jit.script(probe)(ember.ones(1))
+    jit.trace(probe, ember.ones(2), check_trace=False)
+    assert seen[0] == (False, False) and seen[1] == (True, False) and (False, True) in seen[2:]
+
+
+def test_save_load_runs_no_python_and_matches(tmp_path):
+    ember.manual_seed(0)
+    model = mlp(ember).eval()
+    scripted = jit.script(model, example_inputs=[(ember.randn(4, 6),)])
+    path = tmp_path / "mlp.pt"
+    extra = {"note.txt": "hello"}
+    jit.save(scripted, path, _extra_files=extra)
+    files = {"note.txt": ""}
+    loaded = jit.load(path, _extra_files=files)
+    assert files["note.txt"] == "hello"
+    with ember.no_grad():
+        for b in (4, 2, 9):
+            x = ember.randn(b, 6)
+            ember.testing.assert_close(loaded(x), model(x))
+    buf = io.BytesIO()
+    jit.trace(model, ember.randn(3, 6)).save(buf)
+    buf.seek(0)
+    x = ember.randn(5, 6)
+    ember.testing.assert_close(jit.load(buf)(x), model(x))
+
+
+def test_saving_data_dependent_control_flow_fails_naming_the_problem(tmp_path):
+    scripted = jit.script(_Branchy())
+    scripted(ember.randn(2, 3), 1)
+    with pytest.raises(Exception, match="data-dependent|item|bool"):
+        jit.save(scripted, tmp_path / "branchy.pt")
+
+
+def test_freeze_and_optimize_for_inference():
+    ember.manual_seed(0)
+    model = cnn(ember)
+    with pytest.raises(RuntimeError, match="Freezing expects a ScriptModule"):
+        jit.freeze(model)
+    with pytest.raises(RuntimeError, match="only implemented for modules in eval mode"):
+        jit.freeze(jit.script(model, example_inputs=[(ember.randn(2, 1, 8, 8),)]))
+    model.eval()
+    frozen = jit.freeze(jit.trace(model, ember.randn(2, 1, 8, 8)))
+    fast = jit.optimize_for_inference(jit.trace(model, ember.randn(2, 1, 8, 8)))
+    x = ember.randn(3, 1, 8, 8)
+    with ember.no_grad():
+        ember.testing.assert_close(frozen(x), model(x))
+        ember.testing.assert_close(fast(x), model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_traced_matches_torch_jit_trace_numerically():
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    t_model, e_model = mlp(torch).eval(), mlp(ember).eval()
+    copy_weights(t_model, e_model)
+    x = torch.randn(5, 6)
+    t_out = torch.jit.trace(t_model, x)(x)
+    e_out = jit.trace(e_model, ember.from_numpy(x.numpy().copy()))(ember.from_numpy(x.numpy().copy()))
+    ember.testing.assert_close(e_out.detach(), ember.from_numpy(t_out.detach().numpy().copy()), rtol=1e-5,
+                               atol=1e-6)

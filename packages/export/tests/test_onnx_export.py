@@ -1,0 +1,180 @@
+"""ember.onnx.export checked by onnx.checker and run by ONNX Runtime at three batch sizes."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from export_models import cnn, encoder_layer, lstm, mini_gpt, mlp
+
+import ember
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+import ember.onnx  # noqa: E402 - after the importorskip guards
+
+CASES = [
+    ("mlp", mlp, (4, 6), [(1, 6), (9, 6)]),
+    ("cnn", cnn, (4, 1, 8, 8), [(2, 1, 8, 8), (7, 1, 8, 8)]),
+    ("encoder_layer", encoder_layer, (3, 6, 16), [(2, 6, 16), (5, 6, 16)]),
+    ("lstm", lstm, (3, 7, 5), [(1, 7, 5), (6, 7, 5)]),
+]
+
+
+@pytest.mark.parametrize("name,build,shape,others", CASES, ids=[c[0] for c in CASES])
+def test_onnx_runtime_matches_eager_at_three_batch_sizes(name, build, shape, others, tmp_path):
+    ember.manual_seed(0)
+    model = build(ember).train()  # exported in eval mode, as torch.onnx.export does by default
+    program = ember.onnx.export(model, (ember.randn(*shape),), input_names=["x"], output_names=["y"],
+                                dynamic_axes={"x": {0: "batch"}})
+    assert model.training  # the module's mode is restored
+    model.eval()
+    proto = program.model_proto
+    assert proto.opset_import[0].version == 18
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    # Weights are initializers under their names (a transposed weight as "<name>_t_<k>").
+    inits = {i.name for i in proto.graph.initializer}
+    for key in set(model.state_dict()) - {"1.num_batches_tracked"}:
+        assert key in inits or any(i.startswith(key + "_t_") for i in inits), key
+    onnx.checker.check_model(proto, full_check=True)
+    path = tmp_path / f"{name}.onnx"
+    program.save(path)
+    reloaded = onnx.load(path)
+    assert len(reloaded.graph.node) == len(proto.graph.node)
+    with ember.no_grad():
+        for s in [shape] + others:
+            x = ember.randn(*s)
+            (got,) = program(x)
+            np.testing.assert_allclose(got.numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_mini_gpt_with_dynamic_batch_and_sequence():
+    ember.manual_seed(0)
+    model = mini_gpt(ember).eval()
+    program = ember.onnx.export(model, (ember.randint(0, 50, (2, 8)),), input_names=["idx"],
+                                output_names=["logits"], dynamic_axes={"idx": {0: "batch", 1: "seq"}})
+    dims = [d.dim_param or d.dim_value for d in program.model_proto.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "seq", 50]
+    with ember.no_grad():
+        for b, t in [(2, 8), (1, 3), (4, 16)]:
+            idx = ember.randint(0, 50, (b, t))
+            np.testing.assert_allclose(program(idx)[0].numpy(), model(idx).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_shapes_argument_and_file_output():
+    model = mlp(ember).eval()
+    buf = io.BytesIO()
+    program = ember.onnx.export(model, (ember.randn(3, 6),), buf,
+                                dynamic_shapes=({0: ember.export.Dim("rows", max=100)},))
+    loaded = onnx.load_from_string(buf.getvalue())
+    assert loaded.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "rows"
+    x = ember.randn(11, 6)
+    with ember.no_grad():
+        np.testing.assert_allclose(program(x)[0].numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_op_fails_at_export_naming_it(tmp_path):
+    class Running(ember.nn.Module):
+        def forward(self, x):
+            return ember.cumsum(x, dim=1) + 1
+
+    path = tmp_path / "cumsum.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops.cumsum has no ONNX translation"):
+        ember.onnx.export(Running(), (ember.randn(2, 7),), path)
+    assert not path.exists()  # never a broken file
+    with pytest.raises(ember.onnx.UnsupportedOp, match="proj_size"):
+        ember.onnx.export(ember.nn.LSTM(3, 4, proj_size=2), (ember.randn(5, 2, 3),))
+    with pytest.raises(ValueError, match="opset 18 or newer"):
+        ember.onnx.export(mlp(ember), (ember.randn(2, 6),), opset_version=17)
+
+
+def test_node_count_beside_torch_onnx(capsys):
+    """Figure for the report: ember's ONNX graph sizes next to torch.onnx.export's (legacy exporter)."""
+    torch = pytest.importorskip("torch")
+    rows = []
+    for name, build, shape in [("mlp", mlp, (4, 6)), ("cnn", cnn, (4, 1, 8, 8))]:
+        e_model, t_model = build(ember).eval(), build(torch).eval()
+        ours = len(ember.onnx.export(e_model, (ember.randn(*shape),)).model_proto.graph.node)
+        buf = io.BytesIO()
+        torch.onnx.export(t_model, (torch.randn(*shape),), buf, dynamo=False)
+        theirs = len(onnx.load_from_string(buf.getvalue()).graph.node)
+        rows.append((name, ours, theirs))
+        assert ours > 0 and theirs > 0
+    with capsys.disabled():
+        print("\nONNX nodes (ember vs torch.onnx legacy):", rows)
+
+
+class _PaddedEncoder(ember.nn.Module):
+    """The nn tests' encoder classifier: a padding mask written in place (``mask[:, -1] = True``)."""
+
+    def __init__(self):
+        super().__init__()
+        nn = ember.nn
+        self.embed = nn.Linear(4, 16)
+        layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        mask = ember.zeros(x.shape[0], x.shape[1], dtype=ember.bool)
+        mask[:, -1] = True
+        return self.head(self.encoder(self.embed(x), src_key_padding_mask=mask).mean(dim=1))
+
+
+def test_in_place_writes_through_views_become_new_values():
+    ember.manual_seed(0)
+    model = _PaddedEncoder().eval()
+    dims = ({0: ember.export.Dim("b"), 1: ember.export.Dim("t")},)
+    program = ember.onnx.export(model, (ember.randn(3, 6, 4),), dynamic_shapes=dims)
+    with ember.no_grad():
+        for b, t in [(3, 6), (2, 4), (5, 9)]:
+            x = ember.randn(b, t, 4)
+            np.testing.assert_allclose(program(x)[0].numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_view_read_after_an_in_place_write_is_rejected():
+    class Stale(ember.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            first = y[0]
+            y.mul_(2)
+            return first + 0  # reads the view after the write: sees the doubled values
+
+    model = Stale()
+    x = ember.randn(3, 2)
+    ember.testing.assert_close(ember.export.export(model, (x,)).module()(x), x[0] * 2)
+    with pytest.raises(ember.onnx.UnsupportedOp, match="read after"):
+        ember.onnx.export(model, (x,))
+
+
+def test_mixed_dtype_comparisons_promote_as_ember_does():
+    class Compare(ember.nn.Module):
+        def forward(self, x, i):
+            return (i > 0.5).float() + (x < i).float() + (i == 2).float()
+
+    x, i = ember.randn(5), ember.tensor([0, 1, 2, 3, 1])
+    program = ember.onnx.export(Compare(), (x, i))
+    ember.testing.assert_close(program(x, i)[0], Compare()(x, i))
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True), dict(bias=False)],
+                         ids=["two_layers", "bidirectional", "no_bias"])
+def test_gru_as_onnx_gru(kwargs):
+    ember.manual_seed(0)
+
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = ember.nn.GRU(5, 8, batch_first=True, **kwargs)
+
+        def forward(self, x):
+            return self.rnn(x)
+
+    model = Net().eval()
+    program = ember.onnx.export(model, (ember.randn(3, 4, 5),), dynamic_shapes=({0: ember.export.Dim("b")},))
+    with ember.no_grad():
+        for b in (3, 1, 5):
+            x = ember.randn(b, 4, 5)
+            for got, want in zip(program(x), model(x)):
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
