@@ -196,7 +196,8 @@ def install(functional: dict) -> None:
         return pw.where(condition, self, other)
 
     extra = {
-        "where": where, "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
+        "where": where,
+        "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
         "div_": div_, "divide_": div_, "true_divide_": div_,
         "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
         "clamp_": pw.clamp_, "clip_": pw.clamp_,
