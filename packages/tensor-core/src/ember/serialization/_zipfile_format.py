@@ -108,12 +108,14 @@ class ZipReader:
             raise RuntimeError(f"{source} is not a valid checkpoint: failed reading zip archive ({exc})") from exc
         self._records = {}
         prefixes = set()
+        names = set()
         for info in infos:
+            if info.filename in names:
+                # zipfile would quietly use the last copy: which one a reader sees is ambiguous.
+                raise RuntimeError(f"{source} is not a valid checkpoint: the record '{info.filename}' appears twice")
+            names.add(info.filename)
             prefix, _, rest = info.filename.partition("/")
             prefixes.add(prefix)
-            if rest in self._records:
-                # zipfile would quietly use the last copy: which one a reader sees is ambiguous.
-                raise RuntimeError(f"{source} is not a valid checkpoint: the record '{rest}' appears twice")
             self._records[rest] = info
         if "constants.pkl" in self._records or any(k.startswith("code/") for k in self._records):
             raise RuntimeError(f"{source} is a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
