@@ -70,3 +70,17 @@ def test_embedding_backward_with_zero_width_weight():
         lib.embedding(w, lib.tensor([1, 2])).sum().backward()
         grads.append(tuple(w.grad.shape))
     assert grads[0] == grads[1] == (5, 0)
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_bce_with_logits_gradient_at_zero_logits_of_a_strided_input(reduction):
+    # The fuzzer's case: a strided, offset view whose logits include exact zeros.
+    target = np.random.default_rng(1).random((4, 3))
+
+    def fn(L, x):
+        return L.binary_cross_entropy_with_logits(x[1:], L.tensor(target)[1:], None, L.tensor([1.0, 2.0, 0.5]),
+                                                  reduction).reshape(-1)
+
+    _check(fn, np.arange(12.0).reshape(4, 3) / 5 - 1)
+    _check(lambda L, x: L.binary_cross_entropy_with_logits(x, L.tensor(target), None, None, reduction).reshape(-1),
+           np.array([[0.0, -0.0, 800.0], [-800.0, 30.0, -30.0], [1e-8, 0.0, 2.0], [0.0, -3.0, 0.5]]))

@@ -271,7 +271,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target._shape) != tuple(input._shape):
         raise ValueError(f"Target size (torch.Size({list(target._shape)})) must be the same as input size "
                          f"(torch.Size({list(input._shape)}))")
-    softplus = pw.clamp_min(-input, 0) + pw.log1p(pw.exp(-input.abs()))
+    # softplus(-x) = log(1 + e^-x) without overflow, written so that autograd's derivative is
+    # -sigmoid(-x) everywhere, x = 0 included (max(-x, 0) + log1p(e^-|x|) gives 0 or -1 there,
+    # a silently wrong gradient at every zero logit). Each branch sees only its own half-line, so
+    # the branch where() discards never overflows into a NaN gradient.
+    z = pw.neg(input)
+    z_pos, z_neg = pw.clamp_min(z, 0), pw.clamp_max(z, 0)
+    softplus = pw.where(z > 0, z_pos + pw.log1p(pw.exp(pw.neg(z_pos))), pw.log1p(pw.exp(z_neg)))
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus
