@@ -62,7 +62,9 @@ TensorArg unpack(py::handle tensor) {
   arg.strides = to_int64_vector(tensor.attr(s_stride), "stride");
   int64_t offset = tensor.attr(s_offset).cast<int64_t>();
   if (arg.shape.size() != arg.strides.size()) throw std::invalid_argument("shape and stride ranks differ");
-  if (arg.shape.size() > static_cast<size_t>(kMaxDims)) throw std::invalid_argument("too many dimensions");
+  // A sanity bound only (PyTorch has no dimension limit on the CPU); kMaxDims bounds DLPack imports.
+  constexpr size_t kMaxTensorDims = 4096;
+  if (arg.shape.size() > kMaxTensorDims) throw std::invalid_argument("too many dimensions");
   int64_t numel = checked_numel(arg.shape);
   int64_t item = itemsize(arg.dtype);
   if (numel > 0) {

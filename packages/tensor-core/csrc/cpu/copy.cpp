@@ -2,7 +2,9 @@
 // .contiguous(), clone(), zeros/ones/full and every dtype cast.
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../common/dtype.h"
 #include "elementwise.h"
@@ -13,11 +15,36 @@ namespace ember {
 
 namespace {
 
+// Casts (Tensor.to, copy_ across dtypes). Float -> integer: NaN and out-of-range values are
+// undefined behaviour in C++. PyTorch and NumPy get what x86's truncating conversions give:
+// int64 targets convert through int64 and narrower ones through int32 (keeping the low bits),
+// with the "integer indefinite" value (the most negative one) for NaN and anything out of that
+// range. Written out here so every platform and compiler gives the same answer.
+template <typename To, typename From>
+inline To cast_value(From v) {
+  using CF = typename Compute<From>::type;
+  using CT = typename Compute<To>::type;
+  if constexpr (std::is_floating_point_v<CF> && std::is_integral_v<CT> && !std::is_same_v<To, bool>) {
+    CF c = Compute<From>::load(v);
+    if constexpr (sizeof(CT) == 8) {
+      if (!(c >= static_cast<CF>(-9.2233720368547758e18) && c < static_cast<CF>(9.2233720368547758e18)))
+        return static_cast<To>(INT64_MIN);
+      return static_cast<To>(static_cast<int64_t>(c));
+    } else {
+      int32_t w = INT32_MIN;
+      if (c >= static_cast<CF>(-2147483648.0) && c < static_cast<CF>(2147483648.0)) w = static_cast<int32_t>(c);
+      return static_cast<To>(static_cast<uint32_t>(w));
+    }
+  } else {
+    return convert<To, From>(v);
+  }
+}
+
 template <typename To>
 void copy_from(const TensorArg& dst, const TensorArg& src) {
   EMBER_DISPATCH_ALL_AND_COMPLEX(src.dtype, "copy_", [&] {
     using From = scalar_t;
-    unary_loop<To, From>(dst, src, [](From v) { return convert<To, From>(v); });
+    unary_loop<To, From>(dst, src, [](From v) { return cast_value<To, From>(v); });
   });
 }
 

@@ -345,9 +345,17 @@ int64_t unique_rows(py::handle first_obj, py::handle inverse_obj, py::handle cou
           });
       }
       const std::vector<P>& order = sorter.pos;
+      // NaN equals nothing, itself included: a row holding one is a group of its own (as PyTorch).
+      auto has_nan = [&](int64_t row) {
+        if constexpr (std::is_floating_point_v<scalar_t>) {
+          for (int64_t k = 0; k < m; ++k)
+            if (std::isnan(x[row * m + k])) return true;
+        }
+        return false;
+      };
       for (int64_t j = 0; j < n; ++j) {
         auto p = static_cast<int64_t>(order[j]);
-        bool same = j > 0 && std::equal(&keys[p * m], &keys[p * m + m], &keys[order[j - 1] * m]);
+        bool same = j > 0 && std::equal(&keys[p * m], &keys[p * m + m], &keys[order[j - 1] * m]) && !has_nan(p);
         if (!same) {
           first_p[groups] = p;
           cnt_p[groups] = 0;

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ember import _C
 from ember._src import grad_mode
 from ember._src.device import META
+from ember._src.ops._common import type_name
 from ember._src.tensor import Tensor, make_tensor, make_view
 
 from . import anomaly_mode
@@ -101,7 +102,7 @@ class OpNode(Node):
         if kwargs and _has_saved(kwargs):
             kwargs = {k: _unpack(v, history) for k, v in kwargs.items()}
         saved_outputs = self._saved_outputs
-        outputs = tuple([s.unpack(history) for s in saved_outputs]) if saved_outputs else ()
+        outputs = tuple([None if s is None else s.unpack(history) for s in saved_outputs]) if saved_outputs else ()
         res = self._formula.backward(grads, Inputs(args, kwargs), outputs)
         if isinstance(res, Tensor) or res is None:
             res = (res,)
@@ -139,7 +140,8 @@ class OpNode(Node):
                 if type(v) is SavedTensor:
                     v.data = None
         for s in self._saved_outputs:
-            s.data = None
+            if s is not None:
+                s.data = None
 
 
 class NotImplementedNode(OpNode):
@@ -297,6 +299,7 @@ def record(op, args, kwargs):
         outs = (out,)
     else:
         outs = tuple(out)
+    _check_result_dtype(name, out)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
     if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
         out.grad_fn = node  # the common case of set_history, inlined
@@ -350,6 +353,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         _STATE.grad_enabled = True
     if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
         # Rare shapes of result (several outputs, an input handed back, integer dtype).
+        _check_result_dtype(name, out)
         if isinstance(out, Tensor) and _is_arg(out, args):
             out = make_view(out, out._shape, out._stride, out._offset)
         outs = (out,) if isinstance(out, Tensor) else tuple(out)
@@ -363,7 +367,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         cls = _node_class(name, formula is None)
     if kwargs:
         kwargs = {k: SavedTensor(v, False) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
-    saved_outputs = (SavedTensor(out, True, 0),) if formula is not None and formula.save_output else ()
+    saved_outputs = (SavedTensor(out, True, 0),) if formula is not None and _saves_output(formula, 0) else ()
     node = cls(formula, layout, tuple(edges), meta, _SavedArgs(saved), kwargs, saved_outputs)
     if saved_outputs:
         saved_outputs[0].requires_grad = True
@@ -372,6 +376,22 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     out.grad_fn = node
     out._requires_grad = True
     return out
+
+
+# Differentiable ops with a dtype argument: asked for an integer result from an input that requires
+# grad they raise, as PyTorch does, instead of silently returning a result without history.
+_INTEGER_RESULT_RAISES = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"})
+
+
+def _check_result_dtype(name, out) -> None:
+    if name in _INTEGER_RESULT_RAISES and isinstance(out, Tensor) and not (
+            out.dtype.is_floating_point or out.dtype.is_complex):
+        raise RuntimeError(f"Autograd not support dtype: {type_name(out.dtype)}")
+
+
+def _saves_output(formula, index: int) -> bool:
+    keep = formula.save_output
+    return bool(keep) if type(keep) is bool else index in keep
 
 
 _READS_INPUTS: dict = {}
@@ -417,7 +437,10 @@ def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
         kwargs = {k: _save(v, outs) for k, v in kwargs.items()}
     saved_outputs = ()
     if formula is not None and formula.save_output:
-        saved_outputs = tuple(_save(o, outs) for o in outs if isinstance(o, Tensor))
+        # Outputs a formula does not read are not saved (None in its ``outputs``): an in-place op on
+        # them afterwards (ReLU(inplace=True) after BatchNorm) must not invalidate this backward.
+        saved_outputs = tuple(_save(o, outs) if _saves_output(formula, i) else None
+                              for i, o in enumerate(outs) if isinstance(o, Tensor))
     node = cls(formula, layout, edges, meta, saved_args, kwargs, saved_outputs)
     if need_node:
         node._args_need_node = True

@@ -127,7 +127,7 @@ def propagate(op, args, kwargs, outputs, tangents=None) -> None:
         if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
             if t.dtype is not o.dtype:
                 t = t.to(o.dtype)
-            _set_tangent(o, t if tuple(t.shape) == tuple(o.shape) else t.expand(*o.shape).clone())
+            _set_tangent(o, t if tuple(t.shape) == tuple(o.shape) else t.expand(tuple(o.shape)).clone())
 
 
 class _suspended:

@@ -249,4 +249,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 positions.append(pos)
             term = taps.read(positions, weight)
             out = term if out is None else out + term
+        if padding_mode == "zeros":
+            # PyTorch's kernel multiplies NaN weights into the out-of-image taps: a NaN or infinite
+            # grid coordinate gives NaN, not the 0 of an ordinary point outside the image.
+            finite = ember.isfinite(g).all(-1)
+            out = ember.where(finite.unsqueeze(1), out, ember.full((), float("nan"), dtype=out.dtype))
     return out.reshape(n, c, *out_spatial).to(dtype)

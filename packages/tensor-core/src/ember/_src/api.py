@@ -81,6 +81,7 @@ from .ops.combinatorics import *  # noqa: E402,F401,F403
 from .ops.signal import *  # noqa: E402,F401,F403
 from .ops.lapack_extra import *  # noqa: E402,F401,F403
 from .ops.sampling import *  # noqa: E402,F401,F403
+from .legacy_types import *  # noqa: E402,F401,F403
 from .ops.creation import (  # noqa: E402
     arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace, logspace, ones, ones_like,
     scalar_tensor, tensor, zeros, zeros_like,

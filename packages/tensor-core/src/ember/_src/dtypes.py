@@ -270,7 +270,8 @@ DTypeLike = Union[dtype, type, str, None]  # noqa: UP007  (a runtime alias)
 
 
 def to_dtype(value) -> dtype:
-    """Accepts ember dtypes, Python types (float, int, bool) and NumPy dtypes."""
+    """A ``dtype=`` argument: an ember dtype, or the Python types float, int, bool and complex, as
+    PyTorch's argument parser takes them. Anything else (a string, a NumPy dtype) is a TypeError."""
     if isinstance(value, dtype):
         return value
     if value is builtins.float:
@@ -281,16 +282,23 @@ def to_dtype(value) -> dtype:
         return bool
     if value is builtins.complex:
         return complex128
-    name = getattr(value, "name", None)
-    if name is None and isinstance(value, str):
-        name = value.replace("torch.", "").replace("ember.", "")
-    if name is None:
-        import numpy as np
+    kind = type(value)
+    label = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, type):
+        label = "type"
+    raise TypeError(f"argument 'dtype' must be torch.dtype, not {label}")
 
-        try:
-            name = np.dtype(value).name
-        except TypeError:
-            name = None
+
+def from_numpy_dtype(value) -> dtype:
+    """The ember dtype of a NumPy dtype (or anything ``numpy.dtype`` accepts), for interop."""
+    if isinstance(value, dtype):
+        return value
+    import numpy as np
+
+    try:
+        name = np.dtype(value).name
+    except TypeError:
+        name = None
     if name in _BY_NAME:
         return _BY_NAME[name]
     raise TypeError(f"cannot interpret {value!r} as an ember dtype")

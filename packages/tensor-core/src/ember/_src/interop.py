@@ -59,7 +59,18 @@ def to_numpy(t: Tensor, force: bool = False):
         # NumPy rejects such a buffer offset, and there is no memory to share anyway.
         return np.ndarray(t._shape, dtype=npd)
     return np.ndarray(t._shape, dtype=npd, buffer=t._storage, offset=t._offset * item,
-                      strides=tuple(s * item for s in t._stride))
+                      strides=_numpy_strides(t._shape, t._stride, item))
+
+
+def _numpy_strides(shape: tuple, stride: tuple, item: int) -> tuple:
+    """Byte strides for NumPy. A size-1 dim is never stepped over, so its stride (which may be
+    huge after as_strided, beyond what NumPy accepts) is replaced by the contiguous one."""
+    out = []
+    inner = item
+    for n, s in zip(reversed(shape), reversed(stride)):
+        out.append(inner if n == 1 else s * item)
+        inner *= n
+    return tuple(reversed(out))
 
 
 def to_numpy_copy(t: Tensor):

@@ -192,7 +192,11 @@ def install(functional: dict) -> None:
 
         return masked_fill_(self, mask, value)
 
+    def where(self, condition, other):  # the method's self is the values, not the condition
+        return pw.where(condition, self, other)
+
     extra = {
+        "where": where,
         "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
         "div_": div_, "divide_": div_, "true_divide_": div_,
         "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
@@ -207,9 +211,6 @@ def install(functional: dict) -> None:
     }
     for name, fn in extra.items():
         setattr(Tensor, name, fn)
-    for _d in (dt.float32, dt.float64, dt.float16, dt.bfloat16, dt.int64, dt.int32, dt.int16, dt.int8, dt.uint8,
-              dt.bool):
-        pass
     casts = {"float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
              "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool,
              "cfloat": dt.complex64, "cdouble": dt.complex128}

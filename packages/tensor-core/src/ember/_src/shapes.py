@@ -46,6 +46,19 @@ def as_shape(args) -> tuple:
     return tuple(out)
 
 
+def size_varargs(name: str, param: str, args: tuple, keyword: dict) -> tuple:
+    """The sizes of ``x.expand(2, 3)``-style methods: given positionally, or as one sequence by
+    keyword (``x.expand(size=(2, 3))``); none at all is PyTorch's "missing argument" TypeError."""
+    if keyword:
+        if args or set(keyword) != {param}:
+            bad = sorted(set(keyword) - {param}) or [param]
+            raise TypeError(f"{name}() got an unexpected keyword argument '{bad[0]}'")
+        return as_shape((keyword[param],))
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "{param}"')
+    return as_shape(args)
+
+
 def check_sizes(shape: tuple) -> None:
     for s in shape:
         if s < 0:

@@ -125,6 +125,11 @@ class Tensor:
     def is_sparse(self) -> bool:
         return False
 
+    # Devices and layouts this build has none of (PyTorch's properties, for programs that test them).
+    is_xpu = is_mps = is_xla = is_ipu = is_hpu = is_maia = is_mtia = is_vulkan = is_mkldnn = property(
+        lambda self: False)
+    is_sparse_csr = is_nested = property(lambda self: False)
+
     @property
     def is_quantized(self) -> bool:
         return False

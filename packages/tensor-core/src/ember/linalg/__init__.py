@@ -15,6 +15,7 @@ from .._src import dtypes as _dt
 from .._src.ops import lapack as _lp
 from .._src.ops import views as _vw
 from .._src.ops._common import write_out as _write_out
+from .._src.ops.creation import zeros as _zeros
 from .._src.ops.lapack import LinAlgError
 from .._src.ops.linalg import matmul, multi_dot
 from .._src.tensor import Tensor as _Tensor
@@ -190,6 +191,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         S = svdvals(_vw.movedim(A, (d0, d1), (-2, -1)))
         if ord == "nuc":
             result = S.sum(-1)
+        elif ord == 2 and S.shape[-1] == 0:
+            result = _zeros(S.shape[:-1], dtype=S.dtype)  # the largest of no singular values: 0, as PyTorch
         else:
             result = S.amax(-1) if ord == 2 else S.amin(-1)
         if keepdim:
@@ -198,10 +201,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         return _write_out(result, out)
     # ord 1: max/min column sum (sum over rows, d0); ord inf: max/min row sum (sum over d1).
     sum_dim, red_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
-    sums = A.abs().sum(sum_dim, keepdim=True)
-    result = sums.amax(red_dim, keepdim=True) if ord > 0 else sums.amin(red_dim, keepdim=True)
-    if not keepdim:
-        result = _vw.squeeze_op(result, tuple(sorted((d0, d1))))
+    sums = A.abs().sum(sum_dim)
+    red_dim -= 1 if sum_dim < red_dim else 0
+    if ord > 0 and sums.shape[red_dim] == 0:
+        # The largest of no (non-negative) sums is 0, as in PyTorch; the smallest stays an IndexError.
+        result = _zeros(tuple(s for i, s in enumerate(sums.shape) if i != red_dim), dtype=sums.dtype)
+    else:
+        result = sums.amax(red_dim) if ord > 0 else sums.amin(red_dim)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            result = _vw.unsqueeze_op(result, d)
     return _write_out(result, out)
 
 

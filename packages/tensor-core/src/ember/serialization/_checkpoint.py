@@ -20,11 +20,12 @@ from .._src import dtypes as dt
 from .._src.device import device
 from .._src.shapes import Size
 from .._src.tensor import Tensor
+from . import _safe_globals
 from . import _torch_globals as tg
 from ._atomic import atomic_write
 from ._errors import CallerError, UnpicklingError, describe
 from ._fixups import byteswap, normalize_bools
-from ._pickle_reader import SafeUnpickler
+from ._pickle_reader import Constructor, SafeUnpickler
 from ._pickle_writer import Global, Persistent, Pickler, Reduce
 from ._zipfile_format import ZipReader, ZipWriter
 
@@ -106,10 +107,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
          _disable_byteorder_record=False) -> None:
     """Saves ``obj`` to ``f`` (a path or a binary file object) in PyTorch's checkpoint format.
 
-    ``obj`` may hold tensors, ``ember.nn.Parameter``, dtypes, ``ember.Size``, devices, None,
-    bool, int, float, str, bytes and tuple/list/dict/OrderedDict of them; anything else is a
-    ``TypeError`` naming its type. The pickle is always protocol 2 (what torch.save writes by
-    default) and written by ember's own pickler, so ``pickle_module`` must be left unset.
+    Tensors, ``ember.nn.Parameter``, dtypes, ``ember.Size`` and devices are written as torch.save
+    writes them, so ``torch.load(weights_only=True)`` reads a file of those, numbers, strings and
+    containers. Any other object (a whole module, a NumPy array) is pickled by its own reduction,
+    as torch.save does; loading it needs ``weights_only=False``. The pickle is always protocol 2
+    and written by ember's own pickler, so ``pickle_module`` must be left unset.
     Saving to a path is atomic: a temporary file in the same folder replaces ``f`` only once
     it is complete and synced, so a failure leaves any previous file intact.
     """
@@ -121,7 +123,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         raise RuntimeError("ember.save writes only the zip checkpoint format (_use_new_zipfile_serialization=True)")
     sync_pending(None, "ember.save")  # a lazy tracer's pending tensors get their values first
     hook = _SaveHook()
-    data_pkl = Pickler(hook).dumps(obj)  # every TypeError surfaces here, before f is touched
+    # Tensors, dtypes, sizes and devices as torch.save writes them; any other object (a whole
+    # module, a NumPy array) pickled by its own reduction, as torch.save does. Errors surface
+    # here, before f is touched.
+    data_pkl = Pickler(hook, any_object=True).dumps(obj)
     storages = list(hook.storages.values())
     if _is_path(f):
         name = os.path.splitext(os.path.basename(os.fsdecode(os.fspath(f))))[0]
@@ -145,11 +150,24 @@ class _LoadPolicy:
         self._map_location = map_location
         self._swap_bytes = swap_bytes
         self._storages: dict[str, object] = {}
+        self._dtypes: dict[str, object] = {}
 
     def find_global(self, module: str, name: str):
-        return tg.find_global(module, name, self._source)
+        user = _safe_globals.user_global(module, name)
+        if user is not None:
+            return user
+        try:
+            return tg.find_global(module, name, self._source)
+        except UnpicklingError as exc:
+            raise UnpicklingError(f"{exc}. Weights only load failed: a global the checkpoint names may be "
+                                  f"allowed with ember.serialization.add_safe_globals([{module}.{name}]) or "
+                                  "the safe_globals context manager, or loaded with weights_only=False if "
+                                  "the file is trusted (that runs code from it)") from None
 
     def build(self, inst, state) -> None:
+        if _safe_globals.is_user_class_instance(inst):
+            _safe_globals.build_user_instance(inst, state)
+            return
         tg.build(inst, state)
 
     def persistent_load(self, pid):
@@ -162,10 +180,16 @@ class _LoadPolicy:
         dtype = storage_type.dtype
         nbytes = numel * dtype.itemsize
         storage = self._storages.get(key)
+        seen_as = self._dtypes.setdefault(key, dtype)
+        if seen_as is not dtype:
+            # torch.save never writes one storage under two dtypes; reinterpreting the bytes would
+            # give e.g. bool tensors holding 2 or 255.
+            raise UnpicklingError(f"storage '{key}' is referenced as both {seen_as} and {dtype}")
         if storage is None:
             storage = self._reader.read_storage(f"data/{key}", nbytes)
             if self._swap_bytes and dtype.itemsize > 1:
-                byteswap(storage, dtype.itemsize)
+                # A complex number is two floats: each part is swapped on its own.
+                byteswap(storage, dtype.itemsize // 2 if dtype.is_complex else dtype.itemsize)
             if dtype is dt.bool:
                 normalize_bools(storage)
             storage = self._place(storage, location, nbytes)
@@ -210,13 +234,50 @@ def _text(value) -> str:
     return value
 
 
+def _weights_only(value) -> bool:
+    # None means PyTorch's default (True), which TORCH_FORCE_WEIGHTS_ONLY_LOAD-style switches keep.
+    return True if value is None else bool(value)
+
+
+class _FullUnpickler(pickle.Unpickler):
+    """``weights_only=False``: Python's unpickler, which runs what the file names (trusted files
+    only, as in PyTorch). torch's rebuild functions and types map to ember's; other ``torch.*``
+    globals are looked up as ``ember.*``; storages come from the archive's records."""
+
+    def __init__(self, data: bytes, policy: _LoadPolicy, encoding: str, errors: str):
+        super().__init__(io.BytesIO(data), encoding=encoding, errors=errors)
+        self._policy = policy
+
+    def find_class(self, module: str, name: str):
+        try:
+            value = tg.find_global(module, name, self._policy._source)
+        except UnpicklingError:
+            value = None
+        if value is not None:
+            if isinstance(value, Constructor):
+                return value.call
+            return value
+        if module == "torch" or module.startswith("torch."):
+            try:
+                return super().find_class("ember" + module[len("torch"):], name)
+            except (ImportError, AttributeError):
+                pass
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        return self._policy.persistent_load(pid)
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
     """Loads an object saved by ``ember.save`` or ``torch.save`` (the zip format).
 
-    Safe whatever ``weights_only`` says: ember never imports or calls anything a file names;
-    only tensors, dtypes, sizes, devices, numbers, strings, bytes and containers come back, and
-    any other global is an ``UnpicklingError`` naming it. Tensors are loaded on the CPU and own
-    their memory (``mmap=True`` maps a file path copy-on-write instead of reading it).
+    With ``weights_only=True`` (the default, as in PyTorch) ember interprets the pickle itself and
+    never imports or calls anything a file names beyond its allow-list: tensors, dtypes, sizes,
+    devices, numbers, strings, bytes and containers, plus the globals the user allowed with
+    ``ember.serialization.add_safe_globals``/``safe_globals``; any other global is an
+    ``UnpicklingError`` naming it. ``weights_only=False`` runs Python's unpickler, which executes
+    what the file names: for trusted files only (whole modules, NumPy arrays). Tensors are loaded
+    on the CPU and own their memory (``mmap=True`` maps a file path copy-on-write instead).
     """
     if pickle_module is not None and pickle_module is not pickle:
         raise RuntimeError("ember.load reads checkpoints with its own safe unpickler; pickle_module is not supported")
@@ -231,16 +292,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     source = describe(f)
     if _is_path(f):
         with open(f, "rb") as fh:
-            return _load_from(fh, source, map_location, encoding, errors, bool(mmap))
+            return _load_from(fh, source, map_location, encoding, errors, bool(mmap), _weights_only(weights_only))
     if not hasattr(f, "read"):
         raise AttributeError(f"ember.load expects a path or a readable binary file, got {type(f).__name__}")
     seekable = getattr(f, "seekable", None)
     if not hasattr(f, "seek") or (seekable is not None and not seekable()):
         f = io.BytesIO(f.read())  # a zip is read from its end: a pipe is buffered first
-    return _load_from(f, source, map_location, encoding, errors, False)
+    return _load_from(f, source, map_location, encoding, errors, False, _weights_only(weights_only))
 
 
-def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mmap: bool):
+def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mmap: bool, weights_only: bool):
     reader = ZipReader(fh, source, use_mmap=use_mmap)
     try:
         swap = False
@@ -251,6 +312,9 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
             swap = order.decode() != sys.byteorder
         policy = _LoadPolicy(reader, source, map_location, swap)
         data = reader.read("data.pkl")
+        if not weights_only:
+            result = _FullUnpickler(data, policy, encoding, errors).load()
+            return result.storage if isinstance(result, tg.LoadedStorage) else result
         try:
             result = SafeUnpickler(data, policy, source, encoding, errors).load()
         except UnpicklingError as exc:

@@ -167,7 +167,10 @@ class SafeUnpickler:
     def _reduce(self):
         args = self._pop()
         func = self._pop()
-        self._push(_constructor(func, "REDUCE").call(*_args_tuple(args)))
+        func = _constructor(func, "REDUCE")
+        if func.qualname in _HASHING_CONSTRUCTORS:
+            _check_hash_cost(args)
+        self._push(func.call(*_args_tuple(args)))
 
     def _newobj(self):
         args = self._pop()
@@ -216,6 +219,7 @@ class SafeUnpickler:
     def _setitem(self):
         value = self._pop()
         key = self._pop()
+        _check_hash_cost(key)
         _target(self._top(), dict, "SETITEM")[key] = value
 
     def _setitems(self):
@@ -223,11 +227,13 @@ class SafeUnpickler:
         if len(items) % 2:
             raise UnpicklingError("SETITEMS with an odd number of items")
         target = _target(self._top(), dict, "SETITEMS")
+        _check_hash_cost(items[0::2])
         for i in range(0, len(items), 2):
             target[items[i]] = items[i + 1]
 
     def _additems(self):
         items = self._pop_mark()
+        _check_hash_cost(items)
         _target(self._top(), set, "ADDITEMS").update(items)
 
     def _list(self):
@@ -237,13 +243,16 @@ class SafeUnpickler:
         items = self._pop_mark()
         if len(items) % 2:
             raise UnpicklingError("DICT with an odd number of items")
+        _check_hash_cost(items[0::2])
         self._push({items[i]: items[i + 1] for i in range(0, len(items), 2)})
 
     def _tuple(self):
         self._push(tuple(self._pop_mark()))
 
     def _frozenset(self):
-        self._push(frozenset(self._pop_mark()))
+        items = self._pop_mark()
+        _check_hash_cost(items)
+        self._push(frozenset(items))
 
     def _pop_op(self):
         if self._stack:
@@ -343,6 +352,29 @@ def _sized(fmt: str, kind: str):
 
 def _parse_int(line: bytes) -> int:
     return int(line.decode("ascii"))
+
+
+# Allow-listed callables that hash what they are given (set items, dict keys).
+_HASHING_CONSTRUCTORS = frozenset({"builtins.set", "builtins.frozenset", "collections.OrderedDict",
+                                   "collections.Counter"})
+_HASH_BUDGET = 1_000_000
+
+
+def _check_hash_cost(obj) -> None:
+    """Bounds the work of hashing ``obj``: a tuple's hash is not cached, so a few hundred tuples
+    that each hold the previous one twice (a 2 KB pickle, through the memo) would take 2**n steps
+    to hash as a set item or dict key. Counts the tuple nodes hashing visits, shared ones each
+    time, and refuses the file past a million."""
+    stack = [obj]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        if type(item) in (tuple, list, frozenset, set):
+            seen += len(item) + 1
+            if seen > _HASH_BUDGET:
+                raise UnpicklingError("the checkpoint builds nested tuples too large to hash (over a million "
+                                      "shared members); refusing to load it")
+            stack.extend(item)
 
 
 def _constructor(obj, opcode: str) -> Constructor:

@@ -9,7 +9,10 @@ is a ``TypeError`` naming the type: no object ever chooses how it is pickled.
 
 from __future__ import annotations
 
+import copyreg
+import pickle
 import struct
+import types
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -59,10 +62,17 @@ def encode_long(x: int) -> bytes:
 
 
 class Pickler:
-    """``Pickler(hook).dumps(obj)`` -> protocol-2 pickle bytes."""
+    """``Pickler(hook).dumps(obj)`` -> protocol-2 pickle bytes.
 
-    def __init__(self, hook: Callable[[Any], Reduce | Global | Persistent | None]):
+    With ``any_object=True`` an object the hook does not know is written the way the standard
+    pickler writes it (its ``__reduce_ex__(2)``: classes and functions by name, NEWOBJ/REDUCE,
+    then its state), as ``torch.save`` pickles whole modules or NumPy arrays; loading such a
+    file needs ``weights_only=False``.
+    """
+
+    def __init__(self, hook: Callable[[Any], Reduce | Global | Persistent | None], any_object: bool = False):
         self._hook = hook
+        self._any_object = any_object
         self._out: list[bytes] = []
         self._memo: dict[int, int] = {}
         self._globals: dict[tuple[str, str], int] = {}
@@ -130,6 +140,9 @@ class Pickler:
             self._out.append(b"Q")
         else:
             reduced = self._hook(obj)
+            if reduced is None and self._any_object:
+                self._save_any(obj)
+                return
             if reduced is None:
                 raise TypeError(
                     f"ember.save cannot serialize an object of type {t.__module__}.{t.__qualname__}: checkpoints "
@@ -140,6 +153,37 @@ class Pickler:
                 self._save_reduce(reduced, obj)
             else:
                 self._save(reduced)
+
+    def _save_any(self, obj) -> None:
+        """An arbitrary object, as pickle's protocol 2 writes it."""
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            name = getattr(obj, "__qualname__", obj.__name__)
+            if "<locals>" in name or "<lambda>" in name:
+                raise pickle.PicklingError(f"Can't pickle local object {obj!r}")
+            self._save_global(Global(pickle.whichmodule(obj, name), name))
+            return
+        reducer = copyreg.dispatch_table.get(type(obj))
+        rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(2)
+        if isinstance(rv, str):
+            self._save_global(Global(pickle.whichmodule(obj, rv), rv))
+            return
+        func, args, state, listitems, dictitems = (tuple(rv) + (None,) * 5)[:5]
+        if func is copyreg.__newobj__:
+            self._save(args[0])
+            self._save(tuple(args[1:]))
+            self._out.append(b"\x81")  # NEWOBJ
+        else:
+            self._save(func)
+            self._save(tuple(args))
+            self._out.append(b"R")
+        self._put(obj)
+        if listitems is not None:
+            self._save_batches(listitems, b"a", b"e")
+        if dictitems is not None:
+            self._save_batches(dictitems, b"s", b"u")
+        if state is not None:
+            self._save(state)
+            self._out.append(b"b")
 
     def _save_int(self, x: int) -> None:
         if 0 <= x < 256:

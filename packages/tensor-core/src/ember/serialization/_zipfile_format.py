@@ -108,7 +108,12 @@ class ZipReader:
             raise RuntimeError(f"{source} is not a valid checkpoint: failed reading zip archive ({exc})") from exc
         self._records = {}
         prefixes = set()
+        names = set()
         for info in infos:
+            if info.filename in names:
+                # zipfile would quietly use the last copy: which one a reader sees is ambiguous.
+                raise RuntimeError(f"{source} is not a valid checkpoint: the record '{info.filename}' appears twice")
+            names.add(info.filename)
             prefix, _, rest = info.filename.partition("/")
             prefixes.add(prefix)
             self._records[rest] = info

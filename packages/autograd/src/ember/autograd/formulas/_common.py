@@ -60,7 +60,7 @@ def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     return ember.where(cond, ember.zeros((), dtype=g.dtype), g)
 
 
-def register_if_defined(op_name: str, backward, *, save_output: bool = False, clone_self=None) -> None:
+def register_if_defined(op_name: str, backward, *, save_output: bool | tuple = False, clone_self=None) -> None:
     """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
     from ember._src.dispatch import OPS
 

@@ -6,7 +6,8 @@ A backward formula is ``backward(grads, inputs, outputs)``:
 - ``inputs``: ``Inputs`` with the op's original ``args`` and ``kwargs`` (tensors restored from
   their saved copies, version-checked),
 - ``outputs``: tuple of the op's outputs (only when registered with ``save_output=True``;
-  otherwise an empty tuple),
+  otherwise an empty tuple; ``save_output=(1, 2)`` saves only those outputs and gives None for
+  the others, so that writing in place into an unread output leaves the backward valid),
 
 and returns a sequence aligned with the op's *positional* args: a Tensor gradient, None, or
 for a ``Tensor[]`` argument (``cat``) a list of Tensor-or-None. Gradients may have the
@@ -42,7 +43,7 @@ class Inputs:
 class Formula:
     op_name: str
     backward: Callable
-    save_output: bool = False
+    save_output: bool | tuple = False
     jvp: Callable | None = None
     # For an in-place op whose formula reads self as it was: ``clone_self(args, kwargs)`` says when
     # the recording must save a copy of self before the kernel overwrites it.
@@ -63,7 +64,7 @@ NON_DIFFERENTIABLE: set[str] = set()
 
 
 def derivative(
-    op_name: str, *, save_output: bool = False, clone_self: Callable | None = None, meta_only: bool = False
+    op_name: str, *, save_output: bool | tuple = False, clone_self: Callable | None = None, meta_only: bool = False
 ):
     """Registers the backward formula of ``op_name``."""
 

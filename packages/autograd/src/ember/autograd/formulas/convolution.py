@@ -49,7 +49,7 @@ def _convolution_backward(grads, inputs, outputs):
         grad_x = OPS["convolution_backward"](g, x, gg_weight, bias_sizes, *params, [True, False, False])[0]
     if gg_bias is not None:
         part = gg_bias.reshape((1, -1) + (1,) * (g.ndim - 2))
-        grad_g = part.expand(*g.shape) if grad_g is None else grad_g + part
+        grad_g = part.expand(tuple(g.shape)) if grad_g is None else grad_g + part
     return grad_g, grad_x, grad_w
 
 

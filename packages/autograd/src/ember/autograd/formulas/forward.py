@@ -48,7 +48,7 @@ def _pointwise_jvp(formula):
             for i, t in enumerate(tangents):
                 if t is None:
                     continue
-                seed = t.expand(*out.shape) if tuple(t.shape) != tuple(out.shape) else t
+                seed = t.expand(tuple(out.shape)) if tuple(t.shape) != tuple(out.shape) else t
                 part = formula.backward((seed,), flagged_inputs, saved)[i]
                 if part is not None:
                     total = part if total is None else total + part

@@ -7,6 +7,7 @@ index repeated in the gather accumulates the gradient of each of its uses.
 from __future__ import annotations
 
 import ember
+from ember._src.ops.indexing import index_put_op as _index_put_op
 
 from ._common import arg, is_tensor, where_zero
 from ._registry import derivative
@@ -20,7 +21,9 @@ def _index(grads, inputs, outputs):
     x = inputs.args[0]
     indices = list(arg(inputs, 1, "indices"))
     zeros = g.new_zeros(x.shape)
-    return (ember.index_put(zeros, indices, g, accumulate=True),)
+    # The op itself, not ember.index_put: its indices may hold None (the `...` and `:` of x[..., idx]),
+    # which the public function refuses as PyTorch's does.
+    return (_index_put_op(zeros, indices, g, True),)
 
 
 @derivative("index_select")

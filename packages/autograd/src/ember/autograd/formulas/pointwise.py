@@ -129,8 +129,10 @@ def _pow(grads, inputs, outputs):
 def _atan2(grads, inputs, outputs):
     g = grads[0]
     self, other = inputs.args[0], inputs.args[1]
-    scale = g / (self * self + other * other)
-    return scale * other, -scale * self
+    # 1 / (x^2 + y^2), taken as 0 where it is infinite (at the origin), as PyTorch's formula does.
+    recip = (self * self + other * other).reciprocal()
+    recip = where_zero(recip.isinf(), recip)
+    return g * other * recip, g * -self * recip
 
 
 @derivative("copysign", save_output=True)

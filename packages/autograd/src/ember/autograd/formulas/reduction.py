@@ -49,20 +49,20 @@ def _reduction_args(inputs, dim_default=None):
 @derivative("sum", meta_only=True)
 def _sum(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
-    return (_restore(grads[0], x.shape, dims, keepdim).expand(*x.shape),)
+    return (_restore(grads[0], x.shape, dims, keepdim).expand(tuple(x.shape)),)
 
 
 @derivative("nansum")
 def _nansum(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
-    return (where_zero(ember.isnan(x), _restore(grads[0], x.shape, dims, keepdim).expand(*x.shape)),)
+    return (where_zero(ember.isnan(x), _restore(grads[0], x.shape, dims, keepdim).expand(tuple(x.shape))),)
 
 
 @derivative("mean", meta_only=True)
 def _mean(grads, inputs, outputs):
     x, dims, keepdim = _reduction_args(inputs)
     g = _restore(grads[0], x.shape, dims, keepdim)
-    return ((g / _count(x.shape, dims)).expand(*x.shape),)
+    return ((g / _count(x.shape, dims)).expand(tuple(x.shape)),)
 
 
 @derivative("nanmean")
@@ -195,7 +195,7 @@ def _std_grad(g, std, x, dim, correction, keepdim):
 
 
 def _mean_grad(g, x, dims):
-    return (g / _count(x.shape, dims)).expand(*x.shape)
+    return (g / _count(x.shape, dims)).expand(tuple(x.shape))
 
 
 def _moment_backward(kind: str):

@@ -185,7 +185,7 @@ def _masked_scatter(grads, inputs, outputs):
     # source's first count(mask) elements (in order) were written where mask is True.
     g = grads[0]
     mask, source = inputs.args[1], inputs.args[2]
-    mask = mask.expand(*g.shape) if tuple(mask.shape) != tuple(g.shape) else mask
+    mask = mask.expand(tuple(g.shape)) if tuple(mask.shape) != tuple(g.shape) else mask
     zero = ember.zeros((), dtype=g.dtype)
     picked = OPS["index"](g, [mask]).reshape(-1)
     pad = source.numel() - picked.numel()

@@ -1,5 +1,9 @@
 """Every layer, in one file per family; ``ember.nn`` re-exports them all."""
 
+from . import activation as _activation
+from . import batchnorm as _batchnorm
+from . import instancenorm as _instancenorm
+from . import pooling as _pooling
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
@@ -24,6 +28,17 @@ from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
+
+# PyTorch's module paths: programs import layers from the file PyTorch defines them in
+# (`nn.modules.activation.MultiheadAttention`), which in ember is sometimes another file.
+_activation.MultiheadAttention = MultiheadAttention  # noqa: F405
+for _name in ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"):
+    setattr(_batchnorm, _name, globals()[_name])
+for _name in ("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"):
+    setattr(_instancenorm, _name, globals()[_name])
+for _name in ("MaxPool3d", "MaxUnpool3d", "AvgPool3d", "LPPool3d", "AdaptiveMaxPool3d", "AdaptiveAvgPool3d"):
+    setattr(_pooling, _name, globals()[_name])
+del _name
 
 # `ember.nn` star-imports this package: export the layers, not the submodules (a submodule
 # named `utils` would shadow `ember.nn.utils`).

@@ -181,3 +181,49 @@ def _type_name(d) -> str:
 
 
 type_name = _type_name
+
+
+# c10's spelling of each type in "value cannot be converted to type ... without overflow".
+_C10_NAMES = {
+    dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int", dt.int64: "int64_t",
+    dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16", dt.float32: "float", dt.float64: "double",
+    dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>",
+}
+
+
+def check_scalar_fits(value, dtype, label: str | None = None) -> None:
+    """Raises PyTorch's RuntimeError when a Python number written into a ``dtype`` tensor (fill_,
+    full, masked_fill, clamp bounds, where, index_fill, ...) does not fit it (c10::overflows).
+
+    Integers wrap only in the unsigned types' -max..-1 (as ``a - b`` on uint8 needs); floats must
+    lie in the type's range (NaN never fits an integer type, inf fits every float type); a complex
+    value with an imaginary part fits only a complex type. bool takes any value. ``label`` names
+    the type in the message (``ember.tensor`` says "uint8" where the kernels say "uint8_t")."""
+    name = label or _C10_NAMES.get(dtype, getattr(dtype, "name", "?"))
+    if dtype is dt.bool or isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+        return
+    if isinstance(value, complex):
+        if value.imag != 0 and not dtype.is_complex:
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        value = value.real
+        if dtype.is_complex:
+            return
+    if dtype.is_complex:
+        dtype = dt.float32 if dtype is dt.complex64 else dt.float64
+    if dtype.is_floating_point:
+        if isinstance(value, int) and dtype is dt.float64:
+            return  # every Python int converts (rounding), as c10 converts int64
+        f = float(value) if not isinstance(value, int) or abs(value) < 2**1024 else float("inf")
+        if f != f or f in (float("inf"), float("-inf")):
+            return
+        if abs(f) > dt.finfo(dtype).max:
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        return
+    info = dt.iinfo(dtype)
+    if isinstance(value, float):
+        fits = value == value and info.min <= value <= info.max
+    else:
+        low = -info.max if info.min == 0 else info.min  # unsigned: negatives wrap
+        fits = low <= value <= info.max
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")

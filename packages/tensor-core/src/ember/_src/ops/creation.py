@@ -10,8 +10,9 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
-from ..shapes import as_shape, check_sizes
+from ..shapes import as_shape, check_sizes, numel
 from ..tensor import Tensor, new_empty_tensor
+from ._common import check_scalar_fits
 
 _NUMBER = (builtins.bool, int, float, complex)
 
@@ -62,6 +63,7 @@ def _empty_kernel(size, *, dtype=None, device=None):
 def _full_cpu(size, fill_value, *, dtype=None, device=None):
     if fill_value == 0 and not (isinstance(fill_value, float) and math.copysign(1.0, fill_value) < 0):
         return new_empty_tensor(size, dtype, device, zero=True)
+    check_scalar_fits(fill_value, dtype)
     t = new_empty_tensor(size, dtype, device)
     _C.fill_(t, fill_value)
     return t
@@ -69,11 +71,21 @@ def _full_cpu(size, fill_value, *, dtype=None, device=None):
 
 @full_op.kernel("meta")
 def _full_meta(size, fill_value, *, dtype=None, device=None):
+    check_scalar_fits(fill_value, dtype)
     return new_empty_tensor(size, dtype, device)
 
 
 empty_op.meta = _empty_kernel
 full_op.meta = _full_meta
+
+
+def _sizes_or_keyword(sizes: tuple, size):
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``, as PyTorch's parser takes them."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError("argument 'size' given by name and by position")
+    return (size,)
 
 
 def _size_args(size):
@@ -82,24 +94,24 @@ def _size_args(size):
     return shape
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     check_pin_memory(pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
     return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
 
@@ -160,6 +172,7 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
     # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     dev = to_device(device)
+    check_scalar_fits(value, d)
     t = new_empty_tensor((), d, CPU if dev.type != "meta" else dev)
     if dev is not META:
         _C.fill_(t, value)
@@ -173,9 +186,14 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
 def _infer_nested(data, shape_out: list, depth: int = 0):
     """Walks nested sequences: fills the shape and returns the result dtype (PyTorch's inference)."""
     if isinstance(data, Tensor):
-        if depth == len(shape_out):
-            shape_out.extend(data._shape)
+        # A tensor inside a list is one number, as PyTorch converts it (item()), whatever its shape.
+        if numel(data._shape) != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
         return data.dtype
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
     if isinstance(data, (list, tuple)):
         n = len(data)
         if depth == len(shape_out):
@@ -190,13 +208,13 @@ def _infer_nested(data, shape_out: list, depth: int = 0):
     if _is_numpy_scalar(data):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
-        return dt.to_dtype(data.dtype)
+        return dt.from_numpy_dtype(data.dtype)
     if isinstance(data, _NUMBER):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
         return dt.scalar_dtype(data)
     if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
-        return dt.to_dtype(data.dtype)
+        return dt.from_numpy_dtype(data.dtype)
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
@@ -205,7 +223,14 @@ def _is_numpy_scalar(x) -> builtins.bool:
     return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "shape", None) == ()
 
 
+def _buffer_items(data) -> list:
+    """A bytearray or memoryview as the sequence of numbers PyTorch reads from it."""
+    return list(data) if isinstance(data, bytearray) else data.tolist()
+
+
 def _flatten(data, out: list):
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
     if isinstance(data, (list, tuple)):
         for item in data:
             _flatten(item, out)
@@ -236,10 +261,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             result = result.to(dev)
         return _finish(result, requires_grad)
     if _is_numpy_scalar(data) and dtype is None:
-        dtype = dt.to_dtype(data.dtype)
+        dtype = dt.from_numpy_dtype(data.dtype)
         data = data.item()
     if isinstance(data, _NUMBER):
         d = dt.scalar_dtype(data) if dtype is None else dt.to_dtype(dtype)
+        if not (d.is_floating_point or d.is_complex):
+            check_scalar_fits(data, d, d.name)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
     shape: list = []
     inferred = _infer_nested(data, shape)
@@ -252,6 +279,16 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(result, requires_grad)
 
 
+def _check_integer_range(flat: list, dtype) -> None:
+    """ember.tensor's check of numbers bound for an integer dtype (PyTorch's RuntimeError)."""
+    reals = [v.real if isinstance(v, complex) else v for v in flat if not isinstance(v, builtins.bool)]
+    if any(v != v for v in reals):
+        check_scalar_fits(float("nan"), dtype, dtype.name)
+    if reals:
+        check_scalar_fits(builtins.min(reals), dtype, dtype.name)
+        check_scalar_fits(builtins.max(reals), dtype, dtype.name)
+
+
 def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
     """Packs Python numbers through the array module (C speed) and converts natively."""
     import array
@@ -259,6 +296,8 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
     out = new_empty_tensor(shape, dtype, CPU)
     if not flat:
         return out
+    if not (dtype.is_floating_point or dtype.is_complex or dtype is dt.bool):
+        _check_integer_range(flat, dtype)
     if all(isinstance(v, (builtins.bool, int)) for v in flat) and not dtype.is_floating_point:
         try:
             packed = array.array("q", [int(v) for v in flat])

@@ -3,7 +3,8 @@
 Three primitive ops, as in ATen: ``_fft_c2c`` (complex to complex), ``_fft_r2c`` (real to
 the one-sided half spectrum) and ``_fft_c2r`` (half spectrum to real), each over a list of
 dims with a normalization code (0: none, 1: 1/sqrt(n), 2: 1/n, n the signal size). They run
-FFTW3 through ``_C.fft_`` (csrc/cpu/fft.cpp). The public functions below resize the input to
+pocketfft from SciPy or NumPy (``_fft_numpy``, in every install), or FFTW3 through ``_C.fft_``
+(csrc/cpu/fft.cpp) when a build links that optional library. The public functions below resize the input to
 ``n``/``s`` (trim or zero-pad), promote dtypes and map ``norm`` onto the codes:
 
 - real inputs of c2c transforms become complex (integers take the default float's complex);
@@ -24,6 +25,7 @@ from ..device import META
 from ..dispatch import define
 from ..shapes import wrap_dim
 from ..tensor import Tensor
+from . import _fft_numpy
 from . import complex as cx
 from ._common import convert, empty, type_name, write_out
 
@@ -35,9 +37,9 @@ __all__ = [
 _KIND = {"c2c": 0, "r2c": 1, "c2r": 2}
 
 
-def _check_available() -> None:
-    if not _C.fft_available:
-        raise RuntimeError(_C.fft_missing_message)
+def _use_fftw() -> bool:
+    """FFTW when the build links it (an optional accelerator); pocketfft (SciPy's or NumPy's) otherwise."""
+    return _fft_numpy.engine() == "fftw"
 
 
 def _scale(norm_code: int, n: int) -> float:
@@ -61,7 +63,9 @@ c2r_op = define("_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last
 def _c2c(x: Tensor, dim, normalization: int, forward: bool) -> Tensor:
     out = empty(x._shape, x.dtype, x._device)
     if x._device is not META and out.numel():
-        _check_available()
+        if not _use_fftw():
+            _fft_numpy.c2c(out, x, dim, normalization, bool(forward))
+            return out
         _C.fft_(_KIND["c2c"], out, _strided_input(x), list(dim), bool(forward),
                 _scale(normalization, _signal_size(x._shape, dim)))
     return out
@@ -75,7 +79,9 @@ def _r2c(x: Tensor, dim, normalization: int, onesided: bool) -> Tensor:
     shape[last] = shape[last] // 2 + 1
     out = empty(tuple(shape), x.dtype.to_complex(), x._device)
     if x._device is not META and out.numel():
-        _check_available()
+        if not _use_fftw():
+            _fft_numpy.r2c(out, x, dim, normalization)
+            return out
         _C.fft_(_KIND["r2c"], out, _strided_input(x), list(dim), True,
                 _scale(normalization, _signal_size(x._shape, dim)))
     return out
@@ -86,7 +92,9 @@ def _c2r(x: Tensor, dim, normalization: int, last_dim_size: int) -> Tensor:
     shape[dim[-1]] = last_dim_size
     out = empty(tuple(shape), x.dtype.to_real(), x._device)
     if x._device is not META and out.numel():
-        _check_available()
+        if not _use_fftw():
+            _fft_numpy.c2r(out, x, dim, normalization, last_dim_size)
+            return out
         scratch = empty(x._shape, x.dtype, x._device)  # FFTW's c2r overwrites its input
         _C.copy_(scratch, x)
         _C.fft_(_KIND["c2r"], out, scratch, list(dim), False, _scale(normalization, _signal_size(out._shape, dim)),

@@ -79,8 +79,10 @@ def _rows_of(input: Tensor, target: Tensor, name: str):
     shape of the unreduced loss."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if target.dtype is dt.uint8:  # PyTorch takes Byte class indices as well as Long
+        target = convert(target, dt.int64)
     if target.dtype is not dt.int64:
-        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
     if input.ndim == 1:
         if target.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -269,7 +271,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target._shape) != tuple(input._shape):
         raise ValueError(f"Target size (torch.Size({list(target._shape)})) must be the same as input size "
                          f"(torch.Size({list(input._shape)}))")
-    softplus = pw.clamp_min(-input, 0) + pw.log1p(pw.exp(-input.abs()))
+    # softplus(-x) = log(1 + e^-x) without overflow, written so that autograd's derivative is
+    # -sigmoid(-x) everywhere, x = 0 included (max(-x, 0) + log1p(e^-|x|) gives 0 or -1 there,
+    # a silently wrong gradient at every zero logit). Each branch sees only its own half-line, so
+    # the branch where() discards never overflows into a NaN gradient.
+    z = pw.neg(input)
+    z_pos, z_neg = pw.clamp_min(z, 0), pw.clamp_max(z, 0)
+    softplus = pw.where(z > 0, z_pos + pw.log1p(pw.exp(pw.neg(z_pos))), pw.log1p(pw.exp(z_neg)))
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus

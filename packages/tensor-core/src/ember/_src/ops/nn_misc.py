@@ -47,6 +47,8 @@ def _dense_backward_kernel(grad_output, indices, num_weights, padding_idx, scale
     cd = compute_dtype(grad_output.dtype)
     if grad_output._device is META:
         return new_empty_tensor((num_weights, d), grad_output.dtype, META)
+    if d == 0:  # a zero-width weight: its gradient is empty too (view(-1, 0) cannot infer the rows)
+        return zeros((num_weights, 0), dtype=grad_output.dtype, device=grad_output._device)
     idx = convert(indices, dt.int64).contiguous().view(-1)
     grad = convert(grad_output, cd).contiguous().view(-1, d)
     if scale_grad_by_freq and idx.numel():

@@ -177,9 +177,15 @@ _KERNEL_MODE = {"nearest": 0, "nearest-exact": 1, "linear": 2, "bilinear": 2, "t
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
+def _uint8_mode(dtype, mode: str, k: int) -> bool:
+    """uint8 images resample with the nearest modes (exact through float32). PyTorch also takes
+    uint8 for 2-d bilinear/bicubic, with fixed-point weights of its own that ember does not copy."""
+    return dtype is dt.uint8 and mode in ("nearest", "nearest-exact")
+
+
 def _upsample_check(self, output_size, mode, scales) -> tuple:
     k = self.ndim - 2
-    if self.dtype not in _FLOATS:
+    if self.dtype not in _FLOATS and not _uint8_mode(self.dtype, mode, k):
         raise NotImplementedError(f"\"upsample_{mode.replace('-', '_')}{k}d\" not implemented for "
                                   f"'{type_name(self.dtype)}'")
     if len(output_size) != k or len(scales) != k:
@@ -208,7 +214,7 @@ _upsample_backward_op = _declare(
 @_upsample_op.kernel("cpu")
 def _upsample_cpu(self, output_size, mode, align_corners, scales):
     shape = _upsample_check(self, output_size, mode, scales)
-    ctype = compute_dtype(self.dtype)
+    ctype = dt.float32 if self.dtype is dt.uint8 else compute_dtype(self.dtype)
     k = self.ndim - 2
     out = empty(shape, ctype, self._device)
     _C.interpolate(_planes4(out, k), _planes4(dense(self, ctype), k), _KERNEL_MODE[mode], bool(align_corners),

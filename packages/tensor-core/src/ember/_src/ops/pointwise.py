@@ -19,7 +19,7 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import complex as _cx
 from . import fused_pointwise as _fused
-from ._common import HALF_TYPES, convert, empty, type_name, write_out
+from ._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
 from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_write as _check_write
 
@@ -162,6 +162,19 @@ def _check_inplace(self: Tensor, shape, result_dtype, op_name):
         )
 
 
+def _check_cast_first(self: Tensor, other, kind: str, op_name: str) -> None:
+    """In-place ops check that the promoted type can be written into self before they look for a
+    kernel: int.bitwise_xor_(nan) is PyTorch's cast RuntimeError, not "not implemented for Float"."""
+    if kind == _BOOL_RESULT or (type(other) is Tensor and other.dtype is self.dtype) or not isinstance(self, Tensor):
+        return
+    _check_operand(other, op_name)
+    promoted = dt.result_type_of(self, other)
+    if not dt.can_cast(promoted, self.dtype):
+        raise RuntimeError(
+            f"result type {type_name(promoted)} can't be cast to the desired output type {type_name(self.dtype)}"
+        )
+
+
 def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str = ""):
     code = BINARY_CODES[code_name or name]
     op = define(f"{name}(Tensor self, Tensor other) -> Tensor", ("pointwise",), _binary_meta(kind, name))
@@ -178,6 +191,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
         # PyTorch's overlap checks, before its dtype and shape checks (the test inlined: every in-place op runs it).
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             _check_write(self, (other,))
+        _check_cast_first(self, other, kind, name)
         shape, promoted, result_dtype = _binary_result(self, other, kind, name)
         # Comparison/logical results (0/1) are written in self's dtype, whatever it is.
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
@@ -190,6 +204,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     @inplace.kernel("meta")
     def meta_inplace(self, other):
+        _check_cast_first(self, other, kind, name)
         shape, _, result_dtype = _binary_result(self, other, kind, name)
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
         return self
@@ -817,6 +832,9 @@ def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
         _cx._reject("clamp", input.dtype)
     result = input
     dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
+    for bound in (min, max):
+        if bound is not None and not isinstance(bound, Tensor):
+            check_scalar_fits(bound, dtype)  # uint8.clamp(-5, 300) raises, as in PyTorch
     if result.dtype is not dtype:
         result = result.to(dtype)
     if min is not None:

@@ -228,6 +228,8 @@ nanmean_op = _mean_like("nanmean", True)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype  # PyTorch accumulates in out's dtype: sum(float, out=int32) casts first
     return write_out(sum_op(input, dim, keepdim, dtype), out, overlap=False)
 
 
@@ -238,6 +240,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None and (isinstance(dim, (list, tuple, builtins.bool)) or not hasattr(dim, "__index__")):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype
     return write_out(prod_op(input, dim, keepdim, dtype), out, overlap=False)
 
 

@@ -345,10 +345,14 @@ cumprod_op = _declare_scan("cumprod", 1)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype  # accumulated in out's dtype, as PyTorch
     return write_out(cumsum_op(input, dim, dtype), out, (input,))
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype
     return write_out(cumprod_op(input, dim, dtype), out, (input,))
 
 

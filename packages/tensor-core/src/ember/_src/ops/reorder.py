@@ -13,7 +13,7 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
-from ..shapes import as_shape, wrap_dim, wrap_dims
+from ..shapes import as_shape, size_varargs, wrap_dim, wrap_dims
 from ..tensor import Tensor, new_empty_tensor
 
 __all__ = [
@@ -103,9 +103,9 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     return input.clone()
 
 
-def repeat(self: Tensor, *sizes) -> Tensor:
+def repeat(self: Tensor, *sizes, **keyword) -> Tensor:
     """Tiles the tensor ``sizes[i]`` times along each dim (a copy)."""
-    sizes = as_shape(sizes)
+    sizes = size_varargs("repeat", "repeats", sizes, keyword)
     if len(sizes) < self.ndim:
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
@@ -216,7 +216,7 @@ def meshgrid(*tensors, indexing: str | None = None):
     for i, v in enumerate(vectors):
         view_shape = [1] * len(vectors)
         view_shape[i] = -1
-        grids.append(v.view(*view_shape).expand(*shape))
+        grids.append(v.view(tuple(view_shape)).expand(tuple(shape)))
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
@@ -246,7 +246,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     from .joining import stack
 
     shape = broadcast_shapes(input._shape, other._shape)
-    a, b = input.expand(*shape), other.expand(*shape)
+    a, b = input.expand(tuple(shape)), other.expand(tuple(shape))
     if dim is None:
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
@@ -348,7 +348,7 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         shape[d + 1] = repeats
         final = list(input.shape)
         final[d] = size * repeats
-        return expanded.expand(*shape).reshape(final)
+        return expanded.expand(tuple(shape)).reshape(final)
     if repeats.ndim != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if repeats.shape[0] != size:

@@ -282,11 +282,21 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
                            "must have the same scalar type")
     _check_source("index_add_", self, d, index, source)
     _check_written(self, (source, index))
+    if isinstance(alpha, float) and not (self.dtype.is_floating_point or self.dtype.is_complex):
+        # PyTorch converts alpha to self's type first: 0.5 adds nothing to an integer tensor.
+        alpha = bool(alpha) if self.dtype is dt.bool else int(alpha)
     if alpha != 1 and self._device is not META:
         from .pointwise import mul
 
         source = mul(source, alpha)
-    return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 1)
+    try:
+        return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 1)
+    except RuntimeError as e:
+        # PyTorch's kernel checks indices with an IndexError, except along the first or last
+        # dim of a tensor of 2+ dims (its scatter-based path), which keeps the RuntimeError.
+        if "out of bounds" in str(e) and (self.ndim <= 1 or 0 < d < self.ndim - 1):
+            raise IndexError("index out of range in self") from None
+        raise
 
 
 index_copy_inplace_op = define("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",

@@ -19,12 +19,14 @@ from ..shapes import (
     infer_size,
     is_contiguous,
     numel,
+    size_varargs,
     view_strides,
     wrap_dim,
     wrap_dims,
 )
 from ..tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
 from ._common import check_internal_overlap as _check_internal_overlap
+from ._common import check_scalar_fits
 from ._common import check_write as _check_write
 
 
@@ -71,18 +73,23 @@ def view_dtype_op(self: Tensor, dtype) -> Tensor:
     return out
 
 
-def view(self: Tensor, *shape) -> Tensor:
-    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
+def view(self: Tensor, *shape, **keyword) -> Tensor:
+    if len(shape) == 1 and isinstance(shape[0], dt.dtype) and not keyword:
         return view_dtype_op(self, shape[0])
-    return view_op(self, as_shape(shape))
+    if keyword.keys() == {"dtype"} and not shape:
+        return view_dtype_op(self, keyword["dtype"])
+    if not shape and not keyword:
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (torch.dtype dtype)\n * (tuple of ints size)\n")
+    return view_op(self, size_varargs("view", "size", shape, keyword))
 
 
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     return view_op(self, other._shape)
 
 
-def reshape(self: Tensor, *shape) -> Tensor:
-    shape = infer_size(as_shape(shape), numel(self._shape))
+def reshape(self: Tensor, *shape, **keyword) -> Tensor:
+    shape = infer_size(size_varargs("reshape", "shape", shape, keyword), numel(self._shape))
     if view_strides(self._shape, self._stride, shape) is not None:
         return view_op(self, shape)
     return view_op(contiguous(self), shape)
@@ -126,8 +133,8 @@ def permute_op(self: Tensor, dims: tuple) -> Tensor:
     return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
 
 
-def permute(self: Tensor, *dims) -> Tensor:
-    return permute_op(self, as_shape(dims))
+def permute(self: Tensor, *dims, **keyword) -> Tensor:
+    return permute_op(self, size_varargs("permute", "dims", dims, keyword))
 
 
 @_view_op("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
@@ -235,8 +242,8 @@ def _numel(shape) -> int:
     return n
 
 
-def expand(self: Tensor, *size) -> Tensor:
-    return expand_op(self, as_shape(size))
+def expand(self: Tensor, *size, **keyword) -> Tensor:
+    return expand_op(self, size_varargs("expand", "size", size, keyword))
 
 
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
@@ -784,8 +791,8 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
             )
         _check_internal_overlap(self)  # PyTorch's fill_(Tensor) refuses an expanded self; fill_(number) writes
         value = value.item()
-    if isinstance(value, complex) and value.imag != 0 and not self.dtype.is_complex:
-        raise RuntimeError(f"value cannot be converted to type {self.dtype.name} without overflow")
+    else:
+        check_scalar_fits(value, self.dtype)
     _C.fill_(self, value)
     self._storage.version += 1
     return self
