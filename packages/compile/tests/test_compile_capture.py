@@ -509,3 +509,23 @@ def test_read_of_a_tensor_aliasing_a_written_one_through_numpy():
         return b.sum().item()
 
     assert ember.compile(f, backend="eager")(a, b) == 3.0
+
+
+def test_grad_mode_switches_survive_dead_code_elimination():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        with ember.no_grad():
+            y = x * 2
+        return x * y
+
+    x = ember.randn(3, requires_grad=True)
+    out = ember.compile(f, backend=backend)(x)
+    assert graphs and "_set_grad_enabled" in graphs[0].code
+    assert out.requires_grad

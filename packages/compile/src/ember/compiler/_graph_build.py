@@ -14,6 +14,7 @@ import operator
 from ember._src import grad_mode
 from ember._src.device import device as Device
 from ember._src.dtypes import dtype as DType
+from ember.fx.node import has_side_effect
 
 from ._fake import fake_of
 from ._hooks import _PythonOp
@@ -32,6 +33,9 @@ def _set_inference_mode(grad: bool, inference: bool) -> None:
 
 
 _set_grad_enabled.__module__ = _set_inference_mode.__module__ = "ember.compiler"
+# Their results are unused, so without this a pass's eliminate_dead_code would drop the mode switches.
+has_side_effect(_set_grad_enabled)
+has_side_effect(_set_inference_mode)
 _LITERALS = (int, float, bool, str, type(None), complex, DType, Device, type(Ellipsis))
 
 
