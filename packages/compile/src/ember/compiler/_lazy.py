@@ -56,14 +56,6 @@ class LazyTensor(Tensor):
         return Tensor.requires_grad_(self, requires_grad)
 
     @property
-    def requires_grad(self) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
-
-    @property
     def data(self) -> Tensor:
         return self.detach()
 

@@ -22,19 +22,9 @@ import ember
 from ember._src import grad_mode
 from ember._src.tensor import Tensor
 
-from ._aot_joint import trace_joint
+from ._aot_joint import _map, trace_joint
 
 _GRAD = grad_mode.STATE
-
-
-def _map(a, fn):
-    if isinstance(a, tuple):
-        return tuple(_map(b, fn) for b in a)
-    if isinstance(a, list):
-        return [_map(b, fn) for b in a]
-    if isinstance(a, dict):
-        return {k: _map(v, fn) for k, v in a.items()}
-    return fn(a)
 
 
 def partition(joint, n_outputs: int):
