@@ -17,3 +17,5 @@ class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
 inline_limit = 24
 # A graph whose lowering or compilation fails runs eagerly (with a warning) instead of raising.
 fallback_on_error = True
+# Lowered graphs are kept on disk beside the kernels and reused by later processes (_graphcache.py).
+graph_cache = True
