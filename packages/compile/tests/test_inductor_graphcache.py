@@ -135,3 +135,17 @@ def test_unnameable_objects_are_not_cached(tmp_path, monkeypatch):
     assert _graphcache.resolve(["op", "add"]) is ember.ops.add
     assert _graphcache.resolve(_graphcache.describe(ember.device("cpu"))) == ember.device("cpu")
     assert _compile_fx.config.graph_cache is True
+
+
+def test_key_covers_every_setting(monkeypatch):
+    from ember.compiler import make_fx
+    from ember.compiler.inductor import config
+
+    x = ember.randn(3, 4)
+    gm = make_fx(lambda x: (x * 2).relu())(x)
+    key = _graphcache.graph_key(gm, [x])
+    monkeypatch.setattr(config.cpp, "streaming_min_bytes", 0)
+    assert _graphcache.graph_key(gm, [x]) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(config, "inline_limit", 3)
+    assert _graphcache.graph_key(gm, [x]) != key

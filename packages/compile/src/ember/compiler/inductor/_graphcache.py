@@ -113,11 +113,16 @@ def _layout_text(t) -> str:
     return f"{t.dtype.name}[{shape}]/[{stride}]@{t.device}"
 
 
+def _settings(namespace) -> list:
+    """Every plain setting of a config namespace (all of them can change the generated code)."""
+    return sorted((name, repr(value)) for name, value in vars(namespace).items()
+                  if not name.startswith("_") and isinstance(value, (bool, int, float, str, tuple, type(None))))
+
+
 def graph_key(gm, example_inputs) -> str:
     """The cache key of lowering ``gm`` for ``example_inputs`` (Uncacheable if there is none)."""
     h = hashlib.sha256()
-    settings = (config.cpp.language, tuple(config.cpp.extra_flags), config.cpp.vector_math,
-                config.inline_limit, vector_math(), tuple(flags() + libraries()), os.cpu_count())
+    settings = (_settings(config), _settings(config.cpp), vector_math(), tuple(flags() + libraries()), os.cpu_count())
     h.update(f"{_FORMAT}|{_generator_hash()}|{settings!r}".encode())
     placeholders = 0
     for node in gm.graph.nodes:
