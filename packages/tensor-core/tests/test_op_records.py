@@ -90,6 +90,7 @@ def test_wrong_argument_types_raise_type_error_as_pytorch():
 def test_declared_writes():
     assert OPS["add_"].writes == ("self",)
     assert OPS["add"].writes == ()
+    assert OPS["native_batch_norm"].writes == ("running_mean", "running_var")  # hidden: not returned
     op = define("toy_writes(Tensor(a!) self, Tensor running) -> Tensor(a!)", writes=("running",))
     try:
         assert op.writes == ("self", "running")

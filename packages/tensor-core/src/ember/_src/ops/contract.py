@@ -399,5 +399,6 @@ declare(__name__, """
 chain_matmul                function
 einsum                      function
 inner                       function method
+multi_dot                   linalg=multi_dot
 tensordot                   function
 """)

@@ -454,7 +454,7 @@ baddbmm_                    method
 bmm                         function method
 dot                         function method
 ger                         function method
-matmul                      function method
+matmul                      function method linalg=matmul
 mm                          function method
 mv                          function method
 outer                       function method

@@ -20,9 +20,9 @@ from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name
 
 
-def _define(schema: str, fn):
+def _define(schema: str, fn, writes=()):
     """Declares an op whose kernel also serves the meta device (it allocates before touching data)."""
-    op = define(schema, ())
+    op = define(schema, (), writes=writes)
     op.kernel("cpu")(fn)
     op.kernels["meta"] = fn
     op.meta = fn
@@ -205,7 +205,8 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
 
 native_batch_norm_op = _define(
     "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
-    "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", _batch_norm_kernel)
+    "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", _batch_norm_kernel,
+    writes=("running_mean", "running_var"))  # updated in training; the schema returns neither
 
 
 def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
