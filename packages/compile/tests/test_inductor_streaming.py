@@ -52,3 +52,15 @@ def test_small_outputs_keep_plain_stores():
     # the threshold is checked at run time: the streaming block exists but a 1 KiB output skips it
     np.testing.assert_allclose(fn(x).numpy(), _layer_norm(ember, x).numpy(), rtol=1e-5, atol=1e-5)
     assert config.cpp.streaming_min_bytes == 8 << 20
+
+
+def test_two_streamed_outputs_of_one_row(always_stream):
+    def two(m, x):
+        y = m.nn.functional.layer_norm(x, x.shape[-1:])
+        return y * 2, y - 1
+
+    x = make_input((3, 20), ember.float32, specials=False)
+    fn, _ = compile_program(two, [x])
+    assert fn.artifact.cpp_source.count("ember_stream_float(") >= 2
+    for got, want in zip(fn(x), two(ember, x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)

@@ -294,7 +294,9 @@ class CppKernelWriter:
         if _linear_coeff(index, v) != 1:
             return None
         T, n = C.C_TYPES[dtype], self.itext(size)
-        row, head, start, blk, lane, tile = (f"{v.name}_{w}" for w in ("row", "head", "start", "blk", "lane", "tile"))
+        # names of this member's own (a kernel may stream several outputs of one row)
+        row, head, start, blk, lane, tile = (f"{v.name}_{node.buf.name}_{w}"
+                                             for w in ("row", "head", "start", "blk", "lane", "tile"))
         i2 = indent + "    "
         i3 = i2 + "    "
         lines = [f"{indent}int64_t {start} = 0;", "#ifdef EMBER_STREAMING",
