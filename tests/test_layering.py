@@ -34,6 +34,8 @@ SUBPACKAGE_OWNERS = {
     "fx": "ember-compile",
     "_dynamo": "ember-compile",
     "_logging": "ember-compile",
+    "library": "ember-compile",
+    "_higher_order_ops": "ember-compile",
     "jit": "ember-export",
     "multiprocessing": "ember-distributed",
     "export": "ember-export",
