@@ -111,7 +111,7 @@ class SubgraphTracer(FakeTensorMode):
             raise RuntimeError(
                 f"{self.what}: ember.ops.{func.name} writes one of the inputs in place; the function must be free of "
                 "side effects on its inputs (clone the input first)")
-        out = super().__torch_dispatch__(func, types, fake_args, fake_kwargs)
+        out = without_modes(super().__torch_dispatch__, func, types, fake_args, fake_kwargs)
         node = self.graph.call_function(func, node_args, node_kwargs)
         if isinstance(out, Tensor):
             self._bind(out, node)
@@ -124,6 +124,18 @@ class SubgraphTracer(FakeTensorMode):
                     item = self.graph.call_function(operator.getitem, (node, i))
                     self._bind(o, item)
         return out
+
+
+def without_modes(fn, *args):
+    """Runs ``fn`` with no dispatch mode active: meta kernels that call other ops (a scalar made a
+    tensor, an expand) must not be recorded by a capture below this one."""
+    from ember._src import dispatch
+
+    saved, dispatch._MODES.stack = dispatch._MODES.stack, []
+    try:
+        return fn(*args)
+    finally:
+        dispatch._MODES.stack = saved
 
 
 def _writes_first_arg(func) -> bool:

@@ -19,7 +19,7 @@ from ember._src.device import META
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
 
-from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_unflatten
+from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_unflatten, without_modes
 
 
 def _check_pred(pred) -> None:
@@ -111,7 +111,7 @@ def _run_cond(pred, true_graph, false_graph, operands):
 
 def _meta_cond(pred, true_graph, false_graph, operands):
     # The shapes and dtypes of both branches are equal (checked when traced): run the true one.
-    return tuple(true_graph(*operands))
+    return tuple(without_modes(true_graph, *operands))
 
 
 COND = define("cond(Tensor pred, Any true_fn, Any false_fn, Tensor[] operands) -> Tensor[]", ("higher_order",),

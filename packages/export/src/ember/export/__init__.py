@@ -6,7 +6,8 @@ graph of ember ops, its signature, weights and the ranges of its dynamic dims);
 executing anything from the file.
 """
 
-from ._cond import cond
+from ember._higher_order_ops import cond, while_loop
+
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -35,7 +36,7 @@ __all__ = [
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
     "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
     "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",
-    "unflatten",
+    "unflatten", "while_loop",
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)

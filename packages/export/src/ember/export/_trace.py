@@ -84,15 +84,8 @@ class _Capture:
 def trace_flat(capture: _Capture, state_values: list, leaves: list):
     from ember.compiler import make_fx
 
-    from ._cond import TRACING
-
     tensors = [leaves[i] for i in capture.tensor_positions]
-    TRACING.depth += 1
-    try:
-        return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values,
-                                                                                                 *tensors)
-    finally:
-        TRACING.depth -= 1
+    return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
@@ -165,6 +158,9 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     ranges, dim_names = generalize(gm, capture, state_values, leaves, dim_specs, arg_names)
 
+    from ._subgraphs import name_subgraphs
+
+    name_subgraphs(gm)
     graph = gm.graph
     # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
     constants = {}

@@ -48,7 +48,9 @@ def signature(gm):
         shapes = val_shapes(val)
         target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
         sig.append((n.op, target, slots, shapes))
-    return sig
+    from ._subgraphs import sub_signature
+
+    return sig + sub_signature(gm, _slots)
 
 
 def val_shapes(val):
