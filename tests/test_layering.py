@@ -40,6 +40,8 @@ SUBPACKAGE_OWNERS = {
     "multiprocessing": "ember-distributed",
     "export": "ember-export",
     "onnx": "ember-export",
+    "_inductor": "ember-export",
+    "_export": "ember-export",
     "distributed": "ember-distributed",
     "_cuda": "ember-cuda",
 }

@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 _OPTIONAL_SUBPACKAGES = (
     "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
     "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
+    "_inductor", "_export",
 )
 
 

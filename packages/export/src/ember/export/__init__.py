@@ -8,6 +8,8 @@ executing anything from the file.
 
 from ember._higher_order_ops import cond, while_loop
 
+from ._aoti import AOTICompileError, aot_compile_library as aot_compile
+from ._aoti_runtime import aot_load
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -32,7 +34,7 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "ConstantArgument", "Dim", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
+    "AOTICompileError", "ConstantArgument", "Dim", "aot_compile", "aot_load", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
     "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
     "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",
