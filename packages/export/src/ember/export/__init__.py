@@ -8,7 +8,8 @@ executing anything from the file.
 
 from ember._higher_order_ops import cond, while_loop
 
-from ._aoti import AOTICompileError, aot_compile_library as aot_compile
+from ._aoti import AOTICompileError
+from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
@@ -34,11 +35,11 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "AOTICompileError", "ConstantArgument", "Dim", "aot_compile", "aot_load", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
-    "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
-    "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
-    "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",
-    "unflatten", "while_loop",
+    "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "Dim", "export",
+    "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
+    "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
+    "register_pytree_node", "save", "SerializationError", "sym_size", "SymIntArgument", "TensorArgument",
+    "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)

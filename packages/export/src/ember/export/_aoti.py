@@ -228,7 +228,7 @@ def compile_program(ep, out_dir: str) -> dict:
     plan_obj = _plan_json(graph, plan, signatures)
     n_lifted = sum(1 for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT)
     weights = {}
-    for i, (buf, value) in enumerate(zip(plan_obj["inputs"][:n_lifted], examples[:n_lifted])):
+    for buf, value in zip(plan_obj["inputs"][:n_lifted], examples[:n_lifted]):
         if buf is not None:
             weights[f"input:{buf['name']}"] = value.contiguous()
     for name in graph.constants:
