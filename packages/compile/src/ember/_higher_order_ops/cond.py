@@ -19,7 +19,7 @@ from ember._src.device import META
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
 
-from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_unflatten, without_modes
+from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_flatten, tree_unflatten, without_modes
 
 
 def _check_pred(pred) -> None:
@@ -57,6 +57,23 @@ def _same_outputs(t_leaves, f_leaves, t_spec, f_spec) -> None:
                 f"{b.dtype}; both branches must return the same shapes and dtypes")
 
 
+def _is_wrapped(t) -> bool:
+    """A tensor subclass that batches values (vmap's BatchedTensor): its predicate differs per sample."""
+    from ember.compiler._fake import FakeTensor
+    from ember.compiler._lazy import LazyTensor
+
+    return isinstance(t, Tensor) and type(t) not in (Tensor, FakeTensor, LazyTensor)
+
+
+def _select_both(pred, true_fn, false_fn, operands):
+    """cond under vmap (as PyTorch batches it): both branches run, ``where`` picks per sample."""
+    t_leaves, t_spec = tree_flatten(true_fn(*operands))
+    f_leaves, f_spec = tree_flatten(false_fn(*operands))
+    _same_outputs(t_leaves, f_leaves, t_spec, f_spec)
+    flag = pred.reshape(()) if pred.dtype is ember.bool else pred.reshape(()) != 0
+    return tree_unflatten([ember.where(flag, a, b) for a, b in zip(t_leaves, f_leaves)], t_spec)
+
+
 def cond(pred, true_fn, false_fn, operands=()):
     """Runs ``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)`` (see the module docstring).
 
@@ -76,6 +93,8 @@ def cond(pred, true_fn, false_fn, operands=()):
             raise RuntimeError(f"cond: operand {i} is a {type(op).__name__}; operands must be tensors or numbers")
     if isinstance(pred, bool):
         return true_fn(*operands) if pred else false_fn(*operands)
+    if _is_wrapped(pred):
+        return _select_both(pred, true_fn, false_fn, operands)
     if not capturing(pred, *operands):
         return true_fn(*operands) if bool(pred) else false_fn(*operands)
     # A number operand is a constant of the trace (as PyTorch specializes on it).

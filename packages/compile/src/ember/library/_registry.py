@@ -131,8 +131,8 @@ def _formula(entry: OpEntry):
 
             return subgraph_vjp(rerun, list(full), grads)[:n_passed]
         raise RuntimeError(
-            f"Autograd has not been implemented for operator {entry.qualname}. Please register an autograd formula "
-            "with ember.library.register_autograd (or the op's register_autograd method).")
+            f"Trying to backward through {entry.qualname.replace('::', '.')}.default but no autograd formula was "
+            "registered. Please use register_autograd to add one.")
 
     return backward
 

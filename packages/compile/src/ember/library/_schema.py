@@ -30,8 +30,8 @@ class Argument:
     mutable: bool = False
     kwarg_only: bool = False
 
-    def text(self) -> str:
-        type_text = "Tensor(a!)" + self.type[len("Tensor"):] if self.mutable else self.type
+    def text(self, alias: str = "a") -> str:
+        type_text = f"Tensor({alias}!)" + self.type[len("Tensor"):] if self.mutable else self.type
         out = f"{type_text} {self.name}"
         if self.default is not inspect.Parameter.empty:
             out += "=" + _default_text(self.default)
@@ -54,13 +54,17 @@ class FunctionSchema:
     arguments: list
     returns: list  # return type strings
 
-    def text(self, with_name: bool = True) -> str:
-        parts, star = [], False
+    def text(self, with_name: bool = True, numbered_aliases: bool = False) -> str:
+        """The schema as text; ``numbered_aliases`` writes PyTorch's ``Tensor(a1!)`` marks (ember's op
+        table uses ``Tensor(a!)``, the mark its passes look for)."""
+        parts, star, n_alias = [], False, 0
         for a in self.arguments:
             if a.kwarg_only and not star:
                 parts.append("*")
                 star = True
-            parts.append(a.text())
+            if a.mutable:
+                n_alias += 1
+            parts.append(a.text(f"a{n_alias}" if numbered_aliases else "a"))
         if len(self.returns) == 1 and not self._tuple_return:
             ret = self.returns[0]
         else:
@@ -141,7 +145,7 @@ def _returns_of_hint(hint) -> tuple:
 def infer_schema(fn, *, op_name: str | None = None, mutates_args) -> str:
     """The schema text of ``fn`` from its type hints (PyTorch's ``torch.library.infer_schema``)."""
     schema = schema_of_function(fn, mutates_args, op_name or "")
-    return schema.text(with_name=op_name is not None)
+    return schema.text(with_name=op_name is not None, numbered_aliases=True)
 
 
 def schema_of_function(fn, mutates_args, name: str) -> FunctionSchema:

@@ -227,10 +227,18 @@ def compile_program(ep, out_dir: str) -> dict:
         source = "/* no fused kernels: every op runs through ember */\n"
     plan_obj = _plan_json(graph, plan, signatures)
     n_lifted = sum(1 for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT)
-    weights = {}
+    weights, aliases, first_of = {}, {}, {}
     for buf, value in zip(plan_obj["inputs"][:n_lifted], examples[:n_lifted]):
-        if buf is not None:
-            weights[f"input:{buf['name']}"] = value.contiguous()
+        if buf is None:
+            continue
+        key = f"input:{buf['name']}"
+        same = (id(value._storage), value._offset, tuple(value.shape), tuple(value.stride()), value.dtype)
+        if same in first_of:  # a tied weight (GPT's embedding and head): stored once
+            aliases[key] = first_of[same]
+            continue
+        first_of[same] = key
+        weights[key] = value.contiguous()
+    plan_obj["weight_aliases"] = aliases
     for name in graph.constants:
         weights[f"const:{name}"] = graph.constants[name].detach().contiguous()
     plan_obj["n_lifted"] = n_lifted

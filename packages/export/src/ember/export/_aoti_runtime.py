@@ -115,6 +115,8 @@ class AOTICompiledModel:
         from ember.serialization import safetensors
 
         self._weights = safetensors.load(_blob(self._lib, "ember_aoti_weights"))
+        for alias, key in self._plan.get("weight_aliases", {}).items():
+            self._weights[alias] = self._weights[key]
         self._metadata = metadata or {}
         self._in_spec = pytree.spec_from_json(self._plan["in_spec"]) if self._plan["in_spec"] else None
         self._out_spec = pytree.spec_from_json(self._plan["out_spec"]) if self._plan["out_spec"] else None
