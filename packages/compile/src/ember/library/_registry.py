@@ -115,12 +115,18 @@ def _formula(entry: OpEntry):
             ctx = BackwardContext(len(full), needs)
             output = outputs[0] if len(outputs) == 1 and not entry.schema._tuple_return else tuple(outputs)
             if entry.setup_context is not None:
-                entry.setup_context(ctx, tuple(full), output)
+                # as PyTorch: ``inputs`` are the positional arguments; keyword-only ones come apart
+                pos, kw = entry.schema.split(full)
+                if kw:
+                    entry.setup_context(ctx, tuple(pos), output, keyword_only_inputs=kw)
+                else:
+                    entry.setup_context(ctx, tuple(pos), output)
             got = entry.backward(ctx, *_materialize(grads, outputs))
             got = (got,) if not isinstance(got, (tuple, list)) else tuple(got)
-            if len(got) != len(full):
+            n_positional = sum(not a.kwarg_only for a in entry.schema.arguments)
+            if len(got) != n_positional:
                 raise RuntimeError(f"{entry.qualname}: the registered backward returned {len(got)} gradients, "
-                                   f"expected {len(full)} (one per input of the schema, None for non-tensors)")
+                                   f"expected {n_positional} (one per positional input, None for non-tensors)")
             return list(got[:n_passed])
         if entry.composite is not None:
             from ember._higher_order_ops.cond import subgraph_vjp

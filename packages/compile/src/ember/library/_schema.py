@@ -150,8 +150,17 @@ def infer_schema(fn, *, op_name: str | None = None, mutates_args) -> str:
 
 def schema_of_function(fn, mutates_args, name: str) -> FunctionSchema:
     sig = inspect.signature(fn)
+    # String annotations (``from __future__ import annotations``) may name a closure's variable.
+    local = {"Tensor": Tensor}
+    code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is not None and closure:
+        for name, cell in zip(code.co_freevars, closure):
+            try:
+                local[name] = cell.cell_contents
+            except ValueError:
+                pass
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, localns=local)
     except Exception:
         hints = {k: p.annotation for k, p in sig.parameters.items()}
         hints["return"] = sig.return_annotation
