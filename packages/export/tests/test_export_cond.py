@@ -3,6 +3,7 @@ loaded, and as ONNX If/Loop run by ONNX Runtime; custom ops from ember.library i
 
 from __future__ import annotations
 
+import importlib
 import io
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import ember
-from ember.export import Dim, InputKind, cond, export, load, save, while_loop
+from ember.export import Dim, InputKind, export, load, save, while_loop
 
 
 def _branchy(lib):
@@ -69,17 +70,42 @@ def test_exported_cond_has_subgraphs_like_torch_export_and_round_trips():
         ep.module()(ember.ones(9, 3))
 
 
-def test_sizes_inside_a_subgraph_may_not_follow_a_dynamic_dim():
-    class Reshapes(ember.nn.Module):
-        def forward(self, x):
-            return cond(x.sum() > 0, lambda v: v.reshape(-1, 6).sum(1), lambda v: v.reshape(v.shape[0] * 3, 2)[:, 0]
-                        .reshape(-1, 3).sum(1), (x,))
+def _reshapes(lib):
+    class Reshapes(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(6, 2)
 
-    ep = export(Reshapes(), (ember.randn(4, 6),))  # static: fine
-    x = ember.randn(4, 6)
-    ember.testing.assert_close(ep.module()(x), Reshapes()(x))
-    with pytest.raises(Exception, match="subgraph"):
-        export(Reshapes(), (ember.randn(4, 6),), dynamic_shapes=({0: Dim("b")},))
+        def forward(self, x):
+            def yes(v):
+                return self.lin(v.reshape(v.shape[0], 6))
+
+            def no(v):
+                return v.reshape(v.shape[0] * 3, 2)[:, :1].reshape(-1, 3)[:, 1:]
+
+            return lib.cond(x.sum() > 0, yes, no, (x,))
+
+    return Reshapes()
+
+
+def test_sizes_inside_subgraphs_follow_dynamic_dims():
+    model = _reshapes(ember)
+    ep = export(model, (ember.randn(4, 2, 3),), dynamic_shapes=({0: Dim("b")},))
+    sizes = [n for n in ep.graph_module.false_graph_0.graph.nodes if "sym_size" in str(n.target)]
+    assert sizes, "the subgraph reads its batch size from its own input"
+    loaded = _roundtrip(ep)
+    for b in (2, 5, 7):
+        for sign in (1.0, -1.0):
+            x = ember.randn(b, 2, 3).abs() * sign
+            ember.testing.assert_close(ep.module()(x), model(x))
+            ember.testing.assert_close(loaded.module()(x), model(x))
+    pytest.importorskip("onnxruntime")
+    program = importlib.import_module("ember.onnx").export(model, (ember.randn(4, 2, 3),),
+                                                           dynamic_shapes=({0: Dim("b")},))
+    for b in (3, 6):
+        for sign in (1.0, -1.0):
+            x = ember.randn(b, 2, 3).abs() * sign
+            ember.testing.assert_close(program(x)[0], model(x).detach(), rtol=1e-4, atol=1e-5)
 
 
 def _counter(lib):
@@ -132,8 +158,6 @@ def test_cond_and_while_loop_become_onnx_if_and_loop():
 
 
 def test_library_custom_op_exports_as_one_node_and_loads_by_name():
-    import importlib
-
     from ember.library import custom_op
 
     name = "exporttest::shifted_tanh"

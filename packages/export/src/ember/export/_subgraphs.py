@@ -78,20 +78,63 @@ def name_subgraphs(gm) -> None:
     gm.recompile()
 
 
-def sub_signature(gm, slots_of) -> list:
-    """Entries describing every subgraph's nodes (ops and arguments), for comparing traces; their
-    integers are literals here, so a size inside a subgraph that follows a dynamic dim shows as a
-    structural difference (export cannot yet rewrite sizes inside subgraphs)."""
+def sub_entries(gm) -> list:
+    """(subgraph module, node, graph-op node using it) for every node of every subgraph, nested
+    ones after their parent's, in the order ``sub_signature`` lists them."""
     out = []
-    for node, sub in subgraph_nodes(gm):
-        nodes = list(sub.graph.nodes)
-        index = {n: i for i, n in enumerate(nodes)}
-        for n in nodes:
-            slots: list = []
-            slots_of(list(n.args), ("args",), slots, index)
-            slots_of(dict(n.kwargs), ("kwargs",), slots, index)
-            slots = [(p, ("lit", v[1]) if v[0] in ("int", "float") else v) for p, v in slots]
-            target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
-            out.append(("subgraph", f"a size inside the subgraph {node.target} ({target})", slots, None))
-        out.extend(sub_signature(sub, slots_of))
+    for attr_node, sub in subgraph_nodes(gm):
+        users = [u for u in attr_node.users if u.op == "call_function"]
+        hop = users[0] if users else None
+        for n in sub.graph.nodes:
+            out.append((sub, n, hop))
+        out.extend(sub_entries(sub))
     return out
+
+
+def sub_signature(gm, slots_of, shapes_of) -> list:
+    """Signature entries of every subgraph's nodes (ops, arguments, result shapes), appended after
+    the root graph's, so sizes inside subgraphs are compared and fitted like the root's."""
+    out = []
+    for sub, n, _ in sub_entries(gm):
+        nodes = list(sub.graph.nodes)
+        index = {m: i for i, m in enumerate(nodes)}
+        slots: list = []
+        slots_of(list(n.args), ("args",), slots, index)
+        slots_of(dict(n.kwargs), ("kwargs",), slots, index)
+        target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
+        if n.op == "get_attr" and is_graph_module(_get(sub, n.target)):
+            target = "<subgraph>"
+        out.append((n.op, f"subgraph node {target}", slots, shapes_of(n.meta.get("val"))))
+    return out
+
+
+def operands_of(hop) -> list:
+    """The outer values bound to a subgraph's placeholders, in order."""
+    name = getattr(hop.target, "name", None)
+    if name == "cond":
+        return list(hop.args[3])
+    if name == "while_loop":
+        return list(hop.args[2]) + list(hop.args[3])
+    return []
+
+
+def size_sources(sub, hop, symbols) -> dict:
+    """symbol -> (placeholder of ``sub``, dim, coeff, offset) from the operands' symbolic shapes."""
+    import sympy
+
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    sources: dict = {}
+    for ph, outer in zip(placeholders, operands_of(hop)):
+        shape = outer.meta.get("sym_shape") if hasattr(outer, "meta") else None
+        if shape is None:
+            continue
+        for d, size in enumerate(shape):
+            expr = sympy.sympify(size)
+            if len(expr.free_symbols) != 1 or not expr.is_polynomial() or sympy.degree(expr) != 1:
+                continue
+            sym = next(iter(expr.free_symbols))
+            coeff, offset = int(expr.coeff(sym)), int(expr.subs(sym, 0))
+            best = sources.get(sym)
+            if best is None or (best[2], abs(best[3])) > (coeff, abs(offset)):
+                sources[sym] = (ph, d, coeff, offset)
+    return sources

@@ -154,13 +154,13 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     out_spec = capture.out_spec
 
     from ._generalize import generalize
+    from ._subgraphs import name_subgraphs
+
+    name_subgraphs(gm)  # private copies first: generalize rewrites sizes inside them
 
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     ranges, dim_names = generalize(gm, capture, state_values, leaves, dim_specs, arg_names)
 
-    from ._subgraphs import name_subgraphs
-
-    name_subgraphs(gm)
     graph = gm.graph
     # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
     constants = {}
