@@ -183,3 +183,32 @@ def test_library_custom_op_exports_as_one_node_and_loads_by_name():
     pytest.importorskip("onnx")
     with pytest.raises(RuntimeError, match="exporttest::shifted_tanh"):
         importlib.import_module("ember.onnx").export(Net(), (ember.randn(3, 4),))
+
+
+def test_nested_cond_exports_saves_and_decomposes_inside_subgraphs():
+    class Nested(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = ember.nn.Linear(3, 3)
+
+        def forward(self, x):
+            def inner(v):
+                return ember.cond(v.mean() > 0.5, lambda u: u.softmax(-1), lambda u: u * 100, (v,))
+
+            return ember.cond(x.sum() > 0, lambda a: inner(self.lin(a)), lambda a: a.log_softmax(-1), (x,))
+
+    model = Nested()
+    ep = export(model, (ember.randn(2, 3),))
+    assert isinstance(ep.graph_module.true_graph_0.true_graph_0, ember.fx.GraphModule)
+    loaded = _roundtrip(ep)
+    decomposed = ep.run_decompositions()
+    ops = {str(n.target) for n in decomposed.graph_module.false_graph_0.graph.nodes if n.op == "call_function"}
+    assert "ember.ops.log_softmax" not in ops and "ember.ops.exp" in ops
+    inputs = [ember.ones(2, 3), -ember.ones(2, 3), ember.randn(2, 3)]
+    with ember.no_grad():
+        model.lin.bias.fill_(5.0)  # makes the inner predicate true for positive inputs
+        ep = export(model, (ember.randn(2, 3),))
+        loaded, decomposed = _roundtrip(ep), ep.run_decompositions()
+        for x in inputs:
+            for program in (ep, loaded, decomposed):
+                ember.testing.assert_close(program.module()(x), model(x))

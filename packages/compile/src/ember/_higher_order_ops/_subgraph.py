@@ -51,8 +51,9 @@ class SubgraphTracer(FakeTensorMode):
 
     wants_types = False
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, decompositions: dict | None = None):
         super().__init__(allow_non_fake_inputs=True)
+        self.decompositions = decompositions  # {op or op name: fn}: ops recorded as their decomposition
         from ember import fx
 
         self.what = what
@@ -103,6 +104,13 @@ class SubgraphTracer(FakeTensorMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
+        if self.decompositions:
+            decomposition = self.decompositions.get(func) or self.decompositions.get(getattr(func, "name", None))
+            if decomposition is not None:
+                with self:  # the decomposition's own ops are recorded
+                    out = decomposition(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
         node_args, fake_args = self.node_arg(tuple(args))
         node_kwargs, fake_kwargs = self.node_arg(kwargs)
         writes_input = _writes_first_arg(func) and fake_args and isinstance(fake_args[0], Tensor) and (
@@ -142,9 +150,22 @@ def _writes_first_arg(func) -> bool:
     return isinstance(func, Op) and ("inplace" in func.tags or "(a!) self" in func.schema)
 
 
-def trace_subgraph(fn, operands: list, what: str):
+def retrace(gm, decompositions: dict, what: str = "subgraph"):
+    """``gm`` traced again with ``decompositions`` applied (``run_decompositions`` inside subgraphs);
+    nested subgraphs are retraced the same way."""
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            value = getattr(gm, node.target)
+            if hasattr(value, "graph") and hasattr(value.graph, "nodes"):
+                setattr(gm, node.target, retrace(value, decompositions, what))
+    operands = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    tracer, leaves, _ = trace_subgraph(lambda *xs: tuple(gm(*xs)), operands, what, decompositions)
+    return finish_subgraph(tracer, leaves, [], what)
+
+
+def trace_subgraph(fn, operands: list, what: str, decompositions: dict | None = None):
     """(tracer, flat outputs, output spec) of ``fn(*operands)`` traced into ``tracer.graph``."""
-    tracer = SubgraphTracer(what)
+    tracer = SubgraphTracer(what, decompositions)
     fakes = [tracer.operand(t, i) if isinstance(t, Tensor) else t for i, t in enumerate(operands)]
     STATE.depth += 1
     try:
@@ -221,7 +242,23 @@ def finish_subgraph(tracer: SubgraphTracer, leaves: list, lifted_order: list, wh
     for i, node in enumerate(n for n in graph.nodes if n.op == "placeholder"):
         node._rename(f"arg{i}_1")
         node.target = node.name
-    gm = fx.GraphModule(nn.Module(), graph)
+    # Nested subgraphs (a cond inside a branch) become get_attr nodes of this one, as at the top.
+    root = nn.Module()
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        new_args = []
+        for a in node.args:
+            if isinstance(a, fx.GraphModule):
+                name = f"subgraph_{count}"
+                count += 1
+                setattr(root, name, a)
+                with graph.inserting_before(node):
+                    a = graph.get_attr(name)
+            new_args.append(a)
+        node.args = tuple(new_args)
+    gm = fx.GraphModule(root, graph)
     return memoize(gm)
 
 
@@ -250,7 +287,10 @@ def _structure_key(gm) -> tuple:
         index[node] = len(index)
         val = node.meta.get("val")
         meta = (val.dtype, tuple(val.shape), tuple(val.stride()), val.device) if isinstance(val, Tensor) else None
-        parts.append((node.op, node.target if node.op != "placeholder" else None, arg_key(node.args),
+        target = node.target if node.op != "placeholder" else None
+        if node.op == "get_attr":  # a nested subgraph: memoized itself, so its identity is stable
+            target = (target, id(getattr(gm, node.target)))
+        parts.append((node.op, target, arg_key(node.args),
                       arg_key(node.kwargs), meta if node.op == "placeholder" else None))
     return tuple(parts)
 

@@ -85,7 +85,15 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     from ember.compiler import make_fx
 
     tensors = [leaves[i] for i in capture.tensor_positions]
-    return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
+    gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
+    if capture.decompositions:
+        from ember._higher_order_ops._subgraph import retrace
+
+        from ._subgraphs import subgraph_nodes
+
+        for node, sub in subgraph_nodes(gm):  # cond / while_loop subgraphs are decomposed too
+            setattr(gm, node.target, retrace(sub, capture.decompositions))
+    return gm
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
