@@ -37,10 +37,31 @@ class _OpTable(dict):
         try:
             return self[name]
         except KeyError:
+            # ``ember.ops.mylib.foo``: a namespace of custom ops (keys ``"mylib::foo"``)
+            prefix = name + "::"
+            if any(key.startswith(prefix) for key in self):
+                return _OpNamespace(self, name)
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
         return [*super().__dir__(), *(name for name in self if name.isidentifier())]
+
+
+class _OpNamespace:
+    """``ember.ops.<namespace>``: the custom ops ``"<namespace>::<name>"`` as attributes."""
+
+    def __init__(self, table: dict, namespace: str):
+        self._table = table
+        self._namespace = namespace
+
+    def __getattr__(self, name: str) -> Op:
+        try:
+            return self._table[f"{self._namespace}::{name}"]
+        except KeyError:
+            raise AttributeError(f"ember.ops.{self._namespace} has no op named '{name}'") from None
+
+    def __repr__(self) -> str:
+        return f"ember.ops.{self._namespace}"
 
 
 OPS: dict[str, Op] = _OpTable()
