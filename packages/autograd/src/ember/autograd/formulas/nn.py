@@ -9,7 +9,7 @@ import math
 
 import ember
 
-from ._common import arg, register_if_defined
+from ._common import arg, not_implemented, register_if_defined
 
 OPS = ember.ops
 
@@ -254,3 +254,6 @@ register_if_defined("_pad_enum", _pad_enum)
 register_if_defined("_upsample", _upsample)
 register_if_defined("scaled_dot_product_attention", _attention)
 register_if_defined("_scaled_dot_product_flash_attention", _flash_attention, save_output=True)
+# PyTorch has no derivative of the fused backward either (double backward through it raises).
+register_if_defined("_scaled_dot_product_flash_attention_backward",
+                    not_implemented("_scaled_dot_product_flash_attention_backward", NotImplementedError))

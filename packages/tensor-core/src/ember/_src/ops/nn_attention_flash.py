@@ -4,9 +4,9 @@ backward uses to rebuild the probabilities tile by tile instead of keeping the L
 
 ``scaled_dot_product_attention`` routes here only on devices that register a kernel for the
 forward (CUDA's Triton flash attention); the CPU and meta kernels below are the math
-definition (also what tests compare a device kernel with). Shapes: query (B, H, L, E), key
-(B, Hk, S, E), value (B, Hk, S, Ev) with H a multiple of Hk (grouped heads), an optional
-additive or boolean mask broadcastable to (B, H, L, S); the log-sum-exp is (B, H, L) in float32
+definition (also what tests compare a device kernel with). Shapes: query (..., H, L, E), key
+(..., Hk, S, E), value (..., Hk, S, Ev) with H a multiple of Hk (grouped heads), an optional
+additive or boolean mask broadcastable to (..., H, L, S); the log-sum-exp is (..., H, L) in float32
 (float64 for float64 inputs), -inf on rows that see no key (whose output is zero).
 """
 
@@ -30,11 +30,11 @@ def _scores(q, k, attn_mask, is_causal, scale):
 
     cd = compute_dtype(q.dtype)
     q, k = convert(q, cd), convert(k, cd)
-    if k._shape[1] != q._shape[1]:
-        k = _repeat_heads(k, q._shape[1] // k._shape[1])
+    if k._shape[-3] != q._shape[-3]:
+        k = _repeat_heads(k, q._shape[-3] // k._shape[-3])
     s = (q @ k.transpose(-2, -1)) * scale
     if is_causal:
-        keep = ones((q._shape[2], k._shape[2]), dtype=dt.bool, device=q._device).tril()
+        keep = ones((q._shape[-2], k._shape[-2]), dtype=dt.bool, device=q._device).tril()
         s = s + _additive_mask(keep, cd)
     if attn_mask is not None:
         s = s + _additive_mask(attn_mask, cd)
@@ -57,15 +57,15 @@ def _flash_kernel(query, key, value, attn_mask, is_causal, scale):
     from .nn_attention import _repeat_heads
     from .reduction_composite import logsumexp
 
-    b, h, lq = query._shape[:3]
+    lead, h = tuple(query._shape[:-1]), query._shape[-3]
     if query._device is META:
-        return (new_empty_tensor((b, h, lq, value._shape[3]), query.dtype, META),
-                new_empty_tensor((b, h, lq), _lse_dtype(query.dtype), META))
+        return (new_empty_tensor(lead + (value._shape[-1],), query.dtype, META),
+                new_empty_tensor(lead, _lse_dtype(query.dtype), META))
     s = _scores(query, key, attn_mask, is_causal, scale)
     lse = logsumexp(s, -1)
     v = convert(value, s.dtype)
-    if v._shape[1] != h:
-        v = _repeat_heads(v, h // v._shape[1])
+    if v._shape[-3] != h:
+        v = _repeat_heads(v, h // v._shape[-3])
     out = _probs(s, lse) @ v
     return convert(out, query.dtype), convert(lse, _lse_dtype(query.dtype))
 
@@ -77,7 +77,7 @@ def _flash_backward_kernel(grad_out, query, key, value, out, logsumexp, attn_mas
         return tuple(new_empty_tensor(t._shape, t.dtype, META) for t in (query, key, value))
     s = _scores(query, key, attn_mask, is_causal, scale)
     cd = s.dtype
-    h, hk = query._shape[1], key._shape[1]
+    h, hk = query._shape[-3], key._shape[-3]
     rep = h // hk
     q, k, v = convert(query, cd), convert(key, cd), convert(value, cd)
     g, o = convert(grad_out, cd), convert(out, cd)
@@ -90,9 +90,9 @@ def _flash_backward_kernel(grad_out, query, key, value, out, logsumexp, attn_mas
     grad_s = p * (grad_p - delta) * scale
     grad_q, grad_k = grad_s @ k, grad_s.transpose(-2, -1) @ q
     if rep > 1:
-        lead = tuple(grad_k._shape[:1])
-        grad_k = grad_k.reshape(*lead, hk, rep, *grad_k._shape[2:]).sum(2)
-        grad_v = grad_v.reshape(*lead, hk, rep, *grad_v._shape[2:]).sum(2)
+        lead = tuple(grad_k._shape[:-3])
+        grad_k = grad_k.reshape(*lead, hk, rep, *grad_k._shape[-2:]).sum(-3)
+        grad_v = grad_v.reshape(*lead, hk, rep, *grad_v._shape[-2:]).sum(-3)
     return convert(grad_q, query.dtype), convert(grad_k, key.dtype), convert(grad_v, value.dtype)
 
 
