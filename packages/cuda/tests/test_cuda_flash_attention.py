@@ -56,8 +56,12 @@ CASES = [  # b, h, hk, lq, s, d, e, causal, mask, transposed
 ]
 
 
-@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16, ember.float32], ids=["bf16", "f16", "f32"])
-@pytest.mark.parametrize("index", range(len(CASES)), ids=[f"case{i}" for i in range(len(CASES))])
+# Every case in bfloat16; float16 and float32 on a few (each distinct case compiles its own kernels).
+_RUNS = [(i, ember.bfloat16) for i in range(len(CASES))] + [(0, ember.float16), (4, ember.float16),
+                                                             (1, ember.float32), (5, ember.float32)]
+
+
+@pytest.mark.parametrize("index,dtype", _RUNS, ids=[f"case{i}-{str(d).split('.')[-1]}" for i, d in _RUNS])
 def test_flash_attention_forward_backward(index, dtype):
     b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]
     (q, k, v), (dq, dk, dv) = _inputs(b, h, hk, lq, s, d, e, dtype, seed=index, transposed=transposed)
