@@ -44,7 +44,7 @@ def _bwd_config(dtype, d: int):
     if dtype is dt.float32:
         return (32, 32), (32, 32), 4, 1
     if d <= 64:
-        return (32, 128), (128, 32), 4, 3
+        return (64, 64), (64, 64), 4, 2
     return (32, 64), (64, 32), 4, 2
 
 
@@ -101,7 +101,7 @@ _STRIDE_NAMES = {
 _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV"],
          "dq": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DQ"]}
 _COUNT = {"fwd": "NUM_M", "dkdv": "NUM_N", "dq": "NUM_M"}
-_CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "BLOCK_D", "BLOCK_E", "CAUSAL", "HAS_BIAS", "PREC"]
+_CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
 
 
 def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
@@ -114,11 +114,22 @@ def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
              *strides, *ints)
 
 
-def _consts(q, v, bias, is_causal, bm, bn):
-    d, e = q._shape[3], v._shape[3]
-    return {"D": d, "E": e, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_D": _pow2(d), "BLOCK_E": _pow2(e),
-            "CAUSAL": bool(is_causal), "HAS_BIAS": bias is not None,
+def _consts(q, v, lq, s, bias, is_causal, bm, bn):
+    # Head widths arrive padded to powers of two (_pad): the kernels never mask along them.
+    return {"D": q._shape[3], "E": v._shape[3], "BLOCK_M": bm, "BLOCK_N": bn, "EVEN_M": lq % bm == 0,
+            "EVEN_N": s % bn == 0, "CAUSAL": bool(is_causal), "HAS_BIAS": bias is not None,
             "PREC": "ieee" if q.dtype is dt.float32 else "tf32"}
+
+
+def _pad(t, width):
+    """``t`` zero-padded along its last dim to ``width`` (a zero column adds nothing to q.k, and
+    a zero value column is sliced off the output)."""
+    n = t._shape[-1]
+    if n == width:
+        return t
+    out = new_empty_tensor(tuple(t._shape[:-1]) + (width,), t.dtype, t._device).zero_()
+    out.narrow(-1, 0, n).copy_(t)
+    return out
 
 
 def _bias_strides(bias):
@@ -126,7 +137,9 @@ def _bias_strides(bias):
 
 
 def flash_forward(query, key, value, attn_mask, is_causal, scale):
-    q, k, v = _unit_last(query), _unit_last(key), _unit_last(value)
+    d, e = query._shape[3], value._shape[3]
+    q, k = _pad(_unit_last(query), _pow2(d)), _pad(_unit_last(key), _pow2(d))
+    v = _pad(_unit_last(value), _pow2(e))
     b, h, lq, _ = q._shape
     hk, s = k._shape[1], k._shape[2]
     out = new_empty_tensor((b, h, lq, v._shape[3]), q.dtype, q._device)
@@ -134,16 +147,16 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if out.numel() == 0:
         return out, lse
     if s == 0:  # no keys: zeros, and rows that see nothing
-        return out.zero_(), lse.fill_(float("-inf"))
+        return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(q._shape[3], v._shape[3]))
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
     index = q._device.index or 0
-    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], _consts(q, v, bias, is_causal, bm, bn),
+    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], _consts(q, v, lq, s, bias, is_causal, bm, bn),
          num_m * b * h, warps, stages, index)
-    return out, lse
+    return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
 
 
 def _delta(out, g, lse, index):
@@ -151,16 +164,18 @@ def _delta(out, g, lse, index):
     delta = new_empty_tensor((b, h, lq), dt.float32, out._device)
     sig = {"O": "*" + TRITON[out.dtype], "DO": "*" + TRITON[g.dtype], "DELTA": "*fp32", "sob": "i64", "soh": "i64",
            "som": "i64", "sdb": "i64", "sdh": "i64", "sdm": "i64", "H": "i32", "L": "i32", "E": "constexpr",
-           "BLOCK_M": "constexpr", "BLOCK_E": "constexpr"}
-    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": 64, "BLOCK_E": _pow2(e)}, (), 4, 1, index)
+           "BLOCK_M": "constexpr"}
+    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": 64}, (), 4, 1, index)
     launcher((-(-lq // 64), b * h, 1), current_handle(index), out.data_ptr(), g.data_ptr(), delta.data_ptr(),
              *_strides(out), *_strides(g), h, lq)
     return delta
 
 
 def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
-    q, k, v = _unit_last(query), _unit_last(key), _unit_last(value)
-    g, o = _unit_last(grad_out), _unit_last(out)
+    d0, e0 = query._shape[3], value._shape[3]
+    dp, ep = _pow2(d0), _pow2(e0)
+    q, k, v = _pad(_unit_last(query), dp), _pad(_unit_last(key), dp), _pad(_unit_last(value), ep)
+    g, o = _pad(_unit_last(grad_out), ep), _pad(_unit_last(out), ep)
     lse = logsumexp if logsumexp.dtype is dt.float32 and logsumexp.is_contiguous() else \
         logsumexp.to(dt.float32).contiguous()
     b, h, lq, d = q._shape
@@ -177,18 +192,23 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_ca
         index = q._device.index or 0
         bias = _bias(attn_mask, q, k)
         delta = _delta(o, g, lse, index)
-        (bm1, bn1), (bm2, bn2), warps, stages = _bwd_config(q.dtype, max(d, e))
+        (bm1, bn1), (bm2, bn2), warps, stages = _bwd_config(q.dtype, max(d0, e0))
         common = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(g)
         ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "DO": g, "LSE": lse, "DELTA": delta}
         num_n = -(-s // bn1)
         _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv),
-             [h, group, lq, s, num_n], _consts(q, v, bias, is_causal, bm1, bn1), num_n * b * h, warps, stages, index)
+             [h, group, lq, s, num_n], _consts(q, v, lq, s, bias, is_causal, bm1, bn1), num_n * b * h, warps, stages,
+             index)
         num_m = -(-lq // bm2)
         _run("dq", {**ptrs, "DQ": dq}, scale, common + _strides(dq), [h, group, lq, s, num_m],
-             _consts(q, v, bias, is_causal, bm2, bn2), num_m * b * h, warps, stages, index)
+             _consts(q, v, lq, s, bias, is_causal, bm2, bn2), num_m * b * h, warps, stages, index)
     if group > 1:
         dk = dk.reshape(b, hk, group, s, d).sum(2).to(key.dtype)
         dv = dv.reshape(b, hk, group, s, e).sum(2).to(value.dtype)
+    if dp != d0:
+        dq, dk = dq.narrow(-1, 0, d0).contiguous(), dk.narrow(-1, 0, d0).contiguous()
+    if ep != e0:
+        dv = dv.narrow(-1, 0, e0).contiguous()
     return dq, dk, dv
 
 
