@@ -37,6 +37,7 @@ def test_scans(fn, dtype):
     x = rand((3, 5000), dtype, low=0.9, high=1.1) if fn == "cumprod" else rand((3, 5000), dtype)
     for dim in (1, 0):
         got, want = getattr(ember, fn)(x.cuda(), dim), getattr(ember, fn)(x, dim)
-        assert_same(got, want, rtol=1e-4 if dtype is ember.float32 else None, atol=1e-3 if dtype is ember.float32
-                    else None)
+        # Sums of thousands of terms in another order: tolerances of the accumulated rounding.
+        tol = {ember.float32: (1e-3, 1e-3), ember.bfloat16: (2e-2, 0.5)}.get(dtype, (None, None))
+        assert_same(got, want, rtol=tol[0], atol=tol[1])
     assert getattr(ember, fn)(x.cuda(), 1, dtype=ember.float64).dtype is ember.float64
