@@ -24,7 +24,7 @@ def _cat(tensors, dim=0):
         return result
     d = dim % result.ndim
     offset = 0
-    for _, t in parts:
+    for t in parts:
         size = t._shape[d]
         if size:
             result.narrow(d, offset, size).copy_(t)
@@ -92,7 +92,7 @@ def k(x, out, N, BLOCK: tl.constexpr, PROD: tl.constexpr):
 def _scan(name: str):
     prod = name == "cumprod"
 
-    def kernel(x, dim, *, dtype=None):
+    def kernel(x, dim, dtype=None):
         rd = dtype if dtype is not None else (x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
                                               else dt.int64)
         if rd.is_complex or rd is dt.bool:
