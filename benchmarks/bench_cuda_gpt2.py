@@ -112,6 +112,10 @@ def main():
     print(rows[-1], flush=True)
     if not args.no_compile:
         rows.append(run(ember, "ember compile reduce-overhead", args, True))
+        from ember.compiler.inductor._cudagraphs import COUNTERS
+
+        rows[-1]["cudagraphs"] = dict(COUNTERS, reasons=COUNTERS["reasons"][:3])
+        print(rows[-1]["cudagraphs"])
     for row in rows:
         print(f"{row['name']:34s} {row['ms_per_step']:>9} ms/step {row['tokens_per_s']:>9} tok/s  "
               f"loss {row['first_loss']} -> {row['last_loss']}")

@@ -15,7 +15,14 @@ nn = pytest.importorskip("ember.nn")
 F = pytest.importorskip("ember.nn.functional")
 
 
+def _counts():
+    from ember.compiler.inductor._cudagraphs import COUNTERS
+
+    return dict(COUNTERS, reasons=list(COUNTERS["reasons"]))
+
+
 def test_reduce_overhead_inference_follows_inputs():
+    before = _counts()
     def fn(x, w):
         return ember.softmax((x @ w).relu() + 1.0, -1) * 2.0
 
@@ -28,9 +35,9 @@ def test_reduce_overhead_inference_follows_inputs():
         kept.append((out, fn(x, w)))
     for got, want in kept:  # results held across calls are not overwritten by later replays
         np.testing.assert_allclose(host(got), host(want), rtol=1e-5, atol=1e-6)
-    from ember.compiler.inductor import _cudagraphs
-
-    assert _cudagraphs.CudaGraphed is not None
+    after = _counts()
+    assert after["failures"] == before["failures"], after["reasons"]
+    assert after["captures"] > before["captures"] and after["replays"] >= before["replays"] + 3
 
 
 def test_reduce_overhead_training_matches_eager():
@@ -51,4 +58,8 @@ def test_reduce_overhead_training_matches_eager():
             out.append(loss.item())
         return out
 
+    before = _counts()
     np.testing.assert_allclose(losses("reduce-overhead"), losses(None), rtol=1e-5, atol=1e-6)
+    after = _counts()
+    assert after["failures"] == before["failures"], after["reasons"]
+    assert after["captures"] >= before["captures"] + 2  # the forward and the backward graph

@@ -23,6 +23,9 @@ import logging
 from ember._src.tensor import Tensor
 
 log = logging.getLogger("ember.compiler.inductor")
+# Process-wide counts (as torch._dynamo.utils.counters): graphs captured, replays, captures that
+# failed (with their reasons), so that tests and benchmarks can see that graphs really replay.
+COUNTERS = {"captures": 0, "replays": 0, "failures": 0, "reasons": []}
 
 
 def _is_parameter(t) -> bool:
@@ -76,9 +79,12 @@ class CudaGraphed:
             try:
                 entry = self._capture(args, boxed)
             except Exception as exc:  # noqa: BLE001 - the graph runs uncaptured instead
-                log.debug("cudagraphs: capture failed, running uncaptured: %s", exc)
+                log.warning("cudagraphs: capture failed, the graph runs uncaptured: %s: %s", type(exc).__name__, exc)
+                COUNTERS["failures"] += 1
+                COUNTERS["reasons"].append(f"{type(exc).__name__}: {exc}"[:300])
                 self.disabled = True
                 return self._plain(args, boxed)
+            COUNTERS["captures"] += 1
             self.entries[sig] = entry
         return self._replay(entry, args)
 
@@ -108,6 +114,7 @@ class CudaGraphed:
             if isinstance(dst, Tensor) and dst is not src and dst.data_ptr() != src.data_ptr():
                 dst.copy_(src)
         entry.graph.replay()
+        COUNTERS["replays"] += 1
         for i in entry.written:
             args[i].copy_(entry.inputs[i])
         outs = tuple(o.clone() if isinstance(o, Tensor) else o for o in entry.outputs)
