@@ -79,16 +79,19 @@ def _tune(torch, iters):
 
     rows = []
     b, h, t, d = 8, 12, 1024, 64
+    fwd0, bwd0 = A._fwd_config, A._bwd_config
+    for tt, causal in ((1024, True), (4096, True), (4096, False)):
+        q, k, v = _qkv(torch, ember, b, h, tt, d)
+        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4)):
+            A._fwd_config = lambda dtype, d, causal=False, cfg=cfg: cfg
+            with ember.no_grad():
+                ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
+                    q, k, v, is_causal=c), iters)
+            rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
+                         "torch": "", "ratio": "", "unit": "ms"})
+    A._fwd_config = fwd0
     q, k, v = _qkv(torch, ember, b, h, t, d)
     grad = ember.ones_like(q)
-    fwd0, bwd0 = A._fwd_config, A._bwd_config
-    for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 4), (64, 32, 4, 4)):
-        A._fwd_config = lambda dtype, d, cfg=cfg: cfg
-        with ember.no_grad():
-            ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True), iters)
-        rows.append({"name": f"tune flash fwd causal T{t} {cfg}", "ember": round(ms, 4), "torch": "", "ratio": "",
-                     "unit": "ms"})
-    A._fwd_config = fwd0
     for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
                 ((64, 128), (128, 64), 8, 2), ((32, 128), (128, 32), 4, 2), ((64, 64), (64, 64), 4, 3)):
         A._bwd_config = lambda dtype, d, cfg=cfg: cfg

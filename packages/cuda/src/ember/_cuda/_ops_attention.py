@@ -30,12 +30,13 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _fwd_config(dtype, d: int):
+def _fwd_config(dtype, d: int, causal: bool = False):
     """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md)."""
     if dtype is dt.float32:
         return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
     if d <= 64:
-        return 128, 64, 4, 3
+        # causal: smaller tiles waste less work on the diagonal (0.114 vs 0.135 ms at T1024)
+        return (64, 32, 4, 4) if causal else (128, 64, 4, 3)
     return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
 
 
@@ -149,7 +150,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if s == 0:  # no keys: zeros, and rows that see nothing
         return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), bool(is_causal))
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
