@@ -83,7 +83,7 @@ def _tune(torch, iters):
     for tt, causal in ((1024, True), (4096, True), (4096, False)):
         q, k, v = _qkv(torch, ember, b, h, tt, d)
         for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4)):
-            A._fwd_config = lambda dtype, d, causal=False, cfg=cfg: cfg
+            A._fwd_config = lambda dtype, d, cfg=cfg: cfg
             with ember.no_grad():
                 ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
                     q, k, v, is_causal=c), iters)

@@ -7,12 +7,15 @@ backward recomputes the probabilities tile by tile from that log-sum-exp: one ke
 key tile accumulates dK and dV over the query tiles, another per query tile accumulates dQ
 (two kernels instead of atomics: deterministic, and no float32 dQ buffer to convert).
 
-Every kernel takes (batch, head, row) strides with a unit last stride, an optional additive
-bias (any strides, 0 for broadcast dims; bool masks arrive as 0/-inf), causal masking with
-PyTorch's top-left alignment (query i sees keys j <= i), and grouped heads (``GROUP`` query
-heads share one key/value head). Rows that see no key give zeros and a log-sum-exp of -inf,
-as the CPU kernel's fully-masked rows do. Scores are kept in base 2 (scale * log2(e) folded
-in) so each probability is one ``exp2``.
+Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
+are powers of two (the host pads odd widths with zeros), an optional additive bias (any
+strides, 0 for broadcast dims; bool masks arrive as 0/-inf), causal masking with PyTorch's
+top-left alignment (query i sees keys j <= i), and grouped heads (``GROUP`` query heads share
+one key/value head). Tiles wholly left of (or, for dK/dV, below) the causal diagonal skip
+the causal test, and lengths that are multiples of the tile skip the bounds masks
+(``EVEN_M``/``EVEN_N``); tiles advance by pointer increments. Rows that see no key give zeros
+and a log-sum-exp of -inf, as the CPU kernel's fully-masked rows do. Scores are kept in base
+2 (scale * log2(e) folded in) so each probability is one ``exp2``.
 """
 
 from __future__ import annotations

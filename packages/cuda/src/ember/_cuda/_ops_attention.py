@@ -30,7 +30,7 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _fwd_config(dtype, d: int, causal: bool = False):
+def _fwd_config(dtype, d: int):
     """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md)."""
     if dtype is dt.float32:
         return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
@@ -151,7 +151,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if s == 0:  # no keys: zeros, and rows that see nothing
         return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), bool(is_causal))
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
