@@ -217,8 +217,14 @@ class CompiledGraph:
 
 
 def compile_fx_inner(gm, example_inputs, **kwargs):
-    """Compiles one forward, backward or inference graph (no autograd of its own)."""
-    return CompiledGraph(gm, example_inputs)
+    """Compiles one forward, backward or inference graph (no autograd of its own); with
+    ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph."""
+    compiled = CompiledGraph(gm, example_inputs)
+    if config.triton.cudagraphs:
+        from ._cudagraphs import cudagraphify
+
+        return cudagraphify(compiled, example_inputs)
+    return compiled
 
 
 def _lazy(compiler):

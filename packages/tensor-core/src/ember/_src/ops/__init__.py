@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     lapack,
     linalg,
     nn_attention,
+    nn_attention_flash,
     nn_conv,
     nn_loss,
     nn_misc,

@@ -148,6 +148,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
         return _sdpa_composite(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale,
                                bool(enable_gqa))
+    from .nn_attention_flash import flash_op, routes_to_flash
+
+    if routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa):
+        # A device with a fused kernel pair (CUDA): the forward keeps each row's log-sum-exp so that
+        # the backward rebuilds the weights tile by tile instead of storing them.
+        scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
+        return flash_op(query, key, value, attn_mask, bool(is_causal), scale)[0]
     return sdpa_op(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale=scale,
                    enable_gqa=bool(enable_gqa))
 
