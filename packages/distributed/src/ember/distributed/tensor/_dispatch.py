@@ -16,7 +16,7 @@ import functools
 import ember
 from ember import _C
 from ember._src import dispatch
-from ember._src.device import META
+from ember._src.device import META, Backend, register_backend
 from ember._src.tensor import Tensor, make_tensor
 
 from ._dtensor import DTensor
@@ -29,8 +29,34 @@ MIXED = ("{}: got mixed torch.Tensor and DTensor, need to convert all torch.Tens
          "distributed operators!")
 
 
+def _no_storage(nbytes, zero=False, dev=None):
+    raise RuntimeError("a DTensor has no storage of its own: its data lives in its local tensor")
+
+
+def _to_dtensor_device(cpu_kernel):
+    """``plain.to(dtensor.device)`` (how the core puts a scalar beside a tensor): a DTensor laid out
+    like that one, the plain tensor being the same on every rank."""
+
+    def kernel(self, *, dtype=None, device=None):
+        if device is None or getattr(device, "type", None) != "dtensor":
+            return cpu_kernel(self, dtype=dtype, device=device)
+        mesh, placements = layout_of_device(device)
+        local = cpu_kernel(self, dtype=dtype, device=None)
+        placements = [Replicate() if isinstance(p, Partial) or (isinstance(p, Shard) and p.dim >= local.ndim)
+                      else p for p in placements]
+        piece = redistribute_local(local, local._shape, mesh, [Replicate()] * mesh.ndim, placements)
+        return DTensor._wrap(piece, mesh, placements, local._shape)
+
+    kernel.wrapped_for_dtensor = True
+    return kernel
+
+
 def install() -> None:
     """Registers the kernel for every op (later ops get it on first use, in ``mix_plain_tensors``)."""
+    register_backend(Backend("dtensor", _no_storage))
+    to_copy = dispatch.OPS["_to_copy"]
+    if not getattr(to_copy.kernels["cpu"], "wrapped_for_dtensor", False):
+        to_copy.kernels["cpu"] = _to_dtensor_device(to_copy.kernels["cpu"])
     for op in list(dispatch.OPS.values()):
         if "dtensor" not in op.kernels:
             op.kernels["dtensor"] = functools.partial(run, op)
@@ -56,7 +82,10 @@ def _tensors(args, kwargs) -> list:
 
 def mix_plain_tensors(op, args, kwargs):
     """Before autograd: all-DTensor calls continue (NotImplemented); 0-d plain tensors become
-    replicated DTensors; other plain tensors raise PyTorch's RuntimeError."""
+    replicated DTensors; other plain tensors raise PyTorch's RuntimeError while grad mode is on.
+    With grad mode off (autograd's backward formulas, optimizer steps) they are taken to be the
+    same on every rank and replicated: ember's formulas build helper tensors (class weights,
+    masks) as plain tensors, where PyTorch's run below the DTensor layer."""
     if "dtensor" not in op.kernels:
         op.kernels["dtensor"] = functools.partial(run, op)
     tensors = _tensors(args, kwargs)
@@ -67,7 +96,7 @@ def mix_plain_tensors(op, args, kwargs):
     def convert(t):
         if isinstance(t, DTensor):
             return t
-        if t.dim() != 0:
+        if t.dim() != 0 and ember.is_grad_enabled():
             raise RuntimeError(MIXED.format(f"ember.ops.{op.name}"))
         return DTensor.from_local(t, mesh, [Replicate()] * mesh.ndim)
 
@@ -155,7 +184,7 @@ def _factory(op, args, kwargs):
         placements.append(p if keep else Replicate())
     kwargs = {**kwargs, "device": local_device}
     if size is not None:
-        args = (list(local_shape(size, mesh, placements)), *args[1:])
+        args = (tuple(local_shape(size, mesh, placements)), *args[1:])
         local = op.call_kernel(args, kwargs)
         return DTensor._wrap(local, mesh, placements, size)
     local = op.call_kernel(args, kwargs)

@@ -188,7 +188,7 @@ def _index_like(call, placements):
 
 def _local_size_rewrite(local_args, local_kwargs, out_placements, call):
     size = local_shape(call.outs[0]._shape, call.mesh, out_placements[0])
-    return (local_args[0], list(size), *local_args[2:]), local_kwargs
+    return (local_args[0], tuple(size), *local_args[2:]), local_kwargs
 
 
 def expand(call, placements):
@@ -210,6 +210,8 @@ def view(call, placements):
     if not isinstance(p, Shard):
         return [p], [p]
     t, out = call.inputs[0], call.outs[0]
+    if p in t.placements[:call.mesh_dim]:
+        return None  # nested shards of one dim: the outer mesh dim keeps it, this one gathers
     pieces = call.mesh.size(call.mesh_dim)
     n = t._shape[p.dim]
     before = 1
