@@ -10,6 +10,8 @@ global sizes into this rank's.
 
 from __future__ import annotations
 
+from ember._src.shapes import view_strides
+
 from ._layout import local_shape
 from ._placements import Partial, Replicate, Shard
 
@@ -187,8 +189,13 @@ def _index_like(call, placements):
 
 
 def _local_size_rewrite(local_args, local_kwargs, out_placements, call):
-    size = local_shape(call.outs[0]._shape, call.mesh, out_placements[0])
-    return (local_args[0], tuple(size), *local_args[2:]), local_kwargs
+    size = tuple(local_shape(call.outs[0]._shape, call.mesh, out_placements[0]))
+    local = local_args[0]
+    if call.op.name == "view" and view_strides(local._shape, local._stride, size) is None:
+        # The global strides a DTensor shows are contiguous, its piece's need not be (a transposed
+        # piece): reshape's "view if possible" then copies the piece, as reshape would.
+        local = local.contiguous()
+    return (local, size, *local_args[2:]), local_kwargs
 
 
 def expand(call, placements):
