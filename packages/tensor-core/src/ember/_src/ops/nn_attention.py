@@ -14,11 +14,10 @@ from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
 from ..grad_mode import is_grad_enabled
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name
-
-__all__ = ["scaled_dot_product_attention"]
 
 
 def _additive_mask(attn_mask: Tensor | None, dtype) -> Tensor | None:
@@ -154,3 +153,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 scaled_dot_product_attention.__module__ = "ember.nn.functional"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+is_grad_enabled             function
+""")
