@@ -443,8 +443,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
 arange                      function
-as_tensor                   function
-asarray                     function
+as_tensor                   function alias=asarray
 empty                       function
 empty_like                  function
 eye                         function

@@ -523,11 +523,9 @@ rrelu_                      function
 selu_                       function method=pw.selu_inplace_op
 sgn_                        method
 squeeze_                    method
-swapaxes_                   method
-swapdims_                   method
 t_                          method
 threshold_                  function method=pw.threshold_inplace_op
-transpose_                  method
+transpose_                  method alias=swapaxes_,swapdims_
 tril_                       method
 triu_                       method
 unsqueeze_                  method

@@ -149,13 +149,10 @@ def column_stack(tensors, *, out=None) -> Tensor:
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
-cat                         function
+cat                         function alias=concat,concatenate
 column_stack                function
-concat                      function
-concatenate                 function
 dstack                      function
 hstack                      function
-row_stack                   function
 stack                       function
-vstack                      function
+vstack                      function alias=row_stack
 """)

@@ -326,13 +326,13 @@ declare(__name__, """
 bilinear                    function
 cholesky_inverse            function method
 cholesky_solve              function method
-lu                          function method
-lu_solve                    function method
 linalg_lu                   linalg=lu
 linalg_lu_factor            linalg=lu_factor
 linalg_lu_factor_ex         linalg=lu_factor_ex
 linalg_lu_solve             linalg=lu_solve
 linalg_solve_triangular     linalg=solve_triangular
+lu                          function method
+lu_solve                    function method
 lu_unpack                   function
 matrix_exp                  function method linalg=matrix_exp
 triangular_solve            function method

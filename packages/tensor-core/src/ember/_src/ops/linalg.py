@@ -453,10 +453,9 @@ baddbmm                     function method
 baddbmm_                    method
 bmm                         function method
 dot                         function method
-ger                         function method
 matmul                      function method linalg=matmul
 mm                          function method
 mv                          function method
-outer                       function method
+outer                       function method alias=ger
 vdot                        function method
 """)

@@ -276,8 +276,8 @@ cosine_similarity           function
 dropout                     function fn=_torch_dropout
 embedding                   function fn=_torch_embedding
 feature_dropout             function fn=_torch_feature_dropout
+_log_softmax_backward_data  function
 native_dropout              function
 pairwise_distance           function
 _softmax_backward_data      function
-_log_softmax_backward_data  function
 """)

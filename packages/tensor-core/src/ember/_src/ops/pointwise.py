@@ -925,34 +925,26 @@ def square(input, *, out=None):
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
-abs                         function method
+abs                         function method alias=absolute
 abs_                        function method fn=abs_inplace_op
-absolute                    function method
 absolute_                   method fn=abs_inplace_op
-acos                        function method
+acos                        function method alias=arccos
 acos_                       function method fn=acos_inplace_op alias=arccos_
-acosh                       function method
+acosh                       function method alias=arccosh
 acosh_                      function method fn=acosh_inplace_op alias=arccosh_
 add                         function method
 addcdiv                     function method
 addcmul                     function method
-arccos                      function method
-arccosh                     function method
-arcsin                      function method
 arcsin_                     function method fn=asin_inplace_op alias=asin_
-arcsinh                     function method
 arcsinh_                    function method fn=asinh_inplace_op alias=asinh_
-arctan                      function method
-arctan2                     function method
 arctan2_                    method fn=atan2_inplace_op alias=atan2_
 arctan_                     function method fn=atan_inplace_op alias=atan_
-arctanh                     function method
 arctanh_                    function method fn=atanh_inplace_op alias=atanh_
-asin                        function method
-asinh                       function method
-atan                        function method
-atan2                       function method
-atanh                       function method
+asin                        function method alias=arcsin
+asinh                       function method alias=arcsinh
+atan                        function method alias=arctan
+atan2                       function method alias=arctan2
+atanh                       function method alias=arctanh
 bitwise_and                 function method
 bitwise_and_                method fn=bitwise_and_inplace_op
 bitwise_left_shift          function method
@@ -968,11 +960,10 @@ bitwise_xor_                method fn=bitwise_xor_inplace_op
 ceil                        function method
 ceil_                       function method fn=ceil_inplace_op
 celu                        function method
-clamp                       function method
+clamp                       function method alias=clip
 clamp_                      function method
 clamp_max                   function method
 clamp_min                   function method
-clip                        function method
 copysign                    function method
 copysign_                   method fn=copysign_inplace_op
 cos                         function method
@@ -982,8 +973,7 @@ cosh_                       function method fn=cosh_inplace_op
 deg2rad                     function method
 digamma                     function method special=digamma,psi
 digamma_                    method fn=digamma_inplace_op
-div                         function method
-divide                      function method
+div                         function method alias=divide,true_divide
 elu                         function method
 elu_                        method fn=elu_inplace_op
 eq                          function method
@@ -1001,7 +991,6 @@ exp2_                       function method fn=exp2_inplace_op
 exp_                        function method fn=exp_inplace_op
 expm1                       function method special=expm1
 expm1_                      function method fn=expm1_inplace_op
-fix                         function method
 fix_                        function method fn=trunc_inplace_op alias=trunc_
 float_power                 function method
 floor                       function method
@@ -1014,13 +1003,11 @@ fmod                        function method
 fmod_                       method fn=fmod_inplace_op
 frac                        function method
 frac_                       function method fn=frac_inplace_op
-ge                          function method
+ge                          function method alias=greater_equal
 ge_                         method fn=ge_inplace_op alias=greater_equal_
 gelu                        function method
-greater                     function method
 greater_                    method fn=gt_inplace_op alias=gt_
-greater_equal               function method
-gt                          function method
+gt                          function method alias=greater
 hardsigmoid                 function method
 hardsigmoid_                method fn=hardsigmoid_inplace_op
 hardswish                   function method
@@ -1034,14 +1021,12 @@ isinf                       function method
 isnan                       function method
 isneginf                    function method
 isposinf                    function method
-le                          function method
+le                          function method alias=less_equal
 le_                         method fn=le_inplace_op alias=less_equal_
 leaky_relu                  function method
 leaky_relu_                 method fn=leaky_relu_inplace_op
 lerp                        function method
-less                        function method
 less_                       method fn=lt_inplace_op alias=lt_
-less_equal                  function method
 lgamma                      function method special=gammaln
 lgamma_                     method fn=lgamma_inplace_op
 log                         function method
@@ -1063,24 +1048,21 @@ logical_or_                 method fn=logical_or_inplace_op
 logical_xor                 function method
 logical_xor_                method fn=logical_xor_inplace_op
 logit                       function method
-lt                          function method
+lt                          function method alias=less
 maximum                     function method
 minimum                     function method
 mish                        function method
 mish_                       method fn=mish_inplace_op
-mul                         function method
+mul                         function method alias=multiply
 mul_                        method fn=mul_inplace_op alias=multiply_
-multiply                    function method
 mvlgamma                    function method special=multigammaln
 nan_to_num                  function method
 nan_to_num_                 function method
-ne                          function method
+ne                          function method alias=not_equal
 ne_                         method fn=ne_inplace_op alias=not_equal_
-neg                         function method
+neg                         function method alias=negative
 neg_                        function method fn=neg_inplace_op alias=negative_
-negative                    function method
 nextafter                   function method
-not_equal                   function method
 polygamma                   function special=polygamma
 positive                    function method
 pow                         function method
@@ -1116,16 +1098,14 @@ sqrt                        function method
 sqrt_                       function method fn=sqrt_inplace_op
 square                      function method
 square_                     function method fn=square_inplace_op
-sub                         function method
-subtract                    function method
+sub                         function method alias=subtract
 tan                         function method
 tan_                        function method fn=tan_inplace_op
 tanh                        function method
 tanh_                       function method fn=tanh_inplace_op
 tanhshrink                  function method
 threshold                   function method
-true_divide                 function method
-trunc                       function method
+trunc                       function method alias=fix
 where                       function
 xlogy                       function method
 xlogy_                      function method fn=xlogy_inplace_op

@@ -841,8 +841,6 @@ def tolist(self: Tensor):
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
-H                           property fn=_conj_full_transpose
-T                           property fn=_full_transpose
 adjoint                     function method
 as_strided                  function method
 broadcast_tensors           function method
@@ -857,11 +855,11 @@ expand                      method
 expand_as                   method
 fill_                       function method
 flatten                     function method
+H                           property fn=_conj_full_transpose
 item                        method
 mH                          property fn=adjoint
+movedim                     function method alias=moveaxis
 mT                          property fn=_matrix_transpose
-moveaxis                    function method
-movedim                     function method
 narrow                      function method
 new_empty                   method
 new_full                    method
@@ -874,13 +872,12 @@ reshape_as                  method
 select                      function method
 split                       function method
 squeeze                     function method
-swapaxes                    function method
-swapdims                    function method
+T                           property fn=_full_transpose
 t                           function method
 tensor_split                function method
 to                          method
 tolist                      method
-transpose                   function method
+transpose                   function method alias=swapaxes,swapdims
 type                        method fn=_type_
 unbind                      function method
 unflatten                   function method
