@@ -11,9 +11,14 @@ class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
     extra_flags: tuple = ()
     # Vectorized exp/log/tanh/... from glibc's libmvec where it exists (None: detect).
     vector_math: bool | None = None
+    # A row kernel whose output is at least this many bytes writes it with streaming stores (it
+    # would not stay in cache for the next kernel anyway); None turns them off.
+    streaming_min_bytes: int | None = 8 << 20
 
 
 # Values used by more consumers than one are recomputed by each below this expression size.
 inline_limit = 24
 # A graph whose lowering or compilation fails runs eagerly (with a warning) instead of raising.
 fallback_on_error = True
+# Lowered graphs are kept on disk beside the kernels and reused by later processes (_graphcache.py).
+graph_cache = True
