@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ember._src.dispatch import OPS
-from ember._src.ops import nn_attention as na
+from ember._src.ops.nn import attention as na
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

@@ -30,7 +30,7 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __call__(cls, *args, device=None):
-        from .ops.creation import empty, tensor
+        from .ops.creation.factories import empty, tensor
 
         if device is not None and str(device).split(":")[0] != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: {device} was passed")

@@ -15,9 +15,9 @@ from . import dtypes as dt
 from .device import META, to_device
 from .dispatch import define
 from .generator import resolve
-from .ops import random as _r
 from .ops._common import type_name, write_out
-from .ops.creation import empty_op, scalar_tensor
+from .ops.creation.factories import empty_op, scalar_tensor
+from .ops.random import samplers as _r
 from .optable import declare
 from .shapes import as_shape, check_sizes
 from .tensor import Tensor, new_empty_tensor

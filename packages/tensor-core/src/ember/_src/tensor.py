@@ -40,7 +40,7 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         # PyTorch's legacy constructor: ``Tensor(2, 3)`` is uninitialized float data of that
         # shape, ``Tensor([1, 2])`` copies a sequence as float, ``Tensor()`` is empty.
-        from .ops import creation
+        from .ops.creation import factories as creation
 
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
@@ -150,13 +150,13 @@ class Tensor:
     @property
     def real(self) -> Tensor:
         """The real parts, as a view for complex tensors (the tensor itself otherwise)."""
-        from .ops.complex import real
+        from .ops.pointwise.complex import real
 
         return real(self)
 
     @property
     def imag(self) -> Tensor:
-        from .ops.complex import imag
+        from .ops.pointwise.complex import imag
 
         return imag(self)
 

@@ -13,11 +13,11 @@ from ember._src.autocast import composite as _autocast_composite
 
 from .._src import dtypes as _dt
 from .._src.bindings import namespace as _namespace
-from .._src.ops import lapack as _lp
-from .._src.ops import views as _vw
 from .._src.ops._common import write_out as _write_out
-from .._src.ops.creation import zeros as _zeros
-from .._src.ops.lapack import LinAlgError
+from .._src.ops.creation.factories import zeros as _zeros
+from .._src.ops.linalg import lapack as _lp
+from .._src.ops.linalg.lapack import LinAlgError
+from .._src.ops.shape import views as _vw
 from .._src.tensor import Tensor as _Tensor
 
 __all__ = [
@@ -110,7 +110,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 @_autocast_composite("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above max(atol, rtol * largest)."""
-    from .._src.ops import pointwise as pw
+    from .._src.ops.pointwise import elementwise as pw
 
     if not isinstance(A, _Tensor) or A.dtype not in (_dt.float32, _dt.float64):
         raise RuntimeError("This function doesn't handle types other than float and double")
@@ -123,7 +123,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     if atol is None:
         atol = 0.0
     if min(m, n) == 0:
-        from .._src.ops.creation import zeros
+        from .._src.ops.creation.factories import zeros
 
         return _write_out(zeros(A._shape[:-2], dtype=_dt.int64), out)
     top = S.amax(-1, keepdim=True)
@@ -136,7 +136,7 @@ def matrix_power(A, n, *, out=None):
 
 
 def cross(input, other, *, dim=-1, out=None):
-    from .._src.ops.reorder import cross as _cross
+    from .._src.ops.shape.reorder import cross as _cross
 
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got {input.ndim} and "
@@ -147,7 +147,7 @@ def cross(input, other, *, dim=-1, out=None):
 # -- norms -------------------------------------------------------------------------------------------
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    from .._src.ops.reduction_composite import norm_op
+    from .._src.ops.reduction.composite import norm_op
 
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
@@ -235,7 +235,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 @_autocast_composite("fp32")
 def cond(A, p=None, *, out=None):
     """Condition number: a ratio of singular values for p in (None, 2, -2), else |A|_p |A^-1|_p."""
-    from .._src.ops import pointwise as pw
+    from .._src.ops.pointwise import elementwise as pw
 
     if p in (None, 2, -2):
         _lp._check_matrix(A, "linalg.cond", square=False)
@@ -252,14 +252,14 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    from .._src.ops import pointwise as pw
+    from .._src.ops.pointwise import elementwise as pw
 
     return _write_out(pw.mul(x, y).sum(dim), out)
 
 
 def vander(x, *, N=None):
     """Columns x^0, x^1, ..., x^(N-1) (a cumulative product, as PyTorch computes it)."""
-    from .._src.ops.joining import cat
+    from .._src.ops.shape.joining import cat
 
     if x.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")

@@ -154,7 +154,7 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         out._storage, out._shape, out._stride, out._offset = fresh._storage, fresh._shape, fresh._stride, 0
     if _dispatch._MODES_ENTERED[0] and _dispatch._MODES.stack:
         # A dispatch mode (a tracer) must see the write as an op: result may hold no data yet.
-        from .views import copy_inplace_op
+        from .shape.views import copy_inplace_op
 
         copy_inplace_op(out, result)
         return out

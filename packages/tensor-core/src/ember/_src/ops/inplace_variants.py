@@ -26,16 +26,16 @@ from ..dispatch import OPS, define
 from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
-from . import complex as _cx
-from . import indexing as _ix
-from . import linalg as _la
-from . import nn_misc as _nn
-from . import pointwise as pw
-from . import reduction_composite as _rc
-from . import reorder as _ro
-from . import scatter as _sc
-from . import views as vw
 from ._common import type_name, write_out
+from .indexing import gather_scatter as _sc
+from .indexing import subscripts as _ix
+from .linalg import products as _la
+from .nn import embedding_dropout as _nn
+from .pointwise import complex as _cx
+from .pointwise import elementwise as pw
+from .reduction import composite as _rc
+from .shape import reorder as _ro
+from .shape import views as vw
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
