@@ -13,7 +13,7 @@ import builtins
 import os
 import threading
 
-from . import dtypes as dt
+from . import dtypes
 from .device import device as _device
 from .dispatch import sync_pending as _sync_pending
 
@@ -72,7 +72,7 @@ class Generator:
         _sync_pending(None, "random generator state")
         from .tensor import new_empty_tensor
 
-        state = new_empty_tensor((_STATE_BYTES,), dt.uint8)
+        state = new_empty_tensor((_STATE_BYTES,), dtypes.uint8)
         memoryview(state._storage)[:_STATE_BYTES] = (
             self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little")
         )
@@ -83,7 +83,7 @@ class Generator:
 
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a ember.ByteTensor, but got {type(new_state).__name__}")
-        if new_state.dtype is not dt.uint8:
+        if new_state.dtype is not dtypes.uint8:
             raise TypeError("RNG state must be a ember.ByteTensor")
         if new_state.numel() != _STATE_BYTES:
             raise RuntimeError(

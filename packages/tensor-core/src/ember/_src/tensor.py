@@ -7,8 +7,7 @@ Only metadata and Python protocols live here. Every computation is an op (see
 from __future__ import annotations
 
 from .. import _C
-from . import dispatch, grad_mode
-from . import dtypes as dt
+from . import dispatch, dtypes, grad_mode
 from .device import CPU, META, device, get_backend
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
@@ -47,7 +46,7 @@ class Tensor:
         if not args:
             data = creation.empty((0,))
         elif len(args) == 1 and (isinstance(args[0], (list, tuple)) or _is_array_like(args[0])):
-            data = creation.tensor(args[0], dtype=dt.get_default_dtype())
+            data = creation.tensor(args[0], dtype=dtypes.get_default_dtype())
         elif len(args) == 1 and isinstance(args[0], Tensor):
             data = args[0]
         else:
@@ -307,7 +306,7 @@ class Tensor:
         return complex(self._scalar())
 
     def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.dtype is dt.bool or self.numel() != 1:
+        if self.dtype.is_floating_point or self.dtype is dtypes.bool or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import numbers
 
 from ... import _C
-from .. import dtypes as dt
+from .. import dtypes
 from ..device import CPU, META, get_backend, to_device
 from ..optable import declare
 from ..shapes import Size
 from ..tensor import Tensor, check_view_bounds, make_tensor
 from ._common import type_name
-from .shape import views as vw
+from .shape import views
 
 
 def _tensor_arg(name: str, input) -> None:
@@ -49,7 +49,7 @@ def isreal(input: Tensor) -> Tensor:
     from .pointwise.elementwise import eq_op
 
     if not input.dtype.is_complex:
-        return ones_like(input, dtype=dt.bool)
+        return ones_like(input, dtype=dtypes.bool)
     from .pointwise.complex import imag
 
     return eq_op(imag(input), 0)
@@ -67,7 +67,7 @@ def is_storage(obj) -> bool:
 
 def detach(input: Tensor) -> Tensor:
     _tensor_arg("detach", input)
-    return vw.detach(input)
+    return views.detach(input)
 
 
 def const_data_ptr(self: Tensor) -> int:
@@ -140,7 +140,7 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=No
         if target.type != "cuda":
             raise RuntimeError(f"Invalid device, must be cuda device, got {target}")
     get_backend("cuda")  # raises as PyTorch's CPU build does when no CUDA backend is installed
-    return vw.to(self, target)
+    return views.to(self, target)
 
 
 # -- the legacy constructor ---------------------------------------------------------------------
@@ -158,7 +158,7 @@ def new(self: Tensor, *args, device=None) -> Tensor:
             if a.dtype is not self.dtype:
                 raise TypeError(f"new(): expected a tensor of type {type_name(self.dtype)}, got "
                                 f"{type_name(a.dtype)}")
-            return vw.alias_op(a)
+            return views.alias_op(a)
         if isinstance(a, _C.Storage):
             n = a.nbytes() // self.dtype.itemsize
             check_view_bounds(a, (n,), (1,), 0, self.dtype)
@@ -183,16 +183,16 @@ def _store(self: Tensor, values: list) -> Tensor:
         if not isinstance(v, numbers.Number):
             raise TypeError(f"'{type(v).__name__}' object cannot be interpreted as a number of type "
                             f"{type_name(self.dtype)}")
-    if self.dtype is dt.bool:
+    if self.dtype is dtypes.bool:
         values = [bool(v) for v in values]
     elif not (self.dtype.is_floating_point or self.dtype.is_complex):
         values = [int(v) for v in values]  # truncates toward zero, as a C++ cast
-    vw.copy_(self, vw.reshape(tensor(values, dtype=self.dtype), self._shape))
+    views.copy_(self, views.reshape(tensor(values, dtype=self.dtype), self._shape))
     return self
 
 
 def _elements(t: Tensor) -> list:
-    return vw.tolist(vw.reshape(t, (-1,)))
+    return views.tolist(views.reshape(t, (-1,)))
 
 
 def apply_(self: Tensor, callable) -> Tensor:
@@ -209,7 +209,7 @@ def _operand(self: Tensor, other, name: str, arg: str, pos: int) -> Tensor:
     if other.dtype is not self.dtype:
         raise TypeError(f"{name}: expected ember.{type_name(self.dtype)}Tensor for '{arg}' (got "
                         f"ember.{type_name(other.dtype)}Tensor)")
-    return vw.expand_op(other, self._shape)
+    return views.expand_op(other, self._shape)
 
 
 def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
@@ -237,7 +237,7 @@ declare(__name__, """
 apply_                      method
 const_data_ptr              method
 cuda                        method
-detach                      function method=vw.detach
+detach                      function method=views.detach
 get_device                  function
 is_inference                function method
 is_neg                      function method

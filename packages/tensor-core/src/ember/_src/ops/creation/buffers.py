@@ -10,7 +10,7 @@ import warnings
 
 from .... import _C
 from ... import device as _device
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import CPU, to_device
 from ...optable import declare
 from ...shapes import numel
@@ -56,7 +56,7 @@ def new_empty_strided(self: Tensor, size, stride, *, dtype=None, layout=None, de
 def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
     """A 1-d tensor sharing the memory of an object with the buffer protocol (bytes, bytearray,
     array.array, mmap, ...); the object is kept alive by the tensor."""
-    d = dt.to_dtype(dtype)
+    d = dtypes.to_dtype(dtype)
     count, offset = operator.index(count), operator.index(offset)
     try:
         whole, readonly = _C.Storage.from_buffer(buffer)

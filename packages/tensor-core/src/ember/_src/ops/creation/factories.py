@@ -7,7 +7,7 @@ import math
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import CPU, META, get_backend, to_device
 from ...dispatch import define
 from ...optable import declare
@@ -20,9 +20,9 @@ _NUMBER = (builtins.bool, int, float, complex)
 
 def _resolve(dtype, device, default=None):
     if dtype is not None:
-        d = dt.to_dtype(dtype)
+        d = dtypes.to_dtype(dtype)
     else:
-        d = dt.get_default_dtype() if default is None else default
+        d = dtypes.get_default_dtype() if default is None else default
     dev = to_device(device)
     if dev.type not in ("cpu", "meta"):
         get_backend(dev.type)  # a device without a backend raises as PyTorch's CPU build does
@@ -120,7 +120,7 @@ def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requ
 def _fill_dtype(fill_value):
     if isinstance(fill_value, Tensor):
         return fill_value.dtype
-    return dt.scalar_dtype(fill_value)
+    return dtypes.scalar_dtype(fill_value)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
@@ -135,7 +135,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor, got {type(input).__name__}")
-    return (input.dtype if dtype is None else dt.to_dtype(dtype),
+    return (input.dtype if dtype is None else dtypes.to_dtype(dtype),
             input._device if device is None else to_device(device))
 
 
@@ -171,7 +171,7 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
     """A 0-d tensor holding a Python scalar."""
     check_pin_memory(pin_memory)
     # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
-    d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     dev = to_device(device)
     check_scalar_fits(value, d)
     t = new_empty_tensor((), d, CPU if dev.type != "meta" else dev)
@@ -204,18 +204,18 @@ def _infer_nested(data, shape_out: list, depth: int = 0):
         result = None
         for item in data:
             d = _infer_nested(item, shape_out, depth + 1)
-            result = d if result is None else dt.promote_types(result, d)
-        return result if result is not None else dt.get_default_dtype()
+            result = d if result is None else dtypes.promote_types(result, d)
+        return result if result is not None else dtypes.get_default_dtype()
     if _is_numpy_scalar(data):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
-        return dt.from_numpy_dtype(data.dtype)
+        return dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, _NUMBER):
         if depth != len(shape_out):
             raise ValueError(f"expected sequence at dim {depth}, got a number")
-        return dt.scalar_dtype(data)
+        return dtypes.scalar_dtype(data)
     if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
-        return dt.from_numpy_dtype(data.dtype)
+        return dtypes.from_numpy_dtype(data.dtype)
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
@@ -252,26 +252,26 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, Tensor):
         result = data.detach().clone()
         if dtype is not None or device is not None:
-            result = result.to(dtype=dt.to_dtype(dtype) if dtype is not None else None, device=dev)
+            result = result.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None, device=dev)
         return _finish(result, requires_grad)
     if is_numpy_array(data):
         result = from_numpy_copy(data)
-        if dtype is not None and result.dtype is not dt.to_dtype(dtype):
-            result = result.to(dt.to_dtype(dtype))
+        if dtype is not None and result.dtype is not dtypes.to_dtype(dtype):
+            result = result.to(dtypes.to_dtype(dtype))
         if dev is not CPU:
             result = result.to(dev)
         return _finish(result, requires_grad)
     if _is_numpy_scalar(data) and dtype is None:
-        dtype = dt.from_numpy_dtype(data.dtype)
+        dtype = dtypes.from_numpy_dtype(data.dtype)
         data = data.item()
     if isinstance(data, _NUMBER):
-        d = dt.scalar_dtype(data) if dtype is None else dt.to_dtype(dtype)
+        d = dtypes.scalar_dtype(data) if dtype is None else dtypes.to_dtype(dtype)
         if not (d.is_floating_point or d.is_complex):
             check_scalar_fits(data, d, d.name)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
     shape: list = []
     inferred = _infer_nested(data, shape)
-    d = inferred if dtype is None else dt.to_dtype(dtype)
+    d = inferred if dtype is None else dtypes.to_dtype(dtype)
     flat: list = []
     _flatten(data, flat)
     result = _from_flat_list(flat, tuple(shape), d)
@@ -297,21 +297,21 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
     out = new_empty_tensor(shape, dtype, CPU)
     if not flat:
         return out
-    if not (dtype.is_floating_point or dtype.is_complex or dtype is dt.bool):
+    if not (dtype.is_floating_point or dtype.is_complex or dtype is dtypes.bool):
         _check_integer_range(flat, dtype)
     if all(isinstance(v, (builtins.bool, int)) for v in flat) and not dtype.is_floating_point:
         try:
             packed = array.array("q", [int(v) for v in flat])
-            src_dtype = dt.int64
+            src_dtype = dtypes.int64
         except OverflowError:
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow") from None
     elif dtype.is_complex or any(isinstance(v, complex) for v in flat):
         # Interleaved (real, imag) pairs: the memory layout of complex128.
         packed = array.array("d", [p for v in flat for p in (complex(v).real, complex(v).imag)])
-        src_dtype = dt.complex128
+        src_dtype = dtypes.complex128
     else:
         packed = array.array("d", [float(v) for v in flat])
-        src_dtype = dt.float64
+        src_dtype = dtypes.float64
     mv = memoryview(packed)
     storage = _C.Storage.borrow(mv.obj.buffer_info()[0], len(packed) * packed.itemsize, packed)
     from ...shapes import contiguous_strides
@@ -327,14 +327,14 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     from ...interop import from_numpy, is_numpy_array
 
     if isinstance(data, Tensor):
-        return data.to(dtype=dt.to_dtype(dtype) if dtype is not None else None,
+        return data.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None,
                        device=to_device(device) if device is not None else None)
     if is_numpy_array(data):
         try:
             t = from_numpy(data)
         except TypeError:
             return tensor(data, dtype=dtype, device=device)
-        return t.to(dtype=dt.to_dtype(dtype) if dtype is not None else None,
+        return t.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None,
                     device=to_device(device) if device is not None else None)
     return tensor(data, dtype=dtype, device=device)
 
@@ -359,9 +359,9 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     if (end - start) / step < 0 and end != start:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
-        d = dt.get_default_dtype() if any(isinstance(v, float) for v in vals) else dt.int64
+        d = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else dtypes.int64
     else:
-        d = dt.to_dtype(dtype)
+        d = dtypes.to_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
     return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
@@ -376,7 +376,7 @@ def _affine_cpu(n, start, step, *, dtype, device):
     if not dtype.is_floating_point:
         # PyTorch casts start and step to the integer type first (truncating), then steps.
         start, step = int(start), int(step)
-    exact = dt.int64 if (isinstance(start, int) and isinstance(step, int)) else dt.float64
+    exact = dtypes.int64 if (isinstance(start, int) and isinstance(step, int)) else dtypes.float64
     base = new_empty_tensor((n,), exact, device)
     if n:
         _C.iota(base, start, step)
@@ -405,13 +405,13 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("number of steps must be non-negative")
     start = start.item() if isinstance(start, Tensor) else start
     end = end.item() if isinstance(end, Tensor) else end
-    d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     dev = to_device(device)
     if steps == 1:
         return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # PyTorch fills the second half from the end so the last value is exactly `end`.
-    result = new_empty_tensor((steps,), dt.float64, dev)
+    result = new_empty_tensor((steps,), dtypes.float64, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
     return _finish(result.to(d), requires_grad, out, overlap=True)
@@ -420,8 +420,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     check_pin_memory(pin_memory)
-    d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
-    exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
+    exponents = linspace(start, end, steps, dtype=dtypes.float64, device=device)
     from ..pointwise.elementwise import pow_op
 
     return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)

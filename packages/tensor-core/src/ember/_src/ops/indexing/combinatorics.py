@@ -4,20 +4,19 @@ PyTorch builds it, so it is differentiable), ``vander`` (cumprod).
 
 from __future__ import annotations
 
-from ... import dtypes as dt
+from ... import dtypes
 from ...optable import declare
 from ...tensor import Tensor
 from .._common import HALF_TYPES, type_name
-from ..creation import factories as cr
-from ..pointwise import elementwise as pw
-from ..shape import joining as jn
-from ..shape import views as vw
+from ..creation import factories
+from ..pointwise import elementwise
+from ..shape import joining, views
 
 
 def _as_operand(x, dtype):
     if isinstance(x, Tensor):
         return x.detach().to(dtype)
-    return cr.scalar_tensor(x, dtype=dtype)
+    return factories.scalar_tensor(x, dtype=dtype)
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
@@ -30,22 +29,22 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     for x in (elements, test_elements):
         if not isinstance(x, (Tensor, bool, int, float)):
             raise TypeError(f"isin(): expected a Tensor or a number, got {type(x).__name__}")
-    common = dt.result_type_of(elements, test_elements)
-    if common.is_complex or common is dt.bool:
+    common = dtypes.result_type_of(elements, test_elements)
+    if common.is_complex or common is dtypes.bool:
         raise RuntimeError(f"Unsupported input type encountered for isin(): {type_name(common)}")
-    work = dt.float32 if common in HALF_TYPES else common
+    work = dtypes.float32 if common in HALF_TYPES else common
     elems = _as_operand(elements, work)
-    tests = vw.reshape(_as_operand(test_elements, work), (-1,))
+    tests = views.reshape(_as_operand(test_elements, work), (-1,))
     if tests._shape[0] == 0:
-        found = cr.zeros(elems._shape, dtype=dt.bool)
+        found = factories.zeros(elems._shape, dtype=dtypes.bool)
     else:
         from .gather_scatter import gather
         from .sorting import searchsorted, sort
 
         ordered = sort(tests)[0]
-        pos = pw.clamp(searchsorted(ordered, vw.reshape(elems, (-1,))), max=tests._shape[0] - 1)
-        found = vw.reshape(pw.eq(gather(ordered, 0, pos), vw.reshape(elems, (-1,))), elems._shape)
-    return pw.logical_not(found) if invert else found
+        pos = elementwise.clamp(searchsorted(ordered, views.reshape(elems, (-1,))), max=tests._shape[0] - 1)
+        found = views.reshape(elementwise.eq(gather(ordered, 0, pos), views.reshape(elems, (-1,))), elems._shape)
+    return elementwise.logical_not(found) if invert else found
 
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
@@ -57,16 +56,16 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return cr.empty((0,), dtype=input.dtype)
+        return factories.empty((0,), dtype=input.dtype)
     from ..shape.reorder import meshgrid
     from .subscripts import masked_select
 
     grids = meshgrid(*([input] * r), indexing="ij")
-    index = meshgrid(*([cr.arange(input._shape[0])] * r), indexing="ij")
-    mask = cr.ones(index[0]._shape, dtype=dt.bool)
+    index = meshgrid(*([factories.arange(input._shape[0])] * r), indexing="ij")
+    mask = factories.ones(index[0]._shape, dtype=dtypes.bool)
     for a, b in zip(index, index[1:]):
-        mask = pw.logical_and(mask, pw.le(a, b) if with_replacement else pw.lt(a, b))
-    return jn.stack([masked_select(g, mask) for g in grids], 1)
+        mask = elementwise.logical_and(mask, elementwise.le(a, b) if with_replacement else elementwise.lt(a, b))
+    return joining.stack([masked_select(g, mask) for g in grids], 1)
 
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
@@ -78,13 +77,13 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     n = x._shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    dtype = dt.promote_types(x.dtype, dt.int64)
-    ones = cr.ones((x._shape[0], min(n, 1)), dtype=dtype)
+    dtype = dtypes.promote_types(x.dtype, dtypes.int64)
+    ones = factories.ones((x._shape[0], min(n, 1)), dtype=dtype)
     if n > 1:
         from ..reduction.composite import cumprod
 
-        powers = cumprod(vw.expand(vw.unsqueeze(x.to(dtype), 1), (x._shape[0], n - 1)), 1)
-        result = jn.cat([ones, powers], 1)
+        powers = cumprod(views.expand(views.unsqueeze(x.to(dtype), 1), (x._shape[0], n - 1)), 1)
+        result = joining.cat([ones, powers], 1)
     else:
         result = ones
     if not increasing:

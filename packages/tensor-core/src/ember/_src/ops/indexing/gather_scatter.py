@@ -10,7 +10,7 @@ The out-of-place forms clone ``self`` and run the in-place op.
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -20,12 +20,12 @@ from ...tensor import Tensor, new_empty_tensor
 from .._common import HALF_TYPES, convert, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
-from ..shape import views as vw
+from ..shape import views
 from .subscripts import _as_value
 
 _REDUCE_CODES = {"sum": 1, "prod": 2, "mean": 3, "amax": 4, "amin": 5}
 _LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
-_INDEX_DTYPES = (dt.int64, dt.int32)
+_INDEX_DTYPES = (dtypes.int64, dtypes.int32)
 
 
 def _shape_str(t: Tensor) -> str:
@@ -91,11 +91,11 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out=None) -> Tensor:
-    if indices.dtype is not dt.int64:
+    if indices.dtype is not dtypes.int64:
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{type_name(indices.dtype)}")
     if dim is None:
-        return write_out(gather(vw.reshape(input, (-1,)), 0, vw.reshape(indices, (-1,))), out)
+        return write_out(gather(views.reshape(input, (-1,)), 0, views.reshape(indices, (-1,))), out)
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
@@ -108,7 +108,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
     in_shape, idx_shape = list(common), list(common)
     if input.ndim:
         in_shape[d], idx_shape[d] = input._shape[d], indices._shape[d]
-    return write_out(gather(vw.expand_op(input, tuple(in_shape)), d, vw.expand_op(indices, tuple(idx_shape))), out)
+    return write_out(
+        gather(views.expand_op(input, tuple(in_shape)), d, views.expand_op(indices, tuple(idx_shape))), out
+    )
 
 
 # -- the scattering ops (in place) -----------------------------------------------------------------
@@ -118,13 +120,13 @@ def _run_scatter(self: Tensor, d: int, index: Tensor, src: Tensor, code: int, in
         return self
     if self.dtype.is_complex:
         raise NotImplementedError(f"scatter: complex tensors are not supported yet (got {self.dtype})")
-    work = convert(self, dt.float32) if self.dtype in HALF_TYPES else self
+    work = convert(self, dtypes.float32) if self.dtype in HALF_TYPES else self
     src = convert(src, work.dtype)
     if src._storage is self._storage:
-        src = vw.clone_op(src)  # reading what we write
+        src = views.clone_op(src)  # reading what we write
     counts = None
     if code == 3:
-        counts = new_empty_tensor(self._shape, dt.int64)
+        counts = new_empty_tensor(self._shape, dtypes.int64)
         _C.fill_(counts, 1)
     _C.scatter(work, d, index, src, code, bool(include_self), counts)
     if work is not self:
@@ -192,7 +194,7 @@ for _op, _fn in ((scatter_inplace_op, _scatter_kernel), (scatter_add_inplace_op,
 def _value_src(self: Tensor, index: Tensor, value) -> Tensor:
     """A scalar (or 0-d tensor) value as a src of index's shape that reads one element."""
     v = convert(_as_value(value, self), self.dtype)
-    return vw.expand_op(vw.reshape(v, ()), index._shape)
+    return views.expand_op(views.reshape(v, ()), index._shape)
 
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
@@ -211,7 +213,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None, out=None) -> Tensor:
     """``input`` with ``src`` (a tensor or a scalar value) written along ``dim`` at ``index``."""
-    return write_out(scatter_(vw.clone_op(input), dim, index, src, value=value, reduce=reduce), out)
+    return write_out(scatter_(views.clone_op(input), dim, index, src, value=value, reduce=reduce), out)
 
 
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -219,7 +221,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, *, out=None) -> Tensor:
-    return write_out(scatter_add_inplace_op(vw.clone_op(input), dim, index, src), out)
+    return write_out(scatter_add_inplace_op(views.clone_op(input), dim, index, src), out)
 
 
 def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
@@ -229,7 +231,7 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out=None) -> Tensor:
-    result = scatter_reduce_inplace_op(vw.clone_op(input), dim, index, src, reduce, include_self=include_self)
+    result = scatter_reduce_inplace_op(views.clone_op(input), dim, index, src, reduce, include_self=include_self)
     return write_out(result, out)
 
 
@@ -244,10 +246,10 @@ def _check_index_vector(name: str, index: Tensor) -> None:
 def _expanded_index(index: Tensor, d: int, shape: tuple) -> Tensor:
     """The 1-d index laid along dim ``d`` and broadcast over ``shape``."""
     if not shape:
-        return vw.reshape(index, ())
+        return views.reshape(index, ())
     view = [1] * len(shape)
     view[d] = numel(index._shape)
-    return vw.expand_op(vw.reshape(index, tuple(view)), shape)
+    return views.expand_op(views.reshape(index, tuple(view)), shape)
 
 
 def _check_source(name: str, self: Tensor, d: int, index: Tensor, source: Tensor) -> None:
@@ -279,7 +281,7 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
     _check_written(self, (source, index))
     if isinstance(alpha, float) and not (self.dtype.is_floating_point or self.dtype.is_complex):
         # PyTorch converts alpha to self's type first: 0.5 adds nothing to an integer tensor.
-        alpha = bool(alpha) if self.dtype is dt.bool else int(alpha)
+        alpha = bool(alpha) if self.dtype is dtypes.bool else int(alpha)
     if alpha != 1 and self._device is not META:
         from ..pointwise.elementwise import mul
 
@@ -301,7 +303,7 @@ index_copy_inplace_op = define("index_copy_(Tensor(a!) self, int dim, Tensor ind
 def _index_copy_kernel(self, dim, index, source):
     d = wrap_dim(dim, max(self.ndim, 1))
     _check_index_vector("index_copy_", index)
-    if index.dtype is not dt.int64:
+    if index.dtype is not dtypes.int64:
         raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {type_name(index.dtype)}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
@@ -326,7 +328,7 @@ def _index_fill_kernel(self, dim, index, value):
     d = wrap_dim(dim, max(self.ndim, 1))
     if index.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
-    if index.dtype is not dt.int64:
+    if index.dtype is not dtypes.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -362,7 +364,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1, out=None) -> Tensor:
-    return write_out(index_add_inplace_op(vw.clone_op(input), dim, index, source, alpha=alpha), out)
+    return write_out(index_add_inplace_op(views.clone_op(input), dim, index, source, alpha=alpha), out)
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -371,7 +373,7 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 @_autocast_composite("promote")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *, out=None) -> Tensor:
-    return write_out(index_copy_inplace_op(vw.clone_op(input), dim, index, source), out)
+    return write_out(index_copy_inplace_op(views.clone_op(input), dim, index, source), out)
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -379,7 +381,7 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    return index_fill_inplace_op(vw.clone_op(input), dim, index, _as_value(value, input))
+    return index_fill_inplace_op(views.clone_op(input), dim, index, _as_value(value, input))
 
 
 # -- masked_scatter ------------------------------------------------------------------------------------
@@ -389,7 +391,7 @@ masked_scatter_inplace_op = define("masked_scatter_(Tensor(a!) self, Tensor mask
 
 
 def _masked_scatter_kernel(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
-    if mask.dtype is not dt.bool:
+    if mask.dtype is not dtypes.bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{type_name(mask.dtype)}")
     if source.dtype is not self.dtype:
@@ -401,7 +403,7 @@ def _masked_scatter_kernel(self: Tensor, mask: Tensor, source: Tensor) -> Tensor
     if self._device is META:
         return self
     _check_internal_overlap(self)
-    _C.masked_scatter(self, mask, vw.contiguous(source))
+    _C.masked_scatter(self, mask, views.contiguous(source))
     self._storage.version += 1
     return self
 
@@ -417,8 +419,8 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     shape = broadcast_shapes(input._shape, mask._shape)
-    base = vw.expand_op(input, shape) if shape != input._shape else input
-    return masked_scatter_inplace_op(vw.clone_op(base), mask, source)
+    base = views.expand_op(input, shape) if shape != input._shape else input
+    return masked_scatter_inplace_op(views.clone_op(base), mask, source)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

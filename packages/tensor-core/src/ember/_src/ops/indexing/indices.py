@@ -10,12 +10,12 @@ import builtins
 import itertools
 import operator
 
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
 from .._common import type_name, write_out
-from ..shape import views as vw
+from ..shape import views
 
 
 def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -> Tensor:
@@ -26,8 +26,8 @@ def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
-    d, dev = _resolve(dt.int64 if dtype is None else dtype, device)
-    if d not in (dt.int32, dt.int64):
+    d, dev = _resolve(dtypes.int64 if dtype is None else dtype, device)
+    if d not in (dtypes.int32, dtypes.int64):
         raise NotImplementedError(f'"{name}" not implemented for \'{type_name(d)}\'')
     if dev is META:
         return new_empty_tensor((2, _triangle_count(row, col, offset, lower)), d, dev)
@@ -36,9 +36,9 @@ def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -
 
     # Row-major positions (i, j) with j - i <= offset (lower) or >= offset (upper): nonzero
     # lists them in exactly PyTorch's order.
-    diff = sub_op(arange(col, device=dev), vw.unsqueeze_op(arange(row, device=dev), 1))
+    diff = sub_op(arange(col, device=dev), views.unsqueeze_op(arange(row, device=dev), 1))
     mask = le_op(diff, offset) if lower else ge_op(diff, offset)
-    return vw.to_dtype_op(vw.t(nonzero_op(mask)), dtype=d)
+    return views.to_dtype_op(views.t(nonzero_op(mask)), dtype=d)
 
 
 def _triangle_count(row: int, col: int, offset: int, lower: bool) -> int:
@@ -64,7 +64,7 @@ def unravel_index(indices: Tensor, shape):
     """
     if not isinstance(indices, Tensor):
         raise TypeError(f"unravel_index(): expected 'indices' to be a Tensor, got {type(indices).__name__}")
-    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is dt.bool:
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is dtypes.bool:
         raise TypeError(f"expected 'indices' to be integer dtype, but got ember.{indices.dtype.name}")
     if isinstance(shape, int) and not isinstance(shape, builtins.bool):
         shape = (shape,)
@@ -81,9 +81,9 @@ def unravel_index(indices: Tensor, shape):
 
     coefs = list(itertools.accumulate(reversed(shape[1:] + (1,)), operator.mul))[::-1]
     dev = indices._device
-    flat = floor_divide(vw.unsqueeze_op(indices, -1), tensor(coefs, dtype=dt.int64, device=dev))
-    coords = remainder(flat, tensor(list(shape), dtype=dt.int64, device=dev))
-    return vw.unbind(coords, -1)
+    flat = floor_divide(views.unsqueeze_op(indices, -1), tensor(coefs, dtype=dtypes.int64, device=dev))
+    coords = remainder(flat, tensor(list(shape), dtype=dtypes.int64, device=dev))
+    return views.unbind(coords, -1)
 
 
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) -> Tensor:
@@ -95,7 +95,7 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
     fill_value = operator.index(fill_value)
     ndim = input.ndim
     if input._device is META:
-        return write_out(new_empty_tensor((size, ndim), dt.int64, META), out)
+        return write_out(new_empty_tensor((size, ndim), dtypes.int64, META), out)
     from ..creation.factories import full
     from ..shape.joining import cat
     from .subscripts import nonzero
@@ -103,9 +103,9 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
     found = nonzero(input)
     n = found._shape[0]
     if n >= size:
-        result = vw.to_dtype_op(vw.narrow_op(found, 0, 0, size), dtype=dt.int64)
+        result = views.to_dtype_op(views.narrow_op(found, 0, 0, size), dtype=dtypes.int64)
     else:
-        pad = full((size - n, ndim), fill_value, dtype=dt.int64, device=input._device)
+        pad = full((size - n, ndim), fill_value, dtype=dtypes.int64, device=input._device)
         result = cat((found, pad), 0)
     return write_out(result, out)
 

@@ -12,13 +12,13 @@ import operator
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor, new_empty_tensor
 from .._common import HALF_TYPES, convert, type_name, write_out
-from ..shape import views as vw
+from ..shape import views
 
 # PyTorch's torch.return_types: tuples with named fields.
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -41,12 +41,12 @@ def _write_pair(result_type, pair, out, input=None):
 def _work(t: Tensor) -> Tensor:
     if t.dtype.is_complex:  # complex numbers have no order
         raise RuntimeError(f"Sort does not support complex dtypes on CPU (got {type_name(t.dtype)})")
-    return convert(t, dt.float32) if t.dtype in HALF_TYPES else t
+    return convert(t, dtypes.float32) if t.dtype in HALF_TYPES else t
 
 
 def _pair(self: Tensor, shape: tuple, dtype=None):
     return (new_empty_tensor(shape, dtype or self.dtype, self._device),
-            new_empty_tensor(shape, dt.int64, self._device))
+            new_empty_tensor(shape, dtypes.int64, self._device))
 
 
 def _back(values: Tensor, dtype) -> Tensor:
@@ -171,7 +171,7 @@ def _select_cpu(self: Tensor, dim: int, keepdim: bool, k: int, name: str):
         _C.fill_(kept[1], 0)
     elif numel(self._shape):
         _C.select_kth(kept[0], kept[1], work, d, k, _KIND[name])
-    vals, idx = (vw.reshape(kept[0], values._shape), vw.reshape(kept[1], indices._shape))
+    vals, idx = (views.reshape(kept[0], values._shape), views.reshape(kept[1], indices._shape))
     return _back(vals, self.dtype), idx
 
 
@@ -202,7 +202,7 @@ def _median_all(input: Tensor, op, name: str) -> Tensor:
         from ..creation.factories import full
 
         return full((), float("nan"), dtype=input.dtype, device=input._device)
-    return op(vw.reshape(input, (-1,)), 0)[0]
+    return op(views.reshape(input, (-1,)), 0)[0]
 
 
 def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
@@ -232,7 +232,7 @@ def _mode_cpu(self: Tensor, dim: int = -1, keepdim: bool = False):
         _C.fill_(kept[1], 0)
     elif numel(self._shape):
         _C.mode(kept[0], kept[1], work, d)
-    return _back(vw.reshape(kept[0], values._shape), self.dtype), vw.reshape(kept[1], indices._shape)
+    return _back(views.reshape(kept[0], values._shape), self.dtype), views.reshape(kept[1], indices._shape)
 
 
 mode_op = _declare("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)", _mode_cpu, _mode_meta)
@@ -254,11 +254,11 @@ def _data_dependent(*args, **kwargs):
 
 def _group_rows(rows: Tensor, sort_rows: bool):
     """(first position, inverse, counts) of the groups of equal rows of a 2-d tensor."""
-    work = vw.contiguous(_work(rows))
+    work = views.contiguous(_work(rows))
     n = rows._shape[0]
-    first, inverse, counts = (new_empty_tensor((n,), dt.int64) for _ in range(3))
+    first, inverse, counts = (new_empty_tensor((n,), dtypes.int64) for _ in range(3))
     groups = _C.unique_rows(first, inverse, counts, work, bool(sort_rows))
-    return vw.narrow(first, 0, 0, groups), inverse, vw.narrow(counts, 0, 0, groups)
+    return views.narrow(first, 0, 0, groups), inverse, views.narrow(counts, 0, 0, groups)
 
 
 def _unique_cpu(self: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
@@ -267,19 +267,23 @@ def _unique_cpu(self: Tensor, sorted: bool = True, return_inverse: bool = False,
 
     if dim is None:
         if numel(self._shape) == 0:
-            empty = new_empty_tensor((0,), dt.int64, self._device)
-            return new_empty_tensor((0,), self.dtype, self._device), vw.reshape(empty, self._shape), empty
-        flat = vw.reshape(self, (-1, 1))
+            empty = new_empty_tensor((0,), dtypes.int64, self._device)
+            return new_empty_tensor((0,), self.dtype, self._device), views.reshape(empty, self._shape), empty
+        flat = views.reshape(self, (-1, 1))
         first, inverse, counts = _group_rows(flat, not consecutive)
-        values = index_select(vw.reshape(flat, (-1,)), 0, first)
-        return values, vw.reshape(inverse, self._shape), counts
+        values = index_select(views.reshape(flat, (-1,)), 0, first)
+        return values, views.reshape(inverse, self._shape), counts
     d = wrap_dim(dim, max(self.ndim, 1))
     if self.ndim and self._shape[d] == 0:
-        return vw.clone_op(self), new_empty_tensor((0,), dt.int64), new_empty_tensor((0,), dt.int64)
-    moved = vw.movedim(self, d, 0) if self.ndim else vw.reshape(self, (1,))
-    rows = vw.reshape(moved, (moved._shape[0], -1)) if numel(moved._shape) else vw.reshape(moved, (moved._shape[0], 0))
+        return views.clone_op(self), new_empty_tensor((0,), dtypes.int64), new_empty_tensor((0,), dtypes.int64)
+    moved = views.movedim(self, d, 0) if self.ndim else views.reshape(self, (1,))
+    rows = (
+        views.reshape(moved, (moved._shape[0], -1))
+        if numel(moved._shape)
+        else views.reshape(moved, (moved._shape[0], 0))
+    )
     first, inverse, counts = _group_rows(rows, not consecutive)
-    values = index_select(self, d, first) if self.ndim else vw.clone_op(self)
+    values = index_select(self, d, first) if self.ndim else views.clone_op(self)
     return values, inverse, counts
 
 
@@ -332,7 +336,7 @@ def _search_plan(seq: Tensor, values: Tensor, side, right: bool, sorter):
                            "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(seq._shape)} and input value tensor {list(values._shape)}")
     if sorter is not None:
-        if sorter.dtype is not dt.int64:
+        if sorter.dtype is not dtypes.int64:
             raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but it got "
                                f"{type_name(sorter.dtype)}")
         if sorter._shape != seq._shape:
@@ -344,16 +348,16 @@ def _search_plan(seq: Tensor, values: Tensor, side, right: bool, sorter):
 def _searchsorted_cpu(sorted_sequence: Tensor, self: Tensor, *, out_int32: bool = False, right: bool = False,
                       side=None, sorter=None) -> Tensor:
     right = _search_plan(sorted_sequence, self, side, right, sorter)
-    common = dt.promote_types(sorted_sequence.dtype, self.dtype)
+    common = dtypes.promote_types(sorted_sequence.dtype, self.dtype)
     seq, values = _work(convert(sorted_sequence, common)), _work(convert(self, common))
-    out = new_empty_tensor(self._shape, dt.int32 if out_int32 else dt.int64, self._device)
+    out = new_empty_tensor(self._shape, dtypes.int32 if out_int32 else dtypes.int64, self._device)
     m = sorted_sequence._shape[-1]
     rows = 1 if sorted_sequence.ndim == 1 else numel(sorted_sequence._shape[:-1])
-    seq2 = vw.contiguous(vw.reshape(seq, (rows, m)))
+    seq2 = views.contiguous(views.reshape(seq, (rows, m)))
     value_rows = rows if sorted_sequence.ndim > 1 else 1
-    vals2 = vw.contiguous(vw.reshape(values, (value_rows, numel(self._shape) // value_rows if value_rows else 0)))
-    out2 = vw.reshape(out, vals2._shape)
-    srt = None if sorter is None else vw.contiguous(vw.reshape(sorter, (rows, m)))
+    vals2 = views.contiguous(views.reshape(values, (value_rows, numel(self._shape) // value_rows if value_rows else 0)))
+    out2 = views.reshape(out, vals2._shape)
+    srt = None if sorter is None else views.contiguous(views.reshape(sorter, (rows, m)))
     _C.searchsorted(out2, seq2, vals2, srt, right)
     return out
 
@@ -361,7 +365,7 @@ def _searchsorted_cpu(sorted_sequence: Tensor, self: Tensor, *, out_int32: bool 
 def _searchsorted_meta(sorted_sequence: Tensor, self: Tensor, *, out_int32: bool = False, right: bool = False,
                        side=None, sorter=None) -> Tensor:
     _search_plan(sorted_sequence, self, side, right, sorter)
-    return new_empty_tensor(self._shape, dt.int32 if out_int32 else dt.int64, self._device)
+    return new_empty_tensor(self._shape, dtypes.int32 if out_int32 else dtypes.int64, self._device)
 
 
 searchsorted_op = _declare(
@@ -374,7 +378,7 @@ def _as_tensor(value, like: Tensor) -> Tensor:
         return value
     from ..creation.factories import scalar_tensor
 
-    return scalar_tensor(value, dtype=dt.scalar_dtype(value), device=like._device)
+    return scalar_tensor(value, dtype=dtypes.scalar_dtype(value), device=like._device)
 
 
 def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, right: bool = False, side=None,
@@ -405,7 +409,7 @@ def _histc_check(self: Tensor, bins: int, min, max) -> None:
 
 def _histc_cpu(self: Tensor, bins: int = 100, min=0, max=0) -> Tensor:
     _histc_check(self, bins, min, max)
-    work = vw.contiguous(_work(self))
+    work = views.contiguous(_work(self))
     out = new_empty_tensor((bins,), work.dtype, self._device)
     try:
         _C.histc(out, work, bins, float(min), float(max))
@@ -430,7 +434,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
 def _bincount_cpu(self: Tensor, weights=None, minlength: int = 0) -> Tensor:
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
-    if self.ndim != 1 or self.dtype.is_floating_point or self.dtype is dt.bool:
+    if self.ndim != 1 or self.dtype.is_floating_point or self.dtype is dtypes.bool:
         if self.dtype.is_floating_point:
             raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{type_name(self.dtype)}'")
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -438,13 +442,13 @@ def _bincount_cpu(self: Tensor, weights=None, minlength: int = 0) -> Tensor:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     size = max(_C.bincount_size(self), minlength)
     if weights is None:
-        out_dtype = dt.int64
+        out_dtype = dtypes.int64
     else:
-        out_dtype = weights.dtype if weights.dtype.is_floating_point else dt.float64
-    work_dtype = dt.float32 if out_dtype in HALF_TYPES else out_dtype
+        out_dtype = weights.dtype if weights.dtype.is_floating_point else dtypes.float64
+    work_dtype = dtypes.float32 if out_dtype in HALF_TYPES else out_dtype
     out = new_empty_tensor((size,), work_dtype, self._device)
-    w = None if weights is None else vw.contiguous(convert(weights, work_dtype))
-    _C.bincount(out, vw.contiguous(convert(self, dt.int64)), w)
+    w = None if weights is None else views.contiguous(convert(weights, work_dtype))
+    _C.bincount(out, views.contiguous(convert(self, dtypes.int64)), w)
     return _back(out, out_dtype)
 
 

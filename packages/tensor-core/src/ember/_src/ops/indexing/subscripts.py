@@ -13,7 +13,7 @@ import operator
 import warnings
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -23,10 +23,10 @@ from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
 from .._common import convert, type_name, write_out
-from ..shape import views as vw
+from ..shape import views
 
-_INDEX_DTYPES = (dt.int64, dt.int32)
-_MASK_DTYPES = (dt.bool, dt.uint8)
+_INDEX_DTYPES = (dtypes.int64, dtypes.int32)
+_MASK_DTYPES = (dtypes.bool, dtypes.uint8)
 _BAD_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 
 
@@ -44,7 +44,7 @@ def _expand_masks(self: Tensor, indices) -> list:
         if idx is None or idx.dtype not in _MASK_DTYPES:
             out.append(idx)
             continue
-        if idx.dtype is dt.uint8:
+        if idx.dtype is dtypes.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
                           "instead.", UserWarning, stacklevel=4)
         src = len(out)
@@ -55,7 +55,7 @@ def _expand_masks(self: Tensor, indices) -> list:
                     f"tensor {list(self._shape)} at index {src + j}"
                 )
         coords = _nonzero_cpu(idx) if idx._device is not META else _data_dependent("index with a bool mask")
-        out.extend(vw.select_op(coords, 1, j) for j in range(idx.ndim))
+        out.extend(views.select_op(coords, 1, j) for j in range(idx.ndim))
     return out
 
 
@@ -105,12 +105,12 @@ def _plan(self: Tensor, indices):
 
 def _offsets(self: Tensor, dims, tensors, bshape, result, pos, wrap: bool = True) -> Tensor:
     """int64 element offsets into ``self`` per index position, viewed to broadcast over ``result``."""
-    off = new_empty_tensor(bshape, dt.int64)
+    off = new_empty_tensor(bshape, dtypes.int64)
     _C.index_offsets(off, self, tensors, dims, wrap)
     nb = len(bshape)
     shape = (1,) * pos + bshape + (1,) * (len(result) - pos - nb)
     stride = (0,) * pos + off._stride + (0,) * (len(result) - pos - nb)
-    return make_tensor(off._storage, shape, stride, 0, dt.int64, off._device)
+    return make_tensor(off._storage, shape, stride, 0, dtypes.int64, off._device)
 
 
 def _restride(self: Tensor, rest, result, pos, nb) -> Tensor:
@@ -177,9 +177,9 @@ def _put_plan(self: Tensor, indices, values: Tensor):
 def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     dims, tensors, bshape, rest, result, pos = _put_plan(self, indices, values)
     _check_no_overlap(self, (values, *indices))  # PyTorch: neither values nor indices may overlap self
-    values = vw.expand_op(convert(values, self.dtype), result)
+    values = views.expand_op(convert(values, self.dtype), result)
     if values._storage is self._storage:
-        values = vw.clone_op(values)  # writing self while reading it
+        values = views.clone_op(values)  # writing self while reading it
     off = _offsets(self, dims, tensors, bshape, result, pos)
     if numel(result):  # see _gather
         _C.index_put(_restride(self, rest, result, pos, len(bshape)), values, off, bool(accumulate))
@@ -228,13 +228,13 @@ def _fill_mask(self: Tensor, indices, values: Tensor):
         n += idx.ndim
     if mask is None:
         return None
-    return vw.view_op(mask, mask._shape + (1,) * (self.ndim - n))  # align the mask's dims with self's
+    return views.view_op(mask, mask._shape + (1,) * (self.ndim - n))  # align the mask's dims with self's
 
 
 def _put(self: Tensor, indices, values: Tensor, accumulate: bool) -> Tensor:
     mask = None if accumulate else _fill_mask(self, indices, values)
     if mask is not None:
-        return masked_fill_op(self, mask, vw.reshape(values, ()))  # converts the value's dtype, as PyTorch
+        return masked_fill_op(self, mask, views.reshape(values, ()))  # converts the value's dtype, as PyTorch
     if values.dtype is not self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the source.")
@@ -246,7 +246,7 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
 
 
 def index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    return _put(vw.clone_op(self), _check_put_args(indices, values), values, accumulate)
+    return _put(views.clone_op(self), _check_put_args(indices, values), values, accumulate)
 
 
 # -- nonzero, masks -------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ nonzero_op = define("nonzero(Tensor self) -> Tensor")
 @nonzero_op.kernel("cpu")
 def _nonzero_cpu(self: Tensor) -> Tensor:
     count = _C.count_nonzero_all(self)
-    out = new_empty_tensor((count, self.ndim), dt.int64)
+    out = new_empty_tensor((count, self.ndim), dtypes.int64)
     _C.nonzero_fill(out, self)
     return out
 
@@ -280,8 +280,8 @@ def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
 
         input = ne_op(input, 0)
     if as_tuple:
-        coords = nonzero_op(input if input.ndim else vw.unsqueeze_op(input, 0))
-        return tuple(vw.select_op(coords, 1, j) for j in range(max(input.ndim, 1)))
+        coords = nonzero_op(input if input.ndim else views.unsqueeze_op(input, 0))
+        return tuple(views.select_op(coords, 1, j) for j in range(max(input.ndim, 1)))
     return write_out(nonzero_op(input), out)
 
 
@@ -295,7 +295,7 @@ masked_fill_op = define("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value
 
 def _check_mask(self: Tensor, mask: Tensor, value: Tensor) -> None:
     _warn_internal_overlap(self, "masked_fill_")
-    if mask.dtype is not dt.bool:
+    if mask.dtype is not dtypes.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_C_TYPE_NAMES.get(mask.dtype.name, mask.dtype.name)}")
     if value.ndim != 0:
@@ -343,18 +343,18 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     shape = broadcast_shapes(input._shape, mask._shape)
-    base = vw.expand_op(input, shape) if shape != input._shape else input
-    return masked_fill_op(vw.clone_op(base), mask, _as_value(value, input))
+    base = views.expand_op(input, shape) if shape != input._shape else input
+    return masked_fill_op(views.clone_op(base), mask, _as_value(value, input))
 
 
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
-    if mask.dtype is not dt.bool:
+    if mask.dtype is not dtypes.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes(input._shape, mask._shape)
-    x = vw.expand_op(input, shape) if input._shape != shape else input
-    m = vw.expand_op(mask, shape) if mask._shape != shape else mask
+    x = views.expand_op(input, shape) if input._shape != shape else input
+    m = views.expand_op(mask, shape) if mask._shape != shape else mask
     if not shape:
-        x, m = vw.unsqueeze_op(x, 0), vw.unsqueeze_op(m, 0)
+        x, m = views.unsqueeze_op(x, 0), views.unsqueeze_op(m, 0)
     return write_out(index_op(x, (m,)), out, distinct=(input, mask))
 
 
@@ -371,16 +371,16 @@ def _select_plan(self: Tensor, dim: int, index: Tensor):
 
 @index_select_op.kernel("cpu")
 def _index_select_cpu(self: Tensor, dim: int, index: Tensor) -> Tensor:
-    x = self if self.ndim else vw.unsqueeze_op(self, 0)
+    x = self if self.ndim else views.unsqueeze_op(self, 0)
     dims, tensors, bshape, rest, result, pos = _select_plan(self, dim, index)
     if not self.ndim:
-        index = vw.view_op(index, (numel(index._shape),))
+        index = views.view_op(index, (numel(index._shape),))
         dims, tensors, bshape, rest, result, pos = [0], [index], index._shape, [], index._shape, 0
     try:
         out = _gather(x, dims, tensors, bshape, rest, result, pos, wrap=False)
     except IndexError:
         raise IndexError("index out of range in self") from None
-    return vw.view_op(out, ()) if not self.ndim else out
+    return views.view_op(out, ()) if not self.ndim else out
 
 
 @index_select_op.kernel("meta")
@@ -409,9 +409,9 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
 def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
-    if index.dtype is not dt.int64:
+    if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {type_name(index.dtype)}")
-    flat = vw.reshape(input, (numel(input._shape),))
+    flat = views.reshape(input, (numel(input._shape),))
     try:
         return write_out(index_op(flat, (index,)), out, distinct=(input, index))
     except IndexError as e:
@@ -438,7 +438,7 @@ def _list_index(seq) -> Tensor:
     from ..creation.factories import tensor
 
     if not seq:
-        return new_empty_tensor((0,), dt.int64)
+        return new_empty_tensor((0,), dtypes.int64)
     t = tensor(seq)
     if t.dtype.is_floating_point:
         raise IndexError(_BAD_INDEX)
@@ -447,7 +447,7 @@ def _list_index(seq) -> Tensor:
 
 def _bool_index(value: bool) -> Tensor:
     """A Python bool index: a new size-1 dim indexed by [0] (True) or by nothing (False)."""
-    t = new_empty_tensor((1 if value else 0,), dt.int64)
+    t = new_empty_tensor((1 if value else 0,), dtypes.int64)
     if value:
         _C.fill_(t, 0)
     return t
@@ -470,7 +470,7 @@ def _normalize(item):
     if isinstance(item, Tensor):
         if item.ndim:
             return item
-        if item.dtype is dt.bool or item.dtype is dt.uint8:
+        if item.dtype is dtypes.bool or item.dtype is dtypes.uint8:
             return bool(item.item())  # a 0-d mask acts like a Python bool
         if item.dtype.is_floating_point:
             raise IndexError(_BAD_INDEX)
@@ -514,7 +514,7 @@ def _apply(self: Tensor, items: tuple):
                 raise ValueError("step must be greater than zero")
             start, stop, _ = slice(item.start, item.stop, step).indices(size)
             if start != 0 or stop != size or step != 1:
-                result = vw.slice_op(result, dim, start, stop, step)
+                result = views.slice_op(result, dim, start, stop, step)
             dim += 1
             real += 1
             continue
@@ -522,11 +522,11 @@ def _apply(self: Tensor, items: tuple):
             size = result._shape[dim]
             if item < -size or item >= size:
                 raise IndexError(f"index {item} is out of bounds for dimension {real} with size {size}")
-            result = vw.select_op(result, dim, item)
+            result = views.select_op(result, dim, item)
             real += 1
             continue
         if item is None:
-            result = vw.unsqueeze_op(result, dim)
+            result = views.unsqueeze_op(result, dim)
             dim += 1
             continue
         if item is Ellipsis:  # as PyTorch, every Ellipsis expands (to 0 dims once the dims are used up)
@@ -534,7 +534,7 @@ def _apply(self: Tensor, items: tuple):
             real += ndim - specified
             continue
         if tp is bool:  # a new size-1 dim, indexed by [0] (True) or by nothing (False)
-            result = vw.unsqueeze_op(result, dim)
+            result = views.unsqueeze_op(result, dim)
             item, k = _bool_index(item), 0
         else:
             _check_index_dtype(item)
@@ -548,7 +548,7 @@ def _apply(self: Tensor, items: tuple):
         dim += max(k, 1)
         real += k
     if result is self and indices is None:
-        result = vw.alias_op(self)
+        result = views.alias_op(self)
     return result, indices
 
 
@@ -560,12 +560,12 @@ def _getitem(self: Tensor, index):
         size = self._shape[0]
         if index < -size or index >= size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
-        return vw.select_op(self, 0, index)
+        return views.select_op(self, 0, index)
     if type(index) is slice and self.ndim:
         if index.step is None and type(index.start) in (int, type(None)) and type(index.stop) in (int, type(None)):
             size = self._shape[0]
             start, stop, _ = index.indices(size)
-            return vw.slice_op(self, 0, start, stop, 1)
+            return views.slice_op(self, 0, start, stop, 1)
         return _apply(self, (index,))[0]
     if isinstance(index, Tensor) and index.ndim and index.dtype in _INDEX_DTYPES:
         return index_op(self, (index,))
@@ -578,7 +578,7 @@ def _getitem(self: Tensor, index):
 def _strip_leading_ones(value: Tensor) -> Tensor:
     # PyTorch drops the value's leading size-1 dims before broadcasting it to the target.
     while value.ndim and value._shape[0] == 1:
-        value = vw.select_op(value, 0, 0)
+        value = views.select_op(value, 0, 0)
     return value
 
 
@@ -592,7 +592,7 @@ def _setitem(self: Tensor, index, value) -> None:
         if isinstance(value, (bool, int, float)):
             if indices is None:
                 _check_internal_overlap(view)  # PyTorch copies the number in: an expanded view is refused
-                vw.fill_(view, value)
+                views.fill_(view, value)
                 return
             from ..creation.factories import scalar_tensor
 
@@ -606,8 +606,8 @@ def _setitem(self: Tensor, index, value) -> None:
         if src._shape != view._shape:
             # As PyTorch's setitem: the value broadcast to the view first; a broadcast source (stride 0) is
             # exempt from copy_'s partial-overlap check (x[1:] = x[0] is fine).
-            src = vw.expand_op(src, view._shape)
-        vw.copy_(view, src)
+            src = views.expand_op(src, view._shape)
+        views.copy_(view, src)
         return
     _put(view, indices, _strip_leading_ones(value), False)
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import builtins
 import itertools
 
-from ... import dtypes as dt
+from ... import dtypes
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
 from .._common import write_out
-from ..pointwise import elementwise as pw
-from ..shape import views as vw
+from ..pointwise import elementwise
+from ..shape import views
 from .products import _mm_check, _out, bmm_op, mm_op, mv_op, type_name
 
 _ELL = "..."
@@ -176,13 +176,13 @@ def einsum(*args) -> Tensor:
     if leftover:
         result = _sum(result, leftover)
     shape = tuple(result._shape[d] for d in range(len(out_labels)))
-    return vw.reshape(result, shape)
+    return views.reshape(result, shape)
 
 
 def _sum(t: Tensor, dims: list) -> Tensor:
     """Sums labels out like PyTorch's einsum, with ``sum``'s promotion of integers to int64."""
     if not t.dtype.is_floating_point:
-        t = vw.to(t, dt.int64)
+        t = views.to(t, dtypes.int64)
     return _sum_keepdim(t, dims)
 
 
@@ -211,7 +211,7 @@ def _align(op: Tensor, labs: list, order: list, index: int, sizes: dict) -> Tens
                                f"broadcast with previously seen size {prev}")
     shape = tuple(size_of.get(lab, 1) for lab in order)
     stride = tuple(stride_of.get(lab, 0) for lab in order)
-    return vw.as_strided(op, shape, stride, op._offset)
+    return views.as_strided(op, shape, stride, op._offset)
 
 
 def _pair(left: Tensor, right: Tensor, contract: list) -> Tensor:
@@ -239,21 +239,21 @@ def _pair(left: Tensor, right: Tensor, contract: list) -> Tensor:
         return numel([t._shape[d] for d in dims])
 
     nb, nl, nr, nc = prod(left, batch), prod(left, lo), prod(right, ro), prod(left, contract)
-    a = vw.reshape(vw.permute_op(left, tuple(batch + lo + contract + ro)), (nb, nl, nc))
-    b = vw.reshape(vw.permute_op(right, tuple(batch + contract + ro + lo)), (nb, nc, nr))
+    a = views.reshape(views.permute_op(left, tuple(batch + lo + contract + ro)), (nb, nl, nc))
+    b = views.reshape(views.permute_op(right, tuple(batch + contract + ro + lo)), (nb, nc, nr))
     out = bmm_op(a, b)
     dims = batch + lo + ro + contract
     shape = tuple(left._shape[d] for d in batch + lo) + tuple(right._shape[d] for d in ro) + (1,) * len(contract)
-    out = vw.view_op(out, shape)
+    out = views.view_op(out, shape)
     inverse = [0] * nd
     for pos, d in enumerate(dims):
         inverse[d] = pos
-    return vw.permute_op(out, tuple(inverse))
+    return views.permute_op(out, tuple(inverse))
 
 
 def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
-        return write_out(pw.mul(input, other), out)
+        return write_out(elementwise.mul(input, other), out)
     if input._shape[-1] != other._shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(input._shape)} and {list(other._shape)}")
@@ -269,7 +269,7 @@ def chain_matmul(*matrices, out: Tensor | None = None) -> Tensor:
         if m.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     if len(matrices) == 1:
-        return _out(vw.clone(matrices[0]), out)
+        return _out(views.clone(matrices[0]), out)
     return _out(_chain(list(matrices)), out)
 
 
@@ -319,14 +319,14 @@ def multi_dot(tensors, *, out: Tensor | None = None) -> Tensor:
                                f"{type_name(first.dtype)} and tensor {i} is {type_name(t.dtype)}")
     mats = list(tensors)
     if first.ndim == 1:
-        mats[0] = vw.unsqueeze_op(first, 0)
+        mats[0] = views.unsqueeze_op(first, 0)
     if last.ndim == 1:
-        mats[-1] = vw.unsqueeze_op(last, 1)
+        mats[-1] = views.unsqueeze_op(last, 1)
     result = _chain(mats)
     if first.ndim == 1:
-        result = vw.squeeze_op(result, (0,))
+        result = views.squeeze_op(result, (0,))
     if last.ndim == 1:
-        result = vw.squeeze_op(result, (-1,))
+        result = views.squeeze_op(result, (-1,))
     return _out(result, out)
 
 
@@ -368,10 +368,10 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out: Tensor | None = None) -> Tensor
     free_a = [d for d in range(a.ndim) if d not in ca]
     free_b = [d for d in range(b.ndim) if d not in cb]
     csize = numel([a._shape[d] for d in ca])
-    ma = vw.reshape(vw.permute_op(a, tuple(free_a + ca)), (numel([a._shape[d] for d in free_a]), csize))
-    mb = vw.reshape(vw.permute_op(b, tuple(cb + free_b)), (csize, numel([b._shape[d] for d in free_b])))
+    ma = views.reshape(views.permute_op(a, tuple(free_a + ca)), (numel([a._shape[d] for d in free_a]), csize))
+    mb = views.reshape(views.permute_op(b, tuple(cb + free_b)), (csize, numel([b._shape[d] for d in free_b])))
     shape = tuple(a._shape[d] for d in free_a) + tuple(b._shape[d] for d in free_b)
-    return _out(vw.view_op(mm_op(ma, mb), shape), out)
+    return _out(views.view_op(mm_op(ma, mb), shape), out)
 
 
 def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
@@ -382,9 +382,9 @@ def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
     keep = [d for d in range(t.ndim) if d not in dims]
     rows = numel([t._shape[d] for d in keep])
     red = numel([t._shape[d] for d in dims])
-    flat = vw.reshape(vw.permute_op(t, tuple(keep + dims)), (rows, red))
+    flat = views.reshape(views.permute_op(t, tuple(keep + dims)), (rows, red))
     summed = mv_op(flat, ones((red,), dtype=t.dtype, device=t._device))
-    return vw.view_op(summed, tuple(1 if d in dims else s for d, s in enumerate(t._shape)))
+    return views.view_op(summed, tuple(1 if d in dims else s for d, s in enumerate(t._shape)))
 
 
 # PyTorch has no Tensor.einsum/tensordot/chain_matmul/multi_dot: api.py attaches every function

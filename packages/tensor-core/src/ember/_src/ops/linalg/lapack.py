@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -21,7 +21,7 @@ from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
 from .._common import HALF_TYPES, empty, type_name
-from ..shape import views as vw
+from ..shape import views
 
 
 class LinAlgError(RuntimeError):
@@ -76,7 +76,7 @@ def _check_matrix(A, fn: str, *, square: bool = True, half_kernel: str | None = 
 
 def _batch3(A: Tensor) -> Tensor:
     """(..., m, n) as (B, m, n): a view where possible (kernels read any strides)."""
-    return vw.reshape(A, (numel(A._shape[:-2]),) + A._shape[-2:])
+    return views.reshape(A, (numel(A._shape[:-2]),) + A._shape[-2:])
 
 
 def _raise(infos, fn: str, batched: bool, message, nonfinite: bool = False) -> None:
@@ -110,7 +110,7 @@ def _lu_det(A):
     batch = A._shape[:-2]
     outs = [empty((numel(batch), 1, 1), A.dtype, A._device) for _ in range(3)]
     _C.lu_det_(*outs, _batch3(A))
-    return [vw.reshape(o, batch) for o in outs]
+    return [views.reshape(o, batch) for o in outs]
 
 
 det_op = _declare("linalg_det(Tensor A) -> Tensor", _det_meta)
@@ -146,7 +146,7 @@ def _singular_inv(info):
 
 def _inv_meta(A, check_errors=False):
     _check_matrix(A, "linalg.inv")
-    return empty(A._shape, A.dtype, META), empty(A._shape[:-2], dt.int32, META)
+    return empty(A._shape, A.dtype, META), empty(A._shape[:-2], dtypes.int32, META)
 
 
 inv_ex_op = _declare("linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)",
@@ -161,13 +161,13 @@ def _inv_cpu(A, check_errors=False):
     infos = _C.inv_(out, _batch3(A))
     if check_errors:
         _raise(infos, "linalg.inv", A.ndim > 2, _singular_inv)
-    return vw.reshape(out, A._shape), _info_tensor(infos, A._shape[:-2])
+    return views.reshape(out, A._shape), _info_tensor(infos, A._shape[:-2])
 
 
 def _info_tensor(infos, batch) -> Tensor:
     from ..creation.factories import tensor
 
-    return vw.reshape(tensor(infos, dtype=dt.int32), batch)
+    return views.reshape(tensor(infos, dtype=dtypes.int32), batch)
 
 
 def _solve_shapes(A, B, left: bool):
@@ -193,7 +193,7 @@ def _solve_shapes(A, B, left: bool):
 
 def _solve_meta(A, B, *, left=True, check_errors=False):
     batch, Bm, vector = _solve_shapes(A, B, left)
-    return empty(batch + (Bm[-2:-1] if vector else Bm[-2:]), A.dtype, META), empty(batch, dt.int32, META)
+    return empty(batch + (Bm[-2:-1] if vector else Bm[-2:]), A.dtype, META), empty(batch, dtypes.int32, META)
 
 
 solve_ex_op = _declare("linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> "
@@ -204,29 +204,29 @@ solve_ex_op = _declare("linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, b
 def _solve_cpu(A, B, *, left=True, check_errors=False):
     batch, Bm, vector = _solve_shapes(A, B, left)
     n = A._shape[-1]
-    Bv = vw.reshape(B, Bm) if vector else B
+    Bv = views.reshape(B, Bm) if vector else B
     if not left:  # X A = B  <=>  A^T X^T = B^T
-        A, Bv = vw.transpose_op(A, -2, -1), vw.transpose_op(Bv, -2, -1)
+        A, Bv = views.transpose_op(A, -2, -1), views.transpose_op(Bv, -2, -1)
     k = Bv._shape[-1]
     nb = numel(batch)
-    a3 = vw.reshape(vw.expand_op(A, batch + (n, n)), (nb, n, n))
-    b3 = vw.reshape(vw.expand_op(Bv, batch + (n, k)), (nb, n, k))
+    a3 = views.reshape(views.expand_op(A, batch + (n, n)), (nb, n, n))
+    b3 = views.reshape(views.expand_op(Bv, batch + (n, k)), (nb, n, k))
     out = empty((nb, n, k), A.dtype, A._device)
     infos = _C.solve_(out, a3, b3)
     if check_errors:
         _raise(infos, "torch.linalg.solve", len(batch) > 0,
                lambda info: "The solver failed because the input matrix is singular.")
-    x = vw.reshape(out, batch + (n, k))
+    x = views.reshape(out, batch + (n, k))
     if not left:
-        x = vw.transpose_op(x, -2, -1)
-    return (vw.squeeze_op(x, (-1,)) if vector else x), _info_tensor(infos, batch)
+        x = views.transpose_op(x, -2, -1)
+    return (views.squeeze_op(x, (-1,)) if vector else x), _info_tensor(infos, batch)
 
 
 # -- cholesky ----------------------------------------------------------------------------------
 
 def _cholesky_meta(A, *, upper=False, check_errors=False):
     _check_matrix(A, "linalg.cholesky", half_kernel="cholesky_cpu")
-    return empty(A._shape, A.dtype, META), empty(A._shape[:-2], dt.int32, META)
+    return empty(A._shape, A.dtype, META), empty(A._shape[:-2], dtypes.int32, META)
 
 
 cholesky_ex_op = _declare(
@@ -244,7 +244,7 @@ def _cholesky_cpu(A, *, upper=False, check_errors=False):
         _raise(infos, "linalg.cholesky", A.ndim > 2,
                lambda info: f"The factorization could not be completed because the input is not positive-definite "
                             f"(the leading minor of order {info} is not positive-definite).")
-    return vw.reshape(out, A._shape), _info_tensor(infos, A._shape[:-2])
+    return views.reshape(out, A._shape), _info_tensor(infos, A._shape[:-2])
 
 
 # -- qr ------------------------------------------------------------------------------------------
@@ -278,8 +278,8 @@ def _qr_cpu(A, mode="reduced"):
     q = empty((nb, qm, qc), A.dtype, A._device)
     r = empty((nb,) + rshape, A.dtype, A._device)
     _C.qr_(q, r, _batch3(A))
-    Q = vw.reshape(q, batch + (qm, qc)) if mode != "r" else empty((0,), A.dtype, A._device)
-    return Q, vw.reshape(r, batch + rshape)
+    Q = views.reshape(q, batch + (qm, qc)) if mode != "r" else empty((0,), A.dtype, A._device)
+    return Q, views.reshape(r, batch + rshape)
 
 
 # -- eigh ---------------------------------------------------------------------------------------
@@ -311,8 +311,8 @@ def _eigh_cpu(A, UPLO="L", *, eigenvectors=True):
     _raise(infos, "linalg.eigh", A.ndim > 2,
            lambda info: f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                         f"many repeated eigenvalues (error code: {info}).")
-    vecs = vw.reshape(v, A._shape) if eigenvectors else empty((0,), A.dtype, A._device)
-    return vw.reshape(w, A._shape[:-1]), vecs
+    vecs = views.reshape(v, A._shape) if eigenvectors else empty((0,), A.dtype, A._device)
+    return views.reshape(w, A._shape[:-1]), vecs
 
 
 # -- svd ------------------------------------------------------------------------------------------
@@ -351,10 +351,10 @@ def _svd_cpu(A, full_matrices=True, *, compute_uv=True):
     _raise(infos, "linalg.svd", A.ndim > 2,
            lambda info: "The algorithm failed to converge because the input matrix contained non-finite values.",
            nonfinite=True)
-    S = vw.reshape(s, batch + (k,))
+    S = views.reshape(s, batch + (k,))
     if not compute_uv:
         return empty((0,), A.dtype, A._device), S, empty((0,), A.dtype, A._device)
-    return vw.reshape(u, batch + ushape), S, vw.reshape(vh, batch + vshape)
+    return views.reshape(u, batch + ushape), S, views.reshape(vh, batch + vshape)
 
 
 # -- lstsq ------------------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def _lstsq_shapes(A, B, rcond, driver):
     for name, t in (("input", A), ("b", B)):
         if not isinstance(t, Tensor):
             raise TypeError(f"linalg_lstsq(): argument '{name}' must be Tensor, not {type(t).__name__}")
-    if A.dtype not in (dt.float32, dt.float64):
+    if A.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
@@ -403,7 +403,7 @@ def _lstsq_meta(A, B, rcond=None, *, driver=None):
     x, r, s = _lstsq_outputs(A, batch, Bm, vector, driver)
     m, n = A._shape[-2:]
     res = batch + (Bm[-1],) if m > n and driver != "gelsy" else (0,)
-    return (empty(x, A.dtype, META), empty(res, A.dtype, META), empty(r, dt.int64, META),
+    return (empty(x, A.dtype, META), empty(res, A.dtype, META), empty(r, dtypes.int64, META),
             empty(s, A.dtype, META))
 
 
@@ -418,11 +418,11 @@ def _lstsq_cpu(A, B, rcond=None, *, driver=None):
     k = Bm[-1]
     nb = numel(batch)
     if rcond is None:
-        rcond = dt.finfo(A.dtype).eps * max(m, n)
-    a3 = vw.reshape(vw.expand_op(A, batch + (m, n)), (nb, m, n))
-    b3 = vw.reshape(vw.expand_op(vw.reshape(B, Bm), batch + (m, k)), (nb, m, k))
+        rcond = dtypes.finfo(A.dtype).eps * max(m, n)
+    a3 = views.reshape(views.expand_op(A, batch + (m, n)), (nb, m, n))
+    b3 = views.reshape(views.expand_op(views.reshape(B, Bm), batch + (m, k)), (nb, m, k))
     x = empty((nb, max(m, n), k), A.dtype, A._device)
-    rank = empty((nb, 1 if driver != "gels" else 0, 1), dt.int64, A._device)
+    rank = empty((nb, 1 if driver != "gels" else 0, 1), dtypes.int64, A._device)
     sv_rows = min(m, n) if driver in ("gelsd", "gelss") else 0
     sv = empty((nb, sv_rows, 1), A.dtype, A._device)
     infos = _C.lstsq_(x, rank, sv, a3, b3, float(rcond), driver)
@@ -430,16 +430,16 @@ def _lstsq_cpu(A, B, rcond=None, *, driver=None):
            lambda info: f"The least squares solution could not be computed because the input matrix does not have "
                         f"full rank (error code: {info}).")
     x_shape, rank_shape, sv_shape = _lstsq_outputs(A, batch, Bm, vector, driver)
-    solution = vw.reshape(vw.narrow_op(x, 1, 0, n), x_shape)
+    solution = views.reshape(views.narrow_op(x, 1, 0, n), x_shape)
     # Squared residuals: the sum of squares of rows n..m of LAPACK's output, when m > n and full rank.
     residuals = empty((0,), A.dtype, A._device)
     if m > n and driver != "gelsy":
         full_rank = driver == "gels" or _all_full_rank(rank, n)
         if full_rank:
-            tail = vw.narrow_op(x, 1, n, m - n)
-            residuals = vw.reshape((tail * tail).sum(1), batch + (k,))  # (..., 1) for a vector b too
-    rank_out = vw.reshape(rank, rank_shape) if driver != "gels" else empty((0,), dt.int64, A._device)
-    sv_out = vw.reshape(sv, sv_shape) if sv_rows else empty((0,), A.dtype, A._device)
+            tail = views.narrow_op(x, 1, n, m - n)
+            residuals = views.reshape((tail * tail).sum(1), batch + (k,))  # (..., 1) for a vector b too
+    rank_out = views.reshape(rank, rank_shape) if driver != "gels" else empty((0,), dtypes.int64, A._device)
+    sv_out = views.reshape(sv, sv_shape) if sv_rows else empty((0,), A.dtype, A._device)
     return solution, residuals, rank_out, sv_out
 
 
@@ -451,15 +451,15 @@ def _all_full_rank(rank: Tensor, n: int) -> bool:
 
 def _pinv(A: Tensor, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """Pseudo-inverse from the SVD (or eigh when hermitian): singular values <= tol become 0."""
-    from ..pointwise import elementwise as pw
+    from ..pointwise import elementwise
 
-    if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype not in (dt.float32, dt.float64):
+    if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype not in (dtypes.float32, dtypes.float64):
         desc = f"{type_name(A.dtype)}{list(A._shape)}" if isinstance(A, Tensor) else type(A).__name__
         raise RuntimeError(f"linalg.pinv({desc.replace('[', '{[').replace(']', ']}')}): expected a tensor with 2 or "
                            f"more dimensions of float, double, cfloat or cdouble types")
     m, n = A._shape[-2:]
     if rtol is None:
-        rtol = 0.0 if atol is not None and not _is_zero(atol) else dt.finfo(A.dtype).eps * max(m, n)
+        rtol = 0.0 if atol is not None and not _is_zero(atol) else dtypes.finfo(A.dtype).eps * max(m, n)
     if atol is None:
         atol = 0.0
     if hermitian:
@@ -470,14 +470,14 @@ def _pinv(A: Tensor, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     if numel(S._shape) == 0:
         return empty(A._shape[:-2] + (n, m), A.dtype, A._device).zero_()
     # tol = max(atol, rtol * largest singular value), per matrix.
-    top = S.amax(-1, keepdim=True) if hermitian else vw.narrow_op(S, -1, 0, 1)
-    tol = pw.maximum(pw.mul(top, _column(rtol)), _column(atol))
+    top = S.amax(-1, keepdim=True) if hermitian else views.narrow_op(S, -1, 0, 1)
+    tol = elementwise.maximum(elementwise.mul(top, _column(rtol)), _column(atol))
     keep = S > tol
     if hermitian:
-        inv_l = pw.where(keep, pw.div(1.0, pw.where(keep, L, 1.0)), 0.0)
-        return (V * vw.unsqueeze_op(inv_l, -2)) @ vw.transpose_op(V, -2, -1)
-    inv_s = pw.where(keep, pw.div(1.0, pw.where(keep, S, 1.0)), 0.0)
-    return (vw.transpose_op(Vh, -2, -1) * vw.unsqueeze_op(inv_s, -2)) @ vw.transpose_op(U, -2, -1)
+        inv_l = elementwise.where(keep, elementwise.div(1.0, elementwise.where(keep, L, 1.0)), 0.0)
+        return (V * views.unsqueeze_op(inv_l, -2)) @ views.transpose_op(V, -2, -1)
+    inv_s = elementwise.where(keep, elementwise.div(1.0, elementwise.where(keep, S, 1.0)), 0.0)
+    return (views.transpose_op(Vh, -2, -1) * views.unsqueeze_op(inv_s, -2)) @ views.transpose_op(U, -2, -1)
 
 
 def _is_zero(x) -> bool:
@@ -489,7 +489,7 @@ def _column(x):
     from ..creation.factories import scalar_tensor
 
     if isinstance(x, Tensor):
-        return vw.unsqueeze_op(x, -1)
+        return views.unsqueeze_op(x, -1)
     return scalar_tensor(float(x))
 
 
@@ -504,7 +504,7 @@ def _matrix_power(A: Tensor, n: int) -> Tensor:
     if n == 0:
         from ..creation.factories import eye
 
-        return vw.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape).clone()
+        return views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape).clone()
     if n < 0:
         A = inv_ex_op(A, check_errors=True)[0]
         n = -n
@@ -530,11 +530,11 @@ def slogdet(input: Tensor):
 
 def logdet(input: Tensor) -> Tensor:
     """log(det): nan for a negative determinant, -inf for a singular matrix."""
-    from ..pointwise import elementwise as pw
+    from ..pointwise import elementwise
 
     _check_matrix(input, "logdet")
     sign, logabs = slogdet_op(input)
-    return pw.where(sign < 0, float("nan"), logabs)
+    return elementwise.where(sign < 0, float("nan"), logabs)
 
 
 @_autocast_composite("fp32")
@@ -567,7 +567,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
         V = empty(batch + (n, n), input.dtype, input._device).zero_()
         return _torch_svd_result(U, S, V)
     U, S, Vh = svd_op(input, not some)
-    return _torch_svd_result(U, S, vw.transpose_op(Vh, -2, -1))
+    return _torch_svd_result(U, S, views.transpose_op(Vh, -2, -1))
 
 
 @_autocast_composite("fp32")

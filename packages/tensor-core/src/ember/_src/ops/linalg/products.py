@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -20,8 +20,8 @@ from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
 from .._common import HALF_TYPES, convert, empty, type_name, write_out
-from ..pointwise import elementwise as pw
-from ..shape import views as vw
+from ..pointwise import elementwise
+from ..shape import views
 
 # c10's spelling of dtypes in the "expected m1 and m2 to have the same dtype" message.
 _CPP_NAMES = {
@@ -43,7 +43,7 @@ def _check_dtypes(a: Tensor, b: Tensor) -> None:
 
 
 def _check_not_bool(dtype, kernel: str) -> None:
-    if dtype is dt.bool:
+    if dtype is dtypes.bool:
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
@@ -64,7 +64,7 @@ def _product(a3: Tensor, b3: Tensor, input: Tensor | None = None, beta=0, alpha=
     dtype = a3.dtype
     if a3._device is META:
         return empty(shape, dtype, META)
-    compute = dt.float32 if dtype in HALF_TYPES else dtype
+    compute = dtypes.float32 if dtype in HALF_TYPES else dtype
     out = empty(shape, compute, a3._device)
     use_input = input is not None and beta != 0
     if use_input:
@@ -119,7 +119,7 @@ mm_op = _declare("mm(Tensor self, Tensor mat2) -> Tensor", _mm_meta)
 def _mm_cpu(self, mat2):
     _mm_check(self, mat2)
     m, k, n = self._shape[0], self._shape[1], mat2._shape[1]
-    return vw.view_op(_product(_as3(self, (1, m, k)), _as3(mat2, (1, k, n))), (m, n))
+    return views.view_op(_product(_as3(self, (1, m, k)), _as3(mat2, (1, k, n))), (m, n))
 
 
 def _addmm_check(input, mat1, mat2, beta, alpha):
@@ -128,7 +128,7 @@ def _addmm_check(input, mat1, mat2, beta, alpha):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(input.dtype)} and "
                            f"{type_name(mat1.dtype)}")
     shape = (mat1._shape[0], mat2._shape[1])
-    vw.expand_op(input, shape)  # raises PyTorch's broadcast error
+    views.expand_op(input, shape)  # raises PyTorch's broadcast error
     return shape
 
 
@@ -145,7 +145,7 @@ def _addmm_cpu(self, mat1, mat2, *, beta=1, alpha=1):
     m, n = _addmm_check(self, mat1, mat2, beta, alpha)
     k = mat1._shape[1]
     out = _product(_as3(mat1, (1, m, k)), _as3(mat2, (1, k, n)), self, beta, alpha)
-    return vw.view_op(out, (m, n))
+    return views.view_op(out, (m, n))
 
 
 # -- bmm / baddbmm / addbmm -----------------------------------------------------------------
@@ -183,7 +183,7 @@ def _baddbmm_check(input, b1, b2):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(input.dtype)} and "
                            f"{type_name(b1.dtype)}")
     shape = (b1._shape[0], b1._shape[1], b2._shape[2])
-    vw.expand_op(input, shape)
+    views.expand_op(input, shape)
     return shape
 
 
@@ -207,7 +207,7 @@ def _addbmm_check(input, b1, b2):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(input.dtype)} and "
                            f"{type_name(b1.dtype)}")
     shape = (b1._shape[1], b2._shape[2])
-    vw.expand_op(input, shape)
+    views.expand_op(input, shape)
     return shape
 
 
@@ -224,9 +224,9 @@ def _addbmm_cpu(self, batch1, batch2, *, beta=1, alpha=1):
     m, n = _addbmm_check(self, batch1, batch2)
     bsz, k = batch1._shape[0], batch1._shape[2]
     # sum_b A_b @ B_b is one product: (M, B*K) @ (B*K, N).
-    a = vw.reshape(vw.permute_op(batch1, (1, 0, 2)), (1, m, bsz * k))
-    b = vw.reshape(batch2, (1, bsz * k, n))
-    return vw.view_op(_product(a, b, self, beta, alpha), (m, n))
+    a = views.reshape(views.permute_op(batch1, (1, 0, 2)), (1, m, bsz * k))
+    b = views.reshape(batch2, (1, bsz * k, n))
+    return views.view_op(_product(a, b, self, beta, alpha), (m, n))
 
 
 # -- mv / addmv / dot ---------------------------------------------------------------------
@@ -258,7 +258,7 @@ mv_op = _declare("mv(Tensor self, Tensor vec) -> Tensor", _mv_meta)
 def _mv_cpu(self, vec):
     _mv_check(None, self, vec)
     m, k = self._shape
-    return vw.view_op(_product(_as3(self, (1, m, k)), _as3(vec, (1, k, 1))), (m,))
+    return views.view_op(_product(_as3(self, (1, m, k)), _as3(vec, (1, k, 1))), (m,))
 
 
 def _addmv_meta(self, mat, vec, *, beta=1, alpha=1):
@@ -273,9 +273,13 @@ addmv_op = _declare("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1
 def _addmv_cpu(self, mat, vec, *, beta=1, alpha=1):
     _mv_check(self, mat, vec)
     m, k = mat._shape
-    inp = vw.view_op(self, (1, 1, 1)) if self.ndim == 0 else vw.view_op(vw.contiguous(self), (1, self._shape[0], 1))
+    inp = (
+        views.view_op(self, (1, 1, 1))
+        if self.ndim == 0
+        else views.view_op(views.contiguous(self), (1, self._shape[0], 1))
+    )
     out = _product(_as3(mat, (1, m, k)), _as3(vec, (1, k, 1)), inp, beta, alpha)
-    return vw.view_op(out, (m,))
+    return views.view_op(out, (m,))
 
 
 def _dot_check(a, b, name="dot"):
@@ -303,7 +307,7 @@ dot_op = _declare("dot(Tensor self, Tensor tensor) -> Tensor", _dot_meta)
 def _dot_cpu(self, tensor):
     _dot_check(self, tensor)
     k = self._shape[0]
-    return vw.view_op(_product(_as3(self, (1, 1, k)), _as3(tensor, (1, k, 1))), ())
+    return views.view_op(_product(_as3(self, (1, 1, k)), _as3(tensor, (1, k, 1))), ())
 
 
 # -- public functions -----------------------------------------------------------------------
@@ -363,7 +367,7 @@ def _inplace(fn):
         if result._shape != self._shape:
             raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
                                f"{list(result._shape)}")
-        return vw.copy_(self, result)
+        return views.copy_(self, result)
 
     method.__name__ = fn.__name__ + "_"
     return method
@@ -376,7 +380,7 @@ def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     for name, v in (("self", input), ("vec2", vec2)):
         if v.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
-    return write_out(pw.mul(vw.view_op(input, (input._shape[0], 1)), vec2), out, (input, vec2))
+    return write_out(elementwise.mul(views.view_op(input, (input._shape[0], 1)), vec2), out, (input, vec2))
 
 
 ger = outer
@@ -385,10 +389,10 @@ ger = outer
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
     prod = outer(vec1, vec2)
     if alpha != 1:
-        prod = pw.mul(prod, alpha)
-    result = prod if beta == 0 else pw.add(pw.mul(input, beta) if beta != 1 else input, prod)
+        prod = elementwise.mul(prod, alpha)
+    result = prod if beta == 0 else elementwise.add(elementwise.mul(input, beta) if beta != 1 else input, prod)
     if result._shape != prod._shape:
-        vw.expand_op(input, prod._shape)
+        views.expand_op(input, prod._shape)
     return write_out(result, out, (input, vec1, vec2))
 
 
@@ -409,31 +413,31 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if da == 2 and db == 1:
         return mv_op(a, b)
     if da == 1 and db == 2:
-        return vw.squeeze_op(mm_op(vw.unsqueeze_op(a, 0), b), (0,))
+        return views.squeeze_op(mm_op(views.unsqueeze_op(a, 0), b), (0,))
     if da == 2 and db == 2:
         return mm_op(a, b)
     if da >= 3 and db <= 2:
         # Fold a's batch dims into its rows: one mm instead of a batch of small ones.
-        rows = vw.reshape(a, (numel(a._shape[:-1]), a._shape[-1]))
+        rows = views.reshape(a, (numel(a._shape[:-1]), a._shape[-1]))
         if db == 1:
-            return vw.reshape(mv_op(rows, b), a._shape[:-1])
-        return vw.reshape(mm_op(rows, b), a._shape[:-1] + (b._shape[1],))
+            return views.reshape(mv_op(rows, b), a._shape[:-1])
+        return views.reshape(mm_op(rows, b), a._shape[:-1] + (b._shape[1],))
     if da == 3 and db == 3 and a._shape[0] == b._shape[0]:
         return bmm_op(a, b)
     # Batched: broadcast the batch dims, flatten them, bmm.
-    a2 = vw.unsqueeze_op(a, 0) if da == 1 else a
-    b2 = vw.unsqueeze_op(b, -1) if db == 1 else b
+    a2 = views.unsqueeze_op(a, 0) if da == 1 else a
+    b2 = views.unsqueeze_op(b, -1) if db == 1 else b
     batch = broadcast_shapes(a2._shape[:-2], b2._shape[:-2])
     m, k = a2._shape[-2:]
     k2, n = b2._shape[-2:]
     nb = numel(batch)
-    a3 = vw.reshape(vw.expand_op(a2, batch + (m, k)), (nb, m, k))
-    b3 = vw.reshape(vw.expand_op(b2, batch + (k2, n)), (nb, k2, n))
-    result = vw.view_op(bmm_op(a3, b3), batch + (m, n))
+    a3 = views.reshape(views.expand_op(a2, batch + (m, k)), (nb, m, k))
+    b3 = views.reshape(views.expand_op(b2, batch + (k2, n)), (nb, k2, n))
+    result = views.view_op(bmm_op(a3, b3), batch + (m, n))
     if da == 1:
-        result = vw.squeeze_op(result, (-2,))
+        result = views.squeeze_op(result, (-2,))
     if db == 1:
-        result = vw.squeeze_op(result, (-1,))
+        result = views.squeeze_op(result, (-1,))
     return result
 
 

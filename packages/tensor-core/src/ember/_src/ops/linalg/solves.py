@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -20,9 +20,9 @@ from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
 from .._common import empty, type_name, write_out
-from ..creation import factories as cr
-from ..pointwise import elementwise as pw
-from ..shape import views as vw
+from ..creation import factories
+from ..pointwise import elementwise
+from ..shape import views
 from .lapack import LinAlgError, _batch3, _check_matrix, _info_tensor, _raise
 
 _ret = namedtuple
@@ -41,8 +41,8 @@ def _lu_meta(A, *, pivot=True, check_errors=False):
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     m, n = A._shape[-2:]
     batch = A._shape[:-2]
-    return (empty(A._shape, A.dtype, META), empty(batch + (min(m, n),), dt.int32, META),
-            empty(batch, dt.int32, META))
+    return (empty(A._shape, A.dtype, META), empty(batch + (min(m, n),), dtypes.int32, META),
+            empty(batch, dtypes.int32, META))
 
 
 lu_factor_ex_op = define("linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
@@ -56,11 +56,11 @@ def _lu_factor_cpu(A, *, pivot=True, check_errors=False):
     m, n = A._shape[-2:]
     batch = A._shape[:-2]
     lu_ = empty((numel(batch), m, n), A.dtype, A._device)
-    pivots = empty((numel(batch), min(m, n)), dt.int32, A._device)
+    pivots = empty((numel(batch), min(m, n)), dtypes.int32, A._device)
     infos = _C.lu_factor_(lu_, pivots, _batch3(A))
     if check_errors:
         _raise(infos, "torch.linalg.lu_factor_ex", bool(batch), _singular_u)
-    return vw.reshape(lu_, A._shape), vw.reshape(pivots, batch + (min(m, n),)), _info_tensor(infos, batch)
+    return views.reshape(lu_, A._shape), views.reshape(pivots, batch + (min(m, n),)), _info_tensor(infos, batch)
 
 
 def _singular_u(info):
@@ -86,7 +86,7 @@ def linalg_lu_factor(A, *, pivot=True, out=None):
     """LU factorization with partial pivoting: (LU, pivots), raising if U has a zero pivot."""
     lu_, pivots, info = lu_factor_ex_op(A, pivot=pivot)
     if numel(info._shape):
-        bad = [int(i) for i in vw.reshape(info, (-1,)).tolist()]
+        bad = [int(i) for i in views.reshape(info, (-1,)).tolist()]
         for b, i in enumerate(bad):
             if i > 0:
                 prefix = f"(Batch element {b}): " if A.ndim > 2 else ""
@@ -115,30 +115,30 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     k = min(m, n)
     batch = LU_data._shape[:-2]
     if unpack_pivots:
-        if LU_pivots.dtype is not dt.int32:
+        if LU_pivots.dtype is not dtypes.int32:
             raise RuntimeError(f"torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
                                f"dtype. Note: this function is intended to be used with the output produced by "
                                f"torch.linalg.lu_factor, got {type_name(LU_pivots.dtype)}")
         if LU_pivots._shape != batch + (k,):
             raise RuntimeError(f"torch.lu_unpack: Expected LU_pivots.size() to be {list(batch + (k,))}, got "
                                f"{list(LU_pivots._shape)}")
-        perm = empty((numel(batch), m), dt.int64, LU_data._device)
-        _C.lu_pivots_to_perm_(perm, vw.reshape(LU_pivots, (numel(batch), k)))
+        perm = empty((numel(batch), m), dtypes.int64, LU_data._device)
+        _C.lu_pivots_to_perm_(perm, views.reshape(LU_pivots, (numel(batch), k)))
         # Row i of P^T A is row perm[i] of A, so P^T is the identity's rows in perm order.
         from ..indexing.subscripts import index_select
 
-        eye = cr.eye(m, dtype=LU_data.dtype)
-        pt = vw.reshape(index_select(eye, 0, vw.reshape(perm, (-1,))), (numel(batch), m, m))
-        P = vw.reshape(vw.transpose(pt, -2, -1), batch + (m, m)).contiguous()
+        eye = factories.eye(m, dtype=LU_data.dtype)
+        pt = views.reshape(index_select(eye, 0, views.reshape(perm, (-1,))), (numel(batch), m, m))
+        P = views.reshape(views.transpose(pt, -2, -1), batch + (m, m)).contiguous()
     else:
-        P = cr.empty((0,), dtype=LU_data.dtype)
+        P = factories.empty((0,), dtype=LU_data.dtype)
     if unpack_data:
         from ..shape.reorder import tril, triu
 
-        L = pw.add(tril(vw.narrow(LU_data, -1, 0, k), -1), cr.eye(m, k, dtype=LU_data.dtype))
-        U = triu(vw.narrow(LU_data, -2, 0, k))
+        L = elementwise.add(tril(views.narrow(LU_data, -1, 0, k), -1), factories.eye(m, k, dtype=LU_data.dtype))
+        U = triu(views.narrow(LU_data, -2, 0, k))
     else:
-        L = U = cr.empty((0,), dtype=LU_data.dtype)
+        L = U = factories.empty((0,), dtype=LU_data.dtype)
     return _write_outs(lu_unpack_result, (P, L, U), out)
 
 
@@ -158,13 +158,13 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool) 
 
     P, L, U = lu_unpack(LU, pivots)
     if left and not adjoint:  # P L U X = B
-        return solve(U, solve(L, vw.transpose(P, -2, -1).conj() @ B))
+        return solve(U, solve(L, views.transpose(P, -2, -1).conj() @ B))
     if left:  # U^H L^H P^T X = B
-        return P @ solve(vw.transpose(L, -2, -1).conj(), solve(vw.transpose(U, -2, -1).conj(), B))
+        return P @ solve(views.transpose(L, -2, -1).conj(), solve(views.transpose(U, -2, -1).conj(), B))
     if not adjoint:  # X P L U = B
-        return solve(L, solve(U, B, left=False), left=False) @ vw.transpose(P, -2, -1).conj()
+        return solve(L, solve(U, B, left=False), left=False) @ views.transpose(P, -2, -1).conj()
     # X U^H L^H P^T = B
-    return solve(vw.transpose(U, -2, -1).conj(), solve(vw.transpose(L, -2, -1).conj(), B @ P, left=False),
+    return solve(views.transpose(U, -2, -1).conj(), solve(views.transpose(L, -2, -1).conj(), B @ P, left=False),
                  left=False)
 
 
@@ -181,7 +181,7 @@ def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
 
     T = triu(A) if upper else tril(A)
     if unitriangular:
-        T = pw.add(triu(T, 1) if upper else tril(T, -1), cr.eye(A._shape[-1], dtype=A.dtype))
+        T = elementwise.add(triu(T, 1) if upper else tril(T, -1), factories.eye(A._shape[-1], dtype=A.dtype))
     return T
 
 
@@ -192,7 +192,7 @@ def _solve_matrices(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
     batch = broadcast_shapes(tuple(A._shape[:-2]), tuple(B._shape[:-2]))
     if tuple(B._shape[:-2]) != batch:
-        B = vw.expand(B, tuple(batch) + tuple(B._shape[-2:]))
+        B = views.expand(B, tuple(batch) + tuple(B._shape[-2:]))
     return solve(A, B, left=left)
 
 
@@ -226,7 +226,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     _check_solve_pair(A, b, "triangular_solve")
     T = _triangle(A, upper, unitriangular)
     if transpose:
-        T = vw.transpose(T, -2, -1)
+        T = views.transpose(T, -2, -1)
     return _write_outs(triangular_solve_result, (solve(T, b), A.clone()), out)
 
 
@@ -242,8 +242,8 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
     from ..shape.reorder import tril, triu
 
     other = tril(L, -1) if upper else triu(L, 1)
-    F = pw.add(_triangle(L, upper, False), pw.sub(other, other.detach()))
-    Fh = vw.transpose(F, -2, -1).conj()
+    F = elementwise.add(_triangle(L, upper, False), elementwise.sub(other, other.detach()))
+    Fh = views.transpose(F, -2, -1).conj()
     X = solve(F, solve(Fh, B)) if upper else solve(Fh, solve(F, B))
     return write_out(X, out)
 
@@ -252,7 +252,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Inverse of A from its Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
     _check_matrix(L, "cholesky_inverse")
-    eye = vw.expand(cr.eye(L._shape[-1], dtype=L.dtype), L._shape)
+    eye = views.expand(factories.eye(L._shape[-1], dtype=L.dtype), L._shape)
     return write_out(cholesky_solve(eye, L, upper), out)
 
 
@@ -269,30 +269,30 @@ _THETA13 = 5.371920351148152
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) of square matrices by scaling, Pade [13/13] approximation and squaring."""
     from ....linalg import solve
-    from ..reduction import reduce as rd
+    from ..reduction import reduce as reductions
 
     _check_matrix(A, "linalg.matrix_exp")
     n = A._shape[-1]
     if n == 0:
         return A.clone()
     if n == 1:
-        return pw.exp(A)
+        return elementwise.exp(A)
     # Per matrix: s = max(0, ceil(log2(|A|_1 / theta))) halvings, undone by s squarings below.
-    norm1 = rd.amax(rd.sum(pw.abs(A.detach()), -2), -1, keepdim=True)
-    s = pw.clamp(pw.ceil(pw.log2(pw.div(norm1, _THETA13))), min=0)
-    s = pw.where(pw.isfinite(s), s, 0.0)
-    X = pw.div(A, vw.unsqueeze(pw.pow(2.0, s), -1))
+    norm1 = reductions.amax(reductions.sum(elementwise.abs(A.detach()), -2), -1, keepdim=True)
+    s = elementwise.clamp(elementwise.ceil(elementwise.log2(elementwise.div(norm1, _THETA13))), min=0)
+    s = elementwise.where(elementwise.isfinite(s), s, 0.0)
+    X = elementwise.div(A, views.unsqueeze(elementwise.pow(2.0, s), -1))
     b = _PADE13
-    eye = cr.eye(n, dtype=A.dtype)
+    eye = factories.eye(n, dtype=A.dtype)
     X2 = X @ X
     X4 = X2 @ X2
     X6 = X4 @ X2
     U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2 + b[1] * eye)
     V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * eye
     R = solve(V - U, V + U)
-    steps = int(rd.amax(s)) if numel(s._shape) else 0
+    steps = int(reductions.amax(s)) if numel(s._shape) else 0
     for i in range(steps):
-        R = pw.where(vw.unsqueeze(pw.gt(s, i), -1), R @ R, R)
+        R = elementwise.where(views.unsqueeze(elementwise.gt(s, i), -1), R @ R, R)
     return R
 
 
@@ -318,7 +318,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     from .contract import einsum
 
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
-    return y if bias is None else pw.add(y, bias)
+    return y if bias is None else elementwise.add(y, bias)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...grad_mode import is_grad_enabled
@@ -27,7 +27,7 @@ def _additive_mask(attn_mask: Tensor | None, dtype) -> Tensor | None:
 
     if attn_mask is None:
         return None
-    if attn_mask.dtype is dt.bool:
+    if attn_mask.dtype is dtypes.bool:
         zero = full((), 0.0, dtype=dtype, device=attn_mask._device)
         return where(attn_mask, zero, zero - math.inf)
     return convert(attn_mask, dtype)
@@ -93,7 +93,7 @@ def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale, e
     scores = (q @ k.transpose(-2, -1)) * scale
     lq, s = q._shape[-2], k._shape[-2]
     if is_causal:
-        keep = ones((lq, s), dtype=dt.bool, device=q._device).tril()
+        keep = ones((lq, s), dtype=dtypes.bool, device=q._device).tril()
         scores = scores + _additive_mask(keep, cd)
     if attn_mask is not None:
         scores = scores + _additive_mask(attn_mask, cd)
@@ -132,7 +132,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if is_causal:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        if attn_mask.dtype is not dt.bool and attn_mask.dtype is not query.dtype:
+        if attn_mask.dtype is not dtypes.bool and attn_mask.dtype is not query.dtype:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                                f"attn_mask.dtype: {type_name(attn_mask.dtype)} and  query.dtype: "
                                f"{type_name(query.dtype)} instead.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -63,7 +63,7 @@ def expand_param(value, n: int, name: str) -> tuple:
 
 
 def compute_dtype(dtype):
-    return dt.float32 if dtype in HALF_TYPES else dtype
+    return dtypes.float32 if dtype in HALF_TYPES else dtype
 
 
 # -- convolution ------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def _im2col_check(self, kernel_size, dilation, padding, stride) -> tuple:
     if self.ndim not in (3, 4) or any(s == 0 for s in self._shape[-3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(self._shape)}")
-    if self.dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
+    if self.dtype not in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64):
         raise NotImplementedError(f"\"im2col\" not implemented for '{type_name(self.dtype)}'")
     blocks = _blocks(self._shape[-2:], kernel_size, dilation, padding, stride)
     if any(b < 1 for b in blocks):
@@ -352,7 +352,7 @@ def _col2im_check(self, output_size, kernel_size, dilation, padding, stride) -> 
     if self.ndim not in (2, 3) or any(s == 0 for s in self._shape[-2:]):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(self._shape)}")
-    if self.dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
+    if self.dtype not in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64):
         raise NotImplementedError(f"\"col2im\" not implemented for '{type_name(self.dtype)}'")
     kk = kernel_size[0] * kernel_size[1]
     if self._shape[-2] % kk:

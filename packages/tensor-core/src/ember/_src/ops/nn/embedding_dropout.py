@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -24,7 +24,7 @@ def _embedding_kernel(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
     d = weight._shape[1]
     out = new_empty_tensor(tuple(indices._shape) + (d,), weight.dtype, weight._device)
     if weight._device is not META and indices.numel():  # also for zero-width rows: the indices get checked
-        idx = convert(indices, dt.int64).contiguous()
+        idx = convert(indices, dtypes.int64).contiguous()
         _C.embedding(out, weight.contiguous(), idx)
     return out
 
@@ -44,7 +44,7 @@ def _dense_backward_kernel(grad_output, indices, num_weights, padding_idx, scale
         return new_empty_tensor((num_weights, d), grad_output.dtype, META)
     if d == 0:  # a zero-width weight: its gradient is empty too (view(-1, 0) cannot infer the rows)
         return zeros((num_weights, 0), dtype=grad_output.dtype, device=grad_output._device)
-    idx = convert(indices, dt.int64).contiguous().view(-1)
+    idx = convert(indices, dtypes.int64).contiguous().view(-1)
     grad = convert(grad_output, cd).contiguous().view(-1, d)
     if scale_grad_by_freq and idx.numel():
         counts = zeros((num_weights,), dtype=cd, device=grad._device)
@@ -65,7 +65,7 @@ embedding_dense_backward_op.kernels["meta"] = embedding_dense_backward_op.meta =
 def _check_indices(indices) -> None:
     if not isinstance(indices, Tensor):
         raise TypeError(f"embedding(): argument 'indices' must be Tensor, not {type(indices).__name__}")
-    if indices.dtype not in (dt.int64, dt.int32):
+    if indices.dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got torch.{type_name(indices.dtype)}Tensor instead (while checking "
                            f"arguments for embedding)")
@@ -81,9 +81,9 @@ def _renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float)
     from ..pointwise.elementwise import where
 
     with grad_mode.no_grad():
-        idx = convert(indices, dt.int64).reshape(-1)
+        idx = convert(indices, dtypes.int64).reshape(-1)
         rows = weight.index_select(0, idx)
-        norms = convert(rows.norm(norm_type, 1, keepdim=True), dt.float64)  # the scale in double, as PyTorch
+        norms = convert(rows.norm(norm_type, 1, keepdim=True), dtypes.float64)  # the scale in double, as PyTorch
         scale = where(norms > max_norm, max_norm / (norms + 1e-7), norms * 0 + 1)
         weight.index_put_((idx,), rows * convert(scale, weight.dtype))
 
@@ -202,7 +202,7 @@ def native_dropout(input, p, train):
     if not train or p == 0.0:
         from ..creation.factories import ones
 
-        return input.clone(), ones(input._shape, dtype=dt.bool, device=input._device)
+        return input.clone(), ones(input._shape, dtype=dtypes.bool, device=input._device)
     keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1.0 else input * 0
     return out, keep != 0

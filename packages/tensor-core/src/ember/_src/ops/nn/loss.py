@@ -10,14 +10,14 @@ from __future__ import annotations
 import warnings
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
 from .._common import compute_dtype, convert, type_name
-from ..pointwise import elementwise as pw
+from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -75,9 +75,9 @@ def _rows_of(input: Tensor, target: Tensor, name: str):
     shape of the unreduced loss."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
-    if target.dtype is dt.uint8:  # PyTorch takes Byte class indices as well as Long
-        target = convert(target, dt.int64)
-    if target.dtype is not dt.int64:
+    if target.dtype is dtypes.uint8:  # PyTorch takes Byte class indices as well as Long
+        target = convert(target, dtypes.int64)
+    if target.dtype is not dtypes.int64:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
     if input.ndim == 1:
         if target.ndim != 0:
@@ -184,7 +184,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
-    return _reduce(_weighted(pw.square(input - target), weight), reduction)
+    return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
 
 
 @_autocast_composite("fp32")
@@ -205,7 +205,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
-    loss = pw.where(diff < beta, pw.square(diff) * (0.5 / beta), diff - 0.5 * beta)
+    loss = elementwise.where(diff < beta, elementwise.square(diff) * (0.5 / beta), diff - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -216,7 +216,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _same_size(input, target, "huber_loss")
     diff = (input - target).abs()
-    loss = pw.where(diff < delta, pw.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
+    loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(_weighted(loss, weight), reduction)
 
 
@@ -231,9 +231,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
     if log_target:
-        loss = pw.exp(target) * (target - input)
+        loss = elementwise.exp(target) * (target - input)
     else:
-        loss = pw.xlogy(target, target) - target * input
+        loss = elementwise.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input._shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction)
@@ -252,8 +252,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
     if input.numel() and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = pw.clamp_min(input.log(), -100)
-    log_1mx = pw.clamp_min((1 - input).log(), -100)
+    log_x = elementwise.clamp_min(input.log(), -100)
+    log_1mx = elementwise.clamp_min((1 - input).log(), -100)
     loss = (target - 1) * log_1mx - target * log_x
     return _reduce(_weighted(loss, weight), reduction)
 
@@ -271,9 +271,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     # -sigmoid(-x) everywhere, x = 0 included (max(-x, 0) + log1p(e^-|x|) gives 0 or -1 there,
     # a silently wrong gradient at every zero logit). Each branch sees only its own half-line, so
     # the branch where() discards never overflows into a NaN gradient.
-    z = pw.neg(input)
-    z_pos, z_neg = pw.clamp_min(z, 0), pw.clamp_max(z, 0)
-    softplus = pw.where(z > 0, z_pos + pw.log1p(pw.exp(pw.neg(z_pos))), pw.log1p(pw.exp(z_neg)))
+    z = elementwise.neg(input)
+    z_pos, z_neg = elementwise.clamp_min(z, 0), elementwise.clamp_max(z, 0)
+    softplus = elementwise.where(
+        z > 0,
+        z_pos + elementwise.log1p(elementwise.exp(elementwise.neg(z_pos))),
+        elementwise.log1p(elementwise.exp(z_neg)),
+    )
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -157,7 +157,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_float(input, "rms_norm")
     nshape = _check_normalized(input, normalized_shape, weight, None)
     if eps is None:
-        eps = dt.finfo(input.dtype).eps
+        eps = dtypes.finfo(input.dtype).eps
     return fused_rms_norm_op(input, nshape, weight, float(eps))[0]
 
 
@@ -166,7 +166,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def _per_channel(t: Tensor | None, c: int, fill: float, dev) -> Tensor:
     from ..creation.factories import full
 
-    return _work(t) if t is not None else full((c,), fill, dtype=dt.float32, device=dev)
+    return _work(t) if t is not None else full((c,), fill, dtype=dtypes.float32, device=dev)
 
 
 def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training, momentum, eps):

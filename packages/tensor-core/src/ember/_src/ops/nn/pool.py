@@ -7,8 +7,7 @@ float16/bfloat16 are computed in float32.
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
-from ... import grad_mode
+from ... import dtypes, grad_mode
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -17,8 +16,8 @@ from ...tensor import Tensor
 from .._common import convert, empty, type_name
 from .conv import compute_dtype, contiguous_view, dense
 
-_FLOATS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
-_INTS = (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)  # max pooling only, as PyTorch
+_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+_INTS = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)  # max pooling only, as PyTorch
 
 
 def _pair(v, name: str, default=None) -> tuple:
@@ -93,11 +92,11 @@ def _run_forward(self, shape, params, mode, with_indices):
     ctype = compute_dtype(self.dtype)
     x = _planes(self, ctype)
     out = empty(shape, ctype, self._device)
-    idx = empty(shape, dt.int64, self._device) if with_indices else None
+    idx = empty(shape, dtypes.int64, self._device) if with_indices else None
     if _numel(shape) == 0:  # e.g. an adaptive output size of 0: nothing to compute
         out = convert(out, self.dtype)
         return (out, idx) if with_indices else out
-    _C.pool_forward(_planes(out, ctype), _planes(idx, dt.int64) if idx is not None else None, x, params, mode)
+    _C.pool_forward(_planes(out, ctype), _planes(idx, dtypes.int64) if idx is not None else None, x, params, mode)
     out = convert(out, self.dtype)
     return (out, idx) if with_indices else out
 
@@ -111,7 +110,7 @@ def _run_backward(grad_output, self, indices, params, mode, expected_shape):
     if _numel(grad_output._shape) == 0:
         return convert(gi.zero_(), self.dtype)
     _C.pool_backward(_planes(gi, ctype), _planes(grad_output, ctype),
-                     _planes(indices, dt.int64) if indices is not None else None, params, mode)
+                     _planes(indices, dtypes.int64) if indices is not None else None, params, mode)
     return convert(gi, self.dtype)
 
 
@@ -135,7 +134,7 @@ max_pool2d_with_indices_op = _declare(
     "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
     "bool ceil_mode) -> (Tensor, Tensor)",
     lambda self, k, s, p, d, c: (empty(_max_shape(self, k, s, p, d, c), self.dtype, META),
-                                 empty(_max_shape(self, k, s, p, d, c), dt.int64, META)))
+                                 empty(_max_shape(self, k, s, p, d, c), dtypes.int64, META)))
 max_pool2d_with_indices_backward_op = _declare(
     "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
     "int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
@@ -157,7 +156,7 @@ def _max_pool2d_with_indices_cpu(self, kernel_size, stride, padding, dilation, c
 @max_pool2d_with_indices_backward_op.kernel("cpu")
 def _max_pool2d_backward_cpu(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
     shape = _max_shape(self, kernel_size, stride, padding, dilation, ceil_mode)
-    if tuple(indices._shape) != tuple(shape) or indices.dtype is not dt.int64:
+    if tuple(indices._shape) != tuple(shape) or indices.dtype is not dtypes.int64:
         raise RuntimeError(f"max_pool2d_with_indices_backward: expected int64 indices of size {list(shape)}")
     return _run_backward(grad_output, self, indices, _params(kernel_size, stride, padding, dilation), 0, shape)
 
@@ -289,7 +288,7 @@ _adaptive_avg_pool2d_backward_op = _declare(
 adaptive_max_pool2d_op = _declare(
     "adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)",
     lambda self, o: (empty(_adaptive_shape(self, o, "adaptive_max_pool2d"), self.dtype, META),
-                     empty(_adaptive_shape(self, o, "adaptive_max_pool2d"), dt.int64, META)))
+                     empty(_adaptive_shape(self, o, "adaptive_max_pool2d"), dtypes.int64, META)))
 adaptive_max_pool2d_backward_op = _declare(
     "adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor",
     lambda g, self, i: empty(self._shape, self.dtype, META))
@@ -316,7 +315,7 @@ def _adaptive_max_cpu(self, output_size):
 
 @adaptive_max_pool2d_backward_op.kernel("cpu")
 def _adaptive_max_backward_cpu(grad_output, self, indices):
-    if tuple(indices._shape) != tuple(grad_output._shape) or indices.dtype is not dt.int64:
+    if tuple(indices._shape) != tuple(grad_output._shape) or indices.dtype is not dtypes.int64:
         raise RuntimeError("adaptive_max_pool2d_backward: indices must be int64 of grad_output's size")
     if grad_output.ndim != self.ndim:
         raise RuntimeError("adaptive_max_pool2d_backward: grad_output and input must have the same rank")

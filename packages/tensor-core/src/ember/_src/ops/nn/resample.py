@@ -12,7 +12,7 @@ import math
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -22,7 +22,7 @@ from .._common import convert, empty, type_name
 from .conv import as_3d_spatial, compute_dtype, contiguous_view, dense
 
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
-_FLOATS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 
 
 def _declare(schema: str, meta):
@@ -179,7 +179,7 @@ _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 def _uint8_mode(dtype, mode: str, k: int) -> bool:
     """uint8 images resample with the nearest modes (exact through float32). PyTorch also takes
     uint8 for 2-d bilinear/bicubic, with fixed-point weights of its own that ember does not copy."""
-    return dtype is dt.uint8 and mode in ("nearest", "nearest-exact")
+    return dtype is dtypes.uint8 and mode in ("nearest", "nearest-exact")
 
 
 def _upsample_check(self, output_size, mode, scales) -> tuple:
@@ -213,7 +213,7 @@ _upsample_backward_op = _declare(
 @_upsample_op.kernel("cpu")
 def _upsample_cpu(self, output_size, mode, align_corners, scales):
     shape = _upsample_check(self, output_size, mode, scales)
-    ctype = dt.float32 if self.dtype is dt.uint8 else compute_dtype(self.dtype)
+    ctype = dtypes.float32 if self.dtype is dtypes.uint8 else compute_dtype(self.dtype)
     k = self.ndim - 2
     out = empty(shape, ctype, self._device)
     _C.interpolate(_planes4(out, k), _planes4(dense(self, ctype), k), _KERNEL_MODE[mode], bool(align_corners),
@@ -328,14 +328,14 @@ def pixel_unshuffle(input, downscale_factor):
 
 def one_hot(tensor, num_classes=-1):
     """nn.functional.one_hot: int64 (*, num_classes) with a 1 at each index."""
-    if not isinstance(tensor, Tensor) or tensor.dtype is not dt.int64:
+    if not isinstance(tensor, Tensor) or tensor.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = operator.index(num_classes)
     idx = dense(tensor)
     if idx.numel() == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        return empty(tuple(tensor._shape) + (num_classes,), dt.int64, tensor._device)
+        return empty(tuple(tensor._shape) + (num_classes,), dtypes.int64, tensor._device)
     lo, hi = _C.index_range(idx)
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
@@ -343,7 +343,7 @@ def one_hot(tensor, num_classes=-1):
         num_classes = hi + 1
     elif hi >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = empty(tuple(tensor._shape) + (num_classes,), dt.int64, tensor._device)
+    out = empty(tuple(tensor._shape) + (num_classes,), dtypes.int64, tensor._device)
     _C.one_hot(contiguous_view(out, (idx.numel(), num_classes)), contiguous_view(idx, (idx.numel(),)))
     return out
 

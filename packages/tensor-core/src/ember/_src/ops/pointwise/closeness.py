@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import dtypes as dt
+from ... import dtypes
 from ...optable import declare
 from ...tensor import Tensor
 from .._common import type_name
@@ -10,7 +10,7 @@ from .._common import type_name
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise; equal infinities are close."""
-    from . import elementwise as pw
+    from . import elementwise
 
     if not isinstance(other, Tensor):
         from ..creation.factories import scalar_tensor
@@ -24,18 +24,20 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
-    close = pw.eq_op(input, other)
+    close = elementwise.eq_op(input, other)
     if equal_nan and (input.dtype.is_floating_point or input.dtype.is_complex):
-        close = pw.logical_or_op(close, pw.logical_and_op(pw.isnan(input), pw.isnan(other)))
-    if input.dtype is dt.bool or (rtol == 0 and atol == 0):
+        close = elementwise.logical_or_op(
+            close, elementwise.logical_and_op(elementwise.isnan(input), elementwise.isnan(other))
+        )
+    if input.dtype is dtypes.bool or (rtol == 0 and atol == 0):
         return close
     # Computed in the promoted floating type so integer inputs get a tolerance as PyTorch does.
-    work = input.dtype if (input.dtype.is_floating_point or input.dtype.is_complex) else dt.get_default_dtype()
+    work = input.dtype if (input.dtype.is_floating_point or input.dtype.is_complex) else dtypes.get_default_dtype()
     a, b = input.to(work), other.to(work)
-    diff = pw.abs(pw.sub_op(a, b))
-    allowed = pw.add_op(pw.mul_op(pw.abs(b), rtol), atol)
-    finite_close = pw.logical_and_op(pw.le_op(diff, allowed), pw.isfinite(diff))
-    return pw.logical_or_op(close, finite_close)
+    diff = elementwise.abs(elementwise.sub_op(a, b))
+    allowed = elementwise.add_op(elementwise.mul_op(elementwise.abs(b), rtol), atol)
+    finite_close = elementwise.logical_and_op(elementwise.le_op(diff, allowed), elementwise.isfinite(diff))
+    return elementwise.logical_or_op(close, finite_close)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:

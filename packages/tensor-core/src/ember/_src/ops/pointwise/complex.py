@@ -11,7 +11,7 @@ mean reduce the (real, imag) float view with the real kernels, prod has its own 
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -22,7 +22,7 @@ from ..shape.views import _view_op
 
 UNARY_CODES = _C.complex_unary_ops
 BINARY_CODES = _C.complex_binary_ops
-COMPLEX = (dt.complex64, dt.complex128)
+COMPLEX = (dtypes.complex64, dtypes.complex128)
 
 # Elementwise ops with a complex kernel; every other pointwise op rejects complex inputs with
 # the exception PyTorch raises (_reject).
@@ -68,7 +68,7 @@ def _check_unary(name: str, dtype):
     if name in _REAL_RESULT:
         return dtype.to_real()
     if name in _PREDICATES:
-        return dt.bool
+        return dtypes.bool
     return dtype
 
 
@@ -119,8 +119,8 @@ def view_as_real_op(self: Tensor) -> Tensor:
 
 @_view_op("view_as_complex(Tensor(a) self) -> Tensor(a)")
 def view_as_complex_op(self: Tensor) -> Tensor:
-    if self.dtype not in (dt.float32, dt.float64):
-        if self.dtype is dt.float16:
+    if self.dtype not in (dtypes.float32, dtypes.float64):
+        if self.dtype is dtypes.float16:
             raise RuntimeError("view_as_complex: complex32 (ComplexHalf) is not supported by ember")
         raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a tensor "
                            f"of scalar type: {type_name(self.dtype)}")
@@ -215,7 +215,7 @@ angle_op = define("angle(Tensor self) -> Tensor", ("pointwise",))
 def _angle_dtype(x: Tensor):
     if x.dtype.is_complex:
         return x.dtype.to_real()
-    return x.dtype if x.dtype.is_floating_point else dt.get_default_dtype()
+    return x.dtype if x.dtype.is_floating_point else dtypes.get_default_dtype()
 
 
 @angle_op.kernel("cpu")
@@ -224,7 +224,7 @@ def _angle(self: Tensor) -> Tensor:
     if self.dtype.is_complex:
         return _run_unary("angle", self)
     rd = _angle_dtype(self)
-    compute = dt.float32 if rd in (dt.float16, dt.bfloat16) else rd
+    compute = dtypes.float32 if rd in (dtypes.float16, dtypes.bfloat16) else rd
     out = empty(self._shape, compute, self._device)
     if self._device is not META:
         _C.real_angle(out, convert(self, compute))
@@ -270,8 +270,8 @@ def _parts_check(a, b, names: tuple) -> tuple:
     for x, n in zip((a, b), names):
         if not isinstance(x, Tensor):
             raise TypeError(f"complex(): argument '{n}' must be Tensor, not {type(x).__name__}")
-    if a.dtype not in (dt.float32, dt.float64) or b.dtype not in (dt.float32, dt.float64):
-        if a.dtype is dt.float16 and b.dtype is dt.float16:
+    if a.dtype not in (dtypes.float32, dtypes.float64) or b.dtype not in (dtypes.float32, dtypes.float64):
+        if a.dtype is dtypes.float16 and b.dtype is dtypes.float16:
             raise RuntimeError("complex32 (ComplexHalf) is not supported by ember")
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{type_name(a.dtype)} and {type_name(b.dtype)}")

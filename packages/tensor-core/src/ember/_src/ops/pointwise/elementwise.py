@@ -12,7 +12,7 @@ import builtins
 import math
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -21,7 +21,7 @@ from ...tensor import Tensor
 from .._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
-from . import complex as _cx
+from . import complex as _complex_numbers
 from . import fused as _fused
 
 BINARY_CODES = _C.binary_ops
@@ -46,9 +46,9 @@ _BOOL_RESULT = "bool"        # comparisons and logical ops
 _INTEGRAL_ONLY = "integral"  # bitwise ops
 
 
-_FLOAT_TYPES = frozenset((dt.float16, dt.bfloat16, dt.float32, dt.float64))
-_NON_FLOAT_TYPES = frozenset((dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64))
-_BOOL_ONLY = frozenset((dt.bool,))
+_FLOAT_TYPES = frozenset((dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64))
+_NON_FLOAT_TYPES = frozenset((dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64))
+_BOOL_ONLY = frozenset((dtypes.bool,))
 
 # (op, promoted input dtype) pairs PyTorch has no kernel for: NotImplementedError, as in PyTorch.
 _NO_KERNEL = {
@@ -65,7 +65,7 @@ _NO_KERNEL = {
         "celu")},
 }
 # Pairs PyTorch rejects with a RuntimeError instead (a check before its kernel).
-_REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dt.bool, dt.uint8)),
+_REJECTED = {"relu": _BOOL_ONLY, "relu6": _BOOL_ONLY, "hardtanh": frozenset((dtypes.bool, dtypes.uint8)),
              "neg": _BOOL_ONLY}
 
 
@@ -87,16 +87,16 @@ def _binary_result(a, b, kind: str, op_name: str):
     else:
         _check_operand(a, op_name)
         _check_operand(b, op_name)
-        promoted = dt.result_type_of(a, b)
+        promoted = dtypes.result_type_of(a, b)
     if promoted.is_complex:
-        _cx._check_binary(op_name, promoted)
+        _complex_numbers._check_binary(op_name, promoted)
     _check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not (promoted.is_floating_point or promoted.is_complex):
-        promoted = dt.get_default_dtype()
+        promoted = dtypes.get_default_dtype()
     a_shape = a._shape if isinstance(a, Tensor) else ()
     b_shape = b._shape if isinstance(b, Tensor) else ()
     shape = a_shape if a_shape == b_shape else broadcast_shapes(a_shape, b_shape)
-    result = dt.bool if kind == _BOOL_RESULT else promoted
+    result = dtypes.bool if kind == _BOOL_RESULT else promoted
     return shape, promoted, result
 
 
@@ -121,11 +121,11 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
         out = empty(shape, result_dtype, device)
     if device is META:
         return out
-    compute = dt.float32 if promoted in HALF_TYPES else promoted
+    compute = dtypes.float32 if promoted in HALF_TYPES else promoted
     write_bool = kind == _BOOL_RESULT
     if compute.is_complex:  # std::complex kernels (ops/complex.py)
-        target = out if out.dtype is (dt.bool if write_bool else compute) else empty(shape, out.dtype, device)
-        _cx._run_binary(op_name, target, a, b, compute)
+        target = out if out.dtype is (dtypes.bool if write_bool else compute) else empty(shape, out.dtype, device)
+        _complex_numbers._run_binary(op_name, target, a, b, compute)
         if target is not out:
             _C.copy_(out, target)
         return out
@@ -153,7 +153,7 @@ def _binary_meta(kind, op_name):
 def _check_inplace(self: Tensor, shape, result_dtype, op_name):
     if not isinstance(self, Tensor):
         raise TypeError(f"{op_name}: self must be a Tensor")
-    if not dt.can_cast(result_dtype, self.dtype):
+    if not dtypes.can_cast(result_dtype, self.dtype):
         raise RuntimeError(
             f"result type {type_name(result_dtype)} can't be cast to the desired output type {type_name(self.dtype)}"
         )
@@ -169,8 +169,8 @@ def _check_cast_first(self: Tensor, other, kind: str, op_name: str) -> None:
     if kind == _BOOL_RESULT or (type(other) is Tensor and other.dtype is self.dtype) or not isinstance(self, Tensor):
         return
     _check_operand(other, op_name)
-    promoted = dt.result_type_of(self, other)
-    if not dt.can_cast(promoted, self.dtype):
+    promoted = dtypes.result_type_of(self, other)
+    if not dtypes.can_cast(promoted, self.dtype):
         raise RuntimeError(
             f"result type {type_name(promoted)} can't be cast to the desired output type {type_name(self.dtype)}"
         )
@@ -251,8 +251,8 @@ ge_op, ge_inplace_op = _declare_binary("ge", _BOOL_RESULT)
 
 def _check_sub_bool(a, b):
     # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor).
-    if (getattr(a, "dtype", None) is dt.bool or isinstance(a, builtins.bool)) or (
-        getattr(b, "dtype", None) is dt.bool or isinstance(b, builtins.bool)
+    if (getattr(a, "dtype", None) is dtypes.bool or isinstance(a, builtins.bool)) or (
+        getattr(b, "dtype", None) is dtypes.bool or isinstance(b, builtins.bool)
     ):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
@@ -261,7 +261,7 @@ def _check_sub_bool(a, b):
 
 
 def _check_int_pow(base, exponent):
-    if isinstance(base, Tensor) and dt.is_integral(base.dtype, include_bool=True):
+    if isinstance(base, Tensor) and dtypes.is_integral(base.dtype, include_bool=True):
         if isinstance(exponent, int) and not isinstance(exponent, builtins.bool) and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
 
@@ -269,10 +269,10 @@ def _check_int_pow(base, exponent):
 def _scaled(input, other, alpha):
     if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1 and not isinstance(alpha, builtins.bool)):
         return other
-    promoted = dt.result_type_of(input, other)
+    promoted = dtypes.result_type_of(input, other)
     if isinstance(alpha, float) and not (promoted.is_floating_point or promoted.is_complex):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if promoted is dt.bool:
+    if promoted is dtypes.bool:
         alpha = builtins.bool(alpha)  # PyTorch converts alpha to the (bool) result type
         if not isinstance(other, Tensor):
             return builtins.bool(other) and alpha
@@ -342,7 +342,7 @@ div_rounding_op.meta = _div_rounding_kernel
 
 
 def _trunc_div(a, b):
-    promoted = dt.result_type_of(a, b)
+    promoted = dtypes.result_type_of(a, b)
     if promoted.is_floating_point:
         return trunc(div_op(a, b))  # noqa: F821 - defined by the unary loop below
     if not promoted.is_signed:
@@ -376,8 +376,8 @@ def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
 
 
 def float_power(input, exponent, *, out=None):
-    a = input.to(dt.float64) if isinstance(input, Tensor) else float(input)
-    b = exponent.to(dt.float64) if isinstance(exponent, Tensor) else float(exponent)
+    a = input.to(dtypes.float64) if isinstance(input, Tensor) else float(input)
+    b = exponent.to(dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
     return write_out(pow_op(a, b), out, (input, exponent))
 
 
@@ -447,28 +447,28 @@ def _unary_result(a, kind: str, name: str):
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if a.dtype.is_complex:
-        return _cx._check_unary(name, a.dtype)
+        return _complex_numbers._check_unary(name, a.dtype)
     _check_kernel_exists(name, a.dtype)
     if kind == _PREDICATE_OP:
-        return dt.bool
+        return dtypes.bool
     if kind == _FLOAT_OP and not a.dtype.is_floating_point:
-        return dt.get_default_dtype()
+        return dtypes.get_default_dtype()
     return a.dtype
 
 
 def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.0, out: Tensor | None = None):
     if isinstance(a, Tensor) and a.dtype.is_complex:
-        return _cx._run_unary(name, a, out)
+        return _complex_numbers._run_unary(name, a, out)
     result_dtype = _unary_result(a, kind, name)
     if out is None:
         out = empty(a._shape, result_dtype, a._device)
     if a._device is META:
         return out
     if kind == _PREDICATE_OP:
-        compute = dt.float32 if a.dtype in HALF_TYPES else a.dtype
+        compute = dtypes.float32 if a.dtype in HALF_TYPES else a.dtype
         _C.unary(code, out, convert(a, compute), p0, p1, p2)
         return out
-    compute = dt.float32 if result_dtype in HALF_TYPES else result_dtype
+    compute = dtypes.float32 if result_dtype in HALF_TYPES else result_dtype
     target = out if out.dtype is compute else empty(a._shape, compute, a._device)
     _C.unary(code, target, convert(a, compute), p0, p1, p2)
     if target is not out:
@@ -502,7 +502,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
             if checks_overlap and 0 in self._stride:
                 _check_internal_overlap(self)
             result_dtype = _unary_result(self, kind, name)
-            if name == "square" and self.dtype is dt.bool:  # square(bool) is int64, as pow(bool, 2)
+            if name == "square" and self.dtype is dtypes.bool:  # square(bool) is int64, as pow(bool, 2)
                 raise RuntimeError("result type Long can't be cast to the desired output type Bool")
             if kind == _PREDICATE_OP:  # logical_not_: the 0/1 result is written in self's dtype
                 _C.copy_(self, _run_unary(code, kind, name, self, *args))
@@ -627,7 +627,7 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - PyTorch's name
 
 
 def positive(input):
-    if input.dtype is dt.bool:
+    if input.dtype is dtypes.bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
@@ -745,8 +745,8 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
-    if not input.dtype.is_floating_point and input.dtype is not dt.bool:
-        info = dt.iinfo(input.dtype)
+    if not input.dtype.is_floating_point and input.dtype is not dtypes.bool:
+        info = dtypes.iinfo(input.dtype)
         for v in (threshold, value):
             if not info.min <= v <= info.max:
                 raise RuntimeError(f"value cannot be converted to type {input.dtype.name}_t without overflow")
@@ -760,7 +760,7 @@ def logit(input, eps: float | None = None, *, out=None):
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
     if not input.dtype.is_floating_point:
         return write_out(input.clone(), out, (input,))
-    info = dt.finfo(input.dtype)
+    info = dtypes.finfo(input.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     return write_out(nan_to_num_op(input, float(nan), float(posinf), float(neginf)), out, (input,))
@@ -770,7 +770,7 @@ def nan_to_num_(input, nan: float = 0.0, posinf: float | None = None, neginf: fl
     if not input.dtype.is_floating_point:
         input._bump_version()  # PyTorch still writes (a copy onto itself)
         return input
-    info = dt.finfo(input.dtype)
+    info = dtypes.finfo(input.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     return nan_to_num_inplace_op(input, float(nan), float(posinf), float(neginf))
@@ -784,10 +784,10 @@ where_op = define("where(Tensor condition, Tensor self, Tensor other) -> Tensor"
 def _where_result(condition, a, b):
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
-    if condition.dtype is not dt.bool:
+    if condition.dtype is not dtypes.bool:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{type_name(condition.dtype)}")
-    dtype = dt.result_type_of(a, b)
+    dtype = dtypes.result_type_of(a, b)
     shapes = [condition._shape] + [x._shape for x in (a, b) if isinstance(x, Tensor)]
     return broadcast_shapes(*shapes), dtype
 
@@ -831,10 +831,10 @@ clamp_op = define("clamp(Tensor self, Scalar|Tensor? min=None, Scalar|Tensor? ma
 @clamp_op.kernel("cpu")
 @clamp_op.kernel("meta")
 def _clamp_kernel(input, min=None, max=None):  # noqa: A002 - PyTorch's names
-    if any(getattr(x, "dtype", None) in _cx.COMPLEX or isinstance(x, complex) for x in (input, min, max)):
-        _cx._reject("clamp", input.dtype)
+    if any(getattr(x, "dtype", None) in _complex_numbers.COMPLEX or isinstance(x, complex) for x in (input, min, max)):
+        _complex_numbers._reject("clamp", input.dtype)
     result = input
-    dtype = dt.result_type_of(*[x for x in (input, min, max) if x is not None])
+    dtype = dtypes.result_type_of(*[x for x in (input, min, max) if x is not None])
     for bound in (min, max):
         if bound is not None and not isinstance(bound, Tensor):
             check_scalar_fits(bound, dtype)  # uint8.clamp(-5, 300) raises, as in PyTorch
@@ -900,11 +900,11 @@ def sigmoid_(input):
 
 
 def rad2deg(input):
-    return mul(input if input.dtype.is_floating_point else input.to(dt.get_default_dtype()), 180.0 / math.pi)
+    return mul(input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype()), 180.0 / math.pi)
 
 
 def deg2rad(input):
-    return mul(input if input.dtype.is_floating_point else input.to(dt.get_default_dtype()), math.pi / 180.0)
+    return mul(input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype()), math.pi / 180.0)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
@@ -916,7 +916,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 
 def square(input, *, out=None):
-    if input.dtype is dt.bool:
+    if input.dtype is dtypes.bool:
         return write_out(pow_op(input, 2), out, (input,))
     return write_out(UNARY_OPS["square"][0](input), out, (input,))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...shapes import broadcast_shapes
@@ -27,10 +27,10 @@ _NUMBER = (builtins.bool, int, float)
 
 # ATen's C++ type names, which its dtype-mismatch messages print.
 _CPP_NAMES = {
-    dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16",
-    dt.int64: "long int", dt.int32: "int", dt.int16: "short int", dt.int8: "signed char",
-    dt.uint8: "unsigned char", dt.bool: "bool", dt.complex64: "c10::complex<float>",
-    dt.complex128: "c10::complex<double>",
+    dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16",
+    dtypes.int64: "long int", dtypes.int32: "int", dtypes.int16: "short int", dtypes.int8: "signed char",
+    dtypes.uint8: "unsigned char", dtypes.bool: "bool", dtypes.complex64: "c10::complex<float>",
+    dtypes.complex128: "c10::complex<double>",
 }
 
 _ADDCDIV_INTEGER = (
@@ -54,7 +54,7 @@ def check_tensors(fn: str, names: tuple, args: tuple) -> None:
 
 
 def _opmath(dtype):
-    return dt.float64 if dtype is dt.float64 else dt.float32
+    return dtypes.float64 if dtype is dtypes.float64 else dtypes.float32
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -72,12 +72,12 @@ def scalar_arg(value, dtype, fn: str, name: str):
         raise TypeError(f"{fn}(): argument '{name}' must be Number, not {type(value).__name__}")
     if dtype.is_floating_point:
         f = float(value)
-        limit = dt.finfo(_opmath(dtype)).max
+        limit = dtypes.finfo(_opmath(dtype)).max
         if f == f and abs(f) != float("inf") and abs(f) > limit:
             raise RuntimeError(f"value cannot be converted to type {_CPP_NAMES[_opmath(dtype)]} without overflow")
         return f, 0
     # Integers: in range for the type (unsigned types also take -max..-1, which wrap), as c10's checks.
-    info = dt.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     low = -info.max if info.min == 0 and not isinstance(value, float) else info.min
     if not low <= value <= info.max:
         raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
@@ -95,7 +95,7 @@ def _shape(*tensors) -> tuple:
 def check_inplace(self: Tensor, shape: tuple, result_dtype) -> None:
     """PyTorch's checks on an in-place result: castable dtype, self's shape (the memory-overlap checks,
     check_write, come first, on real devices only)."""
-    if result_dtype is not self.dtype and not dt.can_cast(result_dtype, self.dtype):
+    if result_dtype is not self.dtype and not dtypes.can_cast(result_dtype, self.dtype):
         raise RuntimeError(
             f"result type {type_name(result_dtype)} can't be cast to the desired output type {type_name(self.dtype)}"
         )
@@ -131,10 +131,10 @@ def _addc_result(name: str, self, tensor1, tensor2, value):
     check_tensors(name, ("input", "tensor1", "tensor2"), (self, tensor1, tensor2))
     promoted = self.dtype
     if promoted is not tensor1.dtype or promoted is not tensor2.dtype or not promoted.is_floating_point:
-        if name == "addcdiv" and dt.is_integral(tensor1.dtype, True) and dt.is_integral(tensor2.dtype, True):
+        if name == "addcdiv" and dtypes.is_integral(tensor1.dtype, True) and dtypes.is_integral(tensor2.dtype, True):
             raise RuntimeError(_ADDCDIV_INTEGER)
-        promoted = dt.result_type_of(self, tensor1, tensor2)
-    if promoted is dt.bool:
+        promoted = dtypes.result_type_of(self, tensor1, tensor2)
+    if promoted is dtypes.bool:
         raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
     if promoted.is_complex:  # the value may be complex; the composite checks it
         return _shape(self, tensor1, tensor2), promoted, None
@@ -144,10 +144,10 @@ def _addc_result(name: str, self, tensor1, tensor2, value):
 
 def _addc_complex(name: str, self, tensor1, tensor2, value, in_place):
     """Complex operands: the composite (the native kernels are real-only), as before the fusion."""
-    from . import elementwise as pw
+    from . import elementwise
 
-    product = pw.mul(tensor1, tensor2) if name == "addcmul" else pw.div(tensor1, tensor2)
-    result = pw.add(self, product, alpha=value)
+    product = elementwise.mul(tensor1, tensor2) if name == "addcmul" else elementwise.div(tensor1, tensor2)
+    result = elementwise.add(self, product, alpha=value)
     if not in_place:
         return result
     check_inplace(self, result._shape, result.dtype)
@@ -272,12 +272,12 @@ lerp_inplace_op.meta = lerp_inplace_op.kernels["meta"] = _lerp_inplace_meta
 
 def alpha_result(self, other, alpha):
     """(shape, result dtype, kernel scalars) of ``self + alpha * other`` for two tensors."""
-    promoted = self.dtype if self.dtype is other.dtype else dt.result_type_of(self, other)
-    if isinstance(alpha, builtins.bool) and promoted is not dt.bool:
+    promoted = self.dtype if self.dtype is other.dtype else dtypes.result_type_of(self, other)
+    if isinstance(alpha, builtins.bool) and promoted is not dtypes.bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if isinstance(alpha, float) and not promoted.is_floating_point:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if promoted is dt.bool:
+    if promoted is dtypes.bool:
         raise NotImplementedError("add_scaled: bool results are computed by add itself")
     return _shape(self, other), promoted, scalar_arg(alpha, promoted, "add", "alpha")
 
@@ -329,7 +329,7 @@ def fuses_alpha(input, other, alpha) -> bool:
     if alpha == 1 and not isinstance(alpha, builtins.bool):
         return False
     a, b = input.dtype, other.dtype
-    return (a is not dt.bool or b is not dt.bool) and not a.is_complex and not b.is_complex
+    return (a is not dtypes.bool or b is not dtypes.bool) and not a.is_complex and not b.is_complex
 
 
 def negated_alpha(alpha):

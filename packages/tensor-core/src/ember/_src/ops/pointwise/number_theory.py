@@ -8,8 +8,7 @@ so it is computed without recording history.
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
-from ... import grad_mode
+from ... import dtypes, grad_mode
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -17,10 +16,10 @@ from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import check_same_device, convert, empty, type_name, write_out
 from .._common import check_write as _check_write
-from . import elementwise as pw
+from . import elementwise
 from .fused import check_inplace
 
-_INTEGRAL = (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)
+_INTEGRAL = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 
 
 def _check_tensor(x, fn: str, arg: str, pos: int) -> None:
@@ -33,7 +32,7 @@ def _integral_meta(name: str):
         _check_tensor(self, name, "input", 1)
         _check_tensor(other, name, "other", 2)
         check_same_device(self, other)
-        dtype = dt.result_type_of(self, other)
+        dtype = dtypes.result_type_of(self, other)
         if dtype not in _INTEGRAL:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{type_name(dtype)}'")
         return empty(broadcast_shapes(self._shape, other._shape), dtype, META)
@@ -103,12 +102,14 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
     if input.dtype.is_complex:
         raise NotImplementedError(f"\"heaviside_cpu\" not implemented for '{type_name(input.dtype)}'")
     with grad_mode.no_grad():
-        if input.dtype is dt.bool:
+        if input.dtype is dtypes.bool:
             # bool: false -> values, true -> true (input > 0 is input itself)
-            result = pw.where(input, input, values)
+            result = elementwise.where(input, input, values)
         else:
-            step = convert(pw.gt(input, 0), input.dtype)
-            result = pw.where(pw.eq(input, 0), values, step)  # NaN > 0 is false: NaN gives 0, as PyTorch
+            step = convert(elementwise.gt(input, 0), input.dtype)
+            result = elementwise.where(
+                elementwise.eq(input, 0), values, step
+            )  # NaN > 0 is false: NaN gives 0, as PyTorch
     return write_out(result, out)
 
 

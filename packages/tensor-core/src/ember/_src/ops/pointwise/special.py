@@ -12,15 +12,15 @@ import math
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import HALF_TYPES, check_same_device, compute_dtype, convert, empty, type_name, write_out
-from ..shape import views as vw
-from . import elementwise as pw
+from ..shape import views
+from . import elementwise
 from .fused import check_inplace
 
 frexp_result = namedtuple("frexp", ["mantissa", "exponent"], module="ember.return_types")
@@ -35,7 +35,7 @@ def _float_result(x: Tensor, fn: str):
     """PyTorch's unary float result dtype: integers and bool give the default float dtype."""
     if x.dtype.is_complex:
         raise NotImplementedError(f"\"{fn}\" not implemented for '{type_name(x.dtype)}'")
-    return x.dtype if x.dtype.is_floating_point else dt.get_default_dtype()
+    return x.dtype if x.dtype.is_floating_point else dtypes.get_default_dtype()
 
 
 def _declare(schema: str, meta, tags=("pointwise",)):
@@ -95,7 +95,7 @@ def _igamma_op(name: str, upper: bool):
         _check_tensor(self, name)
         _check_tensor(other, name, "other", 2)
         check_same_device(self, other)
-        dtype = dt.result_type_of(self, other)
+        dtype = dtypes.result_type_of(self, other)
         if not dtype.is_floating_point:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{type_name(dtype)}'")
         return empty(broadcast_shapes(self._shape, other._shape), dtype, META)
@@ -143,7 +143,7 @@ def _frexp_meta(self):
     _check_tensor(self, "frexp")
     if not self.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    return empty(self._shape, self.dtype, META), empty(self._shape, dt.int32, META)
+    return empty(self._shape, self.dtype, META), empty(self._shape, dtypes.int32, META)
 
 
 frexp_op = _declare("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", _frexp_meta, ())
@@ -152,9 +152,9 @@ frexp_op = _declare("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor expon
 @frexp_op.kernel("cpu")
 def _frexp_cpu(self):
     _frexp_meta(self)
-    work = vw.contiguous(convert(self, compute_dtype(self.dtype)))
+    work = views.contiguous(convert(self, compute_dtype(self.dtype)))
     mantissa = empty(self._shape, work.dtype, self._device)
-    exponent = empty(self._shape, dt.int32, self._device)
+    exponent = empty(self._shape, dtypes.int32, self._device)
     _C.frexp_(mantissa, exponent, work)
     return convert(mantissa, self.dtype), exponent
 
@@ -176,10 +176,10 @@ def sinc(input: Tensor, *, out=None) -> Tensor:
     _check_tensor(input, "sinc")
     dtype = _float_result(input, "sinc")
     x = input.to(compute_dtype(dtype))
-    zero = pw.eq(x, 0)
+    zero = elementwise.eq(x, 0)
     # x == 0 is replaced before dividing so that its (masked) gradient is not 0 * nan.
-    px = pw.mul(pw.where(zero, 1.0, x), math.pi)
-    result = pw.where(zero, 1.0, pw.div(pw.sin(px), px))
+    px = elementwise.mul(elementwise.where(zero, 1.0, x), math.pi)
+    result = elementwise.where(zero, 1.0, elementwise.div(elementwise.sin(px), px))
     if dtype in HALF_TYPES:
         result = result.to(dtype)
     return write_out(result, out)
@@ -193,10 +193,10 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """input * 2**other, in the operands' promoted floating dtype."""
     _check_tensor(input, "ldexp")
     _check_tensor(other, "ldexp", "other", 2)
-    dtype = dt.promote_types(input.dtype, other.dtype)
+    dtype = dtypes.promote_types(input.dtype, other.dtype)
     if not (dtype.is_floating_point or dtype.is_complex):
-        dtype = dt.get_default_dtype()
-    return write_out(pw.mul(input.to(dtype), pw.pow(2.0, other.to(dtype))), out)
+        dtype = dtypes.get_default_dtype()
+    return write_out(elementwise.mul(input.to(dtype), elementwise.pow(2.0, other.to(dtype))), out)
 
 
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:

@@ -8,7 +8,7 @@ gradient is zero, as in PyTorch.
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -34,11 +34,11 @@ poisson_op.kernels["meta"] = _poisson_meta
 def _poisson_cpu(self, generator=None):
     _poisson_meta(self)
     gen = _generator_for(self, generator)
-    rates = convert(self, dt.float64)
+    rates = convert(self, dtypes.float64)
     n = numel(self._shape)
     if n and bool((rates < 0).any()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    values = empty(self._shape, dt.float64, self._device)
+    values = empty(self._shape, dtypes.float64, self._device)
     if n:
         seed, offset = gen._take(n)
         _C.random_poisson_(values, rates, seed, offset)
@@ -72,11 +72,11 @@ binomial_op.kernels["meta"] = _binomial_meta
 def _binomial_cpu(count, prob, generator=None):
     result = _binomial_meta(count, prob)
     gen = _resolve(generator)
-    values = empty(result._shape, dt.float64, count._device)
+    values = empty(result._shape, dtypes.float64, count._device)
     n = numel(result._shape)
     if n:
         seed, offset = gen._take(n)
-        _C.random_binomial_(values, convert(count, dt.float64), convert(prob, dt.float64), seed, offset)
+        _C.random_binomial_(values, convert(count, dtypes.float64), convert(prob, dtypes.float64), seed, offset)
     return convert(values, count.dtype)
 
 

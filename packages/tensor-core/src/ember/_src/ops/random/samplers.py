@@ -15,7 +15,7 @@ import math
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define as _define
 from ...generator import Generator
@@ -119,7 +119,7 @@ def _check_uniform(self, low, high):
     _check_self(self, "uniform_")
     _check_floating(self, "check_uniform_bounds")
     _check_no_overlap(self)
-    limit = dt.finfo(self.dtype).max
+    limit = dtypes.finfo(self.dtype).max
     if not (-limit <= low <= limit):
         raise RuntimeError(f"from is out of bounds for {_C_NAMES[self.dtype.name]}")
     if not (-limit <= high <= limit):
@@ -261,7 +261,7 @@ def _int_bounds(d) -> tuple:
     if d.is_floating_point:
         m = 1 << _MANTISSA[d.name]
         return -m, m
-    info = dt.iinfo(d)
+    info = dtypes.iinfo(d)
     return info.min, info.max
 
 
@@ -271,7 +271,7 @@ def _check_random(self, low, high):
     if high is not None and low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     if self.dtype.is_floating_point:
-        limit = int(dt.finfo(self.dtype).max)
+        limit = int(dtypes.finfo(self.dtype).max)
         lo, hi = -limit, limit
     else:
         lo, hi = _int_bounds(self.dtype)
@@ -339,8 +339,8 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     if n == 0:
         return self
     seed, offset = gen._take(n)
-    values = _new_empty(self._shape, dt.float64, self._device)
-    _C.random_bernoulli_tensor_(values, convert(p, dt.float64), seed, offset)
+    values = _new_empty(self._shape, dtypes.float64, self._device)
+    _C.random_bernoulli_tensor_(values, convert(p, dtypes.float64), seed, offset)
     _C.copy_(self, values)
     self._storage.version += 1
     return self
@@ -400,8 +400,8 @@ def _normal_tensor_cpu(mean, std, *, generator=None, dtype=None):
         return out
     gen = _generator_for(out, generator)
     seed, offset = gen._take(n)
-    values = _new_empty(shape, dt.float64, mean._device)
-    _C.random_normal_tensor_(values, convert(mean, dt.float64), convert(std, dt.float64), seed, offset)
+    values = _new_empty(shape, dtypes.float64, mean._device)
+    _C.random_normal_tensor_(values, convert(mean, dtypes.float64), convert(std, dtypes.float64), seed, offset)
     _C.copy_(out, values)
     return out
 
@@ -444,13 +444,13 @@ def _multinomial_shape(probs, num_samples, replacement):
 @multinomial_op.kernel("cpu")
 def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
     shape = _multinomial_shape(probs, num_samples, replacement)
-    out = _new_empty(shape, dt.int64, probs._device)
+    out = _new_empty(shape, dtypes.int64, probs._device)
     rows = probs._shape[0] if probs.ndim == 2 else 1
     if rows == 0:
         return out
     gen = _generator_for(probs, generator)
     n = probs._shape[-1]
-    table = convert(probs, dt.float64).contiguous().reshape(rows, n)
+    table = convert(probs, dtypes.float64).contiguous().reshape(rows, n)
     seed, offset = gen._take(rows * (num_samples if replacement else n))
     _C.multinomial_(out.reshape(rows, num_samples), table, builtins.bool(replacement), seed, offset)
     return out
@@ -459,7 +459,7 @@ def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
 @multinomial_op.kernel("meta")
 def _multinomial_meta(probs, num_samples, replacement=False, *, generator=None):
     _resolve(generator)
-    return _new_empty(_multinomial_shape(probs, num_samples, replacement), dt.int64, META)
+    return _new_empty(_multinomial_shape(probs, num_samples, replacement), dtypes.int64, META)
 
 
 multinomial_op.meta = _multinomial_meta

@@ -10,13 +10,13 @@ import warnings
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, make_tensor
 from .._common import compute_dtype, convert, empty, type_name, write_out
-from ..pointwise import complex as _cx
-from ..pointwise import elementwise as pw
+from ..pointwise import complex as _complex_numbers
+from ..pointwise import elementwise
 from .reduce import (
     _check_tensor,
     _count,
@@ -28,7 +28,7 @@ from .reduce import (
     _reduce_to,
 )
 
-_U = pw.UNARY_OPS
+_U = elementwise.UNARY_OPS
 
 
 # -- var / std ---------------------------------------------------------------------------
@@ -48,15 +48,15 @@ def _var_cpu(x, dims, correction, keepdim, name):
     Computed in float64 like PyTorch's CPU kernel (double accumulators): squared deviations of
     large float32 values overflow float32 even when the std itself is representable.
     """
-    xc = convert(x, dt.float64)
+    xc = convert(x, dtypes.float64)
     n = _count(x._shape, dims)
-    mean = pw.div_op(_native("sum", xc, dims, True, xc.dtype), n)
-    sq = _native("sum_sq", pw.sub_op(xc, mean), dims, keepdim, xc.dtype)
+    mean = elementwise.div_op(_native("sum", xc, dims, True, xc.dtype), n)
+    sq = _native("sum_sq", elementwise.sub_op(xc, mean), dims, keepdim, xc.dtype)
     dof = builtins.max(0, n - correction)
     if dof <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
-    var = pw.div_op(sq, dof)
+    var = elementwise.div_op(sq, dof)
     if not keepdim:
         mean = make_tensor(mean._storage, var._shape, var._stride, 0, mean.dtype, mean._device)
     return var, mean
@@ -71,9 +71,9 @@ def _declare_var(name: str, sqrt: bool, with_mean: bool):
     def cpu(x, dim=None, correction=1, keepdim=False):
         dims, _ = _var_result(x, dim, correction, keepdim, name)
         if x.dtype.is_complex:  # the variance of each part, added: a real result
-            parts_var, parts_mean = _var_cpu(_cx.view_as_real_op(x), dims, correction, keepdim, name)
+            parts_var, parts_mean = _var_cpu(_complex_numbers.view_as_real_op(x), dims, correction, keepdim, name)
             var = _native("sum", parts_var, (parts_var.ndim - 1,), False, parts_var.dtype)
-            mean = _cx.view_as_complex_op(parts_mean)
+            mean = _complex_numbers.view_as_complex_op(parts_mean)
         else:
             var, mean = _var_cpu(x, dims, correction, keepdim, name)
         if sqrt:
@@ -127,7 +127,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def _norm_result(x, p, dim, keepdim, dtype):
     _check_tensor(x, "norm")
-    rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
+    rd = dtypes.to_dtype(dtype) if dtype is not None else x.dtype
     if not (rd.is_floating_point or rd.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(rd)}")
@@ -163,9 +163,9 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 def _norm_cpu(x, p="fro", dim=None, keepdim=False, dtype=None):
     p, dims, _, rd = _norm_result(x, p, dim, keepdim, dtype)
-    if x.dtype.is_complex or (dtype is not None and dt.to_dtype(dtype).is_complex):
+    if x.dtype.is_complex or (dtype is not None and dtypes.to_dtype(dtype).is_complex):
         # A complex vector's norm is the norm of its magnitudes.
-        x = pw.UNARY_OPS["abs"][0](convert(x, dt.to_dtype(dtype)) if dtype is not None else x)
+        x = elementwise.UNARY_OPS["abs"][0](convert(x, dtypes.to_dtype(dtype)) if dtype is not None else x)
     xc = convert(convert(x, rd), compute_dtype(rd))
     acc = xc.dtype
     if p == 2:
@@ -177,9 +177,9 @@ def _norm_cpu(x, p="fro", dim=None, keepdim=False, dtype=None):
     elif p == -math.inf:
         r = _native("abs_min", xc, dims, keepdim, acc)
     elif p == 0:
-        r = convert(_native("count_nonzero", xc, dims, keepdim, dt.int64), acc)
+        r = convert(_native("count_nonzero", xc, dims, keepdim, dtypes.int64), acc)
     else:
-        r = pw.pow_op(_native("pow_sum", xc, dims, keepdim, acc, p), 1.0 / p)
+        r = elementwise.pow_op(_native("pow_sum", xc, dims, keepdim, acc, p), 1.0 / p)
     return convert(r, rd)
 
 
@@ -193,7 +193,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 def _lse_result(x, dim, keepdim):
     _check_tensor(x, "logsumexp")
-    rd = x.dtype if (x.dtype.is_floating_point or x.dtype.is_complex) else dt.get_default_dtype()
+    rd = x.dtype if (x.dtype.is_floating_point or x.dtype.is_complex) else dtypes.get_default_dtype()
     dims = _dims(dim, x.ndim, "logsumexp")
     return dims, _out_shape(x._shape, dims, keepdim), rd
 
@@ -212,25 +212,25 @@ def _lse_cpu(x, dim, keepdim=False):
         return convert(_U["log"][0](_native("sum", _U["exp"][0](xc), dims, keepdim, xc.dtype)), rd)
     # Shift by the max (0 where it is infinite, so inf - inf never appears), as PyTorch does.
     m = _native("max", xc, dims, True, xc.dtype)
-    m = pw.where(_U["isinf"][0](m), 0.0, m)
-    s = _native("sum", _U["exp"][0](pw.sub_op(xc, m)), dims, keepdim, xc.dtype)
+    m = elementwise.where(_U["isinf"][0](m), 0.0, m)
+    s = _native("sum", _U["exp"][0](elementwise.sub_op(xc, m)), dims, keepdim, xc.dtype)
     shift = m if keepdim else make_tensor(m._storage, s._shape, s._stride, 0, m.dtype, m._device)
-    return convert(pw.add_op(_U["log"][0](s), shift), rd)
+    return convert(elementwise.add_op(_U["log"][0](s), shift), rd)
 
 
 def _lse_complex(x, dims, keepdim):
     """log(sum(exp(x))), shifted by the largest real part as PyTorch does for complex inputs."""
     from .reduce import sum_op
 
-    parts_real = _cx.real(x)
+    parts_real = _complex_numbers.real(x)
     if x.numel() == 0:
         return _U["log"][0](sum_op(_U["exp"][0](x), dims, keepdim))
     m = _native("max", parts_real, dims, True, parts_real.dtype)
-    m = pw.where(_U["isinf"][0](m), 0.0, m)
-    s = sum_op(_U["exp"][0](pw.sub_op(x, m)), dims, keepdim)
+    m = elementwise.where(_U["isinf"][0](m), 0.0, m)
+    s = sum_op(_U["exp"][0](elementwise.sub_op(x, m)), dims, keepdim)
     shift = m if keepdim else make_tensor(m._storage, s._shape, tuple(m._stride[i] for i in range(len(m._shape))
                                                                        if i not in dims), 0, m.dtype, m._device)
-    return pw.add_op(_U["log"][0](s), shift)
+    return elementwise.add_op(_U["log"][0](s), shift)
 
 
 logsumexp_op = _declare("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor", _lse_meta, _lse_cpu)
@@ -248,7 +248,7 @@ def _logical(name: str):
         _check_tensor(x, name)
         dims = _dims(dim, x.ndim, name)
         # uint8 keeps its dtype (PyTorch's backward-compatible rule); everything else gives bool.
-        return dims, _out_shape(x._shape, dims, keepdim), dt.uint8 if x.dtype is dt.uint8 else dt.bool
+        return dims, _out_shape(x._shape, dims, keepdim), dtypes.uint8 if x.dtype is dtypes.uint8 else dtypes.bool
 
     def meta(x, dim=None, keepdim=False):
         _, shape, rd = result(x, dim, keepdim)
@@ -257,8 +257,8 @@ def _logical(name: str):
     def cpu(x, dim=None, keepdim=False):
         dims, _, rd = result(x, dim, keepdim)
         if x.dtype.is_complex:
-            x = pw.ne_op(x, 0)
-        return _reduce_to(name, x, dims, keepdim, rd, acc=dt.bool)
+            x = elementwise.ne_op(x, 0)
+        return _reduce_to(name, x, dims, keepdim, rd, acc=dtypes.bool)
 
     return _declare(f"{name}(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", meta, cpu)
 
@@ -277,14 +277,14 @@ def all(input, dim=None, keepdim=False, *, out=None):
 
 def _cnz_meta(x, dim=None):
     _check_tensor(x, "count_nonzero")
-    return empty(_out_shape(x._shape, _dims(dim, x.ndim, "count_nonzero"), False), dt.int64, META)
+    return empty(_out_shape(x._shape, _dims(dim, x.ndim, "count_nonzero"), False), dtypes.int64, META)
 
 
 def _cnz_cpu(x, dim=None):
     _check_tensor(x, "count_nonzero")
     if x.dtype.is_complex:
-        x = pw.ne_op(x, 0)
-    return _reduce_to("count_nonzero", x, _dims(dim, x.ndim, "count_nonzero"), False, dt.int64, acc=dt.int64)
+        x = elementwise.ne_op(x, 0)
+    return _reduce_to("count_nonzero", x, _dims(dim, x.ndim, "count_nonzero"), False, dtypes.int64, acc=dtypes.int64)
 
 
 count_nonzero_op = _declare("count_nonzero(Tensor self, int[]? dim=None) -> Tensor", _cnz_meta, _cnz_cpu)
@@ -311,9 +311,9 @@ def _declare_scan(name: str, code: int):
         _check_tensor(x, name)
         d = _one_dim(dim, x.ndim, name)
         if dtype is not None:
-            rd = dt.to_dtype(dtype)
+            rd = dtypes.to_dtype(dtype)
         else:
-            rd = dt.int64 if dt.is_integral(x.dtype, include_bool=True) else x.dtype
+            rd = dtypes.int64 if dtypes.is_integral(x.dtype, include_bool=True) else x.dtype
         return d, rd
 
     def meta(x, dim, dtype=None):
@@ -323,17 +323,17 @@ def _declare_scan(name: str, code: int):
     def cpu(x, dim, dtype=None):
         d, rd = result(x, dim, dtype)
         cd = compute_dtype(rd)
-        if cd is dt.bool:  # a bool scan runs in int64 and is cast back
-            cd = dt.int64
+        if cd is dtypes.bool:  # a bool scan runs in int64 and is cast back
+            cd = dtypes.int64
         xc = convert(convert(x, rd), cd)
         if cd.is_complex:
             if code != 0:
                 raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(cd)}'")
             # A running sum adds the parts separately: scan the (real, imag) float view.
-            parts = _cx.view_as_real_op(xc)
+            parts = _complex_numbers.view_as_real_op(xc)
             out = empty(parts._shape, parts.dtype, x._device)
             _C.scan(code, _last_view(out, d), _last_view(parts, d))
-            return convert(_cx.view_as_complex_op(out), rd)
+            return convert(_complex_numbers.view_as_complex_op(out), rd)
         out = empty(x._shape, cd, x._device)
         _C.scan(code, _last_view(out, d), _last_view(xc, d))
         return convert(out, rd)
@@ -365,14 +365,14 @@ def _declare_cum_extreme(name: str, is_max: bool):
     def meta(x, dim):
         _check_tensor(x, name)
         _one_dim(dim, x.ndim, name)
-        return empty(x._shape, x.dtype, META), empty(x._shape, dt.int64, META)
+        return empty(x._shape, x.dtype, META), empty(x._shape, dtypes.int64, META)
 
     def cpu(x, dim):
         _check_tensor(x, name)
         d = _one_dim(dim, x.ndim, name)
         xc = convert(x, compute_dtype(x.dtype))
         values = empty(x._shape, xc.dtype, x._device)
-        indices = empty(x._shape, dt.int64, x._device)
+        indices = empty(x._shape, dtypes.int64, x._device)
         if x.numel() > 0:
             _C.scan_indexed(is_max, _last_view(values, d), _last_view(indices, d), _last_view(xc, d))
         return convert(values, x.dtype), indices
@@ -399,7 +399,7 @@ def _declare_softmax(name: str, log: bool):
     def result(x, dim, dtype):
         _check_tensor(x, name)
         d = _one_dim(dim, x.ndim, name)
-        rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
+        rd = dtypes.to_dtype(dtype) if dtype is not None else x.dtype
         if not rd.is_floating_point:
             raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{type_name(rd)}'")
         return d, rd

@@ -8,10 +8,9 @@ from __future__ import annotations
 from ...optable import declare
 from ...shapes import wrap_dim
 from ...tensor import Tensor
-from ..pointwise import elementwise as pw
-from ..shape import joining as jn
-from ..shape import views as vw
-from . import reduce as rd
+from ..pointwise import elementwise
+from ..shape import joining, views
+from . import reduce as reductions
 
 
 def _slice(t: Tensor, dim: int, start: int, stop: int | None = None) -> Tensor:
@@ -19,7 +18,7 @@ def _slice(t: Tensor, dim: int, start: int, stop: int | None = None) -> Tensor:
     n = t._shape[dim]
     lo = max(0, start + n if start < 0 else min(start, n))
     hi = n if stop is None else max(0, stop + n if stop < 0 else min(stop, n))
-    return vw.narrow(t, dim, lo, max(0, hi - lo))
+    return views.narrow(t, dim, lo, max(0, hi - lo))
 
 
 def _check_y(y, fn: str) -> None:
@@ -40,13 +39,13 @@ def _spacing(y: Tensor, x, dx, d: int, fn: str):
             raise RuntimeError(f"{fn}: There must be one `x` value for each sample point")
         shape = [1] * y.ndim
         shape[d] = x._shape[0] - 1 if x._shape[0] else 0
-        return vw.reshape(_diff1(x, 0), tuple(shape))
+        return views.reshape(_diff1(x, 0), tuple(shape))
     return _diff1(x, wrap_dim(d - y.ndim, x.ndim))
 
 
 def _diff1(t: Tensor, dim: int) -> Tensor:
     n = t._shape[dim]
-    return pw.sub(vw.narrow(t, dim, 1, max(n - 1, 0)), vw.narrow(t, dim, 0, max(n - 1, 0)))
+    return elementwise.sub(views.narrow(t, dim, 1, max(n - 1, 0)), views.narrow(t, dim, 0, max(n - 1, 0)))
 
 
 def trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
@@ -55,12 +54,12 @@ def trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     d = wrap_dim(dim, max(y.ndim, 1))
     spacing = _spacing(y, x, dx, d, "trapezoid")
     if y._shape[d] == 0:
-        return pw.mul(rd.sum(y, d), 0)
+        return elementwise.mul(reductions.sum(y, d), 0)
     if isinstance(spacing, Tensor):
-        pairs = pw.add(_slice(y, d, 1), _slice(y, d, 0, -1))
-        return pw.div(rd.sum(pw.mul(spacing, pairs), d), 2.0)
-    ends = pw.add(vw.select(y, d, 0), vw.select(y, d, -1))
-    return pw.mul(pw.sub(rd.sum(y, d), pw.mul(ends, 0.5)), spacing)
+        pairs = elementwise.add(_slice(y, d, 1), _slice(y, d, 0, -1))
+        return elementwise.div(reductions.sum(elementwise.mul(spacing, pairs), d), 2.0)
+    ends = elementwise.add(views.select(y, d, 0), views.select(y, d, -1))
+    return elementwise.mul(elementwise.sub(reductions.sum(y, d), elementwise.mul(ends, 0.5)), spacing)
 
 
 def trapz(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
@@ -73,12 +72,12 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
     _check_y(y, "cumulative_trapezoid")
     d = wrap_dim(dim, max(y.ndim, 1))
     spacing = _spacing(y, x, dx, d, "cumulative_trapezoid")
-    pairs = pw.add(_slice(y, d, 1), _slice(y, d, 0, -1))
+    pairs = elementwise.add(_slice(y, d, 1), _slice(y, d, 0, -1))
     from .composite import cumsum
 
     if isinstance(spacing, Tensor):
-        return pw.div(cumsum(pw.mul(spacing, pairs), d), 2.0)
-    return cumsum(pw.mul(pairs, spacing / 2.0), d)
+        return elementwise.div(cumsum(elementwise.mul(spacing, pairs), d), 2.0)
+    return cumsum(elementwise.mul(pairs, spacing / 2.0), d)
 
 
 def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1):
@@ -117,16 +116,30 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1):
 
 
 def _gradient_uniform(f: Tensor, h, d: int, edge_order: int) -> Tensor:
-    center = pw.div(pw.sub(_slice(f, d, 2), _slice(f, d, 0, -2)), h)
+    center = elementwise.div(elementwise.sub(_slice(f, d, 2), _slice(f, d, 0, -2)), h)
     if edge_order == 1:
-        first = pw.div(pw.sub(_slice(f, d, 1, 2), _slice(f, d, 0, 1)), h)
-        last = pw.div(pw.sub(_slice(f, d, -1), _slice(f, d, -2, -1)), h)
+        first = elementwise.div(elementwise.sub(_slice(f, d, 1, 2), _slice(f, d, 0, 1)), h)
+        last = elementwise.div(elementwise.sub(_slice(f, d, -1), _slice(f, d, -2, -1)), h)
     else:
-        first = pw.div(pw.sub(pw.add(pw.mul(_slice(f, d, 0, 1), -1.5), pw.mul(_slice(f, d, 1, 2), 2)),
-                              pw.mul(_slice(f, d, 2, 3), 0.5)), h)
-        last = pw.div(pw.add(pw.sub(pw.mul(_slice(f, d, -3, -2), 0.5), pw.mul(_slice(f, d, -2, -1), 2)),
-                             pw.mul(_slice(f, d, -1), 1.5)), h)
-    return jn.cat([first, pw.div(center, 2), last], d)
+        first = elementwise.div(
+            elementwise.sub(
+                elementwise.add(
+                    elementwise.mul(_slice(f, d, 0, 1), -1.5), elementwise.mul(_slice(f, d, 1, 2), 2)
+                ),
+                elementwise.mul(_slice(f, d, 2, 3), 0.5),
+            ),
+            h,
+        )
+        last = elementwise.div(
+            elementwise.add(
+                elementwise.sub(
+                    elementwise.mul(_slice(f, d, -3, -2), 0.5), elementwise.mul(_slice(f, d, -2, -1), 2)
+                ),
+                elementwise.mul(_slice(f, d, -1), 1.5),
+            ),
+            h,
+        )
+    return joining.cat([first, elementwise.div(center, 2), last], d)
 
 
 def _gradient_coordinates(f: Tensor, coords: Tensor, d: int, edge_order: int) -> Tensor:
@@ -134,28 +147,42 @@ def _gradient_coordinates(f: Tensor, coords: Tensor, d: int, edge_order: int) ->
     shape[d] = -1
     step = _diff1(coords, 0)
     dx1, dx2 = _slice(step, 0, 0, -1), _slice(step, 0, 1)
-    a = vw.reshape(pw.div(pw.neg(dx2), pw.mul(dx1, pw.add(dx1, dx2))), tuple(shape))
-    b = vw.reshape(pw.div(pw.sub(dx2, dx1), pw.mul(dx1, dx2)), tuple(shape))
-    c = vw.reshape(pw.div(dx1, pw.mul(dx2, pw.add(dx1, dx2))), tuple(shape))
-    center = pw.add(pw.add(pw.mul(a, _slice(f, d, 0, -2)), pw.mul(b, _slice(f, d, 1, -1))),
-                    pw.mul(c, _slice(f, d, 2)))
-    h0, hn = vw.select(step, 0, 0), vw.select(step, 0, -1)
+    a = views.reshape(
+        elementwise.div(elementwise.neg(dx2), elementwise.mul(dx1, elementwise.add(dx1, dx2))), tuple(shape)
+    )
+    b = views.reshape(elementwise.div(elementwise.sub(dx2, dx1), elementwise.mul(dx1, dx2)), tuple(shape))
+    c = views.reshape(elementwise.div(dx1, elementwise.mul(dx2, elementwise.add(dx1, dx2))), tuple(shape))
+    center = elementwise.add(
+        elementwise.add(elementwise.mul(a, _slice(f, d, 0, -2)), elementwise.mul(b, _slice(f, d, 1, -1))),
+        elementwise.mul(c, _slice(f, d, 2)),
+    )
+    h0, hn = views.select(step, 0, 0), views.select(step, 0, -1)
     if edge_order == 1:
-        first = pw.div(pw.sub(_slice(f, d, 1, 2), _slice(f, d, 0, 1)), h0)
-        last = pw.div(pw.sub(_slice(f, d, -1), _slice(f, d, -2, -1)), hn)
+        first = elementwise.div(elementwise.sub(_slice(f, d, 1, 2), _slice(f, d, 0, 1)), h0)
+        last = elementwise.div(elementwise.sub(_slice(f, d, -1), _slice(f, d, -2, -1)), hn)
     else:
-        h1, hm = vw.select(step, 0, 1), vw.select(step, 0, -2)
-        a0 = pw.neg(pw.div(pw.add(pw.mul(h0, 2.0), h1), pw.mul(h0, pw.add(h0, h1))))
-        b0 = pw.div(pw.add(h0, h1), pw.mul(h0, h1))
-        c0 = pw.div(pw.neg(h0), pw.mul(h1, pw.add(h0, h1)))
-        first = pw.add(pw.add(pw.mul(a0, _slice(f, d, 0, 1)), pw.mul(b0, _slice(f, d, 1, 2))),
-                       pw.mul(c0, _slice(f, d, 2, 3)))
-        an = pw.div(hn, pw.mul(hm, pw.add(hn, hm)))
-        bn = pw.neg(pw.div(pw.add(hn, hm), pw.mul(hn, hm)))
-        cn = pw.div(pw.add(pw.mul(hn, 2), hm), pw.mul(hn, pw.add(hn, hm)))
-        last = pw.add(pw.add(pw.mul(an, _slice(f, d, -3, -2)), pw.mul(bn, _slice(f, d, -2, -1))),
-                      pw.mul(cn, _slice(f, d, -1)))
-    return jn.cat([first, center, last], d)
+        h1, hm = views.select(step, 0, 1), views.select(step, 0, -2)
+        a0 = elementwise.neg(
+            elementwise.div(
+                elementwise.add(elementwise.mul(h0, 2.0), h1), elementwise.mul(h0, elementwise.add(h0, h1))
+            )
+        )
+        b0 = elementwise.div(elementwise.add(h0, h1), elementwise.mul(h0, h1))
+        c0 = elementwise.div(elementwise.neg(h0), elementwise.mul(h1, elementwise.add(h0, h1)))
+        first = elementwise.add(
+            elementwise.add(elementwise.mul(a0, _slice(f, d, 0, 1)), elementwise.mul(b0, _slice(f, d, 1, 2))),
+            elementwise.mul(c0, _slice(f, d, 2, 3)),
+        )
+        an = elementwise.div(hn, elementwise.mul(hm, elementwise.add(hn, hm)))
+        bn = elementwise.neg(elementwise.div(elementwise.add(hn, hm), elementwise.mul(hn, hm)))
+        cn = elementwise.div(elementwise.add(elementwise.mul(hn, 2), hm), elementwise.mul(hn, elementwise.add(hn, hm)))
+        last = elementwise.add(
+            elementwise.add(
+                elementwise.mul(an, _slice(f, d, -3, -2)), elementwise.mul(bn, _slice(f, d, -2, -1))
+            ),
+            elementwise.mul(cn, _slice(f, d, -1)),
+        )
+    return joining.cat([first, center, last], d)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

@@ -14,15 +14,15 @@ import operator
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import contiguous_strides, wrap_dim
 from ...tensor import Tensor, make_tensor
 from .._common import compute_dtype, convert, empty, type_name, write_out
-from ..pointwise import complex as _cx
-from ..pointwise import elementwise as pw
+from ..pointwise import complex as _complex_numbers
+from ..pointwise import elementwise
 
 _CODE = _C.reduce_ops
 
@@ -82,13 +82,13 @@ def _count(shape: tuple, dims: tuple) -> int:
 
 def _acc_dtype(d):
     """The native accumulator dtype of a sum/prod over a compute dtype."""
-    return d if d.is_floating_point else dt.int64
+    return d if d.is_floating_point else dtypes.int64
 
 
 def _sum_result_dtype(x: Tensor, dtype):
     if dtype is not None:
-        return dt.to_dtype(dtype)
-    return dt.int64 if dt.is_integral(x.dtype, include_bool=True) else x.dtype
+        return dtypes.to_dtype(dtype)
+    return dtypes.int64 if dtypes.is_integral(x.dtype, include_bool=True) else x.dtype
 
 
 def _native(code: str, x: Tensor, dims: tuple, keepdim: bool, acc, p: float = 2.0) -> Tensor:
@@ -126,9 +126,9 @@ def _declare(schema: str, meta, cpu):
 def _complex_reduce(code: str, x: Tensor, dims: tuple, keepdim: bool, shape: tuple) -> Tensor:
     """sum/nansum add the (real, imag) float view with the real kernel; prod has a complex kernel."""
     if code == "prod":
-        return _cx._prod_rows(x, dims, shape)
-    parts = _cx.view_as_real_op(x)
-    return _cx.view_as_complex_op(_native(code, parts, dims, keepdim, parts.dtype))
+        return _complex_numbers._prod_rows(x, dims, shape)
+    parts = _complex_numbers.view_as_real_op(x)
+    return _complex_numbers.view_as_complex_op(_native(code, parts, dims, keepdim, parts.dtype))
 
 
 def _sum_like(code: str, name: str):
@@ -160,7 +160,7 @@ prod_op = _sum_like("prod", "prod")
 def _mean_like(name: str, nan: bool):
     def result(x, dim, keepdim, dtype):
         _check_tensor(x, name)
-        rd = dt.to_dtype(dtype) if dtype is not None else x.dtype
+        rd = dtypes.to_dtype(dtype) if dtype is not None else x.dtype
         if not (rd.is_floating_point or rd.is_complex):
             if nan:
                 raise RuntimeError(f"{name}(): expected input to have floating point or complex dtype but got "
@@ -182,13 +182,18 @@ def _mean_like(name: str, nan: bool):
             if nan:
                 raise NotImplementedError(f"nanmean does not support complex inputs, got {type_name(rd)}")
             total = _complex_reduce("sum", xc, dims, keepdim, None)
-            return pw.div_op(total, _count(x._shape, dims))
+            return elementwise.div_op(total, _count(x._shape, dims))
         total = _native("nansum" if nan else "sum", xc, dims, keepdim, xc.dtype)
         if nan:
-            count = _native("count_nonzero", pw.UNARY_OPS["logical_not"][0](pw.UNARY_OPS["isnan"][0](xc)),
-                            dims, keepdim, dt.int64)
-            return convert(pw.div_op(total, count), rd)
-        return convert(pw.div_op(total, _count(x._shape, dims)), rd)
+            count = _native(
+                "count_nonzero",
+                elementwise.UNARY_OPS["logical_not"][0](elementwise.UNARY_OPS["isnan"][0](xc)),
+                dims,
+                keepdim,
+                dtypes.int64,
+            )
+            return convert(elementwise.div_op(total, count), rd)
+        return convert(elementwise.div_op(total, _count(x._shape, dims)), rd)
 
     return _declare(f"{name}(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
                     meta, cpu)
@@ -266,7 +271,7 @@ def _arg_extreme(op_name: str, is_max: bool, with_values: bool, name: str):
 
     def result(x, dim, keepdim):
         _check_tensor(x, name)
-        if not with_values and x.dtype is dt.bool:
+        if not with_values and x.dtype is dtypes.bool:
             raise RuntimeError(f"{name}(): does not support bool input")
         if x.dtype.is_complex:
             raise RuntimeError(f"{name}(): does not support complex input")
@@ -286,7 +291,7 @@ def _arg_extreme(op_name: str, is_max: bool, with_values: bool, name: str):
     def run(x, dims, shape, meta):
         device = META if meta else x._device
         values = empty(shape, x.dtype, device)
-        indices = empty(shape, dt.int64, device)
+        indices = empty(shape, dtypes.int64, device)
         if meta:
             return values, indices
         xc = convert(x, compute_dtype(x.dtype))
@@ -297,7 +302,7 @@ def _arg_extreme(op_name: str, is_max: bool, with_values: bool, name: str):
                          xc._offset, xc.dtype, xc._device)
         kshape = tuple(shp[d] for d in kept)
         vals = empty(kshape, xc.dtype, x._device)
-        idx = make_tensor(indices._storage, kshape, contiguous_strides(kshape), 0, dt.int64, x._device)
+        idx = make_tensor(indices._storage, kshape, contiguous_strides(kshape), 0, dtypes.int64, x._device)
         _C.arg_reduce(is_max, vals, idx, xv, len(dims))
         _C.copy_(make_tensor(values._storage, kshape, contiguous_strides(kshape), 0, x.dtype, x._device), vals)
         return values, indices
@@ -340,11 +345,11 @@ def _max_min(input, dim, keepdim, out, binary, all_op, dim_op, result_cls, name)
 
 
 def max(input, dim=None, keepdim=False, *, out=None):
-    return _max_min(input, dim, keepdim, out, pw.maximum_op, _max_all_op, max_dim_op, max_result, "max")
+    return _max_min(input, dim, keepdim, out, elementwise.maximum_op, _max_all_op, max_dim_op, max_result, "max")
 
 
 def min(input, dim=None, keepdim=False, *, out=None):
-    return _max_min(input, dim, keepdim, out, pw.minimum_op, _min_all_op, min_dim_op, min_result, "min")
+    return _max_min(input, dim, keepdim, out, elementwise.minimum_op, _min_all_op, min_dim_op, min_result, "min")
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):

@@ -10,7 +10,7 @@ import warnings
 from collections import namedtuple
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -18,11 +18,10 @@ from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
 from .._common import compute_dtype, convert, empty, type_name, write_out
-from ..creation import factories as cr
-from ..pointwise import elementwise as pw
-from ..shape import joining as jn
-from ..shape import views as vw
-from . import reduce as rd
+from ..creation import factories
+from ..pointwise import elementwise
+from ..shape import joining, views
+from . import reduce as reductions
 
 histogram_result = namedtuple("histogram", ["hist", "bin_edges"], module="ember.return_types")
 
@@ -50,13 +49,13 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     d = wrap_dim(dim, input.ndim)
     x = input
     if n > 0 and (prepend is not None or append is not None):  # n == 0 copies input alone
-        x = jn.cat([t for t in (prepend, input, append) if t is not None], d)
+        x = joining.cat([t for t in (prepend, input, append) if t is not None], d)
     for _ in range(n):
         length = x._shape[d]
         if length == 0:
             break
-        hi, lo = vw.narrow(x, d, 1, length - 1), vw.narrow(x, d, 0, length - 1)
-        x = pw.logical_xor(hi, lo) if x.dtype is dt.bool else pw.sub(hi, lo)
+        hi, lo = views.narrow(x, d, 1, length - 1), views.narrow(x, d, 0, length - 1)
+        x = elementwise.logical_xor(hi, lo) if x.dtype is dtypes.bool else elementwise.sub(hi, lo)
     if x is input:
         x = x.clone()
     return write_out(x, out)
@@ -69,7 +68,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
     _check_tensor(input, fn)
-    if input.dtype not in (dt.float32, dt.float64):
+    if input.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
@@ -80,23 +79,24 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
             raise TypeError(f"{fn}(): argument 'q' must be float or Tensor, not {type(q).__name__}")
         if not 0 <= q <= 1:
             raise RuntimeError(f"{fn}() q must be in the range [0, 1] but got {q}")
-        q = cr.scalar_tensor(float(q), dtype=input.dtype)
+        q = factories.scalar_tensor(float(q), dtype=input.dtype)
     else:
         if q.ndim > 1:
             raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
         if q.dtype is not input.dtype:
             raise RuntimeError(f"{fn}() q tensor must be same dtype as the input tensor")
-        if numel(q._shape) and not bool(rd.all(pw.logical_and(pw.ge(q, 0), pw.le(q, 1)))):
+        in_range = elementwise.logical_and(elementwise.ge(q, 0), elementwise.le(q, 1))
+        if numel(q._shape) and not bool(reductions.all(in_range)):
             raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
         scalar_q = q.ndim == 0
     if numel(input._shape) == 0:
         raise RuntimeError(f"{fn}() input tensor must be non-empty")
     if dim is None:
-        rows = vw.reshape(input, (-1,))
+        rows = views.reshape(input, (-1,))
         kept = (1,) * input.ndim if keepdim else ()
     else:
         d = wrap_dim(dim, max(input.ndim, 1))
-        rows = vw.movedim(input, d, -1) if input.ndim else vw.reshape(input, (1,))
+        rows = views.movedim(input, d, -1) if input.ndim else views.reshape(input, (1,))
         kept = input._shape[:d] + ((1,) if keepdim and input.ndim else ()) + input._shape[d + 1:]
     q = q.detach()
     from ..indexing.sorting import sort
@@ -104,31 +104,31 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
     ranked = sort(rows, -1)[0]  # NaN sorts last
     batch = ranked._shape[:-1]
     length = ranked._shape[-1]
-    qs = vw.reshape(q, (1,) * len(batch) + (numel(q._shape),))
-    with_nan = pw.isnan(vw.narrow(ranked.detach(), -1, length - 1, 1))
+    qs = views.reshape(q, (1,) * len(batch) + (numel(q._shape),))
+    with_nan = elementwise.isnan(views.narrow(ranked.detach(), -1, length - 1, 1))
     if ignore_nan:
-        valid = rd.sum(pw.logical_not(pw.isnan(ranked.detach())), -1, True)
-        ranks = pw.clamp(pw.mul(qs, pw.sub(valid, 1)), min=0)
+        valid = reductions.sum(elementwise.logical_not(elementwise.isnan(ranked.detach())), -1, True)
+        ranks = elementwise.clamp(elementwise.mul(qs, elementwise.sub(valid, 1)), min=0)
     else:
-        ranks = pw.where(with_nan, float(length - 1), pw.mul(qs, length - 1))
+        ranks = elementwise.where(with_nan, float(length - 1), elementwise.mul(qs, length - 1))
     if interpolation == "lower":
-        ranks = pw.floor(ranks)
+        ranks = elementwise.floor(ranks)
     elif interpolation == "higher":
-        ranks = pw.ceil(ranks)
+        ranks = elementwise.ceil(ranks)
     elif interpolation == "nearest":
-        ranks = pw.round(ranks)
-    below = ranks.to(dt.int64)
+        ranks = elementwise.round(ranks)
+    below = ranks.to(dtypes.int64)
     shape = batch + (numel(q._shape),)
     from ..indexing.gather_scatter import gather
 
-    result = gather(ranked, -1, vw.expand(below, shape) if below._shape != shape else below)
+    result = gather(ranked, -1, views.expand(below, shape) if below._shape != shape else below)
     if interpolation in ("linear", "midpoint"):
-        weights = cr.full_like(ranks, 0.5) if interpolation == "midpoint" else pw.sub(ranks, below)
-        above = vw.expand(pw.ceil(ranks).to(dt.int64), shape)
-        result = pw.lerp(result, gather(ranked, -1, above), vw.expand(weights, shape).to(input.dtype))
-    result = vw.movedim(result, -1, 0)  # (nq, ...)
-    result = vw.reshape(result, (result._shape[0],) + kept)
-    return vw.select(result, 0, 0) if scalar_q else result
+        weights = factories.full_like(ranks, 0.5) if interpolation == "midpoint" else elementwise.sub(ranks, below)
+        above = views.expand(elementwise.ceil(ranks).to(dtypes.int64), shape)
+        result = elementwise.lerp(result, gather(ranked, -1, above), views.expand(weights, shape).to(input.dtype))
+    result = views.movedim(result, -1, 0)  # (nq, ...)
+    result = views.reshape(result, (result._shape[0],) + kept)
+    return views.select(result, 0, 0) if scalar_q else result
 
 
 @_autocast_composite("fp32")
@@ -162,7 +162,7 @@ def _check_weights(w, name: str, observations: int, integral: bool) -> None:
     if not integral and not w.dtype.is_floating_point:
         raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
                            f"{type_name(w.dtype)} dtype")
-    if numel(w._shape) and bool(rd.any(pw.lt(w.detach(), 0))):
+    if numel(w._shape) and bool(reductions.any(elementwise.lt(w.detach(), 0))):
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
@@ -173,7 +173,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if input.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.ndim} dimensions")
-    x = input if input.ndim == 2 else vw.reshape(input, (1, -1))
+    x = input if input.ndim == 2 else views.reshape(input, (1, -1))
     observations = x._shape[1]
     w = None
     if fweights is not None:
@@ -181,17 +181,27 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         w = fweights
     if aweights is not None:
         _check_weights(aweights, "aweights", observations, False)
-        w = aweights if w is None else pw.mul(w, aweights)
+        w = aweights if w is None else elementwise.mul(w, aweights)
     if w is not None:
-        w = vw.reshape(w, (-1,))
-        w_sum = rd.sum(w)
-        avg = pw.div(rd.sum(pw.mul(x, w), 1), w_sum)
+        w = views.reshape(w, (-1,))
+        w_sum = reductions.sum(w)
+        avg = elementwise.div(reductions.sum(elementwise.mul(x, w), 1), w_sum)
     else:
         w_sum = observations
-        avg = rd.mean(x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(dt.get_default_dtype()), 1)
+        avg = reductions.mean(
+            x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(dtypes.get_default_dtype()), 1
+        )
     if w is not None and correction != 0:
-        norm = (pw.sub(w_sum, pw.div(pw.mul(rd.sum(pw.mul(w, aweights)), correction), w_sum))
-                if aweights is not None else pw.sub(w_sum, correction))
+        norm = (
+            elementwise.sub(
+                w_sum,
+                elementwise.div(
+                    elementwise.mul(reductions.sum(elementwise.mul(w, aweights)), correction), w_sum
+                ),
+            )
+            if aweights is not None
+            else elementwise.sub(w_sum, correction)
+        )
     elif w is not None:
         norm = w_sum
     else:
@@ -200,13 +210,13 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if norm_value <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
-        norm = pw.mul(norm, 0) if isinstance(norm, Tensor) else 0
-    centered = pw.sub(x, vw.unsqueeze(avg, 1))
-    weighted = centered if w is None else pw.mul(centered, w)
+        norm = elementwise.mul(norm, 0) if isinstance(norm, Tensor) else 0
+    centered = elementwise.sub(x, views.unsqueeze(avg, 1))
+    weighted = centered if w is None else elementwise.mul(centered, w)
     from ..linalg.products import mm
 
-    c = mm(centered, vw.t(weighted).conj())
-    return vw.squeeze(pw.div(c, norm))
+    c = mm(centered, views.t(weighted).conj())
+    return views.squeeze(elementwise.div(c, norm))
 
 
 def corrcoef(input: Tensor) -> Tensor:
@@ -217,10 +227,10 @@ def corrcoef(input: Tensor) -> Tensor:
                            f"{input.ndim} dimensions")
     c = cov(input)
     if c.ndim == 0:
-        return pw.div(c, c)  # 1, or NaN for a constant variable
-    std = pw.sqrt(vw.diagonal(c))
-    c = pw.div(pw.div(c, vw.unsqueeze(std, 1)), vw.unsqueeze(std, 0))
-    return c if c.dtype.is_complex else pw.clamp(c, -1, 1)
+        return elementwise.div(c, c)  # 1, or NaN for a constant variable
+    std = elementwise.sqrt(views.diagonal(c))
+    c = elementwise.div(elementwise.div(c, views.unsqueeze(std, 1)), views.unsqueeze(std, 0))
+    return c if c.dtype.is_complex else elementwise.clamp(c, -1, 1)
 
 
 # -- distances --------------------------------------------------------------------------------------
@@ -231,7 +241,7 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     _check_tensor(other, "dist", "other", 2)
     from ....linalg import vector_norm
 
-    return vector_norm(pw.sub(input, other), p)
+    return vector_norm(elementwise.sub(input, other), p)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
@@ -249,7 +259,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     rows, cols = triu_indices(input._shape[0], input._shape[0], 1)
     from ..indexing.subscripts import index_select
 
-    return vector_norm(pw.sub(index_select(input, 0, rows), index_select(input, 0, cols)), p, dim=-1)
+    return vector_norm(elementwise.sub(index_select(input, 0, rows), index_select(input, 0, cols)), p, dim=-1)
 
 
 # -- histogram --------------------------------------------------------------------------------------
@@ -269,7 +279,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as "
                                f"the input tensor excluding its innermost dimension, but got input with shape "
                                f"{list(input._shape)} and weight with shape {list(weight._shape)}")
-    x = vw.reshape(input.detach(), (-1,))
+    x = views.reshape(input.detach(), (-1,))
     if isinstance(bins, Tensor):
         if range is not None:
             raise TypeError("histogram(): argument 'range' is not allowed with a Tensor 'bins'")
@@ -285,25 +295,25 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
             raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
         if bins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-        edges = cr.linspace(*_outer_edges(x, range), bins + 1, dtype=input.dtype)
+        edges = factories.linspace(*_outer_edges(x, range), bins + 1, dtype=input.dtype)
     nbins = edges._shape[0] - 1
     # Bin of each value: the last edge <= it; a value equal to the rightmost edge goes in the last bin.
     from ..indexing.sorting import bincount, searchsorted
 
-    index = pw.sub(searchsorted(edges, x, right=True), 1)
+    index = elementwise.sub(searchsorted(edges, x, right=True), 1)
     if nbins > 0:
-        last = vw.select(edges, 0, nbins)
-        index = pw.where(pw.eq(x, last), nbins - 1, index)
-        inside = pw.logical_and(pw.ge(x, vw.select(edges, 0, 0)), pw.le(x, last))
-        index = pw.where(inside, index, nbins)  # an overflow bin, dropped below
+        last = views.select(edges, 0, nbins)
+        index = elementwise.where(elementwise.eq(x, last), nbins - 1, index)
+        inside = elementwise.logical_and(elementwise.ge(x, views.select(edges, 0, 0)), elementwise.le(x, last))
+        index = elementwise.where(inside, index, nbins)  # an overflow bin, dropped below
     else:
-        index = pw.mul(index, 0)
-    w = None if weight is None else vw.reshape(weight.detach(), (-1,)).to(dt.float64)
+        index = elementwise.mul(index, 0)
+    w = None if weight is None else views.reshape(weight.detach(), (-1,)).to(dtypes.float64)
     counts = bincount(index, w, minlength=nbins + 1)
-    hist = vw.narrow(counts, 0, 0, nbins).to(input.dtype)
+    hist = views.narrow(counts, 0, 0, nbins).to(input.dtype)
     if density:
-        widths = pw.sub(vw.narrow(edges, 0, 1, nbins), vw.narrow(edges, 0, 0, nbins))
-        hist = pw.div(hist, pw.mul(rd.sum(hist), widths))
+        widths = elementwise.sub(views.narrow(edges, 0, 1, nbins), views.narrow(edges, 0, 0, nbins))
+        hist = elementwise.div(hist, elementwise.mul(reductions.sum(hist), widths))
     if out is not None:
         write_out(hist, out[0])
         write_out(edges, out[1])
@@ -315,7 +325,7 @@ def _outer_edges(x: Tensor, range_) -> tuple:
     if range_ is not None:
         lo, hi = float(range_[0]), float(range_[1])
     elif numel(x._shape):
-        lo, hi = float(rd.amin(x)), float(rd.amax(x))
+        lo, hi = float(reductions.amin(x)), float(reductions.amax(x))
     else:
         lo, hi = 0.0, 1.0  # numpy's default range for no data
     if lo > hi:
@@ -346,7 +356,7 @@ logcumsumexp_op.kernels["meta"] = _logcumsumexp_meta
 def _logcumsumexp_cpu(self, dim):
     _logcumsumexp_meta(self, dim)
     d = wrap_dim(dim, max(self.ndim, 1))
-    work = vw.contiguous(convert(self, compute_dtype(self.dtype)))
+    work = views.contiguous(convert(self, compute_dtype(self.dtype)))
     out = empty(self._shape, work.dtype, self._device)
     shape = self._shape or (1,)
     _C.logcumsumexp_(out, work, numel(shape[:d]), shape[d], numel(shape[d + 1:]))

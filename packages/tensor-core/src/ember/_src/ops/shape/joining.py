@@ -7,7 +7,7 @@ kernel (one call per input, no per-element work in Python).
 from __future__ import annotations
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -37,7 +37,7 @@ def _cat_plan(tensors, dim: int):
     parts = [(i, t) for i, t in enumerate(tensors) if not (t.ndim == 1 and t._shape[0] == 0)]
     dtype = tensors[0].dtype
     for t in tensors[1:]:
-        dtype = dt.promote_types(dtype, t.dtype)
+        dtype = dtypes.promote_types(dtype, t.dtype)
     device = tensors[0]._device
     for t in tensors[1:]:
         if t._device != device:

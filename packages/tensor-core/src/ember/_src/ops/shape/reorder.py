@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
@@ -138,7 +138,7 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
 
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    zero = False if input.dtype is dt.bool else 0
+    zero = False if input.dtype is dtypes.bool else 0
     return where(_tri_mask(input, diagonal, lower), input, zero)
 
 
@@ -289,9 +289,9 @@ def block_diag(*tensors) -> Tensor:
     from ..creation.factories import zeros
 
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
-    dtype = mats[0].dtype if mats else dt.get_default_dtype()
+    dtype = mats[0].dtype if mats else dtypes.get_default_dtype()
     for m in mats[1:]:
-        dtype = dt.promote_types(dtype, m.dtype)
+        dtype = dtypes.promote_types(dtype, m.dtype)
     rows = sum(m._shape[0] for m in mats)
     cols = sum(m._shape[1] for m in mats)
     out = zeros(rows, cols, dtype=dtype)

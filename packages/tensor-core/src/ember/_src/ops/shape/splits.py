@@ -13,12 +13,12 @@ import operator
 from ...optable import declare
 from ...shapes import Size, as_shape
 from ...tensor import Tensor
-from . import views as vw
+from . import views
 
 
 def ravel(input: Tensor) -> Tensor:
     """The elements in row-major order: a view when ``input`` is contiguous, else a copy."""
-    return vw.view_op(vw.contiguous(input), (-1,))
+    return views.view_op(views.contiguous(input), (-1,))
 
 
 def _dir_split(name: str, input: Tensor, indices_or_sections, min_dims: int, dim: int):
@@ -33,8 +33,8 @@ def _dir_split(name: str, input: Tensor, indices_or_sections, min_dims: int, dim
         if indices_or_sections == 0 or size % indices_or_sections:
             raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
                                f"dimension {size} is not divisible by the split_size {indices_or_sections}!")
-        return vw.tensor_split(input, indices_or_sections, dim)
-    return vw.tensor_split(input, [operator.index(i) for i in indices_or_sections], dim)
+        return views.tensor_split(input, indices_or_sections, dim)
+    return views.tensor_split(input, [operator.index(i) for i in indices_or_sections], dim)
 
 
 def hsplit(input: Tensor, indices_or_sections):
@@ -54,12 +54,12 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
     if isinstance(split_sizes, int) or not isinstance(split_sizes, (list, tuple, Size)):
         raise TypeError(f"split_with_sizes(): argument 'split_sizes' must be tuple of ints, not "
                         f"{type(split_sizes).__name__}")
-    return vw.split(input, [operator.index(s) for s in split_sizes], dim)
+    return views.split(input, [operator.index(s) for s in split_sizes], dim)
 
 
 def unsafe_split(input: Tensor, split_size, dim: int = 0):
     """``split``; PyTorch's "unsafe" variants only skip its view checks, which ember does not make."""
-    return vw.split(input, split_size, dim)
+    return views.split(input, split_size, dim)
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
@@ -67,7 +67,7 @@ def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0):
-    return vw.chunk(input, chunks, dim)
+    return views.chunk(input, chunks, dim)
 
 
 def sum_to_size(self: Tensor, *size) -> Tensor:
@@ -130,7 +130,7 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` cast to ``other``'s dtype (itself when it already has it)."""
     if not isinstance(other, Tensor):
         raise TypeError(f"type_as(): argument 'other' must be Tensor, not {type(other).__name__}")
-    return vw.to(self, other.dtype)
+    return views.to(self, other.dtype)
 
 
 def _dense_in_order(shape: tuple, stride: tuple, order) -> bool:
@@ -174,7 +174,7 @@ def _logical_to_physical(shape: tuple, stride: tuple, ambiguity_check: bool) -> 
             return 0 if _ge(shape[b], shape[a]) else 1
         return -1 if _ge(sb, sa) else 1
 
-    perm = vw._insertion_sorted_dims(ndim, should_swap)  # innermost first
+    perm = views._insertion_sorted_dims(ndim, should_swap)  # innermost first
     ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1 for i in builtins.range(ndim - 1))
     return tuple(reversed(perm)), ambiguous
 

@@ -12,7 +12,7 @@ from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor
 from .._common import write_out
-from . import views as vw
+from . import views
 from .view_copies import slice_view
 
 
@@ -29,28 +29,28 @@ def _fill_view(out: Tensor, view: Tensor, src: Tensor) -> Tensor:
     if view._shape != src._shape:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src._shape)}, "
                            f"slice size = {list(view._shape)}")
-    vw.copy_(view, src)  # casts src to the input's dtype, as PyTorch does
+    views.copy_(view, src)  # casts src to the input's dtype, as PyTorch does
     return out
 
 
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1, *,
                   out=None) -> Tensor:
     _check_args("slice_scatter", input, src)
-    result = vw.clone(input)
+    result = views.clone(input)
     return write_out(_fill_view(result, slice_view(result, dim, start, end, step), src), out)
 
 
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int, *, out=None) -> Tensor:
     _check_args("select_scatter", input, src)
-    result = vw.clone(input)
-    return write_out(_fill_view(result, vw.select_op(result, dim, index), src), out)
+    result = views.clone(input)
+    return write_out(_fill_view(result, views.select_op(result, dim, index), src), out)
 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, *,
                      out=None) -> Tensor:
     _check_args("diagonal_scatter", input, src)
-    result = vw.clone(input)
-    return write_out(_fill_view(result, vw.diagonal_op(result, offset, dim1, dim2), src), out)
+    result = views.clone(input)
+    return write_out(_fill_view(result, views.diagonal_op(result, offset, dim1, dim2), src), out)
 
 
 def _has_internal_overlap(t: Tensor) -> bool:
@@ -70,19 +70,19 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     from ..creation.factories import arange
     from ..indexing.subscripts import index_put
 
-    base = vw.clone(input) if _has_internal_overlap(input) else input  # PyTorch copies an overlapping input
+    base = views.clone(input) if _has_internal_overlap(input) else input  # PyTorch copies an overlapping input
     n = base._storage.nbytes() // base.dtype.itemsize
-    flat = vw.as_strided_op(base, (n,), (1,), 0)
-    positions = vw.as_strided_op(arange(n, device=base._device), size, stride, storage_offset)
+    flat = views.as_strided_op(base, (n,), (1,), 0)
+    positions = views.as_strided_op(arange(n, device=base._device), size, stride, storage_offset)
     if numel(positions._shape) and _has_internal_overlap(positions):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
     if positions._shape != src._shape:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src._shape)}, "
                            f"slice size = {list(positions._shape)}")
-    values = vw.reshape(vw.to(src, base.dtype), (-1,))
-    flat = index_put(flat, (vw.reshape(positions, (-1,)),), values)
-    return write_out(vw.as_strided_op(flat, base._shape, base._stride, base._offset), out)
+    values = views.reshape(views.to(src, base.dtype), (-1,))
+    flat = index_put(flat, (views.reshape(positions, (-1,)),), values)
+    return write_out(views.as_strided_op(flat, base._shape, base._stride, base._offset), out)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

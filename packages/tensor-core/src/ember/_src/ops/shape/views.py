@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...device import META, to_device
 from ...dispatch import _SYNC_HOOK, define
 from ...optable import declare
@@ -75,7 +75,7 @@ def view_dtype_op(self: Tensor, dtype) -> Tensor:
 
 
 def view(self: Tensor, *shape, **keyword) -> Tensor:
-    if len(shape) == 1 and isinstance(shape[0], dt.dtype) and not keyword:
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype) and not keyword:
         return view_dtype_op(self, shape[0])
     if keyword.keys() == {"dtype"} and not shape:
         return view_dtype_op(self, keyword["dtype"])
@@ -694,7 +694,7 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a._device
-        elif isinstance(a, dt.dtype):
+        elif isinstance(a, dtypes.dtype):
             dtype = a
         elif isinstance(a, (str, type(self._device))) or (isinstance(a, int) and not isinstance(a, bool)):
             device = a
@@ -703,8 +703,8 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
         elif a is None:
             pass
         else:
-            dtype = dt.to_dtype(a)
-    dtype = self.dtype if dtype is None else dt.to_dtype(dtype)
+            dtype = dtypes.to_dtype(a)
+    dtype = self.dtype if dtype is None else dtypes.to_dtype(dtype)
     device = self._device if device is None else to_device(device)
     if device.type == "cpu" and device.index is not None:
         device = to_device("cpu")
@@ -741,8 +741,8 @@ def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
             "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}.items()}
         if dtype not in names:
             raise ValueError(f"invalid type: '{dtype}'")
-        dtype = getattr(dt, names[dtype])
-    return to(self, dt.to_dtype(dtype))
+        dtype = getattr(dtypes, names[dtype])
+    return to(self, dtypes.to_dtype(dtype))
 
 
 def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
@@ -834,8 +834,8 @@ def tolist(self: Tensor):
         raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
     from ...interop import to_numpy_copy
 
-    if self.dtype is dt.bfloat16:
-        return to(self, dt.float32).tolist()
+    if self.dtype is dtypes.bfloat16:
+        return to(self, dtypes.float32).tolist()
     return to_numpy_copy(self).tolist()
 
 

@@ -19,14 +19,14 @@ import math
 import operator
 
 from .... import _C
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
 from ...shapes import wrap_dim
 from ...tensor import Tensor
 from .._common import convert, empty, type_name, write_out
-from ..pointwise import complex as cx
+from ..pointwise import complex as complex_numbers
 from . import pocketfft as _fft_numpy
 
 __all__ = [
@@ -133,21 +133,21 @@ def _norm_code(norm, forward: bool) -> int:
 def _check_input(x, name: str) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-    if x.dtype in (dt.float16, dt.bfloat16):
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
         raise RuntimeError(f"Unsupported dtype {type_name(x.dtype)}")
 
 
 def _to_complex(x: Tensor) -> Tensor:
     if x.dtype.is_complex:
         return x
-    target = x.dtype.to_complex() if x.dtype.is_floating_point else dt.get_default_dtype().to_complex()
+    target = x.dtype.to_complex() if x.dtype.is_floating_point else dtypes.get_default_dtype().to_complex()
     return convert(x, target)
 
 
 def _to_real(x: Tensor, name: str) -> Tensor:
     if x.dtype.is_complex:
         raise RuntimeError(f"{name} expects a real input tensor, but got {type_name(x.dtype)}")
-    return x if x.dtype.is_floating_point else convert(x, dt.get_default_dtype())
+    return x if x.dtype.is_floating_point else convert(x, dtypes.get_default_dtype())
 
 
 def _check_n(n: int) -> int:
@@ -216,13 +216,13 @@ def _c2c_public(x, dims, sizes, norm, forward: bool):
 def _r2c_public(x, dims, sizes, norm, name: str, forward: bool = True):
     x = _resize(_to_real(x, name), dims, sizes)
     out = r2c_op(x, list(dims), _norm_code(norm, forward), True)
-    return out if forward else cx.conj_physical_op(out)  # ihfft: the conjugate of a one-sided inverse
+    return out if forward else complex_numbers.conj_physical_op(out)  # ihfft: the conjugate of a one-sided inverse
 
 
 def _c2r_public(x, dims, sizes, last_n, norm, forward: bool = False):
     x = _to_complex(x)
     if forward:
-        x = cx.conj_physical_op(x)  # hfft
+        x = complex_numbers.conj_physical_op(x)  # hfft
     half = list(sizes[:-1]) + [last_n // 2 + 1]
     x = _resize(x, dims, half)
     return c2r_op(x, list(dims), _norm_code(norm, forward), last_n)
@@ -366,7 +366,7 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 
 def _freq_dtype(dtype):
-    d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError("fftfreq requires a floating point or complex dtype")
     if d.is_complex:  # PyTorch builds the frequencies with arange, which has no complex kernel

@@ -11,18 +11,18 @@ from __future__ import annotations
 import math
 import warnings
 
-from ... import dtypes as dt
+from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...optable import declare
 from ...tensor import Tensor
 from .._common import HALF_TYPES, type_name
-from ..creation import factories as cr
-from ..pointwise import elementwise as pw
-from ..shape import views as vw
+from ..creation import factories
+from ..pointwise import elementwise
+from ..shape import views
 
 
 def _window_dtype(name: str, window_length: int, dtype):
-    dtype = dt.get_default_dtype() if dtype is None else dtype
+    dtype = dtypes.get_default_dtype() if dtype is None else dtype
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     if not dtype.is_floating_point:
@@ -34,14 +34,14 @@ def _window(name: str, window_length: int, periodic: bool, dtype, requires_grad:
     """Shared edge cases: N == 0 is empty, N == 1 is [1], periodic windows drop the last of N + 1."""
     dtype = _window_dtype(name, window_length, dtype)
     if window_length == 0:
-        w = cr.empty((0,), dtype=dtype)
+        w = factories.empty((0,), dtype=dtype)
     elif window_length == 1:
-        w = cr.ones((1,), dtype=dtype)
+        w = factories.ones((1,), dtype=dtype)
     else:
         n = window_length + 1 if periodic else window_length
         w = body(n, dtype)
         if periodic:
-            w = vw.narrow(w, 0, 0, n - 1).contiguous()
+            w = views.narrow(w, 0, 0, n - 1).contiguous()
     return w.requires_grad_(True) if requires_grad else w
 
 
@@ -49,8 +49,8 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
                    dtype=None, layout=None, device=None, requires_grad: bool = False) -> Tensor:
     """alpha - beta * cos(2 pi n / (N - 1))."""
     def body(n, dtype):
-        w = pw.cos(pw.mul(cr.arange(n, dtype=dtype), math.pi * 2.0 / (n - 1)))
-        return pw.add(pw.mul(w, -beta), alpha)
+        w = elementwise.cos(elementwise.mul(factories.arange(n, dtype=dtype), math.pi * 2.0 / (n - 1)))
+        return elementwise.add(elementwise.mul(w, -beta), alpha)
 
     return _window("hamming_window", window_length, periodic, dtype, requires_grad, body)
 
@@ -66,8 +66,14 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, la
                     requires_grad: bool = False) -> Tensor:
     """0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
     def body(n, dtype):
-        w = pw.mul(cr.arange(n, dtype=dtype), math.pi / (n - 1))
-        return pw.add(pw.sub(pw.mul(pw.cos(pw.mul(w, 4)), 0.08), pw.mul(pw.cos(pw.mul(w, 2)), 0.5)), 0.42)
+        w = elementwise.mul(factories.arange(n, dtype=dtype), math.pi / (n - 1))
+        return elementwise.add(
+            elementwise.sub(
+                elementwise.mul(elementwise.cos(elementwise.mul(w, 4)), 0.08),
+                elementwise.mul(elementwise.cos(elementwise.mul(w, 2)), 0.5),
+            ),
+            0.42,
+        )
 
     return _window("blackman_window", window_length, periodic, dtype, requires_grad, body)
 
@@ -76,11 +82,16 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, la
                     requires_grad: bool = False) -> Tensor:
     """Triangular window: 2n / (N - 1) rising, then 2 - 2n / (N - 1)."""
     def body(n, dtype):
-        from ..shape import joining as jn
+        from ..shape import joining
 
-        w = pw.mul(cr.arange(n, dtype=dtype), 2.0 / (n - 1))
+        w = elementwise.mul(factories.arange(n, dtype=dtype), 2.0 / (n - 1))
         half = ((n - 1) >> 1) + 1
-        return jn.cat([vw.narrow(w, 0, 0, half), pw.add(pw.mul(vw.narrow(w, 0, half, n - half), -1), 2)])
+        return joining.cat(
+            [
+                views.narrow(w, 0, 0, half),
+                elementwise.add(elementwise.mul(views.narrow(w, 0, half, n - half), -1), 2),
+            ]
+        )
 
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad, body)
 
@@ -91,11 +102,13 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
     def body(n, dtype):
         from ..pointwise.special import i0
 
-        work = dt.float32 if dtype in HALF_TYPES else dtype
+        work = dtypes.float32 if dtype in HALF_TYPES else dtype
         alpha = (n - 1) / 2.0
-        ratio = pw.div(pw.sub(cr.arange(n, dtype=work), alpha), alpha)
-        arg = pw.mul(pw.sqrt(pw.abs(pw.sub(1.0, pw.mul(ratio, ratio)))), beta)
-        return pw.div(i0(arg), i0(cr.scalar_tensor(beta, dtype=work))).to(dtype)
+        ratio = elementwise.div(elementwise.sub(factories.arange(n, dtype=work), alpha), alpha)
+        arg = elementwise.mul(
+            elementwise.sqrt(elementwise.abs(elementwise.sub(1.0, elementwise.mul(ratio, ratio)))), beta
+        )
+        return elementwise.div(i0(arg), i0(factories.scalar_tensor(beta, dtype=work))).to(dtype)
 
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad, body)
 
@@ -107,7 +120,7 @@ def _centered_window(window, win_length: int, n_fft: int, dtype) -> Tensor | Non
     if window is None and win_length == n_fft:
         return None
     if window is None:
-        window = cr.ones((win_length,), dtype=dtype)
+        window = factories.ones((win_length,), dtype=dtype)
     if win_length == n_fft:
         return window
     from ..nn.resample import constant_pad_nd
@@ -155,8 +168,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
         half = n_fft // 2
 
         def padded(x):
-            extended = vw.reshape(x, (1,) * (3 - ndim) + x._shape)
-            return vw.reshape(_pad(extended, [half, half], pad_mode), x._shape[:-1] + (-1,))
+            extended = views.reshape(x, (1,) * (3 - ndim) + x._shape)
+            return views.reshape(_pad(extended, [half, half], pad_mode), x._shape[:-1] + (-1,))
 
         if input.dtype.is_complex:  # the padding kernels are real: pad both parts
             from ..pointwise.complex import complex as _complex
@@ -167,7 +180,7 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
             input = padded(input)
     if input.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
-    signal = vw.unsqueeze(input, 0) if input.ndim == 1 else input
+    signal = views.unsqueeze(input, 0) if input.ndim == 1 else input
     length = signal._shape[1]
     hop = n_fft >> 2 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
@@ -180,11 +193,11 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
     if window is not None and (window.ndim != 1 or window._shape[0] != win):
         raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win}, but got window "
                            f"with size {list(window._shape)}")
-    frames = vw.unfold(signal, -1, n_fft, hop)  # (batch, n_frames, n_fft)
+    frames = views.unfold(signal, -1, n_fft, hop)  # (batch, n_frames, n_fft)
     full_window = _centered_window(window, win, n_fft, input.dtype.to_real() if input.dtype.is_complex
                                    else input.dtype)
     if full_window is not None:
-        frames = pw.mul(frames, full_window)
+        frames = elementwise.mul(frames, full_window)
     from .... import fft as _fft
 
     norm = "ortho" if normalized else "backward"
@@ -196,9 +209,9 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
         spec = _fft.rfft(frames, dim=-1, norm=norm)
     else:
         spec = _fft.fft(frames, dim=-1, norm=norm)
-    spec = vw.transpose(spec, 1, 2)
+    spec = views.transpose(spec, 1, 2)
     if input.ndim == 1:
-        spec = vw.squeeze(spec, 0)
+        spec = views.squeeze(spec, 0)
     if not return_complex:
         from ..pointwise.complex import view_as_real
 
@@ -241,10 +254,11 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     if window is not None and (window.ndim != 1 or window._shape[0] != win):
         raise RuntimeError("Invalid window shape. window has to be 1D and length of `win_length`")
     real_dtype = input.dtype.to_real()
-    full_window = _centered_window(window if window is not None else cr.ones((win,), dtype=real_dtype), win, n_fft,
-                                   real_dtype)
-    spec = vw.unsqueeze(input, 0) if input.ndim == 2 else input
-    spec = vw.transpose(spec, 1, 2)  # (channel, n_frames, fft_size)
+    full_window = _centered_window(
+        window if window is not None else factories.ones((win,), dtype=real_dtype), win, n_fft, real_dtype
+    )
+    spec = views.unsqueeze(input, 0) if input.ndim == 2 else input
+    spec = views.transpose(spec, 1, 2)  # (channel, n_frames, fft_size)
     from .... import fft as _fft
 
     norm = "ortho" if normalized else "backward"
@@ -256,12 +270,12 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
         if window is not None and window.dtype.is_complex:
             raise RuntimeError("Complex windows are incompatible with return_complex=False")
         if not one_sided:
-            spec = vw.narrow(spec, -1, 0, n_fft // 2 + 1)
+            spec = views.narrow(spec, -1, 0, n_fft // 2 + 1)
         frames = _fft.irfft(spec, n=n_fft, dim=-1, norm=norm)
-    frames = pw.mul(frames, full_window)
+    frames = elementwise.mul(frames, full_window)
     expected = n_fft + hop * (n_frames - 1)
     y = _overlap_add(frames, expected, hop)
-    envelope = _overlap_add(vw.expand(vw.reshape(pw.mul(full_window, full_window), (1, 1, n_fft)),
+    envelope = _overlap_add(views.expand(views.reshape(elementwise.mul(full_window, full_window), (1, 1, n_fft)),
                                       (1, n_frames, n_fft)), expected, hop)
     start = n_fft // 2 if center else 0
     if length is not None:
@@ -269,15 +283,15 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     else:
         end = expected - n_fft // 2 if center else expected
     stop = min(end, expected)
-    y = vw.narrow(y, 1, start, max(stop - start, 0))
-    envelope = vw.narrow(envelope, 1, start, max(stop - start, 0))
-    from ..reduction import reduce as rd
+    y = views.narrow(y, 1, start, max(stop - start, 0))
+    envelope = views.narrow(envelope, 1, start, max(stop - start, 0))
+    from ..reduction import reduce as reductions
 
-    if _numel(envelope) and bool(pw.lt(rd.amin(pw.abs(envelope)), 1e-11)):
+    if _numel(envelope) and bool(elementwise.lt(reductions.amin(elementwise.abs(envelope)), 1e-11)):
         raise RuntimeError("istft: window overlap add min: 1")
-    y = pw.div(y, envelope)
+    y = elementwise.div(y, envelope)
     if input.ndim == 2:
-        y = vw.squeeze(y, 0)
+        y = views.squeeze(y, 0)
     if end > expected:
         warnings.warn("The length of signal is shorter than the length parameter. Result is being padded with zeros "
                       "in the tail. Please check your center and hop_length settings.", UserWarning, stacklevel=2)
@@ -299,14 +313,14 @@ def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
     from ..pointwise.complex import view_as_complex, view_as_real
 
     channels, n_frames, n_fft = frames._shape
-    starts = vw.unsqueeze(pw.mul(cr.arange(n_frames), hop), 1)
-    index = vw.reshape(pw.add(starts, vw.unsqueeze(cr.arange(n_fft), 0)), (-1,))
+    starts = views.unsqueeze(elementwise.mul(factories.arange(n_frames), hop), 1)
+    index = views.reshape(elementwise.add(starts, views.unsqueeze(factories.arange(n_fft), 0)), (-1,))
     if frames.dtype.is_complex:  # index_add is real: add the (real, imag) pairs
-        parts = vw.reshape(view_as_real(frames.contiguous()), (channels, n_frames * n_fft, 2))
-        zeros = cr.zeros((channels, total, 2), dtype=parts.dtype)
+        parts = views.reshape(view_as_real(frames.contiguous()), (channels, n_frames * n_fft, 2))
+        zeros = factories.zeros((channels, total, 2), dtype=parts.dtype)
         return view_as_complex(index_add(zeros, 1, index, parts))
-    zeros = cr.zeros((channels, total), dtype=frames.dtype)
-    return index_add(zeros, 1, index, vw.reshape(frames, (channels, n_frames * n_fft)))
+    zeros = factories.zeros((channels, total), dtype=frames.dtype)
+    return index_add(zeros, 1, index, views.reshape(frames, (channels, n_frames * n_fft)))
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
