@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _C
+from ._native import _C
 from . import dispatch as _dispatch
 from .device import device
 from .generator import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state

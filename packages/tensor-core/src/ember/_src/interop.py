@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from .. import _C
 from . import dispatch as _dispatch
 from . import dtypes
+from ._native import _C
 from .device import CPU, META
 from .tensor import Tensor, make_tensor
 

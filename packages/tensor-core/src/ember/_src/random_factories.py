@@ -10,8 +10,8 @@ from __future__ import annotations
 import builtins
 import operator
 
-from .. import _C
 from . import dtypes
+from ._native import _C
 from .device import META, to_device
 from .dispatch import define
 from .generator import resolve

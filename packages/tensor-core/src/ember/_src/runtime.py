@@ -67,7 +67,7 @@ _WARN_ALWAYS = [False]
 
 def get_num_interop_threads() -> int:
     if _INTEROP_THREADS[0] == 0:
-        from .. import _C
+        from ._native import _C
 
         _INTEROP_THREADS[0] = _C.get_num_threads()
     return _INTEROP_THREADS[0]
@@ -92,7 +92,7 @@ def is_warn_always_enabled() -> bool:
 
 def set_flush_denormal(mode: bool) -> bool:
     """Flushes denormal floats to zero on x86 (FTZ/DAZ); returns False where unsupported."""
-    from .. import _C
+    from ._native import _C
 
     return bool(_C.set_flush_denormal(bool(mode)))
 

@@ -6,8 +6,8 @@ Only metadata and Python protocols live here. Every computation is an op (see
 
 from __future__ import annotations
 
-from .. import _C
 from . import dispatch, dtypes, grad_mode
+from ._native import _C
 from .device import CPU, META, device, get_backend
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 

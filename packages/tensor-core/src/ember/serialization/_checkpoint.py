@@ -15,8 +15,8 @@ from collections import OrderedDict
 
 from ember._src.dispatch import sync_pending
 
-from .. import _C
 from .._src import dtypes
+from .._src._native import _C
 from .._src.device import device
 from .._src.shapes import Size
 from .._src.tensor import Tensor

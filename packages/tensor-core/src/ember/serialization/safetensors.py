@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import struct
 
-from .. import _C
 from .._src import dtypes
+from .._src._native import _C
 from .._src.device import CPU, device
 from .._src.tensor import Tensor, make_tensor
 from ._atomic import atomic_write

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ... import _C
 from .. import dispatch as _dispatch
 from .. import dtypes
+from .._native import _C
 from ..device import META, copy_across
 from ..shapes import numel
 from ..tensor import Tensor, new_empty_tensor

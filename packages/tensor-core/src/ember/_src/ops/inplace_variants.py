@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import operator
 
-from ... import _C
 from .. import dtypes, grad_mode
+from .._native import _C
 from ..device import META
 from ..dispatch import OPS, define
 from ..optable import declare

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numbers
 
-from ... import _C
 from .. import dtypes
+from .._native import _C
 from ..device import CPU, META, get_backend, to_device
 from ..optable import declare
 from ..shapes import Size

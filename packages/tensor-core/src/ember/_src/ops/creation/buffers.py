@@ -8,9 +8,9 @@ import math
 import operator
 import warnings
 
-from .... import _C
 from ... import device as _device
 from ... import dtypes
+from ..._native import _C
 from ...device import CPU, to_device
 from ...optable import declare
 from ...shapes import numel

@@ -6,8 +6,8 @@ import builtins
 import math
 import operator
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import CPU, META, get_backend, to_device
 from ...dispatch import define
 from ...optable import declare

@@ -9,8 +9,8 @@ The out-of-place forms clone ``self`` and run the in-place op.
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define

@@ -11,8 +11,8 @@ from __future__ import annotations
 import operator
 from collections import namedtuple
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim

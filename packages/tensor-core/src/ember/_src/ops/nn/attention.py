@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...grad_mode import is_grad_enabled

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import warnings
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

@@ -6,8 +6,8 @@ float16/bfloat16 are computed in float32.
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes, grad_mode
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

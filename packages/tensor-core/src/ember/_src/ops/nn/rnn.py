@@ -29,7 +29,7 @@ float32 and returned in their own dtype.
 
 from __future__ import annotations
 
-from .... import _C
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...tensor import Tensor, new_empty_tensor

@@ -10,8 +10,8 @@ mean reduce the (real, imag) float view with the real kernels, prod has its own 
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

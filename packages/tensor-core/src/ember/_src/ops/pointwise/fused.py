@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import builtins
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...shapes import broadcast_shapes

@@ -7,8 +7,8 @@ so it is computed without recording history.
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes, grad_mode
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

@@ -7,8 +7,8 @@ gradient is zero, as in PyTorch.
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

@@ -14,8 +14,8 @@ import builtins
 import math
 import operator
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define as _define
 from ...generator import Generator

@@ -9,8 +9,8 @@ import math
 import warnings
 from collections import namedtuple
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, make_tensor

@@ -13,8 +13,8 @@ import builtins
 import operator
 from collections import namedtuple
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

@@ -9,8 +9,8 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define

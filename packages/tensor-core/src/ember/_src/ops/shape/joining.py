@@ -6,8 +6,8 @@ kernel (one call per input, no per-element work in Python).
 
 from __future__ import annotations
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare

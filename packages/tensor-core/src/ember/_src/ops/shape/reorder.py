@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import operator
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define

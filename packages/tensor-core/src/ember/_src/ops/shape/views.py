@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import operator
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...device import META, to_device
 from ...dispatch import _SYNC_HOOK, define
 from ...optable import declare

@@ -18,8 +18,8 @@ import builtins
 import math
 import operator
 
-from .... import _C
 from ... import dtypes
+from ..._native import _C
 from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from .... import _C
+from ..._native import _C
 from ...interop import to_numpy
 from ...tensor import Tensor
 
