@@ -19,6 +19,7 @@ import warnings
 
 from . import dispatch as _dispatch
 from . import dtypes as _dtypes
+from .device import to_device
 
 # PyTorch's CPU "lower_precision_fp" list, as ember names the ops.
 LOWER_PRECISION_OPS = (
@@ -52,8 +53,6 @@ _COUNT_LOCK = threading.Lock()
 
 
 def _device_type(device_type) -> str:
-    from .device import to_device
-
     if not isinstance(device_type, str):
         raise TypeError(f"device_type must be a str, got {type(device_type).__name__}")
     return to_device(device_type).type

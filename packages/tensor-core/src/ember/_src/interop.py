@@ -10,8 +10,8 @@ import sys
 from . import dispatch as _dispatch
 from . import dtypes
 from ._native import _C
-from .device import CPU, META
-from .tensor import Tensor, make_tensor
+from .device import CPU, META, to_device
+from .tensor import Tensor, make_tensor, new_empty_tensor
 
 _NUMPY_TO_EMBER: dict = {}
 
@@ -137,8 +137,6 @@ def from_numpy_copy(arr) -> Tensor:
 
 
 def _rebuild(data: bytes, dtype_name: str, shape: tuple, requires_grad: bool = False) -> Tensor:
-    from .tensor import new_empty_tensor
-
     t = new_empty_tensor(tuple(shape), dtypes._dtype_by_name(dtype_name), CPU)
     if len(data) != t.nbytes:
         raise RuntimeError(f"corrupt tensor pickle: {len(data)} bytes for shape {list(shape)} of "
@@ -198,8 +196,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
     ``copy=True`` returns a copy; ``device`` may only name the CPU.
     """
     if device is not None:
-        from .device import to_device
-
         if to_device(device).type != "cpu":
             raise BufferError(f"from_dlpack: ember imports DLPack tensors to the CPU only, not {device}")
     if hasattr(ext_tensor, "__dlpack__"):

@@ -11,6 +11,7 @@ import math
 import operator
 
 from . import dtypes
+from .ops.creation.factories import empty, tensor
 from .shapes import Size
 from .tensor import Tensor
 
@@ -30,8 +31,6 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __call__(cls, *args, device=None):
-        from .ops.creation.factories import empty, tensor
-
         if device is not None and str(device).split(":")[0] != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: {device} was passed")
         if not args:

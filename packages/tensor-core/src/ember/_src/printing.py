@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from . import dtypes
+from .dispatch import sync_pending
 
 
 class PrintOptions:
@@ -186,7 +187,6 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
 
 
 def tensor_repr(t) -> str:
-    from .dispatch import sync_pending
     from .tensor import Tensor
 
     sync_pending(t, "printing a tensor")

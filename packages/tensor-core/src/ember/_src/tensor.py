@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import dispatch, dtypes, grad_mode
 from ._native import _C
 from .device import CPU, META, device, get_backend
+from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
 
@@ -319,8 +320,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        from .printing import tensor_repr
-
         return tensor_repr(self)
 
     def __str__(self) -> str:

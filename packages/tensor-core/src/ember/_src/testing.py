@@ -5,6 +5,10 @@ from __future__ import annotations
 import builtins
 
 from . import dtypes
+from .ops.creation import factories as creation
+from .ops.creation.factories import tensor
+from .ops.pointwise.closeness import isclose
+from .ops.pointwise.complex import complex as make_complex
 from .tensor import Tensor
 
 # (rtol, atol) by dtype, as torch.testing.assert_close uses.
@@ -19,8 +23,6 @@ _DEFAULT_TOLERANCES = {
 
 
 def _as_tensor(value):
-    from .ops.creation.factories import tensor
-
     if isinstance(value, Tensor):
         return value
     return tensor(value)
@@ -64,7 +66,6 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, 
     if rtol is None:
         rtol, atol = _DEFAULT_TOLERANCES.get(work, (0.0, 0.0))
     a, e = a.detach().to(work), e.detach().to(work)
-    from .ops.pointwise.closeness import isclose
 
     close = isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if bool(close.all().item()):
@@ -102,7 +103,6 @@ def _unravel(flat: int, shape) -> tuple:
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: bool = False,
                 noncontiguous: bool = False, exclude_zero: bool = False):
     """A random tensor for tests, as ``torch.testing.make_tensor``."""
-    from .ops.creation import factories as creation
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -114,7 +114,6 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: 
         hi = 9.0 if high is None else high
         result = (creation_rand(shape, device) * (hi - lo) + lo).to(dtype)
     elif dtype.is_complex:  # real and imaginary parts each uniform in [low, high)
-        from .ops.pointwise.complex import complex as make_complex
 
         lo = -9.0 if low is None else low
         hi = 9.0 if high is None else high

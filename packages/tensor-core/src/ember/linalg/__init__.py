@@ -14,10 +14,16 @@ from ember._src.autocast import composite as _autocast_composite
 from .._src import dtypes as _dtypes
 from .._src.bindings import namespace as _namespace
 from .._src.ops._common import write_out as _write_out
+from .._src.ops.creation.factories import zeros
 from .._src.ops.creation.factories import zeros as _zeros
 from .._src.ops.linalg import lapack as _lapack
 from .._src.ops.linalg.lapack import LinAlgError
+from .._src.ops.pointwise import elementwise
+from .._src.ops.reduction.composite import norm_op
 from .._src.ops.shape import views as _views
+from .._src.ops.shape.joining import cat
+from .._src.ops.shape.reorder import cross as _cross
+from .._src.shapes import numel, wrap_dim
 from .._src.tensor import Tensor as _Tensor
 
 __all__ = [
@@ -110,7 +116,6 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 @_autocast_composite("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above max(atol, rtol * largest)."""
-    from .._src.ops.pointwise import elementwise
 
     if not isinstance(A, _Tensor) or A.dtype not in (_dtypes.float32, _dtypes.float64):
         raise RuntimeError("This function doesn't handle types other than float and double")
@@ -127,8 +132,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     if atol is None:
         atol = 0.0
     if min(m, n) == 0:
-        from .._src.ops.creation.factories import zeros
-
         return _write_out(zeros(A._shape[:-2], dtype=_dtypes.int64), out)
     top = S.amax(-1, keepdim=True)
     tol = elementwise.maximum(elementwise.mul(top, _lapack._column(rtol)), _lapack._column(atol))
@@ -140,8 +143,6 @@ def matrix_power(A, n, *, out=None):
 
 
 def cross(input, other, *, dim=-1, out=None):
-    from .._src.ops.shape.reorder import cross as _cross
-
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got {input.ndim} and "
                            f"{other.ndim}")
@@ -151,8 +152,6 @@ def cross(input, other, *, dim=-1, out=None):
 # -- norms -------------------------------------------------------------------------------------------
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    from .._src.ops.reduction.composite import norm_op
-
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
     return _write_out(norm_op(x, ord, dim, keepdim, dtype), out, overlap=False)  # a reduction: unchecked
@@ -163,7 +162,6 @@ def _matrix_dims(A, dim, fn):
         raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
-    from .._src.shapes import wrap_dim
 
     d0, d1 = wrap_dim(dim[0], A.ndim), wrap_dim(dim[1], A.ndim)
     if d0 == d1:
@@ -239,7 +237,6 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 @_autocast_composite("fp32")
 def cond(A, p=None, *, out=None):
     """Condition number: a ratio of singular values for p in (None, 2, -2), else |A|_p |A^-1|_p."""
-    from .._src.ops.pointwise import elementwise
 
     if p in (None, 2, -2):
         _lapack._check_matrix(A, "linalg.cond", square=False)
@@ -256,14 +253,11 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    from .._src.ops.pointwise import elementwise
-
     return _write_out(elementwise.mul(x, y).sum(dim), out)
 
 
 def vander(x, *, N=None):
     """Columns x^0, x^1, ..., x^(N-1) (a cumulative product, as PyTorch computes it)."""
-    from .._src.ops.shape.joining import cat
 
     if x.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
@@ -280,7 +274,6 @@ def vander(x, *, N=None):
 @_autocast_composite("fp32")
 def tensorinv(A, ind=2, *, out=None):
     """Inverse of A seen as a (prod(shape[:ind]), prod(shape[ind:])) matrix, reshaped back."""
-    from .._src.shapes import numel
 
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -295,7 +288,6 @@ def tensorinv(A, ind=2, *, out=None):
 @_autocast_composite("fp32")
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with tensordot(A, X, X.ndim) == B: one solve on A flattened to a square matrix."""
-    from .._src.shapes import numel
 
     if dims is not None:
         dims = [d % A.ndim for d in dims]

@@ -12,11 +12,14 @@ import numbers
 
 from .. import dtypes
 from .._native import _C
-from ..device import CPU, META, get_backend, to_device
+from ..device import _BACKENDS, CPU, META, get_backend, to_device
 from ..optable import declare
 from ..shapes import Size
 from ..tensor import Tensor, check_view_bounds, make_tensor
 from ._common import type_name
+from .creation.factories import empty, ones_like, tensor
+from .pointwise.complex import imag
+from .pointwise.elementwise import eq_op
 from .shape import views
 
 
@@ -45,12 +48,9 @@ def is_neg(input: Tensor) -> bool:
 def isreal(input: Tensor) -> Tensor:
     """True where the element has no imaginary part (everywhere for a real dtype)."""
     _tensor_arg("isreal", input)
-    from .creation.factories import ones_like
-    from .pointwise.elementwise import eq_op
 
     if not input.dtype.is_complex:
         return ones_like(input, dtype=dtypes.bool)
-    from .pointwise.complex import imag
 
     return eq_op(imag(input), 0)
 
@@ -99,7 +99,6 @@ def _no_accelerator():
 
 def _pinning_backend():
     """The accelerator plugin that provides page-locked host memory, or None (CPU-only install)."""
-    from ..device import _BACKENDS
 
     for name in ("cuda",):
         try:
@@ -124,7 +123,6 @@ def pin_memory(self: Tensor, device=None) -> Tensor:
 def is_pinned(self: Tensor, device=None) -> bool:
     if self._device.type != "cpu":
         return False
-    from ..device import _BACKENDS
 
     backend = _BACKENDS.get("cuda")  # nothing is pinned unless the plugin is already in use
     return bool(backend is not None and backend.is_pinned is not None and backend.is_pinned(self))
@@ -147,7 +145,6 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=No
 
 def new(self: Tensor, *args, device=None) -> Tensor:
     """``x.new(2, 3)`` (uninitialized, of ``x``'s dtype and device), ``x.new(data)``, ``x.new()``."""
-    from .creation.factories import empty, tensor
 
     dev = self._device if device is None else to_device(device)
     if not args:
@@ -177,8 +174,6 @@ def _check_python_fill(self: Tensor, name: str) -> None:
 
 
 def _store(self: Tensor, values: list) -> Tensor:
-    from .creation.factories import tensor
-
     for v in values:
         if not isinstance(v, numbers.Number):
             raise TypeError(f"'{type(v).__name__}' object cannot be interpreted as a number of type "

@@ -11,9 +11,9 @@ from ..._native import _C
 from ...device import CPU, META, get_backend, to_device
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import as_shape, check_sizes, numel
-from ...tensor import Tensor, new_empty_tensor
-from .._common import check_scalar_fits
+from ...shapes import as_shape, check_sizes, contiguous_strides, numel
+from ...tensor import Tensor, make_tensor, new_empty_tensor
+from .._common import check_scalar_fits, write_out
 
 _NUMBER = (builtins.bool, int, float, complex)
 
@@ -38,8 +38,6 @@ def check_pin_memory(pin_memory) -> None:
 def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
     """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
     if out is not None:
-        from .._common import write_out
-
         return write_out(t, out, overlap=overlap)
     if requires_grad:
         t.requires_grad_(True)
@@ -314,8 +312,6 @@ def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
         src_dtype = dtypes.float64
     mv = memoryview(packed)
     storage = _C.Storage.borrow(mv.obj.buffer_info()[0], len(packed) * packed.itemsize, packed)
-    from ...shapes import contiguous_strides
-    from ...tensor import make_tensor
 
     src = make_tensor(storage, shape, contiguous_strides(shape), 0, src_dtype, CPU)
     _C.copy_(out, src)

@@ -10,7 +10,12 @@ from ...tensor import Tensor
 from .._common import HALF_TYPES, type_name
 from ..creation import factories
 from ..pointwise import elementwise
+from ..reduction.composite import cumprod
 from ..shape import joining, views
+from ..shape.reorder import flip, meshgrid
+from .gather_scatter import gather
+from .sorting import searchsorted, sort
+from .subscripts import masked_select
 
 
 def _as_operand(x, dtype):
@@ -38,9 +43,6 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     if tests._shape[0] == 0:
         found = factories.zeros(elems._shape, dtype=dtypes.bool)
     else:
-        from .gather_scatter import gather
-        from .sorting import searchsorted, sort
-
         ordered = sort(tests)[0]
         pos = elementwise.clamp(searchsorted(ordered, views.reshape(elems, (-1,))), max=tests._shape[0] - 1)
         found = views.reshape(elementwise.eq(gather(ordered, 0, pos), views.reshape(elems, (-1,))), elems._shape)
@@ -57,8 +59,6 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return factories.empty((0,), dtype=input.dtype)
-    from ..shape.reorder import meshgrid
-    from .subscripts import masked_select
 
     grids = meshgrid(*([input] * r), indexing="ij")
     index = meshgrid(*([factories.arange(input._shape[0])] * r), indexing="ij")
@@ -80,15 +80,11 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     dtype = dtypes.promote_types(x.dtype, dtypes.int64)
     ones = factories.ones((x._shape[0], min(n, 1)), dtype=dtype)
     if n > 1:
-        from ..reduction.composite import cumprod
-
         powers = cumprod(views.expand(views.unsqueeze(x.to(dtype), 1), (x._shape[0], n - 1)), 1)
         result = joining.cat([ones, powers], 1)
     else:
         result = ones
     if not increasing:
-        from ..shape.reorder import flip
-
         result = flip(result, (1,))
     return result
 

@@ -20,6 +20,7 @@ from ...tensor import Tensor, new_empty_tensor
 from .._common import HALF_TYPES, convert, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
+from ..pointwise.elementwise import add, mul, where
 from ..shape import views
 from .subscripts import _as_value
 
@@ -283,8 +284,6 @@ def _index_add_kernel(self, dim, index, source, *, alpha=1):
         # PyTorch converts alpha to self's type first: 0.5 adds nothing to an integer tensor.
         alpha = bool(alpha) if self.dtype is dtypes.bool else int(alpha)
     if alpha != 1 and self._device is not META:
-        from ..pointwise.elementwise import mul
-
         source = mul(source, alpha)
     try:
         return _run_scatter(self, d, _expanded_index(index, d, source._shape), source, 1)
@@ -337,7 +336,6 @@ def _index_fill_kernel(self, dim, index, value):
         return self
     _check_written(self, (index,), internal=False)
     size = self._shape[d] if self.ndim else 1
-    from ..pointwise.elementwise import add, where
 
     index = where(index < 0, add(index, size), index)  # index_fill wraps negative indices
     shape = list(self._shape)

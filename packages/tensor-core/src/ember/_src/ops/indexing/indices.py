@@ -15,12 +15,14 @@ from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
 from .._common import type_name, write_out
+from ..creation.factories import _resolve, arange, full, tensor
+from ..pointwise.elementwise import floor_divide, ge_op, le_op, remainder, sub_op
 from ..shape import views
+from ..shape.joining import cat
+from .subscripts import nonzero, nonzero_op
 
 
 def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -> Tensor:
-    from ..creation.factories import _resolve, arange
-
     row, col, offset = operator.index(row), operator.index(col), operator.index(offset)
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
@@ -31,8 +33,6 @@ def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -
         raise NotImplementedError(f'"{name}" not implemented for \'{type_name(d)}\'')
     if dev is META:
         return new_empty_tensor((2, _triangle_count(row, col, offset, lower)), d, dev)
-    from ..pointwise.elementwise import ge_op, le_op, sub_op
-    from .subscripts import nonzero_op
 
     # Row-major positions (i, j) with j - i <= offset (lower) or >= offset (upper): nonzero
     # lists them in exactly PyTorch's order.
@@ -76,8 +76,6 @@ def unravel_index(indices: Tensor, shape):
     shape = tuple(shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
-    from ..creation.factories import tensor
-    from ..pointwise.elementwise import floor_divide, remainder
 
     coefs = list(itertools.accumulate(reversed(shape[1:] + (1,)), operator.mul))[::-1]
     dev = indices._device
@@ -96,9 +94,6 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
     ndim = input.ndim
     if input._device is META:
         return write_out(new_empty_tensor((size, ndim), dtypes.int64, META), out)
-    from ..creation.factories import full
-    from ..shape.joining import cat
-    from .subscripts import nonzero
 
     found = nonzero(input)
     n = found._shape[0]

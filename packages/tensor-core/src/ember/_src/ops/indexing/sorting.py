@@ -18,7 +18,9 @@ from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor, new_empty_tensor
 from .._common import HALF_TYPES, convert, type_name, write_out
+from ..creation.factories import full, scalar_tensor
 from ..shape import views
+from .subscripts import index_select
 
 # PyTorch's torch.return_types: tuples with named fields.
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -199,8 +201,6 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
 
 def _median_all(input: Tensor, op, name: str) -> Tensor:
     if numel(input._shape) == 0:
-        from ..creation.factories import full
-
         return full((), float("nan"), dtype=input.dtype, device=input._device)
     return op(views.reshape(input, (-1,)), 0)[0]
 
@@ -263,8 +263,6 @@ def _group_rows(rows: Tensor, sort_rows: bool):
 
 def _unique_cpu(self: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
                 dim=None, consecutive: bool = False):
-    from .subscripts import index_select
-
     if dim is None:
         if numel(self._shape) == 0:
             empty = new_empty_tensor((0,), dtypes.int64, self._device)
@@ -376,7 +374,6 @@ searchsorted_op = _declare(
 def _as_tensor(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    from ..creation.factories import scalar_tensor
 
     return scalar_tensor(value, dtype=dtypes.scalar_dtype(value), device=like._device)
 

@@ -23,6 +23,8 @@ from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
 from .._common import convert, type_name, write_out
+from ..creation.factories import as_tensor, scalar_tensor, tensor
+from ..pointwise.elementwise import ne_op
 from ..shape import views
 
 _INDEX_DTYPES = (dtypes.int64, dtypes.int32)
@@ -276,8 +278,6 @@ nonzero_op.meta = _nonzero_meta
 
 def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
     if isinstance(input, Tensor) and input.dtype.is_complex:
-        from ..pointwise.elementwise import ne_op
-
         input = ne_op(input, 0)
     if as_tuple:
         coords = nonzero_op(input if input.ndim else views.unsqueeze_op(input, 0))
@@ -332,7 +332,6 @@ masked_fill_op.meta = _masked_fill_meta
 def _as_value(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    from ..creation.factories import scalar_tensor
 
     return scalar_tensor(value, dtype=like.dtype, device=like._device)
 
@@ -435,8 +434,6 @@ def _as_items(index) -> tuple:
 
 
 def _list_index(seq) -> Tensor:
-    from ..creation.factories import tensor
-
     if not seq:
         return new_empty_tensor((0,), dtypes.int64)
     t = tensor(seq)
@@ -478,7 +475,6 @@ def _normalize(item):
     if isinstance(item, (list, tuple)):
         return _list_index(item)
     if getattr(item, "ndim", 0) and hasattr(item, "__array__"):  # a NumPy array: a tensor index, as in PyTorch
-        from ..creation.factories import as_tensor
 
         return _normalize(as_tensor(item))
     return _index_like(item)
@@ -594,12 +590,9 @@ def _setitem(self: Tensor, index, value) -> None:
                 _check_internal_overlap(view)  # PyTorch copies the number in: an expanded view is refused
                 views.fill_(view, value)
                 return
-            from ..creation.factories import scalar_tensor
 
             value = scalar_tensor(value, dtype=self.dtype, device=self._device)
         else:
-            from ..creation.factories import tensor
-
             value = tensor(value, dtype=self.dtype, device=self._device)
     if indices is None:
         src = value if value._shape == view._shape else _strip_leading_ones(value)

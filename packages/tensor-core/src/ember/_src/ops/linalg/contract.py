@@ -17,6 +17,7 @@ from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
 from .._common import write_out
+from ..creation.factories import ones
 from ..pointwise import elementwise
 from ..shape import views
 from .products import _mm_check, _out, bmm_op, mm_op, mv_op, type_name
@@ -376,7 +377,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out: Tensor | None = None) -> Tensor
 
 def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
     """Sum over ``dims`` keeping them as size 1, as a product with a vector of ones."""
-    from ..creation.factories import ones
 
     dims = sorted(set(dims))
     keep = [d for d in range(t.ndim) if d not in dims]

@@ -20,7 +20,9 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
-from .._common import HALF_TYPES, empty, type_name
+from .._common import HALF_TYPES, empty, type_name, write_out
+from ..creation.factories import eye, scalar_tensor, tensor
+from ..pointwise import elementwise
 from ..shape import views
 
 
@@ -165,8 +167,6 @@ def _inv_cpu(A, check_errors=False):
 
 
 def _info_tensor(infos, batch) -> Tensor:
-    from ..creation.factories import tensor
-
     return views.reshape(tensor(infos, dtype=dtypes.int32), batch)
 
 
@@ -451,7 +451,6 @@ def _all_full_rank(rank: Tensor, n: int) -> bool:
 
 def _pinv(A: Tensor, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """Pseudo-inverse from the SVD (or eigh when hermitian): singular values <= tol become 0."""
-    from ..pointwise import elementwise
 
     if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype not in (dtypes.float32, dtypes.float64):
         desc = f"{type_name(A.dtype)}{list(A._shape)}" if isinstance(A, Tensor) else type(A).__name__
@@ -486,7 +485,6 @@ def _is_zero(x) -> bool:
 
 def _column(x):
     """A per-matrix tolerance (a number or a batch-shaped tensor) as a (..., 1) operand."""
-    from ..creation.factories import scalar_tensor
 
     if isinstance(x, Tensor):
         return views.unsqueeze_op(x, -1)
@@ -502,8 +500,6 @@ def _matrix_power(A: Tensor, n: int) -> Tensor:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
                            f"{A._shape[-2]} by {A._shape[-1]} matrices")
     if n == 0:
-        from ..creation.factories import eye
-
         return views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape).clone()
     if n < 0:
         A = inv_ex_op(A, check_errors=True)[0]
@@ -530,7 +526,6 @@ def slogdet(input: Tensor):
 
 def logdet(input: Tensor) -> Tensor:
     """log(det): nan for a negative determinant, -inf for a singular matrix."""
-    from ..pointwise import elementwise
 
     _check_matrix(input, "logdet")
     sign, logabs = slogdet_op(input)
@@ -539,15 +534,11 @@ def logdet(input: Tensor) -> Tensor:
 
 @_autocast_composite("fp32")
 def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    from .._common import write_out
-
     return write_out(inv_ex_op(input, check_errors=True)[0], out)
 
 
 @_autocast_composite("fp32")
 def cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
-    from .._common import write_out
-
     return write_out(cholesky_ex_op(input, upper=upper, check_errors=True)[0], out)
 
 

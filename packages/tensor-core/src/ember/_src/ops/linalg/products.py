@@ -18,9 +18,10 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
-from ...tensor import Tensor
+from ...tensor import Tensor, make_view
 from .._common import HALF_TYPES, convert, empty, type_name, write_out
 from ..pointwise import elementwise
+from ..pointwise.complex import conj_physical_op
 from ..shape import views
 
 # c10's spelling of dtypes in the "expected m1 and m2 to have the same dtype" message.
@@ -76,7 +77,6 @@ def _product(a3: Tensor, b3: Tensor, input: Tensor | None = None, beta=0, alpha=
 
 def _as3(t: Tensor, shape3: tuple) -> Tensor:
     """A stride-preserving (1, r, c) view of a matrix, or (r, c) of a vector, without dispatch."""
-    from ...tensor import make_view
 
     if t.ndim == 2:
         return make_view(t, shape3, (0,) + t._stride, t._offset)
@@ -339,7 +339,6 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     _dot_check(input, other, "vdot")
     if input.dtype.is_complex:  # vdot conjugates its first argument
-        from ..pointwise.complex import conj_physical_op
 
         input = conj_physical_op(input)
     return _out(dot_op(input, other), out, overlap=False)

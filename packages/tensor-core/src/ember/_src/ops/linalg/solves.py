@@ -21,8 +21,12 @@ from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
 from .._common import empty, type_name, write_out
 from ..creation import factories
+from ..indexing.subscripts import index_select
 from ..pointwise import elementwise
+from ..reduction import reduce as reductions
 from ..shape import views
+from ..shape.reorder import tril, triu
+from .contract import einsum
 from .lapack import LinAlgError, _batch3, _check_matrix, _info_tensor, _raise
 
 _ret = namedtuple
@@ -125,7 +129,6 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
         perm = empty((numel(batch), m), dtypes.int64, LU_data._device)
         _C.lu_pivots_to_perm_(perm, views.reshape(LU_pivots, (numel(batch), k)))
         # Row i of P^T A is row perm[i] of A, so P^T is the identity's rows in perm order.
-        from ..indexing.subscripts import index_select
 
         eye = factories.eye(m, dtype=LU_data.dtype)
         pt = views.reshape(index_select(eye, 0, views.reshape(perm, (-1,))), (numel(batch), m, m))
@@ -133,8 +136,6 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     else:
         P = factories.empty((0,), dtype=LU_data.dtype)
     if unpack_data:
-        from ..shape.reorder import tril, triu
-
         L = elementwise.add(tril(views.narrow(LU_data, -1, 0, k), -1), factories.eye(m, k, dtype=LU_data.dtype))
         U = triu(views.narrow(LU_data, -2, 0, k))
     else:
@@ -177,8 +178,6 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tens
 # -- triangular and Cholesky solves --------------------------------------------------------------
 
 def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
-    from ..shape.reorder import tril, triu
-
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = elementwise.add(triu(T, 1) if upper else tril(T, -1), factories.eye(A._shape[-1], dtype=A.dtype))
@@ -239,7 +238,6 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
     # Only L's triangle is read, but PyTorch's gradient treats L as a full matrix (its formula
     # -(A^-1 G X^H + X G^H A^-H) L is not masked): the other triangle enters with value zero
     # and an identity gradient.
-    from ..shape.reorder import tril, triu
 
     other = tril(L, -1) if upper else triu(L, 1)
     F = elementwise.add(_triangle(L, upper, False), elementwise.sub(other, other.detach()))
@@ -269,7 +267,6 @@ _THETA13 = 5.371920351148152
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) of square matrices by scaling, Pade [13/13] approximation and squaring."""
     from ....linalg import solve
-    from ..reduction import reduce as reductions
 
     _check_matrix(A, "linalg.matrix_exp")
     n = A._shape[-1]
@@ -315,7 +312,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         size = bias._shape[0] if bias.ndim else 0
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {size} but expected "
                            f"{weight._shape[0]}")
-    from .contract import einsum
 
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y if bias is None else elementwise.add(y, bias)

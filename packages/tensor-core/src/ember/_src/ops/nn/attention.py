@@ -18,12 +18,13 @@ from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor, new_empty_tensor
 from .._common import compute_dtype, convert, type_name
+from ..creation.factories import full, ones
+from ..pointwise.elementwise import where
+from .embedding_dropout import dropout
 
 
 def _additive_mask(attn_mask: Tensor | None, dtype) -> Tensor | None:
     """Bool masks (True = attend) become 0 / -inf; float masks are added as they are."""
-    from ..creation.factories import full
-    from ..pointwise.elementwise import where
 
     if attn_mask is None:
         return None
@@ -81,9 +82,7 @@ def _repeat_heads(t: Tensor, rep: int) -> Tensor:
 
 
 def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-    from ..creation.factories import ones
     from ..reduction.composite import softmax
-    from .embedding_dropout import dropout
 
     cd = compute_dtype(query.dtype)
     q, k, v = convert(query, cd), convert(key, cd), convert(value, cd)

@@ -17,6 +17,9 @@ from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
 from .._common import compute_dtype, convert, type_name, write_out
+from ..creation.factories import empty_op, ones, zeros
+from ..pointwise.elementwise import where
+from ..shape.views import broadcast_tensors
 
 # ----------------------------------------------------------------------------------- embedding
 
@@ -36,8 +39,6 @@ embedding_op.kernels["meta"] = embedding_op.meta = _embedding_kernel
 
 
 def _dense_backward_kernel(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
-    from ..creation.factories import ones, zeros
-
     d = grad_output._shape[-1]
     cd = compute_dtype(grad_output.dtype)
     if grad_output._device is META:
@@ -78,7 +79,6 @@ def _renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float)
     usually a leaf that requires grad.
     """
     from ... import grad_mode
-    from ..pointwise.elementwise import where
 
     with grad_mode.no_grad():
         idx = convert(indices, dtypes.int64).reshape(-1)
@@ -134,7 +134,6 @@ def _dropout_mask(input: Tensor, shape, p: float, generator=None) -> Tensor:
     """Keep-mask already scaled by 1/(1-p), drawn from ember's generator."""
     # Through the ``empty`` op, as the random factories allocate: dispatch modes see the mask being
     # made (ember.func.vmap draws one mask per sample under randomness="different").
-    from ..creation.factories import empty_op
 
     mask = empty_op(tuple(shape), dtype=input.dtype, device=input._device)
     if p == 1.0:
@@ -200,8 +199,6 @@ def native_dropout(input, p, train):
     """(output, keep-mask as bool), as ``torch.native_dropout``."""
     p = _check_p(p)
     if not train or p == 0.0:
-        from ..creation.factories import ones
-
         return input.clone(), ones(input._shape, dtype=dtypes.bool, device=input._device)
     keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1.0 else input * 0
@@ -212,7 +209,6 @@ def native_dropout(input, p, train):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1/|x1| * x2/|x2|) along dim, norms clamped below at eps (PyTorch's formulation)."""
-    from ..shape.views import broadcast_tensors
 
     a, b = broadcast_tensors(x1, x2)
     na = a.norm(2, dim, keepdim=True).clamp_min(eps)

@@ -18,6 +18,7 @@ from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor, new_empty_tensor
 from .._common import compute_dtype, convert, type_name
+from ..creation.factories import full
 
 
 def _define(schema: str, fn, writes=()):
@@ -164,8 +165,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 # ---------------------------------------------------------------------------------- batch_norm
 
 def _per_channel(t: Tensor | None, c: int, fill: float, dev) -> Tensor:
-    from ..creation.factories import full
-
     return _work(t) if t is not None else full((c,), fill, dtype=dtypes.float32, device=dev)
 
 

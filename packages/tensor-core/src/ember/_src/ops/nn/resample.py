@@ -19,6 +19,7 @@ from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor, make_view
 from .._common import convert, empty, type_name
+from . import pool as nn_pool
 from .conv import as_3d_spatial, compute_dtype, contiguous_view, dense
 
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
@@ -269,8 +270,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
-        from . import pool as nn_pool
-
         if k == 1:
             return nn_pool.adaptive_avg_pool1d(input, sizes)
         if k == 2:

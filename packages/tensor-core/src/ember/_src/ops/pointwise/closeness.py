@@ -6,15 +6,14 @@ from ... import dtypes
 from ...optable import declare
 from ...tensor import Tensor
 from .._common import type_name
+from ..creation.factories import scalar_tensor
+from . import elementwise
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``|input - other| <= atol + rtol * |other|`` elementwise; equal infinities are close."""
-    from . import elementwise
 
     if not isinstance(other, Tensor):
-        from ..creation.factories import scalar_tensor
-
         other = scalar_tensor(other, input.dtype, input.device)
     if input.dtype is not other.dtype:
         raise RuntimeError(

@@ -15,10 +15,11 @@ from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import contiguous_strides
+from ...shapes import broadcast_shapes, contiguous_strides
 from ...tensor import Tensor, make_view
 from .._common import convert, empty, type_name, write_out
-from ..shape.views import _view_op
+from ..creation.factories import scalar_tensor
+from ..shape.views import _view_op, contiguous
 
 UNARY_CODES = _C.complex_unary_ops
 BINARY_CODES = _C.complex_binary_ops
@@ -92,7 +93,6 @@ def _run_unary(name: str, a: Tensor, out: Tensor | None = None) -> Tensor:
 
 def _run_binary(name: str, target: Tensor, a, b, compute) -> None:
     """target = name(a, b) with both operands converted to the complex dtype ``compute``."""
-    from ..creation.factories import scalar_tensor
 
     _check_binary(name, compute)
     a_t = convert(a, compute) if isinstance(a, Tensor) else scalar_tensor(a, compute)
@@ -278,7 +278,6 @@ def _parts_check(a, b, names: tuple) -> tuple:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"Expected object of scalar type {type_name(a.dtype)} but got scalar type "
                            f"{type_name(b.dtype)} for second argument")
-    from ...shapes import broadcast_shapes
 
     return broadcast_shapes(a._shape, b._shape), a.dtype.to_complex()
 
@@ -331,7 +330,6 @@ def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002
 
 def _prod_rows(x: Tensor, dims: tuple, out_shape: tuple) -> Tensor:
     """The complex product of ``x`` over ``dims`` (validated), shaped ``out_shape``."""
-    from ..shape.views import contiguous
 
     kept = [d for d in range(x.ndim) if d not in dims]
     order = kept + list(dims)

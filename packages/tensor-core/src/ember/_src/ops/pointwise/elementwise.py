@@ -21,6 +21,7 @@ from ...tensor import Tensor
 from .._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
+from ..creation.factories import scalar_tensor
 from . import complex as _complex_numbers
 from . import fused as _fused
 
@@ -803,8 +804,6 @@ where_op.kernels["meta"] = _where_meta
 
 @where_op.kernel("cpu")
 def _where_cpu(condition, a, b):
-    from ..creation.factories import scalar_tensor
-
     shape, dtype = _where_result(condition, a, b)
     out = empty(shape, dtype, condition._device)
     a_t = convert(a, dtype) if isinstance(a, Tensor) else scalar_tensor(a, dtype)

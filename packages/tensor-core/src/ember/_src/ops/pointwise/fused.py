@@ -22,6 +22,7 @@ from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import check_write as _check_write
 from .._common import convert, empty, type_name
+from . import elementwise
 
 _NUMBER = (builtins.bool, int, float)
 
@@ -144,7 +145,6 @@ def _addc_result(name: str, self, tensor1, tensor2, value):
 
 def _addc_complex(name: str, self, tensor1, tensor2, value, in_place):
     """Complex operands: the composite (the native kernels are real-only), as before the fusion."""
-    from . import elementwise
 
     product = elementwise.mul(tensor1, tensor2) if name == "addcmul" else elementwise.div(tensor1, tensor2)
     result = elementwise.add(self, product, alpha=value)

@@ -26,6 +26,7 @@ from .reduce import (
     _one_dim,
     _out_shape,
     _reduce_to,
+    sum_op,
 )
 
 _U = elementwise.UNARY_OPS
@@ -220,7 +221,6 @@ def _lse_cpu(x, dim, keepdim=False):
 
 def _lse_complex(x, dims, keepdim):
     """log(sum(exp(x))), shifted by the largest real part as PyTorch does for complex inputs."""
-    from .reduce import sum_op
 
     parts_real = _complex_numbers.real(x)
     if x.numel() == 0:

@@ -11,6 +11,7 @@ from ...tensor import Tensor
 from ..pointwise import elementwise
 from ..shape import joining, views
 from . import reduce as reductions
+from .composite import cumsum
 
 
 def _slice(t: Tensor, dim: int, start: int, stop: int | None = None) -> Tensor:
@@ -73,7 +74,6 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
     d = wrap_dim(dim, max(y.ndim, 1))
     spacing = _spacing(y, x, dx, d, "cumulative_trapezoid")
     pairs = elementwise.add(_slice(y, d, 1), _slice(y, d, 0, -1))
-    from .composite import cumsum
 
     if isinstance(spacing, Tensor):
         return elementwise.div(cumsum(elementwise.mul(spacing, pairs), d), 2.0)

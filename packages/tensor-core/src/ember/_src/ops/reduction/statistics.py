@@ -19,6 +19,11 @@ from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
 from .._common import compute_dtype, convert, empty, type_name, write_out
 from ..creation import factories
+from ..indexing.gather_scatter import gather
+from ..indexing.indices import triu_indices
+from ..indexing.sorting import bincount, searchsorted, sort
+from ..indexing.subscripts import index_select
+from ..linalg.products import mm
 from ..pointwise import elementwise
 from ..shape import joining, views
 from . import reduce as reductions
@@ -99,7 +104,6 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
         rows = views.movedim(input, d, -1) if input.ndim else views.reshape(input, (1,))
         kept = input._shape[:d] + ((1,) if keepdim and input.ndim else ()) + input._shape[d + 1:]
     q = q.detach()
-    from ..indexing.sorting import sort
 
     ranked = sort(rows, -1)[0]  # NaN sorts last
     batch = ranked._shape[:-1]
@@ -119,7 +123,6 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
         ranks = elementwise.round(ranks)
     below = ranks.to(dtypes.int64)
     shape = batch + (numel(q._shape),)
-    from ..indexing.gather_scatter import gather
 
     result = gather(ranked, -1, views.expand(below, shape) if below._shape != shape else below)
     if interpolation in ("linear", "midpoint"):
@@ -213,7 +216,6 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         norm = elementwise.mul(norm, 0) if isinstance(norm, Tensor) else 0
     centered = elementwise.sub(x, views.unsqueeze(avg, 1))
     weighted = centered if w is None else elementwise.mul(centered, w)
-    from ..linalg.products import mm
 
     c = mm(centered, views.t(weighted).conj())
     return views.squeeze(elementwise.div(c, norm))
@@ -254,10 +256,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     from ....linalg import vector_norm
-    from ..indexing.indices import triu_indices
 
     rows, cols = triu_indices(input._shape[0], input._shape[0], 1)
-    from ..indexing.subscripts import index_select
 
     return vector_norm(elementwise.sub(index_select(input, 0, rows), index_select(input, 0, cols)), p, dim=-1)
 
@@ -298,7 +298,6 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
         edges = factories.linspace(*_outer_edges(x, range), bins + 1, dtype=input.dtype)
     nbins = edges._shape[0] - 1
     # Bin of each value: the last edge <= it; a value equal to the rightmost edge goes in the last bin.
-    from ..indexing.sorting import bincount, searchsorted
 
     index = elementwise.sub(searchsorted(edges, x, right=True), 1)
     if nbins > 0:

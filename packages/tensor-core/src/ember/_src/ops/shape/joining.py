@@ -13,6 +13,8 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import wrap_dim
 from ...tensor import Tensor, make_view, new_empty_tensor
+from .._common import write_out
+from .reorder import atleast_3d
 
 cat_op = define("cat(Tensor[] tensors, int dim=0) -> Tensor", ())
 
@@ -95,7 +97,6 @@ def _cat_cpu(tensors, dim=0):
 
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Concatenates tensors along an existing dim (dtypes promoted)."""
-    from .._common import write_out
 
     tensors = _check_list(tensors, "cat")
     result = cat_op(tensors, dim)
@@ -136,8 +137,6 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None) -> Tensor:
-    from .reorder import atleast_3d
-
     tensors = _check_list(tensors, "dstack")
     return cat(list(atleast_3d(tensors)), 2, out=out)
 

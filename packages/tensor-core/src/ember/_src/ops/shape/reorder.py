@@ -14,8 +14,12 @@ from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import as_shape, size_varargs, wrap_dim, wrap_dims
+from ...shapes import as_shape, broadcast_shapes, size_varargs, wrap_dim, wrap_dims
 from ...tensor import Tensor, new_empty_tensor
+from .._common import write_out
+from ..creation.factories import arange, zeros
+from ..indexing.sorting import bucketize
+from ..pointwise.elementwise import where
 
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor", ())
 
@@ -124,8 +128,6 @@ def tile(input: Tensor, dims) -> Tensor:
 
 
 def _tri_mask(input: Tensor, diagonal: int, lower: bool) -> Tensor:
-    from ..creation.factories import arange
-
     n, m = input._shape[-2], input._shape[-1]
     rows = arange(n, device=input._device).unsqueeze(-1)
     cols = arange(m, device=input._device)
@@ -134,8 +136,6 @@ def _tri_mask(input: Tensor, diagonal: int, lower: bool) -> Tensor:
 
 
 def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
-    from ..pointwise.elementwise import where
-
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     zero = False if input.dtype is dtypes.bool else 0
@@ -143,20 +143,15 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
 
 
 def tril(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    from .._common import write_out
-
     return write_out(_tri(input, diagonal, True, "tril"), out, overlap=False)
 
 
 def triu(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
-    from .._common import write_out
-
     return write_out(_tri(input, diagonal, False, "triu"), out, overlap=False)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D input: a matrix with it on the ``diagonal``; 2-D input: that diagonal as a vector."""
-    from ..creation.factories import zeros
 
     if input.ndim == 1:
         n = input._shape[0] + abs(diagonal)
@@ -173,8 +168,6 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    from ..creation.factories import zeros
-
     ndim = input.ndim + 1
     d1, d2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
     if d1 == d2:
@@ -237,7 +230,6 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
-    from ...shapes import broadcast_shapes
     from .joining import stack
 
     shape = broadcast_shapes(input._shape, other._shape)
@@ -286,8 +278,6 @@ def atleast_3d(*tensors):
 
 
 def block_diag(*tensors) -> Tensor:
-    from ..creation.factories import zeros
-
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
     dtype = mats[0].dtype if mats else dtypes.get_default_dtype()
     for m in mats[1:]:
@@ -319,7 +309,6 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
     Built from native ops: an expand for scalar repeats; cumsum + bucketize + index_select
     for per-element repeats.
     """
-    from ..creation.factories import arange
 
     if repeats is None:  # repeat_interleave(repeats): arange(len) repeated by count
         counts = input
@@ -357,7 +346,6 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
     total = int(ends[-1].item()) if repeats.numel() else 0
     if output_size is not None and output_size != total:
         raise RuntimeError("allocated size does not match required size")
-    from ..indexing.sorting import bucketize
 
     index = bucketize(arange(total, device=input.device), ends, right=True)
     return input.index_select(d, index)

@@ -13,6 +13,7 @@ import operator
 from ...optable import declare
 from ...shapes import Size, as_shape
 from ...tensor import Tensor
+from ..reduction.reduce import sum as sum_
 from . import views
 
 
@@ -81,7 +82,6 @@ def sum_to_size(self: Tensor, *size) -> Tensor:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(self._shape)}}}.")
     if shape == self._shape:
         return self
-    from ..reduction.reduce import sum as sum_
 
     keep = tuple(lead + i for i, s in enumerate(shape) if s == 1 and self._shape[lead + i] != 1)
     result = sum_(self, keep, keepdim=True) if keep else self

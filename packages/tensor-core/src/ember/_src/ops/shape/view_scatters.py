@@ -12,6 +12,8 @@ from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor
 from .._common import write_out
+from ..creation.factories import arange
+from ..indexing.subscripts import index_put
 from . import views
 from .view_copies import slice_view
 
@@ -67,8 +69,6 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     in-place write into a tensor that an as_strided saved for its backward.
     """
     _check_args("as_strided_scatter", input, src)
-    from ..creation.factories import arange
-    from ..indexing.subscripts import index_put
 
     base = views.clone(input) if _has_internal_overlap(input) else input  # PyTorch copies an overlapping input
     n = base._storage.nbytes() // base.dtype.itemsize

@@ -11,7 +11,7 @@ import operator
 
 from ... import dtypes
 from ..._native import _C
-from ...device import META, to_device
+from ...device import META, copy_across, get_backend, to_device
 from ...dispatch import _SYNC_HOOK, define
 from ...optable import declare
 from ...shapes import (
@@ -27,8 +27,9 @@ from ...shapes import (
 )
 from ...tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
-from .._common import check_scalar_fits
+from .._common import check_scalar_fits, type_name
 from .._common import check_write as _check_write
+from ..creation.factories import empty, full, ones, tensor, zeros
 
 
 def _view_op(schema: str):
@@ -616,7 +617,6 @@ def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if src._device.type != "cpu":
         if src._device is META:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        from ...device import copy_across
 
         copy_across(self, src, non_blocking)  # the source device's plugin copies to the host
         self._storage.version += 1
@@ -664,8 +664,6 @@ def _to_copy_cpu(self: Tensor, *, dtype=None, device=None) -> Tensor:
     if device.type == "cpu":
         _C.copy_(out, self)
     elif device is not META:
-        from ...device import copy_across
-
         copy_across(out, self)  # to a plugin device: its backend copies from the host
     return out
 
@@ -713,8 +711,6 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     if dtype is self.dtype and device == self._device and not copy:
         return self
     if device.type not in ("cpu", "meta"):
-        from ...device import get_backend
-
         get_backend(device.type)
     out = to_dtype_op(self, dtype=dtype, device=device)
     if self._requires_grad and out.grad_fn is None and not self.is_leaf:
@@ -732,8 +728,6 @@ def _cast(dtype):
 
 def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
     if dtype is None:
-        from .._common import type_name
-
         return f"torch.{type_name(self.dtype)}Tensor"
     if isinstance(dtype, str):
         names = {"torch." + v + "Tensor": k for k, v in {
@@ -746,36 +740,26 @@ def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
 
 
 def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    from ..creation.factories import empty
-
     return empty(*size, dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    from ..creation.factories import zeros
-
     return zeros(*size, dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    from ..creation.factories import ones
-
     return ones(*size, dtype=self.dtype if dtype is None else dtype,
                 device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    from ..creation.factories import full
-
     return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
                 device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    from ..creation.factories import tensor
-
     return tensor(data, dtype=self.dtype if dtype is None else dtype,
                   device=self._device if device is None else device, requires_grad=requires_grad)
 

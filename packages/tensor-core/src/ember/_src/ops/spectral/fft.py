@@ -26,7 +26,11 @@ from ...dispatch import define
 from ...shapes import wrap_dim
 from ...tensor import Tensor
 from .._common import convert, empty, type_name, write_out
+from ..creation.factories import arange
 from ..pointwise import complex as complex_numbers
+from ..pointwise.elementwise import mul_op
+from ..shape.joining import cat
+from ..shape.reorder import roll
 from . import pocketfft as _fft_numpy
 
 __all__ = [
@@ -376,9 +380,6 @@ def _freq_dtype(dtype):
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """[0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d * n)."""
-    from ..creation.factories import arange
-    from ..pointwise.elementwise import mul_op
-    from ..shape.joining import cat
 
     rd = _freq_dtype(dtype)
     n = operator.index(n)
@@ -391,8 +392,6 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """[0, 1, ..., n // 2] / (d * n)."""
-    from ..creation.factories import arange
-    from ..pointwise.elementwise import mul_op
 
     rd = _freq_dtype(dtype)
     n = operator.index(n)
@@ -403,8 +402,6 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
 
 
 def _shift(input: Tensor, dim, inverse: bool) -> Tensor:
-    from ..shape.reorder import roll
-
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     if dim is None:

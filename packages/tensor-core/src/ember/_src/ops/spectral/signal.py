@@ -14,11 +14,19 @@ import warnings
 from ... import dtypes
 from ...autocast import composite as _autocast_composite
 from ...optable import declare
+from ...shapes import numel
 from ...tensor import Tensor
 from .._common import HALF_TYPES, type_name
 from ..creation import factories
+from ..indexing.gather_scatter import index_add
+from ..nn.resample import constant_pad_nd
+from ..nn.resample import pad as _pad
 from ..pointwise import elementwise
-from ..shape import views
+from ..pointwise.complex import complex as _complex
+from ..pointwise.complex import imag, real, view_as_complex, view_as_real
+from ..pointwise.special import i0
+from ..reduction import reduce as reductions
+from ..shape import joining, views
 
 
 def _window_dtype(name: str, window_length: int, dtype):
@@ -82,8 +90,6 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, la
                     requires_grad: bool = False) -> Tensor:
     """Triangular window: 2n / (N - 1) rising, then 2 - 2n / (N - 1)."""
     def body(n, dtype):
-        from ..shape import joining
-
         w = elementwise.mul(factories.arange(n, dtype=dtype), 2.0 / (n - 1))
         half = ((n - 1) >> 1) + 1
         return joining.cat(
@@ -100,8 +106,6 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
                   device=None, requires_grad: bool = False) -> Tensor:
     """i0(beta * sqrt(1 - ((n - alpha) / alpha)^2)) / i0(beta), alpha = (N - 1) / 2."""
     def body(n, dtype):
-        from ..pointwise.special import i0
-
         work = dtypes.float32 if dtype in HALF_TYPES else dtype
         alpha = (n - 1) / 2.0
         ratio = elementwise.div(elementwise.sub(factories.arange(n, dtype=work), alpha), alpha)
@@ -123,7 +127,6 @@ def _centered_window(window, win_length: int, n_fft: int, dtype) -> Tensor | Non
         window = factories.ones((win_length,), dtype=dtype)
     if win_length == n_fft:
         return window
-    from ..nn.resample import constant_pad_nd
 
     left = (n_fft - win_length) // 2
     return constant_pad_nd(window, [left, n_fft - win_length - left], 0)
@@ -162,7 +165,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
     if center:
         if input.ndim not in (1, 2):
             raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
-        from ..nn.resample import pad as _pad
 
         ndim = input.ndim
         half = n_fft // 2
@@ -172,8 +174,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
             return views.reshape(_pad(extended, [half, half], pad_mode), x._shape[:-1] + (-1,))
 
         if input.dtype.is_complex:  # the padding kernels are real: pad both parts
-            from ..pointwise.complex import complex as _complex
-            from ..pointwise.complex import imag, real
 
             input = _complex(padded(real(input).contiguous()), padded(imag(input).contiguous()))
         else:
@@ -213,8 +213,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
     if input.ndim == 1:
         spec = views.squeeze(spec, 0)
     if not return_complex:
-        from ..pointwise.complex import view_as_real
-
         return view_as_real(spec.contiguous())
     return spec
 
@@ -285,7 +283,6 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     stop = min(end, expected)
     y = views.narrow(y, 1, start, max(stop - start, 0))
     envelope = views.narrow(envelope, 1, start, max(stop - start, 0))
-    from ..reduction import reduce as reductions
 
     if _numel(envelope) and bool(elementwise.lt(reductions.amin(elementwise.abs(envelope)), 1e-11)):
         raise RuntimeError("istft: window overlap add min: 1")
@@ -295,22 +292,17 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     if end > expected:
         warnings.warn("The length of signal is shorter than the length parameter. Result is being padded with zeros "
                       "in the tail. Please check your center and hop_length settings.", UserWarning, stacklevel=2)
-        from ..nn.resample import constant_pad_nd
 
         y = constant_pad_nd(y, [0, end - expected], 0)
     return y
 
 
 def _numel(t: Tensor) -> int:
-    from ...shapes import numel
-
     return numel(t._shape)
 
 
 def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
     """Sums (channel, n_frames, n_fft) frames placed hop apart into (channel, total) signals."""
-    from ..indexing.gather_scatter import index_add
-    from ..pointwise.complex import view_as_complex, view_as_real
 
     channels, n_frames, n_fft = frames._shape
     starts = views.unsqueeze(elementwise.mul(factories.arange(n_frames), hop), 1)
