@@ -26,7 +26,8 @@ import ember
 import torch
 import torch.nn.functional as F
 
-from ember._src.ops import nn_conv, nn_pool
+from ember._src.ops.nn import conv as nn_conv
+from ember._src.ops.nn import pool as nn_pool
 
 
 def _times(fn, repeat: int) -> tuple:

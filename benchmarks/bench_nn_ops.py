@@ -26,7 +26,10 @@ import ember
 import torch
 import torch.nn.functional as F
 
-from ember._src.ops import nn_attention, nn_loss, nn_misc, nn_norm
+from ember._src.ops.nn import attention as nn_attention
+from ember._src.ops.nn import loss as nn_loss
+from ember._src.ops.nn import embedding_dropout as nn_misc
+from ember._src.ops.nn import norm as nn_norm
 
 
 def bench(fn, repeats: int, inner: int, clock=time.perf_counter) -> float:

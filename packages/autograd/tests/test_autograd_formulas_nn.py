@@ -23,10 +23,9 @@ def _F(m):
     from ember._src import ops
 
     names = {}
-    for info in pkgutil.iter_modules(ops.__path__):
-        if info.name.startswith("nn_"):
-            module = importlib.import_module(f"ember._src.ops.{info.name}")
-            names.update({n: v for n, v in vars(module).items() if not n.startswith("_") and callable(v)})
+    for info in pkgutil.iter_modules(ops.nn.__path__):  # the nn kernels' modules
+        module = importlib.import_module(f"ember._src.ops.nn.{info.name}")
+        names.update({n: v for n, v in vars(module).items() if not n.startswith("_") and callable(v)})
     return types.SimpleNamespace(**names)
 
 

@@ -228,7 +228,7 @@ def test_rms_norm(shapes, with_weight):
 
 
 def _attention_fn():
-    from ember._src.ops.nn_attention import scaled_dot_product_attention  # ember.nn is not required here
+    from ember._src.ops.nn.attention import scaled_dot_product_attention  # ember.nn is not required here
 
     return scaled_dot_product_attention
 

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember._src.ops import nn_attention, nn_loss, nn_norm, nn_resample
+from ember._src.ops.nn import attention as nn_attention
+from ember._src.ops.nn import loss as nn_loss
+from ember._src.ops.nn import norm as nn_norm
+from ember._src.ops.nn import resample as nn_resample
 
 from conftest import assert_same, make_pair
 

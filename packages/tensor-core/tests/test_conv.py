@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ember
-from ember._src.ops import nn_conv
+from ember._src.ops.nn import conv as nn_conv
 
 from conftest import assert_same, from_torch, make_pair
 

@@ -7,7 +7,7 @@ import pytest
 import torch.nn.functional as F
 
 import ember
-from ember._src.ops.nn_attention import scaled_dot_product_attention as sdpa
+from ember._src.ops.nn.attention import scaled_dot_product_attention as sdpa
 
 from conftest import assert_same, make_pair, torch
 

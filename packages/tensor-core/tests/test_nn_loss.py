@@ -7,7 +7,7 @@ import pytest
 import torch.nn.functional as F
 
 import ember
-from ember._src.ops import nn_loss
+from ember._src.ops.nn import loss as nn_loss
 
 from conftest import assert_same, make_pair, torch
 

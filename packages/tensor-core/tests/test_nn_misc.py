@@ -7,7 +7,7 @@ import pytest
 import torch.nn.functional as F
 
 import ember
-from ember._src.ops import nn_misc
+from ember._src.ops.nn import embedding_dropout as nn_misc
 
 from conftest import assert_same, from_torch, make_pair, torch
 

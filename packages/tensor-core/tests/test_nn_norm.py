@@ -6,7 +6,7 @@ import pytest
 import torch.nn.functional as F
 
 import ember
-from ember._src.ops import nn_norm
+from ember._src.ops.nn import norm as nn_norm
 
 from conftest import assert_same, from_torch, make_pair, torch
 

@@ -74,6 +74,13 @@ def test_schema_parses_once_into_a_signature():
         sig.check((), {})
 
 
+def test_every_op_schema_parses():
+    for name, op in OPS.items():
+        sig = Signature.parse(op.schema)
+        assert sig.name == name, op.schema
+        assert all(p.name.isidentifier() for p in sig.params), op.schema
+
+
 def test_records_of_python_functions_have_signatures():
     record = next(r for r in optable.RECORDS if r.name == "clamp_min_")
     assert [p.name for p in record.signature.params] == ["input", "min"]

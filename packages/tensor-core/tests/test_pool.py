@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ember
-from ember._src.ops import nn_pool
+from ember._src.ops.nn import pool as nn_pool
 
 from conftest import assert_same, from_torch, make_pair
 

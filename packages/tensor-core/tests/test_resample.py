@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ember
-from ember._src.ops import nn_resample
+from ember._src.ops.nn import resample as nn_resample
 
 from conftest import assert_same, from_torch, make_pair
 

@@ -8,7 +8,7 @@ import torch
 from opinfo.core import assert_close
 
 import ember
-from ember._src.ops.views import slice_op
+from ember._src.ops.shape.views import slice_op
 
 
 def _pair(shape, layout="contiguous"):

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 import ember
-from ember._src.ops.views import slice_op
+from ember._src.ops.shape.views import slice_op
 
 ALL_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")

@@ -14,7 +14,7 @@ import sys
 from ember._src import grad_mode
 from ember._src.dispatch import sync_pending
 from ember._src.ops._common import type_name
-from ember._src.ops.creation import ones_like, zeros_like
+from ember._src.ops.creation.factories import ones_like, zeros_like
 from ember._src.shapes import is_contiguous
 from ember._src.tensor import Tensor
 

@@ -26,7 +26,7 @@ def _geometry(view: Tensor, base: Tensor):
 
 def _strided_zeros(layout, dtype, device):
     """Zeros with ``layout`` (shape, stride, storage offset) in a fresh storage of their own."""
-    from ember._src.ops.creation import zeros
+    from ember._src.ops.creation.factories import zeros
 
     shape, stride, offset = layout
     extent = offset + 1 + sum((n - 1) * st for n, st in zip(shape, stride)) if all(shape) else 0
@@ -92,7 +92,7 @@ class AsStridedBackward0(Node):
         self._geometry = geometry
 
     def apply(self, grads):
-        from ember._src.ops.creation import zeros
+        from ember._src.ops.creation.factories import zeros
 
         g = grads[0]
         if g is None:

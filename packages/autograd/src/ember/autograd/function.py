@@ -79,7 +79,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grads):
         grads = list(grads)
         if self.materialize_grads:
-            from ember._src.ops.creation import zeros
+            from ember._src.ops.creation.factories import zeros
 
             for i, g in enumerate(grads):
                 meta = self._output_meta[i]

@@ -14,8 +14,8 @@ import math
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.ops import nn_attention as na
-from ember._src.ops import nn_attention_flash as naf
+from ember._src.ops.nn import attention as na
+from ember._src.ops.nn import attention_flash as naf
 from ember._src.tensor import new_empty_tensor
 
 from . import _compile

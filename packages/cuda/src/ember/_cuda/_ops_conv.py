@@ -9,7 +9,7 @@ Transposed and grouped convolutions and other ranks have no CUDA kernel (a clear
 from __future__ import annotations
 
 from ember._src.dispatch import OPS
-from ember._src.ops import nn_conv as cv
+from ember._src.ops.nn import conv as cv
 from ember._src.tensor import make_view, new_empty_tensor
 
 from . import _compile

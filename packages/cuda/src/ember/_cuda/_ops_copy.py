@@ -11,8 +11,8 @@ from __future__ import annotations
 from ember._src import dtypes as dt
 from ember._src.device import CPU, META
 from ember._src.dispatch import OPS
-from ember._src.ops import views as vw
 from ember._src.ops._common import check_write
+from ember._src.ops.shape import views as vw
 from ember._src.tensor import new_empty_tensor
 
 from . import _fastcall, _storage

@@ -15,8 +15,8 @@ import ctypes
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.ops import indexing as ix
-from ember._src.ops import scatter as sc
+from ember._src.ops.indexing import gather_scatter as sc
+from ember._src.ops.indexing import subscripts as ix
 from ember._src.tensor import make_tensor, new_empty_tensor
 
 from . import _compile, _driver
@@ -208,7 +208,7 @@ def _take(x, offsets, out):
 
 
 def _axis_offsets(size: int, stride: int, axis: int, ndim: int, device):
-    from ember._src.ops.creation import arange
+    from ember._src.ops.creation.factories import arange
 
     shape = [1] * ndim
     shape[axis] = size

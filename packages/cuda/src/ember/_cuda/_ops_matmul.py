@@ -7,8 +7,8 @@ They mirror the CPU kernels' structure (the core's checks, the same (batch, m, k
 from __future__ import annotations
 
 from ember._src.dispatch import OPS
-from ember._src.ops import linalg as la
-from ember._src.ops import views as vw
+from ember._src.ops.linalg import products as la
+from ember._src.ops.shape import views as vw
 from ember._src.tensor import make_view, new_empty_tensor
 
 from . import _blas

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.ops import fused_pointwise as fp
-from ember._src.ops import pointwise as pw
 from ember._src.ops._common import check_write, empty
+from ember._src.ops.pointwise import elementwise as pw
+from ember._src.ops.pointwise import fused as fp
 from ember._src.tensor import Tensor
 
 from . import _exprs
@@ -224,7 +224,7 @@ def _fill_(self, value):
 
 
 def _masked_fill_(self, mask, value):
-    from ember._src.ops import indexing
+    from ember._src.ops.indexing import subscripts as indexing
 
     indexing._check_mask(self, mask, value)
     indexing._check_partial_overlap(self, (mask,))

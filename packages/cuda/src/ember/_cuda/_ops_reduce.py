@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.ops import reduction as red
+from ember._src.ops.reduction import reduce as red
 from ember._src.shapes import contiguous_strides
 from ember._src.tensor import make_tensor, new_empty_tensor
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.ops import nn_norm
+from ember._src.ops.nn import norm as nn_norm
 from ember._src.tensor import new_empty_tensor
 
 from . import _compile

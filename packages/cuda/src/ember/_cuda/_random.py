@@ -11,7 +11,7 @@ import random as _pyrandom
 import threading
 
 from ember._src.dispatch import OPS
-from ember._src.ops import random as rnd
+from ember._src.ops.random import samplers as rnd
 from ember._src.tensor import new_empty_tensor
 
 from . import _compile

@@ -13,15 +13,15 @@ import warnings
 import ember
 from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
-from ember._src.ops import nn_attention as _attention
-from ember._src.ops import nn_conv as _conv
-from ember._src.ops import nn_loss as _loss
-from ember._src.ops import nn_misc as _misc
-from ember._src.ops import nn_norm as _norm
-from ember._src.ops import nn_pool as _pool
-from ember._src.ops import nn_resample as _resample
-from ember._src.ops import pointwise as _pointwise
 from ember._src.ops._common import type_name as _type_name
+from ember._src.ops.nn import attention as _attention
+from ember._src.ops.nn import conv as _conv
+from ember._src.ops.nn import embedding_dropout as _misc
+from ember._src.ops.nn import loss as _loss
+from ember._src.ops.nn import norm as _norm
+from ember._src.ops.nn import pool as _pool
+from ember._src.ops.nn import resample as _resample
+from ember._src.ops.pointwise import elementwise as _pointwise
 
 from . import functional_pool3d as _pool3d
 from . import functional_vision as _vision

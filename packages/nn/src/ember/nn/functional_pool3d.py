@@ -13,9 +13,9 @@ import math
 import ember
 from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
-from ember._src.ops import nn_pool as _pool
-from ember._src.ops import pointwise as _pointwise
 from ember._src.ops._common import type_name as _type_name
+from ember._src.ops.nn import pool as _pool
+from ember._src.ops.pointwise import elementwise as _pointwise
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d",
            "lp_pool3d", "max_pool3d", "max_pool3d_with_indices", "max_unpool3d"]

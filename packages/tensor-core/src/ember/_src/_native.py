@@ -5,6 +5,9 @@ wheel. Editable and in-place builds live elsewhere, so when the first import fai
 library is preloaded into the global namespace and the import retried (build-facts). The
 package is located with ``find_spec`` rather than imported: importing it reads package
 metadata, which costs more than the rest of ``import ember``.
+
+Every module of the core imports the native module from here (``from .._native import _C``),
+so the preload has run whatever the order modules are imported in.
 """
 
 import ctypes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _C
+from ._native import _C
 from . import dispatch as _dispatch
 from .device import device
 from .generator import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
@@ -26,6 +26,8 @@ from .runtime import (
 from .shapes import Size
 from .tensor import Tensor, is_tensor
 from ..serialization import load, save
+from .dtypes import result_type_of
+from .interop import from_numpy as _from_numpy
 
 half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  # noqa: A001
 short, int, long = _ALIASES["short"], _ALIASES["int"], _ALIASES["long"]  # noqa: A001
@@ -39,7 +41,6 @@ from . import random_factories as _random_factories  # noqa: E402,F401  (rand, r
 
 def result_type(tensor1, tensor2):
     """The dtype an arithmetic op on the two operands produces (tensors or Python scalars)."""
-    from .dtypes import result_type_of
 
     return result_type_of(tensor1, tensor2)
 
@@ -61,8 +62,6 @@ def is_floating_point(input: Tensor) -> bool:
 
 
 def from_numpy(ndarray):
-    from .interop import from_numpy as _from_numpy
-
     return _from_numpy(ndarray)
 
 

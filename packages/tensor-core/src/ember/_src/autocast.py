@@ -19,7 +19,8 @@ import threading
 import warnings
 
 from . import dispatch as _dispatch
-from . import dtypes as _dt
+from . import dtypes as _dtypes
+from .device import to_device
 
 # PyTorch's CPU "lower_precision_fp" list, as ember names the ops.
 LOWER_PRECISION_OPS = (
@@ -74,8 +75,6 @@ _COUNT_LOCK = threading.Lock()
 
 
 def _device_type(device_type) -> str:
-    from .device import to_device
-
     if not isinstance(device_type, str):
         raise TypeError(f"device_type must be a str, got {type(device_type).__name__}")
     return to_device(device_type).type
@@ -103,11 +102,11 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
 def get_autocast_dtype(device_type: str):
     dev = _device_type(device_type)
     d = STATE.dtype.get(dev)
-    return d if d is not None else getattr(_dt, _DEFAULT_DTYPES.get(dev, "float16"))
+    return d if d is not None else getattr(_dtypes, _DEFAULT_DTYPES.get(dev, "float16"))
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
-    if not isinstance(dtype, _dt.dtype):
+    if not isinstance(dtype, _dtypes.dtype):
         raise TypeError(f"set_autocast_dtype(): dtype must be an ember.dtype, got {type(dtype).__name__}")
     STATE.dtype[_device_type(device_type)] = dtype
 
@@ -173,7 +172,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
                 if not cuda.is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
                     enabled = False
-            elif self.fast_dtype not in (_dt.bfloat16, _dt.float16):
+            elif self.fast_dtype not in (_dtypes.bfloat16, _dtypes.float16):
                 name = device_type.upper()
                 warnings.warn(
                     f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"
@@ -223,14 +222,14 @@ class autocast:  # noqa: N801  (PyTorch's name)
 def _eligible(t, device_type) -> bool:
     # PyTorch casts floating tensors of the autocast device, never float64 ones.
     d = t.dtype
-    return d.is_floating_point and d is not _dt.float64 and t._device.type == device_type
+    return d.is_floating_point and d is not _dtypes.float64 and t._device.type == device_type
 
 
 def _cast(t, to, device_type, state):
     if not _eligible(t, device_type) or t.dtype is to:
         return t
     # PyTorch caches the low-precision copy of fp32 leaf weights for the whole region.
-    cacheable = (state.cache_enabled and t.dtype is _dt.float32 and to is not _dt.float32
+    cacheable = (state.cache_enabled and t.dtype is _dtypes.float32 and to is not _dtypes.float32
                  and t._requires_grad and t._base is None and t.is_leaf)
     if cacheable:
         hit = state.cache.get(id(t))
@@ -258,10 +257,10 @@ def _map(args, kwargs, fn):
 def _prioritize(current, nxt):
     # at::autocast::prioritize: float64 inputs are ignored (never cast), float32 wins, and two
     # different 16-bit types are an error.
-    if nxt is _dt.float64:
+    if nxt is _dtypes.float64:
         return current
-    if current is _dt.float32 or nxt is _dt.float32:
-        return _dt.float32
+    if current is _dtypes.float32 or nxt is _dtypes.float32:
+        return _dtypes.float32
     if current is nxt:
         return current
     raise RuntimeError(f"Unexpected floating ScalarType in autocast promotion: {current} and {nxt}")
@@ -277,7 +276,7 @@ def _cast_args(policy, device_type, args, kwargs, state):
     if policy == "lower":
         to = get_autocast_dtype(device_type)
     elif policy == "fp32":
-        to = _dt.float32
+        to = _dtypes.float32
     else:  # promote: the widest floating dtype, starting from the autocast dtype
         to = get_autocast_dtype(device_type)
         for t in _dispatch._iter_tensors(args, kwargs):

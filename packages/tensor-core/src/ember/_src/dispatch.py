@@ -27,6 +27,7 @@ from collections.abc import Callable
 from types import MethodType
 
 from . import grad_mode
+from .device import to_device
 
 
 class _OpTable(dict):
@@ -199,8 +200,6 @@ def _device_type_of(args, kwargs) -> str:
             return a._device.type
     dev = kwargs.get("device")
     if dev is not None:
-        from .device import to_device
-
         return to_device(dev).type
     return "cpu"
 

@@ -13,9 +13,11 @@ import builtins
 import os
 import threading
 
-from . import dtypes as dt
+from . import dtypes
 from .device import device as _device
 from .dispatch import sync_pending as _sync_pending
+from .plugins import _LOADED
+from .tensor import Tensor, new_empty_tensor
 
 _MASK64 = (1 << 64) - 1
 # PyTorch's default seed for a new generator.
@@ -70,20 +72,17 @@ class Generator:
     def get_state(self):
         """The state as a uint8 tensor: seed then offset, 8 little-endian bytes each."""
         _sync_pending(None, "random generator state")
-        from .tensor import new_empty_tensor
 
-        state = new_empty_tensor((_STATE_BYTES,), dt.uint8)
+        state = new_empty_tensor((_STATE_BYTES,), dtypes.uint8)
         memoryview(state._storage)[:_STATE_BYTES] = (
             self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little")
         )
         return state
 
     def set_state(self, new_state) -> Generator:
-        from .tensor import Tensor
-
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a ember.ByteTensor, but got {type(new_state).__name__}")
-        if new_state.dtype is not dt.uint8:
+        if new_state.dtype is not dtypes.uint8:
             raise TypeError("RNG state must be a ember.ByteTensor")
         if new_state.numel() != _STATE_BYTES:
             raise RuntimeError(
@@ -125,7 +124,6 @@ def manual_seed(seed) -> Generator:
     """Seeds the default generator (``int(seed)`` first, as PyTorch) and returns it; a device plugin
     already in use (CUDA) is seeded too, as ``torch.manual_seed`` seeds every device."""
     gen = default_generator.manual_seed(int(seed))
-    from .plugins import _LOADED
 
     plugin = _LOADED.get("cuda")
     api = getattr(plugin, "api", None)

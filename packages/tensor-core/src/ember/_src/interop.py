@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-from .. import _C
 from . import dispatch as _dispatch
-from . import dtypes as dt
-from .device import CPU, META
-from .tensor import Tensor, make_tensor
+from . import dtypes
+from ._native import _C
+from .device import CPU, META, to_device
+from .tensor import Tensor, make_tensor, new_empty_tensor
 
 _NUMPY_TO_EMBER: dict = {}
 
@@ -20,7 +20,7 @@ def _numpy_to_ember() -> dict:
     if not _NUMPY_TO_EMBER:
         import numpy as np
 
-        _NUMPY_TO_EMBER.update({np.dtype(d._numpy): d for d in dt.ALL_DTYPES if d._numpy is not None})
+        _NUMPY_TO_EMBER.update({np.dtype(d._numpy): d for d in dtypes.ALL_DTYPES if d._numpy is not None})
     return _NUMPY_TO_EMBER
 
 
@@ -50,8 +50,8 @@ def to_numpy(t: Tensor, force: bool = False):
         raise TypeError(f"can't convert {t._device.type} device type tensor to numpy. Use Tensor.cpu() first.")
     if t._requires_grad and not force:
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-    if t.dtype is dt.bfloat16 and force:
-        t = t.to(dt.float32)
+    if t.dtype is dtypes.bfloat16 and force:
+        t = t.to(dtypes.float32)
     npd = numpy_dtype(t.dtype)
     item = t.dtype.itemsize
     if 0 in t._shape:
@@ -85,8 +85,8 @@ def to_numpy_copy(t: Tensor):
 def read_scalar(t: Tensor):
     if t._device.type not in ("cpu", "meta"):
         t = t.detach().to("cpu")  # a plugin device's tensor is read through a host copy
-    if t.dtype is dt.bfloat16:
-        t = t.to(dt.float32)
+    if t.dtype is dtypes.bfloat16:
+        t = t.to(dtypes.float32)
     return to_numpy(t, force=True).reshape(()).item() if t.ndim else to_numpy(t, force=True).item()
 
 
@@ -137,9 +137,7 @@ def from_numpy_copy(arr) -> Tensor:
 
 
 def _rebuild(data: bytes, dtype_name: str, shape: tuple, requires_grad: bool = False) -> Tensor:
-    from .tensor import new_empty_tensor
-
-    t = new_empty_tensor(tuple(shape), dt._dtype_by_name(dtype_name), CPU)
+    t = new_empty_tensor(tuple(shape), dtypes._dtype_by_name(dtype_name), CPU)
     if len(data) != t.nbytes:
         raise RuntimeError(f"corrupt tensor pickle: {len(data)} bytes for shape {list(shape)} of "
                            f"{dtype_name}")
@@ -231,8 +229,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
                 raise RuntimeError(f"from_dlpack: ember can only import CPU tensors, got DLPack device type "
                                    f"{int(dev_type)}")
     if device is not None:
-        from .device import to_device
-
         if to_device(device).type != "cpu":
             raise BufferError(f"from_dlpack: ember imports DLPack tensors to the CPU only, not {device}")
     if hasattr(ext_tensor, "__dlpack__"):
@@ -246,5 +242,5 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
             raise RuntimeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
                             f"{type(ext_tensor).__name__}")
     storage, shape, strides, code, _read_only = _C.from_dlpack(capsule)
-    result = make_tensor(storage, shape, strides, 0, dt.BY_CODE[code], CPU)
+    result = make_tensor(storage, shape, strides, 0, dtypes.BY_CODE[code], CPU)
     return result.clone() if copy else result

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import operator
 
-from . import dtypes as dt
+from . import dtypes
+from .ops.creation.factories import empty, tensor
 from .shapes import Size
 from .tensor import Tensor
 
@@ -30,8 +31,6 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __call__(cls, *args, device=None):
-        from .ops.creation import empty, tensor
-
         if device is not None and str(device).split(":")[0] != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: {device} was passed")
         if not args:
@@ -62,16 +61,16 @@ def _legacy(name: str, dtype) -> type:
     return _LegacyTensorType(name, (), {"dtype": dtype, "__module__": "ember", "__qualname__": name})
 
 
-FloatTensor = _legacy("FloatTensor", dt.float32)
-DoubleTensor = _legacy("DoubleTensor", dt.float64)
-HalfTensor = _legacy("HalfTensor", dt.float16)
-BFloat16Tensor = _legacy("BFloat16Tensor", dt.bfloat16)
-ByteTensor = _legacy("ByteTensor", dt.uint8)
-CharTensor = _legacy("CharTensor", dt.int8)
-ShortTensor = _legacy("ShortTensor", dt.int16)
-IntTensor = _legacy("IntTensor", dt.int32)
-LongTensor = _legacy("LongTensor", dt.int64)
-BoolTensor = _legacy("BoolTensor", dt.bool)
+FloatTensor = _legacy("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
+HalfTensor = _legacy("HalfTensor", dtypes.float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", dtypes.bfloat16)
+ByteTensor = _legacy("ByteTensor", dtypes.uint8)
+CharTensor = _legacy("CharTensor", dtypes.int8)
+ShortTensor = _legacy("ShortTensor", dtypes.int16)
+IntTensor = _legacy("IntTensor", dtypes.int32)
+LongTensor = _legacy("LongTensor", dtypes.int64)
+BoolTensor = _legacy("BoolTensor", dtypes.bool)
 
 __all__ = [
     "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from . import dtypes
 from .interop import to_numpy
-from .ops import fused_pointwise, linalg, pointwise, views
 from .ops._common import check_write
+from .ops.linalg import products as linalg
+from .ops.pointwise import elementwise as pointwise
+from .ops.pointwise import fused as fused_pointwise
+from .ops.shape import views
 from .optable import declare
 from .tensor import Tensor
 

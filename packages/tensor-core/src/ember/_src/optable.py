@@ -191,6 +191,9 @@ _TYPES = {
     "int[]": (_is_int_list, "tuple of ints"),
     "SymInt[]": (_is_int_list, "tuple of ints"),
     "Tensor[]": (_is_tensor_list, "tuple of Tensors"),
+    "Tensor?[]": (lambda v: isinstance(v, (list, tuple)) and all(x is None or _is_tensor(x) for x in v),
+                  "tuple of Tensors or None"),
+    "Scalar|Tensor": (lambda v: _is_number(v) or _is_tensor(v), "Tensor or Number"),
     "ScalarType": (_is_dtype, "torch.dtype"),
     "Device": (_is_device, "torch.device"),
 }

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from . import dtypes as dt
+from . import dtypes
+from .dispatch import sync_pending
 
 
 class PrintOptions:
@@ -162,8 +163,8 @@ def _body(t, indent: int) -> str:
     if t.numel() == 0:
         return "[]"
     summarize = t.numel() > OPTIONS.threshold
-    if t.dtype is dt.float16 or t.dtype is dt.bfloat16:
-        t = t.to(dt.float32)
+    if t.dtype is dtypes.float16 or t.dtype is dtypes.bfloat16:
+        t = t.to(dtypes.float32)
     node = _nested(t, summarize)
     if t.dtype.is_complex:
         return _tensor_str(node, t.ndim, indent, _ComplexFormatter(_flat_values(node, [])))
@@ -186,7 +187,6 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
 
 
 def tensor_repr(t) -> str:
-    from .dispatch import sync_pending
     from .tensor import Tensor
 
     sync_pending(t, "printing a tensor")
@@ -199,7 +199,7 @@ def tensor_repr(t) -> str:
     suffixes = []
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
-    default_dtype = dt.get_default_dtype()
+    default_dtype = dtypes.get_default_dtype()
     default_complex = default_dtype.to_complex()
     if t._device.type == "meta":
         suffixes.append(f"size={tuple(t._shape)}")
@@ -215,7 +215,7 @@ def tensor_repr(t) -> str:
     else:
         if not OPTIONS.edgeitems:
             suffixes.append(f"size={tuple(t._shape)}")
-        if t.dtype not in (default_dtype, default_complex, dt.int64, dt.bool):
+        if t.dtype not in (default_dtype, default_complex, dtypes.int64, dtypes.bool):
             suffixes.append(f"dtype={t.dtype}")
         body = _body(data, indent)
     if t.grad_fn is not None:

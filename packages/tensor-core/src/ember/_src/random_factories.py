@@ -10,14 +10,14 @@ from __future__ import annotations
 import builtins
 import operator
 
-from .. import _C
-from . import dtypes as dt
+from . import dtypes
+from ._native import _C
 from .device import META, to_device
 from .dispatch import define
 from .generator import resolve
-from .ops import random as _r
 from .ops._common import type_name, write_out
-from .ops.creation import empty_op, scalar_tensor
+from .ops.creation.factories import empty_op, scalar_tensor
+from .ops.random import samplers as _samplers
 from .optable import declare
 from .shapes import as_shape, check_sizes
 from .tensor import Tensor, new_empty_tensor
@@ -47,7 +47,7 @@ def _alloc(shape, dtype, device):
 
 
 def _default_float(dtype):
-    return dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    return dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -55,7 +55,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     """Uniform samples from [0, 1)."""
     shape = _shape(size, kwargs, "rand")
     t = _alloc(shape, _default_float(dtype), device)
-    return _finish(_r.uniform_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
+    return _finish(_samplers.uniform_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -63,7 +63,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Standard normal samples."""
     shape = _shape(size, kwargs, "randn")
     t = _alloc(shape, _default_float(dtype), device)
-    return _finish(_r.normal_inplace_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
+    return _finish(_samplers.normal_inplace_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
 
 
 def _int_arg(value, name: str, fn: str) -> int:
@@ -95,15 +95,15 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
     low, high = _int_arg(low, "low", "randint"), _int_arg(high, "high", "randint")
     shape = as_shape((size,))
     check_sizes(shape)
-    d = dt.int64 if dtype is None else dt.to_dtype(dtype)
+    d = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
     t = _alloc(shape, d, device)
-    return _finish(_r.random_inplace_op(t, low, high, generator=generator), out, requires_grad)
+    return _finish(_samplers.random_inplace_op(t, low, high, generator=generator), out, requires_grad)
 
 
 def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor, got {type(input).__name__}")
-    d = input.dtype if dtype is None else dt.to_dtype(dtype)
+    d = input.dtype if dtype is None else dtypes.to_dtype(dtype)
     dev = input._device if device is None else to_device(device)
     return empty_op(input._shape, dtype=d, device=dev)
 
@@ -111,13 +111,13 @@ def _like(input, dtype, device):
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     t = _like(input, dtype, device)
-    return _finish(_r.uniform_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
+    return _finish(_samplers.uniform_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
     t = _like(input, dtype, device)
-    return _finish(_r.normal_inplace_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
+    return _finish(_samplers.normal_inplace_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
@@ -127,7 +127,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
         low, high = 0, low
     low, high = _int_arg(low, "low", "randint_like"), _int_arg(high, "high", "randint_like")
     t = _like(input, dtype, device)
-    return _finish(_r.random_inplace_op(t, low, high, generator=generator), None, requires_grad)
+    return _finish(_samplers.random_inplace_op(t, low, high, generator=generator), None, requires_grad)
 
 
 # -- randperm ---------------------------------------------------------------------------------------
@@ -141,13 +141,13 @@ randperm_op = define(
 def _check_randperm(n, dtype):
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    if dtype is dt.bool:
+    if dtype is dtypes.bool:
         raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
     if dtype.is_floating_point:
-        limit = (1 << _r._MANTISSA[dtype.name]) + 1
+        limit = (1 << _samplers._MANTISSA[dtype.name]) + 1
         if n > limit:
             raise RuntimeError(f"n cannot be greater than {limit} for {type_name(dtype)} type.")
-    elif n > 0 and n - 1 > dt.iinfo(dtype).max:
+    elif n > 0 and n - 1 > dtypes.iinfo(dtype).max:
         raise RuntimeError(f"randperm: n={n} values cannot be represented in {dtype} without overflow")
 
 
@@ -155,11 +155,11 @@ def _check_randperm(n, dtype):
 def _randperm_cpu(n, *, generator=None, dtype=None, device=None):
     _check_randperm(n, dtype)
     gen = resolve(generator)
-    perm = new_empty_tensor((n,), dt.int64, device)
+    perm = new_empty_tensor((n,), dtypes.int64, device)
     if n:
         seed, offset = gen._take(n)
         _C.randperm_(perm, seed, offset)
-    if dtype is dt.int64:
+    if dtype is dtypes.int64:
         return perm
     out = new_empty_tensor((n,), dtype, device)
     _C.copy_(out, perm)
@@ -180,7 +180,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              pin_memory=False):
     """A random permutation of 0 .. n-1."""
     n = operator.index(n)
-    d = dt.int64 if dtype is None else dt.to_dtype(dtype)
+    d = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
     return _finish(randperm_op(n, generator=generator, dtype=d, device=to_device(device)), out, requires_grad,
                    overlap=False)
 
@@ -196,25 +196,25 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments - got (float, float): "
                             "a size is needed when mean and std are both numbers")
-        mean, std = _r._float(mean, "mean"), _r._float(std, "std")
+        mean, std = _samplers._float(mean, "mean"), _samplers._float(std, "std")
         shape = as_shape((size,))
         check_sizes(shape)
         t = _alloc(shape, _default_float(dtype), device)
-        return _finish(_r.normal_inplace_op(t, mean, std, generator=generator), out, requires_grad)
+        return _finish(_samplers.normal_inplace_op(t, mean, std, generator=generator), out, requires_grad)
     if size is not None:
         raise TypeError("normal(): size is only accepted when mean and std are both numbers")
     if mean_t and not std_t:
-        std = _r._float(std, "std")
+        std = _samplers._float(std, "std")
         if not std >= 0.0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {_r._num(std)}")
-        std = scalar_tensor(std, dt.float64, mean._device)
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_samplers._num(std)}")
+        std = scalar_tensor(std, dtypes.float64, mean._device)
         result_dtype = mean.dtype
     elif std_t and not mean_t:
-        mean = scalar_tensor(_r._float(mean, "mean"), dt.float64, std._device)
+        mean = scalar_tensor(_samplers._float(mean, "mean"), dtypes.float64, std._device)
         result_dtype = std.dtype
     else:
         result_dtype = mean.dtype
-    result = _r.normal_tensor_op(mean, std, generator=generator, dtype=result_dtype)
+    result = _samplers.normal_tensor_op(mean, std, generator=generator, dtype=result_dtype)
     return _finish(result, out, requires_grad)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._native import _C
+from .ops._common import type_name
 from .tensor import Tensor
 
 _DETERMINISTIC = {"mode": False, "warn_only": False}
@@ -36,8 +38,6 @@ def typename(obj) -> str:
     """``torch.FloatTensor`` for tensors; else the qualified name of the class (of a class, a
     function or module itself), without the ``builtins.`` prefix: ``typename(5) == 'int'``."""
     if isinstance(obj, Tensor):
-        from .ops._common import type_name
-
         return f"torch.{type_name(obj.dtype)}Tensor"
     module = getattr(obj, "__module__", "") or ""
     if hasattr(obj, "__qualname__"):
@@ -67,8 +67,6 @@ _WARN_ALWAYS = [False]
 
 def get_num_interop_threads() -> int:
     if _INTEROP_THREADS[0] == 0:
-        from .. import _C
-
         _INTEROP_THREADS[0] = _C.get_num_threads()
     return _INTEROP_THREADS[0]
 
@@ -92,7 +90,6 @@ def is_warn_always_enabled() -> bool:
 
 def set_flush_denormal(mode: bool) -> bool:
     """Flushes denormal floats to zero on x86 (FTZ/DAZ); returns False where unsupported."""
-    from .. import _C
 
     return bool(_C.set_flush_denormal(bool(mode)))
 

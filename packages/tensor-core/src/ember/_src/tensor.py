@@ -6,10 +6,10 @@ Only metadata and Python protocols live here. Every computation is an op (see
 
 from __future__ import annotations
 
-from .. import _C
-from . import dispatch, grad_mode
-from . import dtypes as dt
+from . import dispatch, dtypes, grad_mode
+from ._native import _C
 from .device import CPU, META, device, get_backend
+from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
 
@@ -40,14 +40,14 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         # PyTorch's legacy constructor: ``Tensor(2, 3)`` is uninitialized float data of that
         # shape, ``Tensor([1, 2])`` copies a sequence as float, ``Tensor()`` is empty.
-        from .ops import creation
+        from .ops.creation import factories as creation
 
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
         if not args:
             data = creation.empty((0,))
         elif len(args) == 1 and (isinstance(args[0], (list, tuple)) or _is_array_like(args[0])):
-            data = creation.tensor(args[0], dtype=dt.get_default_dtype())
+            data = creation.tensor(args[0], dtype=dtypes.get_default_dtype())
         elif len(args) == 1 and isinstance(args[0], Tensor):
             data = args[0]
         else:
@@ -150,13 +150,13 @@ class Tensor:
     @property
     def real(self) -> Tensor:
         """The real parts, as a view for complex tensors (the tensor itself otherwise)."""
-        from .ops.complex import real
+        from .ops.pointwise.complex import real
 
         return real(self)
 
     @property
     def imag(self) -> Tensor:
-        from .ops.complex import imag
+        from .ops.pointwise.complex import imag
 
         return imag(self)
 
@@ -307,7 +307,7 @@ class Tensor:
         return complex(self._scalar())
 
     def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.dtype is dt.bool or self.numel() != 1:
+        if self.dtype.is_floating_point or self.dtype is dtypes.bool or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -320,8 +320,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        from .printing import tensor_repr
-
         return tensor_repr(self)
 
     def __str__(self) -> str:

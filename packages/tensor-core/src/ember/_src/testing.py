@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import builtins
 
-from . import dtypes as dt
+from . import dtypes
+from .ops.creation import factories as creation
+from .ops.creation.factories import tensor
+from .ops.pointwise.closeness import isclose
+from .ops.pointwise.complex import complex as make_complex
 from .tensor import Tensor
 
 # (rtol, atol) by dtype, as torch.testing.assert_close uses.
 _DEFAULT_TOLERANCES = {
-    dt.float16: (1e-3, 1e-5),
-    dt.bfloat16: (1.6e-2, 1e-5),
-    dt.float32: (1.3e-6, 1e-5),
-    dt.float64: (1e-7, 1e-7),
-    dt.complex64: (1.3e-6, 1e-5),
-    dt.complex128: (1e-7, 1e-7),
+    dtypes.float16: (1e-3, 1e-5),
+    dtypes.bfloat16: (1.6e-2, 1e-5),
+    dtypes.float32: (1.3e-6, 1e-5),
+    dtypes.float64: (1e-7, 1e-7),
+    dtypes.complex64: (1.3e-6, 1e-5),
+    dtypes.complex128: (1e-7, 1e-7),
 }
 
 
 def _as_tensor(value):
-    from .ops.creation import tensor
-
     if isinstance(value, Tensor):
         return value
     return tensor(value)
@@ -60,11 +62,10 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, 
         raise AssertionError(msg or f"The values for attribute 'dtype' do not match: {a.dtype} != {e.dtype}.")
     if check_stride and a.stride() != e.stride():
         raise AssertionError(msg or f"The values for attribute 'stride()' do not match: {a.stride()} != {e.stride()}.")
-    work = dt.promote_types(a.dtype, e.dtype)
+    work = dtypes.promote_types(a.dtype, e.dtype)
     if rtol is None:
         rtol, atol = _DEFAULT_TOLERANCES.get(work, (0.0, 0.0))
     a, e = a.detach().to(work), e.detach().to(work)
-    from .ops.comparison import isclose
 
     close = isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if bool(close.all().item()):
@@ -76,8 +77,8 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, 
     kind = "Scalars" if a.ndim == 0 else "Tensor-likes"
     lines = [f"{kind} are not {'close' if rtol or atol else 'equal'}!", "",
              f"Mismatched elements: {mismatched} / {total} ({100.0 * mismatched / total:.1f}%)"]
-    if work.is_floating_point or work is not dt.bool:
-        wide = dt.complex128 if work.is_complex else dt.float64
+    if work.is_floating_point or work is not dtypes.bool:
+        wide = dtypes.complex128 if work.is_complex else dtypes.float64
         diff = (a.to(wide) - e.to(wide)).abs()
         diff = diff.masked_fill(close, 0)
         flat_index = int(diff.reshape(-1).argmax().item())
@@ -102,26 +103,24 @@ def _unravel(flat: int, shape) -> tuple:
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: bool = False,
                 noncontiguous: bool = False, exclude_zero: bool = False):
     """A random tensor for tests, as ``torch.testing.make_tensor``."""
-    from .ops import creation
 
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    dtype = dt.to_dtype(dtype)
-    if dtype is dt.bool:
+    dtype = dtypes.to_dtype(dtype)
+    if dtype is dtypes.bool:
         result = creation_rand(shape, device) < 0.5
     elif dtype.is_floating_point:
         lo = -9.0 if low is None else low
         hi = 9.0 if high is None else high
         result = (creation_rand(shape, device) * (hi - lo) + lo).to(dtype)
     elif dtype.is_complex:  # real and imaginary parts each uniform in [low, high)
-        from .ops.complex import complex as make_complex
 
         lo = -9.0 if low is None else low
         hi = 9.0 if high is None else high
         parts = [creation_rand(shape, device) * (hi - lo) + lo for _ in range(2)]
         result = make_complex(*parts).to(dtype)
     else:
-        info = dt.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         lo = max(info.min, -9 if low is None else low)
         hi = min(info.max, 10 if high is None else high)
         result = (creation_rand(shape, device) * (hi - lo) + lo).floor().to(dtype)
@@ -139,4 +138,4 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: 
 def creation_rand(shape, device):
     from . import api
 
-    return api.rand(*shape, device=device, dtype=dt.float64)
+    return api.rand(*shape, device=device, dtype=dtypes.float64)

@@ -3,7 +3,7 @@
 Built without FFTW3 (libfftw3-dev), every transform raises a RuntimeError naming it.
 """
 
-from ember._src.ops.fft import (  # noqa: F401
+from ember._src.ops.spectral.fft import (  # noqa: F401
     __all__,
     fft,
     fft2,

@@ -5,18 +5,17 @@ pickle itself and allows only the globals a checkpoint of tensors needs, plus th
 allows with ``add_safe_globals``/``safe_globals`` (see docs/deviations.md, "Checkpoints").
 """
 
+from . import _safe_globals, _torch_globals
 from ._checkpoint import load, save
-from ._errors import UnpicklingError
+from ._errors import UnpicklingError, describe
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from ._zipfile_format import ZipReader
 
 
 def get_unsafe_globals_in_checkpoint(f) -> list:
     """The ``module.name`` globals a checkpoint names that ``weights_only`` loading would refuse."""
     import os
 
-    from . import _safe_globals, _torch_globals
-    from ._errors import describe
-    from ._zipfile_format import ZipReader
 
     source = describe(f)
     fh = open(f, "rb") if isinstance(f, (str, bytes, os.PathLike)) else f

@@ -15,13 +15,13 @@ from collections import OrderedDict
 
 from ember._src.dispatch import sync_pending
 
-from .. import _C
-from .._src import dtypes as dt
+from .._src import dtypes
+from .._src._native import _C
 from .._src.device import device
 from .._src.shapes import Size
 from .._src.tensor import Tensor
 from . import _safe_globals
-from . import _torch_globals as tg
+from . import _torch_globals as torch_globals
 from ._atomic import atomic_write
 from ._errors import CallerError, UnpicklingError, describe
 from ._fixups import byteswap, normalize_bools
@@ -61,7 +61,7 @@ class _SaveHook:
                     return Reduce(Global("torch._utils", "_rebuild_parameter"), args)
                 return Reduce(Global("torch._utils", "_rebuild_parameter_with_state"), args + (state,))
             return None
-        if isinstance(obj, dt.dtype):
+        if isinstance(obj, dtypes.dtype):
             return Global("torch", obj.name)
         if type(obj) is Size:
             return Reduce(Global("torch", "Size"), (tuple(obj),))
@@ -82,7 +82,7 @@ class _SaveHook:
         elif entry[2] is not t.dtype:
             raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
         numel = storage.nbytes() // t.dtype.itemsize
-        pid = ("storage", Global("torch", tg.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
+        pid = ("storage", Global("torch", torch_globals.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
         if requires_grad is None:
             requires_grad = t._requires_grad
         return Reduce(Global("torch._utils", "_rebuild_tensor_v2"),
@@ -157,7 +157,7 @@ class _LoadPolicy:
         if user is not None:
             return user
         try:
-            return tg.find_global(module, name, self._source)
+            return torch_globals.find_global(module, name, self._source)
         except UnpicklingError as exc:
             raise UnpicklingError(f"{exc}. Weights only load failed: a global the checkpoint names may be "
                                   f"allowed with ember.serialization.add_safe_globals([{module}.{name}]) or "
@@ -168,14 +168,14 @@ class _LoadPolicy:
         if _safe_globals.is_user_class_instance(inst):
             _safe_globals.build_user_instance(inst, state)
             return
-        tg.build(inst, state)
+        torch_globals.build(inst, state)
 
     def persistent_load(self, pid):
         if type(pid) is not tuple or len(pid) != 5 or pid[0] not in ("storage", b"storage"):
             raise UnpicklingError(f"only storage records may be loaded by persistent id, got {pid!r:.80}")
         _, storage_type, key, location, numel = pid
         key, location = _text(key), _text(location)
-        if not isinstance(storage_type, tg.StorageType) or type(numel) is not int or numel < 0:
+        if not isinstance(storage_type, torch_globals.StorageType) or type(numel) is not int or numel < 0:
             raise UnpicklingError(f"malformed storage reference {pid!r:.120}")
         dtype = storage_type.dtype
         nbytes = numel * dtype.itemsize
@@ -190,13 +190,13 @@ class _LoadPolicy:
             if self._swap_bytes and dtype.itemsize > 1:
                 # A complex number is two floats: each part is swapped on its own.
                 byteswap(storage, dtype.itemsize // 2 if dtype.is_complex else dtype.itemsize)
-            if dtype is dt.bool:
+            if dtype is dtypes.bool:
                 normalize_bools(storage)
             storage = self._place(storage, location, nbytes)
             self._storages[key] = storage
         elif storage.nbytes() < nbytes:
             raise UnpicklingError(f"storage '{key}' is referenced with {nbytes} bytes but holds {storage.nbytes()}")
-        return tg.LoadedStorage(storage, dtype)
+        return torch_globals.LoadedStorage(storage, dtype)
 
     def _place(self, storage, location: str, nbytes: int):
         try:
@@ -250,7 +250,7 @@ class _FullUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         try:
-            value = tg.find_global(module, name, self._policy._source)
+            value = torch_globals.find_global(module, name, self._policy._source)
         except UnpicklingError:
             value = None
         if value is not None:
@@ -314,7 +314,7 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
         data = reader.read("data.pkl")
         if not weights_only:
             result = _FullUnpickler(data, policy, encoding, errors).load()
-            return result.storage if isinstance(result, tg.LoadedStorage) else result
+            return result.storage if isinstance(result, torch_globals.LoadedStorage) else result
         try:
             result = SafeUnpickler(data, policy, source, encoding, errors).load()
         except UnpicklingError as exc:
@@ -322,6 +322,6 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
                 raise
             raise UnpicklingError(f"{source}: {exc}") from exc
         # torch.save(tensor.untyped_storage()): the storage itself, as Tensor.untyped_storage() gives it.
-        return result.storage if isinstance(result, tg.LoadedStorage) else result
+        return result.storage if isinstance(result, torch_globals.LoadedStorage) else result
     finally:
         reader.close()

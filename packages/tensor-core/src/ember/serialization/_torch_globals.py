@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from .._src import dtypes as dt
+from .._src import dtypes
 from .._src.device import device
 from .._src.shapes import Size
 from .._src.tensor import Tensor, check_view_bounds, make_tensor
@@ -19,10 +19,18 @@ from ._pickle_reader import Constructor
 
 # The legacy typed-storage class PyTorch names for each dtype (``GLOBAL torch FloatStorage``).
 STORAGE_NAMES = {
-    dt.float32: "FloatStorage", dt.float64: "DoubleStorage", dt.float16: "HalfStorage",
-    dt.bfloat16: "BFloat16Storage", dt.int64: "LongStorage", dt.int32: "IntStorage", dt.int16: "ShortStorage",
-    dt.int8: "CharStorage", dt.uint8: "ByteStorage", dt.bool: "BoolStorage",
-    dt.complex64: "ComplexFloatStorage", dt.complex128: "ComplexDoubleStorage",
+    dtypes.float32: "FloatStorage",
+    dtypes.float64: "DoubleStorage",
+    dtypes.float16: "HalfStorage",
+    dtypes.bfloat16: "BFloat16Storage",
+    dtypes.int64: "LongStorage",
+    dtypes.int32: "IntStorage",
+    dtypes.int16: "ShortStorage",
+    dtypes.int8: "CharStorage",
+    dtypes.uint8: "ByteStorage",
+    dtypes.bool: "BoolStorage",
+    dtypes.complex64: "ComplexFloatStorage",
+    dtypes.complex128: "ComplexDoubleStorage",
 }
 _STORAGE_MODULES = ("torch", "torch.storage", "torch.cuda")
 _KNOWN_TORCH_DTYPES = {
@@ -103,7 +111,7 @@ def rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, back
 
 
 def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
-    if not isinstance(dtype, dt.dtype):
+    if not isinstance(dtype, dtypes.dtype):
         raise UnpicklingError(f"_rebuild_tensor_v3 needs a dtype, got {type(dtype).__name__}")
     _check_metadata(metadata)
     return _view(storage, storage_offset, size, stride, dtype, requires_grad)
@@ -214,13 +222,13 @@ def build_allowed() -> dict[tuple[str, str], object]:
     allowed["torch", "Tensor"] = _TENSOR_TYPE
     allowed["torch", "Size"] = Constructor("torch.Size", _size)
     allowed["torch", "device"] = Constructor("torch.device", device)
-    for name, d in dt._BY_NAME.items():
+    for name, d in dtypes._BY_NAME.items():
         allowed["torch", name] = d
     for d, name in STORAGE_NAMES.items():
         for module in _STORAGE_MODULES:
             allowed[module, name] = StorageType(name, d)
     for module in _STORAGE_MODULES:
-        allowed[module, "UntypedStorage"] = StorageType("UntypedStorage", dt.uint8)
+        allowed[module, "UntypedStorage"] = StorageType("UntypedStorage", dtypes.uint8)
     return allowed
 
 

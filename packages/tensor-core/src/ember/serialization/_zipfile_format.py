@@ -22,7 +22,7 @@ import io
 import struct
 import zlib
 
-from .. import _C
+from .._src._native import _C
 
 ALIGNMENT = 64
 _U32 = 0xFFFFFFFF

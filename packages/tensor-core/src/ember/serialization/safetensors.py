@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import struct
 
-from .. import _C
-from .._src import dtypes as dt
+from .._src import dtypes
+from .._src._native import _C
 from .._src.device import CPU, device
 from .._src.tensor import Tensor, make_tensor
 from ._atomic import atomic_write
@@ -23,8 +23,8 @@ __all__ = ["SafetensorError", "load", "load_file", "save", "save_file"]
 
 _MAX_HEADER = 100_000_000  # the reference reader's limit
 _CODES = {
-    dt.float64: "F64", dt.float32: "F32", dt.float16: "F16", dt.bfloat16: "BF16", dt.int64: "I64",
-    dt.int32: "I32", dt.int16: "I16", dt.int8: "I8", dt.uint8: "U8", dt.bool: "BOOL",
+    dtypes.float64: "F64", dtypes.float32: "F32", dtypes.float16: "F16", dtypes.bfloat16: "BF16", dtypes.int64: "I64",
+    dtypes.int32: "I32", dtypes.int16: "I16", dtypes.int8: "I8", dtypes.uint8: "U8", dtypes.bool: "BOOL",
 }
 _DTYPES = {code: d for d, code in _CODES.items()}
 # The reference writer orders tensors by its dtype enum, descending: this is that enum's order.
@@ -194,7 +194,7 @@ def load(data: bytes) -> dict[str, Tensor]:
     for name, d, shape, begin, end in _parse_header(bytes(view[8:8 + n]), len(body)):
         t, target = _new_tensor(d, shape, end - begin)
         target[:] = body[begin:end]
-        if d is dt.bool:
+        if d is dtypes.bool:
             normalize_bools(t.untyped_storage())
         out[name] = t
     return out
@@ -214,7 +214,7 @@ def load_file(filename, device: str | int = "cpu") -> dict[str, Tensor]:
             f.seek(8 + n + begin)
             if f.readinto(target) != end - begin:
                 raise SafetensorError(f"Error while deserializing: file truncated in tensor `{name}`")
-            if d is dt.bool:
+            if d is dtypes.bool:
                 normalize_bools(t.untyped_storage())
             out[name] = t
     return out

@@ -53,7 +53,7 @@ def _polar(grads, inputs, outputs):
 
 
 def _fft_ops():
-    from ember._src.ops import fft
+    from ember._src.ops.spectral import fft
 
     return fft
 

@@ -7,7 +7,7 @@ index repeated in the gather accumulates the gradient of each of its uses.
 from __future__ import annotations
 
 import ember
-from ember._src.ops.indexing import index_put_op as _index_put_op
+from ember._src.ops.indexing.subscripts import index_put_op as _index_put_op
 
 from ._common import arg, is_tensor, where_zero
 from ._registry import derivative

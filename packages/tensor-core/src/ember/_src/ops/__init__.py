@@ -1,52 +1,23 @@
-"""Op families. Importing this package declares every op in ``dispatch.OPS`` and its record in
-``optable.RECORDS``."""
+"""Op families, one subfolder each. Importing this package declares every op in ``dispatch.OPS``
+and its record in ``optable.RECORDS``."""
 # isort: skip_file
 
-from . import (  # noqa: F401
-    comparison,
-    creation,
-    indexing,
-    joining,
-    lapack,
-    linalg,
-    nn_attention,
-    nn_attention_flash,
-    nn_conv,
-    nn_loss,
-    nn_misc,
-    nn_norm,
-    nn_pool,
-    nn_resample,
-    nn_rnn,
-    pointwise,
-    random,
-    reduction,
-    reorder,
-    scatter,
-    sorting,
-    views,
-)
+from .pointwise import closeness, elementwise  # noqa: F401
+from .creation import factories  # noqa: F401
+from .indexing import gather_scatter, sorting, subscripts  # noqa: F401
+from .shape import joining, reorder, views  # noqa: F401
+from .linalg import lapack, products  # noqa: F401  (products before contract: contract imports it)
+from .nn import attention, attention_flash, conv, embedding_dropout, loss, norm, pool, resample, rnn  # noqa: F401
+from .random import samplers  # noqa: F401
+from .reduction import reduce  # noqa: F401
 
-# These import the families above (contract needs linalg first: keep this order).
-from . import (  # noqa: F401
-    combinatorics,
-    complex,
-    contract,
-    creation_extra,
-    fft,
-    fused_pointwise,
-    index_utils,
-    inplace_variants,
-    integration,
-    lapack_extra,
-    number_theory,
-    reduction_composite,
-    sampling,
-    scatter_views,
-    shape_utils,
-    signal,
-    special_fns,
-    statistics,
-    tensor_utils,
-    view_copies,
-)
+# These import the families above.
+from .indexing import combinatorics, indices  # noqa: F401
+from .pointwise import complex, fused, number_theory, special  # noqa: F401
+from .linalg import contract, solves  # noqa: F401
+from .creation import buffers  # noqa: F401
+from .spectral import fft, signal  # noqa: F401
+from . import inplace_variants, introspection  # noqa: F401
+from .reduction import composite, integration, statistics  # noqa: F401
+from .random import counting  # noqa: F401
+from .shape import splits, view_copies, view_scatters  # noqa: F401

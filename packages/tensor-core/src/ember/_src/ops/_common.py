@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ... import _C
 from .. import dispatch as _dispatch
-from .. import dtypes as dt
+from .. import dtypes
+from .._native import _C
 from ..device import META, copy_across
 from ..shapes import numel
 from ..tensor import Tensor, new_empty_tensor
 
-HALF_TYPES = (dt.float16, dt.bfloat16)
+HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 
 
 def empty(shape: tuple, dtype, device) -> Tensor:
@@ -30,7 +30,7 @@ def convert(t: Tensor, dtype) -> Tensor:
 
 def compute_dtype(dtype):
     """Kernels compute float16/bfloat16 in float32."""
-    return dt.float32 if dtype in HALF_TYPES else dtype
+    return dtypes.float32 if dtype in HALF_TYPES else dtype
 
 
 def check_same_device(a: Tensor, b: Tensor) -> None:
@@ -137,7 +137,7 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         check_write(out, inputs)
         if distinct:
             check_no_overlap(out, distinct)
-    if not dt.can_cast(result.dtype, out.dtype):
+    if not dtypes.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired output type "
                            f"{_type_name(out.dtype)}")
     if out._shape != result._shape:
@@ -154,7 +154,7 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         out._storage, out._shape, out._stride, out._offset = fresh._storage, fresh._shape, fresh._stride, 0
     if _dispatch._MODES_ENTERED[0] and _dispatch._MODES.stack:
         # A dispatch mode (a tracer) must see the write as an op: result may hold no data yet.
-        from .views import copy_inplace_op
+        from .shape.views import copy_inplace_op
 
         copy_inplace_op(out, result)
         return out
@@ -185,9 +185,17 @@ type_name = _type_name
 
 # c10's spelling of each type in "value cannot be converted to type ... without overflow".
 _C10_NAMES = {
-    dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int", dt.int64: "int64_t",
-    dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16", dt.float32: "float", dt.float64: "double",
-    dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>",
+    dtypes.uint8: "uint8_t",
+    dtypes.int8: "int8_t",
+    dtypes.int16: "int16_t",
+    dtypes.int32: "int",
+    dtypes.int64: "int64_t",
+    dtypes.float16: "c10::Half",
+    dtypes.bfloat16: "c10::BFloat16",
+    dtypes.float32: "float",
+    dtypes.float64: "double",
+    dtypes.complex64: "c10::complex<float>",
+    dtypes.complex128: "c10::complex<double>",
 }
 
 
@@ -200,7 +208,7 @@ def check_scalar_fits(value, dtype, label: str | None = None) -> None:
     value with an imaginary part fits only a complex type. bool takes any value. ``label`` names
     the type in the message (``ember.tensor`` says "uint8" where the kernels say "uint8_t")."""
     name = label or _C10_NAMES.get(dtype, getattr(dtype, "name", "?"))
-    if dtype is dt.bool or isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+    if dtype is dtypes.bool or isinstance(value, bool) or not isinstance(value, (int, float, complex)):
         return
     if isinstance(value, complex):
         if value.imag != 0 and not dtype.is_complex:
@@ -209,17 +217,17 @@ def check_scalar_fits(value, dtype, label: str | None = None) -> None:
         if dtype.is_complex:
             return
     if dtype.is_complex:
-        dtype = dt.float32 if dtype is dt.complex64 else dt.float64
+        dtype = dtypes.float32 if dtype is dtypes.complex64 else dtypes.float64
     if dtype.is_floating_point:
-        if isinstance(value, int) and dtype is dt.float64:
+        if isinstance(value, int) and dtype is dtypes.float64:
             return  # every Python int converts (rounding), as c10 converts int64
         f = float(value) if not isinstance(value, int) or abs(value) < 2**1024 else float("inf")
         if f != f or f in (float("inf"), float("-inf")):
             return
-        if abs(f) > dt.finfo(dtype).max:
+        if abs(f) > dtypes.finfo(dtype).max:
             raise RuntimeError(f"value cannot be converted to type {name} without overflow")
         return
-    info = dt.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     if isinstance(value, float):
         fits = value == value and info.min <= value <= info.max
     else:

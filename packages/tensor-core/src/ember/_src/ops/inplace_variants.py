@@ -18,24 +18,23 @@ from __future__ import annotations
 import math
 import operator
 
-from ... import _C
-from .. import dtypes as dt
-from .. import grad_mode
+from .. import dtypes, grad_mode
+from .._native import _C
 from ..device import META
 from ..dispatch import OPS, define
 from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
-from . import complex as _cx
-from . import indexing as _ix
-from . import linalg as _la
-from . import nn_misc as _nn
-from . import pointwise as pw
-from . import reduction_composite as _rc
-from . import reorder as _ro
-from . import scatter as _sc
-from . import views as vw
 from ._common import type_name, write_out
+from .indexing import gather_scatter as _gather_scatter
+from .indexing import subscripts as _subscripts
+from .linalg import products as _matrix_products
+from .nn import embedding_dropout as _embedding_dropout
+from .pointwise import complex as _complex_numbers
+from .pointwise import elementwise
+from .reduction import composite as _composite_reductions
+from .shape import reorder as _reorder
+from .shape import views
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -43,7 +42,7 @@ VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being us
 
 def _check_result(self: Tensor, result: Tensor) -> None:
     """PyTorch's checks of an in-place result: castable to self's dtype and of self's shape."""
-    if not dt.can_cast(result.dtype, self.dtype):
+    if not dtypes.can_cast(result.dtype, self.dtype):
         raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
                            f"{type_name(self.dtype)}")
     if result._shape != self._shape:
@@ -59,7 +58,7 @@ def _recording(*tensors) -> bool:
 def _recorded_source(self: Tensor) -> Tensor:
     """A copy of self for a composite that autograd records: what the composite saves for backward
     must not be the memory that copy_ then overwrites."""
-    return vw.clone_op(_detached_alias(self))
+    return views.clone_op(_detached_alias(self))
 
 
 def _write_back(self: Tensor, compute, *others) -> Tensor:
@@ -69,7 +68,7 @@ def _write_back(self: Tensor, compute, *others) -> Tensor:
         raise TypeError(f"expected a Tensor as self, got {type(self).__name__}")
     result = compute(_recorded_source(self) if _recording(self, *others) else self)
     _check_result(self, result)
-    return vw.copy_inplace_op(self, result)
+    return views.copy_inplace_op(self, result)
 
 
 # -- in-place ops declared from their out-of-place op ----------------------------------------------
@@ -91,10 +90,10 @@ def _declare_inplace(oop):
     return op
 
 
-cumsum_inplace_op = _declare_inplace(_rc.cumsum_op)
-cumprod_inplace_op = _declare_inplace(_rc.cumprod_op)
-sgn_inplace_op = _declare_inplace(_cx.sgn_op)
-conj_physical_inplace_op = _declare_inplace(_cx.conj_physical_op)
+cumsum_inplace_op = _declare_inplace(_composite_reductions.cumsum_op)
+cumprod_inplace_op = _declare_inplace(_composite_reductions.cumprod_op)
+sgn_inplace_op = _declare_inplace(_complex_numbers.sgn_op)
+conj_physical_inplace_op = _declare_inplace(_complex_numbers.conj_physical_op)
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
@@ -108,10 +107,10 @@ def _c_name(d) -> str:
 
 def _scan_(name, op):
     def method(self, dim, *, dtype=None):
-        if dtype is not None and dt.to_dtype(dtype) is not self.dtype:
+        if dtype is not None and dtypes.to_dtype(dtype) is not self.dtype:
             raise RuntimeError(f"Bad in-place call: input tensor dtype {_c_name(self.dtype)} and output tensor "
-                               f"dtype {_c_name(dt.to_dtype(dtype))} should match")
-        if self.dtype is dt.bool:
+                               f"dtype {_c_name(dtypes.to_dtype(dtype))} should match")
+        if self.dtype is dtypes.bool:
             raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
         return op(self, dim)
 
@@ -124,12 +123,12 @@ cumprod_ = _scan_("cumprod", cumprod_inplace_op)
 
 
 def sgn_(self):
-    _cx._tensor_check(self, "sgn")
+    _complex_numbers._tensor_check(self, "sgn")
     return sgn_inplace_op(self)
 
 
 def conj_physical_(input):
-    _cx._tensor_check(input, "conj_physical")
+    _complex_numbers._tensor_check(input, "conj_physical")
     return conj_physical_inplace_op(input)
 
 
@@ -139,7 +138,7 @@ def nextafter_(self, other):
 
 # -- pointwise composites ----------------------------------------------------------------------------
 
-clamp_ = clip_ = pw.clamp_
+clamp_ = clip_ = elementwise.clamp_
 
 
 def clamp_min_(input, min):  # noqa: A002
@@ -151,30 +150,30 @@ def clamp_max_(input, max):  # noqa: A002
 
 
 def deg2rad_(input):
-    return pw.mul_inplace_op(input, math.pi / 180.0)
+    return elementwise.mul_inplace_op(input, math.pi / 180.0)
 
 
 def rad2deg_(input):
-    return pw.mul_inplace_op(input, 180.0 / math.pi)
+    return elementwise.mul_inplace_op(input, 180.0 / math.pi)
 
 
 def float_power_(self, exponent):
     complex_result = self.dtype.is_complex or isinstance(exponent, complex) or (
         isinstance(exponent, Tensor) and exponent.dtype.is_complex)
-    result = dt.complex128 if complex_result else dt.float64
+    result = dtypes.complex128 if complex_result else dtypes.float64
     if self.dtype is not result:
         raise RuntimeError(f"the base given to float_power_ has dtype {type_name(self.dtype)} but the operation's "
                            f"result requires dtype {type_name(result)}")
     exponent = exponent.to(result) if isinstance(exponent, Tensor) else (complex if complex_result else float)(exponent)
-    return pw.pow_inplace_op(self, exponent)
+    return elementwise.pow_inplace_op(self, exponent)
 
 
 def _tri_(name: str, lower: bool):
     def method(self, diagonal=0):
         if self.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        keep = _ro._tri_mask(self, operator.index(diagonal), lower)
-        return _ix.masked_fill_(self, pw.logical_not(keep), False if self.dtype is dt.bool else 0)
+        keep = _reorder._tri_mask(self, operator.index(diagonal), lower)
+        return _subscripts.masked_fill_(self, elementwise.logical_not(keep), False if self.dtype is dtypes.bool else 0)
 
     method.__name__ = name + "_"
     return method
@@ -187,7 +186,7 @@ triu_ = _tri_("triu", False)
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
     if self.ndim != 2:
         raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
-    return _write_back(self, lambda x: _la.addr(x, vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
+    return _write_back(self, lambda x: _matrix_products.addr(x, vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
 
 
 def _renorm_check(input, p, dim, maxnorm) -> int:
@@ -208,9 +207,9 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     """Each slice along ``dim`` scaled down to p-norm ``maxnorm`` where its norm exceeds it."""
     d = _renorm_check(input, p, dim, maxnorm)
     others = tuple(i for i in range(input.ndim) if i != d)
-    norms = _rc.norm(input, p, others, keepdim=True)
-    factor = pw.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
-    return write_out(pw.mul(input, factor.to(norms.dtype)), out)
+    norms = _composite_reductions.norm(input, p, others, keepdim=True)
+    factor = elementwise.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return write_out(elementwise.mul(input, factor.to(norms.dtype)), out)
 
 
 def renorm_(self, p, dim, maxnorm):
@@ -222,7 +221,7 @@ def renorm_(self, p, dim, maxnorm):
 
 def put_(self, index, source, accumulate=False):
     """Writes ``source`` at the flat (row-major) positions ``index`` of self, whatever its strides."""
-    if not isinstance(index, Tensor) or index.dtype is not dt.int64:
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
         got = type_name(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {got}")
     if source.dtype is not self.dtype:
@@ -232,24 +231,24 @@ def put_(self, index, source, accumulate=False):
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                          f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = self.numel()
-    flat = vw.reshape(index, (-1,))
+    flat = views.reshape(index, (-1,))
     if flat.numel() and self._device is not META:
         lo, hi = flat.min().item(), flat.max().item()
         if hi >= n or lo < -n:
             raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on a tensor of {n} "
                              f"elements.")
-        flat = pw.where(flat < 0, flat + n, flat)
-    target = vw.view_op(self, (1,)) if self.ndim == 0 else self
+        flat = elementwise.where(flat < 0, flat + n, flat)
+    target = views.view_op(self, (1,)) if self.ndim == 0 else self
     coords = []
     for size in reversed(target._shape):  # unravel: the last dim varies fastest
-        coords.append(pw.remainder(flat, size))
-        flat = pw.floor_divide(flat, size)
-    _ix.index_put_(target, tuple(reversed(coords)), vw.reshape(source, (-1,)), bool(accumulate))
+        coords.append(elementwise.remainder(flat, size))
+        flat = elementwise.floor_divide(flat, size)
+    _subscripts.index_put_(target, tuple(reversed(coords)), views.reshape(source, (-1,)), bool(accumulate))
     return self
 
 
 def put(input, index, source, accumulate=False):
-    return put_(vw.clone_op(input), index, source, accumulate)
+    return put_(views.clone_op(input), index, source, accumulate)
 
 
 _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
@@ -262,24 +261,24 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
                            f"{reduce}.")
     d = wrap_dim(dim, max(self.ndim, 1))
-    _sc._check_index_vector("index_reduce_", index)
-    if index.dtype not in (dt.int64, dt.int32):
+    _gather_scatter._check_index_vector("index_reduce_", index)
+    if index.dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
                            f"{type_name(index.dtype)}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"index_reduce_(): self ({type_name(self.dtype)}) and source ({type_name(source.dtype)}) "
                            "must have the same scalar type")
-    _sc._check_source("index_reduce_", self, d, index, source)
+    _gather_scatter._check_source("index_reduce_", self, d, index, source)
     if index.numel() and self._device is not META:
         size = self._shape[d] if self.ndim else 1
         if index.min().item() < 0 or index.max().item() >= size:
             raise IndexError("index out of range in self")
-    expanded = _sc._expanded_index(index, d, source._shape)
-    return _sc.scatter_reduce_(self, d, expanded, source, reduce, include_self=include_self)
+    expanded = _gather_scatter._expanded_index(index, d, source._shape)
+    return _gather_scatter.scatter_reduce_(self, d, expanded, source, reduce, include_self=include_self)
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
-    result = index_reduce_(vw.clone_op(input), dim, index, source, reduce, include_self=include_self)
+    result = index_reduce_(views.clone_op(input), dim, index, source, reduce, include_self=include_self)
     return write_out(result, out)
 
 
@@ -287,11 +286,11 @@ def _fill_diagonal(t: Tensor, fill_value, wrap: bool) -> Tensor:
     height, width = t._shape[0], t._shape[1]
     size = min(height, width)
     step = sum(t._stride)
-    vw.fill_(vw.as_strided_op(t, (size,), (step,), t._offset), fill_value)
+    views.fill_(views.as_strided_op(t, (size,), (step,), t._offset), fill_value)
     if wrap and t.ndim == 2 and height > width + 1:
         n_wrap = (t.numel() + width) // (width + 1) - size
         start = t._offset + t._stride[0] * (width + 1)
-        vw.fill_(vw.as_strided_op(t, (n_wrap,), (step,), start), fill_value)
+        views.fill_(views.as_strided_op(t, (n_wrap,), (step,), start), fill_value)
     return t
 
 
@@ -343,7 +342,7 @@ def _detached_alias(self: Tensor) -> Tensor:
     base = self._base
     if base is None or not base._requires_grad:
         return _shadow(self)
-    return vw.as_strided_op(_shadow(base), self._shape, self._stride, self._offset)
+    return views.as_strided_op(_shadow(base), self._shape, self._stride, self._offset)
 
 
 def _become(self: Tensor, view_fn) -> Tensor:
@@ -366,26 +365,26 @@ def t_(self):
     if self.ndim > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     # Below 2 dims t() is an unrecorded alias: alias_op, so that self still gets a history of its own.
-    return _become(self, vw.t if self.ndim == 2 else vw.alias_op)
+    return _become(self, views.t if self.ndim == 2 else views.alias_op)
 
 
 def transpose_(self, dim0, dim1):
-    return _become(self, lambda x: vw.transpose(x, dim0, dim1))
+    return _become(self, lambda x: views.transpose(x, dim0, dim1))
 
 
 swapdims_ = swapaxes_ = transpose_
 
 
 def squeeze_(self, dim=None):
-    return _become(self, lambda x: vw.squeeze(x, dim))
+    return _become(self, lambda x: views.squeeze(x, dim))
 
 
 def unsqueeze_(self, dim):
-    return _become(self, lambda x: vw.unsqueeze(x, dim))
+    return _become(self, lambda x: views.unsqueeze(x, dim))
 
 
 def as_strided_(self, size, stride, storage_offset=None):
-    return _become(self, lambda x: vw.as_strided_op(x, size, stride, storage_offset))
+    return _become(self, lambda x: views.as_strided_op(x, size, stride, storage_offset))
 
 
 # -- resize ---------------------------------------------------------------------------------------------
@@ -409,8 +408,8 @@ def resize_(self, *sizes, memory_format=None):
             grown = _C.Storage.meta(needed)
         else:
             grown = _C.Storage.allocate(needed, True)
-            kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dt.uint8, self._device)
-            _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dt.uint8, self._device))
+            kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dtypes.uint8, self._device)
+            _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dtypes.uint8, self._device))
         grown.version = old.version
         self._storage, self._base = grown, None
     self._shape, self._stride = shape, contiguous_strides(shape)
@@ -425,26 +424,26 @@ def resize_as_(input, the_template, *, memory_format=None):
 # -- top-level forms PyTorch has of nn in-place ops and dropouts ----------------------------------------
 
 def celu_(input, alpha=1.0):
-    return pw.celu(input, alpha, inplace=True)
+    return elementwise.celu(input, alpha, inplace=True)
 
 
 def selu_(input):
-    return pw.selu(input, inplace=True)
+    return elementwise.selu(input, inplace=True)
 
 
 def threshold_(input, threshold, value):
-    return pw.threshold(input, threshold, value, inplace=True)
+    return elementwise.threshold(input, threshold, value, inplace=True)
 
 
 def _rrelu(input, lower, upper, training, generator, inplace):
     """Leaky ReLU with slope (lower + upper) / 2, or in training one slope per element drawn
     from U(lower, upper), as PyTorch's noise tensor."""
     if not training:
-        return pw.leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = vw.new_empty(input, input._shape).uniform_(lower, upper, generator=generator)
-    noise = pw.where(input > 0, 1.0, slope)
+        return elementwise.leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = views.new_empty(input, input._shape).uniform_(lower, upper, generator=generator)
+    noise = elementwise.where(input > 0, 1.0, slope)
     # mul_ rather than copy_: backward then needs only the noise, not the overwritten input.
-    return pw.mul_inplace_op(input, noise) if inplace else pw.mul(input, noise)
+    return elementwise.mul_inplace_op(input, noise) if inplace else elementwise.mul(input, noise)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -456,35 +455,35 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 
 def dropout_(input, p=0.5, train=True):
-    return _nn.dropout(input, p, train, inplace=True)
+    return _embedding_dropout.dropout(input, p, train, inplace=True)
 
 
 def feature_dropout_(input, p=0.5, train=True):
-    return _nn.feature_dropout(input, p, train, inplace=True)
+    return _embedding_dropout.feature_dropout(input, p, train, inplace=True)
 
 
 def alpha_dropout_(input, p=0.5, train=True):
-    return _nn.alpha_dropout(input, p, train, inplace=True)
+    return _embedding_dropout.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout(input, p=0.5, train=True):
-    return _nn.feature_alpha_dropout(input, p, train)
+    return _embedding_dropout.feature_alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout_(input, p=0.5, train=True):
-    return _nn.feature_alpha_dropout(input, p, train, inplace=True)
+    return _embedding_dropout.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
     """Rescales in place the rows of ``input`` that ``indices`` names whose norm exceeds max_norm."""
     if grad_mode.STATE.grad_enabled and input._requires_grad and input.grad_fn is None:
         raise RuntimeError(LEAF_INPLACE)
-    _nn._renorm_(input, indices, float(max_norm), float(norm_type))
+    _embedding_dropout._renorm_(input, indices, float(max_norm), float(norm_type))
     return input
 
 
 def fill(input, value):
-    return vw.fill_(vw.clone_op(input), value)
+    return views.fill_(views.clone_op(input), value)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
@@ -492,7 +491,7 @@ declare(__name__, """
 addr_                       method
 alpha_dropout_              function
 as_strided_                 function method
-celu_                       function method=pw.celu_inplace_op
+celu_                       function method=elementwise.celu_inplace_op
 clamp_max_                  function method
 clamp_min_                  function method
 clip_                       function method
@@ -520,14 +519,12 @@ resize_                     method
 resize_as_                  function method
 rrelu                       function
 rrelu_                      function
-selu_                       function method=pw.selu_inplace_op
+selu_                       function method=elementwise.selu_inplace_op
 sgn_                        method
 squeeze_                    method
-swapaxes_                   method
-swapdims_                   method
 t_                          method
-threshold_                  function method=pw.threshold_inplace_op
-transpose_                  method
+threshold_                  function method=elementwise.threshold_inplace_op
+transpose_                  method alias=swapaxes_,swapdims_
 tril_                       method
 triu_                       method
 unsqueeze_                  method

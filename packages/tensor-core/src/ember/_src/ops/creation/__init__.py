@@ -1,0 +1,1 @@
+"""Factories: tensors from data, shapes and ranges, from buffers and strides."""

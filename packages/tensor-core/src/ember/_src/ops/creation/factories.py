@@ -1,0 +1,456 @@
+"""Creation ops: tensor/as_tensor, empty/zeros/ones/full (+ _like), arange, linspace, eye, ..."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+from ... import dtypes
+from ..._native import _C
+from ...device import CPU, META, get_backend, to_device
+from ...dispatch import define
+from ...optable import declare
+from ...shapes import as_shape, check_sizes, contiguous_strides, numel
+from ...tensor import Tensor, make_tensor, new_empty_tensor
+from .._common import check_scalar_fits, write_out
+
+_NUMBER = (builtins.bool, int, float, complex)
+
+
+def _resolve(dtype, device, default=None):
+    if dtype is not None:
+        d = dtypes.to_dtype(dtype)
+    else:
+        d = dtypes.get_default_dtype() if default is None else default
+    dev = to_device(device)
+    if dev.type not in ("cpu", "meta"):
+        get_backend(dev.type)  # a device without a backend raises as PyTorch's CPU build does
+    return d, dev
+
+
+def check_pin_memory(pin_memory) -> None:
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
+
+
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: bool = False) -> Tensor:
+    """``overlap``: refuse an expanded out= (PyTorch's arange/linspace/logspace; zeros, full, eye write through)."""
+    if out is not None:
+        return write_out(t, out, overlap=overlap)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# -- empty / zeros / ones / full --------------------------------------------------------------
+
+empty_op = define("empty(SymInt[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", ("factory",))
+full_op = define(
+    "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor", ("factory",)
+)
+
+
+@empty_op.kernel("cpu")
+@empty_op.kernel("meta")
+def _empty_kernel(size, *, dtype=None, device=None):
+    return new_empty_tensor(size, dtype, device)
+
+
+@full_op.kernel("cpu")
+def _full_cpu(size, fill_value, *, dtype=None, device=None):
+    if fill_value == 0 and not (isinstance(fill_value, float) and math.copysign(1.0, fill_value) < 0):
+        return new_empty_tensor(size, dtype, device, zero=True)
+    check_scalar_fits(fill_value, dtype)
+    t = new_empty_tensor(size, dtype, device)
+    _C.fill_(t, fill_value)
+    return t
+
+
+@full_op.kernel("meta")
+def _full_meta(size, fill_value, *, dtype=None, device=None):
+    check_scalar_fits(fill_value, dtype)
+    return new_empty_tensor(size, dtype, device)
+
+
+empty_op.meta = _empty_kernel
+full_op.meta = _full_meta
+
+
+def _sizes_or_keyword(sizes: tuple, size):
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``, as PyTorch's parser takes them."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError("argument 'size' given by name and by position")
+    return (size,)
+
+
+def _size_args(size):
+    shape = as_shape(size)
+    check_sizes(shape)
+    return shape
+
+
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None):
+    check_pin_memory(pin_memory)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
+    d, dev = _resolve(dtype, device)
+    return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
+
+
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
+    d, dev = _resolve(dtype, device)
+    return _finish(full_op(shape, 0, dtype=d, device=dev), requires_grad, out)
+
+
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
+    shape = _size_args(_sizes_or_keyword(sizes, size))
+    d, dev = _resolve(dtype, device)
+    return _finish(full_op(shape, 1, dtype=d, device=dev), requires_grad, out)
+
+
+def _fill_dtype(fill_value):
+    if isinstance(fill_value, Tensor):
+        return fill_value.dtype
+    return dtypes.scalar_dtype(fill_value)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
+    shape = _size_args((size,) if not isinstance(size, (tuple, list)) else size)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    d, dev = _resolve(dtype, device, default=_fill_dtype(fill_value) if dtype is None else None)
+    return _finish(full_op(shape, fill_value, dtype=d, device=dev), requires_grad, out)
+
+
+def _like(input, dtype, device):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(input).__name__}")
+    return (input.dtype if dtype is None else dtypes.to_dtype(dtype),
+            input._device if device is None else to_device(device))
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
+    d, dev = _like(input, dtype, device)
+    return _finish(empty_op(input._shape, dtype=d, device=dev), requires_grad)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
+    d, dev = _like(input, dtype, device)
+    return _finish(full_op(input._shape, 0, dtype=d, device=dev), requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
+    d, dev = _like(input, dtype, device)
+    return _finish(full_op(input._shape, 1, dtype=d, device=dev), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+               memory_format=None):
+    check_pin_memory(pin_memory)
+    d, dev = _like(input, dtype, device)
+    return _finish(full_op(input._shape, fill_value, dtype=d, device=dev), requires_grad)
+
+
+def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A 0-d tensor holding a Python scalar."""
+    check_pin_memory(pin_memory)
+    # Like PyTorch, the default dtype whatever the scalar's type (ember.tensor infers it instead).
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
+    dev = to_device(device)
+    check_scalar_fits(value, d)
+    t = new_empty_tensor((), d, CPU if dev.type != "meta" else dev)
+    if dev is not META:
+        _C.fill_(t, value)
+        if dev.type != "cpu":
+            t = t.to(dev)  # a plugin device: filled on the host, then copied
+    return _finish(t, requires_grad)
+
+
+# -- tensor / as_tensor -------------------------------------------------------------------------
+
+def _infer_nested(data, shape_out: list, depth: int = 0):
+    """Walks nested sequences: fills the shape and returns the result dtype (PyTorch's inference)."""
+    if isinstance(data, Tensor):
+        # A tensor inside a list is one number, as PyTorch converts it (item()), whatever its shape.
+        if numel(data._shape) != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
+        return data.dtype
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
+    if isinstance(data, (list, tuple)):
+        n = len(data)
+        if depth == len(shape_out):
+            shape_out.append(n)
+        elif shape_out[depth] != n:
+            raise ValueError(f"expected sequence of length {shape_out[depth]} at dim {depth} (got {n})")
+        result = None
+        for item in data:
+            d = _infer_nested(item, shape_out, depth + 1)
+            result = d if result is None else dtypes.promote_types(result, d)
+        return result if result is not None else dtypes.get_default_dtype()
+    if _is_numpy_scalar(data):
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
+        return dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, _NUMBER):
+        if depth != len(shape_out):
+            raise ValueError(f"expected sequence at dim {depth}, got a number")
+        return dtypes.scalar_dtype(data)
+    if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
+        return dtypes.from_numpy_dtype(data.dtype)
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _is_numpy_scalar(x) -> builtins.bool:
+    # NumPy scalars keep their dtype (np.float64 is also a Python float, which would infer the default dtype).
+    return type(x).__module__ == "numpy" and hasattr(x, "dtype") and getattr(x, "shape", None) == ()
+
+
+def _buffer_items(data) -> list:
+    """A bytearray or memoryview as the sequence of numbers PyTorch reads from it."""
+    return list(data) if isinstance(data, bytearray) else data.tolist()
+
+
+def _flatten(data, out: list):
+    if isinstance(data, (bytearray, memoryview)):
+        data = _buffer_items(data)
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            _flatten(item, out)
+    elif isinstance(data, Tensor):
+        out.extend(data.reshape(-1).tolist())
+    elif hasattr(data, "item"):
+        out.append(data.item())
+    else:
+        out.append(data)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """Copies ``data`` (nested sequences of numbers, a NumPy array, a tensor) into a new tensor."""
+    from ...interop import from_numpy_copy, is_numpy_array
+
+    check_pin_memory(pin_memory)
+    dev = to_device(device)
+    if isinstance(data, Tensor):
+        result = data.detach().clone()
+        if dtype is not None or device is not None:
+            result = result.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None, device=dev)
+        return _finish(result, requires_grad)
+    if is_numpy_array(data):
+        result = from_numpy_copy(data)
+        if dtype is not None and result.dtype is not dtypes.to_dtype(dtype):
+            result = result.to(dtypes.to_dtype(dtype))
+        if dev is not CPU:
+            result = result.to(dev)
+        return _finish(result, requires_grad)
+    if _is_numpy_scalar(data) and dtype is None:
+        dtype = dtypes.from_numpy_dtype(data.dtype)
+        data = data.item()
+    if isinstance(data, _NUMBER):
+        d = dtypes.scalar_dtype(data) if dtype is None else dtypes.to_dtype(dtype)
+        if not (d.is_floating_point or d.is_complex):
+            check_scalar_fits(data, d, d.name)
+        return _finish(scalar_tensor(data, d, dev), requires_grad)
+    shape: list = []
+    inferred = _infer_nested(data, shape)
+    d = inferred if dtype is None else dtypes.to_dtype(dtype)
+    flat: list = []
+    _flatten(data, flat)
+    result = _from_flat_list(flat, tuple(shape), d)
+    if dev is not CPU:
+        result = result.to(dev)
+    return _finish(result, requires_grad)
+
+
+def _check_integer_range(flat: list, dtype) -> None:
+    """ember.tensor's check of numbers bound for an integer dtype (PyTorch's RuntimeError)."""
+    reals = [v.real if isinstance(v, complex) else v for v in flat if not isinstance(v, builtins.bool)]
+    if any(v != v for v in reals):
+        check_scalar_fits(float("nan"), dtype, dtype.name)
+    if reals:
+        check_scalar_fits(builtins.min(reals), dtype, dtype.name)
+        check_scalar_fits(builtins.max(reals), dtype, dtype.name)
+
+
+def _from_flat_list(flat: list, shape: tuple, dtype) -> Tensor:
+    """Packs Python numbers through the array module (C speed) and converts natively."""
+    import array
+
+    out = new_empty_tensor(shape, dtype, CPU)
+    if not flat:
+        return out
+    if not (dtype.is_floating_point or dtype.is_complex or dtype is dtypes.bool):
+        _check_integer_range(flat, dtype)
+    if all(isinstance(v, (builtins.bool, int)) for v in flat) and not dtype.is_floating_point:
+        try:
+            packed = array.array("q", [int(v) for v in flat])
+            src_dtype = dtypes.int64
+        except OverflowError:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow") from None
+    elif dtype.is_complex or any(isinstance(v, complex) for v in flat):
+        # Interleaved (real, imag) pairs: the memory layout of complex128.
+        packed = array.array("d", [p for v in flat for p in (complex(v).real, complex(v).imag)])
+        src_dtype = dtypes.complex128
+    else:
+        packed = array.array("d", [float(v) for v in flat])
+        src_dtype = dtypes.float64
+    mv = memoryview(packed)
+    storage = _C.Storage.borrow(mv.obj.buffer_info()[0], len(packed) * packed.itemsize, packed)
+
+    src = make_tensor(storage, shape, contiguous_strides(shape), 0, src_dtype, CPU)
+    _C.copy_(out, src)
+    return out
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but shares memory with a tensor or NumPy array when dtype/device allow."""
+    from ...interop import from_numpy, is_numpy_array
+
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None,
+                       device=to_device(device) if device is not None else None)
+    if is_numpy_array(data):
+        try:
+            t = from_numpy(data)
+        except TypeError:
+            return tensor(data, dtype=dtype, device=device)
+        return t.to(dtype=dtypes.to_dtype(dtype) if dtype is not None else None,
+                    device=to_device(device) if device is not None else None)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+# -- ranges -------------------------------------------------------------------------------------
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
+    """Values from start (inclusive) to end (exclusive) by step."""
+    check_pin_memory(pin_memory)
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if any(isinstance(v, float) and (math.isnan(v) or math.isinf(v)) for v in vals):
+        raise RuntimeError("unsupported range: arange bounds must be finite")
+    if (end - start) / step < 0 and end != start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        d = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else dtypes.int64
+    else:
+        d = dtypes.to_dtype(dtype)
+    n = max(0, math.ceil((end - start) / step))
+    return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
+
+
+range_op = define("arange_affine(int n, Scalar start, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
+                  ("factory",))
+
+
+@range_op.kernel("cpu")
+def _affine_cpu(n, start, step, *, dtype, device):
+    # Computed in float64/int64 and converted once, so float32 ranges match PyTorch's.
+    if not dtype.is_floating_point:
+        # PyTorch casts start and step to the integer type first (truncating), then steps.
+        start, step = int(start), int(step)
+    exact = dtypes.int64 if (isinstance(start, int) and isinstance(step, int)) else dtypes.float64
+    base = new_empty_tensor((n,), exact, device)
+    if n:
+        _C.iota(base, start, step)
+    out = new_empty_tensor((n,), dtype, device)
+    _C.copy_(out, base)
+    return out
+
+
+@range_op.kernel("meta")
+def _affine_meta(n, start, step, *, dtype, device):
+    return new_empty_tensor((n,), dtype, device)
+
+
+range_op.meta = _affine_meta
+
+
+def _affine_range(n, start, step, dtype, device):
+    return range_op(int(n), start, step, dtype=dtype, device=device)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
+    steps = operator.index(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start = start.item() if isinstance(start, Tensor) else start
+    end = end.item() if isinstance(end, Tensor) else end
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
+    dev = to_device(device)
+    if steps == 1:
+        return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    # PyTorch fills the second half from the end so the last value is exactly `end`.
+    result = new_empty_tensor((steps,), dtypes.float64, dev)
+    if dev is not META and steps:
+        _C.linspace(result, float(start), float(end), float(step))
+    return _finish(result.to(d), requires_grad, out, overlap=True)
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    check_pin_memory(pin_memory)
+    d = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
+    exponents = linspace(start, end, steps, dtype=dtypes.float64, device=device)
+    from ..pointwise.elementwise import pow_op
+
+    return _finish(pow_op(float(base), exponents).to(d), requires_grad, out, overlap=True)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    check_pin_memory(pin_memory)
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
+    d, dev = _resolve(dtype, device)
+    result = full_op((n, m), 0, dtype=d, device=dev)
+    if dev is not META and min(n, m):
+        result.diagonal().fill_(1)
+    return _finish(result, requires_grad, out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+arange                      function
+as_tensor                   function alias=asarray
+empty                       function
+empty_like                  function
+eye                         function
+full                        function
+full_like                   function
+linspace                    function
+logspace                    function
+ones                        function
+ones_like                   function
+scalar_tensor               function
+tensor                      function
+zeros                       function
+zeros_like                  function
+""")

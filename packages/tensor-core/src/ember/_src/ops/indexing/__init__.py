@@ -1,0 +1,1 @@
+"""Indexing: subscripts, gather/scatter, sorting and searching, index builders, combinatorics."""

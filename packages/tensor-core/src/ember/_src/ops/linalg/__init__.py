@@ -1,0 +1,1 @@
+"""Linear algebra: matrix products and contractions, LAPACK factorizations, LU and triangular solves."""

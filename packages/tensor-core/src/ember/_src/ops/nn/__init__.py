@@ -1,0 +1,2 @@
+"""Neural-network kernels: attention, convolution, losses, embedding/dropout, normalization,
+pooling, resampling, recurrent cells."""

@@ -1,0 +1,318 @@
+"""Loss functions: cross_entropy, nll_loss, the binary cross entropies, regression losses, kl_div.
+
+cross_entropy on class indices is one native pass (``_C.class_nll``: log-softmax and the
+weighted pick per row, no log-probabilities materialized); nll_loss uses the same kernel on
+log-probabilities. The elementwise losses are short compositions of native pointwise ops.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ... import dtypes
+from ..._native import _C
+from ...autocast import composite as _autocast_composite
+from ...device import META
+from ...dispatch import define
+from ...optable import declare
+from ...tensor import Tensor, new_empty_tensor
+from .._common import compute_dtype, convert, type_name
+from ..pointwise import elementwise
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
+                  f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction: str, allowed=_REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+# --------------------------------------------------------------------------- class-index losses
+
+def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
+    rows = input._shape[0]
+    dev = input._device
+    cd = compute_dtype(input.dtype)
+    nll = new_empty_tensor((rows,), cd, dev)
+    sm = new_empty_tensor((rows,), cd, dev) if smooth else None
+    wt = new_empty_tensor((rows,), cd, dev)
+    if dev is not META:
+        x = convert(input, cd).contiguous()
+        w = None if weight is None else convert(weight, cd).contiguous()
+        _C.class_nll(nll, sm, wt, x, target.contiguous(), w, int(ignore_index), bool(log_probs))
+    return nll, (sm if smooth else new_empty_tensor((0,), cd, dev)), wt
+
+
+class_nll_op = define(
+    "_class_nll(Tensor input, Tensor target, Tensor? weight, int ignore_index, bool log_probs, bool smooth) "
+    "-> (Tensor, Tensor, Tensor)", ())
+class_nll_op.kernel("cpu")(_class_nll_kernel)
+class_nll_op.kernels["meta"] = class_nll_op.meta = _class_nll_kernel
+
+
+def _rows_of(input: Tensor, target: Tensor, name: str):
+    """(N, C, d1, ...) scores and (N, d1, ...) targets as (R, C) rows and (R,) targets, plus the
+    shape of the unreduced loss."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if target.dtype is dtypes.uint8:  # PyTorch takes Byte class indices as well as Long
+        target = convert(target, dtypes.int64)
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        return input.unsqueeze(0), target.reshape(1), ()
+    n, c = input._shape[0], input._shape[1]
+    if target.ndim != input.ndim - 1 or (target.ndim >= 1 and target._shape[0] != n):
+        if target.ndim >= 1 and target._shape[0] != n:
+            raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({target._shape[0]}).")
+        raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
+    if tuple(target._shape[1:]) != tuple(input._shape[2:]):
+        raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
+    rows = input if input.ndim == 2 else input.movedim(1, -1).reshape(-1, c)
+    return rows, target.reshape(-1), tuple(target._shape)
+
+
+def _check_weight(weight, c: int, input=None) -> None:
+    if weight is not None and input is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(weight.dtype)}")
+    if weight is not None and (weight.ndim != 1 or weight.numel() != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight._shape)}")
+
+
+def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
+    rows, flat_target, loss_shape = _rows_of(input, target, "cross_entropy")
+    c = rows._shape[1]
+    _check_weight(weight, c, input)
+    smooth = label_smoothing > 0
+    nll, sm, wt = class_nll_op(rows, flat_target, weight, ignore_index, log_probs, smooth)
+    if reduction == "none":
+        loss = nll if not smooth else nll * (1 - label_smoothing) + sm * (label_smoothing / c)
+        result = loss.reshape(loss_shape)
+    else:
+        total = nll.sum()
+        if smooth:
+            total = total * (1 - label_smoothing) + sm.sum() * (label_smoothing / c)
+        result = total / wt.sum() if reduction == "mean" else total
+    return convert(result, input.dtype)
+
+
+def _prob_target_loss(input, target, weight, reduction, label_smoothing):
+    from ..reduction.composite import log_softmax
+
+    if tuple(target._shape) != tuple(input._shape):
+        raise RuntimeError(f"Expected target size {list(input._shape)}, got {list(target._shape)}")
+    class_dim = 0 if input.ndim == 1 else 1
+    c = input._shape[class_dim]
+    _check_weight(weight, c, input)
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    logp = log_softmax(input, class_dim)
+    prod = logp * target
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[class_dim] = c
+        prod = prod * weight.view(shape)
+    loss = -prod.sum(class_dim)
+    if reduction == "mean":
+        return loss.sum() / (input.numel() // c) if input.numel() else loss.sum() / 0.0
+    return _reduce(loss, reduction)
+
+
+@_autocast_composite("fp32")
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over dim 1 followed by nll_loss; targets are class indices or probabilities."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
+    if target.is_floating_point():
+        if ignore_index != -100:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _prob_target_loss(input, target, weight, reduction, label_smoothing)
+    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
+
+
+@_autocast_composite("fp32")
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return _class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True)
+
+
+# ------------------------------------------------------------------------------ pointwise losses
+
+def _same_size(input: Tensor, target: Tensor, name: str) -> None:
+    if tuple(input._shape) != tuple(target._shape):
+        warnings.warn(f"Using a target size (torch.Size({list(target._shape)})) that is different to the input "
+                      f"size (torch.Size({list(input._shape)})). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+
+
+def _weighted(loss: Tensor, weight) -> Tensor:
+    return loss if weight is None else loss * weight
+
+
+@_autocast_composite("fp32")
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _same_size(input, target, "mse_loss")
+    return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
+
+
+@_autocast_composite("fp32")
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _same_size(input, target, "l1_loss")
+    return _reduce(_weighted((input - target).abs(), weight), reduction)
+
+
+@_autocast_composite("fp32")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _same_size(input, target, "smooth_l1_loss")
+    diff = (input - target).abs()
+    if beta == 0:
+        return _reduce(diff, reduction)
+    loss = elementwise.where(diff < beta, elementwise.square(diff) * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+@_autocast_composite("fp32")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _same_size(input, target, "huber_loss")
+    diff = (input - target).abs()
+    loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+@_autocast_composite("fp32")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log target - input); input holds log-probabilities."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, _REDUCTIONS + ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if log_target:
+        loss = elementwise.exp(target) * (target - input)
+    else:
+        loss = elementwise.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input._shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)
+
+
+@_autocast_composite("fp32")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 as in PyTorch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target._shape) != tuple(input._shape):
+        raise ValueError(f"Using a target size (torch.Size({list(target._shape)})) that is different to the input "
+                         f"size (torch.Size({list(input._shape)})) is deprecated. Please ensure they have the same "
+                         f"size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
+    if input.numel() and bool(((input < 0) | (input > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_x = elementwise.clamp_min(input.log(), -100)
+    log_1mx = elementwise.clamp_min((1 - input).log(), -100)
+    loss = (target - 1) * log_1mx - target * log_x
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+@_autocast_composite("fp32")
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Sigmoid + binary cross entropy in the overflow-free form (1 - t) x + lw (log1p(e^-|x|) + max(-x, 0))."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target._shape) != tuple(input._shape):
+        raise ValueError(f"Target size (torch.Size({list(target._shape)})) must be the same as input size "
+                         f"(torch.Size({list(input._shape)}))")
+    # softplus(-x) = log(1 + e^-x) without overflow, written so that autograd's derivative is
+    # -sigmoid(-x) everywhere, x = 0 included (max(-x, 0) + log1p(e^-|x|) gives 0 or -1 there,
+    # a silently wrong gradient at every zero logit). Each branch sees only its own half-line, so
+    # the branch where() discards never overflows into a NaN gradient.
+    z = elementwise.neg(input)
+    z_pos, z_neg = elementwise.clamp_min(z, 0), elementwise.clamp_max(z, 0)
+    softplus = elementwise.where(
+        z > 0,
+        z_pos + elementwise.log1p(elementwise.exp(elementwise.neg(z_pos))),
+        elementwise.log1p(elementwise.exp(z_neg)),
+    )
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * softplus
+    else:
+        loss = (1 - target) * input + softplus
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """``torch.binary_cross_entropy_with_logits``: aten order, reduction as the enum int (0 by default there)."""
+    return binary_cross_entropy_with_logits(input, target, weight, reduction=_REDUCTION_ENUM.get(reduction, reduction),
+                                            pos_weight=pos_weight)
+
+
+def _torch_kl_div(input, target, reduction=0, log_target=False):
+    reduction = _REDUCTION_ENUM.get(reduction, reduction)
+    if reduction == "mean":  # the aten op does not warn
+        return kl_div(input, target, reduction="none", log_target=log_target).mean()
+    return kl_div(input, target, reduction=reduction, log_target=log_target)
+
+
+for _fn in (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
+            mse_loss, nll_loss, smooth_l1_loss):
+    _fn.__module__ = "ember.nn.functional"
+# The torch-level forms (bound as ember.<name> by the table below) carry their public names.
+for _name, _fn in (("binary_cross_entropy_with_logits", _torch_bce_with_logits), ("kl_div", _torch_kl_div)):
+    _fn.__name__ = _fn.__qualname__ = _name
+    _fn.__module__ = "ember"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+binary_cross_entropy_with_logits function fn=_torch_bce_with_logits
+kl_div                      function fn=_torch_kl_div
+""")

@@ -1,0 +1,2 @@
+"""Elementwise ops: arithmetic, math and activations, fused updates, complex numbers,
+special and number-theory functions, closeness comparisons."""

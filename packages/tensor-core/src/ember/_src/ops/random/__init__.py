@@ -1,0 +1,1 @@
+"""Random sampling: in-place samplers, multinomial, counting distributions."""

@@ -1,0 +1,92 @@
+"""Counting distributions: ``poisson`` and ``binomial`` draws with per-element parameters.
+
+Each is an op over one native sampler (``_C.random_poisson_``/``_C.random_binomial_``) driven by
+the generator's counter stream (``ops/random.py``), so results depend on the seed alone. Their
+gradient is zero, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from ... import dtypes
+from ..._native import _C
+from ...device import META
+from ...dispatch import define
+from ...optable import declare
+from ...shapes import broadcast_shapes, numel
+from ...tensor import Tensor
+from .._common import HALF_TYPES, convert, empty, type_name
+from .samplers import _generator_for, _resolve
+
+
+def _poisson_meta(self, generator=None):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not {type(self).__name__}")
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{type_name(self.dtype)}'")
+    return empty(self._shape, self.dtype, META)
+
+
+poisson_op = define("poisson(Tensor self, Generator? generator=None) -> Tensor", (), _poisson_meta)
+poisson_op.kernels["meta"] = _poisson_meta
+
+
+@poisson_op.kernel("cpu")
+def _poisson_cpu(self, generator=None):
+    _poisson_meta(self)
+    gen = _generator_for(self, generator)
+    rates = convert(self, dtypes.float64)
+    n = numel(self._shape)
+    if n and bool((rates < 0).any()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    values = empty(self._shape, dtypes.float64, self._device)
+    if n:
+        seed, offset = gen._take(n)
+        _C.random_poisson_(values, rates, seed, offset)
+    return convert(values, self.dtype)
+
+
+def poisson(input: Tensor, generator=None) -> Tensor:
+    """Poisson draws with rate ``input`` (elementwise)."""
+    return poisson_op(input, generator)
+
+
+def _binomial_meta(count, prob, generator=None):
+    for name, t in (("count", count), ("prob", prob)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"binomial(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if not count.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {type_name(count.dtype)}")
+    if count.dtype in HALF_TYPES:
+        raise NotImplementedError(f"\"binomial_cpu\" not implemented for '{type_name(count.dtype)}'")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(f"Found dtype {type_name(prob.dtype)} but expected {type_name(count.dtype)}")
+    shape = broadcast_shapes(count._shape, prob._shape)
+    return empty(shape, count.dtype, META)
+
+
+binomial_op = define("binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor", (), _binomial_meta)
+binomial_op.kernels["meta"] = _binomial_meta
+
+
+@binomial_op.kernel("cpu")
+def _binomial_cpu(count, prob, generator=None):
+    result = _binomial_meta(count, prob)
+    gen = _resolve(generator)
+    values = empty(result._shape, dtypes.float64, count._device)
+    n = numel(result._shape)
+    if n:
+        seed, offset = gen._take(n)
+        _C.random_binomial_(values, convert(count, dtypes.float64), convert(prob, dtypes.float64), seed, offset)
+    return convert(values, count.dtype)
+
+
+def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
+    """Binomial draws: successes in ``count`` trials of probability ``prob`` (elementwise, broadcast)."""
+    return binomial_op(count, prob, generator)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+binomial                    function
+poisson                     function
+""")

@@ -1,0 +1,1 @@
+"""Reductions and scans, and what is composed from them: statistics, numerical integration."""

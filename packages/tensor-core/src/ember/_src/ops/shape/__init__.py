@@ -1,0 +1,1 @@
+"""Shape ops: views and their copies/scatters, splits, joining and reordering."""

@@ -1,0 +1,873 @@
+"""View ops (sharing storage) and the copies that back them: contiguous, clone, to, copy_.
+
+Every view op is declared with the ``view`` tag; its result shares the input's storage and
+therefore its version counter. Meta and CPU kernels are the same function: a view only
+computes metadata.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ... import dtypes
+from ..._native import _C
+from ...device import META, copy_across, get_backend, to_device
+from ...dispatch import _SYNC_HOOK, define
+from ...optable import declare
+from ...shapes import (
+    as_shape,
+    broadcast_shapes,
+    infer_size,
+    is_contiguous,
+    numel,
+    size_varargs,
+    view_strides,
+    wrap_dim,
+    wrap_dims,
+)
+from ...tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
+from .._common import check_internal_overlap as _check_internal_overlap
+from .._common import check_scalar_fits, type_name
+from .._common import check_write as _check_write
+from ..creation.factories import empty, full, ones, tensor, zeros
+
+
+def _view_op(schema: str):
+    op = define(schema, ("view",))
+
+    def register(fn):
+        op.kernels["cpu"] = fn
+        op.kernels["meta"] = fn
+        op.meta = fn
+        return op
+
+    return register
+
+
+@_view_op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
+def view_op(self: Tensor, shape: tuple) -> Tensor:
+    shape = infer_size(shape, numel(self._shape))
+    strides = view_strides(self._shape, self._stride, shape)
+    if strides is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            "across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return make_view(self, shape, strides, self._offset)
+
+
+@_view_op("view_dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")
+def view_dtype_op(self: Tensor, dtype) -> Tensor:
+    if dtype.itemsize == self.dtype.itemsize:
+        out = make_view(self, self._shape, self._stride, self._offset)
+        out.dtype = dtype
+        return out
+    if self.ndim == 0 or self._stride[-1] != 1:
+        raise RuntimeError("self.stride(-1) must be 1 to view a tensor as a dtype with a different size")
+    ratio_num, ratio_den = self.dtype.itemsize, dtype.itemsize
+    last = self._shape[-1] * ratio_num
+    if last % ratio_den or (self._offset * ratio_num) % ratio_den:
+        raise RuntimeError("self.size(-1) must be divisible by the dtype size ratio to view it as a larger dtype")
+    shape = self._shape[:-1] + (last // ratio_den,)
+    stride = tuple(s * ratio_num // ratio_den for s in self._stride[:-1]) + (1,)
+    out = make_view(self, shape, stride, self._offset * ratio_num // ratio_den)
+    out.dtype = dtype
+    return out
+
+
+def view(self: Tensor, *shape, **keyword) -> Tensor:
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype) and not keyword:
+        return view_dtype_op(self, shape[0])
+    if keyword.keys() == {"dtype"} and not shape:
+        return view_dtype_op(self, keyword["dtype"])
+    if not shape and not keyword:
+        raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (torch.dtype dtype)\n * (tuple of ints size)\n")
+    return view_op(self, size_varargs("view", "size", shape, keyword))
+
+
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    return view_op(self, other._shape)
+
+
+def reshape(self: Tensor, *shape, **keyword) -> Tensor:
+    shape = infer_size(size_varargs("reshape", "shape", shape, keyword), numel(self._shape))
+    if view_strides(self._shape, self._stride, shape) is not None:
+        return view_op(self, shape)
+    return view_op(contiguous(self), shape)
+
+
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    return reshape(self, other._shape)
+
+
+def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if self.ndim == 0:
+        wrap_dim(start_dim, 1), wrap_dim(end_dim, 1)  # a 0-d tensor still takes only dims 0 and -1
+        return reshape(self, (1,))
+    s = wrap_dim(start_dim, self.ndim)
+    e = wrap_dim(end_dim, self.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self if self.ndim else reshape(self, (1,))
+    shape = self._shape[:s] + (numel(self._shape[s:e + 1]),) + self._shape[e + 1:]
+    return reshape(self, shape)
+
+
+def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
+    d = wrap_dim(dim, self.ndim)
+    sizes = tuple(operator.index(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    sizes = infer_size(sizes, self._shape[d])
+    return view_op(self, self._shape[:d] + sizes + self._shape[d + 1:])
+
+
+@_view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
+def permute_op(self: Tensor, dims: tuple) -> Tensor:
+    if len(dims) != self.ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    dims = wrap_dims(dims, self.ndim)
+    return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
+
+
+def permute(self: Tensor, *dims, **keyword) -> Tensor:
+    return permute_op(self, size_varargs("permute", "dims", dims, keyword))
+
+
+@_view_op("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
+def transpose_op(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    if self.ndim == 0:
+        wrap_dim(dim0, 0)
+        wrap_dim(dim1, 0)
+        return make_view(self, (), (), self._offset)
+    d0, d1 = wrap_dim(dim0, self.ndim), wrap_dim(dim1, self.ndim)
+    dims = list(range(self.ndim))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
+
+
+def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return transpose_op(self, dim0, dim1)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(self: Tensor) -> Tensor:
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    if self.ndim < 2:
+        return make_view(self, self._shape, self._stride, self._offset)
+    return transpose(self, 0, 1)
+
+
+def _matrix_transpose(self: Tensor) -> Tensor:
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def _full_transpose(self: Tensor) -> Tensor:
+    return permute_op(self, tuple(reversed(range(self.ndim))))
+
+
+def adjoint(self: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (a copy for complex tensors: ember has no lazy conj)."""
+    result = _matrix_transpose(self)
+    if self.dtype.is_complex:
+        from ..pointwise.complex import conj_physical_op
+
+        result = conj_physical_op(result)
+    return result
+
+
+def _conj_full_transpose(self: Tensor) -> Tensor:
+    result = _full_transpose(self)
+    if self.dtype.is_complex:
+        from ..pointwise.complex import conj_physical_op
+
+        result = conj_physical_op(result)
+    return result
+
+
+@_view_op("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)")
+def expand_op(self: Tensor, size: tuple) -> Tensor:
+    if len(size) < self.ndim:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(self._shape)}}}, size=[{', '.join(map(str, size))}]): the number of "
+            f"sizes provided ({len(size)}) must be greater or equal to the number of dimensions in the tensor "
+            f"({self.ndim})"
+        )
+    lead = len(size) - self.ndim
+    shape, stride = [], []
+    for i, target in enumerate(size):
+        if i < lead:
+            if target < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({target}) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            shape.append(target)
+            stride.append(0)
+            continue
+        cur, st = self._shape[i - lead], self._stride[i - lead]
+        if target == -1:
+            target = cur
+        if cur == target:
+            shape.append(cur)
+            stride.append(st)
+        elif cur == 1:
+            if target < 0:
+                raise RuntimeError(f"invalid expanded size {target}")
+            shape.append(target)
+            stride.append(0)
+        else:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target}) must match the existing size ({cur}) at non-singleton "
+                f"dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: {list(self._shape)}"
+            )
+    if 0 in stride and _numel(shape) > _INT64_MAX:  # only broadcast dims can grow numel past int64
+        raise RuntimeError("numel: integer multiplication overflow")
+    return make_view(self, tuple(shape), tuple(stride), self._offset)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def expand(self: Tensor, *size, **keyword) -> Tensor:
+    return expand_op(self, size_varargs("expand", "size", size, keyword))
+
+
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    return expand_op(self, other._shape)
+
+
+def broadcast_to(input: Tensor, size) -> Tensor:
+    return expand_op(input, as_shape((size,)))
+
+
+def broadcast_tensors(*tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    shape = broadcast_shapes(*[t._shape for t in tensors])
+    return tuple(expand_op(t, shape) for t in tensors)
+
+
+@_view_op("squeeze(Tensor(a) self, int[]? dim=None) -> Tensor(a)")
+def squeeze_op(self: Tensor, dims=None) -> Tensor:
+    if dims is None:
+        keep = [i for i, s in enumerate(self._shape) if s != 1]
+    else:
+        dims = set(wrap_dims(dims, self.ndim)) if self.ndim else set()
+        keep = [i for i, s in enumerate(self._shape) if not (i in dims and s == 1)]
+    return make_view(self, tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
+
+
+def squeeze(self: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        return squeeze_op(self, None)
+    if self.ndim == 0:
+        wrap_dims(dim, 0)
+        return squeeze_op(self, None)
+    return squeeze_op(self, (dim,) if isinstance(dim, int) else tuple(dim))
+
+
+@_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
+def unsqueeze_op(self: Tensor, dim: int) -> Tensor:
+    d = wrap_dim(dim, self.ndim + 1)
+    inner = self._stride[d] * self._shape[d] if d < self.ndim else 1
+    return make_view(self, self._shape[:d] + (1,) + self._shape[d:], self._stride[:d] + (inner,) + self._stride[d:],
+                     self._offset)
+
+
+def unsqueeze(self: Tensor, dim: int) -> Tensor:
+    return unsqueeze_op(self, dim)
+
+
+@_view_op("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")
+def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if self.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if not isinstance(length, Tensor) and length < 0:  # checked before dim, as PyTorch does
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = wrap_dim(dim, self.ndim)
+    size = self._shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    shape = self._shape[:d] + (length,) + self._shape[d + 1:]
+    return make_view(self, shape, self._stride, self._offset + start * self._stride[d])
+
+
+def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return narrow_op(self, dim, start, length)
+
+
+@_view_op("select(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
+def select_op(self: Tensor, dim: int, index: int) -> Tensor:
+    if self.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, self.ndim)
+    size = self._shape[d]
+    index = operator.index(index)
+    if index < -size or index >= size:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+    if index < 0:
+        index += size
+    return make_view(self, self._shape[:d] + self._shape[d + 1:], self._stride[:d] + self._stride[d + 1:],
+                     self._offset + index * self._stride[d])
+
+
+def select(self: Tensor, dim: int, index: int) -> Tensor:
+    return select_op(self, dim, index)
+
+
+@_view_op("slice(Tensor(a) self, int dim, SymInt start, SymInt end, SymInt step) -> Tensor(a)")
+def slice_op(self: Tensor, dim: int, start: int, end: int, step: int) -> Tensor:
+    """Basic slicing on one dim; start/end already clamped to [0, size]."""
+    d = wrap_dim(dim, self.ndim)
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    length = max(0, (end - start + step - 1) // step)
+    shape = self._shape[:d] + (length,) + self._shape[d + 1:]
+    stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:]
+    return make_view(self, shape, stride, self._offset + start * self._stride[d] if length else self._offset)
+
+
+def unbind(self: Tensor, dim: int = 0):
+    d = wrap_dim(dim, self.ndim)
+    return tuple(select_op(self, d, i) for i in range(self._shape[d]))
+
+
+def split(self: Tensor, split_size_or_sections, dim: int = 0):
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, self.ndim)
+    size = self._shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step < 0 or (step == 0 and size != 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        if size == 0:
+            return (narrow_op(self, d, 0, 0),)
+        return tuple(narrow_op(self, d, i, min(step, size - i)) for i in range(0, size, step))
+    sections = [operator.index(s) for s in split_size_or_sections]
+    if sum(sections) != size or any(s < 0 for s in sections):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), "
+            f"but got split_sizes={sections}"
+        )
+    out, pos = [], 0
+    for s in sections:
+        out.append(narrow_op(self, d, pos, s))
+        pos += s
+    return tuple(out)
+
+
+def chunk(self: Tensor, chunks: int, dim: int = 0):
+    if self.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, self.ndim)
+    size = self._shape[d]
+    if size == 0:  # PyTorch returns `chunks` empty pieces
+        return tuple(narrow_op(self, d, 0, 0) for _ in range(chunks))
+    step = max(1, -(-size // chunks))
+    return split(self, step, d)
+
+
+def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
+    d = wrap_dim(dim, self.ndim)
+    size = self._shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        base, extra = divmod(size, n)
+        out, pos = [], 0
+        for i in range(n):
+            length = base + (1 if i < extra else 0)
+            out.append(narrow_op(self, d, pos, length))
+            pos += length
+        return tuple(out)
+    bounds = [0] + [min(max(i if i >= 0 else i + size, 0), size) for i in indices_or_sections] + [size]
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out.append(narrow_op(self, d, min(a, size), max(0, b - a)))
+    return tuple(out)
+
+
+def movedim(self: Tensor, source, destination) -> Tensor:
+    src = wrap_dims(source, max(self.ndim, 1))  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+    dst = wrap_dims(destination, max(self.ndim, 1))
+    if self.ndim == 0 and len(src) == len(dst):
+        return permute_op(self, ())
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "
+            f"number of dims as destination ({list(dst)} dims)"
+        )
+    order = [None] * self.ndim
+    for s, t_ in zip(src, dst):
+        order[t_] = s
+    rest = iter(i for i in range(self.ndim) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute_op(self, tuple(order))
+
+
+moveaxis = movedim
+
+
+@_view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
+def diagonal_op(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    d1, d2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if offset >= 0:
+        length = max(0, min(self._shape[d1], self._shape[d2] - offset))
+        start = offset * self._stride[d2]
+    else:
+        length = max(0, min(self._shape[d1] + offset, self._shape[d2]))
+        start = -offset * self._stride[d1]
+    keep = [i for i in range(self.ndim) if i not in (d1, d2)]
+    shape = tuple(self._shape[i] for i in keep) + (length,)
+    stride = tuple(self._stride[i] for i in keep) + (self._stride[d1] + self._stride[d2],)
+    return make_view(self, shape, stride, self._offset + (start if length else 0))
+
+
+def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return diagonal_op(self, offset, dim1, dim2)
+
+
+@_view_op("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
+def unfold_op(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    d = wrap_dim(dimension, self.ndim)
+    dim_size = self._shape[d] if self.ndim else 1
+    if size > dim_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return make_view(self, (size,), (1,), self._offset)
+    count = (dim_size - size) // step + 1
+    shape = self._shape[:d] + (count,) + self._shape[d + 1:] + (size,)
+    stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:] + (self._stride[d],)
+    return make_view(self, shape, stride, self._offset)
+
+
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    return unfold_op(self, dimension, size, step)
+
+
+@_view_op("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)")
+def as_strided_op(self: Tensor, size, stride, storage_offset=None) -> Tensor:
+    size = tuple(operator.index(s) for s in size)
+    stride = tuple(operator.index(s) for s in stride)
+    offset = self._offset if storage_offset is None else operator.index(storage_offset)
+    check_view_bounds(self._storage, size, stride, offset, self.dtype)
+    return make_view(self, size, stride, offset)
+
+
+def as_strided(self: Tensor, size, stride, storage_offset=None) -> Tensor:
+    return as_strided_op(self, size, stride, storage_offset)
+
+
+@_view_op("alias(Tensor(a) self) -> Tensor(a)")
+def alias_op(self: Tensor) -> Tensor:
+    return make_view(self, self._shape, self._stride, self._offset)
+
+
+def detach(self: Tensor) -> Tensor:
+    """A view sharing storage that is not part of any autograd graph."""
+    out = make_view(self, self._shape, self._stride, self._offset)
+    out._base = None  # as in PyTorch: not a differentiable view, so in-place writes never reach self's graph
+    # Subclasses survive detach, except parameters (``_is_param``), whose detached data is a
+    # plain tensor, as in PyTorch.
+    if type(self) is not Tensor and not getattr(self, "_is_param", False):
+        out = out.as_subclass(type(self))
+    return out
+
+
+def detach_(self: Tensor) -> Tensor:
+    self.grad_fn = None
+    self._requires_grad = False
+    return self
+
+
+# -- copies -------------------------------------------------------------------------------------
+
+clone_op = define("clone(Tensor self) -> Tensor", ())
+copy_inplace_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", ("inplace",))
+to_dtype_op = define("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", ())
+
+
+def _insertion_sorted_dims(ndim: int, should_swap) -> list:
+    """PyTorch's layout permutation, innermost dim first: starting from the logical order reversed,
+    an insertion sort that moves a dim inwards while ``should_swap(outer, inner) > 0`` and stops at
+    the first pair that compares < 0 (ties, 0, keep scanning). Stable where strides do not decide."""
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
+    """Strides of a dense tensor whose dims are laid out in the same order as ``stride``
+    (PyTorch's memory_format=torch.preserve_format); exactly ``stride`` when already dense."""
+    ndim = len(shape)
+
+    def should_swap(d0, d1):  # > 0: d0 (placed inner) has the larger stride; stride-0 dims keep their order
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = _insertion_sorted_dims(ndim, should_swap)
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    if all(out[d] == stride[d] for d in range(ndim) if shape[d] != 1):
+        return tuple(stride)  # non-overlapping and dense already
+    return tuple(out)
+
+
+def _empty_preserving(self: Tensor) -> Tensor:
+    strides = _preserved_strides(self._shape, self._stride)
+    flat = new_empty_tensor((numel(self._shape),), self.dtype, self._device)
+    out = make_view(flat, self._shape, strides, 0)
+    out._base = None  # a fresh tensor, not a view (PyTorch: clone()._base is None)
+    return out
+
+
+@clone_op.kernel("cpu")
+def _clone_cpu(self: Tensor) -> Tensor:
+    out = _empty_preserving(self)
+    _C.copy_(out, self)
+    return out
+
+
+@clone_op.kernel("meta")
+def _clone_meta(self: Tensor) -> Tensor:
+    return _empty_preserving(self)
+
+
+clone_op.meta = _clone_meta
+
+
+def clone(self: Tensor, *, memory_format=None) -> Tensor:
+    return clone_op(self)
+
+
+def contiguous(self: Tensor, memory_format=None) -> Tensor:
+    if is_contiguous(self._shape, self._stride):
+        return self
+    out = to_dtype_op(self, dtype=self.dtype)  # a fresh contiguous copy
+    return out
+
+
+def _copy_check(self: Tensor, src) -> None:
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    broadcast_shapes(self._shape, src._shape)
+    if broadcast_shapes(self._shape, src._shape) != self._shape:
+        raise RuntimeError(
+            f"output with shape {list(self._shape)} doesn't match the broadcast shape "
+            f"{list(broadcast_shapes(self._shape, src._shape))}"
+        )
+
+
+@copy_inplace_op.kernel("cpu")
+def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    if isinstance(src, Tensor) and src._storage is self._storage and src.dtype is self.dtype and \
+            src._offset == self._offset and src._stride == self._stride and src._shape == self._shape:
+        self._storage.version += 1  # the very same view: nothing to copy, no overlap check (PyTorch)
+        return self
+    if isinstance(src, Tensor):
+        _check_write(self, (src,))  # before the shape check, as PyTorch
+    _copy_check(self, src)
+    if src._device.type != "cpu":
+        if src._device is META:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+
+        copy_across(self, src, non_blocking)  # the source device's plugin copies to the host
+        self._storage.version += 1
+        return self
+    if src._storage is self._storage and _overlaps(self, src):
+        src = src.clone()  # an overlap PyTorch lets through (not dense): read everything before writing
+    _C.copy_(self, src)
+    self._storage.version += 1
+    return self
+
+
+@copy_inplace_op.kernel("meta")
+def _copy_meta(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    _copy_check(self, src)
+    return self
+
+
+copy_inplace_op.meta = _copy_meta
+
+
+def _overlaps(a: Tensor, b: Tensor) -> bool:
+    if a._offset == b._offset and a._stride == b._stride and a._shape == b._shape:
+        return False  # identical views: elementwise copy is safe
+    def extent(t):
+        lo = hi = t._offset
+        for s, st in zip(t._shape, t._stride):
+            if s == 0:
+                return (0, -1)
+            hi += (s - 1) * st
+        return lo, hi
+    a0, a1 = extent(a)
+    b0, b1 = extent(b)
+    return not (a1 < b0 or b1 < a0)
+
+
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    return copy_inplace_op(self, src)
+
+
+@to_dtype_op.kernel("cpu")
+def _to_copy_cpu(self: Tensor, *, dtype=None, device=None) -> Tensor:
+    dtype = self.dtype if dtype is None else dtype
+    device = self._device if device is None else device
+    out = new_empty_tensor(self._shape, dtype, device)
+    if device.type == "cpu":
+        _C.copy_(out, self)
+    elif device is not META:
+        copy_across(out, self)  # to a plugin device: its backend copies from the host
+    return out
+
+
+@to_dtype_op.kernel("meta")
+def _to_copy_meta(self: Tensor, *, dtype=None, device=None) -> Tensor:
+    dtype = self.dtype if dtype is None else dtype
+    device = self._device if device is None else device
+    if device.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return new_empty_tensor(self._shape, dtype, device)
+
+
+to_dtype_op.meta = _to_copy_meta
+
+
+def to(self: Tensor, *args, **kwargs) -> Tensor:
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with copy/non_blocking."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a._device
+        elif isinstance(a, dtypes.dtype):
+            dtype = a
+        elif isinstance(a, (str, type(self._device))) or (isinstance(a, int) and not isinstance(a, bool)):
+            device = a
+        elif isinstance(a, bool):
+            pass  # non_blocking positional
+        elif a is None:
+            pass
+        else:
+            dtype = dtypes.to_dtype(a)
+    dtype = self.dtype if dtype is None else dtypes.to_dtype(dtype)
+    device = self._device if device is None else to_device(device)
+    if device.type == "cpu" and device.index is not None:
+        device = to_device("cpu")
+    if device.index is None and device.type == self._device.type:
+        device = self._device  # "cuda" names the device a cuda tensor is already on
+    if dtype is self.dtype and device == self._device and not copy:
+        return self
+    if device.type not in ("cpu", "meta"):
+        get_backend(device.type)
+    out = to_dtype_op(self, dtype=dtype, device=device)
+    if self._requires_grad and out.grad_fn is None and not self.is_leaf:
+        pass
+    return out
+
+
+def _cast(dtype):
+    def method(self: Tensor, memory_format=None) -> Tensor:
+        return to(self, dtype)
+
+    method.__name__ = dtype.name
+    return method
+
+
+def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
+    if dtype is None:
+        return f"torch.{type_name(self.dtype)}Tensor"
+    if isinstance(dtype, str):
+        names = {"torch." + v + "Tensor": k for k, v in {
+            "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+            "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}.items()}
+        if dtype not in names:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = getattr(dtypes, names[dtype])
+    return to(self, dtypes.to_dtype(dtype))
+
+
+def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return empty(*size, dtype=self.dtype if dtype is None else dtype,
+                 device=self._device if device is None else device, requires_grad=requires_grad)
+
+
+def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return zeros(*size, dtype=self.dtype if dtype is None else dtype,
+                 device=self._device if device is None else device, requires_grad=requires_grad)
+
+
+def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return ones(*size, dtype=self.dtype if dtype is None else dtype,
+                device=self._device if device is None else device, requires_grad=requires_grad)
+
+
+def new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                device=self._device if device is None else device, requires_grad=requires_grad)
+
+
+def new_tensor(self: Tensor, data, *, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return tensor(data, dtype=self.dtype if dtype is None else dtype,
+                  device=self._device if device is None else device, requires_grad=requires_grad)
+
+
+fill_inplace_op = define("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", ("inplace",))
+
+
+@fill_inplace_op.kernel("cpu")
+def _fill_cpu(self: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+        _check_internal_overlap(self)  # PyTorch's fill_(Tensor) refuses an expanded self; fill_(number) writes
+        value = value.item()
+    else:
+        check_scalar_fits(value, self.dtype)
+    _C.fill_(self, value)
+    self._storage.version += 1
+    return self
+
+
+@fill_inplace_op.kernel("meta")
+def _fill_meta(self: Tensor, value) -> Tensor:
+    return self
+
+
+fill_inplace_op.meta = _fill_meta
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    return fill_inplace_op(self, value)
+
+
+def zero_(self: Tensor) -> Tensor:
+    return fill_inplace_op(self, 0)
+
+
+def item(self: Tensor):
+    if _SYNC_HOOK[0] is not None:
+        _SYNC_HOOK[0](self, "Tensor.item()")
+    if self.numel() != 1:
+        raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+    if self._device is META:
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+    from ...interop import read_scalar
+
+    return read_scalar(self)
+
+
+def tolist(self: Tensor):
+    if _SYNC_HOOK[0] is not None:
+        _SYNC_HOOK[0](self, "Tensor.tolist()")
+    if self._device is META:
+        raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
+    from ...interop import to_numpy_copy
+
+    if self.dtype is dtypes.bfloat16:
+        return to(self, dtypes.float32).tolist()
+    return to_numpy_copy(self).tolist()
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+adjoint                     function method
+as_strided                  function method
+broadcast_tensors           function method
+broadcast_to                function method
+chunk                       function method
+clone                       function method
+contiguous                  method
+copy_                       method
+detach_                     function method
+diagonal                    function method
+expand                      method
+expand_as                   method
+fill_                       function method
+flatten                     function method
+H                           property fn=_conj_full_transpose
+item                        method
+mH                          property fn=adjoint
+movedim                     function method alias=moveaxis
+mT                          property fn=_matrix_transpose
+narrow                      function method
+new_empty                   method
+new_full                    method
+new_ones                    method
+new_tensor                  method
+new_zeros                   method
+permute                     function method
+reshape                     function method
+reshape_as                  method
+select                      function method
+split                       function method
+squeeze                     function method
+T                           property fn=_full_transpose
+t                           function method
+tensor_split                function method
+to                          method
+tolist                      method
+transpose                   function method alias=swapaxes,swapdims
+type                        method fn=_type_
+unbind                      function method
+unflatten                   function method
+unfold                      method
+unsqueeze                   function method
+view                        method
+view_as                     method
+zero_                       function method
+""")

@@ -1,0 +1,1 @@
+"""Fourier transforms (and their engines) and signal processing."""
