@@ -16,7 +16,7 @@ from ._streams import current_handle
 
 
 def _cat(tensors, dim=0):
-    from ember._src.ops.joining import _cat_plan
+    from ember._src.ops.shape.joining import _cat_plan
 
     shape, dtype, parts, device = _cat_plan(tensors, dim)  # PyTorch's checks, promotion, legacy empties
     result = new_empty_tensor(shape, dtype, device)

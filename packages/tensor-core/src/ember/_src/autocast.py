@@ -52,8 +52,8 @@ CUDA_PROMOTE_OPS = ("addcdiv", "addcmul", "atan2", "dot", "cat", "stack", "index
 _CUDA_POLICY: dict = {}  # op name -> policy on CUDA (filled by install())
 # Composite functions of PyTorch's CPU lists that its CUDA lists leave uncast (by defining module),
 # and the one whose CUDA policy differs.
-_CPU_ONLY_COMPOSITE_MODULES = ("ember.linalg", "ember._src.ops.lapack_extra", "ember._src.ops.statistics",
-                               "ember._src.ops.fft", "ember.nn.functional_pool3d")
+_CPU_ONLY_COMPOSITE_MODULES = ("ember.linalg", "ember._src.ops.linalg.solves", "ember._src.ops.reduction.statistics",
+                               "ember._src.ops.spectral.fft", "ember.nn.functional_pool3d")
 _CUDA_COMPOSITE = {"grid_sample": "promote", "max_unpool2d": None}
 
 _SUPPORTED = ("cpu", "cuda")  # device types autocast accepts
