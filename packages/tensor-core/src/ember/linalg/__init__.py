@@ -1,7 +1,7 @@
 """``ember.linalg``: PyTorch's ``torch.linalg`` namespace.
 
-Matrix products come from ``_src/ops/linalg.py``; factorizations are ops of
-``_src/ops/lapack.py`` (LAPACK kernels); norms, pinv, matrix_rank and matrix_power are
+Matrix products come from ``_src/ops/linalg/products.py``; factorizations are ops of
+``_src/ops/linalg/lapack.py`` (LAPACK kernels); norms, pinv, matrix_rank and matrix_power are
 composed from them and the reductions.
 """
 

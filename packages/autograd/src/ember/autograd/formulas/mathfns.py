@@ -1,5 +1,6 @@
-"""Derivatives of the math-function ops (tensor-core ``ops/statistics.py``, ``special_fns.py``,
-``number_theory.py``, ``lapack_extra.py``, ``sampling.py``): logcumsumexp, i0/i1, igamma/igammac,
+"""Derivatives of the math-function ops (tensor-core ``ops/reduction/statistics.py``,
+``ops/pointwise/special.py``, ``ops/pointwise/number_theory.py``, ``ops/linalg/solves.py``,
+``ops/random/counting.py``): logcumsumexp, i0/i1, igamma/igammac,
 frexp and the LU factorization, following PyTorch's formulas; gcd/lcm carry no gradient and the
 samplers a zero one. Written with ember ops so higher-order gradients work; registered only when
 the op exists in the tensor-core this runs with.

@@ -25,8 +25,8 @@ __all__: list = []
 
 def _scores(q, k, attn_mask, is_causal, scale):
     """float32/float64 scores (B, H, L, S) with the mask applied, keys repeated for grouped heads."""
-    from .creation import ones
-    from .nn_attention import _additive_mask, _repeat_heads
+    from ..creation.factories import ones
+    from .attention import _additive_mask, _repeat_heads
 
     cd = compute_dtype(q.dtype)
     q, k = convert(q, cd), convert(k, cd)
@@ -42,7 +42,7 @@ def _scores(q, k, attn_mask, is_causal, scale):
 
 
 def _probs(s, lse):
-    from .pointwise import exp, where
+    from ..pointwise.elementwise import exp, where
 
     lse = lse.unsqueeze(-1)
     finite = lse > -math.inf
@@ -54,8 +54,8 @@ def _lse_dtype(d):
 
 
 def _flash_kernel(query, key, value, attn_mask, is_causal, scale):
-    from .nn_attention import _repeat_heads
-    from .reduction_composite import logsumexp
+    from ..reduction.composite import logsumexp
+    from .attention import _repeat_heads
 
     lead, h = tuple(query._shape[:-1]), query._shape[-3]
     if query._device is META:
@@ -71,7 +71,7 @@ def _flash_kernel(query, key, value, attn_mask, is_causal, scale):
 
 
 def _flash_backward_kernel(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
-    from .nn_attention import _repeat_heads
+    from .attention import _repeat_heads
 
     if query._device is META:
         return tuple(new_empty_tensor(t._shape, t.dtype, META) for t in (query, key, value))
