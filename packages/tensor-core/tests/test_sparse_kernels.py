@@ -208,7 +208,7 @@ def test_to_dtype_clone_copy_detach():
     assert_same(e.to(ember.float32), t.to(torch.float32))
     assert e.double().dtype is ember.float64
     c = e.clone()
-    assert c._values is not e._values
+    assert c._values() is not e._values()
     assert_same(c, t)
     d = e.detach()
     assert d.layout is ember.sparse_coo and d._nnz() == e._nnz()

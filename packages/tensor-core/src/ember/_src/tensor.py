@@ -378,7 +378,7 @@ class Tensor:
         return dlpack_device(self)
 
 
-_LAYOUT_MEMBERS = ("_layout", "_indices", "_values", "_coalesced", "_compressed", "_plain")
+_LAYOUT_MEMBERS = ("_layout", "_sp_indices", "_sp_values", "_coalesced", "_compressed", "_plain")
 
 
 def copy_layout(dst: Tensor, src: Tensor) -> Tensor:

@@ -17,7 +17,7 @@ def mm(mat1, mat2, reduce=None):
     sparse x sparse -> sparse)."""
     if reduce not in (None, "sum"):
         raise RuntimeError(f"sparse.mm: reduce={reduce!r} is not supported (only 'sum')")
-    return _OPS["mm"](mat1, mat2)
+    return _OPS["_sparse_mm"](mat1, mat2)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):

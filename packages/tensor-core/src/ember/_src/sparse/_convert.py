@@ -35,7 +35,7 @@ coalesce_op = define("coalesce(Tensor self) -> Tensor")
 def _coalesce_coo(t: Tensor) -> Tensor:
     if t._coalesced:
         return t
-    indices, values = t._indices, t._values
+    indices, values = t._sp_indices, t._sp_values
     sdim, nnz = indices._shape
     rows = values.reshape(nnz, -1)
     if rows.dtype in _WIDENED:
@@ -95,7 +95,7 @@ def add_at(flat: Tensor, key: Tensor, values: Tensor) -> None:
 def _coo_to_dense(t: Tensor, dtype=None) -> Tensor:
     if t.dtype is dt.bool:
         t = _coalesce_coo(t)  # distinct positions for add_at
-    out = _scatter_dense(t._indices, t._values, t._shape)
+    out = _scatter_dense(t._sp_indices, t._sp_values, t._shape)
     return out if dtype is None else out.to(dtype)
 
 
@@ -112,8 +112,8 @@ def compressed_to_coo(t: Tensor) -> Tensor:
     else:
         indices, coalesced = ember.stack([t._plain, outer]), False
     if t._layout in (sparse_csr, sparse_csc):
-        return make_coo(indices, t._values, t._shape, coalesced)
-    return make_coo(indices, t._values, (rows, cols, bh, bw) + tuple(t._shape[2:]), coalesced)
+        return make_coo(indices, t._sp_values, t._shape, coalesced)
+    return make_coo(indices, t._sp_values, (rows, cols, bh, bw) + tuple(t._shape[2:]), coalesced)
 
 
 @to_dense_op.kernel("sparse_csr_cpu")
@@ -159,14 +159,14 @@ def _coo_to_compressed(t: Tensor, layout) -> Tensor:
     if layout is sparse_csr:
         c = coalesce(t)
         crow = ember.empty(t._shape[0] + 1, dtype=dt.int64)
-        _C.sparse_compress(c._indices[0], t._shape[0], crow)
-        return make_compressed(sparse_csr, crow, c._indices[1].contiguous(), c._values, t._shape)
+        _C.sparse_compress(c._sp_indices[0], t._shape[0], crow)
+        return make_compressed(sparse_csr, crow, c._sp_indices[1].contiguous(), c._sp_values, t._shape)
     if layout is sparse_csc:
-        swapped = make_coo(t._indices.flip(0), t._values, (t._shape[1], t._shape[0]) + tuple(t._shape[2:]))
+        swapped = make_coo(t._sp_indices.flip(0), t._sp_values, (t._shape[1], t._shape[0]) + tuple(t._shape[2:]))
         c = coalesce(swapped)
         ccol = ember.empty(t._shape[1] + 1, dtype=dt.int64)
-        _C.sparse_compress(c._indices[0], t._shape[1], ccol)
-        return make_compressed(sparse_csc, ccol, c._indices[1].contiguous(), c._values, t._shape)
+        _C.sparse_compress(c._sp_indices[0], t._shape[1], ccol)
+        return make_compressed(sparse_csc, ccol, c._sp_indices[1].contiguous(), c._sp_values, t._shape)
     raise RuntimeError(f"conversion from COO to {layout} needs a blocksize")
 
 
@@ -188,8 +188,8 @@ def _dense_to_blocked(x: Tensor, layout, block, ddim: int) -> Tensor:
     coo = _dense_to_coo(blocks.contiguous(), 2)
     n = blocks._shape[0]
     crow = ember.empty(n + 1, dtype=dt.int64)
-    _C.sparse_compress(coo._indices[0], n, crow)
-    return make_compressed(layout, crow, coo._indices[1].contiguous(), coo._values, x._shape)
+    _C.sparse_compress(coo._sp_indices[0], n, crow)
+    return make_compressed(layout, crow, coo._sp_indices[1].contiguous(), coo._sp_values, x._shape)
 
 
 def convert(x: Tensor, layout, block=None, ddim=None) -> Tensor:
@@ -235,7 +235,7 @@ def _to_sparse_kernel(self, layout=None, blocksize=None, dense_dim=None, sparse_
     if sparse_dim is not None:
         if self._layout is strided:
             return _dense_to_coo(self, int(sparse_dim))
-        if self._layout is sparse_coo and int(sparse_dim) == self._indices._shape[0]:
+        if self._layout is sparse_coo and int(sparse_dim) == self._sp_indices._shape[0]:
             return self
         raise RuntimeError("to_sparse(sparse_dim) of a sparse tensor with another sparse_dim is not supported")
     if layout is not None and layout not in COMPRESSED and layout not in (sparse_coo, strided):
@@ -264,18 +264,18 @@ def sparse_mask(self: Tensor, mask: Tensor) -> Tensor:
         raise RuntimeError("sparse_mask expects mask to be sparse")
     dense = self if self._layout is strided else to_dense_op(self)
     if mask._layout is sparse_coo:
-        values = _values_at(dense, mask._indices, mask._shape).to(mask.dtype if self.dtype is mask.dtype
+        values = _values_at(dense, mask._sp_indices, mask._shape).to(mask.dtype if self.dtype is mask.dtype
                                                                      else self.dtype)
-        return make_coo(mask._indices, values, mask._shape, mask._coalesced)
+        return make_coo(mask._sp_indices, values, mask._shape, mask._coalesced)
     coo = compressed_to_coo(mask)
     if mask._layout in (sparse_bsr, sparse_bsc):
         rows, cols, bh, bw = coo._shape[:4]
         nd = dense.ndim - 2
         blocks = dense.reshape((rows, bh, cols, bw) + tuple(dense._shape[2:]))
         blocks = blocks.permute((0, 2, 1, 3) + tuple(range(4, 4 + nd)))
-        values = _values_at(blocks, coo._indices, blocks._shape)
+        values = _values_at(blocks, coo._sp_indices, blocks._shape)
     else:
-        values = _values_at(dense, coo._indices, mask._shape)
+        values = _values_at(dense, coo._sp_indices, mask._shape)
     return make_compressed(mask._layout, mask._compressed, mask._plain, values, mask._shape)
 
 
@@ -286,10 +286,29 @@ def _to_blocked_from_block_coo(coo: Tensor, like: Tensor) -> Tensor:
     if layout in (sparse_csr, sparse_csc):
         return _coo_to_compressed(coo, layout)
     if layout is sparse_bsc:
-        swapped = make_coo(coo._indices.flip(0), coo._values, (coo._shape[1], coo._shape[0]) + tuple(coo._shape[2:]))
+        swapped_shape = (coo._shape[1], coo._shape[0]) + tuple(coo._shape[2:])
+        swapped = make_coo(coo._sp_indices.flip(0), coo._sp_values, swapped_shape)
         coo, n = coalesce(swapped), coo._shape[1]
     else:
         coo, n = coalesce(coo), coo._shape[0]
     compressed = ember.empty(n + 1, dtype=dt.int64)
-    _C.sparse_compress(coo._indices[0], n, compressed)
-    return make_compressed(layout, compressed, coo._indices[1].contiguous(), coo._values, like._shape)
+    _C.sparse_compress(coo._sp_indices[0], n, compressed)
+    return make_compressed(layout, compressed, coo._sp_indices[1].contiguous(), coo._sp_values, like._shape)
+
+
+def values_at(g: Tensor, indices: Tensor, shape: tuple) -> Tensor:
+    """``g``'s elements at the COO ``indices`` (zeros where a sparse ``g`` stores nothing): the
+    gradient of the values of a tensor built from ``indices``."""
+    if g._layout is strided:
+        return _values_at(g, indices, shape)
+    c = coalesce(g if g._layout is sparse_coo else convert(g, sparse_coo))
+    sdim = indices._shape[0]
+    if c._sp_indices._shape[0] != sdim:
+        return _values_at(to_dense_op(c), indices, shape)
+    want, have = linear_index(indices, shape[:sdim]), linear_index(c._sp_indices, shape[:sdim])
+    if have.numel() == 0:
+        return ember.zeros((want.numel(),) + tuple(shape[sdim:]), dtype=g.dtype)
+    pos = ember.searchsorted(have, want).clamp(max=have.numel() - 1)
+    hit = have.index_select(0, pos) == want
+    picked = c._sp_values.index_select(0, pos)
+    return picked * hit.reshape((-1,) + (1,) * (picked.ndim - 1)).to(picked.dtype)

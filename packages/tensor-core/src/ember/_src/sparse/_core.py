@@ -4,10 +4,10 @@ A sparse tensor is a plain ``ember.Tensor`` whose ``_layout`` (an instance attri
 ``strided``. Its data lives in dense member tensors, never in its own storage (an empty one,
 whose counter still versions the tensor for autograd):
 
-- COO (``sparse_coo``): ``_indices`` (int64, sparse_dim x nnz), ``_values`` (nnz x dense dims),
+- COO (``sparse_coo``): ``_sp_indices`` (int64, sparse_dim x nnz), ``_sp_values`` (nnz x dense dims),
   ``_coalesced`` (entries sorted row-major without duplicates).
 - compressed (``sparse_csr/csc/bsr/bsc``): ``_compressed`` (crow or ccol pointers, n + 1),
-  ``_plain`` (col or row of each stored element or block), ``_values`` (nnz [x blocksize] x dense
+  ``_plain`` (col or row of each stored element or block), ``_sp_values`` (nnz [x blocksize] x dense
   dims).
 
 Note [Sparse invariants]: every constructor checks its indices (bounds, compressed pointers,
@@ -23,6 +23,7 @@ import ember
 from ... import _C
 from .. import dispatch
 from .. import dtypes as dt
+from ..dispatch import define
 from ..layouts import COMPRESSED, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ..tensor import Tensor, make_tensor
 
@@ -51,8 +52,8 @@ def _shell(layout, shape: tuple, values: Tensor) -> Tensor:
 def make_coo(indices: Tensor, values: Tensor, shape, coalesced: bool = False) -> Tensor:
     """A COO tensor over already-validated members (no checks, no copies)."""
     t = _shell(sparse_coo, shape, values)
-    t._indices = indices
-    t._values = values
+    t._sp_indices = indices
+    t._sp_values = values
     t._coalesced = bool(coalesced) or indices._shape[1] <= 1
     return t
 
@@ -62,13 +63,13 @@ def make_compressed(layout, compressed: Tensor, plain: Tensor, values: Tensor, s
     t = _shell(layout, shape, values)
     t._compressed = compressed
     t._plain = plain
-    t._values = values
+    t._sp_values = values
     return t
 
 
 def sparse_dim(t: Tensor) -> int:
     if t._layout is sparse_coo:
-        return t._indices._shape[0]
+        return t._sp_indices._shape[0]
     if t._layout in COMPRESSED:
         return 2
     return 0
@@ -76,16 +77,35 @@ def sparse_dim(t: Tensor) -> int:
 
 def dense_dim(t: Tensor) -> int:
     if t._layout is sparse_coo:
-        return t._values.ndim - 1
+        return t._sp_values.ndim - 1
     if t._layout in (sparse_csr, sparse_csc):
-        return t._values.ndim - 1
+        return t._sp_values.ndim - 1
     if t._layout in (sparse_bsr, sparse_bsc):
-        return t._values.ndim - 3
+        return t._sp_values.ndim - 3
     return t.ndim
 
 
 def blocksize(t: Tensor) -> tuple:
-    return tuple(t._values._shape[1:3]) if t._layout in (sparse_bsr, sparse_bsc) else (1, 1)
+    return tuple(t._sp_values._shape[1:3]) if t._layout in (sparse_bsr, sparse_bsc) else (1, 1)
+
+
+# The constructors' last step is an op, so that values that require grad get their gradient (the
+# result's gradient at each stored position): programs build sparse attention or adjacency values
+# from computed tensors. The arguments are validated before (these ops trust them).
+coo_from_members_op = define("_sparse_coo_tensor_unsafe(Tensor indices, Tensor values, SymInt[] size, "
+                             "bool is_coalesced=False) -> Tensor")
+compressed_from_members_op = define("_sparse_compressed_tensor_unsafe(Tensor compressed_indices, "
+                                    "Tensor plain_indices, Tensor values, SymInt[] size, Layout layout) -> Tensor")
+
+
+@coo_from_members_op.kernel("cpu")
+def _coo_from_members(indices, values, size, is_coalesced=False):
+    return make_coo(indices, values, tuple(size), is_coalesced)
+
+
+@compressed_from_members_op.kernel("cpu")
+def _compressed_from_members(compressed_indices, plain_indices, values, size, layout):
+    return make_compressed(layout, compressed_indices, plain_indices, values, tuple(size))
 
 
 # -- argument conversion ------------------------------------------------------------------------
@@ -177,7 +197,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         sparse_sizes = indices.amax(1).add(1).tolist() if nnz else [0] * sdim
         shape = tuple(sparse_sizes) + tuple(values._shape[1:])
     check_coo(indices, values, shape)
-    out = make_coo(indices, values, shape, bool(is_coalesced))
+    out = coo_from_members_op(indices, values, list(shape), bool(is_coalesced))
     if is_coalesced:
         from ._convert import coalesce
 
@@ -248,7 +268,7 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
             shape = (n_plain * bh, n_compressed * bw)
         shape += tuple(values._shape[3 if block else 1:])
     check_compressed(layout, compressed, plain, values, shape)
-    out = make_compressed(layout, compressed.contiguous(), plain.contiguous(), values, shape)
+    out = compressed_from_members_op(compressed.contiguous(), plain.contiguous(), values, list(shape), layout)
     if requires_grad:
         out.requires_grad_(True)
     return out

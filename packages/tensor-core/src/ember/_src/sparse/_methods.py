@@ -68,7 +68,7 @@ def indices(self: Tensor) -> Tensor:
     _require(self, (sparse_coo,), "indices", "sparse coordinate tensor")
     if not self._coalesced:
         raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call .coalesce() first")
-    return self._indices
+    return self._sp_indices
 
 
 def values(self: Tensor) -> Tensor:
@@ -76,18 +76,18 @@ def values(self: Tensor) -> Tensor:
         raise RuntimeError("values expected sparse tensor layout but got Strided")
     if self._layout is sparse_coo and not self._coalesced:
         raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
-    return self._values
+    return self._sp_values
 
 
 def _indices(self: Tensor) -> Tensor:
     _require(self, (sparse_coo,), "_indices", "sparse coordinate tensor")
-    return self._indices
+    return self._sp_indices
 
 
 def _values(self: Tensor) -> Tensor:
     if self._layout is strided:
         raise RuntimeError("_values expected sparse tensor layout but got Strided")
-    return self._values
+    return self._sp_values
 
 
 def crow_indices(self: Tensor) -> Tensor:
@@ -113,7 +113,7 @@ def row_indices(self: Tensor) -> Tensor:
 def _nnz(self: Tensor) -> int:
     if self._layout is strided:
         raise NotImplementedError("Could not run 'aten::_nnz' with arguments from the 'CPU' backend.")
-    return self._values._shape[0]
+    return self._sp_values._shape[0]
 
 
 def sparse_dim(self: Tensor) -> int:
@@ -153,13 +153,13 @@ def sparse_repr(t: Tensor) -> str:
 
     pad = " " * 7
     if t._layout is sparse_coo:
-        parts = [member("indices", t._indices, 7), member("values", t._values, 7)]
+        parts = [member("indices", t._sp_indices, 7), member("values", t._sp_values, 7)]
     else:
         names = {sparse_csr: ("crow_indices", "col_indices"), sparse_bsr: ("crow_indices", "col_indices"),
                  sparse_csc: ("ccol_indices", "row_indices"), sparse_bsc: ("ccol_indices", "row_indices")}
         c, p = names[t._layout]
-        parts = [member(c, t._compressed, 7), member(p, t._plain, 7), member("values", t._values, 7)]
-    tail = f"size={tuple(t._shape)}, nnz={t._values._shape[0]}"
+        parts = [member(c, t._compressed, 7), member(p, t._plain, 7), member("values", t._sp_values, 7)]
+    tail = f"size={tuple(t._shape)}, nnz={t._sp_values._shape[0]}"
     if t.dtype is not dt.get_default_dtype() and t.dtype not in (dt.int64, dt.bool):
         tail += f", dtype={t.dtype}"
     tail += f", layout={t._layout}"

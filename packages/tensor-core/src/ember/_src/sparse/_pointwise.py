@@ -33,7 +33,7 @@ _UNARY = {
 def with_values(t: Tensor, values: Tensor) -> Tensor:
     """``t``'s pattern holding ``values``."""
     if t._layout is sparse_coo:
-        return make_coo(t._indices, values, t._shape, t._coalesced)
+        return make_coo(t._sp_indices, values, t._shape, t._coalesced)
     return make_compressed(t._layout, t._compressed, t._plain, values, t._shape)
 
 
@@ -41,7 +41,7 @@ def _unary_kernel(op, linear):
     def kernel(self, *args, **kwargs):
         if self._layout is sparse_coo and not linear:
             self = _coalesce_coo(self)
-        return with_values(self, op(self._values, *args, **kwargs))
+        return with_values(self, op(self._sp_values, *args, **kwargs))
 
     return kernel
 
@@ -50,8 +50,8 @@ def _unary_inplace_kernel(op, linear):
     def kernel(self, *args, **kwargs):
         if self._layout is sparse_coo and not linear and not self._coalesced:
             c = _coalesce_coo(self)
-            self._indices, self._values, self._coalesced = c._indices, c._values, True
-        op(self._values, *args, **kwargs)
+            self._sp_indices, self._sp_values, self._coalesced = c._sp_indices, c._sp_values, True
+        op(self._sp_values, *args, **kwargs)
         self._bump_version()
         return self
 
@@ -100,8 +100,8 @@ def _add_sparse_sparse(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"add: expected same number of sparse dims, got {sparse_dim(a)} and {sparse_dim(b)}")
     dtype = _result_dtype(a, b)
     ca, cb = _to_coo(a), _to_coo(b)
-    indices = ember.cat([ca._indices, cb._indices], 1)
-    values = ember.cat([ca._values.to(dtype), cb._values.to(dtype)], 0)
+    indices = ember.cat([ca._sp_indices, cb._sp_indices], 1)
+    values = ember.cat([ca._sp_values.to(dtype), cb._sp_values.to(dtype)], 0)
     out = make_coo(indices, values, a._shape if a._layout is sparse_coo else ca._shape)
     if a._layout is sparse_coo:
         return _coalesce_coo(out) if a._coalesced and b._coalesced else out
@@ -131,12 +131,12 @@ def _accumulate_into(out: Tensor, sparse: Tensor) -> Tensor:
     coo = _to_coo(sparse)
     if sparse._layout in COMPRESSED and coo.ndim != out.ndim:  # blocks: go through the dense form
         return out.add_(to_dense_op(sparse).to(out.dtype))
-    sdim = coo._indices._shape[0]
+    sdim = coo._sp_indices._shape[0]
     flat = out.view((-1,) + tuple(out._shape[sdim:])) if sdim else out.unsqueeze(0)
-    if coo._values._shape[0]:
+    if coo._sp_values._shape[0]:
         if out.dtype is dt.bool:
             coo = _coalesce_coo(coo)
-        add_at(flat, linear_index(coo._indices, coo._shape[:sdim]), coo._values.to(out.dtype))
+        add_at(flat, linear_index(coo._sp_indices, coo._shape[:sdim]), coo._sp_values.to(out.dtype))
     return out
 
 
@@ -178,7 +178,7 @@ def _assign(self: Tensor, src: Tensor) -> None:
     """Points sparse ``self`` at ``src``'s members (in-place ops, copy_)."""
     if src._layout is not self._layout:
         src = convert(src, self._layout)
-    for name in ("_indices", "_values", "_coalesced", "_compressed", "_plain"):
+    for name in ("_sp_indices", "_sp_values", "_coalesced", "_compressed", "_plain"):
         if name in src.__dict__:
             self.__dict__[name] = src.__dict__[name]
     self._shape = src._shape
@@ -200,21 +200,21 @@ def _mul_sparse_sparse(a: Tensor, b: Tensor) -> Tensor:
     _same_shape(a, b, "mul")
     layout = a._layout
     ca, cb = coalesce(_to_coo(a)), coalesce(_to_coo(b))
-    sdim = ca._indices._shape[0]
-    ka, kb = linear_index(ca._indices, ca._shape[:sdim]), linear_index(cb._indices, cb._shape[:sdim])
+    sdim = ca._sp_indices._shape[0]
+    ka, kb = linear_index(ca._sp_indices, ca._shape[:sdim]), linear_index(cb._sp_indices, cb._shape[:sdim])
     pos = ember.searchsorted(kb, ka).clamp(max=max(kb.numel() - 1, 0))
     hit = (kb.index_select(0, pos) == ka) if kb.numel() else ember.zeros(ka._shape, dtype=dt.bool)
     keep = hit.nonzero().reshape(-1)
-    values = ca._values.index_select(0, keep) * cb._values.index_select(0, pos.index_select(0, keep))
-    out = make_coo(ca._indices.index_select(1, keep), values, ca._shape, True)
+    values = ca._sp_values.index_select(0, keep) * cb._sp_values.index_select(0, pos.index_select(0, keep))
+    out = make_coo(ca._sp_indices.index_select(1, keep), values, ca._shape, True)
     return out if layout is sparse_coo else _rebuild_compressed(out, a)
 
 
 def _mul(self, other):
     if _is_scalar(other):
-        return with_values(self, OPS["mul"](self._values, other))
+        return with_values(self, OPS["mul"](self._sp_values, other))
     if _is_scalar(self):
-        return with_values(other, OPS["mul"](self, other._values))
+        return with_values(other, OPS["mul"](self, other._sp_values))
     if self._layout is not strided and other._layout is not strided:
         return _mul_sparse_sparse(self, other)
     sparse, dense = (self, other) if other._layout is strided else (other, self)
@@ -222,8 +222,8 @@ def _mul(self, other):
         dense = dense.expand(sparse._shape)
     coo = _to_coo(sparse)
     if sparse._layout in COMPRESSED and coo.ndim != dense.ndim:
-        return convert(_mul(ember.Tensor.to_dense(sparse), dense), sparse._layout, sparse._values._shape[1:3])
-    values = coo._values * _values_at(dense, coo._indices, coo._shape)
+        return convert(_mul(ember.Tensor.to_dense(sparse), dense), sparse._layout, sparse._sp_values._shape[1:3])
+    values = coo._sp_values * _values_at(dense, coo._sp_indices, coo._shape)
     return with_values(sparse, values)
 
 
@@ -231,12 +231,12 @@ def _div(self, other):
     if self._layout is strided:
         raise RuntimeError("div: dividing by a sparse tensor is not supported (its zeros would give inf)")
     if _is_scalar(other):
-        return with_values(self, OPS["div"](self._values, other))
+        return with_values(self, OPS["div"](self._sp_values, other))
     if other._layout is not strided:
         raise RuntimeError("div: dividing by a sparse tensor is not supported (its zeros would give inf)")
     coo = _to_coo(self)
     dense = other if tuple(other._shape) == tuple(self._shape) else other.expand(self._shape)
-    return with_values(self, coo._values / _values_at(dense, coo._indices, coo._shape))
+    return with_values(self, coo._sp_values / _values_at(dense, coo._sp_indices, coo._shape))
 
 
 def _scalar_inplace(op_name):
@@ -245,7 +245,7 @@ def _scalar_inplace(op_name):
             _assign(self, OPS[op_name[:-1]](self, other)) if self._layout is not strided else self.copy_(
                 OPS[op_name[:-1]](self, other))
             return self
-        OPS[op_name](self._values, other)
+        OPS[op_name](self._sp_values, other)
         self._bump_version()
         return self
 
@@ -257,7 +257,7 @@ def _pow(self, exponent):
         raise RuntimeError("pow: a sparse tensor can only be raised to a positive scalar power")
     if self._layout is sparse_coo:
         self = _coalesce_coo(self)
-    return with_values(self, OPS["pow"](self._values, exponent))
+    return with_values(self, OPS["pow"](self._sp_values, exponent))
 
 
 for _key in (COO, CSR):

@@ -12,7 +12,7 @@ import ember
 
 from ... import _C
 from .. import dtypes as dt
-from ..dispatch import OPS
+from ..dispatch import OPS, define
 from ..layouts import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ..tensor import Tensor
 from ._convert import add_at, coalesce, compressed_to_coo, convert
@@ -44,14 +44,14 @@ def _cpp(dtype) -> str:
 def _csr_parts(a: Tensor):
     """(crow, col, values) of 2-D sparse ``a`` in compressed-rows form."""
     if a._layout is sparse_csr:
-        return a._compressed, a._plain, a._values
+        return a._compressed, a._plain, a._sp_values
     if a._layout is sparse_coo:
         c = coalesce(a)
         crow = ember.empty(a._shape[0] + 1, dtype=dt.int64)
-        _C.sparse_compress(c._indices[0], a._shape[0], crow)
-        return crow, c._indices[1].contiguous(), c._values
+        _C.sparse_compress(c._sp_indices[0], a._shape[0], crow)
+        return crow, c._sp_indices[1].contiguous(), c._sp_values
     csr = convert(a, sparse_csr)
-    return csr._compressed, csr._plain, csr._values
+    return csr._compressed, csr._plain, csr._sp_values
 
 
 def _blocked_mm(a: Tensor, dense: Tensor) -> Tensor:
@@ -59,11 +59,11 @@ def _blocked_mm(a: Tensor, dense: Tensor) -> Tensor:
     coo = compressed_to_coo(a)  # indices over blocks: (block row, block col)
     nbr, nbc, bh, bw = coo._shape[:4]
     n = dense._shape[1]
-    pieces = dense.reshape(nbc, bw, n).index_select(0, coo._indices[1])  # nnz x bw x n
-    products = ember.bmm(coo._values, pieces)  # nnz x bh x n
+    pieces = dense.reshape(nbc, bw, n).index_select(0, coo._sp_indices[1])  # nnz x bw x n
+    products = ember.bmm(coo._sp_values, pieces)  # nnz x bh x n
     out = ember.zeros((nbr, bh, n), dtype=dense.dtype)
     if products._shape[0]:
-        add_at(out, coo._indices[0], products)
+        add_at(out, coo._sp_indices[0], products)
     return out.reshape(nbr * bh, n)
 
 
@@ -91,9 +91,9 @@ def dense_sparse_mm(a: Tensor, b: Tensor) -> Tensor:
 
 def transpose_2d(t: Tensor) -> Tensor:
     if t._layout is sparse_coo:
-        return make_coo(t._indices.flip(0), t._values, (t._shape[1], t._shape[0]) + tuple(t._shape[2:]))
+        return make_coo(t._sp_indices.flip(0), t._sp_values, (t._shape[1], t._shape[0]) + tuple(t._shape[2:]))
     swap = {sparse_csr: sparse_csc, sparse_csc: sparse_csr, sparse_bsr: sparse_bsc, sparse_bsc: sparse_bsr}
-    values = t._values.transpose(1, 2) if t._layout in (sparse_bsr, sparse_bsc) else t._values
+    values = t._sp_values.transpose(1, 2) if t._layout in (sparse_bsr, sparse_bsc) else t._sp_values
     return make_compressed(swap[t._layout], t._compressed, t._plain, values,
                            (t._shape[1], t._shape[0]) + tuple(t._shape[2:]))
 
@@ -104,7 +104,7 @@ def sparse_sparse_mm(a: Tensor, b: Tensor) -> Tensor:
     _check_mm(a, b)
     ca = coalesce(a if a._layout is sparse_coo else convert(a, sparse_coo))
     crow, col, bvalues = _csr_parts(b)
-    k = ca._indices[1]
+    k = ca._sp_indices[1]
     starts, ends = crow.index_select(0, k), crow.index_select(0, k + 1)
     counts = ends - starts
     total = int(counts.sum()) if counts.numel() else 0
@@ -112,9 +112,9 @@ def sparse_sparse_mm(a: Tensor, b: Tensor) -> Tensor:
     offsets = ember.cumsum(counts, 0) - counts
     within = ember.arange(total) - offsets.index_select(0, owner) if total else owner
     positions = starts.index_select(0, owner) + within
-    rows = ca._indices[0].index_select(0, owner)
+    rows = ca._sp_indices[0].index_select(0, owner)
     cols = col.index_select(0, positions)
-    values = ca._values.index_select(0, owner) * bvalues.index_select(0, positions)
+    values = ca._sp_values.index_select(0, owner) * bvalues.index_select(0, positions)
     out = coalesce(make_coo(ember.stack([rows, cols]), values, (a._shape[0], b._shape[1])))
     if a._layout is sparse_coo:
         return out
@@ -159,8 +159,8 @@ def _bmm(self, mat2):
     nb, m, k = self._shape
     if mat2._shape[0] != nb or mat2._shape[1] != k:
         raise RuntimeError(f"bmm: expected mat2 of size [{nb}, {k}, *], got {list(mat2._shape)}")
-    idx = self._indices
-    flat = make_coo(ember.stack([idx[0] * m + idx[1], idx[0] * k + idx[2]]), self._values, (nb * m, nb * k))
+    idx = self._sp_indices
+    flat = make_coo(ember.stack([idx[0] * m + idx[1], idx[0] * k + idx[2]]), self._sp_values, (nb * m, nb * k))
     return sparse_dense_mm(flat, mat2.reshape(nb * k, mat2._shape[2])).reshape(nb, m, mat2._shape[2])
 
 
@@ -169,6 +169,17 @@ for _key in (COO, CSR):
     OPS["addmm"].kernels[_key] = _addmm
     OPS["mv"].kernels[_key] = _mv
 OPS["bmm"].kernels[COO] = _bmm
+
+# torch.sparse.mm: the product of mm, with its own derivative (a sparse operand's gradient is masked
+# to its pattern; mm gives it a dense one).
+sparse_mm_op = define("_sparse_mm(Tensor mat1, Tensor mat2) -> Tensor")
+for _key in (COO, CSR):
+    sparse_mm_op.kernels[_key] = _mm
+
+
+@sparse_mm_op.kernel("cpu")
+def _sparse_mm_dense(mat1, mat2):
+    return OPS["mm"](mat1, mat2)
 
 
 def sampled_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1.0, alpha=1.0, out=None) -> Tensor:
@@ -184,10 +195,10 @@ def sampled_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1.0, alpha=
         raise RuntimeError(f"sampled_addmm: shapes do not match: input {list(input._shape)}, mat1 "
                            f"{list(mat1._shape)}, mat2 {list(mat2._shape)}")
     coo = compressed_to_coo(input)
-    rows = mat1.index_select(0, coo._indices[0])
-    cols = mat2.t().index_select(0, coo._indices[1])
+    rows = mat1.index_select(0, coo._sp_indices[0])
+    cols = mat2.t().index_select(0, coo._sp_indices[1])
     products = (rows * cols).sum(-1)
-    values = products * alpha if beta == 0 else input._values * beta + products * alpha
+    values = products * alpha if beta == 0 else input._sp_values * beta + products * alpha
     result = make_compressed(sparse_csr, input._compressed, input._plain, values.to(input.dtype), input._shape)
     if out is not None:
         from ._pointwise import _assign

@@ -28,7 +28,7 @@ def _dims(dim, ndim):
 
 def _sum_coo(self: Tensor, dims, keepdim, dtype):
     sdim = sparse_dim(self)
-    values = self._values if dtype is None else self._values.to(dtype)
+    values = self._sp_values if dtype is None else self._sp_values.to(dtype)
     if dtype is None and (values.dtype is dt.bool or not (values.dtype.is_floating_point or values.dtype.is_complex)):
         values = values.to(dt.int64)  # sum promotes integers to int64, as the dense sum
     if dims is None:
@@ -45,12 +45,12 @@ def _sum_coo(self: Tensor, dims, keepdim, dtype):
             total = total.reshape((1,) * sdim + dense_shape)
         return total
     if keepdim:
-        indices = self._indices.clone()
+        indices = self._sp_indices.clone()
         for d in sparse_dims:
             indices[d] = 0
         shape = tuple(1 if d in sparse_dims else s for d, s in enumerate(self._shape[:sdim])) + dense_shape
     else:
-        indices = self._indices.index_select(0, ember.tensor(kept, dtype=dt.int64))
+        indices = self._sp_indices.index_select(0, ember.tensor(kept, dtype=dt.int64))
         shape = tuple(self._shape[d] for d in kept) + dense_shape
     return _coalesce_coo(make_coo(indices, values, shape))
 
@@ -73,18 +73,18 @@ for _key in (COO, CSR):
 def _softmax_coo(self: Tensor, dim: int, log: bool, dtype) -> Tensor:
     dim = wrap_dim(dim, self.ndim)
     c = _coalesce_coo(self)
-    values = c._values if dtype is None else c._values.to(dtype)
+    values = c._sp_values if dtype is None else c._sp_values.to(dtype)
     if not (values.dtype.is_floating_point or values.dtype.is_complex):
         raise RuntimeError(f"softmax: expected a floating point sparse tensor, got {values.dtype}")
     sdim = sparse_dim(c)
     if dim >= sdim:  # a dense dim: an ordinary softmax of each stored slice
         fn = ember.log_softmax if log else ember.softmax
-        return make_coo(c._indices, fn(values, dim - sdim + 1), c._shape, True)
+        return make_coo(c._sp_indices, fn(values, dim - sdim + 1), c._shape, True)
     if values._shape[0] == 0:
-        return make_coo(c._indices, values.clone(), c._shape, True)
+        return make_coo(c._sp_indices, values.clone(), c._shape, True)
     others = [d for d in range(sdim) if d != dim]
     if others:
-        group = linear_index(c._indices.index_select(0, ember.tensor(others, dtype=dt.int64)),
+        group = linear_index(c._sp_indices.index_select(0, ember.tensor(others, dtype=dt.int64)),
                              tuple(c._shape[d] for d in others))
         _, group = ember.unique(group, return_inverse=True)
         ngroups = int(group.max()) + 1
@@ -99,7 +99,7 @@ def _softmax_coo(self: Tensor, dim: int, log: bool, dtype) -> Tensor:
     exps = shifted.exp()
     sums = ember.zeros((ngroups,) + rest, dtype=values.dtype).index_add_(0, group, exps)
     out = shifted - sums.log().index_select(0, group) if log else exps / sums.index_select(0, group)
-    return make_coo(c._indices, out, c._shape, True)
+    return make_coo(c._sp_indices, out, c._shape, True)
 
 
 def _softmax(self, dim, dtype=None):
@@ -120,4 +120,4 @@ for _key in (COO, CSR):
 
 
 def nnz_elements(t: Tensor) -> int:
-    return numel(t._values._shape)
+    return numel(t._sp_values._shape)

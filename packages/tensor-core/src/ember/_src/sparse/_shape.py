@@ -50,11 +50,11 @@ def _transpose(self, dim0, dim1):
     if d0 < sdim and d1 < sdim:
         order = list(range(sdim))
         order[d0], order[d1] = order[d1], order[d0]
-        indices = self._indices.index_select(0, ember.tensor(order))
-        return make_coo(indices, self._values, tuple(shape), False)
+        indices = self._sp_indices.index_select(0, ember.tensor(order))
+        return make_coo(indices, self._sp_values, tuple(shape), False)
     if d0 >= sdim and d1 >= sdim:
-        values = self._values.transpose(d0 - sdim + 1, d1 - sdim + 1)
-        return make_coo(self._indices, values, tuple(shape), self._coalesced)
+        values = self._sp_values.transpose(d0 - sdim + 1, d1 - sdim + 1)
+        return make_coo(self._sp_indices, values, tuple(shape), self._coalesced)
     raise RuntimeError("transpose(): can't transpose a sparse dimension with a dense dimension of a hybrid "
                        "sparse tensor")
 
@@ -74,8 +74,8 @@ def _permute(self, dims):
     if sorted(dims[:sdim]) != list(range(sdim)):
         raise RuntimeError("permute(sparse_coo): transpositions between sparse and dense dimensions are not "
                            "allowed. Only transpositions within sparse and dense dimensions are supported.")
-    indices = self._indices.index_select(0, ember.tensor(dims[:sdim], dtype=dt.int64))
-    values = self._values.permute([0] + [d - sdim + 1 for d in dims[sdim:]])
+    indices = self._sp_indices.index_select(0, ember.tensor(dims[:sdim], dtype=dt.int64))
+    values = self._sp_values.permute([0] + [d - sdim + 1 for d in dims[sdim:]])
     shape = tuple(self._shape[d] for d in dims)
     keep = dims[:sdim] == list(range(sdim))
     return make_coo(indices, values, shape, self._coalesced and keep)
@@ -102,11 +102,11 @@ def _index_select_coo(self, dim, index):
     shape = list(self._shape)
     shape[dim] = index.numel()
     if dim >= sdim:
-        values = self._values.index_select(dim - sdim + 1, index)
-        return make_coo(self._indices, values, tuple(shape), self._coalesced)
+        values = self._sp_values.index_select(dim - sdim + 1, index)
+        return make_coo(self._sp_indices, values, tuple(shape), self._coalesced)
     # Entries sorted by their index along dim; each requested position takes the run of entries
     # with that index (searchsorted finds the run), in the order of the request.
-    along = self._indices[dim]
+    along = self._sp_indices[dim]
     order = ember.argsort(along, stable=True)
     ordered = along.index_select(0, order)
     lo = ember.searchsorted(ordered, index)
@@ -116,9 +116,9 @@ def _index_select_coo(self, dim, index):
     owner = ember.repeat_interleave(ember.arange(index.numel()), counts) if total else ember.zeros(0, dtype=dt.int64)
     within = ember.arange(total) - (ember.cumsum(counts, 0) - counts).index_select(0, owner)
     entries = order.index_select(0, lo.index_select(0, owner) + within)
-    indices = self._indices.index_select(1, entries).clone()
+    indices = self._sp_indices.index_select(1, entries).clone()
     indices[dim] = owner
-    return make_coo(indices, self._values.index_select(0, entries), tuple(shape), False)
+    return make_coo(indices, self._sp_values.index_select(0, entries), tuple(shape), False)
 
 
 def _index_select(self, dim, index):
@@ -134,13 +134,13 @@ def _narrow_coo(self, dim, start, length):
     shape = list(self._shape)
     shape[dim] = length
     if dim >= sdim:
-        return make_coo(self._indices, self._values.narrow(dim - sdim + 1, start, length), tuple(shape),
+        return make_coo(self._sp_indices, self._sp_values.narrow(dim - sdim + 1, start, length), tuple(shape),
                         self._coalesced)
-    along = self._indices[dim]
+    along = self._sp_indices[dim]
     keep = ((along >= start) & (along < start + length)).nonzero().reshape(-1)
-    indices = self._indices.index_select(1, keep).clone()
+    indices = self._sp_indices.index_select(1, keep).clone()
     indices[dim] -= start
-    return make_coo(indices, self._values.index_select(0, keep), tuple(shape), self._coalesced)
+    return make_coo(indices, self._sp_values.index_select(0, keep), tuple(shape), self._coalesced)
 
 
 def _narrow(self, dim, start, length):
@@ -172,7 +172,7 @@ def _cat_coo(tensors, dim):
         dtype = dt.promote_types(dtype, t.dtype)
     indices, values, offset = [], [], 0
     for t in tensors:
-        idx, val = t._indices, t._values.to(dtype)
+        idx, val = t._sp_indices, t._sp_values.to(dtype)
         if dim < sdim:
             idx = idx.clone()
             idx[dim] += offset
@@ -212,24 +212,24 @@ for _key in (COO, CSR):
 
 def _clone(self, *args, **kwargs):
     if self._layout is sparse_coo:
-        return make_coo(self._indices.clone(), self._values.clone(), self._shape, self._coalesced)
+        return make_coo(self._sp_indices.clone(), self._sp_values.clone(), self._shape, self._coalesced)
     from ._core import make_compressed
 
-    return make_compressed(self._layout, self._compressed.clone(), self._plain.clone(), self._values.clone(),
+    return make_compressed(self._layout, self._compressed.clone(), self._plain.clone(), self._sp_values.clone(),
                            self._shape)
 
 
 def _to_copy(self, *, dtype=None, device=None, **kwargs):
-    values = self._values
+    values = self._sp_values
     if dtype is not None:
         values = values.to(dtype)
     if device is not None:
         values = values.to(device)
-    if values is self._values:
+    if values is self._sp_values:
         values = values.clone()
     out = with_values(self, values)
     if device is not None and out._layout is sparse_coo:
-        out._indices = out._indices.to(device)
+        out._sp_indices = out._sp_indices.to(device)
     return out
 
 
@@ -240,7 +240,7 @@ def _copy_(self, src, *args, **kwargs):
     if self._layout is strided:
         return self.copy_(OPS["_to_dense"](src).to(self.dtype))
     if src._layout is strided:
-        src = convert(src, self._layout, self._values._shape[1:3], dense_dim(self))
+        src = convert(src, self._layout, self._sp_values._shape[1:3], dense_dim(self))
     src = _clone(src).to(self.dtype) if src.dtype is not self.dtype else _clone(src)
     _assign(self, src)
     return self
@@ -253,4 +253,4 @@ for _key in (COO, CSR):
 
 
 def values_of(t: Tensor) -> Tensor:
-    return compressed_to_coo(t)._values if t._layout is not sparse_coo else t._values
+    return compressed_to_coo(t)._sp_values if t._layout is not sparse_coo else t._sp_values
