@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember._src.dispatch import OPS as _OPS
 from ember._src.layouts import strided as _strided
 from ember._src.sparse import check_sparse_tensor_invariants, sampled_addmm
-from ember._src.sparse._reductions import _sum as _sparse_sum
+from ember._src.sparse._scipy import from_scipy, to_scipy
 
 
 def mm(mat1, mat2, reduce=None):
@@ -72,5 +72,5 @@ def spdiags(diagonals, offsets, shape, layout=None):
     return out if layout in (None, ember.sparse_coo) else out.to_sparse(layout=layout)
 
 
-__all__ = ["addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags",
-           "sum"]
+__all__ = ["addmm", "check_sparse_tensor_invariants", "from_scipy", "log_softmax", "mm", "sampled_addmm", "softmax",
+           "spdiags", "sum", "to_scipy"]

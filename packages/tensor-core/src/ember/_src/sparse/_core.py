@@ -332,3 +332,26 @@ class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+def reduce_sparse(t: Tensor):
+    """Pickle support for sparse tensors (multiprocessing, copy): the members, rebuilt and checked
+    by the constructors."""
+    if t._layout is sparse_coo:
+        members = (t._sp_indices.detach(), t._sp_values.detach())
+        extra = t._coalesced
+    else:
+        members = (t._compressed, t._plain, t._sp_values.detach())
+        extra = None
+    return (_rebuild_sparse, (t._layout.name, members, tuple(t._shape), extra, t._requires_grad))
+
+
+def _rebuild_sparse(layout_name: str, members: tuple, shape: tuple, extra, requires_grad: bool) -> Tensor:
+    from ..layouts import LAYOUTS
+
+    layout = LAYOUTS[layout_name]
+    if layout is sparse_coo:
+        out = sparse_coo_tensor(members[0], members[1], shape, is_coalesced=extra or None)
+    else:
+        out = sparse_compressed_tensor(*members, shape, layout=layout)
+    return out.requires_grad_(requires_grad) if requires_grad else out
