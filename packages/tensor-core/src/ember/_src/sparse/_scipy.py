@@ -1,9 +1,8 @@
-"""SciPy interop: ``scipy.sparse`` matrices/arrays in and out (SciPy is optional: imported only
-when these functions run). The index arrays are converted to int64; the values are copied."""
+"""SciPy interop: ``scipy.sparse`` matrices/arrays in and out. SciPy (and NumPy) are imported
+only when these functions run, so ``import ember`` stays free of both. The index arrays are
+converted to int64; the values are copied."""
 
 from __future__ import annotations
-
-import numpy as np
 
 import ember
 
@@ -24,6 +23,8 @@ def from_scipy(matrix) -> Tensor:
     """An ember sparse tensor holding a ``scipy.sparse`` matrix or array: COO, CSR, CSC and BSR keep
     their layout (duplicates and unsorted indices are summed and sorted first); any other format
     becomes COO."""
+    import numpy as np
+
     sp = _scipy_sparse()
     if not sp.issparse(matrix):
         raise TypeError(f"from_scipy expects a scipy.sparse matrix or array, got {type(matrix).__name__}")
