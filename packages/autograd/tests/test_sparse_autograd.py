@@ -103,3 +103,10 @@ def test_gradcheck_through_sparse_ops():
     crow = ember.tensor([0, 1, 3, 5])
     col = ember.tensor([2, 0, 1, 1, 3])
     assert gradcheck(lambda v: ember.sparse_csr_tensor(crow, col, v, (3, 4)).to_dense() ** 2, (v,))
+
+
+def test_vmap_of_sparse_ops_raises():
+    from ember.func import vmap
+
+    with pytest.raises(RuntimeError, match="vmap does not support"):
+        vmap(lambda x: x.to_sparse())(ember.ones(3, 2, 2))

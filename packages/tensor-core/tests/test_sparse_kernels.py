@@ -216,3 +216,33 @@ def test_to_dtype_clone_copy_detach():
     z.copy_(e)
     assert_same(z, t)
     np.testing.assert_allclose(to_numpy(e.to_sparse_csr().clone()), to_numpy(t), rtol=1e-10)
+
+
+def test_zero_drops_stored_elements():
+    e, t = _pair("sparse_coo")
+    e.zero_()
+    t.zero_()
+    assert e._nnz() == t._nnz() == 0
+    assert_same(e, t)
+    c = ember.eye(3).to_sparse_csr()
+    c.zero_()
+    assert c._nnz() == 0 and c.to_dense().abs().sum().item() == 0
+    with pytest.raises(RuntimeError):
+        _pair("sparse_coo")[0].fill_(1.0)
+
+
+def test_layout_is_a_dispatch_key():
+    from ember._src import dispatch
+
+    e, _ = _pair("sparse_coo")
+    assert dispatch._LAYOUT_DISPATCH[0]
+    op = ember.ops.neg
+    seen = []
+    original = op.kernels["sparse_cpu"]
+    op.kernels["sparse_cpu"] = lambda x: seen.append(x) or original(x)
+    try:
+        ember.neg(e)
+        ember.neg(ember.ones(2))  # a strided argument still reaches the device kernel
+    finally:
+        op.kernels["sparse_cpu"] = original
+    assert len(seen) == 1 and seen[0] is e

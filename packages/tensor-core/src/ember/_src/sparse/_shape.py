@@ -254,3 +254,25 @@ for _key in (COO, CSR):
 
 def values_of(t: Tensor) -> Tensor:
     return compressed_to_coo(t)._sp_values if t._layout is not sparse_coo else t._sp_values
+
+
+def _fill_(self, value):
+    """``zero_()`` of a sparse tensor drops every stored element (PyTorch's sparse zero_); any
+    other fill value would make it dense."""
+    if value != 0:
+        raise RuntimeError(f"fill_: a {self._layout} tensor can only be filled with zero (zero_()), got {value}")
+    if self._layout is sparse_coo:
+        sdim = self._sp_indices._shape[0]
+        self._sp_indices = ember.zeros((sdim, 0), dtype=dt.int64)
+        self._sp_values = ember.zeros((0,) + tuple(self._sp_values._shape[1:]), dtype=self.dtype)
+        self._coalesced = True
+    else:
+        self._compressed = ember.zeros_like(self._compressed)
+        self._plain = ember.zeros(0, dtype=dt.int64)
+        self._sp_values = ember.zeros((0,) + tuple(self._sp_values._shape[1:]), dtype=self.dtype)
+    self._bump_version()
+    return self
+
+
+for _key in (COO, CSR):
+    OPS["fill_"].kernels[_key] = _fill_
