@@ -18,6 +18,20 @@ dense row of 64 floats per stored value (mostly cache misses: 256 B), and writes
 (256 B per row); coalesce reads the indices and values (20 B per entry) and writes the result
 (the sort's extra passes are not counted). Compare with the machine's stream bandwidth
 (``--stream`` measures a large copy with numpy).
+
+Figures (2026-12-02, the shared 2-core x86_64 dev machine under load ~12 from other jobs, one
+thread, median of 7; wall clock, so +-30%):
+
+| case | ember | torch | ratio | ember GB/s | torch GB/s |
+| --- | --- | --- | --- | --- | --- |
+| csr_x_dense | 447 ms | 603 ms | 0.74 | 0.66 | 0.49 |
+| coo_coalesce | 893 ms | 1588 ms | 0.56 | 0.04 | 0.03 |
+| coo_x_dense | 803 ms | 2114 ms | 0.38 | 0.38 | 0.14 |
+
+numpy copy on the same machine at the same time: 1.62 GB/s (read + write), so the CSR product
+reaches ~40% of the copy bandwidth available to one thread then; its dense-row reads are random
+256-byte gathers (a cache miss each), which a streaming copy never pays. The coalesce is the
+radix sort of 1M 34-bit keys (4 passes of 11 bits) plus the scatter of the values.
 """
 
 from __future__ import annotations

@@ -110,3 +110,18 @@ def test_vmap_of_sparse_ops_raises():
 
     with pytest.raises(RuntimeError, match="vmap does not support"):
         vmap(lambda x: x.to_sparse())(ember.ones(3, 2, 2))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("log", [False, True])
+def test_sparse_softmax_grad(dim, log):
+    v, w = _values(), _dense((3, 4), seed=5)
+    ve, vt = ember.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    fe = ember.sparse.log_softmax if log else ember.sparse.softmax
+    ft = torch.sparse.log_softmax if log else torch.sparse.softmax
+    (fe(ember.sparse_coo_tensor(IDX, ve, (3, 4)), dim).to_dense() * ember.tensor(w)).sum().backward()
+    (ft(torch.sparse_coo_tensor(IDX, vt, (3, 4)), dim).to_dense() * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(ve.grad.numpy(), vt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    idx = ember.tensor(IDX)
+    leaf = ve.detach().requires_grad_()
+    assert gradcheck(lambda v: fe(ember.sparse_coo_tensor(idx, v, (3, 4)), dim).to_dense(), (leaf,))

@@ -82,15 +82,7 @@ def _softmax_coo(self: Tensor, dim: int, log: bool, dtype) -> Tensor:
         return make_coo(c._sp_indices, fn(values, dim - sdim + 1), c._shape, True)
     if values._shape[0] == 0:
         return make_coo(c._sp_indices, values.clone(), c._shape, True)
-    others = [d for d in range(sdim) if d != dim]
-    if others:
-        group = linear_index(c._sp_indices.index_select(0, ember.tensor(others, dtype=dt.int64)),
-                             tuple(c._shape[d] for d in others))
-        _, group = ember.unique(group, return_inverse=True)
-        ngroups = int(group.max()) + 1
-    else:
-        group = ember.zeros(values._shape[0], dtype=dt.int64)
-        ngroups = 1
+    group, ngroups = _groups(c, dim)
     rest = tuple(values._shape[1:])
     expanded = group.reshape((-1,) + (1,) * len(rest)).expand(values._shape)
     peak = ember.full((ngroups,) + rest, float("-inf"), dtype=values.dtype)
@@ -100,6 +92,44 @@ def _softmax_coo(self: Tensor, dim: int, log: bool, dtype) -> Tensor:
     sums = ember.zeros((ngroups,) + rest, dtype=values.dtype).index_add_(0, group, exps)
     out = shifted - sums.log().index_select(0, group) if log else exps / sums.index_select(0, group)
     return make_coo(c._sp_indices, out, c._shape, True)
+
+
+def _groups(c: Tensor, dim: int):
+    """For each stored entry of coalesced ``c``, the id of its slice along sparse ``dim`` (entries
+    that share every other sparse index), and the number of slices."""
+    sdim = sparse_dim(c)
+    others = [d for d in range(sdim) if d != dim]
+    if not others or c._sp_values._shape[0] == 0:
+        return ember.zeros(c._sp_values._shape[0], dtype=dt.int64), 1
+    group = linear_index(c._sp_indices.index_select(0, ember.tensor(others, dtype=dt.int64)),
+                         tuple(c._shape[d] for d in others))
+    _, group = ember.unique(group, return_inverse=True)
+    return group, int(group.max()) + 1
+
+
+def softmax_backward(g: Tensor, y: Tensor, dim: int, log: bool) -> Tensor:
+    """Gradient of sparse softmax / log_softmax (output ``y``) for the incoming gradient ``g``: on
+    y's pattern, ``y * (g - sum(g * y))`` / ``g - exp(y) * sum(g)`` per slice."""
+    from ._convert import add_at, values_at
+
+    layout = y._layout
+    c = y if layout is sparse_coo else convert(y, sparse_coo)
+    dim = wrap_dim(dim, c.ndim)
+    yv = c._sp_values
+    gv = values_at(g, c._sp_indices, tuple(c._shape)).to(yv.dtype)
+    weight = ember.exp(yv) if log else yv
+    term = gv if log else gv * yv
+    sdim = sparse_dim(c)
+    if dim >= sdim:
+        out = term - weight * term.sum(dim - sdim + 1, keepdim=True)
+    else:
+        group, ngroups = _groups(c, dim)
+        sums = ember.zeros((ngroups,) + tuple(yv._shape[1:]), dtype=yv.dtype)
+        if term._shape[0]:
+            add_at(sums, group, term)
+        out = term - weight * sums.index_select(0, group)
+    result = make_coo(c._sp_indices, out, c._shape, True)
+    return result if layout is sparse_coo else convert(result, layout)
 
 
 def _softmax(self, dim, dtype=None):
