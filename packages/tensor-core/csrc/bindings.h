@@ -30,4 +30,5 @@ void bind_fft(pybind11::module_& m);
 void bind_rnn(pybind11::module_& m);
 void bind_fused_pointwise(pybind11::module_& m);
 void bind_mathfns(pybind11::module_& m);
+void bind_sparse(pybind11::module_& m);
 }  // namespace ember

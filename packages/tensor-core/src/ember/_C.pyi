@@ -680,6 +680,29 @@ def sort(
     descending: bool,
 ) -> None: ...
 
+def sparse_check_compressed(
+    compressed: object,
+    plain: object,
+    n_compressed: typing.SupportsInt | typing.SupportsIndex,
+    n_plain: typing.SupportsInt | typing.SupportsIndex,
+    compressed_name: str,
+    plain_name: str,
+) -> str: ...
+
+def sparse_coalesce(
+    indices: object,
+    values: object,
+    sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    out_indices: object,
+    out_values: object,
+) -> int: ...
+
+def sparse_compress(rows: object, n: typing.SupportsInt | typing.SupportsIndex, out: object) -> None: ...
+
+def sparse_csr_mm(crow: object, col: object, values: object, dense: object, out: object) -> None: ...
+
+def sparse_expand_compressed(crow: object, out: object) -> None: ...
+
 def svd_(u: object, s: object, vh: object, a: object) -> list[int]: ...
 
 def to_dlpack(tensor: object, versioned: bool, copied: bool = ...) -> object: ...

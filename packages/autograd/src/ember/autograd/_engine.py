@@ -13,6 +13,7 @@ import sys
 
 from ember._src import grad_mode
 from ember._src.dispatch import sync_pending
+from ember._src.layouts import strided
 from ember._src.ops._common import type_name
 from ember._src.ops.creation.factories import ones_like, zeros_like
 from ember._src.shapes import is_contiguous
@@ -105,7 +106,9 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
     (out of place, recorded, when the graph of the gradient is being built)."""
     old = variable.grad
-    if old is None:
+    if g._layout is not strided or variable._layout is not strided or (old is not None and old._layout is not strided):
+        _accumulate_sparse(variable, old, g)
+    elif old is None:
         if variable.is_contiguous() and not g.is_contiguous():
             # The layout contract: a contiguous parameter gets a contiguous gradient, so that
             # optimizer updates mixing the two run as dense loops, not strided ones.
@@ -120,6 +123,23 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
         variable.grad = old + g
     else:
         old.add_(g)
+
+
+def _accumulate_sparse(variable: Tensor, old, g: Tensor) -> None:
+    """AccumulateGrad with a sparse gradient (``Embedding(sparse=True)``, sparse leaves): the first
+    one is kept (a copy), later ones are added, sparse + sparse staying sparse (uncoalesced, as
+    PyTorch's) and dense + sparse becoming dense."""
+    if old is None:
+        variable.grad = g.clone() if _STATE.grad_enabled else g.detach().clone()
+    elif old._layout is strided:
+        if _STATE.grad_enabled:
+            variable.grad = old + g
+        else:
+            old.add_(g)
+    elif g._layout is strided:
+        variable.grad = g + old
+    else:
+        variable.grad = old + g
 
 
 # -- the execution loop -----------------------------------------------------------------------

@@ -14,7 +14,8 @@ import threading
 import weakref
 from typing import NamedTuple
 
-from ember._src.tensor import Tensor, make_tensor
+from ember._src.layouts import strided
+from ember._src.tensor import Tensor, copy_layout, make_tensor
 
 __all__ = [
     "Node",
@@ -427,6 +428,8 @@ def _alias(t: Tensor) -> Tensor:
         out = type(t)._autograd_alias(t)
     else:
         out = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+        if t._layout is not strided:
+            copy_layout(out, t)  # a sparse tensor's data is in its members, not its storage
     copy = _COPY_TANGENT[0]
     if copy is not None:
         copy(t, out)

@@ -104,9 +104,25 @@ class Adagrad(Optimizer):
                 if len(state) == 0:  # a group added after construction
                     state = self._init_state(p)
                 step = _bump(state["step"])
+                if grad.layout is not ember.strided:
+                    if weight_decay != 0:
+                        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+                    _sparse_update(p, grad.neg() if maximize else grad, state["sum"], lr / (1 + (step - 1) * lr_decay),
+                                   eps)
+                    continue
                 grad = _effective_grad(p, grad, maximize, weight_decay)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = state["sum"]
                 state_sum.add_(grad.mul(grad))
                 _add_quotient_(p, grad, state_sum.sqrt().add_(eps), -clr)
         return loss
+
+
+def _sparse_update(p: Tensor, grad: Tensor, state_sum: Tensor, clr: float, eps: float) -> None:
+    """Adagrad's step for a sparse gradient: the accumulator and the parameter change only at the
+    positions the (coalesced) gradient stores."""
+    grad = grad.coalesce()
+    values = grad._values()
+    state_sum.add_(grad * grad)
+    std = state_sum.sparse_mask(grad)._values().sqrt() + eps
+    p.add_(ember.sparse_coo_tensor(grad._indices(), values / std, tuple(grad.shape), is_coalesced=True), alpha=-clr)

@@ -79,6 +79,16 @@ from .autocast import (  # noqa: E402,F401
 
 _autocast.install()
 
+# Sparse layouts (after every op exists: their kernels register on the op table).
+from .layouts import (  # noqa: E402,F401
+    _mkldnn, jagged, layout, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided,
+)
+from .sparse import (  # noqa: E402,F401
+    sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor, sparse_csc_tensor,
+    sparse_csr_tensor,
+)
+from .ops.linalg import mm as spmm  # noqa: E402,F401  (torch.spmm: mm with a sparse first operand)
+
 # Every public function, Tensor method and in-place variant of an op comes from the op table.
 from .bindings import generate as _generate  # noqa: E402
 

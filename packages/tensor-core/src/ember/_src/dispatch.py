@@ -9,7 +9,12 @@ metadata alone) and one kernel per device type. Calling an op routes it through,
 2. tensor subclasses that define ``__torch_dispatch__``,
 3. the autograd hook (installed by the ``ember-autograd`` package), when grad mode is on
    and a tensor argument requires grad,
-4. the kernel registered for the tensors' device type.
+4. the kernel registered for the tensors' device type, or, for a tensor argument whose layout
+   is not strided (a sparse tensor), the op's kernel for that layout (``Op.kernels`` keyed by
+   ``layout.dispatch_key``: "sparse_cpu" for COO, "sparse_csr_cpu" for the compressed layouts).
+
+Layouts: the layout check runs only once a sparse tensor has ever been made
+(``_LAYOUT_DISPATCH[0]``, set by the sparse constructors), so dense programs pay one list read.
 
 Pending work (the hook upper layers use): a lazy tracer (``ember.compile``) records ops
 instead of running them, so a tensor's data may not exist yet, or an input may still await an
@@ -86,6 +91,7 @@ _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
 _EAGER_REGION_HOOK: list = [None]  # [hook(reason) -> context manager]: see eager_region
+_LAYOUT_DISPATCH = [False]  # becomes True once a sparse tensor exists: see "Layouts" above
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -161,7 +167,7 @@ class Op:
                 return hook(self, args, kwargs)
         # call_kernel's common case inlined (a plain Tensor first names the device): this runs for
         # every op, so each saved call counts.
-        if args:
+        if args and not _LAYOUT_DISPATCH[0]:
             a = args[0]
             if type(a) is _Tensor:
                 kernel = self.kernels.get(a._device.type)
@@ -171,6 +177,16 @@ class Op:
 
     def call_kernel(self, args, kwargs):
         """Runs the device kernel directly (below modes and autograd)."""
+        if _LAYOUT_DISPATCH[0]:
+            layout = _sparse_layout_of(args, kwargs)
+            if layout is not None:
+                kernel = self.kernels.get(layout.dispatch_key)
+                if kernel is None:
+                    raise NotImplementedError(
+                        f"Could not run 'aten::{self.name}' with arguments from the '{layout.backend}' backend. "
+                        f"This could be because the operator doesn't exist for this backend ({layout})."
+                    )
+                return kernel(*args, **kwargs)
         if args:
             a = args[0]
             if type(a) is _Tensor:
@@ -184,6 +200,23 @@ class Op:
                 f"ember.ops.{self.name} has no kernel for device '{device_type}'"
             )
         return kernel(*args, **kwargs)
+
+
+def _sparse_layout_of(args, kwargs):
+    """The layout of the first non-strided tensor argument, or None when all are strided."""
+    Tensor = _Tensor
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._layout.dispatch_key is not None:
+                return a._layout
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor) and b._layout.dispatch_key is not None:
+                    return b._layout
+    for a in kwargs.values():
+        if isinstance(a, Tensor) and a._layout.dispatch_key is not None:
+            return a._layout
+    return None
 
 
 def _device_type_of(args, kwargs) -> str:

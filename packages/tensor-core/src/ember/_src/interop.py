@@ -154,6 +154,10 @@ def tensor_reduce(t: Tensor):
     The payload is the raw bytes of a contiguous copy, so every dtype (bfloat16 too) round-trips exactly.
     """
     _dispatch.sync_pending(t, "pickling a tensor")
+    if t._layout.dispatch_key is not None:
+        from .sparse._core import reduce_sparse
+
+        return reduce_sparse(t)
     if t._device.type != "cpu":
         raise RuntimeError(f"cannot pickle a tensor on the {t._device.type} device")
     src = t.detach().contiguous()

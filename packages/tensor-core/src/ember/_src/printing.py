@@ -190,6 +190,10 @@ def tensor_repr(t) -> str:
     from .tensor import Tensor
 
     sync_pending(t, "printing a tensor")
+    if t._layout.dispatch_key is not None:
+        from .sparse._methods import sparse_repr
+
+        return sparse_repr(t)
     plain = type(t) is Tensor or type(t).__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)

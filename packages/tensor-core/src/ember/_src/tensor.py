@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import dispatch, dtypes, grad_mode
 from ._native import _C
 from .device import CPU, META, device, get_backend
+from .layouts import strided
 from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
@@ -31,6 +32,9 @@ class Tensor:
         "__dict__",
         "__weakref__",
     )
+
+    # Sparse tensors set their own ``_layout`` (an instance attribute): see _src/sparse.
+    _layout = strided
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -73,6 +77,8 @@ class Tensor:
         return self._shape[wrap_dim(dim, len(self._shape))] if self._shape else 1
 
     def stride(self, dim: int | None = None):
+        if self._layout is not strided:
+            raise RuntimeError(f"{_impl_name(self)} do not have strides")
         if dim is None:
             return self._stride
         return self._stride[wrap_dim(dim, len(self._shape))] if self._stride else 1
@@ -123,12 +129,16 @@ class Tensor:
 
     @property
     def is_sparse(self) -> bool:
-        return False
+        return self._layout.name == "sparse_coo"
 
     # Devices and layouts this build has none of (PyTorch's properties, for programs that test them).
     is_xpu = is_mps = is_xla = is_ipu = is_hpu = is_maia = is_mtia = is_vulkan = is_mkldnn = property(
         lambda self: False)
-    is_sparse_csr = is_nested = property(lambda self: False)
+    is_nested = property(lambda self: False)
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        return self._layout.name == "sparse_csr"
 
     @property
     def is_quantized(self) -> bool:
@@ -136,7 +146,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return self._layout
 
     def get_device(self) -> int:
         return -1 if self._device.type in ("cpu", "meta") else (self._device.index or 0)
@@ -164,11 +174,15 @@ class Tensor:
         return self.dtype.is_signed
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if self._layout is not strided:
+            raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
         return is_contiguous(self._shape, self._stride)
 
     def data_ptr(self) -> int:
         if dispatch._SYNC_HOOK[0] is not None:
             dispatch._SYNC_HOOK[0](self, "Tensor.data_ptr()")
+        if self._layout is not strided:
+            raise RuntimeError(f"Cannot access data pointer of Tensor that doesn't have storage ({self._layout})")
         if self._storage.device_type == "meta":
             return 0
         return self._storage.data_ptr() + self._offset * self.dtype.itemsize
@@ -277,7 +291,7 @@ class Tensor:
             raise TypeError("as_subclass expects a subclass of ember.Tensor")
         out = object.__new__(cls)
         _init_fields(out, self._storage, self._shape, self._stride, self._offset, self.dtype, self._device)
-        return out
+        return copy_layout(out, self)
 
     # -- Python protocols ---------------------------------------------------------------
     def __len__(self) -> int:
@@ -360,6 +374,26 @@ class Tensor:
         from .interop import dlpack_device
 
         return dlpack_device(self)
+
+
+_LAYOUT_MEMBERS = ("_layout", "_sp_indices", "_sp_values", "_coalesced", "_compressed", "_plain")
+
+
+def copy_layout(dst: Tensor, src: Tensor) -> Tensor:
+    """Gives ``dst`` (an alias made with make_tensor/make_view) ``src``'s non-strided layout and
+    members; a no-op for strided ``src``. Aliases of sparse tensors (detach, autograd's saved
+    copies) go through here."""
+    if src._layout is not strided:
+        d = src.__dict__
+        for name in _LAYOUT_MEMBERS:
+            if name in d:
+                setattr(dst, name, d[name])
+    return dst
+
+
+def _impl_name(t) -> str:
+    kind = "SparseTensorImpl" if t._layout.name == "sparse_coo" else "SparseCsrTensorImpl"
+    return f"Tensors of type {kind}"
 
 
 def _init_fields(t, storage, shape, stride, offset, dtype, dev):

@@ -45,6 +45,8 @@ class _SaveHook:
         self.storages: dict[int, tuple[str, object, object]] = {}
 
     def __call__(self, obj):
+        if isinstance(obj, Tensor) and obj._layout.dispatch_key is not None:
+            return self._sparse(obj)
         if isinstance(obj, Tensor):
             # Python attributes set on a tensor travel with it, as torch.save keeps them.
             state = dict(vars(obj)) or None
@@ -68,6 +70,16 @@ class _SaveHook:
         if type(obj) is device:
             return Reduce(Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return None
+
+    def _sparse(self, t: Tensor) -> Reduce:
+        """torch.save's record of a sparse tensor: _rebuild_sparse_tensor(layout, members)."""
+        layout = Reduce(Global("torch.serialization", "_get_layout"), (repr(t._layout),))
+        size = Reduce(Global("torch", "Size"), (tuple(t._shape),))
+        if t._layout.name == "sparse_coo":
+            members = (t._sp_indices, t._sp_values, size, t._coalesced)
+        else:
+            members = (t._compressed, t._plain, t._sp_values, size)
+        return Reduce(Global("torch._utils", "_rebuild_sparse_tensor"), (layout, members))
 
     def _tensor(self, t: Tensor, requires_grad: bool | None = None) -> Reduce:
         if t._device.type == "meta":

@@ -172,6 +172,39 @@ def _set_attributes(obj, state) -> None:
         setattr(obj, key, value)
 
 
+def _get_layout(name):
+    """``torch.serialization._get_layout("torch.sparse_coo")``: a layout by its printed name."""
+    from .._src.layouts import LAYOUTS
+
+    if type(name) is not str or not name.startswith("torch.") or name[6:] not in LAYOUTS:
+        raise UnpicklingError(f"unknown layout {name!r:.80}")
+    return LAYOUTS[name[6:]]
+
+
+def rebuild_sparse_tensor(layout, data):
+    """``torch._utils._rebuild_sparse_tensor``: COO (indices, values, size[, is_coalesced]) or a
+    compressed layout (compressed indices, plain indices, values, size), rebuilt through the public
+    constructors, whose invariant checks reject malformed index arrays before any kernel runs."""
+    from .._src import sparse
+    from .._src.layouts import COMPRESSED, sparse_coo
+
+    if type(data) is not tuple or not all(isinstance(x, Tensor) for x in data[:-2 if layout is sparse_coo else -1]):
+        raise UnpicklingError("_rebuild_sparse_tensor needs a tuple of tensors and a size")
+    try:
+        if layout is sparse_coo and len(data) in (3, 4):
+            coalesced = data[3] if len(data) == 4 else None
+            if coalesced is not None and type(coalesced) is not bool:
+                raise UnpicklingError("is_coalesced must be a bool")
+            return sparse.sparse_coo_tensor(data[0], data[1], _ints(tuple(data[2]), "size"),
+                                            is_coalesced=coalesced or None)
+        if layout in COMPRESSED and len(data) == 4:
+            return sparse.sparse_compressed_tensor(data[0], data[1], data[2], _ints(tuple(data[3]), "size"),
+                                                   layout=layout)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise UnpicklingError(f"invalid sparse tensor in checkpoint: {exc}") from None
+    raise UnpicklingError(f"_rebuild_sparse_tensor: unsupported layout {layout!r:.40} or data")
+
+
 def _encode(text, encoding="latin1"):
     # How protocol 2 spells ``bytes``: _codecs.encode(text, 'latin1').
     if type(text) is not str or encoding not in ("latin1", "latin-1"):
@@ -216,6 +249,9 @@ def build_allowed() -> dict[tuple[str, str], object]:
     for fn in (rebuild_tensor, rebuild_tensor_v2, rebuild_tensor_v3, rebuild_parameter,
                rebuild_parameter_with_state):
         allowed["torch._utils", "_" + fn.__name__] = Constructor("torch._utils._" + fn.__name__, fn)
+    allowed["torch._utils", "_rebuild_sparse_tensor"] = Constructor("torch._utils._rebuild_sparse_tensor",
+                                                                    rebuild_sparse_tensor)
+    allowed["torch.serialization", "_get_layout"] = Constructor("torch.serialization._get_layout", _get_layout)
     allowed["torch._tensor", "_rebuild_from_type_v2"] = Constructor("torch._tensor._rebuild_from_type_v2",
                                                                     rebuild_from_type_v2)
     allowed["torch.nn.parameter", "Parameter"] = _PARAMETER

@@ -20,6 +20,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     rnn,
     scatter,
     sorting,
+    sparse,
     views,
 )
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401

@@ -18,16 +18,22 @@ def _scaled(g, factor):
 
 def _column_major(m) -> bool:
     """A 2-d operand laid out as the transpose of a contiguous matrix (``weight.t()`` in linear)."""
+    if m.layout is not ember.strided:
+        return False
     return m.ndim == 2 and m.stride(0) == 1 and m.stride(1) == max(m.shape[0], 1) and m.shape[1] > 1
 
 
 def _mat1_grad(g, a, b):
+    if a.layout is not ember.strided or b.layout is not ember.strided:
+        return ember.mm(g, b.t())  # mm gives a sparse operand a dense gradient, as PyTorch's mm
     # Produce the gradient in a's own layout, so that flowing back through ``.t()`` lands on a
     # contiguous gradient instead of needing a transposing copy (PyTorch does the same).
     return ember.mm(b, g.t()).t() if _column_major(a) else ember.mm(g, b.t())
 
 
 def _mat2_grad(g, a, b):
+    if a.layout is not ember.strided or b.layout is not ember.strided:
+        return ember.mm(a.t(), g)
     return ember.mm(g.t(), a).t() if _column_major(b) else ember.mm(a.t(), g)
 
 

@@ -22,7 +22,22 @@ def _embedding(grads, inputs, outputs):
     weight, indices = inputs.args[0], inputs.args[1]
     padding_idx = arg(inputs, 2, "padding_idx", -1)
     scale = arg(inputs, 3, "scale_grad_by_freq", False)
+    if arg(inputs, 4, "sparse", False):
+        return _embedding_sparse_grad(grads[0], indices, weight, padding_idx, scale), None
     return OPS["embedding_dense_backward"](grads[0], indices, weight.shape[0], padding_idx, scale), None
+
+
+def _embedding_sparse_grad(g, indices, weight, padding_idx, scale):
+    """PyTorch's embedding_sparse_backward: one uncoalesced COO row per looked-up index (the rows
+    of padding_idx dropped)."""
+    if scale:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+    flat = indices.reshape(-1).long()
+    rows = g.reshape(-1, weight.shape[1])
+    if padding_idx is not None and padding_idx >= 0:
+        keep = (flat != padding_idx).nonzero().reshape(-1)
+        flat, rows = flat.index_select(0, keep), rows.index_select(0, keep)
+    return ember.sparse_coo_tensor(flat.unsqueeze(0), rows, tuple(weight.shape))
 
 
 def _layer_norm(grads, inputs, outputs):

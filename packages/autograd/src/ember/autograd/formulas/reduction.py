@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._src.sparse._reductions import softmax_backward
 
 from ._common import arg, where_zero
 from ._registry import derivative
@@ -304,6 +305,8 @@ def _softmax(grads, inputs, outputs):
     x, dim = _scan_dim(inputs)
     y = outputs[0]
     g = grads[0]
+    if y.layout is not ember.strided:
+        return (softmax_backward(g, y, dim, False),)
     if x.ndim == 0:
         return (g * 0,)
     gy = g * y
@@ -314,6 +317,8 @@ def _softmax(grads, inputs, outputs):
 def _log_softmax(grads, inputs, outputs):
     x, dim = _scan_dim(inputs)
     g = grads[0]
+    if outputs[0].layout is not ember.strided:
+        return (softmax_backward(g, outputs[0], dim, True),)
     if x.ndim == 0:
         return (g * 0,)
     return (g - ember.exp(outputs[0]) * ember.sum(g, dim, keepdim=True),)

@@ -101,4 +101,17 @@ for _name, _op in OPS.items():
 for _name in RANDOM_OPS:
     BATCH_RULES[_name] = _random_rule
 
+
+def sparse_rule(op, level, args, kwargs):
+    """The ops that build or convert sparse layouts: a batched (BatchedTensor) sparse tensor does
+    not exist, in PyTorch's vmap either, so these raise instead of looping."""
+    raise RuntimeError(f"vmap: ember.ops.{op.name} works on sparse layouts, which vmap does not support "
+                       "(as in PyTorch); call it outside vmap")
+
+
+for _name in ("coalesce", "_to_dense", "_to_sparse", "sparse_mask", "_sparse_mm", "_sparse_coo_tensor_unsafe",
+              "_sparse_compressed_tensor_unsafe"):
+    if _name in OPS:
+        BATCH_RULES[_name] = sparse_rule
+
 __all__ = ["BATCH_RULES", "FALLBACK", "loop_fallback"]

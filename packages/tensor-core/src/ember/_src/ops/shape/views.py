@@ -13,6 +13,7 @@ from ... import dtypes
 from ..._native import _C
 from ...device import META, copy_across, get_backend, to_device
 from ...dispatch import _SYNC_HOOK, define
+from ...layouts import strided as _STRIDED
 from ...optable import declare
 from ...shapes import (
     as_shape,
@@ -25,7 +26,7 @@ from ...shapes import (
     wrap_dim,
     wrap_dims,
 )
-from ...tensor import Tensor, check_view_bounds, make_view, new_empty_tensor
+from ...tensor import Tensor, check_view_bounds, copy_layout, make_view, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_scalar_fits, type_name
 from .._common import check_write as _check_write
@@ -499,6 +500,8 @@ def detach(self: Tensor) -> Tensor:
     """A view sharing storage that is not part of any autograd graph."""
     out = make_view(self, self._shape, self._stride, self._offset)
     out._base = None  # as in PyTorch: not a differentiable view, so in-place writes never reach self's graph
+    if self._layout is not _STRIDED:
+        copy_layout(out, self)
     # Subclasses survive detach, except parameters (``_is_param``), whose detached data is a
     # plain tensor, as in PyTorch.
     if type(self) is not Tensor and not getattr(self, "_is_param", False):
