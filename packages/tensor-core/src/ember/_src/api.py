@@ -87,7 +87,7 @@ from .sparse import (  # noqa: E402,F401
     sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor, sparse_csc_tensor,
     sparse_csr_tensor,
 )
-from .ops.linalg import mm as spmm  # noqa: E402,F401  (torch.spmm: mm with a sparse first operand)
+from .ops.linalg.products import mm as spmm  # noqa: E402,F401  (torch.spmm: mm with a sparse first operand)
 
 # Every public function, Tensor method and in-place variant of an op comes from the op table.
 from .bindings import generate as _generate  # noqa: E402

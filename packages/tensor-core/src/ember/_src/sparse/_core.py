@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import ember
 
-from .._native import _C
 from .. import dispatch
 from .. import dtypes as dt
+from .._native import _C
 from ..dispatch import define
 from ..layouts import COMPRESSED, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ..tensor import Tensor, make_tensor

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ember
 
-from .._native import _C
 from .. import dtypes as dt
+from .._native import _C
 from ..dispatch import OPS, define
 from ..layouts import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ..tensor import Tensor
