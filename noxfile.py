@@ -279,6 +279,20 @@ def fuzz(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *[str(ROOT / t) for t in FUZZ_TESTS], *session.posargs, env=env)
 
 
+@nox.session(requires=["wheels"])
+def fuzz100k(session: nox.Session) -> None:
+    """The seeded 100,000-case differential fuzz run (outside CI; CI runs a derandomized ~3,700-case slice).
+
+    324 hypothesis examples for each op and gradient test of the fuzz suite; EMBER_FUZZ_SEED (default
+    17) seeds hypothesis so a failure reproduces with the same seed. Takes ~1-2 CPU-hours on one core.
+    """
+    _install_packages(session, list(PACKAGES))
+    env = {**_test_env(), "EMBER_FUZZ_PROFILE": "100k"}
+    seed = os.environ.get("EMBER_FUZZ_SEED", "17")
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", f"--hypothesis-seed={seed}",
+                "--hypothesis-show-statistics", *[str(ROOT / t) for t in FUZZ_TESTS], *session.posargs, env=env)
+
+
 @nox.session
 def sanitize(session: nox.Session) -> None:
     """tensor-core's test suite on ember._C built with -fsanitize=address,undefined.
