@@ -566,6 +566,19 @@ for _name, (_op, _iop) in UNARY_OPS.items():
     _g[_name] = _public_unary(_op, _iop)
 del _g, _name, _op, _iop
 
+
+def _no_out(op):
+    # PyTorch's isnan/isinf/isfinite take no out= (an out keyword is a TypeError there).
+    def fn(input):
+        return op(input)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
+    return fn
+
+
+isnan, isinf, isfinite = (_no_out(UNARY_OPS[n][0]) for n in ("isnan", "isinf", "isfinite"))
+
 absolute = abs  # noqa: F821 - defined by the loop above
 negative = neg  # noqa: F821
 arcsin, arccos, arctan = asin, acos, atan  # noqa: F821
