@@ -105,7 +105,7 @@ def _view_entries():
         "alias": dict(call=aten("alias"), samples=fixed(_s(X))),
         "clone": dict(call=pub("clone"), samples=fixed(_s(X), _s(XT), _s(XO))),
         "_to_copy": dict(call=meth("to"), samples=fixed(_s(X, DType("float64")), _s(XT, DType("int32"), grad=False),
-                                                        _s(XO, DType("bfloat16")))),
+                                                        _s(XO, DType("bfloat16"), grad=False))),
     }
 
 
