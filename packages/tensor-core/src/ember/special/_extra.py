@@ -62,7 +62,8 @@ def xlog1py(input, other, *, out=None):
 def entr(input, *, out=None):
     """-x log x for x > 0, 0 at 0, -inf below 0 (NaN stays NaN)."""
     x = input if input.dtype.is_floating_point else input.to(ember.get_default_dtype())
-    pos = -x * ember.log(ember.where(x > 0, x, ember.ones_like(x)))
+    # Unmasked log: the gradient is -(1 + log x) everywhere, NaN below 0, as PyTorch's formula.
+    pos = -x * ember.log(x)
     res = ember.where(x > 0, pos, ember.where(x == 0, ember.zeros_like(x), ember.full_like(x, -math.inf)))
     return _out(ember.where(ember.isnan(x), x, res), out)
 
