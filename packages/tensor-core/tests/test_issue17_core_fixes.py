@@ -281,3 +281,12 @@ def test_resize_own_memory_still_grows_after_numpy_tensor_dies():
     x.resize_(10)
     assert list(x.shape) == [10]
     assert not _UNRESIZABLE
+
+
+def test_div_inplace_rounding_refuses_a_result_self_cannot_hold():
+    # Found by the 100k fuzz run (seed 17): bool.div_(1, rounding_mode="trunc") is int64 in PyTorch.
+    for mode in ("trunc", "floor"):
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError, match="can't be cast to the desired output type Bool"):
+                lib.tensor([True, False]).div_(1, rounding_mode=mode)
+        assert ember.tensor([3, 7], dtype=ember.uint8).div_(2, rounding_mode=mode).tolist() == [1, 3]

@@ -173,7 +173,13 @@ def install(functional: dict) -> None:
         if rounding_mode is None:
             return pw.div_inplace_op(self, other)
         check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
-        return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
+        result = pw.div(self, other, rounding_mode=rounding_mode)
+        if not dt.can_cast(result.dtype, self.dtype):  # bool.div_(1, rounding_mode=...) is int64 there
+            from .ops._common import type_name
+
+            raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
+                               f"{type_name(self.dtype)}")
+        return self.copy_(result)
 
     def lerp_(self, end, weight):
         return fpw.lerp_inplace_op(self, end, weight)
