@@ -51,7 +51,7 @@ def auto_entry(name: str, op) -> OpEntry | None:
     base = name.split(".")[0]
     method = None
     if base in NO_TORCH_INPLACE:
-        call = both(lambda e: e.ops[base], lambda t: lambda x, y: getattr(t, base[:-1])(x, y))
+        call = both(lambda e: e.ops[base], lambda t: lambda x, y: x.copy_(getattr(t, base[:-1])(x, y)))
     elif base.rstrip("_") in NN_FUNCTIONAL:
         call = _nn_call(base)
     elif base.endswith("_") and hasattr(torch.Tensor, base):
