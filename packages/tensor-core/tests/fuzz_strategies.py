@@ -36,6 +36,9 @@ _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), print_blo
 settings.register_profile("ci", max_examples=12, derandomize=True, database=None, **_COMMON)
 settings.register_profile("deep", max_examples=400, **_COMMON)
 settings.register_profile("dev", max_examples=60, **_COMMON)
+# '100k' is the release run (`nox -s fuzz100k`): 324 examples for each of the
+# ~309 op and gradient tests, about 100,000 cases, seeded by --hypothesis-seed in that session.
+settings.register_profile("100k", max_examples=324, database=None, **_COMMON)
 settings.load_profile(os.environ.get("EMBER_FUZZ_PROFILE", "ci"))
 
 

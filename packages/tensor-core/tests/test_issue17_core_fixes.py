@@ -237,3 +237,56 @@ def test_factories_take_size_by_keyword():
         assert getattr(ember, fn)(size=(2, 3)).shape == getattr(torch, fn)(size=(2, 3)).shape
         assert getattr(ember, fn)(size=[4]).shape == (4,)
     _same(lambda L: L.zeros(size=(2,), dtype=L.int32))
+
+
+# -- resize_ of borrowed memory: PyTorch's "not resizable" ----------------------------------------
+
+
+@pytest.mark.parametrize("source", ["numpy", "numpy_view", "frombuffer", "dlpack_numpy", "dlpack_torch"])
+def test_resize_borrowed_memory_is_not_resizable(source):
+    import numpy as np
+    import torch
+
+    arr = np.arange(3.0)
+    makers = {
+        "numpy": lambda lib: lib.from_numpy(arr),
+        "numpy_view": lambda lib: lib.from_numpy(arr)[1:],
+        "frombuffer": lambda lib: lib.frombuffer(bytearray(24), dtype=lib.float64),
+        "dlpack_numpy": lambda lib: lib.from_dlpack(arr),
+        "dlpack_torch": lambda lib: lib.from_dlpack(torch.arange(3.0, dtype=torch.float64)),
+    }
+    t, e = makers[source](torch), makers[source](ember)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        t.resize_(5)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        e.resize_(5)
+    # Shrinking needs no new memory: allowed, and still shares (as PyTorch).
+    assert list(e.resize_(1).shape) == list(t.resize_(1).shape) == [1]
+    if source == "numpy":
+        arr[0] = 7.0
+        assert e.item() == t.item() == 7.0
+
+
+def test_resize_own_memory_still_grows_after_numpy_tensor_dies():
+    import gc
+
+    import numpy as np
+
+    from ember._src.interop import _UNRESIZABLE
+
+    for _ in range(3):
+        ember.from_numpy(np.zeros(4)).resize_(2)
+    gc.collect()
+    x = ember.zeros(3)
+    x.resize_(10)
+    assert list(x.shape) == [10]
+    assert not _UNRESIZABLE
+
+
+def test_div_inplace_rounding_refuses_a_result_self_cannot_hold():
+    # Found by the 100k fuzz run (seed 17): bool.div_(1, rounding_mode="trunc") is int64 in PyTorch.
+    for mode in ("trunc", "floor"):
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError, match="can't be cast to the desired output type Bool"):
+                lib.tensor([True, False]).div_(1, rounding_mode=mode)
+        assert ember.tensor([3, 7], dtype=ember.uint8).div_(2, rounding_mode=mode).tolist() == [1, 3]

@@ -384,6 +384,12 @@ _INTEGER_RESULT_RAISES = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"
 
 
 def _check_result_dtype(name, out) -> None:
+    for o in (out,) if isinstance(out, Tensor) else out:
+        if isinstance(o, Tensor) and o.dtype.is_complex:
+            # The formulas are not conjugate-aware yet: recording would give wrong gradients, and not
+            # recording would drop this branch's gradient silently. A clear error instead.
+            raise RuntimeError(f"ember: autograd through complex-valued results ({name} returned {o.dtype}) is not "
+                               "supported yet; compute it under ember.no_grad() or on real and imaginary parts")
     if name in _INTEGER_RESULT_RAISES and isinstance(out, Tensor) and not (
             out.dtype.is_floating_point or out.dtype.is_complex):
         raise RuntimeError(f"Autograd not support dtype: {type_name(out.dtype)}")

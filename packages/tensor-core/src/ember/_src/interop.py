@@ -6,6 +6,7 @@ NumPy is imported only when a function here needs it, so that ``import ember`` s
 from __future__ import annotations
 
 import sys
+import weakref
 
 from . import dispatch as _dispatch
 from . import dtypes
@@ -22,6 +23,30 @@ def _numpy_to_ember() -> dict:
 
         _NUMPY_TO_EMBER.update({np.dtype(d._numpy): d for d in dtypes.ALL_DTYPES if d._numpy is not None})
     return _NUMPY_TO_EMBER
+
+
+# Borrowed memory (NumPy arrays, buffers, DLPack) cannot grow: PyTorch's storages over it are "not
+# resizable". Keyed by data address, each with a weak reference to the object that keeps the memory
+# alive: while that object lives no allocation can reuse the address, and its death drops the key.
+_UNRESIZABLE: dict = {}
+
+
+def mark_unresizable(storage, owner=None) -> None:
+    """Records that ``storage`` views memory owned by ``owner`` (the storage itself if None)."""
+    address = storage.data_ptr()
+    if not address:
+        return
+    try:
+        ref = weakref.ref(owner if owner is not None else storage,
+                          lambda r, a=address: _UNRESIZABLE.pop(a, None) if _UNRESIZABLE.get(a) is r else None)
+    except TypeError:
+        ref = weakref.ref(storage, lambda r, a=address: _UNRESIZABLE.pop(a, None) if _UNRESIZABLE.get(a) is r else None)
+    _UNRESIZABLE[address] = ref
+
+
+def is_resizable(storage) -> bool:
+    ref = _UNRESIZABLE.get(storage.data_ptr())
+    return ref is None or ref() is None
 
 
 def is_numpy_array(obj) -> bool:
@@ -119,6 +144,7 @@ def from_numpy(arr) -> Tensor:
         nbytes = (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * item
     address = arr.__array_interface__["data"][0]
     storage = _C.Storage.borrow(address, nbytes, arr)
+    mark_unresizable(storage, arr)
     return make_tensor(storage, shape, strides, 0, d, CPU)
 
 
@@ -246,5 +272,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
             raise RuntimeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got "
                             f"{type(ext_tensor).__name__}")
     storage, shape, strides, code, _read_only = _C.from_dlpack(capsule)
+    mark_unresizable(storage, ext_tensor if ext_tensor is not capsule else None)
     result = make_tensor(storage, shape, strides, 0, dtypes.BY_CODE[code], CPU)
     return result.clone() if copy else result

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import dtypes
 from .interop import to_numpy
-from .ops._common import check_write
+from .ops._common import check_write, type_name
 from .ops.linalg import products as linalg
 from .ops.pointwise import elementwise as pointwise
 from .ops.pointwise import fused as fused_pointwise
@@ -146,7 +146,11 @@ def div_(self, other, *, rounding_mode=None):
     if rounding_mode is None:
         return pointwise.div_inplace_op(self, other)
     check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
-    return self.copy_(pointwise.div(self, other, rounding_mode=rounding_mode))
+    result = pointwise.div(self, other, rounding_mode=rounding_mode)
+    if not dtypes.can_cast(result.dtype, self.dtype):  # bool.div_(1, rounding_mode=...) is int64 there
+        raise RuntimeError(f"result type {type_name(result.dtype)} can't be cast to the desired output type "
+                           f"{type_name(self.dtype)}")
+    return self.copy_(result)
 
 
 def lerp_(self, end, weight):

@@ -402,6 +402,10 @@ def resize_(self, *sizes, memory_format=None):
     needed = (self._offset + numel(shape)) * self.dtype.itemsize if numel(shape) else 0
     old = self._storage
     if needed > old.nbytes():
+        from ..interop import is_resizable
+
+        if not is_resizable(old):
+            raise RuntimeError("Trying to resize storage that is not resizable")
         # A new, larger storage holding the old bytes (PyTorch reallocates the storage in place, which
         # other tensors on it then see; here they keep the old one).
         if self._device is META:

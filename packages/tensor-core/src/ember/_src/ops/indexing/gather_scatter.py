@@ -181,6 +181,8 @@ def _scatter_reduce_kernel(self, dim, index, src, reduce, *, include_self=True):
     if reduce not in _REDUCE_CODES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _check_scatter(self, dim, index, src, "scatter_reduce")
+    if reduce == "mean" and self.dtype is dtypes.bool:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     _check_written(self, (src, index))
     return _run_scatter(self, d, index, src, _REDUCE_CODES[reduce], include_self)
 

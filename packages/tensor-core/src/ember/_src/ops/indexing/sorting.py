@@ -148,6 +148,8 @@ topk_op = _declare("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, b
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, best first."""
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     return _write_pair(topk_result, topk_op(input, operator.index(k), dim, largest, sorted), out, input)
 
 
@@ -155,6 +157,9 @@ _KIND = {"kthvalue": 0, "median": 1, "nanmedian": 2}
 
 
 def _select_meta(self: Tensor, dim: int, keepdim: bool, k: int, name: str):
+    if self.dtype is dtypes.bool:  # PyTorch's kernels have no bool instance (its names for them)
+        kernel = "kthvalue_cpu" if name == "kthvalue" else "median_out"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     d = wrap_dim(dim, max(self.ndim, 1))
     size = self._shape[d] if self.ndim else 1
     if size == 0:  # checked before k, as PyTorch does (IndexError, not k's RuntimeError)
@@ -200,6 +205,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
 
 
 def _median_all(input: Tensor, op, name: str) -> Tensor:
+    if input.dtype is dtypes.bool:
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     if numel(input._shape) == 0:
         return full((), float("nan"), dtype=input.dtype, device=input._device)
     return op(views.reshape(input, (-1,)), 0)[0]

@@ -290,7 +290,17 @@ _REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
-    """``torch.binary_cross_entropy_with_logits``: aten order, reduction as the enum int (0 by default there)."""
+    """``torch.binary_cross_entropy_with_logits``: aten order, reduction as the enum int (0 by default there).
+
+    The aten op broadcasts instead of F's same-size check, computing into a tensor of target's shape: a
+    broadcast shape other than target's is its RuntimeError."""
+    from ..shapes import broadcast_shapes
+
+    shape = tuple(broadcast_shapes(*[t.shape for t in (input, target, weight, pos_weight) if t is not None]))
+    if shape != tuple(target.shape):
+        raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(shape)}")
+    if tuple(input.shape) != shape:
+        input = input.expand(shape)
     return binary_cross_entropy_with_logits(input, target, weight, reduction=_REDUCTION_ENUM.get(reduction, reduction),
                                             pos_weight=pos_weight)
 

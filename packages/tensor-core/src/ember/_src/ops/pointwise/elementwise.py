@@ -483,15 +483,20 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
     arg_text = "".join(f", float {p}={d}" for p, d in params)
     op = define(f"{name}(Tensor self{arg_text}) -> Tensor", ("pointwise",))
 
-    def meta(a, *args):
+    def full(args, kwargs):
+        # The schema's defaults for parameters a caller of the op left out (by position or keyword).
+        given = dict(zip((p for p, _ in params), args), **kwargs)
+        return tuple(given.get(p, d) for p, d in params)
+
+    def meta(a, *args, **kwargs):
         return empty(a._shape, _unary_result(a, kind, name), META)
 
     op.meta = meta
     op.kernels["meta"] = meta
 
     @op.kernel("cpu")
-    def cpu(a, *args):
-        return _run_unary(code, kind, name, a, *args)
+    def cpu(a, *args, **kwargs):
+        return _run_unary(code, kind, name, a, *full(args, kwargs))
 
     inplace_op = None
     checks_overlap = name != "threshold"  # PyTorch's threshold_ skips the check (its kernel is shared with backward)
@@ -499,7 +504,8 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         inplace_op = define(f"{name}_(Tensor(a!) self{arg_text}) -> Tensor(a!)", ("pointwise", "inplace"))
 
         @inplace_op.kernel("cpu")
-        def cpu_inplace(self, *args):
+        def cpu_inplace(self, *args, **kwargs):
+            args = full(args, kwargs)
             if checks_overlap and 0 in self._stride:
                 _check_internal_overlap(self)
             result_dtype = _unary_result(self, kind, name)
@@ -522,7 +528,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
             return self
 
         @inplace_op.kernel("meta")
-        def meta_inplace(self, *args):
+        def meta_inplace(self, *args, **kwargs):
             return self
 
     return op, inplace_op
@@ -563,6 +569,19 @@ for _name, (_op, _iop) in UNARY_OPS.items():
         continue
     _g[_name] = _public_unary(_op, _iop)
 del _g, _name, _op, _iop
+
+
+def _no_out(op):
+    # PyTorch's isnan/isinf/isfinite take no out= (an out keyword is a TypeError there).
+    def fn(input):
+        return op(input)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
+    return fn
+
+
+isnan, isinf, isfinite = (_no_out(UNARY_OPS[n][0]) for n in ("isnan", "isinf", "isfinite"))
 
 absolute = abs  # noqa: F821 - defined by the loop above
 negative = neg  # noqa: F821

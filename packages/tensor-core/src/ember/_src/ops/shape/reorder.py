@@ -232,6 +232,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     from .joining import stack
 
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = broadcast_shapes(input._shape, other._shape)
     a, b = input.expand(tuple(shape)), other.expand(tuple(shape))
     if dim is None:

@@ -510,6 +510,12 @@ def detach(self: Tensor) -> Tensor:
 
 
 def detach_(self: Tensor) -> Tensor:
+    if self._base is not None:
+        raise RuntimeError(
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+            "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence "
+            "detach_() cannot be called on these gradients. To fix this error, please refer to the "
+            "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
     self.grad_fn = None
     self._requires_grad = False
     return self

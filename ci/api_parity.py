@@ -1,0 +1,117 @@
+"""API-surface parity: PyTorch's public names per namespace and which ember lacks.
+
+Prints, per namespace, how many of PyTorch's public names ember has (coverage) and the missing
+ones grouped by kind (function, class, module, constant). ``--json PATH`` writes the figures.
+PyTorch 2.13's CPU build is the reference; compile/export/distributed/cuda have their own issues
+and are left out. Usage: PYTHONPATH=$(python3 ci/dev_env.py) python3 ci/api_parity.py [--json out.json]
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import sys
+import warnings
+
+NAMESPACES = ["", "Tensor", "nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "linalg", "fft", "special",
+              "distributions", "autograd", "utils.data"]
+# Names of PyTorch's that are not API (re-exported modules, typing helpers, private-ish leftovers).
+IGNORED = {"annotations", "builtins", "math", "os", "sys", "platform", "textwrap", "ctypes", "inspect", "importlib",
+           "functools", "typing", "warnings", "collections", "itertools", "abc", "torch", "Optional", "Union",
+           "Any", "Callable", "List", "Tuple", "Dict", "TYPE_CHECKING", "Iterable", "Sequence", "Set", "Type",
+           "TypeVar", "overload", "cast", "deprecated", "Generic", "Iterator", "Enum", "Number", "defaultdict",
+           "partial", "wraps", "chain", "contextmanager", "dataclass", "field", "logging", "weakref", "numbers",
+           "operator", "copy", "threading", "types", "re", "np", "numpy", "F", "Tensor" if False else ""}
+
+
+def _resolve(root, path):
+    obj = root
+    for part in filter(None, path.split(".")):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module(f"{obj.__name__}.{part}")
+    return obj
+
+
+def _kind(obj) -> str:
+    if inspect.ismodule(obj):
+        return "module"
+    if inspect.isclass(obj):
+        return "class"
+    if callable(obj):
+        return "function"
+    return "constant"
+
+
+def _foreign(obj, n) -> bool:
+    """Not PyTorch's own API: typing helpers, stdlib/third-party imports, docstring templates."""
+    if isinstance(obj, str) and (n.endswith(("_notes", "_args", "_common")) or n.islower()):
+        return True
+    mod = getattr(obj, "__module__", None) if not inspect.ismodule(obj) else obj.__name__
+    if inspect.ismodule(obj) or inspect.isclass(obj) or inspect.isfunction(obj):
+        return not (mod or "").startswith("torch")
+    return type(obj).__module__ in ("typing", "typing_extensions")
+
+
+def public_names(mod, path):
+    names = {}
+    for n in dir(mod):
+        if n.startswith("_") or n in IGNORED:
+            continue
+        try:
+            obj = getattr(mod, n)
+        except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is still a name
+            obj = None
+        if path and path != "Tensor" and _foreign(obj, n):
+            continue
+        if inspect.ismodule(obj) and path == "" and n in {"compiler", "export", "distributed", "cuda", "onnx", "jit",
+                                                           "fx", "xpu", "mps", "mtia", "backends", "_dynamo"}:
+            continue
+        names[n] = _kind(obj)
+    return names
+
+
+def report():
+    import torch
+
+    import ember
+
+    warnings.simplefilter("ignore")
+    rows = {}
+    for ns in NAMESPACES:
+        tmod = _resolve(torch, ns)
+        try:
+            emod = _resolve(ember, ns)
+        except (AttributeError, ImportError):
+            emod = None
+        tnames = public_names(tmod, ns)
+        missing = {n: k for n, k in tnames.items() if emod is None or not hasattr(emod, n)}
+        have = len(tnames) - len(missing)
+        coverage = round(100 * have / max(len(tnames), 1), 1)
+        rows[ns or "torch"] = {"total": len(tnames), "have": have, "coverage": coverage,
+                               "missing": dict(sorted(missing.items()))}
+    return rows
+
+
+def main(argv):
+    rows = report()
+    for ns, row in rows.items():
+        print(f"{ns:22s} {row['have']:5d}/{row['total']:<5d} {row['coverage']:5.1f}%")
+    print()
+    for ns, row in rows.items():
+        if row["missing"]:
+            by_kind = {}
+            for n, k in row["missing"].items():
+                by_kind.setdefault(k, []).append(n)
+            print(f"[{ns}] missing:")
+            for k, ns_names in sorted(by_kind.items()):
+                print(f"  {k} ({len(ns_names)}): {', '.join(ns_names)}")
+    if "--json" in argv:
+        with open(argv[argv.index("--json") + 1], "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,45 @@
+"""The op database covers every op of the op table and every public function (naming the missing)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import ember
+import ember.fft
+import ember.linalg
+import ember.special
+from ember._src.dispatch import OPS
+from ember.testing import _opdb as db
+
+
+def _public_functions():
+    names = []
+    for ns in ("", "linalg", "fft", "special"):
+        mod = getattr(ember, ns) if ns else ember
+        for n in dir(mod):
+            obj = getattr(mod, n)
+            if n.startswith("_") or not callable(obj) or inspect.isclass(obj) or inspect.ismodule(obj):
+                continue
+            names.append(f"{ns}.{n}" if ns else n)
+    return names
+
+
+def test_every_op_has_an_entry():
+    missing = sorted(set(OPS) - set(db.op_db()))
+    assert not missing, f"ops without an op-database entry: {missing}"
+
+
+def test_every_public_function_has_an_entry():
+    missing = sorted(set(_public_functions()) - set(db.function_db()))
+    assert not missing, f"public functions without an op-database entry: {missing}"
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in db.entries()])
+def test_entry_is_runnable_or_says_what_covers_it(entry):
+    if entry.covered_by is not None:
+        assert entry.reason, f"{entry.name}: covered_by without a reason"
+        return
+    assert entry.call is not None and entry.samples is not None, f"{entry.name}: no call or samples"
+    assert entry.samples("float32"), f"{entry.name}: no samples"
