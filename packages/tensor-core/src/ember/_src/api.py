@@ -26,7 +26,7 @@ from .runtime import (
 from .shapes import Size
 from .tensor import Tensor, is_tensor
 from ..serialization import load, save
-from .dtypes import result_type_of
+from .dtypes import result_type_of as _result_type_of
 from .interop import from_numpy as _from_numpy
 
 half, float, double = _ALIASES["half"], _ALIASES["float"], _ALIASES["double"]  # noqa: A001
@@ -42,7 +42,7 @@ from . import random_factories as _random_factories  # noqa: E402,F401  (rand, r
 def result_type(tensor1, tensor2):
     """The dtype an arithmetic op on the two operands produces (tensors or Python scalars)."""
 
-    return result_type_of(tensor1, tensor2)
+    return _result_type_of(tensor1, tensor2)
 
 
 def get_num_threads() -> int:

@@ -14,16 +14,16 @@ from ember._src.autocast import composite as _autocast_composite
 from .._src import dtypes as _dtypes
 from .._src.bindings import namespace as _namespace
 from .._src.ops._common import write_out as _write_out
-from .._src.ops.creation.factories import zeros
 from .._src.ops.creation.factories import zeros as _zeros
 from .._src.ops.linalg import lapack as _lapack
 from .._src.ops.linalg.lapack import LinAlgError
 from .._src.ops.pointwise import elementwise
-from .._src.ops.reduction.composite import norm_op
+from .._src.ops.reduction.composite import norm_op as _norm_op
 from .._src.ops.shape import views as _views
-from .._src.ops.shape.joining import cat
+from .._src.ops.shape.joining import cat as _cat
 from .._src.ops.shape.reorder import cross as _cross
-from .._src.shapes import numel, wrap_dim
+from .._src.shapes import numel as _numel
+from .._src.shapes import wrap_dim as _wrap_dim
 from .._src.tensor import Tensor as _Tensor
 
 __all__ = [
@@ -132,7 +132,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     if atol is None:
         atol = 0.0
     if min(m, n) == 0:
-        return _write_out(zeros(A._shape[:-2], dtype=_dtypes.int64), out)
+        return _write_out(_zeros(A._shape[:-2], dtype=_dtypes.int64), out)
     top = S.amax(-1, keepdim=True)
     tol = elementwise.maximum(elementwise.mul(top, _lapack._column(rtol)), _lapack._column(atol))
     return _write_out((S > tol).sum(-1), out, overlap=False)
@@ -154,7 +154,7 @@ def cross(input, other, *, dim=-1, out=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, got {ord}")
-    return _write_out(norm_op(x, ord, dim, keepdim, dtype), out, overlap=False)  # a reduction: unchecked
+    return _write_out(_norm_op(x, ord, dim, keepdim, dtype), out, overlap=False)  # a reduction: unchecked
 
 
 def _matrix_dims(A, dim, fn):
@@ -163,7 +163,7 @@ def _matrix_dims(A, dim, fn):
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
 
-    d0, d1 = wrap_dim(dim[0], A.ndim), wrap_dim(dim[1], A.ndim)
+    d0, d1 = _wrap_dim(dim[0], A.ndim), _wrap_dim(dim[1], A.ndim)
     if d0 == d1:
         raise RuntimeError(f"{fn}: dims must be different. Got ({dim[0]}, {dim[1]})")
     return d0, d1
@@ -268,7 +268,7 @@ def vander(x, *, N=None):
         return x.unsqueeze(-1).new_ones(x._shape + (n,))
     col = _views.unsqueeze_op(x, -1)
     ones = col.new_ones(x._shape + (1,))
-    return cat([ones, _views.expand_op(col, x._shape + (n - 1,))], -1).cumprod(-1)
+    return _cat([ones, _views.expand_op(col, x._shape + (n - 1,))], -1).cumprod(-1)
 
 
 @_autocast_composite("fp32")
@@ -277,7 +277,7 @@ def tensorinv(A, ind=2, *, out=None):
 
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
-    rows, cols = numel(A._shape[:ind]), numel(A._shape[ind:])
+    rows, cols = _numel(A._shape[:ind]), _numel(A._shape[ind:])
     if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {cols} != {rows}")
@@ -293,7 +293,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
         dims = [d % A.ndim for d in dims]
         A = _views.movedim(A, dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = A._shape[B.ndim:]
-    rows, cols = numel(B._shape), numel(rest)
+    rows, cols = _numel(B._shape), _numel(rest)
     if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(result_shape) == prod(other.shape), but "
                            f"got {cols} != {rows}")

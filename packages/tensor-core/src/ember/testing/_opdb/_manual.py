@@ -306,6 +306,7 @@ COVERED = {
     "_lstm_layer_backward": "nn.LSTM (ember-nn's test_opdb_nn: LSTM gradients vs torch)",
     "_gru_layer": "nn.GRU (ember-nn's test_opdb_nn: GRU vs torch)",
     "_gru_layer_backward": "nn.GRU (ember-nn's test_opdb_nn: GRU gradients vs torch)",
+    "_sparse_compressed_tensor_unsafe": "sparse_compressed_tensor (test_sparse_layouts.py)",
 }
 
 

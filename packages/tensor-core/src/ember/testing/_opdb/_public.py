@@ -136,6 +136,15 @@ UTILITIES = {
     "get_rng_state": "test_random*.py",
 }
 
+# Sparse-layout constructors and products (their samples are sparse tensors, which the dense
+# specs here cannot describe): the sparse test suite compares each with torch over every layout.
+SPARSE = {
+    "sparse_coo_tensor": "test_sparse_layouts.py", "sparse_csr_tensor": "test_sparse_layouts.py",
+    "sparse_csc_tensor": "test_sparse_layouts.py", "sparse_bsr_tensor": "test_sparse_layouts.py",
+    "sparse_bsc_tensor": "test_sparse_layouts.py", "sparse_compressed_tensor": "test_sparse_layouts.py",
+    "spmm": "test_sparse_kernels.py",
+}
+
 
 def _entry(q: str, samples, call=None, **kw) -> OpEntry:
     ns, _, name = q.rpartition(".")
@@ -190,4 +199,7 @@ def function_entries() -> dict:
     for q, where in UTILITIES.items():
         out[q] = OpEntry(name=q, kind="function", covered_by=where,
                          reason="computes no tensor (a setting, seed, file or interop function)")
+    for q, where in SPARSE.items():
+        out[q] = OpEntry(name=q, kind="function", covered_by=where,
+                         reason="builds a sparse layout: tested against torch per layout in the sparse suite")
     return out
