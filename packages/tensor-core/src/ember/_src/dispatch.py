@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from types import MethodType
 
+from .. import _C
 from . import grad_mode
 
 
@@ -65,6 +65,9 @@ _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-au
 _SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
 _EAGER_REGION_HOOK: list = [None]  # [hook(reason) -> context manager]: see eager_region
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
+# Becomes True once a tensor of a non-strided layout exists (issue 19's sparse constructors set it):
+# from then on calls take the Python dispatcher, which routes by layout (the native fast path steps aside).
+_LAYOUT_DISPATCH = [False]
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
 _AUTOCAST_ON = [0]
@@ -75,8 +78,15 @@ _Tensor = None  # set by tensor.py (avoids an import cycle)
 _GRAD_STATE = grad_mode.STATE
 
 
-class Op:
-    """One operator. ``ember.ops.<name>`` is the Op; calling it dispatches."""
+class Op(_C.OpBase):
+    """One operator. ``ember.ops.<name>`` is the Op; calling it dispatches.
+
+    Calling an Op enters ``_C.OpBase`` (csrc/common/fast_dispatch.cpp): for an op marked fast
+    (``_set_fast``) whose call needs none of the layers below (no autocast, mode, subclass,
+    autograd, sparse layout; plain CPU tensors of a dtype computed as itself), the native code
+    runs the kernel; every other call reaches ``_dispatch``, the reference path. As a class
+    attribute an Op binds like a method (``Tensor.__add__ = add_op``).
+    """
 
     __slots__ = ("name", "schema", "tags", "meta", "kernels", "amp", "__dict__", "__weakref__")
 
@@ -92,10 +102,6 @@ class Op:
     def __repr__(self) -> str:
         return f"ember.ops.{self.name}"
 
-    def __get__(self, obj, objtype=None):
-        # Lets an Op serve directly as a Tensor method or operator (``Tensor.__add__``).
-        return self if obj is None else MethodType(self, obj)
-
     def kernel(self, device_type: str):
         """Decorator registering the kernel for one device type."""
 
@@ -105,7 +111,8 @@ class Op:
 
         return register
 
-    def __call__(self, *args, **kwargs):
+    def _dispatch(self, *args, **kwargs):
+        """The Python dispatcher (the module docstring's order); the native call falls back here."""
         if _AUTOCAST_ON[0] and self.amp is not None and _AUTOCAST_STATE.active:
             return _AUTOCAST_CALL[0](self, args, kwargs)
         if _MODES_ENTERED[0] and _MODES.stack:
@@ -143,6 +150,9 @@ class Op:
                 f"ember.ops.{self.name} has no kernel for device '{device_type}'"
             )
         return kernel(*args, **kwargs)
+
+
+_C._op_setup(Op, Op._dispatch)
 
 
 def _device_type_of(args, kwargs) -> str:
