@@ -51,11 +51,14 @@ bool is_float_code(int c) { return c == kFloat32 || c == kFloat64; }
 // Integer and float dtypes whose kernels compute in the dtype itself.
 bool is_direct_code(int c) { return (c >= 1 && c <= 5) || is_float_code(c); }
 
-// A tensor argument the fast path can take, or null.
-TensorObject* plain_tensor(PyObject* o) {
+PyTypeObject OpBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// A tensor argument the fast path can take, or null. `below_autograd`: called from
+// Op.call_kernel, under the autograd layer, where inputs may require grad.
+TensorObject* plain_tensor(PyObject* o, bool below_autograd) {
   if (reinterpret_cast<PyObject*>(Py_TYPE(o)) != tensor_class()) return nullptr;
   auto* t = reinterpret_cast<TensorObject*>(o);
-  if (t->device_kind != kDeviceCPU || t->rg || t->storage_ptr == nullptr || t->shape == nullptr ||
+  if (t->device_kind != kDeviceCPU || (t->rg && !below_autograd) || t->storage_ptr == nullptr || t->shape == nullptr ||
       t->stride == nullptr || t->ndim < 0 || t->stride_ndim != t->ndim || !t->offset_ok || t->dtype == nullptr ||
       !is_direct_code(t->dtype_code))
     return nullptr;
@@ -94,9 +97,9 @@ PyObject* run_or_fallback(PyObject* out, F&& fn) {
   return out;
 }
 
-PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y) {
-  TensorObject* a = plain_tensor(x);
-  TensorObject* b = plain_tensor(y);
+PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y, bool below_autograd) {
+  TensorObject* a = plain_tensor(x, below_autograd);
+  TensorObject* b = plain_tensor(y, below_autograd);
   TensorObject* t;
   PyObject* scalar = nullptr;
   bool reverse = false;
@@ -142,8 +145,8 @@ PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y) {
   return run_or_fallback(out, [&] { run_binary_scalar_kernel(opcode, out, reinterpret_cast<PyObject*>(t), scalar, reverse); });
 }
 
-PyObject* fast_unary(OpObject* op, PyObject* x) {
-  TensorObject* a = plain_tensor(x);
+PyObject* fast_unary(OpObject* op, PyObject* x, bool below_autograd) {
+  TensorObject* a = plain_tensor(x, below_autograd);
   if (a == nullptr || !is_float_code(a->dtype_code)) return NOT_HANDLED;
   int inference = inference_now();
   if (inference < 0) return nullptr;
@@ -186,11 +189,33 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (op->fast != kNone && kwnames == nullptr && plain_dispatch()) {
     PyObject* r = NOT_HANDLED;
-    if (op->fast == kBinary && nargs == 2) r = fast_binary(op, args[0], args[1]);
-    else if (op->fast == kUnary && nargs == 1) r = fast_unary(op, args[0]);
+    if (op->fast == kBinary && nargs == 2) r = fast_binary(op, args[0], args[1], false);
+    else if (op->fast == kUnary && nargs == 1) r = fast_unary(op, args[0], false);
     if (r != NOT_HANDLED) return r;
   }
   return call_slow(self, args, nargsf, kwnames);
+}
+
+// _C._native_kernel(op, args): the op's CPU kernel run natively on positional args, below every
+// dispatch layer (what Op.call_kernel does after the autograd layer recorded the call); None when
+// the call is not one the fast path takes (the caller then runs the Python kernel).
+PyObject* py_native_kernel(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyObject_TypeCheck(args[0], &OpBaseType) || !PyTuple_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_native_kernel(op, args: tuple)");
+    return nullptr;
+  }
+  auto* op = reinterpret_cast<OpObject*>(args[0]);
+  PyObject* call_args = args[1];
+  Py_ssize_t n = PyTuple_GET_SIZE(call_args);
+  PyObject* layout = g_dispatch.layout_dispatch;
+  if (op->fast == kNone || layout == nullptr || PyList_GET_ITEM(layout, 0) != Py_False) Py_RETURN_NONE;
+  PyObject* r = NOT_HANDLED;
+  if (op->fast == kBinary && n == 2)
+    r = fast_binary(op, PyTuple_GET_ITEM(call_args, 0), PyTuple_GET_ITEM(call_args, 1), true);
+  else if (op->fast == kUnary && n == 1)
+    r = fast_unary(op, PyTuple_GET_ITEM(call_args, 0), true);
+  if (r == NOT_HANDLED) Py_RETURN_NONE;
+  return r;
 }
 
 PyObject* op_new(PyTypeObject* type, PyObject*, PyObject*) {
@@ -238,8 +263,6 @@ PyGetSetDef op_getset[] = {
     {"_fast", op_get_fast, nullptr, "Whether calls may take the native fast path.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
-PyTypeObject OpBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-
 // _C._op_setup(Op, Op._dispatch): registers the Python dispatcher and gives the Op class the
 // vectorcall and method-descriptor behaviour of this base (heap subclasses do not inherit them).
 PyObject* py_op_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -260,6 +283,8 @@ PyObject* py_op_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef module_functions[] = {
     {"_op_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_op_setup)), METH_FASTCALL,
      "Registers dispatch.Op and its Python dispatcher with the native fast path."},
+    {"_native_kernel", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_native_kernel)), METH_FASTCALL,
+     "_native_kernel(op, args): the op's kernel run natively below every dispatch layer, or None."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
