@@ -137,8 +137,10 @@ class Op(_C.OpBase):
 
     def call_kernel(self, args, kwargs):
         """Runs the device kernel directly (below modes and autograd)."""
-        if self._fast and not kwargs:
-            out = _NATIVE_KERNEL(self, args)  # the native fast path's kernel (autograd records here)
+        if self._fast and not kwargs and not _MODES_ENTERED[0]:
+            # The native fast path's kernel (the autograd layer records around it). Not while a mode
+            # is entered: a tracer's kernels see every call (compile's recorder relies on it).
+            out = _NATIVE_KERNEL(self, args)
             if out is not None:
                 return out
         if args:
