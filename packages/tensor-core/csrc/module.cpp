@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "common/parallel.h"
+#include "common/tensor_impl.h"
 
 namespace py = pybind11;
 
@@ -19,6 +20,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_flush_denormal", &ember::set_flush_denormal, py::arg("mode"),
         "Flushes denormal floats to zero (x86 FTZ/DAZ); returns whether the CPU supports it.");
   ember::bind_storage(m);
+  ember::bind_tensor_impl(m.ptr());
+  ember::bind_fast_dispatch(m.ptr());
   ember::bind_copy(m);
   ember::bind_unary(m);
   ember::bind_binary(m);

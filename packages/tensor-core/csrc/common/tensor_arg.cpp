@@ -1,5 +1,7 @@
 #include "tensor_arg.h"
 
+#include "tensor_impl.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -44,7 +46,32 @@ std::vector<int64_t> to_int64_vector(py::handle seq, const char* what) {
   return out;
 }
 
+namespace {
+void unpack_attributes(py::handle tensor, TensorArg& arg, int64_t& offset);
+void check_view(TensorArg& arg, int64_t offset);
+}  // namespace
+
 TensorArg unpack(py::handle tensor) {
+  TensorArg arg;
+  int64_t offset;
+  auto* t = reinterpret_cast<TensorObject*>(tensor.ptr());
+  if (is_tensor_base(tensor.ptr()) && t->storage_ptr != nullptr && t->shape != nullptr && t->stride != nullptr &&
+      t->ndim >= 0 && t->stride_ndim == t->ndim && t->offset_ok && t->dtype != nullptr && t->dtype_code >= 0) {
+    // The C struct's mirrors (tensor_impl.h): no attribute lookups.
+    arg.storage = t->storage_ptr;
+    arg.dtype = static_cast<DType>(t->dtype_code);
+    arg.shape.assign(t->sizes, t->sizes + t->ndim);
+    arg.strides.assign(t->strides, t->strides + t->ndim);
+    offset = t->offset_value;
+  } else {
+    unpack_attributes(tensor, arg, offset);
+  }
+  check_view(arg, offset);
+  return arg;
+}
+
+namespace {
+void unpack_attributes(py::handle tensor, TensorArg& arg, int64_t& offset) {
   // Interned once and never released: a static py::str would be decref'd by a C++ static
   // destructor after the interpreter has finalized (a crash at exit).
   static const py::handle s_storage = PyUnicode_InternFromString("_storage"),
@@ -52,7 +79,6 @@ TensorArg unpack(py::handle tensor) {
                           s_shape = PyUnicode_InternFromString("_shape"),
                           s_stride = PyUnicode_InternFromString("_stride"),
                           s_dtype = PyUnicode_InternFromString("dtype"), s_code = PyUnicode_InternFromString("_code");
-  TensorArg arg;
   py::object storage_obj = tensor.attr(s_storage);
   if (storage_obj.is_none()) throw py::type_error("expected an ember.Tensor with storage");
   auto* storage = storage_obj.cast<Storage*>();
@@ -60,7 +86,11 @@ TensorArg unpack(py::handle tensor) {
   arg.dtype = dtype_from_code(tensor.attr(s_dtype).attr(s_code).cast<int>());
   arg.shape = to_int64_vector(tensor.attr(s_shape), "shape");
   arg.strides = to_int64_vector(tensor.attr(s_stride), "stride");
-  int64_t offset = tensor.attr(s_offset).cast<int64_t>();
+  offset = tensor.attr(s_offset).cast<int64_t>();
+}
+
+void check_view(TensorArg& arg, int64_t offset) {
+  Storage* storage = arg.storage;
   if (arg.shape.size() != arg.strides.size()) throw std::invalid_argument("shape and stride ranks differ");
   // A sanity bound only (PyTorch has no dimension limit on the CPU); kMaxDims bounds DLPack imports.
   constexpr size_t kMaxTensorDims = 4096;
@@ -84,8 +114,8 @@ TensorArg unpack(py::handle tensor) {
     if (storage->data == nullptr) throw std::invalid_argument("tensor has no data (meta device?)");
   }
   arg.data = storage->data ? storage->data + offset * item : nullptr;
-  return arg;
 }
+}  // namespace
 
 std::vector<int64_t> broadcast_strides(const TensorArg& arg, const std::vector<int64_t>& shape) {
   int64_t nd = static_cast<int64_t>(shape.size());

@@ -310,6 +310,12 @@ void binary_scalar_impl(int code, py::handle out_obj, py::handle a_obj, py::hand
 
 }  // namespace
 
+// Entry points for the dispatcher's native fast path (common/fast_dispatch.cpp).
+void run_binary_kernel(int code, py::handle out, py::handle a, py::handle b) { binary_impl(code, out, a, b); }
+void run_binary_scalar_kernel(int code, py::handle out, py::handle a, py::handle scalar, bool reverse) {
+  binary_scalar_impl(code, out, a, scalar, reverse);
+}
+
 void bind_binary(py::module_& m) {
   std::map<std::string, int> codes;
 #define X(name) codes[#name] = static_cast<int>(BinaryOp::name);

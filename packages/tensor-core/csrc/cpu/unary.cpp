@@ -417,6 +417,9 @@ void unary_impl(int code, py::handle out_obj, py::handle a_obj, double p0, doubl
 
 }  // namespace
 
+// Entry point for the dispatcher's native fast path (common/fast_dispatch.cpp).
+void run_unary_kernel(int code, py::handle out, py::handle a) { unary_impl(code, out, a, 0.0, 0.0, 0.0); }
+
 void bind_unary(py::module_& m) {
   std::map<std::string, int> codes;
 #define X(name) codes[#name] = static_cast<int>(UnaryOp::name);

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from types import MethodType
 
 from . import grad_mode
+from ._native import _C
 from .device import to_device
 
 
@@ -91,7 +91,9 @@ _MODES_LOCK = threading.Lock()
 _AUTOGRAD_HOOK: list = [None]  # [hook(op, args, kwargs)], installed by ember-autograd
 _SYNC_HOOK: list = [None]  # [hook(tensor or None, reason)]: see "Pending work" above
 _EAGER_REGION_HOOK: list = [None]  # [hook(reason) -> context manager]: see eager_region
-_LAYOUT_DISPATCH = [False]  # becomes True once a sparse tensor exists: see "Layouts" above
+# Becomes True once a sparse tensor exists (see "Layouts" above): from then on calls take the Python
+# dispatcher, which routes by layout (the native fast path steps aside).
+_LAYOUT_DISPATCH = [False]
 _SUBCLASS_DISPATCH = [False]  # becomes True once a Tensor subclass defines __torch_dispatch__
 # Autocast (autocast.py): threads with autocast enabled. While 0 (the common case) an op call
 # pays one list read; otherwise ops carrying a cast policy (``Op.amp``) go to _AUTOCAST_CALL.
@@ -105,9 +107,18 @@ _BIND_HOOK: list = [None]
 _GRAD_STATE = grad_mode.STATE
 
 
-class Op:
+class Op(_C.OpBase):
     """One operator, its record (docs/adding-an-op.md). ``ember.ops.<name>`` is the Op; calling it
-    dispatches. Besides the schema, tags, meta and kernels, the record declares:
+    dispatches.
+
+    Calling an Op enters ``_C.OpBase`` (csrc/common/fast_dispatch.cpp): for an op marked fast
+    (``_set_fast``) whose call needs none of the layers below (no autocast, mode, subclass,
+    autograd, sparse layout; plain CPU tensors of a dtype computed as itself), the native code
+    runs the kernel; every other call reaches ``_dispatch``, the reference path. As a class
+    attribute an Op binds like a method (``Tensor.__add__ = add_op``). Subclasses must not define
+    a Python ``__call__`` or ``__get__`` (the native call path would be bypassed).
+
+    Besides the schema, tags, meta and kernels, the record declares:
 
     - ``variants``: the public forms generated from the op (optable.py): ``function``
       (``ember.<name>``), ``method`` (``Tensor.<name>``), ``inplace`` (``Tensor.<name>_``), ``out``
@@ -139,10 +150,6 @@ class Op:
     def __repr__(self) -> str:
         return f"ember.ops.{self.name}"
 
-    def __get__(self, obj, objtype=None):
-        # Lets an Op serve directly as a Tensor method or operator (``Tensor.__add__``).
-        return self if obj is None else MethodType(self, obj)
-
     def kernel(self, device_type: str):
         """Decorator registering the kernel for one device type."""
 
@@ -152,7 +159,8 @@ class Op:
 
         return register
 
-    def __call__(self, *args, **kwargs):
+    def _dispatch(self, *args, **kwargs):
+        """The Python dispatcher (the module docstring's order); the native call falls back here."""
         if _AUTOCAST_ON[0] and self.amp is not None and _AUTOCAST_STATE.active:
             return _AUTOCAST_CALL[0](self, args, kwargs)
         if _MODES_ENTERED[0] and _MODES.stack:
@@ -187,6 +195,12 @@ class Op:
                         f"This could be because the operator doesn't exist for this backend ({layout})."
                     )
                 return kernel(*args, **kwargs)
+        if self._fast and not kwargs and not _MODES_ENTERED[0]:
+            # The native fast path's kernel (the autograd layer records around it). Not while a mode
+            # is entered: a tracer's kernels see every call (compile's recorder relies on it).
+            out = _NATIVE_KERNEL(self, args)
+            if out is not None:
+                return out
         if args:
             a = args[0]
             if type(a) is _Tensor:
@@ -217,6 +231,10 @@ def _sparse_layout_of(args, kwargs):
         if isinstance(a, Tensor) and a._layout.dispatch_key is not None:
             return a._layout
     return None
+
+
+_C._op_setup(Op, Op._dispatch)
+_NATIVE_KERNEL = _C._native_kernel
 
 
 def _device_type_of(args, kwargs) -> str:

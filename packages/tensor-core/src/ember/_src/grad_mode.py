@@ -9,11 +9,25 @@ from __future__ import annotations
 import functools
 import threading
 
+# Becomes True the first time any thread turns inference mode on: until then, creating a tensor
+# skips reading the thread-local flag (the native fast path reads this list too).
+INFERENCE_USED = [False]
+
 
 class _State(threading.local):
     def __init__(self):
         self.grad_enabled = True
-        self.inference = False
+        self._inference = False
+
+    @property
+    def inference(self) -> bool:
+        return self._inference
+
+    @inference.setter
+    def inference(self, value: bool) -> None:
+        if value:
+            INFERENCE_USED[0] = True
+        self._inference = value
 
 
 STATE = _State()

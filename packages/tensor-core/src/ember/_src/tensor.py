@@ -14,24 +14,13 @@ from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
 
-class Tensor:
+class Tensor(_C.TensorBase):
     """An n-dimensional array with PyTorch's semantics."""
 
-    __slots__ = (
-        "_storage",
-        "_shape",
-        "_stride",
-        "_offset",
-        "dtype",
-        "_device",
-        "_requires_grad",
-        "grad",
-        "grad_fn",
-        "_base",
-        "_autograd_meta",
-        "__dict__",
-        "__weakref__",
-    )
+    # The fields (_storage, _shape, _stride, _offset, dtype, _device, _requires_grad, grad,
+    # grad_fn, _base, _autograd_meta, __dict__, __weakref__) live in the C struct of
+    # _C.TensorBase (csrc/common/tensor_impl.h), where kernels read them without lookups.
+    __slots__ = ()
 
     # Sparse tensors set their own ``_layout`` (an instance attribute): see _src/sparse.
     _layout = strided
@@ -410,22 +399,9 @@ def _init_fields(t, storage, shape, stride, offset, dtype, dev):
     t._autograd_meta = None
 
 
-def make_tensor(storage, shape: tuple, stride: tuple, offset: int, dtype, dev) -> Tensor:
-    """Wraps an existing storage (no checks: callers guarantee the view is in bounds)."""
-    t = object.__new__(Tensor)
-    # _init_fields inlined: every op result and saved-tensor alias is made here.
-    t._storage = storage
-    t._shape = shape
-    t._stride = stride
-    t._offset = offset
-    t.dtype = dtype
-    t._device = dev
-    t._requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._base = None
-    t._autograd_meta = None
-    return t
+# make_tensor(storage, shape, stride, offset, dtype, dev): wraps an existing storage (no checks:
+# callers guarantee the view is in bounds). In C: every op result and saved-tensor alias is made here.
+make_tensor = _C.make_tensor
 
 
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
@@ -438,6 +414,8 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
 
 _MAX_NBYTES = (1 << 63) - 1
 _GRAD_STATE = grad_mode.STATE
+_INFERENCE_USED = grad_mode.INFERENCE_USED
+_C_NEW_EMPTY = _C.new_empty
 
 
 def _raise_size_overflow(shape: tuple):
@@ -450,6 +428,10 @@ def _raise_size_overflow(shape: tuple):
 
 def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor:
     """A fresh contiguous tensor; ``shape`` must already be validated as non-negative ints."""
+    if dev is CPU:
+        t = _C_NEW_EMPTY(shape, dtype, zero, _INFERENCE_USED[0] and _GRAD_STATE.inference)
+        if t is not None:
+            return t
     n = 1
     for s in shape:
         n *= s
@@ -463,7 +445,7 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     else:
         storage = get_backend(dev.type).allocate(nbytes, zero, dev)
         dev = getattr(storage, "device", dev)  # a plugin names the device it allocated on ("cuda" -> "cuda:0")
-    if _GRAD_STATE.inference:
+    if _INFERENCE_USED[0] and _GRAD_STATE.inference:
         storage.inference = True  # an inference tensor (Tensor.is_inference), views included
     strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
     return make_tensor(storage, shape, strides, 0, dtype, dev)
@@ -501,3 +483,13 @@ def is_tensor(obj) -> bool:
 
 
 dispatch._Tensor = Tensor
+
+# The descriptors of the C fields also appear in Tensor's own namespace (as the slots did), for
+# code that reads them there (``Tensor.__dict__["grad_fn"].__set__``).
+for _name in ("_storage", "_shape", "_stride", "_offset", "dtype", "_device", "_requires_grad", "grad",
+              "grad_fn", "_base", "_autograd_meta"):
+    setattr(Tensor, _name, _C.TensorBase.__dict__[_name])
+del _name
+
+_C._tensor_setup(Tensor, list(dt.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
+                 dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)

@@ -177,6 +177,17 @@ def _check_cast_first(self: Tensor, other, kind: str, op_name: str) -> None:
         )
 
 
+# Ops whose plain calls (same-dtype CPU tensors, or a tensor and an int/float) the native
+# dispatcher runs itself (csrc/common/fast_dispatch.cpp); it falls back here for anything else.
+_NATIVE_BINARY = frozenset("add sub mul div maximum minimum eq ne lt le gt ge".split())
+_NATIVE_RESULT = {"same": 0, "float": 1, "bool": 2}
+_NATIVE_UNARY = frozenset((
+    "sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
+    "sigmoid erf erfc reciprocal abs neg floor ceil trunc square relu relu6 gelu silu mish hardsigmoid hardswish "
+    "isnan isinf isfinite"
+).split())
+
+
 def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str = ""):
     code = BINARY_CODES[code_name or name]
     op = define(f"{name}(Tensor self, Tensor other) -> Tensor", ("pointwise",), _binary_meta(kind, name))
@@ -185,6 +196,9 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
     @op.kernel("cpu")
     def cpu(a, b):
         return _run_binary(code, kind, name, a, b)
+
+    if name in _NATIVE_BINARY:
+        op._set_fast(1, code, _NATIVE_RESULT[kind])
 
     op.kernels["meta"] = op.meta
 
@@ -497,6 +511,9 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
     @op.kernel("cpu")
     def cpu(a, *args, **kwargs):
         return _run_unary(code, kind, name, a, *full(args, kwargs))
+
+    if name in _NATIVE_UNARY and not params:
+        op._set_fast(2, code, 1 if kind == _PREDICATE_OP else 0)
 
     inplace_op = None
     checks_overlap = name != "threshold"  # PyTorch's threshold_ skips the check (its kernel is shared with backward)

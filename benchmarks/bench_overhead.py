@@ -1,0 +1,125 @@
+"""Per-op overhead: issue 18's small-op cases, ember beside PyTorch in one process, one thread.
+
+Each case is a tiny computation whose time is almost all framework overhead (dispatch, type
+promotion, allocation of the result, autograd recording), not arithmetic:
+
+- ``add_1elem``: ``a + b`` on 1-element float32 tensors (target <= 1.3x PyTorch).
+- ``add_fn_1elem``: the same through the function, ``lib.add(a, b)``.
+- ``chain10``: ten small ops in a row on an 8x8 tensor (mul, add, relu, sub, exp, mul by a
+  scalar, neg, sigmoid, div, tanh) (target <= 1.3x).
+- ``mul_grad``: ``x * w`` where ``w`` requires grad (records a node; target <= 1.5x).
+- ``chain100_fwd_bwd``: a 100-op chain on 1-element tensors with grad, forward + backward
+  (target <= 1.5x).
+- ``small_backward``: ``loss.backward()`` of a small MLP-like loss (8x8 matmul, relu, mean)
+  (target <= 1.5x).
+- ``relu_8x8``, ``sum_8x8``, ``view_64``, ``mm_8x8``: common single ops on small tensors.
+- ``import ember``: a fresh interpreter's import time (target < 0.1 s).
+
+Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 repeats of an
+inner loop, ember and PyTorch interleaved per case. Times are the calling thread's CPU time
+(``time.thread_time``; one thread on both sides), so that waiting for a core on a loaded shared
+machine does not count; ``--wall`` measures wall time instead. The ratio is ember / PyTorch
+(lower is better). Usage: ``python benchmarks/bench_overhead.py [--quick] [--wall]``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+
+import ember  # noqa: E402
+
+TARGETS = {"add_1elem": 1.3, "chain10": 1.3, "mul_grad": 1.5, "chain100_fwd_bwd": 1.5, "small_backward": 1.5}
+
+
+CLOCK = time.perf_counter if "--wall" in sys.argv else time.thread_time
+
+
+def best_mean_us(fn, inner: int, repeat: int = 5) -> float:
+    for _ in range(200 if inner >= 200 else inner):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = CLOCK()
+        for _ in range(inner):
+            fn()
+        best = min(best, (CLOCK() - start) / inner)
+    return best * 1e6
+
+
+def make_cases(lib):
+    a = lib.ones(1)
+    b = lib.full((1,), 2.0)
+    x = lib.rand(8, 8) + 0.5
+    w = lib.ones(1, requires_grad=True)
+    w8 = lib.rand(8, 8, requires_grad=True)
+    xin = lib.rand(8, 8)
+
+    def chain10():
+        y = x * x
+        y = y + x
+        y = y.relu()
+        y = y - x
+        y = y.exp()
+        y = y * 0.5
+        y = -y
+        y = y.sigmoid()
+        y = y / x
+        return y.tanh()
+
+    def chain100():
+        y = w
+        for _ in range(50):
+            y = y * b
+            y = y + a
+        y.sum().backward()
+
+    def small_backward():
+        loss = (xin @ w8).relu().mean()
+        loss.backward()
+
+    return {
+        "add_1elem": (lambda: a + b, 20000),
+        "add_fn_1elem": (lambda: lib.add(a, b), 20000),
+        "chain10": (chain10, 2000),
+        "mul_grad": (lambda: a * w, 20000),
+        "chain100_fwd_bwd": (chain100, 50),
+        "small_backward": (small_backward, 1000),
+        "relu_8x8": (lambda: x.relu(), 20000),
+        "sum_8x8": (lambda: x.sum(), 20000),
+        "view_64": (lambda: x.view(64), 20000),
+        "mm_8x8": (lambda: x @ x, 20000),
+    }
+
+
+def import_time() -> float:
+    code = "import time; t = time.process_time(); import ember; print(time.process_time() - t)"
+    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+            for _ in range(5)]
+    return min(runs)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    torch.set_num_threads(1)
+    ember.set_num_threads(1)
+    ours, theirs = make_cases(ember), make_cases(torch)
+    print("| case | ember | torch | ratio | target |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, (fn, inner) in ours.items():
+        inner = max(1, inner // 10) if quick else inner
+        e = best_mean_us(fn, inner)
+        t = best_mean_us(theirs[name][0], inner)
+        target = f"<= {TARGETS[name]}" if name in TARGETS else ""
+        print(f"| {name} | {e:.2f} us | {t:.2f} us | {e / t:.2f} | {target} |")
+    print(f"| import ember | {import_time():.3f} s | | | < 0.1 s |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,533 @@
+// ember._C.TensorBase (see tensor_impl.h): the struct, its attribute descriptors, GC support,
+// and the C constructors of op results.
+#include "tensor_impl.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "dtype.h"
+
+namespace py = pybind11;
+
+namespace ember {
+
+DispatchState g_dispatch;
+
+namespace {
+
+PyObject* g_tensor_class = nullptr;
+PyObject* g_dtypes[kNumDTypes] = {};
+PyObject* g_cpu = nullptr;
+PyObject* g_meta = nullptr;
+PyTypeObject* g_storage_type = nullptr;
+PyObject* s_code = nullptr;       // "_code"
+PyObject* s_inference = nullptr;  // "inference"
+
+Storage* storage_ptr_of(PyObject* v) {
+  if (v == nullptr || g_storage_type == nullptr || !PyObject_TypeCheck(v, g_storage_type)) return nullptr;
+  try {
+    return py::handle(v).cast<Storage*>();
+  } catch (...) {
+    PyErr_Clear();
+    return nullptr;
+  }
+}
+
+int8_t dtype_code_of(PyObject* v) {
+  if (v == nullptr) return -1;
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (g_dtypes[i] == v) return static_cast<int8_t>(i);
+  return -1;  // an object other than ember's dtypes: C++ callers take the general path
+}
+
+int8_t device_kind_of(PyObject* v) {
+  if (v != nullptr && v == g_cpu) return kDeviceCPU;
+  if (v != nullptr && v == g_meta) return kDeviceMeta;
+  return kDeviceOther;
+}
+
+// The buffer for sizes (or strides) of n dims: inline up to kInlineDims, else on the heap.
+int64_t* dims_buffer(TensorObject* self, bool for_stride, Py_ssize_t n) {
+  int64_t** slot = for_stride ? &self->strides : &self->sizes;
+  int64_t* inline_buf = self->inline_dims + (for_stride ? kInlineDims : 0);
+  if (*slot != nullptr && *slot != inline_buf) PyMem_Free(*slot);
+  *slot = nullptr;
+  if (n <= kInlineDims) return *slot = inline_buf;
+  *slot = static_cast<int64_t*>(PyMem_Malloc(static_cast<size_t>(n) * sizeof(int64_t)));
+  if (*slot == nullptr) PyErr_NoMemory();
+  return *slot;
+}
+
+// Parses a tuple of ints into the sizes/strides mirror; -1 in *ndim when an item is no exact int
+// that fits int64 (symbolic sizes of a tracer): the mirror is then invalid, not an error.
+int parse_dims(TensorObject* self, PyObject* tup, bool for_stride, int32_t* ndim) {
+  Py_ssize_t n = PyTuple_GET_SIZE(tup);
+  int64_t* buf = dims_buffer(self, for_stride, n);
+  if (buf == nullptr) return -1;
+  *ndim = static_cast<int32_t>(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(tup, i);
+    int overflow = 0;
+    long long v = PyLong_CheckExact(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : 0;
+    if (!PyLong_CheckExact(item) || overflow) {
+      *ndim = -1;
+      return 0;
+    }
+    buf[i] = v;
+  }
+  return 0;
+}
+
+PyObject* missing(PyObject* self, const char* name) {
+  PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name, name);
+  return nullptr;
+}
+
+#define FIELD(name) reinterpret_cast<TensorObject*>(self)->name
+
+// -- plain object fields --------------------------------------------------------------------------
+
+struct PlainField {
+  const char* name;
+  size_t offset;
+};
+
+PyObject* get_plain(PyObject* self, void* closure) {
+  auto* f = static_cast<PlainField*>(closure);
+  PyObject* v = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + f->offset);
+  if (v == nullptr) return missing(self, f->name);
+  return Py_NewRef(v);
+}
+
+int set_plain(PyObject* self, PyObject* value, void* closure) {
+  auto* f = static_cast<PlainField*>(closure);
+  PyObject** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + f->offset);
+  if (value == nullptr && *slot == nullptr) {
+    missing(self, f->name);
+    return -1;
+  }
+  Py_XSETREF(*slot, Py_XNewRef(value));
+  return 0;
+}
+
+PlainField f_grad{"grad", offsetof(TensorObject, grad)};
+PlainField f_grad_fn{"grad_fn", offsetof(TensorObject, grad_fn)};
+PlainField f_base{"_base", offsetof(TensorObject, base)};
+PlainField f_autograd_meta{"_autograd_meta", offsetof(TensorObject, autograd_meta)};
+
+// -- fields with C mirrors ------------------------------------------------------------------------
+
+#define GETTER(fn, field, label)                        \
+  PyObject* fn(PyObject* self, void*) {                 \
+    PyObject* v = FIELD(field);                         \
+    return v ? Py_NewRef(v) : missing(self, label);     \
+  }
+
+GETTER(get_storage, storage, "_storage")
+GETTER(get_shape, shape, "_shape")
+GETTER(get_stride, stride, "_stride")
+GETTER(get_offset, offset, "_offset")
+GETTER(get_dtype, dtype, "dtype")
+GETTER(get_device, device, "_device")
+GETTER(get_requires_grad, requires_grad, "_requires_grad")
+
+int deleting(PyObject* self, PyObject** slot, const char* label) {
+  if (*slot == nullptr) {
+    missing(self, label);
+    return -1;
+  }
+  Py_CLEAR(*slot);
+  return 0;
+}
+
+int set_storage(PyObject* self, PyObject* value, void*) {
+  if (value == nullptr) {
+    FIELD(storage_ptr) = nullptr;
+    return deleting(self, &FIELD(storage), "_storage");
+  }
+  FIELD(storage_ptr) = storage_ptr_of(value);
+  Py_XSETREF(FIELD(storage), Py_NewRef(value));
+  return 0;
+}
+
+int set_dims(PyObject* self, PyObject* value, bool for_stride) {
+  const char* label = for_stride ? "_stride" : "_shape";
+  PyObject** slot = for_stride ? &FIELD(stride) : &FIELD(shape);
+  int32_t* nd = for_stride ? &FIELD(stride_ndim) : &FIELD(ndim);
+  if (value == nullptr) {
+    *nd = -1;
+    return deleting(self, slot, label);
+  }
+  if (!PyTuple_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "Tensor.%s must be a tuple, not %.100s", label, Py_TYPE(value)->tp_name);
+    return -1;
+  }
+  if (parse_dims(reinterpret_cast<TensorObject*>(self), value, for_stride, nd) < 0) {
+    *nd = -1;
+    return -1;
+  }
+  Py_XSETREF(*slot, Py_NewRef(value));
+  return 0;
+}
+
+int set_shape(PyObject* self, PyObject* value, void*) { return set_dims(self, value, false); }
+int set_stride(PyObject* self, PyObject* value, void*) { return set_dims(self, value, true); }
+
+int set_offset(PyObject* self, PyObject* value, void*) {
+  if (value == nullptr) {
+    FIELD(offset_ok) = 0;
+    return deleting(self, &FIELD(offset), "_offset");
+  }
+  if (!PyIndex_Check(value) && !PyLong_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "Tensor._offset must be an int, not %.100s", Py_TYPE(value)->tp_name);
+    return -1;
+  }
+  int overflow = 0;
+  long long v = PyLong_CheckExact(value) ? PyLong_AsLongLongAndOverflow(value, &overflow) : 0;
+  FIELD(offset_ok) = PyLong_CheckExact(value) && !overflow;
+  FIELD(offset_value) = v;
+  Py_XSETREF(FIELD(offset), Py_NewRef(value));
+  return 0;
+}
+
+int set_dtype(PyObject* self, PyObject* value, void*) {
+  if (value == nullptr) {
+    FIELD(dtype_code) = -1;
+    return deleting(self, &FIELD(dtype), "dtype");
+  }
+  FIELD(dtype_code) = dtype_code_of(value);
+  Py_XSETREF(FIELD(dtype), Py_NewRef(value));
+  return 0;
+}
+
+int set_device(PyObject* self, PyObject* value, void*) {
+  if (value == nullptr) {
+    FIELD(device_kind) = kDeviceOther;
+    return deleting(self, &FIELD(device), "_device");
+  }
+  FIELD(device_kind) = device_kind_of(value);
+  Py_XSETREF(FIELD(device), Py_NewRef(value));
+  return 0;
+}
+
+int set_requires_grad(PyObject* self, PyObject* value, void*) {
+  if (value == nullptr) {
+    FIELD(rg) = 0;
+    return deleting(self, &FIELD(requires_grad), "_requires_grad");
+  }
+  int truth = PyObject_IsTrue(value);
+  if (truth < 0) return -1;
+  FIELD(rg) = static_cast<int8_t>(truth);
+  Py_XSETREF(FIELD(requires_grad), Py_NewRef(value));
+  return 0;
+}
+
+PyGetSetDef tensor_getset[] = {
+    {"_storage", get_storage, set_storage, "The storage this tensor views.", nullptr},
+    {"_shape", get_shape, set_shape, "Sizes (a tuple of ints).", nullptr},
+    {"_stride", get_stride, set_stride, "Strides in elements (a tuple of ints).", nullptr},
+    {"_offset", get_offset, set_offset, "Storage offset in elements.", nullptr},
+    {"dtype", get_dtype, set_dtype, "The element type.", nullptr},
+    {"_device", get_device, set_device, "The device.", nullptr},
+    {"_requires_grad", get_requires_grad, set_requires_grad, "Whether autograd records ops on it.", nullptr},
+    {"grad", get_plain, set_plain, "The accumulated gradient.", &f_grad},
+    {"grad_fn", get_plain, set_plain, "The node that produced this tensor.", &f_grad_fn},
+    {"_base", get_plain, set_plain, "The tensor this one is a view of.", &f_base},
+    {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+#undef FIELD
+
+int tensor_traverse(PyObject* o, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<TensorObject*>(o);
+  Py_VISIT(self->storage);
+  Py_VISIT(self->shape);
+  Py_VISIT(self->stride);
+  Py_VISIT(self->offset);
+  Py_VISIT(self->dtype);
+  Py_VISIT(self->device);
+  Py_VISIT(self->requires_grad);
+  Py_VISIT(self->grad);
+  Py_VISIT(self->grad_fn);
+  Py_VISIT(self->base);
+  Py_VISIT(self->autograd_meta);
+  Py_VISIT(self->dict);
+  return 0;
+}
+
+int tensor_clear(PyObject* o) {
+  auto* self = reinterpret_cast<TensorObject*>(o);
+  self->storage_ptr = nullptr;
+  self->ndim = self->stride_ndim = -1;
+  self->offset_ok = 0;
+  self->dtype_code = -1;
+  self->device_kind = kDeviceOther;
+  Py_CLEAR(self->storage);
+  Py_CLEAR(self->shape);
+  Py_CLEAR(self->stride);
+  Py_CLEAR(self->offset);
+  Py_CLEAR(self->dtype);
+  Py_CLEAR(self->device);
+  Py_CLEAR(self->requires_grad);
+  Py_CLEAR(self->grad);
+  Py_CLEAR(self->grad_fn);
+  Py_CLEAR(self->base);
+  Py_CLEAR(self->autograd_meta);
+  Py_CLEAR(self->dict);
+  return 0;
+}
+
+void tensor_dealloc(PyObject* o) {
+  auto* self = reinterpret_cast<TensorObject*>(o);
+  PyObject_GC_UnTrack(o);
+  if (self->weakreflist != nullptr) PyObject_ClearWeakRefs(o);
+  tensor_clear(o);
+  if (self->sizes != nullptr && self->sizes != self->inline_dims) PyMem_Free(self->sizes);
+  if (self->strides != nullptr && self->strides != self->inline_dims + kInlineDims) PyMem_Free(self->strides);
+  Py_TYPE(o)->tp_free(o);
+}
+
+PyObject* dims_tuple(const int64_t* v, int32_t n) {
+  PyObject* t = PyTuple_New(n);
+  if (t == nullptr) return nullptr;
+  for (int32_t i = 0; i < n; ++i) {
+    PyObject* item = PyLong_FromLongLong(v[i]);
+    if (item == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, item);
+  }
+  return t;
+}
+
+// _C.make_tensor(storage, shape, stride, offset, dtype, device): an ember.Tensor viewing storage.
+PyObject* py_make_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 6) {
+    PyErr_SetString(PyExc_TypeError, "make_tensor(storage, shape, stride, offset, dtype, device)");
+    return nullptr;
+  }
+  if (g_tensor_class == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "ember._C: the Tensor class is not registered");
+    return nullptr;
+  }
+  auto* tp = reinterpret_cast<PyTypeObject*>(g_tensor_class);
+  PyObject* t = tp->tp_alloc(tp, 0);
+  if (t == nullptr) return nullptr;
+  auto* self = reinterpret_cast<TensorObject*>(t);
+  self->ndim = self->stride_ndim = -1;
+  if (set_storage(t, args[0], nullptr) < 0 || set_shape(t, args[1], nullptr) < 0 ||
+      set_stride(t, args[2], nullptr) < 0 || set_offset(t, args[3], nullptr) < 0 ||
+      set_dtype(t, args[4], nullptr) < 0 || set_device(t, args[5], nullptr) < 0) {
+    Py_DECREF(t);
+    return nullptr;
+  }
+  self->requires_grad = Py_NewRef(Py_False);
+  self->grad = Py_NewRef(Py_None);
+  self->grad_fn = Py_NewRef(Py_None);
+  self->base = Py_NewRef(Py_None);
+  self->autograd_meta = Py_NewRef(Py_None);
+  return t;
+}
+
+// _C.new_empty(shape, dtype, zero, inference): a fresh contiguous CPU tensor; None when the
+// byte size overflows or the shape is unusual (the Python caller then raises PyTorch's error).
+PyObject* py_new_empty(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !PyTuple_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "new_empty(shape: tuple, dtype, zero, inference)");
+    return nullptr;
+  }
+  int code = dtype_code_of(args[1]);
+  Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
+  if (code < 0 || n > 64) Py_RETURN_NONE;
+  int64_t sizes[64];
+  int64_t numel = 1;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(args[0], i);
+    int overflow = 0;
+    long long v = PyLong_CheckExact(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : -1;
+    if (v < 0 || overflow) Py_RETURN_NONE;
+    sizes[i] = v;
+    if (v != 0 && numel > INT64_MAX / v) Py_RETURN_NONE;
+    numel *= v;
+  }
+  if (numel > INT64_MAX / itemsize(static_cast<DType>(code))) Py_RETURN_NONE;
+  int zero = PyObject_IsTrue(args[2]);
+  int inference = PyObject_IsTrue(args[3]);
+  if (zero < 0 || inference < 0) return nullptr;
+  StoragePtr sp;
+  try {
+    sp = Storage::allocate(numel * itemsize(static_cast<DType>(code)), zero != 0);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  sp->inference = inference != 0;
+  Storage* raw = sp.get();
+  PyObject* so;
+  try {
+    so = py::cast(std::move(sp)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  }
+  int64_t strides[64];
+  int64_t acc = 1;
+  for (Py_ssize_t i = n - 1; i >= 0; --i) {
+    strides[i] = acc;
+    acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  PyObject* t = new_tensor(so, raw, sizes, strides, static_cast<int32_t>(n), 0, code, g_cpu);
+  Py_DECREF(so);
+  return t;
+}
+
+PyObject* py_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  // (Tensor class, dtypes by code, cpu, meta, _MODES_ENTERED, _SUBCLASS_DISPATCH, _AUTOCAST_ON,
+  //  _LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)
+  if (nargs != 10 || !PyType_Check(args[0]) || !PyList_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_tensor_setup: bad arguments");
+    return nullptr;
+  }
+  for (int i = 4; i < 9; ++i)
+    if (!PyList_Check(args[i]) || PyList_GET_SIZE(args[i]) < 1) {
+      PyErr_SetString(PyExc_TypeError, "_tensor_setup: dispatch switches must be one-item lists");
+      return nullptr;
+    }
+  Py_XSETREF(g_tensor_class, Py_NewRef(args[0]));
+  for (int i = 0; i < kNumDTypes && i < PyList_GET_SIZE(args[1]); ++i)
+    Py_XSETREF(g_dtypes[i], Py_NewRef(PyList_GET_ITEM(args[1], i)));
+  Py_XSETREF(g_cpu, Py_NewRef(args[2]));
+  Py_XSETREF(g_meta, Py_NewRef(args[3]));
+  Py_XSETREF(g_dispatch.modes_entered, Py_NewRef(args[4]));
+  Py_XSETREF(g_dispatch.subclass_dispatch, Py_NewRef(args[5]));
+  Py_XSETREF(g_dispatch.autocast_on, Py_NewRef(args[6]));
+  Py_XSETREF(g_dispatch.layout_dispatch, Py_NewRef(args[7]));
+  Py_XSETREF(g_dispatch.inference_used, Py_NewRef(args[8]));
+  Py_XSETREF(g_dispatch.grad_state, Py_NewRef(args[9]));
+  Py_RETURN_NONE;
+}
+
+PyMethodDef tensor_functions[] = {
+    {"make_tensor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_make_tensor)), METH_FASTCALL,
+     "make_tensor(storage, shape, stride, offset, dtype, device): an ember.Tensor over storage (no checks)."},
+    {"new_empty", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_new_empty)), METH_FASTCALL,
+     "new_empty(shape, dtype, zero, inference): a fresh contiguous CPU tensor, or None for the caller to handle."},
+    {"_tensor_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_setup)), METH_FASTCALL,
+     "Registers ember.Tensor, the dtypes, devices and dispatcher switches with the native code."},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+PyTypeObject TensorBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* tensor_class() { return g_tensor_class; }
+PyObject* dtype_object(int code) { return code >= 0 && code < kNumDTypes ? g_dtypes[code] : nullptr; }
+PyObject* cpu_device() { return g_cpu; }
+PyObject* meta_device() { return g_meta; }
+
+PyObject* new_tensor(PyObject* storage_obj, Storage* storage, const int64_t* sizes, const int64_t* strides,
+                     int32_t ndim, int64_t offset, int dtype_code, PyObject* device) {
+  auto* tp = reinterpret_cast<PyTypeObject*>(g_tensor_class);
+  PyObject* t = tp->tp_alloc(tp, 0);
+  if (t == nullptr) return nullptr;
+  auto* self = reinterpret_cast<TensorObject*>(t);
+  self->ndim = self->stride_ndim = -1;
+  self->shape = dims_tuple(sizes, ndim);
+  self->stride = dims_tuple(strides, ndim);
+  self->offset = PyLong_FromLongLong(offset);
+  int64_t* sb = self->shape ? dims_buffer(self, false, ndim) : nullptr;
+  int64_t* tb = sb ? dims_buffer(self, true, ndim) : nullptr;
+  if (self->stride == nullptr || self->offset == nullptr || tb == nullptr) {
+    Py_DECREF(t);
+    return nullptr;
+  }
+  std::memcpy(sb, sizes, sizeof(int64_t) * ndim);
+  std::memcpy(tb, strides, sizeof(int64_t) * ndim);
+  self->ndim = self->stride_ndim = ndim;
+  self->offset_value = offset;
+  self->offset_ok = 1;
+  self->storage = Py_NewRef(storage_obj);
+  self->storage_ptr = storage;
+  self->dtype = Py_NewRef(g_dtypes[dtype_code]);
+  self->dtype_code = static_cast<int8_t>(dtype_code);
+  self->device = Py_NewRef(device);
+  self->device_kind = device_kind_of(device);
+  self->requires_grad = Py_NewRef(Py_False);
+  self->grad = Py_NewRef(Py_None);
+  self->grad_fn = Py_NewRef(Py_None);
+  self->base = Py_NewRef(Py_None);
+  self->autograd_meta = Py_NewRef(Py_None);
+  return t;
+}
+
+PyObject* new_empty_cpu(const int64_t* sizes, int32_t ndim, int dtype_code, bool inference) {
+  int64_t numel = 1;
+  for (int32_t i = 0; i < ndim; ++i) numel *= sizes[i];  // callers pass checked shapes
+  StoragePtr sp;
+  try {
+    sp = Storage::allocate(numel * itemsize(static_cast<DType>(dtype_code)), false);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  sp->inference = inference;
+  Storage* raw = sp.get();
+  PyObject* so;
+  try {
+    so = py::cast(std::move(sp)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  }
+  int64_t strides_small[kInlineDims];
+  int64_t* strides = ndim <= kInlineDims ? strides_small : new int64_t[ndim];
+  int64_t acc = 1;
+  for (int32_t i = ndim - 1; i >= 0; --i) {
+    strides[i] = acc;
+    acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  PyObject* t = new_tensor(so, raw, sizes, strides, ndim, 0, dtype_code, g_cpu);
+  if (strides != strides_small) delete[] strides;
+  Py_DECREF(so);
+  return t;
+}
+
+int inference_now() {
+  if (g_dispatch.inference_used == nullptr) return 0;
+  if (PyList_GET_ITEM(g_dispatch.inference_used, 0) == Py_False) return 0;
+  PyObject* v = PyObject_GetAttr(g_dispatch.grad_state, s_inference);
+  if (v == nullptr) return -1;
+  int truth = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return truth;
+}
+
+void bind_tensor_impl(PyObject* module) {
+  TensorBaseType.tp_name = "ember._C.TensorBase";
+  TensorBaseType.tp_basicsize = sizeof(TensorObject);
+  TensorBaseType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+  TensorBaseType.tp_doc = "The C-level base of ember.Tensor: a tensor's metadata in a C struct.";
+  TensorBaseType.tp_traverse = tensor_traverse;
+  TensorBaseType.tp_clear = tensor_clear;
+  TensorBaseType.tp_dealloc = tensor_dealloc;
+  TensorBaseType.tp_getset = tensor_getset;
+  TensorBaseType.tp_dictoffset = offsetof(TensorObject, dict);
+  TensorBaseType.tp_weaklistoffset = offsetof(TensorObject, weakreflist);
+  // object's own tp_new: `object.__new__(Tensor)` (tensor shells built by tracers) stays legal.
+  TensorBaseType.tp_new = PyBaseObject_Type.tp_new;
+  if (PyType_Ready(&TensorBaseType) < 0) throw py::error_already_set();
+  Py_INCREF(&TensorBaseType);
+  if (PyModule_AddObject(module, "TensorBase", reinterpret_cast<PyObject*>(&TensorBaseType)) < 0)
+    throw py::error_already_set();
+  if (PyModule_AddFunctions(module, tensor_functions) < 0) throw py::error_already_set();
+  s_code = PyUnicode_InternFromString("_code");
+  s_inference = PyUnicode_InternFromString("inference");
+  g_dispatch.zero = PyLong_FromLong(0);
+  g_storage_type = reinterpret_cast<PyTypeObject*>(py::type::of<Storage>().ptr());
+}
+
+}  // namespace ember

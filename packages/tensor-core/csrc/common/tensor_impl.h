@@ -1,0 +1,102 @@
+// ember._C.TensorBase: the C-level base of ember.Tensor. It holds a tensor's metadata in a C
+// struct, so kernels and the dispatcher's fast path read sizes, strides, dtype and storage
+// without Python attribute lookups, and op results are created without running Python.
+//
+// Python sees the same attribute names as before (`_storage, _shape, _stride, _offset, dtype,
+// _device, _requires_grad, grad, grad_fn, _base, _autograd_meta`), readable and writable
+// through getset descriptors; the Python objects are kept as given (a Size stays a Size), and
+// C-side mirrors (int64 sizes/strides, the dtype code, the device kind, the raw Storage
+// pointer) are refreshed on every write. A mirror that cannot be computed (a shape holding
+// symbolic sizes, a storage that is not a _C.Storage) is marked invalid and C++ callers take
+// the general path instead. See packages/tensor-core/README.md, "Tensor metadata in C++".
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+
+#include "storage.h"
+
+namespace ember {
+
+constexpr int kInlineDims = 6;
+
+enum DeviceKind : int8_t { kDeviceOther = 0, kDeviceCPU = 1, kDeviceMeta = 2 };
+
+struct TensorObject {
+  PyObject_HEAD
+  PyObject* storage;        // _storage
+  PyObject* shape;          // _shape (a tuple)
+  PyObject* stride;         // _stride (a tuple)
+  PyObject* offset;         // _offset (an int)
+  PyObject* dtype;          // dtype
+  PyObject* device;         // _device
+  PyObject* requires_grad;  // _requires_grad
+  PyObject* grad;
+  PyObject* grad_fn;
+  PyObject* base;           // _base
+  PyObject* autograd_meta;  // _autograd_meta
+  PyObject* dict;
+  PyObject* weakreflist;
+  // C mirrors of the fields above.
+  Storage* storage_ptr;     // null unless `storage` is a _C.Storage
+  int64_t* sizes;           // inline_dims or a heap block; valid when ndim >= 0
+  int64_t* strides;         // valid when stride_ndim >= 0
+  int32_t ndim;             // -1: shape unset or not all int64
+  int32_t stride_ndim;      // -1: stride unset or not all int64
+  int64_t offset_value;
+  int8_t offset_ok;
+  int8_t dtype_code;        // -1: unknown dtype object
+  int8_t device_kind;       // DeviceKind
+  int8_t rg;                // truth of requires_grad
+  int64_t inline_dims[2 * kInlineDims];
+};
+
+extern PyTypeObject TensorBaseType;
+
+inline bool is_tensor_base(PyObject* o) { return PyObject_TypeCheck(o, &TensorBaseType); }
+
+// The registered Python classes and objects (set once by tensor.py through _C._tensor_setup).
+PyObject* tensor_class();              // ember.Tensor
+PyObject* dtype_object(int code);      // ember.float32, ... by code (borrowed), null if unknown
+PyObject* cpu_device();
+PyObject* meta_device();
+
+// A new ember.Tensor (exact class) viewing `storage` (a _C.Storage object, borrowed).
+// Takes ownership of nothing; returns a new reference or null with a Python error set.
+PyObject* new_tensor(PyObject* storage_obj, Storage* storage, const int64_t* sizes, const int64_t* strides,
+                     int32_t ndim, int64_t offset, int dtype_code, PyObject* device);
+
+// A new contiguous CPU tensor (uninitialised). Null with an error set on failure.
+PyObject* new_empty_cpu(const int64_t* sizes, int32_t ndim, int dtype_code, bool inference);
+
+// The dispatcher's global switches (lists shared with dispatch.py: C reads item 0).
+struct DispatchState {
+  PyObject* modes_entered = nullptr;     // dispatch._MODES_ENTERED
+  PyObject* subclass_dispatch = nullptr; // dispatch._SUBCLASS_DISPATCH
+  PyObject* autocast_on = nullptr;       // dispatch._AUTOCAST_ON
+  PyObject* layout_dispatch = nullptr;   // dispatch._LAYOUT_DISPATCH
+  PyObject* inference_used = nullptr;    // grad_mode.INFERENCE_USED
+  PyObject* grad_state = nullptr;        // grad_mode.STATE
+  PyObject* zero = nullptr;              // the int 0
+};
+extern DispatchState g_dispatch;
+
+// True when no dispatch mode, subclass dispatch, autocast or sparse layout routing is active.
+inline bool plain_dispatch() {
+  // Off means False, None or the int 0 (a cached singleton): anything else counts as on.
+  auto on = [](PyObject* lst) {
+    PyObject* v = PyList_GET_ITEM(lst, 0);
+    return v != Py_False && v != Py_None && v != g_dispatch.zero;
+  };
+  return g_dispatch.layout_dispatch && !on(g_dispatch.modes_entered) && !on(g_dispatch.subclass_dispatch) &&
+         !on(g_dispatch.autocast_on) && !on(g_dispatch.layout_dispatch);
+}
+
+// Whether tensors created now are inference tensors (inference_mode in this thread). -1 on error.
+int inference_now();
+
+void bind_tensor_impl(PyObject* module);
+void bind_fast_dispatch(PyObject* module);  // fast_dispatch.cpp: _C.OpBase
+
+}  // namespace ember
