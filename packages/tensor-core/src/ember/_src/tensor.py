@@ -491,5 +491,5 @@ for _name in ("_storage", "_shape", "_stride", "_offset", "dtype", "_device", "_
     setattr(Tensor, _name, _C.TensorBase.__dict__[_name])
 del _name
 
-_C._tensor_setup(Tensor, list(dt.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
+_C._tensor_setup(Tensor, list(dtypes.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
                  dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)
