@@ -11,6 +11,7 @@ from ember._src import _native  # noqa: E402,F401  (preloads OpenBLAS, then impo
 from ember import _C  # noqa: E402
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
+from ember._src.api import _fused_adam_, _fused_adamw_, _fused_sgd_  # noqa: E402,F401  (PyTorch's private fused ops)
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, random, special, testing  # noqa: E402,F401
 
 __version__ = "0.1.0"

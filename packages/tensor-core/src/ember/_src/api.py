@@ -61,6 +61,9 @@ from .ops import nn_loss as _nn_loss, nn_misc as _nn_misc, nn_norm as _nn_norm  
 # Neural-network kernels torch exposes at top level (with aten signatures); the rest of the
 # family is for ember.nn.functional.
 globals().update({**_nn_norm.TOP_LEVEL, **_nn_misc.TOP_LEVEL, **_nn_loss.TOP_LEVEL})
+from .ops import optim_fused as _optim_fused  # noqa: E402
+
+globals().update(_optim_fused.TOP_LEVEL)
 from .ops.scatter import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.complex import *  # noqa: E402,F401,F403
