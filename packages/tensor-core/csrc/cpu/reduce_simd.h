@@ -52,14 +52,8 @@ T minmax_contig(const T* p, int64_t n) {
   return nan ? std::numeric_limits<T>::quiet_NaN() : r;
 }
 
-// One machine vector of floats: 64 bytes where the build targets AVX-512, else 32 (AVX2). A
-// 64-byte gcc vector on an AVX2 target is passed through memory between functions (the psABI
-// has no register for it) and made the softmax exp pass 3.5x slower than this native width.
-#if defined(__AVX512F__)
-constexpr int kVecFloats = 16;
-#else
-constexpr int kVecFloats = 8;
-#endif
+// One machine vector of floats (kVecBytes, common/vecmath.h).
+constexpr int kVecFloats = kVecBytes / 4;
 typedef float VecF __attribute__((vector_size(kVecFloats * 4)));
 typedef int32_t VecI __attribute__((vector_size(kVecFloats * 4)));
 
