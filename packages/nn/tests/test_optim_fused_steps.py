@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from optim_helpers import TOLERANCES, assert_params_close, pair
 
 import ember
-from optim_helpers import TOLERANCES, assert_params_close, pair
 
 torch = pytest.importorskip("torch")
 
@@ -68,7 +68,7 @@ def test_default_flags_match_the_for_loop():
     ours, theirs = pair()
     opt_e = ember.optim.AdamW(ours.params, lr=0.01, amsgrad=True)
     opt_t = torch.optim.AdamW(theirs.params, lr=0.01, amsgrad=True)
-    for k in range(10):
+    for _ in range(10):
         opt_e.step(ours.closure(opt_e))
         opt_t.step(theirs.closure(opt_t))
     assert_params_close(ours, theirs, where="after 10 steps")
