@@ -9,6 +9,8 @@ Cases (1 thread on both sides is the primary figure):
   Targets: compiled ember >= 2.3x eager ember, and no slower than torch.compile.
 - ``softmax`` / ``layer_norm``: 4096 x 1024 float32 rows; achieved bandwidth (bytes read + written
   once / time) against the machine's measured copy bandwidth (target >= 70%).
+- ``gpt_train``: one training step of the same model (batch 8: forward, cross-entropy, backward,
+  AdamW), the compiled model's forward and backward both generated (AOT autograd).
 - ``gpt_fwd``: a mini-GPT forward (4 layers, d=256, T=128, B=16, causal attention, GELU MLP):
   compiled ember vs torch.compile vs both eager.
 - compile time in a fresh process, cold cache and warm cache, for a tiny function and the
@@ -196,6 +198,45 @@ def bench_gpt(threads, use_torch_compile):
     return rows
 
 
+def bench_gpt_train(threads, use_torch_compile, steps=3):
+    """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
+    the compiled model's forward and backward are both generated code (AOT autograd)."""
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    ns: dict = {}
+    exec(GPT, ns)
+    torch.manual_seed(0)
+    tmodel = ns["make_gpt"](torch.nn, torch)
+    emodel = ns["make_gpt"](ember.nn, ember)
+    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    g = np.random.default_rng(1)
+    idx, tgt = g.integers(0, 512, (8, 128)), g.integers(0, 512, (8 * 128,))
+    eidx, etgt, tidx, ttgt = ember.tensor(idx), ember.tensor(tgt), torch.from_numpy(idx), torch.from_numpy(tgt)
+
+    def stepper(m, model, fwd, x, y):
+        opt = m.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step():
+            opt.zero_grad()
+            loss = m.nn.functional.cross_entropy(fwd(x).reshape(-1, 512), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    rows = {}
+    cases = [("ember eager", ember, emodel, emodel, eidx, etgt),
+             ("ember compiled", ember, emodel, ember.compile(emodel), eidx, etgt),
+             ("torch eager", torch, tmodel, tmodel, tidx, ttgt)]
+    if use_torch_compile:
+        cases.append(("torch.compile", torch, tmodel, torch.compile(tmodel), tidx, ttgt))
+    for name, m, model, fwd, x, y in cases:
+        step = stepper(m, model, fwd, x, y)
+        step()  # compiles (forward and backward) on the first call
+        rows[name] = best_time(step, repeat=steps)
+    return rows
+
+
 COMPILE_CHILD = textwrap.dedent('''
     import sys, time
     import numpy as np
@@ -259,11 +300,12 @@ def main():
             print(f"{name} (4096x1024 float32)     wall        cpu     of bandwidth")
             for k, (w, c) in got.items():
                 print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
-        rows = bench_gpt(threads, use_tc)
-        base = rows["torch eager"][0]
-        print("gpt_fwd (L4 d256 T128 B16)    wall        cpu     torch-eager/x")
-        for k, (w, c) in rows.items():
-            print(f"  {k:16s} {fmt(w)} {fmt(c)}   {base / w:5.2f}x")
+        for title, rows in (("gpt_fwd (L4 d256 T128 B16)  ", bench_gpt(threads, use_tc)),
+                            ("gpt_train step (B8, AdamW)  ", bench_gpt_train(threads, use_tc))):
+            base = rows["torch eager"][0]
+            print(f"{title}  wall        cpu     torch-eager/x")
+            for k, (w, c) in rows.items():
+                print(f"  {k:16s} {fmt(w)} {fmt(c)}   {base / w:5.2f}x")
     if not args.quick:
         print("\ncompile time in a fresh process (s):")
         for (which, state), t in compile_times().items():

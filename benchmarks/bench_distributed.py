@@ -10,7 +10,9 @@ engine with nothing on top). Every process runs one thread. The figure per size 
 over repeats of the slowest rank's mean time per call; ratios are ember / other.
 
 The DDP figure: an MLP (256 -> 1024 -> 1024 -> 10, 1.3 M parameters, 64 samples per rank), one
-SGD step (forward, backward with the bucketed all-reduce, update), median over 20 steps.
+SGD step (forward, backward with the bucketed all-reduce, update), median over 20 steps. The
+FSDP2 figure: the same model with ``fully_shard`` on every Linear and on the root (all-gather per
+layer in forward and again in backward, reduce-scatter of each layer's gradients).
 """
 
 from __future__ import annotations
@@ -58,15 +60,25 @@ else:
     barrier = dist.barrier
 
 results = {}
-if sizes == [0]:  # the DDP step benchmark
+if sizes in ([0], [-1]):  # the DDP (0) or FSDP2 (-1) step benchmark
     torch.manual_seed(0)
     nn = torch.nn
     model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     if lib == "torch":
         from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed.fsdp import fully_shard
     else:
         from ember.nn.parallel import DistributedDataParallel as DDP
-    wrapped = DDP(model) if dist.get_world_size() > 1 else model
+        from ember.distributed.fsdp import fully_shard
+    if dist.get_world_size() == 1:
+        wrapped = model
+    elif sizes == [0]:
+        wrapped = DDP(model)
+    else:
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer)
+        wrapped = fully_shard(model)
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.01)
     x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
     def step():
@@ -81,7 +93,7 @@ if sizes == [0]:  # the DDP step benchmark
         start = time.perf_counter()
         step()
         samples.append(time.perf_counter() - start)
-    results[0] = samples
+    results[sizes[0]] = samples
     sizes = []
 for nbytes in sizes:
     buf = make(nbytes // 4)
@@ -165,6 +177,9 @@ def main() -> None:
         label = "single process" if n == 1 else f"DDP, {n} ranks"
         e, t = ddp[("ember", n)], ddp[("torch", n)]
         print(f"{label:>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
+    fsdp = {lib: _run(lib, args.ranks, [-1])[-1] for lib in ("ember", "torch")}
+    e, t = fsdp["ember"], fsdp["torch"]
+    print(f"{f'FSDP2, {args.ranks} ranks':>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({lib: {str(n): v for n, v in fig.items()} for lib, fig in figures.items()}, f, indent=1)

@@ -41,6 +41,8 @@ def _manual():
     amax_out, amax_idx = ember.ops["adaptive_max_pool2d"](pool_x, [3, 3])
     ln_x = rand(2, 5)
     _, ln_mean, ln_rstd = ember.ops["native_layer_norm"](ln_x, [5], rand(5), rand(5), 1e-5)
+    fa_q, fa_k, fa_v = rand(2, 2, 3, 4), rand(2, 1, 5, 4), rand(2, 1, 5, 3)
+    fa_out, fa_lse = ember.ops["_scaled_dot_product_flash_attention"](fa_q, fa_k, fa_v, None, True, 0.5)
     bn_x = rand(4, 3, 2)
     _, bn_mean, bn_invstd = ember.ops["native_batch_norm"](bn_x, rand(3), rand(3), None, None, True, 0.1, 1e-5)
     gn_x = rand(2, 4, 3)
@@ -126,6 +128,9 @@ def _manual():
         "embedding_dense_backward": ((rand(4, 3), ints(4, high=6), 6, -1, False), {}),
         "_class_nll": ((ember.log_softmax(rand(4, 5), 1), ints(4, high=5), None, -100, True, False), {}),
         "scaled_dot_product_attention": ((rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 4)), {}),
+        "_scaled_dot_product_flash_attention": ((fa_q, fa_k, fa_v, None, True, 0.5), {}),
+        "_scaled_dot_product_flash_attention_backward": ((rand(2, 2, 3, 3), fa_q, fa_k, fa_v, fa_out, fa_lse, None,
+                                                          True, 0.5), {}),
         "_fft_c2c": ((ember.ops["complex"](rand(4, 6), rand(4, 6)), [1], 0, True), {}),
         "_fft_r2c": ((rand(4, 6), [1], 0, True), {}),
         "_fft_c2r": ((ember.ops["complex"](rand(4, 4), rand(4, 4)), [1], 0, 6), {}),

@@ -86,3 +86,18 @@ def test_client_without_server_times_out():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker", "server_host"])
+def test_rank_dying_between_rendezvous_and_mpi_init_is_an_error(victim):
+    # The survivors were inside MPI_Init (MPICH's shared-memory setup waits for every local
+    # rank): they must raise within seconds, not wait for the dead rank forever.
+    results, codes, logs = run_ranks("init_death_program.py", 3, args=(str(victim),), allow_fail=True, limit=90)
+    assert codes[victim] == 3, logs
+    for rank, got in enumerate(results):
+        if rank == victim:
+            continue
+        assert got is not None and codes[rank] == 0, logs
+        assert got["outcome"] == "DistBackendError", got
+        assert f"rank {victim} exited before MPI initialization completed" in got["message"]
+        assert got["seconds"] < 60

@@ -1,71 +1,214 @@
-"""ember.export.cond (torch.cond): eager picks a branch; exported programs select with where."""
+"""cond and while_loop in exported programs (subgraph nodes, as torch.export has them), saved and
+loaded, and as ONNX If/Loop run by ONNX Runtime; custom ops from ember.library in exports."""
 
 from __future__ import annotations
 
+import importlib
 import io
 
+import numpy as np
 import pytest
 import torch
 
 import ember
-from ember.export import Dim, UserError, cond, export, load, save
+from ember.export import Dim, InputKind, export, load, save, while_loop
 
 
-class _Branchy(ember.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = ember.nn.Linear(3, 3)
+def _branchy(lib):
+    class Branchy(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 3)
+            self.scale = lib.nn.Parameter(lib.ones(3) * 0.5)  # read only inside the false branch
 
-    def forward(self, x):
-        return cond(x.sum() > 0, lambda v: self.fc(v).relu(), lambda v: v * -2.0, (x,))
+        def forward(self, x):
+            return lib.cond(x.sum() > 0, lambda v: self.fc(v).relu(), lambda v: (v * self.scale).exp().neg(), (x,))
 
-
-def test_eager_cond_runs_one_branch_like_torch_cond():
-    calls = []
-
-    def yes(x):
-        calls.append("yes")
-        return x + 1
-
-    def no(x):
-        calls.append("no")
-        return x - 1
-
-    ember.testing.assert_close(cond(ember.tensor(True), yes, no, (ember.zeros(2),)), ember.ones(2))
-    ember.testing.assert_close(cond(False, yes, no, [ember.zeros(2)]), -ember.ones(2))
-    assert calls == ["yes", "no"]
-    t = torch.cond(torch.tensor(True), lambda x: x + 1, lambda x: x - 1, (torch.zeros(2),))
-    assert t.tolist() == [1.0, 1.0]
-    with pytest.raises(RuntimeError, match="single-element"):
-        cond(ember.tensor([True, False]), yes, no, (ember.zeros(2),))
+    return Branchy()
 
 
-def test_exported_cond_matches_eager_for_both_branches_and_round_trips():
-    model = _Branchy()
-    ep = export(model, (ember.randn(2, 3),), dynamic_shapes=({0: Dim("b")},))
+def _pair_models():
+    from export_models import copy_weights
+
+    model_e, model_t = _branchy(ember), _branchy(torch)
+    copy_weights(model_t, model_e)
+    return model_e, model_t
+
+
+def _roundtrip(ep):
     buf = io.BytesIO()
     save(ep, buf)
     buf.seek(0)
-    loaded = load(buf).module()
-    for x in (ember.ones(4, 3), -ember.ones(5, 3), ember.randn(2, 3)):
-        ember.testing.assert_close(ep.module()(x), model(x))
-        ember.testing.assert_close(loaded(x), model(x))
+    return load(buf)
 
 
-def test_cond_branches_must_agree():
-    class Mismatch(ember.nn.Module):
+def _hop_nodes(graph, name):
+    return [n for n in graph.nodes if n.op == "call_function" and name in str(n.target)]
+
+
+def test_exported_cond_has_subgraphs_like_torch_export_and_round_trips():
+    model_e, model_t = _pair_models()
+    ep = export(model_e, (ember.randn(2, 3),), dynamic_shapes=({0: Dim("b", max=8)},))
+    ep_t = torch.export.export(model_t, (torch.randn(2, 3),), dynamic_shapes=({0: torch.export.Dim("b", max=8)},))
+    # one cond node reading two subgraphs by get_attr, under torch's names
+    assert len(_hop_nodes(ep.graph, "cond")) == len(_hop_nodes(ep_t.graph, "cond")) == 1
+    attrs = sorted(n.target for n in ep.graph.nodes if n.op == "get_attr")
+    assert attrs == sorted(n.target for n in ep_t.graph.nodes if n.op == "get_attr") == ["false_graph_0",
+                                                                                         "true_graph_0"]
+    # the weight read in a branch is a PARAMETER input of the program, as in torch
+    kinds = [s.kind.name for s in ep.graph_signature.input_specs]
+    assert kinds == [s.kind.name for s in ep_t.graph_signature.input_specs]
+    assert sum(s.kind is InputKind.PARAMETER for s in ep.graph_signature.input_specs) == 3
+    assert str(next(iter(ep.range_constraints.values()))) == str(next(iter(ep_t.range_constraints.values())))
+    loaded = _roundtrip(ep)
+    for values in (np.ones((4, 3)), -np.ones((5, 3)), np.linspace(-1, 1, 6).reshape(2, 3)):
+        xe, xt = ember.from_numpy(values.astype(np.float32)), torch.from_numpy(values.astype(np.float32))
+        want = ep_t.module()(xt).detach().numpy()
+        np.testing.assert_allclose(ep.module()(xe).detach().numpy(), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(loaded.module()(xe).detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ep.module()(ember.ones(9, 3))
+
+
+def _reshapes(lib):
+    class Reshapes(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(6, 2)
+
         def forward(self, x):
-            return cond(x.sum() > 0, lambda v: v, lambda v: v.sum(), (x,))
+            def yes(v):
+                return self.lin(v.reshape(v.shape[0], 6))
 
-    with pytest.raises(UserError, match="same shapes and dtypes"):
-        export(Mismatch(), (ember.randn(2, 3),))
+            def no(v):
+                return v.reshape(v.shape[0] * 3, 2)[:, :1].reshape(-1, 3)[:, 1:]
+
+            return lib.cond(x.sum() > 0, yes, no, (x,))
+
+    return Reshapes()
 
 
-def test_cond_in_onnx():
-    onnx = pytest.importorskip("onnx")  # noqa: F841 - the import is the check
+def test_sizes_inside_subgraphs_follow_dynamic_dims():
+    model = _reshapes(ember)
+    ep = export(model, (ember.randn(4, 2, 3),), dynamic_shapes=({0: Dim("b")},))
+    sizes = [n for n in ep.graph_module.false_graph_0.graph.nodes if "sym_size" in str(n.target)]
+    assert sizes, "the subgraph reads its batch size from its own input"
+    loaded = _roundtrip(ep)
+    for b in (2, 5, 7):
+        for sign in (1.0, -1.0):
+            x = ember.randn(b, 2, 3).abs() * sign
+            ember.testing.assert_close(ep.module()(x), model(x))
+            ember.testing.assert_close(loaded.module()(x), model(x))
+    pytest.importorskip("onnxruntime")
+    program = importlib.import_module("ember.onnx").export(model, (ember.randn(4, 2, 3),),
+                                                           dynamic_shapes=({0: Dim("b")},))
+    for b in (3, 6):
+        for sign in (1.0, -1.0):
+            x = ember.randn(b, 2, 3).abs() * sign
+            ember.testing.assert_close(program(x)[0], model(x).detach(), rtol=1e-4, atol=1e-5)
+
+
+def _counter(lib):
+    class Counter(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = lib.nn.Parameter(lib.tensor([0.5, -1.0, 2.0]))
+
+        def forward(self, i, x):
+            fn = lib._higher_order_ops.while_loop
+            return fn(lambda i, x: (i < 6) & (x.abs().sum() < 100), lambda i, x: (i + 1, x * self.w + 1), (i, x))
+
+    return Counter()
+
+
+def test_exported_while_loop_matches_torch_and_round_trips():
+    model_e, model_t = _counter(ember), _counter(torch)
+    ep = export(model_e, (ember.tensor(0), ember.ones(3)))
+    ep_t = torch.export.export(model_t, (torch.tensor(0), torch.ones(3)))
+    assert len(_hop_nodes(ep.graph, "while_loop")) == len(_hop_nodes(ep_t.graph, "while_loop")) == 1
+    assert sorted(n.target for n in ep.graph.nodes if n.op == "get_attr") == sorted(
+        n.target for n in ep_t.graph.nodes if n.op == "get_attr")
+    loaded = _roundtrip(ep)
+    for start, values in ((0, [1.0, 2.0, 3.0]), (4, [0.1, 0.2, 0.3]), (9, [1.0, 1.0, 1.0]), (0, [50.0, 60, 0])):
+        want = ep_t.module()(torch.tensor(start), torch.tensor(values))
+        for got in (ep.module()(ember.tensor(start), ember.tensor(values)),
+                    loaded.module()(ember.tensor(start), ember.tensor(values))):
+            assert int(got[0]) == int(want[0])
+            np.testing.assert_allclose(got[1].detach().numpy(), want[1].detach().numpy(), rtol=1e-6)
+    assert while_loop is ember._higher_order_ops.while_loop
+
+
+def test_cond_and_while_loop_become_onnx_if_and_loop():
+    pytest.importorskip("onnxruntime")
     import ember.onnx
 
-    model = _Branchy()
-    program = ember.onnx.export(model, (ember.randn(2, 3),), dynamic_shapes=({0: Dim("b")},))
-    for x in (ember.ones(4, 3), -ember.ones(3, 3)):
-        ember.testing.assert_close(program(x)[0], model(x).detach(), rtol=1e-5, atol=1e-6)
+    model_e, _ = _pair_models()
+    program = ember.onnx.export(model_e, (ember.randn(2, 3),), dynamic_shapes=({0: Dim("b")},))
+    assert [n.op_type for n in program.model.graph.node].count("If") == 1
+    for x in (ember.ones(4, 3), -ember.ones(3, 3), ember.randn(6, 3)):
+        ember.testing.assert_close(program(x)[0], model_e(x).detach(), rtol=1e-4, atol=1e-5)
+    counter = _counter(ember)
+    loop_program = ember.onnx.export(counter, (ember.tensor(0), ember.ones(3)))
+    assert [n.op_type for n in loop_program.model.graph.node].count("Loop") == 1
+    for start, values in ((0, [1.0, 2.0, 3.0]), (9, [1.0, 1.0, 1.0]), (2, [40.0, 0.0, 1.0])):
+        got = loop_program(ember.tensor(start), ember.tensor(values))
+        want = counter(ember.tensor(start), ember.tensor(values))
+        assert int(got[0]) == int(want[0])
+        ember.testing.assert_close(got[1], want[1].detach())
+
+
+def test_library_custom_op_exports_as_one_node_and_loads_by_name():
+    from ember.library import custom_op
+
+    name = "exporttest::shifted_tanh"
+    if name in ember._src.dispatch.OPS:
+        op = ember.ops.exporttest.shifted_tanh
+    else:
+        @custom_op(name, mutates_args=())
+        def op(x: ember.Tensor, shift: float) -> ember.Tensor:
+            return (x + shift).tanh()
+
+        op.register_fake(lambda x, shift: ember.empty_like(x))
+
+    class Net(ember.nn.Module):
+        def forward(self, x):
+            return op(x, 0.5) * 2
+
+    ep = export(Net(), (ember.randn(3, 4),), dynamic_shapes=({0: Dim("b")},))
+    targets = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert targets.count(ember.ops.exporttest.shifted_tanh) == 1
+    loaded = _roundtrip(ep)
+    x = ember.randn(5, 4)
+    ember.testing.assert_close(loaded.module()(x), (x + 0.5).tanh() * 2)
+    pytest.importorskip("onnx")
+    with pytest.raises(RuntimeError, match="exporttest::shifted_tanh"):
+        importlib.import_module("ember.onnx").export(Net(), (ember.randn(3, 4),))
+
+
+def test_nested_cond_exports_saves_and_decomposes_inside_subgraphs():
+    class Nested(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = ember.nn.Linear(3, 3)
+
+        def forward(self, x):
+            def inner(v):
+                return ember.cond(v.mean() > 0.5, lambda u: u.softmax(-1), lambda u: u * 100, (v,))
+
+            return ember.cond(x.sum() > 0, lambda a: inner(self.lin(a)), lambda a: a.log_softmax(-1), (x,))
+
+    model = Nested()
+    ep = export(model, (ember.randn(2, 3),))
+    assert isinstance(ep.graph_module.true_graph_0.true_graph_0, ember.fx.GraphModule)
+    loaded = _roundtrip(ep)
+    decomposed = ep.run_decompositions()
+    ops = {str(n.target) for n in decomposed.graph_module.false_graph_0.graph.nodes if n.op == "call_function"}
+    assert "ember.ops.log_softmax" not in ops and "ember.ops.exp" in ops
+    inputs = [ember.ones(2, 3), -ember.ones(2, 3), ember.randn(2, 3)]
+    with ember.no_grad():
+        model.lin.bias.fill_(5.0)  # makes the inner predicate true for positive inputs
+        ep = export(model, (ember.randn(2, 3),))
+        loaded, decomposed = _roundtrip(ep), ep.run_decompositions()
+        for x in inputs:
+            for program in (ep, loaded, decomposed):
+                ember.testing.assert_close(program.module()(x), model(x))

@@ -50,10 +50,10 @@ def test_mini_gpt_round_trip_runs_at_three_sizes(tmp_path):
     with zipfile.ZipFile(path) as z:
         assert sorted(z.namelist()) == ["ember_export/example_inputs.safetensors", "ember_export/program.json",
                                         "ember_export/version", "ember_export/weights.safetensors"]
-        assert z.read("ember_export/version") == b"1.0"
+        assert z.read("ember_export/version") == b"1.1"
         program = json.loads(z.read("ember_export/program.json"))
         weights = safetensors.load(z.read("ember_export/weights.safetensors"))
-    assert program["schema"] == "ember.export" and program["schema_version"] == [1, 0]
+    assert program["schema"] == "ember.export" and program["schema_version"] == [1, 1]
     # Tied weights are stored once; the other name is an alias.
     assert program["tensor_aliases"] == {"head.weight": "tok.weight"}
     assert set(weights) | set(program["tensor_aliases"]) == set(ep.state_dict)

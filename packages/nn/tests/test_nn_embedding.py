@@ -125,7 +125,9 @@ def test_errors(call, exc):
         call(torch.nn, torch)
     with pytest.raises(exc) as e_err:
         call(nn, ember)
-    if not str(t_err.value).startswith(("offsets[0]", "Expected i < index_size", "if input is 2D")):
+    # PyTorch words the out-of-range index check differently by kernel path (thread count, earlier
+    # tests' settings): only the type is compared there.
+    if not str(t_err.value).startswith(("offsets[0]", "Expected i < index_size", "if input is 2D", "Index ")):
         assert str(e_err.value).replace("ember", "torch") == str(t_err.value).replace("ember", "torch")
 
 

@@ -11,7 +11,6 @@ from ember._src import _native  # noqa: E402,F401  (preloads OpenBLAS, then impo
 from ember import _C  # noqa: E402
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
-from ember._src.api import _fused_adam_, _fused_adamw_, _fused_sgd_  # noqa: E402,F401  (PyTorch's private fused ops)
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, random, special, testing  # noqa: E402,F401
 
 __version__ = "0.1.0"
@@ -20,7 +19,8 @@ __version__ = "0.1.0"
 # `ember.nn` works without `import ember.nn`, and the core never imports them itself.
 _OPTIONAL_SUBPACKAGES = (
     "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
-    "export", "onnx", "jit", "distributed", "multiprocessing",
+    "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
+    "_inductor", "_export",
 )
 
 
@@ -36,11 +36,11 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
-    if name == "compile":
+    if name in ("compile", "cond"):
         from ember._src import plugins
 
         compiler = plugins.load("compile")
         if compiler is None:
-            raise AttributeError("ember.compile needs the 'ember-compile' package")
-        return compiler.compile
+            raise AttributeError(f"ember.{name} needs the 'ember-compile' package")
+        return getattr(compiler, name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -263,7 +263,7 @@ def check_inplace(t: Tensor) -> None:
 def record(op, args, kwargs):
     name = op.name
     formula = FORMULAS.get(name)
-    if formula is None and name in NON_DIFFERENTIABLE:
+    if formula is None and (name in NON_DIFFERENTIABLE or not op.differentiable):
         return op.call_kernel(args, kwargs)
     inplace = "inplace" in op.tags
     saved_in = args

@@ -8,6 +8,12 @@ from ._compiled import CompiledFunction, disable_context, wrap_function
 from ._recorder import current
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# What each mode sets in the inductor's config (as torch._inductor.list_mode_options).
+_MODE_OPTIONS = {
+    "reduce-overhead": {"triton.cudagraphs": True},
+    "max-autotune": {"max_autotune": True, "triton.cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True},
+}
 
 
 def compile(  # noqa: A001 - PyTorch's name
@@ -47,6 +53,13 @@ def compile(  # noqa: A001 - PyTorch's name
     lookup_backend(backend)  # an unknown name fails here, as in PyTorch
     if disable:
         return model
+    if options is None and mode in _MODE_OPTIONS:
+        options = dict(_MODE_OPTIONS[mode])
+    if options and backend == "inductor":
+        from .inductor import config
+
+        with config.patch(options):  # an unknown option fails here, as in PyTorch
+            pass
     import ember
 
     if isinstance(model, ember.nn.Module):

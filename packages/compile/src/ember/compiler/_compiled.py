@@ -208,12 +208,21 @@ class CompiledFunction:
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
             self.listener.on_graph(gm, rec)
-        compiled = self.backend(gm, example_inputs)
+        compiled = self._run_backend(gm, example_inputs)
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
         log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
         return compiled
+
+    def _run_backend(self, gm, example_inputs):
+        # Options (from ``mode=`` or ``options=``) are the inductor's settings while it compiles.
+        if self.options and self.backend_name == "inductor":
+            from .inductor import config
+
+            with config.patch(self.options):
+                return self.backend(gm, example_inputs)
+        return self.backend(gm, example_inputs)
 
 
 def _interpret(rec, live, dyn=None):

@@ -8,5 +8,11 @@ class _Plugin:
 
         return compile
 
+    @property
+    def cond(self):
+        from ember._higher_order_ops import cond
+
+        return cond
+
 
 plugin = _Plugin()

@@ -337,6 +337,8 @@ class Recorder(dispatch.DispatchMode):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
             outs, multi = out, True
+        elif out is None and op_info(func)[0]:
+            outs, multi = (), True  # an op that only writes its arguments (a custom op "-> ()")
         else:
             return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} returns a non-tensor value")
         written, random, differentiable = op_info(func)
@@ -396,6 +398,8 @@ class Recorder(dispatch.DispatchMode):
             self.stacks.append(user_frame())
         if not multi:
             return results[0]
+        if out is None:
+            return None
         return tuple(results) if isinstance(out, tuple) else results
 
     def _grad_event(self, grad: bool) -> None:

@@ -59,11 +59,12 @@ def round_size(nbytes: int, divisions: int = 4) -> int:
 
 
 class Block:
-    __slots__ = ("ptr", "size", "stream", "streams", "device")
+    __slots__ = ("ptr", "size", "stream", "streams", "device", "pool")
 
-    def __init__(self, ptr: int, size: int, stream: int, device: int):
+    def __init__(self, ptr: int, size: int, stream: int, device: int, pool=None):
         self.ptr, self.size, self.stream, self.device = ptr, size, stream, device
         self.streams = None  # other streams that used it (record_stream)
+        self.pool = pool  # the CUDA-graph memory pool it was allocated in (None: the ordinary pools)
 
 
 class DeviceAllocator:
@@ -80,6 +81,11 @@ class DeviceAllocator:
         self.num_alloc_retries = self.num_ooms = self.num_device_alloc = self.num_device_free = 0
         self.allocations = self.frees = 0
         self.total = 0
+        # CUDA-graph capture (``_graphs``): capturing stream -> private pool id. Blocks allocated
+        # while a stream captures come from (and go back to) that pool's lists, keyed
+        # ("pool", id, size), so that memory a graph's replays write is never handed to other work.
+        self.capturing: dict = {}
+        self.pool_refs: dict = {}  # pool id -> number of graphs (and captures) holding it
 
     @property
     def stats(self) -> dict:
@@ -93,13 +99,16 @@ class DeviceAllocator:
 
     def malloc(self, nbytes: int, stream: int) -> Block:
         size = (nbytes + 511) & ~511 if nbytes <= _SMALL else round_size(nbytes, self.config.divisions)
-        if self.pending:
+        pool = None
+        if self.capturing:
+            pool = self.capturing.get(stream)
+        elif self.pending:  # event queries are not allowed while a capture runs
             self._collect_pending()
-        blocks = self.free.get((stream, size))
+        blocks = self.free.get((stream, size) if pool is None else ("pool", pool, size))
         if blocks:
             block = blocks.pop()
         else:
-            block = Block(self._device_alloc(size, nbytes), size, stream, self.index)
+            block = Block(self._device_alloc(size, nbytes), size, stream, self.index, pool)
         self.allocated += size
         self.requested += nbytes
         self.active_blocks += 1
@@ -115,10 +124,16 @@ class DeviceAllocator:
         self.requested -= nbytes
         self.active_blocks -= 1
         self.frees += 1
-        if not self.config.caching:
+        if block.pool is not None and block.pool in self.pool_refs:
+            # Back to its graph pool: replays may still write it (no stream events: a graph's
+            # memory is ordered by the graph).
+            self.free.setdefault(("pool", block.pool, block.size), []).append(block)
+            return
+        block.pool = None
+        if not self.config.caching and not self.capturing:
             self._device_free(block)
             return
-        if block.streams:
+        if block.streams and not self.capturing:
             from ._streams import Event, Stream
 
             events = []
@@ -150,8 +165,14 @@ class DeviceAllocator:
         if self.config.gc_threshold and self.total:
             if self.reserved + size > self.config.gc_threshold * self.total:
                 self.empty_cache()
-        err, ptr = drv.cuMemAlloc(size)
-        if int(err) == 2:  # out of memory: give the cache back and try once more
+        if self.capturing:
+            from ._graphs import relaxed_capture_mode
+
+            with relaxed_capture_mode():  # cuMemAlloc is an "unsafe" call for a capturing thread
+                err, ptr = drv.cuMemAlloc(size)
+        else:
+            err, ptr = drv.cuMemAlloc(size)
+        if int(err) == 2 and not self.capturing:  # out of memory: give the cache back and try once more
             self.num_alloc_retries += 1
             self.empty_cache()
             err, ptr = drv.cuMemAlloc(size)
@@ -180,14 +201,31 @@ class DeviceAllocator:
         self.num_device_free += 1
 
     def empty_cache(self) -> None:
+        if self.capturing:
+            return  # freeing synchronizes: not while a graph captures
         self._collect_pending()
-        if any(True for blocks in self.free.values() if blocks):
+        ordinary = [key for key in self.free if key[0] != "pool"]
+        if any(self.free[key] for key in ordinary):
             _driver.ensure_context(self.index)
             check(_driver._driver().cuCtxSynchronize(), "cuCtxSynchronize")
-        for blocks in self.free.values():
-            for block in blocks:
+        for key in ordinary:
+            for block in self.free.pop(key):
                 self._device_free(block)
-        self.free.clear()
+
+    def retain_pool(self, pool) -> None:
+        self.pool_refs[pool] = self.pool_refs.get(pool, 0) + 1
+
+    def release_pool(self, pool) -> None:
+        """Drops one holder of a graph pool; the last one returns its free blocks to the ordinary pools."""
+        n = self.pool_refs.get(pool, 0) - 1
+        if n > 0:
+            self.pool_refs[pool] = n
+            return
+        self.pool_refs.pop(pool, None)
+        for key in [k for k in self.free if k[0] == "pool" and k[1] == pool]:
+            for block in self.free.pop(key):
+                block.pool = None
+                self.free.setdefault((block.stream, block.size), []).append(block)
 
     def cached_bytes(self) -> int:
         return sum(b.size for blocks in self.free.values() for b in blocks)

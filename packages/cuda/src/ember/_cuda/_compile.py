@@ -134,7 +134,15 @@ def load(cubin: bytes, meta: dict, kinds: list, device: int) -> Launcher:
     """Loads a cubin into device ``device``'s context and wraps its kernel in a Launcher."""
     _driver.ensure_context(device)
     drv = _driver._driver()
-    module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
+    from ._allocator import allocator
+
+    if allocator(device).capturing:  # a kernel first met inside a CUDA-graph capture
+        from ._graphs import relaxed_capture_mode
+
+        with relaxed_capture_mode():
+            module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
+    else:
+        module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
     _keep_modules.append(module)
     fn = check(drv.cuModuleGetFunction(module, meta["name"].encode()), "cuModuleGetFunction")
     if meta["shared"] > 49152:

@@ -1,29 +1,237 @@
-"""scaled_dot_product_attention on CUDA: the math path (cuBLAS products, the fused row softmax).
+"""Attention on CUDA: Triton flash attention (``_flash_kernels``) for
+``scaled_dot_product_attention`` and the fused op pair ``_scaled_dot_product_flash_attention``
+(forward with log-sum-exp) / ``_scaled_dot_product_flash_attention_backward``.
 
-softmax(q k^T * scale + mask) v with the causal mask built from index comparisons (no tril
-kernel needed) and fully masked rows giving zeros, as the CPU kernel. Not a fused
-flash-attention kernel: scores are materialized (B*H*L*S elements).
+float16/bfloat16/float32 inputs with head widths up to 256 take the fused kernels (float32
+products in full precision, as PyTorch's fp32 attention); float64, dropout and inputs the
+kernels do not take go to the math path (cuBLAS products around the fused row softmax), which
+materializes the B*H*L*S scores.
 """
 
 from __future__ import annotations
 
 import math
 
+from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops import nn_attention as na
+from ember._src.ops import nn_attention_flash as naf
+from ember._src.tensor import new_empty_tensor
+
+from . import _compile
+from ._elementwise import TRITON
+from ._flash_kernels import SOURCE
+from ._streams import current_handle
+
+_FLOAT = (dt.float16, dt.bfloat16, dt.float32)
+
+
+def _pow2(n: int) -> int:
+    return max(16, 1 << (max(n, 1) - 1).bit_length())
+
+
+def _fwd_config(dtype, d: int):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md)."""
+    if dtype is dt.float32:
+        return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
+    if d <= 64:
+        # Two sweeps on the H200 (B8 H12 T1024/4096 bf16) put the tile choices within ~15% of each
+        # other, run-to-run noise included; 128x64 was best or near it in both, causal or not.
+        return 128, 64, 4, 3
+    return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
+
+
+def _bwd_config(dtype, d: int):
+    """((BLOCK_M, BLOCK_N) of dK/dV, (BLOCK_M, BLOCK_N) of dQ, warps, stages)."""
+    if dtype is dt.float32:
+        return (32, 32), (32, 32), 4, 1
+    if d <= 64:
+        return (64, 64), (64, 64), 4, 3  # 0.41 ms fwd+bwd causal T1024, the best of six (NOTES.md)
+    return (32, 64), (64, 32), 4, 2
+
+
+def _unit_last(t):
+    return t if t._stride[-1] == 1 or t._shape[-1] == 1 else t.contiguous()
+
+
+def _strides(t, n=3):
+    return [int(s) for s in t._stride[:n]]
+
+
+def _bias(attn_mask, q, k):
+    """The additive bias as a (B, H, L, S) view (0 strides where broadcast), or None."""
+    if attn_mask is None:
+        return None
+    import ember
+
+    if attn_mask.dtype is dt.bool:
+        attn_mask = ember.where(attn_mask, 0.0, float("-inf")).to(dt.float32)
+    b, h, lq = q._shape[:3]
+    return attn_mask.expand(b, h, lq, k._shape[2])
+
+
+def _aligned(named_ptrs, named_ints):
+    names = [n for n, t in named_ptrs if t.data_ptr() % 16 == 0]
+    names += [n for n, v in named_ints if v % 16 == 0]
+    return tuple(names)
+
+
+def _sig(names, ptr_types, ints64, ints32, scale=True):
+    sig = {}
+    for n in names:
+        if n in ptr_types:
+            sig[n] = "*" + ptr_types[n]
+        elif n == "scale":
+            sig[n] = "fp32"
+        elif n in ints64:
+            sig[n] = "i64"
+        elif n in ints32:
+            sig[n] = "i32"
+        else:
+            sig[n] = "constexpr"
+    return sig
+
+
+_STRIDE_NAMES = {
+    "fwd": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
+            "sob", "soh", "som"],
+    "dkdv": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
+             "sdb", "sdh", "sdm", "skb2", "skh2", "skn2", "svb2", "svh2", "svn2"],
+    "dq": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
+           "sdb", "sdh", "sdm", "sqb2", "sqh2", "sqm2"],
+}
+_PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV"],
+         "dq": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DQ"]}
+_COUNT = {"fwd": "NUM_M", "dkdv": "NUM_N", "dq": "NUM_M"}
+_CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
+
+
+def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
+    names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + ["H", "GROUP", "L", "S", _COUNT[name]] + _CONST
+    ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
+    sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), {"H", "GROUP", "L", "S", _COUNT[name]})
+    aligned = _aligned([(n, ptrs[n]) for n in _PTRS[name]], list(zip(_STRIDE_NAMES[name], strides)))
+    launcher = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
+    launcher((grid, 1, 1), current_handle(index), *[ptrs[n].data_ptr() for n in _PTRS[name]], float(scale),
+             *strides, *ints)
+
+
+def _consts(q, v, lq, s, bias, is_causal, bm, bn):
+    # Head widths arrive padded to powers of two (_pad): the kernels never mask along them.
+    return {"D": q._shape[3], "E": v._shape[3], "BLOCK_M": bm, "BLOCK_N": bn, "EVEN_M": lq % bm == 0,
+            "EVEN_N": s % bn == 0, "CAUSAL": bool(is_causal), "HAS_BIAS": bias is not None,
+            "PREC": "ieee" if q.dtype is dt.float32 else "tf32"}
+
+
+def _pad(t, width):
+    """``t`` zero-padded along its last dim to ``width`` (a zero column adds nothing to q.k, and
+    a zero value column is sliced off the output)."""
+    n = t._shape[-1]
+    if n == width:
+        return t
+    out = new_empty_tensor(tuple(t._shape[:-1]) + (width,), t.dtype, t._device).zero_()
+    out.narrow(-1, 0, n).copy_(t)
+    return out
+
+
+def _bias_strides(bias):
+    return [0, 0, 0, 0] if bias is None else [int(s) for s in bias._stride]
+
+
+def flash_forward(query, key, value, attn_mask, is_causal, scale):
+    d, e = query._shape[3], value._shape[3]
+    q, k = _pad(_unit_last(query), _pow2(d)), _pad(_unit_last(key), _pow2(d))
+    v = _pad(_unit_last(value), _pow2(e))
+    b, h, lq, _ = q._shape
+    hk, s = k._shape[1], k._shape[2]
+    out = new_empty_tensor((b, h, lq, v._shape[3]), q.dtype, q._device)
+    lse = new_empty_tensor((b, h, lq), dt.float32, q._device)
+    if out.numel() == 0:
+        return out, lse
+    if s == 0:  # no keys: zeros, and rows that see nothing
+        return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
+    bias = _bias(attn_mask, q, k)
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
+    num_m = -(-lq // bm)
+    ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
+    strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
+    index = q._device.index or 0
+    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], _consts(q, v, lq, s, bias, is_causal, bm, bn),
+         num_m * b * h, warps, stages, index)
+    return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
+
+
+def _delta(out, g, lse, index):
+    b, h, lq, e = out._shape
+    delta = new_empty_tensor((b, h, lq), dt.float32, out._device)
+    sig = {"O": "*" + TRITON[out.dtype], "DO": "*" + TRITON[g.dtype], "DELTA": "*fp32", "sob": "i64", "soh": "i64",
+           "som": "i64", "sdb": "i64", "sdh": "i64", "sdm": "i64", "H": "i32", "L": "i32", "E": "constexpr",
+           "BLOCK_M": "constexpr"}
+    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": 64}, (), 4, 1, index)
+    launcher((-(-lq // 64), b * h, 1), current_handle(index), out.data_ptr(), g.data_ptr(), delta.data_ptr(),
+             *_strides(out), *_strides(g), h, lq)
+    return delta
+
+
+def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
+    d0, e0 = query._shape[3], value._shape[3]
+    dp, ep = _pow2(d0), _pow2(e0)
+    q, k, v = _pad(_unit_last(query), dp), _pad(_unit_last(key), dp), _pad(_unit_last(value), ep)
+    g, o = _pad(_unit_last(grad_out), ep), _pad(_unit_last(out), ep)
+    lse = logsumexp if logsumexp.dtype is dt.float32 and logsumexp.is_contiguous() else \
+        logsumexp.to(dt.float32).contiguous()
+    b, h, lq, d = q._shape
+    hk, s, e = k._shape[1], k._shape[2], v._shape[3]
+    group = h // hk
+    # Per query head; grouped heads are summed afterwards (in float32, then cast).
+    gd = q.dtype if group == 1 else dt.float32
+    dq = new_empty_tensor(tuple(q._shape), q.dtype, q._device)
+    dk = new_empty_tensor((b, h, s, d), gd, q._device)
+    dv = new_empty_tensor((b, h, s, e), gd, q._device)
+    if q.numel() == 0 or s == 0:
+        dq.zero_(), dk.zero_(), dv.zero_()
+    else:
+        index = q._device.index or 0
+        bias = _bias(attn_mask, q, k)
+        delta = _delta(o, g, lse, index)
+        (bm1, bn1), (bm2, bn2), warps, stages = _bwd_config(q.dtype, max(d0, e0))
+        common = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(g)
+        ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "DO": g, "LSE": lse, "DELTA": delta}
+        num_n = -(-s // bn1)
+        _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv),
+             [h, group, lq, s, num_n], _consts(q, v, lq, s, bias, is_causal, bm1, bn1), num_n * b * h, warps, stages,
+             index)
+        num_m = -(-lq // bm2)
+        _run("dq", {**ptrs, "DQ": dq}, scale, common + _strides(dq), [h, group, lq, s, num_m],
+             _consts(q, v, lq, s, bias, is_causal, bm2, bn2), num_m * b * h, warps, stages, index)
+    if group > 1:
+        dk = dk.reshape(b, hk, group, s, d).sum(2).to(key.dtype)
+        dv = dv.reshape(b, hk, group, s, e).sum(2).to(value.dtype)
+    if dp != d0:
+        dq, dk = dq.narrow(-1, 0, d0).contiguous(), dk.narrow(-1, 0, d0).contiguous()
+    if ep != e0:
+        dv = dv.narrow(-1, 0, e0).contiguous()
+    return dq, dk, dv
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    import ember
-
-    if dropout_p:
-        raise NotImplementedError("ember.ops.scaled_dot_product_attention with dropout has no fused CUDA kernel; "
-                                  "ember.nn.functional.scaled_dot_product_attention differentiates it op by op")
     for t in (key, value) + (() if attn_mask is None else (attn_mask,)):
         if t._device is not query._device:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{query._device} and {t._device}!")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    if dropout_p:
+        return na._sdpa_composite(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale,
+                                  bool(enable_gqa))
+    if query.dtype in _FLOAT and naf.routes_to_flash(query, key, value, attn_mask, 0.0, enable_gqa):
+        return flash_forward(query, key, value, attn_mask, is_causal, scale)[0]
+    return _sdpa_math(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+
+
+def _sdpa_math(query, key, value, attn_mask, is_causal, scale, enable_gqa):
+    # softmax(q k^T * scale + mask) v with every score materialized; float64 and odd shapes.
+    import ember
+
     q, k, v = query, key, value
     if enable_gqa and k.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         rep = q.shape[-3] // k.shape[-3]
@@ -43,5 +251,19 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     return ember.matmul(weights, v)
 
 
+def _flash(query, key, value, attn_mask, is_causal, scale):
+    if query.dtype not in _FLOAT:
+        return naf._flash_kernel(query, key, value, attn_mask, is_causal, scale)
+    return flash_forward(query, key, value, attn_mask, is_causal, float(scale))
+
+
+def _flash_bwd(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
+    if query.dtype not in _FLOAT:
+        return naf._flash_backward_kernel(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale)
+    return flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, float(scale))
+
+
 def register() -> None:
     OPS["scaled_dot_product_attention"].kernels["cuda"] = _sdpa
+    OPS["_scaled_dot_product_flash_attention"].kernels["cuda"] = _flash
+    OPS["_scaled_dot_product_flash_attention_backward"].kernels["cuda"] = _flash_bwd

@@ -119,10 +119,41 @@ def _full(size, fill_value, *, dtype=None, device=None):
     return t
 
 
+_IOTA = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(out, n, start, step, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = start + i.to(start.dtype) * step
+    tl.store(out + i, v.to(out.dtype.element_ty), mask=i < n)
+"""
+
+
 def _arange_affine(n, start, step, *, dtype, device):
-    host = OPS["arange_affine"].kernels["cpu"](n, start, step, dtype=dtype, device=CPU)
+    """start + i * step computed on the device (in int64, or float64 for a float range, converted once as
+    the CPU kernel does): no host buffer, so a range inside a CUDA-graph capture records a kernel."""
+    from . import _compile
+    from ._elementwise import TRITON
+    from ._streams import current_handle
+
     out = new_empty_tensor((n,), dtype, device)
-    _storage.copy(out, host)
+    if n == 0:
+        return out
+    if dtype is dt.bool or dtype.is_complex:
+        host = OPS["arange_affine"].kernels["cpu"](n, start, step, dtype=dtype, device=CPU)
+        _storage.copy(out, host)
+        return out
+    if not dtype.is_floating_point:
+        start, step = int(start), int(step)
+    exact = "i64" if isinstance(start, int) and isinstance(step, int) else "fp64"
+    cast = int if exact == "i64" else float
+    index = device.index or 0
+    sig = {"out": "*" + TRITON[dtype], "n": "i64", "start": exact, "step": exact, "BLOCK": "constexpr"}
+    launcher = _compile.kernel(_IOTA, "k", sig, {"BLOCK": 1024}, (), 4, 1, index)
+    launcher((-(-n // 1024), 1, 1), current_handle(index), out.data_ptr(), n, cast(start), cast(step))
     return out
 
 

@@ -20,6 +20,23 @@ class CudaPlugin:
     def is_available(self) -> bool:
         return api.is_available()
 
+    # DLPack (the core's interop asks the device's plugin for non-CPU tensors).
+    def dlpack_device(self, t) -> tuple:
+        from ._dlpack import KDL_CUDA
+
+        return (KDL_CUDA, t._device.index or 0)
+
+    def to_dlpack(self, t, stream=None, max_version=None, dl_device=None, copy=None):
+        from . import _dlpack
+
+        return _dlpack.to_dlpack(t, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def from_dlpack(self, obj):
+        from . import _dlpack
+
+        self.install()
+        return _dlpack.from_dlpack(obj)
+
     def install(self) -> None:
         if self.installed or not api.is_available():
             return
@@ -33,6 +50,7 @@ class CudaPlugin:
             _ops_copy,
             _ops_index,
             _ops_matmul,
+            _ops_more,
             _ops_pointwise,
             _ops_reduce,
             _ops_rows,
@@ -41,7 +59,7 @@ class CudaPlugin:
         )
 
         for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul,
-                       _ops_index, _random):
+                       _ops_index, _ops_more, _random):
             module.register()
         register_backend(Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                                  is_pinned=_storage.is_pinned, device_count=api.device_count))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from . import _allocator, _driver
 from ._driver import OutOfMemoryError
+from ._graphed import make_graphed_callables  # noqa: F401 - re-exported (CUDA graphs with autograd)
+from ._graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing  # noqa: F401
 from ._streams import (  # noqa: F401 - re-exported
     Event,
     ExternalStream,
@@ -23,6 +25,7 @@ from ._streams import (  # noqa: F401 - re-exported
 from ._streams import synchronize as _synchronize
 
 __all__ = [
+    "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
     "Event", "ExternalStream", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "empty_cache", "get_device_capability", "get_device_name",
     "get_device_properties", "init", "is_available", "is_bf16_supported", "is_initialized", "manual_seed",

@@ -50,15 +50,20 @@ def process_mapping(hosts: list[str]) -> str:
 class ControlServer:
     """PMI-1 server and liveness hub for one MPI world of ``world_size`` processes."""
 
-    def __init__(self, world_size: int, hosts: list[str] | None = None, host: str = "0.0.0.0"):
+    def __init__(self, world_size: int, hosts: list[str] | None = None, host: str = "0.0.0.0",
+                 timeout: float | None = None):
         self.world_size = world_size
+        self.timeout = timeout
         self.kvsname = f"ember_kvs_{socket.gethostname()}_{id(self):x}"
         self._kvs: dict[str, str] = {}
         if hosts is not None:
             self._kvs["PMI_process_mapping"] = process_mapping(hosts)
         self._lock = threading.Lock()
         self._barrier_waiting: list = []
+        self._barrier_ranks: set = set()
+        self._barrier_timer = None
         self._watchers: dict[int, tuple] = {}  # rank -> (socket, send lock)
+        self._pmi_rank: dict = {}  # PMI connection -> rank
         self._exited: dict[int, bool] = {}  # rank -> clean
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -123,6 +128,8 @@ class ControlServer:
         cmd = msg.get("cmd")
         if cmd == "initack":
             rank = msg.get("pmiid", "0")
+            with self._lock:
+                self._pmi_rank[conn] = int(rank)
             return (
                 f"cmd=initack rc=0\ncmd=set size={self.world_size}\n"
                 f"cmd=set rank={rank}\ncmd=set debug=0\n"
@@ -149,21 +156,71 @@ class ControlServer:
             return f"cmd=get_result rc=0 value={value}\n"
         if cmd == "barrier_in":
             with self._lock:
-                self._barrier_waiting.append((conn, send_lock))
-                if len(self._barrier_waiting) < self.world_size:
-                    return None
+                failure = self._init_failure()
+                if failure is None:
+                    self._barrier_waiting.append((conn, send_lock))
+                    self._barrier_ranks.add(self._pmi_rank.get(conn))
+                    if len(self._barrier_waiting) < self.world_size:
+                        self._arm_barrier_timer()
+                        return None
                 everyone, self._barrier_waiting = self._barrier_waiting, []
-            for other, other_lock in everyone:
-                try:
-                    self._send(other, other_lock, "cmd=barrier_out rc=0\n")
-                except OSError:
-                    pass
+                self._barrier_ranks = set()
+            if failure is not None:
+                return f"cmd=barrier_out rc=-1 msg={failure}\n"
+            self._release(everyone, "cmd=barrier_out rc=0\n")
             return None
         if cmd == "finalize":
             return "cmd=finalize_ack rc=0\n"
         if cmd == "abort":
             return None
         return f"cmd={cmd}_result rc=-1 msg=unsupported\n"
+
+    # -- failures while MPI starts ------------------------------------------------------------
+    # MPI_Init meets every rank at PMI barriers. A rank that died after the rendezvous (its
+    # liveness connection, opened before MPI_Init, closed) or never comes would keep the others
+    # inside MPI_Init forever: the barrier answers them with an error instead, at once for a
+    # death, after the process group's timeout for a rank that never arrives.
+
+    def _init_failure(self) -> str | None:
+        dead = sorted(rank for rank, clean in self._exited.items() if not clean)
+        if dead:
+            return "rank_" + "_".join(map(str, dead)) + "_exited_during_MPI_initialization"
+        return None
+
+    def _release(self, waiters, text: str) -> None:
+        for other, other_lock in waiters:
+            try:
+                self._send(other, other_lock, text)
+            except OSError:
+                pass
+
+    def _arm_barrier_timer(self) -> None:
+        if self.timeout is None or self._barrier_timer is not None:
+            return
+
+        def expire():
+            with self._lock:
+                self._barrier_timer = None
+                if not self._barrier_waiting:
+                    return
+                missing = sorted(set(range(self.world_size)) - self._barrier_ranks)
+                everyone, self._barrier_waiting = self._barrier_waiting, []
+                self._barrier_ranks = set()
+            self._release(everyone, "cmd=barrier_out rc=-1 msg=ranks_" + "_".join(map(str, missing))
+                          + "_did_not_reach_MPI_initialization\n")
+
+        self._barrier_timer = threading.Timer(self.timeout, expire)
+        self._barrier_timer.daemon = True
+        self._barrier_timer.start()
+
+    def _fail_waiting_barrier(self) -> None:
+        with self._lock:
+            failure = self._init_failure()
+            if failure is None or not self._barrier_waiting:
+                return
+            everyone, self._barrier_waiting = self._barrier_waiting, []
+            self._barrier_ranks = set()
+        self._release(everyone, f"cmd=barrier_out rc=-1 msg={failure}\n")
 
     # -- liveness -------------------------------------------------------------------------
 
@@ -185,6 +242,7 @@ class ControlServer:
             self._watchers.pop(rank, None)
             self._exited[rank] = clean
             others = list(self._watchers.values())
+        self._fail_waiting_barrier()
         for other, other_lock in others:
             try:
                 self._send(other, other_lock, f"exited rank={rank} clean={int(clean)}\n")

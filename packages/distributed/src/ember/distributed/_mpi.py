@@ -18,6 +18,8 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import threading
+import time
 
 _MPI = None
 _started_by_us = False
@@ -96,8 +98,16 @@ def start_from_launcher() -> None:
         atexit.register(_finalize)
 
 
-def start_with_pmi_server(host: str, port: int, rank: int, world_size: int) -> None:
-    """``MPI_Init_thread`` against rank 0's PMI-1 server at ``host:port``."""
+def start_with_pmi_server(host: str, port: int, rank: int, world_size: int, failure=None,
+                          timeout: float | None = None) -> None:
+    """``MPI_Init_thread`` against rank 0's PMI-1 server at ``host:port``.
+
+    MPI_Init waits for every rank (at PMI barriers, and for the ranks of a node inside MPICH's
+    shared-memory setup): a rank that died after the rendezvous would keep the others in it
+    forever. So the call runs in a helper thread while this one watches ``failure()`` (a
+    message once a peer is known to have exited) and the timeout, and raises
+    ``DistBackendError`` then; the helper stays blocked in MPI, and this process cannot start
+    MPI again (the error says so)."""
     global _started_by_us
     keys = {
         "PMI_PORT": f"{host}:{port}",
@@ -109,7 +119,7 @@ def start_with_pmi_server(host: str, port: int, rank: int, world_size: int) -> N
     saved = {k: os.environ.get(k) for k in keys}
     os.environ.update(keys)
     try:
-        _init_thread_without_gil()
+        _init_watched(failure, timeout)
     finally:
         # Children started later must not mistake these for a launcher's.
         for key, value in saved.items():
@@ -118,6 +128,33 @@ def start_with_pmi_server(host: str, port: int, rank: int, world_size: int) -> N
             else:
                 os.environ[key] = value
     _started_by_us = True
+
+
+def _init_watched(failure, timeout) -> None:
+    from ._errors import DistBackendError
+
+    done = threading.Event()
+    errors: list = []
+
+    def run():
+        try:
+            _init_thread_without_gil()
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+            errors.append(err)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="ember-mpi-init", daemon=True).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(0.05):
+        problem = failure() if failure is not None else None
+        if problem is None and deadline is not None and time.monotonic() > deadline:
+            problem = f"MPI initialization did not complete within {timeout:g} seconds"
+        if problem is not None:
+            disable_finalize()
+            raise DistBackendError(f"{problem}; MPI cannot start in this process any more (start a new one)")
+    if errors:
+        raise errors[0]
 
 
 def disable_finalize() -> None:

@@ -201,18 +201,30 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
             ) from None
     if rank == 0:
         hosts = [value.decode() for value in rdzv.multi_get(keys)]
-        _world.server = ControlServer(world_size, hosts)
+        _world.server = ControlServer(world_size, hosts, timeout=seconds)
         rdzv.set("control", f"{_advertised_host(store)}:{_world.server.port}")
     host, _, port = rdzv.get("control").decode().rpartition(":")
+    # The liveness connection opens before MPI_Init: a rank that dies from here on makes the
+    # others' MPI_Init fail at its PMI barrier instead of waiting for it forever.
+    _world.watch = Watch(host, int(port), rank, _world.health.on_exit, seconds)
     if not _mpi.is_started():
-        _mpi.start_with_pmi_server(host, int(port), rank, world_size)
+        _mpi.start_with_pmi_server(host, int(port), rank, world_size, _peer_gone(world_size), seconds)
     world = MPI.COMM_WORLD
     if (world.Get_rank(), world.Get_size()) != (rank, world_size):
         raise RuntimeError(
             f"this process already belongs to an MPI world as rank {world.Get_rank()} of {world.Get_size()}; "
             f"MPI starts once per process, so it cannot rejoin as rank {rank} of {world_size}"
         )
-    _world.watch = Watch(host, int(port), rank, _world.health.on_exit, seconds)
+
+
+def _peer_gone(world_size: int):
+    def failure():
+        gone = _world.health.first_exit_among(range(world_size))
+        if gone is None:
+            return None
+        return f"rank {gone[0]} exited before MPI initialization completed"
+
+    return failure
 
 
 def _join_from_launcher(seconds: float, timeout: timedelta):

@@ -3,9 +3,11 @@
 Starts ``--nproc-per-node`` copies of the training script on this node, with the environment
 torchrun gives its workers (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
 ``GROUP_RANK``, ``MASTER_ADDR``/``MASTER_PORT``, ``TORCHELASTIC_*``), so ``init_process_group()``
-with the default ``env://`` joins every worker of every node into one world. Rendezvous is
-static: node ``--node-rank`` of ``--nnodes`` owns ranks ``node_rank * nproc .. + nproc - 1`` and
-rank 0's process hosts the store at ``--master-addr:--master-port`` (or ``--rdzv-endpoint``).
+with the default ``env://`` joins every worker of every node into one world. With a fixed
+``--nnodes N`` the rendezvous is static: node ``--node-rank`` owns ranks ``node_rank * nproc ..
++ nproc - 1`` and rank 0's process hosts the store at ``--master-addr:--master-port`` (or
+``--rdzv-endpoint``). With ``--nnodes MIN:MAX`` (or ``--rdzv-backend c10d``) the nodes meet at
+``--rdzv-endpoint`` and take their ranks from it (``_elastic``).
 When a worker fails, the others are stopped and the whole node group restarts, up to
 ``--max-restarts`` times; then the launcher exits with status 1 and names the failed ranks.
 """
@@ -32,13 +34,13 @@ def _flag(parser, name: str, **kwargs):
 
 def get_args_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember-run", description="Starts distributed ember workers (torchrun).")
-    _flag(parser, "nnodes", default="1", help="number of nodes, or MIN:MAX (static: MAX must equal MIN)")
+    _flag(parser, "nnodes", default="1", help="number of nodes, or MIN:MAX (elastic: needs --rdzv-endpoint)")
     _flag(parser, "nproc-per-node", default="1", help="workers per node: an integer, 'cpu' or 'auto'")
     _flag(parser, "node-rank", type=int, default=0, help="rank of this node in [0, nnodes)")
     _flag(parser, "rdzv-endpoint", default="", help="HOST[:PORT] where rank 0 hosts the store")
-    _flag(parser, "rdzv-backend", default="static", help="accepted for compatibility; rendezvous is static")
+    _flag(parser, "rdzv-backend", default="static", help="static, or c10d: nodes meet at --rdzv-endpoint")
     _flag(parser, "rdzv-id", default="none", help="job id (becomes TORCHELASTIC_RUN_ID)")
-    _flag(parser, "rdzv-conf", default="", help="accepted for compatibility")
+    _flag(parser, "rdzv-conf", default="", help="KEY=VALUE,...: last_call_timeout, join_timeout (seconds)")
     _flag(parser, "master-addr", default="127.0.0.1", help="address of rank 0's node")
     _flag(parser, "master-port", type=int, default=29500, help="port of the store on rank 0's node")
     _flag(parser, "max-restarts", type=int, default=0, help="restarts of the worker group after a failure")
@@ -70,11 +72,12 @@ def _nproc(value: str) -> int:
     return count
 
 
-def _nnodes(value: str) -> int:
+def _nnodes(value: str) -> tuple[int, int]:
     low, _, high = value.partition(":")
-    if high and int(high) != int(low):
-        raise ValueError(f"--nnodes {value}: elastic ranges need a dynamic rendezvous; ember-run is static")
-    return int(low)
+    low, high = int(low), int(high or low)
+    if not 1 <= low <= high:
+        raise ValueError(f"--nnodes {value}: expected N or MIN:MAX with 1 <= MIN <= MAX")
+    return low, high
 
 
 def _command(args) -> list[str]:
@@ -117,8 +120,10 @@ def _stop(workers, grace: float = 5.0) -> None:
             w.wait()
 
 
-def _monitor(workers, interval: float) -> list[tuple[int, int]]:
-    """Waits until all workers exit successfully ([]) or one fails ([(local_rank, code), ...])."""
+def _monitor(workers, interval: float, stop_requested=None) -> list[tuple[int, int]]:
+    """Waits until all workers exit successfully ([]) or one fails ([(local_rank, code), ...]);
+    ``stop_requested()`` true (another node's failure) counts as a failure of none ([(-1, 0)])."""
+    checked = time.monotonic()
     while True:
         codes = [w.poll() for w in workers]
         failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
@@ -126,11 +131,18 @@ def _monitor(workers, interval: float) -> list[tuple[int, int]]:
             return failed
         if all(c == 0 for c in codes):
             return []
+        if stop_requested is not None and time.monotonic() - checked > 0.5:
+            checked = time.monotonic()
+            if stop_requested():
+                return [(-1, 0)]
         time.sleep(interval)
 
 
 def run(args) -> int:
-    nproc, nnodes = _nproc(args.nproc_per_node), _nnodes(args.nnodes)
+    nproc, (min_nodes, max_nodes) = _nproc(args.nproc_per_node), _nnodes(args.nnodes)
+    if min_nodes != max_nodes or args.rdzv_backend in ("c10d", "etcd", "etcd-v2"):
+        return _run_elastic(args, nproc, min_nodes, max_nodes)
+    nnodes = min_nodes
     if not 0 <= args.node_rank < nnodes:
         raise ValueError(f"--node-rank {args.node_rank} is not in [0, {nnodes})")
     addr, port = args.master_addr, args.master_port
@@ -158,6 +170,43 @@ def run(args) -> int:
         ranks = ", ".join(f"rank {args.node_rank * nproc + i} (exit code {c})" for i, c in failed)
         left = args.max_restarts - restart
         print(f"ember-run: worker failure: {ranks}; {left} restart(s) left", file=sys.stderr, flush=True)
+    return 1
+
+
+def _run_elastic(args, nproc: int, min_nodes: int, max_nodes: int) -> int:
+    """Nodes meet at the rendezvous endpoint each round; node ranks come from arrival order."""
+    from . import _elastic
+
+    if not args.rdzv_endpoint:
+        raise ValueError("--nnodes MIN:MAX needs --rdzv-endpoint HOST:PORT (where the nodes meet)")
+    conf = _elastic.parse_conf(args.rdzv_conf)
+    join_timeout = float(conf.get("join_timeout", 600))
+    rdzv = _elastic.Rendezvous(_elastic.connect(args.rdzv_endpoint, join_timeout), min_nodes, max_nodes, conf,
+                               join_timeout)
+    run_id = args.rdzv_id if args.rdzv_id != "none" else "elastic"
+    workers: list = []
+
+    def forward(signum, frame):
+        _stop(workers)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for restart in range(args.max_restarts + 1):
+        round_ = rdzv.current_round()
+        host = args.rdzv_endpoint.rpartition(":")[0] or args.rdzv_endpoint
+        local = args.local_addr or (host if host in ("127.0.0.1", "localhost") else None)
+        node_rank, nnodes, addr, port = rdzv.join(round_, local)
+        args.node_rank = node_rank
+        workers[:] = _start(args, nproc, nnodes, restart, run_id, addr, port)
+        failed = _monitor(workers, args.monitor_interval, lambda r=round_: rdzv.current_round() != r)
+        if not failed:
+            return 0
+        _stop(workers)
+        rdzv.request_restart(round_)
+        ranks = ", ".join(f"rank {node_rank * nproc + i} (exit code {c})" for i, c in failed if i >= 0)
+        cause = f"worker failure: {ranks}" if ranks else "another node restarted the group"
+        print(f"ember-run: {cause}; {args.max_restarts - restart} restart(s) left", file=sys.stderr, flush=True)
     return 1
 
 

@@ -6,7 +6,11 @@ graph of ember ops, its signature, weights and the ranges of its dynamic dims);
 executing anything from the file.
 """
 
-from ._cond import cond
+from ember._higher_order_ops import cond, while_loop
+
+from ._aoti import AOTICompileError
+from ._aoti import aot_compile_library as aot_compile
+from ._aoti_runtime import aot_load
 from ._dims import Dim
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -31,11 +35,11 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "ConstantArgument", "Dim", "cond", "ExportGraphSignature", "ExportedProgram", "InputKind", "InputSpec",
-    "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "SerializationError",
-    "SymIntArgument", "TensorArgument", "UserError", "UserErrorType", "ValueRange", "export",
-    "export_for_training", "load", "register_dataclass", "register_pytree_node", "save", "sym_size",
-    "unflatten",
+    "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "Dim", "export",
+    "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
+    "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
+    "register_pytree_node", "save", "SerializationError", "sym_size", "SymIntArgument", "TensorArgument",
+    "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)

@@ -366,6 +366,10 @@ def _apply(gm, fits, roots, symbols, leaves):
     shapes: dict = {}
     for key, expr in fits.items():
         k = key[0]
+        if k >= len(nodes):  # a subgraph's node: _apply_in_subgraphs
+            if key[1] != "arg":
+                shapes.setdefault(k, {})[(key[2], key[3])] = expr
+            continue
         node = nodes[k]
         if key[1] == "arg":
             path = key[2]
@@ -378,15 +382,57 @@ def _apply(gm, fits, roots, symbols, leaves):
         else:
             shapes.setdefault(k, {})[(key[2], key[3])] = expr
     for k, node in enumerate(nodes):
-        val = node.meta.get("val")
-        base = val_shapes(val)
-        if base is None:
-            continue
-        sym = []
-        for j, shape in enumerate(base):
-            if shape is None:
-                sym.append(None)
-                continue
-            sym.append(tuple(shapes.get(k, {}).get((j, d), size) for d, size in enumerate(shape)))
-        node.meta["sym_shape"] = sym[0] if hasattr(val, "shape") else sym
+        _set_sym_shape(node, shapes.get(k, {}))
     gm.recompile()
+    _apply_in_subgraphs(gm, fits, len(nodes), shapes, builder.hints)
+
+
+def _set_sym_shape(node, fitted: dict) -> None:
+    val = node.meta.get("val")
+    base = val_shapes(val)
+    if base is None:
+        return
+    sym = []
+    for j, shape in enumerate(base):
+        if shape is None:
+            sym.append(None)
+            continue
+        sym.append(tuple(fitted.get((j, d), size) for d, size in enumerate(shape)))
+    node.meta["sym_shape"] = sym[0] if hasattr(val, "shape") else sym
+
+
+def _apply_in_subgraphs(gm, fits, n_root: int, shapes: dict, hints: dict) -> None:
+    """The fitted sizes of subgraph nodes, written with ``sym_size`` of the subgraph's own
+    placeholders (whose sizes come from the graph op's operands)."""
+    from ._subgraphs import size_sources, sub_entries
+
+    entries = sub_entries(gm)
+    builders: dict = {}
+    touched = []
+    for offset, (sub, node, hop) in enumerate(entries):
+        k = n_root + offset
+        arg_fits = [(key, expr) for key, expr in fits.items() if key[0] == k and key[1] == "arg"]
+        if arg_fits:
+            builder = builders.get(id(sub))
+            if builder is None:
+                sources = size_sources(sub, hop, hints)
+                anchor = [n for n in sub.graph.nodes if n.op == "placeholder"][-1]
+                builder = builders[id(sub)] = SizeBuilder(sub.graph, sources, anchor)
+                builder.hints = hints
+                touched.append(sub)
+            for key, expr in arg_fits:
+                missing = [s for s in expr.free_symbols if s not in builder.sources]
+                if missing:
+                    raise constraint_violation(
+                        [str(s) for s in missing],
+                        [f"a size inside a cond/while_loop subgraph depends on {missing[0]}, which no operand of the "
+                         "subgraph carries as one of its sizes"], ["pass a tensor of that size as an operand"])
+                value = builder.node_for(expr, int(expr.subs(hints)))
+                path = key[2]
+                if path[0] == "args":
+                    node.args = tuple(_replace_at(list(node.args), path[1:], value))
+                else:
+                    node.kwargs = _replace_at(dict(node.kwargs), path[1:], value)
+        _set_sym_shape(node, shapes.get(k, {}))
+    for sub in touched:
+        sub.recompile()

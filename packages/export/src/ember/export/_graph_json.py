@@ -233,8 +233,10 @@ def _symbolic_val(node, val):
     return val
 
 
-def graph_to_json(graph) -> tuple[dict, list[str]]:
-    syms: set = set()
+def graph_to_json(graph, owner=None, syms: set | None = None) -> tuple[dict, list[str]]:
+    """The graph as JSON; ``owner`` (its GraphModule) lets the subgraphs of ``cond``/``while_loop``
+    nodes be written inside their ``get_attr`` records (schema 1.1)."""
+    syms = set() if syms is None else syms
     nodes = []
     for node in graph.nodes:
         rec = {"name": node.name, "op": node.op}
@@ -242,6 +244,9 @@ def graph_to_json(graph) -> tuple[dict, list[str]]:
             rec["target"] = target_name(node.target)
         elif node.op in ("get_attr", "call_module", "call_method"):
             rec["target"] = str(node.target)
+            sub = getattr(owner, str(node.target), None) if node.op == "get_attr" and owner is not None else None
+            if sub is not None and hasattr(sub, "graph") and hasattr(sub.graph, "nodes"):
+                rec["subgraph"] = graph_to_json(sub.graph, sub, syms)[0]
         rec["args"] = encode(list(node.args), syms)
         rec["kwargs"] = {k: encode(v, syms) for k, v in node.kwargs.items()}
         meta = {}
@@ -295,3 +300,18 @@ def graph_from_json(obj: dict, symbols: dict):
         nodes[rec["name"]] = node
     graph.lint()
     return graph
+
+
+def module_from_json(obj: dict, symbols: dict):
+    """A GraphModule of a saved graph, with the subgraphs its ``get_attr`` records hold."""
+    from ember import nn
+    from ember.fx import GraphModule
+
+    root = nn.Module()
+    for rec in obj["nodes"]:
+        if rec["op"] == "get_attr" and "subgraph" in rec:
+            target = rec["target"]
+            if not target.isidentifier() or hasattr(nn.Module, target):
+                raise SerializationError(f"invalid subgraph name {target!r}")
+            setattr(root, target, module_from_json(rec["subgraph"], symbols))
+    return GraphModule(root, graph_from_json(obj, symbols))

@@ -25,7 +25,7 @@ import zipfile
 from ember.serialization import safetensors
 
 from . import _pytree as pytree
-from ._graph_json import SerializationError, graph_from_json, graph_to_json, sym_from_text
+from ._graph_json import SerializationError, graph_to_json, module_from_json, sym_from_text
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._ranges import ValueRange
 from ._signature import (
@@ -39,7 +39,7 @@ from ._signature import (
     TensorArgument,
 )
 
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)  # 1.1: subgraphs of cond/while_loop inside get_attr records
 _PREFIX = "ember_export/"
 
 
@@ -141,7 +141,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
     if not isinstance(ep, ExportedProgram):
         raise TypeError(f"The 'ep' parameter must be an instance of 'ExportedProgram', got '{type(ep).__name__}' "
                         "instead.")
-    graph_json, sym_names = graph_to_json(ep.graph)
+    graph_json, sym_names = graph_to_json(ep.graph, ep.graph_module)
     in_spec, out_spec = ep.call_spec
     sig = ep.graph_signature
     requires_grad = {name: bool(t.requires_grad) for name, t in ep.state_dict.items()}
@@ -223,7 +223,7 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
                 member = _PREFIX + "extra/" + key
                 extra_files[key] = z.read(member).decode() if member in names else ""
     symbols = {name: sym_from_text(name) for name in program.get("symbols", [])}
-    graph = graph_from_json(program["graph"], symbols)
+    graph = module_from_json(program["graph"], symbols)
     state_dict = {}
     grads = program.get("parameters_requires_grad", {})
     for key in program["state_dict_keys"]:

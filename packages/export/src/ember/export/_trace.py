@@ -84,15 +84,16 @@ class _Capture:
 def trace_flat(capture: _Capture, state_values: list, leaves: list):
     from ember.compiler import make_fx
 
-    from ._cond import TRACING
-
     tensors = [leaves[i] for i in capture.tensor_positions]
-    TRACING.depth += 1
-    try:
-        return make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values,
-                                                                                                 *tensors)
-    finally:
-        TRACING.depth -= 1
+    gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
+    if capture.decompositions:
+        from ember._higher_order_ops._subgraph import retrace
+
+        from ._subgraphs import subgraph_nodes
+
+        for node, sub in subgraph_nodes(gm):  # cond / while_loop subgraphs are decomposed too
+            setattr(gm, node.target, retrace(sub, capture.decompositions))
+    return gm
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
@@ -161,6 +162,9 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     out_spec = capture.out_spec
 
     from ._generalize import generalize
+    from ._subgraphs import name_subgraphs
+
+    name_subgraphs(gm)  # private copies first: generalize rewrites sizes inside them
 
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     ranges, dim_names = generalize(gm, capture, state_values, leaves, dim_specs, arg_names)

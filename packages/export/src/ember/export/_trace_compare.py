@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ember
 
+from ._subgraphs import is_graph_module, sub_signature
+
 
 def is_node(x) -> bool:
     return hasattr(x, "op") and hasattr(x, "users")
@@ -47,8 +49,10 @@ def signature(gm):
         val = n.meta.get("val")
         shapes = val_shapes(val)
         target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
+        if n.op == "get_attr" and is_graph_module(getattr(gm, str(n.target), None)):
+            target = "<subgraph>"  # named after the trace (true_graph_0 ...): compare by content
         sig.append((n.op, target, slots, shapes))
-    return sig
+    return sig + sub_signature(gm, _slots, val_shapes)
 
 
 def val_shapes(val):

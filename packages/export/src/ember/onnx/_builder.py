@@ -52,6 +52,18 @@ class Builder:
         self.symbol_sources = symbol_sources  # sympy symbol -> (onnx input name, dim)
         self._sym_cache: dict = {}
 
+    def child(self, owner) -> Builder:
+        """A builder for a subgraph (If/Loop bodies): fresh names, constants and initializers are
+        shared with this one (ONNX names are unique over all scopes); sizes computed out here are
+        visible in there, not the other way round."""
+        c = Builder(self.opset, self.symbol_sources)
+        c.initializers = self.initializers
+        c._consts = self._consts
+        c._sym_cache = dict(self._sym_cache)
+        c.fresh = self.fresh
+        c.owner = owner
+        return c
+
     def fresh(self, hint: str) -> str:
         self._counter += 1
         return f"{hint}_{self._counter}"
@@ -160,6 +172,20 @@ def value_info(name: str, dtype, shape, dim_names: dict):
     return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)
 
 
+def node_inputs(node) -> set:
+    """The values ``node`` reads: its inputs and, for If/Loop, what its subgraphs read from outside."""
+    names = {i for i in node.input if i}
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            inner = set()
+            produced = {i.name for i in attr.g.input} | {t.name for t in attr.g.initializer}
+            for n in attr.g.node:
+                inner |= node_inputs(n)
+                produced.update(n.output)
+            names |= inner - produced
+    return names
+
+
 def _prune(nodes: list, outputs: list) -> list:
     """Drops nodes none of whose results reach a graph output (e.g. a transpose folded into Gemm)."""
     live = {o.name for o in outputs}
@@ -167,13 +193,13 @@ def _prune(nodes: list, outputs: list) -> list:
     for node in reversed(nodes):
         if any(o in live for o in node.output):
             kept.append(node)
-            live.update(i for i in node.input if i)
+            live.update(node_inputs(node))
     return kept[::-1]
 
 
 def make_model(builder: Builder, inputs: list, outputs: list, graph_name: str = "main_graph"):
     builder.nodes = _prune(builder.nodes, outputs)
-    used = {name for node in builder.nodes for name in node.input}
+    used = {name for node in builder.nodes for name in node_inputs(node)}
     initializers = [t for t in builder.initializers if t.name in used]
     graph = helper.make_graph(builder.nodes, graph_name, inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", builder.opset)],

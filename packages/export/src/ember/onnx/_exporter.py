@@ -21,8 +21,8 @@ from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
 from ember.export._signature import InputKind, OutputKind
 
-from . import _translations_nn, _translations_shape  # noqa: F401 - they fill the table
-from ._builder import Builder, UnsupportedOp, make_model, value_info
+from . import _translations_control, _translations_nn, _translations_shape  # noqa: F401 - they fill the table
+from ._builder import Builder, UnsupportedOp, make_model, onnx_dtype, value_info
 from ._inplace import translate_inplace
 from ._translations import TRANSLATIONS
 
@@ -76,10 +76,34 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
             tensor = state[spec.target]
             b.initializers.append(numpy_helper.from_array(tensor.detach().contiguous().numpy(), spec.target))
             b.names[node] = spec.target
+    b.owner = ep.graph_module
+    translate_nodes(b, graph)
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    outputs = out_node.args[0] if isinstance(out_node.args[0], (list, tuple)) else [out_node.args[0]]
+    user_outs = [o for o, s in zip(outputs, sig.output_specs)
+                 if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
+    out_names = list(output_names or [])
+    out_names += [f"output_{i}" if i else "output" for i in range(len(out_names), len(user_outs))]
+    onnx_outputs = []
+    for o, name in zip(user_outs, out_names):
+        if not hasattr(o, "op"):
+            raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+        _name_output(b, b.value(o), name)
+        shape, dtype = node_shape_dtype(o)
+        onnx_outputs.append(value_info(name, dtype, shape, dim_names))
+    model = make_model(b, onnx_inputs, onnx_outputs)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def translate_nodes(b: Builder, graph) -> None:
+    """Translates every node of ``graph`` but its placeholders (named in ``b.names`` already) and output."""
     order = {n: i for i, n in enumerate(graph.nodes)}
     for node in graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
+        if node.op == "get_attr":
+            continue  # a subgraph: read by the cond / while_loop translation
         if node.op != "call_function":
             raise UnsupportedOp(f"{node.op} nodes ({node.name}) have no ONNX translation")
         if node.target is operator.getitem:
@@ -112,29 +136,35 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
             b.names[node] = fn(b, node)
         except UnsupportedOp as exc:
             raise UnsupportedOp(f"cannot translate ember.ops.{name} (node {node.name}{_where(node)}): {exc}") from None
+
+def translate_subgraph(b: Builder, sub, input_names: list, graph_name: str, output_names: list | None = None):
+    """An ONNX GraphProto computing ``sub`` (a cond/while_loop subgraph) whose placeholders are
+    ``input_names`` (values of the enclosing graph, or the body's own inputs), for If/Loop."""
+    graph = copy.deepcopy(sub.graph)
+    _functionalize.rewrite_inplace_ops(graph)
+    child = b.child(sub)
+    for node, name in zip([n for n in graph.nodes if n.op == "placeholder"], input_names):
+        child.names[node] = name
+    translate_nodes(child, graph)
     out_node = next(n for n in graph.nodes if n.op == "output")
-    outputs = out_node.args[0] if isinstance(out_node.args[0], (list, tuple)) else [out_node.args[0]]
-    user_outs = [o for o, s in zip(outputs, sig.output_specs)
-                 if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
-    out_names = list(output_names or [])
-    out_names += [f"output_{i}" if i else "output" for i in range(len(out_names), len(user_outs))]
-    onnx_outputs = []
-    for o, name in zip(user_outs, out_names):
-        if not hasattr(o, "op"):
-            raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
-        _name_output(b, b.value(o), name)
-        shape, dtype = node_shape_dtype(o)
-        onnx_outputs.append(value_info(name, dtype, shape, dim_names))
-    model = make_model(b, onnx_inputs, onnx_outputs)
-    onnx.checker.check_model(model, full_check=True)
-    return model
+    outs = out_node.args[0] if isinstance(out_node.args[0], (list, tuple)) else [out_node.args[0]]
+    names, infos = [], []
+    for i, o in enumerate(outs):
+        name = (output_names[i] if output_names else None) or b.fresh(f"{graph_name}_out")
+        child.nodes.append(onnx.helper.make_node("Identity", [child.value(o)], [name], name=b.fresh("node_out")))
+        _, dtype = node_shape_dtype(o)
+        infos.append(onnx.helper.make_tensor_value_info(name, onnx_dtype(dtype), None))
+        names.append(name)
+    return child, names, infos
 
 
 def _name_output(b, value: str, name: str) -> None:
     """Makes graph output ``name`` hold ``value``: renames the producing node's result when it is
     ours and unclaimed, else adds an Identity."""
     producer = next((n for n in b.nodes if value in n.output), None)
-    if producer is not None and not any(value == o for o in getattr(b, "_claimed", ())):
+    # renaming would miss the reads inside If/Loop subgraphs: an Identity is safe there
+    nested = any(n.op_type in ("If", "Loop") for n in b.nodes)
+    if producer is not None and not nested and not any(value == o for o in getattr(b, "_claimed", ())):
         for n in b.nodes:
             for k, i in enumerate(n.input):
                 if i == value:

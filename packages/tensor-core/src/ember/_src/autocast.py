@@ -6,7 +6,8 @@ ops that carry a cast policy (``Op.amp``) then look at this thread's state, cast
 floating inputs with differentiable ``to`` copies, and run with autocast excluded so that
 ops they call internally are not cast again (PyTorch redispatches below its Autocast key).
 
-The op lists are PyTorch's CPU lists, restricted to the ops this dispatcher has. Composite
+The op lists are PyTorch's CPU and CUDA lists, restricted to the ops this dispatcher has
+(an op carries its CPU policy in ``Op.amp``; CUDA's come from ``_CUDA_POLICY``). Composite
 functions (``linear``, ``matmul``, ``conv2d``...) reach ``addmm``/``mm``/``convolution``
 and are cast there.
 """
@@ -33,7 +34,28 @@ FP32_OPS = (
 # Ops that run in the widest floating dtype among their inputs.
 PROMOTE_OPS = ("cat",)
 
-_SUPPORTED = ("cpu", "cuda")  # device types autocast accepts (cuda: state only, as in torch's CPU build)
+# PyTorch's CUDA lists, as ember names the ops (composites such as linear, matmul, einsum reach
+# mm/bmm/addmm). "fp32_opt" is PyTorch's fp32_set_opt_dtype: without an explicit dtype the op
+# runs (and returns) in float32. On CUDA these replace the CPU lists above.
+CUDA_LOWER_PRECISION_OPS = (
+    "mm", "bmm", "baddbmm", "addmm", "addbmm", "addmv", "mv", "convolution", "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention",
+)
+CUDA_FP32_OPS = (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+    "sinh", "tan", "pow", "softplus", "native_layer_norm", "native_group_norm", "_class_nll", "logsumexp",
+    "_upsample",
+)
+CUDA_FP32_OPT_DTYPE_OPS = ("prod", "sum", "cumsum", "cumprod", "softmax", "log_softmax")
+CUDA_PROMOTE_OPS = ("addcdiv", "addcmul", "atan2", "dot", "cat", "stack", "index_put", "scatter_add")
+_CUDA_POLICY: dict = {}  # op name -> policy on CUDA (filled by install())
+# Composite functions of PyTorch's CPU lists that its CUDA lists leave uncast (by defining module),
+# and the one whose CUDA policy differs.
+_CPU_ONLY_COMPOSITE_MODULES = ("ember.linalg", "ember._src.ops.lapack_extra", "ember._src.ops.statistics",
+                               "ember._src.ops.fft", "ember.nn.functional_pool3d")
+_CUDA_COMPOSITE = {"grid_sample": "promote", "max_unpool2d": None}
+
+_SUPPORTED = ("cpu", "cuda")  # device types autocast accepts
 _DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
 
 
@@ -245,6 +267,12 @@ def _prioritize(current, nxt):
     raise RuntimeError(f"Unexpected floating ScalarType in autocast promotion: {current} and {nxt}")
 
 
+def _explicit_dtype(op, args, kwargs) -> bool:
+    # softmax/log_softmax take dtype positionally (third); the reductions only by keyword.
+    return kwargs.get("dtype") is not None or (op in ("softmax", "log_softmax") and len(args) > 2
+                                               and args[2] is not None)
+
+
 def _cast_args(policy, device_type, args, kwargs, state):
     if policy == "lower":
         to = get_autocast_dtype(device_type)
@@ -269,6 +297,12 @@ def autocast_call(op, args, kwargs):
     state = STATE
     device_type = _dispatch._device_type_of(args, kwargs)
     policy = op.amp
+    if device_type == "cuda":
+        policy = _CUDA_POLICY.get(op.name)
+        if policy == "fp32_opt":
+            policy = None if _explicit_dtype(op.name, args, kwargs) else "fp32"
+    elif policy == "device":  # listed for CUDA only
+        policy = None
     if policy == "pad":
         policy = _pad_policy(*args, **kwargs)
     # out= variants have no autocast in PyTorch: they run uncast.
@@ -283,13 +317,18 @@ def composite(policy: str):
     the policy's dtype and the ops it calls are not cast again."""
 
     def wrap(fn):
+        cuda_policy = _CUDA_COMPOSITE.get(fn.__name__, policy)
+        if fn.__module__.startswith(_CPU_ONLY_COMPOSITE_MODULES):
+            cuda_policy = None
+
         @functools.wraps(fn)
         def autocast_wrapper(*args, **kwargs):
             if _dispatch._AUTOCAST_ON[0] and STATE.active:
                 state = STATE
                 device_type = _dispatch._device_type_of(args, kwargs)
-                if state.enabled.get(device_type, False) and kwargs.get("out") is None:
-                    args, kwargs = _cast_args(policy, device_type, args, kwargs, state)
+                here = policy if device_type != "cuda" else cuda_policy
+                if here is not None and state.enabled.get(device_type, False) and kwargs.get("out") is None:
+                    args, kwargs = _cast_args(here, device_type, args, kwargs, state)
                 return _call_excluded(fn, args, kwargs, state)
             return fn(*args, **kwargs)
 
@@ -316,5 +355,13 @@ def install() -> None:
     pad = _dispatch.OPS.get("_pad_enum")
     if pad is not None:
         pad.amp = "pad"  # the policy depends on the mode and rank (_pad_policy)
+    for names, policy in ((CUDA_LOWER_PRECISION_OPS, "lower"), (CUDA_FP32_OPS, "fp32"),
+                          (CUDA_FP32_OPT_DTYPE_OPS, "fp32_opt"), (CUDA_PROMOTE_OPS, "promote")):
+        for name in names:
+            op = _dispatch.OPS.get(name)
+            if op is not None:
+                _CUDA_POLICY[name] = policy
+                if op.amp is None:
+                    op.amp = "device"  # reaches autocast_call, which looks the device's policy up
     _dispatch._AUTOCAST_CALL[0] = autocast_call
     _dispatch._AUTOCAST_STATE = STATE

@@ -37,10 +37,31 @@ class _OpTable(dict):
         try:
             return self[name]
         except KeyError:
+            # ``ember.ops.mylib.foo``: a namespace of custom ops (keys ``"mylib::foo"``)
+            prefix = name + "::"
+            if any(key.startswith(prefix) for key in self):
+                return _OpNamespace(self, name)
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
         return [*super().__dir__(), *(name for name in self if name.isidentifier())]
+
+
+class _OpNamespace:
+    """``ember.ops.<namespace>``: the custom ops ``"<namespace>::<name>"`` as attributes."""
+
+    def __init__(self, table: dict, namespace: str):
+        self._table = table
+        self._namespace = namespace
+
+    def __getattr__(self, name: str) -> Op:
+        try:
+            return self._table[f"{self._namespace}::{name}"]
+        except KeyError:
+            raise AttributeError(f"ember.ops.{self._namespace} has no op named '{name}'") from None
+
+    def __repr__(self) -> str:
+        return f"ember.ops.{self._namespace}"
 
 
 OPS: dict[str, Op] = _OpTable()
@@ -72,13 +93,27 @@ _AUTOCAST_CALL: list = [None]
 _AUTOCAST_STATE = None  # autocast.STATE (thread-local; .active is False inside an autocast op)
 
 _Tensor = None  # set by tensor.py (avoids an import cycle)
+# [bind(op)]: installed by bindings.generate; binds the public forms of an op declared later.
+_BIND_HOOK: list = [None]
 _GRAD_STATE = grad_mode.STATE
 
 
 class Op:
-    """One operator. ``ember.ops.<name>`` is the Op; calling it dispatches."""
+    """One operator, its record (docs/adding-an-op.md). ``ember.ops.<name>`` is the Op; calling it
+    dispatches. Besides the schema, tags, meta and kernels, the record declares:
 
-    __slots__ = ("name", "schema", "tags", "meta", "kernels", "amp", "__dict__", "__weakref__")
+    - ``variants``: the public forms generated from the op (optable.py): ``function``
+      (``ember.<name>``), ``method`` (``Tensor.<name>``), ``inplace`` (``Tensor.<name>_``), ``out``
+      (an ``out=`` keyword); empty for an internal op (a public function in Python wraps it);
+    - ``aliases`` (other public names of the same forms) and ``namespaces`` (``{"special": names}``);
+    - ``amp``: the autocast policy; ``differentiable``: False for ops autograd never records
+      (integer results, factories);
+    - ``writes``: the arguments the op mutates: those the schema marks ``(a!)``, plus writes it
+      makes without returning them (``native_batch_norm``'s running statistics).
+    """
+
+    __slots__ = ("name", "schema", "tags", "meta", "kernels", "amp", "variants", "aliases", "namespaces",
+                 "differentiable", "writes", "__dict__", "__weakref__")
 
     def __init__(self, name: str, schema: str, tags: tuple, meta: Callable | None):
         self.name = name
@@ -87,6 +122,11 @@ class Op:
         self.meta = meta
         self.kernels: dict[str, Callable] = {}
         self.amp: str | None = None  # autocast policy: "lower", "fp32", "promote" or None
+        self.variants: frozenset = frozenset()
+        self.aliases: tuple = ()
+        self.namespaces: dict = {}
+        self.differentiable = True
+        self.writes: tuple = _written_arguments(schema)
         self.__doc__ = schema
 
     def __repr__(self) -> str:
@@ -325,11 +365,29 @@ def get_autograd_hook():
     return _AUTOGRAD_HOOK[0]
 
 
-def define(schema: str, tags: tuple = (), meta: Callable | None = None) -> Op:
-    """Declares an op from its schema string ``name(args) -> returns``."""
+def _written_arguments(schema: str) -> tuple:
+    """The arguments a schema marks as written (``Tensor(a!) self``)."""
+    args = schema.split("(", 1)[1].rsplit("->", 1)[0]
+    return tuple(part.rsplit(" ", 1)[-1].split("=", 1)[0].strip(")") for part in args.split(",") if "!)" in part)
+
+
+def define(schema: str, tags: tuple = (), meta: Callable | None = None, *, variants=(), aliases=(),
+           namespaces: dict | None = None, amp: str | None = None, differentiable: bool = True,
+           writes=()) -> Op:
+    """Declares an op from its schema string ``name(args) -> returns`` (the record's other fields:
+    the Op docstring). Ops declared with ``variants`` get their public forms when ember's API is
+    generated (api.py), or at once when declared after that (a plugin's op)."""
     name = schema.split("(", 1)[0].strip()
     if name in OPS:
         raise ValueError(f"op {name} is declared twice")
     op = Op(name, schema, tags, meta)
+    op.variants = frozenset(variants.split() if isinstance(variants, str) else variants)
+    op.aliases = tuple(aliases)
+    op.namespaces = dict(namespaces or {})
+    op.amp = amp
+    op.differentiable = differentiable
+    op.writes = tuple(dict.fromkeys(op.writes + tuple(writes)))
     OPS[name] = op
+    if op.variants and _BIND_HOOK[0] is not None:
+        _BIND_HOOK[0](op)
     return op

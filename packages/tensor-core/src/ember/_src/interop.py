@@ -169,20 +169,39 @@ def tensor_reduce(t: Tensor):
 _KDL_CPU = _C.dlpack_cpu
 
 
+_DL_DEVICE_NAMES = {2: "cuda"}  # DLPack device types a device plugin may serve (kDLCUDA)
+
+
+def _dlpack_plugin(name: str):
+    """The device plugin that exchanges ``name`` tensors through DLPack, or None."""
+    from . import plugins
+
+    plugin = plugins.load(name)
+    return plugin if plugin is not None and hasattr(plugin, "to_dlpack") else None
+
+
 def dlpack_device(t: Tensor) -> tuple:
     """``__dlpack_device__``: (device type, index) in DLPack's numbering."""
     if t._device.type == "cpu":
         return (_KDL_CPU, 0)
+    plugin = _dlpack_plugin(t._device.type)
+    if plugin is not None:
+        return plugin.dlpack_device(t)
     raise ValueError(f"Unknown device type {t._device.type} for Dlpack")
 
 
-def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None):
+def to_dlpack(t: Tensor, max_version=None, dl_device=None, copy=None, stream=None):
     """``__dlpack__``: a capsule sharing ``t``'s memory; versioned when the consumer asks for >= (1, 0)."""
     _dispatch.sync_pending(t, "__dlpack__")
     if t._requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if t._device.type != "cpu":
-        raise BufferError(f"Can't export a tensor on the {t._device.type} device through DLPack")
+        plugin = _dlpack_plugin(t._device.type)
+        if plugin is None:
+            raise BufferError(f"Can't export a tensor on the {t._device.type} device through DLPack")
+        if any(st < 0 for st in t._stride):
+            raise BufferError("Can't export a tensor with negative strides")
+        return plugin.to_dlpack(t, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
     if dl_device is not None and tuple(dl_device) != (_KDL_CPU, 0):
         raise BufferError(f"Can't export a CPU tensor to DLPack device {tuple(dl_device)}")
     if any(st < 0 for st in t._stride):
@@ -197,17 +216,26 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
 
     ``copy=True`` returns a copy; ``device`` may only name the CPU.
     """
+    if hasattr(ext_tensor, "__dlpack__"):
+        if hasattr(ext_tensor, "__dlpack_device__"):
+            dev_type, _ = ext_tensor.__dlpack_device__()
+            name = _DL_DEVICE_NAMES.get(int(dev_type))
+            plugin = _dlpack_plugin(name) if name is not None else None
+            if plugin is not None:
+                # A device producer (CUDA): the device plugin reads the capsule on its stream.
+                result = plugin.from_dlpack(ext_tensor)
+                if device is not None:
+                    result = result.to(device)
+                return result.clone() if copy else result
+            if int(dev_type) != _KDL_CPU:
+                raise RuntimeError(f"from_dlpack: ember can only import CPU tensors, got DLPack device type "
+                                   f"{int(dev_type)}")
     if device is not None:
         from .device import to_device
 
         if to_device(device).type != "cpu":
             raise BufferError(f"from_dlpack: ember imports DLPack tensors to the CPU only, not {device}")
     if hasattr(ext_tensor, "__dlpack__"):
-        if hasattr(ext_tensor, "__dlpack_device__"):
-            dev_type, _ = ext_tensor.__dlpack_device__()
-            if int(dev_type) != _KDL_CPU:
-                raise RuntimeError(f"from_dlpack: ember can only import CPU tensors, got DLPack device type "
-                                   f"{int(dev_type)}")
         try:
             capsule = ext_tensor.__dlpack__(max_version=_C.dlpack_version)
         except TypeError:  # a producer from before DLPack 1.0

@@ -1,16 +1,16 @@
-"""Attaches the functional ops to Tensor as methods and Python operators.
+"""Tensor methods that are not a functional op with the tensor first: the Python operators,
+the in-place methods whose signature differs from their op's, dtype casts and properties.
 
-A method is the functional op with the tensor as its first argument, so each op is written
-once. Operators map to the dispatcher's ops directly (no out=/alpha handling needed).
+Each is bound to ``Tensor`` by its record in the table at the end (bindings.py generates them).
 """
 
 from __future__ import annotations
 
-from . import dtypes as dt
-from .ops import fused_pointwise as fpw
-from .ops import pointwise as pw
-from .ops import views as vw
+from . import dtypes
+from .interop import to_numpy
+from .ops import fused_pointwise, linalg, pointwise, views
 from .ops._common import check_write
+from .optable import declare
 from .tensor import Tensor
 
 
@@ -18,212 +18,251 @@ def _reflected(op):
     def method(self, other):
         return op(other, self)
 
+    method.__name__ = f"__r{op.name}__"
     return method
 
 
-def _operators():
-    def _sub(self, other):
-        pw._check_sub_bool(self, other)
-        return pw.sub_op(self, other)
+def _inplace_operator(op):
+    def method(self, other):
+        return op(self, other)
 
-    def _rsub(self, other):
-        pw._check_sub_bool(other, self)
-        return pw.sub_op(other, self)
-
-    def _pow(self, other):
-        pw._check_int_pow(self, other)
-        return pw.pow_op(self, other)
-
-    def _inplace(op):
-        def method(self, other):
-            return op(self, other)
-
-        return method
-
-    def _isub(self, other):
-        pw._check_sub_bool(self, other)
-        return pw.sub_inplace_op(self, other)
-
-    def _neg(self):
-        if self.dtype is dt.bool:
-            raise RuntimeError(
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-                "use the `~` or `logical_not()` operator instead."
-            )
-        return pw.UNARY_OPS["neg"][0](self)
-
-    def _invert(self):
-        if self.dtype.is_floating_point:
-            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-        return pw.UNARY_OPS["bitwise_not"][0](self)
-
-    def _matmul(self, other):
-        from .ops.linalg import matmul
-
-        return matmul(self, other)
-
-    def _rmatmul(self, other):
-        from .ops.linalg import matmul
-
-        return matmul(other, self)
-
-    def _eq(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, complex)):
-            return NotImplemented
-        return pw.eq_op(self, other)
-
-    def _ne(self, other):
-        if not isinstance(other, (Tensor, bool, int, float, complex)):
-            return NotImplemented
-        return pw.ne_op(self, other)
-
-    return {
-        "__add__": pw.add_op,
-        "__radd__": _reflected(pw.add_op),
-        "__iadd__": _inplace(pw.add_inplace_op),
-        "__sub__": _sub,
-        "__rsub__": _rsub,
-        "__isub__": _isub,
-        "__mul__": pw.mul_op,
-        "__rmul__": _reflected(pw.mul_op),
-        "__imul__": _inplace(pw.mul_inplace_op),
-        "__truediv__": pw.div_op,
-        "__rtruediv__": _reflected(pw.div_op),
-        "__itruediv__": _inplace(pw.div_inplace_op),
-        "__floordiv__": pw.floor_divide_op,
-        "__rfloordiv__": _reflected(pw.floor_divide_op),
-        "__ifloordiv__": _inplace(pw.floor_divide_inplace_op),
-        "__mod__": pw.remainder_op,
-        "__rmod__": _reflected(pw.remainder_op),
-        "__imod__": _inplace(pw.remainder_inplace_op),
-        "__pow__": _pow,
-        "__rpow__": _reflected(pw.pow_op),
-        "__ipow__": _inplace(pw.pow_inplace_op),
-        "__matmul__": _matmul,
-        "__rmatmul__": _rmatmul,
-        "__and__": pw.bitwise_and_op,
-        "__rand__": _reflected(pw.bitwise_and_op),
-        "__iand__": _inplace(pw.bitwise_and_inplace_op),
-        "__or__": pw.bitwise_or_op,
-        "__ror__": _reflected(pw.bitwise_or_op),
-        "__ior__": _inplace(pw.bitwise_or_inplace_op),
-        "__xor__": pw.bitwise_xor_op,
-        "__rxor__": _reflected(pw.bitwise_xor_op),
-        "__ixor__": _inplace(pw.bitwise_xor_inplace_op),
-        "__lshift__": pw.bitwise_left_shift_op,
-        "__rlshift__": _reflected(pw.bitwise_left_shift_op),
-        "__ilshift__": _inplace(pw.bitwise_left_shift_inplace_op),
-        "__rshift__": pw.bitwise_right_shift_op,
-        "__rrshift__": _reflected(pw.bitwise_right_shift_op),
-        "__irshift__": _inplace(pw.bitwise_right_shift_inplace_op),
-        "__eq__": _eq,
-        "__ne__": _ne,
-        "__lt__": pw.lt_op,
-        "__le__": pw.le_op,
-        "__gt__": pw.gt_op,
-        "__ge__": pw.ge_op,
-        "__neg__": _neg,
-        "__pos__": pw.positive,
-        "__abs__": pw.UNARY_OPS["abs"][0],
-        "__invert__": _invert,
-    }
+    method.__name__ = f"__i{op.name.rstrip('_')}__"
+    return method
 
 
-def _inplace_method(name):
-    """``x.exp_()``-style methods for unary and binary pointwise ops."""
-    if name in pw.UNARY_OPS and pw.UNARY_OPS[name][1] is not None:
-        return pw.UNARY_OPS[name][1]
-    op = getattr(pw, f"{name}_inplace_op", None)
-    return op
+# -- operators ---------------------------------------------------------------------------------------
+
+def _sub(self, other):
+    pointwise._check_sub_bool(self, other)
+    return pointwise.sub_op(self, other)
 
 
-def install(functional: dict) -> None:
-    """Installs every functional op whose first argument is the tensor as a method."""
-    for name, fn in _operators().items():
-        setattr(Tensor, name, fn)
-    for name, fn in functional.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, fn)
-    for name in list(pw.UNARY_OPS) + [n[:-11] for n in dir(pw) if n.endswith("_inplace_op")]:
-        op = _inplace_method(name)
-        if op is not None and not hasattr(Tensor, name + "_"):
-            setattr(Tensor, name + "_", op)
+def _rsub(self, other):
+    pointwise._check_sub_bool(other, self)
+    return pointwise.sub_op(other, self)
 
-    def polygamma(self, n):
-        return pw.polygamma(n, self)
 
-    def polygamma_(self, n):
-        return self.copy_(pw.polygamma(n, self))
+def _pow(self, other):
+    pointwise._check_int_pow(self, other)
+    return pointwise.pow_op(self, other)
 
-    def mvlgamma_(self, p):
-        return self.copy_(pw.mvlgamma(self, p))
 
-    def add_(self, other, *, alpha=1):
-        if fpw.fuses_alpha(self, other, alpha):
-            return fpw.add_scaled_inplace_op(self, other, alpha)
-        return pw.add_inplace_op(self, pw._scaled(self, other, alpha))
+def _isub(self, other):
+    pointwise._check_sub_bool(self, other)
+    return pointwise.sub_inplace_op(self, other)
 
-    def sub_(self, other, *, alpha=1):
-        pw._check_sub_bool(self, other)
-        if fpw.fuses_alpha(self, other, alpha):
-            return fpw.add_scaled_inplace_op(self, other, fpw.negated_alpha(alpha))
-        return pw.sub_inplace_op(self, pw._scaled(self, other, alpha))
 
-    def div_(self, other, *, rounding_mode=None):
-        if rounding_mode is None:
-            return pw.div_inplace_op(self, other)
-        check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
-        return self.copy_(pw.div(self, other, rounding_mode=rounding_mode))
+def _neg(self):
+    if self.dtype is dtypes.bool:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead."
+        )
+    return pointwise.UNARY_OPS["neg"][0](self)
 
-    def lerp_(self, end, weight):
-        return fpw.lerp_inplace_op(self, end, weight)
 
-    def logit_(self, eps=None):  # PyTorch's signature: eps by keyword, None for no clamping
-        return pw.logit_inplace_op(self, -1.0 if eps is None else float(eps))
+def _invert(self):
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return pointwise.UNARY_OPS["bitwise_not"][0](self)
 
-    def addcmul_(self, tensor1, tensor2, *, value=1):
-        return fpw.addcmul_inplace_op(self, tensor1, tensor2, value)
 
-    def addcdiv_(self, tensor1, tensor2, *, value=1):
-        return fpw.addcdiv_inplace_op(self, tensor1, tensor2, value)
+def _matmul(self, other):
+    return linalg.matmul(self, other)
 
-    def masked_fill_(self, mask, value):
-        from .ops.indexing import masked_fill_
 
-        return masked_fill_(self, mask, value)
+def _rmatmul(self, other):
+    return linalg.matmul(other, self)
 
-    def where(self, condition, other):  # the method's self is the values, not the condition
-        return pw.where(condition, self, other)
 
-    extra = {
-        "where": where,
-        "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": pw.mul_inplace_op, "multiply_": pw.mul_inplace_op,
-        "div_": div_, "divide_": div_, "true_divide_": div_,
-        "lerp_": lerp_, "logit_": logit_, "addcmul_": addcmul_, "addcdiv_": addcdiv_,
-        "clamp_": pw.clamp_, "clip_": pw.clamp_,
-        "relu_": pw.relu_inplace_op, "sigmoid_": pw.UNARY_OPS["sigmoid"][1], "nan_to_num_": pw.nan_to_num_,
-        "T": property(vw._full_transpose), "mT": property(vw._matrix_transpose), "H": property(vw._conj_full_transpose),
-        "mH": property(vw.adjoint),
-        "view": vw.view, "type": vw._type_, "fill_": vw.fill_, "zero_": vw.zero_,
-        "eq_": pw.eq_inplace_op, "ne_": pw.ne_inplace_op, "lt_": pw.lt_inplace_op, "le_": pw.le_inplace_op,
-        "gt_": pw.gt_inplace_op, "ge_": pw.ge_inplace_op,
-        "polygamma": polygamma, "polygamma_": polygamma_, "mvlgamma_": mvlgamma_,
-    }
-    for name, fn in extra.items():
-        setattr(Tensor, name, fn)
-    casts = {"float": dt.float32, "double": dt.float64, "half": dt.float16, "bfloat16": dt.bfloat16,
-             "long": dt.int64, "int": dt.int32, "short": dt.int16, "char": dt.int8, "byte": dt.uint8, "bool": dt.bool,
-             "cfloat": dt.complex64, "cdouble": dt.complex128}
-    for name, d in casts.items():
-        setattr(Tensor, name, vw._cast(d))
+def _eq(self, other):
+    if not isinstance(other, (Tensor, bool, int, float, complex)):
+        return NotImplemented
+    return pointwise.eq_op(self, other)
 
-    def cpu(self, memory_format=None):
-        return vw.to(self, "cpu")
 
-    def numpy(self, *, force: bool = False):
-        from .interop import to_numpy
+def _ne(self, other):
+    if not isinstance(other, (Tensor, bool, int, float, complex)):
+        return NotImplemented
+    return pointwise.ne_op(self, other)
 
-        return to_numpy(self, force=force)
 
-    Tensor.cpu = cpu
-    Tensor.numpy = numpy
+_radd = _reflected(pointwise.add_op)
+_rmul = _reflected(pointwise.mul_op)
+_rtruediv = _reflected(pointwise.div_op)
+_rfloordiv = _reflected(pointwise.floor_divide_op)
+_rmod = _reflected(pointwise.remainder_op)
+_rpow = _reflected(pointwise.pow_op)
+_rand = _reflected(pointwise.bitwise_and_op)
+_ror = _reflected(pointwise.bitwise_or_op)
+_rxor = _reflected(pointwise.bitwise_xor_op)
+_rlshift = _reflected(pointwise.bitwise_left_shift_op)
+_rrshift = _reflected(pointwise.bitwise_right_shift_op)
+_iadd = _inplace_operator(pointwise.add_inplace_op)
+_imul = _inplace_operator(pointwise.mul_inplace_op)
+_itruediv = _inplace_operator(pointwise.div_inplace_op)
+_ifloordiv = _inplace_operator(pointwise.floor_divide_inplace_op)
+_imod = _inplace_operator(pointwise.remainder_inplace_op)
+_ipow = _inplace_operator(pointwise.pow_inplace_op)
+_iand = _inplace_operator(pointwise.bitwise_and_inplace_op)
+_ior = _inplace_operator(pointwise.bitwise_or_inplace_op)
+_ixor = _inplace_operator(pointwise.bitwise_xor_inplace_op)
+_ilshift = _inplace_operator(pointwise.bitwise_left_shift_inplace_op)
+_irshift = _inplace_operator(pointwise.bitwise_right_shift_inplace_op)
+_abs = pointwise.UNARY_OPS["abs"][0]
+
+
+# -- methods whose signature differs from their op's ---------------------------------------------------
+
+def polygamma(self, n):
+    return pointwise.polygamma(n, self)
+
+
+def polygamma_(self, n):
+    return self.copy_(pointwise.polygamma(n, self))
+
+
+def mvlgamma_(self, p):
+    return self.copy_(pointwise.mvlgamma(self, p))
+
+
+def add_(self, other, *, alpha=1):
+    if fused_pointwise.fuses_alpha(self, other, alpha):
+        return fused_pointwise.add_scaled_inplace_op(self, other, alpha)
+    return pointwise.add_inplace_op(self, pointwise._scaled(self, other, alpha))
+
+
+def sub_(self, other, *, alpha=1):
+    pointwise._check_sub_bool(self, other)
+    if fused_pointwise.fuses_alpha(self, other, alpha):
+        return fused_pointwise.add_scaled_inplace_op(self, other, fused_pointwise.negated_alpha(alpha))
+    return pointwise.sub_inplace_op(self, pointwise._scaled(self, other, alpha))
+
+
+def div_(self, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return pointwise.div_inplace_op(self, other)
+    check_write(self, (other,))  # computed out of place: PyTorch's checks on the in-place write first
+    return self.copy_(pointwise.div(self, other, rounding_mode=rounding_mode))
+
+
+def lerp_(self, end, weight):
+    return fused_pointwise.lerp_inplace_op(self, end, weight)
+
+
+def logit_(self, eps=None):  # PyTorch's signature: eps by keyword, None for no clamping
+    return pointwise.logit_inplace_op(self, -1.0 if eps is None else float(eps))
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return fused_pointwise.addcmul_inplace_op(self, tensor1, tensor2, value)
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return fused_pointwise.addcdiv_inplace_op(self, tensor1, tensor2, value)
+
+
+
+def where(self, condition, other):  # the method's self is the values, not the condition
+    return pointwise.where(condition, self, other)
+
+
+def cpu(self, memory_format=None):
+    return views.to(self, "cpu")
+
+
+def numpy(self, *, force: bool = False):
+    return to_numpy(self, force=force)
+
+
+# -- dtype casts (``x.float()`` ...) --------------------------------------------------------------------
+
+_to_float32 = views._cast(dtypes.float32)
+_to_float64 = views._cast(dtypes.float64)
+_to_float16 = views._cast(dtypes.float16)
+_to_bfloat16 = views._cast(dtypes.bfloat16)
+_to_int64 = views._cast(dtypes.int64)
+_to_int32 = views._cast(dtypes.int32)
+_to_int16 = views._cast(dtypes.int16)
+_to_int8 = views._cast(dtypes.int8)
+_to_uint8 = views._cast(dtypes.uint8)
+_to_bool = views._cast(dtypes.bool)
+_to_complex64 = views._cast(dtypes.complex64)
+_to_complex128 = views._cast(dtypes.complex128)
+
+
+declare(__name__, """
+__add__          method=pointwise.add_op
+__radd__         method=_radd
+__iadd__         method=_iadd
+__sub__          method=_sub
+__rsub__         method=_rsub
+__isub__         method=_isub
+__mul__          method=pointwise.mul_op
+__rmul__         method=_rmul
+__imul__         method=_imul
+__truediv__      method=pointwise.div_op
+__rtruediv__     method=_rtruediv
+__itruediv__     method=_itruediv
+__floordiv__     method=pointwise.floor_divide_op
+__rfloordiv__    method=_rfloordiv
+__ifloordiv__    method=_ifloordiv
+__mod__          method=pointwise.remainder_op
+__rmod__         method=_rmod
+__imod__         method=_imod
+__pow__          method=_pow
+__rpow__         method=_rpow
+__ipow__         method=_ipow
+__matmul__       method=_matmul
+__rmatmul__      method=_rmatmul
+__and__          method=pointwise.bitwise_and_op
+__rand__         method=_rand
+__iand__         method=_iand
+__or__           method=pointwise.bitwise_or_op
+__ror__          method=_ror
+__ior__          method=_ior
+__xor__          method=pointwise.bitwise_xor_op
+__rxor__         method=_rxor
+__ixor__         method=_ixor
+__lshift__       method=pointwise.bitwise_left_shift_op
+__rlshift__      method=_rlshift
+__ilshift__      method=_ilshift
+__rshift__       method=pointwise.bitwise_right_shift_op
+__rrshift__      method=_rrshift
+__irshift__      method=_irshift
+__eq__           method=_eq
+__ne__           method=_ne
+__lt__           method=pointwise.lt_op
+__le__           method=pointwise.le_op
+__gt__           method=pointwise.gt_op
+__ge__           method=pointwise.ge_op
+__neg__          method=_neg
+__pos__          method=pointwise.positive
+__abs__          method=_abs
+__invert__       method=_invert
+polygamma        method
+polygamma_       method
+mvlgamma_        method
+add_             method
+sub_             method alias=subtract_
+div_             method alias=divide_,true_divide_
+lerp_            method
+logit_           function method
+addcmul_         method
+addcdiv_         method
+where            method
+cpu              method
+numpy            method
+float            method=_to_float32
+double           method=_to_float64
+half             method=_to_float16
+bfloat16         method=_to_bfloat16
+long             method=_to_int64
+int              method=_to_int32
+short            method=_to_int16
+char             method=_to_int8
+byte             method=_to_uint8
+bool             method=_to_bool
+cfloat           method=_to_complex64
+cdouble          method=_to_complex128
+""")

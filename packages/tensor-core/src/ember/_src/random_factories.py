@@ -18,6 +18,7 @@ from .generator import resolve
 from .ops import random as _r
 from .ops._common import type_name, write_out
 from .ops.creation import empty_op, scalar_tensor
+from .optable import declare
 from .shapes import as_shape, check_sizes
 from .tensor import Tensor, new_empty_tensor
 
@@ -215,3 +216,16 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         result_dtype = mean.dtype
     result = _r.normal_tensor_op(mean, std, generator=generator, dtype=result_dtype)
     return _finish(result, out, requires_grad)
+
+
+# The public API of these ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+normal                      function
+rand                        function
+rand_like                   function
+randint                     function
+randint_like                function
+randn                       function
+randn_like                  function
+randperm                    function
+""")

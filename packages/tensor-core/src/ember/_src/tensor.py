@@ -356,7 +356,7 @@ class Tensor:
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         from .interop import to_dlpack
 
-        return to_dlpack(self, max_version=max_version, dl_device=dl_device, copy=copy)
+        return to_dlpack(self, max_version=max_version, dl_device=dl_device, copy=copy, stream=stream)
 
     def __dlpack_device__(self):
         from .interop import dlpack_device

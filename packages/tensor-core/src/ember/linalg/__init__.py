@@ -12,12 +12,12 @@ import math
 from ember._src.autocast import composite as _autocast_composite
 
 from .._src import dtypes as _dt
+from .._src.bindings import namespace as _namespace
 from .._src.ops import lapack as _lp
 from .._src.ops import views as _vw
 from .._src.ops._common import write_out as _write_out
 from .._src.ops.creation import zeros as _zeros
 from .._src.ops.lapack import LinAlgError
-from .._src.ops.linalg import matmul, multi_dot
 from .._src.tensor import Tensor as _Tensor
 
 __all__ = [
@@ -306,8 +306,6 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 
-# LU, triangular solves and the matrix exponential (ops/lapack_extra.py).
-from .._src.ops import lapack_extra as _lpx  # noqa: E402
-
-lu, lu_factor, lu_factor_ex = _lpx.linalg_lu, _lpx.linalg_lu_factor, _lpx.linalg_lu_factor_ex
-lu_solve, solve_triangular, matrix_exp = _lpx.linalg_lu_solve, _lpx.linalg_solve_triangular, _lpx.matrix_exp
+# matmul, multi_dot, LU, triangular solves and the matrix exponential: the names their op records
+# give ember.linalg (``linalg=``, _src/optable.py).
+globals().update(_namespace("linalg"))

@@ -9,7 +9,7 @@ import math
 
 import ember
 
-from ._common import arg, register_if_defined
+from ._common import arg, not_implemented, register_if_defined
 
 OPS = ember.ops
 
@@ -203,6 +203,19 @@ def _attention(grads, inputs, outputs):
     return ember.matmul(grad_s, k), grad_k, grad_v
 
 
+def _flash_attention(grads, inputs, outputs):
+    # The fused pair's backward rebuilds the probabilities from the saved log-sum-exp; the
+    # log-sum-exp output itself is a statistic without a gradient of its own.
+    g = grads[0]
+    q, k, v, mask, is_causal, scale = inputs.args[:6]
+    out, lse = outputs[0], outputs[1]
+    if g is None:
+        return None, None, None
+    grad_q, grad_k, grad_v = OPS["_scaled_dot_product_flash_attention_backward"](
+        g.contiguous(), q, k, v, out, lse, mask, is_causal, scale)
+    return grad_q, grad_k, grad_v
+
+
 def _repeat_heads(t, rep):
     lead, (heads, rows, width) = tuple(t.shape[:-3]), tuple(t.shape[-3:])
     return t.unsqueeze(-3).expand(*lead, heads, rep, rows, width).reshape(*lead, heads * rep, rows, width)
@@ -257,3 +270,7 @@ register_if_defined("constant_pad_nd", _constant_pad)
 register_if_defined("_pad_enum", _pad_enum)
 register_if_defined("_upsample", _upsample)
 register_if_defined("scaled_dot_product_attention", _attention)
+register_if_defined("_scaled_dot_product_flash_attention", _flash_attention, save_output=True)
+# PyTorch has no derivative of the fused backward either (double backward through it raises).
+register_if_defined("_scaled_dot_product_flash_attention_backward",
+                    not_implemented("_scaled_dot_product_flash_attention_backward", NotImplementedError))

@@ -393,4 +393,6 @@ RULES = {
     "embedding_dense_backward": embedding_backward_rule,
     "_class_nll": fold_rule(("input", "target"), 2, fixed_args=("weight",)),
     "scaled_dot_product_attention": all_batched_on_value_rule,
+    "_scaled_dot_product_flash_attention": all_batched_on_value_rule,
+    "_scaled_dot_product_flash_attention_backward": all_batched_on_value_rule,
 }

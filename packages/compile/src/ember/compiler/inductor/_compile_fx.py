@@ -18,13 +18,13 @@ from ember._src import dispatch, grad_mode
 from ember._src.tensor import Tensor
 
 from ..._logging import _log
-from . import config
+from . import _graphcache, config
 from ._codecache import load_all, vector_math
 from ._cpp import kernel_sources
 from ._graph import ExternCall, GraphFallback, GraphLowering
 from ._ir import Buffer, TensorValue
 from ._scheduler import Kernel, make_index_vars, schedule
-from ._wrapper import InputMismatch, build_callable
+from ._wrapper import InputMismatch, build_callable, fixed_globals, kernel_function, link
 
 log = logging.getLogger("ember.compiler.inductor")
 
@@ -54,6 +54,18 @@ def lower_and_build(gm, example_inputs) -> CompiledArtifact:
 
 def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     start = time.perf_counter()
+    try:
+        key = _graphcache.graph_key(gm, example_inputs) if config.graph_cache else None
+    except _graphcache.Uncacheable as exc:
+        log.debug("graph not cached: %s", exc)
+        key = None
+    if key is not None:
+        entry = _graphcache.load_entry(key)
+        if entry is not None:
+            try:
+                return _from_entry(gm, entry, start)
+            except Exception as exc:  # a stale or damaged entry: lower again (and overwrite it)
+                log.debug("graph cache entry %s unusable: %s", key, exc)
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
@@ -70,12 +82,55 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
         for (_, names), lib in zip(parts, load_all([text for text, _ in parts])):
             libs.update(dict.fromkeys(names, lib))
         source = "\n".join(text for text, _ in parts)
-    call, wrapper = build_callable(graph, plan, signatures, libs)
+    call, wrapper, names = build_callable(graph, plan, signatures, libs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
     _log("output_code", lambda: f"ember inductor: {len(kernels)} kernels, {externs} extern calls, compiled in "
          f"{seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (C++) ----\n{source}")
+    if key is not None:
+        _store(key, gm, graph, wrapper, names, parts if kernels else [], signatures, len(kernels), externs)
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
+
+
+def _store(key, gm, graph, wrapper, names, parts, signatures, kernels, externs) -> None:
+    """Writes the lowering's product to the graph cache, if every object it uses can be described."""
+    attr_of = {f"const_{n.name}": n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    fixed = fixed_globals()
+    objects, constants = {}, {}
+    try:
+        for name, obj in names.items():
+            if name in fixed or name in signatures:
+                continue
+            if name in graph.constants:
+                constants[name] = attr_of[name]
+            else:
+                objects[name] = _graphcache.describe(obj)
+    except _graphcache.Uncacheable as exc:
+        log.debug("graph not cached: %s", exc)
+        return
+    _graphcache.store_entry(key, {
+        "wrapper": wrapper, "parts": [[text, list(kernel_names)] for text, kernel_names in parts],
+        "signatures": {name: [kind for kind, _ in sig] for name, sig in signatures.items()},
+        "constants": constants, "objects": objects, "kernels": kernels, "externs": externs})
+
+
+def _from_entry(gm, entry: dict, start: float) -> CompiledArtifact:
+    """A graph cache entry linked against this process's ops, constants and kernel libraries."""
+    namespace = fixed_globals()
+    parts = entry["parts"]
+    for (_, kernel_names), lib in zip(parts, load_all([text for text, _ in parts])):
+        for name in kernel_names:
+            namespace[name] = kernel_function(lib, name, entry["signatures"][name])
+    for name, path in entry["constants"].items():
+        namespace[name] = _graphcache.attribute(gm, path)
+    for name, desc in entry["objects"].items():
+        namespace[name] = _graphcache.resolve(desc)
+    call = link(entry["wrapper"], namespace)
+    seconds = time.perf_counter() - start
+    source = "\n".join(text for text, _ in parts)
+    _log("output_code", lambda: f"ember inductor: graph cache hit, {entry['kernels']} kernels, {entry['externs']} "
+         f"extern calls, linked in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{entry['wrapper']}")
+    return CompiledArtifact(call, entry["wrapper"], source, entry["kernels"], entry["externs"], seconds)
 
 
 def _all_buffers(graph, plan) -> dict:
@@ -162,8 +217,14 @@ class CompiledGraph:
 
 
 def compile_fx_inner(gm, example_inputs, **kwargs):
-    """Compiles one forward, backward or inference graph (no autograd of its own)."""
-    return CompiledGraph(gm, example_inputs)
+    """Compiles one forward, backward or inference graph (no autograd of its own); with
+    ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph."""
+    compiled = CompiledGraph(gm, example_inputs)
+    if config.triton.cudagraphs:
+        from ._cudagraphs import cudagraphify
+
+        return cudagraphify(compiled, example_inputs)
+    return compiled
 
 
 def _lazy(compiler):

@@ -13,6 +13,7 @@ import sympy
 from ember._src import dtypes as dt
 
 from . import _cpp_ops as C
+from . import config
 from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product, walk
 from ._scheduler import Kernel
 
@@ -134,6 +135,7 @@ class CppKernelWriter:
         self.row_values: dict[str, str] = {}  # reduction buffer -> scalar of this row
         self.subs: dict = {}
         self.size_args: dict[int, sympy.Symbol] = {}  # integer value -> kernel argument
+        self.post: dict = {}  # loop variable -> expression, applied last (a streaming loop's lanes)
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -143,6 +145,8 @@ class CppKernelWriter:
         Python but finds this code already compiled.
         """
         expr = sympy.sympify(expr)
+        if self.post:
+            expr = expr.xreplace(self.post)
         mapping = {}
         for atom in expr.atoms(sympy.Integer):
             v = abs(int(atom))
@@ -270,6 +274,63 @@ class CppKernelWriter:
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         return lines
 
+    def _streaming_member(self, node, inner, indent, par, total):
+        """A row's last pass (layer_norm's normalize, say) writing a big output with streaming stores.
+
+        The row's unaligned head and its tail keep plain stores; whole 32-byte blocks between are
+        computed into a register-sized tile and streamed, so the output's cache lines are never
+        read from memory first. Only for float32/float64 outputs written contiguously along the
+        row, when the whole output is past ``config.cpp.streaming_min_bytes`` (smaller ones stay
+        in cache for the next kernel to read), and where the compiler has AVX (a runtime no-op
+        elsewhere: EMBER_STREAMING is undefined).
+        """
+        dtype = node.buf.dtype
+        width = C.STREAM_WIDTH.get(dtype)
+        min_bytes = config.cpp.streaming_min_bytes
+        if width is None or min_bytes is None or len(inner) != 1 or par is not None or node.buf.name in self.k.local:
+            return None
+        v, size = inner[0]
+        index = node.store_index.xreplace(self.subs)
+        if _linear_coeff(index, v) != 1:
+            return None
+        T, n = C.C_TYPES[dtype], self.itext(size)
+        # names of this member's own (a kernel may stream several outputs of one row)
+        row, head, start, blk, lane, tile = (f"{v.name}_{node.buf.name}_{w}"
+                                             for w in ("row", "head", "start", "blk", "lane", "tile"))
+        i2 = indent + "    "
+        i3 = i2 + "    "
+        lines = [f"{indent}int64_t {start} = 0;", "#ifdef EMBER_STREAMING",
+                 f"{indent}if ({self.itext(total)} * {dtype.itemsize} >= {int(min_bytes)}) {{",
+                 f"{i2}{T}* {row} = &{node.target}[{self.itext(index.xreplace({v: 0}))}];",
+                 f"{i2}int64_t {head} = (int64_t)(((32 - ((uintptr_t){row} & 31)) & 31) / {dtype.itemsize});",
+                 f"{i2}if ({head} > {n}) {head} = {n};",
+                 f"{i2}for (int64_t {v.name} = 0; {v.name} < {head}; ++{v.name}) {{"]
+        lines.extend(self._stored_body(node, i3))
+        lines += [f"{i2}}}", f"{i2}for (int64_t {blk} = {head}; {blk} + {width} <= {n}; {blk} += {width}) {{",
+                  f"{i3}{T} {tile}[{width}];", f"{i3}#pragma omp simd",
+                  f"{i3}for (int64_t {lane} = 0; {lane} < {width}; ++{lane}) {{"]
+        self.post = {v: sympy.Symbol(blk, integer=True) + sympy.Symbol(lane, integer=True)}
+        try:
+            body = _Body(self, i3 + "    ", {})
+            value = body.value(node.expr)
+        finally:
+            self.post = {}
+        lines.extend(body.lines)
+        lines += [f"{i3}    {tile}[{lane}] = {C.store_value(value, dtype)};", f"{i3}}}",
+                  f"{i3}ember_stream_{T}(&{row}[{blk}], {tile});", f"{i2}}}",
+                  f"{i2}{start} = {head} + (({n} - {head}) / {width}) * {width};",
+                  f"{i2}_mm_sfence();  /* streamed stores reach memory before anyone reads them */",
+                  f"{indent}}}", "#endif", f"{indent}#pragma omp simd",
+                  f"{indent}for (int64_t {v.name} = {start}; {v.name} < {n}; ++{v.name}) {{"]
+        lines.extend(self._stored_body(node, indent + "    "))
+        lines.append(f"{indent}}}")
+        return lines
+
+    def _stored_body(self, node, indent) -> list[str]:
+        body = _Body(self, indent, {})
+        self._store(node, body.value(node.expr), body)
+        return body.lines
+
     def _parallel_clause(self, total):
         return f"if({self.itext(total)} >= {PARALLEL_MIN})"
 
@@ -328,6 +389,9 @@ class CppKernelWriter:
         if id(node) in getattr(self, "rescale", {}):
             return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         if not node.is_reduction:
+            streamed = self._streaming_member(node, inner, indent, par, total)
+            if streamed is not None:
+                return streamed
             lines.extend(self._open(inner, indent, par, simd=True))
             value = body.value(node.expr)
             self._store(node, value, body)

@@ -52,6 +52,20 @@ def _py(expr) -> str:
     return index_text(expr) if isinstance(expr, sympy.Basic) else repr(expr)
 
 
+def fixed_globals() -> dict:
+    """The names every wrapper's code reads beside its own kernels and constants."""
+    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
+            "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
+
+
+def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
+    """Kernel ``name`` of ``lib`` as a ctypes function (``kinds``: "ptr" or an int64 per argument)."""
+    fn = getattr(lib, name)
+    fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_int64 for kind in kinds]
+    fn.restype = None
+    return fn
+
+
 class WrapperWriter:
     def __init__(self, graph, plan, signatures: dict, lib):
         self.g = graph
@@ -59,8 +73,7 @@ class WrapperWriter:
         self.signatures = signatures
         self.lib = lib
         self.lines: list[str] = []
-        self.globals: dict = {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
-                              "InputMismatch": InputMismatch, "ember": __import__("ember")}
+        self.globals: dict = fixed_globals()
         self._consts = 0
 
     def const(self, obj) -> str:
@@ -145,7 +158,6 @@ class WrapperWriter:
                 if not s.free_symbols:
                     checks.append(f"{n}._shape[{d}] != {int(s)}")
             checks.append(f"{n}._stride != {self.shape_text(buf.strides)}")
-        self.globals["_Tensor"] = Tensor
         first = [c for c in checks if "_stride" not in c]
         strides = [c for c in checks if "_stride" in c]
         if first:
@@ -166,11 +178,8 @@ class WrapperWriter:
         return last
 
     def _kernel(self, kernel, pool):
-        fn = getattr(self.lib[kernel.name], kernel.name)
         sig = self.signatures[kernel.name]
-        fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_int64 for kind, _ in sig]
-        fn.restype = None
-        self.globals[kernel.name] = fn
+        self.globals[kernel.name] = kernel_function(self.lib[kernel.name], kernel.name, [kind for kind, _ in sig])
         origins = []
         for n in kernel.nodes:
             origins.extend(o for o in n.buf.origins if o not in origins)
@@ -235,12 +244,18 @@ def _names_used(entry) -> set:
     return names
 
 
+def link(source: str, namespace: dict):
+    """The ``call`` function of wrapper ``source`` with its names bound from ``namespace``."""
+    namespace = dict(namespace)
+    exec(compile(source, "<ember inductor wrapper>", "exec"), namespace)
+    return namespace["call"]
+
+
 def build_callable(graph, plan, signatures, lib):
+    """(call, wrapper source, the wrapper's globals) for a scheduled graph."""
     writer = WrapperWriter(graph, plan, signatures, lib)
     source = writer.generate()
-    namespace = dict(writer.globals)
-    exec(compile(source, "<ember inductor wrapper>", "exec"), namespace)
-    return namespace["call"], source
+    return link(source, writer.globals), source, writer.globals
 
 
-__all__ = ["InputBuffer", "InputMismatch", "build_callable"]
+__all__ = ["InputBuffer", "InputMismatch", "build_callable", "fixed_globals", "kernel_function", "link"]

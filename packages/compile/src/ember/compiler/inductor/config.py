@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
     # The kernels are written in the common subset of C and C++: "c" builds them with the C
@@ -11,9 +14,46 @@ class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
     extra_flags: tuple = ()
     # Vectorized exp/log/tanh/... from glibc's libmvec where it exists (None: detect).
     vector_math: bool | None = None
+    # A row kernel whose output is at least this many bytes writes it with streaming stores (it
+    # would not stay in cache for the next kernel anyway); None turns them off.
+    streaming_min_bytes: int | None = 8 << 20
 
 
 # Values used by more consumers than one are recomputed by each below this expression size.
 inline_limit = 24
 # A graph whose lowering or compilation fails runs eagerly (with a warning) instead of raising.
 fallback_on_error = True
+# Lowered graphs are kept on disk beside the kernels and reused by later processes (_graphcache.py).
+graph_cache = True
+
+
+class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
+    # Graphs whose inputs are CUDA tensors replay as CUDA graphs (mode="reduce-overhead").
+    cudagraphs: bool = False
+
+
+# Try several kernel configurations and keep the fastest (mode="max-autotune").
+max_autotune: bool = False
+
+
+@contextlib.contextmanager
+def patch(options: dict | None):
+    """These settings (``{"triton.cudagraphs": True, ...}``, as ``torch.compile(options=...)``) for the
+    duration of the block."""
+    module = sys.modules[__name__]
+    saved = []
+    try:
+        for key, value in (options or {}).items():
+            *path, name = key.split(".")
+            owner = module
+            for part in path:
+                owner = getattr(owner, part, None)
+            if owner is None or not hasattr(owner, name):
+                raise RuntimeError(f"Unexpected optimization option {key}, known options are "
+                                   "triton.cudagraphs, max_autotune, inline_limit, fallback_on_error, cpp.*")
+            saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)

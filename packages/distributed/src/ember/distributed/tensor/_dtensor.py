@@ -2,36 +2,28 @@
 
 ``Shard(d)``: split along tensor dim ``d`` as ``torch.chunk`` splits (pieces of ceil(n / k), the
 last ones shorter or empty). ``Replicate()``: every rank holds all of it. ``Partial()``: every
-rank holds a summand. Redistribution goes mesh dimension by mesh dimension: gathering undoes the
-innermost (last) mesh dimension first, sharding applies the outermost first, so nested shards
-of one tensor dim come out in PyTorch's order.
+rank holds a summand.
 
-Scope: placements, ``distribute_tensor``, ``from_local``/``to_local``, ``redistribute`` and
-``full_tensor``. Operators on DTensors (sharding propagation) are not implemented: a DTensor is
-not an ``ember.Tensor``, and arithmetic on it raises ``NotImplementedError``.
+A DTensor is an ``ember.Tensor`` whose metadata (shape, dtype, strides) is the global tensor's
+and whose ``_device`` has the type "dtensor": every op on it reaches the kernel registered under
+that type (``_dispatch``), which propagates placements and runs the op on the local pieces.
+Autograd sits above that kernel as it sits above any device's, so gradients are DTensors too,
+with the placements the backward ops give them (PyTorch's layering). ``from_local``,
+``to_local`` and ``redistribute`` are differentiable.
 """
 
 from __future__ import annotations
 
 import ember
+from ember._src.tensor import Tensor, _init_fields
+from ember.autograd import Function
 
-from .. import _collectives as C
 from ..device_mesh import DeviceMesh
+from ._layout import contiguous_strides, dtensor_device, local_shape, redistribute_local
 from ._placements import Partial, Placement, Replicate, Shard
 
 
-class _NotSupported(NotImplementedError, AttributeError):
-    """An operator DTensor does not implement (an AttributeError too, so ``hasattr`` stays False)."""
-
-
-def chunk_bounds(size: int, pieces: int, index: int) -> tuple[int, int]:
-    """[start, end) of piece ``index`` when ``torch.chunk`` splits ``size`` into ``pieces``."""
-    step = -(-size // pieces) if size else 0
-    start = min(index * step, size)
-    return start, min(start + step, size)
-
-
-def _check_placements(mesh: DeviceMesh, placements, ndim: int) -> tuple:
+def check_placements(mesh: DeviceMesh, placements, ndim: int) -> tuple:
     placements = tuple(placements)
     if len(placements) != mesh.ndim:
         raise ValueError(f"`placements` must have the same length as `device_mesh.ndim`! Found placements "
@@ -48,14 +40,34 @@ def _check_placements(mesh: DeviceMesh, placements, ndim: int) -> tuple:
     return tuple(normal)
 
 
-class DTensor:
+class DTensor(Tensor):
     """A distributed tensor: ``to_local()`` is this rank's piece, ``shape`` the global shape."""
 
-    def __init__(self, local, device_mesh: DeviceMesh, placements, shape):
-        self._local = local
-        self.device_mesh = device_mesh
-        self.placements = tuple(placements)
-        self._shape = ember.Size(shape) if hasattr(ember, "Size") else tuple(shape)
+    @staticmethod
+    def _wrap(local, mesh, placements, shape, requires_grad=False):
+        """A DTensor over ``local`` (no communication, no autograd)."""
+        out = object.__new__(DTensor)
+        shape = tuple(int(n) for n in shape)
+        # The storage is the local piece's, so saved-tensor version checks see in-place writes.
+        _init_fields(out, local._storage, shape, contiguous_strides(shape), 0, local.dtype,
+                     dtensor_device(mesh, placements))
+        out._local = local
+        out.device_mesh = mesh
+        out.placements = tuple(placements)
+        out._requires_grad = requires_grad
+        return out
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("DTensor is built with DTensor.from_local or distribute_tensor, not DTensor(...)")
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # Runs before autograd for any op with a DTensor argument. All-DTensor calls continue to
+        # autograd and the "dtensor" kernel; plain tensors mixed in are refused as PyTorch refuses
+        # them (0-d ones are scalars: they become replicated DTensors).
+        from ._dispatch import mix_plain_tensors
+
+        return mix_plain_tensors(func, args, kwargs or {})
 
     # -- construction -------------------------------------------------------------------
 
@@ -63,7 +75,7 @@ class DTensor:
     def from_local(local_tensor, device_mesh=None, placements=None, *, run_check=False, shape=None, stride=None):
         """Wraps this rank's piece; the global shape is ``shape``, or the piece times the mesh."""
         mesh = device_mesh if device_mesh is not None else _default_mesh()
-        placements = _check_placements(mesh, placements or [Replicate()] * mesh.ndim, local_tensor.dim())
+        placements = check_placements(mesh, placements or [Replicate()] * mesh.ndim, local_tensor.dim())
         if shape is None:
             # As PyTorch: without ``shape`` the pieces are taken to be even (no communication).
             sizes = list(local_tensor.shape)
@@ -71,130 +83,167 @@ class DTensor:
                 if isinstance(p, Shard):
                     sizes[p.dim] *= mesh.size(mesh_dim)
             shape = sizes
-        return DTensor(local_tensor, mesh, placements, shape)
+        if run_check:
+            from .. import _collectives as C
+
+            for mesh_dim, p in enumerate(placements):
+                if isinstance(p, Replicate):  # as PyTorch: the source's value wins
+                    local_tensor = local_tensor.detach().clone() if not local_tensor.requires_grad else local_tensor
+                    C.broadcast(local_tensor.detach(), group=mesh.get_group(mesh_dim), group_src=0)
+        return _FromLocal.apply(local_tensor, mesh, placements, tuple(shape))
 
     def to_local(self, *, grad_placements=None):
-        return self._local
+        if not ember.is_grad_enabled() or not self._requires_grad:
+            return self._local.detach() if self._local.requires_grad else self._local
+        return _ToLocal.apply(self, grad_placements)
 
     # -- metadata -----------------------------------------------------------------------
 
     @property
-    def shape(self):
-        return self._shape
-
-    def size(self, dim=None):
-        return self._shape if dim is None else self._shape[dim]
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    def dim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def dtype(self):
-        return self._local.dtype
-
-    @property
     def device(self):
-        return self._local.device
+        return self._local._device
 
-    def stride(self) -> tuple:
-        strides, step = [], 1
-        for n in reversed(self._shape):
-            strides.append(step)
-            step *= n
-        return tuple(reversed(strides))
+    @property
+    def is_cpu(self) -> bool:
+        return self._local._device.type == "cpu"
 
-    def __repr__(self):
-        return f"DTensor(local_tensor={self._local!r}, device_mesh={self.device_mesh!r}, placements={self.placements})"
+    def __repr__(self, *, tensor_contents=None):
+        return (f"DTensor(local_tensor={self._local!r}, device_mesh={self.device_mesh!r}, "
+                f"placements={self.placements})")
 
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise _NotSupported(
-            f"DTensor.{name}: ember's DTensor supports placements and redistribution only; operators on "
-            "DTensors are not implemented (call .full_tensor() or .to_local())"
-        )
+    def detach(self):
+        return DTensor._wrap(self._local, self.device_mesh, self.placements, self._shape)
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, DTensor):
+            raise TypeError("DTensor.data must be set to a DTensor")
+        self._local, self.device_mesh, self.placements = value._local, value.device_mesh, value.placements
+        self._storage, self._device, self.dtype = value._storage, value._device, value.dtype
+
+    @staticmethod
+    def _autograd_alias(t):
+        return t.detach()
+
+    def as_subclass(self, cls):
+        # nn.Parameter(dtensor) builds its parameter through as_subclass: keep the DTensor.
+        if isinstance(cls, type) and getattr(cls, "_is_param", False):
+            out = self.detach()
+            out.__class__ = _param_class(cls)
+            return out
+        return super().as_subclass(cls)
+
+    def item(self):
+        return self.full_tensor().item()
+
+    def tolist(self):
+        return self.full_tensor().tolist()
+
+    def numpy(self, *, force=False):
+        raise RuntimeError("DTensor.numpy(): call .full_tensor() or .to_local() first")
 
     def __array__(self, *args, **kwargs):
-        raise NotImplementedError("DTensor: call .full_tensor() or .to_local() first")
+        raise RuntimeError("DTensor: call .full_tensor() or .to_local() before converting to NumPy")
+
+    def __reduce_ex__(self, protocol):
+        raise RuntimeError("DTensor is not picklable: save it with ember.distributed.checkpoint")
+
+    def __deepcopy__(self, memo):
+        out = DTensor._wrap(self._local.clone(), self.device_mesh, self.placements, self._shape,
+                            self._requires_grad)
+        if isinstance(self, ember.nn.Parameter):
+            out.__class__ = type(self)
+        memo[id(self)] = out
+        return out
 
     # -- redistribution -----------------------------------------------------------------
 
     def redistribute(self, device_mesh=None, placements=None, *, async_op=False, forward_dtype=None,
                      backward_dtype=None):
-        """The same global tensor with ``placements`` (Shard/Replicate; Partial only as a no-op)."""
+        """The same global tensor with ``placements`` (differentiable)."""
         mesh = device_mesh if device_mesh is not None else self.device_mesh
         if mesh != self.device_mesh:
             raise NotImplementedError("Cross device mesh comm not supported yet!")
-        target = _check_placements(mesh, placements or [Replicate()] * mesh.ndim, self.ndim)
+        target = check_placements(mesh, placements or [Replicate()] * mesh.ndim, self.ndim)
         for current, wanted in zip(self.placements, target):
             if isinstance(wanted, Partial) and not isinstance(current, Partial):
                 raise RuntimeError(f"Can not redistribute from {current} to {wanted}, redistributing to Partial is "
                                    "for internal use only!")
-        local = self._local
-        placements = list(self.placements)
-        # Gather: innermost mesh dimension first, for every dimension whose placement changes.
-        for mesh_dim in reversed(range(mesh.ndim)):
-            current, wanted = placements[mesh_dim], target[mesh_dim]
-            if current == wanted:
-                continue
-            if isinstance(current, Shard):
-                local = self._gather_dim(local, placements, mesh_dim)
-            elif isinstance(current, Partial):
-                local = local.clone()
-                C.all_reduce(local, group=mesh.get_group(mesh_dim))
-            placements[mesh_dim] = Replicate()
-        # Shard: outermost mesh dimension first.
-        for mesh_dim in range(mesh.ndim):
-            wanted = target[mesh_dim]
-            if isinstance(wanted, Shard) and placements[mesh_dim] != wanted:
-                local = self._local_chunk(local, placements, mesh_dim, wanted.dim)
-                placements[mesh_dim] = wanted
-        return DTensor(local, mesh, target, self._shape)
+        return _Redistribute.apply(self, target)
 
     def full_tensor(self, *, grad_placements=None):
-        """The whole tensor on every rank."""
-        return self.redistribute(self.device_mesh, [Replicate()] * self.device_mesh.ndim).to_local()
+        """The whole tensor on every rank (differentiable)."""
+        return self.redistribute(self.device_mesh, [Replicate()] * self.device_mesh.ndim).to_local(
+            grad_placements=grad_placements)
 
-    def _extent(self, placements, mesh_dim: int, tensor_dim: int) -> int:
-        """Length along ``tensor_dim`` of the piece this rank holds above ``mesh_dim`` (outer shards only)."""
-        size = self._shape[tensor_dim]
-        coordinate = self.device_mesh.get_coordinate()
-        for outer in range(mesh_dim):
-            p = placements[outer]
-            if isinstance(p, Shard) and p.dim == tensor_dim:
-                start, end = chunk_bounds(size, self.device_mesh.size(outer), coordinate[outer])
-                size = end - start
-        return size
 
-    def _gather_dim(self, local, placements, mesh_dim: int):
-        dim = placements[mesh_dim].dim
-        group = self.device_mesh.get_group(mesh_dim)
-        pieces = self.device_mesh.size(mesh_dim)
-        total = self._extent(placements, mesh_dim, dim)
-        longest = -(-total // pieces) if total else 0
-        # all_gather needs equal sizes: pad each piece to the longest, trim after.
-        padded_shape = list(local.shape)
-        padded_shape[dim] = longest
-        padded = ember.zeros(padded_shape, dtype=local.dtype)
-        if local.shape[dim]:
-            padded.narrow(dim, 0, local.shape[dim]).copy_(local)
-        out = [ember.empty(padded_shape, dtype=local.dtype) for _ in range(pieces)]
-        C.all_gather(out, padded, group=group)
-        kept = []
-        for i, piece in enumerate(out):
-            start, end = chunk_bounds(total, pieces, i)
-            kept.append(piece.narrow(dim, 0, end - start))
-        return ember.cat(kept, dim=dim)
+def _backward_placements(placements):
+    # The gradient of a Partial tensor is the same for every summand: a Replicate one.
+    return tuple(Replicate() if isinstance(p, Partial) else p for p in placements)
 
-    def _local_chunk(self, local, placements, mesh_dim: int, dim: int):
-        total = local.shape[dim]
-        index = self.device_mesh.get_coordinate()[mesh_dim]
-        start, end = chunk_bounds(total, self.device_mesh.size(mesh_dim), index)
-        return local.narrow(dim, start, end - start).contiguous()
+
+class _Redistribute(Function):
+    @staticmethod
+    def forward(ctx, dt, target):
+        ctx.source = dt.placements
+        local = redistribute_local(dt._local, dt._shape, dt.device_mesh, dt.placements, target)
+        if local is dt._local:
+            local = local.view_as(local)
+        return DTensor._wrap(local, dt.device_mesh, target, dt._shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not isinstance(grad, DTensor):
+            return None, None
+        return grad.redistribute(grad.device_mesh, _backward_placements(ctx.source)), None
+
+
+class _FromLocal(Function):
+    @staticmethod
+    def forward(ctx, local, mesh, placements, shape):
+        ctx.placements = placements
+        return DTensor._wrap(local.view_as(local), mesh, placements, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if isinstance(grad, DTensor):
+            grad = grad.redistribute(grad.device_mesh, _backward_placements(ctx.placements)).to_local()
+        return grad, None, None, None
+
+
+class _ToLocal(Function):
+    @staticmethod
+    def forward(ctx, dt, grad_placements):
+        ctx.layout = (dt.device_mesh, grad_placements or dt.placements, dt._shape)
+        return dt._local.view_as(dt._local)
+
+    @staticmethod
+    def backward(ctx, grad):
+        mesh, placements, shape = ctx.layout
+        return DTensor.from_local(grad, mesh, placements, shape=shape), None
+
+
+_PARAM_CLASSES: dict = {}
+
+
+def _param_class(cls):
+    """``DTensor`` and ``cls`` (nn.Parameter) in one class: ``isinstance`` holds for both."""
+    made = _PARAM_CLASSES.get(cls)
+    if made is None:
+        made = type(f"{cls.__name__}DTensor", (DTensor, cls), {"__repr__": DTensor.__repr__})
+        _PARAM_CLASSES[cls] = made
+    return made
+
+
+def _default_mesh() -> DeviceMesh:
+    from .. import _world
+    from ..device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (_world.get_world_size(),))
 
 
 def _coordinate_of(layout, rank: int):
@@ -207,21 +256,19 @@ def _coordinate_of(layout, rank: int):
     return None
 
 
-def _default_mesh() -> DeviceMesh:
-    from .. import _world
-    from ..device_mesh import init_device_mesh
-
-    return init_device_mesh("cpu", (_world.get_world_size(),))
-
-
 def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_rank=0):
     """Lays ``tensor`` (the same on every rank, or taken from ``src_data_rank``) out over the mesh."""
+    from .. import _collectives as C
+
     mesh = device_mesh if device_mesh is not None else _default_mesh()
-    placements = _check_placements(mesh, placements or [Replicate()] * mesh.ndim, tensor.dim())
+    if isinstance(tensor, DTensor):
+        raise ValueError("distribute_tensor: the input is already a DTensor")
+    placements = check_placements(mesh, placements or [Replicate()] * mesh.ndim, tensor.dim())
     if any(isinstance(p, Partial) for p in placements):
         raise RuntimeError("distribute_tensor does not take Partial placements")
-    full = tensor.detach().contiguous().clone()
+    full = tensor.detach().contiguous()
     if src_data_rank is not None:
+        full = full.clone()
         # Along mesh dim 0, then 1, ...: after step d every rank that agrees with the source's
         # coordinates past d holds the data, so each line's root at step d+1 has it.
         layout = mesh.mesh.tolist()
@@ -230,5 +277,8 @@ def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_ran
             raise ValueError(f"src_data_rank {src_data_rank} is not in the mesh {mesh}")
         for mesh_dim, index in enumerate(source):
             C.broadcast(full, group=mesh.get_group(mesh_dim), group_src=index)
-    replicated = DTensor(full, mesh, [Replicate()] * mesh.ndim, full.shape)
-    return replicated.redistribute(mesh, placements)
+    local = redistribute_local(full, full.shape, mesh, [Replicate()] * mesh.ndim, placements)
+    if local is full and src_data_rank is None:
+        local = full.clone()
+    assert tuple(local.shape) == local_shape(full.shape, mesh, placements)
+    return DTensor._wrap(local, mesh, placements, full.shape, tensor.requires_grad)

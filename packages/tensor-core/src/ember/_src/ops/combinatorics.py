@@ -5,16 +5,13 @@ PyTorch builds it, so it is differentiable), ``vander`` (cumprod).
 from __future__ import annotations
 
 from .. import dtypes as dt
+from ..optable import declare
 from ..tensor import Tensor
 from . import creation as cr
 from . import joining as jn
 from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, type_name
-
-__all__ = ["combinations", "isin", "vander"]
-
-METHODS = ()
 
 
 def _as_operand(x, dtype):
@@ -95,3 +92,11 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
 
         result = flip(result, (1,))
     return result
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+combinations                function
+isin                        function
+vander                      function
+""")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
+from ..optable import declare
 from ..tensor import Tensor
 from ._common import type_name
-
-__all__ = ["isclose", "allclose"]
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
@@ -41,3 +40,10 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+allclose                    function method
+isclose                     function method
+""")

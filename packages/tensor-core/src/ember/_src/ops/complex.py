@@ -14,15 +14,11 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import contiguous_strides
 from ..tensor import Tensor, make_view
 from ._common import convert, empty, type_name, write_out
 from .views import _view_op
-
-__all__ = [
-    "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar", "real", "resolve_conj",
-    "resolve_neg", "sgn", "view_as_complex", "view_as_real",
-]
 
 UNARY_CODES = _C.complex_unary_ops
 BINARY_CODES = _C.complex_binary_ops
@@ -355,3 +351,22 @@ def _prod_rows(x: Tensor, dims: tuple, out_shape: tuple) -> Tensor:
     flat = make_view(moved, (rows, n), contiguous_strides((rows, n)), moved._offset)
     _C.complex_prod_rows(make_view(out, (rows,), (1,), 0), flat)
     return out
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+angle                       function method
+complex                     function method
+conj                        function method
+conj_physical               function method
+imag                        function
+is_complex                  function
+is_conj                     function method
+polar                       function method
+real                        function
+resolve_conj                function method
+resolve_neg                 function method
+sgn                         function method
+view_as_complex             function method
+view_as_real                function method
+""")

@@ -13,14 +13,13 @@ import builtins
 import itertools
 
 from .. import dtypes as dt
+from ..optable import declare
 from ..shapes import numel, wrap_dim
 from ..tensor import Tensor
 from . import pointwise as pw
 from . import views as vw
 from ._common import write_out
 from .linalg import _mm_check, _out, bmm_op, mm_op, mv_op, type_name
-
-__all__ = ["chain_matmul", "einsum", "inner", "multi_dot", "tensordot"]
 
 _ELL = "..."
 
@@ -393,3 +392,13 @@ def _sum_keepdim(t: Tensor, dims: list) -> Tensor:
 for _fn in (einsum, tensordot, chain_matmul):
     _fn.__module__ = "ember"
 multi_dot.__module__ = "ember.linalg"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+chain_matmul                function
+einsum                      function
+inner                       function method
+multi_dot                   linalg=multi_dot
+tensordot                   function
+""")

@@ -10,6 +10,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import CPU, META, get_backend, to_device
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import as_shape, check_sizes, numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import check_scalar_fits
@@ -437,3 +438,24 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if dev is not META and min(n, m):
         result.diagonal().fill_(1)
     return _finish(result, requires_grad, out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+arange                      function
+as_tensor                   function
+asarray                     function
+empty                       function
+empty_like                  function
+eye                         function
+full                        function
+full_like                   function
+linspace                    function
+logspace                    function
+ones                        function
+ones_like                   function
+scalar_tensor               function
+tensor                      function
+zeros                       function
+zeros_like                  function
+""")

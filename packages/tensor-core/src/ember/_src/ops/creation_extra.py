@@ -12,13 +12,10 @@ from ... import _C
 from .. import device as _device
 from .. import dtypes as dt
 from ..device import CPU, to_device
+from ..optable import declare
 from ..shapes import numel
 from ..tensor import Tensor, make_tensor, new_empty_tensor
 from .creation import _affine_range, _finish, _resolve, check_pin_memory
-
-__all__ = ["empty_strided", "frombuffer", "get_default_device", "range", "set_default_device"]
-
-TENSOR_METHODS = ("new_empty_strided",)
 
 
 def _int_list(name: str, values) -> tuple:
@@ -116,3 +113,14 @@ def set_default_device(device) -> None:
 
 def get_default_device() -> _device.device:
     return _device.DEFAULT_DEVICE[0]
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+empty_strided               function
+frombuffer                  function
+get_default_device          function
+new_empty_strided           method
+range                       function
+set_default_device          function
+""")

@@ -12,13 +12,10 @@ import operator
 
 from .. import dtypes as dt
 from ..device import META
+from ..optable import declare
 from ..tensor import Tensor, new_empty_tensor
 from . import views as vw
 from ._common import type_name, write_out
-
-__all__ = ["nonzero_static", "tril_indices", "triu_indices", "unravel_index"]
-
-TENSOR_METHODS = ("nonzero_static",)
 
 
 def _triangle_indices(name: str, row, col, offset, dtype, device, lower: bool) -> Tensor:
@@ -111,3 +108,12 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
         pad = full((size - n, ndim), fill_value, dtype=dt.int64, device=input._device)
         result = cat((found, pad), 0)
     return write_out(result, out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+nonzero_static              function method
+tril_indices                function
+triu_indices                function
+unravel_index               function
+""")

@@ -16,6 +16,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel, wrap_dim
 from ..tensor import Tensor, make_tensor, new_empty_tensor
 from . import views as vw
@@ -23,18 +24,6 @@ from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_no_overlap as _check_no_overlap
 from ._common import check_partial_overlap as _check_partial_overlap
 from ._common import convert, type_name, write_out
-
-__all__ = [
-    "argwhere",
-    "index_put",
-    "index_put_",
-    "index_select",
-    "masked_fill",
-    "masked_fill_",
-    "masked_select",
-    "nonzero",
-    "take",
-]
 
 _INDEX_DTYPES = (dt.int64, dt.int32)
 _MASK_DTYPES = (dt.bool, dt.uint8)
@@ -625,3 +614,17 @@ def _setitem(self: Tensor, index, value) -> None:
 
 Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+argwhere                    function method
+index_put                   function method
+index_put_                  function method
+index_select                function method
+masked_fill                 function method
+masked_fill_                function method
+masked_select               function method
+nonzero                     function method
+take                        function method
+""")

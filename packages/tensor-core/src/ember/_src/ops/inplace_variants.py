@@ -11,7 +11,6 @@ Three ways to write into ``self``, chosen so that autograd records each as PyTor
 
 View ops in place (``t_``, ``squeeze_``, ``as_strided_``, ...) change only ``self``'s geometry: the
 view op runs out of place and ``self`` takes the view's metadata and history (``_become``).
-This module is imported after ``methods.install`` (see api.py), so it sees every method.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from .. import dtypes as dt
 from .. import grad_mode
 from ..device import META
 from ..dispatch import OPS, define
+from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
 from . import complex as _cx
@@ -487,63 +487,48 @@ def fill(input, value):
     return vw.fill_(vw.clone_op(input), value)
 
 
-# -- methods and top-level functions ------------------------------------------------------------------
-
-# Methods that are PyTorch aliases of existing in-place methods.
-_ALIASES = {
-    "absolute_": "abs_", "arccos_": "acos_", "arccosh_": "acosh_", "arcsin_": "asin_", "arcsinh_": "asinh_",
-    "arctan_": "atan_", "arctanh_": "atanh_", "arctan2_": "atan2_", "fix_": "trunc_", "negative_": "neg_",
-    "greater_": "gt_", "greater_equal_": "ge_", "less_": "lt_", "less_equal_": "le_", "not_equal_": "ne_",
-}
-_METHODS = (
-    "clamp_", "clip_", "clamp_min_", "clamp_max_", "conj_physical_", "cumsum_", "cumprod_", "deg2rad_", "rad2deg_",
-    "float_power_", "nextafter_", "sgn_", "tril_", "triu_", "addr_", "renorm", "renorm_", "put_", "put",
-    "index_reduce_", "index_reduce", "fill_diagonal_", "t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_",
-    "unsqueeze_", "as_strided_", "resize_", "resize_as_",
-)
-# Out-of-place ops another module may provide: their in-place forms exist only when they do.
-_OPTIONAL = ("gcd", "lcm", "i0", "ldexp", "sinc", "heaviside", "igamma", "igammac")
-# PyTorch's top-level in-place functions that are the methods of the same name.
-_FROM_METHODS = (
-    "abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ atanh_ ceil_ cos_ "
-    "cosh_ erf_ erfc_ exp_ exp2_ expm1_ floor_ frac_ log_ log10_ log1p_ log2_ logit_ neg_ reciprocal_ round_ "
-    "rsqrt_ sin_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ fix_ negative_ xlogy_ zero_ fill_ detach_ addmv_ gcd_ lcm_ "
-    "i0_ ldexp_ sinc_"
-).split()
-
-
-def _optional_inplace(name):
-    def method(self, *args, **kwargs):
-        return _write_back(self, lambda x: getattr(Tensor, name)(x, *args, **kwargs), *args, *kwargs.values())
-
-    method.__name__ = name + "_"
-    return method
-
-
-def _install() -> list:
-    g = globals()
-    for alias, target in _ALIASES.items():
-        if not hasattr(Tensor, alias):
-            setattr(Tensor, alias, getattr(Tensor, target))
-    for name in _METHODS:
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, g[name])
-    for name in _OPTIONAL:
-        if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
-            setattr(Tensor, name + "_", _optional_inplace(name))
-    names = []
-    for name in _FROM_METHODS:
-        if name not in g and hasattr(Tensor, name):
-            g[name] = getattr(Tensor, name)
-            names.append(name)
-    return names
-
-
-# PyTorch's top-level functions defined here (the rest come from the methods, by _install).
-_TOP_LEVEL = [
-    "put", "index_reduce", "renorm", "fill", "rrelu", "feature_alpha_dropout", "clamp_", "clip_",
-    "clamp_min_", "clamp_max_", "conj_physical_", "deg2rad_", "rad2deg_", "as_strided_", "resize_as_", "celu_",
-    "selu_", "threshold_", "rrelu_", "dropout_", "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_",
-    "embedding_renorm_",
-]
-__all__ = sorted(_TOP_LEVEL + _install())  # noqa: PLE0605 - computed once, after the methods are installed
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+addr_                       method
+alpha_dropout_              function
+as_strided_                 function method
+celu_                       function method=pw.celu_inplace_op
+clamp_max_                  function method
+clamp_min_                  function method
+clip_                       function method
+conj_physical_              function method
+cumprod_                    method
+cumsum_                     method
+deg2rad_                    function method
+dropout_                    function
+embedding_renorm_           function
+feature_alpha_dropout       function
+feature_alpha_dropout_      function
+feature_dropout_            function
+fill                        function
+fill_diagonal_              method
+float_power_                method
+index_reduce                function method
+index_reduce_               method
+nextafter_                  method
+put                         function method
+put_                        method
+rad2deg_                    function method
+renorm                      function method
+renorm_                     method
+resize_                     method
+resize_as_                  function method
+rrelu                       function
+rrelu_                      function
+selu_                       function method=pw.selu_inplace_op
+sgn_                        method
+squeeze_                    method
+swapaxes_                   method
+swapdims_                   method
+t_                          method
+threshold_                  function method=pw.threshold_inplace_op
+transpose_                  method
+tril_                       method
+triu_                       method
+unsqueeze_                  method
+""")

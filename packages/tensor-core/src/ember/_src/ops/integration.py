@@ -5,16 +5,13 @@ evaluates them (so float results match bit for bit), hence differentiable.
 
 from __future__ import annotations
 
+from ..optable import declare
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import joining as jn
 from . import pointwise as pw
 from . import reduction as rd
 from . import views as vw
-
-__all__ = ["cumulative_trapezoid", "gradient", "trapezoid", "trapz"]
-
-METHODS = ()
 
 
 def _slice(t: Tensor, dim: int, start: int, stop: int | None = None) -> Tensor:
@@ -159,3 +156,12 @@ def _gradient_coordinates(f: Tensor, coords: Tensor, d: int, edge_order: int) ->
         last = pw.add(pw.add(pw.mul(an, _slice(f, d, -3, -2)), pw.mul(bn, _slice(f, d, -2, -1))),
                       pw.mul(cn, _slice(f, d, -1)))
     return jn.cat([first, center, last], d)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+cumulative_trapezoid        function
+gradient                    function
+trapezoid                   function
+trapz                       function
+""")

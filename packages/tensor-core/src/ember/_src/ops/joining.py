@@ -10,10 +10,9 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import wrap_dim
 from ..tensor import Tensor, make_view, new_empty_tensor
-
-__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"]
 
 cat_op = define("cat(Tensor[] tensors, int dim=0) -> Tensor", ())
 
@@ -146,3 +145,17 @@ def dstack(tensors, *, out=None) -> Tensor:
 def column_stack(tensors, *, out=None) -> Tensor:
     tensors = _check_list(tensors, "column_stack")
     return cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1, out=out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+cat                         function
+column_stack                function
+concat                      function
+concatenate                 function
+dstack                      function
+hstack                      function
+row_stack                   function
+stack                       function
+vstack                      function
+""")

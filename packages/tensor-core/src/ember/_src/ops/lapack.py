@@ -17,14 +17,11 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor
 from . import views as vw
 from ._common import HALF_TYPES, empty, type_name
-
-__all__ = [
-    "det", "slogdet", "logdet", "inverse", "cholesky", "qr", "svd", "pinverse", "matrix_power",
-]
 
 
 class LinAlgError(RuntimeError):
@@ -580,3 +577,17 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 
 def matrix_power(input: Tensor, n: int) -> Tensor:
     return _matrix_power(input, n)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+cholesky                    function method
+det                         function method
+inverse                     function method
+logdet                      function method
+matrix_power                function method
+pinverse                    function method
+qr                          function method
+slogdet                     function method
+svd                         function method
+""")

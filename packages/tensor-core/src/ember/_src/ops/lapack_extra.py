@@ -16,6 +16,7 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor
 from . import creation as cr
@@ -23,13 +24,6 @@ from . import pointwise as pw
 from . import views as vw
 from ._common import empty, type_name, write_out
 from .lapack import LinAlgError, _batch3, _check_matrix, _info_tensor, _raise
-
-__all__ = [
-    "bilinear", "cholesky_inverse", "cholesky_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp",
-    "triangular_solve",
-]
-
-METHODS = ("cholesky_inverse", "cholesky_solve", "lu", "lu_solve", "matrix_exp", "triangular_solve")
 
 _ret = namedtuple
 lu_factor_result = _ret("linalg_lu_factor", ["LU", "pivots"], module="ember.return_types")
@@ -325,3 +319,21 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y if bias is None else pw.add(y, bias)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+bilinear                    function
+cholesky_inverse            function method
+cholesky_solve              function method
+lu                          function method
+lu_solve                    function method
+linalg_lu                   linalg=lu
+linalg_lu_factor            linalg=lu_factor
+linalg_lu_factor_ex         linalg=lu_factor_ex
+linalg_lu_solve             linalg=lu_solve
+linalg_solve_triangular     linalg=solve_triangular
+lu_unpack                   function
+matrix_exp                  function method linalg=matrix_exp
+triangular_solve            function method
+""")

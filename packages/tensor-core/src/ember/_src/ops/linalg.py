@@ -16,16 +16,12 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor, make_view, new_empty_tensor
 from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, convert, empty, type_name, write_out
-
-__all__ = [
-    "addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "chain_matmul", "dot", "einsum", "ger", "inner",
-    "matmul", "mm", "mv", "outer", "tensordot", "vdot",
-]
 
 # c10's spelling of dtypes in the "expected m1 and m2 to have the same dtype" message.
 _CPP_NAMES = {
@@ -451,3 +447,24 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 # Contractions built on the primitives above.
 from .contract import chain_matmul, einsum, inner, multi_dot, tensordot  # noqa: E402,F401
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+addbmm                      function method
+addbmm_                     method
+addmm                       function method
+addmm_                      method
+addmv                       function method
+addmv_                      function method
+addr                        function method
+baddbmm                     function method
+baddbmm_                    method
+bmm                         function method
+dot                         function method
+ger                         function method
+matmul                      function method linalg=matmul
+mm                          function method
+mv                          function method
+outer                       function method
+vdot                        function method
+""")

@@ -14,11 +14,10 @@ from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
 from ..grad_mode import is_grad_enabled
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name
-
-__all__ = ["scaled_dot_product_attention"]
 
 
 def _additive_mask(attn_mask: Tensor | None, dtype) -> Tensor | None:
@@ -149,8 +148,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
         return _sdpa_composite(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale,
                                bool(enable_gqa))
+    from .nn_attention_flash import flash_op, routes_to_flash
+
+    if routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa):
+        # A device with a fused kernel pair (CUDA): the forward keeps each row's log-sum-exp so that
+        # the backward rebuilds the weights tile by tile instead of storing them.
+        scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
+        return flash_op(query, key, value, attn_mask, bool(is_causal), scale)[0]
     return sdpa_op(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale=scale,
                    enable_gqa=bool(enable_gqa))
 
 
 scaled_dot_product_attention.__module__ = "ember.nn.functional"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+is_grad_enabled             function
+""")

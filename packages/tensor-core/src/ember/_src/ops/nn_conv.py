@@ -15,13 +15,10 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel as _numel
 from ..tensor import Tensor, make_view
 from ._common import HALF_TYPES, convert, empty, type_name
-
-__all__ = [
-    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
-]
 
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 
@@ -399,3 +396,15 @@ def im2col(input, kernel_size, dilation=1, padding=0, stride=1):
 def col2im(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """nn.functional.fold: sums columns back into an image (the adjoint of im2col)."""
     return col2im_op(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+conv1d                      function
+conv2d                      function
+conv3d                      function
+conv_transpose1d            function
+conv_transpose2d            function
+conv_transpose3d            function
+convolution                 function
+""")

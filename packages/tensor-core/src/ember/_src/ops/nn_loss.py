@@ -14,14 +14,10 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..tensor import Tensor, new_empty_tensor
 from . import pointwise as pw
 from ._common import compute_dtype, convert, type_name
-
-__all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div", "l1_loss",
-    "mse_loss", "nll_loss", "smooth_l1_loss",
-]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -325,10 +321,17 @@ def _torch_kl_div(input, target, reduction=0, log_target=False):
     return kl_div(input, target, reduction=reduction, log_target=log_target)
 
 
-TOP_LEVEL = {"binary_cross_entropy_with_logits": _torch_bce_with_logits, "kl_div": _torch_kl_div}
 for _fn in (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
             mse_loss, nll_loss, smooth_l1_loss):
     _fn.__module__ = "ember.nn.functional"
-for _name, _fn in TOP_LEVEL.items():
+# The torch-level forms (bound as ember.<name> by the table below) carry their public names.
+for _name, _fn in (("binary_cross_entropy_with_logits", _torch_bce_with_logits), ("kl_div", _torch_kl_div)):
     _fn.__name__ = _fn.__qualname__ = _name
     _fn.__module__ = "ember"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+binary_cross_entropy_with_logits function fn=_torch_bce_with_logits
+kl_div                      function fn=_torch_kl_div
+""")

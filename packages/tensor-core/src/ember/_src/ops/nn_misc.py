@@ -14,14 +14,9 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name, write_out
-
-__all__ = [
-    "alpha_dropout", "cosine_similarity", "dropout", "embedding", "embedding_dense_backward", "feature_dropout",
-    "native_dropout", "normalize", "pairwise_distance",
-]
-
 
 # ----------------------------------------------------------------------------------- embedding
 
@@ -264,17 +259,25 @@ def _torch_alpha_dropout(input, p, train):
     return alpha_dropout(input, p, train)
 
 
-TOP_LEVEL = {
-    "embedding": _torch_embedding, "dropout": _torch_dropout, "feature_dropout": _torch_feature_dropout,
-    "alpha_dropout": _torch_alpha_dropout, "native_dropout": native_dropout,
-    "cosine_similarity": cosine_similarity, "pairwise_distance": pairwise_distance,
-    "_softmax_backward_data": _softmax_backward_data, "_log_softmax_backward_data": _log_softmax_backward_data,
-}
 for _fn in (alpha_dropout, cosine_similarity, dropout, embedding, feature_dropout, normalize, pairwise_distance,
             embedding_dense_backward, native_dropout):
     _fn.__module__ = "ember.nn.functional"
-for _name, _fn in TOP_LEVEL.items():
-    if _fn.__name__.startswith("_torch_"):
-        _fn.__name__ = _fn.__qualname__ = _name
-    if _fn.__module__ == __name__:
-        _fn.__module__ = "ember"
+# The torch-level forms (bound as ember.<name> by the table below) carry their public names.
+for _fn in (_torch_embedding, _torch_dropout, _torch_feature_dropout, _torch_alpha_dropout,
+            _softmax_backward_data, _log_softmax_backward_data):
+    _fn.__name__ = _fn.__qualname__ = _fn.__name__.removeprefix("_torch_")
+    _fn.__module__ = "ember"
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+alpha_dropout               function fn=_torch_alpha_dropout
+cosine_similarity           function
+dropout                     function fn=_torch_dropout
+embedding                   function fn=_torch_embedding
+feature_dropout             function fn=_torch_feature_dropout
+native_dropout              function
+pairwise_distance           function
+_softmax_backward_data      function
+_log_softmax_backward_data  function
+""")

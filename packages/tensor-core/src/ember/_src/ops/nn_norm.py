@@ -14,20 +14,15 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel
 from ..tensor import Tensor, new_empty_tensor
 from ._common import compute_dtype, convert, type_name
 
-__all__ = [
-    "batch_norm", "group_norm", "instance_norm", "layer_norm", "native_batch_norm", "native_batch_norm_backward",
-    "native_group_norm", "native_group_norm_backward", "native_layer_norm", "native_layer_norm_backward",
-    "rms_norm",
-]
 
-
-def _define(schema: str, fn):
+def _define(schema: str, fn, writes=()):
     """Declares an op whose kernel also serves the meta device (it allocates before touching data)."""
-    op = define(schema, ())
+    op = define(schema, (), writes=writes)
     op.kernel("cpu")(fn)
     op.kernels["meta"] = fn
     op.meta = fn
@@ -212,7 +207,8 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
 
 native_batch_norm_op = _define(
     "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
-    "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", _batch_norm_kernel)
+    "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", _batch_norm_kernel,
+    writes=("running_mean", "running_var"))  # updated in training; the schema returns neither
 
 
 def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
@@ -435,17 +431,25 @@ def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn
     return group_norm(input, num_groups, weight, bias, eps)
 
 
-# Names torch has at top level, with torch's (aten) signatures; the F-style functions above are
-# for ember.nn.functional. Neither kind is a Tensor method in PyTorch.
-TOP_LEVEL = {
-    "batch_norm": _torch_batch_norm, "instance_norm": _torch_instance_norm, "layer_norm": _torch_layer_norm,
-    "group_norm": _torch_group_norm, "rms_norm": rms_norm, "native_layer_norm": native_layer_norm,
-    "native_batch_norm": native_batch_norm, "native_group_norm": native_group_norm,
-}
 for _fn in (batch_norm, group_norm, instance_norm, layer_norm, rms_norm, native_layer_norm_backward,
             native_batch_norm_backward, native_group_norm_backward):
     _fn.__module__ = "ember.nn.functional"
-for _name, _fn in TOP_LEVEL.items():
+# Names torch has at top level, with torch's (aten) signatures (bound by the table below); the
+# F-style functions above are for ember.nn.functional. Neither kind is a Tensor method in PyTorch.
+for _fn in (_torch_batch_norm, _torch_instance_norm, _torch_layer_norm, _torch_group_norm, rms_norm,
+            native_layer_norm, native_batch_norm, native_group_norm):
     _fn.__module__ = "ember"
-    if _fn.__name__.startswith("_torch_"):
-        _fn.__name__ = _fn.__qualname__ = _name
+    _fn.__name__ = _fn.__qualname__ = _fn.__name__.removeprefix("_torch_")
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+batch_norm                  function fn=_torch_batch_norm
+group_norm                  function fn=_torch_group_norm
+instance_norm               function fn=_torch_instance_norm
+layer_norm                  function fn=_torch_layer_norm
+native_batch_norm           function
+native_group_norm           function
+native_layer_norm           function
+rms_norm                    function
+""")

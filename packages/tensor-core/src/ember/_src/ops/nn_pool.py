@@ -11,13 +11,11 @@ from .. import dtypes as dt
 from .. import grad_mode
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel as _numel
 from ..tensor import Tensor
 from ._common import convert, empty, type_name
 from .nn_conv import compute_dtype, contiguous_view, dense
-
-__all__ = ["adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "max_pool1d_with_indices",
-           "max_pool2d"]
 
 _FLOATS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
 _INTS = (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)  # max pooling only, as PyTorch
@@ -356,3 +354,13 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     size = output_size if isinstance(output_size, int) else tuple(output_size)[0]
     out, idx = adaptive_max_pool2d_op(_adaptive_1d_input(input, "adaptive_max_pool1d"), (1, size))
     return (out.squeeze(-2), idx.squeeze(-2)) if return_indices else out.squeeze(-2)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+adaptive_avg_pool1d         function
+avg_pool1d                  function
+max_pool1d                  function
+max_pool1d_with_indices     function
+max_pool2d                  function
+""")

@@ -15,12 +15,11 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel
 from ..tensor import Tensor, make_view
 from ._common import convert, empty, type_name
 from .nn_conv import as_3d_spatial, compute_dtype, contiguous_view, dense
-
-__all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 _FLOATS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
@@ -347,3 +346,11 @@ def one_hot(tensor, num_classes=-1):
     out = empty(tuple(tensor._shape) + (num_classes,), dt.int64, tensor._device)
     _C.one_hot(contiguous_view(out, (idx.numel(), num_classes)), contiguous_view(idx, (idx.numel(),)))
     return out
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+constant_pad_nd             function
+pixel_shuffle               function
+pixel_unshuffle             function
+""")

@@ -12,16 +12,13 @@ from .. import dtypes as dt
 from .. import grad_mode
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import pointwise as pw
 from ._common import check_same_device, convert, empty, type_name, write_out
 from ._common import check_write as _check_write
 from .fused_pointwise import check_inplace
-
-__all__ = ["gcd", "gcd_", "heaviside", "lcm", "lcm_"]
-
-METHODS = ("gcd", "gcd_", "heaviside", "lcm", "lcm_")
 
 _INTEGRAL = (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)
 
@@ -113,3 +110,13 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
             step = convert(pw.gt(input, 0), input.dtype)
             result = pw.where(pw.eq(input, 0), values, step)  # NaN > 0 is false: NaN gives 0, as PyTorch
     return write_out(result, out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+gcd                         function method
+gcd_                        function method
+heaviside                   function method inplace
+lcm                         function method
+lcm_                        function method
+""")

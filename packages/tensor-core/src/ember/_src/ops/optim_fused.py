@@ -17,6 +17,7 @@ import math
 from ... import _C
 from .. import dispatch
 from .. import dtypes as dt
+from ..optable import declare
 from ..tensor import Tensor
 
 __all__: list[str] = []
@@ -168,6 +169,12 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
     _bump_versions(params, bufs)
 
 
-TOP_LEVEL = {"_fused_adam_": _fused_adam_, "_fused_adamw_": _fused_adamw_, "_fused_sgd_": _fused_sgd_}
-for _name, _fn in TOP_LEVEL.items():
+for _fn in (_fused_adam_, _fused_adamw_, _fused_sgd_):
     _fn.__module__ = "ember"
+
+# The public API of this module (optable.py; docs/adding-an-op.md): PyTorch's top-level names.
+declare(__name__, """
+_fused_adam_   function
+_fused_adamw_  function
+_fused_sgd_    function
+""")

@@ -15,6 +15,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import complex as _cx
@@ -555,6 +556,8 @@ round_decimals_op, _ = _declare_unary("round_decimals", _KEEP_OP, inplace=False,
 
 _g = globals()
 for _name, (_op, _iop) in UNARY_OPS.items():
+    if _iop is not None:
+        _g[_name + "_inplace_op"] = _iop  # Tensor.<name>_ (the table at the end)
     if _name == "round":
         continue
     _g[_name] = _public_unary(_op, _iop)
@@ -918,11 +921,212 @@ def square(input, *, out=None):
     return write_out(UNARY_OPS["square"][0](input), out, (input,))
 
 
-# The public functions (``from pointwise import *`` in api.py must not leak helpers such as
-# ``empty`` from _common, which would shadow ``ember.empty``).
-_HELPERS = {"define", "convert", "empty", "type_name", "broadcast_shapes", "write_out"}
-__all__ = sorted(  # noqa: PLE0605 - computed once from the module namespace
-    name for name, value in globals().items()
-    if not name.startswith("_") and not name.endswith("_op") and name not in _HELPERS
-    and callable(value) and getattr(value, "__module__", None) == __name__
-)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+abs                         function method
+abs_                        function method fn=abs_inplace_op
+absolute                    function method
+absolute_                   method fn=abs_inplace_op
+acos                        function method
+acos_                       function method fn=acos_inplace_op alias=arccos_
+acosh                       function method
+acosh_                      function method fn=acosh_inplace_op alias=arccosh_
+add                         function method
+addcdiv                     function method
+addcmul                     function method
+arccos                      function method
+arccosh                     function method
+arcsin                      function method
+arcsin_                     function method fn=asin_inplace_op alias=asin_
+arcsinh                     function method
+arcsinh_                    function method fn=asinh_inplace_op alias=asinh_
+arctan                      function method
+arctan2                     function method
+arctan2_                    method fn=atan2_inplace_op alias=atan2_
+arctan_                     function method fn=atan_inplace_op alias=atan_
+arctanh                     function method
+arctanh_                    function method fn=atanh_inplace_op alias=atanh_
+asin                        function method
+asinh                       function method
+atan                        function method
+atan2                       function method
+atanh                       function method
+bitwise_and                 function method
+bitwise_and_                method fn=bitwise_and_inplace_op
+bitwise_left_shift          function method
+bitwise_left_shift_         method fn=bitwise_left_shift_inplace_op
+bitwise_not                 function method
+bitwise_not_                method fn=bitwise_not_inplace_op
+bitwise_or                  function method
+bitwise_or_                 method fn=bitwise_or_inplace_op
+bitwise_right_shift         function method
+bitwise_right_shift_        method fn=bitwise_right_shift_inplace_op
+bitwise_xor                 function method
+bitwise_xor_                method fn=bitwise_xor_inplace_op
+ceil                        function method
+ceil_                       function method fn=ceil_inplace_op
+celu                        function method
+clamp                       function method
+clamp_                      function method
+clamp_max                   function method
+clamp_min                   function method
+clip                        function method
+copysign                    function method
+copysign_                   method fn=copysign_inplace_op
+cos                         function method
+cos_                        function method fn=cos_inplace_op
+cosh                        function method
+cosh_                       function method fn=cosh_inplace_op
+deg2rad                     function method
+digamma                     function method special=digamma,psi
+digamma_                    method fn=digamma_inplace_op
+div                         function method
+divide                      function method
+elu                         function method
+elu_                        method fn=elu_inplace_op
+eq                          function method
+eq_                         method fn=eq_inplace_op
+equal                       function method
+erf                         function method special=erf
+erf_                        function method fn=erf_inplace_op
+erfc                        function method special=erfc
+erfc_                       function method fn=erfc_inplace_op
+erfinv                      function method special=erfinv
+erfinv_                     method fn=erfinv_inplace_op
+exp                         function method
+exp2                        function method special=exp2
+exp2_                       function method fn=exp2_inplace_op
+exp_                        function method fn=exp_inplace_op
+expm1                       function method special=expm1
+expm1_                      function method fn=expm1_inplace_op
+fix                         function method
+fix_                        function method fn=trunc_inplace_op alias=trunc_
+float_power                 function method
+floor                       function method
+floor_                      function method fn=floor_inplace_op
+floor_divide                function method
+floor_divide_               method fn=floor_divide_inplace_op
+fmax                        function method
+fmin                        function method
+fmod                        function method
+fmod_                       method fn=fmod_inplace_op
+frac                        function method
+frac_                       function method fn=frac_inplace_op
+ge                          function method
+ge_                         method fn=ge_inplace_op alias=greater_equal_
+gelu                        function method
+greater                     function method
+greater_                    method fn=gt_inplace_op alias=gt_
+greater_equal               function method
+gt                          function method
+hardsigmoid                 function method
+hardsigmoid_                method fn=hardsigmoid_inplace_op
+hardswish                   function method
+hardswish_                  method fn=hardswish_inplace_op
+hardtanh                    function method
+hardtanh_                   method fn=hardtanh_inplace_op
+hypot                       function method
+hypot_                      method fn=hypot_inplace_op
+isfinite                    function method
+isinf                       function method
+isnan                       function method
+isneginf                    function method
+isposinf                    function method
+le                          function method
+le_                         method fn=le_inplace_op alias=less_equal_
+leaky_relu                  function method
+leaky_relu_                 method fn=leaky_relu_inplace_op
+lerp                        function method
+less                        function method
+less_                       method fn=lt_inplace_op alias=lt_
+less_equal                  function method
+lgamma                      function method special=gammaln
+lgamma_                     method fn=lgamma_inplace_op
+log                         function method
+log10                       function method
+log10_                      function method fn=log10_inplace_op
+log1p                       function method special=log1p
+log1p_                      function method fn=log1p_inplace_op
+log2                        function method
+log2_                       function method fn=log2_inplace_op
+log_                        function method fn=log_inplace_op
+logaddexp                   function method
+logaddexp2                  function method
+logical_and                 function method
+logical_and_                method fn=logical_and_inplace_op
+logical_not                 function method
+logical_not_                method fn=logical_not_inplace_op
+logical_or                  function method
+logical_or_                 method fn=logical_or_inplace_op
+logical_xor                 function method
+logical_xor_                method fn=logical_xor_inplace_op
+logit                       function method
+lt                          function method
+maximum                     function method
+minimum                     function method
+mish                        function method
+mish_                       method fn=mish_inplace_op
+mul                         function method
+mul_                        method fn=mul_inplace_op alias=multiply_
+multiply                    function method
+mvlgamma                    function method special=multigammaln
+nan_to_num                  function method
+nan_to_num_                 function method
+ne                          function method
+ne_                         method fn=ne_inplace_op alias=not_equal_
+neg                         function method
+neg_                        function method fn=neg_inplace_op alias=negative_
+negative                    function method
+nextafter                   function method
+not_equal                   function method
+polygamma                   function special=polygamma
+positive                    function method
+pow                         function method
+pow_                        method fn=pow_inplace_op
+rad2deg                     function method
+reciprocal                  function method
+reciprocal_                 function method fn=reciprocal_inplace_op
+relu                        function method
+relu6                       function method
+relu_                       function method=relu_inplace_op
+remainder                   function method
+remainder_                  method fn=remainder_inplace_op
+round                       function method
+round_                      function method fn=round_inplace_op
+rsqrt                       function method
+rsqrt_                      function method fn=rsqrt_inplace_op
+rsub                        function method
+selu                        function method
+sigmoid                     function method special=expit
+sigmoid_                    function method=sigmoid_inplace_op
+sign                        function method
+sign_                       method fn=sign_inplace_op
+signbit                     function method
+silu                        function method
+silu_                       method fn=silu_inplace_op
+sin                         function method
+sin_                        function method fn=sin_inplace_op
+sinh                        function method
+sinh_                       function method fn=sinh_inplace_op
+softplus                    function method
+softsign                    function method
+sqrt                        function method
+sqrt_                       function method fn=sqrt_inplace_op
+square                      function method
+square_                     function method fn=square_inplace_op
+sub                         function method
+subtract                    function method
+tan                         function method
+tan_                        function method fn=tan_inplace_op
+tanh                        function method
+tanh_                       function method fn=tanh_inplace_op
+tanhshrink                  function method
+threshold                   function method
+true_divide                 function method
+trunc                       function method
+where                       function
+xlogy                       function method
+xlogy_                      function method fn=xlogy_inplace_op
+""")

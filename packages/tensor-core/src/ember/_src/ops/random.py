@@ -20,6 +20,7 @@ from ..device import META
 from ..dispatch import define as _define
 from ..generator import Generator
 from ..generator import resolve as _resolve
+from ..optable import declare
 from ..shapes import broadcast_shapes as _broadcast_shapes
 from ..tensor import Tensor
 from ..tensor import new_empty_tensor as _new_empty
@@ -471,41 +472,16 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return _write_out(result, out)
 
 
-from ..generator import (  # noqa: E402
-    default_generator,
-    get_rng_state,
-    initial_seed,
-    manual_seed,
-    seed,
-    set_rng_state,
-)
-from ..random_factories import (  # noqa: E402
-    normal,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
-)
-
-__all__ = [
-    "Generator",
-    "bernoulli",
-    "default_generator",
-    "get_rng_state",
-    "initial_seed",
-    "manual_seed",
-    "multinomial",
-    "normal",
-    "rand",
-    "rand_like",
-    "randint",
-    "randint_like",
-    "randn",
-    "randn_like",
-    "randperm",
-    "seed",
-    "set_rng_state",
-]
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+bernoulli                   function method
+bernoulli_                  method
+cauchy_                     method
+exponential_                method
+geometric_                  method
+log_normal_                 method
+multinomial                 function method
+normal_                     method
+random_                     method
+uniform_                    method
+""")

@@ -17,41 +17,12 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import contiguous_strides, wrap_dim
 from ..tensor import Tensor, make_tensor
 from . import complex as _cx
 from . import pointwise as pw
 from ._common import compute_dtype, convert, empty, type_name, write_out
-
-__all__ = [
-    "all",
-    "amax",
-    "amin",
-    "aminmax",
-    "any",
-    "argmax",
-    "argmin",
-    "count_nonzero",
-    "cummax",
-    "cummin",
-    "cumprod",
-    "cumsum",
-    "log_softmax",
-    "logsumexp",
-    "max",
-    "mean",
-    "min",
-    "nanmean",
-    "nansum",
-    "norm",
-    "prod",
-    "softmax",
-    "std",
-    "std_mean",
-    "sum",
-    "var",
-    "var_mean",
-]
 
 _CODE = _C.reduce_ops
 
@@ -408,21 +379,22 @@ def argmin(input, dim=None, keepdim=False, *, out=None):
     return write_out(argmin_op(input, dim, keepdim), out, overlap=False)
 
 
-# The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above.
-from .reduction_composite import (  # noqa: E402
-    all,
-    any,
-    count_nonzero,
-    cummax,
-    cummin,
-    cumprod,
-    cumsum,
-    log_softmax,
-    logsumexp,
-    norm,
-    softmax,
-    std,
-    std_mean,
-    var,
-    var_mean,
-)
+# The second half of the family (var/std, norm, scans, softmax, ...) builds on the helpers above;
+# other modules read all/any here with the rest of the reductions.
+from .reduction_composite import all, any  # noqa: E402,F401
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+amax                        function method
+amin                        function method
+aminmax                     function method
+argmax                      function method
+argmin                      function method
+max                         function method
+mean                        function method
+min                         function method
+nanmean                     function method
+nansum                      function method
+prod                        function method
+sum                         function method
+""")

@@ -12,6 +12,7 @@ from collections import namedtuple
 from ... import _C
 from .. import dtypes as dt
 from ..device import META
+from ..optable import declare
 from ..tensor import Tensor, make_tensor
 from . import complex as _cx
 from . import pointwise as pw
@@ -457,7 +458,21 @@ def log_softmax(input, dim, dtype=None):
     return log_softmax_op(input, dim, dtype)
 
 
-__all__ = [
-    "all", "any", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "log_softmax", "logsumexp", "norm",
-    "softmax", "std", "std_mean", "var", "var_mean",
-]
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+all                         function method
+any                         function method
+count_nonzero               function method
+cummax                      function method
+cummin                      function method
+cumprod                     function method
+cumsum                      function method
+log_softmax                 function method
+logsumexp                   function method
+norm                        function method
+softmax                     function method
+std                         function method
+std_mean                    function method
+var                         function method
+var_mean                    function method
+""")

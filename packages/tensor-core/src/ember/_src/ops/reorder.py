@@ -13,14 +13,9 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import as_shape, size_varargs, wrap_dim, wrap_dims
 from ..tensor import Tensor, new_empty_tensor
-
-__all__ = [
-    "flip", "fliplr", "flipud", "roll", "rot90", "tile", "tril", "triu", "diag", "diag_embed", "diagflat",
-    "meshgrid", "trace", "kron", "cross", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "cartesian_prod",
-    "repeat_interleave", "cdist",
-]
 
 flip_op = define("flip(Tensor self, int[] dims) -> Tensor", ())
 
@@ -405,3 +400,31 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if p == 1:
         return diff.sum(-1)
     return diff.pow(p).sum(-1).pow(1.0 / p)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+atleast_1d                  function method
+atleast_2d                  function method
+atleast_3d                  function method
+block_diag                  function method
+cartesian_prod              function method
+cdist                       function method
+cross                       function method
+diag                        function method
+diag_embed                  function method
+diagflat                    function method
+flip                        function method
+fliplr                      function method
+flipud                      function method
+kron                        function method
+meshgrid                    function method
+repeat                      method
+repeat_interleave           function method
+roll                        function method
+rot90                       function method
+tile                        function method
+trace                       function method
+tril                        function method
+triu                        function method
+""")

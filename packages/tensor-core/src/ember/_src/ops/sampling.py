@@ -11,14 +11,11 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel
 from ..tensor import Tensor
 from ._common import HALF_TYPES, convert, empty, type_name
 from .random import _generator_for, _resolve
-
-__all__ = ["binomial", "poisson"]
-
-METHODS = ()
 
 
 def _poisson_meta(self, generator=None):
@@ -86,3 +83,10 @@ def _binomial_cpu(count, prob, generator=None):
 def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     """Binomial draws: successes in ``count`` trials of probability ``prob`` (elementwise, broadcast)."""
     return binomial_op(count, prob, generator)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+binomial                    function
+poisson                     function
+""")

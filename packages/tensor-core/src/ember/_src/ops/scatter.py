@@ -14,6 +14,7 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes, numel, wrap_dim
 from ..tensor import Tensor, new_empty_tensor
 from . import views as vw
@@ -21,12 +22,6 @@ from ._common import HALF_TYPES, convert, type_name, write_out
 from ._common import check_internal_overlap as _check_internal_overlap
 from ._common import check_no_overlap as _check_no_overlap
 from .indexing import _as_value
-
-__all__ = [
-    "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
-    "index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_", "masked_scatter",
-    "masked_scatter_", "take_along_dim",
-]
 
 _REDUCE_CODES = {"sum": 1, "prod": 2, "mean": 3, "amax": 4, "amin": 5}
 _LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
@@ -425,3 +420,23 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     base = vw.expand_op(input, shape) if shape != input._shape else input
     return masked_scatter_inplace_op(vw.clone_op(base), mask, source)
 
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+gather                      function method
+index_add                   function method
+index_add_                  function method
+index_copy                  function method
+index_copy_                 function method
+index_fill                  function method
+index_fill_                 function method
+masked_scatter              function method
+masked_scatter_             function method
+scatter                     function method
+scatter_                    function method
+scatter_add                 function method
+scatter_add_                function method
+scatter_reduce              function method
+scatter_reduce_             function method
+take_along_dim              function method
+""")

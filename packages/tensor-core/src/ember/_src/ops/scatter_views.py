@@ -8,15 +8,12 @@ the input the gradient outside it. No new op, so no new derivative.
 
 from __future__ import annotations
 
+from ..optable import declare
 from ..shapes import numel
 from ..tensor import Tensor
 from . import views as vw
 from ._common import write_out
 from .view_copies import slice_view
-
-__all__ = ["as_strided_scatter", "diagonal_scatter", "select_scatter", "slice_scatter"]
-
-TENSOR_METHODS = tuple(__all__)
 
 
 def _check_args(name: str, input, src) -> None:
@@ -86,3 +83,12 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     values = vw.reshape(vw.to(src, base.dtype), (-1,))
     flat = index_put(flat, (vw.reshape(positions, (-1,)),), values)
     return write_out(vw.as_strided_op(flat, base._shape, base._stride, base._offset), out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+as_strided_scatter          function method
+diagonal_scatter            function method
+select_scatter              function method
+slice_scatter               function method
+""")

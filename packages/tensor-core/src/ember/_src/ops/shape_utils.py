@@ -10,19 +10,10 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ..optable import declare
 from ..shapes import Size, as_shape
 from ..tensor import Tensor
 from . import views as vw
-
-__all__ = [
-    "broadcast_shapes", "dsplit", "hsplit", "is_same_size", "ravel", "split_with_sizes", "unsafe_chunk",
-    "unsafe_split", "unsafe_split_with_sizes", "vsplit",
-]
-
-TENSOR_METHODS = (
-    "dim_order", "dsplit", "hsplit", "is_same_size", "ravel", "split_with_sizes", "sum_to_size", "type_as",
-    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "vsplit",
-)
 
 
 def ravel(input: Tensor) -> Tensor:
@@ -209,3 +200,20 @@ def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
         raise RuntimeError("The tensor does not have unique dim order.")
     return order
 
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+broadcast_shapes            function
+dim_order                   method
+dsplit                      function method
+hsplit                      function method
+is_same_size                function method
+ravel                       function method
+split_with_sizes            function method
+sum_to_size                 method
+type_as                     method
+unsafe_chunk                function method
+unsafe_split                function method
+unsafe_split_with_sizes     function method
+vsplit                      function method
+""")

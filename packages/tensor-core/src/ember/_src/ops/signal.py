@@ -13,15 +13,12 @@ import warnings
 
 from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
+from ..optable import declare
 from ..tensor import Tensor
 from . import creation as cr
 from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, type_name
-
-__all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "istft", "kaiser_window", "stft"]
-
-METHODS = ("istft", "stft")
 
 
 def _window_dtype(name: str, window_length: int, dtype):
@@ -310,3 +307,15 @@ def _overlap_add(frames: Tensor, total: int, hop: int) -> Tensor:
         return view_as_complex(index_add(zeros, 1, index, parts))
     zeros = cr.zeros((channels, total), dtype=frames.dtype)
     return index_add(zeros, 1, index, vw.reshape(frames, (channels, n_frames * n_fft)))
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+bartlett_window             function
+blackman_window             function
+hamming_window              function
+hann_window                 function
+istft                       function method
+kaiser_window               function
+stft                        function method
+""")

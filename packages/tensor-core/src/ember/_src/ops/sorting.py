@@ -14,15 +14,11 @@ from collections import namedtuple
 from ... import _C
 from .. import dtypes as dt
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel, wrap_dim
 from ..tensor import Tensor, new_empty_tensor
 from . import views as vw
 from ._common import HALF_TYPES, convert, type_name, write_out
-
-__all__ = [
-    "sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique", "unique_consecutive",
-    "searchsorted", "bucketize", "histc", "bincount",
-]
 
 # PyTorch's torch.return_types: tuples with named fields.
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -460,3 +456,21 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     """Counts of each non-negative integer in ``input`` (weighted sums with ``weights``)."""
     return bincount_op(input, weights, minlength)
 
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+argsort                     function method
+bincount                    function method
+bucketize                   function method
+histc                       function method
+kthvalue                    function method
+median                      function method
+mode                        function method
+msort                       function method
+nanmedian                   function method
+searchsorted                function method
+sort                        function method
+topk                        function method
+unique                      function method
+unique_consecutive          function method
+""")

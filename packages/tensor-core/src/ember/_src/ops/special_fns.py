@@ -15,16 +15,13 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import pointwise as pw
 from . import views as vw
 from ._common import HALF_TYPES, check_same_device, compute_dtype, convert, empty, type_name, write_out
 from .fused_pointwise import check_inplace
-
-__all__ = ["frexp", "i0", "i0_", "igamma", "igammac", "ldexp", "ldexp_", "sinc", "sinc_"]  # igamma_: methods only
-
-METHODS = ("frexp", "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "ldexp", "ldexp_", "sinc", "sinc_")
 
 frexp_result = namedtuple("frexp", ["mantissa", "exponent"], module="ember.return_types")
 
@@ -204,3 +201,20 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:
     return _inplace(input, ldexp(input, other))
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+frexp                       function method
+i0                          function method special=i0
+i0_                         function method
+i1                          fn=special_i1 special=i1
+igamma                      function method special=gammainc
+igamma_                     method
+igammac                     function method special=gammaincc
+igammac_                    method
+ldexp                       function method
+ldexp_                      function method
+sinc                        function method special=sinc
+sinc_                       function method
+""")

@@ -14,6 +14,7 @@ from .. import dtypes as dt
 from ..autocast import composite as _autocast_composite
 from ..device import META
 from ..dispatch import define
+from ..optable import declare
 from ..shapes import numel, wrap_dim
 from ..tensor import Tensor
 from . import creation as cr
@@ -22,12 +23,6 @@ from . import pointwise as pw
 from . import reduction as rd
 from . import views as vw
 from ._common import compute_dtype, convert, empty, type_name, write_out
-
-__all__ = [
-    "corrcoef", "cov", "diff", "dist", "histogram", "logcumsumexp", "nanquantile", "pdist", "quantile",
-]
-
-METHODS = ("corrcoef", "cov", "diff", "dist", "histogram", "logcumsumexp", "nanquantile", "quantile")
 
 histogram_result = namedtuple("histogram", ["hist", "bin_edges"], module="ember.return_types")
 
@@ -361,3 +356,17 @@ def _logcumsumexp_cpu(self, dim):
 def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
     return write_out(logcumsumexp_op(input, dim), out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+corrcoef                    function method
+cov                         function method
+diff                        function method
+dist                        function method
+histogram                   function method
+logcumsumexp                function method
+nanquantile                 function method
+pdist                       function
+quantile                    function method
+""")

@@ -13,18 +13,11 @@ import numbers
 from ... import _C
 from .. import dtypes as dt
 from ..device import CPU, META, get_backend, to_device
+from ..optable import declare
 from ..shapes import Size
 from ..tensor import Tensor, check_view_bounds, make_tensor
 from . import views as vw
 from ._common import type_name
-
-__all__ = ["detach", "get_device", "is_inference", "is_neg", "is_signed", "is_storage", "isreal"]
-
-TENSOR_METHODS = (
-    "apply_", "const_data_ptr", "cuda", "is_inference", "is_neg", "is_pinned", "is_shared", "isreal", "map2_",
-    "map_", "new", "pin_memory", "share_memory_",
-)
-TENSOR_PROPERTIES = ("output_nr",)
 
 
 def _tensor_arg(name: str, input) -> None:
@@ -238,3 +231,25 @@ def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
     values = [callable(u, v, w) for u, v, w in zip(_elements(self), _elements(a), _elements(b))]
     return _store(self, values)
 
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+apply_                      method
+const_data_ptr              method
+cuda                        method
+detach                      function method=vw.detach
+get_device                  function
+is_inference                function method
+is_neg                      function method
+is_pinned                   method
+is_shared                   method
+is_signed                   function
+is_storage                  function
+isreal                      function method
+map2_                       method
+map_                        method
+new                         method
+output_nr                   property
+pin_memory                  method
+share_memory_               method
+""")

@@ -11,21 +11,12 @@ from __future__ import annotations
 import operator
 
 from .. import dtypes as dt
+from ..optable import declare
 from ..shapes import as_shape, infer_size, numel, wrap_dim
 from ..tensor import Tensor
 from . import complex as cx
 from . import views as vw
 from ._common import write_out
-
-__all__ = [
-    "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "narrow_copy", "permute_copy",
-    "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
-    "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_as_complex_copy", "view_as_real_copy",
-    "view_copy",
-]
-
-# Only narrow_copy is a Tensor method in PyTorch; the others are functions.
-TENSOR_METHODS = ("narrow_copy",)
 
 
 def _check_input(input, name: str) -> None:
@@ -175,3 +166,28 @@ def split_copy(input: Tensor, split_size: int, dim: int = 0, *, out=None):
 def split_with_sizes_copy(input: Tensor, split_sizes, dim: int = 0, *, out=None):
     _check_input(input, "split_with_sizes_copy")
     return _copies(vw.split(input, list(split_sizes), dim), out)
+
+
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+alias_copy                  function
+as_strided_copy             function
+detach_copy                 function
+diagonal_copy               function
+expand_copy                 function
+narrow_copy                 function method
+permute_copy                function
+select_copy                 function
+slice_copy                  function
+split_copy                  function
+split_with_sizes_copy       function
+squeeze_copy                function
+t_copy                      function
+transpose_copy              function
+unbind_copy                 function
+unfold_copy                 function
+unsqueeze_copy              function
+view_as_complex_copy        function
+view_as_real_copy           function
+view_copy                   function
+""")

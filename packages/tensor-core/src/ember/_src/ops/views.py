@@ -13,6 +13,7 @@ from ... import _C
 from .. import dtypes as dt
 from ..device import META, to_device
 from ..dispatch import _SYNC_HOOK, define
+from ..optable import declare
 from ..shapes import (
     as_shape,
     broadcast_shapes,
@@ -838,3 +839,54 @@ def tolist(self: Tensor):
     return to_numpy_copy(self).tolist()
 
 
+# The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
+declare(__name__, """
+H                           property fn=_conj_full_transpose
+T                           property fn=_full_transpose
+adjoint                     function method
+as_strided                  function method
+broadcast_tensors           function method
+broadcast_to                function method
+chunk                       function method
+clone                       function method
+contiguous                  method
+copy_                       method
+detach_                     function method
+diagonal                    function method
+expand                      method
+expand_as                   method
+fill_                       function method
+flatten                     function method
+item                        method
+mH                          property fn=adjoint
+mT                          property fn=_matrix_transpose
+moveaxis                    function method
+movedim                     function method
+narrow                      function method
+new_empty                   method
+new_full                    method
+new_ones                    method
+new_tensor                  method
+new_zeros                   method
+permute                     function method
+reshape                     function method
+reshape_as                  method
+select                      function method
+split                       function method
+squeeze                     function method
+swapaxes                    function method
+swapdims                    function method
+t                           function method
+tensor_split                function method
+to                          method
+tolist                      method
+transpose                   function method
+type                        method fn=_type_
+unbind                      function method
+unflatten                   function method
+unfold                      method
+unsqueeze                   function method
+view                        method
+view_as                     method
+zero_                       function method
+""")

@@ -1,0 +1,158 @@
+"""Flash attention and CUDA graphs: ember beside PyTorch CUDA, in one process on one GPU.
+
+- ``scaled_dot_product_attention`` forward and forward+backward (B8, H12, D64, bf16, causal and
+  not, T 1024 and 4096): CUDA-event medians; TFLOP/s counts 4*B*H*T*T*D for the forward and
+  2.5 times that for the backward (halved when causal), the usual flash-attention convention.
+- A small MLP training step (forward, loss, backward) eager and replayed as CUDA graphs
+  (``make_graphed_callables``), host wall time per step: what graphs save is host work.
+- ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
+  ``_ops_attention`` were chosen).
+
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import ember
+import ember.nn.functional as EF
+
+
+def _median_ms(fw, fn, iters, warm=3):
+    for _ in range(warm):
+        fn()
+    fw.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def _qkv(torch, fw, b, h, t, d, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    ts = [torch.randn(b, t, h, d, device="cuda", generator=g, dtype=torch.bfloat16).transpose(1, 2)
+          for _ in range(3)]  # the (B, T, H, D) -> (B, H, T, D) view of a GPT block
+    if fw is torch:
+        return [x.requires_grad_() for x in ts]
+    return [ember.from_dlpack(x.detach()).requires_grad_() for x in ts]
+
+
+def _attention_rows(torch, iters, sizes):
+    rows = []
+    for t in sizes:
+        for causal in (True, False):
+            b, h, d = 8, 12, 64
+            fwd_flops = 4 * b * h * t * t * d / (2 if causal else 1)
+            for what, flops in (("fwd", fwd_flops), ("fwd+bwd", 3.5 * fwd_flops)):
+                row = {"name": f"sdpa bf16 B{b} H{h} T{t} D{d}{' causal' if causal else ''} {what}"}
+                for label, fw in (("ember", ember), ("torch", torch)):
+                    q, k, v = _qkv(torch, fw, b, h, t, d)
+                    F = EF if fw is ember else torch.nn.functional
+                    grad = fw.ones_like(q)
+                    if what == "fwd":
+                        def fn(F=F, q=q, k=k, v=v, fw=fw, causal=causal):
+                            with fw.no_grad():
+                                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    else:
+                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal):
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(grad)
+                    ms = _median_ms(fw, fn, iters)
+                    row[label + "_ms"] = round(ms, 4)
+                    row[label] = round(flops / (ms * 1e-3) / 1e12, 1)
+                row["ratio"] = round(row["ember"] / row["torch"], 3)
+                row["unit"] = "TFLOP/s"
+                rows.append(row)
+    return rows
+
+
+def _tune(torch, iters):
+    from ember._cuda import _ops_attention as A
+
+    rows = []
+    b, h, t, d = 8, 12, 1024, 64
+    fwd0, bwd0 = A._fwd_config, A._bwd_config
+    for tt, causal in ((1024, True), (4096, True), (4096, False)):
+        q, k, v = _qkv(torch, ember, b, h, tt, d)
+        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4)):
+            A._fwd_config = lambda dtype, d, cfg=cfg: cfg
+            with ember.no_grad():
+                ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
+                    q, k, v, is_causal=c), iters)
+            rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
+                         "torch": "", "ratio": "", "unit": "ms"})
+    A._fwd_config = fwd0
+    q, k, v = _qkv(torch, ember, b, h, t, d)
+    grad = ember.ones_like(q)
+    for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
+                ((64, 128), (128, 64), 8, 2), ((32, 128), (128, 32), 4, 2), ((64, 64), (64, 64), 4, 3)):
+        A._bwd_config = lambda dtype, d, cfg=cfg: cfg
+        ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad), iters)
+        rows.append({"name": f"tune flash fwd+bwd causal T{t} {cfg}", "ember": round(ms, 4), "torch": "",
+                     "ratio": "", "unit": "ms"})
+    A._bwd_config = bwd0
+    return rows
+
+
+def _graph_rows(torch, steps):
+    row = {"name": "MLP 3x256 fwd+bwd, batch 64: eager / graphed host us/step"}
+    for label, fw in (("ember", ember), ("torch", torch)):
+        fw.manual_seed(0)
+        nn = fw.nn
+        model = nn.Sequential(nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU(),
+                              nn.Linear(256, 10)).cuda()
+        x = fw.randn(64, 256).cuda()
+        y = fw.randint(0, 10, (64,)).cuda()
+        F = fw.nn.functional
+        out = []
+        for graphed in (False, True):
+            m = fw.cuda.make_graphed_callables(model, (x.clone(),)) if graphed else model
+
+            def step(m=m, F=F, x=x, y=y):
+                F.cross_entropy(m(x), y).backward()
+            for _ in range(20):
+                step()
+            fw.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            fw.cuda.synchronize()
+            out.append(round((time.perf_counter() - t0) / steps * 1e6, 1))
+        row[label] = f"{out[0]} / {out[1]}"
+        row[label + "_speedup"] = round(out[0] / out[1], 2)
+    row["ratio"] = row["ember_speedup"]
+    row["unit"] = "us (ratio: ember eager/graphed)"
+    return [row]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    import torch
+
+    iters = 10 if args.quick else 25
+    rows = _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if args.tune:
+        rows += _tune(torch, iters)
+    rows += _graph_rows(torch, 100 if args.quick else 300)
+    print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
+    for row in rows:
+        print(f"{row['name']:58s} {row['ember']!s:>14} {row['torch']!s:>14} {row['ratio']!s:>7} {row['unit']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

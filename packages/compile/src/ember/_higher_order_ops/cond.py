@@ -1,0 +1,171 @@
+"""``cond(pred, true_fn, false_fn, operands)``: PyTorch's ``torch.cond``, as a graph op with subgraphs.
+
+Called eagerly (no capture running) it runs the branch ``pred`` picks, with ordinary autograd.
+Under a capture (``ember.compile``, ``make_fx``, ``ember.export``, or inside another subgraph)
+both branches are traced into subgraphs (``_subgraph``) and ONE op is recorded:
+``ember.ops.cond(pred, true_graph, false_graph, operands + lifted)``; at run time its kernel
+runs only the chosen subgraph. So a data-dependent branch costs no graph break, exports as one
+node with both branches as subgraphs, and the branches may compute entirely different things.
+
+As in PyTorch: ``pred`` is a Python bool or a one-element tensor; the branches take the
+operands, must not write them in place, and return the same structure of tensors with the same
+dtypes and shapes.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._src.device import META
+from ember._src.dispatch import OPS, define
+from ember._src.tensor import Tensor
+
+from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_flatten, tree_unflatten, without_modes
+
+
+def _check_pred(pred) -> None:
+    if isinstance(pred, Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got a tensor of shape "
+                               f"{tuple(pred.shape)}.")
+    elif not isinstance(pred, bool):
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {type(pred).__name__}.")
+
+
+def capturing(*tensors) -> bool:
+    """Whether a graph op must be recorded rather than run: a capture is running on this thread,
+    or an argument is a stand-in without data."""
+    from ember.compiler._recorder import current
+
+    rec = current()
+    if STATE.depth or (rec is not None and not rec.suspended):
+        return True
+    from ember.compiler._fake import FakeTensor
+
+    return any(isinstance(t, FakeTensor) or (isinstance(t, Tensor) and t._device is META) for t in tensors)
+
+
+def _same_outputs(t_leaves, f_leaves, t_spec, f_spec) -> None:
+    if t_spec != f_spec or len(t_leaves) != len(f_leaves):
+        raise RuntimeError("cond: the true and false branches must return the same structure of outputs "
+                           f"(got {len(t_leaves)} and {len(f_leaves)} tensors)")
+    for i, (a, b) in enumerate(zip(t_leaves, f_leaves)):
+        if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+            raise RuntimeError(f"cond: output {i} is not a tensor; both branches must return tensors")
+        if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
+            raise RuntimeError(
+                f"cond: output {i} differs between the branches: {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} "
+                f"{b.dtype}; both branches must return the same shapes and dtypes")
+
+
+def _is_wrapped(t) -> bool:
+    """A tensor subclass that batches values (vmap's BatchedTensor): its predicate differs per sample."""
+    from ember.compiler._fake import FakeTensor
+    from ember.compiler._lazy import LazyTensor
+
+    return isinstance(t, Tensor) and type(t) not in (Tensor, FakeTensor, LazyTensor)
+
+
+def _select_both(pred, true_fn, false_fn, operands):
+    """cond under vmap (as PyTorch batches it): both branches run, ``where`` picks per sample."""
+    t_leaves, t_spec = tree_flatten(true_fn(*operands))
+    f_leaves, f_spec = tree_flatten(false_fn(*operands))
+    _same_outputs(t_leaves, f_leaves, t_spec, f_spec)
+    flag = pred.reshape(()) if pred.dtype is ember.bool else pred.reshape(()) != 0
+    return tree_unflatten([ember.where(flag, a, b) for a, b in zip(t_leaves, f_leaves)], t_spec)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """Runs ``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)`` (see the module docstring).
+
+    Example:
+        >>> import ember
+        >>> ember.cond(ember.tensor(True), lambda x: x + 1, lambda x: x - 1, (ember.zeros(2),))
+        tensor([1., 1.])
+    """
+    _check_pred(pred)
+    if not callable(true_fn) or not callable(false_fn):
+        raise RuntimeError("Expected true_fn and false_fn to be callable.")
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"Expected a tuple or list of operands, got {type(operands).__name__}")
+    operands = tuple(operands)
+    for i, op in enumerate(operands):
+        if not isinstance(op, (Tensor, int, float, bool)):
+            raise RuntimeError(f"cond: operand {i} is a {type(op).__name__}; operands must be tensors or numbers")
+    if isinstance(pred, bool):
+        return true_fn(*operands) if pred else false_fn(*operands)
+    if _is_wrapped(pred):
+        return _select_both(pred, true_fn, false_fn, operands)
+    if not capturing(pred, *operands):
+        return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    # A number operand is a constant of the trace (as PyTorch specializes on it).
+    tensor_ops = [op for op in operands if isinstance(op, Tensor)]
+
+    def bind(fn):
+        def run(*tensors):
+            it = iter(tensors)
+            return fn(*[next(it) if isinstance(op, Tensor) else op for op in operands])
+
+        return run
+
+    t_tracer, t_leaves, t_spec = trace_subgraph(bind(true_fn), tensor_ops, "cond true branch")
+    f_tracer, f_leaves, f_spec = trace_subgraph(bind(false_fn), tensor_ops, "cond false branch")
+    _same_outputs(t_leaves, f_leaves, t_spec, f_spec)
+    lifted = list(t_tracer.lifted)
+    for t in f_tracer.lifted:
+        if not any(t is s for s in lifted):
+            lifted.append(t)
+    true_graph = finish_subgraph(t_tracer, t_leaves, lifted, "cond true branch")
+    false_graph = finish_subgraph(f_tracer, f_leaves, lifted, "cond false branch")
+    out = COND(pred, true_graph, false_graph, tensor_ops + lifted)
+    return tree_unflatten(list(out), t_spec)
+
+
+# ---------------------------------------------------------------------------------- the graph op
+
+
+def _run_cond(pred, true_graph, false_graph, operands):
+    chosen = true_graph if bool(pred.reshape(()).item() if isinstance(pred, Tensor) else pred) else false_graph
+    return tuple(chosen(*operands))
+
+
+def _meta_cond(pred, true_graph, false_graph, operands):
+    # The shapes and dtypes of both branches are equal (checked when traced): run the true one.
+    return tuple(without_modes(true_graph, *operands))
+
+
+COND = define("cond(Tensor pred, Any true_fn, Any false_fn, Tensor[] operands) -> Tensor[]", ("higher_order",),
+              meta=_meta_cond)
+COND.kernels["cpu"] = _run_cond
+COND.kernels["cuda"] = _run_cond
+COND.kernels["meta"] = _meta_cond
+COND.__module__ = __name__
+
+
+def _cond_backward(grads, inputs, outputs):
+    """The chosen branch run again with autograd, differentiated with the output gradients."""
+    pred, true_graph, false_graph, operands = inputs.args
+    chosen = true_graph if bool(pred) else false_graph
+    return (None, None, None, subgraph_vjp(chosen, list(operands), grads))
+
+
+def subgraph_vjp(graph, operands: list, grads) -> list:
+    leaves = [op.detach().requires_grad_(op.requires_grad) if isinstance(op, Tensor) else op for op in operands]
+    with ember.enable_grad():
+        outs = [o for o in graph(*leaves)]
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+    wants = [x for x in leaves if isinstance(x, Tensor) and x.requires_grad]
+    if not pairs or not wants:
+        return [None] * len(operands)
+    got = iter(ember.autograd.grad([o for o, _ in pairs], wants, [g for _, g in pairs], allow_unused=True))
+    return [next(got) if isinstance(x, Tensor) and x.requires_grad else None for x in leaves]
+
+
+def _register_formula() -> None:
+    from ember.autograd.formulas import FORMULAS, Formula
+
+    if "cond" not in FORMULAS:
+        FORMULAS["cond"] = Formula("cond", _cond_backward)
+
+
+_register_formula()
+assert OPS["cond"] is COND

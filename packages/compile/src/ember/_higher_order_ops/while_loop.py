@@ -1,0 +1,127 @@
+"""``while_loop(cond_fn, body_fn, carried_inputs)``: PyTorch's ``torch._higher_order_ops.while_loop``.
+
+Semantics (as PyTorch documents them)::
+
+    def while_loop(cond_fn, body_fn, carried_inputs):
+        val = carried_inputs
+        while cond_fn(*val):
+            val = body_fn(*val)
+        return val
+
+``cond_fn`` returns a one-element bool tensor (or a Python bool); ``body_fn`` returns carried
+values with the same structure, shapes and dtypes as ``carried_inputs`` (a tuple or list of
+tensors). Eagerly the loop runs in Python. Under a capture both functions are traced into
+subgraphs and ONE op ``ember.ops.while_loop(cond_graph, body_graph, carried, lifted)`` is
+recorded; its kernel runs the loop. As in PyTorch the functions must not write their inputs in
+place, and the op has no backward (its gradient raises).
+"""
+
+from __future__ import annotations
+
+from ember._src.dispatch import OPS, define
+from ember._src.tensor import Tensor
+
+from ._subgraph import finish_subgraph, trace_subgraph
+from .cond import capturing
+
+
+def _check_carried(carried) -> tuple:
+    if not isinstance(carried, (tuple, list)):
+        raise RuntimeError(f"carried_inputs must be a tuple or list, got {type(carried).__name__}")
+    for i, c in enumerate(carried):
+        if not isinstance(c, Tensor):
+            raise RuntimeError(f"while_loop: carried input {i} is a {type(c).__name__}; carried inputs must be "
+                               "tensors")
+    return tuple(carried)
+
+
+def _as_pred(value):
+    if isinstance(value, Tensor):
+        if value.numel() != 1 or value.dtype.name != "bool":
+            raise RuntimeError("while_loop: cond_fn must return a boolean scalar tensor or a Python bool, got a "
+                               f"tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
+        return bool(value)
+    if isinstance(value, bool):
+        return value
+    raise RuntimeError(f"while_loop: cond_fn must return a boolean scalar tensor or a bool, got "
+                       f"{type(value).__name__}")
+
+
+def _check_body(new, carried) -> tuple:
+    if not isinstance(new, (tuple, list)) or len(new) != len(carried):
+        raise RuntimeError(f"while_loop: body_fn must return {len(carried)} carried values (a tuple), got "
+                           f"{type(new).__name__}")
+    for i, (n, c) in enumerate(zip(new, carried)):
+        if not isinstance(n, Tensor) or tuple(n.shape) != tuple(c.shape) or n.dtype != c.dtype:
+            got = f"{tuple(n.shape)} {n.dtype}" if isinstance(n, Tensor) else type(n).__name__
+            raise RuntimeError(f"while_loop: body_fn output {i} must match carried input {i} "
+                               f"({tuple(c.shape)} {c.dtype}), got {got}")
+    return tuple(new)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs):
+    """Runs ``body_fn`` while ``cond_fn`` holds (see the module docstring); returns the final values.
+
+    Example:
+        >>> import ember
+        >>> from ember._higher_order_ops import while_loop
+        >>> while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2), (ember.tensor(0), ember.ones(2)))
+        (tensor(3), tensor([8., 8.]))
+    """
+    if not callable(cond_fn) or not callable(body_fn):
+        raise RuntimeError("while_loop: cond_fn and body_fn must be callable")
+    carried = _check_carried(carried_inputs)
+    extra = ()  # closures' tensors are lifted by the trace
+    if not capturing(*carried, *extra):
+        val = carried
+        while _as_pred(cond_fn(*val, *extra)):
+            val = _check_body(body_fn(*val, *extra), val)
+        return tuple(val)
+    operands = list(carried) + list(extra)
+    c_tracer, c_leaves, _ = trace_subgraph(cond_fn, operands, "while_loop cond_fn")
+    b_tracer, b_leaves, b_spec = trace_subgraph(body_fn, operands, "while_loop body_fn")
+    if len(c_leaves) != 1 or not isinstance(c_leaves[0], Tensor) or c_leaves[0].numel() != 1 or (
+            c_leaves[0].dtype.name != "bool"):
+        raise RuntimeError("while_loop: cond_fn must return a boolean scalar tensor")
+    _check_body(b_leaves, carried)
+    lifted = list(c_tracer.lifted)
+    for t in b_tracer.lifted:
+        if not any(t is s for s in lifted):
+            lifted.append(t)
+    cond_graph = finish_subgraph(c_tracer, c_leaves, lifted, "while_loop cond_fn")
+    body_graph = finish_subgraph(b_tracer, b_leaves, lifted, "while_loop body_fn")
+    return tuple(WHILE_LOOP(cond_graph, body_graph, list(carried), list(extra) + lifted))
+
+
+def _run_while(cond_graph, body_graph, carried, additional):
+    val = tuple(carried)
+    while bool(cond_graph(*val, *additional)[0]):
+        val = tuple(body_graph(*val, *additional))
+    return tuple(v.clone() if any(v is c for c in carried) else v for v in val)
+
+
+def _meta_while(cond_graph, body_graph, carried, additional):
+    return tuple(c.clone() for c in carried)
+
+
+WHILE_LOOP = define("while_loop(Any cond_fn, Any body_fn, Tensor[] carried_inputs, Tensor[] additional_inputs) -> "
+                    "Tensor[]", ("higher_order",), meta=_meta_while)
+WHILE_LOOP.kernels["cpu"] = _run_while
+WHILE_LOOP.kernels["cuda"] = _run_while
+WHILE_LOOP.kernels["meta"] = _meta_while
+
+
+def _no_backward(grads, inputs, outputs):
+    raise RuntimeError("while_loop does not support backward: its number of iterations is data-dependent "
+                       "(as in PyTorch, differentiate a loop with a known trip count instead)")
+
+
+def _register_formula() -> None:
+    from ember.autograd.formulas import FORMULAS, Formula
+
+    if "while_loop" not in FORMULAS:
+        FORMULAS["while_loop"] = Formula("while_loop", _no_backward)
+
+
+_register_formula()
+assert OPS["while_loop"] is WHILE_LOOP

@@ -1,0 +1,128 @@
+"""``mode="reduce-overhead"`` on CUDA: a compiled graph replayed as one CUDA graph.
+
+``cudagraphify(fn)`` wraps a compiled graph (forward, backward or inference). Per input
+signature (dtypes, shapes, strides, devices, and the identity of parameters) the first call
+runs ``fn`` as it is (the warm-up: kernels compile, the caching allocator fills), the second
+captures it into an ``ember.cuda.CUDAGraph``, and later calls copy their inputs into the
+captured ones and replay the graph: no Python dispatch, no allocator work, one launch.
+
+Inputs: parameters (``nn.Parameter``) are captured by address and never copied, as PyTorch's
+cudagraph trees treat them; every other tensor input gets a graph-owned copy that each call
+refreshes (a tensor whose address equals the captured one is not copied again). Inputs the
+graph writes in place are copied back to the caller's tensor after each replay. Outputs are
+returned as fresh copies, so a result held across calls is never overwritten by the next
+replay (PyTorch returns the graph's own buffers and raises on a stale access instead;
+docs/deviations.md). Anything a graph cannot capture (CPU inputs, an input that needs grad
+outside AOT autograd, a synchronizing op) runs ``fn`` uncaptured from then on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ember._src.tensor import Tensor
+
+log = logging.getLogger("ember.compiler.inductor")
+# Process-wide counts (as torch._dynamo.utils.counters): graphs captured, replays, captures that
+# failed (with their reasons), so that tests and benchmarks can see that graphs really replay.
+COUNTERS = {"captures": 0, "replays": 0, "failures": 0, "reasons": []}
+
+
+def _is_parameter(t) -> bool:
+    return type(t).__name__ == "Parameter" or getattr(t, "_is_param", False)
+
+
+def _signature(args) -> tuple:
+    sig = []
+    for a in args:
+        if isinstance(a, Tensor):
+            sig.append((a.dtype, tuple(a._shape), tuple(a._stride), a._device, id(a) if _is_parameter(a) else None))
+        else:
+            sig.append((type(a), a if isinstance(a, (int, float, bool, str)) or a is None else id(a)))
+    return tuple(sig)
+
+
+def _all_cuda(args) -> bool:
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    return bool(tensors) and all(t._device.type == "cuda" for t in tensors)
+
+
+class _Entry:
+    __slots__ = ("graph", "inputs", "outputs", "written", "single", "kind")
+
+
+class CudaGraphed:
+    """``fn`` replayed as CUDA graphs, one per input signature."""
+
+    def __init__(self, fn, warmup: int = 1):
+        self.fn = fn
+        self.warmup = warmup
+        self.seen: dict = {}
+        self.entries: dict = {}
+        self.disabled = False
+
+    def __call__(self, *args):
+        if len(args) == 1 and type(args[0]) is list:  # aot_autograd's boxed convention
+            args = tuple(args[0])
+            boxed = True
+        else:
+            boxed = False
+        if self.disabled or not _all_cuda(args):
+            return self._plain(args, boxed)
+        sig = _signature(args)
+        entry = self.entries.get(sig)
+        if entry is None:
+            count = self.seen.get(sig, 0)
+            self.seen[sig] = count + 1
+            if count < self.warmup:
+                return self._plain(args, boxed)
+            try:
+                entry = self._capture(args, boxed)
+            except Exception as exc:  # noqa: BLE001 - the graph runs uncaptured instead
+                log.warning("cudagraphs: capture failed, the graph runs uncaptured: %s: %s", type(exc).__name__, exc)
+                COUNTERS["failures"] += 1
+                COUNTERS["reasons"].append(f"{type(exc).__name__}: {exc}"[:300])
+                self.disabled = True
+                return self._plain(args, boxed)
+            COUNTERS["captures"] += 1
+            self.entries[sig] = entry
+        return self._replay(entry, args)
+
+    def _plain(self, args, boxed):
+        return self.fn(list(args)) if boxed else self.fn(*args)
+
+    def _capture(self, args, boxed):
+        import ember
+
+        entry = _Entry()
+        inputs = [a if not isinstance(a, Tensor) or _is_parameter(a) else a.detach().clone() for a in args]
+        versions = [a._storage.version if isinstance(a, Tensor) else None for a in inputs]
+        graph = ember.cuda.CUDAGraph()
+        with ember.cuda.graph(graph):
+            out = self.fn(list(inputs)) if boxed else self.fn(*inputs)
+        entry.single = isinstance(out, Tensor)
+        entry.kind = type(out) if isinstance(out, (tuple, list)) else list
+        entry.outputs = (out,) if entry.single else tuple(out)
+        entry.graph, entry.inputs = graph, inputs
+        # Inputs the graph writes: their storage version moved during the capture.
+        entry.written = [i for i, (t, v) in enumerate(zip(inputs, versions))
+                         if isinstance(t, Tensor) and not _is_parameter(t) and t._storage.version != v]
+        return entry
+
+    def _replay(self, entry, args):
+        for dst, src in zip(entry.inputs, args):
+            if isinstance(dst, Tensor) and dst is not src and dst.data_ptr() != src.data_ptr():
+                dst.copy_(src)
+        entry.graph.replay()
+        COUNTERS["replays"] += 1
+        for i in entry.written:
+            args[i].copy_(entry.inputs[i])
+        outs = tuple(o.clone() if isinstance(o, Tensor) else o for o in entry.outputs)
+        return outs[0] if entry.single else entry.kind(outs)
+
+
+def cudagraphify(fn, example_inputs=None):
+    """``fn`` wrapped for CUDA-graph replay (inputs on CUDA), else ``fn`` itself."""
+    if example_inputs is not None and not _all_cuda(list(example_inputs)):
+        return fn
+    return CudaGraphed(fn)

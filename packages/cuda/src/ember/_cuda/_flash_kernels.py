@@ -1,0 +1,341 @@
+"""Flash attention (forward and backward) as Triton source, launched by ``_ops_attention``.
+
+The forward streams key/value tiles past one tile of query rows, keeping the running row
+maximum and sum (the online softmax) in registers, so the L x S score matrix never reaches
+device memory; it writes the output and each row's log-sum-exp (natural log, float32). The
+backward recomputes the probabilities tile by tile from that log-sum-exp: one kernel per
+key tile accumulates dK and dV over the query tiles, another per query tile accumulates dQ
+(two kernels instead of atomics: deterministic, and no float32 dQ buffer to convert).
+
+Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
+are powers of two (the host pads odd widths with zeros), an optional additive bias (any
+strides, 0 for broadcast dims; bool masks arrive as 0/-inf), causal masking with PyTorch's
+top-left alignment (query i sees keys j <= i), and grouped heads (``GROUP`` query heads share
+one key/value head). Tiles wholly left of (or, for dK/dV, below) the causal diagonal skip
+the causal test, and lengths that are multiples of the tile skip the bounds masks
+(``EVEN_M``/``EVEN_N``); tiles advance by pointer increments. Rows that see no key give zeros
+and a log-sum-exp of -inf, as the CPU kernel's fully-masked rows do. Scores are kept in base
+2 (scale * log2(e) folded in) so each probability is one ``exp2``.
+"""
+
+from __future__ import annotations
+
+SOURCE = '''
+import triton
+import triton.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S, skn, svn, sbn, qk_scale,
+               BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+               PREC: tl.constexpr):
+    # Key tiles lo..hi (multiples of BLOCK_N) into the running max / sum / accumulator.
+    k_ptrs += lo * skn
+    v_ptrs += lo * svn
+    if HAS_BIAS:
+        b_ptrs += lo * sbn
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        if MASK_COLS:
+            k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        if HAS_BIAS:
+            if MASK_COLS:
+                bias = tl.load(b_ptrs, mask=(cols < S)[None, :], other=0.0)
+            else:
+                bias = tl.load(b_ptrs)
+            s += bias.to(tl.float32) * LOG2E
+        if MASK_COLS:
+            s = tl.where((cols < S)[None, :], s, float("-inf"))
+        if CAUSAL_TILE:
+            s = tl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_use[:, None])
+        alpha = tl.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        if MASK_COLS:
+            v = tl.load(v_ptrs, mask=(cols < S)[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=PREC)
+        m_i = m_new
+        k_ptrs += BLOCK_N * skn
+        v_ptrs += BLOCK_N * svn
+        if HAS_BIAS:
+            b_ptrs += BLOCK_N * sbn
+    return acc, l_i, m_i
+
+
+@triton.jit
+def fwd(Q, K, V, B, O, LSE, scale,
+        sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sob, soh, som,
+        H, GROUP, L, S, NUM_M,
+        D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+        EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+        PREC: tl.constexpr):
+    pid = tl.program_id(0)
+    # The heaviest causal tiles (the last rows) start first.
+    start_m = NUM_M - 1 - pid % NUM_M
+    bh = pid // NUM_M
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    offs_e = tl.arange(0, E)
+    offs_n = tl.arange(0, BLOCK_N)
+    q_ptrs = Q + b * sqb + h * sqh + rows[:, None].to(tl.int64) * sqm + offs_d[None, :]
+    if EVEN_M:
+        q = tl.load(q_ptrs)
+    else:
+        q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
+    k_ptrs = K + b * skb + hk * skh + offs_n[:, None].to(tl.int64) * skn + offs_d[None, :]
+    v_ptrs = V + b * svb + hk * svh + offs_n[:, None].to(tl.int64) * svn + offs_e[None, :]
+    b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
+    qk_scale = scale * LOG2E
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, E], tl.float32)
+    if CAUSAL:
+        # Tiles left of the diagonal need no causal test; the diagonal ones do.
+        diag = start_m * BLOCK_M
+        if diag > S:
+            diag = (S // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, S, skn, svn,
+                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC)
+        hi = (start_m + 1) * BLOCK_M
+        if hi > S:
+            hi = S
+        acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, S, skn, svn,
+                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC)
+    else:
+        acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, S, skn, svn,
+                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC)
+    empty = l_i == 0.0
+    l_use = tl.where(empty, 1.0, l_i)
+    out = acc / l_use[:, None]
+    o_ptrs = O + b * sob + h * soh + rows[:, None].to(tl.int64) * som + offs_e[None, :]
+    lse = tl.where(empty, float("-inf"), (m_i + tl.log2(l_use)) * LN2)
+    if EVEN_M:
+        tl.store(o_ptrs, out.to(O.dtype.element_ty))
+        tl.store(LSE + bh.to(tl.int64) * L + rows, lse)
+    else:
+        tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=(rows < L)[:, None])
+        tl.store(LSE + bh.to(tl.int64) * L + rows, lse, mask=rows < L)
+
+
+@triton.jit
+def delta(O, DO, DELTA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLOCK_M: tl.constexpr):
+    # delta[row] = sum(dO * O) over the value width: the softmax backward's row term.
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_e = tl.arange(0, E)
+    m = (rows < L)[:, None]
+    o = tl.load(O + b * sob + h * soh + rows[:, None].to(tl.int64) * som + offs_e[None, :], mask=m,
+                other=0.0).to(tl.float32)
+    do = tl.load(DO + b * sdb + h * sdh + rows[:, None].to(tl.int64) * sdm + offs_e[None, :], mask=m,
+                 other=0.0).to(tl.float32)
+    tl.store(DELTA + bh.to(tl.int64) * L + rows, tl.sum(o * do, 1), mask=rows < L)
+
+
+@triton.jit
+def _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S, sqm, sdm,
+                sbm, qk_scale, BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr,
+                HAS_BIAS: tl.constexpr, PREC: tl.constexpr):
+    # Query tiles lo..hi (multiples of BLOCK_M) into one key tile's dK and dV.
+    q_ptrs += lo * sqm
+    do_ptrs += lo * sdm
+    if HAS_BIAS:
+        b_ptrs += lo * sbm
+    for start_m in range(lo, hi, BLOCK_M):
+        rows = start_m + offs_m
+        if MASK_ROWS:
+            q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
+            do = tl.load(do_ptrs, mask=(rows < L)[:, None], other=0.0)
+            lse = tl.load(lse_ptr + rows, mask=rows < L, other=float("inf"))
+            dl = tl.load(delta_ptr + rows, mask=rows < L, other=0.0)
+        else:
+            q = tl.load(q_ptrs)
+            do = tl.load(do_ptrs)
+            lse = tl.load(lse_ptr + rows)
+            dl = tl.load(delta_ptr + rows)
+        lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
+        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        if HAS_BIAS:
+            bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
+            s += bias.to(tl.float32) * LOG2E
+        p = tl.exp2(s - lse2[:, None])
+        if CAUSAL_TILE:
+            p = tl.where(rows[:, None] >= cols[None, :], p, 0.0)
+        dv = tl.dot(tl.trans(p.to(do.dtype)), do, dv, input_precision=PREC)
+        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+        ds = p * (dp - dl[:, None])
+        dk = tl.dot(tl.trans(ds.to(q.dtype)), q, dk, input_precision=PREC)
+        q_ptrs += BLOCK_M * sqm
+        do_ptrs += BLOCK_M * sdm
+        if HAS_BIAS:
+            b_ptrs += BLOCK_M * sbm
+    return dk, dv
+
+
+@triton.jit
+def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
+         sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
+         skb2, skh2, skn2, svb2, svh2, svn2,
+         H, GROUP, L, S, NUM_N,
+         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+         PREC: tl.constexpr):
+    # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile.
+    pid = tl.program_id(0)
+    start_n = pid % NUM_N
+    bh = pid // NUM_N
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    offs_e = tl.arange(0, E)
+    offs_m = tl.arange(0, BLOCK_M)
+    k_ptrs = K + b * skb + hk * skh + cols[:, None].to(tl.int64) * skn + offs_d[None, :]
+    v_ptrs = V + b * svb + hk * svh + cols[:, None].to(tl.int64) * svn + offs_e[None, :]
+    if EVEN_N:
+        k = tl.load(k_ptrs)
+        v = tl.load(v_ptrs)
+    else:
+        k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
+        v = tl.load(v_ptrs, mask=(cols < S)[:, None], other=0.0)
+    q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None].to(tl.int64) * sqm + offs_d[None, :]
+    do_ptrs = DO + b * sdb + h * sdh + offs_m[:, None].to(tl.int64) * sdm + offs_e[None, :]
+    b_ptrs = B + b * sbb + h * sbh + offs_m[:, None].to(tl.int64) * sbm + cols[None, :].to(tl.int64) * sbn
+    lse_ptr = LSE + bh.to(tl.int64) * L
+    delta_ptr = DELTA + bh.to(tl.int64) * L
+    qk_scale = scale * LOG2E
+    dk = tl.zeros([BLOCK_N, D], tl.float32)
+    dv = tl.zeros([BLOCK_N, E], tl.float32)
+    if CAUSAL:
+        # Query tiles crossing the diagonal need the causal test; those below it see the whole key tile.
+        lo = start_n * BLOCK_N
+        mid = lo + BLOCK_N
+        if mid > L:
+            mid = L
+        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, mid, L, S,
+                             sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC)
+        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, mid, L, L, S,
+                             sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
+    else:
+        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, S,
+                             sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
+    dk = dk * scale
+    dk_ptrs = DK + b * skb2 + h * skh2 + cols[:, None].to(tl.int64) * skn2 + offs_d[None, :]
+    dv_ptrs = DV + b * svb2 + h * svh2 + cols[:, None].to(tl.int64) * svn2 + offs_e[None, :]
+    if EVEN_N:
+        tl.store(dk_ptrs, dk.to(DK.dtype.element_ty))
+        tl.store(dv_ptrs, dv.to(DV.dtype.element_ty))
+    else:
+        tl.store(dk_ptrs, dk.to(DK.dtype.element_ty), mask=(cols < S)[:, None])
+        tl.store(dv_ptrs, dv.to(DV.dtype.element_ty), mask=(cols < S)[:, None])
+
+
+@triton.jit
+def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, L, S, skn, svn, sbn, qk_scale,
+              BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+              PREC: tl.constexpr):
+    # Key tiles lo..hi (multiples of BLOCK_N) into one query tile's dQ.
+    k_ptrs += lo * skn
+    v_ptrs += lo * svn
+    if HAS_BIAS:
+        b_ptrs += lo * sbn
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        if MASK_COLS:
+            k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=(cols < S)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+            v = tl.load(v_ptrs)
+        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        if HAS_BIAS:
+            bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
+            s += bias.to(tl.float32) * LOG2E
+        p = tl.exp2(s - lse2[:, None])
+        if MASK_COLS:
+            p = tl.where((cols < S)[None, :], p, 0.0)
+        if CAUSAL_TILE:
+            p = tl.where(rows[:, None] >= cols[None, :], p, 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+        ds = p * (dp - dl[:, None])
+        acc = tl.dot(ds.to(k.dtype), k, acc, input_precision=PREC)
+        k_ptrs += BLOCK_N * skn
+        v_ptrs += BLOCK_N * svn
+        if HAS_BIAS:
+            b_ptrs += BLOCK_N * sbn
+    return acc
+
+
+@triton.jit
+def dq(Q, K, V, B, DO, LSE, DELTA, DQ, scale,
+       sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sqb2, sqh2, sqm2,
+       H, GROUP, L, S, NUM_M,
+       D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+       EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+       PREC: tl.constexpr):
+    # One query tile: dQ = scale * dS K over every key tile.
+    pid = tl.program_id(0)
+    start_m = NUM_M - 1 - pid % NUM_M
+    bh = pid // NUM_M
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    offs_e = tl.arange(0, E)
+    offs_n = tl.arange(0, BLOCK_N)
+    q_ptrs = Q + b * sqb + h * sqh + rows[:, None].to(tl.int64) * sqm + offs_d[None, :]
+    do_ptrs = DO + b * sdb + h * sdh + rows[:, None].to(tl.int64) * sdm + offs_e[None, :]
+    if EVEN_M:
+        q = tl.load(q_ptrs)
+        do = tl.load(do_ptrs)
+        lse = tl.load(LSE + bh.to(tl.int64) * L + rows)
+        dl = tl.load(DELTA + bh.to(tl.int64) * L + rows)
+    else:
+        q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
+        do = tl.load(do_ptrs, mask=(rows < L)[:, None], other=0.0)
+        lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=rows < L, other=float("inf"))
+        dl = tl.load(DELTA + bh.to(tl.int64) * L + rows, mask=rows < L, other=0.0)
+    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
+    k_ptrs = K + b * skb + hk * skh + offs_n[:, None].to(tl.int64) * skn + offs_d[None, :]
+    v_ptrs = V + b * svb + hk * svh + offs_n[:, None].to(tl.int64) * svn + offs_e[None, :]
+    b_ptrs = B + b * sbb + h * sbh + rows[:, None].to(tl.int64) * sbm + offs_n[None, :].to(tl.int64) * sbn
+    qk_scale = scale * LOG2E
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    if CAUSAL:
+        diag = start_m * BLOCK_M
+        if diag > S:
+            diag = (S // BLOCK_N) * BLOCK_N
+        acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, L, S, skn, svn, sbn,
+                        qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC)
+        hi = (start_m + 1) * BLOCK_M
+        if hi > S:
+            hi = S
+        acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, L, S, skn, svn, sbn,
+                        qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC)
+    else:
+        acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, L, S, skn, svn, sbn,
+                        qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC)
+    acc = acc * scale
+    dq_ptrs = DQ + b * sqb2 + h * sqh2 + rows[:, None].to(tl.int64) * sqm2 + offs_d[None, :]
+    if EVEN_M:
+        tl.store(dq_ptrs, acc.to(DQ.dtype.element_ty))
+    else:
+        tl.store(dq_ptrs, acc.to(DQ.dtype.element_ty), mask=(rows < L)[:, None])
+'''

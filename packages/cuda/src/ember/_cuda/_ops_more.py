@@ -1,0 +1,128 @@
+"""CUDA kernels composed from existing ones: ``cat`` (one strided copy per input into its slice
+of the output), ``any``/``all`` (a count of nonzero elements, so empty inputs give PyTorch's
+False/True), and the scans ``cumsum``/``cumprod`` (a Triton associative scan per row, rows
+longer than one block carried across blocks).
+"""
+
+from __future__ import annotations
+
+from ember._src import dtypes as dt
+from ember._src.dispatch import OPS
+from ember._src.tensor import new_empty_tensor
+
+from . import _compile
+from ._elementwise import HEADER, TL, TRITON
+from ._streams import current_handle
+
+
+def _cat(tensors, dim=0):
+    from ember._src.ops.joining import _cat_plan
+
+    shape, dtype, parts, device = _cat_plan(tensors, dim)  # PyTorch's checks, promotion, legacy empties
+    result = new_empty_tensor(shape, dtype, device)
+    if not parts or result.numel() == 0:
+        return result
+    d = dim % result.ndim
+    offset = 0
+    for t in parts:
+        size = t._shape[d]
+        if size:
+            result.narrow(d, offset, size).copy_(t)
+        offset += size
+    return result
+
+
+def _count_nonzero(x, dim, keepdim):
+    import ember
+
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    nz = ember.ne(x, 0).to(dt.int64)
+    return nz.sum(dims, keepdim=keepdim) if dims is not None else nz.sum()
+
+
+def _any(x, dim=None, keepdim=False):
+    import ember
+
+    return ember.gt(_count_nonzero(x, dim, keepdim), 0)
+
+
+def _all(x, dim=None, keepdim=False):
+    import ember
+
+    total = 1
+    for i in ([dim] if isinstance(dim, int) else (dim if dim is not None else range(x.ndim))):
+        total *= x._shape[i % max(x.ndim, 1)] if x.ndim else 1
+    if dim is None:
+        total = x.numel()
+    return ember.eq(_count_nonzero(x, dim, keepdim), total)
+
+
+_SCAN = HEADER + '''
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def k(x, out, N, BLOCK: tl.constexpr, PROD: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    if PROD:
+        carry = tl.full([1], 1, __CT__)
+    else:
+        carry = tl.zeros([1], __CT__)
+    for n0 in range(0, N, BLOCK):
+        cols = n0 + tl.arange(0, BLOCK)
+        m = cols < N
+        v = tl.load(x + row * N + cols, mask=m, other=1 if PROD else 0).to(__CT__)
+        if PROD:
+            r = tl.associative_scan(v, 0, _mul) * carry
+        else:
+            r = tl.associative_scan(v, 0, _add) + carry
+        tl.store(out + row * N + cols, r.to(out.dtype.element_ty), mask=m)
+        last = tl.sum(tl.where(cols == tl.minimum(n0 + BLOCK, N) - 1, r, 0), axis=0)
+        carry = tl.zeros([1], __CT__) + last
+'''
+
+
+def _scan(name: str):
+    prod = name == "cumprod"
+
+    def kernel(x, dim, dtype=None):
+        rd = dtype if dtype is not None else (x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
+                                              else dt.int64)
+        if rd.is_complex or rd is dt.bool:
+            raise NotImplementedError(f"ember.ops.{name} has no CUDA kernel for {rd}")
+        src = x if x.dtype is rd else x.to(rd)
+        if src.ndim == 0:
+            return src.clone()
+        d = dim % src.ndim
+        moved = src.movedim(d, -1)
+        dense = moved if moved.is_contiguous() else moved.contiguous()
+        n = dense._shape[-1]
+        out = new_empty_tensor(dense._shape, rd, x._device)
+        rows = dense.numel() // max(n, 1)
+        if rows and n:
+            ct = dt.float64 if rd is dt.float64 else (rd if not rd.is_floating_point else dt.float32)
+            block = min(4096, max(16, 1 << (n - 1).bit_length()))
+            index = x._device.index or 0
+            sig = {"x": "*" + TRITON[rd], "out": "*" + TRITON[rd], "N": "i64", "BLOCK": "constexpr",
+                   "PROD": "constexpr"}
+            launcher = _compile.kernel(_SCAN.replace("__CT__", TL[ct]), "k", sig, {"BLOCK": block, "PROD": prod},
+                                       (), 8 if block >= 2048 else 4, 1, index)
+            launcher((rows, 1, 1), current_handle(index), dense.data_ptr(), out.data_ptr(), n)
+        return out.movedim(-1, d) if d != src.ndim - 1 else out
+
+    return kernel
+
+
+def register() -> None:
+    OPS["cat"].kernels["cuda"] = _cat
+    OPS["any"].kernels["cuda"] = _any
+    OPS["all"].kernels["cuda"] = _all
+    OPS["cumsum"].kernels["cuda"] = _scan("cumsum")
+    OPS["cumprod"].kernels["cuda"] = _scan("cumprod")

@@ -1,0 +1,104 @@
+"""Runs ember's flash-attention Triton kernels in Triton's CPU interpreter against float64
+attention in PyTorch (``python flash_interp_check.py``; test_cuda_flash_interpreter.py starts it in a
+fresh process, since TRITON_INTERPRET must be set before Triton decorates the kernels)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+import triton.runtime.interpreter as interp  # noqa: E402
+
+CASES = [
+    (1, 2, 2, 64, 64, 16, 16, True, False, ((32, 16), (16, 32), (32, 16))),
+    (2, 2, 1, 40, 24, 20, 12, True, False, ((16, 16), (16, 32), (32, 16))),
+    (1, 2, 2, 17, 29, 16, 24, False, True, ((16, 16), (16, 32), (32, 16))),
+]
+
+
+def _load():
+    # NumPy 2 refuses int() of a 1-element array, which the interpreter does for loop bounds.
+    original = interp._patch_lang_tensor
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    interp._patch_lang_tensor = patched
+    from ember._cuda._flash_kernels import SOURCE
+
+    path = os.path.join(tempfile.mkdtemp(), "ember_flash_interp.py")
+    with open(path, "w") as f:
+        f.write(SOURCE)
+    spec = importlib.util.spec_from_file_location("ember_flash_interp", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["ember_flash_interp"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pow2(n):
+    return max(16, 1 << (n - 1).bit_length())
+
+
+def _reference(q, k, v, bias, causal, scale, group):
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    s = q @ k.transpose(-1, -2) * scale
+    if bias is not None:
+        s = s + bias
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+
+def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
+    pad = torch.nn.functional.pad
+    g = torch.Generator().manual_seed(lq * s)
+    q0, k0, v0 = (torch.randn(*shape, generator=g) for shape in ((b, h, lq, d), (b, hk, s, d), (b, hk, s, e)))
+    bias_t = torch.randn(1, h, lq, s, generator=g) if bias else None
+    scale, group, dp, ep = 1 / math.sqrt(d), h // hk, _pow2(d), _pow2(e)
+    q, k, v = pad(q0, (0, dp - d)), pad(k0, (0, dp - d)), pad(v0, (0, ep - e))
+    bt = bias_t.expand(b, h, lq, s) if bias else q
+    bs = bt.stride() if bias else (0, 0, 0, 0)
+    kw = dict(D=dp, E=ep, CAUSAL=causal, HAS_BIAS=bias, PREC="ieee")
+    (bm, bn), (bm1, bn1), (bm2, bn2) = blocks
+    out, lse = torch.empty(b, h, lq, ep), torch.empty(b, h, lq)
+    grid = -(-lq // bm)
+    kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs,
+                                 *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
+                                 EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, **kw)
+    qd, kd, vd = (t.double().requires_grad_() for t in (q0, k0, v0))
+    ref, ref_lse = _reference(qd, kd, vd, None if bias_t is None else bias_t.double(), causal, scale, group)
+    torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
+    do0 = torch.randn(b, h, lq, e, generator=g)
+    ref.backward(do0.double())
+    do = pad(do0, (0, ep - e))
+    delta = torch.empty(b, h, lq)
+    kernels.delta[(-(-lq // 16), b * h)](out, do, delta, *out.stride()[:3], *do.stride()[:3], h, lq, E=ep, BLOCK_M=16)
+    dk, dv, dq = torch.empty(b, h, s, dp), torch.empty(b, h, s, ep), torch.empty_like(q)
+    common = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs, *do.stride()[:3])
+    grid = -(-s // bn1)
+    kernels.dkdv[(grid * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
+                                  *dv.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm1, BLOCK_N=bn1,
+                                  EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0, **kw)
+    grid = -(-lq // bm2)
+    kernels.dq[(grid * b * h,)](q, k, v, bt, do, lse, delta, dq, scale, *common, *dq.stride()[:3], h, group, lq, s,
+                                grid, BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0, **kw)
+    dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
+    dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
+    for got, want in ((dq[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5)
+
+
+if __name__ == "__main__":
+    kernels = _load()
+    for case in CASES:
+        check(kernels, *case)
+        print("ok", case[:9], flush=True)

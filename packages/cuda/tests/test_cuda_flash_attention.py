@@ -1,0 +1,123 @@
+"""Flash attention on CUDA (Triton) against the float64 math path on the CPU (GPU only).
+
+Forward output and the gradients of query, key and value, over dtypes, causal masking,
+boolean and additive masks, grouped heads, odd lengths and head widths, and inputs whose
+(batch, head) strides are not contiguous (the (B, T, H, D) -> (B, H, T, D) transpose of a
+GPT block).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from cuda_helpers import host, needs_gpu
+
+import ember
+
+pytestmark = [pytest.mark.gpu, needs_gpu]
+F = pytest.importorskip("ember.nn.functional")
+
+# Relative error (norm of the difference over the norm of the reference) each dtype must reach.
+REL = {ember.float32: 2e-5, ember.float16: 4e-3, ember.bfloat16: 2.5e-2}
+
+
+def _rel(got, ref):
+    g, r = host(got), host(ref)
+    assert np.isfinite(g).all()
+    return float(np.linalg.norm(g - r) / max(np.linalg.norm(r), 1e-30))
+
+
+def _inputs(b, h, hk, lq, s, d, e, dtype, seed, transposed=False):
+    g = np.random.default_rng(seed)
+    if transposed:  # (B, T, H, D) storage viewed as (B, H, T, D)
+        q = g.standard_normal((b, lq, h, d)).transpose(0, 2, 1, 3)
+        k = g.standard_normal((b, s, hk, d)).transpose(0, 2, 1, 3)
+        v = g.standard_normal((b, s, hk, e)).transpose(0, 2, 1, 3)
+    else:
+        q, k, v = (g.standard_normal(shape) for shape in ((b, h, lq, d), (b, hk, s, d), (b, hk, s, e)))
+    cpu = [ember.tensor(np.ascontiguousarray(x)) for x in (q, k, v)]  # float64 references
+    dev = []
+    for x in (q, k, v):
+        t = ember.tensor(np.ascontiguousarray(x.transpose(0, 2, 1, 3) if transposed else x)).to(dtype).cuda()
+        dev.append(t.transpose(1, 2) if transposed else t)
+    return cpu, dev
+
+
+CASES = [  # b, h, hk, lq, s, d, e, causal, mask, transposed
+    (2, 3, 3, 64, 64, 64, 64, False, None, False),
+    (2, 4, 4, 200, 200, 64, 64, True, None, True),
+    (1, 2, 2, 77, 130, 40, 24, False, None, False),
+    (1, 2, 2, 130, 77, 32, 32, True, None, False),
+    (1, 4, 2, 96, 96, 128, 128, True, None, False),
+    (2, 2, 2, 50, 70, 16, 16, False, "bool", False),
+    (1, 2, 2, 33, 65, 64, 64, False, "float", False),
+]
+
+
+# Every case in bfloat16; float16 and float32 on a few (each distinct case compiles its own kernels).
+_RUNS = [(i, ember.bfloat16) for i in range(len(CASES))] + [(0, ember.float16), (4, ember.float16),
+                                                             (1, ember.float32), (5, ember.float32)]
+
+
+@pytest.mark.parametrize("index,dtype", _RUNS, ids=[f"case{i}-{str(d).split('.')[-1]}" for i, d in _RUNS])
+def test_flash_attention_forward_backward(index, dtype):
+    b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]
+    (q, k, v), (dq, dk, dv) = _inputs(b, h, hk, lq, s, d, e, dtype, seed=index, transposed=transposed)
+    g = np.random.default_rng(7)
+    m_cpu = m_dev = None
+    if mask == "bool":
+        keep = g.random((lq, s)) > 0.4
+        keep[3] = False  # a row that sees no key: zeros, as the CPU kernel gives
+        m_cpu, m_dev = ember.tensor(keep), ember.tensor(keep).cuda()
+    elif mask == "float":
+        bias = g.standard_normal((1, h, lq, s))
+        m_cpu, m_dev = ember.tensor(bias), ember.tensor(bias).to(dtype).cuda()
+    for t in (q, k, v, dq, dk, dv):
+        t.requires_grad_()
+    gqa = h != hk
+    # The reference is the op pair's float64 CPU definition (checked against PyTorch in tensor-core's
+    # tests): unlike the math path's backward it gives rows that see no key zero gradients, not NaN.
+    ref = ember.ops._scaled_dot_product_flash_attention(q, k, v, m_cpu, causal, 1 / math.sqrt(d))[0]
+    out = F.scaled_dot_product_attention(dq, dk, dv, attn_mask=m_dev, is_causal=causal, enable_gqa=gqa)
+    assert out.dtype is dtype and tuple(out.shape) == (b, h, lq, e)
+    assert out.grad_fn is not None
+    assert _rel(out, ref) < REL[dtype]
+    grad = np.random.default_rng(3).standard_normal((b, h, lq, e))
+    ref.backward(ember.tensor(grad))
+    out.backward(ember.tensor(grad).to(dtype).cuda())
+    for got, want in ((dq, q), (dk, k), (dv, v)):
+        assert got.grad.dtype is dtype and tuple(got.grad.shape) == tuple(want.shape)
+        assert _rel(got.grad, want.grad) < 2 * REL[dtype]
+
+
+def test_flash_op_pair_matches_its_cpu_definition():
+    (q, k, v), (dq, dk, dv) = _inputs(1, 2, 2, 48, 48, 32, 32, ember.float32, seed=1)
+    out, lse = ember.ops._scaled_dot_product_flash_attention(dq, dk, dv, None, True, 1 / math.sqrt(32))
+    ref, ref_lse = ember.ops._scaled_dot_product_flash_attention(q, k, v, None, True, 1 / math.sqrt(32))
+    assert lse.dtype is ember.float32 and tuple(lse.shape) == (1, 2, 48)
+    np.testing.assert_allclose(host(lse), host(ref_lse), rtol=1e-5, atol=1e-5)
+    assert _rel(out, ref) < 2e-5
+
+
+def test_inference_op_and_dropout_paths():
+    (q, k, v), (dq, dk, dv) = _inputs(2, 2, 2, 40, 40, 16, 16, ember.bfloat16, seed=2)
+    with ember.no_grad():
+        ref = ember.ops.scaled_dot_product_attention(q, k, v, None, 0.0, True)
+        out = ember.ops.scaled_dot_product_attention(dq, dk, dv, None, 0.0, True)
+        assert _rel(out, ref) < REL[ember.bfloat16]
+        # dropout=1 drops every weight: zeros (the math path with the dropout mask)
+        dropped = F.scaled_dot_product_attention(dq, dk, dv, dropout_p=1.0)
+        assert float(host(dropped).__abs__().max()) == 0.0
+    # float64 stays on the math path
+    out64 = F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), is_causal=True)
+    np.testing.assert_allclose(host(out64), host(ember.ops.scaled_dot_product_attention(q, k, v, None, 0.0, True)),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_long_causal_sequence_bf16():
+    (q, k, v), (dq, dk, dv) = _inputs(1, 2, 2, 1024, 1024, 64, 64, ember.bfloat16, seed=5)
+    out = F.scaled_dot_product_attention(dq, dk, dv, is_causal=True)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert _rel(out, ref) < REL[ember.bfloat16]

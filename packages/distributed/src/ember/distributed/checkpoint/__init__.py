@@ -1,0 +1,29 @@
+"""``ember.distributed.checkpoint``: sharded checkpoints (``save``/``load``), loadable at another
+world size or layout; the ``state_dict`` helpers live in ``.state_dict``.
+
+The format is ember's own and safe to load: a JSON ``.metadata`` file (written last, atomically)
+describing every tensor's global shape, dtype and saved pieces, and one raw-bytes file per rank.
+Nothing in a checkpoint is ever unpickled or executed.
+"""
+
+from ._filesystem import FileSystemReader, FileSystemWriter
+from ._format import Metadata
+from ._save_load import CheckpointException, load, save
+
+state_dict_saver = state_dict_loader = None  # set below: PyTorch's module paths for save/load
+
+__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "load", "save"]
+
+
+def _aliases():
+    import sys
+    import types
+
+    for name in ("state_dict_saver", "state_dict_loader"):
+        module = types.ModuleType(f"{__name__}.{name}")
+        module.save, module.load = save, load
+        sys.modules[module.__name__] = module
+        globals()[name] = module
+
+
+_aliases()

@@ -1,0 +1,108 @@
+"""``PipelineStage``: one rank's piece of the model, with the messages to its neighbours.
+
+Stage ``i`` is rank ``i`` of the stage group. Activations go to stage ``i + 1``, the gradients of
+the stage's inputs back to stage ``i - 1``. The first message between two stages carries a small
+int64 header (rank, dtype, sizes) so the receiver can allocate; later microbatches reuse it.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from .. import _collectives as C
+from .. import _world
+
+_DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
+_HEADER = 10  # ndim, dtype code, up to 8 sizes
+
+
+class PipelineStage:
+    """Stage ``stage_index`` of ``num_stages``, running ``submodule`` on this rank."""
+
+    def __init__(self, submodule, stage_index: int, num_stages: int, device=None, input_args=None,
+                 output_args=None, group=None, dw_builder=None):
+        if not 0 <= stage_index < num_stages:
+            raise ValueError(f"Stage index {stage_index} is out of range of {num_stages}")
+        self.submod = submodule
+        self.stage_index = stage_index
+        self.num_stages = num_stages
+        self.group = group
+        size = _world.get_world_size(group)
+        if size != num_stages:
+            raise ValueError(f"num_stages {num_stages} must equal the size of the stage group ({size}): one stage "
+                             "per rank")
+        self._in_meta = None  # (dtype, shape) of what arrives from the previous stage
+        self._grad_meta = None  # (dtype, shape) of the gradient arriving from the next stage
+        self._pending: list = []  # sends not yet completed
+
+    @property
+    def is_first(self) -> bool:
+        return self.stage_index == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.stage_index == self.num_stages - 1
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _send(self, t, to_stage: int, with_header: bool) -> None:
+        t = t.detach().contiguous()
+        if with_header:
+            if t.ndim > _HEADER - 2:
+                raise ValueError(f"pipelining: activations of {t.ndim} dims are not supported (at most {_HEADER - 2})")
+            header = ember.zeros(_HEADER, dtype=ember.int64)
+            header[0] = t.ndim
+            header[1] = _DTYPES.index(str(t.dtype).split(".")[-1])
+            for i, n in enumerate(t.shape):
+                header[2 + i] = n
+            self._pending.append((C.isend(header, group=self.group, group_dst=to_stage), header))
+        self._pending.append((C.isend(t, group=self.group, group_dst=to_stage), t))
+
+    def _recv(self, from_stage: int, meta):
+        if meta is None:
+            header = ember.zeros(_HEADER, dtype=ember.int64)
+            C.recv(header, group=self.group, group_src=from_stage)
+            values = header.tolist()
+            meta = (getattr(ember, _DTYPES[values[1]]), tuple(values[2:2 + values[0]]))
+        buf = ember.empty(meta[1], dtype=meta[0])
+        C.recv(buf, group=self.group, group_src=from_stage)
+        return buf, meta
+
+    def wait_sends(self) -> None:
+        for work, _ in self._pending:
+            if work is not None:
+                work.wait()
+        self._pending.clear()
+
+    # -- one microbatch ----------------------------------------------------------------
+
+    def forward_one(self, args, kwargs):
+        """Runs this stage on one microbatch: (stage input or None, output)."""
+        if self.is_first:
+            inputs = args
+            received = None
+        else:
+            received, self._in_meta = self._recv(self.stage_index - 1, self._in_meta)
+            if received.is_floating_point():
+                received.requires_grad_(True)
+            inputs = (received,)
+        out = self.submod(*inputs, **(kwargs if self.is_first else {}))
+        if not self.is_last:
+            first = not getattr(self, "_sent_forward_header", False)
+            self._send(out, self.stage_index + 1, first)
+            self._sent_forward_header = True
+        return received, out
+
+    def backward_one(self, received, out, loss=None):
+        """Backward of one microbatch: from the loss (last stage) or the gradient the next stage sends."""
+        if self.is_last:
+            loss.backward()
+        else:
+            grad, self._grad_meta = self._recv(self.stage_index + 1, self._grad_meta)
+            if out.requires_grad:
+                out.backward(grad)
+        if not self.is_first and received is not None:
+            g = received.grad if received.grad is not None else ember.zeros_like(received)
+            first = not getattr(self, "_sent_backward_header", False)
+            self._send(g, self.stage_index - 1, first)
+            self._sent_backward_header = True

@@ -1,0 +1,25 @@
+"""Pipeline parallelism: ScheduleGPipe and Schedule1F1B over 4 microbatches train each stage as
+the single-process model trains on the whole batch, as PyTorch's pipelining does on gloo (2
+stages), and at 4 stages; pipeline() cuts an nn.Sequential at SplitPoints."""
+
+from __future__ import annotations
+
+import pytest
+from dist_harness import run_ranks
+
+
+def test_two_stage_pipeline_matches_pytorch_and_full_batch_training():
+    ours, _, _ = run_ranks("pipeline_program.py", 2, limit=150)
+    theirs, _, _ = run_ranks("pipeline_program.py", 2, lib="torch", limit=150)
+    for rank in range(2):
+        mine = {k: v for k, v in ours[rank].items() if not k.startswith("pipeline_")}
+        assert mine == theirs[rank]
+        assert all(v is True for k, v in ours[rank].items() if k != "out_shape"), ours[rank]
+
+
+@pytest.mark.slow
+def test_four_stage_pipeline_equals_full_batch_training():
+    ours, _, _ = run_ranks("pipeline_program.py", 4, limit=150)
+    for rank in range(4):
+        assert all(v is True for k, v in ours[rank].items() if k != "out_shape"), ours[rank]
+    assert ours[3]["out_shape"] == [8, 4]

@@ -1,0 +1,160 @@
+"""Generates ember's public API from the op table (optable.py): ``ember.<name>``, ``Tensor``
+methods and properties, in-place variants, aliases and the names of ``ember.special`` & co.
+
+``generate`` runs once, from api.py, after every op module has declared its records; an op
+declared later with variants (a plugin's, a test's toy op) is bound when declared (``bind_op``,
+also into the ``ember`` module itself) and removed by ``unbind``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import dispatch
+from .dispatch import OPS, Op
+from .ops._common import write_out
+from .ops.inplace_variants import _write_back
+from .optable import NAMESPACES, RECORDS, Record, Signature
+from .tensor import Tensor
+
+# "special" -> {name: function}: what ember.special (ember.linalg, ember.fft) adds from the table.
+NAMESPACE_NAMES: dict[str, dict] = {ns: {} for ns in NAMESPACES}
+# (place, name) -> the record bound there; place is "function" (ember.<name>) or "method" (Tensor.<name>).
+_CLAIMED: dict[tuple, object] = {}
+_NAMESPACE: list = [None]  # the ember namespace dict generate() filled
+
+
+def _claim(place: str, name: str, owner) -> None:
+    previous = _CLAIMED.get((place, name))
+    if previous is not None and previous is not owner:
+        raise ValueError(f"{place} '{name}' is bound by two op records: {previous!r} and {owner!r}")
+    _CLAIMED[(place, name)] = owner
+
+
+def generated_inplace(name: str, fn):
+    """``Tensor.<name>_`` for an op without an in-place kernel: the out-of-place result, checked
+    (castable to self's dtype, self's shape) and copied into self; autograd records the copy."""
+
+    def method(self, *args, **kwargs):
+        return _write_back(self, lambda x: fn(x, *args, **kwargs), *args, *kwargs.values())
+
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
+def _bind_function(namespace: dict, name: str, fn, owner) -> None:
+    _claim("function", name, owner)
+    namespace[name] = fn
+    if _NAMESPACE[0] is not None and "ember" in sys.modules:  # a late op: ember's import * is done
+        setattr(sys.modules["ember"], name, fn)
+
+
+def _bind_method(name: str, fn, owner) -> None:
+    _claim("method", name, owner)
+    setattr(Tensor, name, fn)
+
+
+def _bind_record(record: Record, namespace: dict, claimed: dict) -> None:
+    # Runs ~700 times while ember is imported: each claim is one dict lookup (_claim raises).
+    names = (record.name, *record.aliases) if record.aliases else (record.name,)
+    variants = record.variants
+    if "function" in variants:
+        fn = record.fn
+        for name in names:
+            if claimed.setdefault(("function", name), record) is not record:
+                _claim("function", name, record)
+            namespace[name] = fn
+    methods = []
+    if "method" in variants:
+        method = record.method
+        methods += [(name, method) for name in names]
+    if "property" in variants:
+        prop = property(record.fn)
+        methods += [(name, prop) for name in names]
+    if "inplace" in variants:
+        inplace = generated_inplace(record.name, record.method)
+        methods += [(name + "_", inplace) for name in names]
+    for name, value in methods:
+        if claimed.setdefault(("method", name), record) is not record:
+            _claim("method", name, record)
+        setattr(Tensor, name, value)
+    for ns, ns_names in record.namespaces.items():
+        fn = record.fn
+        for name in ns_names:
+            NAMESPACE_NAMES[ns][name] = fn
+
+
+def op_function(op: Op):
+    """``ember.<name>`` of a dispatcher op declared with variants: the schema's argument check
+    (TypeError naming the signature, as PyTorch's parser), then the op; ``out=`` when declared."""
+    signature = Signature.parse(op.schema)
+    check = signature.check
+    if "out" in op.variants:
+
+        def function(*args, out=None, **kwargs):
+            check(args, kwargs)
+            return write_out(op(*args, **kwargs), out, tuple(a for a in args if isinstance(a, Tensor)))
+    else:
+
+        def function(*args, **kwargs):
+            check(args, kwargs)
+            return op(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = op.name
+    function.__doc__ = f"{op.name}{signature} (schema: {op.schema})"
+    return function
+
+
+def bind_op(op: Op, namespace: dict | None = None) -> None:
+    """Binds the public forms of a dispatcher op declared with ``variants`` (dispatch.define)."""
+    namespace = _NAMESPACE[0] if namespace is None else namespace
+    variants = op.variants
+    function = op_function(op)
+    names = (op.name, *op.aliases)
+    for name in names:
+        if "function" in variants:
+            _bind_function(namespace, name, function, op)
+        if "method" in variants:
+            _bind_method(name, function, op)
+        if "inplace" in variants:
+            inplace = OPS.get(op.name + "_")
+            _bind_method(name + "_", inplace if inplace is not None else generated_inplace(op.name, function), op)
+    for ns, ns_names in op.namespaces.items():
+        for name in ns_names:
+            NAMESPACE_NAMES[ns][name] = function
+
+
+def unbind(name: str) -> None:
+    """Removes what was bound for ``name`` (its aliases and in-place form included) and its op."""
+    namespace = _NAMESPACE[0]
+    for (place, bound), owner in list(_CLAIMED.items()):
+        owner_name = owner.name
+        if owner_name != name:
+            continue
+        del _CLAIMED[(place, bound)]
+        if place == "function":
+            namespace.pop(bound, None)
+            sys.modules["ember"].__dict__.pop(bound, None)
+        elif bound in Tensor.__dict__:
+            delattr(Tensor, bound)
+    for ns_names in NAMESPACE_NAMES.values():
+        for key in [k for k, v in ns_names.items() if getattr(v, "__name__", None) == name]:
+            del ns_names[key]
+    OPS.pop(name, None)
+    OPS.pop(name + "_", None)
+
+
+def generate(namespace: dict) -> None:
+    """Binds every record and every op declared with variants (api.py calls this once)."""
+    for record in RECORDS:
+        _bind_record(record, namespace, _CLAIMED)
+    for op in list(OPS.values()):
+        if op.variants:
+            bind_op(op, namespace)
+    _NAMESPACE[0] = namespace
+    dispatch._BIND_HOOK[0] = bind_op
+
+
+def namespace(name: str) -> dict:
+    """The names the table gives ``ember.<name>`` (special, linalg, fft)."""
+    return dict(NAMESPACE_NAMES[name])
