@@ -151,65 +151,12 @@ void for_each_image(int64_t n, const F& fn) {
   }
 }
 
-// Small images (a whole image's columns well under the chunk size): several images side by
-// side in one column buffer and one gemm, then each image's rows copied out. Per-image gemms
-// of, e.g., 16 x 100 x 150 spend most of their time in OpenBLAS's call and packing overhead
-// (LeNet's second conv ran at 2x PyTorch's time).
-template <typename T>
-void conv_forward_batched(T* y, const T* x, const T* w, const T* bias, const Geometry& g, int64_t per) {
-  const int64_t L = g.out_size(), K = g.rows(), nrows_total = g.out[0] * g.out[1];
-  const int64_t nbatch = (g.n + per - 1) / per;
-  for_each_image(nbatch, [&](int64_t bi) {
-    const int64_t i0 = bi * per, cnt = std::min(per, g.n - i0), ld = cnt * L;
-    std::vector<T> cols(static_cast<size_t>(K * ld)), out(static_cast<size_t>(g.cy * ld));
-    for (int64_t j = 0; j < cnt; ++j) im2col_rows(x + (i0 + j) * g.cx * g.in_size(), g, 0, nrows_total, cols.data() + j * L, ld);
-    gemm<T>(CblasNoTrans, CblasNoTrans, g.cy, ld, K, w, K, cols.data(), ld, T(0), out.data(), ld);
-    for (int64_t j = 0; j < cnt; ++j) {
-      T* yi = y + (i0 + j) * g.cy * L;
-      for (int64_t co = 0; co < g.cy; ++co) {
-        const T* src = out.data() + co * ld + j * L;
-        T* dst = yi + co * L;
-        if (bias) {
-          const T bc = bias[co];
-          for (int64_t l = 0; l < L; ++l) dst[l] = src[l] + bc;
-        } else {
-          std::memcpy(dst, src, static_cast<size_t>(L) * sizeof(T));
-        }
-      }
-    }
-  });
-}
-
-// Images per batch for the batched small-image paths; 0 where they do not apply.
-int64_t images_per_batch(const Geometry& g, int64_t elem) {
-  const int64_t image_bytes = g.rows() * g.out_size() * elem;
-  if (g.groups != 1 || g.identity() || g.n <= 1 || image_bytes * 4 > (int64_t(512) << 10)) return 0;
-  int64_t per = std::max<int64_t>(1, (int64_t(512) << 10) / std::max<int64_t>(1, image_bytes));
-  // Keep every thread busy: at least as many image batches as threads.
-  const int threads = get_num_threads();
-  if (threads > 1) per = std::max<int64_t>(1, std::min(per, (g.n + threads - 1) / threads));
-  return per;
-}
-
-// ybuf (cy, cnt * L) <- the cnt images' outputs y[i0 .. i0 + cnt) side by side.
-template <typename T>
-void gather_outputs(T* ybuf, const T* y, const Geometry& g, int64_t i0, int64_t cnt) {
-  const int64_t L = g.out_size(), ld = cnt * L;
-  for (int64_t j = 0; j < cnt; ++j)
-    for (int64_t co = 0; co < g.cy; ++co)
-      std::memcpy(ybuf + co * ld + j * L, y + ((i0 + j) * g.cy + co) * L, static_cast<size_t>(L) * sizeof(T));
-}
-
 template <typename T>
 void conv_forward(T* y, const T* x, const T* w, const T* bias, const Geometry& g) {
   const int64_t L = g.out_size(), K = g.rows() / g.groups, cyg = g.cy / g.groups, oW = g.out[2];
   const int64_t nrows_total = g.out[0] * g.out[1];
   const bool ident = g.identity();
   const int64_t step = chunk_rows(g, sizeof(T));
-  if (int64_t per = images_per_batch(g, sizeof(T))) {
-    conv_forward_batched(y, x, w, bias, g, per);
-    return;
-  }
   for_each_image(g.n, [&](int64_t i) {
     const T* xi = x + i * g.cx * g.in_size();
     T* yi = y + i * g.cy * L;
@@ -241,24 +188,6 @@ void conv_backward_input(T* x, const T* y, const T* w, const T* bias, const Geom
   const int64_t nrows_total = g.out[0] * g.out[1], S = g.in_size();
   const bool ident = g.identity();
   const int64_t step = chunk_rows(g, sizeof(T));
-  if (const int64_t per = images_per_batch(g, sizeof(T))) {  // small images: one gemm per batch
-    const int64_t nbatch = (g.n + per - 1) / per;
-    for_each_image(nbatch, [&](int64_t bi) {
-      const int64_t i0 = bi * per, cnt = std::min(per, g.n - i0), ld = cnt * L;
-      std::vector<T> ybuf(static_cast<size_t>(g.cy * ld)), cols(static_cast<size_t>(K * ld));
-      gather_outputs(ybuf.data(), y, g, i0, cnt);
-      gemm<T>(CblasTrans, CblasNoTrans, K, ld, g.cy, w, K, ybuf.data(), ld, T(0), cols.data(), ld);
-      for (int64_t j = 0; j < cnt; ++j) {
-        T* xi = x + (i0 + j) * g.cx * S;
-        std::fill(xi, xi + g.cx * S, T(0));
-        col2im_rows(xi, g, 0, nrows_total, cols.data() + j * L, ld);
-        if (bias)
-          for (int64_t c = 0; c < g.cx; ++c)
-            for (T *p = xi + c * S, *e = p + S; p < e; ++p) *p += bias[c];
-      }
-    });
-    return;
-  }
   for_each_image(g.n, [&](int64_t i) {
     T* xi = x + i * g.cx * S;
     const T* yi = y + i * g.cy * L;
@@ -295,19 +224,7 @@ void conv_backward_weight(T* gw, const T* x, const T* y, const Geometry& g) {
   // One accumulator per thread (the first is gw itself), summed at the end.
   std::vector<std::vector<T>> partial(static_cast<size_t>(nbuf - 1), std::vector<T>(static_cast<size_t>(wsize)));
   std::fill(gw, gw + wsize, T(0));
-  const int64_t per = images_per_batch(g, sizeof(T));
   auto body = [&](int64_t b, int64_t e, T* acc) {
-    if (per) {  // small images: im2col of a batch side by side, one gemm per batch
-      for (int64_t i0 = b; i0 < e; i0 += per) {
-        const int64_t cnt = std::min(per, e - i0), ld = cnt * L;
-        std::vector<T> ybuf(static_cast<size_t>(g.cy * ld)), cols(static_cast<size_t>(K * ld));
-        gather_outputs(ybuf.data(), y, g, i0, cnt);
-        for (int64_t j = 0; j < cnt; ++j)
-          im2col_rows(x + (i0 + j) * g.cx * g.in_size(), g, 0, nrows_total, cols.data() + j * L, ld);
-        gemm<T>(CblasNoTrans, CblasTrans, g.cy, K, ld, ybuf.data(), ld, cols.data(), ld, T(1), acc, K);
-      }
-      return;
-    }
     std::vector<T> cols(ident ? 0 : static_cast<size_t>(g.rows() * std::min(step, nrows_total) * oW));
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * g.cx * g.in_size();
