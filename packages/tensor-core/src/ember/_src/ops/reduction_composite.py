@@ -48,7 +48,10 @@ def _var_cpu(x, dims, correction, keepdim, name):
     Computed in float64 like PyTorch's CPU kernel (double accumulators): squared deviations of
     large float32 values overflow float32 even when the std itself is representable.
     """
-    fast = _var_native(x, dims, correction, keepdim, name)
+    # std takes the square root of the double variance before rounding (std of [3e38, -1] is
+    # finite while its variance overflows float32): the native kernel rounds the variance, so
+    # std/std_mean keep the float64 composite below.
+    fast = None if name.startswith("std") else _var_native(x, dims, correction, keepdim, name)
     if fast is not None:
         return fast
     xc = convert(x, dt.float64)
