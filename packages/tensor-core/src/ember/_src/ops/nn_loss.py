@@ -86,7 +86,7 @@ def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ign
 # ember-autograd's formula uses it when no graph of the backward is being recorded.
 class_nll_backward_op = define(
     "_class_nll_backward(Tensor? grad_nll, Tensor? grad_smooth, Tensor input, Tensor target, Tensor? weight, "
-    "int ignore_index, bool log_probs) -> Tensor", ())
+    "int ignore_index, bool log_probs) -> Tensor", (), differentiable=False)
 class_nll_backward_op.kernel("cpu")(_class_nll_backward_kernel)
 class_nll_backward_op.kernels["meta"] = class_nll_backward_op.meta = _class_nll_backward_kernel
 
