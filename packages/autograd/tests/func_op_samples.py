@@ -127,6 +127,7 @@ def _manual():
         "embedding": ((rand(6, 3), ints(4, high=6)), {}),
         "embedding_dense_backward": ((rand(4, 3), ints(4, high=6), 6, -1, False), {}),
         "_class_nll": ((ember.log_softmax(rand(4, 5), 1), ints(4, high=5), None, -100, True, False), {}),
+        "_class_nll_backward": ((rand(4), None, rand(4, 5), ints(4, high=5), None, -100, False), {}),
         "scaled_dot_product_attention": ((rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 4)), {}),
         "_scaled_dot_product_flash_attention": ((fa_q, fa_k, fa_v, None, True, 0.5), {}),
         "_scaled_dot_product_flash_attention_backward": ((rand(2, 2, 3, 3), fa_q, fa_k, fa_v, fa_out, fa_lse, None,

@@ -21,6 +21,7 @@ void bind_pool(pybind11::module_& m);
 void bind_resample(pybind11::module_& m);
 void bind_lapack(pybind11::module_& m);
 void bind_norm(pybind11::module_& m);
+void bind_optim(pybind11::module_& m);
 void bind_loss(pybind11::module_& m);
 void bind_attention(pybind11::module_& m);
 void bind_scatter(pybind11::module_& m);

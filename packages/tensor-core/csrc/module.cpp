@@ -38,6 +38,7 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_resample(m);
   ember::bind_lapack(m);
   ember::bind_norm(m);
+  ember::bind_optim(m);
   ember::bind_loss(m);
   ember::bind_attention(m);
   ember::bind_scatter(m);

@@ -278,6 +278,45 @@ inline To convert(From v) {
       EMBER_THROW_DTYPE(dtype, what);                \
   }
 
+// Every dtype but bool, with float16/bfloat16 stored as themselves (kernels that compute them
+// in float32 element by element).
+#define EMBER_DISPATCH_NUMERIC(dtype, what, ...)           \
+  switch (dtype) {                                         \
+    EMBER_CASE(UInt8, uint8_t, __VA_ARGS__)                \
+    EMBER_CASE(Int8, int8_t, __VA_ARGS__)                  \
+    EMBER_CASE(Int16, int16_t, __VA_ARGS__)                \
+    EMBER_CASE(Int32, int32_t, __VA_ARGS__)                \
+    EMBER_CASE(Int64, int64_t, __VA_ARGS__)                \
+    EMBER_CASE(Float16, ::ember::Half, __VA_ARGS__)        \
+    EMBER_CASE(BFloat16, ::ember::BFloat16, __VA_ARGS__)   \
+    EMBER_CASE(Float32, float, __VA_ARGS__)                \
+    EMBER_CASE(Float64, double, __VA_ARGS__)               \
+    default:                                               \
+      EMBER_THROW_DTYPE(dtype, what);                      \
+  }
+
+#define EMBER_DISPATCH_FLOATING_ALL(dtype, what, ...)      \
+  switch (dtype) {                                         \
+    EMBER_CASE(Float16, ::ember::Half, __VA_ARGS__)        \
+    EMBER_CASE(BFloat16, ::ember::BFloat16, __VA_ARGS__)   \
+    EMBER_CASE(Float32, float, __VA_ARGS__)                \
+    EMBER_CASE(Float64, double, __VA_ARGS__)               \
+    default:                                               \
+      EMBER_THROW_DTYPE(dtype, what);                      \
+  }
+
+// float32, float64 and the complex types (BLAS/LAPACK-backed kernels).
+#define EMBER_DISPATCH_FLOATING_AND_COMPLEX(dtype, what, ...) \
+  switch (dtype) {                                           \
+    EMBER_CASE(Float32, float, __VA_ARGS__)                  \
+    EMBER_CASE(Float64, double, __VA_ARGS__)                 \
+    EMBER_CASE(Complex64, ::ember::c64, __VA_ARGS__)         \
+    EMBER_CASE(Complex128, ::ember::c128, __VA_ARGS__)       \
+    default:                                                 \
+      EMBER_THROW_DTYPE(dtype, what);                        \
+  }
+
+// float32 and float64 only.
 #define EMBER_DISPATCH_FLOATING(dtype, what, ...) \
   switch (dtype) {                               \
     EMBER_CASE(Float32, float, __VA_ARGS__)      \

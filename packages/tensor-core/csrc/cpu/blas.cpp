@@ -288,8 +288,15 @@ T scalar_to(py::handle v) {
 // validated by the Python caller; they are re-checked here so bad input cannot crash.
 void matmul_impl(py::handle out_obj, py::handle a_obj, py::handle b_obj, py::handle alpha, py::handle beta) {
   TensorArg out = unpack(out_obj), a = unpack(a_obj), b = unpack(b_obj);
+  // Matrices (2-D, all three) are a batch of one: mm's call needs no (1, M, K) views.
+  if (out.ndim() == 2 && a.ndim() == 2 && b.ndim() == 2) {
+    for (TensorArg* t : {&out, &a, &b}) {
+      t->shape.insert(t->shape.begin(), 1);
+      t->strides.insert(t->strides.begin(), 0);
+    }
+  }
   if (out.ndim() != 3 || a.ndim() != 3 || b.ndim() != 3)
-    throw std::invalid_argument("matmul kernel expects 3-D tensors");
+    throw std::invalid_argument("matmul kernel expects 3-D tensors (or three matrices)");
   if (a.shape[0] != out.shape[0] || b.shape[0] != out.shape[0] || a.shape[1] != out.shape[1] ||
       b.shape[2] != out.shape[2] || a.shape[2] != b.shape[1])
     throw std::runtime_error("matmul kernel: incompatible shapes");
@@ -303,46 +310,20 @@ void matmul_impl(py::handle out_obj, py::handle a_obj, py::handle b_obj, py::han
   Mat A = as_mat(a), B = as_mat(b), C = as_mat(out);
   int64_t batch = out.shape[0];
   if (blas) check_blas_output(C, A.rows, B.cols, A.cols);
-  switch (out.dtype) {
-    case DType::Float32: {
-      float al = scalar_to<float>(alpha), be = scalar_to<float>(beta);
+  if (blas || out.dtype == DType::Complex64 || out.dtype == DType::Complex128) {
+    EMBER_DISPATCH_FLOATING_AND_COMPLEX(out.dtype, "matmul", [&] {
+      using T = scalar_t;
+      T al = scalar_to<T>(alpha), be = scalar_to<T>(beta);
       py::gil_scoped_release release;
-      float_matmul<float>(A, B, C, batch, al, be);
-      break;
-    }
-    case DType::Float64: {
-      double al = scalar_to<double>(alpha), be = scalar_to<double>(beta);
+      float_matmul<T>(A, B, C, batch, al, be);
+    });
+  } else {
+    EMBER_DISPATCH_INTEGRAL(out.dtype, "matmul", [&] {
+      using T = scalar_t;
+      T al = scalar_to<T>(alpha), be = scalar_to<T>(beta);
       py::gil_scoped_release release;
-      float_matmul<double>(A, B, C, batch, al, be);
-      break;
-    }
-    case DType::Complex64: {
-      c64 al = scalar_to<c64>(alpha), be = scalar_to<c64>(beta);
-      py::gil_scoped_release release;
-      float_matmul<c64>(A, B, C, batch, al, be);
-      break;
-    }
-    case DType::Complex128: {
-      c128 al = scalar_to<c128>(alpha), be = scalar_to<c128>(beta);
-      py::gil_scoped_release release;
-      float_matmul<c128>(A, B, C, batch, al, be);
-      break;
-    }
-#define EMBER_INT_MATMUL(code, T)                                     \
-  case DType::code: {                                                 \
-    T al = scalar_to<T>(alpha), be = scalar_to<T>(beta);              \
-    py::gil_scoped_release release;                                   \
-    int_matmul<T>(A, B, C, batch, al, be);                            \
-    break;                                                            \
-  }
-      EMBER_INT_MATMUL(UInt8, uint8_t)
-      EMBER_INT_MATMUL(Int8, int8_t)
-      EMBER_INT_MATMUL(Int16, int16_t)
-      EMBER_INT_MATMUL(Int32, int32_t)
-      EMBER_INT_MATMUL(Int64, int64_t)
-#undef EMBER_INT_MATMUL
-    default:
-      EMBER_THROW_DTYPE(out.dtype, "matmul");
+      int_matmul<T>(A, B, C, batch, al, be);
+    });
   }
 }
 

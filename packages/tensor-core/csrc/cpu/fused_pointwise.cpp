@@ -29,32 +29,6 @@ void check_operands(const TensorArg& out, std::initializer_list<const TensorArg*
   for (const TensorArg* a : args) check_same_dtype(out, *a, what);
 }
 
-// Every dtype but bool, with float16/bfloat16 stored as themselves.
-#define EMBER_DISPATCH_NUMERIC(dtype, what, ...)           \
-  switch (dtype) {                                         \
-    EMBER_CASE(UInt8, uint8_t, __VA_ARGS__)                \
-    EMBER_CASE(Int8, int8_t, __VA_ARGS__)                  \
-    EMBER_CASE(Int16, int16_t, __VA_ARGS__)                \
-    EMBER_CASE(Int32, int32_t, __VA_ARGS__)                \
-    EMBER_CASE(Int64, int64_t, __VA_ARGS__)                \
-    EMBER_CASE(Float16, ::ember::Half, __VA_ARGS__)        \
-    EMBER_CASE(BFloat16, ::ember::BFloat16, __VA_ARGS__)   \
-    EMBER_CASE(Float32, float, __VA_ARGS__)                \
-    EMBER_CASE(Float64, double, __VA_ARGS__)               \
-    default:                                               \
-      EMBER_THROW_DTYPE(dtype, what);                      \
-  }
-
-#define EMBER_DISPATCH_FLOATING_ALL(dtype, what, ...)      \
-  switch (dtype) {                                         \
-    EMBER_CASE(Float16, ::ember::Half, __VA_ARGS__)        \
-    EMBER_CASE(BFloat16, ::ember::BFloat16, __VA_ARGS__)   \
-    EMBER_CASE(Float32, float, __VA_ARGS__)                \
-    EMBER_CASE(Float64, double, __VA_ARGS__)               \
-    default:                                               \
-      EMBER_THROW_DTYPE(dtype, what);                      \
-  }
-
 // The scalar parameter in the compute type: integers take the (already truncated) integer value
 // so that it wraps like PyTorch's Scalar::to<T>(); floating types take the double.
 template <typename C>

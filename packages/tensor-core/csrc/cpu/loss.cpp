@@ -94,6 +94,71 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
   });
 }
 
+// The gradient of class_nll with respect to x (R, C), one pass per row (the softmax is
+// recomputed from x in the row's cache-resident output instead of being saved):
+//   dx[r, i] = p[r, i] * (a[r] + s[r] * sum(w)) - s[r] * w[i] - (i == t[r]) * a[r]
+// with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) (0 for
+// log-probability inputs); rows whose target is ignore_index get 0.
+void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle gsmooth_obj, py::handle x_obj,
+                             py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs) {
+  TensorArg x = unpack(x_obj), target = unpack(target_obj);
+  if (!x.is_contiguous() || x.ndim() != 2)
+    throw std::invalid_argument("class_nll_backward: input must be contiguous 2-d");
+  int64_t rows = x.shape[0], c = x.shape[1];
+  if (target.dtype != DType::Int64 || !target.is_contiguous() || target.numel() != rows)
+    throw std::invalid_argument("class_nll_backward: target must be contiguous int64 with one entry per row");
+  char* dx = contiguous_of(dx_obj, x.dtype, rows * c, "class_nll_backward grad_input").data;
+  char* gnll = gnll_obj.is_none() ? nullptr : contiguous_of(gnll_obj, x.dtype, rows, "class_nll_backward grad").data;
+  char* gsm = gsmooth_obj.is_none() ? nullptr : contiguous_of(gsmooth_obj, x.dtype, rows, "class_nll_backward grad").data;
+  char* weight = weight_obj.is_none() ? nullptr : contiguous_of(weight_obj, x.dtype, c, "class_nll_backward weight").data;
+  const int64_t* tp = reinterpret_cast<const int64_t*>(target.data);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t t = tp[r];
+    if (t != ignore_index && (t < 0 || t >= c)) throw std::out_of_range("Target " + std::to_string(t) + " is out of bounds.");
+  }
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(x.dtype, "class_nll_backward", [&] {
+    using T = scalar_t;
+    const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(weight);
+    const T *gn = reinterpret_cast<const T*>(gnll), *gs = reinterpret_cast<const T*>(gsm);
+    T* out = reinterpret_cast<T*>(dx);
+    T wsum = T(c);
+    if (wp) {
+      wsum = 0;
+      for (int64_t i = 0; i < c; ++i) wsum += wp[i];
+    }
+    parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* row = xp + r * c;
+        T* o = out + r * c;
+        const int64_t t = tp[r];
+        if (t == ignore_index) {
+          std::fill(o, o + c, T(0));
+          continue;
+        }
+        const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
+        const T s = gs ? gs[r] : T(0);
+        if (log_probs) {
+          std::fill(o, o + c, T(0));
+        } else {
+          const T mx = minmax_contig<T, true>(row, c);
+          const T total = exp_sum<T>(o, row, c, mx);
+          const T scale = (a + s * wsum) / total;
+          for (int64_t i = 0; i < c; ++i) o[i] *= scale;
+        }
+        if (gs) {
+          if (wp) {
+            for (int64_t i = 0; i < c; ++i) o[i] -= s * wp[i];
+          } else {
+            for (int64_t i = 0; i < c; ++i) o[i] -= s;
+          }
+        }
+        o[t] -= a;
+      }
+    });
+  });
+}
+
 // out[i, :] = weight[idx[i], :] for a contiguous (V, D) weight: embedding's row gather.
 void embedding_impl(py::handle out_obj, py::handle weight_obj, py::handle idx_obj) {
   TensorArg w = unpack(weight_obj), idx = unpack(idx_obj), out = unpack(out_obj);
@@ -148,6 +213,9 @@ void bind_loss(py::module_& m) {
   m.def("class_nll", &class_nll_impl, py::arg("nll"), py::arg("smooth"), py::arg("wt"), py::arg("input"),
         py::arg("target"), py::arg("weight"), py::arg("ignore_index"), py::arg("log_probs"),
         "Per-row weighted negative log-likelihood (and label-smoothing term) of class scores.");
+  m.def("class_nll_backward", &class_nll_backward_impl, py::arg("grad_input"), py::arg("grad_nll"),
+        py::arg("grad_smooth"), py::arg("input"), py::arg("target"), py::arg("weight"), py::arg("ignore_index"),
+        py::arg("log_probs"), "Gradient of class_nll with respect to its input, one pass per row.");
   m.def("embedding", &embedding_impl, py::arg("out"), py::arg("weight"), py::arg("indices"));
   m.def("embedding_backward", &embedding_backward_impl, py::arg("grad_weight"), py::arg("grad"),
         py::arg("indices"), py::arg("padding_idx"));

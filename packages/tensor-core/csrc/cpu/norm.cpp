@@ -13,6 +13,7 @@
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/tensor_arg.h"
+#include "../common/vecmath.h"
 
 namespace py = pybind11;
 
@@ -20,13 +21,13 @@ namespace ember {
 
 namespace {
 
-// Sum of f(a[i], b[i]) over a contiguous run, on two 64-byte vector accumulators (gcc vector
+// Sum of f(a[i], b[i]) over a contiguous run, on two machine-vector accumulators (gcc vector
 // extensions: gcc 12 leaves plain scalar reductions unvectorized without -ffast-math). f is
 // generic so the same expression serves the vector body and the scalar tail.
 template <typename T, typename F>
 T vreduce(const T* a, const T* b, int64_t n, const F& f) {
-  typedef T V __attribute__((vector_size(64)));
-  constexpr int W = 64 / sizeof(T);
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  constexpr int W = kVecBytes / sizeof(T);
   V acc0 = V{}, acc1 = V{};
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {

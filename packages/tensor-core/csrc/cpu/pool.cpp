@@ -290,15 +290,6 @@ int64_t* index_ptr(py::handle indices, const TensorArg& out) {
   return reinterpret_cast<int64_t*>(i.data);
 }
 
-#define EMBER_POOL_FLOAT(dtype, CALL)       \
-  if ((dtype) == DType::Float32) {          \
-    using T = float;                        \
-    CALL;                                   \
-  } else {                                  \
-    using T = double;                       \
-    CALL;                                   \
-  }
-
 // mode: 0 max, 1 avg, 2 adaptive max, 3 adaptive avg.
 template <typename T>
 void max_pool_any(const TensorArg& O, const TensorArg& I, int64_t* idx, const Pool& p) {
@@ -317,25 +308,19 @@ void pool_forward_impl(py::handle out, py::handle indices, py::handle in, py::ha
   if (!is_float(I.dtype)) {  // integer max pooling (PyTorch allows it); nothing else
     need(mode == 0, "pool kernel: float32/float64 only");
     py::gil_scoped_release release;
-    switch (I.dtype) {
-      case DType::UInt8: max_pool_any<uint8_t>(O, I, idx, p); break;
-      case DType::Int8: max_pool_any<int8_t>(O, I, idx, p); break;
-      case DType::Int16: max_pool_any<int16_t>(O, I, idx, p); break;
-      case DType::Int32: max_pool_any<int32_t>(O, I, idx, p); break;
-      case DType::Int64: max_pool_any<int64_t>(O, I, idx, p); break;
-      default: throw std::runtime_error("pool kernel: unsupported dtype");
-    }
+    EMBER_DISPATCH_INTEGRAL(I.dtype, "pool kernel", [&] { max_pool_any<scalar_t>(O, I, idx, p); });
     return;
   }
   py::gil_scoped_release release;
-  EMBER_POOL_FLOAT(I.dtype, {
+  EMBER_DISPATCH_FLOATING(I.dtype, "pool kernel", [&] {
+    using T = scalar_t;
     T* y = reinterpret_cast<T*>(O.data);
     const T* x = reinterpret_cast<const T*>(I.data);
     if (mode == 0 && idx) max_pool_indices<T>(y, idx, x, p);
     else if (mode == 0) max_pool_values<T>(y, x, p);
     else if (mode == 1) avg_pool<T>(y, x, p);
     else adaptive_pool<T>(y, idx, x, p, mode == 2);
-  })
+  });
 }
 
 // grad_in (P, H, W) from grad_out (P, oH, oW); indices for the max modes.
@@ -346,16 +331,16 @@ void pool_backward_impl(py::handle grad_in, py::handle grad_out, py::handle indi
   need(idx != nullptr || mode == 1 || mode == 3, "pool backward: indices required");
   need(is_float(I.dtype), "pool backward: float32/float64 only");
   py::gil_scoped_release release;
-  EMBER_POOL_FLOAT(I.dtype, {
+  EMBER_DISPATCH_FLOATING(I.dtype, "pool kernel", [&] {
+    using T = scalar_t;
     T* x = reinterpret_cast<T*>(I.data);
     const T* y = reinterpret_cast<const T*>(O.data);
     if (mode == 1) avg_pool_backward<T>(x, y, p);
     else if (mode == 3) adaptive_avg_backward<T>(x, y, p);
     else scatter_backward<T>(x, y, idx, p);
-  })
+  });
 }
 
-#undef EMBER_POOL_FLOAT
 
 }  // namespace
 

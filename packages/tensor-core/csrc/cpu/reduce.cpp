@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "../common/dtype.h"
@@ -370,8 +371,10 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log) {
     s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
   }
   if (log) {
-    const T shift = m + std::log(s);
-    for (int64_t i = 0; i < n; ++i) o[i] = x[i] - shift;
+    // (x - m) - log(s), as PyTorch: folding m + log(s) into one shift first rounds it to the
+    // precision of m (1e4 + log 5 in float32 loses 5e-4).
+    const T ls = std::log(s);
+    for (int64_t i = 0; i < n; ++i) o[i] = (x[i] - m) - ls;
   } else {
     const T inv = T(1) / s;
     for (int64_t i = 0; i < n; ++i) o[i] *= inv;
@@ -392,16 +395,34 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
     T* q = o + k * inner + j0;
-    for (int64_t j = 0; j < bl; ++j) {
+    int64_t j = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      // Whole vectors through exp_vec: gcc leaves exp_f32 scalar in this loop.
+      for (; j + kVecFloats <= bl; j += kVecFloats) {
+        VecF pv, mv, sv;
+        std::memcpy(&pv, p + j, sizeof(VecF));
+        std::memcpy(&mv, m + j, sizeof(VecF));
+        std::memcpy(&sv, s + j, sizeof(VecF));
+        const VecF e = exp_vec(pv - mv);
+        std::memcpy(q + j, &e, sizeof(VecF));
+        sv += e;
+        std::memcpy(s + j, &sv, sizeof(VecF));
+      }
+    }
+    for (; j < bl; ++j) {
       q[j] = exp_any(p[j] - m[j]);
       s[j] += q[j];
     }
   }
-  for (int64_t j = 0; j < bl; ++j) s[j] = log ? m[j] + std::log(s[j]) : T(1) / s[j];
+  for (int64_t j = 0; j < bl; ++j) s[j] = log ? std::log(s[j]) : T(1) / s[j];
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
     T* q = o + k * inner + j0;
-    for (int64_t j = 0; j < bl; ++j) q[j] = log ? p[j] - s[j] : q[j] * s[j];
+    if (log) {
+      for (int64_t j = 0; j < bl; ++j) q[j] = (p[j] - m[j]) - s[j];
+    } else {
+      for (int64_t j = 0; j < bl; ++j) q[j] *= s[j];
+    }
   }
 }
 
@@ -435,6 +456,95 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
   });
 }
 
+// -- var / std moments ---------------------------------------------------------------------
+
+// Sum of double(x[i]) and, second pass, of (x[i] - mean)^2 over a contiguous run, in double
+// lanes (gcc leaves a plain double reduction of floats scalar: it may not reassociate).
+template <typename T>
+double sum_as_double(const T* x, int64_t n, double shift, bool square) {
+  typedef double VD __attribute__((vector_size(32)));
+  typedef T VT __attribute__((vector_size(4 * sizeof(T))));
+  VD acc[4] = {VD{}, VD{}, VD{}, VD{}};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int u = 0; u < 4; ++u) {
+      VT v;
+      std::memcpy(&v, x + i + 4 * u, sizeof(VT));
+      VD d = __builtin_convertvector(v, VD) - shift;
+      acc[u] += square ? d * d : d;
+    }
+  }
+  VD a = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  double s = (a[0] + a[1]) + (a[2] + a[3]);
+  for (; i < n; ++i) {
+    double d = double(x[i]) - shift;
+    s += square ? d * d : d;
+  }
+  return s;
+}
+
+// var and mean over the middle dim of a contiguous (outer, n, inner) block, PyTorch's two-pass
+// formula with double accumulators: mean = sum(x) / n, var = sum((x - mean)^2) / max(0, n - c).
+// One pass per statistic over data that stays in cache: a row (inner == 1) or a block of
+// kOuterBlock columns.
+void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, int64_t outer, int64_t n,
+                   int64_t inner, double correction) {
+  TensorArg var = unpack(var_obj), mean = unpack(mean_obj), in = unpack(in_obj);
+  if (var.dtype != in.dtype || mean.dtype != in.dtype || !in.is_contiguous() || !var.is_contiguous() ||
+      !mean.is_contiguous())
+    throw std::invalid_argument("var_mean: expected contiguous input and outputs of one dtype");
+  int64_t total = 0;
+  if (outer < 0 || n < 0 || inner < 0 || __builtin_mul_overflow(outer, n, &total) ||
+      __builtin_mul_overflow(total, inner, &total) || total != in.numel() || var.numel() != outer * inner ||
+      mean.numel() != outer * inner)
+    throw std::invalid_argument("var_mean: bad (outer, n, inner) split");
+  const double dof = std::max(0.0, double(n) - correction);
+  EMBER_DISPATCH_FLOATING(in.dtype, "var_mean", [&] {
+    using T = scalar_t;
+    const T* x = reinterpret_cast<const T*>(in.data);
+    T* vp = reinterpret_cast<T*>(var.data);
+    T* mp = reinterpret_cast<T*>(mean.data);
+    py::gil_scoped_release release;
+    if (inner == 1) {
+      parallel_for(outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* row = x + r * n;
+          const double mu = sum_as_double(row, n, 0.0, false) / double(n);
+          vp[r] = T(sum_as_double(row, n, mu, true) / dof);
+          mp[r] = T(mu);
+        }
+      });
+      return;
+    }
+    const int64_t nblk = (inner + kOuterBlock - 1) / kOuterBlock;
+    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * kOuterBlock, 1)),
+                 [&](int64_t b0, int64_t b1) {
+      double s[kOuterBlock], q[kOuterBlock];
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t r = blk / nblk, j0 = (blk % nblk) * kOuterBlock, bl = std::min(kOuterBlock, inner - j0);
+        const T* base = x + r * n * inner + j0;
+        for (int64_t j = 0; j < bl; ++j) s[j] = q[j] = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const T* p = base + k * inner;
+          for (int64_t j = 0; j < bl; ++j) s[j] += double(p[j]);
+        }
+        for (int64_t j = 0; j < bl; ++j) s[j] /= double(n);
+        for (int64_t k = 0; k < n; ++k) {
+          const T* p = base + k * inner;
+          for (int64_t j = 0; j < bl; ++j) {
+            const double d = double(p[j]) - s[j];
+            q[j] += d * d;
+          }
+        }
+        for (int64_t j = 0; j < bl; ++j) {
+          vp[r * inner + j0 + j] = T(q[j] / dof);
+          mp[r * inner + j0 + j] = T(s[j]);
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void bind_reduce(py::module_& m) {
@@ -451,6 +561,9 @@ void bind_reduce(py::module_& m) {
         "Inclusive scan (0 cumsum, 1 cumprod) along the last dim.");
   m.def("scan_indexed", &scan_indexed_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"),
         py::arg("input"), "cummax (or cummin) values and indices along the last dim.");
+  m.def("var_mean", &var_mean_impl, py::arg("var"), py::arg("mean"), py::arg("input"), py::arg("outer"), py::arg("n"),
+        py::arg("inner"), py::arg("correction"),
+        "var and mean over n of a contiguous (outer, n, inner) block (double accumulators, two passes).");
   m.def("softmax", &softmax_impl, py::arg("out"), py::arg("input"), py::arg("outer"), py::arg("n"), py::arg("inner"),
         py::arg("log"), "softmax (or log_softmax) over n of a contiguous (outer, n, inner) block.");
 }

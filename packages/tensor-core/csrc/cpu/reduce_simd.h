@@ -52,32 +52,33 @@ T minmax_contig(const T* p, int64_t n) {
   return nan ? std::numeric_limits<T>::quiet_NaN() : r;
 }
 
-typedef float VF16 __attribute__((vector_size(64)));
-typedef int32_t VI16 __attribute__((vector_size(64)));
+// One machine vector of floats (kVecBytes, common/vecmath.h).
+constexpr int kVecFloats = kVecBytes / 4;
+typedef float VecF __attribute__((vector_size(kVecFloats * 4)));
+typedef int32_t VecI __attribute__((vector_size(kVecFloats * 4)));
 
-// ember::exp_f32 (common/vecmath.h) on 16 lanes: the same reduction, polynomial and scaling.
-inline VF16 exp_vf16(VF16 x) {
-  const VF16 zero = VF16{};
-  VF16 xc = x < -104.0f ? zero - 104.0f : x;
+// ember::exp_f32 (common/vecmath.h) on one vector: the same reduction, polynomial and scaling.
+__attribute__((always_inline)) inline VecF exp_vec(VecF x) {
+  const VecF zero = VecF{};
+  VecF xc = x < -104.0f ? zero - 104.0f : x;
   xc = xc > 89.0f ? zero + 89.0f : xc;
-  VF16 n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  VF16 r = xc - n * 0.693145751953125f;
+  VecF n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  VecF r = xc - n * 0.693145751953125f;
   r = r - n * 1.428606765330187045e-06f;
-  VF16 p = zero + 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  VI16 ni = __builtin_convertvector(n, VI16);
-  VI16 n1 = ni >> 1;
-  VI16 b1 = (n1 + 127) << 23, b2 = (ni - n1 + 127) << 23;
-  VF16 s1, s2;
-  std::memcpy(&s1, &b1, sizeof(VF16));
-  std::memcpy(&s2, &b2, sizeof(VF16));
-  VF16 result = p * s1 * s2;
+  VecF p = zero + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  VecI ni = __builtin_convertvector(n, VecI);
+  VecI n1 = ni >> 1;
+  VecI b1 = (n1 + 127) << 23, b2 = (ni - n1 + 127) << 23;
+  VecF s1, s2;
+  std::memcpy(&s1, &b1, sizeof(VecF));
+  std::memcpy(&s2, &b2, sizeof(VecF));
+  VecF result = p * s1 * s2;
   result = x > 88.72283935546875f ? zero + INFINITY : result;
   result = x < -103.972084045410156f ? zero : result;
   return x != x ? x : result;
@@ -85,23 +86,24 @@ inline VF16 exp_vf16(VF16 x) {
 
 // o[i] = exp(x[i] - m) (skipped when o is null); returns the sum of those values.
 inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
-  VF16 acc0 = VF16{}, acc1 = VF16{};
+  VecF acc0 = VecF{}, acc1 = VecF{};
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    VF16 x0, x1;
-    std::memcpy(&x0, x + i, sizeof(VF16));
-    std::memcpy(&x1, x + i + 16, sizeof(VF16));
-    VF16 e0 = exp_vf16(x0 - m), e1 = exp_vf16(x1 - m);
+  constexpr int W = kVecFloats;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    VecF x0, x1;
+    std::memcpy(&x0, x + i, sizeof(VecF));
+    std::memcpy(&x1, x + i + W, sizeof(VecF));
+    VecF e0 = exp_vec(x0 - m), e1 = exp_vec(x1 - m);
     if (o) {
-      std::memcpy(o + i, &e0, sizeof(VF16));
-      std::memcpy(o + i + 16, &e1, sizeof(VF16));
+      std::memcpy(o + i, &e0, sizeof(VecF));
+      std::memcpy(o + i + W, &e1, sizeof(VecF));
     }
     acc0 += e0;
     acc1 += e1;
   }
   acc0 += acc1;
   float s = 0;
-  for (int j = 0; j < 16; ++j) s += acc0[j];
+  for (int j = 0; j < W; ++j) s += acc0[j];
   for (; i < n; ++i) {
     float e = exp_f32(x[i] - m);
     if (o) o[i] = e;

@@ -131,28 +131,12 @@ T pad_value(py::handle value) {
 void pad_impl(py::handle out, py::handle in, py::handle before, int mode, py::handle value) {
   TensorArg I = unpack(in), O = unpack(out);
   PadMaps p = make_pad(I, O, before, mode);
-  switch (I.dtype) {
-#define EMBER_PAD_CASE(code, T)                                                             \
-  case DType::code: {                                                                       \
-    T v = pad_value<T>(value);                                                              \
-    py::gil_scoped_release release;                                                         \
-    pad_forward<T>(reinterpret_cast<T*>(O.data), reinterpret_cast<const T*>(I.data), p, v); \
-    break;                                                                                  \
-  }
-    EMBER_PAD_CASE(Bool, bool)
-    EMBER_PAD_CASE(UInt8, uint8_t)
-    EMBER_PAD_CASE(Int8, int8_t)
-    EMBER_PAD_CASE(Int16, int16_t)
-    EMBER_PAD_CASE(Int32, int32_t)
-    EMBER_PAD_CASE(Int64, int64_t)
-    EMBER_PAD_CASE(Float16, Half)
-    EMBER_PAD_CASE(BFloat16, BFloat16)
-    EMBER_PAD_CASE(Float32, float)
-    EMBER_PAD_CASE(Float64, double)
-#undef EMBER_PAD_CASE
-    default:
-      EMBER_THROW_DTYPE(I.dtype, "pad");
-  }
+  EMBER_DISPATCH_ALL(I.dtype, "pad", [&] {
+    using T = scalar_t;
+    T v = pad_value<T>(value);
+    py::gil_scoped_release release;
+    pad_forward<T>(reinterpret_cast<T*>(O.data), reinterpret_cast<const T*>(I.data), p, v);
+  });
 }
 
 void pad_backward_impl(py::handle grad_in, py::handle grad_out, py::handle before, int mode) {

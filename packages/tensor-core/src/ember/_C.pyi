@@ -145,6 +145,17 @@ def class_nll(
     log_probs: bool,
 ) -> None: ...
 
+def class_nll_backward(
+    grad_input: object,
+    grad_nll: object,
+    grad_smooth: object,
+    input: object,
+    target: object,
+    weight: object,
+    ignore_index: typing.SupportsInt | typing.SupportsIndex,
+    log_probs: bool,
+) -> None: ...
+
 def col2im(
     arg0: object,
     arg1: object,
@@ -246,6 +257,40 @@ def flip(
 def frexp_(mantissa: object, exponent: object, x: object) -> None: ...
 
 def from_dlpack(capsule: object) -> tuple: ...
+
+def fused_adam(
+    params: object,
+    grads: object,
+    exp_avgs: object,
+    exp_avg_sqs: object,
+    max_exp_avg_sqs: object,
+    state_steps: object,
+    lr: typing.SupportsFloat | typing.SupportsIndex,
+    beta1: typing.SupportsFloat | typing.SupportsIndex,
+    beta2: typing.SupportsFloat | typing.SupportsIndex,
+    weight_decay: typing.SupportsFloat | typing.SupportsIndex,
+    eps: typing.SupportsFloat | typing.SupportsIndex,
+    amsgrad: bool,
+    maximize: bool,
+    decoupled: bool,
+    grad_scale: object,
+    found_inf: object,
+) -> None: ...
+
+def fused_sgd(
+    params: object,
+    grads: object,
+    momentum_buffers: object,
+    weight_decay: typing.SupportsFloat | typing.SupportsIndex,
+    momentum: typing.SupportsFloat | typing.SupportsIndex,
+    lr: typing.SupportsFloat | typing.SupportsIndex,
+    dampening: typing.SupportsFloat | typing.SupportsIndex,
+    nesterov: bool,
+    maximize: bool,
+    is_first_step: bool,
+    grad_scale: object,
+    found_inf: object,
+) -> None: ...
 
 def gather(
     out: object,
@@ -744,5 +789,15 @@ def unary(
 unary_ops: dict
 
 def unique_rows(first: object, inverse: object, counts: object, data: object, sorted: bool) -> int: ...
+
+def var_mean(
+    var: object,
+    mean: object,
+    input: object,
+    outer: typing.SupportsInt | typing.SupportsIndex,
+    n: typing.SupportsInt | typing.SupportsIndex,
+    inner: typing.SupportsInt | typing.SupportsIndex,
+    correction: typing.SupportsFloat | typing.SupportsIndex,
+) -> None: ...
 
 def where(out: object, cond: object, a: object, b: object) -> None: ...

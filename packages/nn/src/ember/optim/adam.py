@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import ember
@@ -18,10 +18,9 @@ from .optimizer import (
     _check_lr,
     _check_nonnegative,
     _effective_grad,
+    _fusable,
     _lerp_,
     _new_step,
-    _no_grad_step,
-    _run_closure,
     _scalar,
     _steps_as_tensors,
 )
@@ -84,6 +83,7 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
+        self._check_fused_flags()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
@@ -97,44 +97,53 @@ class Adam(Optimizer):
             group.setdefault("fused", None)
             _steps_as_tensors(self.state, group)
 
-    @_no_grad_step
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _run_closure(closure)
-        for group in self.param_groups:
-            lr = _scalar(group["lr"])
-            beta1, beta2 = (_scalar(b) for b in group["betas"])
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
-            decoupled = group["decoupled_weight_decay"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["exp_avg"] = ember.zeros_like(p)
-                    state["exp_avg_sq"] = ember.zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = ember.zeros_like(p)
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                step = _bump(state["step"])
-                if decoupled and weight_decay != 0:
-                    p.mul_(1 - lr * weight_decay)
-                grad = _effective_grad(p, grad, maximize, 0 if decoupled else weight_decay)
-                _lerp_(exp_avg, grad, 1 - beta1)
-                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr = _scalar(group["lr"])
+        beta1, beta2 = (_scalar(b) for b in group["betas"])
+        eps = group["eps"]
+        weight_decay = group["weight_decay"]
+        amsgrad = group["amsgrad"]
+        maximize = group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = _new_step()
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
                 if amsgrad:
-                    second = state["max_exp_avg_sq"]
-                    ember.maximum(second, exp_avg_sq, out=second)
-                else:
-                    second = exp_avg_sq
-                step_size = lr / (1 - beta1**step)
-                correction2_sqrt = math.sqrt(1 - beta2**step)
-                # m / (sqrt(v) / c + eps) == c * m / (sqrt(v) + eps * c): one op fewer per step.
-                denom = second.sqrt().add_(eps * correction2_sqrt)
-                _add_quotient_(p, exp_avg, denom, -step_size * correction2_sqrt)
-        return loss
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+        if _fusable(params):
+            # One native pass over all the group's params (Note [fused updates]); PyTorch's
+            # foreach/fused/for-loop variants are the same equations.
+            states = [self.state[p] for p in params]
+            steps = [s["step"] for s in states]
+            for s in steps:
+                s.add_(1)
+            fused = ember._fused_adamw_ if decoupled else ember._fused_adam_
+            fused(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                  [s["exp_avg_sq"] for s in states], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                  steps, lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps, amsgrad=amsgrad,
+                  maximize=maximize, grad_scale=getattr(self, "grad_scale", None),
+                  found_inf=getattr(self, "found_inf", None))
+            return
+        for p in params:
+            state = self.state[p]
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            step = _bump(state["step"])
+            if decoupled and weight_decay != 0:
+                p.mul_(1 - lr * weight_decay)
+            grad = _effective_grad(p, p.grad, maximize, 0 if decoupled else weight_decay)
+            _lerp_(exp_avg, grad, 1 - beta1)
+            _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+            if amsgrad:
+                second = state["max_exp_avg_sq"]
+                ember.maximum(second, exp_avg_sq, out=second)
+            else:
+                second = exp_avg_sq
+            step_size = lr / (1 - beta1**step)
+            correction2_sqrt = math.sqrt(1 - beta2**step)
+            # m / (sqrt(v) / c + eps) == c * m / (sqrt(v) + eps * c): one op fewer per step.
+            denom = second.sqrt().add_(eps * correction2_sqrt)
+            _add_quotient_(p, exp_avg, denom, -step_size * correction2_sqrt)

@@ -237,9 +237,30 @@ class Optimizer:
                         grad.requires_grad_(False)
                     grad.zero_()
 
+    @_with_step_hooks
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss.
+
+        The step skeleton the group-by-group optimizers share: the closure runs with grad
+        enabled, then each parameter group is updated by ``_update_group`` with grad off. An
+        optimizer with a different shape of step (LBFGS) overrides ``step`` itself.
+        """
+        loss = _run_closure(closure)
+        with ember.no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _check_fused_flags(self) -> None:
+        """PyTorch's checks of ``fused``/``foreach`` at construction (same exception types)."""
+        if self.defaults.get("fused"):
+            if self.defaults.get("differentiable"):
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if self.defaults.get("foreach"):
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -409,6 +430,20 @@ def _steps_as_tensors(state: dict, group: dict[str, Any]) -> None:
 # Note [fused updates]: the core's addcmul_/addcdiv_/lerp_ are single native passes that write
 # in place without temporaries; the helpers below keep the optimizers' call sites short and
 # PyTorch's operand order (self + value * t1 * t2, self + value * t1 / t2, PyTorch's lerp).
+
+
+def _fusable(params: list) -> bool:
+    """Whether a group's update may run as one native pass (ember._fused_adam_ and friends):
+    float32/float64 params with dense grads of the same dtype. The fused ops themselves fall
+    back to per-tensor ops for layouts their native pass does not take."""
+    for p in params:
+        g = p.grad
+        if p.dtype not in _FUSED_DTYPES or g.dtype is not p.dtype or g.is_sparse:
+            return False
+    return bool(params)
+
+
+_FUSED_DTYPES = (ember.float32, ember.float64)
 
 
 def _effective_grad(p: Tensor, grad: Tensor, maximize: bool, weight_decay: float) -> Tensor:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
+import ember
 from ember import Tensor
 
 from .optimizer import (
@@ -12,8 +13,7 @@ from .optimizer import (
     _check_lr,
     _check_nonnegative,
     _effective_grad,
-    _no_grad_step,
-    _run_closure,
+    _fusable,
     _scalar,
 )
 
@@ -64,6 +64,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        self._check_fused_flags()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
@@ -74,30 +75,43 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    @_no_grad_step
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Performs one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _run_closure(closure)
-        for group in self.param_groups:
-            lr = _scalar(group["lr"])
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr = _scalar(group["lr"])
+        weight_decay = group["weight_decay"]
+        momentum = group["momentum"]
+        dampening = group["dampening"]
+        nesterov = group["nesterov"]
+        maximize = group["maximize"]
+        params = [p for p in group["params"] if p.grad is not None]
+        if _fusable(params):
+            # One native pass per group (Note [fused updates]); params whose momentum buffer
+            # does not exist yet take their first step (b = g) in a pass of their own.
+            fresh, running = [], []
+            for p in params:
+                (running if momentum != 0 and self.state[p].get("momentum_buffer") is not None else fresh).append(p)
+            for batch, first in ((fresh, True), (running, False)):
+                if not batch:
                     continue
-                update = _effective_grad(p, grad, maximize, weight_decay)
+                bufs = []
                 if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = update.detach().clone()
-                        state["momentum_buffer"] = buf
-                    else:
-                        buf.mul_(momentum).add_(update, alpha=1 - dampening)
-                    update = buf.mul(momentum).add_(update) if nesterov else buf
-                p.add_(update, alpha=-lr)
-        return loss
+                    for p in batch:
+                        state = self.state[p]
+                        if first:
+                            state["momentum_buffer"] = ember.empty_like(p)
+                        bufs.append(state["momentum_buffer"])
+                ember._fused_sgd_(batch, [p.grad for p in batch], bufs, weight_decay=weight_decay, momentum=momentum,
+                                  lr=lr, dampening=dampening, nesterov=nesterov, maximize=maximize,
+                                  is_first_step=first)
+            return
+        for p in params:
+            update = _effective_grad(p, p.grad, maximize, weight_decay)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = update.detach().clone()
+                    state["momentum_buffer"] = buf
+                else:
+                    buf.mul_(momentum).add_(update, alpha=1 - dampening)
+                update = buf.mul(momentum).add_(update) if nesterov else buf
+            p.add_(update, alpha=-lr)

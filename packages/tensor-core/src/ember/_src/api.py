@@ -95,4 +95,5 @@ from .bindings import generate as _generate  # noqa: E402
 _generate(globals())
 
 # ``import *`` also exports the private-looking names PyTorch has at top level.
-__all__ = [n for n in dir() if not n.startswith("_") or n in ("_softmax_backward_data", "_log_softmax_backward_data")]
+__all__ = [n for n in dir() if not n.startswith("_") or n in (
+    "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_")]

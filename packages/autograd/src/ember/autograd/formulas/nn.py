@@ -69,8 +69,22 @@ def _rms_norm(grads, inputs, outputs):
     rstd = outputs[1]
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     lead = tuple(range(x.ndim - len(shape)))
+    half = x.dtype in (ember.bfloat16, ember.float16)
+    if half and not ember.is_grad_enabled():
+        # gw - x_hat * mean(gw * x_hat) cancels: computed in float32, as PyTorch does for half
+        # types (in bfloat16 a 1-element row's gradient came out 0.47 instead of ~0).
+        def up(t):
+            return None if t is None else t.float()
+
+        gx, gw = _rms_norm_core(up(g), up(g_rstd), up(x), shape, up(weight), up(rstd), dims, lead)
+        return (None if gx is None else gx.to(x.dtype)), None, (None if gw is None else gw.to(weight.dtype))
     if ember.is_grad_enabled():  # create_graph: rstd must be a differentiable function of x
         rstd = ((x * x).mean(dims, keepdim=True) + inputs.args[3]).rsqrt()
+    grad_x, grad_w = _rms_norm_core(g, g_rstd, x, shape, weight, rstd, dims, lead)
+    return grad_x, None, grad_w
+
+
+def _rms_norm_core(g, g_rstd, x, shape, weight, rstd, dims, lead):
     grad_x = grad_w = None
     if g is not None:
         x_hat = x * rstd
@@ -84,7 +98,7 @@ def _rms_norm(grads, inputs, outputs):
             n *= x.shape[d]
         extra = -(g_rstd * rstd * rstd * rstd) * x / n
         grad_x = extra if grad_x is None else grad_x + extra
-    return grad_x, None, grad_w
+    return grad_x, grad_w
 
 
 def _stats_grad(x, ndims, mean, rstd, grads):
@@ -234,6 +248,10 @@ def _class_nll(grads, inputs, outputs):
     g_smooth = grads[1] if len(grads) > 1 and inputs.args[5] else None
     x, target, weight = inputs.args[0], inputs.args[1], inputs.args[2]
     ignore_index, log_probs = inputs.args[3], inputs.args[4]
+    if not ember.is_grad_enabled() and type(x) is ember.Tensor and (g_nll is None or type(g_nll) is ember.Tensor):
+        # One native pass on plain tensors; the composite below stays for double backward
+        # (create_graph=True) and for ember.func's wrapped tensors (vmap of grad).
+        return (OPS["_class_nll_backward"](g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
     classes = x.shape[1]
     valid = ember.ne(target, ignore_index)
     safe_target = ember.where(valid, target, ember.zeros((), dtype=target.dtype))

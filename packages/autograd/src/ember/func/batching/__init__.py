@@ -22,6 +22,7 @@ from .random import RANDOM_OPS, random_rule
 # One rule also loops, for one argument pattern only: ``_class_nll`` with per-sample (batched)
 # class weights (nn.fold_rule's ``fixed_args``); it warns the same way.
 FALLBACK = frozenset({
+    "_class_nll_backward",  # the one-pass cross_entropy backward; vmapped backward takes the composite
     "_gru_cell_fused",
     "_gru_cell_fused_backward",
     "_gru_layer",

@@ -82,7 +82,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
                       "it to a tensor.", UserWarning, stacklevel=2)
     # A storage starting at the offset, owning a reference to the whole buffer's storage.
     storage = _C.Storage.borrow(whole.data_ptr() + offset, n * size, whole)
-    from ..interop import mark_unresizable
+    from ...interop import mark_unresizable
 
     mark_unresizable(storage, whole)
     return _finish(make_tensor(storage, (n,), (1,), 0, d, CPU), requires_grad)

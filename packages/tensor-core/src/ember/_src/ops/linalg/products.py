@@ -18,7 +18,7 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
-from ...tensor import Tensor, make_view
+from ...tensor import Tensor, make_view, new_empty_tensor
 from .._common import HALF_TYPES, convert, empty, type_name, write_out
 from ..pointwise import elementwise
 from ..pointwise.complex import conj_physical_op
@@ -77,7 +77,6 @@ def _product(a3: Tensor, b3: Tensor, input: Tensor | None = None, beta=0, alpha=
 
 def _as3(t: Tensor, shape3: tuple) -> Tensor:
     """A stride-preserving (1, r, c) view of a matrix, or (r, c) of a vector, without dispatch."""
-
     if t.ndim == 2:
         return make_view(t, shape3, (0,) + t._stride, t._offset)
     if t.ndim == 1:
@@ -119,7 +118,17 @@ mm_op = _declare("mm(Tensor self, Tensor mat2) -> Tensor", _mm_meta)
 def _mm_cpu(self, mat2):
     _mm_check(self, mat2)
     m, k, n = self._shape[0], self._shape[1], mat2._shape[1]
-    return views.view_op(_product(_as3(self, (1, m, k)), _as3(mat2, (1, k, n))), (m, n))
+    dtype = self.dtype
+    if dtype in HALF_TYPES:
+        return views.view_op(_product(_as3(self, (1, m, k)), _as3(mat2, (1, k, n))), (m, n))
+    # The kernel takes the matrices as they are (a batch of one): no views, no reshape of the
+    # result, which at 64x64 cost three times the product itself.
+    out = new_empty_tensor((m, n), dtype, self._device)
+    _C.matmul_(out, self, mat2, _ONE.get(dtype) or _scalar(1, dtype, "alpha"), 0)
+    return out
+
+
+_ONE = {dtypes.float32: 1.0, dtypes.float64: 1.0}
 
 
 def _addmm_check(input, mat1, mat2, beta, alpha):

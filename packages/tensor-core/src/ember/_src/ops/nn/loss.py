@@ -70,6 +70,27 @@ class_nll_op.kernel("cpu")(_class_nll_kernel)
 class_nll_op.kernels["meta"] = class_nll_op.meta = _class_nll_kernel
 
 
+def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
+    dev = input._device
+    cd = compute_dtype(input.dtype)
+    out = new_empty_tensor(tuple(input._shape), cd, dev)
+    if dev is not META:
+        def prep(t):
+            return None if t is None else convert(t, cd).contiguous()
+        _C.class_nll_backward(out, prep(grad_nll), prep(grad_smooth), prep(input), target.contiguous(), prep(weight),
+                              int(ignore_index), bool(log_probs))
+    return convert(out, input.dtype)
+
+
+# The input gradient of _class_nll in one native pass (softmax recomputed per row, never stored);
+# ember-autograd's formula uses it when no graph of the backward is being recorded.
+class_nll_backward_op = define(
+    "_class_nll_backward(Tensor? grad_nll, Tensor? grad_smooth, Tensor input, Tensor target, Tensor? weight, "
+    "int ignore_index, bool log_probs) -> Tensor", (), differentiable=False)
+class_nll_backward_op.kernel("cpu")(_class_nll_backward_kernel)
+class_nll_backward_op.kernels["meta"] = class_nll_backward_op.meta = _class_nll_backward_kernel
+
+
 def _rows_of(input: Tensor, target: Tensor, name: str):
     """(N, C, d1, ...) scores and (N, d1, ...) targets as (R, C) rows and (R,) targets, plus the
     shape of the unreduced loss."""
@@ -116,7 +137,9 @@ def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing,
         if smooth:
             total = total * (1 - label_smoothing) + sm.sum() * (label_smoothing / c)
         result = total / wt.sum() if reduction == "mean" else total
-    return convert(result, input.dtype)
+    # Half-type inputs: the loss comes back in their dtype through a differentiable cast
+    # (a raw convert here cut the graph: bfloat16 cross_entropy had no grad_fn).
+    return result if result.dtype is input.dtype else result.to(input.dtype)
 
 
 def _prob_target_loss(input, target, weight, reduction, label_smoothing):
@@ -294,7 +317,7 @@ def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reductio
 
     The aten op broadcasts instead of F's same-size check, computing into a tensor of target's shape: a
     broadcast shape other than target's is its RuntimeError."""
-    from ..shapes import broadcast_shapes
+    from ...shapes import broadcast_shapes
 
     shape = tuple(broadcast_shapes(*[t.shape for t in (input, target, weight, pos_weight) if t is not None]))
     if shape != tuple(target.shape):

@@ -139,13 +139,15 @@ def _rms_norm_kernel(input, normalized_shape, weight, eps):
     axis = input.ndim - len(normalized_shape)
     stat_shape = tuple(input._shape[:axis]) + (1,) * len(normalized_shape)
     if input._device is META:
-        return new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat_shape, input.dtype, META)
+        return (new_empty_tensor(input._shape, input.dtype, META),
+                new_empty_tensor(stat_shape, compute_dtype(input.dtype), META))
     cd = compute_dtype(input.dtype)
     out = new_empty_tensor(input._shape, cd, input._device)
     rstd = new_empty_tensor(stat_shape, cd, input._device)
     if input.numel():
         _C.rms_norm(out, rstd, _work(input), _work(weight), numel(input._shape[:axis]), float(eps))
-    return _back(out, input.dtype), _back(rstd, input.dtype)
+    # rstd stays in the compute dtype (float32 for half types), as PyTorch's _fused_rms_norm.
+    return _back(out, input.dtype), rstd
 
 
 fused_rms_norm_op = _define(
@@ -157,8 +159,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) * weight over the trailing dims; eps defaults to finfo(dtype).eps."""
     _check_float(input, "rms_norm")
     nshape = _check_normalized(input, normalized_shape, weight, None)
-    if eps is None:
-        eps = dtypes.finfo(input.dtype).eps
+    if eps is None:  # the compute dtype's eps, as PyTorch (float32's for half types)
+        eps = dtypes.finfo(compute_dtype(input.dtype)).eps
     return fused_rms_norm_op(input, nshape, weight, float(eps))[0]
 
 

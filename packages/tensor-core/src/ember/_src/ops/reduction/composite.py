@@ -49,6 +49,12 @@ def _var_cpu(x, dims, correction, keepdim, name):
     Computed in float64 like PyTorch's CPU kernel (double accumulators): squared deviations of
     large float32 values overflow float32 even when the std itself is representable.
     """
+    # std takes the square root of the double variance before rounding (std of [3e38, -1] is
+    # finite while its variance overflows float32): the native kernel rounds the variance, so
+    # std/std_mean keep the float64 composite below.
+    fast = None if name.startswith("std") else _var_native(x, dims, correction, keepdim, name)
+    if fast is not None:
+        return fast
     xc = convert(x, dtypes.float64)
     n = _count(x._shape, dims)
     mean = elementwise.div_op(_native("sum", xc, dims, True, xc.dtype), n)
@@ -60,6 +66,27 @@ def _var_cpu(x, dims, correction, keepdim, name):
     var = elementwise.div_op(sq, dof)
     if not keepdim:
         mean = make_tensor(mean._storage, var._shape, var._stride, 0, mean.dtype, mean._device)
+    return var, mean
+
+
+def _var_native(x, dims, correction, keepdim, name):
+    """(var, mean) in one native kernel (``_C.var_mean``: double accumulators, two passes over
+    cached data) when the reduced dims are one contiguous range of a contiguous real tensor;
+    None otherwise. The result has x's compute dtype (float32 for half types)."""
+    if not dims or not x.dtype.is_floating_point or not x.is_contiguous():
+        return None
+    d0, d1 = builtins.min(dims), builtins.max(dims) + 1
+    if d1 - d0 != len(dims):
+        return None
+    shape = x._shape
+    xc = convert(x, compute_dtype(x.dtype))
+    outer, n, inner = _count(shape, tuple(range(d0))), _count(shape, dims), _count(shape, tuple(range(d1, len(shape))))
+    if n - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=5)
+    out_shape = _out_shape(shape, dims, keepdim)
+    var, mean = empty(out_shape, xc.dtype, x._device), empty(out_shape, xc.dtype, x._device)
+    _C.var_mean(var, mean, xc, outer, n, inner, float(correction))
     return var, mean
 
 
