@@ -248,9 +248,11 @@ def _class_nll(grads, inputs, outputs):
     g_smooth = grads[1] if len(grads) > 1 and inputs.args[5] else None
     x, target, weight = inputs.args[0], inputs.args[1], inputs.args[2]
     ignore_index, log_probs = inputs.args[3], inputs.args[4]
-    if not ember.is_grad_enabled() and type(x) is ember.Tensor and (g_nll is None or type(g_nll) is ember.Tensor):
-        # One native pass on plain tensors; the composite below stays for double backward
-        # (create_graph=True) and for ember.func's wrapped tensors (vmap of grad).
+    if (not ember.is_grad_enabled() and type(x) is ember.Tensor and (g_nll is None or type(g_nll) is ember.Tensor)
+            and x.device.type in OPS["_class_nll_backward"].kernels):
+        # One native pass on plain tensors of a device that has the kernel; the composite below
+        # stays for double backward (create_graph=True), for ember.func's wrapped tensors (vmap of
+        # grad) and for devices without it (CUDA runs the composite's ops).
         return (OPS["_class_nll_backward"](g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
     classes = x.shape[1]
     valid = ember.ne(target, ignore_index)

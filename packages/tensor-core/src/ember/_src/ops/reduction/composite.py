@@ -73,8 +73,8 @@ def _var_native(x, dims, correction, keepdim, name):
     """(var, mean) in one native kernel (``_C.var_mean``: double accumulators, two passes over
     cached data) when the reduced dims are one contiguous range of a contiguous real tensor;
     None otherwise. The result has x's compute dtype (float32 for half types)."""
-    if not dims or not x.dtype.is_floating_point or not x.is_contiguous():
-        return None
+    if not dims or x._device.type != "cpu" or not x.dtype.is_floating_point or not x.is_contiguous():
+        return None  # (the kernel reads host memory: other devices take the composite)
     d0, d1 = builtins.min(dims), builtins.max(dims) + 1
     if d1 - d0 != len(dims):
         return None
