@@ -9,7 +9,7 @@ import torch
 
 import ember
 from ember._src import dispatch
-from ember._src.ops import pointwise as pw
+from ember._src.ops.pointwise import elementwise as pw
 
 
 class _PassThrough(dispatch.DispatchMode):
