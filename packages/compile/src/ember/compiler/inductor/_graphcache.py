@@ -136,9 +136,7 @@ def graph_key(gm, example_inputs) -> str:
             parts.append(_layout_text(example) if isinstance(example, Tensor) else _value_text(example))
         elif node.op == "get_attr":
             parts.append(node.target)
-            value = gm
-            for name in node.target.split("."):
-                value = getattr(value, name)
+            value = attribute(gm, node.target)
             parts.append(_layout_text(value) if isinstance(value, Tensor) else _value_text(value))
         elif node.op in ("call_function", "call_method"):
             parts += [target_text(node.target), _value_text(node.args), _value_text(node.kwargs)]
