@@ -54,7 +54,16 @@ _CUDA_POLICY: dict = {}  # op name -> policy on CUDA (filled by install())
 # and the one whose CUDA policy differs.
 _CPU_ONLY_COMPOSITE_MODULES = ("ember.linalg", "ember._src.ops.linalg.solves", "ember._src.ops.reduction.statistics",
                                "ember._src.ops.spectral.fft", "ember.nn.functional_pool3d")
-_CUDA_COMPOSITE = {"grid_sample": "promote", "max_unpool2d": None}
+_CUDA_COMPOSITE = {"grid_sample": "promote", "max_unpool2d": None, "binary_cross_entropy": "banned"}
+# PyTorch's CUDA autocast refuses binary_cross_entropy ("banned": its log of a probability rounded to
+# 16 bits is unsafe); the message is PyTorch's.
+_BANNED_MESSAGE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast."
+)
 
 _SUPPORTED = ("cpu", "cuda")  # device types autocast accepts
 _DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
@@ -327,6 +336,8 @@ def composite(policy: str):
                 device_type = _dispatch._device_type_of(args, kwargs)
                 here = policy if device_type != "cuda" else cuda_policy
                 if here is not None and state.enabled.get(device_type, False) and kwargs.get("out") is None:
+                    if here == "banned":
+                        raise RuntimeError(_BANNED_MESSAGE)
                     args, kwargs = _cast_args(here, device_type, args, kwargs, state)
                 return _call_excluded(fn, args, kwargs, state)
             return fn(*args, **kwargs)

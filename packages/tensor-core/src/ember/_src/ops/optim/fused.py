@@ -22,17 +22,26 @@ from ...tensor import Tensor
 __all__: list[str] = []
 
 _NATIVE = (dtypes.float32, dtypes.float64)
+# (update, device type) -> fn(same arguments as _adam's, less name) -> bool: a device plugin's fused
+# update ("adam" on "cuda": ember-cuda's one kernel per parameter). It returns False for a case it does
+# not take (the composite below then runs); it is consulted only where the native pass would be.
+DEVICE_UPDATES: dict = {}
 
 
 def _scalar(value) -> float:
     return float(value.item()) if isinstance(value, Tensor) else float(value)
 
 
+def _ops_visible() -> bool:
+    """True when something (a dispatch mode, a ``__torch_dispatch__`` subclass, pending lazy work)
+    must see the update as ops: no native or device-fused pass then."""
+    return bool(dispatch._MODES_ENTERED[0] or dispatch._SUBCLASS_DISPATCH[0] or dispatch._SYNC_HOOK[0] is not None)
+
+
 def _native_ok(*lists) -> bool:
     """True when the native pass may run: every tensor a contiguous dense CPU tensor of the first
-    param's float dtype, and nothing (a dispatch mode, a ``__torch_dispatch__`` subclass, pending
-    lazy work) that must see the update as ops."""
-    if dispatch._MODES_ENTERED[0] or dispatch._SUBCLASS_DISPATCH[0] or dispatch._SYNC_HOOK[0] is not None:
+    param's float dtype, and nothing that must see the update as ops (``_ops_visible``)."""
+    if _ops_visible():
         return False
     first = lists[0][0].dtype if lists and lists[0] else None
     if first not in _NATIVE:
@@ -81,7 +90,12 @@ def _adam(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
     if not params:
         return
     lr = _scalar(lr)
-    if _native_ok(params, grads, exp_avgs, exp_avg_sqs, maxes):
+    device_update = DEVICE_UPDATES.get(("adam", params[0]._device.type)) if isinstance(params[0], Tensor) else None
+    if device_update is not None and not _ops_visible() and device_update(
+            params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
+            maximize, grad_scale, found_inf, decoupled):
+        pass
+    elif _native_ok(params, grads, exp_avgs, exp_avg_sqs, maxes):
         _C.fused_adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, float(beta1), float(beta2),
                       float(weight_decay), float(eps), bool(amsgrad), bool(maximize), decoupled, grad_scale, found_inf)
     else:

@@ -1,0 +1,95 @@
+"""Runs ember's fused Adam/AdamW kernel and the one-pass cross-entropy backward kernel in Triton's
+CPU interpreter against PyTorch on the CPU (``python fused_interp_check.py``;
+test_cuda_fused_interpreter.py starts it in a fresh process, since TRITON_INTERPRET must be set
+before Triton decorates the kernels). Prints one "ok" line per case."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+import triton.runtime.interpreter as interp  # noqa: E402
+
+
+def _load(source: str, name: str):
+    original = interp._patch_lang_tensor
+
+    def patched(tensor, scope):  # NumPy 2 refuses int() of a 1-element array (loop bounds)
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    interp._patch_lang_tensor = patched
+    path = os.path.join(tempfile.mkdtemp(), f"{name}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+def check_adam():
+    from ember._cuda._ops_optim import _ADAM
+
+    k = _load(_ADAM, "ember_adam_interp")
+    g = torch.Generator().manual_seed(0)
+    for decoupled, maximize, wd, n, step in ((True, False, 0.1, 1100, 1.0), (False, True, 0.05, 517, 7.0)):
+        p, gr = torch.randn(n, generator=g), torch.randn(n, generator=g)
+        m, v = torch.randn(n, generator=g) * 0.1, torch.rand(n, generator=g) * 0.01
+        ref = [t.clone() for t in (p, gr, m, v)]
+        lr, b1, b2, eps = 1e-2, 0.9, 0.999, 1e-8
+        fn = torch._fused_adamw_ if decoupled else torch._fused_adam_
+        fn([ref[0]], [ref[1]], [ref[2]], [ref[3]], [], [torch.tensor(step)], lr=lr, beta1=b1, beta2=b2,
+           weight_decay=wd, eps=eps, amsgrad=False, maximize=maximize)
+        step_size, bc2 = lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step)
+        block = 1024
+        k[(-(-n // block),)](p, gr, m, v, n, lr, b1, b2, eps, wd, step_size, bc2, BLOCK=block, DECOUPLED=decoupled,
+                             MAXIMIZE=maximize)
+        for got, want in zip((p, m, v), (ref[0], ref[2], ref[3])):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        print("ok adam", decoupled, maximize)
+
+
+def check_ce_backward():
+    from ember._cuda._ops_rows import _CLASS_NLL_BACKWARD
+
+    k = _load(_CLASS_NLL_BACKWARD.replace("__CT__", "tl.float32"), "ember_ce_bwd_interp")
+    g = torch.Generator().manual_seed(1)
+    for rows, c, block, use_w, smooth, logp in ((6, 37, 16, False, 0.0, False), (5, 70, 32, True, 0.2, False),
+                                                (4, 19, 32, True, 0.1, True)):
+        x = torch.randn(rows, c, generator=g, dtype=torch.float64).float()
+        if logp:
+            x = x.log_softmax(1)
+        t = torch.randint(0, c, (rows,), generator=g)
+        t[1] = -100  # ignored row
+        w = torch.rand(c, generator=g) + 0.5 if use_w else None
+        xr = x.clone().requires_grad_()
+        if logp:
+            loss = torch.nn.functional.nll_loss(xr, t, weight=w, reduction="none")
+            if smooth:
+                keep = (t != -100).float()
+                loss = (1 - smooth) * loss + smooth * (-(xr * (w if w is not None else 1)).sum(1) * keep)
+        else:
+            loss = torch.nn.functional.cross_entropy(xr, t, weight=w, reduction="none", label_smoothing=smooth)
+        gout = torch.randn(rows, generator=g)
+        loss.backward(gout)
+        # _class_nll's outputs: nll and smooth, combined by the caller as (1 - s) nll + s / C smooth.
+        gn = gout * (1 - smooth)
+        gs = gout * smooth / (1 if logp else c) if smooth else None
+        out = torch.empty(rows, c)
+        k[(rows,)](x, t, w if w is not None else x, gn, gs if gs is not None else x, out, c, -100, 1, 1,
+                   BLOCK=block, LOGP=logp, HAS_W=w is not None, HAS_N=True, HAS_S=gs is not None)
+        torch.testing.assert_close(out, xr.grad, rtol=1e-4, atol=1e-5)
+        print("ok ce_backward", rows, c, use_w, smooth, logp)
+
+
+if __name__ == "__main__":
+    check_adam()
+    check_ce_backward()
