@@ -63,7 +63,7 @@ def _contiguous(t) -> bool:
 
 
 def _plain_cuda(t, device, dtype) -> bool:
-    return (type(t) is Tensor and t._device is device and t.dtype is dtype and _contiguous(t)
+    return (isinstance(t, Tensor) and t._device is device and t.dtype is dtype and _contiguous(t)
             and getattr(t, "_layout", None) is Tensor._layout)
 
 
@@ -92,7 +92,7 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
             if not _plain_cuda(t, device, dtype):
                 return False
     for s in state_steps:
-        if type(s) is not Tensor or s._device.type != "cpu":
+        if not isinstance(s, Tensor) or s._device.type != "cpu":
             return False
         steps.append(float(s.item()))
     beta1, beta2 = float(beta1), float(beta2)

@@ -1,0 +1,142 @@
+"""The host side of ember's CUDA path, measured without a GPU: the driver, cuBLAS and the kernel
+loader are replaced by no-op C functions (the ctypes calls keep their argument conversion), device
+memory by fake addresses, and Triton kernels are compiled for sm_90 as on the GPU (or found in the
+kernel cache, ``EMBER_CUDA_CACHE``). Everything ember runs in Python per op (dispatch, autograd,
+autocast, the CUDA kernels' argument handling, allocator, launch packing) runs as on the device, so
+host costs can be profiled on any machine; device results are garbage and never read.
+
+    python benchmarks/host_cuda_fake.py add            # 1-element add: host us/call
+    python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile]   # host ms per training step
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+_LIBC = ctypes.CDLL(None)
+# A C function that returns 0 and ignores its arguments: getuid for root (a trivial system call), else
+# sched_yield (which may yield the processor on a busy machine: timings then overstate).
+_NOOP = ctypes.cast(_LIBC.getuid if os.getuid() == 0 else _LIBC.sched_yield, ctypes.c_void_p).value
+
+
+def _noop(argtypes):
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(_NOOP)
+    return fn
+
+
+def install() -> None:
+    """Makes ember.cuda believe one sm_90 device is present; call before any CUDA tensor exists."""
+    from ember._cuda import _allocator, _blas, _compile, _driver, _fastcall
+
+    _driver._STATE["count"] = 1
+    _driver._TLS.index, _driver._TLS.ctx = 0, 1
+    _driver._PROPS[0] = SimpleNamespace(major=9, minor=0, multi_processor_count=132, name="fake sm_90",
+                                        total_memory=141 << 30, L2_cache_size=60 << 20, warp_size=32)
+    lib = SimpleNamespace(**{name: _noop(argtypes) for name, argtypes in _fastcall._SIGNATURES.items()})
+    _fastcall._LIB[:] = [lib]
+    nxt = [1 << 40]
+
+    def device_alloc(self, size, nbytes):
+        nxt[0] += (size + 4095) & ~4095
+        self.reserved += size
+        return nxt[0]
+
+    _allocator.DeviceAllocator._device_alloc = device_alloc
+    _allocator.DeviceAllocator._device_free = lambda self, block: None
+    vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    _blas._STATE["lib"] = SimpleNamespace(
+        cublasCreate_v2=_noop([ctypes.POINTER(vp)]), cublasSetStream_v2=_noop([vp, vp]),
+        cublasGemmEx=_noop([vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, vp, i32, i32, vp, vp, i32, i32, i32, i32]),
+        cublasGemmStridedBatchedEx=_noop([vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, i64, vp, i32, i32, i64, vp,
+                                          vp, i32, i32, i64, i32, i32, i32]))
+
+    def load(cubin, meta, kinds, device):
+        return _fastcall.Launcher(1, kinds, meta["num_warps"], meta["shared"], meta["name"])
+
+    _compile.load = load
+    from ember._cuda import _ops_index
+
+    flag = ctypes.c_int32(0)  # the device-side index-error flag: a host int no kernel writes here
+    _ops_index._FLAG[0] = (flag, ctypes.addressof(flag))
+
+
+def bench_add(n=20000) -> float:
+    import ember
+
+    one = ember.ones(1, device="cuda")
+    for _ in range(500):
+        one + one
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.thread_time()  # CPU time of this thread (see bench_gpt2)
+        for _ in range(n // 5):
+            one + one
+        best = min(best, (time.thread_time() - t0) / (n // 5) * 1e6)
+    return best
+
+
+def bench_gpt2(layers: int, steps: int, profile: bool) -> float:
+    import ember
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_cuda_gpt2 import build
+
+    ember.manual_seed(0)
+    model = build(ember, layers).to("cuda")
+    opt = ember.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+    idx = ember.randint(0, 50257, (8, 1025)).to("cuda")
+    x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
+
+    def step():
+        with ember.autocast("cuda", dtype=ember.bfloat16):
+            loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    for _ in range(2):
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.thread_time()  # CPU time of this thread: steady on a shared machine, unlike wall time
+        step()
+        times.append(time.thread_time() - t0)
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        step()
+        prof.disable()
+        stats = pstats.Stats(prof)
+        stats.sort_stats("tottime").print_stats(40)
+        stats.sort_stats("cumulative").print_stats(60)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("add", "gpt2"))
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    install()
+    if args.what == "add":
+        print(f"1-element add: {bench_add():.2f} host CPU us/call (best of 5; no GPU: launches are no-ops)")
+    else:
+        ms = bench_gpt2(args.layers, args.steps, args.profile)
+        print(f"GPT-2 ({args.layers} layers, B8 T1024) training step: {ms:.1f} host CPU ms "
+              "(median; no GPU: launches are no-ops)")
+
+
+if __name__ == "__main__":
+    main()
