@@ -167,6 +167,19 @@ def main():
         return lambda: F.cross_entropy(x, t)
     rows.append(_pair(torch, f"cross_entropy {rows_ce}x{v} f32 (fwd)", ce_case, iters, 4 * rows_ce * v, "TB/s"))
 
+    def ce_bwd_case(fw):
+        x = data(fw, (rows_ce, v)).requires_grad_()
+        t = fw.randint(0, v, (rows_ce,), device="cuda") if fw is torch else ember.randint(0, v, (rows_ce,)).cuda()
+        F = EF if fw is ember else TF
+
+        def run():
+            x.grad = None
+            F.cross_entropy(x, t).backward()
+        return run
+    # fwd + bwd: the logits read by the forward and by the backward, the gradient written (3 passes at least)
+    rows.append(_pair(torch, f"cross_entropy {rows_ce}x{v} f32 (fwd+bwd)", ce_bwd_case, iters, 12 * rows_ce * v,
+                      "TB/s"))
+
     mm = 4096 if args.quick else 8192
     for dtype, tf32 in (("bfloat16", False), ("float16", False), ("float32", True), ("float32", False)):
         def mm_case(fw, dtype=dtype, tf32=tf32):
