@@ -1,5 +1,5 @@
-"""Runs ember's fused Adam/AdamW kernel and the one-pass cross-entropy backward kernel in Triton's
-CPU interpreter against PyTorch on the CPU (``python fused_interp_check.py``;
+"""Runs ember's fused Adam/AdamW kernel, the one-pass cross-entropy backward kernel and the pooling
+kernels in Triton's CPU interpreter against PyTorch on the CPU (``python fused_interp_check.py``;
 test_cuda_fused_interpreter.py starts it in a fresh process, since TRITON_INTERPRET must be set
 before Triton decorates the kernels). Prints one "ok" line per case."""
 
@@ -90,6 +90,45 @@ def check_ce_backward():
         print("ok ce_backward", rows, c, use_w, smooth, logp)
 
 
+def check_pooling():
+    from ember._cuda._ops_pool import _BACKWARD, _FORWARD
+
+    fwd = _load(_FORWARD.replace("__CT__", "tl.float32").replace("__LOWEST__", "-float('inf')"), "ember_pool_f")
+    bwd = _load(_BACKWARD.replace("__CT__", "tl.float32"), "ember_pool_b")
+    g = torch.Generator().manual_seed(2)
+    F = torch.nn.functional
+    cases = [("max", (3, 3), (2, 2), (1, 1), (1, 1), True, True, None),
+             ("max", (3, 2), (1, 2), (1, 0), (2, 1), False, True, None),
+             ("avg", (3, 3), (2, 2), (1, 1), (1, 1), True, True, None),
+             ("avg", (3, 2), (2, 1), (1, 1), (1, 1), False, False, None),
+             ("avg", (2, 2), (2, 2), (0, 0), (1, 1), True, False, 3)]
+    for kind, k, s, p, d, ceil, include_pad, divisor in cases:
+        x = torch.randn(2, 3, 9, 8, generator=g)
+        x[0, 1, 2, 3] = float("nan")
+        xr = x.clone().requires_grad_()
+        if kind == "max":
+            ref, ref_idx = F.max_pool2d(xr, k, s, p, d, ceil_mode=ceil, return_indices=True)
+        else:
+            ref = F.avg_pool2d(xr, k, s, p, ceil_mode=ceil, count_include_pad=include_pad, divisor_override=divisor)
+        gout = torch.randn(ref.shape, generator=g)
+        ref.backward(gout)
+        oh, ow = ref.shape[-2:]
+        total = 6 * oh * ow
+        out, idx = torch.empty(ref.shape), torch.empty(ref.shape, dtype=torch.int64)
+        args = (total, 9, 8, oh, ow, k[0], k[1], s[0], s[1], p[0], p[1])
+        fwd[(-(-total // 64),)](x, out, idx, *args, d[0], d[1], divisor or 0, BLOCK=64, MAX=kind == "max",
+                                WITH_IDX=True, INCLUDE_PAD=include_pad)
+        torch.testing.assert_close(out, ref.detach(), equal_nan=True)
+        if kind == "max":
+            assert torch.equal(idx, ref_idx), (idx, ref_idx)
+        gi = torch.zeros(x.shape)
+        bwd[(-(-total // 64),)](gout, gi, idx, *args, divisor or 0, BLOCK=64, MAX=kind == "max",
+                                INCLUDE_PAD=include_pad)
+        torch.testing.assert_close(gi, xr.grad)
+        print("ok pool", kind, k, s, p, d, ceil, include_pad, divisor)
+
+
 if __name__ == "__main__":
     check_adam()
     check_ce_backward()
+    check_pooling()

@@ -53,6 +53,7 @@ class CudaPlugin:
             _ops_more,
             _ops_optim,
             _ops_pointwise,
+            _ops_pool,
             _ops_reduce,
             _ops_rows,
             _ops_stats,
@@ -60,8 +61,8 @@ class CudaPlugin:
             _storage,
         )
 
-        for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul,
-                       _ops_index, _ops_more, _ops_optim, _ops_stats, _random):
+        for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_pool, _ops_reduce, _ops_rows,
+                       _ops_matmul, _ops_index, _ops_more, _ops_optim, _ops_stats, _random):
             module.register()
         register_backend(Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                                  is_pinned=_storage.is_pinned, device_count=api.device_count))

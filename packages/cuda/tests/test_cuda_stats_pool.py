@@ -1,0 +1,145 @@
+"""CUDA kernels of var/std/var_mean/std_mean, batch norm (training and eval, forward and backward),
+max/avg pooling (forward and backward) and cummax/cummin, each compared with the CPU result
+(GPU only; the core's tests compare the CPU kernels with PyTorch)."""
+
+from __future__ import annotations
+
+import pytest
+from cuda_helpers import assert_same, needs_gpu, rand
+
+import ember
+
+nn = pytest.importorskip("ember.nn")
+F = pytest.importorskip("ember.nn.functional")
+
+pytestmark = [pytest.mark.gpu, needs_gpu]
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.bfloat16])
+@pytest.mark.parametrize("dim,keepdim,correction", [(None, False, 1), (1, True, 0), ((0, 2), False, 1), (-1, False, 2)])
+def test_variance_family_matches_cpu(name, dtype, dim, keepdim, correction):
+    x = rand((6, 7, 9), seed=1).to(dtype) * 3 + 1
+    fn = getattr(ember, name)
+    got = fn(x.cuda(), dim, correction=correction, keepdim=keepdim)
+    want = fn(x, dim, correction=correction, keepdim=keepdim)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert_same(g, w, dtype, rtol=1e-4 if dtype is ember.float32 else None)
+
+
+def test_variance_of_a_non_contiguous_view_and_its_gradient():
+    x = rand((8, 10), seed=2).t()
+    xs = []
+    for device in ("cuda", "cpu"):
+        xd = x.detach().to(device).requires_grad_()
+        ember.std(xd, 0).sum().backward()
+        xs.append((ember.var(x.to(device), 1), xd.grad))
+    for g, w in zip(*xs):
+        assert_same(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (8, 5), (2, 4, 7)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_training_and_eval_match_cpu(shape, affine):
+    x = rand(shape, seed=3) * 2 + 0.5
+    results = []
+    for device in ("cuda", "cpu"):
+        ember.manual_seed(0)
+        bn = {2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d}[len(shape)](shape[1], affine=affine)
+        bn = bn.to(device)
+        if affine:
+            with ember.no_grad():
+                bn.weight.copy_(rand((shape[1],), seed=4).to(device))
+                bn.bias.copy_(rand((shape[1],), seed=5).to(device))
+        xd = x.to(device).requires_grad_()
+        g = rand(shape, seed=6).to(device)
+        out = bn(xd)
+        out.backward(g)
+        row = [out, xd.grad, bn.running_mean, bn.running_var]
+        if affine:
+            row += [bn.weight.grad, bn.bias.grad]
+        bn.eval()
+        xe = x.to(device).requires_grad_()
+        oe = bn(xe)
+        oe.backward(g)
+        results.append(row + [oe, xe.grad])
+    for g, w in zip(*results):
+        assert_same(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_bfloat16_matches_cpu():
+    x = (rand((4, 3, 5, 5), seed=7) * 2).to(ember.bfloat16)
+    outs = []
+    for device in ("cuda", "cpu"):
+        outs.append(F.batch_norm(x.to(device), None, None, training=True))
+    assert_same(outs[0], outs[1], ember.bfloat16)
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil", [(2, 2, 0, 1, False), (3, 2, 1, 1, True),
+                                                                 ((3, 2), (1, 2), (1, 0), (2, 1), False)])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+def test_max_pool2d_forward_backward_match_cpu(kernel, stride, padding, dilation, ceil, dtype):
+    x = rand((2, 3, 11, 9), seed=8).to(dtype)
+    res = []
+    for device in ("cuda", "cpu"):
+        xd = x.to(device).requires_grad_()
+        out, idx = F.max_pool2d(xd, kernel, stride, padding, dilation, ceil_mode=ceil, return_indices=True)
+        out.backward(rand(tuple(out.shape), seed=9).to(dtype).to(device))
+        res.append((out, idx, xd.grad))
+    for g, w in zip(*res):
+        assert_same(g, w, dtype)
+
+
+@pytest.mark.parametrize("kernel,stride,padding,ceil,include_pad,divisor", [
+    (2, 2, 0, False, True, None), (3, 2, 1, True, True, None), (3, 2, 1, False, False, None),
+    ((3, 2), (1, 2), (1, 0), True, False, 5)])
+def test_avg_pool2d_forward_backward_match_cpu(kernel, stride, padding, ceil, include_pad, divisor):
+    x = rand((2, 3, 10, 9), seed=10)
+    res = []
+    for device in ("cuda", "cpu"):
+        xd = x.to(device).requires_grad_()
+        out = F.avg_pool2d(xd, kernel, stride, padding, ceil_mode=ceil, count_include_pad=include_pad,
+                           divisor_override=divisor)
+        out.backward(rand(tuple(out.shape), seed=11).to(device))
+        res.append((out, xd.grad))
+    for g, w in zip(*res):
+        assert_same(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_pooling_layers_in_a_small_cnn_match_cpu():
+    x = rand((4, 1, 12, 12), seed=12)
+    res = []
+    for device in ("cuda", "cpu"):
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(4, 4, 3), nn.AvgPool2d(2), nn.Flatten()).to(device)
+        out = model(x.to(device))
+        out.sum().backward()
+        res.append([out] + [p.grad for p in model.parameters()])
+    for g, w in zip(*res):
+        assert_same(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.int64, ember.bfloat16])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cummax_cummin_match_cpu(name, dtype, dim):
+    x = rand((5, 300, 3), seed=13).to(dtype)
+    if dtype is ember.float32:
+        x[1, 7, 0] = float("nan")
+        x[2, 3:9, 1] = 1.0  # ties: the last index of the running extreme, as PyTorch
+    fn = getattr(ember, name)
+    got, want = fn(x.cuda(), dim), fn(x, dim)
+    assert_same(got.values, want.values, dtype)
+    assert_same(got.indices, want.indices)
+
+
+def test_cummax_gradient_matches_cpu():
+    x = rand((4, 50), seed=14)
+    grads = []
+    for device in ("cuda", "cpu"):
+        xd = x.to(device).requires_grad_()
+        ember.cummax(xd, 1).values.sum().backward()
+        grads.append(xd.grad)
+    assert_same(grads[0], grads[1])
