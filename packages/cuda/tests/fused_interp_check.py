@@ -128,7 +128,25 @@ def check_pooling():
         print("ok pool", kind, k, s, p, d, ceil, include_pad, divisor)
 
 
+def check_cummax():
+    from ember._cuda._ops_more import _SCAN_INDEXED
+
+    g = torch.Generator().manual_seed(3)
+    for name, cmp in (("cummax", ">="), ("cummin", "<=")):
+        k = _load(_SCAN_INDEXED.replace("__CT__", "tl.float32").replace("__CMP__", cmp), f"ember_{name}_interp")
+        x = torch.randint(-3, 4, (3, 45), generator=g).float()  # many ties
+        x[1, 10] = float("nan")
+        x[1, 20] = float("nan")
+        out, idx = torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64)
+        k[(3,)](x, out, idx, 45, BLOCK=16)
+        ref = getattr(torch, name)(x, 1)
+        torch.testing.assert_close(out, ref.values, equal_nan=True)
+        assert torch.equal(idx, ref.indices), (idx, ref.indices)
+        print("ok", name)
+
+
 if __name__ == "__main__":
     check_adam()
     check_ce_backward()
     check_pooling()
+    check_cummax()

@@ -120,9 +120,74 @@ def _scan(name: str):
     return kernel
 
 
+_SCAN_INDEXED = HEADER + '''
+@triton.jit
+def _pick(v1, i1, v2, i2):
+    # v2 comes later: it wins on ties (PyTorch keeps the last index of the running extreme) and every NaN
+    # wins (NaN ranks above all numbers; the latest NaN's index). i1 < 0 marks the empty carry before
+    # the first block. A total order on (value, position): the scan is associative.
+    later = (i1 < 0) | (v2 != v2) | ((v1 == v1) & (v2 __CMP__ v1))
+    return tl.where(later, v2, v1), tl.where(later, i2, i1)
+
+
+@triton.jit
+def k(x, out, idx, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cv = tl.zeros([1], __CT__)
+    ci = tl.full([1], -1, tl.int64)
+    for n0 in range(0, N, BLOCK):
+        cols = n0 + tl.arange(0, BLOCK)
+        m = cols < N
+        v = tl.load(x + row * N + cols, mask=m, other=0).to(__CT__)
+        rv, ri = tl.associative_scan((v, cols.to(tl.int64)), 0, _pick)
+        rv, ri = _pick(cv, ci, rv, ri)  # the previous blocks' extreme, as the earlier operand
+        tl.store(out + row * N + cols, rv.to(out.dtype.element_ty), mask=m)
+        tl.store(idx + row * N + cols, ri, mask=m)
+        last = tl.minimum(n0 + BLOCK, N) - 1
+        cv = tl.zeros([1], __CT__) + tl.sum(tl.where(cols == last, rv, 0), axis=0)
+        ci = tl.zeros([1], tl.int64) + tl.sum(tl.where(cols == last, ri, 0), axis=0)
+'''
+
+
+def _scan_indexed(name: str):
+    is_max = name == "cummax"
+    op = OPS[name]
+
+    def kernel(x, dim):
+        values, indices = op.meta(x, dim)  # the core's argument checks
+        dev = x._device
+        if x.dtype.is_complex:
+            raise NotImplementedError(f"ember.ops.{name} has no CUDA kernel for {x.dtype}")
+        if x.ndim == 0:
+            return x.clone(), OPS["full"].kernels["cuda"]((), 0, dtype=dt.int64, device=dev)
+        d = dim % x.ndim
+        moved = x.movedim(d, -1)
+        dense = moved if moved.is_contiguous() else moved.contiguous()
+        n = dense._shape[-1]
+        out = new_empty_tensor(dense._shape, x.dtype, dev)
+        idx = new_empty_tensor(dense._shape, dt.int64, dev)
+        rows = dense.numel() // max(n, 1)
+        if rows and n:
+            ct = (dt.float64 if x.dtype is dt.float64 else dt.float32) if x.dtype.is_floating_point else dt.int64
+            block = min(2048, max(16, 1 << (n - 1).bit_length()))
+            index = dev.index or 0
+            src = _SCAN_INDEXED.replace("__CT__", TL[ct]).replace("__CMP__", ">=" if is_max else "<=")
+            sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[x.dtype], "idx": "*i64", "N": "i64",
+                   "BLOCK": "constexpr"}
+            launcher = _compile.kernel(src, "k", sig, {"BLOCK": block}, (), 8 if block >= 2048 else 4, 1, index)
+            launcher((rows, 1, 1), current_handle(index), dense.data_ptr(), out.data_ptr(), idx.data_ptr(), n)
+        if d != x.ndim - 1:
+            out, idx = out.movedim(-1, d), idx.movedim(-1, d)
+        return out, idx
+
+    return kernel
+
+
 def register() -> None:
     OPS["cat"].kernels["cuda"] = _cat
     OPS["any"].kernels["cuda"] = _any
     OPS["all"].kernels["cuda"] = _all
     OPS["cumsum"].kernels["cuda"] = _scan("cumsum")
     OPS["cumprod"].kernels["cuda"] = _scan("cumprod")
+    OPS["cummax"].kernels["cuda"] = _scan_indexed("cummax")
+    OPS["cummin"].kernels["cuda"] = _scan_indexed("cummin")
