@@ -93,7 +93,7 @@ def test_cross_entropy_backward_matches_cpu(dtype, kwargs):
         kw["weight"] = rand((classes,), low=0.5, high=1.5, seed=6).to(dtype)
     grads = []
     for device in ("cuda", "cpu"):
-        xd = x.to(device).requires_grad_()
+        xd = x.clone().to(device).requires_grad_()
         kwd = {k: (v.to(device) if isinstance(v, ember.Tensor) else v) for k, v in kw.items()}
         F.cross_entropy(xd, target.to(device), **kwd).backward()
         grads.append(xd.grad)
@@ -106,7 +106,7 @@ def test_nll_loss_backward_matches_cpu():
     target = ember.tensor([0, 1, 2, 3, 4, 5, 6, 0, 1, -100])
     grads = []
     for device in ("cuda", "cpu"):
-        xd = x.to(device).requires_grad_()
+        xd = x.clone().to(device).requires_grad_()
         F.nll_loss(xd, target.to(device)).backward()
         grads.append(xd.grad)
     assert_same(grads[0], grads[1])

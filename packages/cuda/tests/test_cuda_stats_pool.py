@@ -52,7 +52,7 @@ def test_batch_norm_training_and_eval_match_cpu(shape, affine):
             with ember.no_grad():
                 bn.weight.copy_(rand((shape[1],), seed=4).to(device))
                 bn.bias.copy_(rand((shape[1],), seed=5).to(device))
-        xd = x.to(device).requires_grad_()
+        xd = x.clone().to(device).requires_grad_()  # a fresh leaf per run (x.to("cpu") is x itself)
         g = rand(shape, seed=6).to(device)
         out = bn(xd)
         out.backward(g)
@@ -60,11 +60,13 @@ def test_batch_norm_training_and_eval_match_cpu(shape, affine):
         if affine:
             row += [bn.weight.grad, bn.bias.grad]
         bn.eval()
-        xe = x.to(device).requires_grad_()
+        xe = x.clone().to(device).requires_grad_()
         oe = bn(xe)
         oe.backward(g)
         results.append(row + [oe, xe.grad])
-    for g, w in zip(*results):
+    names = ["out", "x.grad", "running_mean", "running_var"] + (["weight.grad", "bias.grad"] if affine else [])
+    for name, g, w in zip(names + ["eval out", "eval x.grad"], *results):
+        assert tuple(g.shape) == tuple(w.shape), name
         assert_same(g, w, rtol=1e-4, atol=1e-4)
 
 
@@ -83,7 +85,7 @@ def test_max_pool2d_forward_backward_match_cpu(kernel, stride, padding, dilation
     x = rand((2, 3, 11, 9), seed=8).to(dtype)
     res = []
     for device in ("cuda", "cpu"):
-        xd = x.to(device).requires_grad_()
+        xd = x.clone().to(device).requires_grad_()
         out, idx = F.max_pool2d(xd, kernel, stride, padding, dilation, ceil_mode=ceil, return_indices=True)
         out.backward(rand(tuple(out.shape), seed=9).to(dtype).to(device))
         res.append((out, idx, xd.grad))
@@ -98,7 +100,7 @@ def test_avg_pool2d_forward_backward_match_cpu(kernel, stride, padding, ceil, in
     x = rand((2, 3, 10, 9), seed=10)
     res = []
     for device in ("cuda", "cpu"):
-        xd = x.to(device).requires_grad_()
+        xd = x.clone().to(device).requires_grad_()
         out = F.avg_pool2d(xd, kernel, stride, padding, ceil_mode=ceil, count_include_pad=include_pad,
                            divisor_override=divisor)
         out.backward(rand(tuple(out.shape), seed=11).to(device))

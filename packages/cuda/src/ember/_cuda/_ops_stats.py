@@ -105,12 +105,6 @@ def _stat_dims(x) -> tuple:
     return (0,) + tuple(range(2, x.ndim))
 
 
-def _vec(c: int, cd, dev, value: float):
-    t = new_empty_tensor((c,), cd, dev)
-    OPS["fill_"].kernels["cuda"](t, value)
-    return t
-
-
 def _update_running(running, stat, momentum: float):
     if running is None:
         return
