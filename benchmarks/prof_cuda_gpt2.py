@@ -52,23 +52,45 @@ def main():
 
     for _ in range(3):
         step().item()
-    walls, devs = [], []
-    for _ in range(args.timed):
+
+    def sync():
         if cuda:
             fw.cuda.synchronize()
-            s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
-            s.record()
+
+    # Per phase: host time to issue it (no wait) and wall time until the device finished it (a sync
+    # before and after). wall >> host: that phase is device-bound; wall ~ host: host-bound.
+    phases = {"forward": [], "backward": [], "optimizer": []}
+    for _ in range(args.timed):
+        sync()
         t0 = time.perf_counter()
-        loss = step()
-        host = time.perf_counter() - t0  # host time to issue the step (no sync)
-        if cuda:
-            e.record()
-            e.synchronize()
-            devs.append(s.elapsed_time(e))
-        loss.item()
-        walls.append(host * 1e3)
-    print(f"host issue ms/step {statistics.median(walls):.1f}  device-event ms/step "
-          f"{statistics.median(devs) if devs else float('nan'):.1f}", flush=True)
+        with fw.autocast(dev, dtype=fw.bfloat16):
+            loss = model(x, y)
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t3 = time.perf_counter()
+        sync()
+        t4 = time.perf_counter()
+        opt.step()
+        t5 = time.perf_counter()
+        sync()
+        t6 = time.perf_counter()
+        phases["forward"].append((t1 - t0, t2 - t0))
+        phases["backward"].append((t3 - t2, t4 - t2))
+        phases["optimizer"].append((t5 - t4, t6 - t4))
+    for name, rows in phases.items():
+        host = statistics.median(r[0] for r in rows) * 1e3
+        wall = statistics.median(r[1] for r in rows) * 1e3
+        print(f"{name:10s} host issue {host:7.1f} ms   wall (synced) {wall:7.1f} ms", flush=True)
+    walls = []
+    for _ in range(args.timed):
+        sync()
+        t0 = time.perf_counter()
+        step().item()
+        walls.append((time.perf_counter() - t0) * 1e3)
+    print(f"whole step (one sync at the end): {statistics.median(walls):.1f} ms", flush=True)
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.steps):
