@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
+from ember._src import grad_mode as _grad_mode
 from ember._src.device import device as _device
 from ember._src.tensor import make_tensor as _make_tensor
 
@@ -26,18 +27,17 @@ class CudaStorage:
 
     def __init__(self, nbytes: int, index: int):
         self._nbytes = nbytes
-        dev = _DEVICES.get(index)
-        if dev is None:
-            dev = _DEVICES[index] = _device("cuda", index)
-        self.device = dev
+        try:  # (runs once per op: the common case is two dict hits)
+            self.device = _DEVICES[index]
+            alloc = _ALLOCATORS[index]
+        except KeyError:
+            self.device = _DEVICES.setdefault(index, _device("cuda", index))
+            alloc = _ALLOCATORS.setdefault(index, _allocator.allocator(index))
         self.version = 0
         self.inference = False
         if nbytes == 0:
             self._ptr, self._block = 0, None
             return
-        alloc = _ALLOCATORS.get(index)
-        if alloc is None:
-            alloc = _ALLOCATORS[index] = _allocator.allocator(index)
         self._block = block = alloc.malloc(nbytes, current_handle(index))
         self._ptr = block.ptr
 
@@ -84,20 +84,18 @@ def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
     return storage
 
 
-_GRAD = None
+_INFERENCE_USED = _grad_mode.INFERENCE_USED
+_TLS = _driver._TLS
 
 
 def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
     """A fresh contiguous CUDA tensor (the small-op fast path of ``new_empty_tensor``)."""
-    global _GRAD
-    if _GRAD is None:
-        from ember._src import grad_mode
-
-        _GRAD = grad_mode.STATE
     index = dev.index or 0
-    _driver.ensure_context(index)
+    if _TLS.index != index:
+        _driver.ensure_context(index)
     storage = CudaStorage(n * dtype.itemsize, index)
-    if _GRAD.inference:
+    # The thread-local inference flag is read only once inference mode has ever been on.
+    if _INFERENCE_USED[0] and _grad_mode.STATE.inference:
         storage.inference = True
     return _make_tensor(storage, shape, strides, 0, dtype, dev)
 
