@@ -135,3 +135,65 @@ def test_cummax_cummin_match_cpu(name, dtype, dim):
     got, want = fn(x.cuda(), dim), fn(x, dim)
     assert_same(got.values, want.values, dtype)
     assert_same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, 0.5, 0, float("inf"), float("-inf"), "fro"])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, True), ((0, 2), False)])
+def test_norm_matches_cpu(p, dim, keepdim):
+    x = rand((4, 5, 6), seed=15)
+    x[0, 0, 0] = 0.0
+    assert_same(ember.norm(x.cuda(), p, dim, keepdim), ember.norm(x, p, dim, keepdim), rtol=1e-5, atol=1e-6)
+
+
+def test_norm_dtype_and_clip_grad_norm_match_cpu():
+    x = rand((7, 9), seed=16).to(ember.bfloat16)
+    assert_same(ember.norm(x.cuda(), 2, dtype=ember.float32), ember.norm(x, 2, dtype=ember.float32), rtol=1e-5)
+    grads = []
+    for device in ("cuda", "cpu"):
+        ember.manual_seed(0)
+        model = nn.Linear(6, 3).to(device)
+        model(rand((4, 6), seed=17).to(device)).sum().backward()
+        total = nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        grads.append([total] + [p.grad for p in model.parameters()])
+    for g, w in zip(*grads):
+        assert_same(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dim,keepdim", [((1,), False), ((0, 2), True), ((2,), False)])
+def test_logsumexp_matches_cpu(dim, keepdim):
+    x = rand((3, 4, 50), seed=18) * 30
+    x[0, 0, :] = float("-inf")
+    x[1, 1, 3] = float("inf")
+    assert_same(ember.logsumexp(x.cuda(), dim, keepdim), ember.logsumexp(x, dim, keepdim), rtol=1e-5, atol=1e-5)
+    xi = ember.tensor([[1, 2, 3], [4, 5, 6]])
+    assert_same(ember.logsumexp(xi.cuda(), 1), ember.logsumexp(xi, 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+@pytest.mark.parametrize("affine", [True, False])
+def test_rms_norm_forward_backward_match_cpu(dtype, affine):
+    x = rand((4, 6, 16), seed=19).to(dtype)
+    res = []
+    for device in ("cuda", "cpu"):
+        xd = x.clone().to(device).requires_grad_()
+        w = rand((16,), seed=20).to(dtype).to(device).requires_grad_() if affine else None
+        out = F.rms_norm(xd, (16,), w)
+        out.backward(rand(tuple(out.shape), seed=21).to(dtype).to(device))
+        res.append([out, xd.grad] + ([w.grad] if affine else []))
+    for g, w in zip(*res):
+        assert_same(g, w, dtype, rtol=1e-4 if dtype is ember.float32 else None, atol=1e-4 if dtype is ember.float32
+                    else None)
+
+
+@pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((1, 1, 2, 0), -3.5), ((-1, 2, 0, -2), 1.0),
+                                       ((0, 0, 1, 1, 2, 2), 7.0)])
+def test_constant_pad_matches_cpu(pad, value):
+    x = rand((2, 3, 5, 4), seed=22)
+    xt = x.transpose(2, 3)  # a strided input
+    for t in (x, xt):
+        assert_same(F.pad(t.cuda(), pad, value=value), F.pad(t, pad, value=value))
+    xd = x.clone().cuda().requires_grad_()
+    F.pad(xd, pad, value=value).sum().backward()
+    xc = x.clone().requires_grad_()
+    F.pad(xc, pad, value=value).sum().backward()
+    assert_same(xd.grad, xc.grad)

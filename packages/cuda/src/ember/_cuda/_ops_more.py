@@ -183,6 +183,35 @@ def _scan_indexed(name: str):
     return kernel
 
 
+def _constant_pad_nd(self, pad, value=0):
+    """A fill of the padded shape, then one strided copy of the kept part of the input (negative pads
+    crop it), as the CPU kernel."""
+    from ember._src.ops.nn import resample
+    from ember._src.tensor import make_view
+
+    from ._ops_copy import device_copy
+
+    shape = resample._constant_shape(self, pad)
+    out = new_empty_tensor(shape, self.dtype, self._device)
+    OPS["fill_"].kernels["cuda"](out, value)
+    if out.numel() == 0:
+        return out
+    src_off, dst_off = self._offset, 0
+    src_shape, dst_shape, out_stride = list(self._shape), list(shape), out._stride
+    for i in range(len(pad) // 2):
+        d = self.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        keep = self._shape[d] + min(lo, 0) + min(hi, 0)
+        if keep <= 0:
+            return out
+        src_off += max(-lo, 0) * self._stride[d]
+        dst_off += max(lo, 0) * out_stride[d]
+        src_shape[d] = dst_shape[d] = keep
+    device_copy(make_view(out, tuple(dst_shape), out_stride, dst_off),
+                make_view(self, tuple(src_shape), self._stride, src_off))
+    return out
+
+
 def register() -> None:
     OPS["cat"].kernels["cuda"] = _cat
     OPS["any"].kernels["cuda"] = _any
@@ -191,3 +220,4 @@ def register() -> None:
     OPS["cumprod"].kernels["cuda"] = _scan("cumprod")
     OPS["cummax"].kernels["cuda"] = _scan_indexed("cummax")
     OPS["cummin"].kernels["cuda"] = _scan_indexed("cummin")
+    OPS["constant_pad_nd"].kernels["cuda"] = _constant_pad_nd

@@ -1,5 +1,6 @@
-"""CUDA kernels of the statistics ops: var, std, var_mean, std_mean, and batch normalization
-(``native_batch_norm`` forward in training and eval, ``native_batch_norm_backward``).
+"""CUDA kernels of the statistics ops: var, std, var_mean, std_mean, batch normalization
+(``native_batch_norm`` forward in training and eval, ``native_batch_norm_backward``), vector
+norms, logsumexp and RMS norm (``_fused_rms_norm``).
 
 Both are built from the device's own reduction (``_reduce.reduce_into``, float32 accumulators for
 half and float32 inputs, float64 for float64) and generated elementwise kernels
@@ -11,6 +12,7 @@ on host memory, so CUDA tensors need these. Argument checks and result shapes ar
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from ember._src import dtypes as dt
@@ -197,4 +199,91 @@ def register() -> None:
         OPS[name].kernels["cuda"] = _declare_var(name, sqrt, with_mean)
     OPS["native_batch_norm"].kernels["cuda"] = _batch_norm
     OPS["native_batch_norm_backward"].kernels["cuda"] = _batch_norm_backward
+    OPS["norm"].kernels["cuda"] = _norm
+    OPS["logsumexp"].kernels["cuda"] = _logsumexp
+    OPS["_fused_rms_norm"].kernels["cuda"] = _rms_norm
 
+
+
+# ------------------------------------------------------------------------ norm, logsumexp, rms_norm
+
+
+def _reduce_of(kind: str, t, dims, shape, cd):
+    """``kind`` ("sum", "max", "min") of ``t`` over ``dims``, contiguous of dtype ``cd`` in ``shape``."""
+    out = new_empty_tensor(tuple(shape), cd, t._device)
+    if out.numel():
+        if t.numel() == 0:
+            OPS["fill_"].kernels["cuda"](out, 0.0)
+        else:
+            reduce_into(kind, t, dims, out, accumulator(kind, cd))
+    return out
+
+
+_NORM_TERM = {2.0: ("{0} * {0}", "sum", "tl.sqrt({0})"), 1.0: ("tl.abs({0})", "sum", "{0}"),
+              math.inf: ("tl.abs({0})", "max", "{0}"), -math.inf: ("tl.abs({0})", "min", "{0}"),
+              0.0: ("tl.where({0} != 0, 1.0, 0.0)", "sum", "{0}")}
+
+
+def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    p, dims, shape, rd = red_composite._norm_result(x, p, dim, keepdim, dtype)
+    if x.dtype.is_complex or rd.is_complex:
+        raise NotImplementedError("ember.ops.norm has no CUDA kernel for complex dtypes")
+    cd = _cd(rd)
+    term, kind, final = _NORM_TERM.get(p, ("tl.exp({1} * tl.log(tl.abs({0})))", "sum", None))
+    mapped = new_empty_tensor(x._shape, cd, x._device)
+    launch(term, mapped, [x, p] if final is None else [x], [cd, cd] if final is None else [cd])
+    r = _reduce_of(kind, mapped, dims, shape, cd)
+    out = new_empty_tensor(tuple(shape), rd, x._device)
+    if final is None:  # (sum |x|^p)^(1/p); |x|^p of 0 is 0 for p > 0 and inf for p < 0, as pow
+        launch("tl.exp(tl.log({0}) / {1})", out, [r, p], [cd, cd])
+    else:
+        launch(final, out, [r], [cd])
+    return out
+
+
+def _logsumexp(x, dim, keepdim=False):
+    dims, shape, rd = red_composite._lse_result(x, dim, keepdim)
+    if rd.is_complex:
+        raise NotImplementedError("ember.ops.logsumexp has no CUDA kernel for complex dtypes")
+    cd = _cd(rd)
+    if not x.dtype.is_floating_point:  # integers: the default float dtype, as on the CPU
+        xf = new_empty_tensor(x._shape, cd, x._device)
+        launch("{0}", xf, [x], [cd])
+        x = xf
+    kept = red._out_shape(x._shape, dims, False)
+    out = new_empty_tensor(tuple(shape), rd, x._device)
+    if x.numel() == 0:
+        launch("tl.log({0})", out, [_reduce_of("sum", x, dims, shape, cd)], [cd])
+        return out
+    # Shift by the max (0 where it is infinite, so inf - inf never appears), as PyTorch does.
+    m = _reduce_of("max", x, dims, kept, cd)
+    launch("tl.where(tl.abs({0}) == float('inf'), 0.0, {0})", m, [m], [cd])
+    e = new_empty_tensor(x._shape, cd, x._device)
+    launch("tl.exp({0} - {1})", e, [x, _keepdim_view(m, x._shape, dims)], [cd, cd])
+    s = _reduce_of("sum", e, dims, kept, cd)
+    launch("tl.log({0}) + {1}", out, [_shaped(s, shape), _shaped(m, shape)], [cd, cd])
+    return out
+
+
+def _rms_norm(input, normalized_shape, weight, eps):
+    axis = input.ndim - len(normalized_shape)
+    stat_shape = tuple(input._shape[:axis]) + (1,) * len(normalized_shape)
+    cd = _cd(input.dtype)
+    dev = input._device
+    out = new_empty_tensor(input._shape, input.dtype, dev)
+    rstd = new_empty_tensor(stat_shape, cd, dev)
+    if input.numel() == 0:
+        return out, rstd
+    dims = tuple(range(axis, input.ndim))
+    n = 1
+    for d in dims:
+        n *= input._shape[d]
+    sq = new_empty_tensor(input._shape, cd, dev)
+    launch("{0} * {0}", sq, [input], [cd])
+    ms = _sum(sq, dims, cd, 1.0 / n)
+    launch("1.0 / tl.sqrt({0} + {1})", rstd, [_shaped(ms, stat_shape), float(eps)], [cd, cd])
+    if weight is None:
+        launch("{0} * {1}", out, [input, rstd], [cd, cd])
+    else:
+        launch("{0} * {1} * {2}", out, [input, rstd, weight], [cd, cd, cd])
+    return out, rstd
