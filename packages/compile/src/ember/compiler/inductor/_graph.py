@@ -14,7 +14,7 @@ import operator
 import sympy
 
 from ember._src import dtypes as dt
-from ember._src.device import META
+from ember._src.device import CPU, META
 from ember._src.dispatch import DispatchMode, Op
 from ember._src.tensor import Tensor, new_empty_tensor
 
@@ -82,8 +82,21 @@ class GraphLowering:
         self.current = ""
         self._count = 0
         self._live: list = []  # lazy values a later mutation must not overtake
+        # where the graph's tensors live (its kernels run there); set by the first tensor input
+        self.device = CPU
+        self._device_seen = False
 
     # -- names and hints ---------------------------------------------------------------------
+
+    def _check_device(self, t) -> None:
+        """Every tensor input on one device, a CPU one or one whose kernels Triton can write."""
+        device = t._device
+        if not self._device_seen:
+            if device.type == "meta":
+                raise GraphFallback("meta input")
+            self.device, self._device_seen = device, True
+        elif device != self.device:
+            raise GraphFallback(f"inputs on {self.device} and {device}")
 
     def new_name(self, prefix="buf") -> str:
         self._count += 1
@@ -135,8 +148,9 @@ class GraphLowering:
         example = self.example_inputs[position] if position < len(self.example_inputs) else None
         val = node.meta.get("val", example)
         if isinstance(example, Tensor):
-            if example.dtype.is_complex or example.device.type != "cpu":
-                raise GraphFallback("complex or non-cpu input")
+            if example.dtype.is_complex:
+                raise GraphFallback("complex input")
+            self._check_device(example)
             shape = tuple(sym(s) for s in (val.shape if val is not None else example.shape))
             strides = tuple(sym(s) for s in (val.stride() if hasattr(val, "stride") else example.stride()))
             if not any(s.free_symbols for s in shape + strides):
@@ -167,6 +181,7 @@ class GraphLowering:
             return value
         if value.dtype.is_complex:
             raise GraphFallback("complex constant")
+        self._check_device(value)
         buf = InputBuffer(f"const_{node.name}", value.shape, value.dtype, strides=value.stride())
         buf.position = None
         self.constants[buf.name] = value

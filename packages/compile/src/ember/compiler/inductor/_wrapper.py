@@ -26,13 +26,13 @@ class InputMismatch(Exception):
     """The inputs of this call differ from those the code was specialized for."""
 
 
-def _empty(shape, dtype):
-    return new_empty_tensor(shape, dtype, CPU)
+def _empty(shape, dtype, device=CPU):
+    return new_empty_tensor(shape, dtype, device)
 
 
 def _reuse(old: Tensor, shape, dtype):
     """A buffer of ``shape``/``dtype`` over the storage of a dead buffer of the same byte size."""
-    return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, CPU)
+    return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, old._device)
 
 
 def _view(base: Tensor, shape, strides, offset):
@@ -67,14 +67,22 @@ def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
 
 
 class WrapperWriter:
-    def __init__(self, graph, plan, signatures: dict, lib):
+    """``lib``: kernel name -> the ctypes library holding it (C++), or with ``triton`` the
+    kernel's launcher object (``_triton_runtime.TritonKernel``), called with tensors."""
+
+    def __init__(self, graph, plan, signatures: dict, lib, triton: bool = False):
         self.g = graph
         self.plan = plan
         self.signatures = signatures
         self.lib = lib
+        self.triton = triton
         self.lines: list[str] = []
         self.globals: dict = fixed_globals()
         self._consts = 0
+        self.device_arg = ""
+        if graph.device.type != "cpu":
+            self.globals["_dev"] = graph.device
+            self.device_arg = ", _dev"
 
     def const(self, obj) -> str:
         name = f"_c{self._consts}"
@@ -179,7 +187,10 @@ class WrapperWriter:
 
     def _kernel(self, kernel, pool):
         sig = self.signatures[kernel.name]
-        self.globals[kernel.name] = kernel_function(self.lib[kernel.name], kernel.name, [kind for kind, _ in sig])
+        if self.triton:
+            self.globals[kernel.name] = self.lib[kernel.name]
+        else:
+            self.globals[kernel.name] = kernel_function(self.lib[kernel.name], kernel.name, [kind for kind, _ in sig])
         origins = []
         for n in kernel.nodes:
             origins.extend(o for o in n.buf.origins if o not in origins)
@@ -194,9 +205,17 @@ class WrapperWriter:
                 old = pool[key].pop()
                 self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
             else:
-                self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name})")
+                self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name}{self.device_arg})")
             self.allocated.add(buf.name)
         args = []
+        if self.triton:
+            spec = self.lib[kernel.name].spec
+            args = [what if kind == "ptr" else what.name for kind, what in sig]
+            args.append(f"xnumel={_py(spec.xnumel)}")
+            if spec.reduction:
+                args.append(f"rnumel={_py(spec.rnumel)}")
+            self.lines.append(f"    {kernel.name}({', '.join(args)})")
+            return
         for kind, what in sig:
             if kind == "ptr":
                 args.append(f"{what}.data_ptr()")
@@ -251,9 +270,9 @@ def link(source: str, namespace: dict):
     return namespace["call"]
 
 
-def build_callable(graph, plan, signatures, lib):
+def build_callable(graph, plan, signatures, lib, triton: bool = False):
     """(call, wrapper source, the wrapper's globals) for a scheduled graph."""
-    writer = WrapperWriter(graph, plan, signatures, lib)
+    writer = WrapperWriter(graph, plan, signatures, lib, triton)
     source = writer.generate()
     return link(source, writer.globals), source, writer.globals
 

@@ -27,6 +27,12 @@ fallback_on_error = True
 graph_cache = True
 
 
+# The code generator for graphs on CPU tensors: "cpp" (C++/OpenMP) or "triton" (Triton kernels run
+# by Triton's interpreter: slow, for testing the GPU code generator without a GPU). Graphs on CUDA
+# tensors always get Triton kernels.
+cpu_backend: str = "cpp"
+
+
 class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
     # Graphs whose inputs are CUDA tensors replay as CUDA graphs (mode="reduce-overhead").
     cudagraphs: bool = False
@@ -49,8 +55,8 @@ def patch(options: dict | None):
             for part in path:
                 owner = getattr(owner, part, None)
             if owner is None or not hasattr(owner, name):
-                raise RuntimeError(f"Unexpected optimization option {key}, known options are "
-                                   "triton.cudagraphs, max_autotune, inline_limit, fallback_on_error, cpp.*")
+                raise RuntimeError(f"Unexpected optimization option {key}, known options are triton.cudagraphs, "
+                                   "max_autotune, cpu_backend, inline_limit, fallback_on_error, cpp.*")
             saved.append((owner, name, getattr(owner, name)))
             setattr(owner, name, value)
         yield
