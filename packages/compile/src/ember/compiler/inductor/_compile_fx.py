@@ -104,17 +104,11 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
 
 
-def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
-    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``.
-
-    Not kept in the graph cache (the kernel sources and cubins are cached on disk; the
-    lowering runs again in a new process).
-    """
+def triton_kernels(gm, example_inputs) -> tuple:
+    """(graph, plan, kernel specs) of ``gm``: its Triton kernels, generated but not compiled
+    (the tests compile them for sm_90 without a GPU)."""
     graph = GraphLowering(gm, example_inputs)
     graph.run()
-    backend = backend_for(graph.device)
-    if backend is None:
-        raise GraphFallback(f"no Triton backend for {graph.device}")
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
     graph.output_names = {v.buffer.name for v in outputs}
     ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
@@ -125,6 +119,20 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
         specs = kernel_specs(kernels, graph.all_buffers)
     except TritonUnsupported as exc:
         raise GraphFallback(f"Triton backend: {exc}") from exc
+    return graph, plan, specs
+
+
+def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
+    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``.
+
+    Not kept in the graph cache (the kernel sources and cubins are cached on disk; the
+    lowering runs again in a new process).
+    """
+    graph, plan, specs = triton_kernels(gm, example_inputs)
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    backend = backend_for(graph.device)
+    if backend is None:
+        raise GraphFallback(f"no Triton backend for {graph.device}")
     runners = {s.name: TritonKernel(s, graph.device, backend) for s in specs}
     signatures = {s.name: s.params for s in specs}
     call, wrapper, _ = build_callable(graph, plan, signatures, runners, triton=True)
@@ -205,7 +213,7 @@ def _signature(args) -> tuple:
     sig = []
     for a in args:
         if isinstance(a, Tensor):
-            sig.append((a.dtype, a._shape, a._stride))
+            sig.append((a.dtype, a._shape, a._stride, a._device))
         else:
             sig.append((type(a), a if isinstance(a, (int, float, bool)) else id(a)))
     return tuple(sig)

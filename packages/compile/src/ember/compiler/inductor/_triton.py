@@ -136,7 +136,11 @@ class _Body:
                 text = f"{self.as_tensor(arg, e.arg.dtype)}.to({T.TL_TYPES[e.dtype]})"
         elif isinstance(e, Call):
             args = [self.value(a) for a in e.args]
-            if args and all(a in self.literal for a in args):
+            if e.op not in T.WEAKLY_TYPED:
+                # a function (libdevice, a helper) takes its arguments' types as they are: a
+                # literal would be float32 beside a float64 tensor
+                args = [self.as_tensor(a, x.dtype) for a, x in zip(args, e.args)]
+            elif args and all(a in self.literal for a in args):
                 args[0] = self.as_tensor(args[0], e.args[0].dtype)
             try:
                 text = T.op_text(e.op, args, e.dtype, [a.dtype for a in e.args], w.helpers.add)
@@ -247,6 +251,9 @@ class TritonKernelWriter:
             params.append(("size", s))
         for kind, what in params:
             args.append(what if kind == "ptr" else what.name)
+        # the number of rows (elements) is an argument even when static: a new batch size then
+        # reuses the compiled kernel however the graph was specialized
+        args.append("xnumel")
         args.append("XBLOCK: tl.constexpr")
         if reduction:
             args.append("RBLOCK: tl.constexpr")
@@ -259,8 +266,10 @@ class TritonKernelWriter:
         source = _HEADER + source
         dtypes = {name: buf.dtype for name, buf in {**self.reads, **self.writes}.items()}
         inplace = any(name in self.writes for name in self.reads)
-        return TritonKernelSpec(k.name, source, params, dtypes, xnumel, rnumel, reduction, persistent, inplace,
+        spec = TritonKernelSpec(k.name, source, params, dtypes, xnumel, rnumel, reduction, persistent, inplace,
                                 origins)
+        spec.index_type = "i64" if wide else "i32"
+        return spec
 
     def _span(self) -> int:
         """The largest element offset any buffer of the kernel reaches (static sizes only)."""
@@ -294,7 +303,7 @@ class TritonKernelWriter:
     def _pointwise_body(self, outer, xnumel, wide) -> list[str]:
         i = "    "
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        lines = [f"{i}xnumel = {index_text(xnumel)}", f"{i}xoffset = {pid} * XBLOCK",
+        lines = [f"{i}xoffset = {pid} * XBLOCK",
                  f"{i}xindex = xoffset + tl.arange(0, XBLOCK)", f"{i}xmask = xindex < xnumel"]
         lines += self._decompose(outer, "xindex", i)
         self.zero = self.zero_full = "0 * xindex"
@@ -309,7 +318,7 @@ class TritonKernelWriter:
     def _reduction_body(self, outer, inner, xnumel, rnumel, persistent, wide) -> list[str]:
         i = "    "
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        lines = [f"{i}xnumel = {index_text(xnumel)}", f"{i}rnumel = {index_text(rnumel)}",
+        lines = [f"{i}rnumel = {index_text(rnumel)}",
                  f"{i}xoffset = {pid} * XBLOCK", f"{i}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
                  f"{i}xmask = xindex < xnumel", f"{i}rbase = tl.arange(0, RBLOCK)[None, :]"]
         lines += self._decompose(outer, "xindex", i)

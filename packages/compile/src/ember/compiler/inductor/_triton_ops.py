@@ -90,6 +90,13 @@ _LIB_MATH2 = {"fmod": "fmod", "pow": "pow", "atan2": "atan2", "hypot": "hypot", 
               "nextafter": "nextafter"}
 
 
+# Ops written as infix arithmetic (or tl.where): Python literals among their arguments take the
+# tensor operand's type. Every other op gets its literal arguments as typed tensors.
+WEAKLY_TYPED = frozenset([*_SIMPLE_BINARY, "div", *_COMPARE, "where", "neg", "square", "relu", "leaky_relu",
+                          "hardtanh", "threshold", "logical_not", "logical_and", "logical_or", "logical_xor",
+                          "isnan", "isinf", "isfinite", "isposinf", "isneginf"])
+
+
 def literal(value, dtype) -> str:
     """A Python literal Triton folds into the expression's type (weakly typed)."""
     if dtype is dt.bool:

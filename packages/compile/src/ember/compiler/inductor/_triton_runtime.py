@@ -152,9 +152,10 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             if xb * rb > (16384 if max_autotune else 8192) and xb > 1:
                 continue
             elems = xb * rb
-            warps = [max(1, min(16, elems // 512))]
+            # 8 to 16 elements a thread; more variants under max-autotune
+            warps = [max(1, min(16, elems // 1024)), max(1, min(16, elems // 512))]
             if max_autotune:
-                warps += [max(1, min(16, elems // 256)), max(1, min(16, elems // 1024))]
+                warps += [max(1, min(16, elems // 256)), max(1, min(16, elems // 2048))]
             for w in warps:
                 out.append((xb, rb, w))
     else:
@@ -213,6 +214,23 @@ class _DtypeName(str):
     """Triton reads an argument's element type from the end of ``str(arg.dtype)``."""
 
 
+def signature_of(spec) -> dict:
+    """Argument name -> Triton type, in the kernel's argument order."""
+    from ._triton_ops import SIG_TYPES
+
+    signature = {}
+    for kind, what in spec.params:
+        if kind == "ptr":
+            signature[what] = "*" + SIG_TYPES[spec.dtypes[what]]
+        else:
+            signature[what.name] = "i64"
+    signature["xnumel"] = spec.index_type
+    signature["XBLOCK"] = "constexpr"
+    if spec.reduction:
+        signature["RBLOCK"] = "constexpr"
+    return signature
+
+
 class TritonKernel:
     """One generated kernel bound to a device: picks a configuration per size class, launches."""
 
@@ -224,17 +242,8 @@ class TritonKernel:
         self.interpret = backend == "interpreter"
         self.best: dict = {}  # (xnumel, rnumel) size class -> config
         self.max_autotune = config.max_autotune
-        self.signature = {}
-        from ._triton_ops import SIG_TYPES
-
-        for kind, what in spec.params:
-            if kind == "ptr":
-                self.signature[what] = "*" + SIG_TYPES[spec.dtypes[what]]
-            else:
-                self.signature[what.name] = "i64"
-        self.signature["XBLOCK"] = "constexpr"
-        if spec.reduction:
-            self.signature["RBLOCK"] = "constexpr"
+        self.signature = signature_of(spec)
+        self._launchers: dict = {}
 
     def __call__(self, *args, xnumel: int, rnumel: int = 1):
         if xnumel == 0:
@@ -277,7 +286,7 @@ class TritonKernel:
     def _launch(self, cfg, args, xnumel):
         grid = (-(-xnumel // cfg[0]), 1, 1)
         if self.interpret:
-            self._interpret(cfg, args, grid)
+            self._interpret(cfg, args, grid, xnumel)
             return
         values, aligned = [], []
         for (kind, what), a in zip(self.spec.params, args):
@@ -290,12 +299,18 @@ class TritonKernel:
                 values.append(int(a))
                 if int(a) % 16 == 0:
                     aligned.append(what.name)
+        values.append(xnumel)
+        if xnumel % 16 == 0:
+            aligned.append("xnumel")
         index = self.device.index or 0
-        launcher = self.backend.compile_triton(self.spec.source, self.spec.name, self.signature,
-                                               self._constexprs(cfg), tuple(aligned), cfg[2], 1, index)
+        key = (cfg, tuple(aligned))
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launchers[key] = self.backend.compile_triton(
+                self.spec.source, self.spec.name, self.signature, self._constexprs(cfg), key[1], cfg[2], 1, index)
         launcher(grid, self.backend.current_stream(index), *values)
 
-    def _interpret(self, cfg, args, grid):
+    def _interpret(self, cfg, args, grid, xnumel):
         import numpy as np
 
         from ._triton_ops import SIG_TYPES
@@ -311,6 +326,7 @@ class TritonKernel:
                 values.append(_HostArg(a.data_ptr(), name))
             else:
                 values.append(int(a))
+        values.append(xnumel)
         with np.errstate(all="ignore"):
             fn[grid[:1]](*values, **self._constexprs(cfg))
 
@@ -333,16 +349,9 @@ def compile_for_target(spec, cfg, arch: int = 90, num_stages: int = 1):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
 
-    from ._triton_ops import SIG_TYPES
-
     fn = getattr(load_module(spec.source, False), spec.name)
-    signature, constexprs = {}, {"XBLOCK": cfg[0]}
-    for kind, what in spec.params:
-        signature[what if kind == "ptr" else what.name] = (
-            "*" + SIG_TYPES[spec.dtypes[what]] if kind == "ptr" else "i64")
-    signature["XBLOCK"] = "constexpr"
+    signature, constexprs = signature_of(spec), {"XBLOCK": cfg[0]}
     if spec.reduction:
-        signature["RBLOCK"] = "constexpr"
         constexprs["RBLOCK"] = cfg[1]
     target = GPUTarget("cuda", arch, 32)
     options = make_backend(target).parse_options({"num_warps": cfg[2], "num_stages": num_stages})

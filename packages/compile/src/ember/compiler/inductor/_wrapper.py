@@ -54,7 +54,7 @@ def _py(expr) -> str:
 
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
-    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
+    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
             "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
 
 
@@ -79,10 +79,8 @@ class WrapperWriter:
         self.lines: list[str] = []
         self.globals: dict = fixed_globals()
         self._consts = 0
-        self.device_arg = ""
-        if graph.device.type != "cpu":
-            self.globals["_dev"] = graph.device
-            self.device_arg = ", _dev"
+        self.globals["_dev"] = graph.device
+        self.device_arg = ", _dev" if graph.device.type != "cpu" else ""
 
     def const(self, obj) -> str:
         name = f"_c{self._consts}"
@@ -161,6 +159,7 @@ class WrapperWriter:
                 continue
             n = names[i]
             checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
+            checks.append(f"{n}._device != _dev")  # kernels read one device's memory
             checks.append(f"len({n}._shape) != {len(buf.shape)}")
             for d, s in enumerate(buf.shape):
                 if not s.free_symbols:
