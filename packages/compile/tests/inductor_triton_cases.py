@@ -328,6 +328,8 @@ def main(argv=None) -> int:
         return 0
     if args.device == "cpu":
         config.cpu_backend = "triton"
+    else:
+        config.triton.autotune = False  # correctness runs: one compile per kernel (the benchmark tunes)
     names = args.names or [*CASES, *SPECIAL]
     failed = 0
     for name in names:

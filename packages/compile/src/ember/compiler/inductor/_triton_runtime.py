@@ -256,7 +256,8 @@ class TritonKernel:
 
     def _choose(self, args, xnumel, rnumel):
         candidates = configs(self.spec, xnumel, rnumel, self.max_autotune)
-        if len(candidates) == 1 or self.interpret or self.spec.inplace or _capturing(self.device):
+        if len(candidates) == 1 or self.interpret or self.spec.inplace or not config.triton.autotune \
+                or _capturing(self.device):
             return candidates[0]
         import ember
 

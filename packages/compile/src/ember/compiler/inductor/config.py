@@ -36,6 +36,9 @@ cpu_backend: str = "cpp"
 class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
     # Graphs whose inputs are CUDA tensors replay as CUDA graphs (mode="reduce-overhead").
     cudagraphs: bool = False
+    # Time the block-size candidates of each kernel on its first launch and keep the fastest
+    # (False: take the first candidate, which saves the candidates' compiles).
+    autotune: bool = True
 
 
 # Try several kernel configurations and keep the fastest (mode="max-autotune").
