@@ -132,6 +132,19 @@ def gpt_row(torch, quick):
     idx = np.random.default_rng(0).integers(0, 512, (16, 128))
     eidx, tidx = ember.tensor(idx).to("cuda"), torch.from_numpy(idx).cuda()
     out = {"name": "gpt_fwd"}
+    # the model makes its mask and positions with factories: on the GPU too
+    torch.set_default_device("cuda")
+    ember.set_default_device("cuda")
+    try:
+        _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick)
+    finally:
+        torch.set_default_device("cpu")
+        ember.set_default_device("cpu")
+    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    return out
+
+
+def _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick):
     with ember.no_grad(), torch.no_grad():
         ce, ct = ember.compile(emodel), torch.compile(tmodel)
         out["ember_compile_s"] = round(first_call_s(ember, lambda: ce(eidx)), 2)
@@ -142,8 +155,6 @@ def gpt_row(torch, quick):
                               ("torch_eager", torch, lambda: tmodel(tidx)),
                               ("torch_compiled", torch, lambda: ct(tidx))):
             out[label + "_ms"] = round(median_ms(fw, fn, iters=10 if quick else 30), 4)
-    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
-    return out
 
 
 def main():

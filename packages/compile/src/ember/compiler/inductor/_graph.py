@@ -14,7 +14,7 @@ import operator
 import sympy
 
 from ember._src import dtypes as dt
-from ember._src.device import CPU, META
+from ember._src.device import CPU, META, to_device
 from ember._src.dispatch import DispatchMode, Op
 from ember._src.tensor import Tensor, new_empty_tensor
 
@@ -97,6 +97,18 @@ class GraphLowering:
             self.device, self._device_seen = device, True
         elif device != self.device:
             raise GraphFallback(f"inputs on {self.device} and {device}")
+
+    def _check_extern_device(self, args, kwargs) -> None:
+        """An extern op's result must live where the kernels that read it run: a copy to
+        another device, or a factory on another (the default) device, runs the graph eagerly."""
+        device = kwargs.get("device") if isinstance(kwargs, dict) else None
+        if device is None:
+            if any(isinstance(a, TensorValue) for a in _flatten([args, kwargs])):
+                return  # computed from the graph's tensors: on their device
+            if any(isinstance(a, Tensor) for a in _flatten([args, kwargs])):
+                return
+        if to_device(device) != self.device:
+            raise GraphFallback(f"an extern op makes a tensor on {to_device(device)}, the graph runs on {self.device}")
 
     def new_name(self, prefix="buf") -> str:
         self._count += 1
@@ -383,6 +395,7 @@ class GraphLowering:
                 if isinstance(a, TensorValue) and not _is_plain(a):
                     raise GraphFallback("in-place op on a view")
             self.realize_live()
+        self._check_extern_device(args, kwargs)
         as_arg = self.realize if mutates else self._extern_arg
         real_args = _map_values(args, as_arg)
         real_kwargs = _map_values(kwargs, as_arg)
