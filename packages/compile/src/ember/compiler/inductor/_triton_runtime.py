@@ -152,10 +152,10 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             if xb * rb > (16384 if max_autotune else 8192) and xb > 1:
                 continue
             elems = xb * rb
-            # 8 to 16 elements a thread; more variants under max-autotune
-            warps = [max(1, min(16, elems // 1024)), max(1, min(16, elems // 512))]
+            # 8 to 64 elements a thread; more variants under max-autotune
+            warps = [max(1, min(16, elems // 2048)), max(1, min(16, elems // 1024)), max(1, min(16, elems // 512))]
             if max_autotune:
-                warps += [max(1, min(16, elems // 256)), max(1, min(16, elems // 2048))]
+                warps += [max(1, min(16, elems // 256)), max(1, min(16, elems // 4096))]
             for w in warps:
                 out.append((xb, rb, w))
     else:
@@ -243,15 +243,24 @@ class TritonKernel:
         self.best: dict = {}  # (xnumel, rnumel) size class -> config
         self.max_autotune = config.max_autotune
         self.signature = signature_of(spec)
-        self._launchers: dict = {}
+        self._launchers: dict = {}  # (config, alignment of each argument) -> device launcher
+        self._sized: dict = {}  # (xnumel, rnumel) -> config
+        self._is_ptr = [kind == "ptr" for kind, _ in spec.params]
+        self._arg_names = [what if kind == "ptr" else what.name for kind, what in spec.params] + ["xnumel"]
+        self._index = device.index or 0
+        self._stream = backend.current_stream if backend != "interpreter" else None
 
     def __call__(self, *args, xnumel: int, rnumel: int = 1):
         if xnumel == 0:
             return  # an empty output: nothing to launch
-        key = (_pow2(xnumel), rnumel if self.spec.persistent else _pow2(rnumel))
-        cfg = self.best.get(key)
+        cfg = self._sized.get((xnumel, rnumel))
         if cfg is None:
-            cfg = self.best[key] = self._choose(args, xnumel, rnumel)
+            # tuned once per size class (a power of two of rows), looked up per exact size
+            key = (_pow2(xnumel), rnumel if self.spec.persistent else _pow2(rnumel))
+            cfg = self.best.get(key)
+            if cfg is None:
+                cfg = self.best[key] = self._choose(args, xnumel, rnumel)
+            self._sized[(xnumel, rnumel)] = cfg
         self._launch(cfg, args, xnumel)
 
     def _choose(self, args, xnumel, rnumel):
@@ -289,27 +298,17 @@ class TritonKernel:
         if self.interpret:
             self._interpret(cfg, args, grid, xnumel)
             return
-        values, aligned = [], []
-        for (kind, what), a in zip(self.spec.params, args):
-            if kind == "ptr":
-                v = a.data_ptr()
-                values.append(v)
-                if v % 16 == 0:
-                    aligned.append(what)
-            else:
-                values.append(int(a))
-                if int(a) % 16 == 0:
-                    aligned.append(what.name)
+        values = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
         values.append(xnumel)
-        if xnumel % 16 == 0:
-            aligned.append("xnumel")
-        index = self.device.index or 0
-        key = (cfg, tuple(aligned))
-        launcher = self._launchers.get(key)
+        # which pointers and sizes are multiples of 16 (Triton's vectorization needs to know)
+        aligned = tuple(v & 15 == 0 for v in values)
+        launcher = self._launchers.get((cfg, aligned))
         if launcher is None:
-            launcher = self._launchers[key] = self.backend.compile_triton(
-                self.spec.source, self.spec.name, self.signature, self._constexprs(cfg), key[1], cfg[2], 1, index)
-        launcher(grid, self.backend.current_stream(index), *values)
+            names = tuple(n for n, a in zip(self._arg_names, aligned) if a)
+            launcher = self._launchers[(cfg, aligned)] = self.backend.compile_triton(
+                self.spec.source, self.spec.name, self.signature, self._constexprs(cfg), names, cfg[2], 1,
+                self._index)
+        launcher(grid, self._stream(self._index), *values)
 
     def _interpret(self, cfg, args, grid, xnumel):
         import numpy as np
