@@ -123,7 +123,11 @@ def gpt_row(torch, quick):
     from bench_compile_codegen import GPT
 
     ns: dict = {}
-    exec(GPT, ns)
+    # the causal mask made from a float triu: ember's CUDA triu has no bool kernel (found on the
+    # H200: "a Python number operand of a boolean CUDA kernel"); the same mask on both sides
+    source = GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()")
+    assert source != GPT
+    exec(source, ns)
     torch.manual_seed(0)
     tmodel = ns["make_gpt"](torch.nn, torch).eval().cuda()
     emodel = ns["make_gpt"](ember.nn, ember).eval()

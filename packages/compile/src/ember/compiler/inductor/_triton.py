@@ -30,18 +30,11 @@ from . import _triton_ops as T
 from ._cpp import collapse
 from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product
 from ._scheduler import Kernel
+from ._triton_reduce import ReductionEmitter, Unsupported
 
 INT32_LIMIT = 2 ** 31
 # Rows of at most this many elements are reduced by persistent kernels (one block a row).
 PERSISTENT_MAX = 8192
-
-_INT_LIMITS = {dt.uint8: (0, 255), dt.int8: (-128, 127), dt.int16: (-32768, 32767),
-               dt.int32: (-2 ** 31, 2 ** 31 - 1), dt.int64: (-2 ** 63, 2 ** 63 - 1), dt.bool: (0, 1)}
-
-
-class Unsupported(Exception):
-    """This kernel cannot be written for Triton (the graph then runs eagerly)."""
-
 
 def index_text(expr) -> str:
     """Python/Triton text of a (non-negative, integer) sympy index expression."""
@@ -153,7 +146,7 @@ class _Body:
         return name
 
 
-class TritonKernelWriter:
+class TritonKernelWriter(ReductionEmitter):
     def __init__(self, kernel: Kernel, buffers: dict):
         self.k = kernel
         self.buffers = buffers
@@ -165,6 +158,9 @@ class TritonKernelWriter:
         self.subs: dict = {}
         self.helpers: set[str] = set()
         self.zero = "0"  # a block of zeros shaped like the stores' index (a scalar index needs one)
+
+    def body(self, indent: str, mask: str) -> _Body:
+        return _Body(self, indent, mask)
 
     def tmp(self) -> str:
         self._tmp += 1
@@ -377,91 +373,11 @@ class TritonKernelWriter:
         acc_t = T.TL_TYPES[buf.acc_dtype]
         if node.expr.dtype is not buf.acc_dtype:
             v = body.emit(f"{body.as_tensor(v, node.expr.dtype)}.to({acc_t})", buf.acc_dtype)
-        rt, name = buf.reduce_type, f"acc_{buf.name}"
-        ind = body.indent
         if outer_indent is None:  # persistent: reduce the block at once
-            row = self._reduce_block(body, rt, buf, v, "xrmask")
+            row = self._reduce_block(body, buf.reduce_type, buf, v, "xrmask")
             self._finish_row(node, row, body)
             return
-        if rt == "sum":
-            body.lines.append(f"{ind}{name} = {name} + tl.where(xrmask, {v}, 0)")
-        elif rt == "prod":
-            body.lines.append(f"{ind}{name} = {name} * tl.where(xrmask, {v}, 1)")
-        elif rt in ("max", "min"):
-            op = ">" if rt == "max" else "<"
-            body.lines.append(f"{ind}{name} = tl.where(xrmask & ({v} {op} {name}), {v}, {name})")
-            if buf.acc_dtype.is_floating_point:
-                body.lines.append(f"{ind}nan_{buf.name} = tl.where(xrmask & ({v} != {v}), 1, nan_{buf.name})")
-        elif rt == "any":
-            body.lines.append(f"{ind}{name} = tl.where(xrmask & ({v} != 0), 1, {name})")
-        elif rt == "all":
-            body.lines.append(f"{ind}{name} = tl.where(xrmask & ({v} == 0), 0, {name})")
-        else:
-            raise Unsupported(f"reduction {rt}")
-
-    def _init_value(self, buf) -> str:
-        rt = buf.reduce_type
-        if rt == "sum":
-            return "0"
-        if rt == "prod":
-            return "1"
-        if rt in ("any",):
-            return "0"
-        if rt == "all":
-            return "1"
-        if buf.acc_dtype.is_floating_point:
-            return '-float("inf")' if rt == "max" else 'float("inf")'
-        lo, hi = _INT_LIMITS[buf.acc_dtype]
-        return str(lo if rt == "max" else hi)
-
-    def _acc_init(self, node, i) -> list[str]:
-        buf = node.buf
-        t = "tl.int32" if buf.reduce_type in ("any", "all") else T.TL_TYPES[buf.acc_dtype]
-        lines = [f"{i}acc_{buf.name} = tl.full([XBLOCK, RBLOCK], {self._init_value(buf)}, {t})"]
-        if buf.reduce_type in ("max", "min") and buf.acc_dtype.is_floating_point:
-            lines.append(f"{i}nan_{buf.name} = tl.zeros([XBLOCK, RBLOCK], tl.int32)")
-        return lines
-
-    def _acc_finish(self, node, i) -> list[str]:
-        buf = node.buf
-        body = _Body(self, i, "xmask")
-        name = f"acc_{buf.name}"
-        rt = buf.reduce_type
-        if rt == "sum":
-            row = body.emit(f"tl.sum({name}, 1)[:, None]", buf.acc_dtype)
-        elif rt == "prod":
-            self.helpers.add("_prod_combine")
-            row = body.emit(f"tl.reduce({name}, 1, _prod_combine)[:, None]", buf.acc_dtype)
-        elif rt in ("max", "min"):
-            row = body.emit(f"tl.{rt}({name}, 1)[:, None]", buf.acc_dtype)
-            if buf.acc_dtype.is_floating_point:
-                row = body.emit(f"tl.where(tl.max(nan_{buf.name}, 1)[:, None] > 0, float(\"nan\"), {row})",
-                                buf.acc_dtype)
-        elif rt == "any":
-            row = body.emit(f"tl.max({name}, 1)[:, None] != 0", dt.bool)
-        else:
-            row = body.emit(f"tl.min({name}, 1)[:, None] != 0", dt.bool)
-        self._finish_row(node, row, body)
-        return body.lines
-
-    def _reduce_block(self, body, rt, buf, v, mask) -> str:
-        init = self._init_value(buf)
-        if rt == "sum":
-            return body.emit(f"tl.sum(tl.where({mask}, {v}, 0), 1)[:, None]", buf.acc_dtype)
-        if rt == "prod":
-            self.helpers.add("_prod_combine")
-            return body.emit(f"tl.reduce(tl.where({mask}, {v}, 1), 1, _prod_combine)[:, None]", buf.acc_dtype)
-        if rt in ("max", "min"):
-            row = body.emit(f"tl.{rt}(tl.where({mask}, {v}, {init}), 1)[:, None]", buf.acc_dtype)
-            if buf.acc_dtype.is_floating_point:
-                row = body.emit(f"tl.where(tl.max(tl.where({mask} & ({v} != {v}), 1, 0), 1)[:, None] > 0, "
-                                f"float(\"nan\"), {row})", buf.acc_dtype)
-            return row
-        if rt == "any":
-            return body.emit(f"tl.max(tl.where({mask} & ({v} != 0), 1, 0), 1)[:, None] != 0", dt.bool)
-        if rt == "all":
-            return body.emit(f"tl.max(tl.where({mask} & ({v} == 0), 1, 0), 1)[:, None] == 0", dt.bool)
-        raise Unsupported(f"reduction {rt}")
+        self._accumulate(body, buf, v)
 
     def _finish_row(self, node, row: str, body: _Body) -> None:
         self.row_values[node.buf.name] = row
