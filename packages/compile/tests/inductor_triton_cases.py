@@ -263,6 +263,40 @@ def compile_sm90(names) -> None:
             assert len(compiled.asm["cubin"]) > 0, f"{name}/{spec.name}: no cubin"
 
 
+def symbolic_sizes(device: str) -> None:
+    """A graph whose batch dim is a symbol: the size is a kernel argument (one kernel source for
+    every batch size), here also the length of the reduced dim (a looped reduction)."""
+    import sympy
+
+    from ember.compiler import make_fx
+    from ember.compiler.inductor import compile_fx
+
+    class Val:  # a placeholder's meta value with a symbolic first dim
+        shape = (sympy.Symbol("s0", integer=True, positive=True), 24)
+
+        def stride(self):
+            return (24, 1)
+
+    program = lambda t, x: ((x * 2).sum(0), t.softmax(x, -1) + 1)  # noqa: E731
+    x = make_input((5, 24), ember.float32, specials=False).to(device)
+    gm = make_fx(lambda x: program(ember, x))(x)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            node.meta["val"] = Val()
+    compiled = compile_fx(gm, [x])
+    art = compiled.artifact
+    assert art is not None and getattr(art, "triton_kernels", None), "not compiled by the Triton backend"
+    params = [p for k in art.triton_kernels.values() for p in k.spec.params if p[0] == "size"]
+    assert params, f"no symbolic size argument:\n{art.cpp_source}"
+    for rows in (5, 9, 2):
+        x = make_input((rows, 24), ember.float32, specials=False, seed=rows).to(device)
+        got = compiled(x)
+        want = program(ember, x.cpu())
+        for g, w in zip(got, want):
+            _close(g.cpu(), w, 1e-5, 1e-5, f"symbolic sizes, {rows} rows")
+    assert len(compiled.variants) == 1, "a new batch size lowered the graph again"
+
+
 def fallback_unsupported(device: str) -> None:
     """A kernel the Triton backend cannot write: the graph runs eagerly, with the right answer."""
     from ember.compiler.inductor import _triton_ops
@@ -307,8 +341,8 @@ def output_code_log(device: str) -> None:
         assert needle in text, f"{needle!r} missing from the output_code log:\n{text}"
 
 
-SPECIAL = {"dynamic_batch": dynamic_batch, "fallback_unsupported": fallback_unsupported,
-           "output_code_log": output_code_log}
+SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes,
+           "fallback_unsupported": fallback_unsupported, "output_code_log": output_code_log}
 
 
 def main(argv=None) -> int:
