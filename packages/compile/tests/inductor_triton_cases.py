@@ -297,6 +297,32 @@ def symbolic_sizes(device: str) -> None:
     assert len(compiled.variants) == 1, "a new batch size lowered the graph again"
 
 
+def fuzz(device: str) -> None:
+    """The C++ backend's fuzzer graphs (random pointwise/reduction/view chains, some inputs
+    transposed) through the Triton backend, compiled vs eager; ``EMBER_TRITON_FUZZ`` graphs."""
+    import random
+
+    from test_inductor_fuzz import _inputs, _random_program
+
+    for seed in range(int(os.environ.get("EMBER_TRITON_FUZZ", "10"))):
+        rng = random.Random(5000 + seed)
+        for _ in range(50):  # draw until a program is valid eagerly
+            program, shapes = _random_program(rng, rng.randint(4, 10))
+            inputs = _inputs(shapes, seed)
+            try:
+                want = program(ember, *inputs)
+                break
+            except RuntimeError:
+                continue
+        dev_inputs = [x.to(device) for x in inputs]
+        compiled, _ = compile_program(program, dev_inputs)
+        assert compiled.artifact is not None and getattr(compiled.artifact, "triton_kernels", None) is not None
+        got = _flat(compiled(*dev_inputs))
+        assert len(got) == len(want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            _close(g.cpu(), w, 1e-4, 1e-5, f"fuzz seed {seed} output {i}")
+
+
 def fallback_unsupported(device: str) -> None:
     """A kernel the Triton backend cannot write: the graph runs eagerly, with the right answer."""
     from ember.compiler.inductor import _triton_ops
@@ -341,7 +367,7 @@ def output_code_log(device: str) -> None:
         assert needle in text, f"{needle!r} missing from the output_code log:\n{text}"
 
 
-SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes,
+SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
            "fallback_unsupported": fallback_unsupported, "output_code_log": output_code_log}
 
 

@@ -178,16 +178,30 @@ class TritonKernelWriter(ReductionEmitter):
             return body.value(producer.expr)
         return None
 
-    def index(self, expr, block: str) -> str:
+    def index(self, expr, block: str, store: bool = False) -> str:
+        """Text of an index, broadcast to ``block``'s shape where it lacks a dimension of it.
+
+        A load's pointer only needs to be a block (a scalar index gets one); a store's pointer
+        must have the stored value's shape: a full-space store in a reduction kernel whose index
+        misses the row or the reduced variables (a dim of size 1 was dropped) is broadcast.
+        """
         expr = expr.xreplace(self.subs)
         text = index_text(expr)
-        if not (expr.free_symbols & self.loop_vars):
-            text = f"{text} + {block}"  # a scalar index: broadcast over the block
+        free = expr.free_symbols
+        if not store:
+            complete = bool(free & self.loop_vars)
+        elif block == self.zero_full and self.k.reduced and block != self.zero:
+            complete = bool(free & self.outer_vars) and bool(free & self.inner_vars)
+        else:
+            complete = bool(free & self.outer_vars)
+        if not complete:
+            text = f"{text} + {block}"
         return text
 
     def load_text(self, load: Load, mask: str) -> str:
         ptr = self.param(load.buf)
-        text = f"tl.load({ptr} + ({self.index(load.index, self.zero_full)}), {mask}, other=0)"
+        block = self.zero if mask == "xmask" else self.zero_full  # a per-row load, or a full one
+        text = f"tl.load({ptr} + ({self.index(load.index, block)}), {mask}, other=0)"
         if load.storage_dtype in (dt.float16, dt.bfloat16):
             text += ".to(tl.float32)"  # Note [Compute dtype] in _ir
         return text
@@ -196,7 +210,7 @@ class TritonKernelWriter(ReductionEmitter):
         if node.buf.name in self.k.local:
             return
         self.writes[node.target] = self.buffers[node.target]
-        idx = self.index(node.store_index, block)
+        idx = self.index(node.store_index, block, store=True)
         body.lines.append(f"{body.indent}tl.store({node.target} + ({idx}), {value}, {mask})")
 
     # -- the kernel ----------------------------------------------------------------------------
@@ -220,7 +234,9 @@ class TritonKernelWriter(ReductionEmitter):
         self.subs = {v: e.xreplace(subs_i) for v, e in self.subs.items()}
         self.subs.update(subs_i)
         exprs = [e.xreplace(subs_i) for e in exprs]
-        self.loop_vars = {v for v, _ in outer + inner}
+        self.outer_vars = {v for v, _ in outer}
+        self.inner_vars = {v for v, _ in inner}
+        self.loop_vars = self.outer_vars | self.inner_vars
         xnumel = product([n for _, n in outer])
         rnumel = product([n for _, n in inner])
         reduction = bool(k.reduced)
@@ -324,8 +340,11 @@ class TritonKernelWriter(ReductionEmitter):
             lines += self._decompose(inner, "rindex", i)
             self.zero_full = "0 * (xindex + rindex)"
             body = _Body(self, i, "xrmask")
+            # per-row members: their own loads (shaped [XBLOCK, 1]), the same statement list
+            row_body = _Body(self, i, "xmask")
+            row_body.lines = body.lines
             for node in self.k.nodes:
-                self._member(node, body, None)
+                self._member(node, row_body if node.epilogue else body, None)
             return lines + body.lines
         self.zero_full = "0 * (xindex + rindex)"
         for node in self.k.nodes:
@@ -336,9 +355,7 @@ class TritonKernelWriter(ReductionEmitter):
         i = "    "
         if node.epilogue:
             body = _Body(self, i, "xmask")
-            self.zero_full = self.zero
             self._member(node, body, None)
-            self.zero_full = "0 * (xindex + rindex)"
             return body.lines
         lines = [f"{i}# {node.buf.name}: {', '.join(node.buf.origins)}"]
         acc = self._acc_init(node, i) if node.is_reduction else []
