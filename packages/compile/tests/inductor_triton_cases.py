@@ -323,6 +323,28 @@ def fuzz(device: str) -> None:
             _close(g.cpu(), w, 1e-4, 1e-5, f"fuzz seed {seed} output {i}")
 
 
+def training_step(device: str) -> None:
+    """A module compiled for training: forward and AOT backward graphs through the Triton
+    backend (the layer_norm/GELU/cross-entropy backward reductions among them), gradients vs
+    eager."""
+    def build():
+        ember.manual_seed(0)
+        return ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.LayerNorm(32), ember.nn.GELU(),
+                                   ember.nn.Linear(32, 10)).to(device)
+
+    x = make_input((6, 16), ember.float32, specials=False).to(device)
+    y = ember.tensor(np.arange(6) % 10).to(device)
+    grads = []
+    for compiled in (False, True):
+        model = build()
+        fn = ember.compile(model) if compiled else model
+        loss = ember.nn.functional.cross_entropy(fn(x), y)
+        loss.backward()
+        grads.append([loss.detach()] + [p.grad for p in model.parameters()])
+    for i, (g, w) in enumerate(zip(*grads)):
+        _close(g.cpu(), w.cpu(), 1e-4, 1e-5, f"training step: loss/grad {i}")
+
+
 def fallback_unsupported(device: str) -> None:
     """A kernel the Triton backend cannot write: the graph runs eagerly, with the right answer."""
     from ember.compiler.inductor import _triton_ops
@@ -368,7 +390,8 @@ def output_code_log(device: str) -> None:
 
 
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
-           "fallback_unsupported": fallback_unsupported, "output_code_log": output_code_log}
+           "training_step": training_step, "fallback_unsupported": fallback_unsupported,
+           "output_code_log": output_code_log}
 
 
 def main(argv=None) -> int:
