@@ -16,8 +16,9 @@ TB/s; softmax compiled 0.330-0.373 ms = 2.88-3.26 TB/s (72-84% of copy; torch.co
 0.433-0.522 ms: 1.31-1.40x), max-autotune 0.308-0.323 ms (83-90%; 1.41-1.61x); layer_norm
 0.334-0.381 ms = 2.82-3.21 TB/s (70-83%; torch.compile 0.318-0.321 ms: 0.84-0.96x); the 4M
 chain is bound by the host (ember.compile's per-call front end: 106-121 us a call against
-torch.compile's 47-59 us; its 33.5 MB of traffic take ~9 us at copy bandwidth). The mini-GPT row failed in those runs
-(ember's CUDA triu had no bool kernel; the mask is now made from a float triu).
+torch.compile's 47-59 us; its 33.5 MB of traffic take ~9 us at copy bandwidth). The mini-GPT
+row failed in those runs (ember's CUDA triu had no bool kernel; the mask is now made from a
+float triu).
 """
 
 from __future__ import annotations
