@@ -1,8 +1,8 @@
 """``ember.utils.data``: datasets, samplers and the ``DataLoader``, as ``torch.utils.data``."""
 
+from . import distributed
 from ._utils.collate import default_collate, default_convert
 from ._utils.worker import WorkerInfo, get_worker_info
-from . import distributed
 from .dataloader import DataLoader
 from .dataset import (
     ChainDataset,
