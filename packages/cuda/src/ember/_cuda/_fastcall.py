@@ -124,20 +124,19 @@ class Launcher:
         gx, gy, gz = grid if len(grid) == 3 else (tuple(grid) + (1, 1))[:3]
         self._fmt.pack_into(self._buf, 0, gx, gy, gz, self.block, 1, 1, self.shared, stream, 0, 0, *args, 0, 0)
         ex = self._launch_ex
-        if ex is not None:
+        if ex is not None and _EX[0] is not False:
             rc = ex(self._config, self.fn, self._params, None)
             if not rc:
+                if _EX[0] is None:
+                    _EX[0] = True
                 return
             if _EX[0] is None and self._classic(gx, gy, gz, stream) == 0:
-                _EX[0] = False  # the driver refuses the Ex form: use cuLaunchKernel from now on
-                self._launch_ex = None
+                _EX[0] = False  # the driver refuses the Ex form: every launcher uses cuLaunchKernel from now on
                 return
-        else:
-            rc = self._classic(gx, gy, gz, stream)
+            raise_for(rc, f"cuLaunchKernelEx({self.name})")
+        rc = self._classic(gx, gy, gz, stream)
         if rc:
             raise_for(rc, f"cuLaunchKernel({self.name})")
-        if _EX[0] is None and ex is not None:
-            _EX[0] = True
 
     def _classic(self, gx, gy, gz, stream) -> int:
         return self._launch(self.fn, gx, gy, gz, self.block, 1, 1, self.shared, stream, self._params, None)
