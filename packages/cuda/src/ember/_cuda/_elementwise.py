@@ -214,17 +214,16 @@ def _launch_contiguous(expr, out, operands, computes, shape, strides, n) -> bool
     return True
 
 
-def launch(expr: str, out, operands: list, computes: list) -> None:
-    """Writes ``expr`` over ``operands`` (tensors or numbers; each computed in ``computes[i]``) into
-    ``out``, broadcasting every tensor operand to ``out``'s shape."""
-    shape = out._shape
-    strides, n = _SHAPES.get(shape) or contiguous_info(shape)
-    if n == 0:
-        return
-    if out._stride == strides and n <= _INT31 and _launch_contiguous(expr, out, operands, computes, shape, strides,
-                                                                      n):
-        return
-    tensors = [out] + [op for op in operands if not isinstance(op, (int, float, bool))]
+# (expr, out dtype, shape and strides, each operand's (shape, strides, dtype, compute) or ("s", compute)) ->
+# the launch geometry ``launch`` derives from them: a training step meets the same few hundred again and
+# again, and deriving it (broadcast, collapse, extent) costs more than the launch itself.
+_GEOMETRY: dict = {}
+_NUMBERS = (int, float, bool)
+
+
+def _geometry(out, operands, computes, shape, n) -> tuple:
+    """(spec, ndim, linear, idx64, tail arguments, all linear) of a general launch."""
+    tensors = [out] + [op for op in operands if not isinstance(op, _NUMBERS)]
     if all(t._shape == shape for t in tensors) and all(t._stride == out._stride for t in tensors) and \
             out.is_contiguous():
         cshape, cstrides = (n,), [(1,)] * len(tensors)
@@ -238,30 +237,45 @@ def launch(expr: str, out, operands: list, computes: list) -> None:
     contiguous = tuple(contiguous)
     linear = tuple(st == contiguous for st in cstrides)
     extent = max([n] + [sum((s - 1) * abs(st) for s, st in zip(cshape, sts)) + 1 for sts in cstrides])
-    idx64 = extent > _INT31
-    spec = []
-    for op, c in zip(operands, computes):
-        if isinstance(op, (int, float, bool)):
-            spec.append(("s", c))
-        else:
-            spec.append(("t", op.dtype, c))
-    spec = tuple(spec)
-    ptrs = [t.data_ptr() for t in tensors]
-    aligned = all(p % 16 == 0 for p in ptrs) and n % 16 == 0 and all(linear)
-    big = n > BIG
+    spec = tuple(("s", c) if isinstance(op, _NUMBERS) else ("t", op.dtype, c) for op, c in zip(operands, computes))
+    tail = list(cshape[1:])
+    for j, sts in enumerate(cstrides):
+        if not linear[j]:
+            tail.extend(sts)
+    return spec, ndim, linear, extent > _INT31, tuple(tail), all(linear)
+
+
+def launch(expr: str, out, operands: list, computes: list) -> None:
+    """Writes ``expr`` over ``operands`` (tensors or numbers; each computed in ``computes[i]``) into
+    ``out``, broadcasting every tensor operand to ``out``'s shape."""
+    shape = out._shape
+    strides, n = _SHAPES.get(shape) or contiguous_info(shape)
+    if n == 0:
+        return
+    if out._stride == strides and n <= _INT31 and _launch_contiguous(expr, out, operands, computes, shape, strides,
+                                                                      n):
+        return
+    key = (expr, out.dtype, shape, out._stride,
+           tuple(("s", c) if isinstance(op, _NUMBERS) else (op._shape, op._stride, op.dtype, c)
+                 for op, c in zip(operands, computes)))
+    geometry = _GEOMETRY.get(key)
+    if geometry is None:
+        geometry = _geometry(out, operands, computes, shape, n)
+        if len(_GEOMETRY) < 8192:
+            _GEOMETRY[key] = geometry
+    spec, ndim, linear, idx64, tail, all_linear = geometry
+    ptrs = [out.data_ptr()] + [op.data_ptr() for op in operands if not isinstance(op, _NUMBERS)]
+    aligned = all_linear and n % 16 == 0 and all(p % 16 == 0 for p in ptrs)
     index = out._device.index or 0
-    plan, block = _plan(expr, spec, out.dtype, ndim, linear, idx64, aligned, big, index)
+    plan, block = _plan(expr, spec, out.dtype, ndim, linear, idx64, aligned, n > BIG, index)
     args = [ptrs[0]]
     t = 1
     for op, c in zip(operands, computes):
-        if isinstance(op, (int, float, bool)):
+        if isinstance(op, _NUMBERS):
             args.append(_scalar_value(op, c))
         else:
             args.append(ptrs[t])
             t += 1
     args.append(n)
-    args.extend(cshape[1:])
-    for j, sts in enumerate(cstrides):
-        if not linear[j]:
-            args.extend(sts)
+    args.extend(tail)
     plan(((n + block - 1) // block, 1, 1), current_handle(index), *args)
