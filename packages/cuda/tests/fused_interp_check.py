@@ -58,7 +58,7 @@ def check_adam():
 
 
 def check_ce_backward():
-    from ember._cuda._ops_rows import _CLASS_NLL_BACKWARD
+    from ember._cuda._ops_loss import _CLASS_NLL_BACKWARD
 
     k = _load(_CLASS_NLL_BACKWARD.replace("__CT__", "tl.float32"), "ember_ce_bwd_interp")
     g = torch.Generator().manual_seed(1)

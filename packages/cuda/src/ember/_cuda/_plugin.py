@@ -49,6 +49,7 @@ class CudaPlugin:
             _ops_conv,
             _ops_copy,
             _ops_index,
+            _ops_loss,
             _ops_matmul,
             _ops_more,
             _ops_optim,
@@ -62,7 +63,7 @@ class CudaPlugin:
         )
 
         for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_pool, _ops_reduce, _ops_rows,
-                       _ops_matmul, _ops_index, _ops_more, _ops_optim, _ops_stats, _random):
+                       _ops_matmul, _ops_index, _ops_loss, _ops_more, _ops_optim, _ops_stats, _random):
             module.register()
         backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                           is_pinned=_storage.is_pinned, device_count=api.device_count)

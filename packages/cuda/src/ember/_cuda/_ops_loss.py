@@ -1,0 +1,227 @@
+"""Cross-entropy on CUDA: ``_class_nll`` (log-softmax fused with the target pick, the smoothing
+term and the weights) and its one-pass backward ``_class_nll_backward``.
+
+One program per row. The forward reads a row once (an online max/sum over tiles); the backward
+recomputes the row's log-sum-exp (one read) and writes each element's gradient (a second read,
+one write), so nothing of size rows x classes is materialised besides the result. Statistics are
+computed in float32 (float64 for float64 inputs).
+"""
+
+from __future__ import annotations
+
+from ember._src.dispatch import OPS
+from ember._src.tensor import new_empty_tensor
+
+from . import _compile
+from ._elementwise import HEADER, TL, TRITON
+from ._ops_rows import _aligned, _ct, _or
+from ._streams import current_handle
+
+_CLASS_NLL = HEADER + '''
+@triton.jit
+def k(x, t, w, nll, sm, wt, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, HAS_W: tl.constexpr,
+      SMOOTH: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    xr = x + row * C
+    tgt = tl.load(t + row)
+    valid = tgt != ignore
+    inb = (tgt >= 0) & (tgt < C)
+    mx = tl.full([BLOCK], -float('inf'), __CT__)
+    s = tl.zeros([BLOCK], __CT__)
+    tot = tl.zeros([BLOCK], __CT__)
+    wsum = tl.zeros([BLOCK], __CT__)
+    for n0 in range(0, C, BLOCK):
+        cols = n0 + tl.arange(0, BLOCK)
+        cm = cols < C
+        v = tl.load(xr + cols, mask=cm, other=-float('inf')).to(__CT__)
+        if not LOGP:
+            nm = tl.maximum(mx, v)
+            s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
+                                                                                  tl.exp(v - nm))
+            mx = nm
+        if SMOOTH:
+            if HAS_W:
+                wv = tl.load(w + cols, mask=cm, other=0).to(__CT__)
+            else:
+                wv = tl.where(cm, 1.0, 0.0)
+            tot += tl.where(cm, wv * v, 0.0)
+            wsum += wv
+    if LOGP:
+        lse = 0.0
+    else:
+        gm = tl.max(mx, axis=0)
+        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+        lse = tl.where(gm == -float('inf'), gm, gm + tl.log(total))
+    safe = tl.where(valid & inb, tgt, 0)
+    xt = tl.load(xr + safe).to(__CT__)
+    if HAS_W:
+        wgt = tl.load(w + safe).to(__CT__)
+    else:
+        wgt = 1.0
+    loss = -wgt * (xt - lse)
+    loss = tl.where(inb, loss, float('nan'))
+    tl.store(nll + row, tl.where(valid, loss, 0.0).to(nll.dtype.element_ty))
+    tl.store(wt + row, tl.where(valid, wgt, 0.0).to(wt.dtype.element_ty))
+    if SMOOTH:
+        sv = -(tl.sum(tot, axis=0) - tl.sum(wsum, axis=0) * lse)
+        tl.store(sm + row, tl.where(valid, sv, 0.0).to(sm.dtype.element_ty))
+'''
+
+
+def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
+    rows, c = input._shape[0], input._shape[1]
+    dev = input._device
+    cd = _ct(input.dtype)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"ember.ops._class_nll has no CUDA kernel for {input.dtype}")
+    nll = new_empty_tensor((rows,), cd, dev)
+    sm = new_empty_tensor((rows,) if smooth else (0,), cd, dev)
+    wt = new_empty_tensor((rows,), cd, dev)
+    if target._device is not dev or (weight is not None and weight._device is not dev):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{dev} and {target._device if target._device is not dev else weight._device}!")
+    if rows == 0:
+        return nll, sm, wt
+    x = input if input.is_contiguous() else input.contiguous()
+    t = target if target.is_contiguous() else target.contiguous()
+    w = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
+    block = min(4096, max(16, 1 << (max(c, 1) - 1).bit_length()))
+    warps = 8 if block >= 4096 else 4 if block >= 1024 else 1
+    index = dev.index or 0
+    sig = {"x": "*" + TRITON[x.dtype], "t": "*i64", "w": "*" + TRITON[_or(w, x).dtype], "nll": "*" + TRITON[cd],
+           "sm": "*" + TRITON[cd], "wt": "*" + TRITON[cd], "C": "i64", "ignore": "i64", "BLOCK": "constexpr",
+           "LOGP": "constexpr", "HAS_W": "constexpr", "SMOOTH": "constexpr"}
+    al = tuple(a for a in _aligned(c, ("x", x), ("w", w)) if a != "N") + (("C",) if c % 16 == 0 else ())
+    launcher = _compile.kernel(_CLASS_NLL.replace("__CT__", TL[cd]), "k", sig,
+                               {"BLOCK": block, "LOGP": bool(log_probs), "HAS_W": w is not None,
+                                "SMOOTH": bool(smooth)}, al, warps, 1, index)
+    launcher((rows, 1, 1), current_handle(index), x.data_ptr(), t.data_ptr(), _or(w, x).data_ptr(), nll.data_ptr(),
+             (sm if smooth else nll).data_ptr(), wt.data_ptr(), c, int(ignore_index))
+    return nll, sm, wt
+
+
+_CLASS_NLL_BACKWARD = HEADER + '''
+@triton.jit
+def k(x, t, w, gn, gs, out, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr, LOGP: tl.constexpr,
+      HAS_W: tl.constexpr, HAS_N: tl.constexpr, HAS_S: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    xr = x + row * C
+    orow = out + row * C
+    tgt = tl.load(t + row)
+    valid = tgt != ignore
+    inb = (tgt >= 0) & (tgt < C)
+    safe = tl.where(valid & inb, tgt, 0)
+    if HAS_W:
+        wt = tl.load(w + safe).to(__CT__)
+    else:
+        wt = 1.0
+    if HAS_N:
+        a = tl.load(gn + row * gn_stride).to(__CT__) * wt
+    else:
+        a = 0.0
+    if HAS_S:
+        b = tl.load(gs + row * gs_stride).to(__CT__)
+    else:
+        b = 0.0
+    mx = tl.full([BLOCK], -float('inf'), __CT__)
+    s = tl.zeros([BLOCK], __CT__)
+    wsum = tl.zeros([BLOCK], __CT__)
+    if (not LOGP) or (HAS_S and HAS_W):
+        for n0 in range(0, C, BLOCK):
+            cols = n0 + tl.arange(0, BLOCK)
+            cm = cols < C
+            if not LOGP:
+                v = tl.load(xr + cols, mask=cm, other=-float('inf')).to(__CT__)
+                nm = tl.maximum(mx, v)
+                s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
+                                                                                      tl.exp(v - nm))
+                mx = nm
+            if HAS_S and HAS_W:
+                wsum += tl.load(w + cols, mask=cm, other=0).to(__CT__)
+    if HAS_S:
+        if HAS_W:
+            ws = tl.sum(wsum, axis=0)
+        else:
+            ws = C.to(__CT__)
+        coef = a + b * ws
+    else:
+        coef = a
+    if LOGP:
+        lse = 0.0
+    else:
+        gm = tl.max(mx, axis=0)
+        total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
+        lse = tl.where(gm == -float('inf'), gm, gm + tl.log(total))
+    keep = valid & inb
+    bad = valid & ((tgt < 0) | (tgt >= C))
+    for n0 in range(0, C, BLOCK):
+        cols = n0 + tl.arange(0, BLOCK)
+        cm = cols < C
+        g = tl.where(cols == tgt, -a, 0.0)
+        if not LOGP:
+            v = tl.load(xr + cols, mask=cm, other=0.0).to(__CT__)
+            g += coef * tl.exp(v - lse)
+        if HAS_S:
+            if HAS_W:
+                wv = tl.load(w + cols, mask=cm, other=0).to(__CT__)
+            else:
+                wv = 1.0
+            g -= b * wv
+        g = tl.where(keep, g, 0.0)
+        g = tl.where(bad, float('nan'), g)
+        tl.store(orow + cols, g.to(out.dtype.element_ty), mask=cm)
+'''
+
+
+def _row_vector(g, cd, rows):
+    """An optional per-row gradient as (tensor of dtype cd, row stride): expanded grads (the mean's
+    backward) keep their 0 stride, so no copy is made."""
+    if g is None:
+        return None, 0
+    if g.dtype is not cd:
+        g = g.to(cd)
+    if g.ndim == 0:
+        return g, 0
+    return g, (g._stride[0] if g._shape[0] == rows and g._shape[0] > 1 else 0)
+
+
+def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
+    """The input gradient of ``_class_nll`` in one kernel: per row the log-sum-exp is recomputed
+    (one read), then each element's gradient written (a second read, one write); nothing of
+    size rows x classes is materialised besides the result (the composite wrote five such)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"ember.ops._class_nll_backward has no CUDA kernel for {input.dtype}")
+    rows, c = input._shape[0], input._shape[1]
+    dev = input._device
+    for other in (target, weight, grad_nll, grad_smooth):
+        if other is not None and other._device is not dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{dev} and {other._device}!")
+    out = new_empty_tensor((rows, c), input.dtype, dev)
+    if rows == 0 or c == 0:
+        return out
+    cd = _ct(input.dtype)
+    x = input if input.is_contiguous() else input.contiguous()
+    t = target if target.is_contiguous() else target.contiguous()
+    w = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
+    gn, gn_stride = _row_vector(grad_nll, cd, rows)
+    gs, gs_stride = _row_vector(grad_smooth, cd, rows)
+    block = min(4096, max(16, 1 << (max(c, 1) - 1).bit_length()))
+    warps = 8 if block >= 4096 else 4 if block >= 1024 else 1
+    index = dev.index or 0
+    sig = {"x": "*" + TRITON[x.dtype], "t": "*i64", "w": "*" + TRITON[_or(w, x).dtype],
+           "gn": "*" + TRITON[_or(gn, x).dtype], "gs": "*" + TRITON[_or(gs, x).dtype], "out": "*" + TRITON[out.dtype],
+           "C": "i64", "ignore": "i64", "gn_stride": "i64", "gs_stride": "i64", "BLOCK": "constexpr",
+           "LOGP": "constexpr", "HAS_W": "constexpr", "HAS_N": "constexpr", "HAS_S": "constexpr"}
+    al = tuple(a for a in _aligned(c, ("x", x), ("w", w), ("out", out)) if a != "N") + (("C",) if c % 16 == 0 else ())
+    launcher = _compile.kernel(_CLASS_NLL_BACKWARD.replace("__CT__", TL[cd]), "k", sig,
+                               {"BLOCK": block, "LOGP": bool(log_probs), "HAS_W": w is not None,
+                                "HAS_N": gn is not None, "HAS_S": gs is not None}, al, warps, 1, index)
+    launcher((rows, 1, 1), current_handle(index), x.data_ptr(), t.data_ptr(), _or(w, x).data_ptr(),
+             _or(gn, x).data_ptr(), _or(gs, x).data_ptr(), out.data_ptr(), c, int(ignore_index), gn_stride, gs_stride)
+    return out
+
+
+def register() -> None:
+    OPS["_class_nll"].kernels["cuda"] = _class_nll
+    OPS["_class_nll_backward"].kernels["cuda"] = _class_nll_backward
