@@ -197,7 +197,7 @@ def _random_inplace(op, args, kwargs):
     self = args[0]
     if any(isinstance(p, Partial) for p in self.placements):
         _relayout(self, [Replicate() if isinstance(p, Partial) else p for p in self.placements])
-    full = ember.empty(self._shape, dtype=self.dtype)
+    full = ember.empty(self._shape, dtype=self.dtype, device=self._local.device)
     rest = _map(args[1:], lambda t: t.full_tensor() if isinstance(t, DTensor) else t)
     op.call_kernel((full, *rest), kwargs)
     piece = redistribute_local(full, self._shape, self.device_mesh, [Replicate()] * self.device_mesh.ndim,
