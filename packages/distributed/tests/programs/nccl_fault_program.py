@@ -52,18 +52,20 @@ if scenario == "init_timeout":
 elif scenario == "stuck":
     from cuda.bindings import driver as drv
 
+    group = dist.new_group([0], timeout=timedelta(seconds=3))
+    dist.all_reduce(torch.ones(1, device="cuda"), group=group)  # the communicator exists before the stall
+    torch.cuda.synchronize()
     host = ctypes.c_uint32(0)
     # Pin the flag and give the GPU its address, then make the current stream wait for it to be 1.
-    err, = drv.cuMemHostRegister(ctypes.addressof(host), 4, drv.CU_MEMHOSTREGISTER_DEVICEMAP)
+    err, = drv.cuMemHostRegister(ctypes.addressof(host), 4, 0x02)  # CU_MEMHOSTREGISTER_DEVICEMAP
     R["register"] = int(err)
     err, dptr = drv.cuMemHostGetDevicePointer(ctypes.addressof(host), 0)
     stream = torch.cuda.current_stream()
     if stream.cuda_stream == 0:
         stream = torch.cuda.Stream()
         torch.cuda.set_stream(stream)
-    err, = drv.cuStreamWaitValue32(stream.cuda_stream, dptr, 1, drv.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
+    err, = drv.cuStreamWaitValue32(stream.cuda_stream, dptr, 1, 0x0)  # CU_STREAM_WAIT_VALUE_GEQ
     R["wait_value"] = int(err)
-    group = dist.new_group([0], timeout=timedelta(seconds=3))
     t = torch.ones(4, device="cuda")
     start = time.monotonic()
     work = dist.all_reduce(t, group=group, async_op=True)

@@ -35,7 +35,7 @@ class Communicator:
         with ember.cuda.device(device_index):
             self.stream = ember.cuda.Stream(device_index, priority=-1)
             self._init()
-        self.watchdog = Watchdog(engine)
+        self.watchdog = Watchdog(engine, device_index)
 
     # -- initialization -------------------------------------------------------------------
 
@@ -86,6 +86,8 @@ class Communicator:
             state = self._state()
             if state == N.SUCCESS:
                 return
+            if engine.error is not None:  # the watchdog aborted the communicator meanwhile
+                raise DistBackendError(engine.error)
             if state != N.IN_PROGRESS:
                 problem = f"NCCL error in {what} on rank {engine.global_rank}: {N.error_text(state, self.handle)}"
                 engine.abort(problem)

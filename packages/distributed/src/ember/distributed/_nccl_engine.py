@@ -12,6 +12,8 @@ there for the caching allocator, so memory freed by the caller is not reused und
 
 from __future__ import annotations
 
+import ctypes
+
 import ember
 
 from . import _nccl_lib as N
@@ -163,8 +165,8 @@ class NCCLEngine(Engine):
             keep.append(scalar)
 
             def issue(comm, stream):
-                made = N.ctypes.c_int(0)
-                N.check(N.lib().ncclRedOpCreatePreMulSum(N.ctypes.byref(made), scalar.data_ptr(), code,
+                made = ctypes.c_int(0)
+                N.check(N.lib().ncclRedOpCreatePreMulSum(ctypes.byref(made), scalar.data_ptr(), code,
                                                          N.SCALAR_DEVICE, comm), "ncclRedOpCreatePreMulSum", comm)
                 try:
                     return call(comm, stream, made.value, code)

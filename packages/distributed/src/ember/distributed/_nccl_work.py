@@ -107,16 +107,19 @@ class NCCLWork(Work):
         return Future(self)
 
     def source_rank(self) -> int:
+        """The sender's global rank; waits first (``recv`` returns once the data is ordered in)."""
         if self._source is None:
             raise RuntimeError("source_rank() is only defined for receives")
+        self.wait()
         return self._source
 
 
 class Watchdog:
     """Polls one communicator's pending work; aborts it on timeout, NCCL error or a dead peer."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, device_index: int):
         self._engine = engine
+        self._device_index = device_index
         self._pending: list = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -135,7 +138,7 @@ class Watchdog:
         try:
             import ember
 
-            ember.cuda.set_device(engine.device_index)  # event queries need the device's context here
+            ember.cuda.set_device(self._device_index)  # event queries need the device's context here
         except Exception:  # noqa: BLE001 - the engine reports the device error to the caller
             return
         while not self._stop.wait(_WATCH_EVERY):
