@@ -116,13 +116,6 @@ def _():
     return work.wait(timeout=timedelta(seconds=30)) is True and same(t, torch.full((3,), float(world)))
 
 
-for src in range(world):
-    check(f"broadcast_from_{src}")(lambda src=src: both(lambda: ramp(5) * (rank + 1), lambda t: dist.broadcast(t, src)))
-    check(f"reduce_to_{src}")(lambda src=src: both(ramp, lambda t: dist.reduce(t, src, op=Op.SUM)))
-    check(f"gather_to_{src}")(lambda src=src: both(ramp, lambda t: _gather(t, src)))
-    check(f"scatter_from_{src}")(lambda src=src: both(lambda: torch.zeros(3), lambda t: _scatter(t, src)))
-
-
 def _gather(t, dst):
     out = [torch.zeros_like(t) for _ in range(world)] if rank == dst else None
     dist.gather(t, out, dst=dst)
@@ -132,6 +125,13 @@ def _gather(t, dst):
 def _scatter(t, src):
     pieces = [torch.arange(3, dtype=t.dtype, device=t.device) + 10 * i for i in range(world)] if rank == src else None
     dist.scatter(t, pieces, src=src)
+
+
+for src in range(world):
+    check(f"broadcast_from_{src}")(lambda src=src: both(lambda: ramp(5) * (rank + 1), lambda t: dist.broadcast(t, src)))
+    check(f"reduce_to_{src}")(lambda src=src: both(ramp, lambda t: dist.reduce(t, src, op=Op.SUM)))
+    check(f"gather_to_{src}")(lambda src=src: both(ramp, lambda t: _gather(t, src)))
+    check(f"scatter_from_{src}")(lambda src=src: both(lambda: torch.zeros(3), lambda t: _scatter(t, src)))
 
 
 def _all_gather(t):

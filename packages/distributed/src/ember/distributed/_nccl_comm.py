@@ -34,6 +34,7 @@ class Communicator:
         self._lock = threading.Lock()
         with ember.cuda.device(device_index):
             self.stream = ember.cuda.Stream(device_index, priority=-1)
+            self.ready = ember.cuda.Event()
             self._init()
         self.watchdog = Watchdog(engine, device_index)
 

@@ -123,8 +123,8 @@ class NCCLEngine(Engine):
                 raise ValueError(f"{what}: every tensor must be a CUDA tensor on the group's device, got {t.device}")
         comm = self._communicator(tensors[0])
         side = comm.stream
-        current = ember.cuda.current_stream(comm.device_index)
-        side.wait_stream(current)
+        comm.ready.record(ember.cuda.current_stream(comm.device_index))
+        side.wait_event(comm.ready)  # the wait captures the event now: one event serves every call
         comm.run(what, lambda: issue(comm.handle, side.cuda_stream))
         for t in tensors:
             ember.cuda.record_stream(t, side)

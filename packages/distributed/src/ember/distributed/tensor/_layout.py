@@ -49,15 +49,15 @@ def local_shape(shape, mesh, placements, coordinate=None) -> tuple:
 # -- the device of a DTensor --------------------------------------------------------------
 # A DTensor's ``_device`` has type "dtensor": ops on it find the kernel registered under that type
 # (``_dispatch``), never a CPU kernel that would read its storage with the global shape. One device
-# object per (mesh, placements), so factory ops called with it (``zeros_like``, ``new_zeros`` in
-# autograd formulas) know the layout to create.
+# object per (mesh, placements, local device), so factory ops called with it (``zeros_like``,
+# ``new_zeros`` in autograd formulas) know the layout to create and where its pieces live.
 
 _LAYOUTS: list = []
 _LAYOUT_INDEX: dict = {}
 
 
-def dtensor_device(mesh, placements):
-    key = (mesh, tuple(placements))
+def dtensor_device(mesh, placements, local_device="cpu"):
+    key = (mesh, tuple(placements), str(local_device))
     index = _LAYOUT_INDEX.get(key)
     if index is None:
         index = len(_LAYOUTS)
@@ -71,7 +71,12 @@ def dtensor_device(mesh, placements):
 
 def layout_of_device(dev):
     """(mesh, placements) a "dtensor" device stands for."""
-    return _LAYOUTS[dev.index]
+    return _LAYOUTS[dev.index][:2]
+
+
+def local_device_of(dev):
+    """Where the local pieces of DTensors on ``dev`` live ("cpu", "cuda:0", ...)."""
+    return ember.device(_LAYOUTS[dev.index][2])
 
 
 # -- redistribution of one local piece ----------------------------------------------------
