@@ -7,6 +7,7 @@ this rank's GPU (rtol 1e-4 in float32). Any world size (1 GPU: the NCCL path wit
 """
 
 import os
+import traceback
 from datetime import timedelta
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -90,18 +91,38 @@ def compare(got, want):
 
 
 R = {}
+
+
+def recorded(name, fn):
+    """Runs one scenario; a failure is recorded as its text (the other scenario still runs)."""
+    try:
+        R[name] = fn()
+    except Exception:  # noqa: BLE001 - the test shows what failed
+        R[name] = traceback.format_exc(limit=6)[-2000:]
+
+
 plain_sgd = make()
 train(plain_sgd, IDX, TGT, torch.optim.SGD(plain_sgd.parameters(), lr=0.1, momentum=0.9))
-ddp = DDP(make(), device_ids=[local], bucket_cap_mb=0.01)  # small buckets: several all-reduces overlap backward
-R["ddp_buckets"] = len(ddp._buckets)
-train(ddp, IDX[mine], TGT[mine], torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9))
-R["ddp_matches_full_batch"] = compare(params(ddp.module), params(plain_sgd))
+want = params(plain_sgd)
 
-sharded = make()
-for block in sharded.blocks:
-    fully_shard(block)
-fully_shard(sharded)
-train(sharded, IDX[mine], TGT[mine], torch.optim.SGD(sharded.parameters(), lr=0.1, momentum=0.9))
-R["fsdp_matches_full_batch"] = compare(params(sharded), params(plain_sgd))
+
+def ddp_run():
+    ddp = DDP(make(), device_ids=[local], bucket_cap_mb=0.01)  # small buckets: several all-reduces overlap backward
+    R["ddp_buckets"] = len(ddp._buckets)
+    train(ddp, IDX[mine], TGT[mine], torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9))
+    return compare(params(ddp.module), want)
+
+
+def fsdp_run():
+    sharded = make()
+    for block in sharded.blocks:
+        fully_shard(block)
+    fully_shard(sharded)
+    train(sharded, IDX[mine], TGT[mine], torch.optim.SGD(sharded.parameters(), lr=0.1, momentum=0.9))
+    return compare(params(sharded), want)
+
+
+recorded("ddp_matches_full_batch", ddp_run)
+recorded("fsdp_matches_full_batch", fsdp_run)
 dist.destroy_process_group()
 write(rank, R)
