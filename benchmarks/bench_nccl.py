@@ -8,7 +8,9 @@ size (float32, SUM) is timed with CUDA events around ``iters`` back-to-back all-
 warm-up; the figure is the slowest rank's time per call. Bus bandwidth follows nccl-tests:
 ``busbw = bytes / time * 2 (n - 1) / n``. Ratio = ember / PyTorch (goal: >= 0.95).
 NVLink multicast stays off (``NCCL_NVLS_ENABLE=0``). Needs 2 GPUs or more: with fewer it says so
-and exits with status 0 (nothing to measure).
+and exits with status 0 (nothing to measure). ``--single`` runs a world of one process on one GPU
+instead: no bandwidth then (NCCL only copies), but the time per call shows each library's fixed
+cost per collective (launch, events, Python), the figure that bounds small messages.
 """
 
 from __future__ import annotations
@@ -101,9 +103,13 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all)")
     parser.add_argument("--sizes", default="1M,4M,16M,64M,256M,1G")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--single", action="store_true", help="a world of one: time per call only")
     args = parser.parse_args()
     available = _gpu_count()
     gpus = args.gpus or available
+    if args.single and available >= 1:
+        _single(args, [_parse_size(s) for s in args.sizes.split(",")])
+        return
     if available < 2 or gpus < 2 or gpus > available:
         print(f"bench_nccl: skipped: needs at least 2 GPUs (this machine has {available}, asked for {gpus})")
         return
@@ -123,6 +129,22 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpus": gpus, "sizes": {str(n): v for n, v in table.items()}}, f, indent=1)
+
+
+def _single(args, sizes) -> None:
+    out = tempfile.mkdtemp(prefix="bench-nccl-")
+    figures = {lib: _run(lib, 1, sizes, out) for lib in ("ember", "torch")}
+    print("all_reduce float32 SUM, world of one (1 GPU): time per call")
+    print(f"{'size':>8} {'ember us':>10} {'PyTorch us':>11} {'ratio':>6}")
+    table = {}
+    for n in sizes:
+        e, t = figures["ember"][n], figures["torch"][n]
+        table[n] = {"ember_s": e, "torch_s": t, "ratio": e / t}
+        label = f"{n >> 10}K" if n < 1 << 20 else f"{n >> 20}M"
+        print(f"{label:>8} {e * 1e6:10.1f} {t * 1e6:11.1f} {e / t:6.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpus": 1, "sizes": {str(n): v for n, v in table.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":
