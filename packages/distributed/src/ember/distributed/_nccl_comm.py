@@ -36,6 +36,9 @@ class Communicator:
             self.stream = ember.cuda.Stream(device_index, priority=-1)
             self.ready = ember.cuda.Event()
             self._init()
+        # Events of dropped ``Work``s come back here (``NCCLWork.__del__``): creating one per
+        # call costs a driver call and shows in the per-collective overhead.
+        self.events: list = []
         self.watchdog = Watchdog(engine, device_index)
 
     # -- initialization -------------------------------------------------------------------

@@ -79,6 +79,9 @@ class NCCLEngine(Engine):
         self._store = group.store
         self._comm: Communicator | None = None
         self.error: str | None = None
+        # ``ember.cuda.<name>`` resolves through the plugin on every access: bind the hot ones once.
+        cuda = ember.cuda
+        self._current_stream, self._record_stream, self._event = cuda.current_stream, cuda.record_stream, cuda.Event
 
     # -- the communicator ----------------------------------------------------------------
 
@@ -123,12 +126,12 @@ class NCCLEngine(Engine):
                 raise ValueError(f"{what}: every tensor must be a CUDA tensor on the group's device, got {t.device}")
         comm = self._communicator(tensors[0])
         side = comm.stream
-        comm.ready.record(ember.cuda.current_stream(comm.device_index))
+        comm.ready.record(self._current_stream(comm.device_index))
         side.wait_event(comm.ready)  # the wait captures the event now: one event serves every call
         comm.run(what, lambda: issue(comm.handle, side.cuda_stream))
         for t in tensors:
-            ember.cuda.record_stream(t, side)
-        event = ember.cuda.Event()
+            self._record_stream(t, side)
+        event = comm.events.pop() if comm.events else self._event()
         event.record(side)
         work = NCCLWork(self, event, what, outputs, keep, finish, source)
         comm.watchdog.add(work)

@@ -52,6 +52,16 @@ class NCCLWork(Work):
         self._source = source
         self._gpu_done = False
 
+    def __del__(self):
+        # Nobody can ask about this event any more: it serves the next operation (recording an
+        # event again replaces what it captured; waits already issued on it are unaffected).
+        try:
+            comm = self._group._comm
+            if comm is not None and len(comm.events) < 64:
+                comm.events.append(self._event)
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
+            pass
+
     def _event_done(self) -> bool:
         if not self._gpu_done and self._event.query():
             self._gpu_done = True
@@ -77,9 +87,7 @@ class NCCLWork(Work):
                     self._error = DistBackendError(problem)
                     raise self._error
                 time.sleep(_POLL)
-        import ember
-
-        ember.cuda.current_stream(self._group.device_index).wait_event(self._event)
+        self._group._current_stream(self._group.device_index).wait_event(self._event)
         self._complete()
         return True
 
