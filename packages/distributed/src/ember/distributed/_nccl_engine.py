@@ -20,7 +20,7 @@ from . import _nccl_lib as N
 from ._backend import Engine, RedOpType
 from ._errors import DistBackendError
 from ._nccl_comm import Communicator
-from ._nccl_work import NCCLWork
+from ._nccl_work import NCCLWork, blocking_wait_requested
 
 _REDUCE_TYPES = {
     ember.int8: N.INT8, ember.uint8: N.UINT8, ember.int32: N.INT32, ember.int64: N.INT64,
@@ -79,6 +79,7 @@ class NCCLEngine(Engine):
         self._store = group.store
         self._comm: Communicator | None = None
         self.error: str | None = None
+        self.blocking_wait = blocking_wait_requested()
         # ``ember.cuda.<name>`` resolves through the plugin on every access: bind the hot ones once.
         cuda = ember.cuda
         self._current_stream, self._record_stream, self._event = cuda.current_stream, cuda.record_stream, cuda.Event

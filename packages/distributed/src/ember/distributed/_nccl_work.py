@@ -26,7 +26,8 @@ _POLL = 0.005
 _WATCH_EVERY = 0.05
 
 
-def _blocking_wait() -> bool:
+def blocking_wait_requested() -> bool:
+    """``TORCH_NCCL_BLOCKING_WAIT=1``: every wait also blocks the host (read once per group)."""
     return os.environ.get("TORCH_NCCL_BLOCKING_WAIT", os.environ.get("NCCL_BLOCKING_WAIT", "0")) == "1"
 
 
@@ -76,7 +77,7 @@ class NCCLWork(Work):
 
     def wait(self, timeout=None) -> bool:
         self._raise_if_failed()
-        if timeout is not None or _blocking_wait():
+        if timeout is not None or self._group.blocking_wait:
             limit = self._deadline if timeout is None else min(self._deadline, time.monotonic() + _seconds(timeout))
             while not self._event_done():
                 self._raise_if_failed()
