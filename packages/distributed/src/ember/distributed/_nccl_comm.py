@@ -71,9 +71,10 @@ class Communicator:
         result = N.lib().ncclCommInitRankConfig(ctypes.byref(handle), size, uid, rank, ctypes.byref(config))
         self.handle = handle.value
         if result not in (N.SUCCESS, N.IN_PROGRESS):
-            text = N.error_text(result, self.handle)
-            self.abort()
-            raise DistBackendError(f"NCCL error in ncclCommInitRankConfig on rank {engine.global_rank}: {text}")
+            problem = (f"NCCL error in ncclCommInitRankConfig on rank {engine.global_rank}: "
+                       f"{N.error_text(result, self.handle)}")
+            self._fail(problem)
+            raise DistBackendError(problem)
 
         def missing() -> str:
             absent = [engine.global_ranks[r] for r in range(size) if not store.check([f"{prefix}/joined/{r}"])]
@@ -94,7 +95,7 @@ class Communicator:
                 raise DistBackendError(engine.error)
             if state != N.IN_PROGRESS:
                 problem = f"NCCL error in {what} on rank {engine.global_rank}: {N.error_text(state, self.handle)}"
-                engine.abort(problem)
+                self._fail(problem)
                 raise DistBackendError(problem)
             now = time.monotonic()
             problem = engine.peer_problem(now, deadline, what)
@@ -102,9 +103,15 @@ class Communicator:
                 if now > deadline and explain is not None:
                     problem = (f"{what} on rank {engine.global_rank} timed out after {engine.timeout_seconds:g}s: "
                                f"{explain()}; the NCCL communicator was aborted")
-                engine.abort(problem)
+                self._fail(problem)
                 raise DistBackendError(problem)
             time.sleep(_SETTLE_POLL)
+
+    def _fail(self, problem: str) -> None:
+        """Marks the group broken and aborts this communicator (also one still initializing, which
+        the engine does not hold yet)."""
+        self._engine.abort(problem)
+        self.abort()
 
     def _state(self) -> int:
         if self.handle is None or self._aborted:
