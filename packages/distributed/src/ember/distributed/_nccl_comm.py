@@ -109,9 +109,10 @@ class Communicator:
 
     def _fail(self, problem: str) -> None:
         """Marks the group broken and aborts this communicator (also one still initializing, which
-        the engine does not hold yet)."""
+        the engine does not hold yet). The abort runs on a helper thread: the caller gets its
+        error now even if NCCL takes its time to unwind a half-made communicator."""
         self._engine.abort(problem)
-        self.abort()
+        threading.Thread(target=self.abort, name="ember-nccl-abort", daemon=True).start()
 
     def _state(self) -> int:
         if self.handle is None or self._aborted:
