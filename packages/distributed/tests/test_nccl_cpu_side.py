@@ -73,3 +73,38 @@ def test_unique_id_bytes_round_trip():
     assert ctypes.string_at(ctypes.addressof(N.unique_id_from(raw)), 128) == raw
     with pytest.raises(dist.DistBackendError):
         N.unique_id_from(b"short")
+
+
+def test_reduce_op_mapping_and_refusals():
+    # The engine's op table needs no GPU: bools reduce as max/min, bitwise ops, MAX on complex and
+    # AVG on integers are refused with PyTorch's exception types, PREMUL_SUM carries its factor.
+    import ember
+    from ember.distributed._backend import PremulSum, RedOpType
+    from ember.distributed._nccl_engine import NCCLEngine
+
+    engine = object.__new__(NCCLEngine)
+    assert engine._op(RedOpType.SUM, ember.float32) == (N.SUM, None)
+    assert engine._op(RedOpType.AVG, ember.bfloat16) == (N.AVG, None)
+    assert engine._op(RedOpType.SUM, ember.bool) == (N.MAX, None)
+    assert engine._op(RedOpType.PRODUCT, ember.bool) == (N.MIN, None)
+    assert engine._op(PremulSum(0.25), ember.float32) == ("premul", 0.25)
+    refused = ((RedOpType.BAND, ember.int32, ValueError), (RedOpType.MAX, ember.complex64, ValueError),
+               (RedOpType.AVG, ember.int64, RuntimeError), (RedOpType.PREMUL_SUM, ember.float32, ValueError))
+    for op, dtype, kind in refused:
+        with pytest.raises(kind):
+            engine._op(op, dtype)
+
+
+def test_staging_makes_contiguous_buffers_and_writes_back():
+    import ember
+    from ember.distributed._nccl_engine import _Staged
+
+    base = ember.arange(12.0).reshape(3, 4)
+    view = base.t()
+    staged = _Staged(view)
+    assert staged.buf.is_contiguous() and staged.ptr == staged.buf.data_ptr()
+    staged.buf.mul_(2)
+    staged.writeback()
+    assert ember.equal(base, ember.arange(12.0).reshape(3, 4) * 2)
+    plain = ember.ones(4)
+    assert _Staged(plain).buf is plain

@@ -37,6 +37,9 @@ _BOOL_OPS = {RedOpType.SUM: N.MAX, RedOpType.AVG: N.MAX, RedOpType.MAX: N.MAX, R
              RedOpType.MIN: N.MIN}
 
 
+_OP_CACHE: dict = {}  # (int(op), dtype) -> NCCL op, for the ops that need no per-call scalar
+
+
 def _red_type(dtype) -> int:
     code = _REDUCE_TYPES.get(dtype)
     if code is None:
@@ -51,13 +54,12 @@ def _count(tensor) -> int:
 class _Staged:
     """A contiguous tensor NCCL can address; ``writeback`` copies results into the original."""
 
+    __slots__ = ("tensor", "buf", "ptr")
+
     def __init__(self, tensor):
         self.tensor = tensor
         self.buf = tensor if tensor.is_contiguous() else tensor.contiguous()
-
-    @property
-    def ptr(self) -> int:
-        return self.buf.data_ptr()
+        self.ptr = self.buf.data_ptr()  # read once: data_ptr() costs microseconds in Python
 
     def writeback(self) -> None:
         if self.buf is not self.tensor:
@@ -139,7 +141,21 @@ class NCCLEngine(Engine):
         return work
 
     def _op(self, op, dtype):
-        """The NCCL operation for ``op`` on ``dtype`` (PREMUL_SUM makes one for this call)."""
+        """The NCCL operation for ``op`` on ``dtype`` (PREMUL_SUM makes one for this call).
+
+        Checked once per (op, dtype) and remembered: comparisons of IntEnum members cost
+        microseconds each, which shows in the fixed cost of every small collective."""
+        key = (int(op), dtype)
+        hit = _OP_CACHE.get(key)
+        if hit is not None:
+            return hit, None
+        nccl_op, factor = self._check_op(op, dtype)
+        if nccl_op != "premul":
+            _OP_CACHE[key] = nccl_op
+        return nccl_op, factor
+
+    @staticmethod
+    def _check_op(op, dtype):
         if dtype == ember.bool and op in _BOOL_OPS:
             return _BOOL_OPS[op], None
         if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR):
