@@ -85,7 +85,7 @@ def _int(expr) -> int:
     return int(expr)
 
 
-def _lower(gm, example_inputs):
+def _lower(gm, example_inputs, lowering=None):
     from ember.compiler.inductor._compile_fx import _all_buffers
     from ember.compiler.inductor._graph import GraphLowering
     from ember.compiler.inductor._ir import TensorValue
@@ -93,7 +93,7 @@ def _lower(gm, example_inputs):
 
     saved, dispatch._MODES.stack = dispatch._MODES.stack, []
     try:
-        graph = GraphLowering(gm, example_inputs)
+        graph = (lowering or GraphLowering)(gm, example_inputs)
         graph.run()
         outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
         graph.output_names = {v.buffer.name for v in outputs}
@@ -170,6 +170,58 @@ def _asm_blob(symbol: str, path: str) -> str:
     quoted = path.replace("\\", "\\\\").replace('"', '\\"')
     return (f'__asm__(".section .rodata\\n.global {symbol}\\n.balign 64\\n{symbol}:\\n.incbin \\"{quoted}\\"\\n'
             f'.global {symbol}_end\\n{symbol}_end:\\n.byte 0\\n.text\\n");\n')
+
+
+def _compile_c(ep, examples, out_dir: str) -> dict:
+    """The C-ABI library (``_aoti_c``): symbolic sizes, C externs, weights in ``weights.bin``.
+    Raises ``CUnsupported`` when the graph needs what the C path cannot generate."""
+    from ember.compiler.inductor import _codecache
+    from ember.compiler.inductor._codecache import vector_math
+    from ember.compiler.inductor._cpp import kernel_sources
+    from ember.compiler.inductor._graph import GraphFallback
+    from ember.compiler.inductor._scheduler import Kernel
+
+    from ._aoti_c import CUnsupported, CWriter, library_source, weights_blob
+    from ._aoti_lower import SymbolicLowering
+    from ._aoti_runtime_c import HEADER
+
+    n_lifted = sum(1 for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT)
+    try:
+        graph, plan = _lower(ep.graph_module, examples, SymbolicLowering)
+    except GraphFallback as exc:
+        raise CUnsupported(f"the graph cannot be lowered symbolically: {exc}") from None
+    except Exception as exc:  # a lowering that cannot take symbolic sizes
+        raise CUnsupported(f"symbolic lowering failed: {type(exc).__name__}: {exc}") from None
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    source, signatures = "#include <math.h>\n#include <stdint.h>\n", {}
+    if kernels:
+        parts, signatures = kernel_sources(kernels, graph.all_buffers, vector_math(), 1)
+        source = parts[0][0]
+    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
+                    if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
+    writer = CWriter(graph, plan, signatures, n_lifted, user_outputs, dict(ep.range_constraints))
+    run_source = writer.generate(examples[:n_lifted])
+    full = library_source(source, writer, run_source, graph.inputs[n_lifted:])
+    paths = {"source": os.path.join(out_dir, "model.c"), "header": os.path.join(out_dir, "ember_aoti.h"),
+             "weights": os.path.join(out_dir, "weights.bin"), "library": os.path.join(out_dir, "model.so")}
+    with open(paths["source"], "w") as f:
+        f.write(full)
+    with open(paths["header"], "w") as f:
+        f.write(HEADER)
+    with open(paths["weights"], "wb") as f:
+        f.write(weights_blob(writer))
+    cmd = [_codecache.compiler(), *_codecache.flags(), "-I", out_dir, paths["source"], "-o", paths["library"],
+           *_codecache.libraries()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AOTICompileError(f"compiling the AOT library failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+    in_spec, out_spec = ep.call_spec
+    return {"runtime": "c", "paths": paths, "source": full,
+            "plan": {"version": PLAN_VERSION, "input_names": [s.arg.name for s in ep.graph_signature.input_specs],
+                     "in_spec": pytree.spec_to_json(in_spec) if in_spec is not None else None,
+                     "out_spec": pytree.spec_to_json(out_spec) if out_spec is not None else None,
+                     "lifted_targets": [s.target for s in ep.graph_signature.input_specs
+                                        if s.kind is not InputKind.USER_INPUT]}}
 
 
 def _build_library(kernel_source: str, plan: bytes, weights: bytes, out_dir: str) -> tuple[str, str]:
@@ -285,8 +337,17 @@ def aoti_compile_and_package(exported_program, _deprecated_unused_args=None, _de
         raise ValueError(f"Only ExportedProgram is supported, got {type(exported_program).__name__}")
     if isinstance(package_path, (str, os.PathLike)) and not os.fspath(package_path).endswith(".pt2"):
         raise ValueError(f"Expect package path to end with .pt2, got {package_path}")
+    from ._aoti_c import CUnsupported
+
     with tempfile.TemporaryDirectory(prefix="ember-aoti-") as tmp:
-        built = compile_program(exported_program, tmp)
+        try:
+            built = _compile_c(exported_program, _graph_inputs(exported_program)[0], tmp)
+        except CUnsupported as exc:
+            # Only for graphs with ops the C path does not generate: the Python plan
+            # interpreter, specialized to the example shapes.
+            built = compile_program(exported_program, tmp)
+            built["runtime"] = "python-plan"
+            built["fallback_reason"] = str(exc)
         if package_path is None:
             fd, package_path = tempfile.mkstemp(suffix=".pt2", prefix="ember-aoti-")
             os.close(fd)
