@@ -216,7 +216,14 @@ def _compile_c(ep, examples, out_dir: str) -> dict:
     if proc.returncode != 0:
         raise AOTICompileError(f"compiling the AOT library failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
     in_spec, out_spec = ep.call_spec
-    return {"runtime": "c", "paths": paths, "source": full,
+    targets = [s.target for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT]
+    by_name = {name: (offset, tuple(t.shape), str(t.dtype).split(".")[-1]) for name, t, offset in writer.weights}
+    weight_offsets = {}
+    for target, buf in zip(targets, graph.inputs[:n_lifted]):
+        if buf is not None and buf.name in by_name:
+            offset, shape, dtype = by_name[buf.name]
+            weight_offsets[target] = {"offset": offset, "shape": list(shape), "dtype": dtype}
+    return {"runtime": "c", "paths": paths, "source": full, "weight_offsets": weight_offsets,
             "plan": {"version": PLAN_VERSION, "input_names": [s.arg.name for s in ep.graph_signature.input_specs],
                      "in_spec": pytree.spec_to_json(in_spec) if in_spec is not None else None,
                      "out_spec": pytree.spec_to_json(out_spec) if out_spec is not None else None,

@@ -19,6 +19,7 @@ import ember
 from ember._src.tensor import Tensor
 
 from . import _pytree as pytree
+from ._aoti_runtime import AOTICompiledModel
 
 _DTYPES = {0: ember.float32, 1: ember.float64, 2: ember.int64, 3: ember.int32, 4: ember.bool}
 
@@ -38,13 +39,15 @@ def _bind(lib) -> None:
         getattr(lib, name).argtypes = [ctypes.c_int]
 
 
-class CModel:
-    """A loaded C-runtime AOT package; call it with the program's user inputs."""
+class CModel(AOTICompiledModel):
+    """A loaded C-runtime AOT package; call it with the program's user inputs (an
+    ``AOTICompiledModel`` whose calls go through the library's C interface)."""
 
     runtime = "c"
 
     def __init__(self, package_dir: str, metadata: dict, owned_dir: str | None = None):
         self._dir = package_dir
+        self._owned = owned_dir
         self._metadata = metadata
         self._lib = ctypes.CDLL(os.path.join(package_dir, "model.so"))
         _bind(self._lib)
@@ -78,6 +81,35 @@ class CModel:
 
     def get_constant_fqns(self) -> list:
         return list(self._metadata.get("lifted_targets", []))
+
+    def load_constants(self, constants_map: dict, *, check_full_update: bool, user_managed: bool = False) -> None:
+        """Replaces weights by fully qualified name (same shapes and dtypes): rewrites this
+        model's private ``weights.bin`` and creates the runner again from it."""
+        offsets = self._metadata.get("weight_offsets", {})
+        targets = self.get_constant_fqns()
+        if check_full_update and set(constants_map) != set(targets):
+            missing = sorted(set(targets) - set(constants_map))
+            raise RuntimeError(f"load_constants: missing constants {missing}")
+        path = os.path.join(self._dir, "weights.bin")
+        with open(path, "rb") as f:
+            blob = bytearray(f.read())
+        for target, value in constants_map.items():
+            entry = offsets.get(target)
+            if entry is None:
+                continue
+            if tuple(value.shape) != tuple(entry["shape"]) or str(value.dtype).split(".")[-1] != entry["dtype"]:
+                raise RuntimeError(f"load_constants: {target} must be {tuple(entry['shape'])} {entry['dtype']}")
+            data = value.detach().contiguous().numpy().tobytes()
+            blob[entry["offset"]:entry["offset"] + len(data)] = data
+        with open(path, "wb") as f:
+            f.write(bytes(blob))
+        runner = self._lib.ember_aoti_create(os.fsencode(self._dir))
+        if not runner:
+            raise RuntimeError(f"ember_aoti_create: {self._lib.ember_aoti_last_error().decode()}")
+        self._lib.ember_aoti_destroy(self._runner)
+        self._runner = runner
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _release, self._lib, runner, self._owned)
 
     def __call__(self, *args, **kwargs):
         flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))

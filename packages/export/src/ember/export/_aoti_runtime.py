@@ -35,6 +35,8 @@ def write_package(path, built: dict) -> None:
                 "input_names": built["plan"]["input_names"], "in_spec": built["plan"]["in_spec"],
                 "out_spec": built["plan"]["out_spec"], "lifted_targets": built["plan"]["lifted_targets"],
                 "runtime": built.get("runtime", "python-plan")}
+    if "weight_offsets" in built:
+        metadata["weight_offsets"] = built["weight_offsets"]
     if "fallback_reason" in built:
         metadata["fallback_reason"] = built["fallback_reason"]
     files = []
