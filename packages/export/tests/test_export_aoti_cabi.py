@@ -118,14 +118,31 @@ def test_c_program_runs_the_mini_gpt_with_dynamic_batch_and_sequence(tmp_path):
         np.testing.assert_allclose(compiled(ember.tensor(idx)).numpy(), want, rtol=1e-4, atol=1e-5)
 
 
+def test_cnn_with_batch_norm_runs_in_c_with_dynamic_batch(tmp_path):
+    import export_models as em
+
+    ember.manual_seed(0)
+    model = em.cnn(ember)
+    model(ember.randn(4, 1, 8, 8))  # running statistics that are not the initial ones
+    model.eval()
+    ep = export(model, (ember.randn(3, 1, 8, 8),), dynamic_shapes=({0: Dim("batch", max=32)},))
+    path = aoti_compile_and_package(ep, package_path=str(tmp_path / "cnn.pt2"))
+    compiled = aoti_load_package(path)
+    assert compiled.get_metadata()["runtime"] == "c"
+    for batch in (3, 1, 9):
+        x = ember.randn(batch, 1, 8, 8)
+        with ember.no_grad():
+            ember.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
 def test_graphs_with_ops_without_a_c_version_fall_back_and_say_which(tmp_path):
     import export_models as em
 
-    model = em.cnn(ember).eval()
-    x = ember.randn(2, 1, 8, 8)
-    path = aoti_compile_and_package(export(model, (x,)), package_path=str(tmp_path / "cnn.pt2"))
+    model = em.lstm(ember).eval()
+    x = ember.randn(2, 5, 5)
+    path = aoti_compile_and_package(export(model, (x,)), package_path=str(tmp_path / "lstm.pt2"))
     compiled = aoti_load_package(path)
     meta = compiled.get_metadata()
-    assert meta["runtime"] == "python-plan" and "convolution" in meta["fallback_reason"]
+    assert meta["runtime"] == "python-plan" and "_lstm_layer" in meta["fallback_reason"]
     with ember.no_grad():
         ember.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)

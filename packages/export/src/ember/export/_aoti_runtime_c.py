@@ -4,7 +4,8 @@
 Python). ``EXTERNS`` implements, in plain C with OpenMP, the ops compile's lowering leaves to
 ember's eager kernels and that the AOT library must run itself: strided matrix products
 (``mm``, ``addmm``, ``bmm``), ``embedding``, ``scaled_dot_product_attention`` (no mask;
-causal or not) and ``arange``. A graph calling any other extern op is built on the Python
+causal or not), ``arange``, 2-d ``convolution``, eval-mode ``native_batch_norm``,
+``max_pool2d_with_indices`` and ``_adaptive_avg_pool2d`` (float32). A graph calling any other extern op is built on the Python
 plan interpreter instead (``_aoti.py`` says which op).
 """
 
@@ -126,6 +127,99 @@ static void ember_sdpa_f32(int64_t nb, int64_t nh, int64_t lq, int64_t lk, int64
                 }
             }
             free(w);
+        }
+    }
+}
+
+/* 2-d convolution, NCHW, groups; x and w strided (4 strides each), out contiguous. */
+static void ember_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, const float *x, const int64_t *sx,
+                             int64_t oc, int64_t kh, int64_t kw, const float *wt, const int64_t *sw,
+                             const float *bias, int64_t sb, int64_t oh, int64_t ow, int64_t sh, int64_t sww,
+                             int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups, float *out) {
+    int64_t cg = c / groups, og = oc / groups;
+    #pragma omp parallel for collapse(2) if (n * oc * oh * ow * cg * kh * kw > 65536)
+    for (int64_t b = 0; b < n; b++) {
+        for (int64_t o = 0; o < oc; o++) {
+            int64_t g = o / og;
+            for (int64_t i = 0; i < oh; i++) {
+                for (int64_t j = 0; j < ow; j++) {
+                    float acc = bias ? bias[o * sb] : 0.0f;
+                    for (int64_t ci = 0; ci < cg; ci++) {
+                        const float *xc = x + b * sx[0] + (g * cg + ci) * sx[1];
+                        const float *wc = wt + o * sw[0] + ci * sw[1];
+                        for (int64_t p = 0; p < kh; p++) {
+                            int64_t y = i * sh - ph + p * dh;
+                            if (y < 0 || y >= h) continue;
+                            for (int64_t q = 0; q < kw; q++) {
+                                int64_t z = j * sww - pw + q * dw;
+                                if (z < 0 || z >= w) continue;
+                                acc += xc[y * sx[2] + z * sx[3]] * wc[p * sw[2] + q * sw[3]];
+                            }
+                        }
+                    }
+                    out[((b * oc + o) * oh + i) * ow + j] = acc;
+                }
+            }
+        }
+    }
+}
+
+/* Batch norm with running statistics (eval mode) over dim 1; x strided 4-d view as (n, c, rest). */
+static void ember_batch_norm_eval_f32(int64_t n, int64_t c, int64_t rest, const float *x, int64_t sx0, int64_t sx1,
+                                      const float *mean, int64_t sm, const float *var, int64_t sv,
+                                      const float *weight, int64_t swt, const float *bias, int64_t sb, float eps,
+                                      float *out) {
+    for (int64_t b = 0; b < n; b++) {
+        for (int64_t ch = 0; ch < c; ch++) {
+            float inv = 1.0f / sqrtf(var[ch * sv] + eps);
+            float scale = (weight ? weight[ch * swt] : 1.0f) * inv;
+            float shift = (bias ? bias[ch * sb] : 0.0f) - mean[ch * sm] * scale;
+            const float *xp = x + b * sx0 + ch * sx1;
+            float *op = out + (b * c + ch) * rest;
+            for (int64_t r = 0; r < rest; r++) op[r] = xp[r] * scale + shift;
+        }
+    }
+}
+
+static void ember_max_pool2d_f32(int64_t nc, int64_t h, int64_t w, const float *x, int64_t oh, int64_t ow,
+                                 int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                 int64_t dh, int64_t dw, float *out, int64_t *indices) {
+    for (int64_t p = 0; p < nc; p++) {
+        const float *xp = x + p * h * w;
+        for (int64_t i = 0; i < oh; i++) {
+            for (int64_t j = 0; j < ow; j++) {
+                float best = -INFINITY;
+                int64_t where = -1;
+                for (int64_t a = 0; a < kh; a++) {
+                    int64_t y = i * sh - ph + a * dh;
+                    if (y < 0 || y >= h) continue;
+                    for (int64_t b = 0; b < kw; b++) {
+                        int64_t z = j * sw - pw + b * dw;
+                        if (z < 0 || z >= w) continue;
+                        float v = xp[y * w + z];
+                        if (v > best || where < 0 || v != v) { best = v; where = y * w + z; }
+                    }
+                }
+                out[(p * oh + i) * ow + j] = best;
+                if (indices) indices[(p * oh + i) * ow + j] = where;
+            }
+        }
+    }
+}
+
+static void ember_adaptive_avg_pool2d_f32(int64_t nc, int64_t h, int64_t w, const float *x, int64_t oh, int64_t ow,
+                                          float *out) {
+    for (int64_t p = 0; p < nc; p++) {
+        const float *xp = x + p * h * w;
+        for (int64_t i = 0; i < oh; i++) {
+            int64_t y0 = (i * h) / oh, y1 = ((i + 1) * h + oh - 1) / oh;
+            for (int64_t j = 0; j < ow; j++) {
+                int64_t z0 = (j * w) / ow, z1 = ((j + 1) * w + ow - 1) / ow;
+                float acc = 0.0f;
+                for (int64_t y = y0; y < y1; y++)
+                    for (int64_t z = z0; z < z1; z++) acc += xp[y * w + z];
+                out[(p * oh + i) * ow + j] = acc / (float)((y1 - y0) * (z1 - z0));
+            }
         }
     }
 }
