@@ -5,8 +5,8 @@ Python). ``EXTERNS`` implements, in plain C with OpenMP, the ops compile's lower
 ember's eager kernels and that the AOT library must run itself: strided matrix products
 (``mm``, ``addmm``, ``bmm``), ``embedding``, ``scaled_dot_product_attention`` (no mask;
 causal or not), ``arange``, 2-d ``convolution``, eval-mode ``native_batch_norm``,
-``max_pool2d_with_indices`` and ``_adaptive_avg_pool2d`` (float32). A graph calling any other extern op is built on the Python
-plan interpreter instead (``_aoti.py`` says which op).
+``max_pool2d_with_indices`` and ``_adaptive_avg_pool2d`` (float32). A graph calling any
+other extern op is built on the Python plan interpreter instead (``_aoti.py`` says which op).
 """
 
 from __future__ import annotations
