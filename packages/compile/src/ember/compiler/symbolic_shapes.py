@@ -119,6 +119,8 @@ class ShapeEnv:
         # symbolic trace); the lazy capture re-runs Python on every call and needs none.
         self.record_guards = False
         self.guard_frames: list = []  # per guard: the user's source line, when known
+        self._implied: dict = {}  # guard -> implied by the ranges (the same checks recur per op)
+        self._seen: set = set()  # guards already recorded (one entry, the first line, each)
 
     def create_symbol(self, hint: int, *, min: int = 2, max: int | None = None) -> sympy.Symbol:  # noqa: A002
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
@@ -140,8 +142,12 @@ class ShapeEnv:
             if expr is not sympy.true:
                 self.guards.append(expr)
             return
-        if _implied_by_ranges(expr, self.var_to_range):
+        implied = self._implied.get(expr)
+        if implied is None:
+            implied = self._implied[expr] = _implied_by_ranges(expr, self.var_to_range)
+        if implied or expr in self._seen:
             return
+        self._seen.add(expr)
         from ._user_frames import user_frame
 
         self.guards.append(expr)
