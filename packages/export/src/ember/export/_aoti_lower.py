@@ -17,6 +17,7 @@ import types
 import sympy
 
 from ember._src.device import META
+from ember._src.dispatch import Op
 from ember._src.tensor import Tensor, new_empty_tensor
 from ember.compiler.inductor._graph import ExternCall, GraphFallback, GraphLowering, _is_mutating, _is_plain
 from ember.compiler.inductor._ir import ExternBuffer, TensorValue
@@ -51,7 +52,10 @@ def _as_sympy(size):
 
 
 class SymbolicLowering(GraphLowering):
-    """``GraphLowering`` whose extern results keep symbolic shapes (see the module docstring)."""
+    """``GraphLowering`` whose extern results keep symbolic shapes (see the module docstring).
+
+    ``extern`` repeats the base class's (compile's ``_graph.py``) with the symbolic result
+    shape: a change there must be made here too."""
 
     def _placeholder(self, node, position):
         val = node.meta.get("val")
@@ -135,6 +139,8 @@ class SymbolicLowering(GraphLowering):
                 raise GraphFallback("complex extern result")
             buf = ExternBuffer(self.new_name(), tuple(_as_sympy(s) for s in t._shape), t.dtype)
             buf.origins = [self.current]
+            # As the base class: a view op's result shares its input's memory (never a mutation target).
+            buf.is_view = isinstance(fn, Op) and "view" in fn.tags
             return buf
 
         if mutates and isinstance(args[0], TensorValue) and isinstance(result, Tensor):
