@@ -156,3 +156,19 @@ def test_auto_dim_that_specializes_becomes_static():
     assert ep.range_constraints == {}
     with pytest.raises(AssertionError, match="Guard failed"):
         ep.module()(ember.randn(6, 4))
+
+
+def test_auto_dims_through_convolution_and_pooling_match_torch():
+    """Dim.AUTO on batch, height and width of the CNN: conv/pool sizes are floor expressions whose
+    guards (``floor(h/2) >= 1``) the ranges imply; ranges as torch infers them."""
+    em, tm = _pair("cnn")
+    spec = {0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}
+    tspec = {0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO, 3: torch.export.Dim.AUTO}
+    x = np.random.default_rng(0).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    ep = export(em, (ember.tensor(x),), dynamic_shapes=(spec,))
+    tep = torch.export.export(tm, (torch.tensor(x),), dynamic_shapes=(tspec,))
+    assert _ranges(ep) == _ranges(tep) == [(2, "int_oo")] * 3
+    for shape in ((2, 1, 9, 12), (5, 1, 16, 7)):
+        xs = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(ep.module()(ember.tensor(xs)).detach().numpy(),
+                                   tm(torch.tensor(xs)).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -189,8 +189,6 @@ def _implied_by_ranges(expr, ranges: dict) -> bool:
         if side.is_Integer and abs(int(side)) >= 2**62 and isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return True
     diff = sympy.expand(rel.lhs - rel.rhs)
-    if not diff.is_polynomial(*syms):
-        return False
     shifted, his, gens = {}, [], []
     for k, sym in enumerate(syms):
         lo, hi = ranges.get(sym, (2, None))
@@ -198,8 +196,24 @@ def _implied_by_ranges(expr, ranges: dict) -> bool:
         gens.append(t)
         shifted[sym] = lo + t
         his.append(None if hi is None else hi - lo)
-    poly = sympy.Poly(sympy.expand(diff.subs(shifted)), *gens)
-    low = poly.coeff_monomial(1)
+    # floor/ceiling of an increasing expression is non-decreasing: each becomes one more
+    # variable of the polynomial (the extremes below are evaluated exactly, floors included).
+    if diff.has(sympy.Mod):
+        return False
+    placeholders = {}
+    for k, atom in enumerate(sorted(diff.atoms(sympy.floor, sympy.ceiling), key=str)):
+        inner = sympy.expand(atom.args[0].subs(shifted))
+        if not inner.is_polynomial(*gens):
+            return False
+        inner_poly = sympy.Poly(inner, *gens)
+        if any(c < 0 for m, c in zip(inner_poly.monoms(), inner_poly.coeffs()) if any(m)):
+            return False
+        placeholders[atom] = sympy.Symbol(f"_a{k}", nonnegative=True)
+    body = sympy.expand(diff.xreplace(placeholders).subs(shifted))
+    if not body.is_polynomial(*gens, *placeholders.values()):
+        return False
+    poly = sympy.Poly(body, *gens, *placeholders.values())
+    low = diff.subs(shifted).subs({t: 0 for t in gens})
     signs = {c > 0 for m, c in zip(poly.monoms(), poly.coeffs()) if any(m)}
     if len(signs) > 1:
         return False
@@ -208,7 +222,7 @@ def _implied_by_ranges(expr, ranges: dict) -> bool:
     elif any(h is None for h, used in zip(his, _used(poly, len(syms))) if used):
         high = sympy.oo if signs == {True} else -sympy.oo
     else:
-        high = poly.as_expr().subs({t: (h or 0) for t, h in zip(gens, his)})
+        high = diff.subs(shifted).subs({t: (h or 0) for t, h in zip(gens, his)})
     low, high = min(low, high), max(low, high)
     if isinstance(rel, sympy.Eq):
         return low == high == 0

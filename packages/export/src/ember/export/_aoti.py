@@ -194,13 +194,17 @@ def _compile_c(ep, examples, out_dir: str) -> dict:
         raise CUnsupported(f"symbolic lowering failed: {type(exc).__name__}: {exc}") from None
     kernels = [e for e in plan if isinstance(e, Kernel)]
     source, signatures = "#include <math.h>\n#include <stdint.h>\n", {}
-    if kernels:
-        parts, signatures = kernel_sources(kernels, graph.all_buffers, vector_math(), 1)
-        source = parts[0][0]
     user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
                     if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
     writer = CWriter(graph, plan, signatures, n_lifted, user_outputs, dict(ep.range_constraints))
-    run_source = writer.generate(examples[:n_lifted])
+    try:
+        if kernels:
+            parts, signatures = kernel_sources(kernels, graph.all_buffers, vector_math(), 1)
+            source = parts[0][0]
+            writer.signatures = signatures
+        run_source = writer.generate(examples[:n_lifted])
+    except NotImplementedError as exc:  # a symbolic size the C printers do not write
+        raise CUnsupported(str(exc)) from None
     full = library_source(source, writer, run_source, graph.inputs[n_lifted:])
     paths = {"source": os.path.join(out_dir, "model.c"), "header": os.path.join(out_dir, "ember_aoti.h"),
              "weights": os.path.join(out_dir, "weights.bin"), "library": os.path.join(out_dir, "model.so")}

@@ -34,7 +34,33 @@ class CUnsupported(Exception):
 
 def _c(expr) -> str:
     expr = sympy.sympify(expr)
-    return str(int(expr)) if expr.is_Integer else f"((int64_t){index_text(expr)})"
+    if expr.is_Integer:
+        return str(int(expr))
+    return f"((int64_t){_size_text(expr)})"
+
+
+def _size_text(expr) -> str:
+    """C text of a non-negative size expression: compile's index printer, plus the
+    ``floor``/``ceiling`` of a quotient that symbolic meta kernels produce (conv/pool sizes)."""
+    if isinstance(expr, (sympy.floor, sympy.ceiling)):
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if not den.is_Integer or int(den) <= 0:
+            raise CUnsupported(f"the size expression {expr}")
+        d = int(den)
+        if isinstance(expr, sympy.ceiling):
+            return f"(({_size_text(sympy.expand(num))} + {d - 1}) / {d})"
+        return f"({_size_text(sympy.expand(num))} / {d})"
+    if expr.is_Add or expr.is_Mul:
+        if expr.is_Mul and any(a.is_Rational and not a.is_Integer for a in expr.args):
+            raise CUnsupported(f"the size expression {expr}")
+        op = " + " if expr.is_Add else " * "
+        return "(" + op.join(_size_text(a) for a in expr.args) + ")"
+    if expr.is_Integer:
+        return str(int(expr))
+    try:
+        return index_text(expr)
+    except NotImplementedError:
+        raise CUnsupported(f"the size expression {expr}") from None
 
 
 def _ctype(dtype) -> str:

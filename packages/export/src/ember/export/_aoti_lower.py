@@ -48,7 +48,21 @@ _SIZE_OPS = {operator.add: operator.add, operator.sub: operator.sub, operator.mu
 
 
 def _as_sympy(size):
-    return size.node if isinstance(size, SymInt) else size
+    """A SymInt's expression with ``floor``/``ceiling`` of quotients (conv/pool output sizes)
+    written as compile's ``FloorDiv``, which its C index printer knows."""
+    if not isinstance(size, SymInt):
+        return size
+    from ember.compiler.inductor._ir import FloorDiv
+
+    def as_floordiv(arg, ceil=False):
+        num, den = sympy.fraction(sympy.together(arg))
+        if not den.is_Integer:
+            return sympy.ceiling(arg) if ceil else sympy.floor(arg)
+        num = sympy.expand(num)
+        return FloorDiv(num + den - 1, den) if ceil else FloorDiv(num, den)
+
+    expr = size.node.replace(sympy.floor, as_floordiv)
+    return expr.replace(sympy.ceiling, lambda arg: as_floordiv(arg, True))
 
 
 class SymbolicLowering(GraphLowering):
