@@ -20,6 +20,7 @@ from ember.compiler.inductor._cpp import index_text
 from ember.compiler.inductor._graph import ExternCall, StridedView
 from ember.compiler.inductor._ir import Buffer, TensorValue, contiguous_strides, product
 
+from ._aoti_c_nn import NNExterns
 from ._aoti_runtime_c import EXTERNS
 
 C_TYPES = {ember.float32: ("float", 0), ember.float64: ("double", 1), ember.int64: ("int64_t", 2),
@@ -85,7 +86,7 @@ class _Operand:
         self.ptr = f"(({_ctype(self.dtype)} *){names(self.buf)} + {_c(self.offset)})"
 
 
-class CWriter:
+class CWriter(NNExterns):
     def __init__(self, graph, plan, signatures, n_lifted: int, user_outputs: list, ranges: dict):
         self.g, self.plan, self.signatures = graph, plan, signatures
         self.n_lifted, self.user_outputs, self.ranges = n_lifted, user_outputs, ranges
@@ -288,78 +289,6 @@ class CWriter:
             raise CUnsupported("arange with float bounds")
         self.lines.append(f"    for (int64_t i = 0; i < {_c(n)}; i++) (({ctype} *){out.name})[i] = "
                           f"({ctype})({_c(start)} + i * {_c(step)});")
-
-    def _f32(self, *ops):
-        if any(o is not None and o.dtype is not ember.float32 for o in ops):
-            raise CUnsupported("a float32-only C extern met another dtype")
-
-    def _opt(self, obj):
-        return None if obj is None else _Operand(obj, self.name)
-
-    def _x_convolution(self, call, out):
-        x, weight = self._ops(call, 2)
-        bias = self._opt(call.args[2])
-        stride, padding, dilation, transposed, _output_padding, groups = call.args[3:9]
-        if transposed or len(x.shape) != 4:
-            raise CUnsupported("convolution other than 2-d and not transposed")
-        self._f32(x, weight, bias)
-        pad = list(padding) if not isinstance(padding, str) else None
-        if pad is None:
-            raise CUnsupported("convolution with string padding")
-        w = self.lines
-        w.append("    { int64_t sx[4] = {" + ", ".join(_c(s) for s in x.strides) + "}, sw[4] = {"
-                 + ", ".join(_c(s) for s in weight.strides) + "};")
-        w.append(f"      ember_conv2d_f32({', '.join(_c(s) for s in x.shape)}, {x.ptr}, sx, {_c(weight.shape[0])}, "
-                 f"{_c(weight.shape[2])}, {_c(weight.shape[3])}, {weight.ptr}, sw, "
-                 f"{bias.ptr if bias else 'NULL'}, {_c(bias.strides[0]) if bias else 0}, {_c(out.shape[2])}, "
-                 f"{_c(out.shape[3])}, {_c(stride[0])}, {_c(stride[1])}, {_c(pad[0])}, {_c(pad[1])}, "
-                 f"{_c(dilation[0])}, {_c(dilation[1])}, {_c(groups)}, (float *){out.name}); }}")
-
-    def _x_native_batch_norm(self, call, outs):
-        x = _Operand(call.args[0], self.name)
-        weight, bias, mean, var = (self._opt(a) for a in call.args[1:5])
-        training, _momentum, eps = call.args[5:8]
-        if training or mean is None or var is None or len(x.shape) < 2:
-            raise CUnsupported("native_batch_norm in training mode")
-        self._f32(x, weight, bias, mean, var)
-        rest = product(x.shape[2:])
-        if tuple(x.strides[2:]) != tuple(contiguous_strides(x.shape[2:])):
-            raise CUnsupported("native_batch_norm on a strided input")
-        out = outs[0]
-        self.lines.append(
-            f"    ember_batch_norm_eval_f32({_c(x.shape[0])}, {_c(x.shape[1])}, {_c(rest)}, {x.ptr}, "
-            f"{_c(x.strides[0])}, {_c(x.strides[1])}, {mean.ptr}, {_c(mean.strides[0])}, {var.ptr}, "
-            f"{_c(var.strides[0])}, {weight.ptr if weight else 'NULL'}, {_c(weight.strides[0]) if weight else 0}, "
-            f"{bias.ptr if bias else 'NULL'}, {_c(bias.strides[0]) if bias else 0}, {float(eps)}f, "
-            f"(float *){out.name});")
-        for extra in outs[1:]:  # the saved statistics: empty in eval mode, zero-filled if not
-            if isinstance(extra, Buffer):
-                self.lines.append(f"    memset({extra.name}, 0, (size_t){_c(product(extra.shape) * 4)});")
-
-    def _pool_input(self, x):
-        if len(x.shape) != 4 or tuple(x.strides) != tuple(contiguous_strides(x.shape)):
-            raise CUnsupported("pooling other than a contiguous 4-d input")
-        self._f32(x)
-
-    def _x_max_pool2d_with_indices(self, call, outs):
-        x = _Operand(call.args[0], self.name)
-        self._pool_input(x)
-        kernel, stride, padding, dilation = (list(a) for a in call.args[1:5])
-        stride = stride or kernel
-        kernel, stride, padding, dilation = ([v[0], v[-1]] for v in (kernel, stride, padding, dilation))
-        out, idx = outs[0], outs[1] if len(outs) > 1 and isinstance(outs[1], Buffer) else None
-        self.lines.append(
-            f"    ember_max_pool2d_f32({_c(x.shape[0] * x.shape[1])}, {_c(x.shape[2])}, {_c(x.shape[3])}, {x.ptr}, "
-            f"{_c(out.shape[2])}, {_c(out.shape[3])}, {_c(kernel[0])}, {_c(kernel[1])}, {_c(stride[0])}, "
-            f"{_c(stride[1])}, {_c(padding[0])}, {_c(padding[1])}, {_c(dilation[0])}, {_c(dilation[1])}, "
-            f"(float *){out.name}, {'(int64_t *)' + idx.name if idx is not None else 'NULL'});")
-
-    def _x__adaptive_avg_pool2d(self, call, out):
-        x = _Operand(call.args[0], self.name)
-        self._pool_input(x)
-        self.lines.append(
-            f"    ember_adaptive_avg_pool2d_f32({_c(x.shape[0] * x.shape[1])}, {_c(x.shape[2])}, {_c(x.shape[3])}, "
-            f"{x.ptr}, {_c(out.shape[2])}, {_c(out.shape[3])}, (float *){out.name});")
 
     # -- outputs -------------------------------------------------------------------------------
     def _outputs(self):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import sympy
 
-import ember
 from ember.compiler.symbolic_shapes import ShapeEnv, SymInt
 
 from ._dims import INT_OO
@@ -358,13 +357,3 @@ def ranges_of(roots, narrowed) -> tuple[dict, dict]:
                 expr = coeff * root.symbol + offset
                 ranges[expr] = ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset)
     return ranges, names
-
-
-def check_graph_sizes(gm) -> None:
-    """Every tensor value must have sizes that are ints or SymInts (a meta kernel that turned a
-    symbolic size into something else is a bug in that kernel: say which op)."""
-    for node in gm.graph.nodes:
-        val = node.meta.get("val")
-        for v in (val if isinstance(val, (list, tuple)) else [val]):
-            if isinstance(v, ember.Tensor) and not all(isinstance(s, int) for s in v._shape):
-                raise RuntimeError(f"export: the meta kernel of {node.target} returned a non-integer size")
