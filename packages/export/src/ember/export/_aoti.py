@@ -1,20 +1,20 @@
 """Ahead-of-time compilation of an exported program (PyTorch's AOTInductor, on ember's C++ backend).
 
 ``aoti_compile_and_package(ep)`` lowers the program's graph with compile's Inductor (the same
-lowering, fusion and C++ kernels ``ember.compile`` uses), then builds ONE shared library that
-holds
+lowering, fusion and C++ kernels ``ember.compile`` uses) keeping the exported dynamic dims
+symbolic (``_aoti_lower``), and builds a library with a C interface (``ember_aoti.h``,
+``_aoti_c``): the generated kernels, the extern ops in C, and ``ember_aoti_run`` calling them
+in order with the sizes read from the inputs; the weights go to ``weights.bin`` beside it. The
+``.pt2`` package is a zip of the library, its header, its weights, its C source and a metadata
+JSON (``_aoti_runtime.py`` writes and loads it; ``_aoti_cmodel.py`` runs it through ctypes).
 
-- the generated kernels (C, OpenMP, ``EMBER_KERNEL`` symbols),
-- ``ember_aoti_plan``: the call plan as JSON (buffers to allocate, kernels to call with which
-  buffers, ember ops to run by name for what is not lowered (matmul, convolution, ...), where the
-  outputs are), and
-- ``ember_aoti_weights``: the parameters, buffers and constants as safetensors,
-
-both embedded as read-only data with the assembler's ``.incbin``. The ``.pt2`` package is a zip
-of that library, its C source and a metadata JSON (``_aoti_runtime.py`` loads it). Loading needs
-no Python of the model: the plan is data, read by a fixed interpreter that only calls kernels of
-the library and ember ops named in it. The library is specialized to the example inputs' shapes
-(the wrapper checks each call); ``-march=native`` ties it to the CPU family that built it.
+Graphs the C path cannot generate (an extern op with no C version, say an LSTM layer or a
+``cond``; the metadata's ``fallback_reason`` names it) are built as before: ONE shared library
+holding the kernels, ``ember_aoti_plan`` (the call plan as JSON: buffers, kernels, ember ops
+by name for what is not lowered) and ``ember_aoti_weights`` (safetensors), embedded with the
+assembler's ``.incbin``, run by a fixed Python interpreter and specialized to the example
+shapes. Loading either evaluates nothing from the file. ``-march=native`` ties the library to
+the CPU family that built it.
 """
 
 from __future__ import annotations
