@@ -171,3 +171,38 @@ def test_while_loop_under_compile_and_errors():
         while_loop(lambda x: x.sum(), lambda x: (x + 1,), (xe,))
     with pytest.raises(RuntimeError, match="tuple or list"):
         while_loop(lambda x: x.sum() < 10, lambda x: (x + 1,), xe)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_while_loop_gradients_under_compile_match_torch(backend):
+    """PyTorch 2.13 differentiates while_loop (eagerly and under torch.compile): the carried values
+    and the lifted weight get torch's gradients. A loop that runs zero times is compared with
+    ember's eager loop instead: torch 2.13 returns the input unchanged but differentiates it as if
+    one iteration ran (d/dx = w), a torch bug ember does not copy."""
+    we, wt = _pair([0.5, 1.5, -1.0])
+    we.requires_grad_()
+    wt.requires_grad_()
+    f_e = ember.compile(lambda i, x: while_loop(*_loop_fns(ember, we), (i, x))[1], backend=backend, fullgraph=True)
+    f_t = torch.compile(lambda i, x: torch_while_loop(*_loop_fns(torch, wt), (i, x))[1], backend="aot_eager",
+                        fullgraph=True)
+    for start in (0, 3, 4, 5):
+        xe, xt = _pair([1.0, 2.0, 3.0])
+        xe.requires_grad_()
+        xt.requires_grad_()
+        (f_e(ember.tensor(start), xe) * ember.arange(1.0, 4.0)).sum().backward()
+        if start < 5:
+            (f_t(torch.tensor(start), xt) * torch.arange(1.0, 4.0)).sum().backward()
+            _close(xe.grad, xt.grad)
+            _close(we.grad, wt.grad)
+        else:
+            _close(xe.grad, torch.arange(1.0, 4.0))
+            assert we.grad is None or float(we.grad.abs().sum()) == 0.0
+        ge_x, ge_w = xe.grad.clone(), None if we.grad is None else we.grad.clone()
+        we.grad = None
+        wt.grad = None
+        xe.grad = None
+        (while_loop(*_loop_fns(ember, we), (ember.tensor(start), xe))[1] * ember.arange(1.0, 4.0)).sum().backward()
+        _close(xe.grad, ge_x)  # the eager Python loop agrees
+        if ge_w is not None and we.grad is not None:
+            _close(we.grad, ge_w)
+        we.grad = None

@@ -40,7 +40,8 @@ def test_package_runs_like_eager(index, tmp_path):
     ember.testing.assert_close(compiled(x), want, rtol=1e-5, atol=1e-5)
     assert compiled.get_constant_fqns() == [s.target for s in ep.graph_signature.input_specs
                                             if s.kind.name != "USER_INPUT"]
-    with pytest.raises(RuntimeError, match="compiled for a cpu tensor of shape"):
+    # The C runtime checks static sizes itself; the plan interpreter (CNN) checks shapes in Python.
+    with pytest.raises(RuntimeError, match=r"size 0 must be \d+|compiled for a cpu tensor of shape"):
         compiled(ember.cat([x, x]))
 
 

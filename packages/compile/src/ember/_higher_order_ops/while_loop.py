@@ -13,7 +13,10 @@ values with the same structure, shapes and dtypes as ``carried_inputs`` (a tuple
 tensors). Eagerly the loop runs in Python. Under a capture both functions are traced into
 subgraphs and ONE op ``ember.ops.while_loop(cond_graph, body_graph, carried, lifted)`` is
 recorded; its kernel runs the loop. As in PyTorch the functions must not write their inputs in
-place, and the op has no backward (its gradient raises).
+place. The op's backward (``_while_backward``) runs the loop again keeping each iteration's
+carried values, then goes back through the iterations, differentiating ``body_fn`` at each
+with autograd (memory grows with the trip count; PyTorch 2.13 also differentiates
+``while_loop`` under ``torch.compile``).
 """
 
 from __future__ import annotations
@@ -111,16 +114,53 @@ WHILE_LOOP.kernels["cuda"] = _run_while
 WHILE_LOOP.kernels["meta"] = _meta_while
 
 
-def _no_backward(grads, inputs, outputs):
-    raise RuntimeError("while_loop does not support backward: its number of iterations is data-dependent "
-                       "(as in PyTorch, differentiate a loop with a known trip count instead)")
+def _differentiable(t) -> bool:
+    return isinstance(t, Tensor) and (t.dtype.is_floating_point or t.dtype.is_complex)
+
+
+def _while_backward(grads, inputs, outputs):
+    """Reverse mode through the loop: the iterations' carried values are recomputed (no grad),
+    then each ``body_fn`` step is differentiated from the last to the first."""
+    import ember
+
+    cond_graph, body_graph, carried, additional = inputs.args
+    history = []
+    with ember.no_grad():
+        val = tuple(c.detach() for c in carried)
+        extra = [a.detach() for a in additional]
+        while bool(cond_graph(*val, *extra)[0]):
+            history.append(val)
+            val = tuple(body_graph(*val, *extra))
+    # One gradient per carried value (the outputs mirror the carried inputs); ints get none.
+    grad = [g if _differentiable(c) else None for g, c in zip(list(grads) + [None] * len(carried), carried)]
+    extra_grads: list = [None] * len(additional)
+    for val in reversed(history):
+        if all(g is None for g in grad):
+            break
+        leaves = [v.detach().requires_grad_(_differentiable(v)) for v in val]
+        extra_leaves = [a.detach().requires_grad_(_differentiable(a) and a.requires_grad) for a in additional]
+        with ember.enable_grad():
+            outs = list(body_graph(*leaves, *extra_leaves))
+        pairs = [(o, g) for o, g in zip(outs, grad) if g is not None and o.requires_grad]
+        wants = [x for x in leaves + extra_leaves if x.requires_grad]
+        if not pairs or not wants:
+            grad = [None] * len(leaves)
+            break
+        got = iter(ember.autograd.grad([o for o, _ in pairs], wants, [g for _, g in pairs], allow_unused=True))
+        new = [next(got) if x.requires_grad else None for x in leaves + extra_leaves]
+        grad = new[:len(leaves)]
+        for k, g in enumerate(new[len(leaves):]):
+            if g is not None:
+                extra_grads[k] = g if extra_grads[k] is None else extra_grads[k] + g
+    carried_grads = [g if _differentiable(c) else None for g, c in zip(grad, carried)]
+    return (None, None, carried_grads, extra_grads)
 
 
 def _register_formula() -> None:
     from ember.autograd.formulas import FORMULAS, Formula
 
     if "while_loop" not in FORMULAS:
-        FORMULAS["while_loop"] = Formula("while_loop", _no_backward)
+        FORMULAS["while_loop"] = Formula("while_loop", _while_backward)
 
 
 _register_formula()

@@ -66,6 +66,8 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
         flat: list = []
         _flatten(args, flat)
         rec = Recorder(_Strict())
+        # Inputs whose sizes are SymInts (export's dynamic dims) trace symbolically.
+        rec.symbolic = any(type(s) is not int for t in flat for s in t._shape)
         if decomposition_table:
             rec.decompositions = dict(decomposition_table)
         with rec:

@@ -98,6 +98,9 @@ class Recorder(dispatch.DispatchMode):
         self.decompositions = None  # make_fx(decomposition_table=...): {op or op name: fn}
         self.suspended = False
         self.segment_index = 0
+        # Symbolic sizes (SymInt) flow through the meta kernels: the meta cache, keyed by
+        # values, would hand back another trace's concrete shapes, so it is off.
+        self.symbolic = False
         self._reset()
 
     def _reset(self) -> None:
@@ -221,7 +224,7 @@ class Recorder(dispatch.DispatchMode):
         device = None
         rg = False
         refs = _REFS
-        cacheable = func not in UNCACHEABLE
+        cacheable = func not in UNCACHEABLE and not self.symbolic
         for a in args:
             ta = type(a)
             if ta is LazyTensor:  # the common case first, inlined

@@ -75,6 +75,37 @@ class SymInt(int):
     def __hash__(self):
         return int.__hash__(self)
 
+    # Comparisons answer from the hints, as every int use does, and record the answer as a
+    # guard in the ShapeEnv (PyTorch's guard_bool): a trace that took a branch on a size is
+    # valid only where the same comparison comes out the same way.
+    def _compare(self, other, op, rel):
+        if isinstance(other, bool) or not isinstance(other, int):
+            return op(int(self), other)
+        result = op(int(self), int(other))
+        env = self.shape_env if self.shape_env is not None else getattr(other, "shape_env", None)
+        if env is not None and env.record_guards:
+            b = other.node if isinstance(other, SymInt) else sympy.Integer(other)
+            env.add_guard(rel(self.node, b) if result else sympy.Not(rel(self.node, b)))
+        return result
+
+    def __eq__(self, o):
+        return self._compare(o, operator.eq, sympy.Eq)
+
+    def __ne__(self, o):
+        return self._compare(o, operator.ne, sympy.Ne)
+
+    def __lt__(self, o):
+        return self._compare(o, operator.lt, sympy.Lt)
+
+    def __le__(self, o):
+        return self._compare(o, operator.le, sympy.Le)
+
+    def __gt__(self, o):
+        return self._compare(o, operator.gt, sympy.Gt)
+
+    def __ge__(self, o):
+        return self._compare(o, operator.ge, sympy.Ge)
+
 
 class ShapeEnv:
     """Size symbols with their hints, and the guards a trace relied on."""
@@ -84,6 +115,12 @@ class ShapeEnv:
         self.var_to_val: dict = {}
         self.var_to_range: dict = {}
         self.guards: list = []
+        # Comparisons of SymInts add guards only while a tracer asks for them (export's
+        # symbolic trace); the lazy capture re-runs Python on every call and needs none.
+        self.record_guards = False
+        self.guard_frames: list = []  # per guard: the user's source line, when known
+        self._implied: dict = {}  # guard -> implied by the ranges (the same checks recur per op)
+        self._seen: set = set()  # guards already recorded (one entry, the first line, each)
 
     def create_symbol(self, hint: int, *, min: int = 2, max: int | None = None) -> sympy.Symbol:  # noqa: A002
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
@@ -98,9 +135,23 @@ class ShapeEnv:
         return SymInt(self.create_symbol(hint, min=min, max=max), hint, self)
 
     def add_guard(self, expr) -> None:
-        expr = sympy.simplify(expr)
-        if expr is not sympy.true:
-            self.guards.append(expr)
+        if expr is sympy.true or expr is True:
+            return
+        if not self.record_guards:
+            expr = sympy.simplify(expr)
+            if expr is not sympy.true:
+                self.guards.append(expr)
+            return
+        implied = self._implied.get(expr)
+        if implied is None:
+            implied = self._implied[expr] = _implied_by_ranges(expr, self.var_to_range)
+        if implied or expr in self._seen:
+            return
+        self._seen.add(expr)
+        from ._user_frames import user_frame
+
+        self.guards.append(expr)
+        self.guard_frames.append(user_frame(2))
 
     def evaluate_guards(self, values: dict) -> bool:
         """Whether ``values`` ({symbol: int}) satisfies every guard and range."""
@@ -109,6 +160,81 @@ class ShapeEnv:
             if v is None or v < lo or (hi is not None and v > hi):
                 return False
         return all(bool(g.subs(values)) for g in self.guards)
+
+
+def _implied_by_ranges(expr, ranges: dict) -> bool:
+    """Whether a guard holds for every value of its symbols in their ranges, for the guards
+    that hold trivially in practice (``s0 != 1`` for ``s0 >= 2``, ``s0*s1 >= s1``).
+
+    With each symbol written as its lower bound plus a new variable ``t >= 0``, the two sides
+    must differ by a polynomial whose non-constant monomials all have one sign: it is then
+    monotone in each ``t``, so its extremes are the constant (every symbol at its lower
+    bound) and its value at the upper bounds (unbounded when a range is). Overflow checks
+    against int64's maximum (``s0*s1 <= 2**63 - 1``) hold as PyTorch's int_oo ranges assume.
+    """
+    syms = sorted(expr.free_symbols, key=str)
+    if not syms:
+        return bool(expr)
+    rel = expr
+    if isinstance(rel, sympy.Not):
+        rel = rel.args[0]
+        flip = {sympy.Eq: sympy.Ne, sympy.Ne: sympy.Eq, sympy.Lt: sympy.Ge, sympy.Le: sympy.Gt,
+                sympy.Gt: sympy.Le, sympy.Ge: sympy.Lt}.get(type(rel))
+        if flip is None:
+            return False
+        rel = flip(rel.lhs, rel.rhs)
+    if not isinstance(rel, sympy.core.relational.Relational):
+        return False
+    for side in (rel.lhs, rel.rhs):
+        if side.is_Integer and abs(int(side)) >= 2**62 and isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+            return True
+    diff = sympy.expand(rel.lhs - rel.rhs)
+    shifted, his, gens = {}, [], []
+    for k, sym in enumerate(syms):
+        lo, hi = ranges.get(sym, (2, None))
+        t = sympy.Symbol(f"_t{k}", nonnegative=True)
+        gens.append(t)
+        shifted[sym] = lo + t
+        his.append(None if hi is None else hi - lo)
+    # floor/ceiling of an increasing expression is non-decreasing: each becomes one more
+    # variable of the polynomial (the extremes below are evaluated exactly, floors included).
+    if diff.has(sympy.Mod):
+        return False
+    placeholders = {}
+    for k, atom in enumerate(sorted(diff.atoms(sympy.floor, sympy.ceiling), key=str)):
+        inner = sympy.expand(atom.args[0].subs(shifted))
+        if not inner.is_polynomial(*gens):
+            return False
+        inner_poly = sympy.Poly(inner, *gens)
+        if any(c < 0 for m, c in zip(inner_poly.monoms(), inner_poly.coeffs()) if any(m)):
+            return False
+        placeholders[atom] = sympy.Symbol(f"_a{k}", nonnegative=True)
+    body = sympy.expand(diff.xreplace(placeholders).subs(shifted))
+    if not body.is_polynomial(*gens, *placeholders.values()):
+        return False
+    poly = sympy.Poly(body, *gens, *placeholders.values())
+    low = diff.subs(shifted).subs({t: 0 for t in gens})
+    signs = {c > 0 for m, c in zip(poly.monoms(), poly.coeffs()) if any(m)}
+    if len(signs) > 1:
+        return False
+    if not signs:
+        high = low
+    elif any(h is None for h, used in zip(his, _used(poly, len(syms))) if used):
+        high = sympy.oo if signs == {True} else -sympy.oo
+    else:
+        high = diff.subs(shifted).subs({t: (h or 0) for t, h in zip(gens, his)})
+    low, high = min(low, high), max(low, high)
+    if isinstance(rel, sympy.Eq):
+        return low == high == 0
+    if isinstance(rel, sympy.Ne):
+        return low > 0 or high < 0
+    if isinstance(rel, (sympy.Ge, sympy.Gt)):  # diff >= 0 / > 0
+        return low > 0 or (low == 0 and isinstance(rel, sympy.Ge))
+    return high < 0 or (high == 0 and isinstance(rel, sympy.Le))
+
+
+def _used(poly, n: int) -> list:
+    return [any(m[k] for m in poly.monoms()) for k in range(n)]
 
 
 def mark_dynamic(t, index, *, min: int | None = None, max: int | None = None) -> None:  # noqa: A002

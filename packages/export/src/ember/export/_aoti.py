@@ -1,20 +1,20 @@
 """Ahead-of-time compilation of an exported program (PyTorch's AOTInductor, on ember's C++ backend).
 
 ``aoti_compile_and_package(ep)`` lowers the program's graph with compile's Inductor (the same
-lowering, fusion and C++ kernels ``ember.compile`` uses), then builds ONE shared library that
-holds
+lowering, fusion and C++ kernels ``ember.compile`` uses) keeping the exported dynamic dims
+symbolic (``_aoti_lower``), and builds a library with a C interface (``ember_aoti.h``,
+``_aoti_c``): the generated kernels, the extern ops in C, and ``ember_aoti_run`` calling them
+in order with the sizes read from the inputs; the weights go to ``weights.bin`` beside it. The
+``.pt2`` package is a zip of the library, its header, its weights, its C source and a metadata
+JSON (``_aoti_runtime.py`` writes and loads it; ``_aoti_cmodel.py`` runs it through ctypes).
 
-- the generated kernels (C, OpenMP, ``EMBER_KERNEL`` symbols),
-- ``ember_aoti_plan``: the call plan as JSON (buffers to allocate, kernels to call with which
-  buffers, ember ops to run by name for what is not lowered (matmul, convolution, ...), where the
-  outputs are), and
-- ``ember_aoti_weights``: the parameters, buffers and constants as safetensors,
-
-both embedded as read-only data with the assembler's ``.incbin``. The ``.pt2`` package is a zip
-of that library, its C source and a metadata JSON (``_aoti_runtime.py`` loads it). Loading needs
-no Python of the model: the plan is data, read by a fixed interpreter that only calls kernels of
-the library and ember ops named in it. The library is specialized to the example inputs' shapes
-(the wrapper checks each call); ``-march=native`` ties it to the CPU family that built it.
+Graphs the C path cannot generate (an extern op with no C version, say an LSTM layer or a
+``cond``; the metadata's ``fallback_reason`` names it) are built as before: ONE shared library
+holding the kernels, ``ember_aoti_plan`` (the call plan as JSON: buffers, kernels, ember ops
+by name for what is not lowered) and ``ember_aoti_weights`` (safetensors), embedded with the
+assembler's ``.incbin``, run by a fixed Python interpreter and specialized to the example
+shapes. Loading either evaluates nothing from the file. ``-march=native`` ties the library to
+the CPU family that built it.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _int(expr) -> int:
     return int(expr)
 
 
-def _lower(gm, example_inputs):
+def _lower(gm, example_inputs, lowering=None):
     from ember.compiler.inductor._compile_fx import _all_buffers
     from ember.compiler.inductor._graph import GraphLowering
     from ember.compiler.inductor._ir import TensorValue
@@ -93,7 +93,7 @@ def _lower(gm, example_inputs):
 
     saved, dispatch._MODES.stack = dispatch._MODES.stack, []
     try:
-        graph = GraphLowering(gm, example_inputs)
+        graph = (lowering or GraphLowering)(gm, example_inputs)
         graph.run()
         outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
         graph.output_names = {v.buffer.name for v in outputs}
@@ -170,6 +170,69 @@ def _asm_blob(symbol: str, path: str) -> str:
     quoted = path.replace("\\", "\\\\").replace('"', '\\"')
     return (f'__asm__(".section .rodata\\n.global {symbol}\\n.balign 64\\n{symbol}:\\n.incbin \\"{quoted}\\"\\n'
             f'.global {symbol}_end\\n{symbol}_end:\\n.byte 0\\n.text\\n");\n')
+
+
+def _compile_c(ep, examples, out_dir: str) -> dict:
+    """The C-ABI library (``_aoti_c``): symbolic sizes, C externs, weights in ``weights.bin``.
+    Raises ``CUnsupported`` when the graph needs what the C path cannot generate."""
+    from ember.compiler.inductor import _codecache
+    from ember.compiler.inductor._codecache import vector_math
+    from ember.compiler.inductor._cpp import kernel_sources
+    from ember.compiler.inductor._graph import GraphFallback
+    from ember.compiler.inductor._scheduler import Kernel
+
+    from ._aoti_c import CUnsupported, CWriter, library_source, weights_blob
+    from ._aoti_lower import SymbolicLowering
+    from ._aoti_runtime_c import HEADER
+
+    n_lifted = sum(1 for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT)
+    try:
+        graph, plan = _lower(ep.graph_module, examples, SymbolicLowering)
+    except GraphFallback as exc:
+        raise CUnsupported(f"the graph cannot be lowered symbolically: {exc}") from None
+    except Exception as exc:  # a lowering that cannot take symbolic sizes
+        raise CUnsupported(f"symbolic lowering failed: {type(exc).__name__}: {exc}") from None
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    source, signatures = "#include <math.h>\n#include <stdint.h>\n", {}
+    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
+                    if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT)]
+    writer = CWriter(graph, plan, signatures, n_lifted, user_outputs, dict(ep.range_constraints))
+    try:
+        if kernels:
+            parts, signatures = kernel_sources(kernels, graph.all_buffers, vector_math(), 1)
+            source = parts[0][0]
+            writer.signatures = signatures
+        run_source = writer.generate(examples[:n_lifted])
+    except NotImplementedError as exc:  # a symbolic size the C printers do not write
+        raise CUnsupported(str(exc)) from None
+    full = library_source(source, writer, run_source, graph.inputs[n_lifted:])
+    paths = {"source": os.path.join(out_dir, "model.c"), "header": os.path.join(out_dir, "ember_aoti.h"),
+             "weights": os.path.join(out_dir, "weights.bin"), "library": os.path.join(out_dir, "model.so")}
+    with open(paths["source"], "w") as f:
+        f.write(full)
+    with open(paths["header"], "w") as f:
+        f.write(HEADER)
+    with open(paths["weights"], "wb") as f:
+        f.write(weights_blob(writer))
+    cmd = [_codecache.compiler(), *_codecache.flags(), "-I", out_dir, paths["source"], "-o", paths["library"],
+           *_codecache.libraries()]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AOTICompileError(f"compiling the AOT library failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+    in_spec, out_spec = ep.call_spec
+    targets = [s.target for s in ep.graph_signature.input_specs if s.kind is not InputKind.USER_INPUT]
+    by_name = {name: (offset, tuple(t.shape), str(t.dtype).split(".")[-1]) for name, t, offset in writer.weights}
+    weight_offsets = {}
+    for target, buf in zip(targets, graph.inputs[:n_lifted]):
+        if buf is not None and buf.name in by_name:
+            offset, shape, dtype = by_name[buf.name]
+            weight_offsets[target] = {"offset": offset, "shape": list(shape), "dtype": dtype}
+    return {"runtime": "c", "paths": paths, "source": full, "weight_offsets": weight_offsets,
+            "plan": {"version": PLAN_VERSION, "input_names": [s.arg.name for s in ep.graph_signature.input_specs],
+                     "in_spec": pytree.spec_to_json(in_spec) if in_spec is not None else None,
+                     "out_spec": pytree.spec_to_json(out_spec) if out_spec is not None else None,
+                     "lifted_targets": [s.target for s in ep.graph_signature.input_specs
+                                        if s.kind is not InputKind.USER_INPUT]}}
 
 
 def _build_library(kernel_source: str, plan: bytes, weights: bytes, out_dir: str) -> tuple[str, str]:
@@ -285,8 +348,17 @@ def aoti_compile_and_package(exported_program, _deprecated_unused_args=None, _de
         raise ValueError(f"Only ExportedProgram is supported, got {type(exported_program).__name__}")
     if isinstance(package_path, (str, os.PathLike)) and not os.fspath(package_path).endswith(".pt2"):
         raise ValueError(f"Expect package path to end with .pt2, got {package_path}")
+    from ._aoti_c import CUnsupported
+
     with tempfile.TemporaryDirectory(prefix="ember-aoti-") as tmp:
-        built = compile_program(exported_program, tmp)
+        try:
+            built = _compile_c(exported_program, _graph_inputs(exported_program)[0], tmp)
+        except CUnsupported as exc:
+            # Only for graphs with ops the C path does not generate: the Python plan
+            # interpreter, specialized to the example shapes.
+            built = compile_program(exported_program, tmp)
+            built["runtime"] = "python-plan"
+            built["fallback_reason"] = str(exc)
         if package_path is None:
             fd, package_path = tempfile.mkstemp(suffix=".pt2", prefix="ember-aoti-")
             os.close(fd)

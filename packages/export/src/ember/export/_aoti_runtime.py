@@ -33,14 +33,25 @@ PACKAGE_VERSION = "1.0"
 def write_package(path, built: dict) -> None:
     metadata = {"format": "ember_aoti", "version": PACKAGE_VERSION, "plan_version": built["plan"]["version"],
                 "input_names": built["plan"]["input_names"], "in_spec": built["plan"]["in_spec"],
-                "out_spec": built["plan"]["out_spec"], "lifted_targets": built["plan"]["lifted_targets"]}
-    with open(built["library"], "rb") as f:
-        library = f.read()
+                "out_spec": built["plan"]["out_spec"], "lifted_targets": built["plan"]["lifted_targets"],
+                "runtime": built.get("runtime", "python-plan")}
+    if "weight_offsets" in built:
+        metadata["weight_offsets"] = built["weight_offsets"]
+    if "fallback_reason" in built:
+        metadata["fallback_reason"] = built["fallback_reason"]
+    files = []
+    if metadata["runtime"] == "c":
+        for key, name in (("library", "model.so"), ("header", "ember_aoti.h"), ("weights", "weights.bin")):
+            with open(built["paths"][key], "rb") as f:
+                files.append((_PREFIX + name, f.read()))
+    else:
+        with open(built["library"], "rb") as f:
+            files.append((_PREFIX + "model.so", f.read()))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
         for name, data in ((_PREFIX + "version", PACKAGE_VERSION.encode()),
                            (_PREFIX + "metadata.json", json.dumps(metadata, indent=1).encode()),
-                           (_PREFIX + "model.so", library), (_PREFIX + "model.c", built["source"].encode())):
+                           *files, (_PREFIX + "model.c", built["source"].encode())):
             z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
     data = buf.getvalue()
     if isinstance(path, (str, os.PathLike)):
@@ -231,6 +242,10 @@ def aoti_load_package(path, run_single_threaded: bool = False, device_index: int
         if version.split(".")[0] != PACKAGE_VERSION.split(".")[0]:
             raise SerializationError(f"this ember reads AOT packages {PACKAGE_VERSION}, the file is {version}")
         metadata = json.loads(z.read(_PREFIX + "metadata.json")) if _PREFIX + "metadata.json" in names else {}
+        if metadata.get("runtime") == "c":
+            from ._aoti_cmodel import CModel
+
+            return CModel.from_zip(z, _PREFIX, metadata)
         library = z.read(_PREFIX + "model.so")
     return load_library_bytes(library, metadata)
 

@@ -80,7 +80,7 @@ def name_subgraphs(gm) -> None:
 
 def sub_entries(gm) -> list:
     """(subgraph module, node, graph-op node using it) for every node of every subgraph, nested
-    ones after their parent's, in the order ``sub_signature`` lists them."""
+    ones after their parent's."""
     out = []
     for attr_node, sub in subgraph_nodes(gm):
         users = [u for u in attr_node.users if u.op == "call_function"]
@@ -88,23 +88,6 @@ def sub_entries(gm) -> list:
         for n in sub.graph.nodes:
             out.append((sub, n, hop))
         out.extend(sub_entries(sub))
-    return out
-
-
-def sub_signature(gm, slots_of, shapes_of) -> list:
-    """Signature entries of every subgraph's nodes (ops, arguments, result shapes), appended after
-    the root graph's, so sizes inside subgraphs are compared and fitted like the root's."""
-    out = []
-    for sub, n, _ in sub_entries(gm):
-        nodes = list(sub.graph.nodes)
-        index = {m: i for i, m in enumerate(nodes)}
-        slots: list = []
-        slots_of(list(n.args), ("args",), slots, index)
-        slots_of(dict(n.kwargs), ("kwargs",), slots, index)
-        target = getattr(n.target, "name", n.target) if n.op == "call_function" else n.target
-        if n.op == "get_attr" and is_graph_module(_get(sub, n.target)):
-            target = "<subgraph>"
-        out.append((n.op, f"subgraph node {target}", slots, shapes_of(n.meta.get("val"))))
     return out
 
 

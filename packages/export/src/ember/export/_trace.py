@@ -6,8 +6,9 @@ Steps:
 2. trace with compile's ``make_fx`` a flat function of ``[parameters, buffers, tensor
    inputs]`` that runs the module through ``functional_call`` (one whole graph: a data read
    such as ``if x.sum() > 0`` is an error naming the line);
-3. when dims are dynamic, trace again at other sizes and turn the sizes that follow them
-   into sympy expressions (``_generalize``);
+   with the dynamic dims' sizes symbolic (``_symbolic``: SymInts whose comparisons become
+   guards, read as range constraints or reported as constraint violations); sizes computed
+   from them become ``sym_size`` arithmetic in the graph;
 4. lift tensor constants to inputs, clone written inputs and return their final values
    (``_functionalize``), name placeholders as PyTorch does (``p_fc_weight``,
    ``b_bn_running_mean``, ``x``), and build the signature.
@@ -148,26 +149,19 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
     capture.decompositions = _decomposition_table or None
-    try:
-        gm = trace_flat(capture, state_values, leaves)
-    except Exception as exc:
-        if type(exc).__name__ != "Unsupported":
-            raise
-        raise UserError(
-            UserErrorType.DYNAMIC_CONTROL_FLOW,
-            f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on a "
-            "tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, false_fn, "
-            "operands), or move the decision to a Python value known before the call.",
-            case_name="cond_predicate") from None
+    arg_names = _user_input_names(mod, args, kwargs, leaves)
+    gm, roots, narrowed = _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names)
     out_spec = capture.out_spec
 
-    from ._generalize import generalize
     from ._subgraphs import name_subgraphs
+    from ._symbolic import apply_symbols, ranges_of
 
-    name_subgraphs(gm)  # private copies first: generalize rewrites sizes inside them
-
-    arg_names = _user_input_names(mod, args, kwargs, leaves)
-    ranges, dim_names = generalize(gm, capture, state_values, leaves, dim_specs, arg_names)
+    name_subgraphs(gm)  # private copies first: sizes inside them are rewritten
+    tensor_leaves = [i for i, x in enumerate(leaves) if _is_tensor(x)]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    user_ph = placeholders[len(placeholders) - len(tensor_leaves):]
+    apply_symbols(gm, roots, user_ph, dict(zip(tensor_leaves, user_ph)))
+    ranges, dim_names = ranges_of(roots, narrowed)
 
     graph = gm.graph
     # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
@@ -265,6 +259,55 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     ep._dim_names = dim_names
     LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
     return ep
+
+
+def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
+    """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or
+    tied to another dim. Returns (graph module, the dynamic roots, their narrowed ranges)."""
+    from ember.compiler.symbolic_shapes import ShapeEnv
+
+    from ._dynamic_shapes import constraint_violation
+    from ._roots import dynamic_roots
+    from ._symbolic import classify_guards, symbolic_leaves
+
+    roots = []
+    for root in dynamic_roots(leaves, dim_specs, arg_names):
+        if max(root.lo, 2) >= root.hi:  # a range of one size (or only 0/1): static
+            if root.kind == "dynamic" or root.kind == "dim" and root.lo < root.hi:
+                raise constraint_violation([root.name], [f"The range of {root.name} allows only one size"],
+                                           [f"{root.name} = {root.base}"])
+            continue
+        roots.append(root)
+    for _ in range(len(roots) + 1):
+        env = ShapeEnv()
+        env.record_guards = True
+        sym_leaves, _symbols = symbolic_leaves(leaves, roots, env)
+        try:
+            gm = trace_flat(capture, state_values, sym_leaves)
+        except Exception as exc:
+            if type(exc).__name__ != "Unsupported":
+                raise
+            raise UserError(
+                UserErrorType.DYNAMIC_CONTROL_FLOW,
+                f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on "
+                "a tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, "
+                "false_fn, operands), or move the decision to a Python value known before the call.",
+                case_name="cond_predicate") from None
+        finally:
+            env.record_guards = False
+        retrace, narrowed = classify_guards(env, roots)
+        if not retrace:
+            return gm, roots, narrowed
+        kept = []
+        for root in roots:
+            change = retrace.get(root.key)
+            if change is None:
+                kept.append(root)
+            elif change[0] == "derived":  # an AUTO dim equal to another dim plus an offset
+                other, offset = change[1], change[2]
+                other.uses += [(i, d, coeff, coeff * offset + off) for i, d, coeff, off in root.uses]
+        roots = kept
+    raise AssertionError("export: the symbolic trace did not settle")  # pragma: no cover
 
 
 def _rename(node, name: str) -> None:

@@ -36,6 +36,9 @@ def as_shape(args) -> tuple:
         args = args[0]
     out = []
     for s in args:
+        if type(s) is not int and isinstance(s, int) and type(s) is not bool:
+            out.append(s)  # an int subclass (compile's SymInt) keeps its symbolic meaning
+            continue
         try:
             v = operator.index(s)
         except TypeError:

@@ -358,7 +358,10 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         d = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else dtypes.int64
     else:
         d = dtypes.to_dtype(dtype)
-    n = max(0, math.ceil((end - start) / step))
+    if all(isinstance(v, int) for v in vals):
+        n = max(0, -((start - end) // step))  # exact integer ceil; a symbolic size (export) stays symbolic
+    else:
+        n = max(0, math.ceil((end - start) / step))
     return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
 
@@ -390,7 +393,7 @@ range_op.meta = _affine_meta
 
 
 def _affine_range(n, start, step, dtype, device):
-    return range_op(int(n), start, step, dtype=dtype, device=device)
+    return range_op(n if isinstance(n, int) else int(n), start, step, dtype=dtype, device=device)
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,

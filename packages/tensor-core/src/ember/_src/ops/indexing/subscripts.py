@@ -480,6 +480,27 @@ def _normalize(item):
     return _index_like(item)
 
 
+def _slice_indices(item: slice, size):
+    """``item.indices(size)``, keeping a symbolic size (an int subclass: compile's SymInt,
+    under export) symbolic: the bounds are then arithmetic on it, not plain ints."""
+    if type(size) is int:
+        return item.indices(size)
+    step = 1 if item.step is None else operator.index(item.step)
+
+    def bound(v, default):
+        if v is None:
+            return default
+        v = operator.index(v)
+        if v < 0:
+            v = v + size
+            return v if v >= 0 else 0
+        return v if v <= size else size
+
+    if step < 0:
+        return slice(item.start, item.stop, step).indices(int(size))
+    return bound(item.start, 0), bound(item.stop, size), step
+
+
 def _apply(self: Tensor, items: tuple):
     """Applies the basic items as views; returns (view, aligned index list or None)."""
     ndim = self.ndim
@@ -508,7 +529,7 @@ def _apply(self: Tensor, items: tuple):
             step = 1 if item.step is None else operator.index(item.step)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            start, stop, _ = slice(item.start, item.stop, step).indices(size)
+            start, stop, _ = _slice_indices(slice(item.start, item.stop, step), size)
             if start != 0 or stop != size or step != 1:
                 result = views.slice_op(result, dim, start, stop, step)
             dim += 1
@@ -560,7 +581,7 @@ def _getitem(self: Tensor, index):
     if type(index) is slice and self.ndim:
         if index.step is None and type(index.start) in (int, type(None)) and type(index.stop) in (int, type(None)):
             size = self._shape[0]
-            start, stop, _ = index.indices(size)
+            start, stop, _ = _slice_indices(index, size)
             return views.slice_op(self, 0, start, stop, 1)
         return _apply(self, (index,))[0]
     if isinstance(index, Tensor) and index.ndim and index.dtype in _INDEX_DTYPES:

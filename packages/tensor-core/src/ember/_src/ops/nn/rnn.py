@@ -141,7 +141,7 @@ gru_cell_backward_op = _op(
 
 
 def _check_sizes(name: str, batch_sizes, rows: int, batch: int) -> list:
-    sizes = [int(s) for s in batch_sizes]
+    sizes = [s if isinstance(s, int) else int(s) for s in batch_sizes]  # keeps symbolic sizes (export)
     if sum(sizes) != rows or any(s < 1 or s > batch for s in sizes) or sizes != sorted(sizes, reverse=True):
         raise RuntimeError(f"{name}: batch_sizes {sizes} do not fit {rows} input rows and batch {batch}")
     return sizes

@@ -1,0 +1,359 @@
+"""Symbolic tracing for export: one trace over symbolic sizes, guards read as constraints.
+
+Each dynamic dim (a root ``Dim``, or a dim hinted ``Dim.AUTO``/``Dim.DYNAMIC``) becomes a
+sympy symbol; the example inputs are replaced by fake tensors whose sizes are compile's
+``SymInt`` s (``s0``, ``2*s0``, ``s0 + 1``) and whose hints are the example sizes. compile's
+``make_fx`` runs the program once: the meta kernels compute result sizes as SymInt
+arithmetic, so every size in the graph is a sympy expression, and every comparison of sizes
+the program or a kernel makes is recorded as a guard in the ``ShapeEnv`` with the user's
+source line. Guards are then read as PyTorch reads them:
+
+- implied by the dims' ranges (``s0 != 1`` for ``s0 >= 2``): dropped when recorded;
+- ``s0 == 5``: the dim was specialized. A ``Dim`` or ``Dim.DYNAMIC`` is an error naming
+  the dim and the line (suggested fix: the constant); ``Dim.AUTO`` becomes static;
+- ``s1 == s0 + 1``: two dims are related. Named dims must say so (suggested fix
+  ``y = x + 1``); an AUTO dim is rewritten as derived from the other;
+- a bound (``s0 <= 16``) or a divisibility (``s0 % 2 == 0``): named dims must declare it
+  (suggested fix: ``Dim('batch', max=16)``, or ``batch = 2*_batch``); AUTO/DYNAMIC dims
+  take the narrower range.
+
+An AUTO dim that specializes or relates to another is traced again with its new spec (the
+only case of a second trace). SymInt arguments of the graph's nodes become ``sym_size``
+arithmetic on the inputs (``_sym.SizeBuilder``), and every node gets ``meta["sym_shape"]``.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ember.compiler.symbolic_shapes import ShapeEnv, SymInt
+
+from ._dims import INT_OO
+from ._dynamic_shapes import constraint_violation
+from ._ranges import ValueRange
+from ._sym import SizeBuilder
+
+
+def _contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc = acc * s
+    return tuple(reversed(strides))
+
+
+def symbolic_leaves(leaves, roots, env: ShapeEnv):
+    """Fake copies of the dynamic inputs with SymInt sizes; the symbol of each root."""
+    from ember.compiler._fake import fake_from_tensor
+
+    out = list(leaves)
+    symbols = {}
+    for k, root in enumerate(roots):
+        sym = sympy.Symbol(f"s{k}", integer=True, positive=True)
+        symbols[root.key] = root.symbol = sym
+        env.var_to_val[sym] = root.base
+        env.var_to_range[sym] = (max(root.lo, 2), None if root.hi >= INT_OO else root.hi)
+    per_leaf: dict = {}
+    for root in roots:
+        for i, d, coeff, offset in root.uses:
+            per_leaf.setdefault(i, {})[d] = (coeff * root.symbol + offset, coeff * root.base + offset)
+    for i, dims in per_leaf.items():
+        t = leaves[i]
+        shape = tuple(SymInt(dims[d][0], dims[d][1], env) if d in dims else s for d, s in enumerate(t._shape))
+        fake = fake_from_tensor(t)
+        contiguous = tuple(t._stride) == _contiguous_strides(t._shape)
+        fake._shape = shape
+        fake._stride = _contiguous_strides(shape) if contiguous else t._stride
+        out[i] = fake
+    return out, symbols
+
+
+# ------------------------------------------------------------------ reading guards
+
+
+def _where(root) -> str:
+    return root.name
+
+
+def _frame_text(frame) -> str:
+    return f"\n    (from {frame!r}: {frame.line.strip()})" if frame is not None and frame.line else (
+        f"\n    (from {frame!r})" if frame is not None else "")
+
+
+def classify_guards(env: ShapeEnv, roots):
+    """(updates for AUTO roots, narrowed ranges) from the trace's guards; raises a
+    constraint violation for a named/DYNAMIC dim the program does not allow to vary."""
+    by_symbol = {r.symbol: r for r in roots}
+    retrace: dict = {}  # root key -> ("static", value) | ("derived", other root, offset)
+    narrowed: dict = {}
+    for guard, frame in zip(env.guards, env.guard_frames):
+        syms = sorted(guard.free_symbols, key=str)
+        involved = [by_symbol[s] for s in syms if s in by_symbol]
+        if not involved:
+            continue
+        rel = guard
+        if isinstance(rel, sympy.Ne):
+            # A comparison of sizes that came out unequal (a shape-equality fast path, a size
+            # against a static one): it excludes single points, not ranges; dropped, as
+            # PyTorch's size-oblivious reasoning does for such checks.
+            continue
+        if len(involved) == 1:
+            root = involved[0]
+            if isinstance(rel, sympy.Eq):
+                try:
+                    values = [v for v in sympy.solve(rel, root.symbol) if v.is_Integer]
+                except NotImplementedError:
+                    values = []
+                if values and not isinstance(rel.lhs, sympy.Mod) and not isinstance(rel.rhs, sympy.Mod):
+                    _specialized(root, int(values[0]), frame, retrace)
+                    continue
+                modulus = _modulus(rel, root)
+                if modulus:
+                    _divisibility(root, modulus, frame, retrace)
+                    continue
+            if isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+                lo, hi = _bounds(rel, root)
+                if lo is not None or hi is not None:
+                    _narrow(root, lo, hi, guard, frame, narrowed)
+                    continue
+            _unexpressible([root], guard, frame)
+        elif len(involved) == 2 and isinstance(rel, sympy.Eq):
+            a, b = involved
+            diff = sympy.expand(rel.lhs - rel.rhs)
+            ca, cb = diff.coeff(a.symbol), diff.coeff(b.symbol)
+            if ca == -cb and ca in (1, -1):
+                offset = int(-(diff.subs({a.symbol: 0, b.symbol: 0})) / ca)  # a = b + offset
+                _related(a, b, offset, frame, retrace)
+                continue
+            _unexpressible(involved, guard, frame)
+        else:
+            _unexpressible(involved, guard, frame)
+    return retrace, narrowed
+
+
+def _modulus(rel, root) -> int | None:
+    """``m`` when a guard with ``floor``/``Mod`` holds exactly for the multiples of ``m``
+    (``6*floor(s0/2) == 3*s0``: s0 even), tested over the sizes near the example one."""
+    if not rel.has(sympy.floor, sympy.Mod):
+        return None
+    base = root.base
+    for m in range(2, 17):
+        if base % m:
+            continue
+        sample = [base + k for k in range(-m, 2 * m + 1) if base + k >= 2]
+        if all(bool(rel.subs(root.symbol, v)) == (v % m == 0) for v in sample):
+            return m
+    return None
+
+
+def _specialized(root, value, frame, retrace) -> None:
+    if root.kind == "auto":
+        retrace[root.key] = ("static", value)
+        return
+    hint = " If you're using Dim.DYNAMIC, replace it with either Dim.STATIC or Dim.AUTO." if root.kind == "dynamic" \
+        else ""
+    raise constraint_violation(
+        [_where(root)],
+        [f"You marked {_where(root)} as dynamic but your code specialized it to be a constant ({value}).{hint}"
+         f"{_frame_text(frame)}"],
+        [f"{_where(root)} = {value}"])
+
+
+def _divisibility(root, m, frame, retrace) -> None:
+    if root.kind == "auto":
+        retrace[root.key] = ("static", root.base)
+        return
+    raise constraint_violation(
+        [_where(root)],
+        [f"Not all values of {_where(root)} in the specified range satisfy the generated guard "
+         f"{_where(root)} % {m} == 0.{_frame_text(frame)}"],
+        [f"_{root.name} = Dim('_{root.name}', min={max(1, -(-root.lo // m))})", f"{root.name} = {m}*_{root.name}"])
+
+
+def _bounds(rel, root):
+    """(lower, upper) that a one-symbol linear inequality puts on the root."""
+    diff = sympy.expand(rel.lhs - rel.rhs)  # rel: diff (op) 0
+    if not diff.is_polynomial(root.symbol) or sympy.degree(diff, root.symbol) != 1:
+        return None, None
+    c = diff.coeff(root.symbol)
+    k = -diff.subs(root.symbol, 0) / c  # the boundary point: symbol (op') k
+    positive = c > 0
+    if isinstance(rel, (sympy.Ge, sympy.Gt)) == positive:  # symbol >= / > k
+        return int(sympy.ceiling(k) if isinstance(rel, sympy.Ge) or not k.is_Integer else k + 1), None
+    return None, int(sympy.floor(k) if isinstance(rel, sympy.Le) or not k.is_Integer else k - 1)
+
+
+def _narrow(root, lo, hi, guard, frame, narrowed) -> None:
+    cur_lo, cur_hi = narrowed.get(root.key, (root.lo, root.hi))
+    new_lo = max(cur_lo, lo) if lo is not None else cur_lo
+    new_hi = min(cur_hi, hi) if hi is not None else cur_hi
+    if (new_lo, new_hi) == (cur_lo, cur_hi):
+        return
+    if root.kind == "dim":
+        parts = [f"min={new_lo}"] if new_lo != root.lo else []
+        parts += [f"max={new_hi}"] if new_hi != root.hi else []
+        raise constraint_violation(
+            [_where(root)],
+            [f"Not all values of {_where(root)} in the specified range {_range_text(root)} satisfy the generated "
+             f"guard {_guard_text(guard, root)}.{_frame_text(frame)}"],
+            [f"{root.name} = Dim('{root.name}', {', '.join(parts)})"])
+    narrowed[root.key] = (new_lo, new_hi)
+
+
+def _range_text(root) -> str:
+    upper = "" if root.hi >= INT_OO else f" <= {root.hi}"
+    return f"{root.lo} <= {root.name}{upper}"
+
+
+def _guard_text(guard, root) -> str:
+    return str(guard.subs(root.symbol, sympy.Symbol(root.name)))
+
+
+def _related(a, b, offset, frame, retrace) -> None:
+    """``a = b + offset`` is required by the program."""
+    if a.kind == "auto" or b.kind == "auto":
+        auto, other, off = (a, b, offset) if a.kind == "auto" else (b, a, -offset)
+        retrace[auto.key] = ("derived", other, off)
+        return
+    rel = b.name + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
+    raise constraint_violation(
+        [a.name],
+        [f"The values of {a.name} must always be related to the values of {b.name} by {a.name} = {rel}."
+         f"{_frame_text(frame)}"],
+        [f"{a.name} = {rel}"])
+
+
+def _unexpressible(roots, guard, frame) -> None:
+    names = [r.name for r in roots]
+    text = str(guard.subs({r.symbol: sympy.Symbol(r.name) for r in roots}))
+    raise constraint_violation(
+        names,
+        [f"Not all values of {', '.join(names)} satisfy the generated guard {text}, which export cannot express "
+         f"as a range or a relation between dims.{_frame_text(frame)}"],
+        [f"{r.name} = {r.base}" for r in roots])
+
+
+# ------------------------------------------------------------------ the graph
+
+
+def _is_symbolic(x) -> bool:
+    return isinstance(x, SymInt) and bool(x.node.free_symbols)
+
+
+def _replace(value, builder):
+    if isinstance(value, SymInt):
+        return builder.node_for(value.node, int(value)) if _is_symbolic(value) else int(value)
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_replace(v, builder) for v in value)
+    if isinstance(value, dict):
+        return {k: _replace(v, builder) for k, v in value.items()}
+    return value
+
+
+def sym_shape_of(val):
+    """The shape(s) of a node's value with SymInts read as their sympy expressions."""
+    def one(v):
+        if not hasattr(v, "shape"):
+            return None
+        return tuple(s.node if _is_symbolic(s) else int(s) for s in v._shape)
+
+    if hasattr(val, "shape"):
+        return one(val)
+    if isinstance(val, (list, tuple)):
+        return [one(v) for v in val]
+    return None
+
+
+def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder) -> None:
+    """Rewrites SymInt arguments of ``gm``'s nodes into ``sym_size`` arithmetic and records
+    ``meta["sym_shape"]``; cond/while_loop subgraphs read sizes from their own placeholders."""
+    sources = {}
+    for root in roots:
+        i, d, coeff, offset = sorted(root.uses, key=lambda u: (u[2], abs(u[3])))[0]
+        sources[root.symbol] = (leaf_of_placeholder[i], d, coeff, offset)
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    builder = SizeBuilder(graph, sources, placeholders[-1] if placeholders else None)
+    builder.hints = {r.symbol: r.base for r in roots}
+    for node in list(graph.nodes):
+        if node.op in ("placeholder", "output") or node in builder.cache.values():
+            if node.op == "placeholder":
+                _mark(node)
+            continue
+        node.args = _replace(node.args, builder)
+        node.kwargs = _replace(dict(node.kwargs), builder)
+        _mark(node)
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is not None and "sym_shape" not in node.meta:
+            _mark(node)
+    gm.recompile()
+    _subgraphs(gm, builder.hints)
+
+
+def _mark(node) -> None:
+    val = node.meta.get("val")
+    shape = sym_shape_of(val)
+    if shape is not None:
+        node.meta["sym_shape"] = shape
+
+
+def _subgraphs(gm, hints) -> None:
+    from ._subgraphs import size_sources, sub_entries
+
+    seen, subs = set(), []
+    for sub, _node, hop in sub_entries(gm):  # one entry per node: each subgraph once
+        if id(sub) not in seen:
+            seen.add(id(sub))
+            subs.append((sub, hop))
+    for sub, hop in subs:
+        needs = any(_has_symint(n.args) or _has_symint(n.kwargs) for n in sub.graph.nodes)
+        for n in sub.graph.nodes:
+            _mark(n)
+        if not needs:
+            continue
+        sources = size_sources(sub, hop, hints)
+        anchor = [n for n in sub.graph.nodes if n.op == "placeholder"][-1]
+        builder = SizeBuilder(sub.graph, sources, anchor)
+        builder.hints = hints
+        for n in list(sub.graph.nodes):
+            if n.op in ("placeholder", "output") or n in builder.cache.values():
+                continue
+            missing = [s for v in _symints(n.args) + _symints(n.kwargs) for s in v.node.free_symbols
+                       if s not in builder.sources]
+            if missing:
+                raise constraint_violation(
+                    [str(missing[0])],
+                    [f"a size inside a cond/while_loop subgraph depends on {missing[0]}, which no operand of the "
+                     "subgraph carries as one of its sizes"], ["pass a tensor of that size as an operand"])
+            n.args = _replace(n.args, builder)
+            n.kwargs = _replace(dict(n.kwargs), builder)
+        sub.recompile()
+
+
+def _symints(value) -> list:
+    if _is_symbolic(value):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _symints(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _symints(v)]
+    return []
+
+
+def _has_symint(value) -> bool:
+    return bool(_symints(value))
+
+
+def ranges_of(roots, narrowed) -> tuple[dict, dict]:
+    """(range constraints, {symbol: dim name}) of the traced roots."""
+    ranges, names = {}, {}
+    for root in roots:
+        lo, hi = narrowed.get(root.key, (root.lo, root.hi))
+        ranges[root.symbol] = ValueRange(lo, hi)
+        if root.kind == "dim":
+            names[root.symbol] = root.name
+        for _, _, coeff, offset in root.uses:
+            if (coeff, offset) != (1, 0):
+                expr = coeff * root.symbol + offset
+                ranges[expr] = ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset)
+    return ranges, names

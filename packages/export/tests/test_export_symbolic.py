@@ -1,0 +1,174 @@
+"""Symbolic tracing: one trace over symbolic sizes, judged against torch.export on the same programs."""
+
+from __future__ import annotations
+
+import export_models  # the tests folder is on sys.path
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.export import Dim, export
+from ember.export._errors import UserError
+
+
+def _ranges(ep) -> list:
+    """Range constraints as sorted (lower, upper) pairs: symbol names differ between the two."""
+    def bound(v):
+        return "int_oo" if "oo" in str(v) or v > 2**62 else int(v)
+
+    return sorted((bound(r.lower), bound(r.upper)) for r in ep.range_constraints.values())
+
+
+def _counting(mod):
+    """Wraps ``mod.forward`` to count how often export runs the Python program."""
+    calls = [0]
+    forward = mod.forward
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return forward(*args, **kwargs)
+
+    mod.forward = counted
+    return calls
+
+
+def _pair(name):
+    torch.manual_seed(0)
+    ember.manual_seed(0)
+    em, tm = getattr(export_models, name)(ember), getattr(export_models, name)(torch)
+    export_models.copy_weights(em, tm)
+    return em.eval(), tm.eval()
+
+
+@pytest.mark.parametrize("name,shape,dims,sizes", [
+    ("mlp", (4, 6), {0: "batch"}, [(2, 6), (9, 6), (64, 6)]),
+    ("cnn", (3, 1, 8, 8), {0: "batch"}, [(2, 1, 8, 8), (7, 1, 8, 8)]),
+    ("encoder_layer", (2, 5, 16), {1: "seq"}, [(2, 3, 16), (2, 11, 16)]),
+])
+def test_one_trace_matches_torch_export(name, shape, dims, sizes):
+    em, tm = _pair(name)
+    calls = _counting(em)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    spec = {d: Dim(n, max=64) for d, n in dims.items()}
+    tspec = {d: torch.export.Dim(n, max=64) for d, n in dims.items()}
+    ep = export(em, (ember.tensor(x),), dynamic_shapes=(spec,))
+    tep = torch.export.export(tm, (torch.tensor(x),), dynamic_shapes=(tspec,))
+    assert calls[0] == 1  # one trace gives the graph for the whole range
+    assert _ranges(ep) == _ranges(tep)
+    module = ep.module()
+    for size in sizes:
+        xs = np.random.default_rng(1).standard_normal(size).astype(np.float32)
+        got = module(ember.tensor(xs)).detach().numpy()
+        want = tm(torch.tensor(xs)).detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+class _Flatten(ember.nn.Module):
+    def forward(self, x):
+        b, t, c = x.shape
+        return x.view(b * t, c).reshape(b, t * c).sum(1)
+
+
+class _Pairs(ember.nn.Module):
+    def forward(self, x, y):
+        return x.view(-1, 2, 4).sum(1) + y
+
+
+def test_view_of_symbolic_products_is_sym_size_arithmetic():
+    ep = export(_Flatten(), (ember.randn(3, 5, 4),), dynamic_shapes=({0: Dim("b"), 1: Dim("t")},))
+    targets = [getattr(n.target, "__name__", str(n.target)) for n in ep.graph.nodes if n.op == "call_function"]
+    assert targets.count("sym_size") == 2 and "mul" in targets
+    module = ep.module()
+    for b, t in ((2, 2), (6, 9)):
+        x = ember.randn(b, t, 4)
+        np.testing.assert_allclose(module(x).numpy(), x.numpy().reshape(b, -1).sum(1), rtol=1e-5)
+
+
+def test_derived_dim_two_times_batch_matches_torch():
+    b, tb = Dim("b"), torch.export.Dim("b")
+    x, y = np.ones((6, 4), np.float32), np.ones((3, 4), np.float32)
+    ep = export(_Pairs(), (ember.tensor(x), ember.tensor(y)), dynamic_shapes=({0: 2 * b}, {0: b}))
+
+    class TPairs(torch.nn.Module):
+        def forward(self, x, y):
+            return x.view(-1, 2, 4).sum(1) + y
+
+    tep = torch.export.export(TPairs(), (torch.tensor(x), torch.tensor(y)), dynamic_shapes=({0: 2 * tb}, {0: tb}))
+    assert sorted(str(k) for k in ep.range_constraints) == ["2*s0", "s0"]
+    assert len(ep.range_constraints) == len(tep.range_constraints)
+    out = ep.module()(ember.ones(10, 4), ember.ones(5, 4))
+    assert out.shape == (5, 4) and float(out.sum()) == 60.0
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ep.module()(ember.ones(10, 4), ember.ones(4, 4))
+
+
+class _Specializes(ember.nn.Module):
+    def forward(self, x):
+        if x.shape[0] == 5:
+            return x * 2
+        return x
+
+
+class _Bounded(ember.nn.Module):
+    def forward(self, x):
+        return x * 2 if x.shape[0] <= 16 else x
+
+
+def test_specialized_dim_is_reported_with_line_and_fix():
+    with pytest.raises(UserError) as info:
+        export(_Specializes(), (ember.randn(5, 4),), dynamic_shapes={"x": {0: Dim("batch")}})
+    text = str(info.value)
+    assert "Constraints violated (batch)!" in text
+    assert "specialized it to be a constant (5)" in text
+    assert "test_export_symbolic.py" in text and "if x.shape[0] == 5" in text  # the source line
+    assert "Suggested fixes:\n  batch = 5" in text
+
+    class TSpecializes(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.shape[0] == 5 else x
+
+    with pytest.raises(torch._dynamo.exc.UserError, match=r"Constraints violated \(batch\)"):
+        torch.export.export(TSpecializes(), (torch.randn(5, 4),),
+                            dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+
+
+def test_bound_guard_suggests_the_range_as_torch_does():
+    with pytest.raises(UserError) as info:
+        export(_Bounded(), (ember.randn(5, 4),), dynamic_shapes={"x": {0: Dim("batch")}})
+    assert "Suggested fixes:\n  batch = Dim('batch', max=16)" in str(info.value)
+
+    class TBounded(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.shape[0] <= 16 else x
+
+    with pytest.raises(torch._dynamo.exc.UserError) as tinfo:
+        torch.export.export(TBounded(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    assert "batch = Dim('batch', max=16)" in str(tinfo.value)
+    # Dim.AUTO takes the narrower range instead, as torch does.
+    ep = export(_Bounded(), (ember.randn(5, 4),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    tep = torch.export.export(TBounded(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: torch.export.Dim.AUTO}})
+    assert _ranges(ep) == _ranges(tep) == [(2, 16)]
+
+
+def test_auto_dim_that_specializes_becomes_static():
+    ep = export(_Specializes(), (ember.randn(5, 4),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    assert ep.range_constraints == {}
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ep.module()(ember.randn(6, 4))
+
+
+def test_auto_dims_through_convolution_and_pooling_match_torch():
+    """Dim.AUTO on batch, height and width of the CNN: conv/pool sizes are floor expressions whose
+    guards (``floor(h/2) >= 1``) the ranges imply; ranges as torch infers them."""
+    em, tm = _pair("cnn")
+    spec = {0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}
+    tspec = {0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO, 3: torch.export.Dim.AUTO}
+    x = np.random.default_rng(0).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    ep = export(em, (ember.tensor(x),), dynamic_shapes=(spec,))
+    tep = torch.export.export(tm, (torch.tensor(x),), dynamic_shapes=(tspec,))
+    assert _ranges(ep) == _ranges(tep) == [(2, "int_oo")] * 3
+    for shape in ((2, 1, 9, 12), (5, 1, 16, 7)):
+        xs = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(ep.module()(ember.tensor(xs)).detach().numpy(),
+                                   tm(torch.tensor(xs)).detach().numpy(), rtol=1e-4, atol=1e-5)
