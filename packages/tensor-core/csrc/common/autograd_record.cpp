@@ -11,6 +11,7 @@
 #include <structmember.h>
 
 #include <cstddef>
+#include <cstring>
 #include <stdexcept>
 
 #include "tensor_impl.h"
@@ -196,9 +197,38 @@ PyObject* leaf_accumulator(TensorObject* t) {
 }
 
 // graph._alias(t) for a plain strided tensor: a new tensor over the same storage, no history.
+// The shape/stride/offset objects are shared with t (immutable), so no tuple is rebuilt.
 PyObject* alias_of(TensorObject* t) {
-  return new_tensor(t->storage, t->storage_ptr, t->sizes, t->strides, t->ndim, t->offset_value, t->dtype_code,
-                    t->device);
+  if (t->ndim > kInlineDims)
+    return new_tensor(t->storage, t->storage_ptr, t->sizes, t->strides, t->ndim, t->offset_value, t->dtype_code,
+                      t->device);
+  auto* tp = reinterpret_cast<PyTypeObject*>(tensor_class());
+  PyObject* o = tp->tp_alloc(tp, 0);
+  if (o == nullptr) return nullptr;
+  auto* a = reinterpret_cast<TensorObject*>(o);
+  a->storage = Py_NewRef(t->storage);
+  a->shape = Py_NewRef(t->shape);
+  a->stride = Py_NewRef(t->stride);
+  a->offset = Py_NewRef(t->offset);
+  a->dtype = Py_NewRef(t->dtype);
+  a->device = Py_NewRef(t->device);
+  a->requires_grad = Py_NewRef(Py_False);
+  a->grad = Py_NewRef(Py_None);
+  a->grad_fn = Py_NewRef(Py_None);
+  a->base = Py_NewRef(Py_None);
+  a->autograd_meta = Py_NewRef(Py_None);
+  a->storage_ptr = t->storage_ptr;
+  a->sizes = a->inline_dims;
+  a->strides = a->inline_dims + kInlineDims;
+  std::memcpy(a->sizes, t->sizes, sizeof(int64_t) * t->ndim);
+  std::memcpy(a->strides, t->strides, sizeof(int64_t) * t->ndim);
+  a->ndim = a->stride_ndim = t->ndim;
+  a->offset_value = t->offset_value;
+  a->offset_ok = 1;
+  a->dtype_code = t->dtype_code;
+  a->device_kind = t->device_kind;
+  a->rg = 0;
+  return o;
 }
 
 PyObject* new_saved(PyObject* data, TensorObject* t, bool is_output, PyObject* requires_grad) {
