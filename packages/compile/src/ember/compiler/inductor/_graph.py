@@ -222,7 +222,9 @@ class GraphLowering:
         """
         functional = LOWERINGS.get(op.name[:-1]) if op.name.endswith("_") else None
         dst = args[0]
-        if functional is None or getattr(dst, "viewed", False):
+        # A view (``x[1:].mul_(2)``) must write through to its source: rebinding the view's value
+        # would drop the write, so views take the extern path (which falls back to eager for them).
+        if functional is None or getattr(dst, "viewed", False) or getattr(dst, "view_source", None) is not None:
             return None
         try:
             expected = op(*self._meta(args), **self._meta(kwargs))
@@ -317,7 +319,8 @@ class GraphLowering:
         """``dst.copy_(src)``: a kernel storing into ``dst``'s buffer (an input the graph updates)."""
         if not isinstance(dst, TensorValue) or dst.buffer is None or dst.loader is None:
             raise GraphFallback("mutation of a computed view")
-        if not isinstance(dst.buffer, (InputBuffer, ExternBuffer)) or not _is_plain(dst):
+        if not isinstance(dst.buffer, (InputBuffer, ExternBuffer)) or not _is_plain(dst) \
+                or getattr(dst.buffer, "is_view", False):
             raise GraphFallback("mutation of a view")
         self.realize_live()
         compute = dst.buffer.dtype if dst.dtype not in (dt.float16, dt.bfloat16) else dt.float32
@@ -384,6 +387,9 @@ class GraphLowering:
                 raise GraphFallback("complex extern result")
             buf = ExternBuffer(self.new_name(), t.shape, t.dtype)
             buf.origins = [self.current]
+            # A view op's result shares its input's memory: writing into it is a write into the
+            # input, which this graph does not order with its other readers (mutate() refuses it).
+            buf.is_view = isinstance(fn, Op) and "view" in fn.tags
             return buf
 
         if mutates and isinstance(args[0], TensorValue) and isinstance(result, Tensor):

@@ -2,6 +2,7 @@
 
 from ._utils.collate import default_collate, default_convert
 from ._utils.worker import WorkerInfo, get_worker_info
+from . import distributed
 from .dataloader import DataLoader
 from .dataset import (
     ChainDataset,
@@ -13,6 +14,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -28,6 +30,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
