@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import sys
 
+from ember import _C
 from ember._src import grad_mode
 from ember._src.dispatch import sync_pending
 from ember._src.layouts import strided
@@ -259,10 +260,44 @@ def will_execute(node) -> bool:
     return task.needed is None or node in task.needed or node in task.captures
 
 
+def _native_pre(fn, grads):
+    """The native loop's call for a node with hooks: tensor hooks, retain_grad, then pre-hooks."""
+    if fn._hooked:
+        _call_tensor_hooks(fn, grads)
+    if fn._pre_hooks:
+        for hook in list(fn._pre_hooks.values()):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    return grads
+
+
+def _native_post(fn, outputs, grads):
+    for hook in list(fn._post_hooks.values()):
+        r = hook(tuple(outputs), tuple(grads))
+        if r is not None:
+            outputs = list(r)
+    return outputs
+
+
 def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None, run_targets=True):
     """Runs the graph under ``root``. ``captures``: {node: [(output_nr, key)]}; the gradient
     entering each is stored in the returned dict under ``key`` (a tensor ``key`` gets it
     accumulated into its ``.grad``). With captures, only nodes leading to them run."""
+    anomaly = anomaly_mode.is_enabled()
+    if captures is None and not anomaly:
+        # The common run (backward() without inputs): the loop is native (csrc/common/
+        # autograd_engine.cpp); nodes, hooks and _release stay the Python ones used below.
+        deps = _C._graph_dependencies(root)
+        prev = _STATE.grad_enabled
+        _STATE.grad_enabled = create_graph
+        _TASKS.append(_Task(deps, None, None, False))
+        try:
+            _C._run_graph(root, deps, keep_graph, _native_pre, _native_post)
+        finally:
+            _STATE.grad_enabled = prev
+            _TASKS.pop()
+        return {}
     deps = _dependencies(root)
     needed = None
     captured = {}
@@ -270,7 +305,6 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
         needed = _needed(root, set(captures), run_targets)
     prev = _STATE.grad_enabled
     _STATE.grad_enabled = create_graph
-    anomaly = anomaly_mode.is_enabled()
     buffers = {}
     heappop, heappush = heapq.heappop, heapq.heappush
     heap = []
@@ -362,6 +396,17 @@ def _as_tuple(x):
     return tuple(x)
 
 
+def _ones_root(out: Tensor) -> Tensor:
+    """``ones_like(out)``, the implicit root gradient: made natively for a plain CPU tensor (each
+    backward() call makes one)."""
+    if type(out) is Tensor and out._device.type == "cpu" and out._layout is strided:
+        g = _C.new_empty(out._shape, out.dtype, False, _STATE.inference)
+        if g is not None:
+            _C.fill_(g, 1)
+            return g
+    return ones_like(out)
+
+
 def _root_grads(outputs, grad_outputs, create_graph):
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -378,7 +423,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got torch.{out.dtype.name}"
                     )
-            g = ones_like(out)
+            g = _ones_root(out)
         elif isinstance(g, Tensor):
             if g._shape != out._shape:
                 raise RuntimeError(

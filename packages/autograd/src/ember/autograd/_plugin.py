@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 
+from ember import _C
 from ember._src import dispatch
 from ember._src.tensor import Tensor
 
@@ -67,9 +68,18 @@ class AutogradPlugin:
     def install(self) -> None:
         if self.installed:
             return
-        from ._recording import record
+        from . import anomaly_mode, forward_ad, graph
+        from ._recording import OpNode, _SavedArgs, native_spec, record
+        from .formulas import FORMULAS, Inputs
 
         dispatch.set_autograd_hook(record)
+        # The native fast path records nodes itself (csrc/common/autograd_record.cpp): it gets
+        # the classes it instantiates and the switches under which it must leave it to `record`.
+        _C._autograd_setup(native_spec, FORMULAS, graph.SavedTensor, _SavedArgs, graph.AccumulateGrad,
+                           graph.AutogradMeta, graph.grad_accumulator, graph._SEQ, anomaly_mode._STATE,
+                           graph._SAVED_HOOKS_ENTERED, forward_ad._LEVEL)
+        # The native engine loop runs OpNode.apply/_release itself for nodes that do not override them.
+        _C._engine_setup(OpNode.apply, OpNode._release, Inputs, _engine.fix_grad, graph.SavedTensor)
         Tensor.retain_grad = retain_grad
         Tensor.retains_grad = property(_retains_grad)
         Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

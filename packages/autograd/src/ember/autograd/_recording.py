@@ -69,8 +69,11 @@ def _has_saved(kwargs) -> bool:
 class OpNode(Node):
     """Backward of one op call, computed by its formula from ``FORMULAS``."""
 
-    __slots__ = ("_formula", "_layout", "_input_meta", "_saved_args", "_kwargs", "_saved_outputs",
-                 "_args_need_node", "_history_node")
+    # Its slots (``_formula, _layout, _input_meta, _saved_args, _kwargs, _saved_outputs,
+    # _args_need_node, _history_node``) live in the C base of Node, which the native fast path
+    # fills directly (csrc/common/autograd_record.cpp builds what __init__ and
+    # _record_out_of_place build).
+    __slots__ = ()
 
     def __init__(self, formula, layout, next_edges, input_meta, saved_args, kwargs, saved_outputs):
         self._seq = next(_SEQ)
@@ -376,6 +379,26 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     out.grad_fn = node
     out._requires_grad = True
     return out
+
+
+def native_spec(op):
+    """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
+    ``(name, formula, node class, reads_inputs, saves_output)``; a node class of None for an op
+    that is never recorded; None when only ``record`` can do it (no formula, in-place ops,
+    meta-only formulas). The C side keeps it while ``FORMULAS[name]`` stays the same object."""
+    name = op.name
+    formula = FORMULAS.get(name)
+    if formula is None:
+        if name in NON_DIFFERENTIABLE or not op.differentiable:
+            return (name, None, None, False, False)
+        return None
+    if "inplace" in op.tags or formula.meta_only:
+        return None
+    reads = formula.reads_inputs
+    if reads is None:
+        reads = formula.reads_inputs = _reads_inputs(formula.backward)
+    cls = _NODE_CLASSES.get(name) or _node_class(name, False)
+    return (name, formula, cls, bool(reads), _saves_output(formula, 0))
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires

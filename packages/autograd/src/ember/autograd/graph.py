@@ -14,6 +14,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from ember import _C
 from ember._src.layouts import strided
 from ember._src.tensor import Tensor, copy_layout, make_tensor
 
@@ -123,7 +124,7 @@ def add_hook(hooks: _HookDict, fn) -> RemovableHandle:
     return handle
 
 
-class Node:
+class Node(_C.AutogradNode):
     """A backward function: ``grad_fn`` of a tensor computed by a differentiable op.
 
     ``apply(grads)`` maps the gradients of the node's outputs to the gradients of its inputs,
@@ -131,11 +132,13 @@ class Node:
     input needs no gradient).
     """
 
-    # Slots (no per-node dict): nodes are made on every recorded op. ``_tensor_hooks``:
-    # {output_nr: hooks} of non-leaf outputs; ``_retained``: {output_nr: weakref} for
-    # retain_grad(); ``_hooked``: True once either is set (the engine checks only that).
-    __slots__ = ("_next", "_num_outputs", "_pre_hooks", "_post_hooks", "_tensor_hooks", "_retained",
-                 "_metadata", "_released", "_hooked", "_seq", "__weakref__")
+    # The slots live in the C base ``_C.AutogradNode`` (no per-node dict; the native fast path
+    # builds OpNodes without running Python): ``_next, _num_outputs, _pre_hooks, _post_hooks,
+    # _tensor_hooks, _retained, _metadata, _released, _hooked, _seq`` and a weak-reference slot,
+    # plus OpNode's. ``_tensor_hooks``: {output_nr: hooks} of non-leaf outputs; ``_retained``:
+    # {output_nr: weakref} for retain_grad(); ``_hooked``: True once either is set (the engine
+    # checks only that).
+    __slots__ = ()
 
     def __init__(self, next_edges: tuple = (), num_outputs: int = 1):
         self._seq = next(_SEQ)
@@ -323,15 +326,17 @@ def increment_version(t: Tensor) -> None:
     t._storage.version += 1
 
 
-class SavedTensor:
+class SavedTensor(_C.SavedTensorBase):
     """A tensor saved for backward, with the version it had when saved.
 
     Leaves that require grad are kept as they are; other inputs as an alias holding the
     ``grad_fn`` they had when saved. Outputs of the saving node are kept as a bare alias (no
     ``grad_fn``) so the node does not keep itself alive; ``unpack(node)`` rebuilds them.
+    The slots (``data, version, is_output, nr, requires_grad, unpack_hook, origin``) live in the
+    C base, so the native fast path saves inputs without running Python.
     """
 
-    __slots__ = ("data", "version", "is_output", "nr", "requires_grad", "unpack_hook", "origin")
+    __slots__ = ()
 
     def __init__(self, t: Tensor, is_output: bool, nr: int = 0):
         self.version = t._storage.version

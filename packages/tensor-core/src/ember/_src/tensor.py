@@ -13,6 +13,9 @@ from .layouts import strided
 from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
+# Class attributes that make a Tensor subclass more than a plain tensor to the dispatcher.
+_OWN_HOOKS = ("__torch_dispatch__", "__torch_function__", "_autograd_alias", "_layout")
+
 
 class Tensor(_C.TensorBase):
     """An n-dimensional array with PyTorch's semantics."""
@@ -29,6 +32,11 @@ class Tensor(_C.TensorBase):
         super().__init_subclass__(**kwargs)
         if "__torch_dispatch__" in cls.__dict__:
             dispatch._SUBCLASS_DISPATCH[0] = True
+        # A subclass with no hooks of its own (nn.Parameter) takes the native fast path as a
+        # Tensor does: its ops give plain tensors either way.
+        below = cls.__mro__[:cls.__mro__.index(Tensor)]
+        if not any(name in k.__dict__ for k in below for name in _OWN_HOOKS):
+            _C._set_plain_subclass(cls)
 
     def __new__(cls, *args, **kwargs):
         # PyTorch's legacy constructor: ``Tensor(2, 3)`` is uninitialized float data of that

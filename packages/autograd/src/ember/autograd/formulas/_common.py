@@ -57,7 +57,7 @@ def embed(shape, g: Tensor, view) -> Tensor:
 
 def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     """``g`` with zeros where ``cond`` holds."""
-    return ember.where(cond, ember.zeros((), dtype=g.dtype), g)
+    return ember.where(cond, 0.0, g)  # a number keeps g's dtype (no zeros tensor made per call)
 
 
 def register_if_defined(op_name: str, backward, *, save_output: bool | tuple = False, clone_self=None) -> None:

@@ -199,6 +199,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     if name in _NATIVE_BINARY:
         op._set_fast(1, code, _NATIVE_RESULT[kind])
+        if kind != _BOOL_RESULT:
+            inplace._set_fast(3, code, _NATIVE_RESULT[kind])  # self.op_(other), no promotion, no grad
 
     op.kernels["meta"] = op.meta
 

@@ -1,0 +1,303 @@
+"""The native fast path with autograd (issue 18): nodes recorded in C (csrc/common/autograd_record.cpp),
+the native engine loop (autograd_engine.cpp), nn.Parameter on the fast path, grad modes, and the
+native in-place binary ops. Every case is checked against PyTorch."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember import nn
+from ember.autograd.graph import SavedTensor
+
+FAST_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+FAST_UNARY = ["exp", "tanh", "sigmoid", "relu", "neg", "sin", "sqrt", "abs", "log"]
+
+
+def _pair(data, requires_grad=True, dtype=np.float32):
+    data = np.asarray(data, dtype=dtype)
+    return (ember.tensor(data, requires_grad=requires_grad), torch.tensor(data, requires_grad=requires_grad))
+
+
+def _close(e, t, tol=1e-5):
+    assert e is not None and t is not None
+    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", FAST_BINARY)
+def test_binary_nodes_match_torch(name):
+    rng = np.random.default_rng(0)
+    a, ta = _pair(rng.random((3, 4)) + 0.5)
+    b, tb = _pair(rng.random((4,)) + 0.5)
+    e = getattr(ember, name)(a, b) * 2.0
+    t = getattr(torch, name)(ta, tb) * 2.0
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    assert type(e.grad_fn.next_functions[0][0]).__name__ == type(t.grad_fn.next_functions[0][0]).__name__
+    e.sum().backward()
+    t.sum().backward()
+    _close(a.grad, ta.grad)
+    _close(b.grad, tb.grad)
+
+
+@pytest.mark.parametrize("name", FAST_UNARY)
+def test_unary_nodes_match_torch(name):
+    rng = np.random.default_rng(1)
+    a, ta = _pair(rng.random((5,)) + 0.1, dtype=np.float64)
+    e = getattr(ember, name)(a * 1.5)
+    t = getattr(torch, name)(ta * 1.5)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    e.backward(ember.ones_like(e))
+    t.backward(torch.ones_like(t))
+    _close(a.grad, ta.grad, 1e-10)
+
+
+def test_scalar_operands_and_non_leaf_inputs():
+    a, ta = _pair([1.0, -2.0, 3.0])
+    e = 3.0 - (2 * a) / 4
+    t = 3.0 - (2 * ta) / 4
+    y = e * e
+    u = t * t
+    y.sum().backward()
+    u.sum().backward()
+    _close(a.grad, ta.grad)
+
+
+def test_parameter_takes_the_fast_path_and_matches_torch():
+    rng = np.random.default_rng(2)
+    w = rng.random((3,)).astype(np.float32)
+    p, tp = nn.Parameter(ember.tensor(w)), torch.nn.Parameter(torch.tensor(w))
+    x, tx = _pair(rng.random((2, 3)), requires_grad=False)
+    e = (x * p + p).tanh()
+    t = (tx * tp + tp).tanh()
+    assert type(e) is ember.Tensor and type(t) is torch.Tensor
+    assert type(e.grad_fn).__name__ == "TanhBackward0"
+    acc = e.grad_fn.next_functions[0][0].next_functions[1][0]
+    assert type(acc).__name__ == "AccumulateGrad" and acc.variable is p
+    e.sum().backward()
+    t.sum().backward()
+    _close(p.grad, tp.grad)
+    # The accumulator is shared while alive (the same leaf, the same node), as in PyTorch.
+    y1, y2 = p * 2.0, p * 3.0
+    assert y1.grad_fn.next_functions[0][0] is y2.grad_fn.next_functions[0][0]
+
+
+def test_subclass_with_hooks_is_not_plain():
+    calls = []
+
+    class Logged(ember.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            calls.append(func.name)
+            unwrap = [a.as_subclass(ember.Tensor) if isinstance(a, Logged) else a for a in args]
+            return func(*unwrap, **(kwargs or {}))
+
+    x = ember.ones(2).as_subclass(Logged)
+    x * 2.0
+    assert "mul" in calls
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "enable_inside_no_grad", "set_grad_enabled_false"])
+def test_grad_modes(mode):
+    a, ta = _pair([1.0, 2.0])
+    p, tp = nn.Parameter(ember.ones(2)), torch.nn.Parameter(torch.ones(2))
+
+    def run(lib, x, w):
+        if mode == "no_grad":
+            with lib.no_grad():
+                return x * w
+        if mode == "inference_mode":
+            with lib.inference_mode():
+                return x * w
+        if mode == "set_grad_enabled_false":
+            with lib.set_grad_enabled(False):
+                return (x * w).exp()
+        with lib.no_grad():
+            with lib.enable_grad():
+                return x * w
+
+    e, t = run(ember, a, p), run(torch, ta, tp)
+    assert e.requires_grad == t.requires_grad
+    assert (e.grad_fn is None) == (t.grad_fn is None)
+    if mode == "inference_mode":
+        assert e.is_inference() and t.is_inference()
+    if t.requires_grad:
+        e.sum().backward()
+        t.sum().backward()
+        _close(p.grad, tp.grad)
+
+
+def _modify_error(lib, x, w):
+    y = x * w
+    with lib.no_grad():
+        x.add_(1.0)  # x is saved by mul: its version moves on
+    with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
+        y.sum().backward()
+    return info
+
+
+def test_version_counter_error_after_native_inplace():
+    a, ta = _pair([1.0, 2.0], requires_grad=False)
+    w, tw = _pair([3.0, 4.0])
+    v = a._storage.version
+    _modify_error(ember, a, w)
+    _modify_error(torch, ta, tw)
+    assert a._storage.version == v + 1
+
+
+def test_inplace_on_leaf_errors_and_no_grad_updates():
+    w, tw = _pair([1.0, 2.0])
+    for lib, x in ((ember, w), (torch, tw)):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            x.mul_(2.0)
+        with lib.no_grad():
+            x.mul_(2.0)
+            x.add_(lib.ones(2))
+    _close(w, tw)
+    assert w.requires_grad and w.grad_fn is None
+
+
+def test_inplace_native_matches_python_errors():
+    x, tx = ember.ones(2, 2), torch.ones(2, 2)
+    for lib, t in ((ember, x), (torch, tx)):
+        with pytest.raises(RuntimeError):
+            t.add_(lib.ones(3))
+        with pytest.raises(RuntimeError):
+            t.mul_(lib.ones(2, 2, 2))
+    i, ti = ember.ones(3, dtype=ember.int64), torch.ones(3, dtype=torch.int64)
+    for t in (i, ti):
+        with pytest.raises(RuntimeError):
+            t.mul_(1.5)
+    # Overlapping and broadcast writes stay on the Python kernel and agree with PyTorch.
+    e = ember.arange(4.0)
+    t = torch.arange(4.0)
+    e.add_(e)
+    t.add_(t)
+    _close(e, t)
+    e = ember.ones(3, 1).expand(3, 2)
+    t = torch.ones(3, 1).expand(3, 2)
+    with pytest.raises(RuntimeError):
+        t.add_(1.0)
+    with pytest.raises(RuntimeError):
+        e.add_(1.0)
+
+
+def test_inplace_with_grad_records_through_python():
+    a, ta = _pair([1.0, 2.0, 3.0])
+    e = a * 2.0
+    t = ta * 2.0
+    e.mul_(a)
+    t.mul_(ta)
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    e.sum().backward()
+    t.sum().backward()
+    _close(a.grad, ta.grad)
+
+
+def test_double_backward_through_fast_path_ops():
+    a, ta = _pair([0.5, -1.0, 2.0])
+    w, tw = _pair([1.5, 0.5, -0.5])
+    grads = []
+    for lib, x, y in ((ember, a, w), (torch, ta, tw)):
+        out = ((x * y).sigmoid() * x - y.exp()).sum()
+        gx, gy = lib.autograd.grad(out, (x, y), create_graph=True)
+        assert gx.requires_grad
+        (gx * gy).sum().backward()
+        grads.append((gx, gy, x.grad, y.grad))
+    for e, t in zip(*grads):
+        _close(e, t)
+
+
+def test_hooks_retain_grad_and_retain_graph():
+    a, ta = _pair([1.0, 2.0])
+    results = []
+    for x in (a, ta):
+        seen = []
+        mid = x * 3.0
+        mid.retain_grad()
+        mid.register_hook(lambda g: g * 2)
+        out = (mid * mid).sum()
+        out.grad_fn.register_prehook(lambda go, seen=seen: seen.append("pre") or None)
+        out.grad_fn.register_hook(lambda gi, go, seen=seen: seen.append("post") or None)
+        out.backward(retain_graph=True)
+        out.backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            out.backward()
+        results.append((x.grad, mid.grad, seen))
+    (eg, em, es), (tg, tm, ts) = results
+    _close(eg, tg)
+    _close(em, tm)
+    assert es == ts
+
+
+def test_multi_grad_hook_and_grad_of_inputs():
+    a, ta = _pair([1.0, 2.0])
+    b, tb = _pair([3.0, 4.0])
+    got = []
+    for lib, x, y in ((ember, a, b), (torch, ta, tb)):
+        seen = []
+        lib.autograd.graph.register_multi_grad_hook((x, y), lambda gs, seen=seen: seen.append([g.tolist() for g in gs]))
+        (x * y + x).sum().backward()
+        got.append(seen)
+    assert got[0] == got[1]
+    a, ta = _pair([1.0, 2.0])
+    b, tb = _pair([3.0, 4.0])
+    ga = ember.autograd.grad((a * b).sum(), a)[0]
+    gt = torch.autograd.grad((ta * tb).sum(), ta)[0]
+    _close(ga, gt)
+
+
+def test_anomaly_mode_and_saved_tensor_hooks_still_apply():
+    a = ember.ones(2, requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        y = a * 2.0
+    assert "traceback_" in y.grad_fn.metadata
+    packed = []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    with ember.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        z = a * a
+    assert len(packed) == 2
+    z.sum().backward()
+    _close(a.grad, torch.full((2,), 2.0))
+
+
+def test_saved_inputs_are_saved_tensors_and_freed():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.full((2,), 3.0)
+    y = a * b
+    saved = y.grad_fn._saved_args
+    assert all(type(s) is SavedTensor for s in tuple.__iter__(saved))
+    assert saved[1] is not b and tuple.__getitem__(saved, 0).data is a  # b aliased, the leaf kept
+    y.sum().backward()
+    assert tuple.__getitem__(saved, 0).data is None and y.grad_fn._released
+
+
+def test_backward_in_threads():
+    errors = []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            x, tx = _pair(rng.random((4,)))
+            for _ in range(20):
+                e = (x * 2.0).tanh().sum()
+                e.backward()
+                t = (tx * 2.0).tanh().sum()
+                t.backward()
+            _close(x.grad, tx.grad)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
