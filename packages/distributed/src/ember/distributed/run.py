@@ -183,15 +183,21 @@ def _run_elastic(args, nproc: int, min_nodes: int, max_nodes: int) -> int:
     join_timeout = float(conf.get("join_timeout", 600))
     rdzv = _elastic.Rendezvous(_elastic.connect(args.rdzv_endpoint, join_timeout), min_nodes, max_nodes, conf,
                                join_timeout)
-    run_id = args.rdzv_id if args.rdzv_id != "none" else "elastic"
     workers: list = []
 
     def forward(signum, frame):
         _stop(workers)
-        sys.exit(128 + signum)
+        sys.exit(128 + signum)  # at once: a stopped launcher does not wait for the other nodes
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    code = _elastic_rounds(args, nproc, rdzv, workers)
+    rdzv.leave()
+    return code
+
+
+def _elastic_rounds(args, nproc: int, rdzv, workers: list) -> int:
+    run_id = args.rdzv_id if args.rdzv_id != "none" else "elastic"
     for restart in range(args.max_restarts + 1):
         round_ = rdzv.current_round()
         host = args.rdzv_endpoint.rpartition(":")[0] or args.rdzv_endpoint
