@@ -48,6 +48,7 @@ _MAX_NAP = 1e-3
 _CHECK_EVERY = 0.01
 _TESTS_PER_CHECK = 32
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+_YIELD_AFTER = 5e-4  # seconds of plain spinning before the loop starts yielding
 
 
 class Health:
@@ -80,10 +81,13 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
         for _ in range(_TESTS_PER_CHECK):
             if test_all(requests, statuses):
                 return
-        # Then the core goes to whoever else wants it (a peer rank, when ranks outnumber cores);
-        # with nobody waiting this returns at once.
-        _yield()
         now = time.monotonic()
+        if now - start > _YIELD_AFTER:
+            # Not a quick exchange: between bursts the core goes to whoever else wants it (a
+            # peer rank, when ranks outnumber cores); with nobody waiting this returns at once.
+            # Yielding from the start would give a loaded machine's core away for a whole time
+            # slice on every small message.
+            _yield()
         if now - last_check > _CHECK_EVERY:
             last_check = now
             problem = group.health_problem(now, deadline, what)
