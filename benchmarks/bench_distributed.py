@@ -137,8 +137,11 @@ def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, float]:
     if lib == "mpi":
         procs = [subprocess.Popen(["mpiexec", "-n", str(ranks), *args], env=env)]
     else:
+        # Each rank in a session of its own, as mpiexec (Hydra) and torchrun start them: with the
+        # kernel's autogroup scheduling a session shares the CPU as one group, so ranks sharing
+        # the benchmark's session would get a smaller slice of a loaded machine than mpiexec's.
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE=str(ranks))
-        procs = [subprocess.Popen(args, env=dict(env, RANK=str(r))) for r in range(ranks)]
+        procs = [subprocess.Popen(args, env=dict(env, RANK=str(r)), start_new_session=True) for r in range(ranks)]
     for p in procs:
         if p.wait(timeout=900) != 0:
             raise SystemExit(f"{lib} workers failed")
@@ -159,10 +162,25 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--sizes", default="4K,64K,1M,16M,64M")
+    parser.add_argument("--parts", default="allreduce,ddp,fsdp", help="which of allreduce,ddp,fsdp to run")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     started = time.time()
+    parts = args.parts.split(",")
+    figures = {}
+    if "allreduce" in parts:
+        figures = _allreduce(args, sizes, started)
+    if "ddp" in parts:
+        _ddp(args)
+    if "fsdp" in parts:
+        _fsdp(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({lib: {str(n): v for n, v in fig.items()} for lib, fig in figures.items()}, f, indent=1)
+
+
+def _allreduce(args, sizes, started):
     figures = {lib: _run(lib, args.ranks, sizes) for lib in ("ember", "torch", "mpi")}
     print(f"all_reduce float32 SUM, {args.ranks} ranks, 1 thread each ({time.time() - started:.0f} s)")
     print(f"{'size':>6} | {'ember':>11} | {'gloo':>11} | {'mpi4py':>11} | ember/gloo | ember/mpi4py")
@@ -170,6 +188,10 @@ def main() -> None:
         e, t, m = figures["ember"][n], figures["torch"][n], figures["mpi"][n]
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
         print(f"{label:>6} | {_fmt(e)} | {_fmt(t)} | {_fmt(m)} | {e / t:10.2f} | {e / m:12.2f}")
+    return figures
+
+
+def _ddp(args):
     ddp = {(lib, n): _run(lib, n, [0])[0] for lib in ("ember", "torch") for n in (1, args.ranks)}
     print("\nDDP training step (MLP 1.3M params, batch 64 per rank), 1 thread per rank")
     print(f"{'':>22} | {'ember':>11} | {'PyTorch':>11} | ember/PyTorch")
@@ -177,12 +199,12 @@ def main() -> None:
         label = "single process" if n == 1 else f"DDP, {n} ranks"
         e, t = ddp[("ember", n)], ddp[("torch", n)]
         print(f"{label:>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
+
+
+def _fsdp(args):
     fsdp = {lib: _run(lib, args.ranks, [-1])[-1] for lib in ("ember", "torch")}
     e, t = fsdp["ember"], fsdp["torch"]
     print(f"{f'FSDP2, {args.ranks} ranks':>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({lib: {str(n): v for n, v in fig.items()} for lib, fig in figures.items()}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,52 @@ def test_checkpoint_reports_match_pytorch_dcp():
     assert ours == theirs
 
 
+def test_async_save_matches_pytorch():
+    where = tempfile.mkdtemp(prefix="ember-dcp-async-")
+    ours, _, _ = run_ranks("async_dcp_program.py", 2, extra_env={"DCP_DIR": where}, limit=120)
+    theirs, _, _ = run_ranks("async_dcp_program.py", 2, lib="torch", extra_env={"DCP_DIR": where + "-torch"},
+                             limit=120)
+    for rank in range(2):
+        assert {k: v for k, v in ours[rank].items() if k != "files"} == {k: v for k, v in theirs[rank].items()
+                                                                          if k != "files"}
+        assert all(v is True for k, v in ours[rank].items() if k != "files"), ours[rank]
+    assert ours[0]["files"] == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+
+
+def test_async_save_without_a_group(tmp_path):
+    import ember
+    import ember.distributed.checkpoint as dcp
+
+    w = ember.arange(6.0)
+    future = dcp.async_save({"w": w, "step": 7}, checkpoint_id=tmp_path, no_dist=True)
+    w.add_(1.0)  # staged already: the checkpoint keeps the values at the call
+    assert isinstance(future.result(), dcp.Metadata) and future.done()
+    target = {"w": ember.zeros(6), "step": 0}
+    dcp.load(target, checkpoint_id=tmp_path, no_dist=True)
+    assert target["w"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and target["step"] == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".metadata", "__0_0.distcp"]
+    bad = dcp.async_save({"w": w}, storage_writer=_FailingWriter(tmp_path / "bad"), no_dist=True)
+    with pytest.raises(dcp.CheckpointException):
+        bad.result()
+    assert not (tmp_path / "bad" / ".metadata").exists()
+
+
+class _FailingWriter:
+    def __init__(self, path):
+        from ember.distributed.checkpoint import FileSystemWriter
+
+        self._inner = FileSystemWriter(path)
+
+    def prepare(self):
+        self._inner.prepare()
+
+    def write_data(self, name, data):
+        raise OSError("disk full")
+
+    def write_metadata(self, metadata):
+        self._inner.write_metadata(metadata)
+
+
 def test_bad_checkpoints_raise_without_running_anything(tmp_path):
     import ember
     import ember.distributed.checkpoint as dcp

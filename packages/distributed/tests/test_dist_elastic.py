@@ -13,7 +13,7 @@ import time
 from dist_harness import PROGRAMS, base_env, free_port
 
 
-def _launch(nodes: int, nnodes: str = "1:2", last_call: float = 3):
+def _launch(nodes: int, nnodes: str = "1:2", last_call: float = 3, extra_env: dict | None = None):
     out = tempfile.mkdtemp(prefix="ember-elastic-")
     port = free_port()
     procs = []
@@ -21,7 +21,7 @@ def _launch(nodes: int, nnodes: str = "1:2", last_call: float = 3):
         command = [sys.executable, "-m", "ember.distributed.run", "--nnodes", nnodes, "--nproc-per-node", "1",
                    "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-conf",
                    f"last_call_timeout={last_call},join_timeout=60", str(PROGRAMS / "start_program.py")]
-        procs.append(subprocess.Popen(command, env=base_env("ember", out), cwd=str(PROGRAMS),
+        procs.append(subprocess.Popen(command, env={**base_env("ember", out), **(extra_env or {})}, cwd=str(PROGRAMS),
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
         time.sleep(0.2)
     codes, logs = [], []
@@ -40,7 +40,9 @@ def _launch(nodes: int, nnodes: str = "1:2", last_call: float = 3):
 
 def test_two_launchers_in_a_one_to_two_node_range_form_one_world():
     # The round closes as soon as both joined; the long last call only covers a slow start.
-    codes, reports = _launch(2, last_call=60)
+    # Node 1's workers finish last: the launcher hosting the rendezvous store must stay until
+    # node 1's launcher is done with it (it polls the store while its workers run).
+    codes, reports = _launch(2, last_call=60, extra_env={"DIST_SLOW_GROUP_RANK": "1"})
     assert codes == [0, 0]
     assert [r["rank"] for r in reports] == [0, 1] and all(r["world"] == 2 for r in reports)
     assert [r["env"]["GROUP_RANK"] for r in reports] == ["0", "1"]

@@ -1,13 +1,14 @@
 """FSDP2 (``fully_shard``): training on 2 and 4 ranks equals single-process full-batch training
-(nested sharding with Adam, parameters kept gathered, bf16 mixed precision); the layout, the
-module classes and the state_dict match PyTorch's FSDP2 on gloo."""
+(nested sharding with Adam, parameters kept gathered, bf16 mixed precision, gradient accumulation
+without sync and with explicit prefetch); the layout, the module classes, the state_dict and
+unshard/reshard match PyTorch's FSDP2 on gloo."""
 
 from __future__ import annotations
 
 import pytest
 from dist_harness import run_ranks
 
-TRAINING = ("adam_nested", "sgd_keep_gathered", "mp_close")
+TRAINING = ("adam_nested", "sgd_keep_gathered", "mp_close", "accumulate_no_sync")
 
 
 def test_fsdp_matches_pytorch_and_full_batch_training():

@@ -1,6 +1,7 @@
 """Pipeline parallelism: ScheduleGPipe and Schedule1F1B over 4 microbatches train each stage as
 the single-process model trains on the whole batch, as PyTorch's pipelining does on gloo (2
-stages), and at 4 stages; pipeline() cuts an nn.Sequential at SplitPoints."""
+stages), and at 4 stages; ScheduleInterleaved1F1B and ScheduleLoopedBFS with two stages per rank
+(2 ranks) likewise; pipeline() cuts an nn.Sequential at SplitPoints."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def test_two_stage_pipeline_matches_pytorch_and_full_batch_training():
     for rank in range(2):
         mine = {k: v for k, v in ours[rank].items() if not k.startswith("pipeline_")}
         assert mine == theirs[rank]
-        assert all(v is True for k, v in ours[rank].items() if k != "out_shape"), ours[rank]
+        assert all(v is True for k, v in ours[rank].items() if not k.endswith("out_shape")), ours[rank]
+    assert ours[1]["interleaved/out_shape"] == ours[1]["looped_bfs/out_shape"] == [8, 4]
 
 
 @pytest.mark.slow

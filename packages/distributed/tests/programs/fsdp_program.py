@@ -3,7 +3,9 @@
 Every rank builds the same model (same seed), shards it, trains a few steps with an optimizer on
 its slice of the batch and compares the gathered parameters with a plain copy trained on the
 whole batch. Scenarios: nested fully_shard with Adam, reshard_after_forward False, mixed precision
-(bf16 parameters, fp32 reduction), the sharded layout itself, state_dict of DTensors.
+(bf16 parameters, fp32 reduction), the sharded layout itself, state_dict of DTensors, gradient
+accumulation with sync off (set_requires_gradient_sync, set_reshard_after_backward) and explicit
+prefetch (set_modules_to_forward/backward_prefetch), unshard(async_op=True).
 """
 
 from prelude import LIB, init, torch, write
@@ -82,4 +84,35 @@ R["mp_grad_dtype"] = str(model[0].weight.grad.dtype).split(".")[-1]
 train(model, Xl, Yl, torch.optim.SGD, lr=0.1, steps=3)
 R["mp_close"] = close(full_params(model), full_params(train(make(), X, Y, torch.optim.SGD, lr=0.1, steps=4)),
                       rtol=5e-2, atol=5e-2)
+
+# Two microbatches per step: the first without gradient sync (and keeping the gathered
+# parameters), the last with both back on; explicit prefetch in forward and backward.
+ref_accumulate = full_params(train(make(), X, Y, torch.optim.SGD, lr=0.1, steps=2))
+model = make()
+linears = [layer for layer in model if isinstance(layer, nn.Linear)]
+for layer in linears:
+    fully_shard(layer)
+fully_shard(model)
+linears[0].set_modules_to_forward_prefetch([linears[1]])
+linears[1].set_modules_to_forward_prefetch([linears[2]])
+linears[2].set_modules_to_backward_prefetch([linears[1]])
+linears[1].set_modules_to_backward_prefetch([linears[0]])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+half = per // 2
+for _ in range(2):
+    opt.zero_grad()
+    for micro in range(2):
+        last = micro == 1
+        model.set_requires_gradient_sync(last)
+        model.set_reshard_after_backward(last)
+        xb, yb = Xl[micro * half:(micro + 1) * half], Yl[micro * half:(micro + 1) * half]
+        (nn.functional.mse_loss(model(xb), yb) / 2).backward()
+    opt.step()
+R["accumulate_no_sync"] = close(full_params(model), ref_accumulate)
+
+handle = linears[0].unshard(async_op=True)
+handle.wait()
+R["unshard_async"] = [isinstance(linears[0].weight, DTensor), list(linears[0].weight.shape)]
+linears[0].reshard()
+R["resharded"] = [isinstance(linears[0].weight, DTensor), list(linears[0].weight.to_local().shape)]
 write(rank, R)

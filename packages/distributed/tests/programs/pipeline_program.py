@@ -1,13 +1,28 @@
 """Pipeline parallelism: one stage per rank of an nn.Sequential MLP, trained with ScheduleGPipe and
 Schedule1F1B over 4 microbatches, against the single-process model trained on the whole batch
-(loss = mean over the batch, which the schedules' gradient scaling reproduces)."""
+(loss = mean over the batch, which the schedules' gradient scaling reproduces); at 2 ranks also
+two stages per rank (4 stages in a loop) with ScheduleInterleaved1F1B and ScheduleLoopedBFS."""
 
 from prelude import LIB, init, torch, write
 
 if LIB == "torch":
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+        ScheduleLoopedBFS,
+    )
 else:
-    from ember.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, SplitPoint, pipeline
+    from ember.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+        ScheduleLoopedBFS,
+        SplitPoint,
+        pipeline,
+    )
 
 nn = torch.nn
 rank, world = init()
@@ -67,6 +82,31 @@ for name, cls in (("gpipe", ScheduleGPipe), ("1f1b", Schedule1F1B)):
                               for a, b in zip(piece.parameters(), ref_piece.parameters()))
     if rank == world - 1:
         R[f"{name}/losses"] = all(abs(a - b) < 1e-5 for a, b in zip(means, ref_losses))
+if world == 2:
+    # Four stages, two per rank in a loop: rank r holds stages r and r + 2.
+    cuts4 = [0, 2, 4, 6, 7]
+    mine = [rank, rank + 2]
+    ref_pieces = [nn.Sequential(*list(ref.children())[cuts4[s]:cuts4[s + 1]]) for s in mine]
+    for name, cls in (("interleaved", ScheduleInterleaved1F1B), ("looped_bfs", ScheduleLoopedBFS)):
+        pieces = [nn.Sequential(*list(make().children())[cuts4[s]:cuts4[s + 1]]) for s in mine]
+        stages = [PipelineStage(piece, s, 4, torch.device("cpu")) for piece, s in zip(pieces, mine)]
+        schedule = cls(stages, n_microbatches=4, loss_fn=nn.functional.mse_loss)
+        opt = torch.optim.SGD([p for piece in pieces for p in piece.parameters()], lr=0.1)
+        means = []
+        for _ in range(3):
+            opt.zero_grad()
+            losses = []
+            if rank == 0:
+                schedule.step(X)
+            else:
+                out = schedule.step(target=Y, losses=losses)
+                R[f"{name}/out_shape"] = list(out.shape)
+                means.append(float(sum(losses) / len(losses)))
+            opt.step()
+        R[f"{name}/params"] = all(bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6)) for piece, ref_piece_s in
+                                  zip(pieces, ref_pieces) for a, b in zip(piece.parameters(), ref_piece_s.parameters()))
+        if rank == 1:
+            R[f"{name}/losses"] = all(abs(a - b) < 1e-5 for a, b in zip(means, ref_losses))
 if LIB == "ember":  # pipeline() cuts the Sequential by child names (PyTorch traces; its stages differ in names)
     split = {str(c): SplitPoint.BEGINNING for c in CUTS[1:-1]}
     pipe = pipeline(make(), split_spec=split)

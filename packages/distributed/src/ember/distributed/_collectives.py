@@ -20,6 +20,11 @@ _SUM = ReduceOp.SUM
 
 def _finish(work, async_op: bool):
     if async_op:
+        # An engine may hand back an operation not started yet, so that a synchronous call can
+        # run it in this thread (the MPI engine's CollectiveWork): this one must start now.
+        launch = getattr(work, "launch", None)
+        if launch is not None:
+            launch()
         return work
     work.wait()
     return None

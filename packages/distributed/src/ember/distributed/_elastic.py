@@ -1,12 +1,13 @@
 """Dynamic rendezvous for ``ember-run --nnodes MIN:MAX`` (torchrun's c10d rendezvous, simplified).
 
 Every node's launcher meets at ``--rdzv-endpoint``: the first one that can bind the port hosts a
-``TCPStore`` there, the others connect. A round closes when ``MAX`` nodes have joined, or
-``last_call_timeout`` seconds after ``MIN`` have (``--rdzv-conf last_call_timeout=S``, default
-``1``); nodes take their node rank from their arrival order. Node 0 publishes its address and a
-free port for the workers' own store. Nodes arriving after the close fail with a message (their
-round is full). A worker failure on any node bumps the store's restart counter: every launcher
-stops its workers and all nodes meet again in the next round, up to ``--max-restarts`` times.
+``TCPStore`` there, the others connect (the host leaves last: ``Rendezvous.leave``). A round
+closes when ``MAX`` nodes have joined, or ``last_call_timeout`` seconds after ``MIN`` have
+(``--rdzv-conf last_call_timeout=S``, default ``1``); nodes take their node rank from their
+arrival order. Node 0 publishes its address and a free port for the workers' own store. Nodes
+arriving after the close fail with a message (their round is full). A worker failure on any node
+bumps the store's restart counter: every launcher stops its workers and all nodes meet again in
+the next round, up to ``--max-restarts`` times.
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ class Rendezvous:
         self.store, self.min_nodes, self.max_nodes = store, min_nodes, max_nodes
         self.last_call = float(conf.get("last_call_timeout", 1.0))
         self.join_timeout = join_timeout
+
+    def leave(self, timeout: float = 300.0) -> None:
+        """Called once this launcher is done. The launcher hosting the store stays until every
+        other launcher has disconnected (or ``timeout`` passes, torchrun's exit-barrier default):
+        leaving earlier would pull the store from under nodes whose workers are still running
+        (their monitor polls it), failing a job that succeeded. A killed launcher's connection
+        closes too, so a dead node does not hold the host for the whole timeout."""
+        server = self.store._server
+        if server is None:
+            self.store.close()
+            return
+        deadline = time.monotonic() + timeout
+        while server.client_count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def current_round(self) -> int:
         return int(self.store.add("rdzv/restarts", 0))

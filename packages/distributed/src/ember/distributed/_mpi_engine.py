@@ -1,10 +1,11 @@
 """The MPI engine: every collective as one MPICH call on the group's communicator.
 
 Inputs arrive already checked and shaped by ``_collectives``: flat contiguous outputs where MPI
-needs one, group-local ranks. Each method stages its tensors (``_buffers``) and hands the
-blocking MPI call to the group's worker thread (collectives: MPICH then picks its best
-algorithm, which its nonblocking forms do not always get) or posts ``MPI_Isend``/``MPI_Irecv``
-at once; the returned ``Work``'s ``finish`` copies results back.
+needs one, group-local ranks. Each method stages its tensors (``_buffers``) and returns a
+``CollectiveWork`` that holds both forms of its MPI call (``Allreduce`` and ``Iallreduce``, ...):
+a synchronous call runs it in the caller's thread, an ``async_op`` one on the group's worker
+thread (``_work`` says why); point-to-point posts ``MPI_Isend``/``MPI_Irecv`` at once. The
+``Work``'s ``finish`` copies results back.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from . import _mpi
 from ._backend import Engine, RedOpType
 from ._buffers import as_bytes, check_op_for_dtype, for_reduction, for_transfer, mpi_op, mpi_type
 from ._errors import DistBackendError
-from ._work import EXIT_GRACE, CompletedWork, JobWork, Work, Worker
+from ._work import EXIT_GRACE, CollectiveWork, CompletedWork, Work, Worker
 
 
 class RecvWork(Work):
@@ -79,11 +80,19 @@ class MPIEngine(Engine):
     def _work(self, requests, what, finish=None, outputs=None) -> Work:
         return Work(self, requests, what, finish, outputs)
 
-    def _job(self, start, what, finish=None, outputs=None) -> Work:
-        """Runs the blocking MPI call ``start()`` on this group's worker thread (``_work.Worker``)."""
+    def worker(self) -> Worker:
         if self._worker is None:
             self._worker = Worker("ember-collectives")
-        return JobWork(self, self._worker.submit(start), what, finish, outputs)
+        return self._worker
+
+    def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, **kwargs) -> Work:
+        """The collective ``comm.<call>(*args)``: blocking on the worker thread, or its nonblocking
+        form (``I`` + the name: ``Iallreduce``) in the caller's thread (``_work.CollectiveWork``)."""
+        comm = self.comm
+        blocking = getattr(comm, call)
+        nonblocking = getattr(comm, "I" + call[0].lower() + call[1:])
+        return CollectiveWork(self, lambda: blocking(*args, **kwargs), lambda: nonblocking(*args, **kwargs),
+                              what, finish, outputs)
 
     # -- collectives ----------------------------------------------------------------------
 
@@ -92,23 +101,21 @@ class MPIEngine(Engine):
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
         array, size = staged.array, self.size
-        start = lambda: self.comm.Allreduce(
-            self.MPI.IN_PLACE, [array, mpi_type(self.MPI, array)], mpi_op(self.MPI, op, tensor.dtype)
-        )
+        args = (self.MPI.IN_PLACE, [array, mpi_type(self.MPI, array)], mpi_op(self.MPI, op, tensor.dtype))
 
         def finish():
             if op == RedOpType.AVG:
                 np.divide(array, size, out=array)
             staged.writeback()
 
-        return self._job(start, "all_reduce", finish, [tensor])
+        return self._job("Allreduce", args, "all_reduce", finish, [tensor])
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
-        start = lambda: self.comm.Bcast([as_bytes(staged.array), self.MPI.BYTE], root=root)
         finish = staged.writeback if self.rank != root else None
-        return self._job(start, "broadcast", finish, [tensor])
+        return self._job("Bcast", ([as_bytes(staged.array), self.MPI.BYTE],), "broadcast", finish, [tensor],
+                         root=root)
 
     def reduce(self, tensor, root, op):
         self._start("reduce")
@@ -117,10 +124,7 @@ class MPIEngine(Engine):
         array = staged.array
         buf = [array, mpi_type(self.MPI, array)]
         mop = mpi_op(self.MPI, op, tensor.dtype)
-        if self.rank == root:
-            start = lambda: self.comm.Reduce(self.MPI.IN_PLACE, buf, mop, root=root)
-        else:
-            start = lambda: self.comm.Reduce(buf, None, mop, root=root)
+        args = (self.MPI.IN_PLACE, buf, mop) if self.rank == root else (buf, None, mop)
 
         def finish():
             if self.rank == root:
@@ -128,21 +132,21 @@ class MPIEngine(Engine):
                     np.divide(array, self.size, out=array)
                 staged.writeback()
 
-        return self._job(start, "reduce", finish, [tensor])
+        return self._job("Reduce", args, "reduce", finish, [tensor], root=root)
 
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
-        start = lambda: self.comm.Allgather([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
-        return self._job(start, "all_gather", dst.writeback, [output])
+        args = ([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
+        return self._job("Allgather", args, "all_gather", dst.writeback, [output])
 
     def gather(self, output, tensor, root):
         self._start("gather")
         src = for_transfer(tensor)
         dst = for_transfer(output) if self.rank == root else None
         recvbuf = [as_bytes(dst.array), self.MPI.BYTE] if dst is not None else None
-        start = lambda: self.comm.Gather([as_bytes(src.array), self.MPI.BYTE], recvbuf, root=root)
-        return self._job(start, "gather", dst.writeback if dst is not None else None, [output])
+        args = ([as_bytes(src.array), self.MPI.BYTE], recvbuf)
+        return self._job("Gather", args, "gather", dst.writeback if dst is not None else None, [output], root=root)
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
@@ -150,24 +154,22 @@ class MPIEngine(Engine):
         sendbuf = None
         if self.rank == root:
             sendbuf = [as_bytes(for_transfer(inputs).array), self.MPI.BYTE]
-        start = lambda: self.comm.Scatter(sendbuf, [as_bytes(dst.array), self.MPI.BYTE], root=root)
-        return self._job(start, "scatter", dst.writeback, [output])
+        args = (sendbuf, [as_bytes(dst.array), self.MPI.BYTE])
+        return self._job("Scatter", args, "scatter", dst.writeback, [output], root=root)
 
     def reduce_scatter(self, output, inputs, op):
         self._start("reduce_scatter")
         check_op_for_dtype(op, output.dtype)
         src, dst = for_reduction(inputs), for_reduction(output)
         mop = mpi_op(self.MPI, op, output.dtype)
-        start = lambda: self.comm.Reduce_scatter_block(
-            [src.array, mpi_type(self.MPI, src.array)], [dst.array, mpi_type(self.MPI, dst.array)], mop
-        )
+        args = ([src.array, mpi_type(self.MPI, src.array)], [dst.array, mpi_type(self.MPI, dst.array)], mop)
 
         def finish():
             if op == RedOpType.AVG:
                 np.divide(dst.array, self.size, out=dst.array)
             dst.writeback()
 
-        return self._job(start, "reduce_scatter", finish, [output])
+        return self._job("Reduce_scatter_block", args, "reduce_scatter", finish, [output])
 
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
@@ -180,11 +182,11 @@ class MPIEngine(Engine):
             displs = np.cumsum([0] + counts[:-1]).tolist()
             return counts, displs
 
-        start = lambda: self.comm.Alltoallv(
+        args = (
             [as_bytes(src.array), layout(input_splits), self.MPI.BYTE],
             [as_bytes(dst.array), layout(output_splits), self.MPI.BYTE],
         )
-        return self._job(start, "all_to_all", dst.writeback, [output])
+        return self._job("Alltoallv", args, "all_to_all", dst.writeback, [output])
 
     def send(self, tensor, peer, tag):
         self._start("send")
@@ -202,7 +204,7 @@ class MPIEngine(Engine):
 
     def barrier(self):
         self._start("barrier")
-        return self._job(self.comm.Barrier, "barrier")
+        return self._job("Barrier", (), "barrier")
 
     def completed(self, outputs=None):
         return CompletedWork(self, outputs)

@@ -87,6 +87,10 @@ class _Server:
                 pass
             sock.close()
 
+    def client_count(self) -> int:
+        """Connections open to this server now (the master's own client included)."""
+        return len(self._conns)
+
     def _accept_loop(self) -> None:
         while not self._closed:
             try:

@@ -26,7 +26,7 @@ from . import _mpi
 from ._backend import Backend, backend_label, device_backends, engine_factory, register_engine
 from ._control import ControlServer, Watch
 from ._debug import read_debug_level
-from ._errors import DistStoreError
+from ._errors import DistBackendError, DistStoreError
 from ._mpi_engine import MPIEngine
 from ._rendezvous import rendezvous
 from ._store import PrefixStore, Store
@@ -240,10 +240,19 @@ def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -
         hosts = [value.decode() for value in rdzv.multi_get(keys)]
         _world.server = ControlServer(world_size, hosts, timeout=seconds)
         rdzv.set("control", f"{_advertised_host(store)}:{_world.server.port}")
-    host, _, port = rdzv.get("control").decode().rpartition(":")
-    # The liveness connection opens before MPI_Init: a rank that dies from here on makes the
-    # others' MPI_Init fail at its PMI barrier instead of waiting for it forever.
-    _world.watch = Watch(host, int(port), rank, _world.health.on_exit, seconds)
+    try:
+        host, _, port = rdzv.get("control").decode().rpartition(":")
+        # The liveness connection opens before MPI_Init: a rank that dies from here on makes the
+        # others' MPI_Init fail at its PMI barrier instead of waiting for it forever.
+        _world.watch = Watch(host, int(port), rank, _world.health.on_exit, seconds)
+    except (OSError, DistStoreError) as err:
+        # Every rank joined, so rank 0 (the store's and the control server's host) was alive a
+        # moment ago: unreachable now means it exited (on a busy machine it may die before a slow
+        # peer gets here, which is the same failure as dying a little later, inside MPI_Init).
+        if isinstance(err, DistStoreError) and "unreachable" not in str(err):
+            raise
+        raise DistBackendError(f"rank 0 exited before MPI initialization completed (unreachable: {err}); "
+                               "MPI did not start in this process") from None
     if not _mpi.is_started():
         _mpi.start_with_pmi_server(host, int(port), rank, world_size, _peer_gone(world_size), seconds)
     world = MPI.COMM_WORLD

@@ -103,20 +103,30 @@ def _start(args, nproc: int, nnodes: int, restart: int, run_id: str, addr: str, 
         )
         if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
             env["OMP_NUM_THREADS"] = "1"  # torchrun's default: workers share the node's cores
-        workers.append(subprocess.Popen(_command(args), env=env))
+        # A session of its own per worker, as torchrun: signals reach the worker's whole process
+        # group, and the kernel's autogroup scheduling gives each worker its own share of a busy
+        # machine instead of splitting one among all of them.
+        workers.append(subprocess.Popen(_command(args), env=env, start_new_session=True))
     return workers
+
+
+def _signal_group(worker, signum) -> None:
+    try:
+        os.killpg(worker.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _stop(workers, grace: float = 5.0) -> None:
     for w in workers:
         if w.poll() is None:
-            w.send_signal(signal.SIGTERM)
+            _signal_group(w, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for w in workers:
         try:
             w.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            w.kill()
+            _signal_group(w, signal.SIGKILL)
             w.wait()
 
 
@@ -183,15 +193,21 @@ def _run_elastic(args, nproc: int, min_nodes: int, max_nodes: int) -> int:
     join_timeout = float(conf.get("join_timeout", 600))
     rdzv = _elastic.Rendezvous(_elastic.connect(args.rdzv_endpoint, join_timeout), min_nodes, max_nodes, conf,
                                join_timeout)
-    run_id = args.rdzv_id if args.rdzv_id != "none" else "elastic"
     workers: list = []
 
     def forward(signum, frame):
         _stop(workers)
-        sys.exit(128 + signum)
+        sys.exit(128 + signum)  # at once: a stopped launcher does not wait for the other nodes
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    code = _elastic_rounds(args, nproc, rdzv, workers)
+    rdzv.leave()
+    return code
+
+
+def _elastic_rounds(args, nproc: int, rdzv, workers: list) -> int:
+    run_id = args.rdzv_id if args.rdzv_id != "none" else "elastic"
     for restart in range(args.max_restarts + 1):
         round_ = rdzv.current_round()
         host = args.rdzv_endpoint.rpartition(":")[0] or args.rdzv_endpoint

@@ -3,16 +3,18 @@ world size or layout; the ``state_dict`` helpers live in ``.state_dict``.
 
 The format is ember's own and safe to load: a JSON ``.metadata`` file (written last, atomically)
 describing every tensor's global shape, dtype and saved pieces, and one raw-bytes file per rank.
-Nothing in a checkpoint is ever unpickled or executed.
+Nothing in a checkpoint is ever unpickled or executed. ``async_save`` stages the same files in
+the caller and writes them in a background thread, returning a ``Future``.
 """
 
+from ._async import async_save
 from ._filesystem import FileSystemReader, FileSystemWriter
 from ._format import Metadata
 from ._save_load import CheckpointException, load, save
 
 state_dict_saver = state_dict_loader = None  # set below: PyTorch's module paths for save/load
 
-__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "load", "save"]
+__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "async_save", "load", "save"]
 
 
 def _aliases():

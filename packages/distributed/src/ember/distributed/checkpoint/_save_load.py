@@ -64,11 +64,17 @@ def _owned_piece(t):
     return t, [0] * t.dim()
 
 
-def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, process_group=None,
-         no_dist: bool = False) -> Metadata:
-    """Writes ``state_dict`` (tensors, DTensors, JSON values, nested) as one checkpoint."""
-    writer = storage_writer or FileSystemWriter(_checkpoint_path(checkpoint_id))
-    dist = _distributed(no_dist)
+class Staged:
+    """What one rank writes for a checkpoint, already copied out of the live tensors: its data
+    file (name and bytes) and, on rank 0, the metadata that every rank's pieces make up."""
+
+    def __init__(self, writer, rank: int, file: str, data: bytes, metadata: Metadata):
+        self.writer, self.rank, self.file, self.data, self.metadata = writer, rank, file, data, metadata
+
+
+def stage(state_dict, writer, process_group, dist: bool) -> Staged:
+    """The collective half of a save: prepares the directory, serializes this rank's pieces (a
+    copy: the tensors may change afterwards) and exchanges every rank's piece table."""
     rank = _world.get_rank() if dist else 0
     if rank == 0:
         writer.prepare()
@@ -91,7 +97,6 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, p
                 offset += len(data)
         else:
             entries[key] = {"value": check_value(key, leaf)}
-    writer.write_data(file, b"".join(chunks))
     gathered = [None] * _world.get_world_size(process_group) if dist else [entries]
     if dist:
         O.all_gather_object(gathered, entries, group=process_group)
@@ -102,11 +107,23 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, p
         else:
             pieces = [Piece(**p) for part in gathered for p in part[key]["pieces"]]
             metadata.state_dict_metadata[key] = TensorEntry(entry["shape"], entry["dtype"], pieces)
-    if rank == 0:
-        writer.write_metadata(metadata)  # last: a checkpoint without it is incomplete, never half-read
+    return Staged(writer, rank, file, b"".join(chunks), metadata)
+
+
+def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, process_group=None,
+         no_dist: bool = False) -> Metadata:
+    """Writes ``state_dict`` (tensors, DTensors, JSON values, nested) as one checkpoint."""
+    writer = storage_writer or FileSystemWriter(_checkpoint_path(checkpoint_id))
+    dist = _distributed(no_dist)
+    staged = stage(state_dict, writer, process_group, dist)
+    writer.write_data(staged.file, staged.data)
     if dist:
         C.barrier(group=process_group)
-    return metadata
+    if staged.rank == 0:
+        writer.write_metadata(staged.metadata)  # last: a checkpoint without it is incomplete, never half-read
+    if dist:
+        C.barrier(group=process_group)
+    return staged.metadata
 
 
 def _checkpoint_path(checkpoint_id):

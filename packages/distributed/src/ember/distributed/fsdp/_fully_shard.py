@@ -19,6 +19,7 @@ from ..device_mesh import DeviceMesh
 from ..tensor._dtensor import DTensor, _default_mesh
 from ..tensor._layout import redistribute_local
 from ..tensor._placements import Replicate, Shard
+from ._flat import FlatParams, UnshardFlat, eligible
 from ._policy import MixedPrecisionPolicy, OffloadPolicy
 from ._unshard import Unshard, gather_full, pack_unsharded
 
@@ -30,13 +31,107 @@ class _State:
         self.mesh = mesh
         self.params = params  # [(owner module, name)]
         self.reshard_after_forward = reshard_after_forward
+        self.reshard_after_backward = True
+        self.requires_gradient_sync = True
         self.mp = mp
         self.unsharded: dict = {}  # id(sharded param) -> (param, gathered tensor), during forward
         self.regathered: dict = {}  # id(sharded param) -> tensor gathered again for backward
         self.explicitly_unsharded = False
+        sharded = [owner._fsdp_sharded[name] for owner, name in params]
+        self.flat = FlatParams(sharded) if eligible(sharded) else None
+        self.pending = None  # a started all-gather (prefetch, unshard(async_op=True))
+        self.kept = None  # whole parameters kept after backward (set_reshard_after_backward(False))
+        self.last = None  # the whole parameters gathered last (while forward or backward holds them)
+        self.accumulated = None  # whole gradients summed while gradient sync is off
+        self.forward_prefetch: list = []
+        self.backward_prefetch: list | None = None  # None: the module that ran before in forward
+        self.previous = None  # the _State whose forward ran before this one's (this iteration)
 
     def forget_regathered(self):
         self.regathered.clear()
+
+    # -- the flat path (one all-gather / reduce-scatter for all parameters) ----------------------
+
+    def sharded(self) -> list:
+        return [owner._fsdp_sharded[name] for owner, name in self.params]
+
+    def prefetch(self) -> None:
+        """Starts this module's all-gather now (it is waited on where it is used)."""
+        if self.flat is not None and self.pending is None and self.kept is None:
+            self.pending = self.flat.start_gather(self.mp.param_dtype, async_op=True)
+            _PREFETCHED.append(self)
+
+    def take_gathered(self) -> list:
+        """The whole parameters: kept ones, the prefetched gather, or one gathered now."""
+        if self.kept is not None:
+            return self.kept
+        pending, self.pending = self.pending, None
+        if pending is None:
+            pending = self.flat.start_gather(self.mp.param_dtype, async_op=False)
+        self.last = pending.result()
+        return self.last
+
+    def regather(self) -> None:
+        """Backward needs the parameters freed after forward: gather them all at once (or take the
+        prefetched gather), then start the gather of the module backward reaches next."""
+        fulls = self.take_gathered()
+        for param, full in zip(self.sharded(), fulls):
+            self.regathered[id(param)] = full
+        following = self.backward_prefetch
+        if following is None:
+            following = [self.previous] if self.previous is not None else []
+        for module_or_state in following:
+            other = getattr(module_or_state, "_fsdp_state", module_or_state)
+            if other.reshard_after_forward and not other.regathered and other.last is None:
+                other.prefetch()
+
+    def grads_for_shards(self, grads) -> list:
+        """Backward of the flat gather: reduce-scatter now, or accumulate (gradient sync off)."""
+        if self.reshard_after_backward:
+            self.kept = None
+        elif self.kept is None:
+            self.kept = self.last
+        self.last = None
+        self.forget_regathered()
+        grads = list(grads)
+        if self.accumulated is not None:
+            grads = [a if g is None else (g if a is None else a + g) for a, g in zip(self.accumulated, grads)]
+            self.accumulated = None
+        if not self.requires_gradient_sync:
+            self.accumulated = [None if g is None else g.detach() for g in grads]
+            return [None] * len(grads)
+        return self.flat.shard_grads(grads, self.mp.reduce_dtype or self.mp.param_dtype)
+
+
+
+_LAST_FORWARD: list = [None]  # the _State whose forward ran last in this iteration
+_DEPTH = [0]  # FSDP forwards running (0 when the root's forward starts: a new iteration)
+_PREFETCHED: list = []  # states with a prefetched all-gather
+
+
+def _new_iteration() -> None:
+    """The root's forward starts: a prefetch nobody used (its module's backward never needed
+    it) holds parameters from before the optimizer step, so it is dropped (still waited on:
+    every rank started it, so it completes)."""
+    _LAST_FORWARD[0] = None
+    for state in _PREFETCHED:
+        if state.pending is not None:
+            state.pending.wait()
+            state.pending = None
+    _PREFETCHED.clear()
+
+
+class _UnshardHandle:
+    """``unshard(async_op=True)``'s handle: ``wait()`` puts the gathered parameters in place."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def wait(self) -> None:
+        state = self._module._fsdp_state
+        if not state.explicitly_unsharded:
+            _gather(state)
+            state.explicitly_unsharded = True
 
 
 class FSDPModule:
@@ -52,16 +147,47 @@ class FSDPModule:
         state.explicitly_unsharded = False
 
     def unshard(self, async_op: bool = False):
-        """Gathers the parameters now (they stay gathered until ``reshard()``)."""
-        _gather(self._fsdp_state)
-        self._fsdp_state.explicitly_unsharded = True
+        """Gathers the parameters (they stay gathered until ``reshard()``); with ``async_op`` the
+        gather starts now and the returned handle's ``wait()`` puts them in place."""
+        state = self._fsdp_state
+        if async_op and state.flat is not None:
+            state.prefetch()
+            return _UnshardHandle(self)
+        _gather(state)
+        state.explicitly_unsharded = True
         return None
 
+    def _fsdp_modules(self, recurse: bool):
+        return [m for m in (self.modules() if recurse else [self]) if isinstance(m, FSDPModule)]
+
     def set_reshard_after_forward(self, reshard_after_forward: bool, recurse: bool = True) -> None:
-        modules = self.modules() if recurse else [self]
-        for m in modules:
-            if isinstance(m, FSDPModule):
-                m._fsdp_state.reshard_after_forward = bool(reshard_after_forward)
+        for m in self._fsdp_modules(recurse):
+            m._fsdp_state.reshard_after_forward = bool(reshard_after_forward)
+
+    def set_reshard_after_backward(self, reshard_after_backward: bool, *, recurse: bool = True) -> None:
+        """``False`` keeps the whole parameters after backward, so the next forward gathers
+        nothing (for gradient accumulation: the shards must not change meanwhile)."""
+        for m in self._fsdp_modules(recurse):
+            m._fsdp_state.reshard_after_backward = bool(reshard_after_backward)
+            if reshard_after_backward:
+                m._fsdp_state.kept = None
+
+    def set_requires_gradient_sync(self, requires_gradient_sync: bool, *, recurse: bool = True) -> None:
+        """``False``: backward sums whole gradients locally, without any reduce-scatter; the first
+        backward with sync back on reduce-scatters the sum (FSDP2's ``no_sync``)."""
+        for m in self._fsdp_modules(recurse):
+            m._fsdp_state.requires_gradient_sync = bool(requires_gradient_sync)
+
+    def set_modules_to_forward_prefetch(self, modules) -> None:
+        """When this module's forward starts, start the all-gathers of ``modules``."""
+        _check_fsdp_modules(modules)
+        self._fsdp_state.forward_prefetch = list(modules)
+
+    def set_modules_to_backward_prefetch(self, modules) -> None:
+        """When backward gathers this module's parameters, start the all-gathers of ``modules``
+        (by default: the module whose forward ran just before this one's)."""
+        _check_fsdp_modules(modules)
+        self._fsdp_state.backward_prefetch = list(modules)
 
     def forward(self, *args, **kwargs):
         state = self._fsdp_state
@@ -69,8 +195,15 @@ class FSDPModule:
             args = _cast_floats(args, state.mp.param_dtype)
             kwargs = _cast_floats(kwargs, state.mp.param_dtype)
         own = not state.explicitly_unsharded
+        if _DEPTH[0] == 0:
+            _new_iteration()
+        if state.params:
+            state.previous, _LAST_FORWARD[0] = _LAST_FORWARD[0], state
         if own:
             _gather(state)
+        for module in state.forward_prefetch:
+            module._fsdp_state.prefetch()
+        _DEPTH[0] += 1
         try:
             if state.reshard_after_forward and own:
                 with saved_tensors_hooks(*pack_unsharded(state)):
@@ -78,17 +211,32 @@ class FSDPModule:
             else:
                 out = self._fsdp_orig_forward(*args, **kwargs)
         finally:
+            _DEPTH[0] -= 1
             if own:
                 self.reshard()
+                if state.reshard_after_forward:
+                    state.last = None  # backward gathers again
         if state.mp.output_dtype is not None:
             out = _cast_floats(out, state.mp.output_dtype)
         return out
 
 
+def _check_fsdp_modules(modules) -> None:
+    for m in modules:
+        if not isinstance(m, FSDPModule):
+            raise ValueError(f"Expects FSDPModule but got {type(m).__name__}")
+
+
 def _gather(state) -> None:
-    for owner, name in state.params:
-        param = owner._fsdp_sharded[name]
-        full = Unshard.apply(param, state) if param.requires_grad else gather_full(param, state.mp.param_dtype)
+    sharded = state.sharded()
+    if state.flat is not None and any(p.requires_grad for p in sharded):
+        fulls = UnshardFlat.apply(*sharded, state)
+    elif state.flat is not None:
+        fulls = state.take_gathered()
+    else:
+        fulls = [Unshard.apply(param, state) if param.requires_grad else gather_full(param, state.mp.param_dtype)
+                 for param in sharded]
+    for (owner, name), param, full in zip(state.params, sharded, fulls):
         state.unsharded[id(param)] = (param, full)
         owner._parameters[name] = full
 

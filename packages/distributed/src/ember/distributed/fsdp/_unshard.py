@@ -72,7 +72,10 @@ class _Regather:
 
     def load(self):
         full = self.state.regathered.get(id(self.param))
-        if full is None:
+        if full is None and self.state.flat is not None:
+            self.state.regather()  # every parameter of the module in one all-gather
+            full = self.state.regathered[id(self.param)]
+        elif full is None:
             full = gather_full(self.param, self.state.mp.param_dtype)
             self.state.regathered[id(self.param)] = full
         shape, stride, offset = self.geometry

@@ -1,8 +1,12 @@
-"""``PipelineStage``: one rank's piece of the model, with the messages to its neighbours.
+"""``PipelineStage``: one piece of the model on this rank, with the messages to its neighbours.
 
-Stage ``i`` is rank ``i`` of the stage group. Activations go to stage ``i + 1``, the gradients of
-the stage's inputs back to stage ``i - 1``. The first message between two stages carries a small
-int64 header (rank, dtype, sizes) so the receiver can allocate; later microbatches reuse it.
+Stage ``i`` runs on rank ``i % group_size`` of the stage group (one stage per rank, or several in
+a loop for the interleaved schedules: rank ``r`` holds stages ``r``, ``r + size``, ...).
+Activations go to stage ``i + 1``, the gradients of the stage's inputs back to stage ``i - 1``;
+each message's tag names the receiving stage and direction, so messages between two ranks that
+hold several stages never mix. The first message between two stages carries a small int64 header
+(rank, dtype, sizes) so the receiver can allocate; later microbatches reuse it. Stages on the same
+rank (a group of one) hand tensors over directly.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from .. import _world
 
 _DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 _HEADER = 10  # ndim, dtype code, up to 8 sizes
+_LOCAL: dict = {}  # (id(group), tag) -> tensors handed between stages of this rank
 
 
 class PipelineStage:
@@ -28,9 +33,13 @@ class PipelineStage:
         self.num_stages = num_stages
         self.group = group
         size = _world.get_world_size(group)
-        if size != num_stages:
-            raise ValueError(f"num_stages {num_stages} must equal the size of the stage group ({size}): one stage "
-                             "per rank")
+        self.group_size = size
+        self.group_rank = _world.get_rank(group)
+        if num_stages < size:
+            raise ValueError(f"num_stages {num_stages} must be at least the size of the stage group ({size})")
+        if stage_index % size != self.group_rank:
+            raise ValueError(f"stage {stage_index} belongs to rank {stage_index % size} of the stage group "
+                             f"(stage i runs on rank i % {size}), not to rank {self.group_rank}")
         self._in_meta = None  # (dtype, shape) of what arrives from the previous stage
         self._grad_meta = None  # (dtype, shape) of the gradient arriving from the next stage
         self._pending: list = []  # sends not yet completed
@@ -45,8 +54,16 @@ class PipelineStage:
 
     # -- messages ---------------------------------------------------------------------
 
-    def _send(self, t, to_stage: int, with_header: bool) -> None:
+    def _rank_of(self, stage: int) -> int:
+        return stage % self.group_size
+
+    def _send(self, t, to_stage: int, with_header: bool, backward: bool = False) -> None:
         t = t.detach().contiguous()
+        tag = 2 * to_stage + int(backward)
+        peer = self._rank_of(to_stage)
+        if peer == self.group_rank:  # a stage of this rank: no message
+            _LOCAL.setdefault((id(self.group), tag), []).append(t.clone())
+            return
         if with_header:
             if t.ndim > _HEADER - 2:
                 raise ValueError(f"pipelining: activations of {t.ndim} dims are not supported (at most {_HEADER - 2})")
@@ -55,17 +72,26 @@ class PipelineStage:
             header[1] = _DTYPES.index(str(t.dtype).split(".")[-1])
             for i, n in enumerate(t.shape):
                 header[2 + i] = n
-            self._pending.append((C.isend(header, group=self.group, group_dst=to_stage), header))
-        self._pending.append((C.isend(t, group=self.group, group_dst=to_stage), t))
+            self._pending.append((C.isend(header, group=self.group, group_dst=peer, tag=tag), header))
+        self._pending.append((C.isend(t, group=self.group, group_dst=peer, tag=tag), t))
 
-    def _recv(self, from_stage: int, meta):
+    def _recv(self, from_stage: int, meta, backward: bool = False):
+        tag = 2 * self.stage_index + int(backward)
+        peer = self._rank_of(from_stage)
+        if peer == self.group_rank:
+            queue = _LOCAL.get((id(self.group), tag))
+            if not queue:
+                raise RuntimeError(f"pipelining: stage {self.stage_index} expected a tensor from stage {from_stage} "
+                                   "of this rank, which did not run first (schedule order)")
+            t = queue.pop(0)
+            return t, (t.dtype, tuple(t.shape))
         if meta is None:
             header = ember.zeros(_HEADER, dtype=ember.int64)
-            C.recv(header, group=self.group, group_src=from_stage)
+            C.recv(header, group=self.group, group_src=peer, tag=tag)
             values = header.tolist()
             meta = (getattr(ember, _DTYPES[values[1]]), tuple(values[2:2 + values[0]]))
         buf = ember.empty(meta[1], dtype=meta[0])
-        C.recv(buf, group=self.group, group_src=from_stage)
+        C.recv(buf, group=self.group, group_src=peer, tag=tag)
         return buf, meta
 
     def wait_sends(self) -> None:
@@ -98,11 +124,11 @@ class PipelineStage:
         if self.is_last:
             loss.backward()
         else:
-            grad, self._grad_meta = self._recv(self.stage_index + 1, self._grad_meta)
+            grad, self._grad_meta = self._recv(self.stage_index + 1, self._grad_meta, backward=True)
             if out.requires_grad:
                 out.backward(grad)
         if not self.is_first and received is not None:
             g = received.grad if received.grad is not None else ember.zeros_like(received)
             first = not getattr(self, "_sent_backward_header", False)
-            self._send(g, self.stage_index - 1, first)
+            self._send(g, self.stage_index - 1, first, backward=True)
             self._sent_backward_header = True

@@ -1,0 +1,43 @@
+"""async_save: the call returns once the state is staged; changing the parameters right after
+must not reach the checkpoint; the future resolves when the checkpoint is complete and loadable
+(into an FSDP2 model of the same shape), the same as on PyTorch's DCP."""
+
+import os
+import tempfile
+
+from prelude import LIB, init, torch, write
+
+if LIB == "torch":
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.fsdp import fully_shard
+else:
+    import ember.distributed.checkpoint as dcp
+    from ember.distributed.fsdp import fully_shard
+
+nn = torch.nn
+rank, world = init()
+where = os.environ.get("DCP_DIR") or tempfile.mkdtemp()
+
+
+def make():
+    torch.manual_seed(0)
+    return fully_shard(nn.Sequential(nn.Linear(4, 6), nn.Linear(6, 3)))
+
+
+model = make()
+saved = {k: v.full_tensor().clone() for k, v in model.state_dict().items()}
+future = dcp.async_save(model.state_dict(), checkpoint_id=where)
+with torch.no_grad():
+    for p in model.parameters():
+        p.to_local().add_(100.0)  # after staging: must not change what is written
+result = future.result()
+R = {"future_done": future.done(), "metadata": type(result).__name__ in ("Metadata",)}
+fresh = make()
+with torch.no_grad():
+    for p in fresh.parameters():
+        p.to_local().zero_()
+state = fresh.state_dict()
+dcp.load(state, checkpoint_id=where)
+R["loaded_equals_staged"] = all(bool(torch.equal(v.full_tensor(), saved[k])) for k, v in fresh.state_dict().items())
+R["files"] = sorted(f for f in os.listdir(where) if not f.startswith(".") or f == ".metadata") if LIB == "ember" else []
+write(rank, R)
