@@ -11,6 +11,10 @@
 
 #include "../common/vecmath.h"
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 
 template <typename T, bool kMax>
@@ -56,6 +60,24 @@ T minmax_contig(const T* p, int64_t n) {
 constexpr int kVecFloats = kVecBytes / 4;
 typedef float VecF __attribute__((vector_size(kVecFloats * 4)));
 typedef int32_t VecI __attribute__((vector_size(kVecFloats * 4)));
+
+// Whether any lane of a comparison mask is set: one movemask where the ISA has it (the
+// generic lane loop costs 8-16 extracts).
+inline bool any_lane(VecI mask) {
+#if defined(__AVX512F__)
+  __m512i v;
+  std::memcpy(&v, &mask, sizeof(v));
+  return _mm512_test_epi32_mask(v, v) != 0;
+#elif defined(__AVX__)
+  __m256 v;
+  std::memcpy(&v, &mask, sizeof(v));
+  return _mm256_movemask_ps(v) != 0;
+#else
+  bool any = false;
+  for (int l = 0; l < kVecFloats; ++l) any |= mask[l] != 0;
+  return any;
+#endif
+}
 
 // ember::exp_f32 (common/vecmath.h) on one vector: the same reduction, polynomial and scaling.
 __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
