@@ -36,12 +36,13 @@ __all__ = [
     "inference_mode",
     "no_grad",
     "once_differentiable",
+    "profiler",
     "set_detect_anomaly",
     "set_grad_enabled",
 ]
 
 # Provided by sibling modules that may land separately: resolved on first access.
-_LAZY_MODULES = ("functional", "forward_ad", "gradcheck")
+_LAZY_MODULES = ("functional", "forward_ad", "gradcheck", "profiler")
 
 
 def __getattr__(name: str):
