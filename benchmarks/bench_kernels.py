@@ -152,24 +152,30 @@ def compute_cases(quick: bool):
     a, ta = pair((64, 512), seed=7)
     w, tw = pair((512, 512), seed=8)
     out.append(("linear 64x512x512", lambda: EF.linear(a, w), lambda: TF.linear(ta, tw), 2 * 64 * 512 * 512))
-    for (nb, ci, h, co, k) in [(64, 1, 28, 6, 5), (64, 6, 14, 16, 5), (32, 64, 32, 64, 3)]:
+    # LeNet's two layers, an MNIST-style CNN's (1->32->64, 3x3), ResNet's 64-channel 56x56 stage
+    # (3x3 stride 1 and 2, 1x1) and a 32x32 3x3 layer: (batch, in, size, out, kernel, stride).
+    conv_shapes = [(64, 1, 28, 6, 5, 1), (64, 6, 14, 16, 5, 1), (64, 1, 28, 32, 3, 1), (64, 32, 28, 64, 3, 1),
+                   (8, 64, 56, 64, 3, 1), (8, 64, 56, 64, 3, 2), (8, 64, 56, 64, 1, 1), (32, 64, 32, 64, 3, 1)]
+    if quick:
+        conv_shapes = conv_shapes[:2]
+    for (nb, ci, h, co, k, st) in conv_shapes:
         x, tx = grad_pair((nb, ci, h, h), seed=9)
         wt, twt = grad_pair((co, ci, k, k), seed=10)
         pad = k // 2
-        ho = h + 2 * pad - k + 1
+        ho = (h + 2 * pad - k) // st + 1
         flops = 2 * nb * co * ho * ho * ci * k * k
 
-        def fwd(F, x, wt, pad=pad):
-            return lambda: F.conv2d(x.detach(), wt.detach(), padding=pad)
+        def fwd(F, x, wt, pad=pad, st=st):
+            return lambda: F.conv2d(x.detach(), wt.detach(), padding=pad, stride=st)
 
-        def fb(F, x, wt, pad=pad):
+        def fb(F, x, wt, pad=pad, st=st):
             def run():
                 x.grad = None
                 wt.grad = None
-                F.conv2d(x, wt, padding=pad).sum().backward()
+                F.conv2d(x, wt, padding=pad, stride=st).sum().backward()
             return run
 
-        tag = f"conv {nb}x{ci}x{h}->{co} k{k}"
+        tag = f"conv {nb}x{ci}x{h}->{co} k{k}" + (f" s{st}" if st > 1 else "")
         out.append((tag + " fwd", fwd(EF, x, wt), fwd(TF, tx, twt), flops))
         out.append((tag + " f+b", fb(EF, x, wt), fb(TF, tx, twt), 3 * flops))
     return out

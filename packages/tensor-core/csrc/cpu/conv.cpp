@@ -29,6 +29,10 @@
 
 namespace py = pybind11;
 
+// The im2col/col2im runs are a few dozen elements (often one or two at the padded edges): gcc
+// must not turn those loops into memset/memcpy calls, which cost more than the copy.
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+
 namespace ember {
 
 namespace {
@@ -72,68 +76,81 @@ int64_t chunk_rows(const Geometry& g, int64_t elem) {
   return std::max<int64_t>(1, (int64_t(512) << 10) / row_bytes);
 }
 
-// cols (rows x cols_ld, first `len` columns used) <- im2col of image x over output rows
-// [r0, r0 + nrows) (a row is one (od, oh) pair).
-template <typename T>
-void im2col_rows(const T* x, const Geometry& g, int64_t r0, int64_t nrows, T* cols, int64_t cols_ld) {
+// The walk im2col and col2im share, for the output rows [r0, r0 + nrows) of one image (a row
+// is one (od, oh) pair): fn(r, rr, src_row, lo, hi, sw) for every im2col row r (a (channel,
+// tap) pair) and output row rr, with src_row the image row the tap reads (nullptr when it lies
+// in the padding) shifted so that output column ow reads src_row[ow * sw], valid for ow in
+// [lo, hi). Row positions are computed once per (a, b) tap pair and column bounds once per
+// column tap, not per element: for small images (14x14, 5x5 taps) the old per-row divisions
+// and library copy calls cost as much as the GEMM.
+template <typename T, typename F>
+void for_each_tap_row(T* x, const Geometry& g, int64_t r0, int64_t nrows, std::vector<int64_t>& rowoff,
+                      const F& fn) {
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
   const int64_t sw = g.stride[2], pw = g.pad[2], dw = g.dil[2];
-  int64_t r = 0;
-  for (int64_t c = 0; c < g.cx; ++c)
-    for (int64_t a = 0; a < g.k[0]; ++a)
-      for (int64_t b = 0; b < g.k[1]; ++b)
-        for (int64_t e = 0; e < g.k[2]; ++e, ++r) {
-          T* dst = cols + r * cols_ld;
-          // Columns ow with 0 <= ow*sw - pw + e*dw < W: [lo, hi).
-          int64_t off = e * dw - pw;
-          int64_t lo = off >= 0 ? 0 : std::min(oW, (-off + sw - 1) / sw);
-          int64_t hi = W - off <= 0 ? 0 : std::min(oW, (W - off + sw - 1) / sw);
-          hi = std::max(hi, lo);
-          for (int64_t rr = 0; rr < nrows; ++rr, dst += oW) {
-            int64_t row = r0 + rr, od = row / oH, oh = row % oH;
-            int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
-            int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
-            if (id < 0 || id >= D || ih < 0 || ih >= H) {
-              std::fill(dst, dst + oW, T(0));
-              continue;
-            }
-            const T* src = x + ((c * D + id) * H + ih) * W + off;
-            std::fill(dst, dst + lo, T(0));
-            if (sw == 1)
-              std::memcpy(dst + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
-            else
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw];
-            std::fill(dst + hi, dst + oW, T(0));
-          }
+  const int64_t kd = g.k[0], kh = g.k[1], kw = g.k[2], plane = D * H * W;
+  rowoff.resize(static_cast<size_t>(nrows));
+  for (int64_t a = 0; a < kd; ++a)
+    for (int64_t b = 0; b < kh; ++b) {
+      int64_t od = r0 / oH, oh = r0 % oH;
+      for (int64_t rr = 0; rr < nrows; ++rr) {
+        const int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
+        const int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
+        rowoff[rr] = (id < 0 || id >= D || ih < 0 || ih >= H) ? -1 : (id * H + ih) * W;
+        if (++oh == oH) {
+          oh = 0;
+          ++od;
         }
+      }
+      for (int64_t e = 0; e < kw; ++e) {
+        // Columns ow with 0 <= ow*sw - pw + e*dw < W: [lo, hi).
+        const int64_t off = e * dw - pw;
+        const int64_t lo = off >= 0 ? 0 : std::min(oW, (-off + sw - 1) / sw);
+        const int64_t hi = std::max(lo, W - off <= 0 ? 0 : std::min(oW, (W - off + sw - 1) / sw));
+        for (int64_t c = 0; c < g.cx; ++c) {
+          const int64_t r = ((c * kd + a) * kh + b) * kw + e;
+          T* xc = x + c * plane + off;
+          for (int64_t rr = 0; rr < nrows; ++rr) fn(r, rr, rowoff[rr] < 0 ? nullptr : xc + rowoff[rr], lo, hi, sw);
+        }
+      }
+    }
+}
+
+// cols (rows x cols_ld, first nrows * oW columns used) <- im2col of image x over output rows
+// [r0, r0 + nrows). Plain loops, not memcpy/fill: the runs are a few dozen elements.
+template <typename T>
+void im2col_rows(const T* x, const Geometry& g, int64_t r0, int64_t nrows, T* cols, int64_t cols_ld) {
+  thread_local std::vector<int64_t> rowoff;
+  const int64_t oW = g.out[2];
+  for_each_tap_row(const_cast<T*>(x), g, r0, nrows, rowoff,
+                   [&](int64_t r, int64_t rr, const T* src, int64_t lo, int64_t hi, int64_t sw) {
+    T* dst = cols + r * cols_ld + rr * oW;
+    if (!src) {
+      for (int64_t ow = 0; ow < oW; ++ow) dst[ow] = T(0);
+      return;
+    }
+    for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = T(0);
+    if (sw == 1)
+      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow];
+    else
+      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw];
+    for (int64_t ow = hi; ow < oW; ++ow) dst[ow] = T(0);
+  });
 }
 
 // x (image) += col2im of cols over output rows [r0, r0 + nrows): the adjoint of im2col_rows.
 template <typename T>
 void col2im_rows(T* x, const Geometry& g, int64_t r0, int64_t nrows, const T* cols, int64_t cols_ld) {
-  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
-  const int64_t sw = g.stride[2], pw = g.pad[2], dw = g.dil[2];
-  int64_t r = 0;
-  for (int64_t c = 0; c < g.cx; ++c)
-    for (int64_t a = 0; a < g.k[0]; ++a)
-      for (int64_t b = 0; b < g.k[1]; ++b)
-        for (int64_t e = 0; e < g.k[2]; ++e, ++r) {
-          const T* src = cols + r * cols_ld;
-          int64_t off = e * dw - pw;
-          int64_t lo = off >= 0 ? 0 : std::min(oW, (-off + sw - 1) / sw);
-          int64_t hi = W - off <= 0 ? 0 : std::min(oW, (W - off + sw - 1) / sw);
-          for (int64_t rr = 0; rr < nrows; ++rr, src += oW) {
-            int64_t row = r0 + rr, od = row / oH, oh = row % oH;
-            int64_t id = od * g.stride[0] - g.pad[0] + a * g.dil[0];
-            int64_t ih = oh * g.stride[1] - g.pad[1] + b * g.dil[1];
-            if (id < 0 || id >= D || ih < 0 || ih >= H) continue;
-            T* dst = x + ((c * D + id) * H + ih) * W + off;
-            if (sw == 1)
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
-            else
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
-          }
-        }
+  thread_local std::vector<int64_t> rowoff;
+  const int64_t oW = g.out[2];
+  for_each_tap_row(x, g, r0, nrows, rowoff, [&](int64_t r, int64_t rr, T* dst, int64_t lo, int64_t hi, int64_t sw) {
+    if (!dst) return;
+    const T* src = cols + r * cols_ld + rr * oW;
+    if (sw == 1)
+      for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += src[ow];
+    else
+      for (int64_t ow = lo; ow < hi; ++ow) dst[ow * sw] += src[ow];
+  });
 }
 
 // Runs fn(image, scratch) for every image: in parallel with single-threaded BLAS when the batch

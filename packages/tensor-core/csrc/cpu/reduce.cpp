@@ -34,6 +34,22 @@ enum class RedOp : int { Sum, NanSum, Prod, Max, Min, Any, All, CountNonzero, Ab
 constexpr int kLanes = 16;
 constexpr int64_t kBlock = 4096;
 constexpr int64_t kOuterBlock = 64;
+constexpr int64_t kWideBlock = 1024;
+
+// Width of the column blocks of an outer-dim walk over `rows` groups of `inner` contiguous
+// columns: whole rows up to kWideBlock, narrower (never under 64) only when the blocks would
+// not give every thread one.
+inline int64_t wide_block(int64_t inner, int64_t rows) {
+  if (inner <= 0) return 1;  // no columns: any positive width (callers divide by it)
+  int64_t width = std::min(inner, kWideBlock);
+  const int64_t threads = get_num_threads();
+  if (threads > 1 && rows * ((inner + width - 1) / width) < threads) {
+    const int64_t per = (inner + threads - 1) / threads;
+    width = std::max<int64_t>(std::min<int64_t>(64, inner), (per + 15) / 16 * 16);
+    width = std::min(width, kWideBlock);
+  }
+  return width;
+}
 
 // One block of a contiguous run with kLanes independent accumulators. Kept out of line:
 // inlined into the callers' loops, gcc 12 turns `lanes` into scalars and stops vectorizing.
@@ -115,16 +131,21 @@ void reduce_kernel(const Op& op, const TensorArg& out, const TensorArg& in, int6
   const bool outer = L.run_stride != 1 && !L.out_shape.empty() && L.out_in_stride.back() == 1 &&
                      L.out_shape.back() >= 8;
   if (outer) {
+    // Blocks of whole row pieces (up to kWideBlock outputs): every reduced row is then read as
+    // one contiguous stretch. Narrow blocks walk a column strip with the row stride, which for
+    // power-of-two widths maps every row onto the same cache sets and runs at a fraction of
+    // the memory bandwidth.
     const int64_t inner = L.out_shape.back();
-    const int64_t nblk_row = (inner + kOuterBlock - 1) / kOuterBlock;
     const int64_t rows = L.num_out / inner;
+    const int64_t width = wide_block(inner, rows);
+    const int64_t nblk_row = (inner + width - 1) / width;
     const int64_t ostride = L.out_stride.back();
-    const int64_t grain = std::max<int64_t>(1, kGrainSize / (L.reduce_numel * kOuterBlock));
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / (L.reduce_numel * width));
     parallel_for(rows * nblk_row, grain, [&](int64_t b0, int64_t b1) {
-      Acc acc[kOuterBlock];
+      Acc acc[kWideBlock];
       for (int64_t b = b0; b < b1; ++b) {
-        const int64_t row = b / nblk_row, j0 = (b % nblk_row) * kOuterBlock;
-        const int64_t bl = std::min(kOuterBlock, inner - j0);
+        const int64_t row = b / nblk_row, j0 = (b % nblk_row) * width;
+        const int64_t bl = std::min(width, inner - j0);
         int64_t io, oo;
         L.offsets(row * inner + j0, io, oo);
         for (int64_t j = 0; j < bl; ++j) acc[j] = op.init();
@@ -381,47 +402,86 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log) {
   }
 }
 
+// softmax over n rows of the column block [j0, j0 + bl) of a contiguous (n, inner) slab.
+// float32: one online pass keeps a running max m and sum s = sum exp(x - m) per column (the
+// sum is rescaled only when a lane's max grows, which after the first rows is rare), then one
+// pass writes the result: two reads and one write of the slab. Other dtypes: max, exp-and-sum,
+// scale. Each pass walks whole row pieces (see wide_block), never a narrow column strip.
 template <typename T>
 void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log) {
-  T m[kOuterBlock], s[kOuterBlock];
+  alignas(64) T m[kWideBlock], s[kWideBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
     s[j] = 0;
   }
-  for (int64_t k = 0; k < n; ++k) {
-    const T* p = x + k * inner + j0;
-    for (int64_t j = 0; j < bl; ++j) m[j] = std::max(m[j], p[j]);
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    const T* p = x + k * inner + j0;
-    T* q = o + k * inner + j0;
-    int64_t j = 0;
-    if constexpr (std::is_same_v<T, float>) {
-      // Whole vectors through exp_vec: gcc leaves exp_f32 scalar in this loop.
-      for (; j + kVecFloats <= bl; j += kVecFloats) {
-        VecF pv, mv, sv;
-        std::memcpy(&pv, p + j, sizeof(VecF));
+  int64_t jv = 0;  // columns [0, jv) go through whole vectors (float32 only)
+  if constexpr (std::is_same_v<T, float>) {
+    jv = bl / kVecFloats * kVecFloats;
+    const VecF ninf = VecF{} - INFINITY, one = VecF{} + 1.0f, zero = VecF{};
+    for (int64_t k = 0; k < n; ++k) {
+      const T* p = x + k * inner + j0;
+      for (int64_t j = 0; j < jv; j += kVecFloats) {
+        VecF xv, mv, sv;
+        std::memcpy(&xv, p + j, sizeof(VecF));
         std::memcpy(&mv, m + j, sizeof(VecF));
         std::memcpy(&sv, s + j, sizeof(VecF));
-        const VecF e = exp_vec(pv - mv);
-        std::memcpy(q + j, &e, sizeof(VecF));
-        sv += e;
+        const VecI grow = xv > mv;
+        if (any_lane(grow)) {
+          const VecF mn = grow ? xv : mv;
+          // exp(-inf - -inf) is NaN: an unchanged lane scales by 1, a -inf input adds 0.
+          const VecF scale = mv == mn ? one : exp_vec(mv - mn);
+          const VecF e = xv == ninf ? zero : exp_vec(xv - mn);
+          sv = sv * scale + e;
+          std::memcpy(m + j, &mn, sizeof(VecF));
+        } else {
+          const VecF e = xv == ninf ? zero : exp_vec(xv - mv);
+          sv += e;
+        }
         std::memcpy(s + j, &sv, sizeof(VecF));
       }
     }
-    for (; j < bl; ++j) {
-      q[j] = exp_any(p[j] - m[j]);
-      s[j] += q[j];
+  } else {
+    for (int64_t k = 0; k < n; ++k) {
+      const T* p = x + k * inner + j0;
+      for (int64_t j = 0; j < bl; ++j) m[j] = std::max(m[j], p[j]);
+    }
+  }
+  // The scalar tail (every column for float64): max first, then exp-and-sum into o.
+  if (jv < bl) {
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t k = 0; k < n; ++k) {
+        const T* p = x + k * inner + j0;
+        for (int64_t j = jv; j < bl; ++j) m[j] = std::max(m[j], p[j]);
+      }
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const T* p = x + k * inner + j0;
+      T* q = o + k * inner + j0;
+      for (int64_t j = jv; j < bl; ++j) {
+        q[j] = exp_any(p[j] - m[j]);
+        s[j] += q[j];
+      }
     }
   }
   for (int64_t j = 0; j < bl; ++j) s[j] = log ? std::log(s[j]) : T(1) / s[j];
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
     T* q = o + k * inner + j0;
+    int64_t j = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      for (; j < jv; j += kVecFloats) {
+        VecF xv, mv, sv;
+        std::memcpy(&xv, p + j, sizeof(VecF));
+        std::memcpy(&mv, m + j, sizeof(VecF));
+        std::memcpy(&sv, s + j, sizeof(VecF));
+        const VecF r = log ? (xv - mv) - sv : exp_vec(xv - mv) * sv;
+        std::memcpy(q + j, &r, sizeof(VecF));
+      }
+    }
     if (log) {
-      for (int64_t j = 0; j < bl; ++j) q[j] = (p[j] - m[j]) - s[j];
+      for (; j < bl; ++j) q[j] = (p[j] - m[j]) - s[j];
     } else {
-      for (int64_t j = 0; j < bl; ++j) q[j] *= s[j];
+      for (; j < bl; ++j) q[j] *= s[j];
     }
   }
 }
@@ -446,11 +506,12 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
       });
       return;
     }
-    const int64_t nblk = (inner + kOuterBlock - 1) / kOuterBlock;
-    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / (n * kOuterBlock)), [&](int64_t b0, int64_t b1) {
+    const int64_t width = wide_block(inner, outer);
+    const int64_t nblk = (inner + width - 1) / width;
+    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / (n * width)), [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
-        const int64_t r = b / nblk, j0 = (b % nblk) * kOuterBlock;
-        softmax_cols<T>(o + r * n * inner, x + r * n * inner, n, inner, j0, std::min(kOuterBlock, inner - j0), log);
+        const int64_t r = b / nblk, j0 = (b % nblk) * width;
+        softmax_cols<T>(o + r * n * inner, x + r * n * inner, n, inner, j0, std::min(width, inner - j0), log);
       }
     });
   });
@@ -485,8 +546,7 @@ double sum_as_double(const T* x, int64_t n, double shift, bool square) {
 
 // var and mean over the middle dim of a contiguous (outer, n, inner) block, PyTorch's two-pass
 // formula with double accumulators: mean = sum(x) / n, var = sum((x - mean)^2) / max(0, n - c).
-// One pass per statistic over data that stays in cache: a row (inner == 1) or a block of
-// kOuterBlock columns.
+// A row (inner == 1) stays in cache for both passes; column blocks are described below.
 void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, int64_t outer, int64_t n,
                    int64_t inner, double correction) {
   TensorArg var = unpack(var_obj), mean = unpack(mean_obj), in = unpack(in_obj);
@@ -516,29 +576,64 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
       });
       return;
     }
-    const int64_t nblk = (inner + kOuterBlock - 1) / kOuterBlock;
-    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * kOuterBlock, 1)),
+    // Column blocks of whole row pieces (see wide_block). float32 takes one pass: sums of
+    // d = x - x[0] and d^2 in double, var = (sum d^2 - (sum d)^2 / n) / dof. The shift by the
+    // column's first value keeps the cancellation small, and double carries 29 more bits than
+    // the float32 result needs. float64 keeps the two passes (mean, then squared deviations).
+    const int64_t width = wide_block(inner, outer);
+    const int64_t nblk = (inner + width - 1) / width;
+    parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * width, 1)),
                  [&](int64_t b0, int64_t b1) {
-      double s[kOuterBlock], q[kOuterBlock];
+      alignas(64) double s[kWideBlock], q[kWideBlock], c[kWideBlock];
       for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t r = blk / nblk, j0 = (blk % nblk) * kOuterBlock, bl = std::min(kOuterBlock, inner - j0);
+        const int64_t r = blk / nblk, j0 = (blk % nblk) * width, bl = std::min(width, inner - j0);
         const T* base = x + r * n * inner + j0;
         for (int64_t j = 0; j < bl; ++j) s[j] = q[j] = 0;
-        for (int64_t k = 0; k < n; ++k) {
-          const T* p = base + k * inner;
-          for (int64_t j = 0; j < bl; ++j) s[j] += double(p[j]);
+        if (n == 0) {
+          for (int64_t j = 0; j < bl; ++j) vp[r * inner + j0 + j] = mp[r * inner + j0 + j] = T(NAN);
+          continue;
         }
-        for (int64_t j = 0; j < bl; ++j) s[j] /= double(n);
-        for (int64_t k = 0; k < n; ++k) {
-          const T* p = base + k * inner;
-          for (int64_t j = 0; j < bl; ++j) {
-            const double d = double(p[j]) - s[j];
-            q[j] += d * d;
+        if constexpr (std::is_same_v<T, float>) {
+          for (int64_t j = 0; j < bl; ++j) c[j] = double(base[j]);
+          for (int64_t k = 0; k < n; ++k) {
+            const T* p = base + k * inner;
+            for (int64_t j = 0; j < bl; ++j) {
+              const double d = double(p[j]) - c[j];
+              s[j] += d;
+              q[j] += d * d;
+            }
           }
-        }
-        for (int64_t j = 0; j < bl; ++j) {
-          vp[r * inner + j0 + j] = T(q[j] / dof);
-          mp[r * inner + j0 + j] = T(s[j]);
+          for (int64_t j = 0; j < bl; ++j) {
+            const double mu = s[j] / double(n);
+            const double m2 = std::max(0.0, q[j] - s[j] * mu);
+            vp[r * inner + j0 + j] = T(m2 / dof);
+            mp[r * inner + j0 + j] = T(c[j] + mu);
+            if (!std::isfinite(q[j])) {
+              // inf or NaN in the column (the shift may have turned inf into NaN): the plain
+              // mean, and PyTorch's NaN variance.
+              double sum = 0;
+              for (int64_t k = 0; k < n; ++k) sum += double(base[k * inner + j]);
+              vp[r * inner + j0 + j] = T(NAN);
+              mp[r * inner + j0 + j] = T(sum / double(n));
+            }
+          }
+        } else {
+          for (int64_t k = 0; k < n; ++k) {
+            const T* p = base + k * inner;
+            for (int64_t j = 0; j < bl; ++j) s[j] += double(p[j]);
+          }
+          for (int64_t j = 0; j < bl; ++j) s[j] /= double(n);
+          for (int64_t k = 0; k < n; ++k) {
+            const T* p = base + k * inner;
+            for (int64_t j = 0; j < bl; ++j) {
+              const double d = double(p[j]) - s[j];
+              q[j] += d * d;
+            }
+          }
+          for (int64_t j = 0; j < bl; ++j) {
+            vp[r * inner + j0 + j] = T(q[j] / dof);
+            mp[r * inner + j0 + j] = T(s[j]);
+          }
         }
       }
     });

@@ -11,6 +11,10 @@
 
 #include "../common/vecmath.h"
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 
 template <typename T, bool kMax>
@@ -52,36 +56,22 @@ T minmax_contig(const T* p, int64_t n) {
   return nan ? std::numeric_limits<T>::quiet_NaN() : r;
 }
 
-// One machine vector of floats (kVecBytes, common/vecmath.h).
-constexpr int kVecFloats = kVecBytes / 4;
-typedef float VecF __attribute__((vector_size(kVecFloats * 4)));
-typedef int32_t VecI __attribute__((vector_size(kVecFloats * 4)));
-
-// ember::exp_f32 (common/vecmath.h) on one vector: the same reduction, polynomial and scaling.
-__attribute__((always_inline)) inline VecF exp_vec(VecF x) {
-  const VecF zero = VecF{};
-  VecF xc = x < -104.0f ? zero - 104.0f : x;
-  xc = xc > 89.0f ? zero + 89.0f : xc;
-  VecF n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  VecF r = xc - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187045e-06f;
-  VecF p = zero + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  VecI ni = __builtin_convertvector(n, VecI);
-  VecI n1 = ni >> 1;
-  VecI b1 = (n1 + 127) << 23, b2 = (ni - n1 + 127) << 23;
-  VecF s1, s2;
-  std::memcpy(&s1, &b1, sizeof(VecF));
-  std::memcpy(&s2, &b2, sizeof(VecF));
-  VecF result = p * s1 * s2;
-  result = x > 88.72283935546875f ? zero + INFINITY : result;
-  result = x < -103.972084045410156f ? zero : result;
-  return x != x ? x : result;
+// Whether any lane of a comparison mask is set: one movemask where the ISA has it (the
+// generic lane loop costs 8-16 extracts).
+inline bool any_lane(VecI mask) {
+#if defined(__AVX512F__)
+  __m512i v;
+  std::memcpy(&v, &mask, sizeof(v));
+  return _mm512_test_epi32_mask(v, v) != 0;
+#elif defined(__AVX__)
+  __m256 v;
+  std::memcpy(&v, &mask, sizeof(v));
+  return _mm256_movemask_ps(v) != 0;
+#else
+  bool any = false;
+  for (int l = 0; l < kVecFloats; ++l) any |= mask[l] != 0;
+  return any;
+#endif
 }
 
 // o[i] = exp(x[i] - m) (skipped when o is null); returns the sum of those values.

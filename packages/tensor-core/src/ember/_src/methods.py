@@ -70,8 +70,7 @@ def _invert(self):
     return pointwise.UNARY_OPS["bitwise_not"][0](self)
 
 
-def _matmul(self, other):
-    return linalg.matmul(self, other)
+_matmul = linalg.matmul  # the function itself: a forwarding frame cost ~5% of a 64x64 product
 
 
 def _rmatmul(self, other):

@@ -1,0 +1,151 @@
+"""Differential tests (against torch) of the outer-dim kernels: softmax/log_softmax, sum and
+var/var_mean reduced over a dim that has a contiguous inner dim behind it. Those kernels walk
+whole row pieces (up to 1024 columns) with vectorized lanes; float32 softmax keeps a running max
+and rescaled sum in one pass, float32 var sums shifted values in double in one pass.
+
+Cases: widths below, at and above the block (1024) with vector tails, -inf runs before a finite
+value, NaN and inf columns, a large offset (the variance shift), empty dims, non-contiguous input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ["float32", "float64", "bfloat16", "float16"]
+TOL = {"float32": (3e-6, 1e-6), "float64": (1e-12, 1e-12), "bfloat16": (2e-2, 1e-2), "float16": (2e-3, 1e-3)}
+SHAPES = [((33, 1030), 0), ((5, 7, 1024), 1), ((64, 13), 0), ((3, 0, 17), 1), ((0, 9), 0), ((2, 40, 3, 300), 1)]
+
+
+def _pair(a, dtype):
+    return ember.tensor(a, dtype=getattr(ember, dtype)), torch.tensor(a, dtype=getattr(torch, dtype))
+
+
+def _close(e, t, dtype, tol=None):
+    rtol, atol = tol or TOL[dtype]
+    np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _data(shape, seed=0, scale=3.0):
+    return np.random.default_rng(seed).standard_normal(shape) * scale
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", SHAPES, ids=str)
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_outer(fn, shape, dim, dtype):
+    e, t = _pair(_data(shape), dtype)
+    _close(getattr(ember, fn)(e, dim), getattr(torch, fn)(t, dim), dtype)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_outer_extremes(fn, dtype):
+    # Columns: -inf runs then finite, all -inf, NaN in the middle, +inf, a growing max, huge spread.
+    n, cols = 12, 40
+    a = _data((n, cols), seed=1)
+    a[:5, 0] = -np.inf
+    a[:, 1] = -np.inf
+    a[6, 2] = np.nan
+    a[3, 3] = np.inf
+    a[:, 4] = np.arange(n) * 10.0
+    a[::2, 5] = 1e4
+    a[1::2, 5] = -1e4
+    a[0, 6] = -np.inf
+    e, t = _pair(a, dtype)
+    for dim in (0,):
+        _close(getattr(ember, fn)(e, dim), getattr(torch, fn)(t, dim), dtype)
+
+
+def test_softmax_outer_non_contiguous():
+    a = _data((50, 70, 9), seed=2)
+    e, t = _pair(a, "float32")
+    e, t = e.transpose(1, 2), t.transpose(1, 2)
+    for dim in (0, 1, 2):
+        _close(ember.softmax(e, dim), torch.softmax(t, dim), "float32")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", SHAPES, ids=str)
+def test_sum_outer(shape, dim, dtype):
+    e, t = _pair(_data(shape, seed=3), dtype)
+    # float32 rows are summed in order (PyTorch folds pairwise): allow for n rounding steps.
+    tol = (2e-5, 2e-5) if dtype == "float32" else (5e-2, 5e-2) if dtype == "bfloat16" else None
+    _close(e.sum(dim), t.sum(dim), dtype, tol)
+    _close(e.sum(dim, keepdim=True), t.sum(dim, keepdim=True), dtype, tol)
+
+
+def test_sum_outer_int_and_nan():
+    a = np.random.default_rng(4).integers(-50, 50, (70, 1100))
+    e, t = ember.tensor(a), torch.tensor(a)
+    assert np.array_equal(e.sum(0).numpy(), t.sum(0).numpy())
+    f = _data((20, 30), seed=5)
+    f[3, 4] = np.nan
+    f[5, 6] = np.inf
+    _close(ember.tensor(f).sum(0), torch.tensor(f).sum(0), "float64")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", SHAPES, ids=str)
+@pytest.mark.parametrize("correction", [1, 0])
+def test_var_mean_outer(shape, dim, dtype, correction):
+    a = _data(shape, seed=6) + 5.0
+    e, t = _pair(a, dtype)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev, em = ember.var_mean(e, dim, correction=correction)
+        tv, tm = torch.var_mean(t, dim, correction=correction)
+        _close(e.var(dim, correction=correction), t.var(dim, correction=correction), dtype)
+    _close(ev, tv, dtype)
+    _close(em, tm, dtype)
+
+
+def test_var_outer_offset_and_specials():
+    # A large common offset: the one-pass float32 path shifts by each column's first value.
+    a = (1e4 + _data((300, 40), seed=7) * 1e-2).astype(np.float32)
+    a[0, 1] = 2e4  # the shift itself an outlier
+    a[:, 2] = 7.0  # constant column: variance exactly 0
+    a[4, 3] = np.inf
+    a[0, 4] = np.inf  # inf as the shift value
+    a[9, 5] = np.nan
+    a[0, 6] = -np.inf
+    a[1, 6] = np.inf
+    e, t = ember.tensor(a), torch.tensor(a)
+    ev, em = ember.var_mean(e, 0)
+    tv, tm = torch.var_mean(t, 0)
+    np.testing.assert_allclose(ev.numpy(), tv.numpy(), rtol=1e-4, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(em.numpy()[7:], tm.numpy()[7:], rtol=1e-6)
+    # With inf in a column PyTorch's Welford mean depends on where the inf sits (NaN once a later
+    # value subtracts it); ember's is the plain mean, torch.mean's value.
+    np.testing.assert_allclose(em.numpy(), t.mean(0).numpy(), rtol=1e-6, equal_nan=True)
+    assert ev.numpy()[2] == 0.0
+    e2, t2 = e.t(), t.t()  # non-contiguous: the reduced dim is the inner one of the storage
+    np.testing.assert_allclose(e2.var(1).numpy(), t2.var(1).numpy(), rtol=1e-4, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", ["exp", "sigmoid", "tanh", "erf", "gelu"])
+def test_vector_math_lanes_and_tails(fn):
+    # float32 transcendental kernels run whole machine vectors then a scalar tail: both must give
+    # the same (2-ulp) values, with NaN/inf/range limits in lanes of either part.
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.7, 88.8, -103.9, -104.5, 1e-30, 0.62, 0.63, 0.99, 1.0, 3.99,
+               4.0, -4.5, 20.0, -20.0]
+    rng = np.random.default_rng(8)
+    a = np.concatenate([special, rng.standard_normal(45) * 4, special]).astype(np.float32)
+    e, t = ember.tensor(a), torch.tensor(a)
+    if fn == "gelu":
+        got, want = ember.nn.functional.gelu(e), torch.nn.functional.gelu(t)
+    else:
+        got, want = getattr(ember, fn)(e), getattr(torch, fn)(t)
+    # gelu's 1 + erf(x / sqrt 2) cancels for negative x: absolute error there, as before vectorizing.
+    atol = 1e-6 if fn == "gelu" else 1e-37
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=3e-6, atol=atol, equal_nan=True)
+    # every start offset: the same element lands in a vector lane or in the tail
+    for start in range(1, 9):
+        part = getattr(ember, fn)(e[start:]) if fn != "gelu" else ember.nn.functional.gelu(e[start:])
+        np.testing.assert_array_equal(part.numpy(), got.numpy()[start:])
