@@ -96,6 +96,15 @@ MANUAL = {
     "linalg.solve": [(SQ, T((3, 2)))], "linalg.solve_ex": [(SQ, T((3,)))],
     "linalg.solve_triangular": [(SQ, T((3, 2)))], "linalg.tensorinv": [(T((4, 2, 2), kind="any"),)],
     "linalg.tensorsolve": [(T((2, 3, 6)), T((2, 3)))],
+    # special functions of specfns.cpp: those defined on the positive reals only get positive samples
+    **{f"special.{n}": [(A,), (AT,), (AO,)] for n in (
+        "airy_ai", "bessel_j0", "bessel_j1", "erfcx", "i0e", "i1e", "log_ndtr", "modified_bessel_i0",
+        "modified_bessel_i1", "spherical_bessel_j0")},
+    **{f"special.{n}": [(T((3, 4), kind="positive"),), (T((3, 4), kind="positive", layout="transposed"),)]
+       for n in ("bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+                 "scaled_modified_bessel_k1")},
+    "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
+                     (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],
 }
 # Keyword arguments that some MANUAL functions need.
 KWARGS = {"nonzero_static": {"size": 4}, "linalg.solve_triangular": {"upper": True},
