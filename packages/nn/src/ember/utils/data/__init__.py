@@ -1,5 +1,6 @@
 """``ember.utils.data``: datasets, samplers and the ``DataLoader``, as ``torch.utils.data``."""
 
+from . import distributed
 from ._utils.collate import default_collate, default_convert
 from ._utils.worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
@@ -13,6 +14,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -28,6 +30,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
