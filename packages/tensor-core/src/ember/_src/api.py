@@ -16,6 +16,9 @@ from .interop import from_dlpack
 from .grad_mode import (
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
+from .memory_format import (
+    channels_last, channels_last_3d, contiguous_format, legacy_contiguous_format, memory_format, preserve_format,
+)
 from .printing import set_printoptions
 from .runtime import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision, get_num_interop_threads,
