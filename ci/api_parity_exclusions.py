@@ -80,7 +80,7 @@ _GROUPS = {
             sym_ite sym_max sym_min sym_not sym_sqrt sym_sum""")),
         (_SPARSE, _names("""
             dsmm hsmm hspmm smm sspaddmm saddmm ccol_indices_copy col_indices_copy crow_indices_copy indices_copy
-            row_indices_copy values_copy resize_as_sparse_""")),
+            row_indices_copy values_copy resize_as_sparse_ native_norm""")),
         (_REMOVED, _names("eig lstsq matrix_rank solve symeig")),
         (_SYNCBN, _names("""
             batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats

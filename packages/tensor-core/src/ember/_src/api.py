@@ -12,6 +12,7 @@ from .dtypes import (
 )
 from .dtypes import bool  # noqa: A004
 from .dtypes import ALIASES as _ALIASES
+from .interop import export_dlpack as to_dlpack
 from .interop import from_dlpack
 from .grad_mode import (
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
@@ -25,6 +26,11 @@ from .runtime import (
     is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled, is_nonzero,
     is_warn_always_enabled, set_anomaly_enabled, set_float32_matmul_precision, set_flush_denormal,
     set_num_interop_threads, set_warn_always, typename, use_deterministic_algorithms,
+)
+from .runtime_compat import (
+    compiled_with_cxx11_abi, get_autocast_gpu_dtype, get_deterministic_debug_mode, get_device_module, has_lapack,
+    has_mkl, has_openmp, has_spectral, init_num_threads, is_distributed, set_autocast_gpu_dtype,
+    set_default_tensor_type, set_deterministic_debug_mode,
 )
 from .shapes import Size
 from .tensor import Tensor, is_tensor
