@@ -26,6 +26,8 @@ _REEXPORT = "an import inside PyTorch's module (not part of that namespace's API
 _PROFILER = "bindings and enums of the C++ (kineto) profiler, which ember does not have"
 _DATAPIPES = "torchdata DataPipes: deprecated by PyTorch (2.x warns they will be removed) and not carried over"
 _AOT_TENSOR_PARALLEL = "fp8/grouped GEMM entry points for CUDA tensor cores (the CUDA issue)"
+_TORCH_FUNCTION = ("the __torch_function__ override protocol: ember's tensor-subclass hook is __torch_dispatch__ "
+                   "(compile, export and vmap build on it); docs/deviations.md")
 _LEGACY = "legacy (Lua-Torch era) or deprecated name that PyTorch keeps for old checkpoints only"
 
 
@@ -82,6 +84,8 @@ _GROUPS = {
             dsmm hsmm hspmm smm sspaddmm saddmm ccol_indices_copy col_indices_copy crow_indices_copy indices_copy
             row_indices_copy values_copy resize_as_sparse_ native_norm""")),
         (_REMOVED, _names("eig lstsq matrix_rank solve symeig")),
+        (_TORCH_FUNCTION, _names("overrides DisableTorchFunction DisableTorchFunctionSubclass")),
+        (_REEXPORT, _names("windows")),
         (_SYNCBN, _names("""
             batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
             batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats""")),
@@ -109,6 +113,8 @@ _GROUPS = {
                          sparse_support_notes tf32_notes""")),
         (_AOT_TENSOR_PARALLEL, _names("ScalingType SwizzleType grouped_mm scaled_grouped_mm scaled_mm")),
         (_INTERNAL, _names("assert_int_or_pair boolean_dispatch")),
+        (_TORCH_FUNCTION, _names("""handle_torch_function has_torch_function has_torch_function_unary
+                                   has_torch_function_variadic""")),
     ],
     "optim.lr_scheduler": [
         (_REEXPORT, _names("Optimizer Tensor inf bisect_right")),
@@ -122,6 +128,7 @@ _GROUPS = {
         (_PROFILER, _names("""DeviceType ProfilerActivity ProfilerConfig ProfilerEvent ProfilerState kineto_available
                               profiler_legacy""")),
         (_LEGACY, _names("NestedIOFunction")),
+        (_TORCH_FUNCTION, _names("handle_torch_function has_torch_function is_tensor_like")),
     ],
     "utils.data": [
         (_DATAPIPES, _names("""DFIterDataPipe DataChunk IterDataPipe MapDataPipe functional_datapipe

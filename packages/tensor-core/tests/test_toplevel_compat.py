@@ -155,3 +155,27 @@ def test_aten_entry_point_errors_match_torch():
             lib.channel_shuffle(x, 0)
         with pytest.raises(RuntimeError, match="derivative for aten::native_channel_shuffle"):
             lib.native_channel_shuffle(x.requires_grad_(), 2).sum().backward()
+
+
+def test_compat_tensor_methods_match_torch():
+    for lib in (ember, torch):
+        t = lib.arange(6.0)
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            assert tuple(t.resize(2, 3).shape) == (2, 3)
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            assert tuple(t.resize_as(lib.ones(3, 2)).shape) == (3, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(RuntimeError, match="preserving the number of elements"):
+                t.resize(4)
+        assert t.is_set_to(t) and not t.is_set_to(t.view(2, 3)) and not t.is_set_to(t.clone())
+        assert lib.tensor([2.0]).is_nonzero() and not lib.tensor([0.0]).is_nonzero()
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            lib.ones(2).is_nonzero()
+        assert t.is_distributed() is False
+        assert t.to_sparse_coo().to_dense().tolist() == t.tolist()
+        p = lib.zeros(2)
+        q = p.module_load(lib.ones(2))
+        assert q.tolist() == [1.0, 1.0] and p.tolist() == [1.0, 1.0] and not q.requires_grad
+        src = lib.full((2,), 3.0)
+        assert p.module_load(src, assign=True).tolist() == [3.0, 3.0]

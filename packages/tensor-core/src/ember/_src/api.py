@@ -46,6 +46,7 @@ from .legacy_types import *  # noqa: E402,F401,F403
 from . import ops as _ops  # noqa: E402,F401  (declares every op and its record)
 from . import methods as _methods  # noqa: E402,F401  (the records of operators, casts, ...)
 from . import random_factories as _random_factories  # noqa: E402,F401  (rand, randn, ...)
+from . import tensor_compat as _tensor_compat  # noqa: E402,F401  (is_set_to, resize, module_load, ...)
 
 
 def result_type(tensor1, tensor2):
