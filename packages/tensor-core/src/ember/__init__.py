@@ -15,7 +15,7 @@ from ember import profiler  # noqa: E402,F401
 
 from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 
-from ember import functional, return_types, signal, torch_version, version  # noqa: E402,F401
+from ember import functional, hub, return_types, signal, torch_version, version  # noqa: E402,F401
 
 __version__ = version.__version__
 
