@@ -179,3 +179,18 @@ def test_compat_tensor_methods_match_torch():
         assert q.tolist() == [1.0, 1.0] and p.tolist() == [1.0, 1.0] and not q.requires_grad
         src = lib.full((2,), 3.0)
         assert p.module_load(src, assign=True).tolist() == [3.0, 3.0]
+
+
+def test_householder_product_errors_match_torch():
+    for lib in (ember, torch):
+        f = lib.linalg.householder_product
+        for a, t in (((3,), (1,)), ((2, 3), (3,)), ((4, 3), (2, 3)), ((4, 3), (4,))):
+            with pytest.raises(RuntimeError, match="householder_product"):
+                f(lib.ones(*a), lib.ones(*t))
+        with pytest.raises(RuntimeError, match="does not match input dtype"):
+            f(lib.ones(4, 3), lib.ones(2, dtype=lib.float64))
+    # geqrf's reflectors give back the Q of the QR factorization.
+    a = np.random.default_rng(4).normal(size=(5, 3))
+    t_qr, t_tau = torch.geqrf(torch.tensor(a))
+    q = ember.linalg.householder_product(ember.tensor(t_qr.numpy()), ember.tensor(t_tau.numpy()))
+    np.testing.assert_allclose(q.numpy(), torch.linalg.qr(torch.tensor(a)).Q.numpy(), atol=1e-12)

@@ -115,6 +115,8 @@ MANUAL = {
     "lstm_cell": [(T((3, 4)), [T((3, 5)), T((3, 5), seed=1)], T((20, 4)), T((20, 5)), T((20,)), T((20,)))],
     "adaptive_max_pool1d": [(T((2, 3, 8)), 4)],
     "frobenius_norm": [(A, (0, 1)), (AT, 1, True)], "nuclear_norm": [(A,), (T((2, 3, 4)), (1, 2))],
+    "linalg.householder_product": [(T((4, 3)), T((2,))), (T((2, 5, 3)), T((2, 3)))],
+    "orgqr": [(T((4, 3)), T((3,)))],
     "norm_except_dim": [(T((2, 3, 4)), 2, 1), (T((2, 3, 4)),), (T((2, 3, 4)), 3, 2)],
     "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
                      (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],

@@ -114,10 +114,53 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
     return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
 
 
+
+
+def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H, where v_i is column i of
+    ``input`` below the diagonal with a 1 on it (LAPACK's orgqr/ungqr; ``geqrf``'s output format)."""
+    import ember
+
+    fn = "torch.linalg.householder_product"
+    _check(input, "householder_product")
+    if not isinstance(tau, Tensor):
+        raise TypeError(f"householder_product(): argument 'tau' (position 2) must be Tensor, not "
+                        f"{type(tau).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    m, n = input.shape[-2:]
+    if m < n:
+        raise RuntimeError(f"{fn}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if tau.ndim != input.ndim - 1:
+        raise RuntimeError(f"{fn}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {input.ndim}")
+    k = tau.shape[-1]
+    if n < k:
+        raise RuntimeError(f"{fn}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(input.shape[:-2]):
+        raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tau.dtype is not input.dtype:
+        from .._common import type_name
+
+        raise RuntimeError(f"{fn}: tau dtype {type_name(tau.dtype)} does not match input dtype "
+                           f"{type_name(input.dtype)}")
+    batch = tuple(input.shape[:-2])
+    q = ember.eye(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
+    rows = ember.arange(m, device=input.device)
+    for i in reversed(range(k)):  # Q = H_i Q, applied from the last reflector to the first
+        v = ember.where(rows > i, input[..., :, i], (rows == i).to(input.dtype))
+        vh_q = (v.conj().unsqueeze(-2) @ q)  # (..., 1, n)
+        q = q - tau[..., i, None, None] * v.unsqueeze(-1) * vh_q
+    return q if out is None else out.resize_(q.shape).copy_(q)
+
+
 declare(__name__, """
 svd_lowrank          function
 pca_lowrank          function
 frobenius_norm       function
 nuclear_norm         function
 norm_except_dim      function
+linalg_householder_product   fn=householder_product linalg=householder_product
+orgqr                function method fn=householder_product
 """)
