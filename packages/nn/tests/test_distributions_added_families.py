@@ -254,3 +254,50 @@ def test_exponential_family_entropy_from_the_log_normalizer():
     assert isinstance(de, ed.ExponentialFamily)
     generic = ed.ExponentialFamily.entropy(de)
     close(generic, td.ContinuousBernoulli(pt).entropy(), rtol=1e-4, atol=1e-5)
+
+
+def test_lkj_cholesky_matches_torch():
+    (ce, ct) = pair([0.7, 2.0], True)
+    de, dt = ed.LKJCholesky(4, ce), td.LKJCholesky(4, ct)
+    assert de.batch_shape == dt.batch_shape and de.event_shape == dt.event_shape
+    torch.manual_seed(0)
+    v = dt.sample((3,))
+    lp_e, lp_t = de.log_prob(to_ember(v)), dt.log_prob(v)
+    close(lp_e, lp_t, rtol=1e-4, atol=1e-4)
+    lp_e.sum().backward()
+    lp_t.sum().backward()
+    close(ce.grad, ct.grad, rtol=1e-4, atol=1e-4)
+    x = de.sample((50,))
+    assert x.shape == (50, 2, 4, 4) and bool(ed.constraints.corr_cholesky.check(x).all())
+    assert de.expand((3, 2)).sample().shape == (3, 2, 4, 4)
+    with pytest.raises(ValueError, match="dim"):
+        ed.LKJCholesky(1)
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_matches_torch(param):
+    r = rng(30)
+    a = r.normal(size=(2, 3, 3))
+    spd = a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)
+    m = np.linalg.cholesky(spd) if param == "scale_tril" else spd
+    (me, mt), (dfe, dft) = pair(m, True, dtype="float64"), pair([4.5, 6.0], True, dtype="float64")
+    de, dt = ed.Wishart(dfe, **{param: me}), td.Wishart(dft, **{param: mt})
+    for name in ("mean", "mode", "variance", "covariance_matrix", "precision_matrix", "scale_tril"):
+        close(getattr(de, name), getattr(dt, name), rtol=1e-8, atol=1e-8)
+    torch.manual_seed(1)
+    v = dt.sample((2,))
+    lp_e, lp_t = de.log_prob(to_ember(v)), dt.log_prob(v)
+    close(lp_e, lp_t, rtol=1e-8, atol=1e-8)
+    close(de.entropy(), dt.entropy(), rtol=1e-8, atol=1e-8)
+    (lp_e.sum() + de.entropy().sum()).backward()
+    (lp_t.sum() + dt.entropy().sum()).backward()
+    close(me.grad, mt.grad, rtol=1e-6, atol=1e-8)
+    close(dfe.grad, dft.grad, rtol=1e-6, atol=1e-8)
+    x = de.rsample((4,))
+    assert x.shape == (4, 2, 3, 3) and x.requires_grad and bool(ed.constraints.positive_definite.check(x).all())
+    # The mean of many draws approaches df * covariance.
+    draws = ed.Wishart(dfe.detach(), **{param: me.detach()}).sample((4000,)).mean(0)
+    np.testing.assert_allclose(draws.numpy(), de.mean.detach().numpy(), rtol=0.1, atol=0.5)
+    close(ed.ExponentialFamily.entropy(de), dt.entropy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="df"):
+        ed.Wishart(1.0, covariance_matrix=me.detach())

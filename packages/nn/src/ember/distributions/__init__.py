@@ -29,6 +29,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -69,18 +70,19 @@ from .transforms import (
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform",
     "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
     "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
-    "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "LowRankMultivariateNormal",
+    "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LowRankMultivariateNormal",
     "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
     "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
     "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-    "VonMises", "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence", "register_kl",
+    "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "identity_transform", "kl_divergence", "register_kl",
     "transform_to", "transforms",
 ]  # fmt: skip
