@@ -45,7 +45,8 @@ def _unary_op(name: str, code: int, differentiable: bool):
             _no_half(dtype, name)
         return empty(self._shape, dtype, META)
 
-    op = define(f"{name}(Tensor self) -> Tensor", ("pointwise",), meta, differentiable=differentiable)
+    # No "pointwise" tag: not top-level functions, so kept out of the pointwise fuzz table (as special_i1).
+    op = define(f"{name}(Tensor self) -> Tensor", (), meta, differentiable=differentiable)
     op.kernels["meta"] = meta
 
     @op.kernel("cpu")
@@ -91,7 +92,7 @@ def _zeta_meta(self, other):
     return empty(broadcast_shapes(self._shape, other._shape), dtype, META)
 
 
-zeta_op = define("special_zeta(Tensor self, Tensor other) -> Tensor", ("pointwise",), _zeta_meta)
+zeta_op = define("special_zeta(Tensor self, Tensor other) -> Tensor", (), _zeta_meta)
 zeta_op.kernels["meta"] = _zeta_meta
 
 
