@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -79,14 +80,23 @@ def set_threads(n: int) -> None:
     ember.set_num_threads(n)
 
 
-def import_time(repeats: int) -> float:
-    """Seconds for ``import ember`` in a fresh interpreter (minimum of ``repeats``)."""
-    code = "import time; s = time.perf_counter(); import ember; print(time.perf_counter() - s)"
-    env = dict(os.environ)
+def import_time(module: str, repeats: int) -> float:
+    """CPU seconds for ``import <module>`` in a fresh interpreter (minimum of ``repeats``).
+
+    Bytecode is allowed and cached in a private folder: an installed package has its .pyc files
+    (pip compiles them), so an import without them measures Python's compiler, not the package.
+    One unmeasured import fills the cache first. CPU time, because these machines are shared.
+    """
+    code = f"import time; s = time.process_time(); import {module}; print(time.process_time() - s)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     best = float("inf")
-    for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-        best = min(best, float(out.stdout.strip()))
+    with tempfile.TemporaryDirectory() as cache:
+        env["PYTHONPYCACHEPREFIX"] = cache
+        for i in range(repeats + 1):
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                 check=True)
+            if i:
+                best = min(best, float(out.stdout.strip()))
     return best
 
 
@@ -114,9 +124,10 @@ def main() -> None:
         target = TARGETS.get(name)
         mark = "" if target is None else f"<{target:g}" + (" ok" if ratios[1] <= target else " MISS")
         print(f"{name:<18}{_fmt(te):>12}{_fmt(tt):>12}{ratios[1]:>10.2f}{ratios[2]:>10.2f}{mark:>9}")
-    imp = import_time(3 if args.quick else 5)
-    verdict = "<0.15s " + ("ok" if imp < 0.15 else "MISS")
-    print(f"{'import ember':<18}{_fmt(imp):>12}{'':>12}{'':>10}{'':>10}{verdict:>9}")
+    n = 3 if args.quick else 5
+    imp, imp_torch = import_time("ember", n), import_time("torch", n)
+    verdict = "<0.1s " + ("ok" if imp < 0.1 else "MISS")
+    print(f"{'import (CPU s)':<18}{_fmt(imp):>12}{_fmt(imp_torch):>12}{imp / imp_torch:>10.2f}{'':>10}{verdict:>9}")
 
 
 def _fmt(seconds: float) -> str:

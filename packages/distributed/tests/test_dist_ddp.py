@@ -55,3 +55,11 @@ def test_ddp_is_reachable_from_nn_parallel():
     from ember.distributed._ddp import DistributedDataParallel
 
     assert ember.nn.parallel.DistributedDataParallel is DistributedDataParallel
+
+
+def test_sampler_reachable_as_torch_programs_name_it():
+    """``torch.utils.data.distributed.DistributedSampler`` and ``torch.utils.data.DistributedSampler``
+    work after a bare ``import torch``; so must ember's."""
+    import ember
+
+    assert ember.utils.data.distributed.DistributedSampler is ember.utils.data.DistributedSampler

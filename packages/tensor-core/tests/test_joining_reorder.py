@@ -32,8 +32,10 @@ def test_cat_errors_match_torch():
     a = ember.ones(2, 3)
     with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
         ember.cat([a, ember.ones(3, 3)], 1)
-    with pytest.raises(RuntimeError, match="non-empty"):
+    with pytest.raises(ValueError, match="non-empty"):  # PyTorch's type for cat, RuntimeError for stack
         ember.cat([])
+    with pytest.raises(RuntimeError, match="non-empty"):
+        ember.stack([])
     with pytest.raises(RuntimeError, match="zero-dimensional"):
         ember.cat([ember.tensor(1.0)])
     with pytest.raises(IndexError):

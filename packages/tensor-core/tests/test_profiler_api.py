@@ -1,5 +1,6 @@
-"""ember.profiler / ember.autograd.profiler against torch.profiler: schedules, which ops and ranges
-are recorded and how they nest, key averages, tables, Chrome traces and on_trace_ready calls."""
+"""ember.profiler / ember.autograd.profiler against torch.profiler, a second check from the API-parity
+side: schedules, which ops and ranges are recorded and how they nest, key averages, tables, Chrome
+traces, on_trace_ready calls, and the autograd grad_mode/multithreading names."""
 
 import json
 import warnings
@@ -106,7 +107,7 @@ def test_autograd_profiler_names():
     import ember.autograd.profiler as eap
     import ember.autograd.profiler_util as epu
 
-    assert eap.profile is ep._recorder.profile and epu.EventList is eap.EventList
+    assert eap.profile is ep._profile.LegacyProfile and epu.EventList is eap.EventList
     a = ember.ones(2)
     with eap.profile(use_cuda=False) as prof:
         a.exp()

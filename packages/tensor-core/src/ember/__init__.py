@@ -10,8 +10,7 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from ember._src._native import _C  # noqa: E402,F401  (preloads OpenBLAS, then imports ember._C)
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
-from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, random, sparse, special, testing  # noqa: E402,F401
-from ember import profiler  # noqa: E402,F401
+from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
 
 from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 # Provided by sibling modules that may land separately: resolved on first access.
-_LAZY_MODULES = ("functional", "forward_ad", "gradcheck")
+_LAZY_MODULES = ("functional", "forward_ad", "gradcheck", "profiler")
 
 
 def __getattr__(name: str):

@@ -1,7 +1,10 @@
-"""``ember.autograd.profiler``: ``profile`` and ``record_function`` (torch.autograd.profiler), from
-the core's op timer (``ember.profiler``)."""
+"""``ember.autograd.profiler``: PyTorch's older profiler entry points.
 
-from ember.profiler._events import EventList, FunctionEvent, FunctionEventAvg
-from ember.profiler._recorder import profile, record_function
+``profile`` records everything inside its ``with`` block (no schedule); ``record_function`` and
+the event classes are ``ember.profiler``'s, so both APIs give the same events and tables.
+"""
+
+from ember.profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
+from ember.profiler._profile import LegacyProfile as profile
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "profile", "record_function"]

@@ -61,8 +61,14 @@ class CudaPlugin:
         for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_reduce, _ops_rows, _ops_matmul,
                        _ops_index, _ops_more, _random):
             module.register()
-        register_backend(Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
-                                 is_pinned=_storage.is_pinned, device_count=api.device_count))
+        backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
+                          is_pinned=_storage.is_pinned, device_count=api.device_count)
+        # the compiler's Triton kernels launch through the plugin's cubin cache and launcher
+        from . import _compile, _streams
+
+        backend.compile_triton = _compile.kernel
+        backend.current_stream = _streams.current_handle
+        register_backend(backend)
         Tensor.record_stream = lambda self, stream: api.record_stream(self, stream)
         import ember.backends
 

@@ -1,14 +1,17 @@
 """``ember.distributed``: process groups, collectives and stores, as ``torch.distributed``.
 
 The engine underneath is MPI (MPICH through mpi4py) for CPU tensors; ``"gloo"``, ``"mpi"`` and
-``None`` all select it. Processes started by ``mpiexec``, by ``ember.multiprocessing.spawn``,
-by the ``ember-run`` launcher or by hand (``env://``, ``tcp://``, ``file://``) form one MPI world.
+``None`` all select it. CUDA tensors run on NVIDIA's NCCL (``"nccl"``, and ``None`` where the
+``nvidia-nccl-cu13`` wheel is installed), loaded on the first CUDA collective. Processes started
+by ``mpiexec``, by ``ember.multiprocessing.spawn``, by the ``ember-run`` launcher or by hand
+(``env://``, ``tcp://``, ``file://``) form one MPI world.
 """
 
 import os as _os
 
 from . import _mpi
-from ._backend import Backend, ReduceOp, reduce_op
+from ._backend import Backend, ReduceOp, _make_nccl_premul_sum, reduce_op
+from ._backend import nccl_available as _nccl_available
 from ._collectives import (
     P2POp,
     all_gather,
@@ -81,7 +84,8 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    return False
+    """True when NCCL's library (the ``nvidia-nccl-cu13`` wheel) is installed; nothing is loaded."""
+    return _nccl_available()
 
 
 def is_ucc_available() -> bool:

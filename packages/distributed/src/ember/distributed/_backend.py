@@ -1,9 +1,9 @@
 """Backend names, ``ReduceOp``, and the interface every engine implements.
 
 A process group holds one engine per device type. ``"gloo"``, ``"mpi"`` and ``None`` pick the
-MPI engine for CPU tensors, so programs written for gloo run unchanged; ``"nccl"`` is the slot
-for the GPU engine (its own package, later): ``register_engine("nccl", "cuda", factory)`` plugs it
-in beside MPI without touching the collectives.
+MPI engine for CPU tensors, so programs written for gloo run unchanged; ``"nccl"`` runs CUDA
+tensors on NVIDIA's NCCL (``_nccl_engine``, loaded on the first CUDA collective). A group maps
+device types to backends (``device_backends``): ``None`` is "cpu:gloo,cuda:nccl" as in PyTorch.
 """
 
 from __future__ import annotations
@@ -56,11 +56,31 @@ class reduce_op:  # noqa: N801 - PyTorch's deprecated spelling
     MAX = RedOpType.MAX
 
 
+class PremulSum(int):
+    """``ReduceOp.PREMUL_SUM`` with its factor (a number or a one-element tensor): compares equal
+    to ``RedOpType.PREMUL_SUM`` and carries ``factor`` to the engine."""
+
+    name = "PREMUL_SUM"
+
+    def __new__(cls, factor):
+        obj = super().__new__(cls, int(RedOpType.PREMUL_SUM))
+        obj.factor = factor
+        return obj
+
+
+def _make_nccl_premul_sum(factor) -> ReduceOp:
+    """``torch.distributed._make_nccl_premul_sum``: multiply every input by ``factor``, then sum."""
+    op = ReduceOp(RedOpType.PREMUL_SUM)
+    op._factor = factor
+    return op
+
+
 def as_red_op(op) -> RedOpType:
-    if type(op) is RedOpType:
+    if type(op) is RedOpType or type(op) is PremulSum:
         return op
     if isinstance(op, ReduceOp):
-        return op.op
+        factor = getattr(op, "_factor", None)
+        return PremulSum(factor) if factor is not None else op.op
     try:
         return RedOpType(op)
     except ValueError:
@@ -141,8 +161,56 @@ class Engine:
         pass
 
 
-# (backend name, device type) -> factory(group_info) -> Engine
+# (backend name, device type) -> factory(process group) -> Engine
 _ENGINES: dict[tuple[str, str], object] = {}
+_CPU_NAMES = ("gloo", "mpi", "undefined")
+
+
+def _nccl_factory(group):
+    from ._nccl_engine import NCCLEngine  # loads nothing of CUDA or NCCL until a CUDA tensor comes
+
+    return NCCLEngine(group)
+
+
+def nccl_available() -> bool:
+    """True when the NCCL library (the ``nvidia-nccl-cu13`` wheel) can be found; loads nothing."""
+    from ._nccl_lib import find_library
+
+    return find_library() is not None
+
+
+def device_backends(backend) -> dict[str, str]:
+    """Device type -> backend name for ``backend`` as ``init_process_group``/``new_group`` take it.
+
+    ``None`` means "cpu:gloo,cuda:nccl" as in PyTorch (CUDA only where NCCL is installed);
+    ``"nccl"`` serves CUDA tensors only (CPU tensors raise, as PyTorch's NCCL group does).
+    """
+    if backend is None:
+        return {"cpu": "gloo", "cuda": "nccl"} if nccl_available() else {"cpu": "gloo"}
+    text = str(backend).lower()
+    if ":" in text:
+        pairs = {}
+        for item in text.split(","):
+            device, _, name = item.strip().partition(":")
+            if not device or not name:
+                raise ValueError(f"Invalid backend string: '{backend}' (expected 'device:backend,...')")
+            pairs[device.strip()] = str(Backend(name.strip()))
+        return pairs
+    name = str(Backend(text))
+    if name in _CPU_NAMES:
+        return {"cpu": "gloo" if name == "undefined" else name}
+    if name == "nccl":
+        return {"cuda": "nccl"}
+    devices = [device for (engine, device) in _ENGINES if engine == name]
+    return {device: name for device in devices} or {"cpu": name}
+
+
+def backend_label(devices: dict[str, str]) -> str:
+    """What ``get_backend`` answers: one name, or "cpu:gloo,cuda:nccl" for several."""
+    names = set(devices.values())
+    if len(names) == 1:
+        return names.pop()
+    return ",".join(f"{device}:{name}" for device, name in devices.items())
 
 
 def register_engine(name: str, device: str, factory) -> None:
@@ -152,10 +220,13 @@ def register_engine(name: str, device: str, factory) -> None:
 def engine_factory(name: str, device: str):
     factory = _ENGINES.get((name, device))
     if factory is None:
-        if name == "nccl":
-            raise RuntimeError(
-                "Distributed package doesn't have NCCL built in: ember's NCCL engine is not installed "
-                "(this build runs the MPI engine on CPU tensors)"
-            )
         raise RuntimeError(f"No backend type associated with device type {device} for backend {name!r}")
+    if name == "nccl" and not nccl_available():
+        raise RuntimeError(
+            "Distributed package doesn't have NCCL built in: libnccl.so.2 was not found "
+            "(install the nvidia-nccl-cu13 wheel, or set EMBER_NCCL_LIBRARY)"
+        )
     return factory
+
+
+register_engine("nccl", "cuda", _nccl_factory)

@@ -36,8 +36,8 @@ def check_tensor(tensor, name: str = "tensor") -> None:
     if not isinstance(tensor, ember.Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
                         f"             but got {type(tensor)} instead.")
-    if tensor.device.type != "cpu":
-        raise ValueError(f"the MPI engine takes CPU tensors, got a tensor on {tensor.device}")
+    # The device is the process group's business: it picks the engine for it, or raises
+    # "No backend type associated with device type ..." (``ProcessGroup.engine_for``).
 
 
 def _numpy_view(contiguous) -> np.ndarray:

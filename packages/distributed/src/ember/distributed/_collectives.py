@@ -109,7 +109,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
     _check_same(tensor_list, tensor, "tensor_list")
     check_fingerprint(pg, "allgather", [tensor])
-    flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
+    flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
     work = pg.engine_for(tensor).allgather(flat, tensor)
     work._finish = _chain(work._finish, lambda: _scatter_back(flat, tensor_list))
     work._outputs = tensor_list
@@ -151,7 +151,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         if not gather_list or len(gather_list) != pg.size():
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
         _check_same(gather_list, tensor, "gather_list")
-        flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype)
+        flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     work = pg.engine_for(tensor).gather(flat, tensor, root)
@@ -247,7 +247,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         if t.dtype != like.dtype:
             raise ValueError("all_to_all: every tensor must have the same dtype")
     flat_in = _flat(input_tensor_list)
-    flat_out = ember.empty(sum(t.numel() for t in output_tensor_list), dtype=like.dtype)
+    flat_out = ember.empty(sum(t.numel() for t in output_tensor_list), dtype=like.dtype, device=like.device)
     work = pg.engine_for(like).alltoall(
         flat_out, flat_in, [t.numel() for t in output_tensor_list], [t.numel() for t in input_tensor_list]
     )
@@ -261,7 +261,15 @@ def barrier(group=None, async_op=False, device_ids=None):
         return None
     pg = resolve(group)
     check_fingerprint(pg, "barrier", [])
+    if "cpu" not in pg._devices and "cuda" in pg._devices:
+        # An NCCL-only group synchronizes through NCCL, on device_ids[0] if given, as PyTorch.
+        index = device_ids[0] if device_ids else None
+        return _finish(pg.engine_for(_cuda_flag()).barrier(index), async_op)
     return _finish(pg._engine.barrier(), async_op)
+
+
+def _cuda_flag():
+    return ember.empty(0, device="cuda")
 
 
 # -- point to point ------------------------------------------------------------------------
@@ -323,6 +331,8 @@ def batch_isend_irecv(p2p_op_list):
     """Starts every send and receive of the list at once; returns their ``Work``s."""
     if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    if p2p_op_list and p2p_op_list[0].tensor.device.type == "cuda":
+        return _batch_nccl(p2p_op_list)
     works = []
     for p in p2p_op_list:
         if p.op is isend:
@@ -330,6 +340,24 @@ def batch_isend_irecv(p2p_op_list):
         else:
             works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
     return works
+
+
+def _batch_nccl(p2p_op_list):
+    """NCCL needs the sends and receives of one batch in one group call (or paired ranks
+    deadlock): one ``Work`` for the whole batch, as PyTorch's coalesced NCCL batch."""
+    first = p2p_op_list[0]
+    if _not_member(first.group):
+        return []
+    pg = resolve(first.group)
+    ops = []
+    for p in p2p_op_list:
+        if resolve(p.group) is not pg:
+            raise ValueError("All ops need to use the same group.")
+        if p.tensor.device != first.tensor.device:
+            raise ValueError("batch_isend_irecv: every tensor of an NCCL batch must be on the same device")
+        peer = _peer(pg, p.peer, p.group_peer, "dst" if p.op is isend else "src")
+        ops.append((p.op is isend, p.tensor, peer))
+    return [pg.engine_for(first.tensor).batch_p2p(ops)]
 
 
 def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):

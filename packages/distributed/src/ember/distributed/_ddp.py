@@ -82,7 +82,8 @@ def assign_buckets(params, cap_bytes: int, first_cap_bytes: int = _FIRST_BUCKET_
 
 
 class DistributedDataParallel(nn.Module):
-    """``torch.nn.parallel.DistributedDataParallel`` on the MPI engine (CPU tensors)."""
+    """``torch.nn.parallel.DistributedDataParallel``: CPU tensors on the MPI engine, CUDA tensors on NCCL
+    (each bucket's all-reduce runs on the communicator's side stream while backward goes on)."""
 
     def __init__(
         self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True, init_sync=True,
@@ -112,6 +113,8 @@ class DistributedDataParallel(nn.Module):
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         self._params = [p for p in module.parameters() if p.requires_grad]
+        # Flags and masks travel on the parameters' device: an NCCL group takes CUDA tensors only.
+        self._device = self._params[0].device
         self._buckets = assign_buckets(self._params, self.bucket_bytes_cap)
         self._bucket_of = {}
         for b, indices in enumerate(self._buckets):
@@ -192,7 +195,7 @@ class DistributedDataParallel(nn.Module):
         try:
             yield
             if throw_on_early_termination:
-                flag = ember.zeros(1, dtype=ember.int32)
+                flag = ember.zeros(1, dtype=ember.int32, device=self._device)
                 C.all_reduce(flag, group=self.process_group)
                 if int(flag.item()) > 0:
                     raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
@@ -204,7 +207,7 @@ class DistributedDataParallel(nn.Module):
     def _shadow_until_all_joined(self) -> None:
         shadowed = False
         while True:
-            flag = ember.zeros(1, dtype=ember.int32)
+            flag = ember.zeros(1, dtype=ember.int32, device=self._device)
             C.all_reduce(flag, group=self.process_group)
             if int(flag.item()) == 0:
                 self._sync_final_model(is_last_joiner=not shadowed)
@@ -217,10 +220,10 @@ class DistributedDataParallel(nn.Module):
             works = []
             for indices in self._buckets:
                 size = sum(self._params[i].numel() for i in indices)
-                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype)
+                zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
                 works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
             if self.find_unused_parameters:
-                C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32), op=ReduceOp.MAX,
+                C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32, device=self._device), op=ReduceOp.MAX,
                              group=self.process_group)
             for work in works:
                 work.wait()
@@ -228,7 +231,7 @@ class DistributedDataParallel(nn.Module):
     def _sync_final_model(self, is_last_joiner: bool) -> None:
         """Every rank ends with the model of the rank that trained longest, as PyTorch's join."""
         me = self._group._ranks[self._group.rank()]
-        authority = ember.tensor([me if is_last_joiner else -1], dtype=ember.int64)
+        authority = ember.tensor([me if is_last_joiner else -1], dtype=ember.int64, device=self._device)
         C.all_reduce(authority, op=ReduceOp.MAX, group=self.process_group)
         tensors = [p.detach() for p in self.module.parameters()] + list(self.module.buffers())
         by_dtype: dict = {}
@@ -260,7 +263,7 @@ class DistributedDataParallel(nn.Module):
         self._reset_iteration()
         if self._joining:
             # Tell ranks that already ran out of inputs (inside join()) that this one still trains.
-            C.all_reduce(ember.ones(1, dtype=ember.int32), group=self.process_group)
+            C.all_reduce(ember.ones(1, dtype=ember.int32, device=self._device), group=self.process_group)
         if self.broadcast_buffers and self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers:
@@ -313,7 +316,8 @@ class DistributedDataParallel(nn.Module):
         params = [self._params[i] for i in indices]
         with ember.no_grad():
             pieces = [
-                p.grad.reshape(-1) if p.grad is not None else ember.zeros(p.numel(), dtype=p.dtype) for p in params
+                p.grad.reshape(-1) if p.grad is not None else ember.zeros(p.numel(), dtype=p.dtype, device=p.device)
+                for p in params
             ]
             buffer = ember.cat(pieces)
         bucket = GradBucket(b, buffer, params, b == len(self._buckets) - 1)
@@ -326,7 +330,7 @@ class DistributedDataParallel(nn.Module):
     def _finalize(self) -> None:
         globally_used = None
         if self.find_unused_parameters:
-            used = ember.tensor([1 if u else 0 for u in self._locally_used], dtype=ember.int32)
+            used = ember.tensor([1 if u else 0 for u in self._locally_used], dtype=ember.int32, device=self._device)
             C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
             globally_used = used.tolist()
         with ember.no_grad():

@@ -7,6 +7,7 @@ processes you trust.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import time
 from datetime import timedelta
@@ -16,7 +17,17 @@ import numpy as np
 import ember
 
 from ._collectives import _group_rank, _not_member, all_gather, broadcast, gather, recv, scatter, send
-from ._world import resolve
+from ._world import internal_cpu, resolve
+
+
+def _bytes_through_mpi(fn):
+    """Object collectives move pickled bytes in CPU tensors: through the group's MPI engine
+    even where the group's backend is NCCL only (PyTorch stages them through the GPU)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with internal_cpu():
+            return fn(*args, **kwargs)
+    return run
 
 _PICKLE_WARNING = """
     .. warning::
@@ -41,6 +52,7 @@ def _sizes(pg, size: int) -> list[int]:
     return [int(t.item()) for t in out]
 
 
+@_bytes_through_mpi
 def all_gather_object(object_list, obj, group=None):
     """Fills ``object_list`` with ``obj`` from every rank of the group."""
     if _not_member(group):
@@ -57,6 +69,7 @@ def all_gather_object(object_list, obj, group=None):
         object_list[i] = _from_tensor(t, n)
 
 
+@_bytes_through_mpi
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
     """``obj`` from every rank into ``object_gather_list`` on ``dst``."""
     if _not_member(group):
@@ -80,6 +93,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
             object_gather_list[i] = _from_tensor(t, n)
 
 
+@_bytes_through_mpi
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Replaces ``object_list``'s items on every rank by those of ``src``."""
     if _not_member(group):
@@ -110,6 +124,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
             offset += n
 
 
+@_bytes_through_mpi
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None,
                         group_src=None):
     """Puts ``scatter_object_input_list[i]`` of ``src`` into rank i's ``scatter_object_output_list[0]``."""
@@ -147,6 +162,7 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 
 
 
+@_bytes_through_mpi
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     """A barrier through the store that names the ranks that did not arrive in time.
 
@@ -185,6 +201,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     store.set(f"{key}/out", "1")
 
 
+@_bytes_through_mpi
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None):
     """Sends the picklable objects of ``object_list`` to ``dst`` (which calls ``recv_object_list``)."""
     if _not_member(group):
@@ -196,6 +213,7 @@ def send_object_list(object_list, dst=None, group=None, device=None, group_dst=N
     send(payload, dst=dst, group=group, group_dst=group_dst)
 
 
+@_bytes_through_mpi
 def recv_object_list(object_list, src=None, group=None, device=None, group_src=None) -> int:
     """Fills ``object_list`` (of the sender's length) from ``src``; returns the sender's rank."""
     if _not_member(group):

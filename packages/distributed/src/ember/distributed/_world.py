@@ -15,13 +15,15 @@ runs on a duplicate of ``MPI_COMM_WORLD`` (so a user's own MPI traffic never mix
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import socket
+import threading
 import time
 from datetime import timedelta
 
 from . import _mpi
-from ._backend import Backend, engine_factory, register_engine
+from ._backend import Backend, backend_label, device_backends, engine_factory, register_engine
 from ._control import ControlServer, Watch
 from ._debug import read_debug_level
 from ._errors import DistStoreError
@@ -37,13 +39,37 @@ for _name in ("gloo", "mpi", "undefined"):
     register_engine(_name, "cpu", MPIEngine)
 
 
-class ProcessGroup:
-    """A set of ranks that run collectives together (``torch.distributed.ProcessGroup``)."""
+class _Internal(threading.local):
+    cpu = False  # object collectives of an NCCL-only group move their bytes through MPI
 
-    def __init__(self, engine: MPIEngine, global_ranks: list[int], backend: str, name: str, store):
+
+_INTERNAL = _Internal()
+
+
+@contextlib.contextmanager
+def internal_cpu():
+    """Lets CPU tensors through a group without a CPU backend (its MPI engine carries them)."""
+    previous = _INTERNAL.cpu
+    _INTERNAL.cpu = True
+    try:
+        yield
+    finally:
+        _INTERNAL.cpu = previous
+
+
+class ProcessGroup:
+    """A set of ranks that run collectives together (``torch.distributed.ProcessGroup``).
+
+    ``_engine`` is the group's MPI communicator (CPU tensors, liveness, object collectives);
+    ``_devices`` maps device types to backends, whose engines are made on first use.
+    """
+
+    def __init__(self, engine: MPIEngine, global_ranks: list[int], devices: dict, name: str, store):
         self._engine = engine
         self._ranks = global_ranks
-        self._backend = backend
+        self._devices = dict(devices)
+        self._backend = backend_label(self._devices)
+        self._engines: dict = {}
         self.group_name = name
         self.group_desc = name
         self.store = store
@@ -61,11 +87,23 @@ class ProcessGroup:
     def pg_name(self) -> str:
         return self.group_name
 
-    def engine_for(self, tensor=None) -> MPIEngine:
-        # One engine per device type; only CPU is served here (a GPU engine plugs in beside it).
-        if tensor is not None and tensor.device.type != "cpu":
-            engine_factory(self._backend if self._backend != "gloo" else "nccl", tensor.device.type)
-        return self._engine
+    def engine_for(self, tensor=None):
+        """The engine for ``tensor``'s device type (made on first use)."""
+        kind = "cpu" if tensor is None else tensor.device.type
+        backend = self._devices.get(kind)
+        if backend is None:
+            if kind == "cpu" and _INTERNAL.cpu:
+                return self._engine
+            raise RuntimeError(f"No backend type associated with device type {kind}")
+        if kind == "cpu":
+            return self._engine
+        engine = self._engines.get(kind)
+        if engine is None:
+            engine = self._engines[kind] = engine_factory(backend, kind)(self)
+        return engine
+
+    def _device_engines(self) -> list:
+        return list(self._engines.values())
 
     def __repr__(self):
         return f"ProcessGroup(name={self.group_name!r}, backend={self._backend!r}, ranks={self._ranks})"
@@ -128,17 +166,6 @@ def _advertised_host(store) -> str:
         return "127.0.0.1"
 
 
-def _backend_name(backend) -> str:
-    if backend is None:
-        return "gloo"
-    text = str(backend)
-    if ":" in text:  # "cpu:gloo,cuda:nccl": this engine serves the CPU entry
-        pairs = dict(item.split(":", 1) for item in text.split(","))
-        return Backend(pairs.get("cpu", "gloo"))
-    name = Backend(text)
-    return "gloo" if name == "undefined" else name
-
-
 def init_process_group(
     backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
     group_name="", pg_options=None, device_id=None,
@@ -155,9 +182,10 @@ def init_process_group(
             raise ValueError("rank must be non-negative if using store")
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
-    name = _backend_name(backend)
+    devices = device_backends(backend)
     read_debug_level()
-    engine_factory(name, "cpu")  # an unknown or absent engine fails before any rendezvous
+    for kind, name in devices.items():  # an unknown or absent engine fails before any rendezvous
+        engine_factory(name, kind)
     timeout = timeout or default_pg_timeout
     seconds = timeout.total_seconds()
     MPI = _mpi.mpi()
@@ -170,12 +198,21 @@ def init_process_group(
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
-    pg = ProcessGroup(engine, list(range(world_size)), name, group_name or "0", store)
+    pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
     _world.default_pg = pg
     _world.groups = [pg]
     _world.group_count = 1
     GroupMember.WORLD = group.WORLD = pg
     atexit.register(_say_goodbye)
+    if device_id is not None and "cuda" in devices:
+        # As PyTorch: a bound device makes the NCCL communicator now, not at the first collective.
+        pg.engine_for(_cuda_probe(device_id)).bind(device_id)
+
+
+def _cuda_probe(device_id):
+    import ember
+
+    return ember.empty(0, device=device_id)
 
 
 def _join_with_store(store: Store, rank: int, world_size: int, seconds: float) -> None:
@@ -255,6 +292,8 @@ def destroy_process_group(group=None) -> None:
     pg = _require_init()
     if group is None or group is pg:
         for each in reversed(_world.groups):
+            for device_engine in each._device_engines():
+                device_engine.shutdown()
             each._engine.shutdown()
         _world.groups = []
         _world.default_pg = None
@@ -270,6 +309,8 @@ def destroy_process_group(group=None) -> None:
         return
     if group is GroupMember.NON_GROUP_MEMBER:
         return
+    for device_engine in group._device_engines():
+        device_engine.shutdown()
     group._engine.shutdown()
     if group in _world.groups:
         _world.groups.remove(group)
@@ -315,8 +356,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     comm = world_comm.Create_group(world_comm.Get_group().Incl(ranks), tag=tag)
     seconds = timeout.total_seconds() if timeout is not None else pg._engine.timeout_seconds
     engine = MPIEngine(comm, ranks, _world, seconds)
-    name = _backend_name(backend) if backend is not None else pg._backend
-    sub = ProcessGroup(engine, ranks, name, group_desc or str(tag), PrefixStore(f"group/{tag}", _world.store))
+    devices = device_backends(backend) if backend is not None else pg._devices
+    sub = ProcessGroup(engine, ranks, devices, group_desc or str(tag), PrefixStore(f"group/{tag}", _world.store))
     _world.groups.append(sub)
     del MPI
     return sub

@@ -147,10 +147,10 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backe
             "mesh_shape and mesh_dim_names should have same length! "
             f"Found len(mesh_dim_names): {len(mesh_dim_names)} and len(mesh_shape):{len(mesh_shape)}."
         )
-    if device_type != "cpu":
-        raise RuntimeError(f"ember's MPI engine serves CPU meshes only, got device_type={device_type!r}")
+    if device_type not in ("cpu", "cuda"):
+        raise RuntimeError(f"ember's process groups serve CPU and CUDA meshes only, got device_type={device_type!r}")
     if not _world.is_initialized():
-        _world.init_process_group()
+        _world.init_process_group("nccl" if device_type == "cuda" else None)
     total = int(np.prod(mesh_shape))
     if total != _world.get_world_size():
         raise RuntimeError(

@@ -103,9 +103,18 @@ class Backend:
     - ``copy(dst, src, non_blocking)``: copies elements between a tensor of this device and
       one of the CPU or of this device (same shape; dtypes may differ);
     - ``pin_memory(t)`` / ``is_pinned(t)``: page-locked host memory, for devices that have it;
-    - ``device_count()``.
+    - ``device_count()``;
+    - ``compile_triton(source, name, signature, constexprs, aligned, num_warps, num_stages,
+      device_index)`` (optional): a launcher for the ``@triton.jit`` function ``name`` of
+      ``source`` (``signature``: argument -> Triton type, ``aligned``: arguments divisible by
+      16), called as ``launcher(grid, stream, *args)``; ``current_stream(device_index)``: the
+      stream handle ember's ops use now. The compiler's Triton backend launches its kernels
+      through these (it sits above this core and does not import device plugins).
     Kernels are registered on the ops themselves (``Op.kernels[device_type]``).
     """
+
+    compile_triton = None
+    current_stream = None
 
     def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
                  device_count=None):

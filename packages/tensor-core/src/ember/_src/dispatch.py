@@ -287,6 +287,21 @@ def _any_requires_grad(args, kwargs) -> bool:
     return False
 
 
+def dispatch_below_modes(op: Op, args, kwargs):
+    """Runs ``op`` from the layer under the modes (subclasses, autograd, kernel), for a mode that
+    stays entered while the op runs so that it sees the ops the op calls (ember.profiler).
+    Follows Op._dispatch after its mode check."""
+    if _SUBCLASS_DISPATCH[0]:
+        handled, result = _try_subclass_dispatch(op, args, kwargs)
+        if handled:
+            return result
+    if _GRAD_STATE.grad_enabled:
+        hook = _AUTOGRAD_HOOK[0]
+        if hook is not None and _any_requires_grad(args, kwargs):
+            return hook(op, args, kwargs)
+    return op.call_kernel(args, kwargs)
+
+
 def _call_top_mode(op: Op, args, kwargs):
     stack = _MODES.stack
     mode = stack.pop()

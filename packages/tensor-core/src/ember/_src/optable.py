@@ -25,7 +25,6 @@ Every op module imports this one: it imports no op module.
 
 from __future__ import annotations
 
-import inspect
 import sys
 
 from .device import device
@@ -281,6 +280,10 @@ class Signature:
     @classmethod
     def of_function(cls, name: str, fn) -> Signature:
         """Names, defaults and keyword-only parameters from a Python function (no types)."""
+        # inspect costs ~10 ms to import and is needed only when a hand-written op's arguments are
+        # checked for the first time, so it is imported here rather than with ember.
+        import inspect
+
         params = []
         try:
             sig = inspect.signature(fn)

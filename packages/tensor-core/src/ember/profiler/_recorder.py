@@ -1,187 +1,186 @@
-"""``profile`` and ``record_function`` (``torch.autograd.profiler``): a dispatch mode timing every
-op call, nested under the ``record_function`` ranges open at the time. Ops that a composite op
-calls nest under it, so an op's self time excludes its callees, as in PyTorch's tables."""
+"""The recording side of the profiler: a dispatch mode that times every op call, and
+``record_function`` ranges.
+
+The recorder is a dispatch mode (docs/DESIGN.md, "Dispatch"), so while one is entered every
+op takes the Python dispatcher. Unlike a tracer it stays on the mode stack while the op runs,
+so the ops a composite kernel or an autograd formula calls are recorded as its children, as
+PyTorch nests ``aten::mm`` under ``aten::matmul``. Ranges are per thread: the recorder sees
+the ops of the thread that entered it (each thread has its own mode stack).
+"""
 
 from __future__ import annotations
 
-import functools
-import itertools
 import threading
 import time
-import traceback
 
-from .._src.dispatch import DispatchMode
-from .._src.tensor import Tensor
+from ember._src import dispatch
+from ember._src.tensor import Tensor
+
 from ._events import EventList, FunctionEvent
 
-__all__ = ["profile", "record_function"]
-
-_ACTIVE: list = []  # the profilers recording now (outermost first)
-_IDS = itertools.count()
+_THREAD = threading.local()  # .recorder: the recorder of this thread, or absent
 
 
 def _now_us() -> float:
-    return time.perf_counter_ns() / 1000.0
+    return time.perf_counter_ns() / 1e3
 
 
-def _shapes(args) -> list:
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(list(a.shape))
-        elif isinstance(a, (list, tuple)) and a and all(isinstance(t, Tensor) for t in a):
-            out.append([list(t.shape) for t in a])
-        else:
-            out.append([])
-    return out
+def current_recorder():
+    return getattr(_THREAD, "recorder", None)
 
 
-class _Session:
-    """The open ranges of one profiler, per thread, and the finished events."""
-
-    def __init__(self, record_shapes: bool, with_stack: bool):
-        self.record_shapes, self.with_stack = record_shapes, with_stack
-        self.events: list[FunctionEvent] = []
-        self.local = threading.local()
-
-    def stack(self) -> list:
-        if not hasattr(self.local, "open"):
-            self.local.open = []
-        return self.local.open
-
-    def begin(self, name: str, args=(), user=False) -> FunctionEvent:
-        shapes = _shapes(args) if self.record_shapes else []
-        stack = [f"{f.filename}({f.lineno}): {f.name}" for f in traceback.extract_stack()[-12:-3]] \
-            if self.with_stack else []
-        ev = FunctionEvent(next(_IDS), name, threading.get_ident(), _now_us(), 0.0, shapes, stack,
-                           is_user_annotation=user)
-        opened = self.stack()
-        if opened:
-            opened[-1].append_cpu_child(ev)
-        opened.append(ev)
-        return ev
-
-    def end(self, ev: FunctionEvent) -> None:
-        ev.time_range.end = _now_us()
-        opened = self.stack()
-        if opened and opened[-1] is ev:
-            opened.pop()
-        self.events.append(ev)
+def _shape_of(value) -> list:
+    if isinstance(value, Tensor):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
+        return [list(v.shape) for v in value]
+    return []
 
 
-class _OpTimer(DispatchMode):
+def _output_bytes(out) -> int:
+    if isinstance(out, Tensor):
+        return out.numel() * out.element_size()
+    if isinstance(out, (list, tuple)):
+        return sum(_output_bytes(o) for o in out)
+    return 0
+
+
+def _flops(name: str, args, out) -> int:
+    """Multiply-add count x2 of the ops PyTorch's profiler counts FLOPs for (matmuls and convs)."""
+    shapes = [a.shape for a in args if isinstance(a, Tensor)]
+    try:
+        if name in ("mm", "matmul") and len(shapes) >= 2 and len(shapes[0]) == 2 == len(shapes[1]):
+            (m, k), (_, n) = shapes[0], shapes[1]
+            return 2 * m * k * n
+        if name == "addmm" and len(shapes) >= 3:
+            (m, k), (_, n) = shapes[1], shapes[2]
+            return 2 * m * k * n
+        if name == "bmm" and len(shapes) >= 2:
+            (b, m, k), (_, _, n) = shapes[0], shapes[1]
+            return 2 * b * m * k * n
+        if name in ("conv1d", "conv2d", "conv3d", "convolution") and len(shapes) >= 2 and isinstance(out, Tensor):
+            per_output = 1  # multiply-adds per output element: C_in / groups * kernel volume
+            for s in shapes[1][1:]:
+                per_output *= s
+            return 2 * out.numel() * per_output
+    except (TypeError, ValueError):
+        return 0
+    return 0
+
+
+class Recorder(dispatch.DispatchMode):
+    """Collects ``FunctionEvent``s for the ops and ranges of the thread that entered it."""
+
     wants_types = False
 
-    def __init__(self, session: _Session):
-        self.session = session
+    def __init__(self, record_shapes: bool = False, profile_memory: bool = False, with_flops: bool = False):
+        self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_flops = with_flops
+        self.events: list[FunctionEvent] = []
+        self._open: list[FunctionEvent] = []
+        self._next_id = 0
+        self._thread = threading.get_ident()
+        self._outer = None
+
+    # -- ranges --------------------------------------------------------------------------------
+
+    def open(self, name: str, input_shapes=None, user: bool = False) -> FunctionEvent:
+        self._next_id += 1
+        event = FunctionEvent(self._next_id, name, self._thread, 0.0, input_shapes=input_shapes,
+                              is_user_annotation=user)
+        if self._open:
+            parent = self._open[-1]
+            event.cpu_parent = parent
+            parent.cpu_children.append(event)
+        self._open.append(event)
+        self.events.append(event)
+        event.time_range.start = _now_us()
+        return event
+
+    def close(self, event: FunctionEvent) -> None:
+        event.time_range.end = _now_us()
+        # Ranges closed out of order (a record_function exited inside an op) close everything above.
+        while self._open:
+            top = self._open.pop()
+            if top is event:
+                break
+            top.time_range.end = event.time_range.end
+
+    def result(self) -> EventList:
+        now = _now_us()
+        for event in self._open:  # still open when the profiler stopped: cut at the stop
+            event.time_range.end = now
+        return EventList(self.events, with_flops=self.with_flops, profile_memory=self.profile_memory)
+
+    # -- ops -----------------------------------------------------------------------------------
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        ev = self.session.begin("aten::" + func.name.split(".")[0], args)
+        kwargs = kwargs or {}
+        shapes = [_shape_of(a) for a in args] if self.record_shapes else None
+        event = self.open("aten::" + func.name, shapes)
+        stack = dispatch._MODES.stack
         try:
-            return func(*args, **(kwargs or {}))
+            if stack:
+                # Another mode sits below this one: it must see the call, so continue there;
+                # the ops it runs are not recorded as children.
+                out = func(*args, **kwargs)
+            else:
+                stack.append(self)
+                try:
+                    out = dispatch.dispatch_below_modes(func, args, kwargs)
+                finally:
+                    stack.pop()
         finally:
-            self.session.end(ev)
+            self.close(event)
+        if self.profile_memory:
+            event.cpu_memory_usage = _output_bytes(out)
+        if self.with_flops:
+            event.flops = _flops(func.name, args, out)
+        return out
 
-
-class profile:  # noqa: N801 - PyTorch's name
-    """Records the time of every op (and ``record_function`` range) run inside ``with``.
-
-    ``record_shapes`` keeps the input shapes, ``with_stack`` the Python stack of each call.
-    ``use_cuda``/``use_device``/``profile_memory``/``with_flops``/``with_modules`` are accepted;
-    ember's profiler measures CPU wall time only (device kernels, memory and flops read 0).
-    """
-
-    def __init__(self, enabled=True, *, use_cuda=False, use_device=None, record_shapes=False, with_flops=False,
-                 profile_memory=False, with_stack=False, with_modules=False, use_kineto=False, use_cpu=True,
-                 experimental_config=None, acc_events=False, custom_trace_id_callback=None):
-        self.enabled = enabled
-        self.record_shapes, self.with_stack = record_shapes, with_stack
-        self.use_device = "cuda" if use_cuda else use_device
-        self.profile_memory, self.with_flops = profile_memory, with_flops
-        self.entered = False
-        self.function_events: EventList | None = None
-        self._session: _Session | None = None
-        self._mode: _OpTimer | None = None
+    # -- activation ----------------------------------------------------------------------------
 
     def __enter__(self):
-        if not self.enabled:
-            return self
-        if self.entered:
-            raise RuntimeError("Profiler context manager is not reentrant")
-        self.entered = True
-        self._start()
-        return self
-
-    def _start(self):
-        self._session = _Session(self.record_shapes, self.with_stack)
-        self._mode = _OpTimer(self._session)
-        self._mode.__enter__()
-        _ACTIVE.append(self._session)
-
-    def _stop(self):
-        self._mode.__exit__(None, None, None)
-        _ACTIVE.remove(self._session)
-        self.function_events = EventList(sorted(self._session.events, key=lambda e: e.time_range.start))
+        self._outer = current_recorder()
+        _THREAD.recorder = self
+        return super().__enter__()
 
     def __exit__(self, *exc):
-        if not self.enabled:
-            return False
-        self._stop()
-        return False
-
-    def _check_finish(self):
-        if self.function_events is None:
-            raise RuntimeError("Profiler didn't finish running")
-
-    def events(self) -> EventList:
-        self._check_finish()
-        return self.function_events
-
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
-        self._check_finish()
-        if group_by_input_shape and not self.record_shapes:
-            raise AssertionError("record_shapes=True must be set to group by input shape")
-        return self.function_events.key_averages(group_by_input_shape, group_by_stack_n)
-
-    def total_average(self):
-        self._check_finish()
-        return self.function_events.total_average()
-
-    def table(self, **kwargs) -> str:
-        self._check_finish()
-        return self.function_events.table(**kwargs)
-
-    def export_chrome_trace(self, path):
-        self._check_finish()
-        return self.function_events.export_chrome_trace(path)
-
-    @property
-    def self_cpu_time_total(self):
-        self._check_finish()
-        return self.function_events.self_cpu_time_total
-
-    def __str__(self):
-        return self.table() if self.function_events is not None else "<unfinished profiler>"
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _THREAD.recorder = self._outer
 
 
 class record_function:  # noqa: N801 - PyTorch's name
-    """A named range in the profile (a context manager or a decorator); nothing when no profiler runs."""
+    """Marks a range of code with a name in the profiler's results (a context or a decorator).
+
+    With no profiler recording on this thread it does nothing but two attribute reads.
+    """
 
     def __init__(self, name: str, args: str | None = None):
-        self.name, self.args = name, args
-        self._open: list = []
+        self.name = name
+        self.args = args
+        self._event = None
+        self._recorder = None
 
     def __enter__(self):
-        self._open = [(s, s.begin(self.name, user=True)) for s in _ACTIVE]
+        recorder = current_recorder()
+        if recorder is not None:
+            self._recorder = recorder
+            self._event = recorder.open(self.name, user=True)
         return self
 
     def __exit__(self, *exc):
-        for session, ev in reversed(self._open):
-            session.end(ev)
-        self._open = []
+        if self._event is not None:
+            self._recorder.close(self._event)
+            self._event = self._recorder = None
         return False
 
     def __call__(self, fn):
+        import functools
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with record_function(self.name, self.args):

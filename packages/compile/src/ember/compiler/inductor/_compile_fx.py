@@ -24,6 +24,9 @@ from ._cpp import kernel_sources
 from ._graph import ExternCall, GraphFallback, GraphLowering
 from ._ir import Buffer, TensorValue
 from ._scheduler import Kernel, make_index_vars, schedule
+from ._triton import Unsupported as TritonUnsupported
+from ._triton import kernel_specs
+from ._triton_runtime import TritonKernel, backend_for, interpreter_ready
 from ._wrapper import InputMismatch, build_callable, fixed_globals, kernel_function, link
 
 log = logging.getLogger("ember.compiler.inductor")
@@ -52,8 +55,17 @@ def lower_and_build(gm, example_inputs) -> CompiledArtifact:
         dispatch._MODES.stack = saved
 
 
+def _uses_triton(example_inputs) -> bool:
+    tensors = [t for t in example_inputs if isinstance(t, Tensor)]
+    if any(t._device.type != "cpu" for t in tensors):
+        return True
+    return config.cpu_backend == "triton" and interpreter_ready()
+
+
 def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     start = time.perf_counter()
+    if _uses_triton(example_inputs):
+        return _build_triton(gm, example_inputs, start)
     try:
         key = _graphcache.graph_key(gm, example_inputs) if config.graph_cache else None
     except _graphcache.Uncacheable as exc:
@@ -90,6 +102,49 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     if key is not None:
         _store(key, gm, graph, wrapper, names, parts if kernels else [], signatures, len(kernels), externs)
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
+
+
+def triton_kernels(gm, example_inputs) -> tuple:
+    """(graph, plan, kernel specs) of ``gm``: its Triton kernels, generated but not compiled
+    (the tests compile them for sm_90 without a GPU)."""
+    graph = GraphLowering(gm, example_inputs)
+    graph.run()
+    outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
+    graph.output_names = {v.buffer.name for v in outputs}
+    ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
+    plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
+    graph.all_buffers = _all_buffers(graph, plan)
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    try:
+        specs = kernel_specs(kernels, graph.all_buffers)
+    except TritonUnsupported as exc:
+        raise GraphFallback(f"Triton backend: {exc}") from exc
+    return graph, plan, specs
+
+
+def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
+    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``.
+
+    Not kept in the graph cache (the kernel sources and cubins are cached on disk; the
+    lowering runs again in a new process).
+    """
+    graph, plan, specs = triton_kernels(gm, example_inputs)
+    kernels = [e for e in plan if isinstance(e, Kernel)]
+    backend = backend_for(graph.device)
+    if backend is None:
+        raise GraphFallback(f"no Triton backend for {graph.device}")
+    runners = {s.name: TritonKernel(s, graph.device, backend) for s in specs}
+    signatures = {s.name: s.params for s in specs}
+    call, wrapper, _ = build_callable(graph, plan, signatures, runners, triton=True)
+    source = "\n".join(s.source for s in specs)
+    seconds = time.perf_counter() - start
+    externs = sum(isinstance(e, ExternCall) for e in plan)
+    _log("output_code", lambda: f"ember inductor (Triton, {graph.device}): {len(kernels)} kernels, {externs} extern "
+         f"calls, generated in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (Triton) ----\n"
+         f"{source}")
+    artifact = CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
+    artifact.triton_kernels = runners
+    return artifact
 
 
 def _store(key, gm, graph, wrapper, names, parts, signatures, kernels, externs) -> None:
@@ -158,7 +213,7 @@ def _signature(args) -> tuple:
     sig = []
     for a in args:
         if isinstance(a, Tensor):
-            sig.append((a.dtype, a._shape, a._stride))
+            sig.append((a.dtype, a._shape, a._stride, a._device))
         else:
             sig.append((type(a), a if isinstance(a, (int, float, bool)) else id(a)))
     return tuple(sig)

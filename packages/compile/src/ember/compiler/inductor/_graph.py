@@ -14,7 +14,7 @@ import operator
 import sympy
 
 from ember._src import dtypes as dt
-from ember._src.device import META
+from ember._src.device import CPU, META, to_device
 from ember._src.dispatch import DispatchMode, Op
 from ember._src.tensor import Tensor, new_empty_tensor
 
@@ -82,8 +82,33 @@ class GraphLowering:
         self.current = ""
         self._count = 0
         self._live: list = []  # lazy values a later mutation must not overtake
+        # where the graph's tensors live (its kernels run there); set by the first tensor input
+        self.device = CPU
+        self._device_seen = False
 
     # -- names and hints ---------------------------------------------------------------------
+
+    def _check_device(self, t) -> None:
+        """Every tensor input on one device, a CPU one or one whose kernels Triton can write."""
+        device = t._device
+        if not self._device_seen:
+            if device.type == "meta":
+                raise GraphFallback("meta input")
+            self.device, self._device_seen = device, True
+        elif device != self.device:
+            raise GraphFallback(f"inputs on {self.device} and {device}")
+
+    def _check_extern_device(self, args, kwargs) -> None:
+        """An extern op's result must live where the kernels that read it run: a copy to
+        another device, or a factory on another (the default) device, runs the graph eagerly."""
+        device = kwargs.get("device") if isinstance(kwargs, dict) else None
+        if device is None:
+            if any(isinstance(a, TensorValue) for a in _flatten([args, kwargs])):
+                return  # computed from the graph's tensors: on their device
+            if any(isinstance(a, Tensor) for a in _flatten([args, kwargs])):
+                return
+        if to_device(device) != self.device:
+            raise GraphFallback(f"an extern op makes a tensor on {to_device(device)}, the graph runs on {self.device}")
 
     def new_name(self, prefix="buf") -> str:
         self._count += 1
@@ -135,8 +160,9 @@ class GraphLowering:
         example = self.example_inputs[position] if position < len(self.example_inputs) else None
         val = node.meta.get("val", example)
         if isinstance(example, Tensor):
-            if example.dtype.is_complex or example.device.type != "cpu":
-                raise GraphFallback("complex or non-cpu input")
+            if example.dtype.is_complex:
+                raise GraphFallback("complex input")
+            self._check_device(example)
             shape = tuple(sym(s) for s in (val.shape if val is not None else example.shape))
             strides = tuple(sym(s) for s in (val.stride() if hasattr(val, "stride") else example.stride()))
             if not any(s.free_symbols for s in shape + strides):
@@ -167,6 +193,7 @@ class GraphLowering:
             return value
         if value.dtype.is_complex:
             raise GraphFallback("complex constant")
+        self._check_device(value)
         buf = InputBuffer(f"const_{node.name}", value.shape, value.dtype, strides=value.stride())
         buf.position = None
         self.constants[buf.name] = value
@@ -222,7 +249,9 @@ class GraphLowering:
         """
         functional = LOWERINGS.get(op.name[:-1]) if op.name.endswith("_") else None
         dst = args[0]
-        if functional is None or getattr(dst, "viewed", False):
+        # A view (``x[1:].mul_(2)``) must write through to its source: rebinding the view's value
+        # would drop the write, so views take the extern path (which falls back to eager for them).
+        if functional is None or getattr(dst, "viewed", False) or getattr(dst, "view_source", None) is not None:
             return None
         try:
             expected = op(*self._meta(args), **self._meta(kwargs))
@@ -317,7 +346,8 @@ class GraphLowering:
         """``dst.copy_(src)``: a kernel storing into ``dst``'s buffer (an input the graph updates)."""
         if not isinstance(dst, TensorValue) or dst.buffer is None or dst.loader is None:
             raise GraphFallback("mutation of a computed view")
-        if not isinstance(dst.buffer, (InputBuffer, ExternBuffer)) or not _is_plain(dst):
+        if not isinstance(dst.buffer, (InputBuffer, ExternBuffer)) or not _is_plain(dst) \
+                or getattr(dst.buffer, "is_view", False):
             raise GraphFallback("mutation of a view")
         self.realize_live()
         compute = dst.buffer.dtype if dst.dtype not in (dt.float16, dt.bfloat16) else dt.float32
@@ -368,6 +398,7 @@ class GraphLowering:
                 if isinstance(a, TensorValue) and not _is_plain(a):
                     raise GraphFallback("in-place op on a view")
             self.realize_live()
+        self._check_extern_device(args, kwargs)
         as_arg = self.realize if mutates else self._extern_arg
         real_args = _map_values(args, as_arg)
         real_kwargs = _map_values(kwargs, as_arg)
@@ -384,6 +415,9 @@ class GraphLowering:
                 raise GraphFallback("complex extern result")
             buf = ExternBuffer(self.new_name(), t.shape, t.dtype)
             buf.origins = [self.current]
+            # A view op's result shares its input's memory: writing into it is a write into the
+            # input, which this graph does not order with its other readers (mutate() refuses it).
+            buf.is_view = isinstance(fn, Op) and "view" in fn.tags
             return buf
 
         if mutates and isinstance(args[0], TensorValue) and isinstance(result, Tensor):

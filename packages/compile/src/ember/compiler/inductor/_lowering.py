@@ -11,7 +11,7 @@ from __future__ import annotations
 import sympy
 
 from ember._src import dtypes as dt
-from ember._src.device import META
+from ember._src.device import META, to_device
 from ember._src.tensor import new_empty_tensor
 
 from ._ir import (
@@ -261,7 +261,7 @@ register("addcdiv")(_addc("addcdiv", "div"))
 
 @register("_to_copy")
 def _to_copy(ctx, x, dtype=None, device=None, **ignored):
-    if device is not None and str(device) != "cpu":
+    if device is not None and to_device(device) != ctx.device:
         raise Unsupported("device copy")
     if ignored.get("memory_format") not in (None,):
         raise Unsupported("memory_format")
@@ -297,8 +297,8 @@ def _fill_(ctx, dst, value):
 
 @register("full")
 def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
-    if device is not None and str(device) != "cpu":
-        raise Unsupported("device")
+    if to_device(device) != ctx.device:
+        raise Unsupported("device")  # made elsewhere than the graph's kernels run: eagerly
     d = dt.to_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
     if isinstance(fill_value, bool):
         d = dt.bool if dtype is None else d

@@ -26,13 +26,13 @@ class InputMismatch(Exception):
     """The inputs of this call differ from those the code was specialized for."""
 
 
-def _empty(shape, dtype):
-    return new_empty_tensor(shape, dtype, CPU)
+def _empty(shape, dtype, device=CPU):
+    return new_empty_tensor(shape, dtype, device)
 
 
 def _reuse(old: Tensor, shape, dtype):
     """A buffer of ``shape``/``dtype`` over the storage of a dead buffer of the same byte size."""
-    return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, CPU)
+    return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, old._device)
 
 
 def _view(base: Tensor, shape, strides, offset):
@@ -54,7 +54,7 @@ def _py(expr) -> str:
 
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
-    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view,
+    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
             "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
 
 
@@ -67,14 +67,20 @@ def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
 
 
 class WrapperWriter:
-    def __init__(self, graph, plan, signatures: dict, lib):
+    """``lib``: kernel name -> the ctypes library holding it (C++), or with ``triton`` the
+    kernel's launcher object (``_triton_runtime.TritonKernel``), called with tensors."""
+
+    def __init__(self, graph, plan, signatures: dict, lib, triton: bool = False):
         self.g = graph
         self.plan = plan
         self.signatures = signatures
         self.lib = lib
+        self.triton = triton
         self.lines: list[str] = []
         self.globals: dict = fixed_globals()
         self._consts = 0
+        self.globals["_dev"] = graph.device
+        self.device_arg = ", _dev" if graph.device.type != "cpu" else ""
 
     def const(self, obj) -> str:
         name = f"_c{self._consts}"
@@ -153,6 +159,7 @@ class WrapperWriter:
                 continue
             n = names[i]
             checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
+            checks.append(f"{n}._device != _dev")  # kernels read one device's memory
             checks.append(f"len({n}._shape) != {len(buf.shape)}")
             for d, s in enumerate(buf.shape):
                 if not s.free_symbols:
@@ -179,7 +186,10 @@ class WrapperWriter:
 
     def _kernel(self, kernel, pool):
         sig = self.signatures[kernel.name]
-        self.globals[kernel.name] = kernel_function(self.lib[kernel.name], kernel.name, [kind for kind, _ in sig])
+        if self.triton:
+            self.globals[kernel.name] = self.lib[kernel.name]
+        else:
+            self.globals[kernel.name] = kernel_function(self.lib[kernel.name], kernel.name, [kind for kind, _ in sig])
         origins = []
         for n in kernel.nodes:
             origins.extend(o for o in n.buf.origins if o not in origins)
@@ -194,9 +204,17 @@ class WrapperWriter:
                 old = pool[key].pop()
                 self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
             else:
-                self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name})")
+                self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name}{self.device_arg})")
             self.allocated.add(buf.name)
         args = []
+        if self.triton:
+            spec = self.lib[kernel.name].spec
+            args = [what if kind == "ptr" else what.name for kind, what in sig]
+            args.append(f"xnumel={_py(spec.xnumel)}")
+            if spec.reduction:
+                args.append(f"rnumel={_py(spec.rnumel)}")
+            self.lines.append(f"    {kernel.name}({', '.join(args)})")
+            return
         for kind, what in sig:
             if kind == "ptr":
                 args.append(f"{what}.data_ptr()")
@@ -251,9 +269,9 @@ def link(source: str, namespace: dict):
     return namespace["call"]
 
 
-def build_callable(graph, plan, signatures, lib):
+def build_callable(graph, plan, signatures, lib, triton: bool = False):
     """(call, wrapper source, the wrapper's globals) for a scheduled graph."""
-    writer = WrapperWriter(graph, plan, signatures, lib)
+    writer = WrapperWriter(graph, plan, signatures, lib, triton)
     source = writer.generate()
     return link(source, writer.globals), source, writer.globals
 

@@ -27,9 +27,18 @@ fallback_on_error = True
 graph_cache = True
 
 
+# The code generator for graphs on CPU tensors: "cpp" (C++/OpenMP) or "triton" (Triton kernels run
+# by Triton's interpreter: slow, for testing the GPU code generator without a GPU). Graphs on CUDA
+# tensors always get Triton kernels.
+cpu_backend: str = "cpp"
+
+
 class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
     # Graphs whose inputs are CUDA tensors replay as CUDA graphs (mode="reduce-overhead").
     cudagraphs: bool = False
+    # Time the block-size candidates of each kernel on its first launch and keep the fastest
+    # (False: take the first candidate, which saves the candidates' compiles).
+    autotune: bool = True
 
 
 # Try several kernel configurations and keep the fastest (mode="max-autotune").
@@ -49,8 +58,8 @@ def patch(options: dict | None):
             for part in path:
                 owner = getattr(owner, part, None)
             if owner is None or not hasattr(owner, name):
-                raise RuntimeError(f"Unexpected optimization option {key}, known options are "
-                                   "triton.cudagraphs, max_autotune, inline_limit, fallback_on_error, cpp.*")
+                raise RuntimeError(f"Unexpected optimization option {key}, known options are triton.cudagraphs, "
+                                   "max_autotune, cpu_backend, inline_limit, fallback_on_error, cpp.*")
             saved.append((owner, name, getattr(owner, name)))
             setattr(owner, name, value)
         yield

@@ -20,7 +20,14 @@ from ember._src.device import META, Backend, register_backend
 from ember._src.tensor import Tensor, make_tensor
 
 from ._dtensor import DTensor
-from ._layout import contiguous_strides, dtensor_device, layout_of_device, local_shape, redistribute_local
+from ._layout import (
+    contiguous_strides,
+    dtensor_device,
+    layout_of_device,
+    local_device_of,
+    local_shape,
+    redistribute_local,
+)
 from ._placements import Partial, Replicate, Shard
 from ._rules import plan_for
 
@@ -41,7 +48,7 @@ def _to_dtensor_device(cpu_kernel):
         if device is None or getattr(device, "type", None) != "dtensor":
             return cpu_kernel(self, dtype=dtype, device=device)
         mesh, placements = layout_of_device(device)
-        local = cpu_kernel(self, dtype=dtype, device=None)
+        local = cpu_kernel(self, dtype=dtype, device=local_device_of(device))
         placements = [Replicate() if isinstance(p, Partial) or (isinstance(p, Shard) and p.dim >= local.ndim)
                       else p for p in placements]
         piece = redistribute_local(local, local._shape, mesh, [Replicate()] * mesh.ndim, placements)
@@ -169,14 +176,14 @@ def _relayout(dt, placements) -> None:
     """Changes a DTensor's own layout in place (an in-place op whose self must be redistributed)."""
     local = redistribute_local(dt._local, dt._shape, dt.device_mesh, dt.placements, placements)
     dt._local, dt.placements = local, tuple(placements)
-    dt._storage, dt._device = local._storage, dtensor_device(dt.device_mesh, placements)
+    dt._storage, dt._device = local._storage, dtensor_device(dt.device_mesh, placements, local.device)
 
 
 def _factory(op, args, kwargs):
     """A factory op called with a DTensor's device: a new DTensor laid out like that one."""
     dev = kwargs.get("device")
     mesh, source = layout_of_device(dev)
-    local_device = ember.device("cpu")
+    local_device = local_device_of(dev)
     size = args[0] if args and type(args[0]) in (list, tuple) else None
     placements = []
     for p in source:
@@ -197,7 +204,7 @@ def _random_inplace(op, args, kwargs):
     self = args[0]
     if any(isinstance(p, Partial) for p in self.placements):
         _relayout(self, [Replicate() if isinstance(p, Partial) else p for p in self.placements])
-    full = ember.empty(self._shape, dtype=self.dtype)
+    full = ember.empty(self._shape, dtype=self.dtype, device=self._local.device)
     rest = _map(args[1:], lambda t: t.full_tensor() if isinstance(t, DTensor) else t)
     op.call_kernel((full, *rest), kwargs)
     piece = redistribute_local(full, self._shape, self.device_mesh, [Replicate()] * self.device_mesh.ndim,

@@ -50,7 +50,7 @@ class DTensor(Tensor):
         shape = tuple(int(n) for n in shape)
         # The storage is the local piece's, so saved-tensor version checks see in-place writes.
         _init_fields(out, local._storage, shape, contiguous_strides(shape), 0, local.dtype,
-                     dtensor_device(mesh, placements))
+                     dtensor_device(mesh, placements, local.device))
         out._local = local
         out.device_mesh = mesh
         out.placements = tuple(placements)

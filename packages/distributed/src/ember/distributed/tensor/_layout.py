@@ -49,15 +49,15 @@ def local_shape(shape, mesh, placements, coordinate=None) -> tuple:
 # -- the device of a DTensor --------------------------------------------------------------
 # A DTensor's ``_device`` has type "dtensor": ops on it find the kernel registered under that type
 # (``_dispatch``), never a CPU kernel that would read its storage with the global shape. One device
-# object per (mesh, placements), so factory ops called with it (``zeros_like``, ``new_zeros`` in
-# autograd formulas) know the layout to create.
+# object per (mesh, placements, local device), so factory ops called with it (``zeros_like``,
+# ``new_zeros`` in autograd formulas) know the layout to create and where its pieces live.
 
 _LAYOUTS: list = []
 _LAYOUT_INDEX: dict = {}
 
 
-def dtensor_device(mesh, placements):
-    key = (mesh, tuple(placements))
+def dtensor_device(mesh, placements, local_device="cpu"):
+    key = (mesh, tuple(placements), str(local_device))
     index = _LAYOUT_INDEX.get(key)
     if index is None:
         index = len(_LAYOUTS)
@@ -71,7 +71,12 @@ def dtensor_device(mesh, placements):
 
 def layout_of_device(dev):
     """(mesh, placements) a "dtensor" device stands for."""
-    return _LAYOUTS[dev.index]
+    return _LAYOUTS[dev.index][:2]
+
+
+def local_device_of(dev):
+    """Where the local pieces of DTensors on ``dev`` live ("cpu", "cuda:0", ...)."""
+    return ember.device(_LAYOUTS[dev.index][2])
 
 
 # -- redistribution of one local piece ----------------------------------------------------
@@ -101,18 +106,18 @@ def _gather_dim(local, shape, mesh, placements, mesh_dim: int):
     if list(local.shape) == padded_shape:
         padded = local.contiguous()
     else:
-        padded = ember.zeros(padded_shape, dtype=local.dtype)
+        padded = ember.zeros(padded_shape, dtype=local.dtype, device=local.device)
         if local.shape[dim]:
             padded.narrow(dim, 0, local.shape[dim]).copy_(local)
     if dim == 0:
-        out = ember.empty([pieces * longest, *padded_shape[1:]], dtype=local.dtype)
+        out = ember.empty([pieces * longest, *padded_shape[1:]], dtype=local.dtype, device=local.device)
         C.all_gather_into_tensor(out, padded, group=group)
         if pieces * longest == total:
             return out
         kept = [out.narrow(0, i * longest, b - a) for i, (a, b) in
                 enumerate(chunk_bounds(total, pieces, i) for i in range(pieces))]
         return ember.cat(kept, dim=0)
-    out = [ember.empty(padded_shape, dtype=local.dtype) for _ in range(pieces)]
+    out = [ember.empty(padded_shape, dtype=local.dtype, device=local.device) for _ in range(pieces)]
     C.all_gather(out, padded, group=group)
     kept = []
     for i, piece in enumerate(out):
@@ -132,11 +137,11 @@ def _reduce_scatter_dim0(local, mesh, mesh_dim: int):
     total = local.shape[0]
     longest = -(-total // pieces) if total else 0
     if longest * pieces != total:
-        padded = ember.zeros([longest * pieces, *local.shape[1:]], dtype=local.dtype)
+        padded = ember.zeros([longest * pieces, *local.shape[1:]], dtype=local.dtype, device=local.device)
         padded.narrow(0, 0, total).copy_(local)
     else:
         padded = local.contiguous()
-    out = ember.empty([longest, *local.shape[1:]], dtype=local.dtype)
+    out = ember.empty([longest, *local.shape[1:]], dtype=local.dtype, device=local.device)
     C.reduce_scatter_tensor(out, padded, group=mesh.get_group(mesh_dim))
     start, end = chunk_bounds(total, pieces, mesh.get_coordinate()[mesh_dim])
     return out.narrow(0, 0, end - start).contiguous() if end - start != longest else out

@@ -26,7 +26,10 @@ def _check_list(tensors, name: str) -> list:
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+        # PyTorch's Python binding of cat raises ValueError; the C++ checks of the others RuntimeError.
+        if name == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
     return list(tensors)
 
 

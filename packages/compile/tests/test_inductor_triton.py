@@ -1,0 +1,118 @@
+"""The inductor's Triton backend without a GPU: generated kernels run in Triton's interpreter on
+CPU tensors and are compiled for sm_90, each program compared with eager ember and PyTorch.
+
+Triton's interpreter must be chosen before Triton is first imported (``TRITON_INTERPRET=1``),
+and compiling for a GPU needs it off: each mode runs ``inductor_triton_cases.py`` in a process
+of its own, once per module, and every case is one test here. Skipped where Triton is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("triton.language.extra.libdevice")
+
+from inductor_triton_cases import CASES, SPECIAL  # noqa: E402
+
+import ember  # noqa: E402
+from ember.compiler.inductor import _triton_runtime, config  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
+# compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
+SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
+        "pointwise_int32_bool", "reduction_looped_rows", "reduction_int_bool_prod", "softmax_persistent",
+        "layer_norm_persistent"]
+
+
+def _run(args, interpret: bool, tmp) -> dict:
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp), PYTHONPATH=os.pathsep.join(sys.path))
+    env["TRITON_INTERPRET"] = "1" if interpret else "0"
+    env.pop("EMBER_LOGS", None)
+    proc = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=env, timeout=600)
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            results[entry["case"]] = entry
+    if not results:
+        raise AssertionError(f"the case runner printed nothing (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return results
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory):
+    return _run([], True, tmp_path_factory.mktemp("triton_interp"))
+
+
+@pytest.fixture(scope="module")
+def sm90(tmp_path_factory):
+    return _run(["--sm90", *SM90], False, tmp_path_factory.mktemp("triton_sm90"))
+
+
+@pytest.mark.parametrize("name", [*CASES, *SPECIAL])
+def test_interpreted_matches_eager_and_torch(interpreted, name):
+    entry = interpreted.get(name)
+    assert entry is not None, f"{name} did not run"
+    assert entry["ok"], entry.get("error")
+
+
+@pytest.mark.parametrize("name", SM90)
+def test_compiles_for_sm90_without_a_gpu(sm90, name):
+    entry = sm90.get(name)
+    assert entry is not None, f"{name} did not run"
+    assert entry["ok"], entry.get("error")
+
+
+def test_cpu_graphs_keep_the_cpp_backend():
+    from ember.compiler import make_fx
+    from ember.compiler.inductor import compile_fx
+
+    x = ember.randn(8, 8)
+    gm = make_fx(lambda x: x.sin() + 1)(x)
+    compiled = compile_fx(gm, [x])
+    assert compiled.artifact is not None
+    assert getattr(compiled.artifact, "triton_kernels", None) is None
+    assert "@triton.jit" not in compiled.artifact.cpp_source
+
+
+def test_cpu_backend_triton_needs_the_interpreter():
+    # in this process Triton (if imported) is not in interpreter mode: CPU graphs stay on C++
+    saved = config.cpu_backend
+    config.cpu_backend = "triton"
+    try:
+        assert _triton_runtime.backend_for(ember.device("cpu")) in (None, "interpreter")
+    finally:
+        config.cpu_backend = saved
+
+
+def test_block_size_candidates():
+    class Spec:
+        reduction, persistent = False, False
+
+    pointwise = _triton_runtime.configs(Spec, 1 << 22, 1, False)
+    assert (1024, 1, 4) in pointwise and len(pointwise) >= 2
+    assert len(_triton_runtime.configs(Spec, 1 << 22, 1, True)) > len(pointwise)
+    assert all(c[0] <= 16 for c in _triton_runtime.configs(Spec, 10, 1, False))  # no block past the data
+    Spec.reduction = Spec.persistent = True
+    for _xb, rb, warps in _triton_runtime.configs(Spec, 16384, 8192, False):
+        assert rb >= 8192 and 1 <= warps <= 16  # a persistent row fits one block
+    Spec.persistent = False
+    looped = _triton_runtime.configs(Spec, 64, 100000, False)
+    assert all(rb < 100000 for _, rb, _ in looped)
+
+
+def test_source_cache_is_keyed_by_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    a = _triton_runtime.source_path("# one\n")
+    b = _triton_runtime.source_path("# one\n")
+    c = _triton_runtime.source_path("# two\n")
+    assert a == b != c
+    assert open(a).read() == "# one\n"
+    assert not [f for f in os.listdir(os.path.dirname(a)) if f.endswith(".tmp")]
