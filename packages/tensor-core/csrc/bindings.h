@@ -31,5 +31,6 @@ void bind_fft(pybind11::module_& m);
 void bind_rnn(pybind11::module_& m);
 void bind_fused_pointwise(pybind11::module_& m);
 void bind_mathfns(pybind11::module_& m);
+void bind_specfns(pybind11::module_& m);
 void bind_sparse(pybind11::module_& m);
 }  // namespace ember

@@ -48,5 +48,6 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_rnn(m);
   ember::bind_fused_pointwise(m);
   ember::bind_mathfns(m);
+  ember::bind_specfns(m);
   ember::bind_sparse(m);
 }

@@ -12,7 +12,11 @@ from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
 
-__version__ = "0.1.0"
+from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
+
+from ember import functional, hub, return_types, signal, torch_version, version  # noqa: E402,F401
+
+__version__ = version.__version__
 
 # Subpackages provided by other distributions; resolved on first attribute access so that
 # `ember.nn` works without `import ember.nn`, and the core never imports them itself.
@@ -35,6 +39,12 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
+    if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
+        try:
+            from ember.func import vmap
+        except ModuleNotFoundError:
+            raise AttributeError("ember.vmap needs the 'ember-autograd' package") from None
+        return vmap
     if name in ("compile", "cond"):
         from ember._src import plugins
 

@@ -10,11 +10,12 @@ import importlib as _importlib
 
 from ember._src.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
-from . import graph
+from . import grad_mode, graph, profiler, profiler_util
 from ._engine import backward, grad
 from ._plugin import plugin as _plugin
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
 from .variable import Variable
 
 _plugin.install()
@@ -32,13 +33,16 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "grad_mode",
     "graph",
+    "is_multithreading_enabled",
     "inference_mode",
     "no_grad",
     "once_differentiable",
     "profiler",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "set_multithreading_enabled",
 ]
 
 # Provided by sibling modules that may land separately: resolved on first access.

@@ -11,6 +11,15 @@ import ember
 from ember.nn.functional import softplus
 
 from . import constraints
+from ._structural_transforms import (
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftplusTransform,
+    StackTransform,
+)
 from ._transform_base import ComposeTransform, Transform, identity_transform
 from ._vector_transforms import (
     IndependentTransform,
@@ -21,7 +30,9 @@ from ._vector_transforms import (
 from .utils import broadcast_all
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+    "CumulativeDistributionTransform", "PositiveDefiniteTransform", "ReshapeTransform", "SoftplusTransform",
+    "StackTransform", "ExpTransform", "IndependentTransform",
     "LowerCholeskyTransform", "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
     "TanhTransform", "Transform", "identity_transform",
 ]  # fmt: skip

@@ -1,10 +1,12 @@
 """Helpers shared by the distribution families (broadcasting, probs <-> logits, lazy attributes)."""
 
+import math
 import numbers
 
 import ember
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
 
 
 def broadcast_all(*values):
@@ -65,3 +67,23 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The entries of ``mat`` on and below diagonal ``diag``, row by row, as the last dim."""
+    n = mat.shape[-1]
+    rows, cols = ember.tril_indices(n, n, offset=diag, device=mat.device)
+    return mat[..., rows, cols]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The inverse of ``tril_matrix_to_vec``: a square matrix with zeros above diagonal ``diag``."""
+    # n*(n+1)/2 + n*diag = len(vec) solved for the matrix size n.
+    length = vec.shape[-1]
+    n = round((math.sqrt((1 + 2 * diag) ** 2 + 8 * length) - 1 - 2 * diag) / 2)
+    if n * (n + 1) // 2 + n * diag != length:
+        raise ValueError("The size of last dimension is not a valid lower triangle")
+    mat = vec.new_zeros(vec.shape[:-1] + (n, n))
+    rows, cols = ember.tril_indices(n, n, offset=diag, device=vec.device)
+    mat[..., rows, cols] = vec
+    return mat

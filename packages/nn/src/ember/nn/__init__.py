@@ -1,6 +1,6 @@
 """``ember.nn``: modules, layers and losses with PyTorch's API (distribution ``ember-nn``)."""
 
-from . import functional, init, modules, parallel, utils  # noqa: F401
+from . import attention, common_types, functional, grad, init, modules, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.lazy import LazyModuleMixin  # noqa: F401
 from .parallel import DataParallel  # noqa: F401

@@ -807,3 +807,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 # Defined beside nn.MultiheadAttention; imported last because it uses the functions above.
 from .modules._attention_functional import multi_head_attention_forward  # noqa: E402,F401
+
+# grid_sample's mode and padding_mode names, with the codes of the aten grid_sampler entry points.
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+from . import grad  # noqa: E402,F401  (torch.nn.functional.grad is the torch.nn.grad module)

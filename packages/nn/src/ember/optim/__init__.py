@@ -5,7 +5,7 @@ place, one parameter at a time; ``foreach``/``fused``/``capturable`` are accepte
 the same path. ``lr`` may be a number or a 1-element tensor.
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad

@@ -12,9 +12,13 @@ from .dtypes import (
 )
 from .dtypes import bool  # noqa: A004
 from .dtypes import ALIASES as _ALIASES
+from .interop import export_dlpack as to_dlpack
 from .interop import from_dlpack
 from .grad_mode import (
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from .memory_format import (
+    channels_last, channels_last_3d, contiguous_format, legacy_contiguous_format, memory_format, preserve_format,
 )
 from .printing import set_printoptions
 from .runtime import (
@@ -22,6 +26,11 @@ from .runtime import (
     is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled, is_nonzero,
     is_warn_always_enabled, set_anomaly_enabled, set_float32_matmul_precision, set_flush_denormal,
     set_num_interop_threads, set_warn_always, typename, use_deterministic_algorithms,
+)
+from .runtime_compat import (
+    compiled_with_cxx11_abi, get_autocast_gpu_dtype, get_deterministic_debug_mode, get_device_module, has_lapack,
+    has_mkl, has_openmp, has_spectral, init_num_threads, is_distributed, set_autocast_gpu_dtype,
+    set_default_tensor_type, set_deterministic_debug_mode,
 )
 from .shapes import Size
 from .tensor import Tensor, is_tensor
@@ -37,6 +46,7 @@ from .legacy_types import *  # noqa: E402,F401,F403
 from . import ops as _ops  # noqa: E402,F401  (declares every op and its record)
 from . import methods as _methods  # noqa: E402,F401  (the records of operators, casts, ...)
 from . import random_factories as _random_factories  # noqa: E402,F401  (rand, randn, ...)
+from . import tensor_compat as _tensor_compat  # noqa: E402,F401  (is_set_to, resize, module_load, ...)
 
 
 def result_type(tensor1, tensor2):

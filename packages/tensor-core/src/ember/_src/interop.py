@@ -275,3 +275,11 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
     mark_unresizable(storage, ext_tensor if ext_tensor is not capsule else None)
     result = make_tensor(storage, shape, strides, 0, dtypes.BY_CODE[code], CPU)
     return result.clone() if copy else result
+
+
+def export_dlpack(tensor) -> object:
+    """``ember.to_dlpack``: a DLPack capsule of ``tensor``'s memory (its data: a tensor that requires
+    grad exports as if detached, as PyTorch's ``to_dlpack``)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"to_dlpack(): argument 'data' (position 1) must be Tensor, not {type(tensor).__name__}")
+    return to_dlpack(tensor.detach() if tensor._requires_grad else tensor)

@@ -173,6 +173,12 @@ class Tensor(_C.TensorBase):
     def is_contiguous(self, memory_format=None) -> bool:
         if self._layout is not strided:
             raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
+        if memory_format is not None:
+            from . import memory_format as mf
+
+            mf.check(memory_format, "is_contiguous")
+            if mf.rank_for(memory_format) is not None:
+                return mf.is_dense_in(self._shape, self._stride, memory_format)
         return is_contiguous(self._shape, self._stride)
 
     def data_ptr(self) -> int:

@@ -49,7 +49,8 @@ def _index_put(grads, inputs, outputs):
     values = arg(inputs, 2, "values")
     accumulate = arg(inputs, 3, "accumulate", False)
     # Overwritten elements lose their gradient; accumulated ones keep it.
-    grad_self = g if accumulate else ember.index_put(g, indices, ember.zeros((), dtype=g.dtype))
+    # The op itself (not the public index_put): indices may hold None, as `x[..., i, j] = v` records them.
+    grad_self = g if accumulate else OPS["index_put_"](g.clone(), tuple(indices), g.new_zeros(()), False)
     grad_values = OPS["index"](g, indices) if is_tensor(values) and values.requires_grad else None
     return grad_self, None, grad_values
 

@@ -1,6 +1,7 @@
 """Derivatives of the math-function ops (tensor-core ``ops/reduction/statistics.py``,
 ``ops/pointwise/special.py``, ``ops/pointwise/number_theory.py``, ``ops/linalg/solves.py``,
-``ops/random/counting.py``): logcumsumexp, i0/i1, igamma/igammac,
+``ops/random/counting.py``, ``ops/pointwise/special_more.py``): logcumsumexp, i0/i1, i0e/i1e,
+erfcx, log_ndtr, zeta (in its second argument), igamma/igammac,
 frexp and the LU factorization, following PyTorch's formulas; gcd/lcm carry no gradient and the
 samplers a zero one. Written with ember ops so higher-order gradients work; registered only when
 the op exists in the tensor-core this runs with.
@@ -48,6 +49,41 @@ def _i1(grads, inputs, outputs):
     safe = ember.where(not_tiny, x, eps)
     slope = OPS["i0"](safe) - out * safe.reciprocal()
     return (grads[0] * ember.where(not_tiny, slope, 0.5),)
+
+
+def _i0e(grads, inputs, outputs):
+    # d/dx e^-|x| I0(x) = i1e(x) - sgn(x) i0e(x)
+    x = inputs.args[0]
+    return (grads[0] * (OPS["special_i1e"](x) - x.sgn() * outputs[0]),)
+
+
+def _i1e(grads, inputs, outputs):
+    # d/dx e^-|x| I1(x) = i0e(x) - i1e(x) (sgn(x) + 1 / x), 0.5 at x = 0
+    x, out = inputs.args[0], outputs[0]
+    eps = ember.finfo(x.dtype).eps if x.dtype.is_floating_point else ember.finfo(ember.float32).eps
+    not_tiny = x.abs() > eps
+    safe = ember.where(not_tiny, x, eps)
+    slope = OPS["special_i0e"](safe) - out * (safe.sgn() + safe.reciprocal())
+    return (grads[0] * ember.where(not_tiny, slope, 0.5),)
+
+
+def _erfcx(grads, inputs, outputs):
+    # d/dx e^(x^2) erfc(x) = 2 x erfcx(x) - 2 / sqrt(pi)
+    x = inputs.args[0]
+    return (grads[0] * (2 * x * outputs[0] - 1.1283791670955126),)
+
+
+def _log_ndtr(grads, inputs, outputs):
+    # phi(x) / Phi(x), through the logs so the far left tail does not divide 0 by 0
+    x = inputs.args[0]
+    return (grads[0] * (-0.5 * x * x - outputs[0]).exp() * 0.3989422804014327,)
+
+
+def _zeta(grads, inputs, outputs):
+    x, q = inputs.args[0], inputs.args[1]
+    if getattr(x, "requires_grad", False):
+        raise RuntimeError("the derivative for 'zeta' is not implemented.")
+    return None, grads[0] * -x * OPS["special_zeta"](x + 1, q)
 
 
 def _igamma_other(a, x):
@@ -101,6 +137,11 @@ def _lu_factor_ex(grads, inputs, outputs):
 register_if_defined("logcumsumexp", _logcumsumexp, save_output=True)
 register_if_defined("i0", _i0)
 register_if_defined("special_i1", _i1, save_output=True)
+register_if_defined("special_i0e", _i0e, save_output=True)
+register_if_defined("special_i1e", _i1e, save_output=True)
+register_if_defined("special_erfcx", _erfcx, save_output=True)
+register_if_defined("special_log_ndtr", _log_ndtr, save_output=True)
+register_if_defined("special_zeta", _zeta)
 register_if_defined("igamma", _igamma_backward(1, "igamma"))
 register_if_defined("igammac", _igamma_backward(-1, "igammac"))
 register_if_defined("frexp.Tensor", _frexp, save_output=True)

@@ -9,7 +9,7 @@ zero formulas below so the overwritten tensor's old history is cut.
 
 from __future__ import annotations
 
-from ._common import zero_grads
+from ._common import register_if_defined, zero_grads
 from ._registry import derivative, non_differentiable
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -46,3 +46,15 @@ for _name in (
     "normal.Tensor_Tensor",
 ):
     derivative(_name)(zero_grads)
+
+
+def _no_derivative(name: str):
+    def backward(grads, inputs, outputs):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+
+    return backward
+
+
+# Differentiable in form but without a derivative in PyTorch: backward refuses, as there.
+for _name in ("native_channel_shuffle",):
+    register_if_defined(_name, _no_derivative(_name))

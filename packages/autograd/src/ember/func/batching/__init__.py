@@ -34,6 +34,7 @@ FALLBACK = frozenset({
     "histc",
     "linalg_lstsq",
     "masked_scatter_",
+    "native_channel_shuffle",  # torch.native_channel_shuffle: no derivative, rarely called
     "searchsorted",
 })
 

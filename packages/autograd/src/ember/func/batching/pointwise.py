@@ -86,6 +86,8 @@ RULES.update({
     "polar": pointwise_rule,
     "frexp.Tensor": pointwise_rule,
     "special_i1": pointwise_rule,
+    # ember.special's functions of the specfns kernel family (untagged: not top-level functions)
+    **{name: pointwise_rule for name in OPS if name.startswith("special_") and name not in ("special_i1",)},
     "conj_physical_": pointwise_rule,
     "sgn_": pointwise_rule,
 })

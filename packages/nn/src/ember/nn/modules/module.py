@@ -526,15 +526,18 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
+        memory_format = kwargs.pop("memory_format", None)
         device, dtype, non_blocking = _parse_to(*args, **kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
+            # A memory format applies to the 4-d and 5-d tensors (conv weights), as in PyTorch.
+            fmt = {"memory_format": memory_format} if memory_format is not None and t.dim() in (4, 5) else {}
             if t.is_floating_point() or t.is_complex():
-                return t.to(device=device, dtype=dtype, non_blocking=non_blocking)
-            return t.to(device=device, non_blocking=non_blocking)
+                return t.to(device=device, dtype=dtype, non_blocking=non_blocking, **fmt)
+            return t.to(device=device, non_blocking=non_blocking, **fmt)
 
         return self._apply(convert)
 

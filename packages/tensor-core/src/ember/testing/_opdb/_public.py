@@ -96,6 +96,30 @@ MANUAL = {
     "linalg.solve": [(SQ, T((3, 2)))], "linalg.solve_ex": [(SQ, T((3,)))],
     "linalg.solve_triangular": [(SQ, T((3, 2)))], "linalg.tensorinv": [(T((4, 2, 2), kind="any"),)],
     "linalg.tensorsolve": [(T((2, 3, 6)), T((2, 3)))],
+    # special functions of specfns.cpp: those defined on the positive reals only get positive samples
+    **{f"special.{n}": [(A,), (AT,), (AO,)] for n in (
+        "airy_ai", "bessel_j0", "bessel_j1", "erfcx", "i0e", "i1e", "log_ndtr", "modified_bessel_i0",
+        "modified_bessel_i1", "spherical_bessel_j0")},
+    **{f"special.{n}": [(T((3, 4), kind="positive"),), (T((3, 4), kind="positive", layout="transposed"),)]
+       for n in ("bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+                 "scaled_modified_bessel_k1")},
+    # top-level nn entry points and old norms (ops/nn/aten_entry_points.py, ops/linalg/lowrank.py)
+    "hardshrink": [(A,), (AT,)], "prelu": [(T((2, 3, 4)), T((3,))), (T((2, 3)), T((1,)))],
+    "channel_shuffle": [(T((2, 6, 3)), 3)], "native_channel_shuffle": [(T((2, 6, 3)), 2)],
+    "triplet_margin_loss": [(T((4, 5)), T((4, 5), seed=1), T((4, 5), seed=2))],
+    "poisson_nll_loss": [(A, T((3, 4), kind="positive"), True, False, 1e-8, 1),
+                         (T((3, 4), kind="positive"), T((3, 4), kind="positive", high=4.0), False, True, 1e-8, 0)],
+    "rnn_tanh_cell": [(T((3, 4)), T((3, 5)), T((5, 4)), T((5, 5)), T((5,)), T((5,)))],
+    "rnn_relu_cell": [(T((3, 4)), T((3, 5)), T((5, 4)), T((5, 5)))],
+    "gru_cell": [(T((3, 4)), T((3, 5)), T((15, 4)), T((15, 5)), T((15,)), T((15,)))],
+    "lstm_cell": [(T((3, 4)), [T((3, 5)), T((3, 5), seed=1)], T((20, 4)), T((20, 5)), T((20,)), T((20,)))],
+    "adaptive_max_pool1d": [(T((2, 3, 8)), 4)],
+    "frobenius_norm": [(A, (0, 1)), (AT, 1, True)], "nuclear_norm": [(A,), (T((2, 3, 4)), (1, 2))],
+    "linalg.householder_product": [(T((4, 3)), T((2,))), (T((2, 5, 3)), T((2, 3)))],
+    "orgqr": [(T((4, 3)), T((3,)))],
+    "norm_except_dim": [(T((2, 3, 4)), 2, 1), (T((2, 3, 4)),), (T((2, 3, 4)), 3, 2)],
+    "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
+                     (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],
 }
 # Keyword arguments that some MANUAL functions need.
 KWARGS = {"nonzero_static": {"size": 4}, "linalg.solve_triangular": {"upper": True},
@@ -106,6 +130,11 @@ COMPOSED = {
     "linalg.lu_solve": (lambda L: lambda a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b), [(SQ, T((3, 2)))]),
     "lu_unpack": (lambda L: lambda a: L.lu_unpack(*L.linalg.lu_factor(a)), [(SQ,)]),
     "imag": (lambda L: lambda a, b: L.imag(L.complex(a, b)), [(A, B)]),
+    # the losses' targets are signs (+-1)
+    "hinge_embedding_loss": (lambda L: lambda x, t: L.hinge_embedding_loss(x, t.sign(), 0.5, 1), [(A, B)]),
+    "margin_ranking_loss": (lambda L: lambda x, y, t: L.margin_ranking_loss(x, y, t.sign(), 0.2, 2), [(A, B, C)]),
+    "cosine_embedding_loss": (lambda L: lambda x, y, t: L.cosine_embedding_loss(x, y, t.sign(), 0.1, 0),
+                              [(A, B, T((3,)))]),
     "view_as_real": (lambda L: lambda a, b: L.view_as_real(L.complex(a, b)), [(A, B)]),
     "view_as_real_copy": (lambda L: lambda a, b: L.view_as_real_copy(L.complex(a, b)), [(A, B)]),
     "istft": (lambda L: lambda x: L.istft(L.stft(x, 16, window=L.hann_window(16), return_complex=True), 16,
@@ -134,6 +163,10 @@ UTILITIES = {
     "set_warn_always": "test_*api*.py", "typename": "test_*api*.py", "use_deterministic_algorithms":
     "test_determinism_api.py", "from_numpy": "test_interop*.py", "frombuffer": "test_creation_extra_api.py",
     "get_rng_state": "test_random*.py",
+    **dict.fromkeys(("compiled_with_cxx11_abi", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
+                     "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_device_module",
+                     "init_num_threads", "is_distributed", "set_default_tensor_type", "to_dlpack", "svd_lowrank",
+                     "pca_lowrank"), "test_toplevel_compat.py"),
 }
 
 # Sparse-layout constructors and products (their samples are sparse tensors, which the dense

@@ -98,7 +98,21 @@ def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, req
     check_pin_memory(pin_memory)
     shape = _size_args(_sizes_or_keyword(sizes, size))
     d, dev = _resolve(dtype, device)
+    if memory_format is not None:
+        return _finish(_in_format(empty_op(shape, dtype=d, device=dev), memory_format, "empty"), requires_grad, out)
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
+
+
+def _in_format(t, memory_format, fn: str):
+    """``t`` laid out in an explicitly requested memory format (preserve/contiguous: as made)."""
+    from ... import memory_format as mf
+
+    mf.check(memory_format, fn)
+    if fn == "empty" and memory_format is mf.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by empty")
+    if mf.rank_for(memory_format) is None:
+        return t
+    return mf.to_format(t, memory_format)
 
 
 def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
@@ -141,28 +155,31 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
                memory_format=None):
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
-    return _finish(empty_op(input._shape, dtype=d, device=dev), requires_grad)
+    out = empty_op(input._shape, dtype=d, device=dev)
+    return _finish(_in_format(out, memory_format, "empty_like"), requires_grad)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
                memory_format=None):
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
-    return _finish(full_op(input._shape, 0, dtype=d, device=dev), requires_grad)
+    out = full_op(input._shape, 0, dtype=d, device=dev)
+    return _finish(_in_format(out, memory_format, "zeros_like"), requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
                memory_format=None):
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
-    return _finish(full_op(input._shape, 1, dtype=d, device=dev), requires_grad)
+    return _finish(_in_format(full_op(input._shape, 1, dtype=d, device=dev), memory_format, "ones_like"), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
                memory_format=None):
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
-    return _finish(full_op(input._shape, fill_value, dtype=d, device=dev), requires_grad)
+    out = full_op(input._shape, fill_value, dtype=d, device=dev)
+    return _finish(_in_format(out, memory_format, "full_like"), requires_grad)
 
 
 def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:

@@ -142,14 +142,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                f"query heads {hq}, key heads {hk}, value heads {value._shape[-3]}")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    from .attention_flash import flash_op, routes_to_flash
+
+    flash = ENABLED_BACKENDS["flash"] and routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if not flash and not ENABLED_BACKENDS["math"]:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
     if dropout_p > 0.0 and is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
         # Recorded op by op (as PyTorch's math path) so that the backward sees the dropout mask.
         scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
         return _sdpa_composite(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale,
                                bool(enable_gqa))
-    from .attention_flash import flash_op, routes_to_flash
-
-    if routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa):
+    if flash:
         # A device with a fused kernel pair (CUDA): the forward keeps each row's log-sum-exp so that
         # the backward rebuilds the weights tile by tile instead of storing them.
         scale = 1.0 / math.sqrt(query._shape[-1]) if scale is None else float(scale)
@@ -159,6 +163,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 scaled_dot_product_attention.__module__ = "ember.nn.functional"
+
+# The implementations scaled_dot_product_attention may choose (ember.nn.attention.sdpa_kernel sets
+# them): "math" (the composite on every device) and "flash" (the fused pair, where a device has it).
+ENABLED_BACKENDS = {"math": True, "flash": True}
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

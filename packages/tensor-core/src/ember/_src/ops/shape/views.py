@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 from ... import dtypes
+from ... import memory_format as mf
 from ..._native import _C
 from ...device import META, copy_across, get_backend, to_device
 from ...dispatch import _SYNC_HOOK, define
@@ -593,10 +594,21 @@ clone_op.meta = _clone_meta
 
 
 def clone(self: Tensor, *, memory_format=None) -> Tensor:
-    return clone_op(self)
+    mf.check(memory_format, "clone")
+    out = clone_op(self)
+    if memory_format is mf.contiguous_format or memory_format is mf.legacy_contiguous_format:
+        return contiguous(out)
+    if mf.rank_for(memory_format) is not None:
+        return mf.to_format(self, memory_format, copy=True)
+    return out
 
 
 def contiguous(self: Tensor, memory_format=None) -> Tensor:
+    mf.check(memory_format)
+    if memory_format is mf.preserve_format and not is_contiguous(self._shape, self._stride):
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if mf.rank_for(memory_format) is not None:
+        return mf.to_format(self, memory_format)
     if is_contiguous(self._shape, self._stride):
         return self
     out = to_dtype_op(self, dtype=self.dtype)  # a fresh contiguous copy
@@ -695,9 +707,17 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    mf.check(memory_format, "to")
+    if memory_format is not None and memory_format is not mf.preserve_format:
+        out = to(self, *args, dtype=dtype, device=device, copy=copy)
+        if out is self and mf.suggest(self) is memory_format:
+            return self  # PyTorch's rule: no copy when the layout already suggests this format
+        if mf.rank_for(memory_format) is not None:
+            return mf.to_format(out, memory_format, copy=out is self)
+        return contiguous(out)
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a._device

@@ -1,0 +1,41 @@
+"""``ember.autograd.grad_mode``: the context managers that switch gradient recording, as
+``torch.autograd.grad_mode`` (``no_grad`` and kin live in the core; these are re-exported), plus
+the engine switch ``set_multithreading_enabled``."""
+
+from __future__ import annotations
+
+from ember._src.grad_mode import (
+    _DecoratorContextManager,
+    enable_grad,
+    inference_mode,
+    no_grad,
+    set_grad_enabled,
+)
+
+__all__ = ["enable_grad", "inference_mode", "no_grad", "set_grad_enabled", "set_multithreading_enabled"]
+
+_MULTITHREADING = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    return _MULTITHREADING[0]
+
+
+class set_multithreading_enabled(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
+    """Whether backward may run device queues on worker threads. As in PyTorch on the CPU, ember's
+    engine runs backward on the calling thread, so both settings compute the same; the setting is
+    kept and reported by ``is_multithreading_enabled``."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _MULTITHREADING[0]
+        self.mode = bool(mode)
+        _MULTITHREADING[0] = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        _MULTITHREADING[0] = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

@@ -1,0 +1,35 @@
+"""``ExponentialFamily``: the base of families whose density is ``h(x) exp(<t(x), theta> - F(theta))``."""
+
+import ember
+
+from .distribution import Distribution
+
+__all__ = ["ExponentialFamily"]
+
+
+class ExponentialFamily(Distribution):
+    """Subclasses give ``_natural_params`` (theta), ``_log_normalizer`` (F) and ``_mean_carrier_measure``
+    (E[log h(x)]); the entropy then follows from the Bregman divergence of F, whose gradient autograd
+    supplies, and so do the closed-form KL divergences between two members of one family."""
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        # H = F(theta) - <theta, grad F(theta)> - E[log h(x)]
+        result = -self._mean_carrier_measure
+        nparams = [p.detach().requires_grad_() for p in self._natural_params]
+        lg_normal = self._log_normalizer(*nparams)
+        gradients = ember.autograd.grad(lg_normal.sum(), nparams, create_graph=True)
+        result = result + lg_normal
+        for np_, g in zip(nparams, gradients):
+            result = result - (np_ * g).reshape(self._batch_shape + (-1,)).sum(-1)
+        return result

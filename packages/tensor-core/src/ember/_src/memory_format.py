@@ -1,0 +1,121 @@
+"""Memory formats: ``ember.contiguous_format``, ``channels_last``, ``channels_last_3d``,
+``preserve_format`` (and ``legacy_contiguous_format``), as PyTorch's ``torch.memory_format``.
+
+A memory format names an order of strides for a dense tensor. ember's kernels take any strides,
+so a format changes where the elements lie (and so the speed of some kernels), never a result.
+"""
+
+from __future__ import annotations
+
+__all__ = ["channels_last", "channels_last_3d", "contiguous_format", "legacy_contiguous_format", "memory_format",
+           "preserve_format"]
+
+
+class memory_format:  # noqa: N801 - PyTorch's class name
+    """One of the memory-format constants (there is no public constructor)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self._name}"
+
+    def __reduce__(self):
+        return self._name  # pickles as the module-level constant
+
+    @classmethod
+    def _make(cls, name: str) -> memory_format:
+        return cls(name)
+
+
+contiguous_format = memory_format._make("contiguous_format")
+channels_last = memory_format._make("channels_last")
+channels_last_3d = memory_format._make("channels_last_3d")
+preserve_format = memory_format._make("preserve_format")
+legacy_contiguous_format = memory_format._make("legacy_contiguous_format")
+
+# The order in which dims get increasing strides (innermost first) for the channels-last formats.
+_ORDERS = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+
+
+def check(fmt, fn: str = "contiguous") -> None:
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not {type(fmt).__name__}")
+
+
+def rank_for(fmt) -> int | None:
+    """4 for channels_last, 5 for channels_last_3d, None for the others."""
+    return 4 if fmt is channels_last else 5 if fmt is channels_last_3d else None
+
+
+def require_rank(fmt, ndim: int) -> None:
+    rank = rank_for(fmt)
+    if rank is not None and ndim != rank:
+        name = "channels_last" if rank == 4 else "channels_last_3d"
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+
+
+def strides(shape: tuple, fmt) -> tuple:
+    """The dense strides of ``shape`` in a channels-last format (N, spatial..., C innermost)."""
+    order = _ORDERS[len(shape)]
+    out = [0] * len(shape)
+    acc = 1
+    for d in order:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
+
+
+def is_dense_in(shape: tuple, stride: tuple, fmt) -> bool:
+    """PyTorch's is_channels_last_contiguous: size-1 dims may have any stride."""
+    if len(shape) != rank_for(fmt):
+        return False
+    expected = 1
+    for d in _ORDERS[len(shape)]:
+        if shape[d] == 0:
+            return True
+        if shape[d] != 1:
+            if stride[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def to_format(t, fmt, copy: bool = False):
+    """``t`` with its elements laid out in ``fmt`` (a channels-last format): itself when already so
+    (unless ``copy``), otherwise a differentiable copy with exactly the format's strides (a fresh
+    contiguous copy of the permuted tensor, permuted back)."""
+    from .ops.shape.views import to_dtype_op
+
+    require_rank(fmt, t.ndim)
+    if not copy and is_dense_in(t._shape, t._stride, fmt):
+        return t
+    outer_to_inner = tuple(reversed(_ORDERS[t.ndim]))  # (0, 2, 3, 1) for channels_last
+    inverse = tuple(outer_to_inner.index(d) for d in range(t.ndim))
+    moved = t.permute(outer_to_inner)
+    return to_dtype_op(moved, dtype=moved.dtype).permute(inverse)
+
+
+def strides_like(shape: tuple, stride: tuple, fmt) -> bool:
+    """PyTorch's is_channels_last_strides: the dims' strides increase in the format's order (no
+    density required); a trivial channel dim defaults to the contiguous format."""
+    if len(shape) != rank_for(fmt) or stride[1] == 0:
+        return False
+    low = 0
+    for d in _ORDERS[len(shape)]:
+        if shape[d] == 0 or stride[d] < low:
+            return False
+        if d == 0 and low == stride[1]:
+            return False
+        low = stride[d] * (shape[d] if shape[d] > 1 else 1)
+    return True
+
+
+def suggest(t):
+    """PyTorch's suggest_memory_format: a channels-last format when the strides are like it."""
+    for fmt in (channels_last, channels_last_3d):
+        if strides_like(t._shape, t._stride, fmt):
+            return fmt
+    return contiguous_format

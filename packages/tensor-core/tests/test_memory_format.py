@@ -1,0 +1,103 @@
+"""Memory formats (channels_last, channels_last_3d, contiguous_format, preserve_format) against
+torch: strides of contiguous/clone/to/empty/*_like, is_contiguous, errors, gradients through the
+layout change, and results of ops on channels-last inputs."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+FORMATS = ["channels_last", "contiguous_format"]
+
+
+def _pair(shape, seed=0):
+    a = np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+    return ember.tensor(a), torch.tensor(a)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "size1"])
+def test_contiguous_clone_to_strides_match_torch(fmt, layout):
+    shape = (2, 3, 4, 5) if layout != "size1" else (2, 1, 4, 1)
+    e, t = _pair(shape)
+    if layout == "transposed":
+        e, t = e.transpose(2, 3), t.transpose(2, 3)
+    elif layout == "sliced":
+        e, t = e[:, :, 1:, ::2], t[:, :, 1:, ::2]
+    ef, tf = getattr(ember, fmt), getattr(torch, fmt)
+    for make in (lambda x, f: x.contiguous(memory_format=f), lambda x, f: x.clone(memory_format=f),
+                 lambda x, f: x.to(memory_format=f)):
+        a, b = make(e, ef), make(t, tf)
+        assert a.stride() == b.stride(), (a.stride(), b.stride())
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        for g in FORMATS:
+            assert a.is_contiguous(memory_format=getattr(ember, g)) == b.is_contiguous(memory_format=getattr(torch, g))
+    c = e.contiguous(memory_format=ef)
+    assert c.contiguous(memory_format=ef) is c  # no copy when already laid out
+    if layout != "size1":  # (a trivial channel dim suggests the contiguous format: to() copies, as torch)
+        assert c.to(memory_format=ef) is c
+
+
+def test_channels_last_3d_and_factories_match_torch():
+    e, t = _pair((2, 3, 2, 4, 5))
+    a, b = e.contiguous(memory_format=ember.channels_last_3d), t.contiguous(memory_format=torch.channels_last_3d)
+    assert a.stride() == b.stride() and a.is_contiguous(memory_format=ember.channels_last_3d)
+    for name in ("empty_like", "zeros_like", "ones_like"):
+        x = getattr(ember, name)(e[:, :, 0], memory_format=ember.channels_last)
+        y = getattr(torch, name)(t[:, :, 0], memory_format=torch.channels_last)
+        assert x.stride() == y.stride()
+    x = ember.full_like(e[:, :, 0], 2.0, memory_format=ember.channels_last)
+    assert x.stride() == torch.full_like(t[:, :, 0], 2.0, memory_format=torch.channels_last).stride()
+    assert ember.empty(2, 3, 4, 5, memory_format=ember.channels_last).stride() == \
+        torch.empty(2, 3, 4, 5, memory_format=torch.channels_last).stride()
+
+
+def test_errors_match_torch():
+    e, t = _pair((2, 3))
+    for lib, x in ((ember, e), (torch, t)):
+        with pytest.raises(RuntimeError, match="required rank 4"):
+            x.contiguous(memory_format=lib.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 5"):
+            x.contiguous(memory_format=lib.channels_last_3d)
+        with pytest.raises(RuntimeError, match="preserve memory format"):
+            x.t().contiguous(memory_format=lib.preserve_format)
+        assert x.contiguous(memory_format=lib.preserve_format) is x
+    with pytest.raises(TypeError):
+        e.contiguous(memory_format="channels_last")
+
+
+def test_ops_and_gradients_on_channels_last_inputs_match_torch():
+    e, t = _pair((2, 3, 6, 6))
+    w = np.random.default_rng(1).normal(size=(4, 3, 3, 3)).astype(np.float32)
+    ec = e.contiguous(memory_format=ember.channels_last).requires_grad_()
+    tc = t.contiguous(memory_format=torch.channels_last).requires_grad_()
+    em = ember.nn.Conv2d(3, 4, 3).to(memory_format=ember.channels_last)
+    tm = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)
+    with ember.no_grad():
+        em.weight.copy_(ember.tensor(w))
+        em.bias.zero_()
+    with torch.no_grad():
+        tm.weight.copy_(torch.tensor(w))
+        tm.bias.zero_()
+    assert em.weight.stride() == tm.weight.stride()
+    ye, yt = em(ec).relu().sum(), tm(tc).relu().sum()
+    np.testing.assert_allclose(ye.item(), yt.item(), rtol=1e-5)
+    ye.backward()
+    yt.backward()
+    np.testing.assert_allclose(ec.grad.numpy(), tc.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(em.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    # The layout change itself is differentiable.
+    x = ember.tensor(e.numpy(), requires_grad=True)
+    (x.contiguous(memory_format=ember.channels_last) * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(x.shape, 2.0, np.float32))
+
+
+def test_constants_are_singletons_and_pickle():
+    assert repr(ember.channels_last) == "ember.channels_last"
+    assert isinstance(ember.preserve_format, ember.memory_format)
+    for name in ("channels_last", "channels_last_3d", "contiguous_format", "preserve_format",
+                 "legacy_contiguous_format"):
+        assert pickle.loads(pickle.dumps(getattr(ember, name))) is getattr(ember, name)
