@@ -40,11 +40,12 @@ def __getattr__(name):
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
     if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
+        import importlib
+
         try:
-            from ember.func import vmap
+            return importlib.import_module("ember.func").vmap  # by name: the core imports no upper package
         except ModuleNotFoundError:
             raise AttributeError("ember.vmap needs the 'ember-autograd' package") from None
-        return vmap
     if name in ("compile", "cond"):
         from ember._src import plugins
 
