@@ -40,11 +40,9 @@ def __getattr__(name):
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
     if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
-        import importlib
-
         try:
-            return importlib.import_module("ember.func").vmap  # by name: the core imports no upper package
-        except ModuleNotFoundError:
+            return __getattr__("func").vmap  # an optional subpackage: the core imports no upper package
+        except AttributeError:
             raise AttributeError("ember.vmap needs the 'ember-autograd' package") from None
     if name in ("compile", "cond"):
         from ember._src import plugins
