@@ -27,8 +27,9 @@ export EMBER_CUDA_CACHE=/tmp/ember-cuda-cache PYTHONUNBUFFERED=1
 if [ -d .kcache/bin ]; then mkdir -p "$EMBER_CUDA_CACHE" && cp -r .kcache/bin "$EMBER_CUDA_CACHE/"; fi
 nvidia-smi --query-gpu=name,clocks.sm,memory.used --format=csv,noheader
 timeout "${EMBER_GPU_TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider --tb=short packages/cuda/tests "$@" 2>&1 | tee "$out/tests.log" | tail -40
-# EMBER_GPU_BENCHES: the benchmark scripts to run, each "name[:arg,arg...]", with --json into $out.
-for spec in ${EMBER_GPU_BENCHES:-bench_cuda:--tune bench_cuda_attention:--tune bench_cuda_gpt2}; do
+# EMBER_GPU_BENCHES: the benchmark scripts to run, each "name[:arg,arg...]", with --json into $out
+# (set but empty: no benchmarks).
+for spec in ${EMBER_GPU_BENCHES-bench_cuda:--tune bench_cuda_attention:--tune bench_cuda_gpt2}; do
   b=${spec%%:*}; a=""; [ "$b" != "$spec" ] && a=${spec#*:}
   timeout "${EMBER_GPU_BENCH_TIMEOUT:-200}" python3 benchmarks/$b.py ${a//,/ } --json "$out/$b.json" 2>&1 | \
     tee "$out/$b.log"
