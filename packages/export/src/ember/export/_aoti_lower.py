@@ -17,10 +17,9 @@ import types
 import sympy
 
 from ember._src.device import META
-from ember._src.dispatch import Op
 from ember._src.tensor import Tensor, new_empty_tensor
-from ember.compiler.inductor._graph import ExternCall, GraphFallback, GraphLowering, _is_mutating, _is_plain
-from ember.compiler.inductor._ir import ExternBuffer, TensorValue
+from ember.compiler.inductor._graph import GraphLowering
+from ember.compiler.inductor._ir import TensorValue
 from ember.compiler.symbolic_shapes import SymInt
 
 
@@ -128,42 +127,8 @@ class SymbolicLowering(GraphLowering):
             meta = {**meta, "device": META}
         return meta
 
-    def extern(self, fn, args, kwargs):
-        from ember.compiler.inductor._graph import _flatten, _map_values
+    def _extern_shape(self, t) -> tuple:
+        return tuple(_as_sympy(s) for s in t._shape)
 
-        mutates = _is_mutating(fn)
-        if mutates:
-            for a in _flatten([args, kwargs]):
-                if isinstance(a, TensorValue) and not _is_plain(a):
-                    raise GraphFallback("in-place op on a view")
-            self.realize_live()
-        as_arg = self.realize if mutates else self._extern_arg
-        real_args = _map_values(args, as_arg)
-        real_kwargs = _map_values(kwargs, as_arg)
-        try:
-            result = fn(*self._meta(args), **self._meta(kwargs))
-        except Exception as exc:
-            raise GraphFallback(f"no meta result for {fn}: {exc}") from exc
-        name = getattr(fn, "name", None) or getattr(fn, "__name__", "extern")
-
-        def out_buffer(t):
-            if not isinstance(t, Tensor):
-                return t
-            if t.dtype.is_complex:
-                raise GraphFallback("complex extern result")
-            buf = ExternBuffer(self.new_name(), tuple(_as_sympy(s) for s in t._shape), t.dtype)
-            buf.origins = [self.current]
-            # As the base class: a view op's result shares its input's memory (never a mutation target).
-            buf.is_view = isinstance(fn, Op) and "view" in fn.tags
-            return buf
-
-        if mutates and isinstance(args[0], TensorValue) and isinstance(result, Tensor):
-            outputs = args[0].buffer
-        elif isinstance(result, (tuple, list)):
-            outputs = tuple(out_buffer(t) for t in result)
-        else:
-            outputs = out_buffer(result)
-        self.items.append(ExternCall(name, fn, real_args, real_kwargs, outputs, mutates))
-        if isinstance(outputs, tuple):
-            return tuple(b.as_value(self.current) if hasattr(b, "as_value") else b for b in outputs)
-        return outputs.as_value(self.current) if hasattr(outputs, "as_value") else outputs
+    def _check_extern_device(self, args, kwargs) -> None:
+        """Export lowers CPU programs only; factory ops here carry no device (nothing to check)."""

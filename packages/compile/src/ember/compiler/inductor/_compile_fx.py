@@ -78,14 +78,7 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
                 return _from_entry(gm, entry, start)
             except Exception as exc:  # a stale or damaged entry: lower again (and overwrite it)
                 log.debug("graph cache entry %s unusable: %s", key, exc)
-    graph = GraphLowering(gm, example_inputs)
-    graph.run()
-    outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
-    graph.output_names = {v.buffer.name for v in outputs}
-    ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
-    plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
-    graph.all_buffers = _all_buffers(graph, plan)
-    kernels = [e for e in plan if isinstance(e, Kernel)]
+    graph, plan, kernels = _lower_and_schedule(gm, example_inputs)
     source, signatures, libs = "", {}, {}
     if kernels:
         # big graphs: one source per core, compiled side by side (most of a cold compile)
@@ -104,9 +97,8 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
 
 
-def triton_kernels(gm, example_inputs) -> tuple:
-    """(graph, plan, kernel specs) of ``gm``: its Triton kernels, generated but not compiled
-    (the tests compile them for sm_90 without a GPU)."""
+def _lower_and_schedule(gm, example_inputs) -> tuple:
+    """(graph, plan, kernels): ``gm`` lowered to buffers and scheduled into fused kernels."""
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
@@ -115,6 +107,13 @@ def triton_kernels(gm, example_inputs) -> tuple:
     plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
     graph.all_buffers = _all_buffers(graph, plan)
     kernels = [e for e in plan if isinstance(e, Kernel)]
+    return graph, plan, kernels
+
+
+def triton_kernels(gm, example_inputs) -> tuple:
+    """(graph, plan, kernel specs) of ``gm``: its Triton kernels, generated but not compiled
+    (the tests compile them for sm_90 without a GPU)."""
+    graph, plan, kernels = _lower_and_schedule(gm, example_inputs)
     try:
         specs = kernel_specs(kernels, graph.all_buffers)
     except TritonUnsupported as exc:

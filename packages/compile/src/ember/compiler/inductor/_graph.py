@@ -391,6 +391,11 @@ class GraphLowering:
                 if isinstance(v, TensorValue) and v.buffer is None:
                     self.realize(v)
 
+    def _extern_shape(self, t) -> tuple:
+        """The shape of an extern op's (meta) result as buffers hold it (export's symbolic
+        lowering keeps its SymInt sizes as sympy expressions)."""
+        return t.shape
+
     def extern(self, fn, args, kwargs):
         mutates = _is_mutating(fn)
         if mutates:
@@ -413,7 +418,7 @@ class GraphLowering:
                 return t
             if t.dtype.is_complex:
                 raise GraphFallback("complex extern result")
-            buf = ExternBuffer(self.new_name(), t.shape, t.dtype)
+            buf = ExternBuffer(self.new_name(), self._extern_shape(t), t.dtype)
             buf.origins = [self.current]
             # A view op's result shares its input's memory: writing into it is a write into the
             # input, which this graph does not order with its other readers (mutate() refuses it).
