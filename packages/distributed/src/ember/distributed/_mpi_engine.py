@@ -2,10 +2,10 @@
 
 Inputs arrive already checked and shaped by ``_collectives``: flat contiguous outputs where MPI
 needs one, group-local ranks. Each method stages its tensors (``_buffers``) and returns a
-``CollectiveWork`` that holds both forms of its MPI call (``Allreduce`` and ``Iallreduce``, ...):
-a synchronous call runs it in the caller's thread, an ``async_op`` one on the group's worker
-thread (``_work`` says why); point-to-point posts ``MPI_Isend``/``MPI_Irecv`` at once. The
-``Work``'s ``finish`` copies results back.
+``CollectiveWork`` around its nonblocking MPI call (``Iallreduce``, ...), started at once in the
+calling thread: a synchronous call polls it there, an ``async_op`` one is waited on by the
+group's worker thread (``_work`` says why); point-to-point posts ``MPI_Isend``/``MPI_Irecv`` at
+once. The ``Work``'s ``finish`` copies results back.
 """
 
 from __future__ import annotations
@@ -86,13 +86,14 @@ class MPIEngine(Engine):
         return self._worker
 
     def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, **kwargs) -> Work:
-        """The collective ``comm.<call>(*args)``: blocking on the worker thread, or its nonblocking
-        form (``I`` + the name: ``Iallreduce``) in the caller's thread (``_work.CollectiveWork``)."""
-        comm = self.comm
-        blocking = getattr(comm, call)
-        nonblocking = getattr(comm, "I" + call[0].lower() + call[1:])
-        return CollectiveWork(self, lambda: blocking(*args, **kwargs), lambda: nonblocking(*args, **kwargs),
-                              what, finish, outputs)
+        """Starts the nonblocking collective ``comm.<call>(*args)`` (``Iallreduce``, ...) now, in
+        this thread: every rank starts a communicator's collectives in program order and in
+        the same form, whatever thread later waits on them (``_work`` says why)."""
+        try:
+            request = getattr(self.comm, call)(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
+            raise DistBackendError(f"{what} failed in MPI: {err}") from None
+        return CollectiveWork(self, request, what, finish, outputs)
 
     # -- collectives ----------------------------------------------------------------------
 
@@ -108,13 +109,13 @@ class MPIEngine(Engine):
                 np.divide(array, size, out=array)
             staged.writeback()
 
-        return self._job("Allreduce", args, "all_reduce", finish, [tensor])
+        return self._job("Iallreduce", args, "all_reduce", finish, [tensor])
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
         finish = staged.writeback if self.rank != root else None
-        return self._job("Bcast", ([as_bytes(staged.array), self.MPI.BYTE],), "broadcast", finish, [tensor],
+        return self._job("Ibcast", ([as_bytes(staged.array), self.MPI.BYTE],), "broadcast", finish, [tensor],
                          root=root)
 
     def reduce(self, tensor, root, op):
@@ -132,13 +133,13 @@ class MPIEngine(Engine):
                     np.divide(array, self.size, out=array)
                 staged.writeback()
 
-        return self._job("Reduce", args, "reduce", finish, [tensor], root=root)
+        return self._job("Ireduce", args, "reduce", finish, [tensor], root=root)
 
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
         args = ([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
-        return self._job("Allgather", args, "all_gather", dst.writeback, [output])
+        return self._job("Iallgather", args, "all_gather", dst.writeback, [output])
 
     def gather(self, output, tensor, root):
         self._start("gather")
@@ -146,7 +147,7 @@ class MPIEngine(Engine):
         dst = for_transfer(output) if self.rank == root else None
         recvbuf = [as_bytes(dst.array), self.MPI.BYTE] if dst is not None else None
         args = ([as_bytes(src.array), self.MPI.BYTE], recvbuf)
-        return self._job("Gather", args, "gather", dst.writeback if dst is not None else None, [output], root=root)
+        return self._job("Igather", args, "gather", dst.writeback if dst is not None else None, [output], root=root)
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
@@ -155,7 +156,7 @@ class MPIEngine(Engine):
         if self.rank == root:
             sendbuf = [as_bytes(for_transfer(inputs).array), self.MPI.BYTE]
         args = (sendbuf, [as_bytes(dst.array), self.MPI.BYTE])
-        return self._job("Scatter", args, "scatter", dst.writeback, [output], root=root)
+        return self._job("Iscatter", args, "scatter", dst.writeback, [output], root=root)
 
     def reduce_scatter(self, output, inputs, op):
         self._start("reduce_scatter")
@@ -169,7 +170,7 @@ class MPIEngine(Engine):
                 np.divide(dst.array, self.size, out=dst.array)
             dst.writeback()
 
-        return self._job("Reduce_scatter_block", args, "reduce_scatter", finish, [output])
+        return self._job("Ireduce_scatter_block", args, "reduce_scatter", finish, [output])
 
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
@@ -186,7 +187,7 @@ class MPIEngine(Engine):
             [as_bytes(src.array), layout(input_splits), self.MPI.BYTE],
             [as_bytes(dst.array), layout(output_splits), self.MPI.BYTE],
         )
-        return self._job("Alltoallv", args, "all_to_all", dst.writeback, [output])
+        return self._job("Ialltoallv", args, "all_to_all", dst.writeback, [output])
 
     def send(self, tensor, peer, tag):
         self._start("send")
@@ -204,7 +205,7 @@ class MPIEngine(Engine):
 
     def barrier(self):
         self._start("barrier")
-        return self._job("Barrier", (), "barrier")
+        return self._job("Ibarrier", (), "barrier")
 
     def completed(self, outputs=None):
         return CompletedWork(self, outputs)

@@ -1,23 +1,31 @@
 """``Work``, ``Future``, and the waits that turn a hung or dead peer into an error.
 
 MPI has no timeouts: a blocking ``MPI_Allreduce`` with a dead peer waits forever. So no caller
-ever blocks inside MPI:
+ever blocks inside MPI. Every collective is started as the NONBLOCKING MPI call
+(``MPI_Iallreduce``, ...) by the thread that calls it, at the call, and only then waited on:
 
-- a synchronous collective (the caller waits at once) starts the nonblocking form of its MPI
-  call in the caller's thread and polls it (``wait_requests``), as MPI's blocking calls do;
-- an ``async_op`` collective runs as the blocking MPI call on the group's ``Worker`` thread (in C
-  without the GIL, at MPI's own speed, driving progress while the caller computes, e.g. DDP's
-  backward); the caller later waits on an event in short slices. A synchronous call made while
-  the worker still has work queued goes the same way, so every rank issues the group's
-  collectives in program order;
+- a synchronous collective (the caller waits at once) polls its request in the caller's thread
+  (``wait_requests``), as MPI's blocking calls do;
+- an ``async_op`` collective hands its request to the group's ``Worker`` thread, which waits on
+  it in C without the GIL (driving MPICH's progress engine while the caller computes, e.g.
+  DDP's backward); the caller later waits on an event in short slices;
 - point-to-point requests (which must all be posted at once, or paired sends deadlock) are
   polled with ``MPI_Testall`` (``wait_requests``).
 
-Why not always the worker: each hand-over to it and back is a thread sleep and wake-up; on a
-loaded machine (more runnable threads than cores) each wake-up waits for a time slice, which
-measured as a 1.4-1.8x slower all_reduce than MPI alone, up to 20x for small messages. Polling
-keeps the caller on its core; it yields the core between bursts of tests so that a peer sharing
-it (more ranks than cores) is not starved.
+Why always the nonblocking call, issued at once: MPI matches a communicator's collectives by the
+order each rank starts them, and a blocking collective never matches a nonblocking one. Ranks
+choosing between the blocking call (on a worker) and the nonblocking one (polled) by local state
+- "is my worker still busy?" - started ``MPI_Reduce_scatter_block`` on some ranks and
+``MPI_Ireduce_scatter_block`` on others beside FSDP's prefetch: a hang that only showed under
+load, when one rank's prefetch had finished and the others' had not. Issuing every collective
+in the same form, in program order, from the calling thread makes the match independent of
+timing; only the waiting moves between threads.
+
+Why poll in the caller instead of always waiting on the worker: each hand-over to a thread and
+back is a sleep and a wake-up; on a loaded machine (more runnable threads than cores) each
+wake-up waits for a time slice, measured as a 1.4-1.8x slower all_reduce than MPI alone, up to
+20x for small messages. Polling keeps the caller on its core; it yields the core between bursts
+of tests so that a peer sharing it (more ranks than cores) is not starved.
 
 Either wait gives up with ``DistBackendError`` when the group's timeout passes, or when the
 liveness watch (``_control.Watch``) reports that a rank of the group exited and the operation has
@@ -46,11 +54,6 @@ _SPIN_SECONDS = 0.1
 _COLLECTIVE_SPIN_SECONDS = 2.0
 _MAX_NAP = 1e-3
 _CHECK_EVERY = 0.01
-# Synchronous collectives in the caller's thread (nonblocking MPI call + polling) are opt-in: with
-# FSDP's asynchronous prefetch beside them, a 4-rank run on 2 loaded cores timed out in a
-# reduce-scatter that every rank had entered (test_dist_checkpoint, 3 of 6 runs under load);
-# until that is understood every collective goes through the group's worker, as before.
-_CALLER_THREAD = os.environ.get("EMBER_MPI_CALLER_THREAD", "0") == "1"
 _TESTS_PER_CHECK = 32
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _YIELD_AFTER = 5e-4  # seconds of plain spinning before the loop starts yielding
@@ -150,12 +153,22 @@ class Future:
         return chained
 
 
+def _deadline(base: float, timeout) -> float:
+    """The earlier of ``base`` and ``timeout`` (seconds or a timedelta) from now."""
+    if timeout is None:
+        return base
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    return min(base, time.monotonic() + seconds)
+
+
 class Work:
     """One started operation: ``wait(timeout)``, ``is_completed()``, ``get_future()``, ``result()``.
 
     ``finish`` runs once after the requests complete (copying results back into the caller's
     tensors); ``outputs`` is what ``result()`` and the future return.
     """
+
+    _spin = _SPIN_SECONDS
 
     def __init__(self, group, requests, what: str, finish=None, outputs=None):
         self._group = group
@@ -179,17 +192,16 @@ class Work:
             raise self._error
         if self._done:
             return True
-        deadline = self._deadline
-        if timeout is not None:
-            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
-            deadline = min(deadline, time.monotonic() + seconds)
         try:
-            wait_requests(self._requests, self._group, deadline, self._what, self._statuses)
+            self._wait_until(_deadline(self._deadline, timeout))
         except DistBackendError as err:
             self._error = err
             raise
         self._complete()
         return True
+
+    def _wait_until(self, deadline: float) -> None:
+        wait_requests(self._requests, self._group, deadline, self._what, self._statuses, self._spin)
 
     def is_completed(self) -> bool:
         if self._done:
@@ -224,37 +236,30 @@ class CompletedWork(Work):
 
 
 class _Job:
-    __slots__ = ("start", "done", "error")
+    __slots__ = ("request", "done", "error")
 
-    def __init__(self, start):
-        self.start = start
+    def __init__(self, request):
+        self.request = request
         self.done = threading.Event()
         self.error: BaseException | None = None
 
 
 class Worker:
-    """One thread per process group that runs its ``async_op`` collectives in submission order.
+    """One thread per process group that waits on its ``async_op`` collectives' requests.
 
-    Each job is a blocking MPI call, which drives MPICH's progress engine in C without the GIL:
-    large transfers stream at MPI's speed, backward keeps running beside a DDP bucket's
-    all-reduce, and the caller's thread waits on an event with a timeout (where it notices dead
-    peers and gives up; a job stuck on a dead peer is abandoned with its group). Every rank
-    submits a group's collectives in program order, so the MPI calls match across ranks.
+    The requests are already started (by the caller, in program order); the worker only waits,
+    in submission order, each ``MPI_Wait`` in C without the GIL: it drives MPICH's progress
+    engine, so large transfers stream at MPI's speed while the caller computes. The caller's
+    thread waits on the job's event with a timeout (where it notices dead peers and gives up; a
+    wait stuck on a dead peer is abandoned with its group).
     """
 
     def __init__(self, name: str):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        # Written by the submitting thread and by the worker respectively; equal when idle.
-        self.submitted = 0
-        self.finished = 0
         threading.Thread(target=self._loop, name=name, daemon=True).start()
 
-    def idle(self) -> bool:
-        return self.submitted == self.finished
-
-    def submit(self, start) -> _Job:
-        job = _Job(start)
-        self.submitted += 1
+    def submit(self, request) -> _Job:
+        job = _Job(request)
         self._queue.put(job)
         return job
 
@@ -262,93 +267,50 @@ class Worker:
         while True:
             job = self._queue.get()
             try:
-                request = job.start()
-                if request is not None:  # a nonblocking call: finish it here
-                    request.Wait()
+                job.request.Wait()
             except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
                 job.error = err
             finally:
-                self.finished += 1
                 job.done.set()
 
 
 class CollectiveWork(Work):
-    """A collective that has not started yet when it is returned, holding both forms of its MPI
-    call. ``launch()`` (``async_op``: the caller goes on computing) hands the blocking form to
-    the group's worker; ``wait()`` on a work never launched (a synchronous call) runs the
-    nonblocking form in this thread and polls it, unless the worker still has jobs queued (then
-    the worker takes it, behind them, keeping the program order of the group's collectives)."""
+    """A started collective (its nonblocking MPI request). ``launch()`` (``async_op``: the caller
+    goes on computing) hands the request to the group's worker, which waits on it; a work never
+    launched (a synchronous call) is polled in the waiting thread. MPI lets only one thread wait
+    on a request: once launched, only the worker touches it."""
 
-    def __init__(self, group, blocking, nonblocking, what: str, finish=None, outputs=None):
-        super().__init__(group, [], what, finish, outputs)
-        self._blocking = blocking
-        self._nonblocking = nonblocking
+    _spin = _COLLECTIVE_SPIN_SECONDS
+
+    def __init__(self, group, request, what: str, finish=None, outputs=None):
+        super().__init__(group, [request], what, finish, outputs)
         self._job: _Job | None = None
-        self._started = False
 
     def launch(self) -> None:
-        if not self._started:
-            self._started = True
-            self._job = self._group.worker().submit(self._blocking)
+        if self._job is None and not self._done and self._error is None:
+            self._job = self._group.worker().submit(self._requests[0])
 
-    def _run_here(self) -> bool:
-        """Starts the nonblocking form in this thread if nothing is queued before it."""
-        worker = self._group._worker
-        if not _CALLER_THREAD or self._started or (worker is not None and not worker.idle()):
-            return False
-        self._started = True
-        try:
-            self._requests = [self._nonblocking()]
-        except Exception as err:  # noqa: BLE001 - an MPI error: reported as the worker would
-            self._error = DistBackendError(f"{self._what} failed in MPI: {err}")
-            raise self._error from None
-        return True
-
-    def wait(self, timeout=None) -> bool:
-        if self._error is not None:
-            raise self._error
-        if self._done:
-            return True
-        if self._job is None and (self._requests or self._run_here()):
-            deadline = self._deadline
-            if timeout is not None:
-                seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
-                deadline = min(deadline, time.monotonic() + seconds)
-            try:
-                wait_requests(self._requests, self._group, deadline, self._what, None, _COLLECTIVE_SPIN_SECONDS)
-            except DistBackendError as err:
-                self._error = err
-                raise
-            self._complete()
-            return True
-        self.launch()
-        return self._wait_job(timeout)
-
-    def _wait_job(self, timeout) -> bool:
-        deadline = self._deadline
-        if timeout is not None:
-            seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
-            deadline = min(deadline, time.monotonic() + seconds)
-        job, group = self._job, self._group
+    def _wait_until(self, deadline: float) -> None:
+        job = self._job
+        if job is None:
+            super()._wait_until(deadline)
+            return
+        group = self._group
         while not job.done.wait(_CHECK_EVERY * 5):
             problem = group.health_problem(time.monotonic(), deadline, self._what)
             if problem is not None:
                 group.mark_broken(problem)
-                self._error = DistBackendError(problem)
-                raise self._error
+                raise DistBackendError(problem)
         if job.error is not None:
-            self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
-            raise self._error
-        self._complete()
-        return True
+            raise DistBackendError(f"{self._what} failed in MPI: {job.error}")
 
     def is_completed(self) -> bool:
-        if self._done or self._error is not None:
-            return self._done
-        if self._requests:
-            return super().is_completed()
-        self.launch()
         job = self._job
-        if job.done.is_set() and job.error is None:
-            self._complete()
-        return self._done or (job.done.is_set() and job.error is not None)
+        if job is None:
+            return super().is_completed()
+        if not self._done and self._error is None and job.done.is_set():
+            if job.error is None:
+                self._complete()
+            else:
+                self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
+        return self._done or self._error is not None
