@@ -166,6 +166,19 @@ dist.all_reduce(gt, group=sub)
 R["group/all_reduce"] = gt
 R["world"] = [dist.get_rank(), dist.get_world_size(), dist.is_initialized()]
 
+# A synchronous collective while an async one is in flight on one rank and finished on the
+# others: every rank must still start both in the same form and order (a rank choosing MPI's
+# blocking call and another the nonblocking one never matched: a hang).
+big = torch.ones(1 << 22)
+pending = dist.all_reduce(big, async_op=True)
+if rank != 0:
+    pending.wait()
+    __import__("time").sleep(0.3)
+small = torch.tensor([float(rank)])
+dist.all_reduce(small)
+pending.wait()
+R["sync_beside_async"] = [small, float(big[0]), float(big[-1])]
+
 # errors (type names)
 R["err/all_gather_len"] = error_of(lambda: dist.all_gather([torch.zeros(2)], torch.zeros(2)))
 R["err/all_gather_size"] = error_of(lambda: dist.all_gather([torch.zeros(3)] * world, torch.zeros(2)))
