@@ -10,11 +10,11 @@ once. The ``Work``'s ``finish`` copies results back.
 
 from __future__ import annotations
 
-import numpy as np
+import itertools
 
 from . import _mpi
 from ._backend import Engine, RedOpType
-from ._buffers import as_bytes, check_op_for_dtype, for_reduction, for_transfer, mpi_op, mpi_type
+from ._buffers import check_op_for_dtype, divide, for_reduction, for_transfer, mpi_op, mpi_type
 from ._errors import DistBackendError
 from ._work import EXIT_GRACE, CollectiveWork, CompletedWork, Work, Worker
 
@@ -46,6 +46,7 @@ class MPIEngine(Engine):
         self.size = comm.Get_size()
         self.broken: str | None = None
         self._worker: Worker | None = None
+        self.abandoned: list = []  # failed works whose buffers MPI may still touch: never freed
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -85,15 +86,39 @@ class MPIEngine(Engine):
             self._worker = Worker("ember-collectives")
         return self._worker
 
-    def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, **kwargs) -> Work:
+    def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, keep=(), **kwargs) -> Work:
         """Starts the nonblocking collective ``comm.<call>(*args)`` (``Iallreduce``, ...) now, in
         this thread: every rank starts a communicator's collectives in program order and in
-        the same form, whatever thread later waits on them (``_work`` says why)."""
+        the same form, whatever thread later waits on them (``_work`` says why). ``keep``: the
+        ``Staged`` tensors whose memory MPI uses, held by the work until it completes."""
         try:
             request = getattr(self.comm, call)(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
-        return CollectiveWork(self, request, what, finish, outputs)
+        return CollectiveWork(self, request, what, finish, outputs, keep)
+
+    # -- buffers ---------------------------------------------------------------------------
+
+    def _bytes(self, staged):
+        return [staged.buffer(self.MPI), self.MPI.BYTE]
+
+    def _owned_bytes(self, staged):
+        return [staged.buffer(self.MPI, owned=True), self.MPI.BYTE]
+
+    def _typed(self, staged):
+        return [staged.buffer(self.MPI), mpi_type(self.MPI, staged.target.dtype)]
+
+    def _averaged(self, staged, op):
+        """The finish of a reduction: AVG divides the sum; results go back to the caller's tensor."""
+        if op != RedOpType.AVG:
+            return staged.writeback if staged.staging is not None else None
+        size = self.size
+
+        def finish():
+            divide(staged, size)
+            staged.writeback()
+
+        return finish
 
     # -- collectives ----------------------------------------------------------------------
 
@@ -101,76 +126,55 @@ class MPIEngine(Engine):
         self._start("all_reduce")
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
-        array, size = staged.array, self.size
-        args = (self.MPI.IN_PLACE, [array, mpi_type(self.MPI, array)], mpi_op(self.MPI, op, tensor.dtype))
-
-        def finish():
-            if op == RedOpType.AVG:
-                np.divide(array, size, out=array)
-            staged.writeback()
-
-        return self._job("Iallreduce", args, "all_reduce", finish, [tensor])
+        args = (self.MPI.IN_PLACE, self._typed(staged), mpi_op(self.MPI, op, tensor.dtype))
+        return self._job("Iallreduce", args, "all_reduce", self._averaged(staged, op), [tensor], (staged,))
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
-        finish = staged.writeback if self.rank != root else None
-        return self._job("Ibcast", ([as_bytes(staged.array), self.MPI.BYTE],), "broadcast", finish, [tensor],
-                         root=root)
+        finish = staged.writeback if self.rank != root and staged.staging is not None else None
+        return self._job("Ibcast", (self._bytes(staged),), "broadcast", finish, [tensor], (staged,), root=root)
 
     def reduce(self, tensor, root, op):
         self._start("reduce")
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
-        array = staged.array
-        buf = [array, mpi_type(self.MPI, array)]
+        buf = self._typed(staged)
         mop = mpi_op(self.MPI, op, tensor.dtype)
-        args = (self.MPI.IN_PLACE, buf, mop) if self.rank == root else (buf, None, mop)
-
-        def finish():
-            if self.rank == root:
-                if op == RedOpType.AVG:
-                    np.divide(array, self.size, out=array)
-                staged.writeback()
-
-        return self._job("Ireduce", args, "reduce", finish, [tensor], root=root)
+        mine = self.rank == root
+        args = (self.MPI.IN_PLACE, buf, mop) if mine else (buf, None, mop)
+        finish = self._averaged(staged, op) if mine else None
+        return self._job("Ireduce", args, "reduce", finish, [tensor], (staged,), root=root)
 
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
-        args = ([as_bytes(src.array), self.MPI.BYTE], [as_bytes(dst.array), self.MPI.BYTE])
-        return self._job("Iallgather", args, "all_gather", dst.writeback, [output])
+        return self._job("Iallgather", (self._bytes(src), self._bytes(dst)), "all_gather", dst.writeback, [output],
+                         (src, dst))
 
     def gather(self, output, tensor, root):
         self._start("gather")
         src = for_transfer(tensor)
         dst = for_transfer(output) if self.rank == root else None
-        recvbuf = [as_bytes(dst.array), self.MPI.BYTE] if dst is not None else None
-        args = ([as_bytes(src.array), self.MPI.BYTE], recvbuf)
-        return self._job("Igather", args, "gather", dst.writeback if dst is not None else None, [output], root=root)
+        args = (self._bytes(src), self._bytes(dst) if dst is not None else None)
+        finish = dst.writeback if dst is not None else None
+        return self._job("Igather", args, "gather", finish, [output], (src, dst), root=root)
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
         dst = for_transfer(output)
-        sendbuf = None
-        if self.rank == root:
-            sendbuf = [as_bytes(for_transfer(inputs).array), self.MPI.BYTE]
-        args = (sendbuf, [as_bytes(dst.array), self.MPI.BYTE])
-        return self._job("Iscatter", args, "scatter", dst.writeback, [output], root=root)
+        src = for_transfer(inputs) if self.rank == root else None
+        sendbuf = self._bytes(src) if src is not None else None
+        return self._job("Iscatter", (sendbuf, self._bytes(dst)), "scatter", dst.writeback, [output], (src, dst),
+                         root=root)
 
     def reduce_scatter(self, output, inputs, op):
         self._start("reduce_scatter")
         check_op_for_dtype(op, output.dtype)
         src, dst = for_reduction(inputs), for_reduction(output)
-        mop = mpi_op(self.MPI, op, output.dtype)
-        args = ([src.array, mpi_type(self.MPI, src.array)], [dst.array, mpi_type(self.MPI, dst.array)], mop)
-
-        def finish():
-            if op == RedOpType.AVG:
-                np.divide(dst.array, self.size, out=dst.array)
-            dst.writeback()
-
-        return self._job("Ireduce_scatter_block", args, "reduce_scatter", finish, [output])
+        args = (self._typed(src), self._typed(dst), mpi_op(self.MPI, op, output.dtype))
+        return self._job("Ireduce_scatter_block", args, "reduce_scatter", self._averaged(dst, op), [output],
+                         (src, dst))
 
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
@@ -180,19 +184,19 @@ class MPIEngine(Engine):
 
         def layout(splits):
             counts = [n * item for n in splits]
-            displs = np.cumsum([0] + counts[:-1]).tolist()
+            displs = list(itertools.accumulate(counts[:-1], initial=0))
             return counts, displs
 
         args = (
-            [as_bytes(src.array), layout(input_splits), self.MPI.BYTE],
-            [as_bytes(dst.array), layout(output_splits), self.MPI.BYTE],
+            [src.buffer(self.MPI), layout(input_splits), self.MPI.BYTE],
+            [dst.buffer(self.MPI), layout(output_splits), self.MPI.BYTE],
         )
-        return self._job("Ialltoallv", args, "all_to_all", dst.writeback, [output])
+        return self._job("Ialltoallv", args, "all_to_all", dst.writeback, [output], (src, dst))
 
     def send(self, tensor, peer, tag):
         self._start("send")
         src = for_transfer(tensor)
-        request = self.comm.Isend([as_bytes(src.array), self.MPI.BYTE], dest=peer, tag=tag)
+        request = self.comm.Isend(self._owned_bytes(src), dest=peer, tag=tag)
         return self._work([request], "send", None, [tensor])
 
     def recv(self, tensor, peer, tag):
@@ -200,7 +204,7 @@ class MPIEngine(Engine):
         dst = for_transfer(tensor)
         status = self.MPI.Status()
         source = self.MPI.ANY_SOURCE if peer is None else peer
-        request = self.comm.Irecv([as_bytes(dst.array), self.MPI.BYTE], source=source, tag=tag)
+        request = self.comm.Irecv(self._owned_bytes(dst), source=source, tag=tag)
         return RecvWork(self, [request], "recv", dst.writeback, [tensor], status)
 
     def barrier(self):

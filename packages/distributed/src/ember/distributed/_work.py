@@ -81,13 +81,20 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc)."""
     if not requests:
         return
-    test_all = group.MPI.Request.Testall
+    if len(requests) == 1 and statuses is None:
+        test = requests[0].Test
+    else:
+        test_all = group.MPI.Request.Testall
+
+        def test():
+            return test_all(requests, statuses)
+
     start = last_check = time.monotonic()
     nap = 0.0
     while True:
         # A tight burst of tests between clock reads: most operations end inside the first one.
         for _ in range(_TESTS_PER_CHECK):
-            if test_all(requests, statuses):
+            if test():
                 return
         now = time.monotonic()
         if now - start > _YIELD_AFTER:
@@ -196,6 +203,9 @@ class Work:
             self._wait_until(_deadline(self._deadline, timeout))
         except DistBackendError as err:
             self._error = err
+            abandoned = getattr(self._group, "abandoned", None)
+            if abandoned is not None:
+                abandoned.append(self)
             raise
         self._complete()
         return True
@@ -236,10 +246,11 @@ class CompletedWork(Work):
 
 
 class _Job:
-    __slots__ = ("request", "done", "error")
+    __slots__ = ("request", "work", "done", "error")
 
-    def __init__(self, request):
+    def __init__(self, request, work):
         self.request = request
+        self.work = work  # held until MPI is done with its buffers, even if the caller drops it
         self.done = threading.Event()
         self.error: BaseException | None = None
 
@@ -258,8 +269,8 @@ class Worker:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=self._loop, name=name, daemon=True).start()
 
-    def submit(self, request) -> _Job:
-        job = _Job(request)
+    def submit(self, request, work) -> _Job:
+        job = _Job(request, work)
         self._queue.put(job)
         return job
 
@@ -271,6 +282,7 @@ class Worker:
             except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
                 job.error = err
             finally:
+                job.work = None
                 job.done.set()
 
 
@@ -282,13 +294,14 @@ class CollectiveWork(Work):
 
     _spin = _COLLECTIVE_SPIN_SECONDS
 
-    def __init__(self, group, request, what: str, finish=None, outputs=None):
+    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=()):
         super().__init__(group, [request], what, finish, outputs)
+        self._keep = keep  # the staged tensors MPI reads and writes
         self._job: _Job | None = None
 
     def launch(self) -> None:
         if self._job is None and not self._done and self._error is None:
-            self._job = self._group.worker().submit(self._requests[0])
+            self._job = self._group.worker().submit(self._requests[0], self)
 
     def _wait_until(self, deadline: float) -> None:
         job = self._job
