@@ -31,7 +31,7 @@ from ._mpi_engine import MPIEngine
 from ._rendezvous import rendezvous
 from ._store import PrefixStore, Store
 from ._tcp_store import TCPStore
-from ._work import Health
+from ._work import Health, set_oversubscribed
 
 default_pg_timeout = timedelta(minutes=30)
 
@@ -197,6 +197,7 @@ def init_process_group(
         _join_with_store(store, rank, world_size, seconds)
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
+    set_oversubscribed(_ranks_on_this_node(_world.world_comm) > _cores())
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
     pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
     _world.default_pg = pg
@@ -207,6 +208,21 @@ def init_process_group(
     if device_id is not None and "cuda" in devices:
         # As PyTorch: a bound device makes the NCCL communicator now, not at the first collective.
         pg.engine_for(_cuda_probe(device_id)).bind(device_id)
+
+
+def _ranks_on_this_node(comm) -> int:
+    node = comm.Split_type(_mpi.mpi().COMM_TYPE_SHARED)
+    try:
+        return node.Get_size()
+    finally:
+        node.Free()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _cuda_probe(device_id):
