@@ -1,13 +1,19 @@
-"""all_reduce (float32, SUM) at 2 ranks: ember beside PyTorch's gloo and beside MPICH alone;
+"""all_reduce (float32, SUM) at 2 and 4 ranks: ember beside PyTorch's gloo and beside MPICH alone;
 then a DDP training step beside a single-process step and beside PyTorch's DDP.
 
-    python benchmarks/bench_distributed.py [--ranks 2] [--sizes 4K,64K,1M,16M,64M]
+    python benchmarks/bench_distributed.py [--ranks 2,4] [--sizes 4K,64K,1M,16M,64M]
 
-One run starts three groups of processes one after the other on this machine: ember
-(``init_process_group`` over env://, its MPI engine), PyTorch 2.13 with gloo (the same program
-with ``import torch``), and mpi4py's ``Comm.Allreduce`` on NumPy arrays under ``mpiexec`` (the
-engine with nothing on top). Every process runs one thread. The figure per size is the median
-over repeats of the slowest rank's mean time per call; ratios are ember / other.
+One run starts, per rank count, three groups of processes one after the other on this machine:
+ember (``init_process_group`` over env://, its MPI engine), PyTorch 2.13 with gloo (the same
+program with ``import torch``), and mpi4py's blocking ``Comm.Allreduce`` on NumPy arrays under
+``mpiexec`` (the engine with nothing on top). Every process runs one thread.
+
+Timing: each size runs as many short blocks (a barrier, then a few calls); per block the slowest
+rank's mean time per call counts. The table gives the median over blocks and, in brackets, the
+fastest block: on a shared, loaded machine the median moves with the load between the three
+runs, the minimum much less. The last column is the steadiest comparison: inside the ember run,
+every block of ember calls alternates with a block of mpi4py's ``Allreduce`` on the same
+communicator (same processes, same moment), ratio of the medians.
 
 The DDP figure: an MLP (256 -> 1024 -> 1024 -> 10, 1.3 M parameters, 64 samples per rank), one
 SGD step (forward, backward with the bucketed all-reduce, update), median over 20 steps. The
@@ -33,7 +39,7 @@ lib, sizes, out = sys.argv[1], [int(s) for s in sys.argv[2].split(",")], sys.arg
 import numpy as np
 
 def reps_for(nbytes):
-    return max(5, min(2000, int(2e8 // max(nbytes, 1) // 16)))
+    return max(1, min(20, int(2e6 // max(nbytes, 1))))
 
 if lib == "mpi":
     from mpi4py import MPI
@@ -95,19 +101,37 @@ if sizes in ([0], [-1]):  # the DDP (0) or FSDP2 (-1) step benchmark
         samples.append(time.perf_counter() - start)
     results[sizes[0]] = samples
     sizes = []
+if lib == "ember" and sizes:
+    from mpi4py import MPI  # started by ember: the same world, on ember's own communicator
+    comm = dist.group.WORLD._engine.comm
+
+    def direct(buf, array):
+        comm.Allreduce(MPI.IN_PLACE, array)
+else:
+    direct = None
 for nbytes in sizes:
     buf = make(nbytes // 4)
+    array = buf.numpy() if direct is not None else None
     reps = reps_for(nbytes)
+    blocks = max(8, min(60, int(1.5e9 // max(nbytes, 1) // reps)))
     for _ in range(3):
         once(buf)
-    samples = []
-    for _ in range(5):
-        barrier()
-        start = time.perf_counter()
-        for _ in range(reps):
-            once(buf)
-        samples.append((time.perf_counter() - start) / reps)
+        if direct is not None:
+            direct(buf, array)
+    samples, same = [], []
+    for block in range(blocks):
+        # ember and MPICH alone alternate which goes first, so neither always follows the barrier
+        order = [(samples, lambda: once(buf)), (same, lambda: direct(buf, array))] if direct else [
+            (samples, lambda: once(buf))]
+        for into, call in (order if block % 2 == 0 else order[::-1]):
+            barrier()
+            start = time.perf_counter()
+            for _ in range(reps):
+                call()
+            into.append((time.perf_counter() - start) / reps)
     results[nbytes] = samples
+    if direct is not None:
+        results[-nbytes] = same
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(results, f)
 if lib != "mpi":
@@ -126,8 +150,9 @@ def _parse_size(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, float]:
-    """Per size, the median over repeats of the slowest rank's time (size 0: the DDP step)."""
+def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, tuple[float, float]]:
+    """Per size (and, for ember, per negated size: MPICH alone in the same processes), the median
+    and the minimum over blocks of the slowest rank's time per call (size 0: the DDP step)."""
     out = tempfile.mkdtemp(prefix=f"bench-{lib}-")
     script = os.path.join(out, "worker.py")
     with open(script, "w") as f:
@@ -149,9 +174,11 @@ def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, float]:
     for r in range(ranks):
         with open(os.path.join(out, f"rank{r}.json")) as f:
             per_rank.append({int(k): v for k, v in json.load(f).items()})
-    # slowest rank per repeat, then the median over repeats
-    return {n: statistics.median(max(rank[n][i] for rank in per_rank) for i in range(len(per_rank[0][n])))
-            for n in sizes}
+    figures = {}
+    for n in per_rank[0]:
+        slowest = [max(rank[n][i] for rank in per_rank) for i in range(len(per_rank[0][n]))]
+        figures[n] = (statistics.median(slowest), min(slowest))
+    return figures
 
 
 def _fmt(seconds: float) -> str:
@@ -160,39 +187,47 @@ def _fmt(seconds: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--ranks", default="2,4", help="rank counts for all_reduce (DDP/FSDP: the first)")
     parser.add_argument("--sizes", default="4K,64K,1M,16M,64M")
     parser.add_argument("--parts", default="allreduce,ddp,fsdp", help="which of allreduce,ddp,fsdp to run")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    args.rank_counts = [int(r) for r in args.ranks.split(",")]
+    args.ranks = args.rank_counts[0]
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     started = time.time()
     parts = args.parts.split(",")
     figures = {}
     if "allreduce" in parts:
-        figures = _allreduce(args, sizes, started)
+        for ranks in args.rank_counts:
+            figures[ranks] = _allreduce(ranks, sizes, started)
     if "ddp" in parts:
         _ddp(args)
     if "fsdp" in parts:
         _fsdp(args)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({lib: {str(n): v for n, v in fig.items()} for lib, fig in figures.items()}, f, indent=1)
+            json.dump({str(ranks): {lib: {str(n): v for n, v in fig.items()} for lib, fig in by_lib.items()}
+                       for ranks, by_lib in figures.items()}, f, indent=1)
 
 
-def _allreduce(args, sizes, started):
-    figures = {lib: _run(lib, args.ranks, sizes) for lib in ("ember", "torch", "mpi")}
-    print(f"all_reduce float32 SUM, {args.ranks} ranks, 1 thread each ({time.time() - started:.0f} s)")
-    print(f"{'size':>6} | {'ember':>11} | {'gloo':>11} | {'mpi4py':>11} | ember/gloo | ember/mpi4py")
+def _allreduce(ranks, sizes, started):
+    figures = {lib: _run(lib, ranks, sizes) for lib in ("ember", "torch", "mpi")}
+    print(f"\nall_reduce float32 SUM, {ranks} ranks, 1 thread each ({time.time() - started:.0f} s); "
+          "median [fastest block] per call")
+    print(f"{'size':>6} | {'ember':>21} | {'gloo':>21} | {'mpi4py (mpiexec)':>21} | ember/gloo | ember/mpi4py"
+          " | same processes: ember/MPICH")
     for n in sizes:
-        e, t, m = figures["ember"][n], figures["torch"][n], figures["mpi"][n]
+        (e, e_min), (t, t_min), (m, m_min) = figures["ember"][n], figures["torch"][n], figures["mpi"][n]
+        same, same_min = figures["ember"][-n]
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
-        print(f"{label:>6} | {_fmt(e)} | {_fmt(t)} | {_fmt(m)} | {e / t:10.2f} | {e / m:12.2f}")
+        print(f"{label:>6} | {_fmt(e)} [{_fmt(e_min)}] | {_fmt(t)} [{_fmt(t_min)}] | {_fmt(m)} [{_fmt(m_min)}] | "
+              f"{e / t:10.2f} | {e / m:12.2f} | {e / same:5.2f} ({_fmt(same).strip()}; fastest {e_min / same_min:.2f})")
     return figures
 
 
 def _ddp(args):
-    ddp = {(lib, n): _run(lib, n, [0])[0] for lib in ("ember", "torch") for n in (1, args.ranks)}
+    ddp = {(lib, n): _run(lib, n, [0])[0][0] for lib in ("ember", "torch") for n in (1, args.ranks)}
     print("\nDDP training step (MLP 1.3M params, batch 64 per rank), 1 thread per rank")
     print(f"{'':>22} | {'ember':>11} | {'PyTorch':>11} | ember/PyTorch")
     for n in (1, args.ranks):
@@ -202,7 +237,7 @@ def _ddp(args):
 
 
 def _fsdp(args):
-    fsdp = {lib: _run(lib, args.ranks, [-1])[-1] for lib in ("ember", "torch")}
+    fsdp = {lib: _run(lib, args.ranks, [-1])[-1][0] for lib in ("ember", "torch")}
     e, t = fsdp["ember"], fsdp["torch"]
     print(f"{f'FSDP2, {args.ranks} ranks':>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
 
