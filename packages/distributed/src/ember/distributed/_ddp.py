@@ -64,11 +64,12 @@ def _default_allreduce_hook(group, bucket: GradBucket):
 
 
 def assign_buckets(params, cap_bytes: int, first_cap_bytes: int = _FIRST_BUCKET_BYTES) -> list[list[int]]:
-    """Parameter indices per bucket: reverse order, one dtype per bucket, by size."""
-    buckets, open_by_dtype = [], {}
+    """Parameter indices per bucket: reverse order, one dtype per bucket, by size. As PyTorch's
+    bucket assignment, each dtype's first bucket closes at ``first_cap_bytes`` (so the first
+    all-reduce starts early in backward), its later ones at ``cap_bytes``."""
+    buckets, open_by_dtype, closed = [], {}, {}
     for index in reversed(range(len(params))):
         p = params[index]
-        cap = first_cap_bytes if not buckets else cap_bytes
         current = open_by_dtype.get(p.dtype)
         if current is None:
             current = [[], 0]
@@ -76,8 +77,9 @@ def assign_buckets(params, cap_bytes: int, first_cap_bytes: int = _FIRST_BUCKET_
             buckets.append(current)
         current[0].append(index)
         current[1] += p.numel() * p.element_size()
-        if current[1] >= cap:
+        if current[1] >= (cap_bytes if closed.get(p.dtype) else first_cap_bytes):
             del open_by_dtype[p.dtype]
+            closed[p.dtype] = True
     return [indices for indices, _ in buckets]
 
 
