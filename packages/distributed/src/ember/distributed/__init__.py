@@ -36,6 +36,22 @@ from ._collectives import (
 )
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError, QueueEmptyError
 from ._file_store import FileStore
+from ._groups import (
+    GroupMember,
+    ProcessGroup,
+    get_backend,
+    get_default_backend_for_device,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    group,
+    is_initialized,
+    new_group,
+    new_subgroups,
+    new_subgroups_by_enumeration,
+)
 from ._object_collectives import (
     all_gather_object,
     broadcast_object_list,
@@ -48,25 +64,7 @@ from ._object_collectives import (
 from ._store import HashStore, PrefixStore, Store
 from ._tcp_store import TCPStore
 from ._work import Future, Work
-from ._world import (
-    GroupMember,
-    ProcessGroup,
-    default_pg_timeout,
-    destroy_process_group,
-    get_backend,
-    get_default_backend_for_device,
-    get_global_rank,
-    get_group_rank,
-    get_process_group_ranks,
-    get_rank,
-    get_world_size,
-    group,
-    init_process_group,
-    is_initialized,
-    new_group,
-    new_subgroups,
-    new_subgroups_by_enumeration,
-)
+from ._world import default_pg_timeout, destroy_process_group, init_process_group
 
 
 def is_available() -> bool:

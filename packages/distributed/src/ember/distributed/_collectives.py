@@ -129,18 +129,43 @@ def _chain(first, second):
     return both
 
 
+def _pair(group, output, input, names: tuple, dtype_message: str):
+    """The group of a collective from ``input`` into ``output``, which must share a dtype."""
+    check_tensor(output, names[0])
+    check_tensor(input, names[1])
+    pg = resolve(group)
+    if output.dtype != input.dtype:
+        raise ValueError(dtype_message)
+    return pg
+
+
+_SAME_TYPE = "input tensor must be the same type as the output tensor"
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     if _not_member(group):
         return None
-    check_tensor(output_tensor, "output_tensor")
-    check_tensor(input_tensor, "input_tensor")
-    pg = resolve(group)
-    if output_tensor.dtype != input_tensor.dtype:
-        raise ValueError("output tensor must have the same type as input tensor")
+    pg = _pair(group, output_tensor, input_tensor, ("output_tensor", "input_tensor"),
+               "output tensor must have the same type as input tensor")
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
     check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
     return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
+
+
+def _rooted(pg, tensor, tensors, rank, group_rank, name: str, list_name: str, role: str) -> int:
+    """The root's group rank of a gather/scatter (default: 0); ``tensors`` must be given on the
+    root (one per rank, like ``tensor``) and only there."""
+    if rank is None and group_rank is None:
+        rank = 0
+    root = _group_rank(pg, rank, group_rank, name)
+    if pg.rank() == root:
+        if not tensors or len(tensors) != pg.size():
+            raise ValueError(f"Argument ``{list_name}`` must be specified on {role} rank.")
+        _check_same(tensors, tensor, list_name)
+    elif tensors:
+        raise ValueError(f"Argument ``{list_name}`` must NOT be specified on non-{role} ranks.")
+    return root
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -148,17 +173,10 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return None
     check_tensor(tensor)
     pg = resolve(group)
-    if dst is None and group_dst is None:
-        dst = 0
-    root = _group_rank(pg, dst, group_dst, "dst")
+    root = _rooted(pg, tensor, gather_list, dst, group_dst, "dst", "gather_list", "destination")
     flat = None
     if pg.rank() == root:
-        if not gather_list or len(gather_list) != pg.size():
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_same(gather_list, tensor, "gather_list")
         flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     work = pg.engine_for(tensor).gather(flat, tensor, root)
     if flat is not None:
         work._finish = _chain(work._finish, lambda: _scatter_back(flat, gather_list))
@@ -170,17 +188,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return None
     check_tensor(tensor)
     pg = resolve(group)
-    if src is None and group_src is None:
-        src = 0
-    root = _group_rank(pg, src, group_src, "src")
-    flat = None
-    if pg.rank() == root:
-        if not scatter_list or len(scatter_list) != pg.size():
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_same(scatter_list, tensor, "scatter_list")
-        flat = _flat(scatter_list)
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    root = _rooted(pg, tensor, scatter_list, src, group_src, "src", "scatter_list", "source")
+    flat = _flat(scatter_list) if pg.rank() == root else None
     return _finish(pg.engine_for(tensor).scatter(tensor, flat, root), async_op)
 
 
@@ -199,11 +208,7 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
 def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
-    check_tensor(output, "output")
-    check_tensor(input, "input")
-    pg = resolve(group)
-    if output.dtype != input.dtype:
-        raise ValueError("input tensor must be the same type as the output tensor")
+    pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
     if input.numel() != output.numel() * pg.size():
         raise RuntimeError("input tensor must be the same size as output size times world size")
     check_fingerprint(pg, "reduce_scatter_tensor", [output])
@@ -214,11 +219,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                       async_op=False):
     if _not_member(group):
         return None
-    check_tensor(output, "output")
-    check_tensor(input, "input")
-    pg = resolve(group)
-    if output.dtype != input.dtype:
-        raise ValueError("input tensor must be the same type as the output tensor")
+    pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
     size = pg.size()
 
     def splits(tensor, given, name):

@@ -143,7 +143,10 @@ class DistributedDataParallel(nn.Module):
     def _broadcast_coalesced(self, tensors) -> None:
         if self._group.size() == 1 or not tensors:
             return
-        root = self._group._ranks[0]
+        self._broadcast_from(tensors, self._group._ranks[0])
+
+    def _broadcast_from(self, tensors, root: int) -> None:
+        """``root``'s values into ``tensors``: one broadcast per dtype of their flattened concatenation."""
         by_dtype: dict = {}
         for t in tensors:
             by_dtype.setdefault(t.dtype, []).append(t)
@@ -236,17 +239,7 @@ class DistributedDataParallel(nn.Module):
         authority = ember.tensor([me if is_last_joiner else -1], dtype=ember.int64, device=self._device)
         C.all_reduce(authority, op=ReduceOp.MAX, group=self.process_group)
         tensors = [p.detach() for p in self.module.parameters()] + list(self.module.buffers())
-        by_dtype: dict = {}
-        for t in tensors:
-            by_dtype.setdefault(t.dtype, []).append(t)
-        with ember.no_grad():
-            for group in by_dtype.values():
-                flat = ember.cat([t.reshape(-1) for t in group])
-                C.broadcast(flat, src=int(authority.item()), group=self.process_group)
-                start = 0
-                for t in group:
-                    t.copy_(flat[start:start + t.numel()].view(t.shape))
-                    start += t.numel()
+        self._broadcast_from(tensors, int(authority.item()))
 
     # -- forward ------------------------------------------------------------------------
 

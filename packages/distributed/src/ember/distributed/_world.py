@@ -1,4 +1,4 @@
-"""Process groups: ``init_process_group``, ``new_group``, ``destroy_process_group`` and queries.
+"""Joining and leaving: ``init_process_group`` and ``destroy_process_group``.
 
 ``init_process_group`` turns any way of starting processes into one MPI world:
 
@@ -10,23 +10,42 @@
 
 Either way each rank then opens its liveness watch to the control server, and the default group
 runs on a duplicate of ``MPI_COMM_WORLD`` (so a user's own MPI traffic never mixes with ours).
+The groups themselves and the queries about them live in ``_groups`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import socket
-import threading
 import time
 from datetime import timedelta
 
-from . import _mpi
-from ._backend import Backend, backend_label, device_backends, engine_factory, register_engine
+from . import _groups, _mpi
+from ._backend import device_backends, engine_factory, register_engine
 from ._control import ControlServer, Watch
 from ._debug import read_debug_level
 from ._errors import DistBackendError, DistStoreError
+from ._groups import (  # noqa: F401 - re-exported: the package and its modules reach them here
+    GroupMember,
+    ProcessGroup,
+    _require_init,
+    _world,
+    _world_state,
+    get_backend,
+    get_default_backend_for_device,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    internal_cpu,
+    is_initialized,
+    new_group,
+    new_subgroups,
+    new_subgroups_by_enumeration,
+    resolve,
+)
 from ._mpi_engine import MPIEngine
 from ._rendezvous import rendezvous
 from ._store import PrefixStore, Store
@@ -37,118 +56,6 @@ default_pg_timeout = timedelta(minutes=30)
 
 for _name in ("gloo", "mpi", "undefined"):
     register_engine(_name, "cpu", MPIEngine)
-
-
-class _Internal(threading.local):
-    cpu = False  # object collectives of an NCCL-only group move their bytes through MPI
-
-
-_INTERNAL = _Internal()
-
-
-@contextlib.contextmanager
-def internal_cpu():
-    """Lets CPU tensors through a group without a CPU backend (its MPI engine carries them)."""
-    previous = _INTERNAL.cpu
-    _INTERNAL.cpu = True
-    try:
-        yield
-    finally:
-        _INTERNAL.cpu = previous
-
-
-class ProcessGroup:
-    """A set of ranks that run collectives together (``torch.distributed.ProcessGroup``).
-
-    ``_engine`` is the group's MPI communicator (CPU tensors, liveness, object collectives);
-    ``_devices`` maps device types to backends, whose engines are made on first use.
-    """
-
-    def __init__(self, engine: MPIEngine, global_ranks: list[int], devices: dict, name: str, store):
-        self._engine = engine
-        self._ranks = global_ranks
-        self._devices = dict(devices)
-        self._backend = backend_label(self._devices)
-        self._engines: dict = {}
-        self.group_name = name
-        self.group_desc = name
-        self.store = store
-
-    def rank(self) -> int:
-        return self._engine.rank
-
-    def size(self) -> int:
-        return self._engine.size
-
-    def name(self) -> str:
-        return self._backend
-
-    @property
-    def pg_name(self) -> str:
-        return self.group_name
-
-    def engine_for(self, tensor=None):
-        """The engine for ``tensor``'s device type (made on first use)."""
-        kind = "cpu" if tensor is None else tensor.device.type
-        backend = self._devices.get(kind)
-        if backend is None:
-            if kind == "cpu" and _INTERNAL.cpu:
-                return self._engine
-            raise RuntimeError(f"No backend type associated with device type {kind}")
-        if kind == "cpu":
-            return self._engine
-        engine = self._engines.get(kind)
-        if engine is None:
-            engine = self._engines[kind] = engine_factory(backend, kind)(self)
-        return engine
-
-    def _device_engines(self) -> list:
-        return list(self._engines.values())
-
-    def __repr__(self):
-        return f"ProcessGroup(name={self.group_name!r}, backend={self._backend!r}, ranks={self._ranks})"
-
-
-class _NonGroupMember:
-    def __repr__(self):
-        return "GroupMember.NON_GROUP_MEMBER"
-
-
-class GroupMember:
-    WORLD = None
-    NON_GROUP_MEMBER = _NonGroupMember()
-
-
-class group:  # noqa: N801 - PyTorch's name: ``dist.group.WORLD``
-    WORLD = None
-
-
-class _World:
-    def __init__(self):
-        self.default_pg: ProcessGroup | None = None
-        self.groups: list[ProcessGroup] = []
-        self.health = Health()
-        self.watch: Watch | None = None
-        self.server: ControlServer | None = None
-        self.store = None
-        self.generation = 0
-        self.group_count = 0
-        self.world_comm = None
-
-
-_world = _World()
-
-
-def _world_state() -> _World:
-    return _world
-
-
-def _require_init() -> ProcessGroup:
-    if _world.default_pg is None:
-        raise ValueError(
-            "Default process group has not been initialized, please make sure to call init_process_group."
-        )
-    return _world.default_pg
 
 
 def _advertised_host(store) -> str:
@@ -203,7 +110,7 @@ def init_process_group(
     _world.default_pg = pg
     _world.groups = [pg]
     _world.group_count = 1
-    GroupMember.WORLD = group.WORLD = pg
+    GroupMember.WORLD = _groups.group.WORLD = pg
     atexit.register(_say_goodbye)
     if device_id is not None and "cuda" in devices:
         # As PyTorch: a bound device makes the NCCL communicator now, not at the first collective.
@@ -322,7 +229,7 @@ def destroy_process_group(group=None) -> None:
             each._engine.shutdown()
         _world.groups = []
         _world.default_pg = None
-        GroupMember.WORLD = globals()["group"].WORLD = None
+        GroupMember.WORLD = _groups.group.WORLD = None
         _say_goodbye()
         if _world.server is not None:
             _world.server.close()
@@ -339,117 +246,3 @@ def destroy_process_group(group=None) -> None:
     group._engine.shutdown()
     if group in _world.groups:
         _world.groups.remove(group)
-
-
-def is_initialized() -> bool:
-    return _world.default_pg is not None
-
-
-def resolve(group) -> ProcessGroup:
-    """The group a call means: ``None`` -> the default group."""
-    pg = _require_init()
-    if group is None or group is GroupMember.WORLD:
-        return pg
-    if group is GroupMember.NON_GROUP_MEMBER:
-        raise ValueError("Invalid process group specified: this rank is not a member of the group")
-    if not isinstance(group, ProcessGroup):
-        raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
-    if group.size() == 0 or group._engine.comm is None:
-        raise ValueError("Invalid process group specified: it was destroyed")
-    return group
-
-
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
-              group_desc=None, device_id=None):
-    """A group of ``ranks`` (every rank calls it, in the same order); non-members get
-    ``GroupMember.NON_GROUP_MEMBER``."""
-    pg = _require_init()
-    world_size = pg.size()
-    ranks = sorted(range(world_size) if ranks is None else {int(r) for r in ranks})
-    for r in ranks:
-        if not 0 <= r < world_size:
-            raise ValueError(
-                f"Rank {r} is out of range. Valid ranks are 0 to {world_size - 1} (world_size={world_size})"
-            )
-    tag = _world.group_count
-    _world.group_count += 1
-    me = pg.rank()
-    if me not in ranks:
-        return GroupMember.NON_GROUP_MEMBER
-    MPI = _mpi.mpi()
-    world_comm = _world.world_comm
-    comm = world_comm.Create_group(world_comm.Get_group().Incl(ranks), tag=tag)
-    seconds = timeout.total_seconds() if timeout is not None else pg._engine.timeout_seconds
-    engine = MPIEngine(comm, ranks, _world, seconds)
-    devices = device_backends(backend) if backend is not None else pg._devices
-    sub = ProcessGroup(engine, ranks, devices, group_desc or str(tag), PrefixStore(f"group/{tag}", _world.store))
-    _world.groups.append(sub)
-    del MPI
-    return sub
-
-
-def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None, group_desc=None):
-    """Splits the world into consecutive groups of ``group_size``: ``(my_subgroup, all_subgroups)``."""
-    pg = _require_init()
-    if group_size is None:
-        raise ValueError("group_size must be given: there are no CUDA devices to count on CPU")
-    if group_size <= 0:
-        raise ValueError("The arg 'group_size' must be greater than 0")
-    world_size = pg.size()
-    if group_size > world_size:
-        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size ({world_size})")
-    if world_size % group_size != 0:
-        raise ValueError("The world size must be divisible by 'group_size'")
-    lists = [list(range(start, start + group_size)) for start in range(0, world_size, group_size)]
-    return new_subgroups_by_enumeration(lists, timeout, backend, pg_options)
-
-
-def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None, pg_options=None,
-                                 group_desc=None):
-    pg = _require_init()
-    mine, subgroups = None, []
-    for ranks in ranks_per_subgroup_list:
-        sub = new_group(ranks, timeout, backend, pg_options)
-        subgroups.append(sub)
-        if pg.rank() in ranks:
-            mine = sub
-    return mine, subgroups
-
-
-def get_rank(group=None) -> int:
-    if group is GroupMember.NON_GROUP_MEMBER:
-        return -1
-    return resolve(group).rank()
-
-
-def get_world_size(group=None) -> int:
-    if group is GroupMember.NON_GROUP_MEMBER:
-        return -1
-    return resolve(group).size()
-
-
-def get_backend(group=None) -> str:
-    return resolve(group)._backend
-
-
-def get_process_group_ranks(group) -> list[int]:
-    return list(resolve(group)._ranks)
-
-
-def get_global_rank(group, group_rank: int) -> int:
-    pg = resolve(group)
-    if not 0 <= group_rank < pg.size():
-        raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
-    return pg._ranks[group_rank]
-
-
-def get_group_rank(group, global_rank: int) -> int:
-    pg = resolve(group)
-    if global_rank not in pg._ranks:
-        raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
-    return pg._ranks.index(global_rank)
-
-
-def get_default_backend_for_device(device) -> str:
-    kind = device if isinstance(device, str) else device.type
-    return Backend.default_device_backend_map.get(kind.split(":")[0], "gloo")
