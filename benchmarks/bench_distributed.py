@@ -16,9 +16,11 @@ every block of ember calls alternates with a block of mpi4py's ``Allreduce`` on 
 communicator (same processes, same moment), ratio of the medians.
 
 The DDP figure: an MLP (256 -> 1024 -> 1024 -> 10, 1.3 M parameters, 64 samples per rank), one
-SGD step (forward, backward with the bucketed all-reduce, update), median over 20 steps. The
-FSDP2 figure: the same model with ``fully_shard`` on every Linear and on the root (all-gather per
-layer in forward and again in backward, reduce-scatter of each layer's gradients).
+SGD step (forward, backward with the bucketed all-reduce, update), 30 steps. The FSDP2 figure:
+the same model with ``fully_shard`` on every Linear and on the root (all-gather per layer in
+forward and again in backward, reduce-scatter of each layer's gradients). Both run ember and
+PyTorch in the same processes (each library with its own process group), alternating steps:
+separate runs a minute apart measured the machine's load more than the libraries.
 """
 
 from __future__ import annotations
@@ -66,41 +68,6 @@ else:
     barrier = dist.barrier
 
 results = {}
-if sizes in ([0], [-1]):  # the DDP (0) or FSDP2 (-1) step benchmark
-    torch.manual_seed(0)
-    nn = torch.nn
-    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
-    if lib == "torch":
-        from torch.nn.parallel import DistributedDataParallel as DDP
-        from torch.distributed.fsdp import fully_shard
-    else:
-        from ember.nn.parallel import DistributedDataParallel as DDP
-        from ember.distributed.fsdp import fully_shard
-    if dist.get_world_size() == 1:
-        wrapped = model
-    elif sizes == [0]:
-        wrapped = DDP(model)
-    else:
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer)
-        wrapped = fully_shard(model)
-    opt = torch.optim.SGD(wrapped.parameters(), lr=0.01)
-    x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
-    def step():
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(wrapped(x), y).backward()
-        opt.step()
-    for _ in range(3):
-        step()
-    samples = []
-    for _ in range(20):
-        barrier()
-        start = time.perf_counter()
-        step()
-        samples.append(time.perf_counter() - start)
-    results[sizes[0]] = samples
-    sizes = []
 if lib == "ember" and sizes:
     from mpi4py import MPI  # started by ember: the same world, on ember's own communicator
     comm = dist.group.WORLD._engine.comm
@@ -139,6 +106,64 @@ if lib != "mpi":
 '''
 
 
+TRAINING_WORKER = r'''
+# ember and PyTorch side by side in the same processes (PyTorch's gloo group on MASTER_PORT,
+# ember's on EMBER_PORT); their steps alternate, so both see the same machine at the same moment.
+import json, os, statistics, sys, time
+kind, out = sys.argv[1], sys.argv[2]
+import torch as T, torch.distributed as TD
+import ember as E, ember.distributed as ED
+T.set_num_threads(1)
+E.set_num_threads(1)
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+TD.init_process_group("gloo")
+ED.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['EMBER_PORT']}", rank=rank, world_size=world)
+
+def build(lib, dist_lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    if world == 1:
+        wrapped = model
+    elif kind == "ddp":
+        wrapped = dist_lib.DDP(model)
+    else:
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                dist_lib.fully_shard(layer)
+        wrapped = dist_lib.fully_shard(model)
+    opt = lib.optim.SGD(wrapped.parameters(), lr=0.01)
+    x, y = lib.randn(64, 256), lib.randint(0, 10, (64,))
+
+    def step():
+        opt.zero_grad()
+        lib.nn.functional.cross_entropy(wrapped(x), y).backward()
+        opt.step()
+    return step
+
+class _T:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.distributed.fsdp import fully_shard
+class _E:
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    from ember.distributed.fsdp import fully_shard
+steps = {"ember": build(E, _E), "torch": build(T, _T)}
+barriers = {"ember": ED.barrier, "torch": TD.barrier}
+samples = {"ember": [], "torch": []}
+for i in range(33):
+    for name in (("ember", "torch") if i % 2 else ("torch", "ember")):
+        barriers[name]()
+        start = time.perf_counter()
+        steps[name]()
+        if i >= 3:
+            samples[name].append(time.perf_counter() - start)
+with open(f"{out}/rank{rank}.json", "w") as f:
+    json.dump(samples, f)
+ED.destroy_process_group()
+TD.destroy_process_group()
+'''
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -152,7 +177,7 @@ def _parse_size(text: str) -> int:
 
 def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, tuple[float, float]]:
     """Per size (and, for ember, per negated size: MPICH alone in the same processes), the median
-    and the minimum over blocks of the slowest rank's time per call (size 0: the DDP step)."""
+    and the minimum over blocks of the slowest rank's time per call."""
     out = tempfile.mkdtemp(prefix=f"bench-{lib}-")
     script = os.path.join(out, "worker.py")
     with open(script, "w") as f:
@@ -226,20 +251,46 @@ def _allreduce(ranks, sizes, started):
     return figures
 
 
+def _training(kind: str, ranks: int) -> dict[str, tuple[float, float]]:
+    """ember's and PyTorch's step in the same processes, alternating: per library, the median and
+    the minimum over steps of the slowest rank's step time."""
+    out = tempfile.mkdtemp(prefix=f"bench-{kind}-")
+    script = os.path.join(out, "worker.py")
+    with open(script, "w") as f:
+        f.write(TRAINING_WORKER)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(_free_port()), EMBER_PORT=str(_free_port()), WORLD_SIZE=str(ranks))
+    procs = [subprocess.Popen([sys.executable, script, kind, out], env=dict(env, RANK=str(r)), start_new_session=True)
+             for r in range(ranks)]
+    for p in procs:
+        if p.wait(timeout=900) != 0:
+            raise SystemExit(f"{kind} workers failed")
+    per_rank = []
+    for r in range(ranks):
+        with open(os.path.join(out, f"rank{r}.json")) as f:
+            per_rank.append(json.load(f))
+    figures = {}
+    for lib in ("ember", "torch"):
+        slowest = [max(rank[lib][i] for rank in per_rank) for i in range(len(per_rank[0][lib]))]
+        figures[lib] = (statistics.median(slowest), min(slowest))
+    return figures
+
+
+def _print_training(label: str, figures) -> None:
+    (e, e_min), (t, t_min) = figures["ember"], figures["torch"]
+    print(f"{label:>22} | {_fmt(e)} [{_fmt(e_min)}] | {_fmt(t)} [{_fmt(t_min)}] | {e / t:8.2f} [{e_min / t_min:.2f}]")
+
+
 def _ddp(args):
-    ddp = {(lib, n): _run(lib, n, [0])[0][0] for lib in ("ember", "torch") for n in (1, args.ranks)}
-    print("\nDDP training step (MLP 1.3M params, batch 64 per rank), 1 thread per rank")
-    print(f"{'':>22} | {'ember':>11} | {'PyTorch':>11} | ember/PyTorch")
-    for n in (1, args.ranks):
-        label = "single process" if n == 1 else f"DDP, {n} ranks"
-        e, t = ddp[("ember", n)], ddp[("torch", n)]
-        print(f"{label:>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
+    print("\nTraining step (MLP 1.3M params, batch 64 per rank), 1 thread per rank; ember and PyTorch alternate "
+          "steps in the same processes; median [fastest step]")
+    print(f"{'':>22} | {'ember':>21} | {'PyTorch':>21} | ember/PyTorch")
+    _print_training("single process", _training("ddp", 1))
+    _print_training(f"DDP, {args.ranks} ranks", _training("ddp", args.ranks))
 
 
 def _fsdp(args):
-    fsdp = {lib: _run(lib, args.ranks, [-1])[-1][0] for lib in ("ember", "torch")}
-    e, t = fsdp["ember"], fsdp["torch"]
-    print(f"{f'FSDP2, {args.ranks} ranks':>22} | {_fmt(e)} | {_fmt(t)} | {e / t:12.2f}")
+    _print_training(f"FSDP2, {args.ranks} ranks", _training("fsdp", args.ranks))
 
 
 if __name__ == "__main__":
