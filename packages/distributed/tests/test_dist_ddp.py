@@ -63,3 +63,23 @@ def test_sampler_reachable_as_torch_programs_name_it():
     import ember
 
     assert ember.utils.data.distributed.DistributedSampler is ember.utils.data.DistributedSampler
+
+
+@pytest.mark.parametrize("shapes", [
+    [(1024, 256), (1024,), (1024, 1024), (1024,), (10, 1024), (10,)],  # the benchmark's MLP
+    [(300, 300)] * 8,  # several buckets: 1 MiB first, then the 25 MiB cap
+    [(3000, 1000), (5,), (2000, 2000), (7,)],  # parameters larger than the caps
+    [(600, 600), (600,), (20,)],  # nothing reaches the first cap
+])
+def test_bucket_assignment_matches_pytorch(shapes):
+    # PyTorch's own assignment over the parameters in reverse order (as its DDP rebuilds buckets
+    # in the order backward produces gradients), first bucket capped at 1 MiB.
+    torch = pytest.importorskip("torch")
+    import ember
+    from ember.distributed._ddp import assign_buckets
+
+    theirs, _ = torch.distributed._compute_bucket_assignment_by_size(
+        [torch.empty(s) for s in reversed(shapes)], [1024 * 1024, 25 * 1024 * 1024], [False] * len(shapes))
+    last = len(shapes) - 1
+    assert assign_buckets([ember.empty(s) for s in shapes], 25 * 1024 * 1024) == [
+        [last - i for i in bucket] for bucket in theirs]
