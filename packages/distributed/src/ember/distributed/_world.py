@@ -104,7 +104,7 @@ def init_process_group(
         _join_with_store(store, rank, world_size, seconds)
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
-    set_oversubscribed(_ranks_on_this_node(_world.world_comm) > _cores())
+    set_oversubscribed(_oversubscribed(_world.world_comm))
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
     pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
     _world.default_pg = pg
@@ -117,19 +117,23 @@ def init_process_group(
         pg.engine_for(_cuda_probe(device_id)).bind(device_id)
 
 
-def _ranks_on_this_node(comm) -> int:
+def _oversubscribed(comm) -> bool:
+    """Whether this node runs more of the world's ranks than the cores they may run on (the union
+    of their CPU sets: ranks pinned one per core are not oversubscribed, nor unpinned ranks on a
+    machine with cores to spare)."""
     node = comm.Split_type(_mpi.mpi().COMM_TYPE_SHARED)
     try:
-        return node.Get_size()
+        cpus = node.allgather(sorted(_cpus()))
     finally:
         node.Free()
+    return len(cpus) > len(set().union(*map(set, cpus)))
 
 
-def _cores() -> int:
+def _cpus() -> set:
     try:
-        return len(os.sched_getaffinity(0))
+        return os.sched_getaffinity(0)
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        return set(range(os.cpu_count() or 1))
 
 
 def _cuda_probe(device_id):
