@@ -50,4 +50,5 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_mathfns(m);
   ember::bind_specfns(m);
   ember::bind_sparse(m);
+  ember::bind_activation_backward(m);
 }

@@ -275,6 +275,9 @@ def _nn_kernel_entries():
                          samples=fixed(_s(T((4, 6)), [1]), _s(XT, [0, 1]))),
         "_fft_c2r": dict(call=lambda L: lambda x, n: L.fft.irfft(L.complex(x, x * 0.5), n), dtypes=F,
                          samples=fixed(_s(T((4, 4)), 6))),
+        "gelu_backward": dict(call=c("gelu_backward"), dtypes=F, samples=fixed(
+            _s(T((3, 5)), T((3, 5), seed=1), grad=False, inplace=False),
+            _s(T((4, 7)), T((4, 7), seed=1), approximate="tanh", grad=False, inplace=False))),
         "_class_nll": dict(requires=("ember.nn",), dtypes=F,
                            call=lambda L: lambda x, t: L.nn.functional.nll_loss(L.log_softmax(x, 1), t),
                            samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)))),
