@@ -310,6 +310,7 @@ COVERED = {
     "_gru_layer": "nn.GRU (ember-nn's test_opdb_nn: GRU vs torch)",
     "_gru_layer_backward": "nn.GRU (ember-nn's test_opdb_nn: GRU gradients vs torch)",
     "_class_nll_backward": "cross_entropy / nll_loss",
+    "_scaled_dot_product_attention_math_backward": "scaled_dot_product_attention",
 }
 # Ops whose inputs the dense sample specs cannot describe (sparse layouts, the flash-attention pair's
 # CUDA-only route): the suite that compares each with torch.
