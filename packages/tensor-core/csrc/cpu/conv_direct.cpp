@@ -11,6 +11,8 @@
 // output gradient with the flipped, transposed weight.
 #include "conv_direct.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -25,6 +27,19 @@ namespace {
 constexpr int64_t kLanes = kVecFloats;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// v in every lane: one broadcast load (VecF{} + v would add +0.0 first, an extra instruction
+// on the critical path: -0.0 + 0.0 is not -0.0).
+// (A lane-by-lane initializer compiles to a chain of inserts: the intrinsic, then.)
+__attribute__((always_inline)) inline VecF splat(const float* p) {
+#if defined(__AVX512F__)
+  return (VecF)_mm512_set1_ps(*p);
+#elif defined(__AVX__)
+  return (VecF)_mm256_broadcast_ss(p);
+#else
+  return VecF{} + *p;
+#endif
+}
 
 struct Padded {
   int64_t hp, wp, plane;
@@ -71,7 +86,7 @@ __attribute__((always_inline)) inline void pixel_tile(const float* const* img, c
     for (int v = 0; v < NV; ++v) std::memcpy(&w[v], wt + t * wld + v * kLanes, sizeof(VecF));
     const int64_t o = off[t];
     for (int p = 0; p < P; ++p) {
-      const VecF xb = VecF{} + img[p][o];
+      const VecF xb = splat(img[p] + o);
       for (int v = 0; v < NV; ++v) acc[p][v] += xb * w[v];
     }
   }
@@ -97,6 +112,58 @@ void forward_block(float* yi, const float* xp, const std::vector<int64_t>& off, 
     }
   }
 }
+
+// Few output channels at stride 1 (cy <= 8: LeNet's 1->6, its 16->6 input gradient): the lanes run
+// along an output row instead, CO channels x 16 pixels per tile, each tap two row loads and CO
+// weight broadcasts. xp has kRowSlack readable floats past its end (a tile's last lanes may run
+// past the row; they are computed and dropped).
+constexpr int64_t kRowSlack = 2 * kLanes;
+
+template <int CO>
+void forward_rows(float* yi, const float* xp, const std::vector<int64_t>& off, const float* wt, int64_t copad,
+                  int64_t cb, const float* bias, const DirectConv& c, const Padded& pd) {
+  const int64_t L = c.oh * c.ow, K = static_cast<int64_t>(off.size());
+  alignas(64) float out[CO * 2 * kLanes];
+  for (int64_t r = 0; r < c.oh; ++r) {
+    for (int64_t q0 = 0; q0 < c.ow; q0 += 2 * kLanes) {
+      const int64_t nq = std::min<int64_t>(2 * kLanes, c.ow - q0);
+      const float* src = xp + r * c.sh * pd.wp + q0;
+      VecF acc[CO][2];
+      for (int j = 0; j < CO; ++j) acc[j][0] = acc[j][1] = VecF{};
+      for (int64_t t = 0; t < K; ++t) {
+        VecF x0, x1;
+        std::memcpy(&x0, src + off[t], sizeof(VecF));
+        std::memcpy(&x1, src + off[t] + kLanes, sizeof(VecF));
+        const float* w = wt + t * copad + cb;
+        for (int j = 0; j < CO; ++j) {
+          const VecF wb = splat(w + j);
+          acc[j][0] += wb * x0;
+          acc[j][1] += wb * x1;
+        }
+      }
+      std::memcpy(out, acc, sizeof(acc));
+      for (int j = 0; j < CO; ++j) {
+        float* yrow = yi + (cb + j) * L + r * c.ow + q0;
+        const float bj = bias ? bias[cb + j] : 0.0f;
+        for (int64_t q = 0; q < nq; ++q) yrow[q] = out[j * 2 * kLanes + q] + bj;
+      }
+    }
+  }
+}
+
+void forward_rows_any(int64_t co, float* yi, const float* xp, const std::vector<int64_t>& off, const float* wt,
+                      int64_t copad, int64_t cb, const float* bias, const DirectConv& c, const Padded& pd) {
+  switch (co) {
+    case 1: forward_rows<1>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 2: forward_rows<2>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 3: forward_rows<3>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 4: forward_rows<4>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 5: forward_rows<5>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    default: forward_rows<6>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+  }
+}
+
+bool by_rows(const DirectConv& c) { return c.sw == 1 && c.cy <= 8 && c.ow >= kLanes; }
 
 // The weight (cy, K) transposed to tap-major (K, copad), channels beyond cy zero.
 std::vector<float> tap_major(const float* weight, int64_t cy, int64_t K, int64_t copad) {
@@ -131,10 +198,15 @@ void direct_conv_forward(float* y, const float* x, const float* weight, const fl
   const int64_t copad = round_up(c.cy, kLanes);
   const std::vector<float> wt = tap_major(weight, c.cy, K, copad);
   parallel_for(c.n, 1, [&](int64_t b, int64_t e) {
-    std::vector<float> xp(static_cast<size_t>(c.cx * pd.plane));
+    std::vector<float> xp(static_cast<size_t>(c.cx * pd.plane + kRowSlack), 0.0f);
     for (int64_t i = b; i < e; ++i) {
       pad_image(xp.data(), x + i * c.cx * c.h * c.w, c, pd);
       float* yi = y + i * c.cy * L;
+      if (by_rows(c)) {
+        for (int64_t cb = 0; cb < c.cy; cb += 6)
+          forward_rows_any(std::min<int64_t>(6, c.cy - cb), yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
+        continue;
+      }
       int64_t cb = 0;
       for (; cb + 2 * kLanes <= copad; cb += 2 * kLanes)
         forward_block<6, 2>(yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
@@ -182,19 +254,18 @@ void weight_block(float* acc, const float* xp, const float* gyt, const std::vect
         VecF g[NV];
         for (int v = 0; v < NV; ++v) std::memcpy(&g[v], gyt + pix * copad + cb + v * kLanes, sizeof(VecF));
         for (int j = 0; j < TT; ++j) {
-          const VecF xb = VecF{} + px[o[j]];
+          const VecF xb = splat(px + o[j]);
           for (int v = 0; v < NV; ++v) a[j][v] += xb * g[v];
         }
       }
     }
-    for (int64_t j = 0; j < nt; ++j)
-      for (int v = 0; v < NV; ++v) {
-        float* dst = acc + (t0 + j) * copad + cb + v * kLanes;
-        VecF cur;
-        std::memcpy(&cur, dst, sizeof(VecF));
-        cur += a[j][v];
-        std::memcpy(dst, &cur, sizeof(VecF));
-      }
+    // Through a buffer: indexing a[][] with the runtime nt would keep the tile in memory.
+    alignas(64) float sums[TT * NV * kLanes];
+    std::memcpy(sums, a, sizeof(a));
+    for (int64_t j = 0; j < nt; ++j) {
+      float* dst = acc + (t0 + j) * copad + cb;
+      for (int64_t l = 0; l < NV * kLanes; ++l) dst[l] += sums[j * NV * kLanes + l];
+    }
   }
 }
 
