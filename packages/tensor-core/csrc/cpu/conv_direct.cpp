@@ -163,7 +163,11 @@ void forward_rows_any(int64_t co, float* yi, const float* xp, const std::vector<
   }
 }
 
-bool by_rows(const DirectConv& c) { return c.sw == 1 && c.cy <= 8 && c.ow >= kLanes; }
+// Also for very few taps (a 1-channel 3x3 stem), where the channel tiles' scattered stores of
+// P x 16 results would outweigh their K x 12 multiply-adds.
+bool by_rows(const DirectConv& c) {
+  return c.sw == 1 && c.ow >= kLanes && (c.cy <= 8 || c.cx * c.kh * c.kw <= 32);
+}
 
 // The weight (cy, K) transposed to tap-major (K, copad), channels beyond cy zero.
 std::vector<float> tap_major(const float* weight, int64_t cy, int64_t K, int64_t copad) {
