@@ -132,6 +132,8 @@ def _manual():
         "_scaled_dot_product_attention_math_backward": ((rand(2, 3, 4), rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 4),
                                                          None, False, 0.5), {}),
         "gelu_backward": ((rand(3, 4), rand(3, 4)), {}),
+        "_softmax_backward_data": ((rand(3, 4), ember.softmax(rand(3, 4), 1), 1, ember.float32), {}),
+        "_log_softmax_backward_data": ((rand(3, 4), ember.log_softmax(rand(3, 4), 0), 0, ember.float32), {}),
         "_scaled_dot_product_flash_attention": ((fa_q, fa_k, fa_v, None, True, 0.5), {}),
         "_scaled_dot_product_flash_attention_backward": ((rand(2, 2, 3, 3), fa_q, fa_k, fa_v, fa_out, fa_lse, None,
                                                           True, 0.5), {}),

@@ -138,3 +138,29 @@ def test_gelu_backward_matches_torch(approximate, dtype):
 def test_gelu_backward_rejects_a_bad_approximation():
     with pytest.raises(RuntimeError, match="approximate"):
         ember.ops["gelu_backward"](ember.ones(3), ember.ones(3), approximate="fast")
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,dim", [((6, 40), 1), ((40, 6), 0), ((3, 4, 5, 6), 2), ((3, 17), -1), ((2, 9, 33), 1)])
+def test_softmax_backward_matches_torch(fn, shape, dim):
+    ex, tx = _pair(shape)
+    g = RNG.standard_normal(shape)
+    getattr(ember, fn)(ex, dim).backward(ember.tensor(g).float())
+    getattr(torch, fn)(tx, dim).backward(torch.tensor(g).float())
+    _close(ex.grad, tx.grad, 1e-5)
+    # The kernels themselves, with PyTorch's schema (input_dtype picks the result's dtype).
+    y = getattr(torch, fn)(tx.detach().double(), dim)
+    name = "_softmax_backward_data" if fn == "softmax" else "_log_softmax_backward_data"
+    e = ember.ops[name](ember.tensor(g), ember.tensor(y.numpy()), dim, ember.float32)
+    t = getattr(torch.ops.aten, name)(torch.tensor(g), y, dim, torch.float32)
+    assert e.dtype is ember.float32
+    _close(e, t, 1e-6)
+
+
+def test_softmax_backward_with_dtype_and_double_backward():
+    ex, tx = _pair((4, 5), "float64")
+    eg = ember.autograd.grad(ember.softmax(ex, 1, dtype=ember.float32).pow(2).sum(), ex, create_graph=True)[0]
+    tg = torch.autograd.grad(torch.softmax(tx, 1, dtype=torch.float32).pow(2).sum(), tx, create_graph=True)[0]
+    assert eg.dtype is ember.float64
+    _close(eg, tg, 1e-6)
+    _close(ember.autograd.grad(eg.sum(), ex)[0], torch.autograd.grad(tg.sum(), tx)[0], 1e-5)

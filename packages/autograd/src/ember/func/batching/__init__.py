@@ -24,6 +24,8 @@ from .random import RANDOM_OPS, random_rule
 FALLBACK = frozenset({
     "_class_nll_backward",  # the one-pass cross_entropy backward; vmapped backward takes the composite
     "_scaled_dot_product_attention_math_backward",  # likewise for attention's native backward
+    "_softmax_backward_data",  # likewise for softmax's
+    "_log_softmax_backward_data",
     "_gru_cell_fused",
     "_gru_cell_fused_backward",
     "_gru_layer",

@@ -278,6 +278,12 @@ def _nn_kernel_entries():
         "gelu_backward": dict(call=c("gelu_backward"), dtypes=F, samples=fixed(
             _s(T((3, 5)), T((3, 5), seed=1), grad=False, inplace=False),
             _s(T((4, 7)), T((4, 7), seed=1), approximate="tanh", grad=False, inplace=False))),
+        "_softmax_backward_data": dict(call=c("_softmax_backward_data"), dtypes=F, samples=lambda dt: [
+            _s(T((3, 5)), T((3, 5), seed=1), 1, DType(dt), grad=False, inplace=False),
+            _s(T((4, 3, 6)), T((4, 3, 6), seed=1), 0, DType(dt), grad=False, inplace=False)]),
+        "_log_softmax_backward_data": dict(call=c("_log_softmax_backward_data"), dtypes=F, samples=lambda dt: [
+            _s(T((3, 5)), T((3, 5), seed=1), -1, DType(dt), grad=False, inplace=False),
+            _s(T((4, 3, 6)), T((4, 3, 6), seed=1), 1, DType(dt), grad=False, inplace=False)]),
         "_class_nll": dict(requires=("ember.nn",), dtypes=F,
                            call=lambda L: lambda x, t: L.nn.functional.nll_loss(L.log_softmax(x, 1), t),
                            samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)))),

@@ -1,5 +1,6 @@
-"""Native input gradients of activations (PyTorch's ``gelu_backward``): one pass over (grad, x)
-where the composite formula runs about ten elementwise ops.
+"""Native input gradients of activations (PyTorch's ``gelu_backward``, ``_softmax_backward_data``,
+``_log_softmax_backward_data``): one pass over (grad, x) where the composite gelu formula runs
+about ten elementwise ops, two passes over (grad, output) where the softmax ones run four.
 
 ember-autograd's gelu formulas call these when no graph of the backward is recorded; the
 composite stays for double backward and for tensors of other devices or wrapped subclasses.
@@ -7,6 +8,9 @@ composite stays for double backward and for tensors of other devices or wrapped 
 
 from __future__ import annotations
 
+import math
+
+from ... import dtypes
 from ..._native import _C
 from ...device import META
 from ...dispatch import define
@@ -35,3 +39,31 @@ gelu_backward_op = define(
     differentiable=False)
 gelu_backward_op.kernel("cpu")(_gelu_backward_kernel)
 gelu_backward_op.kernels["meta"] = gelu_backward_op.meta = _gelu_backward_kernel
+
+
+def _declare_softmax_backward(name: str, log: bool):
+    def kernel(grad_output, output, dim, input_dtype):
+        rd = dtypes.to_dtype(input_dtype)
+        nd = output.ndim
+        d = dim % nd if nd else 0
+        shape = tuple(output._shape)
+        cd = compute_dtype(output.dtype)
+        out = new_empty_tensor(shape, cd, output._device)
+        if output._device is not META and out.numel():
+            grad = convert(grad_output, cd)
+            if tuple(grad._shape) != shape:
+                grad = grad.expand(*shape)
+            outer, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
+            _C.softmax_backward(out, grad.contiguous(), convert(output, cd).contiguous(), outer,
+                                shape[d] if shape else 1, inner, log)
+        return convert(out, rd)
+
+    op = define(f"{name}(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", (),
+                differentiable=False)
+    op.kernel("cpu")(kernel)
+    op.kernels["meta"] = op.meta = kernel
+    return op
+
+
+softmax_backward_op = _declare_softmax_backward("_softmax_backward_data", False)
+log_softmax_backward_op = _declare_softmax_backward("_log_softmax_backward_data", True)
