@@ -35,7 +35,10 @@ CONV_CASES = [
     (2, 4, 9, 10, 33, 3, 1, 1, 1, True),     # 33 channels: the gemm path
     (2, 8, 9, 10, 9, (3, 2), 1, (0, 1), 1, False),
     (5, 3, 7, 7, 16, 7, 1, 3, 1, True),      # the padding wider than the image's half
-    (2, 70, 6, 6, 8, 3, 1, 1, 1, True),      # 630 taps: the gemm path
+    (2, 70, 6, 6, 8, 3, 1, 1, 1, True),      # 630 taps, 8 channels: the gemm path
+    (2, 32, 12, 12, 64, 3, 1, 1, 1, True),   # a wider layer whose image fits L2: direct
+    (2, 24, 9, 9, 40, 3, 2, 1, 1, False),    # wider, stride 2
+    (1, 16, 6, 6, 48, 1, 1, 0, 1, True),     # 1x1 with many channels: the gemm path
 ]
 
 
