@@ -109,6 +109,24 @@ def memory_cases(quick: bool):
         return run
 
     out.append(("cross_entropy f+b", ce_step(EF, el, ey), ce_step(TF, tl, ty), 3 * n * c * 4))
+
+    # Backward kernels (forward + backward, the backward native in ember): softmax over the last
+    # dim and dim 0 (output, grad read, grad written: 5 passes of the tensor with the forward's 2),
+    # gelu (x read twice, y and grad written, grad read: 5 passes).
+    ex, tx = grad_pair((rows, cols), seed=11)
+    g = np.random.default_rng(12).standard_normal((rows, cols)).astype(np.float32)
+    eg, tg = ember.from_numpy(g), torch.from_numpy(g)
+
+    def fb_step(fn, x, grad):
+        def run():
+            x.grad = None
+            fn(x).backward(grad)
+        return run
+
+    for name, dim in (("softmax f+b last", -1), ("softmax f+b dim0", 0)):
+        out.append((name, fb_step(lambda x, d=dim: EF.softmax(x, d), ex, eg),
+                    fb_step(lambda x, d=dim: TF.softmax(x, d), tx, tg), 5 * nbytes))
+    out.append(("gelu f+b", fb_step(EF.gelu, ex, eg), fb_step(TF.gelu, tx, tg), 5 * nbytes))
     return out
 
 

@@ -33,4 +33,6 @@ void bind_fused_pointwise(pybind11::module_& m);
 void bind_mathfns(pybind11::module_& m);
 void bind_specfns(pybind11::module_& m);
 void bind_sparse(pybind11::module_& m);
+void bind_activation_backward(pybind11::module_& m);
+void bind_softmax_backward(pybind11::module_& m);
 }  // namespace ember

@@ -50,4 +50,6 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_mathfns(m);
   ember::bind_specfns(m);
   ember::bind_sparse(m);
+  ember::bind_activation_backward(m);
+  ember::bind_softmax_backward(m);
 }

@@ -3,6 +3,12 @@
 // additive mask / causal cut, a row softmax, then scores @ V by gemm. Tasks run on OpenMP
 // threads with OpenBLAS held to one thread inside (build-facts). With is_causal a block only
 // multiplies the keys it can see, which halves the work.
+//
+// The backward (sdpa_backward) walks the same blocks: it rebuilds the block's probabilities P
+// (never storing the L x S weights), then dP = G V^T, dS = P (dP - rowsum(P dP)) scale, and
+// gQ = dS K, gK += dS^T Q, gV += P^T G: five gemms per block into cache-resident buffers instead
+// of the composite's batched products, softmax and elementwise passes over (B, H, L, S) tensors.
+// One task is one (batch, key head), so the gK/gV accumulations never race.
 #include <cblas.h>
 #include <pybind11/pybind11.h>
 
@@ -28,12 +34,19 @@ namespace {
 constexpr int64_t kQueryBlock = 64;
 
 template <typename T>
-void gemm(bool trans_b, int m, int n, int k, T alpha, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+void gemm_full(bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a, int lda, const T* b, int ldb,
+               T beta, T* c, int ldc) {
+  CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    scipy_cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
-    scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <typename T>
+void gemm(bool trans_b, int m, int n, int k, T alpha, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  gemm_full<T>(false, trans_b, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
 }
 
 void check_4d(const TensorArg& t, DType dtype, const char* what) {
@@ -127,12 +140,131 @@ void sdpa_impl(py::handle out_obj, py::handle q_obj, py::handle k_obj, py::handl
   });
 }
 
+// gQ, gK, gV of out = softmax(scale * q k^T + mask) v for contiguous (B, H, L, E) operands
+// (k, v with Hk heads, H a multiple of Hk). gK and gV are written whole (zeroed first). Rows that
+// see no key (fully masked) have zero probabilities and so contribute nothing, as in the forward.
+void sdpa_backward_impl(py::handle gq_obj, py::handle gk_obj, py::handle gv_obj, py::handle g_obj, py::handle q_obj,
+                        py::handle k_obj, py::handle v_obj, py::handle mask_obj, bool is_causal, double scale) {
+  TensorArg q = unpack(q_obj), k = unpack(k_obj), v = unpack(v_obj), g = unpack(g_obj);
+  TensorArg gq = unpack(gq_obj), gk = unpack(gk_obj), gv = unpack(gv_obj);
+  check_4d(q, q.dtype, "query");
+  check_4d(k, q.dtype, "key");
+  check_4d(v, q.dtype, "value");
+  check_4d(g, q.dtype, "grad");
+  check_4d(gq, q.dtype, "grad_query");
+  check_4d(gk, q.dtype, "grad_key");
+  check_4d(gv, q.dtype, "grad_value");
+  int64_t B = q.shape[0], H = q.shape[1], L = q.shape[2], E = q.shape[3];
+  int64_t Hk = k.shape[1], S = k.shape[2], Ev = v.shape[3];
+  if (k.shape[0] != B || v.shape[0] != B || v.shape[1] != Hk || v.shape[2] != S || k.shape[3] != E ||
+      Hk <= 0 || H % Hk != 0)
+    throw std::invalid_argument("sdpa_backward: query/key/value shapes do not match");
+  if (g.shape != std::vector<int64_t>{B, H, L, Ev} || gq.shape != q.shape || gk.shape != k.shape ||
+      gv.shape != v.shape)
+    throw std::invalid_argument("sdpa_backward: gradient shapes do not match");
+  const int64_t limit = std::numeric_limits<int>::max();
+  if (E > limit || S > limit || Ev > limit || L > limit)
+    throw std::invalid_argument("sdpa_backward: dimensions too large for BLAS");
+  TensorArg mask;
+  std::vector<int64_t> ms;
+  bool has_mask = !mask_obj.is_none();
+  if (has_mask) {
+    mask = unpack(mask_obj);
+    if (mask.dtype != q.dtype) throw std::invalid_argument("sdpa_backward: mask must have the query's dtype");
+    ms = broadcast_strides(mask, {B, H, L, S});
+  }
+  int64_t group = H / Hk;
+  int64_t tasks = B * Hk;
+  py::gil_scoped_release release;
+  EMBER_DISPATCH_FLOATING(q.dtype, "scaled_dot_product_attention backward", [&] {
+    using T = scalar_t;
+    const T *qp = reinterpret_cast<const T*>(q.data), *kp = reinterpret_cast<const T*>(k.data);
+    const T *vp = reinterpret_cast<const T*>(v.data), *gp = reinterpret_cast<const T*>(g.data);
+    const T* mp = reinterpret_cast<const T*>(mask.data);
+    T *gqp = reinterpret_cast<T*>(gq.data), *gkp = reinterpret_cast<T*>(gk.data);
+    T* gvp = reinterpret_cast<T*>(gv.data);
+    std::fill(gkp, gkp + B * Hk * S * E, T(0));
+    std::fill(gvp, gvp + B * Hk * S * Ev, T(0));
+    std::fill(gqp, gqp + B * H * L * E, T(0));
+    if (tasks == 0 || L == 0 || S == 0) return;
+    BlasSingleThread blas_guard(get_num_threads() > 1 && tasks > 1);
+    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<T> probs(static_cast<size_t>(kQueryBlock * S)), dprobs(static_cast<size_t>(kQueryBlock * S));
+      for (int64_t task = t0; task < t1; ++task) {
+        int64_t b = task / Hk, hk = task % Hk;
+        const T* km = kp + (b * Hk + hk) * S * E;
+        const T* vm = vp + (b * Hk + hk) * S * Ev;
+        T* gkm = gkp + (b * Hk + hk) * S * E;
+        T* gvm = gvp + (b * Hk + hk) * S * Ev;
+        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+          for (int64_t i0 = 0; i0 < L; i0 += kQueryBlock) {
+            int64_t i1 = std::min(L, i0 + kQueryBlock), m = i1 - i0;
+            int64_t keys = is_causal ? std::min(S, i1) : S;
+            if (keys == 0) continue;  // no query row of the block sees a key: all gradients zero
+            const T* qm = qp + ((b * H + h) * L + i0) * E;
+            const T* gm = gp + ((b * H + h) * L + i0) * Ev;
+            T* gqm = gqp + ((b * H + h) * L + i0) * E;
+            T* P = probs.data();
+            T* dP = dprobs.data();
+            int ik = int(keys);
+            if (E > 0) {
+              gemm<T>(true, int(m), ik, int(E), T(scale), qm, int(E), km, int(E), P, ik);
+            } else {
+              std::fill(P, P + m * keys, T(0));
+            }
+            for (int64_t r = 0; r < m; ++r) {
+              int64_t i = i0 + r;
+              T* row = P + r * keys;
+              int64_t visible = is_causal ? std::min(keys, i + 1) : keys;
+              if (has_mask) {
+                const T* mrow = mp + b * ms[0] + h * ms[1] + i * ms[2];
+                for (int64_t j = 0; j < visible; ++j) row[j] += mrow[j * ms[3]];
+              }
+              T mx = visible ? minmax_contig<T, true>(row, visible) : -std::numeric_limits<T>::infinity();
+              if (mx == -std::numeric_limits<T>::infinity()) {
+                std::fill(row, row + keys, T(0));
+                continue;
+              }
+              T inv = T(1) / exp_sum<T>(row, row, visible, mx);
+              for (int64_t j = 0; j < visible; ++j) row[j] *= inv;
+              std::fill(row + visible, row + keys, T(0));
+            }
+            if (Ev > 0) {
+              // dP = G V^T; gV += P^T G.
+              gemm<T>(true, int(m), ik, int(Ev), T(1), gm, int(Ev), vm, int(Ev), dP, ik);
+              gemm_full<T>(true, false, ik, int(Ev), int(m), T(1), P, ik, gm, int(Ev), T(1), gvm, int(Ev));
+            } else {
+              std::fill(dP, dP + m * keys, T(0));
+            }
+            for (int64_t r = 0; r < m; ++r) {
+              const T* pr = P + r * keys;
+              T* dr = dP + r * keys;
+              T delta = T(0);
+              for (int64_t j = 0; j < keys; ++j) delta += pr[j] * dr[j];
+              const T s = T(scale);
+              for (int64_t j = 0; j < keys; ++j) dr[j] = pr[j] * (dr[j] - delta) * s;
+            }
+            if (E > 0) {
+              // gQ = dS K; gK += dS^T Q.
+              gemm<T>(false, int(m), int(E), ik, T(1), dP, ik, km, int(E), gqm, int(E));
+              gemm_full<T>(true, false, ik, int(E), int(m), T(1), dP, ik, qm, int(E), T(1), gkm, int(E));
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void bind_attention(py::module_& m) {
   m.def("sdpa", &sdpa_impl, py::arg("out"), py::arg("query"), py::arg("key"), py::arg("value"), py::arg("mask"),
         py::arg("is_causal"), py::arg("scale"),
         "Fused softmax(scale * q k^T + mask) v over contiguous (B, H, L, E) operands.");
+  m.def("sdpa_backward", &sdpa_backward_impl, py::arg("grad_query"), py::arg("grad_key"), py::arg("grad_value"),
+        py::arg("grad"), py::arg("query"), py::arg("key"), py::arg("value"), py::arg("mask"), py::arg("is_causal"),
+        py::arg("scale"), "Gradients of sdpa for its query, key and value, probabilities rebuilt per block.");
 }
 
 }  // namespace ember

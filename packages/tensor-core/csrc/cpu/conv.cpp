@@ -26,6 +26,7 @@
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/tensor_arg.h"
+#include "conv_direct.h"
 
 namespace py = pybind11;
 
@@ -282,6 +283,16 @@ void conv_backward_weight(T* gw, const T* x, const T* y, const Geometry& g) {
 
 // -- argument plumbing ------------------------------------------------------------------
 
+// The geometry as a direct 2-d convolution (conv_direct.h) when it is one: float32, one group,
+// no depth. The caller still asks direct_conv_fits / direct_conv_input_fits.
+bool as_direct(const Geometry& g, DType dtype, DirectConv& c) {
+  if (dtype != DType::Float32 || g.groups != 1 || g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 || g.pad[0] != 0)
+    return false;
+  c = DirectConv{g.n, g.cx, g.cy, g.in[1], g.in[2], g.out[1], g.out[2], g.k[1], g.k[2],
+                 g.stride[1], g.stride[2], g.pad[1], g.pad[2], g.dil[1], g.dil[2]};
+  return true;
+}
+
 void read3(py::handle seq, int64_t* dst, const char* what) {
   auto v = to_int64_vector(seq, what);
   if (v.size() != 3) throw std::invalid_argument(std::string(what) + " must have 3 entries");
@@ -339,7 +350,10 @@ void conv_forward_impl(py::handle y, py::handle x, py::handle w, py::handle bias
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   const char* b = bias_ptr(bias, g.cy, X.dtype);
   py::gil_scoped_release release;
-  if (X.dtype == DType::Float32)
+  DirectConv dc;
+  if (as_direct(g, X.dtype, dc) && direct_conv_fits(dc))
+    direct_conv_forward((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, dc);
+  else if (X.dtype == DType::Float32)
     conv_forward<float>((float*)Y.data, (const float*)X.data, (const float*)Wt.data, (const float*)b, g);
   else
     conv_forward<double>((double*)Y.data, (const double*)X.data, (const double*)Wt.data, (const double*)b, g);
@@ -351,7 +365,10 @@ void conv_backward_input_impl(py::handle x, py::handle y, py::handle w, py::hand
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   const char* b = bias_ptr(bias, g.cx, X.dtype);
   py::gil_scoped_release release;
-  if (X.dtype == DType::Float32)
+  DirectConv dc;
+  if (as_direct(g, X.dtype, dc) && direct_conv_input_fits(dc))
+    direct_conv_backward_input((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, dc);
+  else if (X.dtype == DType::Float32)
     conv_backward_input<float>((float*)X.data, (const float*)Y.data, (const float*)Wt.data, (const float*)b, g);
   else
     conv_backward_input<double>((double*)X.data, (const double*)Y.data, (const double*)Wt.data, (const double*)b, g);
@@ -362,7 +379,10 @@ void conv_backward_weight_impl(py::handle gw, py::handle x, py::handle y, py::ha
   TensorArg X = unpack(x), Y = unpack(y), Wt = unpack(gw);
   Geometry g = make_geometry(X, Y, Wt, stride, padding, dilation, groups);
   py::gil_scoped_release release;
-  if (X.dtype == DType::Float32)
+  DirectConv dc;
+  if (as_direct(g, X.dtype, dc) && direct_conv_fits(dc))
+    direct_conv_backward_weight((float*)Wt.data, (const float*)X.data, (const float*)Y.data, dc);
+  else if (X.dtype == DType::Float32)
     conv_backward_weight<float>((float*)Wt.data, (const float*)X.data, (const float*)Y.data, g);
   else
     conv_backward_weight<double>((double*)Wt.data, (const double*)X.data, (const double*)Y.data, g);

@@ -317,6 +317,8 @@ def gather(
 
 def gcd_(out: object, a: object, b: object) -> None: ...
 
+def gelu_backward(out: object, grad: object, x: object, tanh: bool) -> None: ...
+
 def get_num_threads() -> int: ...
 
 def gru_cell_backward(
@@ -723,6 +725,19 @@ def sdpa(
     scale: typing.SupportsFloat | typing.SupportsIndex,
 ) -> None: ...
 
+def sdpa_backward(
+    grad_query: object,
+    grad_key: object,
+    grad_value: object,
+    grad: object,
+    query: object,
+    key: object,
+    value: object,
+    mask: object,
+    is_causal: bool,
+    scale: typing.SupportsFloat | typing.SupportsIndex,
+) -> None: ...
+
 def searchsorted(out: object, seq: object, values: object, sorter: object, right: bool) -> None: ...
 
 def select_kth(
@@ -741,6 +756,16 @@ def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None: ...
 def softmax(
     out: object,
     input: object,
+    outer: typing.SupportsInt | typing.SupportsIndex,
+    n: typing.SupportsInt | typing.SupportsIndex,
+    inner: typing.SupportsInt | typing.SupportsIndex,
+    log: bool,
+) -> None: ...
+
+def softmax_backward(
+    out: object,
+    grad: object,
+    output: object,
     outer: typing.SupportsInt | typing.SupportsIndex,
     n: typing.SupportsInt | typing.SupportsIndex,
     inner: typing.SupportsInt | typing.SupportsIndex,

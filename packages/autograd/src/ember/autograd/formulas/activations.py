@@ -142,9 +142,22 @@ def _hardswish(grads, inputs, outputs):
     return (where_zero(ember.le(x, -3.0), ember.where(ember.lt(x, 3.0), middle, g)),)
 
 
+def _native_gelu_grad(g, x, approximate):
+    """The one-pass native kernel, when no graph of the backward is recorded and both are plain
+    tensors of a device that has it; None sends the caller to the composite (double backward,
+    ember.func's wrapped tensors, other devices)."""
+    if (ember.is_grad_enabled() or type(x) is not ember.Tensor or type(g) is not ember.Tensor
+            or x.device.type not in ember.ops["gelu_backward"].kernels):
+        return None
+    return ember.ops["gelu_backward"](g, x, approximate=approximate)
+
+
 @derivative("gelu")
 def _gelu(grads, inputs, outputs):
     x = inputs.args[0]
+    native = _native_gelu_grad(grads[0], x, "none")
+    if native is not None:
+        return (native,)
     cdf = 0.5 * (1 + ember.erf(x * _INV_SQRT_2))
     pdf = _INV_SQRT_2PI * ember.exp(-0.5 * x * x)
     return (grads[0] * (cdf + x * pdf),)
@@ -153,6 +166,9 @@ def _gelu(grads, inputs, outputs):
 @derivative("gelu_tanh")
 def _gelu_tanh(grads, inputs, outputs):
     x = inputs.args[0]
+    native = _native_gelu_grad(grads[0], x, "tanh")
+    if native is not None:
+        return (native,)
     x_sq = x * x
     t = ember.tanh(_SQRT_2_OVER_PI * (x + _GELU_KAPPA * x_sq * x))
     d_inner = _SQRT_2_OVER_PI * (1 + 3 * _GELU_KAPPA * x_sq)

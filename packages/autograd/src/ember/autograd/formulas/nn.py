@@ -199,8 +199,11 @@ def _attention(grads, inputs, outputs):
     rep = 1
     if inputs.kwargs.get("enable_gqa", False) and q.ndim >= 3 and k.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         rep = q.shape[-3] // k.shape[-3]  # grouped heads: each key/value head serves rep query heads
-        k, v = _repeat_heads(k, rep), _repeat_heads(v, rep)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if _native_attention_backward(g, q, k, v, mask, rep, inputs.kwargs.get("enable_gqa", False)):
+        return OPS["_scaled_dot_product_attention_math_backward"](g, q, k, v, mask, bool(is_causal), float(scale))
+    if rep > 1:
+        k, v = _repeat_heads(k, rep), _repeat_heads(v, rep)
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
     if is_causal:
         dev = q.device  # index comparisons (the same mask as tril) on q's device
@@ -216,6 +219,23 @@ def _attention(grads, inputs, outputs):
     if rep > 1:
         grad_k, grad_v = _sum_heads(grad_k, rep), _sum_heads(grad_v, rep)
     return ember.matmul(grad_s, k), grad_k, grad_v
+
+
+def _native_attention_backward(g, q, k, v, mask, rep, enable_gqa) -> bool:
+    """Whether the one native pass (``_scaled_dot_product_attention_math_backward``) applies: no graph
+    of the backward is recorded, plain tensors of a device with the kernel, one batch shape, and
+    key/value heads equal to the query's or grouped; broadcast batch or head dims take the composite."""
+    if ember.is_grad_enabled() or g is None:
+        return False
+    if any(type(t) is not ember.Tensor for t in (g, q, k, v)) or (mask is not None and type(mask) is not ember.Tensor):
+        return False
+    if q.device.type not in OPS["_scaled_dot_product_attention_math_backward"].kernels:
+        return False
+    if not (q.ndim == k.ndim == v.ndim == g.ndim >= 3) or not q.is_floating_point():
+        return False
+    if not (tuple(q.shape[:-3]) == tuple(k.shape[:-3]) == tuple(v.shape[:-3])) or k.shape[-3] != v.shape[-3]:
+        return False
+    return k.shape[-3] == q.shape[-3] or (enable_gqa and rep > 1)
 
 
 def _flash_attention(grads, inputs, outputs):

@@ -300,6 +300,14 @@ def _cumprod(grads, inputs, outputs):
     return (ember.cat(pieces, dim),)
 
 
+def _native_softmax_grad(g, y) -> bool:
+    """The two-pass native kernels, when no graph of the backward is recorded and both are plain
+    floating tensors of a device that has them (double backward and ember.func keep the composite)."""
+    return (not ember.is_grad_enabled() and type(g) is ember.Tensor and type(y) is ember.Tensor
+            and y.is_floating_point() and g.dtype is y.dtype
+            and y.device.type in OPS["_softmax_backward_data"].kernels)
+
+
 @derivative("softmax", save_output=True)
 def _softmax(grads, inputs, outputs):
     x, dim = _scan_dim(inputs)
@@ -309,6 +317,8 @@ def _softmax(grads, inputs, outputs):
         return (softmax_backward(g, y, dim, False),)
     if x.ndim == 0:
         return (g * 0,)
+    if _native_softmax_grad(g, y):
+        return (OPS["_softmax_backward_data"](g, y, dim, x.dtype),)
     gy = g * y
     return (gy - y * ember.sum(gy, dim, keepdim=True),)
 
@@ -321,4 +331,6 @@ def _log_softmax(grads, inputs, outputs):
         return (softmax_backward(g, outputs[0], dim, True),)
     if x.ndim == 0:
         return (g * 0,)
+    if _native_softmax_grad(g, outputs[0]):
+        return (OPS["_log_softmax_backward_data"](g, outputs[0], dim, x.dtype),)
     return (g - ember.exp(outputs[0]) * ember.sum(g, dim, keepdim=True),)

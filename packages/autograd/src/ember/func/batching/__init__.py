@@ -23,6 +23,9 @@ from .random import RANDOM_OPS, random_rule
 # class weights (nn.fold_rule's ``fixed_args``); it warns the same way.
 FALLBACK = frozenset({
     "_class_nll_backward",  # the one-pass cross_entropy backward; vmapped backward takes the composite
+    "_scaled_dot_product_attention_math_backward",  # likewise for attention's native backward
+    "_softmax_backward_data",  # likewise for softmax's
+    "_log_softmax_backward_data",
     "_gru_cell_fused",
     "_gru_cell_fused_backward",
     "_gru_layer",
@@ -31,6 +34,7 @@ FALLBACK = frozenset({
     "_lstm_cell_fused_backward",
     "_lstm_layer",
     "_lstm_layer_backward",
+    "gelu_backward",  # likewise for gelu's native backward
     "histc",
     "linalg_lstsq",
     "masked_scatter_",

@@ -275,6 +275,15 @@ def _nn_kernel_entries():
                          samples=fixed(_s(T((4, 6)), [1]), _s(XT, [0, 1]))),
         "_fft_c2r": dict(call=lambda L: lambda x, n: L.fft.irfft(L.complex(x, x * 0.5), n), dtypes=F,
                          samples=fixed(_s(T((4, 4)), 6))),
+        "gelu_backward": dict(call=c("gelu_backward"), dtypes=F, samples=fixed(
+            _s(T((3, 5)), T((3, 5), seed=1), grad=False, inplace=False),
+            _s(T((4, 7)), T((4, 7), seed=1), approximate="tanh", grad=False, inplace=False))),
+        "_softmax_backward_data": dict(call=c("_softmax_backward_data"), dtypes=F, samples=lambda dt: [
+            _s(T((3, 5)), T((3, 5), seed=1), 1, DType(dt), grad=False, inplace=False),
+            _s(T((4, 3, 6)), T((4, 3, 6), seed=1), 0, DType(dt), grad=False, inplace=False)]),
+        "_log_softmax_backward_data": dict(call=c("_log_softmax_backward_data"), dtypes=F, samples=lambda dt: [
+            _s(T((3, 5)), T((3, 5), seed=1), -1, DType(dt), grad=False, inplace=False),
+            _s(T((4, 3, 6)), T((4, 3, 6), seed=1), 1, DType(dt), grad=False, inplace=False)]),
         "_class_nll": dict(requires=("ember.nn",), dtypes=F,
                            call=lambda L: lambda x, t: L.nn.functional.nll_loss(L.log_softmax(x, 1), t),
                            samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)))),
@@ -307,6 +316,7 @@ COVERED = {
     "_gru_layer": "nn.GRU (ember-nn's test_opdb_nn: GRU vs torch)",
     "_gru_layer_backward": "nn.GRU (ember-nn's test_opdb_nn: GRU gradients vs torch)",
     "_class_nll_backward": "cross_entropy / nll_loss",
+    "_scaled_dot_product_attention_math_backward": "scaled_dot_product_attention",
 }
 # Ops whose inputs the dense sample specs cannot describe (sparse layouts, the flash-attention pair's
 # CUDA-only route): the suite that compares each with torch.

@@ -109,6 +109,42 @@ sdpa_op.kernel("cpu")(_sdpa_kernel)
 sdpa_op.kernels["meta"] = sdpa_op.meta = _sdpa_kernel
 
 
+def _sdpa_backward_kernel(grad_out, query, key, value, attn_mask, is_causal, scale):
+    """Gradients of the dropout-free attention for query, key and value of one batch shape
+    (*batch, H, L, E), with key/value heads Hk dividing H (grouped heads when fewer)."""
+    if query._device is META:
+        return tuple(new_empty_tensor(tuple(t._shape), t.dtype, META) for t in (query, key, value))
+    if not (query.ndim == key.ndim == value.ndim == grad_out.ndim >= 3):
+        raise RuntimeError("_scaled_dot_product_attention_math_backward: query, key, value and grad must be "
+                           "at least 3-D and of one rank")
+    batch = tuple(query._shape[:-3])
+    if tuple(key._shape[:-3]) != batch or tuple(value._shape[:-3]) != batch:
+        raise RuntimeError("_scaled_dot_product_attention_math_backward: batch dims must match")
+    h, hk = query._shape[-3], key._shape[-3]
+    if hk == 0 or h % hk != 0:
+        raise RuntimeError("_scaled_dot_product_attention_math_backward: key heads must divide query heads")
+    cd = compute_dtype(query.dtype)
+    q, k, v = (_as_4d(convert(t, cd), batch) for t in (query, key, value))
+    g = _as_4d(convert(grad_out, cd), batch)
+    mask = _additive_mask(attn_mask, cd)
+    b, lq, s = q._shape[0], q._shape[2], k._shape[2]
+    if mask is not None:
+        full_shape = batch + (h, lq, s)
+        mask = mask.expand(*full_shape).reshape(b, h, lq, s) if len(batch) != 1 or mask.ndim > 4 else mask
+    gq, gk, gv = (new_empty_tensor(tuple(t._shape), cd, query._device) for t in (q, k, v))
+    _C.sdpa_backward(gq, gk, gv, g, q, k, v, mask, bool(is_causal), float(scale))
+    return tuple(convert(grad.reshape(tuple(t._shape)), t.dtype) for grad, t in ((gq, query), (gk, key), (gv, value)))
+
+
+# The native backward of the dropout-free op above (probabilities rebuilt per block of query rows,
+# never stored); ember-autograd's formula calls it when no graph of the backward is recorded.
+sdpa_backward_op = define(
+    "_scaled_dot_product_attention_math_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
+    "Tensor? attn_mask, bool is_causal, float scale) -> (Tensor, Tensor, Tensor)", (), differentiable=False)
+sdpa_backward_op.kernel("cpu")(_sdpa_backward_kernel)
+sdpa_backward_op.kernels["meta"] = sdpa_backward_op.meta = _sdpa_backward_kernel
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, over (..., L, E) / (..., S, E) / (..., S, Ev)."""
