@@ -76,6 +76,8 @@ def fix_grad(g, meta, node, idx):
     if g._shape != shape:
         g = sum_to(g, shape, node, idx)
     if g.dtype is not dtype:
+        if g.dtype.is_complex and not dtype.is_complex:
+            g = g.real  # a real input of a complex-valued call (PyTorch's handle_r_to_c)
         g = g.to(dtype)
     return g
 
