@@ -36,7 +36,7 @@ constant_pad_nd copy_ fill_ _to_copy
 # Ops whose registered formula already follows PyTorch's complex convention: the complex ones,
 # and real-valued reductions written as grad * (x - mean), grad * x / norm, grad * sgn(x).
 AWARE = frozenset("view_as_real view_as_complex conj_physical angle sgn complex polar "
-                  "_fft_c2c _fft_r2c _fft_c2r var std var_mean std_mean norm".split())
+                  "_fft_c2c _fft_r2c _fft_c2r var std var_mean std_mean norm linalg_eig".split())
 
 
 def _abs_backward(grads, inputs, outputs):

@@ -15,7 +15,7 @@ from .reduction import reduce  # noqa: F401
 # These import the families above.
 from .indexing import combinatorics, indices  # noqa: F401
 from .pointwise import complex, fused, number_theory, special, special_more  # noqa: F401
-from .linalg import contract, lowrank, solves  # noqa: F401
+from .linalg import contract, eig_ldl, lowrank, solves  # noqa: F401
 from .creation import buffers  # noqa: F401
 from .spectral import fft, signal  # noqa: F401
 from . import inplace_variants, introspection  # noqa: F401
