@@ -35,7 +35,9 @@ def _out(result, out, cls):
 # -- eig ---------------------------------------------------------------------------------------
 
 def _eig_meta(A, compute_v=True):
-    _check_matrix(A, "linalg.eig", half_kernel="linalg_eig_cpu", int_kernel="linalg_eig_cpu")
+    if isinstance(A, Tensor) and not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {type_name(A.dtype)}")  # PyTorch's message
+    _check_matrix(A, "linalg.eig", half_kernel="linalg_eig_out_cpu")
     c = A.dtype.to_complex()
     return empty(A._shape[:-1], c, META), empty(A._shape if compute_v else (0,), c, META)
 
@@ -237,6 +239,8 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
         return write_out(_ormqr_composite(input, tau, other, left, transpose), out)
     batch = numel(other._shape[:-2])
     result = empty((batch,) + other._shape[-2:], other.dtype, other._device)
+    if other._device is META:
+        return write_out(views.reshape(result, other._shape), out)
     tau3 = views.reshape(tau, (batch, tau._shape[-1], 1))
     _C.ormqr_(result, _batch3(input), tau3, _batch3(other), bool(left), bool(transpose))
     return write_out(views.reshape(result, other._shape), out)
