@@ -105,6 +105,12 @@ def _stealable(g: Tensor) -> bool:
     return True
 
 
+def _layout_enforced() -> bool:
+    from .grad_mode import _grad_layout_enforced
+
+    return _grad_layout_enforced()
+
+
 def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
     (out of place, recorded, when the graph of the gradient is being built)."""
@@ -112,7 +118,7 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     if g._layout is not strided or variable._layout is not strided or (old is not None and old._layout is not strided):
         _accumulate_sparse(variable, old, g)
     elif old is None:
-        if variable.is_contiguous() and not g.is_contiguous():
+        if variable.is_contiguous() and not g.is_contiguous() and _layout_enforced():
             # The layout contract: a contiguous parameter gets a contiguous gradient, so that
             # optimizer updates mixing the two run as dense loops, not strided ones.
             variable.grad = g.contiguous() if _STATE.grad_enabled else g.detach().contiguous()
