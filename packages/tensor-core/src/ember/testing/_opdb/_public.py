@@ -119,6 +119,8 @@ MANUAL = {
     "orgqr": [(T((4, 3)), T((3,)))],
     "linalg.eigvals": [(T((4, 4)),), (T((2, 3, 3)),)],
     "geqrf": [(A,), (T((4, 3)),), (T((2, 3, 3)),)],
+    "conv_tbc": [(T((7, 2, 3)), T((3, 3, 4)), T((4,)), 1), (T((5, 1, 2)), T((2, 2, 3)), T((3,)))],
+    "empty_permuted": [((2, 3, 4), (0, 2, 1))],
     "norm_except_dim": [(T((2, 3, 4)), 2, 1), (T((2, 3, 4)),), (T((2, 3, 4)), 3, 2)],
     "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
                      (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],
