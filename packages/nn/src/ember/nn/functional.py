@@ -813,5 +813,4 @@ GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 from . import grad  # noqa: E402,F401  (torch.nn.functional.grad is the torch.nn.grad module)
-
 from .functional_ctc import ctc_loss  # noqa: E402,F401  (composed from the kernels above)
