@@ -5,6 +5,7 @@ from . import batchnorm as _batchnorm
 from . import instancenorm as _instancenorm
 from . import pooling as _pooling
 from .activation import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .channelshuffle import *  # noqa: F401,F403
