@@ -50,12 +50,10 @@ def __getattr__(name):
         except AttributeError:
             raise AttributeError("ember.vmap needs the 'ember-autograd' package") from None
     if name in _FROM_NN:  # ATen-style nn entry points (torch.grid_sampler, torch.ctc_loss, ...) live in ember-nn
-        try:
-            import importlib
+        import importlib
 
-            return getattr(importlib.import_module("ember.nn._aten_entry"), name)
-        except ModuleNotFoundError:
-            raise AttributeError(f"ember.{name} needs the 'ember-nn' package") from None
+        nn = __getattr__("nn")  # an optional subpackage: the core imports no upper package
+        return getattr(importlib.import_module(nn.__name__ + "._aten_entry"), name)
     if name in ("compile", "cond"):
         from ember._src import plugins
 
