@@ -8,7 +8,7 @@ from .indexing import gather_scatter, sorting, subscripts  # noqa: F401
 from .shape import joining, reorder, views  # noqa: F401
 from .linalg import lapack, products  # noqa: F401  (products before contract: contract imports it)
 from .nn import attention, attention_flash, conv, embedding_dropout, loss, norm, pool, resample, rnn  # noqa: F401
-from .nn import aten_entry_points, tbc_permuted  # noqa: F401
+from .nn import aten_entry_points, rnn_entry, tbc_permuted  # noqa: F401
 from .random import samplers  # noqa: F401
 from .reduction import reduce  # noqa: F401
 

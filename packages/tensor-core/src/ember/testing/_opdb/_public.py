@@ -121,6 +121,13 @@ MANUAL = {
     "geqrf": [(A,), (T((4, 3)),), (T((2, 3, 3)),)],
     "conv_tbc": [(T((7, 2, 3)), T((3, 3, 4)), T((4,)), 1), (T((5, 1, 2)), T((2, 2, 3)), T((3,)))],
     "empty_permuted": [((2, 3, 4), (0, 2, 1))],
+    **{name: [(T((5, 2, 3)), T((1, 2, 4)), [T((4 * g, 3)), T((4 * g, 4)), T((4 * g,)), T((4 * g,))], True, 1, 0.0,
+               False, False, False),
+              (T((2, 5, 3)), T((2, 2, 4)), [T((4 * g, 3)), T((4 * g, 4)), T((4 * g, 3), seed=1), T((4 * g, 4), seed=1)],
+               False, 1, 0.0, False, True, True)]
+       for name, g in (("rnn_tanh", 1), ("rnn_relu", 1), ("gru", 3))},
+    "lstm": [(T((5, 2, 3)), [T((1, 2, 4)), T((1, 2, 4), seed=1)], [T((16, 3)), T((16, 4)), T((16,)), T((16,))], True,
+              1, 0.0, False, False, False)],
     "norm_except_dim": [(T((2, 3, 4)), 2, 1), (T((2, 3, 4)),), (T((2, 3, 4)), 3, 2)],
     "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
                      (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],
