@@ -54,6 +54,8 @@ def __getattr__(name):
 
         nn = __getattr__("nn")  # an optional subpackage: the core imports no upper package
         return getattr(importlib.import_module(nn.__name__ + "._aten_entry"), name)
+    if name == "while_loop":  # torch.while_loop is torch._higher_order_ops.while_loop (ember-compile)
+        return __getattr__("_higher_order_ops").while_loop
     if name in ("compile", "cond"):
         from ember._src import plugins
 
