@@ -139,3 +139,36 @@ def test_ormqr_errors():
         ember.ormqr(a, tau.double(), ember.ones(4, 2))
     with pytest.raises(TypeError):
         ember.ormqr(a, [1.0], ember.ones(4, 2))
+
+
+# -- histogramdd (another of this session's top-level names) ------------------------------------
+
+@pytest.mark.parametrize("kw", [{"bins": 4}, {"bins": [2, 3, 4], "density": True},
+                                {"bins": [3, 3, 2], "range": [-1.0, 1.0, -2.0, 2.0, 0.0, 1.0]}, {"bins": 3, "w": 1}])
+def test_histogramdd_matches_torch(kw):
+    x = np.random.default_rng(0).standard_normal((50, 3))
+    w = np.random.default_rng(1).random(50)
+    res = []
+    for lib in (torch, ember):
+        k = {key: v for key, v in kw.items() if key != "w"}
+        if "w" in kw:
+            k["weight"] = lib.tensor(w)
+        h = lib.histogramdd(lib.tensor(x), **k)
+        res.append((h.hist.numpy(), [e.numpy() for e in h.bin_edges]))
+    np.testing.assert_allclose(res[1][0], res[0][0], atol=1e-12)
+    for e, t in zip(res[1][1], res[0][1]):
+        np.testing.assert_allclose(e, t, atol=1e-12)
+
+
+def test_histogramdd_tensor_bins_and_errors():
+    x = np.random.default_rng(2).standard_normal((40, 2)).astype(np.float32)
+    tb = [torch.tensor([-3.0, 0, 3]), torch.tensor([-1.0, 0, 0.5, 1])]
+    t = torch.histogramdd(torch.tensor(x), tb)
+    e = ember.histogramdd(ember.tensor(x), [ember.tensor(b.numpy()) for b in tb])
+    np.testing.assert_array_equal(e.hist.numpy(), t.hist.numpy())
+    with pytest.raises(RuntimeError):
+        ember.histogramdd(ember.ones(4, 2), [2, 2, 2])
+    with pytest.raises(RuntimeError):
+        ember.histogramdd(ember.ones(4, 2), [ember.tensor([0.0, 1.0], dtype=ember.float64), 2])
+    with pytest.raises(NotImplementedError):
+        ember.histogramdd(ember.ones(4, 2, dtype=ember.int64), 2)
