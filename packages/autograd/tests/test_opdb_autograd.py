@@ -36,12 +36,10 @@ OPEN = {
     "cholesky_solve": "gradient w.r.t. the factor differs from PyTorch's (which symmetrizes through the triangle)",
     "cholesky_inverse": "gradient differs from PyTorch's (triangular-factor convention)",
     "as_strided_scatter": "gradient of the base where the scattered view overlaps differs",
-    "fft.irfft": "real-to-real through complex: ember's convert() is not an op, the gradient is dropped",
-    "fft.irfft2": "as fft.irfft", "fft.irfftn": "as fft.irfft", "fft.hfft": "as fft.irfft", "fft.hfft2": "as fft.irfft",
-    "fft.hfftn": "as fft.irfft",
     "linalg.lstsq": "ember marks residuals, rank and singular values differentiable; PyTorch only the solution "
                     "and residuals",
     "histogram": "PyTorch's hist output requires grad (its backward then raises); ember's does not",
+    "histogramdd": "as histogram: PyTorch's hist requires grad (its backward then raises); ember's does not",
     "heaviside": "PyTorch's output requires grad (its backward then raises); ember's does not",
     "detach_copy": "PyTorch's detach_copy output requires grad; ember's does not (detached, as the name says)",
     "matrix_power": "n=0: PyTorch's identity result requires grad; ember's does not",
