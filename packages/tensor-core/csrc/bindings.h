@@ -20,6 +20,7 @@ void bind_conv(pybind11::module_& m);
 void bind_pool(pybind11::module_& m);
 void bind_resample(pybind11::module_& m);
 void bind_lapack(pybind11::module_& m);
+void bind_lapack_extra(pybind11::module_& m);
 void bind_norm(pybind11::module_& m);
 void bind_optim(pybind11::module_& m);
 void bind_loss(pybind11::module_& m);

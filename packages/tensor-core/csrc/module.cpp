@@ -37,6 +37,7 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_pool(m);
   ember::bind_resample(m);
   ember::bind_lapack(m);
+  ember::bind_lapack_extra(m);
   ember::bind_norm(m);
   ember::bind_optim(m);
   ember::bind_loss(m);

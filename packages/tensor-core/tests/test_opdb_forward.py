@@ -116,7 +116,7 @@ def test_out_matches_torch(entry):
 DATA_DEPENDENT = {"nonzero", "_unique2", "bincount", "index_put_", "masked_scatter_", "histc", "index",
                   "multinomial", "poisson", "binomial", "randperm", "linalg_lstsq", "mode", "searchsorted",
                   "allclose", "argwhere", "equal", "from_dlpack", "is_nonzero", "masked_select", "unique",
-                  "unique_consecutive", "histogram"}
+                  "unique_consecutive", "histogram", "histogramdd"}
 # ember composites that read values on the way (LAPACK through NumPy, Python loops): no meta path yet
 # (docs/deviations.md lists them).
 META_GAPS = {"block_diag", "isin", "istft", "linalg.lu", "linalg.lu_factor", "linalg.lu_solve", "linalg.matrix_exp",

@@ -13,6 +13,7 @@ from ember._src.api import __all__ as _api_all  # noqa: E402
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
 
 from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
+from ember._src.ops.nn.tbc_permuted import AcceleratorError, OutOfMemoryError  # noqa: E402,F401
 
 from ember import functional, hub, return_types, signal, torch_version, version  # noqa: E402,F401
 
@@ -25,6 +26,10 @@ _OPTIONAL_SUBPACKAGES = (
     "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
     "_inductor", "_export",
 )
+
+
+_FROM_NN = frozenset(("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "max_pool3d",
+                      "ctc_loss"))
 
 
 def __getattr__(name):
@@ -44,6 +49,13 @@ def __getattr__(name):
             return __getattr__("func").vmap  # an optional subpackage: the core imports no upper package
         except AttributeError:
             raise AttributeError("ember.vmap needs the 'ember-autograd' package") from None
+    if name in _FROM_NN:  # ATen-style nn entry points (torch.grid_sampler, torch.ctc_loss, ...) live in ember-nn
+        import importlib
+
+        nn = __getattr__("nn")  # an optional subpackage: the core imports no upper package
+        return getattr(importlib.import_module(nn.__name__ + "._aten_entry"), name)
+    if name == "while_loop":  # torch.while_loop is torch._higher_order_ops.while_loop (ember-compile)
+        return __getattr__("_higher_order_ops").while_loop
     if name in ("compile", "cond"):
         from ember._src import plugins
 

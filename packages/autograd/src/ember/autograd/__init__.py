@@ -15,7 +15,8 @@ from ._engine import backward, grad
 from ._plugin import plugin as _plugin
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
-from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
+from .grad_mode import enforce_grad_layout_policy, is_multithreading_enabled, set_multithreading_enabled
+from .graph import SavedTensor
 from .variable import Variable
 
 _plugin.install()
@@ -26,7 +27,9 @@ __all__ = [
     "InplaceFunction",
     "Variable",
     "backward",
+    "SavedTensor",
     "detect_anomaly",
+    "enforce_grad_layout_policy",
     "enable_grad",
     "forward_ad",
     "functional",
@@ -36,6 +39,7 @@ __all__ = [
     "grad_mode",
     "graph",
     "is_multithreading_enabled",
+    "is_view_replay_enabled",
     "inference_mode",
     "no_grad",
     "once_differentiable",
@@ -44,6 +48,13 @@ __all__ = [
     "set_grad_enabled",
     "set_multithreading_enabled",
 ]
+
+def is_view_replay_enabled() -> bool:
+    """Whether autograd replays the chain of view ops to rebuild a view (PyTorch's opt-in for
+    backends without as_strided). ember regenerates views from their base's geometry, so always
+    False."""
+    return False
+
 
 # Provided by sibling modules that may land separately: resolved on first access.
 _LAZY_MODULES = ("functional", "forward_ad", "gradcheck", "profiler")

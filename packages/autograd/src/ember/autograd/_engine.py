@@ -76,6 +76,8 @@ def fix_grad(g, meta, node, idx):
     if g._shape != shape:
         g = sum_to(g, shape, node, idx)
     if g.dtype is not dtype:
+        if g.dtype.is_complex and not dtype.is_complex:
+            g = g.real  # a real input of a complex-valued call (PyTorch's handle_r_to_c)
         g = g.to(dtype)
     return g
 
@@ -103,6 +105,12 @@ def _stealable(g: Tensor) -> bool:
     return True
 
 
+def _layout_enforced() -> bool:
+    from .grad_mode import _grad_layout_enforced
+
+    return _grad_layout_enforced()
+
+
 def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
     (out of place, recorded, when the graph of the gradient is being built)."""
@@ -110,7 +118,7 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
     if g._layout is not strided or variable._layout is not strided or (old is not None and old._layout is not strided):
         _accumulate_sparse(variable, old, g)
     elif old is None:
-        if variable.is_contiguous() and not g.is_contiguous():
+        if variable.is_contiguous() and not g.is_contiguous() and _layout_enforced():
             # The layout contract: a contiguous parameter gets a contiguous gradient, so that
             # optimizer updates mixing the two run as dense loops, not strided ones.
             variable.grad = g.contiguous() if _STATE.grad_enabled else g.detach().contiguous()

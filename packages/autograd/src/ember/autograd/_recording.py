@@ -13,6 +13,7 @@ from ember._src.ops._common import type_name
 from ember._src.tensor import Tensor, make_tensor, make_view
 
 from . import anomaly_mode
+from ._complex import complex_formula, involves_complex
 from ._engine import fix_grad
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
 from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, grad_accumulator, set_history
@@ -247,7 +248,7 @@ def _save(a, outs):
         for i, o in enumerate(outs):
             if a is o:
                 saved = SavedTensor(a, True, i)
-                saved.requires_grad = a.dtype.is_floating_point  # gets its history after saving
+                saved.requires_grad = a.dtype.is_floating_point or a.dtype.is_complex  # gets its history after saving
                 return saved
         return SavedTensor(a, False)
     if type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
@@ -281,6 +282,11 @@ def record(op, args, kwargs):
                 saved_in = (self.clone(),) + tuple(args[1:])
         elif formula is not None and formula.clone_self is not None and formula.clone_self(args, kwargs):
             saved_in = (self.clone(),) + tuple(args[1:])
+        cplx = involves_complex(args, ())
+        if cplx:
+            formula = complex_formula(name, formula)
+            if _reads_inputs(formula.backward) and saved_in is args:
+                saved_in = (self.clone(),) + tuple(args[1:])
         if self._base is not None:
             from ._views import record_inplace_on_view
 
@@ -289,6 +295,9 @@ def record(op, args, kwargs):
         fast = _record_out_of_place(op, name, formula, args, kwargs)
         if fast is not None:
             return fast
+        cplx = involves_complex(args, ())
+        if cplx:
+            formula = complex_formula(name, formula)
     layout, edges, meta = _edges(args)
     _STATE.grad_enabled = False
     try:
@@ -303,13 +312,15 @@ def record(op, args, kwargs):
     else:
         outs = tuple(out)
     _check_result_dtype(name, out)
+    if not cplx and involves_complex((), outs):
+        formula = complex_formula(name, formula)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
     if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
         out.grad_fn = node  # the common case of set_history, inlined
         out._requires_grad = True
         return out
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype.is_floating_point:
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
             set_history(o, node, i)
     return out
 
@@ -343,6 +354,8 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                 layout.append(None)
                 edges.append(_NO_EDGE)
                 meta.append(None)
+            if a.dtype.is_complex:
+                return None  # the general path picks the complex formula
             saved.append(None if not reads else _stand_in(a) if meta_only else SavedTensor(a, False))
         elif type(a) in (list, tuple) and a:
             return None
@@ -360,9 +373,11 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         if isinstance(out, Tensor) and _is_arg(out, args):
             out = make_view(out, out._shape, out._stride, out._offset)
         outs = (out,) if isinstance(out, Tensor) else tuple(out)
+        if involves_complex((), outs):
+            formula = complex_formula(name, formula)
         node = make_node(name, formula, layout, tuple(edges), meta, args, kwargs, outs)
         for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+            if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
                 set_history(o, node, i)
         return out
     cls = _NODE_CLASSES.get(name) if formula is not None else None
@@ -407,12 +422,6 @@ _INTEGER_RESULT_RAISES = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"
 
 
 def _check_result_dtype(name, out) -> None:
-    for o in (out,) if isinstance(out, Tensor) else out:
-        if isinstance(o, Tensor) and o.dtype.is_complex:
-            # The formulas are not conjugate-aware yet: recording would give wrong gradients, and not
-            # recording would drop this branch's gradient silently. A clear error instead.
-            raise RuntimeError(f"ember: autograd through complex-valued results ({name} returned {o.dtype}) is not "
-                               "supported yet; compute it under ember.no_grad() or on real and imaginary parts")
     if name in _INTEGER_RESULT_RAISES and isinstance(out, Tensor) and not (
             out.dtype.is_floating_point or out.dtype.is_complex):
         raise RuntimeError(f"Autograd not support dtype: {type_name(out.dtype)}")

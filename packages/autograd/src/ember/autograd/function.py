@@ -214,7 +214,7 @@ def _wrap_outputs(ctx, args, outputs):
             check_inplace(o)
         elif id(o) in inputs:
             o = make_view(o, o._shape, o._stride, o._offset)  # keep the input's own history intact
-        if id(outs[i]) in nondiff or not o.dtype.is_floating_point:
+        if id(outs[i]) in nondiff or not (o.dtype.is_floating_point or o.dtype.is_complex):
             o._requires_grad = False if o.grad_fn is None else o._requires_grad
         else:
             set_history(o, ctx, i)

@@ -39,3 +39,32 @@ class set_multithreading_enabled(_DecoratorContextManager):  # noqa: N801 - PyTo
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+# Thread-local, as PyTorch's: one thread relaxing the contract does not change another's backward.
+_LAYOUT_POLICY = __import__("threading").local()
+
+
+def _grad_layout_enforced() -> bool:
+    return getattr(_LAYOUT_POLICY, "enabled", True)
+
+
+class enforce_grad_layout_policy(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
+    """Whether AccumulateGrad makes a leaf's first gradient follow the gradient layout contract
+    (a contiguous parameter gets a contiguous ``.grad``). With ``False`` the incoming gradient's
+    own strides are kept (no reordering copy). Works as a function, a context manager or a
+    decorator; thread-local."""
+
+    def __init__(self, enable: bool = True) -> None:
+        self.prev = _grad_layout_enforced()
+        self.mode = bool(enable)
+        _LAYOUT_POLICY.enabled = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        _LAYOUT_POLICY.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

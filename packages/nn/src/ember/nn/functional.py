@@ -813,3 +813,10 @@ GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 from . import grad  # noqa: E402,F401  (torch.nn.functional.grad is the torch.nn.grad module)
+from .functional_ctc import ctc_loss  # noqa: E402,F401  (composed from the kernels above)
+from .functional_fractional import (  # noqa: E402,F401
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)

@@ -6,6 +6,7 @@ the same path. ``lr`` may be a number or a 1-element tensor.
 """
 
 from . import lr_scheduler, swa_utils
+from ._swap_in import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -41,4 +42,5 @@ __all__ = [
     "SGD",
     "SparseAdam",
     "lr_scheduler",
+    "swap_in_optimizer_params_and_state",
 ]

@@ -10,6 +10,7 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
     joining,
     linalg,
     linalg_decomp,
+    linalg_eig,
     mathfns,
     nn,
     nn_double,

@@ -238,12 +238,12 @@ def _norm(grads, inputs, outputs):
     if p == 0:
         return (ember.zeros(x.shape, dtype=g.dtype),)
     if p == 1:
-        return (g * ember.sign(x),)
+        return (g * ember.sgn(x),)
     if math.isinf(p):
         # Like amax of |x|: shared evenly among the elements reaching the norm.
         hit = ember.eq(ember.abs(x), norm)
         count = ember.sum(hit, dims, keepdim=True)
-        return (where_zero(ember.logical_not(hit), ember.sign(x) * g / count),)
+        return (where_zero(ember.logical_not(hit), ember.sgn(x) * g / count),)
     if p == 2:
         local = x / norm
     else:

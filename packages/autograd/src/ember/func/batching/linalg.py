@@ -142,4 +142,8 @@ RULES = {
     "linalg_eigh": on_value_rule,
     "linalg_lu_factor_ex": on_value_rule,
     "linalg_solve_ex": all_batched_on_value_rule,
+    "linalg_eig": on_value_rule,
+    "linalg_ldl_factor_ex": on_value_rule,
+    "linalg_ldl_solve": all_batched_on_value_rule,
+    "geqrf": on_value_rule,
 }

@@ -5,6 +5,7 @@ from . import batchnorm as _batchnorm
 from . import instancenorm as _instancenorm
 from . import pooling as _pooling
 from .activation import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .channelshuffle import *  # noqa: F401,F403
@@ -14,6 +15,7 @@ from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
+from .fractional import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .lazy_norm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
@@ -36,7 +38,8 @@ for _name in ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"):
     setattr(_batchnorm, _name, globals()[_name])
 for _name in ("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"):
     setattr(_instancenorm, _name, globals()[_name])
-for _name in ("MaxPool3d", "MaxUnpool3d", "AvgPool3d", "LPPool3d", "AdaptiveMaxPool3d", "AdaptiveAvgPool3d"):
+for _name in ("FractionalMaxPool2d", "FractionalMaxPool3d", "MaxPool3d", "MaxUnpool3d",
+               "AvgPool3d", "LPPool3d", "AdaptiveMaxPool3d", "AdaptiveAvgPool3d"):
     setattr(_pooling, _name, globals()[_name])
 del _name
 

@@ -117,6 +117,18 @@ MANUAL = {
     "frobenius_norm": [(A, (0, 1)), (AT, 1, True)], "nuclear_norm": [(A,), (T((2, 3, 4)), (1, 2))],
     "linalg.householder_product": [(T((4, 3)), T((2,))), (T((2, 5, 3)), T((2, 3)))],
     "orgqr": [(T((4, 3)), T((3,)))],
+    "linalg.eigvals": [(T((4, 4)),), (T((2, 3, 3)),)],
+    "geqrf": [(A,), (T((4, 3)),), (T((2, 3, 3)),)],
+    "conv_tbc": [(T((7, 2, 3)), T((3, 3, 4)), T((4,)), 1), (T((5, 1, 2)), T((2, 2, 3)), T((3,)))],
+    "empty_permuted": [((2, 3, 4), (0, 2, 1))],
+    "histogramdd": [(T((20, 3)), 4), (T((5, 4, 2)), [3, 2])],
+    **{name: [(T((5, 2, 3)), T((1, 2, 4)), [T((4 * g, 3)), T((4 * g, 4)), T((4 * g,)), T((4 * g,))], True, 1, 0.0,
+               False, False, False),
+              (T((2, 5, 3)), T((2, 2, 4)), [T((4 * g, 3)), T((4 * g, 4)), T((4 * g, 3), seed=1), T((4 * g, 4), seed=1)],
+               False, 1, 0.0, False, True, True)]
+       for name, g in (("rnn_tanh", 1), ("rnn_relu", 1), ("gru", 3))},
+    "lstm": [(T((5, 2, 3)), [T((1, 2, 4)), T((1, 2, 4), seed=1)], [T((16, 3)), T((16, 4)), T((16,)), T((16,))], True,
+              1, 0.0, False, False, False)],
     "norm_except_dim": [(T((2, 3, 4)), 2, 1), (T((2, 3, 4)),), (T((2, 3, 4)), 3, 2)],
     "special.zeta": [(T((3, 4), low=1.5, high=5.0), T((3, 4), kind="positive", seed=1)),
                      (T((3, 4), low=1.5, high=5.0, layout="transposed"), T((4,), kind="positive"))],
@@ -130,6 +142,16 @@ COMPOSED = {
     "linalg.lu_solve": (lambda L: lambda a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b), [(SQ, T((3, 2)))]),
     "lu_unpack": (lambda L: lambda a: L.lu_unpack(*L.linalg.lu_factor(a)), [(SQ,)]),
     "imag": (lambda L: lambda a, b: L.imag(L.complex(a, b)), [(A, B)]),
+    # eigenvectors are unique up to a phase and LAPACKs may order eigenvalues differently: compared
+    # through sorted |eigenvalues| and the residual |A V - V diag(L)|
+    "linalg.eig": (lambda L: lambda a: (lambda r: (r[0].abs().sort(-1).values, (a.to(r[1].dtype) @ r[1] - r[1] * r[0]
+                   .unsqueeze(-2)).abs()))(L.linalg.eig(a)), [(T((4, 4)),), (T((2, 3, 3)),), (SQ,)]),
+    # LDL^T of a symmetric indefinite matrix; ormqr of geqrf's reflectors
+    "linalg.ldl_factor": (lambda L: lambda a: L.linalg.ldl_factor(a + a.mT), [(T((4, 4)),), (T((2, 3, 3)),)]),
+    "linalg.ldl_factor_ex": (lambda L: lambda a: L.linalg.ldl_factor_ex(a + a.mT), [(T((4, 4)),)]),
+    "linalg.ldl_solve": (lambda L: lambda a, b: L.linalg.ldl_solve(*L.linalg.ldl_factor(a + a.mT), b),
+                         [(T((4, 4)), T((4, 2))), (T((2, 3, 3)), T((2, 3, 1)))]),
+    "ormqr": (lambda L: lambda a, c: L.ormqr(*L.geqrf(a), c), [(T((4, 3)), T((4, 2))), (T((4, 4)), T((4, 3)))]),
     # the losses' targets are signs (+-1)
     "hinge_embedding_loss": (lambda L: lambda x, t: L.hinge_embedding_loss(x, t.sign(), 0.5, 1), [(A, B)]),
     "margin_ranking_loss": (lambda L: lambda x, y, t: L.margin_ranking_loss(x, y, t.sign(), 0.2, 2), [(A, B, C)]),

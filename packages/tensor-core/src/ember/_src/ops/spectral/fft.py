@@ -144,8 +144,10 @@ def _check_input(x, name: str) -> None:
 def _to_complex(x: Tensor) -> Tensor:
     if x.dtype.is_complex:
         return x
-    target = x.dtype.to_complex() if x.dtype.is_floating_point else dtypes.get_default_dtype().to_complex()
-    return convert(x, target)
+    if x.dtype.is_floating_point:
+        # A dispatched cast, so that autograd records it (a real input's gradient is the real part).
+        return x.to(x.dtype.to_complex())
+    return convert(x, dtypes.get_default_dtype().to_complex())
 
 
 def _to_real(x: Tensor, name: str) -> Tensor:
