@@ -297,6 +297,26 @@ def _lazy(compiler):
     return compile_later
 
 
+def _at_first_call(compiler):
+    """A compiler deferred to the first call and specialized to that call's inputs: a backward
+    graph's example inputs are meta values whose strides need not be those the forward's
+    compiled outputs have (a saved ``w.t()`` comes back contiguous), which would compile it
+    twice."""
+
+    def compile_later(gm, example_inputs):
+        box: list = []
+
+        def run(*args):
+            if not box:
+                real = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
+                box.append(compiler(gm, real))
+            return box[0](*args)
+
+        return run
+
+    return compile_later
+
+
 def compile_fx(gm, example_inputs, **kwargs):
     """Compiles ``gm`` for inputs like ``example_inputs`` (the "inductor" backend of ember.compile).
 
@@ -329,5 +349,6 @@ def compile_fx(gm, example_inputs, **kwargs):
         return compile_fx_inner(gm, example_inputs)
     from ..aot_autograd import aot_module_simplified
 
-    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner,
+                                 bw_compiler=_at_first_call(compile_fx_inner),
                                  inference_compiler=_lazy(compile_fx_inner))
