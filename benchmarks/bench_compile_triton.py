@@ -157,6 +157,90 @@ def gpt_row(torch, quick):
     return out
 
 
+def gpt_train_row(torch, quick):
+    """The mini-GPT training step (forward, cross-entropy, backward, SGD update), the model
+    compiled: ember.compile (AOT forward + backward graphs on the Triton backend) beside
+    torch.compile; one step's loss and gradients checked against eager first."""
+    from bench_compile_codegen import GPT
+
+    ns: dict = {}
+    exec(GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()"), ns)
+    torch.manual_seed(0)
+    tmodel = ns["make_gpt"](torch.nn, torch).cuda()
+    state = {k: v.cpu().numpy() for k, v in tmodel.state_dict().items()}
+    rng = np.random.default_rng(0)
+    idx, tgt = rng.integers(0, 512, (16, 128)), rng.integers(0, 512, (16 * 128,))
+    eidx, etgt = ember.tensor(idx).to("cuda"), ember.tensor(tgt).to("cuda")
+    tidx, ttgt = torch.from_numpy(idx).cuda(), torch.from_numpy(tgt).cuda()
+
+    def ember_model():
+        m = ns["make_gpt"](ember.nn, ember)
+        m.load_state_dict({k: ember.tensor(v) for k, v in state.items()})
+        return m.to("cuda")
+
+    def step_fn(fw, model, fn, x, y):
+        opt = fw.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            loss = fw.nn.functional.cross_entropy(fn(x).view(-1, 512), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+            return loss
+        return step
+
+    out = {"name": "gpt_train"}
+    torch.set_default_device("cuda")
+    ember.set_default_device("cuda")
+    try:
+        # one step's loss and gradients: compiled vs eager ember, and vs torch
+        grads = []
+        for compiled in (False, True):
+            m = ember_model()
+            fn = ember.compile(m) if compiled else m
+            loss = ember.nn.functional.cross_entropy(fn(eidx).view(-1, 512), etgt)
+            t0 = time.perf_counter()
+            loss.backward()
+            ember.cuda.synchronize()
+            if compiled:
+                out["ember_backward_first_s"] = round(time.perf_counter() - t0, 2)
+            grads.append([loss.detach()] + [p.grad for p in m.parameters()])
+        tloss = torch.nn.functional.cross_entropy(tmodel(tidx).view(-1, 512), ttgt)
+        tloss.backward()
+        tgrads = [tloss.detach()] + [p.grad for p in tmodel.parameters()]
+        # per tensor: max |difference| over max |torch's value| (loss and every gradient)
+        worst_eager = worst_torch = 0.0
+        for e, c, t in zip(grads[0], grads[1], tgrads):
+            c, e, t = c.cpu().numpy(), e.cpu().numpy(), t.detach().cpu().numpy()
+            scale = float(np.abs(t).max()) + 1e-12
+            worst_eager = max(worst_eager, float(np.abs(c - e).max()) / scale)
+            worst_torch = max(worst_torch, float(np.abs(c - t).max()) / scale)
+        out["max_rel_diff_vs_eager"] = float(f"{worst_eager:.2e}")
+        out["max_rel_diff_vs_torch"] = float(f"{worst_torch:.2e}")
+        if not worst_eager < 1e-2:
+            raise AssertionError(f"compiled gradients differ from eager: {worst_eager:.3g}")
+        tmodel.zero_grad(set_to_none=False)
+        em, em2 = ember_model(), ember_model()
+        ce, ct = ember.compile(em2), torch.compile(tmodel)
+        steps = {"ember_eager": (ember, step_fn(ember, em, em, eidx, etgt)),
+                 "ember_compiled": (ember, step_fn(ember, em2, ce, eidx, etgt)),
+                 "torch_eager": (torch, step_fn(torch, tmodel, tmodel, tidx, ttgt)),
+                 "torch_compiled": (torch, step_fn(torch, tmodel, ct, tidx, ttgt))}
+        out["ember_compile_s"] = round(first_call_s(ember, steps["ember_compiled"][1]), 2)
+        out["torch_compile_s"] = round(first_call_s(torch, steps["torch_compiled"][1]), 2)
+        for label, (fw, fn) in steps.items():
+            out[label + "_ms"] = round(median_ms(fw, fn, iters=10 if quick else 30), 4)
+    finally:
+        torch.set_default_device("cpu")
+        ember.set_default_device("cpu")
+    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    return out
+
+
+def cross_entropy(m, x, y):
+    return m.nn.functional.cross_entropy(x, y)
+
+
 def _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick):
     with ember.no_grad(), torch.no_grad():
         ce, ct = ember.compile(emodel), torch.compile(tmodel)
@@ -174,10 +258,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-gpt", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated rows: chain,softmax,layer_norm,ce,gpt,train,"
+                        "autotune (default: all)")
     parser.add_argument("--json")
     args = parser.parse_args()
     import torch
 
+    only = set(args.only.split(",")) if args.only else {"chain", "softmax", "layer_norm", "ce", "gpt", "train",
+                                                         "autotune"}
+    if args.no_gpt:
+        only -= {"gpt", "train"}
     rows_n, cols_n = (4096, 8192) if args.quick else (16384, 8192)
     copy_tbs = copy_bandwidth(torch, rows_n * cols_n)
     rows = []
@@ -187,25 +277,35 @@ def main():
         print(json.dumps(r), flush=True)
 
     add({"name": "copy", "torch_tbs": round(copy_tbs, 3)})
-    x = torch.randn(4 * 1024 * 1024, device="cuda")
-    add(row(torch, "chain_4M", chain, chain, (to_ember(x),), (x,), 2 * x.numel() * 4, copy_tbs))
+    if "chain" in only:
+        x = torch.randn(4 * 1024 * 1024, device="cuda")
+        add(row(torch, "chain_4M", chain, chain, (to_ember(x),), (x,), 2 * x.numel() * 4, copy_tbs))
     x = torch.randn(rows_n, cols_n, device="cuda")
     w, b = torch.randn(cols_n, device="cuda"), torch.randn(cols_n, device="cuda")
     ex, ew, eb = to_ember(x), to_ember(w), to_ember(b)
     nbytes = 2 * x.numel() * 4
-    base = {"softmax": row(torch, "softmax", softmax, softmax, (ex,), (x,), nbytes, copy_tbs, 1e-5, 1e-7)}
-    add(base["softmax"])
-    base["layer_norm"] = row(torch, "layer_norm", layer_norm, layer_norm, (ex, ew, eb), (x, w, b), nbytes, copy_tbs,
-                             1e-4, 1e-4)
-    add(base["layer_norm"])
-    if not args.no_gpt:
-        try:
-            add(gpt_row(torch, args.quick))
-        except Exception as exc:  # report, keep the other figures
-            add({"name": "gpt_fwd", "error": f"{type(exc).__name__}: {exc}"[:500]})
+    base = {}
+    if "softmax" in only:
+        base["softmax"] = row(torch, "softmax", softmax, softmax, (ex,), (x,), nbytes, copy_tbs, 1e-5, 1e-7)
+        add(base["softmax"])
+    if "layer_norm" in only:
+        base["layer_norm"] = row(torch, "layer_norm", layer_norm, layer_norm, (ex, ew, eb), (x, w, b), nbytes,
+                                 copy_tbs, 1e-4, 1e-4)
+        add(base["layer_norm"])
+    if "ce" in only:  # reads the logits once; the per-row losses and the mean are small
+        y = torch.randint(0, cols_n, (rows_n,), device="cuda")
+        add(row(torch, "cross_entropy", cross_entropy, cross_entropy, (ex, to_ember(y)), (x, y), x.numel() * 4,
+                copy_tbs, 1e-5, 1e-5))
+    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row)):
+        if name in only:
+            try:
+                add(fn(torch, args.quick))
+            except Exception as exc:  # report, keep the other figures
+                add({"name": f"gpt_{name}", "error": f"{type(exc).__name__}: {exc}"[:500]})
     for name, fn, ea, ta in (("softmax", softmax, (ex,), (x,)), ("layer_norm", layer_norm, (ex, ew, eb), (x, w, b))):
-        add(row(torch, name + "_max_autotune", fn, fn, ea, ta, nbytes, copy_tbs, 1e-4, 1e-4,
-                mode="max-autotune-no-cudagraphs", base=base[name]))
+        if "autotune" in only and name in base:
+            add(row(torch, name + "_max_autotune", fn, fn, ea, ta, nbytes, copy_tbs, 1e-4, 1e-4,
+                    mode="max-autotune-no-cudagraphs", base=base[name]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
