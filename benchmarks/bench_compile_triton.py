@@ -237,6 +237,28 @@ def gpt_train_row(torch, quick):
     return out
 
 
+def gpt_compile_row(torch, quick):
+    """ember.compile's first call of the mini-GPT forward in this process (run it in a second
+    process to see the warm caches: graphs, tuned configurations and cubins on disk)."""
+    from bench_compile_codegen import GPT
+
+    ns: dict = {}
+    exec(GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()"), ns)
+    ember.manual_seed(0)
+    model = ns["make_gpt"](ember.nn, ember).eval().to("cuda")
+    idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128))).to("cuda")
+    ember.set_default_device("cuda")
+    try:
+        with ember.no_grad():
+            ce = ember.compile(model)
+            out = {"name": "gpt_fwd_compile", "ember_compile_s": round(first_call_s(ember, lambda: ce(idx)), 3)}
+            got, want = ce(idx).cpu().numpy(), model(idx).cpu().numpy()
+            out["max_abs_diff_vs_eager"] = float(f"{np.abs(got - want).max():.2e}")
+    finally:
+        ember.set_default_device("cpu")
+    return out
+
+
 def cross_entropy(m, x, y):
     return m.nn.functional.cross_entropy(x, y)
 
@@ -259,7 +281,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-gpt", action="store_true")
     parser.add_argument("--only", default="", help="comma-separated rows: chain,softmax,layer_norm,ce,gpt,train,"
-                        "autotune (default: all)")
+                        "autotune, gptc (default: all but gptc)")
     parser.add_argument("--json")
     args = parser.parse_args()
     import torch
@@ -296,7 +318,7 @@ def main():
         y = torch.randint(0, cols_n, (rows_n,), device="cuda")
         add(row(torch, "cross_entropy", cross_entropy, cross_entropy, (ex, to_ember(y)), (x, y), x.numel() * 4,
                 copy_tbs, 1e-5, 1e-5))
-    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row)):
+    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row), ("gptc", gpt_compile_row)):
         if name in only:
             try:
                 add(fn(torch, args.quick))

@@ -389,9 +389,25 @@ def output_code_log(device: str) -> None:
         assert needle in text, f"{needle!r} missing from the output_code log:\n{text}"
 
 
+def graph_cache(device: str) -> None:
+    """The Triton graph cache across processes: with ``EMBER_EXPECT_HIT=1`` (a second process
+    on the same cache directory) the graph must come from the cache, and still be right."""
+    x = make_input((6, 40), ember.float32, specials=False).to(device)
+    w = make_input((40,), ember.float32, seed=3).to(device)
+    program = lambda t, x, w: (t.nn.functional.layer_norm(x.relu(), (40,), w), t.softmax(x * 2, -1))  # noqa: E731
+    compiled, _ = compile_program(program, [x, w])
+    art = compiled.artifact
+    assert art is not None and getattr(art, "triton_kernels", None), "not compiled by the Triton backend"
+    hit = getattr(art, "cache_hit", False)
+    expect = os.environ.get("EMBER_EXPECT_HIT") == "1"
+    assert hit == expect, f"cache hit {hit}, expected {expect}"
+    for i, (g, w_) in enumerate(zip(_flat(compiled(x, w)), _flat(program(ember, x.cpu(), w.cpu())))):
+        _close(g.cpu(), w_, 1e-4, 1e-5, f"graph cache output {i}")
+
+
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
            "training_step": training_step, "fallback_unsupported": fallback_unsupported,
-           "output_code_log": output_code_log}
+           "output_code_log": output_code_log, "graph_cache": graph_cache}
 
 
 def main(argv=None) -> int:

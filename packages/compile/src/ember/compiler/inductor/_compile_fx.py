@@ -121,12 +121,31 @@ def triton_kernels(gm, example_inputs) -> tuple:
     return graph, plan, specs
 
 
-def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
-    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``.
+def _triton_device(example_inputs):
+    tensors = [t for t in example_inputs if isinstance(t, Tensor)]
+    devices = {t._device for t in tensors if t._device.type != "cpu"}
+    return next(iter(devices)) if len(devices) == 1 else tensors[0]._device if tensors else None
 
-    Not kept in the graph cache (the kernel sources and cubins are cached on disk; the
-    lowering runs again in a new process).
-    """
+
+def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
+    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``;
+    kept in the graph cache with its kernel specs (``_triton_cache``)."""
+    from . import _triton_cache
+
+    device = _triton_device(example_inputs)
+    key = None
+    if config.graph_cache and device is not None:
+        try:
+            key = _triton_cache.graph_key(gm, example_inputs, device)
+        except _graphcache.Uncacheable as exc:
+            log.debug("graph not cached: %s", exc)
+        if key is not None:
+            try:
+                hit = _triton_cache.load_graph(key, gm)
+                if hit is not None:
+                    return _triton_from_entry(hit, start)
+            except Exception as exc:  # a stale or damaged entry: lower again (and overwrite it)
+                log.debug("graph cache entry %s unusable: %s", key, exc)
     graph, plan, specs = triton_kernels(gm, example_inputs)
     kernels = [e for e in plan if isinstance(e, Kernel)]
     backend = backend_for(graph.device)
@@ -134,15 +153,36 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
         raise GraphFallback(f"no Triton backend for {graph.device}")
     runners = {s.name: TritonKernel(s, graph.device, backend) for s in specs}
     signatures = {s.name: s.params for s in specs}
-    call, wrapper, _ = build_callable(graph, plan, signatures, runners, triton=True)
+    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True)
     source = "\n".join(s.source for s in specs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
     _log("output_code", lambda: f"ember inductor (Triton, {graph.device}): {len(kernels)} kernels, {externs} extern "
          f"calls, generated in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (Triton) ----\n"
          f"{source}")
+    if key is not None:
+        _triton_cache.store_graph(key, gm, graph, wrapper, names, specs, externs)
     artifact = CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
     artifact.triton_kernels = runners
+    return artifact
+
+
+def _triton_from_entry(hit, start) -> CompiledArtifact:
+    """A cached Triton graph: its wrapper linked to fresh launchers of its kernel specs."""
+    wrapper, namespace, specs, device, externs = hit
+    backend = backend_for(device)
+    if backend is None:
+        raise GraphFallback(f"no Triton backend for {device}")
+    runners = {s.name: TritonKernel(s, device, backend) for s in specs}
+    namespace.update(runners)
+    call = link(wrapper, namespace)
+    seconds = time.perf_counter() - start
+    source = "\n".join(s.source for s in specs)
+    _log("output_code", lambda: f"ember inductor (Triton, {device}): graph cache hit, {len(specs)} kernels, {externs} "
+         f"extern calls, linked in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}")
+    artifact = CompiledArtifact(call, wrapper, source, len(specs), externs, seconds)
+    artifact.triton_kernels = runners
+    artifact.cache_hit = True
     return artifact
 
 

@@ -13,7 +13,8 @@ memory.
 
 Tuning: the first launch for a size class times each candidate configuration (block sizes,
 warps) on the real buffers and keeps the fastest; ``max_autotune`` widens the candidates. A
-kernel that reads what it writes (an in-place update) is never re-run for timing.
+kernel that reads what it writes (an in-place update) is never re-run for timing. What was
+picked is kept on disk (``_triton_cache``): a later process launches it straight away.
 """
 
 from __future__ import annotations
@@ -249,6 +250,10 @@ class TritonKernel:
         self._arg_names = [what if kind == "ptr" else what.name for kind, what in spec.params] + ["xnumel"]
         self._index = device.index or 0
         self._stream = backend.current_stream if backend != "interpreter" else None
+        if not self.interpret and config.graph_cache:
+            from ._triton_cache import load_tuning
+
+            self.best.update(load_tuning(spec, device))
 
     def __call__(self, *args, xnumel: int, rnumel: int = 1):
         if xnumel == 0:
@@ -260,6 +265,10 @@ class TritonKernel:
             cfg = self.best.get(key)
             if cfg is None:
                 cfg = self.best[key] = self._choose(args, xnumel, rnumel)
+                if not self.interpret and config.graph_cache:
+                    from ._triton_cache import store_tuning
+
+                    store_tuning(self.spec, self.device, self.best)  # a later process skips the timing
             self._sized[(xnumel, rnumel)] = cfg
         self._launch(cfg, args, xnumel)
 
