@@ -336,7 +336,14 @@ class TritonKernelWriter(ReductionEmitter):
         lines += self._decompose(outer, "xindex", i)
         self.zero = "0 * xindex"
         if persistent:
-            lines += [f"{i}rindex = rbase", f"{i}rmask = rindex < rnumel", f"{i}xrmask = xmask & rmask"]
+            lines.append(f"{i}rindex = rbase")
+            n = int(rnumel)
+            if n >= 2 and n & (n - 1) == 0:
+                # RBLOCK is rnumel itself (``configs``): no element of the block lies past the row,
+                # and the loads and reductions need only the row mask (no per-element selects)
+                lines.append(f"{i}xrmask = xmask")
+            else:
+                lines += [f"{i}rmask = rindex < rnumel", f"{i}xrmask = xmask & rmask"]
             lines += self._decompose(inner, "rindex", i)
             self.zero_full = "0 * (xindex + rindex)"
             body = _Body(self, i, "xrmask")
