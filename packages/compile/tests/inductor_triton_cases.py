@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
-from inductor_test_helpers import compile_program, make_input, to_torch, tolerances  # noqa: E402
+from inductor_test_helpers import _flat, compile_program, make_input, to_torch, tolerances  # noqa: E402
+from inductor_test_helpers import assert_close as _close  # noqa: E402
 
 import ember  # noqa: E402
 import ember.nn.functional as F  # noqa: E402, F401 - programs reach it as t.nn.functional
@@ -207,23 +208,6 @@ def run_case(name: str, device: str) -> None:
         r = r.float() if r.dtype == torch.bfloat16 else r
         r = (ember.tensor(r.item()) if r.dim() == 0 else ember.tensor(r.numpy())).to(w.dtype)
         _close(g, r, rtol, atol, f"{name} output {i} vs torch")
-
-
-def _close(got, want, rtol, atol, what):
-    assert got.dtype is want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
-    g = got.double().numpy() if got.dtype.is_floating_point else got.numpy()
-    w = want.double().numpy() if want.dtype.is_floating_point else want.numpy()
-    if got.dtype.is_floating_point:
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-
-
-def _flat(out):
-    if isinstance(out, (list, tuple)):
-        return [x for o in out for x in _flat(o)]
-    return [out]
 
 
 def dynamic_batch(device: str) -> None:

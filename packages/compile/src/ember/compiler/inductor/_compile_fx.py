@@ -188,17 +188,8 @@ def _triton_from_entry(hit, start) -> CompiledArtifact:
 
 def _store(key, gm, graph, wrapper, names, parts, signatures, kernels, externs) -> None:
     """Writes the lowering's product to the graph cache, if every object it uses can be described."""
-    attr_of = {f"const_{n.name}": n.target for n in gm.graph.nodes if n.op == "get_attr"}
-    fixed = fixed_globals()
-    objects, constants = {}, {}
     try:
-        for name, obj in names.items():
-            if name in fixed or name in signatures:
-                continue
-            if name in graph.constants:
-                constants[name] = attr_of[name]
-            else:
-                objects[name] = _graphcache.describe(obj)
+        objects, constants = _graphcache.describe_names(names, {**fixed_globals(), **signatures}, gm, graph.constants)
     except _graphcache.Uncacheable as exc:
         log.debug("graph not cached: %s", exc)
         return

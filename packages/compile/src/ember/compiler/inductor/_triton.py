@@ -28,7 +28,7 @@ from ember._src import dtypes as dt
 
 from . import _triton_ops as T
 from ._cpp import collapse
-from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product
+from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product
 from ._scheduler import Kernel
 from ._triton_reduce import ReductionEmitter, Unsupported
 
@@ -38,24 +38,7 @@ PERSISTENT_MAX = 8192
 
 def index_text(expr) -> str:
     """Python/Triton text of a (non-negative, integer) sympy index expression."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return expr.name
-    if isinstance(expr, FloorDiv):
-        return f"({index_text(expr.args[0])} // {index_text(expr.args[1])})"
-    if isinstance(expr, ModularIndexing):
-        base, div, mod = expr.args
-        inner = index_text(base) if div == 1 else f"({index_text(base)} // {index_text(div)})"
-        return f"({inner} % {index_text(mod)})"
-    if expr.is_Add:
-        return "(" + " + ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Mul:
-        return "(" + " * ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
-        return "(" + " * ".join([index_text(expr.base)] * int(expr.exp)) + ")"
-    raise Unsupported(f"index expression {expr}")
+    return index_source(expr, "//", Unsupported)
 
 
 class TritonKernelSpec:

@@ -22,9 +22,7 @@ that is executed). A damaged entry is skipped and rewritten.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tempfile
 
 import sympy
 
@@ -97,20 +95,9 @@ def store_graph(key, gm, graph, wrapper: str, names: dict, specs, externs: int) 
     """Writes a compiled Triton graph to the cache, if every object its wrapper uses can be named."""
     from ._wrapper import fixed_globals
 
-    attr_of = {f"const_{n.name}": n.target for n in gm.graph.nodes if n.op == "get_attr"}
-    fixed = fixed_globals()
-    kernels = {s.name for s in specs}
-    objects, constants = {}, {}
+    kernels = dict.fromkeys(s.name for s in specs)
     try:
-        for name, obj in names.items():
-            if name in fixed or name in kernels:
-                continue
-            if name in graph.constants:
-                if name not in attr_of:
-                    raise _graphcache.Uncacheable(f"constant {name} is no attribute of the graph")
-                constants[name] = attr_of[name]
-            else:
-                objects[name] = _graphcache.describe(obj)
+        objects, constants = _graphcache.describe_names(names, {**fixed_globals(), **kernels}, gm, graph.constants)
     except _graphcache.Uncacheable:
         return
     _graphcache.store_entry(key, {"triton": _FORMAT, "wrapper": wrapper, "device": str(graph.device),
@@ -146,33 +133,15 @@ def _tune_path(spec, device) -> str:
 
 def load_tuning(spec, device) -> dict:
     """Size class -> configuration, as an earlier process tuned them ({} if none)."""
-    path = _tune_path(spec, device)
+    rows = _graphcache.read_json(_tune_path(spec, device))
     try:
-        st = os.stat(path)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return {}
-        with open(path, encoding="utf-8") as f:
-            rows = json.load(f)
-        return {(int(x), int(r)): (int(xb), int(rb), int(w)) for x, r, xb, rb, w in rows}
-    except (OSError, ValueError, TypeError):
+        return {(int(x), int(r)): (int(xb), int(rb), int(w)) for x, r, xb, rb, w in rows or ()}
+    except (TypeError, ValueError):
         return {}
 
 
 def store_tuning(spec, device, best: dict) -> None:
-    path = _tune_path(spec, device)
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tune-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump([[x, r, *cfg] for (x, r), cfg in sorted(best.items())], f)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only or full cache only costs the next process a tuning
+    _graphcache.write_json(_tune_path(spec, device), [[x, r, *cfg] for (x, r), cfg in sorted(best.items())])
 
 
 __all__ = ["graph_key", "load_graph", "load_tuning", "spec_from_json", "spec_to_json", "store_graph",
