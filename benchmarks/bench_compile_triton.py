@@ -220,13 +220,16 @@ def gpt_train_row(torch, quick):
         if not worst_eager < 1e-2:
             raise AssertionError(f"compiled gradients differ from eager: {worst_eager:.3g}")
         tmodel.zero_grad(set_to_none=False)
-        em, em2 = ember_model(), ember_model()
+        em, em2, em3 = ember_model(), ember_model(), ember_model()
         ce, ct = ember.compile(em2), torch.compile(tmodel)
+        cro = ember.compile(em3, mode="reduce-overhead")  # forward and backward replayed as CUDA graphs
         steps = {"ember_eager": (ember, step_fn(ember, em, em, eidx, etgt)),
                  "ember_compiled": (ember, step_fn(ember, em2, ce, eidx, etgt)),
+                 "ember_reduce_overhead": (ember, step_fn(ember, em3, cro, eidx, etgt)),
                  "torch_eager": (torch, step_fn(torch, tmodel, tmodel, tidx, ttgt)),
                  "torch_compiled": (torch, step_fn(torch, tmodel, ct, tidx, ttgt))}
         out["ember_compile_s"] = round(first_call_s(ember, steps["ember_compiled"][1]), 2)
+        first_call_s(ember, steps["ember_reduce_overhead"][1])
         out["torch_compile_s"] = round(first_call_s(torch, steps["torch_compiled"][1]), 2)
         for label, (fw, fn) in steps.items():
             out[label + "_ms"] = round(median_ms(fw, fn, iters=10 if quick else 30), 4)
@@ -234,6 +237,10 @@ def gpt_train_row(torch, quick):
         torch.set_default_device("cpu")
         ember.set_default_device("cpu")
     out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    from ember.compiler.inductor._cudagraphs import COUNTERS
+
+    out["cudagraphs"] = {k: COUNTERS[k] for k in ("captures", "replays", "failures")}
+    out["cudagraph_failures"] = COUNTERS["reasons"][:2]
     return out
 
 
