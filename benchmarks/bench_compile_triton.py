@@ -128,15 +128,22 @@ def layer_norm(m, x, w, b):
     return m.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
 
 
-def gpt_row(torch, quick):
+def gpt_source() -> str:
+    """``bench_compile_codegen``'s mini-GPT with its mask and positions made on the input's device
+    (torch.compile does not follow ``set_default_device`` into them: "found two different
+    devices", seen on the H200) and the causal mask from a float triu (ember's CUDA triu has no
+    bool kernel on main); the same program on both sides."""
     from bench_compile_codegen import GPT
 
+    source = GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_, device=idx.device).triu(1).bool()")
+    source = source.replace("self.pos(m.arange(T_))", "self.pos(m.arange(T_, device=idx.device))")
+    assert source.count("idx.device") == 2
+    return source
+
+
+def gpt_row(torch, quick):
     ns: dict = {}
-    # the causal mask made from a float triu: ember's CUDA triu has no bool kernel (found on the
-    # H200: "a Python number operand of a boolean CUDA kernel"); the same mask on both sides
-    source = GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()")
-    assert source != GPT
-    exec(source, ns)
+    exec(gpt_source(), ns)
     torch.manual_seed(0)
     tmodel = ns["make_gpt"](torch.nn, torch).eval().cuda()
     emodel = ns["make_gpt"](ember.nn, ember).eval()
@@ -146,8 +153,6 @@ def gpt_row(torch, quick):
     eidx, tidx = ember.tensor(idx).to("cuda"), torch.from_numpy(idx).cuda()
     out = {"name": "gpt_fwd"}
     # the model makes its mask and positions with factories: on the GPU too
-    torch.set_default_device("cuda")
-    ember.set_default_device("cuda")
     try:
         _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick)
     finally:
@@ -161,10 +166,8 @@ def gpt_train_row(torch, quick):
     """The mini-GPT training step (forward, cross-entropy, backward, SGD update), the model
     compiled: ember.compile (AOT forward + backward graphs on the Triton backend) beside
     torch.compile; one step's loss and gradients checked against eager first."""
-    from bench_compile_codegen import GPT
-
     ns: dict = {}
-    exec(GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()"), ns)
+    exec(gpt_source(), ns)
     torch.manual_seed(0)
     tmodel = ns["make_gpt"](torch.nn, torch).cuda()
     state = {k: v.cpu().numpy() for k, v in tmodel.state_dict().items()}
@@ -190,8 +193,6 @@ def gpt_train_row(torch, quick):
         return step
 
     out = {"name": "gpt_train"}
-    torch.set_default_device("cuda")
-    ember.set_default_device("cuda")
     try:
         # one step's loss and gradients: compiled vs eager ember, and vs torch
         grads = []
@@ -247,18 +248,32 @@ def gpt_train_row(torch, quick):
 def gpt_compile_row(torch, quick):
     """ember.compile's first call of the mini-GPT forward in this process (run it in a second
     process to see the warm caches: graphs, tuned configurations and cubins on disk)."""
-    from bench_compile_codegen import GPT
+    from ember.compiler.inductor import _compile_fx
 
     ns: dict = {}
-    exec(GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()"), ns)
+    exec(gpt_source(), ns)
     ember.manual_seed(0)
     model = ns["make_gpt"](ember.nn, ember).eval().to("cuda")
     idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128))).to("cuda")
-    ember.set_default_device("cuda")
     try:
+        built = []
+        original = _compile_fx.lower_and_build
+
+        def spy(gm, inputs):
+            built.append(original(gm, inputs))
+            return built[-1]
+
+        _compile_fx.lower_and_build = spy
+        try:
+            with ember.no_grad():
+                ce = ember.compile(model)
+                out = {"name": "gpt_fwd_compile",
+                       "ember_compile_s": round(first_call_s(ember, lambda: ce(idx)), 3)}
+        finally:
+            _compile_fx.lower_and_build = original
+        out["graphs"] = [{"triton_kernels": len(getattr(a, "triton_kernels", ()) or ()), "externs": a.extern_count,
+                          "cache_hit": getattr(a, "cache_hit", False)} for a in built]
         with ember.no_grad():
-            ce = ember.compile(model)
-            out = {"name": "gpt_fwd_compile", "ember_compile_s": round(first_call_s(ember, lambda: ce(idx)), 3)}
             got, want = ce(idx).cpu().numpy(), model(idx).cpu().numpy()
             out["max_abs_diff_vs_eager"] = float(f"{np.abs(got - want).max():.2e}")
     finally:

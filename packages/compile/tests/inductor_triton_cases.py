@@ -389,9 +389,41 @@ def graph_cache(device: str) -> None:
         _close(g.cpu(), w_, 1e-4, 1e-5, f"graph cache output {i}")
 
 
+def persistent_rows_share_loads(device: str) -> None:
+    """Persistent reductions with several rows a block (the layer_norm weight and bias loaded
+    once as a [1, RBLOCK] block the rows share; a row length that is a power of two, unmasked,
+    and one that is not), forced to the widest candidate, vs eager."""
+    from ember.compiler.inductor import _triton_runtime
+
+    original = _triton_runtime.configs
+
+    def widest(spec, xnumel, rnumel, max_autotune):
+        found = original(spec, xnumel, rnumel, max_autotune)
+        return sorted(found, key=lambda c: -c[0])
+
+    _triton_runtime.configs = widest
+    try:
+        for cols in (64, 48):
+            x = make_input((11, cols), ember.float32, specials=False, seed=cols).to(device)
+            w = make_input((cols,), ember.float32, seed=1).to(device)
+            b = make_input((cols,), ember.float32, seed=2).to(device)
+            program = lambda t, x, w, b, c=cols: (t.nn.functional.layer_norm(x, (c,), w, b),  # noqa: E731
+                                                  (x * w).sum(-1), (w + 0 * x).amax(-1))
+            compiled, _ = compile_program(program, [x, w, b])
+            runners = getattr(compiled.artifact, "triton_kernels", None)
+            assert runners, "not compiled by the Triton backend"
+            for i, (g, w_) in enumerate(zip(_flat(compiled(x, w, b)), _flat(program(ember, x.cpu(), w.cpu(),
+                                                                                         b.cpu())))):
+                _close(g.cpu(), w_, 1e-4, 1e-5, f"{cols} columns, output {i}")
+            assert any(cfg[0] > 1 for r in runners.values() for cfg in r.best.values()), "one row a block"
+    finally:
+        _triton_runtime.configs = original
+
+
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
            "training_step": training_step, "fallback_unsupported": fallback_unsupported,
-           "output_code_log": output_code_log, "graph_cache": graph_cache}
+           "output_code_log": output_code_log, "graph_cache": graph_cache,
+           "persistent_rows_share_loads": persistent_rows_share_loads}
 
 
 def main(argv=None) -> int:

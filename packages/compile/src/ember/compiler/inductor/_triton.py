@@ -141,6 +141,8 @@ class TritonKernelWriter(ReductionEmitter):
         self.subs: dict = {}
         self.helpers: set[str] = set()
         self.zero = "0"  # a block of zeros shaped like the stores' index (a scalar index needs one)
+        self.shared_mask = "rmask"  # the mask of a load every row of a reduction block shares
+        self.inner_vars = self.outer_vars = frozenset()
 
     def body(self, indent: str, mask: str) -> _Body:
         return _Body(self, indent, mask)
@@ -184,6 +186,15 @@ class TritonKernelWriter(ReductionEmitter):
     def load_text(self, load: Load, mask: str) -> str:
         ptr = self.param(load.buf)
         block = self.zero if mask == "xmask" else self.zero_full  # a per-row load, or a full one
+        if mask == "xrmask":
+            free = load.index.xreplace(self.subs).free_symbols
+            if free & self.inner_vars and not free & self.outer_vars:
+                # the same elements for every row (layer_norm's weight): a [1, RBLOCK] load that
+                # the rows of the block share, masked by the row length alone
+                mask = self.shared_mask
+                if mask is None:
+                    text = f"tl.load({ptr} + ({self.index(load.index, block)}))"
+                    return text + (".to(tl.float32)" if load.storage_dtype in (dt.float16, dt.bfloat16) else "")
         text = f"tl.load({ptr} + ({self.index(load.index, block)}), {mask}, other=0)"
         if load.storage_dtype in (dt.float16, dt.bfloat16):
             text += ".to(tl.float32)"  # Note [Compute dtype] in _ir
@@ -325,6 +336,7 @@ class TritonKernelWriter(ReductionEmitter):
                 # RBLOCK is rnumel itself (``configs``): no element of the block lies past the row,
                 # and the loads and reductions need only the row mask (no per-element selects)
                 lines.append(f"{i}xrmask = xmask")
+                self.shared_mask = None
             else:
                 lines += [f"{i}rmask = rindex < rnumel", f"{i}xrmask = xmask & rmask"]
             lines += self._decompose(inner, "rindex", i)

@@ -147,10 +147,11 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             out.append((xb, 1, w))
     elif spec.persistent:
         rb = max(2, _pow2(rnumel))
-        xbs = [1, 2, 4, 8, 16, 32, 64] if max_autotune else [1, 4, 16]
+        xbs = [1, 2, 4, 8, 16, 32, 64] if max_autotune else [1, 2, 4, 16]
         for xb in xbs:
             xb = min(xb, max(1, _pow2(xnumel)))
-            if xb * rb > (16384 if max_autotune else 8192) and xb > 1:
+            # several rows a block share the loads every row reads (a weight): up to 16K elements
+            if xb * rb > (32768 if max_autotune else 16384) and xb > 1:
                 continue
             elems = xb * rb
             # 8 to 64 elements a thread; more variants under max-autotune
