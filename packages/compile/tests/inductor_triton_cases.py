@@ -128,6 +128,15 @@ def pointwise_empty():
 
 
 @case
+def masked_fill_number():
+    # masked_fill with a Python number: on CUDA the number reaches the graph as a 0-dim CPU
+    # tensor input beside the device tensors, which the wrapper moves to the device
+    return (lambda t, x, m: t.softmax(x.masked_fill(m, float("-inf")), -1) * 2,
+            [make_input((6, 16), ember.float32, specials=False), make_input((16,), ember.bool, seed=4)],
+            {"rtol": 1e-5, "atol": 1e-6})
+
+
+@case
 def reduction_sum_mean_keepdim():
     return (lambda t, x: (x.sum(-1), x.mean(1, keepdim=True), (x * x).sum(0), x.sum()),
             [make_input((12, 70), ember.float32, specials=False)], {"rtol": 1e-5, "atol": 1e-5})

@@ -317,10 +317,12 @@ def _lazy(compiler):
 
     def compile_later(gm, example_inputs):
         box: list = []
+        settings = config.snapshot()  # the mode's settings, in force now, for the later compile
 
         def run(*args):
             if not box:
-                box.append(compiler(gm, example_inputs))
+                with config.patch(settings):
+                    box.append(compiler(gm, example_inputs))
             return box[0](*args)
 
         return run
@@ -336,11 +338,13 @@ def _at_first_call(compiler):
 
     def compile_later(gm, example_inputs):
         box: list = []
+        settings = config.snapshot()  # mode="reduce-overhead" and the like hold for the later compile
 
         def run(*args):
             if not box:
                 real = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
-                box.append(compiler(gm, real))
+                with config.patch(settings):
+                    box.append(compiler(gm, real))
             return box[0](*args)
 
         return run
