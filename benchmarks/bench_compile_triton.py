@@ -11,14 +11,18 @@ the first call's wall time (cold kernel caches: this run's own). Prints a table;
 
     python benchmarks/bench_compile_triton.py [--quick] [--no-gpt] [--json out.json]
 
-Measured on the H200 (2026-12-02, two runs; PyTorch 2.11+cu130, Triton 3.6): copy 3.87-4.01
-TB/s; softmax compiled 0.330-0.373 ms = 2.88-3.26 TB/s (72-84% of copy; torch.compile
-0.433-0.522 ms: 1.31-1.40x), max-autotune 0.308-0.323 ms (83-90%; 1.41-1.61x); layer_norm
-0.334-0.381 ms = 2.82-3.21 TB/s (70-83%; torch.compile 0.318-0.321 ms: 0.84-0.96x); the 4M
-chain is bound by the host (ember.compile's per-call front end: 106-121 us a call against
-torch.compile's 47-59 us; its 33.5 MB of traffic take ~9 us at copy bandwidth). The mini-GPT
-row failed in those runs (ember's CUDA triu had no bool kernel; the mask is now made from a
-float triu).
+Measured on the H200 (2026-12-02 session 4, one full-size run; PyTorch 2.11+cu130, Triton 3.6;
+copy 4.07 TB/s): softmax compiled 0.368 ms = 2.92 TB/s (72% of copy; torch.compile 0.429 ms:
+1.17x), max-autotune 0.308 ms = 3.48 TB/s (86%; 1.39x); layer_norm 0.340 ms = 3.16 TB/s (78%;
+torch.compile 0.377 ms: 1.11x; rows of a block share the weight/bias loads, no per-element mask
+for power-of-two rows); cross_entropy (reads the logits once) 0.397 ms = 1.35 TB/s (33%;
+torch.compile 0.275 ms: 0.69x; the graph calls ember's ``_class_nll`` CUDA op, which is slower
+than eager ember's fused cross-entropy, 0.239 ms). In that run the mini-GPT rows ran the forward
+uncompiled (masked_fill's number reached the graph as a 0-dim CPU input, which sent it to eager:
+fixed after the run, not re-measured): forward 15.7 ms against torch.compile's 1.68; the
+training step 20.6 ms (backward compiled, gradients within 3.6e-7 of eager) against 8.5, and
+its first backward spent 63 s compiling every block-size candidate of every kernel (small
+launches are no longer tuned: ``TUNE_MIN_ELEMENTS``).
 """
 
 from __future__ import annotations

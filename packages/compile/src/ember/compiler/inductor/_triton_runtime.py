@@ -31,6 +31,10 @@ from ._codecache import cache_dir
 
 _MODULES: dict = {}
 _LOCK = threading.Lock()
+# Launches over fewer elements take the first candidate untimed: they run for microseconds, where
+# configurations differ by less than compiling the others costs (the mini-GPT's backward compiled
+# ~60 kernels x 3-6 candidates on the H200: 63 s before its first step). max_autotune times all.
+TUNE_MIN_ELEMENTS = 1 << 22
 
 
 def triton_available() -> bool:
@@ -147,6 +151,9 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             out.append((xb, 1, w))
     elif spec.persistent:
         rb = max(2, _pow2(rnumel))
+        # first (the pick of an untuned launch): ~2K elements a block, 8 a thread
+        xb = max(1, min(_pow2(xnumel), 2048 // rb))
+        out.append((xb, rb, max(1, min(8, xb * rb // 256))))
         xbs = [1, 2, 4, 8, 16, 32, 64] if max_autotune else [1, 2, 4, 16]
         for xb in xbs:
             xb = min(xb, max(1, _pow2(xnumel)))
@@ -275,8 +282,9 @@ class TritonKernel:
 
     def _choose(self, args, xnumel, rnumel):
         candidates = configs(self.spec, xnumel, rnumel, self.max_autotune)
+        small = xnumel * rnumel < TUNE_MIN_ELEMENTS and not self.max_autotune
         if len(candidates) == 1 or self.interpret or self.spec.inplace or not config.triton.autotune \
-                or _capturing(self.device):
+                or small or _capturing(self.device):
             return candidates[0]
         import ember
 
