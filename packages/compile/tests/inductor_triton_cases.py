@@ -295,18 +295,10 @@ def fuzz(device: str) -> None:
     transposed) through the Triton backend, compiled vs eager; ``EMBER_TRITON_FUZZ`` graphs."""
     import random
 
-    from test_inductor_fuzz import _inputs, _random_program
+    from test_inductor_fuzz import draw_program
 
     for seed in range(int(os.environ.get("EMBER_TRITON_FUZZ", "10"))):
-        rng = random.Random(5000 + seed)
-        for _ in range(50):  # draw until a program is valid eagerly
-            program, shapes = _random_program(rng, rng.randint(4, 10))
-            inputs = _inputs(shapes, seed)
-            try:
-                want = program(ember, *inputs)
-                break
-            except RuntimeError:
-                continue
+        program, inputs, want = draw_program(random.Random(5000 + seed), seed)
         dev_inputs = [x.to(device) for x in inputs]
         compiled, _ = compile_program(program, dev_inputs)
         assert compiled.artifact is not None and getattr(compiled.artifact, "triton_kernels", None) is not None
