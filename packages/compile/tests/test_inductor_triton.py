@@ -128,6 +128,9 @@ def test_block_size_candidates():
     Spec.reduction = Spec.persistent = True
     for _xb, rb, warps in _triton_runtime.configs(Spec, 16384, 8192, False):
         assert rb >= 8192 and 1 <= warps <= 16  # a persistent row fits one block
+    xb, rb, warps = _triton_runtime.configs(Spec, 2048, 256, False)[0]  # the untuned pick: rows share a block
+    assert rb == 256 and xb * rb == 2048 and warps == 8
+    assert any(c[0] > 1 for c in _triton_runtime.configs(Spec, 16384, 8192, False))  # 2 rows a block tried
     Spec.persistent = False
     looped = _triton_runtime.configs(Spec, 64, 100000, False)
     assert all(rb < 100000 for _, rb, _ in looped)

@@ -304,12 +304,13 @@ class CompiledGraph:
 def compile_fx_inner(gm, example_inputs, **kwargs):
     """Compiles one forward, backward or inference graph (no autograd of its own); with
     ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph."""
-    compiled = CompiledGraph(gm, example_inputs)
     if config.triton.cudagraphs:
-        from ._cudagraphs import cudagraphify
+        from ._cudagraphs import _scalars_to_device, cudagraphify
 
-        return cudagraphify(compiled, example_inputs)
-    return compiled
+        # specialized to the inputs the graph will replay with (0-dim CPU tensors moved over)
+        example_inputs = list(_scalars_to_device(tuple(example_inputs)))
+        return cudagraphify(CompiledGraph(gm, example_inputs), example_inputs)
+    return CompiledGraph(gm, example_inputs)
 
 
 def _lazy(compiler):

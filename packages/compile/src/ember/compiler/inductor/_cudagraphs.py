@@ -79,10 +79,8 @@ class CudaGraphed:
             boxed = True
         else:
             boxed = False
-        if self.disabled:
-            return self._plain(args, boxed)
         args = _scalars_to_device(args)
-        if not _all_cuda(args):
+        if self.disabled or not _all_cuda(args):
             return self._plain(args, boxed)
         sig = _signature(args)
         entry = self.entries.get(sig)
