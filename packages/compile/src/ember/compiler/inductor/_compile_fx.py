@@ -137,7 +137,7 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
     if config.graph_cache and device is not None:
         try:
             key = _triton_cache.graph_key(gm, example_inputs, device)
-        except _graphcache.Uncacheable as exc:
+        except Exception as exc:  # noqa: BLE001 - Uncacheable, or a key input unreadable here: no cache
             log.debug("graph not cached: %s", exc)
         if key is not None:
             try:
