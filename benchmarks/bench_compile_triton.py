@@ -11,14 +11,18 @@ the first call's wall time (cold kernel caches: this run's own). Prints a table;
 
     python benchmarks/bench_compile_triton.py [--quick] [--no-gpt] [--json out.json]
 
-Measured on the H200 (2026-12-02, two runs; PyTorch 2.11+cu130, Triton 3.6): copy 3.87-4.01
-TB/s; softmax compiled 0.330-0.373 ms = 2.88-3.26 TB/s (72-84% of copy; torch.compile
-0.433-0.522 ms: 1.31-1.40x), max-autotune 0.308-0.323 ms (83-90%; 1.41-1.61x); layer_norm
-0.334-0.381 ms = 2.82-3.21 TB/s (70-83%; torch.compile 0.318-0.321 ms: 0.84-0.96x); the 4M
-chain is bound by the host (ember.compile's per-call front end: 106-121 us a call against
-torch.compile's 47-59 us; its 33.5 MB of traffic take ~9 us at copy bandwidth). The mini-GPT
-row failed in those runs (ember's CUDA triu had no bool kernel; the mask is now made from a
-float triu).
+Measured on the H200 (2026-12-02 session 4, one full-size run; PyTorch 2.11+cu130, Triton 3.6;
+copy 4.07 TB/s): softmax compiled 0.368 ms = 2.92 TB/s (72% of copy; torch.compile 0.429 ms:
+1.17x), max-autotune 0.308 ms = 3.48 TB/s (86%; 1.39x); layer_norm 0.340 ms = 3.16 TB/s (78%;
+torch.compile 0.377 ms: 1.11x; rows of a block share the weight/bias loads, no per-element mask
+for power-of-two rows); cross_entropy (reads the logits once) 0.397 ms = 1.35 TB/s (33%;
+torch.compile 0.275 ms: 0.69x; the graph calls ember's ``_class_nll`` CUDA op, which is slower
+than eager ember's fused cross-entropy, 0.239 ms). In that run the mini-GPT rows ran the forward
+uncompiled (masked_fill's number reached the graph as a 0-dim CPU input, which sent it to eager:
+fixed after the run, not re-measured): forward 15.7 ms against torch.compile's 1.68; the
+training step 20.6 ms (backward compiled, gradients within 3.6e-7 of eager) against 8.5, and
+its first backward spent 63 s compiling every block-size candidate of every kernel (small
+launches are no longer tuned: ``TUNE_MIN_ELEMENTS``).
 """
 
 from __future__ import annotations
@@ -128,15 +132,22 @@ def layer_norm(m, x, w, b):
     return m.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
 
 
-def gpt_row(torch, quick):
+def gpt_source() -> str:
+    """``bench_compile_codegen``'s mini-GPT with its mask and positions made on the input's device
+    (torch.compile does not follow ``set_default_device`` into them: "found two different
+    devices", seen on the H200) and the causal mask from a float triu (ember's CUDA triu has no
+    bool kernel on main); the same program on both sides."""
     from bench_compile_codegen import GPT
 
+    source = GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_, device=idx.device).triu(1).bool()")
+    source = source.replace("self.pos(m.arange(T_))", "self.pos(m.arange(T_, device=idx.device))")
+    assert source.count("idx.device") == 2
+    return source
+
+
+def gpt_row(torch, quick):
     ns: dict = {}
-    # the causal mask made from a float triu: ember's CUDA triu has no bool kernel (found on the
-    # H200: "a Python number operand of a boolean CUDA kernel"); the same mask on both sides
-    source = GPT.replace("m.ones(T_, T_, dtype=m.bool).triu(1)", "m.ones(T_, T_).triu(1).bool()")
-    assert source != GPT
-    exec(source, ns)
+    exec(gpt_source(), ns)
     torch.manual_seed(0)
     tmodel = ns["make_gpt"](torch.nn, torch).eval().cuda()
     emodel = ns["make_gpt"](ember.nn, ember).eval()
@@ -146,8 +157,6 @@ def gpt_row(torch, quick):
     eidx, tidx = ember.tensor(idx).to("cuda"), torch.from_numpy(idx).cuda()
     out = {"name": "gpt_fwd"}
     # the model makes its mask and positions with factories: on the GPU too
-    torch.set_default_device("cuda")
-    ember.set_default_device("cuda")
     try:
         _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick)
     finally:
@@ -155,6 +164,129 @@ def gpt_row(torch, quick):
         ember.set_default_device("cpu")
     out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
     return out
+
+
+def gpt_train_row(torch, quick):
+    """The mini-GPT training step (forward, cross-entropy, backward, SGD update), the model
+    compiled: ember.compile (AOT forward + backward graphs on the Triton backend) beside
+    torch.compile; one step's loss and gradients checked against eager first."""
+    ns: dict = {}
+    exec(gpt_source(), ns)
+    torch.manual_seed(0)
+    tmodel = ns["make_gpt"](torch.nn, torch).cuda()
+    state = {k: v.cpu().numpy() for k, v in tmodel.state_dict().items()}
+    rng = np.random.default_rng(0)
+    idx, tgt = rng.integers(0, 512, (16, 128)), rng.integers(0, 512, (16 * 128,))
+    eidx, etgt = ember.tensor(idx).to("cuda"), ember.tensor(tgt).to("cuda")
+    tidx, ttgt = torch.from_numpy(idx).cuda(), torch.from_numpy(tgt).cuda()
+
+    def ember_model():
+        m = ns["make_gpt"](ember.nn, ember)
+        m.load_state_dict({k: ember.tensor(v) for k, v in state.items()})
+        return m.to("cuda")
+
+    def step_fn(fw, model, fn, x, y):
+        opt = fw.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            loss = fw.nn.functional.cross_entropy(fn(x).view(-1, 512), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+            return loss
+        return step
+
+    out = {"name": "gpt_train"}
+    try:
+        # one step's loss and gradients: compiled vs eager ember, and vs torch
+        grads = []
+        for compiled in (False, True):
+            m = ember_model()
+            fn = ember.compile(m) if compiled else m
+            loss = ember.nn.functional.cross_entropy(fn(eidx).view(-1, 512), etgt)
+            t0 = time.perf_counter()
+            loss.backward()
+            ember.cuda.synchronize()
+            if compiled:
+                out["ember_backward_first_s"] = round(time.perf_counter() - t0, 2)
+            grads.append([loss.detach()] + [p.grad for p in m.parameters()])
+        tloss = torch.nn.functional.cross_entropy(tmodel(tidx).view(-1, 512), ttgt)
+        tloss.backward()
+        tgrads = [tloss.detach()] + [p.grad for p in tmodel.parameters()]
+        # per tensor: max |difference| over max |torch's value| (loss and every gradient)
+        worst_eager = worst_torch = 0.0
+        for e, c, t in zip(grads[0], grads[1], tgrads):
+            c, e, t = c.cpu().numpy(), e.cpu().numpy(), t.detach().cpu().numpy()
+            scale = float(np.abs(t).max()) + 1e-12
+            worst_eager = max(worst_eager, float(np.abs(c - e).max()) / scale)
+            worst_torch = max(worst_torch, float(np.abs(c - t).max()) / scale)
+        out["max_rel_diff_vs_eager"] = float(f"{worst_eager:.2e}")
+        out["max_rel_diff_vs_torch"] = float(f"{worst_torch:.2e}")
+        if not worst_eager < 1e-2:
+            raise AssertionError(f"compiled gradients differ from eager: {worst_eager:.3g}")
+        tmodel.zero_grad(set_to_none=False)
+        em, em2, em3 = ember_model(), ember_model(), ember_model()
+        ce, ct = ember.compile(em2), torch.compile(tmodel)
+        cro = ember.compile(em3, mode="reduce-overhead")  # forward and backward replayed as CUDA graphs
+        steps = {"ember_eager": (ember, step_fn(ember, em, em, eidx, etgt)),
+                 "ember_compiled": (ember, step_fn(ember, em2, ce, eidx, etgt)),
+                 "ember_reduce_overhead": (ember, step_fn(ember, em3, cro, eidx, etgt)),
+                 "torch_eager": (torch, step_fn(torch, tmodel, tmodel, tidx, ttgt)),
+                 "torch_compiled": (torch, step_fn(torch, tmodel, ct, tidx, ttgt))}
+        out["ember_compile_s"] = round(first_call_s(ember, steps["ember_compiled"][1]), 2)
+        first_call_s(ember, steps["ember_reduce_overhead"][1])
+        out["torch_compile_s"] = round(first_call_s(torch, steps["torch_compiled"][1]), 2)
+        for label, (fw, fn) in steps.items():
+            out[label + "_ms"] = round(median_ms(fw, fn, iters=10 if quick else 30), 4)
+    finally:
+        torch.set_default_device("cpu")
+        ember.set_default_device("cpu")
+    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    from ember.compiler.inductor._cudagraphs import COUNTERS
+
+    out["cudagraphs"] = {k: COUNTERS[k] for k in ("captures", "replays", "failures")}
+    out["cudagraph_failures"] = COUNTERS["reasons"][:2]
+    return out
+
+
+def gpt_compile_row(torch, quick):
+    """ember.compile's first call of the mini-GPT forward in this process (run it in a second
+    process to see the warm caches: graphs, tuned configurations and cubins on disk)."""
+    from ember.compiler.inductor import _compile_fx
+
+    ns: dict = {}
+    exec(gpt_source(), ns)
+    ember.manual_seed(0)
+    model = ns["make_gpt"](ember.nn, ember).eval().to("cuda")
+    idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128))).to("cuda")
+    try:
+        built = []
+        original = _compile_fx.lower_and_build
+
+        def spy(gm, inputs):
+            built.append(original(gm, inputs))
+            return built[-1]
+
+        _compile_fx.lower_and_build = spy
+        try:
+            with ember.no_grad():
+                ce = ember.compile(model)
+                out = {"name": "gpt_fwd_compile",
+                       "ember_compile_s": round(first_call_s(ember, lambda: ce(idx)), 3)}
+        finally:
+            _compile_fx.lower_and_build = original
+        out["graphs"] = [{"triton_kernels": len(getattr(a, "triton_kernels", ()) or ()), "externs": a.extern_count,
+                          "cache_hit": getattr(a, "cache_hit", False)} for a in built]
+        with ember.no_grad():
+            got, want = ce(idx).cpu().numpy(), model(idx).cpu().numpy()
+            out["max_abs_diff_vs_eager"] = float(f"{np.abs(got - want).max():.2e}")
+    finally:
+        ember.set_default_device("cpu")
+    return out
+
+
+def cross_entropy(m, x, y):
+    return m.nn.functional.cross_entropy(x, y)
 
 
 def _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick):
@@ -174,10 +306,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-gpt", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated rows: chain,softmax,layer_norm,ce,gpt,train,"
+                        "autotune, gptc (default: all but gptc)")
     parser.add_argument("--json")
     args = parser.parse_args()
     import torch
 
+    only = set(args.only.split(",")) if args.only else {"chain", "softmax", "layer_norm", "ce", "gpt", "train",
+                                                         "autotune"}
+    if args.no_gpt:
+        only -= {"gpt", "train"}
     rows_n, cols_n = (4096, 8192) if args.quick else (16384, 8192)
     copy_tbs = copy_bandwidth(torch, rows_n * cols_n)
     rows = []
@@ -187,25 +325,35 @@ def main():
         print(json.dumps(r), flush=True)
 
     add({"name": "copy", "torch_tbs": round(copy_tbs, 3)})
-    x = torch.randn(4 * 1024 * 1024, device="cuda")
-    add(row(torch, "chain_4M", chain, chain, (to_ember(x),), (x,), 2 * x.numel() * 4, copy_tbs))
+    if "chain" in only:
+        x = torch.randn(4 * 1024 * 1024, device="cuda")
+        add(row(torch, "chain_4M", chain, chain, (to_ember(x),), (x,), 2 * x.numel() * 4, copy_tbs))
     x = torch.randn(rows_n, cols_n, device="cuda")
     w, b = torch.randn(cols_n, device="cuda"), torch.randn(cols_n, device="cuda")
     ex, ew, eb = to_ember(x), to_ember(w), to_ember(b)
     nbytes = 2 * x.numel() * 4
-    base = {"softmax": row(torch, "softmax", softmax, softmax, (ex,), (x,), nbytes, copy_tbs, 1e-5, 1e-7)}
-    add(base["softmax"])
-    base["layer_norm"] = row(torch, "layer_norm", layer_norm, layer_norm, (ex, ew, eb), (x, w, b), nbytes, copy_tbs,
-                             1e-4, 1e-4)
-    add(base["layer_norm"])
-    if not args.no_gpt:
-        try:
-            add(gpt_row(torch, args.quick))
-        except Exception as exc:  # report, keep the other figures
-            add({"name": "gpt_fwd", "error": f"{type(exc).__name__}: {exc}"[:500]})
+    base = {}
+    if "softmax" in only:
+        base["softmax"] = row(torch, "softmax", softmax, softmax, (ex,), (x,), nbytes, copy_tbs, 1e-5, 1e-7)
+        add(base["softmax"])
+    if "layer_norm" in only:
+        base["layer_norm"] = row(torch, "layer_norm", layer_norm, layer_norm, (ex, ew, eb), (x, w, b), nbytes,
+                                 copy_tbs, 1e-4, 1e-4)
+        add(base["layer_norm"])
+    if "ce" in only:  # reads the logits once; the per-row losses and the mean are small
+        y = torch.randint(0, cols_n, (rows_n,), device="cuda")
+        add(row(torch, "cross_entropy", cross_entropy, cross_entropy, (ex, to_ember(y)), (x, y), x.numel() * 4,
+                copy_tbs, 1e-5, 1e-5))
+    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row), ("gptc", gpt_compile_row)):
+        if name in only:
+            try:
+                add(fn(torch, args.quick))
+            except Exception as exc:  # report, keep the other figures
+                add({"name": f"gpt_{name}", "error": f"{type(exc).__name__}: {exc}"[:500]})
     for name, fn, ea, ta in (("softmax", softmax, (ex,), (x,)), ("layer_norm", layer_norm, (ex, ew, eb), (x, w, b))):
-        add(row(torch, name + "_max_autotune", fn, fn, ea, ta, nbytes, copy_tbs, 1e-4, 1e-4,
-                mode="max-autotune-no-cudagraphs", base=base[name]))
+        if "autotune" in only and name in base:
+            add(row(torch, name + "_max_autotune", fn, fn, ea, ta, nbytes, copy_tbs, 1e-4, 1e-4,
+                    mode="max-autotune-no-cudagraphs", base=base[name]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)

@@ -22,7 +22,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
-from inductor_test_helpers import compile_program, make_input, to_torch, tolerances  # noqa: E402
+from inductor_test_helpers import _flat, compile_program, make_input, to_torch, tolerances  # noqa: E402
+from inductor_test_helpers import assert_close as _close  # noqa: E402
+from inductor_triton_special_cases import SPECIAL  # noqa: E402 - the checks that are more than one program
 
 import ember  # noqa: E402
 import ember.nn.functional as F  # noqa: E402, F401 - programs reach it as t.nn.functional
@@ -127,6 +129,15 @@ def pointwise_empty():
 
 
 @case
+def masked_fill_number():
+    # masked_fill with a Python number: on CUDA the number reaches the graph as a 0-dim CPU
+    # tensor input beside the device tensors, which the wrapper moves to the device
+    return (lambda t, x, m: t.softmax(x.masked_fill(m, float("-inf")), -1) * 2,
+            [make_input((6, 16), ember.float32, specials=False), make_input((16,), ember.bool, seed=4)],
+            {"rtol": 1e-5, "atol": 1e-6})
+
+
+@case
 def reduction_sum_mean_keepdim():
     return (lambda t, x: (x.sum(-1), x.mean(1, keepdim=True), (x * x).sum(0), x.sum()),
             [make_input((12, 70), ember.float32, specials=False)], {"rtol": 1e-5, "atol": 1e-5})
@@ -209,40 +220,6 @@ def run_case(name: str, device: str) -> None:
         _close(g, r, rtol, atol, f"{name} output {i} vs torch")
 
 
-def _close(got, want, rtol, atol, what):
-    assert got.dtype is want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
-    g = got.double().numpy() if got.dtype.is_floating_point else got.numpy()
-    w = want.double().numpy() if want.dtype.is_floating_point else want.numpy()
-    if got.dtype.is_floating_point:
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-
-
-def _flat(out):
-    if isinstance(out, (list, tuple)):
-        return [x for o in out for x in _flat(o)]
-    return [out]
-
-
-def dynamic_batch(device: str) -> None:
-    """A new batch size re-lowers the graph but reuses the kernel source (no new compile)."""
-    from ember.compiler.inductor import _triton_runtime
-
-    fn = ember.compile(lambda x: ember.softmax(x * 2, -1) + 1, dynamic=True)
-    outs = []
-    sources = []
-    for rows in (3, 5, 7):
-        x = make_input((rows, 48), ember.float32, specials=False, seed=rows).to(device)
-        outs.append((fn(x).cpu(), ember.softmax(x.cpu() * 2, -1) + 1))
-        sources.append(frozenset(k[0] for k in _triton_runtime._MODULES))
-    for got, want in outs:
-        _close(got, want, 1e-5, 1e-6, "dynamic batch")
-    if device == "cpu":  # (on a GPU the plugin imports the sources: its own cache counts them)
-        assert sources[0] == sources[1] == sources[2], "a new batch size produced new kernel sources"
-
-
 def compile_sm90(names) -> None:
     """Each case's kernels compiled for sm_90 by Triton without a GPU (PTX and a cubin)."""
     from ember.compiler import make_fx
@@ -261,137 +238,6 @@ def compile_sm90(names) -> None:
             ptx = compiled.asm["ptx"]
             assert ".target sm_90" in ptx, f"{name}/{spec.name}: no sm_90 target in the PTX"
             assert len(compiled.asm["cubin"]) > 0, f"{name}/{spec.name}: no cubin"
-
-
-def symbolic_sizes(device: str) -> None:
-    """A graph whose batch dim is a symbol: the size is a kernel argument (one kernel source for
-    every batch size), here also the length of the reduced dim (a looped reduction)."""
-    import sympy
-
-    from ember.compiler import make_fx
-    from ember.compiler.inductor import compile_fx
-
-    class Val:  # a placeholder's meta value with a symbolic first dim
-        shape = (sympy.Symbol("s0", integer=True, positive=True), 24)
-
-        def stride(self):
-            return (24, 1)
-
-    program = lambda t, x: ((x * 2).sum(0), t.softmax(x, -1) + 1)  # noqa: E731
-    x = make_input((5, 24), ember.float32, specials=False).to(device)
-    gm = make_fx(lambda x: program(ember, x))(x)
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            node.meta["val"] = Val()
-    compiled = compile_fx(gm, [x])
-    art = compiled.artifact
-    assert art is not None and getattr(art, "triton_kernels", None), "not compiled by the Triton backend"
-    params = [p for k in art.triton_kernels.values() for p in k.spec.params if p[0] == "size"]
-    assert params, f"no symbolic size argument:\n{art.cpp_source}"
-    for rows in (5, 9, 2):
-        x = make_input((rows, 24), ember.float32, specials=False, seed=rows).to(device)
-        got = compiled(x)
-        want = program(ember, x.cpu())
-        for g, w in zip(got, want):
-            _close(g.cpu(), w, 1e-5, 1e-5, f"symbolic sizes, {rows} rows")
-    assert len(compiled.variants) == 1, "a new batch size lowered the graph again"
-
-
-def fuzz(device: str) -> None:
-    """The C++ backend's fuzzer graphs (random pointwise/reduction/view chains, some inputs
-    transposed) through the Triton backend, compiled vs eager; ``EMBER_TRITON_FUZZ`` graphs."""
-    import random
-
-    from test_inductor_fuzz import _inputs, _random_program
-
-    for seed in range(int(os.environ.get("EMBER_TRITON_FUZZ", "10"))):
-        rng = random.Random(5000 + seed)
-        for _ in range(50):  # draw until a program is valid eagerly
-            program, shapes = _random_program(rng, rng.randint(4, 10))
-            inputs = _inputs(shapes, seed)
-            try:
-                want = program(ember, *inputs)
-                break
-            except RuntimeError:
-                continue
-        dev_inputs = [x.to(device) for x in inputs]
-        compiled, _ = compile_program(program, dev_inputs)
-        assert compiled.artifact is not None and getattr(compiled.artifact, "triton_kernels", None) is not None
-        got = _flat(compiled(*dev_inputs))
-        assert len(got) == len(want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            _close(g.cpu(), w, 1e-4, 1e-5, f"fuzz seed {seed} output {i}")
-
-
-def training_step(device: str) -> None:
-    """A module compiled for training: forward and AOT backward graphs through the Triton
-    backend (the layer_norm/GELU/cross-entropy backward reductions among them), gradients vs
-    eager."""
-    def build():
-        ember.manual_seed(0)
-        return ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.LayerNorm(32), ember.nn.GELU(),
-                                   ember.nn.Linear(32, 10)).to(device)
-
-    x = make_input((6, 16), ember.float32, specials=False).to(device)
-    y = ember.tensor(np.arange(6) % 10).to(device)
-    grads = []
-    for compiled in (False, True):
-        model = build()
-        fn = ember.compile(model) if compiled else model
-        loss = ember.nn.functional.cross_entropy(fn(x), y)
-        loss.backward()
-        grads.append([loss.detach()] + [p.grad for p in model.parameters()])
-    for i, (g, w) in enumerate(zip(*grads)):
-        _close(g.cpu(), w.cpu(), 1e-4, 1e-5, f"training step: loss/grad {i}")
-
-
-def fallback_unsupported(device: str) -> None:
-    """A kernel the Triton backend cannot write: the graph runs eagerly, with the right answer."""
-    from ember.compiler.inductor import _triton_ops
-
-    original = _triton_ops.op_text
-
-    def refuse(op, *args, **kwargs):
-        if op == "sin":
-            raise KeyError(op)
-        return original(op, *args, **kwargs)
-
-    _triton_ops.op_text = refuse
-    try:
-        x = make_input((5, 6), ember.float32).to(device)
-        compiled, _ = compile_program(lambda t, x: x.sin() * 2, [x])
-        assert compiled.artifact is None, "expected the graph to run eagerly"
-        _close(compiled(x).cpu(), (x.sin() * 2).cpu(), 0, 0, "fallback")  # eager on the same device
-    finally:
-        _triton_ops.op_text = original
-
-
-def output_code_log(device: str) -> None:
-    """EMBER_LOGS=output_code shows the wrapper and the kernels, with the graph's op names."""
-    import io
-    import logging
-
-    import ember._logging
-
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logger = ember._logging._logger("output_code")
-    logger.addHandler(handler)
-    ember._logging.set_logs(output_code=True)
-    try:
-        x = make_input((4, 24), ember.float32, specials=False).to(device)
-        compile_program(lambda t, x: t.softmax(x.relu(), -1), [x])
-    finally:
-        ember._logging.set_logs(output_code=False)
-        logger.removeHandler(handler)
-    text = stream.getvalue()
-    for needle in ("@triton.jit", "persistent reduction", "relu", "softmax", "tl.store", "kernel0("):
-        assert needle in text, f"{needle!r} missing from the output_code log:\n{text}"
-
-
-SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
-           "training_step": training_step, "fallback_unsupported": fallback_unsupported,
-           "output_code_log": output_code_log}
 
 
 def main(argv=None) -> int:

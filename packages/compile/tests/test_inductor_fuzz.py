@@ -72,20 +72,25 @@ def _inputs(shapes, seed):
     return out
 
 
+def draw_program(rng, seed):
+    """(program, inputs, eager outputs): drawn until a program is valid eagerly (shapes can
+    clash after a transpose); the Triton backend's fuzz case draws its graphs here too."""
+    for _ in range(50):
+        program, shapes = _random_program(rng, rng.randint(4, 10))
+        inputs = _inputs(shapes, seed)
+        try:
+            return program, inputs, program(ember, *inputs)
+        except RuntimeError:
+            continue
+    raise AssertionError("no valid program drawn")
+
+
 GRAPHS = int(os.environ.get("EMBER_FUZZ_GRAPHS", "6"))
 
 
 @pytest.mark.parametrize("seed", range(GRAPHS))
 def test_random_graph_matches_eager(seed):
-    rng = random.Random(1000 + seed)
-    for _ in range(50):  # draw until a program is valid eagerly (shapes can clash after a transpose)
-        program, shapes = _random_program(rng, rng.randint(4, 10))
-        inputs = _inputs(shapes, seed)
-        try:
-            want = program(ember, *inputs)
-            break
-        except RuntimeError:
-            continue
+    program, inputs, want = draw_program(random.Random(1000 + seed), seed)
     compiled, _ = compile_program(program, inputs)
     assert compiled.artifact is not None
     got = compiled(*inputs)

@@ -31,8 +31,8 @@ SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "poi
         "layer_norm_persistent"]
 
 
-def _run(args, interpret: bool, tmp) -> dict:
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp), PYTHONPATH=os.pathsep.join(sys.path))
+def _run(args, interpret: bool, tmp, **extra) -> dict:
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp), PYTHONPATH=os.pathsep.join(sys.path), **extra)
     env["TRITON_INTERPRET"] = "1" if interpret else "0"
     env.pop("EMBER_LOGS", None)
     proc = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=env, timeout=600)
@@ -56,7 +56,7 @@ def sm90(tmp_path_factory):
     return _run(["--sm90", *SM90], False, tmp_path_factory.mktemp("triton_sm90"))
 
 
-@pytest.mark.parametrize("name", [*CASES, *SPECIAL])
+@pytest.mark.parametrize("name", [*CASES, *(n for n in SPECIAL if n != "graph_cache")])
 def test_interpreted_matches_eager_and_torch(interpreted, name):
     entry = interpreted.get(name)
     assert entry is not None, f"{name} did not run"
@@ -68,6 +68,31 @@ def test_compiles_for_sm90_without_a_gpu(sm90, name):
     entry = sm90.get(name)
     assert entry is not None, f"{name} did not run"
     assert entry["ok"], entry.get("error")
+
+
+def test_a_second_process_takes_the_graph_from_the_cache(tmp_path):
+    first = _run(["graph_cache"], True, tmp_path)["graph_cache"]
+    assert first["ok"], first.get("error")
+    second = _run(["graph_cache"], True, tmp_path, EMBER_EXPECT_HIT="1")["graph_cache"]
+    assert second["ok"], second.get("error")
+
+
+def test_tuned_configurations_are_kept_on_disk(tmp_path, monkeypatch):
+    from ember.compiler.inductor import _triton_cache
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    class Spec:
+        source, name = "# kernel\n", "kernel0"
+
+    device = ember.device("cpu")
+    assert _triton_cache.load_tuning(Spec, device) == {}
+    _triton_cache.store_tuning(Spec, device, {(1024, 8192): (1, 8192, 8), (16, 1): (16, 1, 1)})
+    assert _triton_cache.load_tuning(Spec, device) == {(1024, 8192): (1, 8192, 8), (16, 1): (16, 1, 1)}
+    Spec.source = "# another kernel\n"  # the source is part of the key
+    assert _triton_cache.load_tuning(Spec, device) == {}
+    folder = tmp_path / "compile" / "triton" / "tune"
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 def test_cpu_graphs_keep_the_cpp_backend():
@@ -103,6 +128,9 @@ def test_block_size_candidates():
     Spec.reduction = Spec.persistent = True
     for _xb, rb, warps in _triton_runtime.configs(Spec, 16384, 8192, False):
         assert rb >= 8192 and 1 <= warps <= 16  # a persistent row fits one block
+    xb, rb, warps = _triton_runtime.configs(Spec, 2048, 256, False)[0]  # the untuned pick: rows share a block
+    assert rb == 256 and xb * rb == 2048 and warps == 8
+    assert any(c[0] > 1 for c in _triton_runtime.configs(Spec, 16384, 8192, False))  # 2 rows a block tried
     Spec.persistent = False
     looped = _triton_runtime.configs(Spec, 64, 100000, False)
     assert all(rb < 100000 for _, rb, _ in looped)

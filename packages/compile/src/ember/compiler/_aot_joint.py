@@ -7,9 +7,13 @@ values, with the output gradients as fresh graph inputs (the tangents). Gradient
 down to each input's shape and cast to its dtype exactly as the engine does (``sum_to``).
 What the recorder saw is the joint graph: recorded forward nodes first, then backward ones.
 
-Anything outside this scheme (an in-place op, a grad-mode switch inside the graph, an op with
-no formula, a formula that reads data) makes ``trace_joint`` return None, and the caller runs
-the graph under eager autograd instead (correct, just not compiled as one backward).
+An in-place op on a tensor the graph itself made (``masked_fill`` is ``clone`` then
+``masked_fill_``; ``y = x.clone(); y.mul_(2)``) is replayed on a fresh copy of its operand:
+nodes after it read the copy, nodes before it the operand, and its formula's gradient goes to
+the operand (the copy's gradient is the identity). Anything else outside this scheme (an
+in-place op on an input or a view, a grad-mode switch inside the graph, an op with no formula,
+a formula that reads data) makes ``trace_joint`` return None, and the caller runs the graph
+under eager autograd instead (correct, just not compiled as one backward).
 """
 
 from __future__ import annotations
@@ -54,14 +58,22 @@ def _supported(gm) -> bool:
             if t is _set_grad_enabled or t is _set_inference_mode or not isinstance(t, Op):
                 return False
             if "inplace" in t.tags:
-                if any(getattr(a.meta.get("val"), "requires_grad", True) for a in node.all_input_nodes):
+                if not any(getattr(a.meta.get("val"), "requires_grad", True) for a in node.all_input_nodes):
+                    continue  # a buffer update (BatchNorm's num_batches_tracked): forward-only
+                if not _fresh_operand(node) or t.name not in FORMULAS:
                     return False  # in-place on something autograd tracks: leave it to eager autograd
-                continue  # a buffer update (BatchNorm's num_batches_tracked): forward-only
+                continue
             if t.name not in FORMULAS and t.name not in NON_DIFFERENTIABLE:
                 return False
         elif node.op not in ("placeholder", "output", "get_attr"):
             return False
     return True
+
+
+def _fresh_operand(node) -> bool:
+    """Whether an in-place node mutates a tensor the graph computed (not an input or constant)."""
+    first = node.args[0] if node.args else None
+    return getattr(first, "op", None) == "call_function" and first.target is not operator.getitem
 
 
 def _map(a, fn):
@@ -83,6 +95,9 @@ def trace_joint(gm, example_inputs: list):
     from ember.autograd._engine import sum_to
     from ember.autograd.formulas import FORMULAS, Inputs
 
+    functional = {"narrow": _NarrowGrad(False, FORMULAS.get("narrow")),
+                  "slice": _NarrowGrad(True, FORMULAS.get("slice"))}
+
     rec = Recorder(_StrictOwner())
     try:
         with rec, ember.enable_grad():
@@ -92,22 +107,38 @@ def trace_joint(gm, example_inputs: list):
                     rec._lift(t)
                 primals.append(t)
             env: dict = {}
+            # a node mutated in place -> the node whose value later readers see (module docstring)
+            current: dict = {}
+            used: dict = {}  # node -> (args, kwargs) as the forward called it
+            mutated: dict = {}  # in-place node -> the operand's value before the mutation
             placeholders = iter(primals)
             out_node = None
+
+            def look(a):
+                return env[current.get(a, a)] if isinstance(a, fx.Node) else a
+
             for node in gm.graph.nodes:
                 if node.op == "placeholder":
                     env[node] = next(placeholders)
                 elif node.op == "get_attr":
                     env[node] = getattr(gm, node.target)
                 elif node.op == "call_function":
-                    args = _map(node.args, lambda a: env[a] if isinstance(a, fx.Node) else a)
-                    kwargs = _map(node.kwargs, lambda a: env[a] if isinstance(a, fx.Node) else a)
-                    env[node] = node.target(*args, **kwargs)
+                    args, kwargs = _map(node.args, look), _map(node.kwargs, look)
+                    t = node.target
+                    if isinstance(t, Op) and "inplace" in t.tags and isinstance(args[0], Tensor) \
+                            and args[0].requires_grad:
+                        if args[0]._base is not None:
+                            raise _Unsupported(f"{t.name} on a view")  # its base would see it too
+                        mutated[node] = args[0]
+                        args = (ember.ops.clone(args[0]), *args[1:])
+                        current[node.args[0]] = node
+                    used[node] = (args, kwargs)
+                    env[node] = t(*args, **kwargs)
                 elif node.op == "output":
                     out_node = node
             result = out_node.args[0]
             result = result if type(result) in (list, tuple) else (result,)
-            outs = list(_map(result, lambda a: env[a] if isinstance(a, fx.Node) else a))
+            outs = list(_map(result, look))
             n_forward = len(rec.nodes)
             diff_outputs = [isinstance(o, Tensor) and o.requires_grad for o in outs]
             # Tangents: one real zero tensor per differentiable output, lifted as a graph input.
@@ -135,7 +166,7 @@ def trace_joint(gm, example_inputs: list):
                     continue
                 if t is _detach:
                     continue
-                formula = FORMULAS.get(t.name)
+                formula = functional.get(t.name) or FORMULAS.get(t.name)
                 if formula is None:
                     continue
                 if isinstance(value, (tuple, list)):
@@ -147,11 +178,13 @@ def trace_joint(gm, example_inputs: list):
                     outputs = (value,)
                 if all(g is None for g in out_grads):
                     continue
-                args = tuple(_map(node.args, lambda a: env[a] if isinstance(a, fx.Node) else a))
-                kwargs = dict(_map(node.kwargs, lambda a: env[a] if isinstance(a, fx.Node) else a))
+                args, kwargs = used[node]
+                args, kwargs = tuple(args), dict(kwargs)
                 res = formula.backward(out_grads, Inputs(args, kwargs), outputs if formula.save_output else ())
                 if isinstance(res, Tensor) or res is None:
                     res = (res,)
+                if node in mutated:  # the copy's gradient goes on to the operand it copied
+                    args = (mutated[node], *args[1:])
                 for i, g in enumerate(res):
                     if i >= len(args) or g is None:
                         continue
@@ -182,6 +215,46 @@ def trace_joint(gm, example_inputs: list):
     finally:
         rec.discard()
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
+
+
+class _NarrowGrad:
+    """``narrow``/``slice`` (step 1) backward as ``cat([zeros, g, zeros])``: the engine's formula
+    writes ``g`` into a view of fresh zeros (``copy_``), a mutation the code generator cannot
+    fuse; ``split``'s pieces are narrows, so every fused QKV projection's backward has it."""
+
+    save_output = False
+
+    def __init__(self, slice_: bool, formula):
+        self.slice_ = slice_
+        self.formula = formula  # the engine's, for a strided slice
+
+    def backward(self, grads, inputs, outputs):
+        g, x = grads[0], inputs.args[0]
+        args = list(inputs.args) + [None] * 4
+        dim = args[1] if args[1] is not None else inputs.kwargs.get("dim", 0)
+        dim = dim % x.dim()
+        size = x.shape[dim]
+        if self.slice_:
+            start = args[2] if args[2] is not None else inputs.kwargs.get("start")
+            step = args[4] if args[4] is not None else inputs.kwargs.get("step", 1)
+            if step != 1:
+                return self.formula.backward(grads, inputs, outputs)
+            start = 0 if start is None else start
+            start = min(max(start + size if start < 0 else start, 0), size)
+        else:
+            start = args[2] if args[2] is not None else inputs.kwargs.get("start", 0)
+            start = start + size if start < 0 else start
+        length = g.shape[dim]
+        pieces = []
+        for n in (start, None, size - start - length):
+            if n is None:
+                pieces.append(g)
+            elif n > 0:
+                shape = list(g.shape)
+                shape[dim] = n
+                pieces.append(ember.zeros(shape, dtype=g.dtype, device=g.device))
+        return (pieces[0] if len(pieces) == 1 else ember.cat(pieces, dim),)
+
 
 
 def _add(a, b):

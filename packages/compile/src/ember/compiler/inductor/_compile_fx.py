@@ -121,12 +121,31 @@ def triton_kernels(gm, example_inputs) -> tuple:
     return graph, plan, specs
 
 
-def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
-    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``.
+def _triton_device(example_inputs):
+    tensors = [t for t in example_inputs if isinstance(t, Tensor)]
+    devices = {t._device for t in tensors if t._device.type != "cpu"}
+    return next(iter(devices)) if len(devices) == 1 else tensors[0]._device if tensors else None
 
-    Not kept in the graph cache (the kernel sources and cubins are cached on disk; the
-    lowering runs again in a new process).
-    """
+
+def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
+    """The Triton backend: the same lowering and schedule, kernels written as ``@triton.jit``;
+    kept in the graph cache with its kernel specs (``_triton_cache``)."""
+    from . import _triton_cache
+
+    device = _triton_device(example_inputs)
+    key = None
+    if config.graph_cache and device is not None:
+        try:
+            key = _triton_cache.graph_key(gm, example_inputs, device)
+        except Exception as exc:  # noqa: BLE001 - Uncacheable, or a key input unreadable here: no cache
+            log.debug("graph not cached: %s", exc)
+        if key is not None:
+            try:
+                hit = _triton_cache.load_graph(key, gm)
+                if hit is not None:
+                    return _triton_from_entry(hit, start)
+            except Exception as exc:  # a stale or damaged entry: lower again (and overwrite it)
+                log.debug("graph cache entry %s unusable: %s", key, exc)
     graph, plan, specs = triton_kernels(gm, example_inputs)
     kernels = [e for e in plan if isinstance(e, Kernel)]
     backend = backend_for(graph.device)
@@ -134,31 +153,43 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
         raise GraphFallback(f"no Triton backend for {graph.device}")
     runners = {s.name: TritonKernel(s, graph.device, backend) for s in specs}
     signatures = {s.name: s.params for s in specs}
-    call, wrapper, _ = build_callable(graph, plan, signatures, runners, triton=True)
+    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True)
     source = "\n".join(s.source for s in specs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
     _log("output_code", lambda: f"ember inductor (Triton, {graph.device}): {len(kernels)} kernels, {externs} extern "
          f"calls, generated in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}# ---- kernels (Triton) ----\n"
          f"{source}")
+    if key is not None:
+        _triton_cache.store_graph(key, gm, graph, wrapper, names, specs, externs)
     artifact = CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
     artifact.triton_kernels = runners
     return artifact
 
 
+def _triton_from_entry(hit, start) -> CompiledArtifact:
+    """A cached Triton graph: its wrapper linked to fresh launchers of its kernel specs."""
+    wrapper, namespace, specs, device, externs = hit
+    backend = backend_for(device)
+    if backend is None:
+        raise GraphFallback(f"no Triton backend for {device}")
+    runners = {s.name: TritonKernel(s, device, backend) for s in specs}
+    namespace.update(runners)
+    call = link(wrapper, namespace)
+    seconds = time.perf_counter() - start
+    source = "\n".join(s.source for s in specs)
+    _log("output_code", lambda: f"ember inductor (Triton, {device}): graph cache hit, {len(specs)} kernels, {externs} "
+         f"extern calls, linked in {seconds:.3f} s\n# ---- wrapper (Python) ----\n{wrapper}")
+    artifact = CompiledArtifact(call, wrapper, source, len(specs), externs, seconds)
+    artifact.triton_kernels = runners
+    artifact.cache_hit = True
+    return artifact
+
+
 def _store(key, gm, graph, wrapper, names, parts, signatures, kernels, externs) -> None:
     """Writes the lowering's product to the graph cache, if every object it uses can be described."""
-    attr_of = {f"const_{n.name}": n.target for n in gm.graph.nodes if n.op == "get_attr"}
-    fixed = fixed_globals()
-    objects, constants = {}, {}
     try:
-        for name, obj in names.items():
-            if name in fixed or name in signatures:
-                continue
-            if name in graph.constants:
-                constants[name] = attr_of[name]
-            else:
-                objects[name] = _graphcache.describe(obj)
+        objects, constants = _graphcache.describe_names(names, {**fixed_globals(), **signatures}, gm, graph.constants)
     except _graphcache.Uncacheable as exc:
         log.debug("graph not cached: %s", exc)
         return
@@ -273,12 +304,13 @@ class CompiledGraph:
 def compile_fx_inner(gm, example_inputs, **kwargs):
     """Compiles one forward, backward or inference graph (no autograd of its own); with
     ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph."""
-    compiled = CompiledGraph(gm, example_inputs)
     if config.triton.cudagraphs:
-        from ._cudagraphs import cudagraphify
+        from ._cudagraphs import _scalars_to_device, cudagraphify
 
-        return cudagraphify(compiled, example_inputs)
-    return compiled
+        # specialized to the inputs the graph will replay with (0-dim CPU tensors moved over)
+        example_inputs = list(_scalars_to_device(tuple(example_inputs)))
+        return cudagraphify(CompiledGraph(gm, example_inputs), example_inputs)
+    return CompiledGraph(gm, example_inputs)
 
 
 def _lazy(compiler):
@@ -286,10 +318,34 @@ def _lazy(compiler):
 
     def compile_later(gm, example_inputs):
         box: list = []
+        settings = config.snapshot()  # the mode's settings, in force now, for the later compile
 
         def run(*args):
             if not box:
-                box.append(compiler(gm, example_inputs))
+                with config.patch(settings):
+                    box.append(compiler(gm, example_inputs))
+            return box[0](*args)
+
+        return run
+
+    return compile_later
+
+
+def _at_first_call(compiler):
+    """A compiler deferred to the first call and specialized to that call's inputs: a backward
+    graph's example inputs are meta values whose strides need not be those the forward's
+    compiled outputs have (a saved ``w.t()`` comes back contiguous), which would compile it
+    twice."""
+
+    def compile_later(gm, example_inputs):
+        box: list = []
+        settings = config.snapshot()  # mode="reduce-overhead" and the like hold for the later compile
+
+        def run(*args):
+            if not box:
+                real = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
+                with config.patch(settings):
+                    box.append(compiler(gm, real))
             return box[0](*args)
 
         return run
@@ -329,5 +385,6 @@ def compile_fx(gm, example_inputs, **kwargs):
         return compile_fx_inner(gm, example_inputs)
     from ..aot_autograd import aot_module_simplified
 
-    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner,
+                                 bw_compiler=_at_first_call(compile_fx_inner),
                                  inference_compiler=_lazy(compile_fx_inner))

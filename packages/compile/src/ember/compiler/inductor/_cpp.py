@@ -14,7 +14,7 @@ from ember._src import dtypes as dt
 
 from . import _cpp_ops as C
 from . import config
-from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product, walk
+from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product, walk
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
@@ -25,24 +25,7 @@ _REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|
 
 def index_text(expr) -> str:
     """C text of a (non-negative, integer) sympy index expression."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return expr.name
-    if isinstance(expr, FloorDiv):
-        return f"({index_text(expr.args[0])} / {index_text(expr.args[1])})"
-    if isinstance(expr, ModularIndexing):
-        base, div, mod = expr.args
-        inner = index_text(base) if div == 1 else f"({index_text(base)} / {index_text(div)})"
-        return f"({inner} % {index_text(mod)})"
-    if expr.is_Add:
-        return "(" + " + ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Mul:
-        return "(" + " * ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
-        return "(" + " * ".join([index_text(expr.base)] * int(expr.exp)) + ")"
-    raise NotImplementedError(f"index expression {expr}")
+    return index_source(expr, "/")
 
 
 def _linear_coeff(expr, var):

@@ -13,7 +13,8 @@ graph writes in place are copied back to the caller's tensor after each replay. 
 returned as fresh copies, so a result held across calls is never overwritten by the next
 replay (PyTorch returns the graph's own buffers and raises on a stale access instead;
 docs/deviations.md). Anything a graph cannot capture (CPU inputs, an input that needs grad
-outside AOT autograd, a synchronizing op) runs ``fn`` uncaptured from then on.
+outside AOT autograd, a synchronizing op) runs ``fn`` uncaptured from then on. A 0-dim CPU
+tensor input is moved to the device before the call (outside any graph).
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ def _signature(args) -> tuple:
     return tuple(sig)
 
 
+def _scalars_to_device(args) -> tuple:
+    """``args`` with 0-dim CPU tensors (Python numbers made tensors, which eager mixes with CUDA
+    ones) moved to the CUDA tensors' device: a graph can capture no host-to-device copy, so the
+    copy happens here, outside it, and the graph reads a device scalar."""
+    device = next((a._device for a in args if isinstance(a, Tensor) and a._device.type == "cuda"), None)
+    if device is None or not any(isinstance(a, Tensor) and a._device.type == "cpu" and not a._shape for a in args):
+        return args
+    return tuple(a.to(device) if isinstance(a, Tensor) and a._device.type == "cpu" and not a._shape else a
+                 for a in args)
+
+
 def _all_cuda(args) -> bool:
     tensors = [a for a in args if isinstance(a, Tensor)]
     return bool(tensors) and all(t._device.type == "cuda" for t in tensors)
@@ -67,6 +79,7 @@ class CudaGraphed:
             boxed = True
         else:
             boxed = False
+        args = _scalars_to_device(args)
         if self.disabled or not _all_cuda(args):
             return self._plain(args, boxed)
         sig = _signature(args)
@@ -123,6 +136,6 @@ class CudaGraphed:
 
 def cudagraphify(fn, example_inputs=None):
     """``fn`` wrapped for CUDA-graph replay (inputs on CUDA), else ``fn`` itself."""
-    if example_inputs is not None and not _all_cuda(list(example_inputs)):
+    if example_inputs is not None and not _all_cuda(_scalars_to_device(tuple(example_inputs))):
         return fn
     return CudaGraphed(fn)

@@ -162,7 +162,11 @@ class GraphLowering:
         if isinstance(example, Tensor):
             if example.dtype.is_complex:
                 raise GraphFallback("complex input")
-            self._check_device(example)
+            # a 0-dim CPU tensor beside device tensors (a Python number made a tensor, as eager
+            # allows it): the wrapper moves it to the graph's device before the kernels run
+            host_scalar = example.dim() == 0 and example._device.type == "cpu"
+            if not host_scalar:
+                self._check_device(example)
             shape = tuple(sym(s) for s in (val.shape if val is not None else example.shape))
             strides = tuple(sym(s) for s in (val.stride() if hasattr(val, "stride") else example.stride()))
             if not any(s.free_symbols for s in shape + strides):
@@ -175,6 +179,7 @@ class GraphLowering:
                     self.hints[s] = int(actual)
             buf = InputBuffer(f"arg{position}_{node.name}", shape, example.dtype, strides=strides)
             buf.position = position
+            buf.host_scalar = host_scalar
             self.inputs.append(buf)
             return buf.as_value(node.name)
         self.inputs.append(None)

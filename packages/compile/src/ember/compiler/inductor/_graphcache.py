@@ -193,35 +193,62 @@ def _path(key: str) -> str:
     return os.path.join(cache_dir(), "graphs", key[:2], key + ".json")
 
 
-def load_entry(key: str) -> dict | None:
-    path = _path(key)
+def read_json(path: str):
+    """The JSON held at ``path``, or None (missing, damaged, or not this user's alone: cache
+    entries hold code that is executed, as a compiled kernel in the kernel cache is loaded)."""
     try:
         st = os.stat(path)
         if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return None  # someone else could have written the code it holds
+            return None
         with open(path, encoding="utf-8") as f:
-            entry = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
         return None
-    return entry if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
 
 
-def store_entry(key: str, entry: dict) -> None:
-    path = _path(key)
+def write_json(path: str, value) -> None:
+    """Writes ``value`` to ``path`` atomically (readers see the old file or the whole new one)."""
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".entry-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": _FORMAT, **entry}, f)
-            os.replace(tmp, path)  # atomic: readers see the old entry or the whole new one
+                json.dump(value, f)
+            os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
     except OSError:
-        pass  # a read-only or full cache only costs the next process a lowering
+        pass  # a read-only or full cache only costs the next process the work again
 
 
-__all__ = ["Uncacheable", "attribute", "describe", "graph_key", "load_entry", "resolve", "store_entry",
-           "target_text"]
+def describe_names(names: dict, skip, gm, constants: dict) -> tuple:
+    """(objects, constants) of a wrapper's globals ``names`` as an entry stores them: graph
+    constants by their attribute path on ``gm``, everything else by ``describe`` (names in
+    ``skip`` are the process's own: fixed helpers, kernels). Raises Uncacheable."""
+    attr_of = {f"const_{n.name}": n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    objects, paths = {}, {}
+    for name, obj in names.items():
+        if name in skip:
+            continue
+        if name in constants:
+            if name not in attr_of:
+                raise Uncacheable(f"constant {name} is no attribute of the graph")
+            paths[name] = attr_of[name]
+        else:
+            objects[name] = describe(obj)
+    return objects, paths
+
+
+def load_entry(key: str) -> dict | None:
+    entry = read_json(_path(key))
+    return entry if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
+
+
+def store_entry(key: str, entry: dict) -> None:
+    write_json(_path(key), {"format": _FORMAT, **entry})
+
+
+__all__ = ["Uncacheable", "attribute", "describe", "describe_names", "graph_key", "load_entry", "read_json",
+           "resolve", "store_entry", "target_text", "write_json"]

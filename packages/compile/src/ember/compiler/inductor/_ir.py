@@ -59,6 +59,33 @@ class ModularIndexing(sympy.Function):
         return None
 
 
+def index_source(expr, floordiv: str, error=NotImplementedError) -> str:
+    """Source text of a (non-negative, integer) sympy index expression, for C (``floordiv``
+    ``"/"``) or Python/Triton (``"//"``); ``error`` is raised for what it cannot spell."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return expr.name
+
+    def text(e):
+        return index_source(e, floordiv, error)
+
+    if isinstance(expr, FloorDiv):
+        return f"({text(expr.args[0])} {floordiv} {text(expr.args[1])})"
+    if isinstance(expr, ModularIndexing):
+        base, div, mod = expr.args
+        inner = text(base) if div == 1 else f"({text(base)} {floordiv} {text(div)})"
+        return f"({inner} % {text(mod)})"
+    if expr.is_Add:
+        return "(" + " + ".join(text(a) for a in expr.args) + ")"
+    if expr.is_Mul:
+        return "(" + " * ".join(text(a) for a in expr.args) + ")"
+    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+        return "(" + " * ".join([text(expr.base)] * int(expr.exp)) + ")"
+    raise error(f"index expression {expr}")
+
+
 def sym(value) -> sympy.Expr:
     """A size or index as a sympy expression (ints, SymInt-likes with ``.node.expr``, sympy)."""
     if isinstance(value, sympy.Basic):

@@ -295,9 +295,20 @@ def _fill_(ctx, dst, value):
     return ctx.mutate(dst, TensorValue(dst.shape, dst.dtype, lambda idx: const, origin="fill"))
 
 
+def _mixes_with_graph_tensors(ctx) -> bool:
+    """Whether every user of the node being lowered also takes another of the graph's values: a
+    0-dim CPU number-tensor (``where(mask, x, 0)`` in a backward formula) then only ever meets
+    device tensors, whose device the results take, so it can be a constant in the kernels."""
+    node = next((n for n in ctx.gm.graph.nodes if n.name == ctx.current), None)
+    if node is None or not node.users:
+        return False
+    return all(user.op == "call_function" and any(a is not node for a in user.all_input_nodes)
+               for user in node.users)
+
+
 @register("full")
 def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
-    if to_device(device) != ctx.device:
+    if to_device(device) != ctx.device and not (len(size) == 0 and _mixes_with_graph_tensors(ctx)):
         raise Unsupported("device")  # made elsewhere than the graph's kernels run: eagerly
     d = dt.to_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
     if isinstance(fill_value, bool):

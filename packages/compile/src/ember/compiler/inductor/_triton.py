@@ -28,7 +28,7 @@ from ember._src import dtypes as dt
 
 from . import _triton_ops as T
 from ._cpp import collapse
-from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product
+from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product
 from ._scheduler import Kernel
 from ._triton_reduce import ReductionEmitter, Unsupported
 
@@ -38,24 +38,7 @@ PERSISTENT_MAX = 8192
 
 def index_text(expr) -> str:
     """Python/Triton text of a (non-negative, integer) sympy index expression."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return expr.name
-    if isinstance(expr, FloorDiv):
-        return f"({index_text(expr.args[0])} // {index_text(expr.args[1])})"
-    if isinstance(expr, ModularIndexing):
-        base, div, mod = expr.args
-        inner = index_text(base) if div == 1 else f"({index_text(base)} // {index_text(div)})"
-        return f"({inner} % {index_text(mod)})"
-    if expr.is_Add:
-        return "(" + " + ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Mul:
-        return "(" + " * ".join(index_text(a) for a in expr.args) + ")"
-    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
-        return "(" + " * ".join([index_text(expr.base)] * int(expr.exp)) + ")"
-    raise Unsupported(f"index expression {expr}")
+    return index_source(expr, "//", Unsupported)
 
 
 class TritonKernelSpec:
@@ -158,6 +141,8 @@ class TritonKernelWriter(ReductionEmitter):
         self.subs: dict = {}
         self.helpers: set[str] = set()
         self.zero = "0"  # a block of zeros shaped like the stores' index (a scalar index needs one)
+        self.shared_mask = "rmask"  # the mask of a load every row of a reduction block shares
+        self.inner_vars = self.outer_vars = frozenset()
 
     def body(self, indent: str, mask: str) -> _Body:
         return _Body(self, indent, mask)
@@ -201,6 +186,15 @@ class TritonKernelWriter(ReductionEmitter):
     def load_text(self, load: Load, mask: str) -> str:
         ptr = self.param(load.buf)
         block = self.zero if mask == "xmask" else self.zero_full  # a per-row load, or a full one
+        if mask == "xrmask":
+            free = load.index.xreplace(self.subs).free_symbols
+            if free & self.inner_vars and not free & self.outer_vars:
+                # the same elements for every row (layer_norm's weight): a [1, RBLOCK] load that
+                # the rows of the block share, masked by the row length alone
+                mask = self.shared_mask
+                if mask is None:
+                    text = f"tl.load({ptr} + ({self.index(load.index, block)}))"
+                    return text + (".to(tl.float32)" if load.storage_dtype in (dt.float16, dt.bfloat16) else "")
         text = f"tl.load({ptr} + ({self.index(load.index, block)}), {mask}, other=0)"
         if load.storage_dtype in (dt.float16, dt.bfloat16):
             text += ".to(tl.float32)"  # Note [Compute dtype] in _ir
@@ -336,7 +330,15 @@ class TritonKernelWriter(ReductionEmitter):
         lines += self._decompose(outer, "xindex", i)
         self.zero = "0 * xindex"
         if persistent:
-            lines += [f"{i}rindex = rbase", f"{i}rmask = rindex < rnumel", f"{i}xrmask = xmask & rmask"]
+            lines.append(f"{i}rindex = rbase")
+            n = int(rnumel)
+            if n >= 2 and n & (n - 1) == 0:
+                # RBLOCK is rnumel itself (``configs``): no element of the block lies past the row,
+                # and the loads and reductions need only the row mask (no per-element selects)
+                lines.append(f"{i}xrmask = xmask")
+                self.shared_mask = None
+            else:
+                lines += [f"{i}rmask = rindex < rnumel", f"{i}xrmask = xmask & rmask"]
             lines += self._decompose(inner, "rindex", i)
             self.zero_full = "0 * (xindex + rindex)"
             body = _Body(self, i, "xrmask")

@@ -13,7 +13,8 @@ memory.
 
 Tuning: the first launch for a size class times each candidate configuration (block sizes,
 warps) on the real buffers and keeps the fastest; ``max_autotune`` widens the candidates. A
-kernel that reads what it writes (an in-place update) is never re-run for timing.
+kernel that reads what it writes (an in-place update) is never re-run for timing. What was
+picked is kept on disk (``_triton_cache``): a later process launches it straight away.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from ._codecache import cache_dir
 
 _MODULES: dict = {}
 _LOCK = threading.Lock()
+# Launches over fewer elements take the first candidate untimed: they run for microseconds, where
+# configurations differ by less than compiling the others costs (the mini-GPT's backward compiled
+# ~60 kernels x 3-6 candidates on the H200: 63 s before its first step). max_autotune times all.
+TUNE_MIN_ELEMENTS = 1 << 22
 
 
 def triton_available() -> bool:
@@ -146,10 +151,14 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             out.append((xb, 1, w))
     elif spec.persistent:
         rb = max(2, _pow2(rnumel))
-        xbs = [1, 2, 4, 8, 16, 32, 64] if max_autotune else [1, 4, 16]
+        # first (the pick of an untuned launch): ~2K elements a block, 8 a thread
+        xb = max(1, min(_pow2(xnumel), 2048 // rb))
+        out.append((xb, rb, max(1, min(8, xb * rb // 256))))
+        xbs = [1, 2, 4, 8, 16, 32, 64] if max_autotune else [1, 2, 4, 16]
         for xb in xbs:
             xb = min(xb, max(1, _pow2(xnumel)))
-            if xb * rb > (16384 if max_autotune else 8192) and xb > 1:
+            # several rows a block share the loads every row reads (a weight): up to 16K elements
+            if xb * rb > (32768 if max_autotune else 16384) and xb > 1:
                 continue
             elems = xb * rb
             # 8 to 64 elements a thread; more variants under max-autotune
@@ -249,6 +258,10 @@ class TritonKernel:
         self._arg_names = [what if kind == "ptr" else what.name for kind, what in spec.params] + ["xnumel"]
         self._index = device.index or 0
         self._stream = backend.current_stream if backend != "interpreter" else None
+        if not self.interpret and config.graph_cache:
+            from ._triton_cache import load_tuning
+
+            self.best.update(load_tuning(spec, device))
 
     def __call__(self, *args, xnumel: int, rnumel: int = 1):
         if xnumel == 0:
@@ -260,13 +273,18 @@ class TritonKernel:
             cfg = self.best.get(key)
             if cfg is None:
                 cfg = self.best[key] = self._choose(args, xnumel, rnumel)
+                if not self.interpret and config.graph_cache:
+                    from ._triton_cache import store_tuning
+
+                    store_tuning(self.spec, self.device, self.best)  # a later process skips the timing
             self._sized[(xnumel, rnumel)] = cfg
         self._launch(cfg, args, xnumel)
 
     def _choose(self, args, xnumel, rnumel):
         candidates = configs(self.spec, xnumel, rnumel, self.max_autotune)
+        small = xnumel * rnumel < TUNE_MIN_ELEMENTS and not self.max_autotune
         if len(candidates) == 1 or self.interpret or self.spec.inplace or not config.triton.autotune \
-                or _capturing(self.device):
+                or small or _capturing(self.device):
             return candidates[0]
         import ember
 

@@ -151,7 +151,7 @@ class WrapperWriter:
 
     def _guards(self, names):
         g = self.g
-        checks, binds = [], []
+        checks, binds, moves = [], [], []
         for sym_, (pos, dim) in sorted(g.symbols.items(), key=lambda kv: kv[0].name):
             binds.append(f"    {sym_.name} = {names[pos]}" + (f"._shape[{dim}]" if dim is not None else ""))
         for i, buf in enumerate(g.inputs):
@@ -159,7 +159,11 @@ class WrapperWriter:
                 continue
             n = names[i]
             checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
-            checks.append(f"{n}._device != _dev")  # kernels read one device's memory
+            if getattr(buf, "host_scalar", False) and g.device.type != "cpu":
+                checks.append(f"{n}._device.type != 'cpu'")  # a 0-dim CPU tensor, moved below
+                moves.append(f"    {n} = {n}.to(_dev)")
+            else:
+                checks.append(f"{n}._device != _dev")  # kernels read one device's memory
             checks.append(f"len({n}._shape) != {len(buf.shape)}")
             for d, s in enumerate(buf.shape):
                 if not s.free_symbols:
@@ -174,6 +178,7 @@ class WrapperWriter:
         if strides:
             self.lines.append("    if " + " or ".join(f"({c})" for c in strides) + ":")
             self.lines.append("        raise InputMismatch")
+        self.lines.extend(moves)
 
     def _last_uses(self) -> dict:
         self.buffers = self.g.all_buffers

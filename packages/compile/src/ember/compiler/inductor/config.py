@@ -45,6 +45,19 @@ class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
 max_autotune: bool = False
 
 
+def snapshot() -> dict:
+    """Every setting as ``patch`` takes them ({"triton.cudagraphs": ..., "cpp.language": ...}): a
+    compile deferred past the ``patch`` block of its ``mode=`` (a backward graph compiled at its
+    first call) applies them again."""
+    module = sys.modules[__name__]
+    out = {}
+    for prefix, owner in (("", module), ("cpp.", cpp), ("triton.", triton)):
+        for name, value in vars(owner).items():
+            if not name.startswith("_") and isinstance(value, (bool, int, float, str, tuple, type(None))):
+                out[prefix + name] = value
+    return out
+
+
 @contextlib.contextmanager
 def patch(options: dict | None):
     """These settings (``{"triton.cudagraphs": True, ...}``, as ``torch.compile(options=...)``) for the

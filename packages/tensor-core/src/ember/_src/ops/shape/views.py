@@ -741,10 +741,7 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
         return self
     if device.type not in ("cpu", "meta"):
         get_backend(device.type)
-    out = to_dtype_op(self, dtype=dtype, device=device)
-    if self._requires_grad and out.grad_fn is None and not self.is_leaf:
-        pass
-    return out
+    return to_dtype_op(self, dtype=dtype, device=device)
 
 
 def _cast(dtype):
