@@ -1,0 +1,118 @@
+"""Runs ember's scattering CUDA kernels (scatter with every reduction, the atomic sum, index_put,
+masked_scatter, nonzero) in Triton's CPU interpreter against PyTorch on the CPU
+(test_cuda_scatter_interpreter.py starts it in a fresh process: TRITON_INTERPRET must be set
+before Triton decorates the kernels). Prints one "ok" line per case."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+from fused_interp_check import _load  # noqa: E402
+
+from ember._cuda import _scatter_kernels as K  # noqa: E402
+from ember._cuda._ops_scatter import _identity  # noqa: E402
+
+_CODES = {"sum": K.SUM, "prod": K.PROD, "amax": K.AMAX, "amin": K.AMIN}
+_EMBER_DTYPE = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32"}
+
+
+def _run_rows(dst, d, index, src, mode, include_self):
+    ncols, length, cols, along = K.column_args(index.shape, d, index.stride(), src.stride(), dst.stride())
+    k = _load(K.rows_source(len(cols) // 4), f"rows_{len(cols)}")
+    import ember
+
+    ident, _ = _identity(mode, getattr(ember, _EMBER_DTYPE[dst.dtype]))
+    flag = torch.zeros(1, dtype=torch.int32)
+    block = 16
+    k[(-(-ncols // block),)](dst, index, src, flag, ncols, length, dst.shape[d], along[0], along[1], along[2], 3,
+                            ident, *cols, BLOCK=block, MODE=mode, RESET=not include_self and mode != K.ASSIGN)
+    return int(flag[0])
+
+
+def check_scatter():
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.int64):
+        for d in (0, 1, 2):
+            base = torch.randn(4, 5, 6, generator=g) * 4
+            base = base.to(dtype)
+            ishape = [3, 4, 5]
+            ishape[d] = 7
+            index = torch.randint(0, base.shape[d], ishape, generator=g)
+            src = torch.randn(8, 8, 8, generator=g).mul(4).to(dtype).transpose(0, 2)  # larger, non-contiguous
+            dst = base.clone()
+            assert _run_rows(dst, d, index, src, K.ASSIGN, True) == 0
+            # Duplicates: the last write along a column wins, as on the CPU (PyTorch's CPU order).
+            torch.testing.assert_close(dst, base.scatter(d, index, src))
+            for reduce, mode in _CODES.items():
+                for include_self in (True, False):
+                    dst = base.clone()
+                    _run_rows(dst, d, index, src, mode, include_self)
+                    want = base.scatter_reduce(d, index, src, reduce, include_self=include_self)
+                    torch.testing.assert_close(dst, want, rtol=1e-5, atol=1e-4)
+            print("ok scatter", dtype, d)
+    dst = torch.zeros(3, 4)
+    bad = torch.tensor([[0, 5, 1, 2]])
+    assert _run_rows(dst, 0, bad, torch.ones(1, 4), K.ASSIGN, True) == 3
+    assert dst[:, 1].sum() == 0 and dst.sum() == 3, dst  # the bad entry is flagged and not written
+    print("ok scatter flag")
+
+
+def check_atomic():
+    g = torch.Generator().manual_seed(1)
+    dst = torch.randn(50, 7, generator=g)
+    index = torch.randint(0, 50, (300,), generator=g)
+    src = torch.randn(300, 7, generator=g)
+    idx = index.view(300, 1).expand(300, 7)
+    dims = K.atomic_args(idx.shape, 0, idx.stride(), src.stride(), dst.stride())
+    k = _load(K.atomic_source(len(dims) // 4), f"atomic_{len(dims)}")
+    want = dst.index_add(0, index, src)
+    flag = torch.zeros(1, dtype=torch.int32)
+    n = idx.numel()
+    k[(-(-n // 64),)](dst, idx, src, flag, n, 50, dst.stride(0), 3, *dims, BLOCK=64)
+    torch.testing.assert_close(dst, want, rtol=1e-5, atol=1e-5)
+    print("ok atomic index_add")
+
+
+def check_put_masked_nonzero():
+    g = torch.Generator().manual_seed(2)
+    put = _load(K.PUT, "put")
+    dst = torch.randn(6, 5, generator=g)
+    rows = torch.tensor([0, 3, 3, 5])
+    vals = torch.randn(4, 5, generator=g)
+    off = (rows.view(4, 1) * 5 + torch.arange(5)).contiguous()
+    want = dst.index_put((rows,), vals, accumulate=True)
+    put[(1,)](dst, off, vals, 20, BLOCK=32, ACC=True)
+    torch.testing.assert_close(dst, want)
+    print("ok index_put accumulate")
+    ms = _load(K.MASKED_SCATTER, "masked_scatter")
+    x = torch.randn(7, 9, generator=g)
+    mask = torch.rand(7, 9, generator=g) > 0.5
+    src = torch.randn(70, generator=g)
+    want = x.masked_scatter(mask, src)
+    csum = mask.reshape(-1).long().cumsum(0)
+    flag = torch.zeros(1, dtype=torch.int32)
+    ms[(3,)](x, mask, csum, src, flag, 63, 70, 4, BLOCK=32)
+    torch.testing.assert_close(x, want)
+    assert int(flag[0]) == 0
+    ms[(3,)](x, mask, csum, src, flag, 63, 3, 4, BLOCK=32)  # a source too short: flagged
+    assert int(flag[0]) == 4
+    print("ok masked_scatter")
+    for shape in ((5, 4, 3), (17,), (2, 1, 3, 2)):
+        x = torch.rand(shape, generator=g) > 0.6
+        flat = x.reshape(-1)
+        csum = flat.long().cumsum(0)
+        count = int(csum[-1])
+        out = torch.full((count, len(shape)), -1, dtype=torch.int64)
+        nz = _load(K.nonzero_source(len(shape)), f"nonzero_{len(shape)}")
+        nz[(-(-flat.numel() // 16),)](flat, csum, out, flat.numel(), len(shape), *shape, BLOCK=16)
+        torch.testing.assert_close(out, torch.nonzero(x))
+    print("ok nonzero")
+
+
+if __name__ == "__main__":
+    check_scatter()
+    check_atomic()
+    check_put_masked_nonzero()
