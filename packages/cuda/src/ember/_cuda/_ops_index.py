@@ -47,8 +47,32 @@ def check_device_errors() -> None:
         if code:
             host.value = 0
             name = _CODES.get(code, "an indexing op")
-            raise RuntimeError(f"CUDA error: device-side assert triggered: index out of bounds in ember.ops.{name} "
+            what = name[1:] if name.startswith("!") else f"index out of bounds in ember.ops.{name}"
+            raise RuntimeError(f"CUDA error: device-side assert triggered: {what} "
                                "(reported at the next synchronization, as on PyTorch's CUDA device)")
+
+
+_ASSERT = HEADER + '''
+@triton.jit
+def k(bad, flag, n, code, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    b = tl.load(bad + offs, mask=m, other=0) != 0
+    tl.store(flag + offs * 0, code, mask=m & b)
+'''
+
+
+def assert_async(bad, message: str) -> None:
+    """The backend's ``assert_async``: ``message`` raised at the next synchronization if ``bad`` (a
+    bool CUDA tensor) has a true element; no wait for the device now."""
+    if bad.dtype is not dt.bool:
+        bad = bad != 0
+    src = bad if bad.is_contiguous() else bad.contiguous()
+    n = src.numel()
+    if n:
+        index = src._device.index or 0
+        sig = {"bad": "*i1", "flag": "*i32", "n": "i64", "code": "i32", "BLOCK": "constexpr"}
+        _launch_1d(_ASSERT, sig, n, (src.data_ptr(), _flag(index), n, _code("!" + message)), index)
 
 
 def _code(name: str) -> int:

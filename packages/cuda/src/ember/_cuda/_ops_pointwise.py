@@ -197,7 +197,9 @@ def _where(condition, a, b):
     shape, dtype = pw._where_result(condition, a, b)
     device = condition._device
     out = empty(shape, dtype, device)
-    compute = dtype
+    # A bool result selects in int64 (a Python bool operand is then an integer kernel argument): tril/triu
+    # of a bool matrix is where(mask, x, False).
+    compute = dtype if dtype is not dt.bool else dt.int64
     launch("tl.where({0}, {1}, {2})", out, [condition, _operand(a, device), _operand(b, device)],
            [dt.bool, compute, compute])
     return out

@@ -75,6 +75,7 @@ class CudaPlugin:
 
         backend.compile_triton = _compile.kernel
         backend.current_stream = _streams.current_handle
+        backend.assert_async = _ops_index.assert_async
         register_backend(backend)
         Tensor.record_stream = lambda self, stream: api.record_stream(self, stream)
         import ember.backends
