@@ -12,37 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
+
+from _timing import cuda_host_us as _host_us
+from _timing import cuda_median_ms as _median_ms
 
 import ember
 import ember.nn.functional as EF
-
-
-def _median_ms(fw, fn, iters, warm=3):
-    for _ in range(warm):
-        fn()
-    fw.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
-
-
-def _host_us(fw, fn, n=20000):
-    for _ in range(500):
-        fn()
-    fw.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    fw.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 def _pair(torch, name, make, iters, work, unit):
