@@ -1,5 +1,5 @@
 """Runs ember's scattering CUDA kernels (scatter with every reduction, the atomic sum, index_put,
-masked_scatter, nonzero) in Triton's CPU interpreter against PyTorch on the CPU
+masked_scatter, nonzero) and the adaptive pooling kernels in Triton's CPU interpreter against PyTorch on the CPU
 (test_cuda_scatter_interpreter.py starts it in a fresh process: TRITON_INTERPRET must be set
 before Triton decorates the kernels). Prints one "ok" line per case."""
 
@@ -112,7 +112,41 @@ def check_put_masked_nonzero():
     print("ok nonzero")
 
 
+def check_adaptive_pooling():
+    from ember._cuda._ops_adaptive import _BACKWARD, _FORWARD, _window
+
+    fwd = _load(_FORWARD.replace("__CT__", "tl.float32"), "adaptive_f")
+    bwd = _load(_BACKWARD.replace("__CT__", "tl.float32"), "adaptive_b")
+    g = torch.Generator().manual_seed(3)
+    F = torch.nn.functional
+    for h, w, oh, ow in ((9, 7, 4, 3), (8, 8, 4, 2), (5, 6, 7, 6), (6, 5, 1, 1)):
+        x = torch.randn(2, 3, h, w, generator=g)
+        x[1, 2, 0, 0] = float("nan")
+        total = 6 * oh * ow
+        kh, kw = _window(h, oh), _window(w, ow)
+        for is_max in (False, True):
+            xr = x.clone().requires_grad_()
+            if is_max:
+                ref, ref_idx = F.adaptive_max_pool2d(xr, (oh, ow), return_indices=True)
+            else:
+                ref = F.adaptive_avg_pool2d(xr, (oh, ow))
+            out = torch.empty(2, 3, oh, ow)
+            idx = torch.empty(2, 3, oh, ow, dtype=torch.int64)
+            fwd[(-(-total // 32),)](x, out, idx, total, h, w, oh, ow, kh, kw, BLOCK=32, MAX=is_max)
+            torch.testing.assert_close(out, ref.detach(), equal_nan=True)
+            if is_max:
+                assert torch.equal(idx, ref_idx), (idx, ref_idx)
+            gout = torch.randn(2, 3, oh, ow, generator=g)
+            ref.backward(gout)
+            gi = torch.zeros(2, 3, h, w)
+            bwd[(-(-total // 32),)](gout, gi, idx if is_max else gout, total, h, w, oh, ow, kh, kw, BLOCK=32,
+                                    MAX=is_max)
+            torch.testing.assert_close(gi, xr.grad, rtol=1e-5, atol=1e-6)
+        print("ok adaptive pooling", h, w, oh, ow)
+
+
 if __name__ == "__main__":
+    check_adaptive_pooling()
     check_scatter()
     check_atomic()
     check_put_masked_nonzero()

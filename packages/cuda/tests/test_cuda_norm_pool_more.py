@@ -1,0 +1,60 @@
+"""group_norm (forward and backward), adaptive average/max pooling (forward and backward) and flip
+on CUDA against the CPU kernels (GPU only)."""
+
+from __future__ import annotations
+
+import pytest
+from cuda_helpers import assert_same, needs_gpu, rand
+
+import ember
+
+F = pytest.importorskip("ember.nn.functional")
+
+pytestmark = [pytest.mark.gpu, needs_gpu]
+
+
+def _grads(fn, *inputs):
+    """fn's output and the gradients of its inputs, on the CPU and on CUDA."""
+    results = []
+    for dev in ("cpu", "cuda"):
+        xs = [t.to(dev).requires_grad_() if t.is_floating_point() else t.to(dev) for t in inputs]
+        out = fn(*xs)
+        g = rand(tuple(out.shape), seed=9).to(out.dtype).to(dev)
+        out.backward(g)
+        results.append([out] + [x.grad for x in xs if x.requires_grad])
+    return results
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16], ids=str)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm(dtype, affine):
+    x = rand((3, 6, 5, 4), dtype)
+    w, b = rand((6,), dtype, seed=1), rand((6,), dtype, seed=2)
+    args = (x, w, b) if affine else (x,)
+    cpu, gpu = _grads(lambda x, *wb: F.group_norm(x, 3, *wb, eps=1e-5), *args)
+    for got, want in zip(gpu, cpu):
+        assert_same(got, want, dtype, rtol=1e-4 if dtype is ember.float32 else None,
+                    atol=1e-4 if dtype is ember.float32 else None)
+
+
+@pytest.mark.parametrize("size", [(4, 3), (1, 1), (7, 6), (2, 4)])
+@pytest.mark.parametrize("kind", ["avg", "max"])
+def test_adaptive_pool2d(kind, size):
+    x = rand((2, 3, 9, 7))
+    x[1, 2, 0, 0] = float("nan") if kind == "max" and size == (4, 3) else x[1, 2, 0, 0]
+    fn = F.adaptive_avg_pool2d if kind == "avg" else F.adaptive_max_pool2d
+    cpu, gpu = _grads(lambda t: fn(t, size), x)
+    for got, want in zip(gpu, cpu):
+        assert_same(got, want, rtol=1e-5, atol=1e-5)
+    if kind == "max":
+        _, i_gpu = fn(x.cuda(), size, return_indices=True)
+        _, i_cpu = fn(x, size, return_indices=True)
+        assert_same(i_gpu, i_cpu)
+    assert_same(fn(x[0].cuda().half(), size), fn(x[0].half(), size), ember.float16)
+
+
+def test_flip():
+    x = rand((3, 4, 5), ember.int64)
+    for dims in ((0,), (-1,), (0, 2), (0, 1, 2), ()):
+        assert_same(ember.flip(x.cuda(), dims), ember.flip(x, dims))
+    assert_same(ember.flip(x.cuda().transpose(0, 2), (1,)), ember.flip(x.transpose(0, 2), (1,)))
