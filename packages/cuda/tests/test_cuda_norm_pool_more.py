@@ -58,3 +58,43 @@ def test_flip():
     for dims in ((0,), (-1,), (0, 2), (0, 1, 2), ()):
         assert_same(ember.flip(x.cuda(), dims), ember.flip(x, dims))
     assert_same(ember.flip(x.cuda().transpose(0, 2), (1,)), ember.flip(x.transpose(0, 2), (1,)))
+
+
+def test_composite_reductions_and_pointwise():
+    x = rand((4, 6), seed=3)
+    x[1, 2] = float("nan")
+    ints = rand((4, 6), ember.int64, seed=4)
+    for args in ((), (1,), ((0, 1),)):
+        assert_same(ember.count_nonzero(ints.cuda(), *args), ember.count_nonzero(ints, *args))
+    for kwargs in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+        assert_same(ember.nanmean(x.cuda(), **kwargs), ember.nanmean(x, **kwargs))
+    assert_same(ember.nanmean(x.cuda().half(), 1), ember.nanmean(x.half(), 1), ember.float16)
+    for t in (x, ints, ints.to(ember.int32)):
+        assert_same(ember.angle(t.cuda()), ember.angle(t))
+        assert_same(ember.sgn(t.cuda()), ember.sgn(t))
+        for mode in ("trunc", "floor"):
+            d = ember.where(t == 0, ember.ones_like(t), t)
+            assert_same(ember.div(t.cuda(), d.cuda(), rounding_mode=mode), ember.div(t, d, rounding_mode=mode))
+            assert_same(ember.div(t.cuda(), -3, rounding_mode=mode), ember.div(t, -3, rounding_mode=mode))
+    g, c = x.cuda(), x.clone()
+    g.cumsum_(1), c.cumsum_(1)
+    g.sgn_(), c.sgn_()
+    assert_same(g, c)
+    b = ints > 0
+    assert_same(b.cuda() != False, b != False)  # noqa: E712 - a Python bool operand of a bool kernel
+    assert_same(b.cuda() & True, b & True)
+
+
+@pytest.mark.parametrize("name", ["i0", "special.i1", "special.modified_bessel_i0", "special.modified_bessel_i1",
+                                  "special.erfcx", "special.bessel_j0", "special.bessel_j1", "special.bessel_y0",
+                                  "special.bessel_y1", "logit"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=str)
+def test_special_functions(name, dtype):
+    fn = ember
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    x = rand((64,), dtype, low=0.01, high=0.99) if name == "logit" else rand((64,), dtype, low=-6.0, high=6.0)
+    tol = (1e-5, 1e-6) if dtype is ember.float32 else (1e-9, 1e-12)
+    assert_same(fn(x.cuda()), fn(x), rtol=tol[0], atol=tol[1])
+    if name == "logit":
+        assert_same(ember.logit(x.cuda(), eps=0.1), ember.logit(x, eps=0.1), rtol=tol[0], atol=tol[1])
