@@ -19,9 +19,17 @@ from _timing import cuda_median_ms as _median_ms
 import ember
 import ember.nn.functional as EF
 
+_ONLY: list = []  # --only: substrings of the case names to run (all when empty)
+
+
+def _wanted(name: str) -> bool:
+    return not _ONLY or any(part in name for part in _ONLY)
+
 
 def _pair(torch, name, make, iters, work, unit):
-    """make(fw) -> a thunk; work: bytes or flops per call; returns the row."""
+    """make(fw) -> a thunk; work: bytes or flops per call; returns the row (None when --only skips it)."""
+    if not _wanted(name):
+        return None
     row = {"name": name}
     for label, fw in (("ember", ember), ("torch", torch)):
         fn = make(fw)
@@ -93,7 +101,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--tune", action="store_true", help="also sweep ember's kernel configurations")
+    ap.add_argument("--only", default="", help="comma-separated substrings of the cases to run (e.g. sum,host)")
     args = ap.parse_args()
+    _ONLY[:] = [part for part in args.only.split(",") if part]
     import torch
     import torch.nn.functional as TF
 
@@ -177,8 +187,12 @@ def main():
     if args.tune:
         rows += _tune(torch, data, n, iters)
 
-    rows += _training(torch, 10 if args.quick else 20)
-
+    if _wanted("MLP train step"):
+        rows += _training(torch, 10 if args.quick else 20)
+    rows = [row for row in rows if row is not None]
+    if not _wanted("1-element add, host"):
+        _report(rows, args.json, torch)
+        return
     host = {"name": "1-element add, host us/call"}
     for label, fw in (("ember", ember), ("torch", torch)):
         one = fw.ones(1, device="cuda")
@@ -188,12 +202,15 @@ def main():
     host["ratio"] = round(host["torch"] / host["ember"], 3)
     host["unit"] = "us"
     rows.append(host)
+    _report(rows, args.json, torch)
 
+
+def _report(rows, path, torch):
     print(f"{'case':44s} {'ember':>10s} {'torch':>10s} {'ratio':>7s}")
     for row in rows:
         print(f"{row['name']:44s} {row['ember']:>10} {row['torch']:>10} {row['ratio']!s:>7} {row['unit']}")
-    if args.json:
-        with open(args.json, "w") as f:
+    if path:
+        with open(path, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 
