@@ -101,9 +101,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--tune", action="store_true", help="also sweep ember's kernel configurations")
-    ap.add_argument("--only", default="", help="comma-separated substrings of the cases to run (e.g. sum,host)")
+    ap.add_argument("--only", default="", help="substrings of the cases to run, joined by ',' or '+' (sum+host)")
     args = ap.parse_args()
-    _ONLY[:] = [part for part in args.only.split(",") if part]
+    _ONLY[:] = [part for part in args.only.replace("+", ",").split(",") if part]
     import torch
     import torch.nn.functional as TF
 
