@@ -17,7 +17,8 @@ def _grads(fn, *inputs):
     """fn's output and the gradients of its inputs, on the CPU and on CUDA."""
     results = []
     for dev in ("cpu", "cuda"):
-        xs = [t.to(dev).requires_grad_() if t.is_floating_point() else t.to(dev) for t in inputs]
+        # Leaves of their own per device (a CPU leaf moved by .to() would be one graph's input).
+        xs = [t.detach().to(dev).clone().requires_grad_() if t.is_floating_point() else t.to(dev) for t in inputs]
         out = fn(*xs)
         g = rand(tuple(out.shape), seed=9).to(out.dtype).to(dev)
         out.backward(g)

@@ -114,7 +114,7 @@ def test_gradients_through_scatter():
     idx = _index((6, 4), 9, seed=15)
     grads = []
     for dev in ("cpu", "cuda"):
-        xs = x.to(dev).requires_grad_()
+        xs = x.to(dev).clone().requires_grad_()  # a leaf of its own on each device
         out = (ember.gather(xs, 1, idx.to(dev)) * 2).sum() + (xs[(idx[:, 0] % 6).to(dev)] ** 2).sum()
         out = out + ember.take_along_dim(xs, idx.to(dev), 1).sum() + xs.cummax(1)[0].sum()
         out.backward()
