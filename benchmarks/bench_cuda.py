@@ -58,12 +58,13 @@ def _tune(torch, data, n, iters):
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.ROW_CONFIG.update(saved)
     saved = dict(_reduce.STRIDE_CONFIG)
-    for ppsm, bn, warps, stages, unroll in ((2, 4096, 8, 1, 2), (4, 4096, 8, 1, 2), (8, 2048, 4, 1, 2),
-                                            (4, 2048, 8, 1, 4), (2, 8192, 16, 1, 2), (4, 4096, 8, 3, 1),
-                                            (8, 4096, 8, 1, 1), (16, 1024, 4, 1, 4)):
-        _reduce.STRIDE_CONFIG.update(ppsm=ppsm, bn=bn, warps=warps, stages=stages, unroll=unroll)
+    for ppsm, bn, warps, stages, unroll, evict in (
+            (4, 4096, 8, 1, 2, False), (4, 4096, 8, 1, 2, True), (8, 2048, 4, 1, 2, False), (8, 2048, 4, 1, 4, True),
+            (2, 4096, 8, 1, 4, False), (4, 2048, 4, 1, 4, False), (6, 4096, 8, 1, 2, True), (8, 1024, 4, 1, 8, True),
+            (16, 1024, 4, 1, 4, False), (3, 8192, 16, 1, 2, True)):
+        _reduce.STRIDE_CONFIG.update(ppsm=ppsm, bn=bn, warps=warps, stages=stages, unroll=unroll, evict=evict)
         ms = _median_ms(ember, lambda: x.sum(), iters)
-        rows.append({"name": f"tune sum stride ppsm={ppsm} BN={bn} w={warps} st={stages} u={unroll}",
+        rows.append({"name": f"tune sum stride ppsm={ppsm} BN={bn} w={warps} st={stages} u={unroll} ev={evict:d}",
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.STRIDE_CONFIG.update(saved)
     return rows

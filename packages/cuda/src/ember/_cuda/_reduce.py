@@ -88,7 +88,7 @@ def _stride_source(kind: str, acc) -> str:
     ct = TL[acc]
     return HEADER + _HELPERS + f'''
 @triton.jit
-def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr):
+def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr, EVICT: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     row = pid // nprog
     p = pid % nprog
@@ -98,7 +98,10 @@ def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr):
     for t in range(p, nfull, nprog):
         for u in tl.static_range(UNROLL):
             ns = t * (BN * UNROLL) + u * BN + tl.arange(0, BN)
-            v = tl.load(base + ns).to({ct})
+            if EVICT:  # read once: keep it from displacing other data in L2
+                v = tl.load(base + ns, eviction_policy="evict_first").to({ct})
+            else:
+                v = tl.load(base + ns).to({ct})
             acc = {combine.format(a="acc", v="v")}
     if p == 0:
         for n0 in range(nfull * (BN * UNROLL), N, BN):
@@ -185,7 +188,7 @@ ROW_CONFIG = {"bn": 4096, "warps": 8, "chunk": 65536, "stages": 2, "unroll": 1} 
 # Few long rows by a grid-stride kernel instead of fixed chunks ("ppsm" programs per multiprocessor in
 # all; None keeps the chunks). bench_cuda.py --tune on an H200, sum of 2^28 f32: this configuration
 # 3.81 TB/s (PyTorch 3.92), the chunked default 3.34-3.58, the best chunked one 3.79.
-STRIDE_CONFIG = {"ppsm": 4, "bn": 4096, "warps": 8, "stages": 1, "unroll": 2}
+STRIDE_CONFIG = {"ppsm": 4, "bn": 4096, "warps": 8, "stages": 1, "unroll": 2, "evict": False}
 _SMS: dict = {}
 
 
@@ -199,10 +202,10 @@ def _strided_rows(kind, x, rows, n, out, acc, scale, index, stream) -> None:
     nprog = max(1, (cfg["ppsm"] * sms) // rows)
     partial = new_empty_tensor((rows, nprog), acc, x._device)
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[acc], "N": "i64", "nprog": "i64", "BN": "constexpr",
-           "UNROLL": "constexpr"}
+           "UNROLL": "constexpr", "EVICT": "constexpr"}
     aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
-    launcher = _compile.kernel(_stride_source(kind, acc), "k", sig, {"BN": cfg["bn"], "UNROLL": cfg["unroll"]},
-                               aligned, cfg["warps"], cfg["stages"], index)
+    launcher = _compile.kernel(_stride_source(kind, acc), "k", sig, {"BN": cfg["bn"], "UNROLL": cfg["unroll"],
+                               "EVICT": bool(cfg["evict"])}, aligned, cfg["warps"], cfg["stages"], index)
     launcher((rows * nprog, 1, 1), stream, x.data_ptr(), partial.data_ptr(), n, nprog)
     _rows(kind, partial, rows, nprog, out, acc, scale, index, stream)
 
