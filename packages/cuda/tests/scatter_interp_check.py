@@ -1,6 +1,6 @@
 """Runs ember's scattering CUDA kernels (scatter with every reduction, the atomic sum, index_put,
-masked_scatter, nonzero) and the adaptive pooling kernels in Triton's CPU interpreter against PyTorch on the CPU
-(test_cuda_scatter_interpreter.py starts it in a fresh process: TRITON_INTERPRET must be set
+masked_scatter, nonzero), the adaptive pooling and the sort kernels in Triton's CPU interpreter
+against PyTorch on the CPU (test_cuda_scatter_interpreter.py starts it in a fresh process: TRITON_INTERPRET must be set
 before Triton decorates the kernels). Prints one "ok" line per case."""
 
 from __future__ import annotations
@@ -145,7 +145,30 @@ def check_adaptive_pooling():
         print("ok adaptive pooling", h, w, oh, ow)
 
 
+def check_sort():
+    from ember._cuda._ops_sort import SORT
+
+    k = _load(SORT, "sort_rows")
+    g = torch.Generator().manual_seed(4)
+    for dtype, n in ((torch.float32, 37), (torch.float16, 64), (torch.int32, 100), (torch.uint8, 5)):
+        if dtype.is_floating_point:
+            x = torch.randn(3, n, generator=g).to(dtype)
+            x[0, :6] = torch.tensor([float("nan"), 0.0, -0.0, float("inf"), -float("inf"), 1.0]).to(dtype)
+            x[1, 3:9] = x[1, 0]  # ties keep their order (a stable sort)
+        else:
+            x = torch.randint(0, 6, (3, n), generator=g).to(dtype)
+        bn = max(16, 1 << (n - 1).bit_length())
+        for desc in (False, True):
+            vals, idx = torch.empty_like(x), torch.empty(3, n, dtype=torch.int64)
+            k[(3,)](x, vals, idx, n, BN=bn, FLOAT=dtype.is_floating_point, DESCENDING=desc)
+            want_v, want_i = torch.sort(x, dim=-1, descending=desc, stable=True)
+            assert torch.equal(idx, want_i), (dtype, desc, idx, want_i)
+            torch.testing.assert_close(vals, want_v, equal_nan=True)
+        print("ok sort", dtype, n)
+
+
 if __name__ == "__main__":
+    check_sort()
     check_adaptive_pooling()
     check_scatter()
     check_atomic()

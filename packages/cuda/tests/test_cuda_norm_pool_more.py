@@ -99,3 +99,25 @@ def test_special_functions(name, dtype):
     assert_same(fn(x.cuda()), fn(x), rtol=tol[0], atol=tol[1])
     if name == "logit":
         assert_same(ember.logit(x.cuda(), eps=0.1), ember.logit(x, eps=0.1), rtol=tol[0], atol=tol[1])
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16, ember.int32, ember.int64, ember.float64], ids=str)
+def test_sort_topk(dtype):
+    x = rand((5, 300), dtype, low=-50.0, high=50.0, seed=7)
+    if dtype.is_floating_point:
+        x[0, 3] = float("nan")
+    for dim in (1, 0):
+        for descending in (False, True):
+            got = ember.sort(x.cuda(), dim=dim, descending=descending, stable=True)
+            want = ember.sort(x, dim=dim, descending=descending, stable=True)
+            assert_same(got[0], want[0])
+            assert_same(got[1], want[1])
+    assert_same(ember.argsort(x.cuda(), dim=1), ember.argsort(x, dim=1, stable=True))
+    distinct = ember.randperm(5000).reshape(2, 2500).to(dtype) if dtype is not ember.bfloat16 else \
+        ember.randperm(200).reshape(2, 100).to(dtype)
+    for largest in (True, False):
+        got, want = ember.topk(distinct.cuda(), 7, largest=largest), ember.topk(distinct, 7, largest=largest)
+        assert_same(got.values, want.values)
+        assert_same(got.indices, want.indices)
+    long_rows = rand((2, 6000), dtype, seed=8)  # past one program's row: the host round trip
+    assert_same(ember.sort(long_rows.cuda(), stable=True)[1], ember.sort(long_rows, stable=True)[1])

@@ -1,7 +1,7 @@
 """The scattering kernels (scatter with every reduction, the atomic sum, index_put, masked_scatter,
-nonzero) and the adaptive pooling kernels run by Triton's interpreter on the CPU (no GPU needed) against PyTorch;
-``scatter_interp_check.py`` runs in a fresh process (the interpreter must be chosen before Triton
-decorates the kernels). Skips where Triton is unavailable."""
+nonzero), the adaptive pooling and the sort kernels run by Triton's interpreter on the CPU (no GPU
+needed) against PyTorch; ``scatter_interp_check.py`` runs in a fresh process (the interpreter must
+be chosen before Triton decorates the kernels). Skips where Triton is unavailable."""
 
 from __future__ import annotations
 
@@ -24,4 +24,4 @@ def test_scatter_kernels_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 15, done.stdout
+    assert done.stdout.count("ok") == 19, done.stdout
