@@ -167,7 +167,27 @@ def check_sort():
         print("ok sort", dtype, n)
 
 
+def check_searchsorted():
+    from ember._cuda._ops_search import SEARCH
+
+    k = _load(SEARCH, "search_rows")
+    g = torch.Generator().manual_seed(5)
+    seq = torch.sort(torch.randint(0, 20, (3, 17), generator=g).float(), dim=-1).values
+    seq[2, -2:] = float("nan")
+    vals = torch.randint(-2, 23, (3, 9), generator=g).float()
+    vals[1, 0] = float("nan")
+    for right in (False, True):
+        out = torch.empty(3, 9, dtype=torch.int64)
+        k[(1,)](seq, vals, out, 17, 9, 27, 6, BLOCK=32, RIGHT=right)
+        assert torch.equal(out, torch.searchsorted(seq, vals, right=right)), (right, out)
+        flat = torch.empty(3, 9, dtype=torch.int64)
+        k[(1,)](seq[0].contiguous(), vals, flat, 17, 27, 27, 6, BLOCK=32, RIGHT=right)  # one sequence for all
+        assert torch.equal(flat, torch.searchsorted(seq[0], vals, right=right))
+    print("ok searchsorted")
+
+
 if __name__ == "__main__":
+    check_searchsorted()
     check_sort()
     check_adaptive_pooling()
     check_scatter()

@@ -121,3 +121,38 @@ def test_sort_topk(dtype):
         assert_same(got.indices, want.indices)
     long_rows = rand((2, 6000), dtype, seed=8)  # past one program's row: the host round trip
     assert_same(ember.sort(long_rows.cuda(), stable=True)[1], ember.sort(long_rows, stable=True)[1])
+
+
+def test_searchsorted():
+    seq = ember.sort(rand((3, 40), ember.int64, seed=9).float(), dim=-1).values
+    vals = rand((3, 11), ember.int64, seed=10).float()
+    for right in (False, True):
+        assert_same(ember.searchsorted(seq.cuda(), vals.cuda(), right=right),
+                    ember.searchsorted(seq, vals, right=right))
+        assert_same(ember.searchsorted(seq[0].cuda(), vals.cuda(), right=right, out_int32=True),
+                    ember.searchsorted(seq[0], vals, right=right, out_int32=True))
+    order = ember.argsort(vals[0])
+    assert_same(ember.searchsorted(vals[0].cuda(), seq[1].cuda(), sorter=order.cuda()),
+                ember.searchsorted(vals[0], seq[1], sorter=order))
+    # NaN, in the sequence or as the value, never stops the search (PyTorch's comparisons).
+    s = ember.tensor([[0.0, 3.0, 4.0, float("nan"), float("nan")]]).cuda()
+    v = ember.tensor([[19.0, float("nan"), 2.0]]).cuda()
+    assert ember.searchsorted(s, v).cpu().tolist() == [[5, 5, 1]]
+
+
+def test_multinomial_statistics():
+    ember.manual_seed(0)
+    p = ember.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]]).cuda()
+    draws = ember.multinomial(p, 20000, replacement=True).cpu()
+    for row in range(2):
+        freq = ember.bincount(draws[row], minlength=4).float() / 20000
+        want = (p[row] / p[row].sum()).cpu()
+        assert (freq - want).abs().max().item() < 0.02, (freq, want)
+    picks = ember.multinomial(p, 3).cpu()  # without replacement: distinct, never a zero weight
+    for row in range(2):
+        got = picks[row].tolist()
+        assert len(set(got)) == 3 and all(p[row, i].item() > 0 for i in got)
+    assert ember.multinomial(p[0], 1).shape == (1,)
+    ember.multinomial(ember.tensor([[0.0, 0.0]]).cuda(), 1)
+    with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
+        ember.cuda.synchronize()
