@@ -156,3 +156,15 @@ def test_multinomial_statistics():
     ember.multinomial(ember.tensor([[0.0, 0.0]]).cuda(), 1)
     with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
         ember.cuda.synchronize()
+
+
+@pytest.mark.parametrize("name", ["kthvalue", "median", "nanmedian"])
+def test_kthvalue_median(name):
+    x = ember.randperm(140).reshape(4, 7, 5).float()
+    x[1, 2, 3] = float("nan")
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            args = (3, dim, keepdim) if name == "kthvalue" else (dim, keepdim)
+            got, want = getattr(ember, name)(x.cuda(), *args), getattr(ember, name)(x, *args)
+            assert_same(got[0], want[0])
+            assert_same(got[1], want[1])

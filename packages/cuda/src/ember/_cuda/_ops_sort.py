@@ -1,4 +1,4 @@
-"""sort, argsort (through sort) and topk on CUDA.
+"""sort, argsort (through sort), topk, kthvalue, median and nanmedian on CUDA.
 
 Rows of up to 4096 elements of a 32-bit-or-narrower dtype sort in one Triton program each: every
 element becomes one int64 key, its value mapped to an order-preserving int32 (floats: sign-
@@ -102,6 +102,47 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):
     return values.narrow(d, 0, k).contiguous(), indices.narrow(d, 0, k).contiguous()
 
 
+def _select(self, dim, keepdim, k, name):
+    """kthvalue (0-based ``k``), median (the lower one; NaN when the row has one) and nanmedian (of
+    the row's numbers; NaN when it has none) as a gather from a stable ascending sort, where NaN
+    comes last. Written with dispatched ops only: the same code runs on any device."""
+    import ember
+
+    d, _ = core_sort._select_meta(self, dim, keepdim, k, name)  # PyTorch's checks
+    if self.ndim == 0:
+        return self.clone(), new_empty_tensor((), dt.int64, self._device, zero=True)
+    n = self._shape[d]
+    values, indices = ember.sort(self, dim=d, stable=True)
+    if name == "kthvalue":
+        at = ember.full_like(values.narrow(d, 0, 1), k, dtype=dt.int64)
+    else:
+        nans = self.isnan().sum(d, keepdim=True) if self.dtype.is_floating_point else \
+            ember.zeros_like(values.narrow(d, 0, 1), dtype=dt.int64)
+        if name == "median":
+            at = ember.where(nans > 0, n - nans, ember.full_like(nans, (n - 1) // 2))
+        else:
+            at = ((n - nans - 1) // 2).clamp(min=0)
+    v, i = values.gather(d, at), indices.gather(d, at)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return v, i
+
+
+def _kthvalue(self, k, dim=-1, keepdim=False):
+    return _select(self, dim, keepdim, k - 1, "kthvalue")
+
+
+def _median(self, dim, keepdim=False):
+    return _select(self, dim, keepdim, 0, "median")
+
+
+def _nanmedian(self, dim, keepdim=False):
+    return _select(self, dim, keepdim, 0, "nanmedian")
+
+
 def register() -> None:
     OPS["sort"].kernels["cuda"] = _sort
     OPS["topk"].kernels["cuda"] = _topk
+    OPS["kthvalue"].kernels["cuda"] = _kthvalue
+    OPS["median"].kernels["cuda"] = _median
+    OPS["nanmedian"].kernels["cuda"] = _nanmedian
