@@ -168,3 +168,19 @@ def test_kthvalue_median(name):
             got, want = getattr(ember, name)(x.cuda(), *args), getattr(ember, name)(x, *args)
             assert_same(got[0], want[0])
             assert_same(got[1], want[1])
+
+
+def test_more_samplers_statistics():
+    ember.cuda.manual_seed(1)
+    n = 200000
+    x = ember.empty(n, device="cuda")
+    assert abs(x.exponential_(2.0).mean().item() - 0.5) < 0.01 and x.min().item() >= 0
+    assert abs(x.geometric_(0.3).mean().item() - 1 / 0.3) < 0.05 and x.min().item() == 1
+    logs = x.log_normal_(0.5, 0.25).log()
+    assert abs(logs.mean().item() - 0.5) < 0.01 and abs(logs.std().item() - 0.25) < 0.01
+    assert abs(x.cauchy_(1.0, 2.0).cpu().median().item() - 1.0) < 0.05
+    p = ember.tensor([[0.1], [0.9]]).cuda()
+    b = ember.empty(2, n // 2, device="cuda").bernoulli_(p)
+    assert ((b.mean(1).cpu() - ember.tensor([0.1, 0.9])).abs() < 0.01).all()
+    with pytest.raises(RuntimeError, match="expects lambda > 0.0"):
+        x.exponential_(-1.0)

@@ -1,0 +1,67 @@
+"""The in-place samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
+geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, by the inverse
+CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream.
+
+The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
+draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
+differ from PyTorch's (its own generator), the distributions do not.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember._src import dtypes as dt
+from ember._src.dispatch import OPS
+from ember._src.ops.random import samplers as core
+from ember._src.tensor import new_empty_tensor
+
+
+def _uniform(self, generator):
+    """Uniform [0, 1) draws of self's shape, in float32 (float64 for a float64 self)."""
+    dtype = dt.float64 if self.dtype is dt.float64 else dt.float32
+    return new_empty_tensor(self._shape, dtype, self._device).uniform_(0.0, 1.0, generator=generator)
+
+
+def _store(self, values):
+    self.copy_(values)
+    return self
+
+
+def _exponential(self, lambd=1.0, *, generator=None):
+    core._check_exponential(self, lambd)
+    return _store(self, (-_uniform(self, generator)).log1p() * (-1.0 / lambd))
+
+
+def _geometric(self, p, *, generator=None):
+    core._check_geometric(self, p)
+    # Trials up to the first success: ceil(log(1 - u) / log(1 - p)), at least 1.
+    draws = ((-_uniform(self, generator)).log1p() / math.log1p(-p)).ceil().clamp(min=1.0)
+    return _store(self, draws)
+
+
+def _log_normal(self, mean=1.0, std=2.0, *, generator=None):
+    core._check_log_normal(self, mean, std)
+    dtype = dt.float64 if self.dtype is dt.float64 else dt.float32
+    normal = new_empty_tensor(self._shape, dtype, self._device).normal_(mean, std, generator=generator)
+    return _store(self, normal.exp())
+
+
+def _cauchy(self, median=0.0, sigma=1.0, *, generator=None):
+    core._check_cauchy(self, median, sigma)
+    return _store(self, ((_uniform(self, generator) - 0.5) * math.pi).tan() * sigma + median)
+
+
+def _bernoulli_tensor(self, p, *, generator=None):
+    core._check_bernoulli_tensor(self, p)
+    if p._device is not self._device:
+        p = p.to(self._device)
+    return _store(self, _uniform(self, generator) < p.expand(self._shape))
+
+
+def register() -> None:
+    OPS["exponential_"].kernels["cuda"] = _exponential
+    OPS["geometric_"].kernels["cuda"] = _geometric
+    OPS["log_normal_"].kernels["cuda"] = _log_normal
+    OPS["cauchy_"].kernels["cuda"] = _cauchy
+    OPS["bernoulli_.Tensor"].kernels["cuda"] = _bernoulli_tensor
