@@ -184,3 +184,18 @@ def test_more_samplers_statistics():
     assert ((b.mean(1).cpu() - ember.tensor([0.1, 0.9])).abs() < 0.01).all()
     with pytest.raises(RuntimeError, match="expects lambda > 0.0"):
         x.exponential_(-1.0)
+
+
+def test_randperm_and_normal_tensor():
+    ember.cuda.manual_seed(2)
+    for n in (1, 100, 5000):
+        p = ember.randperm(n, device="cuda")
+        assert p.device.type == "cuda" and p.dtype is ember.int64
+        assert sorted(p.cpu().tolist()) == list(range(n))
+    assert ember.randperm(7, device="cuda", dtype=ember.float32).dtype is ember.float32
+    mean = ember.tensor([[0.0], [1.0], [2.0]]).cuda()
+    std = ember.full((1, 50000), 2.0).cuda()
+    z = ember.normal(mean, std)
+    assert tuple(z.shape) == (3, 50000)
+    assert ((z.mean(1).cpu() - ember.tensor([0.0, 1.0, 2.0])).abs() < 0.05).all()
+    assert ((z.std(1).cpu() - 2.0).abs() < 0.05).all()

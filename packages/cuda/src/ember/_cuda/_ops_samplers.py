@@ -1,6 +1,7 @@
-"""The in-place samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
+"""The samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
 geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, by the inverse
-CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream.
+CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
+normal with tensor mean/std, and randperm (a sort of random keys).
 
 The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
 draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
@@ -59,7 +60,38 @@ def _bernoulli_tensor(self, p, *, generator=None):
     return _store(self, _uniform(self, generator) < p.expand(self._shape))
 
 
+def _normal_tensor(mean, std, *, generator=None, dtype=None):
+    from ._ops_index import assert_async
+
+    dtype = dtype or mean.dtype
+    shape = core._normal_result(mean, std, dtype)
+    if std._device is not mean._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{mean._device} and {std._device}!")
+    work = dt.float64 if dtype is dt.float64 else dt.float32
+    if std.numel():
+        assert_async(std < 0, "normal expects all elements of std >= 0.0")
+    noise = new_empty_tensor(shape, work, mean._device).normal_(0.0, 1.0, generator=generator)
+    return (mean.to(work) + std.to(work) * noise).to(dtype)
+
+
+def _randperm(n, *, generator=None, dtype=None, device=None):
+    """A random permutation as the stable argsort of 31 random bits per position (two uniform
+    draws: 15 and 16 bits), ties (rare) broken by position."""
+    from ember._src.random_factories import _check_randperm
+
+    dtype = dtype or dt.int64
+    _check_randperm(n, dtype)
+    if n == 0:
+        return new_empty_tensor((0,), dtype, device)
+    u = new_empty_tensor((2, n), dt.float32, device).uniform_(0.0, 1.0, generator=generator)
+    keys = (u[0] * 32768.0).floor().to(dt.int32) * 65536 + (u[1] * 65536.0).floor().to(dt.int32)
+    return keys.sort(stable=True)[1].to(dtype)
+
+
 def register() -> None:
+    OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
+    OPS["randperm"].kernels["cuda"] = _randperm
     OPS["exponential_"].kernels["cuda"] = _exponential
     OPS["geometric_"].kernels["cuda"] = _geometric
     OPS["log_normal_"].kernels["cuda"] = _log_normal
