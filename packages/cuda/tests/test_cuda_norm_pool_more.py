@@ -199,3 +199,15 @@ def test_randperm_and_normal_tensor():
     assert tuple(z.shape) == (3, 50000)
     assert ((z.mean(1).cpu() - ember.tensor([0.0, 1.0, 2.0])).abs() < 0.05).all()
     assert ((z.std(1).cpu() - 2.0).abs() < 0.05).all()
+
+
+def test_random_and_randint():
+    ember.cuda.manual_seed(3)
+    x = ember.randint(3, 9, (60000,), device="cuda")
+    assert x.device.type == "cuda" and x.dtype is ember.int64
+    counts = ember.bincount(x.cpu() - 3).float() / 60000
+    assert counts.shape == (6,) and ((counts - 1 / 6).abs() < 0.01).all()
+    y = ember.empty(20000, dtype=ember.int64, device="cuda").random_()
+    assert y.min().item() >= 0 and abs(y.cpu().double().mean().item() / 2.0 ** 62 - 1) < 0.05
+    f = ember.empty(5000, device="cuda").random_(0, 10)
+    assert f.min().item() == 0 and f.max().item() == 9

@@ -1,7 +1,7 @@
 """The samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
 geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, by the inverse
 CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
-normal with tensor mean/std, and randperm (a sort of random keys).
+normal with tensor mean/std, random_ (and so randint), and randperm (a sort of random keys).
 
 The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
 draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
@@ -89,7 +89,28 @@ def _randperm(n, *, generator=None, dtype=None, device=None):
     return keys.sort(stable=True)[1].to(dtype)
 
 
+def _random(self, low=0, high=None, *, generator=None):
+    """Integers uniform in [low, high) (high None: up to the largest integer the dtype holds
+    exactly): floor(u * span) from a float64 draw for spans of up to 2**53, else 63 bits from two
+    draws (and one more bit for a span past 2**63), reduced modulo the span."""
+    core._check_random(self, low, high)
+    if high is None:
+        high = 2 if self.dtype is dt.bool else core._int_bounds(self.dtype)[1] + 1
+    span = high - low
+    u = new_empty_tensor((3,) + tuple(self._shape), dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+    if span <= 1 << 53:
+        r = (u[0] * float(span)).floor().to(dt.int64)
+    else:
+        r = (u[0] * 2.0 ** 31).floor().to(dt.int64) * (1 << 32) + (u[1] * 2.0 ** 32).floor().to(dt.int64)
+        if span > 1 << 63:  # the whole int64 range: one more random bit, wrapping around
+            r = r * 2 + (u[2] < 0.5).to(dt.int64)
+        elif span < 1 << 63:
+            r = r.remainder(span)
+    return _store(self, r + low if low else r)
+
+
 def register() -> None:
+    OPS["random_"].kernels["cuda"] = _random
     OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
     OPS["randperm"].kernels["cuda"] = _randperm
     OPS["exponential_"].kernels["cuda"] = _exponential
