@@ -211,3 +211,16 @@ def test_random_and_randint():
     assert y.min().item() >= 0 and abs(y.cpu().double().mean().item() / 2.0 ** 62 - 1) < 0.05
     f = ember.empty(5000, device="cuda").random_(0, 10)
     assert f.min().item() == 0 and f.max().item() == 9
+
+
+def test_bincount_histc():
+    x = rand((500,), ember.int64, low=0, high=30).abs()
+    w = rand((500,), ember.float32, seed=11)
+    for args in ((), (None, 40), (w,)):
+        cuda_args = tuple(a.cuda() if isinstance(a, ember.Tensor) else a for a in args)
+        assert_same(ember.bincount(x.cuda(), *cuda_args), ember.bincount(x, *args), rtol=1e-5, atol=1e-5)
+    f = rand((2000,), ember.float32, seed=12)
+    for args in ((), (10,), (7, -1.0, 1.0), (5, 0.5, 0.5)):
+        assert_same(ember.histc(f.cuda(), *args), ember.histc(f, *args))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        ember.bincount(ember.tensor([1, -1]).cuda())

@@ -1,6 +1,6 @@
 """CUDA kernels composed of other CUDA kernels, for real dtypes (ember's CUDA device has no complex
-kernels): count_nonzero, nanmean, angle, sgn(_), conj_physical(_), rounded division, and the
-in-place scans cumsum_/cumprod_.
+kernels): count_nonzero, nanmean, angle, sgn(_), conj_physical(_), rounded division, the
+in-place scans cumsum_/cumprod_, bincount and histc.
 
 The core's own checks run first where it has them as functions; results keep the CPU kernels'
 dtypes (angle of an integer tensor is of the default float dtype, nanmean rounds once to the
@@ -14,6 +14,7 @@ import math
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.shapes import wrap_dims
+from ember._src.tensor import new_empty_tensor
 
 _HALF = (dt.float16, dt.bfloat16)
 
@@ -84,7 +85,61 @@ def _inplace(oop_name: str):
     return kernel
 
 
+def _bincount(self, weights=None, minlength=0):
+    """Counts by ``index_add_``; the size needs the input's extremes on the host (one sync, as
+    PyTorch's CUDA bincount)."""
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if self.ndim != 1 or self.dtype.is_floating_point or self.dtype is dt.bool:
+        if self.dtype.is_floating_point:
+            raise NotImplementedError(f"\"bincount_cuda\" not implemented for '{self.dtype}'")
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.ndim != 1 or weights._shape[0] != self._shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    n = self._shape[0]
+    top = -1
+    if n:
+        low, top = (int(v.item()) for v in (self.amin(), self.amax()))
+        if low < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    out_dtype = dt.int64 if weights is None else (weights.dtype if weights.dtype.is_floating_point else dt.float64)
+    work = dt.float32 if out_dtype in _HALF else out_dtype
+    out = new_empty_tensor((max(top + 1, minlength),), work, self._device).zero_()
+    if n:
+        w = new_empty_tensor((n,), work, self._device).fill_(1) if weights is None else weights.to(work)
+        out.index_add_(0, self.to(dt.int64), w)
+    return out.to(out_dtype)
+
+
+def _histc(self, bins=100, min=0, max=0):
+    """The CPU kernel's binning in float64: ``trunc((v - lo) * bins / (hi - lo))``, the top edge in
+    the last bin; a range of min == max is the data's (one sync)."""
+    from ember._src.ops.indexing.sorting import _histc_check
+
+    _histc_check(self, bins, min, max)
+    lo, hi = float(min), float(max)
+    v = self.to(dt.float64).reshape(-1)
+    if lo == hi and v.numel():
+        if bool(v.isnan().any().item()):
+            lo = hi = float("nan")
+        else:
+            lo, hi = v.amin().item(), v.amax().item()
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:f}, {hi:f}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    work = dt.float32 if self.dtype in _HALF else self.dtype
+    out = new_empty_tensor((bins,), work, self._device).zero_()
+    if v.numel():
+        inside = (v >= lo) & (v <= hi)
+        b = ((v - lo) * bins / (hi - lo)).floor().clamp(0, bins - 1).to(dt.int64)
+        out.index_add_(0, b, inside.to(work))
+    return out.to(self.dtype)
+
+
 def register() -> None:
+    OPS["bincount"].kernels["cuda"] = _bincount
+    OPS["histc"].kernels["cuda"] = _histc
     OPS["count_nonzero"].kernels["cuda"] = _count_nonzero
     OPS["nanmean"].kernels["cuda"] = _nanmean
     OPS["angle"].kernels["cuda"] = _angle
