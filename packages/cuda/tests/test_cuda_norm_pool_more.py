@@ -224,3 +224,12 @@ def test_bincount_histc():
         assert_same(ember.histc(f.cuda(), *args), ember.histc(f, *args))
     with pytest.raises(RuntimeError, match="non-negative"):
         ember.bincount(ember.tensor([1, -1]).cuda())
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(mode):
+    for shape, pad in (((2, 3, 7), (2, 3)), ((2, 3, 5, 6), (1, 2, 3, 0)), ((3, 5, 6), (-1, 2, 4, 1)),
+                       ((1, 2, 3, 4, 5), (1, 1, 2, 0, 1, 2))):
+        cpu, gpu = _grads(lambda t, pad=pad: F.pad(t, pad, mode=mode), rand(shape, seed=13))
+        for got, want in zip(gpu, cpu):
+            assert_same(got, want, rtol=1e-5, atol=1e-5)
