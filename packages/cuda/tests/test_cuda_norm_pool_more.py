@@ -233,3 +233,18 @@ def test_pad_modes(mode):
         cpu, gpu = _grads(lambda t, pad=pad: F.pad(t, pad, mode=mode), rand(shape, seed=13))
         for got, want in zip(gpu, cpu):
             assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+_INTERPOLATE = [("nearest", (2, 3, 5, 6), (10, 12)), ("nearest-exact", (2, 3, 5, 6), (7, 9)),
+                ("linear", (2, 3, 7), (15,)), ("bilinear", (2, 3, 5, 6), (11, 3)),
+                ("bicubic", (2, 3, 5, 6), (9, 13)), ("trilinear", (1, 2, 3, 4, 5), (5, 6, 7))]
+
+
+@pytest.mark.parametrize("mode,shape,size", _INTERPOLATE)
+def test_interpolate(mode, shape, size):
+    aligns = (None,) if mode.startswith("nearest") else (False, True)
+    for align in aligns:
+        x = rand(shape, seed=14)
+        cpu, gpu = _grads(lambda t, a=align: F.interpolate(t, size=size, mode=mode, align_corners=a), x)
+        for got, want in zip(gpu, cpu):
+            assert_same(got, want, rtol=1e-5, atol=1e-5)
