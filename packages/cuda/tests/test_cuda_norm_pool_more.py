@@ -248,3 +248,13 @@ def test_interpolate(mode, shape, size):
         cpu, gpu = _grads(lambda t, a=align: F.interpolate(t, size=size, mode=mode, align_corners=a), x)
         for got, want in zip(gpu, cpu):
             assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_unfold_fold():
+    x = rand((2, 3, 7, 8), seed=15)
+    cpu, gpu = _grads(lambda t: F.unfold(t, (3, 2), dilation=(1, 1), padding=(1, 0), stride=(1, 2)), x)
+    for got, want in zip(gpu, cpu):
+        assert_same(got, want, rtol=1e-5, atol=1e-5)
+    cols = rand((2, 3 * 6, 24), seed=16)
+    assert_same(F.fold(cols.cuda(), (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)),
+                F.fold(cols, (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)), rtol=1e-5, atol=1e-5)
