@@ -255,6 +255,6 @@ def test_unfold_fold():
     cpu, gpu = _grads(lambda t: F.unfold(t, (3, 2), dilation=(1, 1), padding=(1, 0), stride=(1, 2)), x)
     for got, want in zip(gpu, cpu):
         assert_same(got, want, rtol=1e-5, atol=1e-5)
-    cols = rand((2, 3 * 6, 24), seed=16)
+    cols = rand((2, 3 * 6, 28), seed=16)
     assert_same(F.fold(cols.cuda(), (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)),
                 F.fold(cols, (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)), rtol=1e-5, atol=1e-5)
