@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -41,19 +40,7 @@ import ember
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def median_ms(fw, fn, iters=30, warm=3):
-    for _ in range(warm):
-        fn()
-    fw.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+from _timing import cuda_median_ms as median_ms  # noqa: E402
 
 
 def host_us(fw, fn, n=2000):

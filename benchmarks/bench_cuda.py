@@ -12,41 +12,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
+
+from _timing import cuda_host_us as _host_us
+from _timing import cuda_median_ms as _median_ms
 
 import ember
 import ember.nn.functional as EF
 
-
-def _median_ms(fw, fn, iters, warm=3):
-    for _ in range(warm):
-        fn()
-    fw.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+_ONLY: list = []  # --only: substrings of the case names to run (all when empty)
 
 
-def _host_us(fw, fn, n=20000):
-    for _ in range(500):
-        fn()
-    fw.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    fw.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+def _wanted(name: str) -> bool:
+    return not _ONLY or any(part in name for part in _ONLY)
 
 
 def _pair(torch, name, make, iters, work, unit):
-    """make(fw) -> a thunk; work: bytes or flops per call; returns the row."""
+    """make(fw) -> a thunk; work: bytes or flops per call; returns the row (None when --only skips it)."""
+    if not _wanted(name):
+        return None
     row = {"name": name}
     for label, fw in (("ember", ember), ("torch", torch)):
         fn = make(fw)
@@ -74,6 +57,16 @@ def _tune(torch, data, n, iters):
         rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages} u={unroll}",
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.ROW_CONFIG.update(saved)
+    saved = dict(_reduce.STRIDE_CONFIG)
+    for ppsm, bn, warps, stages, unroll, evict in (
+            (4, 4096, 8, 1, 2, False), (4, 4096, 8, 1, 2, True), (8, 2048, 4, 1, 2, False), (8, 2048, 4, 1, 4, True),
+            (2, 4096, 8, 1, 4, False), (4, 2048, 4, 1, 4, False), (6, 4096, 8, 1, 2, True), (8, 1024, 4, 1, 8, True),
+            (16, 1024, 4, 1, 4, False), (3, 8192, 16, 1, 2, True)):
+        _reduce.STRIDE_CONFIG.update(ppsm=ppsm, bn=bn, warps=warps, stages=stages, unroll=unroll, evict=evict)
+        ms = _median_ms(ember, lambda: x.sum(), iters)
+        rows.append({"name": f"tune sum stride ppsm={ppsm} BN={bn} w={warps} st={stages} u={unroll} ev={evict:d}",
+                     "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
+    _reduce.STRIDE_CONFIG.update(saved)
     return rows
 
 
@@ -109,7 +102,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--tune", action="store_true", help="also sweep ember's kernel configurations")
+    ap.add_argument("--only", default="", help="substrings of the cases to run, joined by ',' or '+' (sum+host)")
     args = ap.parse_args()
+    _ONLY[:] = [part for part in args.only.replace("+", ",").split(",") if part]
     import torch
     import torch.nn.functional as TF
 
@@ -193,8 +188,12 @@ def main():
     if args.tune:
         rows += _tune(torch, data, n, iters)
 
-    rows += _training(torch, 10 if args.quick else 20)
-
+    if _wanted("MLP train step"):
+        rows += _training(torch, 10 if args.quick else 20)
+    rows = [row for row in rows if row is not None]
+    if not _wanted("1-element add, host"):
+        _report(rows, args.json, torch)
+        return
     host = {"name": "1-element add, host us/call"}
     for label, fw in (("ember", ember), ("torch", torch)):
         one = fw.ones(1, device="cuda")
@@ -204,12 +203,15 @@ def main():
     host["ratio"] = round(host["torch"] / host["ember"], 3)
     host["unit"] = "us"
     rows.append(host)
+    _report(rows, args.json, torch)
 
+
+def _report(rows, path, torch):
     print(f"{'case':44s} {'ember':>10s} {'torch':>10s} {'ratio':>7s}")
     for row in rows:
         print(f"{row['name']:44s} {row['ember']:>10} {row['torch']:>10} {row['ratio']!s:>7} {row['unit']}")
-    if args.json:
-        with open(args.json, "w") as f:
+    if path:
+        with open(path, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 

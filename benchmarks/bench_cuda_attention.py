@@ -15,26 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
+
+from _timing import cuda_median_ms as _median_ms
 
 import ember
 import ember.nn.functional as EF
-
-
-def _median_ms(fw, fn, iters, warm=3):
-    for _ in range(warm):
-        fn()
-    fw.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = fw.cuda.Event(enable_timing=True), fw.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
 
 
 def _qkv(torch, fw, b, h, t, d, seed=0):

@@ -41,3 +41,50 @@ def test_scans(fn, dtype):
         tol = {ember.float32: (1e-3, 1e-3), ember.bfloat16: (2e-2, 0.5)}.get(dtype, (None, None))
         assert_same(got, want, rtol=tol[0], atol=tol[1])
     assert getattr(ember, fn)(x.cuda(), 1, dtype=ember.float64).dtype is ember.float64
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16, ember.int64])
+@pytest.mark.parametrize("kind", ["sum", "amax"])
+def test_grid_stride_reduction(kind, dtype):
+    from ember._cuda import _reduce
+
+    x = rand((3, (1 << 17) + 37), dtype, seed=5)
+    saved = dict(_reduce.STRIDE_CONFIG)
+    try:
+        for ppsm in (None, 2, 8):
+            _reduce.STRIDE_CONFIG["ppsm"] = ppsm
+            got, want = getattr(ember, kind)(x.cuda(), 1), getattr(ember, kind)(x, 1)
+            tol = {ember.float32: (1e-4, 1e-2), ember.bfloat16: (2e-2, 2.0)}.get(dtype, (None, None))
+            assert_same(got, want, rtol=tol[0], atol=tol[1])
+            assert_same(getattr(ember, kind)(x[0].cuda()), getattr(ember, kind)(x[0]), rtol=tol[0], atol=tol[1])
+    finally:
+        _reduce.STRIDE_CONFIG.update(saved)
+
+
+@pytest.mark.parametrize("dtype", [ember.bool, ember.float32])
+def test_bool_triu_tril(dtype):
+    x = rand((5, 7), dtype, seed=6)
+    for fn in (ember.triu, ember.tril):
+        for k in (0, 2, -1):
+            assert_same(fn(x.cuda(), k), fn(x, k))
+
+
+def test_binary_cross_entropy_checks_without_a_sync():
+    F = pytest.importorskip("ember.nn.functional")
+    p, t = rand((6,), low=0.05, high=0.95), rand((6,), low=0.0, high=1.0, seed=1)
+    assert_same(F.binary_cross_entropy(p.cuda(), t.cuda()), F.binary_cross_entropy(p, t))
+    bad = p.clone()
+    bad[2] = 1.5
+    F.binary_cross_entropy(bad.cuda(), t.cuda())  # queued: reported at the next synchronization
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        ember.cuda.synchronize()
+
+
+def test_device_context_manager():
+    with ember.device("cuda"):
+        x = ember.ones(3)
+        y = ember.arange(4)
+        with ember.device("cpu"):
+            z = ember.zeros(2)
+    assert x.device.type == "cuda" and y.device.type == "cuda" and z.device.type == "cpu"
+    assert ember.ones(1).device.type == "cpu"

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "autograd_record.h"
+#include "device_fast_path.h"
 #include "tensor_impl.h"
 
 namespace py = pybind11;
@@ -259,6 +260,9 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
 // inference_mode); with it on, autograd's node is built natively (autograd_record.h) or, when
 // that path declines, the whole call goes to the Python dispatcher before anything ran.
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  bool on_device;  // CUDA (plugin-device) tensors: device_fast_path.cpp
+  PyObject* device_result = device_fast_call(self, args, nargsf, kwnames, &on_device);
+  if (on_device) return device_result;
   auto* op = reinterpret_cast<OpObject*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (op->fast != kNone && kwnames == nullptr && nargs <= 2 && plain_dispatch()) {

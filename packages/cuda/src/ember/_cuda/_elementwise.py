@@ -36,9 +36,7 @@ def scalar_arg_type(compute) -> str:
         return "fp64"
     if compute.is_floating_point:
         return "fp32"
-    if compute is dt.bool:
-        raise NotImplementedError("a Python number operand of a boolean CUDA kernel")
-    return "i64"
+    return "i64"  # an integer, or a bool passed as 0/1 and cast to int1 in the kernel
 
 
 def _scalar_value(value, compute):
@@ -123,6 +121,8 @@ def _source(expr: str, spec: tuple, out_dtype, ndim: int, linear: tuple, idx64: 
         if s[0] == "t":
             lines.append(f"    x{i} = tl.load(p{i} + ({offset(t, str(i))}), mask=mask).to({TL[s[2]]})")
             t += 1
+        elif s[1] is dt.bool:
+            lines.append(f"    x{i} = s{i} != 0")
         else:
             lines.append(f"    x{i} = s{i}")
     lines.append(f"    r = {expr.format(*[f'x{i}' for i in range(len(spec))])}")

@@ -109,6 +109,16 @@ for _name in ("sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin a
               "acosh atanh erf erfc erfinv lgamma").split():
     UNARY[_name] = {"f": L + _name + "({0})"}
 
+# Bessel-type special functions through CUDA's libdevice (the CPU kernels' Cephes-style series agree to a
+# few ulps); logit's parameter {1} is its eps, negative for none.
+for _name, _fn in (("i0", "cyl_bessel_i0"), ("special_i1", "cyl_bessel_i1"), ("special_modified_bessel_i0",
+                   "cyl_bessel_i0"), ("special_modified_bessel_i1", "cyl_bessel_i1"), ("special_erfcx", "erfcx"),
+                   ("special_bessel_j0", "j0"), ("special_bessel_j1", "j1"), ("special_bessel_y0", "y0"),
+                   ("special_bessel_y1", "y1")):
+    UNARY[_name] = {"f": L + _fn + "({0})"}
+_LOGIT_X = "tl.where({1} < 0, {0}, tl.minimum(tl.maximum({0}, {1}), 1.0 - {1}))"
+UNARY["logit"] = {"f": L + "log(_div(" + _LOGIT_X + ", 1.0 - " + _LOGIT_X + "))"}
+
 # Helpers some expressions call, prepended to every generated module.
 PRELUDE = '''
 @triton.jit

@@ -138,10 +138,17 @@ def _bias_strides(bias):
     return [0, 0, 0, 0] if bias is None else [int(s) for s in bias._stride]
 
 
+def _padded(query, key, value, *more_like_value):
+    """q, k, v (and each of ``more_like_value``) unit-strided along the head dim and padded to the
+    kernels' power-of-two widths; the forward and the backward read their inputs the same way."""
+    dp, ep = _pow2(query._shape[3]), _pow2(value._shape[3])
+    return (_pad(_unit_last(query), dp), _pad(_unit_last(key), dp), _pad(_unit_last(value), ep),
+            *(_pad(_unit_last(t), ep) for t in more_like_value))
+
+
 def flash_forward(query, key, value, attn_mask, is_causal, scale):
     d, e = query._shape[3], value._shape[3]
-    q, k = _pad(_unit_last(query), _pow2(d)), _pad(_unit_last(key), _pow2(d))
-    v = _pad(_unit_last(value), _pow2(e))
+    q, k, v = _padded(query, key, value)
     b, h, lq, _ = q._shape
     hk, s = k._shape[1], k._shape[2]
     out = new_empty_tensor((b, h, lq, v._shape[3]), q.dtype, q._device)
@@ -176,8 +183,7 @@ def _delta(out, g, lse, index):
 def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
     d0, e0 = query._shape[3], value._shape[3]
     dp, ep = _pow2(d0), _pow2(e0)
-    q, k, v = _pad(_unit_last(query), dp), _pad(_unit_last(key), dp), _pad(_unit_last(value), ep)
-    g, o = _pad(_unit_last(grad_out), ep), _pad(_unit_last(out), ep)
+    q, k, v, g, o = _padded(query, key, value, grad_out, out)
     lse = logsumexp if logsumexp.dtype is dt.float32 and logsumexp.is_contiguous() else \
         logsumexp.to(dt.float32).contiguous()
     b, h, lq, d = q._shape

@@ -47,8 +47,32 @@ def check_device_errors() -> None:
         if code:
             host.value = 0
             name = _CODES.get(code, "an indexing op")
-            raise RuntimeError(f"CUDA error: device-side assert triggered: index out of bounds in ember.ops.{name} "
+            what = name[1:] if name.startswith("!") else f"index out of bounds in ember.ops.{name}"
+            raise RuntimeError(f"CUDA error: device-side assert triggered: {what} "
                                "(reported at the next synchronization, as on PyTorch's CUDA device)")
+
+
+_ASSERT = HEADER + '''
+@triton.jit
+def k(bad, flag, n, code, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    b = tl.load(bad + offs, mask=m, other=0) != 0
+    tl.store(flag + offs * 0, code, mask=m & b)
+'''
+
+
+def assert_async(bad, message: str) -> None:
+    """The backend's ``assert_async``: ``message`` raised at the next synchronization if ``bad`` (a
+    bool CUDA tensor) has a true element; no wait for the device now."""
+    if bad.dtype is not dt.bool:
+        bad = bad != 0
+    src = bad if bad.is_contiguous() else bad.contiguous()
+    n = src.numel()
+    if n:
+        index = src._device.index or 0
+        sig = {"bad": "*i1", "flag": "*i32", "n": "i64", "code": "i32", "BLOCK": "constexpr"}
+        _launch_1d(_ASSERT, sig, n, (src.data_ptr(), _flag(index), n, _code("!" + message)), index)
 
 
 def _code(name: str) -> int:
@@ -215,19 +239,9 @@ def _axis_offsets(size: int, stride: int, axis: int, ndim: int, device):
     return (arange(size, device=device) * stride).reshape(shape)
 
 
-def _index(self, indices):
-    indices = list(indices)
-    for t in indices:
-        if t is not None and t.dtype in (dt.bool, dt.uint8):
-            raise NotImplementedError("ember.ops.index with boolean masks has no CUDA kernel (use nonzero on the "
-                                      "CPU, or where())")
-        if t is not None and t._device is not self._device:
-            raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
-                               f"({self._device})")
-    dims, tensors, bshape, rest, result, pos = ix._plan(self, indices)
-    out = new_empty_tensor(result, self.dtype, self._device)
-    if out.numel() == 0:
-        return out
+def element_offsets(self, dims, tensors, bshape, rest, result, pos):
+    """int64 element offsets into ``self`` (from its data pointer) per position of the advanced-indexing
+    ``result`` (contiguous); out-of-range indices flagged, negative ones wrapped."""
     nd, nb = len(result), len(bshape)
     total = None
     for d, t in zip(dims, tensors):
@@ -238,8 +252,22 @@ def _index(self, indices):
     for j, r in enumerate(rest):
         axis = j if j < pos else j + nb
         total = total + _axis_offsets(self._shape[r], self._stride[r], axis, nd, self._device)
-    total = total.expand(result).contiguous()
-    _take(self, total, out)
+    return total.expand(result).contiguous()
+
+
+def _index(self, indices):
+    from ._ops_put import expand_masks
+
+    indices = expand_masks(self, list(indices))
+    for t in indices:
+        if t is not None and t._device is not self._device:
+            raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
+                               f"({self._device})")
+    plan = ix._plan(self, indices)
+    out = new_empty_tensor(plan[4], self.dtype, self._device)
+    if out.numel() == 0:
+        return out
+    _take(self, element_offsets(self, *plan), out)
     return out
 
 

@@ -197,7 +197,9 @@ def _where(condition, a, b):
     shape, dtype = pw._where_result(condition, a, b)
     device = condition._device
     out = empty(shape, dtype, device)
-    compute = dtype
+    # A bool result selects in int64 (a Python bool operand is then an integer kernel argument): tril/triu
+    # of a bool matrix is where(mask, x, False).
+    compute = dtype if dtype is not dt.bool else dt.int64
     launch("tl.where({0}, {1}, {2})", out, [condition, _operand(a, device), _operand(b, device)],
            [dt.bool, compute, compute])
     return out
@@ -333,7 +335,8 @@ def register() -> None:
             OPS[name + "_"].kernels["cuda"] = k_
     kinds = {}
     for n in pw._UNARY_FLOAT + "gelu gelu_tanh silu mish hardsigmoid hardswish selu softsign tanhshrink softplus " \
-            "elu celu logit".split():
+            "elu celu logit i0 special_i1 special_modified_bessel_i0 special_modified_bessel_i1 special_erfcx " \
+            "special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1".split():
         kinds[n] = pw._FLOAT_OP
     for n in pw._UNARY_KEEP + "frac round relu relu6 leaky_relu hardtanh threshold nan_to_num".split():
         kinds[n] = pw._KEEP_OP

@@ -45,25 +45,39 @@ class CudaPlugin:
         from ember._src.tensor import Tensor
 
         from . import (
+            _ops_adaptive,
             _ops_attention,
+            _ops_composite,
             _ops_conv,
             _ops_copy,
+            _ops_fold,
+            _ops_group_norm,
             _ops_index,
             _ops_loss,
             _ops_matmul,
             _ops_more,
             _ops_optim,
+            _ops_pad,
             _ops_pointwise,
             _ops_pool,
+            _ops_put,
             _ops_reduce,
             _ops_rows,
+            _ops_samplers,
+            _ops_scatter,
+            _ops_search,
+            _ops_sort,
             _ops_stats,
+            _ops_upsample,
             _random,
             _storage,
         )
 
         for module in (_ops_copy, _ops_attention, _ops_conv, _ops_pointwise, _ops_pool, _ops_reduce, _ops_rows,
-                       _ops_matmul, _ops_index, _ops_loss, _ops_more, _ops_optim, _ops_stats, _random):
+                       _ops_matmul, _ops_index, _ops_loss, _ops_more, _ops_optim, _ops_stats, _ops_scatter, _ops_put,
+                       _ops_adaptive, _ops_group_norm, _ops_composite, _ops_sort,
+                       _ops_search, _ops_samplers, _ops_pad, _ops_upsample,
+                       _ops_fold, _random):
             module.register()
         backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                           is_pinned=_storage.is_pinned, device_count=api.device_count)
@@ -72,6 +86,7 @@ class CudaPlugin:
 
         backend.compile_triton = _compile.kernel
         backend.current_stream = _streams.current_handle
+        backend.assert_async = _ops_index.assert_async
         register_backend(backend)
         Tensor.record_stream = lambda self, stream: api.record_stream(self, stream)
         import ember.backends

@@ -74,6 +74,17 @@ class device:  # noqa: N801 - PyTorch's spelling
     def __reduce__(self):
         return (device, (str(self),))
 
+    # ``with ember.device("cuda"):`` makes it the default device of factories inside the block, as
+    # PyTorch's device context does (nested blocks restore the previous default on exit).
+    def __enter__(self):
+        _ENTERED.append(DEFAULT_DEVICE[0])
+        DEFAULT_DEVICE[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        DEFAULT_DEVICE[0] = _ENTERED.pop()
+        return False
+
 
 _CACHE: dict = {}
 
@@ -86,6 +97,7 @@ META = device("meta")
 
 # The device factories use when none is given (``ember.set_default_device``).
 DEFAULT_DEVICE = [CPU]
+_ENTERED: list = []  # the defaults that device context blocks replaced, innermost last
 
 
 def to_device(value) -> device:
@@ -110,11 +122,15 @@ class Backend:
       16), called as ``launcher(grid, stream, *args)``; ``current_stream(device_index)``: the
       stream handle ember's ops use now. The compiler's Triton backend launches its kernels
       through these (it sits above this core and does not import device plugins).
+    - ``assert_async(bad, message)`` (optional): raises ``RuntimeError(message)`` at the next
+      synchronization if the bool tensor ``bad`` has a true element, without waiting for the
+      device now (PyTorch's device-side asserts); without it the core checks ``bad`` at once.
     Kernels are registered on the ops themselves (``Op.kernels[device_type]``).
     """
 
     compile_triton = None
     current_stream = None
+    assert_async = None
 
     def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
                  device_count=None):

@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 from . import grad_mode
 from ._native import _C
-from .device import to_device
+from .device import get_backend, to_device
 
 
 class _OpTable(dict):
@@ -209,6 +209,11 @@ class Op(_C.OpBase):
                     return kernel(*args, **kwargs)
         device_type = _device_type_of(args, kwargs)
         kernel = self.kernels.get(device_type)
+        if kernel is None and device_type not in ("cpu", "meta"):
+            # A factory naming a plugin device before any tensor lives there (``randn(3,
+            # device="cuda")`` first): loading the device's plugin registers its kernels.
+            get_backend(device_type)
+            kernel = self.kernels.get(device_type)
         if kernel is None:
             raise NotImplementedError(
                 f"ember.ops.{self.name} has no kernel for device '{device_type}'"

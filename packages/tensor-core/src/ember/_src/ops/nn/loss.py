@@ -262,6 +262,20 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+def _check_async(bad, message: str) -> None:
+    """Raises RuntimeError(message) if ``bad`` has a true element: at once on the CPU, at the next
+    synchronization on a device whose backend checks asynchronously (no wait for the device now)."""
+    check = None
+    if bad._device.type != "cpu":
+        from ...device import get_backend
+
+        check = get_backend(bad._device.type).assert_async
+    if check is not None:
+        check(bad, message)
+    elif bool(bad.any()):
+        raise RuntimeError(message)
+
+
 @_autocast_composite("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 as in PyTorch."""
@@ -273,8 +287,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"size.")
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    if input.numel():
+        _check_async((input < 0) | (input > 1), "all elements of input should be between 0 and 1")
     log_x = elementwise.clamp_min(input.log(), -100)
     log_1mx = elementwise.clamp_min((1 - input).log(), -100)
     loss = (target - 1) * log_1mx - target * log_x

@@ -1,0 +1,120 @@
+"""The samplers beyond uniform_/normal_/bernoulli_ (``_random``) on CUDA: exponential_,
+geometric_, log_normal_, cauchy_ and bernoulli_ with a tensor of probabilities, by the inverse
+CDF of a uniform draw (or the exp of a normal one) on the device's counter-based stream;
+normal with tensor mean/std, random_ (and so randint), and randperm (a sort of random keys).
+
+The core's checks run first, so errors match the CPU's. Written with dispatched ops only (the
+draws through ``uniform_``/``normal_``), so the same code samples correctly on any device; values
+differ from PyTorch's (its own generator), the distributions do not.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember._src import dtypes as dt
+from ember._src.dispatch import OPS
+from ember._src.ops.random import samplers as core
+from ember._src.tensor import new_empty_tensor
+
+
+def _uniform(self, generator):
+    """Uniform [0, 1) draws of self's shape, in float32 (float64 for a float64 self)."""
+    dtype = dt.float64 if self.dtype is dt.float64 else dt.float32
+    return new_empty_tensor(self._shape, dtype, self._device).uniform_(0.0, 1.0, generator=generator)
+
+
+def _store(self, values):
+    self.copy_(values)
+    return self
+
+
+def _exponential(self, lambd=1.0, *, generator=None):
+    core._check_exponential(self, lambd)
+    return _store(self, (-_uniform(self, generator)).log1p() * (-1.0 / lambd))
+
+
+def _geometric(self, p, *, generator=None):
+    core._check_geometric(self, p)
+    # Trials up to the first success: ceil(log(1 - u) / log(1 - p)), at least 1.
+    draws = ((-_uniform(self, generator)).log1p() / math.log1p(-p)).ceil().clamp(min=1.0)
+    return _store(self, draws)
+
+
+def _log_normal(self, mean=1.0, std=2.0, *, generator=None):
+    core._check_log_normal(self, mean, std)
+    dtype = dt.float64 if self.dtype is dt.float64 else dt.float32
+    normal = new_empty_tensor(self._shape, dtype, self._device).normal_(mean, std, generator=generator)
+    return _store(self, normal.exp())
+
+
+def _cauchy(self, median=0.0, sigma=1.0, *, generator=None):
+    core._check_cauchy(self, median, sigma)
+    return _store(self, ((_uniform(self, generator) - 0.5) * math.pi).tan() * sigma + median)
+
+
+def _bernoulli_tensor(self, p, *, generator=None):
+    core._check_bernoulli_tensor(self, p)
+    if p._device is not self._device:
+        p = p.to(self._device)
+    return _store(self, _uniform(self, generator) < p.expand(self._shape))
+
+
+def _normal_tensor(mean, std, *, generator=None, dtype=None):
+    from ._ops_index import assert_async
+
+    dtype = dtype or mean.dtype
+    shape = core._normal_result(mean, std, dtype)
+    if std._device is not mean._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{mean._device} and {std._device}!")
+    work = dt.float64 if dtype is dt.float64 else dt.float32
+    if std.numel():
+        assert_async(std < 0, "normal expects all elements of std >= 0.0")
+    noise = new_empty_tensor(shape, work, mean._device).normal_(0.0, 1.0, generator=generator)
+    return (mean.to(work) + std.to(work) * noise).to(dtype)
+
+
+def _randperm(n, *, generator=None, dtype=None, device=None):
+    """A random permutation as the stable argsort of 31 random bits per position (two uniform
+    draws: 15 and 16 bits), ties (rare) broken by position."""
+    from ember._src.random_factories import _check_randperm
+
+    dtype = dtype or dt.int64
+    _check_randperm(n, dtype)
+    if n == 0:
+        return new_empty_tensor((0,), dtype, device)
+    u = new_empty_tensor((2, n), dt.float32, device).uniform_(0.0, 1.0, generator=generator)
+    keys = (u[0] * 32768.0).floor().to(dt.int32) * 65536 + (u[1] * 65536.0).floor().to(dt.int32)
+    return keys.sort(stable=True)[1].to(dtype)
+
+
+def _random(self, low=0, high=None, *, generator=None):
+    """Integers uniform in [low, high) (high None: up to the largest integer the dtype holds
+    exactly): floor(u * span) from a float64 draw for spans of up to 2**53, else 63 bits from two
+    draws (and one more bit for a span past 2**63), reduced modulo the span."""
+    core._check_random(self, low, high)
+    if high is None:
+        high = 2 if self.dtype is dt.bool else core._int_bounds(self.dtype)[1] + 1
+    span = high - low
+    u = new_empty_tensor((3,) + tuple(self._shape), dt.float64, self._device).uniform_(0.0, 1.0, generator=generator)
+    if span <= 1 << 53:
+        r = (u[0] * float(span)).floor().to(dt.int64)
+    else:
+        r = (u[0] * 2.0 ** 31).floor().to(dt.int64) * (1 << 32) + (u[1] * 2.0 ** 32).floor().to(dt.int64)
+        if span > 1 << 63:  # the whole int64 range: one more random bit, wrapping around
+            r = r * 2 + (u[2] < 0.5).to(dt.int64)
+        elif span < 1 << 63:
+            r = r.remainder(span)
+    return _store(self, r + low if low else r)
+
+
+def register() -> None:
+    OPS["random_"].kernels["cuda"] = _random
+    OPS["normal.Tensor_Tensor"].kernels["cuda"] = _normal_tensor
+    OPS["randperm"].kernels["cuda"] = _randperm
+    OPS["exponential_"].kernels["cuda"] = _exponential
+    OPS["geometric_"].kernels["cuda"] = _geometric
+    OPS["log_normal_"].kernels["cuda"] = _log_normal
+    OPS["cauchy_"].kernels["cuda"] = _cauchy
+    OPS["bernoulli_.Tensor"].kernels["cuda"] = _bernoulli_tensor
