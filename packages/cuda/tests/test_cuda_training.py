@@ -64,3 +64,14 @@ def test_dataloader_pin_memory_feeds_the_gpu():
         assert xb.is_pinned()
         total += float(xb.to("cuda", non_blocking=True).sum())
     assert total == float(ember.arange(40).sum())
+
+
+def test_cpu_leaf_moved_to_cuda_gets_its_gradient_on_the_cpu():
+    # PyTorch's _to_copy backward returns the gradient on the source device (and dtype).
+    x = ember.ones(3, requires_grad=True)
+    (x.to("cuda", ember.float64) * 2).sum().backward()
+    assert x.grad.device.type == "cpu" and x.grad.dtype is ember.float32
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    w = ember.ones(2, device="cuda", requires_grad=True)
+    (w.cpu() * 3).sum().backward()
+    assert w.grad.device.type == "cuda" and w.grad.cpu().tolist() == [3.0, 3.0]

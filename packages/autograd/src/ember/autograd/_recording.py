@@ -237,7 +237,9 @@ def _stand_in(a):
     """What a ``meta_only`` formula gets for a tensor (or tensor list) argument: a data-less meta
     tensor with its shape, strides, offset and dtype, which no later in-place write invalidates."""
     if isinstance(a, Tensor):
-        return make_tensor(_NO_DATA, a._shape, a._stride, a._offset, a.dtype, META)
+        t = make_tensor(_NO_DATA, a._shape, a._stride, a._offset, a.dtype, META)
+        t._src_device = a._device  # the device the real argument lives on (_to_copy's backward)
+        return t
     if type(a) in (list, tuple) and a and any(isinstance(b, Tensor) for b in a):
         return [_stand_in(b) if isinstance(b, Tensor) else b for b in a]
     return a

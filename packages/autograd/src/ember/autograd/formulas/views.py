@@ -28,9 +28,17 @@ def _identity(grads, inputs, outputs):
 
 
 # expand: the engine sums the broadcast gradient down to the input's shape.
-# _to_copy: the engine casts the gradient back to the input's dtype.
-for _name in ("alias", "clone", "expand", "_to_copy"):
+for _name in ("alias", "clone", "expand"):
     derivative(_name)(_identity)
+
+
+@derivative("_to_copy", meta_only=True)
+def _to_copy(grads, inputs, outputs):
+    # The engine casts the gradient back to the input's dtype; the device is this formula's
+    # job: a CPU leaf moved with .to("cuda") gets its gradient on the CPU, as in PyTorch.
+    g = grads[0]
+    device = inputs.args[0]._src_device
+    return (g if g._device == device else g.to(device),)
 
 
 @derivative("permute")
