@@ -91,7 +91,8 @@ def _binary_result(a, b, kind: str, op_name: str):
         promoted = dtypes.result_type_of(a, b)
     if promoted.is_complex:
         _complex_numbers._check_binary(op_name, promoted)
-    _check_kernel_exists(op_name, promoted)
+    if not _bool_pow_by_bool(op_name, promoted, a, b):
+        _check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not (promoted.is_floating_point or promoted.is_complex):
         promoted = dtypes.get_default_dtype()
     a_shape = a._shape if isinstance(a, Tensor) else ()
@@ -99,6 +100,12 @@ def _binary_result(a, b, kind: str, op_name: str):
     shape = a_shape if a_shape == b_shape else broadcast_shapes(a_shape, b_shape)
     result = dtypes.bool if kind == _BOOL_RESULT else promoted
     return shape, promoted, result
+
+
+def _bool_pow_by_bool(op_name: str, promoted, a, b) -> bool:
+    # PyTorch's pow(Tensor, Scalar) answers the exponents 0 (ones) and 1 (a copy) before it looks for
+    # a kernel, so a bool tensor to a Python bool power works although there is no bool pow kernel.
+    return op_name == "pow" and promoted is dtypes.bool and isinstance(a, Tensor) and isinstance(b, builtins.bool)
 
 
 def _device_of(a, b):
@@ -121,6 +128,12 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
     if out is None:
         out = empty(shape, result_dtype, device)
     if device is META:
+        return out
+    if _bool_pow_by_bool(op_name, promoted, a, b):
+        if b:
+            _C.copy_(out, a)
+        else:
+            _C.fill_(out, True)
         return out
     compute = dtypes.float32 if promoted in HALF_TYPES else promoted
     write_bool = kind == _BOOL_RESULT
@@ -209,6 +222,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
         # PyTorch's overlap checks, before its dtype and shape checks (the test inlined: every in-place op runs it).
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             _check_write(self, (other,))
+        if name == "pow":  # PyTorch's negative-power check comes before its cast check
+            _check_int_pow(self, other)
         _check_cast_first(self, other, kind, name)
         shape, promoted, result_dtype = _binary_result(self, other, kind, name)
         # Comparison/logical results (0/1) are written in self's dtype, whatever it is.

@@ -1,0 +1,64 @@
+"""Regressions for what the seeded 100,000-case fuzz run (`nox -s fuzz100k`, seed 17) found, vs PyTorch.
+
+Each test replays the shrunk falsifying example (and its close relatives) on both libraries and
+compares values, dtypes and exception types.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ember
+
+
+def _both(fn):
+    """fn(lib) on ember and torch: (kind, value) pairs, kind being the exception type name or 'ok'."""
+    out = []
+    for lib in (ember, torch):
+        try:
+            out.append(("ok", fn(lib)))
+        except Exception as exc:  # noqa: BLE001 - the type is what gets compared
+            out.append((type(exc).__name__, None))
+    return out
+
+
+def _same(fn):
+    (e_kind, e_val), (t_kind, t_val) = _both(fn)
+    assert e_kind == t_kind, f"ember {e_kind}, torch {t_kind}"
+    if e_kind == "ok":
+        assert str(e_val.dtype).split(".")[-1] == str(t_val.dtype).split(".")[-1]
+        assert e_val.tolist() == t_val.tolist()
+
+
+@pytest.mark.parametrize("exponent", [False, True, 0, 1, 2, -1, 0.0, 0.5])
+@pytest.mark.parametrize("form", ["pow", "pow_", "**", "**=", "torch.pow"])
+def test_bool_tensor_to_a_scalar_power(form, exponent):
+    # Falsifying example: tensor(True).pow_(False) raised "pow_cpu not implemented for 'Bool'";
+    # PyTorch answers the exponents 0 and 1 before it looks for a kernel.
+    def run(lib):
+        x = lib.tensor([True, False])
+        if form == "pow":
+            return x.pow(exponent)
+        if form == "pow_":
+            return x.pow_(exponent)
+        if form == "**":
+            return x**exponent
+        if form == "**=":
+            x **= exponent
+            return x
+        return lib.pow(x, exponent)
+
+    _same(run)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64"])
+def test_negative_int_power_in_place_checked_first(dtype):
+    # PyTorch raises "Integers to negative integer powers" before its cast check for pow_.
+    _same(lambda lib: lib.tensor([1, 0], dtype=getattr(lib, dtype)).pow_(-1))
+
+
+def test_bool_pow_by_a_bool_tensor_still_refused():
+    for fn in (lambda lib: lib.tensor([True]).pow(lib.tensor(True)), lambda lib: lib.pow(True, lib.tensor([True]))):
+        (e_kind, _), (t_kind, _) = _both(fn)
+        assert e_kind == t_kind == "NotImplementedError"
