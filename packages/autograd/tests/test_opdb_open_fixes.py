@@ -79,3 +79,20 @@ def test_vander_gradient_where_torch_fails(n, increasing):
 def test_vander_one_column_needs_no_grad():
     for lib in (ember, torch):
         assert not lib.vander(lib.tensor([0.5, 2.0], requires_grad=True), 1).requires_grad
+
+
+def test_logcumsumexp_forward_ad():
+    # The JVP came from a double backward of a formula that is not linear in its cotangent (log|g|).
+    import torch.autograd.forward_ad as tfwd
+
+    import ember.autograd.forward_ad as efwd
+
+    x = RNG.normal(size=(3, 4))
+    x[0, 1] = -np.inf
+    t = RNG.normal(size=(3, 4))
+    got = []
+    for lib, fwd in ((ember, efwd), (torch, tfwd)):
+        with fwd.dual_level():
+            dual = fwd.make_dual(lib.tensor(x), lib.tensor(t))
+            got.append(np.asarray(fwd.unpack_dual(lib.logcumsumexp(dual, 1)).tangent))
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-12, atol=1e-12)
