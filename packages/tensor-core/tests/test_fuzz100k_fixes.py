@@ -62,3 +62,15 @@ def test_bool_pow_by_a_bool_tensor_still_refused():
     for fn in (lambda lib: lib.tensor([True]).pow(lib.tensor(True)), lambda lib: lib.pow(True, lib.tensor([True]))):
         (e_kind, _), (t_kind, _) = _both(fn)
         assert e_kind == t_kind == "NotImplementedError"
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float32"])
+@pytest.mark.parametrize("kw", [None, "float16", "float32", "int64"])
+def test_nanmean_checks_the_input_dtype(dtype, kw):
+    # Falsifying example: nanmean(tensor(True), dtype=float16) returned 1.0; PyTorch refuses a
+    # non-float input whatever dtype= asks for.
+    def run(lib):
+        kwargs = {} if kw is None else {"dtype": getattr(lib, kw)}
+        return lib.nanmean(lib.tensor([1, 0], dtype=getattr(lib, dtype)), **kwargs)
+
+    _same(run)
