@@ -60,7 +60,6 @@ TORCH_UNDIFFERENTIABLE_OUTPUT = {"histogram", "heaviside", "detach_copy"}
 REFUSED_AT_CALL = {"embedding_renorm_"}
 # Forward-AD mismatches found and not fixed yet.
 OPEN_FORWARD_AD = {
-    "index_put_": "tangent of an in-place index_put_ with accumulate differs",
     "linalg_cholesky_ex": "tangent differs (or missing) for the factor",
     "linalg_eigh": "tangent of eigenvectors differs (sign/phase convention)",
     "linalg_svd": "tangent of the singular values through svdvals differs",

@@ -112,3 +112,25 @@ def test_as_strided_scatter_base_gradient_where_torch_is_wrong():
     want = np.ones((4, 3))
     want.reshape(-1)[[1, 2, 4, 5]] = 0
     np.testing.assert_array_equal(g.numpy(), want)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("which", ["both", "self", "values"])
+def test_index_put_forward_ad_with_repeated_indices(accumulate, which):
+    # The tangent came from a double backward, which adds every repeated index's tangent even
+    # without accumulate; index_put_ is linear, so its tangent is the same put of the tangents.
+    import torch.autograd.forward_ad as tfwd
+
+    import ember.autograd.forward_ad as efwd
+
+    x, tx = np.arange(20.0).reshape(4, 5), RNG.normal(size=(4, 5))
+    v, tv = np.arange(5.0) + 100, RNG.normal(size=5)
+    got = []
+    for lib, fwd in ((ember, efwd), (torch, tfwd)):
+        with fwd.dual_level():
+            xs = lib.tensor(x) if which == "values" else fwd.make_dual(lib.tensor(x), lib.tensor(tx))
+            vs = lib.tensor(v) if which == "self" else fwd.make_dual(lib.tensor(v), lib.tensor(tv))
+            y = xs.clone()
+            y.index_put_((lib.tensor([1, 1, 3]),), vs, accumulate=accumulate)
+            got.append(np.asarray(fwd.unpack_dual(y).tangent))
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
