@@ -6,6 +6,7 @@ compares values, dtypes and exception types.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -74,3 +75,18 @@ def test_nanmean_checks_the_input_dtype(dtype, kw):
         return lib.nanmean(lib.tensor([1, 0], dtype=getattr(lib, dtype)), **kwargs)
 
     _same(run)
+
+
+def test_histc_bins_in_the_input_dtype():
+    # Falsifying example: histc(tensor(-3.7955944538116455), bins=2, min=0, max=0): PyTorch's edges
+    # (x - 1, x + 1) and its linear interpolation are float32, which puts x in bin 0; ember computed in
+    # double and put it in bin 1.
+    _same(lambda lib: lib.histc(lib.tensor(-3.7955944538116455), 2, 0, 0))
+    rng = np.random.default_rng(17)
+    for _ in range(300):
+        dtype = str(rng.choice(["float32", "float64"]))
+        x = (rng.normal(size=int(rng.integers(1, 6))) * 10.0 ** int(rng.integers(-3, 8))).astype(dtype)
+        if rng.random() < 0.3:
+            x[:] = x[0]
+        bins, (lo, hi) = int(rng.integers(1, 8)), [(0, 0), (-1, 2), (0, 5), (-2, 0)][int(rng.integers(0, 4))]
+        _same(lambda lib, x=x, bins=bins, lo=lo, hi=hi: lib.histc(lib.tensor(x), bins, lo, hi))
