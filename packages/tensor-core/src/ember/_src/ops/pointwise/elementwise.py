@@ -102,6 +102,26 @@ def _binary_result(a, b, kind: str, op_name: str):
     return shape, promoted, result
 
 
+def _half_nextafter(a: Tensor, b: Tensor, dtype, shape) -> Tensor:
+    """nextafter in a 16-bit float format: the neighbour of ``a`` towards ``b`` in that format (the
+    float32 kernel's neighbour rounds back to ``a``). Both formats are sign-magnitude, so stepping
+    away from zero adds 1 to the bit pattern and stepping towards it subtracts 1."""
+    x = convert(a, dtype).expand(shape).contiguous()
+    y = convert(b, dtype).expand(shape).contiguous()
+    xf, yf = convert(x, dtypes.float32), convert(y, dtypes.float32)
+    bits = convert(x.view(dtypes.int16), dtypes.int32)
+    outward = eq_op(lt_op(xf, yf), gt_op(xf, 0))
+    stepped = add_op(bits, where_op(outward, scalar_tensor(1, dtype=dtypes.int32),
+                                    scalar_tensor(-1, dtype=dtypes.int32)))
+    # From +-0 the neighbour is the smallest subnormal with b's sign (bit patterns 0x0001 / 0x8001).
+    smallest = where_op(gt_op(yf, 0), scalar_tensor(1, dtype=dtypes.int32), scalar_tensor(-32767, dtype=dtypes.int32))
+    stepped = where_op(eq_op(xf, 0), smallest, stepped)
+    result = convert(stepped, dtypes.int16).view(dtype)
+    result = where_op(eq_op(xf, yf), y, result)
+    nan = UNARY_OPS["isnan"][0]
+    return where_op(logical_or_op(nan(xf), nan(yf)), scalar_tensor(math.nan, dtype=dtype), result)
+
+
 def _bool_pow_by_bool(op_name: str, promoted, a, b) -> bool:
     # PyTorch's pow(Tensor, Scalar) answers the exponents 0 (ones) and 1 (a copy) before it looks for
     # a kernel, so a bool tensor to a Python bool power works although there is no bool pow kernel.
@@ -128,6 +148,9 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
     if out is None:
         out = empty(shape, result_dtype, device)
     if device is META:
+        return out
+    if op_name == "nextafter" and promoted in HALF_TYPES:
+        _C.copy_(out, _half_nextafter(a, b, promoted, shape))
         return out
     if _bool_pow_by_bool(op_name, promoted, a, b):
         if b:
