@@ -502,7 +502,8 @@ def _matrix_power(A: Tensor, n: int) -> Tensor:
     if n == 0:
         # Written into a clone of A, as PyTorch does: the identity then stays in A's graph (a zero
         # gradient, not an output that does not require grad).
-        return views.clone_op(A).copy_(views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape))
+        result = views.contiguous(views.clone_op(A))  # contiguous, as PyTorch's (a transposed A too)
+        return result.copy_(views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape))
     if n < 0:
         A = inv_ex_op(A, check_errors=True)[0]
         n = -n
