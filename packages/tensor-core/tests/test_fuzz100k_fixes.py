@@ -110,3 +110,35 @@ def test_nextafter_half_precision(dtype):
         assert str(e_val.tolist()) == str(t_val.tolist()), y  # str: NaN == NaN
     _same(lambda lib: lib.tensor([1.0, 2.0], dtype=getattr(lib, dtype)).nextafter_(
         lib.tensor([0.0, 3.0], dtype=getattr(lib, dtype))))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("eps", [None, 0.0, 1e-6, 0.25, 0.7])
+def test_logit_clamp_bounds_in_the_input_dtype(dtype, eps):
+    # Falsifying example: logit(tensor(1.5, float16), eps=1e-6) gave 13.80; PyTorch's upper bound
+    # 1 - eps is computed in float16, where it is 1, so the result is inf.
+    vals = [0.0, 1.0, 1.5, 1e-7, 0.9999999, -1.0, float("nan"), 0.5]
+
+    def run(lib):
+        return lib.logit(lib.tensor(vals, dtype=getattr(lib, dtype)), eps=eps)
+
+    (e_kind, e_val), (t_kind, t_val) = _both(run)
+    assert e_kind == t_kind == "ok"
+    torch.testing.assert_close(torch.from_numpy(e_val.float().numpy()), t_val.float(), equal_nan=True,
+                               rtol=1.6e-2 if dtype == "bfloat16" else 4e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [float("inf"), float("-inf"), -1, -0.5, 0.5, 2])
+@pytest.mark.parametrize("dim", [[1], 1, [0], None, [0, 1], [1, 0]])
+@pytest.mark.parametrize("shape", [(0,), (3,), (2, 0)])
+@pytest.mark.parametrize("dtype", [None, "bool", "float32"])
+def test_norm_of_empty_inputs_checks_in_pytorch_order(p, dim, shape, dtype):
+    # Falsifying example: norm(empty float16, inf, [1], dtype=bool): PyTorch checks an empty input's
+    # dims (IndexError) before the dtype; and negative orders have no identity over an empty dim.
+    def run(lib):
+        return lib.norm(lib.zeros(shape), p, dim, False, dtype=None if dtype is None else getattr(lib, dtype))
+
+    (e_kind, e_val), (t_kind, t_val) = _both(run)
+    assert e_kind == t_kind
+    if e_kind == "ok":
+        assert tuple(e_val.shape) == tuple(t_val.shape)

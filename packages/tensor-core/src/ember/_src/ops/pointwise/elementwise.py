@@ -525,10 +525,25 @@ def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.
         return out
     compute = dtypes.float32 if result_dtype in HALF_TYPES else result_dtype
     target = out if out.dtype is compute else empty(a._shape, compute, a._device)
-    _C.unary(code, target, convert(a, compute), p0, p1, p2)
+    source = convert(a, compute)
+    if name == "logit" and p0 >= 0 and result_dtype in HALF_TYPES:
+        source, p0 = _half_logit_clamp(source, p0, result_dtype), -1.0
+    _C.unary(code, target, source, p0, p1, p2)
     if target is not out:
         _C.copy_(out, target)
     return out
+
+
+def _half_logit_clamp(x: Tensor, eps: float, dtype) -> Tensor:
+    """logit's clamp to [eps, 1 - eps] with PyTorch's bounds for a 16-bit input: eps rounded to that
+    dtype and 1 - eps computed in it (float16: 1 - 1e-6 is 1, so logit(1) stays inf)."""
+    def rounded(v):
+        return convert(scalar_tensor(v, dtype=dtypes.float32), dtype).item()
+
+    lo = rounded(eps)
+    hi = rounded(1.0 - lo)
+    low, high = scalar_tensor(lo, dtype=x.dtype), scalar_tensor(hi, dtype=x.dtype)
+    return where_op(lt_op(x, low), low, where_op(gt_op(x, high), high, x))
 
 
 def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (), code_name=None):
