@@ -142,3 +142,12 @@ def test_norm_of_empty_inputs_checks_in_pytorch_order(p, dim, shape, dtype):
     assert e_kind == t_kind
     if e_kind == "ok":
         assert tuple(e_val.shape) == tuple(t_val.shape)
+
+
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "complex64"])
+def test_norm_dtype_must_not_narrow(src, dtype):
+    # Falsifying example: norm(tensor(1.5, bfloat16), 2, [0], dtype=float16) returned 1.5; PyTorch refuses a
+    # dtype= the input does not promote to (and a complex one for a real input).
+    for fn in (lambda lib, x, d: lib.norm(x, 2, [0], dtype=d), lambda lib, x, d: lib.linalg.vector_norm(x, 2, dtype=d)):
+        _same(lambda lib, fn=fn: fn(lib, lib.ones(2, dtype=getattr(lib, src)), getattr(lib, dtype)))

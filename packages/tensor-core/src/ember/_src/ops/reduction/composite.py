@@ -182,6 +182,12 @@ def _norm_result(x, p, dim, keepdim, dtype):
     if not (rd.is_floating_point or rd.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(rd)}")
+    if dtype is not None and x.dtype.is_floating_point:
+        if rd.is_complex:
+            raise RuntimeError("linalg.vector_norm: dtype should be real")
+        if dtypes.promote_types(x.dtype, rd) is not rd:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({type_name(x.dtype)}) should be "
+                               f"convertible without narrowing to the specified dtype ({type_name(rd)})")
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm: p={p!r} is not supported (only 'fro' and numbers)")
