@@ -541,12 +541,6 @@ KNOWN_DIVERGENCES = [
         "ember rejects both",
     ),
     (
-        "repeat view_permute view_expand",
-        "no_args",
-        TypeError,
-        "ember's varargs methods accept an empty size list (a no-op on a 0-d tensor); PyTorch's parser wants one",
-    ),
-    (
         "index_add_",
         "index_add",
         IndexError,
