@@ -284,7 +284,8 @@ def fuzz100k(session: nox.Session) -> None:
     """The seeded 100,000-case differential fuzz run (outside CI; CI runs a derandomized ~3,700-case slice).
 
     324 hypothesis examples for each op and gradient test of the fuzz suite; EMBER_FUZZ_SEED (default
-    17) seeds hypothesis so a failure reproduces with the same seed. Takes ~1-2 CPU-hours on one core.
+    17) seeds hypothesis so a failure reproduces with the same seed. Session 4 (311 tests, 100,764
+    cases): 73 min wall in 10 sequential shards on a shared 2-core machine (`-- -k ...` shards it).
     """
     _install_packages(session, list(PACKAGES))
     env = {**_test_env(), "EMBER_FUZZ_PROFILE": "100k"}
