@@ -96,6 +96,7 @@ def _scatter_like(kind):
                     lambda: x.t.index_fill_(d, idx.t, v),
                     f"index_fill_({_d(x)}, {d}, {idx.t.tolist()}, {v})",
                     inputs=[x],
+                    tags={"empty"} if x.t.numel() == 0 else set(),
                 )
             src = draw(tensor_pairs(shape=src_shape, dtype=str(x.t.dtype)[6:]))
             kw = {"alpha": draw(st.sampled_from([1, 2]))} if kind == "index_add_" else {}
@@ -336,6 +337,7 @@ def _conv(nd):
             f"{fn}({_d(x)}, {_d(w)}, {_d(bias)}, {kw})",
             rtol=100,
             atol=1000,
+            tags={"nonfinite_weight_padded"} if kw["padding"] and not w.t.isfinite().all() else set(),
         )
 
     return build

@@ -93,8 +93,11 @@ def _kth_like(public):
             ef, tf = (lambda: ember.kthvalue(x.e, k, dim, keep)), (lambda: torch.kthvalue(x.t, k, dim, keep))
             desc = f"kthvalue({_d(x)}, {k}, {dim}, {keep})"
         else:
+            # PyTorch 2.13 bug: median/nanmedian along a dim of an expanded (stride-0) input read past
+            # the one stored element (garbage values, docs/deviations.md): torch gets a contiguous copy.
+            tx = x.t.contiguous() if public in ("median", "nanmedian") and 0 in x.t.stride() else x.t
             ef = lambda: getattr(ember, public)(x.e, dim, keep)  # noqa: E731
-            tf = lambda: getattr(torch, public)(x.t, dim, keep)  # noqa: E731
+            tf = lambda: getattr(torch, public)(tx, dim, keep)  # noqa: E731
             desc = f"{public}({_d(x)}, {dim}, {keep})"
         return _with_dim(Call(ef, tf, desc, check=_tie_check(public, x)), dim)
 

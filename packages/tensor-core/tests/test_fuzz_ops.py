@@ -49,8 +49,6 @@ def test_op_matches_torch(name, data):
 
 
 # Differentiable ops whose builders draw float inputs; in gradient mode those become float64 leaves.
-# (index_select and advanced indexing are left out for now: their gradient examples hit a harness
-# TypeError in torch.autograd.grad that is not analysed yet.)
 GRAD_OPS = sorted(
     {
         "abs",
@@ -138,6 +136,8 @@ GRAD_OPS = sorted(
         "tril",
         "triu",
         "repeat",
+        "index_select",
+        "index_getitem",
     }
     | {k for k in BUILDERS if k.startswith("view_")}
 )

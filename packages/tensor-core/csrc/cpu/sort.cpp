@@ -435,12 +435,17 @@ void histc(py::handle out_obj, py::handle self_obj, int64_t bins, double lo, dou
       throw std::runtime_error("torch.histogram: range of [" + std::to_string(lo) + ", " + std::to_string(hi) +
                                "] is not finite");
     if (lo == hi) lo -= 1, hi += 1;
+    // PyTorch's edges are a linspace in the input's dtype and each bin is found by linear interpolation
+    // in that dtype: in float32 a value 1 ulp from a bin edge lands in the same bin as PyTorch's only
+    // when the arithmetic is float32 too.
+    const auto lo_s = static_cast<scalar_t>(lo), hi_s = static_cast<scalar_t>(hi);
     std::vector<int64_t> count(bins, 0);
     for (int64_t i = 0; i < n; ++i) {
-      double v = x[i];
-      if (!(v >= lo && v <= hi)) continue;
-      auto b = static_cast<int64_t>((v - lo) * bins / (hi - lo));
-      ++count[std::min(b, bins - 1)];
+      const scalar_t v = x[i];
+      if (!(v >= lo_s && v <= hi_s)) continue;
+      // Edges that round to one value (|x| near the dtype's max) would divide 0 by 0: bin 0.
+      int64_t b = hi_s > lo_s ? static_cast<int64_t>((v - lo_s) * static_cast<scalar_t>(bins) / (hi_s - lo_s)) : 0;
+      ++count[std::clamp<int64_t>(b, 0, bins - 1)];
     }
     auto* o = reinterpret_cast<scalar_t*>(out.data);
     for (int64_t b = 0; b < bins; ++b) o[b] = static_cast<scalar_t>(count[b]);

@@ -161,6 +161,8 @@ def _jvp_by_double_backward(formula, tangents, args, kwargs, outs):
             grads = (grads,)
         total = None
         for g, t in zip(grads, tangents):
+            if g is None:  # no gradient for this argument (an index list, ...)
+                continue
             pairs = zip(g, t) if isinstance(t, list) else [(g, t)]
             for gi, ti in pairs:
                 if gi is not None and ti is not None:

@@ -10,7 +10,7 @@ import ember
 from ember._src.ops.indexing.subscripts import index_put_op as _index_put_op
 
 from ._common import arg, is_tensor, where_zero
-from ._registry import derivative
+from ._registry import derivative, forward_derivative
 
 OPS = ember.ops
 
@@ -53,6 +53,22 @@ def _index_put(grads, inputs, outputs):
     grad_self = g if accumulate else OPS["index_put_"](g.clone(), tuple(indices), g.new_zeros(()), False)
     grad_values = OPS["index"](g, indices) if is_tensor(values) and values.requires_grad else None
     return grad_self, None, grad_values
+
+
+@forward_derivative("index_put_")
+def _index_put_jvp(tangents, inputs, outputs):
+    # index_put_ is linear in (self, values): its tangent is the same put applied to the tangents, so a
+    # repeated index without accumulate keeps one value's tangent (a double backward would add them all).
+    t_self, t_values = tangents[0], tangents[2]
+    out = outputs[0]
+    values = arg(inputs, 2, "values")
+    if t_self is None and t_values is None:
+        return None
+    base = out.new_zeros(out.shape) if t_self is None else t_self.to(out.dtype).clone()
+    if t_values is None:
+        t_values = base.new_zeros(values.shape if is_tensor(values) else ())
+    indices = list(arg(inputs, 1, "indices"))
+    return _index_put_op(base, indices, t_values.to(base.dtype), arg(inputs, 3, "accumulate", False))
 
 
 @derivative("masked_fill_")

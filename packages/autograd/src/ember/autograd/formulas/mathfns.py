@@ -12,7 +12,7 @@ from __future__ import annotations
 import ember
 
 from ._common import register_if_defined, zero_grads
-from ._registry import NON_DIFFERENTIABLE
+from ._registry import FORMULAS, NON_DIFFERENTIABLE
 
 OPS = ember.ops
 
@@ -135,6 +135,22 @@ def _lu_factor_ex(grads, inputs, outputs):
 
 
 register_if_defined("logcumsumexp", _logcumsumexp, save_output=True)
+
+
+def _logcumsumexp_jvp(tangents, inputs, outputs):
+    # The backward above is not linear in its cotangent (log|g|), so the JVP cannot come from a
+    # double backward: d out_i = sum_{j<=i} exp(x_j) t_j / sum_{j<=i} exp(x_j), shifted by the max
+    # over dim for range (PyTorch's logcumsumexp_jvp).
+    x, dim = inputs.args[0], inputs.args[1]
+    t = tangents[0]
+    if t is None:
+        return None
+    if x.numel() == 0:
+        return ember.zeros_like(outputs[0])
+    top = x.amax(dim, keepdim=True) if x.ndim else x
+    top = ember.where(top.isfinite(), top, ember.zeros((), dtype=top.dtype))
+    w = (x - top).exp()
+    return (w * t).cumsum(dim) / w.cumsum(dim)
 register_if_defined("i0", _i0)
 register_if_defined("special_i1", _i1, save_output=True)
 register_if_defined("special_i0e", _i0e, save_output=True)
@@ -149,3 +165,6 @@ register_if_defined("linalg_lu_factor_ex", _lu_factor_ex, save_output=True)
 register_if_defined("poisson", zero_grads)
 register_if_defined("binomial", zero_grads)
 NON_DIFFERENTIABLE.update(name for name in ("gcd", "lcm", "gcd_", "lcm_") if name in OPS)
+
+if "logcumsumexp" in FORMULAS:
+    FORMULAS["logcumsumexp"].jvp = _logcumsumexp_jvp

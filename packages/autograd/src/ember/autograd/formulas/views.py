@@ -37,7 +37,8 @@ def _to_copy(grads, inputs, outputs):
     # The engine casts the gradient back to the input's dtype; the device is this formula's
     # job: a CPU leaf moved with .to("cuda") gets its gradient on the CPU, as in PyTorch.
     g = grads[0]
-    device = inputs.args[0]._src_device
+    src = inputs.args[0]
+    device = getattr(src, "_src_device", src._device)  # a stand-in, or the input itself (complex formulas)
     return (g if g._device == device else g.to(device),)
 
 

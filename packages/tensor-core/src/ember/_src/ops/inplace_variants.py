@@ -480,8 +480,12 @@ def feature_alpha_dropout_(input, p=0.5, train=True):
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
     """Rescales in place the rows of ``input`` that ``indices`` names whose norm exceeds max_norm."""
-    if grad_mode.STATE.grad_enabled and input._requires_grad and input.grad_fn is None:
-        raise RuntimeError(LEAF_INPLACE)
+    if grad_mode.STATE.grad_enabled and input._requires_grad:
+        if input.grad_fn is None:
+            raise RuntimeError(LEAF_INPLACE)
+        # The rescale is not recorded: letting the gradient pass through unchanged would be a silent
+        # wrong answer, so refuse as PyTorch does (nn.Embedding renorms under no_grad).
+        raise NotImplementedError("the derivative for 'embedding_renorm' is not implemented.")
     _embedding_dropout._renorm_(input, indices, float(max_norm), float(norm_type))
     return input
 

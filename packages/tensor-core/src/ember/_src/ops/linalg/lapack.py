@@ -500,7 +500,10 @@ def _matrix_power(A: Tensor, n: int) -> Tensor:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
                            f"{A._shape[-2]} by {A._shape[-1]} matrices")
     if n == 0:
-        return views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape).clone()
+        # Written into a clone of A, as PyTorch does: the identity then stays in A's graph (a zero
+        # gradient, not an output that does not require grad).
+        result = views.contiguous(views.clone_op(A))  # contiguous, as PyTorch's (a transposed A too)
+        return result.copy_(views.expand_op(eye(A._shape[-1], dtype=A.dtype), A._shape))
     if n < 0:
         A = inv_ex_op(A, check_errors=True)[0]
         n = -n

@@ -91,7 +91,8 @@ def _binary_result(a, b, kind: str, op_name: str):
         promoted = dtypes.result_type_of(a, b)
     if promoted.is_complex:
         _complex_numbers._check_binary(op_name, promoted)
-    _check_kernel_exists(op_name, promoted)
+    if not _bool_pow_by_bool(op_name, promoted, a, b):
+        _check_kernel_exists(op_name, promoted)
     if kind == _FLOAT_RESULT and not (promoted.is_floating_point or promoted.is_complex):
         promoted = dtypes.get_default_dtype()
     a_shape = a._shape if isinstance(a, Tensor) else ()
@@ -99,6 +100,32 @@ def _binary_result(a, b, kind: str, op_name: str):
     shape = a_shape if a_shape == b_shape else broadcast_shapes(a_shape, b_shape)
     result = dtypes.bool if kind == _BOOL_RESULT else promoted
     return shape, promoted, result
+
+
+def _half_nextafter(a: Tensor, b: Tensor, dtype, shape) -> Tensor:
+    """nextafter in a 16-bit float format: the neighbour of ``a`` towards ``b`` in that format (the
+    float32 kernel's neighbour rounds back to ``a``). Both formats are sign-magnitude, so stepping
+    away from zero adds 1 to the bit pattern and stepping towards it subtracts 1."""
+    x = convert(a, dtype).expand(shape).contiguous()
+    y = convert(b, dtype).expand(shape).contiguous()
+    xf, yf = convert(x, dtypes.float32), convert(y, dtypes.float32)
+    bits = convert(x.view(dtypes.int16), dtypes.int32)
+    outward = eq_op(lt_op(xf, yf), gt_op(xf, 0))
+    stepped = add_op(bits, where_op(outward, scalar_tensor(1, dtype=dtypes.int32),
+                                    scalar_tensor(-1, dtype=dtypes.int32)))
+    # From +-0 the neighbour is the smallest subnormal with b's sign (bit patterns 0x0001 / 0x8001).
+    smallest = where_op(gt_op(yf, 0), scalar_tensor(1, dtype=dtypes.int32), scalar_tensor(-32767, dtype=dtypes.int32))
+    stepped = where_op(eq_op(xf, 0), smallest, stepped)
+    result = convert(stepped, dtypes.int16).view(dtype)
+    result = where_op(eq_op(xf, yf), y, result)
+    nan = UNARY_OPS["isnan"][0]
+    return where_op(logical_or_op(nan(xf), nan(yf)), scalar_tensor(math.nan, dtype=dtype), result)
+
+
+def _bool_pow_by_bool(op_name: str, promoted, a, b) -> bool:
+    # PyTorch's pow(Tensor, Scalar) answers the exponents 0 (ones) and 1 (a copy) before it looks for
+    # a kernel, so a bool tensor to a Python bool power works although there is no bool pow kernel.
+    return op_name == "pow" and promoted is dtypes.bool and isinstance(a, Tensor) and isinstance(b, builtins.bool)
 
 
 def _device_of(a, b):
@@ -121,6 +148,15 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
     if out is None:
         out = empty(shape, result_dtype, device)
     if device is META:
+        return out
+    if op_name == "nextafter" and promoted in HALF_TYPES:
+        _C.copy_(out, _half_nextafter(a, b, promoted, shape))
+        return out
+    if _bool_pow_by_bool(op_name, promoted, a, b):
+        if b:
+            _C.copy_(out, a)
+        else:
+            _C.fill_(out, True)
         return out
     compute = dtypes.float32 if promoted in HALF_TYPES else promoted
     write_bool = kind == _BOOL_RESULT
@@ -209,6 +245,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
         # PyTorch's overlap checks, before its dtype and shape checks (the test inlined: every in-place op runs it).
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
             _check_write(self, (other,))
+        if name == "pow":  # PyTorch's negative-power check comes before its cast check
+            _check_int_pow(self, other)
         _check_cast_first(self, other, kind, name)
         shape, promoted, result_dtype = _binary_result(self, other, kind, name)
         # Comparison/logical results (0/1) are written in self's dtype, whatever it is.
@@ -487,10 +525,25 @@ def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.
         return out
     compute = dtypes.float32 if result_dtype in HALF_TYPES else result_dtype
     target = out if out.dtype is compute else empty(a._shape, compute, a._device)
-    _C.unary(code, target, convert(a, compute), p0, p1, p2)
+    source = convert(a, compute)
+    if name == "logit" and p0 >= 0 and result_dtype in HALF_TYPES:
+        source, p0 = _half_logit_clamp(source, p0, result_dtype), -1.0
+    _C.unary(code, target, source, p0, p1, p2)
     if target is not out:
         _C.copy_(out, target)
     return out
+
+
+def _half_logit_clamp(x: Tensor, eps: float, dtype) -> Tensor:
+    """logit's clamp to [eps, 1 - eps] with PyTorch's bounds for a 16-bit input: eps rounded to that
+    dtype and 1 - eps computed in it (float16: 1 - 1e-6 is 1, so logit(1) stays inf)."""
+    def rounded(v):
+        return convert(scalar_tensor(v, dtype=dtypes.float32), dtype).item()
+
+    lo = rounded(eps)
+    hi = rounded(1.0 - lo)
+    low, high = scalar_tensor(lo, dtype=x.dtype), scalar_tensor(hi, dtype=x.dtype)
+    return where_op(lt_op(x, low), low, where_op(gt_op(x, high), high, x))
 
 
 def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (), code_name=None):

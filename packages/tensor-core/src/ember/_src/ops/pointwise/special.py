@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from ... import dtypes
+from ... import dtypes, grad_mode
 from ..._native import _C
 from ...device import META
 from ...dispatch import define
@@ -74,7 +74,7 @@ def i0(input: Tensor, *, out=None) -> Tensor:
 
 
 def i0_(input: Tensor) -> Tensor:
-    return _inplace(input, i0_op(input))
+    return _inplace(input, i0_op, input)
 
 
 def special_i1(input: Tensor, *, out=None) -> Tensor:
@@ -82,8 +82,13 @@ def special_i1(input: Tensor, *, out=None) -> Tensor:
     return write_out(i1_op(input), out)
 
 
-def _inplace(self: Tensor, result: Tensor) -> Tensor:
-    """Writes an out-of-place result back into ``self`` (in-place methods of composites)."""
+def _inplace(self: Tensor, fn, *args) -> Tensor:
+    """``fn(*args)`` (whose first argument is ``self``) written back into ``self``: the in-place
+    methods of composites. When autograd records, ``fn`` reads a clone of ``self``: its backward
+    may save that input, which the write-back would otherwise overwrite (a version error)."""
+    if grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        args = (views.clone_op(self), *args[1:])
+    result = fn(*args)
     check_inplace(self, result._shape, result.dtype)
     return self.copy_(result)
 
@@ -130,11 +135,11 @@ def igammac(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 
 def igamma_(input: Tensor, other: Tensor) -> Tensor:
-    return _inplace(input, igamma_op(input, other))
+    return _inplace(input, igamma_op, input, other)
 
 
 def igammac_(input: Tensor, other: Tensor) -> Tensor:
-    return _inplace(input, igammac_op(input, other))
+    return _inplace(input, igammac_op, input, other)
 
 
 # -- frexp -----------------------------------------------------------------------------------------
@@ -186,7 +191,7 @@ def sinc(input: Tensor, *, out=None) -> Tensor:
 
 
 def sinc_(input: Tensor) -> Tensor:
-    return _inplace(input, sinc(input))
+    return _inplace(input, sinc, input)
 
 
 def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -200,7 +205,7 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 
 def ldexp_(input: Tensor, other: Tensor) -> Tensor:
-    return _inplace(input, ldexp(input, other))
+    return _inplace(input, ldexp, input, other)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

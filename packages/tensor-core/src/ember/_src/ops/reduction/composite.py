@@ -153,12 +153,41 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 # -- norm / logsumexp --------------------------------------------------------------------
 
 
+def _no_identity(p: float) -> bool:
+    """Orders whose reduction has no identity (inf: a max, negative: through 1/0), so an empty
+    reduced dim is an error."""
+    return p < 0 or p == math.inf
+
+
+def _ord_text(p: float) -> str:
+    return str(int(p)) if math.isfinite(p) and p.is_integer() else str(p)
+
+
+def _check_inf_norm_dims(x, p, dim):
+    if _no_identity(p) and dim is not None and x.ndim:
+        # PyTorch checks the dims one by one, in the given order: an empty one stops it before a
+        # later dim out of range.
+        for d in (dim if isinstance(dim, (list, tuple)) else [dim]):
+            if x._shape[_dims(d, x.ndim, "norm")[0]] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on the "
+                                   f"dimension {d}because this dimension is empty and the operation does not have "
+                                   "an identity")
+
+
 def _norm_result(x, p, dim, keepdim, dtype):
     _check_tensor(x, "norm")
+    if x.numel() == 0 and not isinstance(p, str) and p is not None:
+        _check_inf_norm_dims(x, float(p), dim)  # PyTorch's empty-input checks come before its dtype check
     rd = dtypes.to_dtype(dtype) if dtype is not None else x.dtype
     if not (rd.is_floating_point or rd.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(rd)}")
+    if dtype is not None and x.dtype.is_floating_point:
+        if rd.is_complex:
+            raise RuntimeError("linalg.vector_norm: dtype should be real")
+        if dtypes.promote_types(x.dtype, rd) is not rd:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({type_name(x.dtype)}) should be "
+                               f"convertible without narrowing to the specified dtype ({type_name(rd)})")
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm: p={p!r} is not supported (only 'fro' and numbers)")
@@ -168,19 +197,11 @@ def _norm_result(x, p, dim, keepdim, dtype):
             raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
         p = 2.0
     p = float(p)
-    if math.isinf(p) and dim is not None and x.ndim:
-        # PyTorch checks the dims one by one, in the given order: an empty one stops it before a
-        # later dim out of range.
-        for d in (dim if isinstance(dim, (list, tuple)) else [dim]):
-            if x._shape[_dims(d, x.ndim, "norm")[0]] == 0:
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {'inf' if p > 0 else '-inf'} norm on the "
-                                   f"dimension {d}because this dimension is empty and the operation does not have "
-                                   "an identity")
+    _check_inf_norm_dims(x, p, dim)
     dims = _dims(dim, x.ndim, "norm")
-    if math.isinf(p) and builtins.any(x._shape[d] == 0 for d in dims):
-        which = "inf" if p > 0 else "-inf"
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {which} norm on an empty tensor because the "
-                           "operation does not have an identity")
+    if _no_identity(p) and builtins.any(x._shape[d] == 0 for d in dims):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on an empty tensor because "
+                           "the operation does not have an identity")
     return p, dims, _out_shape(x._shape, dims, keepdim), rd.to_real()
 
 

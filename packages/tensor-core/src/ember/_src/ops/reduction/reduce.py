@@ -161,10 +161,11 @@ def _mean_like(name: str, nan: bool):
     def result(x, dim, keepdim, dtype):
         _check_tensor(x, name)
         rd = dtypes.to_dtype(dtype) if dtype is not None else x.dtype
+        if nan and not (x.dtype.is_floating_point or x.dtype.is_complex):
+            # nanmean checks the input's dtype, whatever dtype= asks for
+            raise RuntimeError(f"{name}(): expected input to have floating point or complex dtype but got "
+                               f"{type_name(x.dtype)}")
         if not (rd.is_floating_point or rd.is_complex):
-            if nan:
-                raise RuntimeError(f"{name}(): expected input to have floating point or complex dtype but got "
-                                   f"{type_name(rd)}")
             which = "Optional dtype" if dtype is not None else "Input dtype"
             raise RuntimeError(f"{name}(): could not infer output dtype. {which} must be either a floating point "
                                f"or complex dtype. Got: {type_name(rd)}")
