@@ -85,6 +85,29 @@ def _tag(d: dict):
     return _snapshot(d)
 
 
+def _tags_expr(b, dicts: list) -> str:
+    """One check of every dict's version tag: numpy gathers the tags from a view of the memory
+    span holding the dicts (only the tags' own words are read, and the dicts are kept alive
+    by the guard, so none moves), and the bytes are compared with the recorded ones. For a
+    module tree that is hundreds of tags for the price of one call."""
+    dicts = list({id(d): d for d in dicts}.values())
+    addrs = [id(d) + _TAG_OFFSET for d in dicts]
+    lo, hi = min(addrs), max(addrs)
+    if any((a - lo) % 8 for a in addrs) or hi - lo > 1 << 44:
+        parts = []
+        for d in dicts:
+            reader = ctypes.c_uint64.from_address(id(d) + _TAG_OFFSET)
+            parts.append(f"{b.const(reader)}.value == {reader.value}")
+        return " and ".join(parts)
+    import numpy as np
+
+    words = np.frombuffer((ctypes.c_uint64 * ((hi - lo) // 8 + 1)).from_address(lo), dtype=np.uint64)
+    index = np.array([(a - lo) // 8 for a in addrs], dtype=np.intp)
+    b.const(dicts)  # keeps them alive (their addresses are read)
+    expected = words[index].tobytes()
+    return f"{b.const(words)}[{b.const(index)}].tobytes() == {b.const(expected)}"
+
+
 class GuardBuilder:
     """Accumulates guard expressions; ``build()`` returns ``guard(args, kwargs) -> bool``."""
 
@@ -95,6 +118,7 @@ class GuardBuilder:
         self.watched: dict[int, object] = {}  # id -> object whose contents are guarded
         self.tensors: dict[int, Tensor] = {}  # id -> tensor whose metadata is guarded
         self.start_prints: list = []  # per watched object, its state when first watched
+        self.tags: list = []  # dicts whose version tag must be unchanged
 
     def const(self, obj) -> str:
         name = self._by_id.get(id(obj))
@@ -134,15 +158,22 @@ class GuardBuilder:
             self.exprs.append(f"{expr} is {self.const(v)}")
             self.watch(v)
 
-    def tensor_meta(self, expr: str, t: Tensor) -> None:
+    def tensor_meta(self, expr: str, t: Tensor, same_object: bool = False) -> None:
+        """``same_object``: ``expr`` is this very tensor (a parameter, a global), whose size and
+        stride tuples stay the same objects until something assigns new ones: identity is
+        the cheaper check, and a false miss only costs a re-recording."""
         c = self.const
+        eq = "is" if same_object else "=="
         self.exprs.append(
-            f"{expr}._shape == {c(t._shape)} and {expr}._stride == {c(t._stride)} and {expr}.dtype is {c(t.dtype)}"
+            f"{expr}._shape {eq} {c(t._shape)} and {expr}._stride {eq} {c(t._stride)} and {expr}.dtype is {c(t.dtype)}"
             f" and {expr}._offset == {t._offset} and {expr}._requires_grad is {c(t._requires_grad)}"
-            f" and {expr}._device == {c(t._device)}"
+            f" and {expr}._device {eq} {c(t._device)}"
         )
-        # mark_dynamic / mark_static live in the tensor's __dict__ and decide the graph.
+        # mark_dynamic / mark_static live in the tensor's __dict__ and decide the graph (for
+        # arguments: parameters and globals keep static sizes).
         d = t.__dict__
+        if same_object:
+            return
         if not d:
             self.exprs.append(f"not {expr}.__dict__")
         else:
@@ -160,7 +191,7 @@ class GuardBuilder:
         if isinstance(obj, Tensor):
             if oid not in self.tensors:
                 self.tensors[oid] = obj
-                self.tensor_meta(self.const(obj), obj)
+                self.tensor_meta(self.const(obj), obj, same_object=True)
             return
         if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType)):
             return  # identity is the guard (code and class bodies are not re-checked)
@@ -204,10 +235,7 @@ class GuardBuilder:
             if name in _MODULE_DICTS:
                 self.watched[id(v)] = v
                 self.start_prints.append(_tag(v))
-                if v:
-                    self.dict_version(v)
-                else:
-                    self.exprs.append(f"not {self.const(v)}")  # cheaper than the tag, as exact here
+                self.dict_version(v)
                 for t in v.values() if name in ("_parameters", "_buffers") else ():
                     if t is not None:
                         self.watch(t)
@@ -216,9 +244,7 @@ class GuardBuilder:
 
     def dict_version(self, d: dict) -> None:
         if _HAS_VERSION:
-            reader = ctypes.c_uint64.from_address(id(d) + _TAG_OFFSET)
-            self.const(d)  # keeps the dict alive while its address is read
-            self.exprs.append(f"{self.const(reader)}.value == {reader.value}")
+            self.tags.append(d)  # checked all at once by build()
         else:
             self.exprs.append(f"_snapshot({self.const(d)}) == {self.const(_snapshot(d))}")
 
@@ -242,6 +268,8 @@ class GuardBuilder:
         return [_print(o) for o in self.watched.values()] == self.start_prints
 
     def build(self):
+        if self.tags:
+            self.exprs.append(_tags_expr(self, self.tags))
         body = " and\n        ".join(f"({e})" for e in self.exprs) or "True"
         src = f"def guard(args, kwargs):\n    return (\n        {body}\n    )\n"
         ns = dict(self.consts)

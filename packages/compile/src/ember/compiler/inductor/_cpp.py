@@ -8,6 +8,8 @@ gives the compiler long unit-stride inner loops to vectorize.
 
 from __future__ import annotations
 
+import re
+
 import sympy
 
 from ember._src import dtypes as dt
@@ -449,16 +451,63 @@ class CppKernelWriter:
 
 def kernel_sources(kernels: list, buffers: dict, vector_math: bool, chunks: int = 1) -> tuple[list, dict]:
     """Sources holding ``kernels`` (``chunks`` files, compiled side by side) and each kernel's
-    argument signature; returns ([(source, [kernel names])], signatures)."""
-    texts, signatures = [], {}
+    argument signature; returns ([(source, [kernel names])], signatures).
+
+    A kernel whose code equals an earlier one's up to buffer names (each layer of a model
+    repeats the same kernels) is not compiled again: it becomes an alias of that symbol, in
+    the same file. Both take the same arguments in the same order, so the wrapper calls it
+    unchanged; this cuts the compiler's work for an L-layer model by about L."""
+    texts, signatures, aliases, first = [], {}, {}, {}
     for k in kernels:
         text, sig = CppKernelWriter(k, buffers).emit()
-        texts.append((k.name, text))
         signatures[k.name] = sig
+        key = _canonical(text, k.name, buffers)
+        original = first.setdefault(key, k.name)
+        if original != k.name:
+            header = text[text.index("EMBER_KERNEL void"):text.index(") {\n")]
+            aliases.setdefault(original, []).append(f'{header}) __attribute__((alias("{original}")));')
+            continue
+        texts.append((k.name, text))
     chunks = max(1, min(chunks, len(texts)))
     size = -(-len(texts) // chunks)
     out = []
     for start in range(0, len(texts), size):
         part = texts[start:start + size]
-        out.append(("\n".join([C.prelude(vector_math)] + [t for _, t in part]), [n for n, _ in part]))
+        body = [C.prelude(vector_math)]
+        names = []
+        for name, text in part:
+            body.append(text)
+            body.extend(aliases.get(name, ()))
+            names.append(name)
+            names.extend(_alias_name(a) for a in aliases.get(name, ()))
+        out.append(("\n".join(body), names))
     return out, signatures
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMMENT = re.compile(r"//[^\n]*")
+
+
+def _canonical(text: str, name: str, buffers: dict) -> str:
+    """``text`` with comments dropped, the kernel's name blanked and every buffer name (also as
+    the suffix of a local such as ``acc_buf5``) renumbered in order of first appearance."""
+    numbers: dict = {}
+
+    def rename(m) -> str:
+        tok = m.group(0)
+        if tok == name:
+            return "KERNEL"
+        if tok in buffers:
+            return f"B{numbers.setdefault(tok, len(numbers))}"
+        cut = tok.find("_")
+        while cut != -1:
+            if tok[cut + 1:] in buffers:
+                return f"{tok[:cut + 1]}B{numbers.setdefault(tok[cut + 1:], len(numbers))}"
+            cut = tok.find("_", cut + 1)
+        return tok
+
+    return _IDENT.sub(rename, _COMMENT.sub("", text))
+
+
+def _alias_name(decl: str) -> str:
+    return decl[len("EMBER_KERNEL void "):decl.index("(")]
