@@ -181,6 +181,24 @@ def test_side_effects_keep_running_python():
     assert len(LOG) == 4 and counter["n"] == 4
 
 
+def test_print_and_python_random_run_every_call(capsys):
+    import random
+
+    def f(x):
+        print("step")
+        return x + 1
+
+    def g(x):
+        return x * random.random()
+
+    cf, cg = ember.compile(f, backend="eager"), ember.compile(g, backend="eager")
+    for _ in range(3):
+        cf(ember.ones(2))
+    assert capsys.readouterr().out == "step\n" * 3
+    values = {cg(ember.ones(1)).item() for _ in range(4)}
+    assert len(values) == 4 and not _state(cf).entries and not _state(cg).entries
+
+
 def test_data_reads_breaks_and_results():
     def f(x):
         return x * 2 if x.sum().item() > 0 else x - 1

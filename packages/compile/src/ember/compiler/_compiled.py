@@ -122,7 +122,11 @@ class CompiledFunction:
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
         for entry in self.entries:
-            if entry.guard(args, kwargs):
+            try:
+                hit = entry.guard(args, kwargs)
+            except Exception:  # noqa: BLE001 - a guard that cannot evaluate (an emptied cell) fails
+                hit = False
+            if hit:
                 return entry.call(args, kwargs)
         return self._record(args, kwargs)
 
