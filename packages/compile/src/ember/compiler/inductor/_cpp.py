@@ -8,8 +8,6 @@ gives the compiler long unit-stride inner loops to vectorize.
 
 from __future__ import annotations
 
-import re
-
 import sympy
 
 from ember._src import dtypes as dt
@@ -17,6 +15,8 @@ from ember._src import dtypes as dt
 from . import _cpp_ops as C
 from . import config
 from ._ir import Call, Cast, Const, FloorDiv, IndexValue, Load, ModularIndexing, product, walk
+from ._kernel_alias import alias_name as _alias_name
+from ._kernel_alias import canonical as _canonical
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
@@ -482,32 +482,3 @@ def kernel_sources(kernels: list, buffers: dict, vector_math: bool, chunks: int 
             names.extend(_alias_name(a) for a in aliases.get(name, ()))
         out.append(("\n".join(body), names))
     return out, signatures
-
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COMMENT = re.compile(r"//[^\n]*")
-
-
-def _canonical(text: str, name: str, buffers: dict) -> str:
-    """``text`` with comments dropped, the kernel's name blanked and every buffer name (also as
-    the suffix of a local such as ``acc_buf5``) renumbered in order of first appearance."""
-    numbers: dict = {}
-
-    def rename(m) -> str:
-        tok = m.group(0)
-        if tok == name:
-            return "KERNEL"
-        if tok in buffers:
-            return f"B{numbers.setdefault(tok, len(numbers))}"
-        cut = tok.find("_")
-        while cut != -1:
-            if tok[cut + 1:] in buffers:
-                return f"{tok[:cut + 1]}B{numbers.setdefault(tok[cut + 1:], len(numbers))}"
-            cut = tok.find("_", cut + 1)
-        return tok
-
-    return _IDENT.sub(rename, _COMMENT.sub("", text))
-
-
-def _alias_name(decl: str) -> str:
-    return decl[len("EMBER_KERNEL void "):decl.index("(")]
