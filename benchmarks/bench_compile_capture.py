@@ -226,7 +226,8 @@ def _replay_cases(lib):
     mlp = lib.nn.Sequential(lib.nn.Linear(16, 32), lib.nn.ReLU(), lib.nn.Linear(32, 4))
     return [("tiny fn, no_grad", lambda x: (x * 2 + 1).relu(), (lib.ones(8),), True),
             ("small MLP, no_grad", mlp, (lib.ones(4, 16),), True),
-            ("small MLP, grad", mlp, (lib.ones(4, 16),), False)]
+            ("small MLP, grad", mlp, (lib.ones(4, 16),), False),
+            ("mini_gpt (2 layers, d32), no_grad", _gpt(lib), (lib.randint(0, 64, (4, 16)),), True)]
 
 
 def replay_overhead(calls: int) -> None:

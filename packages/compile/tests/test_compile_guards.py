@@ -223,6 +223,25 @@ def test_data_reads_breaks_and_results():
     assert _state(ch).entries
 
 
+def test_aliased_arguments_are_guarded():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    cf = ember.compile(f, backend="eager")
+    for same in (True, True, False, False, True):
+        x = ember.zeros(3)
+        y = x if same else ember.zeros(3)
+        xr = ember.zeros(3)
+        yr = xr if same else ember.zeros(3)
+        assert cf(x, y).tolist() == f(xr, yr).tolist()
+        assert x.tolist() == xr.tolist()
+        base, base_r = ember.zeros(6), ember.zeros(6)  # views of one storage
+        got = cf(base[:3], base[:3] if same else base[3:])
+        want = f(base_r[:3], base_r[:3] if same else base_r[3:])
+        assert got.tolist() == want.tolist() and base.tolist() == base_r.tolist()
+
+
 def test_shapes_and_recompile_limit():
     cf = ember.compile(lambda x: x.sum(0) * 2, backend="eager", dynamic=False)
     with warnings.catch_warnings(record=True) as caught:

@@ -272,7 +272,7 @@ class GuardBuilder:
             self.exprs.append(_tags_expr(self, self.tags))
         body = " and\n        ".join(f"({e})" for e in self.exprs) or "True"
         src = f"def guard(args, kwargs):\n    return (\n        {body}\n    )\n"
-        ns = dict(self.consts)
+        ns = dict(self.consts)  # (``_alias_pattern`` is the only named helper a caller adds)
         ns["_MISSING"] = _MISSING
         ns["_snapshot"] = _snapshot
         exec(compile(src, "<ember.compile guards>", "exec"), ns)  # noqa: S102 - generated guard code

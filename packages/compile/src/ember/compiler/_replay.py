@@ -78,6 +78,15 @@ class Observer:
         b.exprs.append(f"tuple(kwargs) == {b.const(tuple(kwargs))}")
         for k, v in kwargs.items():
             b.value(f"kwargs[{k!r}]", v, depth=1, sources=self.sources)
+        arg_tensors = _arg_tensors(args, kwargs, self.sources)
+        if len(arg_tensors) > 1:
+            # Which argument tensors are the same object or share storage decides the
+            # recording (inputs are lifted by identity, in-place writes are seen through
+            # shared storage): the pattern must repeat.
+            exprs = [e for e, _ in arg_tensors]
+            pattern = _alias_pattern([t for _, t in arg_tensors])
+            b.exprs.append(f"_alias_pattern(({', '.join(exprs)},)) == {b.const(pattern)}")
+            b.consts["_alias_pattern"] = _alias_pattern
         self.grad = _GRAD.grad_enabled, _GRAD.inference
         g = b.const(_GRAD)
         b.exprs.append(f"{g}.grad_enabled is {self.grad[0]} and {g}.inference is {self.grad[1]}")
@@ -185,6 +194,37 @@ class Observer:
 
 
 _ABSENT = object()
+
+
+def _arg_tensors(args, kwargs, sources) -> list:
+    """(access expression, tensor) of every tensor argument, in argument order."""
+    found = []
+
+    def visit(v, expr, depth):
+        if isinstance(v, Tensor):
+            found.append((expr, v))
+        elif type(v) in (tuple, list) and depth < 4 and len(v) <= 64:
+            for i, x in enumerate(v):
+                visit(x, f"{expr}[{i}]", depth + 1)
+        elif type(v) is dict and depth < 4 and len(v) <= 64 and all(type(k) is str for k in v):
+            for k, x in v.items():
+                visit(x, f"{expr}[{k!r}]", depth + 1)
+
+    visit(args, "args", 0)
+    for k, v in kwargs.items():
+        visit(v, f"kwargs[{k!r}]", 1)
+    return found
+
+
+def _alias_pattern(tensors) -> tuple:
+    """For each tensor, the first earlier one that is the same object and the first that shares
+    its storage (its own position when none)."""
+    objs: dict = {}
+    storages: dict = {}
+    out = []
+    for i, t in enumerate(tensors):
+        out.append((objs.setdefault(id(t), i), storages.setdefault(id(t._storage), i)))
+    return tuple(out)
 
 
 def _contents(cell):
