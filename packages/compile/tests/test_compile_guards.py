@@ -223,6 +223,23 @@ def test_data_reads_breaks_and_results():
     assert _state(ch).entries
 
 
+def test_module_passed_as_argument_guards_its_submodules():
+    ember.manual_seed(0)
+    outer = ember.nn.Sequential(ember.nn.Linear(3, 3), ember.nn.Dropout(0.5)).eval()
+
+    @ember.compile(backend="eager")
+    def f(model, x):
+        return model(x)
+
+    x = ember.ones(4, 3)
+    f(outer, x)
+    out, hit = _replayed(f, outer, x)
+    assert hit and out.tolist() == outer(x).tolist()
+    outer[1].train()  # a submodule's flag
+    out, hit = _replayed(f, outer, x)
+    assert not hit and (out == 0).any().item()
+
+
 def test_aliased_arguments_are_guarded():
     def f(a, b):
         a.add_(1)

@@ -67,6 +67,11 @@ def _snapshot(d: dict) -> tuple:
     return tuple((k, id(v)) for k, v in d.items())
 
 
+def is_module(obj) -> bool:
+    nn = sys.modules.get("ember.nn")
+    return nn is not None and isinstance(obj, nn.Module)
+
+
 def _print(obj):
     """What ``watch`` guards of ``obj``, as a comparable value."""
     if isinstance(obj, dict):
@@ -185,6 +190,11 @@ class GuardBuilder:
         """Guards ``obj``'s contents one level deep (an object identity guard is the caller's)."""
         oid = id(obj)
         if oid in self.watched or isinstance(obj, _SCALARS) or type(obj) is tuple and not obj:
+            return
+        if is_module(obj):
+            if "_modules" in obj.__dict__:  # (not while under construction)
+                for m in obj.modules():  # the whole tree, before any of its forwards runs
+                    self.watch_module(m)
             return
         self.watched[oid] = obj
         self.start_prints.append(_print(obj))

@@ -27,14 +27,13 @@ other than the compiled one.
 
 from __future__ import annotations
 
-import sys
 import types
 
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.tensor import Tensor
 
-from ._guards import _SCALARS, GuardBuilder
+from ._guards import _SCALARS, GuardBuilder, is_module
 from ._recorder import overlaps
 from ._user_frames import _EMBER_DIRS
 
@@ -106,20 +105,14 @@ class Observer:
                     continue  # an empty cell (a name assigned later)
                 self.b.exprs.append(f"{self.b.const(cell)}.cell_contents is {self.b.const(v)}")
                 self.cells.append((cell, v))
-                self._self(v) if _is_module(v) else self.b.watch(v)
+                self.b.watch(v)
         elif not isinstance(fn, types.BuiltinFunctionType):
             self._self(fn)  # a module or a callable object
 
     def _self(self, obj) -> None:
         if id(obj) in self.b.watched or isinstance(obj, (Tensor, *_SCALARS)):
             return
-        if _is_module(obj):
-            if "_modules" not in obj.__dict__:
-                return  # under construction
-            for m in obj.modules():  # the whole tree, before any of its forwards runs
-                self.b.watch_module(m)
-        else:
-            self.b.watch(obj)
+        self.b.watch(obj)  # a module: its whole tree
 
     def profile(self, frame, event, arg):
         if event == "call":
@@ -134,8 +127,6 @@ class Observer:
                         continue
                     self.b.global_name(g, bi, name)
                     self.names.append((g, name, v))
-                    if _is_module(v):
-                        self._self(v)
             if not internal and code.co_freevars:
                 # A closure's free variables (a hook's counter list): watched, so a write
                 # to them makes the call unreplayable.
@@ -147,7 +138,7 @@ class Observer:
             if code.co_argcount and code.co_varnames[0] == "self" and code.co_name != "__init__":
                 # (an object under construction is new: nothing earlier can depend on it)
                 obj = frame.f_locals.get("self")
-                if obj is not None and (not internal or _is_module(obj)):
+                if obj is not None and (not internal or is_module(obj)):
                     self._self(obj)
         elif event == "c_call" and self.why is None:
             if not frame.f_code.co_filename.startswith(_INTERNAL) and _impure(arg):
@@ -232,11 +223,6 @@ def _contents(cell):
         return cell.cell_contents
     except ValueError:
         return _ABSENT
-
-
-def _is_module(obj) -> bool:
-    nn = sys.modules.get("ember.nn")
-    return nn is not None and isinstance(obj, nn.Module)
 
 
 def _not_replayable(rec) -> str | None:
