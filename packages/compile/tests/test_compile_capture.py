@@ -262,12 +262,41 @@ def test_cache_size_limit_falls_back_to_eager_with_one_warning():
 
 def test_fullgraph_error_names_reason_and_line():
     def f(x):
-        return x * x.sum().item()
+        return x * x.sum().tolist()
 
     cf = ember.compile(f, fullgraph=True, backend="eager")
-    with pytest.raises(ember._dynamo.exc.Unsupported, match=r"Tensor.item\(\)") as info:
+    with pytest.raises(ember._dynamo.exc.Unsupported, match=r"Tensor.tolist\(\)") as info:
         cf(ember.ones(2))
     assert f"line {f.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+@pytest.mark.parametrize("case", ["item", "float", "int_item", "item_python", "item_size", "bool", "tolist"])
+def test_fullgraph_scalar_reads_match_torch(case):
+    # PyTorch 2.13 (capture_scalar_outputs=False) keeps .item()/float()/int() in a fullgraph
+    # capture and returns the value; bool() of a tensor and float tolist() stay Unsupported.
+    def program(lib):
+        return {
+            "item": lambda x: x * x.sum().item(),
+            "float": lambda x: x * float(x.sum()),
+            "int_item": lambda x: x * x.sum().int().item(),
+            "item_python": lambda x: x.sum().item() + 1,
+            "item_size": lambda x: x.new_zeros(int(x.sum().int().item())) + x.mean(),
+            "bool": lambda x: x + 1 if x.sum() > 0 else x - 1,
+            "tolist": lambda x: x * x.sum().tolist(),
+        }[case]
+
+    torch._dynamo.reset()
+    try:
+        expect = torch.compile(program(torch), fullgraph=True, backend="eager")(torch.arange(3.0))
+    except torch._dynamo.exc.Unsupported:
+        with pytest.raises(ember._dynamo.exc.Unsupported):
+            ember.compile(program(ember), fullgraph=True, backend="eager")(ember.arange(3.0))
+        return
+    got = ember.compile(program(ember), fullgraph=True, backend="eager")(ember.arange(3.0))
+    if isinstance(expect, torch.Tensor):
+        assert got.tolist() == expect.tolist() and got.dtype.name == str(expect.dtype).split(".")[1]
+    else:
+        assert type(got) is type(expect) and got == expect
 
 
 def test_fullgraph_print_of_tensor_raises_in_both():
@@ -413,7 +442,7 @@ def test_tensor_kept_from_an_abandoned_fullgraph_capture_raises():
     def f(x):
         y = x * 2
         kept.append(y)
-        return y.sum().item()
+        return y.sum().tolist()
 
     with pytest.raises(ember._dynamo.exc.Unsupported):
         ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))

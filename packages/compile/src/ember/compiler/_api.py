@@ -154,6 +154,7 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
         if reason:
             why += f" ({reason})"
         rec.flush(why)
+        rec.went_eager = True
         rec.suspended = True
         try:
             with disable_context():

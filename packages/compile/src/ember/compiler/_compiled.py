@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 import time
 import warnings
 
 from .. import _logging
 from .._logging import _log
-from . import config
+from . import _replay, config
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
 
@@ -27,6 +28,9 @@ _ALL_LOCK = threading.Lock()
 _DISABLED = threading.local()
 _STANCE = ["default"]
 _STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
+# Recorded calls in a row that may fail to become replay entries before a function stops
+# being observed (a function with a graph break would pay the profiler on every call).
+_OBSERVE_TRIES = 3
 
 
 class set_stance:  # noqa: N801 - PyTorch's name; a function that also works as a context manager
@@ -90,6 +94,8 @@ class CompiledFunction:
         self.seen_shapes: dict = {}  # segment position -> input shapes of its last static compile
         self.auto_dynamic: dict = {}  # segment position -> the (input, dim) sizes made symbolic
         self.fallback = False
+        self.entries: list = []  # replay entries (``_replay``), newest first
+        self.misses = 0  # recorded calls in a row that could not become replay entries
         self.want_stacks = False
         self.listener = None  # explain(): sees every graph and break
         self.name = name or getattr(fn, "__qualname__", repr(fn))
@@ -105,6 +111,8 @@ class CompiledFunction:
         self.per_position.clear()
         self.seen_shapes.clear()
         self.auto_dynamic.clear()
+        self.entries.clear()
+        self.misses = 0
         self.fallback = False
 
     # -- one call -----------------------------------------------------------------------------
@@ -113,12 +121,33 @@ class CompiledFunction:
             # Eager (cache limit, ember.compiler.disable), or inside another capture: the
             # outer recorder sees these ops, as Dynamo inlines a compiled callee.
             return self.fn(*args, **kwargs)
+        for entry in self.entries:
+            try:
+                hit = entry.guard(args, kwargs)
+            except Exception:  # noqa: BLE001 - a guard that cannot evaluate (an emptied cell) fails
+                hit = False
+            if hit:
+                return entry.call(args, kwargs)
+        return self._record(args, kwargs)
+
+    def _record(self, args, kwargs):
         rec = Recorder(self)
+        observer = None
         if self.want_stacks or _logging._ON:
             rec.want_stacks = self.want_stacks or _logs_want_stacks()
+        elif self.misses < _OBSERVE_TRIES and self.listener is None and sys.getprofile() is None:
+            observer = _replay.Observer(self.fn, args, kwargs)
         with rec:
             try:
-                result = self.fn(*args, **kwargs)
+                if observer is not None:
+                    rec.observer = observer
+                    sys.setprofile(observer.profile)
+                try:
+                    result = self.fn(*args, **kwargs)
+                finally:
+                    if observer is not None:
+                        sys.setprofile(None)
+                        rec.observer = None
             except Unsupported:
                 rec.discard()
                 raise
@@ -126,7 +155,24 @@ class CompiledFunction:
                 rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
             rec.flush(final=True)
+        if observer is not None:
+            self._add_entry(observer, rec, result)
         return result
+
+    def _add_entry(self, observer, rec, result) -> None:
+        """Keeps a replay entry for this call when it is replayable (``_replay``)."""
+        if self.fallback:
+            return
+        entry = observer.entry(rec, result)
+        if entry is None:
+            self.misses += 1
+            _log("recompiles", lambda: f"ember.compile: {self.name} re-runs its Python on every call: "
+                 f"{observer.why}")
+            return
+        self.misses = 0
+        limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
+        self.entries.insert(0, entry)
+        del self.entries[max(limit, 1):]
 
     # -- called by the recorder ---------------------------------------------------------------
     def note_break(self, reason: str, frame, rec) -> None:

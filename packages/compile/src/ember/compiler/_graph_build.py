@@ -152,7 +152,13 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
                 vals.append(item.meta.get("val"))
             node.meta["val"] = tuple(vals)
     graph.output(tuple(env[v] for v in live) if output is None else sub(output))
-    return fx.GraphModule(root, graph)
+    from ember.fx import graph_module
+
+    graph_module._LAZY[0] = True  # its code is generated on first use (see graph_module)
+    try:
+        return fx.GraphModule(root, graph)
+    finally:
+        graph_module._LAZY[0] = False
 
 
 def _set_val(node, value_meta) -> None:

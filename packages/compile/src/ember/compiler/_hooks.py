@@ -9,7 +9,10 @@ function over tensors (``detach``) recorded as a node of its own.
 
 from __future__ import annotations
 
+import sys
+
 from ember._src import dispatch
+from ember._src.tensor import Tensor
 
 from ._lazy import LazyTensor
 from ._recorder import current, overlaps
@@ -20,13 +23,23 @@ _PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor"
 
 def sync_hook(tensor, reason: str) -> None:
     rec = current()
-    if rec is None or rec.suspended or not rec.nodes:
+    if rec is None or rec.suspended:
+        return
+    rec.synced = True  # Python reads data: a replay of this call would not
+    if not rec.nodes:
         return
     if reason == "Tensor.backward()" or reason == "ember.save":
         pass  # backward accumulates into .grad eagerly; save walks containers: run everything
     elif tensor is None:
         if not rec.has_random:
             return  # generator state: only pending random ops care
+    elif reason == "Tensor.item()" and rec.owner.fullgraph and type(tensor) is LazyTensor:
+        # fullgraph=True: PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in
+        # the graph instead of breaking; branching on a tensor (``bool``) is still an error.
+        if _called_from_bool():
+            rec.flush("Data-dependent branching (bool() of a traced tensor)")
+        rec.flush(None)
+        return
     elif type(tensor) is not LazyTensor:
         # A real tensor: its data is current unless a pending op writes it; an alias that
         # escapes (numpy, data_ptr) could also be written by the caller while ops read it.
@@ -34,6 +47,20 @@ def sync_hook(tensor, reason: str) -> None:
         if not overlaps(rec.written, storage) and (reason in _PURE_READS or not overlaps(rec.input_ranges, storage)):
             return
     rec.flush(reason)
+
+
+def _called_from_bool() -> bool:
+    f = sys._getframe(2)  # sync_hook <- Tensor.item <- its caller
+    for _ in range(3):
+        if f is None:
+            return False
+        if f.f_code is _BOOL_CODE:
+            return True
+        f = f.f_back
+    return False
+
+
+_BOOL_CODE = Tensor.__bool__.__code__
 
 
 class _Suspended:
@@ -58,6 +85,7 @@ def eager_region_hook(reason: str):
     if rec is None or rec.suspended:
         return dispatch._NO_REGION
     rec.flush(reason)
+    rec.went_eager = True
     return _Suspended(rec)
 
 

@@ -18,6 +18,7 @@ and which results are still alive (the graph's outputs).
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
@@ -101,6 +102,13 @@ class Recorder(dispatch.DispatchMode):
         # Symbolic sizes (SymInt) flow through the meta kernels: the meta cache, keyed by
         # values, would hand back another trace's concrete shapes, so it is off.
         self.symbolic = False
+        # What the replay fast path (``_replay``) must know about the whole call.
+        self.observer = None  # the Observer profiling this call, if any
+        self.broke = False  # a flush before the return happened
+        self.went_eager = False  # some op ran for real inside the call (suspended capture)
+        self.synced = False  # Python asked for tensor data or generator state
+        self.last_run = None  # the runner and live lazy tensors of the last flush
+        self.last_lazies = ()
         self._reset()
 
     def _reset(self) -> None:
@@ -429,6 +437,7 @@ class Recorder(dispatch.DispatchMode):
     # -- breaks and flushes ------------------------------------------------------------------
     def _eager_op(self, func, args, kwargs, reason):
         self.flush(reason)
+        self.went_eager = True
         self.suspended = True
         try:
             return func(*args, **kwargs)
@@ -443,6 +452,7 @@ class Recorder(dispatch.DispatchMode):
                 self._reset()
             return
         if reason is not None:
+            self.broke = True
             self.owner.note_break(reason, user_frame(), self)
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
@@ -456,6 +466,9 @@ class Recorder(dispatch.DispatchMode):
                 del stack[i]
                 break
         self.suspended = True
+        observer = self.observer
+        if observer is not None:
+            sys.setprofile(None)  # compiling is not the program's Python
         prev = _GRAD.grad_enabled, _GRAD.inference
         # The recording already holds autocast's casts: the graph runs with autocast off.
         autocast = dispatch._AUTOCAST_STATE if dispatch._AUTOCAST_ON[0] else None
@@ -466,7 +479,10 @@ class Recorder(dispatch.DispatchMode):
             run = self.owner.lookup(self, live)
             _GRAD.grad_enabled, _GRAD.inference = self.start_grad_mode, self.start_inference_mode
             outs = run(self.inputs)
+            self.last_run, self.last_lazies = run, lazies
         finally:
+            if observer is not None:
+                sys.setprofile(observer.profile)
             _GRAD.grad_enabled, _GRAD.inference = prev
             if autocast is not None:
                 autocast.active = autocast_prev

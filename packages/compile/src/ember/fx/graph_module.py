@@ -68,6 +68,15 @@ def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
         setattr(to_module, field, value)
 
 
+# Set by ember.compile while it builds a graph: the GraphModule then compiles lazily.
+_LAZY = [False]
+
+
+def _compile_then_forward(self, *args, **kwargs):
+    self.recompile()
+    return self.forward(*args, **kwargs)
+
+
 class GraphModule(Module):
     """A Module generated from a Graph.
 
@@ -129,13 +138,20 @@ class GraphModule(Module):
             raise AssertionError(f"Expected a Graph instance, but got {type(g)}")
         self._graph = g
         g.owning_module = self
-        self.recompile()
+        if _LAZY[0]:
+            # ember.compile's graphs (as torch's _LazyGraphModule): the Python code is generated on
+            # first use, which a backend that lowers the graph (or a graph-cache hit) never needs.
+            type(self).forward = _compile_then_forward
+        else:
+            self.recompile()
 
     @property
     def code(self) -> str:
         """The Python source of ``forward``."""
         if not hasattr(self, "_code"):
-            raise RuntimeError("Code has not been generated! Please report a bug to ember")
+            if type(self).forward is not _compile_then_forward:
+                raise RuntimeError("Code has not been generated! Please report a bug to ember")
+            self.recompile()
         return self._code
 
     def recompile(self) -> PythonCode:
@@ -167,7 +183,7 @@ class GraphModule(Module):
         return "\n".join(lines).rstrip() + "\n"
 
     def __str__(self) -> str:
-        return "\n".join([super().__repr__(), self._code,
+        return "\n".join([super().__repr__(), self.code,
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
     # -- submodules -----------------------------------------------------------------------

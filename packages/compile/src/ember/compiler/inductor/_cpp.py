@@ -15,6 +15,8 @@ from ember._src import dtypes as dt
 from . import _cpp_ops as C
 from . import config
 from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product, walk
+from ._kernel_alias import alias_name as _alias_name
+from ._kernel_alias import canonical as _canonical
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
@@ -432,16 +434,34 @@ class CppKernelWriter:
 
 def kernel_sources(kernels: list, buffers: dict, vector_math: bool, chunks: int = 1) -> tuple[list, dict]:
     """Sources holding ``kernels`` (``chunks`` files, compiled side by side) and each kernel's
-    argument signature; returns ([(source, [kernel names])], signatures)."""
-    texts, signatures = [], {}
+    argument signature; returns ([(source, [kernel names])], signatures).
+
+    A kernel whose code equals an earlier one's up to buffer names (each layer of a model
+    repeats the same kernels) is not compiled again: it becomes an alias of that symbol, in
+    the same file. Both take the same arguments in the same order, so the wrapper calls it
+    unchanged; this cuts the compiler's work for an L-layer model by about L."""
+    texts, signatures, aliases, first = [], {}, {}, {}
     for k in kernels:
         text, sig = CppKernelWriter(k, buffers).emit()
-        texts.append((k.name, text))
         signatures[k.name] = sig
+        key = _canonical(text, k.name, buffers)
+        original = first.setdefault(key, k.name)
+        if original != k.name:
+            header = text[text.index("EMBER_KERNEL void"):text.index(") {\n")]
+            aliases.setdefault(original, []).append(f'{header}) __attribute__((alias("{original}")));')
+            continue
+        texts.append((k.name, text))
     chunks = max(1, min(chunks, len(texts)))
     size = -(-len(texts) // chunks)
     out = []
     for start in range(0, len(texts), size):
         part = texts[start:start + size]
-        out.append(("\n".join([C.prelude(vector_math)] + [t for _, t in part]), [n for n, _ in part]))
+        body = [C.prelude(vector_math)]
+        names = []
+        for name, text in part:
+            body.append(text)
+            body.extend(aliases.get(name, ()))
+            names.append(name)
+            names.extend(_alias_name(a) for a in aliases.get(name, ()))
+        out.append(("\n".join(body), names))
     return out, signatures
