@@ -98,6 +98,7 @@ VIEW_CALLS = [
     lambda x: x.unsqueeze(-1), lambda x: x.unsqueeze(3), lambda x: x[:, :1].expand(2, 3, 4, 5),
     lambda x: x[:1].expand(3, -1, 5), lambda x: x.contiguous(), lambda x: x.transpose(0, 1).contiguous(),
     lambda x: x[:, 1:3].view(3, 10), lambda x: x[:, 1:3].transpose(0, 2).unsqueeze(1),
+    lambda x: x.view(x.shape), lambda x: x.reshape(x[0].shape[::-1] + (3,)), lambda x: x[:1].expand(x.shape),
 ]
 
 

@@ -52,11 +52,13 @@ PyObject* g_int1 = nullptr;
 // The sizes of `x.view(2, 3)`-style calls (shapes.as_shape's forms: ints, or one list/tuple of
 // ints) as a new tuple, or NOT_HANDLED.
 PyObject* size_args(PyObject* const* args, Py_ssize_t n) {
-  if (n == 1 && (PyTuple_CheckExact(args[0]) || PyList_CheckExact(args[0]))) {
+  // (A tuple subclass, ember.Size, becomes a plain tuple, as as_shape makes it.)
+  if (n == 1 && (PyTuple_Check(args[0]) || PyList_CheckExact(args[0]))) {
     PyObject* seq = args[0];
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i)
       if (!PyLong_CheckExact(PySequence_Fast_ITEMS(seq)[i])) return NOT_HANDLED;
-    return PyTuple_CheckExact(seq) ? Py_NewRef(seq) : PyList_AsTuple(seq);
+    if (PyTuple_CheckExact(seq)) return Py_NewRef(seq);
+    return PyList_CheckExact(seq) ? PyList_AsTuple(seq) : PyTuple_GetSlice(seq, 0, PyTuple_GET_SIZE(seq));
   }
   if (n < 1) return NOT_HANDLED;
   for (Py_ssize_t i = 0; i < n; ++i)
