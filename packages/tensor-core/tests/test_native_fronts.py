@@ -236,3 +236,20 @@ def test_fronts_present_the_python_functions():
     assert "reshape" in repr(ember.reshape)
     x = ember.ones(2, 2)
     assert x.sum.__self__ is x
+
+
+@pytest.mark.parametrize("bias_shape", [(5,), (1, 5), (3, 5), (3, 1), ()])
+def test_addmm_and_linear(bias_shape):
+    (b, tb), (a, ta), (w, tw) = (_pair(s, i, requires_grad=True) for i, s in enumerate([bias_shape, (3, 4), (4, 5)]))
+    ours, theirs = ember.addmm(b, a, w), torch.addmm(tb, ta, tw)
+    _same(ours, theirs, rtol=1e-5)
+    np.testing.assert_array_equal(ours.detach().numpy(), _python_path(lambda: ember.addmm(b, a, w)).detach().numpy())
+    ours.sum().backward()
+    theirs.sum().backward()
+    for e, t in ((b, tb), (a, ta), (w, tw)):
+        _same(e.grad, t.grad, rtol=1e-5)
+    _same(ember.addmm(b, a, w, beta=0.5, alpha=2), torch.addmm(tb, ta, tw, beta=0.5, alpha=2), rtol=1e-5)
+    lin = ember.nn.functional.linear(a, w.t(), b if len(bias_shape) == 1 else None)
+    _same(lin, torch.nn.functional.linear(ta, tw.t(), tb if len(bias_shape) == 1 else None), rtol=1e-5)
+    with pytest.raises(RuntimeError):
+        ember.addmm(ember.ones(2, 7), a, w)

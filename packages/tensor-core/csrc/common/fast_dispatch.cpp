@@ -113,6 +113,7 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
     case kSum: case kMean: return fast_reduce_kernel(op->fast, args, nargs);
     case kMm: return fast_mm_kernel(args, nargs);
     case kWhere: return fast_where_kernel(args, nargs);
+    case kAddmm: return fast_addmm_kernel(args, nargs);
     default: return NOT_HANDLED;
   }
 }

@@ -32,7 +32,8 @@ enum FrontKind : int {
   kFrontMatmul = 12,     // matmul(input, other) -> mm_op for two matrices
   kFrontWhere = 13,      // where(condition, input, other) -> where_op
   kFrontOp2 = 14,        // add/sub/mul/div(tensor, other), Tensor.add_/sub_/div_(other): no keyword -> the op
-  kFrontLast = 14,
+  kFrontAddmm = 15,      // addmm(input, mat1, mat2) with no keyword -> addmm_op
+  kFrontLast = 15,
 };
 
 struct FrontObject {
@@ -141,7 +142,7 @@ PyObject* reduce_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, 
 PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   if (f->kind == kFrontSum || f->kind == kFrontMean) return reduce_front(f, args, nargs, kwnames);
   if (kwnames != nullptr || nargs < 1) return NOT_HANDLED;
-  if (f->kind == kFrontWhere)
+  if (f->kind == kFrontWhere || f->kind == kFrontAddmm)
     return nargs == 3 ? fast_call(reinterpret_cast<OpObject*>(f->op), args, 3) : NOT_HANDLED;
   PyObject* self = args[0];
   TensorObject* t = plain_view_source(self);

@@ -31,7 +31,8 @@ enum FastKind : int8_t {
   kMean = 10,           // mean(self, dim, keepdim, dtype)
   kMm = 11,             // mm(self, mat2)
   kWhere = 12,          // where(condition, self, other)
-  kLastKind = kWhere,
+  kAddmm = 13,          // addmm(self, mat1, mat2) (beta and alpha 1)
+  kLastKind = kAddmm,
 };
 
 struct OpObject {
@@ -82,6 +83,7 @@ bool view_strides_c(const TensorObject* t, const int64_t* new_sizes, int32_t new
 // fast_reduce.cpp
 PyObject* fast_reduce_kernel(int kind, PyObject* const* args, Py_ssize_t nargs);
 PyObject* fast_mm_kernel(PyObject* const* args, Py_ssize_t nargs);
+PyObject* fast_addmm_kernel(PyObject* const* args, Py_ssize_t nargs);
 
 // fast_where.cpp
 PyObject* fast_where_kernel(PyObject* const* args, Py_ssize_t nargs);

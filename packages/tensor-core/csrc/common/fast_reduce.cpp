@@ -1,4 +1,4 @@
-// sum, mean and mm on the native fast path: the meta work of reduce.py's and products.py's
+// sum, mean, mm and addmm on the native fast path: the meta work of reduce.py's and products.py's
 // kernels (reduced dims, result shape, result dtype) done once in C, then the same native
 // kernels (cpu/reduce.cpp's reduction, cpu/blas.cpp's product). Only float32/float64 inputs
 // with no dtype argument qualify (the result keeps the input dtype, as the Python kernel's
@@ -178,6 +178,58 @@ PyObject* fast_mm_kernel(PyObject* const* args, Py_ssize_t nargs) {
   PyObject* out = new_empty_cpu(shape, 2, a->dtype_code, inference != 0);
   if (out == nullptr) return nullptr;
   return run_or_decline(out, [&] { run_matmul_kernel(out, args[0], args[1], g_one, g_zero); });
+}
+
+namespace {
+
+// out (m, n, contiguous) = bias broadcast to it: _product's copy_ before the product.
+template <typename T>
+void fill_broadcast(TensorObject* out, const TensorObject* bias) {
+  const int64_t m = out->sizes[0], n = out->sizes[1];
+  int64_t s0 = 0, s1 = 0;
+  if (bias->ndim == 2) {
+    s0 = bias->sizes[0] == 1 ? 0 : bias->strides[0];
+    s1 = bias->sizes[1] == 1 ? 0 : bias->strides[1];
+  } else if (bias->ndim == 1) {
+    s1 = bias->sizes[0] == 1 ? 0 : bias->strides[0];
+  }
+  const T* src = reinterpret_cast<const T*>(bias->storage_ptr->data) + bias->offset_value;
+  T* dst = reinterpret_cast<T*>(out->storage_ptr->data);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) dst[i * n + j] = src[i * s0 + j * s1];
+}
+
+}  // namespace
+
+// addmm(self, mat1, mat2) with beta = alpha = 1 on float matrices of one dtype: self broadcast
+// into the result, then the product added by the BLAS call (products.py's _addmm_cpu/_product).
+PyObject* fast_addmm_kernel(PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) return NOT_HANDLED;
+  TensorObject* bias = plain_tensor(args[0], true);
+  if (bias == nullptr || bias->ndim > 2) return NOT_HANDLED;
+  TensorObject* a = plain_tensor(args[1], true);
+  TensorObject* b = plain_tensor(args[2], true);
+  if (a == nullptr || b == nullptr || a->ndim != 2 || b->ndim != 2 || !is_float_code(a->dtype_code) ||
+      b->dtype_code != a->dtype_code || bias->dtype_code != a->dtype_code || a->sizes[1] != b->sizes[0])
+    return NOT_HANDLED;
+  int64_t shape[2] = {a->sizes[0], b->sizes[1]};
+  for (int32_t i = 0; i < bias->ndim; ++i) {
+    int64_t s = bias->sizes[i], want = shape[2 - bias->ndim + i];
+    if (s != want && s != 1) return NOT_HANDLED;
+  }
+  if (g_one == nullptr) {
+    g_one = PyFloat_FromDouble(1.0);
+    g_zero = PyFloat_FromDouble(0.0);
+    if (g_one == nullptr || g_zero == nullptr) return nullptr;
+  }
+  int inference = inference_now();
+  if (inference < 0) return nullptr;
+  PyObject* out = new_empty_cpu(shape, 2, a->dtype_code, inference != 0);
+  if (out == nullptr) return nullptr;
+  auto* o = reinterpret_cast<TensorObject*>(out);
+  if (o->dtype_code == kFloat32) fill_broadcast<float>(o, bias);
+  else fill_broadcast<double>(o, bias);
+  return run_or_decline(out, [&] { run_matmul_kernel(out, args[1], args[2], g_one, g_one); });
 }
 
 }  // namespace ember
