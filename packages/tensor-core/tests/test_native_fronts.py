@@ -253,3 +253,12 @@ def test_addmm_and_linear(bias_shape):
     _same(lin, torch.nn.functional.linear(ta, tw.t(), tb if len(bias_shape) == 1 else None), rtol=1e-5)
     with pytest.raises(RuntimeError):
         ember.addmm(ember.ones(2, 7), a, w)
+
+
+def test_fronts_pickle_and_copy_by_reference():
+    import copy
+    import pickle
+
+    for fn in (ember.sum, ember.where, ember.matmul, ember.addmm, ember.Tensor.view, ember.Tensor.add_):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+        assert copy.deepcopy(fn) is fn and copy.copy(fn) is fn

@@ -270,6 +270,16 @@ PyObject* front_repr(PyObject* self) { return PyObject_Repr(reinterpret_cast<Fro
 PyObject* front_wrapped(PyObject* self, void*) { return Py_NewRef(reinterpret_cast<FrontObject*>(self)->fallback); }
 PyObject* front_op(PyObject* self, void*) { return Py_NewRef(reinterpret_cast<FrontObject*>(self)->op); }
 
+// Pickled (and deep-copied) by reference, as a function is: the name of the module attribute that
+// holds the front (the fallback's __name__ in the fallback's __module__).
+PyObject* front_reduce(PyObject* self, PyObject*) {
+  return PyObject_GetAttrString(reinterpret_cast<FrontObject*>(self)->fallback, "__name__");
+}
+
+PyMethodDef front_methods[] = {
+    {"__reduce__", front_reduce, METH_NOARGS, "Pickles the front by its module and name."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyGetSetDef front_getset[] = {
     {"__wrapped__", front_wrapped, nullptr, "The Python function this front stands for.", nullptr},
     {"_op", front_op, nullptr, "The dispatcher op the fast path calls.", nullptr},
@@ -289,6 +299,7 @@ void bind_fast_front(PyObject* module) {
   FrontType.tp_getattro = front_getattro;
   FrontType.tp_repr = front_repr;
   FrontType.tp_getset = front_getset;
+  FrontType.tp_methods = front_methods;
   if (PyType_Ready(&FrontType) < 0) throw std::runtime_error("type init");
   Py_INCREF(&FrontType);
   if (PyModule_AddObject(module, "FastFront", reinterpret_cast<PyObject*>(&FrontType)) < 0)
