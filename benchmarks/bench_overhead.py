@@ -12,7 +12,9 @@ promotion, allocation of the result, autograd recording), not arithmetic:
   (target <= 1.5x).
 - ``small_backward``: ``loss.backward()`` of a small MLP-like loss (8x8 matmul, relu, mean)
   (target <= 1.5x).
-- ``relu_8x8``, ``sum_8x8``, ``view_64``, ``mm_8x8``: common single ops on small tensors.
+- ``relu_8x8``, ``sum_8x8``, ``view_64``, ``mm_8x8``: common single ops on small tensors;
+  ``mean_dim_8x8``, ``transpose_8x8``, ``where_8x8``, ``add__8x8`` (in place), ``linear_4x8``
+  (``nn.functional.linear`` with bias): the other ops programs call most.
 - ``import ember``: a fresh interpreter's import time (target < 0.1 s).
 
 Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 repeats of an
@@ -60,6 +62,10 @@ def make_cases(lib):
     w = lib.ones(1, requires_grad=True)
     w8 = lib.rand(8, 8, requires_grad=True)
     xin = lib.rand(8, 8)
+    cond = x > 1.0
+    acc = lib.zeros(8, 8)
+    lw, lb, lx = lib.rand(8, 8), lib.rand(8), lib.rand(4, 8)
+    linear = lib.nn.functional.linear
 
     def chain10():
         y = x * x
@@ -95,6 +101,11 @@ def make_cases(lib):
         "sum_8x8": (lambda: x.sum(), 20000),
         "view_64": (lambda: x.view(64), 20000),
         "mm_8x8": (lambda: x @ x, 20000),
+        "mean_dim_8x8": (lambda: x.mean(1, keepdim=True), 20000),
+        "transpose_8x8": (lambda: x.transpose(0, 1), 20000),
+        "where_8x8": (lambda: lib.where(cond, x, 0.0), 20000),
+        "add__8x8": (lambda: acc.add_(x), 20000),
+        "linear_4x8": (lambda: linear(lx, lw, lb), 20000),
     }
 
 

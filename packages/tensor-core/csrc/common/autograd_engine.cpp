@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autograd_apply.h"
 #include "autograd_record.h"
 #include "tensor_impl.h"
 
@@ -31,196 +32,6 @@ PyObject* s_post_hooks = nullptr;
 PyObject* s_seq = nullptr;
 PyObject* s_apply = nullptr;
 PyObject* s_release = nullptr;
-PyObject* s_backward = nullptr;
-PyObject* s_unpack = nullptr;
-
-// A list of n Nones (new reference).
-PyObject* none_list(Py_ssize_t n) {
-  PyObject* l = PyList_New(n);
-  if (l == nullptr) return nullptr;
-  for (Py_ssize_t i = 0; i < n; ++i) PyList_SET_ITEM(l, i, Py_NewRef(Py_None));
-  return l;
-}
-
-// Registered by autograd (_C._engine_setup): OpNode's own apply and _release (a node whose class
-// has these runs them natively here), Inputs, fix_grad and the SavedTensor class.
-struct EngineRegistry {
-  PyObject* opnode_apply = nullptr;
-  PyObject* opnode_release = nullptr;
-  PyObject* inputs_cls = nullptr;
-  PyObject* fix_grad = nullptr;
-  PyObject* saved_cls = nullptr;
-};
-EngineRegistry g_eng;
-
-bool has_own(PyObject* node, PyObject* name, PyObject* expected) {
-  return expected != nullptr && is_node(node) && _PyType_Lookup(Py_TYPE(node), name) == expected;
-}
-
-void clear_saved(PyObject* v) {
-  if (PyObject_TypeCheck(v, reinterpret_cast<PyTypeObject*>(g_eng.saved_cls))) {
-    PyObject** data = saved_data_slot(v);
-    Py_XSETREF(*data, Py_NewRef(Py_None));
-  }
-}
-
-// OpNode._release: drops the saved tensors' data (the node may not run again).
-void opnode_release(PyObject* fn) {
-  auto* n = reinterpret_cast<NodeObject*>(fn);
-  Py_XSETREF(n->released, Py_NewRef(Py_True));
-  if (n->saved_args != nullptr && PyTuple_Check(n->saved_args)) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(n->saved_args); ++i) {
-      PyObject* v = PyTuple_GET_ITEM(n->saved_args, i);
-      if (PyList_CheckExact(v)) {
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(v); ++j) clear_saved(PyList_GET_ITEM(v, j));
-      } else {
-        clear_saved(v);
-      }
-    }
-  }
-  if (n->kwargs != nullptr && PyDict_Check(n->kwargs)) {
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(n->kwargs, &pos, &k, &v)) clear_saved(v);
-  }
-  if (n->saved_outputs != nullptr && PyTuple_Check(n->saved_outputs))
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(n->saved_outputs); ++i) clear_saved(PyTuple_GET_ITEM(n->saved_outputs, i));
-}
-
-PyObject* NOT_NATIVE = reinterpret_cast<PyObject*>(&NOT_NATIVE);
-
-// OpNode.apply for the common node (no saved kwargs, no args needing the node): the formula's
-// gradients, one per edge, checked against each input's shape and dtype (fix_grad otherwise).
-// NOT_NATIVE when the Python method must run.
-PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
-  auto* n = reinterpret_cast<NodeObject*>(fn);
-  if (n->args_need_node != Py_False || n->kwargs == nullptr || !PyDict_Check(n->kwargs) ||
-      PyDict_GET_SIZE(n->kwargs) != 0 || n->saved_args == nullptr || n->formula == nullptr ||
-      n->layout == nullptr || !PyList_CheckExact(n->layout) || n->input_meta == nullptr ||
-      !PyList_CheckExact(n->input_meta) || n->saved_outputs == nullptr || !PyTuple_Check(n->saved_outputs) ||
-      n->next == nullptr || !PyTuple_Check(n->next) || !PyList_CheckExact(grads) || PyList_GET_SIZE(grads) < 1)
-    return NOT_NATIVE;
-  Py_ssize_t n_next = PyTuple_GET_SIZE(n->next);
-  bool any = false;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(grads); ++i) any = any || PyList_GET_ITEM(grads, i) != Py_None;
-  if (!any) return none_list(n_next);
-  PyObject* history = n->history_node == nullptr || n->history_node == Py_None ? fn : n->history_node;
-  Py_ssize_t n_out = PyTuple_GET_SIZE(n->saved_outputs);
-  PyObject* outputs = PyTuple_New(n_out);
-  if (outputs == nullptr) return nullptr;
-  for (Py_ssize_t i = 0; i < n_out; ++i) {
-    PyObject* s = PyTuple_GET_ITEM(n->saved_outputs, i);
-    PyObject* v = s == Py_None ? Py_NewRef(Py_None) : PyObject_CallMethodOneArg(s, s_unpack, history);
-    if (v == nullptr) {
-      Py_DECREF(outputs);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(outputs, i, v);
-  }
-  PyObject* call_args[3] = {n->saved_args, n->kwargs, nullptr};
-  PyObject* inputs = PyObject_Vectorcall(g_eng.inputs_cls, call_args, 2, nullptr);
-  PyObject* backward = inputs == nullptr ? nullptr : PyObject_GetAttr(n->formula, s_backward);
-  PyObject* res = nullptr;
-  if (backward != nullptr) {
-    PyObject* bargs[3] = {grads, inputs, outputs};
-    res = PyObject_Vectorcall(backward, bargs, 3, nullptr);
-  }
-  Py_XDECREF(backward);
-  Py_XDECREF(inputs);
-  Py_DECREF(outputs);
-  if (res == nullptr) return nullptr;
-  PyObject* seq;
-  if (res == Py_None || is_tensor_base(res)) {
-    seq = PyTuple_Pack(1, res);
-    Py_DECREF(res);
-  } else {
-    seq = PySequence_Fast(res, "a backward formula must return a tensor, None or a sequence");
-    Py_DECREF(res);
-  }
-  if (seq == nullptr) return nullptr;
-  PyObject* out = none_list(n_next);
-  if (out == nullptr) {
-    Py_DECREF(seq);
-    return nullptr;
-  }
-  Py_ssize_t n_res = PySequence_Fast_GET_SIZE(seq);
-  PyObject* layout = n->layout;
-  PyObject* meta = n->input_meta;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(layout) && i < n_res; ++i) {
-    PyObject* spec = PyList_GET_ITEM(layout, i);
-    PyObject* g = PySequence_Fast_GET_ITEM(seq, i);
-    if (spec == Py_None || g == Py_None) continue;
-    if (PyLong_CheckExact(spec)) {
-      Py_ssize_t e = PyLong_AsSsize_t(spec);
-      if (e < 0 || e >= n_next || e >= PyList_GET_SIZE(meta)) {
-        PyErr_SetString(PyExc_RuntimeError, "autograd: a node's layout does not match its edges");
-        goto fail;
-      }
-      PyObject* m = PyList_GET_ITEM(meta, e);
-      PyObject* fixed = nullptr;
-      if (is_tensor_base(g) && PyTuple_Check(m) && PyTuple_GET_SIZE(m) == 2) {
-        auto* t = reinterpret_cast<TensorObject*>(g);
-        PyObject* shape = PyTuple_GET_ITEM(m, 0);
-        int same = t->shape == shape ? 1 : t->shape == nullptr ? 0 : PyObject_RichCompareBool(t->shape, shape, Py_EQ);
-        if (same < 0) goto fail;
-        if (same && t->dtype == PyTuple_GET_ITEM(m, 1)) fixed = Py_NewRef(g);
-      }
-      if (fixed == nullptr) {
-        PyObject* fargs[4] = {g, m, fn, spec};
-        fixed = PyObject_Vectorcall(g_eng.fix_grad, fargs, 4, nullptr);
-        if (fixed == nullptr) goto fail;
-      }
-      Py_SETREF(PyList_GET_ITEM(out, e), fixed);
-    } else {
-      // A Tensor[] argument: one edge per element (None where the element has none).
-      PyObject* gs = PySequence_Fast(g, "a gradient for a tensor list must be a sequence");
-      PyObject* specs = gs == nullptr ? nullptr : PySequence_Fast(spec, "layout");
-      if (specs == nullptr) {
-        Py_XDECREF(gs);
-        goto fail;
-      }
-      for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(specs) && j < PySequence_Fast_GET_SIZE(gs); ++j) {
-        PyObject* ej = PySequence_Fast_GET_ITEM(specs, j);
-        PyObject* gj = PySequence_Fast_GET_ITEM(gs, j);
-        if (ej == Py_None || gj == Py_None) continue;
-        Py_ssize_t e = PyLong_AsSsize_t(ej);
-        if (e < 0 || e >= n_next || e >= PyList_GET_SIZE(meta)) {
-          if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "autograd: a node's layout does not match its edges");
-          Py_DECREF(gs);
-          Py_DECREF(specs);
-          goto fail;
-        }
-        PyObject* fargs[4] = {gj, PyList_GET_ITEM(meta, e), fn, ej};
-        PyObject* fixed = PyObject_Vectorcall(g_eng.fix_grad, fargs, 4, nullptr);
-        if (fixed == nullptr) {
-          Py_DECREF(gs);
-          Py_DECREF(specs);
-          goto fail;
-        }
-        Py_SETREF(PyList_GET_ITEM(out, e), fixed);
-      }
-      Py_DECREF(gs);
-      Py_DECREF(specs);
-    }
-  }
-  Py_DECREF(seq);
-  return out;
-fail:
-  Py_DECREF(seq);
-  Py_DECREF(out);
-  return nullptr;
-}
-
-PyObject* py_engine_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "_engine_setup(OpNode.apply, OpNode._release, Inputs, fix_grad, SavedTensor)");
-    return nullptr;
-  }
-  PyObject** slots[] = {&g_eng.opnode_apply, &g_eng.opnode_release, &g_eng.inputs_cls, &g_eng.fix_grad,
-                        &g_eng.saved_cls};
-  for (int i = 0; i < 5; ++i) Py_XSETREF(*slots[i], Py_NewRef(args[i]));
-  Py_RETURN_NONE;
-}
 
 // A node's slot (new reference): read from the C struct for autograd's nodes, else by name.
 PyObject* slot(PyObject* node, PyObject* NodeObject::*member, PyObject* name) {
@@ -411,7 +222,7 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       Py_SETREF(grads, PyObject_CallFunctionObjArgs(pre, fn, grads, nullptr));
       if (grads == nullptr) return nullptr;
     }
-    PyObject* outputs = has_own(fn, s_apply, g_eng.opnode_apply) ? opnode_apply(fn, grads) : NOT_NATIVE;
+    PyObject* outputs = native_apply_applies(fn) ? opnode_apply(fn, grads) : NOT_NATIVE;
     if (outputs == NOT_NATIVE) outputs = PyObject_CallMethodOneArg(fn, s_apply, grads);
     if (outputs == nullptr) {
       Py_DECREF(grads);
@@ -424,7 +235,7 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       Py_XDECREF(outputs);
       return nullptr;
     }
-    if (!keep_graph && has_own(fn, s_release, g_eng.opnode_release)) {
+    if (!keep_graph && native_release_applies(fn)) {
       opnode_release(fn);
     } else if (!keep_graph) {
       PyObject* r = PyObject_CallMethodNoArgs(fn, s_release);
@@ -492,14 +303,11 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   Py_RETURN_NONE;
 }
-
 PyMethodDef functions[] = {
     {"_graph_dependencies", py_graph_dependencies, METH_O,
      "_graph_dependencies(root): {node: number of edges into it} over the graph under root."},
     {"_run_graph", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_run_graph)), METH_FASTCALL,
      "_run_graph(root, deps, keep_graph, pre, post): the backward engine's loop (autograd/_engine.py)."},
-    {"_engine_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_engine_setup)), METH_FASTCALL,
-     "Registers OpNode's apply/_release, Inputs, fix_grad and SavedTensor with the native engine loop."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
@@ -513,9 +321,8 @@ void bind_autograd_engine(PyObject* module) {
   s_seq = PyUnicode_InternFromString("_seq");
   s_apply = PyUnicode_InternFromString("apply");
   s_release = PyUnicode_InternFromString("_release");
-  s_backward = PyUnicode_InternFromString("backward");
-  s_unpack = PyUnicode_InternFromString("unpack");
   if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
+  bind_autograd_apply(module);
 }
 
 }  // namespace ember

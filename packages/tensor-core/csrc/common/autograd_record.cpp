@@ -1,293 +1,25 @@
-// Native grad recording (see autograd_record.h): the C bases of autograd's Node and SavedTensor,
-// and the one function that gives a fast-path result its backward node.
+// Native grad recording (see autograd_record.h): the registry ember-autograd fills, the plan for
+// a call whose inputs require grad, and the one function that gives a fast-path result its
+// backward node (its saved tensors and edges come from autograd_saved.cpp).
 //
 // The node built here is an instance of the op's Python node class (`MulBackward0`, a heap
 // subclass of autograd's OpNode, whose slots all live in _C.AutogradNode), filled exactly as
 // `OpNode.__init__` and `_record_out_of_place` would fill it, so the Python engine runs it and
 // user code inspects it as any other node. Saved inputs are `SavedTensor` instances built as
 // `SavedTensor(t, False)` builds them when no saved-tensor hooks are active.
-#include "autograd_record.h"
-
-#include <structmember.h>
-
 #include <cstddef>
-#include <cstring>
 #include <stdexcept>
 
-#include "tensor_impl.h"
+#include "autograd_internal.h"
 
 namespace ember {
 
-namespace {
-
-constexpr int kNodeFields = 18;  // the PyObject* fields before weakreflist
-
-struct SavedObject {
-  PyObject_HEAD
-  PyObject* data;
-  PyObject* version;
-  PyObject* is_output;
-  PyObject* nr;
-  PyObject* requires_grad;
-  PyObject* unpack_hook;
-  PyObject* origin;
-};
-
-constexpr int kSavedFields = 7;
-
-PyObject** node_fields(PyObject* o) { return &reinterpret_cast<NodeObject*>(o)->next; }
-PyObject** saved_fields(PyObject* o) { return &reinterpret_cast<SavedObject*>(o)->data; }
-
-#define NODE_MEMBER(name, field) {name, T_OBJECT_EX, offsetof(NodeObject, field), 0, nullptr}
-PyMemberDef node_members[] = {
-    NODE_MEMBER("_next", next),
-    NODE_MEMBER("_num_outputs", num_outputs),
-    NODE_MEMBER("_pre_hooks", pre_hooks),
-    NODE_MEMBER("_post_hooks", post_hooks),
-    NODE_MEMBER("_tensor_hooks", tensor_hooks),
-    NODE_MEMBER("_retained", retained),
-    NODE_MEMBER("_metadata", metadata),
-    NODE_MEMBER("_released", released),
-    NODE_MEMBER("_hooked", hooked),
-    NODE_MEMBER("_seq", seq),
-    NODE_MEMBER("_formula", formula),
-    NODE_MEMBER("_layout", layout),
-    NODE_MEMBER("_input_meta", input_meta),
-    NODE_MEMBER("_saved_args", saved_args),
-    NODE_MEMBER("_kwargs", kwargs),
-    NODE_MEMBER("_saved_outputs", saved_outputs),
-    NODE_MEMBER("_args_need_node", args_need_node),
-    NODE_MEMBER("_history_node", history_node),
-    {nullptr, 0, 0, 0, nullptr}};
-#undef NODE_MEMBER
-
-#define SAVED_MEMBER(name, field) {name, T_OBJECT_EX, offsetof(SavedObject, field), 0, nullptr}
-PyMemberDef saved_members[] = {
-    SAVED_MEMBER("data", data),
-    SAVED_MEMBER("version", version),
-    SAVED_MEMBER("is_output", is_output),
-    SAVED_MEMBER("nr", nr),
-    SAVED_MEMBER("requires_grad", requires_grad),
-    SAVED_MEMBER("unpack_hook", unpack_hook),
-    SAVED_MEMBER("origin", origin),
-    {nullptr, 0, 0, 0, nullptr}};
-#undef SAVED_MEMBER
-
-int fields_traverse(PyObject** f, int n, visitproc visit, void* arg) {
-  for (int i = 0; i < n; ++i) Py_VISIT(f[i]);
-  return 0;
-}
-
-void fields_clear(PyObject** f, int n) {
-  for (int i = 0; i < n; ++i) Py_CLEAR(f[i]);
-}
-
-int node_traverse(PyObject* o, visitproc visit, void* arg) {
-  // (A heap subclass's own traverse/dealloc visit and release the type: not done here.)
-  return fields_traverse(node_fields(o), kNodeFields, visit, arg);
-}
-int node_clear(PyObject* o) {
-  fields_clear(node_fields(o), kNodeFields);
-  return 0;
-}
-void node_dealloc(PyObject* o) {
-  PyTypeObject* tp = Py_TYPE(o);
-  PyObject_GC_UnTrack(o);
-  if (reinterpret_cast<NodeObject*>(o)->weakreflist != nullptr) PyObject_ClearWeakRefs(o);
-  node_clear(o);
-  tp->tp_free(o);
-}
-
-int saved_traverse(PyObject* o, visitproc visit, void* arg) {
-  return fields_traverse(saved_fields(o), kSavedFields, visit, arg);
-}
-int saved_clear(PyObject* o) {
-  fields_clear(saved_fields(o), kSavedFields);
-  return 0;
-}
-void saved_dealloc(PyObject* o) {
-  PyTypeObject* tp = Py_TYPE(o);
-  PyObject_GC_UnTrack(o);
-  saved_clear(o);
-  tp->tp_free(o);
-}
-
-PyTypeObject SavedBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-
-// What autograd registered (_C._autograd_setup).
-struct Registry {
-  PyObject* spec_fn = nullptr;          // _recording.native_spec(op) -> spec tuple, False or None
-  PyObject* formulas = nullptr;         // formulas.FORMULAS
-  PyObject* saved_cls = nullptr;        // graph.SavedTensor
-  PyObject* saved_args_cls = nullptr;   // _recording._SavedArgs (a tuple subclass)
-  PyObject* acc_cls = nullptr;          // graph.AccumulateGrad
-  PyObject* meta_cls = nullptr;         // graph.AutogradMeta
-  PyObject* grad_accumulator = nullptr; // graph.grad_accumulator (leaves without an AutogradMeta)
-  PyObject* seq = nullptr;              // graph._SEQ (itertools.count)
-  PyObject* anomaly_state = nullptr;    // anomaly_mode._STATE (.enabled)
-  PyObject* saved_hooks_entered = nullptr;  // graph._SAVED_HOOKS_ENTERED ([count])
-  PyObject* forward_level = nullptr;    // forward_ad._LEVEL ([level or None])
-  PyObject* acc_seq = nullptr;          // 1 << 62, AccumulateGrad's sequence number
-  PyObject* no_edge = nullptr;          // (None, 0)
-  PyObject* empty_tuple = nullptr;
-};
 Registry g_reg;
+
+namespace {
 
 PyObject* s_grad_enabled = nullptr;
 PyObject* s_enabled = nullptr;
-PyObject* s_output_nr = nullptr;
-PyObject* s_grad_acc = nullptr;
-PyObject* s_variable = nullptr;
-
-// Every field of a fresh node set as Node.__init__ sets it (the OpNode ones to None).
-void init_node_fields(PyObject* node, PyObject* seq) {
-  auto* n = reinterpret_cast<NodeObject*>(node);
-  n->next = Py_NewRef(g_reg.empty_tuple);
-  n->num_outputs = PyLong_FromLong(1);  // a cached small int: cannot fail
-  n->pre_hooks = Py_NewRef(Py_None);
-  n->post_hooks = Py_NewRef(Py_None);
-  n->tensor_hooks = Py_NewRef(Py_None);
-  n->retained = Py_NewRef(Py_None);
-  n->metadata = Py_NewRef(Py_None);
-  n->released = Py_NewRef(Py_False);
-  n->hooked = Py_NewRef(Py_False);
-  n->seq = seq;  // stolen
-}
-
-// The output number of a non-leaf (its AutogradMeta's output_nr; 0 without one). New reference.
-PyObject* output_nr_of(TensorObject* t) {
-  if (t->autograd_meta == nullptr || t->autograd_meta == Py_None) return PyLong_FromLong(0);
-  return PyObject_GetAttr(t->autograd_meta, s_output_nr);
-}
-
-// graph.grad_accumulator(t) for a leaf: the live AccumulateGrad its meta refers to, or a new one.
-PyObject* leaf_accumulator(TensorObject* t) {
-  PyObject* meta = t->autograd_meta;
-  if (meta == nullptr || meta == Py_None)
-    return PyObject_CallOneArg(g_reg.grad_accumulator, reinterpret_cast<PyObject*>(t));
-  PyObject* ref = PyObject_GetAttr(meta, s_grad_acc);
-  if (ref == nullptr) return nullptr;
-  if (ref != Py_None) {
-    if (!PyWeakref_CheckRef(ref)) {
-      Py_DECREF(ref);
-      return PyObject_CallOneArg(g_reg.grad_accumulator, reinterpret_cast<PyObject*>(t));
-    }
-    PyObject* acc = PyWeakref_GetObject(ref);  // borrowed
-    if (acc != Py_None) {
-      Py_INCREF(acc);
-      Py_DECREF(ref);
-      return acc;
-    }
-  }
-  Py_DECREF(ref);
-  auto* cls = reinterpret_cast<PyTypeObject*>(g_reg.acc_cls);
-  PyObject* acc = cls->tp_alloc(cls, 0);
-  if (acc == nullptr) return nullptr;
-  init_node_fields(acc, Py_NewRef(g_reg.acc_seq));
-  Py_SETREF(reinterpret_cast<NodeObject*>(acc)->hooked, Py_NewRef(Py_True));  // the leaf's hooks: look each time
-  PyObject* weak = nullptr;
-  if (PyObject_SetAttr(acc, s_variable, reinterpret_cast<PyObject*>(t)) < 0 ||
-      (weak = PyWeakref_NewRef(acc, nullptr)) == nullptr || PyObject_SetAttr(meta, s_grad_acc, weak) < 0) {
-    Py_XDECREF(weak);
-    Py_DECREF(acc);
-    return nullptr;
-  }
-  Py_DECREF(weak);
-  return acc;
-}
-
-// graph._alias(t) for a plain strided tensor: a new tensor over the same storage, no history.
-// The shape/stride/offset objects are shared with t (immutable), so no tuple is rebuilt.
-PyObject* alias_of(TensorObject* t) {
-  if (t->ndim > kInlineDims)
-    return new_tensor(t->storage, t->storage_ptr, t->sizes, t->strides, t->ndim, t->offset_value, t->dtype_code,
-                      t->device);
-  auto* tp = reinterpret_cast<PyTypeObject*>(tensor_class());
-  PyObject* o = tp->tp_alloc(tp, 0);
-  if (o == nullptr) return nullptr;
-  auto* a = reinterpret_cast<TensorObject*>(o);
-  a->storage = Py_NewRef(t->storage);
-  a->shape = Py_NewRef(t->shape);
-  a->stride = Py_NewRef(t->stride);
-  a->offset = Py_NewRef(t->offset);
-  a->dtype = Py_NewRef(t->dtype);
-  a->device = Py_NewRef(t->device);
-  a->requires_grad = Py_NewRef(Py_False);
-  a->grad = Py_NewRef(Py_None);
-  a->grad_fn = Py_NewRef(Py_None);
-  a->base = Py_NewRef(Py_None);
-  a->autograd_meta = Py_NewRef(Py_None);
-  a->storage_ptr = t->storage_ptr;
-  a->sizes = a->inline_dims;
-  a->strides = a->inline_dims + kInlineDims;
-  std::memcpy(a->sizes, t->sizes, sizeof(int64_t) * t->ndim);
-  std::memcpy(a->strides, t->strides, sizeof(int64_t) * t->ndim);
-  a->ndim = a->stride_ndim = t->ndim;
-  a->offset_value = t->offset_value;
-  a->offset_ok = 1;
-  a->dtype_code = t->dtype_code;
-  a->device_kind = t->device_kind;
-  a->rg = 0;
-  return o;
-}
-
-PyObject* new_saved(PyObject* data, TensorObject* t, bool is_output, PyObject* requires_grad) {
-  auto* cls = reinterpret_cast<PyTypeObject*>(g_reg.saved_cls);
-  PyObject* s = cls->tp_alloc(cls, 0);
-  if (s == nullptr) {
-    Py_DECREF(data);
-    return nullptr;
-  }
-  auto* so = reinterpret_cast<SavedObject*>(s);
-  so->data = data;  // stolen
-  so->version = PyLong_FromLongLong(t->storage_ptr->version);
-  so->is_output = Py_NewRef(is_output ? Py_True : Py_False);
-  so->nr = PyLong_FromLong(0);
-  so->requires_grad = Py_NewRef(requires_grad);
-  so->unpack_hook = Py_NewRef(Py_None);
-  if (so->version == nullptr) {
-    Py_DECREF(s);
-    return nullptr;
-  }
-  return s;
-}
-
-// SavedTensor(t, False): leaves that require grad as they are, anything else as an alias keeping
-// the grad_fn (and output number) it had when saved.
-PyObject* save_input(TensorObject* t) {
-  PyObject* fn = t->grad_fn;
-  bool has_fn = fn != nullptr && fn != Py_None;
-  PyObject* data;
-  if (!has_fn && t->rg) {
-    data = Py_NewRef(reinterpret_cast<PyObject*>(t));
-  } else {
-    data = alias_of(t);
-    if (data == nullptr) return nullptr;
-    if (has_fn) {
-      auto* d = reinterpret_cast<TensorObject*>(data);
-      Py_SETREF(d->grad_fn, Py_NewRef(fn));
-      Py_SETREF(d->requires_grad, Py_NewRef(Py_True));
-      d->rg = 1;
-      PyObject* nr = output_nr_of(t);
-      if (nr == nullptr) {
-        Py_DECREF(data);
-        return nullptr;
-      }
-      int nonzero = PyObject_IsTrue(nr);
-      if (nonzero > 0) {
-        PyObject* meta = PyObject_CallOneArg(g_reg.meta_cls, nr);
-        if (meta == nullptr) nonzero = -1;
-        else Py_SETREF(d->autograd_meta, meta);
-      }
-      Py_DECREF(nr);
-      if (nonzero < 0) {
-        Py_DECREF(data);
-        return nullptr;
-      }
-    }
-  }
-  return new_saved(data, t, false, t->requires_grad ? t->requires_grad : Py_False);
-}
 
 bool list_item_on(PyObject* lst) {
   if (lst == nullptr) return false;
@@ -327,10 +59,6 @@ PyMethodDef functions[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
-
-PyTypeObject NodeBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-
-PyObject** saved_data_slot(PyObject* saved) { return &reinterpret_cast<SavedObject*>(saved)->data; }
 
 int grad_enabled_now() {
   if (g_dispatch.grad_state == nullptr) return 0;
@@ -503,38 +231,12 @@ fail:
 }
 
 void bind_autograd_record(PyObject* module) {
-  NodeBaseType.tp_name = "ember._C.AutogradNode";
-  NodeBaseType.tp_basicsize = sizeof(NodeObject);
-  NodeBaseType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
-  NodeBaseType.tp_doc = "The C-level slots of autograd's Node (and OpNode), so nodes can be built natively.";
-  NodeBaseType.tp_traverse = node_traverse;
-  NodeBaseType.tp_clear = node_clear;
-  NodeBaseType.tp_dealloc = node_dealloc;
-  NodeBaseType.tp_members = node_members;
-  NodeBaseType.tp_weaklistoffset = offsetof(NodeObject, weakreflist);
-  NodeBaseType.tp_new = PyType_GenericNew;
-  SavedBaseType.tp_name = "ember._C.SavedTensorBase";
-  SavedBaseType.tp_basicsize = sizeof(SavedObject);
-  SavedBaseType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
-  SavedBaseType.tp_doc = "The C-level slots of autograd's SavedTensor.";
-  SavedBaseType.tp_traverse = saved_traverse;
-  SavedBaseType.tp_clear = saved_clear;
-  SavedBaseType.tp_dealloc = saved_dealloc;
-  SavedBaseType.tp_members = saved_members;
-  SavedBaseType.tp_new = PyType_GenericNew;
-  if (PyType_Ready(&NodeBaseType) < 0 || PyType_Ready(&SavedBaseType) < 0) throw std::runtime_error("type init");
-  Py_INCREF(&NodeBaseType);
-  Py_INCREF(&SavedBaseType);
-  if (PyModule_AddObject(module, "AutogradNode", reinterpret_cast<PyObject*>(&NodeBaseType)) < 0 ||
-      PyModule_AddObject(module, "SavedTensorBase", reinterpret_cast<PyObject*>(&SavedBaseType)) < 0 ||
-      PyModule_AddFunctions(module, functions) < 0)
-    throw std::runtime_error("module init");
+  bind_autograd_types(module);
+  if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
   bind_autograd_engine(module);
+  bind_autograd_saved();
   s_grad_enabled = PyUnicode_InternFromString("grad_enabled");
   s_enabled = PyUnicode_InternFromString("enabled");
-  s_output_nr = PyUnicode_InternFromString("output_nr");
-  s_grad_acc = PyUnicode_InternFromString("grad_acc");
-  s_variable = PyUnicode_InternFromString("variable");
   g_reg.acc_seq = PyLong_FromLongLong(1LL << 62);
   g_reg.empty_tuple = PyTuple_New(0);
   g_reg.no_edge = PyTuple_Pack(2, Py_None, g_dispatch.zero ? g_dispatch.zero : PyLong_FromLong(0));

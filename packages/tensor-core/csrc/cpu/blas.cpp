@@ -329,6 +329,11 @@ void matmul_impl(py::handle out_obj, py::handle a_obj, py::handle b_obj, py::han
 
 }  // namespace
 
+// Entry point for the dispatcher's native fast path (common/fast_reduce.cpp).
+void run_matmul_kernel(py::handle out, py::handle a, py::handle b, py::handle alpha, py::handle beta) {
+  matmul_impl(out, a, b, alpha, beta);
+}
+
 void bind_blas(py::module_& m) {
   m.def("matmul_", &matmul_impl, py::arg("out"), py::arg("a"), py::arg("b"), py::arg("alpha"), py::arg("beta"),
         "out (B,M,N) = beta * out + alpha * a (B,M,K) @ b (B,K,N); beta == 0 ignores out's values.");

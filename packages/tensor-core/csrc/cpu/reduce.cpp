@@ -642,6 +642,11 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
 
 }  // namespace
 
+// Entry point for the dispatcher's native fast path (common/fast_reduce.cpp).
+void run_reduce_kernel(int code, py::handle out, py::handle in, int64_t num_reduced) {
+  reduce_impl(code, out, in, num_reduced, 2.0);
+}
+
 void bind_reduce(py::module_& m) {
   py::dict codes;
   const char* names[] = {"sum",     "nansum", "prod",  "max",     "min",    "any",   "all",

@@ -85,6 +85,9 @@ void where_impl(py::handle out_obj, py::handle cond_obj, py::handle a_obj, py::h
 
 }  // namespace
 
+// Entry point for the dispatcher's native fast path (common/fast_where.cpp).
+void run_where_kernel(py::handle out, py::handle cond, py::handle a, py::handle b) { where_impl(out, cond, a, b); }
+
 void bind_ternary(py::module_& m) {
   m.def("where", &where_impl, py::arg("out"), py::arg("cond"), py::arg("a"), py::arg("b"),
         "out = cond ? a : b, all broadcast to out.");

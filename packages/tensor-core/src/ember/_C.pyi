@@ -6,6 +6,9 @@ import typing
 class AutogradNode:
     ...
 
+class FastFront:
+    ...
+
 class OpBase:
     ...
 

@@ -7,6 +7,7 @@ Each is bound to ``Tensor`` by its record in the table at the end (bindings.py g
 from __future__ import annotations
 
 from . import dtypes
+from ._native import _C
 from .interop import to_numpy
 from .ops._common import check_write, type_name
 from .ops.linalg import products as linalg
@@ -151,6 +152,13 @@ def div_(self, other, *, rounding_mode=None):
                            f"{type_name(self.dtype)}")
     return self.copy_(result)
 
+
+
+# With no keyword these are their in-place op (alpha 1, no rounding mode): called from C
+# (csrc/common/fast_front.cpp) without this module's Python frame.
+add_ = _C.FastFront(pointwise.add_inplace_op, 14, add_)
+sub_ = _C.FastFront(pointwise.sub_inplace_op, 14, sub_)
+div_ = _C.FastFront(pointwise.div_inplace_op, 14, div_)
 
 def lerp_(self, end, weight):
     return fused_pointwise.lerp_inplace_op(self, end, weight)

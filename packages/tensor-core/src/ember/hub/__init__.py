@@ -7,14 +7,12 @@ The cache lives under ``get_dir()``: ``$EMBER_HOME/hub`` when set, else ``$TORCH
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import re
 import shutil
 import sys
 import tempfile
-import urllib.request
 import warnings
 import zipfile
 from urllib.parse import urlparse
@@ -46,6 +44,11 @@ def set_dir(d) -> None:
 def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, progress: bool = True) -> None:
     """Downloads ``url`` to ``dst`` through a temporary file in the same directory (renamed into
     place when complete); with ``hash_prefix``, the SHA-256 digest must start with it."""
+    # Imported here: urllib.request (with http.client, ssl, email) and hashlib (OpenSSL) are a fifth
+    # of `import ember` and only a download needs them.
+    import hashlib
+    import urllib.request
+
     dst = os.path.expanduser(dst)
     req = urllib.request.Request(url, headers={"User-Agent": "ember.hub"})
     with urllib.request.urlopen(req) as u:  # noqa: S310 - a user-given URL, as torch.hub

@@ -454,6 +454,14 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     return result
 
 
+# The native fast path (csrc/common/fast_reduce.cpp, fast_front.cpp): mm of two float matrices runs in
+# C, and matmul of two plain matrices goes straight to it; anything else takes the functions above.
+mm_op._set_fast(11, 0, 0)
+matmul = _C.FastFront(mm_op, 12, matmul)
+# addmm(input, mat1, mat2) with no keyword (nn.functional.linear's call): float, input broadcast.
+addmm_op._set_fast(13, 0, 0)
+addmm = _C.FastFront(addmm_op, 15, addmm)
+
 # Contractions built on the primitives above.
 from .contract import chain_matmul, einsum, inner, multi_dot, tensordot  # noqa: E402,F401
 

@@ -1011,6 +1011,16 @@ def square(input, *, out=None):
     return write_out(UNARY_OPS["square"][0](input), out, (input,))
 
 
+# where on the native fast path (csrc/common/fast_where.cpp): a bool condition with float values of one
+# dtype runs in C; ember.where with three positional arguments calls the op from C (fast_front.cpp).
+where_op._set_fast(12, 0, 0)
+where = _C.FastFront(where_op, 13, where)
+# add/sub/mul/div(tensor, tensor or number) with no keyword are their op (alpha 1, no rounding mode, no
+# bool operand): called from C without these functions' frames.
+add = _C.FastFront(add_op, 14, add)
+sub = _C.FastFront(sub_op, 14, sub)
+mul = _C.FastFront(mul_op, 14, mul)
+div = _C.FastFront(div_op, 14, div)
 
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).

@@ -230,6 +230,14 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return write_out(nanmean_op(input, dim, keepdim, dtype), out)
 
 
+# The native fast path (csrc/common/fast_reduce.cpp, fast_front.cpp): float sums and means with no
+# dtype run in C, and the public sum/mean read their arguments there, falling back to the functions
+# above for anything else (dtype=, out=, a mode or subclass, other dtypes).
+sum_op._set_fast(9, 0, 0)
+mean_op._set_fast(10, 0, 0)
+sum = _C.FastFront(sum_op, 1, sum)  # noqa: A001
+mean = _C.FastFront(mean_op, 2, mean)
+
 # -- max / min / amax / amin / aminmax / argmax / argmin ----------------------------------
 
 

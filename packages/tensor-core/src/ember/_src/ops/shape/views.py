@@ -849,6 +849,25 @@ def tolist(self: Tensor):
     return to_numpy_copy(self).tolist()
 
 
+# The native fast path (csrc/common/fast_views.cpp, fast_front.cpp): these view ops compute their
+# sizes and strides in C, and the public forms read their arguments there, falling back to the
+# functions above for anything else (keywords, a dtype view, symbolic sizes, a mode or subclass,
+# reshape or flatten that must copy). Kinds: fast_ops.h (op) and fast_front.cpp (front).
+view_op._set_fast(4, 0, 0)
+transpose_op._set_fast(5, 0, 0)
+permute_op._set_fast(6, 0, 0)
+unsqueeze_op._set_fast(7, 0, 0)
+expand_op._set_fast(8, 0, 0)
+view = _C.FastFront(view_op, 3, view)
+reshape = _C.FastFront(view_op, 4, reshape)
+flatten = _C.FastFront(view_op, 5, flatten)
+transpose = _C.FastFront(transpose_op, 6, transpose)
+t = _C.FastFront(transpose_op, 7, t)
+permute = _C.FastFront(permute_op, 8, permute)
+unsqueeze = _C.FastFront(unsqueeze_op, 9, unsqueeze)
+expand = _C.FastFront(expand_op, 10, expand)
+contiguous = _C.FastFront(view_op, 11, contiguous)
+
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
 adjoint                     function method
