@@ -35,8 +35,6 @@ PICKS = {"max_dim", "min_dim", "max_all", "min_all", "median", "nanmedian", "kth
 OPEN = {
     "cholesky_solve": "gradient w.r.t. the factor differs from PyTorch's (which symmetrizes through the triangle)",
     "cholesky_inverse": "gradient differs from PyTorch's (triangular-factor convention)",
-    "linalg.lstsq": "ember marks residuals, rank and singular values differentiable; PyTorch only the solution "
-                    "and residuals",
 }
 # Where PyTorch 2.13's backward raises but ember's gradient exists: ember's is checked by finite
 # differences (gradcheck) at that sample instead, and must not raise (docs/deviations.md).

@@ -123,8 +123,9 @@ def propagate(op, args, kwargs, outputs, tangents=None) -> None:
         else:
             result = _jvp_by_double_backward(formula, tangents, args, kwargs, outs)
     result = (result,) if isinstance(result, Tensor) or result is None else tuple(result)
-    for o, t in zip(outs, result):
-        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+    skip = formula.nondiff_outputs
+    for i, (o, t) in enumerate(zip(outs, result)):
+        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point and i not in skip:
             if t.dtype is not o.dtype:
                 t = t.to(o.dtype)
             _set_tangent(o, t if tuple(t.shape) == tuple(o.shape) else t.expand(tuple(o.shape)).clone())
