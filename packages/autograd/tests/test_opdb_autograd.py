@@ -32,10 +32,7 @@ PICKS = {"max_dim", "min_dim", "max_all", "min_all", "median", "nanmedian", "kth
 
 # Gradient mismatches the database found that are not fixed yet, each with what is known. The tests
 # skip them visibly (the reason names the gap); docs/deviations.md lists them under issue 17.
-OPEN = {
-    "cholesky_solve": "gradient w.r.t. the factor differs from PyTorch's (which symmetrizes through the triangle)",
-    "cholesky_inverse": "gradient differs from PyTorch's (triangular-factor convention)",
-}
+OPEN: dict[str, str] = {}
 # Where PyTorch 2.13's backward raises but ember's gradient exists: ember's is checked by finite
 # differences (gradcheck) at that sample instead, and must not raise (docs/deviations.md).
 TORCH_BACKWARD_RAISES = {
