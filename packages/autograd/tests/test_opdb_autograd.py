@@ -55,8 +55,6 @@ OPEN_FORWARD_AD = {
     "linalg_cholesky_ex": "tangent differs (or missing) for the factor",
     "linalg_eigh": "tangent of eigenvectors differs (sign/phase convention)",
     "linalg_svd": "tangent of the singular values through svdvals differs",
-    "native_batch_norm": "tangents of the saved statistics differ", "native_group_norm": "as native_batch_norm",
-    "native_layer_norm": "as native_batch_norm",
 }
 # In-place ops PyTorch has no method for: the reference is out of place (broadcasting self), so the
 # in-place gradient is compared only through the forward test.
