@@ -51,11 +51,7 @@ TORCH_UNDIFFERENTIABLE_OUTPUT = {"histogram", "histogramdd", "heaviside", "detac
 # record this function) raises the same NotImplementedError when it is called with grad recording.
 REFUSED_AT_CALL = {"embedding_renorm_"}
 # Forward-AD mismatches found and not fixed yet.
-OPEN_FORWARD_AD = {
-    "linalg_cholesky_ex": "tangent differs (or missing) for the factor",
-    "linalg_eigh": "tangent of eigenvectors differs (sign/phase convention)",
-    "linalg_svd": "tangent of the singular values through svdvals differs",
-}
+OPEN_FORWARD_AD: dict[str, str] = {}
 # In-place ops PyTorch has no method for: the reference is out of place (broadcasting self), so the
 # in-place gradient is compared only through the forward test.
 NO_TORCH_INPLACE = {"maximum_", "minimum_", "fmax_", "fmin_", "logaddexp_", "logaddexp2_"}
