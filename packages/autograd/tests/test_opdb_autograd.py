@@ -32,12 +32,7 @@ PICKS = {"max_dim", "min_dim", "max_all", "min_all", "median", "nanmedian", "kth
 
 # Gradient mismatches the database found that are not fixed yet, each with what is known. The tests
 # skip them visibly (the reason names the gap); docs/deviations.md lists them under issue 17.
-OPEN = {
-    "cholesky_solve": "gradient w.r.t. the factor differs from PyTorch's (which symmetrizes through the triangle)",
-    "cholesky_inverse": "gradient differs from PyTorch's (triangular-factor convention)",
-    "linalg.lstsq": "ember marks residuals, rank and singular values differentiable; PyTorch only the solution "
-                    "and residuals",
-}
+OPEN: dict[str, str] = {}
 # Where PyTorch 2.13's backward raises but ember's gradient exists: ember's is checked by finite
 # differences (gradcheck) at that sample instead, and must not raise (docs/deviations.md).
 TORCH_BACKWARD_RAISES = {
@@ -56,13 +51,7 @@ TORCH_UNDIFFERENTIABLE_OUTPUT = {"histogram", "histogramdd", "heaviside", "detac
 # record this function) raises the same NotImplementedError when it is called with grad recording.
 REFUSED_AT_CALL = {"embedding_renorm_"}
 # Forward-AD mismatches found and not fixed yet.
-OPEN_FORWARD_AD = {
-    "linalg_cholesky_ex": "tangent differs (or missing) for the factor",
-    "linalg_eigh": "tangent of eigenvectors differs (sign/phase convention)",
-    "linalg_svd": "tangent of the singular values through svdvals differs",
-    "native_batch_norm": "tangents of the saved statistics differ", "native_group_norm": "as native_batch_norm",
-    "native_layer_norm": "as native_batch_norm",
-}
+OPEN_FORWARD_AD: dict[str, str] = {}
 # In-place ops PyTorch has no method for: the reference is out of place (broadcasting self), so the
 # in-place gradient is compared only through the forward test.
 NO_TORCH_INPLACE = {"maximum_", "minimum_", "fmax_", "fmin_", "logaddexp_", "logaddexp2_"}

@@ -5,7 +5,9 @@
 - matrix_power(A, 0) returned an identity outside A's graph (PyTorch: requires grad, zero gradient);
 - embedding_renorm_ on a tensor that requires grad let the gradient pass through the rescale unchanged
   (a silent wrong answer; PyTorch has no derivative and raises NotImplementedError);
-- vander: PyTorch 2.13's own backward fails (a version-counter error), ember's passes gradcheck.
+- vander: PyTorch 2.13's own backward fails (a version-counter error), ember's passes gradcheck;
+- second derivatives of the norms through forward AD (jacfwd(jacrev), jacrev(jacfwd)) raised or were
+  wrong; cholesky_inverse's tangent (PyTorch's own is wrong) against finite differences.
 """
 
 from __future__ import annotations
@@ -135,3 +137,41 @@ def test_index_put_forward_ad_with_repeated_indices(accumulate, which):
             y.index_put_((lib.tensor([1, 1, 3]),), vs, accumulate=accumulate)
             got.append(np.asarray(fwd.unpack_dual(y).tangent))
     np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
+
+
+# -- the norms' second derivatives through forward AD (issue 17, session 4) -------------------------
+# The truth is PyTorch's reverse over reverse: its own jacrev(jacfwd(f)) differs for layer and batch
+# norm (docs/deviations.md); ember's jacfwd(jacrev(f)) raised, its jacrev(jacfwd(f)) was wrong.
+_NORMS = {
+    "layer_norm": lambda m, x, w: m.nn.functional.layer_norm(x, [4], w, None),
+    "group_norm": lambda m, x, w: m.nn.functional.group_norm(x, 3, w[:3], None),
+    "batch_norm": lambda m, x, w: m.nn.functional.batch_norm(x, None, None, w[:3], training=True),
+}
+
+
+@pytest.mark.parametrize("norm", sorted(_NORMS))
+def test_norm_hessians_through_forward_ad(norm):
+    x, w = RNG.normal(size=(2, 3, 4)), RNG.normal(size=4)
+
+    def fn(m):
+        wt = m.tensor(w)
+        return lambda t: _NORMS[norm](m, t, wt).sin().sum()
+
+    truth = torch.func.jacrev(torch.func.jacrev(fn(torch)))(torch.tensor(x)).numpy()
+    ex = ember.tensor(x)
+    for hess in (ember.func.jacfwd(ember.func.jacrev(fn(ember)))(ex),
+                 ember.func.jacrev(ember.func.jacfwd(fn(ember)))(ex)):
+        np.testing.assert_allclose(np.asarray(hess), truth, rtol=1e-9, atol=1e-10)
+
+
+def test_cholesky_inverse_tangent_is_the_derivative():
+    # PyTorch's cholesky_inverse_jvp disagrees with finite differences; ember's tangent agrees.
+    import ember.autograd.forward_ad as fwd
+
+    low = np.tril(RNG.normal(size=(4, 4))) + 3 * np.eye(4)
+    dl = np.tril(RNG.normal(size=(4, 4)))
+    with fwd.dual_level():
+        tangent = fwd.unpack_dual(ember.cholesky_inverse(fwd.make_dual(ember.tensor(low), ember.tensor(dl)))).tangent
+    eps = 1e-6
+    fd = (torch.cholesky_inverse(torch.tensor(low + eps * dl)) - torch.cholesky_inverse(torch.tensor(low - eps * dl)))
+    np.testing.assert_allclose(np.asarray(tangent.detach()), fd.numpy() / (2 * eps), rtol=1e-6, atol=1e-8)

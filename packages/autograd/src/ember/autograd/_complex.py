@@ -84,7 +84,8 @@ def complex_formula(name: str, formula):
     if name in _OVERRIDES:
         made = Formula(name, _OVERRIDES[name])
     elif formula is not None and name in HOLOMORPHIC:
-        made = Formula(name, _sandwich(formula.backward), formula.save_output, clone_self=formula.clone_self)
+        made = Formula(name, _sandwich(formula.backward), formula.save_output, clone_self=formula.clone_self,
+                       nondiff_outputs=formula.nondiff_outputs)
     else:
         raise RuntimeError(f"ember: the derivative of {name} for complex tensors is not implemented; compute it "
                            "under ember.no_grad() or on real and imaginary parts (see docs/deviations.md)")

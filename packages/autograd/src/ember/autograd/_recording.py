@@ -321,8 +321,9 @@ def record(op, args, kwargs):
         out.grad_fn = node  # the common case of set_history, inlined
         out._requires_grad = True
         return out
+    skip = formula.nondiff_outputs if formula is not None else ()
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and i not in skip:
             set_history(o, node, i)
     return out
 
@@ -378,8 +379,9 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         if involves_complex((), outs):
             formula = complex_formula(name, formula)
         node = make_node(name, formula, layout, tuple(edges), meta, args, kwargs, outs)
+        skip = formula.nondiff_outputs if formula is not None else ()
         for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
+            if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and i not in skip:
                 set_history(o, node, i)
         return out
     cls = _NODE_CLASSES.get(name) if formula is not None else None

@@ -123,8 +123,9 @@ def propagate(op, args, kwargs, outputs, tangents=None) -> None:
         else:
             result = _jvp_by_double_backward(formula, tangents, args, kwargs, outs)
     result = (result,) if isinstance(result, Tensor) or result is None else tuple(result)
-    for o, t in zip(outs, result):
-        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+    skip = formula.nondiff_outputs
+    for i, (o, t) in enumerate(zip(outs, result)):
+        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point and i not in skip:
             if t.dtype is not o.dtype:
                 t = t.to(o.dtype)
             _set_tangent(o, t if tuple(t.shape) == tuple(o.shape) else t.expand(tuple(o.shape)).clone())
@@ -153,7 +154,8 @@ def _jvp_by_double_backward(formula, tangents, args, kwargs, outs):
     differentiable = grad_mode.STATE.grad_enabled
     level = GRAD_LEVEL[0]
     with grad_mode.enable_grad(), (level() if level is not None else _no_level()):
-        seeds = [ember.zeros_like(o).requires_grad_(True) if o.dtype.is_floating_point else None for o in outs]
+        seeds = [ember.zeros_like(o).requires_grad_(True) if isinstance(o, Tensor) and o.dtype.is_floating_point
+                 else None for o in outs]  # (a backward op's unrequested gradients are None)
         inputs = Inputs(tuple(_flagged(a) for a in args), {k: _flagged(v) for k, v in kwargs.items()})
         saved = tuple(_flagged(o) for o in outs) if formula.save_output else ()
         grads = formula.backward(tuple(seeds), inputs, saved)

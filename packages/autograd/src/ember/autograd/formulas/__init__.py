@@ -27,6 +27,8 @@ from . import (  # noqa: F401, I001 - forward must stay last (below)
 from ._registry import FORMULAS, NON_DIFFERENTIABLE, Formula, Inputs, derivative, forward_derivative  # noqa: F401
 
 # Last: forward-mode rules attach to the backward entries registered above.
-from . import forward  # noqa: E402
+from . import forward, linalg_forward, nn_forward  # noqa: E402
 
 forward.register_generic()
+nn_forward.register()
+linalg_forward.register()

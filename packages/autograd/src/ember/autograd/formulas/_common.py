@@ -60,11 +60,12 @@ def where_zero(cond: Tensor, g: Tensor) -> Tensor:
     return ember.where(cond, 0.0, g)  # a number keeps g's dtype (no zeros tensor made per call)
 
 
-def register_if_defined(op_name: str, backward, *, save_output: bool | tuple = False, clone_self=None) -> None:
+def register_if_defined(op_name: str, backward, *, save_output: bool | tuple = False, clone_self=None,
+                        nondiff_outputs: tuple = ()) -> None:
     """Registers ``backward`` for an op that may not exist in this tensor-core build yet."""
     from ember._src.dispatch import OPS
 
     from ._registry import derivative
 
     if op_name in OPS:
-        derivative(op_name, save_output=save_output, clone_self=clone_self)(backward)
+        derivative(op_name, save_output=save_output, clone_self=clone_self, nondiff_outputs=nondiff_outputs)(backward)

@@ -55,6 +55,9 @@ class Formula:
     # data-less stand-ins, as PyTorch saves only sizes for views, sum, cat, ..., so writing into an
     # input afterwards (in place) does not invalidate this backward.
     meta_only: bool = False
+    # Indices of floating outputs that never get a history (PyTorch's non-differentiable outputs:
+    # lstsq's rank and singular values): they are returned without grad_fn and get no tangent.
+    nondiff_outputs: tuple = ()
 
 
 FORMULAS: dict[str, Formula] = {}
@@ -64,14 +67,16 @@ NON_DIFFERENTIABLE: set[str] = set()
 
 
 def derivative(
-    op_name: str, *, save_output: bool | tuple = False, clone_self: Callable | None = None, meta_only: bool = False
+    op_name: str, *, save_output: bool | tuple = False, clone_self: Callable | None = None, meta_only: bool = False,
+    nondiff_outputs: tuple = (),
 ):
     """Registers the backward formula of ``op_name``."""
 
     def register(fn: Callable) -> Callable:
         if op_name in FORMULAS:
             raise ValueError(f"derivative for {op_name} registered twice")
-        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self, meta_only=meta_only)
+        FORMULAS[op_name] = Formula(op_name, fn, save_output, clone_self=clone_self, meta_only=meta_only,
+                                    nondiff_outputs=nondiff_outputs)
         return fn
 
     return register

@@ -63,7 +63,10 @@ def _embedding_backward(grads, inputs, outputs):
 
 def _second_order(forward, grad_out, primals, ggs):
     """For the backward kernel ``vjp(forward, primals)(grad_out)``: the gradients of
-    ``sum(gg_i * vjp_i)`` w.r.t. grad_out and each primal (None where a primal is None)."""
+    ``sum(gg_i * vjp_i)`` w.r.t. grad_out and each primal (None where a primal is None).
+    With grad mode on they keep their history through the ggs (forward AD computes a jvp of this
+    double backward by differentiating it w.r.t. the ggs: ``jacfwd(jacrev(f))``)."""
+    keep = ember.is_grad_enabled() and any(gg is not None and gg.requires_grad for gg in ggs)
     with ember.enable_grad():
         go = grad_out.detach().requires_grad_(True)
         ps = [p.detach().requires_grad_(True) if p is not None else None for p in primals]
@@ -77,7 +80,7 @@ def _second_order(forward, grad_out, primals, ggs):
                 weights.append(gg)
         if not outs:
             return None, [None] * len(ps)
-        seconds = iter(ember.autograd.grad(outs, [go] + live, weights, allow_unused=True))
+        seconds = iter(ember.autograd.grad(outs, [go] + live, weights, allow_unused=True, create_graph=keep))
     d_go = next(seconds)
     return d_go, [next(seconds) if p is not None else None for p in ps]
 

@@ -3,8 +3,8 @@
 ``linalg_lu_factor_ex`` is an op over one batched native getrf (``_C.lu_factor_``; its derivative
 is in ember-autograd). Everything else is composed: ``lu_unpack`` from tril/triu and the pivots'
 permutation (``_C.lu_pivots_to_perm_``), the solves from ``linalg.solve`` on the triangular
-factors, ``matrix_exp`` by Pade-13 scaling and squaring with matmul and solve, ``bilinear`` with
-einsum, so their gradients come from those ops.
+factors (the Cholesky solve on the factor's Gram matrix), ``matrix_exp`` by Pade-13 scaling and
+squaring with matmul and solve, ``bilinear`` with einsum, so their gradients come from those ops.
 """
 
 from __future__ import annotations
@@ -232,17 +232,20 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 @_autocast_composite("fp32")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
     """Solves A X = B given A's Cholesky factor (A = L L^H, or U^H U when ``upper``)."""
-    solve = _solve_matrices
-
     _check_solve_pair(L, B, "cholesky_solve")
-    # Only L's triangle is read, but PyTorch's gradient treats L as a full matrix (its formula
-    # -(A^-1 G X^H + X G^H A^-H) L is not masked): the other triangle enters with value zero
-    # and an identity gradient.
+    # Only L's triangle is read, but PyTorch's derivatives treat A as L L^H (U^H U) of the FULL
+    # input: its gradient -(A^-1 G X^H + X G^H A^-H) L and its tangent solve(dB - (dL L^H +
+    # L dL^H) X) multiply by every entry of L. So A's value is made from the triangle and its
+    # derivative from the full product, whose value cancels exactly (the same matmul twice).
+    T = _triangle(L, upper, False).detach()
+    Ld = L.detach()
 
-    other = tril(L, -1) if upper else triu(L, 1)
-    F = elementwise.add(_triangle(L, upper, False), elementwise.sub(other, other.detach()))
-    Fh = views.transpose(F, -2, -1).conj()
-    X = solve(F, solve(Fh, B)) if upper else solve(Fh, solve(F, B))
+    def gram(F):
+        Fh = views.transpose(F, -2, -1).conj()
+        return Fh @ F if upper else F @ Fh
+
+    A = elementwise.add(gram(T), elementwise.sub(gram(L), gram(Ld)))
+    X = _solve_matrices(A, B)
     return write_out(X, out)
 
 
