@@ -262,3 +262,33 @@ def test_fronts_pickle_and_copy_by_reference():
     for fn in (ember.sum, ember.where, ember.matmul, ember.addmm, ember.Tensor.view, ember.Tensor.add_):
         assert pickle.loads(pickle.dumps(fn)) is fn
         assert copy.deepcopy(fn) is fn and copy.copy(fn) is fn
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "complex64"])
+def test_views_of_half_and_complex_tensors_keep_their_history(dtype):
+    # The native grad recorder builds float32/float64 nodes only; other dtypes must record through
+    # Python instead of losing the graph (a bf16 model's x.t() had no grad_fn).
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    def make(lib):
+        if dtype == "complex64":
+            return lib.complex(lib.tensor(base), lib.tensor(-base)).requires_grad_()
+        return lib.tensor(base, dtype=getattr(lib, dtype)).requires_grad_()
+    ours, theirs = make(ember), make(torch)
+    for fn in (lambda t: t.t(), lambda t: t.view(12), lambda t: t.transpose(0, 1), lambda t: t.unsqueeze(0),
+               lambda t: t.permute(1, 0), lambda t: t.expand(2, 3, 4), lambda t: t.sum(), lambda t: t.mean(0)):
+        out_e, out_t = fn(ours), fn(theirs)
+        assert out_e.requires_grad and out_e.grad_fn is not None
+        (out_e.abs() if dtype == "complex64" else out_e).sum().backward()
+        (out_t.abs() if dtype == "complex64" else out_t).sum().backward()
+    np.testing.assert_allclose(ours.grad.to(ember.complex128 if dtype == "complex64" else ember.float64).numpy(),
+                               theirs.grad.to(torch.complex128 if dtype == "complex64" else torch.float64).numpy(),
+                               rtol=1e-2)
+
+
+def test_complex_randn_and_rand_match_pytorch_statistics():
+    z = ember.randn(200_000, dtype=ember.complex64)
+    assert z.dtype is ember.complex64
+    assert abs(z.abs().pow(2).mean().item() - 1.0) < 0.02  # E|z|^2 = 1, as torch.randn
+    assert abs(z.real.var().item() - 0.5) < 0.02 and abs(z.imag.var().item() - 0.5) < 0.02
+    u = ember.rand(200_000, dtype=ember.complex128)
+    assert 0 <= u.real.min().item() and u.real.max().item() < 1 and 0 <= u.imag.min().item() < 1

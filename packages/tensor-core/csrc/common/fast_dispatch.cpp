@@ -125,13 +125,23 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
 // before anything ran.
 PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
   bool needs_grad = false;
-  for (Py_ssize_t i = 0; i < nargs; ++i)
-    if (is_tensor_base(args[i]) && reinterpret_cast<TensorObject*>(args[i])->rg) needs_grad = true;
+  bool native_grad_dtypes = true;  // grad_record builds nodes for float32/float64 results only
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!is_tensor_base(args[i])) continue;
+    auto* t = reinterpret_cast<TensorObject*>(args[i]);
+    if (t->rg) {
+      needs_grad = true;
+      if (t->dtype_code != 8 && t->dtype_code != 9) native_grad_dtypes = false;
+    }
+  }
   int plan = kGradNone;
   PyObject* spec = nullptr;
   if (needs_grad) {
     int on = grad_enabled_now();
     if (on < 0) return nullptr;
+    // Half, bfloat16 and complex tensors that need grad record through Python (the view kernels take
+    // any dtype, and their results would otherwise get no history).
+    if (on && !native_grad_dtypes) return NOT_HANDLED;
     if (on) plan = grad_plan(reinterpret_cast<PyObject*>(op), &op->grad_spec, &spec);
     if (plan == kGradError) return nullptr;
   }

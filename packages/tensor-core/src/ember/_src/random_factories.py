@@ -17,6 +17,7 @@ from .dispatch import define
 from .generator import resolve
 from .ops._common import type_name, write_out
 from .ops.creation.factories import empty_op, scalar_tensor
+from .ops.pointwise.complex import view_as_real_op
 from .ops.random import samplers as _samplers
 from .optable import declare
 from .shapes import as_shape, check_sizes
@@ -55,6 +56,9 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     """Uniform samples from [0, 1)."""
     shape = _shape(size, kwargs, "rand")
     t = _alloc(shape, _default_float(dtype), device)
+    if t.dtype.is_complex:  # real and imaginary parts each uniform on [0, 1), as PyTorch
+        _samplers.uniform_op(_complex_parts(t), 0.0, 1.0, generator=generator)
+        return _finish(t, out, requires_grad)
     return _finish(_samplers.uniform_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
 
 
@@ -63,7 +67,14 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Standard normal samples."""
     shape = _shape(size, kwargs, "randn")
     t = _alloc(shape, _default_float(dtype), device)
+    if t.dtype.is_complex:  # E|z|^2 = 1: each part normal with variance 1/2, as PyTorch
+        _samplers.normal_inplace_op(_complex_parts(t), 0.0, 0.5 ** 0.5, generator=generator)
+        return _finish(t, out, requires_grad)
     return _finish(_samplers.normal_inplace_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
+
+
+def _complex_parts(t):
+    return view_as_real_op(t)
 
 
 def _int_arg(value, name: str, fn: str) -> int:
