@@ -19,6 +19,7 @@ import ctypes
 import sys
 import types
 
+from ember._C import FastFront
 from ember._src.tensor import Tensor
 
 _MISSING = object()
@@ -203,7 +204,7 @@ class GuardBuilder:
                 self.tensors[oid] = obj
                 self.tensor_meta(self.const(obj), obj, same_object=True)
             return
-        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType)):
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, FastFront, type, types.MethodType)):
             return  # identity is the guard (code and class bodies are not re-checked)
         if isinstance(obj, dict):
             self.dict_version(obj)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import types
 
+from ember._C import FastFront
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.tensor import Tensor
@@ -106,7 +107,7 @@ class Observer:
                 self.b.exprs.append(f"{self.b.const(cell)}.cell_contents is {self.b.const(v)}")
                 self.cells.append((cell, v))
                 self.b.watch(v)
-        elif not isinstance(fn, types.BuiltinFunctionType):
+        elif not isinstance(fn, (types.BuiltinFunctionType, FastFront)):
             self._self(fn)  # a module or a callable object
 
     def _self(self, obj) -> None:

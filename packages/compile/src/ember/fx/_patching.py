@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any
 
+from ember._C import FastFront
 from ember.dispatch import DispatchMode
 
 from .proxy import Proxy
@@ -96,7 +97,9 @@ def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
         for name, value in list(vars(module).items()):
             if name.startswith("_") or name in _NEVER_RECORDED:
                 continue
-            if isinstance(value, (FunctionType, BuiltinFunctionType)):
+            # FastFront: the native front of ops such as ember.matmul or ember.sum (it falls back
+            # to the Python function for anything but plain tensors, which a Proxy is not).
+            if isinstance(value, (FunctionType, BuiltinFunctionType, FastFront)):
                 found.append((module, name, value))
     return tuple(found)
 
