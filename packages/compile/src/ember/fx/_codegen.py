@@ -152,7 +152,8 @@ class CodeGen:
                 return "{" + ", ".join(f"{arg_repr(k)}: {arg_repr(v)}" for k, v in arg.items()) + "}"
             if isinstance(arg, slice):
                 return f"slice({arg_repr(arg.start)}, {arg_repr(arg.stop)}, {arg_repr(arg.step)})"
-            if (_naming.is_op(arg) or inspect.isfunction(arg) or inspect.isbuiltin(arg) or isinstance(arg, (type, FastFront))):
+            if (_naming.is_op(arg) or inspect.isfunction(arg) or inspect.isbuiltin(arg)
+                    or isinstance(arg, (type, FastFront))):
                 return add_global(_naming.qualified_name(arg).replace(".", "_"), arg)
             if type(arg).__name__ == "dtype" and type(arg).__module__.startswith("ember"):
                 return f"ember.{arg}" if not str(arg).startswith("ember.") else str(arg)
