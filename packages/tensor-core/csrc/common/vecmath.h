@@ -103,7 +103,9 @@ __attribute__((always_inline)) inline VecF tanh_vec(VecF x) {
   return ax < 0.625f ? small : large;
 }
 
-__attribute__((always_inline)) inline VecF erf_vec(VecF x) {
+// erf(x) with e = exp(-x^2) given, for callers that need that exponential themselves (gelu's
+// backward): one exp serves both.
+__attribute__((always_inline)) inline VecF erf_with_exp(VecF x, VecF e) {
   const VecF ax = x < 0.0f ? -x : x;
   const VecF t = x * x;
   VecF p = VecF{} + 8.0065191925e-05f;
@@ -126,12 +128,14 @@ __attribute__((always_inline)) inline VecF erf_vec(VecF x) {
   q = q * u + 4.0804653827e-03f;
   q = q * u + 5.6359378419e-01f;
   q = q * u + 3.2419564317e-05f;
-  VecF large = 1.0f - exp_vec(-t) * q;
+  VecF large = 1.0f - e * q;
   large = ax >= 4.0f ? VecF{} + 1.0f : large;
   large = x < 0.0f ? -large : large;
   large = x != x ? x : large;
   return ax < 1.0f ? small : large;
 }
+
+__attribute__((always_inline)) inline VecF erf_vec(VecF x) { return erf_with_exp(x, exp_vec(-(x * x))); }
 
 __attribute__((always_inline)) inline VecF gelu_vec(VecF x) {
   return 0.5f * x * (1.0f + erf_vec(x * 0.70710678118654752440f));

@@ -31,37 +31,6 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kGeluKappa = 0.044715;
 
-// erf(z) for the vector z with e = exp(-z^2) already known (vecmath.h's erf_vec, the tail reusing e).
-__attribute__((always_inline)) inline VecF erf_with_exp(VecF z, VecF e) {
-  const VecF az = z < 0.0f ? -z : z;
-  const VecF t = z * z;
-  VecF p = VecF{} + 8.0065191925e-05f;
-  p = p * t - 8.0536583050e-04f;
-  p = p * t + 5.1929489142e-03f;
-  p = p * t - 2.6856065678e-02f;
-  p = p * t + 1.1283634561e-01f;
-  p = p * t - 3.7612629762e-01f;
-  p = p * t + 1.1283791662e+00f;
-  const VecF small = z * p;
-  const VecF u = 1.0f / (az < 1.0f ? VecF{} + 1.0f : az);
-  VecF q = VecF{} - 3.6791359166e-02f;
-  q = q * u + 2.5534577415e-01f;
-  q = q * u - 7.8382851449e-01f;
-  q = q * u + 1.3794717409e+00f;
-  q = q * u - 1.4766368652e+00f;
-  q = q * u + 8.6574954676e-01f;
-  q = q * u - 5.3041877431e-02f;
-  q = q * u - 2.9039154124e-01f;
-  q = q * u + 4.0804653827e-03f;
-  q = q * u + 5.6359378419e-01f;
-  q = q * u + 3.2419564317e-05f;
-  VecF large = 1.0f - e * q;
-  large = az >= 4.0f ? VecF{} + 1.0f : large;
-  large = z < 0.0f ? -large : large;
-  large = z != z ? z : large;
-  return az < 1.0f ? small : large;
-}
-
 __attribute__((always_inline)) inline VecF gelu_grad_vec(VecF g, VecF x) {
   const VecF z = x * float(kInvSqrt2);
   const VecF e = exp_vec(-(z * z));  // exp(-x^2 / 2)
