@@ -137,6 +137,22 @@ def main():
         return lambda: x.sum()
     rows.append(_pair(torch, f"sum {n} f32", sum_case, iters, 4 * n, "TB/s"))
 
+    def mean_case(fw):
+        x = data(fw, (n,))
+        return lambda: x.mean()
+    rows.append(_pair(torch, f"mean {n} f32", mean_case, iters, 4 * n, "TB/s"))
+
+    def queued_sum_case(fw):
+        # Ten sums queued between the events: the device's throughput without the host's latency to the
+        # first launch (a single call is timed from the host's start of the call).
+        x = data(fw, (n,))
+
+        def run():
+            for _ in range(10):
+                x.sum()
+        return run
+    rows.append(_pair(torch, f"sum {n} f32, 10 queued", queued_sum_case, iters, 40 * n, "TB/s"))
+
     r, c = (4096, 8192) if args.quick else (16384, 8192)
     for dtype in ("float32", "bfloat16"):
         size = 4 if dtype == "float32" else 2

@@ -12,12 +12,12 @@ from __future__ import annotations
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.reduction import reduce as red
-from ember._src.shapes import contiguous_strides
+from ember._src.shapes import contiguous_strides, is_contiguous
 from ember._src.tensor import make_tensor, new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
-from ._reduce import accumulator, reduce_into, value_kind
+from ._reduce import accumulator, reduce_flat, reduce_into, reduce_new, value_kind
 from ._streams import current_handle
 
 
@@ -30,37 +30,64 @@ def _fill(out, value):
     OPS["fill_"].kernels["cuda"](out, value)
 
 
+def _flat(x, all_dtypes: dict):
+    """(numel, result dtype) when ``x`` reduced over every dim can skip the meta function and the
+    permutation (a contiguous, non-empty ``x`` of a dtype met before: the result dtype depends on
+    nothing else), else None."""
+    out_dtype = all_dtypes.get(x.dtype)
+    if out_dtype is None:
+        return None
+    n = 1
+    for s in x._shape:
+        n *= s
+    if n == 0 or not is_contiguous(x._shape, x._stride):
+        return None
+    return n, out_dtype
+
+
 def _sum_like(name: str, kind: str):
     op = OPS[name]
+    all_dtypes: dict = {}  # x's dtype -> the dtype of its sum over every dim (from the meta function)
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
+        if dim is None and dtype is None and not keepdim:
+            flat = _flat(x, all_dtypes)
+            if flat is not None:
+                return reduce_flat(kind, x, flat[0], flat[1], accumulator(kind, flat[1]))
         m = op.meta(x, dim, keepdim, dtype)
         _check_real(x, name)
         dims = red._dims(dim, x.ndim, name)
-        out = new_empty_tensor(m._shape, m.dtype, x._device)
+        if dim is None and dtype is None and not keepdim:
+            all_dtypes[x.dtype] = m.dtype
         if x.numel() == 0:
+            out = new_empty_tensor(m._shape, m.dtype, x._device)
             _fill(out, 1 if kind == "prod" else 0)
             return out
-        reduce_into(kind, x, dims, out, accumulator(kind, m.dtype))
-        return out
+        return reduce_new(kind, x, dims, m._shape, m.dtype, accumulator(kind, m.dtype))
 
     return kernel
 
 
 def _mean_like(name: str):
     op = OPS[name]
+    all_dtypes: dict = {}
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
+        if dim is None and dtype is None and not keepdim:
+            flat = _flat(x, all_dtypes)
+            if flat is not None:
+                return reduce_flat("sum", x, flat[0], flat[1], accumulator("sum", flat[1]), 1.0 / flat[0])
         m = op.meta(x, dim, keepdim, dtype)
         _check_real(x, name)
         dims = red._dims(dim, x.ndim, name)
-        out = new_empty_tensor(m._shape, m.dtype, x._device)
+        if dim is None and dtype is None and not keepdim:
+            all_dtypes[x.dtype] = m.dtype
         n = red._count(x._shape, dims)
         if n == 0 or x.numel() == 0:
+            out = new_empty_tensor(m._shape, m.dtype, x._device)
             _fill(out, float("nan"))
             return out
-        reduce_into("sum", x, dims, out, accumulator("sum", m.dtype), 1.0 / n)
-        return out
+        return reduce_new("sum", x, dims, m._shape, m.dtype, accumulator("sum", m.dtype), 1.0 / n)
 
     return kernel
 

@@ -16,6 +16,7 @@ from ember._src.tensor import make_tensor, new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._storage import new_contiguous
 from ._streams import current_handle
 
 # kind -> (identity, combine(acc, v) elementwise, final reduce over `axis` of acc)
@@ -163,9 +164,45 @@ def as_dense_groups(x, dims: tuple):
     return dense, dense.numel() // max(n, 1), n, 1
 
 
+def reduce_new(kind: str, x, dims: tuple, shape: tuple, dtype, acc, scale: float = 1.0):
+    """``x`` reduced over ``dims`` into a fresh contiguous tensor of ``shape`` and ``dtype`` (kept dims in
+    order). A long reduction into few outputs launches its first pass before anything else is allocated:
+    the device waits for the host until that launch, and a call is timed from its start."""
+    x, outer, n, inner = as_dense_groups(x, dims)
+    if inner == 1 and outer < 512 and n >= 2 * ROW_CONFIG["chunk"] and STRIDE_CONFIG["ppsm"]:
+        index = x._device.index or 0
+        stream = current_handle(index)
+        partial = _strided_pass(kind, x, outer, n, acc, index, stream)
+        out = new_contiguous(shape, contiguous_strides(shape), outer, dtype, x._device)
+        _rows(kind, partial, outer, partial._shape[1], out, acc, scale, index, stream)
+        return out
+    out = new_empty_tensor(shape, dtype, x._device)
+    _reduce_dense(kind, x, outer, n, inner, out, acc, scale)
+    return out
+
+
+def reduce_flat(kind: str, x, n: int, dtype, acc, scale: float = 1.0):
+    """All ``n`` elements of the contiguous ``x`` reduced into a fresh 0-d tensor (``reduce_new``'s case
+    of every dim, with nothing to check or permute)."""
+    index = x._device.index or 0
+    stream = current_handle(index)
+    if n >= 2 * ROW_CONFIG["chunk"] and STRIDE_CONFIG["ppsm"]:
+        partial = _strided_pass(kind, x, 1, n, acc, index, stream)
+        out = new_contiguous((), (), 1, dtype, x._device)
+        _rows(kind, partial, 1, partial._shape[1], out, acc, scale, index, stream)
+        return out
+    out = new_contiguous((), (), 1, dtype, x._device)
+    _rows(kind, x, 1, n, out, acc, scale, index, stream)
+    return out
+
+
 def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None:
     """Reduces ``x`` over ``dims`` into the contiguous ``out`` (kept dims in order)."""
     x, outer, n, inner = as_dense_groups(x, dims)
+    _reduce_dense(kind, x, outer, n, inner, out, acc, scale)
+
+
+def _reduce_dense(kind: str, x, outer: int, n: int, inner: int, out, acc, scale: float) -> None:
     index = x._device.index or 0
     stream = current_handle(index)
     if outer * inner == 0:
@@ -175,11 +212,9 @@ def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None
         return
     bk = 64 if inner >= 64 else 16
     bn = 32 if n >= 32 else 8
-    src = _col_source(kind, acc, out.dtype)
-    sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype], "N": "i64", "inner": "i64",
-           "scale": "fp64", "BN": "constexpr", "BK": "constexpr", "SCALED": "constexpr"}
-    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "BK": bk, "SCALED": scale != 1.0}, (), 4, 2, index)
-    launcher((outer, (inner + bk - 1) // bk, 1), stream, x.data_ptr(), out.data_ptr(), n, inner, float(scale))
+    launcher = _launcher("col", kind, x.dtype, out.dtype, acc, (("BN", bn), ("BK", bk), ("SCALED", scale != 1.0)),
+                         (), 4, 2, index)
+    launcher((outer, (inner + bk - 1) // bk, 1), stream, _ptr(x), _ptr(out), n, inner, float(scale))
 
 
 # Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
@@ -190,9 +225,39 @@ ROW_CONFIG = {"bn": 4096, "warps": 8, "chunk": 65536, "stages": 2, "unroll": 1} 
 # 3.81 TB/s (PyTorch 3.92), the chunked default 3.34-3.58, the best chunked one 3.79.
 STRIDE_CONFIG = {"ppsm": 4, "bn": 4096, "warps": 8, "stages": 1, "unroll": 2, "evict": False}
 _SMS: dict = {}
+# Launchers by a short key (form, kind, dtypes, constexprs, alignment, warps, stages, device): a long
+# reduction's time on the device is counted from the call, so the host work before its first launch
+# (formerly ~30 us: generating the source and hashing it per call) is kept to a dictionary look-up.
+_LAUNCHERS: dict = {}
+_SIGNATURES = {
+    "row": (("N", "i64"), ("chunk", "i64"), ("nchunks", "i64"), ("scale", "fp64")),
+    "stride": (("N", "i64"), ("nprog", "i64")),
+    "col": (("N", "i64"), ("inner", "i64"), ("scale", "fp64")),
+}
 
 
-def _strided_rows(kind, x, rows, n, out, acc, scale, index, stream) -> None:
+def _ptr(t) -> int:
+    return t._storage._ptr + t._offset * t.dtype.itemsize
+
+
+def _launcher(form, kind, x_dtype, out_dtype, acc, consts: tuple, aligned: tuple, warps: int, stages: int, index):
+    key = (form, kind, x_dtype, out_dtype, acc, consts, aligned, warps, stages, index)
+    launcher = _LAUNCHERS.get(key)
+    if launcher is None:
+        if form == "row":
+            src = _row_source(kind, acc, out_dtype)
+        elif form == "stride":
+            src = _stride_source(kind, acc)
+        else:
+            src = _col_source(kind, acc, out_dtype)
+        sig = {"x": "*" + TRITON[x_dtype], "out": "*" + TRITON[out_dtype], **dict(_SIGNATURES[form]),
+               **{name: "constexpr" for name, _ in consts}}
+        launcher = _LAUNCHERS[key] = _compile.kernel(src, "k", sig, dict(consts), aligned, warps, stages, index)
+    return launcher
+
+
+def _strided_pass(kind, x, rows, n, acc, index, stream):
+    """The first pass of few long rows: (rows, nprog) partials."""
     cfg = STRIDE_CONFIG
     sms = _SMS.get(index)
     if sms is None:
@@ -200,46 +265,42 @@ def _strided_rows(kind, x, rows, n, out, acc, scale, index, stream) -> None:
 
         sms = _SMS[index] = _driver.properties(index).multi_processor_count
     nprog = max(1, (cfg["ppsm"] * sms) // rows)
-    partial = new_empty_tensor((rows, nprog), acc, x._device)
-    sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[acc], "N": "i64", "nprog": "i64", "BN": "constexpr",
-           "UNROLL": "constexpr", "EVICT": "constexpr"}
-    aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
-    launcher = _compile.kernel(_stride_source(kind, acc), "k", sig, {"BN": cfg["bn"], "UNROLL": cfg["unroll"],
-                               "EVICT": bool(cfg["evict"])}, aligned, cfg["warps"], cfg["stages"], index)
-    launcher((rows * nprog, 1, 1), stream, x.data_ptr(), partial.data_ptr(), n, nprog)
-    _rows(kind, partial, rows, nprog, out, acc, scale, index, stream)
+    partial = new_contiguous((rows, nprog), (nprog, 1), rows * nprog, acc, x._device)
+    xp = _ptr(x)
+    aligned = ("x", "N") if xp % 16 == 0 and n % 16 == 0 else ()
+    launcher = _launcher("stride", kind, x.dtype, acc, acc, (("BN", cfg["bn"]), ("UNROLL", cfg["unroll"]),
+                         ("EVICT", bool(cfg["evict"]))), aligned, cfg["warps"], cfg["stages"], index)
+    launcher((rows * nprog, 1, 1), stream, xp, _ptr(partial), n, nprog)
+    return partial
 
 
 def _rows(kind, x, rows, n, out, acc, scale, index, stream):
     cfg = ROW_CONFIG
+    # Few long rows: split each row into chunks reduced in parallel, then reduce the partials.
+    if rows < 512 and n >= 2 * cfg["chunk"]:
+        if STRIDE_CONFIG["ppsm"]:
+            partial = _strided_pass(kind, x, rows, n, acc, index, stream)
+            _rows(kind, partial, rows, partial._shape[1], out, acc, scale, index, stream)
+            return
+        nchunks = (n + cfg["chunk"] - 1) // cfg["chunk"]  # the partials are reduced the same way
+    else:
+        nchunks = 1
     bn = cfg["bn"] if n >= cfg["bn"] else max(16, 1 << (max(n, 1) - 1).bit_length())
     warps = cfg["warps"] if bn >= 1024 else 1
-    # Few long rows: split each row into chunks reduced in parallel, then reduce the partials.
-    nchunks = 1
-    if rows < 512 and n >= 2 * cfg["chunk"] and STRIDE_CONFIG["ppsm"]:
-        _strided_rows(kind, x, rows, n, out, acc, scale, index, stream)
-        return
-    if rows < 512 and n >= 2 * cfg["chunk"]:
-        nchunks = (n + cfg["chunk"] - 1) // cfg["chunk"]  # the partials are reduced the same way
     chunk = (n + nchunks - 1) // nchunks
-    sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype if nchunks == 1 else acc], "N": "i64",
-           "chunk": "i64", "nchunks": "i64", "scale": "fp64", "BN": "constexpr", "SCALED": "constexpr",
-           "UNROLL": "constexpr"}
-    aligned = ("x", "N") if x.data_ptr() % 16 == 0 and n % 16 == 0 else ()
+    xp = _ptr(x)
+    aligned = ("x", "N") if xp % 16 == 0 and n % 16 == 0 else ()
     if aligned and chunk % 16 == 0:
         aligned += ("chunk",)
     if nchunks == 1:
-        src = _row_source(kind, acc, out.dtype)
-        launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": scale != 1.0, "UNROLL": cfg["unroll"]}, aligned,
-                                   warps, cfg["stages"],
-                                   index)
-        launcher((rows, 1, 1), stream, x.data_ptr(), out.data_ptr(), n, chunk, 1, float(scale))
+        launcher = _launcher("row", kind, x.dtype, out.dtype, acc, (("BN", bn), ("SCALED", scale != 1.0),
+                             ("UNROLL", cfg["unroll"])), aligned, warps, cfg["stages"], index)
+        launcher((rows, 1, 1), stream, xp, _ptr(out), n, chunk, 1, float(scale))
         return
     partial = new_empty_tensor((rows, nchunks), acc, x._device)
-    src = _row_source(kind, acc, acc)
-    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "SCALED": False, "UNROLL": cfg["unroll"]}, aligned, warps,
-                               cfg["stages"], index)
-    launcher((rows * nchunks, 1, 1), stream, x.data_ptr(), partial.data_ptr(), n, chunk, nchunks, 1.0)
+    launcher = _launcher("row", kind, x.dtype, acc, acc, (("BN", bn), ("SCALED", False), ("UNROLL", cfg["unroll"])),
+                         aligned, warps, cfg["stages"], index)
+    launcher((rows * nchunks, 1, 1), stream, xp, _ptr(partial), n, chunk, nchunks, 1.0)
     _rows(kind, partial, rows, nchunks, out, acc, scale, index, stream)
 
 
