@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,37 @@ def test_expression_tables_refuse_unsupported_dtypes():
     with pytest.raises(NotImplementedError, match="div_cuda.*Long"):
         _exprs.lookup(_exprs.BINARY, "div", ember.int64)
     assert "libdevice.exp" in _exprs.lookup(_exprs.UNARY, "exp", ember.float32)
+
+
+def test_cuda_out_of_memory_error_is_the_core_class():
+    # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError (one class, caught by either name).
+    from ember._cuda import _driver
+
+    assert ember.cuda.OutOfMemoryError is ember.OutOfMemoryError is _driver.OutOfMemoryError
+    assert issubclass(ember.OutOfMemoryError, RuntimeError)
+
+
+def test_kernel_cache_files_are_written_whole(tmp_path, monkeypatch):
+    # The cubin and its metadata JSON go through a temporary file and os.replace (another process
+    # reading the shared cache sees a whole file or none); nothing temporary is left behind.
+    import json
+
+    from ember._cuda import _compile
+
+    pytest.importorskip("triton")  # its version is part of the cache key
+    monkeypatch.setenv("EMBER_CUDA_CACHE", str(tmp_path))
+    meta = {"name": "k", "shared": 0, "num_warps": 4, "global_scratch_size": 0, "profile_scratch_size": 0}
+    replaced = []
+    real_replace = _compile.os.replace
+    monkeypatch.setattr(_compile, "compile_cubin", lambda *args: (b"\x7fELF-cubin", dict(meta)))
+    monkeypatch.setattr(_compile.os, "replace", lambda src, dst: (replaced.append(Path(dst).suffix),
+                                                                   real_replace(src, dst)))
+    key = ("src", "k", (), (), (), 4, 1, 0)
+    assert _compile.cubin_for(key, "src", "k", {}, {}, (), 4, 1, 90) == (b"\x7fELF-cubin", meta)
+    files = sorted(p.name for p in (tmp_path / "bin").iterdir())
+    assert [Path(f).suffix for f in files] == [".cubin", ".json"], files
+    assert replaced == [".cubin", ".json"]
+    assert json.loads((tmp_path / "bin" / files[1]).read_text()) == meta
+    # A second call reads the pair back without compiling.
+    monkeypatch.setattr(_compile, "compile_cubin", None)
+    assert _compile.cubin_for(key, "src", "k", {}, {}, (), 4, 1, 90) == (b"\x7fELF-cubin", meta)

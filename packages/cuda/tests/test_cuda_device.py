@@ -97,6 +97,8 @@ def test_out_of_memory_error_says_what_was_asked():
     with pytest.raises(ember.cuda.OutOfMemoryError, match="Tried to allocate"):
         ember.empty(1 << 44, dtype=ember.uint8, device="cuda")  # 16 TiB
     assert issubclass(ember.cuda.OutOfMemoryError, RuntimeError)
+    with pytest.raises(ember.OutOfMemoryError):  # the same class, as torch.cuda.OutOfMemoryError
+        ember.empty(1 << 44, dtype=ember.uint8, device="cuda")
 
 
 def test_streams_and_events():

@@ -114,11 +114,18 @@ def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_
     if cubin_path.exists() and meta_path.exists():
         return cubin_path.read_bytes(), json.loads(meta_path.read_text())
     cubin, meta = compile_cubin(source, name, signature, constexprs, aligned, num_warps, num_stages, arch)
-    tmp = cubin_path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(cubin)
-    os.replace(tmp, cubin_path)
-    meta_path.write_text(json.dumps(meta))
+    # Both files through a temporary name and os.replace: a reader (another process sharing the cache)
+    # sees a whole file or none, never a half-written one; the metadata goes last, as it marks the pair
+    # complete.
+    _write_atomic(cubin_path, cubin)
+    _write_atomic(meta_path, json.dumps(meta).encode())
     return cubin, meta
+
+
+def _write_atomic(path, data: bytes) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device) -> Launcher:

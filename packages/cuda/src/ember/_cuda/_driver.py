@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import threading
 
+# ``ember.cuda.OutOfMemoryError`` is the core's ``ember.OutOfMemoryError`` itself, as in PyTorch
+# (``torch.cuda.OutOfMemoryError is torch.OutOfMemoryError``): ``except ember.OutOfMemoryError`` catches
+# a failed CUDA allocation.
+from ember._src.ops.nn.tbc_permuted import OutOfMemoryError
+
 _STATE: dict = {}  # "drv": module, "count": int, "ctx": {index: context}, "error": str
 _LOCK = threading.RLock()
 class _Local(threading.local):
@@ -56,8 +61,6 @@ def cuda_error(code: int, what: str) -> RuntimeError:
     return RuntimeError(f"CUDA error in {what}: {detail}")
 
 
-class OutOfMemoryError(RuntimeError):
-    """``ember.cuda.OutOfMemoryError`` (PyTorch's ``torch.cuda.OutOfMemoryError``)."""
 
 
 def device_count() -> int:
