@@ -88,3 +88,18 @@ def test_device_context_manager():
             z = ember.zeros(2)
     assert x.device.type == "cuda" and y.device.type == "cuda" and z.device.type == "cpu"
     assert ember.ones(1).device.type == "cpu"
+
+
+def test_split_chunk_unbind_backward():
+    # One backward node for all the pieces (a cat/stack of their gradients), on CUDA as on the CPU.
+    grads = []
+    for dev in ("cpu", "cuda"):
+        x = rand((6, 8), seed=3).to(dev).requires_grad_()
+        q, k, v = (x * 2).split(2)
+        a, b = x.chunk(2, dim=1)
+        rows = x.unbind(1)
+        loss = (q * k).sum() + (a ** 2).sum() + rows[3].sum() * 5  # v and b get no gradient
+        loss.backward()
+        assert q.grad_fn is v.grad_fn and q.grad_fn.name() == "SplitBackward0"
+        grads.append(x.grad)
+    assert_same(grads[1], grads[0])

@@ -68,11 +68,15 @@ class AutogradPlugin:
     def install(self) -> None:
         if self.installed:
             return
+        from ember._src.ops.shape import views
+
         from . import anomaly_mode, forward_ad, graph
         from ._recording import OpNode, _SavedArgs, native_spec, record
+        from ._views import record_pieces
         from .formulas import FORMULAS, Inputs
 
         dispatch.set_autograd_hook(record)
+        views.MULTI_VIEW_HOOK[0] = record_pieces  # split/chunk/unbind: one node for all the pieces
         # The native fast path records nodes itself (csrc/common/autograd_record.cpp): it gets
         # the classes it instantiates and the switches under which it must leave it to `record`.
         _C._autograd_setup(native_spec, FORMULAS, graph.SavedTensor, _SavedArgs, graph.AccumulateGrad,

@@ -1,4 +1,5 @@
-"""In-place ops on views: the base's history is rebased, as PyTorch's ``CopySlices`` does.
+"""In-place ops on views: the base's history is rebased, as PyTorch's ``CopySlices`` does; and the
+one backward node of the pieces of ``split``/``chunk``/``unbind``.
 
 Writing into a view changes its base, so the base gets a ``CopySlices`` node: its gradient
 passes through unchanged outside the view's elements, and inside them goes through the
@@ -127,3 +128,69 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     set_history(base, copy, 0)
     set_history(view, AsStridedBackward0(base_meta, geometry, copy), 0)
     return out
+
+
+class _PiecesBackward(Node):
+    """One node for all the pieces of a ``split``/``chunk``/``unbind`` of one tensor: the input's
+    gradient is the pieces' gradients concatenated (stacked for ``unbind``), zeros standing in for a
+    piece without one. Each piece's own view node would write its gradient into full-size zeros, and
+    the engine would sum those at the input: n full-size buffers and n-1 full-size adds."""
+
+    __slots__ = ("_dim", "_shapes")
+    _stack = False
+
+    def apply(self, grads):
+        ref = None
+        for g in grads:
+            if g is not None:
+                ref = g
+                break
+        if ref is None:
+            return [None]
+        parts = [ref.new_zeros(shape) if g is None else g for g, shape in zip(grads, self._shapes)]
+        import ember
+
+        return [ember.stack(parts, self._dim) if self._stack else ember.cat(parts, self._dim)]
+
+
+class SplitBackward0(_PiecesBackward):
+    __slots__ = ()
+
+
+class SplitWithSizesBackward0(_PiecesBackward):
+    __slots__ = ()
+
+
+class UnbindBackward0(_PiecesBackward):
+    __slots__ = ()
+    _stack = True
+
+
+_PIECE_NODES = {"split": SplitBackward0, "split_with_sizes": SplitWithSizesBackward0, "unbind": UnbindBackward0}
+
+
+def record_pieces(self: Tensor, pieces: tuple, dim: int, kind: str) -> None:
+    """The core's ``MULTI_VIEW_HOOK``: replaces the per-piece view nodes just recorded (narrow, or
+    select for unbind) by one node. Anything else (no recording, another history, a capture's lazy
+    pieces, whose history exists only once computed) is left alone."""
+    if not _STATE.grad_enabled:
+        return
+    for p in pieces:
+        if type(p) is not Tensor:
+            return
+    first = pieces[0].grad_fn
+    if first is None:
+        return
+    expected = "SelectBackward0" if kind == "unbind" else "NarrowBackward0"
+    edge = first._next[0] if len(first._next) == 1 else None
+    if edge is None:
+        return
+    for p in pieces:
+        fn = p.grad_fn
+        if fn is None or type(fn).__name__ != expected or len(fn._next) != 1 or fn._next[0] != edge:
+            return
+    node = _PIECE_NODES[kind]((edge,), len(pieces))
+    node._dim = dim
+    node._shapes = [p._shape for p in pieces]
+    for i, p in enumerate(pieces):
+        set_history(p, node, i)

@@ -351,9 +351,22 @@ def slice_op(self: Tensor, dim: int, start: int, end: int, step: int) -> Tensor:
     return make_view(self, shape, stride, self._offset + start * self._stride[d] if length else self._offset)
 
 
+# [hook(self, pieces, dim, kind)], installed by ember-autograd: gives the pieces of split/chunk/unbind one
+# backward node, which concatenates (stacks) their gradients as PyTorch's SplitBackward0/UnbindBackward0
+# do, instead of a node per piece that writes its gradient into full-size zeros (summed at the input).
+MULTI_VIEW_HOOK: list = [None]
+
+
+def _multi_view(self: Tensor, pieces: tuple, dim: int, kind: str) -> tuple:
+    hook = MULTI_VIEW_HOOK[0]
+    if hook is not None and pieces and getattr(self, "_requires_grad", False):
+        hook(self, pieces, dim, kind)
+    return pieces
+
+
 def unbind(self: Tensor, dim: int = 0):
     d = wrap_dim(dim, self.ndim)
-    return tuple(select_op(self, d, i) for i in range(self._shape[d]))
+    return _multi_view(self, tuple(select_op(self, d, i) for i in range(self._shape[d])), d, "unbind")
 
 
 def split(self: Tensor, split_size_or_sections, dim: int = 0):
@@ -367,7 +380,8 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         if size == 0:
             return (narrow_op(self, d, 0, 0),)
-        return tuple(narrow_op(self, d, i, min(step, size - i)) for i in range(0, size, step))
+        return _multi_view(self, tuple(narrow_op(self, d, i, min(step, size - i)) for i in range(0, size, step)), d,
+                           "split")
     sections = [operator.index(s) for s in split_size_or_sections]
     if sum(sections) != size or any(s < 0 for s in sections):
         raise RuntimeError(
@@ -378,7 +392,7 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
     for s in sections:
         out.append(narrow_op(self, d, pos, s))
         pos += s
-    return tuple(out)
+    return _multi_view(self, tuple(out), d, "split_with_sizes")
 
 
 def chunk(self: Tensor, chunks: int, dim: int = 0):

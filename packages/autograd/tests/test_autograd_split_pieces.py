@@ -1,0 +1,75 @@
+"""split/chunk/unbind give their pieces one backward node (PyTorch's SplitBackward0,
+SplitWithSizesBackward0, UnbindBackward0) whose gradient is the pieces' gradients concatenated
+(stacked), not a node per piece writing into full-size zeros; gradients match PyTorch's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+_CASES = [
+    ("split", lambda x: x.split(2)),
+    ("split_dim1", lambda x: x.split(2, dim=1)),
+    ("split_sizes", lambda x: x.split([1, 3], dim=0)),
+    ("chunk", lambda x: x.chunk(3, dim=1)),
+    ("unbind", lambda x: x.unbind(0)),
+    ("unbind_neg", lambda x: x.unbind(-1)),
+    ("ember_split", lambda x: type(x).split(x, 3, 1)),
+]
+
+
+def _program(fw, make, x0, used):
+    x = fw.tensor(x0, requires_grad=True)
+    y = x * 2
+    pieces = make(y)
+    loss = sum(((p ** 2) * (i + 1)).sum() for i, p in enumerate(pieces) if i in used)
+    loss.backward()
+    return pieces, x.grad
+
+
+@pytest.mark.parametrize("name,make", _CASES, ids=[c[0] for c in _CASES])
+@pytest.mark.parametrize("used", [(0, 1), (1,)], ids=["all_or_first_two", "one"])
+def test_pieces_share_one_node_and_match_pytorch(name, make, used):
+    x0 = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 7
+    pieces, grad = _program(ember, make, x0, used)
+    tpieces, tgrad = _program(torch, make, x0, used)
+    assert len(pieces) == len(tpieces)
+    assert pieces[0].grad_fn.name() == tpieces[0].grad_fn.name()
+    assert all(p.grad_fn is pieces[0].grad_fn for p in pieces)
+    assert all(p._base is not None for p in pieces)  # still views of the input
+    np.testing.assert_allclose(grad.numpy(), tgrad.numpy(), rtol=1e-6)
+
+
+def test_second_order_and_in_place_piece():
+    for fw in (ember, torch):
+        x = fw.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+        a, b, c = x.unbind(0)
+        (g,) = fw.autograd.grad((a * b * c).sum(), x, create_graph=True)
+        (gg,) = fw.autograd.grad(g.sum(), x)
+        if fw is ember:
+            e_g, e_gg = g.detach().numpy(), gg.numpy()
+        else:
+            np.testing.assert_allclose(e_g, g.detach().numpy())
+            np.testing.assert_allclose(e_gg, gg.numpy())
+    # ember lets a piece be written in place (PyTorch refuses): the base's history is rebased.
+    x = ember.ones(4, 2, requires_grad=True)
+    y = x * 2
+    p, q = y.split(2)
+    p.mul_(3)
+    (y.sum() + q.sum()).backward()
+    assert x.grad.tolist() == [[6.0, 6.0], [6.0, 6.0], [4.0, 4.0], [4.0, 4.0]]
+
+
+def test_no_grad_and_single_piece():
+    x = ember.ones(4, 2, requires_grad=True)
+    with ember.no_grad():
+        assert all(p.grad_fn is None for p in x.split(2))
+    (only,) = x.split(4)
+    (tonly,) = torch.ones(4, 2, requires_grad=True).split(4)
+    assert only.grad_fn.name() == tonly.grad_fn.name()
+    (only * 3).sum().backward()
+    assert x.grad.tolist() == [[3.0, 3.0]] * 4
