@@ -258,3 +258,38 @@ def test_unfold_fold():
     cols = rand((2, 3 * 6, 28), seed=16)
     assert_same(F.fold(cols.cuda(), (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)),
                 F.fold(cols, (7, 8), (3, 2), padding=(1, 0), stride=(1, 2)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.uint8, ember.int16], ids=str)
+def test_sort_topk_narrow_dtypes(dtype):
+    x = rand((3, 257), dtype, low=-20.0, high=20.0, seed=17)
+    for descending in (False, True):
+        got = ember.sort(x.cuda(), dim=-1, descending=descending, stable=True)
+        want = ember.sort(x, dim=-1, descending=descending, stable=True)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+    got, want = ember.topk(x.cuda(), 2, dim=0), ember.topk(x, 2, dim=0)
+    assert_same(got.values, want.values)
+
+
+def test_topk_over_a_vocabulary_and_non_contiguous_sort():
+    logits = ember.randperm(4 * 50257).reshape(4, 50257).float()  # distinct: indices are unambiguous
+    got, want = ember.topk(logits.cuda(), 50), ember.topk(logits, 50)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+    x = rand((40, 30), seed=18).t()
+    got, want = ember.sort(x.cuda(), dim=0, stable=True), ember.sort(x, dim=0, stable=True)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+    got, want = ember.sort(x.cuda(), dim=1, stable=True), ember.sort(x, dim=1, stable=True)
+    assert_same(got[1], want[1])
+
+
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float64], ids=str)
+def test_pad_and_interpolate_dtypes(dtype):
+    x = rand((2, 3, 6, 7), dtype, seed=19)
+    for mode in ("reflect", "replicate", "circular"):
+        assert_same(F.pad(x.cuda(), (2, 1, 1, 3), mode=mode), F.pad(x, (2, 1, 1, 3), mode=mode))
+    for mode, kw in (("nearest", {}), ("bilinear", {"align_corners": False}), ("bicubic", {"align_corners": True})):
+        assert_same(F.interpolate(x.cuda(), scale_factor=1.7, mode=mode, **kw),
+                    F.interpolate(x, scale_factor=1.7, mode=mode, **kw))
