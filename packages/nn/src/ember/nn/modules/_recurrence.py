@@ -193,9 +193,11 @@ def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, 
     """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order.
 
     LSTM and GRU run as one native op (``_lstm_layer``, ``_gru_layer``: the time loop in C++,
-    differentiated by its formula); RNN and an empty batch run the Python loop of ``_Recurrence``.
+    differentiated by its formula) on a device that has them; RNN, an empty batch and other devices
+    run the Python loop of ``_Recurrence``.
     """
-    if sizes and sizes[-1] > 0:
+    # The layer ops exist for the CPU; other devices (CUDA) run the loop below with their step ops.
+    if sizes and sizes[-1] > 0 and xp.device.type in _LSTM_LAYER.kernels:
         if mode == "LSTM":
             out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
             return out, h_n, c_n
