@@ -103,3 +103,15 @@ def test_split_chunk_unbind_backward():
         assert q.grad_fn is v.grad_fn and q.grad_fn.name() == "SplitBackward0"
         grads.append(x.grad)
     assert_same(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16, ember.float64], ids=str)
+def test_logcumsumexp(dtype):
+    x = rand((6, 5000), dtype, low=-30, high=30, seed=4)  # rows longer than one block: carried across
+    x[1, 3], x[2, 5], x[4, 7] = float("-inf"), float("inf"), float("nan")
+    x[3, :4] = -1000.0
+    for dim in (1, 0, -1):
+        assert_same(ember.logcumsumexp(x.cuda(), dim), ember.logcumsumexp(x, dim), rtol=1e-4, atol=1e-4)
+    assert_same(ember.logcumsumexp(x[0, 0].cuda(), 0), ember.logcumsumexp(x[0, 0], 0))
+    with pytest.raises(NotImplementedError, match="Long"):
+        ember.logcumsumexp(ember.ones(3, dtype=ember.int64, device="cuda"), 0)

@@ -69,18 +69,30 @@ def _mul(a, b):
 
 
 @triton.jit
-def k(x, out, N, BLOCK: tl.constexpr, PROD: tl.constexpr):
+def _logadd(a, b):
+    # log(exp(a) + exp(b)); equal infinities (and -inf, the identity) give themselves, NaN propagates
+    hi = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    lo = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where((lo == hi) & (tl.abs(lo) == float('inf')), lo, hi + libdevice.log1p(tl.exp(lo - hi)))
+
+
+@triton.jit
+def k(x, out, N, BLOCK: tl.constexpr, PROD: tl.constexpr, LOG: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     if PROD:
         carry = tl.full([1], 1, __CT__)
+    elif LOG:
+        carry = tl.full([1], -float('inf'), __CT__)
     else:
         carry = tl.zeros([1], __CT__)
     for n0 in range(0, N, BLOCK):
         cols = n0 + tl.arange(0, BLOCK)
         m = cols < N
-        v = tl.load(x + row * N + cols, mask=m, other=1 if PROD else 0).to(__CT__)
+        v = tl.load(x + row * N + cols, mask=m, other=1 if PROD else (-float('inf') if LOG else 0)).to(__CT__)
         if PROD:
             r = tl.associative_scan(v, 0, _mul) * carry
+        elif LOG:
+            r = _logadd(tl.associative_scan(v, 0, _logadd), carry)
         else:
             r = tl.associative_scan(v, 0, _add) + carry
         tl.store(out + row * N + cols, r.to(out.dtype.element_ty), mask=m)
@@ -91,8 +103,11 @@ def k(x, out, N, BLOCK: tl.constexpr, PROD: tl.constexpr):
 
 def _scan(name: str):
     prod = name == "cumprod"
+    log = name == "logcumsumexp"
 
     def kernel(x, dim, dtype=None):
+        if log:
+            OPS[name].meta(x, dim)  # the CPU kernel's errors (integer inputs)
         rd = dtype if dtype is not None else (x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
                                               else dt.int64)
         if rd.is_complex or rd is dt.bool:
@@ -111,8 +126,9 @@ def _scan(name: str):
             block = min(4096, max(16, 1 << (n - 1).bit_length()))
             index = x._device.index or 0
             sig = {"x": "*" + TRITON[rd], "out": "*" + TRITON[rd], "N": "i64", "BLOCK": "constexpr",
-                   "PROD": "constexpr"}
-            launcher = _compile.kernel(_SCAN.replace("__CT__", TL[ct]), "k", sig, {"BLOCK": block, "PROD": prod},
+                   "PROD": "constexpr", "LOG": "constexpr"}
+            launcher = _compile.kernel(_SCAN.replace("__CT__", TL[ct]), "k", sig,
+                                       {"BLOCK": block, "PROD": prod, "LOG": log},
                                        (), 8 if block >= 2048 else 4, 1, index)
             launcher((rows, 1, 1), current_handle(index), dense.data_ptr(), out.data_ptr(), n)
         return out.movedim(-1, d) if d != src.ndim - 1 else out
@@ -218,6 +234,7 @@ def register() -> None:
     OPS["all"].kernels["cuda"] = _all
     OPS["cumsum"].kernels["cuda"] = _scan("cumsum")
     OPS["cumprod"].kernels["cuda"] = _scan("cumprod")
+    OPS["logcumsumexp"].kernels["cuda"] = _scan("logcumsumexp")
     OPS["cummax"].kernels["cuda"] = _scan_indexed("cummax")
     OPS["cummin"].kernels["cuda"] = _scan_indexed("cummin")
     OPS["constant_pad_nd"].kernels["cuda"] = _constant_pad_nd
