@@ -115,3 +115,21 @@ def test_logcumsumexp(dtype):
     assert_same(ember.logcumsumexp(x[0, 0].cuda(), 0), ember.logcumsumexp(x[0, 0], 0))
     with pytest.raises(NotImplementedError, match="Long"):
         ember.logcumsumexp(ember.ones(3, dtype=ember.int64, device="cuda"), 0)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16, ember.float64], ids=str)
+def test_digamma_round_decimals_channel_shuffle(dtype):
+    x = rand((300,), dtype, low=-8, high=8, seed=6)
+    x[:6] = ember.tensor([0.0, -0.0, -1.0, -3.0, 1e-6, 40.0], dtype=dtype)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype is not ember.bfloat16 else {}
+    assert_same(ember.digamma(x.cuda()), ember.digamma(x), **tol)
+    g = x.cuda()
+    assert g.digamma_() is g
+    assert_same(g, ember.digamma(x), **tol)
+    leaf = x.cuda().requires_grad_()  # lgamma's gradient is digamma
+    ember.lgamma(leaf).sum().backward()
+    assert_same(leaf.grad, ember.digamma(x), **tol)
+    for decimals in (0, 2, -1):
+        assert_same(ember.round(x.cuda() * 7.3, decimals=decimals), ember.round(x * 7.3, decimals=decimals))
+    y = rand((2, 6, 3, 2), dtype, seed=7)
+    assert_same(ember.native_channel_shuffle(y.cuda(), 3), ember.native_channel_shuffle(y, 3))

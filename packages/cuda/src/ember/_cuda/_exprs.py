@@ -116,6 +116,11 @@ for _name, _fn in (("i0", "cyl_bessel_i0"), ("special_i1", "cyl_bessel_i1"), ("s
                    ("special_bessel_j0", "j0"), ("special_bessel_j1", "j1"), ("special_bessel_y0", "y0"),
                    ("special_bessel_y1", "y1")):
     UNARY[_name] = {"f": L + _fn + "({0})"}
+# digamma in float64 as the CPU kernel (PRELUDE's _digamma); round(x, decimals) with {1} = 10^decimals in
+# the compute dtype, as the CPU kernel (round half to even)
+UNARY["digamma"] = {"f": "_digamma({0})"}
+UNARY["round_decimals"] = {"f": "tl.where({1} == 1.0, " + L + "rint({0}), tl.where({1} > 1.0, _div(" + L
+                           + "rint({0} * {1}), {1}), " + L + "rint(_div({0}, _div(1.0, {1}))) * _div(1.0, {1})))"}
 _LOGIT_X = "tl.where({1} < 0, {0}, tl.minimum(tl.maximum({0}, {1}), 1.0 - {1}))"
 UNARY["logit"] = {"f": L + "log(_div(" + _LOGIT_X + ", 1.0 - " + _LOGIT_X + "))"}
 
@@ -133,6 +138,26 @@ def _div(a, b):
 @triton.jit
 def _rem_f(r, b):
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def _digamma(xin):
+    # The CPU kernel's method, in float64: reflection below 0 (psi(x) = psi(1 - x) - pi / tan(pi x)),
+    # recurrence up to 6, then the asymptotic series; +-inf at +-0, NaN at negative integers.
+    x = xin.to(tl.float64)
+    neg = x < 0
+    refl = tl.where(neg, 3.141592653589793 / libdevice.tan(3.141592653589793 * x), 0.0)
+    y = tl.where(neg, 1.0 - x, x)
+    acc = tl.zeros_like(y)
+    for _ in tl.static_range(6):
+        small = y < 6.0
+        acc = tl.where(small, acc - 1.0 / y, acc)
+        y = tl.where(small, y + 1.0, y)
+    f = 1.0 / (y * y)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))))
+    r = acc + libdevice.log(y) - 0.5 / y - series - refl
+    r = tl.where(x == 0, tl.where(libdevice.signbit(x) != 0, float('inf'), -float('inf')), r)
+    return tl.where(neg & (x == libdevice.floor(x)), float('nan'), r)
 
 
 '''

@@ -147,5 +147,7 @@ def register() -> None:
     OPS["conj_physical"].kernels["cuda"] = _conj_physical
     # The core's rounded division is itself a composite of dispatched ops (floor_divide, fmod, div, trunc).
     OPS["div_rounding"].kernels["cuda"] = OPS["div_rounding"].kernels["cpu"]
+    # So is native_channel_shuffle's (reshape, transpose, contiguous).
+    OPS["native_channel_shuffle"].kernels["cuda"] = OPS["native_channel_shuffle"].kernels["cpu"]
     for name in ("cumsum", "cumprod", "sgn", "conj_physical"):
         OPS[name + "_"].kernels["cuda"] = _inplace(name)

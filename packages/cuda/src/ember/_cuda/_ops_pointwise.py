@@ -338,7 +338,7 @@ def register() -> None:
             "elu celu logit i0 special_i1 special_modified_bessel_i0 special_modified_bessel_i1 special_erfcx " \
             "special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1".split():
         kinds[n] = pw._FLOAT_OP
-    for n in pw._UNARY_KEEP + "frac round relu relu6 leaky_relu hardtanh threshold nan_to_num".split():
+    for n in pw._UNARY_KEEP + "frac round round_decimals relu relu6 leaky_relu hardtanh threshold nan_to_num".split():
         kinds[n] = pw._KEEP_OP
     for n in pw._UNARY_PREDICATE:
         kinds[n] = pw._PREDICATE_OP
