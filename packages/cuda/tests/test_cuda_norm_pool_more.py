@@ -88,7 +88,7 @@ def test_composite_reductions_and_pointwise():
 
 @pytest.mark.parametrize("name", ["i0", "special.i1", "special.modified_bessel_i0", "special.modified_bessel_i1",
                                   "special.erfcx", "special.bessel_j0", "special.bessel_j1", "special.bessel_y0",
-                                  "special.bessel_y1", "logit"])
+                                  "special.bessel_y1", "special.log_ndtr", "logit"])
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=str)
 def test_special_functions(name, dtype):
     fn = ember

@@ -119,6 +119,11 @@ for _name, _fn in (("i0", "cyl_bessel_i0"), ("special_i1", "cyl_bessel_i1"), ("s
 # digamma in float64 as the CPU kernel (PRELUDE's _digamma); round(x, decimals) with {1} = 10^decimals in
 # the compute dtype, as the CPU kernel (round half to even)
 UNARY["digamma"] = {"f": "_digamma({0})"}
+# log(Phi(x)) in float64 as the CPU kernel: through erfcx left of -1 (erfc would underflow), else log1p
+_T64 = "({0}.to(tl.float64) * 0.7071067811865476)"
+UNARY["special_log_ndtr"] = {"f": "tl.where(" + _T64 + " < -0.7071067811865476, " + L + "log(" + L + "erfcx(-" + _T64
+                             + ") * 0.5) - " + _T64 + " * " + _T64 + ", " + L + "log1p(-" + L + "erfc(" + _T64
+                             + ") * 0.5))"}
 UNARY["round_decimals"] = {"f": "tl.where({1} == 1.0, " + L + "rint({0}), tl.where({1} > 1.0, _div(" + L
                            + "rint({0} * {1}), {1}), " + L + "rint(_div({0}, _div(1.0, {1}))) * _div(1.0, {1})))"}
 _LOGIT_X = "tl.where({1} < 0, {0}, tl.minimum(tl.maximum({0}, {1}), 1.0 - {1}))"

@@ -336,7 +336,7 @@ def register() -> None:
     kinds = {}
     for n in pw._UNARY_FLOAT + "gelu gelu_tanh silu mish hardsigmoid hardswish selu softsign tanhshrink softplus " \
             "elu celu logit i0 special_i1 special_modified_bessel_i0 special_modified_bessel_i1 special_erfcx " \
-            "special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1".split():
+            "special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1 special_log_ndtr".split():
         kinds[n] = pw._FLOAT_OP
     for n in pw._UNARY_KEEP + "frac round round_decimals relu relu6 leaky_relu hardtanh threshold nan_to_num".split():
         kinds[n] = pw._KEEP_OP
