@@ -8,12 +8,15 @@ Equal values keep their positions' order, so the sort is stable either way, and 
 ascending and first descending, as in PyTorch. The values are then read back through the sorted
 positions. topk is the first ``k`` of such a sort.
 
-Longer rows and 64-bit dtypes (whose value and position do not fit one 64-bit key) take the CPU
-kernel through a host round trip: correct, but a synchronization and two copies (see NOTES.md).
+topk of a longer row (a vocabulary) sorts it by blocks of 4096 and then the blocks' first k (while
+they fit one program). Other longer rows and 64-bit dtypes (whose value and position do not fit one
+64-bit key) take the CPU kernel through a host round trip: correct, but a synchronization and two
+copies (see NOTES.md).
 """
 
 from __future__ import annotations
 
+import ember
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.indexing import sorting as core_sort
@@ -96,10 +99,51 @@ def _topk(self, k, dim=-1, largest=True, sorted=True):
     d = core_sort._topk_check(self, k, dim)
     if self.ndim == 0:
         return self.clone(), new_empty_tensor((), dt.int64, self._device, zero=True)
-    if self.dtype not in _NARROW or self._shape[d] > MAX_ROW:
+    n = self._shape[d]
+    if self.dtype in _NARROW and n > MAX_ROW and -(-n // MAX_ROW) * k <= MAX_ROW:
+        return _topk_by_blocks(self, k, d, largest)
+    if self.dtype not in _NARROW or n > MAX_ROW:
         return _on_host(OPS["topk"].kernels["cpu"], self, k, dim, largest, sorted)
     values, indices = _sort(self, dim=d, descending=largest)
     return values.narrow(d, 0, k).contiguous(), indices.narrow(d, 0, k).contiguous()
+
+
+def _pad_value(dtype, largest: bool):
+    """What a row is padded with to whole blocks: an element that sorts after every real one of its value
+    (the stable sort keeps the real ones, at lower positions, first among equals)."""
+    if dtype.is_floating_point:
+        return float("-inf") if largest else float("nan")  # NaN sorts last ascending
+    if dtype is dt.bool:
+        return not largest
+    info = ember.iinfo(dtype)
+    return info.min if largest else info.max
+
+
+def _topk_by_blocks(self, k, d, largest):
+    """topk of rows longer than one program's sort (a vocabulary of logits): every block of MAX_ROW
+    elements keeps its first k of a stable sort, then the blocks' candidates (at most MAX_ROW) are sorted
+    once more. Every element of the row's first k is among its block's first k, and equal values keep
+    their positions' order across blocks, so this is the first k of a stable sort of the whole row."""
+    last = d == self.ndim - 1
+    x = (self if last else self.movedim(d, -1)).contiguous()
+    lead, n = tuple(x._shape[:-1]), x._shape[-1]
+    rows = x.numel() // n
+    blocks = -(-n // MAX_ROW)
+    x2 = x.reshape(rows, n)
+    if blocks * MAX_ROW != n:
+        pad = ember.full((rows, blocks * MAX_ROW - n), _pad_value(x.dtype, largest), dtype=x.dtype, device=x.device)
+        x2 = ember.cat([x2, pad], 1)
+    values, positions = _rows_sorted(x2.reshape(rows * blocks, MAX_ROW), largest)
+    offsets = ember.arange(0, blocks * MAX_ROW, MAX_ROW, device=x.device).reshape(1, blocks, 1)
+    cand_values = values.narrow(1, 0, k).reshape(rows, blocks * k)
+    cand_index = (positions.narrow(1, 0, k).reshape(rows, blocks, k) + offsets).reshape(rows, blocks * k)
+    top_values, order = _rows_sorted(cand_values, largest)
+    order = order.narrow(1, 0, k)
+    values = top_values.narrow(1, 0, k).reshape(lead + (k,))
+    indices = ember.gather(cand_index, 1, order).reshape(lead + (k,))
+    if not last:
+        values, indices = values.movedim(-1, d), indices.movedim(-1, d)
+    return values.contiguous(), indices.contiguous()
 
 
 def _select(self, dim, keepdim, k, name):
