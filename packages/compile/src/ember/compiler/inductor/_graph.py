@@ -297,6 +297,7 @@ class GraphLowering:
 
     def _run_traced(self, fn, args, kwargs, fallback=True):
         mode = _LoweringMode(self)
+        done = len(self.items)
         try:
             meta_args = mode.to_meta(args)
             meta_kwargs = mode.to_meta(kwargs)
@@ -306,6 +307,9 @@ class GraphLowering:
         except GraphFallback:
             raise
         except Exception as exc:  # data-dependent Python, an op the meta kernel rejects, ...
+            # what the attempt lowered so far feeds nothing now: drop it (no dead kernels)
+            if not any(isinstance(item, ExternCall) and item.mutates for item in self.items[done:]):
+                del self.items[done:]
             if not fallback:
                 raise Unsupported(str(exc)) from exc
             return self.extern(fn, args, kwargs)

@@ -218,6 +218,7 @@ class TritonKernelWriter(ReductionEmitter):
         for n in k.nodes:
             exprs.append(n.store_index)
             exprs.extend(ld.index for ld in n.loads)
+            exprs.extend(n.positions)  # iota values: a merged loop must not change what they read
         exprs = [e.xreplace(unit) for e in exprs]
         inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
         outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
