@@ -163,6 +163,31 @@ def reduction_looped_rows():
 
 
 @case
+def welford_looped_rows():
+    # rows longer than one block: mean and M2 in one read (Welford), then the output pass
+    def program(t, x, w, b):
+        return t.nn.functional.layer_norm(x, (9000,), w, b), x.var(-1), x.std(-1, correction=0), t.logsumexp(x, -1)
+    return (program, [make_input((3, 9000), ember.float32, specials=False, low=5.0, high=9.0),
+                      make_input((9000,), ember.float32, seed=11), make_input((9000,), ember.float32, seed=12)],
+            {"rtol": 1e-4, "atol": 1e-5})
+
+
+@case
+def softmax_looped_specials():
+    # online softmax on long rows with -inf entries, a row of -inf, an inf and a NaN
+    def prepare(xs):
+        x = xs[0].clone()
+        x[0, ::3] = float("-inf")
+        x[1] = float("-inf")
+        x[2, 17] = float("inf")
+        x[3, 4000] = float("nan")
+        return [x]
+    return (lambda t, x: (t.softmax(x, -1), t.log_softmax(x, -1), x.amax(-1)),
+            [make_input((5, 8500), ember.float32, specials=False, low=-90.0, high=-80.0)],
+            {"prepare": prepare, "rtol": 1e-5, "atol": 1e-6})
+
+
+@case
 def softmax_persistent():
     return (lambda t, x: (t.softmax(x, -1), t.log_softmax(x, -1)),
             [make_input((10, 77), ember.float32, specials=False)], {"rtol": 1e-5, "atol": 1e-6})
