@@ -334,9 +334,9 @@ def gpt2_row(torch, quick):
             losses.append(loss)
         return step, losses
 
-    cases = {"ember_compiled": (ember, lambda m: ember.compile(m)),
-             "ember_reduce_overhead": (ember, lambda m: ember.compile(m, mode="reduce-overhead")),
-             "torch_compiled": (torch, lambda m: torch.compile(m))}
+    cases = {"torch_compiled": (torch, lambda m: torch.compile(m)),
+             "ember_compiled": (ember, lambda m: ember.compile(m)),
+             "ember_reduce_overhead": (ember, lambda m: ember.compile(m, mode="reduce-overhead"))}
     for label, (fw, compile_fn) in cases.items():
         step, losses = make(fw, compile_fn)
         out[label + "_first_s"] = round(first_call_s(fw, step), 2)
