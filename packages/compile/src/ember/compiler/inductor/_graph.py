@@ -27,6 +27,7 @@ from . import (
 from ._ir import (
     Buffer,
     ComputedBuffer,
+    Const,
     ExternBuffer,
     InputBuffer,
     ReductionBuffer,
@@ -198,6 +199,11 @@ class GraphLowering:
             return value
         if value.dtype.is_complex:
             raise GraphFallback("complex constant")
+        if value.dim() == 0 and value._device.type == "cpu" and self._device_seen and self.device.type != "cpu":
+            # a Python number make_fx kept as a 0-dim CPU constant (masked_fill's value) in a device
+            # graph: its value is a literal of the kernels
+            const = Const(value.item(), compute_of(value.dtype))
+            return TensorValue((), value.dtype, lambda idx: const, origin=node.name)
         self._check_device(value)
         buf = InputBuffer(f"const_{node.name}", value.shape, value.dtype, strides=value.stride())
         buf.position = None
