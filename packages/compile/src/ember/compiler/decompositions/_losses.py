@@ -22,8 +22,11 @@ def _rows(x, target, ignore_index):
     """(valid rows, one-hot of each row's target over the classes, out-of-range targets)."""
     classes = x.shape[1]
     valid = ops.ne(target, ignore_index)
-    column = ops.arange_affine(classes, 0, 1, dtype=dt.int64, device=x.device)
-    onehot = ops.eq(ops.unsqueeze(target, 1), ops.unsqueeze(column, 0))
+    # compared in int32 (one instruction an element on a GPU, not two): a target that wraps
+    # around picks a wrong column, but it is out of range, so its row is NaN anyway
+    narrow = dt.int32 if classes < 2 ** 31 else dt.int64
+    column = ops.arange_affine(classes, 0, 1, dtype=narrow, device=x.device)
+    onehot = ops.eq(ops.unsqueeze(ops._to_copy(target, dtype=narrow), 1), ops.unsqueeze(column, 0))
     inside = ops.logical_and(ops.ge(target, 0), ops.lt(target, classes))
     bad = ops.logical_and(valid, ops.logical_not(inside))
     return valid, onehot, bad

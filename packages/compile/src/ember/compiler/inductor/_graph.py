@@ -281,6 +281,7 @@ class GraphLowering:
             result = TensorValue(dst.shape, dst.dtype, _loader_for(self, value, dst.shape, compute_of(compute)))
             dst.loader, dst.buffer, dst.layout = result.loader, None, None
             dst._size = None
+            dst._full_reads = None
             dst.reads = 0
             return dst
         return None
@@ -331,7 +332,11 @@ class GraphLowering:
         value.reads += 1
         if value.buffer is None:
             size = value.expr_size()
-            if size > MAX_EXPR or (value.reads > 1 and size > config.inline_limit):
+            # a value read by several consumers is stored once when recomputing it would cost
+            # more compute, or more memory traffic: a residual stream (x + a + b ...) re-read from
+            # every partial sum by each later layer's kernels is the case (mini-GPT: 8 buffers
+            # read by its last layer_norm)
+            if size > MAX_EXPR or (value.reads > 1 and (size > config.inline_limit or value.full_reads() > 2)):
                 self.realize(value)
         snap = TensorValue(value.shape, value.dtype, value.loader, buffer=value.buffer, origin=value.origin)
         snap.origins = getattr(value, "origins", set())
