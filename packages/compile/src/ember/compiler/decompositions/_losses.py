@@ -8,6 +8,9 @@ everything per row after them is its epilogue. The arithmetic follows the eager 
 infinite), ``nll = -w[t] * (x[t] - lse)``, ``smooth = -(sum(w * x) - sum(w) * lse)``; rows
 whose target is ``ignore_index`` give 0. An out-of-range target, which eager rejects with an
 error before computing anything, gives a NaN loss for its row here (a kernel cannot raise).
+
+They are not *core* decompositions: export's ``run_decompositions()`` keeps ``_class_nll`` as one
+op, as PyTorch's core ATen set keeps ``nll_loss_forward``; the inductor uses them all.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def _row_max_and_sum(x):
     return top, ops.sum(ops.exp(ops.sub(x, top)), [1])
 
 
-@register_decomposition("_class_nll")
+@register_decomposition("_class_nll", core=False)
 def class_nll(input, target, weight, ignore_index, log_probs, smooth):
     x = _compute(input)
     classes = x.shape[1]
@@ -72,7 +75,7 @@ def class_nll(input, target, weight, ignore_index, log_probs, smooth):
     return nll, sm, wt
 
 
-@register_decomposition("_class_nll_backward")
+@register_decomposition("_class_nll_backward", core=False)
 def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
     """dx[r, i] = e[r, i] * (a + s * sum(w)) / sum(e[r]) - s * w[i] - (i == t) * a, with
     e = exp(x - max), a = g_nll * w[t], s = g_smooth (as eager's one-pass kernel)."""
