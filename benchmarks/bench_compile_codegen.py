@@ -147,6 +147,40 @@ def bench_rows(threads, use_torch_compile, bandwidth):
     return out
 
 
+def bench_cross_entropy(threads, use_torch_compile, bandwidth, rows=2048, cols=8192):
+    """cross_entropy (mean over rows, class-index targets): the forward reads the logits once, the
+    forward + backward (the logits' gradient) reads them twice and writes the gradient once."""
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    x = ember.randn(rows, cols)
+    y = ember.tensor(np.random.default_rng(0).integers(0, cols, rows))
+    tx, ty = torch.from_numpy(x.numpy().copy()), torch.from_numpy(y.numpy().copy())
+    out = {}
+    got = _time_case(lambda m, x, y: m.nn.functional.cross_entropy(x, y), (x, y), (tx, ty), use_torch_compile)
+    out["cross_entropy"] = (got, {k: rows * cols * 4 / (v[1] if threads == 1 else v[0]) / bandwidth
+                                  for k, v in got.items()})
+    ex, gx = x.clone().requires_grad_(True), tx.clone().requires_grad_(True)
+
+    def step(fn, a, b):
+        a.grad = None
+        fn(a, b).backward()
+
+    ce = ember.compile(lambda a, b: ember.nn.functional.cross_entropy(a, b))
+    step(ce, ex, y)
+    grad = ex.grad.numpy().copy()
+    got = {"ember eager": best_time(lambda: step(ember.nn.functional.cross_entropy, ex, y)),
+           "ember compiled": best_time(lambda: step(ce, ex, y)),
+           "torch eager": best_time(lambda: step(torch.nn.functional.cross_entropy, gx, ty))}
+    if use_torch_compile:
+        ct = torch.compile(lambda a, b: torch.nn.functional.cross_entropy(a, b))
+        step(ct, gx, ty)
+        got["torch.compile"] = best_time(lambda: step(ct, gx, ty))
+    np.testing.assert_allclose(grad, gx.grad.numpy(), rtol=1e-4, atol=1e-8)
+    out["cross_entropy fwd+bwd"] = (got, {k: 3 * rows * cols * 4 / (v[1] if threads == 1 else v[0]) / bandwidth
+                                          for k, v in got.items()})
+    return out
+
+
 def _time_case(fn, args, targs, use_torch_compile):
     ce = ember.compile(lambda *a: fn(ember, *a))
     ce(*args)
@@ -333,8 +367,17 @@ def main():
     parser.add_argument("--quick", action="store_true", help="1 thread only, no compile-time subprocesses")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--compile-times", action="store_true", help="only the compile-time subprocesses")
+    parser.add_argument("--cross-entropy", action="store_true", help="only the cross-entropy rows, 1 thread")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.cross_entropy:
+        bandwidth = copy_bandwidth(1)
+        print(f"measured copy bandwidth: {bandwidth / 1e9:.1f} GB/s")
+        for name, (got, frac) in bench_cross_entropy(1, use_tc, bandwidth).items():
+            print(f"{name} (2048x8192 float32, 1 thread)  wall        cpu     of bandwidth")
+            for k, (w, c) in got.items():
+                print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
+        return
     for threads in ([] if args.compile_times else [1] if args.quick else [1, 2]):
         print(f"\n== {threads} thread(s) ==")
         rows = bench_chain(threads, use_tc)

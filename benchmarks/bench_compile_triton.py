@@ -23,6 +23,18 @@ fixed after the run, not re-measured): forward 15.7 ms against torch.compile's 1
 training step 20.6 ms (backward compiled, gradients within 3.6e-7 of eager) against 8.5, and
 its first backward spent 63 s compiling every block-size candidate of every kernel (small
 launches are no longer tuned: ``TUNE_MIN_ELEMENTS``).
+
+Session 5 (2026-12-02, H200, copy 3.99 TB/s; one run): cross_entropy is lowered (one persistent
+row kernel: max, sum of exponentials and the target's logit in one read of the logits): forward
+0.2115 ms = 2.54 TB/s (64% of copy; torch.compile 0.3205 ms: 1.52x; eager ember 0.278 ms);
+forward + backward (``ce_train``: the backward reads the logits and writes their gradient, one
+kernel) 0.571 ms = 2.82 TB/s (71%; torch.compile 0.893 ms: 1.56x). mini-GPT forward 2.92 ms
+against torch.compile's 1.86 (0.64x; 3.37 ms before the per-call host-to-device copy of the
+masked_fill number, which synchronized the stream four times a call, was replaced by a cached
+device scalar). GPT-2 124M training step (B8 T1024, bf16 autocast, fused AdamW): torch.compile
+22.33 ms; ember.compile's first step (capture, AOT backward, Triton compiles and block-size
+tuning of ~100 kernels, one by one) did not finish in the ~60 s left of the run, so it has no
+figure yet.
 """
 
 from __future__ import annotations
@@ -276,6 +288,80 @@ def cross_entropy(m, x, y):
     return m.nn.functional.cross_entropy(x, y)
 
 
+def ce_train_row(torch, x, y, copy_tbs, name="cross_entropy_train"):
+    """cross_entropy forward and backward (the logits' gradient): the forward reads the logits
+    once, the backward reads them and writes their gradient (3 x 4 bytes an element)."""
+    ex, ey = to_ember(x).requires_grad_(True), to_ember(y)
+    tx = x.detach().clone().requires_grad_(True)
+    ec = ember.compile(lambda a, b: ember.nn.functional.cross_entropy(a, b))
+    tc = torch.compile(lambda a, b: torch.nn.functional.cross_entropy(a, b))
+
+    def estep():
+        ex.grad = None
+        ec(ex, ey).backward()
+
+    def tstep():
+        tx.grad = None
+        tc(tx, y).backward()
+
+    out = {"name": name, "shape": list(x.shape)}
+    out["ember_compile_s"] = round(first_call_s(ember, estep), 2)
+    out["torch_compile_s"] = round(first_call_s(torch, tstep), 2)
+    compare(ex.grad, tx.grad, 1e-4, 1e-7, f"{name}: logits' gradient")
+    nbytes = 3 * x.numel() * 4
+    for label, fw, fn in (("ember_compiled", ember, estep), ("torch_compiled", torch, tstep)):
+        ms = median_ms(fw, fn)
+        out[label + "_ms"] = round(ms, 4)
+        out[label + "_tbs"] = round(nbytes / (ms * 1e-3) / 1e12, 3)
+        out[label + "_of_copy"] = round(nbytes / (ms * 1e-3) / 1e12 / copy_tbs, 3)
+    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    return out
+
+
+def gpt2_row(torch, quick):
+    """GPT-2 small (124M, ``bench_cuda_gpt2.build``: 12 layers, d768, vocab 50304, tied head) training
+    step: bf16 autocast forward with cross-entropy, backward, fused AdamW; the model compiled by
+    ember.compile (default and mode="reduce-overhead") beside torch.compile (default)."""
+    from bench_cuda_gpt2 import build
+
+    batch, seq = (4, 256) if quick else (8, 1024)
+    rng = np.random.default_rng(1)
+    idx = rng.integers(0, 50257, (batch, seq + 1))
+    out = {"name": "gpt2_124m_train", "batch": batch, "seq": seq}
+
+    def make(fw, compile_fn):
+        fw.manual_seed(0)
+        model = build(fw, 12, seq=seq).to("cuda")
+        opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+        data = (fw.tensor(idx[:, :-1].copy()).to("cuda"), fw.tensor(idx[:, 1:].copy()).to("cuda"))
+        run = compile_fn(model)
+        losses = []
+
+        def step():
+            with fw.autocast("cuda", dtype=fw.bfloat16):
+                loss = run(*data)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        return step, losses
+
+    cases = {"torch_compiled": (torch, lambda m: torch.compile(m)),
+             "ember_compiled": (ember, lambda m: ember.compile(m)),
+             "ember_reduce_overhead": (ember, lambda m: ember.compile(m, mode="reduce-overhead"))}
+    for label, (fw, compile_fn) in cases.items():
+        step, losses = make(fw, compile_fn)
+        out[label + "_first_s"] = round(first_call_s(fw, step), 2)
+        out[label + "_ms"] = round(median_ms(fw, step, iters=5 if quick else 10, warm=2), 2)
+        out[label + "_tokens_per_s"] = round(batch * seq / (out[label + "_ms"] * 1e-3))
+        out[label + "_first_loss"] = round(float(losses[0].item()), 4)
+        print(json.dumps({label: out[label + "_ms"]}), flush=True)
+        del step, losses
+    out["compiled_ratio"] = round(out["torch_compiled_ms"] / out["ember_compiled_ms"], 3)
+    out["reduce_overhead_ratio"] = round(out["torch_compiled_ms"] / out["ember_reduce_overhead_ms"], 3)
+    return out
+
+
 def _gpt_times(torch, out, emodel, tmodel, eidx, tidx, quick):
     with ember.no_grad(), torch.no_grad():
         ce, ct = ember.compile(emodel), torch.compile(tmodel)
@@ -293,14 +379,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-gpt", action="store_true")
-    parser.add_argument("--only", default="", help="comma-separated rows: chain,softmax,layer_norm,ce,gpt,train,"
-                        "autotune, gptc (default: all but gptc)")
+    parser.add_argument("--only", default="", help="comma-separated rows: chain,softmax,layer_norm,ce,ce_train,long,"
+                        "gpt,train,autotune,gptc,gpt2 (default: all but gptc and gpt2)")
     parser.add_argument("--json")
     args = parser.parse_args()
     import torch
 
-    only = set(args.only.split(",")) if args.only else {"chain", "softmax", "layer_norm", "ce", "gpt", "train",
-                                                         "autotune"}
+    only = set(args.only.split(",")) if args.only else {"chain", "softmax", "layer_norm", "ce", "ce_train", "long",
+                                                         "gpt", "train", "autotune"}
     if args.no_gpt:
         only -= {"gpt", "train"}
     rows_n, cols_n = (4096, 8192) if args.quick else (16384, 8192)
@@ -331,7 +417,23 @@ def main():
         y = torch.randint(0, cols_n, (rows_n,), device="cuda")
         add(row(torch, "cross_entropy", cross_entropy, cross_entropy, (ex, to_ember(y)), (x, y), x.numel() * 4,
                 copy_tbs, 1e-5, 1e-5))
-    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row), ("gptc", gpt_compile_row)):
+    if "ce_train" in only:
+        y = torch.randint(0, cols_n, (rows_n,), device="cuda")
+        add(ce_train_row(torch, x, y, copy_tbs))
+    if "long" in only:  # rows past one block (looped: online softmax, Welford; GPT-2's vocabulary)
+        xl = torch.randn(rows_n // 8, 65536, device="cuda")
+        wl, bl = torch.randn(65536, device="cuda"), torch.randn(65536, device="cuda")
+        exl = to_ember(xl)
+        nb = 2 * xl.numel() * 4
+        add(row(torch, "softmax_65536", softmax, softmax, (exl,), (xl,), nb, copy_tbs, 1e-5, 1e-8))
+        add(row(torch, "layer_norm_65536", layer_norm, layer_norm, (exl, to_ember(wl), to_ember(bl)), (xl, wl, bl),
+                nb, copy_tbs, 1e-4, 1e-4))
+        xv = torch.randn(rows_n // 4, 50304, device="cuda")
+        yv = torch.randint(0, 50304, (rows_n // 4,), device="cuda")
+        add(row(torch, "cross_entropy_50304", cross_entropy, cross_entropy, (to_ember(xv), to_ember(yv)), (xv, yv),
+                xv.numel() * 4, copy_tbs, 1e-5, 1e-5))
+        add(ce_train_row(torch, xv, yv, copy_tbs, "cross_entropy_50304_train"))
+    for name, fn in (("gpt", gpt_row), ("train", gpt_train_row), ("gptc", gpt_compile_row), ("gpt2", gpt2_row)):
         if name in only:
             try:
                 add(fn(torch, args.quick))

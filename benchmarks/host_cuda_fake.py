@@ -7,6 +7,7 @@ host costs can be profiled on any machine; device results are garbage and never 
 
     python benchmarks/host_cuda_fake.py add            # 1-element add: host us/call
     python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile]   # host ms per training step
+    python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
 """
 
 from __future__ import annotations
@@ -122,9 +123,49 @@ def bench_gpt2(layers: int, steps: int, profile: bool) -> float:
     return statistics.median(times) * 1e3
 
 
+def bench_gpt_compiled(steps: int, profile: bool, mode) -> float:
+    """Host CPU us per call of ``ember.compile``'s mini-GPT forward (bench_compile_triton's program)."""
+    import numpy as np
+
+    import ember
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_compile_triton import gpt_source
+
+    ns: dict = {}
+    exec(gpt_source(), ns)
+    ember.manual_seed(0)
+    model = ns["make_gpt"](ember.nn, ember).eval().to("cuda")
+    idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128))).to("cuda")
+    with ember.no_grad():
+        compiled = ember.compile(model, mode=mode)
+        for _ in range(3):
+            compiled(idx)
+        times = []
+        for _ in range(steps):
+            t0 = time.thread_time()
+            for _ in range(20):
+                compiled(idx)
+            times.append((time.thread_time() - t0) / 20)
+        if profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(20):
+                compiled(idx)
+            prof.disable()
+            stats = pstats.Stats(prof)
+            stats.sort_stats("tottime").print_stats(30)
+            stats.sort_stats("cumulative").print_stats(40)
+    return statistics.median(times) * 1e6
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("add", "gpt2"))
+    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled"))
+    ap.add_argument("--mode", default=None)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
@@ -132,6 +173,9 @@ def main():
     install()
     if args.what == "add":
         print(f"1-element add: {bench_add():.2f} host CPU us/call (best of 5; no GPU: launches are no-ops)")
+    elif args.what == "gpt_compiled":
+        us = bench_gpt_compiled(args.steps, args.profile, args.mode)
+        print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")
     else:
         ms = bench_gpt2(args.layers, args.steps, args.profile)
         print(f"GPT-2 ({args.layers} layers, B8 T1024) training step: {ms:.1f} host CPU ms "

@@ -163,6 +163,31 @@ def reduction_looped_rows():
 
 
 @case
+def welford_looped_rows():
+    # rows longer than one block: mean and M2 in one read (Welford), then the output pass
+    def program(t, x, w, b):
+        return t.nn.functional.layer_norm(x, (9000,), w, b), x.var(-1), x.std(-1, correction=0), t.logsumexp(x, -1)
+    return (program, [make_input((3, 9000), ember.float32, specials=False, low=5.0, high=9.0),
+                      make_input((9000,), ember.float32, seed=11), make_input((9000,), ember.float32, seed=12)],
+            {"rtol": 1e-4, "atol": 1e-5})
+
+
+@case
+def softmax_looped_specials():
+    # online softmax on long rows with -inf entries, a row of -inf, an inf and a NaN
+    def prepare(xs):
+        x = xs[0].clone()
+        x[0, ::3] = float("-inf")
+        x[1] = float("-inf")
+        x[2, 17] = float("inf")
+        x[3, 4000] = float("nan")
+        return [x]
+    return (lambda t, x: (t.softmax(x, -1), t.log_softmax(x, -1), x.amax(-1)),
+            [make_input((5, 8500), ember.float32, specials=False, low=-90.0, high=-80.0)],
+            {"prepare": prepare, "rtol": 1e-5, "atol": 1e-6})
+
+
+@case
 def softmax_persistent():
     return (lambda t, x: (t.softmax(x, -1), t.log_softmax(x, -1)),
             [make_input((10, 77), ember.float32, specials=False)], {"rtol": 1e-5, "atol": 1e-6})
@@ -190,9 +215,54 @@ def variance_two_pass():
 
 @case
 def cross_entropy():
+    # one persistent row kernel: max, sum of exponentials and the target's logit in one read
     return (lambda t, x, y: t.nn.functional.cross_entropy(x, y),
             [make_input((12, 33), ember.float32, specials=False), ember.tensor(np.arange(12) * 5 % 33)],
-            {"rtol": 1e-5, "atol": 1e-6, "externs": True})
+            {"rtol": 1e-5, "atol": 1e-6})
+
+
+def _targets(rows, classes, ignore=-100):
+    y = np.arange(rows) * 7 % classes
+    y[::4] = ignore
+    return ember.tensor(y)
+
+
+@case
+def cross_entropy_weighted_smoothed():
+    def program(t, x, y, w):
+        f = t.nn.functional
+        return (f.cross_entropy(x, y, weight=w, ignore_index=5, label_smoothing=0.1),
+                f.cross_entropy(x, y, weight=w, ignore_index=5, reduction="none"),
+                f.nll_loss(t.log_softmax(x, 1), y, ignore_index=5, reduction="sum"))
+    return (program, [make_input((13, 40), ember.float32, specials=False), _targets(13, 40, ignore=5),
+                      make_input((40,), ember.float32, seed=3, low=0.2, high=2.0, specials=False)],
+            {"rtol": 1e-5, "atol": 1e-5})
+
+
+@case
+def cross_entropy_looped_rows():
+    # rows longer than one block (PERSISTENT_MAX)
+    return (lambda t, x, y: t.nn.functional.cross_entropy(x, y, label_smoothing=0.05),
+            [make_input((3, 9000), ember.float32, specials=False), _targets(3, 9000)], {"rtol": 1e-5, "atol": 1e-5})
+
+
+def _class_nll_backward(t, x, y, w, g):
+    """The input gradient of cross_entropy(reduction="none", label_smoothing=0.1) for output
+    gradient ``g``: ember's backward op (what an AOT backward graph holds), torch's autograd."""
+    smoothing, classes = 0.1, x.shape[1]
+    if t is ember:
+        return ember.ops._class_nll_backward(g * (1 - smoothing), g * (smoothing / classes), x, y, w, -100, False)
+    x = x.detach().requires_grad_(True)
+    loss = t.nn.functional.cross_entropy(x, y, weight=w, reduction="none", label_smoothing=smoothing)
+    return t.autograd.grad(loss, x, g)[0]
+
+
+@case
+def cross_entropy_backward():
+    return (_class_nll_backward, [make_input((11, 37), ember.float32, specials=False), _targets(11, 37),
+                                  make_input((37,), ember.float32, seed=4, low=0.2, high=2.0, specials=False),
+                                  make_input((11,), ember.float32, seed=5, specials=False)],
+            {"rtol": 1e-5, "atol": 1e-6})
 
 
 def run_case(name: str, device: str) -> None:

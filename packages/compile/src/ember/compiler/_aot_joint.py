@@ -96,7 +96,8 @@ def trace_joint(gm, example_inputs: list):
     from ember.autograd.formulas import FORMULAS, Inputs
 
     functional = {"narrow": _NarrowGrad(False, FORMULAS.get("narrow")),
-                  "slice": _NarrowGrad(True, FORMULAS.get("slice"))}
+                  "slice": _NarrowGrad(True, FORMULAS.get("slice")),
+                  "_class_nll": _ClassNllGrad()}
 
     rec = Recorder(_StrictOwner())
     try:
@@ -215,6 +216,22 @@ def trace_joint(gm, example_inputs: list):
     finally:
         rec.discard()
     return joint, len(outs), n_forward, needs, diff_outputs, len(tangents)
+
+
+class _ClassNllGrad:
+    """cross-entropy's backward as its one op, ``_class_nll_backward``, which the code generator
+    decomposes into one row kernel (the engine's formula traces the composite it keeps for
+    double backward: a softmax, an extern gather and several full-size passes)."""
+
+    save_output = False
+
+    def backward(self, grads, inputs, outputs):
+        x, target, weight, ignore_index, log_probs, smooth = inputs.args[:6]
+        g_smooth = grads[1] if smooth and len(grads) > 1 else None
+        g_nll = grads[0]
+        if g_nll is None and g_smooth is None:
+            return (None,)
+        return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
 
 
 class _NarrowGrad:

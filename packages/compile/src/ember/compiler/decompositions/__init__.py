@@ -6,7 +6,7 @@ lower to the core set (pointwise ops, reductions, views, matmul and convolution)
 ``make_fx(decomposition_table=...)`` and export's ``run_decompositions`` share this table.
 """
 
-from . import _composites  # noqa: F401 - registers the table's rows
+from . import _composites, _losses  # noqa: F401 - registers the table's rows
 from ._registry import (
     DECOMPOSITIONS,
     DecompositionTable,

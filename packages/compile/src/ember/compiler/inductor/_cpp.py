@@ -162,6 +162,7 @@ class CppKernelWriter:
         for n in k.nodes:
             exprs.append(n.store_index)
             exprs.extend(ld.index for ld in n.loads)
+            exprs.extend(n.positions)  # iota values: a merged loop must not change what they read
         exprs = [e.xreplace(unit) for e in exprs]
         inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
         outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
@@ -231,14 +232,15 @@ class CppKernelWriter:
         only divides what is there: ``e`` (an exp, say) is computed once instead of twice. Only
         when the output holds the compute dtype, so the values are bit-identical.
         """
-        self.stash, self.rescale = {}, {}
+        self.stash, self.rescale, self.reread = {}, {}, {}
         nodes = self.k.nodes
         for i, r in enumerate(nodes):
             if not r.is_reduction or r.buf.reduce_type != "sum":
                 continue
             for q in nodes[i + 1:]:
                 e = q.expr
-                if q.is_reduction or q.epilogue or q.buf.name in self.k.local or q in self.rescale:
+                if q.is_reduction or q.epilogue or q.buf.name in self.k.local or id(q) in self.rescale \
+                        or id(q) in self.reread:
                     continue
                 if q.target != q.buf.name or q.buf.dtype is not r.buf.acc_dtype:
                     continue
@@ -246,6 +248,13 @@ class CppKernelWriter:
                         and isinstance(e.args[1], Load) and e.args[1].buf == r.buf.name:
                     self.stash[id(r)] = q
                     self.rescale[id(q)] = r
+                    break
+                if isinstance(r.expr, Call) and r.expr in set(walk(e)):
+                    # a later output computed from the summed term (cross-entropy's backward reads
+                    # exp(x - max) again): the sum's loop stores the term there, the output's loop
+                    # reads it back instead of computing it (an exp) a second time
+                    self.stash[id(r)] = q
+                    self.reread[id(q)] = r
                     break
 
     def _rescale_member(self, node, r, inner, indent, par):
@@ -374,10 +383,16 @@ class CppKernelWriter:
         if id(node) in getattr(self, "rescale", {}):
             return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         if not node.is_reduction:
-            streamed = self._streaming_member(node, inner, indent, par, total)
+            summed = getattr(self, "reread", {}).get(id(node))
+            streamed = None if summed is not None else self._streaming_member(node, inner, indent, par, total)
             if streamed is not None:
                 return streamed
             lines.extend(self._open(inner, indent, par, simd=True))
+            if summed is not None:
+                term = self.tmp()
+                idx = self.itext(node.store_index.xreplace(self.subs))
+                body.lines.append(f"{loop_indent}{C.C_TYPES[node.buf.dtype]} {term} = {node.target}[{idx}];")
+                body.cache[summed.expr] = term
             value = body.value(node.expr)
             self._store(node, value, body)
             lines.extend(body.lines)

@@ -50,7 +50,10 @@ def _scalars_to_device(args) -> tuple:
     device = next((a._device for a in args if isinstance(a, Tensor) and a._device.type == "cuda"), None)
     if device is None or not any(isinstance(a, Tensor) and a._device.type == "cpu" and not a._shape for a in args):
         return args
-    return tuple(a.to(device) if isinstance(a, Tensor) and a._device.type == "cpu" and not a._shape else a
+    from ._wrapper import _scalar_to
+
+    # cached per value (a copy per call would synchronize the stream): the graph only reads it
+    return tuple(_scalar_to(a, device) if isinstance(a, Tensor) and a._device.type == "cpu" and not a._shape else a
                  for a in args)
 
 

@@ -27,6 +27,7 @@ from . import (
 from ._ir import (
     Buffer,
     ComputedBuffer,
+    Const,
     ExternBuffer,
     InputBuffer,
     ReductionBuffer,
@@ -198,6 +199,11 @@ class GraphLowering:
             return value
         if value.dtype.is_complex:
             raise GraphFallback("complex constant")
+        if value.dim() == 0 and value._device.type == "cpu" and self._device_seen and self.device.type != "cpu":
+            # a Python number make_fx kept as a 0-dim CPU constant (masked_fill's value) in a device
+            # graph: its value is a literal of the kernels
+            const = Const(value.item(), compute_of(value.dtype))
+            return TensorValue((), value.dtype, lambda idx: const, origin=node.name)
         self._check_device(value)
         buf = InputBuffer(f"const_{node.name}", value.shape, value.dtype, strides=value.stride())
         buf.position = None
@@ -275,6 +281,7 @@ class GraphLowering:
             result = TensorValue(dst.shape, dst.dtype, _loader_for(self, value, dst.shape, compute_of(compute)))
             dst.loader, dst.buffer, dst.layout = result.loader, None, None
             dst._size = None
+            dst._full_reads = None
             dst.reads = 0
             return dst
         return None
@@ -297,6 +304,7 @@ class GraphLowering:
 
     def _run_traced(self, fn, args, kwargs, fallback=True):
         mode = _LoweringMode(self)
+        done = len(self.items)
         try:
             meta_args = mode.to_meta(args)
             meta_kwargs = mode.to_meta(kwargs)
@@ -306,6 +314,9 @@ class GraphLowering:
         except GraphFallback:
             raise
         except Exception as exc:  # data-dependent Python, an op the meta kernel rejects, ...
+            # what the attempt lowered so far feeds nothing now: drop it (no dead kernels)
+            if not any(isinstance(item, ExternCall) and item.mutates for item in self.items[done:]):
+                del self.items[done:]
             if not fallback:
                 raise Unsupported(str(exc)) from exc
             return self.extern(fn, args, kwargs)
@@ -321,7 +332,11 @@ class GraphLowering:
         value.reads += 1
         if value.buffer is None:
             size = value.expr_size()
-            if size > MAX_EXPR or (value.reads > 1 and size > config.inline_limit):
+            # a value read by several consumers is stored once when recomputing it would cost
+            # more compute, or more memory traffic: a residual stream (x + a + b ...) re-read from
+            # every partial sum by each later layer's kernels is the case (mini-GPT: 8 buffers
+            # read by its last layer_norm)
+            if size > MAX_EXPR or (value.reads > 1 and (size > config.inline_limit or value.full_reads() > 2)):
                 self.realize(value)
         snap = TensorValue(value.shape, value.dtype, value.loader, buffer=value.buffer, origin=value.origin)
         snap.origins = getattr(value, "origins", set())

@@ -272,6 +272,7 @@ class TensorValue:
         self.layout = None
         self.id = next(self._ids)
         self._size = None
+        self._full_reads = 0
 
     @property
     def ndim(self) -> int:
@@ -284,8 +285,18 @@ class TensorValue:
         """Nodes in one element's expression: the cost of recomputing it per consumer."""
         if self._size is None:
             index = [sympy.Symbol(f"q{i}", integer=True, nonnegative=True) for i in range(self.ndim)]
-            self._size = len(walk(self.load(index)))
+            nodes = walk(self.load(index))
+            self._size = len(nodes)
+            # the buffers one element reads in full (as many elements as the value has)
+            own = set(index)
+            self._full_reads = len({n.buf for n in nodes if isinstance(n, Load) and own <= n.index.free_symbols})
         return self._size
+
+    def full_reads(self) -> int:
+        """How many buffers one element of the value reads at its own position (not broadcast):
+        what each consumer that recomputes it reads again."""
+        self.expr_size()
+        return self._full_reads
 
 
 class Buffer:

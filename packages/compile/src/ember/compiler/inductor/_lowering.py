@@ -17,6 +17,7 @@ from ember._src.tensor import new_empty_tensor
 from ._ir import (
     Call,
     Const,
+    IndexValue,
     TensorValue,
     cast,
     compute_dtype,
@@ -306,9 +307,15 @@ def _mixes_with_graph_tensors(ctx) -> bool:
                for user in node.users)
 
 
+def _on_graph_device(ctx, device) -> bool:
+    """Whether a factory makes its tensor where the graph's kernels run. A decomposition runs on
+    meta stand-ins of the graph's values, so its ``device=x.device`` reads meta: the graph's."""
+    return to_device(device) in (ctx.device, META) if device is not None else to_device(device) == ctx.device
+
+
 @register("full")
 def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
-    if to_device(device) != ctx.device and not (len(size) == 0 and _mixes_with_graph_tensors(ctx)):
+    if not _on_graph_device(ctx, device) and not (len(size) == 0 and _mixes_with_graph_tensors(ctx)):
         raise Unsupported("device")  # made elsewhere than the graph's kernels run: eagerly
     d = dt.to_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
     if isinstance(fill_value, bool):
@@ -317,3 +324,18 @@ def _full(ctx, size, fill_value, dtype=None, device=None, **ignored):
         raise Unsupported("complex fill")
     const = Const(fill_value, compute_dtype(d))
     return TensorValue([sym(s) for s in size], d, lambda idx: const, origin="full")
+
+
+@register("arange_affine")
+def _arange_affine(ctx, n, start, step, dtype=None, device=None, **ignored):
+    """An integer range as index arithmetic (the iota a one-hot compare reads, never stored);
+    float ranges stay eager (its kernel rounds ``start + i * step`` from float64 once)."""
+    if not _on_graph_device(ctx, device):
+        raise Unsupported("device")
+    d = dt.to_dtype(dtype) if dtype is not None else dt.int64
+    if d.is_floating_point or d.is_complex or d is dt.bool or not isinstance(start, int) \
+            or not isinstance(step, int) or isinstance(start, bool):
+        raise Unsupported("arange of this dtype")
+    if d is not dt.int64 and d is not dt.int32:
+        raise Unsupported("narrow integer range")  # wraps around as eager's copy does: leave it there
+    return TensorValue([sym(n)], d, lambda idx: IndexValue(start + step * idx[0], d), origin="arange")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sympy
 
 from ._graph import ExternCall
-from ._ir import ComputedBuffer, Load, ReductionBuffer, loads_of, same_expr
+from ._ir import ComputedBuffer, IndexValue, Load, ReductionBuffer, loads_of, same_expr, walk
 
 
 class SchedNode:
@@ -38,6 +38,8 @@ class SchedNode:
             self.store_index = buf.target.index(self.vars)
         self.target = buf.target.name
         self.loads: list[Load] = loads_of(self.expr)
+        # index expressions used as values (an iota): loop collapsing must keep them intact
+        self.positions = [e.index for e in walk(self.expr) if isinstance(e, IndexValue)]
 
 
 class Kernel:

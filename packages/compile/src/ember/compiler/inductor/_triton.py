@@ -10,8 +10,9 @@ reduction kernel puts its rows on ``xindex`` (``[XBLOCK, 1]``) and the reduced e
   prologue, each reduction, the per-row epilogue, the pointwise work after) shares one body,
   so what a row loads it loads once (softmax reads ``x`` once, layer_norm too: the variance
   is a second pass over registers, not memory);
-- *looped*: each member runs its own ``for roffset in range(0, rnumel, RBLOCK)`` loop with a
-  ``[XBLOCK, RBLOCK]`` accumulator, reduced across the block after the loop.
+- *looped*: members share ``for roffset in range(0, rnumel, RBLOCK)`` loops (passes) with
+  ``[XBLOCK, RBLOCK]`` accumulators, reduced across the block after the loop; a pass ends where
+  a member needs a finished row, except for online softmax and Welford (``_triton_looped``).
 
 Static sizes are literals (Triton sees the contiguity it needs to vectorize); symbolic sizes
 are ``int64`` kernel arguments, so a new batch size reuses the compiled kernel. A value one
@@ -30,6 +31,7 @@ from . import _triton_ops as T
 from ._cpp import collapse
 from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product
 from ._scheduler import Kernel
+from ._triton_looped import LoopedEmitter
 from ._triton_reduce import ReductionEmitter, Unsupported
 
 INT32_LIMIT = 2 ** 31
@@ -129,7 +131,7 @@ class _Body:
         return name
 
 
-class TritonKernelWriter(ReductionEmitter):
+class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
     def __init__(self, kernel: Kernel, buffers: dict):
         self.k = kernel
         self.buffers = buffers
@@ -188,7 +190,11 @@ class TritonKernelWriter(ReductionEmitter):
         block = self.zero if mask == "xmask" else self.zero_full  # a per-row load, or a full one
         if mask == "xrmask":
             free = load.index.xreplace(self.subs).free_symbols
-            if free & self.inner_vars and not free & self.outer_vars:
+            if free & self.outer_vars and not free & self.inner_vars:
+                # one element a row (cross-entropy's target): an [XBLOCK, 1] load, not a
+                # broadcast of it over the row's block
+                mask = "xmask"
+            elif free & self.inner_vars and not free & self.outer_vars:
                 # the same elements for every row (layer_norm's weight): a [1, RBLOCK] load that
                 # the rows of the block share, masked by the row length alone
                 mask = self.shared_mask
@@ -218,6 +224,7 @@ class TritonKernelWriter(ReductionEmitter):
         for n in k.nodes:
             exprs.append(n.store_index)
             exprs.extend(ld.index for ld in n.loads)
+            exprs.extend(n.positions)  # iota values: a merged loop must not change what they read
         exprs = [e.xreplace(unit) for e in exprs]
         inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
         outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
@@ -324,6 +331,7 @@ class TritonKernelWriter(ReductionEmitter):
     def _reduction_body(self, outer, inner, xnumel, rnumel, persistent, wide) -> list[str]:
         i = "    "
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
+        self._rnumel = rnumel
         lines = [f"{i}rnumel = {index_text(rnumel)}",
                  f"{i}xoffset = {pid} * XBLOCK", f"{i}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
                  f"{i}xmask = xindex < xnumel", f"{i}rbase = tl.arange(0, RBLOCK)[None, :]"]
@@ -349,29 +357,7 @@ class TritonKernelWriter(ReductionEmitter):
                 self._member(node, row_body if node.epilogue else body, None)
             return lines + body.lines
         self.zero_full = "0 * (xindex + rindex)"
-        for node in self.k.nodes:
-            lines.extend(self._looped_member(node, inner))
-        return lines
-
-    def _looped_member(self, node, inner) -> list[str]:
-        i = "    "
-        if node.epilogue:
-            body = _Body(self, i, "xmask")
-            self._member(node, body, None)
-            return body.lines
-        lines = [f"{i}# {node.buf.name}: {', '.join(node.buf.origins)}"]
-        acc = self._acc_init(node, i) if node.is_reduction else []
-        lines += acc
-        lines.append(f"{i}for roffset in tl.range(0, rnumel, RBLOCK):")
-        j = i + "    "
-        lines += [f"{j}rindex = roffset + rbase", f"{j}rmask = rindex < rnumel", f"{j}xrmask = xmask & rmask"]
-        lines += self._decompose(inner, "rindex", j)
-        body = _Body(self, j, "xrmask")
-        self._member(node, body, i, comment=False)
-        lines += body.lines
-        if node.is_reduction:
-            lines += self._acc_finish(node, i)
-        return lines
+        return lines + self._looped_passes(inner)
 
     # -- members -------------------------------------------------------------------------------
 

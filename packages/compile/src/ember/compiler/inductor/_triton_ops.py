@@ -72,6 +72,15 @@ def _logaddexp(a, b):
     r = m + libdevice.log1p(tl.exp(-tl.abs(a - b)))
     return tl.where((a == b) & (tl.abs(a) == float("inf")), a, r)
 ''',
+    # max/min combines where a NaN wins (one max.NaN instruction on the GPU; eager propagates NaN)
+    "_max_nan_combine": '''@triton.jit
+def _max_nan_combine(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_min_nan_combine": '''@triton.jit
+def _min_nan_combine(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
     "_prod_combine": '''@triton.jit
 def _prod_combine(a, b):
     return a * b

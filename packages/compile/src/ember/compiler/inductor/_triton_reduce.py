@@ -2,8 +2,9 @@
 
 A mixin of ``_triton.TritonKernelWriter``. A looped reduction keeps a ``[XBLOCK, RBLOCK]``
 accumulator across its ``roffset`` loop and reduces it across the block after the loop; a
-persistent one reduces the whole row's block at once. ``max``/``min`` of floats carry a NaN
-flag beside the value (Triton's ``tl.max`` drops NaN; eager's propagates it); ``any``/``all``
+persistent one reduces the whole row's block at once. ``max``/``min`` of floats combine with
+``tl.maximum(..., propagate_nan=ALL)`` (Triton's ``tl.max`` drops NaN; eager's propagates it),
+one instruction where a NaN flag beside the value cost a second reduction; ``any``/``all``
 accumulate int32 flags.
 """
 
@@ -42,10 +43,7 @@ class ReductionEmitter:
     def _acc_init(self, node, i) -> list[str]:
         buf = node.buf
         t = "tl.int32" if buf.reduce_type in ("any", "all") else T.TL_TYPES[buf.acc_dtype]
-        lines = [f"{i}acc_{buf.name} = tl.full([XBLOCK, RBLOCK], {self._init_value(buf)}, {t})"]
-        if buf.reduce_type in ("max", "min") and buf.acc_dtype.is_floating_point:
-            lines.append(f"{i}nan_{buf.name} = tl.zeros([XBLOCK, RBLOCK], tl.int32)")
-        return lines
+        return [f"{i}acc_{buf.name} = tl.full([XBLOCK, RBLOCK], {self._init_value(buf)}, {t})"]
 
     def _acc_finish(self, node, i) -> list[str]:
         buf = node.buf
@@ -58,10 +56,7 @@ class ReductionEmitter:
             self.helpers.add("_prod_combine")
             row = body.emit(f"tl.reduce({name}, 1, _prod_combine)[:, None]", buf.acc_dtype)
         elif rt in ("max", "min"):
-            row = body.emit(f"tl.{rt}({name}, 1)[:, None]", buf.acc_dtype)
-            if buf.acc_dtype.is_floating_point:
-                row = body.emit(f"tl.where(tl.max(nan_{buf.name}, 1)[:, None] > 0, float(\"nan\"), {row})",
-                                buf.acc_dtype)
+            row = body.emit(f"{self._extreme(rt, buf, name)}[:, None]", buf.acc_dtype)
         elif rt == "any":
             row = body.emit(f"tl.max({name}, 1)[:, None] != 0", dt.bool)
         else:
@@ -77,16 +72,21 @@ class ReductionEmitter:
             self.helpers.add("_prod_combine")
             return body.emit(f"tl.reduce(tl.where({mask}, {v}, 1), 1, _prod_combine)[:, None]", buf.acc_dtype)
         if rt in ("max", "min"):
-            row = body.emit(f"tl.{rt}(tl.where({mask}, {v}, {init}), 1)[:, None]", buf.acc_dtype)
-            if buf.acc_dtype.is_floating_point:
-                row = body.emit(f"tl.where(tl.max(tl.where({mask} & ({v} != {v}), 1, 0), 1)[:, None] > 0, "
-                                f"float(\"nan\"), {row})", buf.acc_dtype)
-            return row
+            block = f"tl.where({mask}, {v}, {init})" if mask else v
+            return body.emit(f"{self._extreme(rt, buf, block)}[:, None]", buf.acc_dtype)
         if rt == "any":
             return body.emit(f"tl.max(tl.where({mask} & ({v} != 0), 1, 0), 1)[:, None] != 0", dt.bool)
         if rt == "all":
             return body.emit(f"tl.max(tl.where({mask} & ({v} == 0), 1, 0), 1)[:, None] == 0", dt.bool)
         raise Unsupported(f"reduction {rt}")
+
+    def _extreme(self, rt, buf, block: str) -> str:
+        """The row max/min of ``block`` (a NaN wins for floats)."""
+        if not buf.acc_dtype.is_floating_point:
+            return f"tl.{rt}({block}, 1)"
+        combine = "_max_nan_combine" if rt == "max" else "_min_nan_combine"
+        self.helpers.add(combine)
+        return f"tl.reduce({block}, 1, {combine})"
 
     def _accumulate(self, body, buf, v: str) -> None:
         """One step of a looped reduction: fold the block ``v`` into the accumulator."""
@@ -95,11 +95,13 @@ class ReductionEmitter:
             body.lines.append(f"{ind}{name} = {name} + tl.where(xrmask, {v}, 0)")
         elif rt == "prod":
             body.lines.append(f"{ind}{name} = {name} * tl.where(xrmask, {v}, 1)")
+        elif rt in ("max", "min") and buf.acc_dtype.is_floating_point:
+            fn = "maximum" if rt == "max" else "minimum"
+            body.lines.append(f"{ind}{name} = tl.where(xrmask, tl.{fn}({name}, {v}, "
+                              f"propagate_nan=tl.PropagateNan.ALL), {name})")
         elif rt in ("max", "min"):
             op = ">" if rt == "max" else "<"
             body.lines.append(f"{ind}{name} = tl.where(xrmask & ({v} {op} {name}), {v}, {name})")
-            if buf.acc_dtype.is_floating_point:
-                body.lines.append(f"{ind}nan_{buf.name} = tl.where(xrmask & ({v} != {v}), 1, nan_{buf.name})")
         elif rt == "any":
             body.lines.append(f"{ind}{name} = tl.where(xrmask & ({v} != 0), 1, {name})")
         elif rt == "all":

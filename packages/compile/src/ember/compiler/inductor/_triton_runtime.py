@@ -25,11 +25,14 @@ import os
 import sys
 import threading
 import time
+from functools import reduce
+from operator import or_
 
 from . import config
 from ._codecache import cache_dir
 
 _MODULES: dict = {}
+_all_aligned = "aligned"  # the launcher key of a call whose every pointer and size is a multiple of 16
 _LOCK = threading.Lock()
 # Launches over fewer elements take the first candidate untimed: they run for microseconds, where
 # configurations differ by less than compiling the others costs (the mini-GPT's backward compiled
@@ -253,7 +256,7 @@ class TritonKernel:
         self.max_autotune = config.max_autotune
         self.signature = signature_of(spec)
         self._launchers: dict = {}  # (config, alignment of each argument) -> device launcher
-        self._sized: dict = {}  # (xnumel, rnumel) -> config
+        self._sized: dict = {}  # (xnumel, rnumel) -> (config, grid)
         self._is_ptr = [kind == "ptr" for kind, _ in spec.params]
         self._arg_names = [what if kind == "ptr" else what.name for kind, what in spec.params] + ["xnumel"]
         self._index = device.index or 0
@@ -264,9 +267,20 @@ class TritonKernel:
             self.best.update(load_tuning(spec, device))
 
     def __call__(self, *args, xnumel: int, rnumel: int = 1):
+        sized = self._sized.get((xnumel, rnumel))
+        if sized is not None and not self.interpret:
+            # the common call: this size was launched before (a fixed grid, a known configuration)
+            cfg, grid = sized
+            values = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
+            values.append(xnumel)
+            launcher = self._launchers.get((cfg, _all_aligned if not reduce(or_, values) & 15 else
+                                            tuple(v & 15 == 0 for v in values)))
+            if launcher is not None:
+                launcher(grid, self._stream(self._index), *values)
+                return
         if xnumel == 0:
             return  # an empty output: nothing to launch
-        cfg = self._sized.get((xnumel, rnumel))
+        cfg = sized[0] if sized is not None else None
         if cfg is None:
             # tuned once per size class (a power of two of rows), looked up per exact size
             key = (_pow2(xnumel), rnumel if self.spec.persistent else _pow2(rnumel))
@@ -277,7 +291,7 @@ class TritonKernel:
                     from ._triton_cache import store_tuning
 
                     store_tuning(self.spec, self.device, self.best)  # a later process skips the timing
-            self._sized[(xnumel, rnumel)] = cfg
+            self._sized[(xnumel, rnumel)] = (cfg, (-(-xnumel // cfg[0]), 1, 1))
         self._launch(cfg, args, xnumel)
 
     def _choose(self, args, xnumel, rnumel):
@@ -326,10 +340,11 @@ class TritonKernel:
         values.append(xnumel)
         # which pointers and sizes are multiples of 16 (Triton's vectorization needs to know)
         aligned = tuple(v & 15 == 0 for v in values)
-        launcher = self._launchers.get((cfg, aligned))
+        key = (cfg, _all_aligned if all(aligned) else aligned)
+        launcher = self._launchers.get(key)
         if launcher is None:
             names = tuple(n for n, a in zip(self._arg_names, aligned) if a)
-            launcher = self._launchers[(cfg, aligned)] = self.backend.compile_triton(
+            launcher = self._launchers[key] = self.backend.compile_triton(
                 self.spec.source, self.spec.name, self.signature, self._constexprs(cfg), names, cfg[2], 1,
                 self._index)
         launcher(grid, self._stream(self._index), *values)

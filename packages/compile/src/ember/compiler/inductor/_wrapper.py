@@ -13,13 +13,17 @@ import ctypes
 import sympy
 
 from ember._src import dtypes as dt
-from ember._src.device import CPU
+from ember._src import grad_mode
+from ember._src.device import CPU, get_backend
 from ember._src.shapes import contiguous_strides as _int_strides
 from ember._src.tensor import Tensor, make_tensor, make_view, new_empty_tensor
 
 from ._cpp import index_text
 from ._graph import ExternCall, StridedView
 from ._ir import Buffer, InputBuffer, TensorValue, product
+
+_GRAD_STATE = grad_mode.STATE
+_INFERENCE_USED = grad_mode.INFERENCE_USED
 
 
 class InputMismatch(Exception):
@@ -30,9 +34,35 @@ def _empty(shape, dtype, device=CPU):
     return new_empty_tensor(shape, dtype, device)
 
 
+def _empty_on(device, nbytes: int, shape, strides, dtype):
+    """A fresh buffer of a static shape on a plugin device (CUDA): its strides and byte size were
+    worked out when the wrapper was written, so a call only allocates."""
+    if _INFERENCE_USED[0] and _GRAD_STATE.inference:
+        return new_empty_tensor(shape, dtype, device)  # it marks inference tensors
+    storage = get_backend(device.type).allocate(nbytes, False, device)
+    return make_tensor(storage, shape, strides, 0, dtype, getattr(storage, "device", device))
+
+
 def _reuse(old: Tensor, shape, dtype):
     """A buffer of ``shape``/``dtype`` over the storage of a dead buffer of the same byte size."""
     return make_tensor(old._storage, shape, _int_strides(shape), 0, dtype, old._device)
+
+
+_SCALARS: dict = {}  # (device, dtype, repr(value)) -> a 0-dim device tensor holding the value
+
+
+def _scalar_to(t: Tensor, device) -> Tensor:
+    """A 0-dim CPU tensor's value on ``device``, read-only. A host-to-device copy synchronizes the
+    stream (the host then waits for every kernel queued before it, each call), so each value is put
+    there once, by a fill kernel on the stream, and kept for later calls."""
+    value = t.item()
+    key = (device, t.dtype, repr(value))  # repr: -0.0 and NaN are values of their own
+    out = _SCALARS.get(key)
+    if out is None:
+        if len(_SCALARS) >= 256:
+            _SCALARS.clear()
+        out = _SCALARS[key] = __import__("ember").full((), value, dtype=t.dtype, device=device)
+    return out
 
 
 def _view(base: Tensor, shape, strides, offset):
@@ -54,8 +84,8 @@ def _py(expr) -> str:
 
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
-    return {"_empty": _empty, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
-            "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
+    return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
+            "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
 
 
 def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
@@ -161,7 +191,8 @@ class WrapperWriter:
             checks.append(f"not isinstance({n}, _Tensor) or {n}.dtype is not ember.{buf.dtype.name}")
             if getattr(buf, "host_scalar", False) and g.device.type != "cpu":
                 checks.append(f"{n}._device.type != 'cpu'")  # a 0-dim CPU tensor, moved below
-                moves.append(f"    {n} = {n}.to(_dev)")
+                shared = buf.name not in self._written_or_returned()
+                moves.append(f"    {n} = _scalar_to({n}, _dev)" if shared else f"    {n} = {n}.to(_dev)")
             else:
                 checks.append(f"{n}._device != _dev")  # kernels read one device's memory
             checks.append(f"len({n}._shape) != {len(buf.shape)}")
@@ -179,6 +210,17 @@ class WrapperWriter:
             self.lines.append("    if " + " or ".join(f"({c})" for c in strides) + ":")
             self.lines.append("        raise InputMismatch")
         self.lines.extend(moves)
+
+    def _written_or_returned(self) -> set:
+        """Inputs the graph writes or returns (a cached device scalar must be neither)."""
+        names = {b.name for b in _flat_buffers(self.g.output_template)}
+        for entry in self.plan:
+            if isinstance(entry, ExternCall):
+                if entry.mutates:
+                    names |= _names_used(entry)
+            else:
+                names |= {n.target for n in entry.nodes}
+        return names
 
     def _last_uses(self) -> dict:
         self.buffers = self.g.all_buffers
@@ -208,6 +250,11 @@ class WrapperWriter:
             if pool.get(key) and buf.name not in self.output_names:
                 old = pool[key].pop()
                 self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
+            elif self.device_arg and not any(s.free_symbols for s in buf.shape):
+                strides = self.shape_text(_int_strides(tuple(int(s) for s in buf.shape)))
+                nbytes = int(product(buf.shape)) * buf.dtype.itemsize
+                self.lines.append(f"    {buf.name} = _empty_on(_dev, {nbytes}, {shape}, {strides}, "
+                                  f"ember.{buf.dtype.name})")
             else:
                 self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name}{self.device_arg})")
             self.allocated.add(buf.name)
@@ -229,7 +276,38 @@ class WrapperWriter:
                 args.append(str(what))
         self.lines.append(f"    {kernel.name}({', '.join(args)})")
 
+    def _gemm(self, call: ExternCall) -> bool:
+        """``mm``/``bmm`` of static, non-empty operands on a plugin device with a ``gemm`` hook
+        (CUDA: cuBLAS) as that call alone into a fresh buffer: the op's checks, views and
+        dispatch held the shapes and dtypes the graph was specialized to (~1/3 of the mini-GPT
+        forward's host time)."""
+        name = getattr(call.fn, "name", None)
+        if self.g.device.type == "cpu" or name not in ("mm", "bmm") or call.kwargs or call.mutates:
+            return False
+        gemm = getattr(get_backend(self.g.device.type), "gemm", None)
+        out = call.outputs
+        if gemm is None or not isinstance(out, Buffer) or len(call.args) != 2:
+            return False
+        a, b = call.args
+        shapes = [x.shape for x in (a, b, out)]
+        dtypes = {(x.buffer if isinstance(x, StridedView) else x).dtype for x in (a, b, out)}
+        rank = 2 if name == "mm" else 3
+        if any(len(s) != rank or any(d.free_symbols or int(d) <= 0 for d in s) for s in shapes) \
+                or len(dtypes) != 1 or out.dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
+            return False
+        if "_gemm" not in self.globals:
+            self.globals["_gemm"] = gemm
+        size = tuple(int(d) for d in out.shape)
+        nbytes = int(product(out.shape)) * out.dtype.itemsize
+        self.lines.append(f"    {out.name} = _empty_on(_dev, {nbytes}, {self.shape_text(size)}, "
+                          f"{self.shape_text(_int_strides(size))}, ember.{out.dtype.name})")
+        batch = 1 if rank == 2 else size[0]
+        self.lines.append(f"    _gemm({self.text(a)}, {self.text(b)}, {out.name}, {batch})  # {name}")
+        return True
+
     def _extern(self, call: ExternCall):
+        if self._gemm(call):
+            return
         fn_name = self.const(call.fn)
         args = [self.text(a) for a in call.args]
         args += [f"{k}={self.text(v)}" for k, v in call.kwargs.items()]
@@ -253,6 +331,14 @@ class WrapperWriter:
             inner = "".join(self._output_text(o) + ", " for o in obj)
             return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
         return self.text(obj)
+
+
+def _flat_buffers(obj) -> list:
+    if isinstance(obj, TensorValue):
+        return [obj.buffer] if obj.buffer is not None else []
+    if isinstance(obj, (list, tuple)):
+        return [b for o in obj for b in _flat_buffers(o)]
+    return []
 
 
 def _names_used(entry) -> set:

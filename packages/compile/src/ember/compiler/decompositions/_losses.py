@@ -1,0 +1,107 @@
+"""Decompositions of cross-entropy's two native ops, ``_class_nll`` and ``_class_nll_backward``.
+
+Both become row reductions over the (rows, classes) logits that the scheduler fuses into one
+kernel a row: the max, the sum of exponentials and the target's logit are reductions of the
+same row (the target is picked by a one-hot compare with an iota, so a row is read once), and
+everything per row after them is its epilogue. The arithmetic follows the eager kernels
+(``csrc/cpu/loss.cpp``): ``lse = max + log(sum(exp(x - max)))`` (the max itself where it is
+infinite), ``nll = -w[t] * (x[t] - lse)``, ``smooth = -(sum(w * x) - sum(w) * lse)``; rows
+whose target is ``ignore_index`` give 0. An out-of-range target, which eager rejects with an
+error before computing anything, gives a NaN loss for its row here (a kernel cannot raise).
+
+They are not *core* decompositions: export's ``run_decompositions()`` keeps ``_class_nll`` as one
+op, as PyTorch's core ATen set keeps ``nll_loss_forward``; the inductor uses them all.
+"""
+
+from __future__ import annotations
+
+from ember._src import dtypes as dt
+
+from ._composites import _compute
+from ._registry import ops, register_decomposition
+
+
+def _rows(x, target, ignore_index):
+    """(valid rows, one-hot of each row's target over the classes, out-of-range targets)."""
+    classes = x.shape[1]
+    valid = ops.ne(target, ignore_index)
+    # compared in int32 (one instruction an element on a GPU, not two): a target that wraps
+    # around picks a wrong column, but it is out of range, so its row is NaN anyway
+    narrow = dt.int32 if classes < 2 ** 31 else dt.int64
+    column = ops.arange_affine(classes, 0, 1, dtype=narrow, device=x.device)
+    onehot = ops.eq(ops.unsqueeze(ops._to_copy(target, dtype=narrow), 1), ops.unsqueeze(column, 0))
+    inside = ops.logical_and(ops.ge(target, 0), ops.lt(target, classes))
+    bad = ops.logical_and(valid, ops.logical_not(inside))
+    return valid, onehot, bad
+
+
+def _pick(onehot, values):
+    """``values[r, target[r]]`` per row as a reduction of the row (0 for a target out of range)."""
+    return ops.sum(ops.where(onehot, values, 0.0), [1])
+
+
+def _row_max_and_sum(x):
+    """(max, sum(exp(x - max))) of each row, the max kept as a (rows, 1) column."""
+    top = ops.amax(x, [1], True)
+    return top, ops.sum(ops.exp(ops.sub(x, top)), [1])
+
+
+@register_decomposition("_class_nll", core=False)
+def class_nll(input, target, weight, ignore_index, log_probs, smooth):
+    x = _compute(input)
+    classes = x.shape[1]
+    valid, onehot, bad = _rows(x, target, ignore_index)
+    w = None if weight is None else ops.unsqueeze(_compute(weight), 0)
+    picked = _pick(onehot, x)
+    w_target = 1.0 if w is None else _pick(onehot, w)
+    lse = None
+    if not log_probs:
+        top, total = _row_max_and_sum(x)
+        top = ops.squeeze(top, [1])
+        lse = ops.where(ops.isinf(top), top, ops.add(top, ops.log(total)))
+        picked = ops.sub(picked, lse)
+    nll = ops.where(valid, ops.neg(ops.mul(w_target, picked)), 0.0)
+    nll = ops.where(bad, float("nan"), nll)
+    wt = ops._to_copy(valid, dtype=x.dtype) if w is None else ops.where(valid, w_target, 0.0)
+    if smooth:
+        weighted = x if w is None else ops.mul(w, x)
+        total_x = ops.sum(weighted, [1])
+        if lse is not None:
+            w_sum = float(classes) if w is None else ops.sum(w, [1])
+            total_x = ops.sub(total_x, ops.mul(w_sum, lse))
+        sm = ops.where(valid, ops.neg(total_x), 0.0)
+    else:
+        sm = ops.full((0,), 0.0, dtype=x.dtype, device=x.device)
+    return nll, sm, wt
+
+
+@register_decomposition("_class_nll_backward", core=False)
+def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
+    """dx[r, i] = e[r, i] * (a + s * sum(w)) / sum(e[r]) - s * w[i] - (i == t) * a, with
+    e = exp(x - max), a = g_nll * w[t], s = g_smooth (as eager's one-pass kernel)."""
+    x = _compute(input)
+    classes = x.shape[1]
+    valid, onehot, _ = _rows(x, target, ignore_index)
+    w = None if weight is None else ops.unsqueeze(_compute(weight), 0)
+    zero = ops.full((), 0.0, dtype=x.dtype, device=x.device)
+    a = zero
+    if grad_nll is not None:
+        a = _compute(grad_nll)
+        if w is not None:
+            a = ops.mul(a, _pick(onehot, w))
+    s = None if grad_smooth is None else _compute(grad_smooth)
+    a_col = ops.unsqueeze(a, 1) if a.ndim == 1 else a
+    s_col = None if s is None else ops.unsqueeze(s, 1)
+    grad = zero
+    if not log_probs:
+        top, total = _row_max_and_sum(x)
+        scale = a
+        if s is not None:
+            w_sum = float(classes) if w is None else ops.sum(w, [1])
+            scale = ops.add(a, ops.mul(s, w_sum))
+        grad = ops.mul(ops.exp(ops.sub(x, top)), ops.unsqueeze(ops.div(scale, total), 1))
+    if s_col is not None:
+        grad = ops.sub(grad, s_col if w is None else ops.mul(s_col, w))
+    grad = ops.sub(grad, ops.where(onehot, a_col, 0.0))
+    grad = ops.where(ops.unsqueeze(valid, 1), grad, 0.0)
+    return ops._to_copy(grad, dtype=input.dtype) if grad.dtype is not input.dtype else grad
