@@ -130,3 +130,47 @@ def test_onnx_and_aoti_read_the_decomposed_program(tmp_path):
     with ember.no_grad():
         out = ember._inductor.aoti_load_package(path)(*args)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def _inplace_relu(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(6, 4)
+
+        def forward(self, x, y):
+            return lib.nn.functional.relu(self.lin(x + y), inplace=True)
+
+    return Net()
+
+
+def test_inplace_op_on_an_intermediate_is_the_value_later_uses_read():
+    ep = ember.export.export(_inplace_relu(ember), (ember.ones(2, 6), ember.ones(2, 6)))
+    tp = torch.export.export(_inplace_relu(torch), (torch.ones(2, 6), torch.ones(2, 6)))
+    assert ep.graph_signature.user_outputs == tp.graph_signature.user_outputs
+    assert [n.name for n in ep.graph.nodes] == [n.name for n in tp.graph.nodes]
+
+
+def test_module_children_and_data_dependent_error_match_torch():
+    # (modules without state, such as ReLU, are not rebuilt by ember's unflatten: docs/deviations.md)
+    tp = torch.export.export(_linear_bn(torch)[:2].eval(), _inputs(_linear_bn, torch))
+    ep = ember.export.export(_linear_bn(ember)[:2].eval(), _inputs(_linear_bn, ember))
+    names = [n for n, _ in ember.export.unflatten(ep).named_children()]
+    assert names == [n for n, _ in torch.export.unflatten(tp).named_children()]
+
+    def branchy(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x):
+                return x + 1 if x.sum() > 0 else x - 1
+
+        return Net()
+
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode as TorchGuard
+
+    from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    with pytest.raises(TorchGuard):
+        torch.export.export(branchy(torch), (torch.ones(3),))
+    with pytest.raises(GuardOnDataDependentSymNode) as info:
+        ember.export.export(branchy(ember), (ember.ones(3),))
+    assert isinstance(info.value, ember.export.UserError)  # what ember raised before

@@ -20,6 +20,11 @@ class InvalidBackend(TorchDynamoException):
         super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")
 
 
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A decision on a value only known when the program runs (``if x.sum() > 0:`` under
+    ``export``): PyTorch's ``torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode``."""
+
+
 class UserErrorType(enum.Enum):
     DYNAMIC_CONTROL_FLOW = enum.auto()
     ANTI_PATTERN = enum.auto()

@@ -24,7 +24,7 @@ from ember import nn
 from . import _pytree as pytree
 from ._dims import Dim
 from ._dynamic_shapes import input_names, normalize
-from ._errors import UserError, UserErrorType
+from ._errors import GuardOnDataDependentSymNode, UserError, UserErrorType
 from ._functionalize import lift_input_mutations
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._signature import (
@@ -290,7 +290,7 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         except Exception as exc:
             if type(exc).__name__ != "Unsupported":
                 raise
-            raise UserError(
+            raise GuardOnDataDependentSymNode(
                 UserErrorType.DYNAMIC_CONTROL_FLOW,
                 f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on "
                 "a tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, "
