@@ -239,8 +239,8 @@ def _schema_sample(op):
 
 
 def sample(name: str):
-    if name in SKIP or "random" in OPS[name].tags:
-        return None
+    if name in SKIP or "random" in OPS[name].tags or "composite" in OPS[name].tags:
+        return None  # a composite runs its decomposition's ops, which have samples of their own
     if name in MANUAL:
         return MANUAL[name]
     return _schema_sample(OPS[name])

@@ -163,7 +163,9 @@ def test_explain_reports_graphs_breaks_and_guards():
 
     ex = ember._dynamo.explain(f)(ember.ones(3))
     assert ex.graph_count == 2 and ex.graph_break_count == 1 and len(ex.graphs) == 2
-    assert ex.break_reasons[0].reason == "Tensor.item()"
+    torch._dynamo.reset()
+    expected = torch._dynamo.explain(f)(torch.ones(3)).break_reasons[0].reason
+    assert ex.break_reasons[0].reason.splitlines()[:2] == expected.splitlines()[:2]
     assert ex.ops_per_graph[0] == [ember.ops.mul, ember.ops.sum]
     assert ex.op_count == 3
     assert any("TENSOR_MATCH" in g for g in ex.out_guards)

@@ -407,3 +407,21 @@ def test_param_shapes_constant(constant):
     assert full_structure(egm) == full_structure(tgm)
     assert_close(eout, tout, atol=1e-5)
     assert any(n.target == "dim" for n in egm.graph.nodes) is (not constant)
+
+
+@ember.fx.wrap
+def _decorated_leaf(x, y):
+    return x * 2 + y
+
+
+@torch.fx.wrap
+def _decorated_leaf_torch(x, y):
+    return x * 2 + y
+
+
+def test_wrap_as_a_decorator_records_one_call_like_torch():
+    # The decorated name is bound only after wrap() returns: wrap must not require it.
+    gm = ember.fx.symbolic_trace(lambda x: _decorated_leaf(x, x))
+    tgm = torch.fx.symbolic_trace(lambda x: _decorated_leaf_torch(x, x))
+    assert [n.op for n in gm.graph.nodes] == [n.op for n in tgm.graph.nodes]
+    assert gm(ember.ones(2)).tolist() == tgm(torch.ones(2)).tolist()

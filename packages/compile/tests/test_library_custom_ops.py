@@ -189,3 +189,43 @@ def test_register_vmap_and_kernel_per_device():
     assert library.get_kernel(rowsum, "cpu") is not None
     with pytest.raises(NotImplementedError, match="CUDA"):
         library.get_kernel(rowsum, "cuda")
+
+
+def _numpy_sin_kernel(lib):
+    def numpy_sin(x: lib.Tensor) -> lib.Tensor:
+        return lib.from_numpy(np.sin(x.numpy()))
+
+    return numpy_sin
+
+
+def test_kernel_reads_numpy_of_inputs_that_require_grad_like_torch():
+    # PyTorch's custom-op tutorial: the kernel calls x.numpy(); it runs below autograd.
+    results = []
+    for lib in (torch, ember):
+        ns = _ns()
+
+        numpy_sin = lib.library.custom_op(f"{ns}::numpy_sin", mutates_args=())(_numpy_sin_kernel(lib))
+
+        numpy_sin.register_autograd(lambda ctx, g: g * ctx.x.cos(),
+                                    setup_context=lambda ctx, inputs, output: setattr(ctx, "x", inputs[0]))
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        y = numpy_sin(x)
+        y.sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+
+
+def test_impl_with_a_library_object_as_decorator_like_torch():
+    outs = []
+    for lib in (torch, ember):
+        ns = _ns()
+        library_obj = lib.library.Library(ns, "DEF")
+        library_obj.define("twice(Tensor x) -> Tensor")
+
+        @lib.library.impl(library_obj, "twice", "CPU")
+        def twice_cpu(x):
+            return x * 2
+
+        outs.append(getattr(lib.ops, ns).twice(lib.ones(2)).tolist())
+    assert outs[0] == outs[1]

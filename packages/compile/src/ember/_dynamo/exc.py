@@ -1,15 +1,11 @@
 """Exceptions of the capture, under PyTorch's ``torch._dynamo.exc`` names."""
 
-from ember.compiler._recorder import Unsupported
+from ember.compiler._exc import (
+    InvalidBackend,
+    TorchDynamoException,
+    Unsupported,
+    UserError,
+    UserErrorType,
+)
 
-
-class TorchDynamoException(RuntimeError):
-    pass
-
-
-class InvalidBackend(TorchDynamoException):
-    def __init__(self, name):
-        super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")
-
-
-__all__ = ["InvalidBackend", "TorchDynamoException", "Unsupported"]
+__all__ = ["InvalidBackend", "TorchDynamoException", "Unsupported", "UserError", "UserErrorType"]

@@ -19,8 +19,10 @@ import warnings
 from .. import _logging
 from .._logging import _log
 from . import _replay, config
+from ._break_reasons import explain_text, fullgraph_text
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
+from ._unbacked import plain_scalars
 
 log = logging.getLogger("ember._dynamo")
 _ALL: list = []  # weak references to every CompiledFunction (reset() clears their caches)
@@ -155,6 +157,8 @@ class CompiledFunction:
                 rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
             rec.flush(final=True)
+        if self.fullgraph:
+            result = plain_scalars(result)
         if observer is not None:
             self._add_entry(observer, rec, result)
         return result
@@ -176,10 +180,10 @@ class CompiledFunction:
 
     # -- called by the recorder ---------------------------------------------------------------
     def note_break(self, reason: str, frame, rec) -> None:
-        where = f"\n  {frame}" if frame is not None else ""
         if self.fullgraph:
-            raise Unsupported(f"graph break in a fullgraph=True compile: {reason}{where}")
-        brk = BreakReason(reason, frame)
+            where = f"\n\nfrom user code:\n   {frame}" if frame is not None else ""
+            raise Unsupported(f"{fullgraph_text(reason)}{where}")
+        brk = BreakReason(explain_text(reason), frame)
         if self.listener is not None:
             self.listener.on_break(brk)
         _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")

@@ -18,6 +18,7 @@ from ember.fx.node import has_side_effect
 
 from ._fake import fake_of
 from ._hooks import _PythonOp
+from ._op_facts import op_info
 from ._recorder import _GRAD_EVENT, Ref
 
 
@@ -141,6 +142,8 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         if nout < 0:
             env[first] = node
             _set_val(node, values[first])
+            if values[first] is None:
+                _rebind_inplace_result(env, func, targs, node)
         else:
             vals = []
             for i in range(nout):
@@ -159,6 +162,23 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         return fx.GraphModule(root, graph)
     finally:
         graph_module._LAZY[0] = False
+
+
+def _rebind_inplace_result(env: dict, func, targs, node) -> None:
+    """An in-place op on an intermediate (``relu_(linear)``) handed back its argument: later uses
+    read the in-place node, as in PyTorch's graphs (the returned value is ``relu_``, not
+    ``linear``). Graph inputs keep their placeholder (export lifts their mutations)."""
+    if type(func) is _PythonOp:
+        return
+    for pos in op_info(func)[0]:
+        if pos < len(targs) and type(targs[pos]) is Ref:
+            written = env.get(targs[pos].index)
+            if written is not None and written.op == "call_function":
+                env[targs[pos].index] = node
+                if "val" in written.meta:
+                    node.meta["val"] = written.meta["val"]
+                    node.meta["example_value"] = written.meta["val"]
+            return
 
 
 def _set_val(node, value_meta) -> None:

@@ -14,8 +14,11 @@ import sys
 from ember._src import dispatch
 from ember._src.tensor import Tensor
 
+from ._break_reasons import DATA_DEPENDENT_BRANCH
+from ._exc import Unsupported
 from ._lazy import LazyTensor
 from ._recorder import current, overlaps
+from ._user_frames import user_frame
 
 # Reasons that only read a value (no alias escapes through which the caller could write).
 _PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
@@ -26,6 +29,9 @@ def sync_hook(tensor, reason: str) -> None:
     if rec is None or rec.suspended:
         return
     rec.synced = True  # Python reads data: a replay of this call would not
+    fullgraph = rec.owner.fullgraph
+    if reason == "Tensor.tolist()" and fullgraph and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise Unsupported(f"Tensor.tolist() with non-integer tensor\n\nfrom user code:\n   {user_frame()}")
     if not rec.nodes:
         return
     if reason == "Tensor.backward()" or reason == "ember.save":
@@ -33,12 +39,16 @@ def sync_hook(tensor, reason: str) -> None:
     elif tensor is None:
         if not rec.has_random:
             return  # generator state: only pending random ops care
-    elif reason == "Tensor.item()" and rec.owner.fullgraph and type(tensor) is LazyTensor:
-        # fullgraph=True: PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in
-        # the graph instead of breaking; branching on a tensor (``bool``) is still an error.
+    elif reason == "Tensor.item()" and type(tensor) is LazyTensor:
         if _called_from_bool():
-            rec.flush("Data-dependent branching (bool() of a traced tensor)")
-        rec.flush(None)
+            reason = DATA_DEPENDENT_BRANCH  # ``if tensor:`` (a break even under fullgraph=True)
+        elif fullgraph:
+            # PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in a fullgraph=True
+            # graph instead of breaking; the value is data-dependent (``_unbacked``).
+            rec.flush(None)
+            return
+    elif reason == "Tensor.tolist()" and fullgraph and type(tensor) is LazyTensor:
+        rec.flush(None)  # integer items are unbacked symbols in PyTorch's graph
         return
     elif type(tensor) is not LazyTensor:
         # A real tensor: its data is current unless a pending op writes it; an alias that
@@ -50,8 +60,8 @@ def sync_hook(tensor, reason: str) -> None:
 
 
 def _called_from_bool() -> bool:
-    f = sys._getframe(2)  # sync_hook <- Tensor.item <- its caller
-    for _ in range(3):
+    f = sys._getframe(2)  # sync_hook <- Tensor.item <- (LazyTensor.item <- item_of) <- its caller
+    for _ in range(5):
         if f is None:
             return False
         if f.f_code is _BOOL_CODE:

@@ -80,6 +80,11 @@ class LazyTensor(Tensor):
         sync_pending(self, "Tensor.as_subclass()")
         return Tensor.as_subclass(self, cls)
 
+    def item(self):
+        from ._unbacked import item_of
+
+        return item_of(self, Tensor.item)
+
     def __deepcopy__(self, memo):
         sync_pending(self, "copy.deepcopy of a tensor")
         return Tensor.__deepcopy__(self, memo)

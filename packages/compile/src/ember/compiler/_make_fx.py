@@ -66,6 +66,8 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
         flat: list = []
         _flatten(args, flat)
         rec = Recorder(_Strict())
+        # PyTorch's composite ops (linear, conv2d, batch_norm ...) stay whole (ember._src.composite).
+        rec.pre_dispatch = pre_dispatch
         # Inputs whose sizes are SymInts (export's dynamic dims) trace symbolically.
         rec.symbolic = any(type(s) is not int for t in flat for s in t._shape)
         if decomposition_table:

@@ -14,7 +14,7 @@ from ember._src.tensor import Tensor, make_tensor
 
 # Ops whose kernels write into tensor arguments that their schema does not mark (a!):
 # BatchNorm's running statistics.
-HIDDEN_WRITES = {"native_batch_norm": (3, 4)}
+HIDDEN_WRITES = {"native_batch_norm": (3, 4), "batch_norm": (3, 4)}
 OP_INFO: dict = {}
 
 

@@ -28,6 +28,7 @@ from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
+from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
 from ._user_frames import user_frame
@@ -82,10 +83,6 @@ def overlaps(ranges: list, storage) -> bool:
 
 def current() -> Recorder | None:
     return getattr(_TLS, "rec", None)
-
-
-class Unsupported(RuntimeError):
-    """A graph break where ``fullgraph=True`` forbids one (PyTorch's torch._dynamo.exc.Unsupported)."""
 
 
 class Recorder(dispatch.DispatchMode):

@@ -9,7 +9,6 @@ inputs to Python values, which lets the trace take one side of ``if`` statements
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import math
 import sys
@@ -309,8 +308,8 @@ def wrap(fn_or_name: str | Callable) -> str | Callable:
     caller = sys._getframe(1)
     if caller.f_code.co_name != "<module>":
         raise NotImplementedError("wrap must be called at the top level of a module")
-    if not (fn_name in caller.f_globals or hasattr(builtins, fn_name)):
-        raise NameError(f"name '{fn_name}' is not defined")
+    # Not checked for existence: as a decorator (``@fx.wrap``), the name is bound only after
+    # wrap returns (PyTorch does not check either; tracing looks the name up).
     _patching.WRAPPED_FNS_TO_PATCH[(id(caller.f_globals), fn_name)] = caller.f_globals
     return fn_or_name
 

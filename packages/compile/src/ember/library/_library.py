@@ -116,6 +116,15 @@ def impl(qualname, types, func: Callable | None = None, *, lib: Library | None =
     ``types`` is a device type (``"cpu"``), a list of them, or a dispatch key (``"CPU"``,
     ``"CompositeImplicitAutograd"``, ...)."""
 
+    if isinstance(qualname, Library):  # the older form: impl(lib, "name", "CPU") as a decorator
+        lib_, name, key = qualname, types, func or ""
+
+        def register_in_library(fn):
+            lib_.impl(name, fn, key)
+            return fn
+
+        return register_in_library
+
     def register(fn):
         entry = entry_of(qualname)
         keys = [types] if isinstance(types, str) else list(types)

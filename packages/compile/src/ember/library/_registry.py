@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ember
 from ember._src.dispatch import OPS, Op, define
+from ember._src.tensor import Tensor
 
 from ._schema import FunctionSchema
 
@@ -60,6 +61,11 @@ def entry_of(op) -> OpEntry:
 
 def _device_kernel(entry: OpEntry, device_type: str):
     def kernel(*args, **kwargs):
+        # A device kernel runs below autograd: its tensors do not require grad (so a kernel may
+        # call .numpy() on them, as PyTorch's tutorials' kernels do). Detached tensors share
+        # storage and version counter, so writes of a mutating op land in the caller's tensors.
+        args = tuple(_below_autograd(a) for a in args)
+        kwargs = {k: _below_autograd(v) for k, v in kwargs.items()}
         return entry.call(entry.kernel_for(device_type), args, kwargs)
 
     return kernel
@@ -192,3 +198,11 @@ def destroy(qualname: str) -> None:
     for op in [k for k in OP_INFO if getattr(k, "name", None) == qualname]:
         del OP_INFO[op]
     META_CACHE.clear()
+
+
+def _below_autograd(value):
+    if isinstance(value, Tensor) and value._requires_grad:
+        return value.detach()
+    if type(value) in (list, tuple) and any(isinstance(v, Tensor) and v._requires_grad for v in value):
+        return type(value)(_below_autograd(v) for v in value)
+    return value

@@ -349,7 +349,9 @@ def aoti_compile_and_package(exported_program, _deprecated_unused_args=None, _de
     if isinstance(package_path, (str, os.PathLike)) and not os.fspath(package_path).endswith(".pt2"):
         raise ValueError(f"Expect package path to end with .pt2, got {package_path}")
     from ._aoti_c import CUnsupported
+    from ._decompose import without_composites
 
+    exported_program = without_composites(exported_program)
     with tempfile.TemporaryDirectory(prefix="ember-aoti-") as tmp:
         try:
             built = _compile_c(exported_program, _graph_inputs(exported_program)[0], tmp)
@@ -369,6 +371,9 @@ def aoti_compile_and_package(exported_program, _deprecated_unused_args=None, _de
 
 def aot_compile_library(exported_program, so_path: str | None = None) -> str:
     """The shared library alone (``torch._export.aot_compile``'s result): plan and weights inside."""
+    from ._decompose import without_composites
+
+    exported_program = without_composites(exported_program)
     with tempfile.TemporaryDirectory(prefix="ember-aoti-") as tmp:
         built = compile_program(exported_program, tmp)
         if so_path is None:

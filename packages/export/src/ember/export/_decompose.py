@@ -12,6 +12,8 @@ import importlib.util
 
 import sympy
 
+from ember._src.dispatch import OPS
+
 from ._dims import Dim
 from ._program import ExportedProgram
 
@@ -59,4 +61,53 @@ def run_decompositions(ep: ExportedProgram, table: dict | None = None) -> Export
     shapes = _dynamic_shapes(ep)
     dynamic = shapes if any(s is not None for s in shapes) and len(shapes) == len(flat_inputs) else None
     new = export(module, tuple(args), kwargs, dynamic_shapes=dynamic, _decomposition_table=table)
+    _keep_user_input_names(new, ep)
     return new
+
+
+def _keep_user_input_names(new: ExportedProgram, old: ExportedProgram) -> None:
+    """The re-export traced ``ep.module()``, whose forward takes ``*args``: its user inputs get
+    the original program's names back (``x``, not ``args_0``), as PyTorch's keep them."""
+    from ._signature import InputKind, TensorArgument
+    from ._trace import _rename
+
+    def user_args(program):
+        return [s.arg for s in program.graph_signature.input_specs
+                if s.kind is InputKind.USER_INPUT and isinstance(s.arg, TensorArgument)]
+
+    renames = {a.name: b.name for a, b in zip(user_args(new), user_args(old)) if a.name != b.name}
+    if not renames:
+        return
+    for node in new.graph.nodes:
+        if node.op == "placeholder" and node.name in renames:
+            _rename(node, renames[node.name])
+    for arg in user_args(new):
+        arg.name = renames.get(arg.name, arg.name)
+    for spec in new.graph_signature.output_specs:
+        if spec.target in renames:
+            spec.target = renames[spec.target]
+    new.graph_module.recompile()
+
+
+_MAX_POOL2D = OPS["max_pool2d"]
+
+
+def without_composites(ep: ExportedProgram) -> ExportedProgram:
+    """``ep`` with PyTorch's composite ops (``linear``, ``conv2d``, ``batch_norm`` ... kept whole by
+    export, ``ember._src.composite``) decomposed into the ops they are written with: what the
+    consumers that translate ember's ops one by one (ONNX, AOTInductor) read. ``ep`` itself when it
+    has none."""
+    from ember._src.composite import CompositeOp
+
+    from ._subgraphs import subgraph_nodes
+
+    modules = [ep.graph_module] + [sub for _, sub in subgraph_nodes(ep.graph_module)]
+    if not any(isinstance(n.target, CompositeOp) or n.target is _MAX_POOL2D for gm in modules
+               for n in gm.graph.nodes):
+        return ep
+    return run_decompositions(ep, {"max_pool2d": _max_pool2d_with_indices})
+
+
+def _max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d as the op the consumers translate (it computes the indices too, as before)."""
+    return OPS["max_pool2d_with_indices"](input, kernel_size, stride, padding, dilation, ceil_mode)[0]

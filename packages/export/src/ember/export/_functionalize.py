@@ -64,7 +64,7 @@ def mutated_inputs(node) -> list:
     if node.op != "call_function" or not isinstance(target, Op):
         return []
     out = [node.args[i] for i in schema_mutated_args(target) if i < len(node.args)]
-    if target.name == "native_batch_norm" and _arg(node, 5, "training"):
+    if target.name in ("native_batch_norm", "batch_norm") and _arg(node, 5, "training"):
         out += [a for a in (_arg(node, 3, "running_mean"), _arg(node, 4, "running_var")) if a is not None]
     return [a for a in out if hasattr(a, "op")]
 

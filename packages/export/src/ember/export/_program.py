@@ -234,7 +234,9 @@ class UnliftedModule(nn.Module):
                 _set_nested(self, spec.target, src[spec.target], "buffer", spec.persistent)
             elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
                 _set_nested(self, spec.target, program.constants[spec.target], "constant")
-        self.graph_module = program.graph_module
+        # A plain attribute, not a submodule: named_children()/modules() list only the exported
+        # module's own tree, as PyTorch's ep.module() and unflatten() do.
+        object.__setattr__(self, "graph_module", program.graph_module)
         self._checks = program.user_input_checks()
         self._in_spec, self._out_spec = program.call_spec
 

@@ -24,7 +24,7 @@ from ember import nn
 from . import _pytree as pytree
 from ._dims import Dim
 from ._dynamic_shapes import input_names, normalize
-from ._errors import UserError, UserErrorType
+from ._errors import GuardOnDataDependentSymNode, UserError, UserErrorType
 from ._functionalize import lift_input_mutations
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from ._signature import (
@@ -86,7 +86,10 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     from ember.compiler import make_fx
 
     tensors = [leaves[i] for i in capture.tensor_positions]
-    gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake")(*state_values, *tensors)
+    # Without a decomposition table the trace keeps PyTorch's composite ops whole (pre-dispatch,
+    # as torch.export's graph); run_decompositions() traces again with a table, which decomposes them.
+    gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake",
+                 pre_dispatch=capture.decompositions is None)(*state_values, *tensors)
     if capture.decompositions:
         from ember._higher_order_ops._subgraph import retrace
 
@@ -148,7 +151,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         seen_ids.add(id(value))
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
-    capture.decompositions = _decomposition_table or None
+    capture.decompositions = _decomposition_table  # {} too: run_decompositions({}) decomposes composites
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     gm, roots, narrowed = _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names)
     out_spec = capture.out_spec
@@ -287,7 +290,7 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         except Exception as exc:
             if type(exc).__name__ != "Unsupported":
                 raise
-            raise UserError(
+            raise GuardOnDataDependentSymNode(
                 UserErrorType.DYNAMIC_CONTROL_FLOW,
                 f"{exc}\nexport captures one whole graph, so Python may not read tensor data (an `if` or `while` on "
                 "a tensor, .item(), .tolist(), print). Write the branch with ember.export.cond(pred, true_fn, "

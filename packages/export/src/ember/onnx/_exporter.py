@@ -40,6 +40,9 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     opset = opset_version or DEFAULT_OPSET
     if opset < 18:
         raise ValueError(f"ember.onnx exports opset 18 or newer, got opset_version={opset}")
+    from ember.export._decompose import without_composites
+
+    ep = without_composites(ep)
     graph = copy.deepcopy(ep.graph)
     _functionalize.rewrite_inplace_ops(graph)
     sig = ep.graph_signature

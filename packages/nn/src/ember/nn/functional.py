@@ -13,6 +13,8 @@ import warnings
 import ember
 from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
+from ember._src.composite import define_composite as _define_composite
+from ember._src.composite import pre_dispatch_tracing as _pre_dispatch_tracing
 from ember._src.ops._common import type_name as _type_name
 from ember._src.ops.nn import attention as _attention
 from ember._src.ops.nn import conv as _conv
@@ -286,10 +288,16 @@ native_channel_shuffle = channel_shuffle
 
 @_autocast_composite("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if _pre_dispatch_tracing():
+        return _linear_op(input, weight, bias)
     if input.ndim == 2 and bias is not None:
         return ember.addmm(bias, input, weight.t())
     out = ember.matmul(input, weight.t())
     return out + bias if bias is not None else out
+
+
+# PyTorch's composite op (``ember._src.composite``): one node in an exported graph.
+_linear_op = _define_composite("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", linear)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -464,8 +472,14 @@ def _check_adaptive_size(output_size, input: Tensor) -> None:
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    if _pre_dispatch_tracing():
+        return _adaptive_avg_pool2d_op(input, output_size)
     _check_adaptive_size(output_size, input)
     return _pool.adaptive_avg_pool2d(input, output_size)
+
+
+_adaptive_avg_pool2d_op = _define_composite("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+                                            adaptive_avg_pool2d)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):

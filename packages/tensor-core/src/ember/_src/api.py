@@ -33,6 +33,10 @@ from .runtime_compat import (
     set_default_tensor_type, set_deterministic_debug_mode,
 )
 from .shapes import Size
+from .checks import (  # noqa: F401 - PyTorch's private-looking top-level names, exported below
+    _assert, _assert_async, _check, _check_index, _check_is_size, _check_not_implemented, _check_tensor_all,
+    _check_type, _check_value, _check_with,
+)
 from .tensor import Tensor, is_tensor
 from ..serialization import load, save
 from .dtypes import result_type_of as _result_type_of
@@ -106,4 +110,6 @@ _generate(globals())
 
 # ``import *`` also exports the private-looking names PyTorch has at top level.
 __all__ = [n for n in dir() if not n.startswith("_") or n in (
-    "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_")]
+    "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_",
+    "_assert", "_assert_async", "_check", "_check_index", "_check_is_size", "_check_not_implemented",
+    "_check_tensor_all", "_check_type", "_check_value", "_check_with")]

@@ -11,13 +11,16 @@ import importlib.util
 from collections.abc import Callable
 
 _BACKENDS: dict[str, Callable] = {}
+_TAGS: dict[str, tuple] = {}  # backend name -> its tags ("debug" for eager and aot_eager, as PyTorch's)
 
 
 def register_backend(compiler_fn: Callable | None = None, name: str | None = None, tags=()):
     """Registers ``compiler_fn`` under ``name`` (its ``__name__`` by default); usable as a decorator."""
     if compiler_fn is None:
         return lambda fn: register_backend(fn, name=name, tags=tags)
-    _BACKENDS[name or compiler_fn.__name__] = compiler_fn
+    name = name or compiler_fn.__name__
+    _BACKENDS[name] = compiler_fn
+    _TAGS[name] = tuple(tags)
     return compiler_fn
 
 
@@ -37,10 +40,12 @@ def lookup_backend(compiler_fn) -> Callable:
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
-    """The registered backend names (PyTorch's ``torch.compiler.list_backends``)."""
+    """The registered backend names without those tagged ``exclude_tags`` (PyTorch's
+    ``torch.compiler.list_backends``: the debug backends "eager" and "aot_eager" are left out)."""
     if "inductor" not in _BACKENDS:
         _register_inductor()
-    return sorted(_BACKENDS)
+    excluded = set(exclude_tags or ())
+    return sorted(name for name in _BACKENDS if not excluded & set(_TAGS.get(name, ())))
 
 
 def _register_inductor() -> None:
@@ -52,13 +57,13 @@ def _register_inductor() -> None:
         _BACKENDS["inductor"] = _BACKENDS["aot_eager"]
 
 
-@register_backend(name="eager")
+@register_backend(name="eager", tags=("debug",))
 def eager(gm, example_inputs):
     """Runs the captured graph op by op (PyTorch's "eager" debug backend)."""
     return gm.forward
 
 
-@register_backend(name="aot_eager")
+@register_backend(name="aot_eager", tags=("debug",))
 def aot_eager(gm, example_inputs):
     """AOT autograd with the eager kernels: a forward and a backward graph."""
     from ..aot_autograd import aot_module_simplified

@@ -13,6 +13,7 @@ import warnings
 
 from ... import dtypes
 from ..._native import _C
+from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -257,6 +258,8 @@ def _same_padding(input: Tensor, weight: Tensor, stride, dilation, k: int):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, k, fn):
+    if pre_dispatch_tracing():
+        return _CONV_OPS[k](input, weight, bias, stride, padding, dilation, groups)
     input, unbatched = _batchify(input, k, fn)
     if isinstance(padding, str):
         if padding == "valid":
@@ -279,6 +282,14 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+_CONV_OPS = {
+    k: define_composite(
+        f"conv{k}d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[{k}] stride=1, SymInt[{k}] padding=0, "
+        f"SymInt[{k}] dilation=1, SymInt groups=1) -> Tensor", fn)
+    for k, fn in ((1, conv1d), (2, conv2d), (3, conv3d))
+}
 
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, k, fn):

@@ -12,6 +12,7 @@ import operator
 
 from ... import dtypes
 from ..._native import _C
+from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -151,9 +152,15 @@ def _apply(input: Tensor, mask: Tensor, inplace: bool) -> Tensor:
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p and scales the rest by 1/(1-p) (identity when not training)."""
     p = _check_p(p)
+    if not inplace and pre_dispatch_tracing():
+        return dropout_op(input, p, training)
     if not training or p == 0.0 or input.numel() == 0:
         return input
     return _apply(input, _dropout_mask(input, input._shape, p), inplace)
+
+
+dropout_op = define_composite("dropout(Tensor input, float p, bool train) -> Tensor",
+                              lambda input, p, train: dropout(input, p, train), tags=("random",))
 
 
 def feature_dropout(input, p=0.5, training=True, inplace=False):

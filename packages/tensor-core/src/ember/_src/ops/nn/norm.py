@@ -12,6 +12,7 @@ import math
 
 from ... import dtypes
 from ..._native import _C
+from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -129,6 +130,8 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalizes over the trailing ``normalized_shape`` dims, then scales and shifts."""
+    if pre_dispatch_tracing():
+        return layer_norm_op(input, normalized_shape, weight, bias, eps, True)
     _check_float(input, "layer_norm")
     return native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
 
@@ -284,6 +287,8 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalizes each channel (dim 1) with batch statistics (training) or the running ones."""
+    if pre_dispatch_tracing():
+        return batch_norm_op(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
     _check_float(input, "batch_norm")
     if training:
         size = input._shape
@@ -397,6 +402,8 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalizes each group of ``C / num_groups`` channels per sample, then a per-channel affine."""
+    if pre_dispatch_tracing():
+        return group_norm_op(input, num_groups, weight, bias, eps, True)
     _check_float(input, "group_norm")
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
@@ -410,6 +417,24 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"but got {what} of shape {list(t._shape)} and input of shape {list(input._shape)}")
     hw = numel(input._shape[2:])
     return native_group_norm(input, weight, bias, n, c, hw, num_groups, eps)[0]
+
+
+# PyTorch's composite ops (``..composite``): one node in an exported graph, in ATen's argument order.
+batch_norm_op = define_composite(
+    "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
+    "bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    lambda input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=False:
+    batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps))
+layer_norm_op = define_composite(
+    "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+    "float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+    lambda input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True:
+    layer_norm(input, normalized_shape, weight, bias, eps))
+group_norm_op = define_composite(
+    "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, "
+    "bool cudnn_enabled=True) -> Tensor",
+    lambda input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True:
+    group_norm(input, num_groups, weight, bias, eps))
 
 
 def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):

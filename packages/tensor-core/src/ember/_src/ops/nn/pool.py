@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ... import dtypes, grad_mode
 from ..._native import _C
+from ...composite import pre_dispatch_tracing
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
@@ -172,7 +173,9 @@ def _needs_grad(t: Tensor) -> bool:
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     k, s, p, d = _max_args(kernel_size, stride, padding, dilation)
-    if return_indices or _needs_grad(input):  # autograd needs the indices for the backward
+    # Autograd needs the indices for the backward; an exported graph (a pre-dispatch trace) keeps
+    # max_pool2d, as PyTorch's does (its formula finds them again).
+    if return_indices or _needs_grad(input) and not pre_dispatch_tracing():
         out, idx = max_pool2d_with_indices_op(input, k, s, p, d, bool(ceil_mode))
         return (out, idx) if return_indices else out
     return max_pool2d_op(input, k, s, p, d, bool(ceil_mode))

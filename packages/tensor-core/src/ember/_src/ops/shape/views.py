@@ -12,6 +12,7 @@ import operator
 from ... import dtypes
 from ... import memory_format as mf
 from ..._native import _C
+from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META, copy_across, get_backend, to_device
 from ...dispatch import _SYNC_HOOK, define
 from ...layouts import strided as _STRIDED
@@ -104,6 +105,8 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if pre_dispatch_tracing():
+        return flatten_op(self, start_dim, end_dim)
     if self.ndim == 0:
         wrap_dim(start_dim, 1), wrap_dim(end_dim, 1)  # a 0-d tensor still takes only dims 0 and -1
         return reshape(self, (1,))
@@ -115,6 +118,11 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return self if self.ndim else reshape(self, (1,))
     shape = self._shape[:s] + (numel(self._shape[s:e + 1]),) + self._shape[e + 1:]
     return reshape(self, shape)
+
+
+# PyTorch's composite op (``...composite``): one node in an exported graph.
+flatten_op = define_composite("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", flatten,
+                              tags=("view",))
 
 
 def unflatten(self: Tensor, dim: int, sizes) -> Tensor:

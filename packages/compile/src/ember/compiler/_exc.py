@@ -1,0 +1,50 @@
+"""The capture's exceptions, under PyTorch's ``torch._dynamo.exc`` names and hierarchy (every
+one a ``TorchDynamoException``, itself a ``RuntimeError``). ``ember._dynamo.exc`` re-exports
+them; ``ember.export`` raises the same ``UserError``."""
+
+from __future__ import annotations
+
+import enum
+
+
+class TorchDynamoException(RuntimeError):
+    pass
+
+
+class Unsupported(TorchDynamoException):
+    """A graph break where ``fullgraph=True`` forbids one."""
+
+
+class InvalidBackend(TorchDynamoException):
+    def __init__(self, name):
+        super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")
+
+
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A decision on a value only known when the program runs (``if x.sum() > 0:`` under
+    ``export``): PyTorch's ``torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode``."""
+
+
+class UserErrorType(enum.Enum):
+    DYNAMIC_CONTROL_FLOW = enum.auto()
+    ANTI_PATTERN = enum.auto()
+    STANDARD_LIBRARY = enum.auto()
+    CONSTRAINT_VIOLATION = enum.auto()
+    DYNAMIC_DIM = enum.auto()
+    INVALID_INPUT = enum.auto()
+    INVALID_OUTPUT = enum.auto()
+    UNSUPPORTED_FEATURE = enum.auto()
+
+
+class UserError(TorchDynamoException):
+    """A failure caused by the program or its inputs (a guard on a data-dependent value, an
+    export constraint); the message says how to fix it."""
+
+    def __init__(self, error_type: UserErrorType, msg: str, case_name: str | None = None):
+        self.error_type = error_type
+        self.message = msg
+        self.case_name = case_name
+        text = msg
+        if case_name is not None:
+            text += f"\nFor more information about this error, see: exportdb case {case_name}"
+        super().__init__(text)

@@ -1,0 +1,176 @@
+"""The ops of an exported graph beside torch.export's (torch 2.13): PyTorch's composite ops
+(linear, conv, batch_norm, layer_norm, group_norm, dropout, flatten, adaptive_avg_pool2d ...)
+stay one node each, in ATen's argument order, and still compute the model's values; ONNX and
+AOTInductor read them decomposed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from export_models import copy_weights
+
+import ember
+from ember.compiler import make_fx
+
+
+def _layers(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.gn = nn.GroupNorm(2, 4)
+            self.pool = nn.MaxPool2d(2)
+            self.avg = nn.AdaptiveAvgPool2d(1)
+            self.conv1 = nn.Conv1d(4, 4, 1)
+            self.emb = nn.Embedding(10, 8)
+            self.drop = nn.Dropout(0.1)
+            self.ln = nn.LayerNorm(8)
+            self.lin = nn.Linear(8, 4)
+
+        def forward(self, x, idx):
+            y = self.avg(self.pool(self.gn(self.bn(self.conv(x))))).flatten(1)
+            y = self.conv1(y.unsqueeze(-1)).squeeze(-1)
+            e = self.ln(self.drop(self.emb(idx)))
+            a = F.scaled_dot_product_attention(e, e, e)
+            return F.relu(self.lin(a)).sum(1) + y
+
+    return Net()
+
+
+def _linear_bn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU())
+
+
+def _ember_names(ep):
+    return [n.target.name for n in ep.graph.nodes if n.op == "call_function" and hasattr(n.target, "name")]
+
+
+def _torch_names(ep):
+    # "aten.linear.default" -> "linear"; operator.getitem has no aten name.
+    return [str(n.target).split(".")[1] for n in ep.graph.nodes
+            if n.op == "call_function" and str(n.target).startswith("aten.")]
+
+
+def _inputs(build, lib):
+    if build is _linear_bn:
+        return (lib.from_numpy(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)),)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    idx = rng.integers(0, 10, (2, 4))
+    return lib.from_numpy(x), lib.from_numpy(idx)
+
+
+@pytest.mark.parametrize("build", [_linear_bn, _layers])
+def test_eval_graph_has_torch_export_ops_and_values(build):
+    e_model, t_model = build(ember).eval(), build(torch).eval()
+    copy_weights(t_model, e_model)
+    ep = ember.export.export(e_model, _inputs(build, ember))
+    tp = torch.export.export(t_model, _inputs(build, torch))
+    assert _ember_names(ep) == _torch_names(tp)
+    with ember.no_grad():
+        got = ep.module()(*_inputs(build, ember)).numpy()
+    want = tp.module()(*_inputs(build, torch)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_linear_bn_relu_keeps_three_nodes_and_decomposes_on_request():
+    model = _linear_bn(ember).eval()
+    ep = ember.export.export(model, _inputs(_linear_bn, ember))
+    assert _ember_names(ep) == ["linear", "batch_norm", "relu"]
+    lowered = ep.run_decompositions()
+    assert not {"linear", "batch_norm"} & set(_ember_names(lowered))
+    x = _inputs(_linear_bn, ember)[0]
+    with ember.no_grad():
+        ember.testing.assert_close(lowered.module()(x), model(x))
+
+
+def test_training_batch_norm_updates_running_stats_like_eager():
+    ember.manual_seed(0)
+    model, twin = _linear_bn(ember).train(), _linear_bn(ember).train()
+    twin.load_state_dict(model.state_dict())
+    x = _inputs(_linear_bn, ember)[0]
+    ep = ember.export.export(model, (x,))
+    assert "batch_norm" in _ember_names(ep)
+    module = ep.module()
+    ember.testing.assert_close(module(x), twin(x))
+    ember.testing.assert_close(module.get_buffer("1.running_mean"), twin[1].running_mean)
+
+
+def test_composites_are_decomposed_for_compile_and_eager_autograd():
+    # ember.compile's capture and autograd see the decomposition, not the composite op.
+    model = _linear_bn(ember).eval()
+    x = _inputs(_linear_bn, ember)[0]
+    gm = make_fx(model)(x)
+    names = {getattr(n.target, "name", None) for n in gm.graph.nodes}
+    assert "linear" not in names and "addmm" in names
+    pre = make_fx(model, pre_dispatch=True)(x)
+    assert "linear" in {getattr(n.target, "name", None) for n in pre.graph.nodes}
+    ep = ember.export.export(model, (x,))
+    w = ep.module().get_parameter("0.weight")
+    ep.module()(x).sum().backward()
+    assert w.grad is not None and w.grad.shape == w.shape
+
+
+def test_onnx_and_aoti_read_the_decomposed_program(tmp_path):
+    pytest.importorskip("onnxruntime")
+    model = _layers(ember).eval()
+    args = _inputs(_layers, ember)
+    with ember.no_grad():
+        want = model(*args).numpy()
+    program = ember.onnx.export(model, args, dynamo=True)
+    got = program(*args)[0]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+    ep = ember.export.export(model, args)
+    path = ember._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "m.pt2"))
+    with ember.no_grad():
+        out = ember._inductor.aoti_load_package(path)(*args)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def _inplace_relu(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(6, 4)
+
+        def forward(self, x, y):
+            return lib.nn.functional.relu(self.lin(x + y), inplace=True)
+
+    return Net()
+
+
+def test_inplace_op_on_an_intermediate_is_the_value_later_uses_read():
+    ep = ember.export.export(_inplace_relu(ember), (ember.ones(2, 6), ember.ones(2, 6)))
+    tp = torch.export.export(_inplace_relu(torch), (torch.ones(2, 6), torch.ones(2, 6)))
+    assert ep.graph_signature.user_outputs == tp.graph_signature.user_outputs
+    assert [n.name for n in ep.graph.nodes] == [n.name for n in tp.graph.nodes]
+
+
+def test_module_children_and_data_dependent_error_match_torch():
+    # (modules without state, such as ReLU, are not rebuilt by ember's unflatten: docs/deviations.md)
+    tp = torch.export.export(_linear_bn(torch)[:2].eval(), _inputs(_linear_bn, torch))
+    ep = ember.export.export(_linear_bn(ember)[:2].eval(), _inputs(_linear_bn, ember))
+    names = [n for n, _ in ember.export.unflatten(ep).named_children()]
+    assert names == [n for n, _ in torch.export.unflatten(tp).named_children()]
+
+    def branchy(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x):
+                return x + 1 if x.sum() > 0 else x - 1
+
+        return Net()
+
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode as TorchGuard
+
+    from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    with pytest.raises(TorchGuard):
+        torch.export.export(branchy(torch), (torch.ones(3),))
+    with pytest.raises(GuardOnDataDependentSymNode) as info:
+        ember.export.export(branchy(ember), (ember.ones(3),))
+    assert isinstance(info.value, ember.export.UserError)  # what ember raised before
