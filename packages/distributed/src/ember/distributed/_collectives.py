@@ -84,6 +84,17 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     return _finish(work, async_op)
 
 
+def start_all_reduce(tensor, group=None):
+    """``all_reduce(tensor, SUM, group, async_op=True)`` whose started request stays with the
+    calling thread (DDP's reducer): its ``is_completed()``/``wait()`` drive MPI from this thread
+    rather than handing the request to the group's worker (``Work.launch()`` still can)."""
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    check_fingerprint(pg, "allreduce", [tensor])
+    return pg.engine_for(tensor).allreduce(tensor, _SUM)
+
+
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     if _not_member(group):
         return None
