@@ -9,13 +9,18 @@ waited on here (``None`` is returned, as PyTorch does). A rank outside ``group``
 from __future__ import annotations
 
 import ember
+from ember._src.layouts import strided as _STRIDED
+from ember._src.shapes import is_contiguous
+from ember.nn import Parameter
 
-from ._backend import ReduceOp, as_red_op
+from ._backend import RedOpType, ReduceOp, as_red_op
 from ._buffers import check_tensor
-from ._debug import check_fingerprint
+from ._debug import check_fingerprint, debug_level
 from ._world import GroupMember, resolve
 
 _SUM = ReduceOp.SUM
+_PLAIN = frozenset({ember.Tensor, Parameter})
+_UNPLANNED = object()
 
 
 def _finish(work, async_op: bool):
@@ -74,9 +79,34 @@ def _scatter_back(flat, tensors):
         start += n
 
 
+def _sync_plan(pg, tensor, op):
+    """The engine's plan for a synchronous all_reduce of ``tensor``'s dtype with ``op`` on ``pg``
+    (``MPIEngine.sync_allreduce_plan``), worked out once per group, dtype and op; None: the
+    general path (CUDA or no CPU backend, debug checks on, types MPI cannot reduce directly)."""
+    key = (tensor.dtype, op)
+    plans = pg._sync_plans
+    plan = plans.get(key, _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = None
+        if "cpu" in pg._devices and debug_level() == "OFF":
+            plan = pg._engine.sync_allreduce_plan(tensor.dtype, op)
+        plans[key] = plan
+    return plan
+
+
 def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
+    if not async_op and tensor.__class__ in _PLAIN and type(op) is RedOpType:
+        # The common case - a plain contiguous CPU tensor, waited on at once - goes straight to
+        # MPI: no Work, no staging, the checks done once per (group, dtype, op). Python's cost
+        # per call was most of a small all_reduce's time.
+        pg = resolve(group)
+        plan = _sync_plan(pg, tensor, op)
+        if (plan is not None and tensor._layout is _STRIDED and tensor._device.type == "cpu"
+                and is_contiguous(tensor._shape, tensor._stride)):
+            pg._engine.allreduce_now(tensor, plan)
+            return None
     check_tensor(tensor)
     pg = resolve(group)
     check_fingerprint(pg, "allreduce", [tensor])

@@ -52,7 +52,7 @@ EXIT_GRACE = 1.0
 # flight, so the loop spins (point-to-point) or, for collectives, spins long enough to cover
 # the largest transfers before it starts to sleep.
 _SPIN_SECONDS = 0.1
-_COLLECTIVE_SPIN_SECONDS = 2.0
+COLLECTIVE_SPIN_SECONDS = 2.0
 _MAX_NAP = 1e-3
 _CHECK_EVERY = 0.01
 _TESTS_PER_CHECK = 32
@@ -344,7 +344,7 @@ class CollectiveWork(Work):
     launched (a synchronous call) is polled in the waiting thread. MPI lets only one thread wait
     on a request: once launched, only the worker touches it."""
 
-    _spin = _COLLECTIVE_SPIN_SECONDS
+    _spin = COLLECTIVE_SPIN_SECONDS
 
     def __init__(self, group, request, what: str, finish=None, outputs=None, keep=()):
         super().__init__(group, [request], what, finish, outputs)
