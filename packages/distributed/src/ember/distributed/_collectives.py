@@ -8,6 +8,8 @@ waited on here (``None`` is returned, as PyTorch does). A rank outside ``group``
 
 from __future__ import annotations
 
+import warnings
+
 import ember
 from ember._src.layouts import strided as _STRIDED
 from ember._src.shapes import is_contiguous
@@ -183,7 +185,7 @@ def _pair(group, output, input, names: tuple, dtype_message: str):
 _SAME_TYPE = "input tensor must be the same type as the output tensor"
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     if _not_member(group):
         return None
     pg = _pair(group, output_tensor, input_tensor, ("output_tensor", "input_tensor"),
@@ -246,7 +248,7 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
     return _finish(pg.engine_for(output).reduce_scatter(output, _flat(input_list), as_red_op(op)), async_op)
 
 
-def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
     pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
@@ -407,11 +409,18 @@ def _batch_nccl(p2p_op_list):
     return [pg.engine_for(first.tensor).batch_p2p(ops)]
 
 
-def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
-    """PyTorch 2.13's name for ``all_gather_into_tensor``."""
-    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"`torch.distributed.{old}` is deprecated. Please use `torch.distributed.{new}` instead.",
+                  FutureWarning, stacklevel=3)
 
 
-def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
-    """PyTorch 2.13's name for ``reduce_scatter_tensor``."""
-    return reduce_scatter_tensor(output, input, op, group, async_op)
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for ``all_gather_single`` (with its FutureWarning)."""
+    _deprecated("all_gather_into_tensor", "all_gather_single")
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for ``reduce_scatter_single`` (with its FutureWarning)."""
+    _deprecated("reduce_scatter_tensor", "reduce_scatter_single")
+    return reduce_scatter_single(output, input, op, group, async_op)
