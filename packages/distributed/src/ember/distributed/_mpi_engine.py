@@ -24,6 +24,7 @@ from ._errors import DistBackendError
 from ._work import (
     COLLECTIVE_SPIN_SECONDS,
     EXIT_GRACE,
+    KILLED_GRACE,
     CollectiveWork,
     CompletedWork,
     Work,
@@ -73,7 +74,7 @@ class MPIEngine(Engine):
             return world_broken
         me = self.global_ranks[self.rank]
         hit = self.world.health.first_exit_among(r for r in self.global_ranks if r != me)
-        if hit is not None and now - hit[1] > EXIT_GRACE:
+        if hit is not None and now - hit[1] > (EXIT_GRACE if hit[2] else KILLED_GRACE):
             how = "left the process group" if hit[2] else "died (killed or crashed)"
             return (f"{what} failed on rank {me}: rank {hit[0]} {how} while this rank waited for it; "
                     "the process group is no longer usable")

@@ -45,8 +45,14 @@ import time
 
 from ._errors import DistBackendError
 
-# Seconds a request may still take after a member of its group exited.
+# Seconds a request may still take after a member of its group exited: one that left cleanly
+# may have done its part of the operation and gone (the rest completes within this); one that
+# was killed or crashed mid-operation rarely has, and the survivors should raise about as soon
+# as gloo's closed sockets make PyTorch's raise (~0.1 s), before a launcher that saw the death
+# (torchrun, ember-run) stops them. A request whose data arrived completes at the wait loop's
+# next test, before the next health check: the short grace only matters when it has not.
 EXIT_GRACE = 1.0
+KILLED_GRACE = 0.2
 # MPICH moves large messages through shared memory only while someone calls into it (as its
 # blocking calls do, spinning): napping between Testall calls would stall a transfer in
 # flight, so the loop spins (point-to-point) or, for collectives, spins long enough to cover
