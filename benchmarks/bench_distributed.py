@@ -156,7 +156,7 @@ class _E:
 steps = {"ember": build(E, _E), "torch": build(T, _T)}
 barriers = {"ember": ED.barrier, "torch": TD.barrier}
 samples = {"ember": [], "torch": []}
-for i in range(33):
+for i in range(63):
     for name in (("ember", "torch") if i % 2 else ("torch", "ember")):
         barriers[name]()
         start = time.perf_counter()
