@@ -11,9 +11,10 @@ program with ``import torch``), and mpi4py's blocking ``Comm.Allreduce`` on NumP
 Timing: each size runs as many short blocks (a barrier, then a few calls); per block the slowest
 rank's mean time per call counts. The table gives the median over blocks and, in brackets, the
 fastest block: on a shared, loaded machine the median moves with the load between the three
-runs, the minimum much less. The last column is the steadiest comparison: inside the ember run,
-every block of ember calls alternates with a block of mpi4py's ``Allreduce`` on the same
-communicator (same processes, same moment), ratio of the medians.
+runs, the minimum much less. The last two columns are the steadiest comparisons: inside the
+ember run, every block of ember calls takes turns with a block of mpi4py's ``Allreduce`` on the
+same communicator and a block of PyTorch's gloo (its own group) in the same processes, at the
+same moment; ratios of the medians.
 
 The DDP figure: an MLP (256 -> 1024 -> 1024 -> 10, 1.3 M parameters, 64 samples per rank), one
 SGD step (forward, backward with the bucketed all-reduce, update), 30 steps. The FSDP2 figure:
@@ -68,41 +69,46 @@ else:
     barrier = dist.barrier
 
 results = {}
-if lib == "ember" and sizes:
+same_procs = lib == "ember" and sizes
+if same_procs:
     from mpi4py import MPI  # started by ember: the same world, on ember's own communicator
     comm = dist.group.WORLD._engine.comm
-
-    def direct(buf, array):
-        comm.Allreduce(MPI.IN_PLACE, array)
-else:
-    direct = None
+    # PyTorch's gloo in the same processes too (its own group, on GLOO_PORT)
+    import torch as T, torch.distributed as TD
+    T.set_num_threads(1)
+    TD.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['GLOO_PORT']}", rank=rank,
+                          world_size=dist.get_world_size())
 for nbytes in sizes:
     buf = make(nbytes // 4)
-    array = buf.numpy() if direct is not None else None
     reps = reps_for(nbytes)
     blocks = max(8, min(60, int(1.5e9 // max(nbytes, 1) // reps)))
+    calls = {"e": (lambda: once(buf), barrier)}
+    if same_procs:
+        array, tbuf = buf.numpy(), T.ones(nbytes // 4)
+        calls["m"] = (lambda: comm.Allreduce(MPI.IN_PLACE, array), barrier)
+        calls["g"] = (lambda: TD.all_reduce(tbuf), TD.barrier)
     for _ in range(3):
-        once(buf)
-        if direct is not None:
-            direct(buf, array)
-    samples, same = [], []
+        for call, _ in calls.values():
+            call()
+    samples = {kind: [] for kind in calls}
+    kinds = list(calls)
     for block in range(blocks):
-        # ember and MPICH alone alternate which goes first, so neither always follows the barrier
-        order = [(samples, lambda: once(buf)), (same, lambda: direct(buf, array))] if direct else [
-            (samples, lambda: once(buf))]
-        for into, call in (order if block % 2 == 0 else order[::-1]):
-            barrier()
+        # the libraries take turns at going first, so none always follows the barrier
+        for kind in kinds[block % len(kinds):] + kinds[:block % len(kinds)]:
+            call, sync = calls[kind]
+            sync()
             start = time.perf_counter()
             for _ in range(reps):
                 call()
-            into.append((time.perf_counter() - start) / reps)
-    results[nbytes] = samples
-    if direct is not None:
-        results[-nbytes] = same
+            samples[kind].append((time.perf_counter() - start) / reps)
+    for kind, values in samples.items():
+        results[f"{kind}:{nbytes}"] = values
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(results, f)
 if lib != "mpi":
     dist.destroy_process_group()
+if same_procs:
+    TD.destroy_process_group()
 '''
 
 
@@ -150,7 +156,7 @@ class _E:
 steps = {"ember": build(E, _E), "torch": build(T, _T)}
 barriers = {"ember": ED.barrier, "torch": TD.barrier}
 samples = {"ember": [], "torch": []}
-for i in range(33):
+for i in range(63):
     for name in (("ember", "torch") if i % 2 else ("torch", "ember")):
         barriers[name]()
         start = time.perf_counter()
@@ -175,9 +181,9 @@ def _parse_size(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, tuple[float, float]]:
-    """Per size (and, for ember, per negated size: MPICH alone in the same processes), the median
-    and the minimum over blocks of the slowest rank's time per call."""
+def _run(lib: str, ranks: int, sizes: list[int]) -> dict[str, tuple[float, float]]:
+    """Per "e:size" (and, for ember, "m:size" and "g:size": MPICH alone and gloo in the same
+    processes), the median and the minimum over blocks of the slowest rank's time per call."""
     out = tempfile.mkdtemp(prefix=f"bench-{lib}-")
     script = os.path.join(out, "worker.py")
     with open(script, "w") as f:
@@ -190,7 +196,8 @@ def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, tuple[float, float
         # Each rank in a session of its own, as mpiexec (Hydra) and torchrun start them: with the
         # kernel's autogroup scheduling a session shares the CPU as one group, so ranks sharing
         # the benchmark's session would get a smaller slice of a loaded machine than mpiexec's.
-        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE=str(ranks))
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), GLOO_PORT=str(_free_port()),
+                   WORLD_SIZE=str(ranks))
         procs = [subprocess.Popen(args, env=dict(env, RANK=str(r)), start_new_session=True) for r in range(ranks)]
     for p in procs:
         if p.wait(timeout=900) != 0:
@@ -198,7 +205,7 @@ def _run(lib: str, ranks: int, sizes: list[int]) -> dict[int, tuple[float, float
     per_rank = []
     for r in range(ranks):
         with open(os.path.join(out, f"rank{r}.json")) as f:
-            per_rank.append({int(k): v for k, v in json.load(f).items()})
+            per_rank.append(json.load(f))
     figures = {}
     for n in per_rank[0]:
         slowest = [max(rank[n][i] for rank in per_rank) for i in range(len(per_rank[0][n]))]
@@ -241,13 +248,16 @@ def _allreduce(ranks, sizes, started):
     print(f"\nall_reduce float32 SUM, {ranks} ranks, 1 thread each ({time.time() - started:.0f} s); "
           "median [fastest block] per call")
     print(f"{'size':>6} | {'ember':>21} | {'gloo':>21} | {'mpi4py (mpiexec)':>21} | ember/gloo | ember/mpi4py"
-          " | same processes: ember/MPICH")
+          " | same processes: ember/MPICH | ember/gloo")
     for n in sizes:
-        (e, e_min), (t, t_min), (m, m_min) = figures["ember"][n], figures["torch"][n], figures["mpi"][n]
-        same, same_min = figures["ember"][-n]
+        (e, e_min), (t, t_min) = figures["ember"][f"e:{n}"], figures["torch"][f"e:{n}"]
+        m, m_min = figures["mpi"][f"e:{n}"]
+        same, same_min = figures["ember"][f"m:{n}"]
+        gloo, gloo_min = figures["ember"][f"g:{n}"]
         label = f"{n // 1024}K" if n < 1024 * 1024 else f"{n // (1024 * 1024)}M"
         print(f"{label:>6} | {_fmt(e)} [{_fmt(e_min)}] | {_fmt(t)} [{_fmt(t_min)}] | {_fmt(m)} [{_fmt(m_min)}] | "
-              f"{e / t:10.2f} | {e / m:12.2f} | {e / same:5.2f} ({_fmt(same).strip()}; fastest {e_min / same_min:.2f})")
+              f"{e / t:10.2f} | {e / m:12.2f} | {e / same:5.2f} ({_fmt(same).strip()}; fastest {e_min / same_min:.2f})"
+              f" | {e / gloo:5.2f} ({_fmt(gloo).strip()}; fastest {e_min / gloo_min:.2f})")
     return figures
 
 

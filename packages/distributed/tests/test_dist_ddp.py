@@ -7,7 +7,8 @@ import pytest
 from dist_harness import run_ranks
 
 EXPECTED = {
-    "basic": True, "default_buckets": True, "no_sync": True, "find_unused": True, "find_unused_grad_none": True,
+    "basic": True, "default_buckets": True, "no_sync": True, "bucket_view": True, "bucket_view_layout": True,
+    "find_unused": True, "find_unused_grad_none": True,
     "fp16_hook": True, "bf16_hook": True, "broadcast_buffers": [1.0, 1.0, 1.0, 1.0],
     "unused_error": ["RuntimeError", True], "join": True,
 }

@@ -1,5 +1,7 @@
 """Every collective on several dtypes and layouts; run on ember and on PyTorch's gloo."""
 
+import warnings
+
 from prelude import dist, error_of, init, torch, write
 
 rank, world = init()
@@ -188,6 +190,29 @@ R["err/not_tensor"] = error_of(lambda: dist.all_reduce([1, 2]))
 R["err/new_group_range"] = error_of(lambda: dist.new_group([0, world + 5]))
 R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
 R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
+
+
+def message_of(fn):
+    try:
+        fn()
+    except ValueError as err:
+        return str(err)
+    return "ok"
+
+
+# new_subgroups: no default size without CUDA; PyTorch's messages
+R["new_subgroups/default"] = message_of(lambda: dist.new_subgroups())
+R["new_subgroups/too_big"] = message_of(lambda: dist.new_subgroups(group_size=world + 1))
+R["new_subgroups/zero"] = message_of(lambda: dist.new_subgroups(group_size=0))
+R["new_subgroups/indivisible"] = message_of(lambda: dist.new_subgroups(group_size=2)) if world % 2 else "skip"
+# PyTorch 2.13 deprecates all_gather_into_tensor/reduce_scatter_tensor for the *_single names
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dist.all_gather_into_tensor(torch.zeros(2 * world), torch.ones(2))
+    dist.reduce_scatter_tensor(torch.zeros(1), torch.ones(world))
+    dist.all_gather_single(torch.zeros(2 * world), torch.ones(2))
+    dist.reduce_scatter_single(torch.zeros(1), torch.ones(world))
+R["deprecations"] = [(w.category.__name__, str(w.message)) for w in caught if "deprecated" in str(w.message)]
 dist.barrier()
 write(rank, R)
 dist.destroy_process_group()

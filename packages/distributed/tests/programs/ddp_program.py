@@ -80,6 +80,14 @@ ref = reference()
 R["basic"] = close(train(DDP(make(rank), bucket_cap_mb=0.0001)), ref, 1e-5)
 R["default_buckets"] = close(train(DDP(make(rank))), ref, 1e-5)
 R["no_sync"] = close(train(DDP(make(rank)), micro=True), ref, 1e-5)
+# gradient_as_bucket_view: the same training; afterwards each .grad is a view into its bucket's
+# flat buffer (consecutive parameters of a bucket sit back to back, in reverse order)
+as_view = DDP(make(rank), gradient_as_bucket_view=True)
+R["bucket_view"] = close(train(as_view), ref, 1e-5)
+grads = [p.grad for p in as_view.module.parameters()]
+R["bucket_view_layout"] = all(
+    g.data_ptr() == h.data_ptr() + h.numel() * h.element_size() for g, h in zip(grads, grads[1:])
+)
 
 unused_model = make(rank, with_unused=True)
 ddp_unused = DDP(unused_model, find_unused_parameters=True)

@@ -61,6 +61,9 @@ R["is_fsdp_module"] = [isinstance(model, FSDPModule), isinstance(model[0], FSDPM
 w = model[0].weight
 R["layout"] = [isinstance(w, DTensor), isinstance(w, nn.Parameter), [str(p) for p in w.placements],
                list(w.to_local().shape), list(w.shape)]
+# a sharded parameter is a DTensor (its type), flagged as a parameter (isinstance), as in PyTorch
+R["param_class"] = [type(w).__name__, type(w) is DTensor, issubclass(type(w), nn.Parameter),
+                    [name for name, _ in model.named_parameters()][:2], type(model[0].weight.detach()).__name__]
 train(model, Xl, Yl, torch.optim.Adam, lr=0.05)
 R["adam_nested"] = close(full_params(model), ref_adam)
 R["grad_layout"] = [str(p) for p in model[0].weight.grad.placements]

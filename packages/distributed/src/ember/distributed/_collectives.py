@@ -8,14 +8,21 @@ waited on here (``None`` is returned, as PyTorch does). A rank outside ``group``
 
 from __future__ import annotations
 
-import ember
+import warnings
 
-from ._backend import ReduceOp, as_red_op
+import ember
+from ember._src.layouts import strided as _STRIDED
+from ember._src.shapes import is_contiguous
+from ember.nn import Parameter
+
+from ._backend import RedOpType, ReduceOp, as_red_op
 from ._buffers import check_tensor
-from ._debug import check_fingerprint
+from ._debug import check_fingerprint, debug_level
 from ._world import GroupMember, resolve
 
 _SUM = ReduceOp.SUM
+_PLAIN = frozenset({ember.Tensor, Parameter})
+_UNPLANNED = object()
 
 
 def _finish(work, async_op: bool):
@@ -74,14 +81,50 @@ def _scatter_back(flat, tensors):
         start += n
 
 
+def _sync_plan(pg, tensor, op):
+    """The engine's plan for a synchronous all_reduce of ``tensor``'s dtype with ``op`` on ``pg``
+    (``MPIEngine.sync_allreduce_plan``), worked out once per group, dtype and op; None: the
+    general path (CUDA or no CPU backend, debug checks on, types MPI cannot reduce directly)."""
+    key = (tensor.dtype, op)
+    plans = pg._sync_plans
+    plan = plans.get(key, _UNPLANNED)
+    if plan is _UNPLANNED:
+        plan = None
+        if "cpu" in pg._devices and debug_level() == "OFF":
+            plan = pg._engine.sync_allreduce_plan(tensor.dtype, op)
+        plans[key] = plan
+    return plan
+
+
 def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
+    if not async_op and tensor.__class__ in _PLAIN and type(op) is RedOpType:
+        # The common case - a plain contiguous CPU tensor, waited on at once - goes straight to
+        # MPI: no Work, no staging, the checks done once per (group, dtype, op). Python's cost
+        # per call was most of a small all_reduce's time.
+        pg = resolve(group)
+        plan = _sync_plan(pg, tensor, op)
+        if (plan is not None and tensor._layout is _STRIDED and tensor._device.type == "cpu"
+                and is_contiguous(tensor._shape, tensor._stride)):
+            pg._engine.allreduce_now(tensor, plan)
+            return None
     check_tensor(tensor)
     pg = resolve(group)
     check_fingerprint(pg, "allreduce", [tensor])
     work = pg.engine_for(tensor).allreduce(tensor, as_red_op(op))
     return _finish(work, async_op)
+
+
+def start_all_reduce(tensor, group=None):
+    """``all_reduce(tensor, SUM, group, async_op=True)`` whose started request stays with the
+    calling thread (DDP's reducer): its ``is_completed()``/``wait()`` drive MPI from this thread
+    rather than handing the request to the group's worker (``Work.launch()`` still can)."""
+    if _not_member(group):
+        return None
+    pg = resolve(group)
+    check_fingerprint(pg, "allreduce", [tensor])
+    return pg.engine_for(tensor).allreduce(tensor, _SUM)
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -142,7 +185,7 @@ def _pair(group, output, input, names: tuple, dtype_message: str):
 _SAME_TYPE = "input tensor must be the same type as the output tensor"
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     if _not_member(group):
         return None
     pg = _pair(group, output_tensor, input_tensor, ("output_tensor", "input_tensor"),
@@ -205,7 +248,7 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
     return _finish(pg.engine_for(output).reduce_scatter(output, _flat(input_list), as_red_op(op)), async_op)
 
 
-def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
     pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
@@ -366,11 +409,18 @@ def _batch_nccl(p2p_op_list):
     return [pg.engine_for(first.tensor).batch_p2p(ops)]
 
 
-def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
-    """PyTorch 2.13's name for ``all_gather_into_tensor``."""
-    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"`torch.distributed.{old}` is deprecated. Please use `torch.distributed.{new}` instead.",
+                  FutureWarning, stacklevel=3)
 
 
-def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
-    """PyTorch 2.13's name for ``reduce_scatter_tensor``."""
-    return reduce_scatter_tensor(output, input, op, group, async_op)
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for ``all_gather_single`` (with its FutureWarning)."""
+    _deprecated("all_gather_into_tensor", "all_gather_single")
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+    """Deprecated in PyTorch 2.13 for ``reduce_scatter_single`` (with its FutureWarning)."""
+    _deprecated("reduce_scatter_tensor", "reduce_scatter_single")
+    return reduce_scatter_single(output, input, op, group, async_op)

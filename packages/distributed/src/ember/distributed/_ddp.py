@@ -1,12 +1,8 @@
 """``DistributedDataParallel``: data-parallel training with gradients averaged during backward.
 
-Parameters are grouped into buckets (reverse registration order, which approximates the order
-backward produces gradients; the first bucket is capped at 1 MiB so communication starts early,
-the others at ``bucket_cap_mb``). A post-accumulate-grad hook on each parameter marks it ready;
-when a bucket's last parameter is ready its gradients are flattened and the comm hook (default:
-average by all-reduce) starts asynchronously, while backward goes on computing the next
-buckets. Buckets launch in index order on every rank, so the collectives match across ranks.
-The hook of the last parameter waits for every bucket and writes the averaged gradients back.
+The averaging is the reducer's (``_reducer``: buckets as views of flat buffers, each all-reduced
+as soon as backward filled it); this module is the ``nn.Module`` around it: broadcasts at start
+and per forward, ``no_sync``, unused-parameter detection, comm hooks and ``join``.
 """
 
 from __future__ import annotations
@@ -19,69 +15,10 @@ from ember import nn
 
 from . import _collectives as C
 from ._backend import ReduceOp
+from ._reducer import GradBucket, Reducer, assign_buckets
 from ._world import resolve
 
-_FIRST_BUCKET_BYTES = 1024 * 1024
-
-
-class GradBucket:
-    """What a comm hook gets (``torch.distributed.GradBucket``): one flat buffer of gradients."""
-
-    def __init__(self, index: int, buffer, params, is_last: bool):
-        self._index = index
-        self._buffer = buffer
-        self._params = params
-        self._is_last = is_last
-
-    def index(self) -> int:
-        return self._index
-
-    def buffer(self):
-        return self._buffer
-
-    def set_buffer(self, buffer) -> None:
-        self._buffer = buffer
-
-    def parameters(self) -> list:
-        return list(self._params)
-
-    def gradients(self) -> list:
-        out, start = [], 0
-        for p in self._params:
-            out.append(self._buffer[start:start + p.numel()].view(p.shape))
-            start += p.numel()
-        return out
-
-    def is_last(self) -> bool:
-        return self._is_last
-
-
-def _default_allreduce_hook(group, bucket: GradBucket):
-    """Average: divide by the world size, then sum over the ranks."""
-    buffer = bucket.buffer()
-    buffer.div_(resolve(group).size())
-    return C.all_reduce(buffer, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
-
-
-def assign_buckets(params, cap_bytes: int, first_cap_bytes: int = _FIRST_BUCKET_BYTES) -> list[list[int]]:
-    """Parameter indices per bucket: reverse order, one dtype per bucket, by size. As PyTorch's
-    bucket assignment, each dtype's first bucket closes at ``first_cap_bytes`` (so the first
-    all-reduce starts early in backward), its later ones at ``cap_bytes``."""
-    buckets, open_by_dtype, closed = [], {}, {}
-    for index in reversed(range(len(params))):
-        p = params[index]
-        current = open_by_dtype.get(p.dtype)
-        if current is None:
-            current = [[], 0]
-            open_by_dtype[p.dtype] = current
-            buckets.append(current)
-        current[0].append(index)
-        current[1] += p.numel() * p.element_size()
-        if current[1] >= (cap_bytes if closed.get(p.dtype) else first_cap_bytes):
-            del open_by_dtype[p.dtype]
-            closed[p.dtype] = True
-    return [indices for indices, _ in buckets]
-
+__all__ = ["DistributedDataParallel", "GradBucket", "assign_buckets"]
 
 class DistributedDataParallel(nn.Module):
     """``torch.nn.parallel.DistributedDataParallel``: CPU tensors on the MPI engine, CUDA tensors on NCCL
@@ -118,14 +55,10 @@ class DistributedDataParallel(nn.Module):
         # Flags and masks travel on the parameters' device: an NCCL group takes CUDA tensors only.
         self._device = self._params[0].device
         self._buckets = assign_buckets(self._params, self.bucket_bytes_cap)
-        self._bucket_of = {}
-        for b, indices in enumerate(self._buckets):
-            for index in indices:
-                self._bucket_of[index] = b
-        self._comm_hook = None
-        self._comm_state = None
+        self._reducer = Reducer(self._params, self._buckets, self.process_group, self._group.size(),
+                                gradient_as_bucket_view)
         self._joining = False
-        self._reset_iteration()
+        self._hooks_fired = 0
         self._expect_reduction = False
         if init_sync:
             self._sync_module_states()
@@ -161,11 +94,11 @@ class DistributedDataParallel(nn.Module):
 
     def register_comm_hook(self, state, hook) -> None:
         """``hook(state, bucket) -> Future`` of the reduced flat buffer replaces the all-reduce."""
-        if self._comm_hook is not None:
+        if self._reducer.comm_hook is not None:
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         if not callable(hook):
             raise TypeError("Communication hook must be callable.")
-        self._comm_hook, self._comm_state = hook, state
+        self._reducer.comm_hook, self._reducer.comm_state = hook, state
 
     def _set_static_graph(self) -> None:
         self.static_graph = True
@@ -246,7 +179,7 @@ class DistributedDataParallel(nn.Module):
     def forward(self, *inputs, **kwargs):
         if self._expect_reduction and self.require_backward_grad_sync and self._hooks_fired:
             # A backward ran but not every parameter got its gradient: the buckets never completed.
-            unready = [i for i, ready in enumerate(self._ready) if not ready]
+            unready = [i for i, ready in enumerate(self._reducer.ready) if not ready]
             if unready:
                 raise RuntimeError(
                     "Expected to have finished reduction in the prior iteration before starting a new one. This "
@@ -255,7 +188,8 @@ class DistributedDataParallel(nn.Module):
                     "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`. Parameter indices "
                     f"which did not receive grad: {unready}"
                 )
-        self._reset_iteration()
+        self._reducer.reset()
+        self._hooks_fired = 0
         if self._joining:
             # Tell ranks that already ran out of inputs (inside join()) that this one still trains.
             C.all_reduce(ember.ones(1, dtype=ember.int32, device=self._device), group=self.process_group)
@@ -269,19 +203,11 @@ class DistributedDataParallel(nn.Module):
             used = _reachable_parameters(output)
             for i, p in enumerate(self._params):
                 if id(p) not in used:
-                    self._locally_used[i] = False
+                    self._reducer.locally_used[i] = False
                     self._mark_ready(i)
         return output
 
     # -- the reducer ----------------------------------------------------------------------
-
-    def _reset_iteration(self) -> None:
-        self._ready = [False] * len(self._params)
-        self._pending = [len(indices) for indices in self._buckets]
-        self._bucket_ready = [False] * len(self._buckets)
-        self._launched: list = []
-        self._locally_used = [True] * len(self._params)
-        self._hooks_fired = 0
 
     def _make_hook(self, index: int):
         def hook(param):
@@ -291,58 +217,9 @@ class DistributedDataParallel(nn.Module):
         return hook
 
     def _mark_ready(self, index: int) -> None:
-        if self._ready[index]:
-            raise RuntimeError(
-                f"Expected to mark a variable ready only once. Parameter at index {index} has been marked as ready "
-                "twice: it may be shared by several forward passes or used in a reentrant backward."
-            )
-        self._ready[index] = True
-        b = self._bucket_of[index]
-        self._pending[b] -= 1
-        if self._pending[b] == 0:
-            self._bucket_ready[b] = True
-            while len(self._launched) < len(self._buckets) and self._bucket_ready[len(self._launched)]:
-                self._launch(len(self._launched))
-            if len(self._launched) == len(self._buckets):
-                self._finalize()
-
-    def _launch(self, b: int) -> None:
-        indices = self._buckets[b]
-        params = [self._params[i] for i in indices]
-        with ember.no_grad():
-            pieces = [
-                p.grad.reshape(-1) if p.grad is not None else ember.zeros(p.numel(), dtype=p.dtype, device=p.device)
-                for p in params
-            ]
-            buffer = ember.cat(pieces)
-        bucket = GradBucket(b, buffer, params, b == len(self._buckets) - 1)
-        if self._comm_hook is None:
-            future = _default_allreduce_hook(self.process_group, bucket)
-        else:
-            future = self._comm_hook(self._comm_state, bucket)
-        self._launched.append((bucket, future))
-
-    def _finalize(self) -> None:
-        globally_used = None
-        if self.find_unused_parameters:
-            used = ember.tensor([1 if u else 0 for u in self._locally_used], dtype=ember.int32, device=self._device)
-            C.all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
-            globally_used = used.tolist()
-        with ember.no_grad():
-            for bucket, future in self._launched:
-                reduced = future.wait()
-                start = 0
-                for p, index in zip(bucket.parameters(), self._buckets[bucket.index()]):
-                    piece = reduced[start:start + p.numel()].view(p.shape)
-                    start += p.numel()
-                    if globally_used is not None and not globally_used[index]:
-                        continue  # nobody used it: its gradient stays as it was, as in PyTorch
-                    if p.grad is None:
-                        p.grad = piece.clone()
-                    else:
-                        p.grad.copy_(piece)
-        self._expect_reduction = False
-        self._launched = []
+        if self._reducer.mark_ready(index):
+            self._reducer.finalize(self.find_unused_parameters, self._device)
+            self._expect_reduction = False
 
     # -- pass-through ---------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ class ProcessGroup:
         self._devices = dict(devices)
         self._backend = backend_label(self._devices)
         self._engines: dict = {}
+        self._sync_plans: dict = {}  # (dtype, op) -> the synchronous all_reduce fast path's plan
         self.group_name = name
         self.group_desc = name
         self.store = store
@@ -182,18 +183,28 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
 
 
 def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None, group_desc=None):
-    """Splits the world into consecutive groups of ``group_size``: ``(my_subgroup, all_subgroups)``."""
-    pg = _require_init()
+    """Splits ``group`` (the world) into consecutive groups of ``group_size`` (default: the CUDA
+    devices of a node): ``(my_subgroup, all_subgroups)``. PyTorch's checks and messages."""
+    _require_init()
     if group_size is None:
-        raise ValueError("group_size must be given: there are no CUDA devices to count on CPU")
+        import ember
+
+        if not ember.cuda.is_available():
+            raise ValueError(
+                "Default group size only takes effect when CUDA is available."
+                "If your subgroup using a backend that does not depend on CUDA,"
+                "please pass in 'group_size' correctly."
+            )
+        group_size = ember.cuda.device_count()
     if group_size <= 0:
-        raise ValueError("The arg 'group_size' must be greater than 0")
-    world_size = pg.size()
-    if group_size > world_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    ranks = resolve(group)._ranks
+    world_size = len(ranks)
+    if world_size < group_size:
         raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size ({world_size})")
     if world_size % group_size != 0:
-        raise ValueError("The world size must be divisible by 'group_size'")
-    lists = [list(range(start, start + group_size)) for start in range(0, world_size, group_size)]
+        raise ValueError(f"The world size ({world_size}) must be divisible by '{group_size=}'")
+    lists = [ranks[start:start + group_size] for start in range(0, world_size, group_size)]
     return new_subgroups_by_enumeration(lists, timeout, backend, pg_options)
 
 

@@ -11,12 +11,28 @@ once. The ``Work``'s ``finish`` copies results back.
 from __future__ import annotations
 
 import itertools
+import math
+import time
+
+import ember
+from ember._src.dispatch import sync_pending
 
 from . import _mpi
 from ._backend import Engine, RedOpType
 from ._buffers import check_op_for_dtype, divide, for_reduction, for_transfer, mpi_op, mpi_type
 from ._errors import DistBackendError
-from ._work import EXIT_GRACE, CollectiveWork, CompletedWork, Work, Worker
+from ._work import (
+    COLLECTIVE_SPIN_SECONDS,
+    EXIT_GRACE,
+    KILLED_GRACE,
+    CollectiveWork,
+    CompletedWork,
+    Work,
+    Worker,
+    wait_requests,
+)
+
+_F16, _BF16 = ember.float16, ember.bfloat16
 
 
 class RecvWork(Work):
@@ -58,7 +74,7 @@ class MPIEngine(Engine):
             return world_broken
         me = self.global_ranks[self.rank]
         hit = self.world.health.first_exit_among(r for r in self.global_ranks if r != me)
-        if hit is not None and now - hit[1] > EXIT_GRACE:
+        if hit is not None and now - hit[1] > (EXIT_GRACE if hit[2] else KILLED_GRACE):
             how = "left the process group" if hit[2] else "died (killed or crashed)"
             return (f"{what} failed on rank {me}: rank {hit[0]} {how} while this rank waited for it; "
                     "the process group is no longer usable")
@@ -119,6 +135,43 @@ class MPIEngine(Engine):
             staged.writeback()
 
         return finish
+
+    # -- the synchronous all_reduce fast path ----------------------------------------------
+
+    def sync_allreduce_plan(self, dtype, op):
+        """What ``allreduce_now`` needs for a synchronous all_reduce of ``dtype`` with ``op`` -
+        (item size, MPI datatype, MPI operation) - or None where the general path must run: half
+        types (reduced in float32), AVG (a division after), ops MPI cannot apply (its errors)."""
+        if dtype is _F16 or dtype is _BF16 or op == RedOpType.AVG or type(op) is not RedOpType:
+            return None
+        try:
+            check_op_for_dtype(op, dtype)
+            return dtype.itemsize, mpi_type(self.MPI, dtype), mpi_op(self.MPI, op, dtype)
+        except (ValueError, RuntimeError, KeyError):
+            return None
+
+    def allreduce_now(self, tensor, plan) -> None:
+        """A synchronous in-place all_reduce of a contiguous CPU tensor, waited on here: no
+        ``Work``, no staging, nothing to finish (``sync_allreduce_plan`` chose the case). The
+        same ``MPI_Iallreduce`` as ``allreduce``, so it matches that on other ranks."""
+        if self.broken is not None or self.world.health.broken is not None:
+            self._start("all_reduce")
+        item, mtype, mop = plan
+        sync_pending(tensor, "a collective")
+        storage = tensor._storage
+        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, math.prod(tensor._shape) * item)
+        try:
+            request = self.comm.Iallreduce(self.MPI.IN_PLACE, [buf, mtype], mop)
+        except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
+            raise DistBackendError(f"all_reduce failed in MPI: {err}") from None
+        if request.Test():
+            return
+        try:
+            wait_requests([request], self, time.monotonic() + self.timeout_seconds, "all_reduce", None,
+                          COLLECTIVE_SPIN_SECONDS)
+        except DistBackendError:
+            self.abandoned.append((request, storage))  # MPI may still write into it: never freed
+            raise
 
     # -- collectives ----------------------------------------------------------------------
 

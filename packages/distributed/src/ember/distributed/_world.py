@@ -50,7 +50,7 @@ from ._mpi_engine import MPIEngine
 from ._rendezvous import rendezvous
 from ._store import PrefixStore, Store
 from ._tcp_store import TCPStore
-from ._work import Health, set_oversubscribed
+from ._work import Health, set_oversubscribed, set_spare_core
 
 default_pg_timeout = timedelta(minutes=30)
 
@@ -104,7 +104,9 @@ def init_process_group(
         _join_with_store(store, rank, world_size, seconds)
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
-    set_oversubscribed(_oversubscribed(_world.world_comm))
+    ranks, cores = _node_load(_world.world_comm)
+    set_oversubscribed(ranks > cores)
+    set_spare_core(cores >= 2 * ranks)
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
     pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
     _world.default_pg = pg
@@ -117,16 +119,16 @@ def init_process_group(
         pg.engine_for(_cuda_probe(device_id)).bind(device_id)
 
 
-def _oversubscribed(comm) -> bool:
-    """Whether this node runs more of the world's ranks than the cores they may run on (the union
-    of their CPU sets: ranks pinned one per core are not oversubscribed, nor unpinned ranks on a
-    machine with cores to spare)."""
+def _node_load(comm) -> tuple[int, int]:
+    """The world's ranks on this node and the cores they may run on (the union of their CPU sets:
+    ranks pinned one per core are not oversubscribed, nor unpinned ranks on a machine with cores
+    to spare)."""
     node = comm.Split_type(_mpi.mpi().COMM_TYPE_SHARED)
     try:
         cpus = node.allgather(sorted(_cpus()))
     finally:
         node.Free()
-    return len(cpus) > len(set().union(*map(set, cpus)))
+    return len(cpus), len(set().union(*map(set, cpus)))
 
 
 def _cpus() -> set:

@@ -6,7 +6,18 @@ import ember
 from ember import Tensor
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """``isinstance(t, Parameter)`` also holds for a tensor of another subclass flagged ``_is_param``:
+    as in PyTorch, ``nn.Parameter(dtensor)`` stays a ``DTensor`` (its ``type`` is ``DTensor``) and
+    is a parameter to ``isinstance`` and to modules."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Parameter and isinstance(instance, Tensor) and getattr(instance, "_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A tensor that is a module parameter: assigning it to a ``Module`` attribute registers it.
 
     It shares the storage of the data it wraps and requires grad by default. Ops on a

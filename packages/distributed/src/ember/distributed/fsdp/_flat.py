@@ -89,7 +89,7 @@ class FlatParams:
             if slot.mine:
                 send[slot.offset:slot.offset + slot.mine * slot.row].copy_(slot.param._local.reshape(-1))
         out = ember.empty(self.total * self.pieces, dtype=dtype)
-        work = C.all_gather_into_tensor(out, send, group=self.group, async_op=async_op)
+        work = C.all_gather_single(out, send, group=self.group, async_op=async_op)
         return PendingGather(self, work, out, dtype)
 
     def _copy_out(self, out) -> list:
@@ -117,7 +117,7 @@ class FlatParams:
                 grad = padded
             inp[:, slot.offset:slot.offset + slot.padded].copy_(grad.reshape(self.pieces, slot.padded))
         out = ember.empty(self.total, dtype=dtype)
-        C.reduce_scatter_tensor(out, inp.view(-1), group=self.group)
+        C.reduce_scatter_single(out, inp.view(-1), group=self.group)
         return [out[slot.offset:slot.offset + slot.mine * slot.row].view(slot.mine, *slot.param.shape[1:])
                 for slot in self.slots]
 

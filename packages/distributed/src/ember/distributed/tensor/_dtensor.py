@@ -130,10 +130,12 @@ class DTensor(Tensor):
         return t.detach()
 
     def as_subclass(self, cls):
-        # nn.Parameter(dtensor) builds its parameter through as_subclass: keep the DTensor.
+        # nn.Parameter(dtensor) builds its parameter through as_subclass. As PyTorch's Parameter
+        # does for tensor subclasses, the result stays a DTensor flagged as a parameter
+        # (``isinstance(p, nn.Parameter)`` holds through Parameter's metaclass).
         if isinstance(cls, type) and getattr(cls, "_is_param", False):
             out = self.detach()
-            out.__class__ = _param_class(cls)
+            out._is_param = True
             return out
         return super().as_subclass(cls)
 
@@ -155,8 +157,8 @@ class DTensor(Tensor):
     def __deepcopy__(self, memo):
         out = DTensor._wrap(self._local.clone(), self.device_mesh, self.placements, self._shape,
                             self._requires_grad)
-        if isinstance(self, ember.nn.Parameter):
-            out.__class__ = type(self)
+        if getattr(self, "_is_param", False):
+            out._is_param = True
         memo[id(self)] = out
         return out
 
@@ -225,18 +227,6 @@ class _ToLocal(Function):
     def backward(ctx, grad):
         mesh, placements, shape = ctx.layout
         return DTensor.from_local(grad, mesh, placements, shape=shape), None
-
-
-_PARAM_CLASSES: dict = {}
-
-
-def _param_class(cls):
-    """``DTensor`` and ``cls`` (nn.Parameter) in one class: ``isinstance`` holds for both."""
-    made = _PARAM_CLASSES.get(cls)
-    if made is None:
-        made = type(f"{cls.__name__}DTensor", (DTensor, cls), {"__repr__": DTensor.__repr__})
-        _PARAM_CLASSES[cls] = made
-    return made
 
 
 def _default_mesh() -> DeviceMesh:

@@ -111,7 +111,7 @@ def _gather_dim(local, shape, mesh, placements, mesh_dim: int):
             padded.narrow(dim, 0, local.shape[dim]).copy_(local)
     if dim == 0:
         out = ember.empty([pieces * longest, *padded_shape[1:]], dtype=local.dtype, device=local.device)
-        C.all_gather_into_tensor(out, padded, group=group)
+        C.all_gather_single(out, padded, group=group)
         if pieces * longest == total:
             return out
         kept = [out.narrow(0, i * longest, b - a) for i, (a, b) in
@@ -142,7 +142,7 @@ def _reduce_scatter_dim0(local, mesh, mesh_dim: int):
     else:
         padded = local.contiguous()
     out = ember.empty([longest, *local.shape[1:]], dtype=local.dtype, device=local.device)
-    C.reduce_scatter_tensor(out, padded, group=mesh.get_group(mesh_dim))
+    C.reduce_scatter_single(out, padded, group=mesh.get_group(mesh_dim))
     start, end = chunk_bounds(total, pieces, mesh.get_coordinate()[mesh_dim])
     return out.narrow(0, 0, end - start).contiguous() if end - start != longest else out
 
