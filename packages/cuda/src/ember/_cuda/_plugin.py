@@ -45,6 +45,7 @@ class CudaPlugin:
         from ember._src.tensor import Tensor
 
         from . import (
+            _ops_activation_grads,
             _ops_adaptive,
             _ops_attention,
             _ops_composite,
@@ -77,7 +78,7 @@ class CudaPlugin:
                        _ops_matmul, _ops_index, _ops_loss, _ops_more, _ops_optim, _ops_stats, _ops_scatter, _ops_put,
                        _ops_adaptive, _ops_group_norm, _ops_composite, _ops_sort,
                        _ops_search, _ops_samplers, _ops_pad, _ops_upsample,
-                       _ops_fold, _random):
+                       _ops_fold, _ops_activation_grads, _random):
             module.register()
         backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                           is_pinned=_storage.is_pinned, device_count=api.device_count)
