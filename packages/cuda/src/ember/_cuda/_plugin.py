@@ -82,6 +82,7 @@ class CudaPlugin:
             module.register()
         backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                           is_pinned=_storage.is_pinned, device_count=api.device_count)
+        backend.empty = _storage.empty
         # the compiler's Triton kernels launch through the plugin's cubin cache and launcher
         from . import _compile, _streams
 

@@ -10,6 +10,8 @@ Large reductions into few outputs are split: partial results per chunk, then a s
 
 from __future__ import annotations
 
+import functools
+
 from ember._src import dtypes as dt
 from ember._src.shapes import contiguous_strides
 from ember._src.tensor import make_tensor, new_empty_tensor
@@ -55,6 +57,7 @@ def _nanmin(a, ax: tl.constexpr):
 '''
 
 
+@functools.cache  # the same string object per kernel: the launcher lookup hashes it once
 def _row_source(kind: str, acc, out_dtype) -> str:
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]
@@ -81,6 +84,7 @@ def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr, 
 '''
 
 
+@functools.cache
 def _stride_source(kind: str, acc) -> str:
     """Few long rows: ``nprog`` programs per row stride over it in whole tiles of BN * UNROLL elements
     (unmasked loads), program 0 of a row also takes the ragged tail; one partial per program."""
@@ -112,6 +116,7 @@ def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr, EVICT: tl.conste
 '''
 
 
+@functools.cache
 def _col_source(kind: str, acc, out_dtype) -> str:
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]

@@ -299,7 +299,7 @@ def _cast_args(policy, device_type, args, kwargs, state):
         for a in args:
             if isinstance(a, Tensor):
                 a = _cast(a, to, device_type, state)
-            elif isinstance(a, (list, tuple)):
+            elif isinstance(a, (list, tuple)) and any(isinstance(b, Tensor) for b in a):
                 break
             out.append(a)
         else:
