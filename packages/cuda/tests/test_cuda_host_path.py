@@ -112,3 +112,15 @@ def test_gelu_backward_kernel(approximate, dtype):
         assert_same(got, want, dtype, rtol=1e-5 if dtype is ember.float32 else None)
     with pytest.raises(RuntimeError, match="approximate"):
         ember.ops.gelu_backward(g.cuda(), x.cuda(), approximate="exact")
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "nansum"])
+def test_split_column_reductions(name, dtype):
+    # Few column blocks over many rows (bias and layer-norm weight gradients) take the split
+    # column reduction: partials per chunk of rows, then the partials.
+    x = rand((8, 1024, 96), dtype, seed=8)
+    fn = getattr(ember, name)
+    for dims in ((0, 1), (1,), 0):
+        assert_same(fn(x.cuda(), dims), fn(x, dims), dtype, rtol=1e-4 if dtype is ember.float32 else None,
+                    atol=1e-3 if dtype is ember.float32 else None)

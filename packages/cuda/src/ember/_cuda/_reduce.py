@@ -5,7 +5,8 @@ reduced dims sit together (copied to contiguous memory only when the permuted vi
 already dense), then one kernel reduces the middle axis. ``inner == 1`` (reducing the last
 dims) uses a row kernel; otherwise each program owns a block of ``inner`` columns and walks
 the rows, so reductions over leading dims (bias gradients) read memory once, coalesced.
-Large reductions into few outputs are split: partial results per chunk, then a second pass.
+Large reductions into few outputs (few rows, or few column blocks) are split: partial results
+per chunk, then a second pass.
 """
 
 from __future__ import annotations
@@ -179,6 +180,45 @@ def reduce_into(kind: str, x, dims: tuple, out, acc, scale: float = 1.0) -> None
         _rows(kind, x, outer, n, out, acc, scale, index, stream)
         return
     bk = 64 if inner >= 64 else 16
+    split = col_split(outer, n, inner, bk, _sms(index))
+    if split > 1:
+        # Few column blocks over many rows (a bias gradient: 8192 rows, 12 blocks of 64 columns): each
+        # block's rows are cut into `split` chunks reduced in parallel into partials (the same kernel
+        # over outer * split groups of n // split rows), then the partials are reduced.
+        partial = new_empty_tensor((outer * split, inner), acc, x._device)
+        _col(kind, x, outer * split, n // split, inner, partial, acc, 1.0, bk, index, stream)
+        _col(_PARTIALS.get(kind, kind), partial, outer, split, inner, out, acc, scale, bk, index, stream)
+        return
+    _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream)
+
+
+# How the partials of a split reduction combine (nansum's partials hold no NaN it should skip).
+_PARTIALS = {"nansum": "sum"}
+# Column reductions are split until about this many programs per multiprocessor run.
+COL_PROGRAMS_PER_SM = 2
+
+
+def col_split(outer: int, n: int, inner: int, bk: int, sms: int) -> int:
+    """Into how many chunks of rows (a power of two dividing ``n``, each of at least 256 rows) a
+    column reduction of ``outer`` groups of ``n`` rows by ``inner`` columns is split."""
+    programs = outer * ((inner + bk - 1) // bk)
+    split = 1
+    while (programs * split * 2 <= COL_PROGRAMS_PER_SM * sms and n % (split * 2) == 0
+           and n // (split * 2) >= 256):
+        split *= 2
+    return split
+
+
+def _sms(index: int) -> int:
+    sms = _SMS.get(index)
+    if sms is None:
+        from . import _driver
+
+        sms = _SMS[index] = _driver.properties(index).multi_processor_count
+    return sms
+
+
+def _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream) -> None:
     bn = 32 if n >= 32 else 8
     src = _col_source(kind, acc, out.dtype)
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype], "N": "i64", "inner": "i64",
@@ -199,11 +239,7 @@ _SMS: dict = {}
 
 def _strided_rows(kind, x, rows, n, out, acc, scale, index, stream) -> None:
     cfg = STRIDE_CONFIG
-    sms = _SMS.get(index)
-    if sms is None:
-        from . import _driver
-
-        sms = _SMS[index] = _driver.properties(index).multi_processor_count
+    sms = _sms(index)
     nprog = max(1, (cfg["ppsm"] * sms) // rows)
     partial = new_empty_tensor((rows, nprog), acc, x._device)
     sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[acc], "N": "i64", "nprog": "i64", "BN": "constexpr",
