@@ -49,11 +49,6 @@ bool init_names() {
   return s_kernels && s_amp && s_active && s_grad_enabled && s_cuda && s_type;
 }
 
-inline bool list_on(PyObject* lst) {
-  PyObject* v = PyList_GET_ITEM(lst, 0);
-  return v != Py_False && v != Py_None && v != g_dispatch.zero;
-}
-
 // The device's type string (borrowed), cached for the last device object seen; null on failure.
 PyObject* device_type(PyObject* device) {
   if (device == g_last_device) return g_last_type;
@@ -213,19 +208,17 @@ TensorObject* cuda_view_source(PyObject* o) {
   return t;
 }
 
-bool plain_dispatch_for(PyObject* op) {
-  if (g_dispatch.layout_dispatch == nullptr || list_on(g_dispatch.modes_entered) ||
-      list_on(g_dispatch.subclass_dispatch) || list_on(g_dispatch.layout_dispatch))
-    return false;
-  if (!list_on(g_dispatch.autocast_on)) return true;
+bool autocast_casts(PyObject* op) {
   int applies = autocast_applies(op);
-  if (applies < 0) PyErr_Clear();
-  return applies == 0;
+  if (applies < 0) PyErr_Clear();  // unknown: the Python dispatcher decides
+  return applies != 0;
 }
 
 PyObject* device_fast_call(PyObject* op, PyObject* const* args, size_t nargsf, PyObject* kwnames, bool* handled) {
   *handled = false;
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs > 0 && is_tensor_base(args[0]) && reinterpret_cast<TensorObject*>(args[0])->device_kind != kDeviceOther)
+    return nullptr;  // the CPU (and meta) calls: one check
   // The first tensor argument names the device (dispatch._device_type_of): usually args[0]; a number
   // may come first (`0.5 * x` is mul(0.5, x)).
   Py_ssize_t lead = 0;

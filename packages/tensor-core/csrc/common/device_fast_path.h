@@ -15,9 +15,22 @@ namespace ember {
 // false otherwise (nothing ran).
 PyObject* device_fast_call(PyObject* op, PyObject* const* args, size_t nargsf, PyObject* kwnames, bool* handled);
 
+// Whether autocast casts `op`'s inputs in this thread now (Op.amp set, autocast active), given
+// that some thread has autocast enabled.
+bool autocast_casts(PyObject* op);
+
 // plain_dispatch() for a call of `op`: an enabled autocast region matters only to an op with a
 // cast policy (Op.amp) while autocast is active in this thread, as in Op._dispatch.
-bool plain_dispatch_for(PyObject* op);
+inline bool plain_dispatch_for(PyObject* op) {
+  auto on = [](PyObject* lst) {
+    PyObject* v = PyList_GET_ITEM(lst, 0);
+    return v != Py_False && v != Py_None && v != g_dispatch.zero;
+  };
+  if (g_dispatch.layout_dispatch == nullptr || on(g_dispatch.modes_entered) || on(g_dispatch.subclass_dispatch) ||
+      on(g_dispatch.layout_dispatch))
+    return false;
+  return !on(g_dispatch.autocast_on) || !autocast_casts(op);
+}
 
 // A CUDA tensor (plain ember.Tensor fields valid) whose views the native view kernels may
 // compute: on CUDA a view kernel is the CPU one (metadata only). Null otherwise.
