@@ -145,8 +145,34 @@ def check_cummax():
         print("ok", name)
 
 
+def check_split_col_reduction():
+    """A column reduction split into chunks of rows (_reduce.reduce_into: the column kernel over
+    outer * split groups into partials, then over the partials), against PyTorch."""
+    import ember
+    from ember._cuda._reduce import _PARTIALS, _col_source, col_split
+
+    g = torch.Generator().manual_seed(4)
+    outer, n, inner, bk = 2, 2048, 80, 64
+    split = col_split(outer, n, inner, bk, 8)
+    assert split == 4, split
+    for kind, scale, ref in (("sum", 0.5, lambda x: x.sum(1) * 0.5), ("nansum", 1.0, lambda x: x.nansum(1)),
+                             ("max", 1.0, lambda x: x.amax(1))):
+        x = torch.randn(outer, n, inner, generator=g)
+        x[1, 1500, 7] = float("nan")
+        blocks = -(-inner // bk)
+        first = _load(_col_source(kind, ember.float32, ember.float32), f"ember_col_{kind}_interp")
+        second = _load(_col_source(_PARTIALS.get(kind, kind), ember.float32, ember.float32),
+                       f"ember_col_{kind}_partials_interp")
+        partial, out = torch.empty(outer * split, inner), torch.empty(outer, inner)
+        first[(outer * split, blocks)](x, partial, n // split, inner, 1.0, BN=32, BK=bk, SCALED=False)
+        second[(outer, blocks)](partial, out, split, inner, scale, BN=8, BK=bk, SCALED=scale != 1.0)
+        torch.testing.assert_close(out, ref(x), rtol=1e-5, atol=1e-4, equal_nan=True)
+        print("ok split column", kind)
+
+
 if __name__ == "__main__":
     check_adam()
     check_ce_backward()
     check_pooling()
     check_cummax()
+    check_split_col_reduction()

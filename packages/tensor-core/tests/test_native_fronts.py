@@ -266,8 +266,8 @@ def test_fronts_pickle_and_copy_by_reference():
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "complex64"])
 def test_views_of_half_and_complex_tensors_keep_their_history(dtype):
-    # The native grad recorder builds float32/float64 nodes only; other dtypes must record through
-    # Python instead of losing the graph (a bf16 model's x.t() had no grad_fn).
+    # The native grad recorder builds real floating nodes (float16/bfloat16 included); complex ones
+    # must record through Python instead of losing the graph (a bf16 model's x.t() had no grad_fn).
     base = np.arange(12, dtype=np.float32).reshape(3, 4)
     def make(lib):
         if dtype == "complex64":
@@ -292,3 +292,24 @@ def test_complex_randn_and_rand_match_pytorch_statistics():
     assert abs(z.real.var().item() - 0.5) < 0.02 and abs(z.imag.var().item() - 0.5) < 0.02
     u = ember.rand(200_000, dtype=ember.complex128)
     assert 0 <= u.real.min().item() and u.real.max().item() < 1 and 0 <= u.imag.min().item() < 1
+
+
+def test_autocast_regions_keep_the_native_path_for_ops_without_a_cast_policy():
+    # Inside autocast only ops with a policy (mm, addmm, ...) go through the cast step; the others
+    # record natively (views with meta-only formulas, bfloat16 results) as the Python path does.
+    def run():
+        x = ember.tensor(np.arange(24, dtype=np.float32).reshape(4, 6) / 10, requires_grad=True)
+        w = ember.tensor(np.ones((6, 6), dtype=np.float32) / 3, requires_grad=True)
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            h = ember.matmul(x, w)  # bfloat16
+            y = (h.view(24).unsqueeze(0).transpose(0, 1) * 2 + 1).sum()
+        y.backward()
+        return y, x.grad, w.grad, type(h.view(24).grad_fn).__name__
+
+    ours = run()
+    with _PassThrough():
+        ref = run()
+    assert ours[3] == ref[3] == "ViewBackward0"
+    for a, b in zip(ours[:3], ref[:3]):
+        assert a.dtype is b.dtype
+        np.testing.assert_array_equal(a.detach().float().numpy(), b.detach().float().numpy())

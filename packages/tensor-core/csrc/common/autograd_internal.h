@@ -53,6 +53,8 @@ PyObject* alias_of(TensorObject* t);
 PyObject* new_saved(PyObject* data, TensorObject* t, bool is_output, PyObject* requires_grad);
 // SavedTensor(t, False) for an input.
 PyObject* save_input(TensorObject* t);
+// _recording._stand_in(t): what a meta-only formula gets for a tensor argument.
+PyObject* stand_in(TensorObject* t);
 
 // The interned names and constants the saved-tensor helpers use (set by bind_autograd_saved).
 void bind_autograd_saved();

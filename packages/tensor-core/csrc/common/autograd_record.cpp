@@ -90,9 +90,9 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 5)) {
+    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 6)) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 5-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 6-tuple or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
@@ -104,11 +104,12 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
 
 int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssize_t nargs) {
   auto* out = reinterpret_cast<TensorObject*>(out_obj);
-  if (!(out->dtype_code == 8 || out->dtype_code == 9)) return 0;  // not floating: nothing to record
+  if (out->dtype_code < 6 || out->dtype_code > 9) return 0;  // not real floating: nothing to record
   PyObject* formula = PyTuple_GET_ITEM(spec, 1);
   auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(spec, 2));
   bool reads = PyTuple_GET_ITEM(spec, 3) == Py_True;
   bool saves_output = PyTuple_GET_ITEM(spec, 4) == Py_True;
+  bool meta_only = PyTuple_GET_ITEM(spec, 5) == Py_True;  // the formula reads metadata only: stand-ins
   PyObject* layout = PyList_New(nargs);
   PyObject* meta = PyList_New(0);
   PyObject* edges = PyTuple_New(0);
@@ -164,7 +165,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     int rc = PyList_Append(meta, m);
     Py_DECREF(m);
     if (rc < 0) goto fail_edges;
-    PyObject* s = reads ? save_input(t) : Py_NewRef(Py_None);
+    PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
     if (s == nullptr) goto fail_edges;
     PyTuple_SET_ITEM(saved, i, s);
   }

@@ -12,6 +12,10 @@ namespace {
 PyObject* s_output_nr = nullptr;
 PyObject* s_grad_acc = nullptr;
 PyObject* s_variable = nullptr;
+PyObject* s_version = nullptr;
+PyObject* s_src_device = nullptr;
+PyObject* g_no_data = nullptr;  // _recording._NO_DATA: the empty meta storage of stand-ins...
+Storage* g_no_data_ptr = nullptr;  // ...and its C object
 
 }  // namespace
 
@@ -116,12 +120,47 @@ PyObject* new_saved(PyObject* data, TensorObject* t, bool is_output, PyObject* r
   }
   auto* so = reinterpret_cast<SavedObject*>(s);
   so->data = data;  // stolen
-  so->version = PyLong_FromLongLong(t->storage_ptr->version);
+  // A device storage (CUDA's, a Python object) keeps its version counter as an attribute.
+  so->version = t->storage_ptr != nullptr ? PyLong_FromLongLong(t->storage_ptr->version)
+                                          : PyObject_GetAttr(t->storage, s_version);
   so->is_output = Py_NewRef(is_output ? Py_True : Py_False);
   so->nr = PyLong_FromLong(0);
   so->requires_grad = Py_NewRef(requires_grad);
   so->unpack_hook = Py_NewRef(Py_None);
   if (so->version == nullptr) {
+    Py_DECREF(s);
+    return nullptr;
+  }
+  return s;
+}
+
+// _recording._stand_in(t): a data-less meta tensor with t's shape, strides, offset and dtype, whose
+// _src_device is t's device.
+PyObject* stand_in(TensorObject* t) {
+  if (g_no_data == nullptr) {
+    PyObject* mod = PyImport_ImportModule("ember.autograd._recording");
+    PyObject* no_data = mod ? PyObject_GetAttrString(mod, "_NO_DATA") : nullptr;
+    Py_XDECREF(mod);
+    if (no_data == nullptr) return nullptr;
+    try {
+      g_no_data_ptr = pybind11::handle(no_data).cast<Storage*>();
+    } catch (...) {
+      Py_DECREF(no_data);
+      PyErr_SetString(PyExc_RuntimeError, "autograd: _NO_DATA is not a _C.Storage");
+      return nullptr;
+    }
+    g_no_data = no_data;
+  }
+  if (t->ndim < 0 || t->stride_ndim != t->ndim || !t->offset_ok || dtype_object(t->dtype_code) == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "autograd: a stand-in needs plain metadata");
+    return nullptr;
+  }
+  PyObject* s = new_tensor(g_no_data, g_no_data_ptr, t->sizes, t->strides, t->ndim, t->offset_value,
+                           t->dtype_code, meta_device());
+  if (s == nullptr) return nullptr;
+  auto* so = reinterpret_cast<TensorObject*>(s);
+  Py_SETREF(so->dtype, Py_NewRef(t->dtype));
+  if (PyObject_SetAttr(s, s_src_device, t->device) < 0) {
     Py_DECREF(s);
     return nullptr;
   }
@@ -167,6 +206,8 @@ PyObject* save_input(TensorObject* t) {
 
 void bind_autograd_saved() {
   s_output_nr = PyUnicode_InternFromString("output_nr");
+  s_version = PyUnicode_InternFromString("version");
+  s_src_device = PyUnicode_InternFromString("_src_device");
   s_grad_acc = PyUnicode_InternFromString("grad_acc");
   s_variable = PyUnicode_InternFromString("variable");
 }

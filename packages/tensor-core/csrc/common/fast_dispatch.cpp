@@ -43,14 +43,14 @@ constexpr int kMaxPlainTypes = 32;
 PyObject* g_plain_types[kMaxPlainTypes] = {};
 int g_num_plain_types = 0;
 
-inline bool plain_tensor_type(PyObject* tp) {
+}  // namespace
+
+bool plain_tensor_type(PyObject* tp) {
   if (tp == tensor_class()) return true;
   for (int i = 0; i < g_num_plain_types; ++i)
     if (g_plain_types[i] == tp) return true;
   return false;
 }
-
-}  // namespace
 
 PyTypeObject OpBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject* const NOT_HANDLED = reinterpret_cast<PyObject*>(&not_handled_marker);
@@ -125,13 +125,13 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
 // before anything ran.
 PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
   bool needs_grad = false;
-  bool native_grad_dtypes = true;  // grad_record builds nodes for float32/float64 results only
+  bool native_grad_dtypes = true;  // grad_record builds nodes for real floating results only
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (!is_tensor_base(args[i])) continue;
     auto* t = reinterpret_cast<TensorObject*>(args[i]);
     if (t->rg) {
       needs_grad = true;
-      if (t->dtype_code != 8 && t->dtype_code != 9) native_grad_dtypes = false;
+      if (t->dtype_code < 6 || t->dtype_code > 9) native_grad_dtypes = false;
     }
   }
   int plan = kGradNone;
@@ -139,8 +139,8 @@ PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
   if (needs_grad) {
     int on = grad_enabled_now();
     if (on < 0) return nullptr;
-    // Half, bfloat16 and complex tensors that need grad record through Python (the view kernels take
-    // any dtype, and their results would otherwise get no history).
+    // Complex tensors that need grad record through Python (the view kernels take any dtype, and
+    // their results would otherwise get no history).
     if (on && !native_grad_dtypes) return NOT_HANDLED;
     if (on) plan = grad_plan(reinterpret_cast<PyObject*>(op), &op->grad_spec, &spec);
     if (plan == kGradError) return nullptr;
@@ -160,7 +160,7 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   if (on_device) return device_result;
   auto* op = reinterpret_cast<OpObject*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (op->fast != kNone && kwnames == nullptr && nargs <= 4 && plain_dispatch()) {
+  if (op->fast != kNone && kwnames == nullptr && nargs <= 4 && plain_dispatch_for(self)) {
     if (op->fast == kBinaryInplace) {
       // In-place ops record through Python (leaf and view checks, CopySlices); without grad
       // recording they run here: no_grad (optimizer steps), gradient accumulation.

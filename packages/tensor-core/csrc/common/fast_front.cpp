@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "device_fast_path.h"
 #include "fast_ops.h"
 
 namespace ember {
@@ -146,6 +147,7 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
     return nargs == 3 ? fast_call(reinterpret_cast<OpObject*>(f->op), args, 3) : NOT_HANDLED;
   PyObject* self = args[0];
   TensorObject* t = plain_view_source(self);
+  if (t == nullptr) t = cuda_view_source(self);  // views and contiguous only: other kernels decline CUDA
   if (t == nullptr) return NOT_HANDLED;
   auto* op = reinterpret_cast<OpObject*>(f->op);
   switch (f->kind) {
@@ -212,7 +214,7 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
 
 PyObject* front_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<FrontObject*>(self);
-  if (plain_dispatch()) {
+  if (plain_dispatch_for(f->op)) {
     PyObject* r = front_fast(f, args, PyVectorcall_NARGS(nargsf), kwnames);
     if (r != NOT_HANDLED) return r;
   }

@@ -50,6 +50,8 @@ extern PyObject* const NOT_HANDLED;
 constexpr int kBool = 0, kInt64 = 5, kFloat32 = 8, kFloat64 = 9;
 inline bool is_float_code(int c) { return c == kFloat32 || c == kFloat64; }
 
+// ember.Tensor or a subclass registered as behaving like it (nn.Parameter).
+bool plain_tensor_type(PyObject* tp);
 // A tensor argument the pointwise kernels can take (a plain CPU tensor of a dtype computed as
 // itself), or null. `below_autograd`: inputs may require grad.
 TensorObject* plain_tensor(PyObject* o, bool below_autograd);

@@ -6,6 +6,7 @@
 // NOT_HANDLED and the Python kernel raises PyTorch's error.
 #include <cstring>
 
+#include "device_fast_path.h"
 #include "fast_ops.h"
 
 namespace ember {
@@ -217,6 +218,7 @@ PyObject* make_view_of(TensorObject* src, const int64_t* sizes, const int64_t* s
 PyObject* fast_view_kernel(int kind, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1) return NOT_HANDLED;
   TensorObject* t = plain_view_source(args[0]);
+  if (t == nullptr) t = cuda_view_source(args[0]);  // a CUDA view's kernel is this one too
   if (t == nullptr || t->ndim > kMaxViewDims) return NOT_HANDLED;
   switch (kind) {
     case kView: return nargs == 2 ? view(t, args[1]) : NOT_HANDLED;

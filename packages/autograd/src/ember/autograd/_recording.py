@@ -372,18 +372,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         _STATE.grad_enabled = True
     if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
         # Rare shapes of result (several outputs, an input handed back, integer dtype).
-        _check_result_dtype(name, out)
-        if isinstance(out, Tensor) and _is_arg(out, args):
-            out = make_view(out, out._shape, out._stride, out._offset)
-        outs = (out,) if isinstance(out, Tensor) else tuple(out)
-        if involves_complex((), outs):
-            formula = complex_formula(name, formula)
-        node = make_node(name, formula, layout, tuple(edges), meta, args, kwargs, outs)
-        skip = formula.nondiff_outputs if formula is not None else ()
-        for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and i not in skip:
-                set_history(o, node, i)
-        return out
+        return _record_result(name, formula, args, kwargs, out, layout, tuple(edges), meta)
     cls = _NODE_CLASSES.get(name) if formula is not None else None
     if cls is None:
         cls = _node_class(name, formula is None)
@@ -400,24 +389,49 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     return out
 
 
+def _record_result(name, formula, args, kwargs, out, layout, edges, meta):
+    """Records an out-of-place call whose result ``out`` is already computed."""
+    _check_result_dtype(name, out)
+    if isinstance(out, Tensor) and _is_arg(out, args):
+        out = make_view(out, out._shape, out._stride, out._offset)
+    outs = (out,) if isinstance(out, Tensor) else tuple(out)
+    if involves_complex((), outs):
+        formula = complex_formula(name, formula)
+    node = make_node(name, formula, layout, edges, meta, args, kwargs, outs)
+    skip = formula.nondiff_outputs if formula is not None else ()
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and i not in skip:
+            set_history(o, node, i)
+    return out
+
+
+def record_computed(op, args: tuple, kwargs: dict, out):
+    """What ``record`` does after its kernel call, for a result the native device fast path
+    computed (csrc/common/device_fast_path.cpp) and did not record itself: several outputs, an
+    input handed back, an integer or complex result. ``args`` hold no tensor list, no complex
+    tensor; ``kwargs`` no tensor."""
+    layout, edges, meta = _edges(args)
+    return _record_result(op.name, FORMULAS.get(op.name), args, kwargs, out, layout, edges, meta)
+
+
 def native_spec(op):
     """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
-    ``(name, formula, node class, reads_inputs, saves_output)``; a node class of None for an op
-    that is never recorded; None when only ``record`` can do it (no formula, in-place ops,
-    meta-only formulas). The C side keeps it while ``FORMULAS[name]`` stays the same object."""
+    ``(name, formula, node class, reads_inputs, saves_output, meta_only)``; a node class of None for
+    an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
+    The C side keeps it while ``FORMULAS[name]`` stays the same object."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
-            return (name, None, None, False, False)
+            return (name, None, None, False, False, False)
         return None
-    if "inplace" in op.tags or formula.meta_only:
+    if "inplace" in op.tags:
         return None
     reads = formula.reads_inputs
     if reads is None:
         reads = formula.reads_inputs = _reads_inputs(formula.backward)
     cls = _NODE_CLASSES.get(name) or _node_class(name, False)
-    return (name, formula, cls, bool(reads), _saves_output(formula, 0))
+    return (name, formula, cls, bool(reads), _saves_output(formula, 0), bool(formula.meta_only))
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires

@@ -5,10 +5,13 @@ reduced dims sit together (copied to contiguous memory only when the permuted vi
 already dense), then one kernel reduces the middle axis. ``inner == 1`` (reducing the last
 dims) uses a row kernel; otherwise each program owns a block of ``inner`` columns and walks
 the rows, so reductions over leading dims (bias gradients) read memory once, coalesced.
-Large reductions into few outputs are split: partial results per chunk, then a second pass.
+Large reductions into few outputs (few rows, or few column blocks) are split: partial results
+per chunk, then a second pass.
 """
 
 from __future__ import annotations
+
+import functools
 
 from ember._src import dtypes as dt
 from ember._src.shapes import contiguous_strides
@@ -56,6 +59,7 @@ def _nanmin(a, ax: tl.constexpr):
 '''
 
 
+@functools.cache  # the same string object per kernel: the launcher lookup hashes it once
 def _row_source(kind: str, acc, out_dtype) -> str:
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]
@@ -82,6 +86,7 @@ def k(x, out, N, chunk, nchunks, scale, BN: tl.constexpr, SCALED: tl.constexpr, 
 '''
 
 
+@functools.cache
 def _stride_source(kind: str, acc) -> str:
     """Few long rows: ``nprog`` programs per row stride over it in whole tiles of BN * UNROLL elements
     (unmasked loads), program 0 of a row also takes the ragged tail; one partial per program."""
@@ -113,6 +118,7 @@ def k(x, out, N, nprog, BN: tl.constexpr, UNROLL: tl.constexpr, EVICT: tl.conste
 '''
 
 
+@functools.cache
 def _col_source(kind: str, acc, out_dtype) -> str:
     ident, combine, final = _KINDS[kind]
     ct = TL[acc]
@@ -211,6 +217,45 @@ def _reduce_dense(kind: str, x, outer: int, n: int, inner: int, out, acc, scale:
         _rows(kind, x, outer, n, out, acc, scale, index, stream)
         return
     bk = 64 if inner >= 64 else 16
+    split = col_split(outer, n, inner, bk, _sms(index))
+    if split > 1:
+        # Few column blocks over many rows (a bias gradient: 8192 rows, 12 blocks of 64 columns): each
+        # block's rows are cut into `split` chunks reduced in parallel into partials (the same kernel
+        # over outer * split groups of n // split rows), then the partials are reduced.
+        partial = new_empty_tensor((outer * split, inner), acc, x._device)
+        _col(kind, x, outer * split, n // split, inner, partial, acc, 1.0, bk, index, stream)
+        _col(_PARTIALS.get(kind, kind), partial, outer, split, inner, out, acc, scale, bk, index, stream)
+        return
+    _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream)
+
+
+# How the partials of a split reduction combine (nansum's partials hold no NaN it should skip).
+_PARTIALS = {"nansum": "sum"}
+# Column reductions are split until about this many programs per multiprocessor run.
+COL_PROGRAMS_PER_SM = 2
+
+
+def col_split(outer: int, n: int, inner: int, bk: int, sms: int) -> int:
+    """Into how many chunks of rows (a power of two dividing ``n``, each of at least 256 rows) a
+    column reduction of ``outer`` groups of ``n`` rows by ``inner`` columns is split."""
+    programs = outer * ((inner + bk - 1) // bk)
+    split = 1
+    while (programs * split * 2 <= COL_PROGRAMS_PER_SM * sms and n % (split * 2) == 0
+           and n // (split * 2) >= 256):
+        split *= 2
+    return split
+
+
+def _sms(index: int) -> int:
+    sms = _SMS.get(index)
+    if sms is None:
+        from . import _driver
+
+        sms = _SMS[index] = _driver.properties(index).multi_processor_count
+    return sms
+
+
+def _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream) -> None:
     bn = 32 if n >= 32 else 8
     launcher = _launcher("col", kind, x.dtype, out.dtype, acc, (("BN", bn), ("BK", bk), ("SCALED", scale != 1.0)),
                          (), 4, 2, index)
@@ -259,11 +304,7 @@ def _launcher(form, kind, x_dtype, out_dtype, acc, consts: tuple, aligned: tuple
 def _strided_pass(kind, x, rows, n, acc, index, stream):
     """The first pass of few long rows: (rows, nprog) partials."""
     cfg = STRIDE_CONFIG
-    sms = _SMS.get(index)
-    if sms is None:
-        from . import _driver
-
-        sms = _SMS[index] = _driver.properties(index).multi_processor_count
+    sms = _sms(index)
     nprog = max(1, (cfg["ppsm"] * sms) // rows)
     partial = new_contiguous((rows, nprog), (nprog, 1), rows * nprog, acc, x._device)
     xp = _ptr(x)

@@ -12,9 +12,11 @@ import ctypes
 
 from ember._src import grad_mode as _grad_mode
 from ember._src.device import device as _device
+from ember._src.shapes import contiguous_strides
 from ember._src.tensor import make_tensor as _make_tensor
 
 from . import _allocator, _driver, _fastcall
+from ._elementwise import _SHAPES, contiguous_info
 from ._streams import current_handle
 
 _DEVICES: dict = {}
@@ -98,6 +100,22 @@ def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
     if _INFERENCE_USED[0] and _grad_mode.STATE.inference:
         storage.inference = True
     return _make_tensor(storage, shape, strides, 0, dtype, dev)
+
+
+def empty(shape: tuple, n: int, dtype, dev, zero: bool = False):
+    """``new_empty_tensor`` for a device with an index (the backend's ``empty``): a fresh contiguous
+    tensor, its strides cached per shape."""
+    index = dev.index
+    if _TLS.index != index:
+        _driver.ensure_context(index)
+    strides = _SHAPES.get(shape)
+    strides = strides[0] if strides is not None else contiguous_info(shape)[0] if n else contiguous_strides(shape)
+    storage = CudaStorage(n * dtype.itemsize, index)
+    if zero and n:
+        _fastcall.memset8(storage._ptr, 0, storage._nbytes, current_handle(index))
+    if _INFERENCE_USED[0] and _grad_mode.STATE.inference:
+        storage.inference = True
+    return _make_tensor(storage, shape, strides, 0, dtype, storage.device)  # the generic path's device object
 
 
 # -- copies -----------------------------------------------------------------------------------

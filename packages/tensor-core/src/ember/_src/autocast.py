@@ -282,15 +282,28 @@ def _explicit_dtype(op, args, kwargs) -> bool:
 
 
 def _cast_args(policy, device_type, args, kwargs, state):
-    if policy == "lower":
-        to = get_autocast_dtype(device_type)
-    elif policy == "fp32":
+    if policy == "fp32":
         to = _dtypes.float32
-    else:  # promote: the widest floating dtype, starting from the autocast dtype
-        to = get_autocast_dtype(device_type)
-        for t in _dispatch._iter_tensors(args, kwargs):
-            if t.dtype.is_floating_point and t._device.type == device_type:
-                to = _prioritize(to, t.dtype)
+    else:
+        to = state.dtype.get(device_type)  # get_autocast_dtype (device_type is already a type name)
+        if to is None:
+            to = getattr(_dtypes, _DEFAULT_DTYPES.get(device_type, "float16"))
+        if policy != "lower":  # promote: the widest floating dtype, starting from the autocast dtype
+            for t in _dispatch._iter_tensors(args, kwargs):
+                if t.dtype.is_floating_point and t._device.type == device_type:
+                    to = _prioritize(to, t.dtype)
+    Tensor = _dispatch._Tensor
+    if not kwargs:
+        # _map's common case (positional tensors and plain values), one pass with no closure.
+        out = []
+        for a in args:
+            if isinstance(a, Tensor):
+                a = _cast(a, to, device_type, state)
+            elif isinstance(a, (list, tuple)) and any(isinstance(b, Tensor) for b in a):
+                break
+            out.append(a)
+        else:
+            return tuple(out), kwargs
     return _map(args, kwargs, lambda t: _cast(t, to, device_type, state))
 
 

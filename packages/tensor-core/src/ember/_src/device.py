@@ -122,6 +122,9 @@ class Backend:
       16), called as ``launcher(grid, stream, *args)``; ``current_stream(device_index)``: the
       stream handle ember's ops use now. The compiler's Triton backend launches its kernels
       through these (it sits above this core and does not import device plugins).
+    - ``empty(shape, numel, dtype, device, zero)`` (optional): what ``new_empty_tensor`` makes for
+      an indexed device of this type (a fresh contiguous tensor, zero-filled if asked, inference
+      flag as the thread's mode says), made with fewer steps than ``allocate`` and the generic path;
     - ``assert_async(bad, message)`` (optional): raises ``RuntimeError(message)`` at the next
       synchronization if the bool tensor ``bad`` has a true element, without waiting for the
       device now (PyTorch's device-side asserts); without it the core checks ``bad`` at once.
@@ -131,6 +134,7 @@ class Backend:
     compile_triton = None
     current_stream = None
     assert_async = None
+    empty = None
 
     def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
                  device_count=None):

@@ -457,7 +457,10 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     elif dev is META:
         storage = _C.Storage.meta(nbytes)
     else:
-        storage = get_backend(dev.type).allocate(nbytes, zero, dev)
+        backend = get_backend(dev.type)
+        if backend.empty is not None and dev.index is not None:
+            return backend.empty(shape, n, dtype, dev, zero)  # the plugin's per-op fast path
+        storage = backend.allocate(nbytes, zero, dev)
         dev = getattr(storage, "device", dev)  # a plugin names the device it allocated on ("cuda" -> "cuda:0")
     if _INFERENCE_USED[0] and _GRAD_STATE.inference:
         storage.inference = True  # an inference tensor (Tensor.is_inference), views included
