@@ -122,8 +122,12 @@ def _batch_norm(grads, inputs, outputs):
     g = grads[0]
     if g is None:
         return (None,)
-    x, weight, bias, running_mean, running_var = (inputs.args[i] for i in range(5))
+    x, weight, bias = inputs.args[0], inputs.args[1], inputs.args[2]
     training, eps = arg(inputs, 5, "training"), arg(inputs, 7, "eps")
+    # Training normalizes with the batch's own statistics (outputs 1 and 2): the running ones are
+    # not read, and not unpacked, since a second forward of the same module updates them in place
+    # before this backward runs (a siamese network's shared BatchNorm), which is no error in PyTorch.
+    running_mean, running_var = (None, None) if training else (inputs.args[3], inputs.args[4])
     mask = [_needs(x), _needs(weight), _needs(bias)]
     return tuple(OPS["native_batch_norm_backward"](g, x, weight, running_mean, running_var, outputs[1], outputs[2],
                                                    training, eps, mask))
