@@ -265,6 +265,24 @@ def _sum_heads(t, rep):
     return t.reshape(*lead, heads // rep, rep, rows, width).sum(-3)
 
 
+def _binary_cross_entropy(grads, inputs, outputs):
+    # PyTorch's formulas: d/dx = w (x - t) / max(x (1 - x), 1e-12) (finite where x is 0 or 1),
+    # d/dt = -w logit(x); the weight gets no gradient.
+    x, target = inputs.args[0], inputs.args[1]
+    weight, reduction = arg(inputs, 2, "weight"), arg(inputs, 3, "reduction", 1)
+    g = grads[0]
+    if reduction == 1:
+        g = g / x.numel()
+    if weight is not None:
+        g = g * weight
+    grad_x = grad_t = None
+    if _needs(x):
+        grad_x = g * (x - target) / ember.clamp_min((1 - x) * x, 1e-12)
+    if _needs(target):
+        grad_t = g * ember.neg(ember.logit(x))
+    return grad_x, grad_t
+
+
 def _class_nll(grads, inputs, outputs):
     # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]);
     # lse is 0 for log-probability inputs; rows whose target is ignore_index give 0.
@@ -298,6 +316,7 @@ def _class_nll(grads, inputs, outputs):
 
 
 register_if_defined("_class_nll", _class_nll)
+register_if_defined("binary_cross_entropy", _binary_cross_entropy)
 register_if_defined("embedding", _embedding)
 register_if_defined("native_layer_norm", _layer_norm, save_output=(1, 2))
 register_if_defined("_fused_rms_norm", _rms_norm, save_output=(1, 2))

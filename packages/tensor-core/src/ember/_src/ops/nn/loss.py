@@ -20,6 +20,8 @@ from .._common import compute_dtype, convert, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
+_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}  # aten's reduction argument
+_REDUCTION_CODE = {name: code for code, name in _REDUCTION_ENUM.items()}
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
@@ -276,6 +278,34 @@ def _check_async(bad, message: str) -> None:
         raise RuntimeError(message)
 
 
+def _bce_kernel(input, target, weight=None, reduction=1):
+    # Half types compute in float32 and round once, as PyTorch's kernel does.
+    if input.numel():
+        # Written as "not inside [0, 1]" so that a NaN input fails too, as in PyTorch. In the kernel,
+        # which sees the physical values (a check in the function was data-dependent control flow
+        # to vmap).
+        _check_async(((input >= 0) & (input <= 1)).logical_not(), "all elements of input should be between 0 and 1")
+    cd = compute_dtype(input.dtype)
+    x, t = convert(input, cd), convert(target, cd)
+    log_x = elementwise.clamp_min(x.log(), -100)
+    log_1mx = elementwise.clamp_min(elementwise.log1p(elementwise.neg(x)), -100)
+    loss = _weighted((t - 1) * log_1mx - t * log_x, None if weight is None else convert(weight, cd))
+    return convert(_reduce(loss, _REDUCTION_ENUM[reduction]), input.dtype)
+
+
+def _bce_meta(input, target, weight=None, reduction=1):
+    return new_empty_tensor(tuple(input._shape) if reduction == 0 else (), input.dtype, input._device)
+
+
+# An op of its own (not a composite of logs) for PyTorch's gradient (x - t) / max(x (1 - x), 1e-12):
+# the logs' chain rule gives 0 * inf = NaN wherever x is exactly 0 or 1 (a saturated sigmoid),
+# which stopped a VAE's training. The kernel is a composite of device ops, so it serves every device.
+bce_op = define("binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor",
+                (), _bce_meta)
+bce_op.kernels["meta"] = _bce_meta
+bce_op.kernel("cpu")(_bce_kernel)
+
+
 @_autocast_composite("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 as in PyTorch."""
@@ -287,12 +317,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"size.")
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
-    if input.numel():
-        _check_async((input < 0) | (input > 1), "all elements of input should be between 0 and 1")
-    log_x = elementwise.clamp_min(input.log(), -100)
-    log_1mx = elementwise.clamp_min((1 - input).log(), -100)
-    loss = (target - 1) * log_1mx - target * log_x
-    return _reduce(_weighted(loss, weight), reduction)
+    if weight is not None:
+        weight = weight.expand(tuple(target._shape))
+    return bce_op(input, target, weight, _REDUCTION_CODE[reduction])
 
 
 @_autocast_composite("fp32")
@@ -323,7 +350,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(_weighted(loss, weight), reduction)
 
 
-_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
