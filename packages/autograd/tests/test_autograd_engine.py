@@ -411,3 +411,28 @@ def test_inplace_ops_match_torch(op):
     assert_close(ex.grad, tx.grad)
     if args_e:
         assert_close(ey.grad, ty.grad)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "enable_grad", "inference_mode"])
+def test_grad_mode_decorators_guard_each_step_of_a_generator(mode):
+    # A generator's body runs when it is resumed, not when it is called: PyTorch's decorators
+    # enter their mode around each resumption (and leave it between them).
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        seen = []
+
+        @getattr(lib, mode)()
+        def steps(n):
+            for i in range(n):
+                sent = yield ((x * i).requires_grad, lib.is_grad_enabled(), lib.is_inference_mode_enabled())
+                seen.append((sent, lib.is_grad_enabled()))
+            return "done"
+
+        with lib.set_grad_enabled(mode != "enable_grad"):
+            g = steps(2)
+            out = [next(g), (lib.is_grad_enabled(), lib.is_inference_mode_enabled()), g.send("a")]
+            with pytest.raises(StopIteration) as stop:
+                g.send("b")
+        return out, seen, stop.value.value, steps.__name__
+
+    assert run(ember) == run(torch)
