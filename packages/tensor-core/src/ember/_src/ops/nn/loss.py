@@ -175,8 +175,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not input.is_floating_point():
-        raise RuntimeError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
-    if target.is_floating_point():
+        raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
+    if tuple(target._shape) == tuple(input._shape):
+        # PyTorch tells the target kinds apart by shape: input's shape means class probabilities.
+        if not target.is_floating_point():
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{type_name(target.dtype)}")
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         return _prob_target_loss(input, target, weight, reduction, label_smoothing)
@@ -188,6 +192,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(input.dtype)}'")
     return _class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True)
 
 
@@ -200,6 +206,14 @@ def _same_size(input: Tensor, target: Tensor, name: str) -> None:
                       f"to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
+def _check_float_kernel(input: Tensor, target: Tensor, kernel: str) -> None:
+    """PyTorch's pointwise loss kernels exist for floating (and complex) dtypes only: integer or bool
+    operands (after promotion) are its NotImplementedError naming the kernel."""
+    dtype = dtypes.promote_types(input.dtype, target.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dtype)}'")
+
+
 def _weighted(loss: Tensor, weight) -> Tensor:
     return loss if weight is None else loss * weight
 
@@ -209,6 +223,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
+    _check_float_kernel(input, target, "mse_cpu")
     return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
 
 
@@ -227,6 +242,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _same_size(input, target, "smooth_l1_loss")
+    _check_float_kernel(input, target, "smooth_l1_cpu")
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
@@ -240,6 +256,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _same_size(input, target, "huber_loss")
+    _check_float_kernel(input, target, "huber_cpu")
     diff = (input - target).abs()
     loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(_weighted(loss, weight), reduction)
@@ -255,6 +272,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
+    if not all(t.is_floating_point() or t.is_complex() for t in (input, target)):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = elementwise.exp(target) * (target - input)
     else:
