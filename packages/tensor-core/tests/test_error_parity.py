@@ -36,3 +36,13 @@ def same_as_torch(call):
 ])
 def test_arange_bad_ranges(call):
     same_as_torch(call)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (4,)), ((2, 3), (4, 3)), ((5, 2, 3), (2, 4)), ((3,), (2, 4))])
+@pytest.mark.parametrize("op", ["add", "mul", "where"])
+def test_broadcast_mismatch_names_the_result_dim(shapes, op):
+    def call(lib):
+        a, b = (lib.ones(s) for s in shapes)
+        return lib.where(a > 0, a, b) if op == "where" else getattr(lib, op)(a, b)
+
+    same_as_torch(call)
