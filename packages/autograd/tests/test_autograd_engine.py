@@ -128,7 +128,7 @@ def test_grad_allow_unused_and_materialize():
     x = ember.randn(3, requires_grad=True)
     u = ember.randn(3, requires_grad=True)
     y = (x * 2).sum()
-    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have been used in the graph"):
         ag.grad(y, (x, u), retain_graph=True)
     gx, gu = ag.grad(y, (x, u), allow_unused=True, retain_graph=True)
     assert gu is None and gx.tolist() == [2.0, 2.0, 2.0]
@@ -411,3 +411,28 @@ def test_inplace_ops_match_torch(op):
     assert_close(ex.grad, tx.grad)
     if args_e:
         assert_close(ey.grad, ty.grad)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "enable_grad", "inference_mode"])
+def test_grad_mode_decorators_guard_each_step_of_a_generator(mode):
+    # A generator's body runs when it is resumed, not when it is called: PyTorch's decorators
+    # enter their mode around each resumption (and leave it between them).
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        seen = []
+
+        @getattr(lib, mode)()
+        def steps(n):
+            for i in range(n):
+                sent = yield ((x * i).requires_grad, lib.is_grad_enabled(), lib.is_inference_mode_enabled())
+                seen.append((sent, lib.is_grad_enabled()))
+            return "done"
+
+        with lib.set_grad_enabled(mode != "enable_grad"):
+            g = steps(2)
+            out = [next(g), (lib.is_grad_enabled(), lib.is_inference_mode_enabled()), g.send("a")]
+            with pytest.raises(StopIteration) as stop:
+                g.send("b")
+        return out, seen, stop.value.value, steps.__name__
+
+    assert run(ember) == run(torch)

@@ -121,3 +121,26 @@ def test_errors_and_edge_values():
           td.Poisson(torch.tensor([0.0, 2.0])).log_prob(torch.tensor([0.0, 0.0])))  # fmt: skip
     close(ed.HalfNormal(1.0, validate_args=False).log_prob(ember.tensor([-1.0, 1.0])),
           td.HalfNormal(1.0, validate_args=False).log_prob(torch.tensor([-1.0, 1.0])))  # fmt: skip
+
+
+@pytest.mark.parametrize("family", ["HalfNormal", "HalfCauchy", "RelaxedBernoulli", "RelaxedOneHotCategorical"])
+def test_wrapped_families_expand_to_themselves_and_guard_custom_init(family):
+    def make(lib, cls):
+        if family.startswith("Half"):
+            return cls(lib.tensor([0.5, 2.0]))
+        if family == "RelaxedBernoulli":
+            return cls(lib.tensor([0.5]), probs=lib.tensor([0.2, 0.9]))
+        return cls(lib.tensor([0.5]), logits=lib.tensor([[0.1, 0.2], [0.3, 0.4]]))
+
+    for lib in (torch, ember):
+        base = getattr(lib.distributions, family)
+        plain = type("Plain", (base,), {})
+        expanded = make(lib, plain).expand((3, 2))
+        assert type(expanded) is plain and tuple(expanded.batch_shape) == (3, 2)
+
+        def custom_init(self, *args, _base=base, **kwargs):
+            _base.__init__(self, *args, **kwargs)
+
+        custom = type("Custom", (base,), {"__init__": custom_init})
+        with pytest.raises(NotImplementedError, match="must also define a custom .expand"):
+            make(lib, custom).expand((3, 2))

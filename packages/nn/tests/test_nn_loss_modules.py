@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -364,3 +365,51 @@ def test_functional_legacy_args_warn():
     with pytest.warns(UserWarning, match="size_average and reduce"):
         out = enn.functional.soft_margin_loss(ember.ones(2), ember.ones(2), size_average=False)
     assert_close(out, torch.nn.functional.soft_margin_loss(torch.ones(2), torch.ones(2), reduction="sum"))
+
+
+# -- binary cross entropy at saturated probabilities ---------------------------------------------
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_gradient_is_finite_at_zero_and_one(reduction):
+    # A sigmoid that saturates gives probabilities of exactly 0 or 1: PyTorch's gradient
+    # (x - t) / max(x (1 - x), 1e-12) stays finite there (0 where the prediction is right);
+    # the chain rule through the clamped logs gave NaN, which ended a VAE's training.
+    x = np.array([1.0, 0.0, 0.3, 1.0, 0.0, 0.7], np.float32)
+    t = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.2], np.float32)
+    w = np.arange(1, 7, dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        xl = lib.tensor(x, requires_grad=True)
+        tl = lib.tensor(t, requires_grad=True)
+        loss = lib.nn.functional.binary_cross_entropy(xl, tl, weight=lib.tensor(w), reduction=reduction)
+        loss.sum().backward()
+        results.append((loss.detach(), xl.grad, tl.grad, loss.grad_fn.name()))
+    (tv, tgx, tgt, tname), (ev, egx, egt, ename) = results
+    assert ename == tname == "BinaryCrossEntropyBackward0"
+    assert_close(ev, tv, rtol=1e-6, atol=1e-6)
+    assert_close(egx, tgx, rtol=1e-6, atol=0)
+    assert_close(egt, tgt, rtol=1e-6, atol=0)
+
+
+def test_binary_cross_entropy_second_order_and_per_sample():
+    x = np.array([[0.2, 0.5, 0.9], [0.6, 0.01, 0.4]])
+    t = np.array([[0.0, 1.0, 1.0], [0.5, 0.0, 1.0]])
+    results = []
+    for lib in (torch, ember):
+        xl = lib.tensor(x, requires_grad=True)
+        tl = lib.tensor(t, requires_grad=True)
+        loss = lib.nn.functional.binary_cross_entropy(xl, tl)
+        (gx,) = lib.autograd.grad(loss, xl, create_graph=True)
+        second = lib.autograd.grad(gx.sum(), (xl, tl))
+        per_sample = lib.func.vmap(functools.partial(lib.nn.functional.binary_cross_entropy, reduction="sum"))(
+            lib.tensor(x), lib.tensor(t))
+        results.append((gx.detach(), *second, per_sample))
+    for e, t_ in zip(results[1], results[0]):
+        assert_close(e, t_, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -0.5, 1.5])
+def test_binary_cross_entropy_input_outside_unit_interval_raises(bad):
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+            lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, bad]), lib.tensor([0.0, 1.0]))

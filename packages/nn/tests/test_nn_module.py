@@ -352,3 +352,20 @@ def test_lazy_linear_materializes_on_first_call():
     out = lazy(ember.ones(2, 5))
     assert out.shape == (2, 3) and type(lazy) is nn.Linear and lazy.in_features == 5
     assert lazy.weight.shape == (3, 5)
+
+
+@pytest.mark.parametrize("assign", [
+    lambda lib, m: m.register_buffer("c", [1]),
+    lambda lib, m: m.register_parameter("p", lib.ones(1)),
+    lambda lib, m: setattr(m, "weight", lib.ones(2, 2)),
+    lambda lib, m: m.add_module("x", 3),
+    lambda lib, m: (setattr(m, "child", lib.nn.Linear(1, 1)), setattr(m, "child", lib.ones(1, dtype=lib.int64))),
+])
+def test_wrong_assignment_messages_name_the_type_as_torch(assign):
+    # torch.typename: 'torch.FloatTensor', not the class name 'Tensor'
+    messages = []
+    for lib in (torch, ember):
+        with pytest.raises(TypeError) as info:
+            assign(lib, lib.nn.Linear(2, 2))
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]

@@ -318,3 +318,19 @@ def test_functional_norm_error_types(call, exc):
         call(torch.nn.functional, xt, torch)
     with pytest.raises(exc):
         call(nn.functional, xe, ember)
+
+
+@pytest.mark.parametrize("name", ["BatchNorm2d", "InstanceNorm2d"])
+def test_shared_norm_applied_twice_in_training_backpropagates(name):
+    # A siamese network runs one BatchNorm on both inputs before one backward: the second forward
+    # updates the running statistics in place, which the first forward's backward does not read.
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((3, 4, 5, 5)).astype(np.float32) for _ in range(2))
+    grads = []
+    for lib in (torch, ember):
+        layer = getattr(lib.nn, name)(4, affine=True, track_running_stats=True)
+        xa = lib.from_numpy(a).requires_grad_()
+        ((layer(xa) * 2).sum() + layer(lib.from_numpy(b)).pow(2).sum()).backward()
+        grads.append((xa.grad, layer.weight.grad, layer.bias.grad, layer.running_mean))
+    for t, e in zip(*grads):
+        assert_close(e, t, atol=1e-4, rtol=1e-4)

@@ -119,3 +119,9 @@ def test_conversions_between_all_dtypes():
         got, expected = e.to(E_DTYPES[b]), t.to(T_DTYPES[b])
         assert got.dtype is E_DTYPES[b]
         assert got.double().tolist() == expected.double().tolist(), (a, b)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"])
+def test_finfo_iinfo_repr_as_torch(name):
+    info = "finfo" if name.startswith(("float", "bfloat")) else "iinfo"
+    assert repr(getattr(ember, info)(getattr(ember, name))) == repr(getattr(torch, info)(getattr(torch, name)))

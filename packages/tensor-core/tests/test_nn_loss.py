@@ -182,3 +182,29 @@ def test_kl_div_mean_warns_and_top_level():
     assert_same(out, ref)
     assert_same(ember.kl_div(e, ey), torch.kl_div(t, ty))
     assert_same(ember.kl_div(e, ey, 1), torch.kl_div(t, ty, 1))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("call", [
+    lambda L, F_: F_.cross_entropy(L.arange(6).view(2, 3), L.tensor([0, 1])),
+    lambda L, F_: F_.nll_loss(L.arange(6).view(2, 3), L.tensor([0, 1]), reduction="none"),
+    lambda L, F_: F_.mse_loss(L.arange(3), L.arange(3)),
+    lambda L, F_: F_.mse_loss(L.tensor([True]), L.tensor([True])),
+    lambda L, F_: F_.mse_loss(L.arange(3), L.arange(3.0)),
+    lambda L, F_: F_.smooth_l1_loss(L.arange(3), L.arange(3)),
+    lambda L, F_: F_.huber_loss(L.arange(3), L.arange(3)),
+    lambda L, F_: F_.kl_div(L.tensor([1.0]), L.tensor([1])),
+    lambda L, F_: F_.kl_div(L.tensor([True]), L.tensor([1.0])),
+    lambda L, F_: F_.cross_entropy(L.ones(2, 3), L.tensor([0.0, 1.0])),
+    lambda L, F_: F_.cross_entropy(L.ones(2, 3), L.tensor([[0, 1, 2], [1, 1, 1]])),
+])
+def test_loss_dtype_errors_as_torch(call):
+    # Integer inputs: PyTorch's NotImplementedError naming the kernel (or its RuntimeError); a
+    # target of the input's shape is class probabilities, any other shape class indices.
+    outcomes = []
+    for lib, functional in ((ember, nn_loss), (torch, F)):
+        try:
+            outcomes.append(("ok", call(lib, functional).tolist()))
+        except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]

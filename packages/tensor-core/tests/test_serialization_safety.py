@@ -230,6 +230,15 @@ def test_not_a_zip(data, match):
         ember.load(io.BytesIO(data))
 
 
+@pytest.mark.parametrize("data", [b"not a checkpoint", bytes(range(64))])
+def test_bytes_that_are_no_zip_raise_unpickling_error_as_torch(data):
+    # PyTorch reads them as a legacy pickle stream and fails with pickle.UnpicklingError.
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(io.BytesIO(data))
+    with pytest.raises(pickle.UnpicklingError):
+        ember.load(io.BytesIO(data))
+
+
 def test_legacy_torch_format_is_explained():
     buf = io.BytesIO()
     torch.save(torch.ones(2), buf, _use_new_zipfile_serialization=False)

@@ -207,6 +207,19 @@ def test_searchsorted_bucketize(name, right):
     assert_same(ember.searchsorted(be, vbe, right=right), torch.searchsorted(bt, vbt, right=right))
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("seq", [[1.0, 2.0, NAN], [NAN, NAN], [-np.inf, 0.0, np.inf, NAN], [NAN], [2.0, 1.0]])
+def test_searchsorted_with_nan_as_torch(name, right, seq):
+    # PyTorch's binary search tests "not at least" / "not above", so a NaN on either side moves
+    # the search right (a NaN value goes past a NaN in the sequence too).
+    values = [NAN, 1.5, 3.0, -np.inf, np.inf, 2.0, -0.0, 0.0]
+    e_seq, t_seq = ember.tensor(seq, dtype=getattr(ember, name)), torch.tensor(seq, dtype=getattr(torch, name))
+    e_val, t_val = ember.tensor(values, dtype=getattr(ember, name)), torch.tensor(values, dtype=getattr(torch, name))
+    assert_same(ember.searchsorted(e_seq, e_val, right=right), torch.searchsorted(t_seq, t_val, right=right))
+    assert_same(ember.bucketize(e_val, e_seq, right=right), torch.bucketize(t_val, t_seq, right=right))
+
+
 def test_searchsorted_sorter_scalar_mixed_and_errors():
     seq_e, seq_t = ember.tensor([5, 1, 3]), torch.tensor([5, 1, 3])
     srt_e, srt_t = ember.tensor([1, 2, 0]), torch.tensor([1, 2, 0])

@@ -105,6 +105,18 @@ def test_grad_scaler_vmap_and_version():
     assert tv < "2.1.0" and tv > "2.0.9" and not tv >= (2, 1)
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.arange(6.0).view(2, 3).max(1),
+    lambda L: L.tensor([3.0, 1.0, 2.0]).sort(),
+    lambda L: L.linalg.slogdet(L.eye(2)),
+    lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]]).topk(1),
+])
+def test_return_types_print_as_torch_structseqs(call):
+    # One field per line; the module is ember.return_types, as dtypes print as ember.float32.
+    assert repr(call(ember)) == repr(call(torch)).replace("torch.return_types.", "ember.return_types.")
+    assert str(call(ember)) == repr(call(ember))
+
+
 def test_return_types_pickle_by_reference():
     r = ember.sort(ember.tensor([3.0, 1.0, 2.0]))
     assert type(r) is ember.return_types.sort and type(r).__module__ == "ember.return_types"

@@ -396,12 +396,14 @@ void searchsorted(py::handle out_obj, py::handle seq_obj, py::handle values_obj,
         const int64_t r = seq.shape[0] == 1 ? 0 : i / nv;
         const scalar_t* row = s + r * m;
         const int64_t* order = has_sorter ? sort_p + r * m : nullptr;
-        const auto key = sort_key(v[i]);
+        const scalar_t key = v[i];
         int64_t lo = 0, hi = m;
         while (lo < hi) {
           int64_t mid = lo + (hi - lo) / 2;
-          auto k = sort_key(row[order ? order[mid] : mid]);
-          if (right ? k <= key : k < key)
+          const scalar_t k = row[order ? order[mid] : mid];
+          // PyTorch's tests, written so that a NaN (which compares false to everything) on
+          // either side moves the search right: "not above" for right, "not at least" for left.
+          if (right ? !(k > key) : !(k >= key))
             lo = mid + 1;
           else
             hi = mid;

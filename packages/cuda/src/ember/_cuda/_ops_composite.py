@@ -1,6 +1,6 @@
 """CUDA kernels composed of other CUDA kernels, for real dtypes (ember's CUDA device has no complex
 kernels): count_nonzero, nanmean, angle, sgn(_), conj_physical(_), rounded division, the
-in-place scans cumsum_/cumprod_, bincount and histc.
+in-place scans cumsum_/cumprod_, bincount, histc and binary_cross_entropy.
 
 The core's own checks run first where it has them as functions; results keep the CPU kernels'
 dtypes (angle of an integer tensor is of the default float dtype, nanmean rounds once to the
@@ -149,5 +149,7 @@ def register() -> None:
     OPS["div_rounding"].kernels["cuda"] = OPS["div_rounding"].kernels["cpu"]
     # So is native_channel_shuffle's (reshape, transpose, contiguous).
     OPS["native_channel_shuffle"].kernels["cuda"] = OPS["native_channel_shuffle"].kernels["cpu"]
+    # binary_cross_entropy's kernel too (logs, clamps and a reduction, dispatched).
+    OPS["binary_cross_entropy"].kernels["cuda"] = OPS["binary_cross_entropy"].kernels["cpu"]
     for name in ("cumsum", "cumprod", "sgn", "conj_physical"):
         OPS[name + "_"].kernels["cuda"] = _inplace(name)

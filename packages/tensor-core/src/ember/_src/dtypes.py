@@ -243,8 +243,9 @@ class finfo:  # noqa: N801
         self.dtype = type.name
 
     def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, eps={self.eps:e}, "
-                f"smallest_normal={self.tiny:e}, tiny={self.tiny:e}, dtype={self.dtype})")
+        # PyTorch prints each limit as a C++ stream does a double: six significant digits (%g).
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
 class iinfo:  # noqa: N801
@@ -263,7 +264,8 @@ class iinfo:  # noqa: N801
         self.dtype = type.name
 
     def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        # As PyTorch: the limits printed as doubles (int64's as -9.22337e+18).
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
 
 
 DTypeLike = Union[dtype, type, str, None]  # noqa: UP007  (a runtime alias)

@@ -7,6 +7,7 @@ whether the dispatcher hands an op to it.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 # Becomes True the first time any thread turns inference mode on: until then, creating a tensor
@@ -50,6 +51,9 @@ class _DecoratorContextManager:
         return super().__new__(cls)
 
     def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            return _generator_in_context(self.clone, func)
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with self.clone():
@@ -59,6 +63,40 @@ class _DecoratorContextManager:
 
     def clone(self):
         return self.__class__()
+
+
+def _generator_in_context(make_context, func):
+    """A decorated generator function: each resumption of the generator (next, send, throw,
+    close) runs inside a fresh context, and the caller's code between them runs outside it, as
+    PyTorch's decorators do. (Entering once around the call would leave the body unguarded: a
+    generator's body only runs when it is resumed.)"""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        with make_context():
+            try:
+                value = gen.send(None)
+            except StopIteration as stop:
+                return stop.value
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                with make_context():
+                    gen.close()
+                raise
+            except BaseException as exc:
+                resume, arg = gen.throw, exc
+            else:
+                resume, arg = gen.send, sent
+            with make_context():
+                try:
+                    value = resume(arg)
+                except StopIteration as stop:
+                    return stop.value
+
+    return wrapper
 
 
 class no_grad(_DecoratorContextManager):  # noqa: N801

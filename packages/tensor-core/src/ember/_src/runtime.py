@@ -52,8 +52,8 @@ def typename(obj) -> str:
 
 def is_nonzero(input: Tensor) -> bool:
     if input.numel() != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no' if input.numel() == 0 else 'more than one'} values "
-                           "is ambiguous")
+        what = "no values" if input.numel() == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
     return bool(input.item())
 
 

@@ -137,7 +137,7 @@ def broadcast_shapes(*shapes) -> tuple:
             else:
                 raise RuntimeError(
                     f"The size of tensor a ({current}) must match the size of tensor b ({size}) "
-                    f"at non-singleton dimension {i}"
+                    f"at non-singleton dimension {j}"
                 )
     return tuple(result)
 

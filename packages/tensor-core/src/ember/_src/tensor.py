@@ -6,6 +6,8 @@ Only metadata and Python protocols live here. Every computation is an op (see
 
 from __future__ import annotations
 
+import warnings
+
 from . import dispatch, dtypes, grad_mode
 from ._native import _C
 from .device import CPU, META, device, get_backend
@@ -13,6 +15,8 @@ from .layouts import strided
 from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
+# PyTorch warns once per process when float()/int()/complex() reads a tensor that requires grad.
+_SCALAR_GRAD_WARNED = [False]
 # Class attributes that make a Tensor subclass more than a plain tensor to the dispatcher.
 _OWN_HOOKS = ("__torch_dispatch__", "__torch_function__", "_autograd_alias", "_layout")
 
@@ -309,9 +313,8 @@ class Tensor(_C.TensorBase):
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} values is ambiguous"
-            )
+            what = "no values" if self.numel() == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -329,8 +332,14 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def _scalar(self):
+        """The value for float()/int()/complex(): PyTorch's ValueError for several elements, and its
+        warning (once per process) for a tensor that requires grad."""
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._requires_grad and not _SCALAR_GRAD_WARNED[0]:
+            _SCALAR_GRAD_WARNED[0] = True
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
         return self.item()
 
     def __hash__(self) -> int:

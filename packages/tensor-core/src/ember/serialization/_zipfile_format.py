@@ -23,6 +23,7 @@ import struct
 import zlib
 
 from .._src._native import _C
+from ._errors import UnpicklingError
 
 ALIGNMENT = 64
 _U32 = 0xFFFFFFFF
@@ -105,7 +106,12 @@ class ZipReader:
                     f"{source} uses PyTorch's legacy (pre-1.6, non-zip) format, which ember cannot read; re-save it "
                     "with a current torch.save"
                 ) from None
-            raise RuntimeError(f"{source} is not a valid checkpoint: failed reading zip archive ({exc})") from exc
+            message = f"{source} is not a valid checkpoint: failed reading zip archive ({exc})"
+            if head[:2] != b"PK" and head:
+                # Not a zip at all: PyTorch reads such bytes as a legacy pickle, which fails with
+                # pickle.UnpicklingError; ember's is that and a RuntimeError.
+                raise UnpicklingError(message) from exc
+            raise RuntimeError(message) from exc
         self._records = {}
         prefixes = set()
         names = set()

@@ -122,8 +122,12 @@ def _batch_norm(grads, inputs, outputs):
     g = grads[0]
     if g is None:
         return (None,)
-    x, weight, bias, running_mean, running_var = (inputs.args[i] for i in range(5))
+    x, weight, bias = inputs.args[0], inputs.args[1], inputs.args[2]
     training, eps = arg(inputs, 5, "training"), arg(inputs, 7, "eps")
+    # Training normalizes with the batch's own statistics (outputs 1 and 2): the running ones are
+    # not read, and not unpacked, since a second forward of the same module updates them in place
+    # before this backward runs (a siamese network's shared BatchNorm), which is no error in PyTorch.
+    running_mean, running_var = (None, None) if training else (inputs.args[3], inputs.args[4])
     mask = [_needs(x), _needs(weight), _needs(bias)]
     return tuple(OPS["native_batch_norm_backward"](g, x, weight, running_mean, running_var, outputs[1], outputs[2],
                                                    training, eps, mask))
@@ -261,6 +265,24 @@ def _sum_heads(t, rep):
     return t.reshape(*lead, heads // rep, rep, rows, width).sum(-3)
 
 
+def _binary_cross_entropy(grads, inputs, outputs):
+    # PyTorch's formulas: d/dx = w (x - t) / max(x (1 - x), 1e-12) (finite where x is 0 or 1),
+    # d/dt = -w logit(x); the weight gets no gradient.
+    x, target = inputs.args[0], inputs.args[1]
+    weight, reduction = arg(inputs, 2, "weight"), arg(inputs, 3, "reduction", 1)
+    g = grads[0]
+    if reduction == 1:
+        g = g / x.numel()
+    if weight is not None:
+        g = g * weight
+    grad_x = grad_t = None
+    if _needs(x):
+        grad_x = g * (x - target) / ember.clamp_min((1 - x) * x, 1e-12)
+    if _needs(target):
+        grad_t = g * ember.neg(ember.logit(x))
+    return grad_x, grad_t
+
+
 def _class_nll(grads, inputs, outputs):
     # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]);
     # lse is 0 for log-probability inputs; rows whose target is ignore_index give 0.
@@ -294,6 +316,7 @@ def _class_nll(grads, inputs, outputs):
 
 
 register_if_defined("_class_nll", _class_nll)
+register_if_defined("binary_cross_entropy", _binary_cross_entropy)
 register_if_defined("embedding", _embedding)
 register_if_defined("native_layer_norm", _layer_norm, save_output=(1, 2))
 register_if_defined("_fused_rms_norm", _rms_norm, save_output=(1, 2))

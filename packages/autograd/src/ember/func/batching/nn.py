@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ember._src.dispatch import OPS
 
-from ._common import batch_size, bind, call_bound, ensure_batched, unwrap, wrap, wrap_all
+from ._common import batch_size, bind, call_bound, ensure_batched, pad_to, unwrap, wrap, wrap_all
 from .views import all_batched_on_value_rule, on_value_rule
 
 
@@ -60,6 +60,27 @@ def fold_rule(tensor_args: tuple[str, ...], full_rank, fixed_args: tuple[str, ..
         return wrap(_unfold(out, size, had_n), level)
 
     return rule
+
+
+def binary_cross_entropy_rule(op, level, args, kwargs):
+    """The unreduced loss of the batched values, then each sample's own mean or sum."""
+    size = batch_size(level)
+    bound = bind(op, args, kwargs)
+    x, x_batched = unwrap(bound["self"], level)
+    shape = tuple(x.shape[1:] if x_batched else x.shape)
+    for name in ("self", "target", "weight"):
+        if bound.get(name) is None:
+            continue
+        value, batched = unwrap(bound[name], level)
+        value = ensure_batched(pad_to(value, batched, len(shape)), batched, size)
+        bound[name] = value.expand((size,) + shape)
+    reduction = bound.get("reduction", 1)
+    bound["reduction"] = 0
+    out = call_bound(op, bound)
+    if reduction != 0:
+        out = out.reshape(size, -1)
+        out = out.mean(1) if reduction == 1 else out.sum(1)
+    return wrap(out, level)
 
 
 def _spatial_rank(name: str):
@@ -392,6 +413,7 @@ RULES = {
     "embedding": embedding_rule,
     "embedding_dense_backward": embedding_backward_rule,
     "_class_nll": fold_rule(("input", "target"), 2, fixed_args=("weight",)),
+    "binary_cross_entropy": binary_cross_entropy_rule,
     "scaled_dot_product_attention": all_batched_on_value_rule,
     "_scaled_dot_product_flash_attention": all_batched_on_value_rule,
     "_scaled_dot_product_flash_attention_backward": all_batched_on_value_rule,

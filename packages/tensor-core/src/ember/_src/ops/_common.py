@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from .. import dispatch as _dispatch
 from .. import dtypes
 from .._native import _C
@@ -235,3 +237,17 @@ def check_scalar_fits(value, dtype, label: str | None = None) -> None:
         fits = low <= value <= info.max
     if not fits:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def return_type(name: str, fields: list) -> type:
+    """The named tuple type ``torch.return_types.<name>`` (what max, sort, linalg_svd... return):
+    pickled by reference to ``ember.return_types``, printed as PyTorch prints its structseqs, one
+    field per line."""
+    cls = namedtuple(name, fields, module="ember.return_types")
+
+    def __repr__(self):  # noqa: N807 - the method of the named tuple type
+        body = ",\n".join(f"{field}={value!r}" for field, value in zip(self._fields, self))
+        return f"{type(self).__module__}.{type(self).__name__}(\n{body})"
+
+    cls.__repr__ = __repr__
+    return cls

@@ -287,6 +287,14 @@ def _nn_kernel_entries():
         "_class_nll": dict(requires=("ember.nn",), dtypes=F,
                            call=lambda L: lambda x, t: L.nn.functional.nll_loss(L.log_softmax(x, 1), t),
                            samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)))),
+        "binary_cross_entropy": dict(
+            requires=("ember.nn",), dtypes=F,
+            call=lambda L: lambda x, t, w, reduction: L.nn.functional.binary_cross_entropy(
+                x, t, w, reduction=reduction),
+            samples=fixed(_s(T((3, 4), low=0.05, high=0.95), T((3, 4), seed=1, low=0, high=1), None, "mean"),
+                          _s(T((2, 5), low=0.05, high=0.95), T((2, 5), seed=1, low=0, high=1),
+                             T((5,), kind="positive", seed=2, grad=False), "none"),
+                          _s(T((4,), low=0.05, high=0.95), T((4,), seed=1, low=0, high=1), None, "sum"))),
         "_upsample": dict(requires=("ember.nn",),
                           call=lambda L: lambda x, size, mode: L.nn.functional.interpolate(x, size=size, mode=mode),
                           dtypes=F, samples=fixed(_s(T((2, 3, 4, 4)), [8, 8], "bilinear"),

@@ -365,12 +365,12 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
-    if step == 0:
+    if step == 0 or step != step:  # a NaN step too, as PyTorch
         raise RuntimeError("step must be nonzero")
-    if any(isinstance(v, float) and (math.isnan(v) or math.isinf(v)) for v in vals):
-        raise RuntimeError("unsupported range: arange bounds must be finite")
+    if any(isinstance(v, float) and (math.isnan(v) or math.isinf(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
     if (end - start) / step < 0 and end != start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         d = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else dtypes.int64
     else:
@@ -379,6 +379,8 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         n = max(0, -((start - end) // step))  # exact integer ceil; a symbolic size (export) stays symbolic
     else:
         n = max(0, math.ceil((end - start) / step))
+    if isinstance(n, int) and n > (1 << 63) - 1:
+        raise RuntimeError("invalid size, possible overflow?")
     return _finish(_affine_range(n, start, step, d, to_device(device)), requires_grad, out, overlap=True)
 
 

@@ -9,7 +9,6 @@ float16/bfloat16 are handled as float32: the conversion is exact both ways.
 from __future__ import annotations
 
 import operator
-from collections import namedtuple
 
 from ... import dtypes
 from ..._native import _C
@@ -17,18 +16,18 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor, new_empty_tensor
-from .._common import HALF_TYPES, convert, type_name, write_out
+from .._common import HALF_TYPES, convert, return_type, type_name, write_out
 from ..creation.factories import full, scalar_tensor
 from ..shape import views
 from .subscripts import index_select
 
 # PyTorch's torch.return_types: tuples with named fields.
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
-median_result = namedtuple("median", ["values", "indices"])
-nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
-mode_result = namedtuple("mode", ["values", "indices"])
+sort_result = return_type("sort", ["values", "indices"])
+topk_result = return_type("topk", ["values", "indices"])
+kthvalue_result = return_type("kthvalue", ["values", "indices"])
+median_result = return_type("median", ["values", "indices"])
+nanmedian_result = return_type("nanmedian", ["values", "indices"])
+mode_result = return_type("mode", ["values", "indices"])
 
 
 def _write_pair(result_type, pair, out, input=None):

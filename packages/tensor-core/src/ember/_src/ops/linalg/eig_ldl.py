@@ -13,15 +13,15 @@ from ...device import META
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
-from .._common import empty, type_name, write_out
+from .._common import empty, return_type, type_name, write_out
 from ..creation.factories import scalar_tensor
 from ..shape import views
-from .lapack import _batch3, _check_matrix, _declare, _raise, _return_type
+from .lapack import _batch3, _check_matrix, _declare, _raise
 
-_eig_result = _return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
-_ldl_result = _return_type("linalg_ldl_factor", ["LD", "pivots"])
-_ldl_ex_result = _return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
-_geqrf_result = _return_type("geqrf", ["a", "tau"])
+_eig_result = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
+_ldl_result = return_type("linalg_ldl_factor", ["LD", "pivots"])
+_ldl_ex_result = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+_geqrf_result = return_type("geqrf", ["a", "tau"])
 
 
 def _out(result, out, cls):

@@ -10,8 +10,6 @@ raise PyTorch's errors. The kernels return LAPACK's ``info`` per matrix; a failu
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ... import dtypes
 from ..._native import _C
 from ...autocast import composite as _autocast_composite
@@ -20,7 +18,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
-from .._common import HALF_TYPES, empty, type_name, write_out
+from .._common import HALF_TYPES, empty, return_type, type_name, write_out
 from ..creation.factories import eye, scalar_tensor, tensor
 from ..pointwise import elementwise
 from ..shape import views
@@ -32,22 +30,18 @@ class LinAlgError(RuntimeError):
 
 LinAlgError.__module__ = "ember.linalg"
 
-def _return_type(name: str, fields: list):
-    return namedtuple(name, fields, module="ember.return_types")
-
-
 # PyTorch's return types (torch.return_types.*); private names so they don't become Tensor methods.
-_slogdet_result = _return_type("linalg_slogdet", ["sign", "logabsdet"])
-_inv_ex_result = _return_type("linalg_inv_ex", ["inverse", "info"])
-_cholesky_ex_result = _return_type("linalg_cholesky_ex", ["L", "info"])
-_qr_result = _return_type("qr", ["Q", "R"])
-_torch_slogdet_result = _return_type("slogdet", ["sign", "logabsdet"])
-_linalg_qr_result = _return_type("linalg_qr", ["Q", "R"])
-_eigh_result = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
-_svd_result = _return_type("linalg_svd", ["U", "S", "Vh"])
-_torch_svd_result = _return_type("svd", ["U", "S", "V"])
-_lstsq_result = _return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-_solve_ex_result = _return_type("linalg_solve_ex", ["result", "info"])
+_slogdet_result = return_type("linalg_slogdet", ["sign", "logabsdet"])
+_inv_ex_result = return_type("linalg_inv_ex", ["inverse", "info"])
+_cholesky_ex_result = return_type("linalg_cholesky_ex", ["L", "info"])
+_qr_result = return_type("qr", ["Q", "R"])
+_torch_slogdet_result = return_type("slogdet", ["sign", "logabsdet"])
+_linalg_qr_result = return_type("linalg_qr", ["Q", "R"])
+_eigh_result = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_svd_result = return_type("linalg_svd", ["U", "S", "Vh"])
+_torch_svd_result = return_type("svd", ["U", "S", "V"])
+_lstsq_result = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+_solve_ex_result = return_type("linalg_solve_ex", ["result", "info"])
 
 
 def _check_matrix(A, fn: str, *, square: bool = True, half_kernel: str | None = None,

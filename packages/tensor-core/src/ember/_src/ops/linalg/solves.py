@@ -9,8 +9,6 @@ squaring with matmul and solve, ``bilinear`` with einsum, so their gradients com
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ... import dtypes
 from ..._native import _C
 from ...autocast import composite as _autocast_composite
@@ -19,7 +17,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel
 from ...tensor import Tensor
-from .._common import empty, type_name, write_out
+from .._common import empty, return_type, type_name, write_out
 from ..creation import factories
 from ..indexing.subscripts import index_select
 from ..pointwise import elementwise
@@ -29,12 +27,11 @@ from ..shape.reorder import tril, triu
 from .contract import einsum
 from .lapack import LinAlgError, _batch3, _check_matrix, _info_tensor, _raise
 
-_ret = namedtuple
-lu_factor_result = _ret("linalg_lu_factor", ["LU", "pivots"], module="ember.return_types")
-lu_factor_ex_result = _ret("linalg_lu_factor_ex", ["LU", "pivots", "info"], module="ember.return_types")
-lu_result = _ret("linalg_lu", ["P", "L", "U"], module="ember.return_types")
-lu_unpack_result = _ret("lu_unpack", ["P", "L", "U"], module="ember.return_types")
-triangular_solve_result = _ret("triangular_solve", ["solution", "cloned_coefficient"], module="ember.return_types")
+lu_factor_result = return_type("linalg_lu_factor", ["LU", "pivots"])
+lu_factor_ex_result = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_result = return_type("linalg_lu", ["P", "L", "U"])
+lu_unpack_result = return_type("lu_unpack", ["P", "L", "U"])
+triangular_solve_result = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 # -- LU ------------------------------------------------------------------------------------------

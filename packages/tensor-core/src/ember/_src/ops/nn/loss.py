@@ -20,6 +20,8 @@ from .._common import compute_dtype, convert, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
+_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}  # aten's reduction argument
+_REDUCTION_CODE = {name: code for code, name in _REDUCTION_ENUM.items()}
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
@@ -173,8 +175,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not input.is_floating_point():
-        raise RuntimeError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
-    if target.is_floating_point():
+        raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(input.dtype)}'")
+    if tuple(target._shape) == tuple(input._shape):
+        # PyTorch tells the target kinds apart by shape: input's shape means class probabilities.
+        if not target.is_floating_point():
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{type_name(target.dtype)}")
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         return _prob_target_loss(input, target, weight, reduction, label_smoothing)
@@ -186,6 +192,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(input.dtype)}'")
     return _class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True)
 
 
@@ -198,6 +206,14 @@ def _same_size(input: Tensor, target: Tensor, name: str) -> None:
                       f"to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
+def _check_float_kernel(input: Tensor, target: Tensor, kernel: str) -> None:
+    """PyTorch's pointwise loss kernels exist for floating (and complex) dtypes only: integer or bool
+    operands (after promotion) are its NotImplementedError naming the kernel."""
+    dtype = dtypes.promote_types(input.dtype, target.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dtype)}'")
+
+
 def _weighted(loss: Tensor, weight) -> Tensor:
     return loss if weight is None else loss * weight
 
@@ -207,6 +223,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
+    _check_float_kernel(input, target, "mse_cpu")
     return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
 
 
@@ -225,6 +242,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _same_size(input, target, "smooth_l1_loss")
+    _check_float_kernel(input, target, "smooth_l1_cpu")
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
@@ -238,6 +256,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _same_size(input, target, "huber_loss")
+    _check_float_kernel(input, target, "huber_cpu")
     diff = (input - target).abs()
     loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(_weighted(loss, weight), reduction)
@@ -253,6 +272,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
+    if not all(t.is_floating_point() or t.is_complex() for t in (input, target)):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = elementwise.exp(target) * (target - input)
     else:
@@ -276,6 +297,34 @@ def _check_async(bad, message: str) -> None:
         raise RuntimeError(message)
 
 
+def _bce_kernel(input, target, weight=None, reduction=1):
+    # Half types compute in float32 and round once, as PyTorch's kernel does.
+    if input.numel():
+        # Written as "not inside [0, 1]" so that a NaN input fails too, as in PyTorch. In the kernel,
+        # which sees the physical values (a check in the function was data-dependent control flow
+        # to vmap).
+        _check_async(((input >= 0) & (input <= 1)).logical_not(), "all elements of input should be between 0 and 1")
+    cd = compute_dtype(input.dtype)
+    x, t = convert(input, cd), convert(target, cd)
+    log_x = elementwise.clamp_min(x.log(), -100)
+    log_1mx = elementwise.clamp_min(elementwise.log1p(elementwise.neg(x)), -100)
+    loss = _weighted((t - 1) * log_1mx - t * log_x, None if weight is None else convert(weight, cd))
+    return convert(_reduce(loss, _REDUCTION_ENUM[reduction]), input.dtype)
+
+
+def _bce_meta(input, target, weight=None, reduction=1):
+    return new_empty_tensor(tuple(input._shape) if reduction == 0 else (), input.dtype, input._device)
+
+
+# An op of its own (not a composite of logs) for PyTorch's gradient (x - t) / max(x (1 - x), 1e-12):
+# the logs' chain rule gives 0 * inf = NaN wherever x is exactly 0 or 1 (a saturated sigmoid),
+# which stopped a VAE's training. The kernel is a composite of device ops, so it serves every device.
+bce_op = define("binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor",
+                (), _bce_meta)
+bce_op.kernels["meta"] = _bce_meta
+bce_op.kernel("cpu")(_bce_kernel)
+
+
 @_autocast_composite("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 as in PyTorch."""
@@ -287,12 +336,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"size.")
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(input.dtype)}")
-    if input.numel():
-        _check_async((input < 0) | (input > 1), "all elements of input should be between 0 and 1")
-    log_x = elementwise.clamp_min(input.log(), -100)
-    log_1mx = elementwise.clamp_min((1 - input).log(), -100)
-    loss = (target - 1) * log_1mx - target * log_x
-    return _reduce(_weighted(loss, weight), reduction)
+    if weight is not None:
+        weight = weight.expand(tuple(target._shape))
+    return bce_op(input, target, weight, _REDUCTION_CODE[reduction])
 
 
 @_autocast_composite("fp32")
@@ -323,7 +369,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(_weighted(loss, weight), reduction)
 
 
-_REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0):

@@ -9,7 +9,6 @@ PyTorch's CPU kernels do; their derivatives live in ember-autograd's ``formulas/
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 from ... import dtypes, grad_mode
 from ..._native import _C
@@ -18,12 +17,21 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
-from .._common import HALF_TYPES, check_same_device, compute_dtype, convert, empty, type_name, write_out
+from .._common import (
+    HALF_TYPES,
+    check_same_device,
+    compute_dtype,
+    convert,
+    empty,
+    return_type,
+    type_name,
+    write_out,
+)
 from ..shape import views
 from . import elementwise
 from .fused import check_inplace
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"], module="ember.return_types")
+frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
 def _check_tensor(x, fn: str, arg: str = "input", pos: int = 1) -> None:

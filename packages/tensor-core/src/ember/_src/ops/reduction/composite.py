@@ -7,14 +7,13 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from collections import namedtuple
 
 from ... import dtypes
 from ..._native import _C
 from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, make_tensor
-from .._common import compute_dtype, convert, empty, type_name, write_out
+from .._common import compute_dtype, convert, empty, return_type, type_name, write_out
 from ..pointwise import complex as _complex_numbers
 from ..pointwise import elementwise
 from .reduce import (
@@ -405,8 +404,8 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return write_out(cumprod_op(input, dim, dtype), out, (input,))
 
 
-cummax_result = namedtuple("cummax", ["values", "indices"])
-cummin_result = namedtuple("cummin", ["values", "indices"])
+cummax_result = return_type("cummax", ["values", "indices"])
+cummin_result = return_type("cummin", ["values", "indices"])
 
 
 def _declare_cum_extreme(name: str, is_max: bool):

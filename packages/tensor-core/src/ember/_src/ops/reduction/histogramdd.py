@@ -5,19 +5,17 @@ the range are dropped. Composed from searchsorted and bincount."""
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ... import dtypes
 from ...optable import declare
 from ...tensor import Tensor
-from .._common import type_name
+from .._common import return_type, type_name
 from ..creation import factories
 from ..indexing.sorting import bincount, searchsorted
 from ..pointwise import elementwise
 from ..shape import views
 from .statistics import _outer_edges
 
-_histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"], module="ember.return_types")
+_histogramdd_result = return_type("histogramdd", ["hist", "bin_edges"])
 
 
 def histogramdd(input: Tensor, bins, *, range=None, weight: Tensor | None = None,  # noqa: A002

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections import namedtuple
 
 from ... import dtypes
 from ..._native import _C
@@ -20,16 +19,16 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import contiguous_strides, wrap_dim
 from ...tensor import Tensor, make_tensor
-from .._common import compute_dtype, convert, empty, type_name, write_out
+from .._common import compute_dtype, convert, empty, return_type, type_name, write_out
 from ..pointwise import complex as _complex_numbers
 from ..pointwise import elementwise
 
 _CODE = _C.reduce_ops
 
 # PyTorch's torch.return_types: tuples with named fields.
-max_result = namedtuple("max", ["values", "indices"])
-min_result = namedtuple("min", ["values", "indices"])
-aminmax_result = namedtuple("aminmax", ["min", "max"])
+max_result = return_type("max", ["values", "indices"])
+min_result = return_type("min", ["values", "indices"])
+aminmax_result = return_type("aminmax", ["min", "max"])
 
 
 # -- shape helpers -----------------------------------------------------------------------

@@ -7,7 +7,6 @@ bincount, so the differentiable ones get their gradients from those ops) and ``l
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
 
 from ... import dtypes
 from ..._native import _C
@@ -17,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
-from .._common import compute_dtype, convert, empty, type_name, write_out
+from .._common import compute_dtype, convert, empty, return_type, type_name, write_out
 from ..creation import factories
 from ..indexing.gather_scatter import gather
 from ..indexing.indices import triu_indices
@@ -28,7 +27,7 @@ from ..pointwise import elementwise
 from ..shape import joining, views
 from . import reduce as reductions
 
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"], module="ember.return_types")
+histogram_result = return_type("histogram", ["hist", "bin_edges"])
 
 
 def _check_tensor(x, fn: str, arg: str = "input", pos: int = 1) -> None:

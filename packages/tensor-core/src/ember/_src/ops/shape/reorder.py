@@ -47,6 +47,11 @@ def flip(input: Tensor, dims) -> Tensor:
     return flip_op(input, dims)
 
 
+def _flip_method(self: Tensor, *dims, **keyword) -> Tensor:
+    """``x.flip(0, 1)``: the method also takes the dims as separate arguments, as PyTorch's does."""
+    return flip(self, size_varargs("flip", "dims", dims, keyword))
+
+
 def fliplr(input: Tensor) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
@@ -404,7 +409,7 @@ cross                       function method
 diag                        function method
 diag_embed                  function method
 diagflat                    function method
-flip                        function method
+flip                        function method=_flip_method
 fliplr                      function method
 flipud                      function method
 kron                        function method

@@ -1,0 +1,48 @@
+"""Hostile inputs raise what PyTorch raises: the exception type and message a program sees
+(test_hostile_inputs.py checks that nothing crashes; this file checks what is raised)."""
+
+import math
+
+import pytest
+import torch
+
+import ember
+
+
+def outcome(lib, call):
+    try:
+        result = call(lib)
+        return "ok", result.tolist() if hasattr(result, "tolist") else result
+    except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+        return type(exc).__name__, str(exc)
+
+
+def same_as_torch(call):
+    assert outcome(ember, call) == outcome(torch, call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.arange(0, 1e20),
+    lambda L: L.arange(1e19),
+    lambda L: L.arange(math.nan),
+    lambda L: L.arange(0, math.inf),
+    lambda L: L.arange(0.5, math.inf),
+    lambda L: L.arange(-math.inf, 1),
+    lambda L: L.arange(10, 0),
+    lambda L: L.arange(0, 10, -1),
+    lambda L: L.arange(0, 10, 0),
+    lambda L: L.arange(0, 10, math.nan),
+    lambda L: L.arange(0, 10, math.inf),
+])
+def test_arange_bad_ranges(call):
+    same_as_torch(call)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (4,)), ((2, 3), (4, 3)), ((5, 2, 3), (2, 4)), ((3,), (2, 4))])
+@pytest.mark.parametrize("op", ["add", "mul", "where"])
+def test_broadcast_mismatch_names_the_result_dim(shapes, op):
+    def call(lib):
+        a, b = (lib.ones(s) for s in shapes)
+        return lib.where(a > 0, a, b) if op == "where" else getattr(lib, op)(a, b)
+
+    same_as_torch(call)

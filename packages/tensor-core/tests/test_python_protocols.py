@@ -1,0 +1,58 @@
+"""Tensor's Python number protocols (bool, float, int, complex) and varargs methods, against torch:
+the exception types and messages PyTorch programs see."""
+
+import warnings
+
+import pytest
+import torch
+
+import ember
+
+
+def _outcome(fn):
+    try:
+        return "ok", repr(fn())
+    except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: int(L.arange(6.0)),
+    lambda L: float(L.ones(2, 3)),
+    lambda L: complex(L.ones(2)),
+    lambda L: int(L.empty(0)),
+    lambda L: bool(L.empty(0)),
+    lambda L: bool(L.ones(3)),
+    lambda L: L.is_nonzero(L.ones(2)),
+    lambda L: float(L.tensor([2.5])),
+    lambda L: int(L.tensor([[7]])),
+])
+def test_scalar_conversions_fail_as_torch(call):
+    # float()/int() of several elements is ValueError in PyTorch (item() is a RuntimeError).
+    assert _outcome(lambda: call(ember)) == _outcome(lambda: call(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: x.flip(0, 1),
+    lambda L, x: x.flip(1),
+    lambda L, x: x.flip([0, 1]),
+    lambda L, x: x.flip(dims=(0,)),
+    lambda L, x: x.flip(-1, 0),
+    lambda L, x: x.flip(),
+])
+def test_flip_method_takes_dims_as_varargs(call):
+    def flipped(lib):
+        return _outcome(lambda: call(lib, lib.arange(6.0).view(2, 3)).tolist())
+
+    assert flipped(ember) == flipped(torch)
+
+
+def test_scalar_of_a_tensor_that_requires_grad_warns():
+    x = ember.ones(1, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember._src.tensor._SCALAR_GRAD_WARNED[0] = False
+        assert float(x) == 1.0 and int(x * 2) == 2
+        x.item()
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and messages[0].startswith("Converting a tensor with requires_grad=True to a scalar")
