@@ -128,7 +128,8 @@ def test_grad_allow_unused_and_materialize():
     x = ember.randn(3, requires_grad=True)
     u = ember.randn(3, requires_grad=True)
     y = (x * 2).sum()
-    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have been used in the graph"):
+    with pytest.raises(RuntimeError,
+                       match="The differentiated Tensor at index 1 appears to not have been used in the graph"):
         ag.grad(y, (x, u), retain_graph=True)
     gx, gu = ag.grad(y, (x, u), allow_unused=True, retain_graph=True)
     assert gu is None and gx.tolist() == [2.0, 2.0, 2.0]
