@@ -218,13 +218,21 @@ def _sms(index: int) -> int:
     return sms
 
 
+_COL_LAUNCHERS: dict = {}  # (kind, dtypes, BN, BK, scaled, device) -> launcher: a bias gradient's sum per step
+
+
 def _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream) -> None:
     bn = 32 if n >= 32 else 8
-    src = _col_source(kind, acc, out.dtype)
-    sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype], "N": "i64", "inner": "i64",
-           "scale": "fp64", "BN": "constexpr", "BK": "constexpr", "SCALED": "constexpr"}
-    launcher = _compile.kernel(src, "k", sig, {"BN": bn, "BK": bk, "SCALED": scale != 1.0}, (), 4, 2, index)
-    launcher((outer, (inner + bk - 1) // bk, 1), stream, x.data_ptr(), out.data_ptr(), n, inner, float(scale))
+    key = (kind, x.dtype, out.dtype, acc, bn, bk, scale != 1.0, index)
+    launcher = _COL_LAUNCHERS.get(key)
+    if launcher is None:
+        src = _col_source(kind, acc, out.dtype)
+        sig = {"x": "*" + TRITON[x.dtype], "out": "*" + TRITON[out.dtype], "N": "i64", "inner": "i64",
+               "scale": "fp64", "BN": "constexpr", "BK": "constexpr", "SCALED": "constexpr"}
+        launcher = _COL_LAUNCHERS[key] = _compile.kernel(src, "k", sig, {"BN": bn, "BK": bk, "SCALED": scale != 1.0},
+                                                         (), 4, 2, index)
+    launcher((outer, (inner + bk - 1) // bk, 1), stream, x._storage._ptr + x._offset * x.dtype.itemsize,
+             out._storage._ptr + out._offset * out.dtype.itemsize, n, inner, float(scale))
 
 
 # Row reductions: (BN, num_warps) for rows of at least BN elements, and the chunk length a long row is
