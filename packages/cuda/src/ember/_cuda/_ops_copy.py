@@ -16,7 +16,7 @@ from ember._src.ops.shape import views as vw
 from ember._src.tensor import new_empty_tensor
 
 from . import _fastcall, _storage
-from ._elementwise import launch
+from ._elementwise import _INT31, _SHAPES, contiguous_info, launch, launch_linear
 from ._streams import current_handle
 
 
@@ -93,6 +93,10 @@ def _clone(self):
 
 
 def _to_copy(self, *, dtype=None, device=None):
+    if dtype is not None and dtype is not self.dtype and (device is None or device is self._device):
+        out = _cast_contiguous(self, dtype)  # autocast's casts and their gradients: the common case
+        if out is not None:
+            return out
     dtype = self.dtype if dtype is None else dtype
     device = self._device if device is None else device
     if device.type == "cuda" and device.index is None:
@@ -104,6 +108,21 @@ def _to_copy(self, *, dtype=None, device=None):
         _storage.copy(out, self)
     else:
         device_copy(out, self)
+    return out
+
+
+def _cast_contiguous(self, dtype):
+    """``self`` (contiguous, on CUDA) converted to ``dtype`` as ``device_copy`` converts it, with the
+    launch plan cached per dtype pair; None for anything else (empty, bool or complex, strided)."""
+    shape = self._shape
+    strides, n = _SHAPES.get(shape) or contiguous_info(shape)
+    if self._stride != strides or not 0 < n < _INT31 or dtype is dt.bool or dtype.is_complex or \
+            self.dtype.is_complex or self._device.type != "cuda":
+        return None
+    out = new_empty_tensor(shape, dtype, self._device)
+    src = self._storage._ptr + self._offset * self.dtype.itemsize
+    dst = out._storage._ptr
+    launch_linear("{0}", (("t", self.dtype, self.dtype),), out, dst, [src], n, not ((src | dst | n) & 15))
     return out
 
 

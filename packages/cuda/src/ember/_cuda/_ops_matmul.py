@@ -49,6 +49,11 @@ def _mm(self, mat2):
     la._mm_check(self, mat2)
     _same_device(self, mat2)
     m, k, n = self._shape[0], self._shape[1], mat2._shape[1]
+    if m and n and k:
+        # _product's work for two matrices without its (1, m, n) views: one GEMM into a fresh (m, n).
+        out = new_empty_tensor((m, n), self.dtype, self._device)
+        _blas.gemm(self, mat2, out, 1)
+        return out
     return vw.view_op(_product(la._as3(self, (1, m, k)), la._as3(mat2, (1, k, n))), (m, n))
 
 
