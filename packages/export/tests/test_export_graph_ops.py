@@ -174,3 +174,13 @@ def test_module_children_and_data_dependent_error_match_torch():
     with pytest.raises(GuardOnDataDependentSymNode) as info:
         ember.export.export(branchy(ember), (ember.ones(3),))
     assert isinstance(info.value, ember.export.UserError)  # what ember raised before
+
+
+def test_printed_program_has_torch_layout():
+    tp = torch.export.export(_linear_bn(torch).eval(), _inputs(_linear_bn, torch))
+    ep = ember.export.export(_linear_bn(ember).eval(), _inputs(_linear_bn, ember))
+    assert str(ep.graph_signature) == str(tp.graph_signature)
+    text, expect = str(ep), str(tp)
+    assert text.splitlines()[0] == expect.splitlines()[0] == "ExportedProgram:"
+    assert text.splitlines()[1].startswith("    class GraphModule(")
+    assert text[text.index("Graph signature:"):] == expect[expect.index("Graph signature:"):]
