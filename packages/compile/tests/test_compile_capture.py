@@ -618,3 +618,23 @@ def test_grad_mode_switches_survive_dead_code_elimination():
     out = ember.compile(f, backend=backend)(x)
     assert graphs and "_set_grad_enabled" in graphs[0].code
     assert out.requires_grad
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_assert_on_a_tensor_is_a_runtime_check_like_torch(fullgraph):
+    # Dynamo keeps `assert tensor_cond, msg` in the graph (no break, also under fullgraph=True);
+    # a failing one raises RuntimeError(msg).
+    from assert_programs import assert_fails as _assert_fails
+    from assert_programs import assert_passes as _assert_passes
+
+    torch._dynamo.reset()
+    want = torch.compile(_assert_passes(torch), fullgraph=fullgraph, backend="eager")(torch.ones(2))
+    got = ember.compile(_assert_passes(ember), fullgraph=fullgraph, backend="eager")(ember.ones(2))
+    assert got.tolist() == want.tolist()
+    with pytest.raises(RuntimeError, match="too small"):
+        torch.compile(_assert_fails, fullgraph=fullgraph, backend="eager")(torch.ones(2))
+    with pytest.raises(RuntimeError, match="too small"):
+        ember.compile(_assert_fails, fullgraph=fullgraph, backend="eager")(ember.ones(2))
+    ex = ember._dynamo.explain(_assert_passes(ember))(ember.ones(2))
+    expect = torch._dynamo.explain(_assert_passes(torch))(torch.ones(2))
+    assert (ex.graph_count, ex.graph_break_count) == (expect.graph_count, expect.graph_break_count)

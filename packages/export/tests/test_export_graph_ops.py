@@ -174,3 +174,32 @@ def test_module_children_and_data_dependent_error_match_torch():
     with pytest.raises(GuardOnDataDependentSymNode) as info:
         ember.export.export(branchy(ember), (ember.ones(3),))
     assert isinstance(info.value, ember.export.UserError)  # what ember raised before
+
+
+def test_printed_program_has_torch_layout():
+    tp = torch.export.export(_linear_bn(torch).eval(), _inputs(_linear_bn, torch))
+    ep = ember.export.export(_linear_bn(ember).eval(), _inputs(_linear_bn, ember))
+    assert str(ep.graph_signature) == str(tp.graph_signature)
+    text, expect = str(ep), str(tp)
+    assert text.splitlines()[0] == expect.splitlines()[0] == "ExportedProgram:"
+    assert text.splitlines()[1].startswith("    class GraphModule(")
+    assert text[text.index("Graph signature:"):] == expect[expect.index("Graph signature:"):]
+
+
+def test_slice_by_another_inputs_size_keeps_a_derived_dim_like_torch():
+    def build(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x, y):
+                return x + y[: x.shape[0]]
+
+        return Net()
+
+    results = []
+    for lib in (torch, ember):
+        b = lib.export.Dim("b", min=2, max=10)
+        ep = lib.export.export(build(lib), (lib.ones(4, 3), lib.ones(6, 3)),
+                               dynamic_shapes={"x": {0: b}, "y": {0: b + 2}})
+        out = ep.module()(lib.ones(7, 3), lib.arange(27.0).reshape(9, 3))
+        results.append((len(ep.range_constraints), out.numpy().tolist()))
+    assert results[0] == results[1]
+    assert [d.__name__ for d in ember.export.dims("a", "c", max=4)] == ["a", "c"]

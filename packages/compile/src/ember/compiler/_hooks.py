@@ -40,7 +40,7 @@ def sync_hook(tensor, reason: str) -> None:
         if not rec.has_random:
             return  # generator state: only pending random ops care
     elif reason == "Tensor.item()" and type(tensor) is LazyTensor:
-        if _called_from_bool():
+        if _bool_caller() is not None:
             reason = DATA_DEPENDENT_BRANCH  # ``if tensor:`` (a break even under fullgraph=True)
         elif fullgraph:
             # PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in a fullgraph=True
@@ -59,15 +59,82 @@ def sync_hook(tensor, reason: str) -> None:
     rec.flush(reason)
 
 
-def _called_from_bool() -> bool:
-    f = sys._getframe(2)  # sync_hook <- Tensor.item <- (LazyTensor.item <- item_of) <- its caller
-    for _ in range(5):
+def _bool_caller():
+    """The frame that asked for ``bool()`` of a tensor, when this data read comes from one."""
+    f = sys._getframe(2)  # _bool_caller <- sync_hook or asserted_item <- ... <- Tensor.__bool__
+    for _ in range(6):
         if f is None:
-            return False
+            return None
         if f.f_code is _BOOL_CODE:
-            return True
+            return f.f_back
         f = f.f_back
-    return False
+    return None
+
+
+_ASSERT_SITES: dict = {}  # code object -> {offset of an assert's truth test: its message}
+
+
+def _assert_message(frame) -> str | None:
+    """The message ("" when none) when the truth test running in ``frame`` is an ``assert``
+    statement's: its jump is followed by raising AssertionError (LOAD_ASSERTION_ERROR, CPython
+    3.9 and later); None otherwise."""
+    code = frame.f_code
+    sites = _ASSERT_SITES.get(code)
+    if sites is None:
+        import dis
+
+        instructions = list(dis.get_instructions(code))
+        sites = {}
+        for i, ins in enumerate(instructions):
+            if ins.opname == "LOAD_ASSERTION_ERROR":
+                after = instructions[i + 1] if i + 1 < len(instructions) else None
+                text = after.argval if after is not None and after.opname == "LOAD_CONST" and \
+                    isinstance(after.argval, str) else ""
+                for prev in instructions[max(i - 3, 0):i]:
+                    if "JUMP" in prev.opname or prev.opname == "TO_BOOL":
+                        sites[prev.offset] = text
+        _ASSERT_SITES[code] = sites
+    return sites.get(frame.f_lasti)
+
+
+def asserted_item(rec, tensor):
+    """``tensor.item()`` for ``assert tensor_condition, "msg"`` in the user's program, else None.
+
+    PyTorch keeps such an assert in the graph as a runtime assertion that raises
+    RuntimeError("msg"): no graph break, also under ``fullgraph=True``. ember evaluates the
+    condition now and leaves the pending segment open: its ops run once on the side (the call
+    is then never replayed without its Python). A segment that writes real tensors or draws
+    random numbers cannot run twice; it is flushed instead (not counted as a break)."""
+    caller = _bool_caller()
+    message = _assert_message(caller) if caller is not None else None
+    if message is None or not rec.nodes:
+        return None
+    rec.synced = True
+    if rec.written or rec.has_random:
+        rec.flush(None)
+        value = tensor
+    else:
+        import ember
+        from ember import fx
+
+        from ._graph_build import build_graph_module
+
+        gm = build_graph_module(rec, [tensor.__dict__["_lz_v"]], fx)
+        rec.suspended = True
+        try:
+            with ember.no_grad():
+                value = gm.forward(*rec.inputs)[0]
+        finally:
+            rec.suspended = False
+    if _read(value):
+        return True
+    raise RuntimeError(message or "assertion error")
+
+
+def _read(t) -> bool:
+    from ember._src.interop import read_scalar
+
+    return bool(read_scalar(t))
 
 
 _BOOL_CODE = Tensor.__bool__.__code__

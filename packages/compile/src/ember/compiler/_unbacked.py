@@ -168,6 +168,12 @@ def unbacked(value, rec_ref, sym: str | None = None):
 def item_of(tensor, item_fn):
     """``tensor.item()`` inside a capture: data-dependent under ``fullgraph=True``."""
     rec = current()
+    if rec is not None and not rec.suspended:
+        from ._hooks import asserted_item
+
+        value = asserted_item(rec, tensor)
+        if value is not None:
+            return value
     value = item_fn(tensor)
     if rec is not None and not rec.suspended and getattr(rec.owner, "fullgraph", False):
         return unbacked(value, weakref.ref(rec))

@@ -179,6 +179,11 @@ class _DerivedDim(Dim):
         return self._readable()
 
 
+def dims(*names: str, min: int | None = None, max: int | None = None) -> tuple[Dim, ...]:  # noqa: A002
+    """Several :class:`Dim` s with the same range (``torch.export.dims``)."""
+    return tuple(Dim(name, min=min, max=max) for name in names)
+
+
 def is_dim(obj) -> bool:
     return isinstance(obj, Dim)
 

@@ -279,6 +279,10 @@ def graph_from_json(obj: dict, symbols: dict):
         name = rec["name"]
         if op == "placeholder":
             node = graph.create_node("placeholder", name, name=name)
+            if node.name != name:  # a builtin's name (``input``): export's placeholders keep it
+                from ._trace import _rename
+
+                _rename(node, name)
         elif op == "call_function":
             node = graph.create_node("call_function", resolve_target(rec["target"]), args, kwargs, name=name)
         elif op == "output":

@@ -122,9 +122,11 @@ class ExportedProgram:
                            "instead.")
 
     def __str__(self) -> str:
-        code = self._graph_module.code.replace("\n", "\n    ")
+        # PyTorch's layout: the graph module as a class with annotated shapes, then the signature.
+        code = self._graph_module.print_readable(print_output=False).replace("\n", "\n    ")
+        signature = str(self._graph_signature).replace("\n", "\n    ")
         ranges = {k: v for k, v in self._range_constraints.items()}
-        return (f"ExportedProgram:\n    {code}\nGraph signature: {self._graph_signature}\n"
+        return (f"ExportedProgram:\n    {code}\nGraph signature: {signature}\n"
                 f"Range constraints: {ranges}\n")
 
     __repr__ = __str__

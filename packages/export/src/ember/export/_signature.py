@@ -149,6 +149,7 @@ class ExportGraphSignature:
         return {s.arg.name: s.target for s in self.output_specs if s.kind is OutputKind.USER_INPUT_MUTATION}
 
     def __str__(self) -> str:
-        lines = ["# inputs", *[str(s) for s in self.input_specs], "", "# outputs",
-                 *[str(s) for s in self.output_specs]]
-        return "\n".join(lines) + "\n"
+        # PyTorch's layout: a leading newline (``Graph signature: `` ends its line).
+        inputs = "\n".join(str(s) for s in self.input_specs)
+        outputs = "\n".join(str(s) for s in self.output_specs)
+        return f"\n# inputs\n{inputs}\n\n# outputs\n{outputs}\n"

@@ -16,6 +16,8 @@ Steps:
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import time
 
 import ember
@@ -314,8 +316,15 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
 
 
 def _rename(node, name: str) -> None:
-    """Renames a placeholder; its target (the generated forward's parameter) follows."""
-    node._rename(name)
+    """Renames a placeholder; its target (the generated forward's parameter) follows. A
+    parameter may take a builtin's name (``input``), as in PyTorch's exported graphs: inside
+    the generated forward it only shadows the builtin."""
+    namespace = node.graph._graph_namespace
+    if name in builtins.__dict__ and name not in namespace._used_names and not keyword.iskeyword(name):
+        node.name = name
+        namespace._rename_object(node, name)
+    else:
+        node._rename(name)
     node.target = node.name
 
 

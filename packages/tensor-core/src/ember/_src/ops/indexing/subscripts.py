@@ -490,7 +490,8 @@ def _slice_indices(item: slice, size):
     def bound(v, default):
         if v is None:
             return default
-        v = operator.index(v)
+        if not isinstance(v, int):  # operator.index would turn a SymInt bound into a plain int
+            v = operator.index(v)
         if v < 0:
             v = v + size
             return v if v >= 0 else 0
