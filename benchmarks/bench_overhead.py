@@ -19,7 +19,8 @@ promotion, allocation of the result, autograd recording), not arithmetic:
   ``x[1]``, ``x[:, 1:5]``, ``x[None]``, ``x[..., 0]``), ``squeeze_1x8``, ``unsqueeze_8x8``,
   ``bmm_2x8x8``, ``addmm_beta_alpha`` (``addmm(b, x, y, beta=0.5, alpha=2)``), ``sum_int_8x8``
   (an int64 tensor), ``where_method_8x8`` (``x.where(cond, 0.0)``), ``linear_3d_2x4x8``
-  (``F.linear`` on a 3-D input) and ``linear_3d_grad`` (the same with a weight that requires grad).
+  (``F.linear`` on a 3-D input) and ``linear_3d_grad`` (the same with a weight that requires grad);
+  ``view_grad_8x8`` and ``getitem_grad_8x8``: views of a tensor that requires grad (a node each).
 - ``import ember``: a fresh interpreter's import time (target < 0.1 s).
 
 Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 repeats of an
@@ -128,6 +129,8 @@ def make_cases(lib):
         "where_method_8x8": (lambda: x.where(cond, 0.0), 20000),
         "linear_3d_2x4x8": (lambda: linear(lx3, lw, lb), 20000),
         "linear_3d_grad": (lambda: linear(lx3, lwg, lb), 5000),
+        "view_grad_8x8": (lambda: w8.view(64), 20000),
+        "getitem_grad_8x8": (lambda: w8[1, 2:], 20000),
     }
 
 

@@ -90,9 +90,9 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 5)) {
+    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 6)) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 5-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 6-tuple or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
@@ -109,6 +109,9 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(spec, 2));
   bool reads = PyTuple_GET_ITEM(spec, 3) == Py_True;
   bool saves_output = PyTuple_GET_ITEM(spec, 4) == Py_True;
+  // A meta-only formula (a view's) gets a data-less stand-in of each tensor argument, made by
+  // autograd's own function (_recording._stand_in), as the Python recording saves it.
+  PyObject* stand_in = PyTuple_GET_ITEM(spec, 5);
   PyObject* layout = PyList_New(nargs);
   PyObject* meta = PyList_New(0);
   PyObject* edges = PyTuple_New(0);
@@ -164,7 +167,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     int rc = PyList_Append(meta, m);
     Py_DECREF(m);
     if (rc < 0) goto fail_edges;
-    PyObject* s = reads ? save_input(t) : Py_NewRef(Py_None);
+    PyObject* s = !reads ? Py_NewRef(Py_None) : stand_in != Py_None ? PyObject_CallOneArg(stand_in, a) : save_input(t);
     if (s == nullptr) goto fail_edges;
     PyTuple_SET_ITEM(saved, i, s);
   }

@@ -402,22 +402,24 @@ def _record_out_of_place(op, name, formula, args, kwargs):
 
 def native_spec(op):
     """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
-    ``(name, formula, node class, reads_inputs, saves_output)``; a node class of None for an op
-    that is never recorded; None when only ``record`` can do it (no formula, in-place ops,
-    meta-only formulas). The C side keeps it while ``FORMULAS[name]`` stays the same object."""
+    ``(name, formula, node class, reads_inputs, saves_output, stand_in)``; a node class of None for
+    an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
+    ``stand_in`` (``_stand_in`` for a meta-only formula such as a view's, else None) makes what the
+    node saves of each tensor argument. The C side keeps the spec while ``FORMULAS[name]`` stays
+    the same object."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
-            return (name, None, None, False, False)
+            return (name, None, None, False, False, None)
         return None
-    if "inplace" in op.tags or formula.meta_only:
+    if "inplace" in op.tags:
         return None
     reads = formula.reads_inputs
     if reads is None:
         reads = formula.reads_inputs = _reads_inputs(formula.backward)
     cls = _NODE_CLASSES.get(name) or _node_class(name, False)
-    return (name, formula, cls, bool(reads), _saves_output(formula, 0))
+    return (name, formula, cls, bool(reads), _saves_output(formula, 0), _stand_in if formula.meta_only else None)
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires
