@@ -286,20 +286,21 @@ native_channel_shuffle = channel_shuffle
 
 @_autocast_composite("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    if bias is not None:
-        ndim = input.ndim
-        if ndim == 2:
+    shape = input.shape
+    if bias is not None and shape:  # (a 0-d input takes matmul's error)
+        *lead, in_features = shape
+        if len(lead) == 1:
             return ember.addmm(bias, input, weight.t())
         if bias.ndim == 1 and input.is_contiguous():
             # As PyTorch: a contiguous input is viewed as (rows, in_features), one addmm adds the
             # bias in the product (no mm + add pass), and the result is viewed back. Backward is
             # addmm's (two mm and a bias sum) and two views: no copies.
-            shape = input.shape
             rows = 1
-            for size in shape[:-1]:
+            for size in lead:
                 rows *= size
-            out = ember.addmm(bias, input.view(rows, shape[-1]), weight.t())
-            return out.view(*shape[:-1], out.shape[1])
+            out = ember.addmm(bias, input.view(rows, in_features), weight.t())
+            *_, out_features = out.shape
+            return out.view(*lead, out_features)
     out = ember.matmul(input, weight.t())
     return out + bias if bias is not None else out
 
