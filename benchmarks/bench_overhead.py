@@ -15,6 +15,12 @@ promotion, allocation of the result, autograd recording), not arithmetic:
 - ``relu_8x8``, ``sum_8x8``, ``view_64``, ``mm_8x8``: common single ops on small tensors;
   ``mean_dim_8x8``, ``transpose_8x8``, ``where_8x8``, ``add__8x8`` (in place), ``linear_4x8``
   (``nn.functional.linear`` with bias): the other ops programs call most.
+- ``getitem_int``, ``getitem_slice``, ``getitem_none``, ``getitem_ellipsis`` (basic indexing
+  ``x[1]``, ``x[:, 1:5]``, ``x[None]``, ``x[..., 0]``), ``squeeze_1x8``, ``unsqueeze_8x8``,
+  ``bmm_2x8x8``, ``addmm_beta_alpha`` (``addmm(b, x, y, beta=0.5, alpha=2)``), ``sum_int_8x8``
+  (an int64 tensor), ``where_method_8x8`` (``x.where(cond, 0.0)``), ``linear_3d_2x4x8``
+  (``F.linear`` on a 3-D input) and ``linear_3d_grad`` (the same with a weight that requires grad);
+  ``view_grad_8x8`` and ``getitem_grad_8x8``: views of a tensor that requires grad (a node each).
 - ``import ember``: a fresh interpreter's import time (target < 0.1 s).
 
 Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 repeats of an
@@ -66,6 +72,11 @@ def make_cases(lib):
     acc = lib.zeros(8, 8)
     lw, lb, lx = lib.rand(8, 8), lib.rand(8), lib.rand(4, 8)
     linear = lib.nn.functional.linear
+    x1 = lib.rand(1, 8)
+    xb = lib.rand(2, 8, 8)
+    xi = lib.arange(64).reshape(8, 8)
+    lx3 = lib.rand(2, 4, 8)
+    lwg = lib.rand(8, 8, requires_grad=True)
 
     def chain10():
         y = x * x
@@ -106,6 +117,20 @@ def make_cases(lib):
         "where_8x8": (lambda: lib.where(cond, x, 0.0), 20000),
         "add__8x8": (lambda: acc.add_(x), 20000),
         "linear_4x8": (lambda: linear(lx, lw, lb), 20000),
+        "getitem_int": (lambda: x[1], 20000),
+        "getitem_slice": (lambda: x[:, 1:5], 20000),
+        "getitem_none": (lambda: x[None], 20000),
+        "getitem_ellipsis": (lambda: x[..., 0], 20000),
+        "squeeze_1x8": (lambda: x1.squeeze(0), 20000),
+        "unsqueeze_8x8": (lambda: x.unsqueeze(1), 20000),
+        "bmm_2x8x8": (lambda: lib.bmm(xb, xb), 20000),
+        "addmm_beta_alpha": (lambda: lib.addmm(x, x, x, beta=0.5, alpha=2.0), 20000),
+        "sum_int_8x8": (lambda: xi.sum(), 20000),
+        "where_method_8x8": (lambda: x.where(cond, 0.0), 20000),
+        "linear_3d_2x4x8": (lambda: linear(lx3, lw, lb), 20000),
+        "linear_3d_grad": (lambda: linear(lx3, lwg, lb), 5000),
+        "view_grad_8x8": (lambda: w8.view(64), 20000),
+        "getitem_grad_8x8": (lambda: w8[1, 2:], 20000),
     }
 
 

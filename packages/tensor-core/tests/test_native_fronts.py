@@ -313,3 +313,141 @@ def test_autocast_regions_keep_the_native_path_for_ops_without_a_cast_policy():
     for a, b in zip(ours[:3], ref[:3]):
         assert a.dtype is b.dtype
         np.testing.assert_array_equal(a.detach().float().numpy(), b.detach().float().numpy())
+
+
+# -- basic indexing, squeeze, bmm, addmm's beta/alpha, integer sums, Tensor.where (fast_index.cpp) --
+
+GETITEM_CALLS = [
+    lambda x: x[1], lambda x: x[-1], lambda x: x[:, 1:3], lambda x: x[None], lambda x: x[..., 0],
+    lambda x: x[1, ..., None, ::2], lambda x: x[()], lambda x: x[:], lambda x: x[::2], lambda x: x[1:],
+    lambda x: x[:, None, 2], lambda x: x[0, 0, 0], lambda x: x[..., None], lambda x: x[:, -2:],
+    lambda x: x[5:10], lambda x: x[-10:2], lambda x: x[1:2, 3:1], lambda x: x[:, :, 1:4:2],
+    lambda x: x.t()[1] if x.ndim == 2 else x.transpose(0, 2)[1, 2:],
+]
+
+
+@pytest.mark.parametrize("call", range(len(GETITEM_CALLS)))
+def test_getitem_matches_torch_and_python_path(call):
+    fn = GETITEM_CALLS[call]
+    e, t = _pair((3, 4, 5), 11, requires_grad=True)
+    ours, theirs = fn(e), fn(t)
+    _same(ours, theirs)
+    assert ours.stride() == theirs.stride()
+    ref = _python_path(lambda: fn(e))
+    assert ours.storage_offset() == ref.storage_offset()
+    if theirs.numel():  # (an empty slice keeps its input's offset in ember, as the Python path does)
+        assert ours.storage_offset() == theirs.storage_offset()
+    assert ours._base is ref._base is e
+    assert type(ours.grad_fn).__name__ == type(ref.grad_fn).__name__
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    _same(e.grad, t.grad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x[3], lambda x: x[0, 0, 0, 0], lambda x: x[::0], lambda x: x[::-1], lambda x: x[1.5],
+    lambda x: x[..., 5], lambda x: x[0][0][0][0],
+])
+def test_getitem_errors_match_torch(call):
+    e, t = _pair((3, 4, 5), 12)
+    with pytest.raises(Exception) as theirs:
+        call(t)
+    with pytest.raises(theirs.type):
+        call(e)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x[True], lambda m, x: x[m.tensor([0, 2])], lambda m, x: x[[0, 1]], lambda m, x: x[x > 0],
+    lambda m, x: x[m.tensor(1)], lambda m, x: x[1, [0, 2]], lambda m, x: x[None, ..., m.tensor([1, 1])],
+])
+def test_getitem_advanced_items_fall_back(call):
+    e, t = _pair((3, 4, 5), 13)
+    _same(call(ember, e), call(torch, t))
+
+
+def test_getitem_chains_the_view_ops():
+    x = ember.ones(3, 4, 5)
+    with _Recorder() as rec:
+        x[1, :2, None]
+        x[...]
+    assert rec.names == ["select", "slice", "unsqueeze", "alias"]
+    y = x[1, :2]
+    y.add_(1)
+    assert x._version == y._version == 1 and float(x.sum()) == 70.0
+
+
+SQUEEZE_CALLS = [
+    lambda m, x: x.squeeze(), lambda m, x: x.squeeze(0), lambda m, x: x.squeeze(dim=2), lambda m, x: x.squeeze((0, 2)),
+    lambda m, x: m.squeeze(x, [0]), lambda m, x: x.squeeze(-1), lambda m, x: x.squeeze(1), lambda m, x: m.squeeze(x),
+]
+
+
+@pytest.mark.parametrize("call", range(len(SQUEEZE_CALLS)))
+def test_squeeze_matches_torch_and_python_path(call):
+    fn = SQUEEZE_CALLS[call]
+    e, t = _pair((1, 4, 1), 14, requires_grad=True)
+    ours, theirs = fn(ember, e), fn(torch, t)
+    _same(ours, theirs)
+    assert ours.stride() == theirs.stride()
+    ref = _python_path(lambda: fn(ember, e))
+    assert type(ours.grad_fn).__name__ == type(ref.grad_fn).__name__ and ours._base is e
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    _same(e.grad, t.grad)
+    assert ember.zeros(()).squeeze().shape == () and ember.zeros(()).squeeze(0).shape == ()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bmm(dtype):
+    (a, ta), (b, tb) = _pair((2, 3, 4), 15, dtype, True), _pair((2, 4, 5), 16, dtype, True)
+    ours, theirs = ember.bmm(a, b), torch.bmm(ta, tb)
+    _same(ours, theirs, rtol=1e-5)
+    assert type(ours.grad_fn).__name__ == type(_python_path(lambda: ember.bmm(a, b)).grad_fn).__name__
+    ours.sum().backward()
+    theirs.sum().backward()
+    _same(a.grad, ta.grad, rtol=1e-5)
+    _same(b.grad, tb.grad, rtol=1e-5)
+    _same(ember.bmm(a.transpose(1, 2), b[:, :3]), torch.bmm(ta.transpose(1, 2), tb[:, :3]), rtol=1e-5)
+    assert ember.bmm(a.int(), b.int()).dtype is ember.int32
+    for bad in ((a, a), (a, b[:1]), (a[0], b[0])):
+        with pytest.raises(RuntimeError):
+            ember.bmm(*bad)
+
+
+@pytest.mark.parametrize(("beta", "alpha"), [(0.5, 2.0), (0, 1), (2, 0), (1, 1.0), (float("nan"), 1)])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_addmm_beta_alpha(beta, alpha, requires_grad):
+    (b, tb), (a, ta), (w, tw) = (_pair(s, 17 + i, requires_grad=requires_grad)
+                                 for i, s in enumerate([(5,), (3, 4), (4, 5)]))
+    ours, theirs = ember.addmm(b, a, w, beta=beta, alpha=alpha), torch.addmm(tb, ta, tw, beta=beta, alpha=alpha)
+    _same(ours, theirs, rtol=1e-5)
+    if requires_grad:
+        ours.sum().backward()
+        theirs.sum().backward()
+        for e, t in ((b, tb), (a, ta), (w, tw)):
+            _same(e.grad, t.grad, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.sum(), lambda m, x: x.sum(0), lambda m, x: m.sum(x, (0, 2), True), lambda m, x: x.sum(dim=-1),
+    lambda m, x: x.transpose(0, 1).sum(1), lambda m, x: x[:, 1:].sum(()),
+])
+def test_integer_sums(dtype, call):
+    data = np.random.default_rng(18).integers(0, 100, (3, 4, 5)).astype(dtype)
+    ours, theirs = call(ember, ember.tensor(data)), call(torch, torch.tensor(data))
+    _same(ours, theirs)
+    assert ours.dtype is ember.int64
+
+
+def test_tensor_where_method_records_grad():
+    (x, tx), (y, ty) = _pair((3, 4), 19, requires_grad=True), _pair((3, 4), 20, requires_grad=True)
+    ours, theirs = x.where(x.detach() > 0, y), tx.where(tx.detach() > 0, ty)
+    _same(ours, theirs)
+    ref = _python_path(lambda: x.where(x.detach() > 0, y))
+    assert type(ours.grad_fn).__name__ == type(ref.grad_fn).__name__
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    _same(x.grad, tx.grad)
+    _same(y.grad, ty.grad)
+    _same(x.where(x > 0, 0.0), tx.where(tx > 0, 0.0))

@@ -154,6 +154,31 @@ struct Run {
   }
 };
 
+// Whether the buffered gradient `old` can take `g` in place, as PyTorch's InputBuffer adds into
+// a gradient nobody else holds (no new tensor, no extra pass over memory): a plain dense CPU
+// float tensor that only the buffer references, with a storage of its own and no history, of
+// g's shape and dtype, while no graph of the backward is being built.
+bool adds_in_place(PyObject* old, PyObject* g) {
+  if (reinterpret_cast<PyObject*>(Py_TYPE(old)) != tensor_class() || !is_tensor_base(g) || Py_REFCNT(old) != 1)
+    return false;
+  auto* o = reinterpret_cast<TensorObject*>(old);
+  auto* t = reinterpret_cast<TensorObject*>(g);
+  if (o->rg || t->rg || (o->grad_fn != nullptr && o->grad_fn != Py_None) || (o->base != nullptr && o->base != Py_None) ||
+      o->storage == nullptr || Py_REFCNT(o->storage) != 1 || t->storage == o->storage || o->device_kind != kDeviceCPU ||
+      t->device_kind != kDeviceCPU || (o->dtype_code != 8 && o->dtype_code != 9) || t->dtype_code != o->dtype_code ||
+      o->ndim < 0 || o->ndim != t->ndim || o->stride_ndim != o->ndim)
+    return false;
+  int64_t expected = 1;
+  for (int32_t i = o->ndim - 1; i >= 0; --i) {
+    if (o->sizes[i] != t->sizes[i]) return false;
+    if (o->sizes[i] != 1 && o->strides[i] != expected) return false;
+    expected *= o->sizes[i];
+  }
+  int on = grad_enabled_now();
+  if (on < 0) PyErr_Clear();  // (unknown: take the out-of-place sum)
+  return on == 0;
+}
+
 // Adds gradient g (borrowed) for output nr of nxt into its input buffer.
 int deliver(Run& run, PyObject* nxt, Py_ssize_t nr, PyObject* g) {
   auto it = run.buffers.find(nxt);
@@ -172,6 +197,12 @@ int deliver(Run& run, PyObject* nxt, Py_ssize_t nr, PyObject* g) {
     return -1;
   }
   PyObject* old = PyList_GET_ITEM(buf, nr);
+  if (old != Py_None && adds_in_place(old, g)) {
+    PyObject* r = PyNumber_InPlaceAdd(old, g);
+    if (r == nullptr) return -1;
+    Py_DECREF(r);
+    return 0;
+  }
   PyObject* sum = old == Py_None ? Py_NewRef(g) : PyNumber_Add(old, g);
   if (sum == nullptr) return -1;
   PyList_SET_ITEM(buf, nr, sum);

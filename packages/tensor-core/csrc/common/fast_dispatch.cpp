@@ -115,6 +115,8 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
     case kMm: return fast_mm_kernel(args, nargs);
     case kWhere: return fast_where_kernel(args, nargs);
     case kAddmm: return fast_addmm_kernel(args, nargs);
+    case kSelect: case kSlice: case kSqueeze: case kAlias: return fast_index_view_kernel(op->fast, args, nargs);
+    case kBmm: return fast_bmm_kernel(args, nargs);
     default: return NOT_HANDLED;
   }
 }
@@ -160,7 +162,7 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   if (on_device) return device_result;
   auto* op = reinterpret_cast<OpObject*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (op->fast != kNone && kwnames == nullptr && nargs <= 4 && plain_dispatch_for(self)) {
+  if (op->fast != kNone && kwnames == nullptr && nargs <= 5 && plain_dispatch_for(self)) {
     if (op->fast == kBinaryInplace) {
       // In-place ops record through Python (leaf and view checks, CopySlices); without grad
       // recording they run here: no_grad (optimizer steps), gradient accumulation.
@@ -313,6 +315,7 @@ void bind_fast_dispatch(PyObject* module) {
   if (PyModule_AddFunctions(module, module_functions) < 0) throw py::error_already_set();
   bind_autograd_record(module);
   bind_fast_front(module);
+  bind_fast_index(module);
 }
 
 }  // namespace ember

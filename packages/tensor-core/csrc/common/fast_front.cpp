@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "device_fast_path.h"
+#include "autograd_record.h"
 #include "fast_ops.h"
 
 namespace ember {
@@ -33,8 +34,11 @@ enum FrontKind : int {
   kFrontMatmul = 12,     // matmul(input, other) -> mm_op for two matrices
   kFrontWhere = 13,      // where(condition, input, other) -> where_op
   kFrontOp2 = 14,        // add/sub/mul/div(tensor, other), Tensor.add_/sub_/div_(other): no keyword -> the op
-  kFrontAddmm = 15,      // addmm(input, mat1, mat2) with no keyword -> addmm_op
-  kFrontLast = 15,
+  kFrontAddmm = 15,      // addmm(input, mat1, mat2, *, beta=1, alpha=1) -> addmm_op (beta/alpha: no grad)
+  kFrontSqueeze = 16,    // squeeze(self, dim=None) -> squeeze_op(self, None or dims)
+  kFrontGetitem = 17,    // Tensor.__getitem__(self, index) -> select/slice/unsqueeze/alias ops (fast_index.cpp)
+  kFrontBmm = 18,        // bmm(input, mat2) with no keyword -> bmm_op
+  kFrontLast = 18,
 };
 
 struct FrontObject {
@@ -48,6 +52,8 @@ struct FrontObject {
 PyTypeObject FrontType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject* s_dim = nullptr;
 PyObject* s_keepdim = nullptr;
+PyObject* s_beta = nullptr;
+PyObject* s_alpha = nullptr;
 PyObject* g_int0 = nullptr;
 PyObject* g_int1 = nullptr;
 
@@ -140,11 +146,58 @@ PyObject* reduce_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, 
   return fast_call(reinterpret_cast<OpObject*>(f->op), call, 4);
 }
 
+// addmm(input, mat1, mat2, *, beta=1, alpha=1): with beta/alpha other than 1, computed natively
+// when no argument needs grad (the op records its kwargs through the Python dispatcher).
+PyObject* addmm_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (nargs != 3) return NOT_HANDLED;
+  PyObject* scale[2] = {nullptr, nullptr};  // beta, alpha
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    if (key == s_beta) scale[0] = args[nargs + i];
+    else if (key == s_alpha) scale[1] = args[nargs + i];
+    else return NOT_HANDLED;
+  }
+  bool unit = true;
+  for (PyObject* v : scale)
+    if (v != nullptr && !((PyLong_CheckExact(v) || PyFloat_CheckExact(v)) && PyObject_RichCompareBool(v, g_int1, Py_EQ) == 1))
+      unit = false;
+  PyErr_Clear();
+  if (unit) return fast_call(reinterpret_cast<OpObject*>(f->op), args, 3);
+  for (Py_ssize_t i = 0; i < 3; ++i)
+    if (is_tensor_base(args[i]) && reinterpret_cast<TensorObject*>(args[i])->rg) {
+      int on = grad_enabled_now();
+      if (on != 0) return on < 0 ? nullptr : NOT_HANDLED;
+    }
+  return fast_addmm_scaled(args, scale[0] ? scale[0] : g_int1, scale[1] ? scale[1] : g_int1);
+}
+
+// squeeze(self, dim=None): dim None, an int or a sequence of ints (the Python function's forms).
+PyObject* squeeze_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs < 1 || nargs + nkw > 2 || (nkw == 1 && PyTuple_GET_ITEM(kwnames, 0) != s_dim)) return NOT_HANDLED;
+  TensorObject* t = plain_view_source(args[0]);
+  if (t == nullptr || t->ndim == 0) return NOT_HANDLED;
+  PyObject* dim = nargs + nkw == 2 ? args[1] : Py_None;
+  PyObject* dims;
+  if (dim == Py_None) dims = Py_NewRef(Py_None);
+  else if (PyLong_CheckExact(dim)) dims = PyTuple_Pack(1, dim);
+  else if (PyTuple_CheckExact(dim)) dims = Py_NewRef(dim);
+  else if (PyList_CheckExact(dim)) dims = PyList_AsTuple(dim);
+  else return NOT_HANDLED;
+  return call_with(f, args[0], dims);
+}
+
 PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   if (f->kind == kFrontSum || f->kind == kFrontMean) return reduce_front(f, args, nargs, kwnames);
+  if (f->kind == kFrontAddmm) return addmm_front(f, args, nargs, kwnames);
+  if (f->kind == kFrontSqueeze) return squeeze_front(f, args, nargs, kwnames);
   if (kwnames != nullptr || nargs < 1) return NOT_HANDLED;
-  if (f->kind == kFrontWhere || f->kind == kFrontAddmm)
+  if (f->kind == kFrontWhere)
     return nargs == 3 ? fast_call(reinterpret_cast<OpObject*>(f->op), args, 3) : NOT_HANDLED;
+  if (f->kind == kFrontBmm)
+    return nargs == 2 ? fast_call(reinterpret_cast<OpObject*>(f->op), args, 2) : NOT_HANDLED;
+  if (f->kind == kFrontGetitem) return nargs == 2 ? fast_getitem(f->op, args[0], args[1]) : NOT_HANDLED;
   PyObject* self = args[0];
   TensorObject* t = plain_view_source(self);
   if (t == nullptr) t = cuda_view_source(self);  // views and contiguous only: other kernels decline CUDA
@@ -308,6 +361,8 @@ void bind_fast_front(PyObject* module) {
     throw std::runtime_error("module init");
   s_dim = PyUnicode_InternFromString("dim");
   s_keepdim = PyUnicode_InternFromString("keepdim");
+  s_beta = PyUnicode_InternFromString("beta");
+  s_alpha = PyUnicode_InternFromString("alpha");
   g_int0 = PyLong_FromLong(0);
   g_int1 = PyLong_FromLong(1);
 }

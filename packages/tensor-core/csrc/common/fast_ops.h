@@ -32,7 +32,12 @@ enum FastKind : int8_t {
   kMm = 11,             // mm(self, mat2)
   kWhere = 12,          // where(condition, self, other)
   kAddmm = 13,          // addmm(self, mat1, mat2) (beta and alpha 1)
-  kLastKind = kAddmm,
+  kSelect = 14,         // select(self, dim, index)
+  kSlice = 15,          // slice(self, dim, start, end, step)
+  kSqueeze = 16,        // squeeze(self, dims)
+  kAlias = 17,          // alias(self)
+  kBmm = 18,            // bmm(self, mat2)
+  kLastKind = kBmm,
 };
 
 struct OpObject {
@@ -75,6 +80,9 @@ PyObject* fast_binary_inplace(OpObject* op, PyObject* x, PyObject* y);
 PyObject* fast_view_kernel(int kind, PyObject* const* args, Py_ssize_t nargs);
 // A view of `src` with these sizes/strides (its _base set as make_view sets it). New reference.
 PyObject* make_view_of(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim);
+// The same at another storage offset (select, slice).
+PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim,
+                       int64_t offset);
 // A Python int sequence (list or tuple of exact ints) read into out; false if it is anything else.
 bool read_int_sequence(PyObject* seq, int64_t* out, int32_t* n, int32_t max);
 // PyTorch's wrap of a possibly negative dim for a rank-`ndim` tensor; false when out of range.
@@ -86,6 +94,16 @@ bool view_strides_c(const TensorObject* t, const int64_t* new_sizes, int32_t new
 PyObject* fast_reduce_kernel(int kind, PyObject* const* args, Py_ssize_t nargs);
 PyObject* fast_mm_kernel(PyObject* const* args, Py_ssize_t nargs);
 PyObject* fast_addmm_kernel(PyObject* const* args, Py_ssize_t nargs);
+// addmm(self, mat1, mat2, beta=beta, alpha=alpha) computed without grad recording (the front's
+// call when no input needs grad).
+PyObject* fast_addmm_scaled(PyObject* const* args, PyObject* beta, PyObject* alpha);
+PyObject* fast_bmm_kernel(PyObject* const* args, Py_ssize_t nargs);
+
+// fast_index.cpp: select/slice/squeeze/alias, and `self[index]` for int/slice/None/Ellipsis items
+// chained through fast_call (select_op: the front's op).
+PyObject* fast_index_view_kernel(int kind, PyObject* const* args, Py_ssize_t nargs);
+PyObject* fast_getitem(PyObject* select_op, PyObject* self, PyObject* index);
+void bind_fast_index(PyObject* module);
 
 // fast_where.cpp
 PyObject* fast_where_kernel(PyObject* const* args, Py_ssize_t nargs);

@@ -1,8 +1,9 @@
-// sum, mean, mm and addmm on the native fast path: the meta work of reduce.py's and products.py's
-// kernels (reduced dims, result shape, result dtype) done once in C, then the same native
-// kernels (cpu/reduce.cpp's reduction, cpu/blas.cpp's product). Only float32/float64 inputs
-// with no dtype argument qualify (the result keeps the input dtype, as the Python kernel's
-// convert() would leave it); everything else returns NOT_HANDLED for the Python kernel.
+// sum, mean, mm, addmm and bmm on the native fast path: the meta work of reduce.py's and
+// products.py's kernels (reduced dims, result shape, result dtype) done once in C, then the same
+// native kernels (cpu/reduce.cpp's reduction, cpu/blas.cpp's product). Products take float32/float64;
+// mean takes those and keeps the dtype; sum also takes integer inputs (an int64 result, accumulated
+// in int64 as reduce.py's _acc_dtype does). No dtype argument: everything else returns NOT_HANDLED
+// for the Python kernel.
 #include <pybind11/pybind11.h>
 
 #include <cstring>
@@ -23,6 +24,12 @@ constexpr int32_t kMaxReduceDims = 64;
 
 PyObject* g_one = nullptr;   // 1.0, mm's alpha
 PyObject* g_zero = nullptr;  // 0.0, mm's beta
+
+bool make_constants() {
+  if (g_one == nullptr) g_one = PyFloat_FromDouble(1.0);
+  if (g_zero == nullptr) g_zero = PyFloat_FromDouble(0.0);
+  return g_one != nullptr && g_zero != nullptr;
+}
 
 // Runs `fn` (a kernel call that may throw); on a C++ exception `out` is dropped and the Python
 // kernel takes over, so errors keep their Python-side types and messages.
@@ -84,7 +91,10 @@ void divide(TensorObject* out, int64_t count) {
 PyObject* reduce(int kind, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1 || nargs > 4) return NOT_HANDLED;
   TensorObject* x = plain_tensor(args[0], true);
-  if (x == nullptr || !is_float_code(x->dtype_code) || x->ndim == 0 || x->ndim > kMaxReduceDims) return NOT_HANDLED;
+  if (x == nullptr || x->ndim == 0 || x->ndim > kMaxReduceDims) return NOT_HANDLED;
+  // Integer sums give int64 (bool inputs, not direct here, take the Python kernel).
+  if (!is_float_code(x->dtype_code) && kind != kSum) return NOT_HANDLED;
+  const int out_code = is_float_code(x->dtype_code) ? x->dtype_code : kInt64;
   PyObject* dim = nargs > 1 ? args[1] : Py_None;
   PyObject* keep_obj = nargs > 2 ? args[2] : Py_False;
   if ((nargs > 3 && args[3] != Py_None) || (keep_obj != Py_True && keep_obj != Py_False)) return NOT_HANDLED;
@@ -117,7 +127,7 @@ PyObject* reduce(int kind, PyObject* const* args, Py_ssize_t nargs) {
     }
   int inference = inference_now();
   if (inference < 0) return nullptr;
-  PyObject* out = new_empty_cpu(out_shape, n_out, x->dtype_code, inference != 0);
+  PyObject* out = new_empty_cpu(out_shape, n_out, out_code, inference != 0);
   if (out == nullptr) return nullptr;
   auto* o = reinterpret_cast<TensorObject*>(out);
   PyObject* xv = trailing ? Py_NewRef(args[0])
@@ -167,11 +177,7 @@ PyObject* fast_mm_kernel(PyObject* const* args, Py_ssize_t nargs) {
   if (a == nullptr || b == nullptr || a->ndim != 2 || b->ndim != 2 || !is_float_code(a->dtype_code) ||
       b->dtype_code != a->dtype_code || a->sizes[1] != b->sizes[0])
     return NOT_HANDLED;
-  if (g_one == nullptr) {
-    g_one = PyFloat_FromDouble(1.0);
-    g_zero = PyFloat_FromDouble(0.0);
-    if (g_one == nullptr || g_zero == nullptr) return nullptr;
-  }
+  if (!make_constants()) return nullptr;
   int inference = inference_now();
   if (inference < 0) return nullptr;
   int64_t shape[2] = {a->sizes[0], b->sizes[1]};
@@ -201,10 +207,65 @@ void fill_broadcast(TensorObject* out, const TensorObject* bias) {
 
 }  // namespace
 
-// addmm(self, mat1, mat2) with beta = alpha = 1 on float matrices of one dtype: self broadcast
-// into the result, then the product added by the BLAS call (products.py's _addmm_cpu/_product).
+namespace {
+
+// alpha/beta as products.py's _scalar makes them for a float dtype: an exact int or float, as a
+// Python float (null: not one).
+PyObject* float_scalar(PyObject* v) {
+  if (PyFloat_CheckExact(v)) return Py_NewRef(v);
+  if (!PyLong_CheckExact(v)) return nullptr;
+  double d = PyLong_AsDouble(v);
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  return PyFloat_FromDouble(d);
+}
+
+PyObject* addmm(PyObject* const* args, PyObject* beta, PyObject* alpha);
+
+}  // namespace
+
+// addmm(self, mat1, mat2) with beta = alpha = 1 (nn.functional.linear's call).
 PyObject* fast_addmm_kernel(PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3) return NOT_HANDLED;
+  if (!make_constants()) return nullptr;
+  return addmm(args, g_one, g_one);
+}
+
+PyObject* fast_addmm_scaled(PyObject* const* args, PyObject* beta, PyObject* alpha) {
+  if (!make_constants()) return nullptr;
+  PyObject* b = float_scalar(beta);
+  PyObject* a = b == nullptr ? nullptr : float_scalar(alpha);
+  PyObject* r = a == nullptr ? NOT_HANDLED : addmm(args, b, a);
+  Py_XDECREF(b);
+  Py_XDECREF(a);
+  if (r == nullptr) PyErr_Clear();
+  return r == nullptr ? NOT_HANDLED : r;
+}
+
+// bmm(self, mat2) on two float (B, M, K) / (B, K, N) batches of one dtype: products.py's _bmm_cpu.
+PyObject* fast_bmm_kernel(PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) return NOT_HANDLED;
+  TensorObject* a = plain_tensor(args[0], true);
+  TensorObject* b = plain_tensor(args[1], true);
+  if (a == nullptr || b == nullptr || a->ndim != 3 || b->ndim != 3 || !is_float_code(a->dtype_code) ||
+      b->dtype_code != a->dtype_code || a->sizes[0] != b->sizes[0] || a->sizes[2] != b->sizes[1])
+    return NOT_HANDLED;
+  if (!make_constants()) return nullptr;
+  int inference = inference_now();
+  if (inference < 0) return nullptr;
+  int64_t shape[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
+  PyObject* out = new_empty_cpu(shape, 3, a->dtype_code, inference != 0);
+  if (out == nullptr) return nullptr;
+  return run_or_decline(out, [&] { run_matmul_kernel(out, args[0], args[1], g_one, g_zero); });
+}
+
+namespace {
+
+// out = beta * self (broadcast) + alpha * mat1 @ mat2 on float matrices of one dtype: self copied
+// into the result (not read when beta is 0), then the BLAS call (products.py's _addmm_cpu/_product).
+PyObject* addmm(PyObject* const* args, PyObject* beta, PyObject* alpha) {
   TensorObject* bias = plain_tensor(args[0], true);
   if (bias == nullptr || bias->ndim > 2) return NOT_HANDLED;
   TensorObject* a = plain_tensor(args[1], true);
@@ -217,19 +278,17 @@ PyObject* fast_addmm_kernel(PyObject* const* args, Py_ssize_t nargs) {
     int64_t s = bias->sizes[i], want = shape[2 - bias->ndim + i];
     if (s != want && s != 1) return NOT_HANDLED;
   }
-  if (g_one == nullptr) {
-    g_one = PyFloat_FromDouble(1.0);
-    g_zero = PyFloat_FromDouble(0.0);
-    if (g_one == nullptr || g_zero == nullptr) return nullptr;
-  }
   int inference = inference_now();
   if (inference < 0) return nullptr;
   PyObject* out = new_empty_cpu(shape, 2, a->dtype_code, inference != 0);
   if (out == nullptr) return nullptr;
   auto* o = reinterpret_cast<TensorObject*>(out);
-  if (o->dtype_code == kFloat32) fill_broadcast<float>(o, bias);
-  else fill_broadcast<double>(o, bias);
-  return run_or_decline(out, [&] { run_matmul_kernel(out, args[1], args[2], g_one, g_one); });
+  bool use_input = PyFloat_AS_DOUBLE(beta) != 0.0;
+  if (use_input && o->dtype_code == kFloat32) fill_broadcast<float>(o, bias);
+  else if (use_input) fill_broadcast<double>(o, bias);
+  return run_or_decline(out, [&] { run_matmul_kernel(out, args[1], args[2], alpha, use_input ? beta : g_zero); });
 }
+
+}  // namespace
 
 }  // namespace ember

@@ -204,8 +204,13 @@ bool view_strides_c(const TensorObject* t, const int64_t* new_sizes, int32_t new
 }
 
 PyObject* make_view_of(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim) {
-  PyObject* out = new_tensor(src->storage, src->storage_ptr, sizes, strides, ndim, src->offset_value,
-                             src->dtype_code, src->device);
+  return make_view_at(src, sizes, strides, ndim, src->offset_value);
+}
+
+PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim,
+                       int64_t offset) {
+  PyObject* out = new_tensor(src->storage, src->storage_ptr, sizes, strides, ndim, offset, src->dtype_code,
+                             src->device);
   if (out == nullptr) return nullptr;
   auto* o = reinterpret_cast<TensorObject*>(out);
   // new_tensor takes the registered dtype object for the code; keep the source's own object.

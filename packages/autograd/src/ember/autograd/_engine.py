@@ -16,8 +16,9 @@ from ember._src import grad_mode
 from ember._src.dispatch import sync_pending
 from ember._src.layouts import strided
 from ember._src.ops._common import type_name
+from ember._src.ops.creation.buffers import empty_strided
 from ember._src.ops.creation.factories import ones_like, zeros_like
-from ember._src.shapes import is_contiguous
+from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
@@ -89,17 +90,21 @@ def fix_grad(g, meta, node, idx):
 _OWNED_REFS = 4
 
 
-def _stealable(g: Tensor) -> bool:
-    if type(g) is not Tensor or g.grad_fn is not None or g._offset != 0:
+def _stealable(g: Tensor, variable: Tensor) -> bool:
+    """Whether AccumulateGrad may keep ``g`` itself as ``variable.grad``: nobody else holds it or its
+    memory, and (unless ``enforce_grad_layout_policy(False)``) it obeys the layout contract."""
+    if type(g) is not Tensor or g.grad_fn is not None:
         return False
-    if not is_contiguous(g._shape, g._stride) or sys.getrefcount(g) > _OWNED_REFS:
+    if _layout_enforced() and not _obeys_layout_contract(g, variable):
+        return False
+    if sys.getrefcount(g) > _OWNED_REFS:
         return False
     base = g._base
     if base is None:
-        return sys.getrefcount(g._storage) <= 2
-    # A contiguous view of a whole base that only it holds (e.g. a reshaped matmul result): the
-    # base is referenced by the view, the local and the argument.
-    if sys.getrefcount(base) > 3 or sys.getrefcount(g._storage) > 3 or base.numel() != g.numel():
+        return g._offset == 0 and sys.getrefcount(g._storage) <= 2
+    # A view of a base that only it holds and that it covers (a reshaped matmul result, an
+    # expanded scalar): the base is referenced by the view, the local and the argument.
+    if sys.getrefcount(base) > 3 or sys.getrefcount(g._storage) > 3 or base.numel() > g.numel():
         return False
     g._base = None
     return True
@@ -111,23 +116,47 @@ def _layout_enforced() -> bool:
     return _grad_layout_enforced()
 
 
+# Note [Gradient layout contract] (PyTorch's AccumulateGrad): a leaf's first gradient has the
+# leaf's strides when the leaf is non-overlapping and dense (a permuted or channels-last parameter
+# gets a gradient laid out the same way), and is row-major contiguous otherwise, so that optimizer
+# steps and reducers that mix a parameter with its gradient run as dense loops. A gradient that
+# already obeys it is kept without a copy when nobody else holds it; enforce_grad_layout_policy(False)
+# keeps any such gradient whatever its strides. Later gradients are added into the first.
+
+
+def _obeys_layout_contract(g: Tensor, variable: Tensor) -> bool:
+    if is_non_overlapping_and_dense(variable._shape, variable._stride):
+        for size, g_stride, v_stride in zip(g._shape, g._stride, variable._stride):
+            if (size != 1 and g_stride != v_stride) or (size == 1 and g_stride == 0):
+                return False
+        return True
+    return is_contiguous(g._shape, g._stride)
+
+
+def _clone_obey_contract(g: Tensor, variable: Tensor) -> Tensor:
+    """A copy of ``g`` laid out by the contract (attached to g's history when grad mode is on)."""
+    shape, stride = variable._shape, variable._stride
+    if type(g) is not Tensor or type(variable) is not Tensor:
+        return g.clone()  # subclasses (DTensor, wrappers) lay out their own copies
+    if is_contiguous(shape, stride) or not is_non_overlapping_and_dense(shape, stride):
+        return g.clone() if is_contiguous(g._shape, g._stride) else g.contiguous()
+    return empty_strided(shape, stride, dtype=variable.dtype, device=variable._device).copy_(g)
+
+
 def accumulate_grad(variable: Tensor, g: Tensor) -> None:
-    """``variable.grad += g`` as PyTorch's AccumulateGrad: a fresh copy first, in place after
-    (out of place, recorded, when the graph of the gradient is being built)."""
+    """``variable.grad += g`` as PyTorch's AccumulateGrad: the first gradient kept or copied by the
+    layout contract, later ones added in place (out of place, recorded, when the graph of the
+    gradient is being built)."""
     old = variable.grad
     if g._layout is not strided or variable._layout is not strided or (old is not None and old._layout is not strided):
         _accumulate_sparse(variable, old, g)
     elif old is None:
-        if variable.is_contiguous() and not g.is_contiguous() and _layout_enforced():
-            # The layout contract: a contiguous parameter gets a contiguous gradient, so that
-            # optimizer updates mixing the two run as dense loops, not strided ones.
-            variable.grad = g.contiguous() if _STATE.grad_enabled else g.detach().contiguous()
-        elif _STATE.grad_enabled:
-            variable.grad = g.clone()
-        elif _stealable(g):
+        if not _STATE.grad_enabled and _stealable(g, variable):
             variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
+        elif _STATE.grad_enabled:
+            variable.grad = _clone_obey_contract(g, variable)
         else:
-            variable.grad = g.detach().clone()
+            variable.grad = _clone_obey_contract(g.detach(), variable)
     elif _STATE.grad_enabled:
         variable.grad = old + g
     else:

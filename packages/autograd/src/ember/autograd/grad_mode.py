@@ -50,15 +50,20 @@ def _grad_layout_enforced() -> bool:
 
 
 class enforce_grad_layout_policy(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
-    """Whether AccumulateGrad makes a leaf's first gradient follow the gradient layout contract
-    (a contiguous parameter gets a contiguous ``.grad``). With ``False`` the incoming gradient's
-    own strides are kept (no reordering copy). Works as a function, a context manager or a
-    decorator; thread-local."""
+    """Whether AccumulateGrad holds a leaf's first gradient to the gradient layout contract (the
+    leaf's strides when it is non-overlapping and dense, row-major otherwise; see Note [Gradient
+    layout contract] in _engine.py). With ``False`` a gradient nobody else holds is kept with its
+    own strides (no reordering copy); copies are still laid out by the contract. Works as a
+    function, a context manager or a decorator; thread-local."""
 
     def __init__(self, enable: bool = True) -> None:
         self.prev = _grad_layout_enforced()
         self.mode = bool(enable)
         _LAYOUT_POLICY.enabled = self.mode
+
+    def __call__(self, func):
+        _LAYOUT_POLICY.enabled = self.prev  # as a decorator it applies inside the calls only
+        return super().__call__(func)
 
     def __enter__(self) -> None:
         pass

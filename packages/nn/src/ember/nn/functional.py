@@ -290,8 +290,21 @@ native_channel_shuffle = channel_shuffle
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if _pre_dispatch_tracing():
         return _linear_op(input, weight, bias)
-    if input.ndim == 2 and bias is not None:
-        return ember.addmm(bias, input, weight.t())
+    shape = input.shape
+    if bias is not None and shape:  # (a 0-d input takes matmul's error)
+        *lead, in_features = shape
+        if len(lead) == 1:
+            return ember.addmm(bias, input, weight.t())
+        if bias.ndim == 1 and input.is_contiguous():
+            # As PyTorch: a contiguous input is viewed as (rows, in_features), one addmm adds the
+            # bias in the product (no mm + add pass), and the result is viewed back. Backward is
+            # addmm's (two mm and a bias sum) and two views: no copies.
+            rows = 1
+            for size in lead:
+                rows *= size
+            out = ember.addmm(bias, input.view(rows, in_features), weight.t())
+            *_, out_features = out.shape
+            return out.view(*lead, out_features)
     out = ember.matmul(input, weight.t())
     return out + bias if bias is not None else out
 

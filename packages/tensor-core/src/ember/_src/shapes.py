@@ -96,6 +96,18 @@ def is_contiguous(shape, stride) -> bool:
     return True
 
 
+def is_non_overlapping_and_dense(shape, stride) -> bool:
+    """Whether the elements fill one block of memory exactly once, in some order of the dims
+    (PyTorch's rule: dims of size 0 or 1 constrain nothing)."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: stride[d])
+    expected = 1
+    for d in dims:
+        if stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
 def wrap_dim(dim: int, ndim: int) -> int:
     """Wraps a possibly negative dim; a 0-d tensor accepts dims -1 and 0 (PyTorch's rule)."""
     try:

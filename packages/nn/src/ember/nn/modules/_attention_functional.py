@@ -26,19 +26,40 @@ def _canonical_mask(mask: Tensor | None, name: str, target_dtype) -> Tensor | No
     return mask
 
 
+def _batch_first_storage(x: Tensor) -> bool:
+    """Whether (L, N, E) ``x`` is the transposed view of a contiguous (N, L, E) tensor (what
+    ``MultiheadAttention(batch_first=True)`` passes here)."""
+    return x.ndim == 3 and not x.is_contiguous() and x.transpose(0, 1).is_contiguous()
+
+
+def _project(x: Tensor, weight: Tensor, bias: Tensor | None, chunks: int = 1) -> tuple:
+    """``F.linear`` of an (L, N, E) input in the layout it is stored in, split into ``chunks``
+    along the features: a batch-first input is projected as the contiguous (N, L, E) it is (a view
+    to (N * L, E), no copy) and split there, so each piece is an (L, N, E') view of that layout
+    and the gradients the pieces send back (zeros around each) have the product's layout too."""
+    if _batch_first_storage(x):
+        pieces = F.linear(x.transpose(0, 1), weight, bias).chunk(chunks, dim=-1)
+        return tuple(p.transpose(0, 1) for p in pieces)
+    return F.linear(x, weight, bias).chunk(chunks, dim=-1)
+
+
 def _in_projection(query, key, value, in_proj_weight, in_proj_bias, q_w, k_w, v_w, embed_dim):
+    if in_proj_weight is not None and key is value and query is key:
+        # Self-attention: one product for the three projections, split into views.
+        return _project(query, in_proj_weight, in_proj_bias, 3)
     if in_proj_weight is not None:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
-    else:
-        w_q, w_k, w_v = q_w, k_w, v_w
+        q_w, k_w, v_w = in_proj_weight.chunk(3)
     b_q = b_k = b_v = None
     if in_proj_bias is not None:
         b_q, b_k, b_v = in_proj_bias.chunk(3)
-    if in_proj_weight is not None and key is value and query is key:
-        # Self-attention: one matmul for the three projections.
-        qkv = F.linear(query, in_proj_weight, in_proj_bias)
-        return qkv.chunk(3, dim=-1)
-    return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+    return _project(query, q_w, b_q)[0], _project(key, k_w, b_k)[0], _project(value, v_w, b_v)[0]
+
+
+def _split_heads(x: Tensor, num_heads: int) -> Tensor:
+    """(L, N, E) -> (N, H, L, E / H): a view whenever the last dim is contiguous (attention's
+    kernels read such views in place)."""
+    length, batch, embed = x.shape
+    return x.reshape(length, batch, num_heads, embed // num_heads).permute(1, 2, 0, 3)
 
 
 def multi_head_attention_forward(
@@ -109,18 +130,18 @@ def multi_head_attention_forward(
         if key_padding_mask is not None:
             key_padding_mask = F.pad(key_padding_mask, (0, 1))
 
-    # (L, N, E) -> (N * H, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = (static_k if static_k is not None else k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
-    v = (static_v if static_v is not None else v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))
+    # (L, N, E) -> (N, H, L, head_dim): views of the projections, no copy.
+    q = _split_heads(q, num_heads)
+    k = static_k.reshape(bsz, num_heads, -1, head_dim) if static_k is not None else _split_heads(k, num_heads)
+    v = static_v.reshape(bsz, num_heads, -1, head_dim) if static_v is not None else _split_heads(v, num_heads)
     if add_zero_attn:
-        k = ember.cat([k, ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], dim=1)
-        v = ember.cat([v, ember.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], dim=1)
+        k = ember.cat([k, ember.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype)], dim=2)
+        v = ember.cat([v, ember.zeros((bsz, num_heads, 1, head_dim), dtype=v.dtype)], dim=2)
         if attn_mask is not None:
             attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
             key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    src_len = k.shape[1]
+    src_len = k.shape[2]
 
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
@@ -133,34 +154,38 @@ def multi_head_attention_forward(
     if not training:
         dropout_p = 0.0
 
+    weights = None
     if need_weights:
-        q_scaled = q * (1.0 / math.sqrt(head_dim))
+        q3 = q.reshape(bsz * num_heads, tgt_len, head_dim) * (1.0 / math.sqrt(head_dim))
+        k3t = k.reshape(bsz * num_heads, src_len, head_dim).transpose(-2, -1)
         if attn_mask is not None:
-            scores = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+            scores = ember.baddbmm(attn_mask, q3, k3t)
         else:
-            scores = ember.bmm(q_scaled, k.transpose(-2, -1))
+            scores = ember.bmm(q3, k3t)
         weights = ember.softmax(scores, dim=-1)
         if dropout_p > 0.0:
             weights = F.dropout(weights, p=dropout_p)
-        out = ember.bmm(weights, v)
-        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+        out = ember.bmm(weights, v.reshape(bsz * num_heads, src_len, head_dim))
+        out = out.view(bsz, num_heads, tgt_len, head_dim)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(dim=1)
         if unbatched:
-            out, weights = out.squeeze(1), weights.squeeze(0)
-        return out, weights
+            weights = weights.squeeze(0)
+    else:
+        if attn_mask is not None:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len) if attn_mask.shape[0] != 1 \
+                else attn_mask.unsqueeze(0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
 
-    if attn_mask is not None:
-        attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len) if attn_mask.shape[0] != 1 \
-            else attn_mask.unsqueeze(0)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    # (N, H, L, head_dim) -> rows of the input's layout, the output projection, (L, N, E). The
+    # attention kernel wrote its result in the query's layout, so the reshape is a view.
+    if _batch_first_storage(query):
+        out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, embed_dim).transpose(0, 1)
+    else:
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
     if unbatched:
         out = out.squeeze(1)
-    return out, None
+    return out, weights

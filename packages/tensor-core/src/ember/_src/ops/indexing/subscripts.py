@@ -627,7 +627,9 @@ def _setitem(self: Tensor, index, value) -> None:
     _put(view, indices, _strip_leading_ones(value), False)
 
 
-Tensor.__getitem__ = _getitem
+# Basic items (ints, slices, None, Ellipsis) are read natively (csrc/common/fast_index.cpp) and
+# chain the same view ops; anything else falls back to _getitem.
+Tensor.__getitem__ = _C.FastFront(views.select_op, 17, _getitem)
 Tensor.__setitem__ = _setitem
 
 

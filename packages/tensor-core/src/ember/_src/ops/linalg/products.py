@@ -458,9 +458,13 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 # C, and matmul of two plain matrices goes straight to it; anything else takes the functions above.
 mm_op._set_fast(11, 0, 0)
 matmul = _C.FastFront(mm_op, 12, matmul)
-# addmm(input, mat1, mat2) with no keyword (nn.functional.linear's call): float, input broadcast.
+# addmm(input, mat1, mat2) (nn.functional.linear's call): float, input broadcast; beta/alpha other
+# than 1 when no argument needs grad.
 addmm_op._set_fast(13, 0, 0)
 addmm = _C.FastFront(addmm_op, 15, addmm)
+# bmm(input, mat2) of two float batches (attention's products).
+bmm_op._set_fast(18, 0, 0)
+bmm = _C.FastFront(bmm_op, 18, bmm)
 
 # Contractions built on the primitives above.
 from .contract import chain_matmul, einsum, inner, multi_dot, tensordot  # noqa: E402,F401

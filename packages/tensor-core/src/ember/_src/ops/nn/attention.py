@@ -35,13 +35,36 @@ def _additive_mask(attn_mask: Tensor | None, dtype) -> Tensor | None:
 
 
 def _as_4d(t: Tensor, batch: tuple) -> Tensor:
-    """(*batch, H, L, E) -> contiguous (B, H, L, E)."""
+    """(*batch, H, L, E) -> (B, H, L, E) with contiguous rows, which is all the native kernels
+    need: head-split views of a projection (MultiheadAttention's q, k, v) run without a copy."""
     lead = t.ndim - 3
     if t.ndim < 3:
         t = t.reshape((1,) * (3 - t.ndim) + tuple(t._shape))
     heads, rows, width = t._shape[-3:]
     t = t.expand(*batch, heads, rows, width) if lead >= 0 else t
-    return t.reshape(numel(batch), heads, rows, width).contiguous()
+    t = t.reshape(numel(batch), heads, rows, width)
+    return t if _rows_contiguous(t) else t.contiguous()
+
+
+def _rows_contiguous(t: Tensor) -> bool:
+    """Whether the kernels can read ``t`` (4-d) in place: unit stride along the last dim, rows that
+    do not overlap, no negative stride (the native check, attention.cpp's rows_4d)."""
+    shape, stride = t._shape, t._stride
+    width = max(shape[3], 1)
+    row = stride[2] if shape[2] > 1 else width
+    return (shape[3] <= 1 or stride[3] == 1) and width <= row < 2 ** 31 and min(stride[:3]) >= 0
+
+
+def _empty_like_rows(like: Tensor, shape: tuple, dtype) -> Tensor:
+    """An empty 4-d tensor of ``shape`` whose dims lie in memory in the order of ``like``'s (as
+    ``empty_like`` keeps a layout; PyTorch's CPU attention keeps the query's), when that order
+    keeps the last dim innermost; else contiguous. MultiheadAttention's head-split views thus get
+    an output that its (L, N, E) or (N, L, E) reshape takes as a view."""
+    order = sorted(range(4), key=lambda d: (-like._stride[d], d))
+    if order[-1] != 3 or order == [0, 1, 2, 3]:
+        return new_empty_tensor(shape, dtype, like._device)
+    stored = new_empty_tensor(tuple(shape[d] for d in order), dtype, like._device)
+    return stored.permute([order.index(d) for d in range(4)])
 
 
 def _sdpa_kernel(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -67,7 +90,7 @@ def _sdpa_kernel(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
     if mask is not None:
         full_shape = tuple(batch) + (h, lq, s)
         mask = mask.expand(*full_shape).reshape(b, h, lq, s) if len(batch) != 1 or mask.ndim > 4 else mask
-    out = new_empty_tensor((b, h, lq, v._shape[3]), cd, query._device)
+    out = _empty_like_rows(q, (b, h, lq, v._shape[3]), cd)
     if out.numel() == 0 or s == 0:  # no keys: the weighted sum is empty, i.e. zeros
         return out.zero_().reshape(out_shape).to(query.dtype)
     _C.sdpa(out, q, k, v, mask, bool(is_causal), scale)
@@ -131,7 +154,7 @@ def _sdpa_backward_kernel(grad_out, query, key, value, attn_mask, is_causal, sca
     if mask is not None:
         full_shape = batch + (h, lq, s)
         mask = mask.expand(*full_shape).reshape(b, h, lq, s) if len(batch) != 1 or mask.ndim > 4 else mask
-    gq, gk, gv = (new_empty_tensor(tuple(t._shape), cd, query._device) for t in (q, k, v))
+    gq, gk, gv = (_empty_like_rows(t, tuple(t._shape), cd) for t in (q, k, v))
     _C.sdpa_backward(gq, gk, gv, g, q, k, v, mask, bool(is_causal), float(scale))
     return tuple(convert(grad.reshape(tuple(t._shape)), t.dtype) for grad, t in ((gq, query), (gk, key), (gv, value)))
 

@@ -886,6 +886,11 @@ transpose_op._set_fast(5, 0, 0)
 permute_op._set_fast(6, 0, 0)
 unsqueeze_op._set_fast(7, 0, 0)
 expand_op._set_fast(8, 0, 0)
+select_op._set_fast(14, 0, 0)  # fast_index.cpp, as the three below
+slice_op._set_fast(15, 0, 0)
+squeeze_op._set_fast(16, 0, 0)
+alias_op._set_fast(17, 0, 0)
+_C._set_getitem_ops(slice_op, unsqueeze_op, alias_op)  # what x[...] chains besides select (subscripts.py)
 view = _C.FastFront(view_op, 3, view)
 reshape = _C.FastFront(view_op, 4, reshape)
 flatten = _C.FastFront(view_op, 5, flatten)
@@ -895,6 +900,7 @@ permute = _C.FastFront(permute_op, 8, permute)
 unsqueeze = _C.FastFront(unsqueeze_op, 9, unsqueeze)
 expand = _C.FastFront(expand_op, 10, expand)
 contiguous = _C.FastFront(view_op, 11, contiguous)
+squeeze = _C.FastFront(squeeze_op, 16, squeeze)
 
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
