@@ -174,3 +174,24 @@ def test_gelu_accuracy_against_double():
     assert np.all(err <= 4 * 1.2e-7 * np.abs(want) + 6e-8 * np.abs(xd))
     pos = xd > 0.5
     np.testing.assert_allclose(got[pos], want[pos], rtol=4 * 1.2e-7)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 15, 16, 17, 1001])
+def test_var_one_pass_rows_and_columns(n):
+    # float32 var over the last dim (one shifted pass per row) and over dim 0 (four rows per step,
+    # vector columns then a tail): a large offset with a small spread, odd lengths, inf/NaN rows.
+    rng = np.random.default_rng(n)
+    a = (1e4 + rng.standard_normal((n, 37)) * 1e-2).astype(np.float32)
+    a[0, 3] = np.inf
+    a[n // 2, 5] = np.nan
+    a[:, 6] = -np.inf
+    for x in (a, np.ascontiguousarray(a.T)):
+        e, t = ember.tensor(x), torch.tensor(x)
+        for dim in (0, 1):
+            for correction in (0, 1):
+                np.testing.assert_allclose(e.var(dim, correction=correction).numpy(),
+                                           t.var(dim, correction=correction).numpy(), rtol=2e-4, atol=1e-9,
+                                           equal_nan=True)
+            # the mean of an inf column: ember's is the plain mean (torch.mean's value), as above
+            np.testing.assert_allclose(ember.var_mean(e, dim)[1].numpy(), t.mean(dim).numpy(), rtol=1e-6,
+                                       equal_nan=True)
