@@ -189,9 +189,21 @@ def test_var_one_pass_rows_and_columns(n):
         e, t = ember.tensor(x), torch.tensor(x)
         for dim in (0, 1):
             for correction in (0, 1):
-                np.testing.assert_allclose(e.var(dim, correction=correction).numpy(),
-                                           t.var(dim, correction=correction).numpy(), rtol=2e-4, atol=1e-9,
-                                           equal_nan=True)
+                for fn in ("var", "std"):  # std: the native kernel's square root of the double variance
+                    np.testing.assert_allclose(getattr(e, fn)(dim, correction=correction).numpy(),
+                                               getattr(t, fn)(dim, correction=correction).numpy(), rtol=2e-4,
+                                               atol=1e-9, equal_nan=True)
             # the mean of an inf column: ember's is the plain mean (torch.mean's value), as above
             np.testing.assert_allclose(ember.var_mean(e, dim)[1].numpy(), t.mean(dim).numpy(), rtol=1e-6,
                                        equal_nan=True)
+
+
+def test_std_native_rounds_after_the_square_root():
+    # float32 std whose variance overflows float32: finite, over the last dim and over dim 0.
+    a = np.array([[3e38, -1.0, 2e38], [-3e38, 5.0, 1.0]], np.float32)
+    for x in (a, np.ascontiguousarray(a.T)):
+        e, t = ember.tensor(x), torch.tensor(x)
+        for dim in (0, 1):
+            np.testing.assert_allclose(e.std(dim).numpy(), t.std(dim).numpy(), rtol=1e-6)
+            np.testing.assert_allclose(ember.std_mean(e, dim)[0].numpy(), torch.std_mean(t, dim)[0].numpy(),
+                                       rtol=1e-6)

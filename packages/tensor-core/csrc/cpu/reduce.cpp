@@ -630,7 +630,10 @@ inline void shifted_column_moments(const float* x, int64_t n, int64_t inner, int
 // formula with double accumulators: mean = sum(x) / n, var = sum((x - mean)^2) / max(0, n - c).
 // A row (inner == 1) stays in cache for both passes; column blocks are described below.
 void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, int64_t outer, int64_t n,
-                   int64_t inner, double correction) {
+                   int64_t inner, double correction, bool take_sqrt) {
+  // std: the square root of the double variance, before rounding to T (the std of float32
+  // [3e38, -1] is finite while its variance overflows float32).
+  const auto root = [take_sqrt](double v) { return take_sqrt ? std::sqrt(v) : v; };
   TensorArg var = unpack(var_obj), mean = unpack(mean_obj), in = unpack(in_obj);
   if (var.dtype != in.dtype || mean.dtype != in.dtype || !in.is_contiguous() || !var.is_contiguous() ||
       !mean.is_contiguous())
@@ -658,7 +661,7 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
               shifted_moments(reinterpret_cast<const float*>(row), n, double(row[0]), sd, sq);
               if (std::isfinite(sq)) {
                 const double mu = sd / double(n);
-                vp[r] = T(std::max(0.0, sq - sd * mu) / dof);
+                vp[r] = T(root(std::max(0.0, sq - sd * mu) / dof));
                 mp[r] = T(double(row[0]) + mu);
                 continue;
               }
@@ -666,7 +669,7 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
           }
           // float64, and float32 rows holding inf or NaN: two passes.
           const double mu = sum_as_double(row, n, 0.0, false) / double(n);
-          vp[r] = T(sum_as_double(row, n, mu, true) / dof);
+          vp[r] = T(root(sum_as_double(row, n, mu, true) / dof));
           mp[r] = T(mu);
         }
       });
@@ -695,7 +698,7 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
           for (int64_t j = 0; j < bl; ++j) {
             const double mu = s[j] / double(n);
             const double m2 = std::max(0.0, q[j] - s[j] * mu);
-            vp[r * inner + j0 + j] = T(m2 / dof);
+            vp[r * inner + j0 + j] = T(root(m2 / dof));
             mp[r * inner + j0 + j] = T(c[j] + mu);
             if (!std::isfinite(q[j])) {
               // inf or NaN in the column (the shift may have turned inf into NaN): the plain
@@ -720,7 +723,7 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
             }
           }
           for (int64_t j = 0; j < bl; ++j) {
-            vp[r * inner + j0 + j] = T(q[j] / dof);
+            vp[r * inner + j0 + j] = T(root(q[j] / dof));
             mp[r * inner + j0 + j] = T(s[j]);
           }
         }
@@ -751,8 +754,8 @@ void bind_reduce(py::module_& m) {
   m.def("scan_indexed", &scan_indexed_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"),
         py::arg("input"), "cummax (or cummin) values and indices along the last dim.");
   m.def("var_mean", &var_mean_impl, py::arg("var"), py::arg("mean"), py::arg("input"), py::arg("outer"), py::arg("n"),
-        py::arg("inner"), py::arg("correction"),
-        "var and mean over n of a contiguous (outer, n, inner) block (double accumulators, two passes).");
+        py::arg("inner"), py::arg("correction"), py::arg("take_sqrt") = false,
+        "var (or std, take_sqrt) and mean over n of a contiguous (outer, n, inner) block (double accumulators).");
   m.def("softmax", &softmax_impl, py::arg("out"), py::arg("input"), py::arg("outer"), py::arg("n"), py::arg("inner"),
         py::arg("log"), "softmax (or log_softmax) over n of a contiguous (outer, n, inner) block.");
 }
