@@ -207,3 +207,21 @@ def test_std_native_rounds_after_the_square_root():
             np.testing.assert_allclose(e.std(dim).numpy(), t.std(dim).numpy(), rtol=1e-6)
             np.testing.assert_allclose(ember.std_mean(e, dim)[0].numpy(), torch.std_mean(t, dim)[0].numpy(),
                                        rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int16", "bool", "complex64", "complex128"])
+def test_transposing_copy(dtype):
+    # copy into a contiguous tensor from a src whose unit-stride dim is not the last (permute/movedim
+    # then .contiguous()): the tiled transpose, with partial tiles, extra outer dims, a flipped dim,
+    # a broadcast dim and a strided view of the input.
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((3, 37, 45, 20)) * 50).astype(np.float64)
+    e = ember.tensor(a).to(getattr(ember, dtype))
+    t = torch.tensor(a).to(getattr(torch, dtype))
+    for perm in [(0, 3, 2, 1), (1, 0, 3, 2), (3, 2, 1, 0), (0, 2, 3, 1)]:
+        np.testing.assert_array_equal(e.permute(*perm).contiguous().numpy(), t.permute(*perm).contiguous().numpy())
+    np.testing.assert_array_equal(e.movedim(1, -1).reshape(-1, 37).numpy(), t.movedim(1, -1).reshape(-1, 37).numpy())
+    np.testing.assert_array_equal(e[:, ::2].transpose(1, 3).flip(0).contiguous().numpy(),
+                                  t[:, ::2].transpose(1, 3).flip(0).contiguous().numpy())
+    eb, tb = e[0, :, :1].expand(37, 40, 20), t[0, :, :1].expand(37, 40, 20)
+    np.testing.assert_array_equal(eb.transpose(0, 1).contiguous().numpy(), tb.transpose(0, 1).contiguous().numpy())
