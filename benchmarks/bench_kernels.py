@@ -80,6 +80,10 @@ def memory_cases(quick: bool):
         ("softmax last", lambda: EF.softmax(e, -1), lambda: TF.softmax(t, -1), 2 * nbytes),
         ("softmax dim0", lambda: EF.softmax(e, 0), lambda: TF.softmax(t, 0), 2 * nbytes),
         ("log_softmax last", lambda: EF.log_softmax(e, -1), lambda: TF.log_softmax(t, -1), 2 * nbytes),
+        ("log_softmax dim0", lambda: EF.log_softmax(e, 0), lambda: TF.log_softmax(t, 0), 2 * nbytes),
+        ("gelu fwd", lambda: EF.gelu(e), lambda: TF.gelu(t), 2 * nbytes),
+        ("gelu tanh fwd", lambda: EF.gelu(e, approximate="tanh"), lambda: TF.gelu(t, approximate="tanh"),
+         2 * nbytes),
     ]
     w, tw = pair((cols,), seed=1)
     b, tb = pair((cols,), seed=2)
@@ -92,6 +96,7 @@ def memory_cases(quick: bool):
         ("mean last", lambda: e.mean(-1), lambda: t.mean(-1), nbytes),
         ("var last", lambda: e.var(-1), lambda: t.var(-1), nbytes),
         ("var dim0", lambda: e.var(0), lambda: t.var(0), nbytes),
+        ("std dim0", lambda: e.std(0), lambda: t.std(0), nbytes),
     ]
     # Cross-entropy: logits (N, C), forward reads the logits once; backward writes a grad of
     # the same size (and reads the logits again).
@@ -109,6 +114,13 @@ def memory_cases(quick: bool):
         return run
 
     out.append(("cross_entropy f+b", ce_step(EF, el, ey), ce_step(TF, tl, ty), 3 * n * c * 4))
+    # Classes along a non-last dim: (N, C, positions), as segmentation losses see them.
+    n2, c2, hw = (8, 100, 1024) if quick else (32, 100, 1024)
+    es, ts = pair((n2, c2, hw), seed=13)
+    ys = np.random.default_rng(14).integers(0, c2, (n2, hw))
+    eys, tys = ember.from_numpy(ys.copy()), torch.from_numpy(ys.copy())
+    out.append(("cross_entropy dim1 fwd", lambda: EF.cross_entropy(es, eys), lambda: TF.cross_entropy(ts, tys),
+                n2 * c2 * hw * 4))
 
     # Backward kernels (forward + backward, the backward native in ember): softmax over the last
     # dim and dim 0 (output, grad read, grad written: 5 passes of the tensor with the forward's 2),
@@ -127,6 +139,8 @@ def memory_cases(quick: bool):
         out.append((name, fb_step(lambda x, d=dim: EF.softmax(x, d), ex, eg),
                     fb_step(lambda x, d=dim: TF.softmax(x, d), tx, tg), 5 * nbytes))
     out.append(("gelu f+b", fb_step(EF.gelu, ex, eg), fb_step(TF.gelu, tx, tg), 5 * nbytes))
+    out.append(("gelu tanh f+b", fb_step(lambda x: EF.gelu(x, approximate="tanh"), ex, eg),
+                fb_step(lambda x: TF.gelu(x, approximate="tanh"), tx, tg), 5 * nbytes))
     return out
 
 

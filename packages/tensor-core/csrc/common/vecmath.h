@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 
 // Bytes in one machine vector register: 64 where the build targets AVX-512, else 32 (AVX2).
@@ -63,7 +67,32 @@ typedef float VecF __attribute__((vector_size(kVecFloats * 4)));
 typedef int32_t VecI __attribute__((vector_size(kVecFloats * 4)));
 
 // ember::exp_f32 (common/vecmath.h) on one vector: the same reduction, polynomial and scaling.
+// With AVX-512 the clamp is min/max and the scaling by 2^n one vscalefps (exact over the whole
+// range, subnormal results included): half the instructions, results identical bit for bit
+// (checked over all 2^32 inputs).
 __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
+#if defined(__AVX512F__)
+  const __m512 xi = (__m512)x;
+  // vmaxps/vminps return their second operand when either is NaN: x stays NaN through both.
+  // (The zero-masked forms with a full mask are the same instructions; the plain intrinsics
+  // make gcc 12 warn about their undefined pass-through operand.)
+  const __mmask16 all = 0xFFFF;
+  __m512 xc = _mm512_maskz_max_ps(all, _mm512_set1_ps(-104.0f), xi);
+  xc = _mm512_maskz_min_ps(all, _mm512_set1_ps(89.0f), xc);
+  const __m512 shifter = _mm512_set1_ps(12582912.0f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shifter), shifter);
+  __m512 rr = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+  rr = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), rr);
+  const VecF r = (VecF)rr;
+  VecF p = VecF{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  return (VecF)_mm512_maskz_scalef_ps(all, (__m512)p, n);
+#else
   const VecF zero = VecF{};
   VecF xc = x < -104.0f ? zero - 104.0f : x;
   xc = xc > 89.0f ? zero + 89.0f : xc;
@@ -87,6 +116,7 @@ __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
   result = x > 88.72283935546875f ? zero + INFINITY : result;
   result = x < -103.972084045410156f ? zero : result;
   return x != x ? x : result;
+#endif
 }
 
 // sigmoid, tanh, erf and gelu on one vector: the scalar functions' formulas lane by lane.
@@ -137,8 +167,49 @@ __attribute__((always_inline)) inline VecF erf_with_exp(VecF x, VecF e) {
 
 __attribute__((always_inline)) inline VecF erf_vec(VecF x) { return erf_with_exp(x, exp_vec(-(x * x))); }
 
+// gelu(x) = 0.5 x (1 + erf(z)), z = x / sqrt(2). On |z| <= 0.927734375, 1 + erf(z) = 1 + z + z P(z^2);
+// beyond, erfc(|z|) = exp(R(|z|)), so 1 + erf(z) is 2 - exp(R) for z > 0 and exp(R) itself for z < 0
+// (no subtraction; the absolute error stays erf's, ~6e-8, as in PyTorch's 1 + erf(z)). P and R are
+// N. Juffa's float erf (measured: 0.99 ulp against double erf over all floats with a correctly
+// rounded exp). R is fitted up to |z| = 4; erf(z) rounds to +-1 beyond. One exp and 13 fused
+// multiply-adds: about 25% fewer operations than erf_vec, and no division.
+constexpr float kGeluSmallZ = 0.927734375f;
+
+template <typename F>
+__attribute__((always_inline)) inline F gelu_erfc_exponent(F t, F s) {
+  F r = -1.72853470e-5f * t + 3.83197126e-4f;
+  const F u = -3.88396438e-3f * t + 2.42546219e-2f;
+  r = r * s + u;
+  r = r * t - 1.06777877e-1f;
+  r = r * t - 6.34846687e-1f;
+  r = r * t - 1.28717512e-1f;
+  return r * t - t;
+}
+
+template <typename F>
+__attribute__((always_inline)) inline F gelu_small_poly(F s) {
+  F p = -5.96761703e-4f * s + 4.99119423e-3f;
+  p = p * s - 2.67681349e-2f;
+  p = p * s + 1.12819925e-1f;
+  p = p * s - 3.76125336e-1f;
+  return p * s + 1.28379166e-1f;
+}
+
 __attribute__((always_inline)) inline VecF gelu_vec(VecF x) {
-  return 0.5f * x * (1.0f + erf_vec(x * 0.70710678118654752440f));
+  const VecF z = x * 0.70710678118654752440f;
+  const VecF s = z * z;
+  const VecF t = z < 0.0f ? -z : z;
+  const VecF e = exp_vec(gelu_erfc_exponent(t, s));
+  VecF big = z < 0.0f ? e : 2.0f - e;
+  big = t >= 4.0f ? (z < 0.0f ? VecF{} : VecF{} + 2.0f) : big;
+  const VecF small = 1.0f + (gelu_small_poly(s) * z + z);
+  return 0.5f * x * (t > kGeluSmallZ ? big : small);  // NaN takes the small branch and stays NaN
+}
+
+// The tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's formula.
+__attribute__((always_inline)) inline VecF gelu_tanh_vec(VecF x) {
+  const VecF inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanh_vec(inner));
 }
 
 // o[i] = f(x[i]) over whole vectors, the scalar function on the tail. gcc 12 leaves the scalar
@@ -209,7 +280,22 @@ inline float erf_f32(float x) {
   return ax < 1.0f ? small : (x != x ? x : large);
 }
 
-inline float gelu_f32(float x) { return 0.5f * x * (1.0f + erf_f32(x * 0.70710678118654752440f)); }
+// gelu_vec's formula on one float (the vector loops' tails).
+inline float gelu_f32(float x) {
+  const float z = x * 0.70710678118654752440f;
+  const float s = z * z, t = std::fabs(z);
+  if (t > kGeluSmallZ) {
+    if (t >= 4.0f) return z < 0.0f ? 0.5f * x * 0.0f : x;
+    const float e = exp_f32(gelu_erfc_exponent(t, s));
+    return 0.5f * x * (z < 0.0f ? e : 2.0f - e);
+  }
+  return 0.5f * x * (1.0f + (gelu_small_poly(s) * z + z));
+}
+
+inline float gelu_tanh_f32(float x) {
+  const float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanh_f32(inner));
+}
 
 __attribute__((noinline)) inline void tanh_f32_n(float* o, const float* x, int64_t n) {
   map_vec(o, x, n, [](VecF v) { return tanh_vec(v); }, [](float v) { return tanh_f32(v); });
@@ -221,6 +307,10 @@ __attribute__((noinline)) inline void erf_f32_n(float* o, const float* x, int64_
 
 __attribute__((noinline)) inline void gelu_f32_n(float* o, const float* x, int64_t n) {
   map_vec(o, x, n, [](VecF v) { return gelu_vec(v); }, [](float v) { return gelu_f32(v); });
+}
+
+__attribute__((noinline)) inline void gelu_tanh_f32_n(float* o, const float* x, int64_t n) {
+  map_vec(o, x, n, [](VecF v) { return gelu_tanh_vec(v); }, [](float v) { return gelu_tanh_f32(v); });
 }
 
 }  // namespace ember

@@ -2,8 +2,10 @@
 // .contiguous(), clone(), zeros/ones/full and every dtype cast.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 #include <type_traits>
 
 #include "../common/dtype.h"
@@ -40,6 +42,66 @@ inline To cast_value(From v) {
   }
 }
 
+// A same-dtype copy into a contiguous dst from a src whose unit-stride dim p is not the last
+// (permute(...).contiguous(), movedim, .t().contiguous()): a transpose of (shape[p], shape[last])
+// planes. The generic loop walks src with the last dim's stride, touching a new cache line per
+// element; tiles read and write whole lines (movedim(1, -1).contiguous() of (32, 100, 1024)
+// float32: 10.6 -> 6.2 ms, where a plain copy takes 1.3 ms: there is more to gain here).
+constexpr int64_t kTile = 16;
+// Tile shape: kTileI src-contiguous elements by kTileJ strided ones (measured best of 16x16,
+// 32x8 and 32x16 with either loop order).
+constexpr int64_t kTileI = 32, kTileJ = 8;
+
+template <typename E>
+void transpose_copy(E* dst, const E* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& sst,
+                    int p) {
+  const int nd = static_cast<int>(shape.size()), last = nd - 1;
+  std::vector<int64_t> dst_st(nd, 1);
+  for (int d = nd - 2; d >= 0; --d) dst_st[d] = dst_st[d + 1] * shape[d + 1];
+  std::vector<int> outer;  // every dim but p and the last, walked by a counter
+  int64_t count = 1;
+  for (int d = 0; d < last; ++d) {
+    if (d == p) continue;
+    outer.push_back(d);
+    count *= shape[d];
+  }
+  const int64_t rows = shape[p], cols = shape[last], sc = sst[last], dp = dst_st[p];
+  parallel_for(count, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      int64_t so = 0, dof = 0, rem = b;
+      for (int k = static_cast<int>(outer.size()) - 1; k >= 0; --k) {
+        const int d = outer[k];
+        const int64_t i = rem % shape[d];
+        rem /= shape[d];
+        so += i * sst[d];
+        dof += i * dst_st[d];
+      }
+      for (int64_t i0 = 0; i0 < rows; i0 += kTileI) {
+        const int64_t i1 = std::min(rows, i0 + kTileI);
+        for (int64_t j0 = 0; j0 < cols; j0 += kTileJ) {
+          const int64_t j1 = std::min(cols, j0 + kTileJ);
+          for (int64_t i = i0; i < i1; ++i) {
+            E* dr = dst + dof + i * dp;
+            const E* sr = src + so + i;
+            for (int64_t j = j0; j < j1; ++j) dr[j] = sr[j * sc];
+          }
+        }
+      }
+    }
+  });
+}
+
+// The unit-stride dim of src when transpose_copy applies, else -1.
+int transposed_dim(const TensorArg& dst, const TensorArg& src) {
+  const int nd = static_cast<int>(src.ndim());
+  if (nd < 2 || dst.dtype != src.dtype || dst.shape != src.shape || !dst.is_contiguous()) return -1;
+  if (src.shape[nd - 1] < kTile || src.strides[nd - 1] == 1) return -1;
+  for (int d = 0; d < nd - 1; ++d) {
+    if (src.strides[d] == 1 && src.shape[d] >= kTile) return d;
+  }
+  return -1;
+}
+
 template <typename To>
 void copy_from(const TensorArg& dst, const TensorArg& src) {
   EMBER_DISPATCH_ALL_AND_COMPLEX(src.dtype, "copy_", [&] {
@@ -61,6 +123,17 @@ void copy_impl(py::handle dst_obj, py::handle src_obj) {
     return;
   }
   py::gil_scoped_release release;
+  const int p = transposed_dim(dst, src);
+  if (p >= 0) {
+    const std::vector<int64_t>& sh = src.shape;
+    switch (src.elem_size()) {
+      case 1: return transpose_copy((uint8_t*)dst.data, (const uint8_t*)src.data, sh, src.strides, p);
+      case 2: return transpose_copy((uint16_t*)dst.data, (const uint16_t*)src.data, sh, src.strides, p);
+      case 4: return transpose_copy((uint32_t*)dst.data, (const uint32_t*)src.data, sh, src.strides, p);
+      case 8: return transpose_copy((uint64_t*)dst.data, (const uint64_t*)src.data, sh, src.strides, p);
+      default: break;
+    }
+  }
   EMBER_DISPATCH_ALL_AND_COMPLEX(dst.dtype, "copy_", [&] { copy_from<scalar_t>(dst, src); });
 }
 

@@ -544,11 +544,96 @@ double sum_as_double(const T* x, int64_t n, double shift, bool square) {
   return s;
 }
 
+// Sums of d and d^2 for d = double(x[i]) - shift over a float32 run, in one pass (var_mean's
+// rows: the shifted one-pass formula of its column blocks). With shift = x[0], which lies within
+// sqrt(n) standard deviations of the mean, sum d^2 - (sum d)^2 / n cancels at most about
+// log2(n) of double's 53 bits: far more than float32's result needs.
+inline void shifted_moments(const float* x, int64_t n, double shift, double& sum, double& sumsq) {
+  typedef double VD __attribute__((vector_size(kVecBytes)));
+  typedef float VT __attribute__((vector_size(kVecBytes / 2)));
+  constexpr int L = kVecBytes / 8;
+  VD s0 = VD{}, s1 = VD{}, q0 = VD{}, q1 = VD{};
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    VT v0, v1;
+    std::memcpy(&v0, x + i, sizeof(VT));
+    std::memcpy(&v1, x + i + L, sizeof(VT));
+    const VD d0 = __builtin_convertvector(v0, VD) - shift, d1 = __builtin_convertvector(v1, VD) - shift;
+    s0 += d0;
+    s1 += d1;
+    q0 += d0 * d0;
+    q1 += d1 * d1;
+  }
+  s0 += s1;
+  q0 += q1;
+  double s = 0, q = 0;
+  for (int j = 0; j < L; ++j) {
+    s += s0[j];
+    q += q0[j];
+  }
+  for (; i < n; ++i) {
+    const double d = double(x[i]) - shift;
+    s += d;
+    q += d * d;
+  }
+  sum = s;
+  sumsq = q;
+}
+
+// s[j] += sum_k d and q[j] += sum_k d^2 for d = double(x[k * inner + j]) - c[j], k < n, j < bl:
+// four rows per step, so the accumulators are loaded and stored once per four rows.
+inline void shifted_column_moments(const float* x, int64_t n, int64_t inner, int64_t bl, const double* c,
+                                   double* s, double* q) {
+  typedef double VD __attribute__((vector_size(kVecBytes)));
+  typedef float VT __attribute__((vector_size(kVecBytes / 2)));
+  constexpr int L = kVecBytes / 8;
+  const int64_t jv = bl / L * L;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    const float* p = x + k * inner;
+    for (int64_t j = 0; j < jv; j += L) {
+      VD cv, sv, qv;
+      std::memcpy(&cv, c + j, sizeof(VD));
+      std::memcpy(&sv, s + j, sizeof(VD));
+      std::memcpy(&qv, q + j, sizeof(VD));
+      VT v0, v1, v2, v3;
+      std::memcpy(&v0, p + j, sizeof(VT));
+      std::memcpy(&v1, p + inner + j, sizeof(VT));
+      std::memcpy(&v2, p + 2 * inner + j, sizeof(VT));
+      std::memcpy(&v3, p + 3 * inner + j, sizeof(VT));
+      const VD d0 = __builtin_convertvector(v0, VD) - cv, d1 = __builtin_convertvector(v1, VD) - cv;
+      const VD d2 = __builtin_convertvector(v2, VD) - cv, d3 = __builtin_convertvector(v3, VD) - cv;
+      sv += (d0 + d1) + (d2 + d3);
+      qv += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      std::memcpy(s + j, &sv, sizeof(VD));
+      std::memcpy(q + j, &qv, sizeof(VD));
+    }
+    for (int64_t j = jv; j < bl; ++j) {
+      for (int u = 0; u < 4; ++u) {
+        const double d = double(p[u * inner + j]) - c[j];
+        s[j] += d;
+        q[j] += d * d;
+      }
+    }
+  }
+  for (; k < n; ++k) {
+    const float* p = x + k * inner;
+    for (int64_t j = 0; j < bl; ++j) {
+      const double d = double(p[j]) - c[j];
+      s[j] += d;
+      q[j] += d * d;
+    }
+  }
+}
+
 // var and mean over the middle dim of a contiguous (outer, n, inner) block, PyTorch's two-pass
 // formula with double accumulators: mean = sum(x) / n, var = sum((x - mean)^2) / max(0, n - c).
 // A row (inner == 1) stays in cache for both passes; column blocks are described below.
 void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, int64_t outer, int64_t n,
-                   int64_t inner, double correction) {
+                   int64_t inner, double correction, bool take_sqrt) {
+  // std: the square root of the double variance, before rounding to T (the std of float32
+  // [3e38, -1] is finite while its variance overflows float32).
+  const auto root = [take_sqrt](double v) { return take_sqrt ? std::sqrt(v) : v; };
   TensorArg var = unpack(var_obj), mean = unpack(mean_obj), in = unpack(in_obj);
   if (var.dtype != in.dtype || mean.dtype != in.dtype || !in.is_contiguous() || !var.is_contiguous() ||
       !mean.is_contiguous())
@@ -569,8 +654,22 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
       parallel_for(outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* row = x + r * n;
+          if constexpr (std::is_same_v<T, float>) {
+            // One pass (as the column blocks below): d = x - x[0] in double.
+            if (n > 0) {
+              double sd, sq;
+              shifted_moments(reinterpret_cast<const float*>(row), n, double(row[0]), sd, sq);
+              if (std::isfinite(sq)) {
+                const double mu = sd / double(n);
+                vp[r] = T(root(std::max(0.0, sq - sd * mu) / dof));
+                mp[r] = T(double(row[0]) + mu);
+                continue;
+              }
+            }
+          }
+          // float64, and float32 rows holding inf or NaN: two passes.
           const double mu = sum_as_double(row, n, 0.0, false) / double(n);
-          vp[r] = T(sum_as_double(row, n, mu, true) / dof);
+          vp[r] = T(root(sum_as_double(row, n, mu, true) / dof));
           mp[r] = T(mu);
         }
       });
@@ -595,18 +694,11 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
         }
         if constexpr (std::is_same_v<T, float>) {
           for (int64_t j = 0; j < bl; ++j) c[j] = double(base[j]);
-          for (int64_t k = 0; k < n; ++k) {
-            const T* p = base + k * inner;
-            for (int64_t j = 0; j < bl; ++j) {
-              const double d = double(p[j]) - c[j];
-              s[j] += d;
-              q[j] += d * d;
-            }
-          }
+          shifted_column_moments(reinterpret_cast<const float*>(base), n, inner, bl, c, s, q);
           for (int64_t j = 0; j < bl; ++j) {
             const double mu = s[j] / double(n);
             const double m2 = std::max(0.0, q[j] - s[j] * mu);
-            vp[r * inner + j0 + j] = T(m2 / dof);
+            vp[r * inner + j0 + j] = T(root(m2 / dof));
             mp[r * inner + j0 + j] = T(c[j] + mu);
             if (!std::isfinite(q[j])) {
               // inf or NaN in the column (the shift may have turned inf into NaN): the plain
@@ -631,7 +723,7 @@ void var_mean_impl(py::handle var_obj, py::handle mean_obj, py::handle in_obj, i
             }
           }
           for (int64_t j = 0; j < bl; ++j) {
-            vp[r * inner + j0 + j] = T(q[j] / dof);
+            vp[r * inner + j0 + j] = T(root(q[j] / dof));
             mp[r * inner + j0 + j] = T(s[j]);
           }
         }
@@ -662,8 +754,8 @@ void bind_reduce(py::module_& m) {
   m.def("scan_indexed", &scan_indexed_impl, py::arg("is_max"), py::arg("values"), py::arg("indices"),
         py::arg("input"), "cummax (or cummin) values and indices along the last dim.");
   m.def("var_mean", &var_mean_impl, py::arg("var"), py::arg("mean"), py::arg("input"), py::arg("outer"), py::arg("n"),
-        py::arg("inner"), py::arg("correction"),
-        "var and mean over n of a contiguous (outer, n, inner) block (double accumulators, two passes).");
+        py::arg("inner"), py::arg("correction"), py::arg("take_sqrt") = false,
+        "var (or std, take_sqrt) and mean over n of a contiguous (outer, n, inner) block (double accumulators).");
   m.def("softmax", &softmax_impl, py::arg("out"), py::arg("input"), py::arg("outer"), py::arg("n"), py::arg("inner"),
         py::arg("log"), "softmax (or log_softmax) over n of a contiguous (outer, n, inner) block.");
 }

@@ -231,7 +231,8 @@ void run_float(UnaryOp op, const TensorArg& out, const TensorArg& a, const Param
       else go([](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); });
       break;
     case UnaryOp::gelu_tanh:
-      go([](T x) {
+      if constexpr (std::is_same_v<T, float>) unary_loop_runs<T, T>(out, a, gelu_tanh_f32, gelu_tanh_f32_n);
+      else go([](T x) {
         const T k = T(0.79788456080286535588);  // sqrt(2/pi)
         return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
       });

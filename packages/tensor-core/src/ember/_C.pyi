@@ -856,6 +856,7 @@ def var_mean(
     n: typing.SupportsInt | typing.SupportsIndex,
     inner: typing.SupportsInt | typing.SupportsIndex,
     correction: typing.SupportsFloat | typing.SupportsIndex,
+    take_sqrt: bool = ...,
 ) -> None: ...
 
 def where(out: object, cond: object, a: object, b: object) -> None: ...

@@ -42,16 +42,15 @@ def _var_result(x, dim, correction, keepdim, name):
     return dims, _out_shape(x._shape, dims, keepdim)
 
 
-def _var_cpu(x, dims, correction, keepdim, name):
-    """(var, mean) with PyTorch's two-pass formula: sum((x - mean)^2) / max(0, N - correction).
+def _var_cpu(x, dims, correction, keepdim, name, take_sqrt=False):
+    """(var, mean) with PyTorch's two-pass formula: sum((x - mean)^2) / max(0, N - correction);
+    with ``take_sqrt`` (std) the first is the standard deviation.
 
     Computed in float64 like PyTorch's CPU kernel (double accumulators): squared deviations of
-    large float32 values overflow float32 even when the std itself is representable.
+    large float32 values overflow float32 even when the std itself is representable, so std
+    takes the square root of the double variance before rounding (std of [3e38, -1] is finite).
     """
-    # std takes the square root of the double variance before rounding (std of [3e38, -1] is
-    # finite while its variance overflows float32): the native kernel rounds the variance, so
-    # std/std_mean keep the float64 composite below.
-    fast = None if name.startswith("std") else _var_native(x, dims, correction, keepdim, name)
+    fast = _var_native(x, dims, correction, keepdim, name, take_sqrt)
     if fast is not None:
         return fast
     xc = convert(x, dtypes.float64)
@@ -63,15 +62,17 @@ def _var_cpu(x, dims, correction, keepdim, name):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
     var = elementwise.div_op(sq, dof)
+    if take_sqrt:
+        var = _U["sqrt"][0](var)
     if not keepdim:
         mean = make_tensor(mean._storage, var._shape, var._stride, 0, mean.dtype, mean._device)
     return var, mean
 
 
-def _var_native(x, dims, correction, keepdim, name):
-    """(var, mean) in one native kernel (``_C.var_mean``: double accumulators, two passes over
-    cached data) when the reduced dims are one contiguous range of a contiguous real tensor;
-    None otherwise. The result has x's compute dtype (float32 for half types)."""
+def _var_native(x, dims, correction, keepdim, name, take_sqrt=False):
+    """(var or std, mean) in one native kernel (``_C.var_mean``: double accumulators) when the
+    reduced dims are one contiguous range of a contiguous real tensor; None otherwise. The
+    result has x's compute dtype (float32 for half types)."""
     if not dims or x._device.type != "cpu" or not x.dtype.is_floating_point or not x.is_contiguous():
         return None  # (the kernel reads host memory: other devices take the composite)
     d0, d1 = builtins.min(dims), builtins.max(dims) + 1
@@ -85,7 +86,7 @@ def _var_native(x, dims, correction, keepdim, name):
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=5)
     out_shape = _out_shape(shape, dims, keepdim)
     var, mean = empty(out_shape, xc.dtype, x._device), empty(out_shape, xc.dtype, x._device)
-    _C.var_mean(var, mean, xc, outer, n, inner, float(correction))
+    _C.var_mean(var, mean, xc, outer, n, inner, float(correction), take_sqrt)
     return var, mean
 
 
@@ -101,10 +102,10 @@ def _declare_var(name: str, sqrt: bool, with_mean: bool):
             parts_var, parts_mean = _var_cpu(_complex_numbers.view_as_real_op(x), dims, correction, keepdim, name)
             var = _native("sum", parts_var, (parts_var.ndim - 1,), False, parts_var.dtype)
             mean = _complex_numbers.view_as_complex_op(parts_mean)
+            if sqrt:
+                var = _U["sqrt"][0](var)
         else:
-            var, mean = _var_cpu(x, dims, correction, keepdim, name)
-        if sqrt:
-            var = _U["sqrt"][0](var)
+            var, mean = _var_cpu(x, dims, correction, keepdim, name, sqrt)
         var = convert(var, x.dtype.to_real())
         return (var, convert(mean, x.dtype)) if with_mean else var
 
