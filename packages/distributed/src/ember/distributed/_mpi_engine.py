@@ -33,6 +33,7 @@ from ._work import (
 )
 
 _F16, _BF16 = ember.float16, ember.bfloat16
+_SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
 
 
 class RecvWork(Work):
@@ -157,13 +158,15 @@ class MPIEngine(Engine):
         item, mtype, mop = plan
         sync_pending(tensor, "a collective")
         storage = tensor._storage
-        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, math.prod(tensor._shape) * item)
-        self._run_now("all_reduce", storage, "Iallreduce", self.MPI.IN_PLACE, [buf, mtype], mop)
+        nbytes = math.prod(tensor._shape) * item
+        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, nbytes)
+        self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, "Iallreduce", self.MPI.IN_PLACE, [buf, mtype],
+                      mop)
 
     def barrier_now(self) -> None:
-        self._run_now("barrier", None, "Ibarrier")
+        self._run_now("barrier", True, None, "Ibarrier")
 
-    def _run_now(self, what: str, memory, call: str, *args) -> None:
+    def _run_now(self, what: str, small: bool, memory, call: str, *args) -> None:
         """Starts ``comm.<call>(*args)`` and waits for it in this thread: a synchronous call with
         nothing to finish needs no ``Work``. ``memory``: what MPI writes, kept forever if the
         wait fails (MPI may still write into it)."""
@@ -177,7 +180,7 @@ class MPIEngine(Engine):
             return
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
-                          COLLECTIVE_SPIN_SECONDS)
+                          COLLECTIVE_SPIN_SECONDS, small)
         except DistBackendError:
             self.abandoned.append((request, memory))
             raise
