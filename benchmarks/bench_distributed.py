@@ -21,7 +21,9 @@ SGD step (forward, backward with the bucketed all-reduce, update), 30 steps. The
 the same model with ``fully_shard`` on every Linear and on the root (all-gather per layer in
 forward and again in backward, reduce-scatter of each layer's gradients). Both run ember and
 PyTorch in the same processes (each library with its own process group), alternating steps:
-separate runs a minute apart measured the machine's load more than the libraries.
+separate runs a minute apart measured the machine's load more than the libraries. Every step
+of either library follows the same barrier (gloo's; ``--own-barriers``: each its own), so that
+neither starts with the scheduler's wake-up credit the other lacks (see the worker).
 """
 
 from __future__ import annotations
@@ -154,7 +156,13 @@ class _E:
     from ember.nn.parallel import DistributedDataParallel as DDP
     from ember.distributed.fsdp import fully_shard
 steps = {"ember": build(E, _E), "torch": build(T, _T)}
-barriers = {"ember": ED.barrier, "torch": TD.barrier}
+# One barrier before every step of either library (PyTorch's gloo one; --own-barriers: each
+# library's own). On a busy machine the step after a barrier that slept (gloo's blocks in the
+# kernel) starts with the scheduler's wake-up credit, one after a barrier that returned at once
+# (ember's MPI barrier in a world of one) does not: measured 0.82x with gloo's before both, 0.91-1.00x
+# with each its own, for the same single-process step.
+own = os.environ.get("BENCH_OWN_BARRIERS") == "1"
+barriers = {"ember": ED.barrier if own else TD.barrier, "torch": TD.barrier}
 samples = {"ember": [], "torch": []}
 for i in range(63):
     for name in (("ember", "torch") if i % 2 else ("torch", "ember")):
@@ -223,6 +231,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="4K,64K,1M,16M,64M")
     parser.add_argument("--parts", default="allreduce,ddp,fsdp", help="which of allreduce,ddp,fsdp to run")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--own-barriers", action="store_true",
+                        help="training: each library's own barrier before its steps (default: gloo's before both)")
     args = parser.parse_args()
     args.rank_counts = [int(r) for r in args.ranks.split(",")]
     args.ranks = args.rank_counts[0]
@@ -261,7 +271,7 @@ def _allreduce(ranks, sizes, started):
     return figures
 
 
-def _training(kind: str, ranks: int) -> dict[str, tuple[float, float]]:
+def _training(kind: str, ranks: int, own_barriers: bool = False) -> dict[str, tuple[float, float]]:
     """ember's and PyTorch's step in the same processes, alternating: per library, the median and
     the minimum over steps of the slowest rank's step time."""
     out = tempfile.mkdtemp(prefix=f"bench-{kind}-")
@@ -269,7 +279,8 @@ def _training(kind: str, ranks: int) -> dict[str, tuple[float, float]]:
     with open(script, "w") as f:
         f.write(TRAINING_WORKER)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
-               MASTER_PORT=str(_free_port()), EMBER_PORT=str(_free_port()), WORLD_SIZE=str(ranks))
+               MASTER_PORT=str(_free_port()), EMBER_PORT=str(_free_port()), WORLD_SIZE=str(ranks),
+               BENCH_OWN_BARRIERS="1" if own_barriers else "0")
     procs = [subprocess.Popen([sys.executable, script, kind, out], env=dict(env, RANK=str(r)), start_new_session=True)
              for r in range(ranks)]
     for p in procs:
@@ -295,12 +306,12 @@ def _ddp(args):
     print("\nTraining step (MLP 1.3M params, batch 64 per rank), 1 thread per rank; ember and PyTorch alternate "
           "steps in the same processes; median [fastest step]")
     print(f"{'':>22} | {'ember':>21} | {'PyTorch':>21} | ember/PyTorch")
-    _print_training("single process", _training("ddp", 1))
-    _print_training(f"DDP, {args.ranks} ranks", _training("ddp", args.ranks))
+    _print_training("single process", _training("ddp", 1, args.own_barriers))
+    _print_training(f"DDP, {args.ranks} ranks", _training("ddp", args.ranks, args.own_barriers))
 
 
 def _fsdp(args):
-    _print_training(f"FSDP2, {args.ranks} ranks", _training("fsdp", args.ranks))
+    _print_training(f"FSDP2, {args.ranks} ranks", _training("fsdp", args.ranks, args.own_barriers))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,10 @@ def test_launcher_restarts_a_failed_group():
     assert codes == [0], logs
     assert [r["restart"] for r in results] == [1, 1]
     assert all(r["sum"]["value"] == [2.0, 2.0] for r in results)
-    assert "worker failure: rank 1 (exit code 3)" in logs
+    assert "worker failure: rank 1 (exit code 1)" in logs
+    # the exception @record wrote into TORCHELASTIC_ERROR_FILE, reported as torchrun's root cause
+    assert "rank 1 (local_rank: 1) exit code 1: ValueError: rank 1 gives up" in logs
+    assert 'raise ValueError("rank 1 gives up")' in logs
 
 
 def test_launcher_fails_after_restarts_run_out():

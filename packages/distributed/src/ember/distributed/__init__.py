@@ -61,6 +61,7 @@ from ._object_collectives import (
     scatter_object_list,
     send_object_list,
 )
+from ._reducer import GradBucket
 from ._store import HashStore, PrefixStore, Store
 from ._tcp_store import TCPStore
 from ._work import Future, Work

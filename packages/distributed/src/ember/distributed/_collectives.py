@@ -314,6 +314,9 @@ def barrier(group=None, async_op=False, device_ids=None):
         # An NCCL-only group synchronizes through NCCL, on device_ids[0] if given, as PyTorch.
         index = device_ids[0] if device_ids else None
         return _finish(pg.engine_for(_cuda_flag()).barrier(index), async_op)
+    if not async_op:
+        pg._engine.barrier_now()
+        return None
     return _finish(pg._engine.barrier(), async_op)
 
 

@@ -20,6 +20,7 @@ from ._world import resolve
 
 __all__ = ["DistributedDataParallel", "GradBucket", "assign_buckets"]
 
+
 class DistributedDataParallel(nn.Module):
     """``torch.nn.parallel.DistributedDataParallel``: CPU tensors on the MPI engine, CUDA tensors on NCCL
     (each bucket's all-reduce runs on the communicator's side stream while backward goes on)."""

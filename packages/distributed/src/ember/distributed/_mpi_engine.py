@@ -33,6 +33,7 @@ from ._work import (
 )
 
 _F16, _BF16 = ember.float16, ember.bfloat16
+_SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
 
 
 class RecvWork(Work):
@@ -151,26 +152,37 @@ class MPIEngine(Engine):
             return None
 
     def allreduce_now(self, tensor, plan) -> None:
-        """A synchronous in-place all_reduce of a contiguous CPU tensor, waited on here: no
-        ``Work``, no staging, nothing to finish (``sync_allreduce_plan`` chose the case). The
-        same ``MPI_Iallreduce`` as ``allreduce``, so it matches that on other ranks."""
-        if self.broken is not None or self.world.health.broken is not None:
-            self._start("all_reduce")
+        """A synchronous in-place all_reduce of a contiguous CPU tensor (``sync_allreduce_plan``
+        chose the case): the same ``MPI_Iallreduce`` as ``allreduce``, so it matches that on
+        other ranks, waited on here with nothing to stage or finish."""
         item, mtype, mop = plan
         sync_pending(tensor, "a collective")
         storage = tensor._storage
-        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, math.prod(tensor._shape) * item)
+        nbytes = math.prod(tensor._shape) * item
+        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, nbytes)
+        self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, "Iallreduce", self.MPI.IN_PLACE, [buf, mtype],
+                      mop)
+
+    def barrier_now(self) -> None:
+        self._run_now("barrier", True, None, "Ibarrier")
+
+    def _run_now(self, what: str, small: bool, memory, call: str, *args) -> None:
+        """Starts ``comm.<call>(*args)`` and waits for it in this thread: a synchronous call with
+        nothing to finish needs no ``Work``. ``memory``: what MPI writes, kept forever if the
+        wait fails (MPI may still write into it)."""
+        if self.broken is not None or self.world.health.broken is not None:
+            self._start(what)
         try:
-            request = self.comm.Iallreduce(self.MPI.IN_PLACE, [buf, mtype], mop)
+            request = getattr(self.comm, call)(*args)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
-            raise DistBackendError(f"all_reduce failed in MPI: {err}") from None
+            raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if request.Test():
             return
         try:
-            wait_requests([request], self, time.monotonic() + self.timeout_seconds, "all_reduce", None,
-                          COLLECTIVE_SPIN_SECONDS)
+            wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
+                          COLLECTIVE_SPIN_SECONDS, small)
         except DistBackendError:
-            self.abandoned.append((request, storage))  # MPI may still write into it: never freed
+            self.abandoned.append((request, memory))
             raise
 
     # -- collectives ----------------------------------------------------------------------

@@ -133,8 +133,11 @@ class Health:
 
 
 def wait_requests(requests, group, deadline: float, what: str, statuses=None,
-                  spin_seconds: float = _SPIN_SECONDS) -> None:
-    """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc)."""
+                  spin_seconds: float = _SPIN_SECONDS, small: bool = False) -> None:
+    """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc).
+    ``small``: a barrier or a message of a few KB, whose wait is all peer latency: on a busy
+    machine it keeps spinning (a thread that slept waits for a core again when woken: 4 KB
+    all_reduce measured 2.1 ms median at load 6 with the busy naps, 56 us spinning)."""
     if not requests:
         return
     if len(requests) == 1 and statuses is None:
@@ -149,7 +152,7 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     nap = 0.0
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
-    elif _machine_busy(start):
+    elif not small and _machine_busy(start):
         spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
     else:
         max_nap = _MAX_NAP

@@ -15,11 +15,15 @@ When a worker fails, the others are stopped and the whole node group restarts, u
 from __future__ import annotations
 
 import argparse
+import atexit
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -100,7 +104,9 @@ def _start(args, nproc: int, nnodes: int, restart: int, run_id: str, addr: str, 
             ROLE_WORLD_SIZE=str(world), GROUP_WORLD_SIZE=str(nnodes), MASTER_ADDR=addr, MASTER_PORT=str(port),
             TORCHELASTIC_RESTART_COUNT=str(restart), TORCHELASTIC_MAX_RESTARTS=str(args.max_restarts),
             TORCHELASTIC_RUN_ID=run_id, TORCHELASTIC_USE_AGENT_STORE="False",
+            TORCHELASTIC_ERROR_FILE=_error_file(args, restart, local_rank),
         )
+        env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # as torchrun
         if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
             env["OMP_NUM_THREADS"] = "1"  # torchrun's default: workers share the node's cores
         # A session of its own per worker, as torchrun: signals reach the worker's whole process
@@ -108,6 +114,34 @@ def _start(args, nproc: int, nnodes: int, restart: int, run_id: str, addr: str, 
         # machine instead of splitting one among all of them.
         workers.append(subprocess.Popen(_command(args), env=env, start_new_session=True))
     return workers
+
+
+def _error_file(args, restart: int, local_rank: int) -> str:
+    """Where ``@record`` (``elastic.multiprocessing.errors``) writes a worker's exception, as
+    torchrun's ``TORCHELASTIC_ERROR_FILE``: one file per attempt and local rank."""
+    if getattr(args, "error_dir", None) is None:
+        args.error_dir = tempfile.mkdtemp(prefix="ember-run-")
+        atexit.register(shutil.rmtree, args.error_dir, True)
+    folder = os.path.join(args.error_dir, f"attempt_{restart}", str(local_rank))
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "error.json")
+
+
+def _report(args, restart: int, failed, node_rank: int, nproc: int) -> None:
+    """The failed workers, with the exception ``@record`` wrote for each (torchrun's "Root Cause")."""
+    for local_rank, code in failed:
+        if local_rank < 0:
+            continue
+        path = _error_file(args, restart, local_rank)
+        try:
+            with open(path) as f:
+                message = json.load(f)["message"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        text = message.get("message", "") if isinstance(message, dict) else str(message)
+        stack = message.get("extraInfo", {}).get("py_callstack", "") if isinstance(message, dict) else ""
+        print(f"ember-run: rank {node_rank * nproc + local_rank} (local_rank: {local_rank}) exit code {code}: "
+              f"{text}\n{stack}", file=sys.stderr, flush=True)
 
 
 def _signal_group(worker, signum) -> None:
@@ -177,6 +211,7 @@ def run(args) -> int:
         if not failed:
             return 0
         _stop(workers)
+        _report(args, restart, failed, args.node_rank, nproc)
         ranks = ", ".join(f"rank {args.node_rank * nproc + i} (exit code {c})" for i, c in failed)
         left = args.max_restarts - restart
         print(f"ember-run: worker failure: {ranks}; {left} restart(s) left", file=sys.stderr, flush=True)
@@ -219,6 +254,7 @@ def _elastic_rounds(args, nproc: int, rdzv, workers: list) -> int:
         if not failed:
             return 0
         _stop(workers)
+        _report(args, restart, failed, node_rank, nproc)
         rdzv.request_restart(round_)
         ranks = ", ".join(f"rank {node_rank * nproc + i} (exit code {c})" for i, c in failed if i >= 0)
         cause = f"worker failure: {ranks}" if ranks else "another node restarted the group"
