@@ -231,6 +231,13 @@ def repeated_layers_share_kernels(device: str) -> None:
     assert len({id(r) for r in runners.values()}) < len(runners), "no kernel was shared"
     want = program(ember, x.cpu(), [w.cpu() for w in ws])
     _close(compiled(x, *ws).cpu(), want, 1e-4, 1e-5, "layers sharing kernels")
+    # equal kernels over different sizes share a launcher, each launched over its own size
+    sizes = [make_input((n, 7), ember.float32, seed=n, specials=False).to(device) for n in (3, 40, 5)]
+    compiled, _ = compile_program(lambda t, *xs: [v.exp() * 2 + v for v in xs], sizes)
+    runners = compiled.artifact.triton_kernels
+    assert len({id(r) for r in runners.values()}) == 1 < len(runners), "the kernels were not shared"
+    for got, v in zip(compiled(*sizes), sizes):
+        _close(got.cpu(), v.cpu().exp() * 2 + v.cpu(), 1e-5, 1e-6, "shared kernel, own size")
 
 
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,

@@ -153,7 +153,8 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
         raise GraphFallback(f"no Triton backend for {graph.device}")
     runners = _runners(specs, graph.device, backend)
     signatures = {s.name: s.params for s in specs}
-    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True)
+    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True,
+                                          specs={s.name: s for s in specs})
     source = "\n".join(s.source for s in specs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
