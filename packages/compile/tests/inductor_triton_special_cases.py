@@ -215,7 +215,33 @@ def persistent_rows_share_loads(device: str) -> None:
         _triton_runtime.configs = original
 
 
+def repeated_layers_share_kernels(device: str) -> None:
+    """Kernels equal up to buffer names (each layer of a model) share one launcher: compiled and
+    tuned once. Values checked against eager."""
+
+    def program(t, x, ws):
+        for w in ws:  # an extern matmul between layers keeps each layer's kernels apart
+            x = x + t.nn.functional.layer_norm(x, (x.shape[-1],)) @ w
+        return x
+
+    x = make_input((5, 16), ember.float32, specials=False).to(device)
+    ws = [(make_input((16, 16), ember.float32, seed=i, specials=False) * 0.2).to(device) for i in range(1, 5)]
+    compiled, _ = compile_program(lambda t, x, *ws: program(t, x, ws), [x, *ws])
+    runners = compiled.artifact.triton_kernels
+    assert len({id(r) for r in runners.values()}) < len(runners), "no kernel was shared"
+    want = program(ember, x.cpu(), [w.cpu() for w in ws])
+    _close(compiled(x, *ws).cpu(), want, 1e-4, 1e-5, "layers sharing kernels")
+    # equal kernels over different sizes share a launcher, each launched over its own size
+    sizes = [make_input((n, 7), ember.float32, seed=n, specials=False).to(device) for n in (3, 40, 5)]
+    compiled, _ = compile_program(lambda t, *xs: [v.exp() * 2 + v for v in xs], sizes)
+    runners = compiled.artifact.triton_kernels
+    assert len({id(r) for r in runners.values()}) == 1 < len(runners), "the kernels were not shared"
+    for got, v in zip(compiled(*sizes), sizes):
+        _close(got.cpu(), v.cpu().exp() * 2 + v.cpu(), 1e-5, 1e-6, "shared kernel, own size")
+
+
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
            "training_step": training_step, "fallback_unsupported": fallback_unsupported,
            "output_code_log": output_code_log, "graph_cache": graph_cache,
-           "persistent_rows_share_loads": persistent_rows_share_loads}
+           "persistent_rows_share_loads": persistent_rows_share_loads,
+           "repeated_layers_share_kernels": repeated_layers_share_kernels}

@@ -155,10 +155,21 @@ def trace_joint(gm, example_inputs: list):
                     tangent_values.add(rec._lift(g))
                     grads[id(o)] = _add(grads.get(id(o)), g)
             nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+            # narrow/slice gradients of one tensor, gathered until that tensor's gradient is read:
+            # split's pieces then become one cat instead of a zero-padded cat each, summed
+            pending: dict = {}
+
+            def flush(key):
+                entry = pending.pop(key, None)
+                if entry is not None:
+                    a, pieces = entry
+                    grads[key] = _add(grads.get(key), _fit(_assemble(a, pieces), a, sum_to))
+
             for node in reversed(nodes):
                 value = env[node]
                 t = node.target
                 if t is operator.getitem:
+                    flush(id(value))
                     g = grads.get(id(value))
                     if g is not None:
                         parent = env[node.args[0]]
@@ -175,6 +186,7 @@ def trace_joint(gm, example_inputs: list):
                     out_grads = tuple(slot.get(i) for i in range(len(value)))
                     outputs = tuple(value)
                 else:
+                    flush(id(value))
                     out_grads = (grads.get(id(value)),)
                     outputs = (value,)
                 if all(g is None for g in out_grads):
@@ -190,6 +202,10 @@ def trace_joint(gm, example_inputs: list):
                     if i >= len(args) or g is None:
                         continue
                     a = args[i]
+                    if isinstance(g, _Piece):
+                        if a.requires_grad:
+                            pending.setdefault(id(a), (a, []))[1].append(g)
+                        continue
                     if isinstance(a, Tensor):
                         if a.requires_grad:
                             grads[id(a)] = _add(grads.get(id(a)), _fit(g, a, sum_to))
@@ -198,6 +214,8 @@ def trace_joint(gm, example_inputs: list):
                             if isinstance(b, Tensor) and b.requires_grad and gb is not None:
                                 grads[id(b)] = _add(grads.get(id(b)), _fit(gb, b, sum_to))
             needs = [i for i, t in enumerate(primals) if isinstance(t, Tensor) and t.requires_grad]
+            for i in needs:
+                flush(id(primals[i]))
             input_grads = [grads.get(id(primals[i])) for i in needs]
             # An input that got no gradient: its gradient is None (the engine skips it too).
             rec.suspended = True
@@ -235,9 +253,10 @@ class _ClassNllGrad:
 
 
 class _NarrowGrad:
-    """``narrow``/``slice`` (step 1) backward as ``cat([zeros, g, zeros])``: the engine's formula
-    writes ``g`` into a view of fresh zeros (``copy_``), a mutation the code generator cannot
-    fuse; ``split``'s pieces are narrows, so every fused QKV projection's backward has it."""
+    """``narrow``/``slice`` (step 1) backward as a ``_Piece`` that ``_assemble`` turns into
+    ``cat([zeros, g, zeros])`` — with the other pieces of the same tensor, one cat: the engine's
+    formula writes ``g`` into a view of fresh zeros (``copy_``), a mutation the code generator
+    cannot fuse; ``split``'s pieces are narrows, so every fused QKV projection's backward has it."""
 
     save_output = False
 
@@ -261,17 +280,51 @@ class _NarrowGrad:
         else:
             start = args[2] if args[2] is not None else inputs.kwargs.get("start", 0)
             start = start + size if start < 0 else start
-        length = g.shape[dim]
-        pieces = []
-        for n in (start, None, size - start - length):
-            if n is None:
-                pieces.append(g)
-            elif n > 0:
-                shape = list(g.shape)
-                shape[dim] = n
-                pieces.append(ember.zeros(shape, dtype=g.dtype, device=g.device))
-        return (pieces[0] if len(pieces) == 1 else ember.cat(pieces, dim),)
+        return (_Piece(dim, start, g),)
 
+
+class _Piece:
+    """The gradient ``g`` of a narrow of its input, at ``start`` along ``dim`` (zeros elsewhere)."""
+
+    __slots__ = ("dim", "start", "g")
+
+    def __init__(self, dim, start, g):
+        self.dim, self.start, self.g = dim, start, g
+
+
+def _assemble(x, pieces):
+    """The gradient of ``x`` from the narrow pieces: one cat where they tile without overlap along
+    one dim (gaps zero-filled), else one zero-padded cat a piece, summed."""
+    dims = {p.dim for p in pieces}
+    ordered = sorted(pieces, key=lambda p: p.start)
+    if len(dims) == 1 and all(a.start + a.g.shape[a.dim] <= b.start for a, b in zip(ordered, ordered[1:])) \
+            and len({(p.g.dtype, p.g.device) for p in pieces}) == 1:
+        return _padded_cat(x, ordered)
+    total = None
+    for p in pieces:
+        total = _add(total, _padded_cat(x, [p]))
+    return total
+
+
+def _padded_cat(x, ordered):
+    dim = ordered[0].dim
+    size = x.shape[dim]
+    g0 = ordered[0].g
+    parts, at = [], 0
+    for p in ordered:
+        if p.start > at:
+            parts.append(_zeros_like_along(g0, dim, p.start - at))
+        parts.append(p.g)
+        at = p.start + p.g.shape[dim]
+    if size > at:
+        parts.append(_zeros_like_along(g0, dim, size - at))
+    return parts[0] if len(parts) == 1 else ember.cat(parts, dim)
+
+
+def _zeros_like_along(g, dim, n):
+    shape = list(g.shape)
+    shape[dim] = n
+    return ember.zeros(shape, dtype=g.dtype, device=g.device)
 
 
 def _add(a, b):

@@ -151,9 +151,10 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
     backend = backend_for(graph.device)
     if backend is None:
         raise GraphFallback(f"no Triton backend for {graph.device}")
-    runners = {s.name: TritonKernel(s, graph.device, backend) for s in specs}
+    runners = _runners(specs, graph.device, backend)
     signatures = {s.name: s.params for s in specs}
-    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True)
+    call, wrapper, names = build_callable(graph, plan, signatures, runners, triton=True,
+                                          specs={s.name: s for s in specs})
     source = "\n".join(s.source for s in specs)
     seconds = time.perf_counter() - start
     externs = sum(isinstance(e, ExternCall) for e in plan)
@@ -167,13 +168,30 @@ def _build_triton(gm, example_inputs, start) -> CompiledArtifact:
     return artifact
 
 
+def _runners(specs, device, backend) -> dict:
+    """A launcher per kernel name, one shared by kernels equal up to names (each layer of a model
+    repeats the same kernels: compiled and tuned once, not once a layer)."""
+    from ._kernel_alias import canonical
+
+    runners, first = {}, {}
+    for spec in specs:
+        text = "\n".join(line for line in spec.source.splitlines() if not line.lstrip().startswith("#"))
+        names = {what: None for kind, what in spec.params if kind == "ptr"}
+        key = (canonical(text, spec.name, names), tuple(spec.dtypes[w] for w in names), spec.index_type)
+        runner = first.get(key)
+        if runner is None:
+            runner = first[key] = TritonKernel(spec, device, backend)
+        runners[spec.name] = runner
+    return runners
+
+
 def _triton_from_entry(hit, start) -> CompiledArtifact:
     """A cached Triton graph: its wrapper linked to fresh launchers of its kernel specs."""
     wrapper, namespace, specs, device, externs = hit
     backend = backend_for(device)
     if backend is None:
         raise GraphFallback(f"no Triton backend for {device}")
-    runners = {s.name: TritonKernel(s, device, backend) for s in specs}
+    runners = _runners(specs, device, backend)
     namespace.update(runners)
     call = link(wrapper, namespace)
     seconds = time.perf_counter() - start

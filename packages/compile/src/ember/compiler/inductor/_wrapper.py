@@ -107,6 +107,7 @@ class WrapperWriter:
         self.lib = lib
         self.triton = triton
         self.lines: list[str] = []
+        self.specs: dict = {}  # kernel name -> its Triton spec (sizes of the launch)
         self.globals: dict = fixed_globals()
         self._consts = 0
         self.globals["_dev"] = graph.device
@@ -260,7 +261,8 @@ class WrapperWriter:
             self.allocated.add(buf.name)
         args = []
         if self.triton:
-            spec = self.lib[kernel.name].spec
+            # this kernel's own sizes: a launcher may be shared with an equal kernel of other sizes
+            spec = self.specs.get(kernel.name) or self.lib[kernel.name].spec
             args = [what if kind == "ptr" else what.name for kind, what in sig]
             args.append(f"xnumel={_py(spec.xnumel)}")
             if spec.reduction:
@@ -360,9 +362,10 @@ def link(source: str, namespace: dict):
     return namespace["call"]
 
 
-def build_callable(graph, plan, signatures, lib, triton: bool = False):
+def build_callable(graph, plan, signatures, lib, triton: bool = False, specs: dict | None = None):
     """(call, wrapper source, the wrapper's globals) for a scheduled graph."""
     writer = WrapperWriter(graph, plan, signatures, lib, triton)
+    writer.specs = specs or {}
     source = writer.generate()
     return link(source, writer.globals), source, writer.globals
 
