@@ -13,6 +13,7 @@ import warnings
 import ember
 from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
+from ember._src.ops._common import check_tensor_args as _check_tensor_args
 from ember._src.ops._common import type_name as _type_name
 from ember._src.ops.nn import attention as _attention
 from ember._src.ops.nn import conv as _conv
@@ -286,6 +287,7 @@ native_channel_shuffle = channel_shuffle
 
 @_autocast_composite("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    _check_tensor_args("linear", ("input", input), ("weight", weight))
     if input.ndim == 2 and bias is not None:
         return ember.addmm(bias, input, weight.t())
     out = ember.matmul(input, weight.t())

@@ -251,3 +251,12 @@ def return_type(name: str, fields: list) -> type:
 
     cls.__repr__ = __repr__
     return cls
+
+
+def check_tensor_args(fn_name: str, *named) -> None:
+    """PyTorch's argument-parser TypeError in a Python composite (F.linear, the losses, pools): the
+    (name, value) pairs, in position order, must be tensors."""
+    for position, (name, value) in enumerate(named, 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{fn_name}(): argument '{name}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}")

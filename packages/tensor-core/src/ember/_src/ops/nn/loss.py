@@ -16,7 +16,7 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
-from .._common import compute_dtype, convert, type_name
+from .._common import check_tensor_args, compute_dtype, convert, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -170,6 +170,7 @@ def _prob_target_loss(input, target, weight, reduction, label_smoothing):
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 followed by nll_loss; targets are class indices or probabilities."""
+    check_tensor_args("cross_entropy_loss", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -190,6 +191,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 @_autocast_composite("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
+    check_tensor_args("nll_loss_nd", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not input.is_floating_point():
@@ -265,6 +267,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 @_autocast_composite("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log target - input); input holds log-probabilities."""
+    check_tensor_args("kl_div", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, _REDUCTIONS + ("batchmean",))
     if reduction == "mean":
