@@ -7,8 +7,10 @@ log-probabilities. The elementwise losses are short compositions of native point
 
 from __future__ import annotations
 
+import sys
 import warnings
 
+from ... import autocast as _autocast
 from ... import dtypes
 from ..._native import _C
 from ...autocast import composite as _autocast_composite
@@ -20,15 +22,27 @@ from .._common import check_tensor_args, compute_dtype, convert, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
+_autocast_file = _autocast.__file__
 _REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}  # aten's reduction argument
 _REDUCTION_CODE = {name: code for code, name in _REDUCTION_ENUM.items()}
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised for the caller of the loss function: past this module
+    and the autocast wrapper around the loss functions (PyTorch warns at its F function's caller)."""
+    skip = (__file__, _autocast_file)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename in skip:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     if size_average is None and reduce is None:
         return reduction
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
-                  f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning, stacklevel=3)
+                  f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning,
+                  stacklevel=_caller_stacklevel())
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     return ("mean" if size_average else "sum") if reduce else "none"
@@ -205,7 +219,8 @@ def _same_size(input: Tensor, target: Tensor, name: str) -> None:
     if tuple(input._shape) != tuple(target._shape):
         warnings.warn(f"Using a target size (torch.Size({list(target._shape)})) that is different to the input "
                       f"size (torch.Size({list(input._shape)})). This will likely lead to incorrect results due "
-                      f"to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+                      f"to broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=_caller_stacklevel())
 
 
 def _check_float_kernel(input: Tensor, target: Tensor, kernel: str) -> None:
@@ -274,7 +289,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=_caller_stacklevel())
     if not all(t.is_floating_point() or t.is_complex() for t in (input, target)):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
