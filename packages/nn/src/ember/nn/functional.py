@@ -14,6 +14,7 @@ import ember
 from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
 from ember._src.ops._common import check_tensor_args as _check_tensor_args
+from ember._src.ops._common import label_as_op as _label_as_op
 from ember._src.ops._common import type_name as _type_name
 from ember._src.ops.nn import attention as _attention
 from ember._src.ops.nn import conv as _conv
@@ -624,7 +625,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 @_autocast_composite("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(softplus(-target * input), reduction)
+    return _label_as_op(_reduce(softplus(-target * input), reduction), "soft_margin_loss")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -673,7 +674,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     loss = (loss * mask).sum(1) / dim
     if ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _label_as_op(_reduce(loss, reduction), "multi_margin_loss")
 
 
 @_autocast_composite("fp32")
@@ -804,7 +805,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (margins * mask).sum((1, 2)) / c
     if ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _label_as_op(_reduce(loss, reduction), "multilabel_margin_loss")
 
 
 # Defined beside nn.MultiheadAttention; imported last because it uses the functions above.

@@ -18,7 +18,7 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
-from .._common import check_tensor_args, compute_dtype, convert, type_name
+from .._common import check_tensor_args, compute_dtype, convert, label_as_op, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -199,7 +199,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         return _prob_target_loss(input, target, weight, reduction, label_smoothing)
-    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
+    loss = _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
+    return loss if label_smoothing > 0 else label_as_op(loss, "nll_loss")  # PyTorch's smoothing composes
 
 
 @_autocast_composite("fp32")
@@ -210,7 +211,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     if not input.is_floating_point():
         raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(input.dtype)}'")
-    return _class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True)
+    return label_as_op(_class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True), "nll_loss")
 
 
 # ------------------------------------------------------------------------------ pointwise losses
@@ -241,7 +242,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
     _check_float_kernel(input, target, "mse_cpu")
-    return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
+    return label_as_op(_reduce(_weighted(elementwise.square(input - target), weight), reduction), "mse_loss")
 
 
 @_autocast_composite("fp32")
@@ -262,9 +263,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_float_kernel(input, target, "smooth_l1_cpu")
     diff = (input - target).abs()
     if beta == 0:
-        return _reduce(diff, reduction)
+        return label_as_op(_reduce(diff, reduction), "smooth_l1_loss")
     loss = elementwise.where(diff < beta, elementwise.square(diff) * (0.5 / beta), diff - 0.5 * beta)
-    return _reduce(loss, reduction)
+    return label_as_op(_reduce(loss, reduction), "smooth_l1_loss")
 
 
 @_autocast_composite("fp32")
@@ -276,7 +277,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_float_kernel(input, target, "huber_cpu")
     diff = (input - target).abs()
     loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
-    return _reduce(_weighted(loss, weight), reduction)
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "huber_loss")
 
 
 @_autocast_composite("fp32")
@@ -384,7 +385,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + log_weight * softplus
     else:
         loss = (1 - target) * input + softplus
-    return _reduce(_weighted(loss, weight), reduction)
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "binary_cross_entropy_with_logits")
 
 
 
