@@ -413,3 +413,34 @@ def test_binary_cross_entropy_input_outside_unit_interval_raises(bad):
     for lib in (torch, ember):
         with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
             lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, bad]), lib.tensor([0.0, 1.0]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x, y: L.nn.functional.mse_loss(x, y),
+    lambda L, x, y: L.nn.functional.mse_loss(x, y, reduction="none"),
+    lambda L, x, y: L.nn.functional.cross_entropy(x, L.tensor([0, 2])),
+    lambda L, x, y: L.nn.functional.nll_loss(x, L.tensor([0, 2]), reduction="sum"),
+    lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y),
+    lambda L, x, y: L.nn.functional.huber_loss(x, y),
+    lambda L, x, y: L.nn.functional.binary_cross_entropy_with_logits(x, y),
+    lambda L, x, y: L.nn.functional.soft_margin_loss(x, y),
+    lambda L, x, y: L.nn.functional.multi_margin_loss(x, L.tensor([0, 2])),
+    lambda L, x, y: L.dist(x, y),
+    lambda L, x, y: L.stack([x, y]),
+    lambda L, x, y: x.norm(),
+    lambda L, x, y: x.max(),
+    lambda L, x, y: x.max(1).values,
+    lambda L, x, y: L.nn.functional.relu6(x),
+])
+def test_printed_grad_fn_names_as_torch(call):
+    # print(loss) shows grad_fn=<NllLossBackward0>: composites name their last node as PyTorch's op.
+    names, grads = [], []
+    for lib in (torch, ember):
+        x = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]], requires_grad=True)
+        y = lib.tensor([[0.5, 1.0, 2.0], [1.0, 1.5, 3.0]])
+        out = call(lib, x, y)
+        names.append(out.grad_fn.name())
+        out.sum().backward()
+        grads.append(x.grad)
+    assert names[1] == names[0]
+    assert_close(grads[1], grads[0], rtol=1e-6, atol=1e-6)

@@ -357,3 +357,22 @@ def test_deprecated_upsample_functions(name, kwargs):
         warnings.simplefilter("ignore")
         t_out = getattr(torch.nn.functional, name)(t, **kwargs)
     assert_close(e_out, t_out)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"batch_first": True}, {"batch_first": True, "norm_first": True}, {"batch_first": True, "activation": "gelu"},
+    {"batch_first": True, "activation": lambda x: x}, {"batch_first": True, "bias": False},
+    {"batch_first": True, "nhead": 1},
+])
+@pytest.mark.parametrize("enable", [True, False])
+def test_transformer_encoder_nested_tensor_warning_as_torch(kwargs, enable):
+    # ember has no nested tensors; it warns (and sets use_nested_tensor) where PyTorch would.
+    results = []
+    for lib in (torch, ember):
+        options = {"nhead": 2, **kwargs}
+        layer = lib.nn.TransformerEncoderLayer(4, dim_feedforward=8, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            encoder = lib.nn.TransformerEncoder(layer, 1, enable_nested_tensor=enable)
+        results.append(([str(w.message) for w in caught], encoder.use_nested_tensor))
+    assert results[0] == results[1]

@@ -61,8 +61,9 @@ def test_tensor_errors():
         ember.tensor([[1, 2], [3]])
     with pytest.raises(TypeError):
         ember.tensor([1, "a"])
-    with pytest.raises(TypeError):
-        ember.tensor(object())
+    for lib in (torch, ember):  # PyTorch: a RuntimeError for an object it cannot read a dtype from
+        with pytest.raises(RuntimeError, match="Could not infer dtype of object"):
+            lib.tensor(object())
 
 
 def test_as_tensor_shares_and_tensor_copies():

@@ -46,3 +46,14 @@ def test_broadcast_mismatch_names_the_result_dim(shapes, op):
         return lib.where(a > 0, a, b) if op == "where" else getattr(lib, op)(a, b)
 
     same_as_torch(call)
+
+
+@pytest.mark.parametrize("data", [
+    None, [None], [1, None], "a", ["a"], {1: 2}, [[1], "a"], b"ab", [2**63], [-(2**63) - 1], 2**64, [True, 2**63],
+    [[1, 2], [3]], [1, [2]], [1.5, [2]], [True, [1]], [[1, 2], 3], [1, (2,)], [[[1]], [2]], [[1], 2], range(3),
+    [range(2), (3, 4)], [], [[]], [1.5, 2**70],
+])
+@pytest.mark.parametrize("dtype", [None, "int64", "uint8", "float32"])
+def test_tensor_from_hostile_data(data, dtype):
+    # The shape follows the first elements; anything that does not fit raises PyTorch's error.
+    same_as_torch(lambda L: L.tensor(data, dtype=None if dtype is None else getattr(L, dtype)))

@@ -208,3 +208,10 @@ def test_loss_dtype_errors_as_torch(call):
         except Exception as exc:  # noqa: BLE001 - the exception is what is compared
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_size_mismatch_warning_points_at_the_caller():
+    x, t = ember.ones(2, 1), ember.ones(2)
+    with pytest.warns(UserWarning, match="Using a target size") as record:
+        nn_loss.mse_loss(x, t)
+    assert record[0].filename == __file__

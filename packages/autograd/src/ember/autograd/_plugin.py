@@ -89,6 +89,12 @@ class AutogradPlugin:
         Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
         self.installed = True
 
+    def label_grad_fn(self, tensor, op_name: str) -> None:
+        """Gives a composite's result the node name of PyTorch's op (see _recording.label_grad_fn)."""
+        from ._recording import label_grad_fn
+
+        label_grad_fn(tensor, op_name)
+
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
 

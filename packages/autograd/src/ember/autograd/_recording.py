@@ -156,7 +156,7 @@ class NotImplementedNode(OpNode):
 
 
 # Ops that PyTorch records under another name (add with alpha is its own fused op in the core).
-_NODE_NAMES = {"add_scaled": "add"}
+_NODE_NAMES = {"add_scaled": "add", "relu6": "hardtanh", "norm": "linalg_vector_norm"}
 
 
 # Ops whose PyTorch node is not named after the op: in-place ops with a derivatives.yaml entry of
@@ -171,6 +171,10 @@ _NODE_CLASS_NAMES = {
     "selu_": "EluBackward1",  # selu_ is elu_ with fixed constants
     "threshold_": "ThresholdBackward1",
     "div_rounding": "DivBackward2",
+    "max_all": "MaxBackward1",  # max(): the overload after max.dim
+    "max_dim": "MaxBackward0",
+    "min_all": "MinBackward1",
+    "min_dim": "MinBackward0",
 }
 
 
@@ -180,6 +184,25 @@ def node_class_name(op_name: str) -> str:
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
     return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
+
+
+_LABELED: dict = {}
+
+
+def label_grad_fn(tensor: Tensor, op_name: str) -> None:
+    """Names ``tensor``'s node as PyTorch names the node of its op ``op_name`` (a composite's last
+    node: MeanBackward0 of mse_loss prints as MseLossBackward0). The node becomes an instance of a
+    subclass of its own class under that name; what it computes is unchanged."""
+    node = tensor.grad_fn
+    if not isinstance(node, OpNode):
+        return
+    cls = type(node)
+    key = (cls, op_name)
+    labeled = _LABELED.get(key)
+    if labeled is None:
+        labeled = _LABELED[key] = type(node_class_name(op_name), (cls,), {"__module__": cls.__module__,
+                                                                          "__slots__": ()})
+    node.__class__ = labeled
 
 
 def _node_class(op_name: str, missing: bool) -> type:

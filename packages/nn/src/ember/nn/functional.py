@@ -15,6 +15,8 @@ from ember import Tensor
 from ember._src.autocast import composite as _autocast_composite
 from ember._src.composite import define_composite as _define_composite
 from ember._src.composite import pre_dispatch_tracing as _pre_dispatch_tracing
+from ember._src.ops._common import check_tensor_args as _check_tensor_args
+from ember._src.ops._common import label_as_op as _label_as_op
 from ember._src.ops._common import type_name as _type_name
 from ember._src.ops.nn import attention as _attention
 from ember._src.ops.nn import conv as _conv
@@ -290,6 +292,7 @@ native_channel_shuffle = channel_shuffle
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if _pre_dispatch_tracing():
         return _linear_op(input, weight, bias)
+    _check_tensor_args("linear", ("input", input), ("weight", weight))
     shape = input.shape
     if bias is not None and shape:  # (a 0-d input takes matmul's error)
         *lead, in_features = shape
@@ -649,7 +652,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 @_autocast_composite("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(softplus(-target * input), reduction)
+    return _label_as_op(_reduce(softplus(-target * input), reduction), "soft_margin_loss")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -698,7 +701,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     loss = (loss * mask).sum(1) / dim
     if ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _label_as_op(_reduce(loss, reduction), "multi_margin_loss")
 
 
 @_autocast_composite("fp32")
@@ -829,7 +832,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (margins * mask).sum((1, 2)) / c
     if ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _label_as_op(_reduce(loss, reduction), "multilabel_margin_loss")
 
 
 # Defined beside nn.MultiheadAttention; imported last because it uses the functions above.

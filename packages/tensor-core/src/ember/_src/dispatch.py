@@ -180,7 +180,11 @@ class Op(_C.OpBase):
             if type(a) is _Tensor:
                 kernel = self.kernels.get(a._device.type)
                 if kernel is not None:
-                    return kernel(*args, **kwargs)
+                    try:
+                        return kernel(*args, **kwargs)
+                    except AttributeError:
+                        _raise_for_non_tensor(self, args)
+                        raise
         return self.call_kernel(args, kwargs)
 
     def call_kernel(self, args, kwargs):
@@ -218,7 +222,24 @@ class Op(_C.OpBase):
             raise NotImplementedError(
                 f"ember.ops.{self.name} has no kernel for device '{device_type}'"
             )
-        return kernel(*args, **kwargs)
+        try:
+            return kernel(*args, **kwargs)
+        except AttributeError:
+            _raise_for_non_tensor(self, args)
+            raise
+
+
+def _raise_for_non_tensor(op: Op, args) -> None:
+    """PyTorch's TypeError for a positional argument its schema types as Tensor that is not one (a
+    list passed to F.relu), raised when a kernel fails reading it; no cost on the normal path."""
+    from .optable import Signature
+
+    for position, (param, value) in enumerate(zip(Signature.parse(op.schema).params, args), 1):
+        if param.type.split("(", 1)[0] == "Tensor" and not isinstance(value, _Tensor) and not (
+                param.optional and value is None):
+            name = "input" if param.name == "self" else param.name
+            raise TypeError(f"{op.name}(): argument '{name}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}") from None
 
 
 def _sparse_layout_of(args, kwargs):

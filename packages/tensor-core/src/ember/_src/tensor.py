@@ -333,10 +333,10 @@ class Tensor(_C.TensorBase):
 
     def _scalar(self):
         """The value for float()/int()/complex(): PyTorch's ValueError for several elements, and its
-        warning (once per process) for a tensor that requires grad."""
+        warning (once per process) for a tensor that requires grad, read with grad mode on."""
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._requires_grad and not _SCALAR_GRAD_WARNED[0]:
+        if self._requires_grad and not _SCALAR_GRAD_WARNED[0] and grad_mode.STATE.grad_enabled:
             _SCALAR_GRAD_WARNED[0] = True
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                           "Consider using tensor.detach() first.", UserWarning, stacklevel=3)

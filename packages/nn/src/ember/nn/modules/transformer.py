@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import ember
 from ember import Tensor
@@ -28,6 +29,32 @@ def _activation_fn(activation):
             return F.gelu
         raise RuntimeError(f"activation should be relu/gelu, not {activation}")
     return activation
+
+
+def _nested_tensor_obstacle(layer) -> str:
+    """Why PyTorch's TransformerEncoder would not use nested tensors (its fast path) with ``layer``
+    ("" when it would), in PyTorch's order and words: enable_nested_tensor=True warns with it."""
+    from .activation import GELU, ReLU
+
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    act = layer.activation
+    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
 
 
 def _clones(module: Module, n: int) -> ModuleList:
@@ -161,8 +188,16 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        self.enable_nested_tensor = enable_nested_tensor  # accepted for compatibility; ember has no nested tensors
+        # Accepted for compatibility (ember has no nested tensors); PyTorch's attributes and its
+        # warning when the layer rules its fast path out are kept.
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        obstacle = _nested_tensor_obstacle(encoder_layer)
+        if enable_nested_tensor and obstacle:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {obstacle}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:

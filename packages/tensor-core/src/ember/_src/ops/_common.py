@@ -251,3 +251,25 @@ def return_type(name: str, fields: list) -> type:
 
     cls.__repr__ = __repr__
     return cls
+
+
+def check_tensor_args(fn_name: str, *named) -> None:
+    """PyTorch's argument-parser TypeError in a Python composite (F.linear, the losses, pools): the
+    (name, value) pairs, in position order, must be tensors."""
+    for position, (name, value) in enumerate(named, 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{fn_name}(): argument '{name}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}")
+
+
+def label_as_op(result: Tensor, op_name: str) -> Tensor:
+    """A function composed of several ops whose grad_fn prints as PyTorch's single op (mse_loss:
+    MseLossBackward0, not MeanBackward0): the autograd plugin renames the result's last node,
+    which computes the same."""
+    if result.grad_fn is not None:
+        from .. import plugins
+
+        engine = plugins.get("autograd")
+        if engine is not None and hasattr(engine, "label_grad_fn"):
+            engine.label_grad_fn(result, op_name)
+    return result

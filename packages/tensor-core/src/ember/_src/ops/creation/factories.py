@@ -199,39 +199,82 @@ def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=
 
 # -- tensor / as_tensor -------------------------------------------------------------------------
 
-def _infer_nested(data, shape_out: list, depth: int = 0):
-    """Walks nested sequences: fills the shape and returns the result dtype (PyTorch's inference)."""
+def _infer_nested(data, shape_out: list, dtype=None):
+    """Nested sequences' result dtype and shape (into ``shape_out``), as PyTorch infers them: the
+    shape follows the first element at each depth, the dtype promotes over every number, and
+    then every element must fit that shape (errors in that order, as PyTorch's)."""
+    item = data
+    while _is_sequence(item):
+        item = _sequence_items(item)
+        shape_out.append(len(item))
+        if not item:
+            break
+        item = item[0]
+        if isinstance(item, (str, bytes)):  # a sequence to PyTorch, of itself: endless dims
+            raise ValueError(f"too many dimensions '{type(item).__name__}'")
+    if dtype is None:  # a dtype given is not inferred: an unreadable element fails in the check
+        dtype = _infer_dtype(data)
+    _check_nested_shape(data, shape_out, 0, dtype)
+    return dtype
+
+
+_PLAIN_NUMBERS = frozenset((builtins.bool, int, float))
+
+
+def _is_sequence(data) -> builtins.bool:
+    return isinstance(data, (list, tuple, range, bytearray, memoryview))
+
+
+def _sequence_items(data):
+    return _buffer_items(data) if isinstance(data, (bytearray, memoryview)) else data
+
+
+def _infer_dtype(data):
     if isinstance(data, Tensor):
-        # A tensor inside a list is one number, as PyTorch converts it (item()), whatever its shape.
-        if numel(data._shape) != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        if depth != len(shape_out):
-            raise ValueError(f"expected sequence at dim {depth}, got a number")
         return data.dtype
-    if isinstance(data, (bytearray, memoryview)):
-        data = _buffer_items(data)
-    if isinstance(data, (list, tuple)):
-        n = len(data)
-        if depth == len(shape_out):
-            shape_out.append(n)
-        elif shape_out[depth] != n:
-            raise ValueError(f"expected sequence of length {shape_out[depth]} at dim {depth} (got {n})")
+    if _is_sequence(data):
+        items = _sequence_items(data)
+        kinds = set(map(type, items))
+        if kinds and kinds <= _PLAIN_NUMBERS:  # a row of Python numbers, read at once (the common case)
+            if float in kinds:
+                return dtypes.get_default_dtype()
+            return dtypes.int64 if int in kinds else dtypes.bool
         result = None
-        for item in data:
-            d = _infer_nested(item, shape_out, depth + 1)
+        for item in items:
+            d = _infer_dtype(item)
             result = d if result is None else dtypes.promote_types(result, d)
         return result if result is not None else dtypes.get_default_dtype()
     if _is_numpy_scalar(data):
-        if depth != len(shape_out):
-            raise ValueError(f"expected sequence at dim {depth}, got a number")
         return dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, _NUMBER):
-        if depth != len(shape_out):
-            raise ValueError(f"expected sequence at dim {depth}, got a number")
         return dtypes.scalar_dtype(data)
     if hasattr(data, "item") and hasattr(data, "dtype") and getattr(data, "shape", None) == ():
         return dtypes.from_numpy_dtype(data.dtype)
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _check_nested_shape(data, shape: list, depth: int, dtype) -> None:
+    """PyTorch's errors for elements that do not fit the shape the first elements gave."""
+    if depth == len(shape):
+        if isinstance(data, Tensor):
+            if numel(data._shape) != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+        elif not (isinstance(data, _NUMBER) or hasattr(data, "item")):
+            if dtype.is_floating_point or dtype.is_complex:
+                raise TypeError(f"must be real number, not {type(data).__name__}")
+            raise TypeError(f"'{type(data).__name__}' object cannot be interpreted as an integer")
+        return
+    if not (_is_sequence(data) or isinstance(data, (str, bytes))):  # a string is a sequence to PyTorch
+        raise TypeError("not a sequence")
+    items = _sequence_items(data)
+    if len(items) != shape[depth]:
+        raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(items)})")
+    if depth + 1 == len(shape) and set(map(type, items)) <= _PLAIN_NUMBERS:
+        return  # a row of Python numbers: every leaf fits
+    for item in items:
+        _check_nested_shape(item, shape, depth + 1, dtype)
 
 
 def _is_numpy_scalar(x) -> builtins.bool:
@@ -247,7 +290,10 @@ def _buffer_items(data) -> list:
 def _flatten(data, out: list):
     if isinstance(data, (bytearray, memoryview)):
         data = _buffer_items(data)
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, (list, tuple, range)):
+        if set(map(type, data)) <= _PLAIN_NUMBERS:
+            out.extend(data)  # a row of Python numbers
+            return
         for item in data:
             _flatten(item, out)
     elif isinstance(data, Tensor):
@@ -282,11 +328,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, _NUMBER):
         d = dtypes.scalar_dtype(data) if dtype is None else dtypes.to_dtype(dtype)
         if not (d.is_floating_point or d.is_complex):
+            _check_int64_unpacks((data,))
             check_scalar_fits(data, d, d.name)
         return _finish(scalar_tensor(data, d, dev), requires_grad)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     shape: list = []
-    inferred = _infer_nested(data, shape)
-    d = inferred if dtype is None else dtypes.to_dtype(dtype)
+    d = _infer_nested(data, shape, None if dtype is None else dtypes.to_dtype(dtype))
     flat: list = []
     _flatten(data, flat)
     result = _from_flat_list(flat, tuple(shape), d)
@@ -295,8 +343,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(result, requires_grad)
 
 
+def _check_int64_unpacks(values) -> None:
+    """PyTorch reads every Python int bound for an integer tensor as a C long long first: one
+    outside int64 is its ValueError, before any check of the target dtype's range."""
+    for v in values:
+        if type(v) is int and not -(1 << 63) <= v < (1 << 63):
+            raise ValueError("Overflow when unpacking long long")
+
+
 def _check_integer_range(flat: list, dtype) -> None:
     """ember.tensor's check of numbers bound for an integer dtype (PyTorch's RuntimeError)."""
+    _check_int64_unpacks(flat)
     reals = [v.real if isinstance(v, complex) else v for v in flat if not isinstance(v, builtins.bool)]
     if any(v != v for v in reals):
         check_scalar_fits(float("nan"), dtype, dtype.name)

@@ -17,7 +17,7 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
-from .._common import compute_dtype, convert, type_name, write_out
+from .._common import check_tensor_args, compute_dtype, convert, type_name, write_out
 from ..creation.factories import empty_op, ones, zeros
 from ..pointwise.elementwise import where
 from ..shape.views import broadcast_tensors
@@ -66,7 +66,7 @@ embedding_dense_backward_op.kernels["meta"] = embedding_dense_backward_op.meta =
 
 def _check_indices(indices) -> None:
     if not isinstance(indices, Tensor):
-        raise TypeError(f"embedding(): argument 'indices' must be Tensor, not {type(indices).__name__}")
+        raise TypeError(f"embedding(): argument 'indices' (position 2) must be Tensor, not {type(indices).__name__}")
     if indices.dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got torch.{type_name(indices.dtype)}Tensor instead (while checking "
@@ -151,6 +151,7 @@ def _apply(input: Tensor, mask: Tensor, inplace: bool) -> Tensor:
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p and scales the rest by 1/(1-p) (identity when not training)."""
+    check_tensor_args("dropout", ("input", input))
     p = _check_p(p)
     if not inplace and pre_dispatch_tracing():
         return dropout_op(input, p, training)
@@ -216,6 +217,7 @@ def native_dropout(input, p, train):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1/|x1| * x2/|x2|) along dim, norms clamped below at eps (PyTorch's formulation)."""
+    check_tensor_args("cosine_similarity", ("x1", x1), ("x2", x2))
 
     a, b = broadcast_tensors(x1, x2)
     na = a.norm(2, dim, keepdim=True).clamp_min(eps)
@@ -225,6 +227,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """p-norm of x1 - x2 + eps over the last dim."""
+    check_tensor_args("pairwise_distance", ("x1", x1), ("x2", x2))
     out_dim = max(x1.ndim, x2.ndim)
     diff = x1 - x2 + eps
     if out_dim == 0:

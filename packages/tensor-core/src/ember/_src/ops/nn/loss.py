@@ -7,8 +7,10 @@ log-probabilities. The elementwise losses are short compositions of native point
 
 from __future__ import annotations
 
+import sys
 import warnings
 
+from ... import autocast as _autocast
 from ... import dtypes
 from ..._native import _C
 from ...autocast import composite as _autocast_composite
@@ -16,19 +18,31 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
-from .._common import compute_dtype, convert, type_name
+from .._common import check_tensor_args, compute_dtype, convert, label_as_op, type_name
 from ..pointwise import elementwise
 
 _REDUCTIONS = ("none", "mean", "sum")
+_autocast_file = _autocast.__file__
 _REDUCTION_ENUM = {0: "none", 1: "mean", 2: "sum"}  # aten's reduction argument
 _REDUCTION_CODE = {name: code for code, name in _REDUCTION_ENUM.items()}
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised for the caller of the loss function: past this module
+    and the autocast wrapper around the loss functions (PyTorch warns at its F function's caller)."""
+    skip = (__file__, _autocast_file)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename in skip:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     if size_average is None and reduce is None:
         return reduction
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
-                  f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning, stacklevel=3)
+                  f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning,
+                  stacklevel=_caller_stacklevel())
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     return ("mean" if size_average else "sum") if reduce else "none"
@@ -170,6 +184,7 @@ def _prob_target_loss(input, target, weight, reduction, label_smoothing):
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 followed by nll_loss; targets are class indices or probabilities."""
+    check_tensor_args("cross_entropy_loss", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -184,17 +199,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         return _prob_target_loss(input, target, weight, reduction, label_smoothing)
-    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
+    loss = _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs=False)
+    return loss if label_smoothing > 0 else label_as_op(loss, "nll_loss")  # PyTorch's smoothing composes
 
 
 @_autocast_composite("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices given log-probabilities (dim 1 holds classes)."""
+    check_tensor_args("nll_loss_nd", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not input.is_floating_point():
         raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(input.dtype)}'")
-    return _class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True)
+    return label_as_op(_class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True), "nll_loss")
 
 
 # ------------------------------------------------------------------------------ pointwise losses
@@ -203,7 +220,8 @@ def _same_size(input: Tensor, target: Tensor, name: str) -> None:
     if tuple(input._shape) != tuple(target._shape):
         warnings.warn(f"Using a target size (torch.Size({list(target._shape)})) that is different to the input "
                       f"size (torch.Size({list(input._shape)})). This will likely lead to incorrect results due "
-                      f"to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+                      f"to broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=_caller_stacklevel())
 
 
 def _check_float_kernel(input: Tensor, target: Tensor, kernel: str) -> None:
@@ -224,7 +242,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
     _check_float_kernel(input, target, "mse_cpu")
-    return _reduce(_weighted(elementwise.square(input - target), weight), reduction)
+    return label_as_op(_reduce(_weighted(elementwise.square(input - target), weight), reduction), "mse_loss")
 
 
 @_autocast_composite("fp32")
@@ -245,9 +263,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_float_kernel(input, target, "smooth_l1_cpu")
     diff = (input - target).abs()
     if beta == 0:
-        return _reduce(diff, reduction)
+        return label_as_op(_reduce(diff, reduction), "smooth_l1_loss")
     loss = elementwise.where(diff < beta, elementwise.square(diff) * (0.5 / beta), diff - 0.5 * beta)
-    return _reduce(loss, reduction)
+    return label_as_op(_reduce(loss, reduction), "smooth_l1_loss")
 
 
 @_autocast_composite("fp32")
@@ -259,19 +277,20 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_float_kernel(input, target, "huber_cpu")
     diff = (input - target).abs()
     loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
-    return _reduce(_weighted(loss, weight), reduction)
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "huber_loss")
 
 
 @_autocast_composite("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log target - input); input holds log-probabilities."""
+    check_tensor_args("kl_div", ("input", input), ("target", target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, _REDUCTIONS + ("batchmean",))
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=_caller_stacklevel())
     if not all(t.is_floating_point() or t.is_complex() for t in (input, target)):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
@@ -366,7 +385,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + log_weight * softplus
     else:
         loss = (1 - target) * input + softplus
-    return _reduce(_weighted(loss, weight), reduction)
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "binary_cross_entropy_with_logits")
 
 
 

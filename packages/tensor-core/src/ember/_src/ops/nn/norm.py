@@ -44,7 +44,7 @@ def _back(t: Tensor, dtype) -> Tensor:
 
 def _check_float(input: Tensor, name: str) -> None:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not input.is_floating_point():
         raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(input.dtype)}'")
 

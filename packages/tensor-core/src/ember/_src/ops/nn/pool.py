@@ -14,7 +14,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel as _numel
 from ...tensor import Tensor
-from .._common import convert, empty, type_name
+from .._common import check_tensor_args, convert, empty, type_name
 from .conv import compute_dtype, contiguous_view, dense
 
 _FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
@@ -172,6 +172,7 @@ def _needs_grad(t: Tensor) -> bool:
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    check_tensor_args("max_pool2d", ("input", input))
     k, s, p, d = _max_args(kernel_size, stride, padding, dilation)
     # Autograd needs the indices for the backward; an exported graph (a pre-dispatch trace) keeps
     # max_pool2d, as PyTorch's does (its formula finds them again).
@@ -210,6 +211,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    check_tensor_args("max_pool1d", ("input", input))
     x = _unsqueeze_1d(input, "max_pool1d")
     k = _single(kernel_size)
     s, p, d = _single(stride, k), (0, padding if isinstance(padding, int) else padding[0]), _single(dilation)
@@ -260,6 +262,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    check_tensor_args("avg_pool1d", ("input", input))
     x = _unsqueeze_1d(input, "avg_pool1d")
     k = _single(kernel_size)
     s, p = _single(stride, k), (0, padding if isinstance(padding, int) else padding[0])

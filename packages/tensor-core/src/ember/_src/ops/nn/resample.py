@@ -18,7 +18,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor, make_view
-from .._common import convert, empty, type_name
+from .._common import check_tensor_args, convert, empty, type_name
 from . import pool as nn_pool
 from .conv import as_3d_spatial, compute_dtype, contiguous_view, dense
 
@@ -156,6 +156,7 @@ def _pad_enum_backward_cpu(grad_output, self, pad, mode):
 
 def pad(input, pad, mode="constant", value=None):
     """nn.functional.pad."""
+    check_tensor_args("pad", ("input", input))
     pad = tuple(operator.index(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")

@@ -500,7 +500,7 @@ _PREDICATE_OP = "predicate"  # bool result
 
 def _unary_result(a, kind: str, name: str):
     if not isinstance(a, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(a).__name__}")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
     if a.dtype.is_complex:
         return _complex_numbers._check_unary(name, a.dtype)
     _check_kernel_exists(name, a.dtype)

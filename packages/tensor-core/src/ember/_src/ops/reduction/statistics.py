@@ -16,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel, wrap_dim
 from ...tensor import Tensor
-from .._common import compute_dtype, convert, empty, return_type, type_name, write_out
+from .._common import compute_dtype, convert, empty, label_as_op, return_type, type_name, write_out
 from ..creation import factories
 from ..indexing.gather_scatter import gather
 from ..indexing.indices import triu_indices
@@ -242,7 +242,7 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     _check_tensor(other, "dist", "other", 2)
     from ....linalg import vector_norm
 
-    return vector_norm(elementwise.sub(input, other), p)
+    return label_as_op(vector_norm(elementwise.sub(input, other), p), "dist")
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:

@@ -13,7 +13,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import wrap_dim
 from ...tensor import Tensor, make_view, new_empty_tensor
-from .._common import write_out
+from .._common import label_as_op, write_out
 from .reorder import atleast_3d
 
 cat_op = define("cat(Tensor[] tensors, int dim=0) -> Tensor", ())
@@ -122,7 +122,8 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and {list(t._shape)} "
                 f"at entry {i}"
             )
-    return cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    result = cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    return result if out is not None else label_as_op(result, "stack")
 
 
 def hstack(tensors, *, out=None) -> Tensor:

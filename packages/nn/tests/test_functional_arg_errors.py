@@ -1,0 +1,43 @@
+"""nn.functional called with a non-tensor argument raises PyTorch's argument-parser TypeError
+(type and message), from the dispatcher's ops and from the Python composites alike."""
+
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ember
+import ember.nn.functional as EF
+
+CALLS = [
+    ("linear", lambda F, t: F.linear([1.0], t)),
+    ("linear_weight", lambda F, t: F.linear(t, [1.0])),
+    ("cross_entropy", lambda F, t: F.cross_entropy([1.0], t)),
+    ("cross_entropy_target", lambda F, t: F.cross_entropy(t, [1])),
+    ("nll_loss", lambda F, t: F.nll_loss([1.0], t)),
+    ("kl_div", lambda F, t: F.kl_div([1.0], t, reduction="batchmean")),
+    ("max_pool2d", lambda F, t: F.max_pool2d([1.0], 2)),
+    ("max_pool1d", lambda F, t: F.max_pool1d([1.0], 2)),
+    ("avg_pool1d", lambda F, t: F.avg_pool1d([1.0], 2)),
+    ("avg_pool2d", lambda F, t: F.avg_pool2d([1.0], 2)),
+    ("cosine_similarity", lambda F, t: F.cosine_similarity(t, [1.0])),
+    ("pairwise_distance", lambda F, t: F.pairwise_distance([1.0], t)),
+    ("dropout", lambda F, t: F.dropout([1.0])),
+    ("pad", lambda F, t: F.pad([1.0], (1, 1))),
+    ("relu", lambda F, t: F.relu([1.0])),
+    ("silu", lambda F, t: F.silu([1.0])),
+    ("hardswish", lambda F, t: F.hardswish([1.0])),
+    ("layer_norm", lambda F, t: F.layer_norm([1.0], (1,))),
+    ("batch_norm", lambda F, t: F.batch_norm([1.0], None, None)),
+    ("embedding", lambda F, t: F.embedding([1], t)),
+    ("exp", lambda F, t: F.elu([1.0])),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in CALLS], ids=[n for n, _ in CALLS])
+def test_non_tensor_argument_is_torchs_type_error(call):
+    messages = []
+    for F, lib in ((EF, ember), (TF, torch)):
+        with pytest.raises(TypeError) as info:
+            call(F, lib.ones(2, 2))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
