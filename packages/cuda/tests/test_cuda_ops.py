@@ -178,6 +178,23 @@ def test_layer_norm_forward_backward(dtype):
         assert_same(g, c, dtype, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+@pytest.mark.parametrize("shape,normalized", [((3, 20000), (20000,)), ((2, 3, 160, 160), (160, 160))])
+def test_layer_norm_rows_longer_than_one_block(dtype, shape, normalized):
+    # rows over 16384 elements take the composed path (var_mean and elementwise kernels)
+    x = rand(shape, dtype)
+    w, b = rand(normalized, dtype, seed=3), rand(normalized, dtype, seed=4)
+    outs = []
+    for dev in ("cpu", "cuda"):
+        xx, ww, bb = (t.to(dev).detach().requires_grad_() for t in (x, w, b))
+        y = F.layer_norm(xx, normalized, ww, bb)
+        (y * y).sum().backward()
+        outs.append((y, xx.grad, ww.grad, bb.grad))
+    tol = 1e-3 if dtype is ember.float32 else 5e-2
+    for g, c in zip(outs[1], outs[0]):
+        assert_same(g, c, dtype, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 @pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 2}, {"label_smoothing": 0.1}, {"reduction": "sum"}])
 def test_cross_entropy_forward_backward(dtype, kwargs):

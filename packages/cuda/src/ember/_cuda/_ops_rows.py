@@ -8,6 +8,7 @@ with an online max/sum. Statistics are computed in float32 (float64 for float64 
 
 from __future__ import annotations
 
+import ember
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import norm as nn_norm
@@ -174,9 +175,10 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
         n *= s
     rows = input.numel() // max(n, 1)
     stat_shape = tuple(input._shape[:axis]) + (1,) * len(normalized_shape)
-    if n > _SINGLE_MAX or input.dtype.is_complex or not input.dtype.is_floating_point:
-        raise NotImplementedError(f"ember.ops.native_layer_norm on CUDA covers floating rows of up to {_SINGLE_MAX} "
-                                  f"elements (got {n}, {input.dtype})")
+    if input.dtype.is_complex or not input.dtype.is_floating_point:
+        raise NotImplementedError(f"ember.ops.native_layer_norm on CUDA covers floating rows (got {input.dtype})")
+    if n > _SINGLE_MAX:
+        return _layer_norm_long_rows(input, axis, weight, bias, eps)
     dev = input._device
     x = input if input.is_contiguous() else input.contiguous()
     w = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
@@ -208,7 +210,7 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
     rows = input.numel() // max(n, 1)
     dev = input._device
     if n > _SINGLE_MAX:
-        raise NotImplementedError(f"ember.ops.native_layer_norm_backward on CUDA covers rows of up to {_SINGLE_MAX}")
+        return _layer_norm_backward_long_rows(grad_out, input, axis, mean, rstd, weight, bias, output_mask)
     want_dx = bool(output_mask[0])
     want_dw = bool(output_mask[1]) and weight is not None
     want_db = bool(output_mask[2]) and bias is not None
@@ -238,6 +240,42 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
     if want_db:
         db = OPS["sum"].kernels["cuda"](g.reshape(rows, n), (0,), False, None).reshape(nshape)
         db = db if db.dtype is input.dtype else db.to(input.dtype)
+    return dx, dw, db
+
+
+# Rows longer than one block (> _SINGLE_MAX elements): the same statistics and formulas composed of
+# dispatched CUDA ops (reductions and elementwise kernels, a few passes over the row instead of one),
+# computed in float32 for float16/bfloat16 as the row kernels are.
+def _layer_norm_long_rows(input, axis, weight, bias, eps):
+    ct = _ct(input.dtype)
+    dims = tuple(range(axis, input.ndim))
+    x = input.to(ct)
+    var, mean = ember.var_mean(x, dims, correction=0, keepdim=True)
+    rstd = (var + eps).rsqrt()
+    out = (x - mean) * rstd
+    if weight is not None:
+        out = out * weight.to(ct)
+    if bias is not None:
+        out = out + bias.to(ct)
+    return out.to(input.dtype), mean.to(input.dtype), rstd.to(input.dtype)
+
+
+def _layer_norm_backward_long_rows(grad_out, input, axis, mean, rstd, weight, bias, output_mask):
+    ct = _ct(input.dtype)
+    dims = tuple(range(axis, input.ndim))
+    lead = tuple(range(axis))
+    g = grad_out.to(ct)
+    xhat = (input.to(ct) - mean.to(ct)) * rstd.to(ct)
+    dx = dw = db = None
+    if output_mask[0]:
+        gw = g * weight.to(ct) if weight is not None else g
+        c1 = (gw * xhat).mean(dims, keepdim=True)
+        c2 = gw.mean(dims, keepdim=True)
+        dx = ((gw - c2 - xhat * c1) * rstd.to(ct)).to(input.dtype)
+    if output_mask[1] and weight is not None:
+        dw = (g * xhat).sum(lead).to(input.dtype) if lead else (g * xhat).to(input.dtype)
+    if output_mask[2] and bias is not None:
+        db = g.sum(lead).to(input.dtype) if lead else g.to(input.dtype)
     return dx, dw, db
 
 
