@@ -262,11 +262,16 @@ def check_tensor_args(fn_name: str, *named) -> None:
                             f"not {type(value).__name__}")
 
 
+_GRAD_FN_SLOT = Tensor.__dict__["grad_fn"]
+
+
 def label_as_op(result: Tensor, op_name: str) -> Tensor:
     """A function composed of several ops whose grad_fn prints as PyTorch's single op (mse_loss:
     MseLossBackward0, not MeanBackward0): the autograd plugin renames the result's last node,
-    which computes the same."""
-    if result.grad_fn is not None:
+    which computes the same. The node is read through the slot itself: a traced tensor's
+    ``grad_fn`` property (ember.compile's lazy tensors) would stop the trace, and a traced result
+    has no node to rename."""
+    if _GRAD_FN_SLOT.__get__(result, Tensor) is not None:
         from .. import plugins
 
         engine = plugins.get("autograd")
