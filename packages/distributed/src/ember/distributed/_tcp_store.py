@@ -57,6 +57,10 @@ class _Server:
     def __init__(self, host: str, port: int):
         self.table = _Table()
         self._conns: set = set()
+        # Guards _closed and _conns together: a connection accepted while close() runs is either
+        # in close()'s snapshot or sees _closed and is dropped, never left served by a dead table
+        # (a client that reached the old server as it closed would wait there forever).
+        self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # SO_REUSEADDR lets a restarted job take its port back from connections still in
         # TIME_WAIT; on Linux a port that a live server listens on still fails (EADDRINUSE).
@@ -79,8 +83,10 @@ class _Server:
     def close(self) -> None:
         """Stops listening and drops every client: a client of a closed server must notice (and
         reconnect to a successor on the same port), not keep talking to a dead table."""
-        self._closed = True
-        for sock in [self._sock, *self._conns]:
+        with self._lock:
+            self._closed = True
+            socks = [self._sock, *self._conns]
+        for sock in socks:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -97,8 +103,12 @@ class _Server:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    return
+                self._conns.add(conn)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -109,7 +119,8 @@ class _Server:
         except (OSError, ConnectionError, struct.error):
             pass
         finally:
-            self._conns.discard(conn)
+            with self._lock:
+                self._conns.discard(conn)
             conn.close()
 
     def _answer(self, request: list[bytes]) -> list[bytes]:
