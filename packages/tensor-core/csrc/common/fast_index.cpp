@@ -19,19 +19,6 @@ PyObject* g_slice_op = nullptr;      // views.slice_op
 PyObject* g_unsqueeze_op = nullptr;  // views.unsqueeze_op
 PyObject* g_alias_op = nullptr;      // views.alias_op
 
-// An exact Python int (not a bool, not a subclass such as compile's symbolic sizes).
-bool exact_int(PyObject* o, int64_t* out) {
-  if (!PyLong_CheckExact(o)) return false;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-  if (overflow || (v == -1 && PyErr_Occurred())) {
-    PyErr_Clear();
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 // The dims of `t` without dim d (select), or with dim d resized and restrided (slice).
 PyObject* view_without(TensorObject* t, int32_t d, int64_t offset) {
   int64_t shape[kMaxDims], strides[kMaxDims];
@@ -47,7 +34,7 @@ PyObject* view_without(TensorObject* t, int32_t d, int64_t offset) {
 PyObject* select_view(TensorObject* t, PyObject* dim_obj, PyObject* index_obj) {
   int64_t dim, index;
   int32_t d;
-  if (t->ndim == 0 || !exact_int(dim_obj, &dim) || !exact_int(index_obj, &index) || !wrap_dim_c(dim, t->ndim, &d))
+  if (t->ndim == 0 || !read_int(dim_obj, &dim) || !read_int(index_obj, &index) || !wrap_dim_c(dim, t->ndim, &d))
     return NOT_HANDLED;
   int64_t size = t->sizes[d];
   if (index < -size || index >= size) return NOT_HANDLED;
@@ -60,8 +47,8 @@ PyObject* select_view(TensorObject* t, PyObject* dim_obj, PyObject* index_obj) {
 PyObject* slice_view(TensorObject* t, PyObject* const* args) {
   int64_t dim, start, end, step;
   int32_t d;
-  if (t->ndim == 0 || !exact_int(args[0], &dim) || !exact_int(args[1], &start) || !exact_int(args[2], &end) ||
-      !exact_int(args[3], &step) || !wrap_dim_c(dim, t->ndim, &d) || step <= 0)
+  if (t->ndim == 0 || !read_int(args[0], &dim) || !read_int(args[1], &start) || !read_int(args[2], &end) ||
+      !read_int(args[3], &step) || !wrap_dim_c(dim, t->ndim, &d) || step <= 0)
     return NOT_HANDLED;
   int64_t size = t->sizes[d];
   if (start < 0 || end > size) return NOT_HANDLED;
@@ -137,7 +124,7 @@ bool slice_bounds(PyObject* item, int64_t size, int64_t* start, int64_t* stop, i
   PyObject* fields[3] = {s->start, s->stop, s->step};
   int64_t values[3] = {0, size, 1};
   for (int i = 0; i < 3; ++i)
-    if (fields[i] != Py_None && !exact_int(fields[i], &values[i])) return false;
+    if (fields[i] != Py_None && !read_int(fields[i], &values[i])) return false;
   if (values[2] <= 0) return false;
   for (int i = 0; i < 2; ++i) {
     if (fields[i] == Py_None) continue;
@@ -195,7 +182,7 @@ PyObject* fast_getitem(PyObject* select_op, PyObject* self, PyObject* index) {
       int64_t v, start, stop, step;
       if ((PyLong_CheckExact(item) || PySlice_Check(item)) && dim >= ndim) return NOT_HANDLED;
       if (PyLong_CheckExact(item)) {
-        if (!exact_int(item, &v) || v < -sizes[dim] || v >= sizes[dim]) return NOT_HANDLED;
+        if (!read_int(item, &v) || v < -sizes[dim] || v >= sizes[dim]) return NOT_HANDLED;
         std::memmove(sizes + dim, sizes + dim + 1, sizeof(int64_t) * (ndim - dim - 1));
         --ndim;
       } else if (PySlice_Check(item)) {
@@ -222,7 +209,7 @@ PyObject* fast_getitem(PyObject* select_op, PyObject* self, PyObject* index) {
     TensorObject* r = reinterpret_cast<TensorObject*>(result);
     if (PyLong_CheckExact(item)) {
       int64_t values[2] = {dim, 0};
-      exact_int(item, &values[1]);
+      read_int(item, &values[1]);
       result = chain_ints(select_op, result, values, 2);
     } else if (PySlice_Check(item)) {
       int64_t values[4] = {dim, 0, 0, 0};

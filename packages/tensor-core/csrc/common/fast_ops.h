@@ -84,6 +84,8 @@ PyObject* make_view_of(TensorObject* src, const int64_t* sizes, const int64_t* s
 PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim,
                        int64_t offset);
 // A Python int sequence (list or tuple of exact ints) read into out; false if it is anything else.
+// An exact Python int (not a bool, not a subclass such as compile's symbolic sizes), or false.
+bool read_int(PyObject* o, int64_t* out);
 bool read_int_sequence(PyObject* seq, int64_t* out, int32_t* n, int32_t max);
 // PyTorch's wrap of a possibly negative dim for a rank-`ndim` tensor; false when out of range.
 bool wrap_dim_c(int64_t dim, int32_t ndim, int32_t* out);

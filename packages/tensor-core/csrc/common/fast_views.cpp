@@ -15,19 +15,6 @@ namespace {
 
 constexpr int32_t kMaxViewDims = 64;
 
-// An exact Python int (not a bool, not a subclass such as compile's symbolic sizes).
-bool read_int(PyObject* o, int64_t* out) {
-  if (!PyLong_CheckExact(o)) return false;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-  if (overflow || (v == -1 && PyErr_Occurred())) {
-    PyErr_Clear();
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 PyObject* view(TensorObject* t, PyObject* size) {
   int64_t shape[kMaxViewDims], strides[kMaxViewDims];
   int32_t n;
@@ -138,6 +125,19 @@ PyObject* expand(TensorObject* t, PyObject* size) {
 }
 
 }  // namespace
+
+// An exact Python int (not a bool, not a subclass such as compile's symbolic sizes).
+bool read_int(PyObject* o, int64_t* out) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = v;
+  return true;
+}
 
 bool read_int_sequence(PyObject* seq, int64_t* out, int32_t* n, int32_t max) {
   if (!PyTuple_CheckExact(seq) && !PyList_CheckExact(seq)) return false;
