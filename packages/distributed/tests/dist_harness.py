@@ -32,8 +32,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def base_env(lib: str, out_dir: str) -> dict:
+def base_env(lib: str, out_dir: str, limit: float | None = None) -> dict:
     env = dict(os.environ)
+    if limit is not None:
+        # A rank still running near the limit prints every thread's stack (programs/prelude.py),
+        # so a hang that CI meets once in many runs leaves its place in the log.
+        env["DIST_STACKS_AFTER"] = str(max(1.0, limit - 5))
     env["DIST_LIB"] = lib
     env["DIST_OUT"] = out_dir
     env["OMP_NUM_THREADS"] = "1"
@@ -84,7 +88,7 @@ def run_ranks(program: str, nprocs: int, lib: str = "ember", method: str = "env"
     port = free_port()
     procs = []
     for rank in range(nprocs):
-        env = base_env(lib, out_dir)
+        env = base_env(lib, out_dir, limit)
         env.update(RANK=str(rank), WORLD_SIZE=str(nprocs), LOCAL_RANK=str(rank))
         if method == "env":
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -108,7 +112,7 @@ def run_command(command: list[str], nprocs: int, lib: str = "ember", limit: floa
                 extra_env: dict | None = None, allow_fail: bool = False):
     """Runs one launcher command (``mpiexec``, ``ember-run``) that starts ``nprocs`` ranks."""
     out_dir = tempfile.mkdtemp(prefix="ember-dist-")
-    env = base_env(lib, out_dir)
+    env = base_env(lib, out_dir, limit)
     env.update(extra_env or {})
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, cwd=str(PROGRAMS))

@@ -1,8 +1,12 @@
 """Shared start of every test program: pick the library, join the group, write results."""
 
+import faulthandler
 import json
 import os
 from datetime import timedelta
+
+if "DIST_STACKS_AFTER" in os.environ:  # the harness's limit is near: show where this rank is
+    faulthandler.dump_traceback_later(float(os.environ["DIST_STACKS_AFTER"]), exit=False)
 
 if os.environ.get("DIST_LIB", "ember") == "torch":
     import torch

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import socket
 import struct
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -82,7 +83,13 @@ class _Server:
 
     def close(self) -> None:
         """Stops listening and drops every client: a client of a closed server must notice (and
-        reconnect to a successor on the same port), not keep talking to a dead table."""
+        reconnect to a successor on the same port), not keep talking to a dead table.
+
+        Idempotent, and a second call takes no lock: the store's ``__del__`` may call it again while
+        the interpreter shuts down, when a daemon serving thread can be frozen holding the lock
+        forever (it took the lock, then could not get the GIL back)."""
+        if self._closed:
+            return
         with self._lock:
             self._closed = True
             socks = [self._sock, *self._conns]
@@ -119,8 +126,9 @@ class _Server:
         except (OSError, ConnectionError, struct.error):
             pass
         finally:
-            with self._lock:
-                self._conns.discard(conn)
+            # No lock: set.discard is atomic under the GIL, and a serving thread must not be able
+            # to freeze holding the lock at interpreter shutdown (see close()).
+            self._conns.discard(conn)
             conn.close()
 
     def _answer(self, request: list[bytes]) -> list[bytes]:
@@ -291,6 +299,8 @@ class TCPStore(Store):
                 self._server.close()
 
     def __del__(self):
+        if sys.is_finalizing():  # the OS closes the sockets; locks may belong to frozen threads
+            return
         try:
             self.close()
         except Exception:
