@@ -128,6 +128,7 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
   bool needs_grad = false;
   bool native_grad_dtypes = true;  // grad_record builds nodes for real floating results only
+  bool inference_arg = false;      // an inference tensor: Python's recording rejects saving it
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (!is_tensor_base(args[i])) continue;
     auto* t = reinterpret_cast<TensorObject*>(args[i]);
@@ -135,12 +136,14 @@ PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
       needs_grad = true;
       if (t->dtype_code < 6 || t->dtype_code > 9) native_grad_dtypes = false;
     }
+    if (t->storage_ptr != nullptr && t->storage_ptr->inference) inference_arg = true;
   }
   int plan = kGradNone;
   PyObject* spec = nullptr;
   if (needs_grad) {
     int on = grad_enabled_now();
     if (on < 0) return nullptr;
+    if (on && inference_arg) return NOT_HANDLED;
     // Complex tensors that need grad record through Python (the view kernels take any dtype, and
     // their results would otherwise get no history).
     if (on && !native_grad_dtypes) return NOT_HANDLED;
@@ -167,6 +170,11 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
       // In-place ops record through Python (leaf and view checks, CopySlices); without grad
       // recording they run here: no_grad (optimizer steps), gradient accumulation.
       if (nargs != 2) return call_slow(self, args, nargsf, kwnames);
+      // A write to an inference tensor: the Python dispatcher raises outside inference mode.
+      if (is_tensor_base(args[0])) {
+        Storage* st = reinterpret_cast<TensorObject*>(args[0])->storage_ptr;
+        if (st != nullptr && st->inference) return call_slow(self, args, nargsf, kwnames);
+      }
       bool needs_grad = false;
       for (Py_ssize_t i = 0; i < 2; ++i)
         if (is_tensor_base(args[i]) && reinterpret_cast<TensorObject*>(args[i])->rg) needs_grad = true;
@@ -315,6 +323,7 @@ void bind_fast_dispatch(PyObject* module) {
   if (PyModule_AddFunctions(module, module_functions) < 0) throw py::error_already_set();
   bind_autograd_record(module);
   bind_fast_front(module);
+  bind_operator_method(module);
   bind_fast_index(module);
 }
 

@@ -113,4 +113,7 @@ PyObject* fast_where_kernel(PyObject* const* args, Py_ssize_t nargs);
 // fast_front.cpp
 void bind_fast_front(PyObject* module);
 
+// operator_method.cpp
+void bind_operator_method(PyObject* module);
+
 }  // namespace ember

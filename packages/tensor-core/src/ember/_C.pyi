@@ -12,6 +12,9 @@ class FastFront:
 class OpBase:
     ...
 
+class OperatorMethod:
+    ...
+
 class SavedTensorBase:
     ...
 

@@ -15,6 +15,9 @@ import weakref
 from typing import NamedTuple
 
 from ember import _C
+from ember._src.grad_mode import INFERENCE_SAVED
+from ember._src.grad_mode import INFERENCE_USED as _INFERENCE_USED
+from ember._src.grad_mode import STATE as _GRAD_STATE
 from ember._src.layouts import strided
 from ember._src.tensor import Tensor, copy_layout, make_tensor
 
@@ -339,6 +342,8 @@ class SavedTensor(_C.SavedTensorBase):
     __slots__ = ()
 
     def __init__(self, t: Tensor, is_output: bool, nr: int = 0):
+        if _INFERENCE_USED[0] and t._storage.inference and not _GRAD_STATE.inference:
+            raise RuntimeError(INFERENCE_SAVED)
         self.version = t._storage.version
         self.is_output = is_output
         self.nr = nr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from . import dispatch
+from ._native import _C
 from .dispatch import OPS, Op
 from .ops._common import write_out
 from .ops.inplace_variants import _write_back
@@ -22,6 +23,16 @@ NAMESPACE_NAMES: dict[str, dict] = {ns: {} for ns in NAMESPACES}
 # (place, name) -> the record bound there; place is "function" (ember.<name>) or "method" (Tensor.<name>).
 _CLAIMED: dict[tuple, object] = {}
 _NAMESPACE: list = [None]  # the ember namespace dict generate() filled
+
+# Tensor's binary operators: bound through _C.OperatorMethod, which answers NotImplemented where
+# the op raises TypeError (an operand it cannot take), so Python tries the other operand's
+# reflected method, as with PyTorch's Tensor.
+OPERATOR_NAMES = frozenset(
+    f"__{prefix}{name}__"
+    for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+                 "lshift", "rshift")
+    for prefix in ("", "r", "i")
+) | {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"}
 
 
 def _claim(place: str, name: str, owner) -> None:
@@ -67,6 +78,8 @@ def _bind_record(record: Record, namespace: dict, claimed: dict) -> None:
     methods = []
     if "method" in variants:
         method = record.method
+        if record.name in OPERATOR_NAMES:
+            method = _C.OperatorMethod(method)
         methods += [(name, method) for name in names]
     if "property" in variants:
         prop = property(record.fn)

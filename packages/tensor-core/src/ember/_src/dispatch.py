@@ -105,6 +105,7 @@ _Tensor = None  # set by tensor.py (avoids an import cycle)
 # [bind(op)]: installed by bindings.generate; binds the public forms of an op declared later.
 _BIND_HOOK: list = [None]
 _GRAD_STATE = grad_mode.STATE
+_INFERENCE_USED = grad_mode.INFERENCE_USED
 
 
 class Op(_C.OpBase):
@@ -161,6 +162,8 @@ class Op(_C.OpBase):
 
     def _dispatch(self, *args, **kwargs):
         """The Python dispatcher (the module docstring's order); the native call falls back here."""
+        if _INFERENCE_USED[0] and self.writes and not _GRAD_STATE.inference:
+            _check_inference_writes(self, args, kwargs)
         if _AUTOCAST_ON[0] and self.amp is not None and _AUTOCAST_STATE.active:
             return _AUTOCAST_CALL[0](self, args, kwargs)
         if _MODES_ENTERED[0] and _MODES.stack:
@@ -454,6 +457,29 @@ def sync_pending(tensor=None, reason: str = "data read") -> None:
 
 def get_autograd_hook():
     return _AUTOGRAD_HOOK[0]
+
+
+_WRITTEN_POSITIONS: dict = {}  # op name -> positions of its written arguments
+
+
+def _written_positions(op: Op) -> tuple:
+    positions = _WRITTEN_POSITIONS.get(op.name)
+    if positions is None:
+        params = op.schema.split("(", 1)[1].rsplit("->", 1)[0].split(",")
+        names = [p.rsplit(" ", 1)[-1].split("=", 1)[0].strip(") ") for p in params]
+        names = names[:names.index("*")] if "*" in names else names  # keyword-only: not positional
+        positions = _WRITTEN_POSITIONS[op.name] = tuple(i for i, n in enumerate(names) if n in op.writes)
+    return positions
+
+
+def _check_inference_writes(op: Op, args, kwargs) -> None:
+    """PyTorch's error for an in-place write to an inference tensor outside inference mode (runs
+    only once some thread entered inference mode: until then no inference tensor exists)."""
+    written = [args[i] for i in _written_positions(op) if i < len(args)]
+    written += [kwargs[name] for name in op.writes if name in kwargs]
+    for t in written:
+        if isinstance(t, _Tensor) and getattr(t._storage, "inference", False):
+            raise RuntimeError(grad_mode.INFERENCE_INPLACE)
 
 
 def _written_arguments(schema: str) -> tuple:

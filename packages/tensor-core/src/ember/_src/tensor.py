@@ -206,7 +206,10 @@ class Tensor(_C.TensorBase):
 
     @property
     def _version(self) -> int:
-        return self._storage.version
+        storage = self._storage
+        if grad_mode.INFERENCE_USED[0] and storage.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return storage.version
 
     def _bump_version(self) -> None:
         self._storage.version += 1
@@ -228,6 +231,8 @@ class Tensor(_C.TensorBase):
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
+        if requires_grad and grad_mode.INFERENCE_USED[0] and self._storage.inference and not grad_mode.STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad:
             from . import plugins
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import dispatch as _dispatch
-from .. import dtypes
+from .. import dtypes, grad_mode
 from .._native import _C
 from ..device import META, copy_across
 from ..shapes import numel
@@ -135,6 +135,8 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         return result
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    if grad_mode.INFERENCE_USED[0] and out._storage.inference and not grad_mode.STATE.inference:
+        raise RuntimeError(grad_mode.INFERENCE_INPLACE)
     if overlap and out._device is not META:  # before the dtype check and any resize, as PyTorch's TensorIterator
         check_write(out, inputs)
         if distinct:
