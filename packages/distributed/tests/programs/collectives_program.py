@@ -50,6 +50,32 @@ empty = torch.zeros(0)
 dist.all_reduce(empty)
 R["all_reduce/empty"] = empty
 
+# messages of several MB: the MPI engine moves their storages onto huge pages before the first
+# transfer (synchronous fast path, non-contiguous staging, async_op); checked by exact checksums
+n_large = 5 * (1 << 20) // 4 + 3
+weights = (torch.arange(2 * n_large) % 7).double()
+
+
+def checksum(t):
+    flat = t.reshape(-1).double()
+    return [flat.sum().item(), (flat * weights[:flat.numel()]).sum().item(), flat[-1].item()]
+
+
+big = (torch.arange(n_large) % 1000).float() + rank
+dist.all_reduce(big)
+R["all_reduce/large"] = checksum(big)
+dist.all_reduce(big, op=dist.ReduceOp.MAX)  # again on the same, by now collapsed, storage
+R["all_reduce/large_again"] = checksum(big)
+big_nc = ((torch.arange(2 * n_large) % 999).float() + 2 * rank).reshape(n_large, 2).t()
+dist.all_reduce(big_nc)
+R["all_reduce/large_noncontig"] = checksum(big_nc)
+big_async = (torch.arange(n_large) % 1000).double() * (rank + 1)
+dist.all_reduce(big_async, async_op=True).wait()
+R["all_reduce/large_async"] = checksum(big_async)
+big_b = (torch.arange(n_large) % 500).float() + rank
+dist.broadcast(big_b, src=world - 1)
+R["broadcast/large"] = checksum(big_b)
+
 for name in ("float32", "bfloat16", "int64", "bool", "complex64"):
     b = sample(name)
     dist.broadcast(b, src=world - 1)

@@ -8,11 +8,20 @@ peer might still write into it). Anything else goes through a contiguous
 staging copy that ``writeback`` copies into the caller's tensor once the operation completed
 (non-contiguous tensors). Reductions of float16/bfloat16 run in float32 (MPI has no arithmetic on
 half types), rounded once at the end.
+
+Large buffers go to MPI on transparent huge pages (``huge_pages``): MPICH moves a large message
+between processes of one host with the kernel's cross-process copy, which walks and pins the
+buffer page by page - measured 2x slower on 4 KB pages than on 2 MB ones at 16 MB. ember's
+allocator puts blocks under 32 MiB on 4 KB pages (NumPy's arrays from 4 MB are huge), so the
+first time a storage of several MB goes to MPI its whole 2 MB extents are collapsed into huge
+pages (``MADV_COLLAPSE``, Linux 6.1+: a copy of the memory, once; the data and addresses stay).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
+import sys
 
 import ember
 from ember._src.dispatch import sync_pending
@@ -20,6 +29,48 @@ from ember._src.dispatch import sync_pending
 from ._backend import RedOpType
 
 _F16, _BF16 = ember.float16, ember.bfloat16
+
+
+_HUGE = 2 << 20
+HUGE_FROM = 4 << 20  # smaller messages gain nothing measurable (1 MB: the same time either way)
+_MADV_COLLAPSE = 25
+_collapsed: set = set()  # (address, length) of the extents already handed to the kernel
+_madvise: list = []  # libc's madvise once looked up; [None] where there is none
+
+
+def huge_pages(address: int, nbytes: int) -> None:
+    """Asks the kernel once per extent to back the whole 2 MB pages of ``address``..+``nbytes``
+    with huge pages (best effort: an error - no THP, an old kernel, pinned pages - leaves the
+    memory as it was). Called with a storage's whole memory, so a storage is collapsed once."""
+    if nbytes < HUGE_FROM:
+        return
+    start = (address + _HUGE - 1) & ~(_HUGE - 1)
+    end = (address + nbytes) & ~(_HUGE - 1)
+    key = (start, end)
+    if end <= start or key in _collapsed:
+        return
+    if len(_collapsed) > 4096:  # addresses get reused by other storages: forget old ones
+        _collapsed.clear()
+    _collapsed.add(key)
+    if not _madvise:
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).madvise
+                fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+            except (OSError, AttributeError):
+                fn = None
+        _madvise.append(fn)
+    fn = _madvise[0]
+    if fn is not None:
+        fn(start, end - start, _MADV_COLLAPSE)
+
+
+def storage_huge_pages(storage) -> None:
+    """``huge_pages`` over a CPU storage's whole memory (once per storage)."""
+    nbytes = storage.nbytes()
+    if nbytes >= HUGE_FROM:
+        huge_pages(storage.data_ptr(), nbytes)
 
 
 class Staged:
@@ -40,6 +91,8 @@ class Staged:
         sync_pending(t, "a collective")
         item = t.dtype.itemsize
         start, size = t._offset * item, math.prod(t._shape) * item
+        if size >= HUGE_FROM:
+            storage_huge_pages(t._storage)
         if owned:
             return MPI.buffer(t._storage)[start:start + size]
         return MPI.buffer.fromaddress(t._storage.data_ptr() + start, size)

@@ -19,7 +19,16 @@ from ember._src.dispatch import sync_pending
 
 from . import _mpi
 from ._backend import Engine, RedOpType
-from ._buffers import check_op_for_dtype, divide, for_reduction, for_transfer, mpi_op, mpi_type
+from ._buffers import (
+    HUGE_FROM,
+    check_op_for_dtype,
+    divide,
+    for_reduction,
+    for_transfer,
+    mpi_op,
+    mpi_type,
+    storage_huge_pages,
+)
 from ._errors import DistBackendError
 from ._work import (
     COLLECTIVE_SPIN_SECONDS,
@@ -159,6 +168,8 @@ class MPIEngine(Engine):
         sync_pending(tensor, "a collective")
         storage = tensor._storage
         nbytes = math.prod(tensor._shape) * item
+        if nbytes >= HUGE_FROM:
+            storage_huge_pages(storage)
         buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, nbytes)
         self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, "Iallreduce", self.MPI.IN_PLACE, [buf, mtype],
                       mop)

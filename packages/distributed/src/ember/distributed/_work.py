@@ -71,29 +71,54 @@ _TESTS_PER_CHECK = 32
 #   sleeps between bursts, from 10 us doubling to 200 us. ``sched_yield`` barely helps there (the
 #   kernel's fair scheduler keeps the yielder running): 4 ranks on 2 loaded cores measured
 #   10-13 ms per 4 KB all_reduce yielding, 1-2.5 ms sleeping.
-# - Not oversubscribed by ranks but the machine busy with other work (its load average above its
-#   core count, e.g. a shared development machine): the peer this rank waits for is often off
-#   its core, and a spinning wait only burns the slice the kernel would otherwise give it (or
-#   give this rank later). The wait spins for ``_BUSY_SPIN_SECONDS`` (a transfer in flight up to
-#   a few MB completes inside it) and then sleeps as when oversubscribed. Measured on a 2-core
-#   machine at load 10, 2 ranks, same processes: DDP step 1.16-1.19x PyTorch's spinning, 0.92x
-#   this way; all_reduce 4 KB 15 us either way, 1 MB 0.24 ms either way (1.1 ms if the spin is
-#   cut to 50 us), 16 MB 42 -> 28 ms, 64 MB 153 -> 133-149 ms.
+# - Not oversubscribed by ranks but the machine busy with other work (e.g. a shared development
+#   machine): the peer this rank waits for is often off its core, and a spinning wait only burns
+#   the slice the kernel would otherwise give it (or give this rank later). The wait spins for
+#   ``_BUSY_SPIN_SECONDS`` (a transfer in flight up to a few MB completes inside it) and then
+#   sleeps as when oversubscribed. Measured on a 2-core machine at load 10, 2 ranks, same
+#   processes: DDP step 1.16-1.19x PyTorch's spinning, 0.92x this way; all_reduce 4 KB 15 us either
+#   way, 1 MB 0.24 ms either way (1.1 ms if the spin is cut to 50 us), 16 MB 42 -> 28 ms, 64 MB
+#   153 -> 133-149 ms.
+#   "Busy" is this thread's own wait for a core: the share of wall time it spent runnable but
+#   not running (the kernel's run delay, /proc/thread-self/schedstat) since the last look, above
+#   ``_BUSY_DELAY_SHARE``. A rank with a core to itself waits ~0% (the peer does too); one that
+#   competes with another process for it waits 30-50%. The load average this replaced lags a
+#   minute behind and counts this job's own spinning ranks: on an otherwise idle 2-core machine
+#   it stayed above the cores after any earlier job, and the napping wait made 1-64 MB
+#   all_reduce 4-8% slower than MPICH's blocking call (spinning: 0-3%).
 _OVERSUBSCRIBED = [True]
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
 _BUSY_CHECK_EVERY = 0.5
-_LOAD = [-1.0, False]  # when the load average was last read, and whether it was above the cores
+_BUSY_DELAY_SHARE = 0.1
 _CORES = os.cpu_count() or 1
+# when the run delay was last read, whether the machine was busy then, the run delay (ns) read
+# and the thread it was read in (schedstat is per thread)
+_LOAD: list = [-1.0, False, 0, None]
+
+
+def _run_delay_ns() -> int | None:
+    """The calling thread's total time spent runnable but not running (None: not Linux, or a
+    kernel without scheduler statistics)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _machine_busy(now: float) -> bool:
     if now - _LOAD[0] > _BUSY_CHECK_EVERY:
-        _LOAD[0] = now
-        try:
-            _LOAD[1] = os.getloadavg()[0] > _CORES + 0.5
-        except OSError:
-            _LOAD[1] = False
+        delay = _run_delay_ns()
+        thread = threading.get_ident()
+        if delay is None:
+            try:  # no scheduler statistics: the load average above the cores
+                _LOAD[1] = os.getloadavg()[0] > _CORES + 0.5
+            except OSError:
+                _LOAD[1] = False
+        elif _LOAD[3] == thread:
+            _LOAD[1] = (delay - _LOAD[2]) * 1e-9 > _BUSY_DELAY_SHARE * (now - _LOAD[0])
+        _LOAD[0], _LOAD[2], _LOAD[3] = now, delay or 0, thread
     return _LOAD[1]
 
 
