@@ -7,6 +7,8 @@ and runs ``hook(module, grad_input, grad_output)``, which may replace ``grad_inp
 
 from __future__ import annotations
 
+import warnings
+
 from ember import Tensor
 from ember.autograd import Function
 
@@ -35,6 +37,13 @@ def _wrap(values: tuple, on_node) -> tuple:
     for i, out in zip(positions, outs):
         new[i] = out
     return tuple(new)
+
+
+_FIRING_ON_OUTPUTS = (
+    "Full backward hook is firing when gradients are computed with respect to module outputs since no inputs "
+    "require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+    "#torch.nn.Module.register_full_backward_hook for more details."
+)
 
 
 class BackwardHook:
@@ -97,7 +106,9 @@ class BackwardHook:
                         changed = tuple(out) if isinstance(out, (tuple, list)) else (out,)
                 self.grad_outputs = full if changed is None else changed
                 if self.input_positions is None and self.hooks:
-                    # No input requires grad: the hooks run now, with grad_input all None.
+                    # No input requires grad: the hooks run now, with grad_input all None (PyTorch
+                    # warns that they fire on the outputs' gradients).
+                    warnings.warn(_FIRING_ON_OUTPUTS, stacklevel=1)
                     self._run_hooks((None,) * self.n_inputs)
                 if changed is None:
                     return None
