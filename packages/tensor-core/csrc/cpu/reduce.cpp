@@ -455,18 +455,9 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
       for (int64_t j = jv; j < bl; ++j) s[j] += exp_any(p[j] - shift[j]);
     }
   }
-  if (log) {
-    // (x - M) - log(S), as PyTorch (see softmax_rows); an all -inf column gives NaN, as there.
-    for (int64_t j = 0; j < bl; ++j) s[j] = std::log(s[j]);
-    for (int64_t k = 0; k < n; ++k) {
-      const T* p = x + k * inner + j0;
-      T* q = o + k * inner + j0;
-      for (int64_t j = 0; j < bl; ++j) q[j] = (p[j] - m[j]) - s[j];
-    }
-    return;
-  }
-  // exp(x - M) / S; an all -inf column is 0 / 0 (NaN), as PyTorch's.
-  for (int64_t j = 0; j < bl; ++j) s[j] = T(1) / s[j];
+  // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
+  // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
+  for (int64_t j = 0; j < bl; ++j) s[j] = log ? std::log(s[j]) : T(1) / s[j];
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
     T* q = o + k * inner + j0;
@@ -475,13 +466,19 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
       for (; j < jv; j += kVecFloats) {
         VecF xv, mv, sv;
         std::memcpy(&xv, p + j, sizeof(VecF));
-        std::memcpy(&mv, shift + j, sizeof(VecF));
         std::memcpy(&sv, s + j, sizeof(VecF));
-        const VecF r = exp_vec(xv - mv) * sv;
+        VecF r;
+        if (log) {
+          std::memcpy(&mv, m + j, sizeof(VecF));
+          r = (xv - mv) - sv;
+        } else {
+          std::memcpy(&mv, shift + j, sizeof(VecF));
+          r = exp_vec(xv - mv) * sv;
+        }
         std::memcpy(q + j, &r, sizeof(VecF));
       }
     }
-    for (; j < bl; ++j) q[j] = exp_any(p[j] - shift[j]) * s[j];
+    for (; j < bl; ++j) q[j] = log ? (p[j] - m[j]) - s[j] : exp_any(p[j] - shift[j]) * s[j];
   }
 }
 
