@@ -170,6 +170,48 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
   }
 }
 
+// For a column block whose classes fit in L2 together (kFuseBytes): q[k, j] = exp(x[k, j] - M[j])
+// stored (q's classes sq apart) and total[j] = sum_k of them, M the column max (0 where it is
+// -inf, so an all -inf column stores zeros and its total is 0). x is read from memory once (the
+// max), again from L2 (the exponentials), with one exp an element.
+constexpr int64_t kFuseBytes = 512 * 1024;
+
+template <typename T>
+void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64_t sq, T* total) {
+  alignas(64) T m[kColBlock];
+  for (int64_t j = 0; j < bl; ++j) {
+    m[j] = -INFINITY;
+    total[j] = 0;
+  }
+  for (int64_t k = 0; k < c; ++k) {
+    const T* p = x + k * sc;
+    for (int64_t j = 0; j < bl; ++j) m[j] = p[j] > m[j] ? p[j] : m[j];
+  }
+  for (int64_t j = 0; j < bl; ++j) m[j] = m[j] == -INFINITY ? T(0) : m[j];
+  int64_t jv = 0;
+  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
+  for (int64_t k = 0; k < c; ++k) {
+    const T* p = x + k * sc;
+    T* o = q + k * sq;
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t j = 0; j < jv; j += kVecFloats) {
+        VecF xv, mv, tv;
+        std::memcpy(&xv, p + j, sizeof(VecF));
+        std::memcpy(&mv, m + j, sizeof(VecF));
+        std::memcpy(&tv, total + j, sizeof(VecF));
+        const VecF e = exp_vec(xv - mv);
+        std::memcpy(o + j, &e, sizeof(VecF));
+        tv += e;
+        std::memcpy(total + j, &tv, sizeof(VecF));
+      }
+    }
+    for (int64_t j = jv; j < bl; ++j) {
+      o[j] = exp_of(p[j] - m[j]);
+      total[j] += o[j];
+    }
+  }
+}
+
 // Per row r of x (N, C, S): nll[r] = -w[t] * logp[t], smooth[r] = -sum_c w[c] * logp[c] and
 // wt[r] = w[t], all 0 where t == ignore_index. logp is x itself when `log_probs`, else
 // log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
@@ -246,8 +288,10 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
 //   dx[r, i] = p[r, i] * (a[r] + s[r] * sum(w)) - s[r] * w[i] - (i == t[r]) * a[r]
 // with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) (0 for
 // log-probability inputs); rows whose target is ignore_index get 0. grad_input is contiguous
-// (N, C, S); with the positions contiguous in x too it is written by column blocks (the lse of
-// each position first, column_lse, then one pass over the classes).
+// (N, C, S); with the positions contiguous in x too it is written by column blocks: where the
+// block's classes fit in L2 (kFuseBytes) the exponentials are stored first and scaled in place
+// (column_exp_store: x read from memory once, one exp an element), otherwise the lse of each
+// position first (column_lse), then one pass over the classes.
 template <typename T>
 void nll_row_backward(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool has_s, const T* wp, T wsum,
                       bool log_probs) {
@@ -304,14 +348,28 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
           const int64_t r0 = n * l.s + p0;
           const T* xb = xp + n * l.sn + p0;
           T* ob = out + n * c * l.s + p0;
-          column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, nullptr);
+          const bool fuse = !log_probs && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
+          if (fuse) column_exp_store<T>(xb, c, l.sc, bl, ob, l.s, lse);  // lse holds the totals
+          else column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, nullptr);
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
             const bool ignored = t == ignore_index;  // zeroed below, whatever the values
             av[j] = ignored || !gn ? T(0) : gn[r0 + j] * (wp ? wp[t] : T(1));
             sg[j] = ignored || !gs ? T(0) : gs[r0 + j];
             scale[j] = av[j] + sg[j] * wsum;
+            if (fuse) scale[j] /= lse[j];
           }
+          if (fuse) {
+            // q = e * (a + s sum(w)) / total - s w[k], the exponentials read back from L2.
+            for (int64_t k = 0; k < c; ++k) {
+              T* q = ob + k * l.s;
+              const T wk = wp ? wp[k] : T(1);
+              if (gs)
+                for (int64_t j = 0; j < bl; ++j) q[j] = q[j] * scale[j] - sg[j] * wk;
+              else
+                for (int64_t j = 0; j < bl; ++j) q[j] *= scale[j];
+            }
+          } else {
           // p = exp(x - lse); the lse of an infinite max is that max (p is then NaN or 0, as
           // the row kernel's exp(x - max) / sum).
           for (int64_t k = 0; k < c; ++k) {
@@ -338,6 +396,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
             } else {
               std::fill(q, q + bl, T(0));
             }
+          }
           }
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
