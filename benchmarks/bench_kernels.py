@@ -121,6 +121,8 @@ def memory_cases(quick: bool):
     eys, tys = ember.from_numpy(ys.copy()), torch.from_numpy(ys.copy())
     out.append(("cross_entropy dim1 fwd", lambda: EF.cross_entropy(es, eys), lambda: TF.cross_entropy(ts, tys),
                 n2 * c2 * hw * 4))
+    esg, tsg = es.detach().clone().requires_grad_(), ts.detach().clone().requires_grad_()
+    out.append(("cross_entropy dim1 f+b", ce_step(EF, esg, eys), ce_step(TF, tsg, tys), 3 * n2 * c2 * hw * 4))
 
     # Backward kernels (forward + backward, the backward native in ember): softmax over the last
     # dim and dim 0 (output, grad read, grad written: 5 passes of the tensor with the forward's 2),

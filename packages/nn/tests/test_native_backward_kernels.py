@@ -37,6 +37,12 @@ CONV_CASES = [
     (5, 3, 7, 7, 16, 7, 1, 3, 1, True),      # the padding wider than the image's half
     (2, 70, 6, 6, 8, 3, 1, 1, 1, True),      # 630 taps, 8 channels: the gemm path
     (2, 32, 12, 12, 64, 3, 1, 1, 1, True),   # a wider layer whose image fits L2: direct
+    (1, 64, 40, 44, 64, 3, 1, 1, 1, True),   # image past L2 (494 KiB), a 3-row band in it: direct
+    (2, 5, 11, 13, 12, 3, 1, 0, 1, True),    # rows of 11 two at a time, an odd row count, 6 + 6 channels
+    (2, 3, 18, 16, 15, 3, 1, 1, 1, False),   # rows of exactly 16 two at a time, 8 + 7 channels
+    (1, 2, 9, 9, 16, 3, 1, 1, 1, True),      # rows of 9, 8 + 8 channels
+    (2, 48, 31, 30, 64, 3, 2, 1, 1, False),  # the same at stride 2
+    (1, 100, 5, 330, 40, 3, 1, 1, 1, False),  # 3-row band of 398 KiB: the gemm path
     (2, 24, 9, 9, 40, 3, 2, 1, 1, False),    # wider, stride 2
     (1, 16, 6, 6, 48, 1, 1, 0, 1, True),     # 1x1 with many channels: the gemm path
 ]

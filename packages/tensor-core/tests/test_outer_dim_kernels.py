@@ -1,8 +1,9 @@
 """Differential tests (against torch) of the outer-dim kernels: softmax/log_softmax, sum and
 var/var_mean reduced over a dim that has a contiguous inner dim behind it. Those kernels walk
-whole row pieces (up to 1024 columns) with vectorized lanes; softmax takes three passes over a
-column block narrowed (in cache lines) to stay in L2 when there are many rows, float32 var sums
-shifted values in double in one pass.
+whole row pieces (up to 1024 columns) with vectorized lanes; softmax walks the rows in chunks
+that stay in L2 (max, then the sum of exponentials against the running max, rescaled where a
+later chunk raises it) and writes the result in a second pass, float32 var sums shifted values
+in double in one pass.
 
 Cases: widths below, at and above the block (1024) with vector tails, -inf runs before a finite
 value, NaN and inf columns, a large offset (the variance shift), empty dims, non-contiguous input.
@@ -62,6 +63,28 @@ def test_softmax_outer_extremes(fn, dtype):
     e, t = _pair(a, dtype)
     for dim in (0,):
         _close(getattr(ember, fn)(e, dim), getattr(torch, fn)(t, dim), dtype)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_outer_extremes_across_chunks(fn, dtype):
+    # Enough rows for several L2 chunks (a chunk is 256 KiB of a column block): a max that
+    # grows in a later chunk (the running sum is rescaled), -inf for whole chunks before a
+    # finite value, a column all -inf, NaN and +inf in a late chunk, a tiny value after huge ones.
+    n, cols = 9000, 37
+    a = _data((n, cols), seed=4)
+    a[:, 0] = np.linspace(-50, 50, n)
+    a[:7000, 1] = -np.inf
+    a[:, 2] = -np.inf
+    a[8000, 3] = np.nan
+    a[8500, 4] = np.inf
+    a[:4000, 5] = 80.0
+    a[4000:, 5] = -80.0
+    a[:-1, 6] = -np.inf
+    a[-1, 6] = -300.0
+    e, t = _pair(a, dtype)
+    _close(getattr(ember, fn)(e, 0), getattr(torch, fn)(t, 0), dtype)
+    _close(getattr(ember, fn)(e.reshape(3, 3000, cols), 1), getattr(torch, fn)(t.reshape(3, 3000, cols), 1), dtype)
 
 
 def test_softmax_outer_non_contiguous():

@@ -113,27 +113,35 @@ void forward_block(float* yi, const float* xp, const std::vector<int64_t>& off, 
   }
 }
 
-// Few output channels at stride 1 (cy <= 8: LeNet's 1->6, its 16->6 input gradient): the lanes run
-// along an output row instead, CO channels x 16 pixels per tile, each tap two row loads and CO
-// weight broadcasts. xp has kRowSlack readable floats past its end (a tile's last lanes may run
-// past the row; they are computed and dropped).
+// Few output channels at stride 1 (cy <= 8: LeNet's 1->6, its 16->6 input gradient; or at most
+// 16, one vector, where a channel tile would spend a broadcast on every multiply-add): the lanes
+// run along output rows instead, CO channels x two vectors of pixels per tile, each tap two row
+// loads and CO weight broadcasts feeding two multiply-adds each. The two vectors are 32 pixels of
+// one row, or, for rows of at most 16 (LeNet's 14x14 and 10x10), the same pixels of two rows. xp
+// has kRowSlack readable floats past its end (a tile's last lanes may run past the row; they are
+// computed and dropped).
 constexpr int64_t kRowSlack = 2 * kLanes;
 
 template <int CO>
 void forward_rows(float* yi, const float* xp, const std::vector<int64_t>& off, const float* wt, int64_t copad,
                   int64_t cb, const float* bias, const DirectConv& c, const Padded& pd) {
   const int64_t L = c.oh * c.ow, K = static_cast<int64_t>(off.size());
+  const bool two_rows = c.ow <= kLanes;
+  const int64_t width = two_rows ? kLanes : 2 * kLanes;
   alignas(64) float out[CO * 2 * kLanes];
-  for (int64_t r = 0; r < c.oh; ++r) {
-    for (int64_t q0 = 0; q0 < c.ow; q0 += 2 * kLanes) {
-      const int64_t nq = std::min<int64_t>(2 * kLanes, c.ow - q0);
+  for (int64_t r = 0; r < c.oh; r += two_rows ? 2 : 1) {
+    // The second vector: the next row (the row itself again past the last one), or lanes 16-31.
+    const bool pair = two_rows && r + 1 < c.oh;
+    for (int64_t q0 = 0; q0 < c.ow; q0 += width) {
+      const int64_t nq = std::min<int64_t>(width, c.ow - q0);
       const float* src = xp + r * c.sh * pd.wp + q0;
+      const float* src1 = two_rows ? (pair ? src + c.sh * pd.wp : src) : src + kLanes;
       VecF acc[CO][2];
       for (int j = 0; j < CO; ++j) acc[j][0] = acc[j][1] = VecF{};
       for (int64_t t = 0; t < K; ++t) {
         VecF x0, x1;
         std::memcpy(&x0, src + off[t], sizeof(VecF));
-        std::memcpy(&x1, src + off[t] + kLanes, sizeof(VecF));
+        std::memcpy(&x1, src1 + off[t], sizeof(VecF));
         const float* w = wt + t * copad + cb;
         for (int j = 0; j < CO; ++j) {
           const VecF wb = splat(w + j);
@@ -145,7 +153,10 @@ void forward_rows(float* yi, const float* xp, const std::vector<int64_t>& off, c
       for (int j = 0; j < CO; ++j) {
         float* yrow = yi + (cb + j) * L + r * c.ow + q0;
         const float bj = bias ? bias[cb + j] : 0.0f;
-        for (int64_t q = 0; q < nq; ++q) yrow[q] = out[j * 2 * kLanes + q] + bj;
+        const float* oj = out + j * 2 * kLanes;
+        for (int64_t q = 0; q < nq; ++q) yrow[q] = oj[q] + bj;
+        if (pair)
+          for (int64_t q = 0; q < nq; ++q) yrow[c.ow + q] = oj[kLanes + q] + bj;
       }
     }
   }
@@ -159,14 +170,18 @@ void forward_rows_any(int64_t co, float* yi, const float* xp, const std::vector<
     case 3: forward_rows<3>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
     case 4: forward_rows<4>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
     case 5: forward_rows<5>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
-    default: forward_rows<6>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 6: forward_rows<6>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    case 7: forward_rows<7>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
+    default: forward_rows<8>(yi, xp, off, wt, copad, cb, bias, c, pd); break;
   }
 }
 
 // Also for very few taps (a 1-channel 3x3 stem), where the channel tiles' scattered stores of
-// P x 16 results would outweigh their K x 12 multiply-adds.
+// P x 16 results would outweigh their K x 12 multiply-adds. Rows of 8 to 16 pixels go two at a
+// time (forward_rows): LeNet's 6->16 5x5 forward went 1.8x -> 1.0-1.2x PyTorch, its input
+// gradient (16->6 on 14x14) with it.
 bool by_rows(const DirectConv& c) {
-  return c.sw == 1 && c.ow >= kLanes && (c.cy <= 8 || c.cx * c.kh * c.kw <= 32);
+  return c.sw == 1 && c.ow >= kLanes / 2 && (c.cy <= 16 || c.cx * c.kh * c.kw <= 32);
 }
 
 // The weight (cy, K) transposed to tap-major (K, copad), channels beyond cy zero.
@@ -185,11 +200,17 @@ bool direct_conv_fits(const DirectConv& c) {
   const int64_t K = c.cx * c.kh * c.kw;
   if (K < 1 || K > 1024 || c.cy < 1 || c.cy > 128 || c.oh < 1 || c.ow < 1) return false;
   if (K <= 512 && c.cy <= 32) return true;
-  // Wider layers (32->64 3x3 on 28x28: 1.28x -> 1.0x torch) only while the padded image stays in
-  // L2, since a pixel tile's taps read all cx planes; a 64-channel 56x56 image (860 KiB) measured
-  // 1.2x slower than the gemm path, and 1x1 kernels are plain gemms already.
-  const int64_t bytes = c.cx * (c.h + 2 * c.ph) * (c.w + 2 * c.pw) * int64_t(sizeof(float));
-  return c.kh * c.kw > 1 && bytes <= (int64_t(384) << 10);
+  // Wider layers (32->64 3x3 on 28x28: 1.28x -> 1.0x torch) while the padded image stays in L2;
+  // 1x1 kernels are plain gemms already.
+  if (c.kh * c.kw == 1) return false;
+  const int64_t wp = c.w + 2 * c.pw;
+  if (c.cx * (c.h + 2 * c.ph) * wp * int64_t(sizeof(float)) <= (int64_t(384) << 10)) return true;
+  // A larger image (ResNet's 64->64 3x3 on 56x56, 860 KiB padded: 1.9x -> 0.97x torch, forward
+  // and backward alike, where the gemm path runs at half the FMA peak) while the rows that one
+  // output row's taps read, over all cx planes, stay in L2, and every thread has an image of its
+  // own (these kernels split the batch; the gemm path threads one image's product).
+  const int64_t band = c.cx * ((c.kh - 1) * c.dh + 1) * wp * int64_t(sizeof(float));
+  return band <= (int64_t(384) << 10) && c.n >= get_num_threads();
 }
 
 bool direct_conv_input_fits(const DirectConv& c) {
@@ -213,8 +234,10 @@ void direct_conv_forward(float* y, const float* x, const float* weight, const fl
       pad_image(xp.data(), x + i * c.cx * c.h * c.w, c, pd);
       float* yi = y + i * c.cy * L;
       if (by_rows(c)) {
-        for (int64_t cb = 0; cb < c.cy; cb += 6)
-          forward_rows_any(std::min<int64_t>(6, c.cy - cb), yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
+        // Blocks of 8 channels (16 accumulators), split evenly: 16 -> 8 + 8, 12 -> 6 + 6.
+        const int64_t blocks = (c.cy + 7) / 8, per = (c.cy + blocks - 1) / blocks;
+        for (int64_t cb = 0; cb < c.cy; cb += per)
+          forward_rows_any(std::min<int64_t>(per, c.cy - cb), yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
         continue;
       }
       int64_t cb = 0;

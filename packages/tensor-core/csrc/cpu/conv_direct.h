@@ -1,7 +1,9 @@
 // Direct float32 2-d convolution for layers with few input taps (C_in * kh * kw small) and few
 // output channels: LeNet's 1->6 and 6->16 5x5, an MNIST stem's 1->32 3x3. There im2col + gemm
 // loses half its time to building and re-packing a column matrix for a gemm only 6-16 rows
-// tall; these kernels read the (zero-padded) image in place instead (conv_direct.cpp).
+// tall; these kernels read the (zero-padded) image in place instead (conv_direct.cpp). Wider
+// layers up to 1024 taps and 128 output channels (ResNet's 64->64 3x3) take them too, where the
+// gemm path runs at half the FMA peak (direct_conv_fits says when).
 #pragma once
 
 #include <cstdint>

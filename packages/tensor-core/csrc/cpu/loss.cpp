@@ -1,6 +1,8 @@
 // Kernel family "loss": the fused log_softmax + nll pass of cross_entropy (and nll_loss on
-// log-probabilities), and the embedding row gather and its dense backward. Inputs are
-// contiguous; class scores are rows of C. Targets and indices are int64 and validated here.
+// log-probabilities), and the embedding row gather and its dense backward. Class scores are
+// (N, C) or (N, C, S) with any strides (classes on dim 1, as PyTorch's nll_loss2d: no copy to
+// move them last); the other operands are contiguous. Targets and indices are int64 and
+// validated here.
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -23,6 +25,12 @@ namespace ember {
 
 namespace {
 
+template <typename T>
+inline T exp_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(v);
+  else return std::exp(v);
+}
+
 TensorArg contiguous_of(py::handle obj, DType dtype, int64_t numel, const char* what) {
   TensorArg a = unpack(obj);
   if (a.dtype != dtype || !a.is_contiguous() || a.numel() != numel)
@@ -31,14 +39,189 @@ TensorArg contiguous_of(py::handle obj, DType dtype, int64_t numel, const char* 
   return a;
 }
 
-// Per row r of x (R, C): nll[r] = -w[t] * logp[t], smooth[r] = -sum_c w[c] * logp[c] and
+// Class scores as (N, C, S) with element strides (sn, sc, ss): a 2-d (N, C) input is S = 1,
+// an (N, C, d1, ...) one has its trailing dims merged into S by the caller (a view when they
+// can be). Row r = n * S + s holds the C scores of one sample and position.
+struct ClassLayout {
+  int64_t n = 0, c = 0, s = 1, sn = 0, sc = 0, ss = 0;
+  int64_t rows() const { return n * s; }
+  // Whether the positions are the contiguous dim (classes strided): the column kernels apply.
+  bool columns() const { return s > 1 && ss == 1 && sc != 1 && c > 1; }
+};
+
+ClassLayout class_layout(const TensorArg& x, const char* what) {
+  if (x.ndim() != 2 && x.ndim() != 3) throw std::invalid_argument(std::string(what) + ": input must be 2-d or 3-d");
+  ClassLayout l;
+  l.n = x.shape[0];
+  l.c = x.shape[1];
+  l.sn = x.strides[0];
+  l.sc = x.strides[1];
+  if (x.ndim() == 3) {
+    l.s = x.shape[2];
+    l.ss = x.strides[2];
+  }
+  return l;
+}
+
+void check_targets(const int64_t* tp, int64_t rows, int64_t c, int64_t ignore_index) {
+  // Validated first so no partial result is written and no thread throws.
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = tp[r];
+    if (t != ignore_index && (t < 0 || t >= c)) throw std::out_of_range("Target " + std::to_string(t) + " is out of bounds.");
+  }
+}
+
+// The rows of a (N, C, S) layout whose classes are not contiguous are copied into a row
+// buffer first (a transposed 2-d input, channels-last scores): `row_at` returns the row's
+// scores as a contiguous run.
+template <typename T>
+const T* row_at(const T* xp, const ClassLayout& l, int64_t r, T* buf) {
+  const T* p = xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
+  if (l.sc == 1 || l.c <= 1) return p;
+  for (int64_t i = 0; i < l.c; ++i) buf[i] = p[i * l.sc];
+  return buf;
+}
+
+// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
+template <typename T>
+void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt) {
+  T lse = 0;
+  if (!log_probs) {
+    T mx = minmax_contig<T, true>(row, c);
+    T s = exp_sum<T>(nullptr, row, c, mx);
+    lse = std::isinf(mx) ? mx : mx + std::log(s);
+  }
+  T w = wp ? wp[t] : T(1);
+  *nll = -w * (row[t] - lse);
+  *wt = w;
+  if (smooth) {
+    T s = 0;
+    T wsum = 0;
+    if (wp) {
+      for (int64_t i = 0; i < c; ++i) {
+        s += wp[i] * row[i];
+        wsum += wp[i];
+      }
+    } else {
+      for (int64_t i = 0; i < c; ++i) s += row[i];
+      wsum = T(c);
+    }
+    *smooth = -(s - wsum * lse);
+  }
+}
+
+// Per position j of a column block of bl positions (classes strided by sc, positions
+// contiguous): lse[j] (0 for log-probabilities; the max itself where it is infinite, as
+// nll_row) and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in
+// chunks that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
+// running sum of exp(x - max) in a second over the cached chunk, rescaled where a chunk raised
+// the max, so the block is read from memory once and every pass streams whole row pieces.
+constexpr int64_t kColBlock = 1024;
+constexpr int64_t kChunkBytes = 256 * 1024;
+
+template <typename T>
+void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool log_probs, T* lse, T* wx) {
+  alignas(64) T m[kColBlock], s[kColBlock], mc[kColBlock], shift[kColBlock];
+  for (int64_t j = 0; j < bl; ++j) {
+    m[j] = -INFINITY;
+    s[j] = 0;
+    if (wx) wx[j] = 0;
+  }
+  int64_t jv = 0;
+  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
+  for (int64_t k0 = 0; k0 < c; k0 += chunk) {
+    const int64_t k1 = std::min(c, k0 + chunk);
+    std::copy(m, m + bl, mc);
+    for (int64_t k = k0; k < k1; ++k) {
+      const T* p = x + k * sc;
+      if (!log_probs)
+        for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
+      if (wx) {
+        const T w = wp ? wp[k] : T(1);
+        for (int64_t j = 0; j < bl; ++j) wx[j] += w * p[j];
+      }
+    }
+    if (log_probs) continue;
+    for (int64_t j = 0; j < bl; ++j) {
+      if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_of(m[j] - mc[j]);
+      m[j] = mc[j];
+      shift[j] = m[j] == -INFINITY ? T(0) : m[j];
+    }
+    for (int64_t k = k0; k < k1; ++k) {
+      const T* p = x + k * sc;
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t j = 0; j < jv; j += kVecFloats) {
+          VecF xv, mv, sv;
+          std::memcpy(&xv, p + j, sizeof(VecF));
+          std::memcpy(&mv, shift + j, sizeof(VecF));
+          std::memcpy(&sv, s + j, sizeof(VecF));
+          sv += exp_vec(xv - mv);
+          std::memcpy(s + j, &sv, sizeof(VecF));
+        }
+      }
+      for (int64_t j = jv; j < bl; ++j) s[j] += exp_of(p[j] - shift[j]);
+    }
+  }
+  for (int64_t j = 0; j < bl; ++j) {
+    if (log_probs) lse[j] = 0;
+    else if (std::isnan(s[j])) lse[j] = s[j];  // a NaN score (it never enters the max)
+    else lse[j] = std::isinf(m[j]) ? m[j] : m[j] + std::log(s[j]);
+  }
+}
+
+// For a column block whose classes fit in L2 together (kFuseBytes): q[k, j] = exp(x[k, j] - M[j])
+// stored (q's classes sq apart) and total[j] = sum_k of them, M the column max (0 where it is
+// -inf, so an all -inf column stores zeros and its total is 0). x is read from memory once (the
+// max), again from L2 (the exponentials), with one exp an element.
+constexpr int64_t kFuseBytes = 512 * 1024;
+
+template <typename T>
+void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64_t sq, T* total) {
+  alignas(64) T m[kColBlock];
+  for (int64_t j = 0; j < bl; ++j) {
+    m[j] = -INFINITY;
+    total[j] = 0;
+  }
+  for (int64_t k = 0; k < c; ++k) {
+    const T* p = x + k * sc;
+    for (int64_t j = 0; j < bl; ++j) m[j] = p[j] > m[j] ? p[j] : m[j];
+  }
+  for (int64_t j = 0; j < bl; ++j) m[j] = m[j] == -INFINITY ? T(0) : m[j];
+  int64_t jv = 0;
+  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
+  for (int64_t k = 0; k < c; ++k) {
+    const T* p = x + k * sc;
+    T* o = q + k * sq;
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t j = 0; j < jv; j += kVecFloats) {
+        VecF xv, mv, tv;
+        std::memcpy(&xv, p + j, sizeof(VecF));
+        std::memcpy(&mv, m + j, sizeof(VecF));
+        std::memcpy(&tv, total + j, sizeof(VecF));
+        const VecF e = exp_vec(xv - mv);
+        std::memcpy(o + j, &e, sizeof(VecF));
+        tv += e;
+        std::memcpy(total + j, &tv, sizeof(VecF));
+      }
+    }
+    for (int64_t j = jv; j < bl; ++j) {
+      o[j] = exp_of(p[j] - m[j]);
+      total[j] += o[j];
+    }
+  }
+}
+
+// Per row r of x (N, C, S): nll[r] = -w[t] * logp[t], smooth[r] = -sum_c w[c] * logp[c] and
 // wt[r] = w[t], all 0 where t == ignore_index. logp is x itself when `log_probs`, else
-// log_softmax(x) computed on the fly (max + log-sum-exp, never materialized).
+// log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
+// Classes along a strided dim with the positions contiguous ((N, C, H, W) scores) go through
+// column blocks of positions (column_lse), with no copy of the scores.
 void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj, py::handle x_obj,
                     py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs) {
   TensorArg x = unpack(x_obj), target = unpack(target_obj);
-  if (!x.is_contiguous() || x.ndim() != 2) throw std::invalid_argument("class_nll: input must be contiguous 2-d");
-  int64_t rows = x.shape[0], c = x.shape[1];
+  const ClassLayout l = class_layout(x, "class_nll");
+  const int64_t rows = l.rows(), c = l.c;
   if (target.dtype != DType::Int64 || !target.is_contiguous() || target.numel() != rows)
     throw std::invalid_argument("class_nll: target must be contiguous int64 with one entry per row");
   char* nll = contiguous_of(nll_obj, x.dtype, rows, "class_nll nll").data;
@@ -46,65 +229,95 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
   char* smooth = smooth_obj.is_none() ? nullptr : contiguous_of(smooth_obj, x.dtype, rows, "class_nll smooth").data;
   char* weight = weight_obj.is_none() ? nullptr : contiguous_of(weight_obj, x.dtype, c, "class_nll weight").data;
   const int64_t* tp = reinterpret_cast<const int64_t*>(target.data);
-  // Validate first so no partial result is written and no thread throws.
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = tp[r];
-    if (t != ignore_index && (t < 0 || t >= c)) throw std::out_of_range("Target " + std::to_string(t) + " is out of bounds.");
-  }
+  check_targets(tp, rows, c, ignore_index);
+  if (rows == 0) return;
   py::gil_scoped_release release;
   EMBER_DISPATCH_FLOATING(x.dtype, "class_nll", [&] {
     using T = scalar_t;
     const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(weight);
     T *np = reinterpret_cast<T*>(nll), *sp = reinterpret_cast<T*>(smooth), *tw = reinterpret_cast<T*>(wt);
+    if (l.columns()) {
+      T wsum = T(c);
+      if (wp) {
+        wsum = 0;
+        for (int64_t i = 0; i < c; ++i) wsum += wp[i];
+      }
+      const int64_t width = std::min(l.s, kColBlock), nblk = (l.s + width - 1) / width;
+      parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
+                   [&](int64_t b0, int64_t b1) {
+        alignas(64) T lse[kColBlock], wx[kColBlock];
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
+          const T* xb = xp + n * l.sn + p0;
+          column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr);
+          const int64_t r0 = n * l.s + p0;
+          for (int64_t j = 0; j < bl; ++j) {
+            const int64_t t = tp[r0 + j];
+            if (t == ignore_index) {
+              np[r0 + j] = tw[r0 + j] = T(0);
+              if (sp) sp[r0 + j] = T(0);
+              continue;
+            }
+            const T w = wp ? wp[t] : T(1);
+            np[r0 + j] = -w * (xb[t * l.sc + j] - lse[j]);
+            tw[r0 + j] = w;
+            if (sp) sp[r0 + j] = -(wx[j] - wsum * lse[j]);
+          }
+        }
+      });
+      return;
+    }
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c, 1)), [&](int64_t r0, int64_t r1) {
+      std::vector<T> buf(l.sc == 1 ? 0 : static_cast<size_t>(c));
       for (int64_t r = r0; r < r1; ++r) {
-        const T* row = xp + r * c;
-        int64_t t = tp[r];
+        const int64_t t = tp[r];
         if (t == ignore_index) {
           np[r] = T(0);
           tw[r] = T(0);
           if (sp) sp[r] = T(0);
           continue;
         }
-        T lse = 0;
-        if (!log_probs) {
-          T mx = minmax_contig<T, true>(row, c);
-          T s = exp_sum<T>(nullptr, row, c, mx);
-          lse = std::isinf(mx) ? mx : mx + std::log(s);
-        }
-        T w = wp ? wp[t] : T(1);
-        np[r] = -w * (row[t] - lse);
-        tw[r] = w;
-        if (sp) {
-          T s = 0;
-          T wsum = 0;
-          if (wp) {
-            for (int64_t i = 0; i < c; ++i) {
-              s += wp[i] * row[i];
-              wsum += wp[i];
-            }
-          } else {
-            for (int64_t i = 0; i < c; ++i) s += row[i];
-            wsum = T(c);
-          }
-          sp[r] = -(s - wsum * lse);
-        }
+        nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r);
       }
     });
   });
 }
 
-// The gradient of class_nll with respect to x (R, C), one pass per row (the softmax is
+// The gradient of class_nll with respect to x (N, C, S), one pass per row (the softmax is
 // recomputed from x in the row's cache-resident output instead of being saved):
 //   dx[r, i] = p[r, i] * (a[r] + s[r] * sum(w)) - s[r] * w[i] - (i == t[r]) * a[r]
 // with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) (0 for
-// log-probability inputs); rows whose target is ignore_index get 0.
+// log-probability inputs); rows whose target is ignore_index get 0. grad_input is contiguous
+// (N, C, S); with the positions contiguous in x too it is written by column blocks: where the
+// block's classes fit in L2 (kFuseBytes) the exponentials are stored first and scaled in place
+// (column_exp_store: x read from memory once, one exp an element), otherwise the lse of each
+// position first (column_lse), then one pass over the classes.
+template <typename T>
+void nll_row_backward(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool has_s, const T* wp, T wsum,
+                      bool log_probs) {
+  if (log_probs) {
+    std::fill(o, o + c, T(0));
+  } else {
+    const T mx = minmax_contig<T, true>(row, c);
+    const T total = exp_sum<T>(o, row, c, mx);
+    const T scale = (a + s * wsum) / total;
+    for (int64_t i = 0; i < c; ++i) o[i] *= scale;
+  }
+  if (has_s) {
+    if (wp) {
+      for (int64_t i = 0; i < c; ++i) o[i] -= s * wp[i];
+    } else {
+      for (int64_t i = 0; i < c; ++i) o[i] -= s;
+    }
+  }
+  o[t] -= a;
+}
+
 void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle gsmooth_obj, py::handle x_obj,
                              py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs) {
   TensorArg x = unpack(x_obj), target = unpack(target_obj);
-  if (!x.is_contiguous() || x.ndim() != 2)
-    throw std::invalid_argument("class_nll_backward: input must be contiguous 2-d");
-  int64_t rows = x.shape[0], c = x.shape[1];
+  const ClassLayout l = class_layout(x, "class_nll_backward");
+  const int64_t rows = l.rows(), c = l.c;
   if (target.dtype != DType::Int64 || !target.is_contiguous() || target.numel() != rows)
     throw std::invalid_argument("class_nll_backward: target must be contiguous int64 with one entry per row");
   char* dx = contiguous_of(dx_obj, x.dtype, rows * c, "class_nll_backward grad_input").data;
@@ -112,10 +325,8 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
   char* gsm = gsmooth_obj.is_none() ? nullptr : contiguous_of(gsmooth_obj, x.dtype, rows, "class_nll_backward grad").data;
   char* weight = weight_obj.is_none() ? nullptr : contiguous_of(weight_obj, x.dtype, c, "class_nll_backward weight").data;
   const int64_t* tp = reinterpret_cast<const int64_t*>(target.data);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = tp[r];
-    if (t != ignore_index && (t < 0 || t >= c)) throw std::out_of_range("Target " + std::to_string(t) + " is out of bounds.");
-  }
+  check_targets(tp, rows, c, ignore_index);
+  if (rows == 0 || c == 0) return;
   py::gil_scoped_release release;
   EMBER_DISPATCH_FLOATING(x.dtype, "class_nll_backward", [&] {
     using T = scalar_t;
@@ -127,33 +338,95 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
       wsum = 0;
       for (int64_t i = 0; i < c; ++i) wsum += wp[i];
     }
+    if (l.columns()) {
+      const int64_t width = std::min(l.s, kColBlock), nblk = (l.s + width - 1) / width;
+      parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
+                   [&](int64_t b0, int64_t b1) {
+        alignas(64) T lse[kColBlock], scale[kColBlock], sg[kColBlock], av[kColBlock];
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
+          const int64_t r0 = n * l.s + p0;
+          const T* xb = xp + n * l.sn + p0;
+          T* ob = out + n * c * l.s + p0;
+          const bool fuse = !log_probs && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
+          if (fuse) column_exp_store<T>(xb, c, l.sc, bl, ob, l.s, lse);  // lse holds the totals
+          else column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, nullptr);
+          for (int64_t j = 0; j < bl; ++j) {
+            const int64_t t = tp[r0 + j];
+            const bool ignored = t == ignore_index;  // zeroed below, whatever the values
+            av[j] = ignored || !gn ? T(0) : gn[r0 + j] * (wp ? wp[t] : T(1));
+            sg[j] = ignored || !gs ? T(0) : gs[r0 + j];
+            scale[j] = av[j] + sg[j] * wsum;
+            if (fuse) scale[j] /= lse[j];
+          }
+          if (fuse) {
+            // q = e * (a + s sum(w)) / total - s w[k], the exponentials read back from L2.
+            for (int64_t k = 0; k < c; ++k) {
+              T* q = ob + k * l.s;
+              const T wk = wp ? wp[k] : T(1);
+              if (gs)
+                for (int64_t j = 0; j < bl; ++j) q[j] = q[j] * scale[j] - sg[j] * wk;
+              else
+                for (int64_t j = 0; j < bl; ++j) q[j] *= scale[j];
+            }
+          } else {
+          // p = exp(x - lse); the lse of an infinite max is that max (p is then NaN or 0, as
+          // the row kernel's exp(x - max) / sum).
+          for (int64_t k = 0; k < c; ++k) {
+            const T* p = xb + k * l.sc;
+            T* q = ob + k * l.s;
+            const T wk = wp ? wp[k] : T(1);
+            int64_t j = 0;
+            if (!log_probs) {
+              if constexpr (std::is_same_v<T, float>) {
+                for (; j + kVecFloats <= bl; j += kVecFloats) {
+                  VecF xv, lv, cv, gv;
+                  std::memcpy(&xv, p + j, sizeof(VecF));
+                  std::memcpy(&lv, lse + j, sizeof(VecF));
+                  std::memcpy(&cv, scale + j, sizeof(VecF));
+                  std::memcpy(&gv, sg + j, sizeof(VecF));
+                  VecF r = exp_vec(xv - lv) * cv;
+                  if (gs) r -= gv * static_cast<float>(wk);
+                  std::memcpy(q + j, &r, sizeof(VecF));
+                }
+              }
+              for (; j < bl; ++j) q[j] = exp_of(p[j] - lse[j]) * scale[j] - (gs ? sg[j] * wk : T(0));
+            } else if (gs) {
+              for (; j < bl; ++j) q[j] = -sg[j] * wk;
+            } else {
+              std::fill(q, q + bl, T(0));
+            }
+          }
+          }
+          for (int64_t j = 0; j < bl; ++j) {
+            const int64_t t = tp[r0 + j];
+            if (t == ignore_index) {
+              for (int64_t k = 0; k < c; ++k) ob[k * l.s + j] = T(0);
+            } else {
+              ob[t * l.s + j] -= av[j];
+            }
+          }
+        }
+      });
+      return;
+    }
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c, 1)), [&](int64_t r0, int64_t r1) {
+      std::vector<T> buf(l.sc == 1 ? 0 : static_cast<size_t>(c));
+      std::vector<T> obuf(l.s == 1 ? 0 : static_cast<size_t>(c));
       for (int64_t r = r0; r < r1; ++r) {
-        const T* row = xp + r * c;
-        T* o = out + r * c;
+        // grad_input is contiguous (N, C, S): a row's classes are S apart.
+        T* dst = out + (r / l.s) * c * l.s + (r % l.s);
+        T* o = l.s == 1 ? dst : obuf.data();
         const int64_t t = tp[r];
         if (t == ignore_index) {
           std::fill(o, o + c, T(0));
-          continue;
-        }
-        const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
-        const T s = gs ? gs[r] : T(0);
-        if (log_probs) {
-          std::fill(o, o + c, T(0));
         } else {
-          const T mx = minmax_contig<T, true>(row, c);
-          const T total = exp_sum<T>(o, row, c, mx);
-          const T scale = (a + s * wsum) / total;
-          for (int64_t i = 0; i < c; ++i) o[i] *= scale;
+          const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
+          const T s = gs ? gs[r] : T(0);
+          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs);
         }
-        if (gs) {
-          if (wp) {
-            for (int64_t i = 0; i < c; ++i) o[i] -= s * wp[i];
-          } else {
-            for (int64_t i = 0; i < c; ++i) o[i] -= s;
-          }
-        }
-        o[t] -= a;
+        if (l.s != 1)
+          for (int64_t i = 0; i < c; ++i) dst[i * l.s] = o[i];
       }
     });
   });

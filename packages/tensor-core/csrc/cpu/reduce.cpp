@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "../common/dtype.h"
@@ -50,6 +51,9 @@ inline int64_t wide_block(int64_t inner, int64_t rows) {
   }
   return width;
 }
+
+// Rows of a softmax column block that stay in L2 between two passes over them.
+constexpr int64_t kChunkBytes = 256 * 1024;
 
 // One block of a contiguous run with kLanes independent accumulators. Kept out of line:
 // inlined into the callers' loops, gcc 12 turns `lanes` into scalars and stops vectorizing.
@@ -402,67 +406,57 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log) {
   }
 }
 
-// softmax over n rows of the column block [j0, j0 + bl) of a contiguous (n, inner) slab.
-// float32: one online pass keeps a running max m and sum s = sum exp(x - m) per column (the
-// sum is rescaled only when a lane's max grows, which after the first rows is rare), then one
-// pass writes the result: two reads and one write of the slab. Other dtypes: max, exp-and-sum,
-// scale. Each pass walks whole row pieces (see wide_block), never a narrow column strip.
+// softmax over n rows of the column block [j0, j0 + bl) of a contiguous (n, inner) slab, in
+// two passes over the rows. The first walks them in chunks small enough to stay in L2
+// (kChunkBytes): the chunk's column max updates the running max M (rescaling the running sum S
+// where M grows), then S += exp(x - M) over the chunk, read again from L2. The second writes
+// exp(x - M) / S (log_softmax: (x - M) - log(S)). x is read from memory twice and o written
+// once; every pass streams whole row pieces (a narrow strided column walk, which would keep a
+// column block in cache between the passes, is several times slower here: it defeats the
+// prefetchers and touches a page a row). Storing exp(x - M) in the first pass instead of
+// recomputing it costs a read and a write of o, more than the exp.
 template <typename T>
 void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log) {
-  alignas(64) T m[kWideBlock], s[kWideBlock];
+  alignas(64) T m[kWideBlock], s[kWideBlock], shift[kWideBlock], mc[kWideBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
     s[j] = 0;
   }
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
   int64_t jv = 0;  // columns [0, jv) go through whole vectors (float32 only)
-  if constexpr (std::is_same_v<T, float>) {
-    jv = bl / kVecFloats * kVecFloats;
-    const VecF ninf = VecF{} - INFINITY, one = VecF{} + 1.0f, zero = VecF{};
-    for (int64_t k = 0; k < n; ++k) {
+  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
+  for (int64_t k0 = 0; k0 < n; k0 += chunk) {
+    const int64_t k1 = std::min(n, k0 + chunk);
+    std::copy(m, m + bl, mc);
+    // NaN wins no comparison, so it stays out of the max; it reaches S through exp.
+    for (int64_t k = k0; k < k1; ++k) {
       const T* p = x + k * inner + j0;
-      for (int64_t j = 0; j < jv; j += kVecFloats) {
-        VecF xv, mv, sv;
-        std::memcpy(&xv, p + j, sizeof(VecF));
-        std::memcpy(&mv, m + j, sizeof(VecF));
-        std::memcpy(&sv, s + j, sizeof(VecF));
-        const VecI grow = xv > mv;
-        if (any_lane(grow)) {
-          const VecF mn = grow ? xv : mv;
-          // exp(-inf - -inf) is NaN: an unchanged lane scales by 1, a -inf input adds 0.
-          const VecF scale = mv == mn ? one : exp_vec(mv - mn);
-          const VecF e = xv == ninf ? zero : exp_vec(xv - mn);
-          sv = sv * scale + e;
-          std::memcpy(m + j, &mn, sizeof(VecF));
-        } else {
-          const VecF e = xv == ninf ? zero : exp_vec(xv - mv);
-          sv += e;
+      for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
+    }
+    for (int64_t j = 0; j < bl; ++j) {
+      // S was taken against the old max: rescale it (it is 0 while the max is -inf).
+      if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_any(m[j] - mc[j]);
+      m[j] = mc[j];
+      // An all -inf column so far adds zeros: exp(-inf - 0), not exp(-inf + inf).
+      shift[j] = m[j] == -INFINITY ? T(0) : m[j];
+    }
+    for (int64_t k = k0; k < k1; ++k) {
+      const T* p = x + k * inner + j0;
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t j = 0; j < jv; j += kVecFloats) {
+          VecF xv, mv, sv;
+          std::memcpy(&xv, p + j, sizeof(VecF));
+          std::memcpy(&mv, shift + j, sizeof(VecF));
+          std::memcpy(&sv, s + j, sizeof(VecF));
+          sv += exp_vec(xv - mv);
+          std::memcpy(s + j, &sv, sizeof(VecF));
         }
-        std::memcpy(s + j, &sv, sizeof(VecF));
       }
-    }
-  } else {
-    for (int64_t k = 0; k < n; ++k) {
-      const T* p = x + k * inner + j0;
-      for (int64_t j = 0; j < bl; ++j) m[j] = std::max(m[j], p[j]);
+      for (int64_t j = jv; j < bl; ++j) s[j] += exp_any(p[j] - shift[j]);
     }
   }
-  // The scalar tail (every column for float64): max first, then exp-and-sum into o.
-  if (jv < bl) {
-    if constexpr (std::is_same_v<T, float>) {
-      for (int64_t k = 0; k < n; ++k) {
-        const T* p = x + k * inner + j0;
-        for (int64_t j = jv; j < bl; ++j) m[j] = std::max(m[j], p[j]);
-      }
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      const T* p = x + k * inner + j0;
-      T* q = o + k * inner + j0;
-      for (int64_t j = jv; j < bl; ++j) {
-        q[j] = exp_any(p[j] - m[j]);
-        s[j] += q[j];
-      }
-    }
-  }
+  // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
+  // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
   for (int64_t j = 0; j < bl; ++j) s[j] = log ? std::log(s[j]) : T(1) / s[j];
   for (int64_t k = 0; k < n; ++k) {
     const T* p = x + k * inner + j0;
@@ -472,17 +466,19 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
       for (; j < jv; j += kVecFloats) {
         VecF xv, mv, sv;
         std::memcpy(&xv, p + j, sizeof(VecF));
-        std::memcpy(&mv, m + j, sizeof(VecF));
         std::memcpy(&sv, s + j, sizeof(VecF));
-        const VecF r = log ? (xv - mv) - sv : exp_vec(xv - mv) * sv;
+        VecF r;
+        if (log) {
+          std::memcpy(&mv, m + j, sizeof(VecF));
+          r = (xv - mv) - sv;
+        } else {
+          std::memcpy(&mv, shift + j, sizeof(VecF));
+          r = exp_vec(xv - mv) * sv;
+        }
         std::memcpy(q + j, &r, sizeof(VecF));
       }
     }
-    if (log) {
-      for (; j < bl; ++j) q[j] = (p[j] - m[j]) - s[j];
-    } else {
-      for (; j < bl; ++j) q[j] *= s[j];
-    }
+    for (; j < bl; ++j) q[j] = log ? (p[j] - m[j]) - s[j] : exp_any(p[j] - shift[j]) * s[j];
   }
 }
 

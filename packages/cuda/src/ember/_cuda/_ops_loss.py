@@ -68,7 +68,16 @@ def k(x, t, w, nll, sm, wt, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, 
 '''
 
 
+def _as_rows(input):
+    """(N, C, d1, ...) scores (the op's layout, classes on dim 1) as contiguous (rows, C) rows."""
+    return input.movedim(1, -1).reshape(-1, input._shape[1])
+
+
 def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
+    if input.ndim > 2:
+        nll, sm, wt = _class_nll(_as_rows(input), target.reshape(-1), weight, ignore_index, log_probs, smooth)
+        shape = tuple(target._shape)
+        return nll.reshape(shape), (sm.reshape(shape) if smooth else sm), wt.reshape(shape)
     rows, c = input._shape[0], input._shape[1]
     dev = input._device
     cd = _ct(input.dtype)
@@ -191,6 +200,13 @@ def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_ind
     size rows x classes is materialised besides the result (the composite wrote five such)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"ember.ops._class_nll_backward has no CUDA kernel for {input.dtype}")
+    if input.ndim > 2:
+        def flat(g):
+            return None if g is None or g.ndim == 0 else g.reshape(-1)
+        rows_grad = _class_nll_backward(flat(grad_nll), flat(grad_smooth), _as_rows(input), target.reshape(-1), weight,
+                                        ignore_index, log_probs)
+        moved = (input._shape[0],) + tuple(input._shape[2:]) + (input._shape[1],)
+        return rows_grad.reshape(moved).movedim(-1, 1).contiguous()
     rows, c = input._shape[0], input._shape[1]
     dev = input._device
     for other in (target, weight, grad_nll, grad_smooth):

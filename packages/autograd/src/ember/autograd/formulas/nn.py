@@ -284,8 +284,9 @@ def _binary_cross_entropy(grads, inputs, outputs):
 
 
 def _class_nll(grads, inputs, outputs):
-    # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]);
-    # lse is 0 for log-probability inputs; rows whose target is ignore_index give 0.
+    # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]) for each
+    # sample and position r of x (N, C, d1, ...), the classes on dim 1; lse is 0 for
+    # log-probability inputs; positions whose target is ignore_index give 0.
     g_nll = grads[0]
     g_smooth = grads[1] if len(grads) > 1 and inputs.args[5] else None
     x, target, weight = inputs.args[0], inputs.args[1], inputs.args[2]
@@ -297,6 +298,8 @@ def _class_nll(grads, inputs, outputs):
         # grad) and for devices without it (CUDA runs the composite's ops).
         return (OPS["_class_nll_backward"](g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
     classes = x.shape[1]
+    # x is (N, C, d1, ...): per-class values broadcast as (1, C, 1, ...), per-sample ones as (N, 1, d1, ...).
+    class_shape = (1, classes) + (1,) * (x.dim() - 2)
     valid = ember.ne(target, ignore_index)
     safe_target = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
     weights = weight if weight is not None else ember.ones((classes,), dtype=x.dtype, device=x.device)
@@ -304,12 +307,12 @@ def _class_nll(grads, inputs, outputs):
     grad = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
     if g_nll is not None:
         scaled = (g_nll * OPS["index"](weights, [safe_target])).unsqueeze(1)
-        onehot = ember.eq(ember.arange(classes, device=x.device).unsqueeze(0), safe_target.unsqueeze(1)).to(x.dtype)
-        grad = grad - scaled * onehot
+        onehot = ember.eq(ember.arange(classes, device=x.device).reshape(class_shape), safe_target.unsqueeze(1))
+        grad = grad - scaled * onehot.to(x.dtype)
         if probs is not None:
             grad = grad + scaled * probs
     if g_smooth is not None:
-        grad = grad - g_smooth.unsqueeze(1) * weights.unsqueeze(0)
+        grad = grad - g_smooth.unsqueeze(1) * weights.reshape(class_shape)
         if probs is not None:
             grad = grad + (g_smooth * weights.sum()).unsqueeze(1) * probs
     return (grad * valid.unsqueeze(1).to(x.dtype),)

@@ -412,7 +412,8 @@ RULES = {
     "_upsample_backward": upsample_backward_rule,
     "embedding": embedding_rule,
     "embedding_dense_backward": embedding_backward_rule,
-    "_class_nll": fold_rule(("input", "target"), 2, fixed_args=("weight",)),
+    # (N, C, d1, ...) scores: the batch always folds into N (their rank is the logical one).
+    "_class_nll": fold_rule(("input", "target"), lambda bound: bound["input"].dim(), fixed_args=("weight",)),
     "binary_cross_entropy": binary_cross_entropy_rule,
     "scaled_dot_product_attention": all_batched_on_value_rule,
     "_scaled_dot_product_flash_attention": all_batched_on_value_rule,

@@ -21,15 +21,24 @@ from ._composites import _compute
 from ._registry import ops, register_decomposition
 
 
+def _per_class(v, ndim):
+    """A (C,) vector shaped (1, C, 1, ...) to broadcast against (N, C, d1, ...) scores."""
+    v = ops.unsqueeze(v, 0)
+    for _ in range(ndim - 2):
+        v = ops.unsqueeze(v, -1)
+    return v
+
+
 def _rows(x, target, ignore_index):
-    """(valid rows, one-hot of each row's target over the classes, out-of-range targets)."""
+    """(valid rows, one-hot of each row's target over the classes, out-of-range targets). A row
+    is one sample and position of (N, C, d1, ...) scores, its classes along dim 1."""
     classes = x.shape[1]
     valid = ops.ne(target, ignore_index)
     # compared in int32 (one instruction an element on a GPU, not two): a target that wraps
     # around picks a wrong column, but it is out of range, so its row is NaN anyway
     narrow = dt.int32 if classes < 2 ** 31 else dt.int64
     column = ops.arange_affine(classes, 0, 1, dtype=narrow, device=x.device)
-    onehot = ops.eq(ops.unsqueeze(ops._to_copy(target, dtype=narrow), 1), ops.unsqueeze(column, 0))
+    onehot = ops.eq(ops.unsqueeze(ops._to_copy(target, dtype=narrow), 1), _per_class(column, x.ndim))
     inside = ops.logical_and(ops.ge(target, 0), ops.lt(target, classes))
     bad = ops.logical_and(valid, ops.logical_not(inside))
     return valid, onehot, bad
@@ -51,7 +60,7 @@ def class_nll(input, target, weight, ignore_index, log_probs, smooth):
     x = _compute(input)
     classes = x.shape[1]
     valid, onehot, bad = _rows(x, target, ignore_index)
-    w = None if weight is None else ops.unsqueeze(_compute(weight), 0)
+    w = None if weight is None else _per_class(_compute(weight), x.ndim)
     picked = _pick(onehot, x)
     w_target = 1.0 if w is None else _pick(onehot, w)
     lse = None
@@ -82,7 +91,7 @@ def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_inde
     x = _compute(input)
     classes = x.shape[1]
     valid, onehot, _ = _rows(x, target, ignore_index)
-    w = None if weight is None else ops.unsqueeze(_compute(weight), 0)
+    w = None if weight is None else _per_class(_compute(weight), x.ndim)
     zero = ops.full((), 0.0, dtype=x.dtype, device=x.device)
     a = zero
     if grad_nll is not None:
@@ -90,7 +99,7 @@ def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_inde
         if w is not None:
             a = ops.mul(a, _pick(onehot, w))
     s = None if grad_smooth is None else _compute(grad_smooth)
-    a_col = ops.unsqueeze(a, 1) if a.ndim == 1 else a
+    a_col = ops.unsqueeze(a, 1) if a.ndim >= 1 else a
     s_col = None if s is None else ops.unsqueeze(s, 1)
     grad = zero
     if not log_probs:

@@ -286,7 +286,8 @@ def _nn_kernel_entries():
             _s(T((4, 3, 6)), T((4, 3, 6), seed=1), 1, DType(dt), grad=False, inplace=False)]),
         "_class_nll": dict(requires=("ember.nn",), dtypes=F,
                            call=lambda L: lambda x, t: L.nn.functional.nll_loss(L.log_softmax(x, 1), t),
-                           samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)))),
+                           samples=fixed(_s(T((4, 5)), T((4,), kind="index", low=0, high=5)),
+                                         _s(T((2, 5, 3, 2)), T((2, 3, 2), kind="index", low=0, high=5)))),
         "binary_cross_entropy": dict(
             requires=("ember.nn",), dtypes=F,
             call=lambda L: lambda x, t, w, reduction: L.nn.functional.binary_cross_entropy(

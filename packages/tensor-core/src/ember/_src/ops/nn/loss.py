@@ -1,8 +1,9 @@
 """Loss functions: cross_entropy, nll_loss, the binary cross entropies, regression losses, kl_div.
 
 cross_entropy on class indices is one native pass (``_C.class_nll``: log-softmax and the
-weighted pick per row, no log-probabilities materialized); nll_loss uses the same kernel on
-log-probabilities. The elementwise losses are short compositions of native pointwise ops.
+weighted pick per sample and position, no log-probabilities materialized, the classes read on
+dim 1 where they are, with a stride for (N, C, d1, ...) scores); nll_loss uses the same kernel
+on log-probabilities. The elementwise losses are short compositions of native pointwise ops.
 """
 
 from __future__ import annotations
@@ -65,15 +66,26 @@ def _check_reduction(reduction: str, allowed=_REDUCTIONS) -> None:
 
 # --------------------------------------------------------------------------- class-index losses
 
+def _scores_3d(x):
+    """(N, C, d1, ...) class scores as the (N, C, S) the native kernels read (a view where the
+    trailing dims merge; the kernels take any strides, so classes stay on dim 1 uncopied)."""
+    if x.ndim <= 3:
+        return x
+    spatial = 1
+    for size in x._shape[2:]:
+        spatial *= size
+    return x.reshape(x._shape[0], x._shape[1], spatial)
+
+
 def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
-    rows = input._shape[0]
+    loss_shape = (input._shape[0],) + tuple(input._shape[2:])
     dev = input._device
     cd = compute_dtype(input.dtype)
-    nll = new_empty_tensor((rows,), cd, dev)
-    sm = new_empty_tensor((rows,), cd, dev) if smooth else None
-    wt = new_empty_tensor((rows,), cd, dev)
+    nll = new_empty_tensor(loss_shape, cd, dev)
+    sm = new_empty_tensor(loss_shape, cd, dev) if smooth else None
+    wt = new_empty_tensor(loss_shape, cd, dev)
     if dev is not META:
-        x = convert(input, cd).contiguous()
+        x = _scores_3d(convert(input, cd))
         w = None if weight is None else convert(weight, cd).contiguous()
         _C.class_nll(nll, sm, wt, x, target.contiguous(), w, int(ignore_index), bool(log_probs))
     return nll, (sm if smooth else new_empty_tensor((0,), cd, dev)), wt
@@ -82,6 +94,9 @@ def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
 class_nll_op = define(
     "_class_nll(Tensor input, Tensor target, Tensor? weight, int ignore_index, bool log_probs, bool smooth) "
     "-> (Tensor, Tensor, Tensor)", ())
+# input (N, C, d1, ...) with the classes on dim 1, target (N, d1, ...): the outputs (nll, the
+# label-smoothing term, the target's weight) have the target's shape; smooth=False gives an
+# empty second output.
 class_nll_op.kernel("cpu")(_class_nll_kernel)
 class_nll_op.kernels["meta"] = class_nll_op.meta = _class_nll_kernel
 
@@ -93,8 +108,9 @@ def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ign
     if dev is not META:
         def prep(t):
             return None if t is None else convert(t, cd).contiguous()
-        _C.class_nll_backward(out, prep(grad_nll), prep(grad_smooth), prep(input), target.contiguous(), prep(weight),
-                              int(ignore_index), bool(log_probs))
+        x = _scores_3d(convert(input, cd))
+        _C.class_nll_backward(_scores_3d(out), prep(grad_nll), prep(grad_smooth), x, target.contiguous(),
+                              prep(weight), int(ignore_index), bool(log_probs))
     return convert(out, input.dtype)
 
 
@@ -107,9 +123,9 @@ class_nll_backward_op.kernel("cpu")(_class_nll_backward_kernel)
 class_nll_backward_op.kernels["meta"] = class_nll_backward_op.meta = _class_nll_backward_kernel
 
 
-def _rows_of(input: Tensor, target: Tensor, name: str):
-    """(N, C, d1, ...) scores and (N, d1, ...) targets as (R, C) rows and (R,) targets, plus the
-    shape of the unreduced loss."""
+def _scores_of(input: Tensor, target: Tensor):
+    """(N, C, d1, ...) scores and (N, d1, ...) targets as ``_class_nll`` takes them (a 1-d input
+    becomes one row), checked as PyTorch checks them."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
     if target.dtype is dtypes.uint8:  # PyTorch takes Byte class indices as well as Long
@@ -119,16 +135,15 @@ def _rows_of(input: Tensor, target: Tensor, name: str):
     if input.ndim == 1:
         if target.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        return input.unsqueeze(0), target.reshape(1), ()
-    n, c = input._shape[0], input._shape[1]
+        return input.unsqueeze(0), target.reshape(1)
+    n = input._shape[0]
     if target.ndim != input.ndim - 1 or (target.ndim >= 1 and target._shape[0] != n):
         if target.ndim >= 1 and target._shape[0] != n:
             raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({target._shape[0]}).")
         raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
     if tuple(target._shape[1:]) != tuple(input._shape[2:]):
         raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
-    rows = input if input.ndim == 2 else input.movedim(1, -1).reshape(-1, c)
-    return rows, target.reshape(-1), tuple(target._shape)
+    return input, target
 
 
 def _check_weight(weight, c: int, input=None) -> None:
@@ -140,14 +155,14 @@ def _check_weight(weight, c: int, input=None) -> None:
 
 
 def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
-    rows, flat_target, loss_shape = _rows_of(input, target, "cross_entropy")
-    c = rows._shape[1]
+    scores, target_ = _scores_of(input, target)
+    c = scores._shape[1]
     _check_weight(weight, c, input)
     smooth = label_smoothing > 0
-    nll, sm, wt = class_nll_op(rows, flat_target, weight, ignore_index, log_probs, smooth)
+    nll, sm, wt = class_nll_op(scores, target_, weight, ignore_index, log_probs, smooth)
     if reduction == "none":
         loss = nll if not smooth else nll * (1 - label_smoothing) + sm * (label_smoothing / c)
-        result = loss.reshape(loss_shape)
+        result = loss.reshape(tuple(target._shape))
     else:
         total = nll.sum()
         if smooth:
