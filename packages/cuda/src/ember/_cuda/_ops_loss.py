@@ -201,8 +201,8 @@ def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_ind
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"ember.ops._class_nll_backward has no CUDA kernel for {input.dtype}")
     if input.ndim > 2:
-        def flat(g):
-            return None if g is None or g.ndim == 0 else g.reshape(-1)
+        def flat(g):  # a 0-d gradient broadcasts over the rows (_row_vector), as in the 2-d case
+            return g if g is None or g.ndim == 0 else g.reshape(-1)
         rows_grad = _class_nll_backward(flat(grad_nll), flat(grad_smooth), _as_rows(input), target.reshape(-1), weight,
                                         ignore_index, log_probs)
         moved = (input._shape[0],) + tuple(input._shape[2:]) + (input._shape[1],)

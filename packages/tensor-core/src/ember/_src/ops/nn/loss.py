@@ -125,24 +125,31 @@ class_nll_backward_op.kernels["meta"] = class_nll_backward_op.meta = _class_nll_
 
 def _scores_of(input: Tensor, target: Tensor):
     """(N, C, d1, ...) scores and (N, d1, ...) targets as ``_class_nll`` takes them (a 1-d input
-    becomes one row), checked as PyTorch checks them."""
+    becomes one row), checked in PyTorch's order: the batch size, then the target's shape (with
+    nll_loss2d's messages for 4-d input), then the target's dtype."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    n = input._shape[0]
+    shape, expected = list(target._shape), [n] + list(input._shape[2:])
+    if input.ndim != 1 and (shape[0] if shape else 0) != n:
+        raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({shape[0] if shape else 0}).")
+    if input.ndim <= 2 and target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 4 and target.ndim != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                           f"{target.ndim}")
+    if input.ndim > 2 and input.ndim != 4 and shape != expected:
+        raise RuntimeError(f"Expected target size {expected}, got {shape}")
     if target.dtype is dtypes.uint8:  # PyTorch takes Byte class indices as well as Long
         target = convert(target, dtypes.int64)
     if target.dtype is not dtypes.int64:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
+    if input.ndim == 4 and shape != expected:
+        raise RuntimeError(f"size mismatch (got input: {list(input._shape)} , target: {shape}")
     if input.ndim == 1:
-        if target.ndim != 0:
-            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if target.ndim == 1 and shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {shape[0]}")
         return input.unsqueeze(0), target.reshape(1)
-    n = input._shape[0]
-    if target.ndim != input.ndim - 1 or (target.ndim >= 1 and target._shape[0] != n):
-        if target.ndim >= 1 and target._shape[0] != n:
-            raise ValueError(f"Expected input batch_size ({n}) to match target batch_size ({target._shape[0]}).")
-        raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
-    if tuple(target._shape[1:]) != tuple(input._shape[2:]):
-        raise RuntimeError(f"Expected target size {[n] + list(input._shape[2:])}, got {list(target._shape)}")
     return input, target
 
 
@@ -162,7 +169,7 @@ def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing,
     nll, sm, wt = class_nll_op(scores, target_, weight, ignore_index, log_probs, smooth)
     if reduction == "none":
         loss = nll if not smooth else nll * (1 - label_smoothing) + sm * (label_smoothing / c)
-        result = loss.reshape(tuple(target._shape))
+        result = loss.reshape(() if input.ndim == 1 else tuple(target._shape))
     else:
         total = nll.sum()
         if smooth:
