@@ -1,5 +1,6 @@
 """The parameters of independent binary events, given as ``probs`` or as ``logits`` (exactly one),
-shared by Bernoulli and LogitRelaxedBernoulli: the other is computed on first use."""
+shared by Bernoulli, LogitRelaxedBernoulli, Binomial and NegativeBinomial: the other is computed on
+first use."""
 
 import numbers
 
