@@ -131,3 +131,39 @@ def test_bad_arguments():
         store.set("x", 1.5)
     with pytest.raises(ValueError):
         dist.TCPStore("127.0.0.1", 70000, 1, True)
+
+
+_EXIT_WITH_LOCK_HELD = """
+import threading, time
+from datetime import timedelta
+import ember.distributed as dist
+
+master = dist.TCPStore("127.0.0.1", 0, 1, True, timedelta(seconds=10), wait_for_workers=False)
+client = dist.TCPStore("127.0.0.1", master.port, 1, False, timedelta(seconds=10), wait_for_workers=False)
+client.set("k", b"v")
+master.close()
+# A daemon thread frozen at exit while it holds the server's lock (what a serving thread can be
+# when the interpreter stops it waiting for the GIL): close() must not wait on that lock again.
+held = threading.Event()
+def hold():
+    master._server._lock.acquire()
+    held.set()
+    time.sleep(3600)
+threading.Thread(target=hold, daemon=True).start()
+held.wait()
+master.close()  # idempotent: takes no lock the second time
+keep = [master, client]  # __del__ runs again at interpreter shutdown
+print("done")
+"""
+
+
+def test_tcp_store_exit_does_not_wait_on_a_lock_a_frozen_thread_holds():
+    # Rank 0 of a 4-rank CI run hung at exit here: the store's __del__ re-ran close() at
+    # interpreter shutdown and waited on a lock held by a daemon thread that would never run again.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _EXIT_WITH_LOCK_HELD], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "done"
