@@ -51,9 +51,25 @@ class RunFailed(AssertionError):
     pass
 
 
-def _collect(procs, out_dir, limit, nprocs, allow_fail=False):
+# PyTorch's gloo process group can end a process that already finished its work with std::terminate
+# at interpreter exit (a worker std::thread still joinable when its static destructor runs: "terminate
+# called without an active exception", seen once in CI on a rank that had written its results). In
+# an oracle run that exit is not what a test compares, so it counts as success when every rank
+# wrote its results; ember's own runs get no such allowance.
+_TORCH_EXIT_ABORT = "terminate called without an active exception"
+
+
+def _oracle_exit_abort_only(procs, outputs, results) -> bool:
+    if any(r is None for r in results):
+        return False
+    return all(p.returncode == 0 or (p.returncode == -6 and _TORCH_EXIT_ABORT in out)
+               for p, out in zip(procs, outputs))
+
+
+def _collect(procs, out_dir, limit, nprocs, allow_fail=False, oracle=False):
     deadline = time.monotonic() + limit
     logs = []
+    outputs = []
     timed_out = False
     for p in procs:
         try:
@@ -66,12 +82,15 @@ def _collect(procs, out_dir, limit, nprocs, allow_fail=False):
             p.wait()
     for i, p in enumerate(procs):
         out = p.stdout.read().decode(errors="replace") if p.stdout else ""
+        outputs.append(out)
         logs.append(f"--- process {i} (exit {p.returncode}) ---\n{out[-4000:]}")
     results = []
     for r in range(nprocs):
         path = Path(out_dir) / f"rank{r}.json"
         results.append(json.loads(path.read_text()) if path.exists() else None)
     failed = timed_out or any(p.returncode != 0 for p in procs)
+    if failed and oracle and not timed_out and _oracle_exit_abort_only(procs, outputs, results):
+        failed = False
     if failed and not allow_fail:
         reason = f"timed out after {limit}s" if timed_out else "a process failed"
         raise RunFailed(f"{reason}\n" + "\n".join(logs))
@@ -105,7 +124,7 @@ def run_ranks(program: str, nprocs: int, lib: str = "ember", method: str = "env"
         victim, after = kill
         time.sleep(after)
         os.kill(procs[victim].pid, signal.SIGKILL)
-    return _collect(procs, out_dir, limit, nprocs, allow_fail)
+    return _collect(procs, out_dir, limit, nprocs, allow_fail, oracle=lib == "torch")
 
 
 def run_command(command: list[str], nprocs: int, lib: str = "ember", limit: float = 90,
