@@ -25,12 +25,6 @@ namespace ember {
 
 namespace {
 
-template <typename T>
-inline T exp_of(T v) {
-  if constexpr (std::is_same_v<T, float>) return exp_f32(v);
-  else return std::exp(v);
-}
-
 TensorArg contiguous_of(py::handle obj, DType dtype, int64_t numel, const char* what) {
   TensorArg a = unpack(obj);
   if (a.dtype != dtype || !a.is_contiguous() || a.numel() != numel)
@@ -127,8 +121,6 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
     s[j] = 0;
     if (wx) wx[j] = 0;
   }
-  int64_t jv = 0;
-  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
   const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
   for (int64_t k0 = 0; k0 < c; k0 += chunk) {
     const int64_t k1 = std::min(c, k0 + chunk);
@@ -142,26 +134,7 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
         for (int64_t j = 0; j < bl; ++j) wx[j] += w * p[j];
       }
     }
-    if (log_probs) continue;
-    for (int64_t j = 0; j < bl; ++j) {
-      if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_of(m[j] - mc[j]);
-      m[j] = mc[j];
-      shift[j] = m[j] == -INFINITY ? T(0) : m[j];
-    }
-    for (int64_t k = k0; k < k1; ++k) {
-      const T* p = x + k * sc;
-      if constexpr (std::is_same_v<T, float>) {
-        for (int64_t j = 0; j < jv; j += kVecFloats) {
-          VecF xv, mv, sv;
-          std::memcpy(&xv, p + j, sizeof(VecF));
-          std::memcpy(&mv, shift + j, sizeof(VecF));
-          std::memcpy(&sv, s + j, sizeof(VecF));
-          sv += exp_vec(xv - mv);
-          std::memcpy(s + j, &sv, sizeof(VecF));
-        }
-      }
-      for (int64_t j = jv; j < bl; ++j) s[j] += exp_of(p[j] - shift[j]);
-    }
+    if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift);
   }
   for (int64_t j = 0; j < bl; ++j) {
     if (log_probs) lse[j] = 0;
@@ -206,7 +179,7 @@ void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64
       }
     }
     for (int64_t j = jv; j < bl; ++j) {
-      o[j] = exp_of(p[j] - m[j]);
+      o[j] = exp_scalar(p[j] - m[j]);
       total[j] += o[j];
     }
   }
@@ -390,7 +363,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
                   std::memcpy(q + j, &r, sizeof(VecF));
                 }
               }
-              for (; j < bl; ++j) q[j] = exp_of(p[j] - lse[j]) * scale[j] - (gs ? sg[j] * wk : T(0));
+              for (; j < bl; ++j) q[j] = exp_scalar(p[j] - lse[j]) * scale[j] - (gs ? sg[j] * wk : T(0));
             } else if (gs) {
               for (; j < bl; ++j) q[j] = -sg[j] * wk;
             } else {

@@ -378,12 +378,6 @@ void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py:
   });
 }
 
-template <typename T>
-inline T exp_any(T v) {
-  if constexpr (std::is_same_v<T, float>) return exp_f32(v);
-  else return std::exp(v);
-}
-
 // softmax over the middle dim of a contiguous (outer, n, inner) block.
 template <typename T>
 void softmax_rows(T* o, const T* x, int64_t n, bool log) {
@@ -433,27 +427,7 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
       const T* p = x + k * inner + j0;
       for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
     }
-    for (int64_t j = 0; j < bl; ++j) {
-      // S was taken against the old max: rescale it (it is 0 while the max is -inf).
-      if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_any(m[j] - mc[j]);
-      m[j] = mc[j];
-      // An all -inf column so far adds zeros: exp(-inf - 0), not exp(-inf + inf).
-      shift[j] = m[j] == -INFINITY ? T(0) : m[j];
-    }
-    for (int64_t k = k0; k < k1; ++k) {
-      const T* p = x + k * inner + j0;
-      if constexpr (std::is_same_v<T, float>) {
-        for (int64_t j = 0; j < jv; j += kVecFloats) {
-          VecF xv, mv, sv;
-          std::memcpy(&xv, p + j, sizeof(VecF));
-          std::memcpy(&mv, shift + j, sizeof(VecF));
-          std::memcpy(&sv, s + j, sizeof(VecF));
-          sv += exp_vec(xv - mv);
-          std::memcpy(s + j, &sv, sizeof(VecF));
-        }
-      }
-      for (int64_t j = jv; j < bl; ++j) s[j] += exp_any(p[j] - shift[j]);
-    }
+    add_exp_chunk(x + j0, inner, k0, k1, bl, m, mc, s, shift);
   }
   // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
   // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
@@ -478,7 +452,7 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
         std::memcpy(q + j, &r, sizeof(VecF));
       }
     }
-    for (; j < bl; ++j) q[j] = log ? (p[j] - m[j]) - s[j] : exp_any(p[j] - shift[j]) * s[j];
+    for (; j < bl; ++j) q[j] = log ? (p[j] - m[j]) - s[j] : exp_scalar(p[j] - shift[j]) * s[j];
   }
 }
 

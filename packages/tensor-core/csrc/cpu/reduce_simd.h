@@ -118,4 +118,42 @@ T exp_sum(T* o, const T* x, int64_t n, T m) {
   }
 }
 
+// exp of one element: the vectorized kernel's scalar form for float32, std::exp otherwise.
+template <typename T>
+inline T exp_scalar(T v) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(v);
+  else return std::exp(v);
+}
+
+// One chunk [k0, k1) of an online log-sum-exp over rows x + k * stride, per column j < bl
+// (softmax over a non-last dim, cross-entropy with classes on dim 1): `mc` holds the running
+// max m raised by the chunk's own max; the sum s taken against the old max is rescaled where
+// it grew, m takes mc, and s += exp(x - shift) over the chunk (read again from L2), shift being
+// m or 0 for an all -inf column so far (exp(-inf - 0), not exp(-inf + inf)).
+template <typename T>
+void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t bl, T* m, const T* mc, T* s,
+                   T* shift) {
+  for (int64_t j = 0; j < bl; ++j) {
+    if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_scalar(m[j] - mc[j]);
+    m[j] = mc[j];
+    shift[j] = m[j] == -INFINITY ? T(0) : m[j];
+  }
+  int64_t jv = 0;  // columns [0, jv) go through whole vectors (float32 only)
+  if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
+  for (int64_t k = k0; k < k1; ++k) {
+    const T* p = x + k * stride;
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t j = 0; j < jv; j += kVecFloats) {
+        VecF xv, mv, sv;
+        std::memcpy(&xv, p + j, sizeof(VecF));
+        std::memcpy(&mv, shift + j, sizeof(VecF));
+        std::memcpy(&sv, s + j, sizeof(VecF));
+        sv += exp_vec(xv - mv);
+        std::memcpy(s + j, &sv, sizeof(VecF));
+      }
+    }
+    for (int64_t j = jv; j < bl; ++j) s[j] += exp_scalar(p[j] - shift[j]);
+  }
+}
+
 }  // namespace ember
