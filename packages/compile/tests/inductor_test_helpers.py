@@ -12,13 +12,27 @@ import torch
 
 import ember
 from ember.compiler import make_fx
-from ember.compiler.inductor import compile_fx
+from ember.compiler.inductor import _compile_fx, compile_fx
 
 TORCH_DTYPES = {
     ember.float32: torch.float32, ember.float64: torch.float64, ember.float16: torch.float16,
     ember.bfloat16: torch.bfloat16, ember.int64: torch.int64, ember.int32: torch.int32, ember.int16: torch.int16,
     ember.int8: torch.int8, ember.uint8: torch.uint8, ember.bool: torch.bool,
 }
+def spy_on_builds(monkeypatch) -> list:
+    """The list every artifact ``lower_and_build`` makes from now on (forward and backward graphs)
+    is appended to, for a test fixture to hand over."""
+    out = []
+    original = _compile_fx.lower_and_build
+
+    def spy(gm, inputs):
+        out.append(original(gm, inputs))
+        return out[-1]
+
+    monkeypatch.setattr(_compile_fx, "lower_and_build", spy)
+    return out
+
+
 SPECIALS = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, 1e-3, 40.0, -40.0]
 
 

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from inductor_test_helpers import spy_on_builds
 
 import ember
-from ember.compiler.inductor import _compile_fx
 
 
 @pytest.fixture
 def built(monkeypatch):
-    out = []
-    original = _compile_fx.lower_and_build
-
-    def spy(gm, inputs):
-        out.append(original(gm, inputs))
-        return out[-1]
-
-    monkeypatch.setattr(_compile_fx, "lower_and_build", spy)
-    return out
+    return spy_on_builds(monkeypatch)
 
 
 def _program(x, w):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from inductor_test_helpers import spy_on_builds
 
 import ember
-from ember.compiler.inductor import _compile_fx, config
+from ember.compiler.inductor import config
 
 ROWS, CLASSES = 37, 50
 
@@ -19,14 +20,7 @@ ROWS, CLASSES = 37, 50
 @pytest.fixture
 def built(monkeypatch):
     """Every artifact ``lower_and_build`` makes in the test (forward and backward graphs)."""
-    out = []
-    original = _compile_fx.lower_and_build
-
-    def spy(gm, inputs):
-        out.append(original(gm, inputs))
-        return out[-1]
-
-    monkeypatch.setattr(_compile_fx, "lower_and_build", spy)
+    out = spy_on_builds(monkeypatch)
     monkeypatch.setattr(config, "fallback_on_error", False)
     return out
 
