@@ -216,7 +216,7 @@ def _reduce_dense(kind: str, x, outer: int, n: int, inner: int, out, acc, scale:
     if inner == 1:
         _rows(kind, x, outer, n, out, acc, scale, index, stream)
         return
-    bk = 64 if inner >= 64 else 16
+    bk = next(b for b in (COL_CONFIG["bk"], 64, 16) if inner >= b or b == 16)
     split = col_split(outer, n, inner, bk, _sms(index))
     if split > 1:
         # Few column blocks over many rows (a bias gradient: 8192 rows, 12 blocks of 64 columns): each
@@ -231,17 +231,21 @@ def _reduce_dense(kind: str, x, outer: int, n: int, inner: int, out, acc, scale:
 
 # How the partials of a split reduction combine (nansum's partials hold no NaN it should skip).
 _PARTIALS = {"nansum": "sum"}
-# Column reductions are split until about this many programs per multiprocessor run.
-COL_PROGRAMS_PER_SM = 2
+# Column reductions: tiles of BN rows by BK columns, and split into chunks of rows until about "ppsm"
+# programs per multiprocessor run, each chunk at least "min_rows" rows (module state, so benchmarks can
+# sweep it: bench_cuda_gpt2_kernels.py --tune). Swept on an H200 over GPT-2's bias gradients (8192 rows
+# by 768/2304/3072 columns, bf16 and fp32): this one 1.26-1.89x PyTorch's time, where the former
+# (bn 32, bk 64, 4 warps, 2 stages, 2 per SM, 256 rows) was 0.54-1.47x.
+COL_CONFIG = {"bn": 32, "bk": 128, "warps": 4, "stages": 3, "ppsm": 8, "min_rows": 64}
 
 
 def col_split(outer: int, n: int, inner: int, bk: int, sms: int) -> int:
-    """Into how many chunks of rows (a power of two dividing ``n``, each of at least 256 rows) a
+    """Into how many chunks of rows (a power of two dividing ``n``, each of at least "min_rows" rows) a
     column reduction of ``outer`` groups of ``n`` rows by ``inner`` columns is split."""
     programs = outer * ((inner + bk - 1) // bk)
     split = 1
-    while (programs * split * 2 <= COL_PROGRAMS_PER_SM * sms and n % (split * 2) == 0
-           and n // (split * 2) >= 256):
+    while (programs * split * 2 <= COL_CONFIG["ppsm"] * sms and n % (split * 2) == 0
+           and n // (split * 2) >= COL_CONFIG["min_rows"]):
         split *= 2
     return split
 
@@ -256,9 +260,9 @@ def _sms(index: int) -> int:
 
 
 def _col(kind, x, outer, n, inner, out, acc, scale, bk, index, stream) -> None:
-    bn = 32 if n >= 32 else 8
+    bn = COL_CONFIG["bn"] if n >= COL_CONFIG["bn"] else 8
     launcher = _launcher("col", kind, x.dtype, out.dtype, acc, (("BN", bn), ("BK", bk), ("SCALED", scale != 1.0)),
-                         (), 4, 2, index)
+                         (), COL_CONFIG["warps"], COL_CONFIG["stages"], index)
     launcher((outer, (inner + bk - 1) // bk, 1), stream, _ptr(x), _ptr(out), n, inner, float(scale))
 
 
