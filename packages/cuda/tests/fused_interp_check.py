@@ -57,6 +57,41 @@ def check_adam():
         print("ok adam", decoupled, maximize)
 
 
+def check_adam_chunks():
+    """The one-launch form: a table of chunks over several parameters of different lengths and steps
+    (a chunk length far below the real one, so parameters span several chunks)."""
+    from ember._cuda import _ops_optim
+
+    chunk, block = 256, 128
+    source = _ops_optim._ADAM_CHUNKS.replace("__ELEM__", "tl.float32")
+    k = _load(source, "ember_adam_chunks_interp")
+    g = torch.Generator().manual_seed(5)
+    sizes, steps = (1000, 3, 256, 600), (1.0, 4.0, 2.0, 9.0)
+    lr, b1, b2, eps, wd = 1e-2, 0.9, 0.999, 1e-8, 0.1
+    for decoupled in (True, False):
+        tensors = [[torch.randn(n, generator=g), torch.randn(n, generator=g), torch.randn(n, generator=g) * 0.1,
+                    torch.rand(n, generator=g) * 0.01] for n in sizes]
+        refs = [[t.clone() for t in group] for group in tensors]
+        fn = torch._fused_adamw_ if decoupled else torch._fused_adam_
+        for group, step in zip(refs, steps):
+            fn([group[0]], [group[1]], [group[2]], [group[3]], [], [torch.tensor(step)], lr=lr, beta1=b1, beta2=b2,
+               weight_decay=wd, eps=eps, amsgrad=False, maximize=False)
+        saved, _ops_optim.CHUNK = _ops_optim.CHUNK, chunk
+        try:
+            table = _ops_optim.chunk_table([t.data_ptr() for group in tensors for t in group], sizes,
+                                           [lr / (1 - b1 ** s) for s in steps],
+                                           [math.sqrt(1 - b2 ** s) for s in steps], 4)
+        finally:
+            _ops_optim.CHUNK = saved
+        assert len(table) == sum(-(-n // chunk) for n in sizes)
+        k[(len(table),)](torch.from_numpy(table), lr, b1, b2, eps, wd, CHUNK=chunk, BLOCK=block,
+                         DECOUPLED=decoupled, MAXIMIZE=False)
+        for group, ref in zip(tensors, refs):
+            for got, want in zip((group[0], group[2], group[3]), (ref[0], ref[2], ref[3])):
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        print("ok adam chunks", decoupled)
+
+
 def check_ce_backward():
     from ember._cuda._ops_loss import _CLASS_NLL_BACKWARD
 
@@ -173,6 +208,7 @@ def check_split_col_reduction():
 
 if __name__ == "__main__":
     check_adam()
+    check_adam_chunks()
     check_ce_backward()
     check_pooling()
     check_cummax()

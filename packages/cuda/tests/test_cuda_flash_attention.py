@@ -121,3 +121,27 @@ def test_long_causal_sequence_bf16():
     out = F.scaled_dot_product_attention(dq, dk, dv, is_causal=True)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert _rel(out, ref) < REL[ember.bfloat16]
+
+
+def test_gpt_block_layout_needs_no_copies():
+    """Heads split off a (B, T, 3*H*D) projection: the output (and so the usual transpose back and
+    .contiguous()) and the gradients come in the input's (B, T, H, D) layout, as in PyTorch, and
+    the values match the float64 CPU computation of the same program."""
+    b, t, h, d = 2, 96, 3, 32
+    x_np = np.random.default_rng(11).standard_normal((b, t, 3 * h * d))
+    g_np = np.random.default_rng(12).standard_normal((b, t, h * d))
+
+    def block(x):
+        q, k, v = (z.view(b, t, h, d).transpose(1, 2) for z in x.split(h * d, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y, y.transpose(1, 2).contiguous().view(b, t, h * d)
+
+    x_ref = ember.tensor(x_np, requires_grad=True)
+    y_ref, out_ref = block(x_ref)
+    out_ref.backward(ember.tensor(g_np))
+    x = ember.tensor(x_np).to(ember.bfloat16).cuda().requires_grad_()
+    y, out = block(x)
+    assert y.transpose(1, 2).is_contiguous() and out.data_ptr() == y.data_ptr()
+    assert _rel(out, out_ref) < REL[ember.bfloat16]
+    out.backward(ember.tensor(g_np).to(ember.bfloat16).cuda())
+    assert _rel(x.grad, x_ref.grad) < 2 * REL[ember.bfloat16]

@@ -49,6 +49,29 @@ def test_fused_adam_half_params_match_cpu():
             assert_same(g, w, rtol=2e-2, atol=2e-2)
 
 
+def test_fused_adam_chunks_span_parameters_steps_and_alignment():
+    """One launch over a table of chunks: a parameter longer than a chunk, parameters at different
+    steps, and a parameter 4 bytes off 16-byte alignment (updated by the per-parameter launch)."""
+    from ember._cuda import _ops_optim
+
+    def run(device):
+        sizes = (_ops_optim.CHUNK + 77, 5, 300)
+        params = [rand((n,), seed=i).to(device) for i, n in enumerate(sizes)]
+        params.append(rand((65,), seed=9).to(device)[1:])  # storage offset 1: misaligned
+        ms, vs = [ember.zeros_like(p) for p in params], [ember.zeros_like(p) for p in params]
+        counters = [ember.tensor(float(i)) for i in range(len(params))]
+        for step in range(3):
+            grads = [rand(tuple(p.shape), seed=50 * step + i).to(device) for i, p in enumerate(params)]
+            for c in counters:
+                c.add_(1)
+            ember._fused_adamw_(params, grads, ms, vs, [], counters, lr=1e-2, beta1=0.9, beta2=0.99,
+                                weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False)
+        return params + ms + vs
+
+    for g, w in zip(run("cuda"), run("cpu")):
+        assert_same(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_fused_adam_kernel_is_registered_and_taken():
     from ember._src.ops.optim import fused
 

@@ -16,7 +16,7 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import attention as na
 from ember._src.ops.nn import attention_flash as naf
-from ember._src.tensor import new_empty_tensor
+from ember._src.tensor import make_tensor, new_empty_tensor
 
 from . import _compile
 from ._elementwise import TRITON
@@ -134,6 +134,21 @@ def _pad(t, width):
     return out
 
 
+def _empty_in_order_of(t, shape, dtype):
+    """A fresh (B, H, L, E) tensor whose dims lie in memory in the order of ``t``'s (PyTorch's
+    attention does the same): heads split off a (B, L, H*E) projection give a query laid out
+    (B, L, H, E), so the output and the gradients come that way too and the usual
+    ``y.transpose(1, 2).contiguous().view(B, L, H*E)`` afterwards copies nothing."""
+    order = sorted(range(4), key=lambda i: (-t._stride[i], i)) if t._shape[3] > 1 else [0, 1, 2, 3]
+    if order == [0, 1, 2, 3] or order[-1] != 3:
+        return new_empty_tensor(shape, dtype, t._device)
+    base = new_empty_tensor(tuple(shape[i] for i in order), dtype, t._device)
+    strides = [0] * 4
+    for position, dim in enumerate(order):
+        strides[dim] = base._stride[position]
+    return make_tensor(base._storage, tuple(shape), tuple(strides), 0, dtype, t._device)
+
+
 def _bias_strides(bias):
     return [0, 0, 0, 0] if bias is None else [int(s) for s in bias._stride]
 
@@ -151,7 +166,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     q, k, v = _padded(query, key, value)
     b, h, lq, _ = q._shape
     hk, s = k._shape[1], k._shape[2]
-    out = new_empty_tensor((b, h, lq, v._shape[3]), q.dtype, q._device)
+    out = _empty_in_order_of(q, (b, h, lq, v._shape[3]), q.dtype)
     lse = new_empty_tensor((b, h, lq), dt.float32, q._device)
     if out.numel() == 0:
         return out, lse
@@ -191,9 +206,9 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_ca
     group = h // hk
     # Per query head; grouped heads are summed afterwards (in float32, then cast).
     gd = q.dtype if group == 1 else dt.float32
-    dq = new_empty_tensor(tuple(q._shape), q.dtype, q._device)
-    dk = new_empty_tensor((b, h, s, d), gd, q._device)
-    dv = new_empty_tensor((b, h, s, e), gd, q._device)
+    dq = _empty_in_order_of(q, tuple(q._shape), q.dtype)
+    dk = _empty_in_order_of(k, (b, h, s, d), gd) if group == 1 else new_empty_tensor((b, h, s, d), gd, q._device)
+    dv = _empty_in_order_of(v, (b, h, s, e), gd) if group == 1 else new_empty_tensor((b, h, s, e), gd, q._device)
     if q.numel() == 0 or s == 0:
         dq.zero_(), dk.zero_(), dv.zero_()
     else:

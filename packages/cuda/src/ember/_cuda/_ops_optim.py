@@ -1,12 +1,17 @@
 """Fused Adam/AdamW on CUDA: ``ember._fused_adam_`` / ``_fused_adamw_`` (what ``ember.optim.Adam``
-and ``AdamW`` call for their ``fused``/``foreach``/default steps) in one kernel per parameter.
+and ``AdamW`` call for their ``fused``/``foreach``/default steps) in one launch for all parameters.
 
 The per-tensor composite the core falls back to issues eight elementwise kernels per parameter
-(about 1200 launches for GPT-2's 148 parameters, more than half of a training step's launches,
-each paying ember's per-op host cost). Here each parameter takes one launch that reads param,
-grad and both moments once and writes param and moments once, in float32 arithmetic for every
-float dtype. The bias corrections are computed on the host from the step counters (CPU tensors,
-as PyTorch keeps them), so the launch needs no device-to-host read.
+(about 1200 launches for GPT-2's 148 parameters, each paying ember's per-op host cost). Here one
+kernel reads param, grad and both moments once and writes param and moments once, in float32
+arithmetic for every float dtype. Its work list is a table of chunks (at most CHUNK elements of one
+parameter each: the four addresses, the length, and the step size and bias correction of that
+parameter's step), built with NumPy on the host and copied to the device ahead of the launch, so a
+step is one copy and one launch whatever the parameter count (PyTorch's multi-tensor apply packs
+the addresses into the launch arguments instead). One launch per parameter (the former form) remains
+for a step inside a CUDA-graph capture, where a copy from pageable host memory may not be recorded.
+The bias corrections are computed on the host from the step counters (CPU tensors, as PyTorch keeps
+them), so the launch needs no device-to-host read.
 
 Taken only for the plain case: every tensor a contiguous dense CUDA tensor of the param's dtype,
 no amsgrad, no GradScaler state (``grad_scale``/``found_inf``), CPU step counters. Anything else
@@ -17,11 +22,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ember._src import dtypes as dt
 from ember._src.ops.optim import fused as core_fused
 from ember._src.tensor import Tensor
 
-from . import _compile
+from . import _compile, _fastcall
+from ._allocator import allocator
 from ._elementwise import HEADER, TRITON
+from ._storage import new_contiguous
 from ._streams import current_handle
 
 _ADAM = HEADER + '''
@@ -49,7 +59,46 @@ def k(p, g, m, v, n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, BLOCK: tl.c
     tl.store(v + i, vv.to(v.dtype.element_ty), mask=mask)
 '''
 
+# The same update over a table of chunks: row c holds the param, grad and moment addresses of its
+# first element, its length (at most CHUNK), and the step size and sqrt(1 - beta2^step) of its
+# parameter as float64 bits. __ELEM__: the Triton type of the parameters.
+_ADAM_CHUNKS = HEADER + '''
+@triton.jit
+def k(table, lr, beta1, beta2, eps, wd, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+      DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr):
+    row = table + tl.program_id(0).to(tl.int64) * 7
+    p = tl.multiple_of(tl.load(row).to(tl.pointer_type(__ELEM__)), 16)
+    g = tl.multiple_of(tl.load(row + 1).to(tl.pointer_type(__ELEM__)), 16)
+    m = tl.multiple_of(tl.load(row + 2).to(tl.pointer_type(__ELEM__)), 16)
+    v = tl.multiple_of(tl.load(row + 3).to(tl.pointer_type(__ELEM__)), 16)
+    n = tl.load(row + 4)
+    step_size = tl.load(row + 5).to(tl.float64, bitcast=True).to(tl.float32)
+    bc2_sqrt = tl.load(row + 6).to(tl.float64, bitcast=True).to(tl.float32)
+    for start in range(0, CHUNK, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        mask = i < n
+        pv = tl.load(p + i, mask=mask).to(tl.float32)
+        gv = tl.load(g + i, mask=mask).to(tl.float32)
+        mv = tl.load(m + i, mask=mask).to(tl.float32)
+        vv = tl.load(v + i, mask=mask).to(tl.float32)
+        if MAXIMIZE:
+            gv = -gv
+        if DECOUPLED:
+            pv = pv * (1.0 - lr * wd)
+        else:
+            gv = gv + pv * wd
+        mv = mv + (1.0 - beta1) * (gv - mv)
+        vv = vv * beta2 + (1.0 - beta2) * gv * gv
+        denom = tl.sqrt(vv) / bc2_sqrt + eps
+        pv = pv - step_size * (mv / denom)
+        tl.store(p + i, pv.to(__ELEM__), mask=mask)
+        tl.store(m + i, mv.to(__ELEM__), mask=mask)
+        tl.store(v + i, vv.to(__ELEM__), mask=mask)
+'''
+
 _BLOCK, _WARPS = 2048, 8
+CHUNK = 65536
+_TL_ELEM = {"fp16": "tl.float16", "bf16": "tl.bfloat16", "fp32": "tl.float32", "fp64": "tl.float64"}
 _FLOAT = frozenset(("fp16", "bf16", "fp32", "fp64"))
 
 
@@ -76,6 +125,32 @@ def _launcher(name: str, decoupled: bool, maximize: bool, aligned: bool, index: 
     return _compile.kernel(_ADAM, "k", sig, constexprs, ("p", "g", "m", "v") if aligned else (), _WARPS, 1, index)
 
 
+def _chunk_launcher(name: str, decoupled: bool, maximize: bool, index: int):
+    sig = {"table": "*i64", "lr": "fp32", "beta1": "fp32", "beta2": "fp32", "eps": "fp32", "wd": "fp32",
+           "CHUNK": "constexpr", "BLOCK": "constexpr", "DECOUPLED": "constexpr",
+           "MAXIMIZE": "constexpr"}
+    source = _ADAM_CHUNKS.replace("__ELEM__", _TL_ELEM[name])
+    constexprs = {"CHUNK": CHUNK, "BLOCK": _BLOCK, "DECOUPLED": decoupled, "MAXIMIZE": maximize}
+    return _compile.kernel(source, "k", sig, constexprs, ("table",), _WARPS, 1, index)
+
+
+def chunk_table(ptrs, sizes, step_sizes, bc2_sqrts, itemsize: int):
+    """The (chunks, 7) int64 work table of the chunked kernel: per parameter (addresses ``ptrs``
+    (param, grad, m, v), ``sizes`` elements), its chunks of at most CHUNK elements."""
+    ptrs = np.asarray(ptrs, dtype=np.int64).reshape(-1, 4)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = -(-sizes // CHUNK)
+    owner = np.repeat(np.arange(len(sizes)), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    offset = (np.arange(len(owner)) - first) * CHUNK
+    table = np.empty((len(owner), 7), dtype=np.int64)
+    table[:, :4] = ptrs[owner] + (offset * itemsize)[:, None]
+    table[:, 4] = np.minimum(sizes[owner] - offset, CHUNK)
+    table[:, 5] = np.asarray(step_sizes, dtype=np.float64)[owner].view(np.int64)
+    table[:, 6] = np.asarray(bc2_sqrts, dtype=np.float64)[owner].view(np.int64)
+    return table
+
+
 def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
          maximize, grad_scale, found_inf, decoupled) -> bool:
     """Runs the update and returns True, or returns False (nothing written) for a case it does not take."""
@@ -99,13 +174,38 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
     lr, eps, wd = float(lr), float(eps), float(weight_decay)
     index = device.index or 0
     stream = current_handle(index)
+    size = dtype.itemsize
+    if not allocator(index).capturing:
+        chunked = [], [], [], []
+        rest = []
+        for i, p in enumerate(params):
+            n = p.numel()
+            if n == 0:
+                continue
+            ptrs = [t._storage._ptr + t._offset * size for t in (p, grads[i], exp_avgs[i], exp_avg_sqs[i])]
+            if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) & 15:
+                rest.append(i)  # the chunked kernel assumes 16-byte aligned rows
+                continue
+            step = steps[i]
+            chunked[0].extend(ptrs)
+            chunked[1].append(n)
+            chunked[2].append(lr / (1.0 - beta1 ** step))
+            chunked[3].append(math.sqrt(1.0 - beta2 ** step))
+        if chunked[1]:
+            table = chunk_table(*chunked, size)
+            on_device = new_contiguous((table.size,), (1,), table.size, dt.int64, device)
+            _fastcall.memcpy_htod(on_device.data_ptr(), table.ctypes.data, table.nbytes, stream)
+            launch = _chunk_launcher(name, bool(decoupled), bool(maximize), index)
+            launch((len(table), 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd)
+        params = [params[i] for i in rest]
+        grads, exp_avgs = [grads[i] for i in rest], [exp_avgs[i] for i in rest]
+        exp_avg_sqs, steps = [exp_avg_sqs[i] for i in rest], [steps[i] for i in rest]
     launchers = {}
     for i, p in enumerate(params):
         n = p.numel()
         if n == 0:
             continue
         g, m, v = grads[i], exp_avgs[i], exp_avg_sqs[i]
-        size = dtype.itemsize
         ptrs = [t._storage._ptr + t._offset * size for t in (p, g, m, v)]
         aligned = not ((ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) & 15)
         launch = launchers.get(aligned)

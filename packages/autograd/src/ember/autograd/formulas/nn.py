@@ -250,8 +250,10 @@ def _flash_attention(grads, inputs, outputs):
     out, lse = outputs[0], outputs[1]
     if g is None:
         return None, None, None
+    # No .contiguous(): the kernels read strided gradients (one arriving through the usual
+    # transpose(1, 2) of the output is laid out like it, and copying it would cost a pass).
     grad_q, grad_k, grad_v = OPS["_scaled_dot_product_flash_attention_backward"](
-        g.contiguous(), q, k, v, out, lse, mask, is_causal, scale)
+        g, q, k, v, out, lse, mask, is_causal, scale)
     return grad_q, grad_k, grad_v
 
 
