@@ -59,31 +59,36 @@ def main():
 
     # Per phase: host time to issue it (no wait) and wall time until the device finished it (a sync
     # before and after). wall >> host: that phase is device-bound; wall ~ host: host-bound.
+    # The host's CPU time per phase too: issue time far above it means the host waited (a synchronizing
+    # call, or a full launch queue) rather than computed.
     phases = {"forward": [], "backward": [], "optimizer": []}
+    clock = time.thread_time
     for _ in range(args.timed):
         sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), clock()
         with fw.autocast(dev, dtype=fw.bfloat16):
             loss = model(x, y)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), clock()
         sync()
         t2 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
+        c2 = clock()
         loss.backward()
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), clock()
         sync()
-        t4 = time.perf_counter()
+        t4, c4 = time.perf_counter(), clock()
         opt.step()
-        t5 = time.perf_counter()
+        t5, c5 = time.perf_counter(), clock()
         sync()
         t6 = time.perf_counter()
-        phases["forward"].append((t1 - t0, t2 - t0))
-        phases["backward"].append((t3 - t2, t4 - t2))
-        phases["optimizer"].append((t5 - t4, t6 - t4))
+        phases["forward"].append((t1 - t0, t2 - t0, c1 - c0))
+        phases["backward"].append((t3 - t2, t4 - t2, c3 - c2))
+        phases["optimizer"].append((t5 - t4, t6 - t4, c5 - c4))
     for name, rows in phases.items():
         host = statistics.median(r[0] for r in rows) * 1e3
         wall = statistics.median(r[1] for r in rows) * 1e3
-        print(f"{name:10s} host issue {host:7.1f} ms   wall (synced) {wall:7.1f} ms", flush=True)
+        cpu = statistics.median(r[2] for r in rows) * 1e3
+        print(f"{name:10s} host issue {host:7.1f} ms (CPU {cpu:6.1f} ms)   wall (synced) {wall:7.1f} ms", flush=True)
     walls = []
     for _ in range(args.timed):
         sync()
