@@ -46,6 +46,13 @@ def _layer_norm(grads, inputs, outputs):
     grad_x = _stats_grad(x, len(shape), outputs[1], outputs[2], grads[1:])
     if g is None:
         return grad_x, None, None, None
+    want_w, want_b = weight is not None and _needs(weight), bias is not None and _needs(bias)
+    if not ember.is_grad_enabled() and grad_x is None:
+        # A first-order backward: the kernel gives the weight and bias gradients in the same pass
+        # (its per-row g * x_hat and the column sums), not four dispatched ops more.
+        gx, gw, gb = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
+                                                       [_needs(x), want_w, want_b])
+        return gx, None, gw, gb
     if _needs(x):
         gx = OPS["native_layer_norm_backward"](g, x, shape, outputs[1], outputs[2], weight, bias,
                                                [True, False, False])[0]
