@@ -58,6 +58,20 @@ def install() -> None:
         cublasGemmStridedBatchedEx=_noop([vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, i64, vp, i32, i32, i64, vp,
                                           vp, i32, i32, i64, i32, i32, i32]))
 
+    sz = ctypes.c_size_t
+
+    def heuristic(handle, desc, a, b, c, d, pref, requested, results, found):
+        found._obj.value = 1  # one algorithm (bytes of zeros), no workspace
+        return 0
+
+    _blas._STATE["lt"] = SimpleNamespace(
+        cublasLtCreate=_noop([ctypes.POINTER(vp)]), cublasLtMatmulDescCreate=_noop([ctypes.POINTER(vp), i32, i32]),
+        cublasLtMatmulDescSetAttribute=_noop([vp, i32, vp, sz]),
+        cublasLtMatrixLayoutCreate=_noop([ctypes.POINTER(vp), i32, ctypes.c_uint64, ctypes.c_uint64, i64]),
+        cublasLtMatmulPreferenceCreate=_noop([ctypes.POINTER(vp)]),
+        cublasLtMatmulPreferenceSetAttribute=_noop([vp, i32, vp, sz]), cublasLtMatmulAlgoGetHeuristic=heuristic,
+        cublasLtMatmul=_noop([vp] * 14 + [sz, vp]))
+
     def load(cubin, meta, kinds, device):
         return _fastcall.Launcher(1, kinds, meta["num_warps"], meta["shared"], meta["name"])
 

@@ -33,10 +33,14 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--top", type=int, default=45)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--compile", default=None, metavar="MODE",
+                    help="the model under ember.compile with this mode (default, reduce-overhead, ...)")
     args = ap.parse_args()
     fw, dev = ember, args.device
     fw.manual_seed(0)
     model = build(fw, args.layers, seq=args.seq).to(dev)
+    if args.compile:
+        model = fw.compile(model, mode=None if args.compile == "default" else args.compile)
     opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
     idx = fw.randint(0, 50257, (args.batch, args.seq + 1)).to(dev)
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()

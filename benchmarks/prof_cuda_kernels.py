@@ -33,9 +33,11 @@ def _step_fn(fw, model, opt, x, y):
     return step
 
 
-def _setup(fw, layers, batch, seq):
+def _setup(fw, layers, batch, seq, compile_mode=None):
     fw.manual_seed(0)
     model = build(fw, layers, seq=seq).to("cuda")
+    if compile_mode:  # (not "reduce-overhead": a CUDA graph's replay launches nothing to bracket)
+        model = fw.compile(model, mode=None if compile_mode == "default" else compile_mode)
     opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
     idx = fw.randint(0, 50257, (batch, seq + 1)).to("cuda")
     return _step_fn(fw, model, opt, idx[:, :-1].contiguous(), idx[:, 1:].contiguous())
@@ -56,11 +58,11 @@ def _label() -> str:
     return op or "?"
 
 
-def profile_ember(layers, batch, seq, top):
+def profile_ember(layers, batch, seq, top, compile_mode=None):
     import ember
     from ember._cuda import _blas, _fastcall
 
-    step = _setup(ember, layers, batch, seq)
+    step = _setup(ember, layers, batch, seq, compile_mode)
     for _ in range(3):
         step().item()
     pool: list = []
@@ -149,9 +151,10 @@ def main():
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--only", choices=["ember", "torch"], default=None)
     ap.add_argument("--json", default=None, help="also write the tables here")
+    ap.add_argument("--compile", default=None, metavar="MODE", help="ember's model under ember.compile (mode)")
     args = ap.parse_args()
     if args.only != "torch":
-        profile_ember(args.layers, args.batch, args.seq, args.top)
+        profile_ember(args.layers, args.batch, args.seq, args.top, args.compile)
     if args.only != "ember":
         profile_torch(args.layers, args.batch, args.seq, args.top)
     if args.json:

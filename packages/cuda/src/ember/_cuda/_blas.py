@@ -199,17 +199,15 @@ def _loaded_paths():
 
 
 def _alignment(ptr: int) -> int:
-    align = 1
-    while align < 256 and ptr % (align * 2) == 0:
-        align *= 2
-    return align
+    """The largest power of two (at most 256) dividing the address."""
+    return min(ptr & -ptr, 256) if ptr else 256
 
 
 class _LtPlan:
     """The descriptors and the chosen algorithm of one GEMM shape (per thread: the bias pointer is set on
     the shared matmul descriptor just before each call)."""
 
-    __slots__ = ("desc", "a", "b", "d", "algo", "workspace_size")
+    __slots__ = ("desc", "a", "b", "d", "algo", "algo_ptr", "workspace_size", "bias", "bias_ref")
 
 
 def _lt_plan(index, ty, compute, op_b, op_a, n, m, k, ldb, lda, aligns):
@@ -251,19 +249,25 @@ def _lt_plan(index, ty, compute, op_b, op_a, n, m, k, ldb, lda, aligns):
     plan = _LtPlan()
     plan.desc, plan.a, plan.b, plan.d = desc, la, lb, ld
     plan.algo = ctypes.create_string_buffer(result.raw[:64], 64)
+    plan.algo_ptr = ctypes.addressof(plan.algo)
+    plan.bias = ctypes.c_void_p()  # the bias address, set per call through this reference
+    plan.bias_ref = ctypes.byref(plan.bias)
     plan.workspace_size = ctypes.c_size_t.from_buffer_copy(result.raw[64:72]).value
     plans[key] = plan
     return plan
 
 
 def _lt_handle(index: int):
-    handles = _STATE.setdefault("lt_handles", {})
+    handles = _LT_HANDLES
     h = handles.get(index)
     if h is None:
         h = ctypes.c_void_p()
         _check(_lt().cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
         handles[index] = h
     return h
+
+
+_LT_HANDLES: dict = {}
 
 
 def _lt_workspace(device, stream, nbytes: int):
@@ -296,17 +300,16 @@ def gemm_bias(a, b, bias, out) -> bool:
     if la is None or lb is None:
         return False
     index = out._device.index or 0
-    from ._allocator import allocator
-
-    if allocator(index).capturing:
+    if _capturing(index):
         return False  # (its workspace would be allocated inside the capture)
     compute = _COMPUTE_32F_FAST_TF32 if (dtype is dt.float32 and _tf32()) else _COMPUTE_32F
     op_b, ldb = (_OP_T if lb[0] else _OP_N), lb[1]
     op_a, lda = (_OP_T if la[0] else _OP_N), la[1]
     pa, pb, pd, pbias = a.data_ptr(), b.data_ptr(), out.data_ptr(), bias.data_ptr()
-    aligns = (_alignment(pb), _alignment(pa), _alignment(pd), _alignment(pd))
-    if _alignment(pbias) < 16:
+    if pbias & 15:
         return False  # the bias epilogue reads the vector in 16-byte pieces
+    align_d = _alignment(pd)
+    aligns = (_alignment(pb), _alignment(pa), align_d, align_d)
     try:
         plan = _lt_plan(index, _CUDA_TYPE[dtype], compute, op_b, op_a, n, m, k, ldb, lda, aligns)
     except (OSError, AttributeError):  # no usable libcublasLt: the copy-and-GEMM path from now on
@@ -315,13 +318,23 @@ def gemm_bias(a, b, bias, out) -> bool:
     if plan is None:
         return False
     lt = _STATE["lt"]
-    ptr = ctypes.c_void_p(pbias)
-    _check(lt.cublasLtMatmulDescSetAttribute(plan.desc, _LT_DESC_BIAS_POINTER, ctypes.byref(ptr), 8),
-           "cublasLtMatmulDescSetAttribute")
+    plan.bias.value = pbias
+    status = lt.cublasLtMatmulDescSetAttribute(plan.desc, _LT_DESC_BIAS_POINTER, plan.bias_ref, 8)
+    if status:
+        _check(status, "cublasLtMatmulDescSetAttribute")
     stream = current_handle(index)
-    ws = _lt_workspace(out._device, stream, plan.workspace_size) if plan.workspace_size else None
-    _check(lt.cublasLtMatmul(_lt_handle(index), plan.desc, ctypes.byref(_ONE32), pb, plan.a, pa, plan.b,
-                             ctypes.byref(_ZERO32), pd, plan.d, pd, plan.d, ctypes.addressof(plan.algo),
-                             ws.data_ptr() if ws is not None else None, plan.workspace_size, stream),
-           "cublasLtMatmul")
+    ws = _lt_workspace(out._device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
+    status = lt.cublasLtMatmul(_lt_handle(index), plan.desc, _ONE32_REF, pb, plan.a, pa, plan.b, _ZERO32_REF, pd,
+                               plan.d, pd, plan.d, plan.algo_ptr, ws, plan.workspace_size, stream)
+    if status:
+        _check(status, "cublasLtMatmul")
     return True
+
+
+_ONE32_REF, _ZERO32_REF = ctypes.byref(_ONE32), ctypes.byref(_ZERO32)
+
+
+def _capturing(index: int) -> bool:
+    from ._allocator import allocator
+
+    return bool(allocator(index).capturing)

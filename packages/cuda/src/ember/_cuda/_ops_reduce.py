@@ -45,25 +45,51 @@ def _flat(x, all_dtypes: dict):
     return n, out_dtype
 
 
+def _dim_key(dim):
+    """``dim`` as a hashable memo key (None, an int or a tuple of ints), or False where it is anything
+    else (the meta function then judges it)."""
+    if dim is None or type(dim) is int:
+        return dim
+    if type(dim) in (tuple, list) and all(type(d) is int for d in dim):
+        return tuple(dim)
+    return False
+
+
+def _checked(op, name, x, dim, keepdim, dtype, memo: dict):
+    """(reduced dims, result shape, result dtype). The meta function validates and types the call the
+    first time (dtype, rank, dims, keepdim, dtype=) are met; repeats take the memo, as they would
+    pass the same checks and get the same dims and dtype (bias and layer-norm gradients sum the same
+    way every step)."""
+    key = _dim_key(dim)
+    hit = memo.get((x.dtype, x.ndim, key, keepdim, dtype)) if key is not False else None
+    if hit is None:
+        m = op.meta(x, dim, keepdim, dtype)
+        _check_real(x, name)
+        hit = (red._dims(dim, x.ndim, name), m.dtype)
+        if key is not False:
+            memo[(x.dtype, x.ndim, key, keepdim, dtype)] = hit
+    dims, rd = hit
+    return dims, red._out_shape(x._shape, dims, keepdim), rd
+
+
 def _sum_like(name: str, kind: str):
     op = OPS[name]
     all_dtypes: dict = {}  # x's dtype -> the dtype of its sum over every dim (from the meta function)
+    memo: dict = {}
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
         if dim is None and dtype is None and not keepdim:
             flat = _flat(x, all_dtypes)
             if flat is not None:
                 return reduce_flat(kind, x, flat[0], flat[1], accumulator(kind, flat[1]))
-        m = op.meta(x, dim, keepdim, dtype)
-        _check_real(x, name)
-        dims = red._dims(dim, x.ndim, name)
+        dims, shape, rd = _checked(op, name, x, dim, keepdim, dtype, memo)
         if dim is None and dtype is None and not keepdim:
-            all_dtypes[x.dtype] = m.dtype
+            all_dtypes[x.dtype] = rd
         if x.numel() == 0:
-            out = new_empty_tensor(m._shape, m.dtype, x._device)
+            out = new_empty_tensor(shape, rd, x._device)
             _fill(out, 1 if kind == "prod" else 0)
             return out
-        return reduce_new(kind, x, dims, m._shape, m.dtype, accumulator(kind, m.dtype))
+        return reduce_new(kind, x, dims, shape, rd, accumulator(kind, rd))
 
     return kernel
 
@@ -71,23 +97,22 @@ def _sum_like(name: str, kind: str):
 def _mean_like(name: str):
     op = OPS[name]
     all_dtypes: dict = {}
+    memo: dict = {}
 
     def kernel(x, dim=None, keepdim=False, dtype=None):
         if dim is None and dtype is None and not keepdim:
             flat = _flat(x, all_dtypes)
             if flat is not None:
                 return reduce_flat("sum", x, flat[0], flat[1], accumulator("sum", flat[1]), 1.0 / flat[0])
-        m = op.meta(x, dim, keepdim, dtype)
-        _check_real(x, name)
-        dims = red._dims(dim, x.ndim, name)
+        dims, shape, rd = _checked(op, name, x, dim, keepdim, dtype, memo)
         if dim is None and dtype is None and not keepdim:
-            all_dtypes[x.dtype] = m.dtype
+            all_dtypes[x.dtype] = rd
         n = red._count(x._shape, dims)
         if n == 0 or x.numel() == 0:
-            out = new_empty_tensor(m._shape, m.dtype, x._device)
+            out = new_empty_tensor(shape, rd, x._device)
             _fill(out, float("nan"))
             return out
-        return reduce_new("sum", x, dims, m._shape, m.dtype, accumulator("sum", m.dtype), 1.0 / n)
+        return reduce_new("sum", x, dims, shape, rd, accumulator("sum", rd), 1.0 / n)
 
     return kernel
 
