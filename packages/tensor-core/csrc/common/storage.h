@@ -22,6 +22,7 @@ struct Storage {
   int64_t version = 0;                 // shared by every view; bumped by in-place ops
   int shm_fd = -1;                     // shared memory: the memfd the data is mapped from
   bool inference = false;              // allocated under inference_mode (Tensor.is_inference)
+  size_t cached_size = 0;              // an owned block of this padded size, returned to the block cache
 
   Storage() = default;
   Storage(const Storage&) = delete;
