@@ -66,9 +66,10 @@ def check_adam_chunks():
     source = _ops_optim._ADAM_CHUNKS.replace("__ELEM__", "tl.float32")
     k = _load(source, "ember_adam_chunks_interp")
     g = torch.Generator().manual_seed(5)
-    sizes, steps = (1000, 3, 256, 600), (1.0, 4.0, 2.0, 9.0)
+    sizes = (1000, 3, 256, 600)
     lr, b1, b2, eps, wd = 1e-2, 0.9, 0.999, 1e-8, 0.1
-    for decoupled in (True, False):
+    for decoupled, uniform in ((True, False), (False, False), (True, True)):
+        steps = (3.0,) * 4 if uniform else (1.0, 4.0, 2.0, 9.0)
         tensors = [[torch.randn(n, generator=g), torch.randn(n, generator=g), torch.randn(n, generator=g) * 0.1,
                     torch.rand(n, generator=g) * 0.01] for n in sizes]
         refs = [[t.clone() for t in group] for group in tensors]
@@ -84,12 +85,15 @@ def check_adam_chunks():
         finally:
             _ops_optim.CHUNK = saved
         assert len(table) == sum(-(-n // chunk) for n in sizes)
-        k[(len(table),)](torch.from_numpy(table), lr, b1, b2, eps, wd, CHUNK=chunk, BLOCK=block,
-                         DECOUPLED=decoupled, MAXIMIZE=False)
+        if uniform:  # the step size comes from the launch; the table's float columns are not read
+            table[:, 5:] = 0
+        k[(len(table),)](torch.from_numpy(table), lr, b1, b2, eps, wd, lr / (1 - b1 ** 3.0),
+                         math.sqrt(1 - b2 ** 3.0), CHUNK=chunk, BLOCK=block, DECOUPLED=decoupled, MAXIMIZE=False,
+                         UNIFORM=uniform)
         for group, ref in zip(tensors, refs):
             for got, want in zip((group[0], group[2], group[3]), (ref[0], ref[2], ref[3])):
                 torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-        print("ok adam chunks", decoupled)
+        print("ok adam chunks", decoupled, uniform)
 
 
 def check_ce_backward():

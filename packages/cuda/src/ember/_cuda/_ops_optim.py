@@ -6,8 +6,9 @@ The per-tensor composite the core falls back to issues eight elementwise kernels
 kernel reads param, grad and both moments once and writes param and moments once, in float32
 arithmetic for every float dtype. Its work list is a table of chunks (at most CHUNK elements of one
 parameter each: the four addresses, the length, and the step size and bias correction of that
-parameter's step), built with NumPy on the host and copied to the device ahead of the launch, so a
-step is one copy and one launch whatever the parameter count (PyTorch's multi-tensor apply packs
+parameter's step), built with NumPy on the host and copied to the device ahead of the launch; while
+no tensor moves and every parameter is at the same step (the step size then goes in the launch), the
+same table serves again, so a step is one launch whatever the parameter count (PyTorch's multi-tensor apply packs
 the addresses into the launch arguments instead). One launch per parameter (the former form) remains
 for a step inside a CUDA-graph capture, where a copy from pageable host memory may not be recorded.
 The bias corrections are computed on the host from the step counters (CPU tensors, as PyTorch keeps
@@ -64,16 +65,20 @@ def k(p, g, m, v, n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, BLOCK: tl.c
 # parameter as float64 bits. __ELEM__: the Triton type of the parameters.
 _ADAM_CHUNKS = HEADER + '''
 @triton.jit
-def k(table, lr, beta1, beta2, eps, wd, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
-      DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr):
+def k(table, lr, beta1, beta2, eps, wd, step_size_all, bc2_sqrt_all, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+      DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, UNIFORM: tl.constexpr):
     row = table + tl.program_id(0).to(tl.int64) * 7
     p = tl.multiple_of(tl.load(row).to(tl.pointer_type(__ELEM__)), 16)
     g = tl.multiple_of(tl.load(row + 1).to(tl.pointer_type(__ELEM__)), 16)
     m = tl.multiple_of(tl.load(row + 2).to(tl.pointer_type(__ELEM__)), 16)
     v = tl.multiple_of(tl.load(row + 3).to(tl.pointer_type(__ELEM__)), 16)
     n = tl.load(row + 4)
-    step_size = tl.load(row + 5).to(tl.float64, bitcast=True).to(tl.float32)
-    bc2_sqrt = tl.load(row + 6).to(tl.float64, bitcast=True).to(tl.float32)
+    if UNIFORM:  # every parameter at the same step: the launch's scalars
+        step_size = step_size_all
+        bc2_sqrt = bc2_sqrt_all
+    else:
+        step_size = tl.load(row + 5).to(tl.float64, bitcast=True).to(tl.float32)
+        bc2_sqrt = tl.load(row + 6).to(tl.float64, bitcast=True).to(tl.float32)
     for start in range(0, CHUNK, BLOCK):
         i = start + tl.arange(0, BLOCK)
         mask = i < n
@@ -125,12 +130,13 @@ def _launcher(name: str, decoupled: bool, maximize: bool, aligned: bool, index: 
     return _compile.kernel(_ADAM, "k", sig, constexprs, ("p", "g", "m", "v") if aligned else (), _WARPS, 1, index)
 
 
-def _chunk_launcher(name: str, decoupled: bool, maximize: bool, index: int):
+def _chunk_launcher(name: str, decoupled: bool, maximize: bool, uniform: bool, index: int):
     sig = {"table": "*i64", "lr": "fp32", "beta1": "fp32", "beta2": "fp32", "eps": "fp32", "wd": "fp32",
-           "CHUNK": "constexpr", "BLOCK": "constexpr", "DECOUPLED": "constexpr",
-           "MAXIMIZE": "constexpr"}
+           "step_size_all": "fp32", "bc2_sqrt_all": "fp32", "CHUNK": "constexpr", "BLOCK": "constexpr",
+           "DECOUPLED": "constexpr", "MAXIMIZE": "constexpr", "UNIFORM": "constexpr"}
     source = _ADAM_CHUNKS.replace("__ELEM__", _TL_ELEM[name])
-    constexprs = {"CHUNK": CHUNK, "BLOCK": _BLOCK, "DECOUPLED": decoupled, "MAXIMIZE": maximize}
+    constexprs = {"CHUNK": CHUNK, "BLOCK": _BLOCK, "DECOUPLED": decoupled, "MAXIMIZE": maximize,
+                  "UNIFORM": uniform}
     return _compile.kernel(source, "k", sig, constexprs, ("table",), _WARPS, 1, index)
 
 
@@ -149,6 +155,24 @@ def chunk_table(ptrs, sizes, step_sizes, bc2_sqrts, itemsize: int):
     table[:, 5] = np.asarray(step_sizes, dtype=np.float64)[owner].view(np.int64)
     table[:, 6] = np.asarray(bc2_sqrts, dtype=np.float64)[owner].view(np.int64)
     return table
+
+
+_TABLES: dict = {}  # key -> (rows, device table): the last few work tables
+_TABLES_KEPT = 4
+
+
+def _device_table(key, chunked, size: int, device, stream):
+    hit = _TABLES.get(key)
+    if hit is not None:
+        return hit
+    table = chunk_table(*chunked, size)
+    on_device = new_contiguous((table.size,), (1,), table.size, dt.int64, device)
+    # From pageable memory: the driver stages the bytes before returning, so ``table`` may go.
+    _fastcall.memcpy_htod(on_device.data_ptr(), table.ctypes.data, table.nbytes, stream)
+    while len(_TABLES) >= _TABLES_KEPT:
+        _TABLES.pop(next(iter(_TABLES)))  # the oldest (a freed table's block is reused in stream order)
+    _TABLES[key] = (len(table), on_device)
+    return _TABLES[key]
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
@@ -192,11 +216,17 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
             chunked[2].append(lr / (1.0 - beta1 ** step))
             chunked[3].append(math.sqrt(1.0 - beta2 ** step))
         if chunked[1]:
-            table = chunk_table(*chunked, size)
-            on_device = new_contiguous((table.size,), (1,), table.size, dt.int64, device)
-            _fastcall.memcpy_htod(on_device.data_ptr(), table.ctypes.data, table.nbytes, stream)
-            launch = _chunk_launcher(name, bool(decoupled), bool(maximize), index)
-            launch((len(table), 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd)
+            # Every parameter at one step (the usual case): its step size goes in the launch, and
+            # the table (addresses and lengths only) is the same as last step's while no tensor
+            # moved, so it stays on the device and no copy is made.
+            uniform = len(set(chunked[2])) == 1 and len(set(chunked[3])) == 1
+            key = (index, size, tuple(chunked[0]), tuple(chunked[1]))
+            if not uniform:
+                key += (tuple(chunked[2]), tuple(chunked[3]))
+            rows, on_device = _device_table(key, chunked, size, device, stream)
+            launch = _chunk_launcher(name, bool(decoupled), bool(maximize), uniform, index)
+            launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, chunked[2][0],
+                   chunked[3][0])
         params = [params[i] for i in rest]
         grads, exp_avgs = [grads[i] for i in rest], [exp_avgs[i] for i in rest]
         exp_avg_sqs, steps = [exp_avg_sqs[i] for i in rest], [steps[i] for i in rest]
