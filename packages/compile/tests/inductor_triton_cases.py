@@ -146,6 +146,18 @@ def reduction_sum_mean_keepdim():
 
 
 @case
+def reduction_outer_columns():
+    # reductions over leading dims (a bias gradient): rows contiguous, the reduced elements strided;
+    # long columns loop in blocks of many rows, short ones stay persistent
+    def program(t, x, g, s):
+        return (x.sum(0), (x * x).mean(0), x.amax(0), g.sum((0, 1)), s.sum(0), (s + 1).prod(0))
+    return (program, [make_input((600, 48), ember.float32, specials=False),
+                      make_input((4, 150, 40), ember.float32, specials=False, seed=5),
+                      make_input((100, 33), ember.float32, specials=False, seed=6, low=-1.0, high=1.0)],
+            {"rtol": 1e-4, "atol": 1e-4})
+
+
+@case
 def reduction_max_min_nan():
     return (lambda t, x: (x.amax(-1), x.amin(0), x.max()),
             [make_input((6, 30), ember.float32)], {})

@@ -37,6 +37,9 @@ from ._triton_reduce import ReductionEmitter, Unsupported
 INT32_LIMIT = 2 ** 31
 # Rows of at most this many elements are reduced by persistent kernels (one block a row).
 PERSISTENT_MAX = 8192
+# An outer reduction (rows contiguous, the reduced elements strided) stays persistent only this long:
+# its blocks must span many rows for contiguous loads, and many rows of a long column do not fit.
+OUTER_PERSISTENT_MAX = 256
 
 def index_text(expr) -> str:
     """Python/Triton text of a (non-negative, integer) sympy index expression."""
@@ -241,7 +244,11 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
         xnumel = product([n for _, n in outer])
         rnumel = product([n for _, n in inner])
         reduction = bool(k.reduced)
+        outer_reduction = reduction and self._outer_reduction(outer, inner)
         persistent = reduction and not rnumel.free_symbols and int(rnumel) <= PERSISTENT_MAX
+        if outer_reduction and persistent and int(rnumel) > OUTER_PERSISTENT_MAX:
+            # a whole column in one block would leave one row a block (strided loads): loop instead
+            persistent = False
         symbols = set(xnumel.free_symbols | rnumel.free_symbols)
         for e in exprs:
             symbols |= e.free_symbols
@@ -282,7 +289,26 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
         spec = TritonKernelSpec(k.name, source, params, dtypes, xnumel, rnumel, reduction, persistent, inplace,
                                 origins)
         spec.index_type = "i64" if wide else "i32"
+        spec.outer = outer_reduction
         return spec
+
+    def _outer_reduction(self, outer, inner) -> bool:
+        """Whether the loads run along the rows, not along the reduced elements: a reduction over a
+        leading dim (a bias gradient, (8192, 768) summed over dim 0), where a block must span many
+        rows for its loads to be contiguous, unlike the usual one-row-a-block reduction."""
+        if not outer or not inner:
+            return False
+        x, r = outer[-1][0], inner[-1][0]
+        along_rows = False
+        for n in self.k.nodes:
+            for ld in n.loads:
+                e = ld.index.xreplace(self.subs)
+                if r not in e.free_symbols:
+                    continue
+                if sympy.diff(e, r) == 1:
+                    return False  # some input is read along the reduced elements
+                along_rows = along_rows or (x in e.free_symbols and sympy.diff(e, x) == 1)
+        return along_rows
 
     def _span(self) -> int:
         """The largest element offset any buffer of the kernel reaches (static sizes only)."""

@@ -170,6 +170,14 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
                 warps += [max(1, min(16, elems // 256)), max(1, min(16, elems // 4096))]
             for w in warps:
                 out.append((xb, rb, w))
+    elif getattr(spec, "outer", False):
+        # rows contiguous in memory, reduced elements strided: a block of many rows reads whole
+        # lines (64 float32 rows a line of 256 bytes) where one row a block reads one element
+        sizes = [(64, 64, 4), (32, 128, 4), (128, 32, 8)]
+        if max_autotune:
+            sizes += [(16, 256, 4), (256, 16, 8), (64, 128, 8)]
+        for xb, rb, w in sizes:
+            out.append((min(xb, max(1, _pow2(xnumel))), min(rb, max(2, _pow2(rnumel))), w))
     else:
         sizes = [(1, 2048, 8), (1, 1024, 4), (8, 128, 4)]
         if max_autotune:
