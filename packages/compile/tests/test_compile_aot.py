@@ -357,3 +357,19 @@ def test_set_stance():
         cf(ember.ones(4, dtype=ember.float64))
     with pytest.raises(RuntimeError):
         ember.compiler.set_stance("sometimes")
+
+
+def test_graph_break_before_any_op_refused_by_fullgraph_like_torch():
+    # No op is pending at the break, but fullgraph=True refuses it all the same.
+    def program(lib):
+        def f(x):
+            lib._dynamo.graph_break()
+            return x + 1
+        return f
+
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="graph_break"):
+        torch.compile(program(torch), fullgraph=True)(torch.ones(2))
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="graph_break"):
+        ember.compile(program(ember), fullgraph=True)(ember.ones(2))
+    assert ember.compile(program(ember))(ember.ones(2)).tolist() == [2.0, 2.0]

@@ -21,7 +21,13 @@ def graph_break() -> None:
 
     rec = current()
     if rec is not None and not rec.suspended:
-        rec.flush("torch._dynamo.graph_break()")
+        reason = "torch._dynamo.graph_break()"
+        if not rec.nodes and getattr(rec.owner, "fullgraph", False):
+            # No pending op to flush, but a fullgraph=True capture refuses the break all the same.
+            from ember.compiler._user_frames import user_frame
+
+            rec.owner.note_break(reason, user_frame(), rec)
+        rec.flush(reason)
 
 
 def is_compiling() -> bool:
