@@ -117,6 +117,8 @@ def _pretty_print_target(target: Any) -> str:
         return target
     from ._naming import qualified_name
 
+    if getattr(target, "__module__", None) == "builtins" and isinstance(getattr(target, "__name__", None), str):
+        return f"builtins.{target.__name__}"  # as torch.fx prints them (the code says `getattr`)
     return qualified_name(target)
 
 
