@@ -36,6 +36,7 @@ SUBPACKAGE_OWNERS = {
     "_logging": "ember-compile",
     "library": "ember-compile",
     "_higher_order_ops": "ember-compile",
+    "_ops": "ember-compile",
     "jit": "ember-export",
     "multiprocessing": "ember-distributed",
     "export": "ember-export",

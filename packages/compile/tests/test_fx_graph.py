@@ -161,7 +161,7 @@ def test_format_node_and_stack_trace():
 
 def test_builtin_targets_print_with_builtins_prefix_like_torch():
     def f(x):
-        return getattr(x, "shape")[0] + x.sum()
+        return getattr(x, "shape")[0] + x.sum()  # noqa: B009 - a getattr node
 
     printed = [str(lib.fx.symbolic_trace(f).graph) for lib in (torch, ember)]
     assert "call_function[target=builtins.getattr]" in printed[0]

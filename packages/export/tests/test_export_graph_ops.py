@@ -203,3 +203,30 @@ def test_slice_by_another_inputs_size_keeps_a_derived_dim_like_torch():
         results.append((len(ep.range_constraints), out.numpy().tolist()))
     assert results[0] == results[1]
     assert [d.__name__ for d in ember.export.dims("a", "c", max=4)] == ["a", "c"]
+
+
+def test_pass_rewrites_exported_module_with_aten_names_like_torch():
+    class M:
+        @staticmethod
+        def build(lib):
+            class Net(lib.nn.Module):
+                def forward(self, x):
+                    return lib.relu(x + 1).sum()
+            return Net()
+
+    x = np.array([1.0, -3.0, 0.5], np.float32)
+    results = []
+    for lib in (torch, ember):
+        aten = lib.ops.aten
+        gm = lib.export.export(M.build(lib), (lib.tensor(x),)).module()
+        for n in list(gm.graph.nodes):
+            if n.op == "call_function" and n.target == aten.relu.default:
+                n.target = aten.sigmoid.default
+            elif n.op == "call_function" and n.target == aten.add.Tensor:
+                with gm.graph.inserting_after(n):
+                    scaled = gm.graph.call_function(aten.mul.Tensor, (n, 2.0))
+                n.replace_all_uses_with(scaled)
+                scaled.args = (n, 2.0)
+        gm.recompile()
+        results.append(float(gm(lib.tensor(x))))
+    assert results[1] == pytest.approx(results[0], rel=1e-6)

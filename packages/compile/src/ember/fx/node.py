@@ -167,7 +167,9 @@ class Node:
 
     @target.setter
     def target(self, value: Target) -> None:
-        self._relocate("_target", value)
+        from ember._ops import unwrap
+
+        self._relocate("_target", unwrap(value))  # torch.ops.aten.relu.default is ember's relu op
 
     def _relocate(self, field: str, value: Any) -> None:
         if "_target" not in self.__dict__ or self._op == "root":

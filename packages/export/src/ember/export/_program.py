@@ -250,6 +250,13 @@ class UnliftedModule(nn.Module):
     def code(self) -> str:
         return self.graph_module.code
 
+    def recompile(self):
+        """Regenerates the code after a pass edited ``self.graph`` (GraphModule's method)."""
+        return self.graph_module.recompile()
+
+    def print_readable(self, print_output: bool = True, **kwargs) -> str:
+        return self.graph_module.print_readable(print_output, **kwargs)
+
     def forward(self, *args, **kwargs):
         program = self._program
         flat, spec = pytree.tree_flatten((args, kwargs))
