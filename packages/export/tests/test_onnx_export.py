@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -85,8 +86,32 @@ def test_unsupported_op_fails_at_export_naming_it(tmp_path):
     assert not path.exists()  # never a broken file
     with pytest.raises(ember.onnx.UnsupportedOp, match="proj_size"):
         ember.onnx.export(ember.nn.LSTM(3, 4, proj_size=2), (ember.randn(5, 2, 3),))
-    with pytest.raises(ValueError, match="opset 18 or newer"):
-        ember.onnx.export(mlp(ember), (ember.randn(2, 6),), opset_version=17)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 17])
+def test_lower_opset_converted_or_kept_with_warning(opset, tmp_path):
+    # As PyTorch's exporter: a lower opset_version is converted to where ONNX's converter can,
+    # and otherwise kept at 18 with a warning; never an error, and ONNX Runtime runs the file.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    ember.manual_seed(0)
+    model = mlp(ember).eval()
+    x = ember.randn(3, 6)
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.onnx.export(model, (x,), path, opset_version=opset)
+    version = onnx.load(path).opset_import[0].version
+    converted_warning = any("target version" in str(w.message) for w in caught)
+    assert version == opset and not converted_warning or version == 18 and converted_warning
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    # PyTorch's legacy exporter writes the requested opset for the same model.
+    tmodel = mlp(torch).eval()
+    torch.onnx.export(tmodel, (torch.randn(3, 6),), str(tmp_path / "t.onnx"), opset_version=opset, dynamo=False)
+    assert onnx.load(tmp_path / "t.onnx").opset_import[0].version == opset
 
 
 def test_node_count_beside_torch_onnx(capsys):

@@ -57,7 +57,8 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
         model: an ``ember.nn.Module`` or an ``ember.export.ExportedProgram``.
         args: example positional inputs (a tuple; a single tensor is accepted).
         input_names / output_names: names of the graph's inputs and outputs.
-        opset_version: the ONNX opset (18 by default; at least 18).
+        opset_version: the ONNX opset (18 by default; a lower one is converted to with ONNX's
+            version converter, or stays 18 with a warning where it cannot be).
         dynamic_axes: ``{input name: {axis: dim name}}`` (or a list of axes): those sizes vary.
         dynamic_shapes: as for ``ember.export.export``; use this or ``dynamic_axes``.
 

@@ -39,7 +39,10 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     """An ONNX model computing ``ep``'s user outputs from its user inputs."""
     opset = opset_version or DEFAULT_OPSET
     if opset < 18:
-        raise ValueError(f"ember.onnx exports opset 18 or newer, got opset_version={opset}")
+        # As PyTorch's exporter: translate at opset 18, then convert down (a warning and opset 18
+        # where ONNX's version converter cannot).
+        model = translate_program(ep, input_names, output_names, 18, dim_names)
+        return _convert_down(model, opset)
     from ember.export._decompose import without_composites
 
     ep = without_composites(ep)
@@ -97,6 +100,23 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     model = make_model(b, onnx_inputs, onnx_outputs)
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _convert_down(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """``model`` (opset 18) at ``opset``, or as it is with a warning when that fails."""
+    import warnings
+
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(model, opset)
+        onnx.checker.check_model(converted, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - the converter raises many types; any means "keep 18"
+        warnings.warn(f"Failed to convert the model to the target version {opset} using the ONNX C API. "
+                      f"The model was not modified (opset 18): {type(exc).__name__}: {exc}", UserWarning,
+                      stacklevel=3)
+        return model
+    return converted
 
 
 def translate_nodes(b: Builder, graph) -> None:
