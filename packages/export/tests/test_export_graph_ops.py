@@ -230,3 +230,36 @@ def test_pass_rewrites_exported_module_with_aten_names_like_torch():
         gm.recompile()
         results.append(float(gm(lib.tensor(x))))
     assert results[1] == pytest.approx(results[0], rel=1e-6)
+
+
+def test_decomposed_train_mode_program_leaves_grad_mode_on_like_torch():
+    # BatchNorm's running-stat update runs under no_grad inside the decomposed graph: running the
+    # program must switch grad mode back (it stayed off after the call).
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    ys = [np.random.default_rng(k).standard_normal((4, 5)).astype(np.float32) for k in (1, 2)]
+    stats = []
+    for lib in (torch, ember):
+        bn = lib.nn.BatchNorm1d(5).train()
+        mod = lib.export.export(bn, (lib.tensor(x),)).run_decompositions().module()
+        for y in ys:
+            out = mod(lib.tensor(y))
+            assert lib.is_grad_enabled()
+            assert (lib.ones(2, requires_grad=True) * 2).requires_grad
+        stats.append((out.detach().numpy(), mod.running_mean.numpy(), mod.running_var.numpy(),
+                      int(mod.num_batches_tracked)))
+    for e, t in zip(stats[1][:3], stats[0][:3]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+    assert stats[1][3] == stats[0][3] == 2
+
+
+def test_make_fx_graph_restores_grad_mode_switched_inside():
+    def f(x):
+        y = x * 2
+        with ember.no_grad():
+            z = y + 1
+        return y, z
+
+    gm = make_fx(f)(ember.ones(3, requires_grad=True))
+    y, z = gm(ember.ones(3, requires_grad=True))
+    assert ember.is_grad_enabled()
+    assert y.requires_grad and not z.requires_grad
