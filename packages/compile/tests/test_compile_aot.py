@@ -373,3 +373,35 @@ def test_graph_break_before_any_op_refused_by_fullgraph_like_torch():
     with pytest.raises(ember._dynamo.exc.Unsupported, match="graph_break"):
         ember.compile(program(ember), fullgraph=True)(ember.ones(2))
     assert ember.compile(program(ember))(ember.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_dynamo_backends_common_aot_autograd_like_torch():
+    # A custom backend built the way PyTorch's tutorials build one: each compiler runs once.
+    def run(lib):
+        calls = []
+
+        def compiler(kind):
+            def compile_graph(gm, example_inputs):
+                calls.append(kind)
+                return gm.forward
+            return compile_graph
+
+        backend = lib._dynamo.backends.common.aot_autograd(fw_compiler=compiler("fw"), bw_compiler=compiler("bw"))
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.Tanh())
+        with lib.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape) * (i + 1))
+        x = lib.linspace(-2, 2, 8).reshape(2, 4)
+        out = lib.compile(model, backend=backend)(x)
+        out.sum().backward()
+        return calls, _np(out), [_np(p.grad) for p in model.parameters()]
+
+    torch._dynamo.reset()
+    t_calls, t_out, t_grads = run(torch)
+    e_calls, e_out, e_grads = run(ember)
+    assert e_calls == t_calls == ["fw", "bw"]
+    np.testing.assert_allclose(e_out, t_out, rtol=1e-5)
+    for e, t in zip(e_grads, t_grads):
+        np.testing.assert_allclose(e, t, rtol=1e-5)
+    assert ember._dynamo.backends.registry.lookup_backend("eager") is not None

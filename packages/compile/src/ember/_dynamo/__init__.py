@@ -11,7 +11,7 @@ from ember.compiler._compiled import reset
 from ember.compiler._explain import explain
 from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
 
-from . import exc
+from . import backends, exc
 from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
 
 
@@ -56,7 +56,7 @@ def run(fn=None):
 
 
 __all__ = [
-    "allow_in_graph", "config", "disable", "exc", "explain", "graph_break", "is_compiling", "list_backends",
+    "allow_in_graph", "backends", "config", "disable", "exc", "explain", "graph_break", "is_compiling", "list_backends",
     "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "register_backend",
     "reset", "run",
 ]
