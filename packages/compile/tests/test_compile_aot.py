@@ -405,3 +405,60 @@ def test_dynamo_backends_common_aot_autograd_like_torch():
     for e, t in zip(e_grads, t_grads):
         np.testing.assert_allclose(e, t, rtol=1e-5)
     assert ember._dynamo.backends.registry.lookup_backend("eager") is not None
+
+
+def test_dynamo_config_patch_like_torch():
+    for lib in (torch, ember):
+        cfg = lib._dynamo.config
+        before = cfg.cache_size_limit
+        with cfg.patch(cache_size_limit=3):
+            assert cfg.cache_size_limit == 3
+        with cfg.patch({"cache_size_limit": 4}), cfg.patch("suppress_errors", True):
+            assert cfg.cache_size_limit == 4 and cfg.suppress_errors is True
+        assert cfg.cache_size_limit == before and cfg.suppress_errors is False
+
+        @cfg.patch(cache_size_limit=5)
+        def read(cfg=cfg):
+            return cfg.cache_size_limit
+
+        assert read() == 5 and cfg.cache_size_limit == before
+        with pytest.raises(AttributeError, match="no_such_setting does not exist"):
+            with cfg.patch(no_such_setting=1):
+                pass
+    from ember.compiler.inductor import config as inductor_config
+
+    assert ember._inductor.config is inductor_config
+    with ember._inductor.config.patch(max_autotune=True):
+        assert inductor_config.max_autotune is True
+    with ember._inductor.config.patch("cpp.language", "c++"):
+        assert inductor_config.cpp.language == "c++"
+    assert inductor_config.max_autotune is False and inductor_config.cpp.language == "c"
+
+
+def test_dynamo_counters_count_breaks_once_and_graphs_like_torch():
+    def program(lib):
+        def f(x):
+            y = x.sin()
+            lib._dynamo.graph_break()
+            return y.cos() + 1
+        return f
+
+    results = []
+    for lib in (torch, ember):
+        counters = lib._dynamo.utils.counters
+        counters.clear()
+        lib._dynamo.reset()
+        compiled = lib.compile(program(lib), backend="eager")
+        for _ in range(3):
+            compiled(lib.ones(3))
+        results.append((sum(counters["graph_break"].values()), counters["stats"]["unique_graphs"]))
+        assert any("graph_break()" in reason for reason in counters["graph_break"])
+        counters.clear()
+    assert results[1] == results[0] == (1, 2)
+
+
+def test_compile_of_a_non_callable_raises_like_torch():
+    with pytest.raises(AssertionError, match="A callable function is expected"):
+        torch.compile(3)
+    with pytest.raises(AssertionError, match="A callable function is expected"):
+        ember.compile(3)

@@ -4,14 +4,14 @@ ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy trace
 ``ember.compiler``). These aliases let programs written for ``torch._dynamo`` run unchanged.
 """
 
-from ember.compiler import config
+from ember.compiler import assume_constant_result, config
 from ember.compiler._api import compile as _compile
 from ember.compiler._api import disable
 from ember.compiler._compiled import reset
 from ember.compiler._explain import explain
 from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
 
-from . import backends, exc
+from . import backends, exc, utils
 from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
 
 
@@ -56,7 +56,7 @@ def run(fn=None):
 
 
 __all__ = [
-    "allow_in_graph", "backends", "config", "disable", "exc", "explain", "graph_break", "is_compiling", "list_backends",
-    "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "register_backend",
-    "reset", "run",
+    "allow_in_graph", "assume_constant_result", "backends", "config", "disable", "exc", "explain", "graph_break",
+    "is_compiling", "list_backends", "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
+    "optimize", "register_backend", "reset", "run", "utils",
 ]

@@ -20,6 +20,7 @@ from .. import _logging
 from .._logging import _log
 from . import _replay, config
 from ._break_reasons import explain_text, fullgraph_text
+from ._counters import counters
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
@@ -184,6 +185,10 @@ class CompiledFunction:
             where = f"\n\nfrom user code:\n   {frame}" if frame is not None else ""
             raise Unsupported(f"{fullgraph_text(reason)}{where}")
         brk = BreakReason(explain_text(reason), frame)
+        counted = self.__dict__.setdefault("_counted_breaks", set())
+        if (reason, str(frame)) not in counted:  # once per place, as Dynamo counts per compile
+            counted.add((reason, str(frame)))
+            counters["graph_break"][brk.reason] += 1
         if self.listener is not None:
             self.listener.on_break(brk)
         _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")
@@ -258,6 +263,8 @@ class CompiledFunction:
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
             self.listener.on_graph(gm, rec)
+        counters["stats"]["unique_graphs"] += 1
+        counters["stats"]["calls_captured"] += sum(1 for n in gm.graph.nodes if n.op == "call_function")
         compiled = self._run_backend(gm, example_inputs)
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
