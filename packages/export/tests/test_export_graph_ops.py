@@ -263,3 +263,25 @@ def test_make_fx_graph_restores_grad_mode_switched_inside():
     y, z = gm(ember.ones(3, requires_grad=True))
     assert ember.is_grad_enabled()
     assert y.requires_grad and not z.requires_grad
+
+
+def test_one_tensor_passed_as_two_inputs_like_torch():
+    # Self-attention exported as attn(x, x, x): two (three) inputs, as in PyTorch; it was refused.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    other = rng.standard_normal((3, 5, 8)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        mha = lib.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+        with lib.no_grad():
+            for i, p in enumerate(mha.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.2))
+        t = lib.tensor(x)
+        b = lib.export.Dim("b")
+        ep = lib.export.export(mha, (t, t, t), dynamic_shapes=({0: b}, {0: b}, {0: b}))
+        assert sum(s.kind.name == "USER_INPUT" for s in ep.graph_signature.input_specs) == 3
+        o = lib.tensor(other)
+        results.append((ep.module()(t, t, t)[0].detach().numpy(), ep.module()(o, o, o)[0].detach().numpy()))
+    for e, t in zip(results[1], results[0]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)

@@ -131,11 +131,13 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     kwargs = dict(kwargs or {})
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
     seen = set()
-    for x in leaves:
+    for i, x in enumerate(leaves):
         if _is_tensor(x):
             if id(x) in seen:
-                raise UserError(UserErrorType.INVALID_INPUT,
-                                "the same tensor object is passed as two inputs; pass a clone for the second")
+                # One tensor passed as two inputs (``(x, x)``, q = k = v): two inputs, as in PyTorch;
+                # the tracer tells inputs apart by identity, so the second gets an alias of the data.
+                with ember.no_grad():
+                    leaves[i] = x = x.view(x.shape)
             seen.add(id(x))
     dim_specs = normalize(mod, args, kwargs, dynamic_shapes)
     params, buffers, persistent = _state(mod)
