@@ -37,6 +37,7 @@ SUBPACKAGE_OWNERS = {
     "library": "ember-compile",
     "_higher_order_ops": "ember-compile",
     "_ops": "ember-compile",
+    "_subclasses": "ember-compile",
     "jit": "ember-export",
     "multiprocessing": "ember-distributed",
     "export": "ember-export",

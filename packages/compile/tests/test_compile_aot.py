@@ -462,3 +462,16 @@ def test_compile_of_a_non_callable_raises_like_torch():
         torch.compile(3)
     with pytest.raises(AssertionError, match="A callable function is expected"):
         ember.compile(3)
+
+
+def test_subclasses_fake_tensor_mode_like_torch():
+    # Shapes of a model's output without running it, as with torch._subclasses.FakeTensorMode.
+    results = []
+    for lib in (torch, ember):
+        with lib._subclasses.FakeTensorMode() as mode:
+            layer = lib.nn.Linear(1000, 300)
+            x = mode.from_tensor(lib.ones(64, 1000))
+            out = layer(lib.empty(64, 1000)) + layer(x)
+            results.append((type(out).__name__, tuple(out.shape), str(out.dtype).split(".")[-1]))
+        assert isinstance(out, lib._subclasses.fake_tensor.FakeTensor)
+    assert results[0] == results[1] == ("FakeTensor", (64, 300), "float32")
