@@ -203,3 +203,49 @@ def test_gru_as_onnx_gru(kwargs):
             x = ember.randn(b, 4, 5)
             for got, want in zip(program(x), model(x)):
                 np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_legacy_exporter_arguments_and_constant_outputs_like_torch(tmp_path):
+    # Programs written for torch.onnx.export's TorchScript exporter: is_in_onnx_export inside
+    # forward, operator_export_type, keep_initializers_as_inputs, a Python int among the outputs.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(4, 3)
+
+            def forward(self, x):
+                y = self.fc(x)
+                if lib.onnx.is_in_onnx_export():
+                    y = y * 2
+                return y.sum(), x.shape[0]
+
+        lib.manual_seed(0)
+        net = Net().eval()
+        with lib.no_grad():
+            net.fc.weight.copy_(lib.linspace(-1, 1, 12).reshape(3, 4))
+            net.fc.bias.fill_(0.5)
+        return net
+
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    results = []
+    for lib in (torch, ember):
+        assert lib.onnx.is_in_onnx_export() is False
+        path = str(tmp_path / f"{lib.__name__}.onnx")
+        kwargs = {"dynamo": False} if lib is torch else {}
+        lib.onnx.export(build(lib), (lib.tensor(x),), path, input_names=["x"], keep_initializers_as_inputs=True,
+                        operator_export_type=lib.onnx.OperatorExportTypes.ONNX, **kwargs)
+        model = onnx.load(path)
+        inputs = {i.name for i in model.graph.input}
+        assert {i.name for i in model.graph.initializer} <= inputs  # every initializer is also an input
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        total, batch = session.run(None, {"x": x})
+        results.append((float(total), int(batch), batch.dtype.name))
+        assert str(lib.onnx.OperatorExportTypes.ONNX) == "OperatorExportTypes.ONNX"
+        assert str(lib.onnx.TrainingMode.EVAL) == "TrainingMode.EVAL"
+    assert results[1][1:] == results[0][1:] == (2, "int64")
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)

@@ -13,6 +13,9 @@ import copy
 import operator
 import os
 
+import numpy as np
+
+import ember
 import onnx
 from ember._src.dispatch import Op
 from ember.compiler._graph_build import _set_grad_enabled
@@ -20,9 +23,10 @@ from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
 from ember.export._signature import InputKind, OutputKind
+from onnx import numpy_helper
 
 from . import _translations_control, _translations_nn, _translations_shape  # noqa: F401 - they fill the table
-from ._builder import Builder, UnsupportedOp, make_model, onnx_dtype, value_info
+from ._builder import NUMPY_DTYPES, Builder, UnsupportedOp, make_model, onnx_dtype, value_info
 from ._inplace import translate_inplace
 from ._translations import TRANSLATIONS
 
@@ -67,8 +71,6 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     b = Builder(opset, sources)
     onnx_inputs = []
     state = {**ep.state_dict, **ep.constants}
-    from onnx import numpy_helper
-
     for node in placeholders:
         spec = specs[node.name]
         if spec.kind is InputKind.USER_INPUT:
@@ -93,13 +95,24 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     onnx_outputs = []
     for o, name in zip(user_outs, out_names):
         if not hasattr(o, "op"):
-            raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+            if type(o) not in _CONSTANT_OUTPUT_DTYPES:
+                raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+            # A Python number the model returns (x.shape[0] of a static size): a 0-d constant
+            # output, as PyTorch's exporter writes it.
+            dtype = _CONSTANT_OUTPUT_DTYPES[type(o)]
+            constant = numpy_helper.from_array(np.asarray(o, dtype=NUMPY_DTYPES[dtype]))
+            _name_output(b, b.emit("Constant", [], value=constant), name)
+            onnx_outputs.append(value_info(name, dtype, (), dim_names))
+            continue
         _name_output(b, b.value(o), name)
         shape, dtype = node_shape_dtype(o)
         onnx_outputs.append(value_info(name, dtype, shape, dim_names))
     model = make_model(b, onnx_inputs, onnx_outputs)
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+_CONSTANT_OUTPUT_DTYPES = {bool: ember.bool, int: ember.int64, float: ember.float32}
 
 
 def _convert_down(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
