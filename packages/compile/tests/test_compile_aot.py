@@ -475,3 +475,51 @@ def test_subclasses_fake_tensor_mode_like_torch():
             results.append((type(out).__name__, tuple(out.shape), str(out.dtype).split(".")[-1]))
         assert isinstance(out, lib._subclasses.fake_tensor.FakeTensor)
     assert results[0] == results[1] == ("FakeTensor", (64, 300), "float32")
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_vmap_inside_a_compiled_function_matches_torch(backend):
+    # vmap's BatchedTensor ops were recorded as plain ops and run after the vmap had returned
+    # (the inductor read a batched tensor's storage: a segfault).
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+
+    def program(lib):
+        def f(t):
+            return lib.func.vmap(lambda row: (row.sin() * 2).sum())(t) + 1
+        return f
+
+    torch._dynamo.reset()
+    expected = torch.compile(program(torch), backend=backend)(torch.tensor(x)).numpy()
+    got = ember.compile(program(ember), backend=backend)(ember.tensor(x))
+    np.testing.assert_allclose(_np(got), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_gradient_penalty_with_create_graph_inside_compiled_function(backend):
+    # autograd.grad(create_graph=True) differentiates the compiled forward twice: that segment
+    # runs under eager autograd (it raised "double backward ... not supported"). Eager torch is
+    # the oracle (torch.compile's AOT backends refuse this double backward).
+    x = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+
+    def run(lib, compiled):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(3, 8), lib.nn.Tanh(), lib.nn.Linear(8, 1))
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32)))
+
+        def penalty(t):
+            t = t.detach().requires_grad_()
+            (g,) = lib.autograd.grad(net(t).sum(), t, create_graph=True)
+            return (g.norm(dim=1) - 1).pow(2).mean()
+
+        fn = ember.compile(penalty, backend=backend) if compiled else penalty
+        loss = fn(lib.tensor(x))
+        loss.backward()
+        return float(loss), [_np(p.grad) for p in list(net.parameters())[:3]]
+
+    t_loss, t_grads = run(torch, False)
+    e_loss, e_grads = run(ember, True)
+    assert e_loss == pytest.approx(t_loss, rel=1e-5)
+    for e, t in zip(e_grads, t_grads):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-6)

@@ -202,6 +202,11 @@ class CompiledFunction:
         if self.dynamic is not False or marked:
             if all_dims or marked:
                 dyn = symbolize(rec, all_dims)
+        if rec.eager_autograd:
+            # ``autograd.grad(..., create_graph=True)`` follows: op by op under eager autograd,
+            # which differentiates twice (the AOT backward does not).
+            rec.eager_autograd = False
+            return _runner(_interpret(rec, live, dyn), dyn)
         key = (tuple(rec.key), tuple(live)) if dyn is None else (dyn[0], tuple(live), "dynamic")
         run = self.cache.get(key)
         if run is not None:
