@@ -157,6 +157,11 @@ class Op(_C.OpBase):
     def __repr__(self) -> str:
         return f"ember.ops.{self.name}"
 
+    @property
+    def default(self) -> Op:
+        """``torch.ops.<namespace>.<op>.default``: an ember op has one overload, itself."""
+        return self
+
     def kernel(self, device_type: str):
         """Decorator registering the kernel for one device type."""
 
