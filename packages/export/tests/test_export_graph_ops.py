@@ -285,3 +285,36 @@ def test_one_tensor_passed_as_two_inputs_like_torch():
         results.append((ep.module()(t, t, t)[0].detach().numpy(), ep.module()(o, o, o)[0].detach().numpy()))
     for e, t in zip(results[1], results[0]):
         np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+
+
+def _op_names(ep):
+    names = []
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            names.append(str(n.target).replace("ember.ops.", "").replace("aten.", "").replace(".default", ""))
+    return names
+
+
+def test_run_decompositions_with_a_user_table_like_torch():
+    # default_decompositions() less a row keeps that op; {} keeps every op (PyTorch 2.13).
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    found = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.LayerNorm(3), lib.nn.GELU())
+        ep = lib.export.export(model, (lib.tensor(x),))
+        expected = model(lib.tensor(x)).detach().numpy()
+        kept = {}
+        table = lib.export.default_decompositions()
+        assert lib.ops.aten.linear.default in table
+        del table[lib.ops.aten.linear.default]
+        for label, program in (("empty", ep.run_decompositions({})), ("no linear", ep.run_decompositions(table)),
+                               ("default", ep.run_decompositions())):
+            ops = _op_names(program)
+            kept[label] = ("linear" in ops, "layer_norm" in ops)
+            np.testing.assert_allclose(program.module()(lib.tensor(x)).detach().numpy(), expected, rtol=1e-5,
+                                       atol=1e-6)
+        custom = ep.run_decompositions({lib.ops.aten.gelu.default: lambda t, approximate="none": t * 0 + 7})
+        assert custom.module()(lib.tensor(x)).detach().numpy().tolist() == [[7.0] * 3] * 2
+        found.append(kept)
+    assert found[1] == found[0]

@@ -172,10 +172,14 @@ class ExportedProgram:
         return UnliftedModule(self)
 
     def run_decompositions(self, decomp_table: dict | None = None, decompose_custom_triton_ops: bool = False):
-        """A copy lowered to the core op set with compile's decomposition table (or ``decomp_table``)."""
+        """A copy lowered to the core op set with compile's decomposition table, or with
+        ``decomp_table`` (``default_decompositions()`` less the rows of ops to keep; ``{}`` keeps
+        every op, as in PyTorch)."""
         from ._decompose import run_decompositions
 
-        return run_decompositions(self, decomp_table)
+        if decomp_table is None:
+            return run_decompositions(self, None)
+        return run_decompositions(self, decomp_table, keep_composites=True)
 
     def validate(self) -> None:
         from ._verify import verify_program

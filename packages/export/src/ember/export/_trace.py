@@ -69,6 +69,7 @@ class _Capture:
         self.tensor_positions = [i for i, x in enumerate(leaves) if _is_tensor(x)]
         self.out_spec = None
         self.decompositions = None
+        self.keep_composites = False  # a user's run_decompositions table: composites it lacks stay whole
 
     def __call__(self, *flat):
         from ember.func import functional_call
@@ -91,7 +92,7 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     # Without a decomposition table the trace keeps PyTorch's composite ops whole (pre-dispatch,
     # as torch.export's graph); run_decompositions() traces again with a table, which decomposes them.
     gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake",
-                 pre_dispatch=capture.decompositions is None)(*state_values, *tensors)
+                 pre_dispatch=capture.decompositions is None or capture.keep_composites)(*state_values, *tensors)
     if capture.decompositions:
         from ember._higher_order_ops._subgraph import retrace
 
@@ -103,7 +104,8 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
-           preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None) -> ExportedProgram:
+           preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None,
+           _keep_composites: bool = False) -> ExportedProgram:
     """Traces ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (PyTorch's ``torch.export.export``).
 
     Args:
@@ -156,6 +158,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
     capture.decompositions = _decomposition_table  # {} too: run_decompositions({}) decomposes composites
+    capture.keep_composites = _keep_composites  # ...unless the table is the user's (PyTorch's semantics)
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     gm, roots, narrowed = _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names)
     out_spec = capture.out_spec
