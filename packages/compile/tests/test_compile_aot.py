@@ -523,3 +523,16 @@ def test_gradient_penalty_with_create_graph_inside_compiled_function(backend):
     assert e_loss == pytest.approx(t_loss, rel=1e-5)
     for e, t in zip(e_grads, t_grads):
         np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-6)
+
+
+def test_dynamo_and_compiler_helpers_like_torch():
+    # isinstance checks on compiled modules, is_exporting()/is_compiling() branches in forward.
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        linear = lib.nn.Linear(2, 2)
+        compiled = lib.compile(linear)
+        assert isinstance(compiled, lib._dynamo.eval_frame.OptimizedModule)
+        assert not isinstance(linear, lib._dynamo.eval_frame.OptimizedModule)
+        assert lib._dynamo.is_dynamo_supported() and lib._dynamo.is_inductor_supported()
+        assert lib._dynamo.mark_static_address(lib.ones(2)) is None
+        assert lib.compiler.is_exporting() is False

@@ -318,3 +318,18 @@ def test_run_decompositions_with_a_user_table_like_torch():
         assert custom.module()(lib.tensor(x)).detach().numpy().tolist() == [[7.0] * 3] * 2
         found.append(kept)
     assert found[1] == found[0]
+
+
+def test_is_exporting_branch_in_forward_like_torch():
+    results = []
+    for lib in (torch, ember):
+        class Branchy(lib.nn.Module):
+            def forward(self, x, lib=lib):
+                if lib.compiler.is_exporting():
+                    return x + 100
+                return x + 1
+
+        m = Branchy()
+        x = lib.zeros(1)
+        results.append((m(x).item(), lib.export.export(m, (x,)).module()(x).item(), lib.compiler.is_exporting()))
+    assert results[1] == results[0] == (1.0, 100.0, False)

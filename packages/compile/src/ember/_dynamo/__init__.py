@@ -4,14 +4,14 @@ ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy trace
 ``ember.compiler``). These aliases let programs written for ``torch._dynamo`` run unchanged.
 """
 
-from ember.compiler import assume_constant_result, config
+from ember.compiler import OptimizedModule, assume_constant_result, config
 from ember.compiler._api import compile as _compile
 from ember.compiler._api import disable
 from ember.compiler._compiled import reset
 from ember.compiler._explain import explain
 from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
 
-from . import backends, exc, utils
+from . import backends, eval_frame, exc, utils
 from ._shapes import mark_dynamic, mark_static, maybe_mark_dynamic
 
 
@@ -41,6 +41,23 @@ def allow_in_graph(fn):
     return fn
 
 
+def disallow_in_graph(fn):
+    """``fn`` runs outside the graph (a break around each call), as ``torch._dynamo.disallow_in_graph``."""
+    return disable(fn)
+
+
+def mark_static_address(t, guard: bool = True) -> None:
+    """Accepted: CPU graphs take their inputs by reference already (no CUDA-graph copies)."""
+
+
+def is_dynamo_supported() -> bool:
+    return True
+
+
+def is_inductor_supported() -> bool:
+    return True
+
+
 def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
     """``torch._dynamo.optimize(backend)(fn)``: ``ember.compile(fn, backend=..., fullgraph=nopython)``."""
 
@@ -56,7 +73,8 @@ def run(fn=None):
 
 
 __all__ = [
-    "allow_in_graph", "assume_constant_result", "backends", "config", "disable", "exc", "explain", "graph_break",
-    "is_compiling", "list_backends", "lookup_backend", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
-    "optimize", "register_backend", "reset", "run", "utils",
+    "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "config", "disable",
+    "disallow_in_graph", "eval_frame", "exc", "explain", "graph_break", "is_compiling", "is_dynamo_supported",
+    "is_inductor_supported", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
+    "mark_static_address", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run", "utils",
 ]

@@ -17,6 +17,7 @@ Steps:
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import time
 
@@ -103,7 +104,7 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     return gm
 
 
-def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
+def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
            preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None,
            _keep_composites: bool = False) -> ExportedProgram:
     """Traces ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (PyTorch's ``torch.export.export``).
@@ -270,6 +271,17 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
     return ep
 
+
+
+@functools.wraps(_export)
+def export(*args, **kwargs) -> ExportedProgram:
+    from ember import compiler
+
+    compiler._EXPORTING[0] += 1  # torch.compiler.is_exporting() inside the model's forward
+    try:
+        return _export(*args, **kwargs)
+    finally:
+        compiler._EXPORTING[0] -= 1
 
 def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or
