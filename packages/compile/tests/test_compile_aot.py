@@ -536,3 +536,22 @@ def test_dynamo_and_compiler_helpers_like_torch():
         assert lib._dynamo.is_dynamo_supported() and lib._dynamo.is_inductor_supported()
         assert lib._dynamo.mark_static_address(lib.ones(2)) is None
         assert lib.compiler.is_exporting() is False
+
+
+def test_mark_dynamic_graph_serves_later_unmarked_sizes_like_torch():
+    counts = []
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        compiles = []
+
+        def backend(gm, example_inputs, compiles=compiles):
+            compiles.append(len(example_inputs))
+            return gm.forward
+
+        f = lib.compile(lambda x: x.sum(0) * 2, backend=backend)
+        first = lib.ones(3, 4)
+        lib._dynamo.mark_dynamic(first, 0)
+        outs = [f(first).tolist()] + [f(lib.ones(n, 4)).tolist() for n in (5, 7, 9)]
+        assert outs == [[2.0 * n] * 4 for n in (3, 5, 7, 9)]
+        counts.append(len(compiles))
+    assert counts[1] == counts[0] == 1

@@ -199,6 +199,13 @@ class CompiledFunction:
         dyn = None
         marked = has_marked_dims(rec.inputs)
         all_dims = True if self.dynamic is True else self.auto_dynamic.get(position, False)
+        if marked and self.dynamic is not True:
+            # A dim marked dynamic stays symbolic at this position for later calls too (their
+            # tensors are not marked): they reuse the dynamic graph, as in PyTorch.
+            dims = {(k, d) for k, t in enumerate(rec.inputs) if t.__dict__
+                    for d in t.__dict__.get("_dynamo_dynamic_indices", ())}
+            all_dims = dims | (all_dims if isinstance(all_dims, set) else set())
+            self.auto_dynamic[position] = all_dims
         if self.dynamic is not False or marked:
             if all_dims or marked:
                 dyn = symbolize(rec, all_dims)
