@@ -555,3 +555,15 @@ def test_mark_dynamic_graph_serves_later_unmarked_sizes_like_torch():
         assert outs == [[2.0 * n] * 4 for n in (3, 5, 7, 9)]
         counts.append(len(compiles))
     assert counts[1] == counts[0] == 1
+
+
+def test_backend_errors_are_wrapped_in_backend_compiler_failed_like_torch():
+    def broken(gm, example_inputs):
+        raise ValueError("no such kernel")
+
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        with pytest.raises(lib._dynamo.exc.BackendCompilerFailed, match="backend='broken' raised") as info:
+            lib.compile(lambda x: x * 2 + 1, backend=broken)(lib.ones(2))
+        assert isinstance(info.value, RuntimeError)
+        assert isinstance(info.value.__cause__ or info.value.inner_exception, ValueError)

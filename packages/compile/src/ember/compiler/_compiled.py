@@ -22,6 +22,7 @@ from . import _replay, config
 from ._break_reasons import explain_text, fullgraph_text
 from ._counters import counters
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
+from ._exc import BackendCompilerFailed
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
 
@@ -277,7 +278,12 @@ class CompiledFunction:
             self.listener.on_graph(gm, rec)
         counters["stats"]["unique_graphs"] += 1
         counters["stats"]["calls_captured"] += sum(1 for n in gm.graph.nodes if n.op == "call_function")
-        compiled = self._run_backend(gm, example_inputs)
+        try:
+            compiled = self._run_backend(gm, example_inputs)
+        except (Unsupported, BackendCompilerFailed):
+            raise
+        except Exception as exc:
+            raise BackendCompilerFailed(self.backend, exc) from exc  # PyTorch's wrapper of backend errors
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
