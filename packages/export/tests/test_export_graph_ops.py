@@ -333,3 +333,28 @@ def test_is_exporting_branch_in_forward_like_torch():
         x = lib.zeros(1)
         results.append((m(x).item(), lib.export.export(m, (x,)).module()(x).item(), lib.compiler.is_exporting()))
     assert results[1] == results[0] == (1.0, 100.0, False)
+
+
+def test_module_graph_is_unlifted_like_torch():
+    # ep.module().graph takes the user inputs only (state as get_attr nodes): Interpreter and
+    # ShapeProp run it on the user's inputs; buffer updates survive dead-code elimination.
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    found = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 5), lib.nn.BatchNorm1d(5), lib.nn.ReLU())
+        gm = lib.export.export(model, (lib.tensor(x),)).module()
+        ops = [n.op for n in gm.graph.nodes]
+        out = lib.fx.Interpreter(gm).run(lib.tensor(x))
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        lib.fx.passes.shape_prop.ShapeProp(gm).propagate(lib.tensor(x))
+        shapes = [tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                  if n.op == "call_function" and "tensor_meta" in n.meta and "relu" in str(n.target)]
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        tracked = int(gm.get_submodule("1").num_batches_tracked)
+        gm(lib.tensor(x))
+        found.append((ops.count("placeholder"), ops.count("get_attr") >= 7, shapes, tracked,
+                      int(gm.get_submodule("1").num_batches_tracked)))
+        np.testing.assert_allclose(out.detach().numpy(), gm(lib.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert found[1] == found[0]
