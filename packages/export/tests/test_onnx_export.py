@@ -249,3 +249,28 @@ def test_legacy_exporter_arguments_and_constant_outputs_like_torch(tmp_path):
         assert str(lib.onnx.TrainingMode.EVAL) == "TrainingMode.EVAL"
     assert results[1][1:] == results[0][1:] == (2, "int64")
     assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
+
+
+def test_onnx_program_methods_from_pytorch_tutorials(tmp_path):
+    # onnx_program.optimize(); .apply_weights(state_dict); .rename_axes(); .call_reference();
+    # .compute_values(): as torch.onnx.ONNXProgram offers them.
+    ember.manual_seed(0)
+    model = mlp(ember).eval()
+    x = ember.randn(5, 6)
+    program = ember.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: ember.export.Dim("b")},))
+    program.optimize()
+    np.testing.assert_allclose(program(x)[0].numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    ember.manual_seed(1)
+    other = mlp(ember).eval()
+    program.apply_weights(other.state_dict())  # transposed (folded) weights follow their source
+    np.testing.assert_allclose(program(x)[0].numpy(), other(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(program.call_reference(x)[0].numpy(), other(x).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+    program.rename_axes({"b": "batch"})
+    assert program.model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    first = program.model.graph.node[0].output[0]
+    (value,) = program.compute_values([first], (x,))
+    assert value.shape[0] == 5
+    path = tmp_path / "m.onnx"
+    program.save(path)
+    onnx.checker.check_model(onnx.load(path), full_check=True)

@@ -108,8 +108,15 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
         shape, dtype = node_shape_dtype(o)
         onnx_outputs.append(value_info(name, dtype, shape, dim_names))
     model = make_model(b, onnx_inputs, onnx_outputs)
+    if b.folds:  # which initializers are transposed weights: ONNXProgram.apply_weights redoes them
+        import json
+
+        onnx.helper.set_model_props(model, {_FOLDS_KEY: json.dumps(b.folds)})
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+_FOLDS_KEY = "ember.folded_transposes"
 
 
 _CONSTANT_OUTPUT_DTYPES = {bool: ember.bool, int: ember.int64, float: ember.float32}
@@ -269,6 +276,72 @@ class ONNXProgram:
         flat, _ = _pytree.tree_flatten((args, kwargs))
         feeds = {i.name: (x.numpy() if hasattr(x, "numpy") else x) for i, x in zip(self._session.get_inputs(), flat)}
         return [ember.from_numpy(o.copy()) for o in self._session.run(None, feeds)]
+
+    def optimize(self) -> None:
+        """Accepted: ember's translation already folds constants and transposed weights."""
+
+    def apply_weights(self, state_dict: dict) -> None:
+        """Replaces the initializers named in ``state_dict`` (parameter and buffer names) with its
+        values, and the transposed copies ember folded from them."""
+        import json
+
+        import numpy as np
+
+        props = {p.key: p.value for p in self.model.metadata_props}
+        folds = json.loads(props.get(_FOLDS_KEY, "{}"))
+        arrays = {k: (v.detach().contiguous().numpy() if hasattr(v, "detach") else np.asarray(v))
+                  for k, v in state_dict.items()}
+        for init in self.model.graph.initializer:
+            value = arrays.get(init.name)
+            if value is None and init.name in folds:
+                source, perm = folds[init.name]
+                if source in arrays:
+                    value = np.ascontiguousarray(np.transpose(arrays[source], perm))
+            if value is not None:
+                if tuple(value.shape) != tuple(init.dims):
+                    raise ValueError(f"apply_weights: {init.name} has shape {tuple(init.dims)}, the state dict "
+                                     f"gives {tuple(value.shape)}")
+                dtype = numpy_helper.to_array(init).dtype
+                init.CopyFrom(numpy_helper.from_array(value.astype(dtype, copy=False), init.name))
+        self._session = None
+
+    def rename_axes(self, rename_mapping: dict) -> None:
+        """Renames symbolic dims (``{"s0": "batch"}``) of the graph's inputs, outputs and values."""
+        graph = self.model.graph
+        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param in rename_mapping:
+                    dim.dim_param = str(rename_mapping[dim.dim_param])
+        self._session = None
+
+    def call_reference(self, *args, **kwargs):
+        """Runs the model with ONNX's reference evaluator (``onnx.reference``); returns ember tensors."""
+        import ember
+        from ember.export import _pytree
+        from onnx.reference import ReferenceEvaluator
+
+        flat, _ = _pytree.tree_flatten((args, kwargs))
+        names = [i.name for i in self.model.graph.input]
+        feeds = {n: (x.numpy() if hasattr(x, "numpy") else x) for n, x in zip(names, flat)}
+        return [ember.from_numpy(o.copy()) for o in ReferenceEvaluator(self.model).run(None, feeds)]
+
+    def compute_values(self, value_names, args=(), kwargs=None):
+        """The values named ``value_names`` (graph outputs or intermediate values) for these inputs."""
+        import ember
+        from ember.export import _pytree
+
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        present = {o.name for o in model.graph.output}
+        for name in value_names:
+            if name not in present:
+                model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        flat, _ = _pytree.tree_flatten((args, kwargs or {}))
+        feeds = {i.name: (x.numpy() if hasattr(x, "numpy") else x) for i, x in zip(session.get_inputs(), flat)}
+        return [ember.from_numpy(o.copy()) for o in session.run(list(value_names), feeds)]
 
     def __repr__(self) -> str:
         return f"ONNXProgram(model=<{len(self.model.graph.node)} nodes, opset {self.model.opset_import[0].version}>)"
