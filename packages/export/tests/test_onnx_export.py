@@ -76,13 +76,13 @@ def test_dynamic_shapes_argument_and_file_output():
 
 
 def test_unsupported_op_fails_at_export_naming_it(tmp_path):
-    class Running(ember.nn.Module):
+    class Pooled(ember.nn.Module):
         def forward(self, x):
-            return ember.cumsum(x, dim=1) + 1
+            return ember.nn.functional.adaptive_max_pool2d(x, 2) + 1
 
-    path = tmp_path / "cumsum.onnx"
-    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops.cumsum has no ONNX translation"):
-        ember.onnx.export(Running(), (ember.randn(2, 7),), path)
+    path = tmp_path / "pooled.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops.adaptive_max_pool2d has no ONNX translation"):
+        ember.onnx.export(Pooled(), (ember.randn(1, 2, 6, 6),), path)
     assert not path.exists()  # never a broken file
     with pytest.raises(ember.onnx.UnsupportedOp, match="proj_size"):
         ember.onnx.export(ember.nn.LSTM(3, 4, proj_size=2), (ember.randn(5, 2, 3),))
@@ -274,3 +274,47 @@ def test_onnx_program_methods_from_pytorch_tutorials(tmp_path):
     path = tmp_path / "m.onnx"
     program.save(path)
     onnx.checker.check_model(onnx.load(path), full_check=True)
+
+
+_RESAMPLE_CASES = {
+    "bilinear": (lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"), (1, 2, 3, 4)),
+    "bilinear_align": (lambda F, x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True), (1, 1, 3, 4)),
+    "bicubic": (lambda F, x: F.interpolate(x, scale_factor=2, mode="bicubic"), (1, 1, 4, 4)),
+    "nearest": (lambda F, x: F.interpolate(x, size=(5, 7), mode="nearest"), (1, 2, 3, 4)),
+    "nearest_exact": (lambda F, x: F.interpolate(x, size=(5, 7), mode="nearest-exact"), (1, 2, 3, 4)),
+    "linear_1d": (lambda F, x: F.interpolate(x, scale_factor=1.5, mode="linear"), (1, 2, 6)),
+    "trilinear": (lambda F, x: F.interpolate(x, scale_factor=2, mode="trilinear"), (1, 1, 2, 3, 3)),
+    "pad_reflect": (lambda F, x: F.pad(x, (1, 2, 0, 1), mode="reflect"), (1, 1, 4, 4)),
+    "pad_replicate": (lambda F, x: F.pad(x, (2, 1, 1, 0), mode="replicate"), (1, 2, 3, 4)),
+    "pad_circular": (lambda F, x: F.pad(x, (2, 1, 1, 2), mode="circular"), (1, 2, 3, 4)),
+    "std_keepdim": (lambda F, x: x.std(-1, keepdim=True) + x.var(0).sum(), (3, 8)),
+    "remainder_float": (lambda F, x: x.mul(3).remainder(1.5) + x.mul(3).fmod(1.5), (2, 6)),
+    "floor_divide": (lambda F, x: (x * 10).long() // 3 + (x * 3).div(0.7, rounding_mode="floor").long(), (2, 6)),
+    "div_trunc": (lambda F, x: (x * 3).div(0.7, rounding_mode="trunc") + (x * 10).long().div(3, rounding_mode="trunc"),
+                  (2, 6)),
+    "cumsum": (lambda F, x: x.cumsum(1) + (x * 10).long().cumsum(0), (3, 4)),
+    "topk": (lambda F, x: x.topk(2, 0, largest=False)[0] * 2, (5, 3)),
+    "sort": (lambda F, x: x.sort(1, descending=True)[0], (3, 6)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_RESAMPLE_CASES))
+def test_resample_pad_and_sorting_ops_match_torch_in_onnx_runtime(case):
+    # interpolate (Resize with PyTorch's coordinate rules), reflect/replicate/circular padding,
+    # cumsum, topk, sort, integer floor division, float remainder and std(keepdim=True).
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    fn, shape = _RESAMPLE_CASES[case]
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+    class Wrap(ember.nn.Module):
+        def forward(self, t):
+            return fn(ember.nn.functional, t)
+
+    program = ember.onnx.export(Wrap(), (ember.tensor(x),))
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    expected = fn(torch.nn.functional, torch.tensor(x)).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=1e-4, atol=1e-5)

@@ -25,7 +25,12 @@ from ember.export._ranges import as_expr
 from ember.export._signature import InputKind, OutputKind
 from onnx import numpy_helper
 
-from . import _translations_control, _translations_nn, _translations_shape  # noqa: F401 - they fill the table
+from . import (  # noqa: F401 - they fill the table
+    _translations_control,
+    _translations_nn,
+    _translations_resample,
+    _translations_shape,
+)
 from ._builder import NUMPY_DTYPES, Builder, UnsupportedOp, make_model, onnx_dtype, value_info
 from ._inplace import translate_inplace
 from ._translations import TRANSLATIONS
