@@ -358,3 +358,55 @@ def test_module_graph_is_unlifted_like_torch():
                       int(gm.get_submodule("1").num_batches_tracked)))
         np.testing.assert_allclose(out.detach().numpy(), gm(lib.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
     assert found[1] == found[0]
+
+
+def test_export_traces_through_custom_autograd_functions_like_torch():
+    # nn.RNN (a custom autograd.Function inside) and a user's Function export as their forward ops;
+    # both raised "data-dependent operation: autograd.Function ... apply".
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a * 2 + 1
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        class Net(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.rnn = lib.nn.RNN(4, 5, batch_first=True)
+
+            def forward(self, t):
+                out, h = self.rnn(t)
+                return Twice.apply(out).relu(), h
+
+        lib.manual_seed(0)
+        net = Net()
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+        ep = lib.export.export(net, (lib.tensor(x),))
+        out, h = ep.module()(lib.tensor(x))
+        ref, ref_h = net(lib.tensor(x))
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(h.detach().numpy(), ref_h.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert lib.is_grad_enabled()
+        results.append(out.detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_export_of_rnn_runs_in_onnx_runtime():
+    ort = pytest.importorskip("onnxruntime")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    ember.manual_seed(0)
+    rnn = ember.nn.RNN(4, 5, num_layers=2, nonlinearity="relu", bidirectional=True, batch_first=True)
+    program = ember.onnx.export(rnn, (ember.tensor(x),))
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = session.run(None, {session.get_inputs()[0].name: x})
+    for got, expected in zip(outs, rnn(ember.tensor(x))):
+        np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -175,9 +175,28 @@ def eager_region_hook(reason: str):
     rec = current()
     if rec is None or rec.suspended:
         return dispatch._NO_REGION
+    if getattr(rec.owner, "traces_through_regions", False):
+        # make_fx / export trace forward graphs: a custom autograd.Function's forward ops are
+        # recorded as they run (as PyTorch's make_fx and torch.export do), with no autograd
+        # history to build around them.
+        return _NoGrad()
     rec.flush(reason)
     rec.went_eager = True
     return _Suspended(rec)
+
+
+class _NoGrad:
+    def __enter__(self):
+        from ember._src import grad_mode
+
+        self.before = grad_mode.STATE.grad_enabled
+        grad_mode.STATE.grad_enabled = False
+
+    def __exit__(self, *exc):
+        from ember._src import grad_mode
+
+        grad_mode.STATE.grad_enabled = self.before
+        return False
 
 
 class _PythonOp:

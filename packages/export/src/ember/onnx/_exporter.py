@@ -19,6 +19,7 @@ import ember
 import onnx
 from ember._src.dispatch import Op
 from ember.compiler._graph_build import _set_grad_enabled
+from ember.compiler._lazy import _detach as _lazy_detach
 from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
@@ -171,6 +172,10 @@ def translate_nodes(b: Builder, graph) -> None:
                 raise UnsupportedOp(f"{exc} (node {node.name}{_where(node)})") from None
             continue
         if node.target is _set_grad_enabled:
+            continue
+        if node.target is _lazy_detach:  # Tensor.detach() recorded as a Python call: the same values
+            if node.users:
+                b.names[node] = b.value(node.args[0])
             continue
         if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
             if isinstance(node.target, Op):
