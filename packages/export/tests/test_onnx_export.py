@@ -318,3 +318,27 @@ def test_resample_pad_and_sorting_ops_match_torch_in_onnx_runtime(case):
     expected = fn(torch.nn.functional, torch.tensor(x)).numpy()
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["instance2d_affine", "instance1d", "batchnorm_no_running_stats"])
+def test_batch_statistics_norms_match_torch_in_onnx_runtime(kind):
+    # InstanceNorm and BatchNorm(track_running_stats=False) normalize by the batch's own statistics
+    # (a training-mode batch norm without running stats, which had no translation).
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    build, shape = {
+        "instance2d_affine": (lambda lib: lib.nn.InstanceNorm2d(4, affine=True), (2, 4, 3, 3)),
+        "instance1d": (lambda lib: lib.nn.InstanceNorm1d(3), (2, 3, 5)),
+        "batchnorm_no_running_stats": (lambda lib: lib.nn.BatchNorm2d(4, track_running_stats=False), (2, 4, 3, 3)),
+    }[kind]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    wider = rng.standard_normal((3, *shape[1:])).astype(np.float32)
+    module = build(ember).eval()
+    program = ember.onnx.export(module, (ember.tensor(x),), input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = build(torch).eval()
+    for data in (x, wider):
+        (got,) = session.run(None, {"x": data})
+        np.testing.assert_allclose(got, reference(torch.tensor(data)).detach().numpy(), rtol=1e-4, atol=1e-5)
