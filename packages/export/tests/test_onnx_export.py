@@ -295,6 +295,8 @@ _RESAMPLE_CASES = {
     "cumsum": (lambda F, x: x.cumsum(1) + (x * 10).long().cumsum(0), (3, 4)),
     "topk": (lambda F, x: x.topk(2, 0, largest=False)[0] * 2, (5, 3)),
     "sort": (lambda F, x: x.sort(1, descending=True)[0], (3, 6)),
+    "index_list": (lambda F, x: x[:, [0, 2, 3]] * 2 + x[:, [1]], (2, 8)),
+    "adaptive_max": (lambda F, x: F.adaptive_max_pool2d(x, 2) + F.adaptive_max_pool2d(x, 1), (1, 2, 6, 6)),
 }
 
 

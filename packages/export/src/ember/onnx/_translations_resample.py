@@ -144,3 +144,30 @@ def _floor_divide(b, node):
     # Integers, floor: (x - x mod y) / y divides exactly, and Mod(fmod=0) takes the divisor's sign.
     remainder = b.emit("Mod", [xs, ys], fmod=0)
     return b.emit("Div", [b.emit("Sub", [xs, remainder]), ys])
+
+
+@register("adaptive_max_pool2d")
+def _adaptive_max_pool(b, node):
+    """Global max pooling, or MaxPool where the output size divides the (static) input size."""
+    x, out_size = node.args[0], list(node.args[1])
+    if all(int(s) == 1 for s in out_size):
+        return [b.emit("GlobalMaxPool", [b.value(x)]), None]
+    in_h, in_w = shape_of(x)[-2:]
+    if not all(isinstance(s, int) for s in (in_h, in_w)) or in_h % out_size[0] or in_w % out_size[1]:
+        raise UnsupportedOp("adaptive_max_pool2d to a size that does not divide the (static) input size")
+    kernel = [in_h // out_size[0], in_w // out_size[1]]
+    return [b.emit("MaxPool", [b.value(x)], kernel_shape=kernel, strides=kernel), None]
+
+
+@register("index")
+def _index(b, node):
+    """``x[..., idx]`` with one integer index tensor (the other positions full slices): Gather."""
+    x, indices = node.args[0], list(node.args[1])
+    given = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if len(given) != 1 or not hasattr(given[0][1], "op"):
+        raise UnsupportedOp("indexing with more than one index tensor has no ONNX translation")
+    dim, index = given[0]
+    index_dtype = dtype_of(index)
+    if index_dtype.is_floating_point or str(index_dtype).endswith("bool"):
+        raise UnsupportedOp("indexing with a boolean mask has a data-dependent shape (no ONNX translation)")
+    return b.emit("Gather", [b.value(x), b.value(index)], axis=dim)
