@@ -344,3 +344,27 @@ def test_batch_statistics_norms_match_torch_in_onnx_runtime(kind):
     for data in (x, wider):
         (got,) = session.run(None, {"x": data})
         np.testing.assert_allclose(got, reference(torch.tensor(data)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("equation", ["bhqd,bhkd->bhqk", "bi,bj->bij", "bij,bjk->bik", "bnd,bd->bn"])
+def test_einsum_runs_in_onnx_runtime_at_other_sizes(equation):
+    # einsum's operands are as_strided views that only permute and add size-1 dims.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    shapes = {"bhqd,bhkd->bhqk": ((2, 2, 3, 4), (2, 2, 5, 4)), "bi,bj->bij": ((3, 4), (3, 5)),
+              "bij,bjk->bik": ((2, 3, 4), (2, 4, 5)), "bnd,bd->bn": ((2, 3, 4), (2, 4))}[equation]
+    rng = np.random.default_rng(0)
+    a, c = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+
+    class Contract(ember.nn.Module):
+        def forward(self, x, y):
+            return ember.einsum(equation, x, y)
+
+    program = ember.onnx.export(Contract(), (ember.tensor(a), ember.tensor(c)), input_names=["x", "y"],
+                                dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    a5, c5 = (rng.standard_normal((5, *s[1:])).astype(np.float32) for s in shapes)
+    (got,) = session.run(None, {"x": a5, "y": c5})
+    np.testing.assert_allclose(got, torch.einsum(equation, torch.tensor(a5), torch.tensor(c5)).numpy(), rtol=1e-5,
+                               atol=1e-5)

@@ -171,3 +171,43 @@ def _index(b, node):
     if index_dtype.is_floating_point or str(index_dtype).endswith("bool"):
         raise UnsupportedOp("indexing with a boolean mask has a data-dependent shape (no ONNX translation)")
     return b.emit("Gather", [b.value(x), b.value(index)], axis=dim)
+
+
+@register("as_strided")
+def _as_strided(b, node):
+    """``as_strided`` that only permutes a contiguous input's dims and adds or drops size-1 dims
+    (what ``einsum`` decomposes into): Reshape, Transpose, Reshape. Other strides (a diagonal,
+    overlapping windows) have no ONNX translation."""
+    from ember.export._ranges import as_expr as _as_expr
+
+    def as_expr(v):  # sizes compared by their text: a symbol may carry other assumptions
+        e = _as_expr(v)
+        return e if type(e) is int else str(getattr(e, "node", e))  # (a SymInt is an int subclass)
+
+    x, size, stride = node.args[0], list(node.args[1]), list(node.args[2])
+    offset = arg(node, 3, "storage_offset", 0) or 0
+    val = x.meta.get("val")
+    if val is None or offset != 0 or int(getattr(val, "_offset", 0)) != 0:
+        raise UnsupportedOp("as_strided with a storage offset has no ONNX translation")
+    in_shape = [as_expr(s) for s in val.shape]
+    in_stride = [as_expr(s) for s in val.stride()]
+    if not val.is_contiguous():
+        raise UnsupportedOp("as_strided of a non-contiguous tensor has no ONNX translation")
+    kept = [d for d, s in enumerate(in_shape) if s != 1]
+    order = []
+    for s, st in zip(size, stride):
+        s, st = as_expr(s), as_expr(st)
+        if s == 1:
+            continue
+        match = [d for d in kept if in_shape[d] == s and in_stride[d] == st and d not in order]
+        if len(match) != 1:
+            raise UnsupportedOp("as_strided that is not a permutation of the input's dims has no ONNX translation")
+        order.append(match[0])
+    if sorted(order) != kept:
+        raise UnsupportedOp("as_strided that drops or repeats a dim has no ONNX translation")
+    kept_sizes = [_as_expr(val.shape[d]) for d in kept]
+    kept_sizes = [s if type(s) is int else getattr(s, "node", s) for s in kept_sizes]  # SymInt -> its symbol
+    out = b.emit("Reshape", [b.value(x), b.ints(kept_sizes)])
+    if order != kept:
+        out = b.emit("Transpose", [out], perm=[kept.index(d) for d in order])
+    return b.emit("Reshape", [out, b.ints(size)])
