@@ -410,3 +410,17 @@ def test_onnx_export_of_rnn_runs_in_onnx_runtime():
     outs = session.run(None, {session.get_inputs()[0].name: x})
     for got, expected in zip(outs, rnn(ember.tensor(x))):
         np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_nested_inputs_are_named_by_their_path_like_torch():
+    names = []
+    for lib in (torch, ember):
+        class Nested(lib.nn.Module):
+            def forward(self, inputs, scale):
+                return inputs["a"] * inputs["pair"][1] + inputs["pair"][0] * scale[0]
+
+        x = {"a": lib.ones(2), "pair": (lib.ones(2), lib.ones(2))}
+        ep = lib.export.export(Nested(), (x, [lib.ones(1)]))
+        names.append([s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"])
+        assert ep.module()(x, [lib.ones(1) * 2]).tolist() == [3.0, 3.0]
+    assert names[1] == names[0] == ["inputs_a", "inputs_pair_0", "inputs_pair_1", "scale_0"]

@@ -347,14 +347,19 @@ def _rename(node, name: str) -> None:
 
 def _user_input_names(mod, args, kwargs, leaves) -> list[str]:
     """A placeholder name per flattened input leaf: the argument name, with an index when nested."""
+    import re
+
     names = input_names(mod, args, kwargs)
     out = []
     for name, value in zip(names, list(args) + list(kwargs.values())):
         sub, _ = pytree.tree_flatten(value)
         if len(sub) == 1 and sub[0] is value:
             out.append(name)
-        else:
-            out.extend(f"{name}_{i}" for i in range(len(sub)))
+            continue
+        # PyTorch names a nested leaf by its path: inputs["pair"][1] -> inputs_pair_1
+        for path, _leaf in pytree.tree_flatten_with_path(value)[0]:
+            parts = [a or b or c for a, b, c in re.findall(r"\['([^']*)'\]|\[(\d+)\]|\.(\w+)", path)]
+            out.append("_".join([name, *(re.sub(r"\W", "_", p) for p in parts)]))
     return out
 
 
