@@ -424,3 +424,20 @@ def test_nested_inputs_are_named_by_their_path_like_torch():
         names.append([s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"])
         assert ep.module()(x, [lib.ones(1) * 2]).tolist() == [3.0, 3.0]
     assert names[1] == names[0] == ["inputs_a", "inputs_pair_0", "inputs_pair_1", "scale_0"]
+
+
+def test_signature_name_lists_are_tuples_like_torch():
+    found = []
+    for lib in (torch, ember):
+        class M(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.fc = lib.nn.Linear(2, 2)
+                self.register_buffer("b", lib.ones(2), persistent=False)
+
+            def forward(self, x):
+                return self.fc(x) + self.b
+
+        sig = lib.export.export(M(), (lib.ones(1, 2),)).graph_signature
+        found.append((sig.parameters, sig.buffers, sig.non_persistent_buffers, sig.lifted_tensor_constants))
+    assert found[1] == found[0] == (("fc.weight", "fc.bias"), ("b",), ("b",), ())
