@@ -567,3 +567,22 @@ def test_backend_errors_are_wrapped_in_backend_compiler_failed_like_torch():
             lib.compile(lambda x: x * 2 + 1, backend=broken)(lib.ones(2))
         assert isinstance(info.value, RuntimeError)
         assert isinstance(info.value.__cause__ or info.value.inner_exception, ValueError)
+
+
+def test_legacy_dynamo_export_like_torch():
+    def program(lib):
+        def f(x, y):
+            return (x + y).relu(), x.sum()
+        return f
+
+    results = []
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        result = lib._dynamo.export(program(lib))(lib.ones(3), lib.ones(3))
+        assert type(result).__name__ == "ExportResult" and result._fields == ("graph_module", "guards")
+        gm, _guards = result
+        relu, total = gm(lib.tensor([1.0, -2.0, 0.5]), lib.tensor([-2.0, 1.0, 1.0]))
+        results.append((relu.tolist(), float(total)))
+        gm2, _ = lib._dynamo.export(program(lib), lib.ones(2), lib.ones(2))
+        assert gm2(lib.ones(2), lib.ones(2))[1].item() == 2.0
+    assert results[1] == results[0]

@@ -4,6 +4,8 @@ ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy trace
 ``ember.compiler``). These aliases let programs written for ``torch._dynamo`` run unchanged.
 """
 
+from typing import Any, NamedTuple
+
 from ember.compiler import OptimizedModule, assume_constant_result, config
 from ember.compiler._api import compile as _compile
 from ember.compiler._api import disable
@@ -58,6 +60,29 @@ def is_inductor_supported() -> bool:
     return True
 
 
+class ExportResult(NamedTuple):
+    graph_module: Any
+    guards: Any
+
+
+def export(f, *extra_args, aten_graph: bool = False, pre_dispatch: bool = False, decomposition_table=None,
+           tracing_mode: str = "symbolic", dynamic_shapes=None, **extra_kwargs):
+    """``torch._dynamo.export(f)(*args)``: the whole of ``f`` as one graph (``make_fx``), returned
+    as ``ExportResult(graph_module, guards)``; the graph module takes ``f``'s positional tensor
+    arguments. A break (data-dependent Python) raises ``Unsupported``. Keyword arguments are
+    constants of the graph; ``guards`` is empty (the graph is valid for inputs like the example's)."""
+    from ember.compiler._make_fx import make_fx
+
+    def inner(*args, **kwargs):
+        fn = (lambda *a: f(*a, **kwargs)) if kwargs else f
+        gm = make_fx(fn, decomposition_table=decomposition_table, pre_dispatch=pre_dispatch)(*args)
+        return ExportResult(gm, set())
+
+    if extra_args or extra_kwargs:
+        return inner(*extra_args, **extra_kwargs)
+    return inner
+
+
 def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
     """``torch._dynamo.optimize(backend)(fn)``: ``ember.compile(fn, backend=..., fullgraph=nopython)``."""
 
@@ -73,8 +98,8 @@ def run(fn=None):
 
 
 __all__ = [
-    "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "config", "disable",
-    "disallow_in_graph", "eval_frame", "exc", "explain", "graph_break", "is_compiling", "is_dynamo_supported",
-    "is_inductor_supported", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
+    "ExportResult", "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "config", "disable",
+    "disallow_in_graph", "eval_frame", "exc", "explain", "export", "graph_break", "is_compiling",
+    "is_dynamo_supported", "is_inductor_supported", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
     "mark_static_address", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run", "utils",
 ]
