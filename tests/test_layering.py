@@ -36,6 +36,8 @@ SUBPACKAGE_OWNERS = {
     "_logging": "ember-compile",
     "library": "ember-compile",
     "_higher_order_ops": "ember-compile",
+    "_ops": "ember-compile",
+    "_subclasses": "ember-compile",
     "jit": "ember-export",
     "multiprocessing": "ember-distributed",
     "export": "ember-export",

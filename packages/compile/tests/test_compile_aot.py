@@ -357,3 +357,232 @@ def test_set_stance():
         cf(ember.ones(4, dtype=ember.float64))
     with pytest.raises(RuntimeError):
         ember.compiler.set_stance("sometimes")
+
+
+def test_graph_break_before_any_op_refused_by_fullgraph_like_torch():
+    # No op is pending at the break, but fullgraph=True refuses it all the same.
+    def program(lib):
+        def f(x):
+            lib._dynamo.graph_break()
+            return x + 1
+        return f
+
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="graph_break"):
+        torch.compile(program(torch), fullgraph=True)(torch.ones(2))
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="graph_break"):
+        ember.compile(program(ember), fullgraph=True)(ember.ones(2))
+    assert ember.compile(program(ember))(ember.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_dynamo_backends_common_aot_autograd_like_torch():
+    # A custom backend built the way PyTorch's tutorials build one: each compiler runs once.
+    def run(lib):
+        calls = []
+
+        def compiler(kind):
+            def compile_graph(gm, example_inputs):
+                calls.append(kind)
+                return gm.forward
+            return compile_graph
+
+        backend = lib._dynamo.backends.common.aot_autograd(fw_compiler=compiler("fw"), bw_compiler=compiler("bw"))
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.Tanh())
+        with lib.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape) * (i + 1))
+        x = lib.linspace(-2, 2, 8).reshape(2, 4)
+        out = lib.compile(model, backend=backend)(x)
+        out.sum().backward()
+        return calls, _np(out), [_np(p.grad) for p in model.parameters()]
+
+    torch._dynamo.reset()
+    t_calls, t_out, t_grads = run(torch)
+    e_calls, e_out, e_grads = run(ember)
+    assert e_calls == t_calls == ["fw", "bw"]
+    np.testing.assert_allclose(e_out, t_out, rtol=1e-5)
+    for e, t in zip(e_grads, t_grads):
+        np.testing.assert_allclose(e, t, rtol=1e-5)
+    assert ember._dynamo.backends.registry.lookup_backend("eager") is not None
+
+
+def test_dynamo_config_patch_like_torch():
+    for lib in (torch, ember):
+        cfg = lib._dynamo.config
+        before = cfg.cache_size_limit
+        with cfg.patch(cache_size_limit=3):
+            assert cfg.cache_size_limit == 3
+        with cfg.patch({"cache_size_limit": 4}), cfg.patch("suppress_errors", True):
+            assert cfg.cache_size_limit == 4 and cfg.suppress_errors is True
+        assert cfg.cache_size_limit == before and cfg.suppress_errors is False
+
+        @cfg.patch(cache_size_limit=5)
+        def read(cfg=cfg):
+            return cfg.cache_size_limit
+
+        assert read() == 5 and cfg.cache_size_limit == before
+        with pytest.raises(AttributeError, match="no_such_setting does not exist"):
+            with cfg.patch(no_such_setting=1):
+                pass
+    from ember.compiler.inductor import config as inductor_config
+
+    assert ember._inductor.config is inductor_config
+    with ember._inductor.config.patch(max_autotune=True):
+        assert inductor_config.max_autotune is True
+    with ember._inductor.config.patch("cpp.language", "c++"):
+        assert inductor_config.cpp.language == "c++"
+    assert inductor_config.max_autotune is False and inductor_config.cpp.language == "c"
+
+
+def test_dynamo_counters_count_breaks_once_and_graphs_like_torch():
+    def program(lib):
+        def f(x):
+            y = x.sin()
+            lib._dynamo.graph_break()
+            return y.cos() + 1
+        return f
+
+    results = []
+    for lib in (torch, ember):
+        counters = lib._dynamo.utils.counters
+        counters.clear()
+        lib._dynamo.reset()
+        compiled = lib.compile(program(lib), backend="eager")
+        for _ in range(3):
+            compiled(lib.ones(3))
+        results.append((sum(counters["graph_break"].values()), counters["stats"]["unique_graphs"]))
+        assert any("graph_break()" in reason for reason in counters["graph_break"])
+        counters.clear()
+    assert results[1] == results[0] == (1, 2)
+
+
+def test_compile_of_a_non_callable_raises_like_torch():
+    with pytest.raises(AssertionError, match="A callable function is expected"):
+        torch.compile(3)
+    with pytest.raises(AssertionError, match="A callable function is expected"):
+        ember.compile(3)
+
+
+def test_subclasses_fake_tensor_mode_like_torch():
+    # Shapes of a model's output without running it, as with torch._subclasses.FakeTensorMode.
+    results = []
+    for lib in (torch, ember):
+        with lib._subclasses.FakeTensorMode() as mode:
+            layer = lib.nn.Linear(1000, 300)
+            x = mode.from_tensor(lib.ones(64, 1000))
+            out = layer(lib.empty(64, 1000)) + layer(x)
+            results.append((type(out).__name__, tuple(out.shape), str(out.dtype).split(".")[-1]))
+        assert isinstance(out, lib._subclasses.fake_tensor.FakeTensor)
+    assert results[0] == results[1] == ("FakeTensor", (64, 300), "float32")
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_vmap_inside_a_compiled_function_matches_torch(backend):
+    # vmap's BatchedTensor ops were recorded as plain ops and run after the vmap had returned
+    # (the inductor read a batched tensor's storage: a segfault).
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+
+    def program(lib):
+        def f(t):
+            return lib.func.vmap(lambda row: (row.sin() * 2).sum())(t) + 1
+        return f
+
+    torch._dynamo.reset()
+    expected = torch.compile(program(torch), backend=backend)(torch.tensor(x)).numpy()
+    got = ember.compile(program(ember), backend=backend)(ember.tensor(x))
+    np.testing.assert_allclose(_np(got), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_gradient_penalty_with_create_graph_inside_compiled_function(backend):
+    # autograd.grad(create_graph=True) differentiates the compiled forward twice: that segment
+    # runs under eager autograd (it raised "double backward ... not supported"). Eager torch is
+    # the oracle (torch.compile's AOT backends refuse this double backward).
+    x = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+
+    def run(lib, compiled):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(3, 8), lib.nn.Tanh(), lib.nn.Linear(8, 1))
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32)))
+
+        def penalty(t):
+            t = t.detach().requires_grad_()
+            (g,) = lib.autograd.grad(net(t).sum(), t, create_graph=True)
+            return (g.norm(dim=1) - 1).pow(2).mean()
+
+        fn = ember.compile(penalty, backend=backend) if compiled else penalty
+        loss = fn(lib.tensor(x))
+        loss.backward()
+        return float(loss), [_np(p.grad) for p in list(net.parameters())[:3]]
+
+    t_loss, t_grads = run(torch, False)
+    e_loss, e_grads = run(ember, True)
+    assert e_loss == pytest.approx(t_loss, rel=1e-5)
+    for e, t in zip(e_grads, t_grads):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-6)
+
+
+def test_dynamo_and_compiler_helpers_like_torch():
+    # isinstance checks on compiled modules, is_exporting()/is_compiling() branches in forward.
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        linear = lib.nn.Linear(2, 2)
+        compiled = lib.compile(linear)
+        assert isinstance(compiled, lib._dynamo.eval_frame.OptimizedModule)
+        assert not isinstance(linear, lib._dynamo.eval_frame.OptimizedModule)
+        assert lib._dynamo.is_dynamo_supported() and lib._dynamo.is_inductor_supported()
+        assert lib._dynamo.mark_static_address(lib.ones(2)) is None
+        assert lib.compiler.is_exporting() is False
+
+
+def test_mark_dynamic_graph_serves_later_unmarked_sizes_like_torch():
+    counts = []
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        compiles = []
+
+        def backend(gm, example_inputs, compiles=compiles):
+            compiles.append(len(example_inputs))
+            return gm.forward
+
+        f = lib.compile(lambda x: x.sum(0) * 2, backend=backend)
+        first = lib.ones(3, 4)
+        lib._dynamo.mark_dynamic(first, 0)
+        outs = [f(first).tolist()] + [f(lib.ones(n, 4)).tolist() for n in (5, 7, 9)]
+        assert outs == [[2.0 * n] * 4 for n in (3, 5, 7, 9)]
+        counts.append(len(compiles))
+    assert counts[1] == counts[0] == 1
+
+
+def test_backend_errors_are_wrapped_in_backend_compiler_failed_like_torch():
+    def broken(gm, example_inputs):
+        raise ValueError("no such kernel")
+
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        with pytest.raises(lib._dynamo.exc.BackendCompilerFailed, match="backend='broken' raised") as info:
+            lib.compile(lambda x: x * 2 + 1, backend=broken)(lib.ones(2))
+        assert isinstance(info.value, RuntimeError)
+        assert isinstance(info.value.__cause__ or info.value.inner_exception, ValueError)
+
+
+def test_legacy_dynamo_export_like_torch():
+    def program(lib):
+        def f(x, y):
+            return (x + y).relu(), x.sum()
+        return f
+
+    results = []
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        result = lib._dynamo.export(program(lib))(lib.ones(3), lib.ones(3))
+        assert type(result).__name__ == "ExportResult" and result._fields == ("graph_module", "guards")
+        gm, _guards = result
+        relu, total = gm(lib.tensor([1.0, -2.0, 0.5]), lib.tensor([-2.0, 1.0, 1.0]))
+        results.append((relu.tolist(), float(total)))
+        gm2, _ = lib._dynamo.export(program(lib), lib.ones(2), lib.ones(2))
+        assert gm2(lib.ones(2), lib.ones(2))[1].item() == 2.0
+    assert results[1] == results[0]

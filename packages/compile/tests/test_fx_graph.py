@@ -159,6 +159,16 @@ def test_format_node_and_stack_trace():
     assert add.meta["stack_trace"] == 'File "m.py", line 3'
 
 
+def test_builtin_targets_print_with_builtins_prefix_like_torch():
+    def f(x):
+        return getattr(x, "shape")[0] + x.sum()  # noqa: B009 - a getattr node
+
+    printed = [str(lib.fx.symbolic_trace(f).graph) for lib in (torch, ember)]
+    assert "call_function[target=builtins.getattr]" in printed[0]
+    assert printed[1].replace("ember.", "torch.") == printed[0]
+    assert ember.fx.symbolic_trace(f).code == torch.fx.symbolic_trace(f).code
+
+
 def test_graph_deepcopy_and_python_code():
     g = build_graph(ember.fx, ember)
     clone = copy.deepcopy(g)

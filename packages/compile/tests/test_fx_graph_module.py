@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import operator
 
+import numpy as np
 import pytest
 import torch
 import torch.fx
@@ -199,3 +200,29 @@ def test_print_readable_annotates_values_like_torch():
     lines = [[ln.strip() for ln in text.splitlines() if ":" in ln and "=" in ln] for text in texts]
     assert [ln.replace("ember.", "torch.") for ln in lines[1]] == lines[0]
     assert 'gt: "b8[3, 4][4, 1]cpu" = x > 0' in lines[1]
+
+
+def test_graph_module_pickles_like_torch():
+    import io
+    import pickle
+
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+        gm = lib.fx.symbolic_trace(model)
+        clone = pickle.loads(pickle.dumps(gm))
+        assert clone.code == gm.code
+        assert [n.op for n in clone.graph.nodes] == [n.op for n in gm.graph.nodes]
+        np.testing.assert_allclose(clone(lib.tensor(x)).detach().numpy(), model(lib.tensor(x)).detach().numpy())
+        buf = io.BytesIO()
+        lib.save(gm, buf)
+        buf.seek(0)
+        loaded = lib.load(buf, weights_only=False)
+        np.testing.assert_allclose(loaded(lib.tensor(x)).detach().numpy(), model(lib.tensor(x)).detach().numpy())
+    # a graph of ember ops (make_fx) pickles too: the ops travel by name
+    from ember.compiler import make_fx
+
+    traced = make_fx(lambda a: (a.sin() @ a.t()).relu().sum(0))(ember.tensor(x))
+    again = pickle.loads(pickle.dumps(traced))
+    np.testing.assert_allclose(again(ember.tensor(x)).numpy(), traced(ember.tensor(x)).numpy())

@@ -425,3 +425,25 @@ def test_wrap_as_a_decorator_records_one_call_like_torch():
     tgm = torch.fx.symbolic_trace(lambda x: _decorated_leaf_torch(x, x))
     assert [n.op for n in gm.graph.nodes] == [n.op for n in tgm.graph.nodes]
     assert gm(ember.ones(2)).tolist() == tgm(torch.ones(2)).tolist()
+
+
+def test_math_module_functions_on_proxies_are_recorded_like_torch():
+    # math.sqrt(x.shape[-1]) through the module attribute (not a global `sqrt`): torch.fx
+    # autowraps the math module's own functions.
+    import math
+
+    def build(lib):
+        class Scaled(lib.nn.Module):
+            def forward(self, x):
+                return x * math.sqrt(x.shape[-1]) + math.pi
+
+        return Scaled()
+
+    codes = []
+    for lib in (torch, ember):
+        gm = lib.fx.symbolic_trace(build(lib))
+        assert gm(lib.ones(4)).tolist() == pytest.approx([2.0 + math.pi] * 4)
+        assert gm(lib.ones(9)).tolist() == pytest.approx([3.0 + math.pi] * 9)  # recorded, not baked in
+        codes.append([line.strip() for line in gm.code.splitlines() if "sqrt" in line and "wrap(" not in line])
+    assert codes[1] == codes[0]
+    assert math.sqrt(4.0) == 2.0  # the patch is undone

@@ -229,3 +229,25 @@ def test_impl_with_a_library_object_as_decorator_like_torch():
 
         outs.append(getattr(lib.ops, ns).twice(lib.ones(2)).tolist())
     assert outs[0] == outs[1]
+
+
+def test_custom_op_default_overload_like_torch():
+    # torch.ops.<ns>.<op>.default calls the op and is the graph's target, as in PyTorch.
+    from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
+
+    for lib, trace in ((torch, torch_make_fx), (ember, make_fx)):
+        name = f"overload_probe_{lib.__name__}"
+
+        @lib.library.custom_op(f"{name}::twice", mutates_args=())
+        def twice(x: lib.Tensor) -> lib.Tensor:
+            return x * 2
+
+        @twice.register_fake
+        def _(x, lib=lib):
+            return lib.empty_like(x)
+
+        packet = getattr(lib.ops, name).twice
+        assert packet.default(lib.ones(2)).tolist() == [2.0, 2.0]
+        gm = trace(lambda x: twice(x) + 1)(lib.ones(3))
+        targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        assert packet.default in targets

@@ -212,3 +212,20 @@ def test_nested_cond_exports_saves_and_decomposes_inside_subgraphs():
         for x in inputs:
             for program in (ep, loaded, decomposed):
                 ember.testing.assert_close(program.module()(x), model(x))
+
+
+def test_dynamic_export_after_static_one_keeps_the_dim_like_torch():
+    # The branch subgraphs are memoized by structure; looking up a static export's entry with a
+    # symbolic batch size compared the sizes and specialized the dim.
+    model_e, model_t = _pair_models()
+    x = np.ones((2, 3), np.float32)
+    for lib, model in ((torch, model_t), (ember, model_e)):
+        lib.export.export(model, (lib.tensor(x),))
+        ep = lib.export.export(model, (lib.tensor(x),), dynamic_shapes={"x": {0: lib.export.Dim("b")}})
+        for batch in (5, 1):
+            probe = np.linspace(-1, 1, batch * 3, dtype=np.float32).reshape(batch, 3)
+            got = ep.module()(lib.tensor(probe)).detach().numpy()
+            np.testing.assert_allclose(got, model(lib.tensor(probe)).detach().numpy(), rtol=1e-6)
+    ep_e = export(model_e, (ember.tensor(x),), dynamic_shapes={"x": {0: Dim("b")}})
+    ep_t = torch.export.export(model_t, (torch.tensor(x),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    assert [str(v) for v in ep_e.range_constraints.values()] == [str(v) for v in ep_t.range_constraints.values()]

@@ -101,3 +101,52 @@ def test_dynamic_shapes_structure_errors_match_torch():
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=3)}, {0: Dim("b", max=3)}))
     with pytest.raises(UserError, match="different definitions"):
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=8)}, {0: Dim("b", max=9)}))
+
+
+def test_dynamic_dims_may_be_related_like_torch():
+    # Dim.DYNAMIC refuses a specialization but, as Dim.AUTO, accepts an equality or an offset.
+    def build(lib):
+        class Shifted(lib.nn.Module):
+            def forward(self, x, y):
+                return x[1:] + y
+
+        return Shifted()
+
+    def shapes(ep):
+        return [str(tuple(n.meta["val"].shape)) for n in ep.graph.nodes if n.op == "placeholder"]
+
+    results = []
+    for lib in (torch, ember):
+        d = lib.export.Dim.DYNAMIC
+        ep = lib.export.export(build(lib), (lib.randn(6, 3), lib.randn(5, 3)), dynamic_shapes=({0: d}, {0: d}))
+        results.append((sorted(str(v) for v in ep.range_constraints.values()), len(set(shapes(ep)))))
+        out = ep.module()(lib.ones(9, 3), lib.ones(8, 3))
+        assert tuple(out.shape) == (8, 3)
+        with pytest.raises(Exception):  # noqa: B017 - each library's own guard error
+            ep.module()(lib.ones(9, 3), lib.ones(9, 3))
+        with pytest.raises(lib._dynamo.exc.UserError, match="specialized it to be a constant"):
+            lib.export.export(build(lib), (lib.randn(6, 3), lib.randn(5, 3)), dynamic_shapes=({0: d}, None))
+    assert results[0] == results[1] == (["VR[2, int_oo]", "VR[3, int_oo]"], 2)
+
+
+def test_einsum_keeps_dynamic_dims_like_torch():
+    # einsum views its operands with as_strided: the sizes stayed symbolic only after as_strided
+    # kept SymInts (they became the example's ints: a view error at other sizes).
+    import numpy as np
+
+    def build(lib):
+        class Scores(lib.nn.Module):
+            def forward(self, q, k):
+                return lib.einsum("bhqd,bhkd->bhqk", q, k).softmax(-1)
+
+        return Scores()
+
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 2, 3, 4)).astype(np.float32), rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+    q2, k2 = rng.standard_normal((3, 2, 6, 4)).astype(np.float32), rng.standard_normal((3, 2, 7, 4)).astype(np.float32)
+    outs = []
+    for lib in (torch, ember):
+        b, t, u = lib.export.Dim("b"), lib.export.Dim("t"), lib.export.Dim("u")
+        ep = lib.export.export(build(lib), (lib.tensor(q), lib.tensor(k)), dynamic_shapes=({0: b, 2: t}, {0: b, 2: u}))
+        outs.append(ep.module()(lib.tensor(q2), lib.tensor(k2)).numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)

@@ -203,3 +203,241 @@ def test_slice_by_another_inputs_size_keeps_a_derived_dim_like_torch():
         results.append((len(ep.range_constraints), out.numpy().tolist()))
     assert results[0] == results[1]
     assert [d.__name__ for d in ember.export.dims("a", "c", max=4)] == ["a", "c"]
+
+
+def test_pass_rewrites_exported_module_with_aten_names_like_torch():
+    class M:
+        @staticmethod
+        def build(lib):
+            class Net(lib.nn.Module):
+                def forward(self, x):
+                    return lib.relu(x + 1).sum()
+            return Net()
+
+    x = np.array([1.0, -3.0, 0.5], np.float32)
+    results = []
+    for lib in (torch, ember):
+        aten = lib.ops.aten
+        gm = lib.export.export(M.build(lib), (lib.tensor(x),)).module()
+        for n in list(gm.graph.nodes):
+            if n.op == "call_function" and n.target == aten.relu.default:
+                n.target = aten.sigmoid.default
+            elif n.op == "call_function" and n.target == aten.add.Tensor:
+                with gm.graph.inserting_after(n):
+                    scaled = gm.graph.call_function(aten.mul.Tensor, (n, 2.0))
+                n.replace_all_uses_with(scaled)
+                scaled.args = (n, 2.0)
+        gm.recompile()
+        results.append(float(gm(lib.tensor(x))))
+    assert results[1] == pytest.approx(results[0], rel=1e-6)
+
+
+def test_decomposed_train_mode_program_leaves_grad_mode_on_like_torch():
+    # BatchNorm's running-stat update runs under no_grad inside the decomposed graph: running the
+    # program must switch grad mode back (it stayed off after the call).
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    ys = [np.random.default_rng(k).standard_normal((4, 5)).astype(np.float32) for k in (1, 2)]
+    stats = []
+    for lib in (torch, ember):
+        bn = lib.nn.BatchNorm1d(5).train()
+        mod = lib.export.export(bn, (lib.tensor(x),)).run_decompositions().module()
+        for y in ys:
+            out = mod(lib.tensor(y))
+            assert lib.is_grad_enabled()
+            assert (lib.ones(2, requires_grad=True) * 2).requires_grad
+        stats.append((out.detach().numpy(), mod.running_mean.numpy(), mod.running_var.numpy(),
+                      int(mod.num_batches_tracked)))
+    for e, t in zip(stats[1][:3], stats[0][:3]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+    assert stats[1][3] == stats[0][3] == 2
+
+
+def test_make_fx_graph_restores_grad_mode_switched_inside():
+    def f(x):
+        y = x * 2
+        with ember.no_grad():
+            z = y + 1
+        return y, z
+
+    gm = make_fx(f)(ember.ones(3, requires_grad=True))
+    y, z = gm(ember.ones(3, requires_grad=True))
+    assert ember.is_grad_enabled()
+    assert y.requires_grad and not z.requires_grad
+
+
+def test_one_tensor_passed_as_two_inputs_like_torch():
+    # Self-attention exported as attn(x, x, x): two (three) inputs, as in PyTorch; it was refused.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    other = rng.standard_normal((3, 5, 8)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        mha = lib.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+        with lib.no_grad():
+            for i, p in enumerate(mha.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.2))
+        t = lib.tensor(x)
+        b = lib.export.Dim("b")
+        ep = lib.export.export(mha, (t, t, t), dynamic_shapes=({0: b}, {0: b}, {0: b}))
+        assert sum(s.kind.name == "USER_INPUT" for s in ep.graph_signature.input_specs) == 3
+        o = lib.tensor(other)
+        results.append((ep.module()(t, t, t)[0].detach().numpy(), ep.module()(o, o, o)[0].detach().numpy()))
+    for e, t in zip(results[1], results[0]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+
+
+def _op_names(ep):
+    names = []
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            names.append(str(n.target).replace("ember.ops.", "").replace("aten.", "").replace(".default", ""))
+    return names
+
+
+def test_run_decompositions_with_a_user_table_like_torch():
+    # default_decompositions() less a row keeps that op; {} keeps every op (PyTorch 2.13).
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    found = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.LayerNorm(3), lib.nn.GELU())
+        ep = lib.export.export(model, (lib.tensor(x),))
+        expected = model(lib.tensor(x)).detach().numpy()
+        kept = {}
+        table = lib.export.default_decompositions()
+        assert lib.ops.aten.linear.default in table
+        del table[lib.ops.aten.linear.default]
+        for label, program in (("empty", ep.run_decompositions({})), ("no linear", ep.run_decompositions(table)),
+                               ("default", ep.run_decompositions())):
+            ops = _op_names(program)
+            kept[label] = ("linear" in ops, "layer_norm" in ops)
+            np.testing.assert_allclose(program.module()(lib.tensor(x)).detach().numpy(), expected, rtol=1e-5,
+                                       atol=1e-6)
+        custom = ep.run_decompositions({lib.ops.aten.gelu.default: lambda t, approximate="none": t * 0 + 7})
+        assert custom.module()(lib.tensor(x)).detach().numpy().tolist() == [[7.0] * 3] * 2
+        found.append(kept)
+    assert found[1] == found[0]
+
+
+def test_is_exporting_branch_in_forward_like_torch():
+    results = []
+    for lib in (torch, ember):
+        class Branchy(lib.nn.Module):
+            def forward(self, x, lib=lib):
+                if lib.compiler.is_exporting():
+                    return x + 100
+                return x + 1
+
+        m = Branchy()
+        x = lib.zeros(1)
+        results.append((m(x).item(), lib.export.export(m, (x,)).module()(x).item(), lib.compiler.is_exporting()))
+    assert results[1] == results[0] == (1.0, 100.0, False)
+
+
+def test_module_graph_is_unlifted_like_torch():
+    # ep.module().graph takes the user inputs only (state as get_attr nodes): Interpreter and
+    # ShapeProp run it on the user's inputs; buffer updates survive dead-code elimination.
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    found = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 5), lib.nn.BatchNorm1d(5), lib.nn.ReLU())
+        gm = lib.export.export(model, (lib.tensor(x),)).module()
+        ops = [n.op for n in gm.graph.nodes]
+        out = lib.fx.Interpreter(gm).run(lib.tensor(x))
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        lib.fx.passes.shape_prop.ShapeProp(gm).propagate(lib.tensor(x))
+        shapes = [tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                  if n.op == "call_function" and "tensor_meta" in n.meta and "relu" in str(n.target)]
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        tracked = int(gm.get_submodule("1").num_batches_tracked)
+        gm(lib.tensor(x))
+        found.append((ops.count("placeholder"), ops.count("get_attr") >= 7, shapes, tracked,
+                      int(gm.get_submodule("1").num_batches_tracked)))
+        np.testing.assert_allclose(out.detach().numpy(), gm(lib.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert found[1] == found[0]
+
+
+def test_export_traces_through_custom_autograd_functions_like_torch():
+    # nn.RNN (a custom autograd.Function inside) and a user's Function export as their forward ops;
+    # both raised "data-dependent operation: autograd.Function ... apply".
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a * 2 + 1
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        class Net(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.rnn = lib.nn.RNN(4, 5, batch_first=True)
+
+            def forward(self, t):
+                out, h = self.rnn(t)
+                return Twice.apply(out).relu(), h
+
+        lib.manual_seed(0)
+        net = Net()
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+        ep = lib.export.export(net, (lib.tensor(x),))
+        out, h = ep.module()(lib.tensor(x))
+        ref, ref_h = net(lib.tensor(x))
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(h.detach().numpy(), ref_h.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert lib.is_grad_enabled()
+        results.append(out.detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_export_of_rnn_runs_in_onnx_runtime():
+    ort = pytest.importorskip("onnxruntime")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    ember.manual_seed(0)
+    rnn = ember.nn.RNN(4, 5, num_layers=2, nonlinearity="relu", bidirectional=True, batch_first=True)
+    program = ember.onnx.export(rnn, (ember.tensor(x),))
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = session.run(None, {session.get_inputs()[0].name: x})
+    for got, expected in zip(outs, rnn(ember.tensor(x))):
+        np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_nested_inputs_are_named_by_their_path_like_torch():
+    names = []
+    for lib in (torch, ember):
+        class Nested(lib.nn.Module):
+            def forward(self, inputs, scale):
+                return inputs["a"] * inputs["pair"][1] + inputs["pair"][0] * scale[0]
+
+        x = {"a": lib.ones(2), "pair": (lib.ones(2), lib.ones(2))}
+        ep = lib.export.export(Nested(), (x, [lib.ones(1)]))
+        names.append([s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"])
+        assert ep.module()(x, [lib.ones(1) * 2]).tolist() == [3.0, 3.0]
+    assert names[1] == names[0] == ["inputs_a", "inputs_pair_0", "inputs_pair_1", "scale_0"]
+
+
+def test_signature_name_lists_are_tuples_like_torch():
+    found = []
+    for lib in (torch, ember):
+        class M(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.fc = lib.nn.Linear(2, 2)
+                self.register_buffer("b", lib.ones(2), persistent=False)
+
+            def forward(self, x):
+                return self.fc(x) + self.b
+
+        sig = lib.export.export(M(), (lib.ones(1, 2),)).graph_signature
+        found.append((sig.parameters, sig.buffers, sig.non_persistent_buffers, sig.lifted_tensor_constants))
+    assert found[1] == found[0] == (("fc.weight", "fc.bias"), ("b",), ("b",), ())

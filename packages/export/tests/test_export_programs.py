@@ -69,7 +69,7 @@ def test_batchnorm_training_mode_lifts_buffer_mutations():
     sig = ep.graph_signature
     assert sorted(sig.buffers_to_mutate.values()) == ["1.num_batches_tracked", "1.running_mean", "1.running_var"]
     assert [s.kind for s in sig.output_specs][-1] is OutputKind.USER_OUTPUT
-    assert sig.buffers == ["1.running_mean", "1.running_var", "1.num_batches_tracked"]
+    assert sig.buffers == ("1.running_mean", "1.running_var", "1.num_batches_tracked")
     # Exporting ran nothing: the module's statistics are untouched.
     ember.testing.assert_close(model[1].running_mean, ember.zeros(4))
     module = ep.module()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -75,18 +76,42 @@ def test_dynamic_shapes_argument_and_file_output():
 
 
 def test_unsupported_op_fails_at_export_naming_it(tmp_path):
-    class Running(ember.nn.Module):
+    class Pooled(ember.nn.Module):
         def forward(self, x):
-            return ember.cumsum(x, dim=1) + 1
+            return ember.nn.functional.adaptive_max_pool2d(x, 4) + 1
 
-    path = tmp_path / "cumsum.onnx"
-    with pytest.raises(ember.onnx.UnsupportedOp, match=r"ember.ops.cumsum has no ONNX translation"):
-        ember.onnx.export(Running(), (ember.randn(2, 7),), path)
+    path = tmp_path / "pooled.onnx"
+    with pytest.raises(ember.onnx.UnsupportedOp, match=r"adaptive_max_pool2d to a size that does not divide"):
+        ember.onnx.export(Pooled(), (ember.randn(1, 2, 6, 6),), path)
     assert not path.exists()  # never a broken file
     with pytest.raises(ember.onnx.UnsupportedOp, match="proj_size"):
         ember.onnx.export(ember.nn.LSTM(3, 4, proj_size=2), (ember.randn(5, 2, 3),))
-    with pytest.raises(ValueError, match="opset 18 or newer"):
-        ember.onnx.export(mlp(ember), (ember.randn(2, 6),), opset_version=17)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 17])
+def test_lower_opset_converted_or_kept_with_warning(opset, tmp_path):
+    # As PyTorch's exporter: a lower opset_version is converted to where ONNX's converter can,
+    # and otherwise kept at 18 with a warning; never an error, and ONNX Runtime runs the file.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    ember.manual_seed(0)
+    model = mlp(ember).eval()
+    x = ember.randn(3, 6)
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.onnx.export(model, (x,), path, opset_version=opset)
+    version = onnx.load(path).opset_import[0].version
+    converted_warning = any("target version" in str(w.message) for w in caught)
+    assert version == opset and not converted_warning or version == 18 and converted_warning
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    # PyTorch's legacy exporter writes the requested opset for the same model.
+    tmodel = mlp(torch).eval()
+    torch.onnx.export(tmodel, (torch.randn(3, 6),), str(tmp_path / "t.onnx"), opset_version=opset, dynamo=False)
+    assert onnx.load(tmp_path / "t.onnx").opset_import[0].version == opset
 
 
 def test_node_count_beside_torch_onnx(capsys):
@@ -178,3 +203,168 @@ def test_gru_as_onnx_gru(kwargs):
             x = ember.randn(b, 4, 5)
             for got, want in zip(program(x), model(x)):
                 np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_legacy_exporter_arguments_and_constant_outputs_like_torch(tmp_path):
+    # Programs written for torch.onnx.export's TorchScript exporter: is_in_onnx_export inside
+    # forward, operator_export_type, keep_initializers_as_inputs, a Python int among the outputs.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(4, 3)
+
+            def forward(self, x):
+                y = self.fc(x)
+                if lib.onnx.is_in_onnx_export():
+                    y = y * 2
+                return y.sum(), x.shape[0]
+
+        lib.manual_seed(0)
+        net = Net().eval()
+        with lib.no_grad():
+            net.fc.weight.copy_(lib.linspace(-1, 1, 12).reshape(3, 4))
+            net.fc.bias.fill_(0.5)
+        return net
+
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    results = []
+    for lib in (torch, ember):
+        assert lib.onnx.is_in_onnx_export() is False
+        path = str(tmp_path / f"{lib.__name__}.onnx")
+        kwargs = {"dynamo": False} if lib is torch else {}
+        lib.onnx.export(build(lib), (lib.tensor(x),), path, input_names=["x"], keep_initializers_as_inputs=True,
+                        operator_export_type=lib.onnx.OperatorExportTypes.ONNX, **kwargs)
+        model = onnx.load(path)
+        inputs = {i.name for i in model.graph.input}
+        assert {i.name for i in model.graph.initializer} <= inputs  # every initializer is also an input
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        total, batch = session.run(None, {"x": x})
+        results.append((float(total), int(batch), batch.dtype.name))
+        assert str(lib.onnx.OperatorExportTypes.ONNX) == "OperatorExportTypes.ONNX"
+        assert str(lib.onnx.TrainingMode.EVAL) == "TrainingMode.EVAL"
+    assert results[1][1:] == results[0][1:] == (2, "int64")
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
+
+
+def test_onnx_program_methods_from_pytorch_tutorials(tmp_path):
+    # onnx_program.optimize(); .apply_weights(state_dict); .rename_axes(); .call_reference();
+    # .compute_values(): as torch.onnx.ONNXProgram offers them.
+    ember.manual_seed(0)
+    model = mlp(ember).eval()
+    x = ember.randn(5, 6)
+    program = ember.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: ember.export.Dim("b")},))
+    program.optimize()
+    np.testing.assert_allclose(program(x)[0].numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    ember.manual_seed(1)
+    other = mlp(ember).eval()
+    program.apply_weights(other.state_dict())  # transposed (folded) weights follow their source
+    np.testing.assert_allclose(program(x)[0].numpy(), other(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(program.call_reference(x)[0].numpy(), other(x).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+    program.rename_axes({"b": "batch"})
+    assert program.model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    first = program.model.graph.node[0].output[0]
+    (value,) = program.compute_values([first], (x,))
+    assert value.shape[0] == 5
+    path = tmp_path / "m.onnx"
+    program.save(path)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+
+
+_RESAMPLE_CASES = {
+    "bilinear": (lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"), (1, 2, 3, 4)),
+    "bilinear_align": (lambda F, x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True), (1, 1, 3, 4)),
+    "bicubic": (lambda F, x: F.interpolate(x, scale_factor=2, mode="bicubic"), (1, 1, 4, 4)),
+    "nearest": (lambda F, x: F.interpolate(x, size=(5, 7), mode="nearest"), (1, 2, 3, 4)),
+    "nearest_exact": (lambda F, x: F.interpolate(x, size=(5, 7), mode="nearest-exact"), (1, 2, 3, 4)),
+    "linear_1d": (lambda F, x: F.interpolate(x, scale_factor=1.5, mode="linear"), (1, 2, 6)),
+    "trilinear": (lambda F, x: F.interpolate(x, scale_factor=2, mode="trilinear"), (1, 1, 2, 3, 3)),
+    "pad_reflect": (lambda F, x: F.pad(x, (1, 2, 0, 1), mode="reflect"), (1, 1, 4, 4)),
+    "pad_replicate": (lambda F, x: F.pad(x, (2, 1, 1, 0), mode="replicate"), (1, 2, 3, 4)),
+    "pad_circular": (lambda F, x: F.pad(x, (2, 1, 1, 2), mode="circular"), (1, 2, 3, 4)),
+    "std_keepdim": (lambda F, x: x.std(-1, keepdim=True) + x.var(0).sum(), (3, 8)),
+    "remainder_float": (lambda F, x: x.mul(3).remainder(1.5) + x.mul(3).fmod(1.5), (2, 6)),
+    "floor_divide": (lambda F, x: (x * 10).long() // 3 + (x * 3).div(0.7, rounding_mode="floor").long(), (2, 6)),
+    "div_trunc": (lambda F, x: (x * 3).div(0.7, rounding_mode="trunc") + (x * 10).long().div(3, rounding_mode="trunc"),
+                  (2, 6)),
+    "cumsum": (lambda F, x: x.cumsum(1) + (x * 10).long().cumsum(0), (3, 4)),
+    "topk": (lambda F, x: x.topk(2, 0, largest=False)[0] * 2, (5, 3)),
+    "sort": (lambda F, x: x.sort(1, descending=True)[0], (3, 6)),
+    "index_list": (lambda F, x: x[:, [0, 2, 3]] * 2 + x[:, [1]], (2, 8)),
+    "adaptive_max": (lambda F, x: F.adaptive_max_pool2d(x, 2) + F.adaptive_max_pool2d(x, 1), (1, 2, 6, 6)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_RESAMPLE_CASES))
+def test_resample_pad_and_sorting_ops_match_torch_in_onnx_runtime(case):
+    # interpolate (Resize with PyTorch's coordinate rules), reflect/replicate/circular padding,
+    # cumsum, topk, sort, integer floor division, float remainder and std(keepdim=True).
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    fn, shape = _RESAMPLE_CASES[case]
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+    class Wrap(ember.nn.Module):
+        def forward(self, t):
+            return fn(ember.nn.functional, t)
+
+    program = ember.onnx.export(Wrap(), (ember.tensor(x),))
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    expected = fn(torch.nn.functional, torch.tensor(x)).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["instance2d_affine", "instance1d", "batchnorm_no_running_stats"])
+def test_batch_statistics_norms_match_torch_in_onnx_runtime(kind):
+    # InstanceNorm and BatchNorm(track_running_stats=False) normalize by the batch's own statistics
+    # (a training-mode batch norm without running stats, which had no translation).
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    build, shape = {
+        "instance2d_affine": (lambda lib: lib.nn.InstanceNorm2d(4, affine=True), (2, 4, 3, 3)),
+        "instance1d": (lambda lib: lib.nn.InstanceNorm1d(3), (2, 3, 5)),
+        "batchnorm_no_running_stats": (lambda lib: lib.nn.BatchNorm2d(4, track_running_stats=False), (2, 4, 3, 3)),
+    }[kind]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    wider = rng.standard_normal((3, *shape[1:])).astype(np.float32)
+    module = build(ember).eval()
+    program = ember.onnx.export(module, (ember.tensor(x),), input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = build(torch).eval()
+    for data in (x, wider):
+        (got,) = session.run(None, {"x": data})
+        np.testing.assert_allclose(got, reference(torch.tensor(data)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("equation", ["bhqd,bhkd->bhqk", "bi,bj->bij", "bij,bjk->bik", "bnd,bd->bn"])
+def test_einsum_runs_in_onnx_runtime_at_other_sizes(equation):
+    # einsum's operands are as_strided views that only permute and add size-1 dims.
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+    shapes = {"bhqd,bhkd->bhqk": ((2, 2, 3, 4), (2, 2, 5, 4)), "bi,bj->bij": ((3, 4), (3, 5)),
+              "bij,bjk->bik": ((2, 3, 4), (2, 4, 5)), "bnd,bd->bn": ((2, 3, 4), (2, 4))}[equation]
+    rng = np.random.default_rng(0)
+    a, c = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+
+    class Contract(ember.nn.Module):
+        def forward(self, x, y):
+            return ember.einsum(equation, x, y)
+
+    program = ember.onnx.export(Contract(), (ember.tensor(a), ember.tensor(c)), input_names=["x", "y"],
+                                dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    a5, c5 = (rng.standard_normal((5, *s[1:])).astype(np.float32) for s in shapes)
+    (got,) = session.run(None, {"x": a5, "y": c5})
+    np.testing.assert_allclose(got, torch.einsum(equation, torch.tensor(a5), torch.tensor(c5)).numpy(), rtol=1e-5,
+                               atol=1e-5)

@@ -1,6 +1,7 @@
 """Exceptions of the capture, under PyTorch's ``torch._dynamo.exc`` names."""
 
 from ember.compiler._exc import (
+    BackendCompilerFailed,
     InvalidBackend,
     TorchDynamoException,
     Unsupported,
@@ -8,4 +9,6 @@ from ember.compiler._exc import (
     UserErrorType,
 )
 
-__all__ = ["InvalidBackend", "TorchDynamoException", "Unsupported", "UserError", "UserErrorType"]
+__all__ = [
+    "BackendCompilerFailed", "InvalidBackend", "TorchDynamoException", "Unsupported", "UserError", "UserErrorType",
+]

@@ -21,6 +21,7 @@ from ember._src.dispatch import Op
 from ember._src.tensor import Tensor, make_tensor
 
 from ..compiler._fake import FakeTensor, FakeTensorMode, fake_of
+from ..compiler.symbolic_shapes import SymInt
 
 
 class _State(threading.local):
@@ -268,7 +269,14 @@ def _structure_key(gm) -> tuple:
     index = {}
     parts = []
 
+    def size_key(s):
+        # A symbolic size keys by its expression: comparing it with a stored key's int would
+        # record a guard (an export with a dynamic dim specialized by a memo lookup).
+        return ("sym", str(s.node)) if isinstance(s, SymInt) else s
+
     def arg_key(a):
+        if isinstance(a, SymInt):
+            return size_key(a)
         if hasattr(a, "op") and a in index:
             return ("n", index[a])
         if type(a) in (list, tuple):
@@ -286,7 +294,10 @@ def _structure_key(gm) -> tuple:
     for node in gm.graph.nodes:
         index[node] = len(index)
         val = node.meta.get("val")
-        meta = (val.dtype, tuple(val.shape), tuple(val.stride()), val.device) if isinstance(val, Tensor) else None
+        meta = None
+        if isinstance(val, Tensor):
+            meta = (val.dtype, tuple(size_key(s) for s in val._shape), tuple(size_key(s) for s in val._stride),
+                    val.device)
         target = node.target if node.op != "placeholder" else None
         if node.op == "get_attr":  # a nested subgraph: memoized itself, so its identity is stable
             target = (target, id(getattr(gm, node.target)))

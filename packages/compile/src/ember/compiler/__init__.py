@@ -26,6 +26,13 @@ def is_compiling() -> bool:
 
 is_dynamo_compiling = is_compiling
 
+_EXPORTING = [0]  # ember.export's traces in progress (it counts them)
+
+
+def is_exporting() -> bool:
+    """True while ``ember.export`` traces a module (``torch.compiler.is_exporting``)."""
+    return _EXPORTING[0] > 0
+
 
 def cudagraph_mark_step_begin() -> None:
     """Accepted for programs written for CUDA graphs: the CPU capture has none."""
@@ -44,5 +51,6 @@ def assume_constant_result(fn):
 __all__ = [
     "ExplainOutput", "FakeTensor", "FakeTensorMode", "OptimizedModule", "allow_in_graph", "assume_constant_result",
     "compile", "config", "cudagraph_mark_step_begin", "disable", "explain", "is_compiling", "is_dynamo_compiling",
+    "is_exporting",
     "list_backends", "lookup_backend", "make_fx", "register_backend", "reset", "set_stance",
 ]

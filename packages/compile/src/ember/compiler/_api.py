@@ -47,7 +47,7 @@ def compile(  # noqa: A001 - PyTorch's name
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
     if not callable(model):
-        raise RuntimeError("ember.compile: model must be a callable (a function or an nn.Module)")
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # PyTorch's words
     from .backends.registry import lookup_backend
 
     lookup_backend(backend)  # an unknown name fails here, as in PyTorch

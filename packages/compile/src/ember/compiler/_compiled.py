@@ -20,7 +20,9 @@ from .. import _logging
 from .._logging import _log
 from . import _replay, config
 from ._break_reasons import explain_text, fullgraph_text
+from ._counters import counters
 from ._dynamic import has_marked_dims, shapes_changed, symbolize
+from ._exc import BackendCompilerFailed
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
 
@@ -184,6 +186,10 @@ class CompiledFunction:
             where = f"\n\nfrom user code:\n   {frame}" if frame is not None else ""
             raise Unsupported(f"{fullgraph_text(reason)}{where}")
         brk = BreakReason(explain_text(reason), frame)
+        counted = self.__dict__.setdefault("_counted_breaks", set())
+        if (reason, str(frame)) not in counted:  # once per place, as Dynamo counts per compile
+            counted.add((reason, str(frame)))
+            counters["graph_break"][brk.reason] += 1
         if self.listener is not None:
             self.listener.on_break(brk)
         _log("graph_breaks", lambda: f"Graph break in user code at {frame!r}\nReason: {reason}")
@@ -194,9 +200,21 @@ class CompiledFunction:
         dyn = None
         marked = has_marked_dims(rec.inputs)
         all_dims = True if self.dynamic is True else self.auto_dynamic.get(position, False)
+        if marked and self.dynamic is not True:
+            # A dim marked dynamic stays symbolic at this position for later calls too (their
+            # tensors are not marked): they reuse the dynamic graph, as in PyTorch.
+            dims = {(k, d) for k, t in enumerate(rec.inputs) if t.__dict__
+                    for d in t.__dict__.get("_dynamo_dynamic_indices", ())}
+            all_dims = dims | (all_dims if isinstance(all_dims, set) else set())
+            self.auto_dynamic[position] = all_dims
         if self.dynamic is not False or marked:
             if all_dims or marked:
                 dyn = symbolize(rec, all_dims)
+        if rec.eager_autograd:
+            # ``autograd.grad(..., create_graph=True)`` follows: op by op under eager autograd,
+            # which differentiates twice (the AOT backward does not).
+            rec.eager_autograd = False
+            return _runner(_interpret(rec, live, dyn), dyn)
         key = (tuple(rec.key), tuple(live)) if dyn is None else (dyn[0], tuple(live), "dynamic")
         run = self.cache.get(key)
         if run is not None:
@@ -258,7 +276,14 @@ class CompiledFunction:
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
             self.listener.on_graph(gm, rec)
-        compiled = self._run_backend(gm, example_inputs)
+        counters["stats"]["unique_graphs"] += 1
+        counters["stats"]["calls_captured"] += sum(1 for n in gm.graph.nodes if n.op == "call_function")
+        try:
+            compiled = self._run_backend(gm, example_inputs)
+        except (Unsupported, BackendCompilerFailed):
+            raise
+        except Exception as exc:
+            raise BackendCompilerFailed(self.backend, exc) from exc  # PyTorch's wrapper of backend errors
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")

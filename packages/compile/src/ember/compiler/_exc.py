@@ -20,6 +20,16 @@ class InvalidBackend(TorchDynamoException):
         super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")
 
 
+class BackendCompilerFailed(TorchDynamoException):
+    """The backend raised while compiling a graph (``inner_exception`` is what it raised)."""
+
+    def __init__(self, backend_fn, inner_exception: Exception, first_useful_frame=None):
+        self.backend_name = getattr(backend_fn, "__name__", "?")
+        self.inner_exception = inner_exception
+        super().__init__(f"backend={self.backend_name!r} raised:\n{type(inner_exception).__name__}: "
+                         f"{inner_exception}")
+
+
 class GuardOnDataDependentSymNode(RuntimeError):
     """A decision on a value only known when the program runs (``if x.sum() > 0:`` under
     ``export``): PyTorch's ``torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode``."""

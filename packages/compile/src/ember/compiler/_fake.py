@@ -80,11 +80,16 @@ def fake_from_tensor(t: Tensor, mode=None) -> FakeTensor:
     return fake_of(meta, t._device, t._requires_grad, mode)
 
 
+def _has_no_data(t: Tensor) -> bool:
+    """A fake tensor, or a tensor over one's storage (``nn.Parameter(fake)`` made inside the mode)."""
+    return type(t) is FakeTensor or t._storage.device_type == "meta"
+
+
 def _to_meta(a):
     if isinstance(a, Tensor):
         if a._device is META:
             return a
-        return make_tensor(a._storage if type(a) is FakeTensor else _C.Storage.meta(a._storage.nbytes()),
+        return make_tensor(a._storage if _has_no_data(a) else _C.Storage.meta(a._storage.nbytes()),
                            a._shape, a._stride, a._offset, a.dtype, META)
     if type(a) in (list, tuple):
         return type(a)(_to_meta(b) for b in a)
@@ -111,7 +116,7 @@ class FakeTensorMode(dispatch.DispatchMode):
         for a in list(args) + list(kwargs.values()):
             for t in (a if type(a) in (list, tuple) else (a,)):
                 if isinstance(t, Tensor):
-                    if type(t) is not FakeTensor and not self.allow_non_fake_inputs and t._device is not META:
+                    if not _has_no_data(t) and not self.allow_non_fake_inputs and t._device is not META:
                         raise RuntimeError(
                             f"ember.ops.{func.name}: a real tensor met fake ones under FakeTensorMode "
                             "(allow_non_fake_inputs=False)"

@@ -123,6 +123,7 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
     rec_inference = [rec.start_inference_mode]
     stacks = rec.stacks
     op_index = 0
+    grad_now = rec.start_grad_mode
     for func, targs, tkwargs, first, nout in rec.nodes:
         if func is _GRAD_EVENT:
             grad, inference = targs
@@ -131,6 +132,7 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
             else:
                 graph.call_function(_set_inference_mode, (grad, inference))
                 rec_inference[0] = inference
+            grad_now = grad
             continue
         target = func.fn if type(func) is _PythonOp else func
         node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
@@ -154,6 +156,12 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
                 _set_val(item, values[first + i])
                 vals.append(item.meta.get("val"))
             node.meta["val"] = tuple(vals)
+    # A mode switched inside (a ``no_grad`` block whose last op ends the recording) is switched
+    # back, so running the graph on its own leaves the caller's mode as it found it.
+    if rec_inference[0] != rec.start_inference_mode:
+        graph.call_function(_set_inference_mode, (rec.start_grad_mode, rec.start_inference_mode))
+    elif grad_now is not None and grad_now != rec.start_grad_mode:
+        graph.call_function(_set_grad_enabled, (rec.start_grad_mode,))
     graph.output(tuple(env[v] for v in live) if output is None else sub(output))
     from ember.fx import graph_module
 

@@ -35,7 +35,9 @@ def sync_hook(tensor, reason: str) -> None:
     if not rec.nodes:
         return
     if reason == "Tensor.backward()" or reason == "ember.save":
-        pass  # backward accumulates into .grad eagerly; save walks containers: run everything
+        # backward accumulates into .grad eagerly; save walks containers: run everything
+        if reason == "Tensor.backward()" and _create_graph_requested():
+            rec.eager_autograd = True  # the gradient is differentiated again: no AOT backward here
     elif tensor is None:
         if not rec.has_random:
             return  # generator state: only pending random ops care
@@ -57,6 +59,18 @@ def sync_hook(tensor, reason: str) -> None:
         if not overlaps(rec.written, storage) and (reason in _PURE_READS or not overlaps(rec.input_ranges, storage)):
             return
     rec.flush(reason)
+
+
+def _create_graph_requested() -> bool:
+    """Whether the ``autograd.grad``/``backward`` call that syncs asks for ``create_graph=True``."""
+    f = sys._getframe(2)  # _create_graph_requested <- sync_hook <- sync_pending <- grad/backward
+    for _ in range(4):
+        if f is None:
+            return False
+        if f.f_code.co_name in ("grad", "backward") and "create_graph" in f.f_locals:
+            return bool(f.f_locals["create_graph"])
+        f = f.f_back
+    return False
 
 
 def _bool_caller():
@@ -161,9 +175,28 @@ def eager_region_hook(reason: str):
     rec = current()
     if rec is None or rec.suspended:
         return dispatch._NO_REGION
+    if getattr(rec.owner, "traces_through_regions", False):
+        # make_fx / export trace forward graphs: a custom autograd.Function's forward ops are
+        # recorded as they run (as PyTorch's make_fx and torch.export do), with no autograd
+        # history to build around them.
+        return _NoGrad()
     rec.flush(reason)
     rec.went_eager = True
     return _Suspended(rec)
+
+
+class _NoGrad:
+    def __enter__(self):
+        from ember._src import grad_mode
+
+        self.before = grad_mode.STATE.grad_enabled
+        grad_mode.STATE.grad_enabled = False
+
+    def __exit__(self, *exc):
+        from ember._src import grad_mode
+
+        grad_mode.STATE.grad_enabled = self.before
+        return False
 
 
 class _PythonOp:

@@ -22,6 +22,7 @@ class _Strict:
 
     want_stacks = True
     fullgraph = True
+    traces_through_regions = True  # autograd.Function.apply: its forward's ops join the graph
 
     def note_break(self, reason, frame, rec):
         where = f"\n  {frame}" if frame is not None else ""

@@ -125,6 +125,7 @@ class Recorder(dispatch.DispatchMode):
         self.start_grad_mode = None
         self.start_inference_mode = False
         self.stacks: list = []  # user source line per node (for explain / logs), when asked
+        self.eager_autograd = False  # the next flush runs op by op (create_graph=True follows)
 
     # -- entering / leaving ---------------------------------------------------------------
     def __enter__(self):
@@ -215,6 +216,12 @@ class Recorder(dispatch.DispatchMode):
         kwargs = kwargs or {}
         if self.suspended:
             return func(*args, **kwargs)
+        if dispatch._SUBCLASS_DISPATCH[0]:
+            owner = _dispatching_subclass(args, kwargs)
+            if owner is not None:
+                # A tensor subclass with its own dispatch (vmap's BatchedTensor, DTensor) decides what
+                # the op means: it runs eagerly (a break), its inner ops on real tensors.
+                return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} on a {owner.__name__}")
         if self.decompositions is not None:
             decomposition = self.decompositions.get(func) or self.decompositions.get(func.name)
             if decomposition is not None:
@@ -499,6 +506,17 @@ class Recorder(dispatch.DispatchMode):
             if lazy is not None and type(lazy) is LazyTensor:
                 abandon(lazy)
         self._reset()
+
+
+def _dispatching_subclass(args, kwargs):
+    """The first Tensor subclass among the arguments that defines ``__torch_dispatch__``, or None."""
+    for a in (*args, *kwargs.values()):
+        for t in (a if type(a) in (list, tuple) else (a,)):
+            ta = type(t)
+            if ta is not Tensor and ta is not LazyTensor and isinstance(t, Tensor) \
+                    and getattr(ta, "__torch_dispatch__", None) is not None:
+                return ta
+    return None
 
 
 from . import _hooks  # noqa: E402 - it imports this module (the hooks read the current recorder)

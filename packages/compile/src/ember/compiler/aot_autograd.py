@@ -117,9 +117,17 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
     bw_compiler = bw_compiler or fw_compiler
     inference_compiler = inference_compiler or fw_compiler
     example_inputs = list(args)
-    inference = _tupled(inference_compiler(mod, example_inputs))
     if not any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
-        return inference
+        return _tupled(inference_compiler(mod, example_inputs))
+    inference_box: list = []
+
+    def inference(*inputs):
+        # Compiled on first use only (a call under no_grad), as PyTorch: a training graph's
+        # forward compiler runs once, for the forward graph.
+        if not inference_box:
+            inference_box.append(_tupled(inference_compiler(mod, example_inputs)))
+        return inference_box[0](*inputs)
+
     if any(not isinstance(t, Tensor) for t in example_inputs):
         # Symbolic sizes: the formulas would bake this call's sizes into the backward graph.
         return _tupled(mod.forward)

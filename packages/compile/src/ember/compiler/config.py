@@ -15,3 +15,11 @@ specialize_int = False
 # Accepted for PyTorch programs that set them; the lazy capture has no bytecode to skip.
 suppress_errors = False
 verbose = False
+
+
+def patch(arg1=None, arg2=None, **kwargs):
+    """These settings for the duration of a ``with`` block or a decorated call
+    (``torch._dynamo.config.patch(cache_size_limit=16)``)."""
+    from ._config_patch import ConfigPatch, changes_of, missing_setting
+
+    return ConfigPatch(__name__, changes_of(arg1, arg2, **kwargs), missing_setting)

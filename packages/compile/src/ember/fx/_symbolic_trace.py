@@ -74,6 +74,7 @@ class Tracer(TracerBase):
             if not name.startswith("_") and callable(value)
         }
         self._autowrap_function_ids.update(id(fn) for fn in autowrap_functions)
+        self._autowrap_modules = tuple(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.submodule_paths: dict[Module, str] | None = None
         self.root: Module | None = None
@@ -266,6 +267,9 @@ class Tracer(TracerBase):
                 _patching.patch_wrapped_functions(patcher)
                 _patching.patch_ember_namespaces(patcher)
                 _patching.autowrap_globals(patcher, fn_globals, function_ids)
+                for module in getattr(self, "_autowrap_modules", ()):
+                    # ``math.sqrt(proxy)``: the module's own functions record too, as in torch.fx
+                    _patching.autowrap_globals(patcher, vars(module), function_ids)
                 result = fn(*args)
                 self.create_node("output", "output", (self.create_arg(result),), {},
                                  type_expr=getattr(fn, "__annotations__", {}).get("return", None))

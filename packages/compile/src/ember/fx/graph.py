@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ember._ops import unwrap as unwrap_aten
+
 from . import _naming
 from ._codegen import CodeGen, PythonCode
 from .node import Argument, Node, Target, map_arg
@@ -128,6 +130,7 @@ class Graph:
         if getattr(type(target), "_fx_recording_stand_in", False):
             # A pass that read `ember.relu` while a trace's patches were active got the stand-in.
             target = target.__wrapped__
+        target = unwrap_aten(target)  # torch.ops.aten.relu.default is ember's relu op
         candidate = name if name is not None else _naming.target_name_hint(target)
         name = self._graph_namespace.create_name(candidate, None)
         n = Node(self, name, op, target, args, kwargs, type_expr)

@@ -262,5 +262,12 @@ class GraphModule(Module):
         result.meta = getattr(self, "meta", {})
         return result
 
+    def __reduce__(self):
+        from ._pickle import graph_state, rebuild_graph_module
+
+        skip = ("_graph", "_code", "_lineno_map")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
+        return (rebuild_graph_module, (state, graph_state(self._graph), self._get_name()))
+
     def _get_name(self) -> str:
         return type(self).__name__

@@ -117,6 +117,8 @@ def _pretty_print_target(target: Any) -> str:
         return target
     from ._naming import qualified_name
 
+    if getattr(target, "__module__", None) == "builtins" and isinstance(getattr(target, "__name__", None), str):
+        return f"builtins.{target.__name__}"  # as torch.fx prints them (the code says `getattr`)
     return qualified_name(target)
 
 
@@ -165,7 +167,9 @@ class Node:
 
     @target.setter
     def target(self, value: Target) -> None:
-        self._relocate("_target", value)
+        from ember._ops import unwrap
+
+        self._relocate("_target", unwrap(value))  # torch.ops.aten.relu.default is ember's relu op
 
     def _relocate(self, field: str, value: Any) -> None:
         if "_target" not in self.__dict__ or self._op == "root":

@@ -3,10 +3,12 @@
 ``aoti_compile_and_package(ep)`` compiles an exported program into a ``.pt2`` package (a shared
 library of generated C kernels with the call plan and the weights embedded); ``aoti_load_package``
 loads and runs it without the model's Python source. The compiler itself is
-``ember.compiler.inductor``; the packaging lives in ``ember.export._aoti``.
+``ember.compiler.inductor`` (its settings are ``config``, PyTorch's ``torch._inductor.config``); the
+packaging lives in ``ember.export._aoti``.
 """
 
+from ember.compiler.inductor import config
 from ember.export._aoti import AOTICompileError, aoti_compile_and_package
 from ember.export._aoti_runtime import AOTICompiledModel, aoti_load_package
 
-__all__ = ["AOTICompileError", "AOTICompiledModel", "aoti_compile_and_package", "aoti_load_package"]
+__all__ = ["AOTICompileError", "AOTICompiledModel", "aoti_compile_and_package", "aoti_load_package", "config"]

@@ -11,6 +11,7 @@ from ember._higher_order_ops import cond, while_loop
 from ._aoti import AOTICompileError
 from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
+from ._decompose import CustomDecompTable, default_decompositions
 from ._dims import Dim, dims
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -35,7 +36,8 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "Dim", "dims", "export",
+    "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
+    "default_decompositions", "Dim", "dims", "export",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError", "sym_size", "SymIntArgument", "TensorArgument",

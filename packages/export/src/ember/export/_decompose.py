@@ -51,16 +51,90 @@ def _dynamic_shapes(ep: ExportedProgram) -> tuple:
     return tuple(out)
 
 
-def run_decompositions(ep: ExportedProgram, table: dict | None = None) -> ExportedProgram:
+class CustomDecompTable(dict):
+    """``torch.export.default_decompositions()``: {op name: decomposition}, which also takes ember
+    ops and ``torch.ops.aten`` overloads as keys (``del table[torch.ops.aten.linear.default]``
+    keeps ``linear`` whole in ``run_decompositions(table)``)."""
+
+    def __getitem__(self, key):
+        return super().__getitem__(op_name(key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(op_name(key), value)
+
+    def __delitem__(self, key):
+        super().__delitem__(op_name(key))
+
+    def __contains__(self, key):
+        return super().__contains__(op_name(key))
+
+    def get(self, key, default=None):
+        return super().get(op_name(key), default)
+
+    def pop(self, key, *default):
+        return super().pop(op_name(key), *default)
+
+    def copy(self):
+        return CustomDecompTable(self)
+
+
+def op_name(key):
+    """The op name a decomposition-table key stands for (a name, an ember op, an aten overload)."""
+    if isinstance(key, str):
+        return key
+    op = getattr(key, "op", key)  # torch.ops.aten.<name>.<overload>
+    name = getattr(op, "name", None)
+    return name if isinstance(name, str) else key
+
+
+def default_decompositions() -> CustomDecompTable:
+    """The table ``run_decompositions()`` applies by default, as a mutable copy: compile's core
+    decompositions plus one row per composite op kept whole by export (``linear``, ``layer_norm``
+    ...). Deleting a row keeps that op in the decomposed program."""
+    from ember._src.composite import CompositeOp
+
+    table = CustomDecompTable(default_table())
+    for name, op in OPS.items():
+        if isinstance(op, CompositeOp) and name not in table and name != "max_pool2d":
+            table[name] = _composite_row(op)
+    return table
+
+
+def _composite_row(op):
+    """A composite's decomposition run with the tracer's pre-dispatch off: the public function it
+    calls (``F.layer_norm``) would otherwise hand the tracer the composite again."""
+    from ember._src import dispatch
+
+    def decompose(*args, **kwargs):
+        stack = dispatch._MODES.stack
+        mode = stack[-1] if stack else None
+        before = getattr(mode, "pre_dispatch", False)
+        if mode is not None:
+            mode.pre_dispatch = False
+        try:
+            return op.decomposition(*args, **kwargs)
+        finally:
+            if mode is not None:
+                mode.pre_dispatch = before
+
+    decompose.__name__ = f"decompose_{op.name}"
+    return decompose
+
+
+def run_decompositions(ep: ExportedProgram, table: dict | None = None,
+                       keep_composites: bool = False) -> ExportedProgram:
+    """``keep_composites``: the table is the user's (``ep.run_decompositions(table)``): composite ops
+    without a row stay whole, as in PyTorch (``{}`` only re-traces)."""
     from ._trace import export
 
-    table = default_table() if table is None else dict(table)
+    table = default_table() if table is None else {op_name(k): v for k, v in table.items()}
     args, kwargs = ep.example_inputs
     module = ep.module()
     flat_inputs = list(args) + list(kwargs.values())
     shapes = _dynamic_shapes(ep)
     dynamic = shapes if any(s is not None for s in shapes) and len(shapes) == len(flat_inputs) else None
-    new = export(module, tuple(args), kwargs, dynamic_shapes=dynamic, _decomposition_table=table)
+    new = export(module, tuple(args), kwargs, dynamic_shapes=dynamic, _decomposition_table=table,
+                 _keep_composites=keep_composites)
     _keep_user_input_names(new, ep)
     return new
 

@@ -116,7 +116,8 @@ def lift_input_mutations(graph, kinds: dict[str, str]) -> list[tuple[str, object
 
 
 def _users_after(node, position: dict) -> list:
-    return [u for u in node.users if position[u] > position[node]]
+    # A node inserted since ``position`` was taken (the functional replacement itself) is not a user after.
+    return [u for u in node.users if position.get(u, -1) > position[node]]
 
 
 def rewrite_inplace_ops(graph) -> int:

@@ -172,10 +172,14 @@ class ExportedProgram:
         return UnliftedModule(self)
 
     def run_decompositions(self, decomp_table: dict | None = None, decompose_custom_triton_ops: bool = False):
-        """A copy lowered to the core op set with compile's decomposition table (or ``decomp_table``)."""
+        """A copy lowered to the core op set with compile's decomposition table, or with
+        ``decomp_table`` (``default_decompositions()`` less the rows of ops to keep; ``{}`` keeps
+        every op, as in PyTorch)."""
         from ._decompose import run_decompositions
 
-        return run_decompositions(self, decomp_table)
+        if decomp_table is None:
+            return run_decompositions(self, None)
+        return run_decompositions(self, decomp_table, keep_composites=True)
 
     def validate(self) -> None:
         from ._verify import verify_program
@@ -241,14 +245,38 @@ class UnliftedModule(nn.Module):
         object.__setattr__(self, "graph_module", program.graph_module)
         self._checks = program.user_input_checks()
         self._in_spec, self._out_spec = program.call_spec
+        # The graph this module runs: the program's, unlifted (parameters and buffers are get_attr
+        # nodes, buffer updates copy_ calls, the user inputs its only placeholders), as PyTorch's
+        # ep.module() has it: an Interpreter or ShapeProp runs it on the user's inputs, and a pass
+        # that edits it takes effect at recompile().
+        for node in program.graph.nodes:
+            if node.op == "get_attr" and not _has_nested(self, node.target):
+                object.__setattr__(self, node.target, _get_nested(program.graph_module, node.target))
+        object.__setattr__(self, "_graph", _unlifted_graph(program))
+        self.recompile()
 
     @property
     def graph(self):
-        return self.graph_module.graph
+        return self._graph
 
     @property
     def code(self) -> str:
-        return self.graph_module.code
+        return self._code
+
+    def recompile(self):
+        """Regenerates ``code`` and the function ``forward`` runs after a pass edited ``self.graph``
+        (GraphModule's method)."""
+        from ember.fx.graph_module import _forward_from_src
+
+        python_code = self._graph.python_code(root_module="self")
+        object.__setattr__(self, "_code", python_code.src)
+        object.__setattr__(self, "_graph_fn", _forward_from_src(python_code.src, python_code.globals))
+        return python_code
+
+    def print_readable(self, print_output: bool = True, **kwargs) -> str:
+        from ember import fx
+
+        return fx.GraphModule(self, self._graph, "GraphModule").print_readable(print_output, **kwargs)
 
     def forward(self, *args, **kwargs):
         program = self._program
@@ -265,26 +293,79 @@ class UnliftedModule(nn.Module):
                                      f"this value; got {value!r})")
         checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
         check_inputs(checks, tensor_values, program.range_constraints)
-        flat = tensor_values
-        sig = program.graph_signature
-        lifted = []
-        for s in sig.input_specs:
-            if s.kind is not InputKind.USER_INPUT:
-                lifted.append(_get_nested(self, s.target))
-        outputs = self.graph_module(*lifted, *flat)
-        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-        user = []
-        with ember.no_grad():
-            for s, value in zip(sig.output_specs, outputs):
-                if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
-                    _get_nested(self, s.target).copy_(value)
-                elif s.kind is OutputKind.USER_INPUT_MUTATION:
-                    index = [x.arg.name for x in sig.input_specs if x.kind is InputKind.USER_INPUT].index(s.target)
-                    flat[index].copy_(value)
-        for s, value in zip(sig.output_specs, outputs):
-            if s.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT):
-                user.append(value)
+        outputs = self._graph_fn(self, *tensor_values)
+        user = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
         return pytree.tree_unflatten(user, self._out_spec) if self._out_spec is not None else tuple(user)
+
+
+def assign_state(target, value) -> None:
+    """A buffer (or input) update of an unlifted graph: ``target.copy_(value)`` outside autograd."""
+    with ember.no_grad():
+        target.copy_(value)
+
+
+assign_state.__module__ = "ember.export"
+
+
+def _mark_side_effect() -> None:
+    from ember.fx.node import has_side_effect
+
+    has_side_effect(assign_state)  # eliminate_dead_code() keeps the buffer updates
+
+
+_mark_side_effect()
+
+
+def _unlifted_graph(program: ExportedProgram):
+    """``program``'s graph with its lifted state as ``get_attr`` nodes (see ``UnliftedModule``)."""
+    from ember import fx
+
+    old = program.graph
+    sig = program.graph_signature
+    graph = fx.Graph()
+    env: dict = {}
+    user_inputs: dict = {}
+    placeholders = [n for n in old.nodes if n.op == "placeholder"]
+    # Constant user inputs (an int argument) have a spec and no placeholder.
+    specs = [s for s in sig.input_specs if not isinstance(s.arg, ConstantArgument)]
+    for node, spec in zip(placeholders, specs):
+        if spec.kind is InputKind.USER_INPUT:
+            new = graph.placeholder(node.name)
+            if isinstance(spec.arg, TensorArgument):
+                user_inputs[spec.arg.name] = new
+        else:
+            new = graph.get_attr(spec.target)
+        new.meta = dict(node.meta)
+        env[node] = new
+    output = None
+    for node in old.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "output":
+            output = node
+            break
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    results = output.args[0] if output is not None else ()
+    results = list(results) if isinstance(results, (tuple, list)) else [results]
+    user = []
+    for spec, value in zip(sig.output_specs, results):
+        value = env.get(value, value) if isinstance(value, fx.Node) else value
+        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+            graph.call_function(assign_state, (graph.get_attr(spec.target), value))
+        elif spec.kind is OutputKind.USER_INPUT_MUTATION:
+            graph.call_function(assign_state, (user_inputs[spec.target], value))
+        elif spec.kind in (OutputKind.USER_OUTPUT, OutputKind.LOSS_OUTPUT):
+            user.append(value)
+    graph.output(tuple(user))
+    return graph
+
+
+def _has_nested(module, target: str) -> bool:
+    try:
+        _get_nested(module, target)
+        return True
+    except AttributeError:
+        return False
 
 
 def _reorder_kwargs(args, kwargs, want: pytree.TreeSpec, got: pytree.TreeSpec) -> list:

@@ -94,20 +94,20 @@ class ExportGraphSignature:
         return [s for s in self.input_specs if s.kind is kind]
 
     @property
-    def parameters(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.PARAMETER)]
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.PARAMETER))
 
     @property
-    def buffers(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.BUFFER)]
+    def buffers(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.BUFFER))
 
     @property
-    def non_persistent_buffers(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.BUFFER) if not s.persistent]
+    def non_persistent_buffers(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.BUFFER) if not s.persistent)
 
     @property
-    def lifted_tensor_constants(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.CONSTANT_TENSOR)]
+    def lifted_tensor_constants(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.CONSTANT_TENSOR))
 
     @property
     def user_inputs(self) -> tuple:

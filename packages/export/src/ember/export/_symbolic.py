@@ -211,10 +211,12 @@ def _guard_text(guard, root) -> str:
 
 def _related(a, b, offset, frame, retrace) -> None:
     """``a = b + offset`` is required by the program."""
-    if a.kind == "auto" or b.kind == "auto":
-        auto, other, off = (a, b, offset) if a.kind == "auto" else (b, a, -offset)
-        retrace[auto.key] = ("derived", other, off)
-        return
+    # Dim.AUTO and Dim.DYNAMIC dims may be related (PyTorch): one becomes derived from the other.
+    for kind in ("auto", "dynamic"):
+        if a.kind == kind or b.kind == kind:
+            free, other, off = (a, b, offset) if a.kind == kind else (b, a, -offset)
+            retrace[free.key] = ("derived", other, off)
+            return
     rel = b.name + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
     raise constraint_violation(
         [a.name],

@@ -17,6 +17,7 @@ Steps:
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import time
 
@@ -69,6 +70,7 @@ class _Capture:
         self.tensor_positions = [i for i, x in enumerate(leaves) if _is_tensor(x)]
         self.out_spec = None
         self.decompositions = None
+        self.keep_composites = False  # a user's run_decompositions table: composites it lacks stay whole
 
     def __call__(self, *flat):
         from ember.func import functional_call
@@ -91,7 +93,7 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     # Without a decomposition table the trace keeps PyTorch's composite ops whole (pre-dispatch,
     # as torch.export's graph); run_decompositions() traces again with a table, which decomposes them.
     gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake",
-                 pre_dispatch=capture.decompositions is None)(*state_values, *tensors)
+                 pre_dispatch=capture.decompositions is None or capture.keep_composites)(*state_values, *tensors)
     if capture.decompositions:
         from ember._higher_order_ops._subgraph import retrace
 
@@ -102,8 +104,9 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     return gm
 
 
-def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
-           preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None) -> ExportedProgram:
+def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
+           preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None,
+           _keep_composites: bool = False) -> ExportedProgram:
     """Traces ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (PyTorch's ``torch.export.export``).
 
     Args:
@@ -131,11 +134,13 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     kwargs = dict(kwargs or {})
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
     seen = set()
-    for x in leaves:
+    for i, x in enumerate(leaves):
         if _is_tensor(x):
             if id(x) in seen:
-                raise UserError(UserErrorType.INVALID_INPUT,
-                                "the same tensor object is passed as two inputs; pass a clone for the second")
+                # One tensor passed as two inputs (``(x, x)``, q = k = v): two inputs, as in PyTorch;
+                # the tracer tells inputs apart by identity, so the second gets an alias of the data.
+                with ember.no_grad():
+                    leaves[i] = x = x.view(x.shape)
             seen.add(id(x))
     dim_specs = normalize(mod, args, kwargs, dynamic_shapes)
     params, buffers, persistent = _state(mod)
@@ -154,6 +159,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
     capture.decompositions = _decomposition_table  # {} too: run_decompositions({}) decomposes composites
+    capture.keep_composites = _keep_composites  # ...unless the table is the user's (PyTorch's semantics)
     arg_names = _user_input_names(mod, args, kwargs, leaves)
     gm, roots, narrowed = _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names)
     out_spec = capture.out_spec
@@ -266,6 +272,17 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     return ep
 
 
+
+@functools.wraps(_export)
+def export(*args, **kwargs) -> ExportedProgram:
+    from ember import compiler
+
+    compiler._EXPORTING[0] += 1  # torch.compiler.is_exporting() inside the model's forward
+    try:
+        return _export(*args, **kwargs)
+    finally:
+        compiler._EXPORTING[0] -= 1
+
 def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or
     tied to another dim. Returns (graph module, the dynamic roots, their narrowed ranges)."""
@@ -330,14 +347,19 @@ def _rename(node, name: str) -> None:
 
 def _user_input_names(mod, args, kwargs, leaves) -> list[str]:
     """A placeholder name per flattened input leaf: the argument name, with an index when nested."""
+    import re
+
     names = input_names(mod, args, kwargs)
     out = []
     for name, value in zip(names, list(args) + list(kwargs.values())):
         sub, _ = pytree.tree_flatten(value)
         if len(sub) == 1 and sub[0] is value:
             out.append(name)
-        else:
-            out.extend(f"{name}_{i}" for i in range(len(sub)))
+            continue
+        # PyTorch names a nested leaf by its path: inputs["pair"][1] -> inputs_pair_1
+        for path, _leaf in pytree.tree_flatten_with_path(value)[0]:
+            parts = [a or b or c for a, b, c in re.findall(r"\['([^']*)'\]|\[(\d+)\]|\.(\w+)", path)]
+            out.append("_".join([name, *(re.sub(r"\W", "_", p) for p in parts)]))
     return out
 
 

@@ -4,12 +4,12 @@ Needs the ``onnx`` extra (``pip install ember-export[onnx]``); ``import ember.ex
 imports it.
 """
 
-from ._api import TrainingMode, export
+from ._api import OperatorExportTypes, TrainingMode, export, is_in_onnx_export
 from ._builder import UnsupportedOp
 from ._exporter import DEFAULT_OPSET, ONNXProgram, translate_program
 from ._translations import TRANSLATIONS
 
 OnnxExporterError = UnsupportedOp
 
-__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "TRANSLATIONS", "TrainingMode", "UnsupportedOp",
-           "export", "translate_program"]
+__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "OperatorExportTypes", "TRANSLATIONS", "TrainingMode",
+           "UnsupportedOp", "export", "is_in_onnx_export", "translate_program"]

@@ -15,6 +15,29 @@ class TrainingMode(enum.IntEnum):
     PRESERVE = 1
     TRAINING = 2
 
+    def __str__(self) -> str:
+        return f"TrainingMode.{self.name}"
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """Accepted for programs written for the TorchScript exporter; ember always writes standard ONNX."""
+
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+    def __str__(self) -> str:
+        return f"OperatorExportTypes.{self.name}"
+
+
+_IN_EXPORT = [0]
+
+
+def is_in_onnx_export() -> bool:
+    """True while ``export`` traces the model (a model's forward may branch on it, as with PyTorch)."""
+    return _IN_EXPORT[0] > 0
+
 
 def _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes):
     """``dynamic_axes`` ({input name: {axis: dim name} or [axes]}) as a dynamic_shapes tuple."""
@@ -50,6 +73,9 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
            keep_initializers_as_inputs: bool = False, dynamic_shapes=None, training=TrainingMode.EVAL,
            do_constant_folding: bool = True, dynamo: bool = True, external_data: bool = True,
            report: bool = False, optimize: bool = False, verify: bool = False,
+           operator_export_type=OperatorExportTypes.ONNX, custom_opsets=None, export_modules_as_functions=False,
+           autograd_inlining: bool = True, custom_translation_table=None, profile: bool = False,
+           dump_exported_program: bool = False, artifacts_dir=".", fallback: bool = False,
            **unsupported) -> ONNXProgram:
     """Exports ``model`` to ONNX; writes it to ``f`` (a path or binary file) when given.
 
@@ -57,7 +83,8 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
         model: an ``ember.nn.Module`` or an ``ember.export.ExportedProgram``.
         args: example positional inputs (a tuple; a single tensor is accepted).
         input_names / output_names: names of the graph's inputs and outputs.
-        opset_version: the ONNX opset (18 by default; at least 18).
+        opset_version: the ONNX opset (18 by default; a lower one is converted to with ONNX's
+            version converter, or stays 18 with a warning where it cannot be).
         dynamic_axes: ``{input name: {axis: dim name}}`` (or a list of axes): those sizes vary.
         dynamic_shapes: as for ``ember.export.export``; use this or ``dynamic_axes``.
 
@@ -79,15 +106,30 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
             model.eval()
         elif training == TrainingMode.TRAINING:
             model.train()
+        _IN_EXPORT[0] += 1
         try:
             if dynamic_axes is not None:
                 dynamic_shapes = _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes)
             ep = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes)
         finally:
+            _IN_EXPORT[0] -= 1
             model.train(was_training)
     dim_names = getattr(ep, "_dim_names", {})
     model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names)
+    if keep_initializers_as_inputs:
+        _initializers_as_inputs(model_proto)
     program = ONNXProgram(model_proto, ep)
     if f is not None:
         program.save(f)
     return program
+
+
+def _initializers_as_inputs(model) -> None:
+    """``keep_initializers_as_inputs=True``: every initializer is also a graph input (a default a
+    caller may override), as PyTorch's exporter writes them."""
+    from onnx import helper
+
+    present = {i.name for i in model.graph.input}
+    for init in model.graph.initializer:
+        if init.name not in present:
+            model.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))

@@ -51,6 +51,7 @@ class Builder:
         self._consts: dict = {}
         self.symbol_sources = symbol_sources  # sympy symbol -> (onnx input name, dim)
         self._sym_cache: dict = {}
+        self.folds: dict = {}  # folded initializer -> (source initializer, transpose perm)
 
     def child(self, owner) -> Builder:
         """A builder for a subgraph (If/Loop bodies): fresh names, constants and initializers are
@@ -59,6 +60,7 @@ class Builder:
         c = Builder(self.opset, self.symbol_sources)
         c.initializers = self.initializers
         c._consts = self._consts
+        c.folds = self.folds
         c._sym_cache = dict(self._sym_cache)
         c.fresh = self.fresh
         c.owner = owner
@@ -136,6 +138,7 @@ class Builder:
             out = self.fresh(f"{name}_t")
             self.initializers.append(numpy_helper.from_array(arr, out))
             self._consts[key] = out
+            self.folds[out] = (name, [int(p) for p in perm])
         return self._consts[key]
 
     def where(self, cond: str, x: str, y: str, dtype) -> str:

@@ -13,16 +13,26 @@ import copy
 import operator
 import os
 
+import numpy as np
+
+import ember
 import onnx
 from ember._src.dispatch import Op
 from ember.compiler._graph_build import _set_grad_enabled
+from ember.compiler._lazy import _detach as _lazy_detach
 from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
 from ember.export._signature import InputKind, OutputKind
+from onnx import numpy_helper
 
-from . import _translations_control, _translations_nn, _translations_shape  # noqa: F401 - they fill the table
-from ._builder import Builder, UnsupportedOp, make_model, onnx_dtype, value_info
+from . import (  # noqa: F401 - they fill the table
+    _translations_control,
+    _translations_nn,
+    _translations_resample,
+    _translations_shape,
+)
+from ._builder import NUMPY_DTYPES, Builder, UnsupportedOp, make_model, onnx_dtype, value_info
 from ._inplace import translate_inplace
 from ._translations import TRANSLATIONS
 
@@ -39,7 +49,10 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     """An ONNX model computing ``ep``'s user outputs from its user inputs."""
     opset = opset_version or DEFAULT_OPSET
     if opset < 18:
-        raise ValueError(f"ember.onnx exports opset 18 or newer, got opset_version={opset}")
+        # As PyTorch's exporter: translate at opset 18, then convert down (a warning and opset 18
+        # where ONNX's version converter cannot).
+        model = translate_program(ep, input_names, output_names, 18, dim_names)
+        return _convert_down(model, opset)
     from ember.export._decompose import without_composites
 
     ep = without_composites(ep)
@@ -64,8 +77,6 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     b = Builder(opset, sources)
     onnx_inputs = []
     state = {**ep.state_dict, **ep.constants}
-    from onnx import numpy_helper
-
     for node in placeholders:
         spec = specs[node.name]
         if spec.kind is InputKind.USER_INPUT:
@@ -90,13 +101,48 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     onnx_outputs = []
     for o, name in zip(user_outs, out_names):
         if not hasattr(o, "op"):
-            raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+            if type(o) not in _CONSTANT_OUTPUT_DTYPES:
+                raise UnsupportedOp(f"the constant output {o!r} cannot be an ONNX output")
+            # A Python number the model returns (x.shape[0] of a static size): a 0-d constant
+            # output, as PyTorch's exporter writes it.
+            dtype = _CONSTANT_OUTPUT_DTYPES[type(o)]
+            constant = numpy_helper.from_array(np.asarray(o, dtype=NUMPY_DTYPES[dtype]))
+            _name_output(b, b.emit("Constant", [], value=constant), name)
+            onnx_outputs.append(value_info(name, dtype, (), dim_names))
+            continue
         _name_output(b, b.value(o), name)
         shape, dtype = node_shape_dtype(o)
         onnx_outputs.append(value_info(name, dtype, shape, dim_names))
     model = make_model(b, onnx_inputs, onnx_outputs)
+    if b.folds:  # which initializers are transposed weights: ONNXProgram.apply_weights redoes them
+        import json
+
+        onnx.helper.set_model_props(model, {_FOLDS_KEY: json.dumps(b.folds)})
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+_FOLDS_KEY = "ember.folded_transposes"
+
+
+_CONSTANT_OUTPUT_DTYPES = {bool: ember.bool, int: ember.int64, float: ember.float32}
+
+
+def _convert_down(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """``model`` (opset 18) at ``opset``, or as it is with a warning when that fails."""
+    import warnings
+
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(model, opset)
+        onnx.checker.check_model(converted, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - the converter raises many types; any means "keep 18"
+        warnings.warn(f"Failed to convert the model to the target version {opset} using the ONNX C API. "
+                      f"The model was not modified (opset 18): {type(exc).__name__}: {exc}", UserWarning,
+                      stacklevel=3)
+        return model
+    return converted
 
 
 def translate_nodes(b: Builder, graph) -> None:
@@ -126,6 +172,10 @@ def translate_nodes(b: Builder, graph) -> None:
                 raise UnsupportedOp(f"{exc} (node {node.name}{_where(node)})") from None
             continue
         if node.target is _set_grad_enabled:
+            continue
+        if node.target is _lazy_detach:  # Tensor.detach() recorded as a Python call: the same values
+            if node.users:
+                b.names[node] = b.value(node.args[0])
             continue
         if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
             if isinstance(node.target, Op):
@@ -236,6 +286,72 @@ class ONNXProgram:
         flat, _ = _pytree.tree_flatten((args, kwargs))
         feeds = {i.name: (x.numpy() if hasattr(x, "numpy") else x) for i, x in zip(self._session.get_inputs(), flat)}
         return [ember.from_numpy(o.copy()) for o in self._session.run(None, feeds)]
+
+    def optimize(self) -> None:
+        """Accepted: ember's translation already folds constants and transposed weights."""
+
+    def apply_weights(self, state_dict: dict) -> None:
+        """Replaces the initializers named in ``state_dict`` (parameter and buffer names) with its
+        values, and the transposed copies ember folded from them."""
+        import json
+
+        import numpy as np
+
+        props = {p.key: p.value for p in self.model.metadata_props}
+        folds = json.loads(props.get(_FOLDS_KEY, "{}"))
+        arrays = {k: (v.detach().contiguous().numpy() if hasattr(v, "detach") else np.asarray(v))
+                  for k, v in state_dict.items()}
+        for init in self.model.graph.initializer:
+            value = arrays.get(init.name)
+            if value is None and init.name in folds:
+                source, perm = folds[init.name]
+                if source in arrays:
+                    value = np.ascontiguousarray(np.transpose(arrays[source], perm))
+            if value is not None:
+                if tuple(value.shape) != tuple(init.dims):
+                    raise ValueError(f"apply_weights: {init.name} has shape {tuple(init.dims)}, the state dict "
+                                     f"gives {tuple(value.shape)}")
+                dtype = numpy_helper.to_array(init).dtype
+                init.CopyFrom(numpy_helper.from_array(value.astype(dtype, copy=False), init.name))
+        self._session = None
+
+    def rename_axes(self, rename_mapping: dict) -> None:
+        """Renames symbolic dims (``{"s0": "batch"}``) of the graph's inputs, outputs and values."""
+        graph = self.model.graph
+        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param in rename_mapping:
+                    dim.dim_param = str(rename_mapping[dim.dim_param])
+        self._session = None
+
+    def call_reference(self, *args, **kwargs):
+        """Runs the model with ONNX's reference evaluator (``onnx.reference``); returns ember tensors."""
+        import ember
+        from ember.export import _pytree
+        from onnx.reference import ReferenceEvaluator
+
+        flat, _ = _pytree.tree_flatten((args, kwargs))
+        names = [i.name for i in self.model.graph.input]
+        feeds = {n: (x.numpy() if hasattr(x, "numpy") else x) for n, x in zip(names, flat)}
+        return [ember.from_numpy(o.copy()) for o in ReferenceEvaluator(self.model).run(None, feeds)]
+
+    def compute_values(self, value_names, args=(), kwargs=None):
+        """The values named ``value_names`` (graph outputs or intermediate values) for these inputs."""
+        import ember
+        from ember.export import _pytree
+
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        present = {o.name for o in model.graph.output}
+        for name in value_names:
+            if name not in present:
+                model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        flat, _ = _pytree.tree_flatten((args, kwargs or {}))
+        feeds = {i.name: (x.numpy() if hasattr(x, "numpy") else x) for i, x in zip(session.get_inputs(), flat)}
+        return [ember.from_numpy(o.copy()) for o in session.run(list(value_names), feeds)]
 
     def __repr__(self) -> str:
         return f"ONNXProgram(model=<{len(self.model.graph.node)} nodes, opset {self.model.opset_import[0].version}>)"

@@ -82,6 +82,10 @@ def _binary(name, onnx_op):
         xs, ys = operand(b, x, like), operand(b, y, like)
         xs, ys = _cast_to(b, x, xs, out_dtype), _cast_to(b, y, ys, out_dtype)
         if onnx_op == "Mod":
+            if name == "remainder" and out_dtype.is_floating_point:
+                # Python's remainder takes the divisor's sign; ONNX's float Mod is C's fmod.
+                quotient = b.emit("Floor", [b.emit("Div", [xs, ys])])
+                return b.emit("Sub", [xs, b.emit("Mul", [quotient, ys])])
             return b.emit("Mod", [xs, ys], fmod=1 if name == "fmod" or out_dtype.is_floating_point else 0)
         if name == "div" and not out_dtype.is_floating_point and in_dtype is not None:
             raise UnsupportedOp("div of integer tensors")

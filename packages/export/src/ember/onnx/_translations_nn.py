@@ -75,6 +75,8 @@ def _per_channel(b, t, c, fill, dt):
 @register("native_batch_norm")
 def _batch_norm(b, node):
     x, w, bias, rm, rv, training, momentum, eps = node.args[:8]
+    if training and rm is None and rv is None:
+        return [_batch_statistics_norm(b, x, w, bias, float(eps)), None, None]
     if training:
         raise UnsupportedOp("native_batch_norm in training mode (export the model in eval mode)")
     c = shape_of(x)[1]
@@ -82,6 +84,25 @@ def _batch_norm(b, node):
     out = b.emit("BatchNormalization", [b.value(x), _per_channel(b, w, c, 1.0, dt), _per_channel(b, bias, c, 0.0, dt),
                                         b.value(rm), b.value(rv)], epsilon=float(eps), momentum=1 - float(momentum))
     return [out, None, None]
+
+
+def _batch_statistics_norm(b, x, w, bias, eps):
+    """Normalization by the batch's own statistics (InstanceNorm, BatchNorm without running
+    stats): mean and biased variance over every axis but the channels."""
+    shape = shape_of(x)
+    rank, dt = len(shape), dtype_of(x)
+    axes = b.const(np.array([0, *range(2, rank)], dtype=np.int64))
+    xv = b.value(x)
+    centered = b.emit("Sub", [xv, b.emit("ReduceMean", [xv, axes], keepdims=1)])
+    var = b.emit("ReduceMean", [b.emit("Mul", [centered, centered]), axes], keepdims=1)
+    inv = b.emit("Reciprocal", [b.emit("Sqrt", [b.emit("Add", [var, b.const(eps, dt)])])])
+    y = b.emit("Mul", [centered, inv])
+    channel_shape = b.const(np.array([1, -1] + [1] * (rank - 2), dtype=np.int64))  # channels may be symbolic
+    if w is not None:
+        y = b.emit("Mul", [y, b.emit("Reshape", [b.value(w), channel_shape])])
+    if bias is not None:
+        y = b.emit("Add", [y, b.emit("Reshape", [b.value(bias), channel_shape])])
+    return y
 
 
 @register("native_layer_norm")

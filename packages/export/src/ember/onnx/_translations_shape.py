@@ -232,8 +232,9 @@ register("prod")(_reduce("ReduceProd"))
 def _var(b, node):
     x = node.args[0]
     dims = _dims(node, x)
-    keep = node.kwargs.get("keepdim", False)
-    correction = node.kwargs.get("correction", 1)
+    # correction and keepdim are keyword-only in the schema but may be recorded positionally
+    keep = arg(node, 3, "keepdim", False)
+    correction = arg(node, 2, "correction", 1)
     correction = 1 if correction is None else correction
     dt = dtype_of(node)
     axes = b.const(np.array(dims, dtype=np.int64))

@@ -47,6 +47,12 @@ class _OpTable(dict):
             prefix = name + "::"
             if any(key.startswith(prefix) for key in self):
                 return _OpNamespace(self, name)
+            if name == "aten":  # ``torch.ops.aten.relu.default``: PyTorch's names, from ember-compile
+                from . import plugins
+
+                compiler = plugins.load("compile")
+                if compiler is not None:
+                    return compiler.aten
             raise AttributeError(f"ember.ops has no op named '{name}'") from None
 
     def __dir__(self):
@@ -150,6 +156,11 @@ class Op(_C.OpBase):
 
     def __repr__(self) -> str:
         return f"ember.ops.{self.name}"
+
+    @property
+    def default(self) -> Op:
+        """``torch.ops.<namespace>.<op>.default``: an ember op has one overload, itself."""
+        return self
 
     def kernel(self, device_type: str):
         """Decorator registering the kernel for one device type."""

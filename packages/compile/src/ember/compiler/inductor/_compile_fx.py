@@ -273,6 +273,7 @@ class CompiledGraph:
     def __init__(self, gm, example_inputs):
         self.gm = gm
         self.variants: dict = {}
+        self.written_inputs = _written_placeholders(gm)
         self.artifact = self._build(list(example_inputs))
         self._fast = self.artifact.call if self.artifact is not None else None
 
@@ -298,6 +299,10 @@ class CompiledGraph:
         args = self._unbox(args)
         if grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return self._eager(args)  # kernels record no autograd history
+        if self.written_inputs and _shares_storage(args, self.written_inputs):
+            # An input written in place shares memory with another input (overlapping views of
+            # one tensor): the kernels would read the other input's old values; eager's order holds.
+            return self._eager(args)
         if self._fast is not None:
             try:
                 return self._fast(args)
@@ -317,6 +322,36 @@ class CompiledGraph:
             if placeholders != 1 or (len(args[0]) == 1 and isinstance(args[0][0], Tensor)):
                 return tuple(args[0])
         return args
+
+
+def _written_placeholders(gm) -> tuple:
+    """Positions of the inputs that the graph writes in place (directly or through a view)."""
+    from ember._src.dispatch import Op
+
+    from .._op_facts import op_info
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    position = {n: i for i, n in enumerate(placeholders)}
+    written = set()
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, Op):
+            continue
+        for pos in op_info(node.target)[0]:
+            arg = node.args[pos] if pos < len(node.args) else None
+            while getattr(arg, "op", None) == "call_function" and isinstance(arg.target, Op) \
+                    and "view" in arg.target.tags and arg.args:
+                arg = arg.args[0]
+            if arg in position:
+                written.add(position[arg])
+    return tuple(sorted(written))
+
+
+def _shares_storage(args, written) -> bool:
+    storages = {}
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            storages.setdefault(id(a._storage), []).append(i)
+    return any(len(storages.get(id(args[i]._storage), ())) > 1 for i in written if isinstance(args[i], Tensor))
 
 
 def compile_fx_inner(gm, example_inputs, **kwargs):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 
@@ -58,24 +57,15 @@ def snapshot() -> dict:
     return out
 
 
-@contextlib.contextmanager
-def patch(options: dict | None):
-    """These settings (``{"triton.cudagraphs": True, ...}``, as ``torch.compile(options=...)``) for the
-    duration of the block."""
-    module = sys.modules[__name__]
-    saved = []
-    try:
-        for key, value in (options or {}).items():
-            *path, name = key.split(".")
-            owner = module
-            for part in path:
-                owner = getattr(owner, part, None)
-            if owner is None or not hasattr(owner, name):
-                raise RuntimeError(f"Unexpected optimization option {key}, known options are triton.cudagraphs, "
-                                   "max_autotune, cpu_backend, inline_limit, fallback_on_error, cpp.*")
-            saved.append((owner, name, getattr(owner, name)))
-            setattr(owner, name, value)
-        yield
-    finally:
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+def _unknown_option(module_name: str, key: str) -> RuntimeError:
+    return RuntimeError(f"Unexpected optimization option {key}, known options are triton.cudagraphs, "
+                        "max_autotune, cpu_backend, inline_limit, fallback_on_error, cpp.*")
+
+
+def patch(arg1=None, arg2=None, **kwargs):
+    """These settings (``{"triton.cudagraphs": True, ...}`` as ``torch.compile(options=...)``,
+    ``patch("max_autotune", True)`` or ``patch(max_autotune=True)``) for the duration of a ``with``
+    block or a decorated call."""
+    from .._config_patch import ConfigPatch, changes_of
+
+    return ConfigPatch(__name__, changes_of(arg1, arg2, **kwargs), _unknown_option)

@@ -503,11 +503,18 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 @_view_op("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)")
 def as_strided_op(self: Tensor, size, stride, storage_offset=None) -> Tensor:
-    size = tuple(operator.index(s) for s in size)
-    stride = tuple(operator.index(s) for s in stride)
-    offset = self._offset if storage_offset is None else operator.index(storage_offset)
-    check_view_bounds(self._storage, size, stride, offset, self.dtype)
+    size = tuple(_size_int(s) for s in size)
+    stride = tuple(_size_int(s) for s in stride)
+    offset = self._offset if storage_offset is None else _size_int(storage_offset)
+    if all(type(v) is int for v in (*size, *stride, offset)):
+        # (symbolic sizes come from a tracer's fake tensors, whose storage is the example's)
+        check_view_bounds(self._storage, size, stride, offset, self.dtype)
     return make_view(self, size, stride, offset)
+
+
+def _size_int(v):
+    """An int; an int subclass (compile's symbolic SymInt) keeps its symbolic meaning."""
+    return v if isinstance(v, int) and type(v) is not bool else operator.index(v)
 
 
 def as_strided(self: Tensor, size, stride, storage_offset=None) -> Tensor:
