@@ -27,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
-        "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_int_bool_prod", "softmax_persistent",
+        "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_int_bool_prod",
+        "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
         "cross_entropy_backward"]
 
