@@ -58,3 +58,32 @@ def test_scalar_of_a_tensor_that_requires_grad_warns():
         x.item()
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and messages[0].startswith("Converting a tensor with requires_grad=True to a scalar")
+
+
+def _deepcopy_facts(lib):
+    import copy
+
+    leaf = lib.ones(2, 3, requires_grad=True)
+    (leaf * 2).sum().backward()
+    leaf.note = [1, 2]
+    copied = copy.deepcopy(leaf)
+    shared = copy.deepcopy({"a": leaf, "b": leaf})
+    strided = copy.deepcopy(lib.arange(6.0).reshape(2, 3).t())
+    return (
+        copied.is_leaf, copied.requires_grad, copied.grad_fn is None,
+        copied.grad.tolist(), copied.grad is not leaf.grad, copied.note, copied.note is not leaf.note,
+        shared["a"] is shared["b"], strided.stride(), strided.tolist(),
+    )
+
+
+def test_deepcopy_of_a_leaf_is_a_leaf_with_its_grad_and_attributes():
+    assert _deepcopy_facts(ember) == _deepcopy_facts(torch)
+
+
+def test_deepcopy_of_a_non_leaf_raises_as_torch():
+    import copy
+
+    def attempt(lib):
+        return _outcome(lambda: copy.deepcopy(lib.ones(2, requires_grad=True) * 2))
+
+    assert attempt(ember) == attempt(torch)

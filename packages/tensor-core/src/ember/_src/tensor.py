@@ -369,9 +369,29 @@ class Tensor(_C.TensorBase):
         return tensor_reduce(self)
 
     def __deepcopy__(self, memo):
-        result = self.clone()
-        result._requires_grad = self._requires_grad
-        memo[id(self)] = result
+        # PyTorch copies leaves only: a copy of an interior node could not keep its graph.
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                "because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]
+        import copy
+
+        with grad_mode.no_grad():
+            result = self.clone()
+            if type(self) is not Tensor:
+                result = Tensor._make_subclass(type(self), result, False)
+            result._requires_grad = self._requires_grad
+            memo[id(self)] = result
+            if self.grad is not None:
+                result.grad = copy.deepcopy(self.grad, memo)
+            for name, value in self.__dict__.items():
+                if name not in _LAYOUT_MEMBERS:
+                    setattr(result, name, copy.deepcopy(value, memo))
         return result
 
     def __array__(self, dtype=None, copy=None):
