@@ -790,6 +790,8 @@ def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
         if dtype not in names:
             raise ValueError(f"invalid type: '{dtype}'")
         dtype = getattr(dtypes, names[dtype])
+    elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.dtype):
+        dtype = dtype.dtype  # a legacy type: x.type(ember.LongTensor)
     return to(self, dtypes.to_dtype(dtype))
 
 
