@@ -156,6 +156,24 @@ T scalar_as(py::handle value) {
     c128 c(PyComplex_RealAsDouble(value.ptr()), PyComplex_ImagAsDouble(value.ptr()));
     return convert<T, c128>(c);
   }
+  // A NumPy scalar: PyTorch takes it as the number it holds (a NumPy bool as a float).
+  const char* type_name = Py_TYPE(value.ptr())->tp_name;
+  if (std::strncmp(type_name, "numpy.", 6) == 0) {
+    if (PyIndex_Check(value.ptr()) && std::strcmp(type_name, "numpy.bool") != 0 &&
+        std::strcmp(type_name, "numpy.bool_") != 0) {
+      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+      if (!index) throw py::error_already_set();
+      return scalar_as<T>(index);
+    }
+    if (PyComplex_Check(value.ptr()) || std::strstr(type_name, "complex") != nullptr) {
+      Py_complex c = PyComplex_AsCComplex(value.ptr());
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return convert<T, c128>(c128(c.real, c.imag));
+    }
+    double v = PyFloat_AsDouble(value.ptr());
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return convert<T, double>(v);
+  }
   throw py::type_error("fill value must be a bool, int, float or complex");
 }
 

@@ -414,13 +414,18 @@ asarray = as_tensor
 
 # -- ranges -------------------------------------------------------------------------------------
 
+def _number(value):
+    number = dtypes.numpy_scalar_value(value)
+    return value if number is None else number
+
+
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
     check_pin_memory(pin_memory)
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    vals = [v.item() if isinstance(v, Tensor) else _number(v) for v in (start, end, step)]
     start, end, step = vals
     if step == 0 or step != step:  # a NaN step too, as PyTorch
         raise RuntimeError("step must be nonzero")
