@@ -87,3 +87,35 @@ def test_deepcopy_of_a_non_leaf_raises_as_torch():
         return _outcome(lambda: copy.deepcopy(lib.ones(2, requires_grad=True) * 2))
 
     assert attempt(ember) == attempt(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: 2 in L.tensor([[1, 2], [3, 4]]),
+    lambda L: 5 in L.tensor([[1, 2], [3, 4]]),
+    lambda L: L.tensor([3, 4]) in L.tensor([[1, 2], [3, 4]]),
+    lambda L: 2.0 in L.tensor([1.0, 2.0]),
+    lambda L: "a" in L.tensor([1, 2]),
+    lambda L: None in L.tensor([1, 2]),
+    lambda L: list(reversed(L.arange(4))),
+    lambda L: reversed(L.tensor(3)).tolist(),
+    lambda L: reversed(L.arange(6).view(3, 2)).tolist(),
+])
+def test_contains_and_reversed_match_torch(call):
+    assert _outcome(lambda: call(ember)) == _outcome(lambda: call(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, np: L.tensor([1.0, 2.0]) + np.array([1.0, 2.0]),
+    lambda L, np: L.tensor([1.0, 2.0]) + np.array([1, 2]),
+    lambda L, np: np.exp(L.tensor([1.0, 2.0])),
+    lambda L, np: np.isnan(L.tensor([1.0, float("nan")])),
+    lambda L, np: np.reshape(L.tensor([1.0, 2.0]), (2, 1)),
+    lambda L, np: np.cumsum(L.tensor([1.0, 2.0])),
+])
+def test_numpy_ufuncs_over_tensors_give_tensors_as_torch(call):
+    import numpy
+
+    expected, got = call(torch, numpy), call(ember, numpy)
+    assert isinstance(got, ember.Tensor), type(got)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    assert got.tolist() == expected.tolist()

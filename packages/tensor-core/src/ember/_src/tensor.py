@@ -394,6 +394,28 @@ class Tensor(_C.TensorBase):
                     setattr(result, name, copy.deepcopy(value, memo))
         return result
 
+    def __contains__(self, element) -> bool:
+        # Without it, `x in t` would iterate t's rows (an ambiguous bool for a 2-d tensor).
+        import numbers
+
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(
+            f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+        )
+
+    def __reversed__(self):
+        return self if self.ndim == 0 else self.flip(0)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # A NumPy ufunc over a tensor (np.exp(t), ndarray + t) gives a tensor, as with PyTorch,
+        # whose bool results arrive as uint8.
+        from .interop import from_numpy
+
+        if array.dtype == bool:
+            array = array.astype("uint8")
+        return from_numpy(array)
+
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
         if dtype is not None:
