@@ -199,3 +199,15 @@ def test_fill_never_reads_the_destination():
     flags.fill_(True)
     assert raw.tolist() == [1] * 64
     assert ember.ones(5, dtype=ember.bool).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("args", [(-1, 1, 7), (-3, 3, 11), (-1, 1, 20), (0, 1, 100), (-5, 5, 101), (3, -2, 77),
+                                  (-np.pi, np.pi, 2000), (-10, 7, 1000), (0, 1, 2)])
+def test_linspace_is_bit_identical_to_torch(args, dtype):
+    """Each value is PyTorch's one fused multiply-add in the result dtype: the float32 middle of
+    linspace(-1, 1, 7) is -3e-8 in both (its sign decides relu masks and sign())."""
+    got = ember.linspace(*args, dtype=getattr(ember, dtype)).numpy()
+    expected = torch.linspace(*args, dtype=getattr(torch, dtype)).numpy()
+    np.testing.assert_array_equal(got, expected)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))

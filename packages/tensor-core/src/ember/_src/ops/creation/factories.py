@@ -490,8 +490,10 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     if steps == 1:
         return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    # PyTorch fills the second half from the end so the last value is exactly `end`.
-    result = new_empty_tensor((steps,), dtypes.float64, dev)
+    # PyTorch fills the second half from the end so the last value is exactly `end`; a float32
+    # result is computed in float32 as PyTorch's (the native fill), the rest in float64.
+    work = dtypes.float32 if d is dtypes.float32 else dtypes.float64
+    result = new_empty_tensor((steps,), work, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
     return _finish(result.to(d), requires_grad, out, overlap=True)
