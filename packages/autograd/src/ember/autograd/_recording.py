@@ -183,7 +183,9 @@ def node_class_name(op_name: str) -> str:
         return _NODE_CLASS_NAMES[op_name]
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
-    return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
+    # PyTorch title-cases each word, so a letter after a digit is upper case too (Log1PBackward0,
+    # MaxPool2DWithIndicesBackward0, FftR2CBackward0).
+    return "".join(p.title() for p in base.split("_") if p) + "Backward0"
 
 
 _LABELED: dict = {}
