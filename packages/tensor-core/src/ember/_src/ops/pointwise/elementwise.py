@@ -305,13 +305,19 @@ ge_op, ge_inplace_op = _declare_binary("ge", _BOOL_RESULT)
 
 
 def _check_sub_bool(a, b):
-    # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor).
-    if (getattr(a, "dtype", None) is dtypes.bool or isinstance(a, builtins.bool)) or (
-        getattr(b, "dtype", None) is dtypes.bool or isinstance(b, builtins.bool)
-    ):
+    # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor), with
+    # one message for two bools and another for one.
+    a_bool = getattr(a, "dtype", None) is dtypes.bool or isinstance(a, builtins.bool)
+    b_bool = getattr(b, "dtype", None) is dtypes.bool or isinstance(b, builtins.bool)
+    if a_bool and b_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead."
+        )
+    if a_bool or b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
 
 
