@@ -474,6 +474,8 @@ def _normalize(item):
         return int(item.item())  # a 0-d integer tensor acts like an int (a view)
     if isinstance(item, (list, tuple)):
         return _list_index(item)
+    if tp is range:  # x[range(n), target] (the nn tutorial's nll): a sequence of ints, as a list
+        return _list_index(list(item))
     if getattr(item, "ndim", 0) and hasattr(item, "__array__"):  # a NumPy array: a tensor index, as in PyTorch
 
         return _normalize(as_tensor(item))
