@@ -364,6 +364,8 @@ def _select_plan(self: Tensor, dim: int, index: Tensor):
     d = wrap_dim(dim, max(self.ndim, 1))
     if self.ndim == 0:
         return [0], [index], index._shape, [], (), 0  # a 0-d input: index must be 0
+    if not index.ndim:  # a 0-d index selects as a one-element vector (the dim stays), as in PyTorch
+        index = views.view_op(index, (1,))
     result = self._shape[:d] + index._shape + self._shape[d + 1:]
     return [d], [index], index._shape, [r for r in range(self.ndim) if r != d], result, d
 
