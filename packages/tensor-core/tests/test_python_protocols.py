@@ -119,3 +119,28 @@ def test_numpy_ufuncs_over_tensors_give_tensors_as_torch(call):
     assert isinstance(got, ember.Tensor), type(got)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("grad", [
+    lambda L: L.ones(2),
+    lambda L: L.ones(1, 3),
+    lambda L: L.ones(3, dtype=L.float64),
+    lambda L: L.ones(3, dtype=L.int64),
+    lambda L: L.ones(3, device="meta"),
+    lambda L: [1.0, 2.0, 3.0],
+    lambda L: L.zeros(3),
+    lambda L: L.ones(3).to_sparse(),
+    lambda L: None,
+])
+def test_grad_assignment_is_checked_as_torch(grad):
+    """tensor.grad = g needs a tensor of the tensor's dtype, device type and size (a sparse one of
+    any layout size rule it keeps); PyTorch's errors otherwise, in its order."""
+    def attempt(lib):
+        t = lib.ones(3, requires_grad=True)
+        try:
+            t.grad = grad(lib)
+        except (RuntimeError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+        return "ok", None if t.grad is None else t.grad.to_dense().tolist()
+
+    assert attempt(ember) == attempt(torch)
