@@ -171,6 +171,9 @@ _NODE_CLASS_NAMES = {
     "selu_": "EluBackward1",  # selu_ is elu_ with fixed constants
     "threshold_": "ThresholdBackward1",
     "div_rounding": "DivBackward2",
+    "rsub_scalar": "RsubBackward1",  # number - tensor (rsub.Scalar)
+    "pow_tensor_tensor": "PowBackward1",  # pow.Tensor_Tensor
+    "pow_scalar": "PowBackward2",  # number ** tensor (pow.Scalar)
     "max_all": "MaxBackward1",  # max(): the overload after max.dim
     "max_dim": "MaxBackward0",
     "min_all": "MinBackward1",

@@ -30,7 +30,7 @@ from ...shapes import (
 )
 from ...tensor import Tensor, check_view_bounds, copy_layout, make_view, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
-from .._common import check_scalar_fits, type_name
+from .._common import check_scalar_fits, label_as_op, type_name
 from .._common import check_write as _check_write
 from ..creation.factories import empty, full, ones, tensor, zeros
 
@@ -634,7 +634,7 @@ def contiguous(self: Tensor, memory_format=None) -> Tensor:
     if is_contiguous(self._shape, self._stride):
         return self
     out = to_dtype_op(self, dtype=self.dtype)  # a fresh contiguous copy
-    return out
+    return label_as_op(out, "clone")  # PyTorch's contiguous() is a clone: CloneBackward0
 
 
 def _copy_check(self: Tensor, src) -> None:
