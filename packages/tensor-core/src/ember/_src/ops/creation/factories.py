@@ -419,12 +419,18 @@ def _number(value):
     return value if number is None else number
 
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def arange(start=None, end=None, step=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
     check_pin_memory(pin_memory)
+    if end is None and start is None or start is None and step is not None:
+        raise TypeError("arange() missing 1 required positional arguments: \"end\"")
     if end is None:
         start, end = 0, start
+    elif start is None:  # arange(end=3): PyTorch's arange(end) overload by keyword
+        start = 0
+    if step is None:
+        step = 1
     vals = [v.item() if isinstance(v, Tensor) else _number(v) for v in (start, end, step)]
     start, end, step = vals
     if step == 0 or step != step:  # a NaN step too, as PyTorch

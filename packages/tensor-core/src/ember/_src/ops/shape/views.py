@@ -795,18 +795,31 @@ def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
     return to(self, dtypes.to_dtype(dtype))
 
 
+def _new_size(name: str, size: tuple, kwargs: dict) -> tuple:
+    """The size of ``new_empty/new_zeros/new_ones``: varargs, one sequence, or ``size=`` by keyword
+    (PyTorch's parser takes it so; it was swallowed, giving a 0-d tensor)."""
+    extra = set(kwargs) - {"size", "layout", "pin_memory"}
+    if extra:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{sorted(extra)[0]}'")
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        return (kwargs["size"],)
+    return size
+
+
 def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return empty(*size, dtype=self.dtype if dtype is None else dtype,
+    return empty(*_new_size("new_empty", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return zeros(*size, dtype=self.dtype if dtype is None else dtype,
+    return zeros(*_new_size("new_zeros", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return ones(*size, dtype=self.dtype if dtype is None else dtype,
+    return ones(*_new_size("new_ones", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                 device=self._device if device is None else device, requires_grad=requires_grad)
 
 
