@@ -285,6 +285,13 @@ def test_chunk_of_empty_and_narrow_start_errors_match_torch(call):
     lambda L, x: L.t(input=x),
     lambda L, x: L.movedim(input=x, source=0, destination=1),
     lambda L, x: L.unflatten(input=x, dim=1, sizes=(3, 1)),
+    lambda L, x: L.clone(input=x),
+    lambda L, x: L.diagonal(input=x, offset=1),
+    lambda L, x: L.select(input=x, dim=1, index=0),
+    lambda L, x: L.unbind(input=x, dim=1)[0],
+    lambda L, x: L.adjoint(input=x),
+    lambda L, x: L.as_strided(input=x, size=(2,), stride=(2,)),
+    lambda L, x: L.index_put(input=x, indices=(L.tensor([0]),), values=L.tensor(9.0)),
 ])
 def test_shape_functions_take_torch_keyword_names(call):
     """The functions name their tensor `input` (split: `tensor`; Tensor.split: `split_size`) as

@@ -247,8 +247,8 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
     return _put(self, _check_put_args(indices, values), values, accumulate)
 
 
-def index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    return _put(views.clone_op(self), _check_put_args(indices, values), values, accumulate)
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    return _put(views.clone_op(input), _check_put_args(indices, values), values, accumulate)
 
 
 # -- nonzero, masks -------------------------------------------------------------------------------

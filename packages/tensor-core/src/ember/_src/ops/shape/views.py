@@ -186,10 +186,10 @@ def _full_transpose(self: Tensor) -> Tensor:
     return permute_op(self, tuple(reversed(range(self.ndim))))
 
 
-def adjoint(self: Tensor) -> Tensor:
+def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (a copy for complex tensors: ember has no lazy conj)."""
-    result = _matrix_transpose(self)
-    if self.dtype.is_complex:
+    result = _matrix_transpose(input)
+    if input.dtype.is_complex:
         from ..pointwise.complex import conj_physical_op
 
         result = conj_physical_op(result)
@@ -343,8 +343,8 @@ def select_op(self: Tensor, dim: int, index: int) -> Tensor:
                      self._offset + index * self._stride[d])
 
 
-def select(self: Tensor, dim: int, index: int) -> Tensor:
-    return select_op(self, dim, index)
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    return select_op(input, dim, index)
 
 
 @_view_op("slice(Tensor(a) self, int dim, SymInt start, SymInt end, SymInt step) -> Tensor(a)")
@@ -372,9 +372,9 @@ def _multi_view(self: Tensor, pieces: tuple, dim: int, kind: str) -> tuple:
     return pieces
 
 
-def unbind(self: Tensor, dim: int = 0):
-    d = wrap_dim(dim, self.ndim)
-    return _multi_view(self, tuple(select_op(self, d, i) for i in range(self._shape[d])), d, "unbind")
+def unbind(input: Tensor, dim: int = 0):
+    d = wrap_dim(dim, input.ndim)
+    return _multi_view(input, tuple(select_op(input, d, i) for i in range(input._shape[d])), d, "unbind")
 
 
 def split(tensor: Tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
@@ -423,9 +423,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
     return split(input, step, d)
 
 
-def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
-    d = wrap_dim(dim, self.ndim)
-    size = self._shape[d]
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+    d = wrap_dim(dim, input.ndim)
+    size = input._shape[d]
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
@@ -436,13 +436,13 @@ def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
         out, pos = [], 0
         for i in range(n):
             length = base + (1 if i < extra else 0)
-            out.append(narrow_op(self, d, pos, length))
+            out.append(narrow_op(input, d, pos, length))
             pos += length
         return tuple(out)
     bounds = [0] + [min(max(i if i >= 0 else i + size, 0), size) for i in indices_or_sections] + [size]
     out = []
     for a, b in zip(bounds[:-1], bounds[1:]):
-        out.append(narrow_op(self, d, min(a, size), max(0, b - a)))
+        out.append(narrow_op(input, d, min(a, size), max(0, b - a)))
     return tuple(out)
 
 
@@ -484,8 +484,8 @@ def diagonal_op(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> 
     return make_view(self, shape, stride, self._offset + (start if length else 0))
 
 
-def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    return diagonal_op(self, offset, dim1, dim2)
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return diagonal_op(input, offset, dim1, dim2)
 
 
 @_view_op("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
@@ -517,8 +517,8 @@ def as_strided_op(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     return make_view(self, size, stride, offset)
 
 
-def as_strided(self: Tensor, size, stride, storage_offset=None) -> Tensor:
-    return as_strided_op(self, size, stride, storage_offset)
+def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
+    return as_strided_op(input, size, stride, storage_offset)
 
 
 @_view_op("alias(Tensor(a) self) -> Tensor(a)")
@@ -622,13 +622,13 @@ def _clone_meta(self: Tensor) -> Tensor:
 clone_op.meta = _clone_meta
 
 
-def clone(self: Tensor, *, memory_format=None) -> Tensor:
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
     mf.check(memory_format, "clone")
-    out = clone_op(self)
+    out = clone_op(input)
     if memory_format is mf.contiguous_format or memory_format is mf.legacy_contiguous_format:
         return contiguous(out)
     if mf.rank_for(memory_format) is not None:
-        return mf.to_format(self, memory_format, copy=True)
+        return mf.to_format(input, memory_format, copy=True)
     return out
 
 
