@@ -161,3 +161,16 @@ def test_backward_grad_output_of_another_dtype_as_torch(grad_dtype):
         return str(x.grad.dtype).split(".")[-1], x.grad.tolist()
 
     assert outcome(ember) == outcome(torch)
+
+
+@pytest.mark.parametrize("pin_memory", [False, True])
+def test_save_on_cpu_keeps_gradients_as_torch(pin_memory):
+    """autograd.graph.save_on_cpu (the saved-tensors tutorial's offloading) was missing."""
+    def grads(lib):
+        a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.save_on_cpu(pin_memory=pin_memory):
+            y = (a.exp() * a).sin().sum()
+        y.backward()
+        return [round(v, 5) for v in a.grad.tolist()]
+
+    assert grads(ember) == grads(torch)
