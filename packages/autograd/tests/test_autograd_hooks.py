@@ -117,3 +117,60 @@ def test_gradient_edge():
     edge = ember.autograd.graph.get_gradient_edge(y)
     assert edge.node is y.grad_fn and edge.output_nr == 0
     assert ember.autograd.graph.get_gradient_edge(x).node.variable is x
+
+
+def _named_hook(g):
+    return g.new_ones(2)
+
+
+@pytest.mark.parametrize("hook", [
+    _named_hook,
+    lambda g: g.double(),
+    lambda g: [1.0],
+    lambda g: g.long(),
+    lambda g: g.view(3, 1),
+    lambda g: g * 2,
+])
+@pytest.mark.parametrize("on_leaf", [True, False])
+def test_hook_results_are_checked_as_torch(hook, on_leaf):
+    """A tensor hook's replacement must keep the gradient's type and size: PyTorch raises at the hook
+    (naming it) where a wrong one would otherwise flow on silently."""
+    def outcome(lib):
+        z = lib.ones(3, requires_grad=True)
+        hooked = z if on_leaf else z * 2
+        hooked.register_hook(hook)
+        try:
+            (hooked * 2).sum().backward()
+        except (RuntimeError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+        return "ok", z.grad.tolist()
+
+    assert outcome(ember) == outcome(torch)
+
+
+@pytest.mark.parametrize("grad_dtype", ["int64", "bool", "float64", "complex64"])
+def test_backward_grad_output_of_another_dtype_as_torch(grad_dtype):
+    """An integer, bool or wider real grad_output is cast to the output's dtype; a complex one for a
+    real output raises PyTorch's RuntimeError."""
+    def outcome(lib):
+        x = lib.ones(3, requires_grad=True)
+        try:
+            (x * 2).backward(lib.ones(3, dtype=getattr(lib, grad_dtype)))
+        except RuntimeError as exc:
+            return "RuntimeError", str(exc)
+        return str(x.grad.dtype).split(".")[-1], x.grad.tolist()
+
+    assert outcome(ember) == outcome(torch)
+
+
+@pytest.mark.parametrize("pin_memory", [False, True])
+def test_save_on_cpu_keeps_gradients_as_torch(pin_memory):
+    """autograd.graph.save_on_cpu (the saved-tensors tutorial's offloading) was missing."""
+    def grads(lib):
+        a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.save_on_cpu(pin_memory=pin_memory):
+            y = (a.exp() * a).sin().sum()
+        y.backward()
+        return [round(v, 5) for v in a.grad.tolist()]
+
+    assert grads(ember) == grads(torch)

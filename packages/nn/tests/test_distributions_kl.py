@@ -45,6 +45,28 @@ def _build(name, r, shape, grads):
         le, lt = p(r.normal(size=shape + (3,)))
         ce, ct = p(a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3))
         return ed.MultivariateNormal(le, ce), td.MultivariateNormal(lt, ct)
+    if name in ("Beta", "Gamma"):
+        (ae, at), (be, bt) = p(r.uniform(0.5, 3, size=shape)), p(r.uniform(0.5, 3, size=shape))
+        return getattr(ed, name)(ae, be), getattr(td, name)(at, bt)
+    if name == "ContinuousBernoulli":
+        pe, pt = p(r.uniform(0.1, 0.9, size=shape))
+        return ed.ContinuousBernoulli(pe), td.ContinuousBernoulli(pt)
+    if name == "Gumbel":
+        (le, lt), (se, st) = p(r.normal(size=shape)), p(r.uniform(0.5, 2, size=shape))
+        return ed.Gumbel(le, se), td.Gumbel(lt, st)
+    if name == "Pareto":  # alpha on both sides of 1 and 2 (the infinite moments)
+        (se, st), (ae, at) = p(r.uniform(0.2, 1.5, size=shape)), p(r.uniform(0.5, 4, size=shape))
+        return ed.Pareto(se, ae), td.Pareto(st, at)
+    if name == "Poisson":
+        re, rt = p(r.uniform(0.5, 3, size=shape))
+        return ed.Poisson(re), td.Poisson(rt)
+    if name == "Binomial":
+        pe, pt = p(r.uniform(0.1, 0.9, size=shape))
+        return ed.Binomial(4, probs=pe), td.Binomial(4, probs=pt)
+    if name == "LowRankMultivariateNormal":
+        (le, lt), (fe, ft) = p(r.normal(size=shape + (3,))), p(r.normal(size=shape + (3, 2)))
+        de, dt = p(r.uniform(0.5, 2, size=shape + (3,)))
+        return ed.LowRankMultivariateNormal(le, fe, de), td.LowRankMultivariateNormal(lt, ft, dt)
     raise AssertionError(name)
 
 
@@ -55,6 +77,21 @@ PAIRS = [
     ("Laplace", "Normal"), ("Normal", "Laplace"), ("Uniform", "Normal"), ("Uniform", "Exponential"),
     ("Exponential", "Uniform"), ("Laplace", "Uniform"), ("Laplace", "Exponential"), ("Normal", "Uniform"),
     ("Normal", "Exponential"),
+    # across families: closed forms, infinite where p's support is not inside q's
+    ("Bernoulli", "Poisson"), ("Beta", "ContinuousBernoulli"), ("Beta", "Exponential"), ("Beta", "Gamma"),
+    ("Beta", "Normal"), ("Beta", "Uniform"), ("Beta", "Pareto"), ("ContinuousBernoulli", "ContinuousBernoulli"),
+    ("ContinuousBernoulli", "Exponential"), ("ContinuousBernoulli", "Normal"), ("ContinuousBernoulli", "Uniform"),
+    ("ContinuousBernoulli", "Pareto"), ("Exponential", "Beta"), ("Exponential", "Gamma"), ("Exponential", "Gumbel"),
+    ("Exponential", "Pareto"), ("Gamma", "Exponential"), ("Gamma", "Gumbel"), ("Gamma", "Normal"),
+    ("Gamma", "Uniform"), ("Gamma", "Beta"), ("Gumbel", "Normal"), ("Gumbel", "Gamma"), ("Laplace", "Beta"),
+    ("Normal", "Gumbel"), ("Normal", "Gamma"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
+    ("Pareto", "Normal"), ("Pareto", "Pareto"), ("Pareto", "Uniform"), ("Poisson", "Bernoulli"),
+    ("Poisson", "Binomial"), ("Uniform", "Beta"), ("Uniform", "ContinuousBernoulli"), ("Uniform", "Gamma"),
+    ("Uniform", "Gumbel"), ("Uniform", "Pareto"),
+    # one exponential family against itself: the Bregman divergence of its log-normalizer
+    ("Poisson", "Poisson"), ("Beta", "Beta"), ("Gamma", "Gamma"),
+    ("LowRankMultivariateNormal", "LowRankMultivariateNormal"), ("LowRankMultivariateNormal", "MultivariateNormal"),
+    ("MultivariateNormal", "LowRankMultivariateNormal"),
 ]  # fmt: skip
 
 
@@ -88,6 +125,10 @@ def test_kl_matches_torch(name_p, name_q, shape_p, shape_q):
             close(ge.grad, gt.grad, rtol=1e-3, atol=1e-5)
 
 
+def L_(values, dist_module):
+    return (ember if dist_module is ed else torch).tensor(values)
+
+
 def test_kl_support_edge_cases_match_torch():
     cases = [
         (ed.Bernoulli(probs=ember.tensor([0.0, 1.0, 0.3, 0.3])),
@@ -105,6 +146,18 @@ def test_kl_support_edge_cases_match_torch():
         (ed.Uniform(ember.tensor([-1.0, 0.5]), ember.tensor([1.0, 1.0])), ed.Exponential(ember.tensor([1.0, 2.0])),
          td.Uniform(torch.tensor([-1.0, 0.5]), torch.tensor([1.0, 1.0])), td.Exponential(torch.tensor([1.0, 2.0]))),
     ]  # fmt: skip
+    # Cross-family pairs at the edges of the supports (x log x at 0; PyTorch's bounds tests).
+    for build_p, build_q in (
+        (lambda L: L.Uniform(L_([0.0, 0.1], L), L_([1.0, 0.9], L)),
+         lambda L: L.Beta(L_([2.0, 0.7], L), L_([3.0, 1.5], L))),
+        (lambda L: L.ContinuousBernoulli(L_([0.3, 0.8, 0.5], L)),
+         lambda L: L.Uniform(L_([0.0, -0.5, -1.0], L), L_([1.0, 1.0, 2.0], L))),
+        (lambda L: L.Uniform(L_([0.0, 0.1], L), L_([1.0, 0.9], L)),
+         lambda L: L.Gamma(L_([2.0, 0.7], L), L_([3.0, 1.5], L))),
+        (lambda L: L.Uniform(L_([0.0, 1.1], L), L_([1.0, 1.9], L)),
+         lambda L: L.Pareto(L_([0.5, 1.0], L), L_([3.0, 1.5], L))),
+    ):
+        cases.append((build_p(ed), build_q(ed), build_p(td), build_q(td)))
     for pe, qe, pt, qt in cases:
         close(ed.kl_divergence(pe, qe), td.kl_divergence(pt, qt), rtol=1e-5)
 

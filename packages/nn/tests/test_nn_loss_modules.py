@@ -444,3 +444,38 @@ def test_printed_grad_fn_names_as_torch(call):
         grads.append(x.grad)
     assert names[1] == names[0]
     assert_close(grads[1], grads[0], rtol=1e-6, atol=1e-6)
+
+
+_LEGACY_MEAN_LOSSES = {
+    "mse": lambda F, L, x, t: F.mse_loss(x, t, reduction="elementwise_mean"),
+    "l1": lambda F, L, x, t: F.l1_loss(x, t, reduction="elementwise_mean"),
+    "smooth_l1": lambda F, L, x, t: F.smooth_l1_loss(x, t, reduction="elementwise_mean"),
+    "huber": lambda F, L, x, t: F.huber_loss(x, t, reduction="elementwise_mean"),
+    "bce": lambda F, L, x, t: F.binary_cross_entropy(x, t, reduction="elementwise_mean"),
+    "bce_logits": lambda F, L, x, t: F.binary_cross_entropy_with_logits(x, t, reduction="elementwise_mean"),
+    "cross_entropy": lambda F, L, x, t: F.cross_entropy(x, L.tensor([0, 1]), reduction="elementwise_mean"),
+    "kl_div": lambda F, L, x, t: F.kl_div(x, t, reduction="elementwise_mean"),
+}
+
+
+@pytest.mark.parametrize("name", list(_LEGACY_MEAN_LOSSES))
+def test_elementwise_mean_is_the_deprecated_mean_as_torch(name):
+    """reduction='elementwise_mean' (PyTorch's old name) warns and means 'mean'; it raised ValueError."""
+    def run(L):
+        x, t = L.tensor([[0.2, 0.7], [0.4, 0.1]]), L.tensor([[0.0, 1.0], [1.0, 0.0]])
+        with pytest.warns(UserWarning, match="elementwise_mean"):
+            return float(_LEGACY_MEAN_LOSSES[name](L.nn.functional, L, x, t))
+
+    assert run(ember) == pytest.approx(run(torch), rel=1e-6)
+
+
+@pytest.mark.parametrize("target", [
+    lambda L: L.tensor([1, 0]), lambda L: L.tensor([1, 0], dtype=L.int32), lambda L: L.tensor([True, False]),
+])
+def test_bce_with_logits_rejects_integer_and_bool_targets_as_torch(target):
+    messages = []
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError) as err:
+            L.nn.functional.binary_cross_entropy_with_logits(L.tensor([0.5, -1.0]), target(L))
+        messages.append(str(err.value))
+    assert messages[1] == messages[0]

@@ -57,3 +57,24 @@ def test_broadcast_mismatch_names_the_result_dim(shapes, op):
 def test_tensor_from_hostile_data(data, dtype):
     # The shape follows the first elements; anything that does not fit raises PyTorch's error.
     same_as_torch(lambda L: L.tensor(data, dtype=None if dtype is None else getattr(L, dtype)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([True]) - True,
+    lambda L: True - L.tensor([True]),
+    lambda L: L.tensor([True]) - L.tensor([True]),
+    lambda L: L.tensor([True]) - 1,
+    lambda L: 1 - L.tensor([True]),
+    lambda L: L.tensor([1]) - L.tensor([True]),
+    lambda L: L.sub(L.tensor([True]), 1),
+    lambda L: L.tensor([True]).sub_(1),
+    lambda L: L.rsub(L.tensor([True]), 1),
+])
+def test_bool_subtraction_messages_match_torch(call):
+    """Two bool operands: 'with two bool tensors ... logical_xor()'; one: 'with a bool tensor ...
+    logical_not()' (a Python bool counts as a bool tensor)."""
+    with pytest.raises(RuntimeError) as expected:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(ember)
+    assert str(got.value) == str(expected.value)

@@ -415,3 +415,20 @@ def test_index_select_of_a_scalar_with_wrong_index_count_is_a_runtime_error():
             lib.index_select(lib.tensor(1.0), 1, lib.tensor([], dtype=lib.int64))
         with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
             lib.index_select(lib.ones(0, 2), 0, lib.tensor([3]))
+
+
+@pytest.mark.parametrize("index", [
+    lambda L: (range(3), L.tensor([0, 1, 2])),  # "What is torch.nn really": -input[range(n), target]
+    lambda L: range(2),
+    lambda L: (slice(None), range(1, 4, 2)),
+    lambda L: range(0),
+    lambda L: (range(3), range(3)),
+])
+def test_range_indexes_as_its_list_of_ints(index):
+    def run(L):
+        x = L.arange(12.0).view(3, 4)
+        read = x[index(L)].tolist()
+        x[index(L)] = -1.0
+        return read, x.tolist()
+
+    assert run(ember) == run(torch)

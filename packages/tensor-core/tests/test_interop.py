@@ -355,3 +355,42 @@ def test_numpy_of_an_empty_view_past_the_end_of_its_storage(shape, stride, offse
     arr = v.numpy()
     assert arr.shape == shape and arr.dtype == np.float32
     assert v.clone().shape == shape
+
+
+NUMPY_SCALARS = [np.float32(2.5), np.float64(-1.5), np.float16(0.5), np.int64(3), np.int32(2), np.uint8(3),
+                 np.bool_(True)]
+NUMPY_SCALAR_CALLS = {
+    "add": lambda L, x, i, s: x + s, "int_mul": lambda L, x, i, s: i * s, "rsub": lambda L, x, i, s: s - x,
+    "rtruediv": lambda L, x, i, s: s / i, "floordiv": lambda L, x, i, s: i // s, "rpow": lambda L, x, i, s: s ** x,
+    "gt": lambda L, x, i, s: x > s, "fn_add": lambda L, x, i, s: L.add(x, s), "fn_mul": lambda L, x, i, s: L.mul(i, s),
+    "clamp": lambda L, x, i, s: x.clamp(max=s), "full": lambda L, x, i, s: L.full((2,), s),
+    "where": lambda L, x, i, s: L.where(x > 0, x, s), "masked_fill": lambda L, x, i, s: x.masked_fill(x > 0, s),
+    "fill_": lambda L, x, i, s: x.clone().fill_(s), "add_": lambda L, x, i, s: x.clone().add_(s),
+    "lerp": lambda L, x, i, s: L.lerp(x, x * 2, s), "arange": lambda L, x, i, s: L.arange(s),
+    "new_full": lambda L, x, i, s: x.new_full((2,), s), "sub_alpha": lambda L, x, i, s: x.sub(s, alpha=2),
+    "addcmul": lambda L, x, i, s: L.addcmul(x, x, x, value=s), "full_like": lambda L, x, i, s: L.full_like(x, s),
+    "remainder": lambda L, x, i, s: L.remainder(x, s),
+    "div_floor": lambda L, x, i, s: L.div(x, s, rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("scalar", NUMPY_SCALARS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("call", list(NUMPY_SCALAR_CALLS))
+def test_numpy_scalars_are_numbers_as_in_torch(call, scalar):
+    """PyTorch's argument parser takes NumPy scalars as numbers (a NumPy bool as a float):
+    ``tensor * np.float32(2.5)`` is a tensor, not NumPy's array nor a TypeError."""
+    fn = NUMPY_SCALAR_CALLS[call]
+
+    def run(L):
+        return fn(L, L.tensor([1.5, -2.0, 3.0]), L.tensor([1, 2, 3]), scalar)
+
+    try:
+        expected = run(torch)
+    except RuntimeError:  # arange(np.float64(-1.5)): an empty range the wrong way round
+        with pytest.raises(RuntimeError):
+            run(ember)
+        return
+    got = run(ember)
+    assert isinstance(got, ember.Tensor), type(got)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)

@@ -230,6 +230,9 @@ def test_legacy_tensor_types(name):
     _same(lambda L: getattr(L, name)(2.5))
     assert isinstance(ember.tensor([1, 0]).to(E.dtype), E) and isinstance(T([1]), T)
     assert not isinstance(ember.ones(1, dtype=ember.complex64), E)
+    # Tensor.type takes a legacy type as it takes its name: x.type(torch.LongTensor).
+    _same(lambda L: L.tensor([1.5, -2.0, 0.0]).type(getattr(L, name)).double())
+    _same(lambda L: L.tensor([1.5, -2.0, 0.0]).type(getattr(L, name)).type())
 
 
 def test_factories_take_size_by_keyword():

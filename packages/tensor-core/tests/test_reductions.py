@@ -355,3 +355,26 @@ def test_var_std_of_large_values_do_not_overflow_the_accumulator(fn, dtype):
     t = torch.tensor(vals).to(getattr(torch, dtype))
     for dim in (None, 1):
         assert_same(getattr(ember, fn)(e, dim), getattr(torch, fn)(t, dim))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.norm(x[0], "nuc"),
+    lambda L, x: L.norm(x, "nuc", dim=(1, 2)),
+    lambda L, x: L.norm(x, p="nuc", dim=(0, 2), keepdim=True),
+    lambda L, x: x[0].norm(p="nuc", dtype=L.float64),
+])
+def test_norm_nuc_is_the_nuclear_norm_as_torch(call):
+    """torch.norm(x, "nuc") (dims given or a matrix) is the sum of singular values; it raised."""
+    data = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+    got, expected = call(ember, ember.tensor(data)), call(torch, torch.tensor(data))
+    assert got.dtype.name == str(expected.dtype)[6:]
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("call", [lambda L, x: L.norm(x, "nuc"), lambda L, x: L.norm(x[0, 0], "nuc")])
+def test_norm_nuc_rejects_what_torch_rejects(call):
+    data = np.ones((3, 4, 5), np.float32)
+    with pytest.raises(RuntimeError):
+        call(torch, torch.tensor(data))
+    with pytest.raises(RuntimeError):
+        call(ember, ember.tensor(data))

@@ -263,3 +263,35 @@ def test_from_torch_roundtrip_helper():
     t = torch.tensor([[1.0, 2.0]])
     with pytest.raises(AssertionError):
         assert_same(from_torch(t) + 1, t)
+
+
+ZERO_DIM_CALLS = [
+    lambda L: L.zeros(10).scatter_(0, L.tensor(3), value=1),  # the data tutorial's one-hot target_transform
+    lambda L: L.zeros(10).scatter(0, L.tensor(3), 1.0),
+    lambda L: L.zeros(10).scatter(0, L.tensor(3), L.tensor(5.0)),
+    lambda L: L.zeros(10).scatter(0, L.tensor([3]), L.tensor(5.0)),
+    lambda L: L.zeros(10).scatter(0, L.tensor(3), L.tensor([5.0, 6.0])),
+    lambda L: L.zeros(10).scatter_add(0, L.tensor(3), L.tensor(5.0)),
+    lambda L: L.zeros(10).scatter_reduce(0, L.tensor(3), L.tensor(5.0), "sum"),
+    lambda L: L.gather(L.arange(5.0), 0, L.tensor(2)),
+    lambda L: L.zeros(2, 3).scatter(0, L.tensor(1), 1.0),
+    lambda L: L.zeros(10).index_add(0, L.tensor(3), L.tensor(2.0)),
+    lambda L: L.zeros(10).index_add(0, L.tensor(3), L.tensor([2.0])),
+    lambda L: L.tensor(1.0).index_add(0, L.tensor([0]), L.tensor([2.0])),
+    lambda L: L.zeros(10).index_copy(0, L.tensor(3), L.tensor(2.0)),
+    lambda L: L.arange(5.0).index_select(0, L.tensor(2)),
+    lambda L: L.arange(6.0).view(2, 3).index_select(1, L.tensor(2)),
+    lambda L: L.tensor(5.0).index_select(0, L.tensor(0)),
+]
+
+
+@pytest.mark.parametrize("call", ZERO_DIM_CALLS)
+def test_zero_dim_index_and_src_read_as_one_element_as_torch(call):
+    def outcome(L):
+        try:
+            r = call(L)
+        except RuntimeError:
+            return "RuntimeError"
+        return tuple(r.shape), r.tolist()
+
+    assert outcome(ember) == outcome(torch)

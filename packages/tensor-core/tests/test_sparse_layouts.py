@@ -153,3 +153,24 @@ def test_repr_mentions_members():
     assert "indices=tensor(" in text and "layout=torch.sparse_coo" in text and "nnz=2" in text
     assert "crow_indices" in repr(ember.eye(2).to_sparse_csr())
     assert to_numpy(ember.eye(2).to_sparse()).shape == (2, 2)
+
+
+@pytest.mark.parametrize("build", [
+    lambda L: L.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3)),
+    lambda L: L.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3)).to_sparse_csr(),
+    lambda L: L.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3)).to_sparse_csc(),
+    lambda L: L.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3)).double().to_sparse_csr(),
+    lambda L: L.sparse_coo_tensor([[0, 1], [2, 0]], [3, 4], (2, 3)).to_sparse_csr(),
+    lambda L: L.sparse_coo_tensor([[0, 1, 1, 2], [2, 0, 2, 5]], L.arange(4.0) * 1000.123, (300, 6)).to_sparse_csr(),
+    lambda L: L.eye(3).to_sparse_bsr((1, 1)),
+    lambda L: L.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), dtype=L.float16),
+])
+def test_sparse_repr_matches_torch(build):
+    """Members printed without their own dtype, wrapped under their bracket; COO's suffixes start a
+    line, compressed layouts' follow the values until the line is full."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = repr(build(torch))
+    assert repr(build(ember)).replace("ember.", "torch.") == expected

@@ -269,3 +269,32 @@ def test_chunk_of_empty_and_narrow_start_errors_match_torch(call):
         except (IndexError, RuntimeError) as exc:
             outcomes.append((type(exc), str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.flatten(input=x),
+    lambda L, x: L.reshape(input=x, shape=(3, 2)),
+    lambda L, x: L.transpose(input=x, dim0=0, dim1=1),
+    lambda L, x: L.permute(input=x, dims=(1, 0)),
+    lambda L, x: L.squeeze(input=x[None], dim=0),
+    lambda L, x: L.unsqueeze(input=x, dim=0),
+    lambda L, x: L.narrow(input=x, dim=1, start=0, length=2),
+    lambda L, x: L.split(tensor=x, split_size_or_sections=1, dim=0)[1],
+    lambda L, x: x.split(split_size=2, dim=1)[1],
+    lambda L, x: L.chunk(input=x, chunks=2, dim=1)[0],
+    lambda L, x: L.t(input=x),
+    lambda L, x: L.movedim(input=x, source=0, destination=1),
+    lambda L, x: L.unflatten(input=x, dim=1, sizes=(3, 1)),
+    lambda L, x: L.clone(input=x),
+    lambda L, x: L.diagonal(input=x, offset=1),
+    lambda L, x: L.select(input=x, dim=1, index=0),
+    lambda L, x: L.unbind(input=x, dim=1)[0],
+    lambda L, x: L.adjoint(input=x),
+    lambda L, x: L.as_strided(input=x, size=(2,), stride=(2,)),
+    lambda L, x: L.index_put(input=x, indices=(L.tensor([0]),), values=L.tensor(9.0)),
+])
+def test_shape_functions_take_torch_keyword_names(call):
+    """The functions name their tensor `input` (split: `tensor`; Tensor.split: `split_size`) as
+    PyTorch's do, so calls by keyword work; they named it `self`."""
+    got, expected = call(ember, ember.arange(6.0).view(2, 3)), call(torch, torch.arange(6.0).view(2, 3))
+    assert got.tolist() == expected.tolist()

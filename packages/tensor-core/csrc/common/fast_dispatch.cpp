@@ -76,6 +76,82 @@ TensorObject* plain_view_source(PyObject* o) {
 
 namespace {
 
+// NumPy scalars (np.float32(2.5), np.int64(3), np.bool_) are numbers to PyTorch's argument
+// parser. Ops take Python numbers, so a call that failed with TypeError while passing one is
+// retried once with each converted by .item(): nothing is paid unless such a call fails.
+PyObject* g_numpy_number_types = nullptr;  // (numpy.number, numpy.bool_), looked up when first needed
+
+bool is_numpy_scalar(PyObject* o) {
+  if (g_numpy_number_types == nullptr) {
+    PyObject* numpy = PyImport_ImportModule("numpy");
+    if (numpy == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    PyObject* number = PyObject_GetAttrString(numpy, "number");
+    PyObject* bool_ = number ? PyObject_GetAttrString(numpy, "bool_") : nullptr;
+    Py_DECREF(numpy);
+    if (bool_ == nullptr) {
+      Py_XDECREF(number);
+      PyErr_Clear();
+      return false;
+    }
+    g_numpy_number_types = PyTuple_Pack(2, number, bool_);
+    Py_DECREF(number);
+    Py_DECREF(bool_);
+    if (g_numpy_number_types == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  int r = PyObject_IsInstance(o, g_numpy_number_types);
+  if (r < 0) PyErr_Clear();
+  return r > 0;
+}
+
+// The retry described above: `r` is the failed call's result; returns it, or the retried call's.
+PyObject* retry_with_numpy_scalars(PyObject* r, PyObject* const* call_args, Py_ssize_t ncall, PyObject* kwnames) {
+  if (r != nullptr || !PyErr_ExceptionMatches(PyExc_TypeError)) return r;
+  Py_ssize_t total = ncall + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  bool any = false;
+  for (Py_ssize_t i = 1; i < total && !any; ++i) any = is_numpy_scalar(call_args[i]);
+  if (!any) {
+    PyErr_Restore(type, value, tb);
+    return nullptr;
+  }
+  PyObject** converted = static_cast<PyObject**>(PyMem_Malloc(total * sizeof(PyObject*)));
+  if (converted == nullptr) {
+    PyErr_Restore(type, value, tb);
+    return nullptr;
+  }
+  Py_ssize_t done = 0;
+  for (; done < total; ++done) {
+    PyObject* a = call_args[done];
+    if (done > 0 && is_numpy_scalar(a))  // a NumPy bool reads as a float, as in PyTorch
+      converted[done] = PyObject_IsInstance(a, PyTuple_GET_ITEM(g_numpy_number_types, 1)) > 0
+                            ? PyNumber_Float(a)
+                            : PyObject_CallMethod(a, "item", nullptr);
+    else
+      converted[done] = Py_NewRef(a);
+    if (converted[done] == nullptr) break;
+  }
+  PyObject* out = nullptr;
+  if (done == total) {
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    out = PyObject_Vectorcall(g_slow_call, converted, ncall, kwnames);
+  } else {
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+  }
+  for (Py_ssize_t i = 0; i < done; ++i) Py_DECREF(converted[i]);
+  PyMem_Free(converted);
+  return out;
+}
+
 PyObject* call_slow(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   if (g_slow_call == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "ember._C.OpBase: the dispatcher is not registered");
@@ -90,6 +166,7 @@ PyObject* call_slow(PyObject* self, PyObject* const* args, size_t nargsf, PyObje
     PyObject* saved = *slot;
     *slot = self;
     PyObject* r = PyObject_Vectorcall(g_slow_call, slot, nargs + 1, kwnames);
+    r = retry_with_numpy_scalars(r, slot, nargs + 1, kwnames);
     *slot = saved;
     return r;
   }
@@ -99,6 +176,7 @@ PyObject* call_slow(PyObject* self, PyObject* const* args, size_t nargsf, PyObje
   buf[0] = self;
   if (total) std::memcpy(buf + 1, args, total * sizeof(PyObject*));
   PyObject* r = PyObject_Vectorcall(g_slow_call, buf, nargs + 1, kwnames);
+  r = retry_with_numpy_scalars(r, buf, nargs + 1, kwnames);
   if (buf != small) PyMem_Free(buf);
   return r;
 }

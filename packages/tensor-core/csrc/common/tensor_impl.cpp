@@ -112,6 +112,33 @@ int set_plain(PyObject* self, PyObject* value, void* closure) {
   return 0;
 }
 
+// Tensor.grad's setter: a gradient of the tensor's dtype, device kind and shape is stored at once;
+// anything else goes to the Python check (ember._src.tensor.check_grad_assignment, registered by
+// _C._set_grad_check), which raises PyTorch's error or accepts it (a sparse gradient, a subclass).
+PyObject* g_grad_check = nullptr;
+
+bool grad_fits(TensorObject* t, PyObject* value) {
+  if (!PyObject_TypeCheck(value, &TensorBaseType)) return false;
+  auto* g = reinterpret_cast<TensorObject*>(value);
+  if (g->dtype != t->dtype || g->device_kind != t->device_kind || g->ndim < 0 || g->ndim != t->ndim) return false;
+  return t->ndim == 0 || std::memcmp(g->sizes, t->sizes, sizeof(int64_t) * t->ndim) == 0;
+}
+
+int set_grad(PyObject* self, PyObject* value, void* closure) {
+  if (value != nullptr && value != Py_None && g_grad_check != nullptr &&
+      !grad_fits(reinterpret_cast<TensorObject*>(self), value)) {
+    PyObject* r = PyObject_CallFunctionObjArgs(g_grad_check, self, value, nullptr);
+    if (r == nullptr) return -1;
+    Py_DECREF(r);
+  }
+  return set_plain(self, value, closure);
+}
+
+PyObject* py_set_grad_check(PyObject*, PyObject* fn) {
+  Py_XSETREF(g_grad_check, fn == Py_None ? nullptr : Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
 PlainField f_grad{"grad", offsetof(TensorObject, grad)};
 PlainField f_grad_fn{"grad_fn", offsetof(TensorObject, grad_fn)};
 PlainField f_base{"_base", offsetof(TensorObject, base)};
@@ -232,7 +259,7 @@ PyGetSetDef tensor_getset[] = {
     {"dtype", get_dtype, set_dtype, "The element type.", nullptr},
     {"_device", get_device, set_device, "The device.", nullptr},
     {"_requires_grad", get_requires_grad, set_requires_grad, "Whether autograd records ops on it.", nullptr},
-    {"grad", get_plain, set_plain, "The accumulated gradient.", &f_grad},
+    {"grad", get_plain, set_grad, "The accumulated gradient.", &f_grad},
     {"grad_fn", get_plain, set_plain, "The node that produced this tensor.", &f_grad_fn},
     {"_base", get_plain, set_plain, "The tensor this one is a view of.", &f_base},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
@@ -418,6 +445,8 @@ PyMethodDef tensor_functions[] = {
      "new_empty(shape, dtype, zero, inference): a fresh contiguous CPU tensor, or None for the caller to handle."},
     {"_tensor_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_setup)), METH_FASTCALL,
      "Registers ember.Tensor, the dtypes, devices and dispatcher switches with the native code."},
+    {"_set_grad_check", py_set_grad_check, METH_O,
+     "_set_grad_check(fn): fn(tensor, grad) checks a .grad assignment that does not match at once (None: off)."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -156,6 +157,24 @@ T scalar_as(py::handle value) {
     c128 c(PyComplex_RealAsDouble(value.ptr()), PyComplex_ImagAsDouble(value.ptr()));
     return convert<T, c128>(c);
   }
+  // A NumPy scalar: PyTorch takes it as the number it holds (a NumPy bool as a float).
+  const char* type_name = Py_TYPE(value.ptr())->tp_name;
+  if (std::strncmp(type_name, "numpy.", 6) == 0) {
+    if (PyIndex_Check(value.ptr()) && std::strcmp(type_name, "numpy.bool") != 0 &&
+        std::strcmp(type_name, "numpy.bool_") != 0) {
+      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+      if (!index) throw py::error_already_set();
+      return scalar_as<T>(index);
+    }
+    if (PyComplex_Check(value.ptr()) || std::strstr(type_name, "complex") != nullptr) {
+      Py_complex c = PyComplex_AsCComplex(value.ptr());
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return convert<T, c128>(c128(c.real, c.imag));
+    }
+    double v = PyFloat_AsDouble(value.ptr());
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return convert<T, double>(v);
+  }
   throw py::type_error("fill value must be a bool, int, float or complex");
 }
 
@@ -212,16 +231,30 @@ void iota_impl(py::handle out_obj, py::handle start, py::handle step) {
   }
 }
 
-// PyTorch's linspace: the first half counts up from start, the second half down from end.
-void linspace_impl(py::handle out_obj, double start, double end, double step) {
-  TensorArg out = unpack(out_obj);
-  if (out.dtype != DType::Float64 || out.ndim() != 1 || !out.is_contiguous())
-    throw std::invalid_argument("linspace: out must be a contiguous float64 vector");
-  int64_t n = out.numel();
-  auto* p = reinterpret_cast<double*>(out.data);
+// PyTorch's linspace: the first half counts up from start, the second half down from end, each
+// value one fused multiply-add in the result's dtype (float32 values computed in float64 and
+// rounded differ in the last bit, and the middle of linspace(-1, 1, 7) would be +5.6e-17 where
+// PyTorch has -3.0e-8: relu masks and signs there differ).
+template <typename T>
+void linspace_fill(T* p, int64_t n, T start, T end, T step) {
   int64_t half = n / 2;
   for (int64_t i = 0; i < n; ++i)
-    p[i] = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(n - 1 - i);
+    p[i] = i < half ? std::fma(step, static_cast<T>(i), start) : std::fma(-step, static_cast<T>(n - 1 - i), end);
+}
+
+void linspace_impl(py::handle out_obj, double start, double end, double step) {
+  TensorArg out = unpack(out_obj);
+  if ((out.dtype != DType::Float64 && out.dtype != DType::Float32) || out.ndim() != 1 || !out.is_contiguous())
+    throw std::invalid_argument("linspace: out must be a contiguous float32 or float64 vector");
+  int64_t n = out.numel();
+  if (out.dtype == DType::Float64) {
+    linspace_fill(reinterpret_cast<double*>(out.data), n, start, end, step);
+  } else {
+    // The step too is float32 arithmetic: (end - start) / (steps - 1) over float32 operands.
+    float s = static_cast<float>(start), e = static_cast<float>(end);
+    float st = n > 1 ? (e - s) / static_cast<float>(n - 1) : 0.0f;
+    linspace_fill(reinterpret_cast<float*>(out.data), n, s, e, st);
+  }
 }
 
 }  // namespace

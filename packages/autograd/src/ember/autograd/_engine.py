@@ -15,7 +15,6 @@ from ember import _C
 from ember._src import grad_mode
 from ember._src.dispatch import sync_pending
 from ember._src.layouts import strided
-from ember._src.ops._common import type_name
 from ember._src.ops.creation.buffers import empty_strided
 from ember._src.ops.creation.factories import ones_like, zeros_like
 from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
@@ -255,8 +254,23 @@ def _run_hooks(hooks, g):
     for hook in list(hooks.values()):
         r = hook(g)
         if r is not None:
+            _check_hook_result(hook, g, r)
             g = r
     return g
+
+
+def _check_hook_result(hook, value, result) -> None:
+    """PyTorch's checks of a tensor hook's replacement gradient: a tensor of the same type, device
+    and size (a wrong one would fail later, far from the hook, or be accumulated silently)."""
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    name = getattr(hook, "__name__", "<unknown>")
+    if result.dtype is not value.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {value.type()} got {result.type()})")
+    if result.device != value.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {value.device} got {result.device})")
+    if tuple(result.shape) != tuple(value.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _retain(t: Tensor, g: Tensor) -> None:
@@ -467,12 +481,14 @@ def _root_grads(outputs, grad_outputs, create_graph):
                     f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(g._shape)}) and "
                     f"output[{i}] has a shape of torch.Size({list(out._shape)})."
                 )
-            if g.dtype.is_floating_point != out.dtype.is_floating_point:
-                raise TypeError(
+            if g.dtype.is_complex != out.dtype.is_complex:
+                raise RuntimeError(
                     f"For complex Tensors, both grad_output and output are required to have the same dtype. "
-                    f"Mismatch in dtype: grad_output[{i}] has a dtype of torch.{type_name(g.dtype)} and "
-                    f"output[{i}] has a dtype of torch.{type_name(out.dtype)}."
+                    f"Mismatch in dtype: grad_output[{i}] has a dtype of torch.{g.dtype.name} and "
+                    f"output[{i}] has a dtype of torch.{out.dtype.name}."
                 )
+            if g.dtype is not out.dtype:  # an integer, bool or other-precision grad_output is cast
+                g = g.to(out.dtype)
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         grads.append(g)

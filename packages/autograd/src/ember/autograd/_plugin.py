@@ -17,6 +17,16 @@ from . import _engine
 from .graph import _HookDict, add_hook, get_meta, output_nr
 
 
+def _recording_label(tensor, op_name: str) -> None:
+    """_recording.label_grad_fn, imported on first use (install imports _recording lazily too);
+    the import then replaces this function."""
+    global _recording_label
+    from ._recording import label_grad_fn
+
+    _recording_label = label_grad_fn
+    label_grad_fn(tensor, op_name)
+
+
 def register_hook(t: Tensor, hook):
     """``Tensor.register_hook``: ``hook(grad)`` runs when the tensor's gradient is computed and
     may return a replacement gradient."""
@@ -91,9 +101,7 @@ class AutogradPlugin:
 
     def label_grad_fn(self, tensor, op_name: str) -> None:
         """Gives a composite's result the node name of PyTorch's op (see _recording.label_grad_fn)."""
-        from ._recording import label_grad_fn
-
-        label_grad_fn(tensor, op_name)
+        _recording_label(tensor, op_name)
 
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)

@@ -171,6 +171,9 @@ _NODE_CLASS_NAMES = {
     "selu_": "EluBackward1",  # selu_ is elu_ with fixed constants
     "threshold_": "ThresholdBackward1",
     "div_rounding": "DivBackward2",
+    "rsub_scalar": "RsubBackward1",  # number - tensor (rsub.Scalar)
+    "pow_tensor_tensor": "PowBackward1",  # pow.Tensor_Tensor
+    "pow_scalar": "PowBackward2",  # number ** tensor (pow.Scalar)
     "max_all": "MaxBackward1",  # max(): the overload after max.dim
     "max_dim": "MaxBackward0",
     "min_all": "MinBackward1",
@@ -183,7 +186,9 @@ def node_class_name(op_name: str) -> str:
         return _NODE_CLASS_NAMES[op_name]
     base = op_name.rstrip("_") if op_name.endswith("_") and not op_name.endswith("__") else op_name
     base = _NODE_NAMES.get(base, base)
-    return "".join(p[:1].upper() + p[1:] for p in base.split("_") if p) + "Backward0"
+    # PyTorch title-cases each word, so a letter after a digit is upper case too (Log1PBackward0,
+    # MaxPool2DWithIndicesBackward0, FftR2CBackward0).
+    return "".join(p.title() for p in base.split("_") if p) + "Backward0"
 
 
 _LABELED: dict = {}

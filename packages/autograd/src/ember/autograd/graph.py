@@ -30,6 +30,7 @@ __all__ = [
     "GradientEdge",
     "get_gradient_edge",
     "saved_tensors_hooks",
+    "save_on_cpu",
     "disable_saved_tensors_hooks",
     "increment_version",
     "register_multi_grad_hook",
@@ -305,6 +306,22 @@ class saved_tensors_hooks:  # noqa: N801
     def __exit__(self, *exc):
         _pop_saved_hooks()
         return False
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801
+    """Tensors saved for backward are kept as CPU copies and moved back to their device when backward
+    needs them (the saved-tensors tutorial's offloading); with ``pin_memory`` the copy is pinned where
+    the device module supports it."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.cpu() if not pin_memory else tensor.detach().to("cpu", copy=True)
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
 class disable_saved_tensors_hooks:  # noqa: N801

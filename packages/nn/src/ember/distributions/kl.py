@@ -331,3 +331,7 @@ def _kl_beta_beta(p, q):
     t4 = (p.concentration0 - q.concentration0) * ember.digamma(p.concentration0)
     t5 = (sum_q - sum_p) * ember.digamma(sum_p)
     return t1 - t2 + t3 + t4 + t5
+
+
+# The cross-family pairs, the exponential-family Bregman rule and the low-rank Gaussians.
+from . import _kl_cross  # noqa: E402, F401

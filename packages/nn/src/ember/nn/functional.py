@@ -761,6 +761,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 @_autocast_composite("fp32")
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
                      eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:
+    if size_average is None and reduce is None and reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")  # no legacy name here
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
         loss = ember.exp(input) - target * input

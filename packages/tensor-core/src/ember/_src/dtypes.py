@@ -170,6 +170,21 @@ def _combine(higher, lower):
     return higher
 
 
+def numpy_scalar_value(value):
+    """The Python number a NumPy scalar (``np.float32(2.5)``, ``np.int64(3)``) stands for, or None
+    for anything else. PyTorch's argument parser takes NumPy scalars as numbers; a NumPy bool
+    reads as a float there (``tensor([1, 2]) * np.bool_(True)`` is float32), and so here."""
+    if type(value).__module__ != "numpy":
+        return None
+    import numpy
+
+    if isinstance(value, numpy.bool_):
+        return float(value)
+    if isinstance(value, numpy.number):
+        return value.item()
+    return None
+
+
 def scalar_dtype(value) -> dtype:
     """The dtype a Python scalar takes when it stands alone (e.g. ``ember.tensor(2.5)``)."""
     if isinstance(value, builtins.bool):
@@ -180,6 +195,9 @@ def scalar_dtype(value) -> dtype:
         return _default_dtype
     if isinstance(value, complex):
         return _default_dtype.to_complex()
+    number = numpy_scalar_value(value)
+    if number is not None:
+        return scalar_dtype(number)
     raise TypeError(f"expected a bool, int, float or complex, got {type(value).__name__}")
 
 
@@ -198,6 +216,9 @@ def result_type_of(*operands) -> dtype:
             wrapped_result = d if wrapped_result is None else promote_types(wrapped_result, d)
         elif isinstance(x, dtype):
             dim_result = x if dim_result is None else promote_types(dim_result, x)
+        elif numpy_scalar_value(x) is not None:
+            d = scalar_dtype(numpy_scalar_value(x))
+            wrapped_result = d if wrapped_result is None else promote_types(wrapped_result, d)
         else:
             raise TypeError(f"result_type: unsupported operand of type {type(x).__name__}")
     result = _combine(dim_result, _combine(zero_result, wrapped_result))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import dtypes
 from ._native import _C
 from .interop import to_numpy
-from .ops._common import check_write, type_name
+from .ops._common import check_write, label_as_op, type_name
 from .ops.linalg import products as linalg
 from .ops.pointwise import elementwise as pointwise
 from .ops.pointwise import fused as fused_pointwise
@@ -43,12 +43,23 @@ def _sub(self, other):
 
 def _rsub(self, other):
     pointwise._check_sub_bool(other, self)
-    return pointwise.sub_op(other, self)
+    # grad_fn as PyTorch's overloads name them: number - tensor is rsub.Scalar (RsubBackward1).
+    return label_as_op(pointwise.sub_op(other, self), "rsub_scalar")
 
 
 def _pow(self, other):
     pointwise._check_int_pow(self, other)
-    return pointwise.pow_op(self, other)
+    out = pointwise.pow_op(self, other)
+    return label_as_op(out, "pow_tensor_tensor") if isinstance(other, Tensor) else out  # PowBackward1
+
+
+def _rtruediv(self, other):
+    # PyTorch computes number / tensor as reciprocal(tensor) * number: its node is MulBackward0.
+    return label_as_op(pointwise.div_op(other, self), "mul")
+
+
+def _rpow(self, other):
+    return label_as_op(pointwise.pow_op(other, self), "pow_scalar")  # pow.Scalar: PowBackward2
 
 
 def _isub(self, other):
@@ -92,10 +103,8 @@ def _ne(self, other):
 
 _radd = _reflected(pointwise.add_op)
 _rmul = _reflected(pointwise.mul_op)
-_rtruediv = _reflected(pointwise.div_op)
 _rfloordiv = _reflected(pointwise.floor_divide_op)
 _rmod = _reflected(pointwise.remainder_op)
-_rpow = _reflected(pointwise.pow_op)
 _rand = _reflected(pointwise.bitwise_and_op)
 _ror = _reflected(pointwise.bitwise_or_op)
 _rxor = _reflected(pointwise.bitwise_xor_op)

@@ -369,10 +369,52 @@ class Tensor(_C.TensorBase):
         return tensor_reduce(self)
 
     def __deepcopy__(self, memo):
-        result = self.clone()
-        result._requires_grad = self._requires_grad
-        memo[id(self)] = result
+        # PyTorch copies leaves only: a copy of an interior node could not keep its graph.
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                "because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]
+        import copy
+
+        with grad_mode.no_grad():
+            result = self.clone()
+            if type(self) is not Tensor:
+                result = Tensor._make_subclass(type(self), result, False)
+            result._requires_grad = self._requires_grad
+            memo[id(self)] = result
+            if self.grad is not None:
+                result.grad = copy.deepcopy(self.grad, memo)
+            for name, value in self.__dict__.items():
+                if name not in _LAYOUT_MEMBERS:
+                    setattr(result, name, copy.deepcopy(value, memo))
         return result
+
+    def __contains__(self, element) -> bool:
+        # Without it, `x in t` would iterate t's rows (an ambiguous bool for a 2-d tensor).
+        import numbers
+
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(
+            f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+        )
+
+    def __reversed__(self):
+        return self if self.ndim == 0 else self.flip(0)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # A NumPy ufunc over a tensor (np.exp(t), ndarray + t) gives a tensor, as with PyTorch,
+        # whose bool results arrive as uint8.
+        from .interop import from_numpy
+
+        if array.dtype == bool:
+            array = array.astype("uint8")
+        return from_numpy(array)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
@@ -521,6 +563,46 @@ for _name in ("_storage", "_shape", "_stride", "_offset", "dtype", "_device", "_
               "grad_fn", "_base", "_autograd_meta"):
     setattr(Tensor, _name, _C.TensorBase.__dict__[_name])
 del _name
+
+# C++'s type names, which PyTorch's .grad assignment error uses for the gradient's dtype.
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                   "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                   "complex128": "c10::complex<double>"}
+
+
+def check_grad_assignment(tensor, grad) -> None:
+    """``tensor.grad = grad`` where dtype, device or shape differ (the native setter checks the match):
+    PyTorch's errors, checked in its order. Tensor subclasses with their own dispatch decide for
+    themselves; a sparse gradient needs only the dtype and device."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
+    if _custom_dispatch(type(tensor)) or _custom_dispatch(type(grad)):
+        return
+    from .ops._common import type_name
+
+    if grad.dtype is not tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{_CPP_TYPE_NAMES.get(grad.dtype.name, grad.dtype.name)}' "
+            f"to a tensor with grad_dtype '{type_name(tensor.dtype)}'. The gradient must match the tensor's "
+            "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+            "specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
+            "tensor and its gradient may break downstream systems that assume they match.")
+    if grad._device.type != tensor._device.type:
+        raise RuntimeError(f"attempting to assign a gradient with device type '{grad._device.type}' to a tensor "
+                           f"with device type '{tensor._device.type}'. Please ensure that the gradient and the "
+                           "tensor are on the same device")
+    if grad._layout is strided and tuple(grad._shape) != tuple(tensor._shape):
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad._shape)}' to a tensor of size "
+                           f"'{list(tensor._shape)}'. Please ensure that the gradient and the tensor are the same "
+                           "size")
+
+
+def _custom_dispatch(cls) -> bool:
+    return any(name in vars(klass) for klass in cls.__mro__[:-3] for name in _OWN_HOOKS if name != "_layout")
+
+
+_C._set_grad_check(check_grad_assignment)
 
 _C._tensor_setup(Tensor, list(dtypes.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
                  dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)

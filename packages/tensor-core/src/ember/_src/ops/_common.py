@@ -274,9 +274,16 @@ def label_as_op(result: Tensor, op_name: str) -> Tensor:
     ``grad_fn`` property (ember.compile's lazy tensors) would stop the trace, and a traced result
     has no node to rename."""
     if _GRAD_FN_SLOT.__get__(result, Tensor) is not None:
-        from .. import plugins
+        label = _LABEL_GRAD_FN[0]
+        if label is None:  # a node exists, so the autograd plugin is loaded: find its labeller once
+            from .. import plugins
 
-        engine = plugins.get("autograd")
-        if engine is not None and hasattr(engine, "label_grad_fn"):
-            engine.label_grad_fn(result, op_name)
+            engine = plugins.get("autograd")
+            if engine is None or not hasattr(engine, "label_grad_fn"):
+                return result
+            label = _LABEL_GRAD_FN[0] = engine.label_grad_fn
+        label(result, op_name)
     return result
+
+
+_LABEL_GRAD_FN: list = [None]  # the autograd plugin's label_grad_fn (an import per call cost ~2 us)

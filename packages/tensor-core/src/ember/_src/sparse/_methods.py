@@ -145,11 +145,12 @@ def install() -> None:
 
 def sparse_repr(t: Tensor) -> str:
     """PyTorch's form: the member tensors, then size, nnz and layout."""
-    from ..printing import tensor_repr
+    from ..printing import OPTIONS, _body
 
     def member(name: str, value: Tensor, indent: int) -> str:
-        text = tensor_repr(value.detach())
-        return f"{name}=" + text.replace("\n", "\n" + " " * (indent + len(name) + 1))
+        # The values alone, wrapped under their own opening bracket (the dtype is a suffix of the whole).
+        prefix = f"{name}=tensor("
+        return prefix + _body(value.detach(), indent + len(prefix)) + ")"
 
     pad = " " * 7
     if t._layout is sparse_coo:
@@ -159,15 +160,28 @@ def sparse_repr(t: Tensor) -> str:
                  sparse_csc: ("ccol_indices", "row_indices"), sparse_bsc: ("ccol_indices", "row_indices")}
         c, p = names[t._layout]
         parts = [member(c, t._compressed, 7), member(p, t._plain, 7), member("values", t._sp_values, 7)]
-    tail = f"size={tuple(t._shape)}, nnz={t._sp_values._shape[0]}"
+    suffixes = [f"size={tuple(t._shape)}", f"nnz={t._sp_values._shape[0]}"]
     if t.dtype is not dt.get_default_dtype() and t.dtype not in (dt.int64, dt.bool):
-        tail += f", dtype={t.dtype}"
-    tail += f", layout={t._layout}"
+        suffixes.append(f"dtype={t.dtype}")
+    suffixes.append(f"layout={t._layout}")
     if t.grad_fn is not None:
-        tail += f", grad_fn=<{type(t.grad_fn).__name__}>"
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t._requires_grad:
-        tail += ", requires_grad=True"
-    return "tensor(" + (",\n" + pad).join(parts + [tail]) + ")"
+        suffixes.append("requires_grad=True")
+    # PyTorch's placement: COO starts the suffixes on a new line; each then follows on the same
+    # line unless it would pass the line width (counted as PyTorch counts the last line).
+    text = "tensor(" + (",\n" + pad).join(parts)
+    line = len(text) - text.rfind("\n") + 1
+    newline = t._layout is sparse_coo
+    for suffix in suffixes:
+        if newline or line + len(suffix) + 2 > OPTIONS.linewidth:
+            text += ",\n" + pad + suffix
+            line = len(pad) + len(suffix)
+            newline = False
+        else:
+            text += ", " + suffix
+            line += len(suffix) + 2
+    return text + ")"
 
 
 __all__ = ["COMPRESSED", "install", "sparse_repr"]

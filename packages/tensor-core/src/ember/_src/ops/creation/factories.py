@@ -414,13 +414,24 @@ asarray = as_tensor
 
 # -- ranges -------------------------------------------------------------------------------------
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+def _number(value):
+    number = dtypes.numpy_scalar_value(value)
+    return value if number is None else number
+
+
+def arange(start=None, end=None, step=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
            pin_memory=False):
     """Values from start (inclusive) to end (exclusive) by step."""
     check_pin_memory(pin_memory)
+    if end is None and start is None or start is None and step is not None:
+        raise TypeError("arange() missing 1 required positional arguments: \"end\"")
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    elif start is None:  # arange(end=3): PyTorch's arange(end) overload by keyword
+        start = 0
+    if step is None:
+        step = 1
+    vals = [v.item() if isinstance(v, Tensor) else _number(v) for v in (start, end, step)]
     start, end, step = vals
     if step == 0 or step != step:  # a NaN step too, as PyTorch
         raise RuntimeError("step must be nonzero")
@@ -485,8 +496,10 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     if steps == 1:
         return _finish(full((1,), start, dtype=d, device=dev), requires_grad, out, overlap=True)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    # PyTorch fills the second half from the end so the last value is exactly `end`.
-    result = new_empty_tensor((steps,), dtypes.float64, dev)
+    # PyTorch fills the second half from the end so the last value is exactly `end`; a float32
+    # result is computed in float32 as PyTorch's (the native fill), the rest in float64.
+    work = dtypes.float32 if d is dtypes.float32 else dtypes.float64
+    result = new_empty_tensor((steps,), work, dev)
     if dev is not META and steps:
         _C.linspace(result, float(start), float(end), float(step))
     return _finish(result.to(d), requires_grad, out, overlap=True)

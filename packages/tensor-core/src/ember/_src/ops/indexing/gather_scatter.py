@@ -16,7 +16,7 @@ from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, numel, wrap_dim
-from ...tensor import Tensor, new_empty_tensor
+from ...tensor import Tensor, make_view, new_empty_tensor
 from .._common import HALF_TYPES, convert, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
@@ -73,7 +73,7 @@ gather_op = define("gather(Tensor self, int dim, Tensor index, *, bool sparse_gr
 def _gather_cpu(self: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = _check_gather(self, dim, index)
     out = new_empty_tensor(index._shape, self.dtype, self._device)
-    _C.gather(out, self, index, d)
+    _C.gather(_as_1d(out), _as_1d(self), _as_1d(index), d)
     return out
 
 
@@ -116,6 +116,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
 
 # -- the scattering ops (in place) -----------------------------------------------------------------
 
+def _as_1d(t: Tensor) -> Tensor:
+    """A 0-d tensor as the one-element vector PyTorch's gather/scatter kernels read it as (self,
+    index and src of a 1-d self may be 0-d there); other tensors unchanged."""
+    return t if t.ndim else make_view(t, (1,), (1,), t._offset)
+
+
 def _run_scatter(self: Tensor, d: int, index: Tensor, src: Tensor, code: int, include_self: bool = True) -> Tensor:
     if self._device is META:
         return self
@@ -129,7 +135,9 @@ def _run_scatter(self: Tensor, d: int, index: Tensor, src: Tensor, code: int, in
     if code == 3:
         counts = new_empty_tensor(self._shape, dtypes.int64)
         _C.fill_(counts, 1)
-    _C.scatter(work, d, index, src, code, bool(include_self), counts)
+    if counts is not None:
+        counts = _as_1d(counts)
+    _C.scatter(_as_1d(work), d, _as_1d(index), _as_1d(src), code, bool(include_self), counts)
     if work is not self:
         _C.copy_(self, work)
     self._storage.version += 1
@@ -257,7 +265,9 @@ def _expanded_index(index: Tensor, d: int, shape: tuple) -> Tensor:
 
 def _check_source(name: str, self: Tensor, d: int, index: Tensor, source: Tensor) -> None:
     n = numel(index._shape)
-    if source.ndim and self.ndim and (source.ndim != self.ndim or any(
+    # index_add_ takes a 0-d source only for a 0-d self (index_copy_ reads it as one element).
+    strict = name == "index_add_" and source.ndim != self.ndim
+    if strict or source.ndim and self.ndim and (source.ndim != self.ndim or any(
             source._shape[i] != self._shape[i] for i in range(self.ndim) if i != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self._shape)} source.shape = {list(source._shape)}")

@@ -247,8 +247,8 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
     return _put(self, _check_put_args(indices, values), values, accumulate)
 
 
-def index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    return _put(views.clone_op(self), _check_put_args(indices, values), values, accumulate)
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    return _put(views.clone_op(input), _check_put_args(indices, values), values, accumulate)
 
 
 # -- nonzero, masks -------------------------------------------------------------------------------
@@ -364,6 +364,8 @@ def _select_plan(self: Tensor, dim: int, index: Tensor):
     d = wrap_dim(dim, max(self.ndim, 1))
     if self.ndim == 0:
         return [0], [index], index._shape, [], (), 0  # a 0-d input: index must be 0
+    if not index.ndim:  # a 0-d index selects as a one-element vector (the dim stays), as in PyTorch
+        index = views.view_op(index, (1,))
     result = self._shape[:d] + index._shape + self._shape[d + 1:]
     return [d], [index], index._shape, [r for r in range(self.ndim) if r != d], result, d
 
@@ -474,6 +476,8 @@ def _normalize(item):
         return int(item.item())  # a 0-d integer tensor acts like an int (a view)
     if isinstance(item, (list, tuple)):
         return _list_index(item)
+    if tp is range:  # x[range(n), target] (the nn tutorial's nll): a sequence of ints, as a list
+        return _list_index(list(item))
     if getattr(item, "ndim", 0) and hasattr(item, "__array__"):  # a NumPy array: a tensor index, as in PyTorch
 
         return _normalize(as_tensor(item))

@@ -40,6 +40,10 @@ def _caller_stacklevel() -> int:
 
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     if size_average is None and reduce is None:
+        if reduction == "elementwise_mean":  # PyTorch's old name for "mean", still accepted
+            warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                          UserWarning, stacklevel=_caller_stacklevel())
+            return "mean"
         return reduction
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
                   f"{'sum' if size_average is False else 'mean'}' instead.", UserWarning,
@@ -292,6 +296,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @_autocast_composite("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    reduction = _legacy_reduction(None, None, reduction)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -391,6 +396,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target._shape) != tuple(input._shape):
         raise ValueError(f"Target size (torch.Size({list(target._shape)})) must be the same as input size "
                          f"(torch.Size({list(input._shape)}))")
+    if target.dtype is dtypes.bool:  # PyTorch's kernel computes 1 - target in the target's dtype
+        elementwise._check_sub_bool(target, True)
+    if dtypes.is_integral(target.dtype) and input.dtype.is_floating_point:
+        raise RuntimeError(f"result type {type_name(input.dtype)} can't be cast to the desired output type "
+                           f"{type_name(target.dtype)}")
     # softplus(-x) = log(1 + e^-x) without overflow, written so that autograd's derivative is
     # -sigmoid(-x) everywhere, x = 0 included (max(-x, 0) + log1p(e^-|x|) gives 0 or -1 there,
     # a silently wrong gradient at every zero logit). Each branch sees only its own half-line, so

@@ -18,7 +18,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import numel
 from ...tensor import Tensor, make_view
-from .._common import check_tensor_args, convert, empty, type_name
+from .._common import check_tensor_args, convert, empty, label_as_op, type_name
 from . import pool as nn_pool
 from .conv import as_3d_spatial, compute_dtype, contiguous_view, dense
 
@@ -169,7 +169,13 @@ def pad(input, pad, mode="constant", value=None):
         return constant_pad_nd_op(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    return _pad_enum_op(input, pad, _MODES[mode], None)
+    out = _pad_enum_op(input, pad, _MODES[mode], None)
+    if mode in _PAD_NODE_NAMES:  # grad_fn as PyTorch's: ReflectionPad2DBackward0, ...
+        out = label_as_op(out, f"{_PAD_NODE_NAMES[mode]}_pad{len(pad) // 2}d")
+    return out
+
+
+_PAD_NODE_NAMES = {"reflect": "reflection", "replicate": "replication"}
 
 
 # -- interpolation ----------------------------------------------------------------------------
@@ -282,7 +288,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                   f"nearest-exact (got {mode})")
     if need is not None and need != k:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need + 2}D input")
-    return _upsample_op(input, tuple(int(s) for s in sizes), mode, bool(align_corners), scales)
+    out = _upsample_op(input, tuple(int(s) for s in sizes), mode, bool(align_corners), scales)
+    # grad_fn as PyTorch's op for the mode: UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...
+    return label_as_op(out, f"upsample_{mode.replace('-', '_')}{k}d")
 
 
 # -- pixel_shuffle / one_hot ------------------------------------------------------------------
@@ -302,7 +310,7 @@ def pixel_shuffle(input, upscale_factor):
     n = len(lead)
     x = input.reshape(lead + (c // (r * r), r, r, h, w))
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(lead + (c // (r * r), h * r, w * r))
+    return label_as_op(x.reshape(lead + (c // (r * r), h * r, w * r)), "pixel_shuffle")
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -323,7 +331,7 @@ def pixel_unshuffle(input, downscale_factor):
     n = len(lead)
     x = input.reshape(lead + (c, h // r, r, w // r, r))
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(lead + (c * r * r, h // r, w // r))
+    return label_as_op(x.reshape(lead + (c * r * r, h // r, w // r)), "pixel_unshuffle")
 
 
 def one_hot(tensor, num_classes=-1):

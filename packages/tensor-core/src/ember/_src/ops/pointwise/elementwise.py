@@ -18,7 +18,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
-from .._common import HALF_TYPES, check_scalar_fits, convert, empty, type_name, write_out
+from .._common import HALF_TYPES, check_scalar_fits, convert, empty, label_as_op, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
 from ..creation.factories import scalar_tensor
@@ -305,13 +305,19 @@ ge_op, ge_inplace_op = _declare_binary("ge", _BOOL_RESULT)
 
 
 def _check_sub_bool(a, b):
-    # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor).
-    if (getattr(a, "dtype", None) is dtypes.bool or isinstance(a, builtins.bool)) or (
-        getattr(b, "dtype", None) is dtypes.bool or isinstance(b, builtins.bool)
-    ):
+    # PyTorch rejects a bool operand on either side (a Python bool counts as a bool tensor), with
+    # one message for two bools and another for one.
+    a_bool = getattr(a, "dtype", None) is dtypes.bool or isinstance(a, builtins.bool)
+    b_bool = getattr(b, "dtype", None) is dtypes.bool or isinstance(b, builtins.bool)
+    if a_bool and b_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead."
+        )
+    if a_bool or b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
 
 
@@ -357,7 +363,8 @@ subtract = sub
 
 
 def rsub(input, other, *, alpha=1):
-    return sub(other, input, alpha=alpha)
+    out = sub(other, input, alpha=alpha)
+    return label_as_op(out, "rsub" if isinstance(other, Tensor) else "rsub_scalar")  # RsubBackward0 / 1
 
 
 def mul(input, other, *, out=None):
@@ -427,7 +434,10 @@ def fmod(input, other, *, out=None):
 
 def pow(input, exponent, *, out=None):  # noqa: A001 - PyTorch's name
     _check_int_pow(input, exponent)
-    return write_out(pow_op(input, exponent), out, (input, exponent))
+    result = pow_op(input, exponent)
+    if isinstance(exponent, Tensor):  # grad_fn as PyTorch's overloads: PowBackward1 / PowBackward2
+        result = label_as_op(result, "pow_tensor_tensor" if isinstance(input, Tensor) else "pow_scalar")
+    return write_out(result, out, (input, exponent))
 
 
 def float_power(input, exponent, *, out=None):

@@ -30,7 +30,7 @@ from ...shapes import (
 )
 from ...tensor import Tensor, check_view_bounds, copy_layout, make_view, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
-from .._common import check_scalar_fits, type_name
+from .._common import check_scalar_fits, label_as_op, type_name
 from .._common import check_write as _check_write
 from ..creation.factories import empty, full, ones, tensor, zeros
 
@@ -93,31 +93,31 @@ def view_as(self: Tensor, other: Tensor) -> Tensor:
     return view_op(self, other._shape)
 
 
-def reshape(self: Tensor, *shape, **keyword) -> Tensor:
-    shape = infer_size(size_varargs("reshape", "shape", shape, keyword), numel(self._shape))
-    if view_strides(self._shape, self._stride, shape) is not None:
-        return view_op(self, shape)
-    return view_op(contiguous(self), shape)
+def reshape(input: Tensor, *shape, **keyword) -> Tensor:
+    shape = infer_size(size_varargs("reshape", "shape", shape, keyword), numel(input._shape))
+    if view_strides(input._shape, input._stride, shape) is not None:
+        return view_op(input, shape)
+    return view_op(contiguous(input), shape)
 
 
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     return reshape(self, other._shape)
 
 
-def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if pre_dispatch_tracing():
-        return flatten_op(self, start_dim, end_dim)
-    if self.ndim == 0:
+        return flatten_op(input, start_dim, end_dim)
+    if input.ndim == 0:
         wrap_dim(start_dim, 1), wrap_dim(end_dim, 1)  # a 0-d tensor still takes only dims 0 and -1
-        return reshape(self, (1,))
-    s = wrap_dim(start_dim, self.ndim)
-    e = wrap_dim(end_dim, self.ndim)
+        return reshape(input, (1,))
+    s = wrap_dim(start_dim, input.ndim)
+    e = wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
-        return self if self.ndim else reshape(self, (1,))
-    shape = self._shape[:s] + (numel(self._shape[s:e + 1]),) + self._shape[e + 1:]
-    return reshape(self, shape)
+        return input if input.ndim else reshape(input, (1,))
+    shape = input._shape[:s] + (numel(input._shape[s:e + 1]),) + input._shape[e + 1:]
+    return reshape(input, shape)
 
 
 # PyTorch's composite op (``...composite``): one node in an exported graph.
@@ -125,13 +125,13 @@ flatten_op = define_composite("flatten(Tensor(a) self, int start_dim=0, int end_
                               tags=("view",))
 
 
-def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
-    d = wrap_dim(dim, self.ndim)
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    d = wrap_dim(dim, input.ndim)
     sizes = tuple(operator.index(s) for s in sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
-    sizes = infer_size(sizes, self._shape[d])
-    return view_op(self, self._shape[:d] + sizes + self._shape[d + 1:])
+    sizes = infer_size(sizes, input._shape[d])
+    return view_op(input, input._shape[:d] + sizes + input._shape[d + 1:])
 
 
 @_view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
@@ -145,8 +145,8 @@ def permute_op(self: Tensor, dims: tuple) -> Tensor:
     return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
 
 
-def permute(self: Tensor, *dims, **keyword) -> Tensor:
-    return permute_op(self, size_varargs("permute", "dims", dims, keyword))
+def permute(input: Tensor, *dims, **keyword) -> Tensor:
+    return permute_op(input, size_varargs("permute", "dims", dims, keyword))
 
 
 @_view_op("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
@@ -161,19 +161,19 @@ def transpose_op(self: Tensor, dim0: int, dim1: int) -> Tensor:
     return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
 
 
-def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    return transpose_op(self, dim0, dim1)
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return transpose_op(input, dim0, dim1)
 
 
 swapaxes = swapdims = transpose
 
 
-def t(self: Tensor) -> Tensor:
-    if self.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-    if self.ndim < 2:
-        return make_view(self, self._shape, self._stride, self._offset)
-    return transpose(self, 0, 1)
+def t(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but input is {input.ndim}D")
+    if input.ndim < 2:
+        return make_view(input, input._shape, input._stride, input._offset)
+    return transpose(input, 0, 1)
 
 
 def _matrix_transpose(self: Tensor) -> Tensor:
@@ -186,10 +186,10 @@ def _full_transpose(self: Tensor) -> Tensor:
     return permute_op(self, tuple(reversed(range(self.ndim))))
 
 
-def adjoint(self: Tensor) -> Tensor:
+def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (a copy for complex tensors: ember has no lazy conj)."""
-    result = _matrix_transpose(self)
-    if self.dtype.is_complex:
+    result = _matrix_transpose(input)
+    if input.dtype.is_complex:
         from ..pointwise.complex import conj_physical_op
 
         result = conj_physical_op(result)
@@ -283,13 +283,13 @@ def squeeze_op(self: Tensor, dims=None) -> Tensor:
     return make_view(self, tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
 
 
-def squeeze(self: Tensor, dim=None) -> Tensor:
+def squeeze(input: Tensor, dim=None) -> Tensor:
     if dim is None:
-        return squeeze_op(self, None)
-    if self.ndim == 0:
+        return squeeze_op(input, None)
+    if input.ndim == 0:
         wrap_dims(dim, 0)
-        return squeeze_op(self, None)
-    return squeeze_op(self, (dim,) if isinstance(dim, int) else tuple(dim))
+        return squeeze_op(input, None)
+    return squeeze_op(input, (dim,) if isinstance(dim, int) else tuple(dim))
 
 
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
@@ -300,8 +300,8 @@ def unsqueeze_op(self: Tensor, dim: int) -> Tensor:
                      self._offset)
 
 
-def unsqueeze(self: Tensor, dim: int) -> Tensor:
-    return unsqueeze_op(self, dim)
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return unsqueeze_op(input, dim)
 
 
 @_view_op("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")
@@ -324,8 +324,8 @@ def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     return make_view(self, shape, self._stride, self._offset + start * self._stride[d])
 
 
-def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-    return narrow_op(self, dim, start, length)
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return narrow_op(input, dim, start, length)
 
 
 @_view_op("select(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
@@ -343,8 +343,8 @@ def select_op(self: Tensor, dim: int, index: int) -> Tensor:
                      self._offset + index * self._stride[d])
 
 
-def select(self: Tensor, dim: int, index: int) -> Tensor:
-    return select_op(self, dim, index)
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    return select_op(input, dim, index)
 
 
 @_view_op("slice(Tensor(a) self, int dim, SymInt start, SymInt end, SymInt step) -> Tensor(a)")
@@ -372,23 +372,30 @@ def _multi_view(self: Tensor, pieces: tuple, dim: int, kind: str) -> tuple:
     return pieces
 
 
-def unbind(self: Tensor, dim: int = 0):
-    d = wrap_dim(dim, self.ndim)
-    return _multi_view(self, tuple(select_op(self, d, i) for i in range(self._shape[d])), d, "unbind")
+def unbind(input: Tensor, dim: int = 0):
+    d = wrap_dim(dim, input.ndim)
+    return _multi_view(input, tuple(select_op(input, d, i) for i in range(input._shape[d])), d, "unbind")
 
 
-def split(self: Tensor, split_size_or_sections, dim: int = 0):
-    if self.ndim == 0:
+def split(tensor: Tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
+    # ember.split(tensor=, split_size_or_sections=) and Tensor.split(split_size=): PyTorch's names.
+    if split_size is not None:
+        if split_size_or_sections is not None:
+            raise TypeError("split() got multiple values for argument 'split_size'")
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise TypeError("split() missing 1 required positional argument: 'split_size_or_sections'")
+    if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = wrap_dim(dim, self.ndim)
-    size = self._shape[d]
+    d = wrap_dim(dim, tensor.ndim)
+    size = tensor._shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step < 0 or (step == 0 and size != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         if size == 0:
-            return (narrow_op(self, d, 0, 0),)
-        return _multi_view(self, tuple(narrow_op(self, d, i, min(step, size - i)) for i in range(0, size, step)), d,
+            return (narrow_op(tensor, d, 0, 0),)
+        return _multi_view(tensor, tuple(narrow_op(tensor, d, i, min(step, size - i)) for i in range(0, size, step)), d,
                            "split")
     sections = [operator.index(s) for s in split_size_or_sections]
     if sum(sections) != size or any(s < 0 for s in sections):
@@ -398,27 +405,27 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0):
         )
     out, pos = [], 0
     for s in sections:
-        out.append(narrow_op(self, d, pos, s))
+        out.append(narrow_op(tensor, d, pos, s))
         pos += s
-    return _multi_view(self, tuple(out), d, "split_with_sizes")
+    return _multi_view(tensor, tuple(out), d, "split_with_sizes")
 
 
-def chunk(self: Tensor, chunks: int, dim: int = 0):
-    if self.ndim == 0:
+def chunk(input: Tensor, chunks: int, dim: int = 0):
+    if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    d = wrap_dim(dim, self.ndim)
-    size = self._shape[d]
+    d = wrap_dim(dim, input.ndim)
+    size = input._shape[d]
     if size == 0:  # PyTorch returns `chunks` empty pieces
-        return tuple(narrow_op(self, d, 0, 0) for _ in range(chunks))
+        return tuple(narrow_op(input, d, 0, 0) for _ in range(chunks))
     step = max(1, -(-size // chunks))
-    return split(self, step, d)
+    return split(input, step, d)
 
 
-def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
-    d = wrap_dim(dim, self.ndim)
-    size = self._shape[d]
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+    d = wrap_dim(dim, input.ndim)
+    size = input._shape[d]
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
@@ -429,32 +436,32 @@ def tensor_split(self: Tensor, indices_or_sections, dim: int = 0):
         out, pos = [], 0
         for i in range(n):
             length = base + (1 if i < extra else 0)
-            out.append(narrow_op(self, d, pos, length))
+            out.append(narrow_op(input, d, pos, length))
             pos += length
         return tuple(out)
     bounds = [0] + [min(max(i if i >= 0 else i + size, 0), size) for i in indices_or_sections] + [size]
     out = []
     for a, b in zip(bounds[:-1], bounds[1:]):
-        out.append(narrow_op(self, d, min(a, size), max(0, b - a)))
+        out.append(narrow_op(input, d, min(a, size), max(0, b - a)))
     return tuple(out)
 
 
-def movedim(self: Tensor, source, destination) -> Tensor:
-    src = wrap_dims(source, max(self.ndim, 1))  # a 0-d tensor takes dims 0 and -1, as in PyTorch
-    dst = wrap_dims(destination, max(self.ndim, 1))
-    if self.ndim == 0 and len(src) == len(dst):
-        return permute_op(self, ())
+def movedim(input: Tensor, source, destination) -> Tensor:
+    src = wrap_dims(source, max(input.ndim, 1))  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+    dst = wrap_dims(destination, max(input.ndim, 1))
+    if input.ndim == 0 and len(src) == len(dst):
+        return permute_op(input, ())
     if len(src) != len(dst):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "
             f"number of dims as destination ({list(dst)} dims)"
         )
-    order = [None] * self.ndim
+    order = [None] * input.ndim
     for s, t_ in zip(src, dst):
         order[t_] = s
-    rest = iter(i for i in range(self.ndim) if i not in src)
+    rest = iter(i for i in range(input.ndim) if i not in src)
     order = [o if o is not None else next(rest) for o in order]
-    return permute_op(self, tuple(order))
+    return permute_op(input, tuple(order))
 
 
 moveaxis = movedim
@@ -477,8 +484,8 @@ def diagonal_op(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> 
     return make_view(self, shape, stride, self._offset + (start if length else 0))
 
 
-def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    return diagonal_op(self, offset, dim1, dim2)
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return diagonal_op(input, offset, dim1, dim2)
 
 
 @_view_op("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
@@ -517,8 +524,8 @@ def _size_int(v):
     return v if isinstance(v, int) and type(v) is not bool else operator.index(v)
 
 
-def as_strided(self: Tensor, size, stride, storage_offset=None) -> Tensor:
-    return as_strided_op(self, size, stride, storage_offset)
+def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
+    return as_strided_op(input, size, stride, storage_offset)
 
 
 @_view_op("alias(Tensor(a) self) -> Tensor(a)")
@@ -622,13 +629,13 @@ def _clone_meta(self: Tensor) -> Tensor:
 clone_op.meta = _clone_meta
 
 
-def clone(self: Tensor, *, memory_format=None) -> Tensor:
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
     mf.check(memory_format, "clone")
-    out = clone_op(self)
+    out = clone_op(input)
     if memory_format is mf.contiguous_format or memory_format is mf.legacy_contiguous_format:
         return contiguous(out)
     if mf.rank_for(memory_format) is not None:
-        return mf.to_format(self, memory_format, copy=True)
+        return mf.to_format(input, memory_format, copy=True)
     return out
 
 
@@ -641,7 +648,7 @@ def contiguous(self: Tensor, memory_format=None) -> Tensor:
     if is_contiguous(self._shape, self._stride):
         return self
     out = to_dtype_op(self, dtype=self.dtype)  # a fresh contiguous copy
-    return out
+    return label_as_op(out, "clone")  # PyTorch's contiguous() is a clone: CloneBackward0
 
 
 def _copy_check(self: Tensor, src) -> None:
@@ -797,21 +804,36 @@ def _type_(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
         if dtype not in names:
             raise ValueError(f"invalid type: '{dtype}'")
         dtype = getattr(dtypes, names[dtype])
+    elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.dtype):
+        dtype = dtype.dtype  # a legacy type: x.type(ember.LongTensor)
     return to(self, dtypes.to_dtype(dtype))
 
 
+def _new_size(name: str, size: tuple, kwargs: dict) -> tuple:
+    """The size of ``new_empty/new_zeros/new_ones``: varargs, one sequence, or ``size=`` by keyword
+    (PyTorch's parser takes it so; it was swallowed, giving a 0-d tensor)."""
+    extra = set(kwargs) - {"size", "layout", "pin_memory"}
+    if extra:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{sorted(extra)[0]}'")
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        return (kwargs["size"],)
+    return size
+
+
 def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return empty(*size, dtype=self.dtype if dtype is None else dtype,
+    return empty(*_new_size("new_empty", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return zeros(*size, dtype=self.dtype if dtype is None else dtype,
+    return zeros(*_new_size("new_zeros", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                  device=self._device if device is None else device, requires_grad=requires_grad)
 
 
 def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
-    return ones(*size, dtype=self.dtype if dtype is None else dtype,
+    return ones(*_new_size("new_ones", size, kwargs), dtype=self.dtype if dtype is None else dtype,
                 device=self._device if device is None else device, requires_grad=requires_grad)
 
 
