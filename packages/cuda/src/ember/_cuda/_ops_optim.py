@@ -35,12 +35,11 @@ from ._elementwise import HEADER, TRITON
 from ._storage import new_contiguous
 from ._streams import current_handle
 
-_ADAM = HEADER + '''
+# One block of the update, shared by both launch forms: loads, float32 arithmetic, stores.
+_UPDATE = '''
 @triton.jit
-def k(p, g, m, v, n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, BLOCK: tl.constexpr,
-      DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
+def _adam_block(p, g, m, v, i, mask, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, DECOUPLED: tl.constexpr,
+                MAXIMIZE: tl.constexpr):
     pv = tl.load(p + i, mask=mask).to(tl.float32)
     gv = tl.load(g + i, mask=mask).to(tl.float32)
     mv = tl.load(m + i, mask=mask).to(tl.float32)
@@ -60,10 +59,19 @@ def k(p, g, m, v, n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, BLOCK: tl.c
     tl.store(v + i, vv.to(v.dtype.element_ty), mask=mask)
 '''
 
-# The same update over a table of chunks: row c holds the param, grad and moment addresses of its
+# One launch per parameter.
+_ADAM = HEADER + _UPDATE + '''
+@triton.jit
+def k(p, g, m, v, n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, BLOCK: tl.constexpr,
+      DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    _adam_block(p, g, m, v, i, i < n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, DECOUPLED, MAXIMIZE)
+'''
+
+# One launch over a table of chunks: row c holds the param, grad and moment addresses of its
 # first element, its length (at most CHUNK), and the step size and sqrt(1 - beta2^step) of its
 # parameter as float64 bits. __ELEM__: the Triton type of the parameters.
-_ADAM_CHUNKS = HEADER + '''
+_ADAM_CHUNKS = HEADER + _UPDATE + '''
 @triton.jit
 def k(table, lr, beta1, beta2, eps, wd, step_size_all, bc2_sqrt_all, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
       DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, UNIFORM: tl.constexpr):
@@ -81,24 +89,7 @@ def k(table, lr, beta1, beta2, eps, wd, step_size_all, bc2_sqrt_all, CHUNK: tl.c
         bc2_sqrt = tl.load(row + 6).to(tl.float64, bitcast=True).to(tl.float32)
     for start in range(0, CHUNK, BLOCK):
         i = start + tl.arange(0, BLOCK)
-        mask = i < n
-        pv = tl.load(p + i, mask=mask).to(tl.float32)
-        gv = tl.load(g + i, mask=mask).to(tl.float32)
-        mv = tl.load(m + i, mask=mask).to(tl.float32)
-        vv = tl.load(v + i, mask=mask).to(tl.float32)
-        if MAXIMIZE:
-            gv = -gv
-        if DECOUPLED:
-            pv = pv * (1.0 - lr * wd)
-        else:
-            gv = gv + pv * wd
-        mv = mv + (1.0 - beta1) * (gv - mv)
-        vv = vv * beta2 + (1.0 - beta2) * gv * gv
-        denom = tl.sqrt(vv) / bc2_sqrt + eps
-        pv = pv - step_size * (mv / denom)
-        tl.store(p + i, pv.to(__ELEM__), mask=mask)
-        tl.store(m + i, mv.to(__ELEM__), mask=mask)
-        tl.store(v + i, vv.to(__ELEM__), mask=mask)
+        _adam_block(p, g, m, v, i, i < n, lr, beta1, beta2, eps, wd, step_size, bc2_sqrt, DECOUPLED, MAXIMIZE)
 '''
 
 _BLOCK, _WARPS = 2048, 8
