@@ -22,18 +22,11 @@ class _OverloadType(type):
         return type.__instancecheck__(cls, obj) or isinstance(obj, Op)
 
 
-class OpOverload(metaclass=_OverloadType):
-    """``torch.ops.aten.<name>.<overload>``: calls, and equals, the ember op ``<name>``.
+class _OpView:
+    """What an overload and its packet share: they call the ember op ``self.op``, and compare and
+    hash as it does."""
 
-    ``isinstance(op, OpOverload)`` is also true of an ember op (a graph node's target)."""
-
-    def __init__(self, packet: OpOverloadPacket, overload: str) -> None:
-        self.overloadpacket = packet
-        self._overloadname = overload
-        self.op = packet.op
-        self.__name__ = f"{packet.__name__}.{overload}"
-        self.__qualname__ = self.__name__
-        self.__module__ = "ember.ops.aten"
+    op: Op
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.op(*args, **kwargs)
@@ -46,6 +39,24 @@ class OpOverload(metaclass=_OverloadType):
     def __hash__(self) -> int:
         return hash(self.op)
 
+    @property
+    def _schema(self) -> str:
+        return f"aten::{self.op.schema}"
+
+
+class OpOverload(_OpView, metaclass=_OverloadType):
+    """``torch.ops.aten.<name>.<overload>``: calls, and equals, the ember op ``<name>``.
+
+    ``isinstance(op, OpOverload)`` is also true of an ember op (a graph node's target)."""
+
+    def __init__(self, packet: OpOverloadPacket, overload: str) -> None:
+        self.overloadpacket = packet
+        self._overloadname = overload
+        self.op = packet.op
+        self.__name__ = f"{packet.__name__}.{overload}"
+        self.__qualname__ = self.__name__
+        self.__module__ = "ember.ops.aten"
+
     def __repr__(self) -> str:
         return f"<OpOverload(op='aten.{self.overloadpacket.__name__}', overload='{self._overloadname}')>"
 
@@ -57,10 +68,6 @@ class OpOverload(metaclass=_OverloadType):
         return f"aten::{self.overloadpacket.__name__}{suffix}"
 
     @property
-    def _schema(self) -> str:
-        return f"aten::{self.op.schema}"
-
-    @property
     def tags(self):
         return self.op.tags
 
@@ -68,7 +75,7 @@ class OpOverload(metaclass=_OverloadType):
         return (_overload, (self.overloadpacket.__name__, self._overloadname))
 
 
-class OpOverloadPacket:
+class OpOverloadPacket(_OpView):
     """``torch.ops.aten.<name>``: calls, and equals, the ember op ``<name>``."""
 
     def __init__(self, op: Op) -> None:
@@ -86,17 +93,6 @@ class OpOverloadPacket:
             found = self._overloads[overload] = OpOverload(self, overload)
         return found
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.op(*args, **kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) in _WRAPPERS:
-            return other.op is self.op
-        return other is self.op
-
-    def __hash__(self) -> int:
-        return hash(self.op)
-
     def __repr__(self) -> str:
         return f"<OpOverloadPacket(op='aten.{self.__name__}')>"
 
@@ -105,10 +101,6 @@ class OpOverloadPacket:
 
     def overloads(self) -> list[str]:
         return ["default", *(k for k in self._overloads if k != "default")]
-
-    @property
-    def _schema(self) -> str:
-        return f"aten::{self.op.schema}"
 
     def __reduce__(self):
         return (_packet, (self.__name__,))
