@@ -17,6 +17,7 @@ import os
 import threading
 
 from ember._src import dtypes as dt
+from ember._src.tensor import new_empty_tensor
 
 from ._streams import current_handle
 
@@ -174,7 +175,8 @@ _HEURISTIC_BYTES = 96  # sizeof(cublasLtMatmulHeuristicResult_t): algo (64), wor
 def _lt():
     lib = _STATE.get("lt")
     if lib is None:
-        _lib()  # loads libcublasLt (globally) beside libcublas
+        # libcublas links libcublasLt: the one it mapped is in /proc/self/maps however libcublas was found
+        _lib()
         path = next((p for p in _loaded_paths() if "libcublasLt.so" in p), None)
         lib = ctypes.CDLL(path or "libcublasLt.so.13", mode=ctypes.RTLD_GLOBAL)
         vp, i32, u64, i64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_int64, ctypes.c_size_t
@@ -273,8 +275,6 @@ _LT_HANDLES: dict = {}
 def _lt_workspace(device, stream, nbytes: int):
     """A workspace per (device, stream), kept for the process: kernels still queued on the stream use it
     (a larger one replaces it: the allocator reuses the old block only after the stream's queued work)."""
-    from ember._src.tensor import new_empty_tensor
-
     spaces = _STATE.setdefault("lt_workspaces", {})
     buf = spaces.get((device.index, stream))
     if buf is None or buf.numel() < nbytes:
@@ -282,53 +282,56 @@ def _lt_workspace(device, stream, nbytes: int):
     return buf
 
 
-def gemm_bias(a, b, bias, out) -> bool:
-    """out (m, n) = a (m, k) @ b (k, n) + bias (n,) in one cuBLASLt call with the bias epilogue; False
-    (nothing written) where that does not apply: the caller then copies the bias and runs ``gemm``."""
-    dtype = out.dtype
-    if dtype not in (dt.float16, dt.bfloat16, dt.float32) or a.dtype is not dtype or b.dtype is not dtype:
-        return False
+def gemm_bias(a, b, bias):
+    """A fresh (m, n) = a (m, k) @ b (k, n) + bias (n,) from one cuBLASLt call with the bias epilogue, or
+    None (nothing allocated) where that does not apply: the caller then copies the bias and runs ``gemm``."""
+    dtype = a.dtype
+    if dtype not in (dt.float16, dt.bfloat16, dt.float32) or b.dtype is not dtype:
+        return None
     if _STATE.get("lt_broken"):
-        return False
+        return None
     if bias.dtype is not dtype or bias.ndim != 1 or bias._stride[0] != 1 or a.ndim != 2 or b.ndim != 2:
-        return False
+        return None
     m, k = a._shape
     n = b._shape[1]
     if not (m and n and k) or bias._shape[0] != n:
-        return False
+        return None
     la, lb = _layout(a, m, k), _layout(b, k, n)
     if la is None or lb is None:
-        return False
-    index = out._device.index or 0
+        return None
+    device = a._device
+    index = device.index or 0
     if _capturing(index):
-        return False  # (its workspace would be allocated inside the capture)
+        return None  # (its workspace would be allocated inside the capture)
     compute = _COMPUTE_32F_FAST_TF32 if (dtype is dt.float32 and _tf32()) else _COMPUTE_32F
     op_b, ldb = (_OP_T if lb[0] else _OP_N), lb[1]
     op_a, lda = (_OP_T if la[0] else _OP_N), la[1]
-    pa, pb, pd, pbias = a.data_ptr(), b.data_ptr(), out.data_ptr(), bias.data_ptr()
+    pbias = bias.data_ptr()
     if pbias & 15:
-        return False  # the bias epilogue reads the vector in 16-byte pieces
+        return None  # the bias epilogue reads the vector in 16-byte pieces
+    out = new_empty_tensor((m, n), dtype, device)
+    pa, pb, pd = a.data_ptr(), b.data_ptr(), out.data_ptr()
     align_d = _alignment(pd)
     aligns = (_alignment(pb), _alignment(pa), align_d, align_d)
     try:
         plan = _lt_plan(index, _CUDA_TYPE[dtype], compute, op_b, op_a, n, m, k, ldb, lda, aligns)
     except (OSError, AttributeError):  # no usable libcublasLt: the copy-and-GEMM path from now on
         _STATE["lt_broken"] = True
-        return False
+        return None
     if plan is None:
-        return False
+        return None
     lt = _STATE["lt"]
     plan.bias.value = pbias
     status = lt.cublasLtMatmulDescSetAttribute(plan.desc, _LT_DESC_BIAS_POINTER, plan.bias_ref, 8)
     if status:
         _check(status, "cublasLtMatmulDescSetAttribute")
     stream = current_handle(index)
-    ws = _lt_workspace(out._device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
+    ws = _lt_workspace(device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
     status = lt.cublasLtMatmul(_lt_handle(index), plan.desc, _ONE32_REF, pb, plan.a, pa, plan.b, _ZERO32_REF, pd,
                                plan.d, pd, plan.d, plan.algo_ptr, ws, plan.workspace_size, stream)
     if status:
         _check(status, "cublasLtMatmul")
-    return True
+    return out
 
 
 _ONE32_REF, _ZERO32_REF = ctypes.byref(_ONE32), ctypes.byref(_ZERO32)

@@ -63,8 +63,8 @@ def _addmm(self, mat1, mat2, *, beta=1, alpha=1):
     k = mat1._shape[1]
     if self.ndim == 1 and beta == 1 and alpha == 1 and m and n and k:
         # nn.Linear's case: the bias added by the GEMM's epilogue (cuBLASLt), no broadcast copy
-        out = new_empty_tensor((m, n), mat1.dtype, mat1._device)
-        if _blas.gemm_bias(mat1, mat2, self, out):
+        out = _blas.gemm_bias(mat1, mat2, self)
+        if out is not None:
             return out
     inp = vw.expand_op(self, (1, m, n)) if self.ndim < 3 else self
     out = _product(la._as3(mat1, (1, m, k)), la._as3(mat2, (1, k, n)), inp, beta, alpha)

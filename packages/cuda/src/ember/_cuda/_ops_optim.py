@@ -8,9 +8,10 @@ arithmetic for every float dtype. Its work list is a table of chunks (at most CH
 parameter each: the four addresses, the length, and the step size and bias correction of that
 parameter's step), built with NumPy on the host and copied to the device ahead of the launch; while
 no tensor moves and every parameter is at the same step (the step size then goes in the launch), the
-same table serves again, so a step is one launch whatever the parameter count (PyTorch's multi-tensor apply packs
-the addresses into the launch arguments instead). One launch per parameter (the former form) remains
-for a step inside a CUDA-graph capture, where a copy from pageable host memory may not be recorded.
+same table serves again, so a step is one launch whatever the parameter count (PyTorch's
+multi-tensor apply packs the addresses into the launch arguments instead). One launch per parameter
+(the former form) remains for a step inside a CUDA-graph capture, where a copy from pageable host
+memory may not be recorded.
 The bias corrections are computed on the host from the step counters (CPU tensors, as PyTorch keeps
 them), so the launch needs no device-to-host read.
 
@@ -31,7 +32,7 @@ from ember._src.tensor import Tensor
 
 from . import _compile, _fastcall
 from ._allocator import allocator
-from ._elementwise import HEADER, TRITON
+from ._elementwise import HEADER, TL, TRITON
 from ._storage import new_contiguous
 from ._streams import current_handle
 
@@ -94,7 +95,6 @@ def k(table, lr, beta1, beta2, eps, wd, step_size_all, bc2_sqrt_all, CHUNK: tl.c
 
 _BLOCK, _WARPS = 2048, 8
 CHUNK = 65536
-_TL_ELEM = {"fp16": "tl.float16", "bf16": "tl.bfloat16", "fp32": "tl.float32", "fp64": "tl.float64"}
 _FLOAT = frozenset(("fp16", "bf16", "fp32", "fp64"))
 
 
@@ -121,11 +121,11 @@ def _launcher(name: str, decoupled: bool, maximize: bool, aligned: bool, index: 
     return _compile.kernel(_ADAM, "k", sig, constexprs, ("p", "g", "m", "v") if aligned else (), _WARPS, 1, index)
 
 
-def _chunk_launcher(name: str, decoupled: bool, maximize: bool, uniform: bool, index: int):
+def _chunk_launcher(dtype, decoupled: bool, maximize: bool, uniform: bool, index: int):
     sig = {"table": "*i64", "lr": "fp32", "beta1": "fp32", "beta2": "fp32", "eps": "fp32", "wd": "fp32",
            "step_size_all": "fp32", "bc2_sqrt_all": "fp32", "CHUNK": "constexpr", "BLOCK": "constexpr",
            "DECOUPLED": "constexpr", "MAXIMIZE": "constexpr", "UNIFORM": "constexpr"}
-    source = _ADAM_CHUNKS.replace("__ELEM__", _TL_ELEM[name])
+    source = _ADAM_CHUNKS.replace("__ELEM__", TL[dtype])
     constexprs = {"CHUNK": CHUNK, "BLOCK": _BLOCK, "DECOUPLED": decoupled, "MAXIMIZE": maximize,
                   "UNIFORM": uniform}
     return _compile.kernel(source, "k", sig, constexprs, ("table",), _WARPS, 1, index)
@@ -215,7 +215,7 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
             if not uniform:
                 key += (tuple(chunked[2]), tuple(chunked[3]))
             rows, on_device = _device_table(key, chunked, size, device, stream)
-            launch = _chunk_launcher(name, bool(decoupled), bool(maximize), uniform, index)
+            launch = _chunk_launcher(dtype, bool(decoupled), bool(maximize), uniform, index)
             launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, chunked[2][0],
                    chunked[3][0])
         params = [params[i] for i in rest]
