@@ -33,6 +33,13 @@ namespace {
 enum class RedOp : int { Sum, NanSum, Prod, Max, Min, Any, All, CountNonzero, AbsSum, SumSq, PowSum, AbsMax, AbsMin };
 
 constexpr int kLanes = 16;
+// Independent accumulators of fold_block: four 512-bit vectors' worth for 4- and 8-byte
+// accumulators (one vector add chain is latency-bound at ~16 floats per 4 cycles; four keep
+// the adders busy), kLanes for narrower or wider types.
+template <typename Acc>
+constexpr int lanes_for() {
+  return sizeof(Acc) == 4 || sizeof(Acc) == 8 ? 256 / static_cast<int>(sizeof(Acc)) : kLanes;
+}
 constexpr int64_t kBlock = 4096;
 constexpr int64_t kOuterBlock = 64;
 constexpr int64_t kWideBlock = 1024;
@@ -55,21 +62,31 @@ inline int64_t wide_block(int64_t inner, int64_t rows) {
 // Rows of a softmax column block that stay in L2 between two passes over them.
 constexpr int64_t kChunkBytes = 256 * 1024;
 
+// lanes[0] = the pairwise fold of lanes[0, 2 * W). A constant width per level lets gcc keep
+// the wide levels in vector registers (a loop over a variable width ran as scalar adds through
+// the stack: ~30% of a 1024-float row's sum).
+template <int W, typename Acc, typename Op>
+inline void fold_halves(const Op& op, Acc* lanes) {
+  if constexpr (W >= 1) {
+    for (int j = 0; j < W; ++j) lanes[j] = op.merge(lanes[j], lanes[j + W]);
+    fold_halves<W / 2>(op, lanes);
+  }
+}
+
 // One block of a contiguous run with kLanes independent accumulators. Kept out of line:
 // inlined into the callers' loops, gcc 12 turns `lanes` into scalars and stops vectorizing.
 template <typename T, typename Acc, typename Op>
 __attribute__((noinline)) Acc fold_block(const Op& op, const T* p, int64_t len) {
-  Acc lanes[kLanes];
-  for (int j = 0; j < kLanes; ++j) lanes[j] = op.init();
+  constexpr int L = lanes_for<Acc>();
+  Acc lanes[L];
+  for (int j = 0; j < L; ++j) lanes[j] = op.init();
   int64_t i = 0;
-  for (; i + kLanes <= len; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], p[i + j]);
+  for (; i + L <= len; i += L) {
+    for (int j = 0; j < L; ++j) lanes[j] = op.step(lanes[j], p[i + j]);
   }
   Acc tail = op.init();
   for (; i < len; ++i) tail = op.step(tail, p[i]);
-  for (int w = kLanes / 2; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) lanes[j] = op.merge(lanes[j], lanes[j + w]);
-  }
+  fold_halves<L / 2>(op, lanes);
   return op.merge(lanes[0], tail);
 }
 
