@@ -158,6 +158,19 @@ def reduction_outer_columns():
 
 
 @case
+def reduction_outer_row_scaled():
+    # LayerNorm's weight/bias gradients: column sums of the incoming gradient times the input
+    # scaled by per-row statistics (vectors along the reduced dim, shared by every column)
+    def program(t, g, x, mean, rstd):
+        return (g * ((x - mean[:, None]) * rstd[:, None])).sum(0), g.sum(0)
+    return (program, [make_input((600, 48), ember.float32, specials=False),
+                      make_input((600, 48), ember.float32, specials=False, seed=5),
+                      make_input((600,), ember.float32, specials=False, seed=6),
+                      make_input((600,), ember.float32, specials=False, seed=7, low=0.5, high=2.0)],
+            {"rtol": 1e-4, "atol": 1e-4})
+
+
+@case
 def reduction_max_min_nan():
     return (lambda t, x: (x.amax(-1), x.amin(0), x.max()),
             [make_input((6, 30), ember.float32)], {})

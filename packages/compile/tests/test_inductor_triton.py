@@ -27,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
-        "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_int_bool_prod",
+        "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_outer_row_scaled",
+        "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
         "cross_entropy_backward"]
@@ -146,3 +147,22 @@ def test_source_cache_is_keyed_by_source(tmp_path, monkeypatch):
     assert a == b != c
     assert open(a).read() == "# one\n"
     assert not [f for f in os.listdir(os.path.dirname(a)) if f.endswith(".tmp")]
+
+
+def test_layer_norm_weight_gradient_is_an_outer_reduction():
+    # The per-row mean/rstd vectors run along the reduced dim but are shared by every column:
+    # they must not make a column sum over 8192 rows a one-column-a-block persistent kernel
+    # (GPT-2's LayerNorm weight gradients ran at ~1/10 of the bandwidth that way).
+    from ember.compiler import make_fx
+    from ember.compiler.inductor._compile_fx import triton_kernels
+
+    def program(g, x, mean, rstd):
+        return (g * ((x - mean[:, None]) * rstd[:, None])).sum(0), g.sum(0)
+
+    inputs = [ember.randn(8192, 64), ember.randn(8192, 64), ember.randn(8192), ember.rand(8192)]
+    gm = make_fx(program)(*inputs)
+    _, _, specs = triton_kernels(gm, inputs)
+    reductions = [s for s in specs if s.reduction]
+    assert reductions
+    for spec in reductions:
+        assert spec.outer and not spec.persistent, spec.source

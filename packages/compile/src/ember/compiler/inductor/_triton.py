@@ -295,7 +295,9 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
     def _outer_reduction(self, outer, inner) -> bool:
         """Whether the loads run along the rows, not along the reduced elements: a reduction over a
         leading dim (a bias gradient, (8192, 768) summed over dim 0), where a block must span many
-        rows for its loads to be contiguous, unlike the usual one-row-a-block reduction."""
+        rows for its loads to be contiguous, unlike the usual one-row-a-block reduction. A load
+        that does not move with the kept index (LayerNorm's per-row mean and rstd in its weight
+        gradient) is one small vector every column shares: it does not decide the layout."""
         if not outer or not inner:
             return False
         x, r = outer[-1][0], inner[-1][0]
@@ -303,7 +305,7 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
         for n in self.k.nodes:
             for ld in n.loads:
                 e = ld.index.xreplace(self.subs)
-                if r not in e.free_symbols:
+                if r not in e.free_symbols or x not in e.free_symbols:
                     continue
                 if sympy.diff(e, r) == 1:
                     return False  # some input is read along the reduced elements
