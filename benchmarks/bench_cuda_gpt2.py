@@ -4,9 +4,11 @@ The model is written once against the common API (``fw.nn``), so both frameworks
 program: token + position embeddings, 12 pre-norm blocks (causal ``scaled_dot_product_attention``,
 GELU-tanh MLP), tied output head; AdamW (fused where the framework has it), bf16 autocast,
 batch 8 x 1024 tokens by default. Reports tokens/s (median step time over the timed steps, CUDA
-synchronized per step) for eager and for ``compile(mode="reduce-overhead")`` of the model.
+synchronized per step) for eager and for ``ember.compile`` of the model in each of ``--modes``
+(``reduce-overhead`` unless told), and with ``--torch-compile`` PyTorch's ``torch.compile`` too.
 
     python benchmarks/bench_cuda_gpt2.py [--steps N] [--batch B] [--seq T] [--layers L] [--json out.json]
+                                         [--modes default reduce-overhead] [--torch-compile]
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def build(fw, layers, d=768, heads=12, vocab=50304, seq=1024):
     return GPT()
 
 
-def run(fw, label, args, compiled):
+def run(fw, label, args, compiled, mode="reduce-overhead"):
     fw.manual_seed(0)
     dev = args.device
     model = build(fw, args.layers, seq=args.seq).to(dev)
@@ -71,7 +73,7 @@ def run(fw, label, args, compiled):
         opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
     except (TypeError, RuntimeError, ValueError):
         opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-    step_model = fw.compile(model, mode="reduce-overhead") if compiled else model
+    step_model = fw.compile(model, mode=None if mode == "default" else mode) if compiled else model
     g = fw.Generator().manual_seed(1) if hasattr(fw, "Generator") else None
     idx = fw.randint(0, 50257, (args.batch, args.seq + 1), generator=g).to(dev)
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
@@ -101,6 +103,9 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--modes", nargs="*", default=["reduce-overhead"],
+                    help="ember.compile modes to run (default, reduce-overhead, max-autotune)")
+    ap.add_argument("--torch-compile", action="store_true", help="also PyTorch's torch.compile (default mode)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test of the program")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -111,11 +116,17 @@ def main():
     rows.append(run(torch, "torch eager", args, False))
     print(rows[-1], flush=True)
     if not args.no_compile:
-        rows.append(run(ember, "ember compile reduce-overhead", args, True))
-        from ember.compiler.inductor._cudagraphs import COUNTERS
+        for mode in args.modes:
+            rows.append(run(ember, f"ember compile {mode}", args, True, mode))
+            print(rows[-1], flush=True)
+            if mode == "reduce-overhead":
+                from ember.compiler.inductor._cudagraphs import COUNTERS
 
-        rows[-1]["cudagraphs"] = dict(COUNTERS, reasons=COUNTERS["reasons"][:3])
-        print(rows[-1]["cudagraphs"])
+                rows[-1]["cudagraphs"] = dict(COUNTERS, reasons=COUNTERS["reasons"][:3])
+                print(rows[-1]["cudagraphs"])
+        if args.torch_compile:
+            rows.append(run(torch, "torch compile default", args, True, "default"))
+            print(rows[-1], flush=True)
     for row in rows:
         print(f"{row['name']:34s} {row['ms_per_step']:>9} ms/step {row['tokens_per_s']:>9} tok/s  "
               f"loss {row['first_loss']} -> {row['last_loss']}")

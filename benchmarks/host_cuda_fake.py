@@ -6,7 +6,8 @@ autocast, the CUDA kernels' argument handling, allocator, launch packing) runs a
 host costs can be profiled on any machine; device results are garbage and never read.
 
     python benchmarks/host_cuda_fake.py add            # 1-element add: host us/call
-    python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile]   # host ms per training step
+    python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile] [--mode M]  # host ms per training step
+                                                   # (--mode: the model under ember.compile)
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
 """
 
@@ -97,7 +98,7 @@ def bench_add(n=20000) -> float:
     return best
 
 
-def bench_gpt2(layers: int, steps: int, profile: bool) -> float:
+def bench_gpt2(layers: int, steps: int, profile: bool, mode=None) -> float:
     import ember
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -106,6 +107,8 @@ def bench_gpt2(layers: int, steps: int, profile: bool) -> float:
     ember.manual_seed(0)
     model = build(ember, layers).to("cuda")
     opt = ember.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+    if mode is not None:  # bench_cuda_gpt2's compiled step: the model under ember.compile
+        model = ember.compile(model, mode=None if mode == "default" else mode)
     idx = ember.randint(0, 50257, (8, 1025)).to("cuda")
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
 
@@ -191,8 +194,9 @@ def main():
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")
     else:
-        ms = bench_gpt2(args.layers, args.steps, args.profile)
-        print(f"GPT-2 ({args.layers} layers, B8 T1024) training step: {ms:.1f} host CPU ms "
+        ms = bench_gpt2(args.layers, args.steps, args.profile, args.mode)
+        how = f", ember.compile(mode={args.mode!r})" if args.mode else ""
+        print(f"GPT-2 ({args.layers} layers, B8 T1024{how}) training step: {ms:.1f} host CPU ms "
               "(median; no GPU: launches are no-ops)")
 
 

@@ -288,3 +288,43 @@ def test_inductor_replay_training(backend):
     for p, q in zip(model.parameters(), ref.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert _state(cm).entries
+
+
+def test_autocast_training_replays_and_autocast_changes_fail_guards():
+    # A training step under autocast (the usual mixed-precision loop): the compiled forward
+    # replays from the third call on (it once kept its weight casts in autocast's cache, which
+    # outlived the call, so every call re-ran the Python), and a change of autocast state
+    # (off, another dtype) re-records with eager's answer.
+    def build(lib):
+        lib.manual_seed(0)
+        return lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.GELU(), lib.nn.Linear(8, 3))
+
+    model, ref = build(ember), build(torch)
+    ref.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in model.state_dict().items()})
+    cm = ember.compile(model, backend="inductor")
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    opt_r = torch.optim.SGD(ref.parameters(), lr=0.1)
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    xe, xt = ember.from_numpy(x), torch.from_numpy(x)
+    hits = []
+    for step, dtype in enumerate(["bfloat16"] * 4 + [None, "float16", "float16", "bfloat16"]):
+        opt.zero_grad()
+        opt_r.zero_grad()
+        with ember.autocast("cpu", dtype=getattr(ember, dtype or "bfloat16"), enabled=dtype is not None):
+            out, hit = _replayed(cm, xe)
+            loss = out.float().pow(2).sum()
+        with torch.autocast("cpu", dtype=getattr(torch, dtype or "bfloat16"), enabled=dtype is not None):
+            out_t = ref(xt)
+            loss_t = out_t.float().pow(2).sum()
+        assert out.dtype == ember.float32 if dtype is None else out.dtype == getattr(ember, dtype)
+        np.testing.assert_allclose(_np(out.float()), out_t.float().detach().numpy(), rtol=2e-2, atol=2e-2)
+        loss.backward()
+        loss_t.backward()
+        opt.step()
+        opt_r.step()
+        hits.append(hit)
+    assert hits[2] and hits[3], hits  # replayed under the same autocast state
+    assert not hits[4] and not hits[5]  # autocast off, then float16: recorded again
+    assert hits[7]  # bfloat16 again: its entry still serves
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=2e-2, atol=2e-2)

@@ -23,6 +23,7 @@ import threading
 import weakref
 
 from ember import _C
+from ember._src import autocast as _autocast
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
@@ -131,6 +132,7 @@ class Recorder(dispatch.DispatchMode):
     def __enter__(self):
         self.prev = getattr(_TLS, "rec", None)
         _TLS.rec = self
+        _autocast.STATE.capturing += 1
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
             dispatch._SYNC_HOOK[0] = _hooks.sync_hook
@@ -142,6 +144,7 @@ class Recorder(dispatch.DispatchMode):
             return super().__exit__(*exc)
         finally:
             _TLS.rec = self.prev
+            _autocast.STATE.capturing -= 1
             with _ACTIVE_LOCK:
                 _ACTIVE[0] -= 1
                 if _ACTIVE[0] == 0:

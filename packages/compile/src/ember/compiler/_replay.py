@@ -30,6 +30,7 @@ from __future__ import annotations
 import types
 
 from ember._C import FastFront
+from ember._src import autocast as _autocast
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.tensor import Tensor
@@ -91,7 +92,15 @@ class Observer:
         g = b.const(_GRAD)
         b.exprs.append(f"{g}.grad_enabled is {self.grad[0]} and {g}.inference is {self.grad[1]}")
         b.exprs.append(f"{b.const(_dtypes)}._default_dtype is {b.const(_dtypes._default_dtype)}")
-        b.exprs.append(f"not {b.const(dispatch._MODES)}.stack and not {b.const(dispatch._AUTOCAST_ON)}[0]")
+        b.exprs.append(f"not {b.const(dispatch._MODES)}.stack")
+        # The recording's autocast casts are graph ops: a replay needs this thread's autocast
+        # state as it was (which devices cast, to which dtype); without autocast, none on.
+        ac = b.const(_autocast.STATE)
+        if any(_autocast.STATE.enabled.values()):
+            b.exprs.append(f"{ac}.enabled == {b.const(dict(_autocast.STATE.enabled))} and "
+                           f"{ac}.dtype == {b.const(dict(_autocast.STATE.dtype))}")
+        else:
+            b.exprs.append(f"not {b.const(dispatch._AUTOCAST_ON)}[0] or not any({ac}.enabled.values())")
         self._callable(fn)
 
     def _callable(self, fn) -> None:

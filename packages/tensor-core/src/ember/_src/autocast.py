@@ -77,6 +77,10 @@ class _State(threading.local):
         self.cache_enabled = True
         self.nesting = 0
         self.cache = {}  # id(weight) -> (weight, cast copy), for leaf weights within a region
+        # > 0 while a graph capture records (ember.compile): its casts are graph values that
+        # must not outlive the call in the cache, so they are neither cached nor read from it
+        # (PyTorch's compiled graphs recompute their casts too)
+        self.capturing = 0
 
 
 STATE = _State()
@@ -238,8 +242,8 @@ def _cast(t, to, device_type, state):
     if not _eligible(t, device_type) or t.dtype is to:
         return t
     # PyTorch caches the low-precision copy of fp32 leaf weights for the whole region.
-    cacheable = (state.cache_enabled and t.dtype is _dtypes.float32 and to is not _dtypes.float32
-                 and t._requires_grad and t._base is None and t.is_leaf)
+    cacheable = (state.cache_enabled and not state.capturing and t.dtype is _dtypes.float32
+                 and to is not _dtypes.float32 and t._requires_grad and t._base is None and t.is_leaf)
     if cacheable:
         hit = state.cache.get(id(t))
         if hit is not None and hit[0] is t:
