@@ -137,6 +137,13 @@ def test_block_size_candidates():
     Spec.persistent = False
     looped = _triton_runtime.configs(Spec, 64, 100000, False)
     assert all(rb < 100000 for _, rb, _ in looped)
+    Spec.outer = True
+    # an outer reduction over few columns (GPT-2's 768 LayerNorm weight gradients over 8192 rows)
+    # starts with blocks narrow enough to give a big GPU's SMs one each
+    xb, rb, _ = _triton_runtime.configs(Spec, 768, 8192, False)[0]
+    assert 768 // xb >= 64 and xb >= 8
+    assert (64, 64, 4) in _triton_runtime.configs(Spec, 768, 8192, False)
+    assert _triton_runtime.configs(Spec, 65536, 8192, False)[0] == (64, 64, 4)  # many columns: wide blocks
 
 
 def test_source_cache_is_keyed_by_source(tmp_path, monkeypatch):

@@ -174,8 +174,12 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
         # rows contiguous in memory, reduced elements strided: a block of many rows reads whole
         # lines (64 float32 rows a line of 256 bytes) where one row a block reads one element
         sizes = [(64, 64, 4), (32, 128, 4), (128, 32, 8)]
+        if xnumel < 64 * 128:
+            # few columns (GPT-2's 768 LayerNorm/bias gradients: 12 blocks of 64 for 132 SMs): narrower
+            # blocks of longer row runs give every SM a block (8 float32 columns still fill a sector)
+            sizes = [(8, 256, 4), (16, 256, 4), *sizes] if xnumel <= 16 * 128 else [(16, 256, 4), *sizes]
         if max_autotune:
-            sizes += [(16, 256, 4), (256, 16, 8), (64, 128, 8)]
+            sizes += [(16, 256, 4), (256, 16, 8), (64, 128, 8), (4, 512, 4)]
         for xb, rb, w in sizes:
             out.append((min(xb, max(1, _pow2(xnumel))), min(rb, max(2, _pow2(rnumel))), w))
     else:
