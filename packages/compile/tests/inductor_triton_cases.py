@@ -171,6 +171,22 @@ def reduction_outer_row_scaled():
 
 
 @case
+def reduction_split_full():
+    # reductions of every element (a loss, a norm): split into rows reduced in parallel, then the
+    # rows' results; with NaN in a max, keepdim, a fused producer and a fused consumer
+    def program(t, x, m):
+        return (x.sum(), (x * x).mean() * 2, x.amax(), x.sum((0, 1), keepdim=True), m.any(), (x - 1).abs().sum())
+    return (program, [make_input((300, 400), ember.float32, specials=False),
+                      make_input((300, 400), ember.bool, seed=3)], {"rtol": 1e-4, "atol": 1e-3})
+
+
+@case
+def reduction_split_full_nan():
+    return (lambda t, x: (x.amax(), x.amin(), x.sum()), [make_input((256, 512), ember.float32)],
+            {"rtol": 1e-4, "atol": 1e-3})
+
+
+@case
 def reduction_max_min_nan():
     return (lambda t, x: (x.amax(-1), x.amin(0), x.max()),
             [make_input((6, 30), ember.float32)], {})

@@ -28,6 +28,7 @@ SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
         "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_outer_row_scaled",
+        "reduction_split_full",
         "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
@@ -173,3 +174,16 @@ def test_layer_norm_weight_gradient_is_an_outer_reduction():
     assert reductions
     for spec in reductions:
         assert spec.outer and not spec.persistent, spec.source
+
+
+def test_full_reduction_is_split_into_rows(monkeypatch):
+    # one program would reduce all 2**20 elements on a GPU: a first kernel reduces 1024 rows
+    from ember.compiler import make_fx
+    from ember.compiler.inductor._compile_fx import triton_kernels
+
+    monkeypatch.setattr(config, "cpu_backend", "triton")  # CPU tensors stand in for the GPU's
+    x = ember.randn(1024, 1024)
+    gm = make_fx(lambda x: (x * 2).sum())(x)
+    _, _, specs = triton_kernels(gm, [x])
+    sizes = sorted((int(s.xnumel), int(s.rnumel)) for s in specs if s.reduction)
+    assert sizes == [(1, 1024), (1024, 1024)], sizes

@@ -12,7 +12,8 @@ import sympy
 
 from ember._src import dtypes as dt
 
-from ._ir import Call, Const, TensorValue, cast, compute_dtype, product
+from . import config
+from ._ir import Call, Const, TensorValue, cast, compute_dtype, product, unflatten
 from ._lowering import Unsupported, pointwise, register
 
 
@@ -38,9 +39,43 @@ def _reduced_numel(x, dims):
     return product([x.shape[d] for d in dims])
 
 
+# A reduction of every element to one value runs as one program on a GPU (one row): from this
+# many elements it is split into rows reduced in parallel, then the rows' partial results.
+SPLIT_MIN = 1 << 16
+SPLIT_ROWS = 1024
+
+
+def _split_rows(ctx, x: TensorValue, dims) -> int:
+    """How many rows a full reduction of ``x`` is split into (0: not split). Only for the Triton
+    backend (the C++ one threads a single output itself), static sizes, and a power-of-two row
+    count that divides the element count (rows of equal length, at least 1024 elements each)."""
+    triton = ctx.device.type != "cpu" or config.cpu_backend == "triton"
+    n = _reduced_numel(x, dims)
+    if not triton or len(dims) != x.ndim or not n.is_Integer or int(n) < SPLIT_MIN:
+        return 0
+    n = int(n)
+    rows = 1
+    while rows < SPLIT_ROWS and n % (rows * 2) == 0 and n // (rows * 2) >= 1024:
+        rows *= 2
+    return rows if rows >= 8 else 0
+
+
 def reduce(ctx, x: TensorValue, dims, keepdim, reduce_type, result_dtype, acc_dtype, origin):
     x = ctx.use(x)
     compute = compute_dtype(acc_dtype)
+    rows = _split_rows(ctx, x, dims)
+    if rows:
+        cols = int(_reduced_numel(x, dims)) // rows
+
+        def part(idx):  # element idx[1] of row idx[0] of x's elements in row-major order
+            return cast(x.load(unflatten(idx[0] * cols + idx[1], x.shape)), compute)
+
+        partial = ctx.reduction((sympy.Integer(rows), sympy.Integer(cols)), (1,), False, compute, reduce_type,
+                                part, compute, origin)
+        # the rows' results (kept in the accumulator's dtype) reduced to the one value
+        shape = (*([sympy.Integer(1)] * (x.ndim - 1)), sympy.Integer(rows)) if keepdim else (sympy.Integer(rows),)
+        return ctx.reduction(shape, (len(shape) - 1,), keepdim, result_dtype, reduce_type,
+                             lambda idx: partial.load(idx[-1:]), compute, origin)
 
     def body(idx):
         return cast(x.load(idx), compute)
