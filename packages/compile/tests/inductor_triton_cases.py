@@ -181,6 +181,17 @@ def reduction_split_full():
 
 
 @case
+def reduction_split_columns():
+    # few outputs over many elements (LayerNorm's weight gradient, a bias gradient, a per-channel
+    # statistic): split into parts along the reduced elements, then the parts per output
+    def program(t, g, x, m):
+        return ((g * x).sum(0), g.sum((0, 1), keepdim=True), x.amax(0), (g + 1).mean((0, 2)), m.any(0))
+    return (program, [make_input((512, 4, 700), ember.float32, specials=False),
+                      make_input((512, 4, 700), ember.float32, specials=False, seed=5),
+                      make_input((512, 4, 700), ember.bool, seed=6)], {"rtol": 1e-4, "atol": 1e-3})
+
+
+@case
 def reduction_split_full_nan():
     return (lambda t, x: (x.amax(), x.amin(), x.sum()), [make_input((256, 512), ember.float32)],
             {"rtol": 1e-4, "atol": 1e-3})

@@ -28,7 +28,7 @@ SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
         "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_outer_row_scaled",
-        "reduction_split_full",
+        "reduction_split_full", "reduction_split_columns",
         "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
@@ -187,3 +187,16 @@ def test_full_reduction_is_split_into_rows(monkeypatch):
     _, _, specs = triton_kernels(gm, [x])
     sizes = sorted((int(s.xnumel), int(s.rnumel)) for s in specs if s.reduction)
     assert sizes == [(1, 1024), (1024, 1024)], sizes
+
+
+def test_few_column_reduction_is_split_into_parts(monkeypatch):
+    # GPT-2's LayerNorm weight gradient: 768 sums over 8192 rows, 32 parts of 256 rows each
+    from ember.compiler import make_fx
+    from ember.compiler.inductor._compile_fx import triton_kernels
+
+    monkeypatch.setattr(config, "cpu_backend", "triton")
+    g, x = ember.randn(8192, 768), ember.randn(8192, 768)
+    gm = make_fx(lambda g, x: (g * x).sum(0))(g, x)
+    _, _, specs = triton_kernels(gm, [g, x])
+    sizes = sorted((int(s.xnumel), int(s.rnumel)) for s in specs if s.reduction)
+    assert sizes == [(768, 32), (32 * 768, 256)], sizes

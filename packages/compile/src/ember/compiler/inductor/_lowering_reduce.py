@@ -39,43 +39,46 @@ def _reduced_numel(x, dims):
     return product([x.shape[d] for d in dims])
 
 
-# A reduction of every element to one value runs as one program on a GPU (one row): from this
-# many elements it is split into rows reduced in parallel, then the rows' partial results.
-SPLIT_MIN = 1 << 16
-SPLIT_ROWS = 1024
+# On a GPU a reduction's outputs are its parallelism: one value (a loss, a norm) ran as one program,
+# a few hundred columns (GPT-2's 768 LayerNorm/bias gradients over 8192 rows) as a few dozen. Such
+# reductions are split: the reduced elements in equal parts reduced in parallel, then the parts.
+SPLIT_MIN = 1 << 16  # elements of a full reduction worth two passes
+SPLIT_MIN_KEPT = 1 << 20  # elements of a reduction with several outputs worth two passes
+SPLIT_MAX_KEPT = 2048  # outputs past which the outputs alone fill the GPU
 
 
-def _split_rows(ctx, x: TensorValue, dims) -> int:
-    """How many rows a full reduction of ``x`` is split into (0: not split). Only for the Triton
-    backend (the C++ one threads a single output itself), static sizes, and a power-of-two row
-    count that divides the element count (rows of equal length, at least 1024 elements each)."""
-    triton = ctx.device.type != "cpu" or config.cpu_backend == "triton"
-    n = _reduced_numel(x, dims)
-    if not triton or len(dims) != x.ndim or not n.is_Integer or int(n) < SPLIT_MIN:
+def _split_parts(ctx, x: TensorValue, dims) -> int:
+    """How many parts the reduced elements of ``x`` are split into (0: not split). Only for the
+    Triton backend (the C++ one threads over outputs and elements itself) and static sizes; a
+    power of two that divides the reduced count, so every part has the same length: up to 1024
+    parts of 1024+ elements for one output, up to 32K partial results of 256+ elements otherwise."""
+    if not (ctx.device.type != "cpu" or config.cpu_backend == "triton"):
         return 0
-    n = int(n)
-    rows = 1
-    while rows < SPLIT_ROWS and n % (rows * 2) == 0 and n // (rows * 2) >= 1024:
-        rows *= 2
-    return rows if rows >= 8 else 0
+    n = _reduced_numel(x, dims)
+    kept = product([x.shape[d] for d in range(x.ndim) if d not in dims])
+    if not n.is_Integer or not kept.is_Integer:
+        return 0
+    n, kept = int(n), int(kept)
+    if kept == 1:
+        if n < SPLIT_MIN:
+            return 0
+        most, least = 1024, 1024
+    else:
+        if kept > SPLIT_MAX_KEPT or n * kept < SPLIT_MIN_KEPT:
+            return 0
+        most, least = min(64, 32768 // kept), 256
+    parts = 1
+    while parts * 2 <= most and n % (parts * 2) == 0 and n // (parts * 2) >= least:
+        parts *= 2
+    return parts if parts >= 4 else 0
 
 
 def reduce(ctx, x: TensorValue, dims, keepdim, reduce_type, result_dtype, acc_dtype, origin):
     x = ctx.use(x)
     compute = compute_dtype(acc_dtype)
-    rows = _split_rows(ctx, x, dims)
-    if rows:
-        cols = int(_reduced_numel(x, dims)) // rows
-
-        def part(idx):  # element idx[1] of row idx[0] of x's elements in row-major order
-            return cast(x.load(unflatten(idx[0] * cols + idx[1], x.shape)), compute)
-
-        partial = ctx.reduction((sympy.Integer(rows), sympy.Integer(cols)), (1,), False, compute, reduce_type,
-                                part, compute, origin)
-        # the rows' results (kept in the accumulator's dtype) reduced to the one value
-        shape = (*([sympy.Integer(1)] * (x.ndim - 1)), sympy.Integer(rows)) if keepdim else (sympy.Integer(rows),)
-        return ctx.reduction(shape, (len(shape) - 1,), keepdim, result_dtype, reduce_type,
-                             lambda idx: partial.load(idx[-1:]), compute, origin)
+    parts = _split_parts(ctx, x, dims)
+    if parts:
+        return _split_reduce(ctx, x, dims, keepdim, reduce_type, result_dtype, compute, origin, parts)
 
     def body(idx):
         return cast(x.load(idx), compute)
@@ -174,3 +177,33 @@ def _logical(name):
 
 _logical("any")
 _logical("all")
+
+
+def _split_reduce(ctx, x, dims, keepdim, reduce_type, result_dtype, compute, origin, parts):
+    """``reduce`` in two passes: each of ``parts`` equal runs of the reduced elements (row-major
+    over the reduced dims) reduced per output into a (parts, *kept) buffer in the accumulator's
+    dtype, then those reduced over the parts."""
+    kept = [d for d in range(x.ndim) if d not in dims]
+    kept_shape = [x.shape[d] for d in kept]
+    reduced_shape = [x.shape[d] for d in dims]
+    length = int(_reduced_numel(x, dims)) // parts
+
+    def part(idx):  # (part, element of the part, *kept index)
+        r = unflatten(idx[0] * length + idx[1], reduced_shape)
+        full = [None] * x.ndim
+        for d, i in zip(dims, r):
+            full[d] = i
+        for d, i in zip(kept, idx[2:]):
+            full[d] = i
+        return cast(x.load(full), compute)
+
+    partial = ctx.reduction((sympy.Integer(parts), sympy.Integer(length), *kept_shape), (1,), False, compute,
+                            reduce_type, part, compute, origin)
+    out_shape = [sympy.Integer(1) if d in dims else x.shape[d] for d in range(x.ndim)] if keepdim else kept_shape
+
+    def whole(idx):  # (*output index, part)
+        kidx = [idx[d] for d in kept] if keepdim else idx[:-1]
+        return partial.load([idx[-1], *kidx])
+
+    return ctx.reduction((*out_shape, sympy.Integer(parts)), (len(out_shape),), False, result_dtype, reduce_type,
+                         whole, compute, origin)
