@@ -288,3 +288,25 @@ def test_logit_inplace_method_takes_eps_like_torch(kwargs):
     # Found by test_fuzz_ops: Tensor.logit_ rejected the eps keyword.
     e, t = make((5,), "float32", low=0.0, high=1.0)
     assert_close(e.clone().logit_(**kwargs), t.clone().logit_(**kwargs))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.relu(x),
+    lambda lib, x: x.clone().relu_(),
+    lambda lib, x: lib.clamp(x, min=0.0),
+    lambda lib, x: lib.clamp(x, min=0),
+    lambda lib, x: lib.clamp(x, max=0.0),
+    lambda lib, x: lib.clamp(x, -0.0, 0.0),
+    lambda lib, x: x.clamp_min(0.0),
+    lambda lib, x: x.clamp_max(-0.0),
+    lambda lib, x: x.clone().clamp_(min=0.0),
+    lambda lib, x: lib.nn.functional.relu(x),
+    lambda lib, x: lib.nn.functional.hardtanh(x, -0.0, 0.0),
+    lambda lib, x: lib.nn.functional.relu6(x),
+])
+@pytest.mark.parametrize("size", [1, 37])
+def test_relu_and_clamp_keep_the_sign_of_zero_like_torch(call, size):
+    # relu(-0.) is -0. in PyTorch: a bound equal to x leaves x as it is (ember returned +0.).
+    for values in ([-0.0] * size, [0.0] * size):
+        got, want = call(ember, ember.tensor(values)), call(torch, torch.tensor(values))
+        assert ember.signbit(got).tolist() == torch.signbit(want).tolist()
