@@ -310,3 +310,28 @@ def test_relu_and_clamp_keep_the_sign_of_zero_like_torch(call, size):
     for values in ([-0.0] * size, [0.0] * size):
         got, want = call(ember, ember.tensor(values)), call(torch, torch.tensor(values))
         assert ember.signbit(got).tolist() == torch.signbit(want).tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x, t, s: lib.clamp(x, t, 2.0),
+    lambda lib, x, t, s: lib.clamp(x, min=t, max=2),
+    lambda lib, x, t, s: lib.clamp(x, 0, t),
+    lambda lib, x, t, s: x.clamp(t, 2.0),
+    lambda lib, x, t, s: x.clip(0, t),
+    lambda lib, x, t, s: x.clone().clamp_(t, 2.0),
+    lambda lib, x, t, s: lib.clamp(x, s, 2.0),  # a 0-d tensor passes for a number: computed
+    lambda lib, x, t, s: lib.clamp(x, t, s),
+    lambda lib, x, t, s: lib.clamp(x, None, t),
+    lambda lib, x, t, s: lib.clamp(x, min=t),
+])
+def test_clamp_with_a_tensor_bound_beside_a_number_bound_is_a_type_error(call):
+    def run(lib):
+        try:
+            return call(lib, lib.arange(3.0), lib.ones(3), lib.tensor(1.0))
+        except TypeError:
+            return TypeError
+    want, got = run(torch), run(ember)
+    if want is TypeError:
+        assert got is TypeError
+    else:
+        assert_close(got, want)
