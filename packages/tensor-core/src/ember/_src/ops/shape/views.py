@@ -173,7 +173,7 @@ def t(input: Tensor) -> Tensor:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but input is {input.ndim}D")
     if input.ndim < 2:
         return make_view(input, input._shape, input._stride, input._offset)
-    return transpose(input, 0, 1)
+    return label_as_op(transpose(input, 0, 1), "t")  # TBackward0, as PyTorch's own t op
 
 
 def _matrix_transpose(self: Tensor) -> Tensor:
@@ -289,7 +289,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     if input.ndim == 0:
         wrap_dims(dim, 0)
         return squeeze_op(input, None)
-    return squeeze_op(input, (dim,) if isinstance(dim, int) else tuple(dim))
+    # An int stays an int (not (dim,)): autograd names squeeze.dim's node SqueezeBackward1, a list's 2.
+    return squeeze_op(input, dim if isinstance(dim, int) else tuple(dim))
 
 
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
