@@ -114,6 +114,18 @@ def test_root_errors():
         (x * 2).backward(ember.ones(2))
 
 
+@pytest.mark.parametrize("out_grad,in_grad", [(False, False), (False, True), (True, False)])
+def test_grad_reports_an_output_without_history_before_an_input_without_grad(out_grad, in_grad):
+    def message(lib):
+        x = lib.ones(3, requires_grad=in_grad)
+        w = lib.ones(3, requires_grad=out_grad)
+        with pytest.raises(RuntimeError) as info:
+            lib.autograd.grad((w * 2).sum(), x)
+        return str(info.value)
+
+    assert message(ember) == message(torch)
+
+
 def test_grad_function_matches_torch_and_leaves_grad_alone():
     ex, tx = leaf_pair((4,), seed=7)
     ey, ty = leaf_pair((4,), seed=8)
