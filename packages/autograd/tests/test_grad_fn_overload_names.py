@@ -62,6 +62,13 @@ DIM_CALLS = {
     "clamp_max_tensor": lambda L, x, b: L.clamp(x, None, b),
     "clamp_inplace_numbers": lambda L, x, b: x.clone().clamp_(-0.5, 0.5),
     "clamp_inplace_tensors": lambda L, x, b: x.clone().clamp_(b, b + 1),
+    # composites whose last node carries the name of PyTorch's op
+    "repeat": lambda L, x, b: x.repeat(2, 1),
+    "roll_dims": lambda L, x, b: x.roll(1, 1),
+    "roll_flat": lambda L, x, b: L.roll(x, 2),
+    "narrow": lambda L, x, b: x.narrow(1, 1, 2),
+    "tril": lambda L, x, b: x.tril(),
+    "triu": lambda L, x, b: L.triu(x, 1),
 }
 
 

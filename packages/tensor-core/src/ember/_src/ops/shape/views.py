@@ -326,7 +326,7 @@ def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    return narrow_op(input, dim, start, length)
+    return label_as_op(narrow_op(input, dim, start, length), "slice")  # PyTorch's narrow is a slice: SliceBackward0
 
 
 @_view_op("select(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
