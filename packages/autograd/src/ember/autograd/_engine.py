@@ -274,10 +274,11 @@ def _check_hook_result(hook, value, result) -> None:
 
 
 def _retain(t: Tensor, g: Tensor) -> None:
-    if t.grad is None:
+    old = t._grad  # not .grad: a non-leaf captured by backward(inputs=) must not warn
+    if old is None:
         t.grad = g.clone() if _STATE.grad_enabled else g.detach().clone()
     else:
-        t.grad = t.grad + g
+        t.grad = old + g
 
 
 class _Task:
