@@ -91,3 +91,15 @@ def test_bool_subtraction_messages_match_torch(call):
     with pytest.raises(RuntimeError) as got:
         call(ember)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros(4, 4)[::0],
+    lambda L: L.zeros(4, 4)[:, ::0],
+    lambda L: L.zeros(4, 4)[0, ::-1],
+    lambda L: L.ones(3, dtype=L.int8).view(L.int32),
+    lambda L: L.ones(5, dtype=L.float32).view(L.float64),
+    lambda L: L.ones(2, 3, dtype=L.int16).view(L.float32),
+])
+def test_slice_step_and_dtype_view_messages(call):
+    same_as_torch(call)

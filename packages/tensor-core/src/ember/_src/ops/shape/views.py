@@ -70,7 +70,9 @@ def view_dtype_op(self: Tensor, dtype) -> Tensor:
     ratio_num, ratio_den = self.dtype.itemsize, dtype.itemsize
     last = self._shape[-1] * ratio_num
     if last % ratio_den or (self._offset * ratio_num) % ratio_den:
-        raise RuntimeError("self.size(-1) must be divisible by the dtype size ratio to view it as a larger dtype")
+        ratio = ratio_den // ratio_num
+        raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {type_name(self.dtype)} as "
+                           f"{type_name(dtype)} (different element sizes), but got {self._shape[-1]}")
     shape = self._shape[:-1] + (last // ratio_den,)
     stride = tuple(s * ratio_num // ratio_den for s in self._stride[:-1]) + (1,)
     out = make_view(self, shape, stride, self._offset * ratio_num // ratio_den)
