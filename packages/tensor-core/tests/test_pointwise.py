@@ -335,3 +335,19 @@ def test_clamp_with_a_tensor_bound_beside_a_number_bound_is_a_type_error(call):
         assert got is TypeError
     else:
         assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("size", [1, 37])
+@pytest.mark.parametrize("fn", ["tanh", "tanhshrink", "gelu_tanh"])
+def test_tanh_family_keeps_the_sign_of_zero_like_torch(fn, size, dtype):
+    # The float32 tanh polynomial added its terms up to +0. for x = -0. (PyTorch: -0.).
+    def run(lib):
+        x = -lib.zeros(size, dtype=getattr(lib, dtype))
+        if fn == "tanh":
+            return lib.tanh(x)
+        if fn == "tanhshrink":
+            return lib.nn.functional.tanhshrink(x)
+        return lib.nn.functional.gelu(x, approximate="tanh")
+
+    assert ember.signbit(run(ember)).tolist() == torch.signbit(run(torch)).tolist()
