@@ -422,3 +422,20 @@ def _global_hook_log(lib):
 def test_global_module_hooks_match_torch():
     # torch.nn.modules.module.register_module_*: hooks every module runs (profilers, FLOP counters).
     assert _global_hook_log(ember) == _global_hook_log(torch)
+
+
+@pytest.mark.parametrize("target,strict,replace", [
+    ("1.0", False, True), ("", False, True), ("2", False, True), ("3", True, True), ("0.weight", False, True),
+    ("0.weight.x", False, True), ("9.x", False, True), ("1.0", False, False), ("1.0", True, True),
+])
+def test_set_submodule_matches_torch(target, strict, replace):
+    def run(lib):
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(1, 1), nn.Sequential(nn.ReLU()))
+        try:
+            model.set_submodule(target, nn.Tanh() if replace else 5, strict=strict)
+        except (AttributeError, ValueError) as e:
+            return type(e).__name__, str(e)
+        return repr(model).replace("ember", "torch")
+
+    assert run(ember) == run(torch)

@@ -198,6 +198,23 @@ class Module:
             return self
         return self._get_by_path(target, "module")[0]
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Puts ``module`` at the dotted path ``target`` (its parent must exist); ``strict``: only
+        replacing a submodule that is there already."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        atoms = target.split(".")
+        parent = self.get_submodule(".".join(atoms[:-1]))
+        name = atoms[-1]
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        elif strict:
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
+
     def get_parameter(self, target: str) -> Parameter:
         mod, name = self._get_by_path(target, "parameter")
         if not hasattr(mod, name):
