@@ -65,7 +65,10 @@ def test_grads_accumulate_into_leaves_only():
         (tz * tz + tw).sum().backward(retain_graph=True)
     assert_close(ex.grad, tx.grad)
     assert_close(ez.grad, tz.grad)
-    assert ew.grad is None and ez.retains_grad and not ew.retains_grad
+    for w in (ew, tw):  # reading a non-leaf's .grad warns (backward never fills it), as in PyTorch
+        with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+            assert w.grad is None
+    assert ez.retains_grad and not ew.retains_grad and ew._grad is None
 
 
 def test_backward_with_gradient_and_retain_graph():
@@ -112,6 +115,18 @@ def test_root_errors():
         ember.ones(2).sum().backward()
     with pytest.raises(RuntimeError, match="Mismatch in shape"):
         (x * 2).backward(ember.ones(2))
+
+
+@pytest.mark.parametrize("out_grad,in_grad", [(False, False), (False, True), (True, False)])
+def test_grad_reports_an_output_without_history_before_an_input_without_grad(out_grad, in_grad):
+    def message(lib):
+        x = lib.ones(3, requires_grad=in_grad)
+        w = lib.ones(3, requires_grad=out_grad)
+        with pytest.raises(RuntimeError) as info:
+            lib.autograd.grad((w * 2).sum(), x)
+        return str(info.value)
+
+    assert message(ember) == message(torch)
 
 
 def test_grad_function_matches_torch_and_leaves_grad_alone():
@@ -435,5 +450,27 @@ def test_grad_mode_decorators_guard_each_step_of_a_generator(mode):
             with pytest.raises(StopIteration) as stop:
                 g.send("b")
         return out, seen, stop.value.value, steps.__name__
+
+    assert run(ember) == run(torch)
+
+
+def test_non_leaf_grad_warns_only_where_torch_does():
+    import warnings
+
+    def run(lib):
+        x = lib.ones(3, requires_grad=True)
+        seen = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = x * 2
+            seen.append((y.grad is None, len(caught)))  # a non-leaf never filled: warns
+            z = x * 3
+            z.retain_grad()
+            seen.append((z.grad is None, len(caught)))  # retains its grad: silent
+            v = x * 4
+            (v * v).sum().backward(inputs=[v])  # captured by backward(inputs=): filled, silent
+            seen.append((v.grad.tolist(), len(caught)))
+            seen.append((x.grad is None, lib.ones(2).mul(2).grad is None, len(caught)))  # leaves, no history
+        return seen
 
     assert run(ember) == run(torch)

@@ -37,3 +37,52 @@ def test_overload_node_names_and_grads_match_torch(name):
         return type(out.grad_fn).__name__, grads
 
     assert run(ember) == run(torch)
+
+
+# One ember op, several PyTorch overloads: the arguments given pick the name (Note [Overload
+# node names] in _recording.py), on the native recorder's path and on the Python one alike.
+DIM_CALLS = {
+    "sum_all": lambda L, x, b: x.sum(),
+    "sum_dim": lambda L, x, b: x.sum(1),
+    "sum_dims_keepdim": lambda L, x, b: L.sum(x, (0, 1), keepdim=True),
+    "sum_dim_dtype": lambda L, x, b: x.sum(0, dtype=L.float64),
+    "mean_all": lambda L, x, b: x.mean(),
+    "mean_dim": lambda L, x, b: x.mean(dim=-1),
+    "prod_all": lambda L, x, b: x.prod(),
+    "prod_dim": lambda L, x, b: x.prod(0),
+    "squeeze_all": lambda L, x, b: x[:, None].squeeze(),
+    "squeeze_dim": lambda L, x, b: x[:, None].squeeze(1),
+    "squeeze_dim_keyword": lambda L, x, b: L.squeeze(x[:, None], dim=1),
+    "squeeze_dims": lambda L, x, b: x[:, None].squeeze((1,)),
+    "t": lambda L, x, b: x.t(),
+    "torch_t": lambda L, x, b: L.t(x),
+    "clamp_numbers": lambda L, x, b: x.clamp(-0.5, 0.5),
+    "clamp_max_number": lambda L, x, b: x.clamp(max=0.5),
+    "clamp_tensors": lambda L, x, b: x.clamp(min=b),
+    "clamp_max_tensor": lambda L, x, b: L.clamp(x, None, b),
+    "clamp_inplace_numbers": lambda L, x, b: x.clone().clamp_(-0.5, 0.5),
+    "clamp_inplace_tensors": lambda L, x, b: x.clone().clamp_(b, b + 1),
+    # composites whose last node carries the name of PyTorch's op
+    "repeat": lambda L, x, b: x.repeat(2, 1),
+    "roll_dims": lambda L, x, b: x.roll(1, 1),
+    "roll_flat": lambda L, x, b: L.roll(x, 2),
+    "narrow": lambda L, x, b: x.narrow(1, 1, 2),
+    "tril": lambda L, x, b: x.tril(),
+    "triu": lambda L, x, b: L.triu(x, 1),
+}
+
+
+@pytest.mark.parametrize("grad_x", [True, False])
+@pytest.mark.parametrize("name", list(DIM_CALLS))
+def test_overload_names_picked_by_arguments_match_torch(name, grad_x):
+    def run(L):
+        x = L.tensor([[1.5, -0.25, 0.75], [0.5, 2.0, -1.0]], requires_grad=grad_x)
+        b = L.tensor([[0.0, -0.5, 1.0], [1.0, 0.5, -2.0]], requires_grad=not grad_x)
+        out = DIM_CALLS[name](L, x, b)
+        if out.grad_fn is None:
+            return None, None
+        out.sum().backward()
+        return type(out.grad_fn).__name__, out.grad_fn.name(), [
+            None if t.grad is None else [round(v, 5) for v in t.grad.flatten().tolist()] for t in (x, b)]
+
+    assert run(ember) == run(torch)

@@ -84,3 +84,12 @@ def test_bucket_assignment_matches_pytorch(shapes):
     last = len(shapes) - 1
     assert assign_buckets([ember.empty(s) for s in shapes], 25 * 1024 * 1024) == [
         [last - i for i in bucket] for bucket in theirs]
+
+
+def test_sync_batch_norm_matches_whole_batch_norm():
+    # programs/syncbn_program.py: each rank normalizes its slice with the whole batch's statistics.
+    results, _, _ = run_ranks("syncbn_program.py", 2, limit=120)
+    expected = {"type": "SyncBatchNorm", "output": True, "input_grad": True, "weight_grad": True, "bias_grad": True,
+                "running": [True, True, 1], "eval": True}
+    for rank in range(2):
+        assert results[rank] == expected, f"rank {rank}: {results[rank]}"

@@ -369,3 +369,73 @@ def test_wrong_assignment_messages_name_the_type_as_torch(assign):
             assign(lib, lib.nn.Linear(2, 2))
         messages.append(str(info.value))
     assert messages[1] == messages[0]
+
+
+def _global_hook_log(lib):
+    nn, hooks = lib.nn, lib.nn.modules.module
+    log = []
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    handles = [
+        hooks.register_module_forward_pre_hook(lambda mod, a: log.append(("pre", type(mod).__name__))),
+        hooks.register_module_forward_hook(lambda mod, a, o: log.append(("fwd", type(mod).__name__))),
+        hooks.register_module_forward_hook(lambda mod, a, k, o: log.append(("kw", type(mod).__name__, sorted(k))),
+                                           with_kwargs=True),
+        hooks.register_module_full_backward_hook(lambda mod, gi, go: log.append(("bwd", type(mod).__name__, len(gi)))),
+        hooks.register_module_full_backward_pre_hook(lambda mod, go: log.append(("bwdpre", type(mod).__name__))),
+    ]
+    model[0].register_forward_hook(lambda mod, a, o: log.append(("local", type(mod).__name__)))
+    try:
+        model(lib.ones(1, 2, requires_grad=True)).sum().backward()
+    finally:
+        for h in handles:
+            h.remove()
+    model(lib.ones(1, 2))  # removed: only the module's own hook runs
+    with hooks.register_module_forward_hook(lambda mod, a, o: o * 0 if isinstance(mod, nn.ReLU) else None):
+        log.append(model(lib.ones(1, 2)).abs().sum().item())
+
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    with hooks.register_module_forward_hook(lambda mod, a, o: log.append(("always", o)), always_call=True):
+        with pytest.raises(ValueError):
+            Boom()(1)
+    registration = [
+        hooks.register_module_buffer_registration_hook(lambda mod, n, b: log.append(("buf", n))),
+        hooks.register_module_parameter_registration_hook(lambda mod, n, p: log.append(("param", n))),
+        hooks.register_module_module_registration_hook(lambda mod, n, s: log.append(("mod", n))),
+        hooks.register_module_buffer_registration_hook(lambda mod, n, b: b * 3 if n == "mine" else None),
+    ]
+    try:
+        norm = nn.BatchNorm1d(2)
+        seq = nn.Sequential(nn.Linear(1, 1))
+        seq.extra = nn.ReLU()
+        seq.register_buffer("mine", lib.ones(2))  # a hook's return value replaces the buffer
+        log.append(seq.mine.tolist())
+    finally:
+        for h in registration:
+            h.remove()
+    log.append(sorted(norm.state_dict()))
+    return log
+
+
+def test_global_module_hooks_match_torch():
+    # torch.nn.modules.module.register_module_*: hooks every module runs (profilers, FLOP counters).
+    assert _global_hook_log(ember) == _global_hook_log(torch)
+
+
+@pytest.mark.parametrize("target,strict,replace", [
+    ("1.0", False, True), ("", False, True), ("2", False, True), ("3", True, True), ("0.weight", False, True),
+    ("0.weight.x", False, True), ("9.x", False, True), ("1.0", False, False), ("1.0", True, True),
+])
+def test_set_submodule_matches_torch(target, strict, replace):
+    def run(lib):
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(1, 1), nn.Sequential(nn.ReLU()))
+        try:
+            model.set_submodule(target, nn.Tanh() if replace else 5, strict=strict)
+        except (AttributeError, ValueError) as e:
+            return type(e).__name__, str(e)
+        return repr(model).replace("ember", "torch")
+
+    assert run(ember) == run(torch)

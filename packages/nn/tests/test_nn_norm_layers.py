@@ -334,3 +334,26 @@ def test_shared_norm_applied_twice_in_training_backpropagates(name):
         grads.append((xa.grad, layer.weight.grad, layer.bias.grad, layer.running_mean))
     for t, e in zip(*grads):
         assert_close(e, t, atol=1e-4, rtol=1e-4)
+
+
+def test_sync_batch_norm_without_a_process_group_is_batch_norm_as_in_torch():
+    # Programs call convert_sync_batchnorm unconditionally; one process (no group) is BatchNorm.
+    def run(lib):
+        nn = lib.nn
+        model = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(3)))
+        synced = lib.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        x = lib.tensor(np.linspace(-2, 3, 2 * 3 * 3 * 3, dtype=np.float32).reshape(2, 3, 3, 3) ** 2,
+                       requires_grad=True)
+        out = synced[1](x)
+        (out * out).sum().backward()
+        errors = []
+        for bad in (lib.ones(3), lib.ones(2, 0, 4)):
+            try:
+                lib.nn.SyncBatchNorm(3)(bad)
+            except ValueError as e:
+                errors.append(str(e))
+        return (repr(synced).replace("ember", "torch"), synced[1].weight is model[1].weight,
+                np.round(np.array(out.detach().tolist()), 4).tolist(), np.round(np.array(x.grad.tolist()), 4).tolist(),
+                np.round(np.array(synced[1].running_var.tolist()), 5).tolist(), sorted(synced.state_dict()), errors)
+
+    assert run(ember) == run(torch)

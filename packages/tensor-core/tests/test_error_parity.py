@@ -38,14 +38,27 @@ def test_arange_bad_ranges(call):
     same_as_torch(call)
 
 
-@pytest.mark.parametrize("shapes", [((2, 3), (4,)), ((2, 3), (4, 3)), ((5, 2, 3), (2, 4)), ((3,), (2, 4))])
-@pytest.mark.parametrize("op", ["add", "mul", "where"])
+@pytest.mark.parametrize("shapes", [((2, 3), (4,)), ((2, 3), (4, 3)), ((5, 2, 3), (2, 4)), ((3,), (2, 4)),
+                                    ((2, 3), (3, 2)), ((4, 2, 3), (5, 1, 2))])  # several mismatches: the last dim's
+@pytest.mark.parametrize("op", ["add", "mul", "where", "maximum", "lerp"])
 def test_broadcast_mismatch_names_the_result_dim(shapes, op):
     def call(lib):
         a, b = (lib.ones(s) for s in shapes)
+        if op == "lerp":
+            return lib.lerp(a, b, 0.5)
         return lib.where(a > 0, a, b) if op == "where" else getattr(lib, op)(a, b)
 
     same_as_torch(call)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 2)), ((4, 2, 3), (5, 1, 2)), ((3,), (2, 4)), ((2, 5, 3), (5, 4))])
+@pytest.mark.parametrize("as_size", [False, True])
+def test_broadcast_shapes_reports_the_last_mismatching_dim(shapes, as_size):
+    def call(lib):
+        return lib.broadcast_shapes(*(lib.Size(s) if as_size else s for s in shapes))
+
+    kind, message = outcome(ember, call)
+    assert (kind, message.replace("ember.Size", "torch.Size")) == outcome(torch, call)
 
 
 @pytest.mark.parametrize("data", [
@@ -78,3 +91,15 @@ def test_bool_subtraction_messages_match_torch(call):
     with pytest.raises(RuntimeError) as got:
         call(ember)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros(4, 4)[::0],
+    lambda L: L.zeros(4, 4)[:, ::0],
+    lambda L: L.zeros(4, 4)[0, ::-1],
+    lambda L: L.ones(3, dtype=L.int8).view(L.int32),
+    lambda L: L.ones(5, dtype=L.float32).view(L.float64),
+    lambda L: L.ones(2, 3, dtype=L.int16).view(L.float32),
+])
+def test_slice_step_and_dtype_view_messages(call):
+    same_as_torch(call)

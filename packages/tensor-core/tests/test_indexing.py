@@ -235,7 +235,7 @@ ERRORS = [
     ((3,), lambda L: L.tensor([0.0]), IndexError, "tensors used as indices must be long, int, byte or bool"),
     ((3,), lambda L: L.tensor([0], dtype=L.int16), IndexError, "tensors used as indices must be"),
     ((3,), lambda L: slice(None, None, -1), ValueError, "step must be greater than zero"),
-    ((3,), lambda L: slice(None, None, 0), ValueError, "step must be greater than zero"),
+    ((3,), lambda L: slice(None, None, 0), ValueError, "slice step cannot be zero"),
     ((3,), lambda L: (0, 0), IndexError, "too many indices for tensor of dimension 1"),
     ((3,), lambda L: (Ellipsis, 0, Ellipsis, 0), IndexError, "too many indices for tensor of dimension 1"),
     ((2, 3), lambda L: (L.tensor([0, 1]), L.tensor([0, 1, 2])), IndexError, "shape mismatch"),

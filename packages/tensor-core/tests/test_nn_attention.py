@@ -73,3 +73,16 @@ def test_sdpa_errors():
         sdpa(q, q, q, ember.ones(3, 3, dtype=ember.int64))
     with pytest.raises(RuntimeError):
         sdpa(q, ember.ones(1, 2, 3, 5), q)
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 4), (3, 3, 3), (1, 2, 1, 5)])
+@pytest.mark.parametrize("dtype", ["bool", "float32"])
+def test_sdpa_mask_that_does_not_broadcast_raises_runtime_error_as_torch(mask_shape, dtype):
+    # The native kernel's own broadcast check raised ValueError.
+    messages = []
+    for lib, call in ((ember, sdpa), (torch, F.scaled_dot_product_attention)):
+        q = lib.ones(1, 2, 3, 4)
+        with pytest.raises(RuntimeError) as info:
+            call(q, q, q, attn_mask=lib.zeros(mask_shape, dtype=getattr(lib, dtype)))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

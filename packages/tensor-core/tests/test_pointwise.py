@@ -288,3 +288,66 @@ def test_logit_inplace_method_takes_eps_like_torch(kwargs):
     # Found by test_fuzz_ops: Tensor.logit_ rejected the eps keyword.
     e, t = make((5,), "float32", low=0.0, high=1.0)
     assert_close(e.clone().logit_(**kwargs), t.clone().logit_(**kwargs))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.relu(x),
+    lambda lib, x: x.clone().relu_(),
+    lambda lib, x: lib.clamp(x, min=0.0),
+    lambda lib, x: lib.clamp(x, min=0),
+    lambda lib, x: lib.clamp(x, max=0.0),
+    lambda lib, x: lib.clamp(x, -0.0, 0.0),
+    lambda lib, x: x.clamp_min(0.0),
+    lambda lib, x: x.clamp_max(-0.0),
+    lambda lib, x: x.clone().clamp_(min=0.0),
+    lambda lib, x: lib.nn.functional.relu(x),
+    lambda lib, x: lib.nn.functional.hardtanh(x, -0.0, 0.0),
+    lambda lib, x: lib.nn.functional.relu6(x),
+])
+@pytest.mark.parametrize("size", [1, 37])
+def test_relu_and_clamp_keep_the_sign_of_zero_like_torch(call, size):
+    # relu(-0.) is -0. in PyTorch: a bound equal to x leaves x as it is (ember returned +0.).
+    for values in ([-0.0] * size, [0.0] * size):
+        got, want = call(ember, ember.tensor(values)), call(torch, torch.tensor(values))
+        assert ember.signbit(got).tolist() == torch.signbit(want).tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x, t, s: lib.clamp(x, t, 2.0),
+    lambda lib, x, t, s: lib.clamp(x, min=t, max=2),
+    lambda lib, x, t, s: lib.clamp(x, 0, t),
+    lambda lib, x, t, s: x.clamp(t, 2.0),
+    lambda lib, x, t, s: x.clip(0, t),
+    lambda lib, x, t, s: x.clone().clamp_(t, 2.0),
+    lambda lib, x, t, s: lib.clamp(x, s, 2.0),  # a 0-d tensor passes for a number: computed
+    lambda lib, x, t, s: lib.clamp(x, t, s),
+    lambda lib, x, t, s: lib.clamp(x, None, t),
+    lambda lib, x, t, s: lib.clamp(x, min=t),
+])
+def test_clamp_with_a_tensor_bound_beside_a_number_bound_is_a_type_error(call):
+    def run(lib):
+        try:
+            return call(lib, lib.arange(3.0), lib.ones(3), lib.tensor(1.0))
+        except TypeError:
+            return TypeError
+    want, got = run(torch), run(ember)
+    if want is TypeError:
+        assert got is TypeError
+    else:
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("size", [1, 37])
+@pytest.mark.parametrize("fn", ["tanh", "tanhshrink", "gelu_tanh"])
+def test_tanh_family_keeps_the_sign_of_zero_like_torch(fn, size, dtype):
+    # The float32 tanh polynomial added its terms up to +0. for x = -0. (PyTorch: -0.).
+    def run(lib):
+        x = -lib.zeros(size, dtype=getattr(lib, dtype))
+        if fn == "tanh":
+            return lib.tanh(x)
+        if fn == "tanhshrink":
+            return lib.nn.functional.tanhshrink(x)
+        return lib.nn.functional.gelu(x, approximate="tanh")
+
+    assert ember.signbit(run(ember)).tolist() == torch.signbit(run(torch)).tolist()

@@ -122,8 +122,22 @@ ERRORS = [
     lambda m, x: m.avg_pool2d(x, 3, divisor_override=0),
     lambda m, x: m.adaptive_avg_pool2d(x[0, 0], 2),
     lambda m, x: m.adaptive_max_pool2d(x[:, :, :0], 2),
+    lambda m, x: m.adaptive_max_pool2d(x[:, :0], 2),  # a 4D input's channels may not be empty for max
+    lambda m, x: m.adaptive_max_pool1d(x[0, :, :0], 2),
+    lambda m, x: m.adaptive_avg_pool2d(x, (1, 2, 3)),
+    lambda m, x: m.adaptive_avg_pool2d(x, (2,)),
+    lambda m, x: m.adaptive_avg_pool1d(x[0], (1, 2)),
     lambda m, x: m.max_pool1d(x, 2),
 ]
+
+
+def test_adaptive_pools_of_empty_channels_or_batch():
+    for shape in [(2, 0, 8, 8), (0, 3, 8, 8), (0, 8, 8)]:
+        tx = torch.randn(shape)
+        assert_same(nn_pool.adaptive_avg_pool2d(from_torch(tx), 3), F.adaptive_avg_pool2d(tx, 3))
+        assert_same(ember.adaptive_avg_pool1d(from_torch(tx[..., 0]), 3), F.adaptive_avg_pool1d(tx[..., 0], 3))
+        if shape[1] != 0:
+            assert_same(nn_pool.adaptive_max_pool2d(from_torch(tx), 3), F.adaptive_max_pool2d(tx, 3))
 
 
 @pytest.mark.parametrize("fn", ERRORS)

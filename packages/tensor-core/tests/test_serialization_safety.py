@@ -169,7 +169,7 @@ def _checkpoint_bytes() -> bytes:
 
 def test_truncated_files_fail_cleanly():
     data = _checkpoint_bytes()
-    cuts = sorted(set(range(0, len(data), 13)) | set(range(len(data) - 40, len(data))))
+    cuts = sorted(set(range(1, len(data), 13)) | set(range(len(data) - 40, len(data))))  # 0: EOFError below
     for cut in cuts:
         with pytest.raises(RuntimeError, match="<BytesIO>"):
             ember.load(io.BytesIO(data[:cut]))
@@ -220,8 +220,20 @@ def test_fuzzed_pickle_streams_load_or_fail_cleanly():
             pass
 
 
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_empty_file_raises_eof_error_as_torch(tmp_path, weights_only):
+    # Programs catch EOFError to tell "nothing saved yet" from a damaged checkpoint.
+    path = tmp_path / "empty.pt"
+    path.write_bytes(b"")
+    for lib in (torch, ember):
+        for source in (path, str(path), io.BytesIO(b"")):
+            with pytest.raises(EOFError):
+                lib.load(source, weights_only=weights_only)
+    with pytest.raises(EOFError, match="empty.pt"):
+        ember.load(path)
+
+
 @pytest.mark.parametrize("data, match", [
-    (b"", "failed reading zip archive"),
     (b"PK\x03\x04" + b"\x00" * 40, "failed reading zip archive"),
     (bytes(range(64)), "failed reading zip archive"),
 ])

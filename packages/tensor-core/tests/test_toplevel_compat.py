@@ -99,10 +99,23 @@ def test_grad_scaler_vmap_and_version():
     assert ember.vmap is vmap
     np.testing.assert_allclose(ember.vmap(lambda v: v * 2)(ember.ones(3, 2)).numpy(), 2.0)
     assert ember.version.cuda is None and ember.version.__version__ == ember.__version__
-    assert ember.__version__ >= "0.0.1" and ember.__version__ < (99, 0) and ember.__version__ == "0.1.0"
+    assert ember.__version__ >= "0.0.1" and ember.__version__ < (99, 0) and ember.__version__ == "2.13.0+ember0.1.0"
+    assert ember.version.ember_version == "0.1.0"
     assert isinstance(ember.__version__, str) and isinstance(ember.__version__, ember.torch_version.TorchVersion)
     tv = ember.torch_version.TorchVersion("2.1.0rc1")
     assert tv < "2.1.0" and tv > "2.0.9" and not tv >= (2, 1)
+
+
+def test_version_compares_as_the_torch_release_it_follows():
+    # Programs gate code paths on torch.__version__: ember answers as PyTorch 2.13 with a local label.
+    packaging_version = pytest.importorskip("packaging.version")
+    for lib in (ember, torch):
+        v = lib.__version__
+        assert v >= "2.0" and v >= (2, 13) and v > "2.13.0" and v != "2.13.0" and v < "2.14" and v >= "2.13.0a0"
+        assert packaging_version.parse(v).release == (2, 13, 0) and v.split("+")[0] == "2.13.0"
+        assert lib.version.__version__ is v or lib.version.__version__ == v
+    tv = ember.torch_version.TorchVersion
+    assert tv("2.1.0+cpu") > "2.1.0" and tv("2.1.0+a") < "2.1.0+b"
 
 
 @pytest.mark.parametrize("call", [

@@ -69,6 +69,46 @@ int grad_enabled_now() {
   return truth;
 }
 
+namespace {
+
+// A spec's overloads (Note [Overload node names] in autograd's _recording.py): None, or
+// (positions: tuple of ints, classes: a 4-tuple of node classes by argument kind).
+bool valid_overloads(PyObject* o) {
+  if (o == Py_None) return true;
+  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) return false;
+  PyObject* positions = PyTuple_GET_ITEM(o, 0);
+  PyObject* classes = PyTuple_GET_ITEM(o, 1);
+  if (!PyTuple_Check(positions) || !PyTuple_Check(classes) || PyTuple_GET_SIZE(classes) != 4) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(positions); ++i)
+    if (!PyLong_Check(PyTuple_GET_ITEM(positions, i))) return false;
+  for (Py_ssize_t i = 0; i < 4; ++i)
+    if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) return false;
+  return true;
+}
+
+// The kind of an argument that picks an overload's node class: 0 none, 1 number, 2 sequence, 3 tensor.
+int overload_arg_kind(PyObject* a) {
+  if (a == Py_None) return 0;
+  if (is_tensor_base(a)) return 3;
+  if (PyTuple_Check(a) || PyList_Check(a)) return 2;
+  return PyLong_Check(a) || PyFloat_Check(a) ? 1 : 0;
+}
+
+// The node class for this call: the spec's, or the one its overload rule picks.
+PyTypeObject* node_class_for(PyObject* spec, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* overloads = PyTuple_GET_ITEM(spec, 6);
+  if (overloads == Py_None) return reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(spec, 2));
+  PyObject* positions = PyTuple_GET_ITEM(overloads, 0);
+  int kind = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(positions) && kind == 0; ++i) {
+    Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, i));
+    if (at >= 0 && at < nargs) kind = overload_arg_kind(args[at]);
+  }
+  return reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(PyTuple_GET_ITEM(overloads, 1), kind));
+}
+
+}  // namespace
+
 int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (g_reg.spec_fn == nullptr) return kGradPython;
   // Saved-tensor hooks, forward-mode levels and anomaly mode need the Python recording.
@@ -90,9 +130,9 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 6)) {
+    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 7 || !valid_overloads(PyTuple_GET_ITEM(s, 6)))) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 6-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 7-tuple or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
@@ -106,7 +146,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   auto* out = reinterpret_cast<TensorObject*>(out_obj);
   if (out->dtype_code < 6 || out->dtype_code > 9) return 0;  // not real floating: nothing to record
   PyObject* formula = PyTuple_GET_ITEM(spec, 1);
-  auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(spec, 2));
+  PyTypeObject* cls = node_class_for(spec, args, nargs);
   bool reads = PyTuple_GET_ITEM(spec, 3) == Py_True;
   bool saves_output = PyTuple_GET_ITEM(spec, 4) == Py_True;
   bool meta_only = PyTuple_GET_ITEM(spec, 5) == Py_True;  // the formula reads metadata only: stand-ins

@@ -181,7 +181,7 @@ PyObject* squeeze_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs,
   PyObject* dim = nargs + nkw == 2 ? args[1] : Py_None;
   PyObject* dims;
   if (dim == Py_None) dims = Py_NewRef(Py_None);
-  else if (PyLong_CheckExact(dim)) dims = PyTuple_Pack(1, dim);
+  else if (PyLong_CheckExact(dim)) dims = Py_NewRef(dim);  // an int stays one: squeeze.dim's node name
   else if (PyTuple_CheckExact(dim)) dims = Py_NewRef(dim);
   else if (PyList_CheckExact(dim)) dims = PyList_AsTuple(dim);
   else return NOT_HANDLED;
@@ -242,6 +242,10 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
       return fast_call(op, args, nargs);
     case kFrontT: {
       if (nargs != 1 || t->ndim != 2) return NOT_HANDLED;
+      if (t->rg) {  // recorded: the Python t() names the node TBackward0, as PyTorch's t op
+        int on = grad_enabled_now();
+        if (on != 0) return on < 0 ? nullptr : NOT_HANDLED;
+      }
       PyObject* call[3] = {self, g_int0, g_int1};
       return fast_call(op, call, 3);
     }

@@ -63,16 +63,17 @@ PyObject* slice_view(TensorObject* t, PyObject* const* args) {
   return make_view_at(t, shape, strides, t->ndim, offset);
 }
 
-// squeeze(self, dims=None): None drops every size-1 dim, a sequence of ints the size-1 dims among
-// them (a repeated dim is left to the Python kernel).
+// squeeze(self, dims=None): None drops every size-1 dim, an int or a sequence of ints the size-1
+// dims among them (a repeated dim is left to the Python kernel).
 PyObject* squeeze_view(TensorObject* t, PyObject* dims) {
   bool drop[kMaxDims] = {};
   if (dims == Py_None) {
     for (int32_t i = 0; i < t->ndim; ++i) drop[i] = t->sizes[i] == 1;
   } else {
     int64_t listed[kMaxDims];
-    int32_t n;
-    if (t->ndim == 0 || !read_int_sequence(dims, listed, &n, kMaxDims)) return NOT_HANDLED;
+    int32_t n = 1;
+    bool read = PyLong_CheckExact(dims) ? read_int(dims, &listed[0]) : read_int_sequence(dims, listed, &n, kMaxDims);
+    if (t->ndim == 0 || !read) return NOT_HANDLED;
     bool seen[kMaxDims] = {};
     for (int32_t i = 0; i < n; ++i) {
       int32_t d;

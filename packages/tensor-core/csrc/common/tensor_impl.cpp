@@ -134,6 +134,33 @@ int set_grad(PyObject* self, PyObject* value, void* closure) {
   return set_plain(self, value, closure);
 }
 
+// Tensor.grad's getter: reading the empty .grad of a non-leaf that does not retain its gradient
+// warns, as PyTorch does (backward never fills it: the program most likely meant the leaf).
+PyObject* get_grad(PyObject* self, void* closure) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if ((t->grad == nullptr || t->grad == Py_None) && t->grad_fn != nullptr && t->grad_fn != Py_None) {
+    int retains = 0;
+    if (t->autograd_meta != nullptr && t->autograd_meta != Py_None) {
+      PyObject* r = PyObject_GetAttrString(t->autograd_meta, "retains_grad");
+      if (r == nullptr) {
+        PyErr_Clear();
+      } else {
+        retains = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (retains < 0) return nullptr;
+      }
+    }
+    if (!retains &&
+        PyErr_WarnEx(PyExc_UserWarning,
+                     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. backward() "
+                     "does not populate the .grad of a non-leaf Tensor: call .retain_grad() on it first if you "
+                     "want its gradient, or access the leaf Tensor instead.",
+                     1) < 0)
+      return nullptr;
+  }
+  return get_plain(self, closure);
+}
+
 PyObject* py_set_grad_check(PyObject*, PyObject* fn) {
   Py_XSETREF(g_grad_check, fn == Py_None ? nullptr : Py_NewRef(fn));
   Py_RETURN_NONE;
@@ -259,7 +286,8 @@ PyGetSetDef tensor_getset[] = {
     {"dtype", get_dtype, set_dtype, "The element type.", nullptr},
     {"_device", get_device, set_device, "The device.", nullptr},
     {"_requires_grad", get_requires_grad, set_requires_grad, "Whether autograd records ops on it.", nullptr},
-    {"grad", get_plain, set_grad, "The accumulated gradient.", &f_grad},
+    {"grad", get_grad, set_grad, "The accumulated gradient.", &f_grad},
+    {"_grad", get_plain, set_grad, "The accumulated gradient, read without the non-leaf warning.", &f_grad},
     {"grad_fn", get_plain, set_plain, "The node that produced this tensor.", &f_grad_fn},
     {"_base", get_plain, set_plain, "The tensor this one is a view of.", &f_base},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},

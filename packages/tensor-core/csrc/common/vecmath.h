@@ -130,7 +130,8 @@ __attribute__((always_inline)) inline VecF tanh_vec(VecF x) {
        3.33332819422e-1f) * z * x + x;
   VecF large = 1.0f - 2.0f / (exp_vec(2.0f * ax) + 1.0f);
   large = x < 0.0f ? -large : large;
-  return ax < 0.625f ? small : large;
+  const VecF result = ax < 0.625f ? small : large;
+  return x == 0.0f ? x : result;  // tanh(-0.) is -0.: the polynomial's terms add up to +0.
 }
 
 // erf(x) with e = exp(-x^2) given, for callers that need that exponential themselves (gelu's
@@ -245,6 +246,7 @@ inline float tanh_f32(float x) {
                      z - 3.33332819422e-1f) * z * x + x;
   float large = 1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f);
   large = x < 0 ? -large : large;
+  if (x == 0.0f) return x;  // tanh(-0.) is -0.: the polynomial's terms add up to +0.
   return ax < 0.625f ? small : large;
 }
 

@@ -174,13 +174,14 @@ void run_typed(BinaryOp op, const TensorArg& out, const TensorArg& a, const Tens
       else if constexpr (std::is_same_v<T, bool>) arith([](T x, T y) -> T { return x || !y; });
       else arith([](T x, T y) -> T { return int_pow(x, y); });
       break;
+    // On a tie (0.0 and -0.0) maximum and minimum return x, so clamp(x, min=0.) keeps x = -0.0 as PyTorch does.
     case BinaryOp::maximum:
-      if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return (x != x || y != y) ? x + y : (x > y ? x : y); });
-      else arith([](T x, T y) -> T { return x > y ? x : y; });
+      if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return (x != x || y != y) ? x + y : (x < y ? y : x); });
+      else arith([](T x, T y) -> T { return x < y ? y : x; });
       break;
     case BinaryOp::minimum:
-      if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return (x != x || y != y) ? x + y : (x < y ? x : y); });
-      else arith([](T x, T y) -> T { return x < y ? x : y; });
+      if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return (x != x || y != y) ? x + y : (y < x ? y : x); });
+      else arith([](T x, T y) -> T { return y < x ? y : x; });
       break;
     case BinaryOp::fmax:
       if constexpr (is_float_v<T>) arith([](T x, T y) -> T { return std::fmax(x, y); });

@@ -311,8 +311,8 @@ void run_any(UnaryOp op, const TensorArg& out, const TensorArg& a, const Params&
       break;
     case UnaryOp::relu:
       if constexpr (is_bool) throw std::invalid_argument("relu is not supported for bool");
-      else if constexpr (is_float) go([](T x) { return x != x ? x : (x > T(0) ? x : T(0)); });
-      else go([](T x) { return x > T(0) ? x : T(0); });
+      // x < 0 keeps nan and -0.0 as they are (PyTorch's relu(-0.) is -0.)
+      else go([](T x) { return x < T(0) ? T(0) : x; });
       break;
     case UnaryOp::relu6:
       go([](T x) { return x != x ? x : (x < T(0) ? T(0) : (x > T(6) ? T(6) : x)); });

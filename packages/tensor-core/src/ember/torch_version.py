@@ -25,8 +25,11 @@ class Version:
         self.release = tuple(int(p) for p in m.group(1).split("."))
         tag = m.group(2)
         rank = {"a": -3, "b": -2, "rc": -1, ".dev": -4, ".post": 1, None: 0}[tag]
-        self._key = (self.release + (0,) * (8 - len(self.release)), rank, int(m.group(3) or 0))
         self.local = m.group(4)
+        # A local label (+cpu) sorts after the same public version and is not equal to it (PEP 440).
+        local = () if self.local is None else tuple((0, int(p), "") if p.isdigit() else (-1, 0, p.lower())
+                                                    for p in self.local.split("."))
+        self._key = (self.release + (0,) * (8 - len(self.release)), rank, int(m.group(3) or 0), local)
 
     def __eq__(self, other):
         return self._key == other._key

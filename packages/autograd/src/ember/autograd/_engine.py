@@ -274,10 +274,11 @@ def _check_hook_result(hook, value, result) -> None:
 
 
 def _retain(t: Tensor, g: Tensor) -> None:
-    if t.grad is None:
+    old = t._grad  # not .grad: a non-leaf captured by backward(inputs=) must not warn
+    if old is None:
         t.grad = g.clone() if _STATE.grad_enabled else g.detach().clone()
     else:
-        t.grad = t.grad + g
+        t.grad = old + g
 
 
 class _Task:
@@ -551,9 +552,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+    root = _root(outputs, grad_outputs, create_graph)  # outputs without history are reported first, as PyTorch
+    for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    root = _root(outputs, grad_outputs, create_graph)
     captures = {}
     for i, t in enumerate(inputs):
         fn, nr = get_gradient_edge(t)

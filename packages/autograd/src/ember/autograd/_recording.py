@@ -181,6 +181,53 @@ _NODE_CLASS_NAMES = {
 }
 
 
+# Note [Overload node names]: PyTorch names a node after the overload that ran (sum() is
+# SumBackward0, sum(dim) SumBackward1); ember has one op for them. The kind of the first argument
+# given (not None) among an op's listed positions picks the name: an entry is
+# (positions, names for kinds (none, number, sequence, tensor)), a name of None keeping the op's own.
+# The native recorder (csrc/common/autograd_record.cpp) reads the same rule from native_spec.
+_OVERLOAD_NODE_NAMES = {
+    "sum": ((1,), (None, "SumBackward1", "SumBackward1", None)),
+    "mean": ((1,), (None, "MeanBackward1", "MeanBackward1", None)),
+    "prod": ((1,), (None, "ProdBackward1", None, None)),
+    "squeeze": ((1,), (None, "SqueezeBackward1", "SqueezeBackward2", None)),
+    "clamp": ((1, 2), (None, "ClampBackward1", None, None)),  # clamp.Tensor is ClampBackward0
+    "clamp_": ((1, 2), (None, "ClampBackward1", None, None)),
+}
+
+
+def _arg_kind(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, Tensor):
+        return 3
+    if type(value) in (list, tuple):
+        return 2
+    return 1 if isinstance(value, (int, float)) else 0
+
+
+def _overload_classes(op_name: str, base: type):
+    """(positions, classes by kind) for an op in _OVERLOAD_NODE_NAMES, else None."""
+    rule = _OVERLOAD_NODE_NAMES.get(op_name)
+    if rule is None:
+        return None
+    positions, names = rule
+    return positions, tuple(base if n is None else _named_subclass(base, n) for n in names)
+
+
+def _class_for_call(op_name: str, cls: type, args) -> type:
+    """The node class of one call of ``op_name``: ``cls``, or its overload's (Note [Overload node names])."""
+    overloads = _overload_classes(op_name, cls) if op_name in _OVERLOAD_NODE_NAMES else None
+    if overloads is None:
+        return cls
+    positions, classes = overloads
+    for i in positions:
+        kind = _arg_kind(args[i]) if i < len(args) else 0
+        if kind:
+            return classes[kind]
+    return classes[0]
+
+
 def node_class_name(op_name: str) -> str:
     if op_name in _NODE_CLASS_NAMES:
         return _NODE_CLASS_NAMES[op_name]
@@ -201,13 +248,16 @@ def label_grad_fn(tensor: Tensor, op_name: str) -> None:
     node = tensor.grad_fn
     if not isinstance(node, OpNode):
         return
-    cls = type(node)
-    key = (cls, op_name)
+    node.__class__ = _named_subclass(type(node), node_class_name(op_name))
+
+
+def _named_subclass(cls: type, name: str) -> type:
+    """A subclass of node class ``cls`` that computes the same under the class name ``name``."""
+    key = (cls, name)
     labeled = _LABELED.get(key)
     if labeled is None:
-        labeled = _LABELED[key] = type(node_class_name(op_name), (cls,), {"__module__": cls.__module__,
-                                                                          "__slots__": ()})
-    node.__class__ = labeled
+        labeled = _LABELED[key] = type(name, (cls,), {"__module__": cls.__module__, "__slots__": ()})
+    return labeled
 
 
 def _node_class(op_name: str, missing: bool) -> type:
@@ -404,6 +454,8 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     cls = _NODE_CLASSES.get(name) if formula is not None else None
     if cls is None:
         cls = _node_class(name, formula is None)
+    if name in _OVERLOAD_NODE_NAMES:
+        cls = _class_for_call(name, cls, args)
     if kwargs:
         kwargs = {k: SavedTensor(v, False) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
     saved_outputs = (SavedTensor(out, True, 0),) if formula is not None and _saves_output(formula, 0) else ()
@@ -444,14 +496,15 @@ def record_computed(op, args: tuple, kwargs: dict, out):
 
 def native_spec(op):
     """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
-    ``(name, formula, node class, reads_inputs, saves_output, meta_only)``; a node class of None for
+    ``(name, formula, node class, reads_inputs, saves_output, meta_only, overloads)`` (overloads: None or
+    (positions, classes by argument kind), Note [Overload node names]); a node class of None for
     an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
     The C side keeps it while ``FORMULAS[name]`` stays the same object."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
-            return (name, None, None, False, False, False)
+            return (name, None, None, False, False, False, None)
         return None
     if "inplace" in op.tags:
         return None
@@ -459,7 +512,8 @@ def native_spec(op):
     if reads is None:
         reads = formula.reads_inputs = _reads_inputs(formula.backward)
     cls = _NODE_CLASSES.get(name) or _node_class(name, False)
-    return (name, formula, cls, bool(reads), _saves_output(formula, 0), bool(formula.meta_only))
+    return (name, formula, cls, bool(reads), _saves_output(formula, 0), bool(formula.meta_only),
+            _overload_classes(name, cls))
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires
@@ -506,6 +560,8 @@ def _is_arg(t, args) -> bool:
 
 def make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs):
     cls = _node_class(name, formula is None)
+    if name in _OVERLOAD_NODE_NAMES:
+        cls = _class_for_call(name, cls, saved_in)
     saved_args = []
     need_node = False
     meta_only = formula is not None and formula.meta_only

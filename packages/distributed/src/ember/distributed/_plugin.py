@@ -1,7 +1,8 @@
 """The object ember-nn reaches through the ``ember.plugins`` entry point ``distributed``.
 
-``ember.nn.parallel.DistributedDataParallel`` and ``DistributedSampler``'s default rank and
-world size come from here: ember-nn sits below this package and may not import it.
+``ember.nn.parallel.DistributedDataParallel``, ``nn.SyncBatchNorm``'s all-reduce and
+``DistributedSampler``'s default rank and world size come from here: ember-nn sits below this
+package and may not import it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ class DistributedPlugin:
         from ._world import get_world_size
 
         return get_world_size(group)
+
+    @staticmethod
+    def all_reduce(tensor, group=None) -> None:
+        """Sums ``tensor`` in place over ``group`` (nn.SyncBatchNorm's statistics and their gradients)."""
+        from ._collectives import all_reduce
+
+        all_reduce(tensor, group=group)
 
     @property
     def DistributedDataParallel(self):  # noqa: N802 - the class's name

@@ -139,7 +139,8 @@ def broadcast_shapes(*shapes) -> tuple:
     result = [1] * ndim
     for shape in shapes:
         offset = ndim - len(shape)
-        for i, size in enumerate(shape):
+        for i in reversed(range(len(shape))):  # from the last dim, as PyTorch reports the first mismatch
+            size = shape[i]
             j = offset + i
             current = result[j]
             if size == current or size == 1:

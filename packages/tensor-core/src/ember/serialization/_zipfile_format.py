@@ -86,7 +86,8 @@ class ZipWriter:
 
 
 class ZipReader:
-    """Validated access to a checkpoint zip's records; every failure is a ``RuntimeError``."""
+    """Validated access to a checkpoint zip's records; every failure is a ``RuntimeError`` (an
+    ``UnpicklingError`` for bytes that are not a zip, an ``EOFError`` for an empty file, as in PyTorch)."""
 
     def __init__(self, f, source: str, use_mmap: bool = False):
         import zipfile  # here, not at module level: `import ember` should not pay for it
@@ -95,6 +96,10 @@ class ZipReader:
         f.seek(0, io.SEEK_END)
         self._size = f.tell()
         f.seek(0)
+        if self._size == 0:
+            # PyTorch reads an empty file as a pickle stream that ends at once: EOFError, which
+            # programs catch to tell "nothing saved yet" from a damaged file.
+            raise EOFError(f"{source} is empty: there is no checkpoint to load (Ran out of input)")
         try:
             self._zip = zipfile.ZipFile(f)
             infos = self._zip.infolist()

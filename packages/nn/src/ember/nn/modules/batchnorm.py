@@ -1,16 +1,19 @@
-"""Batch normalization: ``BatchNorm1d/2d/3d`` and the base they share with instance norm."""
+"""Batch normalization: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm`` and the base they share with
+instance norm."""
 
 from __future__ import annotations
 
 import ember
 from ember import Tensor
+from ember._src import plugins
+from ember.autograd import Function
 
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -118,3 +121,105 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+def _distributed_world(group):
+    """ember-distributed's plugin when a process group of more than one process is running, else
+    None (ember-nn sits below ember-distributed and reaches it only through its plugin)."""
+    found = plugins.load("distributed")
+    if found is None or not found.is_available() or not found.is_initialized():
+        return None
+    return found if found.get_world_size(group) > 1 else None
+
+
+class _AllReduceSum(Function):
+    """The sum over the group's processes; its gradient is the sum of every process's gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, dist, group):
+        ctx.dist, ctx.group = dist, group
+        total = tensor.clone()
+        dist.all_reduce(total, group)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        total = grad.clone()
+        ctx.dist.all_reduce(total, ctx.group)
+        return total, None, None
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics cover the whole batch across the processes of ``process_group``
+    (in training, when ember.distributed runs more than one process); otherwise ``BatchNorm``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        dist = _distributed_world(self.process_group) if self.training else None
+        if dist is None:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        return self._synced_batch_norm(input, dist, factor)
+
+    def _synced_batch_norm(self, input: Tensor, dist, factor: float) -> Tensor:
+        channels = input.size(1)
+        dims = [0, *range(2, input.dim())]
+        x = input if input.dtype in (ember.float32, ember.float64) else input.float()
+        count = ember.full((1,), float(input.numel() // channels), dtype=x.dtype, device=x.device)
+        # One all-reduce of (sum, sum of squares, count) per channel gives the whole batch's moments.
+        total = _AllReduceSum.apply(ember.cat([x.sum(dims), (x * x).sum(dims), count]), dist, self.process_group)
+        n = total[2 * channels]
+        if float(n) <= 1 and self.track_running_stats:
+            raise ValueError("Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        mean = total[:channels] / n
+        var = (total[channels:2 * channels] / n - mean * mean).clamp_min(0)
+        if self.running_mean is not None and self.track_running_stats:
+            with ember.no_grad():
+                self.running_mean.mul_(1 - factor).add_(mean.to(self.running_mean.dtype), alpha=factor)
+                unbiased = var * (n / (n - 1))
+                self.running_var.mul_(1 - factor).add_(unbiased.to(self.running_var.dtype), alpha=factor)
+        shape = [1, channels] + [1] * (input.dim() - 2)
+        out = (x - mean.view(shape)) * ember.rsqrt(var.view(shape) + self.eps)
+        if self.weight is not None:
+            out = out * self.weight.view(shape)
+        if self.bias is not None:
+            out = out + self.bias.view(shape)
+        return out.to(input.dtype)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every ``BatchNorm*d`` inside replaced by a ``SyncBatchNorm`` sharing its
+        parameters and running statistics."""
+        converted = module
+        if isinstance(module, _BatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group)
+            if module.affine:
+                with ember.no_grad():
+                    converted.weight = module.weight
+                    converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+            if hasattr(module, "qconfig"):
+                converted.qconfig = module.qconfig
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return converted

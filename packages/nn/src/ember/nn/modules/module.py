@@ -19,7 +19,18 @@ from ember import typename as _typename
 from ember.utils.hooks import RemovableHandle
 
 from ..parameter import Buffer, Parameter, is_lazy
+from . import _global_hooks as _globals
 from ._backward_hooks import BackwardHook
+from ._global_hooks import (  # noqa: F401 - PyTorch's names in torch.nn.modules.module
+    register_module_backward_hook,
+    register_module_buffer_registration_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
 
 __all__ = ["Module"]
 
@@ -135,6 +146,8 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.data
+        if _globals.buffer_registration_hooks:
+            tensor = _globals.run_registration_hooks(_globals.buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -153,12 +166,16 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              f"created explicitly. To express '{name}' as a function of another Tensor, "
                              "compute the value in the forward() method.")
+        if _globals.parameter_registration_hooks:
+            param = _globals.run_registration_hooks(_globals.parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def add_module(self, name: str, module: Module | None) -> None:
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         self._check_new_name("module", name, self._modules)
+        if _globals.module_registration_hooks:
+            module = _globals.run_registration_hooks(_globals.module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -180,6 +197,23 @@ class Module:
         if target == "":
             return self
         return self._get_by_path(target, "module")[0]
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Puts ``module`` at the dotted path ``target`` (its parent must exist); ``strict``: only
+        replacing a submodule that is there already."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        atoms = target.split(".")
+        parent = self.get_submodule(".".join(atoms[:-1]))
+        name = atoms[-1]
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        elif strict:
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         mod, name = self._get_by_path(target, "parameter")
@@ -234,6 +268,8 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             remove_from(d, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            if _globals.module_registration_hooks:
+                value = _globals.run_registration_hooks(_globals.module_registration_hooks, self, name, value)
             modules[name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -645,7 +681,8 @@ class Module:
         if self._compiled_call_impl is not None:
             return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _globals.forward_pre_hooks or _globals.forward_hooks
+                or _globals.backward_hooks or _globals.backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -653,7 +690,8 @@ class Module:
 
     def _uncompiled_call_impl(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _globals.forward_pre_hooks or _globals.forward_hooks
+                or _globals.backward_hooks or _globals.backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -665,6 +703,11 @@ class Module:
         self._compiled_call_impl = ember.compile(self._uncompiled_call_impl, *args, **kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
+        # The global hooks (register_module_*, _global_hooks.py) run before the module's own.
+        for hook in list(_globals.forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
@@ -678,26 +721,32 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         backward_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            backward_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                         list(self._backward_pre_hooks.values()))
+        if self._backward_hooks or self._backward_pre_hooks or _globals.backward_hooks or _globals.backward_pre_hooks:
+            backward_hook = BackwardHook(self, [*_globals.backward_hooks.values(), *self._backward_hooks.values()],
+                                         [*_globals.backward_pre_hooks.values(), *self._backward_pre_hooks.values()])
             args = backward_hook.setup_input_hook(args)
+        forward_hooks = self._forward_hooks
+        with_kwargs, always_called = self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        if _globals.forward_hooks:
+            forward_hooks = {**_globals.forward_hooks, **forward_hooks}
+            with_kwargs = {**_globals.forward_hooks_with_kwargs, **with_kwargs}
+            always_called = {**_globals.forward_hooks_always_called, **always_called}
         called = set()
         try:
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
+            for hook_id, hook in list(forward_hooks.items()):
                 called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in with_kwargs:
                     out = hook(self, args, kwargs, result)
                 else:
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
         except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            for hook_id, hook in list(forward_hooks.items()):
+                if hook_id in always_called and hook_id not in called:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in with_kwargs:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)

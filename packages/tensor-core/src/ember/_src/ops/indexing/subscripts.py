@@ -533,7 +533,7 @@ def _apply(self: Tensor, items: tuple):
             size = result._shape[dim]
             step = 1 if item.step is None else operator.index(item.step)
             if step <= 0:
-                raise ValueError("step must be greater than zero")
+                raise ValueError("slice step cannot be zero" if step == 0 else "step must be greater than zero")
             start, stop, _ = _slice_indices(slice(item.start, item.stop, step), size)
             if start != 0 or stop != size or step != 1:
                 result = views.slice_op(result, dim, start, stop, step)

@@ -89,6 +89,7 @@ def _sdpa_kernel(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
     b, h, lq, s = q._shape[0], q._shape[1], q._shape[2], k._shape[2]
     if mask is not None:
         full_shape = tuple(batch) + (h, lq, s)
+        broadcast_shapes(full_shape, tuple(mask._shape))  # a mask that does not fit: PyTorch's RuntimeError
         mask = mask.expand(*full_shape).reshape(b, h, lq, s) if len(batch) != 1 or mask.ndim > 4 else mask
     out = _empty_like_rows(q, (b, h, lq, v._shape[3]), cd)
     if out.numel() == 0 or s == 0:  # no keys: the weighted sum is empty, i.e. zeros

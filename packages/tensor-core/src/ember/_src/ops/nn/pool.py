@@ -271,13 +271,20 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 # -- adaptive pooling -------------------------------------------------------------------------
 
+def _check_nonempty_dims(shape, first: int, fn: str) -> None:
+    for i in range(first, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(shape)} with dimension {i} being empty")
+
+
 def _adaptive_shape(self, output_size, fn: str) -> tuple:
     if self.ndim not in (3, 4):
         raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got {list(self._shape)}")
-    for i in range(self.ndim - 2, self.ndim):
-        if self._shape[i] == 0:
-            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch dimensions, but input "
-                               f"has sizes {list(self._shape)} with dimension {i} being empty")
+    if len(output_size) != 2:
+        raise RuntimeError(f"{fn}: output_size must be 2")
+    # A 4D input's channels count as non-batch for max pooling (PyTorch), not for average pooling.
+    _check_nonempty_dims(self._shape, 1 if fn == "adaptive_max_pool2d" and self.ndim == 4 else self.ndim - 2, fn)
     if any(o < 0 for o in output_size):
         raise RuntimeError(f"{fn}(): elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, output_size))}}}")
@@ -347,16 +354,30 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 def _adaptive_1d_input(input, fn: str):
     if input.ndim not in (2, 3):
         raise RuntimeError(f"{fn}(): Expected 2D or 3D tensor, but got {list(input._shape)}")
+    if fn == "adaptive_max_pool1d":
+        _check_nonempty_dims(input._shape, 1, fn)
     return input.unsqueeze(-2)
 
 
+def _adaptive_1d_size(output_size, fn: str) -> int:
+    if isinstance(output_size, int):
+        return output_size
+    output_size = tuple(output_size)
+    if len(output_size) != 1:
+        raise RuntimeError(f"{fn}() argument 'output_size' should contain one int (got {len(output_size)})")
+    if not isinstance(output_size[0], int):
+        raise TypeError(f"{fn}(): argument 'output_size' must be tuple of ints, but found element of type "
+                        f"{type(output_size[0]).__name__} at pos 0")
+    return output_size[0]
+
+
 def adaptive_avg_pool1d(input, output_size):
-    size = output_size if isinstance(output_size, int) else tuple(output_size)[0]
+    size = _adaptive_1d_size(output_size, "adaptive_avg_pool1d")
     return _adaptive_avg_pool2d_op(_adaptive_1d_input(input, "adaptive_avg_pool1d"), (1, size)).squeeze(-2)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    size = output_size if isinstance(output_size, int) else tuple(output_size)[0]
+    size = _adaptive_1d_size(output_size, "adaptive_max_pool1d")
     out, idx = adaptive_max_pool2d_op(_adaptive_1d_input(input, "adaptive_max_pool1d"), (1, size))
     return (out.squeeze(-2), idx.squeeze(-2)) if return_indices else out.squeeze(-2)
 

@@ -971,9 +971,22 @@ def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's n
     return self
 
 
-def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
+def _check_clamp_bounds(fn: str, min, max) -> None:  # noqa: A002
+    """PyTorch's clamp has a (Tensor?, Tensor?) and a (Number?, Number?) form, a 0-d tensor passing
+    for a number: a tensor of one or more dims beside a number bound is a TypeError."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if min is None or max is None or isinstance(min, Tensor) == isinstance(max, Tensor):
+        return
+    tensor, number = (min, max) if isinstance(min, Tensor) else (max, min)
+    if tensor.ndim != 0:
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got min and max of types "
+                        f"({type(min).__name__}, {type(max).__name__}), but expected both Tensor or both Number "
+                        f"(a {tensor.ndim}-d tensor is no Number)")
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
+    _check_clamp_bounds("clamp", min, max)
     return write_out(clamp_op(input, min, max), out, (input, min, max))
 
 
@@ -982,8 +995,7 @@ clip = clamp
 
 def clamp_(input, min=None, max=None):  # noqa: A002
     """In place: a real in-place op, so autograd records ClampBackward on ``input`` like PyTorch."""
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _check_clamp_bounds("clamp_", min, max)
     return clamp_inplace_op(input, min, max)
 
 

@@ -16,7 +16,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, broadcast_shapes, size_varargs, wrap_dim, wrap_dims
 from ...tensor import Tensor, new_empty_tensor
-from .._common import write_out
+from .._common import label_as_op, write_out
 from ..creation.factories import arange, zeros
 from ..indexing.sorting import bucketize
 from ..pointwise.elementwise import where
@@ -72,7 +72,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         shift = shifts[0] if isinstance(shifts, (tuple, list)) else shifts
-        return roll(input.flatten(), shift, 0).view(input.shape)
+        return label_as_op(roll(input.flatten(), shift, 0).view(input.shape), "roll")
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
@@ -86,7 +86,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         s = operator.index(shift) % size
         if s:
             result = cat([result.narrow(d, size - s, s), result.narrow(d, 0, size - s)], d)
-    return result if result is not input else input.clone()
+    # grad_fn as PyTorch's roll op: RollBackward0, not the CatBackward0 of the composite
+    return label_as_op(result if result is not input else input.clone(), "roll")
 
 
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
@@ -122,7 +123,8 @@ def repeat(self: Tensor, *sizes, **keyword) -> Tensor:
         interleaved += [1, s]
         expanded += [r, s]
         final.append(r * s)
-    return self.reshape(interleaved).expand(*expanded).contiguous().view(*final) if final else self.clone()
+    result = self.reshape(interleaved).expand(*expanded).contiguous().view(*final) if final else self.clone()
+    return label_as_op(result, "repeat")  # RepeatBackward0, as PyTorch's repeat op
 
 
 def tile(input: Tensor, dims) -> Tensor:
@@ -144,7 +146,7 @@ def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     zero = False if input.dtype is dtypes.bool else 0
-    return where(_tri_mask(input, diagonal, lower), input, zero)
+    return label_as_op(where(_tri_mask(input, diagonal, lower), input, zero), name)  # TrilBackward0 / TriuBackward0
 
 
 def tril(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:

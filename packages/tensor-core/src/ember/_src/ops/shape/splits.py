@@ -93,6 +93,7 @@ def sum_to_size(self: Tensor, *size) -> Tensor:
 def broadcast_shapes(*shapes) -> Size:
     """The shape tensors of ``shapes`` broadcast to (ints count as 1-d shapes), without tensors."""
     sizes = []
+    given = shapes  # the error names an argument as the caller wrote it (a tuple, a Size)
     for s in shapes:
         if isinstance(s, int) and not isinstance(s, builtins.bool):
             s = (s,)
@@ -108,14 +109,15 @@ def broadcast_shapes(*shapes) -> Size:
     ndim = max((len(s) for s in sizes), default=0)
     result = [1] * ndim
     for k, s in enumerate(sizes):
-        for i, v in enumerate(s):
+        for i in reversed(range(len(s))):  # from the last dim: the mismatch PyTorch reports first
+            v = s[i]
             j = ndim - len(s) + i
             if v == result[j] or v == 1:
                 continue
             if result[j] != 1:
                 raise RuntimeError(f"Attempting to broadcast a dimension of length {v} at {i - len(s)}! Mismatching "
-                                   f"argument at index {k} had {s}; but expected shape should be broadcastable to "
-                                   f"{result}")
+                                   f"argument at index {k} had {given[k]}; but expected shape should be broadcastable "
+                                   f"to {result}")
             result[j] = v
     return Size(result)
 

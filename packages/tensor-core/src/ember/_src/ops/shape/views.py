@@ -70,7 +70,9 @@ def view_dtype_op(self: Tensor, dtype) -> Tensor:
     ratio_num, ratio_den = self.dtype.itemsize, dtype.itemsize
     last = self._shape[-1] * ratio_num
     if last % ratio_den or (self._offset * ratio_num) % ratio_den:
-        raise RuntimeError("self.size(-1) must be divisible by the dtype size ratio to view it as a larger dtype")
+        ratio = ratio_den // ratio_num
+        raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {type_name(self.dtype)} as "
+                           f"{type_name(dtype)} (different element sizes), but got {self._shape[-1]}")
     shape = self._shape[:-1] + (last // ratio_den,)
     stride = tuple(s * ratio_num // ratio_den for s in self._stride[:-1]) + (1,)
     out = make_view(self, shape, stride, self._offset * ratio_num // ratio_den)
@@ -173,7 +175,7 @@ def t(input: Tensor) -> Tensor:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but input is {input.ndim}D")
     if input.ndim < 2:
         return make_view(input, input._shape, input._stride, input._offset)
-    return transpose(input, 0, 1)
+    return label_as_op(transpose(input, 0, 1), "t")  # TBackward0, as PyTorch's own t op
 
 
 def _matrix_transpose(self: Tensor) -> Tensor:
@@ -289,7 +291,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     if input.ndim == 0:
         wrap_dims(dim, 0)
         return squeeze_op(input, None)
-    return squeeze_op(input, (dim,) if isinstance(dim, int) else tuple(dim))
+    # An int stays an int (not (dim,)): autograd names squeeze.dim's node SqueezeBackward1, a list's 2.
+    return squeeze_op(input, dim if isinstance(dim, int) else tuple(dim))
 
 
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
@@ -325,7 +328,7 @@ def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    return narrow_op(input, dim, start, length)
+    return label_as_op(narrow_op(input, dim, start, length), "slice")  # PyTorch's narrow is a slice: SliceBackward0
 
 
 @_view_op("select(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
