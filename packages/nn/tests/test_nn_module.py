@@ -369,3 +369,45 @@ def test_wrong_assignment_messages_name_the_type_as_torch(assign):
             assign(lib, lib.nn.Linear(2, 2))
         messages.append(str(info.value))
     assert messages[1] == messages[0]
+
+
+def _global_hook_log(lib):
+    from importlib import import_module
+
+    module_mod = import_module(f"{lib.__name__}.nn.modules.module")
+    log = []
+    model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+    model[0].register_forward_hook(lambda m, a, out: log.append(("own", type(m).__name__)))
+    handles = [
+        module_mod.register_module_forward_pre_hook(lambda m, a: log.append(("pre", type(m).__name__))),
+        module_mod.register_module_forward_hook(lambda m, a, out: log.append(("post", type(m).__name__))),
+        module_mod.register_module_forward_hook(lambda m, a, kw, out: log.append(("kw", type(m).__name__, kw)),
+                                                with_kwargs=True),
+    ]
+    model(lib.ones(1, 2))
+    for handle in handles:
+        handle.remove()
+    model(lib.ones(1, 2))
+    return log
+
+
+def test_global_module_forward_hooks_match_torch():
+    # Global hooks run for every module, before each module's own hooks; removed ones stop.
+    assert _global_hook_log(ember) == _global_hook_log(torch)
+
+
+def test_global_forward_hook_always_call_sees_the_failing_forward():
+    def run(lib):
+        from importlib import import_module
+
+        module_mod = import_module(f"{lib.__name__}.nn.modules.module")
+        seen = []
+        handle = module_mod.register_module_forward_hook(lambda m, a, out: seen.append(out), always_call=True)
+        try:
+            with pytest.raises(RuntimeError):
+                lib.nn.Linear(2, 2)(lib.ones(1, 3))
+        finally:
+            handle.remove()
+        return seen
+
+    assert run(ember) == run(torch) == [None]

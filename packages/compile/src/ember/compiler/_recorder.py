@@ -28,6 +28,7 @@ from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
 
+from . import _module_stack
 from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
@@ -125,6 +126,7 @@ class Recorder(dispatch.DispatchMode):
         self.start_grad_mode = None
         self.start_inference_mode = False
         self.stacks: list = []  # user source line per node (for explain / logs), when asked
+        self.module_stacks: list = []  # per node, the module calls running (_module_stack), when asked
         self.eager_autograd = False  # the next flush runs op by op (create_graph=True follows)
 
     # -- entering / leaving ---------------------------------------------------------------
@@ -183,7 +185,7 @@ class Recorder(dispatch.DispatchMode):
             return a, (float, a.hex()), a
         if t is int or t is bool:
             return a, (t, a), a
-        if t is list or t is tuple:
+        if t is list or t is tuple or isinstance(a, list):  # fx's immutable_list (an Interpreter's args) too
             temps, keys, metas = [], [], []
             for b in a:
                 x, k, m = self._conv(b)
@@ -195,7 +197,7 @@ class Recorder(dispatch.DispatchMode):
             return temps, (_LIST, tuple(keys)), metas
         if a is None or t is str:
             return a, a, a
-        if t is dict:
+        if t is dict or isinstance(a, dict):
             temps, keys, metas = {}, [], {}
             for name, b in a.items():
                 x, k, m = self._conv(b)
@@ -347,6 +349,7 @@ class Recorder(dispatch.DispatchMode):
                 self.key.append((func, tuple(keys), kwkeys))
                 if self.want_stacks:
                     self.stacks.append(user_frame())
+                    self.module_stacks.append(_module_stack.CURRENT[0])
                 return lazy
         if isinstance(out, Tensor):
             outs, multi = (out,), False
@@ -411,6 +414,7 @@ class Recorder(dispatch.DispatchMode):
         self.key.append((func, tuple(keys), kwkeys))
         if self.want_stacks:
             self.stacks.append(user_frame())
+            self.module_stacks.append(_module_stack.CURRENT[0])
         if not multi:
             return results[0]
         if out is None:

@@ -21,7 +21,36 @@ from ember.utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter, is_lazy
 from ._backward_hooks import BackwardHook
 
-__all__ = ["Module"]
+__all__ = ["Module"]  # the global hook functions are reached as nn.modules.module.<name>, as in PyTorch
+
+# Hooks every module's call runs before its own (PyTorch's global module hooks); export's
+# nn_module_stack is read through them.
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """Registers ``hook(module, args)`` to run before every module's forward (and before the
+    module's own pre-hooks). A non-None result replaces the positional arguments."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False) -> RemovableHandle:
+    """Registers ``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+    ``with_kwargs``) to run after every module's forward, before the module's own hooks; with
+    ``always_call`` it also runs, with output None, when the forward raises."""
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=[_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called])
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -645,7 +674,7 @@ class Module:
         if self._compiled_call_impl is not None:
             return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -653,7 +682,7 @@ class Module:
 
     def _uncompiled_call_impl(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -665,7 +694,7 @@ class Module:
         self._compiled_call_impl = ember.compile(self._uncompiled_call_impl, *args, **kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        for hook_id, hook in list(_global_forward_pre_hooks.items()) + list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -683,21 +712,24 @@ class Module:
                                          list(self._backward_pre_hooks.values()))
             args = backward_hook.setup_input_hook(args)
         called = set()
+        forward_hooks = list(_global_forward_hooks.items()) + list(self._forward_hooks.items())
+        with_kwargs = {**_global_forward_hooks_with_kwargs, **self._forward_hooks_with_kwargs}
+        always_called = {**_global_forward_hooks_always_called, **self._forward_hooks_always_called}
         try:
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
+            for hook_id, hook in forward_hooks:
                 called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in with_kwargs:
                     out = hook(self, args, kwargs, result)
                 else:
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
         except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            for hook_id, hook in forward_hooks:
+                if hook_id in always_called and hook_id not in called:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in with_kwargs:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)
