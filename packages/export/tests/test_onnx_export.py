@@ -368,3 +368,49 @@ def test_einsum_runs_in_onnx_runtime_at_other_sizes(equation):
     (got,) = session.run(None, {"x": a5, "y": c5})
     np.testing.assert_allclose(got, torch.einsum(equation, torch.tensor(a5), torch.tensor(c5)).numpy(), rtol=1e-5,
                                atol=1e-5)
+
+
+def _conv_bn_linear(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(12, 5)).eval()
+    with lib.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape) * (i + 1) / 4)
+    return model
+
+
+def test_export_params_false_makes_the_weights_graph_inputs(tmp_path):
+    # PyTorch's legacy exporter (and the dynamo one with keep_initializers_as_inputs) lists the
+    # weights as inputs named by their state-dict key and embeds none of their data; ONNX Runtime
+    # fed the state dict gives the eager result. ember's folded transposes must not embed them either.
+    import torch
+
+    x = np.linspace(-2, 2, 64, dtype=np.float32).reshape(2, 2, 4, 4)
+    results = {}
+    for lib in (torch, ember):
+        model = _conv_bn_linear(lib)
+        path = str(tmp_path / f"{lib.__name__}.onnx")
+        lib.onnx.export(model, (lib.tensor(x),), path, export_params=False, input_names=["x"],
+                        keep_initializers_as_inputs=True, do_constant_folding=False, dynamo=False)
+        proto = onnx.load(path)
+        state = {k: v.numpy() for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+        assert not [i.name for i in proto.graph.initializer if i.name in state or i.name.split("_t_")[0] in state]
+        inputs = [i.name for i in proto.graph.input]
+        assert inputs[0] == "x" and set(state) <= set(inputs)
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {"x": x, **{name: state[name] for name in inputs[1:] if name in state}}
+        results[lib.__name__] = session.run(None, feeds)[0]
+    np.testing.assert_allclose(results["ember"], results["torch"], rtol=1e-5, atol=1e-6)
+
+
+def test_export_params_false_on_the_dynamo_path_leaves_the_weights_out():
+    # torch.onnx.export(dynamo=True, export_params=False) saves with include_initializers=False:
+    # no weight initializer and no weight input (the caller attaches them later).
+    program = ember.onnx.export(_conv_bn_linear(ember), (ember.randn(2, 2, 4, 4),), export_params=False)
+    graph = program.model_proto.graph
+    assert [i.name for i in graph.input] == ["input"]  # the program's placeholder name, as PyTorch's
+    state = set(_conv_bn_linear(ember).state_dict())
+    assert not [i.name for i in graph.initializer if i.name in state or i.name.split("_t_")[0] in state]
