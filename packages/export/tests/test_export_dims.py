@@ -150,3 +150,39 @@ def test_einsum_keeps_dynamic_dims_like_torch():
         ep = lib.export.export(build(lib), (lib.tensor(q), lib.tensor(k)), dynamic_shapes=({0: b, 2: t}, {0: b, 2: u}))
         outs.append(ep.module()(lib.tensor(q2), lib.tensor(k2)).numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+
+
+def _lstm_with_state(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lib.nn.LSTM(4, 6, batch_first=True)
+
+        def forward(self, x, h0, c0):
+            out, _ = self.lstm(x, (h0, c0))
+            return out[:, -1]
+
+    return Net()
+
+
+def test_lstm_specializes_the_sequence_and_keeps_the_batch_like_torch():
+    # The LSTM's guard ties batch*seq to batch*5: only the sequence length specializes (a size is
+    # never 0), so a named seq dim is reported alone, and AUTO dims keep the batch dynamic.
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        net = _lstm_with_state(lib)
+        x, h0, c0 = lib.randn(3, 5, 4), lib.zeros(1, 3, 6), lib.zeros(1, 3, 6)
+        dim = lib.export.Dim
+        b, s = dim("b"), dim("s")
+        with pytest.raises(torch._dynamo.exc.UserError if lib is torch else UserError) as info:
+            lib.export.export(net, (x, h0, c0), dynamic_shapes=({0: b, 1: s}, {1: b}, {1: b}))
+        message = str(info.value)
+        assert "Constraints violated (s)!" in message and "Suggested fixes:\n  s = 5" in message
+        auto = {0: dim.AUTO, 1: dim.AUTO}
+        ep = lib.export.export(net, (x, h0, c0), dynamic_shapes=(auto, {1: dim.AUTO}, {1: dim.AUTO}))
+        out = ep.module()(lib.randn(7, 5, 4), lib.zeros(1, 7, 6), lib.zeros(1, 7, 6))
+        with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[1\] == 5"):
+            ep.module()(lib.randn(7, 6, 4), lib.zeros(1, 7, 6), lib.zeros(1, 7, 6))
+        results.append((tuple(out.shape), len(ep.range_constraints)))
+    assert results[0] == results[1] == ((7, 6), 1)
