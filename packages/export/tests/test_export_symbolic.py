@@ -172,3 +172,28 @@ def test_auto_dims_through_convolution_and_pooling_match_torch():
         xs = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(ep.module()(ember.tensor(xs)).detach().numpy(),
                                    tm(torch.tensor(xs)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _ItemSlice(ember.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        ember._check(k >= 0)
+        ember._check(k <= x.shape[0])
+        return x[:k]
+
+
+class _NonzeroFirst(ember.nn.Module):
+    def forward(self, x):
+        return ember.nonzero(x) * 2
+
+
+def test_data_reads_of_inputs_are_never_baked_into_the_graph():
+    # x[:n.item()] once traced to the example's n (a program slicing 3 rows for every n), and a
+    # nonzero as the first op ran on the example and replaced the input. Both are data-dependent:
+    # export refuses them with PyTorch's error type rather than give a wrong program.
+    from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    with pytest.raises(GuardOnDataDependentSymNode, match=r"Tensor\.item\(\)"):
+        export(_ItemSlice(), (ember.randn(5, 2), ember.tensor(3)))
+    with pytest.raises(GuardOnDataDependentSymNode, match="nonzero"):
+        export(_NonzeroFirst(), (ember.tensor([1.0, 0.0, 2.0]),))

@@ -30,6 +30,11 @@ def sync_hook(tensor, reason: str) -> None:
         return
     rec.synced = True  # Python reads data: a replay of this call would not
     fullgraph = rec.owner.fullgraph
+    if tensor is not None and reason in _PURE_READS and getattr(rec, "traced_inputs", None) \
+            and rec.input_index.get(id(tensor)) in rec.traced_inputs:
+        # make_fx traces its inputs, not their values: reading one would bake the example's data
+        # into the graph (x[:n.item()] sliced to the example's n for every input).
+        rec.owner.note_break(reason, user_frame(), rec)
     if reason == "Tensor.tolist()" and fullgraph and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
         raise Unsupported(f"Tensor.tolist() with non-integer tensor\n\nfrom user code:\n   {user_frame()}")
     if not rec.nodes:

@@ -23,6 +23,7 @@ class _Strict:
     want_stacks = True
     fullgraph = True
     traces_through_regions = True  # autograd.Function.apply: its forward's ops join the graph
+    traces_inputs = True  # no op runs on the example inputs' data
 
     def note_break(self, reason, frame, rec):
         where = f"\n  {frame}" if frame is not None else ""
@@ -79,6 +80,7 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
                 for t in flat:
                     if id(t) not in rec.input_index:
                         placeholders.add(rec._lift(t))
+                rec.traced_inputs = placeholders  # their data is not the graph's (_hooks.sync_hook)
                 result = f(*args)
                 output, _, _ = rec._conv(result)
                 constants = frozenset(v for v in rec.input_index.values() if v not in placeholders)

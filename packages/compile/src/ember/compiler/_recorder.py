@@ -444,6 +444,10 @@ class Recorder(dispatch.DispatchMode):
 
     # -- breaks and flushes ------------------------------------------------------------------
     def _eager_op(self, func, args, kwargs, reason):
+        if not self.nodes and getattr(self.owner, "traces_inputs", False):
+            # make_fx: an op that cannot be traced is an error even as the first op (flush has
+            # nothing to run, so it would not report the break; the op would run on the example).
+            self.owner.note_break(reason, user_frame(), self)
         self.flush(reason)
         self.went_eager = True
         self.suspended = True
