@@ -339,6 +339,30 @@ def test_fullgraph_scalar_reads_match_torch(case):
         assert type(got) is type(expect) and got == expect
 
 
+@pytest.mark.parametrize("case", ["mask", "masked_select", "unique", "mask_after_ops"])
+def test_dynamic_shape_operators_match_torch(case):
+    # PyTorch 2.13 keeps data-dependent output shapes (x[mask], masked_select, unique) in a
+    # fullgraph=True capture; without fullgraph a bool mask is a "Dynamic shape operator" break.
+    def program(lib):
+        return {
+            "mask": lambda x: (x[x > 0] * 2).sum() + 1,
+            "masked_select": lambda x: lib.masked_select(x * 2, x > 0).sum(),
+            "unique": lambda x: (x.unique() * 3).sum(),
+            "mask_after_ops": lambda x: ((x * 2 - 1)[x > 0]).mean() * x,
+        }[case]
+
+    x = [1.0, -2.0, 3.0, 1.0]
+    torch._dynamo.reset()
+    expect = torch.compile(program(torch), fullgraph=True, backend="eager")(torch.tensor(x))
+    got = ember.compile(program(ember), fullgraph=True, backend="eager")(ember.tensor(x))
+    np.testing.assert_allclose(_np(got), expect.numpy(), rtol=1e-6)
+    torch._dynamo.reset()
+    t_ex = torch._dynamo.explain(program(torch))(torch.tensor(x))
+    e_ex = ember._dynamo.explain(program(ember))(ember.tensor(x))
+    assert [r.reason.splitlines()[0] for r in e_ex.break_reasons] == \
+        [r.reason.splitlines()[0] for r in t_ex.break_reasons]
+
+
 def test_fullgraph_item_is_an_ordinary_number_outside_the_capture():
     cf = ember.compile(lambda x: x.sum().item(), fullgraph=True, backend="eager")
     value = cf(ember.ones(2))

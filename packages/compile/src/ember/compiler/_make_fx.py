@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ember._src.tensor import Tensor
 
+from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._recorder import Recorder, Unsupported
 
 _MODES = ("real", "fake", "symbolic")
@@ -27,6 +28,8 @@ class _Strict:
 
     def note_break(self, reason, frame, rec):
         where = f"\n  {frame}" if frame is not None else ""
+        if reason.startswith(DYNAMIC_SHAPE_OPERATOR):
+            reason = f"ember.ops.{reason[len(DYNAMIC_SHAPE_OPERATOR):]} has a data-dependent output shape"
         raise Unsupported(f"make_fx: data-dependent operation: {reason}{where}")
 
     def lookup(self, rec, live):  # pragma: no cover - note_break raises first

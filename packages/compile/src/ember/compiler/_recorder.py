@@ -26,9 +26,11 @@ from ember import _C
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
+from ember._src.ops.indexing.subscripts import DataDependentOutputShape
 from ember._src.tensor import Tensor, make_tensor
 
 from . import _module_stack
+from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
@@ -316,8 +318,14 @@ class Recorder(dispatch.DispatchMode):
             try:
                 out = func.call_kernel(margs, mkwargs)
             except NotImplementedError as exc:
-                return self._eager_op(func, args, kwargs,
-                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+                reason = f"ember.ops.{func.name} cannot run on the meta device ({exc})"
+                if isinstance(exc, DataDependentOutputShape):
+                    reason = DYNAMIC_SHAPE_OPERATOR + func.name
+                    if self.owner.fullgraph and not getattr(self.owner, "traces_inputs", False):
+                        # PyTorch 2.13 keeps nonzero / x[mask] / unique in a fullgraph=True graph
+                        # (unbacked sizes); ember computes them, the split before is not a break.
+                        reason = None
+                return self._eager_op(func, args, kwargs, reason)
             except Exception as exc:
                 # A meta kernel that needs data, or bad input: the real op decides (it raises
                 # eager's exception, or computes what the meta kernel could not).
@@ -443,7 +451,7 @@ class Recorder(dispatch.DispatchMode):
         return self.__torch_dispatch__(_hooks._PythonOp(fn, what), (), args, {})
 
     # -- breaks and flushes ------------------------------------------------------------------
-    def _eager_op(self, func, args, kwargs, reason):
+    def _eager_op(self, func, args, kwargs, reason: str | None):
         if not self.nodes and getattr(self.owner, "traces_inputs", False):
             # make_fx: an op that cannot be traced is an error even as the first op (flush has
             # nothing to run, so it would not report the break; the op would run on the example).
