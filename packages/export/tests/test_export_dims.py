@@ -186,3 +186,30 @@ def test_lstm_specializes_the_sequence_and_keeps_the_batch_like_torch():
             ep.module()(lib.randn(7, 6, 4), lib.zeros(1, 7, 6), lib.zeros(1, 7, 6))
         results.append((tuple(out.shape), len(ep.range_constraints)))
     assert results[0] == results[1] == ((7, 6), 1)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_keep_an_unbounded_batch_dim_like_torch(kind):
+    # A thread-count heuristic compared the symbolic batch with a constant: the guard
+    # 9*b < 16777216 made an unbounded Dim("b") a constraint violation for nn.RNN.
+    shapes = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        layer = getattr(lib.nn, kind)(4, 3, batch_first=True)
+        ep = lib.export.export(layer, (lib.randn(2, 3, 4),), dynamic_shapes=({0: lib.export.Dim("b")},))
+        shapes.append(tuple(ep.module()(lib.randn(7, 3, 4))[0].shape))
+        assert [repr(v) for v in ep.range_constraints.values()] == ["VR[0, int_oo]"]
+    assert shapes[0] == shapes[1] == (7, 3, 3)
+
+
+def test_group_norm_decomposition_keeps_the_batch_symbolic():
+    # native_group_norm's N argument was int()-ed: run_decompositions (and ONNX) computed every
+    # batch with the example's N (wrong values, or an error) at other batch sizes.
+    import numpy as np
+
+    layer_t = torch.nn.GroupNorm(2, 4)
+    layer = ember.nn.GroupNorm(2, 4)
+    ep = export(layer, (ember.randn(2, 4, 3),), dynamic_shapes=({0: Dim("b")},)).run_decompositions()
+    x = np.linspace(-3, 3, 5 * 4 * 3, dtype=np.float32).reshape(5, 4, 3)
+    got = ep.module()(ember.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, layer_t(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
