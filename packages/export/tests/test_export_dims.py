@@ -213,3 +213,31 @@ def test_group_norm_decomposition_keeps_the_batch_symbolic():
     x = np.linspace(-3, 3, 5 * 4 * 3, dtype=np.float32).reshape(5, 4, 3)
     got = ep.module()(ember.tensor(x)).detach().numpy()
     np.testing.assert_allclose(got, layer_t(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_shapes_collection_and_call_spec_match_torch():
+    def run(lib):
+        class Net(lib.nn.Module):
+            def forward(self, inputs, scale=None):
+                return inputs["x"] @ inputs["others"][0] + inputs["others"][1] * scale
+
+        x, w, b, s = lib.randn(3, 4), lib.randn(4, 5), lib.randn(3, 5), lib.randn(1)
+        args = ({"x": x, "others": [w, b]},)
+        shapes = lib.export.ShapesCollection()
+        d = lib.export.Dim("d")
+        shapes[x] = {0: d}
+        shapes[b] = {0: d}
+        structure = repr(shapes.dynamic_shapes(Net(), args, {"scale": s}))
+        ep = lib.export.export(Net(), args, {"scale": s}, dynamic_shapes=shapes)
+        out = ep.module()({"x": lib.randn(7, 4), "others": [w, lib.randn(7, 5)]}, scale=s)
+        in_spec, out_spec = ep.call_spec
+        assert ep.call_spec.in_spec is in_spec and ep.call_spec.out_spec is out_spec
+        with pytest.raises(AssertionError, match="Cannot assign shape to non-tensor"):
+            shapes[3] = {0: d}
+        stray = lib.export.ShapesCollection()
+        stray[lib.randn(2)] = {0: d}
+        with pytest.raises(ValueError, match="not found in args"):
+            stray.dynamic_shapes(Net(), args)
+        return structure, tuple(out.shape), [repr(v) for v in ep.range_constraints.values()]
+
+    assert run(ember) == run(torch)
