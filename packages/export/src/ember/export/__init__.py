@@ -41,7 +41,8 @@ __all__ = [
     "default_decompositions", "Dim", "dims", "export",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
-    "register_pytree_node", "save", "SerializationError", "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
+    "register_pytree_node", "save", "SerializationError",
+    "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
     "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 
