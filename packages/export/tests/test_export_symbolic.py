@@ -197,3 +197,34 @@ def test_data_reads_of_inputs_are_never_baked_into_the_graph():
         export(_ItemSlice(), (ember.randn(5, 2), ember.tensor(3)))
     with pytest.raises(GuardOnDataDependentSymNode, match="nonzero"):
         export(_NonzeroFirst(), (ember.tensor([1.0, 0.0, 2.0]),))
+
+
+def _vmapped(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 2)
+
+        def forward(self, xs, w):
+            per_row = lib.func.vmap(lambda v: self.fc(v).sin().sum())(xs)
+            dots = lib.func.vmap(lambda a, b: (a * b).sum(-1), in_dims=(0, None))(xs, w)
+            return per_row + dots
+
+    return Net()
+
+
+def test_vmap_inside_forward_is_traced_like_torch_export():
+    # vmap's BatchedTensor ops were an export error; its batching rules now trace into plain ops.
+    x = np.linspace(-1, 1, 18, dtype=np.float32).reshape(6, 3)
+    w = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        net = _vmapped(lib)
+        with lib.no_grad():
+            net.fc.weight.copy_(lib.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))
+            net.fc.bias.copy_(lib.tensor([0.05, -0.05]))
+        ep = lib.export.export(net, (lib.randn(4, 3), lib.tensor(w)),
+                               dynamic_shapes=({0: lib.export.Dim("b")}, None))
+        results.append(ep.module()(lib.tensor(x), lib.tensor(w)).detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)

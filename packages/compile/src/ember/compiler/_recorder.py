@@ -222,6 +222,17 @@ class Recorder(dispatch.DispatchMode):
             return func(*args, **kwargs)
         if dispatch._SUBCLASS_DISPATCH[0]:
             owner = _dispatching_subclass(args, kwargs)
+            if owner is not None and getattr(self.owner, "traces_inputs", False):
+                # make_fx / export: the subclass decides what the op means (vmap's batching rule)
+                # and its inner ops, on the traced tensors it wraps, come back here and are recorded.
+                stack = dispatch._MODES.stack
+                stack.append(self)
+                try:
+                    handled, result = dispatch._try_subclass_dispatch(func, args, kwargs)
+                finally:
+                    stack.pop()
+                if handled:
+                    return result
             if owner is not None:
                 # A tensor subclass with its own dispatch (vmap's BatchedTensor, DTensor) decides what
                 # the op means: it runs eagerly (a break), its inner ops on real tensors.
