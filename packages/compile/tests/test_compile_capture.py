@@ -363,6 +363,24 @@ def test_dynamic_shape_operators_match_torch(case):
         [r.reason.splitlines()[0] for r in t_ex.break_reasons]
 
 
+@pytest.mark.parametrize("num_classes", [3, -1])
+def test_one_hot_compiles_like_torch(num_classes):
+    # one_hot read its indices' data directly ("tensor has no data" under compile): with a
+    # class count it is traced whole, without one its size needs the data (a break, as Dynamo's).
+    def program(lib):
+        return lambda x: lib.nn.functional.one_hot(x.argmax(-1), num_classes).float() * 2
+
+    x = np.array([[0.1, 0.9, 0.2], [0.7, 0.1, 0.2], [0.1, 0.2, 0.3]], dtype=np.float32)
+    torch._dynamo.reset()
+    expect = torch.compile(program(torch), backend="eager")(torch.tensor(x))
+    got = ember.compile(program(ember))(ember.tensor(x))
+    np.testing.assert_array_equal(_np(got), expect.numpy())
+    torch._dynamo.reset()
+    t_ex = torch._dynamo.explain(program(torch))(torch.tensor(x))
+    e_ex = ember._dynamo.explain(program(ember))(ember.tensor(x))
+    assert (e_ex.graph_count, e_ex.graph_break_count) == (t_ex.graph_count, t_ex.graph_break_count)
+
+
 def test_fullgraph_item_is_an_ordinary_number_outside_the_capture():
     cf = ember.compile(lambda x: x.sum().item(), fullgraph=True, backend="eager")
     value = cf(ember.ones(2))
