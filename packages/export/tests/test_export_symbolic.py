@@ -228,3 +228,19 @@ def test_vmap_inside_forward_is_traced_like_torch_export():
                                dynamic_shapes=({0: lib.export.Dim("b")}, None))
         results.append(ep.module()(lib.tensor(x), lib.tensor(w)).detach().numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_nonzero_static_exports_with_a_dynamic_dim_like_torch():
+    # nonzero_static has a static shape: PyTorch exports it; ember ran nonzero (data-dependent).
+    def run(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x):
+                return lib.nonzero_static(x > 0.15, size=4) + 1, lib.nonzero_static(x.flatten() > 0.5, size=2,
+                                                                                     fill_value=-7)
+
+        x = lib.tensor([[0.1, 0.9, 0.2], [0.7, 0.1, 0.2]])
+        ep = lib.export.export(Net(), (x,), dynamic_shapes=({0: lib.export.Dim("b")},))
+        cases = (x, lib.tensor([[0.0, 0, 0], [0, 0, 0], [1, 1, 1]]), lib.ones(3, 3))
+        return [[t.tolist() for t in ep.module()(c)] for c in cases]
+
+    assert run(ember) == run(torch)

@@ -14,6 +14,7 @@ from ember._src.tensor import Tensor
 
 from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._recorder import Recorder, Unsupported
+from ._user_frames import user_frame
 
 _MODES = ("real", "fake", "symbolic")
 
@@ -32,8 +33,12 @@ class _Strict:
             reason = f"ember.ops.{reason[len(DYNAMIC_SHAPE_OPERATOR):]} has a data-dependent output shape"
         raise Unsupported(f"make_fx: data-dependent operation: {reason}{where}")
 
-    def lookup(self, rec, live):  # pragma: no cover - note_break raises first
-        raise Unsupported("make_fx cannot run a partial graph")
+    def lookup(self, rec, live):
+        # Reached when Python reads a traced tensor's data (.item(), .tolist(), a kernel that
+        # needs the values): the trace has no data to give.
+        frame = user_frame()
+        where = f"\n  {frame}" if frame is not None else ""
+        raise Unsupported(f"make_fx: data-dependent operation: Python reads a traced tensor's data{where}")
 
 
 def _flatten(x, out: list):
