@@ -381,6 +381,25 @@ def test_one_hot_compiles_like_torch(num_classes):
     assert (e_ex.graph_count, e_ex.graph_break_count) == (t_ex.graph_count, t_ex.graph_break_count)
 
 
+@pytest.mark.parametrize("flag", [False, True])
+def test_capture_scalar_and_dynamic_shape_flags_count_breaks_like_torch(flag, monkeypatch):
+    # torch._dynamo.config.capture_scalar_outputs / capture_dynamic_output_shape_ops keep .item()
+    # and x[mask] in the graph: no break (ember computes them between graphs); answers unchanged.
+    def programs(lib):
+        return [lambda x: x * x.sum().item() + 1, lambda x: (x[x > 1] * 2).sum()]
+
+    monkeypatch.setattr(ember.compiler.config, "capture_scalar_outputs", flag)
+    monkeypatch.setattr(ember.compiler.config, "capture_dynamic_output_shape_ops", flag)
+    with torch._dynamo.config.patch(capture_scalar_outputs=flag, capture_dynamic_output_shape_ops=flag):
+        for t_fn, e_fn in zip(programs(torch), programs(ember)):
+            torch._dynamo.reset()
+            t_ex = torch._dynamo.explain(t_fn)(torch.tensor([1.0, 2.0, 3.0]))
+            e_ex = ember._dynamo.explain(e_fn)(ember.tensor([1.0, 2.0, 3.0]))
+            assert e_ex.graph_break_count == t_ex.graph_break_count == (0 if flag else 1)
+            got = ember.compile(e_fn, backend="eager")(ember.tensor([1.0, 2.0, 3.0]))
+            np.testing.assert_allclose(_np(got), t_fn(torch.tensor([1.0, 2.0, 3.0])).numpy())
+
+
 def test_fullgraph_item_is_an_ordinary_number_outside_the_capture():
     cf = ember.compile(lambda x: x.sum().item(), fullgraph=True, backend="eager")
     value = cf(ember.ones(2))

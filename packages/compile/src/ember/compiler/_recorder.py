@@ -30,6 +30,7 @@ from ember._src.ops.indexing.subscripts import DataDependentOutputShape
 from ember._src.tensor import Tensor, make_tensor
 
 from . import _module_stack
+from . import config as _config
 from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
@@ -332,7 +333,8 @@ class Recorder(dispatch.DispatchMode):
                 reason = f"ember.ops.{func.name} cannot run on the meta device ({exc})"
                 if isinstance(exc, DataDependentOutputShape):
                     reason = DYNAMIC_SHAPE_OPERATOR + func.name
-                    if self.owner.fullgraph and not getattr(self.owner, "traces_inputs", False):
+                    if (self.owner.fullgraph or _config.capture_dynamic_output_shape_ops) \
+                            and not getattr(self.owner, "traces_inputs", False):
                         # PyTorch 2.13 keeps nonzero / x[mask] / unique in a fullgraph=True graph
                         # (unbacked sizes); ember computes them, the split before is not a break.
                         reason = None
