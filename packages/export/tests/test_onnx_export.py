@@ -416,7 +416,7 @@ def test_export_params_false_on_the_dynamo_path_leaves_the_weights_out():
     assert not [i.name for i in graph.initializer if i.name in state or i.name.split("_t_")[0] in state]
 
 
-_REDUCTION_PROGRAMS = {
+_TRANSLATED_PROGRAMS = {
     "normalize": lambda lib, x: lib.nn.functional.normalize(x, dim=-1),
     "normalize_p1": lambda lib, x: lib.nn.functional.normalize(x, p=1, dim=1),
     "norm_fro": lambda lib, x: x.norm() + x,
@@ -432,17 +432,27 @@ _REDUCTION_PROGRAMS = {
     "scatter_add": lambda lib, x: lib.zeros(x.shape[0], 5, x.shape[2]).scatter_add(
         1, (x.abs() * 2).long().clamp(max=4), x),
     "one_hot": lambda lib, x: lib.nn.functional.one_hot(x.argmax(-1), 3).float(),
+    "relu6_hardsigmoid": lambda lib, x: lib.nn.functional.relu6(x * 4) + lib.nn.functional.hardsigmoid(x * 3),
+    "celu_threshold": lambda lib, x: lib.nn.functional.celu(x, 0.5) + lib.nn.functional.threshold(x, 0.1, 20.0),
+    "log1p_expm1": lambda lib, x: lib.log1p(x.abs()) + lib.expm1(x),
+    "xlogy_logaddexp": lambda lib, x: lib.xlogy(x.relu(), x.abs() + 0.5) + lib.logaddexp(x * 30, x * -20),
+    "hypot_lerp": lambda lib, x: lib.hypot(x, x + 1) + lib.lerp(x, x * 2, 0.3),
+    "addcmul_addcdiv": lambda lib, x: lib.addcmul(x, x, x, value=0.5) + lib.addcdiv(x, x, x.abs() + 1, value=0.3),
+    "nan_to_num": lambda lib, x: lib.nan_to_num(lib.log(x), nan=1.0) + lib.nan_to_num(x / (x * 0)).clamp(-1, 1),
+    "kl_batchmean": lambda lib, x: lib.nn.functional.kl_div(x.log_softmax(-1), x.softmax(-1), reduction="batchmean"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(_REDUCTION_PROGRAMS))
-def test_norms_logsumexp_any_scatter_one_hot_translate(name):
-    # F.normalize, norm(p), logsumexp, any/all, scatter/scatter_add and one_hot had no ONNX
-    # translation (one_hot even failed to trace); ONNX Runtime at three batch/time sizes vs torch.
+@pytest.mark.parametrize("name", sorted(_TRANSLATED_PROGRAMS))
+def test_reductions_and_pointwise_ops_translate(name):
+    # F.normalize, norm(p), logsumexp, any/all, scatter/scatter_add, one_hot, relu6, hardsigmoid,
+    # celu, threshold, log1p, xlogy, logaddexp, hypot, lerp, addcmul/addcdiv and nan_to_num had no
+    # ONNX translation (one_hot even failed to trace; kl_div's batchmean divided by an int64 size);
+    # ONNX Runtime at three batch/time sizes vs torch.
     import onnxruntime as ort
     import torch
 
-    program = _REDUCTION_PROGRAMS[name]
+    program = _TRANSLATED_PROGRAMS[name]
 
     class Net(ember.nn.Module):
         def forward(self, x):

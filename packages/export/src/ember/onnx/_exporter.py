@@ -29,6 +29,7 @@ from onnx import numpy_helper
 from . import (  # noqa: F401 - they fill the table
     _translations_control,
     _translations_nn,
+    _translations_pointwise,
     _translations_reductions,
     _translations_resample,
     _translations_shape,
