@@ -20,6 +20,9 @@ def test_dim_api_matches_torch():
         assert repr(e) == repr(t) and (e.min, e.max) == (t.min, t.max)
     with pytest.raises(AssertionError, match="inconsistent min=5, max=2"):
         Dim("x", min=5, max=2)
+    for lib_dim in (Dim, torch.export.Dim):
+        with pytest.raises(AssertionError, match="Dim name must be a valid identifier, got 1bad"):
+            lib_dim("1bad")
     with pytest.raises(NotImplementedError, match="positive integer"):
         eb * eb
     with pytest.raises(TypeError):
