@@ -466,3 +466,37 @@ def test_reductions_and_pointwise_ops_translate(name):
         x = rng.standard_normal(shape).astype(np.float32)
         expect = program(torch, torch.tensor(x)).numpy()
         np.testing.assert_allclose(session.run(None, {"x": x})[0], expect, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["ce", "ce_weight_ignore", "ce_none", "nll_sum", "ce_spatial"])
+def test_class_losses_translate_like_torch(name):
+    # cross_entropy / nll_loss (ember's _class_nll) had no ONNX translation.
+    import onnxruntime as ort
+    import torch
+
+    def program(lib):
+        F = lib.nn.functional
+        w = lib.tensor([0.5, 1.0, 2.0, 1.5])
+        return {
+            "ce": lambda x, t: F.cross_entropy(x, t),
+            "ce_weight_ignore": lambda x, t: F.cross_entropy(x, t, weight=w, ignore_index=2),
+            "ce_none": lambda x, t: F.cross_entropy(x, t, reduction="none", ignore_index=1),
+            "nll_sum": lambda x, t: F.nll_loss(x.log_softmax(1), t, reduction="sum", weight=w),
+            "ce_spatial": lambda x, t: F.cross_entropy(x.unsqueeze(-1).expand(-1, -1, 3),
+                                                       t.unsqueeze(-1).expand(-1, 3)),
+        }[name]
+
+    fn = program(ember)
+
+    class Net(ember.nn.Module):
+        def forward(self, x, t):
+            return fn(x, t)
+
+    exported = ember.onnx.export(Net(), (ember.randn(5, 4), ember.tensor([0, 1, 2, 3, 1])), input_names=["x", "t"],
+                                 dynamic_axes={"x": {0: "b"}, "t": {0: "b"}})
+    session = ort.InferenceSession(exported.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    for n in (5, 7):
+        x, t = rng.standard_normal((n, 4)).astype(np.float32), rng.integers(0, 4, n).astype(np.int64)
+        expect = program(torch)(torch.tensor(x), torch.tensor(t)).numpy()
+        np.testing.assert_allclose(session.run(None, {"x": x, "t": t})[0], expect, rtol=1e-5, atol=1e-6)

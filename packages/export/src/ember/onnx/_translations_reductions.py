@@ -82,3 +82,28 @@ def _any_all(b, node):
     as_int = b.emit("Cast", [truth], to=TensorProto.INT32)
     kind = "ReduceMax" if node.target.name == "any" else "ReduceMin"
     return b.emit("Cast", [b.emit(kind, [as_int, axes], keepdims=keep)], to=TensorProto.BOOL)
+
+
+@register("_class_nll")
+def _class_nll(b, node):
+    """``(nll, smoothing term, target weight)`` of nll_loss / cross_entropy: the target's
+    (log-)probability gathered on the class dim, weighted, 0 where the target is ignored."""
+    x, target, weight, ignore_index, log_probs, smooth = node.args[:6]
+    if smooth:
+        raise UnsupportedOp("cross_entropy with label_smoothing")
+    dt = dtype_of(node.args[0])
+    scores = b.value(x)
+    logp = scores if log_probs else b.emit("LogSoftmax", [scores], axis=1)
+    t = b.value(target)
+    valid = b.emit("Not", [b.emit("Equal", [t, b.const(np.array(int(ignore_index), dtype=np.int64))])])
+    safe = b.emit("Where", [valid, t, b.const(np.array(0, dtype=np.int64))])
+    axis1 = b.const(np.array([1], dtype=np.int64))
+    picked = b.emit("GatherElements", [logp, b.emit("Unsqueeze", [safe, axis1])], axis=1)
+    picked = b.emit("Squeeze", [picked, axis1])
+    zero = b.const(0.0, dt)
+    if weight is None:
+        weights = b.emit("Cast", [valid], to=onnx_dtype(dt))
+    else:
+        weights = b.emit("Where", [valid, b.emit("Gather", [b.value(weight), safe], axis=0), zero])
+    nll = b.emit("Mul", [b.emit("Neg", [picked]), weights])
+    return [nll, b.const(np.zeros((0,), dtype=np.float32 if str(dt).endswith("float32") else np.float64)), weights]
