@@ -439,6 +439,7 @@ _TRANSLATED_PROGRAMS = {
     "hypot_lerp": lambda lib, x: lib.hypot(x, x + 1) + lib.lerp(x, x * 2, 0.3),
     "addcmul_addcdiv": lambda lib, x: lib.addcmul(x, x, x, value=0.5) + lib.addcdiv(x, x, x.abs() + 1, value=0.3),
     "nan_to_num": lambda lib, x: lib.nan_to_num(lib.log(x), nan=1.0) + lib.nan_to_num(x / (x * 0)).clamp(-1, 1),
+    "atan2": lambda lib, x: lib.atan2(x, x.flip(0)) + lib.atan2(x * (x > 0), lib.zeros_like(x)),
     "kl_batchmean": lambda lib, x: lib.nn.functional.kl_div(x.log_softmax(-1), x.softmax(-1), reduction="batchmean"),
 }
 

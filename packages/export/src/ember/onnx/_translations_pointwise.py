@@ -1,7 +1,7 @@
 """ONNX translations of pointwise ops written with a few ONNX ops each: the bounded activations
 of mobile networks (``relu6``, ``hardsigmoid``), ``celu``, ``threshold``, and the arithmetic
 helpers losses and optimizers use (``log1p``, ``expm1``, ``xlogy``, ``logaddexp``, ``hypot``,
-``lerp``, ``addcmul``/``addcdiv``, ``nan_to_num``)."""
+``lerp``, ``addcmul``/``addcdiv``, ``nan_to_num``, ``atan2``)."""
 
 from __future__ import annotations
 
@@ -109,3 +109,19 @@ def _nan_to_num(b, node):
                            _float(b, node, float(finfo.max) if posinf is None else float(posinf)), out])
     return b.emit("Where", [b.emit("IsInf", [out], detect_positive=0),
                             _float(b, node, float(finfo.min) if neginf is None else float(neginf)), out])
+
+
+@register("atan2")
+def _atan2(b, node):
+    """atan(y / x) moved to the quadrant of (x, y); x == 0 gives +-pi/2 (0 where y is 0 too)."""
+    dt = dtype_of(node)
+    y, x = b.value(node.args[0], dt), b.value(node.args[1], dt)
+    zero = _float(b, node, 0.0)
+    base = b.emit("Atan", [b.emit("Div", [y, x])])
+    y_neg = b.emit("Less", [y, zero])
+    shift = b.emit("Where", [y_neg, _float(b, node, -np.pi), _float(b, node, np.pi)])
+    left = b.emit("Add", [base, shift])
+    on_axis = b.emit("Where", [y_neg, _float(b, node, -np.pi / 2),
+                               b.emit("Where", [b.emit("Greater", [y, zero]), _float(b, node, np.pi / 2), zero])])
+    out = b.emit("Where", [b.emit("Less", [x, zero]), left, base])
+    return b.emit("Where", [b.emit("Equal", [x, zero]), on_axis, out])
