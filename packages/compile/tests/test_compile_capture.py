@@ -339,6 +339,67 @@ def test_fullgraph_scalar_reads_match_torch(case):
         assert type(got) is type(expect) and got == expect
 
 
+@pytest.mark.parametrize("case", ["mask", "masked_select", "unique", "mask_after_ops"])
+def test_dynamic_shape_operators_match_torch(case):
+    # PyTorch 2.13 keeps data-dependent output shapes (x[mask], masked_select, unique) in a
+    # fullgraph=True capture; without fullgraph a bool mask is a "Dynamic shape operator" break.
+    def program(lib):
+        return {
+            "mask": lambda x: (x[x > 0] * 2).sum() + 1,
+            "masked_select": lambda x: lib.masked_select(x * 2, x > 0).sum(),
+            "unique": lambda x: (x.unique() * 3).sum(),
+            "mask_after_ops": lambda x: ((x * 2 - 1)[x > 0]).mean() * x,
+        }[case]
+
+    x = [1.0, -2.0, 3.0, 1.0]
+    torch._dynamo.reset()
+    expect = torch.compile(program(torch), fullgraph=True, backend="eager")(torch.tensor(x))
+    got = ember.compile(program(ember), fullgraph=True, backend="eager")(ember.tensor(x))
+    np.testing.assert_allclose(_np(got), expect.numpy(), rtol=1e-6)
+    torch._dynamo.reset()
+    t_ex = torch._dynamo.explain(program(torch))(torch.tensor(x))
+    e_ex = ember._dynamo.explain(program(ember))(ember.tensor(x))
+    assert [r.reason.splitlines()[0] for r in e_ex.break_reasons] == \
+        [r.reason.splitlines()[0] for r in t_ex.break_reasons]
+
+
+@pytest.mark.parametrize("num_classes", [3, -1])
+def test_one_hot_compiles_like_torch(num_classes):
+    # one_hot read its indices' data directly ("tensor has no data" under compile): with a
+    # class count it is traced whole, without one its size needs the data (a break, as Dynamo's).
+    def program(lib):
+        return lambda x: lib.nn.functional.one_hot(x.argmax(-1), num_classes).float() * 2
+
+    x = np.array([[0.1, 0.9, 0.2], [0.7, 0.1, 0.2], [0.1, 0.2, 0.3]], dtype=np.float32)
+    torch._dynamo.reset()
+    expect = torch.compile(program(torch), backend="eager")(torch.tensor(x))
+    got = ember.compile(program(ember))(ember.tensor(x))
+    np.testing.assert_array_equal(_np(got), expect.numpy())
+    torch._dynamo.reset()
+    t_ex = torch._dynamo.explain(program(torch))(torch.tensor(x))
+    e_ex = ember._dynamo.explain(program(ember))(ember.tensor(x))
+    assert (e_ex.graph_count, e_ex.graph_break_count) == (t_ex.graph_count, t_ex.graph_break_count)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_capture_scalar_and_dynamic_shape_flags_count_breaks_like_torch(flag, monkeypatch):
+    # torch._dynamo.config.capture_scalar_outputs / capture_dynamic_output_shape_ops keep .item()
+    # and x[mask] in the graph: no break (ember computes them between graphs); answers unchanged.
+    def programs(lib):
+        return [lambda x: x * x.sum().item() + 1, lambda x: (x[x > 1] * 2).sum()]
+
+    monkeypatch.setattr(ember.compiler.config, "capture_scalar_outputs", flag)
+    monkeypatch.setattr(ember.compiler.config, "capture_dynamic_output_shape_ops", flag)
+    with torch._dynamo.config.patch(capture_scalar_outputs=flag, capture_dynamic_output_shape_ops=flag):
+        for t_fn, e_fn in zip(programs(torch), programs(ember)):
+            torch._dynamo.reset()
+            t_ex = torch._dynamo.explain(t_fn)(torch.tensor([1.0, 2.0, 3.0]))
+            e_ex = ember._dynamo.explain(e_fn)(ember.tensor([1.0, 2.0, 3.0]))
+            assert e_ex.graph_break_count == t_ex.graph_break_count == (0 if flag else 1)
+            got = ember.compile(e_fn, backend="eager")(ember.tensor([1.0, 2.0, 3.0]))
+            np.testing.assert_allclose(_np(got), t_fn(torch.tensor([1.0, 2.0, 3.0])).numpy())
+
+
 def test_fullgraph_item_is_an_ordinary_number_outside_the_capture():
     cf = ember.compile(lambda x: x.sum().item(), fullgraph=True, backend="eager")
     value = cf(ember.ones(2))

@@ -307,7 +307,7 @@ def test_autocast_training_replays_and_autocast_changes_fail_guards():
     x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
     xe, xt = ember.from_numpy(x), torch.from_numpy(x)
     hits = []
-    for step, dtype in enumerate(["bfloat16"] * 4 + [None, "float16", "float16", "bfloat16"]):
+    for dtype in ["bfloat16"] * 4 + [None, "float16", "float16", "bfloat16"]:
         opt.zero_grad()
         opt_r.zero_grad()
         with ember.autocast("cpu", dtype=getattr(ember, dtype or "bfloat16"), enabled=dtype is not None):

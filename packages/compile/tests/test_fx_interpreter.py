@@ -139,3 +139,20 @@ def test_transformer_carries_source_meta_to_new_nodes():
     x = ember.tensor([0.5])
     assert_close(new(x), ember.tanh(x) * 2)
     assert not ember.fx.traceback.has_preserved_node_meta()
+
+
+def test_interpreter_run_inside_compile_passes_list_arguments():
+    # An Interpreter hands call_function its list arguments as fx's immutable_list; the
+    # compiled trace must read them as lists (cat's tensors), as torch.compile does.
+    def make(lib):
+        def fn(x):
+            return lib.cat([x.sin(), x.cos()], 0) * 2
+
+        return fn
+
+    results = []
+    for lib, fx, _ in FRAMEWORKS:
+        gm = fx.symbolic_trace(make(lib))
+        compiled = lib.compile(lambda x, gm=gm, fx=fx: fx.Interpreter(gm).run(x), backend="eager")
+        results.append(compiled(lib.tensor(_rand(2, 3))).numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)

@@ -20,6 +20,9 @@ def test_dim_api_matches_torch():
         assert repr(e) == repr(t) and (e.min, e.max) == (t.min, t.max)
     with pytest.raises(AssertionError, match="inconsistent min=5, max=2"):
         Dim("x", min=5, max=2)
+    for lib_dim in (Dim, torch.export.Dim):
+        with pytest.raises(AssertionError, match="Dim name must be a valid identifier, got 1bad"):
+            lib_dim("1bad")
     with pytest.raises(NotImplementedError, match="positive integer"):
         eb * eb
     with pytest.raises(TypeError):
@@ -150,3 +153,94 @@ def test_einsum_keeps_dynamic_dims_like_torch():
         ep = lib.export.export(build(lib), (lib.tensor(q), lib.tensor(k)), dynamic_shapes=({0: b, 2: t}, {0: b, 2: u}))
         outs.append(ep.module()(lib.tensor(q2), lib.tensor(k2)).numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+
+
+def _lstm_with_state(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lib.nn.LSTM(4, 6, batch_first=True)
+
+        def forward(self, x, h0, c0):
+            out, _ = self.lstm(x, (h0, c0))
+            return out[:, -1]
+
+    return Net()
+
+
+def test_lstm_specializes_the_sequence_and_keeps_the_batch_like_torch():
+    # The LSTM's guard ties batch*seq to batch*5: only the sequence length specializes (a size is
+    # never 0), so a named seq dim is reported alone, and AUTO dims keep the batch dynamic.
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        net = _lstm_with_state(lib)
+        x, h0, c0 = lib.randn(3, 5, 4), lib.zeros(1, 3, 6), lib.zeros(1, 3, 6)
+        dim = lib.export.Dim
+        b, s = dim("b"), dim("s")
+        with pytest.raises(torch._dynamo.exc.UserError if lib is torch else UserError) as info:
+            lib.export.export(net, (x, h0, c0), dynamic_shapes=({0: b, 1: s}, {1: b}, {1: b}))
+        message = str(info.value)
+        assert "Constraints violated (s)!" in message and "Suggested fixes:\n  s = 5" in message
+        auto = {0: dim.AUTO, 1: dim.AUTO}
+        ep = lib.export.export(net, (x, h0, c0), dynamic_shapes=(auto, {1: dim.AUTO}, {1: dim.AUTO}))
+        out = ep.module()(lib.randn(7, 5, 4), lib.zeros(1, 7, 6), lib.zeros(1, 7, 6))
+        with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[1\] == 5"):
+            ep.module()(lib.randn(7, 6, 4), lib.zeros(1, 7, 6), lib.zeros(1, 7, 6))
+        results.append((tuple(out.shape), len(ep.range_constraints)))
+    assert results[0] == results[1] == ((7, 6), 1)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_keep_an_unbounded_batch_dim_like_torch(kind):
+    # A thread-count heuristic compared the symbolic batch with a constant: the guard
+    # 9*b < 16777216 made an unbounded Dim("b") a constraint violation for nn.RNN.
+    shapes = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        layer = getattr(lib.nn, kind)(4, 3, batch_first=True)
+        ep = lib.export.export(layer, (lib.randn(2, 3, 4),), dynamic_shapes=({0: lib.export.Dim("b")},))
+        shapes.append(tuple(ep.module()(lib.randn(7, 3, 4))[0].shape))
+        assert [repr(v) for v in ep.range_constraints.values()] == ["VR[0, int_oo]"]
+    assert shapes[0] == shapes[1] == (7, 3, 3)
+
+
+def test_group_norm_decomposition_keeps_the_batch_symbolic():
+    # native_group_norm's N argument was int()-ed: run_decompositions (and ONNX) computed every
+    # batch with the example's N (wrong values, or an error) at other batch sizes.
+    import numpy as np
+
+    layer_t = torch.nn.GroupNorm(2, 4)
+    layer = ember.nn.GroupNorm(2, 4)
+    ep = export(layer, (ember.randn(2, 4, 3),), dynamic_shapes=({0: Dim("b")},)).run_decompositions()
+    x = np.linspace(-3, 3, 5 * 4 * 3, dtype=np.float32).reshape(5, 4, 3)
+    got = ep.module()(ember.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, layer_t(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_shapes_collection_and_call_spec_match_torch():
+    def run(lib):
+        class Net(lib.nn.Module):
+            def forward(self, inputs, scale=None):
+                return inputs["x"] @ inputs["others"][0] + inputs["others"][1] * scale
+
+        x, w, b, s = lib.randn(3, 4), lib.randn(4, 5), lib.randn(3, 5), lib.randn(1)
+        args = ({"x": x, "others": [w, b]},)
+        shapes = lib.export.ShapesCollection()
+        d = lib.export.Dim("d")
+        shapes[x] = {0: d}
+        shapes[b] = {0: d}
+        structure = repr(shapes.dynamic_shapes(Net(), args, {"scale": s}))
+        ep = lib.export.export(Net(), args, {"scale": s}, dynamic_shapes=shapes)
+        out = ep.module()({"x": lib.randn(7, 4), "others": [w, lib.randn(7, 5)]}, scale=s)
+        in_spec, out_spec = ep.call_spec
+        assert ep.call_spec.in_spec is in_spec and ep.call_spec.out_spec is out_spec
+        with pytest.raises(AssertionError, match="Cannot assign shape to non-tensor"):
+            shapes[3] = {0: d}
+        stray = lib.export.ShapesCollection()
+        stray[lib.randn(2)] = {0: d}
+        with pytest.raises(ValueError, match="not found in args"):
+            stray.dynamic_shapes(Net(), args)
+        return structure, tuple(out.shape), [repr(v) for v in ep.range_constraints.values()]
+
+    assert run(ember) == run(torch)

@@ -172,3 +172,75 @@ def test_auto_dims_through_convolution_and_pooling_match_torch():
         xs = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(ep.module()(ember.tensor(xs)).detach().numpy(),
                                    tm(torch.tensor(xs)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _ItemSlice(ember.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        ember._check(k >= 0)
+        ember._check(k <= x.shape[0])
+        return x[:k]
+
+
+class _NonzeroFirst(ember.nn.Module):
+    def forward(self, x):
+        return ember.nonzero(x) * 2
+
+
+def test_data_reads_of_inputs_are_never_baked_into_the_graph():
+    # x[:n.item()] once traced to the example's n (a program slicing 3 rows for every n), and a
+    # nonzero as the first op ran on the example and replaced the input. Both are data-dependent:
+    # export refuses them with PyTorch's error type rather than give a wrong program.
+    from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    with pytest.raises(GuardOnDataDependentSymNode, match=r"Tensor\.item\(\)"):
+        export(_ItemSlice(), (ember.randn(5, 2), ember.tensor(3)))
+    with pytest.raises(GuardOnDataDependentSymNode, match="nonzero"):
+        export(_NonzeroFirst(), (ember.tensor([1.0, 0.0, 2.0]),))
+
+
+def _vmapped(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 2)
+
+        def forward(self, xs, w):
+            per_row = lib.func.vmap(lambda v: self.fc(v).sin().sum())(xs)
+            dots = lib.func.vmap(lambda a, b: (a * b).sum(-1), in_dims=(0, None))(xs, w)
+            return per_row + dots
+
+    return Net()
+
+
+def test_vmap_inside_forward_is_traced_like_torch_export():
+    # vmap's BatchedTensor ops were an export error; its batching rules now trace into plain ops.
+    x = np.linspace(-1, 1, 18, dtype=np.float32).reshape(6, 3)
+    w = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        net = _vmapped(lib)
+        with lib.no_grad():
+            net.fc.weight.copy_(lib.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))
+            net.fc.bias.copy_(lib.tensor([0.05, -0.05]))
+        ep = lib.export.export(net, (lib.randn(4, 3), lib.tensor(w)),
+                               dynamic_shapes=({0: lib.export.Dim("b")}, None))
+        results.append(ep.module()(lib.tensor(x), lib.tensor(w)).detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def test_nonzero_static_exports_with_a_dynamic_dim_like_torch():
+    # nonzero_static has a static shape: PyTorch exports it; ember ran nonzero (data-dependent).
+    def run(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x):
+                return lib.nonzero_static(x > 0.15, size=4) + 1, lib.nonzero_static(x.flatten() > 0.5, size=2,
+                                                                                     fill_value=-7)
+
+        x = lib.tensor([[0.1, 0.9, 0.2], [0.7, 0.1, 0.2]])
+        ep = lib.export.export(Net(), (x,), dynamic_shapes=({0: lib.export.Dim("b")},))
+        cases = (x, lib.tensor([[0.0, 0, 0], [0, 0, 0], [1, 1, 1]]), lib.ones(3, 3))
+        return [[t.tolist() for t in ep.module()(c)] for c in cases]
+
+    assert run(ember) == run(torch)

@@ -92,3 +92,51 @@ def test_unflatten_rebuilds_the_module_tree():
     x = ember.randn(5, 1, 8, 8)
     with ember.no_grad():
         ember.testing.assert_close(tree(x), model(x))
+
+
+def _nested_model(lib):
+    class Block(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x) * 2
+
+    class Model(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = lib.nn.ModuleList([Block(), Block()])
+            self.shared = self.layers[0]  # one block under two names: each call takes the next name
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.shared(x).relu()
+
+    return Model()
+
+
+def _node_meta(ep, lib_name):
+    out = {}
+    for node in ep.graph_module.graph.nodes:
+        if node.op == "output":
+            continue
+        stack = node.meta.get("nn_module_stack")
+        if stack is not None:
+            stack = {k: (path, cls.replace(f"{lib_name}.nn.", "nn.").rpartition("<locals>.")[2])
+                     for k, (path, cls) in stack.items()}
+        tm = node.meta["tensor_meta"]
+        out[node.name] = (stack, tuple(node.meta["val"].shape), str(node.meta["val"].dtype).split(".")[1],
+                          tuple(tm.shape), tm.stride, tm.requires_grad)
+    return out
+
+
+def test_node_meta_matches_torch_export():
+    """nn_module_stack (keys, paths, classes), val and tensor_meta per node, as PyTorch's readers see them."""
+    ep = export(_nested_model(ember), (ember.randn(2, 3),))
+    tp = torch.export.export(_nested_model(torch), (torch.randn(2, 3),))
+    assert _node_meta(ep, "ember") == _node_meta(tp, "torch")
+    assert [e.fqn for e in ep.module_call_graph] == [e.fqn for e in tp.module_call_graph]
+    decomposed = {n.name: n.meta.get("nn_module_stack") for n in ep.run_decompositions().graph.nodes}
+    assert list(decomposed["mul_2"]) == ["L__self__", "L__self__shared"]

@@ -439,3 +439,21 @@ def test_set_submodule_matches_torch(target, strict, replace):
         return repr(model).replace("ember", "torch")
 
     assert run(ember) == run(torch)
+
+
+def test_global_forward_hook_always_call_sees_the_failing_forward():
+    def run(lib):
+        from importlib import import_module
+
+        module_mod = import_module(f"{lib.__name__}.nn.modules.module")
+        seen = []
+        handle = module_mod.register_module_forward_hook(lambda m, a, out: seen.append(out), always_call=True)
+        try:
+            with pytest.raises(RuntimeError):
+                lib.nn.Linear(2, 2)(lib.ones(1, 3))
+        finally:
+            handle.remove()
+        return seen
+
+    assert run(ember) == run(torch) == [None]
+

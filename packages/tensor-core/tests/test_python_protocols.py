@@ -144,3 +144,29 @@ def test_grad_assignment_is_checked_as_torch(grad):
         return "ok", None if t.grad is None else t.grad.to_dense().tolist()
 
     assert attempt(ember) == attempt(torch)
+
+
+def test_public_functions_pickle_by_reference_like_torch():
+    # Functions made by a factory (unary/binary pointwise, special's shifted polynomials, sparse
+    # factories, addmv_) are found again by name, as torch's builtins are: pickling a graph or a
+    # partial that holds ember.sigmoid must not fail on "local object", and fx tables print names.
+    import pickle
+    import types
+
+    import torch
+
+    import ember.nn.functional
+    import ember.special
+
+    checked = 0
+    pairs = ((ember, torch), (ember.special, torch.special), (ember.nn.functional, torch.nn.functional))
+    for module, reference in pairs:
+        for name in dir(module):
+            fn = getattr(module, name, None)
+            if not isinstance(fn, types.FunctionType) or name.startswith("_") or not hasattr(reference, name):
+                continue
+            assert "<locals>" not in fn.__qualname__, f"{module.__name__}.{name}: {fn.__qualname__}"
+            assert pickle.loads(pickle.dumps(fn)) is fn
+            checked += 1
+    assert checked > 300
+    assert pickle.loads(pickle.dumps(torch.sigmoid)) is torch.sigmoid

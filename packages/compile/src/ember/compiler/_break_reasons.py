@@ -7,6 +7,7 @@ A reason without an entry here is shown as the capture words it.
 from __future__ import annotations
 
 DATA_DEPENDENT_BRANCH = "Data-dependent branching"
+DYNAMIC_SHAPE_OPERATOR = "Dynamic shape operator: "  # + the op's name (nonzero, index, unique ...)
 
 # capture reason -> (PyTorch's break reason in explain(), PyTorch's fullgraph=True error text)
 _TEXTS = {
@@ -43,14 +44,27 @@ _TEXTS = {
 }
 
 
+def _dynamic_shape_text(op: str) -> str:
+    if op == "index":
+        op = "nonzero"  # x[mask] (PyTorch indexes with the mask's nonzero())
+    return ("Dynamic shape operator\n"
+            f"  Explanation: Operator `aten.{op}.default`'s output shape depends on input Tensor data.\n"
+            "  Hint: Enable tracing of dynamic shape operators with "
+            "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`")
+
+
 def explain_text(reason: str) -> str:
     """The break reason ``explain()`` reports."""
+    if reason.startswith(DYNAMIC_SHAPE_OPERATOR):
+        return _dynamic_shape_text(reason[len(DYNAMIC_SHAPE_OPERATOR):])
     entry = _TEXTS.get(reason)
     return entry[0] if entry is not None else reason
 
 
 def fullgraph_text(reason: str) -> str:
     """The message of the ``Unsupported`` a ``fullgraph=True`` compile raises for the break."""
+    if reason.startswith(DYNAMIC_SHAPE_OPERATOR):
+        return _dynamic_shape_text(reason[len(DYNAMIC_SHAPE_OPERATOR):])
     entry = _TEXTS.get(reason)
     if entry is None:
         return f"graph break in a fullgraph=True compile: {reason}"

@@ -122,6 +122,7 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
     values = rec.value_meta
     rec_inference = [rec.start_inference_mode]
     stacks = rec.stacks
+    module_stacks = rec.module_stacks
     op_index = 0
     grad_now = rec.start_grad_mode
     for func, targs, tkwargs, first, nout in rec.nodes:
@@ -138,6 +139,8 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         node = graph.call_function(target, tuple(sub(a) for a in targs), {k: sub(a) for k, a in tkwargs.items()})
         if op_index < len(stacks) and stacks[op_index] is not None:
             node.meta["stack_trace"] = str(stacks[op_index])
+        if op_index < len(module_stacks) and module_stacks[op_index]:
+            node.meta["nn_module_stack"] = dict(module_stacks[op_index])
         if forward_count is not None:
             node.meta["partitioner_tag"] = "is_forward" if op_index < forward_count else "is_backward"
         op_index += 1

@@ -14,6 +14,7 @@ import sys
 from ember._src import dispatch
 from ember._src.tensor import Tensor
 
+from . import config as _config
 from ._break_reasons import DATA_DEPENDENT_BRANCH
 from ._exc import Unsupported
 from ._lazy import LazyTensor
@@ -30,6 +31,11 @@ def sync_hook(tensor, reason: str) -> None:
         return
     rec.synced = True  # Python reads data: a replay of this call would not
     fullgraph = rec.owner.fullgraph
+    if tensor is not None and reason in _PURE_READS and getattr(rec, "traced_inputs", None) \
+            and rec.input_index.get(id(tensor)) in rec.traced_inputs:
+        # make_fx traces its inputs, not their values: reading one would bake the example's data
+        # into the graph (x[:n.item()] sliced to the example's n for every input).
+        rec.owner.note_break(reason, user_frame(), rec)
     if reason == "Tensor.tolist()" and fullgraph and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
         raise Unsupported(f"Tensor.tolist() with non-integer tensor\n\nfrom user code:\n   {user_frame()}")
     if not rec.nodes:
@@ -44,9 +50,10 @@ def sync_hook(tensor, reason: str) -> None:
     elif reason == "Tensor.item()" and type(tensor) is LazyTensor:
         if _bool_caller() is not None:
             reason = DATA_DEPENDENT_BRANCH  # ``if tensor:`` (a break even under fullgraph=True)
-        elif fullgraph:
+        elif fullgraph or _config.capture_scalar_outputs:
             # PyTorch 2.13 keeps ``.item()`` (and float()/int() of a tensor) in a fullgraph=True
-            # graph instead of breaking; the value is data-dependent (``_unbacked``).
+            # graph (or with capture_scalar_outputs) instead of breaking; under fullgraph the
+            # value is data-dependent (``_unbacked``).
             rec.flush(None)
             return
     elif reason == "Tensor.tolist()" and fullgraph and type(tensor) is LazyTensor:

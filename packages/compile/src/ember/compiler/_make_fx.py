@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ember._src.tensor import Tensor
 
+from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._recorder import Recorder, Unsupported
+from ._user_frames import user_frame
 
 _MODES = ("real", "fake", "symbolic")
 
@@ -23,13 +25,20 @@ class _Strict:
     want_stacks = True
     fullgraph = True
     traces_through_regions = True  # autograd.Function.apply: its forward's ops join the graph
+    traces_inputs = True  # no op runs on the example inputs' data
 
     def note_break(self, reason, frame, rec):
         where = f"\n  {frame}" if frame is not None else ""
+        if reason.startswith(DYNAMIC_SHAPE_OPERATOR):
+            reason = f"ember.ops.{reason[len(DYNAMIC_SHAPE_OPERATOR):]} has a data-dependent output shape"
         raise Unsupported(f"make_fx: data-dependent operation: {reason}{where}")
 
-    def lookup(self, rec, live):  # pragma: no cover - note_break raises first
-        raise Unsupported("make_fx cannot run a partial graph")
+    def lookup(self, rec, live):
+        # Reached when Python reads a traced tensor's data (.item(), .tolist(), a kernel that
+        # needs the values): the trace has no data to give.
+        frame = user_frame()
+        where = f"\n  {frame}" if frame is not None else ""
+        raise Unsupported(f"make_fx: data-dependent operation: Python reads a traced tensor's data{where}")
 
 
 def _flatten(x, out: list):
@@ -79,6 +88,7 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
                 for t in flat:
                     if id(t) not in rec.input_index:
                         placeholders.add(rec._lift(t))
+                rec.traced_inputs = placeholders  # their data is not the graph's (_hooks.sync_hook)
                 result = f(*args)
                 output, _, _ = rec._conv(result)
                 constants = frozenset(v for v in rec.input_index.values() if v not in placeholders)

@@ -27,8 +27,12 @@ from ember._src import autocast as _autocast
 from ember._src import dispatch, grad_mode
 from ember._src import dtypes as _dtypes
 from ember._src.device import CPU, META, to_device
+from ember._src.ops.indexing.subscripts import DataDependentOutputShape
 from ember._src.tensor import Tensor, make_tensor
 
+from . import _module_stack
+from . import config as _config
+from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
 from ._lazy import LazyTensor, abandon, make_lazy, materialize, refresh_from_meta
 from ._op_facts import META_CACHE, UNCACHEABLE, from_cached, op_info, remember
@@ -126,6 +130,7 @@ class Recorder(dispatch.DispatchMode):
         self.start_grad_mode = None
         self.start_inference_mode = False
         self.stacks: list = []  # user source line per node (for explain / logs), when asked
+        self.module_stacks: list = []  # per node, the module calls running (_module_stack), when asked
         self.eager_autograd = False  # the next flush runs op by op (create_graph=True follows)
 
     # -- entering / leaving ---------------------------------------------------------------
@@ -186,7 +191,7 @@ class Recorder(dispatch.DispatchMode):
             return a, (float, a.hex()), a
         if t is int or t is bool:
             return a, (t, a), a
-        if t is list or t is tuple:
+        if t is list or t is tuple or isinstance(a, list):  # fx's immutable_list (an Interpreter's args) too
             temps, keys, metas = [], [], []
             for b in a:
                 x, k, m = self._conv(b)
@@ -198,7 +203,7 @@ class Recorder(dispatch.DispatchMode):
             return temps, (_LIST, tuple(keys)), metas
         if a is None or t is str:
             return a, a, a
-        if t is dict:
+        if t is dict or isinstance(a, dict):
             temps, keys, metas = {}, [], {}
             for name, b in a.items():
                 x, k, m = self._conv(b)
@@ -221,6 +226,17 @@ class Recorder(dispatch.DispatchMode):
             return func(*args, **kwargs)
         if dispatch._SUBCLASS_DISPATCH[0]:
             owner = _dispatching_subclass(args, kwargs)
+            if owner is not None and getattr(self.owner, "traces_inputs", False):
+                # make_fx / export: the subclass decides what the op means (vmap's batching rule)
+                # and its inner ops, on the traced tensors it wraps, come back here and are recorded.
+                stack = dispatch._MODES.stack
+                stack.append(self)
+                try:
+                    handled, result = dispatch._try_subclass_dispatch(func, args, kwargs)
+                finally:
+                    stack.pop()
+                if handled:
+                    return result
             if owner is not None:
                 # A tensor subclass with its own dispatch (vmap's BatchedTensor, DTensor) decides what
                 # the op means: it runs eagerly (a break), its inner ops on real tensors.
@@ -317,8 +333,15 @@ class Recorder(dispatch.DispatchMode):
             try:
                 out = func.call_kernel(margs, mkwargs)
             except NotImplementedError as exc:
-                return self._eager_op(func, args, kwargs,
-                                      f"ember.ops.{func.name} cannot run on the meta device ({exc})")
+                reason = f"ember.ops.{func.name} cannot run on the meta device ({exc})"
+                if isinstance(exc, DataDependentOutputShape):
+                    reason = DYNAMIC_SHAPE_OPERATOR + func.name
+                    if (self.owner.fullgraph or _config.capture_dynamic_output_shape_ops) \
+                            and not getattr(self.owner, "traces_inputs", False):
+                        # PyTorch 2.13 keeps nonzero / x[mask] / unique in a fullgraph=True graph
+                        # (unbacked sizes); ember computes them, the split before is not a break.
+                        reason = None
+                return self._eager_op(func, args, kwargs, reason)
             except Exception as exc:
                 # A meta kernel that needs data, or bad input: the real op decides (it raises
                 # eager's exception, or computes what the meta kernel could not).
@@ -350,6 +373,7 @@ class Recorder(dispatch.DispatchMode):
                 self.key.append((func, tuple(keys), kwkeys))
                 if self.want_stacks:
                     self.stacks.append(user_frame())
+                    self.module_stacks.append(_module_stack.CURRENT[0])
                 return lazy
         if isinstance(out, Tensor):
             outs, multi = (out,), False
@@ -414,6 +438,7 @@ class Recorder(dispatch.DispatchMode):
         self.key.append((func, tuple(keys), kwkeys))
         if self.want_stacks:
             self.stacks.append(user_frame())
+            self.module_stacks.append(_module_stack.CURRENT[0])
         if not multi:
             return results[0]
         if out is None:
@@ -442,7 +467,11 @@ class Recorder(dispatch.DispatchMode):
         return self.__torch_dispatch__(_hooks._PythonOp(fn, what), (), args, {})
 
     # -- breaks and flushes ------------------------------------------------------------------
-    def _eager_op(self, func, args, kwargs, reason):
+    def _eager_op(self, func, args, kwargs, reason: str | None):
+        if not self.nodes and getattr(self.owner, "traces_inputs", False):
+            # make_fx: an op that cannot be traced is an error even as the first op (flush has
+            # nothing to run, so it would not report the break; the op would run on the example).
+            self.owner.note_break(reason, user_frame(), self)
         self.flush(reason)
         self.went_eager = True
         self.suspended = True

@@ -166,6 +166,24 @@ def _tupled(fn):
     return call
 
 
+def _outside_capture(fn, args):
+    """Runs a compiled backward for real. A ``loss.backward()`` inside a compiled function runs
+    it while that function's capture records: its kernels read their inputs' data, so the ops
+    pending before it run first and the capture lets the compiled code's own ops through."""
+    from ._recorder import current
+
+    rec = current()
+    if rec is None or rec.suspended:
+        return fn(*args)
+    rec.flush(None)
+    rec.went_eager = True
+    rec.suspended = True
+    try:
+        return fn(*args)
+    finally:
+        rec.suspended = False
+
+
 def _autograd_function(fw, bw, n_outputs, needs, diff_outputs, n_inputs):
     class CompiledFunction(ember.autograd.Function):
         @staticmethod
@@ -188,7 +206,7 @@ def _autograd_function(fw, bw, n_outputs, needs, diff_outputs, n_inputs):
             tangents = [g for g, d in zip(grads, diff_outputs) if d]
             if any(t is None for t in tangents):
                 raise RuntimeError("a compiled backward got no gradient for an output (set_materialize_grads(False)?)")
-            input_grads = bw(*saved, *tangents)
+            input_grads = _outside_capture(bw, (*saved, *tangents))
             out = [None] * n_inputs
             for i, g in zip(needs, input_grads):
                 out[i] = g

@@ -12,6 +12,10 @@ recompile_limit = 8  # PyTorch's newer name for the same limit: a value other th
 automatic_dynamic_shapes = True
 # Sizes 0 and 1 are specialized even in symbolic mode (PyTorch's 0/1 specialization).
 specialize_int = False
+# .item() / ops with data-dependent output shapes (nonzero, x[mask]) are kept "in the graph":
+# ember computes them between two graphs, which then is not counted as a graph break.
+capture_scalar_outputs = False
+capture_dynamic_output_shape_ops = False
 # Accepted for PyTorch programs that set them; the lazy capture has no bytecode to skip.
 suppress_errors = False
 verbose = False

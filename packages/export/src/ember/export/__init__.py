@@ -13,6 +13,7 @@ from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
 from ._decompose import CustomDecompTable, default_decompositions
 from ._dims import Dim, dims
+from ._dynamic_shapes import ShapesCollection
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
@@ -40,7 +41,8 @@ __all__ = [
     "default_decompositions", "Dim", "dims", "export",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
-    "register_pytree_node", "save", "SerializationError", "sym_size", "SymIntArgument", "TensorArgument",
+    "register_pytree_node", "save", "SerializationError",
+    "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
     "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 

@@ -130,6 +130,7 @@ def run_decompositions(ep: ExportedProgram, table: dict | None = None,
     table = default_table() if table is None else {op_name(k): v for k, v in table.items()}
     args, kwargs = ep.example_inputs
     module = ep.module()
+    object.__setattr__(module, "_graph_fn", _run_keeping_module_stacks)
     flat_inputs = list(args) + list(kwargs.values())
     shapes = _dynamic_shapes(ep)
     dynamic = shapes if any(s is not None for s in shapes) and len(shapes) == len(flat_inputs) else None
@@ -137,6 +138,28 @@ def run_decompositions(ep: ExportedProgram, table: dict | None = None,
                  _keep_composites=keep_composites)
     _keep_user_input_names(new, ep)
     return new
+
+
+def _run_keeping_module_stacks(module, *args):
+    """Runs ``ep.module()``'s graph node by node, each node's ops recorded under the module stack
+    the node was exported under: the re-exported nodes keep ``meta["nn_module_stack"]``, as
+    PyTorch's run_decompositions keeps it."""
+    from ember.compiler import _module_stack
+    from ember.fx import Interpreter
+
+    class KeepStacks(Interpreter):
+        def run_node(self, node):
+            stack = node.meta.get("nn_module_stack")
+            if not stack:
+                return super().run_node(node)
+            saved = _module_stack.CURRENT[0]
+            _module_stack.CURRENT[0] = tuple((key, tuple(value)) for key, value in stack.items())
+            try:
+                return super().run_node(node)
+            finally:
+                _module_stack.CURRENT[0] = saved
+
+    return KeepStacks(module).run(*args)
 
 
 def _keep_user_input_names(new: ExportedProgram, old: ExportedProgram) -> None:

@@ -70,8 +70,10 @@ class Dim:
     DYNAMIC = _DimHint(_DimHintType.DYNAMIC)
 
     def __init__(self, name: str, *, min: int | None = None, max: int | None = None):
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"Dim name must be a valid identifier, got {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"Dim name must be a str, got {type(name).__name__}")
+        if not name.isidentifier():
+            raise AssertionError(f"Dim name must be a valid identifier, got {name}")  # PyTorch's type
         lo = 0 if min is None else int(min)
         hi = INT_OO if max is None else int(max)
         if lo > hi:

@@ -66,11 +66,76 @@ def _per_tensor(spec, tensor, where: str) -> dict:
     raise UserError(UserErrorType.INVALID_INPUT, f"Unexpected dynamic_shape {spec!r} of Tensor at {where}")
 
 
+class ShapesCollection:
+    """``dynamic_shapes`` keyed by the input tensors themselves (PyTorch's ``ShapesCollection``):
+    ``sc[x] = {0: batch}`` for any tensor inside ``args``/``kwargs``, however deeply nested; the
+    collection is passed as ``dynamic_shapes`` (or turned into the usual structure with
+    :meth:`dynamic_shapes`). Tensors given no shape are static.
+
+    Example:
+        >>> import ember
+        >>> from ember.export import Dim, ShapesCollection, export
+        >>> x = ember.randn(3, 4)
+        >>> sc = ShapesCollection()
+        >>> sc[x] = {0: Dim("batch")}
+        >>> ep = export(ember.nn.Linear(4, 2), (x,), dynamic_shapes=sc)
+        >>> len(ep.range_constraints)
+        1
+    """
+
+    def __init__(self):
+        self._shapes: dict = {}  # id(tensor) -> its shape spec
+        self._tensors: dict = {}  # id(tensor) -> tensor (keeps the ids valid)
+
+    def __setitem__(self, tensor, shape) -> None:
+        import ember
+
+        if not isinstance(tensor, ember.Tensor):
+            raise AssertionError(f"Cannot assign shape to non-tensor type {type(tensor)}")
+        known = self._shapes.get(id(tensor))
+        if known is not None and known != shape:
+            raise AssertionError(f"Shapes assigned to input do not match: expected {known}, got {shape}")
+        self._shapes[id(tensor)] = shape
+        self._tensors[id(tensor)] = tensor
+
+    def __getitem__(self, tensor):
+        self._tensors.setdefault(id(tensor), tensor)
+        return self._shapes.setdefault(id(tensor), {})
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def dynamic_shapes(self, m, args: tuple, kwargs: dict | None = None):
+        """The ``dynamic_shapes`` structure for ``m(*args, **kwargs)``: per argument name, the
+        shapes of the tensors in it, None elsewhere."""
+        kwargs = kwargs or {}
+        used: set = set()
+
+        def spec_of(value):
+            flat, tree = pytree.tree_flatten(value)
+            if len(flat) == 1 and flat[0] is value:
+                if id(value) in self._shapes:
+                    used.add(id(value))
+                    return self._shapes[id(value)]
+                return None
+            return pytree.tree_unflatten([spec_of(leaf) for leaf in flat], tree)
+
+        names = _arg_names(m, args, kwargs)
+        out = dict(zip(names, [spec_of(a) for a in args] + [spec_of(v) for v in kwargs.values()]))
+        if set(self._shapes) - used:
+            raise ValueError("Some tensors that were assigned shapes were not found in args. Maybe such "
+                             "tensors were copied when passing them as args? Maybe such tensors are contained "
+                             "in classes that were not registered with pytree?")
+        return out
+
+
 def normalize(mod, args: tuple, kwargs: dict, dynamic_shapes) -> list[dict]:
     """One ``{dim: Dim | hint | int | None}`` per flattened leaf of ``(args, kwargs)``."""
     leaves, _ = pytree.tree_flatten((args, kwargs))
     if dynamic_shapes is None:
         return [{} for _ in leaves]
+    if isinstance(dynamic_shapes, ShapesCollection):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     names = _arg_names(mod, args, kwargs)
     values = list(args) + list(kwargs.values())
     if isinstance(dynamic_shapes, dict):

@@ -176,5 +176,6 @@ def _functional_form(graph, node):
             new = graph.call_function(OPS[name[:-1]], args, dict(kwargs))
         else:
             return None
-    new.meta.update({k: v for k, v in node.meta.items() if k in ("val", "tensor_meta", "stack_trace")})
+    kept = ("val", "tensor_meta", "stack_trace", "nn_module_stack")
+    new.meta.update({k: v for k, v in node.meta.items() if k in kept})
     return new

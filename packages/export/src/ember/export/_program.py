@@ -9,7 +9,7 @@ shapes and ranges, writes buffer mutations back and rebuilds the output structur
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import ember
 from ember import nn
@@ -34,6 +34,13 @@ class ModuleCallSignature:
 class ModuleCallEntry:
     fqn: str
     signature: ModuleCallSignature | None = None
+
+
+class CallSpec(NamedTuple):
+    """``ep.call_spec``: how the program's inputs and outputs flatten (PyTorch's CallSpec)."""
+
+    in_spec: Any
+    out_spec: Any
 
 
 class ExportedProgram:
@@ -89,8 +96,9 @@ class ExportedProgram:
 
     @property
     def call_spec(self):
+        """``CallSpec(in_spec, out_spec)``: the pytree specs of the inputs and outputs."""
         sig = self._module_call_graph[0].signature
-        return sig.in_spec, sig.out_spec
+        return CallSpec(sig.in_spec, sig.out_spec)
 
     @property
     def verifiers(self):

@@ -86,12 +86,23 @@ def classify_guards(env: ShapeEnv, roots):
     by_symbol = {r.symbol: r for r in roots}
     retrace: dict = {}  # root key -> ("static", value) | ("derived", other root, offset)
     narrowed: dict = {}
-    for guard, frame in zip(env.guards, env.guard_frames):
+    pairs = list(zip(env.guards, env.guard_frames))
+    # Equalities first: one that ties or fixes an AUTO dim re-traces, and the inequalities
+    # between the same dims (x.size(0) <= h0.size(1)) are read again after it.
+    equalities = [p for p in pairs if isinstance(p[0], sympy.Eq)]
+    for i, (guard, frame) in enumerate(equalities + [p for p in pairs if not isinstance(p[0], sympy.Eq)]):
+        if i == len(equalities) and retrace:
+            return retrace, {}
         syms = sorted(guard.free_symbols, key=str)
         involved = [by_symbol[s] for s in syms if s in by_symbol]
         if not involved:
             continue
         rel = guard
+        if isinstance(rel, sympy.Eq) and len(involved) > 1:
+            rel = _without_size_factors(rel, by_symbol)
+            involved = [by_symbol[s] for s in sorted(rel.free_symbols, key=str) if s in by_symbol]
+            if not involved:
+                continue
         if isinstance(rel, sympy.Ne):
             # A comparison of sizes that came out unequal (a shape-equality fast path, a size
             # against a static one): it excludes single points, not ranges; dropped, as
@@ -129,6 +140,18 @@ def classify_guards(env: ShapeEnv, roots):
         else:
             _unexpressible(involved, guard, frame)
     return retrace, narrowed
+
+
+def _without_size_factors(rel, by_symbol):
+    """``Eq(5*b, b*s)`` as ``Eq(s - 5, 0)``: a dynamic size is never 0 (export assumes sizes >= 2),
+    so a factor that is one drops out of an equality (an LSTM's time loop over ``x.view(b*s, ...)``)."""
+    diff = sympy.factor(rel.lhs - rel.rhs)
+    if not diff.is_Mul:
+        return rel
+    kept = [f for f in diff.args if not (f in by_symbol or f.is_Number or (f.is_Pow and f.base in by_symbol))]
+    if len(kept) == len(diff.args):
+        return rel
+    return sympy.Eq(sympy.Mul(*kept), 0)
 
 
 def _modulus(rel, root) -> int | None:

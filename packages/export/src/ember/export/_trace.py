@@ -47,6 +47,12 @@ def _is_tensor(x) -> bool:
     return isinstance(x, ember.Tensor)
 
 
+def _alias(t):
+    """Another tensor object over ``t``'s data that requires grad as ``t`` does (the tracer tells
+    inputs apart by identity; the graph's values keep their requires_grad)."""
+    return t.detach().requires_grad_(t.requires_grad)
+
+
 def _state(mod: nn.Module):
     """(parameter names, buffer names, persistent flags) with tied tensors listed once."""
     params = [name for name, _ in mod.named_parameters(remove_duplicate=False)]
@@ -92,8 +98,11 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
     tensors = [leaves[i] for i in capture.tensor_positions]
     # Without a decomposition table the trace keeps PyTorch's composite ops whole (pre-dispatch,
     # as torch.export's graph); run_decompositions() traces again with a table, which decomposes them.
-    gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake",
-                 pre_dispatch=capture.decompositions is None or capture.keep_composites)(*state_values, *tensors)
+    from ember.compiler._module_stack import track_module_calls
+
+    with track_module_calls(capture.mod):  # each node's meta["nn_module_stack"]
+        gm = make_fx(capture, decomposition_table=capture.decompositions, tracing_mode="fake",
+                     pre_dispatch=capture.decompositions is None or capture.keep_composites)(*state_values, *tensors)
     if capture.decompositions:
         from ember._higher_order_ops._subgraph import retrace
 
@@ -139,8 +148,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
             if id(x) in seen:
                 # One tensor passed as two inputs (``(x, x)``, q = k = v): two inputs, as in PyTorch;
                 # the tracer tells inputs apart by identity, so the second gets an alias of the data.
-                with ember.no_grad():
-                    leaves[i] = x = x.view(x.shape)
+                leaves[i] = x = _alias(x)
             seen.add(id(x))
     dim_specs = normalize(mod, args, kwargs, dynamic_shapes)
     params, buffers, persistent = _state(mod)
@@ -153,8 +161,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     for n in state_names:
         value = named[n]
         if id(value) in seen_ids:
-            with ember.no_grad():
-                value = value.view(value.shape)
+            value = _alias(value)
         seen_ids.add(id(value))
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
@@ -246,6 +253,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", out), None))
         new_outputs.append(out)
     out_node.args = (tuple(new_outputs),)
+    _add_tensor_meta(graph)
     graph.lint()
     gm.recompile()
 
@@ -263,7 +271,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
         if not persistent[name]:
             constants[name] = named[name]
     fqns = [ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec, input_names(mod, args, kwargs)))]
-    fqns += [ModuleCallEntry(name, None) for name, _ in mod.named_modules() if name]
+    fqns += [ModuleCallEntry(name, None) for name, _ in mod.named_modules(remove_duplicate=False) if name]
     sig = ExportGraphSignature(input_specs, output_specs)
     ep = ExportedProgram(gm, gm, sig, state_dict, ranges, fqns, example_inputs=(args, kwargs),
                          constants=constants)
@@ -330,6 +338,17 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
                 other.uses += [(i, d, coeff, coeff * offset + off) for i, d, coeff, off in root.uses]
         roots = kept
     raise AssertionError("export: the symbolic trace did not settle")  # pragma: no cover
+
+
+def _add_tensor_meta(graph) -> None:
+    """``meta["tensor_meta"]`` (torch.fx's TensorMetadata) beside ``meta["val"]`` on every tensor
+    node, as PyTorch's exported graphs carry it for passes that read it."""
+    from ember.fx.passes.shape_prop import _extract_tensor_metadata
+
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if _is_tensor(val):
+            node.meta["tensor_meta"] = _extract_tensor_metadata(val)
 
 
 def _rename(node, name: str) -> None:

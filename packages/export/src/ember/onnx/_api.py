@@ -115,13 +115,29 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
             _IN_EXPORT[0] -= 1
             model.train(was_training)
     dim_names = getattr(ep, "_dim_names", {})
-    model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names)
+    # export_params=False: the legacy exporter (and the dynamo one with keep_initializers_as_inputs)
+    # makes the weights graph inputs; the dynamo one alone leaves them out, inputs and initializers
+    # both, for the caller to attach later.
+    model_proto = translate_program(ep, input_names, output_names, opset_version, dim_names,
+                                    weights="embed" if export_params else "inputs")
+    if not export_params and dynamo and not keep_initializers_as_inputs:
+        _drop_state_inputs(model_proto, ep)
     if keep_initializers_as_inputs:
         _initializers_as_inputs(model_proto)
     program = ONNXProgram(model_proto, ep)
     if f is not None:
         program.save(f)
     return program
+
+
+def _drop_state_inputs(model, ep) -> None:
+    """The dynamo path's ``export_params=False``: the weights are neither initializers nor inputs
+    (PyTorch's ``ONNXProgram.save(include_initializers=False)``); they must be attached to the
+    model before it runs."""
+    state = set(ep.state_dict) | set(ep.constants)
+    kept = [value for value in model.graph.input if value.name not in state]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
 
 
 def _initializers_as_inputs(model) -> None:

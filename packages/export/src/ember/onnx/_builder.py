@@ -52,6 +52,7 @@ class Builder:
         self.symbol_sources = symbol_sources  # sympy symbol -> (onnx input name, dim)
         self._sym_cache: dict = {}
         self.folds: dict = {}  # folded initializer -> (source initializer, transpose perm)
+        self.unfoldable: set = set()  # initializers that become graph inputs (export_params=False)
 
     def child(self, owner) -> Builder:
         """A builder for a subgraph (If/Loop bodies): fresh names, constants and initializers are
@@ -61,6 +62,7 @@ class Builder:
         c.initializers = self.initializers
         c._consts = self._consts
         c.folds = self.folds
+        c.unfoldable = self.unfoldable
         c._sym_cache = dict(self._sym_cache)
         c.fresh = self.fresh
         c.owner = owner
@@ -130,7 +132,7 @@ class Builder:
     def folded_transpose(self, name: str, perm: list) -> str | None:
         """A transposed copy of initializer ``name`` (constant folding), or None if it is not one."""
         init = next((t for t in self.initializers if t.name == name), None)
-        if init is None:
+        if init is None or name in self.unfoldable:
             return None
         key = ("transpose", name, tuple(perm))
         if key not in self._consts:

@@ -29,6 +29,8 @@ from onnx import numpy_helper
 from . import (  # noqa: F401 - they fill the table
     _translations_control,
     _translations_nn,
+    _translations_pointwise,
+    _translations_reductions,
     _translations_resample,
     _translations_shape,
 )
@@ -45,13 +47,18 @@ def _is_tensor_node(node) -> bool:
 
 
 def translate_program(ep, input_names=None, output_names=None, opset_version=None,
-                      dim_names: dict | None = None) -> onnx.ModelProto:
-    """An ONNX model computing ``ep``'s user outputs from its user inputs."""
+                      dim_names: dict | None = None, *, weights: str = "embed") -> onnx.ModelProto:
+    """An ONNX model computing ``ep``'s user outputs from its user inputs. ``weights``: the
+    parameters, buffers and lifted constants are initializers (``"embed"``) or graph inputs after
+    the user inputs, named by their state-dict key, with no transposed copy of them folded
+    (``"inputs"``, PyTorch's ``export_params=False``)."""
+    if weights not in ("embed", "inputs"):
+        raise ValueError(f"weights must be 'embed' or 'inputs', got {weights!r}")
     opset = opset_version or DEFAULT_OPSET
     if opset < 18:
         # As PyTorch's exporter: translate at opset 18, then convert down (a warning and opset 18
         # where ONNX's version converter cannot).
-        model = translate_program(ep, input_names, output_names, 18, dim_names)
+        model = translate_program(ep, input_names, output_names, 18, dim_names, weights=weights)
         return _convert_down(model, opset)
     from ember.export._decompose import without_composites
 
@@ -64,7 +71,9 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     dim_names = dict(dim_names or {})
     user_nodes = [n for n in placeholders if specs[n.name].kind is InputKind.USER_INPUT]
     names = list(input_names or [])
-    names += [n.name for n in user_nodes[len(names):]]
+    # The program's own placeholder names: the copy renames one that shadows a builtin (input -> input_1).
+    original = dict(zip(placeholders, [n.name for n in ep.graph.nodes if n.op == "placeholder"]))
+    names += [original[n] for n in user_nodes[len(names):]]
     if len(names) != len(user_nodes):
         raise ValueError(f"input_names has {len(names)} names for {len(user_nodes)} inputs")
     sources = {}
@@ -90,6 +99,8 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
             tensor = state[spec.target]
             b.initializers.append(numpy_helper.from_array(tensor.detach().contiguous().numpy(), spec.target))
             b.names[node] = spec.target
+            if weights != "embed":
+                b.unfoldable.add(spec.target)
     b.owner = ep.graph_module
     translate_nodes(b, graph)
     out_node = next(n for n in graph.nodes if n.op == "output")
@@ -114,6 +125,8 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
         shape, dtype = node_shape_dtype(o)
         onnx_outputs.append(value_info(name, dtype, shape, dim_names))
     model = make_model(b, onnx_inputs, onnx_outputs)
+    if weights == "inputs":
+        _state_initializers_as_inputs(model, b.unfoldable)
     if b.folds:  # which initializers are transposed weights: ONNXProgram.apply_weights redoes them
         import json
 
@@ -123,6 +136,19 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
 
 
 _FOLDS_KEY = "ember.folded_transposes"
+
+
+def _state_initializers_as_inputs(model, names: set) -> None:
+    """Moves the initializers named ``names`` to graph inputs."""
+    graph = model.graph
+    kept = []
+    for init in graph.initializer:
+        if init.name in names:
+            graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+        else:
+            kept.append(init)
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
 
 
 _CONSTANT_OUTPUT_DTYPES = {bool: ember.bool, int: ember.int64, float: ember.float32}

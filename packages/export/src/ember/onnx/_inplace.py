@@ -69,12 +69,38 @@ def _new_view_value(b, node, dst) -> str:
         if dtype_of(node.args[1]) not in (None, dt) and hasattr(node.args[1], "op"):
             src = b.emit("Cast", [src], to=onnx_dtype(dt))
         return src
+    if name in ("scatter_", "scatter_add_"):
+        return _scatter(b, node, dst, dt)
     base = name[:-1]
     if base in _UNARY:
         return b.emit(_UNARY[base], [b.value(dst)])
     if base in _BINARY and len(node.args) >= 2:
         return b.emit(_BINARY[base], [b.value(dst), b.value(node.args[1], dt)])
     raise UnsupportedOp(f"ember.ops.{name} (an in-place op) has no ONNX translation")
+
+
+def _scatter(b, node, dst, dt) -> str:
+    """``scatter_(dim, index, src)`` / ``scatter_add_`` as ``ScatterElements``: a number ``src``
+    is expanded to the index's shape; a tensor ``src`` must have the index's shape (PyTorch also
+    reads a larger one's leading part, which ONNX cannot)."""
+    dim, index, src = node.args[1], node.args[2], node.args[3]
+    reduce = node.kwargs.get("reduce", node.args[4] if len(node.args) > 4 else None)
+    if node.target.name == "scatter_add_":
+        reduce = "add"
+    reductions = {None: "none", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul"}
+    if reduce not in reductions:
+        raise UnsupportedOp(f"scatter with reduce={reduce!r}")
+    indices = b.value(index)
+    if hasattr(src, "op"):
+        if tuple(shape_of(src)) != tuple(shape_of(index)):
+            raise UnsupportedOp("scatter from a src larger than its index")
+        updates = b.value(src, dt)
+        if dtype_of(src) not in (None, dt):
+            updates = b.emit("Cast", [updates], to=onnx_dtype(dt))
+    else:
+        updates = b.emit("Expand", [b.value(src, dt), b.emit("Shape", [indices])])
+    axis = dim % len(shape_of(dst))
+    return b.emit("ScatterElements", [b.value(dst), indices, updates], axis=axis, reduction=reductions[reduce])
 
 
 def translate_inplace(b, node, order: dict) -> None:

@@ -105,6 +105,9 @@ def _example(x):
 def _cast_to(b, x, name, dtype):
     if hasattr(x, "op") and dtype_of(x) is not None and dtype_of(x) != dtype:
         return b.emit("Cast", [name], to=onnx_dtype(dtype))
+    if hasattr(x, "op") and "sym_expr" in x.meta and dtype is not ember.int64:
+        # A symbolic size (batchmean's sum / x.size(0)) is an int64 value: cast to the op's dtype.
+        return b.emit("Cast", [name], to=onnx_dtype(dtype))
     return name
 
 

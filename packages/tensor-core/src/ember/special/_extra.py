@@ -128,7 +128,7 @@ def _shifted(fn):
         x = _t(input, n)
         return fn(2 * x - 1, n, out=out)
 
-    shifted.__name__ = "shifted_" + fn.__name__
+    shifted.__name__ = shifted.__qualname__ = "shifted_" + fn.__name__  # pickled by name
     return shifted
 
 

@@ -47,7 +47,8 @@ _SERIAL_STEP_MACS = 256 * 256 * 256
 @contextlib.contextmanager
 def _step_threads(macs: int):
     threads = ember.get_num_threads()
-    if threads == 1 or macs >= _SERIAL_STEP_MACS:
+    # int(): under export's symbolic trace the batch is a SymInt; a speed choice must not guard on it.
+    if threads == 1 or int(macs) >= _SERIAL_STEP_MACS:
         yield
         return
     ember.set_num_threads(1)

@@ -280,7 +280,7 @@ def _compressed_factory(layout):
         return sparse_compressed_tensor(compressed_indices, plain_indices, values, size, dtype=dtype, layout=layout,
                                         device=device, requires_grad=requires_grad)
 
-    factory.__name__ = f"sparse_{layout.name[7:]}_tensor"
+    factory.__name__ = factory.__qualname__ = f"sparse_{layout.name[7:]}_tensor"  # pickled by name
     factory.__doc__ = f"``torch.{factory.__name__}``: a {layout.name[7:].upper()} tensor."
     return factory
 

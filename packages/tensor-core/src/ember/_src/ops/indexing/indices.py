@@ -10,7 +10,7 @@ import builtins
 import itertools
 import operator
 
-from ... import dtypes
+from ... import dispatch, dtypes
 from ...device import META
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
@@ -18,7 +18,7 @@ from .._common import type_name, write_out
 from ..creation.factories import _resolve, arange, full, tensor
 from ..pointwise.elementwise import floor_divide, ge_op, le_op, remainder, sub_op
 from ..shape import views
-from ..shape.joining import cat
+from ..shape.joining import cat, stack
 from .subscripts import nonzero, nonzero_op
 
 
@@ -84,6 +84,36 @@ def unravel_index(indices: Tensor, shape):
     return views.unbind(coords, -1)
 
 
+def _nonzero_static_traced(input: Tensor, size: int, fill_value: int) -> Tensor:
+    """nonzero_static from ops of static shape (under a tracer the data is unknown): the k-th
+    nonzero's flat position is scattered to row k (positions past ``size`` to a discarded row),
+    then unravelled into coordinates; rows with no nonzero get ``fill_value``."""
+    from ..pointwise.elementwise import lt, ne, where
+    from ..reduction.composite import cumsum
+    from .gather_scatter import scatter
+
+    shape = tuple(input._shape)
+    dev = input._device
+    flat = ne(views.reshape(input, (-1,)), 0)
+    count = flat._shape[0]
+    rank = sub_op(cumsum(views.to_dtype_op(flat, dtype=dtypes.int64), 0), 1)
+    keep = flat & lt(rank, size)
+    slot = where(keep, rank, size)
+    rows = scatter(full((size + 1,), -1, dtype=dtypes.int64, device=dev), 0, slot,
+                   arange(count, dtype=dtypes.int64, device=dev))
+    rows = views.narrow_op(rows, 0, 0, size)
+    if not shape or any(type(d) is int and d == 0 for d in shape):  # no dims, or no elements
+        return full((size, len(shape)), fill_value, dtype=dtypes.int64, device=dev)
+    # Unravelled dim by dim with scalar sizes: symbolic sizes stay symbolic (no tensor of them).
+    rest = where(ge_op(rows, 0), rows, 0)
+    parts = []
+    for size_d in reversed(shape):
+        parts.append(remainder(rest, size_d))
+        rest = floor_divide(rest, size_d)
+    coords = stack(parts[::-1], -1)
+    return where(views.unsqueeze_op(ge_op(rows, 0), -1), coords, fill_value)
+
+
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) -> Tensor:
     """``nonzero`` with a fixed number of rows: truncated, or padded with ``fill_value``."""
     if not isinstance(input, Tensor):
@@ -94,6 +124,8 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
     ndim = input.ndim
     if input._device is META:
         return write_out(new_empty_tensor((size, ndim), dtypes.int64, META), out)
+    if dispatch._MODES.stack:
+        return write_out(_nonzero_static_traced(input, size, fill_value), out)
 
     found = nonzero(input)
     n = found._shape[0]

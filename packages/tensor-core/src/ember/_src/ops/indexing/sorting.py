@@ -19,7 +19,7 @@ from ...tensor import Tensor, new_empty_tensor
 from .._common import HALF_TYPES, convert, return_type, type_name, write_out
 from ..creation.factories import full, scalar_tensor
 from ..shape import views
-from .subscripts import index_select
+from .subscripts import DataDependentOutputShape, index_select
 
 # PyTorch's torch.return_types: tuples with named fields.
 sort_result = return_type("sort", ["values", "indices"])
@@ -255,7 +255,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
 # -- unique ------------------------------------------------------------------------------------------
 
 def _data_dependent(*args, **kwargs):
-    raise NotImplementedError("unique has a data-dependent output shape: it cannot run on the meta device")
+    raise DataDependentOutputShape("unique has a data-dependent output shape: it cannot run on the meta device")
 
 
 def _group_rows(rows: Tensor, sort_rows: bool):

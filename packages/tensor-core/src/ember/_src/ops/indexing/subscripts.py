@@ -253,8 +253,13 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
 
 # -- nonzero, masks -------------------------------------------------------------------------------
 
+class DataDependentOutputShape(NotImplementedError):
+    """A meta kernel that cannot know its output's shape without the data (nonzero, a bool mask,
+    unique): capture runs such an op for real."""
+
+
 def _data_dependent(what: str):
-    raise NotImplementedError(f"{what} has a data-dependent output shape: it cannot run on the meta device")
+    raise DataDependentOutputShape(f"{what} has a data-dependent output shape: it cannot run on the meta device")
 
 
 nonzero_op = define("nonzero(Tensor self) -> Tensor")

@@ -377,7 +377,7 @@ def _inplace(fn):
                                f"{list(result._shape)}")
         return views.copy_(self, result)
 
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = method.__qualname__ = fn.__name__ + "_"  # pickled by name
     return method
 
 

@@ -266,8 +266,9 @@ def _torch_alpha_dropout(input, p, train):
 
 
 for _fn in (alpha_dropout, cosine_similarity, dropout, embedding, feature_dropout, normalize, pairwise_distance,
-            embedding_dense_backward, native_dropout):
+            embedding_dense_backward):
     _fn.__module__ = "ember.nn.functional"
+native_dropout.__module__ = "ember"  # torch.native_dropout: not in nn.functional (pickled by name)
 # The torch-level forms (bound as ember.<name> by the table below) carry their public names.
 for _fn in (_torch_embedding, _torch_dropout, _torch_feature_dropout, _torch_alpha_dropout,
             _softmax_backward_data, _log_softmax_backward_data):

@@ -391,12 +391,18 @@ native_group_norm_backward_op = _define(
     _group_norm_backward_kernel)
 
 
+def _sym_int(value):
+    """A SymInt argument: an int (a SymInt under export's symbolic trace) kept as it is; int()
+    would turn a symbolic batch size into the example's, silently."""
+    return value if isinstance(value, int) else int(value)
+
+
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    return native_group_norm_op(input, weight, bias, int(N), int(C), int(HxW), int(group), float(eps))
+    return native_group_norm_op(input, weight, bias, _sym_int(N), _sym_int(C), _sym_int(HxW), int(group), float(eps))
 
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    return native_group_norm_backward_op(grad_out, input, mean, rstd, weight, int(N), int(C), int(HxW),
+    return native_group_norm_backward_op(grad_out, input, mean, rstd, weight, _sym_int(N), _sym_int(C), _sym_int(HxW),
                                          int(group), tuple(bool(m) for m in output_mask))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ... import dtypes
+from ... import dispatch, dtypes
 from ..._native import _C
 from ...device import META
 from ...dispatch import define
@@ -339,6 +339,15 @@ def one_hot(tensor, num_classes=-1):
     if not isinstance(tensor, Tensor) or tensor.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = operator.index(num_classes)
+    if num_classes >= 0 and dispatch._MODES.stack:
+        # Under a tracer (compile, export) the indices have no data yet: written with ops, as
+        # PyTorch's traced one_hot (indices out of range give zero rows, unchecked).
+        from ..creation.factories import arange
+        from ..pointwise.elementwise import eq
+
+        classes = arange(num_classes, dtype=dtypes.int64, device=tensor._device)
+        return eq(tensor.unsqueeze(-1), classes).to(dtypes.int64)
+    dispatch.sync_pending(tensor, "Tensor.tolist()")  # the indices' values are read below
     idx = dense(tensor)
     if idx.numel() == 0:
         if num_classes == -1:

@@ -456,7 +456,7 @@ def _simple_binary(op, tensors_only=False):
                                     f"not {type(x).__name__}")
         return write_out(op(input, other), out, (input, other))
 
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name  # pickled by name (the module holds it as op.name)
     fn.__doc__ = op.schema
     return fn
 
@@ -620,7 +620,7 @@ def _public_unary(op, inplace_op):
     def fn(input, *, out=None):
         return write_out(op(input), out, (input,))
 
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name  # pickled by name (the module holds it as op.name)
     fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
     return fn
 
@@ -658,7 +658,7 @@ def _no_out(op):
     def fn(input):
         return op(input)
 
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name  # pickled by name (the module holds it as op.name)
     fn.__doc__ = f"Elementwise {op.name}. Schema: {op.schema}"
     return fn
 
