@@ -103,3 +103,19 @@ def test_bool_subtraction_messages_match_torch(call):
 ])
 def test_slice_step_and_dtype_view_messages(call):
     same_as_torch(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.ones(3)["a"],
+    lambda L: L.ones(3, 3)[0, "b"],
+    lambda L: L.ones(3)[b"a"],
+    lambda L: L.ones(3)[1.5],
+    lambda L: L.ones(3)[object()],
+])
+def test_non_index_subscripts_raise_as_torch(call):
+    # a string is a TypeError (PyTorch reads it as data for a tensor), other objects IndexError
+    kind, message = outcome(ember, call)
+    want_kind, want_message = outcome(torch, call)
+    assert kind == want_kind
+    if kind == "TypeError":
+        assert message == want_message

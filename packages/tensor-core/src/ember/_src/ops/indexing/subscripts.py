@@ -462,6 +462,8 @@ def _index_like(item):
     try:
         return operator.index(item)
     except TypeError:
+        if isinstance(item, (str, bytes)):  # PyTorch reads a string as a sequence to make a tensor of
+            raise TypeError(f"new(): invalid data type '{type(item).__name__}'") from None
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                          f"indices (got {type(item).__name__})") from None
 
