@@ -80,7 +80,7 @@ def test_views_and_numbers_first_record_natively(dtype):
     calls = [(lambda t: t.view(12, 5), "ViewBackward0"), (lambda t: t.transpose(0, 2), "TransposeBackward0"),
              (lambda t: t.permute(2, 0, 1), "PermuteBackward0"), (lambda t: t.unsqueeze(1), "UnsqueezeBackward0"),
              (lambda t: t[:1].expand(2, 4, 5), "ExpandBackward0"), (lambda t: 0.5 * t, "MulBackward0"),
-             (lambda t: t.narrow(1, 1, 2), "NarrowBackward0"), (lambda t: t.double(), "ToCopyBackward0")]
+             (lambda t: t.narrow(1, 1, 2), "SliceBackward0"), (lambda t: t.double(), "ToCopyBackward0")]
     for fn, node in calls:
         out = fn(x)
         assert out.requires_grad and type(out.grad_fn).__name__ == node, (node, out.grad_fn)
