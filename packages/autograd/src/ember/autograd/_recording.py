@@ -216,16 +216,15 @@ def _overload_classes(op_name: str, base: type):
 
 
 def _class_for_call(op_name: str, cls: type, args) -> type:
-    """The node class of one call of ``op_name``: ``cls``, or its overload's (Note [Overload node names])."""
-    overloads = _overload_classes(op_name, cls) if op_name in _OVERLOAD_NODE_NAMES else None
-    if overloads is None:
-        return cls
-    positions, classes = overloads
+    """The node class of one call of ``op_name`` (an op in _OVERLOAD_NODE_NAMES): ``cls``, or its
+    overload's (Note [Overload node names])."""
+    positions, names = _OVERLOAD_NODE_NAMES[op_name]
+    kind = 0
     for i in positions:
         kind = _arg_kind(args[i]) if i < len(args) else 0
         if kind:
-            return classes[kind]
-    return classes[0]
+            break
+    return cls if names[kind] is None else _named_subclass(cls, names[kind])
 
 
 def node_class_name(op_name: str) -> str:
