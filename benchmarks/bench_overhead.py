@@ -20,14 +20,16 @@ promotion, allocation of the result, autograd recording), not arithmetic:
   ``bmm_2x8x8``, ``addmm_beta_alpha`` (``addmm(b, x, y, beta=0.5, alpha=2)``), ``sum_int_8x8``
   (an int64 tensor), ``where_method_8x8`` (``x.where(cond, 0.0)``), ``linear_3d_2x4x8``
   (``F.linear`` on a 3-D input) and ``linear_3d_grad`` (the same with a weight that requires grad);
-  ``view_grad_8x8`` and ``getitem_grad_8x8``: views of a tensor that requires grad (a node each).
+  ``view_grad_8x8``, ``getitem_grad_8x8`` and ``t_grad_8x8``: views of a tensor that requires grad
+  (a node each); ``linear_grad_4x8``: ``F.linear`` without bias, weight requiring grad (``w.t()``
+  then ``mm``, two nodes).
 - ``import ember``: a fresh interpreter's import time (target < 0.1 s).
 
 Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 repeats of an
 inner loop, ember and PyTorch interleaved per case. Times are the calling thread's CPU time
 (``time.thread_time``; one thread on both sides), so that waiting for a core on a loaded shared
 machine does not count; ``--wall`` measures wall time instead. The ratio is ember / PyTorch
-(lower is better). Usage: ``python benchmarks/bench_overhead.py [--quick] [--wall]``.
+(lower is better). Usage: ``python benchmarks/bench_overhead.py [--quick] [--wall] [--only a,b]``.
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ def make_cases(lib):
         "linear_3d_grad": (lambda: linear(lx3, lwg, lb), 5000),
         "view_grad_8x8": (lambda: w8.view(64), 20000),
         "getitem_grad_8x8": (lambda: w8[1, 2:], 20000),
+        "t_grad_8x8": (lambda: w8.t(), 20000),
+        "linear_grad_4x8": (lambda: linear(lx, lwg), 5000),
     }
 
 
@@ -151,13 +155,17 @@ def main() -> None:
     ours, theirs = make_cases(ember), make_cases(torch)
     print("| case | ember | torch | ratio | target |")
     print("| --- | --- | --- | --- | --- |")
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
     for name, (fn, inner) in ours.items():
+        if only is not None and name not in only:
+            continue
         inner = max(1, inner // 10) if quick else inner
         e = best_mean_us(fn, inner)
         t = best_mean_us(theirs[name][0], inner)
         target = f"<= {TARGETS[name]}" if name in TARGETS else ""
         print(f"| {name} | {e:.2f} us | {t:.2f} us | {e / t:.2f} | {target} |")
-    print(f"| import ember | {import_time():.3f} s | | | < 0.1 s |")
+    if only is None:
+        print(f"| import ember | {import_time():.3f} s | | | < 0.1 s |")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,40 @@ PyObject* size_args(PyObject* const* args, Py_ssize_t n) {
   return t;
 }
 
+// t()'s result recorded as transpose(0, 1) gets PyTorch's node name, TBackward0: the node's
+// class becomes its "t"-labelled subclass (autograd's label_grad_fn makes it once; the pair of
+// classes is kept, so later calls swap the type with no Python call). Takes and returns `r`.
+PyTypeObject* g_t_from = nullptr;  // the transpose node class (owned)
+PyTypeObject* g_t_to = nullptr;    // its TBackward0 subclass (owned)
+PyObject* name_t_node(PyObject* r) {
+  if (!is_tensor_base(r)) return r;
+  PyObject* node = reinterpret_cast<TensorObject*>(r)->grad_fn;
+  if (node == nullptr || node == Py_None || !is_node(node)) return r;
+  PyTypeObject* cls = Py_TYPE(node);
+  if (cls == g_t_from && g_t_to != nullptr) {
+    // Same layout (a slot-less heap subclass): the swap Python's `node.__class__ = ...` makes.
+    Py_INCREF(g_t_to);
+    Py_SET_TYPE(node, g_t_to);
+    Py_DECREF(cls);
+    return r;
+  }
+  if (g_t_to != nullptr && cls == g_t_to) return r;
+  PyObject* common = PyImport_ImportModule("ember._src.ops._common");
+  PyObject* done = common == nullptr ? nullptr : PyObject_CallMethod(common, "label_as_op", "Os", r, "t");
+  Py_XDECREF(common);
+  if (done == nullptr) {
+    Py_DECREF(r);
+    return nullptr;
+  }
+  Py_DECREF(done);
+  PyTypeObject* now = Py_TYPE(node);
+  if (now != cls && g_t_from == nullptr) {
+    g_t_from = reinterpret_cast<PyTypeObject*>(Py_NewRef(reinterpret_cast<PyObject*>(cls)));
+    g_t_to = reinterpret_cast<PyTypeObject*>(Py_NewRef(reinterpret_cast<PyObject*>(now)));
+  }
+  return r;
+}
+
 // The op called with args[0] and one more argument (a new reference the call consumes).
 PyObject* call_with(FrontObject* f, PyObject* self, PyObject* arg) {
   if (arg == nullptr || arg == NOT_HANDLED) return arg;
@@ -242,12 +276,9 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
       return fast_call(op, args, nargs);
     case kFrontT: {
       if (nargs != 1 || t->ndim != 2) return NOT_HANDLED;
-      if (t->rg) {  // recorded: the Python t() names the node TBackward0, as PyTorch's t op
-        int on = grad_enabled_now();
-        if (on != 0) return on < 0 ? nullptr : NOT_HANDLED;
-      }
       PyObject* call[3] = {self, g_int0, g_int1};
-      return fast_call(op, call, 3);
+      PyObject* r = fast_call(op, call, 3);
+      return r == nullptr || r == NOT_HANDLED ? r : name_t_node(r);
     }
     case kFrontContiguous:
       return nargs == 1 && is_contiguous(t) ? Py_NewRef(self) : NOT_HANDLED;
