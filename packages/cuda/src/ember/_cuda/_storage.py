@@ -64,6 +64,10 @@ class CudaStorage:
                 block.streams = set()
             block.streams.add(stream.cuda_stream)
 
+    def graph_alias(self) -> AliasStorage:
+        """A storage over this one's memory that can later take its data elsewhere (AliasStorage)."""
+        return AliasStorage(self)
+
     def __del__(self):
         block = getattr(self, "_block", None)  # absent when the allocation itself failed
         if block is not None:
@@ -75,6 +79,37 @@ class CudaStorage:
 
     def __repr__(self) -> str:
         return f"<CudaStorage {self._nbytes} bytes at {hex(self._ptr)} on {self.device}>"
+
+
+class AliasStorage(CudaStorage):
+    """Another storage over a block some other storage owns (a CUDA graph's output buffer): its
+    tensors read and write that memory until ``evacuate`` gives them a copy in a block of their
+    own. ``compile(mode="reduce-overhead")`` returns its replays' outputs over such storages and
+    evacuates those still held before the next replay overwrites the buffers."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: CudaStorage):  # (no allocation: CudaStorage.__init__ is not called)
+        self._owner = owner
+        self._nbytes, self.device, self._ptr, self._block = owner._nbytes, owner.device, owner._ptr, None
+        self.version = 0
+        self.inference = owner.inference
+
+    @property
+    def aliased(self) -> bool:
+        """Whether this storage still reads its owner's memory."""
+        return self._block is None and self._owner is not None
+
+    def evacuate(self) -> None:
+        """Moves the data into a fresh block of the caching allocator, ordered on the current stream
+        before whatever next writes the owner's memory; views of this storage follow."""
+        if not self.aliased:
+            return
+        index = self.device.index or 0
+        stream = current_handle(index)
+        block = _ALLOCATORS[index].malloc(self._nbytes, stream)
+        _fastcall.memcpy_dtod(block.ptr, self._ptr, self._nbytes, stream)
+        self._block, self._ptr, self._owner = block, block.ptr, None
 
 
 def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
