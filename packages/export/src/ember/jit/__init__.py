@@ -11,13 +11,10 @@
 from typing import Final
 
 from ._script import freeze, optimize_for_inference, script
-from ._script_module import ScriptFunction, ScriptModule
+from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptModule, TopLevelTracedModule
 from ._serialization import load, save
 from ._state import annotate, export, ignore, is_scripting, is_tracing, unused
 from ._trace import TracerWarning, TracingCheckError, trace
-
-RecursiveScriptModule = ScriptModule
-TopLevelTracedModule = ScriptModule
 
 __all__ = [
     "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracerWarning",

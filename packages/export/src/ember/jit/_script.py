@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ember
 from ember import nn
 
-from ._script_module import ScriptFunction, ScriptModule, _FunctionModule
+from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptModule, _FunctionModule
 
 
 def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=None):
@@ -20,9 +21,9 @@ def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=No
         first = example_inputs[0]
         example = (tuple(first) if isinstance(first, (tuple, list)) else (first,), {})
     if isinstance(obj, nn.Module):
-        return ScriptModule(obj, example)
+        return RecursiveScriptModule(obj, example)
     if callable(obj):
-        return ScriptFunction(obj, ScriptModule(_FunctionModule(obj), example))
+        return ScriptFunction(obj, RecursiveScriptModule(_FunctionModule(obj), example))
     raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it is not a module or function")
 
 
@@ -34,11 +35,23 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
     if mod.training:
         raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call .eval() "
                            "on your module before freezing.")
+    if getattr(mod, "_exported", None) is None and mod._example_inputs is None:
+        # Scripted and never called: no inputs to export at. It runs its Python with the weights
+        # as constants (no grad), which computes what the frozen graph would.
+        original = mod._original
+
+        def run_frozen(*args, **kwargs):
+            with ember.no_grad():
+                return original(*args, **kwargs)
+
+        frozen = RecursiveScriptModule(original, None, run_frozen)
+        frozen.eval()
+        return frozen
     ep = getattr(mod, "_exported", None) or mod.exported_program()
     program = ep.module()
     for p in program.parameters():
         p.requires_grad_(False)
-    frozen = ScriptModule(mod._original, mod._example_inputs, program)
+    frozen = RecursiveScriptModule(mod._original, mod._example_inputs, program)
     object.__setattr__(frozen, "_exported", ep)
     frozen.eval()
     return frozen
@@ -50,7 +63,7 @@ def optimize_for_inference(mod, other_methods=None):
         mod = script(mod)
     frozen = freeze(mod.eval())
     lowered = frozen._exported.run_decompositions()
-    out = ScriptModule(frozen._original, frozen._example_inputs, lowered.module())
+    out = RecursiveScriptModule(frozen._original, frozen._example_inputs, lowered.module())
     object.__setattr__(out, "_exported", lowered)
     out.eval()
     return out

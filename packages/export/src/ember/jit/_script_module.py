@@ -124,6 +124,13 @@ class ScriptModule(nn.Module):
             return self._program(*args, **kwargs)
         check_call(type(self._original).forward.__get__(self._original), args, kwargs, "forward")
         object.__setattr__(self, "_example_inputs", (args, kwargs))
+        from ._trace_eager import RECORDING
+
+        if RECORDING:  # inside a trace that records ops: this module keeps its Python (one node)
+            return RECORDING[-1].call_opaque(self._run_scripted, args, kwargs)
+        return self._run_scripted(*args, **kwargs)
+
+    def _run_scripted(self, *args, **kwargs):
         FLAGS.scripting += 1
         try:
             return self._original(*args, **kwargs)
@@ -148,11 +155,17 @@ class ScriptModule(nn.Module):
 
     @property
     def graph(self):
-        return self.exported_program().graph
+        recorded = self.__dict__.get("_recorded")  # a trace that keeps scripted submodules (_trace_eager)
+        if recorded is not None:
+            return recorded.gm.graph
+        return (self.__dict__.get("_exported") or self.exported_program()).graph
 
     @property
     def code(self) -> str:
-        return self.exported_program().graph_module.code
+        recorded = self.__dict__.get("_recorded")
+        if recorded is not None:
+            return recorded.gm.code
+        return (self.__dict__.get("_exported") or self.exported_program()).graph_module.code
 
     @property
     def original_name(self) -> str:
@@ -162,6 +175,14 @@ class ScriptModule(nn.Module):
         from ._serialization import save
 
         save(self, f, _extra_files=_extra_files)
+
+
+class RecursiveScriptModule(ScriptModule):
+    """What ``ember.jit.script`` and ``load`` return (PyTorch's class name)."""
+
+
+class TopLevelTracedModule(ScriptModule):
+    """What ``ember.jit.trace`` of a module returns (PyTorch's class name)."""
 
 
 class ScriptFunction:

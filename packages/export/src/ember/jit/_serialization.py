@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ember.export as _export
 
-from ._script_module import ScriptFunction, ScriptModule
+from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptModule
 
 
 def save(m, f, _extra_files=None) -> None:
@@ -27,6 +27,6 @@ def save(m, f, _extra_files=None) -> None:
 def load(f, map_location=None, _extra_files=None, _restore_shapes: bool = False) -> ScriptModule:
     ep = _export.load(f, extra_files=_extra_files)
     module = ep.module()
-    loaded = ScriptModule(module, ep.example_inputs, module)
+    loaded = RecursiveScriptModule(module, ep.example_inputs, module)
     object.__setattr__(loaded, "_exported", ep)
     return loaded
