@@ -298,3 +298,16 @@ def test_div_inplace_rounding_refuses_a_result_self_cannot_hold():
             with pytest.raises(RuntimeError, match="can't be cast to the desired output type Bool"):
                 lib.tensor([True, False]).div_(1, rounding_mode=mode)
         assert ember.tensor([3, 7], dtype=ember.uint8).div_(2, rounding_mode=mode).tolist() == [1, 3]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.ones(2, dtype=L.int64) + 2**70,  # beyond 64 bits: Python's OverflowError
+    lambda L: L.ones(2) * 2**64,
+    lambda L: L.ones(2, dtype=L.int64) + 2**63,  # [2**63, 2**64) wraps, as PyTorch reads it
+    lambda L: 2**70 - L.ones(2, dtype=L.int64),
+    lambda L: L.full((2,), 2**70),
+    lambda L: L.full((2,), 2**63, dtype=L.int64),  # fits 64 bits, not int64: RuntimeError
+    lambda L: L.ones(2, dtype=L.int64).fill_(2**70),
+])
+def test_python_ints_beyond_64_bits(call):
+    _same(call)

@@ -231,6 +231,8 @@ def check_scalar_fits(value, dtype, label: str | None = None) -> None:
         if abs(f) > dtypes.finfo(dtype).max:
             raise RuntimeError(f"value cannot be converted to type {name} without overflow")
         return
+    if isinstance(value, int):
+        int64_scalar(value)  # beyond 64 bits: Python's OverflowError, as PyTorch's argument parser
     info = dtypes.iinfo(dtype)
     if isinstance(value, float):
         fits = value == value and info.min <= value <= info.max
@@ -239,6 +241,16 @@ def check_scalar_fits(value, dtype, label: str | None = None) -> None:
         fits = low <= value <= info.max
     if not fits:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def int64_scalar(value: int) -> int:
+    """A Python int as the int64 a kernel takes, as PyTorch's argument parser reads it: beyond 64 bits
+    an OverflowError, and [2**63, 2**64) wraps (read as an unsigned 64-bit value)."""
+    if -(1 << 63) <= value < (1 << 63):
+        return value
+    if (1 << 63) <= value < (1 << 64):
+        return value - (1 << 64)
+    raise OverflowError("int too big to convert")
 
 
 def return_type(name: str, fields: list) -> type:

@@ -18,7 +18,7 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
-from .._common import HALF_TYPES, check_scalar_fits, convert, empty, label_as_op, type_name, write_out
+from .._common import HALF_TYPES, check_scalar_fits, convert, empty, int64_scalar, label_as_op, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
 from ..creation.factories import scalar_tensor
@@ -167,6 +167,10 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
             _C.copy_(out, target)
         return out
     target = out if (out.dtype is compute or write_bool) else empty(shape, compute, device)
+    if type(b) is int:
+        b = int64_scalar(b)
+    elif type(a) is int:
+        a = int64_scalar(a)
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             _C.binary(code, target, convert(a, compute), convert(b, compute))
