@@ -18,7 +18,16 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
-from .._common import HALF_TYPES, check_scalar_fits, convert, empty, int64_scalar, label_as_op, type_name, write_out
+from .._common import (
+    HALF_TYPES,
+    check_scalar_fits,
+    convert,
+    empty,
+    int64_scalar,
+    label_as_op,
+    type_name,
+    write_out,
+)
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_write as _check_write
 from ..creation.factories import scalar_tensor
