@@ -254,7 +254,8 @@ def test_grad_mode_switch_inside_function():
 
 def test_cache_size_limit_falls_back_to_eager_with_one_warning():
     counter = Counter()
-    cf = ember.compile(lambda x, k: x * k, backend=counter)
+    # dynamic=False: every new number is a new graph (by default it would become symbolic)
+    cf = ember.compile(lambda x, k: x * k, backend=counter, dynamic=False)
     limit = ember.compiler.config.cache_size_limit
     with pytest.warns(UserWarning, match="cache size limit"):
         for k in range(limit + 3):

@@ -185,6 +185,10 @@ class WrapperWriter:
         checks, binds, moves = [], [], []
         for sym_, (pos, dim) in sorted(g.symbols.items(), key=lambda kv: kv[0].name):
             binds.append(f"    {sym_.name} = {names[pos]}" + (f"._shape[{dim}]" if dim is not None else ""))
+        for pos, value in g.number_inputs.items():
+            # a number the lowering specialized to: another value is another variant
+            self.globals[f"_number{pos}"] = value
+            checks.append(f"type({names[pos]}) is not {type(value).__name__} or {names[pos]} != _number{pos}")
         for i, buf in enumerate(g.inputs):
             if buf is None:
                 continue
