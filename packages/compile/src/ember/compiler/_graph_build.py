@@ -219,6 +219,10 @@ def _rebind_inplace_result(env: dict, func, targs, node) -> None:
 
 
 def _set_val(node, value_meta) -> None:
+    if type(value_meta) is not tuple:  # a number a node computes (export's ``item``): its SymInt
+        if value_meta is not None:
+            node.meta["val"] = value_meta
+        return
     if value_meta is not None:
         node.meta["val"] = fake_of(*value_meta)
         node.meta["example_value"] = node.meta["val"]

@@ -34,7 +34,8 @@ class ValueRange:
 
     def __repr__(self) -> str:
         upper = "int_oo" if self.upper >= INT_OO else str(self.upper)
-        return f"VR[{self.lower}, {upper}]"
+        lower = "-int_oo" if self.lower <= -INT_OO else str(self.lower)
+        return f"VR[{lower}, {upper}]"
 
 
 def as_expr(size) -> int | sympy.Expr:
