@@ -244,3 +244,28 @@ def test_shapes_collection_and_call_spec_match_torch():
         return structure, tuple(out.shape), [repr(v) for v in ep.range_constraints.values()]
 
     assert run(ember) == run(torch)
+
+
+def test_exported_module_sizes_below_two_and_mode_switches_like_torch():
+    # The trace's lower bound 2 (0/1 specialization) is not checked at run time, a bound the
+    # program asked for is; ep.module() refuses train()/eval() as PyTorch's does.
+    outcomes = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(4, 3)
+        row = []
+        for lo in (2, 3):
+            ep = lib.export.export(m, (lib.randn(5, 4),),
+                                   dynamic_shapes={"input": {0: lib.export.Dim("b", min=lo, max=64)}})
+            for n in (0, 1, 2, 3):
+                try:
+                    row.append(tuple(ep.module()(lib.randn(n, 4)).shape))
+                except AssertionError as exc:
+                    row.append(str(exc))
+        mod = ep.module()
+        for switch in (mod.train, mod.eval):
+            with pytest.raises(NotImplementedError, match="is not supported yet"):
+                switch()
+        row.append(mod.training)
+        outcomes.append(row)
+    assert outcomes[0] == outcomes[1]

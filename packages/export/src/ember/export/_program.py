@@ -267,6 +267,14 @@ class UnliftedModule(nn.Module):
     def graph(self):
         return self._graph
 
+    # PyTorch's ep.module() refuses mode switches: the graph was traced in one mode (dropout and
+    # batch norm are baked in); ``torch.ao.quantization.move_exported_model_to_eval`` rewrites it.
+    def train(self, mode: bool = True):
+        raise NotImplementedError("Calling train() is not supported yet.")
+
+    def eval(self):
+        raise NotImplementedError("Calling eval() is not supported yet.")
+
     @property
     def code(self) -> str:
         return self._code
