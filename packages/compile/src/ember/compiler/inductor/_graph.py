@@ -32,6 +32,7 @@ from ._ir import (
     InputBuffer,
     ReductionBuffer,
     TensorValue,
+    number_input,
     sym,
 )
 from ._ir import (
@@ -189,7 +190,12 @@ class GraphLowering:
         self.inputs.append(None)
         if isinstance(example, (int, float)):
             self.number_inputs[position] = example
-        expr = sym(val) if val is not None and not isinstance(val, (float, bool)) and hasattr(val, "node") else None
+            if type(example) is float:
+                return number_input(example, position)
+        expr = None
+        if val is not None and not isinstance(val, (float, bool)) and hasattr(val, "node"):
+            # compile's SymInt holds its sympy expression as ``node`` itself
+            expr = val.node if isinstance(val.node, sympy.Basic) else sym(val)
         if isinstance(expr, sympy.Symbol):
             self.symbols.setdefault(expr, (position, None))
             self.hints[expr] = int(example)
