@@ -100,7 +100,9 @@ def test_dynamic_shapes_structure_errors_match_torch():
         export(_Shift(), (x, y), dynamic_shapes={"x": {1: Dim("c")}})
     with pytest.raises(UserError, match="same length as the actual tensor shape"):
         export(_Shift(), (x, y), dynamic_shapes=([None], None))
-    with pytest.raises(UserError, match="range"):
+    from ember.compiler._exc import ConstraintViolationError
+
+    with pytest.raises(ConstraintViolationError, match=r"4 not in range \[2, 3\]"):  # torch's type and text
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=3)}, {0: Dim("b", max=3)}))
     with pytest.raises(UserError, match="different definitions"):
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=8)}, {0: Dim("b", max=9)}))
@@ -269,3 +271,16 @@ def test_exported_module_sizes_below_two_and_mode_switches_like_torch():
         row.append(mod.training)
         outcomes.append(row)
     assert outcomes[0] == outcomes[1]
+
+
+def test_example_outside_its_dims_range_raises_constraint_violation_like_torch():
+    from torch.fx.experimental.symbolic_shapes import ConstraintViolationError as TorchError
+
+    from ember.compiler._exc import ConstraintViolationError
+
+    for lib, error in ((torch, TorchError), (ember, ConstraintViolationError)):
+        m = lib.nn.Linear(4, 3)
+        for dim, text in ((lib.export.Dim("b", min=2, max=4), r"5 not in range \[2, 4\]"),
+                          (lib.export.Dim("b", min=6), r"5 not in range \[6, int_oo\]")):
+            with pytest.raises(error, match=text):
+                lib.export.export(m, (lib.randn(5, 4),), dynamic_shapes={"input": {0: dim}})
