@@ -711,3 +711,20 @@ def test_specialize_float_keeps_floats_constant_like_torch():
                 cf(lib.ones(3), a)
         counts.append(len(counter.graphs))
     assert counts == [3, 3]
+
+
+def test_numbers_inside_list_and_dict_arguments_become_symbolic_like_torch():
+    programs = {"list": (lambda x, s: x * s[0] + s[1], [[0.5, 0.1], [0.25, 0.2], [0.125, 0.3]]),
+                "dict": (lambda x, c: x[: c["n"]] * c["lr"], [{"lr": 0.5, "n": 2}, {"lr": 0.25, "n": 3},
+                                                                {"lr": 0.125, "n": 4}])}
+    for name, (fn, values) in programs.items():
+        counts = []
+        for lib in (ember, torch):
+            lib._dynamo.reset()
+            counter = _Count()
+            cf = lib.compile(fn, backend=counter)
+            x = lib.arange(12.0).reshape(6, 2)
+            for v in values:
+                np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6)
+            counts.append(len(counter.graphs))
+        assert counts[0] == counts[1] == 2, name

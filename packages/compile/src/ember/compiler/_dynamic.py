@@ -97,11 +97,29 @@ class ScalarSource:
 
 
 def scalar_arguments(args, kwargs) -> list:
-    """[(slot, value)] of the call's int and float arguments (bools are flags: never symbolic)."""
-    found = [(i, a) for i, a in enumerate(args) if type(a) is int or type(a) is float]
+    """[(slot, value)] of the call's int and float arguments, also inside lists, tuples and
+    dicts of them (``f(x, [0.5, 0.1])``, ``f(x, {"lr": 0.1})``), as PyTorch's; a slot is the
+    path to the number. Bools are flags: never symbolic."""
+    found: list = []
+    for i, a in enumerate(args):
+        _numbers(a, (i,), found, 0)
     if kwargs:
-        found += [(k, a) for k, a in kwargs.items() if type(a) is int or type(a) is float]
+        for k, a in kwargs.items():
+            _numbers(a, (k,), found, 0)
     return found
+
+
+def _numbers(value, path: tuple, found: list, depth: int) -> None:
+    t = type(value)
+    if t is int or t is float:
+        found.append((path, value))
+    elif depth < 3 and (t is list or t is tuple) and len(value) <= 64:
+        for i, item in enumerate(value):
+            _numbers(item, (*path, i), found, depth + 1)
+    elif depth < 3 and t is dict and len(value) <= 64:
+        for k, item in value.items():
+            if type(k) is str:
+                _numbers(item, (*path, k), found, depth + 1)
 
 
 def symbolic_scalars(scalar_args, slots) -> list:
