@@ -17,9 +17,11 @@ from ember.export._errors import UserError
 def _ranges(ep) -> list:
     """Range constraints as sorted (lower, upper) pairs: symbol names differ between the two."""
     def bound(v):
-        return "int_oo" if "oo" in str(v) or v > 2**62 else int(v)
+        if "oo" in str(v):
+            return "-int_oo" if str(v).startswith("-") else "int_oo"
+        return "int_oo" if v > 2**62 else "-int_oo" if v < -2**62 else int(v)
 
-    return sorted((bound(r.lower), bound(r.upper)) for r in ep.range_constraints.values())
+    return sorted(((bound(r.lower), bound(r.upper)) for r in ep.range_constraints.values()), key=str)
 
 
 def _counting(mod):
@@ -232,14 +234,27 @@ def _unbacked_programs(lib):
         def forward(self, x):
             return x[x > 0].sum(), x[x > 0] * 3
 
-    return {"item_size": (ItemSize(), [(lib.tensor(3), lib.ones(2)), (lib.tensor(5), lib.ones(2))]),
+    class Unique(lib.nn.Module):
+        def forward(self, x):
+            u = lib.unique(x)
+            return u.sum(), u * 2
+
+    class ToList(lib.nn.Module):
+        def forward(self, x, y):
+            a, b = x.tolist()
+            return lib.zeros(a).sum() + y * b
+
+    return {"unique": (Unique(), [(lib.tensor([1, 1, 2]),), (lib.tensor([3, 5, 3]),)]),
+            "tolist": (ToList(), [(lib.tensor([2, 3]), lib.ones(2)), (lib.tensor([4, -5]), lib.ones(2))]),
+            "item_size": (ItemSize(), [(lib.tensor(3), lib.ones(2)), (lib.tensor(5), lib.ones(2))]),
             "item_checked": (ItemChecked(), [(lib.tensor([1, 2]),), (lib.tensor([3, 4]),), (lib.tensor([0, 0]),)]),
             "item_narrow": (ItemNarrow(), [(lib.ones(5, 2), lib.tensor(3)), (lib.ones(5, 2), lib.tensor(1))]),
             "nonzero": (Nonzero(), [(lib.tensor([0, 1, 0, 3]),), (lib.tensor([1, 1, 1, 0]),)]),
             "masked": (Masked(), [(lib.tensor([1.0, -1.0, 2.0]),), (lib.tensor([-1.0, -2.0, 3.0]),)])}
 
 
-@pytest.mark.parametrize("name", ["item_size", "item_checked", "item_narrow", "nonzero", "masked"])
+@pytest.mark.parametrize("name", ["item_size", "item_checked", "item_narrow", "nonzero", "masked", "unique",
+                                  "tolist"])
 def test_unbacked_symbols_export_like_torch(name):
     # .item() used as a size and data-dependent output shapes get unbacked symbols (u0) whose
     # ranges come from the op or from torch._check; the graph runs on new data as eager does.

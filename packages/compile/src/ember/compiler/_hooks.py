@@ -37,6 +37,11 @@ def sync_hook(tensor, reason: str):
         symbol = _unbacked_export.record_item(rec, tensor)
         if symbol is not None:
             return symbol
+    if reason == "Tensor.tolist()" and _unbacked_export.EXPORT_ENV[0] is not None \
+            and getattr(rec.owner, "traces_inputs", False):
+        symbols = _unbacked_export.record_tolist(rec, tensor)
+        if symbols is not None:
+            return symbols
     if tensor is not None and reason in _PURE_READS and getattr(rec, "traced_inputs", None) \
             and rec.input_index.get(id(tensor)) in rec.traced_inputs:
         # make_fx traces its inputs, not their values: reading one would bake the example's data

@@ -32,6 +32,28 @@ def item(tensor):
 item.__module__ = "ember.compiler"
 
 
+def record_tolist(rec, tensor):
+    """``tensor.tolist()`` of a traced int tensor of static shape: nested lists of unbacked
+    SymInts, one ``item`` node per element (PyTorch's graph has the same); None otherwise."""
+    from ._lazy import LazyTensor
+
+    dtype = tensor.dtype
+    if dtype.is_floating_point or dtype.is_complex or dtype.name == "bool" or tensor.numel() > 64:
+        return None
+    if any(type(s) is not int for s in tensor._shape) or tensor.dim() == 0:
+        return None
+    traced = type(tensor) is LazyTensor or rec.input_index.get(id(tensor)) in getattr(rec, "traced_inputs", ())
+    if not traced:
+        return None
+
+    def rows(t):
+        if t.dim() == 0:
+            return record_item(rec, t)
+        return [rows(t.select(0, i)) for i in range(t.shape[0])]
+
+    return rows(tensor)
+
+
 def record_item(rec, tensor):
     """Records ``tensor.item()`` of a traced int tensor as an ``item`` node and returns its
     unbacked SymInt; None when the value is not an int of the trace (the read is an error)."""
@@ -203,7 +225,8 @@ def ranges(env, used_as_size=()) -> dict:
 
 def unbacked_output(func, margs):
     """The meta result of a data-dependent-shape op whose size is a new unbacked symbol:
-    ``nonzero`` ((u, ndim) int64) and indexing by one boolean mask ((u, *rest)); else None."""
+    ``nonzero`` ((u, ndim) int64), indexing by one boolean mask ((u, *rest)) and ``unique`` of
+    all elements ((u,) values, the inverse, (u,) counts); else None."""
     from ember import _C
     from ember._src import dtypes
     from ember._src.device import META
@@ -222,6 +245,12 @@ def unbacked_output(func, margs):
             if tuple(mask._shape) == tuple(x._shape[:k]):
                 size = new_symbol(env, 0, mask.numel())
                 return _meta((size, *x._shape[k:]), x.dtype, _C, META, make_tensor)
+    if func.name == "_unique2" and margs and isinstance(margs[0], Tensor) and (len(margs) < 5 or margs[4] is None):
+        x = margs[0]
+        size = new_symbol(env, 0, x.numel())
+        return (_meta((size,), x.dtype, _C, META, make_tensor), _meta(tuple(x._shape), dtypes.int64, _C, META,
+                                                                       make_tensor),
+                _meta((size,), dtypes.int64, _C, META, make_tensor))
     return None
 
 

@@ -901,7 +901,9 @@ def item(self: Tensor):
 
 def tolist(self: Tensor):
     if _SYNC_HOOK[0] is not None:
-        _SYNC_HOOK[0](self, "Tensor.tolist()")
+        traced = _SYNC_HOOK[0](self, "Tensor.tolist()")
+        if traced is not None:  # a tracer's symbols for the values (export's unbacked ``u0``...)
+            return traced
     if self._device is META:
         raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
     from ...interop import to_numpy_copy
