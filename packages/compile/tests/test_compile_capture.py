@@ -416,9 +416,11 @@ def test_item_branch_breaks_without_fullgraph_like_torch():
     assert compiled(-ember.ones(3)).tolist() == _item_branch(-torch.ones(3)).tolist()
 
 
-def test_fullgraph_print_of_tensor_raises_in_both():
+@pytest.mark.parametrize("computed", [True, False])
+def test_fullgraph_print_of_tensor_raises_in_both(computed):
+    # also print(x) of an input, which needs no flush (its float tolist() was the error)
     def f(x):
-        y = x * 3
+        y = x * 3 if computed else x
         print("y", y)
         return y
 

@@ -47,6 +47,10 @@ def sync_hook(tensor, reason: str):
         # make_fx traces its inputs, not their values: reading one would bake the example's data
         # into the graph (x[:n.item()] sliced to the example's n for every input).
         rec.owner.note_break(reason, user_frame(), rec)
+    if reason == "printing a tensor" and fullgraph and not getattr(rec.owner, "traces_inputs", False):
+        # Dynamo cannot trace print(tensor) at all: under fullgraph=True even an input's print
+        # is an error, with PyTorch's text (not the float tolist() inside the formatting)
+        rec.owner.note_break(reason, user_frame(), rec)
     if reason == "Tensor.tolist()" and fullgraph and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
         raise Unsupported(f"Tensor.tolist() with non-integer tensor\n\nfrom user code:\n   {user_frame()}")
     if not rec.nodes:
