@@ -620,3 +620,111 @@ def test_compiled_training_step_with_batchnorm_matches_torch(backend):
     losses, mean = _bn_training_losses(ember, backend)
     np.testing.assert_allclose(losses, expect_losses, rtol=1e-5)
     np.testing.assert_allclose(mean, expect_mean, rtol=1e-5, atol=1e-6)
+
+
+def _number_programs(lib):
+    return {
+        "slice": lambda x, n: x[:n] * 2.5,  # (a constant 2 would be keyed as n when n == 2)
+        "narrow": lambda x, n: x.narrow(0, 1, n).sum(0),
+        "zeros": lambda x, n: lib.zeros(n) + x.sum(),
+        "arange": lambda x, n: lib.arange(n) * x[0, 0],
+        "float_mul": lambda x, a: (x * a).sin(),
+        "float_clamp": lambda x, a: x.clamp(min=-a, max=a),
+        "float_full": lambda x, a: lib.full((3,), a) + x[0, 0],
+    }
+
+
+_NUMBER_VALUES = {
+    "slice": [2, 3, 4, 5, 7, 10, 1],
+    "narrow": [2, 3, 4, 5],
+    "zeros": [2, 3, 4, 1, 0],
+    "arange": [3, 4, 5, 6],
+    "float_mul": [0.5, 0.7, 0.0, 1.0, -1.0, 2.0, 3],
+    "float_clamp": [0.5, 0.6, 0.7],
+    "float_full": [0.25, 0.5, 0.75],
+}
+
+
+@pytest.mark.parametrize("dynamic", [None, False, True])
+@pytest.mark.parametrize("name", sorted(_NUMBER_VALUES))
+def test_number_arguments_become_symbolic_like_torch(name, dynamic):
+    # PyTorch specializes a number argument on the first call and makes it symbolic when it
+    # changes (automatic dynamic; floats too: specialize_float is off), so a compiled function
+    # called with a new int or float each time compiles twice, not once per value.
+    x_np = np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32)
+    counts = []
+    for lib in (ember, torch):
+        lib._dynamo.reset()
+        counter = _Count()
+        fn = _number_programs(lib)[name]
+        cf = lib.compile(fn, backend=counter, dynamic=dynamic)
+        x = lib.from_numpy(x_np.copy())
+        for v in _NUMBER_VALUES[name]:
+            np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6)
+        counts.append(len(counter.graphs))
+    assert counts[0] == counts[1]
+
+
+def test_number_argument_graph_takes_the_number_as_input():
+    counter = _Count()
+    cf = ember.compile(lambda x, n, a: x[:n] * a, backend=counter)
+    x = ember.arange(12.0).reshape(6, 2)
+    for n, a in ((2, 0.5), (3, 0.25), (4, 1.5), (5, 2.5)):
+        np.testing.assert_array_equal(_np(cf(x, n, a)), _np(x[:n] * a))
+    assert len(counter.graphs) == 2
+    placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["arg0", "s0", "s1"]
+
+
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_number_arguments_with_real_backends_and_training(backend):
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(4, 3)
+
+    def step(x, scale, n):
+        return (lin(x[:n]) * scale).sum()
+
+    cf = ember.compile(step, backend=backend)
+    for scale, n in ((0.5, 3), (0.25, 4), (0.125, 5), (2.0, 6), (0.25, 4)):
+        x = ember.randn(8, 4)
+        lin.zero_grad()
+        cf(x, scale, n).backward()
+        got = _np(lin.weight.grad).copy()
+        lin.zero_grad()
+        step(x, scale, n).backward()
+        np.testing.assert_allclose(got, _np(lin.weight.grad), rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        cf = ember.compile(lambda x, a, n: (x[-n:] * a).exp(), backend=backend)
+        x = ember.randn(8, 4)
+        for a, n in ((0.5, 2), (0.75, 3), (1.25, 5)):
+            np.testing.assert_allclose(_np(cf(x, a, n)), _np((x[-n:] * a).exp()), rtol=1e-5)
+
+
+def test_specialize_float_keeps_floats_constant_like_torch():
+    counts = []
+    for lib in (ember, torch):
+        lib._dynamo.reset()
+        counter = _Count()
+        with lib._dynamo.config.patch(specialize_float=True):
+            cf = lib.compile(lambda x, a: x * a, backend=counter)
+            for a in (0.5, 0.25, 0.125):
+                cf(lib.ones(3), a)
+        counts.append(len(counter.graphs))
+    assert counts == [3, 3]
+
+
+def test_numbers_inside_list_and_dict_arguments_become_symbolic_like_torch():
+    programs = {"list": (lambda x, s: x * s[0] + s[1], [[0.5, 0.1], [0.25, 0.2], [0.125, 0.3]]),
+                "dict": (lambda x, c: x[: c["n"]] * c["lr"], [{"lr": 0.5, "n": 2}, {"lr": 0.25, "n": 3},
+                                                                {"lr": 0.125, "n": 4}])}
+    for name, (fn, values) in programs.items():
+        counts = []
+        for lib in (ember, torch):
+            lib._dynamo.reset()
+            counter = _Count()
+            cf = lib.compile(fn, backend=counter)
+            x = lib.arange(12.0).reshape(6, 2)
+            for v in values:
+                np.testing.assert_allclose(_np(cf(x, v)), _np(fn(x, v)), rtol=1e-6)
+            counts.append(len(counter.graphs))
+        assert counts[0] == counts[1] == 2, name

@@ -254,7 +254,8 @@ def test_grad_mode_switch_inside_function():
 
 def test_cache_size_limit_falls_back_to_eager_with_one_warning():
     counter = Counter()
-    cf = ember.compile(lambda x, k: x * k, backend=counter)
+    # dynamic=False: every new number is a new graph (by default it would become symbolic)
+    cf = ember.compile(lambda x, k: x * k, backend=counter, dynamic=False)
     limit = ember.compiler.config.cache_size_limit
     with pytest.warns(UserWarning, match="cache size limit"):
         for k in range(limit + 3):
@@ -415,9 +416,11 @@ def test_item_branch_breaks_without_fullgraph_like_torch():
     assert compiled(-ember.ones(3)).tolist() == _item_branch(-torch.ones(3)).tolist()
 
 
-def test_fullgraph_print_of_tensor_raises_in_both():
+@pytest.mark.parametrize("computed", [True, False])
+def test_fullgraph_print_of_tensor_raises_in_both(computed):
+    # also print(x) of an input, which needs no flush (its float tolist() was the error)
     def f(x):
-        y = x * 3
+        y = x * 3 if computed else x
         print("y", y)
         return y
 

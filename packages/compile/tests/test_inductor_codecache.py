@@ -89,6 +89,27 @@ def test_new_batch_size_reuses_compiled_kernels(monkeypatch):
     assert "k0" in compiled.artifact.cpp_source  # sizes are arguments
 
 
+def test_new_float_argument_reuses_compiled_kernels(monkeypatch):
+    # A float argument of a compiled function becomes a graph input once it changes (as in
+    # PyTorch); its value is a kernel argument, so a new value re-lowers but compiles nothing.
+    compiles = []
+    original = _codecache._compile
+    monkeypatch.setattr(_codecache, "_compile", lambda source, path: (compiles.append(path), original(source, path)))
+    _codecache.clear_memory_cache()
+
+    def step(x, lr, n):
+        return (x[:n] * lr).sin().sum(0) - lr
+
+    x = make_input((16, 8), ember.float64, seed=3, specials=False)
+    compiled = ember.compile(step)
+    values = [(0.5, 4), (0.25, 5), (0.125, 6), (1e-3, 7), (-2.5, 4), (0.3, 9)]
+    for i, (lr, n) in enumerate(values):
+        np.testing.assert_allclose(compiled(x, lr, n).numpy(), step(x, lr, n).numpy(), rtol=1e-10)
+        if i == 1:
+            after_dynamic = len(compiles)
+    assert len(compiles) == after_dynamic
+
+
 @pytest.mark.slow
 def test_output_code_log_shows_readable_kernels(tmp_path):
     script = textwrap.dedent("""

@@ -100,7 +100,9 @@ def test_dynamic_shapes_structure_errors_match_torch():
         export(_Shift(), (x, y), dynamic_shapes={"x": {1: Dim("c")}})
     with pytest.raises(UserError, match="same length as the actual tensor shape"):
         export(_Shift(), (x, y), dynamic_shapes=([None], None))
-    with pytest.raises(UserError, match="range"):
+    from ember.compiler._exc import ConstraintViolationError
+
+    with pytest.raises(ConstraintViolationError, match=r"4 not in range \[2, 3\]"):  # torch's type and text
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=3)}, {0: Dim("b", max=3)}))
     with pytest.raises(UserError, match="different definitions"):
         export(_Shift(), (x, y), dynamic_shapes=({0: Dim("b", max=8)}, {0: Dim("b", max=9)}))
@@ -244,3 +246,41 @@ def test_shapes_collection_and_call_spec_match_torch():
         return structure, tuple(out.shape), [repr(v) for v in ep.range_constraints.values()]
 
     assert run(ember) == run(torch)
+
+
+def test_exported_module_sizes_below_two_and_mode_switches_like_torch():
+    # The trace's lower bound 2 (0/1 specialization) is not checked at run time, a bound the
+    # program asked for is; ep.module() refuses train()/eval() as PyTorch's does.
+    outcomes = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(4, 3)
+        row = []
+        for lo in (2, 3):
+            ep = lib.export.export(m, (lib.randn(5, 4),),
+                                   dynamic_shapes={"input": {0: lib.export.Dim("b", min=lo, max=64)}})
+            for n in (0, 1, 2, 3):
+                try:
+                    row.append(tuple(ep.module()(lib.randn(n, 4)).shape))
+                except AssertionError as exc:
+                    row.append(str(exc))
+        mod = ep.module()
+        for switch in (mod.train, mod.eval):
+            with pytest.raises(NotImplementedError, match="is not supported yet"):
+                switch()
+        row.append(mod.training)
+        outcomes.append(row)
+    assert outcomes[0] == outcomes[1]
+
+
+def test_example_outside_its_dims_range_raises_constraint_violation_like_torch():
+    from torch.fx.experimental.symbolic_shapes import ConstraintViolationError as TorchError
+
+    from ember.compiler._exc import ConstraintViolationError
+
+    for lib, error in ((torch, TorchError), (ember, ConstraintViolationError)):
+        m = lib.nn.Linear(4, 3)
+        for dim, text in ((lib.export.Dim("b", min=2, max=4), r"5 not in range \[2, 4\]"),
+                          (lib.export.Dim("b", min=6), r"5 not in range \[6, int_oo\]")):
+            with pytest.raises(error, match=text):
+                lib.export.export(m, (lib.randn(5, 4),), dynamic_shapes={"input": {0: dim}})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import export_models  # the tests folder is on sys.path
 import numpy as np
 import pytest
@@ -15,9 +17,11 @@ from ember.export._errors import UserError
 def _ranges(ep) -> list:
     """Range constraints as sorted (lower, upper) pairs: symbol names differ between the two."""
     def bound(v):
-        return "int_oo" if "oo" in str(v) or v > 2**62 else int(v)
+        if "oo" in str(v):
+            return "-int_oo" if str(v).startswith("-") else "int_oo"
+        return "int_oo" if v > 2**62 else "-int_oo" if v < -2**62 else int(v)
 
-    return sorted((bound(r.lower), bound(r.upper)) for r in ep.range_constraints.values())
+    return sorted(((bound(r.lower), bound(r.upper)) for r in ep.range_constraints.values()), key=str)
 
 
 def _counting(mod):
@@ -189,14 +193,123 @@ class _NonzeroFirst(ember.nn.Module):
 
 def test_data_reads_of_inputs_are_never_baked_into_the_graph():
     # x[:n.item()] once traced to the example's n (a program slicing 3 rows for every n), and a
-    # nonzero as the first op ran on the example and replaced the input. Both are data-dependent:
-    # export refuses them with PyTorch's error type rather than give a wrong program.
+    # nonzero as the first op ran on the example and replaced the input. Both now trace with an
+    # unbacked symbol (PyTorch's u0): the graph computes the size from each call's data.
+    ep = export(_ItemSlice(), (ember.randn(5, 2), ember.tensor(3)))
+    x = ember.arange(10.0).reshape(5, 2)
+    for n in (0, 2, 5):
+        assert ep.module()(x, ember.tensor(n)).tolist() == x[:n].tolist()
+    assert _ranges(ep) == [(0, 5)]
+    ep = export(_NonzeroFirst(), (ember.tensor([1.0, 0.0, 2.0]),))
+    assert ep.module()(ember.tensor([0.0, 3.0, 4.0])).tolist() == [[2], [4]]
+
+
+def _unbacked_programs(lib):
+    class ItemSize(lib.nn.Module):
+        def forward(self, x, y):
+            n = x.item()
+            lib._check_is_size(n)
+            return lib.zeros(n) + y.sum()
+
+    class ItemChecked(lib.nn.Module):
+        def forward(self, x):
+            n = x.sum().item()
+            lib._check(n >= 0)
+            lib._check(n <= 10)
+            return lib.ones(n, 2).sum(1), lib.arange(n).float().sum()
+
+    class ItemNarrow(lib.nn.Module):
+        def forward(self, x, n):
+            k = n.item()
+            lib._check(k >= 0)
+            lib._check(k <= 4)
+            return x.narrow(0, 1, k).sum(0), lib.arange(k * 2).view(k, 2).float().sum(1)
+
+    class Nonzero(lib.nn.Module):
+        def forward(self, x):
+            idx = x.nonzero()
+            return idx.sum(0), idx * 2
+
+    class Masked(lib.nn.Module):
+        def forward(self, x):
+            return x[x > 0].sum(), x[x > 0] * 3
+
+    class Unique(lib.nn.Module):
+        def forward(self, x):
+            u = lib.unique(x)
+            return u.sum(), u * 2
+
+    class ToList(lib.nn.Module):
+        def forward(self, x, y):
+            a, b = x.tolist()
+            return lib.zeros(a).sum() + y * b
+
+    return {"unique": (Unique(), [(lib.tensor([1, 1, 2]),), (lib.tensor([3, 5, 3]),)]),
+            "tolist": (ToList(), [(lib.tensor([2, 3]), lib.ones(2)), (lib.tensor([4, -5]), lib.ones(2))]),
+            "item_size": (ItemSize(), [(lib.tensor(3), lib.ones(2)), (lib.tensor(5), lib.ones(2))]),
+            "item_checked": (ItemChecked(), [(lib.tensor([1, 2]),), (lib.tensor([3, 4]),), (lib.tensor([0, 0]),)]),
+            "item_narrow": (ItemNarrow(), [(lib.ones(5, 2), lib.tensor(3)), (lib.ones(5, 2), lib.tensor(1))]),
+            "nonzero": (Nonzero(), [(lib.tensor([0, 1, 0, 3]),), (lib.tensor([1, 1, 1, 0]),)]),
+            "masked": (Masked(), [(lib.tensor([1.0, -1.0, 2.0]),), (lib.tensor([-1.0, -2.0, 3.0]),)])}
+
+
+@pytest.mark.parametrize("name", ["item_size", "item_checked", "item_narrow", "nonzero", "masked", "unique",
+                                  "tolist"])
+def test_unbacked_symbols_export_like_torch(name):
+    # .item() used as a size and data-dependent output shapes get unbacked symbols (u0) whose
+    # ranges come from the op or from torch._check; the graph runs on new data as eager does.
+    results, ranges = [], []
+    for lib in (ember, torch):
+        mod, inputs = _unbacked_programs(lib)[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # _check_is_size is deprecated
+            ep = lib.export.export(mod, inputs[0])
+            got = [ep.module()(*args) for args in inputs]
+        want = [mod(*args) for args in inputs]
+        for g, w in zip(got, want):
+            for a, b in zip(g if isinstance(g, tuple) else (g,), w if isinstance(w, tuple) else (w,)):
+                assert a.tolist() == b.tolist()
+        results.append([[t.tolist() for t in (g if isinstance(g, tuple) else (g,))] for g in got])
+        ranges.append(_ranges(ep))
+    assert results[0] == results[1]
+    assert ranges[0] == ranges[1]
+
+
+def test_deciding_on_an_unbacked_value_raises_like_torch():
     from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-    with pytest.raises(GuardOnDataDependentSymNode, match=r"Tensor\.item\(\)"):
-        export(_ItemSlice(), (ember.randn(5, 2), ember.tensor(3)))
-    with pytest.raises(GuardOnDataDependentSymNode, match="nonzero"):
-        export(_NonzeroFirst(), (ember.tensor([1.0, 0.0, 2.0]),))
+    def program(lib):
+        class Branch(lib.nn.Module):
+            def forward(self, x, y):
+                return y * 2 if x.item() > 2 else y
+
+        return Branch()
+
+    with pytest.raises(torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode, match="u0 > 2"):
+        torch.export.export(program(torch), (torch.tensor(3), torch.ones(2)))
+    with pytest.raises(GuardOnDataDependentSymNode, match="u0 > 2"):
+        export(program(ember), (ember.tensor(3), ember.ones(2)))
+
+
+def test_unbacked_program_saves_and_decomposes():
+    import io
+
+    mod, inputs = _unbacked_programs(ember)["item_checked"]
+    ep = export(mod, inputs[0])
+    buf = io.BytesIO()
+    ember.export.save(ep, buf)
+    buf.seek(0)
+    for loaded in (ember.export.load(buf), ep.run_decompositions()):
+        for args in inputs:
+            assert [t.tolist() for t in loaded.module()(*args)] == [t.tolist() for t in mod(*args)]
+        assert _ranges(loaded) == [(0, 10)]
+    # the stated range is checked when the program runs, as in PyTorch
+    tmod, tinputs = _unbacked_programs(torch)["item_checked"]
+    tep = torch.export.export(tmod, tinputs[0])
+    with pytest.raises(RuntimeError, match="u0 <= 10"):
+        tep.module()(torch.tensor([6, 6]))
+    with pytest.raises(RuntimeError, match="u0 <= 10"):
+        ep.module()(ember.tensor([6, 6]))
 
 
 def _vmapped(lib):

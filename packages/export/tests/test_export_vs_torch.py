@@ -140,3 +140,21 @@ def test_node_meta_matches_torch_export():
     assert [e.fqn for e in ep.module_call_graph] == [e.fqn for e in tp.module_call_graph]
     decomposed = {n.name: n.meta.get("nn_module_stack") for n in ep.run_decompositions().graph.nodes}
     assert list(decomposed["mul_2"]) == ["L__self__", "L__self__shared"]
+
+
+def test_exported_module_kwarg_mismatch_message_like_torch():
+    messages = []
+    for lib in (ember, torch):
+        class M(lib.nn.Module):
+            def forward(self, x, *, y, z=None):
+                return x + y
+
+        ep = lib.export.export(M(), (lib.ones(2),), {"y": lib.ones(2)})
+        assert ep.tensor_constants == {}
+        row = []
+        for kw in ({}, {"y": lib.ones(2), "w": lib.ones(2)}, {"z": lib.ones(2)}):
+            with pytest.raises(ValueError) as info:
+                ep.module()(lib.ones(2), **kw)
+            row.append(str(info.value))
+        messages.append(row)
+    assert messages[0] == messages[1]

@@ -21,7 +21,15 @@ from .._logging import _log
 from . import _replay, config
 from ._break_reasons import explain_text, fullgraph_text
 from ._counters import counters
-from ._dynamic import has_marked_dims, shapes_changed, symbolize
+from ._dynamic import (
+    ScalarSource,
+    has_marked_dims,
+    scalar_arguments,
+    scalars_changed,
+    shapes_changed,
+    symbolic_scalars,
+    symbolize,
+)
 from ._exc import BackendCompilerFailed
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
@@ -97,6 +105,8 @@ class CompiledFunction:
         self.per_position: dict = {}
         self.seen_shapes: dict = {}  # segment position -> input shapes of its last static compile
         self.auto_dynamic: dict = {}  # segment position -> the (input, dim) sizes made symbolic
+        self.seen_scalars: dict = {}  # segment position -> {slot: number} of its last compile
+        self.auto_scalars: dict = {}  # segment position -> number-argument slots made symbolic
         self.fallback = False
         self.entries: list = []  # replay entries (``_replay``), newest first
         self.misses = 0  # recorded calls in a row that could not become replay entries
@@ -115,6 +125,8 @@ class CompiledFunction:
         self.per_position.clear()
         self.seen_shapes.clear()
         self.auto_dynamic.clear()
+        self.seen_scalars.clear()
+        self.auto_scalars.clear()
         self.entries.clear()
         self.misses = 0
         self.fallback = False
@@ -136,6 +148,7 @@ class CompiledFunction:
 
     def _record(self, args, kwargs):
         rec = Recorder(self)
+        rec.scalar_args = scalar_arguments(args, kwargs)
         observer = None
         if self.want_stacks or _logging._ON:
             rec.want_stacks = self.want_stacks or _logs_want_stacks()
@@ -207,35 +220,56 @@ class CompiledFunction:
                     for d in t.__dict__.get("_dynamo_dynamic_indices", ())}
             all_dims = dims | (all_dims if isinstance(all_dims, set) else set())
             self.auto_dynamic[position] = all_dims
+        scalar_args = getattr(rec, "scalar_args", ())
+        scalars = ()
+        if scalar_args and self.dynamic is not False:
+            slots = True if self.dynamic is True else self.auto_scalars.get(position, ())
+            scalars = symbolic_scalars(scalar_args, slots) if slots else ()
         if self.dynamic is not False or marked:
-            if all_dims or marked:
-                dyn = symbolize(rec, all_dims)
+            if all_dims or marked or scalars:
+                dyn = symbolize(rec, all_dims, scalars)
         if rec.eager_autograd:
             # ``autograd.grad(..., create_graph=True)`` follows: op by op under eager autograd,
             # which differentiates twice (the AOT backward does not).
             rec.eager_autograd = False
-            return _runner(_interpret(rec, live, dyn), dyn)
-        key = (tuple(rec.key), tuple(live)) if dyn is None else (dyn[0], tuple(live), "dynamic")
+            return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
+        key = _key(rec, live, dyn)
         run = self.cache.get(key)
         if run is not None:
             if self.listener is not None:
                 self.listener.on_hit(key)
-            return run
-        if dyn is None and self.dynamic is None and config.automatic_dynamic_shapes:
-            seen = self.seen_shapes.get(position)
-            changed = shapes_changed(seen, rec.inputs) if seen is not None else None
-            if changed:
-                # PyTorch's automatic dynamic: the sizes that changed are symbolic from now on.
-                self.auto_dynamic[position] = changed
+            return _bind(run, dyn, rec)
+        if self.dynamic is None and config.automatic_dynamic_shapes:
+            changed = set()
+            if dyn is None:
+                seen = self.seen_shapes.get(position)
+                changed = shapes_changed(seen, rec.inputs) if seen is not None else set()
+            seen_numbers = self.seen_scalars.get(position)
+            auto_scalars = self.auto_scalars.get(position, set())
+            changed_numbers = set()
+            if seen_numbers is not None and scalar_args:
+                changed_numbers = scalars_changed(seen_numbers, scalar_args) - auto_scalars
+            if changed or changed_numbers:
+                # PyTorch's automatic dynamic: the sizes and number arguments that changed are
+                # symbolic from now on.
+                what = "an input size" if changed else "a number argument"
                 _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}) with "
-                     "dynamic shapes: an input size changed")
-                dyn = symbolize(rec, changed)
-                if dyn is not None:
-                    key = (dyn[0], tuple(live), "dynamic")
+                     f"dynamic shapes: {what} changed")
+                if changed:
+                    self.auto_dynamic[position] = changed
+                auto_scalars = auto_scalars | changed_numbers
+                self.auto_scalars[position] = auto_scalars
+                scalars = symbolic_scalars(scalar_args, auto_scalars)
+                new_dyn = symbolize(rec, self.auto_dynamic.get(position, False), scalars)
+                if new_dyn is not None:
+                    dyn = new_dyn
+                    key = _key(rec, live, dyn)
                     run = self.cache.get(key)
                     if run is not None:
-                        return run
-            self.seen_shapes[position] = [t._shape for t in rec.inputs]
+                        return _bind(run, dyn, rec)
+            if dyn is None:
+                self.seen_shapes[position] = [t._shape for t in rec.inputs]
+            self.seen_scalars[position] = dict(scalar_args)
         count = self.per_position.get(position, 0)
         limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
         if count >= limit:
@@ -248,19 +282,19 @@ class CompiledFunction:
                     stacklevel=4,
                 )
                 self.fallback = True
-            return _runner(_interpret(rec, live, dyn), dyn)
+            return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
             if _STANCE[0] == "fail_on_recompile":
                 raise RuntimeError(f"ember.compile: {self.name} must recompile (segment {position}), and the "
                                    "stance is 'fail_on_recompile'")
             if _STANCE[0] == "eager_on_recompile":
-                return _runner(_interpret(rec, live, dyn), dyn)
+                return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
                  "the recorded ops, input metadata or grad mode differ from the cached entries")
         self.per_position[position] = count + 1
         run = _runner(self._compile(rec, live, dyn), dyn)
         self.cache[key] = run
-        return run
+        return _bind(run, dyn, rec)
 
     def _compile(self, rec, live, dyn=None):
         from ember import fx
@@ -268,10 +302,10 @@ class CompiledFunction:
         from ._graph_build import build_graph_module
 
         start = time.perf_counter()
-        gm = build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3]))
+        gm = build_graph_module(rec, live, fx, symbols=dyn and _symbols(dyn, rec))
         example_inputs = list(rec.inputs)
         if dyn is not None:
-            example_inputs += [rec.inputs[k]._shape[d] for k, d in dyn[1]]
+            example_inputs += _symbol_values(dyn[1], rec.inputs, dict(rec.scalar_args))
         _log("graph_code", lambda: f"TRACED GRAPH\n {self.name} {gm.print_readable(print_output=False)}")
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
@@ -306,21 +340,49 @@ def _interpret(rec, live, dyn=None):
 
     from ._graph_build import build_graph_module
 
-    return build_graph_module(rec, live, fx, symbols=dyn and (dyn[1], dyn[2], dyn[3])).forward
+    return build_graph_module(rec, live, fx, symbols=dyn and _symbols(dyn, rec)).forward
+
+
+def _symbols(dyn, rec) -> tuple:
+    """What ``build_graph_module`` needs of a symbolization: (sources, int symbols, derived
+    sizes, float symbols, int values that are number arguments, the call's numbers)."""
+    return (*dyn[1:], dict(getattr(rec, "scalar_args", ())))
+
+
+def _symbol_values(sources, inputs, numbers) -> list:
+    return [numbers[s.slot] if type(s) is ScalarSource else inputs[s[0]]._shape[s[1]] for s in sources]
+
+
+def _key(rec, live, dyn) -> tuple:
+    if dyn is None:
+        return (tuple(rec.key), tuple(live))
+    # Which arguments the number symbols read is part of what the graph means.
+    numbers = tuple(s for s in dyn[1] if type(s) is ScalarSource)
+    return (dyn[0], tuple(live), "dynamic", numbers)
+
+
+def _bind(run, dyn, rec):
+    """The runner for this call: number symbols take this call's argument values."""
+    if dyn is None or not any(type(s) is ScalarSource for s in dyn[1]):
+        return run
+    numbers = dict(rec.scalar_args)
+    values = [numbers[s.slot] for s in dyn[1] if type(s) is ScalarSource]
+    return lambda inputs: run(inputs, values)
 
 
 def _runner(compiled, dyn):
-    """``run(inputs)``: calls the compiled graph (adding the size symbols' values when dynamic);
-    backends return a callable giving a tuple/list, or one tensor."""
+    """``run(inputs[, numbers])``: calls the compiled graph (adding the symbols' values when
+    dynamic: sizes read from the inputs, then the number arguments' ``numbers``); backends
+    return a callable giving a tuple/list, or one tensor."""
     if dyn is None:
         def run(inputs):
             out = compiled(*inputs)
             return out if isinstance(out, (tuple, list)) else (out,)
     else:
-        sources = dyn[1]
+        sources = [s for s in dyn[1] if type(s) is not ScalarSource]
 
-        def run(inputs):
-            out = compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources])
+        def run(inputs, numbers=()):
+            out = compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources], *numbers)
             return out if isinstance(out, (tuple, list)) else (out,)
 
     return run

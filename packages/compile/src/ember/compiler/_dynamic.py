@@ -19,6 +19,14 @@ sizes (ints inside a list/tuple argument): the product of two sizes (flattening)
 size (``x.shape[0] // 2``) become expressions the graph computes from the symbols. Any other
 derived int is a constant, so a graph using it is specialized to it (the next size
 recompiles; never a wrong answer).
+
+Python number arguments of the compiled function (``f(x, n)``, ``f(x, lr=0.1)``) are made
+symbolic the same way (PyTorch's automatic dynamic for ints and, with ``specialize_float``
+off, floats): an int argument of value 2 or more, or any float argument, is a symbol whose
+value the graph takes as an extra input from the call's argument, and every int (float) an
+op received that equals it, slice bounds included, is recorded as that symbol. So are slice
+bounds ``-n``, ``n - 1`` and ``n + 1`` (``x[-n:]``), ``n`` times an input's size inside a size
+list (``x.repeat(n, 1)`` views its result as ``(n * 10, 4)``), and the float ``-a``.
 """
 
 from __future__ import annotations
@@ -68,10 +76,85 @@ def has_marked_dims(inputs) -> bool:
     return False
 
 
-def symbolize(rec, all_dims):
-    """(symbolized key items, sources [(input index, dim)], {value: symbol index}) or None
-    when no input size qualifies. ``all_dims``: True (every size), False (marked ones only)
-    or a set of (input index, dim) (automatic dynamic: the sizes that changed)."""
+class ScalarSource:
+    """Where a number symbol's value comes from: the compiled function's argument ``slot``
+    (a position or a keyword), of type ``kind`` (int or float)."""
+
+    __slots__ = ("slot", "kind")
+
+    def __init__(self, slot, kind: type):
+        self.slot = slot
+        self.kind = kind
+
+    def __eq__(self, other) -> bool:
+        return type(other) is ScalarSource and (other.slot, other.kind) == (self.slot, self.kind)
+
+    def __hash__(self) -> int:
+        return hash((self.slot, self.kind))
+
+    def __repr__(self) -> str:
+        return f"ScalarSource({self.slot!r}, {self.kind.__name__})"
+
+
+def scalar_arguments(args, kwargs) -> list:
+    """[(slot, value)] of the call's int and float arguments, also inside lists, tuples and
+    dicts of them (``f(x, [0.5, 0.1])``, ``f(x, {"lr": 0.1})``), as PyTorch's; a slot is the
+    path to the number. Bools are flags: never symbolic."""
+    found: list = []
+    for i, a in enumerate(args):
+        _numbers(a, (i,), found, 0)
+    if kwargs:
+        for k, a in kwargs.items():
+            _numbers(a, (k,), found, 0)
+    return found
+
+
+def _numbers(value, path: tuple, found: list, depth: int) -> None:
+    t = type(value)
+    if t is int or t is float:
+        found.append((path, value))
+    elif depth < 3 and (t is list or t is tuple) and len(value) <= 64:
+        for i, item in enumerate(value):
+            _numbers(item, (*path, i), found, depth + 1)
+    elif depth < 3 and t is dict and len(value) <= 64:
+        for k, item in value.items():
+            if type(k) is str:
+                _numbers(item, (*path, k), found, depth + 1)
+
+
+def symbolic_scalars(scalar_args, slots) -> list:
+    """The (slot, value) of ``scalar_args`` that become symbols: those in ``slots`` (True: all),
+    ints of value 2 or more (0/1 specialization, and small constants such as dims stay apart)
+    unless ``specialize_int``, floats unless ``specialize_float``."""
+    from . import config
+
+    out = []
+    for slot, v in scalar_args:
+        if slots is not True and slot not in slots:
+            continue
+        if type(v) is int and v >= 2 and not config.specialize_int:
+            out.append((slot, v))
+        elif type(v) is float and not config.specialize_float:
+            out.append((slot, v))
+    return out
+
+
+def scalars_changed(previous: dict, scalar_args) -> set:
+    """The slots whose number differs from ``previous`` ({slot: value}) with the same type."""
+    changed = set()
+    for slot, v in scalar_args:
+        old = previous.get(slot, v)
+        if type(old) is type(v) and old != v:
+            changed.add(slot)
+    return changed
+
+
+def symbolize(rec, all_dims, scalars=()):
+    """(symbolized key items, sources, {int value: symbol index}, derived, {float hex: symbol
+    index}, the int values of number arguments) or None when nothing qualifies. Sources are
+    (input index, dim) for sizes and ``ScalarSource`` for numbers. ``all_dims``: True (every
+    size), False (marked ones only) or a set of (input index, dim) (automatic dynamic: the
+    sizes that changed). ``scalars``: [(slot, value)] of the number arguments made symbolic."""
     by_value: dict = {}
     sources: list = []
     symbolic_dims: dict = {}  # input index -> {dim: symbol index}
@@ -82,16 +165,33 @@ def symbolize(rec, all_dims):
                     by_value[size] = len(sources)
                     sources.append((k, d))
                 symbolic_dims.setdefault(k, {})[d] = by_value[size]
+    derived = derived_sizes(sources, rec, by_value)
+    floats: dict = {}
+    scalar_ints: set = set()
+    for slot, v in scalars:
+        if type(v) is float:
+            if v.hex() not in floats:
+                floats[v.hex()] = len(sources)
+                sources.append(ScalarSource(slot, float))
+        elif v not in scalar_ints:
+            # An op's int equal to both a size and a number argument is keyed as the argument:
+            # ``x[:n]`` keeps one graph when ``n`` happens to equal a size.
+            scalar_ints.add(v)
+            by_value[v] = len(sources)
+            sources.append(ScalarSource(slot, int))
     if not sources:
         return None
-
-    derived = derived_sizes(sources, rec, by_value)
+    anywhere = _number_expressions(sources, rec, by_value, derived, floats, scalars)
 
     def walk(item, in_seq=False):
         t = type(item)
         if t is tuple:
             if item and item[0] is slice:
-                return item  # slices stay static: the graph spells them as literals
+                # Slices stay static (the graph spells them as literals), except bounds that
+                # are a number argument's value (``x[:n]``).
+                if not scalar_ints:
+                    return item
+                return (slice, *[_slice_bound(b, by_value, scalar_ints, anywhere) for b in item[1:]])
             if len(item) == 2 and item[0] is int:
                 v = item[1]
                 if v in by_value:
@@ -99,6 +199,9 @@ def symbolize(rec, all_dims):
                 if in_seq and v in derived:  # only sizes (ints in a list/tuple argument)
                     return derived[v]
                 return item
+            if len(item) == 2 and item[0] is float:
+                i = floats.get(item[1])
+                return item if i is None else sym(i) if type(i) is int else i
             if len(item) == 2 and (item[0] is _LIST or item[0] is _TUPLE):
                 return (item[0], tuple(walk(x, True) for x in item[1]))
             return tuple(walk(x) for x in item)
@@ -120,7 +223,42 @@ def symbolize(rec, all_dims):
             k += 1
         else:
             items.append(walk(item))
-    return tuple(items), sources, by_value, derived
+    return tuple(items), sources, by_value, derived, floats, frozenset(scalar_ints), anywhere
+
+
+def _slice_bound(b, by_value, scalar_ints, anywhere):
+    if type(b) is tuple and len(b) == 2 and b[0] is int:
+        if b[1] in scalar_ints:
+            return sym(by_value[b[1]])
+        if b[1] in anywhere:
+            return anywhere[b[1]]
+    return b
+
+
+def _number_expressions(sources, rec, by_value, derived, floats, scalars) -> dict:
+    """Expressions of the number symbols that programs commonly compute. Returns {int value:
+    expression} for ``-n``, ``n - 1``, ``n + 1`` (recognized as slice bounds only: elsewhere
+    small constants would coincide too often); adds ``n * size`` to
+    ``derived`` (inside size lists) and ``-a`` to ``floats`` ({float hex: expression}).
+    Expressions are ("neg", i, 0), ("add", i, constant) and ("mulc", i, constant)."""
+    anywhere: dict = {}
+    sizes = sorted({size for t in rec.inputs for size in t._shape if size >= 2})
+    for i, source in enumerate(sources):
+        if type(source) is not ScalarSource:
+            continue
+        value = next(v for slot, v in scalars if slot == source.slot)
+        if source.kind is float:
+            if value != 0.0 and (-value).hex() not in floats:
+                floats[(-value).hex()] = ("neg", i, 0)
+            continue
+        for expr_value, expr in ((-value, ("neg", i, 0)), (value - 1, ("add", i, -1)), (value + 1, ("add", i, 1))):
+            if abs(expr_value) >= 2 and expr_value not in by_value:
+                anywhere.setdefault(expr_value, expr)
+        for size in sizes:
+            product = value * size
+            if product not in by_value and product not in anywhere:
+                derived.setdefault(product, ("mulc", i, size))
+    return anywhere
 
 
 def derived_sizes(sources, rec, by_value) -> dict:

@@ -35,6 +35,11 @@ class GuardOnDataDependentSymNode(RuntimeError):
     ``export``): PyTorch's ``torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode``."""
 
 
+class ConstraintViolationError(RuntimeError):
+    """An example input outside its dim's declared range (``5 not in range [2, 4]``): PyTorch's
+    ``torch.fx.experimental.symbolic_shapes.ConstraintViolationError``."""
+
+
 class UserErrorType(enum.Enum):
     DYNAMIC_CONTROL_FLOW = enum.auto()
     ANTI_PATTERN = enum.auto()

@@ -74,16 +74,42 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
     by_value: dict = {}
     derived: dict = {}
     derived_nodes: dict = {}
+    float_syms: dict = {}
+    scalar_ints: frozenset = frozenset()
+    anywhere: dict = {}
     if symbols is not None:
+        from ._dynamic import ScalarSource
         from .symbolic_shapes import ShapeEnv
 
-        sources, by_value, derived = symbols
+        sources, by_value, derived, float_syms, scalar_ints, anywhere, numbers = symbols
         shape_env = ShapeEnv()
-        for i, (k, d) in enumerate(sources):
+        for i, source in enumerate(sources):
             node = graph.placeholder(f"s{i}")
-            node.meta["val"] = shape_env.create_symint(rec.inputs[k]._shape[d])
+            if type(source) is ScalarSource:
+                value = numbers[source.slot]
+                node.meta["val"] = value if source.kind is float else shape_env.create_symint(value)
+            else:
+                node.meta["val"] = shape_env.create_symint(rec.inputs[source[0]]._shape[source[1]])
             sym_nodes[i] = node
         root.shape_env = shape_env
+
+    def expression(value, expr):
+        """The node computing a derived symbol expression (``_dynamic``), made once per value."""
+        node = derived_nodes.get(value)
+        if node is None:
+            kind, i, j = expr
+            if kind == "mul":
+                node = graph.call_function(operator.mul, (sym_nodes[i], sym_nodes[j]))
+            elif kind == "mulc":
+                node = graph.call_function(operator.mul, (sym_nodes[i], j))
+            elif kind == "add":
+                node = graph.call_function(operator.add, (sym_nodes[i], j))
+            elif kind == "neg":
+                node = graph.call_function(operator.neg, (sym_nodes[i],))
+            else:
+                node = graph.call_function(operator.floordiv, (sym_nodes[i], j))
+            derived_nodes[value] = node
+        return node
 
     def sub(a, in_seq=False):
         if type(a) is Ref:
@@ -91,22 +117,22 @@ def build_graph_module(rec, live: list, fx, *, constants: frozenset = frozenset(
         t = type(a)
         if t is int and a in by_value:
             return sym_nodes[by_value[a]]
+        if t is float and float_syms:
+            i = float_syms.get(a.hex())
+            return a if i is None else sym_nodes[i] if type(i) is int else expression(("f", a.hex()), i)
         if in_seq and t is int and a in derived:
-            node = derived_nodes.get(a)
-            if node is None:
-                kind, i, j = derived[a]
-                if kind == "mul":
-                    node = graph.call_function(operator.mul, (sym_nodes[i], sym_nodes[j]))
-                else:
-                    node = graph.call_function(operator.floordiv, (sym_nodes[i], j))
-                derived_nodes[a] = node
-            return node
+            return expression(a, derived[a])
         if t is list:
             return [sub(b, True) for b in a]
         if t is tuple:
             return tuple(sub(b, True) for b in a)
         if t is dict:
             return {key: sub(b) for key, b in a.items()}
+        if t is slice and scalar_ints:
+            # bounds that are a number argument's value are symbols (as ``symbolize`` keyed them)
+            return slice(*[sym_nodes[by_value[b]] if type(b) is int and b in scalar_ints
+                           else expression(b, anywhere[b]) if type(b) is int and b in anywhere else b
+                           for b in (a.start, a.stop, a.step)])
         if isinstance(a, _LITERALS) or t is slice:
             return a
         name = consts.get(id(a))
@@ -193,6 +219,10 @@ def _rebind_inplace_result(env: dict, func, targs, node) -> None:
 
 
 def _set_val(node, value_meta) -> None:
+    if type(value_meta) is not tuple:  # a number a node computes (export's ``item``): its SymInt
+        if value_meta is not None:
+            node.meta["val"] = value_meta
+        return
     if value_meta is not None:
         node.meta["val"] = fake_of(*value_meta)
         node.meta["example_value"] = node.meta["val"]

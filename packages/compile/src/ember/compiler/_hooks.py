@@ -14,6 +14,7 @@ import sys
 from ember._src import dispatch
 from ember._src.tensor import Tensor
 
+from . import _unbacked_export
 from . import config as _config
 from ._break_reasons import DATA_DEPENDENT_BRANCH
 from ._exc import Unsupported
@@ -25,16 +26,30 @@ from ._user_frames import user_frame
 _PURE_READS = frozenset({"Tensor.item()", "Tensor.tolist()", "printing a tensor", "formatting a tensor"})
 
 
-def sync_hook(tensor, reason: str) -> None:
+def sync_hook(tensor, reason: str):
     rec = current()
     if rec is None or rec.suspended:
         return
     rec.synced = True  # Python reads data: a replay of this call would not
     fullgraph = rec.owner.fullgraph
+    if reason == "Tensor.item()" and _unbacked_export.EXPORT_ENV[0] is not None \
+            and getattr(rec.owner, "traces_inputs", False):
+        symbol = _unbacked_export.record_item(rec, tensor)
+        if symbol is not None:
+            return symbol
+    if reason == "Tensor.tolist()" and _unbacked_export.EXPORT_ENV[0] is not None \
+            and getattr(rec.owner, "traces_inputs", False):
+        symbols = _unbacked_export.record_tolist(rec, tensor)
+        if symbols is not None:
+            return symbols
     if tensor is not None and reason in _PURE_READS and getattr(rec, "traced_inputs", None) \
             and rec.input_index.get(id(tensor)) in rec.traced_inputs:
         # make_fx traces its inputs, not their values: reading one would bake the example's data
         # into the graph (x[:n.item()] sliced to the example's n for every input).
+        rec.owner.note_break(reason, user_frame(), rec)
+    if reason == "printing a tensor" and fullgraph and not getattr(rec.owner, "traces_inputs", False):
+        # Dynamo cannot trace print(tensor) at all: under fullgraph=True even an input's print
+        # is an error, with PyTorch's text (not the float tolist() inside the formatting)
         rec.owner.note_break(reason, user_frame(), rec)
     if reason == "Tensor.tolist()" and fullgraph and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
         raise Unsupported(f"Tensor.tolist() with non-integer tensor\n\nfrom user code:\n   {user_frame()}")

@@ -30,7 +30,7 @@ from ember._src.device import CPU, META, to_device
 from ember._src.ops.indexing.subscripts import DataDependentOutputShape
 from ember._src.tensor import Tensor, make_tensor
 
-from . import _module_stack
+from . import _module_stack, _unbacked_export
 from . import config as _config
 from ._break_reasons import DYNAMIC_SHAPE_OPERATOR
 from ._exc import Unsupported  # noqa: F401 - re-exported (callers import it from here)
@@ -333,15 +333,23 @@ class Recorder(dispatch.DispatchMode):
             try:
                 out = func.call_kernel(margs, mkwargs)
             except NotImplementedError as exc:
-                reason = f"ember.ops.{func.name} cannot run on the meta device ({exc})"
-                if isinstance(exc, DataDependentOutputShape):
-                    reason = DYNAMIC_SHAPE_OPERATOR + func.name
-                    if (self.owner.fullgraph or _config.capture_dynamic_output_shape_ops) \
-                            and not getattr(self.owner, "traces_inputs", False):
-                        # PyTorch 2.13 keeps nonzero / x[mask] / unique in a fullgraph=True graph
-                        # (unbacked sizes); ember computes them, the split before is not a break.
-                        reason = None
-                return self._eager_op(func, args, kwargs, reason)
+                out = None
+                if isinstance(exc, DataDependentOutputShape) and _unbacked_export.EXPORT_ENV[0] is not None \
+                        and getattr(self.owner, "traces_inputs", False):
+                    # export: the data-dependent size is an unbacked symbol (``u0``)
+                    out = _unbacked_export.unbacked_output(func, margs)
+                if out is None:
+                    reason = f"ember.ops.{func.name} cannot run on the meta device ({exc})"
+                    if isinstance(exc, DataDependentOutputShape):
+                        reason = DYNAMIC_SHAPE_OPERATOR + func.name
+                        if (self.owner.fullgraph or _config.capture_dynamic_output_shape_ops) \
+                                and not getattr(self.owner, "traces_inputs", False):
+                            # PyTorch 2.13 keeps nonzero / x[mask] / unique in a fullgraph=True graph
+                            # (unbacked sizes); ember computes them, the split before is not a break.
+                            reason = None
+                    return self._eager_op(func, args, kwargs, reason)
+                self.symbolic = True
+                meta_key = None
             except Exception as exc:
                 # A meta kernel that needs data, or bad input: the real op decides (it raises
                 # eager's exception, or computes what the meta kernel could not).

@@ -175,6 +175,8 @@ def item_of(tensor, item_fn):
         if value is not None:
             return value
     value = item_fn(tensor)
+    if type(value) is not int and type(value) is not float and type(value) is not bool:
+        return value  # export's unbacked SymInt (``_unbacked_export``)
     if rec is not None and not rec.suspended and getattr(rec.owner, "fullgraph", False):
         return unbacked(value, weakref.ref(rec))
     return value

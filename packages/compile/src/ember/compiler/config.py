@@ -11,7 +11,10 @@ recompile_limit = 8  # PyTorch's newer name for the same limit: a value other th
 # compile once with symbolic sizes (PyTorch's automatic dynamic shapes).
 automatic_dynamic_shapes = True
 # Sizes 0 and 1 are specialized even in symbolic mode (PyTorch's 0/1 specialization).
+# specialize_int / specialize_float: int / float arguments of a compiled function are always
+# constants of its graph (False: a changed number makes that argument symbolic, as sizes).
 specialize_int = False
+specialize_float = False
 # .item() / ops with data-dependent output shapes (nonzero, x[mask]) are kept "in the graph":
 # ember computes them between two graphs, which then is not counted as a graph break.
 capture_scalar_outputs = False

@@ -83,6 +83,16 @@ class SymInt(int):
             return op(int(self), other)
         result = op(int(self), int(other))
         env = self.shape_env if self.shape_env is not None else getattr(other, "shape_env", None)
+        if env is not None and env.__dict__.get("unbacked"):
+            from ._unbacked_export import UnbackedSymBool, is_unbacked
+
+            b = other.node if isinstance(other, SymInt) else sympy.Integer(other)
+            if is_unbacked(env, self.node) or is_unbacked(env, b):
+                # export's data-dependent sizes: no value to decide with (``_unbacked_export``)
+                relation = rel(self.node, b)
+                if relation is sympy.true or relation is sympy.false:
+                    return bool(relation)
+                return UnbackedSymBool(result, relation, env)
         if env is not None and env.record_guards:
             b = other.node if isinstance(other, SymInt) else sympy.Integer(other)
             env.add_guard(rel(self.node, b) if result else sympy.Not(rel(self.node, b)))

@@ -47,3 +47,15 @@ __all__ = [
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)
+
+
+def _register_item() -> None:
+    from ember.compiler._unbacked_export import item
+
+    from ._sym import _assert_scalar
+
+    register_graph_function("ember.compiler.item", item)  # .item() in a graph (unbacked ``u0``)
+    register_graph_function("ember.export._assert_scalar", _assert_scalar)
+
+
+_register_item()

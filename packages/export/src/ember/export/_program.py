@@ -83,6 +83,13 @@ class ExportedProgram:
         return self._constants
 
     @property
+    def tensor_constants(self) -> dict:
+        """The tensor constants lifted into the graph's inputs (PyTorch's older name)."""
+        from ember import Tensor
+
+        return {k: v for k, v in self._constants.items() if isinstance(v, Tensor)}
+
+    @property
     def range_constraints(self) -> dict:
         return self._range_constraints
 
@@ -267,6 +274,14 @@ class UnliftedModule(nn.Module):
     def graph(self):
         return self._graph
 
+    # PyTorch's ep.module() refuses mode switches: the graph was traced in one mode (dropout and
+    # batch norm are baked in); ``torch.ao.quantization.move_exported_model_to_eval`` rewrites it.
+    def train(self, mode: bool = True):
+        raise NotImplementedError("Calling train() is not supported yet.")
+
+    def eval(self):
+        raise NotImplementedError("Calling eval() is not supported yet.")
+
     @property
     def code(self) -> str:
         return self._code
@@ -385,6 +400,9 @@ def _reorder_kwargs(args, kwargs, want: pytree.TreeSpec, got: pytree.TreeSpec) -
             flat, spec = pytree.tree_flatten((args, ordered))
             if spec == want:
                 return flat
+        if isinstance(kwargs, dict) and set(kwargs) != set(want_kw.context or []):
+            raise ValueError(f"Ran into a kwarg keyword mismatch: Got the following keywords {list(kwargs)} but "
+                             f"expected {list(want_kw.context or [])}")
     raise ValueError(f"Trying to flatten user inputs with exported input tree spec: \n{want}\nbut actually got "
                      f"inputs with tree spec of: \n{got}.\nPlease check that the inputs have the same number and "
                      "type of args and kwargs as the ones you used when tracing.")

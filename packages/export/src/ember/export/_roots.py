@@ -40,10 +40,13 @@ def dynamic_roots(leaves, dim_specs, arg_names):
                                     f"{root.__name__}")
                 value = (size - offset) // coeff
                 if not spec.min <= size <= spec.max:
+                    from ember.compiler._exc import ConstraintViolationError
+
                     upper = "int_oo" if spec.max >= INT_OO else spec.max
-                    raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
-                                    f"Expected input at {where} to be in the range [{spec.min}, {upper}] of "
-                                    f"{spec.__name__}, but got {size}")
+                    # PyTorch names the range its trace uses: sizes 0 and 1 are never dynamic
+                    lower = max(spec.min, 2)
+                    raise ConstraintViolationError(f"{size} not in range [{lower}, {upper}] (the example input at "
+                                                   f"{where}, dim {spec.__name__})")
                 key = ("dim", root.__name__)  # PyTorch identifies dims by name
                 entry = roots.get(key)
                 if entry is not None and (entry.lo, entry.hi) != (root.min, root.max):

@@ -20,6 +20,19 @@ def sym_size(tensor, dim: int) -> int:
 sym_size.__module__ = "ember.export"
 
 
+def _assert_scalar(cond, message: str) -> None:
+    """A runtime check of an unbacked symbol's range (PyTorch's ``aten._assert_scalar``). While a
+    graph holding it is traced again, the condition is stated as a fact (``torch._check``)."""
+    if hasattr(type(cond), "__ember_unguarded__"):
+        cond.__ember_unguarded__()
+        return
+    if not cond:
+        raise RuntimeError(message)
+
+
+_assert_scalar.__module__ = "ember.export"
+
+
 class SizeBuilder:
     """Emits graph nodes computing sympy size expressions, memoized, at the top of the graph."""
 
@@ -28,14 +41,23 @@ class SizeBuilder:
         self.sources = sources  # symbol -> (placeholder node, dim, coeff, offset): size = coeff*sym + offset
         self.anchor = anchor  # insert after this node (the last placeholder, then the last size node)
         self.cache: dict = {}
+        # Unbacked symbols (``item``/``nonzero`` sizes) are known only where the graph computes
+        # them: an expression of one is computed just before ``current``, the node that uses it.
+        self.unbacked: set = set()
+        self.current = None
+        self._late = False
 
     def _emit(self, target, args, val, expr=None):
-        with self.graph.inserting_after(self.anchor):
-            node = self.graph.call_function(target, args)
+        if self._late:
+            with self.graph.inserting_before(self.current):
+                node = self.graph.call_function(target, args)
+        else:
+            with self.graph.inserting_after(self.anchor):
+                node = self.graph.call_function(target, args)
+            self.anchor = node
         node.meta["val"] = val
         if expr is not None:
             node.meta["sym_expr"] = expr
-        self.anchor = node
         return node
 
     def node_for(self, expr, hint: int):
@@ -45,6 +67,14 @@ class SizeBuilder:
             return int(expr)
         if expr in self.cache:
             return self.cache[expr]
+        late = self._late
+        self._late = bool(self.unbacked and expr.free_symbols & self.unbacked)
+        try:
+            return self._node_for(expr, hint)
+        finally:
+            self._late = late
+
+    def _node_for(self, expr, hint: int):
         if expr.is_Symbol:
             node, dim, coeff, offset = self.sources[expr]
             size = self._emit(sym_size, (node, dim), coeff * hint + offset, coeff * expr + offset)
@@ -77,6 +107,9 @@ class SizeBuilder:
         return out
 
     def _value(self, expr) -> int:
-        return int(sympy.sympify(expr).subs(self.hints))
+        from ember.compiler._unbacked_export import _HINT
+
+        expr = sympy.sympify(expr)
+        return int(expr.subs(self.hints).subs({s: _HINT for s in self.unbacked}))
 
     hints: dict = {}

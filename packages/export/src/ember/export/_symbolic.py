@@ -289,9 +289,11 @@ def sym_shape_of(val):
     return None
 
 
-def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder) -> None:
+def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder, env=None) -> None:
     """Rewrites SymInt arguments of ``gm``'s nodes into ``sym_size`` arithmetic and records
-    ``meta["sym_shape"]``; cond/while_loop subgraphs read sizes from their own placeholders."""
+    ``meta["sym_shape"]``; cond/while_loop subgraphs read sizes from their own placeholders.
+    Unbacked symbols of ``env`` are read from the node that made them (``item``, or
+    ``sym_size`` of a ``nonzero`` result right after it)."""
     sources = {}
     for root in roots:
         i, d, coeff, offset = sorted(root.uses, key=lambda u: (u[2], abs(u[3])))[0]
@@ -300,11 +302,19 @@ def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder) -> None:
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     builder = SizeBuilder(graph, sources, placeholders[-1] if placeholders else None)
     builder.hints = {r.symbol: r.base for r in roots}
+    builder.unbacked = set(getattr(env, "unbacked", {}) or ())
+    if builder.unbacked:
+        _bind_unbacked(graph, builder)
     for node in list(graph.nodes):
+        if node.op == "output" and builder.unbacked and _has_symint(node.args):
+            builder.current = node  # a returned size (``idx.shape[0] * 2``): the graph computes it
+            node.args = _replace(node.args, builder)
+            continue
         if node.op in ("placeholder", "output") or node in builder.cache.values():
             if node.op == "placeholder":
                 _mark(node)
             continue
+        builder.current = node
         node.args = _replace(node.args, builder)
         node.kwargs = _replace(dict(node.kwargs), builder)
         _mark(node)
@@ -313,6 +323,24 @@ def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder) -> None:
             _mark(node)
     gm.recompile()
     _subgraphs(gm, builder.hints)
+    return builder
+
+
+def _bind_unbacked(graph, builder) -> None:
+    from ._sym import sym_size
+
+    for node in list(graph.nodes):
+        val = node.meta.get("val")
+        if isinstance(val, SymInt) and val.node in builder.unbacked:
+            builder.cache.setdefault(val.node, node)
+            continue
+        for d, size in enumerate(getattr(val, "_shape", ())):
+            if isinstance(size, SymInt) and size.node in builder.unbacked and size.node not in builder.cache:
+                with graph.inserting_after(node):
+                    read = graph.call_function(sym_size, (node, d))
+                read.meta["val"] = size
+                read.meta["sym_expr"] = size.node
+                builder.cache[size.node] = read
 
 
 def _mark(node) -> None:
@@ -382,3 +410,46 @@ def ranges_of(roots, narrowed) -> tuple[dict, dict]:
                 expr = coeff * root.symbol + offset
                 ranges[expr] = ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset)
     return ranges, names
+
+
+def unbacked_ranges(gm, env) -> dict:
+    """{unbacked symbol: ValueRange} (``u0``: from ``item``/``nonzero``, the facts the program
+    stated with ``torch._check``, and 0 at least where it is a size)."""
+    if env is None or not getattr(env, "unbacked", None):
+        return {}
+    from ember.compiler._unbacked_export import ranges
+
+    used_as_size = set()
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        for size in getattr(val, "_shape", ()):
+            if isinstance(size, SymInt):
+                used_as_size |= size.node.free_symbols
+    out = {}
+    for sym, (lower, upper) in ranges(env, used_as_size).items():
+        out[sym] = ValueRange(-INT_OO if lower is None else lower, INT_OO if upper is None else upper)
+    return out
+
+
+def assert_unbacked_ranges(gm, builder, ranges: dict) -> None:
+    """After the node that makes each unbacked symbol, runtime checks of its finite bounds
+    (``u0 >= 0``, ``u0 <= 10``), as PyTorch's exported graphs carry them."""
+    import operator
+
+    from ._sym import _assert_scalar
+
+    graph = gm.graph
+    for sym, vr in ranges.items():
+        source = builder.cache.get(sym) if builder is not None else None
+        if source is None:
+            continue
+        anchor = source
+        for op, bound, text in ((operator.ge, vr.lower, ">="), (operator.le, vr.upper, "<=")):
+            if abs(bound) >= INT_OO:
+                continue
+            with graph.inserting_after(anchor):
+                check = graph.call_function(op, (source, bound))
+            with graph.inserting_after(check):
+                anchor = graph.call_function(_assert_scalar, (
+                    check, f"Runtime assertion failed for expression {sym} {text} {bound} on node '{check.name}'"))
+    gm.recompile()

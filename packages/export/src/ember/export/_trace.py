@@ -172,14 +172,19 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     out_spec = capture.out_spec
 
     from ._subgraphs import name_subgraphs
-    from ._symbolic import apply_symbols, ranges_of
+    from ._symbolic import apply_symbols, assert_unbacked_ranges, ranges_of, unbacked_ranges
 
     name_subgraphs(gm)  # private copies first: sizes inside them are rewritten
     tensor_leaves = [i for i, x in enumerate(leaves) if _is_tensor(x)]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     user_ph = placeholders[len(placeholders) - len(tensor_leaves):]
-    apply_symbols(gm, roots, user_ph, dict(zip(tensor_leaves, user_ph)))
+    env = getattr(capture, "shape_env", None)
+    builder = apply_symbols(gm, roots, user_ph, dict(zip(tensor_leaves, user_ph)), env)
     ranges, dim_names = ranges_of(roots, narrowed)
+    unbacked = unbacked_ranges(gm, env)
+    if unbacked:
+        assert_unbacked_ranges(gm, builder, unbacked)
+        ranges.update(unbacked)
 
     graph = gm.graph
     # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
@@ -312,6 +317,10 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         env = ShapeEnv()
         env.record_guards = True
         sym_leaves, _symbols = symbolic_leaves(leaves, roots, env)
+        from ember.compiler import _unbacked_export
+
+        previous_env = _unbacked_export.EXPORT_ENV[0]
+        _unbacked_export.EXPORT_ENV[0] = env  # .item() / nonzero give unbacked symbols
         try:
             gm = trace_flat(capture, state_values, sym_leaves)
         except Exception as exc:
@@ -325,6 +334,8 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
                 case_name="cond_predicate") from None
         finally:
             env.record_guards = False
+            _unbacked_export.EXPORT_ENV[0] = previous_env
+        capture.shape_env = env
         retrace, narrowed = classify_guards(env, roots)
         if not retrace:
             return gm, roots, narrowed

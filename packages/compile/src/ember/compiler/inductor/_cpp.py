@@ -87,6 +87,8 @@ class _Body:
         if e in self.cache:
             return self.cache[e]
         if isinstance(e, Const):
+            if e.number is not None:  # a float input of the graph: a kernel argument
+                return C.cast_text(self.w.number_arg(e.number), e.dtype)
             return C.const_text(e.value, e.dtype)
         if isinstance(e, Load):
             local = self.w.local_value(e)
@@ -120,6 +122,7 @@ class CppKernelWriter:
         self.row_values: dict[str, str] = {}  # reduction buffer -> scalar of this row
         self.subs: dict = {}
         self.size_args: dict[int, sympy.Symbol] = {}  # integer value -> kernel argument
+        self.number_args: dict[int, str] = {}  # graph input position -> its float's argument name
         self.post: dict = {}  # loop variable -> expression, applied last (a streaming loop's lanes)
 
     def itext(self, expr) -> str:
@@ -140,6 +143,13 @@ class CppKernelWriter:
                     self.size_args[v] = sympy.Symbol(f"k{len(self.size_args)}", integer=True, positive=True)
                 mapping[atom] = self.size_args[v] if atom > 0 else -self.size_args[v]
         return index_text(expr.xreplace(mapping) if mapping else expr)
+
+    def number_arg(self, position: int) -> str:
+        """The kernel argument holding the float input at ``position`` (a double)."""
+        name = self.number_args.get(position)
+        if name is None:
+            name = self.number_args[position] = f"number{position}"
+        return name
 
     def tmp(self) -> str:
         self._tmp += 1
@@ -200,6 +210,9 @@ class CppKernelWriter:
         for value, s in self.size_args.items():
             params.append(f"int64_t {s.name}")
             signature.append(("const", value))
+        for position, name in self.number_args.items():
+            params.append(f"double {name}")
+            signature.append(("number", position))
         header = f"// {k.name}: {', '.join(origins)}\n"
         header += f'EMBER_KERNEL void {k.name}({", ".join(params)}) {{\n'
         return header + "\n".join(body) + "\n}\n", signature

@@ -32,6 +32,7 @@ from ._ir import (
     InputBuffer,
     ReductionBuffer,
     TensorValue,
+    number_input,
     sym,
 )
 from ._ir import (
@@ -76,6 +77,9 @@ class GraphLowering:
         self.input_scalars: dict[int, sympy.Symbol] = {}
         self.symbols: dict[sympy.Symbol, tuple] = {}  # symbol -> (input position, dim) binding it
         self.hints: dict[sympy.Symbol, int] = {}
+        # position -> value of each number input: the lowering reads it (an output shape such as
+        # ``x[:n]``'s, a float baked into a kernel), so the wrapper checks it every call
+        self.number_inputs: dict[int, object] = {}
         self.constants: dict[str, Tensor] = {}
         self.constant_buffers: dict[str, InputBuffer] = {}
         self.output_template = None
@@ -184,7 +188,14 @@ class GraphLowering:
             self.inputs.append(buf)
             return buf.as_value(node.name)
         self.inputs.append(None)
-        expr = sym(val) if val is not None and not isinstance(val, (float, bool)) and hasattr(val, "node") else None
+        if isinstance(example, (int, float)):
+            self.number_inputs[position] = example
+            if type(example) is float:
+                return number_input(example, position)
+        expr = None
+        if val is not None and not isinstance(val, (float, bool)) and hasattr(val, "node"):
+            # compile's SymInt holds its sympy expression as ``node`` itself
+            expr = val.node if isinstance(val.node, sympy.Basic) else sym(val)
         if isinstance(expr, sympy.Symbol):
             self.symbols.setdefault(expr, (position, None))
             self.hints[expr] = int(example)

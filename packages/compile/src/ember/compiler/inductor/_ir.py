@@ -163,10 +163,26 @@ class Load(Expr):
         super().__init__(compute_dtype(storage_dtype), ("load", buf, index))
 
 
+class NumberInput(float):
+    """A float input of the graph (a compiled function's number argument) as the lowering sees
+    it: its value, and the input ``position`` a C kernel reads it from as an argument, so the
+    kernel's source does not depend on the value."""
+
+    position: int
+
+
+def number_input(value: float, position: int) -> NumberInput:
+    out = NumberInput(value)
+    out.position = position
+    return out
+
+
 class Const(Expr):
-    __slots__ = ("value",)
+    __slots__ = ("value", "number")
 
     def __init__(self, value, dtype):
+        # a number input stays one (its value a kernel argument) in a floating computation
+        self.number = getattr(value, "position", None) if dtype.is_floating_point else None
         if dtype is dt.bool:
             value = bool(value)
         elif not dtype.is_floating_point:
@@ -174,7 +190,10 @@ class Const(Expr):
         else:
             value = float(value)
         self.value = value
-        super().__init__(dtype, ("const", repr(value), dtype.name))
+        if self.number is not None:
+            super().__init__(dtype, ("number", self.number, dtype.name))
+        else:
+            super().__init__(dtype, ("const", repr(value), dtype.name))
 
 
 class IndexValue(Expr):

@@ -46,6 +46,8 @@ def _standin(x):
     """What ember's promotion rules need of an operand: dtype and 0-dim-ness, or the number."""
     if isinstance(x, TensorValue):
         return new_empty_tensor(() if x.ndim == 0 else (1,), x.dtype, META)
+    if isinstance(x, sympy.Basic):
+        return 2  # a symbolic int (a number input of the graph): an int operand
     return x
 
 
@@ -71,6 +73,10 @@ def broadcast_shape(*shapes) -> tuple:
 
 def _loader_for(ctx, x, shape, compute):
     """A loader of operand ``x`` broadcast to ``shape`` and cast to ``compute``."""
+    if isinstance(x, sympy.Basic):
+        # a symbolic int operand (``x * n``): the kernel reads it as an argument
+        value = cast(IndexValue(x), compute)
+        return lambda idx: value
     if not isinstance(x, TensorValue):
         const = Const(x, compute)
         return lambda idx: const

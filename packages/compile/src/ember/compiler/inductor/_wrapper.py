@@ -91,7 +91,8 @@ def fixed_globals() -> dict:
 def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
     """Kernel ``name`` of ``lib`` as a ctypes function (``kinds``: "ptr" or an int64 per argument)."""
     fn = getattr(lib, name)
-    fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_int64 for kind in kinds]
+    fn.argtypes = [ctypes.c_void_p if kind == "ptr" else ctypes.c_double if kind == "number" else ctypes.c_int64
+                   for kind in kinds]
     fn.restype = None
     return fn
 
@@ -150,6 +151,7 @@ class WrapperWriter:
     def generate(self) -> str:
         g = self.g
         names = [b.name if b is not None else f"arg{i}_scalar" for i, b in enumerate(g.inputs)]
+        self.names = names
         w = self.lines
         w.append("def call(args):")
         w.append(f"    {', '.join(names) + ',' if names else '_'} = args" if names else "    pass")
@@ -185,6 +187,10 @@ class WrapperWriter:
         checks, binds, moves = [], [], []
         for sym_, (pos, dim) in sorted(g.symbols.items(), key=lambda kv: kv[0].name):
             binds.append(f"    {sym_.name} = {names[pos]}" + (f"._shape[{dim}]" if dim is not None else ""))
+        for pos, value in g.number_inputs.items():
+            # a number the lowering specialized to: another value is another variant
+            self.globals[f"_number{pos}"] = value
+            checks.append(f"type({names[pos]}) is not {type(value).__name__} or {names[pos]} != _number{pos}")
         for i, buf in enumerate(g.inputs):
             if buf is None:
                 continue
@@ -274,6 +280,8 @@ class WrapperWriter:
                 args.append(f"{what}.data_ptr()")
             elif kind == "size":
                 args.append(what.name)
+            elif kind == "number":
+                args.append(self.names[what])  # the graph's float input, read every call
             else:
                 args.append(str(what))
         self.lines.append(f"    {kernel.name}({', '.join(args)})")

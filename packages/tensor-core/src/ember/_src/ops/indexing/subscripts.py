@@ -492,9 +492,9 @@ def _normalize(item):
 
 
 def _slice_indices(item: slice, size):
-    """``item.indices(size)``, keeping a symbolic size (an int subclass: compile's SymInt,
+    """``item.indices(size)``, keeping a symbolic size or bound (an int subclass: compile's SymInt,
     under export) symbolic: the bounds are then arithmetic on it, not plain ints."""
-    if type(size) is int:
+    if type(size) is int and all(type(b) is int or b is None for b in (item.start, item.stop, item.step)):
         return item.indices(size)
     step = 1 if item.step is None else operator.index(item.step)
 

@@ -887,7 +887,9 @@ def zero_(self: Tensor) -> Tensor:
 
 def item(self: Tensor):
     if _SYNC_HOOK[0] is not None:
-        _SYNC_HOOK[0](self, "Tensor.item()")
+        traced = _SYNC_HOOK[0](self, "Tensor.item()")
+        if traced is not None:  # a tracer's symbol for the value (export's unbacked ``u0``)
+            return traced
     if self.numel() != 1:
         raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
     if self._device is META:
@@ -899,7 +901,9 @@ def item(self: Tensor):
 
 def tolist(self: Tensor):
     if _SYNC_HOOK[0] is not None:
-        _SYNC_HOOK[0](self, "Tensor.tolist()")
+        traced = _SYNC_HOOK[0](self, "Tensor.tolist()")
+        if traced is not None:  # a tracer's symbols for the values (export's unbacked ``u0``...)
+            return traced
     if self._device is META:
         raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
     from ...interop import to_numpy_copy
