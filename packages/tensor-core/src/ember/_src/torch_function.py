@@ -324,19 +324,48 @@ def _gate_function(fn: types.FunctionType, public=None):
     return fn
 
 
+class _NativeGate:
+    """The gate of a native callable (an Op, a FastFront, an operator method): it compares and
+    hashes equal to the callable, so that handler tables keyed by ``ember.mean`` before the switch
+    still find it, and binds as a method as the callable did."""
+
+
+    def __init__(self, obj, name: str):
+        self._obj = obj
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = getattr(obj, "__doc__", None)
+        self.__module__ = getattr(obj, "__module__", None) or "ember"
+        self.__wrapped__ = obj  # inspect.signature reads the original
+
+    def __call__(self, *args, **kwargs):
+        return _call(self, self._obj, args, kwargs)
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __eq__(self, other):
+        return other is self or other is self._obj or (isinstance(other, _NativeGate) and other._obj is self._obj)
+
+    def __hash__(self):
+        return hash(self._obj)
+
+    def __repr__(self):
+        return repr(self._obj)
+
+    def __reduce__(self):
+        return _gate_of, (self._obj,)  # the callable pickles by reference; unpickled, it finds its gate
+
+
+def _gate_of(obj):
+    return _GATED.get(id(obj), obj)
+
+
 def _gate_callable(obj, name: str):
-    """A Python function gating a native callable (an Op, a FastFront, an operator method)."""
+    """A gate in front of a native callable (_NativeGate)."""
     gated = _GATED.get(id(obj))
     if gated is not None:
         return gated
-
-    def gate(*args, **kwargs):
-        return _call(gate, obj, args, kwargs)
-
-    gate.__name__ = gate.__qualname__ = name
-    gate.__doc__ = getattr(obj, "__doc__", None)
-    gate.__module__ = getattr(obj, "__module__", None) or "ember"
-    gate.__wrapped__ = obj
+    gate = _NativeGate(obj, name)
     fallback = getattr(obj, "__wrapped__", None)
     if isinstance(fallback, types.FunctionType):  # a FastFront: a reference kept to it is gated too
         _gate_function(fallback, gate)
