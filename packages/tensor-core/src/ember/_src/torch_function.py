@@ -230,8 +230,13 @@ def _call(public, impl, args, kwargs):
         result = type(a).__torch_function__(public, types_, args, kwargs)
         if result is not NotImplemented:
             return result
-    raise TypeError(f"no implementation found for '{_qualified_name(public)}' on types that implement "
-                    f"__torch_function__: {list(types_)}")
+    kinds = "".join(f"  - {'tensor subclass' if isinstance(a, _Tensor) else 'tensor-like'} {type(a)}\n"
+                    for a in overloaded)
+    raise TypeError(f"{_DISPATCH_FAILED} '{_qualified_name(public)}'; all __torch_function__ handlers returned "
+                    f"NotImplemented:\n\n{kinds}")
+
+
+_DISPATCH_FAILED = "Multiple dispatch failed for"
 
 
 # -- Tensor's default handler -----------------------------------------------------------------------
@@ -437,7 +442,7 @@ def _gate_operator(obj, name: str):
         try:
             return inner(self, other)
         except TypeError as e:
-            if str(e).startswith("no implementation found for"):
+            if str(e).startswith(_DISPATCH_FAILED):
                 return NotImplemented
             raise
 
