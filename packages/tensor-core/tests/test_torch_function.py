@@ -160,12 +160,12 @@ def test_torch_function_mode_stacks():
 
         class Outer(lib.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                seen.append(("outer", func.__name__))
+                seen.append(("outer", func.__name__))  # noqa: B023
                 return func(*args, **(kwargs or {}))
 
         class Inner(lib.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                seen.append(("inner", func.__name__))
+                seen.append(("inner", func.__name__))  # noqa: B023
                 if func.__name__ == "neg":
                     return "intercepted"
                 return func(*args, **(kwargs or {}))
