@@ -28,6 +28,8 @@ _DATAPIPES = "torchdata DataPipes: deprecated by PyTorch (2.x warns they will be
 _AOT_TENSOR_PARALLEL = "fp8/grouped GEMM entry points for CUDA tensor cores (the CUDA issue)"
 _TORCH_FUNCTION = ("the __torch_function__ helpers PyTorch re-imports here: they live in ember.overrides, whose "
                    "import switches the protocol on (docs/deviations.md), so other namespaces do not import it")
+_OVERRIDES = ("ember.overrides exists but is not an attribute until imported: importing it switches the "
+              "__torch_function__ protocol on for the process (docs/deviations.md)")
 _LEGACY = "legacy (Lua-Torch era) or deprecated name that PyTorch keeps for old checkpoints only"
 
 
@@ -85,6 +87,7 @@ _GROUPS = {
             row_indices_copy values_copy resize_as_sparse_ native_norm""")),
         (_REMOVED, _names("eig lstsq matrix_rank solve symeig")),
         (_REEXPORT, _names("windows")),
+        (_OVERRIDES, _names("overrides")),
         (_SYNCBN, _names("""
             batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
             batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats""")),

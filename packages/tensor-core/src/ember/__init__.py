@@ -25,7 +25,7 @@ __version__ = version.__version__
 _OPTIONAL_SUBPACKAGES = (
     "autograd", "nn", "optim", "utils", "distributions", "func", "compiler", "fx", "_dynamo", "_logging",
     "export", "onnx", "jit", "distributed", "multiprocessing", "library", "_higher_order_ops",
-    "_inductor", "_export", "_ops", "_subclasses", "overrides",
+    "_inductor", "_export", "_ops", "_subclasses",
 )
 
 
