@@ -365,6 +365,17 @@ def _gate_of(obj):
     return _GATED.get(id(obj), obj)
 
 
+def is_gate(obj) -> bool:
+    """Whether ``obj`` is the gate put where a native callable was bound (``ember.add`` once on)."""
+    return type(obj) is _NativeGate
+
+
+def native_of(obj):
+    """The native callable behind a gate; anything else as it is. ember.fx records this one, so
+    that a graph's targets are the same whether the protocol is on or not (the gate equals it)."""
+    return obj._obj if type(obj) is _NativeGate else obj
+
+
 def _gate_callable(obj, name: str):
     """A gate in front of a native callable (_NativeGate)."""
     gated = _GATED.get(id(obj))
