@@ -365,6 +365,25 @@ def _gate_of(obj):
     return _GATED.get(id(obj), obj)
 
 
+_CHECK_CODES = frozenset({_call.__code__, _NativeGate.__call__.__code__})
+
+
+def original_code(fn: types.FunctionType) -> types.CodeType:
+    """The code a Python function runs: its own, or, once its code was swapped for a gate, the
+    original's (``__wrapped__``) that the gate calls."""
+    if _GATED.get(id(fn)) is fn and fn.__code__ in _GATE_CODES.values():
+        return fn.__wrapped__.__code__
+    return fn.__code__
+
+
+def caller_of_gate(frame):
+    """``frame``, or when it is a gate's (the gate of a public function, or its check) the first
+    frame above the gates: the code that called the public function."""
+    while frame is not None and (frame.f_code in _GATE_CODES.values() or frame.f_code in _CHECK_CODES):
+        frame = frame.f_back
+    return frame
+
+
 def is_gate(obj) -> bool:
     """Whether ``obj`` is the gate put where a native callable was bound (``ember.add`` once on)."""
     return type(obj) is _NativeGate

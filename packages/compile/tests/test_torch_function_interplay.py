@@ -1,5 +1,6 @@
-"""ember.fx with the ``__torch_function__`` protocol switched on: the tracer's stand-ins sit in
-front of the protocol's gates, and graphs are the same as with the protocol off.
+"""ember.fx and ember.compile with the ``__torch_function__`` protocol switched on: the tracer's
+stand-ins sit in front of the protocol's gates, and graphs are the same as with the protocol off;
+the compiler finds the user's frames above the gates.
 
 Each check runs in a fresh interpreter, since the protocol, once on, stays on for the process."""
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -102,4 +105,26 @@ def test_graph_module_calls_reach_mode():
             out = gm(x, y)
         assert seen[:3] == ["mul", "flatten", "sum"], seen
         assert ember.allclose(out, x * y + x.flatten(0).sum())
+    """)
+
+
+@pytest.mark.parametrize("switch_on", ["before", "after"])
+def test_compile_assert_with_protocol_on(switch_on):
+    # `assert tensor_cond, msg` in a compiled function is found by looking for the frame that
+    # called Tensor.__bool__: above the gate once the protocol is on (switched on before or after
+    # ember.compile's modules are imported).
+    _run(f"""
+        import ember
+        if {switch_on!r} == "before":
+            import ember.overrides
+        import ember.compiler._hooks
+        import pytest
+
+        class Sub(ember.Tensor):
+            pass
+
+        tests = sys.path[0]
+        code = pytest.main(["-q", "-p", "no:cacheprovider",
+                            f"{{tests}}/test_compile_capture.py::test_assert_on_a_tensor_is_a_runtime_check_like_torch"])
+        assert code == 0, code
     """)
