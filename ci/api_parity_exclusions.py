@@ -26,8 +26,10 @@ _REEXPORT = "an import inside PyTorch's module (not part of that namespace's API
 _PROFILER = "bindings and enums of the C++ (kineto) profiler, which ember does not have"
 _DATAPIPES = "torchdata DataPipes: deprecated by PyTorch (2.x warns they will be removed) and not carried over"
 _AOT_TENSOR_PARALLEL = "fp8/grouped GEMM entry points for CUDA tensor cores (the CUDA issue)"
-_TORCH_FUNCTION = ("the __torch_function__ override protocol: ember's tensor-subclass hook is __torch_dispatch__ "
-                   "(compile, export and vmap build on it); docs/deviations.md")
+_TORCH_FUNCTION = ("the __torch_function__ helpers PyTorch re-imports here: they live in ember.overrides, whose "
+                   "import switches the protocol on (docs/deviations.md), so other namespaces do not import it")
+_OVERRIDES = ("ember.overrides exists but is not an attribute until imported: importing it switches the "
+              "__torch_function__ protocol on for the process (docs/deviations.md)")
 _LEGACY = "legacy (Lua-Torch era) or deprecated name that PyTorch keeps for old checkpoints only"
 
 
@@ -84,8 +86,8 @@ _GROUPS = {
             dsmm hsmm hspmm smm sspaddmm saddmm ccol_indices_copy col_indices_copy crow_indices_copy indices_copy
             row_indices_copy values_copy resize_as_sparse_ native_norm""")),
         (_REMOVED, _names("eig lstsq matrix_rank solve symeig")),
-        (_TORCH_FUNCTION, _names("overrides DisableTorchFunction DisableTorchFunctionSubclass")),
         (_REEXPORT, _names("windows")),
+        (_OVERRIDES, _names("overrides")),
         (_SYNCBN, _names("""
             batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
             batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats""")),

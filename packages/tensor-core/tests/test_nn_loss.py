@@ -211,7 +211,13 @@ def test_loss_dtype_errors_as_torch(call):
 
 
 def test_size_mismatch_warning_points_at_the_caller():
-    x, t = ember.ones(2, 1), ember.ones(2)
-    with pytest.warns(UserWarning, match="Using a target size") as record:
-        nn_loss.mse_loss(x, t)
-    assert record[0].filename == __file__
+    # In a fresh interpreter: once a Tensor subclass switched the __torch_function__ protocol on (an
+    # earlier test's), the warning points one frame short, at the gate (docs/deviations.md).
+    import subprocess
+    import sys
+
+    code = ("import warnings, ember\nfrom ember._src.ops.nn import loss as nn_loss\n"
+            "with warnings.catch_warnings(record=True) as record:\n    warnings.simplefilter('always')\n"
+            "    nn_loss.mse_loss(ember.ones(2, 1), ember.ones(2))\n"
+            "assert 'Using a target size' in str(record[0].message) and record[0].filename == '<string>', record[0]")
+    subprocess.run([sys.executable, "-c", code], check=True)

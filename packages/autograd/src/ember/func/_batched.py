@@ -19,6 +19,7 @@ from ember._src import grad_mode
 from ember._src.dispatch import DispatchMode
 from ember._src.shapes import contiguous_strides
 from ember._src.tensor import Tensor, _init_fields
+from ember._src.torch_function import _disabled_torch_function_impl
 from ember.autograd._recording import record
 
 from . import _levels
@@ -34,6 +35,8 @@ CONTROL_FLOW_ERROR = ("vmap: It looks like you're attempting to use a Tensor in 
 
 class BatchedTensor(Tensor):
     """The logical view of a physical tensor batched (along its dim 0) at one vmap level."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     # No slots of its own: ``_value`` and ``_level`` live in the instance dict, so a fresh plain
     # tensor filled by a random op under randomness="different" can become batched in place.

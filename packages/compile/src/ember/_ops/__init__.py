@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._src.dispatch import OPS, Op
+from ember._src.torch_function import native_of
 
 
 class _OverloadType(type):
@@ -145,10 +146,11 @@ def _overload(name: str, overload: str) -> OpOverload:
 
 
 def unwrap(target: Any) -> Any:
-    """The ember op behind an ``aten`` overload or packet; anything else as it is."""
+    """The ember op behind an ``aten`` overload or packet, or behind a ``__torch_function__`` gate
+    (``ember.add`` once the protocol is on); anything else as it is."""
     if type(target) in _WRAPPERS:
         return target.op
-    return target
+    return native_of(target)
 
 
 __all__ = ["OpOverload", "OpOverloadPacket", "aten", "unwrap"]

@@ -12,6 +12,7 @@ from ember import _C
 from ember._src import dispatch
 from ember._src.device import CPU, META, to_device
 from ember._src.tensor import Tensor, make_tensor
+from ember._src.torch_function import _disabled_torch_function_impl
 
 
 class DataDependentOutputException(RuntimeError):
@@ -27,6 +28,8 @@ def _no_data(what):
 
 class FakeTensor(Tensor):
     """Shape, strides, dtype and device of a tensor, with no data (see the module docstring)."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     __slots__ = ()
 

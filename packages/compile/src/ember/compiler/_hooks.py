@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ember._src import dispatch
+from ember._src import dispatch, torch_function
 from ember._src.tensor import Tensor
 
 from . import _unbacked_export
@@ -98,11 +98,13 @@ def _create_graph_requested() -> bool:
 def _bool_caller():
     """The frame that asked for ``bool()`` of a tensor, when this data read comes from one."""
     f = sys._getframe(2)  # _bool_caller <- sync_hook or asserted_item <- ... <- Tensor.__bool__
-    for _ in range(6):
+    # (Once the __torch_function__ protocol is on, gate frames sit between the calls.)
+    bool_code = torch_function.original_code(Tensor.__bool__)
+    for _ in range(10):
         if f is None:
             return None
-        if f.f_code is _BOOL_CODE:
-            return f.f_back
+        if f.f_code is bool_code:
+            return torch_function.caller_of_gate(f.f_back)
         f = f.f_back
     return None
 
@@ -171,9 +173,6 @@ def _read(t) -> bool:
     from ember._src.interop import read_scalar
 
     return bool(read_scalar(t))
-
-
-_BOOL_CODE = Tensor.__bool__.__code__
 
 
 class _Suspended:

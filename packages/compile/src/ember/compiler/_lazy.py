@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ember._src.dispatch import sync_pending
 from ember._src.tensor import Tensor
+from ember._src.torch_function import _disabled_torch_function_impl
 
 _GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot behind Tensor.grad_fn
 _SET_GRAD_FN = _GRAD_FN.__set__
@@ -24,6 +25,8 @@ _SET_GRAD_FN = _GRAD_FN.__set__
 
 class LazyTensor(Tensor):
     """A recorded, not yet computed, tensor (see the module docstring)."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     __slots__ = ()
 
@@ -141,6 +144,8 @@ def materialize(t: LazyTensor, real: Tensor) -> None:
 class AbandonedTensor(Tensor):
     """A lazy tensor whose capture was abandoned (a ``fullgraph=True`` error, the end of a
     make_fx trace): it never got a value, and says so instead of reading missing data."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     __slots__ = ()
 

@@ -1,7 +1,7 @@
 """Temporary patches that let a traced program's calls reach the tracer.
 
-ember's functions have no ``__torch_function__`` protocol, so while a trace runs the tracer
-swaps the public callables of ember's namespaces (``ember.relu``, ``F.linear``, ...) and of
+ember.fx does not use the ``__torch_function__`` protocol (it is off until needed), so while a
+trace runs the tracer swaps the public callables of ember's namespaces (``ember.relu``, ``F.linear``, ...) and of
 the traced code's globals for wrappers: called with a Proxy anywhere in their arguments,
 a wrapper records a ``call_function`` node on the original function; otherwise it calls the
 original. ``wrap()``-registered globals get the same wrapper. Every patch is undone on exit.
@@ -18,6 +18,8 @@ from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any
 
 from ember._C import FastFront
+from ember._src import torch_function
+from ember._src.torch_function import native_of
 from ember.dispatch import DispatchMode
 
 from .proxy import Proxy
@@ -57,21 +59,25 @@ class _RecordingFunction:
     _fx_recording_stand_in = True  # Graph.create_node stores the original instead
 
     def __init__(self, orig_fn: Callable, mark_wrapped: bool) -> None:
-        self.__wrapped__ = orig_fn
-        self._mark_wrapped = mark_wrapped
         functools.update_wrapper(self, orig_fn)
+        # Once the __torch_function__ protocol is on, a native function is bound behind a gate: the
+        # stand-in calls the gate (handlers and modes still see calls without Proxies) and records
+        # the native function, so that graphs are the same with the protocol on or off.
+        self._call = orig_fn
+        self.__wrapped__ = native_of(orig_fn)
+        self._mark_wrapped = mark_wrapped
 
     def __call__(self, *args, **kwargs):
         proxy = find_proxy(args, kwargs)
         if proxy is None:
-            return self.__wrapped__(*args, **kwargs)
+            return self._call(*args, **kwargs)
         result = proxy.tracer.create_proxy("call_function", self.__wrapped__, args, kwargs)
         if self._mark_wrapped:
             result.node.meta["is_wrapped"] = True
         return result
 
     def __eq__(self, other: object) -> bool:
-        return other is self or other is self.__wrapped__ or (
+        return other is self or native_of(other) is self.__wrapped__ or (
             isinstance(other, _RecordingFunction) and other.__wrapped__ is self.__wrapped__)
 
     def __hash__(self) -> int:
@@ -86,8 +92,14 @@ def make_recording_wrapper(orig_fn: Callable, mark_wrapped: bool = False) -> Cal
     return _RecordingFunction(orig_fn, mark_wrapped)
 
 
-@functools.cache
 def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
+    # Switching the __torch_function__ protocol on rebinds the native functions to gates: the list
+    # made before the switch no longer matches the namespaces.
+    return _ember_functions_while(torch_function.is_enabled())
+
+
+@functools.cache
+def _ember_functions_while(protocol_on: bool) -> tuple[tuple[ModuleType, str, Callable], ...]:
     found = []
     for module_name in _EMBER_NAMESPACES:
         try:
@@ -99,14 +111,20 @@ def _ember_functions() -> tuple[tuple[ModuleType, str, Callable], ...]:
                 continue
             # FastFront: the native front of ops such as ember.matmul or ember.sum (it falls back
             # to the Python function for anything but plain tensors, which a Proxy is not).
-            if isinstance(value, (FunctionType, BuiltinFunctionType, FastFront)):
+            if isinstance(value, (FunctionType, BuiltinFunctionType, FastFront)) or torch_function.is_gate(value):
                 found.append((module, name, value))
     return tuple(found)
 
 
-@functools.cache
 def ember_function_ids() -> frozenset[int]:
-    return frozenset(id(fn) for _, _, fn in _ember_functions())
+    """Ids of the public ember functions, and of the native ones behind gates (a global taken
+    before the protocol was switched on holds the native function)."""
+    return _ember_function_ids_while(torch_function.is_enabled())
+
+
+@functools.cache
+def _ember_function_ids_while(protocol_on: bool) -> frozenset[int]:
+    return frozenset(id(f) for _, _, fn in _ember_functions_while(protocol_on) for f in (fn, native_of(fn)))
 
 
 class Patcher:
@@ -156,10 +174,14 @@ class _RecordOpsOnProxies(DispatchMode):
         return proxy.tracer.create_proxy("call_function", func, args, kwargs)
 
 
-@functools.cache
 def _ember_stand_ins() -> dict[int, Callable]:
+    return _ember_stand_ins_while(torch_function.is_enabled())
+
+
+@functools.cache
+def _ember_stand_ins_while(protocol_on: bool) -> dict[int, Callable]:
     # Stand-ins are stateless, so one per function serves every trace.
-    return {id(fn): make_recording_wrapper(fn) for _, _, fn in _ember_functions()}
+    return {id(fn): make_recording_wrapper(fn) for _, _, fn in _ember_functions_while(protocol_on)}
 
 
 def patch_ember_namespaces(patcher: Patcher) -> None:

@@ -12,6 +12,7 @@ import warnings
 
 import ember
 from ember import Tensor
+from ember._src import torch_function as _torch_function
 from ember._src.autocast import composite as _autocast_composite
 from ember._src.composite import define_composite as _define_composite
 from ember._src.composite import pre_dispatch_tracing as _pre_dispatch_tracing
@@ -852,3 +853,6 @@ from .functional_fractional import (  # noqa: E402,F401
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
+
+# Every public function here takes part in the __torch_function__ protocol (ember.overrides).
+_torch_function.register_namespace(__import__("sys").modules[__name__])

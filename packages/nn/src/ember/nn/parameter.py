@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ember
 from ember import Tensor
+from ember._src.torch_function import _disabled_torch_function_impl
 
 
 class _ParameterMeta(type):
@@ -23,6 +24,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     It shares the storage of the data it wraps and requires grad by default. Ops on a
     Parameter return plain tensors, as in PyTorch.
     """
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     _is_param = True  # the core's detach() and .data give plain tensors for these
 
@@ -59,6 +62,8 @@ class Buffer(Tensor):
 
     Registration stores the plain tensor (as PyTorch does), remembering ``persistent``.
     """
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
@@ -107,6 +112,8 @@ class UninitializedParameter(_UninitializedTensorMixin, Parameter):
 
 class UninitializedBuffer(_UninitializedTensorMixin, Tensor):
     """A buffer of a lazy module (``LazyBatchNorm``'s running stats), until its first input."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     cls_to_become = Tensor
 

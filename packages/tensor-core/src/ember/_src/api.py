@@ -21,6 +21,7 @@ from .memory_format import (
     channels_last, channels_last_3d, contiguous_format, legacy_contiguous_format, memory_format, preserve_format,
 )
 from .printing import set_printoptions
+from .torch_function import DisableTorchFunction, DisableTorchFunctionSubclass
 from .runtime import (
     are_deterministic_algorithms_enabled, get_float32_matmul_precision, get_num_interop_threads,
     is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled, is_nonzero,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from . import dispatch
+from . import dispatch, torch_function
 from ._native import _C
 from .dispatch import OPS, Op
 from .ops._common import write_out
@@ -166,6 +166,18 @@ def generate(namespace: dict) -> None:
             bind_op(op, namespace)
     _NAMESPACE[0] = namespace
     dispatch._BIND_HOOK[0] = bind_op
+    torch_function._TABLE_NAMESPACES[0] = _torch_function_namespaces
+
+
+def _torch_function_namespaces() -> list:
+    """What the __torch_function__ switch gates (torch_function.enable): the op table's functions
+    where ember binds them, and every public function of ember.special, ember.linalg, ember.fft."""
+    names = {name for place, name in _CLAIMED if place == "function"}
+    found = [(_NAMESPACE[0], names)]
+    if "ember" in sys.modules:
+        found.append((sys.modules["ember"].__dict__, names))
+    found += [(sys.modules[m], None) for m in ("ember.special", "ember.linalg", "ember.fft") if m in sys.modules]
+    return found
 
 
 def namespace(name: str) -> dict:

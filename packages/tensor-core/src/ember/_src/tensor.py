@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import dispatch, dtypes, grad_mode
+from . import dispatch, dtypes, grad_mode, torch_function
 from ._native import _C
 from .device import CPU, META, device, get_backend
 from .layouts import strided
@@ -17,8 +17,9 @@ from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
 
 # PyTorch warns once per process when float()/int()/complex() reads a tensor that requires grad.
 _SCALAR_GRAD_WARNED = [False]
-# Class attributes that make a Tensor subclass more than a plain tensor to the dispatcher.
-_OWN_HOOKS = ("__torch_dispatch__", "__torch_function__", "_autograd_alias", "_layout")
+# Class attributes that make a Tensor subclass more than a plain tensor to the dispatcher (besides
+# an active __torch_function__: every subclass's, unless it sets _disabled_torch_function_impl).
+_OWN_HOOKS = ("__torch_dispatch__", "_autograd_alias", "_layout")
 
 
 class Tensor(_C.TensorBase):
@@ -36,11 +37,22 @@ class Tensor(_C.TensorBase):
         super().__init_subclass__(**kwargs)
         if "__torch_dispatch__" in cls.__dict__:
             dispatch._SUBCLASS_DISPATCH[0] = True
-        # A subclass with no hooks of its own (nn.Parameter) takes the native fast path as a
-        # Tensor does: its ops give plain tensors either way.
+        # As in PyTorch, a subclass's type survives ops through Tensor.__torch_function__ (or its
+        # own), which switches the protocol on; nn.Parameter opts out (_disabled_torch_function_impl).
+        active = cls.__torch_function__ is not torch_function._disabled_torch_function_impl
+        if active:
+            torch_function.enable()
+        # A subclass with no hooks (nn.Parameter) takes the native fast path as a Tensor does: its
+        # ops give plain tensors either way.
         below = cls.__mro__[:cls.__mro__.index(Tensor)]
-        if not any(name in k.__dict__ for k in below for name in _OWN_HOOKS):
+        if not active and not any(name in k.__dict__ for k in below for name in _OWN_HOOKS):
             _C._set_plain_subclass(cls)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default handler (ember.overrides): runs ``func`` and returns its tensors as
+        ``cls`` instances."""
+        return torch_function.default_torch_function(cls, func, types, args, kwargs)
 
     def __new__(cls, *args, **kwargs):
         # PyTorch's legacy constructor: ``Tensor(2, 3)`` is uninitialized float data of that
@@ -301,6 +313,12 @@ class Tensor(_C.TensorBase):
     def as_subclass(self, cls):
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError("as_subclass expects a subclass of ember.Tensor")
+        if self._requires_grad and grad_mode.STATE.grad_enabled and self._layout is strided:
+            # As PyTorch's: the result stays in the autograd graph (an alias recorded as one).
+            out = dispatch.OPS["alias"](self)
+            if type(out) is not cls:
+                out.__class__ = cls
+            return out
         out = object.__new__(cls)
         _init_fields(out, self._storage, self._shape, self._stride, self._offset, self.dtype, self._device)
         return copy_layout(out, self)
@@ -556,6 +574,8 @@ def is_tensor(obj) -> bool:
 
 
 dispatch._Tensor = Tensor
+torch_function._Tensor = Tensor
+torch_function._install_c_names(_C)
 
 # The descriptors of the C fields also appear in Tensor's own namespace (as the slots did), for
 # code that reads them there (``Tensor.__dict__["grad_fn"].__set__``).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ember
 from ember._src import dispatch
 from ember._src.tensor import Tensor, _init_fields
+from ember._src.torch_function import _disabled_torch_function_impl
 from ember.autograd import Function
 
 from ..device_mesh import DeviceMesh
@@ -53,6 +54,8 @@ _subclass_dispatch_before = _SUBCLASS_DISPATCH[0]
 
 class DTensor(Tensor):
     """A distributed tensor: ``to_local()`` is this rank's piece, ``shape`` the global shape."""
+
+    __torch_function__ = _disabled_torch_function_impl  # not dispatched on (ember.overrides)
 
     @staticmethod
     def _wrap(local, mesh, placements, shape, requires_grad=False):
