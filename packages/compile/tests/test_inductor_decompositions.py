@@ -40,6 +40,7 @@ CASES = {
     "logsumexp": lambda: ((_x(4, 6), [1], True), {}),
     "native_layer_norm": lambda: ((_x(3, 8), [8], _x(8, seed=1), _x(8, seed=2), 1e-5), {}),
     "_fused_rms_norm": lambda: ((_x(3, 8), [8], _x(8, seed=1), 1e-6), {}),
+    "native_layer_norm_backward": lambda: _layer_norm_backward_args(weight=True, mask=(True, True, True)),
     "var": lambda: ((_x(5, 7), [1]), {"correction": 0, "keepdim": True}),
     "std": lambda: ((_x(5, 7), None), {}),
     "var_mean": lambda: ((_x(5, 7), [0]), {}),
@@ -55,6 +56,25 @@ CASES = {
     "softsign": lambda: ((_x(10),), {}),
     "tanhshrink": lambda: ((_x(10),), {}),
 }
+
+
+def _layer_norm_backward_args(weight: bool, mask, shape=(2, 3, 4, 5), normalized=(4, 5)):
+    x = _x(*shape, seed=3)
+    w, b = (_x(*normalized, seed=1), _x(*normalized, seed=2)) if weight else (None, None)
+    _, mean, rstd = ops.native_layer_norm(x, list(normalized), w, b, 1e-5)
+    return (_x(*shape, seed=4), x, list(normalized), mean, rstd, w, b, list(mask)), {}
+
+
+@pytest.mark.parametrize("weight", [True, False])
+@pytest.mark.parametrize("mask", [(True, False, False), (False, True, True), (True, True, False)])
+def test_layer_norm_backward_decomposition_with_missing_parts(weight, mask):
+    # grads the mask leaves out, and weight/bias grads without weight and bias, are None as the op's
+    args, _ = _layer_norm_backward_args(weight, mask, shape=(6, 8), normalized=(8,))
+    want, got = ops.native_layer_norm_backward(*args), DECOMPOSITIONS["native_layer_norm_backward"](*args)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if w is not None:
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-5, atol=2e-6)
 
 
 def _flat(out):

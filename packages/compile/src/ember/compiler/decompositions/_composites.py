@@ -97,6 +97,32 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return _to(out, input.dtype), _to(mean, input.dtype), _to(rstd, input.dtype)
 
 
+@register_decomposition("native_layer_norm_backward")
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    # With x_hat = (x - mean) * rstd and h = grad_out * weight over the N normalized elements of a
+    # row: dx = rstd / N * (N * h - sum(h) - x_hat * sum(h * x_hat)), dweight = sum over the
+    # leading dims of grad_out * x_hat, dbias = sum of grad_out. Pointwise and row/column sums:
+    # inductor fuses them (the compiled backward of a LayerNorm is no library call).
+    axis = input.ndim - len(normalized_shape)
+    inner, outer = list(range(axis, input.ndim)), list(range(axis))
+    n = _count(input.shape, inner)
+    g = _compute(grad_out)
+    x_hat = ops.mul(ops.sub(_compute(input), _compute(mean)), _compute(rstd))
+    dx = dw = db = None
+    if output_mask[0]:
+        h = ops.mul(g, _compute(weight)) if weight is not None else g
+        row_sum = ops.sum(h, inner, True)
+        row_dot = ops.sum(ops.mul(h, x_hat), inner, True)
+        dx = ops.sub(ops.sub(ops.mul(h, n), row_sum), ops.mul(x_hat, row_dot))
+        dx = _to(ops.mul(dx, ops.div(_compute(rstd), n)), input.dtype)
+    if output_mask[1] and weight is not None:
+        gx = ops.mul(g, x_hat)
+        dw = _to(ops.sum(gx, outer, False) if outer else gx, weight.dtype)
+    if output_mask[2] and bias is not None:
+        db = _to(ops.sum(g, outer, False) if outer else g, bias.dtype)
+    return dx, dw, db
+
+
 @register_decomposition("_fused_rms_norm")
 def fused_rms_norm(input, normalized_shape, weight, eps):
     axis = input.ndim - len(normalized_shape)
