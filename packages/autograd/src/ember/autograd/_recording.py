@@ -335,10 +335,26 @@ def _save(a, outs):
     return a
 
 
+# The nodes of view functions that return several views (_views.record_pieces), by PyTorch's
+# name for the function in its error.
+_MULTI_VIEW_NODES = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
+                     "UnbindBackward0": "Unbind"}
+
+
 def check_inplace(t: Tensor) -> None:
-    if t.grad_fn is None and t._requires_grad:
+    fn = t.grad_fn
+    if fn is None and t._requires_grad:
         raise RuntimeError(LEAF_INPLACE)
     base = t._base
+    if base is not None and fn is not None:
+        label = _MULTI_VIEW_NODES.get(type(fn).__name__)
+        if label is not None:
+            # One node stands for all the views: rewriting its history for one of them would be
+            # wrong for the others (PyTorch forbids it the same way).
+            raise RuntimeError(
+                f"Output {t.output_nr} of {label} is a view and is being modified inplace. This view is the output "
+                "of a function that returns multiple views. Such functions do not allow the output views to be "
+                "modified inplace. You should replace the inplace operation by an out-of-place one.")
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)
 
