@@ -52,3 +52,22 @@ def test_int16_and_noncontiguous_max_against_numpy(both):
             assert got[f"all_reduce/int16/{op}"] == {"dtype": "int16", "value": value.astype(np.int16).tolist()}
         assert got["all_reduce/int16/AVG"] == "RuntimeError"
         assert got["all_reduce/noncontig_int_max"] == {"dtype": "int64", "value": noncontig.tolist()}
+
+
+def test_deprecated_reduce_op_warns_like_pytorch():
+    # The dist_tuto tutorial spells ``dist.reduce_op.SUM``: same values as ReduceOp, a FutureWarning
+    # per attribute read, and the same members as PyTorch's.
+    import warnings
+
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+
+    for dist in (edist, tdist):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert dist.reduce_op.SUM == dist.ReduceOp.SUM and dist.reduce_op.MIN == dist.ReduceOp.MIN
+            members = sorted(dist.reduce_op.__members__)
+        assert [w.category for w in caught] == [FutureWarning] * 3
+        assert caught[0].filename == __file__
+    assert sorted(edist.reduce_op.__members__) == sorted(tdist.reduce_op.__members__) == members

@@ -11,6 +11,7 @@ EXPECTED = {
     "find_unused": True, "find_unused_grad_none": True,
     "fp16_hook": True, "bf16_hook": True, "broadcast_buffers": [1.0, 1.0, 1.0, 1.0],
     "unused_error": ["RuntimeError", True], "join": True,
+    "device_id_errors": ["ValueError", "ValueError", "ValueError", None],
 }
 
 

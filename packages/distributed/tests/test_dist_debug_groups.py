@@ -16,6 +16,7 @@ def test_mismatches_subgroups_and_monitored_barrier_at_four_ranks():
         assert got["matched"]["value"] == [4.0] * 3
         assert got["shape_mismatch"] == ["RuntimeError", True, True, True]
         assert got["op_mismatch"] == ["RuntimeError", True]
+        assert got["gather_mismatch"] == ["RuntimeError", True]
         pair = [rank - rank % 2, rank - rank % 2 + 1]
         assert got["subgroup"] == [{"dtype": "float32", "value": [float(sum(pair))]}, pair, 2]
         assert got["monitored_ok"] is True

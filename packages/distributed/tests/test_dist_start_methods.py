@@ -58,7 +58,7 @@ def test_launcher_sets_torchrun_environment():
         assert env["RANK"] == env["LOCAL_RANK"] == str(rank)
         assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
         assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == str(port)
-        assert env["GROUP_RANK"] == "0" and env["TORCHELASTIC_RUN_ID"] is not None
+        assert env["GROUP_RANK"] == "0" and env["TORCHELASTIC_RUN_ID"] == "none"  # torchrun's default
 
 
 def test_launcher_restarts_a_failed_group():

@@ -6,7 +6,7 @@ whole batch. Scenarios: several buckets, no_sync accumulation, find_unused_param
 compression hook, buffer broadcast, the error for an unused parameter without detection.
 """
 
-from prelude import LIB, dist, init, torch, write
+from prelude import LIB, dist, error_of, init, torch, write
 
 if LIB == "torch":
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -140,6 +140,12 @@ for step in range(1 + world):
     (nn.functional.mse_loss(model(batches[step][0]), batches[step][1]) * (active / world)).backward()
     ref_opt.step()
 R["join"] = close([p.detach() for p in joined.module.parameters()], [p.detach() for p in model.parameters()], 1e-5)
+# device_ids on a CPU module (the DDP tutorial's GPU spelling) and more than one device id are
+# refused before any communication, with PyTorch's ValueError
+R["device_id_errors"] = [error_of(lambda: DDP(make(rank), device_ids=[rank])),
+                         error_of(lambda: DDP(make(rank), device_ids=[0, 1])),
+                         error_of(lambda: DDP(make(rank), output_device=1)),
+                         DDP(make(rank), device_ids=[]).device_ids]
 dist.barrier()
 write(rank, R)
 dist.destroy_process_group()

@@ -34,6 +34,8 @@ except RuntimeError:
 local = torch.full((2 + rank % 2, 3), float(rank))
 R["from_local_shape"] = list(DTensor.from_local(local, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1)).shape)
 R["reprs"] = [repr(Shard(0)), repr(Replicate()), Shard(1) == Shard(1), Shard(0) == Shard(1)]
+named = init_device_mesh("cpu", (1, world), mesh_dim_names=("a", "b"))
+R["mesh_reprs"] = [repr(mesh), str(named), repr(named["b"]), repr(named["a"])]
 if mesh.ndim == 2:  # the mesh itself, checked in the same run (one PyTorch launch for both)
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     R["mesh"] = {

@@ -29,6 +29,15 @@ try:
     R["op_mismatch"] = "none"
 except RuntimeError as err:
     R["op_mismatch"] = ["RuntimeError", "OpType=ALLREDUCE" in str(err) and "OpType=BROADCAST" in str(err)]
+# the last rank's all_gather input differs and so its output list does not fit: every rank
+# raises the mismatch (the fingerprint comes before the local check), and the group goes on
+try:
+    n = 3 if rank == world - 1 else 2
+    dist.all_gather([torch.zeros(2) for _ in range(world)], torch.ones(n))
+    R["gather_mismatch"] = "none"
+except RuntimeError as err:
+    R["gather_mismatch"] = ["RuntimeError", "Detected mismatch" in str(err)]
+dist.barrier()
 
 # subgroups of 2
 mine, groups = dist.new_subgroups(group_size=2)

@@ -49,11 +49,21 @@ class ReduceOp:
         return hash(self.op)
 
 
-class reduce_op:  # noqa: N801 - PyTorch's deprecated spelling
-    SUM = RedOpType.SUM
-    PRODUCT = RedOpType.PRODUCT
-    MIN = RedOpType.MIN
-    MAX = RedOpType.MAX
+class _DeprecatedReduceOp:
+    """``torch.distributed.reduce_op``, the old spelling of ``ReduceOp``: every attribute read
+    warns with a FutureWarning, as PyTorch's does."""
+
+    def __getattribute__(self, key):
+        import warnings
+
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use `torch.distributed.ReduceOp` "
+                      "instead", FutureWarning, stacklevel=2)
+        if key == "__members__":
+            return {k: v for k, v in RedOpType.__members__.items() if k != "UNUSED"}
+        return getattr(RedOpType, key)
+
+
+reduce_op = _DeprecatedReduceOp()
 
 
 class PremulSum(int):

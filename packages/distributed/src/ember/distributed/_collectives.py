@@ -152,11 +152,13 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return None
     check_tensor(tensor)
     pg = resolve(group)
+    # DETAIL's fingerprint first, as PyTorch's wrapper checks before its backend does: a rank whose
+    # output list is wrong then fails with the others instead of leaving them in the exchange.
+    check_fingerprint(pg, "allgather", [tensor])
     if not isinstance(tensor_list, list) or len(tensor_list) != pg.size():
         got = len(tensor_list) if isinstance(tensor_list, list) else type(tensor_list).__name__
         raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
     _check_same(tensor_list, tensor, "tensor_list")
-    check_fingerprint(pg, "allgather", [tensor])
     flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
     work = pg.engine_for(tensor).allgather(flat, tensor)
     work._finish = _chain(work._finish, lambda: _scatter_back(flat, tensor_list))
@@ -190,9 +192,9 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
         return None
     pg = _pair(group, output_tensor, input_tensor, ("output_tensor", "input_tensor"),
                "output tensor must have the same type as input tensor")
+    check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
-    check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
     return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
 
 
@@ -252,9 +254,9 @@ def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
     if _not_member(group):
         return None
     pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
+    check_fingerprint(pg, "reduce_scatter_tensor", [output])
     if input.numel() != output.numel() * pg.size():
         raise RuntimeError("input tensor must be the same size as output size times world size")
-    check_fingerprint(pg, "reduce_scatter_tensor", [output])
     return _finish(pg.engine_for(output).reduce_scatter(output, input, as_red_op(op)), async_op)
 
 

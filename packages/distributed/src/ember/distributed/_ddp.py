@@ -21,6 +21,26 @@ from ._world import resolve
 __all__ = ["DistributedDataParallel", "GradBucket", "assign_buckets"]
 
 
+def _check_devices(module, device_ids, output_device):
+    """PyTorch's checks of ``device_ids``/``output_device``: at most one device id, and none at all
+    (nor an output device) for a CPU module or one spread over several devices."""
+    if device_ids is not None and len(device_ids) > 1:
+        raise ValueError("device_ids can only be None or contain a single element.")
+    devices = {p.device for p in module.parameters()}
+    types = {d.type for d in devices}
+    if len(types) != 1:
+        raise ValueError(f"DistributedDataParallel's input module must be on the same type of devices, but input "
+                         f"module parameters locate in {types}.")
+    if not device_ids or "cpu" in types or len(devices) > 1:
+        if device_ids or output_device:
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
+                f"multiple-device GPU modules or CPU modules, but got device_ids {device_ids}, output_device "
+                f"{output_device}, and module parameters {devices}.")
+        return None, None
+    return list(device_ids), output_device if output_device is not None else device_ids[0]
+
+
 class DistributedDataParallel(nn.Module):
     """``torch.nn.parallel.DistributedDataParallel``: CPU tensors on the MPI engine, CUDA tensors on NCCL
     (each bucket's all-reduce runs on the communicator's side stream while backward goes on)."""
@@ -43,7 +63,7 @@ class DistributedDataParallel(nn.Module):
         self.module = module
         self.process_group = device_mesh.get_group() if device_mesh is not None else process_group
         self._group = resolve(self.process_group)
-        self.device_ids = device_ids
+        self.device_ids, self.output_device = _check_devices(module, device_ids, output_device)
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters

@@ -21,7 +21,8 @@ __all__ = ["DeviceMesh", "init_device_mesh"]
 class DeviceMesh:
     """An n-dimensional layout of ranks with one process group per dimension for this rank."""
 
-    def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend: bool = True, _groups=None):
+    def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend: bool = True, _groups=None,
+                 _strides=None):
         if not _world.is_initialized():
             _world.init_process_group()
         layout = np.asarray(mesh.tolist() if isinstance(mesh, ember.Tensor) else mesh, dtype=np.int64)
@@ -42,6 +43,10 @@ class DeviceMesh:
                 raise RuntimeError(f"Each mesh_dim_name must be unique, got {mesh_dim_names}")
         self.device_type = device_type
         self._layout = layout
+        # Row-major strides of each dimension in the mesh it was cut from (its own for a new mesh);
+        # only shown by repr, as PyTorch's layout strides are.
+        self._strides = tuple(_strides) if _strides is not None else tuple(
+            int(np.prod(layout.shape[d + 1:])) for d in range(layout.ndim))
         self.mesh_dim_names = mesh_dim_names
         self._rank = _world.get_rank()
         found = np.argwhere(layout == self._rank)
@@ -125,7 +130,8 @@ class DeviceMesh:
         # Fix the other dimensions at this rank's coordinate.
         index = tuple(slice(None) if d in dims else self._coordinate[d] for d in range(self.ndim))
         sub = self._layout[index]
-        return DeviceMesh(self.device_type, sub, mesh_dim_names=names, _groups=[self._groups[d] for d in dims])
+        return DeviceMesh(self.device_type, sub, mesh_dim_names=names, _groups=[self._groups[d] for d in dims],
+                          _strides=[self._strides[d] for d in dims])
 
     def __eq__(self, other):
         return (isinstance(other, DeviceMesh) and self._layout.shape == other._layout.shape
@@ -135,8 +141,14 @@ class DeviceMesh:
         return hash((self._layout.tobytes(), self._layout.shape, self.mesh_dim_names))
 
     def __repr__(self):
-        names = f", mesh_dim_names={self.mesh_dim_names}" if self.mesh_dim_names else ""
-        return f"DeviceMesh('{self.device_type}', {self._layout.tolist()}{names})"
+        # PyTorch's form: sizes (named when the dims are), then each dim's stride, () for size 1.
+        shape = self._layout.shape
+        if self.mesh_dim_names:
+            sizes = "(" + ", ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, shape)) + ")"
+        else:
+            sizes = repr(tuple(shape))
+        strides = tuple(() if size == 1 else stride for size, stride in zip(shape, self._strides))
+        return f"DeviceMesh({sizes}, '{self.device_type}', stride={strides!r})"
 
 
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backend_override=None) -> DeviceMesh:

@@ -196,7 +196,8 @@ def run(args) -> int:
         host, _, port_text = args.rdzv_endpoint.rpartition(":") if ":" in args.rdzv_endpoint else (
             args.rdzv_endpoint, "", "")
         addr, port = host, int(port_text) if port_text else 29400
-    run_id = args.rdzv_id if args.rdzv_id != "none" else uuid.uuid4().hex[:12]
+    # torchrun keeps --rdzv-id's default "none" as the run id; --standalone makes a fresh uuid4
+    run_id = str(uuid.uuid4()) if args.standalone else args.rdzv_id
     workers: list = []
 
     def forward(signum, frame):

@@ -127,7 +127,11 @@ class Backend:
       flag as the thread's mode says), made with fewer steps than ``allocate`` and the generic path;
     - ``assert_async(bad, message)`` (optional): raises ``RuntimeError(message)`` at the next
       synchronization if the bool tensor ``bad`` has a true element, without waiting for the
-      device now (PyTorch's device-side asserts); without it the core checks ``bad`` at once.
+      device now (PyTorch's device-side asserts); without it the core checks ``bad`` at once;
+    - ``like_device(device, requested)`` (optional): the device ``*_like(t, device=requested)``
+      makes its result on when ``t`` lives on ``device`` of this type (a tensor subclass whose
+      device stands for a layout keeps the layout, its pieces moving to ``requested``); without
+      it the result is a plain tensor on ``requested``.
     Kernels are registered on the ops themselves (``Op.kernels[device_type]``).
     """
 
@@ -135,6 +139,7 @@ class Backend:
     current_stream = None
     assert_async = None
     empty = None
+    like_device = None
 
     def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
                  device_count=None):
@@ -173,6 +178,15 @@ def get_backend(device_type: str) -> Backend:
             f"ember was built without a '{device_type}' backend: no package providing it is installed"
         )
     return backend
+
+
+def like_device(source: device, requested) -> device:
+    """The device of ``*_like(t, device=requested)`` for ``t`` on ``source``."""
+    requested = to_device(requested)
+    backend = _BACKENDS.get(source.type)
+    if backend is not None and backend.like_device is not None:
+        return backend.like_device(source, requested)
+    return requested
 
 
 def copy_across(dst, src, non_blocking: bool = False) -> None:

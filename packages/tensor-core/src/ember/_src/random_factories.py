@@ -12,7 +12,7 @@ import operator
 
 from . import dtypes
 from ._native import _C
-from .device import META, to_device
+from .device import META, like_device, to_device
 from .dispatch import define
 from .generator import resolve
 from .ops._common import type_name, write_out
@@ -115,7 +115,7 @@ def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor, got {type(input).__name__}")
     d = input.dtype if dtype is None else dtypes.to_dtype(dtype)
-    dev = input._device if device is None else to_device(device)
+    dev = input._device if device is None else like_device(input._device, device)
     return empty_op(input._shape, dtype=d, device=dev)
 
 

@@ -34,13 +34,26 @@ def _as_list(optimizers):
     return list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
 
 
+def _rank() -> int:
+    from .. import _world
+
+    return _world.get_rank() if _world.is_initialized() else 0
+
+
+def _only_rank0(options) -> bool:
+    """``full_state_dict`` with ``cpu_offload``: whole tensors gathered on every rank (each rank
+    takes part in the gathers) but kept on rank 0 only; the others get ``{}``, as in PyTorch."""
+    return options.full_state_dict and options.cpu_offload and _rank() != 0
+
+
 def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
     options = options or StateDictOptions()
     state = model.state_dict()
     if options.ignore_frozen_params:
         frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
         state = {k: v for k, v in state.items() if k not in frozen}
-    return {k: _full(v, options) for k, v in state.items()}
+    state = {k: _full(v, options) for k, v in state.items()}
+    return {} if _only_rank0(options) else state
 
 
 def _names(model) -> dict:
@@ -82,7 +95,7 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
             for p in group["params"]:
                 if p in optimizer.state:
                     state[names[id(p)]] = {k: _full(v, options) for k, v in optimizer.state[p].items()}
-    return {"state": state, "param_groups": groups}
+    return {} if _only_rank0(options) else {"state": state, "param_groups": groups}
 
 
 def get_state_dict(model, optimizers, *, submodules=None, options=None):
@@ -91,13 +104,63 @@ def get_state_dict(model, optimizers, *, submodules=None, options=None):
             get_optimizer_state_dict(model, optimizers, options=options))
 
 
+def _check_broadcast(options) -> None:
+    if options.broadcast_from_rank0 and not options.full_state_dict:
+        raise ValueError("full_state_dict must be True when broadcast_from_rank0 is True.")
+
+
+def _from_rank0_model(model, full_sd: dict) -> dict:
+    """``broadcast_from_rank0``: rank 0's whole tensors (the other ranks may pass ``{}``) laid out
+    as the model's own entries are, each rank keeping its piece."""
+    from .. import _collectives as C
+    from ..tensor._dtensor import distribute_tensor
+
+    rank0 = _rank() == 0
+    out = {}
+    for key, mine in model.state_dict().items():
+        if rank0 and key not in full_sd:
+            continue
+        if isinstance(mine, DTensor):
+            source = full_sd[key] if rank0 else ember.empty(mine.shape, dtype=mine.dtype)
+            out[key] = distribute_tensor(source.to(mine.dtype), mine.device_mesh, mine.placements, src_data_rank=0)
+        else:
+            t = (full_sd[key].to(mine.dtype) if rank0 else ember.empty(mine.shape, dtype=mine.dtype)).contiguous()
+            C.broadcast(t, src=0)
+            out[key] = t
+    return out
+
+
 def set_model_state_dict(model, model_state_dict, *, options=None):
     options = options or StateDictOptions()
+    _check_broadcast(options)
+    if options.broadcast_from_rank0:
+        model_state_dict = _from_rank0_model(model, model_state_dict)
     return model.load_state_dict(model_state_dict, strict=options.strict)
 
 
+def _like_param(value, param):
+    """A whole optimizer-state tensor (``full_state_dict``) laid out as its sharded parameter."""
+    from ..tensor._dtensor import distribute_tensor
+
+    if (isinstance(param, DTensor) and isinstance(value, ember.Tensor) and not isinstance(value, DTensor)
+            and tuple(value.shape) == tuple(param.shape) and value.dim() > 0):
+        return distribute_tensor(value, param.device_mesh, param.placements, src_data_rank=None)
+    return value
+
+
 def set_optimizer_state_dict(model, optimizers, optim_state_dict, *, options=None) -> None:
+    options = options or StateDictOptions()
+    _check_broadcast(options)
+    if options.broadcast_from_rank0:
+        from .._object_collectives import broadcast_object_list
+
+        box = [optim_state_dict if _rank() == 0 else None]
+        broadcast_object_list(box, src=0)
+        optim_state_dict = box[0]
     params = dict(model.named_parameters())
+    optim_state_dict = {**optim_state_dict, "state": {
+        name: ({k: _like_param(v, params[name]) for k, v in value.items()} if name in params else value)
+        for name, value in optim_state_dict["state"].items()}}
     groups = iter(optim_state_dict["param_groups"])
     for optimizer in _as_list(optimizers):
         index = {}
@@ -122,3 +185,7 @@ def set_state_dict(model, optimizers, *, model_state_dict, optim_state_dict, opt
     result = set_model_state_dict(model, model_state_dict, options=options)
     set_optimizer_state_dict(model, optimizers, optim_state_dict, options=options)
     return result
+
+
+# PyTorch's private name for the same helper; pytorch/examples' FSDP2 checkpointing imports it.
+_init_optim_state = _init_state

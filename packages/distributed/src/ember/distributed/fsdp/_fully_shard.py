@@ -37,6 +37,7 @@ class _State:
         self.unsharded: dict = {}  # id(sharded param) -> (param, gathered tensor), during forward
         self.regathered: dict = {}  # id(sharded param) -> tensor gathered again for backward
         self.explicitly_unsharded = False
+        self.explicit = None  # whole parameters gathered by unshard(), for the next forward to use
         sharded = [owner._fsdp_sharded[name] for owner, name in params]
         self.flat = FlatParams(sharded) if eligible(sharded) else None
         self.pending = None  # a started all-gather (prefetch, unshard(async_op=True))
@@ -55,8 +56,43 @@ class _State:
     def sharded(self) -> list:
         return [owner._fsdp_sharded[name] for owner, name in self.params]
 
+    def adopt_replaced(self) -> None:
+        """Takes up parameters put in place of the sharded ones since the last gather
+        (``load_state_dict(..., assign=True)`` with ``distribute_tensor`` pieces, as PyTorch's FSDP2
+        example loads a checkpoint; a plain tensor is sharded here): they are what the optimizer
+        built afterwards holds, so they are the ones to gather and to give gradients to."""
+        changed = False
+        for owner, name in self.params:
+            current = owner._parameters.get(name)
+            sharded = owner._fsdp_sharded[name]
+            if current is sharded or current is None or id(sharded) in self.unsharded:
+                continue
+            if not isinstance(current, DTensor):
+                local = redistribute_local(current.detach(), current.shape, self.mesh,
+                                           [Replicate()] * self.mesh.ndim, sharded.placements)
+                if local._storage is current._storage:
+                    local = local.clone()
+                current = nn.Parameter(DTensor._wrap(local, self.mesh, sharded.placements, current.shape),
+                                       requires_grad=current.requires_grad)
+                owner._parameters[name] = current
+            elif (current.device_mesh != self.mesh or tuple(current.placements) != tuple(sharded.placements)
+                  or tuple(current.shape) != tuple(sharded.shape)):
+                raise ValueError(f"fully_shard: parameter '{name}' was replaced by a DTensor of shape "
+                                 f"{tuple(current.shape)} and placements {current.placements}; expected shape "
+                                 f"{tuple(sharded.shape)} and placements {sharded.placements} on {self.mesh}")
+            owner._fsdp_sharded[name] = current
+            changed = True
+        if changed:
+            if self.pending is not None:  # gathered from the replaced parameters
+                self.pending.wait()
+                self.pending = None
+            self.kept = None
+            sharded = self.sharded()
+            self.flat = FlatParams(sharded) if eligible(sharded) else None
+
     def prefetch(self) -> None:
         """Starts this module's all-gather now (it is waited on where it is used)."""
+        self.adopt_replaced()
         if self.flat is not None and self.pending is None and self.kept is None:
             self.pending = self.flat.start_gather(self.mp.param_dtype, async_op=True)
             _PREFETCHED.append(self)
@@ -65,6 +101,9 @@ class _State:
         """The whole parameters: kept ones, the prefetched gather, or one gathered now."""
         if self.kept is not None:
             return self.kept
+        if self.explicit is not None:
+            self.last, self.explicit = self.explicit, None
+            return self.last
         pending, self.pending = self.pending, None
         if pending is None:
             pending = self.flat.start_gather(self.mp.param_dtype, async_op=False)
@@ -122,16 +161,43 @@ def _new_iteration() -> None:
 
 
 class _UnshardHandle:
-    """``unshard(async_op=True)``'s handle: ``wait()`` puts the gathered parameters in place."""
+    """``unshard(async_op=True)``'s handle: ``wait()`` puts the gathered parameters in place
+    (nothing to do once the module's forward has used the gather)."""
 
-    def __init__(self, module):
+    def __init__(self, module, pending):
         self._module = module
+        self._pending = pending
 
     def wait(self) -> None:
         state = self._module._fsdp_state
-        if not state.explicitly_unsharded:
-            _gather(state)
-            state.explicitly_unsharded = True
+        if self._pending is not None and state.pending is self._pending:
+            _unshard_now(state)
+        self._pending = None
+
+
+def _put_sharded(state) -> None:
+    for owner, name in state.params:
+        owner._parameters[name] = owner._fsdp_sharded[name]
+    state.unsharded.clear()
+
+
+def _unshard_now(state) -> None:
+    """``unshard()``: the whole parameters, gathered now, take the sharded ones' places as leaf
+    parameters (as in PyTorch) until the module's next forward, which computes with them (one
+    gather, not two) and then reshards as usual, or until ``reshard()``."""
+    state.adopt_replaced()
+    sharded = state.sharded()
+    if state.flat is not None:
+        fulls = state.take_gathered()
+        state.last = None
+        state.explicit = fulls
+    else:
+        fulls = [gather_full(p, state.mp.param_dtype) for p in sharded]
+    for (owner, name), param, full in zip(state.params, sharded, fulls):
+        shown = nn.Parameter(full.detach(), requires_grad=param.requires_grad)
+        state.unsharded[id(param)] = (param, shown)
+        owner._parameters[name] = shown
+    state.explicitly_unsharded = True
 
 
 class FSDPModule:
@@ -140,22 +206,28 @@ class FSDPModule:
     def reshard(self) -> None:
         """Puts the sharded parameters back (after ``unshard()``)."""
         state = self._fsdp_state
-        for owner, name in state.params:
-            param = owner._fsdp_sharded[name]
-            owner._parameters[name] = param
-        state.unsharded.clear()
+        _put_sharded(state)
         state.explicitly_unsharded = False
+        state.explicit = None
+        if state.pending is not None:
+            state.pending.wait()
+            state.pending = None
 
     def unshard(self, async_op: bool = False):
-        """Gathers the parameters (they stay gathered until ``reshard()``); with ``async_op`` the
-        gather starts now and the returned handle's ``wait()`` puts them in place."""
+        """Gathers the parameters now: they take the sharded ones' places until the next forward
+        (which uses them, then reshards as usual) or ``reshard()``. With ``async_op`` the gather
+        starts now and the returned handle's ``wait()`` puts them in place; a forward before
+        ``wait()`` waits for it itself."""
         state = self._fsdp_state
+        if state.explicitly_unsharded:
+            return _UnshardHandle(self, None) if async_op else None
         if async_op and state.flat is not None:
             state.prefetch()
-            return _UnshardHandle(self)
-        _gather(state)
-        state.explicitly_unsharded = True
-        return None
+            if state in _PREFETCHED:  # the next forward uses it: not an unused prefetch to drop
+                _PREFETCHED.remove(state)
+            return _UnshardHandle(self, state.pending)
+        _unshard_now(state)
+        return _UnshardHandle(self, None) if async_op else None
 
     def _fsdp_modules(self, recurse: bool):
         return [m for m in (self.modules() if recurse else [self]) if isinstance(m, FSDPModule)]
@@ -194,28 +266,28 @@ class FSDPModule:
         if state.mp.param_dtype is not None and state.mp.cast_forward_inputs:
             args = _cast_floats(args, state.mp.param_dtype)
             kwargs = _cast_floats(kwargs, state.mp.param_dtype)
-        own = not state.explicitly_unsharded
+        if state.explicitly_unsharded:  # unshard() gathered them: this forward computes with that gather
+            _put_sharded(state)
+            state.explicitly_unsharded = False
         if _DEPTH[0] == 0:
             _new_iteration()
         if state.params:
             state.previous, _LAST_FORWARD[0] = _LAST_FORWARD[0], state
-        if own:
-            _gather(state)
+        _gather(state)
         for module in state.forward_prefetch:
             module._fsdp_state.prefetch()
         _DEPTH[0] += 1
         try:
-            if state.reshard_after_forward and own:
+            if state.reshard_after_forward:
                 with saved_tensors_hooks(*pack_unsharded(state)):
                     out = self._fsdp_orig_forward(*args, **kwargs)
             else:
                 out = self._fsdp_orig_forward(*args, **kwargs)
         finally:
             _DEPTH[0] -= 1
-            if own:
-                self.reshard()
-                if state.reshard_after_forward:
-                    state.last = None  # backward gathers again
+            _put_sharded(state)
+            if state.reshard_after_forward:
+                state.last = None  # backward gathers again
         if state.mp.output_dtype is not None:
             out = _cast_floats(out, state.mp.output_dtype)
         return out
@@ -228,6 +300,7 @@ def _check_fsdp_modules(modules) -> None:
 
 
 def _gather(state) -> None:
+    state.adopt_replaced()
     sharded = state.sharded()
     if state.flat is not None and any(p.requires_grad for p in sharded):
         fulls = UnshardFlat.apply(*sharded, state)

@@ -58,9 +58,20 @@ def _to_dtensor_device(cpu_kernel):
     return kernel
 
 
+def _like_device(dev, requested):
+    """``empty_like(dtensor, device="cpu")`` (``Module.to_empty`` after a meta-device
+    ``fully_shard``): a DTensor of the same layout whose pieces live on ``requested``."""
+    if requested.type == "dtensor":
+        return requested
+    mesh, placements = layout_of_device(dev)
+    return dtensor_device(mesh, placements, requested)
+
+
 def install() -> None:
     """Registers the kernel for every op (later ops get it on first use, in ``mix_plain_tensors``)."""
-    register_backend(Backend("dtensor", _no_storage))
+    backend = Backend("dtensor", _no_storage)
+    backend.like_device = _like_device
+    register_backend(backend)
     to_copy = dispatch.OPS["_to_copy"]
     if not getattr(to_copy.kernels["cpu"], "wrapped_for_dtensor", False):
         to_copy.kernels["cpu"] = _to_dtensor_device(to_copy.kernels["cpu"])

@@ -123,6 +123,10 @@ class DTensor(Tensor):
     def is_cpu(self) -> bool:
         return self._local._device.type == "cpu"
 
+    @property
+    def is_meta(self) -> bool:
+        return self._local._device.type == "meta"
+
     def __repr__(self, *, tensor_contents=None):
         return (f"DTensor(local_tensor={self._local!r}, device_mesh={self.device_mesh!r}, "
                 f"placements={self.placements})")

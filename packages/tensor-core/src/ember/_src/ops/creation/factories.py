@@ -8,7 +8,7 @@ import operator
 
 from ... import dtypes
 from ..._native import _C
-from ...device import CPU, META, get_backend, to_device
+from ...device import CPU, META, get_backend, like_device, to_device
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, check_sizes, contiguous_strides, numel
@@ -148,7 +148,7 @@ def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor, got {type(input).__name__}")
     return (input.dtype if dtype is None else dtypes.to_dtype(dtype),
-            input._device if device is None else to_device(device))
+            input._device if device is None else like_device(input._device, device))
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
