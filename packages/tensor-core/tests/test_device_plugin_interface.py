@@ -87,3 +87,19 @@ def test_ops_without_a_kernel_name_op_and_device(xpu):
 def test_unknown_plugin_device_raises_like_a_cpu_only_build():
     with pytest.raises(RuntimeError, match="without a 'mps' backend"):
         ember.ones(2).to("mps")
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.device(0),
+    lambda L: L.ones(2).to(0),
+    lambda L: L.ones(2, device=0),
+    lambda L: L.nn.Linear(2, 2).to(0),
+])
+def test_an_int_device_without_an_accelerator_raises_like_torch(call):
+    # an int names the accelerator's device; with none (PyTorch's CPU build) that is a RuntimeError
+    torch = pytest.importorskip("torch")
+    if "cuda" in devmod._BACKENDS or torch.cuda.is_available():
+        pytest.skip("an accelerator is present")
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+            call(lib)

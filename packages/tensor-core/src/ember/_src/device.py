@@ -18,7 +18,9 @@ class device:  # noqa: N801 - PyTorch's spelling
             if index is not None:
                 raise ValueError("device(device, index) is not allowed")
             return type_or_str
-        if isinstance(type_or_str, int):
+        if isinstance(type_or_str, int):  # the current accelerator's device of that index
+            if not _has_accelerator():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
             type_or_str, index = "cuda", type_or_str
         if not isinstance(type_or_str, str):
             raise TypeError(f"device() expects a string, got {type(type_or_str).__name__}")
@@ -158,6 +160,15 @@ _BACKENDS: dict[str, Backend] = {}
 
 def register_backend(backend: Backend) -> None:
     _BACKENDS[backend.name] = backend
+
+
+def _has_accelerator() -> bool:
+    """Whether a CUDA backend is installed (PyTorch's CPU build has no accelerator for ``device(0)``)."""
+    if "cuda" not in _BACKENDS:
+        from . import plugins
+
+        plugins.load("cuda")
+    return "cuda" in _BACKENDS
 
 
 def get_backend(device_type: str) -> Backend:
