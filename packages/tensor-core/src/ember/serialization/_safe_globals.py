@@ -96,9 +96,10 @@ def is_user_class_instance(inst) -> bool:
 
 def build_user_instance(inst, state) -> None:
     """BUILD on an instance of an allowed class: ``__setstate__``, else the attribute dict."""
-    setstate = getattr(inst, "__setstate__", None)
-    if setstate is not None and type(inst).__setstate__ is not object.__setstate__:
-        setstate(state)
+    # ``object`` has no ``__setstate__`` before Python 3.13 (pickle's BUILD then updates __dict__)
+    cls_setstate = getattr(type(inst), "__setstate__", None)
+    if cls_setstate is not None and cls_setstate is not getattr(object, "__setstate__", None):
+        inst.__setstate__(state)
         return
     slots = None
     if isinstance(state, tuple) and len(state) == 2:
