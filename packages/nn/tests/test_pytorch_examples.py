@@ -53,3 +53,26 @@ def test_non_dynamically_quantizable_linear_lives_in_nn_modules_linear():
         assert issubclass(cls, lib.nn.Linear)
         assert type(lib.nn.MultiheadAttention(4, 2).out_proj) is cls
     assert ember.nn.modules.activation.MultiheadAttention is ember.nn.MultiheadAttention
+
+
+@pytest.mark.parametrize("lib", [torch, ember])
+def test_allowed_function_kept_as_module_attribute_loads_as_that_function(lib):
+    # word_language_model's TransformerModel: TransformerEncoderLayer.activation = F.relu, loaded
+    # with F.relu in safe_globals; ember returned its internal call wrapper instead of F.relu
+    layer = lib.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0)
+    buf = io.BytesIO()
+    lib.save({"act": lib.nn.functional.relu, "layer": layer}, buf)
+    buf.seek(0)
+    m = lib.nn.modules
+    allowed = [lib.nn.functional.relu, m.transformer.TransformerEncoderLayer, m.activation.MultiheadAttention,
+               m.linear.NonDynamicallyQuantizableLinear, m.linear.Linear, m.dropout.Dropout,
+               m.normalization.LayerNorm]
+    with lib.serialization.safe_globals(allowed):
+        back = lib.load(buf)
+    assert back["act"] is lib.nn.functional.relu and back["layer"].activation is lib.nn.functional.relu
+    x = lib.ones(3, 1, 4)
+    assert lib.allclose(back["layer"](x), layer(x))
+    buf.seek(0)
+    refused = torch.serialization.pickle.UnpicklingError if lib is torch else ember.serialization.UnpicklingError
+    with pytest.raises(refused):
+        lib.load(buf)  # not allowed without safe_globals
