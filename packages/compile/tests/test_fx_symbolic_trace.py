@@ -447,3 +447,26 @@ def test_math_module_functions_on_proxies_are_recorded_like_torch():
         codes.append([line.strip() for line in gm.code.splitlines() if "sqrt" in line and "wrap(" not in line])
     assert codes[1] == codes[0]
     assert math.sqrt(4.0) == 2.0  # the patch is undone
+
+
+def fx_helper_leaf_sigmoid(x):
+    # traced through, this would record a sigmoid; wrapped, it must stay one call, also on a retrace
+    return x.sigmoid() * 2
+
+
+torch.fx.wrap("fx_helper_leaf_sigmoid")
+ember.fx.wrap("fx_helper_leaf_sigmoid")
+
+
+def test_wrapped_function_stays_a_leaf_when_the_graph_module_is_traced_again():
+    # pytorch/examples fx/primitive_library.py: the GraphModule's code registers the wrapped
+    # global (torch.fx._symbolic_trace.wrap("..._name")) so a second trace keeps it a leaf
+    seen = []
+    for lib, fx, convert in FRAMEWORKS:
+        gm = fx.symbolic_trace(lambda x: fx_helper_leaf_sigmoid(x) + 1)
+        assert f'{lib.__name__}.fx._symbolic_trace.wrap("' in gm.code
+        again = fx.symbolic_trace(gm)
+        seen.append([(n.op, getattr(n.target, "__name__", str(n.target))) for n in again.graph.nodes])
+        x = convert(_rand(2, 3))
+        assert_close(again(x), gm(x))
+    assert seen[0] == seen[1] and ("call_function", "fx_helper_leaf_sigmoid") in seen[1]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import array
+import collections
+
 import numpy as np
 import pytest
 import torch
@@ -236,3 +239,31 @@ def test_keyword_sizes_as_torch(call):
         return tuple(r) if not isinstance(r, (ember.Tensor, torch.Tensor)) else (tuple(r.shape), r.tolist())
 
     assert outcome(ember) == outcome(torch)
+
+
+class _IndexOnlySequence:
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        if not 0 <= i < 3:
+            raise IndexError(i)
+        return i * 0.5
+
+
+@pytest.mark.parametrize("make", [
+    lambda: collections.deque([3.0, 1.0, 2.0]),  # reinforcement_learning/reinforce.py: torch.tensor(returns)
+    lambda: collections.deque([1, 2]),
+    lambda: [collections.deque([1, 2]), (3, 4)],
+    lambda: array.array("d", [1.5, 2.5]),
+    lambda: _IndexOnlySequence(),
+])
+def test_tensor_reads_any_sequence_protocol_object(make):
+    t, e = torch.tensor(make()), ember.tensor(make())
+    assert e.dtype.name == str(t.dtype).split(".")[-1] and e.tolist() == t.tolist()
+    assert ember.as_tensor(make()).tolist() == torch.as_tensor(make()).tolist()
+
+
+def test_tensor_of_a_mapping_is_still_refused():
+    with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
+        ember.tensor({1: 2})

@@ -249,3 +249,49 @@ def test_share_memory_keeps_memory_a_dlpack_consumer_reads():
     x.fill_(5.0)
     del x
     assert consumer.sum().item() == sum(range(1000))  # the old block is alive and unchanged
+
+
+def _fill_received(t, value):
+    t.fill_(value)
+
+
+def _fill_from_queue(q, done):
+    t = q.get()
+    t.fill_(5)
+    done.put(True)
+
+
+@pytest.mark.parametrize("lib", ["torch", "ember"])
+def test_shared_tensor_sent_to_a_spawned_process_is_the_same_memory(lib):
+    # mnist_hogwild: model.share_memory(), then mp.Process(target=train, args=(model, ...)) with
+    # the spawn start method; the children's optimizer steps must land in the parent's model
+    import multiprocessing
+
+    T = torch if lib == "torch" else ember
+    base = T.zeros(4, 6).share_memory_()
+    private = T.zeros(3)
+    ctx = multiprocessing.get_context("spawn")
+    for target in (base[1:, ::2], private):  # a strided view with an offset; an unshared tensor
+        p = ctx.Process(target=_fill_received, args=(target, 3.0))
+        p.start()
+        p.join(60)
+        assert p.exitcode == 0
+    assert base.sum().item() == 27.0 and base[1:, ::2].eq(3.0).all().item() and base[0].eq(0).all().item()
+    # PyTorch moves an unshared tensor into shared memory to send it; ember copies it
+    # (docs/deviations.md, "utils.data: DataLoader batches travel by pickling")
+    assert private.sum().item() == (9.0 if lib == "torch" else 0.0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_shared_tensor_put_on_a_queue_is_the_same_memory():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_fill_from_queue, args=(q, done))
+    p.start()
+    x = ember.zeros(8, dtype=ember.int64).share_memory_()
+    q.put(x[2:6])
+    assert done.get(timeout=60)
+    p.join(60)
+    assert p.exitcode == 0 and x.tolist() == [0, 0, 5, 5, 5, 5, 0, 0]

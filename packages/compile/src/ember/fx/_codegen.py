@@ -234,7 +234,19 @@ class CodeGen:
         fn_code = "".join(body)
         code = "\n".join("    " + line for line in fn_code.split("\n"))
         fn_def = self.gen_fn_def(free_vars, return_annotation[0])
-        src = f"\n\n\n{fn_def}\n{code}"
+        # A function made a leaf with fx.wrap stays one when the GraphModule is traced again:
+        # its code registers the global it calls (as torch.fx's does)
+        wrapped: list[str] = []
+        for node in nodes:
+            if node.op == "call_function" and node.meta.get("is_wrapped"):
+                for name, value in globals_.items():
+                    if value is node.target and name not in wrapped:
+                        wrapped.append(name)
+        if wrapped:
+            stmts = "\n".join(f'ember.fx._symbolic_trace.wrap("{name}")' for name in wrapped)
+            src = f"\n{stmts}\n\n{fn_def}\n{code}"
+        else:
+            src = f"\n\n\n{fn_def}\n{code}"
         return PythonCode(src, globals_, None)
 
     def _emit(self, node, body, free_vars, return_annotation, root_module, arg_repr, args_repr,

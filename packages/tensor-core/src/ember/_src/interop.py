@@ -192,6 +192,45 @@ def tensor_reduce(t: Tensor):
     return (_rebuild, (data, t.dtype.name, tuple(t._shape), t._requires_grad))
 
 
+def _reduce_for_process(t: Tensor):
+    """multiprocessing's pickling (ForkingPickler: Process arguments, Queue items): a CPU tensor
+    in shared memory (``share_memory_()``) travels as its memfd, so the receiver maps the same
+    memory and sees every later write (Hogwild training); any other tensor is copied."""
+    storage = t._storage
+    if t._layout.dispatch_key is not None or t._device.type != "cpu" or not storage.is_shared():
+        return tensor_reduce(t)
+    from multiprocessing.reduction import DupFd
+
+    _dispatch.sync_pending(t, "sending a tensor to another process")
+    return (_rebuild_shared, (DupFd(storage.shm_fd), storage.nbytes(), t.dtype.name, tuple(t._shape),
+                              tuple(t._stride), t._offset, t._requires_grad))
+
+
+def _rebuild_shared(dup_fd, nbytes: int, dtype_name: str, shape: tuple, stride: tuple, offset: int,
+                    requires_grad: bool) -> Tensor:
+    import os
+
+    fd = dup_fd.detach()
+    try:
+        storage = _C.Storage.from_shm_fd(fd, nbytes)  # maps its own duplicate of the fd
+    finally:
+        os.close(fd)
+    t = make_tensor(storage, tuple(shape), tuple(stride), offset, dtypes._dtype_by_name(dtype_name), CPU)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def register_process_reducers() -> None:
+    """Sends shared tensors between processes by memory, not by copy (``torch`` does this at import)."""
+    from multiprocessing.reduction import ForkingPickler
+
+    ForkingPickler.register(Tensor, _reduce_for_process)
+
+
+register_process_reducers()
+
+
 # -- DLPack ------------------------------------------------------------------------------------------
 
 _KDL_CPU = _C.dlpack_cpu

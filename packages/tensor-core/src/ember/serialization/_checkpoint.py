@@ -176,6 +176,9 @@ class _LoadPolicy:
                                   "the safe_globals context manager, or loaded with weights_only=False if "
                                   "the file is trusted (that runs code from it)") from None
 
+    def constructor_for(self, obj):
+        return _safe_globals.user_constructor(obj)
+
     def build(self, inst, state) -> None:
         if _safe_globals.is_user_class_instance(inst):
             _safe_globals.build_user_instance(inst, state)

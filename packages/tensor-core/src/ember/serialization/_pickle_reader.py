@@ -45,6 +45,8 @@ class Policy(Protocol):
 
     def build(self, inst: Any, state: Any) -> None: ...
 
+    # optional: ``constructor_for(obj)`` -> a Constructor for a plain global REDUCE may call, or None
+
 
 class _Mark:
     __slots__ = ()
@@ -101,6 +103,15 @@ class SafeUnpickler:
         if not self._stack:
             raise UnpicklingError("unpickling stack underflow")
         return self._stack.pop()
+
+    def _callable(self, obj, opcode: str) -> Constructor:
+        # what REDUCE/NEWOBJ/INST/OBJ may call: a Constructor, or a global the policy allows calling
+        if not isinstance(obj, Constructor):
+            allow = getattr(self._policy, "constructor_for", None)
+            wrapped = allow(obj) if allow is not None else None
+            if wrapped is not None:
+                return wrapped
+        return _constructor(obj, opcode)
 
     def _memo_get(self, idx: int):
         try:
@@ -167,7 +178,7 @@ class SafeUnpickler:
     def _reduce(self):
         args = self._pop()
         func = self._pop()
-        func = _constructor(func, "REDUCE")
+        func = self._callable(func, "REDUCE")
         if func.qualname in _HASHING_CONSTRUCTORS:
             _check_hash_cost(args)
         self._push(func.call(*_args_tuple(args)))
@@ -175,7 +186,7 @@ class SafeUnpickler:
     def _newobj(self):
         args = self._pop()
         cls = self._pop()
-        self._push(_constructor(cls, "NEWOBJ").new(*_args_tuple(args)))
+        self._push(self._callable(cls, "NEWOBJ").new(*_args_tuple(args)))
 
     def _newobj_ex(self):
         kwargs = self._pop()
@@ -183,19 +194,19 @@ class SafeUnpickler:
         cls = self._pop()
         if type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
             raise UnpicklingError("NEWOBJ_EX keyword arguments must be a dict of str")
-        self._push(_constructor(cls, "NEWOBJ_EX").new(*_args_tuple(args), **kwargs))
+        self._push(self._callable(cls, "NEWOBJ_EX").new(*_args_tuple(args), **kwargs))
 
     def _inst(self):
         module = self._readline().decode("ascii")
         name = self._readline().decode("ascii")
         cls = self._policy.find_global(module, name)
-        self._push(_constructor(cls, "INST").new(*self._pop_mark()))
+        self._push(self._callable(cls, "INST").new(*self._pop_mark()))
 
     def _obj(self):
         items = self._pop_mark()
         if not items:
             raise UnpicklingError("OBJ without a class")
-        self._push(_constructor(items[0], "OBJ").new(*items[1:]))
+        self._push(self._callable(items[0], "OBJ").new(*items[1:]))
 
     def _build(self):
         state = self._pop()

@@ -77,16 +77,25 @@ def _new_instance(cls, *args):
 
 
 def user_global(module: str, name: str):
-    """The Constructor (or plain value) for a user-allowed global, or None."""
+    """The object a user-allowed global names, or None.
+
+    It is pushed as itself (a class or function kept as data, such as a module's
+    ``activation = F.relu``, must come back as that function); ``user_constructor`` lets
+    REDUCE/NEWOBJ call it."""
     with _LOCK:
-        obj = _USER.get((module, name))
-    if obj is None:
+        return _USER.get((module, name))
+
+
+def user_constructor(obj) -> Constructor | None:
+    """A Constructor for ``obj`` when it is one of the user-allowed globals (by identity), else None."""
+    with _LOCK:
+        key = next((k for k, v in _USER.items() if v is obj), None)
+    if key is None or not callable(obj):
         return None
+    qualname = f"{key[0]}.{key[1]}"
     if isinstance(obj, type):
-        return Constructor(f"{module}.{name}", obj, lambda *args: _new_instance(obj, *args))
-    if callable(obj):
-        return Constructor(f"{module}.{name}", obj)
-    return obj
+        return Constructor(qualname, obj, lambda *args: _new_instance(obj, *args))
+    return Constructor(qualname, obj)
 
 
 def is_user_class_instance(inst) -> bool:
@@ -96,9 +105,10 @@ def is_user_class_instance(inst) -> bool:
 
 def build_user_instance(inst, state) -> None:
     """BUILD on an instance of an allowed class: ``__setstate__``, else the attribute dict."""
-    setstate = getattr(inst, "__setstate__", None)
-    if setstate is not None and type(inst).__setstate__ is not object.__setstate__:
-        setstate(state)
+    # ``object`` has no ``__setstate__`` before Python 3.13 (pickle's BUILD then updates __dict__)
+    cls_setstate = getattr(type(inst), "__setstate__", None)
+    if cls_setstate is not None and cls_setstate is not getattr(object, "__setstate__", None):
+        inst.__setstate__(state)
         return
     slots = None
     if isinstance(state, tuple) and len(state) == 2:

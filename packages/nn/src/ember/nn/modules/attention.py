@@ -8,14 +8,10 @@ from ember import Tensor
 from .. import init
 from ..parameter import Parameter
 from ._attention_functional import multi_head_attention_forward
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A ``Linear`` under the name PyTorch gives ``MultiheadAttention.out_proj`` (it shows in repr)."""
 
 
 class MultiheadAttention(Module):

@@ -13,7 +13,7 @@ from ..parameter import Parameter, UninitializedParameter
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Bilinear", "Identity", "LazyLinear", "Linear"]
+__all__ = ["Bilinear", "Identity", "LazyLinear", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -53,6 +53,13 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under the name PyTorch gives ``MultiheadAttention.out_proj`` (it shows in repr).
+
+    It lives here, where PyTorch defines it, because programs name it by that path
+    (``nn.modules.linear.NonDynamicallyQuantizableLinear`` in a ``safe_globals`` list)."""
 
 
 class Bilinear(Module):

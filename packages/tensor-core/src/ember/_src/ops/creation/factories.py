@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import math
 import operator
 
@@ -222,11 +223,26 @@ _PLAIN_NUMBERS = frozenset((builtins.bool, int, float))
 
 
 def _is_sequence(data) -> builtins.bool:
-    return isinstance(data, (list, tuple, range, bytearray, memoryview))
+    if isinstance(data, (list, tuple, range, bytearray, memoryview)):
+        return True
+    return _is_other_sequence(data)
+
+
+def _is_other_sequence(data) -> builtins.bool:
+    # PyTorch reads any object of the sequence protocol (len and integer indexing: a deque, an
+    # array.array, a user class), except strings, mappings and tensor/array-likes
+    if isinstance(data, (str, bytes, dict, Tensor, collections.abc.Mapping)) or hasattr(data, "dtype"):
+        return False
+    cls = type(data)
+    return hasattr(cls, "__len__") and hasattr(cls, "__getitem__")
 
 
 def _sequence_items(data):
-    return _buffer_items(data) if isinstance(data, (bytearray, memoryview)) else data
+    if isinstance(data, (list, tuple, range)):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return _buffer_items(data)
+    return [data[i] for i in range(len(data))]
 
 
 def _infer_dtype(data):
@@ -288,8 +304,8 @@ def _buffer_items(data) -> list:
 
 
 def _flatten(data, out: list):
-    if isinstance(data, (bytearray, memoryview)):
-        data = _buffer_items(data)
+    if isinstance(data, (bytearray, memoryview)) or _is_other_sequence(data):
+        data = _sequence_items(data)
     if isinstance(data, (list, tuple, range)):
         if set(map(type, data)) <= _PLAIN_NUMBERS:
             out.extend(data)  # a row of Python numbers
