@@ -68,11 +68,17 @@ def test_cache_is_shared_by_concurrent_and_later_processes(tmp_path):
     assert _libraries(tmp_path) == libs
 
 
-def test_new_batch_size_reuses_compiled_kernels(monkeypatch):
-    compiles = []
+@pytest.fixture
+def compiles(monkeypatch):
+    """The paths of the kernels compiled from here on (the in-memory cache emptied first)."""
+    paths = []
     original = _codecache._compile
-    monkeypatch.setattr(_codecache, "_compile", lambda source, path: (compiles.append(path), original(source, path)))
+    monkeypatch.setattr(_codecache, "_compile", lambda source, path: (paths.append(path), original(source, path)))
     _codecache.clear_memory_cache()
+    return paths
+
+
+def test_new_batch_size_reuses_compiled_kernels(compiles):
 
     def program(m, x, w):
         return m.softmax(x * 0.37, -1) + w, (x - x.mean(-1, keepdim=True)).sum(0)
@@ -89,13 +95,9 @@ def test_new_batch_size_reuses_compiled_kernels(monkeypatch):
     assert "k0" in compiled.artifact.cpp_source  # sizes are arguments
 
 
-def test_new_float_argument_reuses_compiled_kernels(monkeypatch):
+def test_new_float_argument_reuses_compiled_kernels(compiles):
     # A float argument of a compiled function becomes a graph input once it changes (as in
     # PyTorch); its value is a kernel argument, so a new value re-lowers but compiles nothing.
-    compiles = []
-    original = _codecache._compile
-    monkeypatch.setattr(_codecache, "_compile", lambda source, path: (compiles.append(path), original(source, path)))
-    _codecache.clear_memory_cache()
 
     def step(x, lr, n):
         return (x[:n] * lr).sin().sum(0) - lr

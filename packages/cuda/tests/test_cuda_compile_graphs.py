@@ -40,12 +40,17 @@ def test_reduce_overhead_inference_follows_inputs():
     assert after["captures"] > before["captures"] and after["replays"] >= before["replays"] + 3
 
 
+def _small_model(mode):
+    """The same seeded CUDA model, its SGD optimizer, and the model to call (compiled when ``mode``)."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).cuda()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    return model, opt, ember.compile(model, mode=mode) if mode else model
+
+
 def test_reduce_overhead_training_matches_eager():
     def losses(mode):
-        ember.manual_seed(0)
-        model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).cuda()
-        opt = ember.optim.SGD(model.parameters(), lr=0.1)
-        step_model = ember.compile(model, mode=mode) if mode else model
+        model, opt, step_model = _small_model(mode)
         g = np.random.default_rng(0)
         out = []
         for _ in range(6):
@@ -92,10 +97,7 @@ def test_reduce_overhead_training_copies_only_what_the_program_holds():
     # the loop's variable; two forwards before one backward (gradient accumulation) still give
     # eager's gradients.
     def run(mode, accumulate):
-        ember.manual_seed(0)
-        model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).cuda()
-        opt = ember.optim.SGD(model.parameters(), lr=0.1)
-        step_model = ember.compile(model, mode=mode) if mode else model
+        model, opt, step_model = _small_model(mode)
         g = np.random.default_rng(1)
         grads = []
         for _ in range(6):

@@ -181,20 +181,30 @@ def handle_torch_function(public, relevant_args, *args, **kwargs):
     state = _STATE
     overloaded = [] if state.subclasses_disabled else _overloaded_args(relevant_args, None)
     types_ = tuple(type(a) for a in overloaded)
-    if state.modes and not state.all_disabled:
-        mode = state.modes.pop()
+    result = _run_handlers(state.modes and not state.all_disabled, public, types_, overloaded, args, kwargs)
+    if result is not NotImplemented:
+        return result
+    raise TypeError(f"no implementation found for '{_qualified_name(public)}' on types that implement "
+                    f"__torch_function__: {list(types_)}")
+
+
+def _run_handlers(use_mode: bool, public, types_, overloaded, args, kwargs):
+    """The innermost mode (popped while it runs) when ``use_mode``, then each overloaded argument's
+    type, until one returns something other than NotImplemented; NotImplemented if none does."""
+    if use_mode:
+        modes = _STATE.modes
+        mode = modes.pop()
         try:
             result = mode.__torch_function__(public, types_, args, kwargs)
         finally:
-            state.modes.append(mode)
+            modes.append(mode)
         if result is not NotImplemented:
             return result
     for a in overloaded:
         result = type(a).__torch_function__(public, types_, args, kwargs)
         if result is not NotImplemented:
             return result
-    raise TypeError(f"no implementation found for '{_qualified_name(public)}' on types that implement "
-                    f"__torch_function__: {list(types_)}")
+    return NotImplemented
 
 
 def _qualified_name(func) -> str:
@@ -218,18 +228,9 @@ def _call(public, impl, args, kwargs):
             return impl(*args, **kwargs)
     public = _PUBLIC_FOR.get(public, public)
     types_ = tuple(type(a) for a in overloaded)
-    if state.modes:
-        mode = state.modes.pop()
-        try:
-            result = mode.__torch_function__(public, types_, args, kwargs)
-        finally:
-            state.modes.append(mode)
-        if result is not NotImplemented:
-            return result
-    for a in overloaded:
-        result = type(a).__torch_function__(public, types_, args, kwargs)
-        if result is not NotImplemented:
-            return result
+    result = _run_handlers(bool(state.modes), public, types_, overloaded, args, kwargs)
+    if result is not NotImplemented:
+        return result
     kinds = "".join(f"  - {'tensor subclass' if isinstance(a, _Tensor) else 'tensor-like'} {type(a)}\n"
                     for a in overloaded)
     raise TypeError(f"{_DISPATCH_FAILED} '{_qualified_name(public)}'; all __torch_function__ handlers returned "
@@ -365,7 +366,7 @@ def _gate_of(obj):
     return _GATED.get(id(obj), obj)
 
 
-_CHECK_CODES = frozenset({_call.__code__, _NativeGate.__call__.__code__})
+_CHECK_CODES = frozenset({_call.__code__, _run_handlers.__code__, _NativeGate.__call__.__code__})
 
 
 def original_code(fn: types.FunctionType) -> types.CodeType:
