@@ -115,3 +115,31 @@ def test_mha_default_init_and_errors():
         m(x, x, x, attn_mask=ember.zeros(3, 3))
     with pytest.raises(AssertionError):
         m(x, x, ember.randn(4, 16))
+
+
+def _mixed_mask_warnings(lib):
+    """Warnings from MultiheadAttention, TransformerEncoderLayer and TransformerEncoder given a
+    float attention mask and a bool padding mask (PyTorch: one deprecation warning per call)."""
+    import warnings
+
+    lib.manual_seed(0)
+    mha = lib.nn.MultiheadAttention(8, 2)
+    layer = lib.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    enc = lib.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    q = lib.randn(5, 3, 8)
+    float_mask, pad = lib.zeros(5, 5), lib.zeros(3, 5, dtype=lib.bool)
+    pad[0, -1] = True
+    seen = []
+    for call in (lambda: mha(q, q, q, attn_mask=float_mask, key_padding_mask=pad),
+                 lambda: layer(q, src_mask=float_mask, src_key_padding_mask=pad),
+                 lambda: enc(q, mask=float_mask, src_key_padding_mask=pad),
+                 lambda: enc(q, mask=float_mask > 0, src_key_padding_mask=pad)):  # same types: no warning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        seen.append([(w.category.__name__, str(w.message)) for w in caught])
+    return seen
+
+
+def test_mismatched_mask_types_warn_as_pytorch():
+    assert _mixed_mask_warnings(ember) == _mixed_mask_warnings(torch)

@@ -9,6 +9,7 @@ Without attention weights to return, the product runs through the fused
 from __future__ import annotations
 
 import math
+import warnings
 
 import ember
 from ember import Tensor
@@ -24,6 +25,18 @@ def _canonical_mask(mask: Tensor | None, name: str, target_dtype) -> Tensor | No
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask
+
+
+def _padding_mask_matching(key_padding_mask: Tensor | None, name: str, other: Tensor | None, other_name: str,
+                           target_dtype) -> Tensor | None:
+    """PyTorch's deprecation warning for a padding mask whose type differs from the attention
+    mask's; such a padding mask is returned in its additive float form, so layers further in
+    (which see two float masks) do not warn again."""
+    if key_padding_mask is None or other is None or key_padding_mask.dtype == other.dtype:
+        return key_padding_mask
+    warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same type for both instead.",
+                  stacklevel=3)
+    return _canonical_mask(key_padding_mask, name, target_dtype)
 
 
 def _batch_first_storage(x: Tensor) -> bool:
@@ -93,6 +106,7 @@ def multi_head_attention_forward(
     if key.shape[:2] != value.shape[:2]:
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
 
+    key_padding_mask = _padding_mask_matching(key_padding_mask, "key_padding_mask", attn_mask, "attn_mask", query.dtype)
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "

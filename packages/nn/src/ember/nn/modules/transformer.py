@@ -10,6 +10,7 @@ from ember import Tensor
 
 from .. import functional as F
 from .. import init
+from ._attention_functional import _padding_mask_matching
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -106,6 +107,8 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:
+        src_key_padding_mask = _padding_mask_matching(src_key_padding_mask, "src_key_padding_mask", src_mask,
+                                                      "src_mask", src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -204,6 +207,8 @@ class TransformerEncoder(Module):
         seq_len = src.shape[1] if self.layers and self.layers[0].self_attn.batch_first and src.ndim == 3 \
             else src.shape[0]
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        src_key_padding_mask = _padding_mask_matching(src_key_padding_mask, "src_key_padding_mask", mask, "mask",
+                                                      src.dtype)
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
