@@ -43,14 +43,22 @@ def partition(joint, n_outputs: int):
             fw_set.add(n)
         elif n.op == "get_attr":
             fw_set.add(n)
-    # Saved: forward values a backward node (or the gradient outputs) reads.
+    # Saved: forward values a backward node (or the gradient outputs) reads. A view the
+    # backward reads (a weight's transpose, say) is not saved but taken again in the backward
+    # from its saved base: a view costs nothing there, while a saved view of an input would
+    # leave the compiled forward as a copy.
     saved: list = []
+    recomputed: list = []
     seen: set = set()
 
     def note(a):
         if isinstance(a, fx.Node) and a in fw_set and a.op != "get_attr" and a not in seen:
             seen.add(a)
-            saved.append(a)
+            if _static_view(a):
+                note(a.args[0])
+                recomputed.append(a)
+            else:
+                saved.append(a)
         return a
 
     for n in nodes:
@@ -80,6 +88,8 @@ def partition(joint, n_outputs: int):
     for t in tangents:
         benv[t] = bw.placeholder(f"tangents_{len(benv) - len(saved) + 1}")
         benv[t].meta.update(t.meta)
+    for r in recomputed:  # after its base (noted first): a chain of views comes in order
+        benv[r] = _copy(bw, r, benv)
     for n in nodes:
         if n.op == "get_attr":
             benv[n] = _copy(bw, n, benv)
@@ -87,6 +97,18 @@ def partition(joint, n_outputs: int):
             benv[n] = _copy(bw, n, benv)
     bw.output(tuple(benv[g] if isinstance(g, fx.Node) else g for g in input_grads))
     return fx.GraphModule(joint, fw), fx.GraphModule(joint, bw), len(saved)
+
+
+def _static_view(node) -> bool:
+    """A view op of one forward tensor whose other arguments are constants (no symbolic sizes)."""
+    from ember import fx
+
+    if node.op != "call_function" or "view" not in getattr(node.target, "tags", ()) or not node.args:
+        return False
+    rest = [*node.args[1:], *node.kwargs.values()]
+    found = []
+    _map(rest, lambda a: found.append(a) if isinstance(a, fx.Node) else a)
+    return isinstance(node.args[0], fx.Node) and not found
 
 
 class _Unpartitionable(Exception):

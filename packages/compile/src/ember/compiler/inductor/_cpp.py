@@ -20,6 +20,7 @@ from ._kernel_alias import canonical as _canonical
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
+OUTER_BLOCK = 64  # columns an outer reduction sums side by side (one accumulator each)
 
 _REDUCE_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
 _REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
@@ -224,6 +225,8 @@ class CppKernelWriter:
         total = product([n for _, n in outer + inner])
         parallel_outer = bool(outer)
         indent = "    "
+        if self._is_outer_reduction(outer, inner):
+            return self._outer_reduction(outer[0], inner[0], total)
         if outer:
             lines.extend(self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced))
             indent += "    " * len(outer)
@@ -236,6 +239,89 @@ class CppKernelWriter:
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+        return lines
+
+    def _is_outer_reduction(self, outer, inner) -> bool:
+        """Sums over rows of columns that lie side by side in memory (a bias gradient: ``(N, C)
+        -> (C,)``), with the pointwise work fused before them. Row by row per column would read
+        one element per cache line and could not vectorize; such kernels instead walk the rows
+        once per block of columns (``_outer_reduction``). Only for one collapsed loop each way,
+        sum reductions whose results only the row epilogues read, and indices linear in both."""
+        k = self.k
+        if not k.reduced or len(outer) != 1 or len(inner) != 1:
+            return False
+        element = [n for n in k.nodes if not n.epilogue]
+        sums = {n.buf.name for n in element if n.is_reduction}
+        if not sums:
+            return False
+        for n in element:
+            if n.is_reduction and (n.buf.reduce_type != "sum" or n.target != n.buf.name):
+                return False
+            if any(isinstance(e, Load) and e.buf in sums for e in walk(n.expr)):
+                return False  # reads a row's result inside the row (layer_norm's second pass)
+        (vo, _), (vi, _) = outer[0], inner[0]
+        column_unit = False
+        for n in element:
+            indices = [e.index for e in walk(n.expr) if isinstance(e, (Load, IndexValue))]
+            if not n.is_reduction and n.buf.name not in k.local:
+                indices.append(n.store_index)
+            for index in indices:
+                index = index.xreplace(self.subs)
+                co, ci = _linear_coeff(index, vo), _linear_coeff(index, vi)
+                if co is None or ci is None or (ci == 1 and co != 0):
+                    return False  # something walks the rows contiguously: keep the row loop
+                # (a per-row value, such as layer_norm's mean, is one load per row: fine)
+                column_unit = column_unit or co == 1
+        return column_unit
+
+    def _outer_reduction(self, outer, inner, total) -> list[str]:
+        """Blocks of ``OUTER_BLOCK`` columns (threads share the blocks); each block walks every
+        row once: the pointwise members are computed and stored, the sums added to an array of
+        accumulators (the loop over a row's columns in a block vectorizes). The row epilogues
+        then run per column of the block."""
+        (vo, so), (vi, si) = outer, inner
+        blk, end = f"{vo.name}_blk", f"{vo.name}_end"
+        n_cols = self.itext(so)
+        element = [n for n in self.k.nodes if not n.epilogue]
+        lines = [f"    #pragma omp parallel for {self._parallel_clause(total)}",
+                 f"    for (int64_t {blk} = 0; {blk} < {n_cols}; {blk} += {OUTER_BLOCK}) {{",
+                 f"        const int64_t {end} = {blk} + {OUTER_BLOCK} < {n_cols} ? {blk} + {OUTER_BLOCK} : {n_cols};"]
+        accs = {}
+        for n in element:
+            if n.is_reduction:
+                acc = accs[id(n)] = f"acc_{n.buf.name}"
+                lines.append(f"        {C.C_TYPES[n.buf.acc_dtype]} {acc}[{OUTER_BLOCK}] = {{}};")
+        lines += [f"        for (int64_t {vi.name} = 0; {vi.name} < {self.itext(si)}; ++{vi.name}) {{",
+                  "            #pragma omp simd",
+                  f"            for (int64_t {vo.name} = {blk}; {vo.name} < {end}; ++{vo.name}) {{"]
+        body = _Body(self, " " * 16, {})
+        for n in element:
+            value = body.value(n.expr)
+            if n.is_reduction:
+                body.lines.append(f"{body.indent}{accs[id(n)]}[{vo.name} - {blk}] += {value};")
+                continue
+            if n.buf.name not in self.k.local:
+                self._store(n, value, body)
+            self.row_values[n.buf.name] = value  # later members of this element read the value
+        for n in element:
+            if not n.is_reduction:
+                self.row_values.pop(n.buf.name, None)
+        lines += body.lines + ["            }", "        }",
+                               f"        for (int64_t {vo.name} = {blk}; {vo.name} < {end}; ++{vo.name}) {{"]
+        tail = _Body(self, " " * 12, {})
+        for n in self.k.nodes:
+            if n.epilogue:
+                value = tail.value(n.expr)
+            elif n.is_reduction:
+                value = f"row_{n.buf.name}"
+                acc_t = C.C_TYPES[n.buf.acc_dtype]
+                tail.lines.append(f"{tail.indent}{acc_t} {value} = {accs[id(n)]}[{vo.name} - {blk}];")
+            else:
+                continue
+            self.row_values[n.buf.name] = value
+            if n.buf.name not in self.k.local:
+                self._store(n, value, tail)
+        lines += tail.lines + ["        }", "    }"]
         return lines
 
     def _find_stashes(self):

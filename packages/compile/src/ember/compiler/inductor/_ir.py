@@ -115,7 +115,45 @@ def strided_index(index, strides, offset=0) -> sympy.Expr:
     expr = sympy.sympify(offset)
     for i, s in zip(index, strides):
         expr = expr + i * s
-    return expr
+    return simplify_index(expr)
+
+
+def _divmod_term(term):
+    """(coefficient, the ModularIndexing/FloorDiv factor) of a product term, or (term, None)."""
+    if isinstance(term, (ModularIndexing, FloorDiv)):
+        return sympy.Integer(1), term
+    if term.is_Mul:
+        found = [f for f in term.args if isinstance(f, (ModularIndexing, FloorDiv))]
+        if len(found) == 1:
+            return term / found[0], found[0]
+    return term, None
+
+
+def simplify_index(expr) -> sympy.Expr:
+    """Folds the pairs a reshape's unflattening leaves when strides line up again:
+    ``c * ((x / d) % m) + c * m * (x / (d * m))`` is ``c * (x / d)`` (the quotient's digits
+    put back together). A reshape of contiguous dims then reads ``x`` itself, which keeps the
+    index linear: loops collapse and vectorize, and outer reductions are recognised."""
+    if not (expr.has(ModularIndexing) and expr.has(FloorDiv)):
+        return expr
+    terms = list(sympy.Add.make_args(sympy.expand(expr)))
+    changed = True
+    while changed:
+        changed = False
+        split = [_divmod_term(t) for t in terms]
+        for i, (ci, mi) in enumerate(split):
+            if not isinstance(mi, ModularIndexing):
+                continue
+            base, div, mod = mi.args
+            for j, (cj, fj) in enumerate(split):
+                if isinstance(fj, FloorDiv) and fj.args[0] == base and sympy.expand(fj.args[1] - div * mod) == 0 \
+                        and sympy.expand(cj - ci * mod) == 0:
+                    terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [ci * FloorDiv(base, div)]
+                    changed = True
+                    break
+            if changed:
+                break
+    return sympy.Add(*terms)
 
 
 def unflatten(flat: sympy.Expr, shape) -> list:
