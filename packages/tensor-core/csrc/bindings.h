@@ -36,4 +36,5 @@ void bind_specfns(pybind11::module_& m);
 void bind_sparse(pybind11::module_& m);
 void bind_activation_backward(pybind11::module_& m);
 void bind_softmax_backward(pybind11::module_& m);
+void bind_device_launch(PyObject* module);  // device_launch.cpp: _C.DeviceLauncher
 }  // namespace ember
