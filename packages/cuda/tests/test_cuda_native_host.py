@@ -135,3 +135,211 @@ def test_python_launcher_is_the_fallback(monkeypatch, recorder):
     monkeypatch.setattr(_fastcall, "NATIVE", [True])
     monkeypatch.delattr(_C, "DeviceLauncher")
     assert type(_fastcall.make_launcher(1, ["ptr"], 4, 0)) is _fastcall.Launcher
+
+
+# -- the whole host path, native against Python ------------------------------------------------------
+
+_PROGRAM = r"""
+import ctypes, json, sys
+from types import SimpleNamespace
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember import _C
+from ember._cuda import _allocator, _compile, _fastcall
+
+ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+lib = _fastcall._LIB[0]  # PYFUNCTYPE: the recorder's log builds Python objects, so ctypes must keep the GIL
+lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
+lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
+ids = {}
+
+def load(cubin, meta, kinds, device):  # a handle per kernel whose low byte is its slot count
+    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
+    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
+
+_compile.load = load
+ember.manual_seed(0)
+model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
+                            ember.nn.Linear(32, 8)).to("cuda")
+opt = ember.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+x = ember.randn(4, 16).to("cuda")
+stats = []
+for step in range(2):
+    with ember.autocast("cuda", dtype=ember.bfloat16):
+        loss = model(x).float().softmax(-1).sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    y = (x * 2 + 1).relu_()
+    y.add_(x, alpha=0.5)
+    z = y[:, ::2].contiguous().sum(0)
+    del y, z, loss
+    stats.append(ember.cuda.memory_stats())
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"native": [type(_fastcall.make_launcher(1, ["ptr"], 4, 0)).__name__, _allocator.NATIVE],
+                  "log": log, "stats": stats}))
+"""
+
+
+def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
+    """One small training program on the fake CUDA host (benchmarks/host_cuda_fake.py: no GPU, kernels
+    compiled for sm_90), with the native launcher and allocation path and with the Python ones: the
+    same launches (every argument byte, grid, block, shared memory, stream) and the same memory
+    statistics."""
+    pytest.importorskip("triton")
+    import ember
+
+    if ember.cuda.is_available():
+        pytest.skip("the fake host replaces the driver of a process without a GPU")
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
+    script = tmp_path / "prog.py"
+    script.write_text(_PROGRAM)
+    runs = []
+    for native in ("1", "0"):
+        env = dict(os.environ, EMBER_CUDA_NATIVE_LAUNCH=native, EMBER_CUDA_NATIVE_ALLOC=native)
+        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    nat, py = runs
+    assert nat["native"] == ["DeviceLauncher", True] and py["native"] == ["Launcher", False]
+    assert len(nat["log"]) > 30
+    assert nat["log"] == py["log"]
+    assert nat["stats"] == py["stats"]
+
+
+# -- the allocation path ---------------------------------------------------------------------------
+
+
+def _fake_allocator(native: bool):
+    from ember._cuda import _allocator
+
+    alloc = _allocator.DeviceAllocator(0, _allocator._Config(None))
+    nxt, freed = [1 << 40], []
+
+    def device_alloc(size, requested):
+        if requested == 999_999_999:
+            raise _allocator.OutOfMemoryError("fake: out of memory")
+        nxt[0] += size
+        alloc.reserved += size
+        return nxt[0]
+
+    def device_free(block):
+        freed.append(block.ptr)
+        alloc.reserved -= block.size
+
+    alloc._device_alloc, alloc._device_free = device_alloc, device_free
+    return alloc, freed
+
+
+def _counting(fn, name, calls):
+    def counted(*args):
+        calls.append(name)
+        return fn(*args)
+
+    return counted
+
+
+def _pools(alloc):
+    return {repr(k): [b.ptr for b in v] for k, v in alloc.free.items()}
+
+
+@pytest.mark.skipif(not hasattr(_C, "DeviceStorage"), reason="the core was built without the native path")
+def test_native_allocation_matches_the_python_allocator():
+    """The same sequence of allocations and frees (two streams, every size class, a CUDA-graph capture
+    pool, caching turned off, an out-of-memory error) through ``_C._device_storage_new`` and the storage's
+    native deallocation, and through the Python fallback: the same blocks, pools and statistics."""
+    from ember._cuda import _allocator, _storage
+
+    if not _allocator.NATIVE:
+        pytest.skip("EMBER_CUDA_NATIVE_ALLOC=0")
+
+    class PyStorage(_storage._PyStorageBase):
+        __slots__ = ()
+
+    results = []
+    for native in (True, False):
+        alloc, freed = _fake_allocator(native)
+        new = _C._device_storage_new if native else _storage._py_storage_new
+        cls = _storage.CudaStorage if native else PyStorage
+        trace = []
+        python_calls = []
+        for name in ("malloc", "release"):
+            setattr(alloc, name, _counting(getattr(alloc, name), name, python_calls))
+
+        def make(n, stream=0, inference=False):
+            s = new(cls, alloc, n, "dev", stream, inference)  # noqa: B023
+            trace.append((s._ptr, s._nbytes, s.device, s.version, s.inference, s._block is None))  # noqa: B023
+            return s
+
+        sizes = [0, 1, 4, 511, 512, 513, 100_000, 1 << 20, (1 << 20) + 1, 3 << 20, 5_000_000, 67_000_000]
+        live = [make(n) for n in sizes] + [make(n, stream=7) for n in sizes[:6]]
+        trace.append(dict(alloc.stats))
+        del live[::2]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        live += [make(n) for n in reversed(sizes)] + [make(n, stream=7, inference=True) for n in sizes]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        if native:  # no capture, nothing pending, caching on: all of it ran natively
+            assert python_calls == []
+        # A capture on stream 7: its allocations come from (and go back to) the graph's pool.
+        alloc.capturing[7] = "pool1"
+        alloc.retain_pool("pool1")
+        cap = [make(n, stream=7) for n in sizes[:8]] + [make(300, stream=0)]
+        del cap[1::2]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        alloc.capturing.pop(7)
+        del cap
+        alloc.release_pool("pool1")
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        with pytest.raises(_allocator.OutOfMemoryError):
+            make(999_999_999)
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        alloc.caching = False
+        del live[: len(live) // 2]
+        trace.append((dict(alloc.stats), _pools(alloc), list(freed)))
+        del live
+        trace.append((dict(alloc.stats), _pools(alloc), list(freed)))
+        results.append(trace)
+    assert results[0] == results[1]
+    assert results[0][-1][0]["allocated"] == 0 and results[0][-1][0]["active_blocks"] == 0
+
+
+def test_native_size_classes_match_round_size():
+    from ember._cuda import _allocator
+
+    if not hasattr(_C, "_device_round_size"):
+        pytest.skip("the core was built without the native path")
+    for divisions in (1, 2, 4, 8, 16):
+        for n in list(range(1, 3000, 7)) + [(1 << k) + d for k in range(10, 40) for d in (-1, 0, 1, 12345)]:
+            want = max(512, (n + 511) & ~511) if n <= 1 << 20 else _allocator.round_size(n, divisions)
+            assert _C._device_round_size(n, divisions) == want, (n, divisions)
+
+
+def test_storage_fields_and_subclasses():
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    s = _storage._new_storage(_storage.CudaStorage, alloc, 100, "dev", 0, False)
+    s.version += 2
+    s.inference = True
+    assert (s.version, s.inference, s.nbytes(), len(s), s.data_ptr() == s._ptr, s.device) == (2, True, 100, 100,
+                                                                                                 True, "dev")
+    alias = s.graph_alias()
+    assert alias.aliased and alias._ptr == s._ptr and alias.inference
+    assert alloc.active_blocks == 1
+    del alias, s
+    assert alloc.active_blocks == 0 and alloc.allocated == 0
+    import weakref
+
+    t = _storage._new_storage(_storage.CudaStorage, alloc, 8, "dev", 0, False)
+    ref = weakref.ref(t)
+    del t
+    assert ref() is None and alloc.active_blocks == 0

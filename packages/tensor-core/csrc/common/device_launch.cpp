@@ -342,60 +342,90 @@ struct Recorded {
   int form = 0;  // 1 Ex, 2 classic
   LaunchConfig config{};
   void* function = nullptr;
-  int nslots = 0;
-  uint64_t slots[64] = {};  // the first nslots parameter values, copied at the call
+  int nslots = 0;  // < 0: the function handle's low byte says (test launchers encode it there)
+  uint64_t slots[256] = {};  // the parameter values, copied at the call
   int rc_ex = 0, rc_classic = 0;
+  bool log = false;
+  std::vector<PyObject*>* entries = nullptr;  // with log: one tuple per call
 } g_rec;
 
-void record_slots(void** params) {
-  for (int i = 0; i < g_rec.nslots; ++i) std::memcpy(&g_rec.slots[i], params[i], 8);
+void record(int form, const LaunchConfig& cfg, void* f, void** params) {
+  ++g_rec.calls;
+  g_rec.form = form;
+  g_rec.config = cfg;
+  g_rec.function = f;
+  int n = g_rec.nslots >= 0 ? g_rec.nslots : static_cast<int>(reinterpret_cast<uintptr_t>(f) & 0xFF);
+  for (int i = 0; i < n; ++i) std::memcpy(&g_rec.slots[i], params[i], 8);
+  if (!g_rec.log) return;
+  // Called from a launch, so with the GIL held.
+  PyObject* entry = Py_BuildValue("(s(III)(III)INNy#)", form == 1 ? "ex" : "classic", cfg.grid[0], cfg.grid[1],
+                                  cfg.grid[2], cfg.block[0], cfg.block[1], cfg.block[2], cfg.shared,
+                                  PyLong_FromVoidPtr(cfg.stream), PyLong_FromVoidPtr(f),
+                                  reinterpret_cast<const char*>(g_rec.slots), static_cast<Py_ssize_t>(8 * n));
+  if (entry == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  g_rec.entries->push_back(entry);
 }
 
 int record_ex(const LaunchConfig* cfg, void* f, void** params, void** extra) {
   (void)extra;
-  ++g_rec.calls;
-  g_rec.form = 1;
-  g_rec.config = *cfg;
-  g_rec.function = f;
-  record_slots(params);
+  record(1, *cfg, f, params);
   return g_rec.rc_ex;
 }
 
 int record_classic(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void* stream, void** params, void** extra) {
   (void)extra;
-  ++g_rec.calls;
-  g_rec.form = 2;
-  g_rec.config = LaunchConfig{{gx, gy, gz}, {bx, by, bz}, shared, stream, nullptr, 0};
-  g_rec.function = f;
-  record_slots(params);
+  record(2, LaunchConfig{{gx, gy, gz}, {bx, by, bz}, shared, stream, nullptr, 0}, f, params);
   return g_rec.rc_classic;
 }
 
+void clear_log() {
+  if (g_rec.entries == nullptr) g_rec.entries = new std::vector<PyObject*>();
+  for (PyObject* e : *g_rec.entries) Py_DECREF(e);
+  g_rec.entries->clear();
+}
+
 PyObject* py_recorder(PyObject*, PyObject* args) {
-  int rc_ex = 0, rc_classic = 0, nslots = 0;
-  if (!PyArg_ParseTuple(args, "|iii", &rc_ex, &rc_classic, &nslots)) return nullptr;
-  if (nslots < 0 || nslots > 64) {
-    PyErr_SetString(PyExc_ValueError, "nslots must be in [0, 64]");
+  int rc_ex = 0, rc_classic = 0, nslots = 0, log = 0;
+  if (!PyArg_ParseTuple(args, "|iiip", &rc_ex, &rc_classic, &nslots, &log)) return nullptr;
+  if (nslots > 64) {
+    PyErr_SetString(PyExc_ValueError, "nslots must be at most 64");
     return nullptr;
   }
+  clear_log();
+  std::vector<PyObject*>* entries = g_rec.entries;
   g_rec = Recorded{};
+  g_rec.entries = entries;
   g_rec.nslots = nslots;
   g_rec.rc_ex = rc_ex;
   g_rec.rc_classic = rc_classic;
+  g_rec.log = log != 0;
   return Py_BuildValue("(NN)", PyLong_FromVoidPtr(reinterpret_cast<void*>(&record_ex)),
                        PyLong_FromVoidPtr(reinterpret_cast<void*>(&record_classic)));
 }
 
 PyObject* py_recorded(PyObject*, PyObject*) {
   if (g_rec.calls == 0) Py_RETURN_NONE;
-  PyObject* slots = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(g_rec.slots), 8 * g_rec.nslots);
+  int n = g_rec.nslots >= 0 ? g_rec.nslots : static_cast<int>(reinterpret_cast<uintptr_t>(g_rec.function) & 0xFF);
+  PyObject* slots = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(g_rec.slots), 8 * n);
   if (slots == nullptr) return nullptr;
   const LaunchConfig& c = g_rec.config;
   return Py_BuildValue("{s:i,s:s,s:(III),s:(III),s:I,s:N,s:N,s:N}", "calls", g_rec.calls, "form",
                        g_rec.form == 1 ? "ex" : "classic", "grid", c.grid[0], c.grid[1], c.grid[2], "block",
                        c.block[0], c.block[1], c.block[2], "shared", c.shared, "stream", PyLong_FromVoidPtr(c.stream),
                        "function", PyLong_FromVoidPtr(g_rec.function), "slots", slots);
+}
+
+PyObject* py_log(PyObject*, PyObject*) {
+  if (g_rec.entries == nullptr) return PyList_New(0);
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_rec.entries->size()));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < g_rec.entries->size(); ++i) PyList_SET_ITEM(out, i, (*g_rec.entries)[i]);
+  g_rec.entries->clear();  // the references moved into the list
+  return out;
 }
 
 PyObject* py_ex_state(PyObject*, PyObject* args) {
@@ -416,9 +446,14 @@ PyObject* py_ex_state(PyObject*, PyObject* args) {
 
 PyMethodDef launch_methods[] = {
     {"_device_launch_recorder", py_recorder, METH_VARARGS,
-     "_device_launch_recorder(rc_ex=0, rc_classic=0, nslots=0): (address of a cuLaunchKernelEx stand-in, address "
-     "of a cuLaunchKernel stand-in) that record their arguments (the first nslots parameter values copied) and "
-     "return the given codes (tests only)."},
+     "_device_launch_recorder(rc_ex=0, rc_classic=0, nslots=0, log=False): (address of a cuLaunchKernelEx "
+     "stand-in, address of a cuLaunchKernel stand-in) that record their arguments (the first nslots parameter "
+     "values copied; nslots < 0: as many as the function handle's low byte says) and return the given codes; "
+     "with log, every call is kept for _device_launch_log (tests only; logging needs the GIL held: through "
+     "ctypes, call the stand-ins as PYFUNCTYPE functions)."},
+    {"_device_launch_log", py_log, METH_NOARGS,
+     "_device_launch_log(): the calls the recorder kept since the last call, as (form, grid, block, shared, "
+     "stream, function, slots) tuples."},
     {"_device_launch_recorded", py_recorded, METH_NOARGS,
      "_device_launch_recorded(): what the recorder last received (its first nslots parameter slots as bytes), "
      "or None."},
