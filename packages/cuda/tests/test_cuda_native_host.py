@@ -178,7 +178,10 @@ for step in range(2):
     del y, z, loss
     stats.append(ember.cuda.memory_stats())
 log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+from ember._cuda import _storage
+from ember._src.device import get_backend
 print(json.dumps({"native": [type(_fastcall.make_launcher(1, ["ptr"], 4, 0)).__name__, _allocator.NATIVE],
+                  "empty_hook": get_backend("cuda").empty is _storage.empty,
                   "log": log, "stats": stats}))
 """
 
@@ -211,6 +214,9 @@ def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     nat, py = runs
     assert nat["native"] == ["DeviceLauncher", True] and py["native"] == ["Launcher", False]
+    # new_empty_tensor's per-op path (the hook was once lost in a merge, sending every CUDA result through
+    # the backend's allocate and the generic path)
+    assert nat["empty_hook"] and py["empty_hook"]
     assert len(nat["log"]) > 30
     assert nat["log"] == py["log"]
     assert nat["stats"] == py["stats"]
@@ -343,3 +349,4 @@ def test_storage_fields_and_subclasses():
     ref = weakref.ref(t)
     del t
     assert ref() is None and alloc.active_blocks == 0
+

@@ -149,9 +149,11 @@ class AliasStorage(CudaStorage):
 def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
     index = (dev.index if dev is not None and dev.index is not None else _driver.current_index())
     _driver.ensure_context(index)
-    storage = CudaStorage(nbytes, index)
+    device, alloc = _device_and_allocator(index)
+    stream = current_handle(index)
+    storage = _new_storage(CudaStorage, alloc, nbytes, device, stream, False)
     if zero and nbytes:
-        _fastcall.memset8(storage._ptr, 0, nbytes, current_handle(index))
+        _fastcall.memset8(storage._ptr, 0, nbytes, stream)
     return storage
 
 
