@@ -350,3 +350,36 @@ def test_storage_fields_and_subclasses():
     del t
     assert ref() is None and alloc.active_blocks == 0
 
+
+
+def test_concurrent_launches_do_not_share_argument_buffers():
+    """Each call packs its arguments on its own stack and calls the driver without the GIL: launches of
+    one launcher from several threads reach the driver whole."""
+    import threading
+
+    state = _C._device_launch_ex_state()
+    ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+    try:
+        launcher = _C.DeviceLauncher(ex, classic, (7 << 8) | 5, "pli", 128, 0, "k", print)
+
+        def work(tid):
+            for i in range(300):
+                launcher((tid + 1,), 0, tid << 32 | i, -tid * 1000 - i, tid)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        log = _C._device_launch_log()
+    finally:
+        _C._device_launch_recorder()
+        _C._device_launch_ex_state(state)
+    assert len(log) == 1200
+    import struct
+
+    for form, grid, block, shared, stream, fn, slots in log:
+        assert (form, block, shared, stream, fn) == ("ex", (128, 1, 1), 0, 0, (7 << 8) | 5)
+        p, q, tid, high, s1, s2 = struct.unpack("<QqiiQQ", slots)  # ptr, i64, i32 (+ 4 zero bytes), scratch
+        assert grid == (tid + 1, 1, 1) and p >> 32 == tid and q == -tid * 1000 - (p & 0xFFFFFFFF)
+        assert (high, s1, s2) == (0, 0, 0)

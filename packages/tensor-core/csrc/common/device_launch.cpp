@@ -5,8 +5,9 @@
 // `CUlaunchConfig` layout are declared here as the driver API fixes them (cuda.h, CUDA >= 11.8).
 //
 // It replaces ember-cuda's Python `Launcher.__call__` (a `struct.pack_into` and a ctypes call,
-// ~1.5-2 us a launch) with the same bytes: a launch configuration followed by one 8-byte slot per
-// argument (pointers and u64 as unsigned 64-bit, i64 signed, i32 and fp32 in the low 4 bytes with
+// ~1.5-2 us a launch; ~0.25 us here) with the same bytes: a launch configuration and one 8-byte slot per
+// argument, on the calling thread's stack (so concurrent launches share nothing; the GIL is released
+// while the driver runs, as ctypes does) (pointers and u64 as unsigned 64-bit, i64 signed, i32 and fp32 in the low 4 bytes with
 // zeros above, fp64), then Triton's two null scratch pointers; `kernelParams` points at the slots.
 // `cuLaunchKernelEx` is tried first; a driver that refuses it on the first launch of the process
 // switches every launcher to `cuLaunchKernel` (as the Python launcher does), and an error calls the
@@ -21,6 +22,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -60,9 +63,7 @@ struct LauncherObject {
   PyObject* on_error;  // callable(code, what)
   Py_ssize_t nargs;    // arguments a call passes (the scratch pointers excluded)
   std::vector<char>* kinds;
-  uint64_t* slots;     // nargs + 2 slots
-  void** params;       // their addresses
-  LaunchConfig config;
+  LaunchConfig config;  // block and shared memory set; each call fills in its grid and stream
   PyObject* weakreflist;
   vectorcallfunc vectorcall;
 };
@@ -177,7 +178,6 @@ PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, size_t 
                  nargs < 2 ? 0 : nargs - 2);
     return nullptr;
   }
-  LaunchConfig& cfg = self->config;
   PyObject* grid = args[0];
   uint32_t g[3] = {1, 1, 1};
   if (PyTuple_CheckExact(grid) || PyList_CheckExact(grid)) {
@@ -201,33 +201,70 @@ PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, size_t 
   }
   uint64_t stream;
   if (!pack(kU64, args[1], &stream)) return nullptr;
+  // The argument slots live on this call's stack (a heap block past 32), so launches from several threads
+  // never share a buffer, and the GIL is released while the driver runs (a launch blocks when the
+  // device's queue is full).
+  constexpr Py_ssize_t kStack = 32;
+  uint64_t slots_stack[kStack];
+  void* params_stack[kStack];
+  std::unique_ptr<uint64_t[]> slots_heap;
+  std::unique_ptr<void*[]> params_heap;
+  Py_ssize_t total = self->nargs + 2;
+  uint64_t* slots = slots_stack;
+  void** params = params_stack;
+  if (total > kStack) {
+    try {
+      slots_heap.reset(new uint64_t[total]);
+      params_heap.reset(new void*[total]);
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+      return nullptr;
+    }
+    slots = slots_heap.get();
+    params = params_heap.get();
+  }
   const char* kinds = self->kinds->data();
   for (Py_ssize_t i = 0; i < self->nargs; ++i)
-    if (!pack(kinds[i], args[2 + i], &self->slots[i])) return nullptr;
+    if (!pack(kinds[i], args[2 + i], &slots[i])) return nullptr;
+  slots[self->nargs] = slots[self->nargs + 1] = 0;  // Triton's global and profile scratch pointers: null
+  for (Py_ssize_t i = 0; i < total; ++i) params[i] = &slots[i];
+  LaunchConfig cfg = self->config;
   cfg.grid[0] = g[0];
   cfg.grid[1] = g[1];
   cfg.grid[2] = g[2];
   cfg.stream = reinterpret_cast<void*>(stream);
-  if (self->launch_ex != nullptr && g_ex_state != 0) {
-    int rc = self->launch_ex(&cfg, self->function, self->params, nullptr);
+  LaunchExFn ex = g_ex_state != 0 ? self->launch_ex : nullptr;
+  LaunchFn classic = self->launch;
+  bool probe = g_ex_state == -1;
+  if (ex == nullptr && classic == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "no kernel launch entry point");
+    return nullptr;
+  }
+  int rc = 0;
+  bool fell_back = false;
+  void* fn = self->function;
+  unsigned block = self->block, shared = self->shared;
+  Py_BEGIN_ALLOW_THREADS
+  if (ex != nullptr) {
+    rc = ex(&cfg, fn, params, nullptr);
+    if (rc != 0 && probe && classic != nullptr &&
+        classic(fn, g[0], g[1], g[2], block, 1, 1, shared, cfg.stream, params, nullptr) == 0)
+      fell_back = true;
+  } else {
+    rc = classic(fn, g[0], g[1], g[2], block, 1, 1, shared, cfg.stream, params, nullptr);
+  }
+  Py_END_ALLOW_THREADS
+  if (ex != nullptr) {
     if (rc == 0) {
       g_ex_state = 1;
       Py_RETURN_NONE;
     }
-    if (g_ex_state == -1 && self->launch != nullptr &&
-        self->launch(self->function, g[0], g[1], g[2], self->block, 1, 1, self->shared, cfg.stream, self->params,
-                     nullptr) == 0) {
+    if (fell_back) {
       g_ex_state = 0;  // the driver refuses the Ex form: every launcher uses cuLaunchKernel from now on
       Py_RETURN_NONE;
     }
     return raise_launch_error(self, rc, true);
   }
-  if (self->launch == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "no kernel launch entry point");
-    return nullptr;
-  }
-  int rc = self->launch(self->function, g[0], g[1], g[2], self->block, 1, 1, self->shared, cfg.stream, self->params,
-                        nullptr);
   if (rc != 0) return raise_launch_error(self, rc, false);
   Py_RETURN_NONE;
 }
@@ -285,13 +322,10 @@ PyObject* launcher_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   self->weakreflist = nullptr;
   try {
     self->kinds = new std::vector<char>(kinds, kinds + nkinds);
-    self->slots = new uint64_t[nkinds + 2]();
-    self->params = new void*[nkinds + 2];
   } catch (const std::bad_alloc&) {
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
-  for (Py_ssize_t i = 0; i < nkinds + 2; ++i) self->params[i] = &self->slots[i];
   std::memset(&self->config, 0, sizeof(LaunchConfig));
   self->config.block[0] = block;
   self->config.block[1] = 1;
@@ -307,8 +341,6 @@ void launcher_dealloc(PyObject* o) {
   Py_XDECREF(self->name);
   Py_XDECREF(self->on_error);
   delete self->kinds;
-  delete[] self->slots;
-  delete[] self->params;
   Py_TYPE(o)->tp_free(o);
 }
 
@@ -357,16 +389,16 @@ void record(int form, const LaunchConfig& cfg, void* f, void** params) {
   int n = g_rec.nslots >= 0 ? g_rec.nslots : static_cast<int>(reinterpret_cast<uintptr_t>(f) & 0xFF);
   for (int i = 0; i < n; ++i) std::memcpy(&g_rec.slots[i], params[i], 8);
   if (!g_rec.log) return;
-  // Called from a launch, so with the GIL held.
+  PyGILState_STATE gil = PyGILState_Ensure();  // the native launcher calls the driver without the GIL
   PyObject* entry = Py_BuildValue("(s(III)(III)INNy#)", form == 1 ? "ex" : "classic", cfg.grid[0], cfg.grid[1],
                                   cfg.grid[2], cfg.block[0], cfg.block[1], cfg.block[2], cfg.shared,
                                   PyLong_FromVoidPtr(cfg.stream), PyLong_FromVoidPtr(f),
                                   reinterpret_cast<const char*>(g_rec.slots), static_cast<Py_ssize_t>(8 * n));
-  if (entry == nullptr) {
+  if (entry == nullptr)
     PyErr_Clear();
-    return;
-  }
-  g_rec.entries->push_back(entry);
+  else
+    g_rec.entries->push_back(entry);
+  PyGILState_Release(gil);
 }
 
 int record_ex(const LaunchConfig* cfg, void* f, void** params, void** extra) {
@@ -449,8 +481,7 @@ PyMethodDef launch_methods[] = {
      "_device_launch_recorder(rc_ex=0, rc_classic=0, nslots=0, log=False): (address of a cuLaunchKernelEx "
      "stand-in, address of a cuLaunchKernel stand-in) that record their arguments (the first nslots parameter "
      "values copied; nslots < 0: as many as the function handle's low byte says) and return the given codes; "
-     "with log, every call is kept for _device_launch_log (tests only; logging needs the GIL held: through "
-     "ctypes, call the stand-ins as PYFUNCTYPE functions)."},
+     "with log, every call is kept for _device_launch_log (tests only)."},
     {"_device_launch_log", py_log, METH_NOARGS,
      "_device_launch_log(): the calls the recorder kept since the last call, as (form, grid, block, shared, "
      "stream, function, slots) tuples."},
