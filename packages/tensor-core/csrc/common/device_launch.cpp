@@ -382,22 +382,27 @@ struct Recorded {
 } g_rec;
 
 void record(int form, const LaunchConfig& cfg, void* f, void** params) {
+  // The native launcher calls the driver without the GIL: the values are copied first, then the
+  // shared record is written under the GIL (launches from several threads arrive whole).
+  int n = g_rec.nslots >= 0 ? g_rec.nslots : static_cast<int>(reinterpret_cast<uintptr_t>(f) & 0xFF);
+  uint64_t local[256];
+  for (int i = 0; i < n; ++i) std::memcpy(&local[i], params[i], 8);
+  PyGILState_STATE gil = PyGILState_Ensure();
   ++g_rec.calls;
   g_rec.form = form;
   g_rec.config = cfg;
   g_rec.function = f;
-  int n = g_rec.nslots >= 0 ? g_rec.nslots : static_cast<int>(reinterpret_cast<uintptr_t>(f) & 0xFF);
-  for (int i = 0; i < n; ++i) std::memcpy(&g_rec.slots[i], params[i], 8);
-  if (!g_rec.log) return;
-  PyGILState_STATE gil = PyGILState_Ensure();  // the native launcher calls the driver without the GIL
-  PyObject* entry = Py_BuildValue("(s(III)(III)INNy#)", form == 1 ? "ex" : "classic", cfg.grid[0], cfg.grid[1],
-                                  cfg.grid[2], cfg.block[0], cfg.block[1], cfg.block[2], cfg.shared,
-                                  PyLong_FromVoidPtr(cfg.stream), PyLong_FromVoidPtr(f),
-                                  reinterpret_cast<const char*>(g_rec.slots), static_cast<Py_ssize_t>(8 * n));
-  if (entry == nullptr)
-    PyErr_Clear();
-  else
-    g_rec.entries->push_back(entry);
+  std::memcpy(g_rec.slots, local, 8 * static_cast<size_t>(n));
+  if (g_rec.log) {
+    PyObject* entry = Py_BuildValue("(s(III)(III)INNy#)", form == 1 ? "ex" : "classic", cfg.grid[0], cfg.grid[1],
+                                    cfg.grid[2], cfg.block[0], cfg.block[1], cfg.block[2], cfg.shared,
+                                    PyLong_FromVoidPtr(cfg.stream), PyLong_FromVoidPtr(f),
+                                    reinterpret_cast<const char*>(local), static_cast<Py_ssize_t>(8 * n));
+    if (entry == nullptr)
+      PyErr_Clear();
+    else
+      g_rec.entries->push_back(entry);
+  }
   PyGILState_Release(gil);
 }
 
