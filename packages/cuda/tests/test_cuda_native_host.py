@@ -14,6 +14,7 @@ import pytest
 from ember import _C
 from ember._cuda import _fastcall
 
+_NATIVE = pytest.mark.skipif(not hasattr(_C, "DeviceLauncher"), reason="the core was built without the native path")
 _EX_SIG = ctypes.CFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])
 _CLASSIC_SIG = ctypes.CFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])
 
@@ -61,6 +62,7 @@ _CASES = [
 ]
 
 
+@_NATIVE
 @pytest.mark.parametrize("kinds,call", _CASES)
 def test_native_launcher_writes_the_python_launchers_bytes(recorder, kinds, call):
     grid, stream, args = call
@@ -78,6 +80,7 @@ def test_native_launcher_writes_the_python_launchers_bytes(recorder, kinds, call
     assert nat["slots"][-16:] == bytes(16)  # Triton's scratch pointers: null
 
 
+@_NATIVE
 def test_a_driver_refusing_the_ex_form_switches_every_launcher_to_the_classic_call(recorder):
     recorder(rc_ex=1, rc_classic=0, nslots=4)
     a, b = _native(["ptr", "i32"], 8, 0, "a"), _native(["ptr", "i32"], 1, 0, "b")
@@ -93,6 +96,7 @@ def test_a_driver_refusing_the_ex_form_switches_every_launcher_to_the_classic_ca
     assert _C._device_launch_recorded()["form"] == "classic" and _fastcall._EX[0] is False
 
 
+@_NATIVE
 def test_launch_errors_go_to_the_driver_error_of_the_plugin(recorder, monkeypatch):
     seen = []
 
@@ -110,6 +114,7 @@ def test_launch_errors_go_to_the_driver_error_of_the_plugin(recorder, monkeypatc
     assert seen == [(700, "cuLaunchKernelEx(kern)"), (719, "cuLaunchKernel(kern)")]
 
 
+@_NATIVE
 def test_native_launcher_refuses_bad_arguments(recorder):
     launcher = _native(["ptr", "i32", "fp32"], 4, 0)
     with pytest.raises(TypeError):
@@ -133,7 +138,7 @@ def test_python_launcher_is_the_fallback(monkeypatch, recorder):
     monkeypatch.setattr(_fastcall, "NATIVE", [False])
     assert type(_fastcall.make_launcher(1, ["ptr"], 4, 0)) is _fastcall.Launcher
     monkeypatch.setattr(_fastcall, "NATIVE", [True])
-    monkeypatch.delattr(_C, "DeviceLauncher")
+    monkeypatch.delattr(_C, "DeviceLauncher", raising=False)
     assert type(_fastcall.make_launcher(1, ["ptr"], 4, 0)) is _fastcall.Launcher
 
 
@@ -186,6 +191,7 @@ print(json.dumps({"native": [type(_fastcall.make_launcher(1, ["ptr"], 4, 0)).__n
 """
 
 
+@_NATIVE
 def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
     """One small training program on the fake CUDA host (benchmarks/host_cuda_fake.py: no GPU, kernels
     compiled for sm_90), with the native launcher and allocation path and with the Python ones: the
@@ -352,6 +358,7 @@ def test_storage_fields_and_subclasses():
 
 
 
+@_NATIVE
 def test_concurrent_launches_do_not_share_argument_buffers():
     """Each call packs its arguments on its own stack and calls the driver without the GIL: launches of
     one launcher from several threads reach the driver whole."""
