@@ -74,7 +74,7 @@ def install() -> None:
         cublasLtMatmul=_noop([vp] * 14 + [sz, vp]))
 
     def load(cubin, meta, kinds, device):
-        return _fastcall.Launcher(1, kinds, meta["num_warps"], meta["shared"], meta["name"])
+        return _fastcall.make_launcher(1, kinds, meta["num_warps"], meta["shared"], meta["name"])
 
     _compile.load = load
     from ember._cuda import _ops_index

@@ -62,6 +62,7 @@ def profile_ember(layers, batch, seq, top, compile_mode=None):
     import ember
     from ember._cuda import _blas, _fastcall
 
+    _fastcall.NATIVE[0] = False  # Python launchers, whose __call__ is wrapped below
     step = _setup(ember, layers, batch, seq, compile_mode)
     for _ in range(3):
         step().item()

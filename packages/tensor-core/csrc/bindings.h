@@ -36,4 +36,6 @@ void bind_specfns(pybind11::module_& m);
 void bind_sparse(pybind11::module_& m);
 void bind_activation_backward(pybind11::module_& m);
 void bind_softmax_backward(pybind11::module_& m);
+void bind_device_launch(PyObject* module);  // device_launch.cpp: _C.DeviceLauncher
+void bind_device_storage(PyObject* module);  // device_storage.cpp: _C.DeviceStorage, _C.DeviceAllocatorBase
 }  // namespace ember

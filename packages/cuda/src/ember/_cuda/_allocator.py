@@ -12,11 +12,19 @@ until events recorded on those streams at free time have completed.
 with ``roundup_power2_divisions`` (a power of two), ``garbage_collection_threshold`` (a
 fraction of the device's memory: past it, cached blocks are released before allocating
 more) and ``caching`` (``False`` frees every block at once, for memory checkers).
+
+The common case of ``malloc`` and ``release`` (no graph capture, nothing pending, a block of the
+ordinary pools used on its own stream) runs in C++ (the core's ``_C.DeviceAllocatorBase`` holds the
+counters and the pool dict, ``_C.DeviceStorage`` gives its block back when collected, see
+``_storage``); the Python methods below remain the whole rule and take every other case.
+``EMBER_CUDA_NATIVE_ALLOC=0`` keeps everything in Python.
 """
 
 from __future__ import annotations
 
 import os
+
+from ember import _C
 
 from . import _driver
 from ._driver import OutOfMemoryError, check
@@ -67,12 +75,19 @@ class Block:
         self.pool = pool  # the CUDA-graph memory pool it was allocated in (None: the ordinary pools)
 
 
-class DeviceAllocator:
+# Whether the native allocation path is used (the core built with it, not turned off).
+NATIVE = (os.environ.get("EMBER_CUDA_NATIVE_ALLOC", "1") not in ("0", "") and hasattr(_C, "DeviceAllocatorBase")
+          and hasattr(_C, "DeviceStorage") and hasattr(_C, "_device_storage_new"))
+
+
+class DeviceAllocator(_C.DeviceAllocatorBase if NATIVE else object):
     """The pools and statistics of one device."""
 
     def __init__(self, index: int, config: _Config):
         self.index = index
         self.config = config
+        # Read by the native path (the config is fixed once the first allocator exists).
+        self.divisions, self.caching = config.divisions, config.caching
         self.free: dict = {}  # (stream, size) -> [Block]
         self.pending: list = []  # (Block, [events]) waiting for other streams
         # Statistics as plain attributes: malloc/release run once per op.
@@ -98,7 +113,7 @@ class DeviceAllocator:
         self.allocated_peak, self.reserved_peak, self.requested_peak = self.allocated, self.reserved, self.requested
 
     def malloc(self, nbytes: int, stream: int) -> Block:
-        size = (nbytes + 511) & ~511 if nbytes <= _SMALL else round_size(nbytes, self.config.divisions)
+        size = (nbytes + 511) & ~511 if nbytes <= _SMALL else round_size(nbytes, self.divisions)
         pool = None
         if self.capturing:
             pool = self.capturing.get(stream)
@@ -119,6 +134,10 @@ class DeviceAllocator:
             self.requested_peak = self.requested
         return block
 
+    def _new_block(self, size: int, nbytes: int, stream: int) -> Block:
+        """A fresh block of the ordinary pools (the native path's miss: no block of this size is free)."""
+        return Block(self._device_alloc(size, nbytes), size, stream, self.index, None)
+
     def release(self, block: Block, nbytes: int) -> None:
         self.allocated -= block.size
         self.requested -= nbytes
@@ -130,7 +149,7 @@ class DeviceAllocator:
             self.free.setdefault(("pool", block.pool, block.size), []).append(block)
             return
         block.pool = None
-        if not self.config.caching and not self.capturing:
+        if not self.caching and not self.capturing:
             self._device_free(block)
             return
         if block.streams and not self.capturing:

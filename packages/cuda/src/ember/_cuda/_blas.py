@@ -19,6 +19,7 @@ import threading
 from ember._src import dtypes as dt
 from ember._src.tensor import new_empty_tensor
 
+from ._allocator import allocator
 from ._streams import current_handle
 
 _CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14}
@@ -338,6 +339,4 @@ _ONE32_REF, _ZERO32_REF = ctypes.byref(_ONE32), ctypes.byref(_ZERO32)
 
 
 def _capturing(index: int) -> bool:
-    from ._allocator import allocator
-
     return bool(allocator(index).capturing)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import _driver
 from ._driver import check
-from ._fastcall import Launcher
+from ._fastcall import Launcher, make_launcher
 
 _LOADED: dict = {}  # key -> Launcher
 _MODULES: dict = {}  # source hash -> imported module
@@ -155,7 +155,7 @@ def load(cubin: bytes, meta: dict, kinds: list, device: int) -> Launcher:
     if meta["shared"] > 49152:
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(drv.cuFuncSetAttribute(fn, attr, meta["shared"]), "cuFuncSetAttribute")
-    return Launcher(int(fn), kinds, meta["num_warps"], meta["shared"], meta["name"])
+    return make_launcher(int(fn), kinds, meta["num_warps"], meta["shared"], meta["name"])
 
 
 _keep_modules: list = []  # loaded modules live as long as the process

@@ -8,6 +8,7 @@ op live here; everything else goes through cuda-bindings (``_driver.py``).
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 
 _LIB: list = []
@@ -140,3 +141,38 @@ class Launcher:
 
     def _classic(self, gx, gy, gz, stream) -> int:
         return self._launch(self.fn, gx, gy, gz, self.block, 1, 1, self.shared, stream, self._params, None)
+
+
+# Kernel argument kinds -> the native launcher's kind letters (ember._C.DeviceLauncher).
+_NATIVE_KIND = {"ptr": "p", "u64": "p", "i32": "i", "i64": "l", "fp32": "f", "fp64": "d"}
+# Whether new launchers are native (``EMBER_CUDA_NATIVE_LAUNCH=0``, or a tool that wraps
+# ``Launcher.__call__``, turns it off; launchers already made keep their kind).
+NATIVE: list = [os.environ.get("EMBER_CUDA_NATIVE_LAUNCH", "1") not in ("0", "")]
+
+
+def _address(fn) -> int | None:
+    """The C address of a ctypes function (None when absent)."""
+    if fn is None:
+        return None
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def make_launcher(function: int, kinds: list, num_warps: int, shared: int, name: str = "kernel"):
+    """A launcher of one compiled kernel, called ``launcher(grid, stream, *args)``: the core's native
+    ``DeviceLauncher`` (the arguments packed and the driver called from C++, through libcuda's entry
+    points found here), or the Python ``Launcher`` where the native one is off or missing. Both write the
+    same bytes and share the rule for a driver that refuses ``cuLaunchKernelEx``."""
+    if NATIVE[0]:
+        native = getattr(_native_module(), "DeviceLauncher", None)
+        if native is not None:
+            lib_ = lib()
+            ex = _address(lib_.cuLaunchKernelEx) if _EX[0] is not False else None
+            return native(ex, _address(lib_.cuLaunchKernel), function, "".join(_NATIVE_KIND[k] for k in kinds),
+                          32 * num_warps, shared, name, raise_for)
+    return Launcher(function, kinds, num_warps, shared, name)
+
+
+def _native_module():
+    from ember import _C
+
+    return _C

@@ -106,14 +106,22 @@ _COUNT = {"fwd": "NUM_M", "dkdv": "NUM_N", "dq": "NUM_M"}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
 
 
+_RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, warps, stages, device) -> launcher
+
+
 def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
-    names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + ["H", "GROUP", "L", "S", _COUNT[name]] + _CONST
-    ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
-    sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), {"H", "GROUP", "L", "S", _COUNT[name]})
+    tensors = [ptrs[n] for n in _PTRS[name]]
     aligned = _aligned([(n, ptrs[n]) for n in _PTRS[name]], list(zip(_STRIDE_NAMES[name], strides)))
-    launcher = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
-    launcher((grid, 1, 1), current_handle(index), *[ptrs[n].data_ptr() for n in _PTRS[name]], float(scale),
-             *strides, *ints)
+    # The signature follows from the kernel and its operands' dtypes: memoized by that short key, a call
+    # skips rebuilding it and the kernel cache's long key (source, signature) (~10 us a call on the host).
+    key = (name, tuple(t.dtype for t in tensors), aligned, tuple(consts.items()), warps, stages, index)
+    launcher = _RUN_LAUNCHERS.get(key)
+    if launcher is None:
+        names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + ["H", "GROUP", "L", "S", _COUNT[name]] + _CONST
+        ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
+        sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), {"H", "GROUP", "L", "S", _COUNT[name]})
+        launcher = _RUN_LAUNCHERS[key] = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
+    launcher((grid, 1, 1), current_handle(index), *[t.data_ptr() for t in tensors], float(scale), *strides, *ints)
 
 
 def _consts(q, v, lq, s, bias, is_causal, bm, bn):

@@ -82,6 +82,19 @@ def _ct(d):
     return dt.float64 if d is dt.float64 else dt.float32
 
 
+# Launchers memoized by a short key (the kernel, its operands' dtypes, constexprs, alignment, device): the
+# kernel cache's own key holds the whole source, which these kernels build per call (a ``replace``), so
+# looking it up hashed a few KB of text on every call.
+_LAUNCHERS: dict = {}
+
+
+def _memo(key, build):
+    launcher = _LAUNCHERS.get(key)
+    if launcher is None:
+        launcher = _LAUNCHERS[key] = build()
+    return launcher
+
+
 def _block(n: int):
     if n <= _SINGLE_MAX:
         b = max(16, 1 << (max(n, 1) - 1).bit_length())
@@ -108,11 +121,15 @@ def _softmax_kernel(log: bool):
         if rows and n:
             block, single, warps = _block(n)
             index = x._device.index or 0
-            sig = {"x": "*" + TRITON[dense.dtype], "out": "*" + TRITON[rd], "N": "i64", "BLOCK": "constexpr",
-                   "LOG": "constexpr", "SINGLE": "constexpr"}
             al = _aligned(n, ("x", dense), ("out", out))
-            launcher = _compile.kernel(_SOFTMAX.replace("__CT__", TL[_ct(rd)]), "k", sig,
+
+            def build():
+                sig = {"x": "*" + TRITON[dense.dtype], "out": "*" + TRITON[rd], "N": "i64", "BLOCK": "constexpr",
+                       "LOG": "constexpr", "SINGLE": "constexpr"}
+                return _compile.kernel(_SOFTMAX.replace("__CT__", TL[_ct(rd)]), "k", sig,
                                        {"BLOCK": block, "LOG": log, "SINGLE": single}, al, warps, 1, index)
+
+            launcher = _memo(("softmax", dense.dtype, rd, block, log, single, al, warps, index), build)
             launcher((rows, 1, 1), current_handle(index), dense.data_ptr(), out.data_ptr(), n)
         if x.ndim > 1 and d != x.ndim - 1:
             out = out.movedim(-1, d).contiguous()
@@ -189,13 +206,19 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
     if rows and n:
         block, _, warps = _block(n)
         index = dev.index or 0
-        sig = {"x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype], "b": "*" + TRITON[_or(b, x).dtype],
-               "out": "*" + TRITON[out.dtype], "mean": "*" + TRITON[mean.dtype], "rstd": "*" + TRITON[rstd.dtype],
-               "N": "i64", "eps": "fp32", "BLOCK": "constexpr", "HAS_W": "constexpr", "HAS_B": "constexpr"}
         al = _aligned(n, ("x", x), ("w", w), ("b", b), ("out", out))
-        launcher = _compile.kernel(_LAYER_NORM.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
+
+        def build():
+            sig = {"x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype],
+                   "b": "*" + TRITON[_or(b, x).dtype], "out": "*" + TRITON[out.dtype],
+                   "mean": "*" + TRITON[mean.dtype], "rstd": "*" + TRITON[rstd.dtype], "N": "i64", "eps": "fp32",
+                   "BLOCK": "constexpr", "HAS_W": "constexpr", "HAS_B": "constexpr"}
+            return _compile.kernel(_LAYER_NORM.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
                                    {"BLOCK": block, "HAS_W": w is not None, "HAS_B": b is not None}, al, warps, 1,
                                    index)
+
+        launcher = _memo(("layer_norm", x.dtype, _or(w, x).dtype, _or(b, x).dtype, out.dtype, mean.dtype, rstd.dtype,
+                          block, w is not None, b is not None, al, warps, index), build)
         launcher((rows, 1, 1), current_handle(index), x.data_ptr(), _or(w, x).data_ptr(), _or(b, x).data_ptr(),
                  out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), n, float(eps))
     return out, mean, rstd
@@ -224,14 +247,20 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
     if rows and n and _or(want_dx, want_dw):
         block, _, warps = _block(n)
         index = dev.index or 0
-        sig = {"g": "*" + TRITON[g.dtype], "x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype],
-               "mean": "*" + TRITON[mu.dtype], "rstd": "*" + TRITON[rs.dtype], "dx": "*" + TRITON[_or(dx, x).dtype],
-               "gxhat": "*" + TRITON[_or(gx, x).dtype], "N": "i64", "BLOCK": "constexpr", "HAS_W": "constexpr",
-               "WANT_DX": "constexpr", "WANT_GX": "constexpr"}
         al = _aligned(n, ("g", g), ("x", x), ("w", w), ("dx", dx), ("gxhat", gx))
-        launcher = _compile.kernel(_LAYER_NORM_BWD.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
+
+        def build():
+            sig = {"g": "*" + TRITON[g.dtype], "x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype],
+                   "mean": "*" + TRITON[mu.dtype], "rstd": "*" + TRITON[rs.dtype],
+                   "dx": "*" + TRITON[_or(dx, x).dtype], "gxhat": "*" + TRITON[_or(gx, x).dtype], "N": "i64",
+                   "BLOCK": "constexpr", "HAS_W": "constexpr", "WANT_DX": "constexpr", "WANT_GX": "constexpr"}
+            return _compile.kernel(_LAYER_NORM_BWD.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
                                    {"BLOCK": block, "HAS_W": w is not None, "WANT_DX": want_dx, "WANT_GX": want_dw},
                                    al, warps, 1, index)
+
+        launcher = _memo(("layer_norm_bwd", g.dtype, x.dtype, _or(w, x).dtype, mu.dtype, rs.dtype, _or(dx, x).dtype,
+                          _or(gx, x).dtype, input.dtype, block, w is not None, want_dx, want_dw, al, warps, index),
+                         build)
         launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), _or(w, x).data_ptr(),
                  mu.data_ptr(), rs.data_ptr(), _or(dx, x).data_ptr(), _or(gx, x).data_ptr(), n)
     dw = db = None

@@ -144,8 +144,6 @@ def k(x, out, N, inner, scale, BN: tl.constexpr, BK: tl.constexpr, SCALED: tl.co
 
 def as_dense_groups(x, dims: tuple):
     """(tensor, outer, N, inner) with ``x``'s reduced ``dims`` as the contiguous middle axis."""
-    from ._ops_copy import device_copy
-
     shape = x._shape
     nd = len(shape)
     dims = tuple(sorted(dims))
@@ -166,6 +164,8 @@ def as_dense_groups(x, dims: tuple):
     pshape = tuple(shape[d] for d in order)
     view = make_tensor(x._storage, pshape, tuple(x._stride[d] for d in order), x._offset, x.dtype, x._device)
     dense = new_empty_tensor(pshape, x.dtype, x._device)
+    from ._ops_copy import device_copy  # (the common case above needs no copy)
+
     device_copy(dense, view)
     return dense, dense.numel() // max(n, 1), n, 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
+from ember import _C
 from ember._src import grad_mode as _grad_mode
 from ember._src.device import device as _device
 from ember._src.shapes import contiguous_strides
@@ -23,20 +24,61 @@ _DEVICES: dict = {}
 _ALLOCATORS: dict = {}  # device index -> DeviceAllocator (a module-level cache for the per-op path)
 
 
-class CudaStorage:
-    __slots__ = ("_ptr", "_nbytes", "_block", "device", "version", "inference", "__weakref__")
+def _device_and_allocator(index: int) -> tuple:
+    """(the device object, the DeviceAllocator) of device ``index`` (two dict hits once known)."""
+    try:
+        return _DEVICES[index], _ALLOCATORS[index]
+    except KeyError:
+        return (_DEVICES.setdefault(index, _device("cuda", index)),
+                _ALLOCATORS.setdefault(index, _allocator.allocator(index)))
+
+
+class _PyStorageBase:
+    """The fields of a CUDA storage and the return of its block, in Python (``_C.DeviceStorage`` does
+    both natively; this is the fallback where the native allocation path is off)."""
+
+    __slots__ = ("_ptr", "_nbytes", "_block", "_alloc", "device", "version", "inference", "__weakref__")
+
+    def __del__(self):
+        block = getattr(self, "_block", None)  # absent when the allocation itself failed
+        if block is not None:
+            self._block = None
+            try:
+                self._alloc.release(block, self._nbytes)
+            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: the driver is gone
+                pass
+
+
+def _py_storage_new(cls, alloc, nbytes: int, device, stream: int, inference: bool):
+    """``_C._device_storage_new`` in Python: a storage of ``cls`` with ``nbytes`` from ``alloc``."""
+    storage = cls.__new__(cls)
+    storage.device, storage._alloc, storage._nbytes = device, alloc, nbytes
+    storage.version, storage.inference = 0, inference
+    storage._ptr, storage._block = 0, None
+    if nbytes:
+        storage._block = block = alloc.malloc(nbytes, stream)
+        storage._ptr = block.ptr
+    return storage
+
+
+_NATIVE = _allocator.NATIVE
+_StorageBase = _C.DeviceStorage if _NATIVE else _PyStorageBase
+_new_storage = _C._device_storage_new if _NATIVE else _py_storage_new
+
+
+class CudaStorage(_StorageBase):
+    """A block of the caching allocator that tensors view; the block goes back to the allocator (``_alloc``)
+    when the storage is collected (natively: ``_C.DeviceStorage``'s deallocation)."""
+
+    __slots__ = ()
     device_type = "cuda"
 
     def __init__(self, nbytes: int, index: int):
         self._nbytes = nbytes
-        try:  # (runs once per op: the common case is two dict hits)
-            self.device = _DEVICES[index]
-            alloc = _ALLOCATORS[index]
-        except KeyError:
-            self.device = _DEVICES.setdefault(index, _device("cuda", index))
-            alloc = _ALLOCATORS.setdefault(index, _allocator.allocator(index))
+        self.device, alloc = _device_and_allocator(index)
         self.version = 0
         self.inference = False
+        self._alloc = alloc
         if nbytes == 0:
             self._ptr, self._block = 0, None
             return
@@ -68,15 +110,6 @@ class CudaStorage:
         """A storage over this one's memory that can later take its data elsewhere (AliasStorage)."""
         return AliasStorage(self)
 
-    def __del__(self):
-        block = getattr(self, "_block", None)  # absent when the allocation itself failed
-        if block is not None:
-            self._block = None
-            try:
-                _ALLOCATORS[block.device].release(block, self._nbytes)
-            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: the driver is gone
-                pass
-
     def __repr__(self) -> str:
         return f"<CudaStorage {self._nbytes} bytes at {hex(self._ptr)} on {self.device}>"
 
@@ -107,17 +140,20 @@ class AliasStorage(CudaStorage):
             return
         index = self.device.index or 0
         stream = current_handle(index)
-        block = _ALLOCATORS[index].malloc(self._nbytes, stream)
+        alloc = _device_and_allocator(index)[1]
+        block = alloc.malloc(self._nbytes, stream)
         _fastcall.memcpy_dtod(block.ptr, self._ptr, self._nbytes, stream)
-        self._block, self._ptr, self._owner = block, block.ptr, None
+        self._alloc, self._block, self._ptr, self._owner = alloc, block, block.ptr, None
 
 
 def allocate(nbytes: int, zero: bool = False, dev=None) -> CudaStorage:
     index = (dev.index if dev is not None and dev.index is not None else _driver.current_index())
     _driver.ensure_context(index)
-    storage = CudaStorage(nbytes, index)
+    device, alloc = _device_and_allocator(index)
+    stream = current_handle(index)
+    storage = _new_storage(CudaStorage, alloc, nbytes, device, stream, False)
     if zero and nbytes:
-        _fastcall.memset8(storage._ptr, 0, nbytes, current_handle(index))
+        _fastcall.memset8(storage._ptr, 0, nbytes, stream)
     return storage
 
 
@@ -130,10 +166,13 @@ def new_contiguous(shape: tuple, strides: tuple, n: int, dtype, dev):
     index = dev.index or 0
     if _TLS.index != index:
         _driver.ensure_context(index)
-    storage = CudaStorage(n * dtype.itemsize, index)
+    try:
+        device, alloc = _DEVICES[index], _ALLOCATORS[index]
+    except KeyError:
+        device, alloc = _device_and_allocator(index)
     # The thread-local inference flag is read only once inference mode has ever been on.
-    if _INFERENCE_USED[0] and _grad_mode.STATE.inference:
-        storage.inference = True
+    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, current_handle(index),
+                           bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference))
     return _make_tensor(storage, shape, strides, 0, dtype, dev)
 
 
@@ -145,11 +184,15 @@ def empty(shape: tuple, n: int, dtype, dev, zero: bool = False):
         _driver.ensure_context(index)
     strides = _SHAPES.get(shape)
     strides = strides[0] if strides is not None else contiguous_info(shape)[0] if n else contiguous_strides(shape)
-    storage = CudaStorage(n * dtype.itemsize, index)
+    try:
+        device, alloc = _DEVICES[index], _ALLOCATORS[index]
+    except KeyError:
+        device, alloc = _device_and_allocator(index)
+    stream = current_handle(index)
+    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, stream,
+                           bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference))
     if zero and n:
-        _fastcall.memset8(storage._ptr, 0, storage._nbytes, current_handle(index))
-    if _INFERENCE_USED[0] and _grad_mode.STATE.inference:
-        storage.inference = True
+        _fastcall.memset8(storage._ptr, 0, storage._nbytes, stream)
     return _make_tensor(storage, shape, strides, 0, dtype, storage.device)  # the generic path's device object
 
 

@@ -1,0 +1,392 @@
+"""The native pieces of the CUDA host path, checked without a GPU: the core's ``DeviceLauncher``
+(kernel arguments packed in C++, the driver called through a function pointer) against the Python
+``Launcher`` it replaces, both calling C stand-ins of ``cuLaunchKernelEx``/``cuLaunchKernel`` that
+record what they receive (``_C._device_launch_recorder``)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from ember import _C
+from ember._cuda import _fastcall
+
+_NATIVE = pytest.mark.skipif(not hasattr(_C, "DeviceLauncher"), reason="the core was built without the native path")
+_EX_SIG = ctypes.CFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])
+_CLASSIC_SIG = ctypes.CFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    """Installs the recording stand-ins as the driver's launch entry points; yields a function that
+    resets them with the return codes to give (Ex, classic)."""
+    state = _C._device_launch_ex_state()
+
+    def reset(rc_ex=0, rc_classic=0, ex_state=-1, nslots=0):
+        ex, classic = _C._device_launch_recorder(rc_ex, rc_classic, nslots)
+        lib = SimpleNamespace(cuLaunchKernelEx=_EX_SIG(ex), cuLaunchKernel=_CLASSIC_SIG(classic))
+        monkeypatch.setattr(_fastcall, "_LIB", [lib])
+        monkeypatch.setattr(_fastcall, "_EX", [None if ex_state == -1 else bool(ex_state)])
+        _C._device_launch_ex_state(ex_state)
+        return ex, classic
+
+    reset()
+    yield reset
+    _C._device_launch_ex_state(state)
+
+
+def _python(kinds, warps, shared, name="k"):
+    return _fastcall.Launcher(0x1234, kinds, warps, shared, name)
+
+
+def _native(kinds, warps, shared, name="k"):
+    monkey = _fastcall.NATIVE[0]
+    _fastcall.NATIVE[0] = True
+    try:
+        launcher = _fastcall.make_launcher(0x1234, kinds, warps, shared, name)
+    finally:
+        _fastcall.NATIVE[0] = monkey
+    assert type(launcher) is _C.DeviceLauncher
+    return launcher
+
+
+_CASES = [
+    (["ptr", "ptr", "i32"], ((7,), 0, [1 << 40, (1 << 40) + 16, 1000])),
+    (["ptr", "fp32", "i32"], ((3, 2), 0x7F00DEAD0000, [2**63 + 8, 1.5, -5])),
+    (["ptr", "ptr", "fp64", "i64", "u64", "i32"], ((1, 2, 3), 99, [16, 32, -0.1, -(2**40), 2**64 - 1, 2**31 - 1])),
+    (["ptr", "fp32", "fp32", "i64"], ([65535, 1, 1], 0, [0, math.inf, -3, 2**62])),
+    (["ptr", "i32", "fp64"], ((5,), 1, [4096, True, 7])),  # a bool and an int where i32 / fp64 go
+]
+
+
+@_NATIVE
+@pytest.mark.parametrize("kinds,call", _CASES)
+def test_native_launcher_writes_the_python_launchers_bytes(recorder, kinds, call):
+    grid, stream, args = call
+    nslots = len(kinds) + 2  # the recorder copies the slots at the call: the launchers may be gone
+    seen = []
+    for make in (_python, _native):
+        recorder(nslots=nslots)
+        make(kinds, 4, 1024)(grid, stream, *args)
+        seen.append(_C._device_launch_recorded())
+    py, nat = seen
+    assert py["form"] == nat["form"] == "ex"
+    assert nat == py
+    assert nat["grid"] == (tuple(grid) + (1, 1))[:3] and nat["block"] == (128, 1, 1) and nat["shared"] == 1024
+    assert nat["stream"] == stream and nat["function"] == 0x1234
+    assert nat["slots"][-16:] == bytes(16)  # Triton's scratch pointers: null
+
+
+@_NATIVE
+def test_a_driver_refusing_the_ex_form_switches_every_launcher_to_the_classic_call(recorder):
+    recorder(rc_ex=1, rc_classic=0, nslots=4)
+    a, b = _native(["ptr", "i32"], 8, 0, "a"), _native(["ptr", "i32"], 1, 0, "b")
+    a((2,), 5, 64, 3)
+    rec = _C._device_launch_recorded()
+    assert rec["form"] == "classic" and rec["calls"] == 2 and rec["block"] == (256, 1, 1)
+    assert _C._device_launch_ex_state() == 0
+    b((2,), 5, 64, 3)
+    assert _C._device_launch_recorded()["calls"] == 3  # straight to cuLaunchKernel
+    # The Python launcher's rule on the same refusal: the same calls.
+    recorder(rc_ex=1, rc_classic=0, nslots=4)
+    _python(["ptr", "i32"], 8, 0)((2,), 5, 64, 3)
+    assert _C._device_launch_recorded()["form"] == "classic" and _fastcall._EX[0] is False
+
+
+@_NATIVE
+def test_launch_errors_go_to_the_driver_error_of_the_plugin(recorder, monkeypatch):
+    seen = []
+
+    def raise_for(code, what):
+        seen.append((code, what))
+        raise RuntimeError(f"CUDA error {code} in {what}")
+
+    monkeypatch.setattr(_fastcall, "raise_for", raise_for)
+    recorder(rc_ex=700, ex_state=1)
+    with pytest.raises(RuntimeError, match="700"):
+        _native(["ptr"], 4, 0, "kern")((1,), 0, 8)
+    recorder(rc_classic=719, ex_state=0)
+    with pytest.raises(RuntimeError, match="719"):
+        _native(["ptr"], 4, 0, "kern")((1,), 0, 8)
+    assert seen == [(700, "cuLaunchKernelEx(kern)"), (719, "cuLaunchKernel(kern)")]
+
+
+@_NATIVE
+def test_native_launcher_refuses_bad_arguments(recorder):
+    launcher = _native(["ptr", "i32", "fp32"], 4, 0)
+    with pytest.raises(TypeError):
+        launcher((1,), 0, 8, 1)  # an argument missing
+    with pytest.raises(OverflowError):
+        launcher((1,), 0, 8, 2**31, 1.0)  # past i32
+    with pytest.raises(OverflowError):
+        launcher((1,), 0, -8, 1, 1.0)  # a negative pointer
+    with pytest.raises(TypeError):
+        launcher((1,), 0, 8, 1.5, 1.0)  # a float where an integer goes
+    with pytest.raises(OverflowError):
+        launcher((1,), 0, 8, 1, 1e300)  # past float32's range
+    with pytest.raises(ValueError):
+        launcher((1, 1, 1, 1), 0, 8, 1, 1.0)
+    assert _C._device_launch_recorded() is None  # nothing reached the driver
+    with pytest.raises(ValueError, match="kind"):
+        _C.DeviceLauncher(None, None, 1, "px", 32, 0, "k", print)
+
+
+def test_python_launcher_is_the_fallback(monkeypatch, recorder):
+    monkeypatch.setattr(_fastcall, "NATIVE", [False])
+    assert type(_fastcall.make_launcher(1, ["ptr"], 4, 0)) is _fastcall.Launcher
+    monkeypatch.setattr(_fastcall, "NATIVE", [True])
+    monkeypatch.delattr(_C, "DeviceLauncher", raising=False)
+    assert type(_fastcall.make_launcher(1, ["ptr"], 4, 0)) is _fastcall.Launcher
+
+
+# -- the whole host path, native against Python ------------------------------------------------------
+
+_PROGRAM = r"""
+import ctypes, json, sys
+from types import SimpleNamespace
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember import _C
+from ember._cuda import _allocator, _compile, _fastcall
+
+ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+lib = _fastcall._LIB[0]  # PYFUNCTYPE: the recorder's log builds Python objects, so ctypes must keep the GIL
+lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
+lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
+ids = {}
+
+def load(cubin, meta, kinds, device):  # a handle per kernel whose low byte is its slot count
+    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
+    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
+
+_compile.load = load
+ember.manual_seed(0)
+model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
+                            ember.nn.Linear(32, 8)).to("cuda")
+opt = ember.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+x = ember.randn(4, 16).to("cuda")
+stats = []
+for step in range(2):
+    with ember.autocast("cuda", dtype=ember.bfloat16):
+        loss = model(x).float().softmax(-1).sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    y = (x * 2 + 1).relu_()
+    y.add_(x, alpha=0.5)
+    z = y[:, ::2].contiguous().sum(0)
+    del y, z, loss
+    stats.append(ember.cuda.memory_stats())
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+from ember._cuda import _storage
+from ember._src.device import get_backend
+print(json.dumps({"native": [type(_fastcall.make_launcher(1, ["ptr"], 4, 0)).__name__, _allocator.NATIVE],
+                  "empty_hook": get_backend("cuda").empty is _storage.empty,
+                  "log": log, "stats": stats}))
+"""
+
+
+@_NATIVE
+def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
+    """One small training program on the fake CUDA host (benchmarks/host_cuda_fake.py: no GPU, kernels
+    compiled for sm_90), with the native launcher and allocation path and with the Python ones: the
+    same launches (every argument byte, grid, block, shared memory, stream) and the same memory
+    statistics."""
+    pytest.importorskip("triton")
+    import ember
+
+    if ember.cuda.is_available():
+        pytest.skip("the fake host replaces the driver of a process without a GPU")
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
+    script = tmp_path / "prog.py"
+    script.write_text(_PROGRAM)
+    runs = []
+    for native in ("1", "0"):
+        env = dict(os.environ, EMBER_CUDA_NATIVE_LAUNCH=native, EMBER_CUDA_NATIVE_ALLOC=native)
+        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    nat, py = runs
+    assert nat["native"] == ["DeviceLauncher", True] and py["native"] == ["Launcher", False]
+    # new_empty_tensor's per-op path (the hook was once lost in a merge, sending every CUDA result through
+    # the backend's allocate and the generic path)
+    assert nat["empty_hook"] and py["empty_hook"]
+    assert len(nat["log"]) > 30
+    assert nat["log"] == py["log"]
+    assert nat["stats"] == py["stats"]
+
+
+# -- the allocation path ---------------------------------------------------------------------------
+
+
+def _fake_allocator(native: bool):
+    from ember._cuda import _allocator
+
+    alloc = _allocator.DeviceAllocator(0, _allocator._Config(None))
+    nxt, freed = [1 << 40], []
+
+    def device_alloc(size, requested):
+        if requested == 999_999_999:
+            raise _allocator.OutOfMemoryError("fake: out of memory")
+        nxt[0] += size
+        alloc.reserved += size
+        return nxt[0]
+
+    def device_free(block):
+        freed.append(block.ptr)
+        alloc.reserved -= block.size
+
+    alloc._device_alloc, alloc._device_free = device_alloc, device_free
+    return alloc, freed
+
+
+def _counting(fn, name, calls):
+    def counted(*args):
+        calls.append(name)
+        return fn(*args)
+
+    return counted
+
+
+def _pools(alloc):
+    return {repr(k): [b.ptr for b in v] for k, v in alloc.free.items()}
+
+
+@pytest.mark.skipif(not hasattr(_C, "DeviceStorage"), reason="the core was built without the native path")
+def test_native_allocation_matches_the_python_allocator():
+    """The same sequence of allocations and frees (two streams, every size class, a CUDA-graph capture
+    pool, caching turned off, an out-of-memory error) through ``_C._device_storage_new`` and the storage's
+    native deallocation, and through the Python fallback: the same blocks, pools and statistics."""
+    from ember._cuda import _allocator, _storage
+
+    if not _allocator.NATIVE:
+        pytest.skip("EMBER_CUDA_NATIVE_ALLOC=0")
+
+    class PyStorage(_storage._PyStorageBase):
+        __slots__ = ()
+
+    results = []
+    for native in (True, False):
+        alloc, freed = _fake_allocator(native)
+        new = _C._device_storage_new if native else _storage._py_storage_new
+        cls = _storage.CudaStorage if native else PyStorage
+        trace = []
+        python_calls = []
+        for name in ("malloc", "release"):
+            setattr(alloc, name, _counting(getattr(alloc, name), name, python_calls))
+
+        def make(n, stream=0, inference=False):
+            s = new(cls, alloc, n, "dev", stream, inference)  # noqa: B023
+            trace.append((s._ptr, s._nbytes, s.device, s.version, s.inference, s._block is None))  # noqa: B023
+            return s
+
+        sizes = [0, 1, 4, 511, 512, 513, 100_000, 1 << 20, (1 << 20) + 1, 3 << 20, 5_000_000, 67_000_000]
+        live = [make(n) for n in sizes] + [make(n, stream=7) for n in sizes[:6]]
+        trace.append(dict(alloc.stats))
+        del live[::2]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        live += [make(n) for n in reversed(sizes)] + [make(n, stream=7, inference=True) for n in sizes]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        if native:  # no capture, nothing pending, caching on: all of it ran natively
+            assert python_calls == []
+        # A capture on stream 7: its allocations come from (and go back to) the graph's pool.
+        alloc.capturing[7] = "pool1"
+        alloc.retain_pool("pool1")
+        cap = [make(n, stream=7) for n in sizes[:8]] + [make(300, stream=0)]
+        del cap[1::2]
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        alloc.capturing.pop(7)
+        del cap
+        alloc.release_pool("pool1")
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        with pytest.raises(_allocator.OutOfMemoryError):
+            make(999_999_999)
+        trace.append((dict(alloc.stats), _pools(alloc)))
+        alloc.caching = False
+        del live[: len(live) // 2]
+        trace.append((dict(alloc.stats), _pools(alloc), list(freed)))
+        del live
+        trace.append((dict(alloc.stats), _pools(alloc), list(freed)))
+        results.append(trace)
+    assert results[0] == results[1]
+    assert results[0][-1][0]["allocated"] == 0 and results[0][-1][0]["active_blocks"] == 0
+
+
+def test_native_size_classes_match_round_size():
+    from ember._cuda import _allocator
+
+    if not hasattr(_C, "_device_round_size"):
+        pytest.skip("the core was built without the native path")
+    for divisions in (1, 2, 4, 8, 16):
+        for n in list(range(1, 3000, 7)) + [(1 << k) + d for k in range(10, 40) for d in (-1, 0, 1, 12345)]:
+            want = max(512, (n + 511) & ~511) if n <= 1 << 20 else _allocator.round_size(n, divisions)
+            assert _C._device_round_size(n, divisions) == want, (n, divisions)
+
+
+def test_storage_fields_and_subclasses():
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    s = _storage._new_storage(_storage.CudaStorage, alloc, 100, "dev", 0, False)
+    s.version += 2
+    s.inference = True
+    assert (s.version, s.inference, s.nbytes(), len(s), s.data_ptr() == s._ptr, s.device) == (2, True, 100, 100,
+                                                                                                 True, "dev")
+    alias = s.graph_alias()
+    assert alias.aliased and alias._ptr == s._ptr and alias.inference
+    assert alloc.active_blocks == 1
+    del alias, s
+    assert alloc.active_blocks == 0 and alloc.allocated == 0
+    import weakref
+
+    t = _storage._new_storage(_storage.CudaStorage, alloc, 8, "dev", 0, False)
+    ref = weakref.ref(t)
+    del t
+    assert ref() is None and alloc.active_blocks == 0
+
+
+
+@_NATIVE
+def test_concurrent_launches_do_not_share_argument_buffers():
+    """Each call packs its arguments on its own stack and calls the driver without the GIL: launches of
+    one launcher from several threads reach the driver whole."""
+    import threading
+
+    state = _C._device_launch_ex_state()
+    ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+    try:
+        launcher = _C.DeviceLauncher(ex, classic, (7 << 8) | 5, "pli", 128, 0, "k", print)
+
+        def work(tid):
+            for i in range(300):
+                launcher((tid + 1,), 0, tid << 32 | i, -tid * 1000 - i, tid)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        log = _C._device_launch_log()
+    finally:
+        _C._device_launch_recorder()
+        _C._device_launch_ex_state(state)
+    assert len(log) == 1200
+    import struct
+
+    for form, grid, block, shared, stream, fn, slots in log:
+        assert (form, block, shared, stream, fn) == ("ex", (128, 1, 1), 0, 0, (7 << 8) | 5)
+        p, q, tid, high, s1, s2 = struct.unpack("<QqiiQQ", slots)  # ptr, i64, i32 (+ 4 zero bytes), scratch
+        assert grid == (tid + 1, 1, 1) and p >> 32 == tid and q == -tid * 1000 - (p & 0xFFFFFFFF)
+        assert (high, s1, s2) == (0, 0, 0)
