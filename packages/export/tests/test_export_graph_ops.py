@@ -471,3 +471,20 @@ def test_tensor_attributes_are_constants_named_by_their_path_like_torch():
         assert ep.module()(lib.ones(3) * 2).tolist() == m(lib.ones(3) * 2).tolist()
     assert found[1] == found[0]
     assert found[0][1] == ["c", "sub.Scale", "lifted_tensor_0"]
+
+
+def test_exported_module_is_a_graph_module_like_torch():
+    import copy
+
+    found = []
+    for lib in (torch, ember):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU())
+        ep = lib.export.export(model, (lib.ones(2, 3),))
+        mod, unflat = ep.module(), lib.export.unflatten(ep)
+        twin = copy.deepcopy(mod)
+        found.append((isinstance(mod, lib.fx.GraphModule), type(mod).__name__, repr(mod).splitlines()[0],
+                      isinstance(unflat, lib.fx.GraphModule), type(unflat).__name__,
+                      isinstance(twin, lib.fx.GraphModule), type(twin).__name__))
+        np.testing.assert_allclose(twin(lib.ones(2, 3)).detach().numpy(), model(lib.ones(2, 3)).detach().numpy())
+    assert found[1] == found[0] == (True, "GraphModule", "GraphModule(", False, "UnflattenedModule", True,
+                                    "GraphModule")
