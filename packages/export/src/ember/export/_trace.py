@@ -311,9 +311,15 @@ def export(*args, **kwargs) -> ExportedProgram:
 
     compiler._EXPORTING[0] += 1  # torch.compiler.is_exporting() inside the model's forward
     try:
-        return _export(*args, **kwargs)
+        ep = _export(*args, **kwargs)
     finally:
         compiler._EXPORTING[0] -= 1
+    from ._dynamic_shapes import AdditionalInputs
+
+    dynamic_shapes = kwargs.get("dynamic_shapes")
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        dynamic_shapes.verify(ep)  # the program takes every example it was inferred from
+    return ep
 
 def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or
