@@ -432,6 +432,22 @@ def test_fullgraph_print_of_tensor_raises_in_both(computed):
     assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
 
 
+def test_fullgraph_print_of_a_string_raises_before_printing_like_torch(capsys):
+    def f(x):
+        print("hello")
+        return x + 1
+
+    with pytest.raises(ember._dynamo.exc.Unsupported) as info:
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
+    assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+    assert "hello" not in capsys.readouterr().out
+    assert ember.compile(f, backend="eager")(ember.ones(2)).tolist() == [2.0, 2.0]  # a break without fullgraph
+    assert "hello" in capsys.readouterr().out
+
+
 def test_exception_inside_function_keeps_eager_side_effects():
     def f(x):
         x.add_(5)

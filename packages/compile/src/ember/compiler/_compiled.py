@@ -89,6 +89,23 @@ class BreakReason:
         return f"BreakReason(reason={self.reason!r}{where})"
 
 
+def _refuse_print(owner, rec, inner):
+    """A profile function for a fullgraph=True recording: the program's ``print`` call is the graph
+    break Dynamo reports (it cannot trace print), raised before anything is printed; ``inner`` (the
+    replay observer's) sees every event too."""
+    import builtins
+
+    from ._user_frames import _EMBER_DIRS, user_frame
+
+    def profile(frame, event, arg):
+        if event == "c_call" and arg is builtins.print and not frame.f_code.co_filename.startswith(_EMBER_DIRS):
+            owner.note_break("print", user_frame(), rec)
+        if inner is not None:
+            inner(frame, event, arg)
+
+    return profile
+
+
 class CompiledFunction:
     """The state behind one ``ember.compile(fn)``: options, cache and counters."""
 
@@ -154,15 +171,19 @@ class CompiledFunction:
             rec.want_stacks = self.want_stacks or _logs_want_stacks()
         elif self.misses < _OBSERVE_TRIES and self.listener is None and sys.getprofile() is None:
             observer = _replay.Observer(self.fn, args, kwargs)
+        profile = observer.profile if observer is not None else None
+        if self.fullgraph and sys.getprofile() is None:
+            profile = _refuse_print(self, rec, profile)
         with rec:
             try:
                 if observer is not None:
                     rec.observer = observer
-                    sys.setprofile(observer.profile)
+                if profile is not None:
+                    sys.setprofile(profile)
                 try:
                     result = self.fn(*args, **kwargs)
                 finally:
-                    if observer is not None:
+                    if profile is not None:
                         sys.setprofile(None)
                         rec.observer = None
             except Unsupported:
