@@ -116,6 +116,19 @@ def test_print_of_tensor_breaks_and_prints_same(capsys):
     assert ex.break_reasons[0].user_stack[0].lineno == f.__code__.co_firstlineno + 2
 
 
+def test_break_reason_repr_like_torch():
+    def f(x):
+        if x.sum() < 0:
+            x = -x
+        return x * 2
+
+    got = repr(ember._dynamo.explain(f)(ember.ones(3)).break_reasons[0])
+    torch._dynamo.reset()
+    expected = repr(torch._dynamo.explain(f)(torch.ones(3)).break_reasons[0])
+    assert got == expected
+    assert got.startswith("GraphCompileReason(reason='generic_jump TensorVariable()', user_stack=[<FrameSummary")
+
+
 def test_print_of_text_does_not_break(capsys):
     # Dynamo breaks on print(); ember breaks only where tensor data is read (docs/deviations.md).
     def f(x):

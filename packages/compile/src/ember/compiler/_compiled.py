@@ -74,8 +74,8 @@ class set_stance:  # noqa: N801 - PyTorch's name; a function that also works as 
         return wrapper
 
 
-class BreakReason:
-    """One graph break: why, and where in the user's program (PyTorch's GraphBreak reason)."""
+class GraphCompileReason:
+    """One graph break: why, and where in the user's program (PyTorch's ``GraphCompileReason``)."""
 
     __slots__ = ("reason", "user_stack", "graph_break")
 
@@ -85,8 +85,12 @@ class BreakReason:
         self.graph_break = True
 
     def __repr__(self) -> str:
-        where = f" ({self.user_stack[-1]!r})" if self.user_stack else ""
-        return f"BreakReason(reason={self.reason!r}{where})"
+        # PyTorch's repr, its frames as traceback.FrameSummary shows them
+        stack = ", ".join(f"<FrameSummary file {f.filename}, line {f.lineno} in {f.name}>" for f in self.user_stack)
+        return f"GraphCompileReason(reason={self.reason!r}, user_stack=[{stack}], graph_break={self.graph_break})"
+
+
+BreakReason = GraphCompileReason
 
 
 def _refuse_print(owner, rec, inner):
