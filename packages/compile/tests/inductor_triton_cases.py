@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from inductor_test_helpers import _flat, compile_program, make_input, to_torch, tolerances  # noqa: E402
 from inductor_test_helpers import assert_close as _close  # noqa: E402
-from inductor_triton_special_cases import SPECIAL  # noqa: E402 - the checks that are more than one program
+from inductor_triton_special_cases import SM90_GRAPHS, SPECIAL  # noqa: E402 - checks beyond one program
 
 import ember  # noqa: E402
 import ember.nn.functional as F  # noqa: E402, F401 - programs reach it as t.nn.functional
@@ -351,10 +351,15 @@ def compile_sm90(names) -> None:
     from ember.compiler.inductor._triton_runtime import compile_for_target, configs
 
     for name in names:
-        program, inputs, opts = CASES[name]()
-        inputs = opts.get("prepare", lambda xs: xs)(list(inputs))
-        gm = make_fx(lambda *xs, program=program: program(ember, *xs))(*inputs)
+        if name in SM90_GRAPHS:
+            gm, inputs = SM90_GRAPHS[name]()
+        else:
+            program, inputs, opts = CASES[name]()
+            inputs = opts.get("prepare", lambda xs: xs)(list(inputs))
+            gm = make_fx(lambda *xs, program=program: program(ember, *xs))(*inputs)
         _, _, specs = triton_kernels(gm, inputs)
+        if name in SM90_GRAPHS:  # a graph with float inputs: they are kernel arguments
+            assert any(kind == "number" for s in specs for kind, _ in s.params), f"{name}: no number argument"
         for spec in specs:
             xnumel = int(spec.xnumel)
             cfg = configs(spec, xnumel, int(spec.rnumel), False)[0]

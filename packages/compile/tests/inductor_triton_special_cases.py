@@ -240,8 +240,65 @@ def repeated_layers_share_kernels(device: str) -> None:
         _close(got.cpu(), v.cpu().exp() * 2 + v.cpu(), 1e-5, 1e-6, "shared kernel, own size")
 
 
+def number_arguments(device: str) -> None:
+    """Float arguments of a compiled function (a learning rate, a scale) are float64 kernel
+    arguments: once the number is dynamic (its second value), a new value re-lowers the graph but
+    compiles no Triton kernel. Counted as distinct kernel sources: loaded by the interpreter on
+    CPU, handed to the plugin's compiler on a GPU."""
+    from ember.compiler.inductor import _triton_runtime
+
+    sources: set = set()
+    backend = _triton_runtime.backend_for(ember.device(device))
+    if device != "cpu":
+        original = backend.compile_triton
+
+        def counting(source, *args, **kwargs):
+            sources.add(source)
+            return original(source, *args, **kwargs)
+
+        backend.compile_triton = counting
+
+    def compiled_sources() -> int:
+        return len(sources) if device != "cpu" else len({k[0] for k in _triton_runtime._MODULES})
+
+    def step(x, w, lr, scale):
+        # a pointwise kernel and a reduction, each reading both numbers; float64 keeps them exact
+        return (w - lr * (x * scale).tanh(), ((x - lr) * scale).softmax(-1).sum(-1) * lr)
+
+    x = make_input((5, 24), ember.float32, specials=False).to(device)
+    w = make_input((5, 24), ember.float64, specials=False, seed=1).to(device)
+    compiled = ember.compile(step)
+    counts = []
+    try:
+        for lr, scale in ((0.1, 2.0), (0.01, 0.5), (3e-4, -1.25), (0.7, 1e-3)):
+            got = _flat(compiled(x, w, lr, scale))
+            want = _flat(step(x.cpu(), w.cpu(), lr, scale))
+            for i, (g, w_) in enumerate(zip(got, want)):
+                _close(g.cpu(), w_, 1e-5, 1e-6, f"lr {lr}, scale {scale}, output {i}")
+            counts.append(compiled_sources())
+    finally:
+        if device != "cpu":
+            backend.compile_triton = original
+    assert counts[1] == counts[2] == counts[3], f"new floats compiled new Triton kernels: {counts}"
+
+
+def number_arguments_graph():
+    """(graph module, example inputs) of a graph with a float input, for the sm_90 compile: the
+    float is an ``fp64`` argument of the kernel."""
+    import ember.fx
+
+    g = ember.fx.Graph()
+    x, lr = g.placeholder("x"), g.placeholder("lr")
+    scaled = g.call_function(ember.ops.mul, (x, lr))
+    g.output((g.call_function(ember.ops.sub, (g.call_function(ember.ops.exp, (scaled,)), lr)),
+              g.call_function(ember.ops.sum, (scaled, [1]))))
+    return ember.fx.GraphModule({}, g), [make_input((6, 16), ember.float32, specials=False), 0.25]
+
+
 SPECIAL = {"dynamic_batch": dynamic_batch, "symbolic_sizes": symbolic_sizes, "fuzz": fuzz,
            "training_step": training_step, "fallback_unsupported": fallback_unsupported,
            "output_code_log": output_code_log, "graph_cache": graph_cache,
            "persistent_rows_share_loads": persistent_rows_share_loads,
-           "repeated_layers_share_kernels": repeated_layers_share_kernels}
+           "repeated_layers_share_kernels": repeated_layers_share_kernels, "number_arguments": number_arguments}
+# graphs (not CASES programs) compiled for sm_90 by name
+SM90_GRAPHS = {"number_arguments_graph": number_arguments_graph}

@@ -116,6 +116,19 @@ def test_print_of_tensor_breaks_and_prints_same(capsys):
     assert ex.break_reasons[0].user_stack[0].lineno == f.__code__.co_firstlineno + 2
 
 
+def test_break_reason_repr_like_torch():
+    def f(x):
+        if x.sum() < 0:
+            x = -x
+        return x * 2
+
+    got = repr(ember._dynamo.explain(f)(ember.ones(3)).break_reasons[0])
+    torch._dynamo.reset()
+    expected = repr(torch._dynamo.explain(f)(torch.ones(3)).break_reasons[0])
+    assert got == expected
+    assert got.startswith("GraphCompileReason(reason='generic_jump TensorVariable()', user_stack=[<FrameSummary")
+
+
 def test_print_of_text_does_not_break(capsys):
     # Dynamo breaks on print(); ember breaks only where tensor data is read (docs/deviations.md).
     def f(x):
@@ -430,6 +443,22 @@ def test_fullgraph_print_of_tensor_raises_in_both(computed):
     with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
         torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
     assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+
+
+def test_fullgraph_print_of_a_string_raises_before_printing_like_torch(capsys):
+    def f(x):
+        print("hello")
+        return x + 1
+
+    with pytest.raises(ember._dynamo.exc.Unsupported) as info:
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
+    assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+    assert "hello" not in capsys.readouterr().out
+    assert ember.compile(f, backend="eager")(ember.ones(2)).tolist() == [2.0, 2.0]  # a break without fullgraph
+    assert "hello" in capsys.readouterr().out
 
 
 def test_exception_inside_function_keeps_eager_side_effects():

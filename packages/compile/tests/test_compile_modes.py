@@ -46,3 +46,23 @@ def test_cudagraphify_leaves_cpu_graphs_alone():
     assert cudagraphify(fn, [ember.ones(2), ember.ones(2)]) is fn
     wrapped = CudaGraphed(fn)
     assert wrapped(ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]  # CPU inputs: run as they are
+
+
+def test_cudagraphs_backend_on_cpu_runs_the_graphs_like_torch(caplog):
+    # PyTorch's backend="cudagraphs": AOT autograd, CUDA graphs for CUDA inputs; CPU graphs run as
+    # they are (with a warning). Listed by list_backends(), as PyTorch's.
+    import torch
+
+    results = []
+    for lib in (torch, ember):
+        model = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            model.weight.copy_(lib.tensor([[1.0, -2.0, 0.5], [0.25, 1.0, -1.0]]))
+            model.bias.fill_(0.1)
+        compiled = lib.compile(model, backend="cudagraphs")
+        x = lib.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])
+        out = compiled(x)
+        out.relu().sum().backward()
+        results.append((out.tolist(), model.weight.grad.tolist(), "cudagraphs" in lib._dynamo.list_backends()))
+    assert results[1] == results[0]
+    assert "skipping cudagraphs due to cpu device" in caplog.text

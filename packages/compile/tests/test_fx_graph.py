@@ -258,3 +258,108 @@ def test_erasing_while_iterating():
                 g.erase_node(b)  # and the next one
         assert seen == ["x", "neg", "neg_2", "output"]
         assert [n.name for n in g.nodes] == ["x", "neg_2", "output"] and c.prev is x
+
+
+# -- Proxies made by hand on a graph (pytorch/examples fx/*.py): calls reach __torch_function__ ------
+
+
+def _build_with_proxies(fx, lib):
+    """fx/proxy_based_graph_creation.py: a graph written through Proxies, no trace."""
+    graph = fx.Graph()
+    tracer = fx.proxy.GraphAppendingTracer(graph)
+    x = fx.Proxy(graph.placeholder("x"), tracer)
+    y = fx.Proxy(graph.placeholder("y"), tracer)
+    a = lib.cat([x, y])
+    b = lib.tanh(a)
+    c = lib.neg(b)
+    lib.add(b, c)
+    d = lib.nn.functional.relu(c) * 2 + c.sum(dim=0) - (1 + x.abs().mean())
+    graph.output((c.node, d.node))
+    return fx.GraphModule(lib.nn.Module(), graph)
+
+
+def test_graph_built_from_proxies_matches_torch():
+    tgm, egm = _build_with_proxies(torch.fx, torch), _build_with_proxies(ember.fx, ember)
+    assert full_structure(egm, kwargs=False) == full_structure(tgm, kwargs=False)
+    a = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    assert_close(egm(to_ember(a), to_ember(b)), tgm(to_torch(a), to_torch(b)))
+
+
+def _inline_module_call(fx, lib):
+    """fx/inline_function.py: a call_module node replaced by the module's ops, recorded on Proxies."""
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.relu = lib.nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(x) + 1.0
+
+    m = fx.symbolic_trace(M())
+    tracer = fx.proxy.GraphAppendingTracer(m.graph)
+    for node in list(m.graph.nodes):
+        if (node.op, node.target) == ("call_module", "relu"):
+            with m.graph.inserting_before(node):
+                args = fx.node.map_arg(node.args, lambda n: fx.Proxy(n, tracer))
+                kwargs = fx.node.map_arg(node.kwargs, lambda n: fx.Proxy(n, tracer))
+                out = m.relu(*args, **kwargs)
+                node.replace_all_uses_with(out.node)
+                m.graph.erase_node(node)
+    m.recompile()
+    return m
+
+
+def test_module_call_inlined_through_proxies_matches_torch():
+    tgm, egm = _inline_module_call(torch.fx, torch), _inline_module_call(ember.fx, ember)
+    assert full_structure(egm) == full_structure(tgm)  # relu_1(x, inplace=False) + 1.0
+    a = np.linspace(-3, 3, 6, dtype=np.float32).reshape(2, 3)
+    assert_close(egm(to_ember(a)), tgm(to_torch(a)))
+
+
+def _wrap_output(fx, lib, activation):
+    """fx/wrap_output_dynamically.py: a traced GraphModule called on a Proxy of another graph's
+    output node, its generated code recording into that graph."""
+
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return lib.cat([x, y])
+
+    traced = fx.symbolic_trace(M())
+    output_node = next(n for n in reversed(traced.graph.nodes) if n.op == "output")
+    wrap_node = output_node.all_input_nodes[0]
+    activation_traced = fx.symbolic_trace(activation(lib))
+    with traced.graph.inserting_after(wrap_node):
+        output_node.args = (activation_traced(fx.Proxy(wrap_node)).node,)
+    traced.recompile()
+    return traced
+
+
+@pytest.mark.parametrize("activation", [lambda lib: lib.nn.LeakyReLU(0.2), lambda lib: lib.nn.ReLU(),
+                                        lambda lib: lib.nn.Hardtanh(-0.5, 0.5)])
+def test_traced_module_called_on_proxy_matches_torch(activation):
+    tgm, egm = _wrap_output(torch.fx, torch, activation), _wrap_output(ember.fx, ember, activation)
+    # torch.fx records the keywords F.leaky_relu hands to __torch_function__; ember the call as written.
+    assert full_structure(egm, kwargs=False)[:3] == full_structure(tgm, kwargs=False)[:3]
+    assert structure(egm) == structure(tgm)
+    a = np.linspace(-3, 3, 6, dtype=np.float32).reshape(2, 3)
+    assert_close(egm(to_ember(a), to_ember(-a)), tgm(to_torch(a), to_torch(-a)))
+
+
+def test_real_tensor_with_hand_made_proxy_records_a_method():
+    # `tensor + proxy` reaches Proxy.__torch_function__ as Tensor.add: a call_method, as torch.fx.
+    results = []
+    for fx, lib in ((torch.fx, torch), (ember.fx, ember)):
+        graph = fx.Graph()
+        x = fx.Proxy(graph.placeholder("x"))
+        graph.output((lib.ones(3) * x).node)
+        results.append([(n.op, n.target if isinstance(n.target, str) else None) for n in graph.nodes])
+    assert results[1] == results[0] == [("placeholder", "x"), ("call_method", "mul"), ("output", "output")]
+
+
+def test_proxies_of_two_graphs_in_one_call_raise():
+    for fx, lib in ((torch.fx, torch), (ember.fx, ember)):
+        a, b = fx.Graph(), fx.Graph()
+        with pytest.raises(RuntimeError, match="multiple different tracers"):
+            lib.add(fx.Proxy(a.placeholder("x")), fx.Proxy(b.placeholder("y")))

@@ -119,3 +119,30 @@ def test_reduce_overhead_training_copies_only_what_the_program_holds():
         assert after["replays"] > before["replays"]
         if accumulate == 1:  # at most the loss per forward replay
             assert after["evacuated"] - before["evacuated"] <= after["replays"] - before["replays"]
+
+
+def test_cudagraphs_backend_training_matches_eager():
+    # backend="cudagraphs" (PyTorch's): AOT autograd with eager kernels, the forward and backward
+    # graphs captured and replayed as CUDA graphs.
+    def losses(backend):
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).cuda()
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+        step_model = ember.compile(model, backend=backend) if backend else model
+        g = np.random.default_rng(0)
+        out = []
+        for _ in range(5):
+            x = ember.tensor(g.standard_normal((8, 16)).astype(np.float32)).cuda()
+            y = ember.tensor(g.integers(0, 4, 8)).cuda()
+            loss = F.cross_entropy(step_model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return out
+
+    before = _counts()
+    np.testing.assert_allclose(losses("cudagraphs"), losses(None), rtol=1e-5, atol=1e-6)
+    after = _counts()
+    assert after["failures"] == before["failures"], after["reasons"]
+    assert after["captures"] >= before["captures"] + 2 and after["replays"] > before["replays"]

@@ -284,3 +284,25 @@ def test_example_outside_its_dims_range_raises_constraint_violation_like_torch()
                           (lib.export.Dim("b", min=6), r"5 not in range \[6, int_oo\]")):
             with pytest.raises(error, match=text):
                 lib.export.export(m, (lib.randn(5, 4),), dynamic_shapes={"input": {0: dim}})
+
+
+def test_additional_inputs_infer_dynamic_dims_like_torch():
+    found = []
+    for lib in (torch, ember):
+        class M(lib.nn.Module):
+            def forward(self, x, y):
+                return (x * 2).sum(0) + y
+
+        more = lib.export.AdditionalInputs()
+        more.add((lib.ones(5, 3), lib.ones(3)))
+        more.add((lib.ones(7, 3), lib.ones(3)))
+        shapes = more.dynamic_shapes(M(), (lib.ones(2, 3), lib.ones(3)))
+        ep = lib.export.export(M(), (lib.ones(2, 3), lib.ones(3)), dynamic_shapes=more)
+        with pytest.raises(AssertionError, match="must be a tuple"):
+            more.add([lib.ones(1)])
+        with pytest.raises(AssertionError):
+            ep.module()(lib.ones(9, 3), lib.ones(4))  # y stayed static
+        found.append(({k: [str(s) for s in v] for k, v in shapes.items()}, len(ep.range_constraints),
+                      ep.module()(lib.ones(9, 3), lib.ones(3)).tolist()))
+    assert found[1] == found[0]
+    assert found[0][0] == {"x": ["DimHint(DYNAMIC)", "None"], "y": ["None"]}

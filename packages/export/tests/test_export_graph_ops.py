@@ -441,3 +441,50 @@ def test_signature_name_lists_are_tuples_like_torch():
         sig = lib.export.export(M(), (lib.ones(1, 2),)).graph_signature
         found.append((sig.parameters, sig.buffers, sig.non_persistent_buffers, sig.lifted_tensor_constants))
     assert found[1] == found[0] == (("fc.weight", "fc.bias"), ("b",), ("b",), ())
+
+
+def test_tensor_attributes_are_constants_named_by_their_path_like_torch():
+    found = []
+    for lib in (torch, ember):
+        class Sub(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.Scale = lib.arange(3.0)
+
+            def forward(self, x):
+                return x * self.Scale
+
+        class M(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.c = lib.arange(3.0)
+                self.sub = Sub()
+
+            def forward(self, x, lib=lib):
+                # an attribute read twice is one input; a tensor the program builds is lifted_tensor_0
+                return self.sub(x + self.c) + lib.tensor([1.0, 2.0, 3.0]) + self.c
+
+        m = M()
+        ep = lib.export.export(m, (lib.ones(3),))
+        specs = [(s.kind.name, s.arg.name, s.target) for s in ep.graph_signature.input_specs]
+        found.append((specs, list(ep.constants), ep.graph_signature.lifted_tensor_constants))
+        assert ep.module()(lib.ones(3) * 2).tolist() == m(lib.ones(3) * 2).tolist()
+    assert found[1] == found[0]
+    assert found[0][1] == ["c", "sub.Scale", "lifted_tensor_0"]
+
+
+def test_exported_module_is_a_graph_module_like_torch():
+    import copy
+
+    found = []
+    for lib in (torch, ember):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU())
+        ep = lib.export.export(model, (lib.ones(2, 3),))
+        mod, unflat = ep.module(), lib.export.unflatten(ep)
+        twin = copy.deepcopy(mod)
+        found.append((isinstance(mod, lib.fx.GraphModule), type(mod).__name__, repr(mod).splitlines()[0],
+                      isinstance(unflat, lib.fx.GraphModule), type(unflat).__name__,
+                      isinstance(twin, lib.fx.GraphModule), type(twin).__name__))
+        np.testing.assert_allclose(twin(lib.ones(2, 3)).detach().numpy(), model(lib.ones(2, 3)).detach().numpy())
+    assert found[1] == found[0] == (True, "GraphModule", "GraphModule(", False, "UnflattenedModule", True,
+                                    "GraphModule")

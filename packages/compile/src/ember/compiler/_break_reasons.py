@@ -35,6 +35,13 @@ _TEXTS = {
         "alternative function/method to `print`.",
         None,
     ),
+    "print": (
+        "Failed to trace builtin operator\n"
+        "  Explanation: Dynamo does not know how to trace builtin operator `print`\n"
+        "  Hint: Avoid calling builtin `print`. Consider using an equivalent alternative function/method to "
+        "`print`.",
+        None,
+    ),
     "torch._dynamo.graph_break()": (
         "Call to `torch._dynamo.graph_break()`\n"
         "  Explanation: User-inserted graph break. Message: None\n"

@@ -74,8 +74,8 @@ class set_stance:  # noqa: N801 - PyTorch's name; a function that also works as 
         return wrapper
 
 
-class BreakReason:
-    """One graph break: why, and where in the user's program (PyTorch's GraphBreak reason)."""
+class GraphCompileReason:
+    """One graph break: why, and where in the user's program (PyTorch's ``GraphCompileReason``)."""
 
     __slots__ = ("reason", "user_stack", "graph_break")
 
@@ -85,8 +85,29 @@ class BreakReason:
         self.graph_break = True
 
     def __repr__(self) -> str:
-        where = f" ({self.user_stack[-1]!r})" if self.user_stack else ""
-        return f"BreakReason(reason={self.reason!r}{where})"
+        # PyTorch's repr, its frames as traceback.FrameSummary shows them
+        stack = ", ".join(f"<FrameSummary file {f.filename}, line {f.lineno} in {f.name}>" for f in self.user_stack)
+        return f"GraphCompileReason(reason={self.reason!r}, user_stack=[{stack}], graph_break={self.graph_break})"
+
+
+BreakReason = GraphCompileReason
+
+
+def _refuse_print(owner, rec, inner):
+    """A profile function for a fullgraph=True recording: the program's ``print`` call is the graph
+    break Dynamo reports (it cannot trace print), raised before anything is printed; ``inner`` (the
+    replay observer's) sees every event too."""
+    import builtins
+
+    from ._user_frames import _EMBER_DIRS, user_frame
+
+    def profile(frame, event, arg):
+        if event == "c_call" and arg is builtins.print and not frame.f_code.co_filename.startswith(_EMBER_DIRS):
+            owner.note_break("print", user_frame(), rec)
+        if inner is not None:
+            inner(frame, event, arg)
+
+    return profile
 
 
 class CompiledFunction:
@@ -154,15 +175,19 @@ class CompiledFunction:
             rec.want_stacks = self.want_stacks or _logs_want_stacks()
         elif self.misses < _OBSERVE_TRIES and self.listener is None and sys.getprofile() is None:
             observer = _replay.Observer(self.fn, args, kwargs)
+        profile = observer.profile if observer is not None else None
+        if self.fullgraph and sys.getprofile() is None:
+            profile = _refuse_print(self, rec, profile)
         with rec:
             try:
                 if observer is not None:
                     rec.observer = observer
-                    sys.setprofile(observer.profile)
+                if profile is not None:
+                    sys.setprofile(profile)
                 try:
                     result = self.fn(*args, **kwargs)
                 finally:
-                    if observer is not None:
+                    if profile is not None:
                         sys.setprofile(None)
                         rec.observer = None
             except Unsupported:

@@ -1,10 +1,11 @@
 """Temporary patches that let a traced program's calls reach the tracer.
 
-ember.fx does not use the ``__torch_function__`` protocol (it is off until needed), so while a
-trace runs the tracer swaps the public callables of ember's namespaces (``ember.relu``, ``F.linear``, ...) and of
-the traced code's globals for wrappers: called with a Proxy anywhere in their arguments,
-a wrapper records a ``call_function`` node on the original function; otherwise it calls the
-original. ``wrap()``-registered globals get the same wrapper. Every patch is undone on exit.
+A trace does not switch the ``__torch_function__`` protocol on (Note [Proxies and the torch
+function protocol] in proxy.py), so while a trace runs the tracer swaps the public callables of
+ember's namespaces (``ember.relu``, ``F.linear``, ...) and of the traced code's globals for
+wrappers: called with a Proxy anywhere in their arguments, a wrapper records a ``call_function``
+node on the original function; otherwise it calls the original. ``wrap()``-registered globals get
+the same wrapper. Every patch is undone on exit.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from . import _patching
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument
-from .proxy import ParameterProxy, Proxy, TracerBase
+from .proxy import ParameterProxy, Proxy, TracerBase, recording_by_patches
 
 __all__ = ["PH", "Tracer", "is_fx_tracing", "symbolic_trace", "wrap"]
 
@@ -220,6 +220,8 @@ class Tracer(TracerBase):
         """Runs ``root`` (a Module's forward, or a function) on Proxies; returns the Graph."""
         previous_tracing = _IS_FX_TRACING[0]
         _IS_FX_TRACING[0] = True
+        recording = recording_by_patches()  # Note [Proxies and the torch function protocol]
+        recording.__enter__()
         try:
             if isinstance(root, Module):
                 self.root = root
@@ -276,6 +278,7 @@ class Tracer(TracerBase):
             self.submodule_paths = None
             return self.graph
         finally:
+            recording.__exit__(None, None, None)
             _IS_FX_TRACING[0] = previous_tracing
 
 

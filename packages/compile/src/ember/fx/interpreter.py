@@ -19,7 +19,7 @@ from . import traceback as fx_traceback
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument, Node, Target, map_aggregate, map_arg
-from .proxy import Proxy, TracerBase
+from .proxy import Proxy, TracerBase, recording_by_patches
 
 __all__ = ["Interpreter", "Transformer"]
 
@@ -213,7 +213,7 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """Runs the transformation and returns the new GraphModule."""
-        with _patching.Patcher() as patcher, fx_traceback.preserve_node_meta():
+        with _patching.Patcher() as patcher, fx_traceback.preserve_node_meta(), recording_by_patches():
             _patching.patch_ember_namespaces(patcher)
             result = super().run(enable_io_processing=False)
         if result is not None:

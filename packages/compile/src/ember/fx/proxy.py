@@ -3,7 +3,9 @@
 Operators on a Proxy become ``call_function`` nodes on the ``operator`` functions, attribute
 reads become ``getattr`` nodes (created lazily: an attribute that is only called becomes a
 ``call_method`` node instead), and calling an ember function with a Proxy becomes a
-``call_function`` node on that function (the tracer arranges this, see ``_patching``).
+``call_function`` node on that function: inside a trace or transform through the tracer's
+patches (``_patching``), anywhere through ``Proxy.__torch_function__`` (Note [Proxies and the
+torch function protocol]).
 Using a Proxy where Python needs a concrete value (``if proxy:``, ``for _ in proxy``,
 ``len(proxy)``) raises, as torch.fx does.
 """
@@ -16,6 +18,9 @@ import operator
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from ember import Tensor
+from ember._src import torch_function
 
 from . import traceback as fx_traceback
 from .graph import Graph
@@ -126,6 +131,30 @@ def _user_stack_trace() -> str | None:
     return None
 
 
+# Note [Proxies and the torch function protocol]
+# A Proxy takes part in ``__torch_function__`` as a tensor-like, so ``ember.relu(proxy)``,
+# ``F.linear(proxy, w)`` or ``real_tensor + proxy`` record nodes wherever they are called. The
+# protocol is off until something needs it, and switching it on makes every public call of the
+# process pay an argument scan (ember._src.torch_function), so a trace or transform, whose patches
+# already record ember's functions, leaves it off; a Proxy made outside one (``Proxy(node)`` on a
+# graph, the way graphs are built or inlined by hand) switches it on.
+_PATCHED_RECORDING = [0]  # > 0 while a trace or transform records through its patches
+
+
+class _RecordingByPatches:
+    """The context of a trace or transform: Proxies made inside leave the protocol off."""
+
+    def __enter__(self) -> None:
+        _PATCHED_RECORDING[0] += 1
+
+    def __exit__(self, *exc) -> None:
+        _PATCHED_RECORDING[0] -= 1
+
+
+def recording_by_patches() -> _RecordingByPatches:
+    return _RecordingByPatches()
+
+
 class Proxy:
     """A traced value: operations on it become nodes of ``tracer.graph``.
 
@@ -139,6 +168,40 @@ class Proxy:
             tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
+        if not _PATCHED_RECORDING[0] and not torch_function.is_enabled():
+            torch_function.enable()  # Note [Proxies and the torch function protocol]
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Records ``func(*args, **kwargs)``: a ``call_method`` node when ``func`` is a Tensor method
+        called on a real tensor (``tensor + proxy`` reaches here as ``Tensor.add``), otherwise a
+        ``call_function`` node on ``func``."""
+        kwargs = kwargs or {}
+        tracers: list = []
+
+        def find_tracers(value: Any) -> None:
+            if isinstance(value, Proxy):
+                if all(value.tracer is not t for t in tracers):
+                    tracers.append(value.tracer)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    find_tracers(item)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    find_tracers(item)
+
+        find_tracers(args)
+        find_tracers(kwargs)
+        if not tracers:
+            return NotImplemented
+        if len(tracers) > 1:
+            raise RuntimeError(f"Found multiple different tracers {tracers} while trying to trace operations "
+                               f"{func}")
+        tracer = tracers[0]
+        method = _tensor_method_name(func)
+        if method is not None and args and isinstance(args[0], Tensor):
+            return tracer.create_proxy("call_method", method, args, kwargs)
+        return tracer.create_proxy("call_function", torch_function.native_of(func), args, kwargs)
 
     def __repr__(self) -> str:
         return f"Proxy({self.node.name})"
@@ -181,6 +244,14 @@ class Proxy:
 
     def __abs__(self) -> Proxy:
         return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
+
+
+def _tensor_method_name(func: Any) -> str | None:
+    # ember.add and Tensor.add are one callable; the caller's first argument tells them apart.
+    name = getattr(func, "__name__", None)
+    if isinstance(name, str) and Tensor.__dict__.get(name) is func:
+        return name
+    return None
 
 
 def _unpack_count(frame) -> int | None:

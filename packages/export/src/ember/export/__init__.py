@@ -13,7 +13,7 @@ from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
 from ._decompose import CustomDecompTable, default_decompositions
 from ._dims import Dim, dims
-from ._dynamic_shapes import ShapesCollection
+from ._dynamic_shapes import AdditionalInputs, ShapesCollection
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
 from ._program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
@@ -37,7 +37,7 @@ from ._unflatten import unflatten
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
-    "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
+    "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
     "default_decompositions", "Dim", "dims", "export",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",

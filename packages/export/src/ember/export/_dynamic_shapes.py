@@ -129,12 +129,75 @@ class ShapesCollection:
         return out
 
 
+class AdditionalInputs:
+    """``dynamic_shapes`` inferred from more example inputs (PyTorch's ``AdditionalInputs``): a dim
+    whose size differs between the export's inputs and any added example is ``Dim.DYNAMIC``, one
+    that never differs is static; ``export`` then runs the program on every added example.
+
+    Example:
+        >>> import ember
+        >>> from ember.export import AdditionalInputs, export
+        >>> more = AdditionalInputs()
+        >>> more.add((ember.randn(5, 4),))
+        >>> ep = export(ember.nn.Linear(4, 2), (ember.randn(3, 4),), dynamic_shapes=more)
+        >>> ep.module()(ember.randn(7, 4)).shape
+        ember.Size([7, 2])
+    """
+
+    def __init__(self):
+        self._examples: list = []
+
+    def add(self, args, kwargs=None) -> None:
+        """One more example call, ``m(*args, **kwargs)``."""
+        if type(args) is not tuple:
+            raise AssertionError(f"Representative args {args} must be a tuple")
+        if kwargs is not None and type(kwargs) is not dict:
+            raise AssertionError(f"Representative kwargs {kwargs} must be None or a dict")
+        self._examples.append((args, kwargs or {}))
+
+    def dynamic_shapes(self, m, args: tuple, kwargs: dict | None = None):
+        """The ``dynamic_shapes`` structure (per argument name) that the examples imply."""
+        kwargs = kwargs or {}
+        first, tree = pytree.tree_flatten((args, kwargs))
+        others = []
+        for other_args, other_kwargs in self._examples:
+            leaves, other_tree = pytree.tree_flatten((other_args, other_kwargs))
+            if other_tree != tree:
+                raise ValueError(f"The example inputs {other_args}, {other_kwargs} are not structured as the "
+                                 "inputs to export")
+            others.append(leaves)
+        specs = []
+        for i, leaf in enumerate(first):
+            seen = [leaf, *(leaves[i] for leaves in others)]
+            if any(type(v) is not type(leaf) for v in seen):
+                raise ValueError(f"The following inputs were found to have differing types, so they cannot be "
+                                 f"marked as dynamic: {tuple(seen)}.")
+            if _is_tensor(leaf):
+                specs.append(tuple(Dim.DYNAMIC if any(v.shape[d] != leaf.shape[d] for v in seen) else None
+                                   for d in range(leaf.ndim)))
+            else:
+                if any(v != leaf for v in seen):
+                    # (PyTorch makes a differing int a dynamic input; ember exports numbers as constants)
+                    raise ValueError(f"The following inputs were found to have differing values, but they "
+                                     f"cannot be marked as dynamic: {tuple(seen)}.")
+                specs.append(None)
+        spec_args, spec_kwargs = pytree.tree_unflatten(specs, tree)
+        names = _arg_names(m, args, kwargs)
+        return dict(zip(names, [*spec_args, *spec_kwargs.values()]))
+
+    def verify(self, ep) -> None:
+        """Runs ``ep.module()`` on every example (an input the program cannot take raises)."""
+        module = ep.module()
+        for args, kwargs in self._examples:
+            module(*args, **kwargs)
+
+
 def normalize(mod, args: tuple, kwargs: dict, dynamic_shapes) -> list[dict]:
     """One ``{dim: Dim | hint | int | None}`` per flattened leaf of ``(args, kwargs)``."""
     leaves, _ = pytree.tree_flatten((args, kwargs))
     if dynamic_shapes is None:
         return [{} for _ in leaves]
-    if isinstance(dynamic_shapes, ShapesCollection):
+    if isinstance(dynamic_shapes, (ShapesCollection, AdditionalInputs)):
         dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     names = _arg_names(mod, args, kwargs)
     values = list(args) + list(kwargs.values())

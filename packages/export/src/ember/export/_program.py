@@ -8,11 +8,13 @@ shapes and ranges, writes buffer mutations back and rebuilds the output structur
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, NamedTuple
 
 import ember
 from ember import nn
+from ember.fx import GraphModule
 
 from . import _pytree as pytree
 from ._ranges import ValueRange, as_expr, check_inputs
@@ -240,11 +242,12 @@ def _get_nested(module: nn.Module, target: str):
     return obj
 
 
-class UnliftedModule(nn.Module):
-    """``ExportedProgram.module()``: the exported graph with its state held as module attributes."""
+class _ProgramModule(nn.Module):
+    """A module running an exported program's graph with its state held as module attributes: the
+    behaviour ``ep.module()`` and ``unflatten(ep)`` share."""
 
     def __init__(self, program: ExportedProgram):
-        super().__init__()
+        nn.Module.__init__(self)  # (not GraphModule's, which UnliftedModule also derives from)
         object.__setattr__(self, "_program", program)
         sig = program.graph_signature
         for spec in sig.input_specs:
@@ -273,6 +276,29 @@ class UnliftedModule(nn.Module):
     @property
     def graph(self):
         return self._graph
+
+    @graph.setter
+    def graph(self, graph) -> None:
+        object.__setattr__(self, "_graph", graph)
+        self.recompile()
+
+    # Copies keep the program and the class (GraphModule's would rebuild a plain GraphModule).
+    def __deepcopy__(self, memo: dict):
+        result = object.__new__(type(self))
+        memo[id(self)] = result
+        for key, value in self.__dict__.items():
+            object.__setattr__(result, key, copy.deepcopy(value, memo))
+        return result
+
+    def __copy__(self):
+        result = object.__new__(type(self))
+        result.__dict__.update(self.__dict__)
+        return result
+
+    def __reduce__(self):
+        return _rebuild_program_module, (self._program, self._unflattened)
+
+    _unflattened = False
 
     # PyTorch's ep.module() refuses mode switches: the graph was traced in one mode (dropout and
     # batch norm are baked in); ``torch.ao.quantization.move_exported_model_to_eval`` rewrites it.
@@ -319,6 +345,24 @@ class UnliftedModule(nn.Module):
         outputs = self._graph_fn(self, *tensor_values)
         user = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
         return pytree.tree_unflatten(user, self._out_spec) if self._out_spec is not None else tuple(user)
+
+
+class UnliftedModule(_ProgramModule, GraphModule):
+    """``ExportedProgram.module()``: a GraphModule, as PyTorch's (passes and ``isinstance`` checks
+    take it as one), whose graph is the program's, unlifted."""
+
+    def __init__(self, program: ExportedProgram):
+        super().__init__(program)
+        self.__class__.__name__ = "GraphModule"  # its own class (GraphModule.__new__), named as PyTorch's
+        self.meta = {}
+
+
+def _rebuild_program_module(program: ExportedProgram, unflattened: bool):
+    if unflattened:
+        from ._unflatten import unflatten
+
+        return unflatten(program)
+    return program.module()
 
 
 def assign_state(target, value) -> None:

@@ -53,6 +53,18 @@ def _alias(t):
     return t.detach().requires_grad_(t.requires_grad)
 
 
+def _tensor_attribute_paths(mod, state_names: set) -> dict:
+    """id(tensor) -> the dotted path of a plain tensor attribute of ``mod`` or its submodules (not a
+    parameter or buffer), the first path for a tensor held twice."""
+    paths: dict = {}
+    for prefix, module in mod.named_modules(remove_duplicate=False):
+        for name, value in vars(module).items():
+            path = f"{prefix}.{name}" if prefix else name
+            if _is_tensor(value) and path not in state_names:
+                paths.setdefault(id(value), path)
+    return paths
+
+
 def _state(mod: nn.Module):
     """(parameter names, buffer names, persistent flags) with tied tensors listed once."""
     params = [name for name, _ in mod.named_parameters(remove_duplicate=False)]
@@ -188,16 +200,23 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
 
     graph = gm.graph
     # Constants the trace met (tensor attributes, tensors built from Python data) become inputs.
+    # A tensor attribute of the module keeps its path as its name (``c``, ``sub.scale``), as in
+    # PyTorch; a tensor the program built is ``lifted_tensor_<k>``.
+    attribute_paths = _tensor_attribute_paths(mod, set(state_names))
     constants = {}
     const_names = []
+    anonymous = 0
     for node in list(graph.find_nodes(op="get_attr")):
         value = getattr(gm, node.target)
         if not _is_tensor(value):
             continue
-        target = f"lifted_tensor_{len(const_names)}"
+        target = attribute_paths.get(id(value))
+        if target is None or target in constants:
+            target = f"lifted_tensor_{anonymous}"
+            anonymous += 1
         first_placeholder = next(iter(graph.find_nodes(op="placeholder")), None)
         with graph.inserting_before(first_placeholder or node):
-            ph = graph.placeholder(f"c_{target}")
+            ph = graph.placeholder(f"c_{target.replace('.', '_').lower()}")
             ph.target = ph.name
         ph.meta.update(node.meta)
         node.replace_all_uses_with(ph)
@@ -292,9 +311,15 @@ def export(*args, **kwargs) -> ExportedProgram:
 
     compiler._EXPORTING[0] += 1  # torch.compiler.is_exporting() inside the model's forward
     try:
-        return _export(*args, **kwargs)
+        ep = _export(*args, **kwargs)
     finally:
         compiler._EXPORTING[0] -= 1
+    from ._dynamic_shapes import AdditionalInputs
+
+    dynamic_shapes = kwargs.get("dynamic_shapes")
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        dynamic_shapes.verify(ep)  # the program takes every example it was inferred from
+    return ep
 
 def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or

@@ -7,11 +7,14 @@ the root runs the exported graph (ember's graph is not split per submodule).
 
 from __future__ import annotations
 
-from ._program import UnliftedModule
+from ._program import _ProgramModule
 
 
-class UnflattenedModule(UnliftedModule):
-    """The program's root: submodules as in the exported module, forward = the whole graph."""
+class UnflattenedModule(_ProgramModule):
+    """The program's root: submodules as in the exported module, forward = the whole graph (not a
+    GraphModule, as PyTorch's is not)."""
+
+    _unflattened = True
 
 
 def unflatten(module, flat_args_adapter=None) -> UnflattenedModule:

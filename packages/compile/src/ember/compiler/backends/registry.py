@@ -2,13 +2,17 @@
 
 "eager" runs the captured GraphModule as it is; "aot_eager" goes through AOT autograd
 (forward and backward graphs, both run by the GraphModule); "inductor" (the default) is
-``ember.compiler.inductor.compile_fx`` when that package part is present, else "aot_eager".
+``ember.compiler.inductor.compile_fx`` when that package part is present, else "aot_eager";
+"cudagraphs" is "aot_eager" with each graph of CUDA inputs replayed as a CUDA graph.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Callable
+
+log = logging.getLogger("ember.compiler")
 
 _BACKENDS: dict[str, Callable] = {}
 _TAGS: dict[str, tuple] = {}  # backend name -> its tags ("debug" for eager and aot_eager, as PyTorch's)
@@ -69,3 +73,23 @@ def aot_eager(gm, example_inputs):
     from ..aot_autograd import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, fw_compiler=eager, bw_compiler=eager)
+
+
+@register_backend(name="cudagraphs")
+def cudagraphs(gm, example_inputs):
+    """PyTorch's "cudagraphs" backend: AOT autograd with the eager kernels, the forward and the
+    backward graph each replayed as a CUDA graph (the inductor's ``cudagraphify``, as
+    mode="reduce-overhead" uses it) when its inputs are on CUDA; a graph with CPU inputs runs as it
+    is, with PyTorch's warning."""
+    from ..aot_autograd import aot_module_simplified
+
+    def graphed(graph, inputs):
+        from ..inductor._cudagraphs import _all_cuda, _scalars_to_device, cudagraphify
+
+        inputs = list(_scalars_to_device(tuple(inputs)))
+        if not _all_cuda(inputs):
+            log.warning("skipping cudagraphs due to cpu device")
+            return graph.forward
+        return cudagraphify(graph.forward, inputs)
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=graphed, bw_compiler=graphed)

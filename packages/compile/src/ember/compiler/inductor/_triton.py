@@ -15,7 +15,8 @@ reduction kernel puts its rows on ``xindex`` (``[XBLOCK, 1]``) and the reduced e
   a member needs a finished row, except for online softmax and Welford (``_triton_looped``).
 
 Static sizes are literals (Triton sees the contiguity it needs to vectorize); symbolic sizes
-are ``int64`` kernel arguments, so a new batch size reuses the compiled kernel. A value one
+are ``int64`` kernel arguments, so a new batch size reuses the compiled kernel, and float inputs
+of the graph (a learning rate, a scale) are ``float64`` arguments, so a new value does too. A value one
 member stores and a later member of the same kernel reads is not re-read from memory (the
 threads that wrote it need not be those that read it): the reader recomputes it from the
 expression, which common-subexpression reuse turns into a register in one body.
@@ -46,12 +47,22 @@ def index_text(expr) -> str:
     return index_source(expr, "//", Unsupported)
 
 
+def param_name(kind: str, what) -> str:
+    """The kernel argument's name of a ``params`` entry."""
+    if kind == "ptr":
+        return what
+    if kind == "number":
+        return f"number{what}"
+    return what.name
+
+
 class TritonKernelSpec:
     """One generated kernel: its source and what the runtime needs to launch it.
 
-    ``params``: ``[("ptr", buffer name) | ("size", symbol)]`` in argument order (block sizes
-    follow as constexprs); ``xnumel``/``rnumel``: sympy sizes of the launch; ``persistent``:
-    whether ``RBLOCK`` must cover ``rnumel``.
+    ``params``: ``[("ptr", buffer name) | ("size", symbol) | ("number", graph input position)]``
+    in argument order (block sizes follow as constexprs; a number is a float64 argument, so a
+    new learning rate or scale reuses the compiled kernel); ``xnumel``/``rnumel``: sympy sizes of
+    the launch; ``persistent``: whether ``RBLOCK`` must cover ``rnumel``.
     """
 
     def __init__(self, name, source, params, dtypes, xnumel, rnumel, reduction, persistent, inplace, origins):
@@ -94,9 +105,16 @@ class _Body:
             return self.cache[e]
         w = self.w
         if isinstance(e, Const):
-            text = T.literal(e.value, e.dtype)
-            self.literal.add(text)
-            return text
+            if e.number is None:
+                text = T.literal(e.value, e.dtype)
+                self.literal.add(text)
+                return text
+            # a float input of the graph: a (float64) kernel argument, cast to the compute dtype
+            arg = w.number_arg(e.number)
+            text = arg if e.dtype is dt.float64 else f"{arg}.to({T.TL_TYPES[e.dtype]})"
+            name = self.emit(text, e.dtype)
+            self.cache[e] = name
+            return name
         if isinstance(e, Load):
             local = w.local_value(e, self)
             if local is not None:
@@ -148,6 +166,14 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
         self.zero = "0"  # a block of zeros shaped like the stores' index (a scalar index needs one)
         self.shared_mask = "rmask"  # the mask of a load every row of a reduction block shares
         self.inner_vars = self.outer_vars = frozenset()
+        self.number_args: dict[int, str] = {}  # graph input position -> its float's argument name
+
+    def number_arg(self, position: int) -> str:
+        """The kernel argument holding the float input at ``position``."""
+        name = self.number_args.get(position)
+        if name is None:
+            name = self.number_args[position] = f"number{position}"
+        return name
 
     def body(self, indent: str, mask: str) -> _Body:
         return _Body(self, indent, mask)
@@ -269,8 +295,9 @@ class TritonKernelWriter(ReductionEmitter, LoopedEmitter):
         params.extend(("ptr", name) for name in self.writes)
         for s in sorted(symbols, key=lambda s: s.name):
             params.append(("size", s))
+        params.extend(("number", position) for position in sorted(self.number_args))
         for kind, what in params:
-            args.append(what if kind == "ptr" else what.name)
+            args.append(param_name(kind, what))
         # the number of rows (elements) is an argument even when static: a new batch size then
         # reuses the compiled kernel however the graph was specialized
         args.append("xnumel")

@@ -72,7 +72,7 @@ def _expr(text: str) -> sympy.Expr:
 
 def spec_to_json(spec) -> dict:
     return {"name": spec.name, "source": spec.source,
-            "params": [[kind, what if kind == "ptr" else what.name] for kind, what in spec.params],
+            "params": [[kind, what if kind in ("ptr", "number") else what.name] for kind, what in spec.params],
             "dtypes": {name: d.name for name, d in spec.dtypes.items()},
             "xnumel": str(spec.xnumel), "rnumel": str(spec.rnumel), "reduction": spec.reduction,
             "persistent": spec.persistent, "inplace": spec.inplace, "origins": list(spec.origins),
@@ -82,7 +82,7 @@ def spec_to_json(spec) -> dict:
 def spec_from_json(d: dict):
     from ._triton import TritonKernelSpec
 
-    params = [(kind, what if kind == "ptr" else sympy.Symbol(what, integer=True, positive=True))
+    params = [(kind, what if kind in ("ptr", "number") else sympy.Symbol(what, integer=True, positive=True))
               for kind, what in d["params"]]
     dtypes = {name: getattr(dt, name_) for name, name_ in d["dtypes"].items()}
     spec = TritonKernelSpec(d["name"], d["source"], params, dtypes, _expr(d["xnumel"]), _expr(d["rnumel"]),

@@ -30,6 +30,7 @@ from operator import or_
 
 from . import config
 from ._codecache import cache_dir
+from ._triton import param_name
 
 _MODULES: dict = {}
 _all_aligned = "aligned"  # the launcher key of a call whose every pointer and size is a multiple of 16
@@ -247,7 +248,7 @@ def signature_of(spec) -> dict:
         if kind == "ptr":
             signature[what] = "*" + SIG_TYPES[spec.dtypes[what]]
         else:
-            signature[what.name] = "i64"
+            signature[param_name(kind, what)] = "fp64" if kind == "number" else "i64"
     signature["xnumel"] = spec.index_type
     signature["XBLOCK"] = "constexpr"
     if spec.reduction:
@@ -270,7 +271,10 @@ class TritonKernel:
         self._launchers: dict = {}  # (config, alignment of each argument) -> device launcher
         self._sized: dict = {}  # (xnumel, rnumel) -> (config, grid)
         self._is_ptr = [kind == "ptr" for kind, _ in spec.params]
-        self._arg_names = [what if kind == "ptr" else what.name for kind, what in spec.params] + ["xnumel"]
+        # float arguments (number inputs of the graph) take no part in the alignment key
+        self._is_number = [kind == "number" for kind, _ in spec.params]
+        self._has_numbers = any(self._is_number)
+        self._arg_names = [param_name(kind, what) for kind, what in spec.params if kind != "number"] + ["xnumel"]
         self._index = device.index or 0
         self._stream = backend.current_stream if backend != "interpreter" else None
         if not self.interpret and config.graph_cache:
@@ -283,10 +287,13 @@ class TritonKernel:
         if sized is not None and not self.interpret:
             # the common call: this size was launched before (a fixed grid, a known configuration)
             cfg, grid = sized
-            values = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
-            values.append(xnumel)
-            launcher = self._launchers.get((cfg, _all_aligned if not reduce(or_, values) & 15 else
-                                            tuple(v & 15 == 0 for v in values)))
+            if self._has_numbers:
+                values, ints = self._values(args, xnumel)
+            else:
+                values = ints = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
+                values.append(xnumel)
+            launcher = self._launchers.get((cfg, _all_aligned if not reduce(or_, ints) & 15 else
+                                            tuple(v & 15 == 0 for v in ints)))
             if launcher is not None:
                 launcher(grid, self._stream(self._index), *values)
                 return
@@ -348,10 +355,9 @@ class TritonKernel:
         if self.interpret:
             self._interpret(cfg, args, grid, xnumel)
             return
-        values = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
-        values.append(xnumel)
+        values, ints = self._values(args, xnumel)
         # which pointers and sizes are multiples of 16 (Triton's vectorization needs to know)
-        aligned = tuple(v & 15 == 0 for v in values)
+        aligned = tuple(v & 15 == 0 for v in ints)
         key = (cfg, _all_aligned if all(aligned) else aligned)
         launcher = self._launchers.get(key)
         if launcher is None:
@@ -360,6 +366,19 @@ class TritonKernel:
                 self.spec.source, self.spec.name, self.signature, self._constexprs(cfg), names, cfg[2], 1,
                 self._index)
         launcher(grid, self._stream(self._index), *values)
+
+    def _values(self, args, xnumel) -> tuple[list, list]:
+        """The launch's argument values, and those of them that are ints (pointers, sizes)."""
+        values, ints = [], []
+        for is_ptr, is_number, a in zip(self._is_ptr, self._is_number, args):
+            if is_number:
+                values.append(float(a))
+            else:
+                values.append(a.data_ptr() if is_ptr else int(a))
+                ints.append(values[-1])
+        values.append(xnumel)
+        ints.append(xnumel)
+        return values, ints
 
     def _interpret(self, cfg, args, grid, xnumel):
         import numpy as np
@@ -375,11 +394,23 @@ class TritonKernel:
                         "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}[
                     SIG_TYPES[self.spec.dtypes[what]]]
                 values.append(_HostArg(a.data_ptr(), name))
+            elif kind == "number":
+                values.append(_float64_scalar(a))
             else:
                 values.append(int(a))
         values.append(xnumel)
         with np.errstate(all="ignore"):
             fn[grid[:1]](*values, **self._constexprs(cfg))
+
+
+def _float64_scalar(value):
+    """A float argument as the compiled kernel sees it (a float64 scalar; the interpreter would
+    otherwise keep a Python float, which has no ``.to``)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    return tl.tensor(TensorHandle(np.array([float(value)], dtype=np.float64), tl.float64), tl.float64)
 
 
 def _capturing(device) -> bool:

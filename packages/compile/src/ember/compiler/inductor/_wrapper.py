@@ -269,7 +269,9 @@ class WrapperWriter:
         if self.triton:
             # this kernel's own sizes: a launcher may be shared with an equal kernel of other sizes
             spec = self.specs.get(kernel.name) or self.lib[kernel.name].spec
-            args = [what if kind == "ptr" else what.name for kind, what in sig]
+            # a number argument is the graph's float input, read every call
+            args = [what if kind == "ptr" else self.names[what] if kind == "number" else what.name
+                    for kind, what in sig]
             args.append(f"xnumel={_py(spec.xnumel)}")
             if spec.reduction:
                 args.append(f"rnumel={_py(spec.rnumel)}")

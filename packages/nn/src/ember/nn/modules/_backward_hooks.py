@@ -13,7 +13,10 @@ from ember import Tensor
 from ember.autograd import Function
 
 
-class _BackwardHookFunction(Function):
+class BackwardHookFunction(Function):
+    """The identity node; named as PyTorch's, so the outputs' grad_fn reads
+    ``BackwardHookFunctionBackward``."""
+
     @staticmethod
     def forward(ctx, *tensors):
         ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
@@ -29,7 +32,7 @@ def _wrap(values: tuple, on_node) -> tuple:
     positions = [i for i, v in enumerate(values) if isinstance(v, Tensor) and v.requires_grad]
     if not positions:
         return values
-    outs = _BackwardHookFunction.apply(*[values[i] for i in positions])
+    outs = BackwardHookFunction.apply(*[values[i] for i in positions])
     if not isinstance(outs, tuple):
         outs = (outs,)
     on_node(outs[0].grad_fn, positions, len(values))
