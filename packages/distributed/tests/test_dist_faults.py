@@ -107,3 +107,43 @@ def test_rank_dying_between_rendezvous_and_mpi_init_is_an_error(victim):
         assert got["outcome"] == "DistBackendError", got
         assert f"rank {victim} exited before MPI initialization completed" in got["message"]
         assert got["seconds"] < 60
+
+
+_MISMATCHES = ("shape", "dtype", "op", "kind", "async", "gather_into")
+
+
+def test_mismatched_collectives_raise_without_debug_mode():
+    # Without EMBER_DISTRIBUTED_DEBUG, MPI matched these by order alone: garbage (shape, dtype,
+    # op) or a wait for the timeout (kind). gloo checks byte counts: its smaller side aborts the
+    # process and the other raises RuntimeError (the oracle run below), and it reduces a float32
+    # against an int32 of the same size into garbage. ember: every rank raises DistBackendError (a
+    # RuntimeError) at once, naming both calls; that group is broken, the others go on.
+    cases = (*_MISMATCHES, "recv_smaller", "same_numel")
+    results, _, logs = run_ranks("mismatch_program.py", 2, args=cases, limit=90)
+    for rank in (0, 1):
+        got = results[rank]
+        assert got is not None, logs
+        for case in _MISMATCHES:
+            hit = got[case]
+            assert hit["error"] == "DistBackendError" and hit["runtime"], (case, hit)
+            assert "mismatched collectives" in hit["message"] and "rank " in hit["message"], (case, hit)
+            assert hit["seconds"] < 5, (case, hit)  # not the 30 s timeout
+            assert hit["after"] == "DistBackendError", (case, hit)
+        mine, other = ("4", "8") if rank == 0 else ("8", "4")
+        assert f"rank {rank} runs all_reduce(SUM) of {mine} float32 elements" in got["shape"]["message"]
+        assert f"another rank all_reduce(SUM) of {other} float32 elements" in got["shape"]["message"]
+        assert "int32" in got["dtype"]["message"] and "MAX" in got["op"]["message"]
+        assert "broadcast of 4 float32 elements with root 0" in got["kind"]["message"]
+        # a same-numel reshape is no mismatch (gloo agrees)
+        assert got["same_numel"]["error"] is None and got["same_numel"]["out"]["value"] == [2.0] * 8
+        assert got["world_after"] == "ok"
+    # a receive smaller than the message: MPI's truncation error, not MPICH's abort
+    assert results[0]["recv_smaller"]["error"] is None
+    hit = results[1]["recv_smaller"]
+    assert hit["error"] == "DistBackendError" and "truncated" in hit["message"], hit
+    assert hit["after"] == "ok"  # point to point: the group goes on
+
+    oracle, codes, logs = run_ranks("mismatch_program.py", 2, lib="torch", args=("shape",), allow_fail=True,
+                                    limit=60)
+    survivors = [r for r in oracle if r is not None]
+    assert survivors and all(r["shape"]["runtime"] for r in survivors), logs

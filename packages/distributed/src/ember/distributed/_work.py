@@ -44,6 +44,7 @@ import threading
 import time
 
 from ._errors import DistBackendError
+from ._matching import problem as mismatch_problem
 
 # Seconds a request may still take after a member of its group exited: one that left cleanly
 # may have done its part of the operation and gone (the rest completes within this); one that
@@ -183,9 +184,12 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
         max_nap = _MAX_NAP
     while True:
         # A tight burst of tests between clock reads: most operations end inside the first one.
-        for _ in range(_TESTS_PER_CHECK):
-            if test():
-                return
+        try:
+            for _ in range(_TESTS_PER_CHECK):
+                if test():
+                    return
+        except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
+            raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
         now = time.monotonic()
         if now - last_check > _CHECK_EVERY:
             last_check = now
@@ -197,6 +201,18 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
             time.sleep(nap)
+
+
+def _mpi_error(MPI, err, statuses, what: str) -> str:
+    """The message of an MPI error raised by a test: the failed request's own error where MPI
+    only says "see the statuses"."""
+    code = err.Get_error_code()
+    if err.Get_error_class() == MPI.ERR_IN_STATUS and statuses:
+        code = next((s.Get_error() for s in statuses if s.Get_error() != MPI.SUCCESS), code)
+    text = MPI.Get_error_string(code)
+    if MPI.Get_error_class(code) == MPI.ERR_TRUNCATE:
+        text += " (a message larger than the receive buffer: do the sizes of the send and the receive match?)"
+    return f"{what} failed in MPI: {text}"
 
 
 class Future:
@@ -338,6 +354,17 @@ class _Job:
         self.done = threading.Event()
         self.error: BaseException | None = None
 
+    def run(self) -> None:
+        """Waits for the work's signature exchange (``_matching``), checks it, then for its data."""
+        work = self.work
+        if work._signatures is not None:
+            work._signatures[0].Wait()
+            problem = work.signatures_problem()
+            if problem is not None:
+                self.error = DistBackendError(problem)
+                return
+        self.request.Wait()
+
 
 class Worker:
     """One thread per process group that waits on its ``async_op`` collectives' requests.
@@ -364,7 +391,7 @@ class Worker:
         while True:
             job = self._queue.get()
             try:
-                job.request.Wait()
+                job.run()
             except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
                 job.error = err
             finally:
@@ -376,14 +403,35 @@ class CollectiveWork(Work):
     """A started collective (its nonblocking MPI request). ``launch()`` (``async_op``: the caller
     goes on computing) hands the request to the group's worker, which waits on it; a work never
     launched (a synchronous call) is polled in the waiting thread. MPI lets only one thread wait
-    on a request: once launched, only the worker touches it."""
+    on a request: once launched, only the worker touches it. ``signatures``: the collective's
+    signature exchange (``_matching``: request, receive buffer, signature, count), started just
+    before the data and checked before the data is waited on."""
 
     _spin = COLLECTIVE_SPIN_SECONDS
 
-    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=()):
+    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=(), signatures=None):
         super().__init__(group, [request], what, finish, outputs)
         self._keep = keep  # the staged tensors MPI reads and writes
         self._job: _Job | None = None
+        self._signatures = signatures
+
+    def signatures_problem(self) -> str | None:
+        """After the signature exchange: None if every rank runs this collective, else the error
+        (the group is then marked broken: a rank may have started mismatched data)."""
+        _, recv, sig, count = self._signatures[:4]
+        group = self._group
+        problem = mismatch_problem(recv, sig, count, self._what, group.global_ranks[group.rank])
+        if problem is not None:
+            group.mark_broken(problem)
+        return problem
+
+    def _check_signatures(self, deadline: float) -> None:
+        if self._signatures is not None:
+            wait_requests(self._signatures[:1], self._group, deadline, self._what, None, self._spin)
+            problem = self.signatures_problem()
+            self._signatures = None
+            if problem is not None:
+                raise DistBackendError(problem)
 
     def launch(self) -> None:
         if self._job is None and not self._done and self._error is None:
@@ -392,6 +440,7 @@ class CollectiveWork(Work):
     def _wait_until(self, deadline: float) -> None:
         job = self._job
         if job is None:
+            self._check_signatures(deadline)
             super()._wait_until(deadline)
             return
         group = self._group
@@ -401,15 +450,30 @@ class CollectiveWork(Work):
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if job.error is not None:
+            if isinstance(job.error, DistBackendError):
+                raise job.error
             raise DistBackendError(f"{self._what} failed in MPI: {job.error}")
 
     def is_completed(self) -> bool:
         job = self._job
         if job is None:
+            if self._error is None and self._signatures is not None:
+                if not self._signatures[0].Test():
+                    return False
+                problem = self.signatures_problem()
+                self._signatures = None
+                if problem is not None:
+                    self._error = DistBackendError(problem)
+                    abandoned = getattr(self._group, "abandoned", None)
+                    if abandoned is not None:
+                        abandoned.append(self)
+                    return True
             return super().is_completed()
         if not self._done and self._error is None and job.done.is_set():
             if job.error is None:
                 self._complete()
+            elif isinstance(job.error, DistBackendError):
+                self._error = job.error
             else:
                 self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
         return self._done or self._error is not None
