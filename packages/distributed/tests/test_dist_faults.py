@@ -147,3 +147,33 @@ def test_mismatched_collectives_raise_without_debug_mode():
                                     limit=60)
     survivors = [r for r in oracle if r is not None]
     assert survivors and all(r["shape"]["runtime"] for r in survivors), logs
+
+
+@pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group", "own_sessions"])
+def test_oversubscribed_wait_yields_only_where_peers_share_the_sched_group(monkeypatch, one_group):
+    # Oversubscribed ranks in one autogroup (mp.spawn's children) get a peer onto the core by
+    # yielding; ranks in sessions of their own (mpiexec, ember-run) would get the core straight
+    # back, so they sleep at once (_work's comment has the figures).
+    from ember.distributed import _work
+
+    calls = {"yield": 0, "sleep": 0}
+    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
+    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
+    monkeypatch.setattr(_work, "_YIELD_FIRST", [0.0])
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED_YIELD_SECONDS", 60.0)  # no clock in the count
+    _work.set_oversubscribed(True, one_group)
+
+    class Request:
+        tests = 0
+
+        def Test(self):  # noqa: N802 - MPI's name
+            Request.tests += 1
+            return Request.tests > 4 * _work._TESTS_PER_CHECK
+
+    class Group:
+        def health_problem(self, *args):
+            return None
+
+    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce")
+    assert calls == ({"yield": 4, "sleep": 0} if one_group else {"yield": 0, "sleep": 4})

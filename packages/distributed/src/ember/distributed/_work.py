@@ -69,9 +69,19 @@ _TESTS_PER_CHECK = 32
 #   (measured at 2 ranks on a loaded 2-core machine: 1 MB all_reduce 4.2 ms when yielding
 #   between bursts, 0.6 ms spinning; 4 KB 25 us -> 8-15 us).
 # - Oversubscribed: the peer this rank waits for may be waiting for this very core, so the wait
-#   sleeps between bursts, from 10 us doubling to 200 us. ``sched_yield`` barely helps there (the
-#   kernel's fair scheduler keeps the yielder running): 4 ranks on 2 loaded cores measured
-#   10-13 ms per 4 KB all_reduce yielding, 1-2.5 ms sleeping.
+#   gives the core up between bursts: it sleeps, from 10 us doubling to 200 us. Whether a
+#   ``sched_yield`` would do better depends on the kernel's autogroups (one per session): ranks
+#   in sessions of their own (as ``mpiexec``, torchrun and ``ember-run`` start them) are each a
+#   group of one, and a yield hands the core straight back to the yielder: 4 ranks on 2 cores
+#   (load 10, interleaved in the same processes, medians of 20 blocks, 2 runs) measured 4 KB
+#   all_reduce 10.3-12.7 ms yielding 2 ms before sleeping, 1.5-1.7 ms sleeping at once (MPICH's
+#   spinning blocking call 7.8-8.6 ms); 1 MB 10.5-15.5 ms against 5.3-7.1 ms (MPICH 8.4-15.3).
+#   Ranks sharing one group (``mp.spawn``'s children share their parent's session) do hand the
+#   core to a peer by yielding, so there the wait yields for ``_OVERSUBSCRIBED_YIELD_SECONDS``
+#   first, then sleeps (a peer that is late, not just off its core, should not cost a core of
+#   yields): at load 8-10, 5 runs, 4 KB 0.11-1.9 ms against 0.53-2.6 ms sleeping at once (MPICH
+#   0.11-0.9 ms); 1 MB 2.9-9.9 ms against 2.3-9.6 ms (MPICH 2.8-9.7 ms) - the same within the
+#   noise. Yielding without end made 1 MB slower there (10-13.5 ms).
 # - Not oversubscribed by ranks but the machine busy with other work (e.g. a shared development
 #   machine): the peer this rank waits for is often off its core, and a spinning wait only burns
 #   the slice the kernel would otherwise give it (or give this rank later). The wait spins for
@@ -88,6 +98,9 @@ _TESTS_PER_CHECK = 32
 #   it stayed above the cores after any earlier job, and the napping wait made 1-64 MB
 #   all_reduce 4-8% slower than MPICH's blocking call (spinning: 0-3%).
 _OVERSUBSCRIBED = [True]
+_OVERSUBSCRIBED_YIELD_SECONDS = 2e-3
+_YIELD_FIRST = [0.0]  # the yielding spin of this node's oversubscribed waits (``set_oversubscribed``)
+_sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
 _BUSY_CHECK_EVERY = 0.5
@@ -129,8 +142,11 @@ def _machine_busy(now: float) -> bool:
 _SPARE_CORE = [False]
 
 
-def set_oversubscribed(flag: bool) -> None:
+def set_oversubscribed(flag: bool, one_group: bool = False) -> None:
+    """``one_group``: the node's ranks share one scheduling group (autogroup), where a yield
+    hands the core to a peer."""
     _OVERSUBSCRIBED[0] = bool(flag)
+    _YIELD_FIRST[0] = _OVERSUBSCRIBED_YIELD_SECONDS if flag and one_group else 0.0
 
 
 def set_spare_core(flag: bool) -> None:
@@ -176,8 +192,10 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
 
     start = last_check = time.monotonic()
     nap = 0.0
+    yield_until = 0.0
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
+        yield_until = _YIELD_FIRST[0]
     elif not small and _machine_busy(start):
         spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
     else:
@@ -198,6 +216,9 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if now - start > spin_seconds:
+            if now - start < yield_until:
+                _sched_yield()
+                continue
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
             time.sleep(nap)
