@@ -43,6 +43,8 @@ def test_rank_that_stops_calling_collectives_times_out():
     assert survivor is not None, logs
     assert survivor["error"] == "DistBackendError"
     assert "timed out" in survivor["message"], survivor["message"]
+    # named from the store, where a slow wait says which collective it waits in (gloo names none)
+    assert "rank 1 never joined this operation" in survivor["message"], survivor["message"]
     assert survivor["waited"] >= timeout
     assert survivor["waited"] < timeout + 10, survivor
 

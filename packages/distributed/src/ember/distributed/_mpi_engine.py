@@ -47,6 +47,10 @@ from ._work import (
 
 _F16, _BF16 = ember.float16, ember.bfloat16
 _SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
+# A wait that lasts this long tells the store which collective this rank waits in, so that a
+# peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).
+_ANNOUNCE_AFTER = 0.1
+_COMMS: dict = {}  # group ranks -> communicators made for them so far (every member in step)
 
 
 _QUICK_TESTS = 64
@@ -100,6 +104,12 @@ class MPIEngine(Engine):
         self._sig_send = send
         self._sig_args = ([send, self.MPI.INT64_T], [recv, self.MPI.INT64_T], self.MPI.MAX)
         self._me = global_ranks[self.rank]
+        made = _COMMS.get(tuple(global_ranks), 0)
+        _COMMS[tuple(global_ranks)] = made + 1
+        self._wait_key = f"ember/waiting/{'-'.join(map(str, global_ranks))}/{made}/"
+        self._seq = 0  # collectives started on this communicator
+        self.waiting_seq = 0  # the one being waited for (0: none, or not a collective)
+        self._announced = 0
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -115,10 +125,36 @@ class MPIEngine(Engine):
             how = "left the process group" if hit[2] else "died (killed or crashed)"
             return (f"{what} failed on rank {me}: rank {hit[0]} {how} while this rank waited for it; "
                     "the process group is no longer usable")
+        seq = self.waiting_seq
         if now > deadline:
-            return (f"{what} timed out on rank {me} after {self.timeout_seconds:g}s: a peer never joined "
-                    "this operation; the process group is no longer usable")
+            absent = self._absent(seq)
+            who = (f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} never joined this "
+                   "operation" if absent else "a peer never joined this operation")
+            return (f"{what} timed out on rank {me} after {self.timeout_seconds:g}s: {who}; the process group is "
+                    "no longer usable")
+        if seq and self._announced != seq and now > deadline - self.timeout_seconds + _ANNOUNCE_AFTER:
+            self._announced = seq
+            try:
+                self.world.store.set(self._wait_key + str(self.rank), str(seq))
+            except Exception:  # noqa: BLE001 - only a better message at stake
+                pass
         return None
+
+    def _absent(self, seq: int) -> list[int]:
+        """The group's ranks (global) that have not said they wait in collective ``seq`` of this
+        communicator (a wait says so after ``_ANNOUNCE_AFTER``); [] if the store cannot tell."""
+        if not seq:
+            return []
+        absent = []
+        try:
+            store = self.world.store
+            for r in range(self.size):
+                key = self._wait_key + str(r)
+                if r != self.rank and (not store.check([key]) or store.get(key) != str(seq).encode()):
+                    absent.append(self.global_ranks[r])
+        except Exception:  # noqa: BLE001 - only a better message at stake
+            return []
+        return absent
 
     def mark_broken(self, problem: str) -> None:
         self.broken = problem
@@ -148,6 +184,7 @@ class MPIEngine(Engine):
         before it, the exchange of ``sig`` and ``count`` (``_matching``), which the work checks
         before it waits for the data."""
         signatures = None
+        self._seq += 1
         try:
             if self.size > 1:
                 send, recv = signature_buffers(sig, count)
@@ -156,7 +193,7 @@ class MPIEngine(Engine):
             request = getattr(self.comm, call)(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
-        return CollectiveWork(self, request, what, finish, outputs, keep, signatures)
+        return CollectiveWork(self, request, what, finish, outputs, keep, signatures, self._seq)
 
     # -- buffers ---------------------------------------------------------------------------
 
@@ -224,6 +261,8 @@ class MPIEngine(Engine):
         wait fails (MPI may still write into it)."""
         if self.broken is not None or self.world.health.broken is not None:
             self._start(what)
+        self._seq += 1
+        self.waiting_seq = self._seq
         if self.size > 1:
             fill_signature(self._sig_send, sig, count)
             try:

@@ -297,6 +297,7 @@ class Work:
     """
 
     _spin = _SPIN_SECONDS
+    _seq = 0  # a collective's number on its communicator (0: point to point)
 
     def __init__(self, group, requests, what: str, finish=None, outputs=None):
         self._group = group
@@ -332,6 +333,7 @@ class Work:
         return True
 
     def _wait_until(self, deadline: float) -> None:
+        self._group.waiting_seq = self._seq
         wait_requests(self._requests, self._group, deadline, self._what, self._statuses, self._spin)
 
     def is_completed(self) -> bool:
@@ -430,8 +432,9 @@ class CollectiveWork(Work):
 
     _spin = COLLECTIVE_SPIN_SECONDS
 
-    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=(), signatures=None):
+    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=(), signatures=None, seq=0):
         super().__init__(group, [request], what, finish, outputs)
+        self._seq = seq  # its number among the communicator's collectives (names absent ranks on a timeout)
         self._keep = keep  # the staged tensors MPI reads and writes
         self._job: _Job | None = None
         self._signatures = signatures
@@ -459,6 +462,7 @@ class CollectiveWork(Work):
             self._job = self._group.worker().submit(self._requests[0], self)
 
     def _wait_until(self, deadline: float) -> None:
+        self._group.waiting_seq = self._seq
         job = self._job
         if job is None:
             self._check_signatures(deadline)
