@@ -94,6 +94,32 @@ ddp_unused = DDP(unused_model, find_unused_parameters=True)
 R["find_unused"] = close(train(ddp_unused), ref, 1e-5)
 R["find_unused_grad_none"] = unused_model.unused.weight.grad is None
 
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+
+    def forward(self, x, use_b):
+        h = self.a(x)
+        return self.b(h) if use_b else h
+
+
+# find_unused_parameters with no_sync: a parameter used in an accumulation step (on rank 0 only)
+# but not in the synced one still counts as used there: its accumulated gradient is averaged
+# and written on every rank, so replicas stay equal (PyTorch's local used map)
+branchy = Branchy()
+with torch.no_grad():
+    for i, p in enumerate(branchy.parameters()):
+        p.fill_((i + 1) * 0.1)
+ddp_branchy = DDP(branchy, find_unused_parameters=True)
+with ddp_branchy.no_sync():
+    ddp_branchy(torch.ones(1, 2) * (rank + 1), rank == 0).sum().backward()
+ddp_branchy(torch.ones(1, 2), False).sum().backward()
+R["no_sync_unused"] = [None if p.grad is None else [round(v * world, 5) for v in p.grad.reshape(-1).tolist()]
+                       for p in branchy.b.parameters()]
+
 fp16 = DDP(make(rank))
 fp16.register_comm_hook(None, default_hooks.fp16_compress_hook)
 R["fp16_hook"] = close(train(fp16), ref, 2e-2)
