@@ -8,6 +8,7 @@ and per forward, ``no_sync``, unused-parameter detection, comm hooks and ``join`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import ember
 import ember.autograd  # noqa: F401 - installs Tensor.register_post_accumulate_grad_hook
@@ -269,6 +270,10 @@ def _reachable_parameters(output) -> set:
         elif isinstance(value, dict):
             for v in value.values():
                 collect(v)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # a model output dataclass, as PyTorch's DDP looks into
+            for field in dataclasses.fields(value):
+                collect(getattr(value, field.name))
 
     collect(output)
     seen, found, stack = set(), set(), list(roots)
