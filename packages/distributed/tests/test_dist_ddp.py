@@ -12,6 +12,7 @@ EXPECTED = {
     "fp16_hook": True, "bf16_hook": True, "broadcast_buffers": [1.0, 1.0, 1.0, 1.0],
     "unused_error": ["RuntimeError", True], "join": True,
     "device_id_errors": ["ValueError", "ValueError", "ValueError", None],
+    "no_sync_unused": [[0.4, 0.4, 0.4, 0.4], [1.0, 1.0]], "dataclass_output": [2.0, True],
 }
 
 

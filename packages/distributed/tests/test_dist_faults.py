@@ -43,6 +43,8 @@ def test_rank_that_stops_calling_collectives_times_out():
     assert survivor is not None, logs
     assert survivor["error"] == "DistBackendError"
     assert "timed out" in survivor["message"], survivor["message"]
+    # named from the store, where a slow wait says which collective it waits in (gloo names none)
+    assert "rank 1 never joined this operation" in survivor["message"], survivor["message"]
     assert survivor["waited"] >= timeout
     assert survivor["waited"] < timeout + 10, survivor
 
@@ -107,3 +109,73 @@ def test_rank_dying_between_rendezvous_and_mpi_init_is_an_error(victim):
         assert got["outcome"] == "DistBackendError", got
         assert f"rank {victim} exited before MPI initialization completed" in got["message"]
         assert got["seconds"] < 60
+
+
+_MISMATCHES = ("shape", "dtype", "op", "kind", "async", "gather_into")
+
+
+def test_mismatched_collectives_raise_without_debug_mode():
+    # Without EMBER_DISTRIBUTED_DEBUG, MPI matched these by order alone: garbage (shape, dtype,
+    # op) or a wait for the timeout (kind). gloo checks byte counts: its smaller side aborts the
+    # process and the other raises RuntimeError (the oracle run below), and it reduces a float32
+    # against an int32 of the same size into garbage. ember: every rank raises DistBackendError (a
+    # RuntimeError) at once, naming both calls; that group is broken, the others go on.
+    cases = (*_MISMATCHES, "recv_smaller", "same_numel")
+    results, _, logs = run_ranks("mismatch_program.py", 2, args=cases, limit=90)
+    for rank in (0, 1):
+        got = results[rank]
+        assert got is not None, logs
+        for case in _MISMATCHES:
+            hit = got[case]
+            assert hit["error"] == "DistBackendError" and hit["runtime"], (case, hit)
+            assert "mismatched collectives" in hit["message"] and "rank " in hit["message"], (case, hit)
+            assert hit["seconds"] < 5, (case, hit)  # not the 30 s timeout
+            assert hit["after"] == "DistBackendError", (case, hit)
+        mine, other = ("4", "8") if rank == 0 else ("8", "4")
+        assert f"rank {rank} runs all_reduce(SUM) of {mine} float32 elements" in got["shape"]["message"]
+        assert f"another rank all_reduce(SUM) of {other} float32 elements" in got["shape"]["message"]
+        assert "int32" in got["dtype"]["message"] and "MAX" in got["op"]["message"]
+        assert "broadcast of 4 float32 elements with root 0" in got["kind"]["message"]
+        # a same-numel reshape is no mismatch (gloo agrees)
+        assert got["same_numel"]["error"] is None and got["same_numel"]["out"]["value"] == [2.0] * 8
+        assert got["world_after"] == "ok"
+    # a receive smaller than the message: MPI's truncation error, not MPICH's abort
+    assert results[0]["recv_smaller"]["error"] is None
+    hit = results[1]["recv_smaller"]
+    assert hit["error"] == "DistBackendError" and "truncated" in hit["message"], hit
+    assert hit["after"] == "ok"  # point to point: the group goes on
+
+    oracle, codes, logs = run_ranks("mismatch_program.py", 2, lib="torch", args=("shape",), allow_fail=True,
+                                    limit=60)
+    survivors = [r for r in oracle if r is not None]
+    assert survivors and all(r["shape"]["runtime"] for r in survivors), logs
+
+
+@pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group", "own_sessions"])
+def test_oversubscribed_wait_yields_only_where_peers_share_the_sched_group(monkeypatch, one_group):
+    # Oversubscribed ranks in one autogroup (mp.spawn's children) get a peer onto the core by
+    # yielding; ranks in sessions of their own (mpiexec, ember-run) would get the core straight
+    # back, so they sleep at once (_work's comment has the figures).
+    from ember.distributed import _work
+
+    calls = {"yield": 0, "sleep": 0}
+    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
+    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
+    monkeypatch.setattr(_work, "_YIELD_FIRST", [0.0])
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED_YIELD_SECONDS", 60.0)  # no clock in the count
+    _work.set_oversubscribed(True, one_group)
+
+    class Request:
+        tests = 0
+
+        def Test(self):  # noqa: N802 - MPI's name
+            Request.tests += 1
+            return Request.tests > 4 * _work._TESTS_PER_CHECK
+
+    class Group:
+        def health_problem(self, *args):
+            return None
+
+    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce")
+    assert calls == ({"yield": 4, "sleep": 0} if one_group else {"yield": 0, "sleep": 4})

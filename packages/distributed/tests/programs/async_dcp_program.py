@@ -39,5 +39,26 @@ with torch.no_grad():
 state = fresh.state_dict()
 dcp.load(state, checkpoint_id=where)
 R["loaded_equals_staged"] = all(bool(torch.equal(v.full_tensor(), saved[k])) for k, v in fresh.state_dict().items())
+# get_state_dict of a DDP-wrapped model names parameters without DDP's ``module.``; they load
+# into the wrapped model again (set_state_dict) and into the bare one
+if LIB == "torch":
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.nn.parallel import DistributedDataParallel as DDP
+else:
+    from ember.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from ember.nn.parallel import DistributedDataParallel as DDP
+torch.manual_seed(0)
+ddp = DDP(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)))
+adam = torch.optim.Adam(ddp.parameters(), lr=0.1)
+ddp(torch.ones(4, 2)).sum().backward()
+adam.step()
+msd, osd = get_state_dict(ddp, adam)
+R["ddp_keys"] = [sorted(msd), sorted(osd["state"]), osd["param_groups"][0]["params"]]
+torch.manual_seed(1)
+ddp2 = DDP(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)))
+adam2 = torch.optim.Adam(ddp2.parameters(), lr=0.1)
+set_state_dict(ddp2, adam2, model_state_dict=msd, optim_state_dict=osd)
+R["ddp_roundtrip"] = all(bool(torch.equal(a, b)) for a, b in zip(ddp.parameters(), ddp2.parameters())) and bool(
+    torch.equal(adam2.state_dict()["state"][0]["exp_avg"], adam.state_dict()["state"][0]["exp_avg"]))
 R["files"] = sorted(f for f in os.listdir(where) if not f.startswith(".") or f == ".metadata") if LIB == "ember" else []
 write(rank, R)

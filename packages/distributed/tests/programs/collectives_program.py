@@ -214,6 +214,8 @@ R["err/broadcast_src"] = error_of(lambda: dist.broadcast(torch.zeros(2), src=wor
 R["err/send_self"] = error_of(lambda: dist.send(torch.zeros(2), dst=rank))
 R["err/not_tensor"] = error_of(lambda: dist.all_reduce([1, 2]))
 R["err/new_group_range"] = error_of(lambda: dist.new_group([0, world + 5]))
+R["err/new_group_duplicate"] = error_of(lambda: dist.new_group([0, 0, 1]))
+R["err/premul_sum"] = error_of(lambda: dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0)))
 R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
 R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
 

@@ -6,6 +6,8 @@ whole batch. Scenarios: several buckets, no_sync accumulation, find_unused_param
 compression hook, buffer broadcast, the error for an unused parameter without detection.
 """
 
+import dataclasses
+
 from prelude import LIB, dist, error_of, init, torch, write
 
 if LIB == "torch":
@@ -93,6 +95,53 @@ unused_model = make(rank, with_unused=True)
 ddp_unused = DDP(unused_model, find_unused_parameters=True)
 R["find_unused"] = close(train(ddp_unused), ref, 1e-5)
 R["find_unused_grad_none"] = unused_model.unused.weight.grad is None
+
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+
+    def forward(self, x, use_b):
+        h = self.a(x)
+        return self.b(h) if use_b else h
+
+
+# find_unused_parameters with no_sync: a parameter used in an accumulation step (on rank 0 only)
+# but not in the synced one still counts as used there: its accumulated gradient is averaged
+# and written on every rank, so replicas stay equal (PyTorch's local used map)
+branchy = Branchy()
+with torch.no_grad():
+    for i, p in enumerate(branchy.parameters()):
+        p.fill_((i + 1) * 0.1)
+ddp_branchy = DDP(branchy, find_unused_parameters=True)
+with ddp_branchy.no_sync():
+    ddp_branchy(torch.ones(1, 2) * (rank + 1), rank == 0).sum().backward()
+ddp_branchy(torch.ones(1, 2), False).sum().backward()
+R["no_sync_unused"] = [None if p.grad is None else [round(v * world, 5) for v in p.grad.reshape(-1).tolist()]
+                       for p in branchy.b.parameters()]
+
+
+
+@dataclasses.dataclass
+class Output:  # a model output dataclass (as Hugging Face models return)
+    logits: object
+    aux: object = None
+
+
+class WithOutput(Branchy):
+    def forward(self, x):
+        return Output(self.a(x))
+
+
+# find_unused_parameters looks into dataclass outputs: a.weight's gradient averaged (sum over
+# inputs of rank + 1: 2 * (world + 1)), b unused
+with_output = WithOutput()
+ddp_output = DDP(with_output, find_unused_parameters=True)
+ddp_output(torch.ones(1, 2) * (rank + 1)).logits.sum().backward()
+R["dataclass_output"] = [round(with_output.a.weight.grad.sum().item() / (world + 1), 5),
+                         with_output.b.weight.grad is None]
 
 fp16 = DDP(make(rank))
 fp16.register_comm_hook(None, default_hooks.fp16_compress_hook)

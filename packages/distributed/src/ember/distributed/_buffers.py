@@ -136,7 +136,9 @@ def check_op_for_dtype(op: RedOpType, dtype) -> None:
     """Rejects what MPI (and gloo) cannot reduce, with gloo's error types."""
     if (op, dtype) in _VALID:
         return
-    if op in (RedOpType.PREMUL_SUM, RedOpType.UNUSED):
+    if op == RedOpType.PREMUL_SUM:  # NCCL's alone, as in PyTorch
+        raise RuntimeError("Cannot use ReduceOp.PREMUL_SUM with Gloo (ember's MPI engine)")
+    if op == RedOpType.UNUSED:
         raise ValueError(f"ReduceOp.{op.name} is not supported by the MPI engine")
     if dtype.is_complex and op not in (RedOpType.SUM, RedOpType.AVG):
         raise ValueError(f"all_reduce does not support RedOpType.{op.name} on complex tensors")

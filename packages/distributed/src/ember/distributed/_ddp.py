@@ -8,6 +8,7 @@ and per forward, ``no_sync``, unused-parameter detection, comm hooks and ``join`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import ember
 import ember.autograd  # noqa: F401 - installs Tensor.register_post_accumulate_grad_hook
@@ -81,6 +82,10 @@ class DistributedDataParallel(nn.Module):
         self._joining = False
         self._hooks_fired = 0
         self._expect_reduction = False
+        # Parameters that got a gradient in backwards under ``no_sync`` since the last synced
+        # one: with find_unused_parameters they count as used at the next sync, so the gradient
+        # they accumulated is averaged and written on every rank (PyTorch's local used map).
+        self._used_unsynced: set = set()
         if init_sync:
             self._sync_module_states()
         self._hook_handles = [
@@ -224,7 +229,7 @@ class DistributedDataParallel(nn.Module):
             used = _reachable_parameters(output)
             for i, p in enumerate(self._params):
                 if id(p) not in used:
-                    self._reducer.locally_used[i] = False
+                    self._reducer.locally_used[i] = i in self._used_unsynced
                     self._mark_ready(i)
         return output
 
@@ -235,12 +240,15 @@ class DistributedDataParallel(nn.Module):
             if self.require_backward_grad_sync and self._expect_reduction:
                 self._hooks_fired += 1
                 self._mark_ready(index)
+            elif not self.require_backward_grad_sync:
+                self._used_unsynced.add(index)
         return hook
 
     def _mark_ready(self, index: int) -> None:
         if self._reducer.mark_ready(index):
             self._reducer.finalize(self.find_unused_parameters, self._device)
             self._expect_reduction = False
+            self._used_unsynced.clear()
 
     # -- pass-through ---------------------------------------------------------------------
 
@@ -262,6 +270,10 @@ def _reachable_parameters(output) -> set:
         elif isinstance(value, dict):
             for v in value.values():
                 collect(v)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # a model output dataclass, as PyTorch's DDP looks into
+            for field in dataclasses.fields(value):
+                collect(getattr(value, field.name))
 
     collect(output)
     seen, found, stack = set(), set(), list(roots)

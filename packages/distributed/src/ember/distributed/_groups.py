@@ -159,6 +159,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     ``GroupMember.NON_GROUP_MEMBER``."""
     pg = _require_init()
     world_size = pg.size()
+    if ranks is not None and len(set(ranks)) != len(ranks):
+        raise ValueError(f"ranks list must not contain duplicate entries, got {list(ranks)}")
     ranks = sorted(range(world_size) if ranks is None else {int(r) for r in ranks})
     for r in ranks:
         if not 0 <= r < world_size:

@@ -30,6 +30,10 @@ from ._buffers import (
     storage_huge_pages,
 )
 from ._errors import DistBackendError
+from ._matching import buffers as signature_buffers
+from ._matching import fill as fill_signature
+from ._matching import problem as mismatch_problem
+from ._matching import signature
 from ._work import (
     COLLECTIVE_SPIN_SECONDS,
     EXIT_GRACE,
@@ -43,6 +47,23 @@ from ._work import (
 
 _F16, _BF16 = ember.float16, ember.bfloat16
 _SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
+# A wait that lasts this long tells the store which collective this rank waits in, so that a
+# peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).
+_ANNOUNCE_AFTER = 0.1
+_COMMS: dict = {}  # group ranks -> communicators made for them so far (every member in step)
+
+
+_QUICK_TESTS = 64
+
+
+def _settles(request) -> bool:
+    """Tests ``request`` a few dozen times (a few us): a small collective of peers that are
+    running usually completes inside that, without the set-up of the full wait loop."""
+    test = request.Test
+    for _ in range(_QUICK_TESTS):
+        if test():
+            return True
+    return False
 
 
 class RecvWork(Work):
@@ -65,6 +86,10 @@ class MPIEngine(Engine):
     def __init__(self, comm, global_ranks: list[int], world, timeout_seconds: float):
         self.MPI = _mpi.mpi()
         self.comm = comm
+        # An MPI error (a receive truncated by a larger send, ...) comes back as an exception
+        # (``wait_requests`` reports it), not as MPICH's default abort of the whole process.
+        comm.Set_errhandler(self.MPI.ERRORS_RETURN)
+        self.MPI.COMM_WORLD.Set_errhandler(self.MPI.ERRORS_RETURN)
         self.global_ranks = global_ranks
         self.world = world
         self.timeout_seconds = timeout_seconds
@@ -73,6 +98,18 @@ class MPIEngine(Engine):
         self.broken: str | None = None
         self._worker: Worker | None = None
         self.abandoned: list = []  # failed works whose buffers MPI may still touch: never freed
+        # The signature exchange of synchronous calls (``_matching``), its buffers reused
+        send, recv = signature_buffers(0, 0)
+        self._sig_recv = recv
+        self._sig_send = send
+        self._sig_args = ([send, self.MPI.INT64_T], [recv, self.MPI.INT64_T], self.MPI.MAX)
+        self._me = global_ranks[self.rank]
+        made = _COMMS.get(tuple(global_ranks), 0)
+        _COMMS[tuple(global_ranks)] = made + 1
+        self._wait_key = f"ember/waiting/{'-'.join(map(str, global_ranks))}/{made}/"
+        self._seq = 0  # collectives started on this communicator
+        self.waiting_seq = 0  # the one being waited for (0: none, or not a collective)
+        self._announced = 0
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -88,10 +125,36 @@ class MPIEngine(Engine):
             how = "left the process group" if hit[2] else "died (killed or crashed)"
             return (f"{what} failed on rank {me}: rank {hit[0]} {how} while this rank waited for it; "
                     "the process group is no longer usable")
+        seq = self.waiting_seq
         if now > deadline:
-            return (f"{what} timed out on rank {me} after {self.timeout_seconds:g}s: a peer never joined "
-                    "this operation; the process group is no longer usable")
+            absent = self._absent(seq)
+            who = (f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} never joined this "
+                   "operation" if absent else "a peer never joined this operation")
+            return (f"{what} timed out on rank {me} after {self.timeout_seconds:g}s: {who}; the process group is "
+                    "no longer usable")
+        if seq and self._announced != seq and now > deadline - self.timeout_seconds + _ANNOUNCE_AFTER:
+            self._announced = seq
+            try:
+                self.world.store.set(self._wait_key + str(self.rank), str(seq))
+            except Exception:  # noqa: BLE001 - only a better message at stake
+                pass
         return None
+
+    def _absent(self, seq: int) -> list[int]:
+        """The group's ranks (global) that have not said they wait in collective ``seq`` of this
+        communicator (a wait says so after ``_ANNOUNCE_AFTER``); [] if the store cannot tell."""
+        if not seq:
+            return []
+        absent = []
+        try:
+            store = self.world.store
+            for r in range(self.size):
+                key = self._wait_key + str(r)
+                if r != self.rank and (not store.check([key]) or store.get(key) != str(seq).encode()):
+                    absent.append(self.global_ranks[r])
+        except Exception:  # noqa: BLE001 - only a better message at stake
+            return []
+        return absent
 
     def mark_broken(self, problem: str) -> None:
         self.broken = problem
@@ -112,16 +175,25 @@ class MPIEngine(Engine):
             self._worker = Worker("ember-collectives")
         return self._worker
 
-    def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, keep=(), **kwargs) -> Work:
+    def _job(self, call: str, args: tuple, what: str, finish=None, outputs=None, keep=(), sig=0, count=0,
+             **kwargs) -> Work:
         """Starts the nonblocking collective ``comm.<call>(*args)`` (``Iallreduce``, ...) now, in
         this thread: every rank starts a communicator's collectives in program order and in
         the same form, whatever thread later waits on them (``_work`` says why). ``keep``: the
-        ``Staged`` tensors whose memory MPI uses, held by the work until it completes."""
+        ``Staged`` tensors whose memory MPI uses, held by the work until it completes. Just
+        before it, the exchange of ``sig`` and ``count`` (``_matching``), which the work checks
+        before it waits for the data."""
+        signatures = None
+        self._seq += 1
         try:
+            if self.size > 1:
+                send, recv = signature_buffers(sig, count)
+                exchange = self.comm.Iallreduce([send, self.MPI.INT64_T], [recv, self.MPI.INT64_T], self.MPI.MAX)
+                signatures = (exchange, recv, sig, count, send)
             request = getattr(self.comm, call)(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
-        return CollectiveWork(self, request, what, finish, outputs, keep)
+        return CollectiveWork(self, request, what, finish, outputs, keep, signatures, self._seq)
 
     # -- buffers ---------------------------------------------------------------------------
 
@@ -156,7 +228,8 @@ class MPIEngine(Engine):
             return None
         try:
             check_op_for_dtype(op, dtype)
-            return dtype.itemsize, mpi_type(self.MPI, dtype), mpi_op(self.MPI, op, dtype)
+            return dtype.itemsize, mpi_type(self.MPI, dtype), mpi_op(self.MPI, op, dtype), signature(
+                "all_reduce", dtype, op)
         except (ValueError, RuntimeError, KeyError):
             return None
 
@@ -164,31 +237,54 @@ class MPIEngine(Engine):
         """A synchronous in-place all_reduce of a contiguous CPU tensor (``sync_allreduce_plan``
         chose the case): the same ``MPI_Iallreduce`` as ``allreduce``, so it matches that on
         other ranks, waited on here with nothing to stage or finish."""
-        item, mtype, mop = plan
+        item, mtype, mop, sig = plan
         sync_pending(tensor, "a collective")
         storage = tensor._storage
-        nbytes = math.prod(tensor._shape) * item
+        count = math.prod(tensor._shape)
+        nbytes = count * item
         if nbytes >= HUGE_FROM:
             storage_huge_pages(storage)
         buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, nbytes)
-        self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, "Iallreduce", self.MPI.IN_PLACE, [buf, mtype],
-                      mop)
+        self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
+                      [buf, mtype], mop)
+
+    _BARRIER = signature("barrier")
 
     def barrier_now(self) -> None:
-        self._run_now("barrier", True, None, "Ibarrier")
+        # The signature exchange is a barrier: nothing else to run.
+        self._run_now("barrier", True, None, self._BARRIER, 0, None)
 
-    def _run_now(self, what: str, small: bool, memory, call: str, *args) -> None:
-        """Starts ``comm.<call>(*args)`` and waits for it in this thread: a synchronous call with
+    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args) -> None:
+        """Exchanges the call's signature (``_matching``) and, when every rank runs the same,
+        starts ``comm.<call>(*args)`` and waits for it in this thread: a synchronous call with
         nothing to finish needs no ``Work``. ``memory``: what MPI writes, kept forever if the
         wait fails (MPI may still write into it)."""
         if self.broken is not None or self.world.health.broken is not None:
             self._start(what)
+        self._seq += 1
+        self.waiting_seq = self._seq
+        if self.size > 1:
+            fill_signature(self._sig_send, sig, count)
+            try:
+                request = self.comm.Iallreduce(*self._sig_args)
+            except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
+                raise DistBackendError(f"{what} failed in MPI: {err}") from None
+            if not _settles(request):
+                self._wait_now(request, what, small, None)
+            problem = mismatch_problem(self._sig_recv, sig, count, what, self._me)
+            if problem is not None:
+                self.mark_broken(problem)
+                raise DistBackendError(problem)
+        if call is None:
+            return
         try:
             request = getattr(self.comm, call)(*args)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
-        if request.Test():
-            return
+        if not _settles(request):
+            self._wait_now(request, what, small, memory)
+
+    def _wait_now(self, request, what: str, small: bool, memory) -> None:
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
                           COLLECTIVE_SPIN_SECONDS, small)
@@ -203,13 +299,15 @@ class MPIEngine(Engine):
         check_op_for_dtype(op, tensor.dtype)
         staged = for_reduction(tensor)
         args = (self.MPI.IN_PLACE, self._typed(staged), mpi_op(self.MPI, op, tensor.dtype))
-        return self._job("Iallreduce", args, "all_reduce", self._averaged(staged, op), [tensor], (staged,))
+        return self._job("Iallreduce", args, "all_reduce", self._averaged(staged, op), [tensor], (staged,),
+                         signature("all_reduce", tensor.dtype, op), tensor.numel())
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
         staged = for_transfer(tensor)
         finish = staged.writeback if self.rank != root and staged.staging is not None else None
-        return self._job("Ibcast", (self._bytes(staged),), "broadcast", finish, [tensor], (staged,), root=root)
+        return self._job("Ibcast", (self._bytes(staged),), "broadcast", finish, [tensor], (staged,),
+                         signature("broadcast", tensor.dtype, None, root), tensor.numel(), root=root)
 
     def reduce(self, tensor, root, op):
         self._start("reduce")
@@ -220,13 +318,14 @@ class MPIEngine(Engine):
         mine = self.rank == root
         args = (self.MPI.IN_PLACE, buf, mop) if mine else (buf, None, mop)
         finish = self._averaged(staged, op) if mine else None
-        return self._job("Ireduce", args, "reduce", finish, [tensor], (staged,), root=root)
+        return self._job("Ireduce", args, "reduce", finish, [tensor], (staged,),
+                         signature("reduce", tensor.dtype, op, root), tensor.numel(), root=root)
 
     def allgather(self, output, tensor):
         self._start("all_gather")
         src, dst = for_transfer(tensor), for_transfer(output)
         return self._job("Iallgather", (self._bytes(src), self._bytes(dst)), "all_gather", dst.writeback, [output],
-                         (src, dst))
+                         (src, dst), signature("all_gather", tensor.dtype), tensor.numel())
 
     def gather(self, output, tensor, root):
         self._start("gather")
@@ -234,7 +333,8 @@ class MPIEngine(Engine):
         dst = for_transfer(output) if self.rank == root else None
         args = (self._bytes(src), self._bytes(dst) if dst is not None else None)
         finish = dst.writeback if dst is not None else None
-        return self._job("Igather", args, "gather", finish, [output], (src, dst), root=root)
+        return self._job("Igather", args, "gather", finish, [output], (src, dst),
+                         signature("gather", tensor.dtype, None, root), tensor.numel(), root=root)
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
@@ -242,7 +342,7 @@ class MPIEngine(Engine):
         src = for_transfer(inputs) if self.rank == root else None
         sendbuf = self._bytes(src) if src is not None else None
         return self._job("Iscatter", (sendbuf, self._bytes(dst)), "scatter", dst.writeback, [output], (src, dst),
-                         root=root)
+                         signature("scatter", output.dtype, None, root), output.numel(), root=root)
 
     def reduce_scatter(self, output, inputs, op):
         self._start("reduce_scatter")
@@ -250,7 +350,7 @@ class MPIEngine(Engine):
         src, dst = for_reduction(inputs), for_reduction(output)
         args = (self._typed(src), self._typed(dst), mpi_op(self.MPI, op, output.dtype))
         return self._job("Ireduce_scatter_block", args, "reduce_scatter", self._averaged(dst, op), [output],
-                         (src, dst))
+                         (src, dst), signature("reduce_scatter", output.dtype, op), output.numel())
 
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
@@ -267,7 +367,8 @@ class MPIEngine(Engine):
             [src.buffer(self.MPI), layout(input_splits), self.MPI.BYTE],
             [dst.buffer(self.MPI), layout(output_splits), self.MPI.BYTE],
         )
-        return self._job("Ialltoallv", args, "all_to_all", dst.writeback, [output], (src, dst))
+        return self._job("Ialltoallv", args, "all_to_all", dst.writeback, [output], (src, dst),
+                         signature("all_to_all", tensor.dtype))
 
     def send(self, tensor, peer, tag):
         self._start("send")
@@ -285,7 +386,7 @@ class MPIEngine(Engine):
 
     def barrier(self):
         self._start("barrier")
-        return self._job("Ibarrier", (), "barrier")
+        return self._job("Ibarrier", (), "barrier", sig=self._BARRIER)
 
     def completed(self, outputs=None):
         return CompletedWork(self, outputs)

@@ -44,6 +44,7 @@ import threading
 import time
 
 from ._errors import DistBackendError
+from ._matching import problem as mismatch_problem
 
 # Seconds a request may still take after a member of its group exited: one that left cleanly
 # may have done its part of the operation and gone (the rest completes within this); one that
@@ -68,9 +69,19 @@ _TESTS_PER_CHECK = 32
 #   (measured at 2 ranks on a loaded 2-core machine: 1 MB all_reduce 4.2 ms when yielding
 #   between bursts, 0.6 ms spinning; 4 KB 25 us -> 8-15 us).
 # - Oversubscribed: the peer this rank waits for may be waiting for this very core, so the wait
-#   sleeps between bursts, from 10 us doubling to 200 us. ``sched_yield`` barely helps there (the
-#   kernel's fair scheduler keeps the yielder running): 4 ranks on 2 loaded cores measured
-#   10-13 ms per 4 KB all_reduce yielding, 1-2.5 ms sleeping.
+#   gives the core up between bursts: it sleeps, from 10 us doubling to 200 us. Whether a
+#   ``sched_yield`` would do better depends on the kernel's autogroups (one per session): ranks
+#   in sessions of their own (as ``mpiexec``, torchrun and ``ember-run`` start them) are each a
+#   group of one, and a yield hands the core straight back to the yielder: 4 ranks on 2 cores
+#   (load 10, interleaved in the same processes, medians of 20 blocks, 2 runs) measured 4 KB
+#   all_reduce 10.3-12.7 ms yielding 2 ms before sleeping, 1.5-1.7 ms sleeping at once (MPICH's
+#   spinning blocking call 7.8-8.6 ms); 1 MB 10.5-15.5 ms against 5.3-7.1 ms (MPICH 8.4-15.3).
+#   Ranks sharing one group (``mp.spawn``'s children share their parent's session) do hand the
+#   core to a peer by yielding, so there the wait yields for ``_OVERSUBSCRIBED_YIELD_SECONDS``
+#   first, then sleeps (a peer that is late, not just off its core, should not cost a core of
+#   yields): at load 8-10, 5 runs, 4 KB 0.11-1.9 ms against 0.53-2.6 ms sleeping at once (MPICH
+#   0.11-0.9 ms); 1 MB 2.9-9.9 ms against 2.3-9.6 ms (MPICH 2.8-9.7 ms) - the same within the
+#   noise. Yielding without end made 1 MB slower there (10-13.5 ms).
 # - Not oversubscribed by ranks but the machine busy with other work (e.g. a shared development
 #   machine): the peer this rank waits for is often off its core, and a spinning wait only burns
 #   the slice the kernel would otherwise give it (or give this rank later). The wait spins for
@@ -87,6 +98,9 @@ _TESTS_PER_CHECK = 32
 #   it stayed above the cores after any earlier job, and the napping wait made 1-64 MB
 #   all_reduce 4-8% slower than MPICH's blocking call (spinning: 0-3%).
 _OVERSUBSCRIBED = [True]
+_OVERSUBSCRIBED_YIELD_SECONDS = 2e-3
+_YIELD_FIRST = [0.0]  # the yielding spin of this node's oversubscribed waits (``set_oversubscribed``)
+_sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
 _BUSY_CHECK_EVERY = 0.5
@@ -128,8 +142,11 @@ def _machine_busy(now: float) -> bool:
 _SPARE_CORE = [False]
 
 
-def set_oversubscribed(flag: bool) -> None:
+def set_oversubscribed(flag: bool, one_group: bool = False) -> None:
+    """``one_group``: the node's ranks share one scheduling group (autogroup), where a yield
+    hands the core to a peer."""
     _OVERSUBSCRIBED[0] = bool(flag)
+    _YIELD_FIRST[0] = _OVERSUBSCRIBED_YIELD_SECONDS if flag and one_group else 0.0
 
 
 def set_spare_core(flag: bool) -> None:
@@ -175,17 +192,22 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
 
     start = last_check = time.monotonic()
     nap = 0.0
+    yield_until = 0.0
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
+        yield_until = _YIELD_FIRST[0]
     elif not small and _machine_busy(start):
         spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
     else:
         max_nap = _MAX_NAP
     while True:
         # A tight burst of tests between clock reads: most operations end inside the first one.
-        for _ in range(_TESTS_PER_CHECK):
-            if test():
-                return
+        try:
+            for _ in range(_TESTS_PER_CHECK):
+                if test():
+                    return
+        except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
+            raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
         now = time.monotonic()
         if now - last_check > _CHECK_EVERY:
             last_check = now
@@ -194,9 +216,24 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if now - start > spin_seconds:
+            if now - start < yield_until:
+                _sched_yield()
+                continue
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
             time.sleep(nap)
+
+
+def _mpi_error(MPI, err, statuses, what: str) -> str:
+    """The message of an MPI error raised by a test: the failed request's own error where MPI
+    only says "see the statuses"."""
+    code = err.Get_error_code()
+    if err.Get_error_class() == MPI.ERR_IN_STATUS and statuses:
+        code = next((s.Get_error() for s in statuses if s.Get_error() != MPI.SUCCESS), code)
+    text = MPI.Get_error_string(code)
+    if MPI.Get_error_class(code) == MPI.ERR_TRUNCATE:
+        text += " (a message larger than the receive buffer: do the sizes of the send and the receive match?)"
+    return f"{what} failed in MPI: {text}"
 
 
 class Future:
@@ -260,6 +297,7 @@ class Work:
     """
 
     _spin = _SPIN_SECONDS
+    _seq = 0  # a collective's number on its communicator (0: point to point)
 
     def __init__(self, group, requests, what: str, finish=None, outputs=None):
         self._group = group
@@ -295,6 +333,7 @@ class Work:
         return True
 
     def _wait_until(self, deadline: float) -> None:
+        self._group.waiting_seq = self._seq
         wait_requests(self._requests, self._group, deadline, self._what, self._statuses, self._spin)
 
     def is_completed(self) -> bool:
@@ -338,6 +377,17 @@ class _Job:
         self.done = threading.Event()
         self.error: BaseException | None = None
 
+    def run(self) -> None:
+        """Waits for the work's signature exchange (``_matching``), checks it, then for its data."""
+        work = self.work
+        if work._signatures is not None:
+            work._signatures[0].Wait()
+            problem = work.signatures_problem()
+            if problem is not None:
+                self.error = DistBackendError(problem)
+                return
+        self.request.Wait()
+
 
 class Worker:
     """One thread per process group that waits on its ``async_op`` collectives' requests.
@@ -364,7 +414,7 @@ class Worker:
         while True:
             job = self._queue.get()
             try:
-                job.request.Wait()
+                job.run()
             except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
                 job.error = err
             finally:
@@ -376,22 +426,46 @@ class CollectiveWork(Work):
     """A started collective (its nonblocking MPI request). ``launch()`` (``async_op``: the caller
     goes on computing) hands the request to the group's worker, which waits on it; a work never
     launched (a synchronous call) is polled in the waiting thread. MPI lets only one thread wait
-    on a request: once launched, only the worker touches it."""
+    on a request: once launched, only the worker touches it. ``signatures``: the collective's
+    signature exchange (``_matching``: request, receive buffer, signature, count), started just
+    before the data and checked before the data is waited on."""
 
     _spin = COLLECTIVE_SPIN_SECONDS
 
-    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=()):
+    def __init__(self, group, request, what: str, finish=None, outputs=None, keep=(), signatures=None, seq=0):
         super().__init__(group, [request], what, finish, outputs)
+        self._seq = seq  # its number among the communicator's collectives (names absent ranks on a timeout)
         self._keep = keep  # the staged tensors MPI reads and writes
         self._job: _Job | None = None
+        self._signatures = signatures
+
+    def signatures_problem(self) -> str | None:
+        """After the signature exchange: None if every rank runs this collective, else the error
+        (the group is then marked broken: a rank may have started mismatched data)."""
+        _, recv, sig, count = self._signatures[:4]
+        group = self._group
+        problem = mismatch_problem(recv, sig, count, self._what, group.global_ranks[group.rank])
+        if problem is not None:
+            group.mark_broken(problem)
+        return problem
+
+    def _check_signatures(self, deadline: float) -> None:
+        if self._signatures is not None:
+            wait_requests(self._signatures[:1], self._group, deadline, self._what, None, self._spin)
+            problem = self.signatures_problem()
+            self._signatures = None
+            if problem is not None:
+                raise DistBackendError(problem)
 
     def launch(self) -> None:
         if self._job is None and not self._done and self._error is None:
             self._job = self._group.worker().submit(self._requests[0], self)
 
     def _wait_until(self, deadline: float) -> None:
+        self._group.waiting_seq = self._seq
         job = self._job
         if job is None:
+            self._check_signatures(deadline)
             super()._wait_until(deadline)
             return
         group = self._group
@@ -401,15 +475,30 @@ class CollectiveWork(Work):
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if job.error is not None:
+            if isinstance(job.error, DistBackendError):
+                raise job.error
             raise DistBackendError(f"{self._what} failed in MPI: {job.error}")
 
     def is_completed(self) -> bool:
         job = self._job
         if job is None:
+            if self._error is None and self._signatures is not None:
+                if not self._signatures[0].Test():
+                    return False
+                problem = self.signatures_problem()
+                self._signatures = None
+                if problem is not None:
+                    self._error = DistBackendError(problem)
+                    abandoned = getattr(self._group, "abandoned", None)
+                    if abandoned is not None:
+                        abandoned.append(self)
+                    return True
             return super().is_completed()
         if not self._done and self._error is None and job.done.is_set():
             if job.error is None:
                 self._complete()
+            elif isinstance(job.error, DistBackendError):
+                self._error = job.error
             else:
                 self._error = DistBackendError(f"{self._what} failed in MPI: {job.error}")
         return self._done or self._error is not None

@@ -104,8 +104,8 @@ def init_process_group(
         _join_with_store(store, rank, world_size, seconds)
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
-    ranks, cores = _node_load(_world.world_comm)
-    set_oversubscribed(ranks > cores)
+    ranks, cores, one_group = _node_load(_world.world_comm)
+    set_oversubscribed(ranks > cores, one_group)
     set_spare_core(cores >= 2 * ranks)
     engine = MPIEngine(_world.world_comm, list(range(world_size)), _world, seconds)
     pg = ProcessGroup(engine, list(range(world_size)), devices, group_name or "0", store)
@@ -119,16 +119,28 @@ def init_process_group(
         pg.engine_for(_cuda_probe(device_id)).bind(device_id)
 
 
-def _node_load(comm) -> tuple[int, int]:
-    """The world's ranks on this node and the cores they may run on (the union of their CPU sets:
+def _node_load(comm) -> tuple[int, int, bool]:
+    """The world's ranks on this node, the cores they may run on (the union of their CPU sets:
     ranks pinned one per core are not oversubscribed, nor unpinned ranks on a machine with cores
-    to spare)."""
+    to spare), and whether they share one scheduling group (``_work``: where a yield helps)."""
     node = comm.Split_type(_mpi.mpi().COMM_TYPE_SHARED)
     try:
-        cpus = node.allgather(sorted(_cpus()))
+        found = node.allgather((sorted(_cpus()), _sched_group()))
     finally:
         node.Free()
-    return len(cpus), len(set().union(*map(set, cpus)))
+    cpus = [c for c, _ in found]
+    return len(cpus), len(set().union(*map(set, cpus))), len({g for _, g in found}) == 1
+
+
+def _sched_group() -> str:
+    """The kernel's autogroup of this process (one per session: ``mp.spawn``'s children share
+    their parent's; ``mpiexec``, torchrun and ``ember-run`` start each rank in its own), or ""
+    where there is none (autogroups off: every thread is scheduled on its own, as in one group)."""
+    try:
+        with open("/proc/self/autogroup") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def _cpus() -> set:

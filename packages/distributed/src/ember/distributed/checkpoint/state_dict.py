@@ -46,18 +46,36 @@ def _only_rank0(options) -> bool:
     return options.full_state_dict and options.cpu_offload and _rank() != 0
 
 
+# Attributes of wrapper modules that names in a checkpoint leave out, as PyTorch's FQNs do: a
+# model saved inside DDP (``module.``), ``torch.compile`` (``_orig_mod.``) or a checkpoint wrapper
+# loads into the bare model and back.
+_WRAPPER_ATTRS = ("_orig_mod", "_checkpoint_wrapped_module", "_fsdp_wrapped_module")
+
+
+def _fqn(model, name: str) -> str:
+    from .._ddp import DistributedDataParallel
+
+    kept, module = [], model
+    for atom in name.split("."):
+        wrapper = atom in _WRAPPER_ATTRS or (atom == "module" and isinstance(module, DistributedDataParallel))
+        if not wrapper:
+            kept.append(atom)
+        module = getattr(module, atom, None) if module is not None else None
+    return ".".join(kept)
+
+
 def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
     options = options or StateDictOptions()
     state = model.state_dict()
     if options.ignore_frozen_params:
         frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
         state = {k: v for k, v in state.items() if k not in frozen}
-    state = {k: _full(v, options) for k, v in state.items()}
+    state = {_fqn(model, k): _full(v, options) for k, v in state.items()}
     return {} if _only_rank0(options) else state
 
 
 def _names(model) -> dict:
-    return {id(p): name for name, p in model.named_parameters()}
+    return {id(p): _fqn(model, name) for name, p in model.named_parameters()}
 
 
 def _init_state(optimizer) -> None:
@@ -118,6 +136,7 @@ def _from_rank0_model(model, full_sd: dict) -> dict:
     rank0 = _rank() == 0
     out = {}
     for key, mine in model.state_dict().items():
+        key = _fqn(model, key)
         if rank0 and key not in full_sd:
             continue
         if isinstance(mine, DTensor):
@@ -135,6 +154,8 @@ def set_model_state_dict(model, model_state_dict, *, options=None):
     _check_broadcast(options)
     if options.broadcast_from_rank0:
         model_state_dict = _from_rank0_model(model, model_state_dict)
+    own = {_fqn(model, key): key for key in model.state_dict()}
+    model_state_dict = {own.get(key, key): value for key, value in model_state_dict.items()}
     return model.load_state_dict(model_state_dict, strict=options.strict)
 
 
@@ -157,7 +178,7 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict, *, options=Non
         box = [optim_state_dict if _rank() == 0 else None]
         broadcast_object_list(box, src=0)
         optim_state_dict = box[0]
-    params = dict(model.named_parameters())
+    params = {_fqn(model, name): p for name, p in model.named_parameters()}
     optim_state_dict = {**optim_state_dict, "state": {
         name: ({k: _like_param(v, params[name]) for k, v in value.items()} if name in params else value)
         for name, value in optim_state_dict["state"].items()}}
