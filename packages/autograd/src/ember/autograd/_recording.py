@@ -341,11 +341,33 @@ _MULTI_VIEW_NODES = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "Spli
                      "UnbindBackward0": "Unbind"}
 
 
+# Note [Views made without recording]: a view of a tensor that requires grad made under no_grad
+# (or inference_mode) has no history; written in place with grad mode on, the write would reach
+# the base's graph (or not) ambiguously, so PyTorch refuses it, and so does ember. Such a view is
+# recognised without a flag: a view with no grad_fn whose base requires grad (one made while
+# recording has a grad_fn). The dispatcher sends in-place ops on it here even when no argument
+# requires grad (dispatch._writes_grad_view, and the native in-place path's own check).
+_NO_GRAD_VIEW_INPLACE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+    "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
+    "and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+    "outside (if you want the inplace to be tracked).")
+_INFERENCE_VIEW_INPLACE = (
+    "A view was created in inference mode and is being modified inplace in normal mode. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+    "the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or "
+    "both outside (if you want the inplace to be tracked).")
+
+
 def check_inplace(t: Tensor) -> None:
     fn = t.grad_fn
-    if fn is None and t._requires_grad:
-        raise RuntimeError(LEAF_INPLACE)
     base = t._base
+    if fn is None:
+        if base is not None and base._requires_grad:
+            raise RuntimeError(_INFERENCE_VIEW_INPLACE if getattr(t, "_inference_view", False)
+                               else _NO_GRAD_VIEW_INPLACE)
+        if t._requires_grad:
+            raise RuntimeError(LEAF_INPLACE)
     if base is not None and fn is not None:
         label = _MULTI_VIEW_NODES.get(type(fn).__name__)
         if label is not None:
@@ -359,12 +381,28 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)
 
 
+def stamp_aliases_of_self(node, self: Tensor, version: int) -> None:
+    """An in-place op's node saved its other inputs after the write; those that share ``self``'s
+    memory (``x.mul_(x)``, ``x[:2].mul_(x[2:])``) get the version they had before it, as PyTorch
+    saves them, so that a backward reading their overwritten values raises the version error
+    instead of computing with them."""
+    storage = self._storage
+    for v in tuple(tuple.__iter__(node._saved_args))[1:]:
+        for saved in (v if type(v) is list else (v,)):
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+                saved.version = version
+    if node._kwargs:
+        for saved in node._kwargs.values():
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+                saved.version = version
+
+
 def record(op, args, kwargs):
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None and (name in NON_DIFFERENTIABLE or not op.differentiable):
         return op.call_kernel(args, kwargs)
-    inplace = "inplace" in op.tags
+    inplace = op.inplace
     saved_in = args
     if inplace:
         self = args[0]
@@ -394,6 +432,8 @@ def record(op, args, kwargs):
         if cplx:
             formula = complex_formula(name, formula)
     layout, edges, meta = _edges(args)
+    if inplace:
+        version = self._storage.version
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
@@ -410,6 +450,8 @@ def record(op, args, kwargs):
     if not cplx and involves_complex((), outs):
         formula = complex_formula(name, formula)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
+    if inplace:
+        stamp_aliases_of_self(node, self, version)
     if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
         out.grad_fn = node  # the common case of set_history, inlined
         out._requires_grad = True

@@ -110,19 +110,21 @@ class AsStridedBackward0(Node):
 
 def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     """Runs ``op`` (in place on the view ``args[0]``) and rebases the histories of view and base."""
-    from ._recording import _edges
+    from ._recording import _edges, stamp_aliases_of_self
 
     view = args[0]
     base = view._base
     geometry = _geometry(view, base)
     layout, edges, meta = _edges(args)
     base_edge = get_gradient_edge(base)
+    version = view._storage.version
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
     finally:
         _STATE.grad_enabled = True
     fn = make_node(op.name, formula, layout, edges, meta, saved_in, kwargs, (view,))
+    stamp_aliases_of_self(fn, view, version)
     base_meta = (base._shape, base.dtype, base._device)
     copy = CopySlices(base_edge, geometry, fn, base_meta)
     set_history(base, copy, 0)

@@ -346,6 +346,12 @@ def increment_version(t: Tensor) -> None:
     t._storage.version += 1
 
 
+def _forward_name(node_name: str) -> str:
+    """The function a node's name stands for in PyTorch's messages: MulBackward0 -> Mul."""
+    head, sep, tail = node_name.rpartition("Backward")
+    return head if sep and (not tail or tail.isdigit()) else node_name
+
+
 class SavedTensor(_C.SavedTensorBase):
     """A tensor saved for backward, with the version it had when saved.
 
@@ -429,14 +435,14 @@ class SavedTensor(_C.SavedTensorBase):
         data = self.data
         desc = f"[torch.{type_name(data.dtype)}Tensor {list(data._shape)}]"
         if self.is_output and node is not None:
-            desc += f", which is output {self.nr} of {node.name()},"
+            desc += f", which is output {self.nr} of {_forward_name(node.name())},"
         elif not self.is_output and data.grad_fn is not None:
-            desc += f", which is output {output_nr(data)} of {data.grad_fn.name()},"
+            desc += f", which is output {output_nr(data)} of {_forward_name(data.grad_fn.name())},"
         return (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"{desc} is at version {data._storage.version}; expected version {self.version} instead. Hint: enable "
             "anomaly detection to find the operation that failed to compute its gradient, with "
-            "torch.autograd.set_detect_anomaly(True)."
+            "torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
 
     def free(self) -> None:

@@ -252,6 +252,10 @@ class Tensor(_C.TensorBase):
         self._requires_grad = requires_grad
         return self
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a (differentiable) view of another, its ``_base``."""
+        return self._base is not None
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
@@ -495,7 +499,10 @@ make_tensor = _C.make_tensor
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     """A view of ``base``'s storage; shares its version counter through the storage."""
     t = make_tensor(base._storage, shape, stride, offset, base.dtype, base._device)
-    t._base = base if base._base is None else base._base
+    root = base if base._base is None else base._base
+    t._base = root
+    if _INFERENCE_USED[0] and _GRAD_STATE.inference and root._requires_grad:
+        t._inference_view = True  # Note [Views made without recording]: named in autograd's error
     return t
 
 
