@@ -474,3 +474,31 @@ def test_non_leaf_grad_warns_only_where_torch_does():
         return seen
 
     assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(3, dtype=m.int64).requires_grad_(),
+    lambda m: m.ones(3, dtype=m.bool).requires_grad_(True),
+    lambda m: setattr(m.ones(3, dtype=m.int32), "requires_grad", True),
+    lambda m: m.tensor([1, 2], requires_grad=True),
+    lambda m: m.zeros(3, dtype=m.int32, requires_grad=True),
+    lambda m: m.arange(3, requires_grad=True),
+    lambda m: m.randint(0, 3, (2,), requires_grad=True),
+], ids=["requires_grad_", "requires_grad_bool", "attribute", "tensor", "zeros", "arange", "randint"])
+def test_integer_tensors_cannot_require_grad(make):
+    with pytest.raises(RuntimeError) as expected:
+        make(torch)
+    with pytest.raises(RuntimeError) as got:
+        make(ember)
+    assert str(got.value) == str(expected.value)  # the wording differs by entry point in PyTorch
+
+
+def test_native_node_names_and_reprs():
+    def names(m):
+        a = m.ones(2, 3, requires_grad=True)
+        y = a * 1
+        y[:, 0].mul_(2)
+        acc = a.grad_fn if a.grad_fn is not None else (a * 1).grad_fn.next_functions[0][0]
+        return y.grad_fn.name(), acc.name(), repr(y.grad_fn).split(" object")[0], repr(acc).split(" object")[0]
+
+    assert names(ember) == names(torch)

@@ -318,3 +318,98 @@ def test_version_error_names_the_forward_function():
     with pytest.raises(RuntimeError) as ee:
         fn(ember)
     assert str(ee.value) == str(te.value)
+
+
+# Note [Stale view histories]: a view made before an in-place write to its base (or to another view
+# of the base) must see the write in its gradient; PyTorch rebuilds the view's node
+# (AsStridedBackward0) on the next read of grad_fn.
+def _base_written_then_old_view(m):
+    a = m.arange(6.0, dtype=m.float64).requires_grad_()
+    x = a * 1
+    v = x[1:3]
+    x.mul_(3)
+    (v * m.tensor([1.0, 2.0], dtype=m.float64)).sum().backward()
+    return a.grad, v.detach()
+
+
+def _sibling_written_then_old_view(m):
+    a = m.arange(6.0, dtype=m.float64).reshape(2, 3).requires_grad_()
+    y = a.clone()
+    u = y[0]
+    y[:, 1].mul_(3)
+    (u * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+    return (a.grad,)
+
+
+def _view_of_view_then_base_view_written(m):
+    a = m.arange(6.0, dtype=m.float64).requires_grad_()
+    x = a * 1
+    v = x.view(2, 3)
+    w = v[1]
+    v[:, 1].mul_(5)
+    (w * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+    return (a.grad,)
+
+
+def _old_view_as_backward_root(m):
+    a = m.arange(4.0, dtype=m.float64).requires_grad_()
+    x = a * 1
+    v = x[1:3]
+    x.add_(m.ones(4, dtype=m.float64, requires_grad=True))
+    v.sum().backward()
+    return (a.grad,)
+
+
+def _leaf_view_after_no_grad_write(m):
+    a = m.ones(4, dtype=m.float64, requires_grad=True)
+    v = a[:2]
+    with m.no_grad():
+        a.add_(1)
+    (v * 3).sum().backward()
+    return a.grad, v.detach()
+
+
+def _split_piece_after_base_write(m):
+    a = m.ones(4, requires_grad=True)
+    x = a * 1
+    p, _ = x.split(2)
+    x.mul_(2)
+    (p * 1).sum().backward()
+    return (a.grad,)
+
+
+@pytest.mark.parametrize("fn", [_base_written_then_old_view, _sibling_written_then_old_view,
+                                _view_of_view_then_base_view_written, _old_view_as_backward_root,
+                                _leaf_view_after_no_grad_write, _split_piece_after_base_write],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_views_see_writes_made_through_their_base(fn):
+    assert _outcome(ember, fn) == _outcome(torch, fn)
+
+
+def test_rebuilt_view_node_names():
+    def names(m):
+        a = m.arange(6.0).requires_grad_()
+        x = a * 1
+        v = x.view(2, 3)
+        w = v[1]
+        before = type(w.grad_fn).__name__
+        v[0].mul_(5)
+        after = type(w.grad_fn).__name__, type(v.grad_fn).__name__, w.is_leaf
+        return before, after, w.grad_fn.next_functions[0][0].name()
+
+    assert names(ember) == names(torch)
+
+
+def test_set_on_leaf_requiring_grad():
+    def fn(m, grad_enabled):
+        x = m.ones(3, requires_grad=True)
+        with m.set_grad_enabled(grad_enabled):
+            x.set_(m.zeros(2))
+        return x.detach(), x.requires_grad, x.is_leaf
+
+    for grad_enabled in (True, False):
+        def values(m, grad_enabled=grad_enabled):
+            return fn(m, grad_enabled)[:1]
+
+        assert _outcome(ember, values) == _outcome(torch, values)
+    assert fn(ember, False)[1:] == fn(torch, False)[1:]

@@ -402,7 +402,7 @@ def record(op, args, kwargs):
     formula = FORMULAS.get(name)
     if formula is None and (name in NON_DIFFERENTIABLE or not op.differentiable):
         return op.call_kernel(args, kwargs)
-    inplace = op.inplace
+    inplace = "inplace" in op.tags
     saved_in = args
     if inplace:
         self = args[0]

@@ -207,7 +207,7 @@ class Node(_C.AutogradNode):
         self._released = True
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
 
 class AccumulateGrad(Node):
@@ -220,6 +220,9 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._seq = 1 << 62  # runs as soon as it is ready (highest priority in the engine)
         self._hooked = True  # the leaf's hooks live on the tensor: look each time
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # PyTorch's C++ name for its native nodes
 
     def _tensor_pre_hooks(self, nr: int):
         meta = self.variable._autograd_meta

@@ -349,7 +349,8 @@ def dispatch_below_modes(op: Op, args, kwargs):
             return result
     if _GRAD_STATE.grad_enabled:
         hook = _AUTOGRAD_HOOK[0]
-        if hook is not None and (_any_requires_grad(args, kwargs) or (op.inplace and _writes_grad_view(args))):
+        if hook is not None and (_any_requires_grad(args, kwargs)
+                                 or ("inplace" in op.tags and _writes_grad_view(args))):
             return hook(op, args, kwargs)
     return op.call_kernel(args, kwargs)
 
