@@ -119,14 +119,45 @@ int set_plain(PyObject* self, PyObject* value, void* closure) {
 // _C._set_view_refresh), which gives the view a node reading its elements out of the base's
 // current history, as PyTorch regenerates it. Plain tensors pay one pointer compare.
 PyObject* g_view_refresh = nullptr;
+PyObject* s_version_attr = nullptr;  // "version"
 
 }  // namespace
 
+// The version of a view's storage: a _C.Storage's field, or a device storage's (CUDA's, a Python
+// object) `version` attribute; false when there is none to read (no check is made then).
+bool view_storage_version(TensorObject* t, int64_t* version) {
+  if (t->storage_ptr != nullptr) {
+    *version = t->storage_ptr->version;
+    return true;
+  }
+  if (t->storage == nullptr || t->storage == Py_None) return false;
+  PyObject* v = PyObject_GetAttr(t->storage, s_version_attr);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool is_int = PyLong_Check(v);
+  long long value = is_int ? PyLong_AsLongLong(v) : -1;
+  Py_DECREF(v);
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  *version = value;
+  return is_int;
+}
+
+void stamp_view_version(TensorObject* t) {
+  int64_t version;
+  if (t->base != nullptr && t->base != Py_None && view_storage_version(t, &version)) t->view_version = version;
+}
+
 PyObject* current_grad_fn(TensorObject* t) {
-  if (t->base != nullptr && t->base != Py_None && t->storage_ptr != nullptr && g_view_refresh != nullptr &&
-      t->storage_ptr->version != t->view_version) {
+  int64_t version;
+  if (t->base != nullptr && t->base != Py_None && g_view_refresh != nullptr && view_storage_version(t, &version) &&
+      version != t->view_version) {
     int64_t seen = t->view_version;
-    t->view_version = t->storage_ptr->version;  // first: the hook reads grad_fn itself
+    t->view_version = version;  // first: the hook reads grad_fn itself
     PyObject* r = PyObject_CallOneArg(g_view_refresh, reinterpret_cast<PyObject*>(t));
     if (r == nullptr) {
       t->view_version = seen;  // still stale: the next read raises again
@@ -144,10 +175,6 @@ PyObject* get_grad_fn(PyObject* self, void*) {
   if (t->grad_fn == nullptr) return missing(self, "grad_fn");
   PyObject* fn = current_grad_fn(t);
   return fn == nullptr ? nullptr : Py_NewRef(fn);
-}
-
-void stamp_view_version(TensorObject* t) {
-  if (t->base != nullptr && t->base != Py_None && t->storage_ptr != nullptr) t->view_version = t->storage_ptr->version;
 }
 
 // grad_fn and _base: stored as given; a view records its storage's version (its history is current).
@@ -635,6 +662,7 @@ void bind_tensor_impl(PyObject* module) {
   if (PyModule_AddFunctions(module, tensor_functions) < 0) throw py::error_already_set();
   s_code = PyUnicode_InternFromString("_code");
   s_inference = PyUnicode_InternFromString("inference");
+  s_version_attr = PyUnicode_InternFromString("version");
   g_dispatch.zero = PyLong_FromLong(0);
   g_storage_type = reinterpret_cast<PyTypeObject*>(py::type::of<Storage>().ptr());
 }

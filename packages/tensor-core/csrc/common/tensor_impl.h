@@ -63,6 +63,8 @@ inline bool is_tensor_base(PyObject* o) { return PyObject_TypeCheck(o, &TensorBa
 // The tensor's grad_fn (borrowed), a view's first rebuilt when its storage was written since its
 // history was set (Note [Stale view histories]). Null with an error set on failure.
 PyObject* current_grad_fn(TensorObject* t);
+// Records a view's current storage version as the one its history is from.
+void stamp_view_version(TensorObject* t);
 
 // The registered Python classes and objects (set once by tensor.py through _C._tensor_setup).
 PyObject* tensor_class();              // ember.Tensor
