@@ -387,7 +387,10 @@ def stamp_aliases_of_self(node, self: Tensor, version: int) -> None:
     saves them, so that a backward reading their overwritten values raises the version error
     instead of computing with them."""
     storage = self._storage
-    for v in tuple(tuple.__iter__(node._saved_args))[1:]:
+    saved_args = tuple(tuple.__iter__(node._saved_args))
+    if len(saved_args) < 2 and not node._kwargs:
+        return
+    for v in saved_args[1:]:
         for saved in (v if type(v) is list else (v,)):
             if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
                 saved.version = version

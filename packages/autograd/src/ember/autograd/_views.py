@@ -152,6 +152,7 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
         out = op.call_kernel(args, kwargs)
     finally:
         _STATE.grad_enabled = True
+    view._base = base  # marks the view's history current (it is replaced below): no rebuild of the old one
     fn = make_node(op.name, formula, layout, edges, meta, saved_in, kwargs, (view,))
     stamp_aliases_of_self(fn, view, version)
     base_meta = (base._shape, base.dtype, base._device)
