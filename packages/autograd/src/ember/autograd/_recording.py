@@ -369,6 +369,15 @@ def check_inplace(t: Tensor) -> None:
         if t._requires_grad:
             raise RuntimeError(LEAF_INPLACE)
     if base is not None and fn is not None:
+        if getattr(fn, "_custom_function", False):
+            # CopySlices would route the base's gradient around the Function's own backward.
+            name = type(fn).__name__
+            raise RuntimeError(
+                f"Output {t.output_nr} of {name[:-8] if name.endswith('Backward') else name} is a view and is being "
+                "modified inplace. This view was created inside a custom Function (or because an input was returned "
+                "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
+                "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                "this by cloning the output of the custom Function.")
         label = _MULTI_VIEW_NODES.get(type(fn).__name__)
         if label is not None:
             # One node stands for all the views: rewriting its history for one of them would be

@@ -143,6 +143,7 @@ class Node(_C.AutogradNode):
     # {output_nr: weakref} for retain_grad(); ``_hooked``: True once either is set (the engine
     # checks only that).
     __slots__ = ()
+    _custom_function = False  # True for the nodes of autograd.Function subclasses (function.py)
 
     def __init__(self, next_edges: tuple = (), num_outputs: int = 1):
         self._seq = next(_SEQ)
