@@ -15,6 +15,7 @@ from ember._src.tensor import Tensor, make_tensor, make_view
 from . import anomaly_mode
 from ._complex import complex_formula, involves_complex
 from ._engine import fix_grad
+from ._views import MULTI_VIEW_LABELS
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
 from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, grad_accumulator, set_history
 
@@ -335,11 +336,6 @@ def _save(a, outs):
     return a
 
 
-# The nodes of view functions that return several views (_views.record_pieces), by PyTorch's
-# name for the function in its error.
-_MULTI_VIEW_NODES = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
-                     "UnbindBackward0": "Unbind"}
-
 
 # Note [Views made without recording]: a view of a tensor that requires grad made under no_grad
 # (or inference_mode) has no history; written in place with grad mode on, the write would reach
@@ -378,7 +374,7 @@ def check_inplace(t: Tensor) -> None:
                 "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
                 "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
                 "this by cloning the output of the custom Function.")
-        label = _MULTI_VIEW_NODES.get(type(fn).__name__)
+        label = MULTI_VIEW_LABELS.get(type(fn).__name__)
         if label is not None:
             # One node stands for all the views: rewriting its history for one of them would be
             # wrong for the others (PyTorch forbids it the same way).

@@ -111,8 +111,9 @@ class AsStridedBackward0(Node):
         return [result]
 
 
-# The nodes of view functions that return several views, by PyTorch's name for the function.
-_MULTI_VIEW_LABELS = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
+# The nodes of view functions that return several views (record_pieces), by PyTorch's name for the
+# function in its errors.
+MULTI_VIEW_LABELS = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
                       "UnbindBackward0": "Unbind"}
 
 
@@ -126,7 +127,7 @@ def refresh_view_history(view: Tensor) -> None:
     base = view._base
     if fn is None or not base._requires_grad or view._storage is not base._storage:
         return  # no history to rebuild (a view made without recording), or no longer its base's memory
-    label = _MULTI_VIEW_LABELS.get(type(fn).__name__)
+    label = MULTI_VIEW_LABELS.get(type(fn).__name__)
     if label is not None:
         raise RuntimeError(
             f"Output {view.output_nr} of {label} is a view and its base or another view of its base has been "
