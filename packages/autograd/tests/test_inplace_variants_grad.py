@@ -413,3 +413,35 @@ def test_set_on_leaf_requiring_grad():
 
         assert _outcome(ember, values) == _outcome(torch, values)
     assert fn(ember, False)[1:] == fn(torch, False)[1:]
+
+
+def _rows_filled_after_base_requires_grad(m):
+    a = m.arange(1.0, 4.0).requires_grad_()
+    h = m.zeros(3, 3)
+    rows = [h[t] for t in range(3)]
+    for t in range(3):
+        rows[t].copy_(a * (t + 1))  # the first write gives h a history; the second view predates it
+
+
+def _view_filled_after_base_requires_grad(m):
+    buf = m.zeros(3)
+    v = buf[:2]
+    buf.add_(m.ones(3, requires_grad=True))
+    v.fill_(0)  # no operand requires grad
+
+
+def _view_written_after_leaf_requires_grad(m):
+    x = m.ones(3)
+    v = x[:2]
+    x.requires_grad_()
+    v.mul_(2)
+
+
+@pytest.mark.parametrize("fn", [_rows_filled_after_base_requires_grad, _view_filled_after_base_requires_grad,
+                                _view_written_after_leaf_requires_grad], ids=lambda f: f.__name__.strip("_"))
+def test_view_made_before_its_base_required_grad(fn):
+    with pytest.raises(RuntimeError) as expected:
+        fn(torch)
+    with pytest.raises(RuntimeError) as got:
+        fn(ember)
+    assert str(got.value) == str(expected.value)

@@ -226,6 +226,7 @@ PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* s
   Py_SETREF(o->dtype, Py_NewRef(src->dtype));
   PyObject* base = src->base != nullptr && src->base != Py_None ? src->base : reinterpret_cast<PyObject*>(src);
   Py_SETREF(o->base, Py_NewRef(base));
+  o->view_of_grad = is_tensor_base(base) && reinterpret_cast<TensorObject*>(base)->rg;
   stamp_view_version(o);
   return out;
 }

@@ -184,6 +184,17 @@ int set_history_field(PyObject* self, PyObject* value, void* closure) {
   return 0;
 }
 
+int set_base(PyObject* self, PyObject* value, void* closure) {
+  if (set_history_field(self, value, closure) < 0) return -1;
+  reinterpret_cast<TensorObject*>(self)->view_of_grad =
+      value != nullptr && is_tensor_base(value) && reinterpret_cast<TensorObject*>(value)->rg;
+  return 0;
+}
+
+PyObject* get_view_of_grad(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<TensorObject*>(self)->view_of_grad);
+}
+
 PyObject* py_set_view_refresh(PyObject*, PyObject* fn) {
   Py_XSETREF(g_view_refresh, fn == Py_None ? nullptr : Py_NewRef(fn));
   Py_RETURN_NONE;
@@ -366,7 +377,8 @@ PyGetSetDef tensor_getset[] = {
     {"grad", get_grad, set_grad, "The accumulated gradient.", &f_grad},
     {"_grad", get_plain, set_grad, "The accumulated gradient, read without the non-leaf warning.", &f_grad},
     {"grad_fn", get_grad_fn, set_history_field, "The node that produced this tensor.", &f_grad_fn},
-    {"_base", get_plain, set_history_field, "The tensor this one is a view of.", &f_base},
+    {"_base", get_plain, set_base, "The tensor this one is a view of.", &f_base},
+    {"_view_of_grad", get_view_of_grad, nullptr, "Whether _base required grad when this view was made.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};

@@ -53,6 +53,9 @@ struct TensorObject {
   // storage was written since gets its history rebuilt from its base's on the next read of
   // grad_fn (Note [Stale view histories], autograd's _views.py).
   int64_t view_version;
+  // Whether the tensor a view was made of required grad then (Tensor._view_of_grad): a view of
+  // one without a grad_fn was made without recording (Note [Views made without recording]).
+  int8_t view_of_grad;
   int64_t inline_dims[2 * kInlineDims];
 };
 

@@ -340,9 +340,11 @@ def _save(a, outs):
 # Note [Views made without recording]: a view of a tensor that requires grad made under no_grad
 # (or inference_mode) has no history; written in place with grad mode on, the write would reach
 # the base's graph (or not) ambiguously, so PyTorch refuses it, and so does ember. Such a view is
-# recognised without a flag: a view with no grad_fn whose base requires grad (one made while
-# recording has a grad_fn). The dispatcher sends in-place ops on it here even when no argument
-# requires grad (dispatch._writes_grad_view, and the native in-place path's own check).
+# one with no grad_fn made of a tensor that required grad then (Tensor._view_of_grad; one made
+# while recording has a grad_fn). The dispatcher sends every in-place op on a view of a tensor that
+# requires grad here, even when no argument requires grad (dispatch._writes_grad_view, and the
+# native in-place path's own check). A view made before its base required grad is refused too,
+# with PyTorch's leaf errors (there it requires grad through its base and has no grad_fn).
 _NO_GRAD_VIEW_INPLACE = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
     "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
@@ -360,8 +362,11 @@ def check_inplace(t: Tensor) -> None:
     base = t._base
     if fn is None:
         if base is not None and base._requires_grad:
-            raise RuntimeError(_INFERENCE_VIEW_INPLACE if getattr(t, "_inference_view", False)
-                               else _NO_GRAD_VIEW_INPLACE)
+            if t._view_of_grad:
+                raise RuntimeError(_INFERENCE_VIEW_INPLACE if getattr(t, "_inference_view", False)
+                                   else _NO_GRAD_VIEW_INPLACE)
+            # Made before its base required grad: PyTorch sees a leaf that requires grad (through its base).
+            raise RuntimeError(VIEW_OF_LEAF_INPLACE if base.grad_fn is None else LEAF_INPLACE)
         if t._requires_grad:
             raise RuntimeError(LEAF_INPLACE)
     if base is not None and fn is not None:
