@@ -231,3 +231,42 @@ def test_once_differentiable():
     with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked with "
                                            "@once_differentiable"):
         g.sum().backward()
+
+
+def _view_function(m, returns_input):
+    class Out(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x if returns_input else x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g if returns_input else m.cat([g, g.new_zeros(1)])
+
+    return Out
+
+
+@pytest.mark.parametrize("returns_input", [False, True], ids=["view", "input"])
+def test_inplace_on_custom_function_view_output_refused(returns_input):
+    def run(m):
+        x = m.ones(3, requires_grad=True) * 1
+        out = _view_function(m, returns_input).apply(x)
+        assert out._is_view() and out._base is x
+        out.mul_(2)
+
+    with pytest.raises(RuntimeError) as expected:
+        run(torch)
+    with pytest.raises(RuntimeError) as got:
+        run(ember)
+    assert str(got.value) == str(expected.value)
+
+
+def test_inplace_on_custom_function_output_clone_allowed():
+    def run(m):
+        a = m.ones(3, requires_grad=True)
+        out = _view_function(m, False).apply(a * 1).clone()
+        out.mul_(2)
+        out.sum().backward()
+        return a.grad.tolist()
+
+    assert run(ember) == run(torch)

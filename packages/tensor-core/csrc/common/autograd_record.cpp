@@ -169,7 +169,8 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     PyObject* edge;
     PyObject* m;
     if (t->rg) {
-      PyObject* fn = t->grad_fn;
+      PyObject* fn = current_grad_fn(t);
+      if (fn == nullptr) goto fail_edges;
       PyObject* target;
       PyObject* nr;
       if (fn != nullptr && fn != Py_None) {

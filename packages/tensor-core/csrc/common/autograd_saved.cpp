@@ -170,7 +170,8 @@ PyObject* stand_in(TensorObject* t) {
 // SavedTensor(t, False): leaves that require grad as they are, anything else as an alias keeping
 // the grad_fn (and output number) it had when saved.
 PyObject* save_input(TensorObject* t) {
-  PyObject* fn = t->grad_fn;
+  PyObject* fn = current_grad_fn(t);
+  if (fn == nullptr) return nullptr;
   bool has_fn = fn != nullptr && fn != Py_None;
   PyObject* data;
   if (!has_fn && t->rg) {

@@ -256,6 +256,12 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
       bool needs_grad = false;
       for (Py_ssize_t i = 0; i < 2; ++i)
         if (is_tensor_base(args[i]) && reinterpret_cast<TensorObject*>(args[i])->rg) needs_grad = true;
+      // A write into a view of a tensor that requires grad, made without recording (no_grad):
+      // autograd's in-place check refuses it in grad mode (Note [Views made without recording]).
+      if (!needs_grad && is_tensor_base(args[0])) {
+        PyObject* base = reinterpret_cast<TensorObject*>(args[0])->base;
+        if (base != nullptr && is_tensor_base(base) && reinterpret_cast<TensorObject*>(base)->rg) needs_grad = true;
+      }
       if (needs_grad) {
         int on = grad_enabled_now();
         if (on < 0) return nullptr;

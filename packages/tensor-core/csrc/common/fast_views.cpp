@@ -209,6 +209,15 @@ PyObject* make_view_of(TensorObject* src, const int64_t* sizes, const int64_t* s
 
 PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* strides, int32_t ndim,
                        int64_t offset) {
+  // In inference mode a view of a tensor that requires grad is marked by views.py's make_view
+  // (Note [Views made without recording]): the Python kernel makes it.
+  PyObject* root = src->base != nullptr && src->base != Py_None ? src->base : reinterpret_cast<PyObject*>(src);
+  if (g_dispatch.inference_used != nullptr && PyList_GET_ITEM(g_dispatch.inference_used, 0) != Py_False &&
+      is_tensor_base(root) && reinterpret_cast<TensorObject*>(root)->rg) {
+    int on = inference_now();
+    if (on < 0) return nullptr;
+    if (on) return NOT_HANDLED;
+  }
   PyObject* out = new_tensor(src->storage, src->storage_ptr, sizes, strides, ndim, offset, src->dtype_code,
                              src->device);
   if (out == nullptr) return nullptr;
@@ -217,6 +226,8 @@ PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* s
   Py_SETREF(o->dtype, Py_NewRef(src->dtype));
   PyObject* base = src->base != nullptr && src->base != Py_None ? src->base : reinterpret_cast<PyObject*>(src);
   Py_SETREF(o->base, Py_NewRef(base));
+  o->view_of_grad = is_tensor_base(base) && reinterpret_cast<TensorObject*>(base)->rg;
+  stamp_view_version(o);
   return out;
 }
 

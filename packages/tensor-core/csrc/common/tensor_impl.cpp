@@ -112,6 +112,94 @@ int set_plain(PyObject* self, PyObject* value, void* closure) {
   return 0;
 }
 
+// Note [Stale view histories]: an in-place write into a base (or into another view of it) rebases
+// the base's history but leaves the other views' grad_fn pointing at the old one (their
+// gradients would miss the write). Each view keeps its storage's version from when its grad_fn
+// was set; a read of grad_fn that finds the version moved calls autograd's hook (registered with
+// _C._set_view_refresh), which gives the view a node reading its elements out of the base's
+// current history, as PyTorch regenerates it. Plain tensors pay one pointer compare.
+PyObject* g_view_refresh = nullptr;
+PyObject* s_version_attr = nullptr;  // "version"
+
+}  // namespace
+
+// The version of a view's storage: a _C.Storage's field, or a device storage's (CUDA's, a Python
+// object) `version` attribute; false when there is none to read (no check is made then).
+bool view_storage_version(TensorObject* t, int64_t* version) {
+  if (t->storage_ptr != nullptr) {
+    *version = t->storage_ptr->version;
+    return true;
+  }
+  if (t->storage == nullptr || t->storage == Py_None) return false;
+  PyObject* v = PyObject_GetAttr(t->storage, s_version_attr);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool is_int = PyLong_Check(v);
+  long long value = is_int ? PyLong_AsLongLong(v) : -1;
+  Py_DECREF(v);
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  *version = value;
+  return is_int;
+}
+
+void stamp_view_version(TensorObject* t) {
+  int64_t version;
+  if (t->base != nullptr && t->base != Py_None && view_storage_version(t, &version)) t->view_version = version;
+}
+
+PyObject* current_grad_fn(TensorObject* t) {
+  int64_t version;
+  if (t->base != nullptr && t->base != Py_None && g_view_refresh != nullptr && view_storage_version(t, &version) &&
+      version != t->view_version) {
+    int64_t seen = t->view_version;
+    t->view_version = version;  // first: the hook reads grad_fn itself
+    PyObject* r = PyObject_CallOneArg(g_view_refresh, reinterpret_cast<PyObject*>(t));
+    if (r == nullptr) {
+      t->view_version = seen;  // still stale: the next read raises again
+      return nullptr;
+    }
+    Py_DECREF(r);
+  }
+  return t->grad_fn;
+}
+
+namespace {
+
+PyObject* get_grad_fn(PyObject* self, void*) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (t->grad_fn == nullptr) return missing(self, "grad_fn");
+  PyObject* fn = current_grad_fn(t);
+  return fn == nullptr ? nullptr : Py_NewRef(fn);
+}
+
+// grad_fn and _base: stored as given; a view records its storage's version (its history is current).
+int set_history_field(PyObject* self, PyObject* value, void* closure) {
+  if (set_plain(self, value, closure) < 0) return -1;
+  stamp_view_version(reinterpret_cast<TensorObject*>(self));
+  return 0;
+}
+
+int set_base(PyObject* self, PyObject* value, void* closure) {
+  if (set_history_field(self, value, closure) < 0) return -1;
+  reinterpret_cast<TensorObject*>(self)->view_of_grad =
+      value != nullptr && is_tensor_base(value) && reinterpret_cast<TensorObject*>(value)->rg;
+  return 0;
+}
+
+PyObject* get_view_of_grad(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<TensorObject*>(self)->view_of_grad);
+}
+
+PyObject* py_set_view_refresh(PyObject*, PyObject* fn) {
+  Py_XSETREF(g_view_refresh, fn == Py_None ? nullptr : Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
 // Tensor.grad's setter: a gradient of the tensor's dtype, device kind and shape is stored at once;
 // anything else goes to the Python check (ember._src.tensor.check_grad_assignment, registered by
 // _C._set_grad_check), which raises PyTorch's error or accepts it (a sparse gradient, a subclass).
@@ -288,8 +376,9 @@ PyGetSetDef tensor_getset[] = {
     {"_requires_grad", get_requires_grad, set_requires_grad, "Whether autograd records ops on it.", nullptr},
     {"grad", get_grad, set_grad, "The accumulated gradient.", &f_grad},
     {"_grad", get_plain, set_grad, "The accumulated gradient, read without the non-leaf warning.", &f_grad},
-    {"grad_fn", get_plain, set_plain, "The node that produced this tensor.", &f_grad_fn},
-    {"_base", get_plain, set_plain, "The tensor this one is a view of.", &f_base},
+    {"grad_fn", get_grad_fn, set_history_field, "The node that produced this tensor.", &f_grad_fn},
+    {"_base", get_plain, set_base, "The tensor this one is a view of.", &f_base},
+    {"_view_of_grad", get_view_of_grad, nullptr, "Whether _base required grad when this view was made.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
@@ -473,6 +562,8 @@ PyMethodDef tensor_functions[] = {
      "new_empty(shape, dtype, zero, inference): a fresh contiguous CPU tensor, or None for the caller to handle."},
     {"_tensor_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_setup)), METH_FASTCALL,
      "Registers ember.Tensor, the dtypes, devices and dispatcher switches with the native code."},
+    {"_set_view_refresh", py_set_view_refresh, METH_O,
+     "_set_view_refresh(fn): fn(view) rebuilds a view's history after a write to its storage (None: off)."},
     {"_set_grad_check", py_set_grad_check, METH_O,
      "_set_grad_check(fn): fn(tensor, grad) checks a .grad assignment that does not match at once (None: off)."},
     {nullptr, nullptr, 0, nullptr}};
@@ -583,6 +674,7 @@ void bind_tensor_impl(PyObject* module) {
   if (PyModule_AddFunctions(module, tensor_functions) < 0) throw py::error_already_set();
   s_code = PyUnicode_InternFromString("_code");
   s_inference = PyUnicode_InternFromString("inference");
+  s_version_attr = PyUnicode_InternFromString("version");
   g_dispatch.zero = PyLong_FromLong(0);
   g_storage_type = reinterpret_cast<PyTypeObject*>(py::type::of<Storage>().ptr());
 }

@@ -49,12 +49,25 @@ struct TensorObject {
   int8_t dtype_code;        // -1: unknown dtype object
   int8_t device_kind;       // DeviceKind
   int8_t rg;                // truth of requires_grad
+  // A view's storage version when its grad_fn was last set (or the view made): a view whose
+  // storage was written since gets its history rebuilt from its base's on the next read of
+  // grad_fn (Note [Stale view histories], autograd's _views.py).
+  int64_t view_version;
+  // Whether the tensor a view was made of required grad then (Tensor._view_of_grad): a view of
+  // one without a grad_fn was made without recording (Note [Views made without recording]).
+  int8_t view_of_grad;
   int64_t inline_dims[2 * kInlineDims];
 };
 
 extern PyTypeObject TensorBaseType;
 
 inline bool is_tensor_base(PyObject* o) { return PyObject_TypeCheck(o, &TensorBaseType); }
+
+// The tensor's grad_fn (borrowed), a view's first rebuilt when its storage was written since its
+// history was set (Note [Stale view histories]). Null with an error set on failure.
+PyObject* current_grad_fn(TensorObject* t);
+// Records a view's current storage version as the one its history is from.
+void stamp_view_version(TensorObject* t);
 
 // The registered Python classes and objects (set once by tensor.py through _C._tensor_setup).
 PyObject* tensor_class();              // ember.Tensor

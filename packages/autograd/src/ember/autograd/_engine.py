@@ -21,7 +21,7 @@ from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
-from .graph import AccumulateGrad, Node, get_gradient_edge, output_nr
+from .graph import AccumulateGrad, GradientEdge, Node, get_gradient_edge, output_nr
 
 _STATE = grad_mode.STATE
 
@@ -520,7 +520,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         return
     inputs = _as_tuple(inputs)
     if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     captures = {}
     for t in inputs:
         if not t._requires_grad:
@@ -537,28 +537,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """``ember.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``."""
     sync_pending(None, "Tensor.backward()")  # a lazy tracer's pending ops run first (their history)
-    if is_grads_batched:
-        raise NotImplementedError("ember.autograd.grad: is_grads_batched=True is not supported")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, GradientEdge) else _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not isinstance(t, (Tensor, GradientEdge)):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     root = _root(outputs, grad_outputs, create_graph)  # outputs without history are reported first, as PyTorch
     for t in inputs:
-        if not t._requires_grad:
+        if isinstance(t, Tensor) and not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     captures = {}
     for i, t in enumerate(inputs):
-        fn, nr = get_gradient_edge(t)
+        fn, nr = get_gradient_edge(t) if isinstance(t, Tensor) else t
         captures.setdefault(fn, []).append((nr, i))
     captured = execute(root, retain_graph, create_graph, captures, run_targets=False)
     result = []
@@ -570,12 +573,29 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
-            if materialize_grads:
+            if materialize_grads and isinstance(t, Tensor):
                 g = zeros_like(t)
         elif not create_graph and g._requires_grad:
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: the first dim of every grad_output indexes independent
+    vector-Jacobian products; each runs as its own backward (PyTorch vmaps one), stacked per input."""
+    from ember._src.ops.shape.joining import stack
+
+    if not grad_outputs or any(not isinstance(g, Tensor) or not g._shape for g in grad_outputs):
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                           "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                           "shape of the corresponding output.")
+    n = grad_outputs[0]._shape[0]
+    rows = []
+    for i in range(n):
+        rows.append(grad(outputs, inputs, tuple(g[i] for g in grad_outputs), retain_graph or i < n - 1,
+                         create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads))
+    return tuple(None if rows[0][k] is None else stack([r[k] for r in rows]) for k in range(len(inputs)))
 
 
 __all__ = ["backward", "grad", "execute", "sum_to", "fix_grad", "accumulate_grad", "output_nr"]

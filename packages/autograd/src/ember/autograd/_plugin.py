@@ -82,11 +82,12 @@ class AutogradPlugin:
 
         from . import anomaly_mode, forward_ad, graph
         from ._recording import OpNode, _SavedArgs, native_spec, record
-        from ._views import record_pieces
+        from ._views import record_pieces, refresh_view_history
         from .formulas import FORMULAS, Inputs
 
         dispatch.set_autograd_hook(record)
         views.MULTI_VIEW_HOOK[0] = record_pieces  # split/chunk/unbind: one node for all the pieces
+        _C._set_view_refresh(refresh_view_history)  # Note [Stale view histories]
         # The native fast path records nodes itself (csrc/common/autograd_record.cpp): it gets
         # the classes it instantiates and the switches under which it must leave it to `record`.
         _C._autograd_setup(native_spec, FORMULAS, graph.SavedTensor, _SavedArgs, graph.AccumulateGrad,

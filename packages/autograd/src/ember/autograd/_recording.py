@@ -15,6 +15,7 @@ from ember._src.tensor import Tensor, make_tensor, make_view
 from . import anomaly_mode
 from ._complex import complex_formula, involves_complex
 from ._engine import fix_grad
+from ._views import MULTI_VIEW_LABELS
 from .formulas import FORMULAS, NON_DIFFERENTIABLE, Inputs
 from .graph import _SEQ, Node, SavedTensor, get_gradient_edge, grad_accumulator, set_history
 
@@ -335,19 +336,50 @@ def _save(a, outs):
     return a
 
 
-# The nodes of view functions that return several views (_views.record_pieces), by PyTorch's
-# name for the function in its error.
-_MULTI_VIEW_NODES = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
-                     "UnbindBackward0": "Unbind"}
+
+# Note [Views made without recording]: a view of a tensor that requires grad made under no_grad
+# (or inference_mode) has no history; written in place with grad mode on, the write would reach
+# the base's graph (or not) ambiguously, so PyTorch refuses it, and so does ember. Such a view is
+# one with no grad_fn made of a tensor that required grad then (Tensor._view_of_grad; one made
+# while recording has a grad_fn). The dispatcher sends every in-place op on a view of a tensor that
+# requires grad here, even when no argument requires grad (dispatch._writes_grad_view, and the
+# native in-place path's own check). A view made before its base required grad is refused too,
+# with PyTorch's leaf errors (there it requires grad through its base and has no grad_fn).
+_NO_GRAD_VIEW_INPLACE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+    "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
+    "and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+    "outside (if you want the inplace to be tracked).")
+_INFERENCE_VIEW_INPLACE = (
+    "A view was created in inference mode and is being modified inplace in normal mode. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+    "the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or "
+    "both outside (if you want the inplace to be tracked).")
 
 
 def check_inplace(t: Tensor) -> None:
     fn = t.grad_fn
-    if fn is None and t._requires_grad:
-        raise RuntimeError(LEAF_INPLACE)
     base = t._base
+    if fn is None:
+        if base is not None and base._requires_grad:
+            if t._view_of_grad:
+                raise RuntimeError(_INFERENCE_VIEW_INPLACE if getattr(t, "_inference_view", False)
+                                   else _NO_GRAD_VIEW_INPLACE)
+            # Made before its base required grad: PyTorch sees a leaf that requires grad (through its base).
+            raise RuntimeError(VIEW_OF_LEAF_INPLACE if base.grad_fn is None else LEAF_INPLACE)
+        if t._requires_grad:
+            raise RuntimeError(LEAF_INPLACE)
     if base is not None and fn is not None:
-        label = _MULTI_VIEW_NODES.get(type(fn).__name__)
+        if getattr(fn, "_custom_function", False):
+            # CopySlices would route the base's gradient around the Function's own backward.
+            name = type(fn).__name__
+            raise RuntimeError(
+                f"Output {t.output_nr} of {name[:-8] if name.endswith('Backward') else name} is a view and is being "
+                "modified inplace. This view was created inside a custom Function (or because an input was returned "
+                "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
+                "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                "this by cloning the output of the custom Function.")
+        label = MULTI_VIEW_LABELS.get(type(fn).__name__)
         if label is not None:
             # One node stands for all the views: rewriting its history for one of them would be
             # wrong for the others (PyTorch forbids it the same way).
@@ -357,6 +389,25 @@ def check_inplace(t: Tensor) -> None:
                 "modified inplace. You should replace the inplace operation by an out-of-place one.")
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+
+
+def stamp_aliases_of_self(node, self: Tensor, version: int) -> None:
+    """An in-place op's node saved its other inputs after the write; those that share ``self``'s
+    memory (``x.mul_(x)``, ``x[:2].mul_(x[2:])``) get the version they had before it, as PyTorch
+    saves them, so that a backward reading their overwritten values raises the version error
+    instead of computing with them."""
+    storage = self._storage
+    saved_args = tuple(tuple.__iter__(node._saved_args))
+    if len(saved_args) < 2 and not node._kwargs:
+        return
+    for v in saved_args[1:]:
+        for saved in (v if type(v) is list else (v,)):
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+                saved.version = version
+    if node._kwargs:
+        for saved in node._kwargs.values():
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+                saved.version = version
 
 
 def record(op, args, kwargs):
@@ -394,6 +445,8 @@ def record(op, args, kwargs):
         if cplx:
             formula = complex_formula(name, formula)
     layout, edges, meta = _edges(args)
+    if inplace:
+        version = self._storage.version
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
@@ -410,6 +463,8 @@ def record(op, args, kwargs):
     if not cplx and involves_complex((), outs):
         formula = complex_formula(name, formula)
     node = make_node(name, formula, layout, edges, meta, saved_in, kwargs, outs)
+    if inplace:
+        stamp_aliases_of_self(node, self, version)
     if outs[0] is out and out.dtype.is_floating_point and out._autograd_meta is None:
         out.grad_fn = node  # the common case of set_history, inlined
         out._requires_grad = True

@@ -77,6 +77,9 @@ class CopySlices(Node):
             out[k] = res[k]
         return out
 
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"  # PyTorch's C++ name for its native nodes
+
     def _release(self):
         self._released = True
         self._fn._release()
@@ -87,8 +90,8 @@ class AsStridedBackward0(Node):
 
     __slots__ = ("_base_meta", "_geometry")
 
-    def __init__(self, base_meta, geometry, copy_node: Node):
-        super().__init__(((copy_node, 0),))
+    def __init__(self, base_meta, geometry, copy_node: Node | None, base_edge=None):
+        super().__init__(((copy_node, 0),) if base_edge is None else (base_edge,))
         self._base_meta = base_meta
         self._geometry = geometry
 
@@ -108,21 +111,51 @@ class AsStridedBackward0(Node):
         return [result]
 
 
+# The nodes of view functions that return several views (record_pieces), by PyTorch's name for the
+# function in its errors.
+MULTI_VIEW_LABELS = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes",
+                      "UnbindBackward0": "Unbind"}
+
+
+def refresh_view_history(view: Tensor) -> None:
+    """Note [Stale view histories] (csrc/common/tensor_impl.cpp): ``view``'s storage was written
+    since its grad_fn was set (an in-place op on its base or on another view of it), so its node
+    may miss that write. A view with a history of its own gets a node reading its elements out of
+    the base's current history; a piece of split/chunk/unbind raises PyTorch's error (one node
+    stands for all the pieces)."""
+    fn = view.grad_fn
+    base = view._base
+    if fn is None or not base._requires_grad or view._storage is not base._storage:
+        return  # no history to rebuild (a view made without recording), or no longer its base's memory
+    label = MULTI_VIEW_LABELS.get(type(fn).__name__)
+    if label is not None:
+        raise RuntimeError(
+            f"Output {view.output_nr} of {label} is a view and its base or another view of its base has been "
+            "modified inplace. This view is the output of a function that returns multiple views. Such functions "
+            "do not allow the output views to be modified inplace. You should replace the inplace operation by an "
+            "out-of-place one.")
+    base_meta = (base._shape, base.dtype, base._device)
+    set_history(view, AsStridedBackward0(base_meta, _geometry(view, base), None, get_gradient_edge(base)), 0)
+
+
 def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     """Runs ``op`` (in place on the view ``args[0]``) and rebases the histories of view and base."""
-    from ._recording import _edges
+    from ._recording import _edges, stamp_aliases_of_self
 
     view = args[0]
     base = view._base
     geometry = _geometry(view, base)
     layout, edges, meta = _edges(args)
     base_edge = get_gradient_edge(base)
+    version = view._storage.version
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
     finally:
         _STATE.grad_enabled = True
+    view._base = base  # marks the view's history current (it is replaced below): no rebuild of the old one
     fn = make_node(op.name, formula, layout, edges, meta, saved_in, kwargs, (view,))
+    stamp_aliases_of_self(fn, view, version)
     base_meta = (base._shape, base.dtype, base._device)
     copy = CopySlices(base_edge, geometry, fn, base_meta)
     set_history(base, copy, 0)

@@ -57,6 +57,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     _forward_cls = None
     _saved = None
+    _custom_function = True  # in-place writes into its view outputs are refused (_recording.check_inplace)
 
     def __init__(self):
         super().__init__()

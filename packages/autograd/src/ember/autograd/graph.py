@@ -143,6 +143,7 @@ class Node(_C.AutogradNode):
     # {output_nr: weakref} for retain_grad(); ``_hooked``: True once either is set (the engine
     # checks only that).
     __slots__ = ()
+    _custom_function = False  # True for the nodes of autograd.Function subclasses (function.py)
 
     def __init__(self, next_edges: tuple = (), num_outputs: int = 1):
         self._seq = next(_SEQ)
@@ -207,7 +208,7 @@ class Node(_C.AutogradNode):
         self._released = True
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
 
 class AccumulateGrad(Node):
@@ -220,6 +221,9 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._seq = 1 << 62  # runs as soon as it is ready (highest priority in the engine)
         self._hooked = True  # the leaf's hooks live on the tensor: look each time
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # PyTorch's C++ name for its native nodes
 
     def _tensor_pre_hooks(self, nr: int):
         meta = self.variable._autograd_meta
@@ -346,6 +350,12 @@ def increment_version(t: Tensor) -> None:
     t._storage.version += 1
 
 
+def _forward_name(node_name: str) -> str:
+    """The function a node's name stands for in PyTorch's messages: MulBackward0 -> Mul."""
+    head, sep, tail = node_name.rpartition("Backward")
+    return head if sep and (not tail or tail.isdigit()) else node_name
+
+
 class SavedTensor(_C.SavedTensorBase):
     """A tensor saved for backward, with the version it had when saved.
 
@@ -429,14 +439,14 @@ class SavedTensor(_C.SavedTensorBase):
         data = self.data
         desc = f"[torch.{type_name(data.dtype)}Tensor {list(data._shape)}]"
         if self.is_output and node is not None:
-            desc += f", which is output {self.nr} of {node.name()},"
+            desc += f", which is output {self.nr} of {_forward_name(node.name())},"
         elif not self.is_output and data.grad_fn is not None:
-            desc += f", which is output {output_nr(data)} of {data.grad_fn.name()},"
+            desc += f", which is output {output_nr(data)} of {_forward_name(data.grad_fn.name())},"
         return (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"{desc} is at version {data._storage.version}; expected version {self.version} instead. Hint: enable "
             "anomaly detection to find the operation that failed to compute its gradient, with "
-            "torch.autograd.set_detect_anomaly(True)."
+            "torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
 
     def free(self) -> None:

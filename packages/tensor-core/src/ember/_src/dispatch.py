@@ -138,12 +138,13 @@ class Op(_C.OpBase):
     """
 
     __slots__ = ("name", "schema", "tags", "meta", "kernels", "amp", "variants", "aliases", "namespaces",
-                 "differentiable", "writes", "__dict__", "__weakref__")
+                 "differentiable", "writes", "inplace", "__dict__", "__weakref__")
 
     def __init__(self, name: str, schema: str, tags: tuple, meta: Callable | None):
         self.name = name
         self.schema = schema
         self.tags = frozenset(tags)
+        self.inplace = "inplace" in self.tags  # read by the dispatcher on every call in grad mode
         self.meta = meta
         self.kernels: dict[str, Callable] = {}
         self.amp: str | None = None  # autocast policy: "lower", "fp32", "promote" or None
@@ -185,7 +186,7 @@ class Op(_C.OpBase):
                 return result
         if _GRAD_STATE.grad_enabled:
             hook = _AUTOGRAD_HOOK[0]
-            if hook is not None and _any_requires_grad(args, kwargs):
+            if hook is not None and (_any_requires_grad(args, kwargs) or (self.inplace and _writes_grad_view(args))):
                 return hook(self, args, kwargs)
         # call_kernel's common case inlined (a plain Tensor first names the device): this runs for
         # every op, so each saved call counts.
@@ -327,6 +328,17 @@ def _any_requires_grad(args, kwargs) -> bool:
     return False
 
 
+def _writes_grad_view(args) -> bool:
+    """Whether an in-place op (no argument requiring grad) writes into a view of a tensor that
+    requires grad: a view made without recording (no_grad, inference_mode), which autograd's
+    in-place check refuses in grad mode (Note [Views made without recording])."""
+    a = args[0] if args else None
+    if not isinstance(a, _Tensor):
+        return False
+    base = a._base
+    return base is not None and base._requires_grad
+
+
 def dispatch_below_modes(op: Op, args, kwargs):
     """Runs ``op`` from the layer under the modes (subclasses, autograd, kernel), for a mode that
     stays entered while the op runs so that it sees the ops the op calls (ember.profiler).
@@ -337,7 +349,8 @@ def dispatch_below_modes(op: Op, args, kwargs):
             return result
     if _GRAD_STATE.grad_enabled:
         hook = _AUTOGRAD_HOOK[0]
-        if hook is not None and _any_requires_grad(args, kwargs):
+        if hook is not None and (_any_requires_grad(args, kwargs)
+                                 or ("inplace" in op.tags and _writes_grad_view(args))):
             return hook(op, args, kwargs)
     return op.call_kernel(args, kwargs)
 

@@ -21,7 +21,7 @@ from .ops.pointwise.complex import view_as_real_op
 from .ops.random import samplers as _samplers
 from .optable import declare
 from .shapes import as_shape, check_sizes
-from .tensor import Tensor, new_empty_tensor
+from .tensor import Tensor, new_empty_tensor, set_factory_requires_grad
 
 
 def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
@@ -39,7 +39,7 @@ def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
 def _finish(t: Tensor, out, requires_grad: bool, overlap: bool = True) -> Tensor:
     t = write_out(t, out, overlap=overlap)  # PyTorch refuses an expanded out= but for randperm's
     if requires_grad:
-        t.requires_grad_(True)
+        set_factory_requires_grad(t)
     return t
 
 

@@ -232,12 +232,16 @@ class Tensor(_C.TensorBase):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         requires_grad = bool(requires_grad)
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            # PyTorch's wording differs by entry point: this method's, the attribute's (above) and
+            # the factories' (FACTORY_GRAD_DTYPE_ERROR).
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if not requires_grad and self.grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
@@ -251,6 +255,10 @@ class Tensor(_C.TensorBase):
             plugins.load("autograd")
         self._requires_grad = requires_grad
         return self
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a (differentiable) view of another, its ``_base``."""
+        return self._base is not None
 
     @property
     def is_leaf(self) -> bool:
@@ -293,6 +301,8 @@ class Tensor(_C.TensorBase):
 
     def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
         """Points this tensor at another storage (or tensor), as PyTorch's ``set_``."""
+        if self._requires_grad and self.grad_fn is None and grad_mode.STATE.grad_enabled:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if source is None:
             source = _C.Storage.allocate(0) if self._device.type == "cpu" else _C.Storage.meta(0)
             size, stride, storage_offset = (0,), (1,), 0
@@ -468,6 +478,16 @@ def copy_layout(dst: Tensor, src: Tensor) -> Tensor:
     return dst
 
 
+FACTORY_GRAD_DTYPE_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+def set_factory_requires_grad(t: Tensor) -> Tensor:
+    """``requires_grad=True`` given to a factory (``tensor``, ``zeros``, ``randint``, ...)."""
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise RuntimeError(FACTORY_GRAD_DTYPE_ERROR)
+    return t.requires_grad_(True)
+
+
 def _impl_name(t) -> str:
     kind = "SparseTensorImpl" if t._layout.name == "sparse_coo" else "SparseCsrTensorImpl"
     return f"Tensors of type {kind}"
@@ -495,7 +515,10 @@ make_tensor = _C.make_tensor
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     """A view of ``base``'s storage; shares its version counter through the storage."""
     t = make_tensor(base._storage, shape, stride, offset, base.dtype, base._device)
-    t._base = base if base._base is None else base._base
+    root = base if base._base is None else base._base
+    t._base = root
+    if _INFERENCE_USED[0] and _GRAD_STATE.inference and root._requires_grad:
+        t._inference_view = True  # Note [Views made without recording]: named in autograd's error
     return t
 
 

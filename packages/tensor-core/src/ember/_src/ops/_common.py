@@ -123,6 +123,21 @@ def check_write(out: Tensor, inputs=()) -> None:
             raise RuntimeError(PARTIAL_OVERLAP)
 
 
+def _out_caller_name(result: Tensor) -> str:
+    """The public function an out= call came through (for its error): write_out's caller when that
+    is one, else the op named by the result's node (CatBackward0: cat)."""
+    import re
+    import sys
+
+    import ember
+
+    name = sys._getframe(2).f_code.co_name
+    if name.startswith("_") or not callable(getattr(ember, name, None)):
+        node = type(result.grad_fn).__name__ if result.grad_fn is not None else name
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", node.rpartition("Backward")[0] or node).lower()
+    return name
+
+
 def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), overlap: bool = True) -> Tensor:
     """Implements ``out=``: checks memory overlap, resizes an empty/mismatched out, checks the dtype cast, copies.
 
@@ -135,6 +150,10 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
         return result
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    if (result._requires_grad or out._requires_grad) and grad_mode.STATE.grad_enabled:
+        # The copy into out would have no history: PyTorch refuses out= while recording.
+        raise RuntimeError(f"{_out_caller_name(result)}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
     if grad_mode.INFERENCE_USED[0] and out._storage.inference and not grad_mode.STATE.inference:
         raise RuntimeError(grad_mode.INFERENCE_INPLACE)
     if overlap and out._device is not META:  # before the dtype check and any resize, as PyTorch's TensorIterator

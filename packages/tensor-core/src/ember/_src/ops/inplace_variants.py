@@ -349,6 +349,7 @@ def _become(self: Tensor, view_fn) -> Tensor:
     _check_view_inplace(self)
     view = view_fn(_detached_alias(self) if _recording(self) else self)
     self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+    self._storage.version += 1  # before the new history is set: it is current (Note [Stale view histories])
     if view.grad_fn is not None:  # the view's node reads self's old history: self's new one
         self.grad_fn = view.grad_fn
         self._requires_grad = True
@@ -357,7 +358,6 @@ def _become(self: Tensor, view_fn) -> Tensor:
             meta.output_nr = 0
             if meta.retains_grad:
                 self.retain_grad()  # its .grad: the gradient of its new geometry
-    self._storage.version += 1
     return self
 
 

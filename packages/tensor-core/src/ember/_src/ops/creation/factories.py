@@ -13,7 +13,7 @@ from ...device import CPU, META, get_backend, like_device, to_device
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import as_shape, check_sizes, contiguous_strides, numel
-from ...tensor import Tensor, make_tensor, new_empty_tensor
+from ...tensor import Tensor, make_tensor, new_empty_tensor, set_factory_requires_grad
 from .._common import check_scalar_fits, write_out
 
 _NUMBER = (builtins.bool, int, float, complex)
@@ -41,7 +41,7 @@ def _finish(t: Tensor, requires_grad: bool, out: Tensor | None = None, overlap: 
     if out is not None:
         return write_out(t, out, overlap=overlap)
     if requires_grad:
-        t.requires_grad_(True)
+        set_factory_requires_grad(t)
     return t
 
 
