@@ -20,6 +20,10 @@ from ember import functional, hub, return_types, signal, torch_version, version 
 
 __version__ = version.__version__
 
+from ember._src import torch_alias as _torch_alias  # noqa: E402
+
+_torch_alias.install()  # `import torch.nn` under sys.modules["torch"] = ember gives ember.nn itself
+
 # Subpackages provided by other distributions; resolved on first attribute access so that
 # `ember.nn` works without `import ember.nn`, and the core never imports them itself.
 _OPTIONAL_SUBPACKAGES = (
