@@ -54,3 +54,42 @@ def test_submodule_imports_under_sys_modules_alias():
     assert got.stdout.splitlines()[0] == "missing: torch.no_such_submodule"
     # the modules keep their own names and specs
     assert got.stdout.splitlines()[1] == "ember.nn ember.optim"
+
+
+def _masked_report(m) -> list:
+    # the report without the object address line, numbers replaced (times vary run to run)
+    import re
+
+    return [re.sub(r"\d+(\.\d+)?", "N", line) for line in repr(m).splitlines()[1:] if "WARNING" not in line
+            and "environmental" not in line]
+
+
+def test_benchmark_timer_measurement():
+    # per_sample_grads / jacobians_hessians / ensembling / neural_tangent_kernels time their
+    # transforms with torch.utils.benchmark.Timer(stmt=..., globals=globals()).timeit(n) and print
+    # the Measurement; ember had no ember.utils.benchmark (ModuleNotFoundError).
+    import torch
+    import torch.utils.benchmark as tb
+
+    import ember
+    import ember.utils.benchmark as eb
+
+    for lib, bench in ((torch, tb), (ember, eb)):
+        x = lib.ones(8)
+        plain = bench.Timer(stmt="x.sin()", globals={"x": x}).timeit(5)
+        titled = bench.Timer(stmt="x.sin() + y", setup="y = 1", globals={"x": x}, label="L", sub_label="S",
+                             description="D", num_threads=2).timeit(3)
+        blocked = bench.Timer(stmt="x.sin()", globals={"x": x}).blocked_autorange(min_run_time=0.01)
+        if lib is torch:
+            expected = (_masked_report(plain), _masked_report(titled), plain.number_per_run, titled.num_threads)
+        else:
+            assert (_masked_report(plain), _masked_report(titled), plain.number_per_run,
+                    titled.num_threads) == expected
+            assert plain.title == "x.sin()" and titled.title == "L: S"
+        assert plain.times == [plain.raw_times[0] / 5] and plain.median == plain.mean == plain.times[0]
+        assert len(blocked.times) >= 1 and blocked.median > 0
+        assert _masked_report(blocked)[1].startswith("  Median: " if len(blocked.times) > 1 else "  N")
+        with pytest.raises(NameError):
+            bench.Timer(stmt="undefined_name", globals={"x": x}).timeit(1)
+        with pytest.raises(SyntaxError):
+            bench.Timer(stmt="x.sin(", globals={"x": x}).timeit(1)
