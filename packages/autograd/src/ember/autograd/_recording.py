@@ -90,6 +90,16 @@ class OpNode(Node):
         self._kwargs = kwargs
         self._saved_outputs = saved_outputs
 
+    def __getattr__(self, name):
+        # Only for attributes not found otherwise: PyTorch's ``_saved_<argument>`` (_saved_attrs).
+        if name.startswith("_saved_") and name not in ("_saved_args", "_saved_outputs"):
+            from ._saved_attrs import _MISSING, saved_attribute
+
+            value = saved_attribute(self, name[len("_saved_"):])
+            if value is not _MISSING:
+                return value
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def apply(self, grads):
         if grads[0] is None:
             for g in grads:
