@@ -257,3 +257,10 @@ def test_public_callables_have_a_name_as_torch():
     assert not missing
     assert ember.Tensor.abs_.__name__ == torch.Tensor.abs_.__name__ == "abs_"
     assert ember.ops.add.__name__ == "add" and type(ember.ops.add).__name__ == "Op"
+
+
+def test_tensor_class_is_named_at_the_top_level_as_torch():
+    # tensors_deeper tutorial: print(type(x)) shows <class 'torch.Tensor'>; ember's class printed
+    # as <class 'ember._src.tensor.Tensor'>.
+    assert repr(type(ember.ones(1))) == repr(type(torch.ones(1))).replace("torch", "ember") == "<class 'ember.Tensor'>"
+    assert pickle.loads(pickle.dumps(ember.Tensor)) is ember.Tensor
