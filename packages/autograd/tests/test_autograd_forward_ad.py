@@ -98,3 +98,29 @@ def test_forward_and_reverse_agree():
     with fwAD.dual_level():
         out = fn(fwAD.make_dual(ember.tensor(a[0]), ember.tensor(v[0])))
         np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), expected.numpy(), rtol=1e-10)
+
+
+def test_tangent_from_double_backward_has_no_history_of_its_own():
+    # neural_tangent_kernels tutorial: vmap(jvp(conv2d)) over detached parameters. convolution's
+    # tangent comes from its backward formula (the double-backward trick), whose seeds require
+    # grad; the tangent kept their history and came out requiring grad (ConvolutionBackward0).
+    # It must have a history only when a primal or a tangent has one (jacrev over jacfwd).
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shapes = ((2, 2, 3, 3), (1, 2, 4, 4), (3, 2, 2, 3, 3))
+    w_np, x_np, t_np = (rng.standard_normal(s).astype("float32") for s in shapes)
+    results = []
+    for lib in (torch, ember):
+        w, x, t = lib.tensor(w_np), lib.tensor(x_np), lib.tensor(t_np)
+
+        def f(w, x=x, lib=lib):
+            return lib.nn.functional.conv2d(x, w)
+
+        out = lib.func.vmap(lambda tw, f=f, w=w, lib=lib: lib.func.jvp(f, (w,), (tw,))[1])(t)
+        hess = lib.func.jacrev(lib.func.jacfwd(lambda w, f=f: f(w).sin().sum()))(w)
+        results.append((out.requires_grad, lib.func.jacfwd(f)(w).requires_grad, out.detach().numpy(),
+                        hess.detach().numpy()))
+    assert results[0][:2] == results[1][:2] == (False, False)
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(results[1][3], results[0][3], rtol=1e-4, atol=1e-5)

@@ -174,3 +174,37 @@ def test_save_on_cpu_keeps_gradients_as_torch(pin_memory):
         return [round(v, 5) for v in a.grad.tolist()]
 
     assert grads(ember) == grads(torch)
+
+
+def test_saved_attributes_of_a_node_as_torch():
+    # autograd_saved_tensors_hooks tutorial: y.grad_fn._saved_self / _saved_other / _saved_result,
+    # the identity of a saved leaf, an unpack hook running on every read, and AttributeError for
+    # what the node does not keep. ember's nodes had no _saved_* attributes (AttributeError).
+    results = []
+    for lib in (torch, ember):
+        a = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        b = lib.tensor([0.5, 4.0, 2.0], requires_grad=True)
+        y = a * b
+        e = lib.exp(a)
+        p = a.pow(3)
+        unpacked = []
+
+        def unpack(t, unpacked=unpacked):
+            unpacked.append(1)
+            return t
+
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t * 1, unpack):
+            h = a * b
+        first, second = h.grad_fn._saved_self, h.grad_fn._saved_self
+        with pytest.raises(AttributeError):
+            _ = e.grad_fn._saved_self  # exp keeps its result only
+        with pytest.raises(AttributeError):
+            _ = y.grad_fn._saved_no_such_argument
+        results.append((y.grad_fn._saved_self is a, y.grad_fn._saved_other is b, y.grad_fn._saved_other.tolist(),
+                        e.grad_fn._saved_result.equal(e), e.grad_fn._saved_result is e,
+                        p.grad_fn._saved_self is a, len(unpacked), first.tolist(),
+                        second.tolist()))
+        y.sum().backward()
+        with pytest.raises(RuntimeError):
+            _ = y.grad_fn._saved_self  # freed by backward
+    assert results[0] == results[1]

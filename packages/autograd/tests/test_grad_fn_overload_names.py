@@ -89,3 +89,42 @@ def test_overload_names_picked_by_arguments_match_torch(name, grad_x):
             None if t.grad is None else [round(v, 5) for v in t.grad.flatten().tolist()] for t in (x, b)]
 
     assert run(ember) == run(torch)
+
+
+def _edge_names(fn):
+    return [(None if n is None else type(n).__name__, nr) for n, nr in fn.next_functions]
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"])
+def test_composite_loss_node_edges_as_torch(loss):
+    # blitz neural_networks tutorial: loss.grad_fn (MseLossBackward0), then
+    # .next_functions[0][0] (the last Linear's AddmmBackward0), then its next_functions[0][0]
+    # (AccumulateGrad of its bias). ember's relabeled composite node showed its own inner chain
+    # (SquareBackward0, SubBackward0) instead of the op's inputs.
+    results = []
+    for lib in (torch, ember):
+        lin = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            lin.weight.copy_(lib.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))
+            lin.bias.copy_(lib.tensor([0.05, -0.05]))
+        x = lib.tensor([[0.5, -1.0, 2.0]])
+        target = lib.tensor([[0.25, 0.75]])
+        out = getattr(lib.nn.functional, loss)(lin(x), target)
+        fn = out.grad_fn
+        first = fn.next_functions[0][0]
+        leaf = lib.tensor([0.5, 0.2], requires_grad=True)
+        both = getattr(lib.nn.functional, loss)(leaf, leaf.detach() * 2 + lin.bias)
+        out.backward()
+        results.append((type(fn).__name__, _edge_names(fn), _edge_names(first), _edge_names(both.grad_fn),
+                        both.grad_fn.next_functions[0][0].variable is leaf, lin.bias.grad.tolist()))
+    assert results[0][:5] == results[1][:5]
+    assert results[1][5] == pytest.approx(results[0][5], rel=1e-6)
+
+
+def test_nll_loss_node_edges_as_torch():
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+        out = lib.nn.functional.nll_loss(lib.log_softmax(x * 2, 1), lib.tensor([1]))
+        results.append((type(out.grad_fn).__name__, _edge_names(out.grad_fn)))
+    assert results[0] == results[1]

@@ -307,3 +307,31 @@ def test_complex_operands_take_the_composite():
         eb.clone().addcmul_(ea, eb)
     with pytest.raises(NotImplementedError):
         ember.lerp(ea, ea, 0.5)
+
+
+@pytest.mark.parametrize("method,args", [
+    ("add_", (-0.5, "b")), ("sub_", (2, "b")), ("addcmul_", (0.25, "b", "c")), ("addcdiv_", (-3, "b", "c")),
+])
+def test_deprecated_scalar_first_overloads_as_torch(method, args):
+    # char_rnn_classification (and old optimizers): p.data.add_(-learning_rate, p.grad.data),
+    # exp_avg_sq.addcmul_(1 - beta2, grad, grad). PyTorch still takes the scalar first, with a
+    # UserWarning naming the deprecated overload; ember raised TypeError.
+    import warnings
+
+    results = []
+    ember._src.methods._DEPRECATED_WARNED.discard(method)
+    for lib in (torch, ember):
+        a = lib.tensor([1.0, 2.0, 3.0])
+        named = {"b": lib.tensor([0.5, -1.0, 4.0]), "c": lib.tensor([2.0, 8.0, -1.0])}
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = getattr(a, method)(*(named.get(x, x) if isinstance(x, str) else x for x in args))
+        messages = [str(w.message) for w in seen if issubclass(w.category, UserWarning)]
+        results.append((out is a, a.tolist(), [m.split(" (Triggered")[0] for m in messages]))
+    assert results[1][:2] == results[0][:2]
+    # PyTorch warns once per process (an earlier call may have had it): ember's message is PyTorch's
+    assert len(results[1][2]) == 1 and results[1][2][0].startswith(f"This overload of {method} is deprecated:")
+    if results[0][2]:
+        assert results[1][2] == results[0][2]
+    with pytest.raises(TypeError):
+        getattr(ember.ones(3), method)(ember.ones(3), ember.ones(3), ember.ones(3))

@@ -233,6 +233,15 @@ def test_legacy_tensor_types(name):
     # Tensor.type takes a legacy type as it takes its name: x.type(torch.LongTensor).
     _same(lambda L: L.tensor([1.5, -2.0, 0.0]).type(getattr(L, name)).double())
     _same(lambda L: L.tensor([1.5, -2.0, 0.0]).type(getattr(L, name)).type())
+    # seq2seq tutorial: LongTensor(np.int32 array) copies the array's data (ember took the array
+    # for sizes: "only integer scalar arrays can be converted"); a NumPy integer is still a size.
+    import numpy as np
+
+    data = np.arange(6, dtype=np.int32).reshape(2, 3) % 2
+    _same(lambda L: getattr(L, name)(data).double())
+    _same(lambda L: getattr(L, name)(np.array([1.0, 0.0])).double())
+    assert E(np.int64(3)).shape == T(np.int64(3)).shape == (3,)
+    assert E(np.array(4)).shape == T(np.array(4)).shape == (4,)
 
 
 def test_factories_take_size_by_keyword():

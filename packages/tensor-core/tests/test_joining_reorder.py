@@ -158,3 +158,24 @@ def test_cdist(p, rows, name):
     assert_same(ember.cdist(a, b, p), torch.cdist(ta, tb, p), **tol)
     with pytest.raises(RuntimeError):
         ember.cdist(a, ember.ones(2, 4, 5))
+
+
+def test_cross_without_dim_warns_as_torch():
+    # tensors_deeper tutorial: torch.cross(v2, v1) without dim warns (once per process) that the
+    # default dim is deprecated; ember gave no warning. Its result is the first size-3 dim's.
+    import warnings
+
+    import ember._src.ops.shape.reorder as reorder
+
+    reorder._CROSS_DIM_WARNED[0] = False
+    messages = []
+    for lib in (torch, ember):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = lib.cross(lib.tensor([0.0, 1.0, 0.0]), lib.tensor([1.0, 0.0, 0.0]))
+            lib.linalg.cross(lib.tensor([0.0, 1.0, 0.0]), lib.tensor([1.0, 0.0, 0.0]))
+        messages.append(([str(w.message).split(" (Triggered")[0] for w in seen], out.tolist()))
+    assert len(messages[1][0]) == 1 and messages[1][0][0].startswith("Using torch.cross without specifying the dim")
+    assert messages[1][1] == messages[0][1] == [0.0, 0.0, -1.0]
+    if messages[0][0]:  # torch's once-per-process warning may have been given already
+        assert messages[1][0] == messages[0][0]

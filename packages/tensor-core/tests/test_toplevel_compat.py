@@ -238,3 +238,29 @@ def test_xpu_module_answers_as_a_torch_build_without_xpu(call):
             return "AssertionError", None
 
     assert outcome(ember) == outcome(torch)
+
+
+def test_public_callables_have_a_name_as_torch():
+    # memory_format tutorial: it wraps every public callable of torch.Tensor, torch and
+    # torch.nn.functional with a checker that reads fn.__name__; ember's ops bound there
+    # (Tensor.abs_, ...) had no __name__ (AttributeError on 130 of them).
+    import ember.nn.functional
+
+    missing = []
+    for t_mod, e_mod in ((torch.Tensor, ember.Tensor), (torch, ember), (torch.nn.functional, ember.nn.functional)):
+        for name in dir(t_mod):
+            t_fn, e_fn = getattr(t_mod, name, None), getattr(e_mod, name, None)
+            if name.startswith("_") or not callable(t_fn) or not hasattr(t_fn, "__name__") or not callable(e_fn):
+                continue
+            if not isinstance(getattr(e_fn, "__name__", None), str):
+                missing.append(name)
+    assert not missing
+    assert ember.Tensor.abs_.__name__ == torch.Tensor.abs_.__name__ == "abs_"
+    assert ember.ops.add.__name__ == "add" and type(ember.ops.add).__name__ == "Op"
+
+
+def test_tensor_class_is_named_at_the_top_level_as_torch():
+    # tensors_deeper tutorial: print(type(x)) shows <class 'torch.Tensor'>; ember's class printed
+    # as <class 'ember._src.tensor.Tensor'>.
+    assert repr(type(ember.ones(1))) == repr(type(torch.ones(1))).replace("torch", "ember") == "<class 'ember.Tensor'>"
+    assert pickle.loads(pickle.dumps(ember.Tensor)) is ember.Tensor

@@ -17,14 +17,14 @@ from . import _engine
 from .graph import _HookDict, add_hook, get_meta, output_nr
 
 
-def _recording_label(tensor, op_name: str) -> None:
+def _recording_label(tensor, op_name: str, inputs=None) -> None:
     """_recording.label_grad_fn, imported on first use (install imports _recording lazily too);
     the import then replaces this function."""
     global _recording_label
     from ._recording import label_grad_fn
 
     _recording_label = label_grad_fn
-    label_grad_fn(tensor, op_name)
+    label_grad_fn(tensor, op_name, inputs)
 
 
 def register_hook(t: Tensor, hook):
@@ -100,9 +100,9 @@ class AutogradPlugin:
         Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
         self.installed = True
 
-    def label_grad_fn(self, tensor, op_name: str) -> None:
+    def label_grad_fn(self, tensor, op_name: str, inputs=None) -> None:
         """Gives a composite's result the node name of PyTorch's op (see _recording.label_grad_fn)."""
-        _recording_label(tensor, op_name)
+        _recording_label(tensor, op_name, inputs)
 
     def backward(self, tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         _engine.backward((tensor,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)

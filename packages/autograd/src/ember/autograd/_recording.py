@@ -6,6 +6,8 @@ calls it for every op run with grad mode on and a tensor argument that requires 
 
 from __future__ import annotations
 
+import weakref
+
 from ember import _C
 from ember._src import grad_mode
 from ember._src.device import META
@@ -90,6 +92,16 @@ class OpNode(Node):
         self._saved_args = saved_args
         self._kwargs = kwargs
         self._saved_outputs = saved_outputs
+
+    def __getattr__(self, name):
+        # Only for attributes not found otherwise: PyTorch's ``_saved_<argument>`` (_saved_attrs).
+        if name.startswith("_saved_") and name not in ("_saved_args", "_saved_outputs"):
+            from ._saved_attrs import _MISSING, saved_attribute
+
+            value = saved_attribute(self, name[len("_saved_"):])
+            if value is not _MISSING:
+                return value
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def apply(self, grads):
         if grads[0] is None:
@@ -241,14 +253,39 @@ def node_class_name(op_name: str) -> str:
 _LABELED: dict = {}
 
 
-def label_grad_fn(tensor: Tensor, op_name: str) -> None:
+def label_grad_fn(tensor: Tensor, op_name: str, inputs: tuple | None = None) -> None:
     """Names ``tensor``'s node as PyTorch names the node of its op ``op_name`` (a composite's last
     node: MeanBackward0 of mse_loss prints as MseLossBackward0). The node becomes an instance of a
-    subclass of its own class under that name; what it computes is unchanged."""
+    subclass of its own class under that name; what it computes is unchanged. Given the op's
+    differentiable tensor ``inputs`` (None for an absent optional one), the node's
+    ``next_functions`` read as that op's would: an edge per input, towards its ``grad_fn`` (or its
+    accumulator), ``(None, 0)`` for one that needs no gradient (the blitz tutorial walks
+    ``loss.grad_fn.next_functions[0][0]`` from MseLossBackward0 to the model's last layer). The
+    engine still runs the composite's own nodes."""
     node = tensor.grad_fn
     if not isinstance(node, OpNode):
         return
     node.__class__ = _named_subclass(type(node), node_class_name(op_name))
+    if inputs is not None:
+        edges = []
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                continue
+            if not t._requires_grad:
+                edges.append(_NO_EDGE)
+            elif t.grad_fn is not None:
+                m = t._autograd_meta
+                edges.append((t.grad_fn, 0 if m is None else m.output_nr))
+            else:
+                edges.append((grad_accumulator(t), 0))
+        _COMPOSITE_EDGES[node] = tuple(edges)
+
+
+_COMPOSITE_EDGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _labeled_next_functions(self) -> tuple:
+    return _COMPOSITE_EDGES.get(self, self._next)
 
 
 def _named_subclass(cls: type, name: str) -> type:
@@ -256,7 +293,8 @@ def _named_subclass(cls: type, name: str) -> type:
     key = (cls, name)
     labeled = _LABELED.get(key)
     if labeled is None:
-        labeled = _LABELED[key] = type(name, (cls,), {"__module__": cls.__module__, "__slots__": ()})
+        labeled = _LABELED[key] = type(name, (cls,), {"__module__": cls.__module__, "__slots__": (),
+                                                      "next_functions": property(_labeled_next_functions)})
     return labeled
 
 

@@ -149,9 +149,22 @@ class _suspended:
 GRAD_LEVEL: list = [None]
 
 
+def _requires_grad(values) -> bool:
+    for v in values:
+        if isinstance(v, Tensor):
+            if v.requires_grad:
+                return True
+        elif isinstance(v, (list, tuple)) and _requires_grad(v):
+            return True
+    return False
+
+
 def _jvp_by_double_backward(formula, tangents, args, kwargs, outs):
-    # With grad mode on, the tangent keeps its history (reverse over forward: jacrev(jacfwd(f))).
-    differentiable = grad_mode.STATE.grad_enabled
+    # With grad mode on, the tangent keeps its history (reverse over forward: jacrev(jacfwd(f)))
+    # when a primal or a tangent has one to keep; otherwise the history would lead only to the
+    # seeds below, and the tangent would require grad as no PyTorch tangent does.
+    differentiable = grad_mode.STATE.grad_enabled and (
+        _requires_grad(args) or _requires_grad(kwargs.values()) or _requires_grad(tangents))
     level = GRAD_LEVEL[0]
     with grad_mode.enable_grad(), (level() if level is not None else _no_level()):
         seeds = [ember.zeros_like(o).requires_grad_(True) if isinstance(o, Tensor) and o.dtype.is_floating_point

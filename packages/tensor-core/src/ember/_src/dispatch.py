@@ -158,6 +158,12 @@ class Op(_C.OpBase):
     def __repr__(self) -> str:
         return f"ember.ops.{self.name}"
 
+    # An op bound as a function or a method (``Tensor.abs_``) is named like one: programs that
+    # wrap every callable of ``torch.Tensor`` read ``fn.__name__`` (the memory-format tutorial).
+    @property
+    def __name__(self) -> str:
+        return self.name
+
     @property
     def default(self) -> Op:
         """``torch.ops.<namespace>.<op>.default``: an ember op has one overload, itself."""

@@ -53,8 +53,15 @@ class _LegacyTensorType(type):
 
 
 def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) or (
-        hasattr(value, "__index__") and not isinstance(value, (Tensor, float)))
+    # A size: an int or what converts to one (np.int64, a 0-d integer array); a NumPy array of
+    # one or more dimensions has __index__ too, but it is data (LongTensor(np_array) copies it).
+    if isinstance(value, (bool, float, Tensor)):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _legacy(name: str, dtype) -> type:

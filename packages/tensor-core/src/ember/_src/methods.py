@@ -138,13 +138,49 @@ def mvlgamma_(self, p):
     return self.copy_(pointwise.mvlgamma(self, p))
 
 
-def add_(self, other, *, alpha=1):
+_DEPRECATED_WARNED: set = set()
+
+
+def _scalar_first(name: str, tensor_names: tuple, scalar_name: str, first, rest: tuple):
+    """PyTorch's deprecated overloads that take the scalar first (``p.add_(-lr, grad)``,
+    ``v.addcmul_(1 - beta, g, g)``, ``p.addcdiv_(-step, m, d)``), still accepted there with a
+    warning (once per overload): (scalar, tensors) when the call has that form, else None."""
+    if len(rest) != len(tensor_names) or isinstance(first, Tensor) or not all(isinstance(t, Tensor) for t in rest):
+        return None
+    if not isinstance(first, (int, float, complex)):
+        return None
+    if name not in _DEPRECATED_WARNED:
+        _DEPRECATED_WARNED.add(name)
+        import warnings
+
+        old = ", ".join(f"Tensor {t}" for t in tensor_names)
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number {scalar_name}, {old})\nConsider "
+                      f"using one of the following signatures instead:\n\t{name}({old}, *, Number {scalar_name} = 1)",
+                      UserWarning, stacklevel=3)
+    return first, rest
+
+
+def _too_many(name: str, given: int, takes: int):
+    return TypeError(f"{name}() takes {takes} positional arguments but {given} were given")
+
+
+def add_(self, other, *args, alpha=1):
+    if args:
+        form = _scalar_first("add_", ("other",), "alpha", other, args)
+        if form is None:
+            raise _too_many("add_", 2 + len(args), 2)
+        alpha, (other,) = form
     if fused_pointwise.fuses_alpha(self, other, alpha):
         return fused_pointwise.add_scaled_inplace_op(self, other, alpha)
     return pointwise.add_inplace_op(self, pointwise._scaled(self, other, alpha))
 
 
-def sub_(self, other, *, alpha=1):
+def sub_(self, other, *args, alpha=1):
+    if args:
+        form = _scalar_first("sub_", ("other",), "alpha", other, args)
+        if form is None:
+            raise _too_many("sub_", 2 + len(args), 2)
+        alpha, (other,) = form
     pointwise._check_sub_bool(self, other)
     if fused_pointwise.fuses_alpha(self, other, alpha):
         return fused_pointwise.add_scaled_inplace_op(self, other, fused_pointwise.negated_alpha(alpha))
@@ -177,11 +213,21 @@ def logit_(self, eps=None):  # PyTorch's signature: eps by keyword, None for no 
     return pointwise.logit_inplace_op(self, -1.0 if eps is None else float(eps))
 
 
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self, tensor1, tensor2, *args, value=1):
+    if args:
+        form = _scalar_first("addcmul_", ("tensor1", "tensor2"), "value", tensor1, (tensor2,) + args)
+        if form is None:
+            raise _too_many("addcmul_", 3 + len(args), 3)
+        value, (tensor1, tensor2) = form
     return fused_pointwise.addcmul_inplace_op(self, tensor1, tensor2, value)
 
 
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self, tensor1, tensor2, *args, value=1):
+    if args:
+        form = _scalar_first("addcdiv_", ("tensor1", "tensor2"), "value", tensor1, (tensor2,) + args)
+        if form is None:
+            raise _too_many("addcdiv_", 3 + len(args), 3)
+        value, (tensor1, tensor2) = form
     return fused_pointwise.addcdiv_inplace_op(self, tensor1, tensor2, value)
 
 

@@ -25,6 +25,10 @@ _OWN_HOOKS = ("__torch_dispatch__", "_autograd_alias", "_layout")
 class Tensor(_C.TensorBase):
     """An n-dimensional array with PyTorch's semantics."""
 
+    # Named where the public API binds it, as PyTorch's class is torch.Tensor: programs print
+    # type(x) (the tensors tutorials: <class 'torch.Tensor'>).
+    __module__ = "ember"
+
     # The fields (_storage, _shape, _stride, _offset, dtype, _device, _requires_grad, grad,
     # grad_fn, _base, _autograd_meta, __dict__, __weakref__) live in the C struct of
     # _C.TensorBase (csrc/common/tensor_impl.h), where kernels read them without lookups.

@@ -298,7 +298,7 @@ def check_tensor_args(fn_name: str, *named) -> None:
 _GRAD_FN_SLOT = Tensor.__dict__["grad_fn"]
 
 
-def label_as_op(result: Tensor, op_name: str) -> Tensor:
+def label_as_op(result: Tensor, op_name: str, inputs: tuple | None = None) -> Tensor:
     """A function composed of several ops whose grad_fn prints as PyTorch's single op (mse_loss:
     MseLossBackward0, not MeanBackward0): the autograd plugin renames the result's last node,
     which computes the same. The node is read through the slot itself: a traced tensor's
@@ -313,7 +313,10 @@ def label_as_op(result: Tensor, op_name: str) -> Tensor:
             if engine is None or not hasattr(engine, "label_grad_fn"):
                 return result
             label = _LABEL_GRAD_FN[0] = engine.label_grad_fn
-        label(result, op_name)
+        if inputs is None:
+            label(result, op_name)
+        else:
+            label(result, op_name, inputs)
     return result
 
 

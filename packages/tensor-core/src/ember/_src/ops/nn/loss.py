@@ -237,7 +237,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     if not input.is_floating_point():
         raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(input.dtype)}'")
-    return label_as_op(_class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True), "nll_loss")
+    return label_as_op(_class_loss(input, target, weight, ignore_index, reduction, 0.0, log_probs=True), "nll_loss",
+                       (input,))
 
 
 # ------------------------------------------------------------------------------ pointwise losses
@@ -268,7 +269,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     _same_size(input, target, "mse_loss")
     _check_float_kernel(input, target, "mse_cpu")
-    return label_as_op(_reduce(_weighted(elementwise.square(input - target), weight), reduction), "mse_loss")
+    # PyTorch weighs with a composite of its own (DivBackward0 / MeanBackward0): edges only unweighted
+    return label_as_op(_reduce(_weighted(elementwise.square(input - target), weight), reduction), "mse_loss",
+                       (input, target) if weight is None else None)
 
 
 @_autocast_composite("fp32")
@@ -289,9 +292,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_float_kernel(input, target, "smooth_l1_cpu")
     diff = (input - target).abs()
     if beta == 0:
-        return label_as_op(_reduce(diff, reduction), "smooth_l1_loss")
+        return label_as_op(_reduce(diff, reduction), "smooth_l1_loss", (input, target))
     loss = elementwise.where(diff < beta, elementwise.square(diff) * (0.5 / beta), diff - 0.5 * beta)
-    return label_as_op(_reduce(loss, reduction), "smooth_l1_loss")
+    return label_as_op(_reduce(loss, reduction), "smooth_l1_loss", (input, target))
 
 
 @_autocast_composite("fp32")
@@ -304,7 +307,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_float_kernel(input, target, "huber_cpu")
     diff = (input - target).abs()
     loss = elementwise.where(diff < delta, elementwise.square(diff) * 0.5, (diff - 0.5 * delta) * delta)
-    return label_as_op(_reduce(_weighted(loss, weight), reduction), "huber_loss")
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "huber_loss",
+                       (input, target) if weight is None else None)
 
 
 @_autocast_composite("fp32")
@@ -417,7 +421,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + log_weight * softplus
     else:
         loss = (1 - target) * input + softplus
-    return label_as_op(_reduce(_weighted(loss, weight), reduction), "binary_cross_entropy_with_logits")
+    return label_as_op(_reduce(_weighted(loss, weight), reduction), "binary_cross_entropy_with_logits",
+                       (input, target))
 
 
 

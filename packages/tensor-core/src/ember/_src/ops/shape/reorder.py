@@ -236,6 +236,9 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     return product.reshape([sa * sb for sa, sb in zip(a._shape, b._shape)])
 
 
+_CROSS_DIM_WARNED = [False]
+
+
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     from .joining import stack
 
@@ -244,6 +247,13 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     shape = broadcast_shapes(input._shape, other._shape)
     a, b = input.expand(tuple(shape)), other.expand(tuple(shape))
     if dim is None:
+        if not _CROSS_DIM_WARNED[0]:  # PyTorch warns once per process
+            _CROSS_DIM_WARNED[0] = True
+            import warnings
+
+            warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                          "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                          "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
