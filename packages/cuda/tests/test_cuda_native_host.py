@@ -486,3 +486,80 @@ def test_compiled_wrapper_launches_natively_as_the_python_path(tmp_path):
     assert nat["fallbacks"][0] > 0 and nat["fallbacks"][1:] == [0, 0]
     assert cached["fallbacks"][1:] == [0, 0]
     assert py["fallbacks"] == [0, 0, 0]  # the Python launch path has no sites
+
+
+class _Kernel:
+    """A TritonKernel stand-in: its Python launch packs through a launcher as the runtime does."""
+
+    def __init__(self, launcher, stream):
+        self.launcher, self.stream, self.calls = launcher, stream, []
+
+    def fallback(self, site, *args):
+        self.calls.append(args)
+        values = [a.data_ptr() if hasattr(a, "data_ptr") else a for a in args] + [site.xnumel]
+        if all(isinstance(v, int) for v in values):
+            self.launcher((7, 1, 1), self.stream, *values)
+
+
+@_NATIVE
+@pytest.mark.skipif(not hasattr(_C, "DeviceLaunchSite"), reason="the core was built without launch sites")
+def test_launch_site_packs_tensors_as_the_python_launch(recorder):
+    """``_C.DeviceLaunchSite``: unarmed, every call goes to the fallback; armed, a call of the armed alignment
+    pattern launches natively with the bytes the Python path writes (tensor addresses with their offsets,
+    ints, the fixed xnumel; 50 arguments); a stream of None, a non-tensor pointer argument, an unpackable
+    size or another alignment pattern takes the fallback."""
+    import ember
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev = ember.device("cuda", 0)
+    tensors = [_C._device_tensor_new(_storage.CudaStorage, alloc, 4096, dev, 5, False, (64, 16), (16, 1), ember.float32)
+               for _ in range(40)]
+    assert all(t._storage._ptr % 512 == 0 for t in tensors)
+    view = ember._src.tensor.make_view(tensors[0], (16,), (1,), 4)  # 16 bytes in: still aligned
+    args = [view, *tensors[1:40], *[16 * i for i in range(10)]]
+    kinds = ["ptr"] * 40 + ["i64"] * 10 + ["i32"]  # xnumel last
+    nslots = len(kinds) + 2
+    launcher = _native(kinds, 4, 0)
+    kernel = _Kernel(launcher, 5)
+    site = _C.DeviceLaunchSite(kernel.fallback, 4096)
+    recorder(nslots=nslots)
+    site(5, *args)  # unarmed: Python
+    py = _C._device_launch_recorded()
+    assert len(kernel.calls) == 1 and site.launches == 0
+    site.arm(launcher, 7, (1 << 51) - 1)
+    recorder(nslots=nslots)
+    site(5, *args)
+    assert _C._device_launch_recorded() == py and site.launches == 1 and len(kernel.calls) == 1
+    assert py["slots"][:8] == (tensors[0]._storage._ptr + 16).to_bytes(8, "little")
+    for other in ([None, *args], [5, 3, *args[1:]], [5, *args[:40], "x", *args[41:]],
+                  [5, *args[:40], 8, *args[41:]]):
+        site(*other)
+    assert len(kernel.calls) == 5 and site.launches == 1  # the last one: 8 is no multiple of 16: Python
+    site.arm(None)
+    site(5, *args)
+    assert len(kernel.calls) == 6 and site.launcher is None
+    with pytest.raises(TypeError):
+        site.arm(kernel.fallback, 7, 0)
+    with pytest.raises(TypeError):
+        site()
+
+
+@pytest.mark.skipif(not hasattr(_C, "_device_tensor_new"), reason="the core was built without the native path")
+def test_device_tensor_new_is_storage_new_plus_make_tensor():
+    import ember
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev = ember.device("cuda", 0)
+    t = _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, True, (2, 3), (3, 1), ember.float32)
+    assert type(t) is ember.Tensor and type(t._storage) is _storage.CudaStorage
+    assert (t.shape, t.stride(), t.dtype, t._device, t._offset) == ((2, 3), (3, 1), ember.float32, dev, 0)
+    assert t._storage._nbytes == 24 and t._storage.inference and alloc.active_blocks == 1
+    del t
+    assert alloc.active_blocks == 0
+    with pytest.raises(TypeError):
+        _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, False, [2, 3], (3, 1), ember.float32)
+    with pytest.raises(TypeError):
+        _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, False, (2, 3), (3, 1), "float32")
+    assert alloc.active_blocks == 0

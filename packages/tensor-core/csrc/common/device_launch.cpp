@@ -172,7 +172,7 @@ bool pack(char kind, PyObject* o, uint64_t* slot) {
 // Launches `self` with its first nargs slots filled (room for nargs + 2): Triton's two scratch pointers go
 // after them, `kernelParams` points at the slots.
 PyObject* launch_slots(LauncherObject* self, const uint32_t g[3], uint64_t stream, uint64_t* slots) {
-  constexpr Py_ssize_t kStack = 32;
+  constexpr Py_ssize_t kStack = 64;
   void* params_stack[kStack];
   std::unique_ptr<void*[]> params_heap;
   Py_ssize_t total = self->nargs + 2;
@@ -414,7 +414,7 @@ PyTypeObject SiteType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* site_fallback(SiteObject* self, PyObject* const* args, Py_ssize_t nargs) {
   // fallback(site, *args): args[0] is the stream, replaced by the site
-  constexpr Py_ssize_t kStack = 40;
+  constexpr Py_ssize_t kStack = 64;
   PyObject* stack[kStack];
   std::unique_ptr<PyObject*[]> heap;
   PyObject** call = stack;
@@ -440,7 +440,8 @@ PyObject* site_vectorcall(PyObject* callable, PyObject* const* args, size_t narg
   }
   LauncherObject* launcher = self->launcher;
   Py_ssize_t n = nargs - 1;  // the kernel's arguments; xnumel follows them
-  constexpr Py_ssize_t kStack = 32;
+  // up to 62 arguments (the alignment pattern is a 64-bit mask; a fused optimizer kernel takes ~50)
+  constexpr Py_ssize_t kStack = 64;
   if (launcher == nullptr || args[0] == Py_None || n + 1 != launcher->nargs || launcher->nargs + 2 > kStack)
     return site_fallback(self, args, nargs);
   uint64_t slots[kStack];
