@@ -206,8 +206,7 @@ def wrapper_front(dev):
     if not _NATIVE or tensor_new is None:
         return None
     index = dev.index if dev.index is not None else _driver.current_index()
-    _driver.ensure_context(index)
-    device, alloc = _device_and_allocator(index)
+    device, alloc = _device_and_allocator(index)  # (linking leaves this thread's context as it is)
     tls, ensure = _TLS, _driver.ensure_context
 
     def begin() -> int:
