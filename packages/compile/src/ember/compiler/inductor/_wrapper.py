@@ -124,7 +124,7 @@ def fixed_globals() -> dict:
     return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
             "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor,
             "_device_front": _device_front, "_site": _site, "_SYNC_HOOK": _SYNC_HOOK,
-            "_INFERENCE_USED": _INFERENCE_USED, "_GRAD_STATE": _GRAD_STATE}
+            "_INFERENCE_USED": _INFERENCE_USED, "_GRAD_STATE": _GRAD_STATE, "_make_tensor": make_tensor}
 
 
 def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
@@ -305,7 +305,13 @@ class WrapperWriter:
             key = _py(product(buf.shape) * buf.dtype.itemsize)
             if pool.get(key) and buf.name not in self.output_names:
                 old = pool[key].pop()
-                self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
+                if any(s.free_symbols for s in buf.shape):
+                    self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})"
+                                      f"  # reuses {old}")
+                else:  # _reuse with the strides worked out here
+                    strides = self.shape_text(_int_strides(tuple(int(s) for s in buf.shape)))
+                    self.lines.append(f"    {buf.name} = _make_tensor({old}._storage, {shape}, {strides}, 0, "
+                                      f"ember.{buf.dtype.name}, {old}._device)  # reuses {old}")
             elif self.device_arg and not any(s.free_symbols for s in buf.shape):
                 strides = self.shape_text(_int_strides(tuple(int(s) for s in buf.shape)))
                 nbytes = int(product(buf.shape)) * buf.dtype.itemsize
