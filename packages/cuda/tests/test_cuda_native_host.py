@@ -390,3 +390,176 @@ def test_concurrent_launches_do_not_share_argument_buffers():
         p, q, tid, high, s1, s2 = struct.unpack("<QqiiQQ", slots)  # ptr, i64, i32 (+ 4 zero bytes), scratch
         assert grid == (tid + 1, 1, 1) and p >> 32 == tid and q == -tid * 1000 - (p & 0xFFFFFFFF)
         assert (high, s1, s2) == (0, 0, 0)
+
+
+# -- compiled graphs: the wrapper's launch sites and allocation front -----------------------------------
+
+_COMPILED = r"""
+import ctypes, json, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember import _C
+from ember._cuda import _compile, _fastcall
+from ember.compiler.inductor import _triton_runtime
+
+ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+lib = _fastcall._LIB[0]
+lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
+lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
+ids = {}
+
+def load(cubin, meta, kinds, device):
+    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
+    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
+
+_compile.load = load
+fallbacks = [0]
+original = _triton_runtime.TritonKernel._site_fallback
+
+def counted(self, site, *args):
+    fallbacks[0] += 1
+    return original(self, site, *args)
+
+_triton_runtime.TritonKernel._site_fallback = counted
+ember.manual_seed(0)
+model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
+                            ember.nn.Linear(32, 8)).to("cuda")
+opt = ember.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+compiled = ember.compile(model)
+x = ember.randn(4, 16).to("cuda")
+stats, per_step = [], []
+for step in range(3):
+    before = fallbacks[0]
+    with ember.autocast("cuda", dtype=ember.bfloat16):
+        loss = (compiled(x).float() * 1.5).tanh().sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    with ember.inference_mode():
+        out = compiled(x)
+        inference = out.is_inference()
+        del out
+    del loss
+    per_step.append(fallbacks[0] - before)
+    stats.append(ember.cuda.memory_stats())
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"log": log, "stats": stats, "fallbacks": per_step, "inference": inference}))
+"""
+
+
+@_NATIVE
+@pytest.mark.skipif(not hasattr(_C, "DeviceLaunchSite"), reason="the core was built without launch sites")
+def test_compiled_wrapper_launches_natively_as_the_python_path(tmp_path):
+    """A small model under ember.compile on the fake CUDA host (forward, backward, an inference-mode call):
+    with the wrapper's native launch sites and allocation front (``config.triton.native_launch``) and
+    without: the same launches (every argument byte, grid, block, stream) and memory statistics; the sites
+    leave the Python path after their first call."""
+    pytest.importorskip("triton")
+    import ember
+
+    if ember.cuda.is_available():
+        pytest.skip("the fake host replaces the driver of a process without a GPU")
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
+    script = tmp_path / "prog.py"
+    script.write_text(_COMPILED)
+    runs = []
+    for native in ("1", "0", "1"):  # the last one links the graph cache's wrappers
+        env = dict(os.environ, EMBER_INDUCTOR_NATIVE_LAUNCH=native, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    nat, py, cached = runs
+    assert len(nat["log"]) > 10
+    assert nat["log"] == py["log"] == cached["log"]
+    assert nat["stats"] == py["stats"] == cached["stats"]
+    assert nat["inference"] and py["inference"]
+    # native: each site's first call goes through Python (tuning, compiling), later steps never do
+    assert nat["fallbacks"][0] > 0 and nat["fallbacks"][1:] == [0, 0]
+    assert cached["fallbacks"][1:] == [0, 0]
+    assert py["fallbacks"] == [0, 0, 0]  # the Python launch path has no sites
+
+
+class _Kernel:
+    """A TritonKernel stand-in: its Python launch packs through a launcher as the runtime does."""
+
+    def __init__(self, launcher, stream):
+        self.launcher, self.stream, self.calls = launcher, stream, []
+
+    def fallback(self, site, *args):
+        self.calls.append(args)
+        values = [a.data_ptr() if hasattr(a, "data_ptr") else a for a in args] + [site.xnumel]
+        if all(isinstance(v, int) for v in values):
+            self.launcher((7, 1, 1), self.stream, *values)
+
+
+@_NATIVE
+@pytest.mark.skipif(not hasattr(_C, "DeviceLaunchSite"), reason="the core was built without launch sites")
+def test_launch_site_packs_tensors_as_the_python_launch(recorder):
+    """``_C.DeviceLaunchSite``: unarmed, every call goes to the fallback; armed, a call of the armed alignment
+    pattern launches natively with the bytes the Python path writes (tensor addresses with their offsets,
+    ints, the fixed xnumel; 50 arguments); a stream of None, a non-tensor pointer argument, an unpackable
+    size or another alignment pattern takes the fallback."""
+    import ember
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev = ember.device("cuda", 0)
+    tensors = [_C._device_tensor_new(_storage.CudaStorage, alloc, 4096, dev, 5, False, (64, 16), (16, 1), ember.float32)
+               for _ in range(40)]
+    assert all(t._storage._ptr % 512 == 0 for t in tensors)
+    view = ember._src.tensor.make_view(tensors[0], (16,), (1,), 4)  # 16 bytes in: still aligned
+    args = [view, *tensors[1:40], *[16 * i for i in range(10)]]
+    kinds = ["ptr"] * 40 + ["i64"] * 10 + ["i32"]  # xnumel last
+    nslots = len(kinds) + 2
+    launcher = _native(kinds, 4, 0)
+    kernel = _Kernel(launcher, 5)
+    site = _C.DeviceLaunchSite(kernel.fallback, 4096)
+    recorder(nslots=nslots)
+    site(5, *args)  # unarmed: Python
+    py = _C._device_launch_recorded()
+    assert len(kernel.calls) == 1 and site.launches == 0
+    site.arm(launcher, 7, (1 << 51) - 1)
+    recorder(nslots=nslots)
+    site(5, *args)
+    assert _C._device_launch_recorded() == py and site.launches == 1 and len(kernel.calls) == 1
+    assert py["slots"][:8] == (tensors[0]._storage._ptr + 16).to_bytes(8, "little")
+    for other in ([None, *args], [5, 3, *args[1:]], [5, *args[:40], "x", *args[41:]],
+                  [5, *args[:40], 8, *args[41:]]):
+        site(*other)
+    assert len(kernel.calls) == 5 and site.launches == 1  # the last one: 8 is no multiple of 16: Python
+    site.arm(None)
+    site(5, *args)
+    assert len(kernel.calls) == 6 and site.launcher is None
+    with pytest.raises(TypeError):
+        site.arm(kernel.fallback, 7, 0)
+    with pytest.raises(TypeError):
+        site()
+
+
+@pytest.mark.skipif(not hasattr(_C, "_device_tensor_new"), reason="the core was built without the native path")
+def test_device_tensor_new_is_storage_new_plus_make_tensor():
+    import ember
+    from ember._cuda import _storage
+
+    alloc, _ = _fake_allocator(True)
+    dev = ember.device("cuda", 0)
+    t = _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, True, (2, 3), (3, 1), ember.float32)
+    assert type(t) is ember.Tensor and type(t._storage) is _storage.CudaStorage
+    assert (t.shape, t.stride(), t.dtype, t._device, t._offset) == ((2, 3), (3, 1), ember.float32, dev, 0)
+    assert t._storage._nbytes == 24 and t._storage.inference and alloc.active_blocks == 1
+    del t
+    assert alloc.active_blocks == 0
+    with pytest.raises(TypeError):
+        _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, False, [2, 3], (3, 1), ember.float32)
+    with pytest.raises(TypeError):
+        _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, False, (2, 3), (3, 1), "float32")
+    assert alloc.active_blocks == 0

@@ -27,6 +27,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "../bindings.h"
+#include "dtype.h"
+#include "tensor_impl.h"
+
 namespace ember {
 
 namespace {
@@ -165,67 +169,23 @@ bool pack(char kind, PyObject* o, uint64_t* slot) {
   }
 }
 
-// launcher(grid, stream, *args)
-PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* self = reinterpret_cast<LauncherObject*>(callable);
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
-    PyErr_SetString(PyExc_TypeError, "DeviceLauncher takes no keyword arguments");
-    return nullptr;
-  }
-  if (nargs != self->nargs + 2) {
-    PyErr_Format(PyExc_TypeError, "kernel %U expects %zd arguments, got %zd", self->name, self->nargs,
-                 nargs < 2 ? 0 : nargs - 2);
-    return nullptr;
-  }
-  PyObject* grid = args[0];
-  uint32_t g[3] = {1, 1, 1};
-  if (PyTuple_CheckExact(grid) || PyList_CheckExact(grid)) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(grid);
-    if (n < 1 || n > 3) {
-      PyErr_SetString(PyExc_ValueError, "a launch grid has 1 to 3 dimensions");
-      return nullptr;
-    }
-    PyObject** items = PySequence_Fast_ITEMS(grid);
-    for (Py_ssize_t i = 0; i < n; ++i)
-      if (!read_u32(items[i], &g[i])) return nullptr;
-  } else {
-    PyObject* seq = PySequence_Tuple(grid);
-    if (seq == nullptr) return nullptr;
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
-    bool ok = n >= 1 && n <= 3;
-    if (!ok) PyErr_SetString(PyExc_ValueError, "a launch grid has 1 to 3 dimensions");
-    for (Py_ssize_t i = 0; ok && i < n; ++i) ok = read_u32(PyTuple_GET_ITEM(seq, i), &g[i]);
-    Py_DECREF(seq);
-    if (!ok) return nullptr;
-  }
-  uint64_t stream;
-  if (!pack(kU64, args[1], &stream)) return nullptr;
-  // The argument slots live on this call's stack (a heap block past 32), so launches from several threads
-  // never share a buffer, and the GIL is released while the driver runs (a launch blocks when the
-  // device's queue is full).
-  constexpr Py_ssize_t kStack = 32;
-  uint64_t slots_stack[kStack];
+// Launches `self` with its first nargs slots filled (room for nargs + 2): Triton's two scratch pointers go
+// after them, `kernelParams` points at the slots.
+PyObject* launch_slots(LauncherObject* self, const uint32_t g[3], uint64_t stream, uint64_t* slots) {
+  constexpr Py_ssize_t kStack = 64;
   void* params_stack[kStack];
-  std::unique_ptr<uint64_t[]> slots_heap;
   std::unique_ptr<void*[]> params_heap;
   Py_ssize_t total = self->nargs + 2;
-  uint64_t* slots = slots_stack;
   void** params = params_stack;
   if (total > kStack) {
     try {
-      slots_heap.reset(new uint64_t[total]);
       params_heap.reset(new void*[total]);
     } catch (const std::bad_alloc&) {
       PyErr_NoMemory();
       return nullptr;
     }
-    slots = slots_heap.get();
     params = params_heap.get();
   }
-  const char* kinds = self->kinds->data();
-  for (Py_ssize_t i = 0; i < self->nargs; ++i)
-    if (!pack(kinds[i], args[2 + i], &slots[i])) return nullptr;
   slots[self->nargs] = slots[self->nargs + 1] = 0;  // Triton's global and profile scratch pointers: null
   for (Py_ssize_t i = 0; i < total; ++i) params[i] = &slots[i];
   LaunchConfig cfg = self->config;
@@ -267,6 +227,65 @@ PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, size_t 
   }
   if (rc != 0) return raise_launch_error(self, rc, false);
   Py_RETURN_NONE;
+}
+
+// launcher(grid, stream, *args)
+PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<LauncherObject*>(callable);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
+    PyErr_SetString(PyExc_TypeError, "DeviceLauncher takes no keyword arguments");
+    return nullptr;
+  }
+  if (nargs != self->nargs + 2) {
+    PyErr_Format(PyExc_TypeError, "kernel %U expects %zd arguments, got %zd", self->name, self->nargs,
+                 nargs < 2 ? 0 : nargs - 2);
+    return nullptr;
+  }
+  PyObject* grid = args[0];
+  uint32_t g[3] = {1, 1, 1};
+  if (PyTuple_CheckExact(grid) || PyList_CheckExact(grid)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(grid);
+    if (n < 1 || n > 3) {
+      PyErr_SetString(PyExc_ValueError, "a launch grid has 1 to 3 dimensions");
+      return nullptr;
+    }
+    PyObject** items = PySequence_Fast_ITEMS(grid);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!read_u32(items[i], &g[i])) return nullptr;
+  } else {
+    PyObject* seq = PySequence_Tuple(grid);
+    if (seq == nullptr) return nullptr;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    bool ok = n >= 1 && n <= 3;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "a launch grid has 1 to 3 dimensions");
+    for (Py_ssize_t i = 0; ok && i < n; ++i) ok = read_u32(PyTuple_GET_ITEM(seq, i), &g[i]);
+    Py_DECREF(seq);
+    if (!ok) return nullptr;
+  }
+  uint64_t stream;
+  if (!pack(kU64, args[1], &stream)) return nullptr;
+  // The argument slots live on this call's stack (a heap block past 32), so launches from several threads
+  // never share a buffer, and the GIL is released while the driver runs (a launch blocks when the
+  // device's queue is full).
+  constexpr Py_ssize_t kStack = 32;
+  uint64_t slots_stack[kStack];
+  std::unique_ptr<uint64_t[]> slots_heap;
+  Py_ssize_t total = self->nargs + 2;
+  uint64_t* slots = slots_stack;
+  if (total > kStack) {
+    try {
+      slots_heap.reset(new uint64_t[total]);
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+      return nullptr;
+    }
+    slots = slots_heap.get();
+  }
+  const char* kinds = self->kinds->data();
+  for (Py_ssize_t i = 0; i < self->nargs; ++i)
+    if (!pack(kinds[i], args[2 + i], &slots[i])) return nullptr;
+  return launch_slots(self, g, stream, slots);
 }
 
 void* as_pointer(PyObject* o, bool* ok) {
@@ -366,6 +385,192 @@ PyGetSetDef launcher_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject LauncherType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// -- launch sites -------------------------------------------------------------------------------
+//
+// `_C.DeviceLaunchSite(fallback, xnumel, rnumel)`: one kernel launch of a compiled wrapper, called
+// `site(stream, *args)` with the kernel's arguments (tensors for pointers, ints for sizes). Until it is
+// armed, and whenever the native path cannot take a call, it calls `fallback(site, *args)` (the Python
+// launch path, which tunes, compiles and then arms the site). Armed (`arm(launcher, grid_x, aligned)`) a call
+// reads each tensor's device address from its storage and offset, checks which values are multiples of 16 (the
+// launcher was compiled for one pattern of multiples of 16), appends the fixed `xnumel`, and launches on
+// `stream`. It falls back for a stream of None, a pointer argument that is not a tensor over a device
+// storage, an argument it cannot pack, or another alignment pattern.
+
+struct SiteObject {
+  PyObject_HEAD
+  PyObject* fallback;
+  PyObject* xnumel;
+  PyObject* rnumel;
+  LauncherObject* launcher;  // null until armed
+  uint32_t grid[3];
+  uint64_t aligned;    // bit i: argument slot i (xnumel the last) is a multiple of 16 in the launches it takes
+  long long launches;  // native launches made (tests)
+  PyObject* weakreflist;
+  vectorcallfunc vectorcall;
+};
+
+PyTypeObject SiteType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* site_fallback(SiteObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  // fallback(site, *args): args[0] is the stream, replaced by the site
+  constexpr Py_ssize_t kStack = 64;
+  PyObject* stack[kStack];
+  std::unique_ptr<PyObject*[]> heap;
+  PyObject** call = stack;
+  if (nargs > kStack) {
+    try {
+      heap.reset(new PyObject*[nargs]);
+    } catch (const std::bad_alloc&) {
+      return PyErr_NoMemory();
+    }
+    call = heap.get();
+  }
+  call[0] = reinterpret_cast<PyObject*>(self);
+  for (Py_ssize_t i = 1; i < nargs; ++i) call[i] = args[i];
+  return PyObject_Vectorcall(self->fallback, call, static_cast<size_t>(nargs), nullptr);
+}
+
+PyObject* site_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<SiteObject*>(callable);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if ((kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) || nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "DeviceLaunchSite is called (stream, *args)");
+    return nullptr;
+  }
+  LauncherObject* launcher = self->launcher;
+  Py_ssize_t n = nargs - 1;  // the kernel's arguments; xnumel follows them
+  // up to 62 arguments (the alignment pattern is a 64-bit mask; a fused optimizer kernel takes ~50)
+  constexpr Py_ssize_t kStack = 64;
+  if (launcher == nullptr || args[0] == Py_None || n + 1 != launcher->nargs || launcher->nargs + 2 > kStack)
+    return site_fallback(self, args, nargs);
+  uint64_t slots[kStack];
+  uint64_t stream;
+  if (!pack(kU64, args[0], &stream)) return nullptr;
+  const char* kinds = launcher->kinds->data();
+  uint64_t aligned = 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* o = args[1 + i];
+    if (kinds[i] == kU64) {
+      if (!is_tensor_base(o)) return site_fallback(self, args, nargs);
+      auto* t = reinterpret_cast<TensorObject*>(o);
+      unsigned long long ptr;
+      if (!t->offset_ok || t->dtype_code < 0 || t->dtype_code >= kNumDTypes || !device_storage_ptr(t->storage, &ptr))
+        return site_fallback(self, args, nargs);
+      slots[i] = ptr + static_cast<uint64_t>(t->offset_value * itemsize(static_cast<DType>(t->dtype_code)));
+    } else if (!pack(kinds[i], o, &slots[i])) {
+      PyErr_Clear();
+      return site_fallback(self, args, nargs);
+    }
+    if ((slots[i] & 15) == 0) aligned |= uint64_t{1} << i;
+  }
+  if (!pack(kinds[n], self->xnumel, &slots[n])) return nullptr;
+  if ((slots[n] & 15) == 0) aligned |= uint64_t{1} << n;
+  // the launcher was compiled for one pattern of 16-byte multiples (Triton vectorizes on them): another
+  // pattern takes the Python path, which picks (or compiles) the launcher of that pattern
+  if (aligned != self->aligned) return site_fallback(self, args, nargs);
+  self->launches += 1;
+  Py_INCREF(launcher);  // an error handler may disarm the site meanwhile
+  PyObject* res = launch_slots(launcher, self->grid, stream, slots);
+  Py_DECREF(launcher);
+  return res;
+}
+
+PyObject* site_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static const char* names[] = {"fallback", "xnumel", "rnumel", nullptr};
+  PyObject *fallback, *xnumel, *rnumel = nullptr;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|O!", const_cast<char**>(names), &fallback, &PyLong_Type,
+                                   &xnumel, &PyLong_Type, &rnumel))
+    return nullptr;
+  if (!PyCallable_Check(fallback)) {
+    PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<SiteObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->fallback = Py_NewRef(fallback);
+  self->xnumel = Py_NewRef(xnumel);
+  self->rnumel = rnumel != nullptr ? Py_NewRef(rnumel) : PyLong_FromLong(1);
+  self->launcher = nullptr;
+  self->grid[0] = self->grid[1] = self->grid[2] = 1;
+  self->aligned = 0;
+  self->launches = 0;
+  self->weakreflist = nullptr;
+  self->vectorcall = site_vectorcall;
+  if (self->rnumel == nullptr) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void site_dealloc(PyObject* o) {
+  auto* self = reinterpret_cast<SiteObject*>(o);
+  if (self->weakreflist != nullptr) PyObject_ClearWeakRefs(o);
+  Py_XDECREF(self->fallback);
+  Py_XDECREF(self->xnumel);
+  Py_XDECREF(self->rnumel);
+  Py_XDECREF(reinterpret_cast<PyObject*>(self->launcher));
+  Py_TYPE(o)->tp_free(o);
+}
+
+// site.arm(launcher, grid_x, aligned): native launches from now on (launcher None: back to the fallback)
+PyObject* site_arm(PyObject* o, PyObject* args) {
+  auto* self = reinterpret_cast<SiteObject*>(o);
+  PyObject* launcher;
+  PyObject* gx_o = nullptr;
+  unsigned long long aligned = 0;
+  if (!PyArg_ParseTuple(args, "O|OK", &launcher, &gx_o, &aligned)) return nullptr;
+  if (launcher == Py_None) {
+    Py_CLEAR(self->launcher);
+    Py_RETURN_NONE;
+  }
+  if (!PyObject_TypeCheck(launcher, &LauncherType)) {
+    PyErr_SetString(PyExc_TypeError, "arm: launcher must be a DeviceLauncher");
+    return nullptr;
+  }
+  uint32_t gx;
+  if (gx_o == nullptr || PyTuple_GET_SIZE(args) != 3) {
+    PyErr_SetString(PyExc_TypeError, "arm(launcher, grid_x, aligned)");
+    return nullptr;
+  }
+  if (!read_u32(gx_o, &gx)) return nullptr;
+  self->grid[0] = gx;
+  self->aligned = aligned;
+  Py_INCREF(launcher);
+  Py_XSETREF(self->launcher, reinterpret_cast<LauncherObject*>(launcher));
+  Py_RETURN_NONE;
+}
+
+PyObject* site_get_launcher(PyObject* o, void*) {
+  auto* self = reinterpret_cast<SiteObject*>(o);
+  return Py_NewRef(self->launcher != nullptr ? reinterpret_cast<PyObject*>(self->launcher) : Py_None);
+}
+
+PyObject* site_get_grid(PyObject* o, void*) {
+  auto* self = reinterpret_cast<SiteObject*>(o);
+  return Py_BuildValue("(III)", self->grid[0], self->grid[1], self->grid[2]);
+}
+
+PyMethodDef site_methods[] = {
+    {"arm", site_arm, METH_VARARGS,
+     "arm(launcher, grid_x, aligned): launch natively with this DeviceLauncher over grid (grid_x, 1, 1) the "
+     "calls whose argument slots (xnumel the last) are multiples of 16 exactly where bits of aligned say; "
+     "arm(None) sends every call to the fallback again."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMemberDef site_members[] = {
+    {"xnumel", T_OBJECT_EX, offsetof(SiteObject, xnumel), READONLY, "the launch's fixed xnumel"},
+    {"rnumel", T_OBJECT_EX, offsetof(SiteObject, rnumel), READONLY, "the launch's fixed rnumel"},
+    {"fallback", T_OBJECT_EX, offsetof(SiteObject, fallback), READONLY, "called (site, *args) off the native path"},
+    {"launches", T_LONGLONG, offsetof(SiteObject, launches), READONLY, "native launches made"},
+    {"aligned", T_ULONGLONG, offsetof(SiteObject, aligned), READONLY, "the armed alignment pattern"},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyGetSetDef site_getset[] = {
+    {"launcher", site_get_launcher, nullptr, "the armed DeviceLauncher, or None", nullptr},
+    {"grid", site_get_grid, nullptr, "the armed grid", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // -- test recorder ------------------------------------------------------------------------------
 
@@ -517,6 +722,24 @@ void bind_device_launch(PyObject* module) {
   if (PyType_Ready(&LauncherType) < 0) throw std::runtime_error("type init");
   Py_INCREF(&LauncherType);
   if (PyModule_AddObject(module, "DeviceLauncher", reinterpret_cast<PyObject*>(&LauncherType)) < 0)
+    throw std::runtime_error("module init");
+  SiteType.tp_name = "ember._C.DeviceLaunchSite";
+  SiteType.tp_basicsize = sizeof(SiteObject);
+  SiteType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  SiteType.tp_doc =
+      "DeviceLaunchSite(fallback, xnumel, rnumel=1): one launch of a compiled wrapper, called (stream, *args); "
+      "native once armed, else fallback(site, *args).";
+  SiteType.tp_new = site_new;
+  SiteType.tp_dealloc = site_dealloc;
+  SiteType.tp_call = PyVectorcall_Call;
+  SiteType.tp_vectorcall_offset = offsetof(SiteObject, vectorcall);
+  SiteType.tp_methods = site_methods;
+  SiteType.tp_members = site_members;
+  SiteType.tp_getset = site_getset;
+  SiteType.tp_weaklistoffset = offsetof(SiteObject, weakreflist);
+  if (PyType_Ready(&SiteType) < 0) throw std::runtime_error("type init");
+  Py_INCREF(&SiteType);
+  if (PyModule_AddObject(module, "DeviceLaunchSite", reinterpret_cast<PyObject*>(&SiteType)) < 0)
     throw std::runtime_error("module init");
   if (PyModule_AddFunctions(module, launch_methods) < 0) throw std::runtime_error("module init");
 }

@@ -21,6 +21,9 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "dtype.h"
+#include "tensor_impl.h"
+
 namespace ember {
 
 namespace {
@@ -356,6 +359,46 @@ PyObject* py_storage_new(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return reinterpret_cast<PyObject*>(s);
 }
 
+// _device_tensor_new(cls, alloc, nbytes, device, stream, inference, shape, strides, dtype): a fresh tensor of
+// a known layout over a new storage (`_device_storage_new`'s), in one call (the compiled wrappers' buffers:
+// their shapes, strides and byte sizes were worked out when the wrapper was written).
+PyObject* py_tensor_new(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_SetString(PyExc_TypeError,
+                    "_device_tensor_new(cls, alloc, nbytes, device, stream, inference, shape, strides, dtype)");
+    return nullptr;
+  }
+  PyObject* shape = args[6];
+  PyObject* strides = args[7];
+  if (!PyTuple_CheckExact(shape) || !PyTuple_CheckExact(strides) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides)) {
+    PyErr_SetString(PyExc_TypeError, "_device_tensor_new: shape and strides must be tuples of one length");
+    return nullptr;
+  }
+  int code = -1;
+  for (int i = 0; i < kNumDTypes && code < 0; ++i)
+    if (dtype_object(i) == args[8]) code = i;
+  if (code < 0 || tensor_class() == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "_device_tensor_new: unknown dtype");
+    return nullptr;
+  }
+  Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+  if (ndim > 64) {
+    PyErr_SetString(PyExc_ValueError, "_device_tensor_new: too many dimensions");
+    return nullptr;
+  }
+  int64_t sizes[64], steps[64];
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    sizes[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    steps[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
+    if ((sizes[i] == -1 || steps[i] == -1) && PyErr_Occurred()) return nullptr;
+  }
+  PyObject* storage = py_storage_new(mod, args, 6);
+  if (storage == nullptr) return nullptr;
+  PyObject* t = new_tensor(storage, nullptr, sizes, steps, static_cast<int32_t>(ndim), 0, code, args[3]);
+  Py_DECREF(storage);
+  return t;
+}
+
 PyObject* py_round_size(PyObject*, PyObject* args) {
   long long nbytes, divisions = 4;
   if (!PyArg_ParseTuple(args, "L|L", &nbytes, &divisions)) return nullptr;
@@ -370,11 +413,20 @@ PyMethodDef storage_methods[] = {
     {"_device_storage_new", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(py_storage_new)), METH_FASTCALL,
      "_device_storage_new(cls, alloc, nbytes, device, stream, inference): a new storage of class cls (a "
      "DeviceStorage subclass) holding nbytes from the caching allocator alloc on stream."},
+    {"_device_tensor_new", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(py_tensor_new)), METH_FASTCALL,
+     "_device_tensor_new(cls, alloc, nbytes, device, stream, inference, shape, strides, dtype): a tensor of that "
+     "layout over a new storage of class cls (as _device_storage_new) on device."},
     {"_device_round_size", py_round_size, METH_VARARGS,
      "_device_round_size(nbytes, divisions=4): the size class the native allocation path uses."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
+
+bool device_storage_ptr(PyObject* storage, unsigned long long* ptr) {
+  if (storage == nullptr || !PyObject_TypeCheck(storage, &StorageType)) return false;
+  *ptr = reinterpret_cast<StorageObject*>(storage)->ptr;
+  return true;
+}
 
 void bind_device_storage(PyObject* module) {
   if (!init_names()) throw std::runtime_error("names");

@@ -85,6 +85,7 @@ class CudaPlugin:
         backend = Backend("cuda", _storage.allocate, copy=_storage.copy, pin_memory=_storage.pin_memory,
                           is_pinned=_storage.is_pinned, device_count=api.device_count)
         backend.empty = _storage.empty  # new_empty_tensor's per-op path (lost in a merge once: test_cuda_native_host)
+        backend.wrapper_front = _storage.wrapper_front  # compiled wrappers' buffers (inductor's _wrapper)
         # the compiler's Triton kernels launch through the plugin's cubin cache and launcher
         from . import _compile, _streams
 

@@ -196,6 +196,27 @@ def empty(shape: tuple, n: int, dtype, dev, zero: bool = False):
     return _make_tensor(storage, shape, strides, 0, dtype, storage.device)  # the generic path's device object
 
 
+def wrapper_front(dev):
+    """The native allocation front of a compiled wrapper on ``dev`` (the backend's ``wrapper_front``):
+    ``(_C._device_tensor_new, CudaStorage, the allocator, the device object, begin)``, ``begin()`` making the
+    device's context current and returning the current stream (once per wrapper call; each buffer is then
+    one ``_device_tensor_new(CudaStorage, alloc, nbytes, device, stream, inference, shape, strides, dtype)``).
+    None where the native allocation path is off."""
+    tensor_new = getattr(_C, "_device_tensor_new", None)
+    if not _NATIVE or tensor_new is None:
+        return None
+    index = dev.index if dev.index is not None else _driver.current_index()
+    device, alloc = _device_and_allocator(index)  # (linking leaves this thread's context as it is)
+    tls, ensure = _TLS, _driver.ensure_context
+
+    def begin() -> int:
+        if tls.index != index:
+            ensure(index)
+        return current_handle(index)
+
+    return tensor_new, CudaStorage, alloc, device, begin
+
+
 # -- copies -----------------------------------------------------------------------------------
 
 

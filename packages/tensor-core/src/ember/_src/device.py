@@ -142,6 +142,9 @@ class Backend:
     assert_async = None
     empty = None
     like_device = None
+    # compiled wrappers' allocation front: wrapper_front(device) -> (tensor_new, storage class, allocator,
+    # device object, begin) or None (see ember.compiler.inductor._wrapper._device_front)
+    wrapper_front = None
 
     def __init__(self, name: str, allocate, zero_allocate=None, copy=None, pin_memory=None, is_pinned=None,
                  device_count=None):

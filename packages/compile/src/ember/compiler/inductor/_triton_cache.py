@@ -32,6 +32,9 @@ from ember._src import dtypes as dt
 from . import _graphcache, config
 
 _FORMAT = 1
+# The generated wrapper's form (2: launch sites and the device's allocation front, bound at link time);
+# entries of another form are lowered again.
+_WRAPPER_FORMAT = 2
 
 
 def _device_facts(device) -> str:
@@ -100,7 +103,8 @@ def store_graph(key, gm, graph, wrapper: str, names: dict, specs, externs: int) 
         objects, constants = _graphcache.describe_names(names, {**fixed_globals(), **kernels}, gm, graph.constants)
     except _graphcache.Uncacheable:
         return
-    _graphcache.store_entry(key, {"triton": _FORMAT, "wrapper": wrapper, "device": str(graph.device),
+    _graphcache.store_entry(key, {"triton": _FORMAT, "wrapper_format": _WRAPPER_FORMAT, "wrapper": wrapper,
+                                  "device": str(graph.device),
                                   "specs": [spec_to_json(s) for s in specs], "constants": constants,
                                   "objects": objects, "externs": externs})
 
@@ -110,7 +114,7 @@ def load_graph(key, gm):
     from ._wrapper import fixed_globals
 
     entry = _graphcache.load_entry(key)
-    if entry is None or entry.get("triton") != _FORMAT:
+    if entry is None or entry.get("triton") != _FORMAT or entry.get("wrapper_format") != _WRAPPER_FORMAT:
         return None
     namespace = fixed_globals()
     device = ember.device(entry["device"])

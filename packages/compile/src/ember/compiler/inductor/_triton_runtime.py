@@ -313,6 +313,37 @@ class TritonKernel:
             self._sized[(xnumel, rnumel)] = (cfg, (-(-xnumel // cfg[0]), 1, 1))
         self._launch(cfg, args, xnumel)
 
+    def site(self, xnumel: int, rnumel: int = 1):
+        """A native launch site of this kernel at fixed sizes (``_C.DeviceLaunchSite``), called
+        ``site(stream, *args)`` by a compiled wrapper: its first call goes through ``__call__`` (tuning,
+        compiling), which arms it with the configuration's launcher and grid; later calls pack and launch
+        in C. None where there is none (the interpreter, a core without it, ``config.triton.native_launch``
+        off)."""
+        if self.interpret or not config.triton.native_launch:
+            return None
+        from ember import _C
+
+        site_type = getattr(_C, "DeviceLaunchSite", None)
+        if site_type is None:
+            return None
+        return site_type(self._site_fallback, int(xnumel), int(rnumel))
+
+    def _site_fallback(self, site, *args):
+        """A site's call off the native path: the Python launch, then the site armed with the launcher this
+        call used (where it is a native one) for calls of the same alignment."""
+        xnumel, rnumel = site.xnumel, site.rnumel
+        self(*args, xnumel=xnumel, rnumel=rnumel)
+        sized = self._sized.get((xnumel, rnumel))
+        if sized is None or self.interpret or len(args) >= 63:
+            return
+        values = [a.data_ptr() if is_ptr else int(a) for is_ptr, a in zip(self._is_ptr, args)]
+        values.append(xnumel)
+        aligned = tuple(v & 15 == 0 for v in values)
+        launcher = self._launchers.get((sized[0], _all_aligned if all(aligned) else aligned))
+        if launcher is not None and type(launcher).__name__ == "DeviceLauncher" \
+                and type(launcher).__module__ == "ember._C" and site.launcher is not launcher:
+            site.arm(launcher, sized[1][0], sum(1 << i for i, a in enumerate(aligned) if a))
+
     def _choose(self, args, xnumel, rnumel):
         candidates = configs(self.spec, xnumel, rnumel, self.max_autotune)
         small = xnumel * rnumel < TUNE_MIN_ELEMENTS and not self.max_autotune

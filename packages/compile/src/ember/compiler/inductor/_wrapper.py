@@ -12,18 +12,20 @@ import ctypes
 
 import sympy
 
+from ember._src import dispatch, grad_mode
 from ember._src import dtypes as dt
-from ember._src import grad_mode
 from ember._src.device import CPU, get_backend
 from ember._src.shapes import contiguous_strides as _int_strides
 from ember._src.tensor import Tensor, make_tensor, make_view, new_empty_tensor
 
+from . import config
 from ._cpp import index_text
 from ._graph import ExternCall, StridedView
 from ._ir import Buffer, InputBuffer, TensorValue, product
 
 _GRAD_STATE = grad_mode.STATE
 _INFERENCE_USED = grad_mode.INFERENCE_USED
+_SYNC_HOOK = dispatch._SYNC_HOOK
 
 
 class InputMismatch(Exception):
@@ -41,6 +43,41 @@ def _empty_on(device, nbytes: int, shape, strides, dtype):
         return new_empty_tensor(shape, dtype, device)  # it marks inference tensors
     storage = get_backend(device.type).allocate(nbytes, False, device)
     return make_tensor(storage, shape, strides, 0, dtype, getattr(storage, "device", device))
+
+
+def _py_tensor_new(cls, alloc, nbytes: int, device, stream, inference, shape, strides, dtype):
+    """``_device_tensor_new``'s signature over ``_empty_on`` (a device without a native front)."""
+    return _empty_on(device, nbytes, shape, strides, dtype)
+
+
+def _device_front(device) -> tuple:
+    """``(tensor_new, storage class, allocator, device object, begin)`` of a wrapper on a plugin device,
+    bound once when the wrapper is linked: ``begin()`` (once a call) gives the stream the call's launches
+    and buffers go on, and each buffer is one ``tensor_new(cls, alloc, nbytes, device, stream, inference,
+    shape, strides, dtype)``: the plugin's native front (``Backend.wrapper_front``) or ``_empty_on``."""
+    backend = get_backend(device.type)
+    front = None
+    if config.triton.native_launch and backend.wrapper_front is not None:
+        front = backend.wrapper_front(device)
+    if front is not None:
+        return front
+    index = device.index or 0
+    current = backend.current_stream
+    begin = (lambda: current(index)) if current is not None else (lambda: None)
+    return _py_tensor_new, None, None, device, begin
+
+
+def _site(kernel, xnumel: int, rnumel: int = 1):
+    """Launch ``kernel`` at these fixed sizes, called ``(stream, *args)``: a native launch site
+    (``TritonKernel.site``), or the Python launch (stream unused)."""
+    site = kernel.site(xnumel, rnumel) if hasattr(kernel, "site") else None
+    if site is not None:
+        return site
+
+    def launch(stream, *args):
+        kernel(*args, xnumel=xnumel, rnumel=rnumel)
+
+    return launch
 
 
 def _reuse(old: Tensor, shape, dtype):
@@ -85,7 +122,9 @@ def _py(expr) -> str:
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
     return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
-            "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor}
+            "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor,
+            "_device_front": _device_front, "_site": _site, "_SYNC_HOOK": _SYNC_HOOK,
+            "_INFERENCE_USED": _INFERENCE_USED, "_GRAD_STATE": _GRAD_STATE, "_make_tensor": make_tensor}
 
 
 def kernel_function(lib, name: str, kinds) -> ctypes._CFuncPtr:
@@ -113,6 +152,11 @@ class WrapperWriter:
         self._consts = 0
         self.globals["_dev"] = graph.device
         self.device_arg = ", _dev" if graph.device.type != "cpu" else ""
+        # Triton on a plugin device: launches through sites and buffers through the device's front, both
+        # bound when the wrapper is linked (module-level lines run by ``link``, also on a graph-cache hit)
+        self.native = triton and graph.device.type != "cpu"
+        self.prelude: list[str] = []
+        self._sites = 0
 
     def const(self, obj) -> str:
         name = f"_c{self._consts}"
@@ -156,6 +200,11 @@ class WrapperWriter:
         w.append("def call(args):")
         w.append(f"    {', '.join(names) + ',' if names else '_'} = args" if names else "    pass")
         self._guards(names)
+        if self.native:
+            self.prelude.append("_tnew, _tcls, _talloc, _tdev, _begin = _device_front(_dev)")
+            w.append("    _s = _begin()  # this call's stream (its launches and buffers)")
+            w.append("    _ls = _s if _SYNC_HOOK[0] is None else None  # None: the Python launch path")
+            w.append("    _inf = bool(_INFERENCE_USED[0] and _GRAD_STATE.inference)")
         for name, value in g.constants.items():
             self.globals[name] = value
         last_use = self._last_uses()
@@ -180,7 +229,7 @@ class WrapperWriter:
                     key = _py(product(buf.shape) * buf.dtype.itemsize)
                     pool.setdefault(key, []).append(name)
         w.append(f"    return {self._output_text(g.output_template)}")
-        return "\n".join(w) + "\n"
+        return "".join(line + "\n" for line in self.prelude) + "\n".join(w) + "\n"
 
     def _guards(self, names):
         g = self.g
@@ -256,12 +305,17 @@ class WrapperWriter:
             key = _py(product(buf.shape) * buf.dtype.itemsize)
             if pool.get(key) and buf.name not in self.output_names:
                 old = pool[key].pop()
-                self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})  # reuses {old}")
+                if any(s.free_symbols for s in buf.shape):
+                    self.lines.append(f"    {buf.name} = _reuse({old}, {shape}, ember.{buf.dtype.name})"
+                                      f"  # reuses {old}")
+                else:  # _reuse with the strides worked out here
+                    strides = self.shape_text(_int_strides(tuple(int(s) for s in buf.shape)))
+                    self.lines.append(f"    {buf.name} = _make_tensor({old}._storage, {shape}, {strides}, 0, "
+                                      f"ember.{buf.dtype.name}, {old}._device)  # reuses {old}")
             elif self.device_arg and not any(s.free_symbols for s in buf.shape):
                 strides = self.shape_text(_int_strides(tuple(int(s) for s in buf.shape)))
                 nbytes = int(product(buf.shape)) * buf.dtype.itemsize
-                self.lines.append(f"    {buf.name} = _empty_on(_dev, {nbytes}, {shape}, {strides}, "
-                                  f"ember.{buf.dtype.name})")
+                self.lines.append(self._alloc_line(buf.name, nbytes, shape, strides, buf.dtype))
             else:
                 self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name}{self.device_arg})")
             self.allocated.add(buf.name)
@@ -272,6 +326,13 @@ class WrapperWriter:
             # a number argument is the graph's float input, read every call
             args = [what if kind == "ptr" else self.names[what] if kind == "number" else what.name
                     for kind, what in sig]
+            rnumel = spec.rnumel if spec.reduction else 1
+            if self.native and not _symbolic(spec.xnumel) and not _symbolic(rnumel):
+                site = f"_L{self._sites}"
+                self._sites += 1
+                self.prelude.append(f"{site} = _site({kernel.name}, {int(spec.xnumel)}, {int(rnumel)})")
+                self.lines.append(f"    {site}(_ls, {', '.join(args)})")
+                return
             args.append(f"xnumel={_py(spec.xnumel)}")
             if spec.reduction:
                 args.append(f"rnumel={_py(spec.rnumel)}")
@@ -287,6 +348,13 @@ class WrapperWriter:
             else:
                 args.append(str(what))
         self.lines.append(f"    {kernel.name}({', '.join(args)})")
+
+    def _alloc_line(self, name: str, nbytes: int, shape: str, strides: str, dtype) -> str:
+        """A fresh buffer of a static layout on a plugin device."""
+        if self.native:
+            return (f"    {name} = _tnew(_tcls, _talloc, {nbytes}, _tdev, _s, _inf, {shape}, {strides}, "
+                    f"ember.{dtype.name})")
+        return f"    {name} = _empty_on(_dev, {nbytes}, {shape}, {strides}, ember.{dtype.name})"
 
     def _gemm(self, call: ExternCall) -> bool:
         """``mm``/``bmm`` of static, non-empty operands on a plugin device with a ``gemm`` hook
@@ -311,8 +379,8 @@ class WrapperWriter:
             self.globals["_gemm"] = gemm
         size = tuple(int(d) for d in out.shape)
         nbytes = int(product(out.shape)) * out.dtype.itemsize
-        self.lines.append(f"    {out.name} = _empty_on(_dev, {nbytes}, {self.shape_text(size)}, "
-                          f"{self.shape_text(_int_strides(size))}, ember.{out.dtype.name})")
+        self.lines.append(self._alloc_line(out.name, nbytes, self.shape_text(size),
+                                           self.shape_text(_int_strides(size)), out.dtype))
         batch = 1 if rank == 2 else size[0]
         self.lines.append(f"    _gemm({self.text(a)}, {self.text(b)}, {out.name}, {batch})  # {name}")
         return True
@@ -343,6 +411,10 @@ class WrapperWriter:
             inner = "".join(self._output_text(o) + ", " for o in obj)
             return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
         return self.text(obj)
+
+
+def _symbolic(expr) -> bool:
+    return isinstance(expr, sympy.Basic) and bool(expr.free_symbols)
 
 
 def _flat_buffers(obj) -> list:

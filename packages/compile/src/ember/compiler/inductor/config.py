@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -38,6 +39,10 @@ class triton:  # noqa: N801 - PyTorch's spelling (config.triton.<setting>)
     # Time the block-size candidates of each kernel on its first launch and keep the fastest
     # (False: take the first candidate, which saves the candidates' compiles).
     autotune: bool = True
+    # The wrappers of CUDA graphs launch their kernels through native launch sites and allocate their
+    # buffers through the device's native allocation front (one C call each) where the device plugin and
+    # the core have them; False (or EMBER_INDUCTOR_NATIVE_LAUNCH=0): the Python launch path.
+    native_launch: bool = os.environ.get("EMBER_INDUCTOR_NATIVE_LAUNCH", "1") not in ("0", "")
 
 
 # Try several kernel configurations and keep the fastest (mode="max-autotune").
