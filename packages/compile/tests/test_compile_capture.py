@@ -429,6 +429,16 @@ def test_item_branch_breaks_without_fullgraph_like_torch():
     assert compiled(-ember.ones(3)).tolist() == _item_branch(-torch.ones(3)).tolist()
 
 
+def _assert_fullgraph_refuses_like_torch(f):
+    """``fullgraph=True`` raises Unsupported on ``f(ones(2))`` in both, with the same first line."""
+    with pytest.raises(ember._dynamo.exc.Unsupported) as info:
+        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
+    assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+
+
 @pytest.mark.parametrize("computed", [True, False])
 def test_fullgraph_print_of_tensor_raises_in_both(computed):
     # also print(x) of an input, which needs no flush (its float tolist() was the error)
@@ -437,12 +447,7 @@ def test_fullgraph_print_of_tensor_raises_in_both(computed):
         print("y", y)
         return y
 
-    with pytest.raises(ember._dynamo.exc.Unsupported) as info:
-        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
-    torch._dynamo.reset()
-    with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
-        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
-    assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+    _assert_fullgraph_refuses_like_torch(f)
 
 
 def test_fullgraph_print_of_a_string_raises_before_printing_like_torch(capsys):
@@ -450,12 +455,7 @@ def test_fullgraph_print_of_a_string_raises_before_printing_like_torch(capsys):
         print("hello")
         return x + 1
 
-    with pytest.raises(ember._dynamo.exc.Unsupported) as info:
-        ember.compile(f, fullgraph=True, backend="eager")(ember.ones(2))
-    torch._dynamo.reset()
-    with pytest.raises(torch._dynamo.exc.Unsupported) as expect:
-        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(2))
-    assert str(info.value).splitlines()[0] == str(expect.value).splitlines()[0]
+    _assert_fullgraph_refuses_like_torch(f)
     assert "hello" not in capsys.readouterr().out
     assert ember.compile(f, backend="eager")(ember.ones(2)).tolist() == [2.0, 2.0]  # a break without fullgraph
     assert "hello" in capsys.readouterr().out

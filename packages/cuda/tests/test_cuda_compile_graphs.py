@@ -48,20 +48,25 @@ def _small_model(mode):
     return model, opt, ember.compile(model, mode=mode) if mode else model
 
 
+def _training_losses(step_model, opt, steps):
+    """The losses of ``steps`` SGD steps on the same seeded batches."""
+    g = np.random.default_rng(0)
+    out = []
+    for _ in range(steps):
+        x = ember.tensor(g.standard_normal((8, 16)).astype(np.float32)).cuda()
+        y = ember.tensor(g.integers(0, 4, 8)).cuda()
+        loss = F.cross_entropy(step_model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
 def test_reduce_overhead_training_matches_eager():
     def losses(mode):
-        model, opt, step_model = _small_model(mode)
-        g = np.random.default_rng(0)
-        out = []
-        for _ in range(6):
-            x = ember.tensor(g.standard_normal((8, 16)).astype(np.float32)).cuda()
-            y = ember.tensor(g.integers(0, 4, 8)).cuda()
-            loss = F.cross_entropy(step_model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            out.append(loss.item())
-        return out
+        _, opt, step_model = _small_model(mode)
+        return _training_losses(step_model, opt, 6)
 
     before = _counts()
     np.testing.assert_allclose(losses("reduce-overhead"), losses(None), rtol=1e-5, atol=1e-6)
@@ -129,17 +134,7 @@ def test_cudagraphs_backend_training_matches_eager():
         model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).cuda()
         opt = ember.optim.SGD(model.parameters(), lr=0.1)
         step_model = ember.compile(model, backend=backend) if backend else model
-        g = np.random.default_rng(0)
-        out = []
-        for _ in range(5):
-            x = ember.tensor(g.standard_normal((8, 16)).astype(np.float32)).cuda()
-            y = ember.tensor(g.integers(0, 4, 8)).cuda()
-            loss = F.cross_entropy(step_model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            out.append(loss.item())
-        return out
+        return _training_losses(step_model, opt, 5)
 
     before = _counts()
     np.testing.assert_allclose(losses("cudagraphs"), losses(None), rtol=1e-5, atol=1e-6)
