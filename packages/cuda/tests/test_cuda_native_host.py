@@ -191,12 +191,9 @@ print(json.dumps({"native": [type(_fastcall.make_launcher(1, ["ptr"], 4, 0)).__n
 """
 
 
-@_NATIVE
-def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
-    """One small training program on the fake CUDA host (benchmarks/host_cuda_fake.py: no GPU, kernels
-    compiled for sm_90), with the native launcher and allocation path and with the Python ones: the
-    same launches (every argument byte, grid, block, shared memory, stream) and the same memory
-    statistics."""
+def _fake_host_runs(tmp_path, program: str, envs: list) -> list:
+    """Runs ``program`` (it prints a JSON line last) once per environment on the fake CUDA host
+    (benchmarks/host_cuda_fake.py), each in a fresh process; returns the parsed lines."""
     pytest.importorskip("triton")
     import ember
 
@@ -210,15 +207,24 @@ def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
 
     benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
     script = tmp_path / "prog.py"
-    script.write_text(_PROGRAM)
+    script.write_text(program)
     runs = []
-    for native in ("1", "0"):
-        env = dict(os.environ, EMBER_CUDA_NATIVE_LAUNCH=native, EMBER_CUDA_NATIVE_ALLOC=native)
-        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=env, capture_output=True,
-                             text=True, timeout=600)
+    for extra in envs:
+        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=dict(os.environ, **extra),
+                             capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    nat, py = runs
+    return runs
+
+
+@_NATIVE
+def test_native_host_path_launches_and_allocates_as_the_python_one(tmp_path):
+    """One small training program on the fake CUDA host (benchmarks/host_cuda_fake.py: no GPU, kernels
+    compiled for sm_90), with the native launcher and allocation path and with the Python ones: the
+    same launches (every argument byte, grid, block, shared memory, stream) and the same memory
+    statistics."""
+    nat, py = _fake_host_runs(tmp_path, _PROGRAM, [
+        {"EMBER_CUDA_NATIVE_LAUNCH": native, "EMBER_CUDA_NATIVE_ALLOC": native} for native in ("1", "0")])
     assert nat["native"] == ["DeviceLauncher", True] and py["native"] == ["Launcher", False]
     # new_empty_tensor's per-op path (the hook was once lost in a merge, sending every CUDA result through
     # the backend's allocate and the generic path)
@@ -456,28 +462,9 @@ def test_compiled_wrapper_launches_natively_as_the_python_path(tmp_path):
     with the wrapper's native launch sites and allocation front (``config.triton.native_launch``) and
     without: the same launches (every argument byte, grid, block, stream) and memory statistics; the sites
     leave the Python path after their first call."""
-    pytest.importorskip("triton")
-    import ember
-
-    if ember.cuda.is_available():
-        pytest.skip("the fake host replaces the driver of a process without a GPU")
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
-    script = tmp_path / "prog.py"
-    script.write_text(_COMPILED)
-    runs = []
-    for native in ("1", "0", "1"):  # the last one links the graph cache's wrappers
-        env = dict(os.environ, EMBER_INDUCTOR_NATIVE_LAUNCH=native, EMBER_CACHE_DIR=str(tmp_path / "cache"))
-        out = subprocess.run([sys.executable, str(script), str(benchmarks)], env=env, capture_output=True,
-                             text=True, timeout=600)
-        assert out.returncode == 0, out.stderr[-3000:]
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    nat, py, cached = runs
+    cache = str(tmp_path / "cache")  # the last run links the graph cache's wrappers
+    nat, py, cached = _fake_host_runs(tmp_path, _COMPILED, [
+        {"EMBER_INDUCTOR_NATIVE_LAUNCH": native, "EMBER_CACHE_DIR": cache} for native in ("1", "0", "1")])
     assert len(nat["log"]) > 10
     assert nat["log"] == py["log"] == cached["log"]
     assert nat["stats"] == py["stats"] == cached["stats"]
