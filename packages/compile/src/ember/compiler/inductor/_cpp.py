@@ -255,7 +255,9 @@ class CppKernelWriter:
         if not sums:
             return False
         for n in element:
-            if n.is_reduction and (n.buf.reduce_type != "sum" or n.target != n.buf.name):
+            if n.target != n.buf.name:  # an input written in place: the row loop handles its stale values
+                return False
+            if n.is_reduction and n.buf.reduce_type != "sum":
                 return False
             if any(isinstance(e, Load) and e.buf in sums for e in walk(n.expr)):
                 return False  # reads a row's result inside the row (layer_norm's second pass)
