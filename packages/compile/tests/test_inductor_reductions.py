@@ -7,7 +7,7 @@ each check values and how many kernels the fusion left (fewer kernels = fewer me
 from __future__ import annotations
 
 import pytest
-from inductor_test_helpers import check, make_input, tolerances
+from inductor_test_helpers import check, compile_program, make_input, tolerances
 
 import ember
 
@@ -65,6 +65,75 @@ def test_softmax_inner_dim_rows_of_inf_and_nan():
     y = ember.tensor([[float("-inf")] * 4, [1.0, float("nan"), 2.0, 0.0], [float("inf"), 1.0, 2.0, 3.0],
                       [0.5, -1.0, 3.0, 2.0]])
     check(program, x, y)
+
+
+def test_float32_exp_is_eagers_bit_for_bit_and_inline():
+    """Generated float32 exp is the inline polynomial of the prelude (a loop using it vectorizes
+    whole): bit for bit eager's exp over random bit patterns, the overflow and underflow edges,
+    the subnormal range and the specials; within 1 ulp of PyTorch's."""
+    import numpy as np
+    import torch
+
+    g = np.random.default_rng(0)
+    edges = np.array([88.72283935546875, 88.7228317, 88.72284, 89.0, 100.0, -87.33, -87.34, -100.0, -103.972084,
+                      -103.97209, -104.0, -1e4, 1e-45, -1e-45, 0.0, -0.0, float("inf"), float("-inf"), float("nan")],
+                     np.float32)
+    vals = np.concatenate([g.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                           np.linspace(-110, 95, 100_001, dtype=np.float32), edges])
+    x = ember.tensor(vals)
+    compiled = ember.compile(lambda x: [x.exp(), x.sigmoid()])
+    got, got_sig = (t.numpy() for t in compiled(x))
+    want = x.exp().numpy()
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), vals[~same][:10]
+    ref = torch.exp(torch.from_numpy(vals)).numpy()
+    assert (np.isnan(got) == np.isnan(ref)).all()
+    ulps = np.abs(got.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))[~np.isnan(ref)]
+    assert ulps.max() <= 1
+    np.testing.assert_allclose(got_sig, torch.sigmoid(torch.from_numpy(vals)).numpy(), rtol=1e-6, atol=1e-30)
+    fn, _ = compile_program(lambda m, x: m.exp(x) + m.exp(x.double()).float(), [x[:100]])
+    text = "\n".join(kernel_lines(fn.artifact.cpp_source))
+    assert "ember_expf(" in text and "expf(" not in text.replace("ember_expf(", ""), text
+    assert " exp(" in text  # float64 keeps libm's exp
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_softmax_rows_values_and_row_invariant_work(dtype):
+    """softmax / log_softmax over rows (contiguous, a transposed input, a sliced one, rows of
+    -inf, NaN and +inf) against eager and PyTorch; log_softmax's log(sum) is computed once per
+    row before the row's last loop, not in it."""
+
+    def program(m, x, y, z):
+        return [m.softmax(x, -1), m.log_softmax(x, -1), m.softmax(y.t(), -1), m.log_softmax(y.t(), 1),
+                m.softmax(z[:, 1::2], -1), m.log_softmax(z[::2], -1)]
+
+    x = make_input((9, 300), dtype, specials=False, low=-30, high=30)
+    x[1] = float("-inf")
+    x[2, 7] = float("nan")
+    x[3, 5] = float("inf")
+    x[4, :150] = float("-inf")
+    y = make_input((70, 11), dtype, seed=1, specials=False, low=-90, high=90)
+    z = make_input((12, 41), dtype, seed=2, specials=False)
+    rtol, atol = tolerances(dtype)
+    compiled = check(program, x, y, z, rtol=max(rtol, 1e-5), atol=max(atol, 1e-6))
+    log = "logf(" if dtype is ember.float32 else "log("
+    ctype = "float " if dtype is ember.float32 else "double "
+    logs = [line for line in kernel_lines(compiled.artifact.cpp_source) if log in line]
+    assert len(logs) == 3, logs  # one per log_softmax, each a row's (in the row loop, before its loops)
+    assert all(line.startswith(" " * 8 + ctype) for line in logs), logs
+
+
+def kernel_lines(source) -> list:
+    """The lines of the generated kernels' bodies (the prelude left out)."""
+    out, inside = [], False
+    for line in source.splitlines():
+        if line.startswith("EMBER_KERNEL void"):
+            inside = True
+        elif inside and line == "}":
+            inside = False
+        elif inside:
+            out.append(line)
+    return out
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])

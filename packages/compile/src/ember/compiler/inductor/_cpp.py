@@ -76,7 +76,7 @@ class _Body:
         self.w = writer
         self.indent = indent
         self.lines: list[str] = []
-        self.cache: dict = dict(local_values)
+        self.cache: dict = {**writer.hoisted, **local_values}
 
     def forget(self, buf: str) -> None:
         """Drops the cached values that loaded ``buf`` (it was just overwritten)."""
@@ -125,6 +125,7 @@ class CppKernelWriter:
         self.size_args: dict[int, sympy.Symbol] = {}  # integer value -> kernel argument
         self.number_args: dict[int, str] = {}  # graph input position -> its float's argument name
         self.post: dict = {}  # loop variable -> expression, applied last (a streaming loop's lanes)
+        self.hoisted: dict = {}  # expression -> the row-level variable computed before a row's loops
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -470,6 +471,36 @@ class CppKernelWriter:
         return body.lines
 
     def _row_member(self, node, inner, indent, parallel, total):
+        if node.epilogue:
+            return self._row_member_loops(node, inner, indent, parallel, total)
+        hoisted = self._hoist(node.expr, {v for v, _ in inner}, indent)
+        try:
+            return hoisted.lines + self._row_member_loops(node, inner, indent, parallel, total)
+        finally:
+            self.hoisted = {}
+
+    def _hoist(self, expr, inner_vars: set, indent) -> _Body:
+        """Computes the parts of ``expr`` that one row shares (log_softmax's ``log(sum)``, a
+        reciprocal of a row's statistic) once before the row's loops, instead of once per element
+        (where a libm call, or its vector form, would run per vector). The loop bodies find them in
+        ``self.hoisted``."""
+        body = _Body(self, indent, {})
+        invariant: dict = {}
+        for e in walk(expr):  # children first
+            if isinstance(e, Const):
+                invariant[e] = True
+            elif isinstance(e, Load):
+                invariant[e] = self.local_value(e) is not None
+            elif isinstance(e, IndexValue):
+                invariant[e] = not (e.index.xreplace(self.subs).free_symbols & inner_vars)
+            else:
+                invariant[e] = all(invariant[c] for c in e.children())
+            if invariant[e] and isinstance(e, Call):
+                body.value(e)
+        self.hoisted = {e: body.cache[e] for e in body.cache if isinstance(e, (Call, Cast))}
+        return body
+
+    def _row_member_loops(self, node, inner, indent, parallel, total):
         lines = []
         if node.epilogue:
             body = _Body(self, indent, {})
