@@ -263,3 +263,31 @@ def test_a_reshape_of_contiguous_dims_keeps_the_index_linear():
     assert simplify_index(s * ModularIndexing(x, 4, 128) + 128 * s * FloorDiv(x, 512)) == s * FloorDiv(x, 4)
     unrelated = 1024 * ModularIndexing(x, 1, 128) + 131 * FloorDiv(x, 128)
     assert simplify_index(unrelated) == unrelated
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_transposed_copy_leaves_the_row_kernel_and_is_tiled(dtype):
+    """A transposed copy of a square input has the iteration space of a softmax over its rows,
+    but in the row kernel it would read one element per cache line (walk columns): it gets a
+    kernel of its own, walked in 32 x 32 tiles (sizes that are not multiples of 32: partial
+    tiles). A transposed read in a pointwise chain (non-contiguous input) is tiled too. A softmax
+    over the transposed input's rows, which walks columns itself, keeps its members."""
+
+    def program(m, x, y, w):
+        z = x * 0.5
+        return [m.softmax(z, -1), z.transpose(-2, -1).contiguous(), (w.t() + 1).exp(), m.log_softmax(y.t(), -1),
+                y.t() * 2]
+
+    x = make_input((3, 45, 45), dtype, specials=False)
+    y = make_input((70, 37), dtype, seed=1, specials=False)
+    w = make_input((33, 65), dtype, seed=2, specials=False)
+    rtol, atol = tolerances(dtype)
+    compiled = check(program, x, y, w, rtol=max(rtol, 1e-5), atol=max(atol, 1e-6))
+    source = compiled.artifact.cpp_source
+    kernels = source.split("EMBER_KERNEL void ")[1:]
+    tiled = [k for k in kernels if "_blk += 32" in k]
+    assert len(tiled) == 2, source  # the copy, and the chain on w.t()
+    assert all("reduction(" not in k for k in tiled), source
+    rows = [k for k in kernels if "reduction(" in k]
+    assert len(rows) == 2 and len(kernels) == 4, source  # softmax(z) without the copy; log_softmax(y.t())
+    assert any("log" in k and "* 2" in k for k in rows), source  # with y.t() * 2, which walks as it does

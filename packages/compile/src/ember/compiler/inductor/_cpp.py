@@ -14,13 +14,14 @@ from ember._src import dtypes as dt
 
 from . import _cpp_ops as C
 from . import config
-from ._ir import Call, Cast, Const, IndexValue, Load, index_source, product, walk
+from ._ir import Call, Cast, Const, IndexValue, Load, index_source, linear_coeff, product, walk
 from ._kernel_alias import alias_name as _alias_name
 from ._kernel_alias import canonical as _canonical
 from ._scheduler import Kernel
 
 PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
 OUTER_BLOCK = 64  # columns an outer reduction sums side by side (one accumulator each)
+TILE = 32  # rows and columns of a transposed copy's tiles
 
 _REDUCE_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
 _REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
@@ -31,14 +32,7 @@ def index_text(expr) -> str:
     return index_source(expr, "/")
 
 
-def _linear_coeff(expr, var):
-    """The coefficient of ``var`` in ``expr`` when ``expr`` is linear in it, else None."""
-    expr = sympy.expand(expr)
-    c = expr.coeff(var)
-    rest = sympy.expand(expr - c * var)
-    if var in c.free_symbols or var in rest.free_symbols:
-        return None
-    return c
+_linear_coeff = linear_coeff
 
 
 def collapse(dims: list, sizes: dict, exprs: list):
@@ -228,6 +222,9 @@ class CppKernelWriter:
         indent = "    "
         if self._is_outer_reduction(outer, inner):
             return self._outer_reduction(outer[0], inner[0], total)
+        tile = None if self.k.reduced else self._transpose_tile(outer)
+        if tile is not None:
+            return self._tiled_pointwise(outer, tile, total)
         if outer:
             lines.extend(self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced))
             indent += "    " * len(outer)
@@ -240,6 +237,59 @@ class CppKernelWriter:
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+        return lines
+
+    def _transpose_tile(self, outer):
+        """The loop a pointwise kernel tiles together with its innermost one: a transposed copy
+        (an access walking the innermost loop by a stride and that loop contiguously) read or
+        written one element per cache line along a whole row would miss the cache at every
+        element of a large one; in ``TILE`` x ``TILE`` blocks both sides stay in L1."""
+        if len(outer) < 2:
+            return None
+        vi = outer[-1][0]
+        indices = []
+        for n in self.k.nodes:
+            indices.extend(ld.index for ld in n.loads)
+            if n.buf.name not in self.k.local:
+                indices.append(n.store_index)
+        for index in indices:
+            index = index.xreplace(self.subs)
+            c = _linear_coeff(index, vi)
+            if c is None or c == 0 or c == 1:
+                continue
+            for d, (v, _) in enumerate(outer[:-1]):
+                if _linear_coeff(index, v) == 1:
+                    return d
+        return None
+
+    def _tiled_pointwise(self, outer, d, total) -> list[str]:
+        (vt, st), (vi, si) = outer[d], outer[-1]
+        rest = [loop for e, loop in enumerate(outer[:-1]) if e != d]
+        tb, ib = f"{vt.name}_blk", f"{vi.name}_blk"
+        nt, ni = self.itext(st), self.itext(si)
+        blocks = [(tb, nt), (ib, ni)]
+        n = len(rest) + 2
+        kind = f"parallel for collapse({n})" if n > 1 else "parallel for"
+        lines = [f"    #pragma omp {kind} {self._parallel_clause(total)}"]
+        indent = "    "
+        for v, size in rest:
+            lines.append(f"{indent}for (int64_t {v.name} = 0; {v.name} < {self.itext(size)}; ++{v.name}) {{")
+            indent += "    "
+        for name, size in blocks:
+            lines.append(f"{indent}for (int64_t {name} = 0; {name} < {size}; {name} += {TILE}) {{")
+            indent += "    "
+        for name, var, size in ((tb, vt, nt), (ib, vi, ni)):
+            end = f"{var.name}_end"
+            lines.append(f"{indent}const int64_t {end} = {name} + {TILE} < {size} ? {name} + {TILE} : {size};")
+        lines.append(f"{indent}for (int64_t {vt.name} = {tb}; {vt.name} < {vt.name}_end; ++{vt.name}) {{")
+        lines.append(f"{indent}    #pragma omp simd")
+        lines.append(f"{indent}    for (int64_t {vi.name} = {ib}; {vi.name} < {vi.name}_end; ++{vi.name}) {{")
+        lines.extend(self._pointwise_members(indent + "        ", simd_loop=None))
+        lines.append(f"{indent}    }}")
+        lines.append(f"{indent}}}")
+        while indent != "    ":
+            indent = indent[:-4]
+            lines.append(f"{indent}}}")
         return lines
 
     def _is_outer_reduction(self, outer, inner) -> bool:

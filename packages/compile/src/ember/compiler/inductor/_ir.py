@@ -165,6 +165,16 @@ def unflatten(flat: sympy.Expr, shape) -> list:
     return list(reversed(index))
 
 
+def linear_coeff(expr, var):
+    """The coefficient of ``var`` in ``expr`` when ``expr`` is linear in it, else None."""
+    expr = sympy.expand(expr)
+    c = expr.coeff(var)
+    rest = sympy.expand(expr - c * var)
+    if var in c.free_symbols or var in rest.free_symbols:
+        return None
+    return c
+
+
 def same_expr(a, b) -> bool:
     return a == b or sympy.expand(a - b) == 0
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sympy
 
 from ._graph import ExternCall
-from ._ir import ComputedBuffer, IndexValue, Load, ReductionBuffer, loads_of, same_expr, walk
+from ._ir import ComputedBuffer, IndexValue, Load, ReductionBuffer, linear_coeff, loads_of, same_expr, walk
 
 
 class SchedNode:
@@ -78,6 +78,18 @@ class Kernel:
             node = SchedNode(node.buf, index, epilogue=True)
         elif node.is_reduction and self.reduced and node.reduced != self.reduced:
             return False
+        # a transposed copy (a load or store that steps through the row's dim by a stride while
+        # another dim is the contiguous one) would walk columns in the loop of a reduction that
+        # walks its rows contiguously: it gets a kernel of its own, which the code generator tiles
+        if node.is_reduction and not self.reduced:
+            var = self.vars[node.reduced[-1]]
+            if not _transposed(node, var, self.vars) and any(_transposed(m, var, self.vars) for m in self.nodes):
+                return False
+        elif self.reduced and not node.epilogue and not node.is_reduction:
+            var = self.vars[self.reduced[-1]]
+            if _transposed(node, var, self.vars) and \
+                    not any(_transposed(m, var, self.vars) for m in self.nodes if m.is_reduction):
+                return False
         reduced = node.reduced or self.reduced
         inner = {self.vars[d] for d in reduced}
         writes = self.writes()
@@ -101,6 +113,18 @@ class Kernel:
             self.reduced = node.reduced
         self.nodes.append(node)
         return True
+
+
+def _transposed(node: SchedNode, var, vars_) -> bool:
+    """Whether one of ``node``'s accesses steps through ``var`` by a stride other than 0 or 1
+    while it walks another of ``vars_`` contiguously (a transpose)."""
+    for index in [ld.index for ld in node.loads] + [node.store_index]:
+        c = linear_coeff(index, var)
+        if c is None or c == 0 or c == 1:
+            continue
+        if any(v != var and linear_coeff(index, v) == 1 for v in vars_):
+            return True
+    return False
 
 
 def schedule(items, output_names: set, index_vars) -> list:
