@@ -291,3 +291,28 @@ def test_transposed_copy_leaves_the_row_kernel_and_is_tiled(dtype):
     rows = [k for k in kernels if "reduction(" in k]
     assert len(rows) == 2 and len(kernels) == 4, source  # softmax(z) without the copy; log_softmax(y.t())
     assert any("log" in k and "* 2" in k for k in rows), source  # with y.t() * 2, which walks as it does
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_kernels_run_their_first_reduction_a_row_ahead(threads):
+    """softmax's max and layer_norm's mean of the next row run inside this row's second loop
+    (each thread carries its own over its rows): values on one and two threads, with rows of
+    NaN, +-inf and -inf at the first, last and middle rows (where two threads' chunks meet)."""
+
+    programs = [lambda m, x, w, b: m.softmax(x, -1), lambda m, x, w, b: m.log_softmax(x * 2, -1),
+                lambda m, x, w, b: m.nn.functional.layer_norm(x, (401,), w, b)]
+    x = make_input((97, 401), ember.float32, specials=False, low=-20, high=20)
+    x[0, 3] = float("nan")
+    x[48] = float("-inf")
+    x[49, 0] = float("inf")
+    x[96, 400] = float("-inf")
+    w = make_input((401,), ember.float32, seed=3, specials=False)
+    b = make_input((401,), ember.float32, seed=4, specials=False)
+    saved = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for program in programs:
+            compiled = check(program, x, w, b, rtol=1e-5, atol=1e-5, kernels=1)
+            assert "firstprivate(pipe_row, pipe_acc, pipe_nan)" in compiled.artifact.cpp_source
+    finally:
+        ember.set_num_threads(saved)

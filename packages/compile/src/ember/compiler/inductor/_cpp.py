@@ -120,6 +120,7 @@ class CppKernelWriter:
         self.number_args: dict[int, str] = {}  # graph input position -> its float's argument name
         self.post: dict = {}  # loop variable -> expression, applied last (a streaming loop's lanes)
         self.hoisted: dict = {}  # expression -> the row-level variable computed before a row's loops
+        self.pipe = None  # (first, second, ...) of a row kernel whose first reduction runs a row ahead
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -225,13 +226,22 @@ class CppKernelWriter:
         tile = None if self.k.reduced else self._transpose_tile(outer)
         if tile is not None:
             return self._tiled_pointwise(outer, tile, total)
+        if self.k.reduced:
+            self._find_stashes()
+            self.pipe = self._pipeline(outer, inner)
         if outer:
-            lines.extend(self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced))
+            opened = self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced)
+            if self.pipe is not None:
+                first = self.pipe[0]
+                acc_t = C.C_TYPES[first.buf.acc_dtype]
+                lines += [f"{indent}int64_t pipe_row = -1;", f"{indent}{acc_t} pipe_acc = 0;",
+                          f"{indent}int pipe_nan = 0;"]
+                opened[0] += " firstprivate(pipe_row, pipe_acc, pipe_nan)"
+            lines.extend(opened)
             indent += "    " * len(outer)
         if not self.k.reduced:
             lines.extend(self._pointwise_members(indent, simd_loop=None))
         else:
-            self._find_stashes()
             for node in self.k.nodes:
                 lines.extend(self._row_member(node, inner, indent, parallel=not parallel_outer, total=total))
         if outer:
@@ -410,13 +420,18 @@ class CppKernelWriter:
                     break
 
     def _rescale_member(self, node, r, inner, indent, par):
-        lines = self._open(inner, indent, par, simd=True)
+        """The quotient's loop: the stashed terms times the reciprocal of the row's sum, taken once
+        per row, as eager's softmax (and PyTorch's) normalizes (within an ulp of the quotient; a
+        divide per element costs several multiplies)."""
+        ctype = C.C_TYPES[node.buf.dtype]
+        inv = f"inv_{r.buf.name}"
+        lines = [f"{indent}const {ctype} {inv} = (({ctype})1) / {self.row_values[r.buf.name]};"]
+        lines += self._open(inner, indent, par, simd=True)
         loop_indent = indent + "    " * len(inner)
         idx = self.itext(node.store_index.xreplace(self.subs))
-        ctype = C.C_TYPES[node.buf.dtype]
         stashed = self.tmp()
         lines.append(f"{loop_indent}{ctype} {stashed} = {node.target}[{idx}];")
-        lines.append(f"{loop_indent}{node.target}[{idx}] = {stashed} / {self.row_values[r.buf.name]};")
+        lines.append(f"{loop_indent}{node.target}[{idx}] = {stashed} * {inv};")
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         return lines
 
@@ -580,22 +595,75 @@ class CppKernelWriter:
             lines.extend(body.lines)
             lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
             return lines
+        acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
+        acc_t, init, nan_flag, clause, body_lines, result = self._reduction_pieces(node, body, acc, nan)
+        pipe = self.pipe
+        if pipe is not None and node is pipe[0]:
+            # this row's result was carried over from the previous row's next loop, unless the
+            # row is the first of its thread's
+            lines.append(f"{indent}{acc_t} {acc} = pipe_acc;")
+            if nan_flag:
+                lines.append(f"{indent}int {nan} = pipe_nan;")
+            lines.append(f"{indent}if (pipe_row != {pipe[2]}) {{")
+            lines.append(f"{indent}    {acc} = {init};")
+            if nan_flag:
+                lines.append(f"{indent}    {nan} = 0;")
+            lines.extend(self._open(inner, indent + "    ", par, simd=True, reduction=clause + " "))
+            lines.extend("    " + line for line in body_lines)
+            lines.extend(indent + "    " * (len(inner) - d) + "}" for d in range(len(inner)))
+            lines.append(f"{indent}}}")
+        else:
+            lines.append(f"{indent}{acc_t} {acc} = {init};")
+            if nan_flag:
+                lines.append(f"{indent}int {nan} = 0;")  # an int (not bool) flag: the loop still vectorizes
+            if pipe is not None and node is pipe[1]:
+                # the next row's first reduction rides along (its loads overlap this loop's work)
+                nxt = f"{pipe[2]}_next"
+                first = pipe[0]
+                lines.append(f"{indent}const int64_t {nxt} = {pipe[2]} + 1 < {pipe[3]} ? {pipe[2]} + 1 : {pipe[2]};")
+                self.post = {pipe[4]: sympy.Symbol(nxt, integer=True)}
+                try:
+                    ahead = _Body(self, body.indent, {})
+                    ahead.cache = {}  # nothing of this row's (hoisted values, row results) holds for the next
+                    _, first_init, first_nan, first_clause, first_lines, _ = \
+                        self._reduction_pieces(first, ahead, "pipe_acc", "pipe_nan")
+                finally:
+                    self.post = {}
+                lines.append(f"{indent}pipe_acc = {first_init};")
+                if first_nan:
+                    lines.append(f"{indent}pipe_nan = 0;")
+                clause += " " + first_clause
+                body_lines = body_lines + first_lines
+            lines.extend(self._open(inner, indent, par, simd=True, reduction=clause + " "))
+            lines.extend(body_lines)
+            lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
+            if pipe is not None and node is pipe[1]:
+                lines.append(f"{indent}pipe_row = {pipe[2]} + 1;")
+        out_t = C.C_TYPES[node.buf.acc_dtype]
+        name = f"row_{node.buf.name}"
+        lines.append(f"{indent}{out_t} {name} = {result};")
+        self.row_values[node.buf.name] = name
+        if node.buf.name not in self.k.local:
+            store_body = _Body(self, indent, {})
+            self._store(node, name, store_body)
+            lines.extend(store_body.lines)
+        return lines
+
+    def _reduction_pieces(self, node, body, acc, nan):
+        """(accumulator type, its initial value, whether a NaN flag goes beside it, the loop's
+        reduction clauses, the loop body's lines, the row's result) of reduction ``node``."""
         rt = node.buf.reduce_type
         acc_t = C.C_TYPES[node.buf.acc_dtype]
-        acc = f"acc_{node.buf.name}"
-        nan = f"nan_{node.buf.name}"
         float_extreme = rt in ("max", "min") and node.buf.acc_dtype.is_floating_point
         if rt in ("max", "min"):
             init = (("-" if rt == "max" else "") + "INFINITY") if float_extreme else \
                 C.limit_text(node.buf.acc_dtype, "lowest" if rt == "max" else "highest")
         else:
             init = _REDUCE_INIT[rt]
-        lines.append(f"{indent}{acc_t} {acc} = {init};")
         clause = f"reduction({_REDUCE_CLAUSE[rt]}:{acc})"
         if float_extreme:
-            lines.append(f"{indent}int {nan} = 0;")  # an int (not bool) flag: the loop still vectorizes
             clause += f" reduction(|:{nan})"
-        lines.extend(self._open(inner, indent, par, simd=True, reduction=clause + " "))
+        loop_indent = body.indent
         v = body.value(node.expr)
         if rt == "sum":
             body.lines.append(f"{loop_indent}{acc} += {v};")
@@ -613,21 +681,29 @@ class CppKernelWriter:
             body.lines.append(f"{loop_indent}{acc} = {v} {op} {acc} ? {v} : {acc};")
             if float_extreme:
                 body.lines.append(f"{loop_indent}{nan} |= ({v} != {v});")
-        lines.extend(body.lines)
-        lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
-        result = f"{acc} "
-        if float_extreme:
-            result = f"({nan} ? (({acc_t})NAN) : {acc})"
-        out_t = C.C_TYPES[node.buf.acc_dtype]
-        name = f"row_{node.buf.name}"
-        lines.append(f"{indent}{out_t} {name} = {result.strip()};")
-        self.row_values[node.buf.name] = name
-        if node.buf.name not in self.k.local:
-            store_body = _Body(self, indent, {})
-            self._store(node, name, store_body)
-            lines.extend(store_body.lines)
-        return lines
+        result = f"({nan} ? (({acc_t})NAN) : {acc})" if float_extreme else acc
+        return acc_t, init, float_extreme, clause, body.lines, result
 
+    def _pipeline(self, outer, inner):
+        """(first, second, row variable text, rows text, row symbol) when a row kernel's first
+        reduction (softmax's max, layer_norm's mean) can run one row ahead inside its second
+        reduction's loop: that loop computes (an exp per element), while the next row's loads,
+        from memory, overlap it; the first loop then finds the row in cache. Only for one outer
+        loop, and a first reduction that reads nothing the kernel writes."""
+        k = self.k
+        if len(outer) != 1 or not inner:
+            return None
+        members = [n for n in k.nodes if not n.epilogue]
+        if len(members) < 2 or members[0] is not k.nodes[0]:
+            return None
+        if not (members[0].is_reduction and members[1].is_reduction):
+            return None
+        first, second = members[0], members[1]
+        written = {n.target for n in k.nodes} | {n.buf.name for n in k.nodes}
+        if any(ld.buf in written for ld in first.loads) or id(first) in self.stash:
+            return None
+        v, size = outer[0]
+        return first, second, v.name, self.itext(size), v
 
 def kernel_sources(kernels: list, buffers: dict, vector_math: bool, chunks: int = 1) -> tuple[list, dict]:
     """Sources holding ``kernels`` (``chunks`` files, compiled side by side) and each kernel's
