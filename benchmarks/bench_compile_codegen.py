@@ -259,6 +259,58 @@ def bench_gpt(threads, use_torch_compile):
     return rows
 
 
+def gpt_kernel_times(threads=1, calls=5, top=12):
+    """CPU time per generated kernel of the compiled mini-GPT forward (B16): each ``kernel*``
+    callable of the generated wrapper is wrapped with a timer (the externs, BLAS mostly, are
+    the rest of the forward). Returns (forward ms, [(kernel, ms, fused ops)])."""
+    import re
+
+    from ember.compiler.inductor import _compile_fx
+
+    ember.set_num_threads(threads)
+    built = []
+    original = _compile_fx.lower_and_build
+
+    def spy(gm, inputs):
+        built.append(original(gm, inputs))
+        return built[-1]
+
+    ns: dict = {}
+    exec(GPT, ns)
+    model = ns["make_gpt"](ember.nn, ember).eval()
+    idx = ember.tensor(np.random.default_rng(0).integers(0, 512, (16, 128)))
+    _compile_fx.lower_and_build = spy
+    try:
+        with tempfile.TemporaryDirectory() as cache, ember.no_grad():
+            os.environ["EMBER_CACHE_DIR"], saved = cache, os.environ.get("EMBER_CACHE_DIR")
+            try:
+                fn = ember.compile(model)
+                fn(idx)
+            finally:
+                if saved is None:
+                    os.environ.pop("EMBER_CACHE_DIR")
+                else:
+                    os.environ["EMBER_CACHE_DIR"] = saved
+            art = built[-1]
+            names = dict(re.findall(r"# (kernel\d+): (.*)", art.wrapper_source))
+            spent: dict = {}
+            namespace = art.call.__globals__
+            for name in [n for n in namespace if re.fullmatch(r"kernel\d+", n)]:
+                def timed(*a, _f=namespace[name], _n=name):
+                    c0 = time.process_time()
+                    _f(*a)
+                    spent[_n] = spent.get(_n, 0.0) + time.process_time() - c0
+                namespace[name] = timed
+            c0 = time.process_time()
+            for _ in range(calls):
+                fn(idx)
+            total = (time.process_time() - c0) / calls
+    finally:
+        _compile_fx.lower_and_build = original
+    rows = sorted(((k, v / calls, names.get(k, "")) for k, v in spent.items()), key=lambda r: -r[1])
+    return total * 1e3, [(k, v * 1e3, ops) for k, v, ops in rows[:top]], sum(spent.values()) / calls * 1e3
+
+
 def bench_gpt_train(threads, use_torch_compile, steps=3):
     """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
     the compiled model's forward and backward are both generated code (AOT autograd)."""
@@ -368,8 +420,16 @@ def main():
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--compile-times", action="store_true", help="only the compile-time subprocesses")
     parser.add_argument("--cross-entropy", action="store_true", help="only the cross-entropy rows, 1 thread")
+    parser.add_argument("--gpt-kernels", action="store_true",
+                        help="only the compiled mini-GPT forward's time per generated kernel, 1 thread")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.gpt_kernels:
+        total, rows, kernels = gpt_kernel_times()
+        print(f"gpt_fwd compiled: {total:.1f} ms CPU, of which generated kernels {kernels:.1f} ms")
+        for name, ms, ops in rows:
+            print(f"  {name:10s} {ms:6.2f} ms  {ops[:90]}")
+        return
     if args.cross_entropy:
         bandwidth = copy_bandwidth(1)
         print(f"measured copy bandwidth: {bandwidth / 1e9:.1f} GB/s")
