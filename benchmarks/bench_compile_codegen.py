@@ -66,6 +66,25 @@ per layer) are compiled once and aliased.
 The compiled GPT forward spends ~247 ms of its ~350 ms in matmuls (ember's OpenBLAS GEMM: about
 torch.compile's whole forward) and ~95 ms in generated kernels, the largest being the
 four GELU (~6 ms each, 2M elements) and four masked-softmax kernels (~6 ms each, 1M).
+
+Session 11 (2026-12-03, load 6-10 on the 2 cores, so only A/B figures taken in one process mean
+much). Generated kernels: float32 exp is an inline polynomial (eager's, bit for bit) instead of
+libmvec's call per vector; softmax multiplies by the row's reciprocal; a row kernel's first
+reduction runs one row ahead inside its second loop; row-invariant work (log_softmax's log) is
+hoisted out of the loops; transposed copies leave row kernels and walk 32x32 tiles. The row
+kernels alone (their generated C before and after, compiled and called in one process, 4096x1024
+float32, inputs and outputs rotated over 128 MB so L3 holds none; min over 24 calls against the
+min of a 64 MB numpy copy): softmax 54-56% -> 70% of copy bandwidth (1.58-1.60 -> 1.25-1.26 ms),
+log_softmax 44% -> 47-64%, layer_norm 77% -> 78-81%. The exp of a 4096x1024 row alone (from L1)
+costs about one copy of the data on this machine, so a three-pass softmax cannot go much past
+~75%. ``--gpt-kernels`` (the compiled mini-GPT forward's CPU time per generated kernel, the
+wrapper's kernel callables timed): generated kernels 37.5-41.3 -> 25.8-27.5 ms of the forward
+(the masked softmax kernels 2.8-3.9 -> 1.1-1.4 ms each, the k-transpose copies ~0.8 -> ~0.5 ms);
+the whole forward 203-225 -> 182-191 ms CPU in the same alternating runs. ``bench_gpt`` twice
+(CPU ms: ember eager / ember compiled / torch eager / torch.compile): 165.6 / 169.2 / 190.4 /
+179.7 and 175.0 / 155.8 / 170.3 / 160.3, compiled ember 0.94x and 0.97x torch.compile's time.
+Left in the forward: the logits' reshape of the head's addmm result is copied (a graph output
+is always realized; ~1 ms), and the k-transpose and head split/merge copies feed the bmm calls.
 """
 
 from __future__ import annotations
