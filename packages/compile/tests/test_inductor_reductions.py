@@ -316,3 +316,24 @@ def test_row_kernels_run_their_first_reduction_a_row_ahead(threads):
             assert "firstprivate(pipe_row, pipe_acc, pipe_nan)" in compiled.artifact.cpp_source
     finally:
         ember.set_num_threads(saved)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_an_output_that_is_the_summed_term_is_stored_once(dtype):
+    """A residual sum returned beside its layer_norm (a transformer block's) is the term the mean
+    sums: the sum's loop stores it, and no later loop reads it back to store it again."""
+    import re
+
+    def program(m, a, b, c, w):
+        y = a + b + c * 2
+        return y, m.nn.functional.layer_norm(y, (40,), w)
+
+    a, b, c = (make_input((6, 40), dtype, seed=s, specials=False) for s in (0, 1, 2))
+    w = make_input((40,), dtype, seed=3, specials=False)
+    rtol, atol = tolerances(dtype)
+    compiled = check(program, a, b, c, w, rtol=max(rtol, 1e-5), atol=max(atol, 1e-5), kernels=1)
+    lines = kernel_lines(compiled.artifact.cpp_source)
+    for first, second in zip(lines, lines[1:]):
+        load = re.match(r"\s*\w+ (tmp\d+) = (\w+\[.*\]);$", first)
+        if load:
+            assert not re.match(rf"\s*{re.escape(load.group(2))} = .*\({load.group(1)}\)\)?;$", second), lines

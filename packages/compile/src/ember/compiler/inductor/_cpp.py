@@ -581,6 +581,8 @@ class CppKernelWriter:
             return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         if not node.is_reduction:
             summed = getattr(self, "reread", {}).get(id(node))
+            if summed is not None and node.expr == summed.expr:
+                return lines  # the output is the summed term itself: the sum's loop stored it already
             streamed = None if summed is not None else self._streaming_member(node, inner, indent, par, total)
             if streamed is not None:
                 return streamed
