@@ -71,7 +71,8 @@ Session 11 (2026-12-03, load 6-10 on the 2 cores, so only A/B figures taken in o
 much). Generated kernels: float32 exp is an inline polynomial (eager's, bit for bit) instead of
 libmvec's call per vector; softmax multiplies by the row's reciprocal; a row kernel's first
 reduction runs one row ahead inside its second loop; row-invariant work (log_softmax's log) is
-hoisted out of the loops; transposed copies leave row kernels and walk 32x32 tiles. The row
+hoisted out of the loops; transposed copies leave row kernels and walk 32x32 tiles; a residual
+returned beside its layer_norm is no longer copied onto itself in a loop of its own. The row
 kernels alone (their generated C before and after, compiled and called in one process, 4096x1024
 float32, inputs and outputs rotated over 128 MB so L3 holds none; min over 24 calls against the
 min of a 64 MB numpy copy): softmax 54-56% -> 70% of copy bandwidth (1.58-1.60 -> 1.25-1.26 ms),
