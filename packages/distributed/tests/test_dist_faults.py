@@ -151,18 +151,31 @@ def test_mismatched_collectives_raise_without_debug_mode():
     assert survivors and all(r["shape"]["runtime"] for r in survivors), logs
 
 
-@pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group", "own_sessions"])
-def test_oversubscribed_wait_yields_only_where_peers_share_the_sched_group(monkeypatch, one_group):
-    # Oversubscribed ranks in one autogroup (mp.spawn's children) get a peer onto the core by
-    # yielding; ranks in sessions of their own (mpiexec, ember-run) would get the core straight
-    # back, so they sleep at once (_work's comment has the figures).
+@pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group_guess", "own_sessions_guess"])
+@pytest.mark.parametrize("handed_over", [True, False], ids=["yields_reach_peers", "yields_come_back"])
+def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, one_group, handed_over):
+    # Oversubscribed ranks that share a scheduling group (mp.spawn's children: one autogroup; or
+    # one CPU cgroup) get a peer onto the core by yielding; ranks in sessions of their own
+    # (mpiexec, ember-run) under autogroups get the core straight back, so they should sleep.
+    # The node's layout is only the first guess: the wait times its yields and keeps yielding
+    # while they hand the core over, else it sleeps after one probe (_work's comment has figures).
+    import time
+
     from ember.distributed import _work
 
     calls = {"yield": 0, "sleep": 0}
-    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
+
+    def fake_yield():
+        calls["yield"] += 1
+        if handed_over:  # another task ran meanwhile
+            end = time.monotonic() + 10 * _work._HANDED_OVER_SECONDS
+            while time.monotonic() < end:
+                pass
+
+    monkeypatch.setattr(_work, "_sched_yield", fake_yield)
     monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
     monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
-    monkeypatch.setattr(_work, "_YIELD_FIRST", [0.0])
+    monkeypatch.setattr(_work, "_YIELD_SCORE", [0])
     monkeypatch.setattr(_work, "_OVERSUBSCRIBED_YIELD_SECONDS", 60.0)  # no clock in the count
     _work.set_oversubscribed(True, one_group)
 
@@ -171,11 +184,24 @@ def test_oversubscribed_wait_yields_only_where_peers_share_the_sched_group(monke
 
         def Test(self):  # noqa: N802 - MPI's name
             Request.tests += 1
-            return Request.tests > 4 * _work._TESTS_PER_CHECK
+            return Request.tests > 8 * _work._TESTS_PER_CHECK
 
     class Group:
         def health_problem(self, *args):
             return None
 
-    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce")
-    assert calls == ({"yield": 4, "sleep": 0} if one_group else {"yield": 0, "sleep": 4})
+    def wait():
+        Request.tests = 0
+        calls.update({"yield": 0, "sleep": 0})
+        _work.wait_requests([Request()], Group(), float("inf"), "all_reduce")
+        return dict(calls)
+
+    first = wait()
+    if handed_over:
+        assert first == {"yield": 8, "sleep": 0}
+    elif one_group:  # yields until the score reaches the floor: 2 x limit, then sleeps
+        assert first == {"yield": 2 * _work._YIELD_SCORE_LIMIT, "sleep": 8 - 2 * _work._YIELD_SCORE_LIMIT}
+    else:  # one probe
+        assert first == {"yield": 1, "sleep": 7}
+    # what was learnt carries over to the next wait
+    assert wait() == ({"yield": 8, "sleep": 0} if handed_over else {"yield": 1, "sleep": 7})

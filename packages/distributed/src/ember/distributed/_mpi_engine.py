@@ -255,41 +255,47 @@ class MPIEngine(Engine):
         self._run_now("barrier", True, None, self._BARRIER, 0, None)
 
     def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args) -> None:
-        """Exchanges the call's signature (``_matching``) and, when every rank runs the same,
-        starts ``comm.<call>(*args)`` and waits for it in this thread: a synchronous call with
-        nothing to finish needs no ``Work``. ``memory``: what MPI writes, kept forever if the
-        wait fails (MPI may still write into it)."""
+        """Starts the call's signature exchange (``_matching``) and ``comm.<call>(*args)`` together
+        and waits for both in this thread: the data does not wait for a round of its own (under
+        oversubscription every round costs the ranks' turns on the cores). If the signatures
+        differ, it raises before the data is waited for. A synchronous call with nothing to finish
+        needs no ``Work``. ``memory``: what MPI writes, kept forever if the wait fails (MPI may
+        still write into it)."""
         if self.broken is not None or self.world.health.broken is not None:
             self._start(what)
         self._seq += 1
         self.waiting_seq = self._seq
-        if self.size > 1:
-            fill_signature(self._sig_send, sig, count)
-            try:
-                request = self.comm.Iallreduce(*self._sig_args)
-            except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
-                raise DistBackendError(f"{what} failed in MPI: {err}") from None
-            if not _settles(request):
-                self._wait_now(request, what, small, None)
+        check = request = None
+        try:
+            if self.size > 1:
+                fill_signature(self._sig_send, sig, count)
+                check = self.comm.Iallreduce(*self._sig_args)
+            if call is not None:
+                request = getattr(self.comm, call)(*args)
+        except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
+            raise DistBackendError(f"{what} failed in MPI: {err}") from None
+        if check is not None:
+            if not _settles(check):
+                self._wait_now(check, what, small, None, request, memory)
             problem = mismatch_problem(self._sig_recv, sig, count, what, self._me)
             if problem is not None:
                 self.mark_broken(problem)
+                if request is not None:
+                    self.abandoned.append((request, memory))
                 raise DistBackendError(problem)
-        if call is None:
-            return
-        try:
-            request = getattr(self.comm, call)(*args)
-        except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
-            raise DistBackendError(f"{what} failed in MPI: {err}") from None
-        if not _settles(request):
+        if request is not None and not _settles(request):
             self._wait_now(request, what, small, memory)
 
-    def _wait_now(self, request, what: str, small: bool, memory) -> None:
+    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None) -> None:
+        """``data``: the data request started beside the signature exchange ``request`` waits
+        for, abandoned with it if the wait fails."""
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
                           COLLECTIVE_SPIN_SECONDS, small)
         except DistBackendError:
             self.abandoned.append((request, memory))
+            if data is not None:
+                self.abandoned.append((data, data_memory))
             raise
 
     # -- collectives ----------------------------------------------------------------------

@@ -99,7 +99,13 @@ _TESTS_PER_CHECK = 32
 #   all_reduce 4-8% slower than MPICH's blocking call (spinning: 0-3%).
 _OVERSUBSCRIBED = [True]
 _OVERSUBSCRIBED_YIELD_SECONDS = 2e-3
-_YIELD_FIRST = [0.0]  # the yielding spin of this node's oversubscribed waits (``set_oversubscribed``)
+# Whether a yield hands the core to another task here, learnt from the yields themselves: +1 for
+# each that took longer than ``_HANDED_OVER_SECONDS`` (another task ran), -1 for each that came
+# straight back, kept within +-``_YIELD_SCORE_LIMIT`` across waits. An oversubscribed wait yields
+# while the score is above the lower limit, and always once (a probe, ~0.7 us when it comes back).
+_YIELD_SCORE = [0]
+_YIELD_SCORE_LIMIT = 3
+_HANDED_OVER_SECONDS = 2e-6
 _sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
@@ -143,10 +149,20 @@ _SPARE_CORE = [False]
 
 
 def set_oversubscribed(flag: bool, one_group: bool = False) -> None:
-    """``one_group``: the node's ranks share one scheduling group (autogroup), where a yield
-    hands the core to a peer."""
+    """``one_group``: the node's ranks seem to share one scheduling group (autogroup or CPU
+    cgroup), where a yield hands the core to a peer - the first guess, which the yields correct."""
     _OVERSUBSCRIBED[0] = bool(flag)
-    _YIELD_FIRST[0] = _OVERSUBSCRIBED_YIELD_SECONDS if flag and one_group else 0.0
+    _YIELD_SCORE[0] = _YIELD_SCORE_LIMIT if one_group else -_YIELD_SCORE_LIMIT
+
+
+def _yield_hands_over() -> bool:
+    """Yields once; whether another task got the core meanwhile (updates ``_YIELD_SCORE``)."""
+    before = time.monotonic()
+    _sched_yield()
+    handed = time.monotonic() - before > _HANDED_OVER_SECONDS
+    score = _YIELD_SCORE[0] + (1 if handed else -1)
+    _YIELD_SCORE[0] = max(-_YIELD_SCORE_LIMIT, min(_YIELD_SCORE_LIMIT, score))
+    return handed
 
 
 def set_spare_core(flag: bool) -> None:
@@ -193,9 +209,10 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     start = last_check = time.monotonic()
     nap = 0.0
     yield_until = 0.0
+    probe = False
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
-        yield_until = _YIELD_FIRST[0]
+        yield_until, probe = _OVERSUBSCRIBED_YIELD_SECONDS, True
     elif not small and _machine_busy(start):
         spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
     else:
@@ -216,8 +233,9 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if now - start > spin_seconds:
-            if now - start < yield_until:
-                _sched_yield()
+            if now - start < yield_until and (probe or _YIELD_SCORE[0] > -_YIELD_SCORE_LIMIT):
+                probe = False
+                _yield_hands_over()
                 continue
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)
