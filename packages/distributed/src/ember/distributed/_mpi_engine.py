@@ -30,10 +30,10 @@ from ._buffers import (
     storage_huge_pages,
 )
 from ._errors import DistBackendError
+from ._matching import all_synchronous, signature
 from ._matching import buffers as signature_buffers
 from ._matching import fill as fill_signature
 from ._matching import problem as mismatch_problem
-from ._matching import signature
 from ._work import (
     COLLECTIVE_SPIN_SECONDS,
     EXIT_GRACE,
@@ -99,7 +99,7 @@ class MPIEngine(Engine):
         self._worker: Worker | None = None
         self.abandoned: list = []  # failed works whose buffers MPI may still touch: never freed
         # The signature exchange of synchronous calls (``_matching``), its buffers reused
-        send, recv = signature_buffers(0, 0)
+        send, recv = signature_buffers(0, 0, True)
         self._sig_recv = recv
         self._sig_send = send
         self._sig_args = ([send, self.MPI.INT64_T], [recv, self.MPI.INT64_T], self.MPI.MAX)
@@ -110,6 +110,8 @@ class MPIEngine(Engine):
         self._seq = 0  # collectives started on this communicator
         self.waiting_seq = 0  # the one being waited for (0: none, or not a collective)
         self._announced = 0
+        # The communicator the group goes on with after a mismatch of synchronous calls (``_recover``)
+        self._spare = self._dup(comm) if self.size > 1 else None
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -155,6 +157,28 @@ class MPIEngine(Engine):
         except Exception:  # noqa: BLE001 - only a better message at stake
             return []
         return absent
+
+    def _dup(self, comm):
+        spare = comm.Dup()
+        spare.Set_errhandler(self.MPI.ERRORS_RETURN)
+        return spare
+
+    def _recover(self, what: str, request, memory) -> None:
+        """After mismatched synchronous calls on every rank (``_matching``): retires the
+        communicator - MPI may still run the mismatched data operations on it, into ``memory``,
+        so neither is ever freed - and goes on on the spare one, duplicated again for next time."""
+        self.abandoned.append((self.comm, request, memory))
+        self.comm, self._spare = self._spare, None
+        try:
+            spare, made = self.comm.Idup()  # nonblocking: a rank dying now must not hang the others
+            wait_requests([made], self, time.monotonic() + self.timeout_seconds, what, None,
+                          COLLECTIVE_SPIN_SECONDS, True)
+        except Exception as err:  # noqa: BLE001 - a later mismatch then breaks the group
+            if not isinstance(err, DistBackendError):
+                raise
+            return
+        spare.Set_errhandler(self.MPI.ERRORS_RETURN)
+        self._spare = spare
 
     def mark_broken(self, problem: str) -> None:
         self.broken = problem
@@ -268,7 +292,7 @@ class MPIEngine(Engine):
         check = request = None
         try:
             if self.size > 1:
-                fill_signature(self._sig_send, sig, count)
+                fill_signature(self._sig_send, sig, count, True)
                 check = self.comm.Iallreduce(*self._sig_args)
             if call is not None:
                 request = getattr(self.comm, call)(*args)
@@ -277,11 +301,15 @@ class MPIEngine(Engine):
         if check is not None:
             if not _settles(check):
                 self._wait_now(check, what, small, None, request, memory)
-            problem = mismatch_problem(self._sig_recv, sig, count, what, self._me)
-            if problem is not None:
-                self.mark_broken(problem)
-                if request is not None:
-                    self.abandoned.append((request, memory))
+            if self._sig_recv[0] != -self._sig_recv[1] or self._sig_recv[2] != -self._sig_recv[3]:
+                usable = all_synchronous(self._sig_recv) and self._spare is not None
+                problem = mismatch_problem(self._sig_recv, sig, count, what, self._me, usable)
+                if usable:
+                    self._recover(what, request, memory)
+                else:
+                    self.mark_broken(problem)
+                    if request is not None:
+                        self.abandoned.append((request, memory))
                 raise DistBackendError(problem)
         if request is not None and not _settles(request):
             self._wait_now(request, what, small, memory)
@@ -398,10 +426,11 @@ class MPIEngine(Engine):
         return CompletedWork(self, outputs)
 
     def shutdown(self) -> None:
-        comm = self.comm
-        self.comm = None
+        comm, spare = self.comm, self._spare
+        self.comm = self._spare = None
         if comm is not None and comm != self.MPI.COMM_WORLD and self.broken is None:
-            try:
-                comm.Free()
-            except Exception:
-                pass
+            for c in (comm, spare) if spare is not None else (comm,):
+                try:
+                    c.Free()
+                except Exception:
+                    pass

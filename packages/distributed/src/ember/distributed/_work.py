@@ -82,6 +82,12 @@ _TESTS_PER_CHECK = 32
 #   yields): at load 8-10, 5 runs, 4 KB 0.11-1.9 ms against 0.53-2.6 ms sleeping at once (MPICH
 #   0.11-0.9 ms); 1 MB 2.9-9.9 ms against 2.3-9.6 ms (MPICH 2.8-9.7 ms) - the same within the
 #   noise. Yielding without end made 1 MB slower there (10-13.5 ms).
+#   The autogroups are only a guess, though: they apply only to processes in the root CPU cgroup
+#   and while ``kernel.sched_autogroup_enabled`` is 1; ranks in one container's cgroup share it
+#   whatever their sessions. So the wait times its yields (``_yield_hands_over``): here (kernel
+#   6.18, 4 processes yielding on 2 cores) a yield that came straight back took 0.6-1.1 us (p10-
+#   p90), one that let a peer run 3.5-6 us. It yields while most yields reach a peer (the score
+#   carries over between waits) and always once per wait (a probe), else it sleeps.
 # - Not oversubscribed by ranks but the machine busy with other work (e.g. a shared development
 #   machine): the peer this rank waits for is often off its core, and a spinning wait only burns
 #   the slice the kernel would otherwise give it (or give this rank later). The wait spins for
