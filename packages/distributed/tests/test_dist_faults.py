@@ -111,10 +111,10 @@ def test_rank_dying_between_rendezvous_and_mpi_init_is_an_error(victim):
         assert got["seconds"] < 60
 
 
-_MISMATCHES = ("shape", "dtype", "op", "kind", "barrier_kind", "async", "gather_into")
+_MISMATCHES = ("shape", "shape_large", "dtype", "op", "kind", "barrier_kind", "async", "gather_into")
 # every rank's call synchronous in program order (all_reduce of a plain tensor, barrier): the group
 # goes on, as PyTorch's after TORCH_DISTRIBUTED_DEBUG=DETAIL reports a mismatch
-_GROUP_GOES_ON = ("shape", "dtype", "op", "barrier_kind")
+_GROUP_GOES_ON = ("shape", "shape_large", "dtype", "op", "barrier_kind")
 
 
 def test_mismatched_collectives_raise_without_debug_mode():
@@ -162,13 +162,14 @@ def test_mismatched_collectives_raise_without_debug_mode():
 
 
 @pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group_guess", "own_sessions_guess"])
-@pytest.mark.parametrize("handed_over", [True, False], ids=["yields_reach_peers", "yields_come_back"])
-def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, one_group, handed_over):
+@pytest.mark.parametrize("mode", ["reach_peer", "come_back_contended", "come_back_idle"])
+def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, one_group, mode):
     # Oversubscribed ranks that share a scheduling group (mp.spawn's children: one autogroup; or
     # one CPU cgroup) get a peer onto the core by yielding; ranks in sessions of their own
     # (mpiexec, ember-run) under autogroups get the core straight back, so they should sleep.
     # The node's layout is only the first guess: the wait times its yields and keeps yielding
-    # while they hand the core over, else it sleeps after one probe (_work's comment has figures).
+    # while they hand the core over, else it sleeps after one probe (_work's comment has figures);
+    # a yield that comes back while nothing else is runnable (the peers asleep) tells nothing.
     import time
 
     from ember.distributed import _work
@@ -177,13 +178,14 @@ def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, 
 
     def fake_yield():
         calls["yield"] += 1
-        if handed_over:  # another task ran meanwhile
+        if mode == "reach_peer":  # another task ran meanwhile
             end = time.monotonic() + 10 * _work._HANDED_OVER_SECONDS
             while time.monotonic() < end:
                 pass
 
     monkeypatch.setattr(_work, "_sched_yield", fake_yield)
     monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
+    monkeypatch.setattr(_work, "_others_runnable", lambda: mode == "come_back_contended")
     monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
     monkeypatch.setattr(_work, "_YIELD_SCORE", [0])
     monkeypatch.setattr(_work, "_OVERSUBSCRIBED_YIELD_SECONDS", 60.0)  # no clock in the count
@@ -207,11 +209,14 @@ def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, 
         return dict(calls)
 
     first = wait()
-    if handed_over:
+    if mode != "come_back_contended":
         assert first == {"yield": 8, "sleep": 0}
     elif one_group:  # yields until the score reaches the floor: 2 x limit, then sleeps
         assert first == {"yield": 2 * _work._YIELD_SCORE_LIMIT, "sleep": 8 - 2 * _work._YIELD_SCORE_LIMIT}
     else:  # one probe
         assert first == {"yield": 1, "sleep": 7}
     # what was learnt carries over to the next wait
-    assert wait() == ({"yield": 8, "sleep": 0} if handed_over else {"yield": 1, "sleep": 7})
+    assert wait() == ({"yield": 1, "sleep": 7} if mode == "come_back_contended" else {"yield": 8, "sleep": 0})
+    limit = _work._YIELD_SCORE_LIMIT
+    idle = limit if one_group else -limit  # unchanged from the first guess
+    assert _work._YIELD_SCORE[0] == {"reach_peer": limit, "come_back_contended": -limit, "come_back_idle": idle}[mode]

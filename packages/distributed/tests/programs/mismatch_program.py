@@ -14,6 +14,9 @@ def run(case, group):
     if case == "shape":  # the synchronous all_reduce of a plain tensor (ember's fast path)
         t = torch.ones(4 if rank == 0 else 8)
         dist.all_reduce(t, group=group)
+    elif case == "shape_large":  # over 64 KB: its data starts beside the signatures, mismatched
+        t = torch.ones(20000 if rank == 0 else 40000)
+        dist.all_reduce(t, group=group)
     elif case == "dtype":  # the same byte count: gloo reduces reinterpreted bytes
         t = torch.ones(4, dtype=torch.float32 if rank == 0 else torch.int32)
         dist.all_reduce(t, group=group)

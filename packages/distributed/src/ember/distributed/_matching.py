@@ -13,22 +13,23 @@ exactly when some rank runs something else. The exchange has the same form for e
 collective, so it always matches, whatever the ranks run. It is a barrier of its own: barriers
 are just the exchange. Measured at 2 ranks: +2-3 us on a 4 KB all_reduce (MPICH alone ~4 us).
 
-Every collective starts its signature exchange and its data operation at once, back to back,
-and checks the signatures before it waits for the data (``MPIEngine._run_now`` for a synchronous
-``all_reduce`` or barrier, the ``Work`` for the rest): the exchange costs no synchronizing round
-of its own. (Waiting for the signatures first did: on 4 ranks sharing 2 cores each round waits
-for the ranks' turns on the cores, and 4 KB all_reduce took 1.6 ms against 1.1 ms with both
-started together, load ~7.) A mismatched data operation may then be under way when the
-signatures disagree: MPI bounds every receive by its buffer, so it cannot write past the
-tensors, and the check raises before anything is returned. On a mismatch every rank raises
-``DistBackendError`` (a ``RuntimeError``) describing both calls. MPI cannot cancel the
-mismatched data operations, which may never complete, so the communicator they run on is
-retired. Where every rank's call was synchronous (``y`` = 1: a synchronous ``all_reduce`` of a
-plain tensor, or a barrier), every rank learns of the mismatch at the same point of its program,
-and the group goes on on a spare communicator made when it was (``MPIEngine._recover``): as
-PyTorch's group after ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` reported a mismatch (gloo's own check
-aborts a process instead). Elsewhere a rank may already have started later collectives on the
-old communicator, and the group is marked broken.
+Collectives start their signature exchange and their data operation at once, back to back, and
+check the signatures before they wait for the data (the ``Work``; ``MPIEngine._run_now`` for a
+synchronous ``all_reduce`` or barrier, except a small message of ranks that each have a core,
+which starts its data once the signatures came back - cheaper there): the exchange costs no
+synchronizing round of its own. (Waiting for the signatures first did: on 4 ranks sharing 2
+cores each round waits for the ranks' turns on the cores.) A mismatched data operation may
+then be under way when the signatures disagree: MPI bounds every receive by its buffer, so it
+cannot write past the tensors, and the check raises before anything is returned.
+
+On a mismatch every rank raises ``DistBackendError`` (a ``RuntimeError``) describing both
+calls. MPI cannot cancel mismatched data operations, which may never complete, so the
+communicator they run on is retired. Where every rank's call was synchronous (``y`` = 1: a
+synchronous ``all_reduce`` of a plain tensor, or a barrier), every rank learns of the mismatch
+at the same point of its program, and the group goes on on a spare communicator made with it
+(``MPIEngine._recover``), as PyTorch's group does after ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
+reported a mismatch (gloo's own size check aborts a process instead). Elsewhere a rank may
+already have started later collectives on the old communicator: the group is marked broken.
 
 ``all_to_all`` sends different amounts to each rank by design: only its kind and dtype count.
 ``EMBER_DISTRIBUTED_DEBUG=DETAIL`` still gives PyTorch's per-rank fingerprint message first.

@@ -38,6 +38,7 @@ from ._work import (
     COLLECTIVE_SPIN_SECONDS,
     EXIT_GRACE,
     KILLED_GRACE,
+    OVERSUBSCRIBED,
     CollectiveWork,
     CompletedWork,
     Work,
@@ -279,31 +280,38 @@ class MPIEngine(Engine):
         self._run_now("barrier", True, None, self._BARRIER, 0, None)
 
     def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args) -> None:
-        """Starts the call's signature exchange (``_matching``) and ``comm.<call>(*args)`` together
-        and waits for both in this thread: the data does not wait for a round of its own (under
-        oversubscription every round costs the ranks' turns on the cores). If the signatures
-        differ, it raises before the data is waited for. A synchronous call with nothing to finish
-        needs no ``Work``. ``memory``: what MPI writes, kept forever if the wait fails (MPI may
-        still write into it)."""
+        """Exchanges the call's signature (``_matching``) and runs ``comm.<call>(*args)``, waiting
+        for both in this thread (a synchronous call with nothing to finish needs no ``Work``);
+        raises before the data is waited for if the signatures differ. ``memory``: what MPI
+        writes, kept forever if the wait fails (MPI may still write into it).
+
+        Both start at once where ranks share cores or the message is large: the data then waits
+        for no round of its own (4 ranks on 2 cores, 4 KB: 0.48-1.47 ms against 0.59-1.69 ms
+        with the signatures first; 1 MB the same within the noise). A small message of ranks
+        that each have a core starts its data after the signatures: there the signatures came
+        back in ~2 us and both at once made each test of MPI's progress dearer (2 ranks, 4 KB:
+        5.1-8.6 us signatures first, 5.7-9.4 us both at once; 1 MB 3% faster at once)."""
         if self.broken is not None or self.world.health.broken is not None:
             self._start(what)
         self._seq += 1
         self.waiting_seq = self._seq
         check = request = None
+        at_once = call is not None and (not small or OVERSUBSCRIBED[0])
         try:
             if self.size > 1:
                 fill_signature(self._sig_send, sig, count, True)
                 check = self.comm.Iallreduce(*self._sig_args)
-            if call is not None:
+            if at_once or check is None and call is not None:
                 request = getattr(self.comm, call)(*args)
         except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if check is not None:
             if not _settles(check):
                 self._wait_now(check, what, small, None, request, memory)
-            if self._sig_recv[0] != -self._sig_recv[1] or self._sig_recv[2] != -self._sig_recv[3]:
-                usable = all_synchronous(self._sig_recv) and self._spare is not None
-                problem = mismatch_problem(self._sig_recv, sig, count, what, self._me, usable)
+            recv = self._sig_recv
+            if recv[0] != -recv[1] or recv[2] != -recv[3]:
+                usable = all_synchronous(recv) and self._spare is not None
+                problem = mismatch_problem(recv, sig, count, what, self._me, usable)
                 if usable:
                     self._recover(what, request, memory)
                 else:
@@ -311,6 +319,11 @@ class MPIEngine(Engine):
                     if request is not None:
                         self.abandoned.append((request, memory))
                 raise DistBackendError(problem)
+            if request is None and call is not None:
+                try:
+                    request = getattr(self.comm, call)(*args)
+                except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
+                    raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if request is not None and not _settles(request):
             self._wait_now(request, what, small, memory)
 
