@@ -110,8 +110,9 @@ _OVERSUBSCRIBED = OVERSUBSCRIBED = [True]
 _OVERSUBSCRIBED_YIELD_SECONDS = 2e-3
 # Whether a yield hands the core to another task here, learnt from the yields themselves: +1 for
 # each that took longer than ``_HANDED_OVER_SECONDS`` (another task ran), -1 for each that came
-# straight back, kept within +-``_YIELD_SCORE_LIMIT`` across waits. An oversubscribed wait yields
-# while the score is above the lower limit, and always once (a probe, ~0.7 us when it comes back).
+# straight back while other tasks were runnable, kept within +-``_YIELD_SCORE_LIMIT`` across
+# waits. An oversubscribed wait yields while the score is above the lower limit, and always once
+# (a probe, ~0.7 us when it comes back).
 _YIELD_SCORE = [0]
 _YIELD_SCORE_LIMIT = 3
 _HANDED_OVER_SECONDS = 2e-6
