@@ -14,6 +14,9 @@ def run(case, group):
     if case == "shape":  # the synchronous all_reduce of a plain tensor (ember's fast path)
         t = torch.ones(4 if rank == 0 else 8)
         dist.all_reduce(t, group=group)
+    elif case == "shape_large":  # over 64 KB: its data starts beside the signatures, mismatched
+        t = torch.ones(20000 if rank == 0 else 40000)
+        dist.all_reduce(t, group=group)
     elif case == "dtype":  # the same byte count: gloo reduces reinterpreted bytes
         t = torch.ones(4, dtype=torch.float32 if rank == 0 else torch.int32)
         dist.all_reduce(t, group=group)
@@ -26,6 +29,11 @@ def run(case, group):
             dist.all_reduce(t, group=group)
         else:
             dist.broadcast(t, 0, group=group)
+    elif case == "barrier_kind":  # a barrier against the synchronous all_reduce (both ember's fast paths)
+        if rank == 0:
+            dist.barrier(group=group)
+        else:
+            dist.all_reduce(torch.ones(4), group=group)
     elif case == "async":
         t = torch.ones(4 if rank == 0 else 8)
         dist.all_reduce(t, group=group, async_op=True).wait()
@@ -55,7 +63,9 @@ for case in sys.argv[1:]:
     got["seconds"] = time.monotonic() - start
     try:
         dist.barrier(group=group)
-        got["after"] = "ok"
+        t = torch.full((3,), float(rank + 1))
+        dist.all_reduce(t, group=group)  # and it still reduces
+        got["after"] = "ok" if t.tolist() == [world * (world + 1) / 2] * 3 else f"wrong: {t.tolist()}"
     except Exception as err:  # noqa: BLE001
         got["after"] = type(err).__name__
     R[case] = got

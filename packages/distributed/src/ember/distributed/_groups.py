@@ -173,7 +173,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     MPI = _mpi.mpi()
-    world_comm = _world.world_comm
+    world_comm = pg._engine.comm  # the world's communicator now (``MPIEngine._recover`` may replace it)
     comm = world_comm.Create_group(world_comm.Get_group().Incl(ranks), tag=tag)
     seconds = timeout.total_seconds() if timeout is not None else pg._engine.timeout_seconds
     engine = MPIEngine(comm, ranks, _world, seconds)

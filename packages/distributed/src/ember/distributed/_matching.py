@@ -6,19 +6,30 @@ with MAX, or ``all_reduce`` against ``broadcast``, got garbage or hung until the
 checks the byte count of every message: PyTorch's process with the smaller buffer aborts with
 "Received data size doesn't match expected size", its peer raises ``RuntimeError``.)
 
-So before its data every collective exchanges a 32-byte signature - what it is, its dtype,
-reduction, root and element count - as one ``MPI_Iallreduce`` with MAX of ``[s, -s, n, -n]``:
+So before its data every collective exchanges a 40-byte signature - what it is, its dtype,
+reduction, root and element count - as one ``MPI_Iallreduce`` with MAX of ``[s, -s, n, -n, -y]``:
 every rank learns the largest and the smallest signature and count of the group, which differ
 exactly when some rank runs something else. The exchange has the same form for every
 collective, so it always matches, whatever the ranks run. It is a barrier of its own: barriers
 are just the exchange. Measured at 2 ranks: +2-3 us on a 4 KB all_reduce (MPICH alone ~4 us).
 
-A synchronous ``all_reduce`` or barrier waits for the signatures before it starts its data
-(``MPIEngine._run_now``); every other collective starts both at once (it must start in
-program order, and an ``async_op`` caller must not wait for its peers here), and its ``Work``
-checks the signatures before waiting for the data. On a mismatch every rank raises
-``DistBackendError`` (a ``RuntimeError``) describing both calls, and the group is marked
-broken: a rank may already have started its mismatched data operation, which MPI cannot cancel.
+Collectives start their signature exchange and their data operation at once, back to back, and
+check the signatures before they wait for the data (the ``Work``; ``MPIEngine._run_now`` for a
+synchronous ``all_reduce`` or barrier, except a small message of ranks that each have a core,
+which starts its data once the signatures came back - cheaper there): the exchange costs no
+synchronizing round of its own. (Waiting for the signatures first did: on 4 ranks sharing 2
+cores each round waits for the ranks' turns on the cores.) A mismatched data operation may
+then be under way when the signatures disagree: MPI bounds every receive by its buffer, so it
+cannot write past the tensors, and the check raises before anything is returned.
+
+On a mismatch every rank raises ``DistBackendError`` (a ``RuntimeError``) describing both
+calls. MPI cannot cancel mismatched data operations, which may never complete, so the
+communicator they run on is retired. Where every rank's call was synchronous (``y`` = 1: a
+synchronous ``all_reduce`` of a plain tensor, or a barrier), every rank learns of the mismatch
+at the same point of its program, and the group goes on on a spare communicator made with it
+(``MPIEngine._recover``), as PyTorch's group does after ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
+reported a mismatch (gloo's own size check aborts a process instead). Elsewhere a rank may
+already have started later collectives on the old communicator: the group is marked broken.
 
 ``all_to_all`` sends different amounts to each rank by design: only its kind and dtype count.
 ``EMBER_DISTRIBUTED_DEBUG=DETAIL`` still gives PyTorch's per-rank fingerprint message first.
@@ -57,13 +68,20 @@ def signature(kind: str, dtype=None, op=None, root: int = -1) -> int:
     return _KIND_CODE[kind] | code << 8 | opcode << 24 | (root + 1) << 32
 
 
-def buffers(sig: int, count: int) -> tuple[array.array, array.array]:
-    """The send and receive buffers of one exchange."""
-    return array.array("q", (sig, -sig, count, -count)), array.array("q", bytes(32))
+def buffers(sig: int, count: int, synchronous: bool = False) -> tuple[array.array, array.array]:
+    """The send and receive buffers of one exchange. ``synchronous``: the caller waits for this
+    collective at once, in program order (``MPIEngine._run_now``); the fifth entry, -1 then,
+    comes back -1 only when every rank's call was."""
+    return array.array("q", (sig, -sig, count, -count, -int(synchronous))), array.array("q", bytes(40))
 
 
-def fill(send: array.array, sig: int, count: int) -> None:
-    send[0], send[1], send[2], send[3] = sig, -sig, count, -count
+def fill(send: array.array, sig: int, count: int, synchronous: bool = False) -> None:
+    send[0], send[1], send[2], send[3], send[4] = sig, -sig, count, -count, -int(synchronous)
+
+
+def all_synchronous(recv: array.array) -> bool:
+    """After the exchange: whether every rank ran its call synchronously."""
+    return recv[4] == -1
 
 
 def _describe(sig: int, count: int) -> str:
@@ -90,8 +108,9 @@ def _describe(sig: int, count: int) -> str:
     return text
 
 
-def problem(recv: array.array, sig: int, count: int, what: str, rank: int) -> str | None:
-    """None when every rank ran this collective; else the error message."""
+def problem(recv: array.array, sig: int, count: int, what: str, rank: int, usable: bool = False) -> str | None:
+    """None when every rank ran this collective; else the error message (``usable``: the group
+    goes on working, see ``MPIEngine._recover``)."""
     top_sig, low_sig, top_count, low_count = recv[0], -recv[1], recv[2], -recv[3]
     if top_sig == low_sig and top_count == low_count:
         return None
@@ -99,5 +118,6 @@ def problem(recv: array.array, sig: int, count: int, what: str, rank: int) -> st
     other_count = low_count if count == top_count else top_count
     return (f"{what}: mismatched collectives across the ranks of the group: rank {rank} runs "
             f"{_describe(sig, count)}, another rank {_describe(other_sig, other_count)}. Is there a distributed "
-            "collective mismatch in your code? (EMBER_DISTRIBUTED_DEBUG=DETAIL names each rank's call); the "
-            "process group is no longer usable")
+            "collective mismatch in your code? (EMBER_DISTRIBUTED_DEBUG=DETAIL names each rank's call); "
+            + ("every rank raised this error and the process group is still usable" if usable
+               else "the process group is no longer usable"))

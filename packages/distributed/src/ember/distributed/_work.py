@@ -82,6 +82,15 @@ _TESTS_PER_CHECK = 32
 #   yields): at load 8-10, 5 runs, 4 KB 0.11-1.9 ms against 0.53-2.6 ms sleeping at once (MPICH
 #   0.11-0.9 ms); 1 MB 2.9-9.9 ms against 2.3-9.6 ms (MPICH 2.8-9.7 ms) - the same within the
 #   noise. Yielding without end made 1 MB slower there (10-13.5 ms).
+#   The autogroups are only a guess, though: they apply only to processes in the root CPU cgroup
+#   and while ``kernel.sched_autogroup_enabled`` is 1; ranks in one container's cgroup share it
+#   whatever their sessions. So the wait times its yields (``_yield_again``): here (kernel
+#   6.18, 4 processes yielding on 2 cores) a yield that came straight back took 0.6-1.1 us (p10-
+#   p90), one that let a peer run 3.5-6 us. It yields while most yields reach a peer (the score
+#   carries over between waits) and always once per wait (a probe), else it sleeps. A yield that
+#   comes straight back only counts against yielding while more tasks are runnable than there
+#   are cores (/proc/loadavg): else the peers are asleep, not out of reach, and sleeping too
+#   would keep it so.
 # - Not oversubscribed by ranks but the machine busy with other work (e.g. a shared development
 #   machine): the peer this rank waits for is often off its core, and a spinning wait only burns
 #   the slice the kernel would otherwise give it (or give this rank later). The wait spins for
@@ -97,9 +106,16 @@ _TESTS_PER_CHECK = 32
 #   minute behind and counts this job's own spinning ranks: on an otherwise idle 2-core machine
 #   it stayed above the cores after any earlier job, and the napping wait made 1-64 MB
 #   all_reduce 4-8% slower than MPICH's blocking call (spinning: 0-3%).
-_OVERSUBSCRIBED = [True]
+_OVERSUBSCRIBED = OVERSUBSCRIBED = [True]
 _OVERSUBSCRIBED_YIELD_SECONDS = 2e-3
-_YIELD_FIRST = [0.0]  # the yielding spin of this node's oversubscribed waits (``set_oversubscribed``)
+# Whether a yield hands the core to another task here, learnt from the yields themselves: +1 for
+# each that took longer than ``_HANDED_OVER_SECONDS`` (another task ran), -1 for each that came
+# straight back while other tasks were runnable, kept within +-``_YIELD_SCORE_LIMIT`` across
+# waits. An oversubscribed wait yields while the score is above the lower limit, and always once
+# (a probe, ~0.7 us when it comes back).
+_YIELD_SCORE = [0]
+_YIELD_SCORE_LIMIT = 3
+_HANDED_OVER_SECONDS = 2e-6
 _sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
@@ -143,10 +159,36 @@ _SPARE_CORE = [False]
 
 
 def set_oversubscribed(flag: bool, one_group: bool = False) -> None:
-    """``one_group``: the node's ranks share one scheduling group (autogroup), where a yield
-    hands the core to a peer."""
+    """``one_group``: the node's ranks seem to share one scheduling group (autogroup or CPU
+    cgroup), where a yield hands the core to a peer - the first guess, which the yields correct."""
     _OVERSUBSCRIBED[0] = bool(flag)
-    _YIELD_FIRST[0] = _OVERSUBSCRIBED_YIELD_SECONDS if flag and one_group else 0.0
+    _YIELD_SCORE[0] = _YIELD_SCORE_LIMIT if one_group else -_YIELD_SCORE_LIMIT
+
+
+def _others_runnable() -> bool:
+    """Whether more tasks are runnable on the machine than it has cores (the kernel's count in
+    /proc/loadavg; True where it cannot be read)."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0]) > _CORES
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def _yield_again() -> bool:
+    """Yields once and learns from it (``_YIELD_SCORE``); whether the wait should yield again
+    rather than sleep. A yield that came straight back while other tasks wanted a core did not
+    reach them (a peer in another autogroup); one that came back because nothing else was
+    runnable says nothing - the peers may sleep, and yielding is then as good as spinning."""
+    before = time.monotonic()
+    _sched_yield()
+    if time.monotonic() - before > _HANDED_OVER_SECONDS:
+        _YIELD_SCORE[0] = min(_YIELD_SCORE_LIMIT, _YIELD_SCORE[0] + 1)
+        return True
+    if not _others_runnable():
+        return True
+    _YIELD_SCORE[0] = max(-_YIELD_SCORE_LIMIT, _YIELD_SCORE[0] - 1)
+    return _YIELD_SCORE[0] > -_YIELD_SCORE_LIMIT
 
 
 def set_spare_core(flag: bool) -> None:
@@ -193,9 +235,11 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     start = last_check = time.monotonic()
     nap = 0.0
     yield_until = 0.0
+    yielding = False
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
-        yield_until = _YIELD_FIRST[0]
+        # yield at least once (a probe, ~0.7 us where it comes straight back), on while it helps
+        yield_until, yielding = _OVERSUBSCRIBED_YIELD_SECONDS, True
     elif not small and _machine_busy(start):
         spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
     else:
@@ -216,8 +260,8 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
                 group.mark_broken(problem)
                 raise DistBackendError(problem)
         if now - start > spin_seconds:
-            if now - start < yield_until:
-                _sched_yield()
+            if yielding and now - start < yield_until:
+                yielding = _yield_again()
                 continue
             # Past the spin: a peer is late (or off its core), not a transfer in flight.
             nap = min(max_nap, nap * 2 if nap else 1e-5)

@@ -133,10 +133,23 @@ def _node_load(comm) -> tuple[int, int, bool]:
 
 
 def _sched_group() -> str:
-    """The kernel's autogroup of this process (one per session: ``mp.spawn``'s children share
-    their parent's; ``mpiexec``, torchrun and ``ember-run`` start each rank in its own), or ""
-    where there is none (autogroups off: every thread is scheduled on its own, as in one group)."""
+    """The kernel's scheduling group of this process, where one can be told: its CPU cgroup when
+    that is not the root (the kernel's autogroups only apply in the root), else its autogroup
+    (one per session: ``mp.spawn``'s children share their parent's; ``mpiexec``, torchrun and
+    ``ember-run`` start each rank in its own), else "" (autogroups off: every thread on its own,
+    as in one group). Only the first guess of whether a yield reaches a peer (``_work``)."""
     try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "cpu" in controllers.split(",") and path not in ("", "/"):
+                    return "cgroup:" + path
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            if f.read().strip() == "0":
+                return ""
         with open("/proc/self/autogroup") as f:
             return f.read().split()[0]
     except (OSError, IndexError):
