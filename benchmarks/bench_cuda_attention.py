@@ -12,7 +12,7 @@
 - ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
   ``_ops_attention`` were chosen).
 
-    python benchmarks/bench_cuda_attention.py [--quick] [--tune] [--json out.json]
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only] [--json out.json]
 """
 
 from __future__ import annotations
@@ -134,15 +134,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
 
     iters = 10 if args.quick else 25
-    rows = _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune:
+    rows = [] if args.tune_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if args.tune or args.tune_only:
         rows += _tune(torch, iters)
-    rows += _graph_rows(torch, 100 if args.quick else 300)
+    if not args.tune_only:
+        rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
     for row in rows:
         lat = ""
