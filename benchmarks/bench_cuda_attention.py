@@ -12,7 +12,7 @@
 - ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
   ``_ops_attention`` were chosen).
 
-    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only] [--json out.json]
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only | --tune-fwd-only] [--json out.json]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _attention_rows(torch, iters, sizes):
     return rows
 
 
-def _tune(torch, iters):
+def _tune(torch, iters, backward=True):
     from ember._cuda import _ops_attention as A
 
     rows = []
@@ -86,6 +86,8 @@ def _tune(torch, iters):
             rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
                          "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
     A._fwd_config = fwd0
+    if not backward:
+        return rows
     q, k, v = _qkv(torch, ember, b, h, t, d)
     grad = ember.ones_like(q)
     for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
@@ -135,15 +137,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
+    ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
 
     iters = 10 if args.quick else 25
-    rows = [] if args.tune_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune or args.tune_only:
-        rows += _tune(torch, iters)
-    if not args.tune_only:
+    sweep_only = args.tune_only or args.tune_fwd_only
+    rows = [] if sweep_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if args.tune or sweep_only:
+        rows += _tune(torch, iters, backward=not args.tune_fwd_only)
+    if not sweep_only:
         rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
     for row in rows:
