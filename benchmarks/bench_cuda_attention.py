@@ -85,6 +85,7 @@ def _tune(torch, iters, backward=True):
                 err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
             rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
                          "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
+            print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
     A._fwd_config = fwd0
     if not backward:
         return rows
