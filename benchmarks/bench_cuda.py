@@ -26,14 +26,20 @@ def _wanted(name: str) -> bool:
     return not _ONLY or any(part in name for part in _ONLY)
 
 
-def _pair(torch, name, make, iters, work, unit):
-    """make(fw) -> a thunk; work: bytes or flops per call; returns the row (None when --only skips it)."""
+def _pair(torch, name, make, iters, work, unit, latency=False):
+    """make(fw) -> a thunk; work: bytes or flops per call; returns the row (None when --only skips it).
+
+    The kernels are timed with the host's issue time hidden (each call queued behind device work:
+    ``_timing.cuda_median_ms(hide_host=True)``); with ``latency`` also from an idle device, the host's
+    latency to the first launch included (``*_lat_ms``: the figure this benchmark gave before)."""
     if not _wanted(name):
         return None
     row = {"name": name}
     for label, fw in (("ember", ember), ("torch", torch)):
         fn = make(fw)
-        ms = _median_ms(fw, fn, iters)
+        ms = _median_ms(fw, fn, iters, hide_host=True)
+        if latency:
+            row[label + "_lat_ms"] = round(_median_ms(fw, fn, iters), 4)
         row[label + "_ms"] = round(ms, 4)
         row[label] = round(work / (ms * 1e-3) / 1e12, 3)
         del fn
@@ -53,7 +59,7 @@ def _tune(torch, data, n, iters):
                                              (2048, 4, 65536, 1, 4), (2048, 8, 32768, 1, 4), (1024, 4, 32768, 1, 8),
                                              (4096, 16, 131072, 1, 4), (8192, 16, 131072, 1, 2)):
         _reduce.ROW_CONFIG.update(bn=bn, warps=warps, chunk=chunk, stages=stages, unroll=unroll)
-        ms = _median_ms(ember, lambda: x.sum(), iters)
+        ms = _median_ms(ember, lambda: x.sum(), iters, hide_host=True)
         rows.append({"name": f"tune sum BN={bn} w={warps} chunk={chunk} st={stages} u={unroll}",
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.ROW_CONFIG.update(saved)
@@ -63,7 +69,7 @@ def _tune(torch, data, n, iters):
             (2, 4096, 8, 1, 4, False), (4, 2048, 4, 1, 4, False), (6, 4096, 8, 1, 2, True), (8, 1024, 4, 1, 8, True),
             (16, 1024, 4, 1, 4, False), (3, 8192, 16, 1, 2, True)):
         _reduce.STRIDE_CONFIG.update(ppsm=ppsm, bn=bn, warps=warps, stages=stages, unroll=unroll, evict=evict)
-        ms = _median_ms(ember, lambda: x.sum(), iters)
+        ms = _median_ms(ember, lambda: x.sum(), iters, hide_host=True)
         rows.append({"name": f"tune sum stride ppsm={ppsm} BN={bn} w={warps} st={stages} u={unroll} ev={evict:d}",
                      "ember": round(4 * n / ms / 1e9, 3), "torch": "", "ratio": "", "unit": "TB/s"})
     _reduce.STRIDE_CONFIG.update(saved)
@@ -135,12 +141,12 @@ def main():
     def sum_case(fw):
         x = data(fw, (n,))
         return lambda: x.sum()
-    rows.append(_pair(torch, f"sum {n} f32", sum_case, iters, 4 * n, "TB/s"))
+    rows.append(_pair(torch, f"sum {n} f32", sum_case, iters, 4 * n, "TB/s", latency=True))
 
     def mean_case(fw):
         x = data(fw, (n,))
         return lambda: x.mean()
-    rows.append(_pair(torch, f"mean {n} f32", mean_case, iters, 4 * n, "TB/s"))
+    rows.append(_pair(torch, f"mean {n} f32", mean_case, iters, 4 * n, "TB/s", latency=True))
 
     def queued_sum_case(fw):
         # Ten sums queued between the events: the device's throughput without the host's latency to the
@@ -225,7 +231,10 @@ def main():
 def _report(rows, path, torch):
     print(f"{'case':44s} {'ember':>10s} {'torch':>10s} {'ratio':>7s}")
     for row in rows:
-        print(f"{row['name']:44s} {row['ember']:>10} {row['torch']:>10} {row['ratio']!s:>7} {row['unit']}")
+        lat = ""
+        if "ember_lat_ms" in row:
+            lat = f"  (host latency included, ms: {row['ember_lat_ms']} / {row['torch_lat_ms']})"
+        print(f"{row['name']:44s} {row['ember']:>10} {row['torch']:>10} {row['ratio']!s:>7} {row['unit']}{lat}")
     if path:
         with open(path, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)

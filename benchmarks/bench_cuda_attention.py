@@ -1,14 +1,18 @@
 """Flash attention and CUDA graphs: ember beside PyTorch CUDA, in one process on one GPU.
 
 - ``scaled_dot_product_attention`` forward and forward+backward (B8, H12, D64, bf16, causal and
-  not, T 1024 and 4096): CUDA-event medians; TFLOP/s counts 4*B*H*T*T*D for the forward and
-  2.5 times that for the backward (halved when causal), the usual flash-attention convention.
+  not, T 1024 and 4096): CUDA-event medians of the kernels, each call queued behind device work
+  so that the host's time to issue it is not counted (``_timing.cuda_median_ms(hide_host=True)``;
+  a T1024 causal forward runs ~70 us, about what ember's host needs to reach its launch); TFLOP/s
+  counts 4*B*H*T*T*D for the forward and 2.5 times that for the backward (halved when causal), the
+  usual flash-attention convention. ``*_lat_ms``: the same call timed from an idle device, the
+  host's latency to the first launch included (the figure of the earlier sessions).
 - A small MLP training step (forward, loss, backward) eager and replayed as CUDA graphs
   (``make_graphed_callables``), host wall time per step: what graphs save is host work.
 - ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
   ``_ops_attention`` were chosen).
 
-    python benchmarks/bench_cuda_attention.py [--quick] [--tune] [--json out.json]
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only | --tune-fwd-only] [--json out.json]
 """
 
 from __future__ import annotations
@@ -51,16 +55,17 @@ def _attention_rows(torch, iters, sizes):
                     else:
                         def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal):
                             F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(grad)
-                    ms = _median_ms(fw, fn, iters)
+                    ms = _median_ms(fw, fn, iters, hide_host=True)
                     row[label + "_ms"] = round(ms, 4)
                     row[label] = round(flops / (ms * 1e-3) / 1e12, 1)
+                    row[label + "_lat_ms"] = round(_median_ms(fw, fn, iters), 4)
                 row["ratio"] = round(row["ember"] / row["torch"], 3)
                 row["unit"] = "TFLOP/s"
                 rows.append(row)
     return rows
 
 
-def _tune(torch, iters):
+def _tune(torch, iters, backward=True):
     from ember._cuda import _ops_attention as A
 
     rows = []
@@ -68,20 +73,32 @@ def _tune(torch, iters):
     fwd0, bwd0 = A._fwd_config, A._bwd_config
     for tt, causal in ((1024, True), (4096, True), (4096, False)):
         q, k, v = _qkv(torch, ember, b, h, tt, d)
-        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4)):
+        A._fwd_config = fwd0
+        with ember.no_grad():
+            ref = EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4),
+                    (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 4), (64, 128, 4, 3)):
+            if causal and cfg[0] % cfg[1]:
+                continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
             A._fwd_config = lambda dtype, d, cfg=cfg: cfg
             with ember.no_grad():
                 ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
-                    q, k, v, is_causal=c), iters)
+                    q, k, v, is_causal=c), iters, hide_host=True)
+                # each configuration's result against the default one's (bf16 outputs: ~1e-2 at most)
+                err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
             rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
-                         "torch": "", "ratio": "", "unit": "ms"})
+                         "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
+            print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
     A._fwd_config = fwd0
+    if not backward:
+        return rows
     q, k, v = _qkv(torch, ember, b, h, t, d)
     grad = ember.ones_like(q)
     for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
                 ((64, 128), (128, 64), 8, 2), ((32, 128), (128, 32), 4, 2), ((64, 64), (64, 64), 4, 3)):
         A._bwd_config = lambda dtype, d, cfg=cfg: cfg
-        ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad), iters)
+        ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad), iters,
+                        hide_host=True)
         rows.append({"name": f"tune flash fwd+bwd causal T{t} {cfg}", "ember": round(ms, 4), "torch": "",
                      "ratio": "", "unit": "ms"})
     A._bwd_config = bwd0
@@ -123,18 +140,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
+    ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
 
     iters = 10 if args.quick else 25
-    rows = _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune:
-        rows += _tune(torch, iters)
-    rows += _graph_rows(torch, 100 if args.quick else 300)
+    sweep_only = args.tune_only or args.tune_fwd_only
+    rows = [] if sweep_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if args.tune or sweep_only:
+        rows += _tune(torch, iters, backward=not args.tune_fwd_only)
+    if not sweep_only:
+        rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
     for row in rows:
-        print(f"{row['name']:58s} {row['ember']!s:>14} {row['torch']!s:>14} {row['ratio']!s:>7} {row['unit']}")
+        lat = ""
+        if "ember_lat_ms" in row:
+            lat = f"  (host latency included, ms: {row['ember_lat_ms']} / {row['torch_lat_ms']})"
+        print(f"{row['name']:58s} {row['ember']!s:>14} {row['torch']!s:>14} {row['ratio']!s:>7} {row['unit']}{lat}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)

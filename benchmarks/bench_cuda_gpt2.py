@@ -7,6 +7,15 @@ batch 8 x 1024 tokens by default. Reports tokens/s (median step time over the ti
 synchronized per step) for eager and for ``ember.compile`` of the model in each of ``--modes``
 (``reduce-overhead`` unless told), and with ``--torch-compile`` PyTorch's ``torch.compile`` too.
 
+A host-bound step (ember's eager one) runs at the speed of the processor its Python thread is on, and
+the lent H200 machines' 16 virtual processors differ by up to 1.8x at times, from one second to the
+next (NOTES.md, session 11): each row also gives ``host_cpu_ms`` (the thread's CPU time per step,
+median; ``best_host_cpu_ms`` and ``best_ms`` the fastest step's), ``cpus`` (the processors the step
+ran on) and ``cpu_speed_ms`` (a fixed pure-Python loop's time on that thread before and after the row:
+~12-13 ms on a fast processor there, ~21-23 on a slow one). ``--pin-fastest`` times the loop on every
+allowed processor before each row and keeps the stepping thread on the fastest (both frameworks
+alike; on those machines it does not stay the fastest for long).
+
     python benchmarks/bench_cuda_gpt2.py [--steps N] [--batch B] [--seq T] [--layers L] [--json out.json]
                                          [--modes default reduce-overhead] [--torch-compile]
 """
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 
@@ -65,7 +75,48 @@ def build(fw, layers, d=768, heads=12, vocab=50304, seq=1024):
     return GPT()
 
 
+def cpu_speed_ms(n: int = 400000) -> float:
+    """CPU ms of this thread for a fixed pure-Python loop (lower is faster): the interpreter's speed here."""
+    t0 = time.thread_time()
+    s = 0
+    for i in range(n):
+        s += i
+    return (time.thread_time() - t0) * 1e3
+
+
+def current_cpu() -> int:
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def pin_fastest() -> dict:
+    """Keeps this thread on the allowed processor where ``cpu_speed_ms`` is lowest; returns the scan."""
+    allowed = sorted(os.sched_getaffinity(0))
+    scan = {}
+    for c in allowed:
+        os.sched_setaffinity(0, {c})
+        scan[c] = round(min(cpu_speed_ms(150000) for _ in range(3)), 2)
+    best = min(scan, key=scan.get)
+    os.sched_setaffinity(0, {best})
+    return {"allowed": allowed, "scan": scan, "pinned": best}
+
+
 def run(fw, label, args, compiled, mode="reduce-overhead"):
+    pinned = pin_fastest() if args.pin_fastest else None
+    try:
+        row = _run(fw, label, args, compiled, mode)
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned["allowed"])
+    if pinned is not None:
+        row["pinned_cpu"], row["cpu_scan"] = pinned["pinned"], pinned["scan"]
+    return row
+
+
+def _run(fw, label, args, compiled, mode):
     fw.manual_seed(0)
     dev = args.device
     model = build(fw, args.layers, seq=args.seq).to(dev)
@@ -77,11 +128,12 @@ def run(fw, label, args, compiled, mode="reduce-overhead"):
     g = fw.Generator().manual_seed(1) if hasattr(fw, "Generator") else None
     idx = fw.randint(0, 50257, (args.batch, args.seq + 1), generator=g).to(dev)
     x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
-    times, losses = [], []
+    times, cpu_times, cpus, losses = [], [], set(), []
+    speed = [cpu_speed_ms()]
     for i in range(args.warmup + args.steps):
         if dev == "cuda":
             fw.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         with fw.autocast(dev, dtype=fw.bfloat16):
             loss = step_model(x, y)
         opt.zero_grad(set_to_none=True)
@@ -90,9 +142,15 @@ def run(fw, label, args, compiled, mode="reduce-overhead"):
         losses.append(loss.item())  # synchronizes
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.thread_time() - c0)
+            cpus.add(current_cpu())
+    speed.append(cpu_speed_ms())
     step = statistics.median(times)
     return {"name": label, "ms_per_step": round(step * 1e3, 1), "tokens_per_s": round(args.batch * args.seq / step),
-            "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4)}
+            "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
+            "best_ms": round(min(times) * 1e3, 1), "host_cpu_ms": round(statistics.median(cpu_times) * 1e3, 1),
+            "best_host_cpu_ms": round(min(cpu_times) * 1e3, 1), "cpus": sorted(cpus),
+            "cpu_speed_ms": [round(v, 1) for v in speed]}
 
 
 def main():
@@ -107,6 +165,8 @@ def main():
                     help="ember.compile modes to run (default, reduce-overhead, max-autotune)")
     ap.add_argument("--torch-compile", action="store_true", help="also PyTorch's torch.compile (default mode)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test of the program")
+    ap.add_argument("--pin-fastest", action="store_true",
+                    help="keep each row's stepping thread on the fastest allowed processor (timed before the row)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
@@ -129,7 +189,9 @@ def main():
             print(rows[-1], flush=True)
     for row in rows:
         print(f"{row['name']:34s} {row['ms_per_step']:>9} ms/step {row['tokens_per_s']:>9} tok/s  "
-              f"loss {row['first_loss']} -> {row['last_loss']}")
+              f"loss {row['first_loss']} -> {row['last_loss']}  best step {row['best_ms']} ms, host CPU "
+              f"{row['host_cpu_ms']} ms/step (best {row['best_host_cpu_ms']}) on "
+              f"cpu {row['cpus']}, loop {row['cpu_speed_ms']} ms")
     print(f"ember eager / torch eager tokens/s: {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.3f}")
     if args.json:
         with open(args.json, "w") as f:

@@ -31,7 +31,8 @@ def _pow2(n: int) -> int:
 
 
 def _fwd_config(dtype, d: int):
-    """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md)."""
+    """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md). BLOCK_M must
+    be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query tile's first row."""
     if dtype is dt.float32:
         return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
     if d <= 64:
