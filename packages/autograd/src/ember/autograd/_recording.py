@@ -308,11 +308,23 @@ def _node_class(op_name: str, missing: bool) -> type:
     return cls
 
 
-def _edges(args):
-    """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
+# Note [Number operands' edges]: PyTorch's Python bindings pass a number given to add/sub/mul/div as
+# a wrapped 0-d tensor (their schema's operand is a Tensor), so their nodes list an edge
+# ``(None, 0)`` for it in ``next_functions``; ops with a Scalar overload (pow, remainder, clamp,
+# ...) list none. The edge carries no gradient (no layout slot refers to it) and comes after the
+# tensors' edges: a reflected ``2 + t`` is ``t.add(2)`` there.
+NUMBER_OPERAND_EDGES = frozenset({"add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_",
+                                  "true_divide", "multiply", "subtract"})
+_NUMBERS = (int, float, complex, bool)
+
+
+def _edges(args, number_edges: bool = False):
+    """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s);
+    ``number_edges``: a number operand has an edge too (Note [Number operands' edges])."""
     layout = []
     edges = []
     meta = []
+    numbers = 0
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
@@ -343,6 +355,10 @@ def _edges(args):
             layout.append(spec)
         else:
             layout.append(None)
+            numbers += type(a) in _NUMBERS
+    if number_edges and numbers:
+        edges.extend([_NO_EDGE] * numbers)
+        meta.extend([None] * numbers)
     return layout, tuple(edges), meta
 
 
@@ -393,6 +409,18 @@ _INFERENCE_VIEW_INPLACE = (
     "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
     "the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or "
     "both outside (if you want the inplace to be tracked).")
+
+# ... and read back (its grad_fn, or used by an op) after its base was written in place.
+STALE_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and its base or another view of its base has been modified inplace with "
+    "grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+STALE_INFERENCE_VIEW = (
+    "A view was created in inference mode and its base or another view of its base has been modified inplace in "
+    "normal mode. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+    "by moving both the view and the inplace either both inside the inference_mode block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
 def check_inplace(t: Tensor) -> None:
@@ -482,7 +510,7 @@ def record(op, args, kwargs):
         cplx = involves_complex(args, ())
         if cplx:
             formula = complex_formula(name, formula)
-    layout, edges, meta = _edges(args)
+    layout, edges, meta = _edges(args, name in NUMBER_OPERAND_EDGES)
     if inplace:
         version = self._storage.version
     _STATE.grad_enabled = False
@@ -523,6 +551,7 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     saved = []
     reads = True
     meta_only = False
+    numbers = 0
     if formula is not None:
         reads = formula.reads_inputs
         if reads is None:
@@ -551,6 +580,10 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         else:
             layout.append(None)
             saved.append(a)
+            numbers += type(a) in _NUMBERS
+    if numbers and name in NUMBER_OPERAND_EDGES:
+        edges.extend([_NO_EDGE] * numbers)
+        meta.extend([None] * numbers)
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
@@ -598,21 +631,22 @@ def record_computed(op, args: tuple, kwargs: dict, out):
     computed (csrc/common/device_fast_path.cpp) and did not record itself: several outputs, an
     input handed back, an integer or complex result. ``args`` hold no tensor list, no complex
     tensor; ``kwargs`` no tensor."""
-    layout, edges, meta = _edges(args)
+    layout, edges, meta = _edges(args, op.name in NUMBER_OPERAND_EDGES)
     return _record_result(op.name, FORMULAS.get(op.name), args, kwargs, out, layout, edges, meta)
 
 
 def native_spec(op):
     """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
-    ``(name, formula, node class, reads_inputs, saves_output, meta_only, overloads)`` (overloads: None or
-    (positions, classes by argument kind), Note [Overload node names]); a node class of None for
+    ``(name, formula, node class, reads_inputs, saves_output, meta_only, overloads, number_edges)``
+    (overloads: None or (positions, classes by argument kind), Note [Overload node names]; number_edges:
+    Note [Number operands' edges]); a node class of None for
     an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
     The C side keeps it while ``FORMULAS[name]`` stays the same object."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
-            return (name, None, None, False, False, False, None)
+            return (name, None, None, False, False, False, None, False)
         return None
     if "inplace" in op.tags:
         return None
@@ -621,7 +655,7 @@ def native_spec(op):
         reads = formula.reads_inputs = _reads_inputs(formula.backward)
     cls = _NODE_CLASSES.get(name) or _node_class(name, False)
     return (name, formula, cls, bool(reads), _saves_output(formula, 0), bool(formula.meta_only),
-            _overload_classes(name, cls))
+            _overload_classes(name, cls), name in NUMBER_OPERAND_EDGES)
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires
