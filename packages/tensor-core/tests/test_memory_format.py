@@ -135,6 +135,12 @@ PROPAGATION = {
     "cat": lambda m, x: m.cat([_cl(m, x), _cl(m, x)], 1),
     "cat_mixed": lambda m, x: m.cat([_cl(m, x), x], 1),
     "interpolate": lambda m, x: m.nn.functional.interpolate(_cl(m, x), scale_factor=2),
+    "group_norm": lambda m, x: m.nn.functional.group_norm(_cl(m, x), 3),
+    "pad": lambda m, x: m.nn.functional.pad(_cl(m, x), (1, 2, 0, 1)),
+    "lerp": lambda m, x: m.lerp(_cl(m, x), x, 0.3),
+    "addcmul": lambda m, x: m.addcmul(_cl(m, x), _cl(m, x), x),
+    "masked_fill": lambda m, x: _cl(m, x).masked_fill(x > 0, 0.0),  # a contiguous copy in PyTorch
+    "mean_keepdim": lambda m, x: _cl(m, x).mean((2, 3), keepdim=True),
 }
 
 

@@ -17,7 +17,7 @@ from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import broadcast_shapes, numel, wrap_dim
+from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
@@ -348,7 +348,10 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     shape = broadcast_shapes(input._shape, mask._shape)
     base = views.expand_op(input, shape) if shape != input._shape else input
-    return masked_fill_op(views.clone_op(base), mask, _as_value(value, input))
+    copy = views.clone_op(base)
+    if not is_contiguous(copy._shape, copy._stride):
+        copy = views.contiguous(copy)  # PyTorch fills a contiguous copy whatever the input's layout
+    return masked_fill_op(copy, mask, _as_value(value, input))
 
 
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:

@@ -328,8 +328,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     dev = input._device
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor((n, group), input.dtype, META),
-                new_empty_tensor((n, group), input.dtype, META))
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
+                new_empty_tensor((n, group), input.dtype, META), new_empty_tensor((n, group), input.dtype, META))
     x = _work(input)
     cd = x.dtype
     mean = new_empty_tensor((n, group), cd, dev)
@@ -344,7 +344,8 @@ def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     out = new_empty_tensor(input._shape, cd, dev)
     if n * c:
         _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
-    return _back(out, input.dtype), _back(mean, input.dtype), _back(rstd, input.dtype)
+    out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))  # as batch norm's
+    return out, _back(mean, input.dtype), _back(rstd, input.dtype)
 
 
 native_group_norm_op = _define(

@@ -52,13 +52,14 @@ def _constant_shape(self, pad) -> tuple:
 
 
 constant_pad_nd_op = _declare("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
-                              lambda self, pad, value=0: empty(_constant_shape(self, pad), self.dtype, META))
+                              lambda self, pad, value=0: mf.empty_in(_constant_shape(self, pad), self.dtype, META,
+                                                                     mf.suggest_of(self)))
 
 
 @constant_pad_nd_op.kernel("cpu")
 def _constant_pad_cpu(self, pad, value=0):
     shape = _constant_shape(self, pad)
-    out = empty(shape, self.dtype, self._device)
+    out = mf.empty_in(shape, self.dtype, self._device, mf.suggest_of(self))  # PyTorch's layout of the result
     _C.fill_(out, value)
     if numel(shape) == 0:
         return out
