@@ -614,6 +614,11 @@ def _strip_leading_ones(value: Tensor) -> Tensor:
     return value
 
 
+def _is_numpy_scalar(value) -> bool:
+    cls = type(value)
+    return cls.__module__ == "numpy" and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0
+
+
 def _setitem(self: Tensor, index, value) -> None:
     if index is False:
         return  # PyTorch: selects nothing, writes nothing
@@ -628,8 +633,13 @@ def _setitem(self: Tensor, index, value) -> None:
                 return
 
             value = scalar_tensor(value, dtype=self.dtype, device=self._device)
-        else:
+        elif isinstance(value, complex) or _is_numpy_scalar(value):  # NumPy scalars: docs/deviations.md
             value = tensor(value, dtype=self.dtype, device=self._device)
+        else:
+            # PyTorch assigns only tensors and numbers (a list, an array, None: TypeError).
+            cls = type(value)
+            name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(f"can't assign a {name} to a {self.type()}")
     if indices is None:
         src = value if value._shape == view._shape else _strip_leading_ones(value)
         if src._shape != view._shape:
