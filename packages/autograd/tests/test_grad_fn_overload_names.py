@@ -149,6 +149,13 @@ EDGE_CALLS = {
     "add_inplace": lambda L, x: x.clone().add_(1),
     "div_inplace": lambda L, x: x.clone().div_(2),
     "two_tensors": lambda L, x: x * x.detach(),
+    # Note [Non-differentiable inputs' edges]: no edge for a condition, an index or a mask
+    "where_number": lambda L, x: L.where(x > 2, x, 0.0),
+    "where_tensors": lambda L, x: L.where(x > 2, x, x.detach()),
+    "index_select": lambda L, x: x.index_select(0, L.tensor([0, 2])),
+    "gather": lambda L, x: x.gather(0, L.tensor([2, 0])),
+    "index": lambda L, x: x[L.tensor([1, 2])],
+    "embedding": lambda L, x: L.nn.functional.embedding(L.tensor([1, 0]), x.view(3, 1)),
 }
 
 

@@ -107,6 +107,13 @@ PyTypeObject* node_class_for(PyObject* spec, PyObject* const* args, Py_ssize_t n
   return reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(PyTuple_GET_ITEM(overloads, 1), kind));
 }
 
+// Whether `positions` (a tuple of ints) holds `i`.
+bool position_in(PyObject* positions, Py_ssize_t i) {
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(positions); ++k)
+    if (PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, k)) == i) return true;
+  return false;
+}
+
 }  // namespace
 
 int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
@@ -130,9 +137,10 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 8 || !valid_overloads(PyTuple_GET_ITEM(s, 6)))) {
+    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9 || !valid_overloads(PyTuple_GET_ITEM(s, 6)) ||
+                           (PyTuple_GET_ITEM(s, 8) != Py_None && !PyTuple_Check(PyTuple_GET_ITEM(s, 8))))) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return an 8-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 9-tuple or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
@@ -152,6 +160,8 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   bool meta_only = PyTuple_GET_ITEM(spec, 5) == Py_True;  // the formula reads metadata only: stand-ins
   // A number operand gets an edge (None, 0) too (Note [Number operands' edges], autograd's _recording.py).
   bool number_edges = PyTuple_GET_ITEM(spec, 7) == Py_True;
+  // Positions of args with no edge at all (Note [Non-differentiable inputs' edges]): None or a tuple.
+  PyObject* nondiff = PyTuple_GET_ITEM(spec, 8);
   PyObject* layout = PyList_New(nargs);
   PyObject* meta = PyList_New(0);
   PyObject* edges = PyTuple_New(0);
@@ -172,6 +182,13 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     auto* t = reinterpret_cast<TensorObject*>(a);
     PyObject* edge;
     PyObject* m;
+    if (!t->rg && nondiff != Py_None && position_in(nondiff, i)) {
+      PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
+      PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
+      if (s == nullptr) goto fail_edges;
+      PyTuple_SET_ITEM(saved, i, s);
+      continue;
+    }
     if (t->rg) {
       PyObject* fn = current_grad_fn(t);
       if (fn == nullptr) goto fail_edges;

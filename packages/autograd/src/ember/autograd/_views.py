@@ -148,12 +148,12 @@ def refresh_view_history(view: Tensor) -> None:
 
 def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     """Runs ``op`` (in place on the view ``args[0]``) and rebases the histories of view and base."""
-    from ._recording import NUMBER_OPERAND_EDGES, _edges, stamp_aliases_of_self
+    from ._recording import _edges, stamp_aliases_of_self
 
     view = args[0]
     base = view._base
     geometry = _geometry(view, base)
-    layout, edges, meta = _edges(args, op.name in NUMBER_OPERAND_EDGES)
+    layout, edges, meta = _edges(args, op.name)
     base_edge = get_gradient_edge(base)
     version = view._storage.version
     _STATE.grad_enabled = False
