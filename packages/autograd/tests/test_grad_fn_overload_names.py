@@ -128,3 +128,49 @@ def test_nll_loss_node_edges_as_torch():
         out = lib.nn.functional.nll_loss(lib.log_softmax(x * 2, 1), lib.tensor([1]))
         results.append((type(out.grad_fn).__name__, _edge_names(out.grad_fn)))
     assert results[0] == results[1]
+
+
+# Note [Number operands' edges]: add/sub/mul/div list an edge (None, 0) for a number operand, after
+# the tensor's, whichever side the number is on; ops with a Scalar overload list none.
+EDGE_CALLS = {
+    "mul_number": lambda L, x: x * 2,
+    "number_add": lambda L, x: 2 + x,
+    "sub_number": lambda L, x: x - 3.0,
+    "number_mul": lambda L, x: 0.5 * x,
+    "div_number": lambda L, x: x / 4,
+    "torch_mul": lambda L, x: L.mul(x, 2),
+    "torch_add_alpha": lambda L, x: L.add(x, 2, alpha=3),
+    "number_minus": lambda L, x: 3.0 - x,
+    "pow_number": lambda L, x: x ** 2,
+    "number_pow": lambda L, x: 2 ** x,
+    "clamp": lambda L, x: x.clamp(0, 1),
+    "remainder": lambda L, x: x % 2,
+    "mul_inplace": lambda L, x: x.clone().mul_(2),
+    "add_inplace": lambda L, x: x.clone().add_(1),
+    "div_inplace": lambda L, x: x.clone().div_(2),
+    "two_tensors": lambda L, x: x * x.detach(),
+    # Note [Non-differentiable inputs' edges]: no edge for a condition, an index or a mask
+    "where_number": lambda L, x: L.where(x > 2, x, 0.0),
+    "where_tensors": lambda L, x: L.where(x > 2, x, x.detach()),
+    "index_select": lambda L, x: x.index_select(0, L.tensor([0, 2])),
+    "gather": lambda L, x: x.gather(0, L.tensor([2, 0])),
+    "index": lambda L, x: x[L.tensor([1, 2])],
+    "embedding": lambda L, x: L.nn.functional.embedding(L.tensor([1, 0]), x.view(3, 1)),
+}
+
+
+def _number_edge_names(out):
+    return [(None if fn is None else type(fn).__name__, nr) for fn, nr in out.grad_fn.next_functions]
+
+
+@pytest.mark.parametrize("anomaly", [False, True], ids=["native", "python"])  # anomaly mode records in Python
+@pytest.mark.parametrize("name", list(EDGE_CALLS))
+def test_number_operand_edges_match_torch(name, anomaly):
+    def run(L):
+        x = L.tensor([1.5, 2.0, 3.0], requires_grad=True)
+        with L.autograd.set_detect_anomaly(anomaly):
+            out = EDGE_CALLS[name](L, x)
+            out.sum().backward()
+        return type(out.grad_fn).__name__, _number_edge_names(out), [round(v, 5) for v in x.grad.tolist()]
+
+    assert run(ember) == run(torch)

@@ -445,3 +445,41 @@ def test_view_made_before_its_base_required_grad(fn):
     with pytest.raises(RuntimeError) as got:
         fn(ember)
     assert str(got.value) == str(expected.value)
+
+
+def _flags(m, mode, nonleaf):
+    a, x, v = _nograd_view(m, nonleaf, mode=mode)
+    detached = v.detach()
+    return v.requires_grad, v.is_leaf, v.grad_fn is None, repr(v).endswith("requires_grad=True)"), \
+        detached.requires_grad, (v * 2).grad_fn is None
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("nonleaf", [False, True])
+def test_view_made_without_recording_requires_grad_through_its_base(mode, nonleaf):
+    # PyTorch: such a view requires grad through its base, has no grad_fn (a leaf) and prints
+    # requires_grad=True. (Ops on it: see docs/deviations.md, session 11.)
+    got, expected = _flags(ember, mode, nonleaf), _flags(torch, mode, nonleaf)
+    assert got[:5] == expected[:5]
+
+
+def _stale_view(m, mode):
+    a = m.ones(3, requires_grad=True)
+    with getattr(m, mode)():
+        v = a[:2]
+    with m.no_grad():
+        a.mul_(2)
+    return v
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_view_made_without_recording_after_its_base_was_written(mode):
+    for read in (lambda v: v.grad_fn, lambda v: v.is_leaf):
+        with pytest.raises(RuntimeError) as expected:
+            read(_stale_view(torch, mode))
+        with pytest.raises(RuntimeError) as got:
+            read(_stale_view(ember, mode))
+        assert str(got.value) == str(expected.value)
+    assert repr(_stale_view(ember, mode)) == repr(_stale_view(torch, mode)).replace("torch", "ember")
+    assert _stale_view(ember, mode).requires_grad and _stale_view(torch, mode).requires_grad
+

@@ -461,3 +461,15 @@ def test_global_forward_hook_always_call_sees_the_failing_forward():
 
     assert run(ember) == run(torch) == [None]
 
+
+
+@pytest.mark.parametrize("register", ["add_module", "register_buffer", "register_parameter"])
+@pytest.mark.parametrize("name", ["a.b", ""])
+def test_bad_names_raise_torchs_key_errors(register, name):
+    def run(lib):
+        value = lib.nn.ReLU() if register == "add_module" else None
+        with pytest.raises(KeyError) as info:
+            getattr(lib.nn.Module(), register)(name, value)
+        return str(info.value)
+
+    assert run(ember) == run(torch)

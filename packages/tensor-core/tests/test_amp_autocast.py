@@ -235,3 +235,14 @@ def test_weight_cast_cached_within_region():
             ember.mm(x, ember.ones(3, 3, requires_grad=True))
         assert len(ac.STATE.cache) == 1
     assert len(ac.STATE.cache) == 0
+
+
+def test_autocast_mode_is_an_attribute_of_amp():
+    # torch.amp.autocast_mode.is_autocast_available(...) works after a bare `import torch`.
+    import subprocess
+    import sys
+
+    script = "import ember; print(ember.amp.autocast_mode.is_autocast_available('cpu'), ember.amp.grad_scaler.__name__)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "ember.amp.grad_scaler"]

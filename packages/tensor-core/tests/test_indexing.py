@@ -432,3 +432,18 @@ def test_range_indexes_as_its_list_of_ints(index):
         return read, x.tolist()
 
     assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("value", [[1, 2, 3], (1, 2, 3), np.array([1.0, 2.0, 3.0]), "x", None],
+                         ids=["list", "tuple", "ndarray", "str", "none"])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_setitem_refuses_what_torch_refuses(value, dtype):
+    # PyTorch assigns tensors and numbers only (NumPy scalars: docs/deviations.md).
+    messages = []
+    for lib in (torch, ember):
+        x = lib.zeros(2, 3, dtype=getattr(lib, dtype))
+        with pytest.raises(TypeError) as info:
+            x[0] = value
+        messages.append(str(info.value))
+        assert x.sum().item() == 0
+    assert messages[0] == messages[1]

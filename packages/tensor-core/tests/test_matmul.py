@@ -466,3 +466,22 @@ def test_method_surface_matches_torch():
                  "baddbmm", "baddbmm_", "addbmm", "addbmm_", "addr", "matmul", "einsum", "tensordot",
                  "chain_matmul", "multi_dot"]:
         assert hasattr(ember.Tensor, name) == hasattr(torch.Tensor, name), name
+
+
+# addmm (and so Linear with a bias) checks dtypes before shapes, self against mat2 first.
+ADDMM_DTYPE_ERRORS = {
+    "mat1_long": lambda L: L.addmm(L.zeros(2), L.ones(2, 3, dtype=L.int64), L.ones(4, 2)),
+    "self_long": lambda L: L.addmm(L.zeros(2, dtype=L.int64), L.ones(2, 3), L.ones(3, 2)),
+    "mat2_long": lambda L: L.addmm(L.zeros(2), L.ones(2, 3), L.ones(3, 2, dtype=L.int64)),
+    "linear_long_input": lambda L: L.nn.functional.linear(L.ones(2, 3, dtype=L.int64), L.ones(2, 3), L.ones(2)),
+    "linear_double_input": lambda L: L.nn.functional.linear(L.ones(2, 3, dtype=L.float64), L.ones(2, 3), L.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", list(ADDMM_DTYPE_ERRORS))
+def test_addmm_dtype_errors_match_torch(name):
+    with pytest.raises(RuntimeError) as expected:
+        ADDMM_DTYPE_ERRORS[name](torch)
+    with pytest.raises(RuntimeError) as got:
+        ADDMM_DTYPE_ERRORS[name](ember)
+    assert str(got.value) == str(expected.value)

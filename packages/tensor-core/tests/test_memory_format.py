@@ -101,3 +101,69 @@ def test_constants_are_singletons_and_pickle():
     for name in ("channels_last", "channels_last_3d", "contiguous_format", "preserve_format",
                  "legacy_contiguous_format"):
         assert pickle.loads(pickle.dumps(getattr(ember, name))) is getattr(ember, name)
+
+
+# Layout propagation: *_like (preserve_format), pointwise ops (Note [Pointwise result layout]),
+# convolution, batch norm, pooling, resampling and cat lay their results out as PyTorch's.
+def _cl(m, x):
+    return x.contiguous(memory_format=m.channels_last)
+
+
+PROPAGATION = {
+    "empty_like": lambda m, x: m.empty_like(_cl(m, x)).zero_(),
+    "zeros_like": lambda m, x: m.zeros_like(_cl(m, x)),
+    "ones_like_transposed": lambda m, x: m.ones_like(x[0].transpose(0, 2)),
+    "full_like_sliced": lambda m, x: m.full_like(x[:, :, ::2], 2.0),
+    "rand_like": lambda m, x: m.rand_like(_cl(m, x)) * 0,
+    "relu": lambda m, x: m.relu(_cl(m, x)),
+    "add_number": lambda m, x: _cl(m, x) + 1,
+    "mul_contiguous": lambda m, x: _cl(m, x) * x,
+    "contiguous_mul_cl": lambda m, x: x * _cl(m, x),
+    "bias_broadcast": lambda m, x: _cl(m, x) + m.ones(1, 3, 1, 1),
+    "exp": lambda m, x: _cl(m, x).exp(),
+    "sigmoid": lambda m, x: _cl(m, x).sigmoid(),
+    "gelu": lambda m, x: m.nn.functional.gelu(_cl(m, x)),
+    "where": lambda m, x: m.where(_cl(m, x) > 0, _cl(m, x), 0.0),
+    "transposed_2d": lambda m, x: x[0, 0].t() * 2,
+    "conv": lambda m, x: m.nn.functional.conv2d(_cl(m, x), m.ones(4, 3, 3, 3), padding=1),
+    "conv_cl_weight": lambda m, x: m.nn.functional.conv2d(x, _cl(m, m.ones(4, 3, 3, 3))),
+    "batch_norm": lambda m, x: m.nn.functional.batch_norm(_cl(m, x), None, None, training=True),
+    "max_pool": lambda m, x: m.nn.functional.max_pool2d(_cl(m, x), 2),
+    "max_pool_indices": lambda m, x: m.nn.functional.max_pool2d(_cl(m, x), 2, return_indices=True)[1],
+    "avg_pool": lambda m, x: m.nn.functional.avg_pool2d(_cl(m, x), 2),
+    "adaptive_avg_pool": lambda m, x: m.nn.functional.adaptive_avg_pool2d(_cl(m, x), 1),
+    "cat": lambda m, x: m.cat([_cl(m, x), _cl(m, x)], 1),
+    "cat_mixed": lambda m, x: m.cat([_cl(m, x), x], 1),
+    "interpolate": lambda m, x: m.nn.functional.interpolate(_cl(m, x), scale_factor=2),
+    "group_norm": lambda m, x: m.nn.functional.group_norm(_cl(m, x), 3),
+    "pad": lambda m, x: m.nn.functional.pad(_cl(m, x), (1, 2, 0, 1)),
+    "lerp": lambda m, x: m.lerp(_cl(m, x), x, 0.3),
+    "addcmul": lambda m, x: m.addcmul(_cl(m, x), _cl(m, x), x),
+    "masked_fill": lambda m, x: _cl(m, x).masked_fill(x > 0, 0.0),  # a contiguous copy in PyTorch
+    "mean_keepdim": lambda m, x: _cl(m, x).mean((2, 3), keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", list(PROPAGATION))
+def test_layout_propagates_as_in_torch(name):
+    e, t = _pair((2, 3, 6, 6))
+    got, expected = PROPAGATION[name](ember, e), PROPAGATION[name](torch, t)
+    assert got.stride() == expected.stride()
+    for fmt in FORMATS:
+        assert got.is_contiguous(memory_format=getattr(ember, fmt)) == \
+            expected.is_contiguous(memory_format=getattr(torch, fmt))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_channels_last_cnn_training_strides_match_torch():
+    def run(m):
+        m.manual_seed(0)
+        model = m.nn.Sequential(m.nn.Conv2d(3, 4, 3), m.nn.BatchNorm2d(4), m.nn.ReLU(), m.nn.MaxPool2d(2),
+                                m.nn.Conv2d(4, 2, 1))
+        model = model.to(memory_format=m.channels_last)
+        x = _cl(m, m.ones(2, 3, 8, 8)).requires_grad_()
+        out = model(x)
+        out.sum().backward()
+        return out.stride(), x.grad.stride(), [p.grad.stride() for p in model.parameters()]
+
+    assert run(ember) == run(torch)

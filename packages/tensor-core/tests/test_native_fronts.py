@@ -129,7 +129,8 @@ def test_views_share_storage_and_version():
     assert float(w.sum()) == 6.0
     with ember.no_grad():
         y = ember.ones(2, requires_grad=True).view(1, 2)
-    assert y.grad_fn is None and not y.requires_grad
+    # no history of its own, yet it requires grad through its base (PyTorch: True)
+    assert y.grad_fn is None and y.requires_grad and not y._requires_grad
 
 
 def test_views_of_other_dtypes():

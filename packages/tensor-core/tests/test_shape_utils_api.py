@@ -176,3 +176,25 @@ def test_gradients(fn):
     fn(ember, xe).sum().backward()
     fn(torch, xt).sum().backward()
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+
+
+# Repeated dims: each function's own PyTorch message (the dim named once, not the tuple).
+REPEATED_DIMS = {
+    "permute": lambda x: x.permute(1, 1, 0),
+    "permute_negative": lambda x: x.permute(0, -3, 1),
+    "sum": lambda x: x.sum((0, 0)),
+    "mean_negative": lambda x: x.mean((1, -2)),
+    "squeeze": lambda x: x.squeeze((0, 0)),
+    "movedim_source": lambda x: x.movedim((0, -3), (0, 1)),
+    "movedim_destination": lambda x: x.movedim((0, 1), (1, 1)),
+    "movedim_lengths": lambda x: x.movedim((0, 1), (1,)),
+}
+
+
+@pytest.mark.parametrize("name", list(REPEATED_DIMS))
+def test_repeated_dims_messages_match_torch(name):
+    with pytest.raises(RuntimeError) as expected:
+        REPEATED_DIMS[name](torch.ones(2, 3, 4))
+    with pytest.raises(RuntimeError) as got:
+        REPEATED_DIMS[name](ember.ones(2, 3, 4))
+    assert str(got.value) == str(expected.value)

@@ -107,6 +107,13 @@ PyTypeObject* node_class_for(PyObject* spec, PyObject* const* args, Py_ssize_t n
   return reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(PyTuple_GET_ITEM(overloads, 1), kind));
 }
 
+// Whether `positions` (a tuple of ints) holds `i`.
+bool position_in(PyObject* positions, Py_ssize_t i) {
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(positions); ++k)
+    if (PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, k)) == i) return true;
+  return false;
+}
+
 }  // namespace
 
 int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
@@ -130,9 +137,10 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 7 || !valid_overloads(PyTuple_GET_ITEM(s, 6)))) {
+    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9 || !valid_overloads(PyTuple_GET_ITEM(s, 6)) ||
+                           (PyTuple_GET_ITEM(s, 8) != Py_None && !PyTuple_Check(PyTuple_GET_ITEM(s, 8))))) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 7-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 9-tuple or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
@@ -150,12 +158,17 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   bool reads = PyTuple_GET_ITEM(spec, 3) == Py_True;
   bool saves_output = PyTuple_GET_ITEM(spec, 4) == Py_True;
   bool meta_only = PyTuple_GET_ITEM(spec, 5) == Py_True;  // the formula reads metadata only: stand-ins
+  // A number operand gets an edge (None, 0) too (Note [Number operands' edges], autograd's _recording.py).
+  bool number_edges = PyTuple_GET_ITEM(spec, 7) == Py_True;
+  // Positions of args with no edge at all (Note [Non-differentiable inputs' edges]): None or a tuple.
+  PyObject* nondiff = PyTuple_GET_ITEM(spec, 8);
   PyObject* layout = PyList_New(nargs);
   PyObject* meta = PyList_New(0);
   PyObject* edges = PyTuple_New(0);
   PyObject* saved = PyTuple_New(nargs);
   PyObject* node = nullptr;
   Py_ssize_t n_edges = 0;
+  Py_ssize_t numbers = 0;
   PyObject* edge_items[8];
   if (layout == nullptr || meta == nullptr || edges == nullptr || saved == nullptr || nargs > 8) goto fail;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
@@ -163,11 +176,19 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     if (!is_tensor_base(a)) {
       PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
       PyTuple_SET_ITEM(saved, i, Py_NewRef(a));
+      if (PyFloat_Check(a) || PyLong_Check(a) || PyComplex_Check(a)) ++numbers;
       continue;
     }
     auto* t = reinterpret_cast<TensorObject*>(a);
     PyObject* edge;
     PyObject* m;
+    if (!t->rg && nondiff != Py_None && position_in(nondiff, i)) {
+      PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
+      PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
+      if (s == nullptr) goto fail_edges;
+      PyTuple_SET_ITEM(saved, i, s);
+      continue;
+    }
     if (t->rg) {
       PyObject* fn = current_grad_fn(t);
       if (fn == nullptr) goto fail_edges;
@@ -209,6 +230,10 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
     if (s == nullptr) goto fail_edges;
     PyTuple_SET_ITEM(saved, i, s);
+  }
+  for (; number_edges && numbers > 0; --numbers) {  // after the tensors' edges
+    if (PyList_Append(meta, Py_None) < 0) goto fail_edges;
+    edge_items[n_edges++] = Py_NewRef(g_reg.no_edge);
   }
   {
     Py_SETREF(edges, PyTuple_New(n_edges));

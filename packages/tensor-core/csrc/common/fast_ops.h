@@ -71,6 +71,10 @@ PyObject* fast_compute(OpObject* op, PyObject* const* args, Py_ssize_t nargs);
 PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs);
 
 // fast_pointwise.cpp (the op's `code` and `result` from _set_fast)
+// A fresh CPU result of `shape` for a pointwise op, laid out after its tensor operands as PyTorch's
+// TensorIterator lays it out (Note [Pointwise result layout], ember/_src/shapes.py).
+PyObject* new_pointwise_out(const int64_t* shape, int32_t ndim, int code, bool inference,
+                            const TensorObject* const* ops, int n_ops);
 PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y, bool below_autograd);
 PyObject* fast_unary(OpObject* op, PyObject* x, bool below_autograd);
 // self.op_(other) without grad recording: writes into self, bumps its version counter.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "fast_ops.h"
 
@@ -58,7 +59,153 @@ PyObject* run_or_fallback(PyObject* out, F&& fn) {
   return out;
 }
 
+
+// Whether a tensor's strides are the contiguous ones (size-1 dims may have any stride).
+bool contiguous_strides(const TensorObject* t) {
+  int64_t expected = 1;
+  for (int32_t i = t->ndim - 1; i >= 0; --i) {
+    int64_t n = t->sizes[i];
+    if (n == 0) return true;
+    if (n != 1) {
+      if (t->strides[i] != expected) return false;
+      expected *= n;
+    }
+  }
+  return true;
+}
+
+bool dense_in_order(const TensorObject* t, const int32_t* order, int32_t ndim) {
+  int64_t expected = 1;
+  for (int32_t k = 0; k < ndim; ++k) {
+    int32_t d = order[k];
+    if (t->sizes[d] != 1) {
+      if (t->strides[d] != expected) return false;
+      expected *= t->sizes[d];
+    }
+  }
+  return true;
+}
+
+// Note [Pointwise result layout] (ember/_src/shapes.py, pointwise_strides): the strides PyTorch's
+// TensorIterator gives a pointwise result of `shape` from its tensor operands. False: contiguous.
+bool pointwise_layout(const int64_t* shape, int32_t ndim, const TensorObject* const* ops, int n_ops,
+                      int64_t* strides) {
+  if (ndim < 2 || ndim > 64) return false;
+  bool all_contiguous = true;
+  for (int k = 0; k < n_ops && all_contiguous; ++k) all_contiguous = contiguous_strides(ops[k]);
+  if (all_contiguous) return false;
+  for (int32_t i = 0; i < ndim; ++i)
+    if (shape[i] == 0) return false;
+  int32_t perm[64];
+  auto dense = [&](const int32_t* order) {
+    int64_t acc = 1;
+    for (int32_t k = 0; k < ndim; ++k) {
+      strides[order[k]] = acc;
+      acc *= shape[order[k]];
+    }
+  };
+  bool same_shape = true;
+  for (int k = 0; k < n_ops && same_shape; ++k)
+    same_shape = ops[k]->ndim == ndim && std::memcmp(ops[k]->sizes, shape, sizeof(int64_t) * ndim) == 0;
+  if (same_shape) {
+    static const int32_t cl4[4] = {1, 3, 2, 0}, cl5[5] = {1, 4, 3, 2, 0};
+    if (ndim == 4 || ndim == 5) {
+      const int32_t* order = ndim == 4 ? cl4 : cl5;
+      bool all_cl = true;
+      for (int k = 0; k < n_ops && all_cl; ++k) all_cl = dense_in_order(ops[k], order, ndim);
+      if (all_cl) {
+        dense(order);
+        return true;
+      }
+    }
+    bool same_strides = true;
+    for (int k = 1; k < n_ops && same_strides; ++k)
+      same_strides = std::memcmp(ops[k]->strides, ops[0]->strides, sizeof(int64_t) * ndim) == 0;
+    if (same_strides) {
+      // non-overlapping and dense: the dims of size >= 2 by increasing stride fill one block
+      int32_t m = 0;
+      for (int32_t i = 0; i < ndim; ++i)
+        if (shape[i] >= 2) perm[m++] = i;
+      const int64_t* st = ops[0]->strides;
+      for (int32_t i = 1; i < m; ++i)
+        for (int32_t j = i; j > 0 && st[perm[j - 1]] > st[perm[j]]; --j) std::swap(perm[j - 1], perm[j]);
+      int64_t expected = 1;
+      bool ok = true;
+      for (int32_t i = 0; i < m && ok; ++i) {
+        ok = st[perm[i]] == expected;
+        expected *= shape[perm[i]];
+      }
+      if (ok) {
+        std::memcpy(strides, st, sizeof(int64_t) * ndim);
+        return true;
+      }
+    }
+  }
+  // The operand's stride of dim d as broadcast to `shape` (0: broadcast, tells nothing).
+  auto stride_of = [&](const TensorObject* t, int32_t d) -> int64_t {
+    int32_t i = d - (ndim - t->ndim);
+    if (i < 0 || (t->sizes[i] == 1 && shape[d] != 1)) return 0;
+    return t->strides[i];
+  };
+  auto should_swap = [&](int32_t d0, int32_t d1) {
+    for (int k = 0; k < n_ops; ++k) {
+      int64_t s0 = stride_of(ops[k], d0), s1 = stride_of(ops[k], d1);
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 != s1) return s0 < s1 ? -1 : 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  for (int32_t i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;  // innermost first
+  for (int32_t i = 1; i < ndim; ++i) {
+    int32_t d1 = i;
+    for (int32_t d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  bool identity = true;
+  for (int32_t i = 0; i < ndim && identity; ++i) identity = perm[i] == ndim - 1 - i;
+  if (identity) return false;
+  dense(perm);
+  return true;
+}
+
 }  // namespace
+
+// A fresh CPU result for a pointwise op, laid out after its operands (Note [Pointwise result layout]).
+PyObject* new_pointwise_out(const int64_t* shape, int32_t ndim, int code, bool inference,
+                            const TensorObject* const* ops, int n_ops) {
+  int64_t strides[64];
+  PyObject* out = new_empty_cpu(shape, ndim, code, inference);
+  if (out == nullptr || !pointwise_layout(shape, ndim, ops, n_ops, strides)) return out;
+  PyObject* tuple = PyTuple_New(ndim);
+  if (tuple == nullptr) {
+    Py_DECREF(out);
+    return nullptr;
+  }
+  for (int32_t i = 0; i < ndim; ++i) {
+    PyObject* v = PyLong_FromLongLong(strides[i]);
+    if (v == nullptr) {
+      Py_DECREF(tuple);
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, i, v);
+  }
+  int rc = PyObject_SetAttrString(out, "_stride", tuple);
+  Py_DECREF(tuple);
+  if (rc < 0) {
+    Py_DECREF(out);
+    return nullptr;
+  }
+  return out;
+}
 
 PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y, bool below_autograd) {
   TensorObject* a = plain_tensor(x, below_autograd);
@@ -100,7 +247,8 @@ PyObject* fast_binary(OpObject* op, PyObject* x, PyObject* y, bool below_autogra
   }
   int inference = inference_now();
   if (inference < 0) return nullptr;
-  PyObject* out = new_empty_cpu(shape, ndim, out_code, inference != 0);
+  const TensorObject* ops[2] = {t, b};
+  PyObject* out = new_pointwise_out(shape, ndim, out_code, inference != 0, ops, scalar == nullptr ? 2 : 1);
   if (out == nullptr) return nullptr;
   int opcode = op->code;
   if (scalar == nullptr)
@@ -114,7 +262,8 @@ PyObject* fast_unary(OpObject* op, PyObject* x, bool below_autograd) {
   int inference = inference_now();
   if (inference < 0) return nullptr;
   int out_code = op->result == kUnaryPredicate ? kBool : a->dtype_code;
-  PyObject* out = new_empty_cpu(a->sizes, a->ndim, out_code, inference != 0);
+  const TensorObject* ops[1] = {a};
+  PyObject* out = new_pointwise_out(a->sizes, a->ndim, out_code, inference != 0, ops, 1);
   if (out == nullptr) return nullptr;
   int opcode = op->code;
   return run_or_fallback(out, [&] { run_unary_kernel(opcode, out, x); });

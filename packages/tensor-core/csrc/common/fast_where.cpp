@@ -79,7 +79,11 @@ PyObject* fast_where_kernel(PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(a_t);
     return b_t;
   }
-  PyObject* out = new_empty_cpu(shape, ndim, code, inference != 0);
+  const TensorObject* ops[3] = {cond, a, b};
+  int n_ops = 1;
+  for (int k = 1; k < 3; ++k)
+    if (ops[k] != nullptr) ops[n_ops++] = ops[k];
+  PyObject* out = new_pointwise_out(shape, ndim, code, inference != 0, ops, n_ops);
   PyObject* r = out;
   if (out != nullptr) {
     try {

@@ -135,8 +135,8 @@ def _obeys_layout_contract(g: Tensor, variable: Tensor) -> bool:
 def _clone_obey_contract(g: Tensor, variable: Tensor) -> Tensor:
     """A copy of ``g`` laid out by the contract (attached to g's history when grad mode is on)."""
     shape, stride = variable._shape, variable._stride
-    if type(g) is not Tensor or type(variable) is not Tensor:
-        return g.clone()  # subclasses (DTensor, wrappers) lay out their own copies
+    if type(g) is not Tensor or (type(variable) is not Tensor and not getattr(type(variable), "_is_param", False)):
+        return g.clone()  # subclasses (DTensor, wrappers) lay out their own copies; a Parameter is plain
     if is_contiguous(shape, stride) or not is_non_overlapping_and_dense(shape, stride):
         return g.clone() if is_contiguous(g._shape, g._stride) else g.contiguous()
     return empty_strided(shape, stride, dtype=variable.dtype, device=variable._device).copy_(g)

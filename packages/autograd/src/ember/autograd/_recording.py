@@ -308,12 +308,34 @@ def _node_class(op_name: str, missing: bool) -> type:
     return cls
 
 
-def _edges(args):
-    """Flattened ``next_functions`` over the tensor args, and each positional arg's slot(s)."""
+# Note [Number operands' edges]: PyTorch's Python bindings pass a number given to add/sub/mul/div/where as
+# a wrapped 0-d tensor (their schema's operand is a Tensor), so their nodes list an edge
+# ``(None, 0)`` for it in ``next_functions``; ops with a Scalar overload (pow, remainder, clamp,
+# ...) list none. The edge carries no gradient (no layout slot refers to it) and comes after the
+# tensors' edges: a reflected ``2 + t`` is ``t.add(2)`` there.
+NUMBER_OPERAND_EDGES = frozenset({"add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_",
+                                  "true_divide", "multiply", "subtract", "where"})
+_NUMBERS = (int, float, complex, bool)
+
+# Note [Non-differentiable inputs' edges]: PyTorch's nodes list no edge at all for an input its
+# derivatives mark non-differentiable (a condition, an index, a mask), where other tensors that
+# need no gradient get ``(None, 0)``. The positions of such args, by op (they never require grad).
+NONDIFF_ARGS = {"where": (0,), "index_select": (2,), "gather": (2,), "index": (1,), "embedding": (1,),
+                "masked_fill_": (1,)}
+
+
+def _edges(args, name: str = ""):
+    """Flattened ``next_functions`` over the tensor args of op ``name``, and each positional arg's
+    slot(s) (Note [Number operands' edges], Note [Non-differentiable inputs' edges])."""
     layout = []
     edges = []
     meta = []
-    for a in args:
+    numbers = 0
+    skip = NONDIFF_ARGS.get(name, ())
+    for i, a in enumerate(args):
+        if skip and i in skip and not (isinstance(a, Tensor) and a._requires_grad):
+            layout.append(None)
+            continue
         if isinstance(a, Tensor):
             if a._requires_grad:
                 layout.append(len(edges))
@@ -343,6 +365,10 @@ def _edges(args):
             layout.append(spec)
         else:
             layout.append(None)
+            numbers += type(a) in _NUMBERS
+    if numbers and name in NUMBER_OPERAND_EDGES:
+        edges.extend([_NO_EDGE] * numbers)
+        meta.extend([None] * numbers)
     return layout, tuple(edges), meta
 
 
@@ -393,6 +419,18 @@ _INFERENCE_VIEW_INPLACE = (
     "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
     "the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or "
     "both outside (if you want the inplace to be tracked).")
+
+# ... and read back (its grad_fn, or used by an op) after its base was written in place.
+STALE_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and its base or another view of its base has been modified inplace with "
+    "grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+STALE_INFERENCE_VIEW = (
+    "A view was created in inference mode and its base or another view of its base has been modified inplace in "
+    "normal mode. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+    "by moving both the view and the inplace either both inside the inference_mode block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
 def check_inplace(t: Tensor) -> None:
@@ -482,7 +520,7 @@ def record(op, args, kwargs):
         cplx = involves_complex(args, ())
         if cplx:
             formula = complex_formula(name, formula)
-    layout, edges, meta = _edges(args)
+    layout, edges, meta = _edges(args, name)
     if inplace:
         version = self._storage.version
     _STATE.grad_enabled = False
@@ -523,12 +561,14 @@ def _record_out_of_place(op, name, formula, args, kwargs):
     saved = []
     reads = True
     meta_only = False
+    numbers = 0
     if formula is not None:
         reads = formula.reads_inputs
         if reads is None:
             reads = formula.reads_inputs = _reads_inputs(formula.backward)
         meta_only = formula.meta_only
-    for a in args:
+    skip = NONDIFF_ARGS.get(name, ())
+    for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if a._requires_grad:
                 layout.append(len(edges))
@@ -541,8 +581,9 @@ def _record_out_of_place(op, name, formula, args, kwargs):
                 meta.append((a._shape, a.dtype))
             else:
                 layout.append(None)
-                edges.append(_NO_EDGE)
-                meta.append(None)
+                if not (skip and i in skip):  # Note [Non-differentiable inputs' edges]
+                    edges.append(_NO_EDGE)
+                    meta.append(None)
             if a.dtype.is_complex:
                 return None  # the general path picks the complex formula
             saved.append(None if not reads else _stand_in(a) if meta_only else SavedTensor(a, False))
@@ -551,6 +592,10 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         else:
             layout.append(None)
             saved.append(a)
+            numbers += type(a) in _NUMBERS
+    if numbers and name in NUMBER_OPERAND_EDGES:
+        edges.extend([_NO_EDGE] * numbers)
+        meta.extend([None] * numbers)
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)
@@ -598,21 +643,23 @@ def record_computed(op, args: tuple, kwargs: dict, out):
     computed (csrc/common/device_fast_path.cpp) and did not record itself: several outputs, an
     input handed back, an integer or complex result. ``args`` hold no tensor list, no complex
     tensor; ``kwargs`` no tensor."""
-    layout, edges, meta = _edges(args)
+    layout, edges, meta = _edges(args, op.name)
     return _record_result(op.name, FORMULAS.get(op.name), args, kwargs, out, layout, edges, meta)
 
 
 def native_spec(op):
     """What the native fast path needs to record ``op`` itself (csrc/common/autograd_record.cpp):
-    ``(name, formula, node class, reads_inputs, saves_output, meta_only, overloads)`` (overloads: None or
-    (positions, classes by argument kind), Note [Overload node names]); a node class of None for
+    ``(name, formula, node class, reads_inputs, saves_output, meta_only, overloads, number_edges,
+    nondiff_args)`` (overloads: None or (positions, classes by argument kind), Note [Overload node
+    names]; number_edges: Note [Number operands' edges]; nondiff_args: None or the positions of Note
+    [Non-differentiable inputs' edges]); a node class of None for
     an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
     The C side keeps it while ``FORMULAS[name]`` stays the same object."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
-            return (name, None, None, False, False, False, None)
+            return (name, None, None, False, False, False, None, False, None)
         return None
     if "inplace" in op.tags:
         return None
@@ -621,7 +668,7 @@ def native_spec(op):
         reads = formula.reads_inputs = _reads_inputs(formula.backward)
     cls = _NODE_CLASSES.get(name) or _node_class(name, False)
     return (name, formula, cls, bool(reads), _saves_output(formula, 0), bool(formula.meta_only),
-            _overload_classes(name, cls))
+            _overload_classes(name, cls), name in NUMBER_OPERAND_EDGES, NONDIFF_ARGS.get(name))
 
 
 # Differentiable ops with a dtype argument: asked for an integer result from an input that requires

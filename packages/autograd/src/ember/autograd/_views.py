@@ -125,8 +125,16 @@ def refresh_view_history(view: Tensor) -> None:
     stands for all the pieces)."""
     fn = view.grad_fn
     base = view._base
-    if fn is None or not base._requires_grad or view._storage is not base._storage:
-        return  # no history to rebuild (a view made without recording), or no longer its base's memory
+    if not base._requires_grad or view._storage is not base._storage:
+        return  # no history to rebuild, or no longer its base's memory
+    if fn is None:
+        if not view._view_of_grad:
+            return  # made before its base required grad: in-place checks see a leaf, as PyTorch's
+        # Made without recording of a tensor that required grad: its history is ambiguous, so
+        # reading it raises, as PyTorch's (Note [Views made without recording], _recording.py).
+        from ._recording import STALE_INFERENCE_VIEW, STALE_NO_GRAD_VIEW
+
+        raise RuntimeError(STALE_INFERENCE_VIEW if getattr(view, "_inference_view", False) else STALE_NO_GRAD_VIEW)
     label = MULTI_VIEW_LABELS.get(type(fn).__name__)
     if label is not None:
         raise RuntimeError(
@@ -145,7 +153,7 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     view = args[0]
     base = view._base
     geometry = _geometry(view, base)
-    layout, edges, meta = _edges(args)
+    layout, edges, meta = _edges(args, op.name)
     base_edge = get_gradient_edge(base)
     version = view._storage.version
     _STATE.grad_enabled = False

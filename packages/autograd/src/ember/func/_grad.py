@@ -147,7 +147,9 @@ def unwrap_level(t, keep: bool):
         _link_tangent(t, out)
         return out
     with grad_mode.no_grad():
-        return ember.ops["alias"](t)  # an op, unlike detach: an enclosing jvp keeps the tangent
+        out = ember.ops["alias"](t)  # an op, unlike detach: an enclosing jvp keeps the tangent
+    out._base = None  # not a view of t: a view would require grad through it
+    return out
 
 
 # -- argnums ------------------------------------------------------------------------------------------

@@ -119,3 +119,65 @@ def suggest(t):
         if strides_like(t._shape, t._stride, fmt):
             return fmt
     return contiguous_format
+
+
+def preserve_layout(t, like, values: bool = True):
+    """``t`` (a fresh contiguous tensor of ``like``'s shape) laid out as PyTorch's ``preserve_format``
+    lays out a ``*_like`` result: ``like``'s own strides when it is non-overlapping and dense (a
+    transposed or channels-last tensor), else the format ``like`` suggests (contiguous for most).
+    Returns ``t`` itself when that is already its layout; ``values=False``: ``t``'s values need
+    not be kept (empty_like)."""
+    from .layouts import strided
+    from .shapes import is_contiguous, is_non_overlapping_and_dense
+
+    shape, stride = like._shape, like._stride
+    if like._layout is not strided or t._layout is not strided or is_contiguous(shape, stride):
+        return t
+    if is_non_overlapping_and_dense(shape, stride):
+        from .ops.creation.buffers import empty_strided
+
+        out = empty_strided(shape, stride, dtype=t.dtype, device=t._device)
+        if values:
+            out.copy_(t)
+        return out
+    fmt = suggest(like)
+    return t if fmt is contiguous_format else to_format(t, fmt)
+
+
+def suggest_of(*tensors):
+    """The channels-last format the first of ``tensors`` suggesting one suggests (PyTorch's
+    convolution, batch norm, pooling and resampling lay their results out so), else contiguous."""
+    for t in tensors:
+        if t is not None and t.ndim in (4, 5):
+            fmt = suggest(t)
+            if fmt is not contiguous_format:
+                return fmt
+    return contiguous_format
+
+
+def empty_in(shape: tuple, dtype, device, fmt):
+    """A fresh (uninitialised) tensor with exactly ``fmt``'s strides (contiguous for a format of
+    another rank)."""
+    from .shapes import numel
+    from .tensor import make_tensor, new_empty_tensor
+
+    if fmt is contiguous_format or len(shape) != rank_for(fmt):
+        return new_empty_tensor(tuple(shape), dtype, device)
+    flat = new_empty_tensor((numel(shape),), dtype, device)
+    return make_tensor(flat._storage, tuple(shape), strides(shape, fmt), 0, dtype, flat._device)
+
+
+def relayout(out, fmt):
+    """A kernel's fresh result ``out`` with its elements laid out in ``fmt`` (itself when already
+    so, or for the contiguous format); no history is recorded (kernels run below autograd)."""
+    if fmt is contiguous_format or out.ndim != rank_for(fmt):
+        return out
+    if tuple(out._stride) == strides(out._shape, fmt):  # exactly (size-1 dims too), as PyTorch allocates
+        return out
+    from ._native import _C
+    from .device import META
+
+    result = empty_in(out._shape, out.dtype, out._device, fmt)
+    if out._device is not META:
+        _C.copy_(result, out)
+    return result

@@ -44,7 +44,7 @@ def _sub(self, other):
 def _rsub(self, other):
     pointwise._check_sub_bool(other, self)
     # grad_fn as PyTorch's overloads name them: number - tensor is rsub.Scalar (RsubBackward1).
-    return label_as_op(pointwise.sub_op(other, self), "rsub_scalar")
+    return label_as_op(pointwise.sub_op(other, self), "rsub_scalar", (self,))
 
 
 def _pow(self, other):

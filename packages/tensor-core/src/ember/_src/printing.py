@@ -222,8 +222,13 @@ def tensor_repr(t) -> str:
         if t.dtype not in (default_dtype, default_complex, dtypes.int64, dtypes.bool):
             suffixes.append(f"dtype={t.dtype}")
         body = _body(data, indent)
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
-    elif t._requires_grad:
-        suffixes.append("requires_grad=True")
+    try:
+        fn = t.grad_fn
+    except RuntimeError:  # a view made without recording whose base was written since: PyTorch's mark
+        suffixes.append("grad_fn=<Invalid>")
+    else:
+        if fn is not None:
+            suffixes.append(f"grad_fn=<{type(fn).__name__}>")
+        elif t.requires_grad:
+            suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

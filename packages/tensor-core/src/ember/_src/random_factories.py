@@ -116,7 +116,9 @@ def _like(input, dtype, device):
         raise TypeError(f"expected a Tensor, got {type(input).__name__}")
     d = input.dtype if dtype is None else dtypes.to_dtype(dtype)
     dev = input._device if device is None else like_device(input._device, device)
-    return empty_op(input._shape, dtype=d, device=dev)
+    from . import memory_format
+
+    return memory_format.preserve_layout(empty_op(input._shape, dtype=d, device=dev), input, values=False)
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,

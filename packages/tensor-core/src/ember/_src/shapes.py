@@ -108,6 +108,85 @@ def is_non_overlapping_and_dense(shape, stride) -> bool:
     return True
 
 
+# Note [Pointwise result layout]: a pointwise op's result is laid out as PyTorch's TensorIterator
+# lays it out, so channels-last (or transposed) inputs give results of the same layout:
+# - inputs all of the result's shape: all contiguous -> contiguous; all channels-last dense ->
+#   channels-last; all non-overlapping and dense with the same strides -> those strides;
+# - otherwise the dims are ordered by the inputs' strides (the first input that tells two dims
+#   apart decides; broadcast dims tell nothing; equal strides put the smaller dim inner) and the
+#   result is dense in that order.
+# Number operands take no part. csrc/common/fast_pointwise.cpp implements the same rule.
+def pointwise_strides(shape, operands) -> tuple | None:
+    """The result strides for ``shape`` given the tensor operands' ``(shape, stride)`` pairs; None
+    when the result is contiguous (the common case, decided first)."""
+    ndim = len(shape)
+    if ndim < 2:
+        return None
+    for s, st in operands:
+        if not is_contiguous(s, st):
+            break
+    else:
+        return None
+    if numel(shape) == 0:
+        return None
+    if all(len(s) == ndim and tuple(s) == tuple(shape) for s, _ in operands):
+        if ndim in (4, 5):
+            order = (1, 3, 2, 0) if ndim == 4 else (1, 4, 3, 2, 0)
+            if all(_dense_in_order(s, st, order) for s, st in operands):
+                return _dense_strides(shape, order)
+        first = tuple(operands[0][1])
+        if all(tuple(st) == first for _, st in operands) and is_non_overlapping_and_dense(shape, first):
+            return first
+    rows = []
+    for s, st in operands:
+        off = ndim - len(s)
+        rows.append([0] * off + [0 if s[i] == 1 and shape[off + i] != 1 else st[i] for i in range(len(s))])
+
+    def should_swap(d0, d1):
+        for row in rows:
+            s0, s1 = row[d0], row[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    return _dense_strides(shape, perm)
+
+
+def _dense_in_order(shape, stride, order) -> bool:
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if stride[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def _dense_strides(shape, order) -> tuple:
+    out = [0] * len(shape)
+    acc = 1
+    for d in order:
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
 def wrap_dim(dim: int, ndim: int) -> int:
     """Wraps a possibly negative dim; a 0-d tensor accepts dims -1 and 0 (PyTorch's rule)."""
     try:
@@ -125,7 +204,11 @@ def wrap_dims(dims, ndim: int) -> tuple:
         dims = (dims,)
     wrapped = tuple(wrap_dim(d, ndim) for d in dims)
     if len(set(wrapped)) != len(wrapped):
-        raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen = set()
+        for d in wrapped:
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
     return wrapped
 
 

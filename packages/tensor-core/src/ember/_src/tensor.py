@@ -232,7 +232,13 @@ class Tensor(_C.TensorBase):
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        # A view requires grad through its base too, as PyTorch's: one made without recording (under
+        # no_grad or inference_mode, Note [Views made without recording]) or before its base required
+        # grad has no history of its own, yet reports True (and no grad_fn: a leaf).
+        if self._requires_grad:
+            return True
+        base = self._base
+        return base is not None and base._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:

@@ -6,6 +6,7 @@ so that low-precision gradients keep their small values.
 """
 
 from ember._src.autocast import autocast, is_autocast_available
+from ember.amp import autocast_mode  # noqa: F401 - an attribute of the package, as torch.amp.autocast_mode
 from ember.amp.custom import custom_bwd, custom_fwd
 from ember.amp.grad_scaler import GradScaler
 

@@ -8,14 +8,25 @@ from .. import dispatch as _dispatch
 from .. import dtypes, grad_mode
 from .._native import _C
 from ..device import META, copy_across
-from ..shapes import numel
-from ..tensor import Tensor, new_empty_tensor
+from ..shapes import numel, pointwise_strides
+from ..tensor import Tensor, make_tensor, new_empty_tensor
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 
 
 def empty(shape: tuple, dtype, device) -> Tensor:
     return new_empty_tensor(shape, dtype, device)
+
+
+def empty_pointwise(shape: tuple, dtype, device, *args) -> Tensor:
+    """A pointwise op's fresh result, laid out after its tensor ``args`` (Note [Pointwise result
+    layout], shapes.py): contiguous unless an input is not."""
+    operands = [(a._shape, a._stride) for a in args if isinstance(a, Tensor)]
+    strides = pointwise_strides(shape, operands) if operands else None
+    if strides is None:
+        return new_empty_tensor(shape, dtype, device)
+    flat = new_empty_tensor((numel(shape),), dtype, device)
+    return make_tensor(flat._storage, shape, strides, 0, dtype, flat._device)
 
 
 def convert(t: Tensor, dtype) -> Tensor:

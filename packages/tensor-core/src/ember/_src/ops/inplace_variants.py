@@ -349,9 +349,10 @@ def _become(self: Tensor, view_fn) -> Tensor:
     _check_view_inplace(self)
     view = view_fn(_detached_alias(self) if _recording(self) else self)
     self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+    fn = view.grad_fn  # read while current: a view made under no_grad would raise once stale
     self._storage.version += 1  # before the new history is set: it is current (Note [Stale view histories])
-    if view.grad_fn is not None:  # the view's node reads self's old history: self's new one
-        self.grad_fn = view.grad_fn
+    if fn is not None:  # the view's node reads self's old history: self's new one
+        self.grad_fn = fn
         self._requires_grad = True
         meta = self._autograd_meta
         if meta is not None:

@@ -104,13 +104,16 @@ def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, req
     return _finish(empty_op(shape, dtype=d, device=dev), requires_grad, out)
 
 
-def _in_format(t, memory_format, fn: str):
-    """``t`` laid out in an explicitly requested memory format (preserve/contiguous: as made)."""
+def _in_format(t, memory_format, fn: str, like=None):
+    """``t`` laid out in the requested memory format: a ``*_like`` result (``like`` given) by default
+    as PyTorch's ``preserve_format`` lays it out; contiguous: as made."""
     from ... import memory_format as mf
 
     mf.check(memory_format, fn)
     if fn == "empty" and memory_format is mf.preserve_format:
         raise RuntimeError("preserve memory format is unsupported by empty")
+    if like is not None and (memory_format is None or memory_format is mf.preserve_format):
+        return mf.preserve_layout(t, like, values=fn != "empty_like")
     if mf.rank_for(memory_format) is None:
         return t
     return mf.to_format(t, memory_format)
@@ -157,7 +160,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     out = empty_op(input._shape, dtype=d, device=dev)
-    return _finish(_in_format(out, memory_format, "empty_like"), requires_grad)
+    return _finish(_in_format(out, memory_format, "empty_like", input), requires_grad)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
@@ -165,14 +168,15 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     out = full_op(input._shape, 0, dtype=d, device=dev)
-    return _finish(_in_format(out, memory_format, "zeros_like"), requires_grad)
+    return _finish(_in_format(out, memory_format, "zeros_like", input), requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
                memory_format=None):
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
-    return _finish(_in_format(full_op(input._shape, 1, dtype=d, device=dev), memory_format, "ones_like"), requires_grad)
+    out = full_op(input._shape, 1, dtype=d, device=dev)
+    return _finish(_in_format(out, memory_format, "ones_like", input), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
@@ -180,7 +184,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     check_pin_memory(pin_memory)
     d, dev = _like(input, dtype, device)
     out = full_op(input._shape, fill_value, dtype=d, device=dev)
-    return _finish(_in_format(out, memory_format, "full_like"), requires_grad)
+    return _finish(_in_format(out, memory_format, "full_like", input), requires_grad)
 
 
 def scalar_tensor(value, dtype=None, device=None, *, layout=None, requires_grad=False, pin_memory=False) -> Tensor:

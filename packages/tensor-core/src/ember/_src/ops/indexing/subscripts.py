@@ -17,7 +17,7 @@ from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import broadcast_shapes, numel, wrap_dim
+from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
@@ -348,7 +348,10 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     shape = broadcast_shapes(input._shape, mask._shape)
     base = views.expand_op(input, shape) if shape != input._shape else input
-    return masked_fill_op(views.clone_op(base), mask, _as_value(value, input))
+    copy = views.clone_op(base)
+    if not is_contiguous(copy._shape, copy._stride):
+        copy = views.contiguous(copy)  # PyTorch fills a contiguous copy whatever the input's layout
+    return masked_fill_op(copy, mask, _as_value(value, input))
 
 
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
@@ -611,6 +614,11 @@ def _strip_leading_ones(value: Tensor) -> Tensor:
     return value
 
 
+def _is_numpy_scalar(value) -> bool:
+    cls = type(value)
+    return cls.__module__ == "numpy" and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0
+
+
 def _setitem(self: Tensor, index, value) -> None:
     if index is False:
         return  # PyTorch: selects nothing, writes nothing
@@ -625,8 +633,13 @@ def _setitem(self: Tensor, index, value) -> None:
                 return
 
             value = scalar_tensor(value, dtype=self.dtype, device=self._device)
-        else:
+        elif isinstance(value, complex) or _is_numpy_scalar(value):  # NumPy scalars: docs/deviations.md
             value = tensor(value, dtype=self.dtype, device=self._device)
+        else:
+            # PyTorch assigns only tensors and numbers (a list, an array, None: TypeError).
+            cls = type(value)
+            name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(f"can't assign a {name} to a {self.type()}")
     if indices is None:
         src = value if value._shape == view._shape else _strip_leading_ones(value)
         if src._shape != view._shape:

@@ -132,10 +132,12 @@ _ONE = {dtypes.float32: 1.0, dtypes.float64: 1.0}
 
 
 def _addmm_check(input, mat1, mat2, beta, alpha):
+    # PyTorch checks the dtypes (self against mat2, then mat1 against mat2) before any shape.
+    for name, t in (("self", input), ("mat1", mat1)):
+        if isinstance(t, Tensor) and isinstance(mat2, Tensor) and t.dtype is not mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {type_name(t.dtype)} and "
+                               f"{type_name(mat2.dtype)}")
     _mm_check(mat1, mat2)
-    if input.dtype is not mat1.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(input.dtype)} and "
-                           f"{type_name(mat1.dtype)}")
     shape = (mat1._shape[0], mat2._shape[1])
     views.expand_op(input, shape)  # raises PyTorch's broadcast error
     return shape

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 from ... import dtypes
+from ... import memory_format as mf
 from ..._native import _C
 from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
@@ -138,7 +139,7 @@ def _geometry(stride, padding, dilation) -> tuple:
 
 def _conv_meta(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     shape = _conv_check(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-    return empty(shape, input.dtype, META)
+    return mf.relayout(empty(shape, input.dtype, META), mf.suggest_of(input, weight))
 
 
 convolution_op = define("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, SymInt[] padding, "
@@ -164,13 +165,15 @@ def _conv_cpu(input, weight, bias, stride, padding, dilation, transposed, output
         _C.conv_backward_input(o5, x5, w5, b, s, p, d, groups)
     else:
         _C.conv_forward(o5, x5, w5, b, s, p, d, groups)
-    return convert(out, input.dtype)
+    # PyTorch's result is channels-last when the input or the weight is (computed dense here)
+    return mf.relayout(convert(out, input.dtype), mf.suggest_of(input, weight))
 
 
 def _conv_backward_meta(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                         output_padding, groups, output_mask):
-    gi = empty(input._shape, input.dtype, META) if output_mask[0] else None
-    gw = empty(weight._shape, weight.dtype, META) if output_mask[1] else None
+    fmt = mf.suggest_of(input, weight)
+    gi = mf.relayout(empty(input._shape, input.dtype, META), fmt) if output_mask[0] else None
+    gw = mf.relayout(empty(weight._shape, weight.dtype, META), fmt) if output_mask[1] else None
     gb = empty(tuple(bias_sizes), grad_output.dtype, META) if output_mask[2] and bias_sizes is not None else None
     return gi, gw, gb
 
@@ -200,7 +203,7 @@ def _conv_backward_cpu(grad_output, input, weight, bias_sizes, stride, padding, 
             _C.conv_forward(gi5, g5, w5, None, s, p, d, groups)
         else:
             _C.conv_backward_input(gi5, g5, w5, None, s, p, d, groups)
-        gi = convert(gi, input.dtype)
+        gi = mf.relayout(convert(gi, input.dtype), mf.suggest_of(input, weight))
     if output_mask[1]:
         gw = empty(weight._shape, ctype, weight._device)
         gw5 = contiguous_view(gw, w5._shape)
@@ -208,7 +211,7 @@ def _conv_backward_cpu(grad_output, input, weight, bias_sizes, stride, padding, 
             _C.conv_backward_weight(gw5, g5, x5, s, p, d, groups)
         else:
             _C.conv_backward_weight(gw5, x5, g5, s, p, d, groups)
-        gw = convert(gw, weight.dtype)
+        gw = mf.relayout(convert(gw, weight.dtype), mf.suggest_of(input, weight))
     if output_mask[2] and bias_sizes is not None:
         gb = empty((g5._shape[1],), ctype, grad_output._device)
         _C.channel_sum(gb, contiguous_view(g5, (g5._shape[0], g5._shape[1], _numel(g5._shape[2:]))))

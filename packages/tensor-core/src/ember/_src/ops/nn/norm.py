@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ... import dtypes
+from ... import memory_format as mf
 from ..._native import _C
 from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
@@ -79,7 +80,8 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
     nshape = tuple(input._shape[axis:])
     dev = input._device
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META) if output_mask[0] else None,
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
+                if output_mask[0] else None,
                 new_empty_tensor(nshape, input.dtype, META) if output_mask[1] and weight is not None else None,
                 new_empty_tensor(nshape, input.dtype, META) if output_mask[2] and bias is not None else None)
     cd = compute_dtype(input.dtype)
@@ -178,8 +180,8 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
     dev = input._device
     stat = (c,) if training else (0,)
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat, input.dtype, META),
-                new_empty_tensor(stat, input.dtype, META))
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
+                new_empty_tensor(stat, input.dtype, META), new_empty_tensor(stat, input.dtype, META))
     x = _work(input)
     cd = x.dtype
     if training:
@@ -204,7 +206,9 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
         _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, n, c)
     if not training:
         mean, invstd = new_empty_tensor((0,), cd, dev), new_empty_tensor((0,), cd, dev)
-    return _back(out, input.dtype), _back(mean, input.dtype), _back(invstd, input.dtype)
+    # laid out as the input suggests (PyTorch's batch norm keeps channels-last; computed dense here)
+    out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))
+    return out, _back(mean, input.dtype), _back(invstd, input.dtype)
 
 
 native_batch_norm_op = _define(
@@ -218,7 +222,8 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
     n, c = input._shape[0], input._shape[1]
     dev = input._device
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META) if output_mask[0] else None,
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
+                if output_mask[0] else None,
                 new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
                 new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
@@ -249,7 +254,7 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
             zero = k * 0
             if c:
                 _C.channel_affine(dx, g, k.contiguous(), zero.contiguous(), None, None, n, c)
-        dx = _back(dx, input.dtype)
+        dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
     dw = _back(sum_dy_xmu * invstd, input.dtype) if output_mask[1] else None
     db = _back(sum_dy, input.dtype) if output_mask[2] else None
     return dx, dw, db
@@ -323,8 +328,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     dev = input._device
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor((n, group), input.dtype, META),
-                new_empty_tensor((n, group), input.dtype, META))
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
+                new_empty_tensor((n, group), input.dtype, META), new_empty_tensor((n, group), input.dtype, META))
     x = _work(input)
     cd = x.dtype
     mean = new_empty_tensor((n, group), cd, dev)
@@ -339,7 +344,8 @@ def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     out = new_empty_tensor(input._shape, cd, dev)
     if n * c:
         _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
-    return _back(out, input.dtype), _back(mean, input.dtype), _back(rstd, input.dtype)
+    out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))  # as batch norm's
+    return out, _back(mean, input.dtype), _back(rstd, input.dtype)
 
 
 native_group_norm_op = _define(
@@ -350,7 +356,8 @@ native_group_norm_op = _define(
 def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, group, output_mask):
     dev = input._device
     if dev is META:
-        return (new_empty_tensor(input._shape, input.dtype, META) if output_mask[0] else None,
+        return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
+                if output_mask[0] else None,
                 new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
                 new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
@@ -377,7 +384,7 @@ def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, g
         dx = new_empty_tensor(input._shape, cd, dev)
         if n * c:
             _C.channel_affine(dx, x, b_nc.contiguous(), c_nc.contiguous(), g, a_nc.contiguous(), 1, n * c)
-        dx = _back(dx, input.dtype)
+        dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
     m_nc = mean.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     r_nc = rstd.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     dw = _back(((ds - db_nc * m_nc) * r_nc).sum(0), input.dtype) if output_mask[1] else None

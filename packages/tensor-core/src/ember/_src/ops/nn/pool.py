@@ -7,6 +7,7 @@ float16/bfloat16 are computed in float32.
 from __future__ import annotations
 
 from ... import dtypes, grad_mode
+from ... import memory_format as mf
 from ..._native import _C
 from ...composite import pre_dispatch_tracing
 from ...device import META
@@ -99,7 +100,18 @@ def _run_forward(self, shape, params, mode, with_indices):
         return (out, idx) if with_indices else out
     _C.pool_forward(_planes(out, ctype), _planes(idx, dtypes.int64) if idx is not None else None, x, params, mode)
     out = convert(out, self.dtype)
-    return (out, idx) if with_indices else out
+    return _in_input_format((out, idx) if with_indices else out, self)
+
+
+def _in_input_format(result, *inputs):
+    """Pooling results (and input gradients) laid out in the format the input suggests, as PyTorch's
+    (the kernels compute on dense planes)."""
+    fmt = mf.suggest_of(*inputs)
+    if fmt is mf.contiguous_format:
+        return result
+    if isinstance(result, tuple):
+        return tuple(mf.relayout(r, fmt) for r in result)
+    return mf.relayout(result, fmt)
 
 
 def _run_backward(grad_output, self, indices, params, mode, expected_shape):
@@ -112,12 +124,15 @@ def _run_backward(grad_output, self, indices, params, mode, expected_shape):
         return convert(gi.zero_(), self.dtype)
     _C.pool_backward(_planes(gi, ctype), _planes(grad_output, ctype),
                      _planes(indices, dtypes.int64) if indices is not None else None, params, mode)
-    return convert(gi, self.dtype)
+    return _in_input_format(convert(gi, self.dtype), self)
 
 
 def _declare(schema: str, meta):
-    op = define(schema, (), meta)
-    op.kernels["meta"] = meta
+    def laid_out(*args):
+        return _in_input_format(meta(*args), *(a for a in args[:2] if isinstance(a, Tensor)))
+
+    op = define(schema, (), laid_out)
+    op.kernels["meta"] = laid_out
     return op
 
 

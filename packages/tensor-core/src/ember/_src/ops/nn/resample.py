@@ -12,6 +12,7 @@ import math
 import operator
 
 from ... import dispatch, dtypes
+from ... import memory_format as mf
 from ..._native import _C
 from ...device import META
 from ...dispatch import define
@@ -51,13 +52,14 @@ def _constant_shape(self, pad) -> tuple:
 
 
 constant_pad_nd_op = _declare("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
-                              lambda self, pad, value=0: empty(_constant_shape(self, pad), self.dtype, META))
+                              lambda self, pad, value=0: mf.empty_in(_constant_shape(self, pad), self.dtype, META,
+                                                                     mf.suggest_of(self)))
 
 
 @constant_pad_nd_op.kernel("cpu")
 def _constant_pad_cpu(self, pad, value=0):
     shape = _constant_shape(self, pad)
-    out = empty(shape, self.dtype, self._device)
+    out = mf.empty_in(shape, self.dtype, self._device, mf.suggest_of(self))  # PyTorch's layout of the result
     _C.fill_(out, value)
     if numel(shape) == 0:
         return out
@@ -211,11 +213,12 @@ def _scales3(scales) -> list:
 
 _upsample_op = _declare(
     "_upsample(Tensor self, SymInt[] output_size, str mode, bool align_corners, float?[] scales) -> Tensor",
-    lambda self, o, m, a, s: empty(_upsample_check(self, o, m, s), self.dtype, META))
+    lambda self, o, m, a, s: mf.relayout(empty(_upsample_check(self, o, m, s), self.dtype, META),
+                                         mf.suggest_of(self)))
 _upsample_backward_op = _declare(
     "_upsample_backward(Tensor grad_output, SymInt[] input_size, str mode, bool align_corners, float?[] scales) "
     "-> Tensor",
-    lambda g, i, m, a, s: empty(tuple(i), g.dtype, META))
+    lambda g, i, m, a, s: mf.relayout(empty(tuple(i), g.dtype, META), mf.suggest_of(g)))
 
 
 @_upsample_op.kernel("cpu")
@@ -226,7 +229,7 @@ def _upsample_cpu(self, output_size, mode, align_corners, scales):
     out = empty(shape, ctype, self._device)
     _C.interpolate(_planes4(out, k), _planes4(dense(self, ctype), k), _KERNEL_MODE[mode], bool(align_corners),
                    _scales3(scales))
-    return convert(out, self.dtype)
+    return mf.relayout(convert(out, self.dtype), mf.suggest_of(self))  # as PyTorch's, a channels-last input's
 
 
 @_upsample_backward_op.kernel("cpu")
@@ -240,7 +243,7 @@ def _upsample_backward_cpu(grad_output, input_size, mode, align_corners, scales)
     gi = empty(input_size, ctype, grad_output._device)
     _C.interpolate_backward(_planes4(gi, k), _planes4(dense(grad_output, ctype), k), _KERNEL_MODE[mode],
                             bool(align_corners), _scales3(scales))
-    return convert(gi, grad_output.dtype)
+    return mf.relayout(convert(gi, grad_output.dtype), mf.suggest_of(grad_output))
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,

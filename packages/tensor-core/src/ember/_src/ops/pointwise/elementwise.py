@@ -23,6 +23,7 @@ from .._common import (
     check_scalar_fits,
     convert,
     empty,
+    empty_pointwise,
     int64_scalar,
     label_as_op,
     type_name,
@@ -155,7 +156,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
     shape, promoted, result_dtype = _binary_result(a, b, kind, op_name)
     device = _device_of(a, b)
     if out is None:
-        out = empty(shape, result_dtype, device)
+        out = empty_pointwise(shape, result_dtype, device, a, b)
     if device is META:
         return out
     if op_name == "nextafter" and promoted in HALF_TYPES:
@@ -175,7 +176,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
         if target is not out:
             _C.copy_(out, target)
         return out
-    target = out if (out.dtype is compute or write_bool) else empty(shape, compute, device)
+    target = out if (out.dtype is compute or write_bool) else empty_pointwise(shape, compute, device, out)
     if type(b) is int:
         b = int64_scalar(b)
     elif type(a) is int:
@@ -195,7 +196,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
 def _binary_meta(kind, op_name):
     def meta(a, b):
         shape, _, result = _binary_result(a, b, kind, op_name)
-        return empty(shape, result, META)
+        return empty_pointwise(shape, result, META, a, b)
 
     return meta
 
@@ -539,7 +540,7 @@ def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.
         return _complex_numbers._run_unary(name, a, out)
     result_dtype = _unary_result(a, kind, name)
     if out is None:
-        out = empty(a._shape, result_dtype, a._device)
+        out = empty_pointwise(a._shape, result_dtype, a._device, a)
     if a._device is META:
         return out
     if kind == _PREDICATE_OP:
@@ -547,7 +548,7 @@ def _run_unary(code: int, kind: str, name: str, a: Tensor, p0=0.0, p1=0.0, p2=0.
         _C.unary(code, out, convert(a, compute), p0, p1, p2)
         return out
     compute = dtypes.float32 if result_dtype in HALF_TYPES else result_dtype
-    target = out if out.dtype is compute else empty(a._shape, compute, a._device)
+    target = out if out.dtype is compute else empty_pointwise(a._shape, compute, a._device, out)
     source = convert(a, compute)
     if name == "logit" and p0 >= 0 and result_dtype in HALF_TYPES:
         source, p0 = _half_logit_clamp(source, p0, result_dtype), -1.0
@@ -581,7 +582,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
         return tuple(given.get(p, d) for p, d in params)
 
     def meta(a, *args, **kwargs):
-        return empty(a._shape, _unary_result(a, kind, name), META)
+        return empty_pointwise(a._shape, _unary_result(a, kind, name), META, a)
 
     op.meta = meta
     op.kernels["meta"] = meta
@@ -909,7 +910,7 @@ def _where_result(condition, a, b):
 
 def _where_meta(condition, a, b):
     shape, dtype = _where_result(condition, a, b)
-    return empty(shape, dtype, META)
+    return empty_pointwise(shape, dtype, META, condition, a, b)
 
 
 where_op.meta = _where_meta
@@ -919,7 +920,7 @@ where_op.kernels["meta"] = _where_meta
 @where_op.kernel("cpu")
 def _where_cpu(condition, a, b):
     shape, dtype = _where_result(condition, a, b)
-    out = empty(shape, dtype, condition._device)
+    out = empty_pointwise(shape, dtype, condition._device, condition, a, b)
     a_t = convert(a, dtype) if isinstance(a, Tensor) else scalar_tensor(a, dtype)
     b_t = convert(b, dtype) if isinstance(b, Tensor) else scalar_tensor(b, dtype)
     _C.where(out, condition, a_t, b_t)

@@ -21,7 +21,7 @@ from ...dispatch import define
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import check_write as _check_write
-from .._common import convert, empty, type_name
+from .._common import convert, empty_pointwise, type_name
 from . import elementwise
 
 _NUMBER = (builtins.bool, int, float)
@@ -110,7 +110,7 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
     if inplace and self.dtype is dtype:
         out = self
     else:
-        out = empty(shape, dtype, self._device)
+        out = empty_pointwise(shape, dtype, self._device, *operands)
     if self._device is not META:
         for t in operands:
             if t.dtype is not dtype:
@@ -184,7 +184,7 @@ def _declare_addc(name: str, kernel):
 
     def meta(self, tensor1, tensor2, value=1):
         shape, promoted, _ = _addc_result(name, self, tensor1, tensor2, value)
-        return empty(shape, promoted, META)
+        return empty_pointwise(shape, promoted, META, self, tensor1, tensor2)
 
     def meta_inplace(self, tensor1, tensor2, value=1):
         shape, promoted, _ = _addc_result(name, self, tensor1, tensor2, value)
@@ -251,7 +251,7 @@ def _lerp_inplace_cpu(start, end, weight):
 
 def _lerp_meta(start, end, weight):
     shape, dtype = _lerp_result(start, end, weight)
-    return empty(shape, dtype, META)
+    return empty_pointwise(shape, dtype, META, start, end, weight)
 
 
 def _lerp_inplace_meta(start, end, weight):
@@ -308,7 +308,7 @@ def _add_scaled_inplace_cpu(self, other, alpha):
 
 def _add_scaled_meta(self, other, alpha):
     shape, promoted, _ = alpha_result(self, other, alpha)
-    return empty(shape, promoted, META)
+    return empty_pointwise(shape, promoted, META, self, other)
 
 
 def _add_scaled_inplace_meta(self, other, alpha):

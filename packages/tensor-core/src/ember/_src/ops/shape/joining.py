@@ -7,12 +7,13 @@ kernel (one call per input, no per-element work in Python).
 from __future__ import annotations
 
 from ... import dtypes
+from ... import memory_format as mf
 from ..._native import _C
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
 from ...shapes import wrap_dim
-from ...tensor import Tensor, make_view, new_empty_tensor
+from ...tensor import Tensor, make_view
 from .._common import label_as_op, write_out
 from .reorder import atleast_3d
 
@@ -71,9 +72,20 @@ def _cat_plan(tensors, dim: int):
     return shape, dtype, [t for _, t in parts], device
 
 
+def _cat_format(parts):
+    """PyTorch's layout of a cat result: the format its inputs all suggest, else contiguous."""
+    if not parts or parts[0].ndim not in (4, 5):
+        return mf.contiguous_format
+    fmt = mf.suggest(parts[0])
+    for t in parts[1:]:
+        if mf.suggest(t) is not fmt:
+            return mf.contiguous_format
+    return fmt
+
+
 def _cat_meta(tensors, dim=0):
-    shape, dtype, _, _ = _cat_plan(tensors, dim)
-    return new_empty_tensor(shape, dtype, META)
+    shape, dtype, parts, _ = _cat_plan(tensors, dim)
+    return mf.empty_in(shape, dtype, META, _cat_format(parts))
 
 
 cat_op.meta = _cat_meta
@@ -83,7 +95,7 @@ cat_op.kernels["meta"] = _cat_meta
 @cat_op.kernel("cpu")
 def _cat_cpu(tensors, dim=0):
     shape, dtype, parts, device = _cat_plan(tensors, dim)
-    out = new_empty_tensor(shape, dtype, device)
+    out = mf.empty_in(shape, dtype, device, _cat_format(parts))
     if not parts:
         return out
     d = wrap_dim(dim, len(shape))

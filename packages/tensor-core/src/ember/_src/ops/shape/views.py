@@ -143,7 +143,9 @@ def permute_op(self: Tensor, dims: tuple) -> Tensor:
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
             f"desired ordering of dimensions i.e. input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}"
         )
-    dims = wrap_dims(dims, self.ndim)
+    dims = tuple(wrap_dim(d, self.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     return make_view(self, tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
 
 
@@ -450,8 +452,17 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
-    src = wrap_dims(source, max(input.ndim, 1))  # a 0-d tensor takes dims 0 and -1, as in PyTorch
-    dst = wrap_dims(destination, max(input.ndim, 1))
+    given = []
+    for name, dims in (("source", source), ("destination", destination)):
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        # a 0-d tensor takes dims 0 and -1, as in PyTorch
+        wrapped = tuple(wrap_dim(d, max(input.ndim, 1)) for d in dims)
+        given.append((name, dims, wrapped))
+    if len(given[0][1]) == len(given[1][1]):
+        for name, dims, wrapped in given:
+            if len(set(wrapped)) != len(wrapped):
+                raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(dims)})")
+    src, dst = given[0][2], given[1][2]
     if input.ndim == 0 and len(src) == len(dst):
         return permute_op(input, ())
     if len(src) != len(dst):
