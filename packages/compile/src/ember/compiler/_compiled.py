@@ -110,6 +110,23 @@ def _refuse_print(owner, rec, inner):
     return profile
 
 
+def _break_at_print(owner, rec):
+    """A profile function for a recording under ``explain()``: the program's ``print`` call after
+    some ops is a graph break, as Dynamo reports it (the ops before it are one graph, those after
+    another; a print before any op breaks nothing)."""
+    import builtins
+
+    from ._user_frames import _EMBER_DIRS
+
+    def profile(frame, event, arg):
+        # At print's return: a tensor it printed has already broken the graph with its own reason.
+        if event == "c_return" and arg is builtins.print and not frame.f_code.co_filename.startswith(_EMBER_DIRS):
+            if rec.nodes:
+                rec.flush("print")
+
+    return profile
+
+
 class CompiledFunction:
     """The state behind one ``ember.compile(fn)``: options, cache and counters."""
 
@@ -178,6 +195,8 @@ class CompiledFunction:
         profile = observer.profile if observer is not None else None
         if self.fullgraph and sys.getprofile() is None:
             profile = _refuse_print(self, rec, profile)
+        elif self.listener is not None and profile is None and sys.getprofile() is None:
+            profile = _break_at_print(self, rec)
         with rec:
             try:
                 if observer is not None:
