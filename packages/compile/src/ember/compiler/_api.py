@@ -7,7 +7,9 @@ import functools
 from ._compiled import CompiledFunction, disable_context, wrap_function
 from ._recorder import current
 
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# PyTorch's order (its error lists them so). "lite" (PyTorch: fewer graph passes, ops falling back
+# to eager kernels) compiles as the default mode does.
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 # What each mode sets in the inductor's config (as torch._inductor.list_mode_options).
 _MODE_OPTIONS = {
     "reduce-overhead": {"triton.cudagraphs": True},

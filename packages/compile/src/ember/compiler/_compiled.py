@@ -127,6 +127,17 @@ def _break_at_print(owner, rec):
     return profile
 
 
+def _fail_on_recompile_text(fn) -> str:
+    """PyTorch's error for a recompile under the ``fail_on_recompile`` stance, naming the function."""
+    target = getattr(fn, "forward", fn) if not hasattr(fn, "__code__") else fn
+    target = getattr(target, "__func__", target)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return "Detected recompile when torch.compile stance is 'fail_on_recompile'."
+    return (f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: '{code.co_filename}', "
+            f"function name: '{code.co_name}', line number: {code.co_firstlineno}")
+
+
 class CompiledFunction:
     """The state behind one ``ember.compile(fn)``: options, cache and counters."""
 
@@ -329,8 +340,7 @@ class CompiledFunction:
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
             if _STANCE[0] == "fail_on_recompile":
-                raise RuntimeError(f"ember.compile: {self.name} must recompile (segment {position}), and the "
-                                   "stance is 'fail_on_recompile'")
+                raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
                 return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "
