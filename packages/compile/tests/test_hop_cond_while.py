@@ -226,9 +226,9 @@ def test_cond_branch_aliasing_or_disagreeing_raises_like_torch_in_every_mode():
                 def forward(self, x, fn=fn):
                     return fn(x)
 
-            runs = {"eager": lambda: fn(lib.ones(2)),
-                    "compile": lambda: lib.compile(fn, fullgraph=True, backend="eager")(lib.ones(2)),
-                    "export": lambda: lib.export.export(Wrap(), (lib.ones(2),))}
+            runs = {"eager": lambda fn=fn: fn(lib.ones(2)),
+                    "compile": lambda fn=fn: lib.compile(fn, fullgraph=True, backend="eager")(lib.ones(2)),
+                    "export": lambda Wrap=Wrap: lib.export.export(Wrap(), (lib.ones(2),))}
             for mode, run in runs.items():
                 lib._dynamo.reset()
                 try:
