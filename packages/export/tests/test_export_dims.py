@@ -319,7 +319,7 @@ def test_two_equal_dims_suggest_the_later_one_in_terms_of_the_earlier_like_torch
         out = []
         for first, second in (("a", "z"), ("z", "a"), ("n", "m")):
             dims = ({0: lib.export.Dim(first)}, {0: lib.export.Dim(second)})
-            with pytest.raises(lib.export.UserError) as info:
+            with pytest.raises(lib._dynamo.exc.UserError) as info:
                 lib.export.export(Add(), (lib.ones(4), lib.ones(4)), dynamic_shapes=dims)
             message = str(info.value)
             out.append((message.splitlines()[0].split("!")[0], message.split("Suggested fixes:\n")[1].splitlines()[0]))
