@@ -393,3 +393,28 @@ def test_draft_export_decides_by_real_values_and_reports_like_torch():
             sound.successful(), sound.failures, "Congratulations" in str(sound))
     assert reports["ember"] == reports["torch"]
     assert reports["ember"][2:4] == (["DATA_DEPENDENT_ERROR"], ["u0 > 2"])
+
+
+def test_guard_free_helpers_answer_unbacked_comparisons_like_torch():
+    # guard_or_false / guard_or_true / statically_known_true decide from the symbol's known range
+    # (torch._check narrows it) instead of raising GuardOnDataDependentSymNode.
+    def answers(lib):
+        shapes = importlib.import_module(f"{lib.__name__}.fx.experimental.symbolic_shapes")
+        seen = []
+
+        class Helpers(lib.nn.Module):
+            def forward(self, x, y):
+                n = x.sum().item()
+                seen.extend([shapes.guard_or_false(n == 5), shapes.guard_or_true(n == 5),
+                             shapes.statically_known_true(n >= 0)])
+                lib._check(n >= 0)
+                seen.extend([shapes.statically_known_true(n >= 0), shapes.statically_known_true(n >= -3),
+                             shapes.statically_known_false(n < 0), shapes.guard_or_false(n < 0),
+                             shapes.has_free_symbols(n), shapes.is_concrete_int(n), shapes.is_concrete_int(3)])
+                return y * 2
+
+        lib.export.export(Helpers(), (lib.tensor([1, 2]), lib.ones(2)))
+        return seen + [shapes.guard_or_false(True), shapes.statically_known_true(False), shapes.guard_or_true(False)]
+
+    assert answers(ember) == answers(torch)
+    assert answers(ember)[:4] == [False, True, False, True]
