@@ -787,3 +787,20 @@ def test_dynamo_testing_compile_counter_counts_graphs_like_torch():
                 testing.same(lib.ones(2), lib.zeros(2)))
 
     assert program(ember) == program(torch)
+
+
+def test_nested_compile_region_and_dynamo_set_stance_like_torch():
+    def program(lib):
+        region = lib.compiler.nested_compile_region(lambda x: x.sin() * 2)
+
+        @lib.compiler.nested_compile_region
+        def twice(x):
+            return x + x
+
+        lib._dynamo.reset()
+        compiled = lib.compile(lambda x: region(x) + twice(x), fullgraph=True, backend="eager")
+        with lib._dynamo.set_stance("force_eager"):
+            eager = compiled(lib.ones(2))
+        return [round(v, 5) for v in compiled(lib.ones(2)).tolist()], [round(v, 5) for v in eager.tolist()]
+
+    assert program(ember) == program(torch)

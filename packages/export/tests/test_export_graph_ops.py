@@ -570,3 +570,12 @@ def test_exported_module_code_and_interpreter_keep_the_pytree_structure_like_tor
         assert set(out) == {"a", "b"} and isinstance(out["b"], tuple) and isinstance(out["b"][1], list)
         for o, r in ((out["a"], ref["a"]), (out["b"][0], ref["b"][0]), (out["b"][1][0], ref["b"][1][0])):
             np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-6)
+
+
+def test_unflattened_module_and_flat_args_adapter_names_like_torch():
+    for lib in (torch, ember):
+        ep = lib.export.export(lib.nn.Sequential(lib.nn.Linear(3, 2)), (lib.ones(1, 3),))
+        assert isinstance(lib.export.unflatten(ep), lib.export.UnflattenedModule)
+        assert not isinstance(lib.export.unflatten(ep), lib.fx.GraphModule)
+        with pytest.raises(TypeError):
+            lib.export.FlatArgsAdapter()  # abstract: a subclass defines adapt()

@@ -166,3 +166,12 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
 
     run_eagerly._ember_disabled = True
     return run_eagerly
+
+
+def nested_compile_region(fn=None, *, options=None, max_reuse_entries: int = 8, reuse_hash_fn=None):
+    """``torch.compiler.nested_compile_region``: marks ``fn`` as a region PyTorch compiles once and
+    reuses at each call inside a compiled function. ember's capture records every call's ops into
+    the enclosing graph, so the function is returned as it is (same results, eager or compiled)."""
+    if fn is None:
+        return lambda f: f
+    return fn

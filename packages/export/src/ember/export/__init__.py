@@ -33,18 +33,18 @@ from ._signature import (
 )
 from ._sym import sym_size
 from ._trace import export, export_for_training
-from ._unflatten import unflatten
+from ._unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
     "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
-    "default_decompositions", "Dim", "dims", "draft_export", "export",
+    "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError",
     "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
-    "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
+    "unflatten", "UnflattenedModule", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)
