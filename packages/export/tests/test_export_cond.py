@@ -81,7 +81,8 @@ def _reshapes(lib):
                 return self.lin(v.reshape(v.shape[0], 6))
 
             def no(v):
-                return v.reshape(v.shape[0] * 3, 2)[:, :1].reshape(-1, 3)[:, 1:]
+                # (a copy: a branch returning a view of its input is refused, as by torch.cond)
+                return v.reshape(v.shape[0] * 3, 2)[:, :1].reshape(-1, 3)[:, 1:].clone()
 
             return lib.cond(x.sum() > 0, yes, no, (x,))
 

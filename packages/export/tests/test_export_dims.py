@@ -306,3 +306,25 @@ def test_additional_inputs_infer_dynamic_dims_like_torch():
                       ep.module()(lib.ones(9, 3), lib.ones(3)).tolist()))
     assert found[1] == found[0]
     assert found[0][0] == {"x": ["DimHint(DYNAMIC)", "None"], "y": ["None"]}
+
+
+def test_two_equal_dims_suggest_the_later_one_in_terms_of_the_earlier_like_torch():
+    import torch
+
+    def fixes(lib):
+        class Add(lib.nn.Module):
+            def forward(self, x, y):
+                return x + y
+
+        out = []
+        for first, second in (("a", "z"), ("z", "a"), ("n", "m")):
+            dims = ({0: lib.export.Dim(first)}, {0: lib.export.Dim(second)})
+            with pytest.raises(lib._dynamo.exc.UserError) as info:
+                lib.export.export(Add(), (lib.ones(4), lib.ones(4)), dynamic_shapes=dims)
+            message = str(info.value)
+            out.append((message.splitlines()[0].split("!")[0], message.split("Suggested fixes:\n")[1].splitlines()[0]))
+        return out
+
+    assert fixes(ember) == fixes(torch) == [("Constraints violated (z)", "  z = a"),
+                                            ("Constraints violated (a)", "  a = z"),
+                                            ("Constraints violated (m)", "  m = n")]

@@ -488,3 +488,94 @@ def test_exported_module_is_a_graph_module_like_torch():
         np.testing.assert_allclose(twin(lib.ones(2, 3)).detach().numpy(), model(lib.ones(2, 3)).detach().numpy())
     assert found[1] == found[0] == (True, "GraphModule", "GraphModule(", False, "UnflattenedModule", True,
                                     "GraphModule")
+
+
+def _aliases(lib):
+    class Aliases(lib.nn.Module):
+        def forward(self, x, y):
+            a = lib.arctan(x).clip(0.1, 0.5) + lib.concat([x, y]).sum() + x.arccos() + lib.absolute(y)
+            b = lib.ger(x[0], y[0]) + lib.moveaxis(x, 0, 1) + lib.negative(lib.true_divide(x, y))
+            return lib.greater(a, b), lib.row_stack([a, b]), lib.swapaxes(lib.fix(a * 3), 0, 1)
+
+    return Aliases()
+
+
+def test_aliases_are_recorded_by_their_own_name_like_torch():
+    # torch.arctan is aten.arctan in torch.export's graph (not aten.atan), as every ATen alias;
+    # run_decompositions() turns each into the op it aliases.
+    x = np.random.rand(3, 3).astype(np.float32) * 0.5 + 0.25
+    y = np.random.rand(3, 3).astype(np.float32) * 0.5 + 0.25
+    tx, ty, ex, ey = torch.tensor(x), torch.tensor(y), ember.tensor(x), ember.tensor(y)
+    tep = torch.export.export(_aliases(torch), (tx, ty))
+    eep = ember.export.export(_aliases(ember), (ex, ey))
+    assert _ember_names(eep) == _torch_names(tep)
+    decomposed = _ember_names(eep.run_decompositions())
+    for alias, op in [("arctan", "atan"), ("clip", "clamp"), ("concat", "cat"), ("arccos", "acos"),
+                      ("absolute", "abs"), ("negative", "neg"), ("true_divide", "div"), ("greater", "gt"),
+                      ("fix", "trunc")]:
+        assert alias not in decomposed and op in decomposed
+    assert any(n.target == ember.ops.aten.arctan.default for n in eep.graph.nodes)
+    expected = _aliases(torch)(tx, ty)
+    for program in (eep, eep.run_decompositions()):
+        for got, want in zip(program.module()(ex, ey), expected):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def _structured(lib):
+    class Structured(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 4)
+
+        def forward(self, x, n, d, *, z):
+            y = self.lin(x)
+            return {"a": y * n, "b": (y.relu(), [d["k"] * 2 + z])}
+
+    return Structured()
+
+
+def test_exported_module_code_and_interpreter_keep_the_pytree_structure_like_torch():
+    # ep.module()'s graph flattens the call's structure in its code and rebuilds the outputs'
+    # (pytree codegen), so fx.Interpreter, process_inputs/outputs and a Transformer see both.
+    x = np.random.rand(2, 3).astype(np.float32)
+    k, z = np.ones(2, np.float32), np.arange(2, dtype=np.float32)
+    results = {}
+    for lib in (torch, ember):
+        model = _structured(lib)
+        if lib is ember:
+            copy_weights(results["torch_model"], model)
+        else:
+            results["torch_model"] = model
+        args = (lib.tensor(x), 3, {"k": lib.tensor(k)})
+        gm = lib.export.export(model, args, {"z": lib.tensor(z)}).module()
+        code = gm.code
+        results[lib.__name__] = {
+            "flatten": next(line.strip() for line in code.splitlines() if "tree_flatten_spec" in line),
+            "return": next(line.strip() for line in code.splitlines() if line.strip().startswith("return")),
+            "placeholders": [n.name for n in gm.graph.nodes if n.op == "placeholder"],
+            "flat": [type(v).__name__ for v in gm.graph.process_inputs(*args, lib.tensor(z))],
+            "run": lib.fx.Interpreter(gm).run(*args, lib.tensor(z)),
+            "call": gm(*args, z=lib.tensor(z)),
+            "transformed": lib.fx.Transformer(gm).transform()(*args, lib.tensor(z)),
+        }
+    got, want = results["ember"], results["torch"]
+    assert got["flatten"] == want["flatten"] == (
+        "x, n, d_k, z, = fx_pytree.tree_flatten_spec(([x, n, d], {'z':z}), self._in_spec)")
+    assert got["return"].startswith("return pytree.tree_unflatten((")
+    assert got["return"].endswith("), self._out_spec)") and want["return"].endswith("), self._out_spec)")
+    assert got["placeholders"] == want["placeholders"]
+    assert got["flat"] == ["Tensor", "int", "Tensor", "Tensor"] == want["flat"]
+    for key in ("run", "call", "transformed"):
+        out, ref = got[key], want[key]
+        assert set(out) == {"a", "b"} and isinstance(out["b"], tuple) and isinstance(out["b"][1], list)
+        for o, r in ((out["a"], ref["a"]), (out["b"][0], ref["b"][0]), (out["b"][1][0], ref["b"][1][0])):
+            np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-6)
+
+
+def test_unflattened_module_and_flat_args_adapter_names_like_torch():
+    for lib in (torch, ember):
+        ep = lib.export.export(lib.nn.Sequential(lib.nn.Linear(3, 2)), (lib.ones(1, 3),))
+        assert isinstance(lib.export.unflatten(ep), lib.export.UnflattenedModule)
+        assert not isinstance(lib.export.unflatten(ep), lib.fx.GraphModule)
+        with pytest.raises(TypeError):
+            lib.export.FlatArgsAdapter()  # abstract: a subclass defines adapt()

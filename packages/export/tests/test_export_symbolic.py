@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import export_models  # the tests folder is on sys.path
@@ -357,3 +358,63 @@ def test_nonzero_static_exports_with_a_dynamic_dim_like_torch():
         return [[t.tolist() for t in ep.module()(c)] for c in cases]
 
     assert run(ember) == run(torch)
+
+
+def _branch_on_item(lib):
+    class BranchOnItem(lib.nn.Module):
+        def forward(self, x, y):
+            n = x.sum().item()
+            if n > 2:
+                return y * n
+            return y + 1
+
+    return BranchOnItem()
+
+
+def test_draft_export_decides_by_real_values_and_reports_like_torch():
+    # export refuses `if n > 2` on an .item() value; draft_export takes the example's answer,
+    # reports it as a data-dependent failure and asserts it in the graph at run time.
+    reports = {}
+    for lib in (torch, ember):
+        x, y = lib.tensor([1, 2]), lib.arange(6.0)
+        shapes = importlib.import_module(f"{lib.__name__}.fx.experimental.symbolic_shapes")
+        with pytest.raises(shapes.GuardOnDataDependentSymNode):
+            lib.export.export(_branch_on_item(lib), (x, y))
+        ep = lib.export.draft_export(_branch_on_item(lib), (x, y))
+        report = ep._report
+        module = ep.module()
+        with pytest.raises(RuntimeError, match="Runtime assertion failed for expression u0 >= 3"):
+            module(lib.tensor([0, 1]), y)
+        sound = lib.export.draft_export(lib.nn.ReLU(), (y,))._report
+        reports[lib.__name__] = (
+            type(report).__name__, report.successful(), [str(f.failure_type) for f in report.failures],
+            [f.data["expr"] for f in report.failures], "1. Data dependent error." in str(report),
+            module(x, y).tolist(), module(lib.tensor([4, 0]), y).tolist(),
+            sound.successful(), sound.failures, "Congratulations" in str(sound))
+    assert reports["ember"] == reports["torch"]
+    assert reports["ember"][2:4] == (["DATA_DEPENDENT_ERROR"], ["u0 > 2"])
+
+
+def test_guard_free_helpers_answer_unbacked_comparisons_like_torch():
+    # guard_or_false / guard_or_true / statically_known_true decide from the symbol's known range
+    # (torch._check narrows it) instead of raising GuardOnDataDependentSymNode.
+    def answers(lib):
+        shapes = importlib.import_module(f"{lib.__name__}.fx.experimental.symbolic_shapes")
+        seen = []
+
+        class Helpers(lib.nn.Module):
+            def forward(self, x, y):
+                n = x.sum().item()
+                seen.extend([shapes.guard_or_false(n == 5), shapes.guard_or_true(n == 5),
+                             shapes.statically_known_true(n >= 0)])
+                lib._check(n >= 0)
+                seen.extend([shapes.statically_known_true(n >= 0), shapes.statically_known_true(n >= -3),
+                             shapes.statically_known_false(n < 0), shapes.guard_or_false(n < 0),
+                             shapes.has_free_symbols(n), shapes.is_concrete_int(n), shapes.is_concrete_int(3)])
+                return y * 2
+
+        lib.export.export(Helpers(), (lib.tensor([1, 2]), lib.ones(2)))
+        return seen + [shapes.guard_or_false(True), shapes.statically_known_true(False), shapes.guard_or_true(False)]
+
+    assert answers(ember) == answers(torch)
+    assert answers(ember)[:4] == [False, True, False, True]

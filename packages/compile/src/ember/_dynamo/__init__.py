@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from ember.compiler import OptimizedModule, assume_constant_result, config
 from ember.compiler._api import compile as _compile
 from ember.compiler._api import disable
-from ember.compiler._compiled import reset
+from ember.compiler._compiled import reset, set_stance
 from ember.compiler._explain import explain
 from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
 
@@ -101,5 +101,6 @@ __all__ = [
     "ExportResult", "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "config", "disable",
     "disallow_in_graph", "eval_frame", "exc", "explain", "export", "graph_break", "is_compiling",
     "is_dynamo_supported", "is_inductor_supported", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
-    "mark_static_address", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run", "utils",
+    "mark_static_address", "maybe_mark_dynamic", "optimize", "register_backend", "reset", "run", "set_stance",
+    "utils",
 ]

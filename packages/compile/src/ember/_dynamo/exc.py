@@ -4,11 +4,14 @@ from ember.compiler._exc import (
     BackendCompilerFailed,
     InvalidBackend,
     TorchDynamoException,
+    TorchRuntimeError,
+    UncapturedHigherOrderOpError,
     Unsupported,
     UserError,
     UserErrorType,
 )
 
 __all__ = [
-    "BackendCompilerFailed", "InvalidBackend", "TorchDynamoException", "Unsupported", "UserError", "UserErrorType",
+    "BackendCompilerFailed", "InvalidBackend", "TorchDynamoException", "TorchRuntimeError",
+    "UncapturedHigherOrderOpError", "Unsupported", "UserError", "UserErrorType",
 ]

@@ -168,6 +168,7 @@ def trace_subgraph(fn, operands: list, what: str, decompositions: dict | None = 
     """(tracer, flat outputs, output spec) of ``fn(*operands)`` traced into ``tracer.graph``."""
     tracer = SubgraphTracer(what, decompositions)
     fakes = [tracer.operand(t, i) if isinstance(t, Tensor) else t for i, t in enumerate(operands)]
+    tracer.inputs = fakes  # what an output must not alias (check_no_alias)
     STATE.depth += 1
     try:
         with tracer:

@@ -44,7 +44,27 @@ def capturing(*tensors) -> bool:
     return any(isinstance(t, FakeTensor) or (isinstance(t, Tensor) and t._device is META) for t in tensors)
 
 
+def check_no_alias(outputs, inputs, op: str = "torch.cond") -> None:
+    """A branch may not return one of its inputs, or a view of one (PyTorch refuses it in every mode:
+    the op's outputs are new tensors)."""
+    from ember.compiler._exc import UncapturedHigherOrderOpError
+
+    for out in outputs:
+        if not isinstance(out, Tensor):
+            continue
+        storage = getattr(out, "_storage", None)
+        for value in inputs:
+            if isinstance(value, Tensor) and (out is value or (storage is not None and storage is value._storage)):
+                raise UncapturedHigherOrderOpError(
+                    "This higher order operator doesn't work unless it is captured completely with torch.compile. "
+                    "Got graph break/error:\n\nEncountered aliasing during higher order op tracing\n"
+                    f"  Higher Order Operator: {op}\n  Explanation: Higher order ops do not support aliasing.\n"
+                    "  Hint: Replace `return input` with `return input.clone()` to avoid aliasing.")
+
+
 def _same_outputs(t_leaves, f_leaves, t_spec, f_spec) -> None:
+    from ember.compiler._exc import TorchRuntimeError as RuntimeError  # noqa: A001 - PyTorch's type
+
     if t_spec != f_spec or len(t_leaves) != len(f_leaves):
         raise RuntimeError("cond: the true and false branches must return the same structure of outputs "
                            f"(got {len(t_leaves)} and {len(f_leaves)} tensors)")
@@ -96,7 +116,25 @@ def cond(pred, true_fn, false_fn, operands=()):
     if _is_wrapped(pred):
         return _select_both(pred, true_fn, false_fn, operands)
     if not capturing(pred, *operands):
+        # Both branches are traced for their checks (outputs that agree and alias no input), as
+        # PyTorch's eager cond captures them; the chosen one runs.
+        _trace_branches(true_fn, false_fn, operands)
         return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    tensor_ops, (t_tracer, t_leaves, t_spec), (f_tracer, f_leaves, _) = _trace_branches(true_fn, false_fn,
+                                                                                         operands)
+    lifted = list(t_tracer.lifted)
+    for t in f_tracer.lifted:
+        if not any(t is s for s in lifted):
+            lifted.append(t)
+    true_graph = finish_subgraph(t_tracer, t_leaves, lifted, "cond true branch")
+    false_graph = finish_subgraph(f_tracer, f_leaves, lifted, "cond false branch")
+    out = COND(pred, true_graph, false_graph, tensor_ops + lifted)
+    return tree_unflatten(list(out), t_spec)
+
+
+def _trace_branches(true_fn, false_fn, operands):
+    """(tensor operands, (tracer, leaves, spec) of each branch), checked: no output aliases an
+    input, and both branches return the same structure, shapes and dtypes."""
     # A number operand is a constant of the trace (as PyTorch specializes on it).
     tensor_ops = [op for op in operands if isinstance(op, Tensor)]
 
@@ -109,15 +147,10 @@ def cond(pred, true_fn, false_fn, operands=()):
 
     t_tracer, t_leaves, t_spec = trace_subgraph(bind(true_fn), tensor_ops, "cond true branch")
     f_tracer, f_leaves, f_spec = trace_subgraph(bind(false_fn), tensor_ops, "cond false branch")
+    check_no_alias(t_leaves, t_tracer.inputs)
+    check_no_alias(f_leaves, f_tracer.inputs)
     _same_outputs(t_leaves, f_leaves, t_spec, f_spec)
-    lifted = list(t_tracer.lifted)
-    for t in f_tracer.lifted:
-        if not any(t is s for s in lifted):
-            lifted.append(t)
-    true_graph = finish_subgraph(t_tracer, t_leaves, lifted, "cond true branch")
-    false_graph = finish_subgraph(f_tracer, f_leaves, lifted, "cond false branch")
-    out = COND(pred, true_graph, false_graph, tensor_ops + lifted)
-    return tree_unflatten(list(out), t_spec)
+    return tensor_ops, (t_tracer, t_leaves, t_spec), (f_tracer, f_leaves, f_spec)
 
 
 # ---------------------------------------------------------------------------------- the graph op

@@ -8,7 +8,7 @@ from TorchDynamo.
 """
 
 from . import config
-from ._api import OptimizedModule, compile, disable
+from ._api import OptimizedModule, compile, disable, nested_compile_region
 from ._compiled import reset, set_stance
 from ._explain import ExplainOutput, explain
 from ._fake import FakeTensor, FakeTensorMode
@@ -52,5 +52,5 @@ __all__ = [
     "ExplainOutput", "FakeTensor", "FakeTensorMode", "OptimizedModule", "allow_in_graph", "assume_constant_result",
     "compile", "config", "cudagraph_mark_step_begin", "disable", "explain", "is_compiling", "is_dynamo_compiling",
     "is_exporting",
-    "list_backends", "lookup_backend", "make_fx", "register_backend", "reset", "set_stance",
+    "list_backends", "lookup_backend", "make_fx", "nested_compile_region", "register_backend", "reset", "set_stance",
 ]

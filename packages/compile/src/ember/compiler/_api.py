@@ -7,7 +7,9 @@ import functools
 from ._compiled import CompiledFunction, disable_context, wrap_function
 from ._recorder import current
 
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# PyTorch's order (its error lists them so). "lite" (PyTorch: fewer graph passes, ops falling back
+# to eager kernels) compiles as the default mode does.
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 # What each mode sets in the inductor's config (as torch._inductor.list_mode_options).
 _MODE_OPTIONS = {
     "reduce-overhead": {"triton.cudagraphs": True},
@@ -164,3 +166,12 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
 
     run_eagerly._ember_disabled = True
     return run_eagerly
+
+
+def nested_compile_region(fn=None, *, options=None, max_reuse_entries: int = 8, reuse_hash_fn=None):
+    """``torch.compiler.nested_compile_region``: marks ``fn`` as a region PyTorch compiles once and
+    reuses at each call inside a compiled function. ember's capture records every call's ops into
+    the enclosing graph, so the function is returned as it is (same results, eager or compiled)."""
+    if fn is None:
+        return lambda f: f
+    return fn

@@ -110,6 +110,34 @@ def _refuse_print(owner, rec, inner):
     return profile
 
 
+def _break_at_print(owner, rec):
+    """A profile function for a recording under ``explain()``: the program's ``print`` call after
+    some ops is a graph break, as Dynamo reports it (the ops before it are one graph, those after
+    another; a print before any op breaks nothing)."""
+    import builtins
+
+    from ._user_frames import _EMBER_DIRS
+
+    def profile(frame, event, arg):
+        # At print's return: a tensor it printed has already broken the graph with its own reason.
+        if event == "c_return" and arg is builtins.print and not frame.f_code.co_filename.startswith(_EMBER_DIRS):
+            if rec.nodes:
+                rec.flush("print")
+
+    return profile
+
+
+def _fail_on_recompile_text(fn) -> str:
+    """PyTorch's error for a recompile under the ``fail_on_recompile`` stance, naming the function."""
+    target = getattr(fn, "forward", fn) if not hasattr(fn, "__code__") else fn
+    target = getattr(target, "__func__", target)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return "Detected recompile when torch.compile stance is 'fail_on_recompile'."
+    return (f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: '{code.co_filename}', "
+            f"function name: '{code.co_name}', line number: {code.co_firstlineno}")
+
+
 class CompiledFunction:
     """The state behind one ``ember.compile(fn)``: options, cache and counters."""
 
@@ -178,6 +206,8 @@ class CompiledFunction:
         profile = observer.profile if observer is not None else None
         if self.fullgraph and sys.getprofile() is None:
             profile = _refuse_print(self, rec, profile)
+        elif self.listener is not None and profile is None and sys.getprofile() is None:
+            profile = _break_at_print(self, rec)
         with rec:
             try:
                 if observer is not None:
@@ -310,8 +340,7 @@ class CompiledFunction:
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
             if _STANCE[0] == "fail_on_recompile":
-                raise RuntimeError(f"ember.compile: {self.name} must recompile (segment {position}), and the "
-                                   "stance is 'fail_on_recompile'")
+                raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
                 return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
             _log("recompiles", lambda: f"Recompiling function {self.name} (segment {position}): "

@@ -15,6 +15,15 @@ class Unsupported(TorchDynamoException):
     """A graph break where ``fullgraph=True`` forbids one."""
 
 
+class TorchRuntimeError(TorchDynamoException):
+    """An error raised by an op while the capture traced it (a higher-order op's branches that
+    disagree)."""
+
+
+class UncapturedHigherOrderOpError(TorchDynamoException):
+    """A higher-order op (``cond``, ``while_loop``) whose function could not be captured whole."""
+
+
 class InvalidBackend(TorchDynamoException):
     def __init__(self, name):
         super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")

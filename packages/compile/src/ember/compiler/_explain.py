@@ -25,7 +25,9 @@ class ExplainOutput:
             lines.append(f"  Break Reason {i + 1}:")
             lines.append(f"    Reason: {brk.reason}")
             lines.append("    User Stack:")
-            lines += [f"      {frame!r}" for frame in brk.user_stack]
+            # traceback.FrameSummary's repr, as PyTorch's report shows its frames
+            lines += [f"      <FrameSummary file {frame.filename}, line {frame.lineno} in {frame.name}>"
+                      for frame in brk.user_stack]
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"  Ops {i + 1}:")

@@ -20,6 +20,9 @@ from ._exc import GuardOnDataDependentSymNode
 from ._user_frames import _EMBER_DIRS
 
 EXPORT_ENV: list = [None]  # the ShapeEnv of the export trace running (one at a time per process)
+# draft_export's state while it traces (ember.export._draft.Draft): the real values of the
+# program's .item() reads, by user line, and the report of the decisions taken with them.
+DRAFT: list = [None]
 _HINT = 7919  # meta kernels' stand-in value of an unbacked size (a prime: no coincidences)
 _LARGE = 2**40  # sizes are below this (size-oblivious overflow checks)
 
@@ -67,7 +70,11 @@ def record_item(rec, tensor):
     if not traced:
         return None
     template, key, _ = rec._conv(tensor)
-    symbol = new_symbol(EXPORT_ENV[0])
+    from ._user_frames import user_frame
+
+    draft = DRAFT[0]
+    real = draft.real_value(user_frame()) if draft is not None else None
+    symbol = new_symbol(EXPORT_ENV[0], hint=real)
     op = _PythonOp(item, "item")
     first = len(rec.values)
     rec.values.append(None)
@@ -84,14 +91,17 @@ def record_item(rec, tensor):
     return symbol
 
 
-def new_symbol(env, lower=None, upper=None):
-    """A fresh unbacked symbol of ``env`` with its known range (None: unbounded)."""
+def new_symbol(env, lower=None, upper=None, hint=None):
+    """A fresh unbacked symbol of ``env`` with its known range (None: unbounded). ``hint``: the
+    value the program had when run for real (draft_export), which its decisions then take."""
     from .symbolic_shapes import SymInt
 
     unbacked = env.__dict__.setdefault("unbacked", {})
     sym = sympy.Symbol(f"u{len(unbacked)}", integer=True)
     unbacked[sym] = [lower, upper]
-    return SymInt(sym, _HINT, env)
+    if hint is not None:
+        env.__dict__.setdefault("real_values", {})[sym] = hint
+    return SymInt(sym, _HINT if hint is None else hint, env)
 
 
 def is_unbacked(env, expr) -> bool:
@@ -125,6 +135,10 @@ class UnbackedSymBool:
                 # not provably equal: treated as different (PyTorch's guard_or_false), so a
                 # kernel takes its general path (a slice op, not the whole-dim alias)
                 return isinstance(self.rel, sympy.Ne)
+        if DRAFT[0] is not None:
+            known = decide_by_real_values(self.env, self.rel)
+            if known is not None:
+                return known
         raise GuardOnDataDependentSymNode(
             f"Could not guard on data-dependent expression {self.rel} (unhinted: {self.rel}).  "
             "(Size-like symbols: none)\n\nconsider using data-dependent friendly APIs such as "
@@ -136,6 +150,25 @@ class UnbackedSymBool:
 
     def __repr__(self) -> str:
         return str(self.rel)
+
+
+def decide_by_real_values(env, rel):
+    """draft_export: ``rel`` decided by the values the program's .item() reads had when it ran (None
+    when one is not known). The answer is reported and becomes a fact of the symbols' ranges, so
+    the graph asserts it at run time (PyTorch's real-tensor propagation)."""
+    from ._user_frames import user_frame
+
+    real = getattr(env, "real_values", {})
+    unbacked = [s for s in rel.free_symbols if s in env.unbacked]
+    if not unbacked or any(s not in real for s in unbacked):
+        return None
+    value = rel.subs(real).subs(env.var_to_val)
+    if value not in (sympy.true, sympy.false):
+        return None
+    answer = bool(value)
+    DRAFT[0].data_dependent(rel, answer, user_frame(2))
+    _narrow(env, rel if answer else rel.negated)
+    return answer
 
 
 def _linear(env, rel):

@@ -94,7 +94,24 @@ def _value_annotation(node: Node, include_stride: bool, include_device: bool) ->
 
 
 class CodeGen:
-    """Turns a graph's nodes into the source of ``def forward(self, ...)``."""
+    """Turns a graph's nodes into the source of ``def forward(self, ...)``.
+
+    A subclass may change how the function takes its inputs and returns its outputs (export's
+    pytree codegen flattens structured arguments and rebuilds the outputs' structure); then
+    ``process_inputs`` / ``process_outputs`` do the same for code that runs the graph node by node
+    (``Interpreter.run``), and ``module_attributes`` names what the code reads from its module."""
+
+    def process_inputs(self, *args: Any) -> Any:
+        """The placeholders' values from the arguments the generated function takes."""
+        return args
+
+    def process_outputs(self, outputs: Any) -> Any:
+        """What the generated function returns, from the output node's value."""
+        return outputs
+
+    def module_attributes(self) -> dict[str, Any]:
+        """Attributes the generated code reads from its module (set by ``GraphModule.recompile``)."""
+        return {}
 
     def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
         if not free_vars or free_vars[0] != "self":

@@ -333,6 +333,14 @@ class Graph:
     def set_codegen(self, codegen: CodeGen) -> None:
         self._codegen = codegen
 
+    def process_inputs(self, *args: Any) -> Any:
+        """The placeholders' values from the arguments the generated code takes (see ``CodeGen``)."""
+        return self._codegen.process_inputs(*args)
+
+    def process_outputs(self, outputs: Any) -> Any:
+        """The generated code's result from the output node's value (see ``CodeGen``)."""
+        return self._codegen.process_outputs(outputs)
+
     def _target_to_str(self, target: Target) -> str:
         return _naming.target_name_hint(target)
 

@@ -159,6 +159,8 @@ class GraphModule(Module):
         python_code = self._graph.python_code(root_module="self")
         self._code = python_code.src
         self._lineno_map = python_code._lineno_map
+        for name, value in self._graph._codegen.module_attributes().items():
+            object.__setattr__(self, name, value)
         cls = type(self)
         cls.forward = _forward_from_src(self._code, python_code.globals)
         return python_code

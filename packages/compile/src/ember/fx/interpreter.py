@@ -61,8 +61,13 @@ class Interpreter:
                         self.user_to_last_uses.setdefault(node, []).append(used)
 
     def run(self, *args, initial_env: dict[Node, Any] | None = None, enable_io_processing: bool = True) -> Any:
-        """Runs the graph on ``args``; ``initial_env`` pre-sets some node values (they are not run)."""
+        """Runs the graph on ``args``; ``initial_env`` pre-sets some node values (they are not run).
+        With ``enable_io_processing`` the arguments and the result pass through the graph's codegen
+        as the generated code's would (an exported module's flattening of structured inputs and
+        outputs)."""
         self.env = initial_env if initial_env is not None else {}
+        if enable_io_processing:
+            args = self.graph.process_inputs(*args)
         self.args_iter: Iterator[Any] = iter(args)
         for node in self.graph.nodes:
             if node in self.env:
@@ -84,7 +89,8 @@ class Interpreter:
                 for to_delete in self.user_to_last_uses.get(node, []):
                     del self.env[to_delete]
             if node.op == "output":
-                return self.env[node]
+                output = self.env[node]
+                return self.graph.process_outputs(output) if enable_io_processing else output
         return None
 
     def boxed_run(self, args_list: list) -> Any:
@@ -186,6 +192,7 @@ class Transformer(Interpreter):
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
         self.new_graph = Graph()
+        self.new_graph.set_codegen(module.graph._codegen)  # the result takes and returns what module did
         self.tracer = _TransformerTracer(self.new_graph, module)
 
     def run_node(self, n: Node) -> Any:

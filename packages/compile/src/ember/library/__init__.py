@@ -14,6 +14,7 @@ from ._custom_op import (
     CustomOpDef,
     custom_op,
     get_kernel,
+    impl_abstract,
     register_autograd,
     register_fake,
     register_kernel,
@@ -25,6 +26,7 @@ from ._opcheck import OpCheckError, opcheck
 from ._schema import infer_schema
 
 __all__ = [
-    "CustomOpDef", "Library", "OpCheckError", "custom_op", "define", "get_kernel", "impl", "infer_schema", "opcheck",
+    "CustomOpDef", "Library", "OpCheckError", "custom_op", "define", "get_kernel", "impl", "impl_abstract",
+    "infer_schema", "opcheck",
     "register_autograd", "register_fake", "register_kernel", "register_meta", "register_vmap",
 ]

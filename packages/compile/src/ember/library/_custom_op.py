@@ -188,3 +188,12 @@ class VmapInfo:
 def get_kernel(op, device_type: str):
     """The kernel registered for ``device_type`` (PyTorch's ``torch.library.get_kernel``)."""
     return entry_of(op).kernel_for(str(device_type))
+
+
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel: int = 1):
+    """The former name of :func:`register_fake`; warns (FutureWarning) as PyTorch does."""
+    import warnings
+
+    warnings.warn("ember.library.impl_abstract is the old name of ember.library.register_fake, which "
+                  "should be used instead", FutureWarning, stacklevel=2)
+    return register_fake(qualname, func, lib=lib, _stacklevel=_stacklevel + 1)

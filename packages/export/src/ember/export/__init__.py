@@ -13,6 +13,7 @@ from ._aoti import aot_compile_library as aot_compile
 from ._aoti_runtime import aot_load
 from ._decompose import CustomDecompTable, default_decompositions
 from ._dims import Dim, dims
+from ._draft import draft_export
 from ._dynamic_shapes import AdditionalInputs, ShapesCollection
 from ._errors import UserError, UserErrorType
 from ._graph_json import register_graph_function
@@ -32,18 +33,18 @@ from ._signature import (
 )
 from ._sym import sym_size
 from ._trace import export, export_for_training
-from ._unflatten import unflatten
+from ._unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
 
 __all__ = [
     "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
-    "default_decompositions", "Dim", "dims", "export",
+    "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
     "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError",
     "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
-    "unflatten", "UserError", "UserErrorType", "ValueRange", "while_loop",
+    "unflatten", "UnflattenedModule", "UserError", "UserErrorType", "ValueRange", "while_loop",
 ]
 
 register_graph_function("ember.export.sym_size", sym_size)

@@ -17,6 +17,7 @@ from ember import nn
 from ember.fx import GraphModule
 
 from . import _pytree as pytree
+from ._codegen import PyTreeCodeGen, pytree_codegen
 from ._ranges import ValueRange, as_expr, check_inputs
 from ._signature import ConstantArgument, ExportGraphSignature, InputKind, OutputKind, TensorArgument
 
@@ -270,7 +271,9 @@ class _ProgramModule(nn.Module):
         for node in program.graph.nodes:
             if node.op == "get_attr" and not _has_nested(self, node.target):
                 object.__setattr__(self, node.target, _get_nested(program.graph_module, node.target))
-        object.__setattr__(self, "_graph", _unlifted_graph(program))
+        graph = _unlifted_graph(program)
+        graph.set_codegen(pytree_codegen(program))
+        object.__setattr__(self, "_graph", graph)
         self.recompile()
 
     @property
@@ -318,6 +321,8 @@ class _ProgramModule(nn.Module):
         from ember.fx.graph_module import _forward_from_src
 
         python_code = self._graph.python_code(root_module="self")
+        for name, value in self._graph._codegen.module_attributes().items():
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "_code", python_code.src)
         object.__setattr__(self, "_graph_fn", _forward_from_src(python_code.src, python_code.globals))
         return python_code
@@ -342,9 +347,13 @@ class _ProgramModule(nn.Module):
                                      f"this value; got {value!r})")
         checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
         check_inputs(checks, tensor_values, program.range_constraints)
-        outputs = self._graph_fn(self, *tensor_values)
-        user = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-        return pytree.tree_unflatten(user, self._out_spec) if self._out_spec is not None else tuple(user)
+        # The graph's code takes the call's structure, in the exported order (the code flattens it).
+        codegen = self._graph._codegen
+        if isinstance(codegen, PyTreeCodeGen) and codegen.pytree_info.in_spec is not None:
+            call_args, call_kwargs = pytree.tree_unflatten(flat, codegen.pytree_info.in_spec)
+            return self._graph_fn(self, *call_args, *call_kwargs.values())
+        outputs = self._graph_fn(self, *flat)
+        return self._graph.process_outputs(outputs)
 
 
 class UnliftedModule(_ProgramModule, GraphModule):
@@ -392,10 +401,15 @@ def _unlifted_graph(program: ExportedProgram):
     graph = fx.Graph()
     env: dict = {}
     user_inputs: dict = {}
-    placeholders = [n for n in old.nodes if n.op == "placeholder"]
-    # Constant user inputs (an int argument) have a spec and no placeholder.
-    specs = [s for s in sig.input_specs if not isinstance(s.arg, ConstantArgument)]
-    for node, spec in zip(placeholders, specs):
+    placeholders = iter([n for n in old.nodes if n.op == "placeholder"])
+    for spec in sig.input_specs:
+        if isinstance(spec.arg, ConstantArgument):
+            # A constant user input (an int argument) has no placeholder in the program; here it is
+            # one, which nothing reads: the code flattens the call's inputs onto them, as PyTorch's.
+            if spec.kind is InputKind.USER_INPUT:
+                graph.placeholder(spec.arg.name)
+            continue
+        node = next(placeholders)
         if spec.kind is InputKind.USER_INPUT:
             new = graph.placeholder(node.name)
             if isinstance(spec.arg, TensorArgument):

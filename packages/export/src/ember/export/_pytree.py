@@ -229,3 +229,27 @@ def spec_from_json(node) -> TreeSpec:
     if cls in (dict, OrderedDict) and ctx is not None:
         ctx = list(ctx)
     return TreeSpec(cls, ctx, children)
+
+
+def tree_flatten_spec(tree, spec: TreeSpec) -> list:
+    """The leaves of ``tree`` in the order ``spec`` lays them out (the flattening an exported
+    module's code does): dicts are read by the spec's keys, so their order does not matter, and a
+    list stands for a tuple."""
+    if spec.is_leaf():
+        return [tree]
+    cls = spec.type
+    if cls is type(None):
+        return []
+    if cls in (dict, OrderedDict):
+        children = [tree[key] for key in spec.context]
+    elif cls in (tuple, list) or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        children = list(tree)
+    else:
+        node = _children(tree)
+        children = node[2] if node is not None else [tree]
+    if len(children) != len(spec.children_specs):
+        raise ValueError(f"the inputs do not match the structure {spec}: got {tree!r}")
+    leaves: list = []
+    for child, child_spec in zip(children, spec.children_specs):
+        leaves.extend(tree_flatten_spec(child, child_spec))
+    return leaves

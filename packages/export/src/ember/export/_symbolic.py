@@ -134,7 +134,7 @@ def classify_guards(env: ShapeEnv, roots):
             ca, cb = diff.coeff(a.symbol), diff.coeff(b.symbol)
             if ca == -cb and ca in (1, -1):
                 offset = int(-(diff.subs({a.symbol: 0, b.symbol: 0})) / ca)  # a = b + offset
-                _related(a, b, offset, frame, retrace)
+                _related(a, b, offset, frame, retrace, roots)
                 continue
             _unexpressible(involved, guard, frame)
         else:
@@ -232,7 +232,7 @@ def _guard_text(guard, root) -> str:
     return str(guard.subs(root.symbol, sympy.Symbol(root.name)))
 
 
-def _related(a, b, offset, frame, retrace) -> None:
+def _related(a, b, offset, frame, retrace, roots) -> None:
     """``a = b + offset`` is required by the program."""
     # Dim.AUTO and Dim.DYNAMIC dims may be related (PyTorch): one becomes derived from the other.
     for kind in ("auto", "dynamic"):
@@ -240,12 +240,15 @@ def _related(a, b, offset, frame, retrace) -> None:
             free, other, off = (a, b, offset) if a.kind == kind else (b, a, -offset)
             retrace[free.key] = ("derived", other, off)
             return
+    # PyTorch's fix names the larger dim by the smaller (c = b + 1), and of two equal dims the later
+    # input's by the earlier's (m = n).
+    position = {id(r): i for i, r in enumerate(roots)}
+    if offset < 0 or (offset == 0 and position[id(a)] < position[id(b)]):
+        a, b, offset = b, a, -offset
     rel = b.name + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
-    raise constraint_violation(
-        [a.name],
-        [f"The values of {a.name} must always be related to the values of {b.name} by {a.name} = {rel}."
-         f"{_frame_text(frame)}"],
-        [f"{a.name} = {rel}"])
+    text = (f"The values of {a.name} and {b.name} must always be equal." if offset == 0 else
+            f"The values of {a.name} must always be related to the values of {b.name} by {a.name} = {rel}.")
+    raise constraint_violation([a.name], [f"{text}{_frame_text(frame)}"], [f"{a.name} = {rel}"])
 
 
 def _unexpressible(roots, guard, frame) -> None:

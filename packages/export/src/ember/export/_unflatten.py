@@ -7,7 +7,19 @@ the root runs the exported graph (ember's graph is not split per submodule).
 
 from __future__ import annotations
 
+import abc
+
 from ._program import _ProgramModule
+
+
+class FlatArgsAdapter(abc.ABC):
+    """Adapts a call's flat inputs to the exported program's input structure (``unflatten``'s
+    ``flat_args_adapter``): a subclass defines ``adapt``."""
+
+    @abc.abstractmethod
+    def adapt(self, target_spec, input_spec, input_args: list, metadata: dict | None = None,
+              obj=None) -> list:
+        """The flat inputs for ``target_spec``, from ``input_args`` laid out by ``input_spec``."""
 
 
 class UnflattenedModule(_ProgramModule):

@@ -12,6 +12,7 @@ import sys
 
 from . import dispatch, torch_function
 from ._native import _C
+from .composite import CompositeOp, define_composite, pre_dispatch_tracing
 from .dispatch import OPS, Op
 from .ops._common import write_out
 from .ops.inplace_variants import _write_back
@@ -65,22 +66,87 @@ def _bind_method(name: str, fn, owner) -> None:
     setattr(Tensor, name, fn)
 
 
+# Aliases whose op has no dispatcher op of the record's name to take the schema from: PyTorch's schema.
+_ALIAS_SCHEMAS = {
+    "moveaxis": "moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+    "row_stack": "row_stack(Tensor[] tensors) -> Tensor",
+    "ger": "ger(Tensor self, Tensor vec2) -> Tensor",
+}
+
+
+def _alias_op(record: Record, alias: str) -> CompositeOp | None:
+    """The composite op ``alias`` standing for ``record``'s op in pre-dispatch graphs, or None for an
+    alias that keeps no op of its own (in-place forms, ``asarray``).
+
+    PyTorch's aliases (``arctan``, ``clip``, ``concat`` ...) are ATen ops of their own that
+    ``torch.export`` records by their name (``aten.arctan.default``) and that decompose to the op
+    they alias; here an alias is a composite whose decomposition is the aliased public function."""
+    if record.name.endswith("_") or alias.endswith("_"):
+        return None
+    found = OPS.get(alias)
+    if isinstance(found, CompositeOp):
+        return found
+    if found is not None:
+        return None
+    original = OPS.get(record.name)
+    if original is not None:
+        schema = alias + original.schema[len(original.name):]
+    elif alias in _ALIAS_SCHEMAS:
+        schema = _ALIAS_SCHEMAS[alias]
+    else:
+        return None
+    return define_composite(schema, record.fn)
+
+
+def _alias_function(op: CompositeOp, fn, method: bool):
+    """``ember.<alias>`` (or ``Tensor.<alias>``): ``fn`` itself, except that a pre-dispatch tracer on
+    top of the mode stack records the alias's op (eager calls pay one list read)."""
+    if method:
+
+        def alias(self, *args, **kwargs):
+            if "out" not in kwargs and pre_dispatch_tracing():
+                return op(self, *args, **kwargs)
+            return fn(self, *args, **kwargs)
+    else:
+
+        def alias(*args, **kwargs):
+            if "out" not in kwargs and pre_dispatch_tracing():
+                return op(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+    # Found again by name (pickling a graph or a partial that holds it), as torch's aliases are.
+    alias.__name__ = op.name
+    alias.__qualname__ = f"Tensor.{op.name}" if method else op.name
+    alias.__module__ = "ember"
+    alias.__doc__ = getattr(fn, "__doc__", None)
+    alias.__wrapped__ = fn
+    return alias
+
+
 def _bind_record(record: Record, namespace: dict, claimed: dict) -> None:
     # Runs ~700 times while ember is imported: each claim is one dict lookup (_claim raises).
     names = (record.name, *record.aliases) if record.aliases else (record.name,)
     variants = record.variants
+    alias_ops = {}
+    if record.aliases and ("function" in variants or "method" in variants):
+        for alias in record.aliases:
+            op = _alias_op(record, alias)
+            if op is not None:
+                alias_ops[alias] = op
     if "function" in variants:
         fn = record.fn
         for name in names:
             if claimed.setdefault(("function", name), record) is not record:
                 _claim("function", name, record)
-            namespace[name] = fn
+            op = alias_ops.get(name)
+            namespace[name] = fn if op is None else _alias_function(op, fn, method=False)
     methods = []
     if "method" in variants:
         method = record.method
         if record.name in OPERATOR_NAMES:
             method = _C.OperatorMethod(method)
-        methods += [(name, method) for name in names]
+        methods += [(name, method if name not in alias_ops else _alias_function(alias_ops[name], method, True))
+                    for name in names]
     if "property" in variants:
         prop = property(record.fn)
         methods += [(name, prop) for name in names]
