@@ -16,6 +16,7 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
+#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "reduce_simd.h"
 
@@ -74,6 +75,12 @@ const T* row_at(const T* xp, const ClassLayout& l, int64_t r, T* buf) {
   if (l.sc == 1 || l.c <= 1) return p;
   for (int64_t i = 0; i < l.c; ++i) buf[i] = p[i * l.sc];
   return buf;
+}
+
+// Prefetches row r's scores where they are one contiguous run (common/prefetch.h).
+template <typename T>
+void prefetch_scores(const T* xp, const ClassLayout& l, int64_t r) {
+  if (l.sc == 1) prefetch_row(xp + (r / l.s) * l.sn + (r % l.s) * l.ss, l.c);
 }
 
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
@@ -243,6 +250,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c, 1)), [&](int64_t r0, int64_t r1) {
       std::vector<T> buf(l.sc == 1 ? 0 : static_cast<size_t>(c));
       for (int64_t r = r0; r < r1; ++r) {
+        if (r + 1 < r1) prefetch_scores(xp, l, r + 1);
         const int64_t t = tp[r];
         if (t == ignore_index) {
           np[r] = T(0);
@@ -390,6 +398,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         // grad_input is contiguous (N, C, S): a row's classes are S apart.
         T* dst = out + (r / l.s) * c * l.s + (r % l.s);
         T* o = l.s == 1 ? dst : obuf.data();
+        if (r + 1 < r1) prefetch_scores(xp, l, r + 1);
         const int64_t t = tp[r];
         if (t == ignore_index) {
           std::fill(o, o + c, T(0));

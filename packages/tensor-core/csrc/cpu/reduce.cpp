@@ -18,6 +18,7 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
+#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 #include "reduce_layout.h"
@@ -489,7 +490,10 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
     py::gil_scoped_release release;
     if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) softmax_rows<T>(o + r * n, x + r * n, n, log);
+        for (int64_t r = r0; r < r1; ++r) {
+          if (r + 1 < r1) prefetch_row(x + (r + 1) * n, n);
+          softmax_rows<T>(o + r * n, x + r * n, n, log);
+        }
       });
       return;
     }
