@@ -396,15 +396,19 @@ void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py:
   });
 }
 
-// softmax over the middle dim of a contiguous (outer, n, inner) block.
+// softmax over the middle dim of a contiguous (outer, n, inner) block; `next` (or null): the
+// next row, prefetched during this one's exponentials (float32).
 template <typename T>
-void softmax_rows(T* o, const T* x, int64_t n, bool log) {
+void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
   const T m = minmax_contig<T, true>(x, n);
   T s;
   if constexpr (std::is_same_v<T, float>) {
-    s = exp_shift_sum(log ? nullptr : o, x, n, m);
+    s = exp_shift_sum(log ? nullptr : o, x, n, m, next);
   } else {
-    for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i] - m);
+    for (int64_t i = 0; i < n; ++i) {
+      if (next && i % (64 / sizeof(T)) == 0) __builtin_prefetch(next + i);
+      o[i] = std::exp(x[i] - m);
+    }
     s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
   }
   if (log) {
@@ -491,8 +495,8 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
     if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          if (r + 1 < r1) prefetch_row(x + (r + 1) * n, n);
-          softmax_rows<T>(o + r * n, x + r * n, n, log);
+          const T* next = r + 1 < r1 && n * int64_t(sizeof(T)) <= kPrefetchRowBytes ? x + (r + 1) * n : nullptr;
+          softmax_rows<T>(o + r * n, x + r * n, n, log, next);
         }
       });
       return;
