@@ -150,9 +150,8 @@ def test_layer_norm_backward_sums_do_not_depend_on_threads():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_row_kernels_over_many_rows(dtype):
-    # The row kernels prefetch the next row while computing one (softmax / log_softmax forward
-    # and backward, layer_norm, rms_norm, cross_entropy forward and backward): many short rows
-    # and a ragged width, against torch.
+    # The row kernels (layer_norm and rms_norm prefetch the next row while computing one; softmax,
+    # log_softmax and cross_entropy beside them): many short rows and a ragged width, against torch.
     rng = np.random.default_rng(11)
     x = rng.standard_normal((257, 37)) * 3
     g = rng.standard_normal((257, 37))

@@ -16,7 +16,6 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
-#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "reduce_simd.h"
 
@@ -77,22 +76,13 @@ const T* row_at(const T* xp, const ClassLayout& l, int64_t r, T* buf) {
   return buf;
 }
 
-// Row r's scores where they are one contiguous run short enough to prefetch while another row
-// is computed (common/prefetch.h), else null.
-template <typename T>
-const T* prefetchable_scores(const T* xp, const ClassLayout& l, int64_t r) {
-  if (l.sc != 1 || l.c * static_cast<int64_t>(sizeof(T)) > kPrefetchRowBytes) return nullptr;
-  return xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
-}
-
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
 template <typename T>
-void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt,
-             const T* next) {
+void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt) {
   T lse = 0;
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
-    T s = exp_sum<T>(nullptr, row, c, mx, next);
+    T s = exp_sum<T>(nullptr, row, c, mx);
     lse = std::isinf(mx) ? mx : mx + std::log(s);
   }
   T w = wp ? wp[t] : T(1);
@@ -253,19 +243,14 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c, 1)), [&](int64_t r0, int64_t r1) {
       std::vector<T> buf(l.sc == 1 ? 0 : static_cast<size_t>(c));
       for (int64_t r = r0; r < r1; ++r) {
-        // The next row is prefetched during this one's exponentials (before it without them).
-        const T* next = r + 1 < r1 ? prefetchable_scores(xp, l, r + 1) : nullptr;
-        if (next && log_probs) prefetch_row(next, c);
         const int64_t t = tp[r];
         if (t == ignore_index) {
-          if (next && !log_probs) prefetch_row(next, c);
           np[r] = T(0);
           tw[r] = T(0);
           if (sp) sp[r] = T(0);
           continue;
         }
-        nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r,
-                   next);
+        nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r);
       }
     });
   });
@@ -282,12 +267,12 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
 // position first (column_lse), then one pass over the classes.
 template <typename T>
 void nll_row_backward(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool has_s, const T* wp, T wsum,
-                      bool log_probs, const T* next) {
+                      bool log_probs) {
   if (log_probs) {
     std::fill(o, o + c, T(0));
   } else {
     const T mx = minmax_contig<T, true>(row, c);
-    const T total = exp_sum<T>(o, row, c, mx, next);
+    const T total = exp_sum<T>(o, row, c, mx);
     const T scale = (a + s * wsum) / total;
     for (int64_t i = 0; i < c; ++i) o[i] *= scale;
   }
@@ -405,17 +390,13 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         // grad_input is contiguous (N, C, S): a row's classes are S apart.
         T* dst = out + (r / l.s) * c * l.s + (r % l.s);
         T* o = l.s == 1 ? dst : obuf.data();
-        const T* next = r + 1 < r1 ? prefetchable_scores(xp, l, r + 1) : nullptr;
-        if (next && log_probs) prefetch_row(next, c);
         const int64_t t = tp[r];
         if (t == ignore_index) {
-          if (next && !log_probs) prefetch_row(next, c);
           std::fill(o, o + c, T(0));
         } else {
           const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
           const T s = gs ? gs[r] : T(0);
-          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs,
-                              next);
+          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs);
         }
         if (l.s != 1)
           for (int64_t i = 0; i < c; ++i) dst[i * l.s] = o[i];

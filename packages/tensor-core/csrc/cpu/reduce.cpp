@@ -18,7 +18,6 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
-#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 #include "reduce_layout.h"
@@ -396,19 +395,15 @@ void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py:
   });
 }
 
-// softmax over the middle dim of a contiguous (outer, n, inner) block; `next` (or null): the
-// next row, prefetched during this one's exponentials (float32).
+// softmax over the middle dim of a contiguous (outer, n, inner) block.
 template <typename T>
-void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
+void softmax_rows(T* o, const T* x, int64_t n, bool log) {
   const T m = minmax_contig<T, true>(x, n);
   T s;
   if constexpr (std::is_same_v<T, float>) {
-    s = exp_shift_sum(log ? nullptr : o, x, n, m, next);
+    s = exp_shift_sum(log ? nullptr : o, x, n, m);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      if (next && i % (64 / sizeof(T)) == 0) __builtin_prefetch(next + i);
-      o[i] = std::exp(x[i] - m);
-    }
+    for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i] - m);
     s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
   }
   if (log) {
@@ -494,10 +489,7 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
     py::gil_scoped_release release;
     if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* next = r + 1 < r1 && n * int64_t(sizeof(T)) <= kPrefetchRowBytes ? x + (r + 1) * n : nullptr;
-          softmax_rows<T>(o + r * n, x + r * n, n, log, next);
-        }
+        for (int64_t r = r0; r < r1; ++r) softmax_rows<T>(o + r * n, x + r * n, n, log);
       });
       return;
     }

@@ -74,10 +74,8 @@ inline bool any_lane(VecI mask) {
 #endif
 }
 
-// o[i] = exp(x[i] - m) (skipped when o is null); returns the sum of those values. With `next`
-// (the next row of a row pass, n long), one cache line of it is prefetched per vector of x: the
-// next row's memory read overlaps this row's exponentials (common/prefetch.h).
-inline float exp_shift_sum(float* o, const float* x, int64_t n, float m, const float* next = nullptr) {
+// o[i] = exp(x[i] - m) (skipped when o is null); returns the sum of those values.
+inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
   VecF acc0 = VecF{}, acc1 = VecF{};
   int64_t i = 0;
   constexpr int W = kVecFloats;
@@ -85,10 +83,6 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m, const f
     VecF x0, x1;
     std::memcpy(&x0, x + i, sizeof(VecF));
     std::memcpy(&x1, x + i + W, sizeof(VecF));
-    if (next) {
-      __builtin_prefetch(next + i);
-      __builtin_prefetch(next + i + W);
-    }
     VecF e0 = exp_vec(x0 - m), e1 = exp_vec(x1 - m);
     if (o) {
       std::memcpy(o + i, &e0, sizeof(VecF));
@@ -110,13 +104,12 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m, const f
 
 // o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses exp_shift_sum above.
 template <typename T>
-T exp_sum(T* o, const T* x, int64_t n, T m, const T* next = nullptr) {
+T exp_sum(T* o, const T* x, int64_t n, T m) {
   if constexpr (std::is_same_v<T, float>) {
-    return exp_shift_sum(o, x, n, m, next);
+    return exp_shift_sum(o, x, n, m);
   } else {
     T s = 0;
     for (int64_t i = 0; i < n; ++i) {
-      if (next && i % (64 / sizeof(T)) == 0) __builtin_prefetch(next + i);
       T e = std::exp(x[i] - m);
       if (o) o[i] = e;
       s += e;

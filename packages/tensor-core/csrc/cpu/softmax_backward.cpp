@@ -17,7 +17,6 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
-#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 
@@ -84,10 +83,6 @@ void rows_last(T* o, const T* g, const T* y, int64_t outer, int64_t n, bool log)
       const T* gr = g + r * n;
       const T* yr = y + r * n;
       T* orow = o + r * n;
-      if (r + 1 < r1) {
-        prefetch_row(gr + n, n);
-        prefetch_row(yr + n, n);
-      }
       const T acc = row_dot<T>(gr, log ? nullptr : yr, n);
       if (log) {
         log_softmax_row_out<T>(orow, gr, yr, &acc, n, false);
