@@ -101,3 +101,69 @@ def test_layer_norm_and_rms_norm(shape, norm, dtype, affine):
         tol = dict(rtol=3e-2, atol=0.1)  # gradients rounded to bfloat16 at other points than torch's
     for a, b2 in zip(*res):
         np.testing.assert_allclose(a, b2, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows,n", [(200, 96), (64, 33), (1, 5), (130, 1), (3, 40000)], ids=str)
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_layer_norm_backward_row_pass_sums(rows, n, dtype, affine, transposed):
+    # dweight/dbias are summed in dx's row pass, in parts of 64 rows (rows past one part, a ragged
+    # last part, one row, one column; 40000-wide rows keep the column pass), against torch with a
+    # random upstream gradient, for a transposed (non-contiguous) input too.
+    rng = np.random.default_rng(rows * 7 + n)
+    x = rng.standard_normal((n, rows) if transposed else (rows, n)) * 2 + 0.5
+    w, b = rng.standard_normal(n), rng.standard_normal(n)
+    g = rng.standard_normal((rows, n))
+    res = []
+    for lib, F in ((ember, EF), (torch, TF)):
+        leaf = _leaf(lib, x, dtype)
+        xt = leaf.t() if transposed else leaf
+        wt = _leaf(lib, w, dtype) if affine in ("both", "weight") else None
+        bt = _leaf(lib, b, dtype) if affine in ("both", "bias") else None
+        F.layer_norm(xt, (n,), wt, bt).backward(lib.tensor(g, dtype=getattr(lib, dtype)))
+        res.append([leaf.grad.numpy()] + [p.grad.numpy() for p in (wt, bt) if p is not None])
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=2e-4, atol=2e-4)
+    for a, b2 in zip(*res, strict=True):
+        np.testing.assert_allclose(a, b2, **tol)
+
+
+def test_layer_norm_backward_sums_do_not_depend_on_threads():
+    rng = np.random.default_rng(9)
+    x = ember.tensor(rng.standard_normal((300, 64)), dtype=ember.float32).requires_grad_()
+    w = ember.tensor(rng.standard_normal(64), dtype=ember.float32).requires_grad_()
+    b = ember.tensor(rng.standard_normal(64), dtype=ember.float32).requires_grad_()
+    g = ember.tensor(rng.standard_normal((300, 64)), dtype=ember.float32)
+    threads = ember.get_num_threads()
+    grads = []
+    try:
+        for count in (1, 2):
+            ember.set_num_threads(count)
+            x.grad = w.grad = b.grad = None
+            EF.layer_norm(x, (64,), w, b).backward(g)
+            grads.append([t.grad.numpy().copy() for t in (x, w, b)])
+    finally:
+        ember.set_num_threads(threads)
+    for a, b2 in zip(*grads, strict=True):
+        np.testing.assert_array_equal(a, b2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_row_kernels_over_many_rows(dtype):
+    # The row kernels (layer_norm and rms_norm prefetch the next row while computing one; softmax,
+    # log_softmax and cross_entropy beside them): many short rows and a ragged width, against torch.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((257, 37)) * 3
+    g = rng.standard_normal((257, 37))
+    y = rng.integers(0, 37, 257)
+    res = []
+    for lib, F in ((ember, EF), (torch, TF)):
+        leaf = _leaf(lib, x, dtype)
+        gt = lib.tensor(g, dtype=getattr(lib, dtype))
+        outs = [F.softmax(leaf, -1), F.log_softmax(leaf, -1), F.layer_norm(leaf, (37,)), F.rms_norm(leaf, (37,))]
+        loss = sum((o * gt).sum() for o in outs) + F.cross_entropy(leaf, lib.tensor(y))
+        loss.backward()
+        res.append([o.detach().numpy() for o in outs] + [leaf.grad.numpy()])
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=1e-4, atol=1e-4)
+    for a, b2 in zip(*res, strict=True):
+        np.testing.assert_allclose(a, b2, **tol)

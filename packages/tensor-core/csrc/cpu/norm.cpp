@@ -12,6 +12,7 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
+#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 
@@ -57,6 +58,83 @@ T lane_sq_dev(const T* x, int64_t n, T mean) {
     auto d = v - mean;
     return d * d;
   });
+}
+
+// a = sum(g w) and gwx = sum(g w x) over a contiguous run, in one pass (two vector accumulators
+// each, as vreduce).
+template <typename T>
+void row_sums2(const T* g, const T* w, const T* x, int64_t n, T& a, T& gwx) {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  constexpr int W = kVecBytes / sizeof(T);
+  V a0 = V{}, a1 = V{}, b0 = V{}, b1 = V{};
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V g0, g1, w0, w1, x0, x1;
+    std::memcpy(&g0, g + i, sizeof(V));
+    std::memcpy(&g1, g + i + W, sizeof(V));
+    std::memcpy(&w0, w + i, sizeof(V));
+    std::memcpy(&w1, w + i + W, sizeof(V));
+    std::memcpy(&x0, x + i, sizeof(V));
+    std::memcpy(&x1, x + i + W, sizeof(V));
+    const V gw0 = g0 * w0, gw1 = g1 * w1;
+    a0 += gw0;
+    a1 += gw1;
+    b0 += gw0 * x0;
+    b1 += gw1 * x1;
+  }
+  a0 += a1;
+  b0 += b1;
+  T sa = 0, sb = 0;
+  for (int j = 0; j < W; ++j) {
+    sa += a0[j];
+    sb += b0[j];
+  }
+  for (; i < n; ++i) {
+    const T gw = g[i] * w[i];
+    sa += gw;
+    sb += gw * x[i];
+  }
+  a = sa;
+  gwx = sb;
+}
+
+// One row of layer_norm's dx: o = rs (g w - c0 - (x - mu) c1) (w = 1 when null); with sw/sb,
+// also sw += g (x - mu) rs and sb += g (dweight / dbias partial sums), in the same pass.
+template <typename T>
+void dx_row_out(T* o, T* sw, T* sb, const T* g, const T* w, const T* x, int64_t n, T mu, T rs, T c0, T c1) {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  constexpr int W = kVecBytes / sizeof(T);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    V gv, xv, wv;
+    std::memcpy(&gv, g + i, sizeof(V));
+    std::memcpy(&xv, x + i, sizeof(V));
+    const V xhat = (xv - mu) * rs;
+    V gw = gv;
+    if (w) {
+      std::memcpy(&wv, w + i, sizeof(V));
+      gw = gv * wv;
+    }
+    const V ov = rs * (gw - c0 - (xv - mu) * c1);
+    std::memcpy(o + i, &ov, sizeof(V));
+    if (sw) {
+      V a, b;
+      std::memcpy(&a, sw + i, sizeof(V));
+      std::memcpy(&b, sb + i, sizeof(V));
+      a += gv * xhat;
+      b += gv;
+      std::memcpy(sw + i, &a, sizeof(V));
+      std::memcpy(sb + i, &b, sizeof(V));
+    }
+  }
+  for (; i < n; ++i) {
+    const T gw = w ? g[i] * w[i] : g[i];
+    o[i] = rs * (gw - c0 - (x[i] - mu) * c1);
+    if (sw) {
+      sw[i] += g[i] * ((x[i] - mu) * rs);
+      sb[i] += g[i];
+    }
+  }
 }
 
 template <typename T>
@@ -105,6 +183,7 @@ void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_ob
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;
+        if (r + 1 < r1) prefetch_row(row + n, n);
         T mu = n ? lane_sum(row, n) / T(n) : T(0);
         T var = n ? lane_sq_dev(row, n, mu) / T(n) : T(0);
         T rs = T(1) / std::sqrt(var + T(eps));
@@ -146,20 +225,68 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
     const T *xp = reinterpret_cast<const T*>(x.data), *gp = reinterpret_cast<const T*>(dy);
     const T *mp = reinterpret_cast<const T*>(mean), *rp = reinterpret_cast<const T*>(rstd);
     const T* wp = reinterpret_cast<const T*>(w);
-    if (dx) {
+    // With dx requested, dweight/dbias are summed in the same row pass (x and dy are read from
+    // memory once, not again by a column pass): each part of kPartRows rows sums its rows in
+    // order into its own pair of buffers, and the parts are added in order afterwards, so the
+    // result does not depend on the thread count. Wide rows (whose buffers would leave L2) keep
+    // the column pass below.
+    constexpr int64_t kPartRows = 64;
+    const bool fuse = dx && (dw || db) && 2 * n * static_cast<int64_t>(sizeof(T)) <= 256 * 1024;
+    const int64_t parts = fuse ? (rows + kPartRows - 1) / kPartRows : 0;
+    // A part's two buffers, 2n + 2 * kPad apart: offsets that are not a multiple of 4 KiB away from
+    // the rows' (whose addresses share their low 12 bits), which would alias their loads and stores.
+    constexpr int64_t kPad = 48;
+    const int64_t stride = 2 * n + 2 * kPad;
+    std::vector<T> partial(static_cast<size_t>(parts * stride));
+    auto dx_rows = [&](int64_t r0, int64_t r1, T* __restrict__ sw, T* __restrict__ sb) {
       T* dxp = reinterpret_cast<T*>(dx);
-      parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
-        std::vector<T> gw(n);
-        for (int64_t r = r0; r < r1; ++r) {
-          const T *row = xp + r * n, *g = gp + r * n;
-          T mu = mp[r], rs = rp[r], a = 0, b = 0;
-          for (int64_t i = 0; i < n; ++i) gw[i] = wp ? g[i] * wp[i] : g[i];
-          a = lane_sum(gw.data(), n);
-          b = (lane_dot(gw.data(), row, n) - mu * a) * rs;  // sum(gw * xhat)
-          T inv_n = T(1) / T(n);
-          T* o = dxp + r * n;
-          for (int64_t i = 0; i < n; ++i) o[i] = rs * (gw[i] - a * inv_n - (row[i] - mu) * rs * b * inv_n);
+      const T inv_n = T(1) / T(n);
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* __restrict__ row = xp + r * n;
+        const T* __restrict__ g = gp + r * n;
+        if (r + 1 < r1) {
+          prefetch_row(row + n, n);
+          prefetch_row(g + n, n);
         }
+        const T mu = mp[r], rs = rp[r];
+        // a = sum(g w), b = sum(g w xhat) = (sum(g w x) - mu a) rs, in one pass (w = 1 without a weight).
+        T a, gwx;
+        if (wp) {
+          row_sums2(g, wp, row, n, a, gwx);
+        } else {
+          a = lane_sum(g, n);
+          gwx = lane_dot(g, row, n);
+        }
+        const T b = (gwx - mu * a) * rs;
+        const T c0 = a * inv_n, c1 = rs * b * inv_n;
+        T* __restrict__ o = dxp + r * n;
+        dx_row_out(o, sw, sb, g, wp, row, n, mu, rs, c0, c1);
+      }
+    };
+    if (fuse) {
+      parallel_for(parts, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * kPartRows, 1)),
+                   [&](int64_t p0, int64_t p1) {
+        for (int64_t q = p0; q < p1; ++q) {
+          T* sw = partial.data() + q * stride + kPad;
+          std::fill(sw, sw + n + kPad + n, T(0));
+          dx_rows(q * kPartRows, std::min(rows, (q + 1) * kPartRows), sw, sw + n + kPad);
+        }
+      });
+      T *dwp = reinterpret_cast<T*>(dw), *dbp = reinterpret_cast<T*>(db);
+      for (int64_t i = 0; i < n; ++i) {
+        T sw = 0, sb = 0;
+        for (int64_t q = 0; q < parts; ++q) {
+          sw += partial[q * stride + kPad + i];
+          sb += partial[q * stride + n + 2 * kPad + i];
+        }
+        if (dwp) dwp[i] = sw;
+        if (dbp) dbp[i] = sb;
+      }
+      return;
+    }
+    if (dx) {
+      parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+        dx_rows(r0, r1, nullptr, nullptr);
       });
     }
     if (dw || db) {
@@ -201,6 +328,7 @@ void rms_norm_impl(py::handle out_obj, py::handle rstd_obj, py::handle x_obj, py
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;
+        if (r + 1 < r1) prefetch_row(row + n, n);
         T ms = n ? lane_dot(row, row, n) / T(n) : T(0);
         T rs = T(1) / std::sqrt(ms + T(eps));
         rp[r] = rs;
