@@ -109,8 +109,8 @@ def test_hide_host_on_the_device():
         x = fw.randn(1 << 16, device="cuda")
         ms = {hide: _timing.cuda_median_ms(fw, lambda x=x: x.sum(), iters=10, hide_host=hide)
               for hide in (False, True)}
-        # A 256 KiB sum runs in a few microseconds; from an idle device the host's launch latency
-        # dominates, queued behind device work it does not count.
-        assert 0 < ms[True] < ms[False], (fw.__name__, ms)
+        # Both figures are real event timings (which one is smaller is a speed question: no
+        # timing assertions in tests; the simulated queue above checks the rule itself).
+        assert all(0 < v < 1e3 for v in ms.values()), (fw.__name__, ms)
         busy = _timing._busy_work(fw, lambda x=x: x.sum())
         assert busy.repeats >= 1 and busy.unit_ms > 0
