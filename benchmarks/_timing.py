@@ -87,3 +87,20 @@ def cuda_host_us(fw, fn, n: int = 20000, warm: int = 500) -> float:
         fn()
     fw.cuda.synchronize()
     return (time.perf_counter() - t0) / n * 1e6
+
+
+def cpu_speed_ms(n: int = 400000) -> float:
+    """CPU ms of this thread for a fixed pure-Python loop (lower is faster): the interpreter's speed here."""
+    t0 = time.thread_time()
+    s = 0
+    for i in range(n):
+        s += i
+    return (time.thread_time() - t0) * 1e3
+
+
+def current_cpu() -> int:
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return -1

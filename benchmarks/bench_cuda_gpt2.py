@@ -29,6 +29,8 @@ import os
 import statistics
 import time
 
+from _timing import cpu_speed_ms, current_cpu
+
 import ember
 
 
@@ -73,23 +75,6 @@ def build(fw, layers, d=768, heads=12, vocab=50304, seq=1024):
             return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
 
     return GPT()
-
-
-def cpu_speed_ms(n: int = 400000) -> float:
-    """CPU ms of this thread for a fixed pure-Python loop (lower is faster): the interpreter's speed here."""
-    t0 = time.thread_time()
-    s = 0
-    for i in range(n):
-        s += i
-    return (time.thread_time() - t0) * 1e3
-
-
-def current_cpu() -> int:
-    try:
-        with open("/proc/thread-self/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[36])
-    except (OSError, IndexError, ValueError):
-        return -1
 
 
 def pin_fastest() -> dict:

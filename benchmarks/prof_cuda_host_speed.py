@@ -24,18 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-
-def loop_ms(n: int = 400000) -> float:
-    t0 = time.thread_time()
-    s = 0
-    for i in range(n):
-        s += i
-    return (time.thread_time() - t0) * 1e3
-
-
-def current_cpu() -> int:
-    with open("/proc/thread-self/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[36])
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import cpu_speed_ms as loop_ms  # noqa: E402
+from _timing import current_cpu  # noqa: E402
 
 
 def thread_ticks() -> dict:

@@ -153,7 +153,17 @@ def pointwise_strides(shape, operands) -> tuple | None:
                 return 1
         return 0
 
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    perm = insertion_sorted_dims(ndim, should_swap)
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    return _dense_strides(shape, perm)
+
+
+def insertion_sorted_dims(ndim: int, should_swap) -> list:
+    """PyTorch's layout permutation, innermost dim first: starting from the logical order reversed,
+    an insertion sort that moves a dim inwards while ``should_swap(outer, inner) > 0`` and stops at
+    the first pair that compares < 0 (ties, 0, keep scanning). Stable where strides do not decide."""
+    perm = list(range(ndim - 1, -1, -1))
     for i in range(1, ndim):
         d1 = i
         for d0 in range(i - 1, -1, -1):
@@ -163,9 +173,7 @@ def pointwise_strides(shape, operands) -> tuple | None:
                 d1 = d0
             elif c < 0:
                 break
-    if perm == list(range(ndim - 1, -1, -1)):
-        return None
-    return _dense_strides(shape, perm)
+    return perm
 
 
 def _dense_in_order(shape, stride, order) -> bool:

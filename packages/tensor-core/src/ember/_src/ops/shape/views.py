@@ -21,6 +21,7 @@ from ...shapes import (
     as_shape,
     broadcast_shapes,
     infer_size,
+    insertion_sorted_dims,
     is_contiguous,
     numel,
     size_varargs,
@@ -579,23 +580,6 @@ copy_inplace_op = define("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", ("i
 to_dtype_op = define("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", ())
 
 
-def _insertion_sorted_dims(ndim: int, should_swap) -> list:
-    """PyTorch's layout permutation, innermost dim first: starting from the logical order reversed,
-    an insertion sort that moves a dim inwards while ``should_swap(outer, inner) > 0`` and stops at
-    the first pair that compares < 0 (ties, 0, keep scanning). Stable where strides do not decide."""
-    perm = list(range(ndim - 1, -1, -1))
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm
-
-
 def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
     """Strides of a dense tensor whose dims are laid out in the same order as ``stride``
     (PyTorch's memory_format=torch.preserve_format); exactly ``stride`` when already dense."""
@@ -609,7 +593,7 @@ def _preserved_strides(shape: tuple, stride: tuple) -> tuple:
             return 1 if s0 > s1 else -1
         return 1 if shape[d0] > shape[d1] else 0
 
-    perm = _insertion_sorted_dims(ndim, should_swap)
+    perm = insertion_sorted_dims(ndim, should_swap)
     out = [0] * ndim
     acc = 1
     for d in perm:
