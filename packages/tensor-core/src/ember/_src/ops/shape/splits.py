@@ -11,7 +11,7 @@ import builtins
 import operator
 
 from ...optable import declare
-from ...shapes import Size, as_shape
+from ...shapes import Size, as_shape, insertion_sorted_dims
 from ...tensor import Tensor
 from ..reduction.reduce import sum as sum_
 from . import views
@@ -176,7 +176,7 @@ def _logical_to_physical(shape: tuple, stride: tuple, ambiguity_check: bool) -> 
             return 0 if _ge(shape[b], shape[a]) else 1
         return -1 if _ge(sb, sa) else 1
 
-    perm = views._insertion_sorted_dims(ndim, should_swap)  # innermost first
+    perm = insertion_sorted_dims(ndim, should_swap)  # innermost first
     ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1 for i in builtins.range(ndim - 1))
     return tuple(reversed(perm)), ambiguous
 
