@@ -16,6 +16,8 @@ import threading
 import time
 import warnings
 
+from ember._src import dispatch as _dispatch
+
 from .. import _logging
 from .._logging import _log
 from . import _replay, config
@@ -430,16 +432,30 @@ def _runner(compiled, dyn):
     return a callable giving a tuple/list, or one tensor."""
     if dyn is None:
         def run(inputs):
-            out = compiled(*inputs)
+            out = _without_autocast(compiled, inputs)
             return out if isinstance(out, (tuple, list)) else (out,)
     else:
         sources = [s for s in dyn[1] if type(s) is not ScalarSource]
 
         def run(inputs, numbers=()):
-            out = compiled(*inputs, *[inputs[k]._shape[d] for k, d in sources], *numbers)
+            out = _without_autocast(compiled, (*inputs, *[inputs[k]._shape[d] for k, d in sources], *numbers))
             return out if isinstance(out, (tuple, list)) else (out,)
 
     return run
+
+
+def _without_autocast(compiled, args):
+    """Calls the compiled graph with autocast off: the recording already holds autocast's casts,
+    so the graph's library calls (addmm, bmm ...) must not apply the cast policies again — that
+    re-cast every extern argument on each replayed call, a host cost on every step."""
+    state = _dispatch._AUTOCAST_STATE if _dispatch._AUTOCAST_ON[0] else None
+    if state is None or not state.active:
+        return compiled(*args)
+    state.active = False
+    try:
+        return compiled(*args)
+    finally:
+        state.active = True
 
 
 def _guards_text(rec) -> str:
