@@ -208,6 +208,17 @@ def tree_unflatten(leaves: list, spec):
     return build(spec)
 
 
+def merged_lifted(*tracers: SubgraphTracer) -> list:
+    """The outside tensors the subgraphs of one op read, each once, in order of first use across
+    ``tracers`` (the order ``finish_subgraph`` gives all of them, so they share a signature)."""
+    lifted: list = []
+    for tracer in tracers:
+        for t in tracer.lifted:
+            if not any(t is s for s in lifted):
+                lifted.append(t)
+    return lifted
+
+
 def finish_subgraph(tracer: SubgraphTracer, leaves: list, lifted_order: list, what: str):
     """Completes ``tracer.graph``: placeholders for every lifted tensor in ``lifted_order`` (unused
     ones included, so that all subgraphs of one op share a signature), the output, and the memoized

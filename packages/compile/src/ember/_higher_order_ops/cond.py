@@ -19,7 +19,15 @@ from ember._src.device import META
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
 
-from ._subgraph import STATE, finish_subgraph, trace_subgraph, tree_flatten, tree_unflatten, without_modes
+from ._subgraph import (
+    STATE,
+    finish_subgraph,
+    merged_lifted,
+    trace_subgraph,
+    tree_flatten,
+    tree_unflatten,
+    without_modes,
+)
 
 
 def _check_pred(pred) -> None:
@@ -122,10 +130,7 @@ def cond(pred, true_fn, false_fn, operands=()):
         return true_fn(*operands) if bool(pred) else false_fn(*operands)
     tensor_ops, (t_tracer, t_leaves, t_spec), (f_tracer, f_leaves, _) = _trace_branches(true_fn, false_fn,
                                                                                          operands)
-    lifted = list(t_tracer.lifted)
-    for t in f_tracer.lifted:
-        if not any(t is s for s in lifted):
-            lifted.append(t)
+    lifted = merged_lifted(t_tracer, f_tracer)
     true_graph = finish_subgraph(t_tracer, t_leaves, lifted, "cond true branch")
     false_graph = finish_subgraph(f_tracer, f_leaves, lifted, "cond false branch")
     out = COND(pred, true_graph, false_graph, tensor_ops + lifted)

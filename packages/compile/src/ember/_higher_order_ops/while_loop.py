@@ -24,7 +24,7 @@ from __future__ import annotations
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
 
-from ._subgraph import finish_subgraph, trace_subgraph
+from ._subgraph import finish_subgraph, merged_lifted, trace_subgraph
 from .cond import capturing
 
 
@@ -87,10 +87,7 @@ def while_loop(cond_fn, body_fn, carried_inputs):
             c_leaves[0].dtype.name != "bool"):
         raise RuntimeError("while_loop: cond_fn must return a boolean scalar tensor")
     _check_body(b_leaves, carried)
-    lifted = list(c_tracer.lifted)
-    for t in b_tracer.lifted:
-        if not any(t is s for s in lifted):
-            lifted.append(t)
+    lifted = merged_lifted(c_tracer, b_tracer)
     cond_graph = finish_subgraph(c_tracer, c_leaves, lifted, "while_loop cond_fn")
     body_graph = finish_subgraph(b_tracer, b_leaves, lifted, "while_loop body_fn")
     return tuple(WHILE_LOOP(cond_graph, body_graph, list(carried), list(extra) + lifted))
