@@ -240,6 +240,44 @@ def test_xpu_module_answers_as_a_torch_build_without_xpu(call):
     assert outcome(ember) == outcome(torch)
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.mps.is_available(),
+    lambda L: L.mps.device_count(),
+    lambda L: L.mps.manual_seed(1),
+    lambda L: L.mps.synchronize(),
+    lambda L: L.mps.empty_cache(),
+    lambda L: L.mps.current_allocated_memory(),
+    lambda L: L.mps.get_rng_state(),
+    lambda L: L.mps.set_per_process_memory_fraction(0.5),
+    lambda L: "mps" if L.mps.is_available() else "cpu",
+])
+def test_mps_module_answers_as_a_torch_build_without_metal(call):
+    def outcome(lib):
+        try:
+            return "ok", call(lib)
+        except RuntimeError as exc:
+            return "RuntimeError", str(exc)
+
+    assert outcome(ember) == outcome(torch)
+
+
+def test_types_and_symbolic_classes_exist_as_in_torch():
+    # annotations and isinstance checks in PyTorch code: torch.types aliases, torch.SymInt & co.
+    import typing
+
+    for name in ("Number", "Device", "_size", "FileLike", "_int", "_float", "_bool", "_dtype", "_device",
+                 "_TensorOrTensors", "IntLikeType", "Storage"):
+        assert hasattr(ember.types, name), name
+    assert typing.get_args(ember.types.Number) == typing.get_args(torch.types.Number)
+    assert isinstance(3, ember.types._Number) and not isinstance("3", ember.types._Number)
+    assert ember.types._dtype is ember.dtype and ember.types.Storage is type(ember.ones(1).untyped_storage())
+    for name in ("SymInt", "SymFloat", "SymBool"):
+        cls = getattr(ember, name)
+        assert isinstance(cls, type)
+        assert isinstance(3, cls) == isinstance(3, getattr(torch, name))
+    assert not isinstance(1.5, ember.SymFloat) and not isinstance(True, ember.SymBool)
+
+
 def test_public_callables_have_a_name_as_torch():
     # memory_format tutorial: it wraps every public callable of torch.Tensor, torch and
     # torch.nn.functional with a checker that reads fn.__name__; ember's ops bound there

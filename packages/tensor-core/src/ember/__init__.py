@@ -11,7 +11,7 @@ from ember._src._native import _C  # noqa: E402,F401  (preloads OpenBLAS, then i
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
-from ember import xpu  # noqa: E402,F401
+from ember import mps, types, xpu  # noqa: E402,F401
 
 from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 from ember._src.ops.nn.tbc_permuted import AcceleratorError, OutOfMemoryError  # noqa: E402,F401
@@ -61,6 +61,14 @@ def __getattr__(name):
         return getattr(importlib.import_module(nn.__name__ + "._aten_entry"), name)
     if name == "while_loop":  # torch.while_loop is torch._higher_order_ops.while_loop (ember-compile)
         return __getattr__("_higher_order_ops").while_loop
+    if name in ("SymInt", "SymFloat", "SymBool"):  # symbolic sizes come with ember-compile's tracer
+        import importlib
+
+        try:
+            compiler = __getattr__("compiler")  # an optional subpackage: the core imports no upper package
+        except AttributeError:
+            raise AttributeError(f"ember.{name} needs the 'ember-compile' package") from None
+        return getattr(importlib.import_module(compiler.__name__ + ".symbolic_shapes"), name)
     if name in ("compile", "cond"):
         from ember._src import plugins
 

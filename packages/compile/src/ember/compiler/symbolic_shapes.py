@@ -117,6 +117,20 @@ class SymInt(int):
         return self._compare(o, operator.ge, sympy.Ge)
 
 
+class SymFloat(float):
+    """PyTorch's symbolic float. ember's tracer specializes float and bool values (a traced Python
+    float or comparison becomes a constant, guarded where it came from a size), so no trace makes one
+    of these or of ``SymBool``: they exist for the ``isinstance`` checks and annotations of PyTorch
+    code, which then take the concrete branch as they do for a plain float."""
+
+
+class SymBool:
+    """PyTorch's symbolic bool (see ``SymFloat``: ember's traces never make one)."""
+
+    def __init__(self):
+        raise TypeError("ember traces specialize bools: a SymBool is never created")
+
+
 class ShapeEnv:
     """Size symbols with their hints, and the guards a trace relied on."""
 
@@ -277,4 +291,4 @@ def mark_static(t, index=None) -> None:
         t.__dict__.get("_dynamo_dynamic_indices", set()).discard(i % max(t.ndim, 1))
 
 
-__all__ = ["ShapeEnv", "SymInt", "mark_dynamic", "mark_static", "maybe_mark_dynamic"]
+__all__ = ["ShapeEnv", "SymBool", "SymFloat", "SymInt", "mark_dynamic", "mark_static", "maybe_mark_dynamic"]
