@@ -167,3 +167,27 @@ def test_row_kernels_over_many_rows(dtype):
     tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=1e-4, atol=1e-4)
     for a, b2 in zip(*res, strict=True):
         np.testing.assert_allclose(a, b2, **tol)
+
+
+@pytest.mark.parametrize("shape", [(2048, 1024), (2100, 1001)], ids=str)
+def test_large_outputs_written_with_streaming_stores(shape):
+    # Outputs of 8 MiB and more are written with streaming stores (common/stream_store.h):
+    # layer_norm forward and backward (dx; dweight/dbias summed in the same pass), rms_norm, and
+    # softmax/log_softmax over dim 0 with their gradients; rows of 1024 floats start on a vector
+    # boundary, rows of 1001 floats mostly not (scalar head, vector body, tail), against torch.
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal(shape).astype(np.float32) * 2 + 0.5
+    g = rng.standard_normal(shape).astype(np.float32)
+    n = shape[1]
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    res = []
+    for lib, F in ((ember, EF), (torch, TF)):
+        leaf = lib.tensor(x).requires_grad_()
+        wt, bt = lib.tensor(w).requires_grad_(), lib.tensor(b).requires_grad_()
+        gt = lib.tensor(g)
+        outs = [F.layer_norm(leaf, (n,), wt, bt), F.rms_norm(leaf, (n,), wt), F.softmax(leaf, 0),
+                F.log_softmax(leaf, 0)]
+        sum((o * gt).sum() for o in outs).backward()
+        res.append([o.detach().numpy() for o in outs] + [leaf.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
+    for a, b2 in zip(*res, strict=True):
+        np.testing.assert_allclose(a, b2, rtol=2e-4, atol=5e-4)

@@ -298,3 +298,29 @@ def test_shape_functions_take_torch_keyword_names(call):
     PyTorch's do, so calls by keyword work; they named it `self`."""
     got, expected = call(ember, ember.arange(6.0).view(2, 3)), call(torch, torch.arange(6.0).view(2, 3))
     assert got.tolist() == expected.tolist()
+
+
+CONTIGUITY_CASES = {
+    "contiguous": lambda lib: lib.zeros(3, 4, 5),
+    "transposed": lambda lib: lib.zeros(3, 4, 5).transpose(0, 2),
+    "sliced_rows": lambda lib: lib.zeros(6, 4)[::2],
+    "sliced_cols": lambda lib: lib.zeros(6, 4)[:, 1:3],
+    "leading_slice": lambda lib: lib.zeros(6, 4)[2:],
+    "size_one_dims": lambda lib: lib.zeros(4, 1, 5).transpose(0, 1),
+    "size_one_odd_stride": lambda lib: lib.zeros(5, 4)[:, 1:2],
+    "empty_transposed": lambda lib: lib.zeros(0, 3).t(),
+    "expanded": lambda lib: lib.zeros(1, 4).expand(3, 4),
+    "scalar": lambda lib: lib.tensor(1.0),
+    "permuted_3d": lambda lib: lib.zeros(2, 3, 4).permute(1, 0, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTIGUITY_CASES))
+def test_is_contiguous_matches_torch(name):
+    # Tensor.is_contiguous() reads the C mirrors of sizes and strides (_C._contiguous): the same
+    # answer as torch for every layout, and as the explicit-memory-format and Python forms.
+    e, t = CONTIGUITY_CASES[name](ember), CONTIGUITY_CASES[name](torch)
+    assert e.is_contiguous() == t.is_contiguous()
+    assert e.is_contiguous(memory_format=ember.contiguous_format) == t.is_contiguous()
+    assert ember._C._contiguous(e) is t.is_contiguous()
+    assert ember._C._contiguous(object()) is None

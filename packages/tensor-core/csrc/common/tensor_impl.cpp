@@ -555,7 +555,27 @@ PyObject* py_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// _contiguous(t): whether a strided tensor's sizes and strides are C-contiguous, from the C
+// mirrors (Tensor.is_contiguous()'s common case without a Python loop); None when t is not a
+// TensorBase or its mirrors are invalid (symbolic sizes), for the caller's Python check.
+PyObject* py_contiguous(PyObject*, PyObject* arg) {
+  if (!is_tensor_base(arg)) Py_RETURN_NONE;
+  const auto* t = reinterpret_cast<const TensorObject*>(arg);
+  if (t->ndim < 0 || t->stride_ndim != t->ndim) Py_RETURN_NONE;
+  int64_t expected = 1;
+  for (int32_t i = t->ndim - 1; i >= 0; --i) {
+    if (t->sizes[i] == 0) Py_RETURN_TRUE;
+    if (t->sizes[i] != 1) {
+      if (t->strides[i] != expected) Py_RETURN_FALSE;
+      expected *= t->sizes[i];
+    }
+  }
+  Py_RETURN_TRUE;
+}
+
 PyMethodDef tensor_functions[] = {
+    {"_contiguous", py_contiguous, METH_O,
+     "_contiguous(t): whether t's sizes and strides are C-contiguous; None where the C mirrors cannot tell."},
     {"make_tensor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_make_tensor)), METH_FASTCALL,
      "make_tensor(storage, shape, stride, offset, dtype, device): an ember.Tensor over storage (no checks)."},
     {"new_empty", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_new_empty)), METH_FASTCALL,

@@ -13,6 +13,7 @@
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/prefetch.h"
+#include "../common/stream_store.h"
 #include "../common/tensor_arg.h"
 #include "../common/vecmath.h"
 
@@ -99,25 +100,36 @@ void row_sums2(const T* g, const T* w, const T* x, int64_t n, T& a, T& gwx) {
 }
 
 // One row of layer_norm's dx: o = rs (g w - c0 - (x - mu) c1) (w = 1 when null); with sw/sb,
-// also sw += g (x - mu) rs and sb += g (dweight / dbias partial sums), in the same pass.
+// also sw += g (x - mu) rs and sb += g (dweight / dbias partial sums), in the same pass. With
+// `stream`, o is written with streaming stores (stream_store.h).
 template <typename T>
-void dx_row_out(T* o, T* sw, T* sb, const T* g, const T* w, const T* x, int64_t n, T mu, T rs, T c0, T c1) {
+void dx_row_out(T* o, T* sw, T* sb, const T* g, const T* w, const T* x, int64_t n, T mu, T rs, T c0, T c1,
+                bool stream) {
   typedef T V __attribute__((vector_size(kVecBytes)));
   constexpr int W = kVecBytes / sizeof(T);
+  auto one = [&](int64_t i) {
+    const T gw = w ? g[i] * w[i] : g[i];
+    o[i] = rs * (gw - c0 - (x[i] - mu) * c1);
+    if (sw) {
+      sw[i] += g[i] * ((x[i] - mu) * rs);
+      sb[i] += g[i];
+    }
+  };
   int64_t i = 0;
+  for (const int64_t head = stream_head(o, n, stream); i < head; ++i) one(i);
   for (; i + W <= n; i += W) {
     V gv, xv, wv;
     std::memcpy(&gv, g + i, sizeof(V));
     std::memcpy(&xv, x + i, sizeof(V));
-    const V xhat = (xv - mu) * rs;
     V gw = gv;
     if (w) {
       std::memcpy(&wv, w + i, sizeof(V));
       gw = gv * wv;
     }
     const V ov = rs * (gw - c0 - (xv - mu) * c1);
-    std::memcpy(o + i, &ov, sizeof(V));
+    store_vec(o + i, ov, stream);
     if (sw) {
+      const V xhat = (xv - mu) * rs;
       V a, b;
       std::memcpy(&a, sw + i, sizeof(V));
       std::memcpy(&b, sb + i, sizeof(V));
@@ -127,14 +139,38 @@ void dx_row_out(T* o, T* sw, T* sb, const T* g, const T* w, const T* x, int64_t 
       std::memcpy(sb + i, &b, sizeof(V));
     }
   }
-  for (; i < n; ++i) {
-    const T gw = w ? g[i] * w[i] : g[i];
-    o[i] = rs * (gw - c0 - (x[i] - mu) * c1);
-    if (sw) {
-      sw[i] += g[i] * ((x[i] - mu) * rs);
-      sb[i] += g[i];
+  for (; i < n; ++i) one(i);
+}
+
+// One row of a normalization's output: o = (x - mu) rs w + b (w, b optional: 1 and 0 when null),
+// written with streaming stores when `stream` (stream_store.h).
+template <typename T>
+void affine_row_out(T* o, const T* x, const T* w, const T* b, int64_t n, T mu, T rs, bool stream) {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  constexpr int W = kVecBytes / sizeof(T);
+  auto one = [&](int64_t i) {
+    T v = (x[i] - mu) * rs;
+    if (w) v = v * w[i];
+    if (b) v = v + b[i];
+    o[i] = v;
+  };
+  int64_t i = 0;
+  for (const int64_t head = stream_head(o, n, stream); i < head; ++i) one(i);
+  for (; i + W <= n; i += W) {
+    V xv, wv, bv;
+    std::memcpy(&xv, x + i, sizeof(V));
+    V v = (xv - mu) * rs;
+    if (w) {
+      std::memcpy(&wv, w + i, sizeof(V));
+      v = v * wv;
     }
+    if (b) {
+      std::memcpy(&bv, b + i, sizeof(V));
+      v = v + bv;
+    }
+    store_vec(o + i, v, stream);
   }
+  for (; i < n; ++i) one(i);
 }
 
 template <typename T>
@@ -180,6 +216,7 @@ void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_ob
     const T* xp = reinterpret_cast<const T*>(x.data);
     T *op = reinterpret_cast<T*>(out), *mp = reinterpret_cast<T*>(mean), *rp = reinterpret_cast<T*>(rstd);
     const T *wp = reinterpret_cast<const T*>(w), *bp = reinterpret_cast<const T*>(b);
+    const bool stream = op && stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;
@@ -190,17 +227,9 @@ void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_ob
         mp[r] = mu;
         rp[r] = rs;
         if (!op) continue;
-        T* o = op + r * n;
-        if (wp && bp) {
-          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs * wp[i] + bp[i];
-        } else if (wp) {
-          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs * wp[i];
-        } else if (bp) {
-          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs + bp[i];
-        } else {
-          for (int64_t i = 0; i < n; ++i) o[i] = (row[i] - mu) * rs;
-        }
+        affine_row_out(op + r * n, row, wp, bp, n, mu, rs, stream);
       }
+      stream_fence(stream);
     });
   });
 }
@@ -238,6 +267,7 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
     constexpr int64_t kPad = 48;
     const int64_t stride = 2 * n + 2 * kPad;
     std::vector<T> partial(static_cast<size_t>(parts * stride));
+    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
     auto dx_rows = [&](int64_t r0, int64_t r1, T* __restrict__ sw, T* __restrict__ sb) {
       T* dxp = reinterpret_cast<T*>(dx);
       const T inv_n = T(1) / T(n);
@@ -260,8 +290,9 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
         const T b = (gwx - mu * a) * rs;
         const T c0 = a * inv_n, c1 = rs * b * inv_n;
         T* __restrict__ o = dxp + r * n;
-        dx_row_out(o, sw, sb, g, wp, row, n, mu, rs, c0, c1);
+        dx_row_out(o, sw, sb, g, wp, row, n, mu, rs, c0, c1, stream);
       }
+      stream_fence(stream);
     };
     if (fuse) {
       parallel_for(parts, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n * kPartRows, 1)),
@@ -325,6 +356,7 @@ void rms_norm_impl(py::handle out_obj, py::handle rstd_obj, py::handle x_obj, py
     using T = scalar_t;
     const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(w);
     T *op = reinterpret_cast<T*>(out), *rp = reinterpret_cast<T*>(rstd);
+    const bool stream = stream_output(x.numel() * static_cast<int64_t>(sizeof(T)));
     parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* row = xp + r * n;
@@ -332,13 +364,9 @@ void rms_norm_impl(py::handle out_obj, py::handle rstd_obj, py::handle x_obj, py
         T ms = n ? lane_dot(row, row, n) / T(n) : T(0);
         T rs = T(1) / std::sqrt(ms + T(eps));
         rp[r] = rs;
-        T* o = op + r * n;
-        if (wp) {
-          for (int64_t i = 0; i < n; ++i) o[i] = row[i] * rs * wp[i];
-        } else {
-          for (int64_t i = 0; i < n; ++i) o[i] = row[i] * rs;
-        }
+        affine_row_out(op + r * n, row, wp, static_cast<const T*>(nullptr), n, T(0), rs, stream);
       }
+      stream_fence(stream);
     });
   });
 }

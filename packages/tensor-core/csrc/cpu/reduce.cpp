@@ -19,6 +19,7 @@
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/tensor_arg.h"
+#include "../common/stream_store.h"
 #include "../common/vecmath.h"
 #include "reduce_layout.h"
 #include "reduce_simd.h"
@@ -427,7 +428,7 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log) {
 // prefetchers and touches a page a row). Storing exp(x - M) in the first pass instead of
 // recomputing it costs a read and a write of o, more than the exp.
 template <typename T>
-void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log) {
+void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log, bool stream) {
   alignas(64) T m[kWideBlock], s[kWideBlock], shift[kWideBlock], mc[kWideBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
@@ -466,7 +467,7 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
           std::memcpy(&mv, shift + j, sizeof(VecF));
           r = exp_vec(xv - mv) * sv;
         }
-        std::memcpy(q + j, &r, sizeof(VecF));
+        store_vec(q + j, r, stream);
       }
     }
     for (; j < bl; ++j) q[j] = log ? (p[j] - m[j]) - s[j] : exp_scalar(p[j] - shift[j]) * s[j];
@@ -495,11 +496,15 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
     }
     const int64_t width = wide_block(inner, outer);
     const int64_t nblk = (inner + width - 1) / width;
+    // The output is written in the last pass, after x was read twice: streamed when large.
+    const bool stream = stream_output(in.numel() * static_cast<int64_t>(sizeof(T)));
     parallel_for(outer * nblk, std::max<int64_t>(1, kGrainSize / (n * width)), [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         const int64_t r = b / nblk, j0 = (b % nblk) * width;
-        softmax_cols<T>(o + r * n * inner, x + r * n * inner, n, inner, j0, std::min(width, inner - j0), log);
+        softmax_cols<T>(o + r * n * inner, x + r * n * inner, n, inner, j0, std::min(width, inner - j0), log,
+                        stream);
       }
+      stream_fence(stream);
     });
   });
 }

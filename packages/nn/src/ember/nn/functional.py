@@ -293,7 +293,8 @@ native_channel_shuffle = channel_shuffle
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if _pre_dispatch_tracing():
         return _linear_op(input, weight, bias)
-    _check_tensor_args("linear", ("input", input), ("weight", weight))
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):  # (the check alone: per-call cost)
+        _check_tensor_args("linear", ("input", input), ("weight", weight))
     shape = input.shape
     if bias is not None and shape:  # (a 0-d input takes matmul's error)
         *lead, in_features = shape

@@ -193,7 +193,11 @@ class Tensor(_C.TensorBase):
     def is_contiguous(self, memory_format=None) -> bool:
         if self._layout is not strided:
             raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
-        if memory_format is not None:
+        if memory_format is None:
+            answer = _C_CONTIGUOUS(self)  # from the C mirrors; None for symbolic sizes
+            if answer is not None:
+                return answer
+        else:
             from . import memory_format as mf
 
             mf.check(memory_format, "is_contiguous")
@@ -520,6 +524,7 @@ def _init_fields(t, storage, shape, stride, offset, dtype, dev):
 # make_tensor(storage, shape, stride, offset, dtype, dev): wraps an existing storage (no checks:
 # callers guarantee the view is in bounds). In C: every op result and saved-tensor alias is made here.
 make_tensor = _C.make_tensor
+_C_CONTIGUOUS = _C._contiguous
 
 
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
