@@ -218,6 +218,12 @@ R["err/new_group_duplicate"] = error_of(lambda: dist.new_group([0, 0, 1]))
 R["err/premul_sum"] = error_of(lambda: dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0)))
 R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
 R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
+R["err/a2a_split_sum"] = error_of(
+    lambda: dist.all_to_all_single(torch.zeros(4), torch.ones(4), [1] * world, [4] * world))
+R["err/a2a_split_count"] = error_of(lambda: dist.all_to_all_single(torch.zeros(4), torch.ones(4), [1] * (world + 1)))
+# the default group's rank translations are the identity, unchecked (PyTorch's shortcut)
+R["world_rank_identity"] = [dist.get_global_rank(dist.group.WORLD, world + 6),
+                            dist.get_group_rank(dist.group.WORLD, world + 6)]
 
 
 def message_of(fn):

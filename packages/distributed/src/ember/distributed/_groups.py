@@ -253,6 +253,8 @@ def get_process_group_ranks(group) -> list[int]:
 
 
 def get_global_rank(group, group_rank: int) -> int:
+    if group is GroupMember.WORLD and group is not None:
+        return group_rank  # PyTorch: the identity on the default group, unchecked
     pg = resolve(group)
     if not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
@@ -260,6 +262,8 @@ def get_global_rank(group, group_rank: int) -> int:
 
 
 def get_group_rank(group, global_rank: int) -> int:
+    if group is GroupMember.WORLD and group is not None:
+        return global_rank
     pg = resolve(group)
     if global_rank not in pg._ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
