@@ -3,10 +3,10 @@
 from prelude import LIB, dist, init, torch, write
 
 if LIB == "torch":
-    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 else:
-    from ember.distributed.device_mesh import init_device_mesh
+    from ember.distributed.device_mesh import DeviceMesh, init_device_mesh
     from ember.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 rank, world = init()
@@ -58,6 +58,16 @@ if mesh.ndim == 2:  # the mesh itself, checked in the same run (one PyTorch laun
     R["mesh"]["sub_tp"] = [sub.mesh.tolist(), sub.ndim, dist.get_process_group_ranks(sub.get_group()),
                            sub.get_local_rank()]
     R["mesh"]["both"] = mesh["dp", "tp"].mesh.tolist()
+    # flattened dims (HSDP/TorchTitan's mesh["dp_replicate", "dp_shard"]._flatten("dp")) and meshes
+    # on existing groups
+    flat = mesh["dp", "tp"]._flatten()
+    R["mesh"]["flatten"] = [flat.mesh.tolist(), list(flat.mesh_dim_names),
+                            dist.get_process_group_ranks(mesh["dp_tp"].get_group())]
+    mesh3 = init_device_mesh("cpu", (2, 1, 2), mesh_dim_names=("a", "b", "c"))
+    R["mesh"]["flatten_ac"] = [mesh3["a", "c"]._flatten().mesh.tolist(),
+                               dist.get_process_group_ranks(mesh3["a_c"].get_group()), mesh3["a_c"].get_local_rank()]
+    R["mesh"]["flatten_bc"] = dist.get_process_group_ranks(mesh3["b", "c"]._flatten("bc").get_group())
+    R["mesh"]["from_group"] = DeviceMesh.from_group(mesh.get_group("tp"), "cpu").mesh.tolist()
     try:
         mesh["tp", "dp"]
         R["mesh"]["swapped"] = "none"
