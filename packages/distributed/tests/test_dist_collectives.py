@@ -71,3 +71,14 @@ def test_deprecated_reduce_op_warns_like_pytorch():
         assert [w.category for w in caught] == [FutureWarning] * 3
         assert caught[0].filename == __file__
     assert sorted(edist.reduce_op.__members__) == sorted(tdist.reduce_op.__members__) == members
+
+
+def test_reduce_op_prints_as_pytorch():
+    # Programs log the op ("reducing with RedOpType.SUM"); an IntEnum printed its number.
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
+        ours, theirs = getattr(edist.ReduceOp, name), getattr(tdist.ReduceOp, name)
+        assert (str(ours), repr(ours), f"{ours}", int(ours)) == (str(theirs), repr(theirs), f"{theirs}", int(theirs))

@@ -92,6 +92,6 @@ def test_sync_batch_norm_matches_whole_batch_norm():
     # programs/syncbn_program.py: each rank normalizes its slice with the whole batch's statistics.
     results, _, _ = run_ranks("syncbn_program.py", 2, limit=120)
     expected = {"type": "SyncBatchNorm", "output": True, "input_grad": True, "weight_grad": True, "bias_grad": True,
-                "running": [True, True, 1], "eval": True}
+                "running": [True, True, 1], "eval": True, "warnings": []}
     for rank in range(2):
         assert results[rank] == expected, f"rank {rank}: {results[rank]}"

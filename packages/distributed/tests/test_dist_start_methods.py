@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -102,3 +104,25 @@ def test_launcher_multi_node_environment():
             "RANK": str(2 + local), "LOCAL_RANK": str(local), "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
             "GROUP_RANK": "1", "MASTER_ADDR": "10.1.2.3", "MASTER_PORT": "4567",
         }
+
+
+def test_launcher_log_dir_redirects_and_tee(tmp_path):
+    # torchrun's --log-dir/--redirects/--tee/--local-ranks-filter: each redirected or tee'd stream in
+    # <log-dir>/<run id>_*/attempt_0/<local rank>/{stdout,stderr}.log; tee'd lines also reach the
+    # console prefixed "[<role><local rank>]:", for the filtered local ranks only.
+    script = tmp_path / "talk.py"
+    script.write_text("import os, sys\nprint('out', os.environ['LOCAL_RANK'])\n"
+                      "print('err', os.environ['LOCAL_RANK'], file=sys.stderr)\n")
+    logs = tmp_path / "logs"
+    out = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "--standalone",
+                          "--log_dir", str(logs), "--tee", "3", "--local-ranks-filter", "0", "-r", "1:2",
+                          str(script)], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[default0]:out 0"]
+    assert "[default0]:err 0" in out.stderr and "err 1" not in out.stderr
+    (run_dir,) = logs.iterdir()
+    assert run_dir.name.startswith("none_")
+    for rank in (0, 1):
+        folder = run_dir / "attempt_0" / str(rank)
+        assert (folder / "stdout.log").read_text() == f"out {rank}\n"
+        assert (folder / "stderr.log").read_text() == f"err {rank}\n"

@@ -2,7 +2,7 @@
 
 import warnings
 
-from prelude import dist, error_of, init, torch, write
+from prelude import LIB, dist, error_of, init, torch, write
 
 rank, world = init()
 R = {}
@@ -218,6 +218,12 @@ R["err/new_group_duplicate"] = error_of(lambda: dist.new_group([0, 0, 1]))
 R["err/premul_sum"] = error_of(lambda: dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0)))
 R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
 R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
+R["err/a2a_split_sum"] = error_of(
+    lambda: dist.all_to_all_single(torch.zeros(4), torch.ones(4), [1] * world, [4] * world))
+R["err/a2a_split_count"] = error_of(lambda: dist.all_to_all_single(torch.zeros(4), torch.ones(4), [1] * (world + 1)))
+# the default group's rank translations are the identity, unchecked (PyTorch's shortcut)
+R["world_rank_identity"] = [dist.get_global_rank(dist.group.WORLD, world + 6),
+                            dist.get_group_rank(dist.group.WORLD, world + 6)]
 
 
 def message_of(fn):
@@ -241,6 +247,32 @@ with warnings.catch_warnings(record=True) as caught:
     dist.all_gather_single(torch.zeros(2 * world), torch.ones(2))
     dist.reduce_scatter_single(torch.zeros(1), torch.ones(world))
 R["deprecations"] = [(w.category.__name__, str(w.message)) for w in caught if "deprecated" in str(w.message)]
+
+# torch.distributed.nn.functional: collectives autograd differentiates (outputs and input gradients)
+if LIB == "torch":
+    import torch.distributed.nn.functional as DF
+else:
+    import ember.distributed.nn.functional as DF
+weight = torch.arange(3.0) - 1.5
+
+
+def differentiated(name, fn, outputs=True):
+    x = (torch.arange(3.0 * world).reshape(world, 3) + 10 * rank).requires_grad_()
+    ys = fn(x)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    sum(((y * weight * (i + 1 + rank)).sum() for i, y in enumerate(ys)), torch.tensor(0.0)).backward()
+    R[f"nn/{name}"] = [list(ys) if outputs else None, x.grad]
+
+
+differentiated("all_reduce", lambda x: DF.all_reduce(x))
+differentiated("all_gather", lambda x: DF.all_gather(x))
+differentiated("broadcast", lambda x: DF.broadcast(x, src=world - 1))
+differentiated("reduce", lambda x: DF.reduce(x, dst=0), outputs=rank == 0)  # gloo writes into the others
+differentiated("reduce_scatter", lambda x: DF.reduce_scatter(torch.zeros(3), list(x * (rank + 1))))
+differentiated("gather", lambda x: DF.gather(x, dst=world - 1))
+differentiated("scatter", lambda x: DF.scatter([x * (i + 1) for i in range(world)], src=0))
+differentiated("all_to_all", lambda x: DF.all_to_all([torch.zeros(3) for _ in range(world)], list(x)))
+differentiated("all_to_all_single", lambda x: DF.all_to_all_single(torch.zeros(world, 3), x))
 dist.barrier()
 write(rank, R)
 dist.destroy_process_group()

@@ -3,10 +3,10 @@
 from prelude import LIB, dist, init, torch, write
 
 if LIB == "torch":
-    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 else:
-    from ember.distributed.device_mesh import init_device_mesh
+    from ember.distributed.device_mesh import DeviceMesh, init_device_mesh
     from ember.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 rank, world = init()
@@ -14,7 +14,8 @@ mesh = init_device_mesh("cpu", (world,) if world == 2 else (2, 2))
 R = {}
 full = torch.arange(35.0).reshape(7, 5)  # uneven over 2 ranks along both dims
 cases = [[Shard(0)], [Shard(1)], [Replicate()]] if mesh.ndim == 1 else [
-    [Shard(0), Shard(1)], [Shard(0), Shard(0)], [Replicate(), Shard(1)], [Shard(1), Replicate()]]
+    [Shard(0), Shard(1)], [Shard(0), Shard(0)], [Replicate(), Shard(1)], [Shard(1), Replicate()],
+    [Replicate(), Shard(0)]]  # <-> [Shard(0), Shard(0)]: a nested shard under a changing outer one
 for i, placements in enumerate(cases):
     d = distribute_tensor(full, mesh, placements)
     R[f"local/{i}"] = d.to_local()
@@ -49,9 +50,24 @@ if mesh.ndim == 2:  # the mesh itself, checked in the same run (one PyTorch laun
         dist.all_reduce(t, group=mesh.get_group(name))
         R["mesh"][f"sum_{name}"] = t.tolist()
     sub = mesh["tp"]
+    # src_data_rank is a rank of each mesh dimension's group (ranks 2 and 3 of the sub-mesh take
+    # their data from its group rank 0, global rank 2), not a global rank
+    R["mesh"]["src_sub"] = distribute_tensor(torch.full((3,), float(rank)), sub, [Replicate()]).to_local()
+    R["mesh"]["src_1"] = distribute_tensor(torch.full((2,), float(rank)), mesh, [Replicate(), Shard(0)],
+                                           src_data_rank=1).to_local()
     R["mesh"]["sub_tp"] = [sub.mesh.tolist(), sub.ndim, dist.get_process_group_ranks(sub.get_group()),
                            sub.get_local_rank()]
     R["mesh"]["both"] = mesh["dp", "tp"].mesh.tolist()
+    # flattened dims (HSDP/TorchTitan's mesh["dp_replicate", "dp_shard"]._flatten("dp")) and meshes
+    # on existing groups
+    flat = mesh["dp", "tp"]._flatten()
+    R["mesh"]["flatten"] = [flat.mesh.tolist(), list(flat.mesh_dim_names),
+                            dist.get_process_group_ranks(mesh["dp_tp"].get_group())]
+    mesh3 = init_device_mesh("cpu", (2, 1, 2), mesh_dim_names=("a", "b", "c"))
+    R["mesh"]["flatten_ac"] = [mesh3["a", "c"]._flatten().mesh.tolist(),
+                               dist.get_process_group_ranks(mesh3["a_c"].get_group()), mesh3["a_c"].get_local_rank()]
+    R["mesh"]["flatten_bc"] = dist.get_process_group_ranks(mesh3["b", "c"]._flatten("bc").get_group())
+    R["mesh"]["from_group"] = DeviceMesh.from_group(mesh.get_group("tp"), "cpu").mesh.tolist()
     try:
         mesh["tp", "dp"]
         R["mesh"]["swapped"] = "none"

@@ -1,6 +1,8 @@
 """nn.SyncBatchNorm over the ranks' slices of a batch against BatchNorm over the whole batch
 (every rank checks): outputs, input gradients, summed parameter gradients, running statistics."""
 
+import warnings
+
 from prelude import dist, init, torch, write
 
 nn = torch.nn
@@ -29,7 +31,10 @@ x_full = X.clone().requires_grad_()
 out_full = reference(x_full)
 (out_full * G).sum().backward()
 x_local = X[rows].clone().requires_grad_()
-out_local = synced(x_local)
+with warnings.catch_warnings(record=True) as caught:  # none of its own (PyTorch's gives none)
+    warnings.simplefilter("always")
+    out_local = synced(x_local)
+R["warnings"] = [str(w.message) for w in caught]
 (out_local * G[rows]).sum().backward()
 
 R["output"] = close(out_local, out_full[rows])

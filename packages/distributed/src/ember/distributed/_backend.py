@@ -23,6 +23,13 @@ class RedOpType(enum.IntEnum):
     PREMUL_SUM = 8
     UNUSED = 9
 
+    # PyTorch's (a pybind enum) print as "RedOpType.SUM", where an IntEnum prints its number
+    def __str__(self):
+        return f"RedOpType.{self.name}"
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
 
 class ReduceOp:
     """``torch.distributed.ReduceOp``: ``ReduceOp.SUM`` and friends are ``RedOpType`` members."""

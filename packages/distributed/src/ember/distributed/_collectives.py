@@ -271,13 +271,14 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         row = tensor.numel() // tensor.shape[0] if tensor.dim() and tensor.shape[0] else 0
         if given is None or len(given) == 0:
             if tensor.dim() == 0 or tensor.shape[0] % size:
-                raise ValueError(f"{name}: dimension 0 of size {tensor.shape[0] if tensor.dim() else 0} "
+                raise RuntimeError(f"{name}: dimension 0 of size {tensor.shape[0] if tensor.dim() else 0} "
                                  f"is not divisible by the group size {size}")
             return [tensor.numel() // size] * size
         if len(given) != size:
-            raise ValueError(f"{name} must have {size} entries (the group size), got {len(given)}")
+            raise RuntimeError(f"Number of tensor splits not equal to group size: {name} has {len(given)} "
+                               f"entries, the group {size} ranks")
         if sum(given) != (tensor.shape[0] if tensor.dim() else 0):
-            raise ValueError(f"Split sizes doesn't match total dim 0 size: {sum(given)} vs {tensor.shape[0]}")
+            raise RuntimeError(f"Split sizes doesn't match total dim 0 size: {sum(given)} vs {tensor.shape[0]}")
         return [int(n) * row for n in given]
 
     out_splits = splits(output, output_split_sizes, "output_split_sizes")

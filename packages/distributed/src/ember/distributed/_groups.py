@@ -3,7 +3,7 @@
 (``_world``) that ``_world.init_process_group`` fills and ``destroy_process_group`` empties.
 
 Every group runs on an MPI communicator of its own (``new_group``: ``MPI_Comm_create_group`` of
-the default group's communicator), so the collectives of different groups never match each other.
+the world's control communicator), so the collectives of different groups never match each other.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import _mpi
 from ._backend import Backend, backend_label, device_backends, engine_factory
+from ._errors import DistBackendError
 from ._mpi_engine import MPIEngine
 from ._store import PrefixStore
 from ._work import Health
@@ -118,6 +119,7 @@ class _World:
         self.generation = 0
         self.group_count = 0
         self.world_comm = None
+        self.control_comm = None  # makes communicators, runs no collective (``init_process_group``)
 
 
 _world = _World()
@@ -173,8 +175,16 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     MPI = _mpi.mpi()
-    world_comm = pg._engine.comm  # the world's communicator now (``MPIEngine._recover`` may replace it)
-    comm = world_comm.Create_group(world_comm.Get_group().Incl(ranks), tag=tag)
+    parent = _world.control_comm
+    everyone = parent.Get_group()
+    members = everyone.Incl(ranks)
+    try:
+        comm = parent.Create_group(members, tag=tag)
+    except MPI.Exception as err:  # e.g. MPICH's 2048 communicators per process
+        raise DistBackendError(f"new_group({ranks}) failed in MPI: {err}") from None
+    finally:
+        members.Free()
+        everyone.Free()
     seconds = timeout.total_seconds() if timeout is not None else pg._engine.timeout_seconds
     engine = MPIEngine(comm, ranks, _world, seconds)
     devices = device_backends(backend) if backend is not None else pg._devices
@@ -243,6 +253,8 @@ def get_process_group_ranks(group) -> list[int]:
 
 
 def get_global_rank(group, group_rank: int) -> int:
+    if group is GroupMember.WORLD and group is not None:
+        return group_rank  # PyTorch: the identity on the default group, unchecked
     pg = resolve(group)
     if not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
@@ -250,6 +262,8 @@ def get_global_rank(group, group_rank: int) -> int:
 
 
 def get_group_rank(group, global_rank: int) -> int:
+    if group is GroupMember.WORLD and group is not None:
+        return global_rank
     pg = resolve(group)
     if global_rank not in pg._ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}")

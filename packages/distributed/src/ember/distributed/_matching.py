@@ -26,8 +26,8 @@ On a mismatch every rank raises ``DistBackendError`` (a ``RuntimeError``) descri
 calls. MPI cannot cancel mismatched data operations, which may never complete, so the
 communicator they run on is retired. Where every rank's call was synchronous (``y`` = 1: a
 synchronous ``all_reduce`` of a plain tensor, or a barrier), every rank learns of the mismatch
-at the same point of its program, and the group goes on on a spare communicator made with it
-(``MPIEngine._recover``), as PyTorch's group does after ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
+at the same point of its program, and the group goes on on a new communicator made from the
+world's control communicator (``MPIEngine._recover``), as PyTorch's group does after ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
 reported a mismatch (gloo's own size check aborts a process instead). Elsewhere a rank may
 already have started later collectives on the old communicator: the group is marked broken.
 

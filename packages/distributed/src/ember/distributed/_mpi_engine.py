@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
+import zlib
 
 import ember
 from ember._src.dispatch import sync_pending
@@ -111,8 +113,7 @@ class MPIEngine(Engine):
         self._seq = 0  # collectives started on this communicator
         self.waiting_seq = 0  # the one being waited for (0: none, or not a collective)
         self._announced = 0
-        # The communicator the group goes on with after a mismatch of synchronous calls (``_recover``)
-        self._spare = self._dup(comm) if self.size > 1 else None
+        self._recoveries = 0  # communicators made for this group after mismatches (``_recover``)
 
     # -- fault handling (called by the wait loop) -----------------------------------------
 
@@ -159,27 +160,53 @@ class MPIEngine(Engine):
             return []
         return absent
 
-    def _dup(self, comm):
-        spare = comm.Dup()
-        spare.Set_errhandler(self.MPI.ERRORS_RETURN)
-        return spare
-
-    def _recover(self, what: str, request, memory) -> None:
+    def _recover(self, what: str, request, memory) -> bool:
         """After mismatched synchronous calls on every rank (``_matching``): retires the
         communicator - MPI may still run the mismatched data operations on it, into ``memory``,
-        so neither is ever freed - and goes on on the spare one, duplicated again for next time."""
+        so neither is ever freed - and goes on on a new one; whether that worked.
+
+        The new communicator comes from the world's control communicator (``_world``: one per
+        world, used for nothing but making communicators), by ``MPI_Comm_create_group`` of this
+        group's ranks: only they take part, at this same point of their programs. (A spare
+        duplicate held by every group, as before, took two of MPICH's 2048 context ids per group:
+        1022 groups fitted.) MPI has no nonblocking form of it, so a helper thread makes it while
+        this one waits with the group's timeout and fault checks: a rank that dies now leaves
+        that thread stuck in MPI, not this one."""
         self.abandoned.append((self.comm, request, memory))
-        self.comm, self._spare = self._spare, None
-        try:
-            spare, made = self.comm.Idup()  # nonblocking: a rank dying now must not hang the others
-            wait_requests([made], self, time.monotonic() + self.timeout_seconds, what, None,
-                          COLLECTIVE_SPIN_SECONDS, True)
-        except Exception as err:  # noqa: BLE001 - a later mismatch then breaks the group
-            if not isinstance(err, DistBackendError):
-                raise
-            return
-        spare.Set_errhandler(self.MPI.ERRORS_RETURN)
-        self._spare = spare
+        control = getattr(self.world, "control_comm", None)
+        if control is None:
+            return False
+        self._recoveries += 1
+        ranks = self.global_ranks
+        # The same on every member, distinct for other rank sets and later recoveries.
+        tag = (zlib.crc32(repr(ranks).encode()) + self._recoveries * 7919) % 32749
+        made: list = []
+
+        def create():
+            everyone = control.Get_group()
+            members = everyone.Incl(ranks)
+            try:
+                made.append(control.Create_group(members, tag=tag))
+            except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+                made.append(err)
+            finally:
+                members.Free()
+                everyone.Free()
+
+        helper = threading.Thread(target=create, name="ember-recover", daemon=True)
+        helper.start()
+        deadline = time.monotonic() + self.timeout_seconds
+        nap = 1e-5
+        while helper.is_alive():
+            if self.health_problem(time.monotonic(), deadline, what) is not None:
+                return False
+            time.sleep(nap)
+            nap = min(2e-3, nap * 2)
+        if not made or isinstance(made[0], BaseException):
+            return False
+        made[0].Set_errhandler(self.MPI.ERRORS_RETURN)
+        self.comm = made[0]
+        return True
 
     def mark_broken(self, problem: str) -> None:
         self.broken = problem
@@ -310,11 +337,9 @@ class MPIEngine(Engine):
                 self._wait_now(check, what, small, None, request, memory)
             recv = self._sig_recv
             if recv[0] != -recv[1] or recv[2] != -recv[3]:
-                usable = all_synchronous(recv) and self._spare is not None
+                usable = all_synchronous(recv) and self._recover(what, request, memory)
                 problem = mismatch_problem(recv, sig, count, what, self._me, usable)
-                if usable:
-                    self._recover(what, request, memory)
-                else:
+                if not usable:
                     self.mark_broken(problem)
                     if request is not None:
                         self.abandoned.append((request, memory))
@@ -439,11 +464,9 @@ class MPIEngine(Engine):
         return CompletedWork(self, outputs)
 
     def shutdown(self) -> None:
-        comm, spare = self.comm, self._spare
-        self.comm = self._spare = None
+        comm, self.comm = self.comm, None
         if comm is not None and comm != self.MPI.COMM_WORLD and self.broken is None:
-            for c in (comm, spare) if spare is not None else (comm,):
-                try:
-                    c.Free()
-                except Exception:
-                    pass
+            try:
+                comm.Free()
+            except Exception:
+                pass

@@ -104,6 +104,10 @@ def init_process_group(
         _join_with_store(store, rank, world_size, seconds)
     _world.store = store
     _world.world_comm = MPI.COMM_WORLD.Dup()
+    # Only for making communicators (``new_group``, a group's after a mismatch): no collective
+    # ever runs on it, so it stays usable whatever breaks the groups' own.
+    _world.control_comm = MPI.COMM_WORLD.Dup()
+    _world.control_comm.Set_errhandler(MPI.ERRORS_RETURN)
     ranks, cores, one_group = _node_load(_world.world_comm)
     set_oversubscribed(ranks > cores, one_group)
     set_spare_core(cores >= 2 * ranks)
@@ -260,6 +264,12 @@ def destroy_process_group(group=None) -> None:
             each._engine.shutdown()
         _world.groups = []
         _world.default_pg = None
+        control, _world.control_comm = _world.control_comm, None
+        if control is not None and _world.health.broken is None:
+            try:
+                control.Free()
+            except Exception:  # noqa: BLE001 - MPI's state after a fault is unknown
+                pass
         GroupMember.WORLD = _groups.group.WORLD = None
         _say_goodbye()
         if _world.server is not None:

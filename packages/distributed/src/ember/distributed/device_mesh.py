@@ -22,7 +22,7 @@ class DeviceMesh:
     """An n-dimensional layout of ranks with one process group per dimension for this rank."""
 
     def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend: bool = True, _groups=None,
-                 _strides=None):
+                 _strides=None, _root=None, _root_dims=None):
         if not _world.is_initialized():
             _world.init_process_group()
         layout = np.asarray(mesh.tolist() if isinstance(mesh, ember.Tensor) else mesh, dtype=np.int64)
@@ -52,6 +52,60 @@ class DeviceMesh:
         found = np.argwhere(layout == self._rank)
         self._coordinate = [int(c) for c in found[0]] if len(found) else None
         self._groups = list(_groups) if _groups is not None else (self._make_groups() if _init_backend else [])
+        # The mesh this one was cut from and the dims of it this one keeps (``_flatten`` makes the
+        # groups of every rank's slice, so it needs the whole layout); flattened dims by name.
+        self._root = _root if _root is not None else self
+        self._root_dims = list(_root_dims) if _root_dims is not None else list(range(layout.ndim))
+        self._flattened: dict = {}
+
+    @staticmethod
+    def from_group(group, device_type: str, mesh=None, *, mesh_dim_names=None):
+        """A mesh on existing process groups: one group (a 1-D mesh over its ranks, or ``mesh``),
+        or one group per dimension of ``mesh`` (this rank's line along each)."""
+        if not isinstance(group, (list, tuple)):
+            ranks = _world.get_process_group_ranks(group)
+            layout = ranks if mesh is None else (mesh.tolist() if isinstance(mesh, ember.Tensor) else mesh)
+            if np.asarray(layout).ndim != 1 or sorted(np.asarray(layout).tolist()) != sorted(ranks):
+                raise ValueError(f"mesh {layout} must be 1-D and hold the ranks of the group {ranks}")
+            return DeviceMesh(device_type, layout, mesh_dim_names=mesh_dim_names, _groups=[group])
+        groups = list(group)
+        if mesh is None:
+            raise ValueError("Expects mesh to be specified if a list of groups is passed")
+        layout = np.asarray(mesh.tolist() if isinstance(mesh, ember.Tensor) else mesh, dtype=np.int64)
+        if layout.ndim != len(groups):
+            raise ValueError(f"Expects as many groups ({len(groups)}) as mesh dimensions ({layout.ndim})")
+        return DeviceMesh(device_type, layout, mesh_dim_names=mesh_dim_names, _groups=groups)
+
+    def _flatten(self, mesh_dim_name=None):
+        """This mesh's dims as one (``mesh["dp", "tp"]._flatten("dp_tp")``): a 1-D mesh over this rank's
+        slice, reachable afterwards as ``root["dp_tp"]``. Every rank makes the group of every
+        slice of the root, in the same order (``new_group``'s rule)."""
+        root = self._root
+        if mesh_dim_name is None:
+            if self.mesh_dim_names is None:
+                raise RuntimeError("Cannot flatten a DeviceMesh without mesh_dim_names unless given a name")
+            mesh_dim_name = "_".join(self.mesh_dim_names)
+        if mesh_dim_name in root._flattened:
+            return root._flattened[mesh_dim_name]
+        if root.mesh_dim_names is not None and mesh_dim_name in root.mesh_dim_names:
+            raise RuntimeError(f"{mesh_dim_name} already exists for submesh of the {root}. The mesh_dim_names of "
+                               "submesh and flattened mesh are conflicting.")
+        if self.ndim == 1 and self is not root:
+            flat_groups = [self._groups[0]]
+        else:
+            dims = self._root_dims
+            rest = [d for d in range(root.ndim) if d not in dims]
+            lines = np.transpose(root._layout, rest + dims).reshape(-1, int(self._layout.size)).tolist()
+            mine = None
+            for line in lines:
+                group = _world.new_group(line)
+                if self._rank in line:
+                    mine = group
+            flat_groups = [mine]
+        flat = DeviceMesh(self.device_type, self._layout.reshape(-1), mesh_dim_names=(mesh_dim_name,),
+                          _groups=flat_groups)
+        root._flattened[mesh_dim_name] = flat
+        return flat
 
     def _make_groups(self) -> list:
         groups = []
@@ -120,6 +174,10 @@ class DeviceMesh:
 
     def __getitem__(self, mesh_dim_names):
         names = (mesh_dim_names,) if isinstance(mesh_dim_names, str) else tuple(mesh_dim_names)
+        flattened = self._root._flattened
+        if len(names) == 1 and names[0] in flattened and (self.mesh_dim_names is None
+                                                         or names[0] not in self.mesh_dim_names):
+            return flattened[names[0]]
         if self.mesh_dim_names is None:
             raise RuntimeError("Cannot slice a DeviceMesh without mesh_dim_names")
         dims = [self._dim(name) for name in names]
@@ -131,7 +189,8 @@ class DeviceMesh:
         index = tuple(slice(None) if d in dims else self._coordinate[d] for d in range(self.ndim))
         sub = self._layout[index]
         return DeviceMesh(self.device_type, sub, mesh_dim_names=names, _groups=[self._groups[d] for d in dims],
-                          _strides=[self._strides[d] for d in dims])
+                          _strides=[self._strides[d] for d in dims], _root=self._root,
+                          _root_dims=[self._root_dims[d] for d in dims])
 
     def __eq__(self, other):
         return (isinstance(other, DeviceMesh) and self._layout.shape == other._layout.shape

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -56,6 +57,12 @@ def get_args_parser() -> argparse.ArgumentParser:
     _flag(parser, "no-python", action="store_true", help="run the script as an executable, not with python")
     _flag(parser, "run-path", action="store_true", help="run the script with runpy.run_path")
     _flag(parser, "local-addr", default=None, help="accepted for compatibility")
+    _flag(parser, "log-dir", default=None, help="where workers' output files go (with --redirects/--tee)")
+    parser.add_argument("-r", "--redirects", default="0",
+                        help="worker streams to their log files only: 0 none, 1 stdout, 2 stderr, 3 both, "
+                             "or per local rank as 0:1,1:2")
+    parser.add_argument("-t", "--tee", default="0", help="worker streams to their log files and the console (as -r)")
+    _flag(parser, "local-ranks-filter", default="", help="local ranks whose tee'd output the console shows: 0,1")
     parser.add_argument("training_script", help="the program each worker runs")
     parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return parser
@@ -112,8 +119,74 @@ def _start(args, nproc: int, nnodes: int, restart: int, run_id: str, addr: str, 
         # A session of its own per worker, as torchrun: signals reach the worker's whole process
         # group, and the kernel's autogroup scheduling gives each worker its own share of a busy
         # machine instead of splitting one among all of them.
-        workers.append(subprocess.Popen(_command(args), env=env, start_new_session=True))
+        streams = _streams(args, restart, local_rank)
+        worker = subprocess.Popen(_command(args), env=env, start_new_session=True, **streams)
+        _pump_tees(args, worker, local_rank)
+        workers.append(worker)
     return workers
+
+
+def _stream_choice(spec: str, local_rank: int) -> int:
+    """torchrun's Std value (0 none, 1 stdout, 2 stderr, 3 both) for ``local_rank`` from "3" or "0:1,1:2"."""
+    spec = (spec or "0").strip()
+    if ":" not in spec:
+        value = int(spec)
+    else:
+        value = 0
+        for part in spec.split(","):
+            rank, _, std = part.partition(":")
+            if int(rank) == local_rank:
+                value = int(std)
+    if value not in (0, 1, 2, 3):
+        raise ValueError(f"{spec!r} is not a valid value for --redirects/--tee: 0, 1, 2, 3 or LOCAL_RANK:VALUE,...")
+    return value
+
+
+def _streams(args, restart: int, local_rank: int) -> dict:
+    """Popen's stdout/stderr for a worker, as torchrun's --log-dir/--redirects/--tee: each redirected
+    or tee'd stream goes to <log-dir>/<run id>/attempt_<n>/<local rank>/{stdout,stderr}.log."""
+    redirect, tee = _stream_choice(args.redirects, local_rank), _stream_choice(args.tee, local_rank)
+    if not redirect and not tee:
+        return {}
+    if getattr(args, "log_run_dir", None) is None:
+        base = args.log_dir or tempfile.mkdtemp(prefix="ember-run-logs-")
+        args.log_run_dir = tempfile.mkdtemp(prefix=f"{args.rdzv_id}_", dir=os.makedirs(base, exist_ok=True) or base)
+    folder = os.path.join(args.log_run_dir, f"attempt_{restart}", str(local_rank))
+    os.makedirs(folder, exist_ok=True)
+    chosen = {}
+    for bit, name in ((1, "stdout"), (2, "stderr")):
+        if (redirect | tee) & bit:
+            log = open(os.path.join(folder, f"{name}.log"), "wb")  # noqa: SIM115 - the worker writes it
+            chosen[name] = subprocess.PIPE if tee & bit else log
+            if tee & bit:
+                args.__dict__.setdefault("tee_files", {})[(local_rank, name)] = log
+    return chosen
+
+
+def _pump_tees(args, worker, local_rank: int) -> None:
+    """Copies a worker's tee'd streams to its log file and, prefixed "[<role><local rank>]:" as
+    torchrun's, to this process's console (only for --local-ranks-filter's ranks, when given)."""
+    shown = {int(r) for r in args.local_ranks_filter.split(",") if r.strip()} if args.local_ranks_filter else None
+    for name in ("stdout", "stderr"):
+        pipe = getattr(worker, name)
+        if pipe is None:
+            continue
+        log = args.tee_files.pop((local_rank, name))
+        console = getattr(sys, name) if shown is None or local_rank in shown else None
+        prefix = f"[{args.role}{local_rank}]:".encode()
+
+        def pump(pipe=pipe, log=log, console=console, prefix=prefix):
+            with log, pipe:
+                for line in iter(pipe.readline, b""):
+                    log.write(line)
+                    log.flush()
+                    if console is not None:
+                        console.buffer.write(prefix + line)
+                        console.flush()
+
+        thread = threading.Thread(target=pump, name=f"ember-run-tee-{local_rank}-{name}", daemon=True)
+        thread.start()
+        args.__dict__.setdefault("tee_threads", []).append(thread)
 
 
 def _error_file(args, restart: int, local_rank: int) -> str:
@@ -265,7 +338,10 @@ def _elastic_rounds(args, nproc: int, rdzv, workers: list) -> int:
 
 def main(argv=None) -> None:
     args = get_args_parser().parse_args(argv)
-    sys.exit(run(args))
+    code = run(args)
+    for thread in getattr(args, "tee_threads", ()):  # the workers' last tee'd lines
+        thread.join(timeout=5.0)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

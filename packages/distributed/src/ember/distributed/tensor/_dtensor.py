@@ -259,16 +259,6 @@ def _default_mesh() -> DeviceMesh:
     return init_device_mesh("cpu", (_world.get_world_size(),))
 
 
-def _coordinate_of(layout, rank: int):
-    if not isinstance(layout, list):
-        return [] if layout == rank else None
-    for i, sub in enumerate(layout):
-        found = _coordinate_of(sub, rank)
-        if found is not None:
-            return [i, *found]
-    return None
-
-
 def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_rank=0):
     """Lays ``tensor`` (the same on every rank, or taken from ``src_data_rank``) out over the mesh."""
     from .. import _collectives as C
@@ -282,14 +272,16 @@ def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_ran
     full = tensor.detach().contiguous()
     if src_data_rank is not None:
         full = full.clone()
-        # Along mesh dim 0, then 1, ...: after step d every rank that agrees with the source's
-        # coordinates past d holds the data, so each line's root at step d+1 has it.
-        layout = mesh.mesh.tolist()
-        source = _coordinate_of(layout, src_data_rank)
-        if source is None:
-            raise ValueError(f"src_data_rank {src_data_rank} is not in the mesh {mesh}")
-        for mesh_dim, index in enumerate(source):
-            C.broadcast(full, group=mesh.get_group(mesh_dim), group_src=index)
+        # ``src_data_rank`` is a rank within each mesh dimension's group (PyTorch's group_src), not
+        # a global rank: the data comes from coordinate (src, src, ...). Along mesh dim 0, then 1,
+        # ...: after step d every rank whose coordinates up to d are src's holds it, so each
+        # line's root at step d+1 has it.
+        for mesh_dim in range(mesh.ndim):
+            if not 0 <= src_data_rank < mesh.size(mesh_dim):
+                raise ValueError(f"src_data_rank {src_data_rank} is not a rank of dimension {mesh_dim} of the mesh "
+                                 f"{mesh} (group ranks 0 to {mesh.size(mesh_dim) - 1})")
+        for mesh_dim in range(mesh.ndim):
+            C.broadcast(full, group=mesh.get_group(mesh_dim), group_src=src_data_rank)
     local = redistribute_local(full, full.shape, mesh, [Replicate()] * mesh.ndim, placements)
     if local is full and src_data_rank is None:
         local = full.clone()

@@ -155,10 +155,16 @@ def redistribute_local(local, shape, mesh, current, target):
     # Partial -> Shard(0) on a 1-D mesh: one reduce-scatter instead of all-reduce + chunk.
     if mesh.ndim == 1 and isinstance(current[0], Partial) and target[0] == Shard(0):
         return _reduce_scatter_dim0(local, mesh, 0)
-    # Gather: innermost mesh dimension first, for every dimension whose placement changes.
+    # Gather: innermost mesh dimension first, for every dimension whose placement changes - and
+    # for a shard nested inside a changing outer mesh dimension's shard of the same tensor dim
+    # ([Replicate(), Shard(0)] <-> [Shard(0), Shard(0)]: the inner piece is a piece of the outer
+    # one, so it is gathered first and cut again after).
+    changed = [current[m] != target[m] for m in range(mesh.ndim)]
     for mesh_dim in reversed(range(mesh.ndim)):
         now, wanted = current[mesh_dim], target[mesh_dim]
-        if now == wanted or (isinstance(wanted, Partial) and isinstance(now, Replicate)):
+        nested = isinstance(now, Shard) and any(
+            changed[outer] and now in (current[outer], target[outer]) for outer in range(mesh_dim))
+        if not nested and (now == wanted or (isinstance(wanted, Partial) and isinstance(now, Replicate))):
             continue
         if isinstance(now, Shard):
             local = _gather_dim(local, shape, mesh, current, mesh_dim)

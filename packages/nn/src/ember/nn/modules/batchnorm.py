@@ -183,7 +183,7 @@ class SyncBatchNorm(_BatchNorm):
         # One all-reduce of (sum, sum of squares, count) per channel gives the whole batch's moments.
         total = _AllReduceSum.apply(ember.cat([x.sum(dims), (x * x).sum(dims), count]), dist, self.process_group)
         n = total[2 * channels]
-        if float(n) <= 1 and self.track_running_stats:
+        if float(n.detach()) <= 1 and self.track_running_stats:  # (n carries autograd: no warning)
             raise ValueError("Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
         mean = total[:channels] / n

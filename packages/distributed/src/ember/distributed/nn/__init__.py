@@ -1,0 +1,3 @@
+"""``torch.distributed.nn``: collectives that autograd differentiates (``functional``)."""
+
+from . import functional  # noqa: F401
