@@ -2,7 +2,8 @@
 
 Export flattens a call's ``(args, kwargs)`` into the graph's user inputs and its result
 into the graph's outputs; the specs rebuild the structures around the graph. Built in:
-tuple, list, dict, OrderedDict, namedtuple and None. ``register_pytree_node`` and
+tuple, list, dict, OrderedDict and namedtuple; None is a leaf, as in PyTorch 2.13 (an input
+``y=None`` is a user input of its own, a ``ConstantArgument``). ``register_pytree_node`` and
 ``register_dataclass`` add user containers; each registered type has a serialized name so
 that a saved program can name it without pickling it (loading only resolves names that
 are registered in the loading process).
@@ -88,8 +89,6 @@ LEAF = TreeSpec(None, None, [])
 def _children(obj) -> tuple[type | None, Any, list] | None:
     """(node type, context, children) of a container, None for a leaf."""
     cls = type(obj)
-    if obj is None:
-        return type(None), None, []
     if cls in SUPPORTED_NODES:
         children, ctx = SUPPORTED_NODES[cls].flatten(obj)
         return cls, ctx, list(children)
