@@ -545,3 +545,19 @@ def test_dynamic_sequence_axis_of_recurrent_layers_like_torch_legacy_exporter(ki
         want = t_model(torch.from_numpy(ids)).detach().numpy()
         for name, s in sessions.items():
             np.testing.assert_allclose(s.run(None, {"ids": ids})[0], want, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_onnx_traced_recurrent_program_runs_and_differentiates_at_other_lengths():
+    # the program ember.onnx traced gives the GRU op no per-step sizes: its kernels and backward
+    # derive the steps from the rows
+    model = ember.nn.GRU(4, 5, batch_first=True, bidirectional=True).eval()
+    dims = ({0: ember.export.Dim("b"), 1: ember.export.Dim("s")},)
+    program = ember.onnx.export(model, (ember.randn(2, 3, 4),), dynamic_shapes=dims).exported_program
+    assert any(n.args[4] == [] for n in program.graph.nodes if "_gru_layer" in str(n.target))
+    x = ember.randn(3, 7, 4, requires_grad=True)
+    got = program.module()(x)[0]
+    want = model(x)[0]
+    ember.testing.assert_close(got, want)
+    (g_got,) = ember.autograd.grad(got.sum(), x)
+    (g_want,) = ember.autograd.grad(want.sum(), x)
+    ember.testing.assert_close(g_got, g_want)
