@@ -6,8 +6,9 @@ The graph takes the function's arguments, in order, as placeholders named as PyT
 placeholder nothing reads; the tensors inside a list or dict argument ``d`` are ``d_1, d_2...``,
 flat, where PyTorch keeps ``d`` as one input) and returns its outputs in their structure; other
 real tensors it reads (parameters, globals) become ``_tensor_constant<k>`` attributes. Capture
-is strict: reading tensor data (``.item()``, ``if t:``, ``print(t)``) raises ``ember._dynamo.exc.Unsupported`` naming the line, in every
-tracing mode ("real", "fake", "symbolic": no mode computes values, so each traces the same).
+is strict: reading tensor data (``.item()``, ``if t:``, ``print(t)``) raises
+``ember._dynamo.exc.Unsupported`` naming the line, in every tracing mode ("real", "fake",
+"symbolic": no mode computes values, so each traces the same).
 """
 
 from __future__ import annotations
