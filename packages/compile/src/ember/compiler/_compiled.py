@@ -32,7 +32,7 @@ from ._dynamic import (
     symbolic_scalars,
     symbolize,
 )
-from ._exc import BackendCompilerFailed
+from ._exc import BackendCompilerFailed, RecompileError
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
 
@@ -341,6 +341,9 @@ class CompiledFunction:
                 self.fallback = True
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
+            if config.error_on_recompile:
+                raise RecompileError(f"Recompiling function {self.name}: the recorded ops, input metadata or grad "
+                                     "mode differ from the cached entries (torch._dynamo.config.error_on_recompile)")
             if _STANCE[0] == "fail_on_recompile":
                 raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
