@@ -205,3 +205,15 @@ def test_none_inputs_are_user_inputs_like_torch():
     assert e_ph == [n.name for n in t_mod.graph.nodes if n.op == "placeholder"] == ["x", "y", "z"]
     out = e_mod(ember.ones(2, 4), None, z=None)
     assert ember.equal(out, ember.tensor(t_mod(torch.ones(2, 4), None, z=None).numpy()))
+
+
+def test_tree_spec_repr_like_torch():
+    import collections
+
+    import torch.utils._pytree as torch_pytree
+
+    from ember.export import _pytree
+
+    pair = collections.namedtuple("pair", "a b")
+    for tree in [((1, 2), {"z": 3}), [1, [2, [3, None]], {"a": 5, "b": (6,)}], (), {"x": []}, pair(1, (2, 3)), 5]:
+        assert repr(_pytree.tree_flatten(tree)[1]) == repr(torch_pytree.tree_flatten(tree)[1])

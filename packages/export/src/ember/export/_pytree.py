@@ -77,10 +77,19 @@ class TreeSpec:
                 and self.children_specs == other.children_specs)
 
     def __repr__(self) -> str:
+        return self._text(0)
+
+    def _text(self, indent: int) -> str:
+        """PyTorch's layout: the first child inline, each later one on its own line, indented two
+        more spaces per level (``TreeSpec(tuple, None, [*,\n  *])``)."""
         if self.is_leaf():
             return "*"
-        inner = ", ".join(repr(c) for c in self.children_specs)
-        return f"TreeSpec({type_name(self.type)}, {self.context!r}, [{inner}])"
+        indent += 2
+        children = [c._text(indent) for c in self.children_specs]
+        inner = ",".join([children[0]] + ["\n" + " " * indent + c for c in children[1:]]) if children else ""
+        if issubclass(self.type, tuple) and hasattr(self.type, "_fields"):  # PyTorch's namedtuple node
+            return f"TreeSpec(namedtuple, {self.type}, [{inner}])"
+        return f"TreeSpec({self.type.__name__}, {self.context}, [{inner}])"
 
 
 LEAF = TreeSpec(None, None, [])
