@@ -99,7 +99,7 @@ def test_make_fx_graph_shape_and_values():
     x, y = ember.randn(3, 4), ember.randn(4)
     gm = make_fx(f)(x, y)
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    assert placeholders == ["arg0_1", "arg1_1"]
+    assert placeholders == ["x_1", "y_1"]  # named after the parameters, as torch.fx make_fx does
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     assert targets[0] is ember.ops.sin
     for n in gm.graph.nodes:
@@ -271,7 +271,7 @@ def test_automatic_dynamic_recompiles_once_like_torch():
         tf(torch.ones(n, 3))
     assert len(counter.graphs) == len(tcount.graphs) == 2
     placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
-    assert placeholders == ["arg0", "s0"]
+    assert placeholders == ["l_x_", "s0"]  # Dynamo: s77, l_x_ (its size symbol is an input first)
 
 
 def test_dynamic_true_and_mark_dynamic_and_static():
@@ -673,7 +673,7 @@ def test_number_argument_graph_takes_the_number_as_input():
         np.testing.assert_array_equal(_np(cf(x, n, a)), _np(x[:n] * a))
     assert len(counter.graphs) == 2
     placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
-    assert placeholders == ["arg0", "s0", "s1"]
+    assert placeholders == ["l_x_", "s0", "s1"]  # the tensor named by its source, as Dynamo names it
 
 
 @pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
@@ -756,3 +756,29 @@ def test_views_the_backward_reads_are_taken_again_there_not_saved():
     mlp(x, w1, w2).backward()
     for g, want in zip(got, (w1.grad, w2.grad)):
         assert ember.allclose(g, want, rtol=1e-6, atol=1e-6)
+
+
+def test_make_fx_placeholders_and_non_tensor_arguments_like_torch():
+    from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
+
+    def k(x, n, y=None):
+        return x * n
+
+    def star(*args):
+        return args[0] * 2
+
+    def nested(d):
+        return d["a"] + d["b"][0]
+
+    def placeholders(gm):
+        return [(n.name, n.args) for n in gm.graph.nodes if n.op == "placeholder"]
+
+    cases = [(k, lambda lib: (lib.ones(2), 3, None)), (star, lambda lib: (lib.ones(2), lib.ones(2))),
+             (lambda x: x.relu(), lambda lib: (lib.ones(2),))]
+    for fn, make_args in cases:
+        t_gm, e_gm = torch_make_fx(fn)(*make_args(torch)), make_fx(fn)(*make_args(ember))
+        assert placeholders(e_gm) == placeholders(t_gm)
+        # the graph module takes the arguments the function was traced with
+        np.testing.assert_allclose(_np(e_gm(*make_args(ember))), t_gm(*make_args(torch)).numpy())
+    gm = make_fx(nested)({"a": ember.ones(2), "b": [ember.ones(2)]})
+    assert [n for n, _ in placeholders(gm)] == ["d_1", "d_2"]  # torch's leaf names (it keeps `d` whole)

@@ -819,3 +819,43 @@ def test_explain_report_lists_break_frames_as_torch_prints_them():
         return text.split("Ops per Graph:")[0].replace("Op Count: 4", "Op Count: 3")  # ember counts sum
 
     assert program(ember) == program(torch)
+
+
+def test_backend_graph_placeholders_are_named_by_source_like_dynamo():
+    import torch
+
+    def graph_placeholders(lib, fn, *args, **kwargs):
+        seen = []
+
+        def backend(gm, example_inputs):
+            seen.append([(n.name, n.target) for n in gm.graph.nodes if n.op == "placeholder"])
+            return gm.forward
+
+        lib._dynamo.reset()
+        lib.compile(fn, backend=backend)(*args, **kwargs)
+        return seen[0]
+
+    def build(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(3, 2)
+                self.register_buffer("b", lib.ones(2))
+
+            def forward(self, x):
+                return self.fc(x) + self.b
+
+        return M()
+
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+    assert (graph_placeholders(ember, build(ember), ember.ones(4, 3))
+            == graph_placeholders(torch, build(torch), torch.ones(4, 3)))
+
+    def star(lib):
+        return lambda x, *rest, k=None: x + rest[0] * k
+
+    # ember orders the inputs by first use in an op (rest[0] * k runs first), Dynamo by first read
+    e = graph_placeholders(ember, star(ember), ember.ones(3), ember.ones(3), k=ember.ones(3))
+    assert sorted(e) == sorted(graph_placeholders(torch, star(torch), torch.ones(3), torch.ones(3), k=torch.ones(3)))
+    assert sorted(e) == [("l_k_", "L_k_"), ("l_rest_0_", "L_rest_0_"), ("l_x_", "L_x_")]

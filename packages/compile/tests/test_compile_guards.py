@@ -360,3 +360,19 @@ def test_autocast_training_replays_and_autocast_changes_fail_guards():
     assert hits[7]  # bfloat16 again: its entry still serves
     for p, q in zip(model.parameters(), ref.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_error_on_recompile_raises_recompile_error_like_torch():
+    kinds = []
+    for lib in (torch, ember):
+        lib._dynamo.reset()
+        fn = lib.compile(lambda x: x * 2, backend="eager")
+        with lib._dynamo.config.patch(error_on_recompile=True):
+            fn(lib.ones(2))
+            fn(lib.ones(2))  # the same inputs: no recompile
+            with pytest.raises(lib._dynamo.exc.RecompileError) as info:
+                fn(lib.ones(3, 3))
+        assert isinstance(info.value, RuntimeError)
+        kinds.append(type(info.value).__name__)
+        assert lib.equal(fn(lib.ones(3, 3)), lib.full((3, 3), 2.0))  # off again: it compiles
+    assert kinds == ["RecompileError", "RecompileError"]

@@ -230,3 +230,31 @@ def test_dynamic_export_after_static_one_keeps_the_dim_like_torch():
     ep_e = export(model_e, (ember.tensor(x),), dynamic_shapes={"x": {0: Dim("b")}})
     ep_t = torch.export.export(model_t, (torch.tensor(x),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
     assert [str(v) for v in ep_e.range_constraints.values()] == [str(v) for v in ep_t.range_constraints.values()]
+
+
+@pytest.mark.parametrize("example", [3, 8], ids=["false_at_example", "true_at_example"])
+def test_cond_on_a_dynamic_size_keeps_the_predicate_symbolic_like_torch(example):
+    def build(lib):
+        class SizeBranch(lib.nn.Module):
+            def forward(self, x):
+                return lib.cond(x.shape[0] > 4, lambda v: v.sin(), lambda v: v.cos(), (x,))
+
+        return SizeBranch()
+
+    tp = torch.export.export(build(torch), (torch.randn(example, 4),),
+                             dynamic_shapes=({0: torch.export.Dim("b", min=2, max=16)},))
+    ep = export(build(ember), (ember.randn(example, 4),), dynamic_shapes=({0: Dim("b", min=2, max=16)},))
+    # no specialization: the whole range stays, as in torch, and one cond node picks at run time
+    assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [
+        (int(r.lower), int(r.upper)) for r in tp.range_constraints.values()]
+    assert len(_hop_nodes(ep.graph, "cond")) == 1
+    for program in (ep, _roundtrip(ep), ep.run_decompositions()):
+        for n in (2, 3, 5, 16):
+            x = np.random.randn(n, 4).astype(np.float32)
+            want = tp.module()(torch.from_numpy(x)).numpy()
+            np.testing.assert_allclose(program.module()(ember.from_numpy(x)).numpy(), want, rtol=1e-6, atol=1e-6)
+    onnx_program = ember.onnx.export(build(ember), (ember.randn(example, 4),),
+                                     dynamic_shapes=({0: Dim("b", min=2, max=16)},))
+    for n in (3, 9):
+        x = ember.randn(n, 4)
+        np.testing.assert_allclose(onnx_program(x)[0].numpy(), (x.sin() if n > 4 else x.cos()).numpy(), atol=1e-6)

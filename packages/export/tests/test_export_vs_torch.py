@@ -158,3 +158,62 @@ def test_exported_module_kwarg_mismatch_message_like_torch():
             row.append(str(info.value))
         messages.append(row)
     assert messages[0] == messages[1]
+
+
+def _call_args(text: str) -> list:
+    """The argument lists of the op calls in generated code, op names left out."""
+    import re
+
+    return [m.group(1) for m in re.finditer(r"= (?:ember\.ops|torch\.ops\.aten)\.[\w.]+\((.*?)\);", text)]
+
+
+def test_graph_prints_op_calls_without_trailing_defaults_like_torch():
+    def build(lib):
+        class M(lib.nn.Module):
+            def forward(self, x):
+                return x.sum() + x.sum(1, keepdim=True).sum() + lib.softmax(x, -1).sum() + x.mean()
+
+        return M()
+
+    x = torch.randn(2, 4)
+    ep = export(build(ember), (ember.tensor(x.numpy()),))
+    tp = torch.export.export(build(torch), (x,))
+    # torch spells sum's dim as a list ([1]); ember's op takes the int
+    assert _call_args(ep.graph_module.code) == [a.replace("[1]", "1") for a in _call_args(tp.graph_module.code)]
+    assert "args = (%x,)" in str(ep.graph) and "args = (%x, -1)" in str(ep.graph)
+    # the code runs with the defaults left out
+    assert ember.allclose(ep.module()(ember.tensor(x.numpy())), ember.tensor(tp.module()(x).numpy()))
+
+
+def test_none_inputs_are_user_inputs_like_torch():
+    def build(lib):
+        class M(lib.nn.Module):
+            def forward(self, x, y=None, z=None):
+                return x * 2 if y is None else x + y
+
+        return M()
+
+    x = torch.randn(2, 4)
+    ep = export(build(ember), (ember.tensor(x.numpy()), None), {"z": None})
+    tp = torch.export.export(build(torch), (x, None), {"z": None})
+    assert ep.graph_signature.user_inputs == tp.graph_signature.user_inputs == ("x", None, None)
+    assert [(s.kind.name, type(s.arg).__name__, s.arg.name) for s in ep.graph_signature.input_specs] == [
+        (s.kind.name, type(s.arg).__name__, s.arg.name) for s in tp.graph_signature.input_specs]
+    assert ep.call_spec.in_spec.num_leaves == tp.call_spec.in_spec.num_leaves == 3
+    e_mod, t_mod = ep.module(), tp.module()
+    e_ph = [n.name for n in e_mod.graph.nodes if n.op == "placeholder"]
+    assert e_ph == [n.name for n in t_mod.graph.nodes if n.op == "placeholder"] == ["x", "y", "z"]
+    out = e_mod(ember.ones(2, 4), None, z=None)
+    assert ember.equal(out, ember.tensor(t_mod(torch.ones(2, 4), None, z=None).numpy()))
+
+
+def test_tree_spec_repr_like_torch():
+    import collections
+
+    import torch.utils._pytree as torch_pytree
+
+    from ember.export import _pytree
+
+    pair = collections.namedtuple("pair", "a b")
+    for tree in [((1, 2), {"z": 3}), [1, [2, [3, None]], {"a": 5, "b": (6,)}], (), {"x": []}, pair(1, (2, 3)), 5]:
+        assert repr(_pytree.tree_flatten(tree)[1]) == repr(torch_pytree.tree_flatten(tree)[1])

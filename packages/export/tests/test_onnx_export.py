@@ -501,3 +501,63 @@ def test_class_losses_translate_like_torch(name):
         x, t = rng.standard_normal((n, 4)).astype(np.float32), rng.integers(0, 4, n).astype(np.int64)
         expect = program(torch)(torch.tensor(x), torch.tensor(t)).numpy()
         np.testing.assert_allclose(session.run(None, {"x": x, "t": t})[0], expect, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_dynamic_sequence_axis_of_recurrent_layers_like_torch_legacy_exporter(kind, tmp_path):
+    """dynamic_axes on the time axis of an LSTM/GRU: torch's legacy exporter keeps it dynamic (one
+    ONNX LSTM/GRU node); ember's export does too (the layer op takes no per-step sizes)."""
+    torch = pytest.importorskip("torch")
+    from export_models import copy_weights
+
+    def build(lib):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = lib.nn.Embedding(10, 6)
+                self.rnn = getattr(lib.nn, kind)(6, 8, num_layers=2, batch_first=True, bidirectional=True)
+                self.head = lib.nn.Linear(16, 3)
+
+            def forward(self, ids):
+                out = self.rnn(self.emb(ids))[0]
+                return self.head(out[:, -1])
+
+        return Net().eval()
+
+    e_model, t_model = build(ember), build(torch)
+    copy_weights(t_model, e_model)
+    axes = {"ids": {0: "batch", 1: "seq"}, "out": {0: "batch"}}
+    paths = {}
+    for name, lib, model in (("ember", ember, e_model), ("torch", torch, t_model)):
+        paths[name] = str(tmp_path / f"{name}.onnx")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.onnx.export(model, (lib.randint(0, 10, (2, 5)),), paths[name], input_names=["ids"],
+                            output_names=["out"], dynamic_axes=axes, dynamo=False)
+    for name, path in paths.items():
+        dims = onnx.load(path).graph.input[0].type.tensor_type.shape.dim
+        assert [d.dim_param for d in dims] == ["batch", "seq"], name
+    import onnxruntime as ort
+
+    sessions = {name: ort.InferenceSession(path) for name, path in paths.items()}
+    for shape in [(2, 5), (4, 9), (1, 2)]:
+        ids = np.random.randint(0, 10, shape).astype(np.int64)
+        want = t_model(torch.from_numpy(ids)).detach().numpy()
+        for name, s in sessions.items():
+            np.testing.assert_allclose(s.run(None, {"ids": ids})[0], want, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_onnx_traced_recurrent_program_runs_and_differentiates_at_other_lengths():
+    # the program ember.onnx traced gives the GRU op no per-step sizes: its kernels and backward
+    # derive the steps from the rows
+    model = ember.nn.GRU(4, 5, batch_first=True, bidirectional=True).eval()
+    dims = ({0: ember.export.Dim("b"), 1: ember.export.Dim("s")},)
+    program = ember.onnx.export(model, (ember.randn(2, 3, 4),), dynamic_shapes=dims).exported_program
+    assert any(n.args[4] == [] for n in program.graph.nodes if "_gru_layer" in str(n.target))
+    x = ember.randn(3, 7, 4, requires_grad=True)
+    got = program.module()(x)[0]
+    want = model(x)[0]
+    ember.testing.assert_close(got, want)
+    (g_got,) = ember.autograd.grad(got.sum(), x)
+    (g_want,) = ember.autograd.grad(want.sum(), x)
+    ember.testing.assert_close(g_got, g_want)

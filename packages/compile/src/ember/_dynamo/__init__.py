@@ -68,9 +68,10 @@ class ExportResult(NamedTuple):
 def export(f, *extra_args, aten_graph: bool = False, pre_dispatch: bool = False, decomposition_table=None,
            tracing_mode: str = "symbolic", dynamic_shapes=None, **extra_kwargs):
     """``torch._dynamo.export(f)(*args)``: the whole of ``f`` as one graph (``make_fx``), returned
-    as ``ExportResult(graph_module, guards)``; the graph module takes ``f``'s positional tensor
-    arguments. A break (data-dependent Python) raises ``Unsupported``. Keyword arguments are
-    constants of the graph; ``guards`` is empty (the graph is valid for inputs like the example's)."""
+    as ``ExportResult(graph_module, guards)``; the graph module takes ``f``'s positional
+    arguments (a number or None argument is a placeholder the graph does not read). A break
+    (data-dependent Python) raises ``Unsupported``. Keyword arguments are constants of the graph;
+    ``guards`` is empty (the graph is valid for inputs like the example's)."""
     from ember.compiler._make_fx import make_fx
 
     def inner(*args, **kwargs):

@@ -3,6 +3,7 @@
 from ember.compiler._exc import (
     BackendCompilerFailed,
     InvalidBackend,
+    RecompileError,
     TorchDynamoException,
     TorchRuntimeError,
     UncapturedHigherOrderOpError,
@@ -12,6 +13,6 @@ from ember.compiler._exc import (
 )
 
 __all__ = [
-    "BackendCompilerFailed", "InvalidBackend", "TorchDynamoException", "TorchRuntimeError",
+    "BackendCompilerFailed", "InvalidBackend", "RecompileError", "TorchDynamoException", "TorchRuntimeError",
     "UncapturedHigherOrderOpError", "Unsupported", "UserError", "UserErrorType",
 ]

@@ -120,7 +120,10 @@ def cond(pred, true_fn, false_fn, operands=()):
         if not isinstance(op, (Tensor, int, float, bool)):
             raise RuntimeError(f"cond: operand {i} is a {type(op).__name__}; operands must be tensors or numbers")
     if isinstance(pred, bool):
-        return true_fn(*operands) if pred else false_fn(*operands)
+        symbolic = _symbolic_pred(pred, operands)
+        if symbolic is None:
+            return true_fn(*operands) if pred else false_fn(*operands)
+        pred = symbolic
     if _is_wrapped(pred):
         return _select_both(pred, true_fn, false_fn, operands)
     if not capturing(pred, *operands):
@@ -135,6 +138,54 @@ def cond(pred, true_fn, false_fn, operands=()):
     false_graph = finish_subgraph(f_tracer, f_leaves, lifted, "cond false branch")
     out = COND(pred, true_graph, false_graph, tensor_ops + lifted)
     return tree_unflatten(list(out), t_spec)
+
+
+def _symbolic_pred(pred: bool, operands):
+    """Under export's symbolic trace, a bool computed on the caller's line from symbolic sizes
+    (``cond(x.shape[0] > 4, ...)``) as a 0-d bool tensor computed from those sizes at run time,
+    with the guard its comparison recorded taken back: PyTorch keeps such a predicate symbolic
+    (a SymBool) rather than specializing the program to one branch. None otherwise (a
+    comparison made on another line, several on this one, a plain bool): the branch is decided
+    now, as before.
+
+    ember's SymInt comparisons return plain bools, so the predicate is recognized by its guard:
+    the last one recorded, and the only one recorded from the caller's line."""
+    import sympy
+
+    from ember.compiler._user_frames import user_frame
+    from ember.compiler.symbolic_shapes import SymInt
+
+    env = next((s.shape_env for op in operands if isinstance(op, Tensor) for s in op.shape
+                if isinstance(s, SymInt) and s.shape_env is not None), None)
+    if env is None or not env.record_guards or not env.guards:
+        return None
+    here = user_frame(2)
+    if here is None:
+        return None
+    on_line = [i for i, f in enumerate(env.guard_frames)
+               if f is not None and (f.filename, f.lineno) == (here.filename, here.lineno)]
+    guard = env.guards[-1]
+    if on_line != [len(env.guards) - 1] or not isinstance(guard, sympy.core.relational.Relational):
+        return None
+    diff = sympy.expand(guard.lhs - guard.rhs)
+    hint = diff.subs(env.var_to_val)
+    if not diff.free_symbols or not hint.is_Integer or not (diff.free_symbols <= set(env.var_to_val)):
+        return None
+    # the guard holds the outcome (``s0 <= 4`` for a False ``s0 > 4``): pred is it, or its negation
+    relation = type(guard if pred else guard.negated)
+    compare = {sympy.StrictGreaterThan: ember.gt, sympy.GreaterThan: ember.ge, sympy.StrictLessThan: ember.lt,
+               sympy.LessThan: ember.le, sympy.Equality: ember.eq, sympy.Unequality: ember.ne}.get(relation)
+    if compare is None:
+        return None
+    env.guards.pop()
+    env.guard_frames.pop()
+    env._seen.discard(guard)
+    value = ember.full((), SymInt(diff, int(hint), env), dtype=ember.int64, device=_device_of(operands))
+    return compare(value, 0)
+
+
+def _device_of(operands):
+    return next((op.device for op in operands if isinstance(op, Tensor)), None)
 
 
 def _trace_branches(true_fn, false_fn, operands):

@@ -32,7 +32,7 @@ from ._dynamic import (
     symbolic_scalars,
     symbolize,
 )
-from ._exc import BackendCompilerFailed
+from ._exc import BackendCompilerFailed, RecompileError
 from ._recorder import Recorder, Unsupported, current
 from ._unbacked import plain_scalars
 
@@ -200,6 +200,7 @@ class CompiledFunction:
     def _record(self, args, kwargs):
         rec = Recorder(self)
         rec.scalar_args = scalar_arguments(args, kwargs)
+        rec.call_args = (args, kwargs)  # the graphs' placeholders are named after them (cleared below)
         observer = None
         if self.want_stacks or _logging._ON:
             rec.want_stacks = self.want_stacks or _logs_want_stacks()
@@ -229,6 +230,7 @@ class CompiledFunction:
                 rec.flush(final=True)  # eager ran every op before the exception: so do we
                 raise
             rec.flush(final=True)
+        rec.call_args = None
         if self.fullgraph:
             result = plain_scalars(result)
         if observer is not None:
@@ -341,6 +343,9 @@ class CompiledFunction:
                 self.fallback = True
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
+            if config.error_on_recompile:
+                raise RecompileError(f"Recompiling function {self.name}: the recorded ops, input metadata or grad "
+                                     "mode differ from the cached entries (torch._dynamo.config.error_on_recompile)")
             if _STANCE[0] == "fail_on_recompile":
                 raise RuntimeError(_fail_on_recompile_text(self.fn))
             if _STANCE[0] == "eager_on_recompile":
@@ -359,6 +364,7 @@ class CompiledFunction:
 
         start = time.perf_counter()
         gm = build_graph_module(rec, live, fx, symbols=dyn and _symbols(dyn, rec))
+        _name_placeholders(gm, rec, self.fn)
         example_inputs = list(rec.inputs)
         if dyn is not None:
             example_inputs += _symbol_values(dyn[1], rec.inputs, dict(rec.scalar_args))
@@ -388,6 +394,82 @@ class CompiledFunction:
             with config.patch(self.options):
                 return self.backend(gm, example_inputs)
         return self.backend(gm, example_inputs)
+
+
+def _module_sources(module, prefix: str, names: dict) -> None:
+    """Dynamo's names of a module's parameters and buffers: ``fc.weight`` of ``self`` is
+    ``self_modules_fc_parameters_weight``."""
+    for path, sub in module.named_modules(remove_duplicate=False):
+        base = prefix + "".join(f"_modules_{p}" for p in path.split(".") if path)
+        for name, t in list(sub._parameters.items()) + list(sub._buffers.items()):
+            if t is not None:
+                kind = "parameters" if name in sub._parameters else "buffers"
+                names.setdefault(id(t), f"{base}_{kind}_{name}")
+
+
+def _source_names(fn, args, kwargs) -> dict:
+    """id(tensor) -> Dynamo's source name (``L_x_``, ``L_self_modules_fc_parameters_weight_``,
+    ``G_w_``) of the call's tensor arguments, the bound module's state and the function's
+    global tensors and modules."""
+    import inspect
+
+    from ember import nn
+    from ember._src.tensor import Tensor
+
+    names: dict = {}
+    owner = fn if isinstance(fn, nn.Module) else getattr(fn, "__self__", None)
+    target = fn.forward if isinstance(fn, nn.Module) else fn
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        bound = None
+    if bound is not None:
+        for name, value in bound.arguments.items():
+            if isinstance(value, Tensor):
+                names.setdefault(id(value), f"L_{name}")
+            elif isinstance(value, (tuple, list)):
+                for i, v in enumerate(value):
+                    if isinstance(v, Tensor):
+                        names.setdefault(id(v), f"L_{name}_{i}")
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    if isinstance(v, Tensor) and str(k).isidentifier():
+                        names.setdefault(id(v), f"L_{name}_{k}")
+            elif isinstance(value, nn.Module):
+                _module_sources(value, f"L_{name}", names)
+    if isinstance(owner, nn.Module):
+        _module_sources(owner, "L_self", names)
+    code_globals = getattr(getattr(target, "__func__", target), "__globals__", {})
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    for name in (code.co_names if code is not None else ()):
+        value = code_globals.get(name)
+        if isinstance(value, Tensor):
+            names.setdefault(id(value), f"G_{name}")
+        elif isinstance(value, nn.Module):
+            _module_sources(value, f"G_{name}", names)
+    return names
+
+
+def _name_placeholders(gm, rec, fn) -> None:
+    """Names the placeholders of a compiled function's graph after where their tensors came
+    from, as Dynamo's graphs do (target ``L_x_``, node ``l_x_``); others keep ``arg<i>``."""
+    call = getattr(rec, "call_args", None)
+    if call is None:
+        return
+    names = _source_names(fn, *call)
+    if not names:
+        return
+    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    renamed = False
+    for node, t in zip(nodes, rec.inputs):
+        source = names.get(id(t))
+        if source is None:
+            continue
+        node._rename(source.lower() + "_")
+        node.target = source + "_"
+        renamed = True
+    if renamed:
+        gm.recompile()
 
 
 def _interpret(rec, live, dyn=None):

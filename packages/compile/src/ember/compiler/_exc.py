@@ -29,6 +29,10 @@ class InvalidBackend(TorchDynamoException):
         super().__init__(f"Invalid backend: {name!r}, see `ember._dynamo.list_backends()` for available backends.")
 
 
+class RecompileError(TorchDynamoException):
+    """A compiled function compiling again while ``config.error_on_recompile`` is set."""
+
+
 class BackendCompilerFailed(TorchDynamoException):
     """The backend raised while compiling a graph (``inner_exception`` is what it raised)."""
 

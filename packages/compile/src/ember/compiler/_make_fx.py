@@ -1,11 +1,14 @@
 """``make_fx``: a whole function as one ``ember.fx.GraphModule`` of ember ops (PyTorch's
 ``torch.fx.experimental.proxy_tensor.make_fx``), on the same recorder as ``ember.compile``.
 
-The graph takes the function's tensor arguments, in order, as placeholders (``arg<i>_1``) and
-returns its outputs in their structure; other real tensors it reads (parameters, globals)
-become ``_tensor_constant<k>`` attributes. Capture is strict: reading tensor data (``.item()``,
-``if t:``, ``print(t)``) raises ``ember._dynamo.exc.Unsupported`` naming the line, in every
-tracing mode ("real", "fake", "symbolic": no mode computes values, so each traces the same).
+The graph takes the function's arguments, in order, as placeholders named as PyTorch names them
+(``x_1`` after the parameter ``x``, ``arg<i>_1`` under ``*args``; a number or None argument is a
+placeholder nothing reads; the tensors inside a list or dict argument ``d`` are ``d_1, d_2...``,
+flat, where PyTorch keeps ``d`` as one input) and returns its outputs in their structure; other
+real tensors it reads (parameters, globals) become ``_tensor_constant<k>`` attributes. Capture
+is strict: reading tensor data (``.item()``, ``if t:``, ``print(t)``) raises
+``ember._dynamo.exc.Unsupported`` naming the line, in every tracing mode ("real", "fake",
+"symbolic": no mode computes values, so each traces the same).
 """
 
 from __future__ import annotations
@@ -94,8 +97,61 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
                 constants = frozenset(v for v in rec.input_index.values() if v not in placeholders)
                 gm = build_graph_module(rec, [], fx, constants=constants, output=output,
                                         placeholder_name="arg{}_1")
+                inputs = [t for t in rec.inputs if rec.input_index[id(t)] not in constants]
             finally:
                 rec.discard()
+        _name_placeholders(gm, f, args, inputs)
         return gm
 
     return wrapped
+
+
+def _argument_names(f, count: int) -> list:
+    """The parameter name of each of ``count`` positional arguments of ``f`` (None past its
+    named parameters: ``*args``, a callable without a signature)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return [None] * count
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return (names + [None] * count)[:count]
+
+
+def _name_placeholders(gm, f, args, inputs: list) -> None:
+    """PyTorch's placeholders: named after ``f``'s parameters (``x_1``; ``d_1, d_2`` for the
+    tensors inside a container ``d``; ``arg<i>_1`` under ``*args``), and one for each argument
+    that is a number, string or None (specialized, read by nothing), so the graph module is
+    called with the arguments ``f`` was (``gm(x, 3)``). ``inputs`` are the tensors the
+    graph's placeholders stand for, in order."""
+    graph = gm.graph
+    nodes = [n for n in graph.nodes if n.op == "placeholder"]
+    by_input = {id(t): node for t, node in zip(inputs, nodes)}
+    named: set = set()
+    previous = None
+    for i, (arg, name) in enumerate(zip(args, _argument_names(f, len(args)))):
+        base = name if name is not None else f"arg{i}"
+        if isinstance(arg, Tensor) or type(arg) in (list, tuple, dict):
+            leaves: list = []
+            _flatten(arg, leaves)
+            for k, t in enumerate(leaves, 1):
+                node = by_input.get(id(t))
+                if node is None or id(node) in named:
+                    continue
+                named.add(id(node))
+                wanted = f"{base}_{k}" if type(arg) in (list, tuple, dict) and name is not None else f"{base}_1"
+                if wanted != node.name and name is not None:
+                    node._rename(wanted)
+                    node.target = node.name
+                previous = node
+            continue
+        if not isinstance(arg, (int, float, bool, str, type(None))):
+            continue
+        with graph.inserting_after(previous) if previous is not None else graph.inserting_before(None):
+            node = graph.placeholder(f"{base}_1", default_value=None) if arg is None else graph.placeholder(
+                f"{base}_1")
+        node.target = node.name
+        node.meta["val"] = arg
+        previous = node
+    gm.recompile()

@@ -248,8 +248,15 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
                     for t in args)
         compiled = cache.get(key)
         if compiled is None:
-            gm = make_fx(fn, decomposition_table=decompositions)(*args)
-            compiled = aot_module_simplified(gm, list(args), fw_compiler, bw_compiler)
+            # the graph takes the tensors; other arguments are constants of it (the key holds them)
+            tensors = [a for a in args if isinstance(a, Tensor)]
+
+            def over_tensors(*ts, _args=args):
+                it = iter(ts)
+                return fn(*[next(it) if isinstance(a, Tensor) else a for a in _args])
+
+            gm = make_fx(over_tensors, decomposition_table=decompositions)(*tensors)
+            compiled = aot_module_simplified(gm, tensors, fw_compiler, bw_compiler)
             cache[key] = compiled
         outs = compiled(*[a for a in args if isinstance(a, Tensor)])
         return outs[0] if len(outs) == 1 else outs

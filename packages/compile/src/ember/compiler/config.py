@@ -19,6 +19,8 @@ specialize_float = False
 # ember computes them between two graphs, which then is not counted as a graph break.
 capture_scalar_outputs = False
 capture_dynamic_output_shape_ops = False
+# A compiled function compiling a graph again (new shapes, dtypes, ops ...) raises RecompileError.
+error_on_recompile = False
 # Accepted for PyTorch programs that set them; the lazy capture has no bytecode to skip.
 suppress_errors = False
 verbose = False

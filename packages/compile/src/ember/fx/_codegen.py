@@ -304,7 +304,8 @@ class CodeGen:
                 return
             hint = _naming.qualified_name(target)
             global_name = add_global(hint if hint.isidentifier() else hint.replace(".", "_"), target)
-            body.append(f"{node.name}{annotation} = {global_name}({args_repr(node.args, node.kwargs)})")
+            args, kwargs = _naming.without_defaults(target, node.args, node.kwargs)
+            body.append(f"{node.name}{annotation} = {global_name}({args_repr(args, kwargs)})")
             return
         if node.op == "call_module":
             body.append(f"{node.name}{annotation} = {_format_target(root_module, node.target)}"

@@ -179,3 +179,75 @@ def constant_repr(value: Any) -> str | None:
         if math.isnan(value):
             return "nan"
     return None
+
+
+_DEFAULTS_CACHE: dict = {}
+
+
+def _kernel_defaults(op) -> tuple | None:
+    """``(positional defaults, keyword defaults)`` every kernel of ``op`` agrees on: a list of
+    ``(name, default)`` by position (``None`` where a parameter has no default), and
+    ``{name: default}`` for keyword-only ones. None when a kernel's signature cannot be read."""
+    import inspect
+
+    cached = _DEFAULTS_CACHE.get(op.name, False)
+    if cached is not False:
+        return cached
+    result = None
+    for kernel in set(op.kernels.values()):
+        try:
+            params = inspect.signature(kernel).parameters.values()
+        except (TypeError, ValueError):
+            result = None
+            break
+        positional, keyword = [], {}
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            default = None if p.default is p.empty else (p.default,)
+            if p.kind is not p.KEYWORD_ONLY:
+                positional.append(default)
+            if default is not None:
+                keyword[p.name] = p.default
+        if result is None:
+            result = (positional, keyword)
+            continue
+        # kernels may name their parameters differently (``x`` / ``self``): positions must agree
+        if result[0] != positional:
+            result = None
+            break
+        for k in [k for k in result[1] if k not in keyword or not _same_literal(keyword[k], result[1][k])]:
+            del result[1][k]
+    _DEFAULTS_CACHE[op.name] = result
+    return result
+
+
+def _same_literal(value: Any, default: Any) -> bool:
+    if value is None or default is None:
+        return value is default
+    if isinstance(default, (list, tuple)):
+        return (isinstance(value, (list, tuple)) and len(value) == len(default)
+                and all(_same_literal(a, b) for a, b in zip(value, default)))
+    return type(value) is type(default) and type(value) in (bool, int, float, str) and value == default
+
+
+def without_defaults(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """An ember op call's arguments without the trailing positional ones and the keywords that
+    equal the op's defaults, as PyTorch's graphs show them (``sum(x)``, not ``sum(x, None,
+    False, None)``). Calling the op with the result means the same (the defaults are the
+    kernels' own); any other target's arguments are returned unchanged."""
+    if not is_op(target) or not target.kernels:
+        return args, kwargs
+    defaults = _kernel_defaults(target)
+    if defaults is None:
+        return args, kwargs
+    positional, keyword = defaults
+    if kwargs:
+        kwargs = {k: v for k, v in kwargs.items() if not (k in keyword and _same_literal(v, keyword[k]))}
+    end = len(args)
+    while end > 0 and end <= len(positional):
+        default = positional[end - 1]
+        if default is None or not _same_literal(args[end - 1], default[0]):
+            break
+        end -= 1
+    return (args[:end] if end < len(args) else args), kwargs

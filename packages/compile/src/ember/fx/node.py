@@ -20,6 +20,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import _naming
 from .immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
@@ -408,6 +409,9 @@ class Node:
         extra = ""
         if include_tensor_metadata and "tensor_meta" in self.meta:
             extra = f" (tensor_meta={self.meta['tensor_meta']})"
+        args, kwargs = self.args, self.kwargs
+        if self.op == "call_function":
+            args, kwargs = _naming.without_defaults(self.target, args, kwargs)
         return (f"%{self.name} : {maybe_typename}[num_users={len(self.users)}] = "
-                f"{self.op}[target={_pretty_print_target(self.target)}](args = {_format_arg(self.args)}, "
-                f"kwargs = {_format_arg(self.kwargs)}){extra}")
+                f"{self.op}[target={_pretty_print_target(self.target)}](args = {_format_arg(args)}, "
+                f"kwargs = {_format_arg(kwargs)}){extra}")

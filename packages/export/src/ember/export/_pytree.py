@@ -2,7 +2,8 @@
 
 Export flattens a call's ``(args, kwargs)`` into the graph's user inputs and its result
 into the graph's outputs; the specs rebuild the structures around the graph. Built in:
-tuple, list, dict, OrderedDict, namedtuple and None. ``register_pytree_node`` and
+tuple, list, dict, OrderedDict and namedtuple; None is a leaf, as in PyTorch 2.13 (an input
+``y=None`` is a user input of its own, a ``ConstantArgument``). ``register_pytree_node`` and
 ``register_dataclass`` add user containers; each registered type has a serialized name so
 that a saved program can name it without pickling it (loading only resolves names that
 are registered in the loading process).
@@ -76,10 +77,19 @@ class TreeSpec:
                 and self.children_specs == other.children_specs)
 
     def __repr__(self) -> str:
+        return self._text(0)
+
+    def _text(self, indent: int) -> str:
+        """PyTorch's layout: the first child inline, each later one on its own line, indented two
+        more spaces per level (``TreeSpec(tuple, None, [*,\n  *])``)."""
         if self.is_leaf():
             return "*"
-        inner = ", ".join(repr(c) for c in self.children_specs)
-        return f"TreeSpec({type_name(self.type)}, {self.context!r}, [{inner}])"
+        indent += 2
+        children = [c._text(indent) for c in self.children_specs]
+        inner = ",".join([children[0]] + ["\n" + " " * indent + c for c in children[1:]]) if children else ""
+        if issubclass(self.type, tuple) and hasattr(self.type, "_fields"):  # PyTorch's namedtuple node
+            return f"TreeSpec(namedtuple, {self.type}, [{inner}])"
+        return f"TreeSpec({self.type.__name__}, {self.context}, [{inner}])"
 
 
 LEAF = TreeSpec(None, None, [])
@@ -88,8 +98,6 @@ LEAF = TreeSpec(None, None, [])
 def _children(obj) -> tuple[type | None, Any, list] | None:
     """(node type, context, children) of a container, None for a leaf."""
     cls = type(obj)
-    if obj is None:
-        return type(None), None, []
     if cls in SUPPORTED_NODES:
         children, ctx = SUPPORTED_NODES[cls].flatten(obj)
         return cls, ctx, list(children)

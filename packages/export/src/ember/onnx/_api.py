@@ -106,13 +106,17 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
             model.eval()
         elif training == TrainingMode.TRAINING:
             model.train()
+        from ember.nn.modules import _recurrence
+
         _IN_EXPORT[0] += 1
+        _recurrence.SYMBOLIC_STEPS[0] += 1  # LSTM/GRU time dims stay dynamic, as in torch's legacy exporter
         try:
             if dynamic_axes is not None:
                 dynamic_shapes = _dynamic_shapes_from_axes(model, args, kwargs, input_names, dynamic_axes)
             ep = export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes)
         finally:
             _IN_EXPORT[0] -= 1
+            _recurrence.SYMBOLIC_STEPS[0] -= 1
             model.train(was_training)
     dim_names = getattr(ep, "_dim_names", {})
     # export_params=False: the legacy exporter (and the dynamo one with keep_initializers_as_inputs)

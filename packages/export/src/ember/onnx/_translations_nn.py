@@ -183,6 +183,14 @@ def _sdpa(b, node):
     return b.emit("MatMul", [probs, b.value(v)])
 
 
+def _time_major(b, batch_sizes, h0, width: int) -> str:
+    """The shape [steps, batch, width] of a layer op's projections as ONNX's X: ``batch_sizes``
+    counts the steps; empty (an unpacked sequence), the steps are what ``h0``'s batch leaves."""
+    if batch_sizes:
+        return b.const(np.array([len(batch_sizes), -1, width], dtype=np.int64))
+    return b.ints([-1, shape_of(h0)[0], width])
+
+
 # ONNX orders LSTM gates (input, output, forget, cell); ember (as PyTorch) (input, forget, cell, output).
 _ONNX_GATE_FROM_EMBER = [0, 3, 1, 2]
 
@@ -197,16 +205,14 @@ def _lstm_layer(b, node):
 
     if w_hr is not None:
         raise UnsupportedOp("LSTM with proj_size")
-    sizes = {as_expr(s) for s in batch_sizes}
-    if len(sizes) != 1:
+    if batch_sizes and len({as_expr(s) for s in batch_sizes}) != 1:
         raise UnsupportedOp("a packed sequence (PackedSequence) through an LSTM")
     hidden = int(shape_of(w_hh)[0]) // 4
-    steps = len(batch_sizes)
     dt = dtype_of(xp)
     rows = np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in _ONNX_GATE_FROM_EMBER])
     perm = np.zeros((1, 4 * hidden, 4 * hidden))
     perm[0, np.arange(4 * hidden), rows] = 1.0
-    x = b.emit("Reshape", [b.value(xp), b.const(np.array([steps, -1, 4 * hidden], dtype=np.int64))])
+    x = b.emit("Reshape", [b.value(xp), _time_major(b, batch_sizes, h0, 4 * hidden)])
     r = b.emit("Unsqueeze", [b.emit("Gather", [b.value(w_hh), b.const(rows.astype(np.int64))], axis=0),
                              b.const(np.array([0], dtype=np.int64))])
     axis0 = b.const(np.array([0], dtype=np.int64))
@@ -229,7 +235,7 @@ def _gru_layer(b, node):
     xp, h0, w_hh, b_hh, batch_sizes, reverse = node.args[:6]
     from ember.export._ranges import as_expr
 
-    if len({as_expr(s) for s in batch_sizes}) != 1:
+    if batch_sizes and len({as_expr(s) for s in batch_sizes}) != 1:
         raise UnsupportedOp("a packed sequence (PackedSequence) through a GRU")
     hidden = int(shape_of(w_hh)[0]) // 3
     dt = dtype_of(xp)
@@ -238,7 +244,7 @@ def _gru_layer(b, node):
     perm[0, np.arange(3 * hidden), rows] = 1.0
     index = b.const(rows.astype(np.int64))
     axis0 = b.const(np.array([0], dtype=np.int64))
-    x = b.emit("Reshape", [b.value(xp), b.const(np.array([len(batch_sizes), -1, 3 * hidden], dtype=np.int64))])
+    x = b.emit("Reshape", [b.value(xp), _time_major(b, batch_sizes, h0, 3 * hidden)])
     r = b.emit("Unsqueeze", [b.emit("Gather", [b.value(w_hh), index], axis=0), axis0])
     bias = None
     if b_hh is not None:

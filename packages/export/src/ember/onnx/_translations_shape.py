@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import ember
+
 from ._builder import onnx_dtype
 from ._translations import arg, dtype_of, register, shape_of
 
@@ -168,6 +170,11 @@ def _full(b, node):
 
     from ._builder import NUMPY_DTYPES
 
+    if hasattr(value, "op"):  # a size computed at run time (a symbolic cond predicate's operand)
+        fill = b.value(value)
+        if dt is not ember.int64:
+            fill = b.emit("Cast", [fill], to=onnx_dtype(dt))
+        return b.emit("Expand", [fill, b.ints(shape_of(node))])
     fill = numpy_helper.from_array(np.array([value], dtype=NUMPY_DTYPES[dt]), "value")
     return b.emit("ConstantOfShape", [b.ints(shape_of(node))], value=fill)
 

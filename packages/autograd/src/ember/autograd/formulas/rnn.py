@@ -42,9 +42,11 @@ def _lstm_cell_composite(input_gates, hidden_gates, c_prev):
     return _lstm_step(input_gates + hidden_gates, c_prev)
 
 
-def _schedule(batch_sizes, reverse):
+def _schedule(batch_sizes, reverse, rows, batch):
     """(time index, row offset, batch) of each step in processing order."""
-    sizes = [int(s) for s in batch_sizes]
+    from ember._src.ops.nn.rnn import step_sizes
+
+    sizes = step_sizes(batch_sizes, rows, batch)
     offsets = [0] * len(sizes)
     for t in range(1, len(sizes)):
         offsets[t] = offsets[t - 1] + sizes[t - 1]
@@ -63,7 +65,7 @@ def _cat_rows(per_step, width, like):
 
 
 def _lstm_layer_composite(xp, h0, c0, w_hh, w_hr, batch_sizes, reverse):
-    steps = _schedule(batch_sizes, reverse)
+    steps = _schedule(batch_sizes, reverse, xp.shape[0], h0.shape[0])
     per = {k: [None] * len(steps) for k in ("out", "acts", "cs", "tanh_cs", "ms")}
     h, c = h0, c0
     for t, off, b in steps:
@@ -79,7 +81,7 @@ def _lstm_layer_composite(xp, h0, c0, w_hh, w_hr, batch_sizes, reverse):
 
 
 def _gru_layer_composite(xp, h0, w_hh, b_hh, batch_sizes, reverse):
-    steps = _schedule(batch_sizes, reverse)
+    steps = _schedule(batch_sizes, reverse, xp.shape[0], h0.shape[0])
     outs, rzns, ghns = [None] * len(steps), [None] * len(steps), [None] * len(steps)
     h = h0
     hidden = h0.shape[1]

@@ -36,6 +36,12 @@ _GRU_CELL_BACKWARD = ember.ops["_gru_cell_fused_backward"]
 _LSTM_LAYER = ember.ops["_lstm_layer"]
 _GRU_LAYER = ember.ops["_gru_layer"]
 
+# Above 0 while ``ember.onnx`` traces a model: an unpacked sequence then gives the layer ops no
+# per-step sizes, so the time dim stays symbolic (PyTorch's legacy ONNX exporter keeps it dynamic,
+# one LSTM/GRU node); elsewhere the sizes are passed and export specializes the time dim, as
+# torch.export does.
+SYMBOLIC_STEPS = [0]
+
 
 # Per-step products below this many multiply-adds run on one thread (the core's batched matmul
 # draws the same line): splitting them gains little, and every threaded BLAS call must wake its
@@ -190,8 +196,11 @@ def _time_order(per_step: list, steps) -> list:
     return per_step
 
 
-def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, sizes: list, reverse: bool):
-    """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order.
+def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, sizes: list, reverse: bool,
+               uniform: bool = False):
+    """(out, h_n, c_n) of one layer direction; ``sizes`` are the step batch sizes in time order
+    (``uniform``: every step has the whole batch, an unpacked sequence; under ``SYMBOLIC_STEPS``
+    the layer op is then given no per-step sizes, so the traced graph keeps the length symbolic).
 
     LSTM and GRU run as one native op (``_lstm_layer``, ``_gru_layer``: the time loop in C++,
     differentiated by its formula) on a device that has them; RNN, an empty batch and other devices
@@ -199,11 +208,12 @@ def recurrence(mode: str, xp: Tensor, h0: Tensor, c0, w_hh: Tensor, b_hh, w_hr, 
     """
     # The layer ops exist for the CPU; other devices (CUDA) run the loop below with their step ops.
     if sizes and sizes[-1] > 0 and xp.device.type in _LSTM_LAYER.kernels:
+        op_sizes = [] if uniform and SYMBOLIC_STEPS[0] else sizes
         if mode == "LSTM":
-            out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, sizes, reverse)[:3]
+            out, h_n, c_n = _LSTM_LAYER(xp, h0, c0, w_hh, w_hr, op_sizes, reverse)[:3]
             return out, h_n, c_n
         if mode == "GRU":
-            out, h_n = _GRU_LAYER(xp, h0, w_hh, b_hh, sizes, reverse)[:2]
+            out, h_n = _GRU_LAYER(xp, h0, w_hh, b_hh, op_sizes, reverse)[:2]
             return out, h_n, None
     offsets = [0] * len(sizes)
     for t in range(1, len(sizes)):

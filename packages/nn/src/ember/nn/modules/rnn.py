@@ -229,7 +229,7 @@ class RNNBase(Module):
                     xp_bias, step_bias = b_ih + b_hh, None
                 xp = F.linear(layer_input, w_ih, xp_bias)
                 out, h, c = recurrence(mode, xp, h0[index], None if c0 is None else c0[index], w_hh, step_bias,
-                                       w_hr, sizes, direction == 1)
+                                       w_hr, sizes, direction == 1, uniform=batch_sizes is None)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)

@@ -20,7 +20,8 @@ matmul, and hidden side). ``acts`` are the LSTM gate activations, ``rzn`` the GR
         -> (grad_xp, grad_h0, grad_w_hh, grad_b_hh)
 
 A layer op runs over input projections ``xp`` precomputed for every step, steps of
-``batch_sizes`` rows in time order (packed sequences shrink), processed last to first when
+``batch_sizes`` rows in time order (packed sequences shrink; empty means every step has all
+``h0``'s rows, as many steps as ``xp`` holds: see ``step_sizes``), processed last to first when
 ``reverse``. The LSTM saves ``acts``, ``cs`` (cell states), ``tanh_cs`` and ``ms`` (o * tanh(c),
 before the projection ``w_hr``; empty without one) for its backward, the GRU ``rzn`` and ``ghn``
 (W_hn h + b_hn); without a bias ``grad_b_hh`` is empty. float16/bfloat16 are computed in
@@ -140,7 +141,21 @@ gru_cell_backward_op = _op(
     "-> (Tensor, Tensor, Tensor)", _gru_backward_kernel)
 
 
+def step_sizes(batch_sizes, rows: int, batch: int) -> list:
+    """The batch size of each time step of a layer op: ``batch_sizes`` as given (a packed
+    sequence), or, when it is empty (an unpacked sequence: every step has the whole batch),
+    ``rows // batch`` steps of ``batch``. The empty form keeps the number of steps out of the
+    op's arguments, so an exported graph takes any sequence length."""
+    if len(batch_sizes):
+        return [int(s) for s in batch_sizes]
+    return [int(batch)] * (int(rows) // int(batch)) if int(batch) > 0 else []
+
+
 def _check_sizes(name: str, batch_sizes, rows: int, batch: int) -> list:
+    if not len(batch_sizes):
+        if batch < 1 or rows % batch != 0:
+            raise RuntimeError(f"{name}: {rows} input rows do not fill whole steps of batch {batch}")
+        return [batch] * (int(rows) // int(batch))
     sizes = [s if isinstance(s, int) else int(s) for s in batch_sizes]  # keeps symbolic sizes (export)
     if sum(sizes) != rows or any(s < 1 or s > batch for s in sizes) or sizes != sorted(sizes, reverse=True):
         raise RuntimeError(f"{name}: batch_sizes {sizes} do not fit {rows} input rows and batch {batch}")
@@ -186,7 +201,7 @@ def _lstm_layer_backward_kernel(grad_out, grad_h_n, grad_c_n, acts: Tensor, cs: 
         if w_hr is None:
             ins[6] = None
         _C.lstm_layer_backward(*outs[:4], outs[4] if w_hr is not None else None, *ins,
-                               [int(s) for s in batch_sizes], bool(reverse))
+                               step_sizes(batch_sizes, acts._shape[0], batch), bool(reverse))
     return _back(outs, dtype)
 
 
@@ -227,8 +242,8 @@ def _gru_layer_backward_kernel(grad_out, grad_h_n, rzn: Tensor, ghn: Tensor, out
                     cd, dev)
     if dev is not META:
         ins = _native([grad_out, grad_h_n, rzn, ghn, out, h0, w_hh], cd)
-        _C.gru_layer_backward(*outs[:3], outs[3] if has_bias else None, *ins, [int(s) for s in batch_sizes],
-                              bool(reverse))
+        _C.gru_layer_backward(*outs[:3], outs[3] if has_bias else None, *ins,
+                              step_sizes(batch_sizes, rzn._shape[0], batch), bool(reverse))
     outs[3] = outs[3].reshape(-1)
     return _back(outs, dtype)
 
