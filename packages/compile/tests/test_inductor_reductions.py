@@ -39,6 +39,18 @@ def test_reductions_of_integers(dtype):
     check(program, make_input((6, 9), dtype))
 
 
+def test_reductions_of_a_zero_dim_value_are_its_element():
+    # amax(...) of a vector is 0-dim; reducing that again (over "all" of no dims) is a copy, and a
+    # reduction after it must still fuse (it once failed to compile: a reduction over no dims)
+    def program(m, v, s):
+        a = m.amax(v, 0)
+        b = m.amin(a, (), keepdim=True)
+        return [b, b.mean(), a.sum(), s.prod(), s.any(), s.sum(dtype=m.float64), m.amax(s, 0, keepdim=True)]
+
+    art = check(program, make_input((5,), ember.float32, specials=False), make_input((), ember.int32)).artifact
+    assert art.extern_count == 0
+
+
 def test_reduction_dtype_argument_and_half():
     def program(m, x, h):
         return [x.sum(1, dtype=m.float64), h.sum(1), h.mean(0), m.amax(h, 1), h.float().sum()]

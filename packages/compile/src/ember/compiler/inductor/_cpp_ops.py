@@ -194,6 +194,8 @@ def op_text(op: str, args: list, dtype, arg_dtypes) -> str:
                         f"{a} * {k(args[2])})"),
         "celu": lambda: f"({a} <= 0 ? expm1{s}({a} / {k(args[1])}) * {k(args[1])} : {a})",
         "square": lambda: f"({a} * {a})",
+        "round_to_float16": lambda: f"ember_h2f(ember_f2h({a}))",
+        "round_to_bfloat16": lambda: f"ember_bf2f(ember_f2bf({a}))",
         "frac": lambda: f"({a} - trunc{s}({a}))",
         "relu": lambda: f"({a} < 0 ? {k(0)} : {a})",
         "relu6": lambda: f"EMBER_MIN(EMBER_MAX({a}, {k(0)}), {k(6)})",

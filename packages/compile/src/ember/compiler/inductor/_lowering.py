@@ -15,6 +15,7 @@ from ember._src.device import META, to_device
 from ember._src.tensor import new_empty_tensor
 
 from ._ir import (
+    HALF_TYPES,
     Call,
     Const,
     IndexValue,
@@ -277,10 +278,15 @@ def _to_copy(ctx, x, dtype=None, device=None, **ignored):
         raise Unsupported("complex copy")
     x = ctx.use(x)
     compute = compute_dtype(target)
-    if target is dt.bool or x.dtype is dt.bool:
-        load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
+    if target in HALF_TYPES and x.dtype not in HALF_TYPES and x.dtype.is_floating_point:
+        # An explicit cast to half precision rounds here (a later op computes on the rounded
+        # value, as eager's does), not only where a half result is stored: float32 -> float16
+        # -> float32 is not the identity. float64 goes through float32 (one more rounding only
+        # where a double lies within float32's rounding error of a half tie).
+        rounder = "round_to_float16" if target is dt.float16 else "round_to_bfloat16"
+        load = lambda idx: Call(rounder, (cast(x.load(idx), dt.float32),), dt.float32)  # noqa: E731
     else:
-        # float -> int truncates like C; half targets round once from float32 on store
+        # float -> int truncates like C; a half source is already a half value in float32
         load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
     return TensorValue(x.shape, target, load, origin="to_copy")
 
