@@ -58,10 +58,14 @@ def test_unary_family_floats(dtype):
 @pytest.mark.parametrize("half", [ember.float16, ember.bfloat16])
 def test_an_explicit_cast_to_half_rounds_inside_a_chain(half):
     # float32 -> half -> float32 is not the identity: the later ops see the rounded value, as
-    # in eager (a half value is computed in float32 in a kernel; only the cast rounds it)
+    # in eager (a half value is computed in float32 in a kernel and rounded where stored, so a
+    # cast to half, and a cast of a half value to another dtype, round where they stand)
     def program(m, x, d):
         h = getattr(m, str(half).split(".")[-1])
-        return [(x * 1000).to(h).float() * 3, (d * 1000).to(h) + 1, (x.to(h).float() - x) * 1e4]
+        a = x.to(h) * 3  # a half value (one op: one rounding, in eager as compiled)
+        return [(x * 1000).to(h).float() * 3, (d * 1000).to(h) + 1, (x.to(h).float() - x) * 1e4,
+                a, a.float() + 1, a.double(), m.where(a.isfinite(), a, 0).to(m.int32),
+                a.to(m.float16 if h is m.bfloat16 else m.bfloat16)]
 
     check(program, make_input((6, 7), ember.float32, specials=True), make_input((5,), ember.float64),
           rtol=0, atol=0, kernels=2)  # one per shape
