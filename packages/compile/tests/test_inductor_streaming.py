@@ -25,16 +25,21 @@ def _standardize(m, x):
     return (x - mean) / (x.var(-1, keepdim=True) + 1e-3).sqrt()
 
 
-# rows shorter than one 32-byte block, exactly one, unaligned starts with a tail, several blocks
+# rows shorter than one 64-byte block (a cache line), exactly one, unaligned starts with a tail,
+# several blocks
 @pytest.mark.parametrize("program,dtype,cols", [
-    (_layer_norm, ember.float32, 3), (_layer_norm, ember.float32, 8), (_layer_norm, ember.float32, 13),
+    (_layer_norm, ember.float32, 3), (_layer_norm, ember.float32, 16), (_layer_norm, ember.float32, 13),
+    (_layer_norm, ember.float32, 37), (_layer_norm, ember.float64, 8), (_layer_norm, ember.float64, 29),
     (_layer_norm, ember.float32, 100), (_standardize, ember.float32, 21), (_layer_norm, ember.float64, 13),
     (_standardize, ember.float64, 6),
 ])
 def test_streaming_rows_match_eager(always_stream, program, dtype, cols):
     x = make_input((5, cols), dtype, seed=cols, specials=False)
     fn, _ = compile_program(program, [x])
-    assert "ember_stream" in fn.artifact.cpp_source  # the path under test is taken
+    source = fn.artifact.cpp_source
+    assert "ember_stream" in source  # the path under test is taken
+    # whole cache lines: blocks of 64 bytes, each two 32-byte streaming stores
+    assert f"_blk += {64 // dtype.itemsize})" in source and "& 63)" in source
     got, want = fn(x), program(ember, x)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
@@ -61,6 +66,6 @@ def test_two_streamed_outputs_of_one_row(always_stream):
 
     x = make_input((3, 20), ember.float32, specials=False)
     fn, _ = compile_program(two, [x])
-    assert fn.artifact.cpp_source.count("ember_stream_float(") >= 2
+    assert fn.artifact.cpp_source.count("ember_stream_float(") >= 4  # two stores per line, per output
     for got, want in zip(fn(x), two(ember, x)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
