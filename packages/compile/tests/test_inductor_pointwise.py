@@ -71,6 +71,20 @@ def test_an_explicit_cast_to_half_rounds_inside_a_chain(half):
           rtol=0, atol=0, kernels=2)  # one per shape
 
 
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.float64])
+def test_float_to_narrow_integer_casts_wrap_like_eager(dtype):
+    # -3.7 -> uint8 is 253 (through int64, then wrapping), read in the same kernel or stored; a
+    # vectorized conversion once gave -3 when the cast value fed a later op
+    def program(m, x):
+        outs = []
+        for d in (m.uint8, m.int8, m.int16, m.int32):
+            c = x.to(d)
+            outs += [c, c.float() + 0.5, x.reciprocal() >= c]
+        return outs
+
+    check(program, make_input((7, 19), dtype, specials=False, low=-300.0, high=300.0), kernels=1)
+
+
 def test_unary_family_integers():
     def program(m, i, u, b):
         outs = [m.abs(i), m.neg(i), m.square(i), m.relu(i), m.sign(i), m.floor(i), m.round(i)]

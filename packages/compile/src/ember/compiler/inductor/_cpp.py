@@ -94,7 +94,7 @@ class _Body:
         elif isinstance(e, IndexValue):
             text = C.cast_text(self.w.itext(e.index.xreplace(self.w.subs)), e.dtype)
         elif isinstance(e, Cast):
-            text = C.cast_text(self.value(e.arg), e.dtype)
+            text = C.cast_text(self.value(e.arg), e.dtype, e.arg.dtype)
             if e.dtype is dt.bool and e.arg.dtype.is_floating_point:
                 text = f"({self.value(e.arg)} != 0)"
         elif isinstance(e, Call):

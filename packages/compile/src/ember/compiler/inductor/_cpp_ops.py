@@ -271,7 +271,15 @@ def store_value(value: str, storage_dtype) -> str:
     return f"(({C_TYPES[storage_dtype]})({value}))"
 
 
-def cast_text(value: str, dtype) -> str:
+def cast_text(value: str, dtype, source=None) -> str:
     if dtype is dt.bool:
         return f"({value} != 0)"
+    if source is not None and source.is_floating_point and dtype in NARROW_INTS:
+        # float -> a narrower integer truncates to int64 and wraps, as eager (and PyTorch) do:
+        # -3.7 -> uint8 is 253. C leaves a direct conversion of an out-of-range value undefined,
+        # and the vectorized loops did give another answer than the scalar ones.
+        return f"(({C_TYPES[dtype]})(int64_t)({value}))"
     return f"(({C_TYPES[dtype]})({value}))"
+
+
+NARROW_INTS = (dt.uint8, dt.int8, dt.int16, dt.int32)
