@@ -69,3 +69,22 @@ def test_two_streamed_outputs_of_one_row(always_stream):
     assert fn.artifact.cpp_source.count("ember_stream_float(") >= 4  # two stores per line, per output
     for got, want in zip(fn(x), two(ember, x)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# rows shorter than a line, unaligned with a tail, several lines, and past the local row array
+# (8192 elements: the output itself holds the exp terms, as without streaming)
+@pytest.mark.parametrize("cols", [3, 37, 100, 8193])
+def test_softmax_stashes_its_terms_in_a_local_row_and_streams_the_output(always_stream, cols):
+    def program(m, x):
+        return [m.softmax(x, -1), m.softmax(x * 2, -1) + 1]
+
+    x = make_input((3, cols), ember.float32, seed=cols, specials=cols < 64)
+    fn, _ = compile_program(program, [x])
+    source = fn.artifact.cpp_source
+    assert source.count("scratch_buf") >= 4 and "ember_stream_float(" in source
+    for got, want in zip(fn(x), program(ember, x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7, equal_nan=True)
+    offset = make_input((3, cols + 1), ember.float32, seed=1, specials=False)[:, 1:]  # unaligned rows
+    fn, _ = compile_program(program, [offset])
+    for got, want in zip(fn(offset), program(ember, offset)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)

@@ -23,6 +23,7 @@ PARALLEL_MIN = 32768  # elements below which a kernel stays on one thread
 OUTER_BLOCK = 64  # columns an outer reduction sums side by side (one accumulator each)
 TILE = 16  # rows and columns of a transposed copy's tiles
 SUPER = 256  # rows and columns of the blocks of tiles a thread takes
+STASH_MAX = 8192  # elements of a row softmax stashes in a local array (32 KiB of float32)
 
 _REDUCE_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
 _REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
@@ -122,6 +123,7 @@ class CppKernelWriter:
         self.post: dict = {}  # loop variable -> expression, applied last (a streaming loop's lanes)
         self.hoisted: dict = {}  # expression -> the row-level variable computed before a row's loops
         self.pipe = None  # (first, second, ...) of a row kernel whose first reduction runs a row ahead
+        self.scratch: dict = {}  # id(sum node) -> its row-sized stash (softmax's exp terms, streamed out)
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -440,6 +442,9 @@ class CppKernelWriter:
         ctype = C.C_TYPES[node.buf.dtype]
         inv = f"inv_{r.buf.name}"
         lines = [f"{indent}const {ctype} {inv} = (({ctype})1) / {self.row_values[r.buf.name]};"]
+        scratch = self.scratch.get(id(r))
+        if scratch is not None:
+            lines += self._rescale_scratch(node, scratch, inv, inner, indent)
         lines += self._open(inner, indent, par, simd=True)
         loop_indent = indent + "    " * len(inner)
         idx = self.itext(node.store_index.xreplace(self.subs))
@@ -447,6 +452,61 @@ class CppKernelWriter:
         lines.append(f"{loop_indent}{ctype} {stashed} = {node.target}[{idx}];")
         lines.append(f"{loop_indent}{node.target}[{idx}] = {stashed} * {inv};")
         lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
+        if scratch is not None:
+            lines.append(f"{indent}}}")
+        return lines
+
+    def _scratch_row(self, r, q, inner, par, total):
+        """(row array, whether it is used, row pointer) names when softmax's stash can go to a
+        row-sized local array instead of the output: the quotient's loop then streams the output
+        (a plain store first reads each output line from memory: a third more traffic than a
+        copy's). Decided at run time: an output past the streaming threshold and rows of at most
+        ``STASH_MAX`` elements; the names are None-free only where the kernel is written for it."""
+        dtype = q.buf.dtype
+        if C.STREAM_WIDTH.get(dtype) is None or config.cpp.streaming_min_bytes is None or len(inner) != 1 \
+                or par is not None:
+            return None
+        v, size = inner[0]
+        index = q.store_index.xreplace(self.subs)
+        if _linear_coeff(index, v) != 1:
+            return None
+        base = self.itext(index.xreplace({v: 0}))
+        n = self.itext(size)
+        arr, use, row = (f"{w}_{q.buf.name}" for w in ("scratch", "use_scratch", "stash_row"))
+        T = C.C_TYPES[dtype]
+        decl = ["#ifdef EMBER_STREAMING",
+                f"{T} {arr}[{STASH_MAX}];",
+                f"const int {use} = {self.itext(total)} * {dtype.itemsize} >= {int(config.cpp.streaming_min_bytes)} "
+                f"&& {n} <= {STASH_MAX};",
+                f"{T}* {row} = {use} ? {arr} : &{q.target}[{base}];",
+                "#else",
+                f"{T}* {row} = &{q.target}[{base}];",
+                "#endif"]
+        return {"decl": decl, "use": use, "row": row, "var": v, "n": n, "base": base, "T": T, "dtype": dtype}
+
+    def _rescale_scratch(self, node, sc, inv, inner, indent) -> list[str]:
+        """The scratch row times the reciprocal, streamed into the output (whole 64-byte lines,
+        plain stores for the unaligned head and the tail); the plain in-place loop follows in an
+        ``else`` branch."""
+        T, dtype, v, n = sc["T"], sc["dtype"], sc["var"].name, sc["n"]
+        width, lanes = 64 // dtype.itemsize, C.STREAM_WIDTH[dtype]
+        src, out = sc["row"], f"{node.target}_row"
+        i2, i3 = indent + "    ", indent + "        "
+        lines = ["#ifdef EMBER_STREAMING", f"{indent}if ({sc['use']}) {{",
+                 f"{i2}{T}* {out} = &{node.target}[{sc['base']}];",
+                 f"{i2}int64_t {v}_head = (int64_t)(((64 - ((uintptr_t){out} & 63)) & 63) / {dtype.itemsize});",
+                 f"{i2}if ({v}_head > {n}) {v}_head = {n};",
+                 f"{i2}for (int64_t {v} = 0; {v} < {v}_head; ++{v}) {out}[{v}] = {src}[{v}] * {inv};",
+                 f"{i2}int64_t {v}_blk = {v}_head;",
+                 f"{i2}for (; {v}_blk + {width} <= {n}; {v}_blk += {width}) {{",
+                 f"{i3}{T} {v}_tile[{width}];", f"{i3}#pragma omp simd",
+                 f"{i3}for (int64_t {v}_lane = 0; {v}_lane < {width}; ++{v}_lane) "
+                 f"{v}_tile[{v}_lane] = {src}[{v}_blk + {v}_lane] * {inv};",
+                 *[f"{i3}ember_stream_{T}(&{out}[{v}_blk + {j}], {v}_tile + {j});" for j in range(0, width, lanes)],
+                 f"{i2}}}",
+                 f"{i2}for (int64_t {v} = {v}_blk; {v} < {n}; ++{v}) {out}[{v}] = {src}[{v}] * {inv};",
+                 f"{i2}_mm_sfence();  /* streamed stores reach memory before anyone reads them */",
+                 f"{indent}}} else", "#endif", f"{indent}{{"]
         return lines
 
     def _streaming_member(self, node, inner, indent, par, total):
@@ -598,6 +658,12 @@ class CppKernelWriter:
         par = self._parallel_clause(total) if parallel else None
         if id(node) in getattr(self, "rescale", {}):
             return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
+        q = getattr(self, "stash", {}).get(id(node))
+        if q is not None and id(q) in self.rescale:
+            sc = self._scratch_row(node, q, inner, par, total)
+            if sc is not None:
+                self.scratch[id(node)] = sc
+                lines += [d if d.startswith("#") else indent + d for d in sc["decl"]]
         if not node.is_reduction:
             summed = getattr(self, "reread", {}).get(id(node))
             if summed is not None and node.expr == summed.expr:
@@ -689,7 +755,11 @@ class CppKernelWriter:
         if rt == "sum":
             body.lines.append(f"{loop_indent}{acc} += {v};")
             stashed = getattr(self, "stash", {}).get(id(node))
-            if stashed is not None:
+            scratch = self.scratch.get(id(node))
+            if scratch is not None:
+                body.lines.append(f"{loop_indent}{scratch['row']}[{scratch['var'].name}] = "
+                                  f"{C.store_value(v, stashed.buf.dtype)};")
+            elif stashed is not None:
                 self._store(stashed, v, body)
         elif rt == "prod":
             body.lines.append(f"{loop_indent}{acc} *= {v};")
