@@ -490,7 +490,7 @@ class CppKernelWriter:
         ``else`` branch."""
         T, dtype, v, n = sc["T"], sc["dtype"], sc["var"].name, sc["n"]
         width, lanes = 64 // dtype.itemsize, C.STREAM_WIDTH[dtype]
-        src, out = sc["row"], f"{node.target}_row"
+        src, out = sc["row"], f"out_{node.target}"
         i2, i3 = indent + "    ", indent + "        "
         lines = ["#ifdef EMBER_STREAMING", f"{indent}if ({sc['use']}) {{",
                  f"{i2}{T}* {out} = &{node.target}[{sc['base']}];",
@@ -534,7 +534,8 @@ class CppKernelWriter:
             return None
         T, n = C.C_TYPES[dtype], self.itext(size)
         # names of this member's own (a kernel may stream several outputs of one row)
-        row, head, start, blk, lane, tile = (f"{v.name}_{node.buf.name}_{w}"
+        # (the buffer name last, so kernels equal up to buffer names are still found equal)
+        row, head, start, blk, lane, tile = (f"{w}_{v.name}_{node.buf.name}"
                                              for w in ("row", "head", "start", "blk", "lane", "tile"))
         i2 = indent + "    "
         i3 = i2 + "    "
