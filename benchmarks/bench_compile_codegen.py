@@ -86,6 +86,23 @@ the whole forward 203-225 -> 182-191 ms CPU in the same alternating runs. ``benc
 179.7 and 175.0 / 155.8 / 170.3 / 160.3, compiled ember 0.94x and 0.97x torch.compile's time.
 Left in the forward: the logits' reshape of the head's addmm result is copied (a graph output
 is always realized; ~1 ms), and the k-transpose and head split/merge copies feed the bmm calls.
+
+Session 12 (2026-12-03, load 6-10, 1 thread, CPU time, before/after alternated in one session).
+Transposed copies walk 16x16 tiles inside 256x256 blocks, the tiles along the source's contiguous
+dim innermost (the 32x32 tiles across whole rows stepped through a new page of the source every
+two rows): ``x.t().contiguous()`` float32 2048x2048 7.3-9.3 -> 1.8-1.9 ms (12% -> 46-56% of copy
+bandwidth), 4096x1024 7.1-7.6 -> 2.0-3.0 ms (12-14% -> 35-44%), 2000x2000 2.3 -> 1.7-2.4 ms.
+Streamed row outputs write whole 64-byte lines (two 32-byte streaming stores per block):
+log_softmax 4096x1024 through the compiled call 1.89-2.56 -> 1.27-1.53 ms (34-58% -> 59-82%).
+softmax stashes its exp terms in a row-sized local array and streams the output (the stash in the
+output read every output line from memory first): the kernel alone, inputs rotated over 128 MB,
+46-77% -> 62-83%; through the compiled call 1.36-2.22 -> 1.32-1.35 ms; layer_norm 69-107%
+(unchanged). The q/k/v head copies stay: ember's bmm takes one batch stride, and a (B, H) pair
+of batch dims with strides (T*3C, D) cannot be merged into one, so a strided bmm argument would
+need a 4-D batched GEMM; the copies are ~0.1-0.2 ms each (<1% of the forward). ``--gpt-kernels``:
+generated kernels 29.8 ms of a 200.7 ms forward. Compile time (CPU of the process and gcc, the
+machine's load inflating wall 3-5x): tiny cold 0.28 s / warm 0.02 s, mini-GPT cold 1.73 s / warm
+0.12 s (wall 1.7 / 0.1 / 8.2 / 1.0 s while the test suites ran beside it).
 """
 
 from __future__ import annotations

@@ -94,6 +94,13 @@ def pointwise_float16():
 
 
 @case
+def pointwise_casts_round_and_wrap():
+    # a cast to half rounds inside the chain; a float cast to a narrow integer wraps (-3.7 -> 253)
+    return (lambda t, x: ((x * 100).to(t.float16).float() * 3, (x * 100).to(t.uint8), (x * 100).to(t.int8).float()),
+            [make_input((9, 20), ember.float32, specials=False)], {"rtol": 0, "atol": 0})
+
+
+@case
 def pointwise_bfloat16():
     r, a = tolerances(ember.bfloat16)
     return (lambda t, x, y: (x.tanh() + y * 2).relu(),

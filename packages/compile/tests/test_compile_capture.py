@@ -62,6 +62,22 @@ def test_simple_function_values_and_one_graph():
     assert isinstance(e_count.graphs[0], ember.fx.GraphModule)
 
 
+def test_t_of_a_computed_vector_is_traced_not_a_constant():
+    # t() of a 1-D value computed in the graph was a bare view make_fx recorded as a constant
+    # (a meta tensor): the compiled result could not be read
+    def f(a):
+        v = a * 2
+        v.add_(1)
+        return v.t(), (v.t() + a).sum()
+
+    gm = ember.compiler.make_fx(f)(ember.randn(5))
+    assert "_tensor_constant" not in gm.code
+    x = ember.randn(5)
+    got, want = ember.compile(f)(x), f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
 def test_item_breaks_the_graph_like_dynamo():
     def program(lib):
         def f(x):

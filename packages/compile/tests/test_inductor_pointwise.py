@@ -55,6 +55,36 @@ def test_unary_family_floats(dtype):
           kernels=1)
 
 
+@pytest.mark.parametrize("half", [ember.float16, ember.bfloat16])
+def test_an_explicit_cast_to_half_rounds_inside_a_chain(half):
+    # float32 -> half -> float32 is not the identity: the later ops see the rounded value, as
+    # in eager (a half value is computed in float32 in a kernel and rounded where stored, so a
+    # cast to half, and a cast of a half value to another dtype, round where they stand)
+    def program(m, x, d):
+        h = getattr(m, str(half).split(".")[-1])
+        a = x.to(h) * 3  # a half value (one op: one rounding, in eager as compiled)
+        return [(x * 1000).to(h).float() * 3, (d * 1000).to(h) + 1, (x.to(h).float() - x) * 1e4,
+                a, a.float() + 1, a.double(), m.where(a.isfinite(), a, 0).to(m.int32),
+                a.to(m.float16 if h is m.bfloat16 else m.bfloat16)]
+
+    check(program, make_input((6, 7), ember.float32, specials=True), make_input((5,), ember.float64),
+          rtol=0, atol=0, kernels=2)  # one per shape
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.float64])
+def test_float_to_narrow_integer_casts_wrap_like_eager(dtype):
+    # -3.7 -> uint8 is 253 (through int64, then wrapping), read in the same kernel or stored; a
+    # vectorized conversion once gave -3 when the cast value fed a later op
+    def program(m, x):
+        outs = []
+        for d in (m.uint8, m.int8, m.int16, m.int32):
+            c = x.to(d)
+            outs += [c, c.float() + 0.5, x.reciprocal() >= c]
+        return outs
+
+    check(program, make_input((7, 19), dtype, specials=False, low=-300.0, high=300.0), kernels=1)
+
+
 def test_unary_family_integers():
     def program(m, i, u, b):
         outs = [m.abs(i), m.neg(i), m.square(i), m.relu(i), m.sign(i), m.floor(i), m.round(i)]

@@ -39,6 +39,18 @@ def test_reductions_of_integers(dtype):
     check(program, make_input((6, 9), dtype))
 
 
+def test_reductions_of_a_zero_dim_value_are_its_element():
+    # amax(...) of a vector is 0-dim; reducing that again (over "all" of no dims) is a copy, and a
+    # reduction after it must still fuse (it once failed to compile: a reduction over no dims)
+    def program(m, v, s):
+        a = m.amax(v, 0)
+        b = m.amin(a, (), keepdim=True)
+        return [b, b.mean(), a.sum(), s.prod(), s.any(), s.sum(dtype=m.float64), m.amax(s, 0, keepdim=True)]
+
+    art = check(program, make_input((5,), ember.float32, specials=False), make_input((), ember.int32)).artifact
+    assert art.extern_count == 0
+
+
 def test_reduction_dtype_argument_and_half():
     def program(m, x, h):
         return [x.sum(1, dtype=m.float64), h.sum(1), h.mean(0), m.amax(h, 1), h.float().sum()]
@@ -269,8 +281,9 @@ def test_a_reshape_of_contiguous_dims_keeps_the_index_linear():
 def test_transposed_copy_leaves_the_row_kernel_and_is_tiled(dtype):
     """A transposed copy of a square input has the iteration space of a softmax over its rows,
     but in the row kernel it would read one element per cache line (walk columns): it gets a
-    kernel of its own, walked in 32 x 32 tiles (sizes that are not multiples of 32: partial
-    tiles). A transposed read in a pointwise chain (non-contiguous input) is tiled too. A softmax
+    kernel of its own, walked in 16 x 16 tiles inside 256 x 256 blocks, the tiles along the
+    source's contiguous dim innermost (sizes that are not multiples of 16: partial tiles). A
+    transposed read in a pointwise chain (non-contiguous input) is tiled too. A softmax
     over the transposed input's rows, which walks columns itself, keeps its members."""
 
     def program(m, x, y, w):
@@ -285,12 +298,30 @@ def test_transposed_copy_leaves_the_row_kernel_and_is_tiled(dtype):
     compiled = check(program, x, y, w, rtol=max(rtol, 1e-5), atol=max(atol, 1e-6))
     source = compiled.artifact.cpp_source
     kernels = source.split("EMBER_KERNEL void ")[1:]
-    tiled = [k for k in kernels if "_blk += 32" in k]
+    tiled = [k for k in kernels if "_blk += 16" in k and "_sup += 256" in k]
     assert len(tiled) == 2, source  # the copy, and the chain on w.t()
     assert all("reduction(" not in k for k in tiled), source
     rows = [k for k in kernels if "reduction(" in k]
     assert len(rows) == 2 and len(kernels) == 4, source  # softmax(z) without the copy; log_softmax(y.t())
     assert any("log" in k and "* 2" in k for k in rows), source  # with y.t() * 2, which walks as it does
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transposed_copy_over_several_blocks_of_tiles(threads):
+    # past one 256 x 256 block each way, with partial blocks and tiles at both edges; a batch dim
+    # shares the threads out with the blocks
+    def program(m, x, y):
+        return [x.t().contiguous(), (y.transpose(1, 2) * 2).exp()]
+
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        x = make_input((300, 530), ember.float32, specials=False)
+        y = make_input((2, 270, 20), ember.float32, seed=1, specials=False)
+        compiled = check(program, x, y)
+    finally:
+        ember.set_num_threads(old)
+    assert compiled.artifact.cpp_source.count("_sup += 256") == 4
 
 
 @pytest.mark.parametrize("threads", [1, 2])

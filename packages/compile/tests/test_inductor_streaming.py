@@ -3,6 +3,8 @@ dtype gives eager's values, with the size threshold lowered so that small inputs
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from inductor_test_helpers import compile_program, make_input
@@ -25,16 +27,21 @@ def _standardize(m, x):
     return (x - mean) / (x.var(-1, keepdim=True) + 1e-3).sqrt()
 
 
-# rows shorter than one 32-byte block, exactly one, unaligned starts with a tail, several blocks
+# rows shorter than one 64-byte block (a cache line), exactly one, unaligned starts with a tail,
+# several blocks
 @pytest.mark.parametrize("program,dtype,cols", [
-    (_layer_norm, ember.float32, 3), (_layer_norm, ember.float32, 8), (_layer_norm, ember.float32, 13),
+    (_layer_norm, ember.float32, 3), (_layer_norm, ember.float32, 16), (_layer_norm, ember.float32, 13),
+    (_layer_norm, ember.float32, 37), (_layer_norm, ember.float64, 8), (_layer_norm, ember.float64, 29),
     (_layer_norm, ember.float32, 100), (_standardize, ember.float32, 21), (_layer_norm, ember.float64, 13),
     (_standardize, ember.float64, 6),
 ])
 def test_streaming_rows_match_eager(always_stream, program, dtype, cols):
     x = make_input((5, cols), dtype, seed=cols, specials=False)
     fn, _ = compile_program(program, [x])
-    assert "ember_stream" in fn.artifact.cpp_source  # the path under test is taken
+    source = fn.artifact.cpp_source
+    assert "ember_stream" in source  # the path under test is taken
+    # whole cache lines: blocks of 64 bytes, each two 32-byte streaming stores
+    assert re.search(rf"blk_\w+ \+= {64 // dtype.itemsize}\)", source) and "& 63)" in source
     got, want = fn(x), program(ember, x)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
@@ -61,6 +68,25 @@ def test_two_streamed_outputs_of_one_row(always_stream):
 
     x = make_input((3, 20), ember.float32, specials=False)
     fn, _ = compile_program(two, [x])
-    assert fn.artifact.cpp_source.count("ember_stream_float(") >= 2
+    assert fn.artifact.cpp_source.count("ember_stream_float(") >= 4  # two stores per line, per output
     for got, want in zip(fn(x), two(ember, x)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# rows shorter than a line, unaligned with a tail, several lines, and past the local row array
+# (8192 elements: the output itself holds the exp terms, as without streaming)
+@pytest.mark.parametrize("cols", [3, 37, 100, 8193])
+def test_softmax_stashes_its_terms_in_a_local_row_and_streams_the_output(always_stream, cols):
+    def program(m, x):
+        return [m.softmax(x, -1), m.softmax(x * 2, -1) + 1]
+
+    x = make_input((3, cols), ember.float32, seed=cols, specials=cols < 64)
+    fn, _ = compile_program(program, [x])
+    source = fn.artifact.cpp_source
+    assert source.count("scratch_buf") >= 4 and "ember_stream_float(" in source
+    for got, want in zip(fn(x), program(ember, x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7, equal_nan=True)
+    offset = make_input((3, cols + 1), ember.float32, seed=1, specials=False)[:, 1:]  # unaligned rows
+    fn, _ = compile_program(program, [offset])
+    for got, want in zip(fn(offset), program(ember, offset)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)

@@ -202,6 +202,21 @@ def test_inplace_through_views_reaches_base():
         assert_close(e_base, t_base)
 
 
+@pytest.mark.parametrize("shape", [(), (4,)])
+def test_t_of_0d_and_1d_is_an_op_with_a_grad_fn(shape):
+    # t() of a 0-D/1-D tensor is the identity view, but still an op: it has TBackward0 (it once
+    # was a bare view with no grad_fn, so backward through it raised) and shares storage
+    data = np.arange(int(np.prod(shape)) if shape else 1, dtype=np.float32).reshape(shape) + 1
+    e = ember.tensor(data, requires_grad=True)
+    t = torch.tensor(data, requires_grad=True)
+    ye, yt = e.t(), t.t()
+    assert type(ye.grad_fn).__name__ == type(yt.grad_fn).__name__ == "TBackward0"
+    assert ye._base is e and tuple(ye.shape) == tuple(yt.shape)
+    (ye * 3).sum().backward()
+    (yt * 3).sum().backward()
+    assert_close(e.grad, t.grad)
+
+
 def test_meta_views():
     e = ember.empty(2, 3, 4, device="meta")
     t = torch.empty(2, 3, 4, device="meta")

@@ -194,6 +194,8 @@ def op_text(op: str, args: list, dtype, arg_dtypes) -> str:
                         f"{a} * {k(args[2])})"),
         "celu": lambda: f"({a} <= 0 ? expm1{s}({a} / {k(args[1])}) * {k(args[1])} : {a})",
         "square": lambda: f"({a} * {a})",
+        "round_to_float16": lambda: f"ember_h2f(ember_f2h({a}))",
+        "round_to_bfloat16": lambda: f"ember_bf2f(ember_f2bf({a}))",
         "frac": lambda: f"({a} - trunc{s}({a}))",
         "relu": lambda: f"({a} < 0 ? {k(0)} : {a})",
         "relu6": lambda: f"EMBER_MIN(EMBER_MAX({a}, {k(0)}), {k(6)})",
@@ -269,7 +271,15 @@ def store_value(value: str, storage_dtype) -> str:
     return f"(({C_TYPES[storage_dtype]})({value}))"
 
 
-def cast_text(value: str, dtype) -> str:
+def cast_text(value: str, dtype, source=None) -> str:
     if dtype is dt.bool:
         return f"({value} != 0)"
+    if source is not None and source.is_floating_point and dtype in NARROW_INTS:
+        # float -> a narrower integer truncates to int64 and wraps, as eager (and PyTorch) do:
+        # -3.7 -> uint8 is 253. C leaves a direct conversion of an out-of-range value undefined,
+        # and the vectorized loops did give another answer than the scalar ones.
+        return f"(({C_TYPES[dtype]})(int64_t)({value}))"
     return f"(({C_TYPES[dtype]})({value}))"
+
+
+NARROW_INTS = (dt.uint8, dt.int8, dt.int16, dt.int32)

@@ -15,9 +15,11 @@ from ember._src.device import META, to_device
 from ember._src.tensor import new_empty_tensor
 
 from ._ir import (
+    HALF_TYPES,
     Call,
     Const,
     IndexValue,
+    Load,
     TensorValue,
     cast,
     compute_dtype,
@@ -266,6 +268,9 @@ register("addcmul")(_addc("addcmul", "mul"))
 register("addcdiv")(_addc("addcdiv", "div"))
 
 
+_ROUND_TO = {dt.float16: "round_to_float16", dt.bfloat16: "round_to_bfloat16"}
+
+
 @register("_to_copy")
 def _to_copy(ctx, x, dtype=None, device=None, **ignored):
     if device is not None and to_device(device) != ctx.device:
@@ -277,11 +282,27 @@ def _to_copy(ctx, x, dtype=None, device=None, **ignored):
         raise Unsupported("complex copy")
     x = ctx.use(x)
     compute = compute_dtype(target)
-    if target is dt.bool or x.dtype is dt.bool:
-        load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
-    else:
-        # float -> int truncates like C; half targets round once from float32 on store
-        load = lambda idx: cast(x.load(idx), compute)  # noqa: E731
+    # A cast rounds to half precision where it stands: a half value inside a fused chain is
+    # computed in float32 and only rounded where stored, so both a cast to half (float32 ->
+    # float16 -> float32 is not the identity) and a cast of a half value to another dtype (the
+    # value eager's half tensor holds) round here. float64 goes through float32 (one more
+    # rounding only where a double lies within float32's rounding error of a half tie).
+    rounders = []
+    if x.dtype in HALF_TYPES and target is not x.dtype:
+        rounders.append(_ROUND_TO[x.dtype])
+    if target in HALF_TYPES and target is not x.dtype and (x.dtype.is_floating_point or rounders):
+        rounders.append(_ROUND_TO[target])
+
+    def load(idx):
+        v = x.load(idx)
+        ops = rounders[1:] if isinstance(v, Load) and v.storage_dtype is x.dtype and x.dtype in HALF_TYPES \
+            else rounders  # a half element loaded from memory is rounded already
+        if ops:
+            v = cast(v, dt.float32)
+            for op in ops:
+                v = Call(op, (v,), dt.float32)
+        return cast(v, compute)  # float -> int truncates like C
+
     return TensorValue(x.shape, target, load, origin="to_copy")
 
 

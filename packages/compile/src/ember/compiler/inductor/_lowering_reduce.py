@@ -76,6 +76,9 @@ def _split_parts(ctx, x: TensorValue, dims) -> int:
 def reduce(ctx, x: TensorValue, dims, keepdim, reduce_type, result_dtype, acc_dtype, origin):
     x = ctx.use(x)
     compute = compute_dtype(acc_dtype)
+    if not dims:
+        # a 0-dim input: its one element, converted (a loop reducing over no dims is no kernel)
+        return pointwise(ctx, (x,), compute, result_dtype, lambda v: v, origin)
     parts = _split_parts(ctx, x, dims)
     if parts:
         return _split_reduce(ctx, x, dims, keepdim, reduce_type, result_dtype, compute, origin, parts)

@@ -131,6 +131,9 @@ class _Body:
             arg = self.value(e.arg)
             if e.dtype is dt.bool:
                 text = f"({arg} != 0)"
+            elif e.arg.dtype.is_floating_point and e.dtype in (dt.uint8, dt.int8, dt.int16, dt.int32):
+                # through int64, then wrapping, as eager's cast (-3.7 -> uint8 is 253)
+                text = f"{self.as_tensor(arg, e.arg.dtype)}.to(tl.int64).to({T.TL_TYPES[e.dtype]})"
             else:
                 text = f"{self.as_tensor(arg, e.arg.dtype)}.to({T.TL_TYPES[e.dtype]})"
         elif isinstance(e, Call):

@@ -180,6 +180,8 @@ def op_text(op: str, args: list, dtype, arg_dtypes, need) -> str:
                         f"{a} * {args[2]})"),
         "celu": lambda: f"tl.where({a} <= 0, libdevice.expm1({a} / {args[1]}) * {args[1]}, {a})",
         "square": lambda: f"({a} * {a})",
+        "round_to_float16": lambda: f"{a}.to(tl.float16).to(tl.float32)",
+        "round_to_bfloat16": lambda: f"{a}.to(tl.bfloat16).to(tl.float32)",
         "frac": lambda: f"({a} - libdevice.trunc({a}))",
         "relu": lambda: f"tl.where({a} < 0, 0, {a})",
         "relu6": lambda: (f"{h('_minimum')}({h('_maximum')}({a}, 0.0), 6.0)" if fl else

@@ -176,9 +176,10 @@ swapaxes = swapdims = transpose
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but input is {input.ndim}D")
-    if input.ndim < 2:
-        return make_view(input, input._shape, input._stride, input._offset)
-    return label_as_op(transpose(input, 0, 1), "t")  # TBackward0, as PyTorch's own t op
+    # a 0-D/1-D input gets an identity transpose: an op (autograd and make_fx see it), not a bare
+    # view (which had no grad_fn, and which make_fx recorded as a constant of the graph)
+    dim1 = 1 if input.ndim == 2 else 0
+    return label_as_op(transpose(input, 0, dim1), "t")  # TBackward0, as PyTorch's own t op
 
 
 def _matrix_transpose(self: Tensor) -> Tensor:
