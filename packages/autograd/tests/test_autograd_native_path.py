@@ -280,6 +280,45 @@ def test_saved_inputs_are_saved_tensors_and_freed():
     assert tuple.__getitem__(saved, 0).data is None and y.grad_fn._released
 
 
+def test_native_nodes_share_their_input_metadata_and_leave_the_gc():
+    # Once any Tensor subclass defines __torch_dispatch__ (earlier tests), the process-wide switch keeps every
+    # op off the native path; these plain tensors may take it.
+    from ember._src import dispatch
+
+    saved = dispatch._SUBCLASS_DISPATCH[0]
+    dispatch._SUBCLASS_DISPATCH[0] = False
+    try:
+        _check_shared_metadata()
+    finally:
+        dispatch._SUBCLASS_DISPATCH[0] = saved
+
+
+def _check_shared_metadata():
+    # A natively recorded node's input metadata is shared between nodes ((shape, dtype) pairs and a
+    # one-input node's tuple of one pair) and its layout is a tuple of ints/None that the collector stops
+    # tracking: the graph of a step adds fewer containers to each collection. Gradients as PyTorch's.
+    import gc
+
+    rng = np.random.default_rng(1)
+    a, ta = _pair(rng.random((3, 4)) + 0.5)
+    b, tb = _pair(rng.random((3, 4)) + 0.5)
+    e1, e2 = ember.exp(a), ember.tanh(a)
+    t1, t2 = torch.exp(ta), torch.tanh(ta)
+    n1, n2 = e1.grad_fn, e2.grad_fn
+    assert type(n1).__name__ == "ExpBackward0" and type(n2).__name__ == "TanhBackward0"
+    assert n1._input_meta is n2._input_meta  # one input of one shape and dtype: one shared tuple
+    m1, m2 = ember.mul(a, b), ember.mul(b, a)
+    assert m1.grad_fn._input_meta[0] is m2.grad_fn._input_meta[1]  # the pair for a
+    assert m1.grad_fn._input_meta[0] == (a._shape, a.dtype)
+    gc.collect()
+    assert not gc.is_tracked(n1._layout) and not gc.is_tracked(m1.grad_fn._layout)
+    e, t = (e1 * e2 + m1 - m2 * 3.0).sum(), (t1 * t2 + ta * tb - tb * ta * 3.0).sum()
+    e.backward()
+    t.backward()
+    _close(a.grad, ta.grad)
+    _close(b.grad, tb.grad)
+
+
 def test_backward_in_threads():
     errors = []
 
@@ -302,3 +341,4 @@ def test_backward_in_threads():
     for t in threads:
         t.join()
     assert not errors
+

@@ -121,6 +121,27 @@ def test_tolist_and_item(name, shape):
         assert e.item() == t.item() and type(e.item()) is type(t.item())
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_item_of_one_element_views_and_extremes(name):
+    # item() of a one-element CPU tensor is read from the storage in C (_C._cpu_item): views with an
+    # offset, 1-element tensors of several dims, extreme and non-finite values, as PyTorch gives them.
+    values = [3.7, -2.5, 0.0, -0.0, 1e-40, 65504.0, 3.0e38, float("inf"), float("nan"), 2.0 ** 62, -2.0 ** 31, 1.0]
+    for v in values:
+        try:
+            t = torch.tensor([0.0, v], dtype=torch.float64).to(getattr(torch, name))
+        except (RuntimeError, OverflowError):
+            continue
+        e = ember.tensor(t.tolist(), dtype=getattr(ember, name)) if name != "bfloat16" else \
+            ember.tensor(t.float().tolist(), dtype=ember.float32).to(ember.bfloat16)
+        for te, ee in ((t[1], e[1]), (t[1:].view(1, 1, 1), e[1:].view(1, 1, 1)), (t[1:], e[1:])):
+            assert ember._C._cpu_item(ee) is not None  # the native read, not the NumPy path
+            a, b = ee.item(), te.item()
+            assert type(a) is type(b), (name, v)
+            assert (a == b) or (a != a and b != b), (name, v, a, b)
+            if isinstance(b, float) and b == 0:
+                assert str(a) == str(b)  # the sign of zero
+
+
 def test_item_errors_like_torch():
     for m in (torch, ember):
         with pytest.raises(RuntimeError):

@@ -86,8 +86,9 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
   auto* n = reinterpret_cast<NodeObject*>(fn);
   if (n->args_need_node != Py_False || n->kwargs == nullptr || !PyDict_Check(n->kwargs) ||
       PyDict_GET_SIZE(n->kwargs) != 0 || n->saved_args == nullptr || n->formula == nullptr ||
-      n->layout == nullptr || !PyList_CheckExact(n->layout) || n->input_meta == nullptr ||
-      !PyList_CheckExact(n->input_meta) || n->saved_outputs == nullptr || !PyTuple_Check(n->saved_outputs) ||
+      n->layout == nullptr || !(PyList_CheckExact(n->layout) || PyTuple_CheckExact(n->layout)) ||
+      n->input_meta == nullptr || !(PyList_CheckExact(n->input_meta) || PyTuple_CheckExact(n->input_meta)) ||
+      n->saved_outputs == nullptr || !PyTuple_Check(n->saved_outputs) ||
       n->next == nullptr || !PyTuple_Check(n->next) || !PyList_CheckExact(grads) || PyList_GET_SIZE(grads) < 1)
     return NOT_NATIVE;
   Py_ssize_t n_next = PyTuple_GET_SIZE(n->next);
@@ -136,17 +137,17 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
   Py_ssize_t n_res = PySequence_Fast_GET_SIZE(seq);
   PyObject* layout = n->layout;
   PyObject* meta = n->input_meta;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(layout) && i < n_res; ++i) {
-    PyObject* spec = PyList_GET_ITEM(layout, i);
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(layout) && i < n_res; ++i) {
+    PyObject* spec = PySequence_Fast_GET_ITEM(layout, i);
     PyObject* g = PySequence_Fast_GET_ITEM(seq, i);
     if (spec == Py_None || g == Py_None) continue;
     if (PyLong_CheckExact(spec)) {
       Py_ssize_t e = PyLong_AsSsize_t(spec);
-      if (e < 0 || e >= n_next || e >= PyList_GET_SIZE(meta)) {
+      if (e < 0 || e >= n_next || e >= PySequence_Fast_GET_SIZE(meta)) {
         PyErr_SetString(PyExc_RuntimeError, "autograd: a node's layout does not match its edges");
         goto fail;
       }
-      PyObject* m = PyList_GET_ITEM(meta, e);
+      PyObject* m = PySequence_Fast_GET_ITEM(meta, e);
       PyObject* fixed = nullptr;
       if (is_tensor_base(g) && PyTuple_Check(m) && PyTuple_GET_SIZE(m) == 2) {
         auto* t = reinterpret_cast<TensorObject*>(g);
@@ -174,13 +175,13 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
         PyObject* gj = PySequence_Fast_GET_ITEM(gs, j);
         if (ej == Py_None || gj == Py_None) continue;
         Py_ssize_t e = PyLong_AsSsize_t(ej);
-        if (e < 0 || e >= n_next || e >= PyList_GET_SIZE(meta)) {
+        if (e < 0 || e >= n_next || e >= PySequence_Fast_GET_SIZE(meta)) {
           if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "autograd: a node's layout does not match its edges");
           Py_DECREF(gs);
           Py_DECREF(specs);
           goto fail;
         }
-        PyObject* fargs[4] = {gj, PyList_GET_ITEM(meta, e), fn, ej};
+        PyObject* fargs[4] = {gj, PySequence_Fast_GET_ITEM(meta, e), fn, ej};
         PyObject* fixed = PyObject_Vectorcall(g_eng.fix_grad, fargs, 4, nullptr);
         if (fixed == nullptr) {
           Py_DECREF(gs);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "autograd_internal.h"
+#include "dtype.h"
 
 namespace ember {
 
@@ -57,6 +58,54 @@ PyMethodDef functions[] = {
     {"_autograd_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_autograd_setup)),
      METH_FASTCALL, "Registers ember-autograd's graph classes with the native recording of the fast path."},
     {nullptr, nullptr, 0, nullptr}};
+
+// A node's input metadata entry (shape, dtype) for t, shared between nodes: one tuple per distinct
+// (shape, dtype) (a dict per dtype, keyed by the shape tuple, cleared past 4096 entries) instead of a new
+// one per recorded input. The pair holds a dtype (a GC-tracked object), so every fresh pair stayed
+// tracked, was promoted with the step's graph and rescanned by the collections after it.
+PyObject* g_meta_pairs[kNumDTypes] = {};
+
+PyObject* meta_pair(TensorObject* t, bool* shared) {
+  *shared = false;
+  int code = t->dtype_code;
+  // (t->ndim >= 0: the shape holds plain ints, so it hashes)
+  if (code < 0 || code >= kNumDTypes || t->ndim < 0 || t->shape == nullptr || !PyTuple_CheckExact(t->shape) ||
+      t->dtype != dtype_object(code))
+    return PyTuple_Pack(2, t->shape, t->dtype);
+  PyObject*& cache = g_meta_pairs[code];
+  if (cache == nullptr && (cache = PyDict_New()) == nullptr) return nullptr;
+  PyObject* hit = PyDict_GetItemWithError(cache, t->shape);  // borrowed
+  *shared = true;
+  if (hit != nullptr) return Py_NewRef(hit);
+  if (PyErr_Occurred()) return nullptr;
+  PyObject* pair = PyTuple_Pack(2, t->shape, t->dtype);
+  if (pair == nullptr) return nullptr;
+  if (PyDict_GET_SIZE(cache) >= 4096) PyDict_Clear(cache);
+  if (PyDict_SetItem(cache, t->shape, pair) < 0) {
+    Py_DECREF(pair);
+    return nullptr;
+  }
+  return pair;
+}
+
+// The input_meta of a one-input node whose entry is a shared pair: one shared 1-tuple per pair (the pairs
+// are few; cleared with them past 4096 entries).
+PyObject* g_meta_singles = nullptr;
+
+PyObject* single_meta(PyObject* pair) {
+  if (g_meta_singles == nullptr && (g_meta_singles = PyDict_New()) == nullptr) return nullptr;
+  PyObject* hit = PyDict_GetItemWithError(g_meta_singles, pair);  // borrowed
+  if (hit != nullptr) return Py_NewRef(hit);
+  if (PyErr_Occurred()) return nullptr;
+  PyObject* single = PyTuple_Pack(1, pair);
+  if (single == nullptr) return nullptr;
+  if (PyDict_GET_SIZE(g_meta_singles) >= 4096) PyDict_Clear(g_meta_singles);
+  if (PyDict_SetItem(g_meta_singles, pair, single) < 0) {
+    Py_DECREF(single);
+    return nullptr;
+  }
+  return single;
+}
 
 }  // namespace
 
@@ -162,19 +211,25 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   bool number_edges = PyTuple_GET_ITEM(spec, 7) == Py_True;
   // Positions of args with no edge at all (Note [Non-differentiable inputs' edges]): None or a tuple.
   PyObject* nondiff = PyTuple_GET_ITEM(spec, 8);
-  PyObject* layout = PyList_New(nargs);
-  PyObject* meta = PyList_New(0);
+  // layout and input_meta are tuples: once the GC finds them holding only untracked items (ints, None,
+  // (shape, dtype) pairs: the dtypes are untracked singletons) it stops tracking them, so the graph of a
+  // step adds fewer containers to every collection and fewer survivors to promote (and later scan).
+  PyObject* layout = PyTuple_New(nargs);
+  PyObject* meta = nullptr;
+  Py_ssize_t n_meta = 0;
+  PyObject* meta_items[16];
+  bool meta_shared = false;  // (one-input nodes) the entry is a shared pair of meta_pair's cache
   PyObject* edges = PyTuple_New(0);
   PyObject* saved = PyTuple_New(nargs);
   PyObject* node = nullptr;
   Py_ssize_t n_edges = 0;
   Py_ssize_t numbers = 0;
   PyObject* edge_items[8];
-  if (layout == nullptr || meta == nullptr || edges == nullptr || saved == nullptr || nargs > 8) goto fail;
+  if (layout == nullptr || edges == nullptr || saved == nullptr || nargs > 8) goto fail;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     PyObject* a = args[i];
     if (!is_tensor_base(a)) {
-      PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
+      PyTuple_SET_ITEM(layout, i, Py_NewRef(Py_None));
       PyTuple_SET_ITEM(saved, i, Py_NewRef(a));
       if (PyFloat_Check(a) || PyLong_Check(a) || PyComplex_Check(a)) ++numbers;
       continue;
@@ -183,7 +238,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     PyObject* edge;
     PyObject* m;
     if (!t->rg && nondiff != Py_None && position_in(nondiff, i)) {
-      PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
+      PyTuple_SET_ITEM(layout, i, Py_NewRef(Py_None));
       PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
       if (s == nullptr) goto fail_edges;
       PyTuple_SET_ITEM(saved, i, s);
@@ -209,7 +264,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
       edge = PyTuple_Pack(2, target, nr);
       Py_DECREF(target);
       Py_DECREF(nr);
-      m = PyTuple_Pack(2, t->shape, t->dtype);
+      m = meta_pair(t, &meta_shared);
       PyObject* index = PyLong_FromSsize_t(n_edges);
       if (edge == nullptr || m == nullptr || index == nullptr) {
         Py_XDECREF(edge);
@@ -217,27 +272,35 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
         Py_XDECREF(index);
         goto fail_edges;
       }
-      PyList_SET_ITEM(layout, i, index);
+      PyTuple_SET_ITEM(layout, i, index);
     } else {
       edge = Py_NewRef(g_reg.no_edge);
       m = Py_NewRef(Py_None);
-      PyList_SET_ITEM(layout, i, Py_NewRef(Py_None));
+      PyTuple_SET_ITEM(layout, i, Py_NewRef(Py_None));
     }
     edge_items[n_edges++] = edge;
-    int rc = PyList_Append(meta, m);
-    Py_DECREF(m);
-    if (rc < 0) goto fail_edges;
+    meta_items[n_meta++] = m;
     PyObject* s = !reads ? Py_NewRef(Py_None) : meta_only ? stand_in(t) : save_input(t);
     if (s == nullptr) goto fail_edges;
     PyTuple_SET_ITEM(saved, i, s);
   }
   for (; number_edges && numbers > 0; --numbers) {  // after the tensors' edges
-    if (PyList_Append(meta, Py_None) < 0) goto fail_edges;
+    meta_items[n_meta++] = Py_NewRef(Py_None);
     edge_items[n_edges++] = Py_NewRef(g_reg.no_edge);
   }
   {
     Py_SETREF(edges, PyTuple_New(n_edges));
     if (edges == nullptr) goto fail_edges;
+    if (n_meta == 1 && meta_items[0] != Py_None && meta_shared) {
+      meta = single_meta(meta_items[0]);
+      if (meta == nullptr) goto fail_edges;
+      Py_DECREF(meta_items[0]);
+    } else {
+      meta = PyTuple_New(n_meta);
+      if (meta == nullptr) goto fail_edges;
+      for (Py_ssize_t i = 0; i < n_meta; ++i) PyTuple_SET_ITEM(meta, i, meta_items[i]);
+    }
+    n_meta = 0;
     for (Py_ssize_t i = 0; i < n_edges; ++i) PyTuple_SET_ITEM(edges, i, edge_items[i]);
     n_edges = 0;
     // The saved args as the formula reads them: a _SavedArgs (tuple subclass) with the same items.
@@ -287,6 +350,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   }
 fail_edges:
   for (Py_ssize_t i = 0; i < n_edges; ++i) Py_DECREF(edge_items[i]);
+  for (Py_ssize_t i = 0; i < n_meta; ++i) Py_DECREF(meta_items[i]);
 fail:
   Py_XDECREF(layout);
   Py_XDECREF(meta);

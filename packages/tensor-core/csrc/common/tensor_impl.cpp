@@ -573,6 +573,36 @@ PyObject* py_contiguous(PyObject*, PyObject* arg) {
   Py_RETURN_TRUE;
 }
 
+// _cpu_item(t): Tensor.item() of a one-element real (not complex) CPU tensor read straight from its storage,
+// as NumPy's item() gives it (bool, int, or float; float16/bfloat16 widened exactly); None for anything else
+// (the caller takes the general path).
+PyObject* py_cpu_item(PyObject*, PyObject* o) {
+  if (!is_tensor_base(o)) Py_RETURN_NONE;
+  auto* t = reinterpret_cast<TensorObject*>(o);
+  if (t->device_kind != kDeviceCPU || t->storage_ptr == nullptr || t->ndim < 0 || !t->offset_ok ||
+      t->dtype_code < 0 || t->dtype_code > 9 || t->storage_ptr->data == nullptr || t->storage_ptr->device != "cpu")
+    Py_RETURN_NONE;
+  for (int32_t i = 0; i < t->ndim; ++i)
+    if (t->sizes[i] != 1) Py_RETURN_NONE;
+  auto code = static_cast<DType>(t->dtype_code);
+  int64_t size = itemsize(code);
+  if (t->offset_value < 0 || (t->offset_value + 1) * size > t->storage_ptr->nbytes) Py_RETURN_NONE;
+  const char* p = t->storage_ptr->data + t->offset_value * size;
+  switch (code) {
+    case DType::Bool: return PyBool_FromLong(*reinterpret_cast<const uint8_t*>(p) != 0);
+    case DType::UInt8: return PyLong_FromLong(*reinterpret_cast<const uint8_t*>(p));
+    case DType::Int8: return PyLong_FromLong(*reinterpret_cast<const int8_t*>(p));
+    case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return PyLong_FromLong(v); }
+    case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return PyLong_FromLong(v); }
+    case DType::Int64: { long long v; std::memcpy(&v, p, 8); return PyLong_FromLongLong(v); }
+    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return PyFloat_FromDouble(half_to_float(v)); }
+    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return PyFloat_FromDouble(bf16_to_float(v)); }
+    case DType::Float32: { float v; std::memcpy(&v, p, 4); return PyFloat_FromDouble(v); }
+    case DType::Float64: { double v; std::memcpy(&v, p, 8); return PyFloat_FromDouble(v); }
+    default: Py_RETURN_NONE;
+  }
+}
+
 PyMethodDef tensor_functions[] = {
     {"_contiguous", py_contiguous, METH_O,
      "_contiguous(t): whether t's sizes and strides are C-contiguous; None where the C mirrors cannot tell."},
@@ -580,6 +610,8 @@ PyMethodDef tensor_functions[] = {
      "make_tensor(storage, shape, stride, offset, dtype, device): an ember.Tensor over storage (no checks)."},
     {"new_empty", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_new_empty)), METH_FASTCALL,
      "new_empty(shape, dtype, zero, inference): a fresh contiguous CPU tensor, or None for the caller to handle."},
+    {"_cpu_item", py_cpu_item, METH_O,
+     "_cpu_item(t): item() of a one-element real CPU tensor read from its storage, or None (general path)."},
     {"_tensor_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_setup)), METH_FASTCALL,
      "Registers ember.Tensor, the dtypes, devices and dispatcher switches with the native code."},
     {"_set_view_refresh", py_set_view_refresh, METH_O,

@@ -21,6 +21,7 @@ from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
 from ember._src.tensor import Tensor
 
 from . import anomaly_mode
+from .grad_mode import _LAYOUT_POLICY
 from .graph import AccumulateGrad, GradientEdge, Node, get_gradient_edge, output_nr
 
 _STATE = grad_mode.STATE
@@ -110,9 +111,7 @@ def _stealable(g: Tensor, variable: Tensor) -> bool:
 
 
 def _layout_enforced() -> bool:
-    from .grad_mode import _grad_layout_enforced
-
-    return _grad_layout_enforced()
+    return getattr(_LAYOUT_POLICY, "enabled", True)  # grad_mode._grad_layout_enforced(), one frame less
 
 
 # Note [Gradient layout contract] (PyTorch's AccumulateGrad): a leaf's first gradient has the

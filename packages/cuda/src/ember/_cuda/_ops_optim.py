@@ -32,7 +32,7 @@ from ember._src.tensor import Tensor
 
 from . import _compile, _fastcall
 from ._allocator import allocator
-from ._elementwise import HEADER, TL, TRITON
+from ._elementwise import _SHAPES, HEADER, TL, TRITON
 from ._storage import new_contiguous
 from ._streams import current_handle
 
@@ -108,8 +108,12 @@ def _contiguous(t) -> bool:
 
 
 def _plain_cuda(t, device, dtype) -> bool:
-    return (isinstance(t, Tensor) and t._device is device and t.dtype is dtype and _contiguous(t)
-            and getattr(t, "_layout", None) is Tensor._layout)
+    if not (isinstance(t, Tensor) and t._device is device and t.dtype is dtype):
+        return False
+    info = _SHAPES.get(t._shape)  # (contiguous strides, numel) of shapes seen before: one lookup
+    if (info is None or info[0] != t._stride) and not _contiguous(t):
+        return False
+    return getattr(t, "_layout", None) is Tensor._layout
 
 
 def _launcher(name: str, decoupled: bool, maximize: bool, aligned: bool, index: int):
@@ -193,8 +197,10 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
     if not allocator(index).capturing:
         chunked = [], [], [], []
         rest = []
+        shapes = _SHAPES
         for i, p in enumerate(params):
-            n = p.numel()
+            info = shapes.get(p._shape)
+            n = info[1] if info is not None else p.numel()
             if n == 0:
                 continue
             ptrs = [t._storage._ptr + t._offset * size for t in (p, grads[i], exp_avgs[i], exp_avg_sqs[i])]

@@ -18,6 +18,7 @@ from ember._src.tensor import make_tensor as _make_tensor
 
 from . import _allocator, _driver, _fastcall
 from ._elementwise import _SHAPES, contiguous_info
+from ._streams import _TLS as _STREAMS_TLS
 from ._streams import current_handle
 
 _DEVICES: dict = {}
@@ -64,6 +65,9 @@ def _py_storage_new(cls, alloc, nbytes: int, device, stream: int, inference: boo
 _NATIVE = _allocator.NATIVE
 _StorageBase = _C.DeviceStorage if _NATIVE else _PyStorageBase
 _new_storage = _C._device_storage_new if _NATIVE else _py_storage_new
+# _device_tensor_new(cls, alloc, nbytes, device, stream, inference, shape, strides, dtype): `empty`'s storage
+# and tensor in one call (needs tuples: `empty` is given the shape as a tuple; its strides are tuples).
+_TENSOR_NEW = getattr(_C, "_device_tensor_new", None) if _NATIVE else None
 
 
 class CudaStorage(_StorageBase):
@@ -188,9 +192,17 @@ def empty(shape: tuple, n: int, dtype, dev, zero: bool = False):
         device, alloc = _DEVICES[index], _ALLOCATORS[index]
     except KeyError:
         device, alloc = _device_and_allocator(index)
-    stream = current_handle(index)
-    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, stream,
-                           bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference))
+    streams = _STREAMS_TLS.streams  # current_handle(index), inlined (one frame less per result)
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
+    inference = bool(_INFERENCE_USED[0] and _grad_mode.STATE.inference)
+    if _TENSOR_NEW is not None and type(shape) is tuple:  # storage and tensor in one native call
+        t = _TENSOR_NEW(CudaStorage, alloc, n * dtype.itemsize, device, stream, inference, shape, strides, dtype)
+        if zero and n:
+            storage = t._storage
+            _fastcall.memset8(storage._ptr, 0, storage._nbytes, stream)
+        return t
+    storage = _new_storage(CudaStorage, alloc, n * dtype.itemsize, device, stream, inference)
     if zero and n:
         _fastcall.memset8(storage._ptr, 0, storage._nbytes, stream)
     return _make_tensor(storage, shape, strides, 0, dtype, storage.device)  # the generic path's device object

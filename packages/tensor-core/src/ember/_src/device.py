@@ -161,8 +161,14 @@ class Backend:
 _BACKENDS: dict[str, Backend] = {}
 
 
+# new_empty_tensor's cache: the device object it last handed to a plugin's ``empty``, and that function
+# (device objects are interned: an identity check finds it). Registering a backend forgets it.
+LAST_EMPTY: list = [None, None]
+
+
 def register_backend(backend: Backend) -> None:
     _BACKENDS[backend.name] = backend
+    LAST_EMPTY[:] = None, None
 
 
 def _has_accelerator() -> bool:

@@ -11,6 +11,7 @@ import warnings
 from . import dispatch, dtypes, grad_mode, torch_function
 from ._native import _C
 from .device import CPU, META, device, get_backend
+from .device import LAST_EMPTY as _LAST_EMPTY
 from .layouts import strided
 from .printing import tensor_repr
 from .shapes import Size, contiguous_strides, is_contiguous, numel, wrap_dim
@@ -564,6 +565,8 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     nbytes = n * dtype.itemsize
     if nbytes > _MAX_NBYTES:
         _raise_size_overflow(shape)
+    if dev is _LAST_EMPTY[0]:
+        return _LAST_EMPTY[1](shape, n, dtype, dev, zero)  # the last plugin device's empty, looked up once
     if dev is CPU:
         storage = _C.Storage.allocate(nbytes, zero)
     elif dev is META:
@@ -571,6 +574,7 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
     else:
         backend = get_backend(dev.type)
         if backend.empty is not None and dev.index is not None:
+            _LAST_EMPTY[:] = dev, backend.empty
             return backend.empty(shape, n, dtype, dev, zero)  # the plugin's per-op fast path
         storage = backend.allocate(nbytes, zero, dev)
         dev = getattr(storage, "device", dev)  # a plugin names the device it allocated on ("cuda" -> "cuda:0")

@@ -61,8 +61,9 @@ def _check_lists(name: str, params, *others) -> None:
         if len(other) != n:
             raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got {n} and {len(other)}")
     for i, p in enumerate(params):
+        shape = p.shape
         for other in others:
-            if other[i].shape != p.shape:
+            if other[i].shape != shape:
                 raise RuntimeError(f"{name}: Tensor lists must have matching shapes, got {tuple(p.shape)} and "
                                    f"{tuple(other[i].shape)} at index {i}")
 

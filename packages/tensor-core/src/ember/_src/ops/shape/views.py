@@ -886,6 +886,12 @@ def item(self: Tensor):
         traced = _SYNC_HOOK[0](self, "Tensor.item()")
         if traced is not None:  # a tracer's symbol for the value (export's unbacked ``u0``)
             return traced
+    else:
+        # A one-element real CPU tensor read from its storage in C (an optimizer's step counts:
+        # one item() per parameter and step); None for anything else.
+        v = _C._cpu_item(self)
+        if v is not None:
+            return v
     if self.numel() != 1:
         raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
     if self._device is META:
