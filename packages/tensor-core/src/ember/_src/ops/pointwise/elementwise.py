@@ -20,6 +20,7 @@ from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import (
     HALF_TYPES,
+    check_meta_operands,
     check_scalar_fits,
     convert,
     empty,
@@ -144,6 +145,8 @@ def _device_of(a, b):
             if a.ndim == 0 and a._device.type == "cpu":
                 return b._device
             if not (b.ndim == 0 and b._device.type == "cpu"):
+                if b._device is META:  # PyTorch's TensorIterator words a meta operand so
+                    raise RuntimeError(f"Tensor on device meta is not on the expected device {a._device}!")
                 raise RuntimeError(
                     f"Expected all tensors to be on the same device, but found at least two devices, "
                     f"{a._device} and {b._device}!"
@@ -195,6 +198,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
 
 def _binary_meta(kind, op_name):
     def meta(a, b):
+        check_meta_operands(b)
         shape, _, result = _binary_result(a, b, kind, op_name)
         return empty_pointwise(shape, result, META, a, b)
 
@@ -274,6 +278,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     @inplace.kernel("meta")
     def meta_inplace(self, other):
+        if name not in ("add", "sub", "mul", "div"):  # PyTorch's meta add_/sub_/mul_/div_ take any device
+            check_meta_operands(other)
         _check_cast_first(self, other, kind, name)
         shape, _, result_dtype = _binary_result(self, other, kind, name)
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
@@ -909,6 +915,7 @@ def _where_result(condition, a, b):
 
 
 def _where_meta(condition, a, b):
+    check_meta_operands(condition, a, b)
     shape, dtype = _where_result(condition, a, b)
     return empty_pointwise(shape, dtype, META, condition, a, b)
 
@@ -919,6 +926,9 @@ where_op.kernels["meta"] = _where_meta
 
 @where_op.kernel("cpu")
 def _where_cpu(condition, a, b):
+    for x in (a, b):
+        if isinstance(x, Tensor) and x._device is META and x.ndim != 0:
+            raise RuntimeError(f"Tensor on device meta is not on the expected device {condition._device}!")
     shape, dtype = _where_result(condition, a, b)
     out = empty_pointwise(shape, dtype, condition._device, condition, a, b)
     a_t = convert(a, dtype) if isinstance(a, Tensor) else scalar_tensor(a, dtype)
