@@ -155,3 +155,17 @@ def _device_outcome(lib, call):
 def test_meta_and_cpu_operands(call):
     """An op mixing meta and CPU tensors raises PyTorch's TensorIterator error, not a meta result."""
     assert _device_outcome(ember, call) == _device_outcome(torch, call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.randint(0, 2**63, (3,)),
+    lambda L: L.randint(2**63, (3,)),
+    lambda L: L.randint(-2**63 - 1, 0, (3,)),
+])
+def test_randint_bounds_past_int64(call):
+    """Bounds past int64 are the argument parser's ValueError (ember used to draw from them)."""
+    with pytest.raises(ValueError) as expected:
+        call(torch)
+    with pytest.raises(ValueError) as got:
+        call(ember)
+    assert str(got.value) == str(expected.value)
