@@ -89,6 +89,9 @@ def _check_kernel_exists(op_name: str, dtype) -> None:
     if dtype in _NO_KERNEL.get(op_name, _EMPTY):
         raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
     if dtype in _REJECTED.get(op_name, _EMPTY):
+        if dtype is dtypes.bool and op_name in ("relu", "relu6", "hardtanh"):  # PyTorch's wordings
+            raise RuntimeError("Boolean inputs not supported for relu" if op_name == "relu"
+                               else "Bool inputs not supported for hardtanh")
         raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
 
 
@@ -809,7 +812,7 @@ def gelu(input, approximate: str = "none"):
         return gelu_op(input)
     if approximate == "tanh":
         return gelu_tanh_op(input)
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input, inplace: bool = False):
