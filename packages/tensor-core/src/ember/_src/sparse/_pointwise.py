@@ -8,8 +8,6 @@ operand first (f(a) + f(b) is not f(a + b)); linear ones (neg, scaling) keep it 
 
 from __future__ import annotations
 
-import numpy as np
-
 import ember
 
 from .. import dtypes as dt
@@ -110,10 +108,11 @@ def _add_sparse_sparse(a: Tensor, b: Tensor) -> Tensor:
     return _rebuild_compressed(out, a)
 
 
-def _merge_plan(ka: list | np.ndarray, kb: list | np.ndarray) -> tuple:
+def _merge_plan(ka, kb) -> tuple:
     """Which entry of ``a`` and of ``b`` (-1: none) each entry of ``a + b`` sums, as PyTorch's one
     merge pass over the two entry lists in their stored order: equal positions are summed, the
     smaller is taken first, and what is left of ``a`` then of ``b`` is appended."""
+    import numpy as np  # only here: importing ember does not import NumPy
     ka, kb = np.asarray(ka, dtype=np.int64), np.asarray(kb, dtype=np.int64)
     if (ka[1:] >= ka[:-1]).all() and (kb[1:] >= kb[:-1]).all():
         # Sorted lists (duplicates allowed): the merge pairs the r-th copy of a position in a with the
@@ -158,12 +157,14 @@ def _merge_plan(ka: list | np.ndarray, kb: list | np.ndarray) -> tuple:
 
 def _merge_coo(a: Tensor, b: Tensor, dtype) -> Tensor:
     """COO ``a + b`` with PyTorch's entries (_merge_plan): coalesced when both operands are."""
+    import numpy as np
+
     sdim = a._sp_indices._shape[0]
     sizes = a._shape[:sdim]
     take_a, take_b = _merge_plan(linear_index(a._sp_indices, sizes).numpy(),
                                  linear_index(b._sp_indices, sizes).numpy())
 
-    def gather(t: Tensor, take: np.ndarray) -> tuple:
+    def gather(t: Tensor, take) -> tuple:
         # the entries ``take`` names, zeros where it says -1 (a padding row past the last entry)
         nnz = t._sp_indices._shape[1]
         rows = ember.from_numpy(np.where(take < 0, nnz, take))
