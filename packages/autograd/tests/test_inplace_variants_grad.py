@@ -485,7 +485,7 @@ def test_view_made_without_recording_after_its_base_was_written(mode):
 
 
 
-def _outcome(call, *args):
+def _use_outcome(call, *args):
     try:
         result = call(*args)
     except RuntimeError as exc:
@@ -521,5 +521,5 @@ def test_ops_on_view_made_without_recording_record_as_torch(case):
     for m in (torch, ember):
         _, _, v = _nograd_view(m, False)
         z = m.ones(2, requires_grad=True)
-        outcomes.append(_outcome(_NO_GRAD_VIEW_USES[case], m, v, z))
+        outcomes.append(_use_outcome(_NO_GRAD_VIEW_USES[case], m, v, z))
     assert outcomes[0] == outcomes[1]
