@@ -169,3 +169,4 @@ def test_randint_bounds_past_int64(call):
     with pytest.raises(ValueError) as got:
         call(ember)
     assert str(got.value) == str(expected.value)
+
