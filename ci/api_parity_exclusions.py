@@ -83,7 +83,7 @@ _GROUPS = {
             SymBool SymFloat SymInt sym_constrain_range sym_constrain_range_for_size sym_float sym_fresh_size sym_int
             sym_ite sym_max sym_min sym_not sym_sqrt sym_sum""")),
         (_SPARSE, _names("""
-            dsmm hsmm hspmm smm sspaddmm saddmm ccol_indices_copy col_indices_copy crow_indices_copy indices_copy
+            dsmm hsmm saddmm ccol_indices_copy col_indices_copy crow_indices_copy indices_copy
             row_indices_copy values_copy resize_as_sparse_ native_norm""")),
         (_REMOVED, _names("eig lstsq matrix_rank solve symeig")),
         (_REEXPORT, _names("windows")),
@@ -100,7 +100,7 @@ _GROUPS = {
                            q_scale q_zero_point qscheme""")),
         (_SUBBYTE, _names("chalf")),
         (_REMOVED, _names("eig lstsq solve symeig")),
-        (_SPARSE, _names("smm sspaddmm resize_as_sparse_ sparse_resize_ sparse_resize_and_clear_")),
+        (_SPARSE, _names("resize_as_sparse_ sparse_resize_ sparse_resize_and_clear_")),
         (_VENDOR, _names("to_mkldnn ipu")),
         (_LEGACY, _names("reinforce volatile name")),
         (_INTERNAL, _names("slice_inverse")),

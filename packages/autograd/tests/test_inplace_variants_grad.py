@@ -483,3 +483,43 @@ def test_view_made_without_recording_after_its_base_was_written(mode):
     assert repr(_stale_view(ember, mode)) == repr(_stale_view(torch, mode)).replace("torch", "ember")
     assert _stale_view(ember, mode).requires_grad and _stale_view(torch, mode).requires_grad
 
+
+
+def _use_outcome(call, *args):
+    try:
+        result = call(*args)
+    except RuntimeError as exc:
+        return "RuntimeError", str(exc)
+    return "ok", result
+
+
+def _node_name(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+# Ops using a view made without recording, with grad mode on: PyTorch records them (the view's
+# edge carries nothing), so results require grad and backward runs without reaching the base.
+_NO_GRAD_VIEW_USES = {
+    "out_of_place": lambda m, v, z: (_node_name(v * 2), (v * 2).requires_grad),
+    "edges": lambda m, v, z: [e[0] for e in v.exp().grad_fn.next_functions],
+    "backward": lambda m, v, z: ((v * 2).sum().backward(), v.grad),
+    "with_grad_operand": lambda m, v, z: ((v * z).sum().backward(), z.grad.tolist()),
+    "unused": lambda m, v, z: m.autograd.grad(v.exp().sum(), z, allow_unused=True),
+    "cat": lambda m, v, z: _node_name(m.cat([v, z])),
+    "view_of_it": lambda m, v, z: (_node_name(v[:1]), v[:1].is_leaf),
+    "view_of_it_inplace": lambda m, v, z: v[:1].mul_(2),
+    "view_of_view_inplace": lambda m, v, z: v[:1].unsqueeze(0).mul_(2),
+    "setitem": lambda m, v, z: v.__setitem__(0, 5.0),
+    "inference_view": lambda m, v, z: (_nograd_view(m, False, mode="inference_mode")[2] * 2).requires_grad,
+    "inference_view_of_it": lambda m, v, z: _nograd_view(m, False, mode="inference_mode")[2][:1].mul_(2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_NO_GRAD_VIEW_USES))
+def test_ops_on_view_made_without_recording_record_as_torch(case):
+    outcomes = []
+    for m in (torch, ember):
+        _, _, v = _nograd_view(m, False)
+        z = m.ones(2, requires_grad=True)
+        outcomes.append(_use_outcome(_NO_GRAD_VIEW_USES[case], m, v, z))
+    assert outcomes[0] == outcomes[1]

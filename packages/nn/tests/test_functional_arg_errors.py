@@ -41,3 +41,44 @@ def test_non_tensor_argument_is_torchs_type_error(call):
             call(F, lib.ones(2, 2))
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, L: F.linear(L.tensor(1.0), L.ones(2, 2)),
+    lambda F, L: F.linear(L.ones(2), L.tensor(1.0)),
+    lambda F, L: F.linear(L.tensor(1.0), L.ones(2, 2), L.ones(2)),
+    lambda F, L: F.relu(L.ones(2, dtype=L.bool)),
+    lambda F, L: F.relu6(L.ones(2, dtype=L.bool)),
+    lambda F, L: F.hardtanh(L.ones(2, dtype=L.bool)),
+    lambda F, L: F.gelu(L.ones(2), approximate="x"),
+])
+def test_runtime_errors_are_torchs(call):
+    """0-d linear operands, bool activations and a bad gelu approximation: PyTorch's messages."""
+    with pytest.raises(RuntimeError) as expected:
+        call(TF, torch)
+    with pytest.raises(RuntimeError) as got:
+        call(EF, ember)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda F: F.avg_pool2d(ember_or_torch(F).ones(1, 5), 2),
+    lambda F: F.avg_pool2d(ember_or_torch(F).ones(5), 2),
+    lambda F: F.avg_pool1d(ember_or_torch(F).ones(5), 2),
+    lambda F: F.avg_pool1d(ember_or_torch(F).ones(1, 1, 1, 5), 2),
+    lambda F: F.max_pool2d(ember_or_torch(F).ones(1, 5), 2),
+])
+def test_pool_rank_errors(call):
+    """avg_pool2d of fewer than 3 dims is PyTorch's IndexError (it reads size(-3) first); avg_pool1d
+    checks the rank with its own wording."""
+    outcomes = []
+    for F in (TF, EF):
+        try:
+            call(F)
+        except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert len(outcomes) == 2 and outcomes[0] == outcomes[1]
+
+
+def ember_or_torch(F):
+    return torch if F is TF else ember

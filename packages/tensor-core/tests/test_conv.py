@@ -176,3 +176,45 @@ def test_native_kernels_reject_bad_arguments():
     with pytest.raises(RuntimeError):  # max-pool backward with an index outside the plane
         params = [2, 2, 1, 1, 0, 0, 1, 1, 0, 0]
         _C.pool_backward(ember.zeros(1, 2, 2), ember.ones(1, 1, 1), ember.tensor([[[7]]]), params, 0)
+
+
+def _conv_outcome(lib, fn, x, w, b, kwargs):
+    try:
+        out = getattr(lib.nn.functional, fn)(lib.from_numpy(x), lib.from_numpy(w), lib.from_numpy(b), **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+        return type(exc).__name__, str(exc)
+    return str(out.dtype).split(".")[1], tuple(out.shape), out.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "bool"])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("geometry", [(1, 1, 0, 1), (2, 2, 1, 1), (1, 1, 2, 2), (2, 3, 0, 2)])
+def test_integer_conv(dtype, transposed, dims, geometry):
+    """Integer convolutions compute in their own dtype (wrapping) as PyTorch's CPU build does;
+    bool, and dilated or transposed ones of dtypes but int64, raise its NotImplementedError."""
+    import numpy as np
+
+    groups, stride, padding, dilation = geometry
+    rng = np.random.default_rng(dims * 7 + groups)
+    out_channels = 6 if transposed else 4
+    x = rng.integers(0, 50, (2, 4) + (5,) * dims).astype(dtype)
+    w = rng.integers(0, 50, (4, (out_channels if transposed else 4) // groups) + (2,) * dims).astype(dtype)
+    b = rng.integers(0, 50, (out_channels,)).astype(dtype)
+    kwargs = dict(groups=groups, stride=stride, padding=padding, dilation=dilation)
+    if transposed and stride > 1:
+        kwargs["output_padding"] = 1
+    fn = f"conv_transpose{dims}d" if transposed else f"conv{dims}d"
+    assert _conv_outcome(ember, fn, x, w, b, kwargs) == _conv_outcome(torch, fn, x, w, b, kwargs)
+
+
+def test_integer_conv_mixed_dtypes():
+    x = torch.ones(1, 1, 3, 3, dtype=torch.int64)
+    for weight, bias in ((torch.ones(1, 1, 2, 2), None),
+                         (torch.ones(1, 1, 2, 2, dtype=torch.int64), torch.ones(1))):
+        with pytest.raises(RuntimeError) as expected:
+            F.conv2d(x, weight, bias)
+        with pytest.raises(RuntimeError) as got:
+            ember.nn.functional.conv2d(from_torch(x), from_torch(weight),
+                                       None if bias is None else from_torch(bias))
+        assert str(got.value) == str(expected.value)

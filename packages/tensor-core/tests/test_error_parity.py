@@ -119,3 +119,54 @@ def test_non_index_subscripts_raise_as_torch(call):
     assert kind == want_kind
     if kind == "TypeError":
         assert message == want_message
+
+
+def _meta(lib, *shape):
+    return lib.ones(*shape, device="meta")
+
+
+def _device_outcome(lib, call):
+    """Like outcome(), with a meta result reported by its device and shape (it has no values)."""
+    try:
+        result = call(lib)
+    except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+        return type(exc).__name__, str(exc)
+    return "ok", str(result.device), tuple(result.shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: _meta(L, 2) + L.ones(2),
+    lambda L: L.ones(2) + _meta(L, 2),
+    lambda L: _meta(L, 2) * L.tensor(3.0),  # a 0-d CPU tensor passes as a number
+    lambda L: L.tensor(3.0) * _meta(L, 2),
+    lambda L: _meta(L, 2) == L.ones(2),
+    lambda L: L.maximum(_meta(L, 2), L.ones(2)),
+    lambda L: L.where(_meta(L, 2) > 0, _meta(L, 2), L.ones(2)),
+    lambda L: L.where(L.ones(2) > 0, _meta(L, 2), _meta(L, 2)),
+    lambda L: L.lerp(_meta(L, 2), L.ones(2), 0.5),
+    lambda L: L.addcmul(_meta(L, 2), L.ones(2), _meta(L, 2)),
+    lambda L: L.cat([_meta(L, 2), L.ones(2)]),
+    lambda L: L.cat([L.ones(2), _meta(L, 2)]),
+    lambda L: _meta(L, 2).add_(L.ones(2)),  # PyTorch's meta add_/sub_/mul_/div_ do not check
+    lambda L: _meta(L, 2).pow_(L.ones(2)),
+    lambda L: _meta(L, 2).lerp_(L.ones(2), 0.5),
+    lambda L: _meta(L, 2, 2) @ L.ones(2, 2),  # matmul does not check either
+])
+def test_meta_and_cpu_operands(call):
+    """An op mixing meta and CPU tensors raises PyTorch's TensorIterator error, not a meta result."""
+    assert _device_outcome(ember, call) == _device_outcome(torch, call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.randint(0, 2**63, (3,)),
+    lambda L: L.randint(2**63, (3,)),
+    lambda L: L.randint(-2**63 - 1, 0, (3,)),
+])
+def test_randint_bounds_past_int64(call):
+    """Bounds past int64 are the argument parser's ValueError (ember used to draw from them)."""
+    with pytest.raises(ValueError) as expected:
+        call(torch)
+    with pytest.raises(ValueError) as got:
+        call(ember)
+    assert str(got.value) == str(expected.value)
+

@@ -328,11 +328,6 @@ def test_failure_while_writing_leaves_previous_file_intact(tmp_path, monkeypatch
     assert ember.load(path) == {"version": 1}
 
 
-def test_save_into_missing_folder_raises(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        ember.save(1, tmp_path / "nope" / "x.pt")
-
-
 def test_saved_file_gets_normal_permissions(tmp_path):
     path = tmp_path / "perm.pt"
     ember.save(1, path)
@@ -347,3 +342,13 @@ def test_bool_bytes_other_than_0_and_1_are_normalized():
     assert out.tolist() == [False, True, True, True]
     assert bytes(memoryview(out.untyped_storage())) == bytes([0, 1, 1, 1])
     assert out.sum().item() == 3
+
+
+def test_save_into_missing_folder_is_torchs_runtime_error(tmp_path):
+    target = tmp_path / "missing" / "x.pt"
+    with pytest.raises(RuntimeError) as expected:
+        torch.save(torch.ones(1), str(target))
+    with pytest.raises(RuntimeError) as got:
+        ember.save(ember.ones(1), str(target))
+    assert str(got.value) == str(expected.value)
+    assert not (tmp_path / "missing").exists()

@@ -151,6 +151,60 @@ def test_coo_coalesced_flags_follow_torch():
     assert a.abs().is_coalesced() == ta.abs().is_coalesced()
 
 
+def _entries(x):
+    """A COO tensor's stored entries as they are held (not coalesced) and its flag."""
+    return x._indices().tolist(), x._values().tolist(), x.is_coalesced(), tuple(x.shape)
+
+
+@pytest.mark.parametrize("seeds", [(1, 1), (1, 2), (3, 4)])
+@pytest.mark.parametrize("coalesce", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("dense_dims", [0, 1])
+def test_coo_add_entries_follow_torch(seeds, coalesce, dense_dims):
+    """sparse + sparse holds PyTorch's entries: one merge pass over both entry lists in their
+    stored order (sorted or not, with duplicates), equal positions summed; not a concatenation."""
+    shape = (4, 3, 2) if dense_dims else (4, 3)
+    a, ta = _pair("sparse_coo", shape=shape, nnz=7, seed=seeds[0], dense_dims=dense_dims)
+    b, tb = _pair("sparse_coo", shape=shape, nnz=5, seed=seeds[1], dense_dims=dense_dims)
+    if coalesce[0]:
+        a, ta = a.coalesce(), ta.coalesce()
+    if coalesce[1]:
+        b, tb = b.coalesce(), tb.coalesce()
+    assert _entries(a + b) == _entries(ta + tb)
+    assert _entries(a - b) == _entries(ta - tb)
+    assert _entries(ember.add(a, b, alpha=2.0)) == _entries(torch.add(ta, tb, alpha=2.0))
+    # sorted indices with duplicates (a constructor's usual input): the merge pairs copies in order
+    idx = [[0, 1, 1, 1, 3], [2, 0, 2, 2, 1]]
+    e = ember.sparse_coo_tensor(ember.tensor(idx), ember.arange(5.0), (4, 3))
+    t = torch.sparse_coo_tensor(torch.tensor(idx), torch.arange(5.0), (4, 3))
+    assert _entries(e + e) == _entries(t + t)
+    assert _entries(e + e.coalesce()) == _entries(t + t.coalesce())
+
+
+def test_smm_sspaddmm_hspmm():
+    """torch.smm / sspaddmm / hspmm: COO results with PyTorch's entries, flags and errors."""
+    idx = [[1, 0, 1, 1], [2, 2, 0, 2]]
+    s, ts = (lib.sparse_coo_tensor(lib.tensor(idx), lib.tensor([3.0, 4.0, 5.0, 6.0]), (3, 3)) for lib in (ember, torch))
+    d, td = ember.arange(6.0).reshape(3, 2), torch.arange(6.0).reshape(3, 2)
+    into = [[2, 0], [1, 1]]
+    i, ti = (lib.sparse_coo_tensor(lib.tensor(into), lib.tensor([1.0, 7.0]), (3, 2)) for lib in (ember, torch))
+    assert _entries(ember.smm(s, d)) == _entries(torch.smm(ts, td))
+    assert _entries(s.smm(d)) == _entries(ts.smm(td))
+    assert _entries(ember.sspaddmm(i, s, d)) == _entries(torch.sspaddmm(ti, ts, td))
+    assert _entries(i.sspaddmm(s, d, beta=2, alpha=3)) == _entries(ti.sspaddmm(ts, td, beta=2, alpha=3))
+    h, th = ember.hspmm(s, d), torch.hspmm(ts, td)
+    assert _entries(h) == _entries(th) and (h.sparse_dim(), h.dense_dim()) == (th.sparse_dim(), th.dense_dim())
+    for call in (lambda L, s, d, i: L.smm(s, L.ones(4, 2)),
+                 lambda L, s, d, i: L.smm(d, d),
+                 lambda L, s, d, i: L.smm(s, L.ones(3, 2, dtype=L.float64)),
+                 lambda L, s, d, i: L.hspmm(s, L.ones(4, 2)),
+                 lambda L, s, d, i: L.sspaddmm(i, s, L.ones(3, 3))):
+        with pytest.raises(RuntimeError) as expected:
+            call(torch, ts, td, ti)
+        with pytest.raises(RuntimeError) as got:
+            call(ember, s, d, i)
+        assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "int64", "complex64"])
 @pytest.mark.parametrize("dims", [None, 0, 1, (0, 1), 2, (1, 2)])
 def test_sum(dims, dtype):

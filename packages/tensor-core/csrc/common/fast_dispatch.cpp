@@ -207,14 +207,24 @@ PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
   bool needs_grad = false;
   bool native_grad_dtypes = true;  // grad_record builds nodes for real floating results only
   bool inference_arg = false;      // an inference tensor: Python's recording rejects saving it
+  bool unrecorded_view = false;    // a view made without recording of a tensor requiring grad
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (!is_tensor_base(args[i])) continue;
     auto* t = reinterpret_cast<TensorObject*>(args[i]);
     if (t->rg) {
       needs_grad = true;
       if (t->dtype_code < 6 || t->dtype_code > 9) native_grad_dtypes = false;
+    } else if (t->base != nullptr && is_tensor_base(t->base) && reinterpret_cast<TensorObject*>(t->base)->rg) {
+      unrecorded_view = true;
     }
     if (t->storage_ptr != nullptr && t->storage_ptr->inference) inference_arg = true;
+  }
+  if (unrecorded_view && !needs_grad) {
+    // It requires grad through its base (Note [Views made without recording]): with grad mode on
+    // the Python dispatcher records the op, the view's edge carrying nothing, as PyTorch's.
+    int on = grad_enabled_now();
+    if (on < 0) return nullptr;
+    if (on) return NOT_HANDLED;
   }
   int plan = kGradNone;
   PyObject* spec = nullptr;

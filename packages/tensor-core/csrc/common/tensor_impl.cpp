@@ -195,6 +195,24 @@ PyObject* get_view_of_grad(PyObject* self, void*) {
   return PyBool_FromLong(reinterpret_cast<TensorObject*>(self)->view_of_grad);
 }
 
+// view_of_grad 2: a view recorded from a view made without recording (or from such a view's view):
+// PyTorch refuses writing it in place as "a view of a view which was created in no_grad mode".
+PyObject* get_unrecorded_chain(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<TensorObject*>(self)->view_of_grad == 2);
+}
+
+int set_unrecorded_chain(PyObject* self, PyObject* value, void*) {
+  int truth = value == nullptr ? 0 : PyObject_IsTrue(value);
+  if (truth < 0) return -1;
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (truth) {
+    t->view_of_grad = 2;
+  } else if (t->view_of_grad == 2) {
+    t->view_of_grad = 1;
+  }
+  return 0;
+}
+
 PyObject* py_set_view_refresh(PyObject*, PyObject* fn) {
   Py_XSETREF(g_view_refresh, fn == Py_None ? nullptr : Py_NewRef(fn));
   Py_RETURN_NONE;
@@ -379,6 +397,8 @@ PyGetSetDef tensor_getset[] = {
     {"grad_fn", get_grad_fn, set_history_field, "The node that produced this tensor.", &f_grad_fn},
     {"_base", get_plain, set_base, "The tensor this one is a view of.", &f_base},
     {"_view_of_grad", get_view_of_grad, nullptr, "Whether _base required grad when this view was made.", nullptr},
+    {"_unrecorded_chain", get_unrecorded_chain, set_unrecorded_chain,
+     "Whether this view was recorded from a view made without recording.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};

@@ -6,6 +6,7 @@ calls it for every op run with grad mode on and a tensor argument that requires 
 
 from __future__ import annotations
 
+import re
 import weakref
 
 from ember import _C
@@ -433,9 +434,22 @@ STALE_INFERENCE_VIEW = (
     "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
+def _after_first_sentence(message: str) -> str:
+    return message[message.index(" Given"):]
+
+
 def check_inplace(t: Tensor) -> None:
     fn = t.grad_fn
     base = t._base
+    if fn is not None and t._unrecorded_chain:
+        label = re.sub(r"Backward\d*$", "", type(fn).__name__)
+        if getattr(t, "_inference_view", False):
+            raise RuntimeError(f"Output {t.output_nr} of {label} is a view of a view which was created in inference "
+                               "mode and is being modified inplace in normal mode."
+                               + _after_first_sentence(_INFERENCE_VIEW_INPLACE))
+        raise RuntimeError(f"Output {t.output_nr} of {label} is a view of a view which was created in no_grad mode "
+                           "and is being modified inplace with grad mode enabled."
+                           + _after_first_sentence(_NO_GRAD_VIEW_INPLACE))
     if fn is None:
         if base is not None and base._requires_grad:
             if t._view_of_grad:
@@ -516,6 +530,8 @@ def record(op, args, kwargs):
     else:
         fast = _record_out_of_place(op, name, formula, args, kwargs)
         if fast is not None:
+            if "view" in op.tags:
+                _mark_unrecorded_chain(args, fast)
             return fast
         cplx = involves_complex(args, ())
         if cplx:
@@ -549,7 +565,25 @@ def record(op, args, kwargs):
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and i not in skip:
             set_history(o, node, i)
+    if not inplace and "view" in op.tags:
+        _mark_unrecorded_chain(args, out)
     return out
+
+
+def _mark_unrecorded_chain(args, out) -> None:
+    """A view op recorded on a view made without recording (or on such a view's view) makes a view
+    whose in-place writes PyTorch refuses as "a view of a view which was created in no_grad mode"
+    (Note [Views made without recording]); native view kernels carry the flag on to views of it."""
+    source = args[0] if args else None
+    if not isinstance(source, Tensor) or not isinstance(out, Tensor):
+        return
+    base = source._base
+    unrecorded = (base is not None and base._requires_grad and not source._requires_grad
+                  and source._view_of_grad)
+    if unrecorded or source._unrecorded_chain:
+        out._unrecorded_chain = True
+        if getattr(source, "_inference_view", False):
+            out._inference_view = True
 
 
 def _record_out_of_place(op, name, formula, args, kwargs):

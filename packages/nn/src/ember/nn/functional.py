@@ -296,7 +296,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):  # (the check alone: per-call cost)
         _check_tensor_args("linear", ("input", input), ("weight", weight))
     shape = input.shape
-    if bias is not None and shape:  # (a 0-d input takes matmul's error)
+    if not shape or not weight.ndim:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.ndim}D and "
+                           f"{weight.ndim}D")
+    if bias is not None:
         *lead, in_features = shape
         if len(lead) == 1:
             return ember.addmm(bias, input, weight.t())

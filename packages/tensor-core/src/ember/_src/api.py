@@ -103,6 +103,7 @@ from .sparse import (  # noqa: E402,F401
     sparse_csr_tensor,
 )
 from .ops.linalg.products import mm as spmm  # noqa: E402,F401  (torch.spmm: mm with a sparse first operand)
+from .sparse._products import hspmm, smm, sspaddmm  # noqa: E402,F401
 
 # Every public function, Tensor method and in-place variant of an op comes from the op table.
 from .bindings import generate as _generate  # noqa: E402

@@ -317,19 +317,22 @@ def _iter_tensors(args, kwargs):
 
 
 def _any_requires_grad(args, kwargs) -> bool:
-    # _iter_tensors unrolled: a generator costs more than the loop itself on this hot path.
+    # _iter_tensors unrolled: a generator costs more than the loop itself on this hot path. A view
+    # whose base requires grad requires grad too (one made without recording has no history of its
+    # own, Note [Views made without recording]): an op using it is recorded, its edge carrying
+    # nothing, as PyTorch's.
     Tensor = _Tensor
     for a in args:
         if isinstance(a, Tensor):
-            if a._requires_grad:
+            if a._requires_grad or (a._base is not None and a._base._requires_grad):
                 return True
         elif isinstance(a, (list, tuple)):
             for b in a:
-                if isinstance(b, Tensor) and b._requires_grad:
+                if isinstance(b, Tensor) and (b._requires_grad or (b._base is not None and b._base._requires_grad)):
                     return True
     if kwargs:
         for a in kwargs.values():
-            if isinstance(a, Tensor) and a._requires_grad:
+            if isinstance(a, Tensor) and (a._requires_grad or (a._base is not None and a._base._requires_grad)):
                 return True
     return False
 

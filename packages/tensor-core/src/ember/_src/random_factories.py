@@ -82,6 +82,8 @@ def _int_arg(value, name: str, fn: str) -> int:
         value = value.item()
     if isinstance(value, builtins.bool) or not isinstance(value, int):
         raise TypeError(f"{fn}(): argument '{name}' must be int, not {type(value).__name__}")
+    if not -2**63 <= value < 2**63:  # PyTorch's argument parser reads an int64
+        raise ValueError("Overflow when unpacking long long")
     return value
 
 

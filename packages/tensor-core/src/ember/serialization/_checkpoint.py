@@ -141,6 +141,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     data_pkl = Pickler(hook, any_object=True).dumps(obj)
     storages = list(hook.storages.values())
     if _is_path(f):
+        parent = os.path.dirname(os.path.abspath(os.fsdecode(os.fspath(f))))
+        if not os.path.isdir(parent):  # PyTorch's check (its zip writer's), before anything is written
+            raise RuntimeError(f"Parent directory {os.path.dirname(os.fsdecode(os.fspath(f)))} does not exist.")
         name = os.path.splitext(os.path.basename(os.fsdecode(os.fspath(f))))[0]
         name = name if name.isascii() and name.isprintable() and name else "archive"
         with atomic_write(f) as out:

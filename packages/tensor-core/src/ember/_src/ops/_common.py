@@ -54,6 +54,15 @@ def check_same_device(a: Tensor, b: Tensor) -> None:
         )
 
 
+def check_meta_operands(*operands) -> None:
+    """A pointwise op computing on the meta device refuses another device's tensor, as PyTorch's
+    TensorIterator does (a 0-d CPU tensor passes as a number). The compiler's tracers hand every
+    operand over as meta, so only a program mixing devices meets this."""
+    for t in operands:
+        if isinstance(t, Tensor) and t._device is not META and t.ndim != 0:
+            raise RuntimeError(f"Tensor on device {t._device} is not on the expected device meta!")
+
+
 # -- memory overlap (PyTorch's at::has_internal_overlap / get_overlap_status) ----------------------
 # Only shape/stride/offset arithmetic: these run on every in-place op.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..layouts import COMPRESSED, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ..tensor import Tensor
+from . import _products
 from ._convert import coalesce_op, sparse_mask_op, to_dense_op, to_sparse_op
 from ._core import dense_dim as _dense_dim
 from ._core import layout_word
@@ -134,7 +135,7 @@ METHODS = {
     "is_coalesced": is_coalesced, "_coalesced_": _coalesced_, "indices": indices, "values": values,
     "_indices": _indices, "_values": _values, "crow_indices": crow_indices, "col_indices": col_indices,
     "ccol_indices": ccol_indices, "row_indices": row_indices, "_nnz": _nnz, "sparse_dim": sparse_dim,
-    "dense_dim": dense_dim, "sparse_mask": sparse_mask,
+    "dense_dim": dense_dim, "sparse_mask": sparse_mask, "smm": _products.smm, "sspaddmm": _products.sspaddmm,
 }
 
 

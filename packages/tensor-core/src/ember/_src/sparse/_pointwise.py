@@ -99,14 +99,84 @@ def _add_sparse_sparse(a: Tensor, b: Tensor) -> Tensor:
     if sparse_dim(a) != sparse_dim(b) and a._layout is sparse_coo:
         raise RuntimeError(f"add: expected same number of sparse dims, got {sparse_dim(a)} and {sparse_dim(b)}")
     dtype = _result_dtype(a, b)
+    if a._layout is sparse_coo:
+        return _merge_coo(a, b, dtype)
     ca, cb = _to_coo(a), _to_coo(b)
     indices = ember.cat([ca._sp_indices, cb._sp_indices], 1)
     values = ember.cat([ca._sp_values.to(dtype), cb._sp_values.to(dtype)], 0)
-    out = make_coo(indices, values, a._shape if a._layout is sparse_coo else ca._shape)
-    if a._layout is sparse_coo:
-        return _coalesce_coo(out) if a._coalesced and b._coalesced else out
-    out = _coalesce_coo(out)
+    out = _coalesce_coo(make_coo(indices, values, ca._shape))
     return _rebuild_compressed(out, a)
+
+
+def _merge_plan(ka, kb) -> tuple:
+    """Which entry of ``a`` and of ``b`` (-1: none) each entry of ``a + b`` sums, as PyTorch's one
+    merge pass over the two entry lists in their stored order: equal positions are summed, the
+    smaller is taken first, and what is left of ``a`` then of ``b`` is appended."""
+    import numpy as np  # only here: importing ember does not import NumPy
+    ka, kb = np.asarray(ka, dtype=np.int64), np.asarray(kb, dtype=np.int64)
+    if (ka[1:] >= ka[:-1]).all() and (kb[1:] >= kb[:-1]).all():
+        # Sorted lists (duplicates allowed): the merge pairs the r-th copy of a position in a with the
+        # r-th in b, and lists entries by (position, r); a stable sort of both lists gives that order.
+        def rank(k):
+            return np.arange(len(k)) - np.searchsorted(k, k)
+
+        keys, ranks = np.concatenate([ka, kb]), np.concatenate([rank(ka), rank(kb)])
+        source = np.concatenate([np.arange(len(ka)), np.arange(len(kb))])
+        from_b = np.arange(len(keys)) >= len(ka)
+        order = np.lexsort((ranks, keys))
+        keys, ranks, source, from_b = keys[order], ranks[order], source[order], from_b[order]
+        paired = (keys[:-1] == keys[1:]) & (ranks[:-1] == ranks[1:])  # an a entry, then its b entry
+        first = np.concatenate([~paired, [True]]) if len(keys) else np.zeros(0, dtype=bool)
+        keep = ~np.concatenate([[False], paired]) if len(keys) else first
+        pair_next = np.concatenate([paired, [False]])[keep]
+        next_source = np.concatenate([source[1:], [-1]])[keep]
+        source, from_b = source[keep], from_b[keep]
+        take_a = np.where(from_b, -1, source)
+        take_b = np.where(pair_next, next_source, np.where(from_b, source, -1))
+        return take_a, take_b
+    ka, kb = ka.tolist(), kb.tolist()
+    take_a, take_b = [], []
+    i = j = 0
+    while i < len(ka) and j < len(kb):
+        if ka[i] == kb[j]:
+            take_a.append(i)
+            take_b.append(j)
+            i, j = i + 1, j + 1
+        elif ka[i] < kb[j]:
+            take_a.append(i)
+            take_b.append(-1)
+            i += 1
+        else:
+            take_a.append(-1)
+            take_b.append(j)
+            j += 1
+    take_a += list(range(i, len(ka))) + [-1] * (len(kb) - j)
+    take_b += [-1] * (len(ka) - i) + list(range(j, len(kb)))
+    return np.asarray(take_a, dtype=np.int64), np.asarray(take_b, dtype=np.int64)
+
+
+def _merge_coo(a: Tensor, b: Tensor, dtype) -> Tensor:
+    """COO ``a + b`` with PyTorch's entries (_merge_plan): coalesced when both operands are."""
+    import numpy as np
+
+    sdim = a._sp_indices._shape[0]
+    sizes = a._shape[:sdim]
+    take_a, take_b = _merge_plan(linear_index(a._sp_indices, sizes).numpy(),
+                                 linear_index(b._sp_indices, sizes).numpy())
+
+    def gather(t: Tensor, take) -> tuple:
+        # the entries ``take`` names, zeros where it says -1 (a padding row past the last entry)
+        nnz = t._sp_indices._shape[1]
+        rows = ember.from_numpy(np.where(take < 0, nnz, take))
+        values = t._sp_values.to(dtype)
+        values = ember.cat([values, values.new_zeros((1,) + tuple(values._shape[1:]))], 0)
+        indices = ember.cat([t._sp_indices, t._sp_indices.new_zeros((sdim, 1))], 1)
+        return indices.index_select(1, rows), values.index_select(0, rows)
+
+    indices_a, values_a = gather(a, take_a)
+    indices_b, values_b = gather(b, take_b)
+    indices = ember.where(ember.from_numpy(take_a >= 0), indices_a, indices_b)
+    return make_coo(indices, values_a + values_b, a._shape, a._coalesced and b._coalesced)
 
 
 def _rebuild_compressed(coo: Tensor, like: Tensor) -> Tensor:
@@ -207,7 +277,10 @@ def _mul_sparse_sparse(a: Tensor, b: Tensor) -> Tensor:
     keep = hit.nonzero().reshape(-1)
     values = ca._sp_values.index_select(0, keep) * cb._sp_values.index_select(0, pos.index_select(0, keep))
     out = make_coo(ca._sp_indices.index_select(1, keep), values, ca._shape, True)
-    return out if layout is sparse_coo else _rebuild_compressed(out, a)
+    if layout is not sparse_coo:
+        return _rebuild_compressed(out, a)
+    out._coalesced = a._coalesced and b._coalesced  # PyTorch's flag (the entries are distinct and sorted)
+    return out
 
 
 def _mul(self, other):

@@ -14,6 +14,7 @@ from .. import dtypes as dt
 from .._native import _C
 from ..dispatch import OPS, define
 from ..layouts import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
+from ..ops._common import type_name
 from ..tensor import Tensor
 from ._convert import add_at, coalesce, compressed_to_coo, convert
 from ._core import dense_dim, make_compressed, make_coo, sparse_dim
@@ -180,6 +181,83 @@ for _key in (COO, CSR):
 @sparse_mm_op.kernel("cpu")
 def _sparse_mm_dense(mat1, mat2):
     return OPS["mm"](mat1, mat2)
+
+
+# -- products with a sparse result: sspaddmm, smm, hspmm --------------------------------------------
+
+def _row_products(mat1: Tensor, mat2: Tensor, what: str) -> tuple:
+    """(rows, products): the rows where COO ``mat1`` stores something (ascending) and those rows of
+    ``mat1 @ mat2``, after PyTorch's checks for sspaddmm/hspmm."""
+    if mat1._layout is not sparse_coo:
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors" if what == "sspaddmm"
+                           else f"{what}: expected a sparse COO mat1, got {mat1._layout}")
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        position, t = (2, mat1) if mat1.ndim != 2 else (3, mat2)
+        raise RuntimeError(f"{what}: Argument #{position}: matrices expected, got {t.ndim}D tensor")
+    if mat2._layout is not strided:  # PyTorch's words (its product's check)
+        raise RuntimeError("addmm_sparse_dense: expected strided result tensor, got tensor with layout Sparse")
+    if mat2._shape[0] != mat1._shape[1]:
+        raise RuntimeError(f"{what}: Argument #3: Expected dim 0 size {mat1._shape[1]}, got {mat2._shape[0]}")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(mat1.dtype)} but found {type_name(mat2.dtype)}")
+    rows = ember.unique(coalesce(mat1)._sp_indices[0]) if mat1._sp_values._shape[0] else \
+        ember.zeros(0, dtype=dt.int64)
+    return rows, sparse_dense_mm(mat1, mat2).index_select(0, rows)
+
+
+def _rows_as_coo(rows: Tensor, products: Tensor) -> tuple:
+    """The (indices, values) of a 2-sparse-dim COO tensor holding every element of the ``products`` rows."""
+    n = products._shape[1]
+    indices = ember.stack([rows.repeat_interleave(n), ember.arange(n).repeat(rows._shape[0])])
+    return indices, products.reshape(-1)
+
+
+def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for COO ``input`` and ``mat1``, dense ``mat2``: a COO
+    result holding input's entries, then every element of each product row where mat1 stores one
+    (not coalesced), as PyTorch's."""
+    rows, products = _row_products(mat1, mat2, "sspaddmm")
+    if input._layout is not sparse_coo:
+        raise RuntimeError("sspaddmm: expected a sparse COO input (self), got a strided tensor")
+    shape = (mat1._shape[0], mat2._shape[1])
+    for dim in (0, 1):
+        if input.ndim != 2 or input._shape[dim] != shape[dim]:
+            raise RuntimeError(f"sspaddmm: Argument #1: Expected dim {dim} size {shape[dim]}, got "
+                               f"{input._shape[dim] if dim < input.ndim else 1}")
+    indices, values = _rows_as_coo(rows, products)
+    values = ember.cat([input._sp_values * beta if beta != 1 else input._sp_values,
+                        values * alpha if alpha != 1 else values])
+    result = make_coo(ember.cat([input._sp_indices, indices], 1), values, shape)
+    result._coalesced = False
+    if out is not None:
+        from ._pointwise import _assign
+
+        _assign(out, result)
+        return out
+    return result
+
+
+def smm(input: Tensor, mat: Tensor) -> Tensor:
+    """``torch.smm``: COO ``input`` times dense ``mat`` as a COO tensor (sspaddmm with no input)."""
+    rows, products = _row_products(input, mat, "sspaddmm")
+    indices, values = _rows_as_coo(rows, products)
+    result = make_coo(indices, values, (input._shape[0], mat._shape[1]))
+    result._coalesced = values._shape[0] == 0
+    return result
+
+
+def hspmm(mat1: Tensor, mat2: Tensor, *, out=None) -> Tensor:
+    """``torch.hspmm``: COO ``mat1`` times dense ``mat2`` as a hybrid COO tensor (1 sparse dim, 1
+    dense dim): one stored row per row where mat1 stores something."""
+    rows, products = _row_products(mat1, mat2, "hspmm")
+    result = make_coo(rows.unsqueeze(0), products, (mat1._shape[0], mat2._shape[1]))
+    result._coalesced = False
+    if out is not None:
+        from ._pointwise import _assign
+
+        _assign(out, result)
+        return out
+    return result
 
 
 def sampled_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1.0, alpha=1.0, out=None) -> Tensor:

@@ -197,7 +197,8 @@ SPARSE = {
     "sparse_coo_tensor": "test_sparse_layouts.py", "sparse_csr_tensor": "test_sparse_layouts.py",
     "sparse_csc_tensor": "test_sparse_layouts.py", "sparse_bsr_tensor": "test_sparse_layouts.py",
     "sparse_bsc_tensor": "test_sparse_layouts.py", "sparse_compressed_tensor": "test_sparse_layouts.py",
-    "spmm": "test_sparse_kernels.py",
+    "spmm": "test_sparse_kernels.py", "smm": "test_sparse_kernels.py", "sspaddmm": "test_sparse_kernels.py",
+    "hspmm": "test_sparse_kernels.py",
 }
 
 

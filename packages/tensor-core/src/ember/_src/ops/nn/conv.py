@@ -21,8 +21,11 @@ from ...optable import declare
 from ...shapes import numel as _numel
 from ...tensor import Tensor, make_view
 from .._common import HALF_TYPES, convert, empty, type_name
+from . import conv_integer as _integer
 
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char"}
 
 
 # -- shared helpers (also used by nn_pool and nn_resample) ------------------------------------
@@ -156,6 +159,8 @@ def _spatial5(t: Tensor, ctype) -> Tensor:
 @convolution_op.kernel("cpu")
 def _conv_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     shape = _conv_check(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        return _conv_integer(input, weight, bias, shape, stride, padding, dilation, transposed, groups)
     ctype = compute_dtype(input.dtype)
     out = empty(shape, ctype, input._device)
     x5, w5, o5 = _spatial5(input, ctype), _spatial5(weight, ctype), contiguous_view(out, as_3d_spatial(shape, 2))
@@ -167,6 +172,16 @@ def _conv_cpu(input, weight, bias, stride, padding, dilation, transposed, output
         _C.conv_forward(o5, x5, w5, b, s, p, d, groups)
     # PyTorch's result is channels-last when the input or the weight is (computed dense here)
     return mf.relayout(convert(out, input.dtype), mf.suggest_of(input, weight))
+
+
+def _conv_integer(input, weight, bias, shape, stride, padding, dilation, transposed, groups):
+    """Integer convolutions (conv_integer.py), in the 5-d forms with PyTorch's result layout."""
+    _integer.check_integer_conv(input.dtype, transposed, any(d != 1 for d in dilation), weight.ndim - 2)
+    s, p, d = _geometry(stride, padding, dilation)
+    x5, w5 = _spatial5(input, input.dtype), _spatial5(weight, input.dtype)
+    compute = _integer.conv_transpose_integer if transposed else _integer.conv_forward_integer
+    out = compute(x5, w5, bias, as_3d_spatial(shape, 2), s, p, d, groups)
+    return mf.relayout(contiguous_view(out, shape), mf.suggest_of(input, weight))
 
 
 def _conv_backward_meta(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,

@@ -60,6 +60,9 @@ def _pool_shape(self, kernel_size, stride, padding, dilation, ceil_mode, fn, is_
     if dilation[0] <= 0 or dilation[1] <= 0:
         raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dilation[0]} "
                            f"dilationW: {dilation[1]}")
+    if not is_max and self.ndim < 3:  # PyTorch's avg_pool2d reads size(-3) before its shape check
+        span = max(self.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got -3)")
     if self.ndim not in (3, 4) or any(s == 0 for s in self._shape[-3:]):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     for p, k, d in zip(padding, kernel_size, dilation):
@@ -210,6 +213,9 @@ def _single(v, default=None) -> tuple:
 
 
 def _unsqueeze_1d(input, fn: str):
+    if fn == "avg_pool1d" and input.ndim not in (2, 3):  # PyTorch's avg_pool1d checks the rank first
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 "
+                           "'self' (while checking arguments for avg_pool1d)")
     if input.ndim not in (2, 3) or any(s == 0 for s in input._shape[1 if input.ndim == 3 else 0:]):
         raise RuntimeError(f"{fn}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
                            f"but got:{list(input._shape)}")

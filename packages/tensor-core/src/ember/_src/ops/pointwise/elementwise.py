@@ -20,6 +20,7 @@ from ...shapes import broadcast_shapes
 from ...tensor import Tensor
 from .._common import (
     HALF_TYPES,
+    check_meta_operands,
     check_scalar_fits,
     convert,
     empty,
@@ -88,6 +89,9 @@ def _check_kernel_exists(op_name: str, dtype) -> None:
     if dtype in _NO_KERNEL.get(op_name, _EMPTY):
         raise NotImplementedError(f"\"{op_name}_cpu\" not implemented for '{type_name(dtype)}'")
     if dtype in _REJECTED.get(op_name, _EMPTY):
+        if dtype is dtypes.bool and op_name in ("relu", "relu6", "hardtanh"):  # PyTorch's wordings
+            raise RuntimeError("Boolean inputs not supported for relu" if op_name == "relu"
+                               else "Bool inputs not supported for hardtanh")
         raise RuntimeError(f"{op_name}: inputs of dtype {type_name(dtype)} are not supported")
 
 
@@ -144,6 +148,8 @@ def _device_of(a, b):
             if a.ndim == 0 and a._device.type == "cpu":
                 return b._device
             if not (b.ndim == 0 and b._device.type == "cpu"):
+                if b._device is META:  # PyTorch's TensorIterator words a meta operand so
+                    raise RuntimeError(f"Tensor on device meta is not on the expected device {a._device}!")
                 raise RuntimeError(
                     f"Expected all tensors to be on the same device, but found at least two devices, "
                     f"{a._device} and {b._device}!"
@@ -195,6 +201,7 @@ def _run_binary(code: int, kind: str, op_name: str, a, b, out: Tensor | None = N
 
 def _binary_meta(kind, op_name):
     def meta(a, b):
+        check_meta_operands(b)
         shape, _, result = _binary_result(a, b, kind, op_name)
         return empty_pointwise(shape, result, META, a, b)
 
@@ -274,6 +281,8 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
 
     @inplace.kernel("meta")
     def meta_inplace(self, other):
+        if name not in ("add", "sub", "mul", "div"):  # PyTorch's meta add_/sub_/mul_/div_ take any device
+            check_meta_operands(other)
         _check_cast_first(self, other, kind, name)
         shape, _, result_dtype = _binary_result(self, other, kind, name)
         _check_inplace(self, shape, self.dtype if kind == _BOOL_RESULT else result_dtype, name + "_")
@@ -803,7 +812,7 @@ def gelu(input, approximate: str = "none"):
         return gelu_op(input)
     if approximate == "tanh":
         return gelu_tanh_op(input)
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def silu(input, inplace: bool = False):
@@ -909,6 +918,7 @@ def _where_result(condition, a, b):
 
 
 def _where_meta(condition, a, b):
+    check_meta_operands(condition, a, b)
     shape, dtype = _where_result(condition, a, b)
     return empty_pointwise(shape, dtype, META, condition, a, b)
 
@@ -919,6 +929,9 @@ where_op.kernels["meta"] = _where_meta
 
 @where_op.kernel("cpu")
 def _where_cpu(condition, a, b):
+    for x in (a, b):
+        if isinstance(x, Tensor) and x._device is META and x.ndim != 0:
+            raise RuntimeError(f"Tensor on device meta is not on the expected device {condition._device}!")
     shape, dtype = _where_result(condition, a, b)
     out = empty_pointwise(shape, dtype, condition._device, condition, a, b)
     a_t = convert(a, dtype) if isinstance(a, Tensor) else scalar_tensor(a, dtype)

@@ -20,8 +20,8 @@ from ...device import META
 from ...dispatch import define
 from ...shapes import broadcast_shapes
 from ...tensor import Tensor
+from .._common import check_meta_operands, convert, empty_pointwise, type_name
 from .._common import check_write as _check_write
-from .._common import convert, empty_pointwise, type_name
 from . import elementwise
 
 _NUMBER = (builtins.bool, int, float)
@@ -183,10 +183,12 @@ def _declare_addc(name: str, kernel):
         return call(self, tensor1, tensor2, value, True)
 
     def meta(self, tensor1, tensor2, value=1):
+        check_meta_operands(tensor1, tensor2)
         shape, promoted, _ = _addc_result(name, self, tensor1, tensor2, value)
         return empty_pointwise(shape, promoted, META, self, tensor1, tensor2)
 
     def meta_inplace(self, tensor1, tensor2, value=1):
+        check_meta_operands(tensor1, tensor2)
         shape, promoted, _ = _addc_result(name, self, tensor1, tensor2, value)
         check_inplace(self, shape, promoted)
         return self
@@ -250,11 +252,13 @@ def _lerp_inplace_cpu(start, end, weight):
 
 
 def _lerp_meta(start, end, weight):
+    check_meta_operands(end, weight)
     shape, dtype = _lerp_result(start, end, weight)
     return empty_pointwise(shape, dtype, META, start, end, weight)
 
 
 def _lerp_inplace_meta(start, end, weight):
+    check_meta_operands(end, weight)
     shape, dtype = _lerp_result(start, end, weight)
     check_inplace(start, shape, dtype)
     return start

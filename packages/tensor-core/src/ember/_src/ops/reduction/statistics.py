@@ -83,7 +83,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
             raise TypeError(f"{fn}(): argument 'q' must be float or Tensor, not {type(q).__name__}")
         if not 0 <= q <= 1:
             raise RuntimeError(f"{fn}() q must be in the range [0, 1] but got {q}")
-        q = factories.scalar_tensor(float(q), dtype=input.dtype)
+        q = factories.scalar_tensor(float(q), dtype=input.dtype, device=input._device)
     else:
         if q.ndim > 1:
             raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")

@@ -47,6 +47,8 @@ def _cat_plan(tensors, dim: int):
     device = tensors[0]._device
     for t in tensors[1:]:
         if t._device != device:
+            if META in (device, t._device):  # PyTorch's TensorIterator wording when meta is involved
+                raise RuntimeError(f"Tensor on device {t._device} is not on the expected device {device}!")
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {device} and "
                 f"{t._device}!"
