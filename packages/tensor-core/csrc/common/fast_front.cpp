@@ -154,18 +154,6 @@ PyObject* reshape_to(FrontObject* f, PyObject* self, TensorObject* t, PyObject* 
   return call_with(f, self, inferred);
 }
 
-bool is_contiguous(const TensorObject* t) {
-  int64_t expected = 1;
-  for (int32_t i = t->ndim - 1; i >= 0; --i) {
-    if (t->sizes[i] == 0) return true;
-    if (t->sizes[i] != 1) {
-      if (t->strides[i] != expected) return false;
-      expected *= t->sizes[i];
-    }
-  }
-  return true;
-}
-
 // sum/mean: (input, dim=None, keepdim=False) positionally or by keyword; dtype/out fall back.
 PyObject* reduce_front(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   if (nargs < 1 || nargs > 3) return NOT_HANDLED;
@@ -281,7 +269,7 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
       return r == nullptr || r == NOT_HANDLED ? r : name_t_node(r);
     }
     case kFrontContiguous:
-      return nargs == 1 && is_contiguous(t) ? Py_NewRef(self) : NOT_HANDLED;
+      return nargs == 1 && contiguous_strides(t) ? Py_NewRef(self) : NOT_HANDLED;
     case kFrontMatmul:
       if (nargs != 2 || t->ndim != 2) return NOT_HANDLED;
       return fast_call(op, args, 2);

@@ -60,20 +60,6 @@ PyObject* run_or_fallback(PyObject* out, F&& fn) {
 }
 
 
-// Whether a tensor's strides are the contiguous ones (size-1 dims may have any stride).
-bool contiguous_strides(const TensorObject* t) {
-  int64_t expected = 1;
-  for (int32_t i = t->ndim - 1; i >= 0; --i) {
-    int64_t n = t->sizes[i];
-    if (n == 0) return true;
-    if (n != 1) {
-      if (t->strides[i] != expected) return false;
-      expected *= n;
-    }
-  }
-  return true;
-}
-
 bool dense_in_order(const TensorObject* t, const int32_t* order, int32_t ndim) {
   int64_t expected = 1;
   for (int32_t k = 0; k < ndim; ++k) {

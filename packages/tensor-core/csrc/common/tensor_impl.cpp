@@ -582,15 +582,7 @@ PyObject* py_contiguous(PyObject*, PyObject* arg) {
   if (!is_tensor_base(arg)) Py_RETURN_NONE;
   const auto* t = reinterpret_cast<const TensorObject*>(arg);
   if (t->ndim < 0 || t->stride_ndim != t->ndim) Py_RETURN_NONE;
-  int64_t expected = 1;
-  for (int32_t i = t->ndim - 1; i >= 0; --i) {
-    if (t->sizes[i] == 0) Py_RETURN_TRUE;
-    if (t->sizes[i] != 1) {
-      if (t->strides[i] != expected) Py_RETURN_FALSE;
-      expected *= t->sizes[i];
-    }
-  }
-  Py_RETURN_TRUE;
+  return PyBool_FromLong(contiguous_strides(t));
 }
 
 // _cpu_item(t): Tensor.item() of a one-element real (not complex) CPU tensor read straight from its storage,

@@ -63,6 +63,21 @@ extern PyTypeObject TensorBaseType;
 
 inline bool is_tensor_base(PyObject* o) { return PyObject_TypeCheck(o, &TensorBaseType); }
 
+// Whether the C mirrors' sizes and strides are C-contiguous (size-1 dims may have any stride; an
+// empty tensor is contiguous), as Tensor.is_contiguous(). The caller checks the mirrors are valid.
+inline bool contiguous_strides(const TensorObject* t) {
+  int64_t expected = 1;
+  for (int32_t i = t->ndim - 1; i >= 0; --i) {
+    const int64_t n = t->sizes[i];
+    if (n == 0) return true;
+    if (n != 1) {
+      if (t->strides[i] != expected) return false;
+      expected *= n;
+    }
+  }
+  return true;
+}
+
 // The tensor's grad_fn (borrowed), a view's first rebuilt when its storage was written since its
 // history was set (Note [Stale view histories]). Null with an error set on failure.
 PyObject* current_grad_fn(TensorObject* t);
