@@ -207,6 +207,45 @@ dist.all_reduce(small)
 pending.wait()
 R["sync_beside_async"] = [small, float(big[0]), float(big[-1])]
 
+# expanded (stride-0) tensors: gloo reduces and receives into their memory (each location once, so
+# the base shows the result); outputs PyTorch copies into, and AVG's in-place division, raise
+def gather_into(out, tensor):
+    dist.all_gather(out, tensor)
+    return out
+
+
+def expanded_case(fn, shape=(1, 3)):
+    base = torch.full(shape, 2.0 + rank)
+    err = error_of(lambda: fn(base, base.expand(2, 3)))
+    return base if err == "ok" else err
+
+
+R["expanded/all_reduce"] = expanded_case(lambda b, e: dist.all_reduce(e))
+R["expanded/all_reduce_max"] = expanded_case(lambda b, e: dist.all_reduce(e, op=dist.ReduceOp.MAX), (2, 1))
+R["expanded/all_reduce_product_async"] = expanded_case(
+    lambda b, e: dist.all_reduce(e, op=dist.ReduceOp.PRODUCT, async_op=True).wait())
+R["expanded/all_reduce_avg"] = expanded_case(lambda b, e: dist.all_reduce(e, op=dist.ReduceOp.AVG))
+# one element expanded: gloo reduces numel elements from its address, past the view (measured with
+# torch 2.13), so only the view's own values are compared
+scalar = torch.full((1, 3), 2.0 + rank)[0, :1].expand(2, 3)
+dist.all_reduce(scalar)
+R["expanded/all_reduce_scalar"] = scalar
+R["expanded/broadcast"] = expanded_case(lambda b, e: dist.broadcast(e, src=world - 1), (2, 1))
+R["expanded/reduce"] = expanded_case(lambda b, e: dist.reduce(e, dst=0))
+if rank != 0:  # gloo leaves scratch values on the other ranks at 3 ranks
+    R["expanded/reduce"] = "skip"
+R["expanded/scatter_out"] = expanded_case(
+    lambda b, e: dist.scatter(e, [torch.full((2, 3), 5.0 + r) for r in range(world)] if rank == 0 else None, src=0))
+R["expanded/all_gather_in"] = expanded_case(
+    lambda b, e: R.__setitem__("expanded/all_gather_in_out", gather_into([torch.zeros(2, 3) for _ in range(world)], e)))
+R["expanded/all_gather_out"] = expanded_case(
+    lambda b, e: dist.all_gather([torch.zeros(1, 3).expand(2, 3) for _ in range(world)], torch.ones(2, 3)))
+R["expanded/agit_out"] = expanded_case(
+    lambda b, e: dist.all_gather_into_tensor(torch.zeros(1, 3).expand(2 * world, 3), torch.ones(2, 3)))
+R["expanded/rst_out"] = expanded_case(lambda b, e: dist.reduce_scatter_tensor(e, torch.ones(2 * world, 3)))
+R["expanded/after"] = expanded_case(lambda b, e: dist.all_reduce(b))
+
+
 # errors (type names)
 R["err/all_gather_len"] = error_of(lambda: dist.all_gather([torch.zeros(2)], torch.zeros(2)))
 R["err/all_gather_size"] = error_of(lambda: dist.all_gather([torch.zeros(3)] * world, torch.zeros(2)))

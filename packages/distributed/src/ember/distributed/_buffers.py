@@ -74,14 +74,22 @@ def storage_huge_pages(storage) -> None:
 
 
 class Staged:
-    """``target``: the contiguous tensor MPI works on; ``writeback()``: results into the original."""
+    """``target``: the contiguous tensor MPI works on; ``writeback()``: results into the original.
 
-    __slots__ = ("tensor", "staging", "target")
+    ``expanded``: where the caller's tensor repeats memory through stride-0 dimensions (``expand``),
+    ``writeback`` stores the first element along each of them, so each memory location receives
+    one result, as gloo leaves an expanded all_reduce, broadcast, reduce, scatter or all_to_all
+    output. Without it (outputs PyTorch copies into: ``all_gather_into_tensor``,
+    ``reduce_scatter_tensor``, an AVG's in-place division) the copy raises PyTorch's
+    "more than one element of the written-to tensor refers to a single memory location"."""
 
-    def __init__(self, tensor, staging):
+    __slots__ = ("tensor", "staging", "target", "expanded")
+
+    def __init__(self, tensor, staging, expanded: bool = False):
         self.tensor = tensor
         self.staging = staging
         self.target = tensor if staging is None else staging
+        self.expanded = expanded
 
     def buffer(self, MPI, owned: bool = False):
         """The target's bytes as an MPI buffer; ``owned``: a slice of the storage object, which
@@ -98,8 +106,14 @@ class Staged:
         return MPI.buffer.fromaddress(t._storage.data_ptr() + start, size)
 
     def writeback(self) -> None:
-        if self.staging is not None:
-            self.tensor.copy_(self.staging)
+        if self.staging is None:
+            return
+        tensor, staging = self.tensor, self.staging
+        if self.expanded:
+            for dim, (size, stride) in enumerate(zip(tensor._shape, tensor.stride())):
+                if stride == 0 and size > 1:
+                    tensor, staging = tensor.narrow(dim, 0, 1), staging.narrow(dim, 0, 1)
+        tensor.copy_(staging)
 
 
 def check_tensor(tensor, name: str = "tensor") -> None:
@@ -110,17 +124,17 @@ def check_tensor(tensor, name: str = "tensor") -> None:
     # "No backend type associated with device type ..." (``ProcessGroup.engine_for``).
 
 
-def for_transfer(tensor) -> Staged:
+def for_transfer(tensor, expanded: bool = False) -> Staged:
     """For operations that move bytes without arithmetic (broadcast, gather, send...)."""
-    return Staged(tensor, None if tensor.is_contiguous() else tensor.contiguous())
+    return Staged(tensor, None if tensor.is_contiguous() else tensor.contiguous(), expanded)
 
 
-def for_reduction(tensor) -> Staged:
+def for_reduction(tensor, expanded: bool = False) -> Staged:
     """For reductions: float16/bfloat16 widen to float32."""
     dtype = tensor.dtype
     if dtype is _F16 or dtype is _BF16:
-        return Staged(tensor, tensor.to(ember.float32).contiguous())
-    return for_transfer(tensor)
+        return Staged(tensor, tensor.to(ember.float32).contiguous(), expanded)
+    return for_transfer(tensor, expanded)
 
 
 def divide(staged: Staged, size: int) -> None:

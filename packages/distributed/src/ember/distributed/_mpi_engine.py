@@ -369,14 +369,14 @@ class MPIEngine(Engine):
     def allreduce(self, tensor, op):
         self._start("all_reduce")
         check_op_for_dtype(op, tensor.dtype)
-        staged = for_reduction(tensor)
+        staged = for_reduction(tensor, expanded=op != RedOpType.AVG)
         args = (self.MPI.IN_PLACE, self._typed(staged), mpi_op(self.MPI, op, tensor.dtype))
         return self._job("Iallreduce", args, "all_reduce", self._averaged(staged, op), [tensor], (staged,),
                          signature("all_reduce", tensor.dtype, op), tensor.numel())
 
     def broadcast(self, tensor, root):
         self._start("broadcast")
-        staged = for_transfer(tensor)
+        staged = for_transfer(tensor, expanded=True)
         finish = staged.writeback if self.rank != root and staged.staging is not None else None
         return self._job("Ibcast", (self._bytes(staged),), "broadcast", finish, [tensor], (staged,),
                          signature("broadcast", tensor.dtype, None, root), tensor.numel(), root=root)
@@ -384,7 +384,7 @@ class MPIEngine(Engine):
     def reduce(self, tensor, root, op):
         self._start("reduce")
         check_op_for_dtype(op, tensor.dtype)
-        staged = for_reduction(tensor)
+        staged = for_reduction(tensor, expanded=op != RedOpType.AVG)
         buf = self._typed(staged)
         mop = mpi_op(self.MPI, op, tensor.dtype)
         mine = self.rank == root
@@ -410,7 +410,7 @@ class MPIEngine(Engine):
 
     def scatter(self, output, inputs, root):
         self._start("scatter")
-        dst = for_transfer(output)
+        dst = for_transfer(output, expanded=True)
         src = for_transfer(inputs) if self.rank == root else None
         sendbuf = self._bytes(src) if src is not None else None
         return self._job("Iscatter", (sendbuf, self._bytes(dst)), "scatter", dst.writeback, [output], (src, dst),
@@ -427,7 +427,7 @@ class MPIEngine(Engine):
     def alltoall(self, output, tensor, output_splits, input_splits):
         """``output_splits``/``input_splits``: elements exchanged with each rank, in rank order."""
         self._start("all_to_all")
-        src, dst = for_transfer(tensor), for_transfer(output)
+        src, dst = for_transfer(tensor), for_transfer(output, expanded=True)
         item = tensor.element_size()
 
         def layout(splits):
@@ -450,7 +450,7 @@ class MPIEngine(Engine):
 
     def recv(self, tensor, peer, tag):
         self._start("recv")
-        dst = for_transfer(tensor)
+        dst = for_transfer(tensor, expanded=True)
         status = self.MPI.Status()
         source = self.MPI.ANY_SOURCE if peer is None else peer
         request = self.comm.Irecv(self._owned_bytes(dst), source=source, tag=tag)
