@@ -189,6 +189,10 @@ R["reduce_scatter_single"] = rss
 sub = dist.new_group([0, world - 1])
 member = rank in (0, world - 1)
 R["group/rank"] = [dist.get_rank(sub), dist.get_world_size(sub)] if member else "skip"
+NON_MEMBER = dist.GroupMember.NON_GROUP_MEMBER
+R["group/non_member"] = [repr(NON_MEMBER), isinstance(NON_MEMBER, int), sub == NON_MEMBER,
+                         dist.get_rank(NON_MEMBER), dist.get_world_size(NON_MEMBER),
+                         dist.get_rank(int("-100")), dist.get_world_size(int("-100"))]
 gt = torch.ones(2) * rank
 dist.all_reduce(gt, group=sub)
 R["group/all_reduce"] = gt

@@ -18,6 +18,7 @@ from ember.nn import Parameter
 from ._backend import RedOpType, ReduceOp, as_red_op
 from ._buffers import check_tensor
 from ._debug import check_fingerprint, debug_level
+from ._groups import is_non_member
 from ._world import GroupMember, resolve
 
 _SUM = ReduceOp.SUM
@@ -54,7 +55,7 @@ def _group_rank(pg, global_rank, group_rank, name: str) -> int:
 
 
 def _not_member(group) -> bool:
-    return group is GroupMember.NON_GROUP_MEMBER
+    return is_non_member(group)
 
 
 def _flat(tensors):

@@ -94,14 +94,14 @@ class ProcessGroup:
         return f"ProcessGroup(name={self.group_name!r}, backend={self._backend!r}, ranks={self._ranks})"
 
 
-class _NonGroupMember:
-    def __repr__(self):
-        return "GroupMember.NON_GROUP_MEMBER"
-
-
 class GroupMember:
     WORLD = None
-    NON_GROUP_MEMBER = _NonGroupMember()
+    NON_GROUP_MEMBER = -100  # PyTorch's value: what ``new_group`` gives a rank outside the group
+
+
+def is_non_member(group) -> bool:
+    """``group`` is ``GroupMember.NON_GROUP_MEMBER`` (an int, compared by value as PyTorch does)."""
+    return type(group) is int and group == GroupMember.NON_GROUP_MEMBER
 
 
 class group:  # noqa: N801 - PyTorch's name: ``dist.group.WORLD``
@@ -146,7 +146,7 @@ def resolve(group) -> ProcessGroup:
     pg = _require_init()
     if group is None or group is GroupMember.WORLD:
         return pg
-    if group is GroupMember.NON_GROUP_MEMBER:
+    if is_non_member(group):
         raise ValueError("Invalid process group specified: this rank is not a member of the group")
     if not isinstance(group, ProcessGroup):
         raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
@@ -233,13 +233,13 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
 
 
 def get_rank(group=None) -> int:
-    if group is GroupMember.NON_GROUP_MEMBER:
+    if is_non_member(group):
         return -1
     return resolve(group).rank()
 
 
 def get_world_size(group=None) -> int:
-    if group is GroupMember.NON_GROUP_MEMBER:
+    if is_non_member(group):
         return -1
     return resolve(group).size()
 

@@ -280,7 +280,7 @@ def destroy_process_group(group=None) -> None:
             store.close()
         _world.health = Health()
         return
-    if group is GroupMember.NON_GROUP_MEMBER:
+    if _groups.is_non_member(group):
         return
     for device_engine in group._device_engines():
         device_engine.shutdown()
