@@ -111,10 +111,12 @@ def test_rank_dying_between_rendezvous_and_mpi_init_is_an_error(victim):
         assert got["seconds"] < 60
 
 
-_MISMATCHES = ("shape", "shape_large", "dtype", "op", "kind", "barrier_kind", "async", "gather_into")
-# every rank's call synchronous in program order (all_reduce of a plain tensor, barrier): the group
-# goes on, as PyTorch's after TORCH_DISTRIBUTED_DEBUG=DETAIL reports a mismatch
-_GROUP_GOES_ON = ("shape", "shape_large", "dtype", "op", "barrier_kind")
+_MISMATCHES = ("shape", "shape_large", "dtype", "op", "kind", "barrier_kind", "async", "gather_into",
+               "mixed_async", "async_then_more", "scatter_gather")
+# every rank's call synchronous in program order (async_op=False, whatever the collective): the
+# group goes on, as PyTorch's after TORCH_DISTRIBUTED_DEBUG=DETAIL reports a mismatch; where some
+# rank's call was async_op=True it may have started later collectives: broken, at once
+_GROUP_GOES_ON = ("shape", "shape_large", "dtype", "op", "kind", "barrier_kind", "gather_into", "scatter_gather")
 
 
 def test_mismatched_collectives_raise_without_debug_mode():
@@ -159,6 +161,22 @@ def test_mismatched_collectives_raise_without_debug_mode():
     hit = results[1]["recv_smaller"]
     assert hit["error"] == "DistBackendError" and "truncated" in hit["message"], hit
     assert hit["after"] == "ok"  # point to point: the group goes on
+
+    # EMBER_DISTRIBUTED_DEBUG=DETAIL: the fingerprints (no reduction in them, as PyTorch's) catch
+    # all but the op mismatch first; the signatures catch that one; every group goes on or fails
+    # at once, none waits for the timeout
+    detail_cases = ("op", "kind", "async", "mixed_async", "scatter_gather")
+    results, _, logs = run_ranks("mismatch_program.py", 2, args=detail_cases, limit=90,
+                                 extra_env={"EMBER_DISTRIBUTED_DEBUG": "DETAIL"})
+    for rank in (0, 1):
+        got = results[rank]
+        assert got is not None, logs
+        assert got["op"]["error"] == "DistBackendError" and got["op"]["after"] == "ok", got["op"]
+        for case in ("kind", "async", "mixed_async", "scatter_gather"):
+            hit = got[case]
+            assert hit["error"] == "RuntimeError" and "Detected mismatch" in hit["message"], (case, hit)
+            assert hit["after"] == "ok" and hit["seconds"] < 5, (case, hit)
+        assert got["world_after"] == "ok"
 
     oracle, codes, logs = run_ranks("mismatch_program.py", 2, lib="torch", args=("shape",), allow_fail=True,
                                     limit=60)

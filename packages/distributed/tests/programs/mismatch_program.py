@@ -37,6 +37,23 @@ def run(case, group):
     elif case == "async":
         t = torch.ones(4 if rank == 0 else 8)
         dist.all_reduce(t, group=group, async_op=True).wait()
+    elif case == "mixed_async":  # one rank's call async: mismatched, the group cannot go on
+        t = torch.ones(4)
+        if rank == 0:
+            dist.all_reduce(t, group=group, async_op=True).wait()
+        else:
+            dist.broadcast(t, 0, group=group)
+    elif case == "async_then_more":  # a later collective started before the async one is waited on
+        work = dist.all_reduce(torch.ones(4 if rank == 0 else 8), group=group, async_op=True)
+        t = torch.ones(2)
+        dist.all_reduce(t, group=group)
+        work.wait()
+    elif case == "scatter_gather":  # synchronous general-path calls of different kinds
+        t = torch.ones(4)
+        if rank == 0:
+            dist.scatter(t, [torch.ones(4)] * world, src=0, group=group)
+        else:
+            dist.all_gather([torch.zeros(4) for _ in range(world)], t, group=group)
     elif case == "gather_into":
         t = torch.ones(4 if rank == 0 else 8)
         dist.all_gather_single(torch.zeros(t.numel() * world), t, group=group)

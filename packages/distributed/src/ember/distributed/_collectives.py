@@ -19,6 +19,7 @@ from ._backend import RedOpType, ReduceOp, as_red_op
 from ._buffers import check_tensor
 from ._debug import check_fingerprint, debug_level
 from ._groups import is_non_member
+from ._matching import issue
 from ._world import GroupMember, resolve
 
 _SUM = ReduceOp.SUM
@@ -113,7 +114,7 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     check_tensor(tensor)
     pg = resolve(group)
     check_fingerprint(pg, "allreduce", [tensor])
-    work = pg.engine_for(tensor).allreduce(tensor, as_red_op(op))
+    work = issue(async_op, pg.engine_for(tensor).allreduce, tensor, as_red_op(op))
     return _finish(work, async_op)
 
 
@@ -135,7 +136,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     pg = resolve(group)
     root = _group_rank(pg, src, group_src, "src")
     check_fingerprint(pg, "broadcast", [tensor])
-    return _finish(pg.engine_for(tensor).broadcast(tensor, root), async_op)
+    return _finish(issue(async_op, pg.engine_for(tensor).broadcast, tensor, root), async_op)
 
 
 def reduce(tensor, dst=None, op=_SUM, group=None, async_op=False, group_dst=None):
@@ -145,7 +146,7 @@ def reduce(tensor, dst=None, op=_SUM, group=None, async_op=False, group_dst=None
     pg = resolve(group)
     root = _group_rank(pg, dst, group_dst, "dst")
     check_fingerprint(pg, "reduce", [tensor])
-    return _finish(pg.engine_for(tensor).reduce(tensor, root, as_red_op(op)), async_op)
+    return _finish(issue(async_op, pg.engine_for(tensor).reduce, tensor, root, as_red_op(op)), async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -161,7 +162,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         raise RuntimeError(f"all_gather: invalid output tensor list (expected length {pg.size()}, got {got})")
     _check_same(tensor_list, tensor, "tensor_list")
     flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
-    work = pg.engine_for(tensor).allgather(flat, tensor)
+    work = issue(async_op, pg.engine_for(tensor).allgather, flat, tensor)
     work._finish = _chain(work._finish, lambda: _scatter_back(flat, tensor_list))
     work._outputs = tensor_list
     return _finish(work, async_op)
@@ -196,7 +197,7 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     check_fingerprint(pg, "allgather_into_tensor", [input_tensor])
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise RuntimeError("output tensor size must be equal to world_size times input tensor size")
-    return _finish(pg.engine_for(input_tensor).allgather(output_tensor, input_tensor), async_op)
+    return _finish(issue(async_op, pg.engine_for(input_tensor).allgather, output_tensor, input_tensor), async_op)
 
 
 def _rooted(pg, tensor, tensors, rank, group_rank, name: str, list_name: str, role: str) -> int:
@@ -220,10 +221,11 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     check_tensor(tensor)
     pg = resolve(group)
     root = _rooted(pg, tensor, gather_list, dst, group_dst, "dst", "gather_list", "destination")
+    check_fingerprint(pg, "gather", [tensor])
     flat = None
     if pg.rank() == root:
         flat = ember.empty(tensor.numel() * pg.size(), dtype=tensor.dtype, device=tensor.device)
-    work = pg.engine_for(tensor).gather(flat, tensor, root)
+    work = issue(async_op, pg.engine_for(tensor).gather, flat, tensor, root)
     if flat is not None:
         work._finish = _chain(work._finish, lambda: _scatter_back(flat, gather_list))
     return _finish(work, async_op)
@@ -235,8 +237,9 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     check_tensor(tensor)
     pg = resolve(group)
     root = _rooted(pg, tensor, scatter_list, src, group_src, "src", "scatter_list", "source")
+    check_fingerprint(pg, "scatter", [tensor])
     flat = _flat(scatter_list) if pg.rank() == root else None
-    return _finish(pg.engine_for(tensor).scatter(tensor, flat, root), async_op)
+    return _finish(issue(async_op, pg.engine_for(tensor).scatter, tensor, flat, root), async_op)
 
 
 def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
@@ -248,7 +251,8 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
         raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors (the group size)")
     _check_same(input_list, output, "input_list")
     check_fingerprint(pg, "reduce_scatter", [output])
-    return _finish(pg.engine_for(output).reduce_scatter(output, _flat(input_list), as_red_op(op)), async_op)
+    work = issue(async_op, pg.engine_for(output).reduce_scatter, output, _flat(input_list), as_red_op(op))
+    return _finish(work, async_op)
 
 
 def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
@@ -258,7 +262,7 @@ def reduce_scatter_single(output, input, op=_SUM, group=None, async_op=False):
     check_fingerprint(pg, "reduce_scatter_tensor", [output])
     if input.numel() != output.numel() * pg.size():
         raise RuntimeError("input tensor must be the same size as output size times world size")
-    return _finish(pg.engine_for(output).reduce_scatter(output, input, as_red_op(op)), async_op)
+    return _finish(issue(async_op, pg.engine_for(output).reduce_scatter, output, input, as_red_op(op)), async_op)
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
@@ -266,6 +270,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     if _not_member(group):
         return None
     pg = _pair(group, output, input, ("output", "input"), _SAME_TYPE)
+    check_fingerprint(pg, "alltoall_base", [input])
     size = pg.size()
 
     def splits(tensor, given, name):
@@ -284,7 +289,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
     out_splits = splits(output, output_split_sizes, "output_split_sizes")
     in_splits = splits(input, input_split_sizes, "input_split_sizes")
-    return _finish(pg.engine_for(input).alltoall(output, input, out_splits, in_splits), async_op)
+    return _finish(issue(async_op, pg.engine_for(input).alltoall, output, input, out_splits, in_splits), async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
@@ -295,15 +300,15 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     if len(output_tensor_list) != size or len(input_tensor_list) != size:
         raise ValueError(f"all_to_all: both lists must hold {size} tensors (the group size)")
     like = input_tensor_list[0]
+    check_fingerprint(pg, "alltoall", list(input_tensor_list))
     for t in list(output_tensor_list) + list(input_tensor_list):
         check_tensor(t)
         if t.dtype != like.dtype:
             raise ValueError("all_to_all: every tensor must have the same dtype")
     flat_in = _flat(input_tensor_list)
     flat_out = ember.empty(sum(t.numel() for t in output_tensor_list), dtype=like.dtype, device=like.device)
-    work = pg.engine_for(like).alltoall(
-        flat_out, flat_in, [t.numel() for t in output_tensor_list], [t.numel() for t in input_tensor_list]
-    )
+    work = issue(async_op, pg.engine_for(like).alltoall, flat_out, flat_in,
+                 [t.numel() for t in output_tensor_list], [t.numel() for t in input_tensor_list])
     work._finish = _chain(work._finish, lambda: _scatter_back(flat_out, output_tensor_list))
     work._outputs = output_tensor_list
     return _finish(work, async_op)
@@ -317,11 +322,11 @@ def barrier(group=None, async_op=False, device_ids=None):
     if "cpu" not in pg._devices and "cuda" in pg._devices:
         # An NCCL-only group synchronizes through NCCL, on device_ids[0] if given, as PyTorch.
         index = device_ids[0] if device_ids else None
-        return _finish(pg.engine_for(_cuda_flag()).barrier(index), async_op)
+        return _finish(issue(async_op, pg.engine_for(_cuda_flag()).barrier, index), async_op)
     if not async_op:
         pg._engine.barrier_now()
         return None
-    return _finish(pg._engine.barrier(), async_op)
+    return _finish(issue(async_op, pg._engine.barrier), async_op)
 
 
 def _cuda_flag():

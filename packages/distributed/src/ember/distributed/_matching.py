@@ -25,7 +25,8 @@ cannot write past the tensors, and the check raises before anything is returned.
 On a mismatch every rank raises ``DistBackendError`` (a ``RuntimeError``) describing both
 calls. MPI cannot cancel mismatched data operations, which may never complete, so the
 communicator they run on is retired. Where every rank's call was synchronous (``y`` = 1: a
-synchronous ``all_reduce`` of a plain tensor, or a barrier), every rank learns of the mismatch
+synchronous ``all_reduce`` of a plain tensor, a barrier, or any collective called with
+``async_op=False``: ``issue``), every rank learns of the mismatch
 at the same point of its program, and the group goes on on a new communicator made from the
 world's control communicator (``MPIEngine._recover``), as PyTorch's group does after ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
 reported a mismatch (gloo's own size check aborts a process instead). Elsewhere a rank may
@@ -38,6 +39,7 @@ already have started later collectives on the old communicator: the group is mar
 from __future__ import annotations
 
 import array
+import threading
 import zlib
 
 import ember
@@ -66,6 +68,22 @@ def signature(kind: str, dtype=None, op=None, root: int = -1) -> int:
     code = _dtype_code(dtype) if dtype is not None else 0
     opcode = int(op) + 1 if op is not None else 0
     return _KIND_CODE[kind] | code << 8 | opcode << 24 | (root + 1) << 32
+
+
+CALL = threading.local()  # ``synchronous``: the collective being started is waited on at once
+
+
+def issue(async_op: bool, method, *args):
+    """``method(*args)`` (an engine's collective), telling the engine whether its caller waits for
+    it at once in program order (``async_op=False``): such calls, mismatched on every rank, leave
+    the group usable (``MPIEngine._recover``)."""
+    if async_op:
+        return method(*args)
+    CALL.synchronous = True
+    try:
+        return method(*args)
+    finally:
+        CALL.synchronous = False
 
 
 def buffers(sig: int, count: int, synchronous: bool = False) -> tuple[array.array, array.array]:

@@ -32,7 +32,7 @@ from ._buffers import (
     storage_huge_pages,
 )
 from ._errors import DistBackendError
-from ._matching import all_synchronous, signature
+from ._matching import CALL, all_synchronous, signature
 from ._matching import buffers as signature_buffers
 from ._matching import fill as fill_signature
 from ._matching import problem as mismatch_problem
@@ -239,7 +239,7 @@ class MPIEngine(Engine):
         self._seq += 1
         try:
             if self.size > 1:
-                send, recv = signature_buffers(sig, count)
+                send, recv = signature_buffers(sig, count, getattr(CALL, "synchronous", False))
                 exchange = self.comm.Iallreduce([send, self.MPI.INT64_T], [recv, self.MPI.INT64_T], self.MPI.MAX)
                 signatures = (exchange, recv, sig, count, send)
             request = getattr(self.comm, call)(*args, **kwargs)

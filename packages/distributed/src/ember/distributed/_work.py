@@ -44,6 +44,7 @@ import threading
 import time
 
 from ._errors import DistBackendError
+from ._matching import all_synchronous
 from ._matching import problem as mismatch_problem
 
 # Seconds a request may still take after a member of its group exited: one that left cleanly
@@ -484,13 +485,21 @@ class CollectiveWork(Work):
         self._signatures = signatures
 
     def signatures_problem(self) -> str | None:
-        """After the signature exchange: None if every rank runs this collective, else the error
-        (the group is then marked broken: a rank may have started mismatched data)."""
+        """After the signature exchange: None if every rank runs this collective, else the error.
+        Where every rank's call was synchronous (``_matching``) the group goes on on a new
+        communicator; otherwise it is marked broken (a rank may have started later collectives
+        on this one)."""
         _, recv, sig, count = self._signatures[:4]
         group = self._group
-        problem = mismatch_problem(recv, sig, count, self._what, group.global_ranks[group.rank])
-        if problem is not None:
-            group.mark_broken(problem)
+        me = group.global_ranks[group.rank]
+        problem = mismatch_problem(recv, sig, count, self._what, me)
+        if problem is None:
+            return None
+        usable = (self._job is None and all_synchronous(recv)
+                  and group._recover(self._what, self._requests[0], self._keep))
+        if usable:
+            return mismatch_problem(recv, sig, count, self._what, me, True)
+        group.mark_broken(problem)
         return problem
 
     def _check_signatures(self, deadline: float) -> None:
