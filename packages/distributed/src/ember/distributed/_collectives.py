@@ -12,12 +12,12 @@ import warnings
 
 import ember
 from ember._src.layouts import strided as _STRIDED
-from ember._src.shapes import is_contiguous
 from ember.nn import Parameter
 
 from ._backend import RedOpType, ReduceOp, as_red_op
 from ._buffers import check_tensor
 from ._debug import check_fingerprint, debug_level
+from ._groups import _world as _WORLD
 from ._groups import is_non_member
 from ._matching import issue
 from ._world import GroupMember, resolve
@@ -99,16 +99,20 @@ def _sync_plan(pg, tensor, op):
 
 
 def all_reduce(tensor, op=_SUM, group=None, async_op=False):
-    if _not_member(group):
+    if group is not None and is_non_member(group):
         return None
     if not async_op and tensor.__class__ in _PLAIN and type(op) is RedOpType:
         # The common case - a plain contiguous CPU tensor, waited on at once - goes straight to
         # MPI: no Work, no staging, the checks done once per (group, dtype, op). Python's cost
         # per call was most of a small all_reduce's time.
-        pg = resolve(group)
-        plan = _sync_plan(pg, tensor, op)
+        pg = _WORLD.default_pg if group is None else None
+        if pg is None:
+            pg = resolve(group)
+        plan = pg._sync_plans.get((tensor.dtype, op), _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = _sync_plan(pg, tensor, op)
         if (plan is not None and tensor._layout is _STRIDED and tensor._device.type == "cpu"
-                and is_contiguous(tensor._shape, tensor._stride)):
+                and tensor.is_contiguous()):
             pg._engine.allreduce_now(tensor, plan)
             return None
     check_tensor(tensor)

@@ -57,6 +57,7 @@ _COMMS: dict = {}  # group ranks -> communicators made for them so far (every me
 
 
 _QUICK_TESTS = 64
+_ADDRESS_BUFFERS: dict = {}  # (address, length) -> MPI buffer of that memory (``allreduce_now``)
 
 
 def _settles(request) -> bool:
@@ -296,7 +297,14 @@ class MPIEngine(Engine):
         nbytes = count * item
         if nbytes >= HUGE_FROM:
             storage_huge_pages(storage)
-        buf = self.MPI.buffer.fromaddress(storage.data_ptr() + tensor._offset * item, nbytes)
+        # An MPI buffer is only an address and a length (it owns nothing): one made for the same
+        # memory before serves again, and saves building it (~0.6 us of the call's ~3 us).
+        key = (storage.data_ptr() + tensor._offset * item, nbytes)
+        buf = _ADDRESS_BUFFERS.get(key)
+        if buf is None:
+            if len(_ADDRESS_BUFFERS) >= 256:
+                _ADDRESS_BUFFERS.clear()
+            buf = _ADDRESS_BUFFERS[key] = self.MPI.buffer.fromaddress(*key)
         self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
                       [buf, mtype], mop)
 
