@@ -126,3 +126,11 @@ def test_launcher_log_dir_redirects_and_tee(tmp_path):
         folder = run_dir / "attempt_0" / str(rank)
         assert (folder / "stdout.log").read_text() == f"out {rank}\n"
         assert (folder / "stderr.log").read_text() == f"err {rank}\n"
+
+
+def test_calls_before_init_and_bad_init_arguments_match_pytorch():
+    # Collectives and queries before init_process_group, destroy without a group, unknown backends
+    # and incomplete init_method URLs: PyTorch's exception types and messages.
+    ember_results, _, _ = run_ranks("misuse_program.py", 1, "ember", limit=60)
+    torch_results, _, _ = run_ranks("misuse_program.py", 1, "torch", limit=60)
+    assert ember_results[0] == torch_results[0]

@@ -105,4 +105,8 @@ def get_node_local_rank(fallback_rank=None) -> int:
         return int(_os.environ["LOCAL_RANK"])
     if fallback_rank is not None:
         return int(fallback_rank)
-    raise RuntimeError("LOCAL_RANK is not in the environment; pass fallback_rank")
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device context and "
+        "want the code to run locally instead."
+    )

@@ -119,10 +119,9 @@ class Backend(str):
     def __new__(cls, name: str):
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, but got: {type(name)}")
-        value = name.lower()
-        if value not in cls.backend_list and ":" not in value and value not in _ENGINES:
-            raise ValueError(f"Invalid backend: '{name}'")
-        return super().__new__(cls, value)
+        # Any name passes, as PyTorch's (a third-party backend may register it later);
+        # ``init_process_group``/``new_group`` refuse one nobody registered.
+        return super().__new__(cls, name.lower())
 
     @classmethod
     def register_backend(cls, name, func, extended_api=False, devices=None):
@@ -196,6 +195,12 @@ def nccl_available() -> bool:
     return find_library() is not None
 
 
+def _known(name: str) -> str:
+    if name not in Backend.backend_list and not any(engine == name for engine, _ in _ENGINES):
+        raise AssertionError(f"Unknown backend type {name}")  # PyTorch's type and words
+    return name
+
+
 def device_backends(backend) -> dict[str, str]:
     """Device type -> backend name for ``backend`` as ``init_process_group``/``new_group`` take it.
 
@@ -211,9 +216,9 @@ def device_backends(backend) -> dict[str, str]:
             device, _, name = item.strip().partition(":")
             if not device or not name:
                 raise ValueError(f"Invalid backend string: '{backend}' (expected 'device:backend,...')")
-            pairs[device.strip()] = str(Backend(name.strip()))
+            pairs[device.strip()] = _known(str(Backend(name.strip())))
         return pairs
-    name = str(Backend(text))
+    name = _known(str(Backend(text)))
     if name in _CPU_NAMES:
         return {"cpu": "gloo" if name == "undefined" else name}
     if name == "nccl":

@@ -22,6 +22,10 @@ def _env_error(var: str) -> ValueError:
     )
 
 
+def _error(scheme: str, what: str) -> ValueError:
+    return ValueError(f"Error initializing torch.distributed using {scheme}:// rendezvous: {what}")
+
+
 def _from_query(query: dict, name: str, given: int) -> int:
     if given is not None and given != -1:
         return int(given)
@@ -54,22 +58,24 @@ def rendezvous(init_method: str, rank: int, world_size: int, timeout: timedelta)
         rank = _from_query(query, "rank", rank)
         world_size = _from_query(query, "world_size", world_size)
         if rank == -1:
-            raise ValueError("rank parameter missing")
+            raise _error("tcp", "rank parameter missing")
         if world_size == -1:
-            raise ValueError("world size parameter missing")
-        if url.hostname is None or url.port is None:
-            raise ValueError(f"tcp:// init_method needs host and port, got {init_method!r}")
+            raise _error("tcp", "world size parameter missing")
+        if url.port is None:
+            raise _error("tcp", "port number missing")
+        if url.hostname is None:
+            raise _error("tcp", "hostname missing")
         return _tcp(url.hostname, url.port, rank, world_size, timeout), rank, world_size
     if url.scheme == "file":
         rank = _from_query(query, "rank", rank)
         world_size = _from_query(query, "world_size", world_size)
         if rank == -1:
-            raise ValueError("rank parameter missing")
+            raise _error("file", "rank parameter missing")
         if world_size == -1:
-            raise ValueError("world size parameter missing")
+            raise _error("file", "world size parameter missing")
         path = url.path if not url.netloc else url.netloc + url.path
         if not path:
-            raise ValueError(f"file:// init_method needs a path, got {init_method!r}")
+            raise _error("file", "path missing")
         return FileStore(path, world_size, timeout), rank, world_size
     raise RuntimeError(f"No rendezvous handler for {url.scheme}://")
 

@@ -256,6 +256,8 @@ def _say_goodbye() -> None:
 
 def destroy_process_group(group=None) -> None:
     """Destroys ``group`` (the default group and every other group when ``None``)."""
+    if group is None and _world.default_pg is None:
+        raise AssertionError("Process group cannot be None")  # PyTorch's type and words
     pg = _require_init()
     if group is None or group is pg:
         for each in reversed(_world.groups):
