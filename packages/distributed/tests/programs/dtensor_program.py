@@ -27,6 +27,16 @@ partial = [Partial()] * mesh.ndim
 p = DTensor.from_local(torch.ones(3, 2) * (rank + 1), mesh, partial)
 R["partial/full"] = p.full_tensor()
 R["partial/shard"] = p.redistribute(mesh, [Shard(0)] * mesh.ndim).to_local()
+# partial reductions other than a sum: reduced by their op, and before any operator runs
+for op in ("avg", "max", "min", "product"):
+    terms = (torch.arange(6.0).reshape(3, 2) - 2) * (rank + 1)
+    q = DTensor.from_local(terms, mesh, [Partial(op)] * mesh.ndim)
+    R[f"partial_{op}/repr"] = [repr(q.placements[0]), str(q.placements[0]), q.placements[0] == Partial(op),
+                               q.placements[0] == Partial()]
+    R[f"partial_{op}/full"] = q.full_tensor()
+    R[f"partial_{op}/shard"] = q.redistribute(mesh, [Shard(0)] * mesh.ndim).to_local()
+    R[f"partial_{op}/plus_one"] = (q + 1).full_tensor()
+    R[f"partial_{op}/sum"] = q.sum().full_tensor()
 try:
     distribute_tensor(full, mesh, [Replicate()] * mesh.ndim).redistribute(mesh, partial)
     R["to_partial"] = "none"

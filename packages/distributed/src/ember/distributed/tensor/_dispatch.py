@@ -139,6 +139,21 @@ def run(op, *args, **kwargs):
             raise RuntimeError(f"ember.ops.{op.name}: DTensor does not support cross-mesh operation")
     if "random" in op.tags and "inplace" in op.tags:
         return _random_inplace(op, args, kwargs)
+    if any(_other_partial(t) for t in inputs):
+        # The rules propagate sums only: a partial max, avg, ... is reduced first.
+        if "inplace" in op.tags and _other_partial(inputs[0]):
+            _relayout(inputs[0], _reduced(inputs[0].placements))
+
+        def reduced(t):
+            if not (isinstance(t, DTensor) and _other_partial(t)):
+                return t
+            placements = _reduced(t.placements)
+            local = redistribute_local(t._local, t._shape, mesh, t.placements, placements)
+            return DTensor._wrap(local, mesh, placements, t._shape)
+
+        args = _map(args, reduced)
+        kwargs = {k: _map(v, reduced) for k, v in kwargs.items()}
+        inputs = [t for t in _tensors(args, kwargs) if isinstance(t, DTensor)]
     try:
         meta_out = op.call_kernel(_map(args, _meta), {k: _meta_device(_map(v, _meta)) for k, v in kwargs.items()})
     except NotImplementedError:
@@ -173,6 +188,14 @@ def run(op, *args, **kwargs):
     for i, r in enumerate(result):
         wrapped.append(_wrap(r, outs_meta[i], mesh, out_placements[i], op) if isinstance(r, Tensor) else r)
     return type(result)(wrapped) if type(result) in (list, tuple) else tuple(wrapped)
+
+
+def _other_partial(t) -> bool:
+    return any(isinstance(p, Partial) and p.reduce_op != "sum" for p in t.placements)
+
+
+def _reduced(placements) -> tuple:
+    return tuple(Replicate() if isinstance(p, Partial) and p.reduce_op != "sum" else p for p in placements)
 
 
 def _wrap(local, meta, mesh, placements, op):

@@ -131,7 +131,22 @@ def _chunk(local, mesh, mesh_dim: int, dim: int):
     return local.narrow(dim, start, end - start).contiguous()
 
 
-def _reduce_scatter_dim0(local, mesh, mesh_dim: int):
+def _red_op(partial):
+    return getattr(C.ReduceOp, partial.reduce_op.upper())
+
+
+def _partition(local, partial, first: bool):
+    """Replicate -> Partial: this rank's term of the value (the first rank of the line holds the
+    value; where the reduction of equal values is that value, every rank does)."""
+    op = partial.reduce_op
+    if first or op in ("avg", "max", "min", "band", "bor"):
+        return local
+    if op == "product":
+        return ember.ones_like(local)
+    return ember.zeros_like(local)  # sum, bxor
+
+
+def _reduce_scatter_dim0(local, mesh, mesh_dim: int, op=C.ReduceOp.SUM):
     """Partial -> Shard(0) in one reduce-scatter (padded to even pieces)."""
     pieces = mesh.size(mesh_dim)
     total = local.shape[0]
@@ -142,7 +157,7 @@ def _reduce_scatter_dim0(local, mesh, mesh_dim: int):
     else:
         padded = local.contiguous()
     out = ember.empty([longest, *local.shape[1:]], dtype=local.dtype, device=local.device)
-    C.reduce_scatter_single(out, padded, group=mesh.get_group(mesh_dim))
+    C.reduce_scatter_single(out, padded, op=op, group=mesh.get_group(mesh_dim))
     start, end = chunk_bounds(total, pieces, mesh.get_coordinate()[mesh_dim])
     return out.narrow(0, 0, end - start).contiguous() if end - start != longest else out
 
@@ -154,7 +169,7 @@ def redistribute_local(local, shape, mesh, current, target):
         return local
     # Partial -> Shard(0) on a 1-D mesh: one reduce-scatter instead of all-reduce + chunk.
     if mesh.ndim == 1 and isinstance(current[0], Partial) and target[0] == Shard(0):
-        return _reduce_scatter_dim0(local, mesh, 0)
+        return _reduce_scatter_dim0(local, mesh, 0, _red_op(current[0]))
     # Gather: innermost mesh dimension first, for every dimension whose placement changes - and
     # for a shard nested inside a changing outer mesh dimension's shard of the same tensor dim
     # ([Replicate(), Shard(0)] <-> [Shard(0), Shard(0)]: the inner piece is a piece of the outer
@@ -170,7 +185,7 @@ def redistribute_local(local, shape, mesh, current, target):
             local = _gather_dim(local, shape, mesh, current, mesh_dim)
         elif isinstance(now, Partial):
             local = local.clone()
-            C.all_reduce(local, group=mesh.get_group(mesh_dim))
+            C.all_reduce(local, op=_red_op(now), group=mesh.get_group(mesh_dim))
         current[mesh_dim] = Replicate()
     # Shard (outermost mesh dimension first) or hand the value to one rank of the line (Partial).
     for mesh_dim in range(mesh.ndim):
@@ -180,8 +195,8 @@ def redistribute_local(local, shape, mesh, current, target):
         if isinstance(wanted, Shard):
             local = _chunk(local, mesh, mesh_dim, wanted.dim)
         elif isinstance(wanted, Partial):
-            # Replicate -> Partial: the first rank of the line keeps the value, the others zeros.
-            if mesh.get_coordinate()[mesh_dim] != 0:
-                local = ember.zeros_like(local)
+            # Replicate -> Partial: the first rank of the line keeps the value, the others the
+            # reduction's neutral term (zeros for a sum).
+            local = _partition(local, wanted, mesh.get_coordinate()[mesh_dim] == 0)
         current[mesh_dim] = wanted
     return local

@@ -55,12 +55,18 @@ class Replicate(Placement):
         return "R"
 
 
+# ``Partial``'s reductions: PyTorch's names, as ``ReduceOp`` member names in lower case
+REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
+
+
 class Partial(Placement):
-    """Every rank holds a summand; the tensor is their reduction (``reduce_op``, "sum")."""
+    """Every rank holds a term; the tensor is their reduction (``reduce_op``: "sum", "avg",
+    "max", "min", "product", ...). Operators propagate "sum" partials where linear; a partial of
+    any other reduction is reduced before an operator runs on it."""
 
     def __init__(self, reduce_op: str = "sum"):
-        if reduce_op != "sum":
-            raise NotImplementedError(f"Partial({reduce_op!r}): only 'sum' is supported")
+        if reduce_op not in REDUCE_OPS:
+            raise NotImplementedError(f"Partial({reduce_op!r}): the reduction must be one of {', '.join(REDUCE_OPS)}")
         self.reduce_op = reduce_op
 
     def is_partial(self, reduce_op=None) -> bool:
