@@ -17,6 +17,7 @@ if LIB == "torch":
         PrepareModuleInput,
         RowwiseParallel,
         SequenceParallel,
+        loss_parallel,
         parallelize_module,
     )
 else:
@@ -27,6 +28,7 @@ else:
         PrepareModuleInput,
         RowwiseParallel,
         SequenceParallel,
+        loss_parallel,
         parallelize_module,
     )
 
@@ -134,4 +136,17 @@ for name, plan in (("tp", TP), ("sp", SP)):
     R[f"{name}/losses_close"] = all(abs(a - b) < 1e-4 for a, b in zip(losses, ref_losses))
     got, want = full(model), full(ref)
     R[f"{name}/params_close"] = all(bool(torch.allclose(got[n], want[n], rtol=1e-4, atol=1e-5)) for n in want)
+# loss_parallel: cross-entropy of logits sharded on the class dimension, plain targets replicated
+head = nn.Linear(8, 6)
+with torch.no_grad():
+    head.weight.copy_(torch.sin(torch.arange(48.0).reshape(6, 8)))
+    head.bias.copy_(torch.cos(torch.arange(6.0)))
+head = parallelize_module(head, mesh, ColwiseParallel(use_local_output=False))
+logits = head(torch.cos(torch.arange(64.0).reshape(8, 8)))
+with loss_parallel():
+    loss = F.cross_entropy(logits, torch.tensor([0, 1, 2, 3, 4, 5, 0, 1]))
+    loss.backward()
+R["loss_parallel"] = [type(loss).__name__, str(loss.placements), round(float(loss.full_tensor()), 5),
+                      str(head.weight.grad.placements),
+                      [round(v, 5) for v in head.weight.grad.full_tensor().reshape(-1).tolist()]]
 write(rank, R)

@@ -32,6 +32,8 @@ from ._placements import Partial, Replicate, Shard
 from ._rules import plan_for
 
 _NO_DATA = _C.Storage.meta(0)
+# Inside ``loss_parallel()``: plain tensors (the targets, weights of a loss) are replicated
+LOSS_PARALLEL = [0]
 MIXED = ("{}: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor before calling "
          "distributed operators!")
 
@@ -114,7 +116,7 @@ def mix_plain_tensors(op, args, kwargs):
     def convert(t):
         if isinstance(t, DTensor):
             return t
-        if t.dim() != 0 and ember.is_grad_enabled():
+        if t.dim() != 0 and ember.is_grad_enabled() and not LOSS_PARALLEL[0]:
             raise RuntimeError(MIXED.format(f"ember.ops.{op.name}"))
         return DTensor.from_local(t, mesh, [Replicate()] * mesh.ndim)
 

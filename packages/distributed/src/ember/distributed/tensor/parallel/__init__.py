@@ -1,8 +1,9 @@
 """``ember.distributed.tensor.parallel``: tensor parallelism on DTensors (``parallelize_module``
 with ``ColwiseParallel``, ``RowwiseParallel``, ``SequenceParallel``, ``PrepareModuleInput``,
-``PrepareModuleOutput``)."""
+``PrepareModuleOutput``) and ``loss_parallel``."""
 
 from ._api import parallelize_module
+from ._loss import loss_parallel
 from ._styles import (
     ColwiseParallel,
     ParallelStyle,
@@ -13,4 +14,4 @@ from ._styles import (
 )
 
 __all__ = ["ColwiseParallel", "ParallelStyle", "PrepareModuleInput", "PrepareModuleOutput", "RowwiseParallel",
-           "SequenceParallel", "parallelize_module"]
+           "SequenceParallel", "loss_parallel", "parallelize_module"]
