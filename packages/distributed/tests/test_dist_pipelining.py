@@ -15,7 +15,8 @@ def test_two_stage_pipeline_matches_pytorch_and_full_batch_training():
     for rank in range(2):
         mine = {k: v for k, v in ours[rank].items() if not k.startswith("pipeline_")}
         assert mine == theirs[rank]
-        assert all(v is True for k, v in ours[rank].items() if not k.endswith("out_shape")), ours[rank]
+        assert all(v is True for k, v in ours[rank].items() if not k.endswith(("out_shape", "eval"))), ours[rank]
+    assert ours[0]["eval"] == [True, 0, True] and ours[1]["eval"] == [True, 4, True]
     assert ours[1]["interleaved/out_shape"] == ours[1]["looped_bfs/out_shape"] == [8, 4]
 
 
@@ -23,5 +24,6 @@ def test_two_stage_pipeline_matches_pytorch_and_full_batch_training():
 def test_four_stage_pipeline_equals_full_batch_training():
     ours, _, _ = run_ranks("pipeline_program.py", 4, limit=150)
     for rank in range(4):
-        assert all(v is True for k, v in ours[rank].items() if k != "out_shape"), ours[rank]
+        assert all(v is True for k, v in ours[rank].items() if k not in ("out_shape", "eval")), ours[rank]
+        assert ours[rank]["eval"] == [True, 4 if rank == 3 else 0, True]
     assert ours[3]["out_shape"] == [8, 4]

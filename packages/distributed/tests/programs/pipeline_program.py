@@ -82,6 +82,21 @@ for name, cls in (("gpipe", ScheduleGPipe), ("1f1b", Schedule1F1B)):
                               for a, b in zip(piece.parameters(), ref_piece.parameters()))
     if rank == world - 1:
         R[f"{name}/losses"] = all(abs(a - b) < 1e-5 for a, b in zip(means, ref_losses))
+# eval(): forwards only, gradients untouched; the last stage gets the merged outputs and losses
+piece = nn.Sequential(*list(make().children())[CUTS[rank]:CUTS[rank + 1]])
+schedule = ScheduleGPipe(PipelineStage(piece, rank, world, torch.device("cpu")), n_microbatches=4,
+                         loss_fn=nn.functional.mse_loss)
+eval_losses = []
+if rank == 0:
+    got = schedule.eval(X)
+elif rank == world - 1:
+    got = schedule.eval(target=Y, losses=eval_losses)
+else:
+    got = schedule.eval()
+with torch.no_grad():
+    expected = make()(X)
+R["eval"] = [got is None if rank != world - 1 else bool(torch.allclose(got, expected, atol=1e-6)),
+             len(eval_losses), all(p.grad is None for p in piece.parameters())]
 if world == 2:
     # Four stages, two per rank in a loop: rank r holds stages r and r + 2.
     cuts4 = [0, 2, 4, 6, 7]

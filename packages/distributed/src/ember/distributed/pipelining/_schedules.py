@@ -39,6 +39,7 @@ class _PipelineSchedule:
         self._n_microbatches = n_microbatches
         self._loss_fn = loss_fn
         self.scale_grads = scale_grads
+        self._forward_only = False  # ``eval()``
         any_stage = stages[0]
         self._num_stages = any_stage.num_stages
 
@@ -46,14 +47,23 @@ class _PipelineSchedule:
         raise NotImplementedError
 
     def _has_backward(self) -> bool:
-        return self._loss_fn is not None
+        return self._loss_fn is not None and not self._forward_only
+
+    def eval(self, *args, target=None, losses=None, **kwargs):
+        """``step`` with forwards only (no backward, gradients untouched): the last stage's merged
+        outputs, and the microbatches' losses in ``losses`` where ``target`` is given."""
+        self._forward_only = True
+        try:
+            return self.step(*args, target=target, losses=losses, **kwargs)
+        finally:
+            self._forward_only = False
 
     def step(self, *args, target=None, losses=None, **kwargs):
         """Runs one batch; where this rank holds the last stage, returns the merged outputs (and
         fills ``losses``)."""
         n = self._n_microbatches
         last = self._stages.get(self._num_stages - 1)
-        if last is not None and self._loss_fn is not None and target is None:
+        if last is not None and self._has_backward() and target is None:
             raise RuntimeError("the last stage needs target= to compute the loss")
         arg_chunks = list(zip(*[_split(a, n) for a in args])) if args else [()] * n
         kwarg_chunks = [{k: _split(v, n)[i] for k, v in kwargs.items()} for i in range(n)]
@@ -65,7 +75,7 @@ class _PipelineSchedule:
             if kind == "F":
                 received, out = stage.forward_one(arg_chunks[i], kwarg_chunks[i])
                 loss = None
-                if stage.is_last and self._loss_fn is not None:
+                if stage.is_last and self._loss_fn is not None and targets[i] is not None:
                     loss = self._loss_fn(out, targets[i])
                     if losses is not None:
                         losses.append(loss.detach())
@@ -106,7 +116,7 @@ class PipelineScheduleSingle(_PipelineSchedule):
 class ScheduleGPipe(PipelineScheduleSingle):
     def _single_order(self):
         n = self._n_microbatches
-        if self._loss_fn is None:
+        if not self._has_backward():
             return [("F", i) for i in range(n)]
         return [("F", i) for i in range(n)] + [("B", i) for i in range(n)]
 
@@ -115,7 +125,7 @@ class Schedule1F1B(PipelineScheduleSingle):
     def _single_order(self):
         n = self._n_microbatches
         stage = self._stage
-        if self._loss_fn is None:
+        if not self._has_backward():
             return [("F", i) for i in range(n)]
         warmup = min(stage.num_stages - stage.stage_index - 1, n)
         order = [("F", i) for i in range(warmup)]
