@@ -20,4 +20,5 @@ def test_mismatches_subgroups_and_monitored_barrier_at_four_ranks():
         pair = [rank - rank % 2, rank - rank % 2 + 1]
         assert got["subgroup"] == [{"dtype": "float32", "value": [float(sum(pair))]}, pair, 2]
         assert got["monitored_ok"] is True
-    assert results[0]["monitored_late"] == "Ranks 3 failed to pass monitoredBarrier in 1000 ms"
+    # PyTorch's words (gloo at 4 ranks: "[Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 1000 ms")
+    assert results[0]["monitored_late"] == "[Rank 0]: Ranks 3 failed to pass monitoredBarrier in 1000 ms"

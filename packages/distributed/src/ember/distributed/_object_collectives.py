@@ -194,10 +194,11 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     if missing:
         global_missing = [pg._ranks[r] for r in missing]
         ms = round(seconds * 1000)
+        me_global = pg._ranks[me]
         if wait_all_ranks:
             listed = ", ".join(map(str, global_missing))
-            raise RuntimeError(f"Ranks {listed} failed to pass monitoredBarrier in {ms} ms")
-        raise RuntimeError(f"Rank {global_missing[0]} failed to pass monitoredBarrier in {ms} ms")
+            raise RuntimeError(f"[Rank {me_global}]: Ranks {listed} failed to pass monitoredBarrier in {ms} ms")
+        raise RuntimeError(f"[Rank {me_global}]: Rank {global_missing[0]} failed to pass monitoredBarrier in {ms} ms")
     store.set(f"{key}/out", "1")
 
 
