@@ -195,9 +195,10 @@ def nccl_available() -> bool:
     return find_library() is not None
 
 
-def _known(name: str) -> str:
-    if name not in Backend.backend_list and not any(engine == name for engine, _ in _ENGINES):
-        raise AssertionError(f"Unknown backend type {name}")  # PyTorch's type and words
+def _known(name: str, message: str | None = None) -> str:
+    """``name`` if a backend of that name exists, else PyTorch's AssertionError and words."""
+    if not name or name not in Backend.backend_list and not any(engine == name for engine, _ in _ENGINES):
+        raise AssertionError(message or f"Unknown backend type {name}")
     return name
 
 
@@ -214,9 +215,10 @@ def device_backends(backend) -> dict[str, str]:
         pairs = {}
         for item in text.split(","):
             device, _, name = item.strip().partition(":")
-            if not device or not name:
+            if not device:
                 raise ValueError(f"Invalid backend string: '{backend}' (expected 'device:backend,...')")
-            pairs[device.strip()] = _known(str(Backend(name.strip())))
+            name = name.strip().lower()
+            pairs[device.strip()] = _known(name, "Unknown c10d backend type " + name.upper())
         return pairs
     name = _known(str(Backend(text)))
     if name in _CPU_NAMES:
