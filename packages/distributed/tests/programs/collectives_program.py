@@ -259,6 +259,12 @@ R["err/not_tensor"] = error_of(lambda: dist.all_reduce([1, 2]))
 R["err/new_group_range"] = error_of(lambda: dist.new_group([0, world + 5]))
 R["err/new_group_duplicate"] = error_of(lambda: dist.new_group([0, 0, 1]))
 R["err/premul_sum"] = error_of(lambda: dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0)))
+R["err/int_op"] = error_of(lambda: dist.all_reduce(torch.ones(2), op=0))
+R["err/str_op"] = error_of(lambda: dist.all_reduce(torch.ones(2), op="sum"))
+try:
+    dist.all_reduce(torch.ones(2, dtype=torch.int64), op=dist.ReduceOp.AVG)
+except RuntimeError as err:
+    R["err/int_avg_message"] = str(err)
 R["err/agit_size"] = error_of(lambda: dist.all_gather_into_tensor(torch.zeros(3), torch.zeros(2)))
 R["err/init_twice"] = error_of(lambda: dist.init_process_group("gloo"))
 R["err/a2a_split_sum"] = error_of(

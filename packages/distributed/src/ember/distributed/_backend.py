@@ -98,10 +98,8 @@ def as_red_op(op) -> RedOpType:
     if isinstance(op, ReduceOp):
         factor = getattr(op, "_factor", None)
         return PremulSum(factor) if factor is not None else op.op
-    try:
-        return RedOpType(op)
-    except ValueError:
-        raise ValueError(f"Invalid reduce op: {op!r}") from None
+    # PyTorch takes ReduceOp members only (its options' setter raises TypeError on ints, strings)
+    raise TypeError(f"op must be a torch.distributed.ReduceOp member (ReduceOp.SUM, ...), got {op!r}")
 
 
 class Backend(str):

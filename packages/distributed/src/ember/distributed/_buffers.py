@@ -25,6 +25,7 @@ import sys
 
 import ember
 from ember._src.dispatch import sync_pending
+from ember._src.ops._common import type_name
 
 from ._backend import RedOpType
 
@@ -159,7 +160,7 @@ def check_op_for_dtype(op: RedOpType, dtype) -> None:
     if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and dtype.is_floating_point:
         raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
     if op == RedOpType.AVG and not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"result type Float can't be cast to the desired output type {dtype}")
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {type_name(dtype)}")
     _VALID.add((op, dtype))
 
 
