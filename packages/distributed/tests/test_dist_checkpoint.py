@@ -46,7 +46,8 @@ def test_async_save_matches_pytorch():
     for rank in range(2):
         assert {k: v for k, v in ours[rank].items() if k != "files"} == {k: v for k, v in theirs[rank].items()
                                                                           if k != "files"}
-        assert all(v is True for k, v in ours[rank].items() if k not in ("files", "ddp_keys")), ours[rank]
+        assert all(v is True for k, v in ours[rank].items() if k not in ("files", "ddp_keys", "stateful")), ours[rank]
+        assert ours[rank]["stateful"] == [True, True, False, 7, True, True, True]
     assert ours[0]["files"] == [".metadata", "__0_0.distcp", "__1_0.distcp"]
 
 

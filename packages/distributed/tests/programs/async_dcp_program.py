@@ -60,5 +60,39 @@ adam2 = torch.optim.Adam(ddp2.parameters(), lr=0.1)
 set_state_dict(ddp2, adam2, model_state_dict=msd, optim_state_dict=osd)
 R["ddp_roundtrip"] = all(bool(torch.equal(a, b)) for a, b in zip(ddp.parameters(), ddp2.parameters())) and bool(
     torch.equal(adam2.state_dict()["state"][0]["exp_avg"], adam.state_dict()["state"][0]["exp_avg"]))
+# the DCP recipe: a Stateful application state (get_state_dict/set_state_dict inside), a module
+# given straight as a value, and a plain value beside them
+if LIB == "torch":
+    from torch.distributed.checkpoint.stateful import Stateful
+else:
+    from ember.distributed.checkpoint.stateful import Stateful
+
+
+class AppState(Stateful):
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def state_dict(self):
+        msd, osd = get_state_dict(self.model, self.optimizer)
+        return {"model": msd, "optim": osd}
+
+    def load_state_dict(self, state_dict):
+        set_state_dict(self.model, self.optimizer, model_state_dict=state_dict["model"],
+                       optim_state_dict=state_dict["optim"])
+
+
+app_dir = where + "-app"
+dcp.save({"app": AppState(ddp, adam), "step": 7, "bare": fresh}, checkpoint_id=app_dir)
+torch.manual_seed(1)
+ddp3 = DDP(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)))
+adam3 = torch.optim.Adam(ddp3.parameters())
+bare = make()
+loaded = {"app": AppState(ddp3, adam3), "step": 0, "bare": bare}
+dcp.load(loaded, checkpoint_id=app_dir)
+R["stateful"] = [isinstance(ddp, Stateful), isinstance(adam, Stateful), isinstance(3, Stateful), loaded["step"],
+                 all(bool(torch.equal(a, b)) for a, b in zip(ddp.parameters(), ddp3.parameters())),
+                 bool(torch.equal(adam3.state_dict()["state"][0]["exp_avg"], adam.state_dict()["state"][0]["exp_avg"])),
+                 all(bool(torch.equal(a.full_tensor(), b.full_tensor())) for a, b in zip(fresh.parameters(),
+                                                                                        bare.parameters()))]
 R["files"] = sorted(f for f in os.listdir(where) if not f.startswith(".") or f == ".metadata") if LIB == "ember" else []
 write(rank, R)

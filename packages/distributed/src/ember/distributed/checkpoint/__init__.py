@@ -11,10 +11,12 @@ from ._async import async_save
 from ._filesystem import FileSystemReader, FileSystemWriter
 from ._format import Metadata
 from ._save_load import CheckpointException, load, save
+from .stateful import Stateful
 
 state_dict_saver = state_dict_loader = None  # set below: PyTorch's module paths for save/load
 
-__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "async_save", "load", "save"]
+__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "Stateful", "async_save", "load",
+           "save"]
 
 
 def _aliases():

@@ -26,6 +26,7 @@ from ._format import (
     set_path,
     to_bytes,
 )
+from .stateful import from_state_dict, to_state_dict
 
 
 class CheckpointException(BaseException):
@@ -75,6 +76,7 @@ class Staged:
 def stage(state_dict, writer, process_group, dist: bool) -> Staged:
     """The collective half of a save: prepares the directory, serializes this rank's pieces (a
     copy: the tensors may change afterwards) and exchanges every rank's piece table."""
+    state_dict = to_state_dict(state_dict)
     rank = _world.get_rank() if dist else 0
     if rank == 0:
         writer.prepare()
@@ -169,6 +171,14 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
     copied into, other values replaced. Keys missing from the checkpoint raise."""
     reader = storage_reader or FileSystemReader(_checkpoint_path(checkpoint_id))
     metadata = reader.read_metadata()
+    original, state_dict = state_dict, to_state_dict(state_dict)
+    _load_into(state_dict, metadata, reader, no_dist)
+    from_state_dict(original, state_dict)
+    if _distributed(no_dist):
+        C.barrier(group=process_group)
+
+
+def _load_into(state_dict, metadata, reader, no_dist: bool) -> None:
     for path, leaf in flatten(state_dict):
         key = path_key(path)
         entry = metadata.state_dict_metadata.get(key)
@@ -191,5 +201,3 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
         else:
             value = entry.get("value") if isinstance(entry, dict) else None
             set_path(state_dict, path, tuple(value) if isinstance(leaf, tuple) else value)
-    if _distributed(no_dist):
-        C.barrier(group=process_group)
