@@ -42,6 +42,25 @@ try:
     R["to_partial"] = "none"
 except RuntimeError:
     R["to_partial"] = "RuntimeError"
+# factories: the local piece of each rank, made there
+if LIB == "torch":
+    import torch.distributed.tensor as dtensor_module
+else:
+    import ember.distributed.tensor as dtensor_module
+for name, make in (("ones", lambda pl: dtensor_module.ones(5, 3, device_mesh=mesh, placements=pl)),
+                   ("zeros_list", lambda pl: dtensor_module.zeros([5, 3], device_mesh=mesh, placements=pl,
+                                                                  requires_grad=True)),
+                   ("full", lambda pl: dtensor_module.full((5, 3), 2.5, device_mesh=mesh, placements=pl,
+                                                           dtype=torch.float64))):
+    for i, placements in enumerate(cases):
+        made = make(placements)
+        R[f"factory/{name}/{i}"] = [made.to_local(), list(made.shape), [str(q) for q in made.placements],
+                                    made.requires_grad]
+try:
+    dtensor_module.ones(4)
+    R["factory/no_mesh"] = "none"
+except RuntimeError as err:
+    R["factory/no_mesh"] = str(err)
 local = torch.full((2 + rank % 2, 3), float(rank))
 R["from_local_shape"] = list(DTensor.from_local(local, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1)).shape)
 R["reprs"] = [repr(Shard(0)), repr(Replicate()), Shard(1) == Shard(1), Shard(0) == Shard(1)]
