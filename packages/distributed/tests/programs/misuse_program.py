@@ -47,4 +47,19 @@ R["file_no_rank"] = outcome(lambda: dist.init_process_group("gloo", init_method=
 R["file_no_size"] = outcome(lambda: dist.init_process_group("gloo", init_method=f"file://{path}", rank=0))
 R["file_no_path"] = outcome(lambda: dist.init_process_group("gloo", init_method="file://", rank=0, world_size=1))
 R["still_uninitialized"] = dist.is_initialized()
+R["backend_available"] = [dist.is_backend_available(b) for b in ("gloo", "GLOO", "foo")]
+counts = [dist.get_pg_count()]
+port = __import__("socket").socket()
+port.bind(("127.0.0.1", 0))
+free = port.getsockname()[1]
+port.close()
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free}", rank=0, world_size=1)
+counts.append(dist.get_pg_count())
+dist.new_group([0])
+dist.new_subgroups(group_size=1)
+counts.append(dist.get_pg_count())
+dist.destroy_process_group()
+counts.append(dist.get_pg_count())
+# PyTorch counts its failed init attempts above too: compare what the groups added, and the reset
+R["pg_count"] = [counts[2] - counts[1], counts[3]]
 write(0, R)

@@ -82,6 +82,27 @@ def is_gloo_available() -> bool:
     return _mpi.is_available()
 
 
+def is_backend_available(backend: str) -> bool:
+    """Whether ``init_process_group``/``new_group`` can run ``backend`` here ("gloo" and "mpi": the
+    MPI engine; "nccl": NCCL's library; a name registered with ``Backend.register_backend``)."""
+    name = str(backend).lower()
+    if name in ("gloo", "mpi"):
+        return _mpi.is_available()
+    if name == "nccl":
+        return _nccl_available()
+    from ._backend import _ENGINES
+
+    return any(engine == name for engine, _ in _ENGINES)
+
+
+def get_pg_count() -> int:
+    """Process groups created since ``init_process_group`` (the default one included; a
+    ``new_group`` call counts on every rank, member or not), 0 without a default group, as PyTorch."""
+    from ._groups import _world
+
+    return _world.group_count if _world.default_pg is not None else 0
+
+
 def is_nccl_available() -> bool:
     """True when NCCL's library (the ``nvidia-nccl-cu13`` wheel) is installed; nothing is loaded."""
     return _nccl_available()
