@@ -10,7 +10,7 @@ EXPECTED = {
     "basic": True, "default_buckets": True, "no_sync": True, "bucket_view": True, "bucket_view_layout": True,
     "find_unused": True, "find_unused_grad_none": True,
     "fp16_hook": True, "bf16_hook": True, "broadcast_buffers": [1.0, 1.0, 1.0, 1.0],
-    "unused_error": ["RuntimeError", True], "join": True,
+    "unused_error": ["RuntimeError", True], "join": True, "join_context": True, "join_empty": "ValueError",
     "device_id_errors": ["ValueError", "ValueError", "ValueError", None],
     "no_sync_unused": [[0.4, 0.4, 0.4, 0.4], [1.0, 1.0]], "dataclass_output": [2.0, True],
 }

@@ -189,6 +189,21 @@ for step in range(1 + world):
     (nn.functional.mse_loss(model(batches[step][0]), batches[step][1]) * (active / world)).backward()
     ref_opt.step()
 R["join"] = close([p.detach() for p in joined.module.parameters()], [p.detach() for p in model.parameters()], 1e-5)
+# the same through the Join context manager (PyTorch's spelling in its uneven-inputs tutorial)
+if LIB == "torch":
+    from torch.distributed.algorithms.join import Join
+else:
+    from ember.distributed.algorithms.join import Join
+joined = DDP(make(rank))
+opt = torch.optim.SGD(joined.parameters(), lr=0.1)
+with Join([joined]):
+    for xb, yb in batches[:2 + rank]:
+        opt.zero_grad()
+        nn.functional.mse_loss(joined(xb), yb).backward()
+        opt.step()
+R["join_context"] = close([p.detach() for p in joined.module.parameters()], [p.detach() for p in model.parameters()],
+                          1e-5)
+R["join_empty"] = error_of(lambda: Join([]))
 # device_ids on a CPU module (the DDP tutorial's GPU spelling) and more than one device id are
 # refused before any communication, with PyTorch's ValueError
 R["device_id_errors"] = [error_of(lambda: DDP(make(rank), device_ids=[rank])),
