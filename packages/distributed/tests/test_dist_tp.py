@@ -14,3 +14,4 @@ def test_tensor_and_sequence_parallel_match_pytorch_and_single_process():
         assert ours[rank] == theirs[rank], f"rank {rank}: {ours[rank]} != {theirs[rank]}"
         for plan in ("tp", "sp"):
             assert ours[rank][f"{plan}/losses_close"] is True and ours[rank][f"{plan}/params_close"] is True
+        assert ours[rank]["prepare_io"] == ["DTensor", "(Shard(dim=1),)", [2, 4, 8], True]

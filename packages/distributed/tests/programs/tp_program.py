@@ -15,6 +15,7 @@ if LIB == "torch":
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
         PrepareModuleInput,
+        PrepareModuleInputOutput,
         RowwiseParallel,
         SequenceParallel,
         loss_parallel,
@@ -26,6 +27,7 @@ else:
     from ember.distributed.tensor.parallel import (
         ColwiseParallel,
         PrepareModuleInput,
+        PrepareModuleInputOutput,
         RowwiseParallel,
         SequenceParallel,
         loss_parallel,
@@ -149,4 +151,13 @@ with loss_parallel():
 R["loss_parallel"] = [type(loss).__name__, str(loss.placements), round(float(loss.full_tensor()), 5),
                       str(head.weight.grad.placements),
                       [round(v, 5) for v in head.weight.grad.full_tensor().reshape(-1).tolist()]]
+# PrepareModuleInputOutput: a batch shard gathered in (as plain input), the output sharded on dim 1
+norm = nn.LayerNorm(8)
+io = parallelize_module(norm, mesh, PrepareModuleInputOutput(
+    input_layouts=(Shard(0),), desired_input_layouts=(Replicate(),), use_local_input=True,
+    output_layouts=(Replicate(),), desired_output_layouts=(Shard(1),), use_local_output=False))
+x_io = torch.cos(torch.arange(64.0).reshape(2, 4, 8))
+out_io = io(x_io.chunk(world, dim=0)[rank])
+R["prepare_io"] = [type(out_io).__name__, str(out_io.placements), list(out_io.shape),
+                   bool(torch.allclose(out_io.full_tensor(), nn.functional.layer_norm(x_io, (8,)), atol=1e-6))]
 write(rank, R)
