@@ -107,3 +107,22 @@ def test_bad_checkpoints_raise_without_running_anything(tmp_path):
     (tmp_path / ".metadata").write_bytes(b"\x80\x04cos\nsystem\n.")  # a pickle is refused, never run
     with pytest.raises(ValueError):
         dcp.load({"w": ember.zeros(4)}, checkpoint_id=tmp_path, no_dist=True)
+
+
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_partial_load_through_the_default_load_planner(tmp_path, lib):
+    # The same calls on PyTorch's DCP (the oracle) and on ember's: a key the checkpoint lacks
+    # raises, unless the load planner allows a partial load (then it is left untouched).
+    if lib == "torch":
+        torch = pytest.importorskip("torch")
+        import torch.distributed.checkpoint as dcp
+    else:
+        import ember as torch
+        import ember.distributed.checkpoint as dcp
+    dcp.save({"w": torch.arange(4.0)}, checkpoint_id=tmp_path, no_dist=True,
+             planner=dcp.DefaultSavePlanner(dedup_save_to_lowest_rank=True))
+    with pytest.raises(dcp.CheckpointException):
+        dcp.load({"w": torch.zeros(4), "extra": torch.zeros(2)}, checkpoint_id=tmp_path, no_dist=True)
+    target = {"w": torch.zeros(4), "extra": torch.full((2,), 7.0)}
+    dcp.load(target, checkpoint_id=tmp_path, no_dist=True, planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
+    assert target["w"].tolist() == [0.0, 1.0, 2.0, 3.0] and target["extra"].tolist() == [7.0, 7.0]

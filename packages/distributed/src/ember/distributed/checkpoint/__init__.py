@@ -10,13 +10,14 @@ the caller and writes them in a background thread, returning a ``Future``.
 from ._async import async_save
 from ._filesystem import FileSystemReader, FileSystemWriter
 from ._format import Metadata
+from ._planners import DefaultLoadPlanner, DefaultSavePlanner
 from ._save_load import CheckpointException, load, save
 from .stateful import Stateful
 
 state_dict_saver = state_dict_loader = None  # set below: PyTorch's module paths for save/load
 
-__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Metadata", "Stateful", "async_save", "load",
-           "save"]
+__all__ = ["CheckpointException", "DefaultLoadPlanner", "DefaultSavePlanner", "FileSystemReader", "FileSystemWriter",
+           "Metadata", "Stateful", "async_save", "load", "save"]
 
 
 def _aliases():

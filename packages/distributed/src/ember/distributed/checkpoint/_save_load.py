@@ -172,16 +172,18 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
     reader = storage_reader or FileSystemReader(_checkpoint_path(checkpoint_id))
     metadata = reader.read_metadata()
     original, state_dict = state_dict, to_state_dict(state_dict)
-    _load_into(state_dict, metadata, reader, no_dist)
+    _load_into(state_dict, metadata, reader, no_dist, getattr(planner, "allow_partial_load", False))
     from_state_dict(original, state_dict)
     if _distributed(no_dist):
         C.barrier(group=process_group)
 
 
-def _load_into(state_dict, metadata, reader, no_dist: bool) -> None:
+def _load_into(state_dict, metadata, reader, no_dist: bool, partial: bool = False) -> None:
     for path, leaf in flatten(state_dict):
         key = path_key(path)
         entry = metadata.state_dict_metadata.get(key)
+        if entry is None and partial:
+            continue
         if entry is None:
             error = RuntimeError(f"Missing key in checkpoint state_dict: {'.'.join(str(p) for p in path)}.")
             rank = _world.get_rank() if _distributed(no_dist) else 0
