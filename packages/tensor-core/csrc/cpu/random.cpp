@@ -14,7 +14,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <numeric>
 #include <stdexcept>
 #include <utility>
@@ -471,9 +475,536 @@ void binomial_impl(py::handle out_obj, py::handle count_obj, py::handle prob_obj
   });
 }
 
+
+// ---------------------------------------------------------------------------------------
+// PyTorch-compatible CPU generator: a 32-bit Mersenne Twister (MT19937, Matsumoto and
+// Nishimura 1998) seeded with init_genrand on the low 32 bits of the seed, plus the cached
+// second Box-Muller normal PyTorch keeps (one float, one double). Every sampler below draws
+// serially, element by element in the order given, so results never depend on threads.
+// ---------------------------------------------------------------------------------------
+constexpr int kMtN = 624, kMtM = 397;
+
+class CpuRng {
+ public:
+  explicit CpuRng(uint64_t seed = 67280421310721ull) { reseed(seed); }
+
+  void reseed(uint64_t seed) {
+    seed_ = seed;
+    seeded_ = true;
+    mt_[0] = static_cast<uint32_t>(seed);
+    for (int j = 1; j < kMtN; ++j) mt_[j] = 1812433253u * (mt_[j - 1] ^ (mt_[j - 1] >> 30)) + static_cast<uint32_t>(j);
+    left_ = 1;
+    next_ = 0;
+    has_float_ = has_double_ = false;
+  }
+
+  uint32_t random() {
+    if (--left_ == 0) regenerate();
+    uint32_t y = mt_[next_++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+  }
+
+  // Two draws: the first is the high word.
+  uint64_t random64() {
+    uint64_t hi = random();
+    return (hi << 32) | random();
+  }
+
+  // Uniforms as PyTorch's uniform_real_distribution: the low 24 (float) / 53 (double) bits.
+  float uniform_float() { return static_cast<float>(random() & 0xFFFFFFu) * 0x1.0p-24f; }
+  double uniform_double() { return static_cast<double>(random64() & ((1ull << 53) - 1)) * 0x1.0p-53; }
+
+  // A standard normal in double: Box-Muller on two uniforms, the sine half cached for the
+  // next call.
+  double normal_double() {
+    if (has_double_) {
+      has_double_ = false;
+      return cached_double_;
+    }
+    double u1 = uniform_double(), u2 = uniform_double();
+    double r = std::sqrt(-2.0 * std::log1p(-u2));
+    double theta = 2.0 * 3.14159265358979323846 * u1;
+    cached_double_ = r * std::sin(theta);
+    has_double_ = true;
+    return r * std::cos(theta);
+  }
+
+  uint64_t initial_seed() const { return seed_; }
+
+  // PyTorch's 5056-byte state: seed u64, left i32, seeded i32, next u64, 624 x u64 words,
+  // normal_x/normal_y/normal_rho f64, normal_is_valid i32 (pad 4), float sample f32,
+  // float-valid u8 (pad 3). Little-endian, zero padding.
+  static constexpr size_t kStateBytes = 5056;
+  py::bytes get_state() const {
+    std::string s(kStateBytes, '\0');
+    char* p = s.data();
+    put(p, 0, seed_);
+    put(p, 8, static_cast<int32_t>(left_));
+    put(p, 12, static_cast<int32_t>(seeded_ ? 1 : 0));
+    put(p, 16, static_cast<uint64_t>(next_));
+    for (int j = 0; j < kMtN; ++j) put(p, 24 + 8 * j, static_cast<uint64_t>(mt_[j]));
+    constexpr size_t tail = 24 + 8 * kMtN;  // 5016
+    put(p, tail + 8, has_double_ ? cached_double_ : 0.0);
+    put(p, tail + 24, static_cast<int32_t>(has_double_ ? 1 : 0));
+    put(p, tail + 32, has_float_ ? cached_float_ : 0.0f);
+    p[tail + 36] = has_float_ ? 1 : 0;
+    return py::bytes(s);
+  }
+
+  void set_state(const std::string& s) {
+    if (s.size() != kStateBytes)
+      throw std::runtime_error("Expected a CPUGeneratorImplState of size " + std::to_string(kStateBytes) +
+                               " but found the input RNG state size to be " + std::to_string(s.size()));
+    const char* p = s.data();
+    auto left = get<int32_t>(p, 8);
+    auto seeded = get<int32_t>(p, 12);
+    auto next = static_cast<uint32_t>(get<uint64_t>(p, 16));
+    if (!(static_cast<bool>(seeded) && left > 0 && left <= kMtN && next <= static_cast<uint32_t>(kMtN)))
+      throw std::runtime_error("Invalid mt19937 state");
+    seed_ = get<uint64_t>(p, 0);
+    left_ = left;
+    seeded_ = true;
+    next_ = next;
+    for (int j = 0; j < kMtN; ++j) mt_[j] = static_cast<uint32_t>(get<uint64_t>(p, 24 + 8 * j));
+    constexpr size_t tail = 24 + 8 * kMtN;
+    has_double_ = get<int32_t>(p, tail + 24) != 0;
+    cached_double_ = get<double>(p, tail + 8);
+    has_float_ = p[tail + 36] != 0;
+    cached_float_ = get<float>(p, tail + 32);
+  }
+
+  void copy_from(const CpuRng& o) {
+    seed_ = o.seed_;
+    left_ = o.left_;
+    seeded_ = o.seeded_;
+    next_ = o.next_;
+    mt_ = o.mt_;
+    has_float_ = o.has_float_;
+    has_double_ = o.has_double_;
+    cached_float_ = o.cached_float_;
+    cached_double_ = o.cached_double_;
+  }
+
+  std::mutex mutex;
+
+ private:
+  template <typename V>
+  static void put(char* p, size_t at, V v) { std::memcpy(p + at, &v, sizeof(V)); }
+  template <typename V>
+  static V get(const char* p, size_t at) {
+    V v;
+    std::memcpy(&v, p + at, sizeof(V));
+    return v;
+  }
+
+  void regenerate() {
+    auto mix = [](uint32_t u, uint32_t v) {
+      uint32_t y = (u & 0x80000000u) | (v & 0x7fffffffu);
+      return (y >> 1) ^ ((v & 1u) ? 0x9908b0dfu : 0u);
+    };
+    int k = 0;
+    for (; k < kMtN - kMtM; ++k) mt_[k] = mt_[k + kMtM] ^ mix(mt_[k], mt_[k + 1]);
+    for (; k < kMtN - 1; ++k) mt_[k] = mt_[k + kMtM - kMtN] ^ mix(mt_[k], mt_[k + 1]);
+    mt_[kMtN - 1] = mt_[kMtM - 1] ^ mix(mt_[kMtN - 1], mt_[0]);
+    left_ = kMtN;
+    next_ = 0;
+  }
+
+  uint64_t seed_ = 0;
+  int left_ = 1;
+  bool seeded_ = false;
+  uint32_t next_ = 0;
+  std::array<uint32_t, kMtN> mt_{};
+  bool has_float_ = false, has_double_ = false;
+  float cached_float_ = 0.0f;
+  double cached_double_ = 0.0;
+};
+
+// Storage type <- float/double with PyTorch's cast (half types via float).
+template <typename T, typename C>
+inline T store_as(C v) {
+  if constexpr (std::is_same_v<T, Half>) return Half{float_to_half(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16{float_to_bf16(static_cast<float>(v))};
+  else return static_cast<T>(v);
+}
+
+template <typename T>
+inline bool same_bits(T a, T b) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return a.bits == b.bits;
+  else return a == b;
+}
+
+// uniform_(from, to): u * (to - from) + from in the dtype's compute type with one rounding
+// (PyTorch's kernels are built with FMA contraction); float16/bfloat16 compute in float and
+// map a value that rounds up to `to` back to `from`.
+template <typename T>
+void mt_uniform_typed(CpuRng& g, T* p, int64_t n, double from_d, double to_d) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double span = to_d - from_d;
+    for (int64_t i = 0; i < n; ++i) p[i] = std::fma(g.uniform_double(), span, from_d);
+  } else {
+    const float from = static_cast<float>(from_d), to = static_cast<float>(to_d), span = to - from;
+    const T to_s = store_as<T>(to_d), from_s = store_as<T>(from_d);
+    for (int64_t i = 0; i < n; ++i) {
+      T v = store_as<T>(std::fmaf(g.uniform_float(), span, from));
+      if constexpr (!std::is_same_v<T, float>) {
+        if (same_bits(v, to_s)) v = from_s;
+      }
+      p[i] = v;
+    }
+  }
+}
+
+void mt_uniform(py::handle out_obj, CpuRng& g, double from, double to) {
+  TensorArg out = contiguous_out(out_obj, "uniform_");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  const int64_t n = out.numel();
+  switch (out.dtype) {
+    case DType::Float64: mt_uniform_typed(g, reinterpret_cast<double*>(out.data), n, from, to); break;
+    case DType::Float32: mt_uniform_typed(g, reinterpret_cast<float*>(out.data), n, from, to); break;
+    case DType::Float16: mt_uniform_typed(g, reinterpret_cast<Half*>(out.data), n, from, to); break;
+    case DType::BFloat16: mt_uniform_typed(g, reinterpret_cast<BFloat16*>(out.data), n, from, to); break;
+    default: throw std::invalid_argument("uniform_: expected a floating dtype");
+  }
+}
+
+// Cephes-style single-precision log, sin and cos evaluated as PyTorch's AVX2 normal fill
+// does (range reduction and polynomials in float, multiply-adds fused).
+inline float bits_to_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+inline uint32_t float_to_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+template <bool Fused>
+inline float madd(float a, float b, float c) {
+  if constexpr (Fused) return std::fmaf(a, b, c);
+  else {
+    volatile float t = a * b;
+    return t + c;
+  }
+}
+
+template <bool Fused>
+float cephes_logf(float x) {
+  const bool invalid = x <= 0.0f;
+  x = std::max(x, bits_to_float(0x00800000u));
+  int32_t expo = static_cast<int32_t>(float_to_bits(x) >> 23) - 0x7f;
+  x = bits_to_float((float_to_bits(x) & ~0x7f800000u) | float_to_bits(0.5f));
+  float e = static_cast<float>(expo) + 1.0f;
+  const bool low = x < 0.707106781186547524f;
+  float tmp = low ? x : 0.0f;
+  x = x - 1.0f;
+  e = e - (low ? 1.0f : 0.0f);
+  x = x + tmp;
+  float z = x * x;
+  float y = 7.0376836292E-2f;
+  y = madd<Fused>(y, x, -1.1514610310E-1f);
+  y = madd<Fused>(y, x, 1.1676998740E-1f);
+  y = madd<Fused>(y, x, -1.2420140846E-1f);
+  y = madd<Fused>(y, x, 1.4249322787E-1f);
+  y = madd<Fused>(y, x, -1.6668057665E-1f);
+  y = madd<Fused>(y, x, 2.0000714765E-1f);
+  y = madd<Fused>(y, x, -2.4999993993E-1f);
+  y = madd<Fused>(y, x, 3.3333331174E-1f);
+  y = y * x;
+  y = madd<Fused>(y, z, e * -2.12194440e-4f);
+  y = madd<Fused>(-z, 0.5f, y);
+  x = x + y;
+  x = madd<Fused>(e, 0.693359375f, x);
+  if (invalid) x = bits_to_float(float_to_bits(x) | 0xffffffffu);
+  return x;
+}
+
+template <bool Fused>
+void cephes_sincosf(float x, float& s, float& c) {
+  uint32_t sign_sin = float_to_bits(x) & 0x80000000u;
+  x = std::fabs(x);
+  float y = x * 1.27323954473516f;
+  int32_t j = static_cast<int32_t>(y);
+  j = (j + 1) & ~1;
+  y = static_cast<float>(j);
+  uint32_t swap_sin = static_cast<uint32_t>(j & 4) << 29;
+  const bool poly_sin = (j & 2) == 0;  // cephes: use the cosine polynomial for sin when false
+  x = madd<Fused>(y, -0.78515625f, x);
+  x = madd<Fused>(y, -2.4187564849853515625e-4f, x);
+  x = madd<Fused>(y, -3.77489497744594108e-8f, x);
+  uint32_t sign_cos = static_cast<uint32_t>(~(j - 2) & 4) << 29;
+  sign_sin ^= swap_sin;
+  float z = x * x;
+  float yc = 2.443315711809948E-005f;
+  yc = madd<Fused>(yc, z, -1.388731625493765E-003f);
+  yc = madd<Fused>(yc, z, 4.166664568298827E-002f);
+  yc = yc * z;
+  yc = yc * z;
+  yc = madd<Fused>(-z, 0.5f, yc);
+  yc = yc + 1.0f;
+  float ys = -1.9515295891E-4f;
+  ys = madd<Fused>(ys, z, 8.3321608736E-3f);
+  ys = madd<Fused>(ys, z, -1.6666654611E-1f);
+  ys = ys * z;
+  ys = madd<Fused>(ys, x, x);
+  float sin_v = poly_sin ? ys : yc, cos_v = poly_sin ? yc : ys;
+  s = bits_to_float(float_to_bits(sin_v) ^ sign_sin);
+  c = bits_to_float(float_to_bits(cos_v) ^ sign_cos);
+}
+
+// Box-Muller on 16 uniforms in place: pairs (j, j + 8), j < 8.
+template <typename C>
+void box_muller16_libm(C* d, C mean, C stdv) {
+  for (int j = 0; j < 8; ++j) {
+    const C u1 = 1 - d[j], u2 = d[j + 8];
+    const C radius = std::sqrt(-2 * std::log(u1));
+    const C theta = static_cast<C>(2.0f * 3.14159265358979323846 * u2);
+    d[j] = std::fma(radius * std::cos(theta), stdv, mean);
+    d[j + 8] = std::fma(radius * std::sin(theta), stdv, mean);
+  }
+}
+
+template <bool Fused>
+void box_muller16_cephes(float* d, float mean, float stdv) {
+  const float two_pi = static_cast<float>(2.0f * 3.14159265358979323846);
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = 1.0f - d[j], u2 = d[j + 8];
+    const float radius = std::sqrt(-2.0f * cephes_logf<Fused>(u1));
+    const float theta = two_pi * u2;
+    float s, c;
+    cephes_sincosf<Fused>(theta, s, c);
+    d[j] = std::fmaf(radius * c, stdv, mean);
+    d[j + 8] = std::fmaf(radius * s, stdv, mean);
+  }
+}
+
+// float32 blocks use the vector-library formulas above, float64 blocks the C library's.
+void box_muller16(float* d, float mean, float stdv) { box_muller16_cephes<true>(d, mean, stdv); }
+void box_muller16(double* d, double mean, double stdv) { box_muller16_libm<double>(d, mean, stdv); }
+
+// PyTorch's normal fill for contiguous tensors of >= 16 elements: all uniforms first, then
+// Box-Muller over blocks of 16; a ragged tail redraws 16 fresh uniforms for the last 16.
+template <typename T>
+void mt_normal_fill(CpuRng& g, T* p, int64_t n, double mean, double stdv) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  auto uni = [&]() -> C {
+    if constexpr (std::is_same_v<C, double>) return g.uniform_double();
+    else return g.uniform_float();
+  };
+  const C m = static_cast<C>(mean), s = static_cast<C>(stdv);
+  if constexpr (std::is_same_v<T, C>) {
+    for (int64_t i = 0; i < n; ++i) p[i] = uni();
+    for (int64_t i = 0; i + 16 <= n; i += 16) box_muller16(p + i, m, s);
+    if (n % 16 != 0) {
+      C* tail = p + n - 16;
+      for (int j = 0; j < 16; ++j) tail[j] = uni();
+      box_muller16(tail, m, s);
+    }
+  } else {
+    C buf[16];
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+      for (int j = 0; j < 16; ++j) buf[j] = uni();
+      box_muller16(buf, m, s);
+      for (int j = 0; j < 16; ++j) p[i + j] = store_as<T>(buf[j]);
+    }
+    if (n % 16 != 0) {
+      for (int j = 0; j < 16; ++j) buf[j] = uni();
+      box_muller16(buf, m, s);
+      for (int j = 0; j < 16; ++j) p[n - 16 + j] = store_as<T>(buf[j]);
+    }
+  }
+}
+
+// normal_(mean, std): `fill` selects the 16-wide path (PyTorch: >= 16 elements and a
+// contiguous tensor); otherwise one double normal per element (with the cached sine half).
+void mt_normal(py::handle out_obj, CpuRng& g, double mean, double stdv, bool fill) {
+  TensorArg out = contiguous_out(out_obj, "normal_");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  const int64_t n = out.numel();
+  auto run = [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if (fill && n >= 16) {
+      mt_normal_fill<T>(g, p, n, mean, stdv);
+    } else {
+      for (int64_t i = 0; i < n; ++i) p[i] = store_as<T>(std::fma(g.normal_double(), stdv, mean));
+    }
+  };
+  switch (out.dtype) {
+    case DType::Float64: run(reinterpret_cast<double*>(out.data)); break;
+    case DType::Float32: run(reinterpret_cast<float*>(out.data)); break;
+    case DType::Float16: run(reinterpret_cast<Half*>(out.data)); break;
+    case DType::BFloat16: run(reinterpret_cast<BFloat16*>(out.data)); break;
+    default: throw std::invalid_argument("normal_: expected a floating dtype");
+  }
+}
+
+// random_ family. mode 0: (val % range) + base with a 32-bit draw below 2^28, else 64-bit;
+// mode 1: the full int64 range from one 64-bit draw; mode 2: random_() with no bounds,
+// [0, 2^digits] for floating types and [0, max] for integers.
+template <typename T>
+T from_int64(int64_t v) {
+  if constexpr (std::is_same_v<T, bool>) return v != 0;
+  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return store_as<T>(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+template <typename T>
+void mt_random_typed(CpuRng& g, T* p, int64_t n, int mode, uint64_t range, int64_t base) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v;
+    if (mode == 0) {
+      uint64_t r = range >= (1ull << 28) ? g.random64() : static_cast<uint64_t>(g.random());
+      v = static_cast<int64_t>(r % range + static_cast<uint64_t>(base));
+    } else if (mode == 1) {
+      v = static_cast<int64_t>(g.random64());
+    } else {
+      if constexpr (std::is_same_v<T, bool>) v = g.random() & 1u;
+      else if constexpr (std::is_same_v<T, int64_t>) v = static_cast<int64_t>(g.random64() % (1ull << 63));
+      else if constexpr (std::is_same_v<T, double>) v = static_cast<int64_t>(g.random64() % ((1ull << 53) + 1));
+      else if constexpr (std::is_same_v<T, float>) v = static_cast<int64_t>(g.random() % ((1ull << 24) + 1));
+      else if constexpr (std::is_same_v<T, Half>) v = static_cast<int64_t>(g.random() % ((1ull << 11) + 1));
+      else if constexpr (std::is_same_v<T, BFloat16>) v = static_cast<int64_t>(g.random() % ((1ull << 8) + 1));
+      else v = static_cast<int64_t>(g.random() % (static_cast<uint64_t>(std::numeric_limits<T>::max()) + 1));
+    }
+    p[i] = from_int64<T>(v);
+  }
+}
+
+void mt_random(py::handle out_obj, CpuRng& g, int mode, uint64_t range, int64_t base) {
+  TensorArg out = contiguous_out(out_obj, "random_");
+  if (mode == 0 && range == 0) throw std::invalid_argument("random_: empty range");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  EMBER_DISPATCH_ALL(out.dtype, "random_", [&] {
+    mt_random_typed<scalar_t>(g, reinterpret_cast<scalar_t*>(out.data), out.numel(), mode, range, base);
+  });
+}
+
+// randperm: below 2^32 / 20 elements, swaps of i with i + random() % (n - i); above, the
+// inside-out shuffle with 64-bit draws.
+void mt_randperm(py::handle out_obj, CpuRng& g) {
+  TensorArg out = contiguous_out(out_obj, "randperm");
+  if (out.dtype != DType::Int64 || out.ndim() != 1) throw std::invalid_argument("randperm: out must be an int64 vector");
+  const int64_t n = out.numel();
+  auto* r = reinterpret_cast<int64_t*>(out.data);
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  if (n < static_cast<int64_t>(std::numeric_limits<uint32_t>::max() / 20)) {
+    for (int64_t i = 0; i < n; ++i) r[i] = i;
+    for (int64_t i = 0; i < n - 1; ++i) {
+      int64_t z = static_cast<int64_t>(g.random()) % (n - i);
+      std::swap(r[i], r[z + i]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      auto z = static_cast<int64_t>(g.random64() % static_cast<uint64_t>(i + 1));
+      r[i] = r[z];
+      r[z] = i;
+    }
+  }
+}
+
+// Per-element distributions from one uniform each (PyTorch draws them in double:
+// bernoulli(p) = u < p, exponential = -log1p(-u) / lambda, geometric = ceil(log(u) / log1p(-p)),
+// cauchy = median + sigma * tan(pi * (u - 0.5)); log-normal = exp(normal)).
+void mt_dist(py::handle out_obj, CpuRng& g, int kind, double a, double b) {
+  TensorArg out = contiguous_out(out_obj, "random distribution");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  EMBER_DISPATCH_ALL(out.dtype, "random distribution", [&] {
+    auto* p = reinterpret_cast<scalar_t*>(out.data);
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      switch (kind) {
+        case kBernoulli: v = g.uniform_double() < a ? 1.0 : 0.0; break;
+        case kExponential: v = -1.0 / a * std::log1p(-g.uniform_double()); break;
+        case kGeometric: v = std::ceil(std::log(g.uniform_double()) / std::log1p(-a)); break;
+        case kCauchy: v = a + b * std::tan(3.14159265358979323846 * (g.uniform_double() - 0.5)); break;
+        case kLogNormal: v = std::exp(std::fma(g.normal_double(), b, a)); break;
+        default: throw std::invalid_argument("random distribution: unknown kind");
+      }
+      p[i] = convert<scalar_t, double>(v);
+    }
+  });
+}
+
+// bernoulli_(p tensor): p already broadcast to out's shape, contiguous, float64 (p_double)
+// or float32: a float32 p draws a 24-bit float uniform, a float64 p a 53-bit one.
+void mt_bernoulli_tensor(py::handle out_obj, py::handle p_obj, CpuRng& g) {
+  TensorArg out = contiguous_out(out_obj, "bernoulli_");
+  TensorArg p = contiguous_out(p_obj, "bernoulli_");
+  if (p.numel() != out.numel() || (p.dtype != DType::Float64 && p.dtype != DType::Float32))
+    throw std::invalid_argument("bernoulli_: p must be float32/float64 of out's size");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  bool bad = false;
+  EMBER_DISPATCH_ALL(out.dtype, "bernoulli_", [&] {
+    auto* o = reinterpret_cast<scalar_t*>(out.data);
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      bool hit;
+      if (p.dtype == DType::Float64) {
+        double pv = reinterpret_cast<const double*>(p.data)[i];
+        if (!(pv >= 0.0 && pv <= 1.0)) bad = true;
+        hit = g.uniform_double() < pv;
+      } else {
+        float pv = reinterpret_cast<const float*>(p.data)[i];
+        if (!(pv >= 0.0f && pv <= 1.0f)) bad = true;
+        hit = g.uniform_float() < pv;
+      }
+      o[i] = convert<scalar_t, double>(hit ? 1.0 : 0.0);
+    }
+  });
+  if (bad) throw std::runtime_error("bernoulli_: expected all probabilities p to be in [0, 1]");
+}
+
 }  // namespace
 
 void bind_random(py::module_& m) {
+  py::class_<CpuRng, std::shared_ptr<CpuRng>>(m, "CpuRng",
+      "PyTorch's CPU generator: MT19937 with PyTorch's seeding, 64-bit composition and cached normals.")
+      .def(py::init<uint64_t>(), py::arg("seed") = 67280421310721ull)
+      .def("manual_seed", [](CpuRng& g, uint64_t s) { std::lock_guard<std::mutex> l(g.mutex); g.reseed(s); })
+      .def("initial_seed", &CpuRng::initial_seed)
+      .def("random", [](CpuRng& g) { std::lock_guard<std::mutex> l(g.mutex); return g.random(); })
+      .def("random64", [](CpuRng& g) { std::lock_guard<std::mutex> l(g.mutex); return g.random64(); })
+      .def("get_state", [](CpuRng& g) { std::lock_guard<std::mutex> l(g.mutex); return g.get_state(); })
+      .def("set_state", [](CpuRng& g, const std::string& s) { std::lock_guard<std::mutex> l(g.mutex); g.set_state(s); })
+      .def("clone", [](CpuRng& g) {
+        std::lock_guard<std::mutex> l(g.mutex);
+        auto c = std::make_shared<CpuRng>();
+        c->copy_from(g);
+        return c;
+      })
+      .def(py::pickle([](CpuRng& g) { return g.get_state(); },
+                      [](const py::bytes& b) {
+                        std::string s = b;
+                        auto c = std::make_shared<CpuRng>();
+                        c->set_state(s);
+                        return c;
+                      }));
+  m.attr("cpu_rng_state_bytes") = static_cast<int>(CpuRng::kStateBytes);
+  m.def("mt_uniform_", &mt_uniform, py::arg("out"), py::arg("gen"), py::arg("low"), py::arg("high"),
+        "uniform_ with PyTorch's CPU stream into a contiguous floating tensor.");
+  m.def("mt_normal_", &mt_normal, py::arg("out"), py::arg("gen"), py::arg("mean"), py::arg("std"), py::arg("fill"),
+        "normal_ with PyTorch's CPU stream (fill: the 16-wide path for contiguous tensors of >= 16 elements).");
+  m.def("mt_random_", &mt_random, py::arg("out"), py::arg("gen"), py::arg("mode"), py::arg("range"), py::arg("base"),
+        "random_ with PyTorch's CPU stream (mode 0: [base, base + range); 1: all int64; 2: random_()).");
+  m.def("mt_randperm_", &mt_randperm, py::arg("out"), py::arg("gen"), "randperm with PyTorch's CPU stream.");
+  m.def("mt_dist_", &mt_dist, py::arg("out"), py::arg("gen"), py::arg("kind"), py::arg("a"), py::arg("b"),
+        "bernoulli/exponential/geometric/cauchy/log-normal with PyTorch's CPU stream.");
+  m.def("mt_bernoulli_tensor_", &mt_bernoulli_tensor, py::arg("out"), py::arg("p"), py::arg("gen"),
+        "bernoulli_ with a per-element probability tensor (same size, contiguous).");
+
   m.def("random_poisson_", &poisson_impl, py::arg("out"), py::arg("rate"), py::arg("seed"), py::arg("offset"),
         "Poisson draws with per-element float64 rates (broadcast) into a contiguous float64 tensor.");
   m.def("random_binomial_", &binomial_impl, py::arg("out"), py::arg("count"), py::arg("prob"), py::arg("seed"),
