@@ -746,8 +746,7 @@ void cephes_sincosf(float x, float& s, float& c) {
   yc = madd<Fused>(yc, z, -1.388731625493765E-003f);
   yc = madd<Fused>(yc, z, 4.166664568298827E-002f);
   yc = yc * z;
-  yc = yc * z;
-  yc = madd<Fused>(-z, 0.5f, yc);
+  yc = madd<Fused>(yc, z, -(z * 0.5f));  // y * z^2 - z / 2, the product fused
   yc = yc + 1.0f;
   float ys = -1.9515295891E-4f;
   ys = madd<Fused>(ys, z, 8.3321608736E-3f);
