@@ -6,6 +6,15 @@ import typing
 class AutogradNode:
     ...
 
+class CpuRng:
+    def manual_seed(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    def initial_seed(self) -> int: ...
+    def random(self) -> int: ...
+    def random64(self) -> int: ...
+    def get_state(self) -> bytes: ...
+    def set_state(self, arg0: str) -> None: ...
+    def clone(self) -> CpuRng: ...
+
 class DeviceAllocatorBase:
     ...
 
@@ -286,6 +295,8 @@ def conv_forward(
 def copy_(dst: object, src: object) -> None: ...
 
 def count_nonzero_all(src: object) -> int: ...
+
+cpu_rng_state_bytes: int
 
 dlpack_cpu: int
 
@@ -617,6 +628,41 @@ def mode(
     indices: object,
     self: object,
     dim: typing.SupportsInt | typing.SupportsIndex,
+) -> None: ...
+
+def mt_bernoulli_tensor_(out: object, p: object, gen: CpuRng) -> None: ...
+
+def mt_dist_(
+    out: object,
+    gen: CpuRng,
+    kind: typing.SupportsInt | typing.SupportsIndex,
+    a: typing.SupportsFloat | typing.SupportsIndex,
+    b: typing.SupportsFloat | typing.SupportsIndex,
+) -> None: ...
+
+def mt_normal_(
+    out: object,
+    gen: CpuRng,
+    mean: typing.SupportsFloat | typing.SupportsIndex,
+    std: typing.SupportsFloat | typing.SupportsIndex,
+    fill: bool,
+) -> None: ...
+
+def mt_random_(
+    out: object,
+    gen: CpuRng,
+    mode: typing.SupportsInt | typing.SupportsIndex,
+    range: typing.SupportsInt | typing.SupportsIndex,
+    base: typing.SupportsInt | typing.SupportsIndex,
+) -> None: ...
+
+def mt_randperm_(out: object, gen: CpuRng) -> None: ...
+
+def mt_uniform_(
+    out: object,
+    gen: CpuRng,
+    low: typing.SupportsFloat | typing.SupportsIndex,
+    high: typing.SupportsFloat | typing.SupportsIndex,
 ) -> None: ...
 
 def multinomial_(
