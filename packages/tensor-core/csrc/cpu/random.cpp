@@ -395,7 +395,15 @@ class Stream {
 };
 
 // Knuth's product of uniforms for small means, Hormann's PTRS (1993) transformed rejection above.
-double poisson_draw(Stream& s, double lam) {
+// A product rounded on its own: keeps the compiler from fusing it into a following add,
+// so these formulas round as PyTorch's (unfused) build of the same algorithm does.
+inline double rd(double x) {
+  volatile double v = x;
+  return v;
+}
+
+template <typename S>
+double poisson_draw(S& s, double lam) {
   if (!(lam > 0)) return lam == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   if (std::isinf(lam)) return lam;
   if (lam < 10) {
@@ -408,15 +416,15 @@ double poisson_draw(Stream& s, double lam) {
     return k;
   }
   double slam = std::sqrt(lam), loglam = std::log(lam);
-  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  double b = 0.931 + rd(2.53 * slam), a = -0.059 + rd(0.02483 * b);
   double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
   for (;;) {
     double u = s.next() - 0.5, v = s.next();
     double us = 0.5 - std::fabs(u);
-    double k = std::floor((2 * a / us + b) * u + lam + 0.43);
+    double k = std::floor(rd((2 * a / us + b) * u) + lam + 0.43);
     if (us >= 0.07 && v <= vr) return k;
     if (k < 0 || (us < 0.013 && v > us)) continue;
-    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <= -lam + k * loglam - std::lgamma(k + 1))
+    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <= -lam + rd(k * loglam) - std::lgamma(k + 1))
       return k;
   }
 }
@@ -1045,6 +1053,77 @@ void mt_bernoulli_tensor(py::handle out_obj, py::handle p_obj, CpuRng& g) {
   if (bad) throw std::runtime_error("bernoulli_: expected all probabilities p to be in [0, 1]");
 }
 
+
+// multinomial with replacement, as PyTorch's CPU kernel: per row, the running sums in the
+// probabilities' type C (float for float32/16-bit inputs, double for float64) divided by the
+// total, the last forced to 1; each sample is the first category whose normalized sum is not
+// below a 53-bit uniform.
+template <typename C>
+void mt_multinomial_rows(CpuRng& g, const C* P, int64_t* O, int64_t rows, int64_t n, int64_t k) {
+  std::vector<C> cum(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    const C* p = P + r * n;
+    C sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      C v = p[j];
+      if (!(v >= 0)) throw std::runtime_error("invalid multinomial distribution (encountering probability entry < 0)");
+      if (!std::isfinite(v))
+        throw std::runtime_error("invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+      sum += v;
+      cum[static_cast<size_t>(j)] = sum;
+    }
+    if (!(sum > 0)) throw std::runtime_error("invalid multinomial distribution (sum of probabilities <= 0)");
+    for (auto& c : cum) c /= sum;
+    cum[static_cast<size_t>(n - 1)] = 1;
+    for (int64_t s = 0; s < k; ++s) {
+      const double u = g.uniform_double();
+      int64_t lo = 0, hi = n;
+      while (hi > lo) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (static_cast<double>(cum[static_cast<size_t>(mid)]) < u) lo = mid + 1;
+        else hi = mid;
+      }
+      O[r * k + s] = lo;
+    }
+  }
+}
+
+void mt_multinomial(py::handle out_obj, py::handle probs_obj, CpuRng& g) {
+  TensorArg out = contiguous_out(out_obj, "multinomial");
+  TensorArg probs = contiguous_out(probs_obj, "multinomial");
+  if (out.dtype != DType::Int64 || probs.ndim() != 2 || out.ndim() != 2 || out.shape[0] != probs.shape[0] ||
+      (probs.dtype != DType::Float32 && probs.dtype != DType::Float64) || probs.shape[1] < 1)
+    throw std::invalid_argument("multinomial: expected float32/float64 [rows, n] probs and int64 [rows, k] out");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto* O = reinterpret_cast<int64_t*>(out.data);
+  if (probs.dtype == DType::Float64)
+    mt_multinomial_rows(g, reinterpret_cast<const double*>(probs.data), O, probs.shape[0], probs.shape[1], out.shape[1]);
+  else
+    mt_multinomial_rows(g, reinterpret_cast<const float*>(probs.data), O, probs.shape[0], probs.shape[1], out.shape[1]);
+}
+
+
+// poisson with PyTorch's CPU stream: one rate per element (contiguous float64, out's size),
+// drawn in order with 53-bit uniforms.
+struct MtUniforms {
+  CpuRng& g;
+  double next() { return g.uniform_double(); }
+};
+
+void mt_poisson(py::handle out_obj, py::handle rate_obj, CpuRng& g) {
+  TensorArg out = float64_out(out_obj, "poisson");
+  TensorArg rate = contiguous_out(rate_obj, "poisson");
+  if (rate.dtype != DType::Float64 || rate.numel() != out.numel())
+    throw std::invalid_argument("poisson: rates must be float64 of out's size");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  MtUniforms u{g};
+  auto* o = reinterpret_cast<double*>(out.data);
+  const auto* r = reinterpret_cast<const double*>(rate.data);
+  for (int64_t i = 0; i < out.numel(); ++i) o[i] = poisson_draw(u, r[i]);
+}
+
 }  // namespace
 
 void bind_random(py::module_& m) {
@@ -1091,6 +1170,10 @@ void bind_random(py::module_& m) {
       },
       py::arg("out"), py::arg("vector"),
       "The float32 Box-Muller block in place on 16 uniforms: the dispatched (vector) or the scalar form (tests).");
+  m.def("mt_multinomial_", &mt_multinomial, py::arg("out"), py::arg("probs"), py::arg("gen"),
+        "multinomial with replacement with PyTorch's CPU stream and search.");
+  m.def("mt_poisson_", &mt_poisson, py::arg("out"), py::arg("rate"), py::arg("gen"),
+        "poisson with PyTorch's CPU stream (rates: contiguous float64 of out's size).");
   m.def("mt_bernoulli_tensor_", &mt_bernoulli_tensor, py::arg("out"), py::arg("p"), py::arg("gen"),
         "bernoulli_ with a per-element probability tensor (same size, contiguous).");
 

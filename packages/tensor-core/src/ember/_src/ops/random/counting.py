@@ -40,8 +40,7 @@ def _poisson_cpu(self, generator=None):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     values = empty(self._shape, dtypes.float64, self._device)
     if n:
-        seed, offset = gen._take(n)
-        _C.random_poisson_(values, rates, seed, offset)
+        _C.mt_poisson_(values, rates.contiguous(), gen._rng)
     return convert(values, self.dtype)
 
 

@@ -471,15 +471,28 @@ def _multinomial_shape(probs, num_samples, replacement):
 @multinomial_op.kernel("cpu")
 def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
     shape = _multinomial_shape(probs, num_samples, replacement)
-    out = _new_empty(shape, dtypes.int64, probs._device)
     rows = probs._shape[0] if probs.ndim == 2 else 1
-    if rows == 0:
-        return out
-    gen = _generator_for(probs, generator)
     n = probs._shape[-1]
-    table = convert(probs, dtypes.float64).contiguous().reshape(rows, n)
-    seed, offset = gen._take(rows * (num_samples if replacement else n))
-    _C.multinomial_(out.reshape(rows, num_samples), table, builtins.bool(replacement), seed, offset)
+    if rows == 0:
+        return _new_empty(shape, dtypes.int64, probs._device)
+    gen = _generator_for(probs, generator)
+    if not replacement or num_samples == 1:
+        # PyTorch's path: argmax / top-k of p / q with q ~ Exponential(1) drawn in p's dtype
+        # (the Gumbel-max trick), after checking the rows.
+        if not bool(((probs.max() < math.inf) & (probs.min() >= 0)).item()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((probs.sum(-1) == 0).any().item()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        q = _new_empty(probs._shape, probs.dtype, probs._device)
+        exponential_op(q, 1.0, generator=gen)
+        keys = probs / q
+        if num_samples == 1:
+            return keys.argmax(-1, keepdim=True)
+        return keys.topk(num_samples)[1]
+    out = _new_empty(shape, dtypes.int64, probs._device)
+    table_dtype = dtypes.float64 if probs.dtype is dtypes.float64 else dtypes.float32
+    table = convert(probs, table_dtype).contiguous().reshape(rows, n)
+    _C.mt_multinomial_(out.reshape(rows, num_samples), table, gen._rng)
     return out
 
 
