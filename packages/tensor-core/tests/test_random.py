@@ -466,6 +466,14 @@ STREAM_CASES = {
     "rand_like": lambda m: m.rand_like(m.zeros(3, 4)),
     "randn_like": lambda m: m.randn_like(m.zeros(30)),
     "randint_like": lambda m: m.randint_like(m.zeros(30), 7),
+    "multinomial_replacement": lambda m: m.multinomial(m.rand(4, 30), 7, replacement=True),
+    "multinomial_replacement_f64": lambda m: m.multinomial(m.rand(30, dtype=m.float64), 9, replacement=True),
+    "multinomial_topk": lambda m: m.multinomial(m.rand(5, 30), 10),
+    "multinomial_one": lambda m: m.multinomial(m.rand(5, 30), 1, replacement=True),
+    "poisson": lambda m: m.poisson(m.linspace(0, 300, 400)),
+    "poisson_f64": lambda m: m.poisson(m.linspace(0, 30, 100, dtype=m.float64)),
+    "binomial": lambda m: m.binomial(m.linspace(0, 5000, 300), m.linspace(0, 1, 300)),
+    "binomial_f64": lambda m: m.binomial(m.linspace(0, 80, 300, dtype=m.float64), m.linspace(1, 0, 300, dtype=m.float64)),
 }
 
 

@@ -1,12 +1,12 @@
-// Kernel family "random": a counter-based generator (Philox4x32-10, Salmon et al., SC'11).
+// Kernel family "random": PyTorch's CPU generator and samplers.
 //
-// Element i of a result drawn at generator state (seed, offset) is a pure function of
-// (seed, offset + i): the 128-bit counter is (offset + i, 0) and the 64-bit key is the
-// seed, so results do not depend on the thread count or on how the loop is split. One
-// Philox block (4 x 32 bits) serves one element (normals: one block per Box-Muller pair,
-// under a key of their own); the Python generator advances its offset by the number of
-// elements a call used. Kernels write a contiguous
-// output: in-place ops on other layouts generate into a temporary and copy (Python side).
+// CpuRng is PyTorch's CPU generator (a 32-bit Mersenne Twister seeded as PyTorch seeds it,
+// with its cached normals and its 5056-byte state layout), and every mt_* sampler draws from
+// it serially in the order PyTorch's kernels do, with the same transforms and roundings, so
+// a seeded program draws PyTorch's exact numbers whatever the thread count. Samplers write a
+// contiguous output: the Python side passes other layouts through a temporary laid out in
+// the order PyTorch visits them. philox4x32 is a raw Philox4x32-10 block (known-answer tests
+// of the counter-based generator the CUDA plugin uses).
 #include <pybind11/pybind11.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,213 +61,16 @@ inline Block philox_raw(Block c, uint32_t k0, uint32_t k1) {
   return c;
 }
 
-// The block for one element: counter = index (64 bits) and zeros, key = seed.
-inline Block philox(uint64_t seed, uint64_t index) {
-  return philox_raw({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0u, 0u},
-                    static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-}
-
-inline uint64_t word64(const Block& b, int first) {
-  return (static_cast<uint64_t>(b[first + 1]) << 32) | b[first];
-}
-
-// Uniform in [0, 1) with 53 random bits; uniform_open in (0, 1].
-inline double uniform53(uint64_t w) { return static_cast<double>(w >> 11) * 0x1.0p-53; }
-inline double uniform_open(uint64_t w) { return (static_cast<double>(w >> 11) + 1.0) * 0x1.0p-53; }
-
-// Normals: Box-Muller in float64 on two 53-bit uniforms gives a pair (cos, sin). Counter k's
-// normal is half k & 1 of pair k / 2. Pairs use their own key, so a pair block never
-// repeats a block another distribution drew at a lower offset of the same stream.
-constexpr uint64_t kNormalKey = 0x9E3779B97F4A7C15ull;
-
-inline std::pair<double, double> normal_pair(uint64_t seed, uint64_t pair) {
-  Block b = philox(seed ^ kNormalKey, pair);
-  double r = std::sqrt(-2.0 * std::log(uniform_open(word64(b, 0))));
-  double theta = 6.283185307179586476925 * uniform53(word64(b, 2));
-  return {r * std::cos(theta), r * std::sin(theta)};
-}
-
-inline double normal_at(uint64_t seed, uint64_t k) {
-  auto z = normal_pair(seed, k >> 1);
-  return (k & 1) ? z.second : z.first;
-}
-
 TensorArg contiguous_out(py::handle obj, const char* what) {
   TensorArg out = unpack(obj);
   if (!out.is_contiguous()) throw std::invalid_argument(std::string(what) + ": output must be contiguous");
   return out;
 }
 
-// out[i] = f(philox(seed, offset + i)) for a contiguous output of any storage type.
-template <typename T, typename F>
-void generate(const TensorArg& out, uint64_t seed, uint64_t offset, const F& f) {
-  T* p = reinterpret_cast<T*>(out.data);
-  parallel_for(out.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) p[i] = f(philox(seed, offset + static_cast<uint64_t>(i)));
-  });
-}
-
-// out[i] = f(normal_at(seed, offset + i)), computing each Box-Muller pair once.
-template <typename T, typename F>
-void generate_normal(const TensorArg& out, uint64_t seed, uint64_t offset, const F& f) {
-  T* p = reinterpret_cast<T*>(out.data);
-  parallel_for(out.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
-    int64_t i = b;
-    while (i < e) {
-      uint64_t k = offset + static_cast<uint64_t>(i);
-      auto z = normal_pair(seed, k >> 1);
-      if (k & 1) {
-        p[i++] = f(z.second);
-        continue;
-      }
-      p[i++] = f(z.first);
-      if (i < e) p[i++] = f(z.second);
-    }
-  });
-}
-
-// Bits of mantissa precision of a floating storage type: uniform values use exactly that
-// many random bits, so rand() never rounds up to 1.
-int mantissa_bits(DType d) {
-  switch (d) {
-    case DType::Float64: return 53;
-    case DType::Float32: return 24;
-    case DType::Float16: return 11;
-    case DType::BFloat16: return 8;
-    default: throw std::invalid_argument("uniform_: expected a floating dtype");
-  }
-}
-
-// The largest value of type T strictly below `high` (after rounding put a draw on `high`).
-template <typename T>
-T below(T v) {
-  using C = typename Compute<T>::type;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    return std::nextafter(v, -std::numeric_limits<T>::infinity());
-  } else {
-    C c = Compute<T>::load(v);
-    uint16_t bits = v.bits;
-    if (c > 0) bits--;
-    else if (c < 0) bits++;
-    else bits = 0x8001u;  // just below zero
-    return T{bits};
-  }
-}
-
-template <typename T>
-void uniform_typed(const TensorArg& out, uint64_t seed, uint64_t offset, double low, double high, int bits) {
-  const double scale = std::ldexp(1.0, -bits), span = high - low;
-  generate<T>(out, seed, offset, [&](const Block& b) {
-    double u = static_cast<double>(word64(b, 0) >> (64 - bits)) * scale;
-    T v = convert<T, double>(low + span * u);
-    if (span > 0 && Compute<T>::load(v) >= high) v = below(v);
-    return v;
-  });
-}
-
-void uniform_impl(py::handle out_obj, uint64_t seed, uint64_t offset, double low, double high) {
-  TensorArg out = contiguous_out(out_obj, "uniform_");
-  const int bits = mantissa_bits(out.dtype);
-  py::gil_scoped_release release;
-  switch (out.dtype) {
-    case DType::Float64: uniform_typed<double>(out, seed, offset, low, high, bits); break;
-    case DType::Float32: uniform_typed<float>(out, seed, offset, low, high, bits); break;
-    case DType::Float16: uniform_typed<Half>(out, seed, offset, low, high, bits); break;
-    default: uniform_typed<BFloat16>(out, seed, offset, low, high, bits); break;
-  }
-}
-
-// Distributions computed in double and rounded once to the output type.
+// Distribution codes of mt_dist_ (kNormal is drawn by mt_normal_).
 enum Dist : int {
   kNormal = 0, kBernoulli = 1, kExponential = 2, kGeometric = 3, kCauchy = 4, kLogNormal = 5
 };
-
-template <typename T>
-void dist_typed(const TensorArg& out, int kind, uint64_t seed, uint64_t offset, double a, double b) {
-  auto run = [&](auto f) {
-    generate<T>(out, seed, offset, [&](const Block& blk) { return convert<T, double>(f(blk)); });
-  };
-  switch (kind) {
-    case kNormal:
-      generate_normal<T>(out, seed, offset, [&](double z) { return convert<T, double>(a + b * z); });
-      break;
-    case kLogNormal:
-      generate_normal<T>(out, seed, offset, [&](double z) { return convert<T, double>(std::exp(a + b * z)); });
-      break;
-    case kBernoulli: run([&](const Block& k) { return uniform53(word64(k, 0)) < a ? 1.0 : 0.0; }); break;
-    case kExponential: run([&](const Block& k) { return -std::log(uniform_open(word64(k, 0))) / a; }); break;
-    case kGeometric: {
-      const double denom = std::log1p(-a);
-      run([&](const Block& k) {
-        return std::max(1.0, std::ceil(std::log(uniform_open(word64(k, 0))) / denom));
-      });
-      break;
-    }
-    case kCauchy:
-      run([&](const Block& k) {
-        return a + b * std::tan(3.141592653589793238463 * (uniform53(word64(k, 0)) - 0.5));
-      });
-      break;
-    default: throw std::invalid_argument("random distribution: unknown kind " + std::to_string(kind));
-  }
-}
-
-void dist_impl(py::handle out_obj, int kind, uint64_t seed, uint64_t offset, double a, double b) {
-  TensorArg out = contiguous_out(out_obj, "random distribution");
-  if (kind < kNormal || kind > kLogNormal) throw std::invalid_argument("random distribution: unknown kind");
-  py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "random distribution", [&] { dist_typed<scalar_t>(out, kind, seed, offset, a, b); });
-}
-
-// Integers low + (r mod range) with a 64-bit r; range == 0 means the full 2^64.
-void random_int_impl(py::handle out_obj, uint64_t seed, uint64_t offset, int64_t low, uint64_t range) {
-  TensorArg out = contiguous_out(out_obj, "random_");
-  py::gil_scoped_release release;
-  EMBER_DISPATCH_ALL(out.dtype, "random_", [&] {
-    generate<scalar_t>(out, seed, offset, [&](const Block& b) {
-      uint64_t r = word64(b, 0);
-      if (range) r %= range;
-      // Two's complement wrap-around gives low + r for any low in int64.
-      return convert<scalar_t, int64_t>(static_cast<int64_t>(static_cast<uint64_t>(low) + r));
-    });
-  });
-}
-
-// Draws where the parameters are tensors, read at each element's position: `params`
-// hold float64 values broadcast (strides) to the output's shape; f(counter, values).
-template <int N, typename F>
-void generate_with(const TensorArg& out, const std::array<TensorArg, N>& params, uint64_t offset, const F& f) {
-  std::array<char*, N + 1> data;
-  std::array<std::vector<int64_t>, N + 1> strides;
-  data[0] = out.data;
-  strides[0] = std::vector<int64_t>(out.shape.size());
-  int64_t st = 1;
-  for (int64_t d = out.ndim() - 1; d >= 0; --d) {
-    strides[0][d] = st * static_cast<int64_t>(sizeof(double));
-    st *= out.shape[d];
-  }
-  for (int k = 0; k < N; ++k) {
-    if (params[k].dtype != DType::Float64) throw std::invalid_argument("random: parameters must be float64");
-    data[k + 1] = params[k].data;
-    strides[k + 1] = broadcast_strides(params[k], out.shape);
-    for (auto& s : strides[k + 1]) s *= static_cast<int64_t>(sizeof(double));
-  }
-  auto problem = coalesce<N + 1>(out.shape, data, strides);
-  char* base = out.data;
-  run_strided<N + 1>(problem, kGrainSize / 4, [&](std::array<char*, N + 1>& ptrs, const std::array<int64_t, N + 1>& s,
-                                                   int64_t n) {
-    // The output is contiguous float64, so its address gives the element index.
-    double* o = reinterpret_cast<double*>(ptrs[0]);
-    uint64_t index = offset + static_cast<uint64_t>((ptrs[0] - base) / static_cast<int64_t>(sizeof(double)));
-    std::array<const char*, N> q;
-    for (int k = 0; k < N; ++k) q[k] = ptrs[k + 1];
-    for (int64_t i = 0; i < n; ++i) {
-      std::array<double, N> v;
-      for (int k = 0; k < N; ++k) v[k] = *reinterpret_cast<const double*>(q[k] + i * s[k + 1]);
-      o[i] = f(index + static_cast<uint64_t>(i), v);
-    }
-  });
-}
 
 TensorArg float64_out(py::handle obj, const char* what) {
   TensorArg out = contiguous_out(obj, what);
@@ -275,126 +78,6 @@ TensorArg float64_out(py::handle obj, const char* what) {
   return out;
 }
 
-void bernoulli_tensor_impl(py::handle out_obj, py::handle p_obj, uint64_t seed, uint64_t offset) {
-  TensorArg out = float64_out(out_obj, "bernoulli_");
-  TensorArg p = unpack(p_obj);
-  py::gil_scoped_release release;
-  std::atomic<bool> bad{false};
-  generate_with<1>(out, {p}, offset, [&](uint64_t k, const std::array<double, 1>& v) {
-    if (!(v[0] >= 0.0 && v[0] <= 1.0)) bad.store(true, std::memory_order_relaxed);
-    return uniform53(word64(philox(seed, k), 0)) < v[0] ? 1.0 : 0.0;
-  });
-  if (bad) throw std::runtime_error("bernoulli_: expected all probabilities p to be in [0, 1]");
-}
-
-void normal_tensor_impl(py::handle out_obj, py::handle mean_obj, py::handle std_obj, uint64_t seed,
-                        uint64_t offset) {
-  TensorArg out = float64_out(out_obj, "normal");
-  TensorArg mean = unpack(mean_obj), stdev = unpack(std_obj);
-  py::gil_scoped_release release;
-  std::atomic<bool> bad{false};
-  generate_with<2>(out, {mean, stdev}, offset, [&](uint64_t k, const std::array<double, 2>& v) {
-    if (!(v[1] >= 0.0)) bad.store(true, std::memory_order_relaxed);
-    return v[0] + v[1] * normal_at(seed, k);
-  });
-  if (bad) throw std::runtime_error("normal expects all elements of std >= 0.0");
-}
-
-// Fisher-Yates over [0, n): step i swaps with j = r(offset + i) mod (i + 1). Sequential,
-// so the result depends on the seed alone.
-void randperm_impl(py::handle out_obj, uint64_t seed, uint64_t offset) {
-  TensorArg out = contiguous_out(out_obj, "randperm");
-  if (out.dtype != DType::Int64 || out.ndim() != 1)
-    throw std::invalid_argument("randperm: out must be an int64 vector");
-  int64_t n = out.numel();
-  auto* p = reinterpret_cast<int64_t*>(out.data);
-  py::gil_scoped_release release;
-  for (int64_t i = 0; i < n; ++i) p[i] = i;
-  for (int64_t i = n - 1; i > 0; --i) {
-    uint64_t j = word64(philox(seed, offset + static_cast<uint64_t>(i)), 0) % static_cast<uint64_t>(i + 1);
-    std::swap(p[i], p[j]);
-  }
-}
-
-// Rows of (unnormalized) probabilities -> sampled category indices. With replacement:
-// inverse CDF per draw. Without: the k largest keys log(u) / p (Efraimidis-Spirakis),
-// which is sampling proportional to p without replacement.
-void multinomial_impl(py::handle out_obj, py::handle probs_obj, bool replacement, uint64_t seed, uint64_t offset) {
-  TensorArg out = contiguous_out(out_obj, "multinomial");
-  TensorArg probs = unpack(probs_obj);
-  if (out.dtype != DType::Int64 || probs.dtype != DType::Float64 || !probs.is_contiguous() || probs.ndim() != 2 ||
-      out.ndim() != 2 || out.shape[0] != probs.shape[0])
-    throw std::invalid_argument("multinomial: expected contiguous float64 [rows, n] probs and int64 [rows, k] out");
-  const int64_t rows = probs.shape[0], n = probs.shape[1], k = out.shape[1];
-  if (!replacement && k > n) throw std::invalid_argument("multinomial: k > n without replacement");
-  const double* P = reinterpret_cast<const double*>(probs.data);
-  int64_t* O = reinterpret_cast<int64_t*>(out.data);
-  // Validate first (a RuntimeError like PyTorch's, before anything is written).
-  for (int64_t r = 0; r < rows; ++r) {
-    double sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      double v = P[r * n + j];
-      if (!(v >= 0.0) || std::isinf(v))
-        throw std::runtime_error("probability tensor contains either `inf`, `nan` or element < 0");
-      sum += v;
-    }
-    if (!(sum > 0.0)) throw std::runtime_error("invalid multinomial distribution (sum of probabilities <= 0)");
-  }
-  py::gil_scoped_release release;
-  parallel_for(rows, 1, [&](int64_t rb, int64_t re) {
-    std::vector<double> work(static_cast<size_t>(n));
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t r = rb; r < re; ++r) {
-      const double* p = P + r * n;
-      int64_t* o = O + r * k;
-      if (replacement) {
-        std::partial_sum(p, p + n, work.begin());
-        const double total = work[static_cast<size_t>(n - 1)];
-        for (int64_t s = 0; s < k; ++s) {
-          double x = uniform53(word64(philox(seed, offset + static_cast<uint64_t>(r * k + s)), 0)) * total;
-          int64_t j = std::upper_bound(work.begin(), work.end(), x) - work.begin();
-          o[s] = std::min(j, n - 1);
-        }
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          double u = uniform_open(word64(philox(seed, offset + static_cast<uint64_t>(r * n + j)), 0));
-          work[static_cast<size_t>(j)] = p[j] > 0 ? std::log(u) / p[j] : -std::numeric_limits<double>::infinity();
-          order[static_cast<size_t>(j)] = j;
-        }
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-          double ka = work[static_cast<size_t>(a)], kb = work[static_cast<size_t>(b)];
-          return ka > kb || (ka == kb && a < b);
-        });
-        std::copy(order.begin(), order.begin() + k, o);
-      }
-    }
-  });
-}
-
-// Poisson and binomial draws need a varying number of uniforms per element: element k reads
-// the stream philox((k, j, tag), seed) for j = 0, 1, ... (two 53-bit uniforms per block), a
-// counter space no other distribution uses (their third and fourth words are zero).
-class Stream {
- public:
-  Stream(uint64_t seed, uint64_t k, uint32_t tag) : seed_(seed), k_(k), tag_(tag) {}
-  double next() {
-    if (half_ == 0) {
-      block_ = philox_raw({static_cast<uint32_t>(k_), static_cast<uint32_t>(k_ >> 32), j_++, tag_},
-                          static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32));
-    }
-    double u = uniform53(word64(block_, 2 * half_));
-    half_ ^= 1;
-    return u;
-  }
-
- private:
-  uint64_t seed_, k_;
-  uint32_t tag_, j_ = 0;
-  int half_ = 0;
-  Block block_{};
-};
-
-// Knuth's product of uniforms for small means, Hormann's PTRS (1993) transformed rejection above.
 // A product rounded on its own: keeps the compiler from fusing it into a following add,
 // so these formulas round as PyTorch's (unfused) build of the same algorithm does.
 inline double rd(double x) {
@@ -402,6 +85,8 @@ inline double rd(double x) {
   return v;
 }
 
+// Poisson: Knuth's product of uniforms below a mean of 10, Hormann's PTRS (1993) transformed
+// rejection above (PyTorch's choice of algorithms and constants).
 template <typename S>
 double poisson_draw(S& s, double lam) {
   if (!(lam > 0)) return lam == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
@@ -428,65 +113,6 @@ double poisson_draw(S& s, double lam) {
       return k;
   }
 }
-
-// log(k!) minus Stirling's approximation of it.
-double stirling_tail(double k) {
-  return std::lgamma(k + 1) - ((k + 0.5) * std::log(k + 1) - (k + 1) + 0.91893853320467274178);
-}
-
-// Inversion for small n * p, Hormann's BTRS (1993) above; p > 1/2 draws n - Binomial(n, 1 - p).
-double binomial_draw(Stream& s, double n, double p) {
-  if (std::isnan(n) || std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
-  if (n <= 0 || p <= 0) return 0.0;
-  if (p >= 1) return n;
-  if (p > 0.5) return n - binomial_draw(s, n, 1 - p);
-  if (n * p < 10) {
-    double q = 1 - p, ratio = p / q, a = (n + 1) * ratio, r = std::pow(q, n), u = s.next(), x = 0;
-    while (u > r && x < n) {
-      u -= r;
-      x += 1;
-      r *= a / x - ratio;
-      if (r <= 0) break;
-    }
-    return x;
-  }
-  double stddev = std::sqrt(n * p * (1 - p));
-  double b = 1.15 + 2.53 * stddev, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
-  double vr = 0.92 - 4.2 / b, r = p / (1 - p), alpha = (2.83 + 5.1 / b) * stddev, m = std::floor((n + 1) * p);
-  for (;;) {
-    double u = s.next() - 0.5, v = s.next();
-    double us = 0.5 - std::fabs(u);
-    double k = std::floor((2 * a / us + b) * u + c);
-    if (k < 0 || k > n) continue;
-    if (us >= 0.07 && v <= vr) return k;
-    double lv = std::log(v * alpha / (a / (us * us) + b));
-    double bound = (m + 0.5) * std::log((m + 1) / (r * (n - m + 1))) + (n + 1) * std::log((n - m + 1) / (n - k + 1)) +
-                   (k + 0.5) * std::log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m) -
-                   stirling_tail(k) - stirling_tail(n - k);
-    if (lv <= bound) return k;
-  }
-}
-
-void poisson_impl(py::handle out_obj, py::handle rate_obj, uint64_t seed, uint64_t offset) {
-  TensorArg out = float64_out(out_obj, "poisson");
-  TensorArg rate = unpack(rate_obj);
-  py::gil_scoped_release release;
-  generate_with<1>(out, {rate}, offset, [&](uint64_t k, const std::array<double, 1>& v) {
-    Stream s(seed, k, 0x506F6973u);
-    return poisson_draw(s, v[0]);
-  });
-}
-
-void binomial_impl(py::handle out_obj, py::handle count_obj, py::handle prob_obj, uint64_t seed, uint64_t offset) {
-  TensorArg out = float64_out(out_obj, "binomial");
-  TensorArg count = unpack(count_obj), prob = unpack(prob_obj);
-  py::gil_scoped_release release;
-  generate_with<2>(out, {count, prob}, offset, [&](uint64_t k, const std::array<double, 2>& v) {
-    Stream s(seed, k, 0x42696E6Fu);
-    return binomial_draw(s, std::floor(v[0]), v[1]);
-  });
-}
-
 
 // ---------------------------------------------------------------------------------------
 // PyTorch-compatible CPU generator: a 32-bit Mersenne Twister (MT19937, Matsumoto and
@@ -1124,6 +750,99 @@ void mt_poisson(py::handle out_obj, py::handle rate_obj, CpuRng& g) {
   for (int64_t i = 0; i < out.numel(); ++i) o[i] = poisson_draw(u, r[i]);
 }
 
+
+// binomial with PyTorch's CPU stream: the inversion (sum of geometric waiting times) below
+// count * p = 10 and Hormann's BTRS above, with p > 1/2 drawing count - Binomial(count, 1 - p).
+// T is the tensors' dtype: PyTorch evaluates some terms in T and the rest in double, and its
+// build does not fuse multiply-adds, so neither do these (rd).
+inline double binomial_tail(double k) {
+  // log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2] for k = 0..9.
+  static const double kTail[] = {0.0810614667953272,  0.0413406959554092,  0.0276779256849983, 0.02079067210376509,
+                                 0.0166446911898211,  0.0138761288230707,  0.0118967099458917, 0.0104112652619720,
+                                 0.00925546218271273, 0.00833056343336287};
+  if (k < 10) return kTail[static_cast<size_t>(k)];
+  double kp1sq = (k + 1) * (k + 1);
+  return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1);
+}
+
+template <typename T>
+T binomial_by_inversion(CpuRng& g, T count, T prob) {
+  const double logq = static_cast<double>(static_cast<T>(std::log1p(static_cast<T>(-prob))));
+  double waited = 0;
+  T successes = 0;
+  for (;;) {
+    waited += std::ceil(std::log(g.uniform_double()) / logq);
+    if (waited > static_cast<double>(count)) return successes;
+    successes = successes + 1;
+  }
+}
+
+template <typename T>
+T binomial_by_btrs(CpuRng& g, T count, T prob) {
+  const double stddev = static_cast<double>(std::sqrt(static_cast<T>(count * prob * (1 - prob))));
+  const double b = 1.15 + rd(2.53 * stddev);
+  const double a = (-0.0873 + rd(0.0248 * b)) + rd(0.01 * static_cast<double>(prob));
+  const double c = static_cast<double>(rd(static_cast<T>(count * prob))) + 0.5;
+  const double v_r = 0.92 - 4.2 / b;
+  const double r = static_cast<double>(static_cast<T>(prob / (1 - prob)));
+  const double alpha = (2.83 + 5.1 / b) * stddev;
+  const double m = static_cast<double>(std::floor(static_cast<T>((count + 1) * prob)));
+  const double n = static_cast<double>(count);
+  for (;;) {
+    const double u = g.uniform_double() - 0.5;
+    double v = g.uniform_double();
+    const double us = 0.5 - std::fabs(u);
+    const T k = static_cast<T>(std::floor(rd((2 * a / us + b) * u) + c));
+    if (k < 0 || k > count) continue;
+    if (us >= 0.07 && v <= v_r) return k;
+    v = std::log(v * alpha / (a / (us * us) + b));
+    const double kd = static_cast<double>(k);
+    const double n_minus_k_plus_1 = static_cast<double>(static_cast<T>(count - k + 1));
+    double bound = rd((m + 0.5) * std::log((m + 1) / (r * (n - m + 1))));
+    bound += rd(static_cast<double>(static_cast<T>(count + 1)) * std::log((n - m + 1) / n_minus_k_plus_1));
+    bound += rd((kd + 0.5) * std::log(r * n_minus_k_plus_1 / static_cast<double>(static_cast<T>(k + 1))));
+    bound += binomial_tail(m);
+    bound += binomial_tail(n - m);
+    bound -= binomial_tail(kd);
+    bound -= binomial_tail(static_cast<double>(static_cast<T>(count - k)));
+    if (v <= bound) return k;
+  }
+}
+
+template <typename T>
+T binomial_sample(CpuRng& g, T count, T prob) {
+  if (count <= 0.0 || prob <= 0.0) return 0;
+  if (prob >= 1.0) return count;
+  if (prob <= 0.5) {
+    return static_cast<T>(count * prob) >= 10.0 ? binomial_by_btrs(g, count, prob)
+                                                : binomial_by_inversion(g, count, prob);
+  }
+  if (prob > 0.5) {
+    const T q = static_cast<T>(1.0 - prob);
+    return static_cast<T>(count - (static_cast<T>(count * q) >= 10.0 ? binomial_by_btrs(g, count, q)
+                                                                     : binomial_by_inversion(g, count, q)));
+  }
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
+void mt_binomial(py::handle out_obj, py::handle count_obj, py::handle prob_obj, CpuRng& g) {
+  TensorArg out = contiguous_out(out_obj, "binomial");
+  TensorArg count = contiguous_out(count_obj, "binomial"), prob = contiguous_out(prob_obj, "binomial");
+  if ((out.dtype != DType::Float32 && out.dtype != DType::Float64) || count.dtype != out.dtype ||
+      prob.dtype != out.dtype || count.numel() != out.numel() || prob.numel() != out.numel())
+    throw std::invalid_argument("binomial: out, count and prob must share a float32/float64 dtype and size");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto run = [&](auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    const T* c = reinterpret_cast<const T*>(count.data);
+    const T* p = reinterpret_cast<const T*>(prob.data);
+    for (int64_t i = 0; i < out.numel(); ++i) o[i] = binomial_sample<T>(g, c[i], p[i]);
+  };
+  if (out.dtype == DType::Float64) run(reinterpret_cast<double*>(out.data));
+  else run(reinterpret_cast<float*>(out.data));
+}
+
 }  // namespace
 
 void bind_random(py::module_& m) {
@@ -1174,13 +893,11 @@ void bind_random(py::module_& m) {
         "multinomial with replacement with PyTorch's CPU stream and search.");
   m.def("mt_poisson_", &mt_poisson, py::arg("out"), py::arg("rate"), py::arg("gen"),
         "poisson with PyTorch's CPU stream (rates: contiguous float64 of out's size).");
+  m.def("mt_binomial_", &mt_binomial, py::arg("out"), py::arg("count"), py::arg("prob"), py::arg("gen"),
+        "binomial with PyTorch's CPU stream (out, count, prob: contiguous, one float dtype, one size).");
   m.def("mt_bernoulli_tensor_", &mt_bernoulli_tensor, py::arg("out"), py::arg("p"), py::arg("gen"),
         "bernoulli_ with a per-element probability tensor (same size, contiguous).");
 
-  m.def("random_poisson_", &poisson_impl, py::arg("out"), py::arg("rate"), py::arg("seed"), py::arg("offset"),
-        "Poisson draws with per-element float64 rates (broadcast) into a contiguous float64 tensor.");
-  m.def("random_binomial_", &binomial_impl, py::arg("out"), py::arg("count"), py::arg("prob"), py::arg("seed"),
-        py::arg("offset"), "Binomial draws with per-element float64 counts and probabilities (broadcast).");
   m.def(
       "philox4x32",
       [](uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
@@ -1188,19 +905,6 @@ void bind_random(py::module_& m) {
         return py::make_tuple(b[0], b[1], b[2], b[3]);
       },
       "One raw Philox4x32-10 block for counter words c0..c3 and key words k0, k1 (known-answer tests).");
-  m.def("random_uniform_", &uniform_impl, py::arg("out"), py::arg("seed"), py::arg("offset"), py::arg("low"),
-        py::arg("high"), "Uniform floats in [low, high) into a contiguous floating tensor.");
-  m.def("random_dist_", &dist_impl, py::arg("out"), py::arg("kind"), py::arg("seed"), py::arg("offset"), py::arg("a"),
-        py::arg("b"), "Normal/bernoulli/exponential/geometric/cauchy/log-normal draws (see Dist).");
-  m.def("random_int_", &random_int_impl, py::arg("out"), py::arg("seed"), py::arg("offset"), py::arg("low"),
-        py::arg("range"), "Integers in [low, low + range) (range 0: all 64-bit values).");
-  m.def("random_bernoulli_tensor_", &bernoulli_tensor_impl, py::arg("out"), py::arg("p"), py::arg("seed"),
-        py::arg("offset"), "Bernoulli draws with per-element float64 probabilities (broadcast).");
-  m.def("random_normal_tensor_", &normal_tensor_impl, py::arg("out"), py::arg("mean"), py::arg("std"),
-        py::arg("seed"), py::arg("offset"), "Normal draws with per-element float64 mean and std (broadcast).");
-  m.def("randperm_", &randperm_impl, py::arg("out"), py::arg("seed"), py::arg("offset"));
-  m.def("multinomial_", &multinomial_impl, py::arg("out"), py::arg("probs"), py::arg("replacement"),
-        py::arg("seed"), py::arg("offset"));
   py::dict kinds;
   kinds["normal"] = static_cast<int>(kNormal);
   kinds["bernoulli"] = static_cast<int>(kBernoulli);

@@ -634,6 +634,8 @@ def mode(
 
 def mt_bernoulli_tensor_(out: object, p: object, gen: CpuRng) -> None: ...
 
+def mt_binomial_(out: object, count: object, prob: object, gen: CpuRng) -> None: ...
+
 def mt_dist_(
     out: object,
     gen: CpuRng,
@@ -642,6 +644,8 @@ def mt_dist_(
     b: typing.SupportsFloat | typing.SupportsIndex,
 ) -> None: ...
 
+def mt_multinomial_(out: object, probs: object, gen: CpuRng) -> None: ...
+
 def mt_normal_(
     out: object,
     gen: CpuRng,
@@ -649,6 +653,8 @@ def mt_normal_(
     std: typing.SupportsFloat | typing.SupportsIndex,
     fill: bool,
 ) -> None: ...
+
+def mt_poisson_(out: object, rate: object, gen: CpuRng) -> None: ...
 
 def mt_random_(
     out: object,
@@ -665,14 +671,6 @@ def mt_uniform_(
     gen: CpuRng,
     low: typing.SupportsFloat | typing.SupportsIndex,
     high: typing.SupportsFloat | typing.SupportsIndex,
-) -> None: ...
-
-def multinomial_(
-    out: object,
-    probs: object,
-    replacement: bool,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
 ) -> None: ...
 
 def new_empty(*args, **kwargs) -> typing.Any: ...
@@ -725,68 +723,7 @@ def pool_forward(
 
 def qr_(q: object, r: object, a: object) -> list[int]: ...
 
-def random_bernoulli_tensor_(
-    out: object,
-    p: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_binomial_(
-    out: object,
-    count: object,
-    prob: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_dist_(
-    out: object,
-    kind: typing.SupportsInt | typing.SupportsIndex,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    a: typing.SupportsFloat | typing.SupportsIndex,
-    b: typing.SupportsFloat | typing.SupportsIndex,
-) -> None: ...
-
-def random_int_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    low: typing.SupportsInt | typing.SupportsIndex,
-    range: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
 random_kinds: dict
-
-def random_normal_tensor_(
-    out: object,
-    mean: object,
-    std: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_poisson_(
-    out: object,
-    rate: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_uniform_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    low: typing.SupportsFloat | typing.SupportsIndex,
-    high: typing.SupportsFloat | typing.SupportsIndex,
-) -> None: ...
-
-def randperm_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
 
 def real_angle(out: object, a: object) -> None: ...
 

@@ -4,9 +4,7 @@ A CPU generator is PyTorch's: a 32-bit Mersenne Twister seeded from the low 32 b
 seed, 64-bit draws made of two 32-bit ones, and the cached second normal of a Box-Muller
 pair (``_C.CpuRng``, csrc/cpu/random.cpp). Seeded programs therefore draw PyTorch's numbers,
 and ``get_state``/``set_state`` use PyTorch's 5056-byte layout. Samplers draw serially, so
-results do not depend on the thread count. The few samplers that still use ember's
-counter-based Philox kernels (poisson, binomial, multinomial) take a 64-bit key from the
-stream (``_take``).
+results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -96,10 +94,6 @@ class Generator:
         g._device = self._device
         g._rng = self._rng.clone()
         return g
-
-    def _take(self, n: int) -> tuple:
-        """(key, 0) for a counter-based sampler: the key is one 64-bit draw from the stream."""
-        return self._rng.random64(), 0
 
     def __getstate__(self):
         return {"device": str(self._device), "state": self._rng.get_state()}

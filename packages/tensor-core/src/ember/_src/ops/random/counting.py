@@ -1,7 +1,7 @@
 """Counting distributions: ``poisson`` and ``binomial`` draws with per-element parameters.
 
-Each is an op over one native sampler (``_C.random_poisson_``/``_C.random_binomial_``) driven by
-the generator's counter stream (``ops/random.py``), so results depend on the seed alone. Their
+Each is an op over one native sampler (``_C.mt_poisson_``/``_C.mt_binomial_``) that draws from
+the generator's stream with PyTorch's algorithms, so seeded results are PyTorch's. Their
 gradient is zero, as in PyTorch.
 """
 
@@ -71,12 +71,11 @@ binomial_op.kernels["meta"] = _binomial_meta
 def _binomial_cpu(count, prob, generator=None):
     result = _binomial_meta(count, prob)
     gen = _resolve(generator)
-    values = empty(result._shape, dtypes.float64, count._device)
-    n = numel(result._shape)
-    if n:
-        seed, offset = gen._take(n)
-        _C.random_binomial_(values, convert(count, dtypes.float64), convert(prob, dtypes.float64), seed, offset)
-    return convert(values, count.dtype)
+    shape = result._shape
+    values = empty(shape, count.dtype, count._device)
+    if numel(shape):
+        _C.mt_binomial_(values, count.expand(shape).contiguous(), prob.expand(shape).contiguous(), gen._rng)
+    return values
 
 
 def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:

@@ -1,9 +1,9 @@
 """Op family: random. In-place samplers (``uniform_``, ``normal_``, ``bernoulli_``, ...),
 ``bernoulli``, ``multinomial`` and the tensor-parameter ``normal``.
 
-Every sampler draws one Philox block per element from a ``Generator`` (see
-``_src/generator.py``): element ``i`` of a result uses counter ``offset + i`` in row-major
-order, so a non-contiguous target is filled through a contiguous temporary. Factories
+Every sampler draws from a ``Generator``'s PyTorch-compatible stream (``_src/generator.py``)
+with PyTorch's transforms, element by element in the order PyTorch's kernels visit them
+(memory order), so a non-contiguous target is filled through a temporary laid out that way. Factories
 (``rand``, ``randn``, ``randint``, ...) live in ``_src/random_factories.py`` so that they
 are not attached as Tensor methods; they are re-exported here.
 """
