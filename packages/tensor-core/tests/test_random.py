@@ -473,7 +473,8 @@ STREAM_CASES = {
     "poisson": lambda m: m.poisson(m.linspace(0, 300, 400)),
     "poisson_f64": lambda m: m.poisson(m.linspace(0, 30, 100, dtype=m.float64)),
     "binomial": lambda m: m.binomial(m.linspace(0, 5000, 300), m.linspace(0, 1, 300)),
-    "binomial_f64": lambda m: m.binomial(m.linspace(0, 80, 300, dtype=m.float64), m.linspace(1, 0, 300, dtype=m.float64)),
+    "binomial_f64": lambda m: m.binomial(m.linspace(0, 80, 300, dtype=m.float64),
+                                         m.linspace(1, 0, 300, dtype=m.float64)),
 }
 
 
