@@ -472,6 +472,8 @@ STREAM_CASES = {
     "multinomial_one": lambda m: m.multinomial(m.rand(5, 30), 1, replacement=True),
     "poisson": lambda m: m.poisson(m.linspace(0, 300, 400)),
     "poisson_f64": lambda m: m.poisson(m.linspace(0, 30, 100, dtype=m.float64)),
+    "standard_gamma": lambda m: m._standard_gamma(m.linspace(0, 30, 300)),
+    "standard_gamma_f64": lambda m: m._standard_gamma(m.linspace(0, 3, 300, dtype=m.float64)),
     "binomial": lambda m: m.binomial(m.linspace(0, 5000, 300), m.linspace(0, 1, 300)),
     "binomial_f64": lambda m: m.binomial(m.linspace(0, 80, 300, dtype=m.float64),
                                          m.linspace(1, 0, 300, dtype=m.float64)),

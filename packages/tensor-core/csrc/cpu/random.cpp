@@ -843,6 +843,52 @@ void mt_binomial(py::handle out_obj, py::handle count_obj, py::handle prob_obj, 
   else run(reinterpret_cast<float*>(out.data));
 }
 
+
+// Standard gamma with PyTorch's CPU stream: Marsaglia and Tsang's (2000) rejection on double
+// normals (the generator's cached-normal path) and 53-bit uniforms, alpha < 1 boosted to
+// alpha + 1 and scaled by U^(1/alpha). T is the tensors' dtype (PyTorch forms d = alpha - 1/3
+// and 1/alpha in it); products are rounded before adds (rd) as PyTorch's build rounds them.
+template <typename T>
+T gamma_sample(CpuRng& g, T alpha) {
+  double scale = 1.0;
+  if (alpha < 1.0f) {
+    if (alpha == 0.f) return 0;
+    scale *= std::pow(1 - g.uniform_double(), static_cast<double>(static_cast<T>(1.0f / alpha)));
+    alpha += 1.0f;
+  }
+  const double d = static_cast<double>(static_cast<T>(alpha - 1.0f / 3.0f));
+  const double c = 1.0f / std::sqrt(9.0f * d);
+  for (;;) {
+    double x, y;
+    do {
+      x = g.normal_double();
+      y = 1.0f + rd(c * x);
+    } while (y <= 0);
+    const double v = y * y * y;
+    const double u = 1 - g.uniform_double();
+    const double xx = x * x;
+    if (u < 1.0f - rd(static_cast<double>(0.0331f) * xx * xx)) return static_cast<T>(scale * d * v);
+    if (std::log(u) < rd(0.5f * xx) + rd(d * (1.0f - v + std::log(v)))) return static_cast<T>(scale * d * v);
+  }
+}
+
+void mt_gamma(py::handle out_obj, py::handle alpha_obj, CpuRng& g) {
+  TensorArg out = contiguous_out(out_obj, "_standard_gamma");
+  TensorArg alpha = contiguous_out(alpha_obj, "_standard_gamma");
+  if ((out.dtype != DType::Float32 && out.dtype != DType::Float64) || alpha.dtype != out.dtype ||
+      alpha.numel() != out.numel())
+    throw std::invalid_argument("_standard_gamma: out and alpha must share a float32/float64 dtype and size");
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto run = [&](auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    const T* a = reinterpret_cast<const T*>(alpha.data);
+    for (int64_t i = 0; i < out.numel(); ++i) o[i] = std::max(std::numeric_limits<T>::min(), gamma_sample<T>(g, a[i]));
+  };
+  if (out.dtype == DType::Float64) run(reinterpret_cast<double*>(out.data));
+  else run(reinterpret_cast<float*>(out.data));
+}
+
 }  // namespace
 
 void bind_random(py::module_& m) {
@@ -895,6 +941,8 @@ void bind_random(py::module_& m) {
         "poisson with PyTorch's CPU stream (rates: contiguous float64 of out's size).");
   m.def("mt_binomial_", &mt_binomial, py::arg("out"), py::arg("count"), py::arg("prob"), py::arg("gen"),
         "binomial with PyTorch's CPU stream (out, count, prob: contiguous, one float dtype, one size).");
+  m.def("mt_gamma_", &mt_gamma, py::arg("out"), py::arg("alpha"), py::arg("gen"),
+        "Standard gamma draws with PyTorch's CPU stream (out, alpha: contiguous, one float dtype, one size).");
   m.def("mt_bernoulli_tensor_", &mt_bernoulli_tensor, py::arg("out"), py::arg("p"), py::arg("gen"),
         "bernoulli_ with a per-element probability tensor (same size, contiguous).");
 

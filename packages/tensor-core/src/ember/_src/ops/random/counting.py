@@ -83,8 +83,37 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     return binomial_op(count, prob, generator)
 
 
+def _standard_gamma_meta(self, generator=None):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"_standard_gamma(): argument 'self' (position 1) must be Tensor, not {type(self).__name__}")
+    if self.dtype not in (dtypes.float32, dtypes.float64):
+        raise NotImplementedError(f"\"gamma_cpu\" not implemented for '{type_name(self.dtype)}'")
+    return empty(self._shape, self.dtype, META)
+
+
+standard_gamma_op = define("_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", (),
+                           _standard_gamma_meta)
+standard_gamma_op.kernels["meta"] = _standard_gamma_meta
+
+
+@standard_gamma_op.kernel("cpu")
+def _standard_gamma_cpu(self, generator=None):
+    _standard_gamma_meta(self)
+    gen = _generator_for(self, generator)
+    values = empty(self._shape, self.dtype, self._device)
+    if numel(self._shape):
+        _C.mt_gamma_(values, self.contiguous(), gen._rng)
+    return values
+
+
+def _standard_gamma(input: Tensor, generator=None) -> Tensor:
+    """Gamma(input, 1) draws (elementwise), PyTorch's CPU sampler and stream."""
+    return standard_gamma_op(input, generator)
+
+
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
+_standard_gamma             function
 binomial                    function
 poisson                     function
 """)
