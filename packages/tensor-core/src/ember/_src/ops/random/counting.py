@@ -91,7 +91,7 @@ def _standard_gamma_meta(self, generator=None):
     return empty(self._shape, self.dtype, META)
 
 
-standard_gamma_op = define("_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", (),
+standard_gamma_op = define("_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", ("random",),
                            _standard_gamma_meta)
 standard_gamma_op.kernels["meta"] = _standard_gamma_meta
 
