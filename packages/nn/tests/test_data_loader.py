@@ -333,3 +333,20 @@ def test_reachable_as_attribute_after_import_ember():
     code = "import ember; print(ember.utils.data.DataLoader.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "DataLoader"
+
+
+def test_shuffled_batches_and_splits_match_torch_for_a_seed():
+    # The CPU generator is PyTorch's, so seeded shuffles, samplers and splits give torch's order.
+    torch.manual_seed(0)
+    ember.manual_seed(0)
+    t = [b.tolist() for _ in range(2) for b in td.DataLoader(range(10), batch_size=3, shuffle=True)]
+    e = [b.tolist() for _ in range(2) for b in ed.DataLoader(range(10), batch_size=3, shuffle=True)]
+    assert e == t
+    torch.manual_seed(3)
+    ember.manual_seed(3)
+    assert list(ed.RandomSampler(range(20))) == list(td.RandomSampler(range(20)))
+    assert (list(ed.RandomSampler(range(20), replacement=True, num_samples=5))
+            == list(td.RandomSampler(range(20), replacement=True, num_samples=5)))
+    e_split = ed.random_split(range(10), [3, 7], generator=ember.Generator().manual_seed(42))
+    t_split = td.random_split(range(10), [3, 7], generator=torch.Generator().manual_seed(42))
+    assert [list(s) for s in e_split] == [list(s) for s in t_split]

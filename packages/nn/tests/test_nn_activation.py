@@ -373,3 +373,20 @@ def test_half_precision_forward(name, args, dtype):
     assert e_out.dtype is e.dtype
     tol = 1e-2 if dtype == "bfloat16" else 2e-3
     np.testing.assert_allclose(to_np(e_out.float()), t_out.float().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype,bounds", [("float32", ()), ("float64", (0.1, 0.7))])
+def test_rrelu_training_draws_match_torch(dtype, bounds):
+    # Only x <= 0 draws a slope (one float64 uniform each, bounds rounded to the compute type),
+    # so a seeded run gives torch's output, gradient and following stream.
+    x = np.random.default_rng(3).standard_normal((30, 7)).astype(dtype)
+    torch.manual_seed(4)
+    ember.manual_seed(4)
+    xt, xe = torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.rrelu(xt, *bounds, training=True)
+    ye = ember.nn.functional.rrelu(xe, *bounds, training=True)
+    yt.sum().backward()
+    ye.sum().backward()
+    np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
+    np.testing.assert_array_equal(ember.rand(3).numpy(), torch.rand(3).numpy())

@@ -239,3 +239,21 @@ def test_deprecated_aliases_warn(old, new):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         getattr(init, new)(ember.empty(shape), *args)
+
+
+@pytest.mark.parametrize("args", [(), (0.0, 1.0, -2.0, 2.0), (0.0, 1.0, 1.0, 3.0), (0.5, 0.02, -0.04, 0.04)])
+def test_seeded_init_matches_torch(args):
+    # The CPU generator is PyTorch's: seeded initializers give torch's exact values, and
+    # trunc_normal_ follows PyTorch's rejection sampler (both of its regimes).
+    torch.manual_seed(0)
+    ember.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.nn.init.trunc_normal_(torch.empty(30, 40), *args)
+        e = init.trunc_normal_(ember.empty(30, 40), *args)
+    np.testing.assert_array_equal(to_np(e), t.numpy())
+    torch.manual_seed(1)
+    ember.manual_seed(1)
+    tm, em = torch.nn.Linear(10, 5), enn.Linear(10, 5)
+    np.testing.assert_array_equal(to_np(em.weight), tm.weight.detach().numpy())
+    np.testing.assert_array_equal(to_np(em.bias), tm.bias.detach().numpy())

@@ -6,6 +6,15 @@ import typing
 class AutogradNode:
     ...
 
+class CpuRng:
+    def manual_seed(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    def initial_seed(self) -> int: ...
+    def random(self) -> int: ...
+    def random64(self) -> int: ...
+    def get_state(self) -> bytes: ...
+    def set_state(self, arg0: str) -> None: ...
+    def clone(self) -> CpuRng: ...
+
 class DeviceAllocatorBase:
     ...
 
@@ -171,6 +180,8 @@ def bincount(out: object, self: object, weights: object) -> None: ...
 
 def bincount_size(self: object) -> int: ...
 
+def box_muller16_(out: object, vector: bool) -> None: ...
+
 def channel_affine(
     out: object,
     input: object,
@@ -286,6 +297,8 @@ def conv_forward(
 def copy_(dst: object, src: object) -> None: ...
 
 def count_nonzero_all(src: object) -> int: ...
+
+cpu_rng_state_bytes: int
 
 dlpack_cpu: int
 
@@ -619,12 +632,47 @@ def mode(
     dim: typing.SupportsInt | typing.SupportsIndex,
 ) -> None: ...
 
-def multinomial_(
+def mt_bernoulli_tensor_(out: object, p: object, gen: CpuRng) -> None: ...
+
+def mt_binomial_(out: object, count: object, prob: object, gen: CpuRng) -> None: ...
+
+def mt_dist_(
     out: object,
-    probs: object,
-    replacement: bool,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
+    gen: CpuRng,
+    kind: typing.SupportsInt | typing.SupportsIndex,
+    a: typing.SupportsFloat | typing.SupportsIndex,
+    b: typing.SupportsFloat | typing.SupportsIndex,
+) -> None: ...
+
+def mt_gamma_(out: object, alpha: object, gen: CpuRng) -> None: ...
+
+def mt_multinomial_(out: object, probs: object, gen: CpuRng) -> None: ...
+
+def mt_normal_(
+    out: object,
+    gen: CpuRng,
+    mean: typing.SupportsFloat | typing.SupportsIndex,
+    std: typing.SupportsFloat | typing.SupportsIndex,
+    fill: bool,
+) -> None: ...
+
+def mt_poisson_(out: object, rate: object, gen: CpuRng) -> None: ...
+
+def mt_random_(
+    out: object,
+    gen: CpuRng,
+    mode: typing.SupportsInt | typing.SupportsIndex,
+    range: typing.SupportsInt | typing.SupportsIndex,
+    base: typing.SupportsInt | typing.SupportsIndex,
+) -> None: ...
+
+def mt_randperm_(out: object, gen: CpuRng) -> None: ...
+
+def mt_uniform_(
+    out: object,
+    gen: CpuRng,
+    low: typing.SupportsFloat | typing.SupportsIndex,
+    high: typing.SupportsFloat | typing.SupportsIndex,
 ) -> None: ...
 
 def new_empty(*args, **kwargs) -> typing.Any: ...
@@ -677,68 +725,7 @@ def pool_forward(
 
 def qr_(q: object, r: object, a: object) -> list[int]: ...
 
-def random_bernoulli_tensor_(
-    out: object,
-    p: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_binomial_(
-    out: object,
-    count: object,
-    prob: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_dist_(
-    out: object,
-    kind: typing.SupportsInt | typing.SupportsIndex,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    a: typing.SupportsFloat | typing.SupportsIndex,
-    b: typing.SupportsFloat | typing.SupportsIndex,
-) -> None: ...
-
-def random_int_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    low: typing.SupportsInt | typing.SupportsIndex,
-    range: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
 random_kinds: dict
-
-def random_normal_tensor_(
-    out: object,
-    mean: object,
-    std: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_poisson_(
-    out: object,
-    rate: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
-
-def random_uniform_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-    low: typing.SupportsFloat | typing.SupportsIndex,
-    high: typing.SupportsFloat | typing.SupportsIndex,
-) -> None: ...
-
-def randperm_(
-    out: object,
-    seed: typing.SupportsInt | typing.SupportsIndex,
-    offset: typing.SupportsInt | typing.SupportsIndex,
-) -> None: ...
 
 def real_angle(out: object, a: object) -> None: ...
 

@@ -12,6 +12,14 @@ __all__ = ["Dirichlet"]
 
 def _sample_dirichlet(concentration):
     """Normalized Gamma(alpha_i, 1) draws; gradients flow through each reparameterized gamma."""
+    if concentration.device.type == "cpu" and concentration.dtype in (ember.float32, ember.float64):
+        # As PyTorch's CPU kernel: gammas drawn and normalized in float64, then cast and kept
+        # inside (0, 1), so seeded draws match torch's.
+        alpha = concentration.double()
+        gammas = _StandardGamma.apply(alpha) if alpha.requires_grad else _sample_standard_gamma(alpha)
+        info = ember.finfo(concentration.dtype)
+        x = (gammas / gammas.sum(-1, keepdim=True)).to(concentration.dtype)
+        return x.clamp(min=info.tiny, max=1.0 - info.eps / 2)
     if concentration.requires_grad:
         gammas = _StandardGamma.apply(concentration)
     else:

@@ -13,13 +13,16 @@ __all__ = ["Gamma"]
 
 
 def _sample_standard_gamma(alpha):
-    """Gamma(alpha, 1) draws by Marsaglia-Tsang rejection, vectorized over ``alpha``.
+    """Gamma(alpha, 1) draws by Marsaglia-Tsang rejection: on CPU PyTorch's serial sampler
+    (``ember._standard_gamma``), elsewhere this version vectorized over ``alpha``.
 
     Each round proposes for the elements not yet accepted; the acceptance rate is above
     95%, so the rounds shrink fast. ``alpha < 1`` uses
     Gamma(alpha + 1) * U^(1 / alpha).
     """
     alpha = alpha.detach()
+    if alpha.device.type == "cpu" and alpha.dtype in (ember.float32, ember.float64):
+        return ember._standard_gamma(alpha)  # PyTorch's sampler: seeded draws match torch's
     boost = alpha < 1
     a = ember.where(boost, alpha + 1, alpha).reshape(-1)
     d = a - 1.0 / 3.0

@@ -166,9 +166,18 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     # One slope per element for x <= 0, as PyTorch's noise tensor; the product needs only the noise in
-    # backward, so the in-place form does not invalidate what autograd saved.
-    slope = ember.empty_like(input).uniform_(lower, upper)
-    noise = ember.where(input > 0, ember.ones_like(input), slope)
+    # backward, so the in-place form does not invalidate what autograd saved. As PyTorch, only the
+    # elements x <= 0 draw (in order, one float64 uniform each, scaled unfused), so seeded runs match.
+    with ember.no_grad():
+        nonpositive = input.detach() <= 0
+        count = int(nonpositive.sum())
+        u = ember.empty(count, dtype=ember.float64, device=input.device).uniform_()
+        # The bounds are first rounded to the input's compute type (float32 below float64).
+        bounds = ember.tensor([lower, upper], dtype=ember.float64 if input.dtype is ember.float64 else ember.float32)
+        lo, hi = (float(v) for v in bounds.tolist())
+        slopes = (u * (hi - lo)).add_(lo).to(input.dtype)
+        noise = ember.ones_like(input)
+        noise[nonpositive] = slopes
     return input.mul_(noise) if inplace else input * noise
 
 

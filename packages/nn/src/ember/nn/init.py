@@ -66,7 +66,9 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Normal(mean, std) restricted to [a, b], drawn by inverting the normal CDF."""
+    """Normal(mean, std) restricted to [a, b], by rejection as PyTorch draws it (so seeded
+    programs get PyTorch's values): redraw normals out of [a, b] when the interval holds more
+    than 30% of the mass, else uniform proposals on [a, b] accepted against the density."""
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -74,13 +76,37 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
+    if tensor.is_meta:
+        return tensor
     with ember.no_grad():
-        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        mass = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if mass > 0.3:
+            lo, hi = tensor.new_tensor(a, device="cpu").item(), tensor.new_tensor(b, device="cpu").item()
+            out = tensor.normal_(mean, std, generator=generator)
+            outside = (out < lo) | (out > hi)
+            while outside.any():
+                out = ember.where(outside, ember.empty_like(out).normal_(mean, std, generator=generator), out)
+                outside = (out < lo) | (out > hi)
+            if out is not tensor:
+                tensor.copy_(out)
+            return tensor
+        peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+        def log_density(x):
+            return x.sub(mean).div_(std).pow_(2).mul_(-0.5).sub_(peak)
+
+        def rejected(x):
+            return ember.empty_like(tensor).uniform_(generator=generator).log_().gt(log_density(x))
+
+        tensor.uniform_(a, b, generator=generator)
+        pending = rejected(tensor)
+        out = tensor
+        while pending.any():
+            proposal = ember.empty_like(tensor).uniform_(a, b, generator=generator)
+            out = ember.where(pending, proposal, out)
+            pending = ember.where(pending, rejected(proposal), pending)
+        if out is not tensor:
+            tensor.copy_(out)
         return tensor
 
 

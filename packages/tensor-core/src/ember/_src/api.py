@@ -113,5 +113,5 @@ _generate(globals())
 # ``import *`` also exports the private-looking names PyTorch has at top level.
 __all__ = [n for n in dir() if not n.startswith("_") or n in (
     "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_",
-    "_assert", "_assert_async", "_check", "_check_index", "_check_is_size", "_check_not_implemented",
+    "_standard_gamma", "_assert", "_assert_async", "_check", "_check_index", "_check_is_size", "_check_not_implemented",
     "_check_tensor_all", "_check_type", "_check_value", "_check_with")]

@@ -1,19 +1,19 @@
 """Random number generators: ``ember.Generator``, the default generator and seeding.
 
-A generator is counter-based (Philox4x32-10, csrc/cpu/random.cpp): its whole state is
-``(seed, offset)``. A call that draws ``n`` values uses counters ``offset .. offset+n-1``
-and advances ``offset`` by ``n``, so every value depends on (seed, its counter) alone and
-results are the same for any thread count. The streams differ from PyTorch's (Mersenne
-Twister); ``get_state`` returns ember's 16-byte state, not PyTorch's 5056 bytes.
+A CPU generator is PyTorch's: a 32-bit Mersenne Twister seeded from the low 32 bits of the
+seed, 64-bit draws made of two 32-bit ones, and the cached second normal of a Box-Muller
+pair (``_C.CpuRng``, csrc/cpu/random.cpp). Seeded programs therefore draw PyTorch's numbers,
+and ``get_state``/``set_state`` use PyTorch's 5056-byte layout. Samplers draw serially, so
+results do not depend on the thread count.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-import threading
 
 from . import dtypes
+from ._native import _C
 from .device import device as _device
 from .dispatch import sync_pending as _sync_pending
 from .plugins import _LOADED
@@ -22,25 +22,20 @@ from .tensor import Tensor, new_empty_tensor
 _MASK64 = (1 << 64) - 1
 # PyTorch's default seed for a new generator.
 _DEFAULT_SEED = 67280421310721
-_STATE_BYTES = 16
-# Reserving counters is a read-modify-write of (seed, offset): threads sharing a generator
-# (the default one, typically) must never reserve the same counters. One lock for all
-# generators keeps Generator objects copyable and picklable; it is held for nanoseconds.
-_LOCK = threading.Lock()
+_STATE_BYTES = _C.cpu_rng_state_bytes
 
 
 class Generator:
     """A source of random numbers for ``generator=`` arguments, as ``torch.Generator``."""
 
-    __slots__ = ("__weakref__", "_device", "_offset", "_seed")
+    __slots__ = ("__weakref__", "_device", "_rng")
 
     def __init__(self, device="cpu"):
         dev = _device(device)
         if dev.type != "cpu":
             raise RuntimeError(f"{dev.type.upper()} device type not an accelerator.")
         self._device = dev
-        self._seed = _DEFAULT_SEED
-        self._offset = 0
+        self._rng = _C.CpuRng(_DEFAULT_SEED)
 
     @property
     def device(self):
@@ -53,30 +48,26 @@ class Generator:
         if seed < -(1 << 63) or seed > _MASK64:
             raise ValueError("Overflow when unpacking long long")
         _sync_pending(None, "random generator state")
-        with _LOCK:
-            self._seed = seed & _MASK64
-            self._offset = 0
+        self._rng.manual_seed(seed & _MASK64)
         return self
 
     def seed(self) -> int:
         """Seeds from the operating system's entropy and returns the new seed."""
         _sync_pending(None, "random generator state")
         value = int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
-        self._seed, self._offset = value, 0
+        self._rng.manual_seed(value)
         return value
 
     def initial_seed(self) -> int:
         _sync_pending(None, "random generator state")
-        return self._seed
+        return self._rng.initial_seed()
 
     def get_state(self):
-        """The state as a uint8 tensor: seed then offset, 8 little-endian bytes each."""
+        """The state as a uint8 tensor in PyTorch's CPU layout (5056 bytes)."""
         _sync_pending(None, "random generator state")
-
+        raw = self._rng.get_state()
         state = new_empty_tensor((_STATE_BYTES,), dtypes.uint8)
-        memoryview(state._storage)[:_STATE_BYTES] = (
-            self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little")
-        )
+        memoryview(state._storage)[:_STATE_BYTES] = raw
         return state
 
     def set_state(self, new_state) -> Generator:
@@ -84,25 +75,33 @@ class Generator:
             raise TypeError(f"expected a ember.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not dtypes.uint8:
             raise TypeError("RNG state must be a ember.ByteTensor")
-        if new_state.numel() != _STATE_BYTES:
-            raise RuntimeError(
-                f"Expected an ember generator state of size {_STATE_BYTES} but found the input RNG state "
-                f"size to be {new_state.numel()}"
-            )
         if new_state._device.type != "cpu":
             raise RuntimeError("RNG state must be a CPU tensor")
+        n = new_state.numel()
+        if n != _STATE_BYTES:
+            raise RuntimeError(
+                f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG state "
+                f"size to be {n}"
+            )
         _sync_pending(None, "random generator state")
         raw = bytes(memoryview(new_state.contiguous().clone()._storage)[:_STATE_BYTES])
-        self._seed = int.from_bytes(raw[:8], "little")
-        self._offset = int.from_bytes(raw[8:], "little")
+        self._rng.set_state(raw)
         return self
 
-    def _take(self, n: int) -> tuple:
-        """Reserves ``n`` counters: returns (seed, first counter) and advances the offset."""
-        with _LOCK:
-            seed, offset = self._seed, self._offset
-            self._offset = (offset + n) & _MASK64
-        return seed, offset
+    def clone_state(self) -> Generator:
+        """A new generator at this one's position (as ``graphsafe_get_state`` clones)."""
+        g = Generator.__new__(Generator)
+        g._device = self._device
+        g._rng = self._rng.clone()
+        return g
+
+    def __getstate__(self):
+        return {"device": str(self._device), "state": self._rng.get_state()}
+
+    def __setstate__(self, st):
+        self._device = _device(st["device"])
+        self._rng = _C.CpuRng(_DEFAULT_SEED)
+        self._rng.set_state(st["state"])
 
     def __repr__(self) -> str:
         return f"<ember.Generator object at {hex(id(self))}>"

@@ -172,8 +172,7 @@ def _randperm_cpu(n, *, generator=None, dtype=None, device=None):
     gen = resolve(generator)
     perm = new_empty_tensor((n,), dtypes.int64, device)
     if n:
-        seed, offset = gen._take(n)
-        _C.randperm_(perm, seed, offset)
+        _C.mt_randperm_(perm, gen._rng)
     if dtype is dtypes.int64:
         return perm
     out = new_empty_tensor((n,), dtype, device)

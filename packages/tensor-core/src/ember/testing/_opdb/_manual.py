@@ -223,6 +223,8 @@ def _random_entries():
                                                                                   grad=False)))
     r["binomial"] = dict(call=pub("binomial"), random=True, dtypes=F, samples=fixed(
         _s(T((3, 4), low=1, high=9), T((3, 4), low=0, high=1), grad=False)))
+    r["_standard_gamma"] = dict(call=pub("_standard_gamma"), random=True, dtypes=F,
+                                samples=fixed(_s(T((3, 4), kind="positive"), grad=False)))
     r["randperm"] = dict(call=pub("randperm"), random=True, samples=fixed(_s(5, grad=False), _s(0, grad=False)))
     return r
 

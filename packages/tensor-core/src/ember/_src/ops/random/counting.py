@@ -1,7 +1,7 @@
 """Counting distributions: ``poisson`` and ``binomial`` draws with per-element parameters.
 
-Each is an op over one native sampler (``_C.random_poisson_``/``_C.random_binomial_``) driven by
-the generator's counter stream (``ops/random.py``), so results depend on the seed alone. Their
+Each is an op over one native sampler (``_C.mt_poisson_``/``_C.mt_binomial_``) that draws from
+the generator's stream with PyTorch's algorithms, so seeded results are PyTorch's. Their
 gradient is zero, as in PyTorch.
 """
 
@@ -40,8 +40,7 @@ def _poisson_cpu(self, generator=None):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     values = empty(self._shape, dtypes.float64, self._device)
     if n:
-        seed, offset = gen._take(n)
-        _C.random_poisson_(values, rates, seed, offset)
+        _C.mt_poisson_(values, rates.contiguous(), gen._rng)
     return convert(values, self.dtype)
 
 
@@ -72,12 +71,11 @@ binomial_op.kernels["meta"] = _binomial_meta
 def _binomial_cpu(count, prob, generator=None):
     result = _binomial_meta(count, prob)
     gen = _resolve(generator)
-    values = empty(result._shape, dtypes.float64, count._device)
-    n = numel(result._shape)
-    if n:
-        seed, offset = gen._take(n)
-        _C.random_binomial_(values, convert(count, dtypes.float64), convert(prob, dtypes.float64), seed, offset)
-    return convert(values, count.dtype)
+    shape = result._shape
+    values = empty(shape, count.dtype, count._device)
+    if numel(shape):
+        _C.mt_binomial_(values, count.expand(shape).contiguous(), prob.expand(shape).contiguous(), gen._rng)
+    return values
 
 
 def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
@@ -85,8 +83,37 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     return binomial_op(count, prob, generator)
 
 
+def _standard_gamma_meta(self, generator=None):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"_standard_gamma(): argument 'self' (position 1) must be Tensor, not {type(self).__name__}")
+    if self.dtype not in (dtypes.float32, dtypes.float64):
+        raise NotImplementedError(f"\"gamma_cpu\" not implemented for '{type_name(self.dtype)}'")
+    return empty(self._shape, self.dtype, META)
+
+
+standard_gamma_op = define("_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", ("random",),
+                           _standard_gamma_meta)
+standard_gamma_op.kernels["meta"] = _standard_gamma_meta
+
+
+@standard_gamma_op.kernel("cpu")
+def _standard_gamma_cpu(self, generator=None):
+    _standard_gamma_meta(self)
+    gen = _generator_for(self, generator)
+    values = empty(self._shape, self.dtype, self._device)
+    if numel(self._shape):
+        _C.mt_gamma_(values, self.contiguous(), gen._rng)
+    return values
+
+
+def _standard_gamma(input: Tensor, generator=None) -> Tensor:
+    """Gamma(input, 1) draws (elementwise), PyTorch's CPU sampler and stream."""
+    return standard_gamma_op(input, generator)
+
+
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
+_standard_gamma             function
 binomial                    function
 poisson                     function
 """)

@@ -1,9 +1,9 @@
 """Op family: random. In-place samplers (``uniform_``, ``normal_``, ``bernoulli_``, ...),
 ``bernoulli``, ``multinomial`` and the tensor-parameter ``normal``.
 
-Every sampler draws one Philox block per element from a ``Generator`` (see
-``_src/generator.py``): element ``i`` of a result uses counter ``offset + i`` in row-major
-order, so a non-contiguous target is filled through a contiguous temporary. Factories
+Every sampler draws from a ``Generator``'s PyTorch-compatible stream (``_src/generator.py``)
+with PyTorch's transforms, element by element in the order PyTorch's kernels visit them
+(memory order), so a non-contiguous target is filled through a temporary laid out that way. Factories
 (``rand``, ``randn``, ``randint``, ...) live in ``_src/random_factories.py`` so that they
 are not attached as Tensor methods; they are re-exported here.
 """
@@ -79,29 +79,41 @@ def _generator_for(self: Tensor, generator) -> Generator:
     return gen
 
 
+def _memory_order(t: Tensor) -> tuple:
+    """The dimension order (outermost first) in which PyTorch's TensorIterator visits a lone
+    output: decreasing strides, ties in dimension order."""
+    return tuple(sorted(range(t.ndim), key=lambda d: (-t._stride[d] if t._shape[d] != 1 else 0, d)))
+
+
 def _fill(self: Tensor, generator, draw) -> Tensor:
-    """Runs ``draw(target, seed, offset)`` on a contiguous target, then writes it into self."""
+    """Runs ``draw(target, rng)`` on a contiguous target holding self's elements in the order
+    PyTorch draws them (memory order), then writes it into self."""
     gen = _generator_for(self, generator)
     n = self.numel()
     if n == 0:
         return self
-    seed, offset = gen._take(n)
-    target = self if self.is_contiguous() else _new_empty(self._shape, self.dtype, self._device)
-    draw(target, seed, offset)
-    if target is not self:
-        _C.copy_(self, target)
+    if self.is_contiguous():
+        draw(self, gen._rng)
+    else:
+        order = _memory_order(self)
+        view = self.permute(order) if order != tuple(range(self.ndim)) else self
+        target = _new_empty(view._shape, self.dtype, self._device)
+        draw(target, gen._rng)
+        _C.copy_(view, target)
     self._storage.version += 1
     return self
 
 
 def _declare_inplace(schema: str, check, draw):
-    """An in-place sampler op: ``check(self, *args)`` validates, ``draw(target, seed, offset, *args)``."""
+    """An in-place sampler op: ``check(self, *args)`` validates, ``draw(target, rng, contiguous, *args)``
+    fills (``contiguous``: whether self itself is)."""
     op = _define(schema, ("random", "inplace"))
 
     @op.kernel("cpu")
     def cpu(self, *args, generator=None):
         check(self, *args)
-        return _fill(self, generator, lambda target, seed, offset: draw(target, seed, offset, *args))
+        contiguous = self.is_contiguous()
+        return _fill(self, generator, lambda target, rng: draw(target, rng, contiguous, *args))
 
     @op.kernel("meta")
     def meta(self, *args, generator=None):
@@ -192,19 +204,24 @@ def _check_bernoulli_p(self, p):
 def _dist(kind: str):
     code = _KINDS[kind]
 
-    def draw(target, seed, offset, a, b=0.0):
-        _C.random_dist_(target, code, seed, offset, a, b)
+    def draw(target, rng, contiguous, a, b=0.0):
+        _C.mt_dist_(target, rng, code, a, b)
 
     return draw
 
 
+def _draw_normal(target, rng, contiguous, mean, std):
+    # PyTorch's 16-wide Box-Muller fill serves contiguous tensors of >= 16 elements.
+    _C.mt_normal_(target, rng, mean, std, contiguous)
+
+
 uniform_op = _declare_inplace(
     "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)",
-    _check_uniform, lambda target, seed, offset, lo, hi: _C.random_uniform_(target, seed, offset, lo, hi),
+    _check_uniform, lambda target, rng, contiguous, lo, hi: _C.mt_uniform_(target, rng, lo, hi),
 )
 normal_inplace_op = _declare_inplace(
     "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)",
-    _check_normal, _dist("normal"))
+    _check_normal, _draw_normal)
 log_normal_op = _declare_inplace(
     "log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor(a!)",
     _check_log_normal, _dist("log_normal"))
@@ -281,11 +298,16 @@ def _check_random(self, low, high):
         raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[self.dtype.name]}")
 
 
-def _draw_random(target, seed, offset, low, high):
+def _draw_random(target, rng, contiguous, low, high):
     if high is None:
-        # [from, largest exactly representable integer]: random_() and random_(from, None).
-        high = _int_bounds(target.dtype)[1] + 1
-    _C.random_int_(target, seed, offset, low, (high - low) & ((1 << 64) - 1))
+        if low == -(1 << 63):  # every int64: one 64-bit draw each
+            _C.mt_random_(target, rng, 1, 0, 0)
+        elif low == 0:  # random_(): PyTorch's unbounded kernel, [0, largest exact integer]
+            _C.mt_random_(target, rng, 2, 0, 0)
+        else:  # [from, largest exactly representable integer]
+            _C.mt_random_(target, rng, 0, _int_bounds(target.dtype)[1] - low + 1, low)
+        return
+    _C.mt_random_(target, rng, 0, (high - low) & ((1 << 64) - 1), low)
 
 
 random_inplace_op = _declare_inplace(
@@ -338,10 +360,15 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     n = self.numel()
     if n == 0:
         return self
-    seed, offset = gen._take(n)
-    values = _new_empty(self._shape, dtypes.float64, self._device)
-    _C.random_bernoulli_tensor_(values, convert(p, dtypes.float64), seed, offset)
-    _C.copy_(self, values)
+    # PyTorch draws a 53-bit uniform per element for float64 p, a 24-bit one otherwise, in
+    # the output's memory order.
+    p_dtype = dtypes.float64 if p.dtype is dtypes.float64 else dtypes.float32
+    order = _memory_order(self) if not self.is_contiguous() else tuple(range(self.ndim))
+    view = self.permute(order) if order != tuple(range(self.ndim)) else self
+    probs = convert(p, p_dtype).expand(self._shape).permute(order).contiguous()
+    values = _new_empty(view._shape, self.dtype, self._device)
+    _C.mt_bernoulli_tensor_(values, probs, gen._rng)
+    _C.copy_(view, values)
     self._storage.version += 1
     return self
 
@@ -395,14 +422,14 @@ def _normal_tensor_cpu(mean, std, *, generator=None, dtype=None):
     dtype = dtype or mean.dtype
     shape = _normal_result(mean, std, dtype)
     out = _new_empty(shape, dtype, mean._device)
-    n = out.numel()
-    if n == 0:
+    if out.numel() == 0:
         return out
+    if bool((std < 0).any()):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    # As PyTorch: standard normals into the output, then * std + mean in the output's dtype.
     gen = _generator_for(out, generator)
-    seed, offset = gen._take(n)
-    values = _new_empty(shape, dtypes.float64, mean._device)
-    _C.random_normal_tensor_(values, convert(mean, dtypes.float64), convert(std, dtypes.float64), seed, offset)
-    _C.copy_(out, values)
+    _C.mt_normal_(out, gen._rng, 0.0, 1.0, True)
+    _C.copy_(out, out * convert(std, dtype) + convert(mean, dtype))
     return out
 
 
@@ -444,15 +471,28 @@ def _multinomial_shape(probs, num_samples, replacement):
 @multinomial_op.kernel("cpu")
 def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
     shape = _multinomial_shape(probs, num_samples, replacement)
-    out = _new_empty(shape, dtypes.int64, probs._device)
     rows = probs._shape[0] if probs.ndim == 2 else 1
-    if rows == 0:
-        return out
-    gen = _generator_for(probs, generator)
     n = probs._shape[-1]
-    table = convert(probs, dtypes.float64).contiguous().reshape(rows, n)
-    seed, offset = gen._take(rows * (num_samples if replacement else n))
-    _C.multinomial_(out.reshape(rows, num_samples), table, builtins.bool(replacement), seed, offset)
+    if rows == 0:
+        return _new_empty(shape, dtypes.int64, probs._device)
+    gen = _generator_for(probs, generator)
+    if not replacement or num_samples == 1:
+        # PyTorch's path: argmax / top-k of p / q with q ~ Exponential(1) drawn in p's dtype
+        # (the Gumbel-max trick), after checking the rows.
+        if not bool(((probs.max() < math.inf) & (probs.min() >= 0)).item()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((probs.sum(-1) == 0).any().item()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        q = _new_empty(probs._shape, probs.dtype, probs._device)
+        exponential_op(q, 1.0, generator=gen)
+        keys = probs / q
+        if num_samples == 1:
+            return keys.argmax(-1, keepdim=True)
+        return keys.topk(num_samples)[1]
+    out = _new_empty(shape, dtypes.int64, probs._device)
+    table_dtype = dtypes.float64 if probs.dtype is dtypes.float64 else dtypes.float32
+    table = convert(probs, table_dtype).contiguous().reshape(rows, n)
+    _C.mt_multinomial_(out.reshape(rows, num_samples), table, gen._rng)
     return out
 
 
