@@ -366,8 +366,12 @@ class CompiledFunction:
         gm = build_graph_module(rec, live, fx, symbols=dyn and _symbols(dyn, rec))
         _name_placeholders(gm, rec, self.fn)
         example_inputs = list(rec.inputs)
+        order = None
         if dyn is not None:
             example_inputs += _symbol_values(dyn[1], rec.inputs, dict(rec.scalar_args))
+            order = _dynamo_input_order(gm, len(rec.inputs), dyn[1])
+            if order is not None:
+                example_inputs = [example_inputs[k] for k in order]
         _log("graph_code", lambda: f"TRACED GRAPH\n {self.name} {gm.print_readable(print_output=False)}")
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
@@ -382,6 +386,8 @@ class CompiledFunction:
             raise BackendCompilerFailed(self.backend, exc) from exc  # PyTorch's wrapper of backend errors
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
+        if order is not None:
+            compiled = _permuted(compiled, order)
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
         log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
         return compiled
@@ -470,6 +476,40 @@ def _name_placeholders(gm, rec, fn) -> None:
         renamed = True
     if renamed:
         gm.recompile()
+
+
+def _dynamo_input_order(gm, n_tensors: int, sources):
+    """Puts a dynamic graph's size placeholders where Dynamo lifts them: each just before the
+    first tensor input carrying that size (``s0, l_x_, s1, l_y_``), number arguments' symbols
+    last. Returns the new order as indices into the old one (None when it is unchanged)."""
+    order = []
+    for i in range(n_tensors):
+        order += [n_tensors + j for j, src in enumerate(sources)
+                  if type(src) is not ScalarSource and src[0] == i]
+        order.append(i)
+    order += [n_tensors + j for j, src in enumerate(sources) if type(src) is ScalarSource]
+    if order == list(range(len(order))):
+        return None
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(order):
+        return None
+    anchor = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    for k in order:
+        anchor.prepend(placeholders[k])
+    gm.recompile()
+    return order
+
+
+def _permuted(compiled, order):
+    """``compiled`` (taking its inputs in the graph's ``order``) called with them in the recorded
+    order (tensors, then sizes, then numbers)."""
+    def call(*args):
+        return compiled(*[args[k] for k in order])
+
+    code = getattr(compiled, "code", None)
+    if code is not None:
+        call.code = code
+    return call
 
 
 def _interpret(rec, live, dyn=None):
