@@ -403,12 +403,6 @@ def _unlifted_graph(program: ExportedProgram):
     user_inputs: dict = {}
     placeholders = iter([n for n in old.nodes if n.op == "placeholder"])
     for spec in sig.input_specs:
-        if isinstance(spec.arg, ConstantArgument):
-            # A constant user input (an int argument) has no placeholder in the program; here it is
-            # one, which nothing reads: the code flattens the call's inputs onto them, as PyTorch's.
-            if spec.kind is InputKind.USER_INPUT:
-                graph.placeholder(spec.arg.name)
-            continue
         node = next(placeholders)
         if spec.kind is InputKind.USER_INPUT:
             new = graph.placeholder(node.name)
