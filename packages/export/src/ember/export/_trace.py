@@ -310,6 +310,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     ep = ExportedProgram(gm, gm, sig, state_dict, ranges, fqns, example_inputs=(args, kwargs),
                          constants=constants)
     ep._dim_names = dim_names
+    ep._runtime_guards = tuple(getattr(env, "runtime_guards", ()))
     LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
     return ep
 
