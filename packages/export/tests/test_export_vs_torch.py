@@ -256,3 +256,29 @@ def test_tree_spec_repr_like_torch():
     pair = collections.namedtuple("pair", "a b")
     for tree in [((1, 2), {"z": 3}), [1, [2, [3, None]], {"a": 5, "b": (6,)}], (), {"x": []}, pair(1, (2, 3)), 5]:
         assert repr(_pytree.tree_flatten(tree)[1]) == repr(torch_pytree.tree_flatten(tree)[1])
+
+
+def test_nested_input_leaves_are_named_by_their_path_like_torch():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def build(lib):
+        class M(lib.nn.Module):
+            def forward(self, d, lst, t):
+                return d["x"] + lst[0] * lst[1] + t.a - t.b * d["y"]
+
+        return M()
+
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        o = lib.tensor(x)
+        args = ({"x": o, "y": o * 5}, [o, o * 2], Pair(o, o * 3))
+        ep = lib.export.export(build(lib), args)
+        names = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+        results.append((names, [s.arg.name for s in ep.graph_signature.input_specs],
+                        ep.module()(*args).detach().numpy()))
+    assert results[1][0] == results[0][0] == ["d_x", "d_y", "lst_0", "lst_1", "t_a", "t_b"]
+    assert results[1][1] == results[0][1]
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6)
