@@ -410,7 +410,34 @@ def _module_sources(module, prefix: str, names: dict) -> None:
         for name, t in list(sub._parameters.items()) + list(sub._buffers.items()):
             if t is not None:
                 kind = "parameters" if name in sub._parameters else "buffers"
-                names.setdefault(id(t), f"{base}_{kind}_{name}")
+                names.setdefault(id(t), f"{base}_{kind}_{name}_")
+
+
+def _value_sources(value, source: str, names: dict, tensor_type, depth: int = 0) -> None:
+    """Dynamo's names of the tensors inside an argument, from their source (``L['t'].a`` is
+    ``L_t_a``, ``L['d']['k'][1]`` is ``L_d_k_1_``): items of lists, tuples and dicts, fields of
+    namedtuples and dataclasses."""
+    import dataclasses
+    import re
+
+    if isinstance(value, tensor_type):
+        names.setdefault(id(value), re.sub(r"[^A-Za-z0-9]+", "_", source))
+        return
+    if depth > 8:
+        return
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        for field in value._fields:
+            _value_sources(getattr(value, field), f"{source}.{field}", names, tensor_type, depth + 1)
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _value_sources(item, f"{source}[{i}]", names, tensor_type, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, (str, int)) and not isinstance(key, bool):
+                _value_sources(item, f"{source}[{key!r}]", names, tensor_type, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _value_sources(getattr(value, field.name, None), f"{source}.{field.name}", names, tensor_type, depth + 1)
 
 
 def _source_names(fn, args, kwargs) -> dict:
@@ -431,18 +458,10 @@ def _source_names(fn, args, kwargs) -> dict:
         bound = None
     if bound is not None:
         for name, value in bound.arguments.items():
-            if isinstance(value, Tensor):
-                names.setdefault(id(value), f"L_{name}")
-            elif isinstance(value, (tuple, list)):
-                for i, v in enumerate(value):
-                    if isinstance(v, Tensor):
-                        names.setdefault(id(v), f"L_{name}_{i}")
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    if isinstance(v, Tensor) and str(k).isidentifier():
-                        names.setdefault(id(v), f"L_{name}_{k}")
-            elif isinstance(value, nn.Module):
+            if isinstance(value, nn.Module):
                 _module_sources(value, f"L_{name}", names)
+            else:
+                _value_sources(value, f"L[{name!r}]", names, Tensor)
     if isinstance(owner, nn.Module):
         _module_sources(owner, "L_self", names)
     code_globals = getattr(getattr(target, "__func__", target), "__globals__", {})
@@ -450,7 +469,7 @@ def _source_names(fn, args, kwargs) -> dict:
     for name in (code.co_names if code is not None else ()):
         value = code_globals.get(name)
         if isinstance(value, Tensor):
-            names.setdefault(id(value), f"G_{name}")
+            names.setdefault(id(value), f"G_{name}_")
         elif isinstance(value, nn.Module):
             _module_sources(value, f"G_{name}", names)
     return names
@@ -471,8 +490,8 @@ def _name_placeholders(gm, rec, fn) -> None:
         source = names.get(id(t))
         if source is None:
             continue
-        node._rename(source.lower() + "_")
-        node.target = source + "_"
+        node._rename(source.lower())
+        node.target = source
         renamed = True
     if renamed:
         gm.recompile()
