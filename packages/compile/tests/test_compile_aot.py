@@ -271,7 +271,42 @@ def test_automatic_dynamic_recompiles_once_like_torch():
         tf(torch.ones(n, 3))
     assert len(counter.graphs) == len(tcount.graphs) == 2
     placeholders = [n.name for n in counter.graphs[1].graph.nodes if n.op == "placeholder"]
-    assert placeholders == ["l_x_", "s0"]  # Dynamo: s77, l_x_ (its size symbol is an input first)
+    assert placeholders == ["s0", "l_x_"]  # Dynamo: s77, l_x_ (its size symbol is an input first)
+
+
+def _two_sized(lib):
+    def f(a, b):
+        return lib.cat([b, a]) * a.sum() + b.shape[0]
+    return f
+
+
+def _kinds(graph_inputs):
+    return [(n.name if n.name.startswith("l_") else "s", type(v).__name__ == "Tensor")
+            for n, v in graph_inputs]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_dynamic_size_placeholders_come_before_their_tensor_like_dynamo(backend):
+    seen = {}
+
+    def spy(lib, key):
+        def be(gm, example_inputs):
+            nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            seen[key] = _kinds(zip(nodes, example_inputs))
+            if lib is ember and backend != "eager":
+                return ember.compiler.backends.registry.lookup_backend(backend)(gm, example_inputs)
+            return gm.forward
+        return be
+
+    torch._dynamo.reset()
+    tf = torch.compile(_two_sized(torch), backend=spy(torch, "t"), dynamic=True)
+    ef = ember.compile(_two_sized(ember), backend=spy(ember, "e"), dynamic=True)
+    for n, m in ((3, 4), (5, 2), (7, 6)):
+        a, b = np.arange(n, dtype=np.float32), np.arange(m, dtype=np.float32) * 2
+        want = tf(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        np.testing.assert_allclose(ef(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want)
+    # each size symbol is lifted just before the first tensor carrying it: s, l_b_, s, l_a_
+    assert seen["e"] == seen["t"] == [("s", False), ("l_b_", True), ("s", False), ("l_a_", True)]
 
 
 def test_dynamic_true_and_mark_dynamic_and_static():

@@ -875,3 +875,28 @@ def test_backend_graph_placeholders_are_named_by_source_like_dynamo():
     e = graph_placeholders(ember, star(ember), ember.ones(3), ember.ones(3), k=ember.ones(3))
     assert sorted(e) == sorted(graph_placeholders(torch, star(torch), torch.ones(3), torch.ones(3), k=torch.ones(3)))
     assert sorted(e) == [("l_k_", "L_k_"), ("l_rest_0_", "L_rest_0_"), ("l_x_", "L_x_")]
+
+    # tensors inside namedtuples, dataclasses and nested containers: named by their source path
+    import collections
+    import dataclasses
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def nested(lib):
+        @dataclasses.dataclass
+        class Data:
+            u: lib.Tensor
+            v: lib.Tensor
+
+        def f(t, d, deep):
+            return t.a * t.b + d.u - d.v + deep["k"][1]
+
+        return f, Data
+
+    results = []
+    for lib in (torch, ember):
+        f, data = nested(lib)
+        o = lib.ones(2)
+        results.append(graph_placeholders(lib, f, Pair(o, o * 2), data(o * 3, o * 4), {"k": [o, o * 5]}))
+    assert results[1] == results[0] == [("l_t_a", "L_t_a"), ("l_t_b", "L_t_b"), ("l_d_u", "L_d_u"),
+                                        ("l_d_v", "L_d_v"), ("l_deep_k_1_", "L_deep_k_1_")]

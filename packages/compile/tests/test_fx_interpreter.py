@@ -74,6 +74,33 @@ def test_transformer_subclass_swaps_ops():
     assert isinstance(egm, ember.fx.GraphModule)
 
 
+def _relu_plus_sigmoid(lib):
+    def f(v):
+        return lib.relu(v) + lib.sigmoid(v)
+    return f
+
+
+def test_transformer_override_finds_targets_by_identity_like_torch():
+    # ``target is torch.relu`` inside a Transformer override (ember's functions are recording
+    # stand-ins while transform() runs: the override must see the one the name holds then)
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    results = []
+    for lib, fx, convert in FRAMEWORKS:
+        class NegRelu(fx.Transformer):
+            def call_function(self, target, args, kwargs, lib=lib):
+                if target is lib.relu:
+                    return lib.neg(super().call_function(target, args, kwargs))
+                return super().call_function(target, args, kwargs)
+
+        gm = fx.symbolic_trace(_relu_plus_sigmoid(lib))
+        transformed = NegRelu(gm).transform()
+        results.append((transformed, transformed(convert(x))))
+    (tgm, tout), (egm, eout) = results
+    assert full_structure(egm) == full_structure(tgm)
+    assert "neg" in egm.code
+    assert_close(eout, tout)
+
+
 def test_identity_transformer_and_interpreter_keep_the_program():
     def make(lib):
         class M(lib.nn.Module):

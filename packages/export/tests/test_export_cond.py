@@ -258,3 +258,60 @@ def test_cond_on_a_dynamic_size_keeps_the_predicate_symbolic_like_torch(example)
     for n in (3, 9):
         x = ember.randn(n, 4)
         np.testing.assert_allclose(onnx_program(x)[0].numpy(), (x.sin() if n > 4 else x.cos()).numpy(), atol=1e-6)
+
+
+def _earlier_line_models(lib):
+    class Earlier(lib.nn.Module):  # the predicate computed lines before the cond
+        def forward(self, x):
+            p = x.shape[0] > 4
+            y = x + 1
+            return lib.cond(p, lambda v: v.sin(), lambda v: v.cos(), (y,))
+
+    class Combined(lib.nn.Module):  # two comparisons joined with &, still undecided
+        def forward(self, x):
+            p = (x.shape[0] > 4) & (x.shape[0] < 8)
+            return lib.cond(p, lambda v: v.sin(), lambda v: v.cos(), (x,))
+
+    class Parity(lib.nn.Module):  # a size expression with a remainder
+        def forward(self, x):
+            n = x.shape[0]
+            even = n % 2 == 0
+            return lib.cond(even, lambda v: v.sin(), lambda v: v.cos(), (x,))
+
+    return [Earlier(), Combined(), Parity()]
+
+
+def test_cond_on_a_size_predicate_from_an_earlier_line_stays_symbolic_like_torch():
+    for model_e, model_t in zip(_earlier_line_models(ember), _earlier_line_models(torch)):
+        tp = torch.export.export(model_t, (torch.randn(6, 3),),
+                                 dynamic_shapes={"x": {0: torch.export.Dim("b", min=2, max=10)}})
+        ep = export(model_e, (ember.randn(6, 3),), dynamic_shapes={"x": {0: Dim("b", min=2, max=10)}})
+        assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [
+            (int(r.lower), int(r.upper)) for r in tp.range_constraints.values()]
+        assert len(_hop_nodes(ep.graph, "cond")) == 1
+        for n in (3, 6, 7, 9):
+            x = np.random.randn(n, 3).astype(np.float32)
+            want = tp.module()(torch.from_numpy(x)).numpy()
+            np.testing.assert_allclose(ep.module()(ember.from_numpy(x)).numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_deciding_a_size_comparison_in_python_guards_like_torch():
+    def build(lib):
+        class Decide(lib.nn.Module):
+            def forward(self, x):
+                p = x.shape[0] > 4
+                if p:  # decided here: a guard, which the range b in [2, 10] violates
+                    return x.sin()
+                return x.cos()
+
+        return Decide()
+
+    with pytest.raises(torch._dynamo.exc.UserError):
+        torch.export.export(build(torch), (torch.randn(6, 3),),
+                            dynamic_shapes={"x": {0: torch.export.Dim("b", min=2, max=10)}})
+    with pytest.raises(ember.compiler._exc.UserError, match=r"b > 4"):
+        export(build(ember), (ember.randn(6, 3),), dynamic_shapes={"x": {0: Dim("b", min=2, max=10)}})
+    # within a range that implies it, the decision is no guard at all, as in torch
+    ep = export(build(ember), (ember.randn(6, 3),), dynamic_shapes={"x": {0: Dim("b", min=5, max=10)}})
+    x = np.random.randn(7, 3).astype(np.float32)
+    np.testing.assert_allclose(ep.module()(ember.from_numpy(x)).numpy(), np.sin(x), rtol=1e-6)

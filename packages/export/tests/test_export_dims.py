@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -328,3 +330,38 @@ def test_two_equal_dims_suggest_the_later_one_in_terms_of_the_earlier_like_torch
     assert fixes(ember) == fixes(torch) == [("Constraints violated (z)", "  z = a"),
                                             ("Constraints violated (a)", "  a = z"),
                                             ("Constraints violated (m)", "  m = n")]
+
+
+def _half_rows(lib):
+    class HalfRows(lib.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0] // 2, -1) * 2
+
+    return HalfRows()
+
+
+@pytest.mark.parametrize("hint", ["AUTO", "DYNAMIC"])
+def test_auto_dim_keeps_an_unexpressible_guard_as_a_call_check_like_torch(hint):
+    # reshape(b // 2, -1) needs 3*b divisible by b // 2: no range says that, so torch keeps the
+    # dim dynamic and ep.module() checks the guard per call; a named Dim is an error in both
+    tp = torch.export.export(_half_rows(torch), (torch.ones(8, 3),),
+                             dynamic_shapes={"x": {0: getattr(torch.export.Dim, hint)}})
+    ep = export(_half_rows(ember), (ember.ones(8, 3),), dynamic_shapes={"x": {0: getattr(Dim, hint)}})
+    assert [str(r) for r in ep.range_constraints.values()] == [str(r) for r in tp.range_constraints.values()]
+    buffer = io.BytesIO()
+    ember.export.save(ep, buffer)
+    buffer.seek(0)
+    for program in (ep, ember.export.load(buffer)):
+        for n in (6, 10, 5, 4, 9):
+            data = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3)
+            try:
+                want = tp.module()(data)
+            except AssertionError:
+                with pytest.raises(AssertionError, match="Guard failed"):
+                    program.module()(ember.tensor(data.numpy()))
+                continue
+            assert program.module()(ember.tensor(data.numpy())).tolist() == want.tolist()
+    with pytest.raises(torch._dynamo.exc.UserError):
+        torch.export.export(_half_rows(torch), (torch.ones(8, 3),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    with pytest.raises(UserError, match="Constraints violated"):
+        export(_half_rows(ember), (ember.ones(8, 3),), dynamic_shapes={"x": {0: Dim("b")}})

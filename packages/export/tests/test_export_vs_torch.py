@@ -3,6 +3,7 @@ counts and range constraints agree; run_decompositions and unflatten keep the pr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from export_models import cnn, copy_weights, encoder_layer, mini_gpt, mlp
@@ -207,6 +208,44 @@ def test_none_inputs_are_user_inputs_like_torch():
     assert ember.equal(out, ember.tensor(t_mod(torch.ones(2, 4), None, z=None).numpy()))
 
 
+def test_number_and_none_inputs_are_unused_placeholders_of_the_graph_like_torch(tmp_path):
+    def build(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(3, 3)
+
+            def forward(self, x, n, s=None, *, scale=2.0):
+                y = self.fc(x) * n * scale
+                return y if s is None else y + s
+
+        return M()
+
+    model_t = build(torch)
+    model_e = build(ember)
+    model_e.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in model_t.state_dict().items()})
+    x = torch.randn(2, 3)
+    tp = torch.export.export(model_t, (x, 3, None), {"scale": 0.5})
+    ep = export(model_e, (ember.tensor(x.numpy()), 3, None), {"scale": 0.5})
+
+    def placeholders(graph):
+        return [(n.name, len(n.users)) for n in graph.nodes if n.op == "placeholder"]
+
+    want = placeholders(tp.graph)
+    assert want[3:] == [("n", 0), ("s", 0), ("scale", 0)]
+    assert placeholders(ep.graph) == want
+    assert [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"][3:] == [3, None, 0.5]
+    assert str(ep.graph_signature) == str(tp.graph_signature)
+    ember.export.save(ep, str(tmp_path / "m.ep"))
+    loaded = ember.export.load(str(tmp_path / "m.ep"))
+    expected = tp.module()(x, 3, None, scale=0.5).detach().numpy()
+    for program in (ep, ep.run_decompositions(), loaded):
+        assert placeholders(program.graph) == want
+        got = program.module()(ember.tensor(x.numpy()), 3, None, scale=0.5).detach().numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    ep.validate()
+
+
 def test_tree_spec_repr_like_torch():
     import collections
 
@@ -217,3 +256,29 @@ def test_tree_spec_repr_like_torch():
     pair = collections.namedtuple("pair", "a b")
     for tree in [((1, 2), {"z": 3}), [1, [2, [3, None]], {"a": 5, "b": (6,)}], (), {"x": []}, pair(1, (2, 3)), 5]:
         assert repr(_pytree.tree_flatten(tree)[1]) == repr(torch_pytree.tree_flatten(tree)[1])
+
+
+def test_nested_input_leaves_are_named_by_their_path_like_torch():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def build(lib):
+        class M(lib.nn.Module):
+            def forward(self, d, lst, t):
+                return d["x"] + lst[0] * lst[1] + t.a - t.b * d["y"]
+
+        return M()
+
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        o = lib.tensor(x)
+        args = ({"x": o, "y": o * 5}, [o, o * 2], Pair(o, o * 3))
+        ep = lib.export.export(build(lib), args)
+        names = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+        results.append((names, [s.arg.name for s in ep.graph_signature.input_specs],
+                        ep.module()(*args).detach().numpy()))
+    assert results[1][0] == results[0][0] == ["d_x", "d_y", "lst_0", "lst_1", "t_a", "t_b"]
+    assert results[1][1] == results[0][1]
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6)

@@ -251,6 +251,48 @@ def test_legacy_exporter_arguments_and_constant_outputs_like_torch(tmp_path):
     assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
 
 
+def test_legacy_keep_initializers_as_inputs_lists_the_weights_only_like_torch():
+    # a caller feeding every graph input past the data from the state dict (to override weights)
+    # must find exactly the module's parameters there, as torch's TorchScript exporter lists them
+    import onnxruntime as ort
+
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = lib.nn.Linear(4, 8)
+                self.fc2 = lib.nn.Linear(8, 3)
+
+            def forward(self, x, y):
+                return self.fc2(lib.tanh(self.fc1(x))) + y.sum(1, keepdim=True) * x.shape[0]
+
+        net = Net().eval()
+        with lib.no_grad():
+            for p in net.parameters():
+                p.copy_(lib.linspace(-1, 1, p.numel()).reshape(tuple(p.shape)))
+        return net
+
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    y = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
+    outs, weight_inputs = [], []
+    for lib in (torch, ember):
+        net = build(lib)
+        f = io.BytesIO()
+        lib.onnx.export(net, (lib.tensor(x), lib.tensor(y)), f, input_names=["x", "y"],
+                        keep_initializers_as_inputs=True, dynamo=False)
+        model = onnx.load_from_string(f.getvalue())
+        names = [i.name for i in model.graph.input]
+        assert names[:2] == ["x", "y"]
+        weight_inputs.append(names[2:])
+        state = {k: (v.detach().numpy() * 0.5).astype(np.float32) for k, v in net.state_dict().items()}
+        session = ort.InferenceSession(f.getvalue(), providers=["CPUExecutionProvider"])
+        outs.append(session.run(None, {"x": x, "y": y, **{n: state[n] for n in names[2:]}})[0])
+    assert weight_inputs[1] == weight_inputs[0] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+
+
 def test_onnx_program_methods_from_pytorch_tutorials(tmp_path):
     # onnx_program.optimize(); .apply_weights(state_dict); .rename_axes(); .call_reference();
     # .compute_values(): as torch.onnx.ONNXProgram offers them.

@@ -18,6 +18,7 @@ import ember
 from ember._src.device import META
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
+from ember.compiler.symbolic_shapes import SymBool
 
 from ._subgraph import (
     STATE,
@@ -35,7 +36,7 @@ def _check_pred(pred) -> None:
         if pred.numel() != 1:
             raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got a tensor of shape "
                                f"{tuple(pred.shape)}.")
-    elif not isinstance(pred, bool):
+    elif not isinstance(pred, (bool, SymBool)):
         raise RuntimeError(f"Expected pred to be bool or tensor, but got {type(pred).__name__}.")
 
 
@@ -120,10 +121,9 @@ def cond(pred, true_fn, false_fn, operands=()):
         if not isinstance(op, (Tensor, int, float, bool)):
             raise RuntimeError(f"cond: operand {i} is a {type(op).__name__}; operands must be tensors or numbers")
     if isinstance(pred, bool):
-        symbolic = _symbolic_pred(pred, operands)
-        if symbolic is None:
-            return true_fn(*operands) if pred else false_fn(*operands)
-        pred = symbolic
+        return true_fn(*operands) if pred else false_fn(*operands)
+    if isinstance(pred, SymBool):
+        pred = _symbolic_pred(pred, operands)
     if _is_wrapped(pred):
         return _select_both(pred, true_fn, false_fn, operands)
     if not capturing(pred, *operands):
@@ -140,47 +140,32 @@ def cond(pred, true_fn, false_fn, operands=()):
     return tree_unflatten(list(out), t_spec)
 
 
-def _symbolic_pred(pred: bool, operands):
-    """Under export's symbolic trace, a bool computed on the caller's line from symbolic sizes
-    (``cond(x.shape[0] > 4, ...)``) as a 0-d bool tensor computed from those sizes at run time,
-    with the guard its comparison recorded taken back: PyTorch keeps such a predicate symbolic
-    (a SymBool) rather than specializing the program to one branch. None otherwise (a
-    comparison made on another line, several on this one, a plain bool): the branch is decided
-    now, as before.
+def _symbolic_pred(pred, operands):
+    """A SymBool predicate (export's symbolic trace: ``p = x.shape[0] > 4`` on any line before
+    ``torch.cond(p, ...)``, or inline) as a 0-d bool tensor computed from each call's sizes, so
+    the program is not specialized to one branch (PyTorch keeps the SymBool in the graph)."""
+    return _relation_tensor(pred.rel, pred.env, _device_of(operands))
 
-    ember's SymInt comparisons return plain bools, so the predicate is recognized by its guard:
-    the last one recorded, and the only one recorded from the caller's line."""
+
+def _relation_tensor(rel, env, device):
     import sympy
 
-    from ember.compiler._user_frames import user_frame
     from ember.compiler.symbolic_shapes import SymInt
 
-    env = next((s.shape_env for op in operands if isinstance(op, Tensor) for s in op.shape
-                if isinstance(s, SymInt) and s.shape_env is not None), None)
-    if env is None or not env.record_guards or not env.guards:
-        return None
-    here = user_frame(2)
-    if here is None:
-        return None
-    on_line = [i for i, f in enumerate(env.guard_frames)
-               if f is not None and (f.filename, f.lineno) == (here.filename, here.lineno)]
-    guard = env.guards[-1]
-    if on_line != [len(env.guards) - 1] or not isinstance(guard, sympy.core.relational.Relational):
-        return None
-    diff = sympy.expand(guard.lhs - guard.rhs)
-    hint = diff.subs(env.var_to_val)
-    if not diff.free_symbols or not hint.is_Integer or not (diff.free_symbols <= set(env.var_to_val)):
-        return None
-    # the guard holds the outcome (``s0 <= 4`` for a False ``s0 > 4``): pred is it, or its negation
-    relation = type(guard if pred else guard.negated)
+    if isinstance(rel, (sympy.And, sympy.Or)):
+        parts = [_relation_tensor(r, env, device) for r in rel.args]
+        combine = ember.logical_and if isinstance(rel, sympy.And) else ember.logical_or
+        out = parts[0]
+        for part in parts[1:]:
+            out = combine(out, part)
+        return out
+    if isinstance(rel, sympy.Not):
+        return ember.logical_not(_relation_tensor(rel.args[0], env, device))
     compare = {sympy.StrictGreaterThan: ember.gt, sympy.GreaterThan: ember.ge, sympy.StrictLessThan: ember.lt,
-               sympy.LessThan: ember.le, sympy.Equality: ember.eq, sympy.Unequality: ember.ne}.get(relation)
-    if compare is None:
-        return None
-    env.guards.pop()
-    env.guard_frames.pop()
-    env._seen.discard(guard)
-    value = ember.full((), SymInt(diff, int(hint), env), dtype=ember.int64, device=_device_of(operands))
+               sympy.LessThan: ember.le, sympy.Equality: ember.eq, sympy.Unequality: ember.ne}[type(rel)]
+    diff = sympy.expand(rel.lhs - rel.rhs)
+    hint = int(diff.subs(env.var_to_val))
+    value = ember.full((), SymInt(diff, hint, env) if diff.free_symbols else hint, dtype=ember.int64, device=device)
     return compare(value, 0)
 
 

@@ -366,8 +366,12 @@ class CompiledFunction:
         gm = build_graph_module(rec, live, fx, symbols=dyn and _symbols(dyn, rec))
         _name_placeholders(gm, rec, self.fn)
         example_inputs = list(rec.inputs)
+        order = None
         if dyn is not None:
             example_inputs += _symbol_values(dyn[1], rec.inputs, dict(rec.scalar_args))
+            order = _dynamo_input_order(gm, len(rec.inputs), dyn[1])
+            if order is not None:
+                example_inputs = [example_inputs[k] for k in order]
         _log("graph_code", lambda: f"TRACED GRAPH\n {self.name} {gm.print_readable(print_output=False)}")
         _log("guards", lambda: _guards_text(rec))
         if self.listener is not None:
@@ -382,6 +386,8 @@ class CompiledFunction:
             raise BackendCompilerFailed(self.backend, exc) from exc  # PyTorch's wrapper of backend errors
         if compiled is None:
             raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
+        if order is not None:
+            compiled = _permuted(compiled, order)
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")
         log.debug("compiled %s in %.3f s", self.name, time.perf_counter() - start)
         return compiled
@@ -404,7 +410,34 @@ def _module_sources(module, prefix: str, names: dict) -> None:
         for name, t in list(sub._parameters.items()) + list(sub._buffers.items()):
             if t is not None:
                 kind = "parameters" if name in sub._parameters else "buffers"
-                names.setdefault(id(t), f"{base}_{kind}_{name}")
+                names.setdefault(id(t), f"{base}_{kind}_{name}_")
+
+
+def _value_sources(value, source: str, names: dict, tensor_type, depth: int = 0) -> None:
+    """Dynamo's names of the tensors inside an argument, from their source (``L['t'].a`` is
+    ``L_t_a``, ``L['d']['k'][1]`` is ``L_d_k_1_``): items of lists, tuples and dicts, fields of
+    namedtuples and dataclasses."""
+    import dataclasses
+    import re
+
+    if isinstance(value, tensor_type):
+        names.setdefault(id(value), re.sub(r"[^A-Za-z0-9]+", "_", source))
+        return
+    if depth > 8:
+        return
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        for field in value._fields:
+            _value_sources(getattr(value, field), f"{source}.{field}", names, tensor_type, depth + 1)
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _value_sources(item, f"{source}[{i}]", names, tensor_type, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, (str, int)) and not isinstance(key, bool):
+                _value_sources(item, f"{source}[{key!r}]", names, tensor_type, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _value_sources(getattr(value, field.name, None), f"{source}.{field.name}", names, tensor_type, depth + 1)
 
 
 def _source_names(fn, args, kwargs) -> dict:
@@ -425,18 +458,10 @@ def _source_names(fn, args, kwargs) -> dict:
         bound = None
     if bound is not None:
         for name, value in bound.arguments.items():
-            if isinstance(value, Tensor):
-                names.setdefault(id(value), f"L_{name}")
-            elif isinstance(value, (tuple, list)):
-                for i, v in enumerate(value):
-                    if isinstance(v, Tensor):
-                        names.setdefault(id(v), f"L_{name}_{i}")
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    if isinstance(v, Tensor) and str(k).isidentifier():
-                        names.setdefault(id(v), f"L_{name}_{k}")
-            elif isinstance(value, nn.Module):
+            if isinstance(value, nn.Module):
                 _module_sources(value, f"L_{name}", names)
+            else:
+                _value_sources(value, f"L[{name!r}]", names, Tensor)
     if isinstance(owner, nn.Module):
         _module_sources(owner, "L_self", names)
     code_globals = getattr(getattr(target, "__func__", target), "__globals__", {})
@@ -444,7 +469,7 @@ def _source_names(fn, args, kwargs) -> dict:
     for name in (code.co_names if code is not None else ()):
         value = code_globals.get(name)
         if isinstance(value, Tensor):
-            names.setdefault(id(value), f"G_{name}")
+            names.setdefault(id(value), f"G_{name}_")
         elif isinstance(value, nn.Module):
             _module_sources(value, f"G_{name}", names)
     return names
@@ -465,11 +490,45 @@ def _name_placeholders(gm, rec, fn) -> None:
         source = names.get(id(t))
         if source is None:
             continue
-        node._rename(source.lower() + "_")
-        node.target = source + "_"
+        node._rename(source.lower())
+        node.target = source
         renamed = True
     if renamed:
         gm.recompile()
+
+
+def _dynamo_input_order(gm, n_tensors: int, sources):
+    """Puts a dynamic graph's size placeholders where Dynamo lifts them: each just before the
+    first tensor input carrying that size (``s0, l_x_, s1, l_y_``), number arguments' symbols
+    last. Returns the new order as indices into the old one (None when it is unchanged)."""
+    order = []
+    for i in range(n_tensors):
+        order += [n_tensors + j for j, src in enumerate(sources)
+                  if type(src) is not ScalarSource and src[0] == i]
+        order.append(i)
+    order += [n_tensors + j for j, src in enumerate(sources) if type(src) is ScalarSource]
+    if order == list(range(len(order))):
+        return None
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(order):
+        return None
+    anchor = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    for k in order:
+        anchor.prepend(placeholders[k])
+    gm.recompile()
+    return order
+
+
+def _permuted(compiled, order):
+    """``compiled`` (taking its inputs in the graph's ``order``) called with them in the recorded
+    order (tensors, then sizes, then numbers)."""
+    def call(*args):
+        return compiled(*[args[k] for k in order])
+
+    code = getattr(compiled, "code", None)
+    if code is not None:
+        call.code = code
+    return call
 
 
 def _interpret(rec, live, dyn=None):

@@ -95,7 +95,12 @@ class SymInt(int):
                 return UnbackedSymBool(result, relation, env)
         if env is not None and env.record_guards:
             b = other.node if isinstance(other, SymInt) else sympy.Integer(other)
-            env.add_guard(rel(self.node, b) if result else sympy.Not(rel(self.node, b)))
+            relation = rel(self.node, b)
+            if relation is not sympy.true and relation is not sympy.false and _from_user_code():
+                # the program's own comparison stays symbolic until it is decided (PyTorch's
+                # SymBool): ``torch.cond(p, ...)`` keeps it as a runtime predicate
+                return SymBool._make(result, relation, env)
+            env.add_guard(relation if result else sympy.Not(relation))
         return result
 
     def __eq__(self, o):
@@ -118,17 +123,88 @@ class SymInt(int):
 
 
 class SymFloat(float):
-    """PyTorch's symbolic float. ember's tracer specializes float and bool values (a traced Python
-    float or comparison becomes a constant, guarded where it came from a size), so no trace makes one
-    of these or of ``SymBool``: they exist for the ``isinstance`` checks and annotations of PyTorch
-    code, which then take the concrete branch as they do for a plain float."""
+    """PyTorch's symbolic float. ember's tracer specializes float values (a traced Python float
+    becomes a constant, guarded where it came from a size), so no trace makes one: it exists for
+    the ``isinstance`` checks and annotations of PyTorch code, which then take the concrete
+    branch as they do for a plain float."""
+
+
+def _from_user_code() -> bool:
+    """Whether the comparison running now (``SymInt._compare``, two frames down) was written in
+    the program rather than in ember's own code (which decides on sizes at once)."""
+    import sys
+
+    from ._user_frames import _EMBER_DIRS
+
+    filename = sys._getframe(3).f_code.co_filename
+    return not filename.startswith(_EMBER_DIRS) and not filename.startswith("<")
 
 
 class SymBool:
-    """PyTorch's symbolic bool (see ``SymFloat``: ember's traces never make one)."""
+    """A comparison of symbolic sizes made by the program during export's symbolic trace
+    (PyTorch's symbolic bool): ``value`` is its answer at the example sizes, ``rel`` the sympy
+    relation. Deciding on it (``bool()``, ``if``, ``and``/``not``) records the guard then, as
+    PyTorch's ``guard_bool``; ``torch.cond`` takes it undecided and computes it from each call's
+    sizes. ``&``, ``|`` and ``~`` combine it without deciding. Other traces specialize bools and
+    never make one."""
 
-    def __init__(self):
-        raise TypeError("ember traces specialize bools: a SymBool is never created")
+    __slots__ = ("value", "rel", "env")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("a SymBool is made by comparing symbolic sizes, not constructed")
+
+    @classmethod
+    def _make(cls, value: bool, rel, env):
+        self = object.__new__(cls)
+        self.value, self.rel, self.env = bool(value), rel, env
+        return self
+
+    def __bool__(self) -> bool:
+        self.env.add_guard(self.rel if self.value else sympy.Not(self.rel))
+        return self.value
+
+    def __ember_unguarded__(self) -> bool:  # torch._check(p): the same guard, read as a bool
+        return bool(self)
+
+    def __int__(self) -> int:
+        return int(bool(self))
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        if isinstance(other, SymBool):
+            return bool(self) == bool(other)
+        return bool(self) == other
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(bool(self))
+
+    def _combine(self, other, op, rel_op):
+        if isinstance(other, SymBool):
+            return SymBool._make(op(self.value, other.value), rel_op(self.rel, other.rel), self.env)
+        return NotImplemented
+
+    def __and__(self, other):
+        if isinstance(other, bool):
+            return self if other else False
+        return self._combine(other, operator.and_, sympy.And)
+
+    def __or__(self, other):
+        if isinstance(other, bool):
+            return True if other else self
+        return self._combine(other, operator.or_, sympy.Or)
+
+    __rand__ = __and__
+    __ror__ = __or__
+
+    def __invert__(self):
+        return SymBool._make(not self.value, sympy.Not(self.rel), self.env)
+
+    def __repr__(self) -> str:
+        return str(self.rel)
 
 
 class ShapeEnv:

@@ -198,7 +198,15 @@ class Transformer(Interpreter):
     def run_node(self, n: Node) -> Any:
         # Nodes recorded while re-running n inherit its provenance meta (fx.traceback).
         with fx_traceback.set_current_meta(n):
-            return super().run_node(n)
+            stand_in = self._stand_ins.get(id(n.target)) if n.op == "call_function" else None
+            if stand_in is None:
+                return super().run_node(n)
+            # ember's functions are recording stand-ins while transform() runs: an override sees
+            # the one ``ember.relu`` names now, so ``target is torch.relu`` holds as in torch.fx
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            return self.call_function(stand_in, args, kwargs)
+
+    _stand_ins: dict = {}
 
     def placeholder(self, target: Target, args: tuple, kwargs: dict) -> Proxy:
         if not isinstance(target, str):
@@ -222,7 +230,12 @@ class Transformer(Interpreter):
         """Runs the transformation and returns the new GraphModule."""
         with _patching.Patcher() as patcher, fx_traceback.preserve_node_meta(), recording_by_patches():
             _patching.patch_ember_namespaces(patcher)
-            result = super().run(enable_io_processing=False)
+            stand_ins = _patching._ember_stand_ins()
+            self._stand_ins = {**{id(s.__wrapped__): s for s in stand_ins.values()}, **stand_ins}
+            try:
+                result = super().run(enable_io_processing=False)
+            finally:
+                self.__dict__.pop("_stand_ins", None)
         if result is not None:
             def strip_proxy(a: Any) -> Any:
                 return a.node if isinstance(a, Proxy) else a

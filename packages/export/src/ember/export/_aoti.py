@@ -85,12 +85,30 @@ def _int(expr) -> int:
     return int(expr)
 
 
+def _without_constant_inputs(gm):
+    """``gm`` less the placeholders of number/None user inputs (constants of the program, read by
+    no node): the library takes the tensor inputs only."""
+    unused = [n for n in gm.graph.nodes if n.op == "placeholder" and not n.users
+              and not isinstance(n.meta.get("val"), Tensor)]
+    if not unused:
+        return gm
+    import copy
+
+    gm = copy.deepcopy(gm)
+    for node in [n for n in gm.graph.nodes if n.op == "placeholder" and not n.users
+                 and not isinstance(n.meta.get("val"), Tensor)]:
+        gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+
+
 def _lower(gm, example_inputs, lowering=None):
     from ember.compiler.inductor._compile_fx import _all_buffers
     from ember.compiler.inductor._graph import GraphLowering
     from ember.compiler.inductor._ir import TensorValue
     from ember.compiler.inductor._scheduler import make_index_vars, schedule
 
+    gm = _without_constant_inputs(gm)
     saved, dispatch._MODES.stack = dispatch._MODES.stack, []
     try:
         graph = (lowering or GraphLowering)(gm, example_inputs)

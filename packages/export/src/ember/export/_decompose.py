@@ -165,12 +165,11 @@ def _run_keeping_module_stacks(module, *args):
 def _keep_user_input_names(new: ExportedProgram, old: ExportedProgram) -> None:
     """The re-export traced ``ep.module()``, whose forward takes ``*args``: its user inputs get
     the original program's names back (``x``, not ``args_0``), as PyTorch's keep them."""
-    from ._signature import InputKind, TensorArgument
+    from ._signature import InputKind
     from ._trace import _rename
 
     def user_args(program):
-        return [s.arg for s in program.graph_signature.input_specs
-                if s.kind is InputKind.USER_INPUT and isinstance(s.arg, TensorArgument)]
+        return [s.arg for s in program.graph_signature.input_specs if s.kind is InputKind.USER_INPUT]
 
     renames = {a.name: b.name for a, b in zip(user_args(new), user_args(old)) if a.name != b.name}
     if not renames:

@@ -49,6 +49,8 @@ class CallSpec(NamedTuple):
 class ExportedProgram:
     """The result of :func:`ember.export.export` (PyTorch's ``torch.export.ExportedProgram``)."""
 
+    _runtime_guards: tuple = ()  # relations of the dims' symbols each call of module() checks
+
     def __init__(self, root, graph, graph_signature: ExportGraphSignature, state_dict: dict,
                  range_constraints: dict, module_call_graph: list[ModuleCallEntry],
                  example_inputs: tuple | None = None, constants: dict | None = None, verifiers=None):
@@ -346,7 +348,7 @@ class _ProgramModule(nn.Module):
                 raise AssertionError(f"Guard failed: {marker[0]} == {marker[1]!r} (the program was exported with "
                                      f"this value; got {value!r})")
         checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
-        check_inputs(checks, tensor_values, program.range_constraints)
+        check_inputs(checks, tensor_values, program.range_constraints, program._runtime_guards)
         # The graph's code takes the call's structure, in the exported order (the code flattens it).
         codegen = self._graph._codegen
         if isinstance(codegen, PyTreeCodeGen) and codegen.pytree_info.in_spec is not None:
@@ -403,12 +405,6 @@ def _unlifted_graph(program: ExportedProgram):
     user_inputs: dict = {}
     placeholders = iter([n for n in old.nodes if n.op == "placeholder"])
     for spec in sig.input_specs:
-        if isinstance(spec.arg, ConstantArgument):
-            # A constant user input (an int argument) has no placeholder in the program; here it is
-            # one, which nothing reads: the code flattens the call's inputs onto them, as PyTorch's.
-            if spec.kind is InputKind.USER_INPUT:
-                graph.placeholder(spec.arg.name)
-            continue
         node = next(placeholders)
         if spec.kind is InputKind.USER_INPUT:
             new = graph.placeholder(node.name)

@@ -141,6 +141,8 @@ def _paths(spec: TreeSpec, prefix: str) -> list[str]:
             key = f"[{spec.context[i]!r}]"
         elif isinstance(spec.context, list) and len(spec.context) == len(spec.children_specs):
             key = f".{spec.context[i]}"
+        elif isinstance(spec.type, type) and issubclass(spec.type, tuple) and hasattr(spec.type, "_fields"):
+            key = f".{spec.type._fields[i]}"  # a namedtuple's field, as PyTorch's GetAttrKey
         else:
             key = f"[{i}]"
         out.extend(_paths(child, prefix + key))

@@ -73,7 +73,7 @@ def _expr_text(expr, names: dict) -> str:
     return str(expr.subs({s: sympy.Symbol(names[s]) for s in expr.free_symbols if s in names}))
 
 
-def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict) -> None:
+def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict, guards=()) -> None:
     """Checks tensors against their exported metadata.
 
     Args:
@@ -81,6 +81,8 @@ def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: d
             non-tensor input.
         values: the call's flattened user inputs.
         ranges: ``{symbol or expression: ValueRange}``.
+        guards: sympy relations of the symbols that every call must satisfy (the guards of
+            Dim.AUTO/DYNAMIC dims that are no range).
     """
     bindings: dict[sympy.Symbol, int] = {}
     where: dict[sympy.Symbol, str] = {}
@@ -127,6 +129,9 @@ def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: d
         if not value.is_Integer or int(value) != got:
             raise AssertionError(f"Guard failed: {_expr_text(expr, where)} == {text}")
         _check_range(expr, got, text, ranges)
+    for guard in guards:
+        if guard.free_symbols <= set(bindings) and guard.subs(bindings) is not sympy.true:
+            raise AssertionError(f"Guard failed: {_expr_text(guard, where)}")
 
 
 def _check_range(key, got: int, text: str, ranges: dict) -> None:

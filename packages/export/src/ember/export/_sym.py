@@ -101,6 +101,10 @@ class SizeBuilder:
             num, den = expr.args[0].as_numer_denom()
             out = self._emit(operator.floordiv, (self.node_for(num, self._value(num)),
                                                  self.node_for(den, self._value(den))), hint, expr)
+        elif isinstance(expr, sympy.Mod):
+            num, den = expr.args
+            out = self._emit(operator.mod, (self.node_for(num, self._value(num)),
+                                            self.node_for(den, self._value(den))), hint, expr)
         else:
             raise NotImplementedError(f"size expression {expr}")
         self.cache[expr] = out

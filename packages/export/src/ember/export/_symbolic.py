@@ -127,6 +127,11 @@ def classify_guards(env: ShapeEnv, roots):
                 if lo is not None or hi is not None:
                     _narrow(root, lo, hi, guard, frame, narrowed)
                     continue
+            if root.kind in ("auto", "dynamic"):
+                # A Dim.AUTO/DYNAMIC dim accepts the guard: ep.module() checks it per call (as
+                # PyTorch's input guards do); a named Dim must allow every size of its range.
+                env.runtime_guards = [*getattr(env, "runtime_guards", ()), guard]
+                continue
             _unexpressible([root], guard, frame)
         elif len(involved) == 2 and isinstance(rel, sympy.Eq):
             a, b = involved

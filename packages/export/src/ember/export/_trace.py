@@ -251,11 +251,21 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     for ph, target in const_names:
         input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(ph.name), target))
     tensor_iter = iter(user_nodes)
+    # A number/None/str user input is a placeholder nothing reads, among the user inputs in call
+    # order, as in PyTorch's graph (its value is a constant of the program).
+    previous = ([p for p, _ in const_names] or state_nodes or [None])[-1]
     for i, leaf in enumerate(leaves):
         if _is_tensor(leaf):
-            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(next(tensor_iter).name), None))
+            previous = next(tensor_iter)
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(previous.name), None))
         else:
-            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(arg_names[i], leaf), None))
+            first = next(iter(graph.nodes))
+            with (graph.inserting_after(previous) if previous is not None else graph.inserting_before(first)):
+                ph = graph.placeholder(arg_names[i])
+            _rename(ph, arg_names[i])
+            ph.meta["val"] = leaf
+            previous = ph
+            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(ph.name, leaf), None))
     by_name = {s.arg.name: s for s in input_specs if isinstance(s.arg, TensorArgument)}
     output_specs = []
     new_outputs = []
@@ -300,6 +310,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     ep = ExportedProgram(gm, gm, sig, state_dict, ranges, fqns, example_inputs=(args, kwargs),
                          constants=constants)
     ep._dim_names = dim_names
+    ep._runtime_guards = tuple(getattr(env, "runtime_guards", ()))
     LAST_EXPORT_SECONDS[0] = time.perf_counter() - start
     return ep
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember._src.dispatch import Op
 
 from ._graph_json import _EXTRA_TARGETS, ALLOWED_FUNCTIONS
-from ._signature import ConstantArgument, TensorArgument
+from ._signature import TensorArgument
 
 
 class SpecViolationError(RuntimeError):
@@ -17,7 +17,7 @@ def verify_program(ep) -> None:
     graph.lint()
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     sig = ep.graph_signature
-    expected = [s.arg.name for s in sig.input_specs if not isinstance(s.arg, ConstantArgument)]
+    expected = [s.arg.name for s in sig.input_specs]
     if [n.name for n in placeholders] != expected:
         raise SpecViolationError("the graph's placeholders and the signature's inputs differ: "
                                  f"{[n.name for n in placeholders]} vs {expected}")

@@ -127,7 +127,9 @@ def export(model, args=(), f=None, *, kwargs=None, export_params: bool = True, v
     if not export_params and dynamo and not keep_initializers_as_inputs:
         _drop_state_inputs(model_proto, ep)
     if keep_initializers_as_inputs:
-        _initializers_as_inputs(model_proto)
+        # the legacy exporter's other constants are Constant nodes, not initializers: only the
+        # module's parameters and buffers become inputs there
+        _initializers_as_inputs(model_proto, None if dynamo else set(ep.state_dict) | set(ep.constants))
     program = ONNXProgram(model_proto, ep)
     if f is not None:
         program.save(f)
@@ -144,12 +146,12 @@ def _drop_state_inputs(model, ep) -> None:
     model.graph.input.extend(kept)
 
 
-def _initializers_as_inputs(model) -> None:
-    """``keep_initializers_as_inputs=True``: every initializer is also a graph input (a default a
-    caller may override), as PyTorch's exporter writes them."""
+def _initializers_as_inputs(model, state=None) -> None:
+    """``keep_initializers_as_inputs=True``: every initializer (of ``state``'s names, when given)
+    is also a graph input (a default a caller may override), as PyTorch's exporters write them."""
     from onnx import helper
 
     present = {i.name for i in model.graph.input}
     for init in model.graph.initializer:
-        if init.name not in present:
+        if init.name not in present and (state is None or init.name in state):
             model.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))

@@ -23,7 +23,7 @@ from ember.compiler._lazy import _detach as _lazy_detach
 from ember.export import _functionalize
 from ember.export._program import node_shape_dtype
 from ember.export._ranges import as_expr
-from ember.export._signature import InputKind, OutputKind
+from ember.export._signature import InputKind, OutputKind, TensorArgument
 from onnx import numpy_helper
 
 from . import (  # noqa: F401 - they fill the table
@@ -68,11 +68,16 @@ def translate_program(ep, input_names=None, output_names=None, opset_version=Non
     sig = ep.graph_signature
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     specs = dict(zip([n.name for n in placeholders], sig.input_specs))
+    # number/None user inputs are constants of the program: no ONNX input (as PyTorch's exporter)
+    original_names = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+    kept = [i for i, n in enumerate(placeholders) if isinstance(specs[n.name].arg, TensorArgument)]
+    placeholders = [placeholders[i] for i in kept]
+    original_names = [original_names[i] for i in kept]
     dim_names = dict(dim_names or {})
     user_nodes = [n for n in placeholders if specs[n.name].kind is InputKind.USER_INPUT]
     names = list(input_names or [])
     # The program's own placeholder names: the copy renames one that shadows a builtin (input -> input_1).
-    original = dict(zip(placeholders, [n.name for n in ep.graph.nodes if n.op == "placeholder"]))
+    original = dict(zip(placeholders, original_names))
     names += [original[n] for n in user_nodes[len(names):]]
     if len(names) != len(user_nodes):
         raise ValueError(f"input_names has {len(names)} names for {len(user_nodes)} inputs")
