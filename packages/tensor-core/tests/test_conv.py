@@ -108,6 +108,27 @@ def test_convolution_backward(transposed, dtype):
     assert_same(partial[1], expected[1], **tol)
 
 
+@pytest.mark.parametrize("xs,ws,stride,padding", [
+    ((3, 5, 13, 11), (7, 5, 3, 3), (2, 2), (2, 1)),  # small image: direct kernels, uneven borders
+    ((3, 64, 40, 40), (64, 64, 3, 3), (2, 2), (1, 1)),  # padded image past L2: the row-band path
+    ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 3)),  # by-rows kernels, border on one side only
+], ids=str)
+def test_direct_conv_padded_borders_across_images(xs, ws, stride, padding):
+    # The direct float32 kernels copy each image into a padded buffer reused by the next image,
+    # zeroing only its border: forward, input and weight gradients over a batch of distinct
+    # images against torch.
+    ex, tx = make_pair(xs, "float32", low=-1, high=1, seed=4)
+    ew, tw = _weights(ws, "float32", 5)
+    ty = torch.ops.aten.convolution(tx, tw, None, stride, padding, [1, 1], False, [0, 0], 1)
+    eg, tg = make_pair(tuple(ty.shape), "float32", low=-1, high=1, seed=6)
+    expected = torch.ops.aten.convolution_backward(tg, tx, tw, [ws[0]], stride, padding, [1, 1], False, [0, 0], 1,
+                                                   [True, True, True])
+    got = nn_conv.convolution_backward_op(eg, ex, ew, [ws[0]], stride, padding, [1, 1], False, [0, 0], 1,
+                                          [True, True, True])
+    assert_same(ember.conv2d(ex, ew, None, stride, padding), ty, rtol=1e-4, atol=1e-4)
+    assert_same(got, expected, rtol=1e-4, atol=2e-4)
+
+
 def test_convolution_meta():
     x = ember.empty((2, 3, 8, 8), device="meta")
     w = ember.empty((4, 3, 3, 3), device="meta")

@@ -51,12 +51,21 @@ Padded padded_dims(const DirectConv& c) {
   return p;
 }
 
-// xp (cx planes of hp x wp) <- x with ph / pw zeros around each plane.
+// xp (cx planes of hp x wp) <- x with ph / pw zeros around each plane. Only the border is
+// zeroed (a fill of the whole buffer first was a third pass over it, ~7% of a stride-2 3x3
+// layer's forward).
 void pad_image(float* xp, const float* x, const DirectConv& c, const Padded& p) {
-  std::fill(xp, xp + c.cx * p.plane, 0.0f);
-  for (int64_t ch = 0; ch < c.cx; ++ch)
-    for (int64_t r = 0; r < c.h; ++r)
-      std::memcpy(xp + ch * p.plane + (r + c.ph) * p.wp + c.pw, x + (ch * c.h + r) * c.w, sizeof(float) * c.w);
+  for (int64_t ch = 0; ch < c.cx; ++ch) {
+    float* plane = xp + ch * p.plane;
+    std::fill(plane, plane + c.ph * p.wp, 0.0f);
+    for (int64_t r = 0; r < c.h; ++r) {
+      float* row = plane + (r + c.ph) * p.wp;
+      std::fill(row, row + c.pw, 0.0f);
+      std::memcpy(row + c.pw, x + (ch * c.h + r) * c.w, sizeof(float) * c.w);
+      std::fill(row + c.pw + c.w, row + p.wp, 0.0f);
+    }
+    std::fill(plane + (c.ph + c.h) * p.wp, plane + p.plane, 0.0f);
+  }
 }
 
 // Offsets in the padded image of each tap (ci, a, b), in the weight's flattening order.
