@@ -112,6 +112,8 @@ def test_convolution_backward(transposed, dtype):
     ((3, 5, 13, 11), (7, 5, 3, 3), (2, 2), (2, 1)),  # small image: direct kernels, uneven borders
     ((3, 64, 40, 40), (64, 64, 3, 3), (2, 2), (1, 1)),  # padded image past L2: the row-band path
     ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 3)),  # by-rows kernels, border on one side only
+    ((2, 16, 12, 12), (112, 16, 3, 3), (1, 1), (1, 1)),  # channel tiles of 4, 2 and 1 vectors
+    ((2, 16, 9, 10), (80, 16, 3, 3), (2, 1), (1, 1)),  # (AVX2: 8-float vectors, other splits)
 ], ids=str)
 def test_direct_conv_padded_borders_across_images(xs, ws, stride, padding):
     # The direct float32 kernels copy each image into a padded buffer reused by the next image,
