@@ -255,8 +255,10 @@ void direct_conv_forward(float* y, const float* x, const float* weight, const fl
       // 6 pixels x 4 channel vectors where the channels allow: per tap 4 weight loads and 6
       // broadcasts feed 24 multiply-adds (6 x 2: 8 for 12). ResNet's 64->64 3x3 on 56x56 in one
       // process: 160 -> 198 GFLOP/s at stride 1, 135 -> 166 at stride 2 (PyTorch 183 / 141).
-      for (; cb + 4 * kLanes <= copad; cb += 4 * kLanes)
-        forward_block<6, 4>(yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
+      // AVX-512 only: its 32 vector registers hold the 24 accumulators; AVX2's 16 would spill.
+      if constexpr (kVecBytes == 64)
+        for (; cb + 4 * kLanes <= copad; cb += 4 * kLanes)
+          forward_block<6, 4>(yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
       for (; cb + 2 * kLanes <= copad; cb += 2 * kLanes)
         forward_block<6, 2>(yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
       if (cb < copad) forward_block<12, 1>(yi, xp.data(), off, wt.data(), copad, cb, bias, c, pd);
