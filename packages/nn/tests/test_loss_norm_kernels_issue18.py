@@ -191,3 +191,44 @@ def test_large_outputs_written_with_streaming_stores(shape):
         res.append([o.detach().numpy() for o in outs] + [leaf.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
     for a, b2 in zip(*res, strict=True):
         np.testing.assert_allclose(a, b2, rtol=2e-4, atol=5e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("c", [1003, 1024, 17], ids=str)
+def test_row_kernels_prefetching_the_next_row(c, dtype):
+    # softmax/log_softmax over the last dim and cross_entropy (weights, ignore_index, label
+    # smoothing) prefetch the next row during a row's exp pass: many rows of odd and vector widths,
+    # with an all -inf row, a row holding NaN, a row holding +inf and ignored rows between finite
+    # ones, against torch; and every row of the batch bit-equal to that row computed alone (the
+    # last row of a call prefetches nothing).
+    rng = np.random.default_rng(c)
+    rows = 41
+    x = rng.standard_normal((rows, c)) * 3
+    x[5] = -np.inf
+    x[6, c // 2] = np.nan
+    x[7, 1] = np.inf
+    x[8, :-1] = -np.inf
+    y = rng.integers(0, c, rows)
+    y[[3, 9, 40]] = -100
+    w = rng.uniform(0.2, 2.0, c)
+    gr = rng.standard_normal(rows)
+    res = []
+    for lib, F in ((ember, EF), (torch, TF)):
+        leaf = _leaf(lib, x, dtype)
+        yt = lib.tensor(y)
+        loss = F.cross_entropy(leaf, yt, weight=lib.tensor(w, dtype=getattr(lib, dtype)), label_smoothing=0.1,
+                               reduction="none")
+        g = lib.tensor(gr, dtype=getattr(lib, dtype))
+        loss[10:].backward(g[10:])
+        res.append([F.softmax(leaf.detach(), -1).numpy(), F.log_softmax(leaf.detach(), -1).numpy(),
+                    loss.detach()[10:].numpy(), leaf.grad[10:].numpy()])
+    for a, b in zip(*res, strict=True):
+        np.testing.assert_allclose(a, b, **TOL[dtype], equal_nan=True)
+    xe = ember.tensor(x, dtype=getattr(ember, dtype))
+    whole = [EF.softmax(xe, -1), EF.log_softmax(xe, -1), EF.cross_entropy(xe, ember.tensor(y), reduction="none")]
+    for r in (0, 4, 5, 6, 7, 8, 11, rows - 1):
+        one = xe[r:r + 1].clone()
+        single = [EF.softmax(one, -1), EF.log_softmax(one, -1),
+                  EF.cross_entropy(one, ember.tensor(y[r:r + 1]), reduction="none")]
+        for a, b in zip(whole, single, strict=True):
+            np.testing.assert_array_equal(a[r:r + 1].numpy(), b.numpy())

@@ -108,6 +108,58 @@ def test_convolution_backward(transposed, dtype):
     assert_same(partial[1], expected[1], **tol)
 
 
+@pytest.mark.parametrize("xs,ws,stride,padding", [
+    ((3, 5, 13, 11), (7, 5, 3, 3), (2, 2), (2, 1)),  # small image: direct kernels, uneven borders
+    ((3, 64, 40, 40), (64, 64, 3, 3), (2, 2), (1, 1)),  # padded image past L2: the row-band path
+    ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 3)),  # by-rows kernels, border on one side only
+    ((2, 16, 12, 12), (112, 16, 3, 3), (1, 1), (1, 1)),  # channel tiles of 4, 2 and 1 vectors
+    ((2, 16, 9, 10), (80, 16, 3, 3), (2, 1), (1, 1)),  # (AVX2: 8-float vectors, other splits)
+], ids=str)
+def test_direct_conv_padded_borders_across_images(xs, ws, stride, padding):
+    # The direct float32 kernels copy each image into a padded buffer reused by the next image,
+    # zeroing only its border: forward, input and weight gradients over a batch of distinct
+    # images against torch.
+    ex, tx = make_pair(xs, "float32", low=-1, high=1, seed=4)
+    ew, tw = _weights(ws, "float32", 5)
+    ty = torch.ops.aten.convolution(tx, tw, None, stride, padding, [1, 1], False, [0, 0], 1)
+    eg, tg = make_pair(tuple(ty.shape), "float32", low=-1, high=1, seed=6)
+    expected = torch.ops.aten.convolution_backward(tg, tx, tw, [ws[0]], stride, padding, [1, 1], False, [0, 0], 1,
+                                                   [True, True, True])
+    got = nn_conv.convolution_backward_op(eg, ex, ew, [ws[0]], stride, padding, [1, 1], False, [0, 0], 1,
+                                          [True, True, True])
+    assert_same(ember.conv2d(ex, ew, None, stride, padding), ty, rtol=1e-4, atol=1e-4)
+    assert_same(got, expected, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("xs,ws,stride,padding", [
+    ((2, 8, 15, 15), (6, 8, 3, 3), (2, 2), (1, 1)),
+    ((2, 6, 17, 12), (5, 6, 5, 5), (2, 2), (2, 0)),  # rows the last window leaves out
+    ((3, 4, 10, 11), (7, 4, 2, 3), (2, 3), (1, 2)),  # uneven strides and borders
+    ((2, 5, 9, 9), (4, 5, 3, 3), (3, 3), (0, 0)),
+    ((2, 6, 8, 8), (8, 6, 1, 1), (2, 2), (0, 0)),  # phases no tap reaches: zeros
+    ((1, 64, 30, 30), (64, 64, 3, 3), (2, 2), (1, 1)),
+], ids=str)
+def test_direct_conv_strided_input_gradient_by_phases(xs, ws, stride, padding):
+    # The float32 input gradient at a stride above 1 runs the direct forward kernel once per
+    # output phase (conv_direct.cpp backward_input_phases); conv_transpose2d's forward is the
+    # same kernel, with a bias and output_padding.
+    ex, tx = make_pair(xs, "float32", low=-1, high=1, seed=7)
+    ew, tw = _weights(ws, "float32", 8)
+    ty = torch.ops.aten.convolution(tx, tw, None, stride, padding, [1, 1], False, [0, 0], 1)
+    eg, tg = make_pair(tuple(ty.shape), "float32", low=-1, high=1, seed=9)
+    expected = torch.ops.aten.convolution_backward(tg, tx, tw, None, stride, padding, [1, 1], False, [0, 0], 1,
+                                                   [True, True, False])
+    got = nn_conv.convolution_backward_op(eg, ex, ew, None, stride, padding, [1, 1], False, [0, 0], 1,
+                                          [True, True, False])
+    assert_same(got[0], expected[0], rtol=1e-4, atol=2e-4)
+    assert_same(got[1], expected[1], rtol=1e-4, atol=2e-4)
+    eb, tb = make_pair((ws[1],), "float32", low=-1, high=1, seed=10)
+    outpad = tuple(s - 1 for s in stride)
+    want = F.conv_transpose2d(tg, tw, tb, stride, padding, outpad)
+    assert_same(ember.nn.functional.conv_transpose2d(eg, ew, eb, stride, padding, outpad), want, rtol=1e-4,
+                atol=2e-4)
+
+
 def test_convolution_meta():
     x = ember.empty((2, 3, 8, 8), device="meta")
     w = ember.empty((4, 3, 3, 3), device="meta")

@@ -4,7 +4,8 @@
 // read starts cold. Asking for the whole next row first keeps the read stream going
 // (layer_norm on (4096, 1024) float32: ~1.05-1.2x -> 0.6-0.9x PyTorch, one thread, A/B in one
 // hour). Softmax and cross-entropy rows measured slower with it (their exponential pass is
-// compute-bound; the early read only competes with it): not used there.
+// compute-bound; the early read only competes with it); they prefetch the next row a line at a
+// time inside that pass instead (reduce_simd.h's exp_shift_sum and add_exp_chunk).
 #pragma once
 
 #include <cstdint>

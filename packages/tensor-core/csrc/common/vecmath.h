@@ -38,13 +38,15 @@ inline float exp_f32(float x) {
   float n = (xc * log2e + shifter) - shifter;
   float r = xc - n * ln2_hi;
   r = r - n * ln2_lo;
-  // exp(r) on |r| <= ln2/2 as 1 + r + r^2 * P(r), P of degree 5 (Cephes expf coefficients, ~1 ulp).
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  // exp(r) on |r| <= ln2/2 as 1 + r + r^2 * P(r), P of degree 4 fitted for the least relative
+  // error (0.05 ulp before float rounding). Measured over every float whose exp is normal: at
+  // most 1.014 ulp from the true value, as the degree-5 Cephes P it replaced (1.013 ulp), with
+  // one multiply-add fewer (softmax and cross-entropy are bound by this function).
+  float p = 1.3814612757e-3f;
+  p = p * r + 8.3687100559e-3f;
+  p = p * r + 4.1668388993e-2f;
+  p = p * r + 1.6666521132e-1f;
+  p = p * r + 4.9999994040e-1f;
   p = p * (r * r) + r + 1.0f;
   // Scale by 2^n in two normal steps so results near overflow and in the subnormal range are exact.
   int32_t ni = static_cast<int32_t>(n);
@@ -84,12 +86,11 @@ __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
   __m512 rr = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
   rr = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), rr);
   const VecF r = (VecF)rr;
-  VecF p = VecF{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  VecF p = VecF{} + 1.3814612757e-3f;
+  p = p * r + 8.3687100559e-3f;
+  p = p * r + 4.1668388993e-2f;
+  p = p * r + 1.6666521132e-1f;
+  p = p * r + 4.9999994040e-1f;
   p = p * (r * r) + r + 1.0f;
   return (VecF)_mm512_maskz_scalef_ps(all, (__m512)p, n);
 #else
@@ -99,12 +100,11 @@ __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
   VecF n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   VecF r = xc - n * 0.693145751953125f;
   r = r - n * 1.428606765330187045e-06f;
-  VecF p = zero + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  VecF p = zero + 1.3814612757e-3f;
+  p = p * r + 8.3687100559e-3f;
+  p = p * r + 4.1668388993e-2f;
+  p = p * r + 1.6666521132e-1f;
+  p = p * r + 4.9999994040e-1f;
   p = p * (r * r) + r + 1.0f;
   VecI ni = __builtin_convertvector(n, VecI);
   VecI n1 = ni >> 1;

@@ -22,8 +22,9 @@ bool direct_conv_fits(const DirectConv& c);
 void direct_conv_forward(float* y, const float* x, const float* weight, const float* bias, const DirectConv& c);
 
 // x = the input gradient for output gradient y (+ bias per input channel, may be null): the
-// forward kernel on y padded by dil * (k - 1) - pad with the flipped, transposed weight. Only for
-// stride 1 and pad <= dil * (k - 1); direct_conv_input_fits says so.
+// forward kernel on y padded by dil * (k - 1) - pad with the flipped, transposed weight; at a
+// stride above 1 (undilated) the same per output phase. Only for pad <= dil * (k - 1);
+// direct_conv_input_fits says so.
 bool direct_conv_input_fits(const DirectConv& c);
 void direct_conv_backward_input(float* x, const float* y, const float* weight, const float* bias,
                                 const DirectConv& c);

@@ -16,6 +16,7 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
+#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "reduce_simd.h"
 
@@ -76,13 +77,24 @@ const T* row_at(const T* xp, const ClassLayout& l, int64_t r, T* buf) {
   return buf;
 }
 
-// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
+// Row r's scores, for a prefetch while the row before it computes: null past the thread's
+// last row `end`, for rows that `row_at` gathers (classes strided) and for rows too long to
+// sit in L1 beside the current one (kPrefetchRowBytes).
 template <typename T>
-void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt) {
+const T* next_row(const T* xp, const ClassLayout& l, int64_t r, int64_t end) {
+  if (r >= end || (l.sc != 1 && l.c > 1) || l.c * static_cast<int64_t>(sizeof(T)) > kPrefetchRowBytes) return nullptr;
+  return xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
+}
+
+// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
+// `next`: the row read after this one (may be null), prefetched during the exp pass (exp_sum).
+template <typename T>
+void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt,
+             const T* next) {
   T lse = 0;
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
-    T s = exp_sum<T>(nullptr, row, c, mx);
+    T s = exp_sum<T>(nullptr, row, c, mx, next);
     lse = std::isinf(mx) ? mx : mx + std::log(s);
   }
   T w = wp ? wp[t] : T(1);
@@ -134,7 +146,7 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
         for (int64_t j = 0; j < bl; ++j) wx[j] += w * p[j];
       }
     }
-    if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift);
+    if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift, chunk, c);
   }
   for (int64_t j = 0; j < bl; ++j) {
     if (log_probs) lse[j] = 0;
@@ -250,7 +262,8 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
           if (sp) sp[r] = T(0);
           continue;
         }
-        nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r);
+        nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r,
+                   next_row<T>(xp, l, r + 1, r1));
       }
     });
   });
@@ -267,12 +280,12 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
 // position first (column_lse), then one pass over the classes.
 template <typename T>
 void nll_row_backward(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool has_s, const T* wp, T wsum,
-                      bool log_probs) {
+                      bool log_probs, const T* next) {
   if (log_probs) {
     std::fill(o, o + c, T(0));
   } else {
     const T mx = minmax_contig<T, true>(row, c);
-    const T total = exp_sum<T>(o, row, c, mx);
+    const T total = exp_sum<T>(o, row, c, mx, next);
     const T scale = (a + s * wsum) / total;
     for (int64_t i = 0; i < c; ++i) o[i] *= scale;
   }
@@ -396,7 +409,8 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         } else {
           const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
           const T s = gs ? gs[r] : T(0);
-          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs);
+          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs,
+                              next_row<T>(xp, l, r + 1, r1));
         }
         if (l.s != 1)
           for (int64_t i = 0; i < c; ++i) dst[i * l.s] = o[i];

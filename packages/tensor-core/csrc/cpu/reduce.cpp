@@ -18,6 +18,7 @@
 
 #include "../common/dtype.h"
 #include "../common/parallel.h"
+#include "../common/prefetch.h"
 #include "../common/tensor_arg.h"
 #include "../common/stream_store.h"
 #include "../common/vecmath.h"
@@ -397,12 +398,13 @@ void scan_indexed_impl(bool is_max, py::handle vals_obj, py::handle idx_obj, py:
 }
 
 // softmax over the middle dim of a contiguous (outer, n, inner) block.
+// `next`: the row read after this one (may be null), prefetched during the exp pass.
 template <typename T>
-void softmax_rows(T* o, const T* x, int64_t n, bool log) {
+void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
   const T m = minmax_contig<T, true>(x, n);
   T s;
   if constexpr (std::is_same_v<T, float>) {
-    s = exp_shift_sum(log ? nullptr : o, x, n, m);
+    s = exp_shift_sum(log ? nullptr : o, x, n, m, next);
   } else {
     for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i] - m);
     s = fold_run<T, T>(SumF<T, T>{}, o, n, 1);
@@ -445,7 +447,7 @@ void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_
       const T* p = x + k * inner + j0;
       for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
     }
-    add_exp_chunk(x + j0, inner, k0, k1, bl, m, mc, s, shift);
+    add_exp_chunk(x + j0, inner, k0, k1, bl, m, mc, s, shift, chunk, n);
   }
   // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
   // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
@@ -490,7 +492,9 @@ void softmax_impl(py::handle out_obj, py::handle in_obj, int64_t outer, int64_t 
     py::gil_scoped_release release;
     if (inner == 1) {
       parallel_for(outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) softmax_rows<T>(o + r * n, x + r * n, n, log);
+        const bool pf = n * static_cast<int64_t>(sizeof(T)) <= kPrefetchRowBytes;
+        for (int64_t r = r0; r < r1; ++r)
+          softmax_rows<T>(o + r * n, x + r * n, n, log, pf && r + 1 < r1 ? x + (r + 1) * n : nullptr);
       });
       return;
     }

@@ -75,7 +75,11 @@ inline bool any_lane(VecI mask) {
 }
 
 // o[i] = exp(x[i] - m) (skipped when o is null); returns the sum of those values.
-inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
+// `next` (may be null): a run of n floats that the caller reads next from memory (the next
+// row), prefetched a line for every line of x consumed here, so its read overlaps this
+// compute-bound pass instead of following it (a row-wise softmax or cross-entropy alternates a
+// memory-bound max pass with this one; prefetching the whole row up front measured slower).
+inline float exp_shift_sum(float* o, const float* x, int64_t n, float m, const float* next = nullptr) {
   VecF acc0 = VecF{}, acc1 = VecF{};
   int64_t i = 0;
   constexpr int W = kVecFloats;
@@ -83,6 +87,10 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
     VecF x0, x1;
     std::memcpy(&x0, x + i, sizeof(VecF));
     std::memcpy(&x1, x + i + W, sizeof(VecF));
+    if (next) {
+      __builtin_prefetch(next + i, 0, 3);
+      if constexpr (W * 4 >= 64) __builtin_prefetch(next + i + W, 0, 3);
+    }
     VecF e0 = exp_vec(x0 - m), e1 = exp_vec(x1 - m);
     if (o) {
       std::memcpy(o + i, &e0, sizeof(VecF));
@@ -102,11 +110,12 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m) {
   return s;
 }
 
-// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses exp_shift_sum above.
+// o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses exp_shift_sum above (with
+// its prefetch of `next`).
 template <typename T>
-T exp_sum(T* o, const T* x, int64_t n, T m) {
+T exp_sum(T* o, const T* x, int64_t n, T m, const T* next = nullptr) {
   if constexpr (std::is_same_v<T, float>) {
-    return exp_shift_sum(o, x, n, m);
+    return exp_shift_sum(o, x, n, m, next);
   } else {
     T s = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -130,9 +139,12 @@ inline T exp_scalar(T v) {
 // max m raised by the chunk's own max; the sum s taken against the old max is rescaled where
 // it grew, m takes mc, and s += exp(x - shift) over the chunk (read again from L2), shift being
 // m or 0 for an all -inf column so far (exp(-inf - 0), not exp(-inf + inf)).
+// While it computes, the same columns of row k + ahead (rows below `kend` only) are prefetched
+// into L2, a line per line consumed: the next chunk's max pass then reads from L2 instead of
+// waiting on memory after this compute-bound pass (pass ahead = 0 for none).
 template <typename T>
 void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t bl, T* m, const T* mc, T* s,
-                   T* shift) {
+                   T* shift, int64_t ahead = 0, int64_t kend = 0) {
   for (int64_t j = 0; j < bl; ++j) {
     if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_scalar(m[j] - mc[j]);
     m[j] = mc[j];
@@ -142,8 +154,10 @@ void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t b
   if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
   for (int64_t k = k0; k < k1; ++k) {
     const T* p = x + k * stride;
+    const T* pf = ahead > 0 && k + ahead < kend ? p + ahead * stride : nullptr;
     if constexpr (std::is_same_v<T, float>) {
       for (int64_t j = 0; j < jv; j += kVecFloats) {
+        if (pf) __builtin_prefetch(pf + j, 0, 2);
         VecF xv, mv, sv;
         std::memcpy(&xv, p + j, sizeof(VecF));
         std::memcpy(&mv, shift + j, sizeof(VecF));
