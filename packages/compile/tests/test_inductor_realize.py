@@ -40,3 +40,69 @@ def test_device_scalars_are_cached_per_value():
     assert np.isnan(_wrapper._scalar_to(ember.tensor(float("nan")), ember.device("cpu")).item())
     ints = _wrapper._scalar_to(ember.tensor(3), ember.device("cpu"))
     assert ints.dtype is ember.int64 and ints is not _wrapper._scalar_to(ember.tensor(3.0), ember.device("cpu"))
+
+
+def _gelu_grad_two_views(m, g, a, w):
+    """GPT-2's MLP backward: the GELU gradient feeds a matmul and the bias gradient through two
+    views of it (autograd's graph views it once per consumer)."""
+    t = m.tanh(0.79788 * (a + 0.044715 * a * a * a))
+    d = g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * 0.79788 * (1 + 0.134145 * a * a))
+    return d.view(24, 16) @ w, d.view(24, 16).sum(0)
+
+
+def test_a_view_of_a_stored_value_loads_it_not_a_second_copy():
+    # the matmul stores the gradient; the sum over another view of it read the inputs again and
+    # stored the same gradient a second time (50 MB a layer in GPT-2), unread
+    inputs = [make_input((4, 6, 16), ember.float32, specials=False),
+              make_input((4, 6, 16), ember.float32, seed=1, specials=False),
+              make_input((16, 8), ember.float32, seed=2, specials=False)]
+    compiled = check(_gelu_grad_two_views, *inputs, rtol=1e-4, atol=1e-5, lowered=False)
+    art = compiled.artifact
+    signatures = re.findall(r"EMBER_KERNEL void \w+\(([^)]*)\)", art.cpp_source)
+    # the gradient's kernel reads g and a; the sum's reads the stored gradient alone
+    assert art.kernel_count == 2 and sorted(s.count("const float*") for s in signatures) == [1, 2], \
+        art.cpp_source
+
+
+def _define_transposed(ns, real_transposed):
+    """A custom op whose (fake) result is laid out transposed, as a flash attention output is
+    (B, T, H, D) under its (B, H, T, D) shape; the real kernel agrees or returns it contiguous."""
+
+    @ember.library.custom_op(f"{ns}::scaled_t", mutates_args=())
+    def scaled_t(x: ember.Tensor) -> ember.Tensor:
+        y = (x * 3).transpose(0, 1).contiguous().transpose(0, 1)
+        return y if real_transposed else y.contiguous()
+
+    @scaled_t.register_fake
+    def _(x):
+        return ember.empty_strided(x.shape, (1, x.shape[0]), dtype=x.dtype)
+
+    return scaled_t
+
+
+def test_an_extern_result_keeps_the_strides_of_its_meta():
+    x = make_input((6, 5), ember.float32, specials=False)
+    for ns, real_transposed in (("emberrealize_t0", True), ("emberrealize_t1", False)):
+        op = _define_transposed(ns, real_transposed)
+
+        def program(v, op=op):
+            y = op(v)
+            return (y + 1).sum(1) + y[:, 0], y
+
+        compiled = ember.compile(program, fullgraph=True)
+        got, want = compiled(x), program(x)
+        for g, w in zip(got, want):
+            ember.testing.assert_close(g, w)
+        assert got[1].stride() == (1, 6)  # the meta's layout: the op's own result, or a copy into it
+
+
+def test_extern_result_layout_copies_only_a_mismatch():
+    y = ember.randn(5, 6).t()  # (6, 5) with strides (1, 6)
+    assert _wrapper._layout(y, (1, 6)) is y
+    c = _wrapper._layout(y, None)
+    assert c.is_contiguous() and ember.equal(c, y)
+    x = ember.randn(6, 5)
+    t = _wrapper._layout(x, (1, 6))
+    assert t.stride() == (1, 6) and ember.equal(t, x)
+    row = ember.randn(1, 5)  # a size-1 dim's stride does not matter
+    assert _wrapper._layout(ember.as_strided(row, (1, 5), (7, 1)), None).stride() == (7, 1)

@@ -30,9 +30,11 @@ from ._ir import (
     Const,
     ExternBuffer,
     InputBuffer,
+    Load,
     ReductionBuffer,
     TensorValue,
     number_input,
+    strided_index,
     sym,
 )
 from ._ir import (
@@ -342,6 +344,8 @@ class GraphLowering:
         """
         value.reads += 1
         if value.buffer is None:
+            self._rebase_on_stored_source(value)
+        if value.buffer is None and not getattr(value, "rebased", False):
             size = value.expr_size()
             # a value read by several consumers is stored once when recomputing it would cost
             # more compute, or more memory traffic: a residual stream (x + a + b ...) re-read from
@@ -355,6 +359,36 @@ class GraphLowering:
         snap.view_source = getattr(value, "view_source", None)
         snap.original = value
         return snap
+
+    def _stored_layout(self, value: TensorValue):
+        """The strided layout of ``value`` in a buffer that holds it already (its own, or one derived
+        from a view source stored since the view was taken), or None. Stores nothing."""
+        for v in (value, getattr(value, "original", value)):
+            if v.layout is not None:
+                return v.layout
+        view = getattr(value, "view_source", None)
+        if view is None:
+            return None
+        base = self._stored_layout(view[0])
+        return None if base is None else derive_layout(value, base, view[1])
+
+    def _rebase_on_stored_source(self, value: TensorValue) -> None:
+        """A view taken before its source was stored loads the stored source from now on: it was
+        recomputed per consumer (or stored a second time: GPT-2's GELU gradient, stored for its
+        matmuls, was stored again by the bias-gradient sum of another view of it). Every consumer
+        lowered from now on runs after the kernel that stores the source."""
+        if getattr(value, "view_source", None) is None or getattr(value, "rebased", False):
+            return
+        layout = self._stored_layout(value)
+        if layout is None or not isinstance(layout[0], ComputedBuffer):
+            return  # not stored, or a view of an input or extern result: it loads that already
+        buf, _, strides, offset = layout
+
+        def loader(idx):
+            return Load(buf.name, strided_index(idx, strides, offset), buf.dtype)
+
+        value.loader, value.layout, value.rebased = loader, layout, True
+        value._size = None  # its expression is one load now
 
     def realize(self, value: TensorValue) -> Buffer:
         if value.buffer is not None:
@@ -449,7 +483,8 @@ class GraphLowering:
                 return t
             if t.dtype.is_complex:
                 raise GraphFallback("complex extern result")
-            buf = ExternBuffer(self.new_name(), self._extern_shape(t), t.dtype)
+            shape = self._extern_shape(t)
+            buf = ExternBuffer(self.new_name(), shape, t.dtype, strides=_dense_strides(shape, t))
             buf.origins = [self.current]
             # A view op's result shares its input's memory: writing into it is a write into the
             # input, which this graph does not order with its other readers (mutate() refuses it).
@@ -466,6 +501,31 @@ class GraphLowering:
         if isinstance(outputs, tuple):
             return tuple(b.as_value(self.current) if isinstance(b, Buffer) else b for b in outputs)
         return outputs.as_value(self.current) if isinstance(outputs, Buffer) else outputs
+
+
+def _dense_strides(shape, t):
+    """The strides of the extern result ``t`` (its device-aware meta tensor) when they are a dense,
+    non-overlapping permutation of static sizes (a flash attention output laid out (B, T, H, D)
+    for the transpose that follows): the kernels then read the result as the op made it, and the
+    wrapper copies only a result that comes back otherwise. None (contiguous) in any other case."""
+    try:
+        sizes = [int(s) for s in shape]
+        strides = [int(s) for s in t.stride()]
+    except (TypeError, ValueError):
+        return None
+    if len(strides) != len(sizes) or 0 in sizes:
+        return None
+    expect = 1
+    for d in sorted((d for d in range(len(sizes)) if sizes[d] > 1), key=lambda d: (strides[d], -d)):
+        if strides[d] != expect:
+            return None
+        expect *= sizes[d]
+    contiguous = [1] * len(sizes)
+    for d in range(len(sizes) - 2, -1, -1):
+        contiguous[d] = contiguous[d + 1] * sizes[d + 1]
+    # a size-1 dim takes the contiguous stride: nothing steps through it
+    out = [strides[d] if sizes[d] > 1 else contiguous[d] for d in range(len(sizes))]
+    return None if out == contiguous else out
 
 
 def _is_plain(value: TensorValue) -> bool:
