@@ -215,6 +215,19 @@ def reduction_split_many_columns():
 
 
 @case
+def cat_pieces_into_slices():
+    # cat as the pieces' own kernel storing into slices of one buffer (attention's q/k/v
+    # gradients joined into the qkv gradient), bf16 pieces, a cat along dim 0
+    def program(t, a, b, c):
+        q = (a * 2).transpose(1, 2).reshape(2, 16, 32)
+        k = b.transpose(1, 2).reshape(2, 16, 32)
+        x = t.cat([q, k, c.transpose(1, 2).reshape(2, 16, 32)], 2)
+        return x.float().sum(-1), x, t.cat([a, b.exp()], 0)
+    return (program, [make_input((2, 4, 16, 8), ember.bfloat16, seed=i, specials=False) for i in range(3)],
+            {"rtol": 1e-2, "atol": 1e-2, "externs": True})
+
+
+@case
 def reduction_split_full_nan():
     return (lambda t, x: (x.amax(), x.amin(), x.sum()), [make_input((256, 512), ember.float32)],
             {"rtol": 1e-4, "atol": 1e-3})

@@ -106,3 +106,25 @@ def test_extern_result_layout_copies_only_a_mismatch():
     assert t.stride() == (1, 6) and ember.equal(t, x)
     row = ember.randn(1, 5)  # a size-1 dim's stride does not matter
     assert _wrapper._layout(ember.as_strided(row, (1, 5), (7, 1)), None).stride() == (7, 1)
+
+
+def _qkv_grad_cat(m, a, b, c, w):
+    """Attention's q/k/v gradients transposed back and joined along the features (GPT-2's qkv
+    gradient), a cat along dim 0 of an input with itself, and one with an empty piece."""
+    q = (a * 2).transpose(1, 2).reshape(2, 16, 32)
+    k = b.transpose(1, 2).reshape(2, 16, 32)
+    v = c.transpose(1, 2).reshape(2, 16, 32)
+    x = m.cat([q, k, v], 2)
+    wt = w.t()
+    return x.view(32, 96) @ w, x.sum(-1), m.cat([w, w * 3], 0), m.cat([wt[:, :0], wt.exp()[:, :2], wt[:, 3:]], 1)
+
+
+def test_cat_stores_each_piece_into_its_slice():
+    # the three transposed pieces are one kernel writing the joined buffer: no piece is stored
+    # first and copied by eager's cat
+    inputs = [make_input((2, 4, 16, 8), ember.float32, seed=i, specials=False) for i in range(3)]
+    inputs.append(make_input((96, 5), ember.float32, seed=3, specials=False))
+    compiled = check(_qkv_grad_cat, *inputs, rtol=1e-5, atol=1e-5, lowered=False)
+    art = compiled.artifact
+    assert "# cat" not in art.wrapper_source and "# empty" in art.wrapper_source, art.wrapper_source
+    assert art.kernel_count <= 5, art.wrapper_source

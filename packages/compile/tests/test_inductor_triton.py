@@ -28,7 +28,7 @@ SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
         "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_outer_row_scaled",
-        "reduction_split_full", "reduction_split_columns", "reduction_split_many_columns",
+        "reduction_split_full", "reduction_split_columns", "reduction_split_many_columns", "cat_pieces_into_slices",
         "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
