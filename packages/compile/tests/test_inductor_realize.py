@@ -128,3 +128,51 @@ def test_cat_stores_each_piece_into_its_slice():
     art = compiled.artifact
     assert "# cat" not in art.wrapper_source and "# empty" in art.wrapper_source, art.wrapper_source
     assert art.kernel_count <= 5, art.wrapper_source
+
+
+def test_view_strides_of_a_strided_layout_match_torch():
+    import torch
+
+    from ember.compiler.inductor._lowering_views import _view_strides
+
+    cases = [((8, 1024, 768), (2359296, 2304, 1), (8, 1024, 12, 64)),  # heads of a qkv column slice
+             ((8, 1024, 12, 64), (786432, 768, 64, 1), (8, 1024, 768)),  # attention's (B, L, H, E) output
+             ((8, 1024, 12, 64), (786432, 64, 65536, 1), (8, 1024, 768)),  # not one run: a copy
+             ((4, 6), (1, 4), (2, 2, 6)), ((3, 1, 4), (4, 100, 1), (12,)), ((3, 4), (8, 1), (3, 2, 2)),
+             ((3, 4), (8, 1), (12,)), ((2, 3, 4), (1, 8, 2), (6, 4)), ((2, 3, 4), (12, 4, 1), (1, 24, 1))]
+    for shape, strides, new in cases:
+        t = torch.empty(1 << 25).as_strided(shape, strides)
+        try:
+            want = [s for s, n in zip(t.view(new).stride(), new) if n != 1]
+        except RuntimeError:
+            want = None
+        got = _view_strides(shape, strides, new)
+        got = None if got is None else [int(s) for s, n in zip(got, new) if n != 1]
+        assert got == want, (shape, strides, new)
+
+
+def test_an_extern_takes_a_view_of_a_column_slice_without_a_copy():
+    # heads split off column slices of a projection reach attention as strided views: no kernel
+    # copies them first
+    def program(m, x, w):
+        qkv = x @ w
+        q, k, v = (qkv[:, :, i * 8:(i + 1) * 8].reshape(2, 6, 2, 4).transpose(1, 2) for i in range(3))
+        return m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    inputs = [make_input((2, 6, 5), ember.float32, specials=False), make_input((5, 24), ember.float32, seed=1,
+                                                                               specials=False)]
+    compiled = check(program, *inputs, rtol=1e-5, atol=1e-5, lowered=False)
+    assert compiled.artifact.kernel_count == 0, compiled.artifact.wrapper_source
+
+
+def test_flash_attention_meta_keeps_the_query_layout():
+    # what the CUDA kernels return: a compiled graph keeps that layout instead of copying it
+    from ember._src.dispatch import OPS
+
+    q = ember.empty_strided((2, 3, 16, 64), (3 * 16 * 192, 64, 192, 1), dtype=ember.bfloat16, device="meta")
+    out, lse = OPS["_scaled_dot_product_flash_attention"](q, q, q, None, True, 0.125)
+    assert out.stride() == (3 * 16 * 64, 64, 192, 1) and lse.is_contiguous()
+    grads = OPS["_scaled_dot_product_flash_attention_backward"](out, q, q, q, out, lse, None, True, 0.125)
+    assert all(g.stride() == (3 * 16 * 64, 64, 192, 1) for g in grads)
+    c = ember.empty((2, 3, 16, 24), dtype=ember.bfloat16, device="meta")  # a padded head width: contiguous
+    assert OPS["_scaled_dot_product_flash_attention"](c, c, c, None, True, 0.125)[0].is_contiguous()

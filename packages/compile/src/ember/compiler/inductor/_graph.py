@@ -301,10 +301,27 @@ class GraphLowering:
 
     def _meta(self, obj):
         """``obj`` with meta stand-ins for values (and factory devices moved to meta)."""
-        meta = _map_values(obj, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
+        meta = _map_values(obj, self._meta_value)
         if isinstance(meta, dict) and meta.get("device") is not None:
             meta = {**meta, "device": META}
         return _subs_symbols(meta, self.hints)
+
+    def _meta_value(self, v: TensorValue):
+        """A meta stand-in of ``v``: laid out as its buffer holds it when it has a static strided
+        layout (an extern op's meta then gives the result's layout as the device kernel makes it:
+        attention's output in the order of its query's dims), else contiguous."""
+        shape = self.hint_shape(v.shape)
+        layout = v.layout
+        if layout is not None and len(layout[2]) == len(shape):
+            try:
+                strides = tuple(int(st) for st in layout[2])
+            except TypeError:
+                strides = None
+            if strides is not None and all(st >= 0 for st in strides):
+                from ember._src.ops.creation.buffers import empty_strided
+
+                return empty_strided(shape, strides, dtype=v.dtype, device=META)
+        return new_empty_tensor(shape, v.dtype, META)
 
     def _agrees(self, value, expected) -> bool:
         for v, e in zip(_flatten([value]), _flatten([expected])):
