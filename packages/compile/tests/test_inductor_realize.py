@@ -176,3 +176,12 @@ def test_flash_attention_meta_keeps_the_query_layout():
     assert all(g.stride() == (3 * 16 * 64, 64, 192, 1) for g in grads)
     c = ember.empty((2, 3, 16, 24), dtype=ember.bfloat16, device="meta")  # a padded head width: contiguous
     assert OPS["_scaled_dot_product_flash_attention"](c, c, c, None, True, 0.125)[0].is_contiguous()
+
+
+def test_meta_arguments_keep_only_non_overlapping_layouts():
+    # an expanded view's meta stand-in stays contiguous: an in-place op's meta refuses overlap
+    from ember.compiler.inductor._graph import _non_overlapping
+
+    assert _non_overlapping((8, 12, 1024, 64), (2359296, 64, 2304, 1))  # heads of a column slice
+    assert _non_overlapping((2, 3), (1, 2)) and _non_overlapping((1, 6), (0, 1))
+    assert not _non_overlapping((4, 6), (0, 1)) and not _non_overlapping((3, 3), (1, 1))

@@ -317,7 +317,7 @@ class GraphLowering:
                 strides = tuple(int(st) for st in layout[2])
             except TypeError:
                 strides = None
-            if strides is not None and all(st >= 0 for st in strides):
+            if strides is not None and _non_overlapping(shape, strides):
                 from ember._src.ops.creation.buffers import empty_strided
 
                 return empty_strided(shape, strides, dtype=v.dtype, device=META)
@@ -518,6 +518,21 @@ class GraphLowering:
         if isinstance(outputs, tuple):
             return tuple(b.as_value(self.current) if isinstance(b, Buffer) else b for b in outputs)
         return outputs.as_value(self.current) if isinstance(outputs, Buffer) else outputs
+
+
+def _non_overlapping(shape, strides) -> bool:
+    """No two elements of the (static) layout share memory (an expanded dim does): the meta
+    stand-ins of extern arguments stay layouts every op accepts (an in-place op refuses overlap)."""
+    try:
+        dims = sorted((int(st), int(n)) for n, st in zip(shape, strides) if int(n) > 1)
+    except TypeError:
+        return False
+    reach = 0
+    for st, n in dims:
+        if st <= reach:
+            return False
+        reach += (n - 1) * st
+    return True
 
 
 def _dense_strides(shape, t):
