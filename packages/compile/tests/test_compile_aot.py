@@ -793,6 +793,33 @@ def test_views_the_backward_reads_are_taken_again_there_not_saved():
         assert ember.allclose(g, want, rtol=1e-6, atol=1e-6)
 
 
+def test_a_widening_cast_the_backward_reads_is_taken_again_there_not_saved():
+    """bf16 logits cast to float32 for the loss (GPT-2 under autocast): the backward casts the saved
+    bf16 matmul output again; saving the float32 copy doubled the largest tensor of the step."""
+    graphs = {}
+
+    def keep(name):
+        def compiler(gm, example_inputs):
+            graphs[name] = gm
+            return gm.forward
+        return compiler
+
+    def loss(h, w, y):
+        return ember.nn.functional.cross_entropy((h.bfloat16() @ w.bfloat16()).float(), y)
+
+    h, w = ember.randn(8, 16, requires_grad=True), ember.randn(16, 40, requires_grad=True)
+    y = ember.randint(0, 40, (8,))
+    aot_function(loss, fw_compiler=keep("fw"), bw_compiler=keep("bw"))(h, w, y).backward()
+    saved = graphs["fw"].graph.output_node().args[0][1:]
+    assert all(n.meta["val"].dtype is not ember.float32 or n.meta["val"].dim() < 2 for n in saved), saved
+    assert any(getattr(n.target, "name", None) == "mm" for n in saved)  # the bf16 logits
+    got = [h.grad.clone(), w.grad.clone()]
+    h.grad = w.grad = None
+    loss(h, w, y).backward()
+    for g, want in zip(got, (h.grad, w.grad)):
+        assert ember.equal(g, want)
+
+
 def test_make_fx_placeholders_and_non_tensor_arguments_like_torch():
     from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
 

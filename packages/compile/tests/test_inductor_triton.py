@@ -28,7 +28,7 @@ SCRIPT = os.path.join(HERE, "inductor_triton_cases.py")
 # compiled for sm_90: one program of each kernel kind and dtype family (each compile takes ~1 s)
 SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "pointwise_bfloat16", "pointwise_math",
         "pointwise_int32_bool", "reduction_looped_rows", "reduction_outer_columns", "reduction_outer_row_scaled",
-        "reduction_split_full", "reduction_split_columns",
+        "reduction_split_full", "reduction_split_columns", "reduction_split_many_columns", "cat_pieces_into_slices",
         "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
@@ -200,3 +200,26 @@ def test_few_column_reduction_is_split_into_parts(monkeypatch):
     _, _, specs = triton_kernels(gm, [g, x])
     sizes = sorted((int(s.xnumel), int(s.rnumel)) for s in specs if s.reduction)
     assert sizes == [(768, 32), (32 * 768, 256)], sizes
+
+
+def test_many_column_reduction_is_split_into_parts(monkeypatch):
+    # GPT-2's qkv bias gradient: 2304 sums over 8192 rows ran as 144 programs each walking all
+    # the rows (~1/6 of the bandwidth); 32 parts of 256 rows (blocks of whole rows of columns),
+    # then 32 partial sums a column
+    from ember.compiler import make_fx
+    from ember.compiler.inductor._compile_fx import triton_kernels
+
+    monkeypatch.setattr(config, "cpu_backend", "triton")
+    g = ember.randn(8192, 2304).bfloat16()
+    gm = make_fx(lambda g: g.sum(0))(g)
+    _, _, specs = triton_kernels(gm, [g])
+    sizes = sorted((int(s.xnumel), int(s.rnumel)) for s in specs if s.reduction)
+    assert sizes == [(2304, 32), (32 * 2304, 256)], sizes
+    assert all(s.outer for s in specs)
+    xb, rb, _ = _triton_runtime.configs(specs[0], 32 * 2304, 256, False)[0]
+    assert xb >= 32 and rb == 256  # a row of the block is a whole line of columns
+    xb, _, _ = _triton_runtime.configs(specs[1], 2304, 32, False)[0]
+    assert 2304 // xb >= 128  # the second pass still gives every SM a block
+    # reduced over trailing dims (a row sum of many rows): no split
+    gm = make_fx(lambda g: g.sum(1))(g.t())
+    assert len([s for s in triton_kernels(gm, [g.t()])[2] if s.reduction]) == 1

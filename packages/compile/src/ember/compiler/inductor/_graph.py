@@ -30,9 +30,11 @@ from ._ir import (
     Const,
     ExternBuffer,
     InputBuffer,
+    Load,
     ReductionBuffer,
     TensorValue,
     number_input,
+    strided_index,
     sym,
 )
 from ._ir import (
@@ -299,10 +301,27 @@ class GraphLowering:
 
     def _meta(self, obj):
         """``obj`` with meta stand-ins for values (and factory devices moved to meta)."""
-        meta = _map_values(obj, lambda v: new_empty_tensor(self.hint_shape(v.shape), v.dtype, META))
+        meta = _map_values(obj, self._meta_value)
         if isinstance(meta, dict) and meta.get("device") is not None:
             meta = {**meta, "device": META}
         return _subs_symbols(meta, self.hints)
+
+    def _meta_value(self, v: TensorValue):
+        """A meta stand-in of ``v``: laid out as its buffer holds it when it has a static strided
+        layout (an extern op's meta then gives the result's layout as the device kernel makes it:
+        attention's output in the order of its query's dims), else contiguous."""
+        shape = self.hint_shape(v.shape)
+        layout = v.layout
+        if layout is not None and len(layout[2]) == len(shape):
+            try:
+                strides = tuple(int(st) for st in layout[2])
+            except TypeError:
+                strides = None
+            if strides is not None and _non_overlapping(shape, strides):
+                from ember._src.ops.creation.buffers import empty_strided
+
+                return empty_strided(shape, strides, dtype=v.dtype, device=META)
+        return new_empty_tensor(shape, v.dtype, META)
 
     def _agrees(self, value, expected) -> bool:
         for v, e in zip(_flatten([value]), _flatten([expected])):
@@ -342,6 +361,8 @@ class GraphLowering:
         """
         value.reads += 1
         if value.buffer is None:
+            self._rebase_on_stored_source(value)
+        if value.buffer is None and not getattr(value, "rebased", False):
             size = value.expr_size()
             # a value read by several consumers is stored once when recomputing it would cost
             # more compute, or more memory traffic: a residual stream (x + a + b ...) re-read from
@@ -355,6 +376,36 @@ class GraphLowering:
         snap.view_source = getattr(value, "view_source", None)
         snap.original = value
         return snap
+
+    def _stored_layout(self, value: TensorValue):
+        """The strided layout of ``value`` in a buffer that holds it already (its own, or one derived
+        from a view source stored since the view was taken), or None. Stores nothing."""
+        for v in (value, getattr(value, "original", value)):
+            if v.layout is not None:
+                return v.layout
+        view = getattr(value, "view_source", None)
+        if view is None:
+            return None
+        base = self._stored_layout(view[0])
+        return None if base is None else derive_layout(value, base, view[1])
+
+    def _rebase_on_stored_source(self, value: TensorValue) -> None:
+        """A view taken before its source was stored loads the stored source from now on: it was
+        recomputed per consumer (or stored a second time: GPT-2's GELU gradient, stored for its
+        matmuls, was stored again by the bias-gradient sum of another view of it). Every consumer
+        lowered from now on runs after the kernel that stores the source."""
+        if getattr(value, "view_source", None) is None or getattr(value, "rebased", False):
+            return
+        layout = self._stored_layout(value)
+        if layout is None or not isinstance(layout[0], ComputedBuffer):
+            return  # not stored, or a view of an input or extern result: it loads that already
+        buf, _, strides, offset = layout
+
+        def loader(idx):
+            return Load(buf.name, strided_index(idx, strides, offset), buf.dtype)
+
+        value.loader, value.layout, value.rebased = loader, layout, True
+        value._size = None  # its expression is one load now
 
     def realize(self, value: TensorValue) -> Buffer:
         if value.buffer is not None:
@@ -449,7 +500,8 @@ class GraphLowering:
                 return t
             if t.dtype.is_complex:
                 raise GraphFallback("complex extern result")
-            buf = ExternBuffer(self.new_name(), self._extern_shape(t), t.dtype)
+            shape = self._extern_shape(t)
+            buf = ExternBuffer(self.new_name(), shape, t.dtype, strides=_dense_strides(shape, t))
             buf.origins = [self.current]
             # A view op's result shares its input's memory: writing into it is a write into the
             # input, which this graph does not order with its other readers (mutate() refuses it).
@@ -466,6 +518,46 @@ class GraphLowering:
         if isinstance(outputs, tuple):
             return tuple(b.as_value(self.current) if isinstance(b, Buffer) else b for b in outputs)
         return outputs.as_value(self.current) if isinstance(outputs, Buffer) else outputs
+
+
+def _non_overlapping(shape, strides) -> bool:
+    """No two elements of the (static) layout share memory (an expanded dim does): the meta
+    stand-ins of extern arguments stay layouts every op accepts (an in-place op refuses overlap)."""
+    try:
+        dims = sorted((int(st), int(n)) for n, st in zip(shape, strides) if int(n) > 1)
+    except TypeError:
+        return False
+    reach = 0
+    for st, n in dims:
+        if st <= reach:
+            return False
+        reach += (n - 1) * st
+    return True
+
+
+def _dense_strides(shape, t):
+    """The strides of the extern result ``t`` (its device-aware meta tensor) when they are a dense,
+    non-overlapping permutation of static sizes (a flash attention output laid out (B, T, H, D)
+    for the transpose that follows): the kernels then read the result as the op made it, and the
+    wrapper copies only a result that comes back otherwise. None (contiguous) in any other case."""
+    try:
+        sizes = [int(s) for s in shape]
+        strides = [int(s) for s in t.stride()]
+    except (TypeError, ValueError):
+        return None
+    if len(strides) != len(sizes) or 0 in sizes:
+        return None
+    expect = 1
+    for d in sorted((d for d in range(len(sizes)) if sizes[d] > 1), key=lambda d: (strides[d], -d)):
+        if strides[d] != expect:
+            return None
+        expect *= sizes[d]
+    contiguous = [1] * len(sizes)
+    for d in range(len(sizes) - 2, -1, -1):
+        contiguous[d] = contiguous[d + 1] * sizes[d + 1]
+    # a size-1 dim takes the contiguous stride: nothing steps through it
+    out = [strides[d] if sizes[d] > 1 else contiguous[d] for d in range(len(sizes))]
+    return None if out == contiguous else out
 
 
 def _is_plain(value: TensorValue) -> bool:

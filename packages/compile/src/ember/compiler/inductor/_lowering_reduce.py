@@ -44,14 +44,20 @@ def _reduced_numel(x, dims):
 # reductions are split: the reduced elements in equal parts reduced in parallel, then the parts.
 SPLIT_MIN = 1 << 16  # elements of a full reduction worth two passes
 SPLIT_MIN_KEPT = 1 << 20  # elements of a reduction with several outputs worth two passes
-SPLIT_MAX_KEPT = 2048  # outputs past which the outputs alone fill the GPU
+SPLIT_MAX_KEPT = 2048  # outputs past which the outputs alone fill the GPU (a reduction over the last dims)
+# A column sum (the reduced dims leading, the kept ones the contiguous rows: a bias gradient over
+# [8192, 2304]) is split up to this many partial results: a program reduces a block of 64 columns,
+# so 2304 columns were 36-144 programs each walking all 8192 rows, latency-bound at ~1/6 of the
+# bandwidth; 32 parts of 256 rows give ~1100 programs whose loads are rows of 64 columns.
+SPLIT_MAX_OUTER = 1 << 17
 
 
 def _split_parts(ctx, x: TensorValue, dims) -> int:
     """How many parts the reduced elements of ``x`` are split into (0: not split). Only for the
     Triton backend (the C++ one threads over outputs and elements itself) and static sizes; a
     power of two that divides the reduced count, so every part has the same length: up to 1024
-    parts of 1024+ elements for one output, up to 32K partial results of 256+ elements otherwise."""
+    parts of 1024+ elements for one output, up to 32K partial results of 256+ elements otherwise
+    (128K for a column sum over many columns)."""
     if not (ctx.device.type != "cpu" or config.cpu_backend == "triton"):
         return 0
     n = _reduced_numel(x, dims)
@@ -64,9 +70,14 @@ def _split_parts(ctx, x: TensorValue, dims) -> int:
             return 0
         most, least = 1024, 1024
     else:
-        if kept > SPLIT_MAX_KEPT or n * kept < SPLIT_MIN_KEPT:
+        if n * kept < SPLIT_MIN_KEPT:
             return 0
-        most, least = min(64, 32768 // kept), 256
+        if kept <= SPLIT_MAX_KEPT:
+            most, least = min(64, 32768 // kept), 256
+        elif tuple(dims) == tuple(range(len(dims))):
+            most, least = min(64, SPLIT_MAX_OUTER // kept), 256
+        else:
+            return 0
     parts = 1
     while parts * 2 <= most and n % (parts * 2) == 0 and n // (parts * 2) >= least:
         parts *= 2

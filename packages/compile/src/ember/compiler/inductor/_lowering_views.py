@@ -67,9 +67,47 @@ def view_as_shape(x: TensorValue, shape) -> TensorValue:
     def derive(sh, st, off):
         dense = [st[k] for k in range(len(sh)) if sh[k] != 1]
         want = [c for k, c in enumerate(contiguous_strides(sh)) if sh[k] != 1]
-        return (list(strides_new), off) if dense == want else None
+        if dense == want:
+            return (list(strides_new), off)
+        strides = _view_strides(sh, st, shape)
+        return None if strides is None else (strides, off)
 
     return _with_layout(out, x, derive)
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """Strides of a view of a strided layout as ``new_shape`` without a copy, or None: the
+    source's dims fall into runs each one stride apart from the next (a run is contiguous within
+    itself), and each run must be exactly a run of the new dims (a split dim keeps its stride for
+    its innermost part: GPT-2's heads split off a column slice of the qkv projection). Static
+    sizes and strides only."""
+    try:
+        old = [int(n) for n in old_shape]
+        olds = [int(t) for t in old_strides]
+        new = [int(n) for n in new_shape]
+    except TypeError:
+        return None
+    if 0 in old or not old:
+        return None
+    out = [0] * len(new)
+    d = len(new) - 1
+    base = olds[-1]
+    run, made = 1, 1
+    for k in range(len(old) - 1, -1, -1):
+        run *= old[k]
+        if k == 0 or (old[k - 1] != 1 and olds[k - 1] != run * base):
+            # the run of source dims k.. ends here: the new dims that make up exactly its elements
+            while d >= 0 and (made < run or new[d] == 1):
+                out[d] = made * base
+                made *= new[d]
+                d -= 1
+            if made != run:
+                return None
+            if k > 0:
+                base, run, made = olds[k - 1], 1, 1
+    if d != -1:
+        return None
+    return [sympy.Integer(t) for t in out]
 
 
 def _dim_groups(src, dst):

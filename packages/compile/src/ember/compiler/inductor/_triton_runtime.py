@@ -153,6 +153,15 @@ def configs(spec, xnumel: int, rnumel: int, max_autotune: bool) -> list:
             xb = min(xb, cap)
             w = max(1, min(w, xb // 128 or 1))
             out.append((xb, 1, w))
+    elif spec.persistent and getattr(spec, "outer", False):
+        # a short column block (a split column sum's parts: 256 rows of 2304 columns, then the 32
+        # parts of each column): a block spans 16-64 columns so each row's load is a whole line,
+        # and enough blocks are left for every SM (the second pass over 2304 columns: 144)
+        rb = max(2, _pow2(rnumel))
+        cap = max(8, 1 << max(0, (xnumel // 128).bit_length() - 1))
+        for xb, w in ((max(32, 8192 // rb), 8), (max(16, 4096 // rb), 4), (max(64, 16384 // rb), 16)):
+            xb = min(xb, cap, max(1, _pow2(xnumel)))
+            out.append((xb, rb, max(1, min(w, xb * rb // 256))))
     elif spec.persistent:
         rb = max(2, _pow2(rnumel))
         # first (the pick of an untuned launch): ~2K elements a block, 8 a thread

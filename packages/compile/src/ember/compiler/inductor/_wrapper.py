@@ -106,12 +106,21 @@ def _view(base: Tensor, shape, strides, offset):
     return make_view(base, shape, strides, base._offset + offset)
 
 
-def _layout(t, shape):
-    """An extern result in the contiguous layout the kernels assume (a copy only if needed)."""
+def _layout(t, strides):
+    """An extern result in the layout the kernels read it with: ``strides`` (its meta tensor's, a
+    dense permutation) or contiguous (None); a copy only if the op's result came back otherwise.
+    A size-1 dim's stride does not matter (nothing steps through it)."""
     if not isinstance(t, Tensor):
         return t
-    if t._stride != _int_strides(t._shape) and 0 not in t._shape:
-        t = t.contiguous()
+    shape = t._shape
+    want = _int_strides(shape) if strides is None else strides
+    if t._stride != want and 0 not in shape and \
+            any(n != 1 and a != b for n, a, b in zip(shape, t._stride, want)):
+        if strides is None:
+            return t.contiguous()
+        out = __import__("ember").empty_strided(shape, strides, dtype=t.dtype, device=t.device)
+        out.copy_(t)
+        return out
     return t
 
 
@@ -375,6 +384,8 @@ class WrapperWriter:
         if any(len(s) != rank or any(d.free_symbols or int(d) <= 0 for d in s) for s in shapes) \
                 or len(dtypes) != 1 or out.dtype not in (dt.float16, dt.bfloat16, dt.float32, dt.float64):
             return False
+        if tuple(out.strides) != _int_strides(tuple(int(d) for d in out.shape)):
+            return False  # the gemm writes a fresh contiguous buffer
         if "_gemm" not in self.globals:
             self.globals["_gemm"] = gemm
         size = tuple(int(d) for d in out.shape)
@@ -400,9 +411,18 @@ class WrapperWriter:
             self.lines.append(f"    {', '.join(targets)}, = {invoke}")
             for b in outs:
                 if isinstance(b, Buffer):
-                    self.lines.append(f"    {b.name} = _layout({b.name}, None)")
+                    self.lines.append(f"    {b.name} = _layout({b.name}, {self._strides_text(b)})")
         else:
-            self.lines.append(f"    {outs.name} = _layout({invoke.split('  #')[0]}, None)  # {call.name}")
+            self.lines.append(f"    {outs.name} = _layout({invoke.split('  #')[0]}, {self._strides_text(outs)})"
+                              f"  # {call.name}")
+
+    def _strides_text(self, buf) -> str:
+        """The strides an extern result must have (None: contiguous, the only layout of symbolic sizes)."""
+        if any(_symbolic(s) for s in (*buf.shape, *buf.strides)):
+            return "None"
+        size = tuple(int(d) for d in buf.shape)
+        strides = tuple(int(s) for s in buf.strides)
+        return "None" if strides == _int_strides(size) else self.shape_text(strides)
 
     def _output_text(self, obj) -> str:
         if isinstance(obj, TensorValue):

@@ -53,13 +53,35 @@ def _lse_dtype(d):
     return dt.float64 if d is dt.float64 else dt.float32
 
 
+def _meta_in_order_of(t, shape, dtype, query, value):
+    """A meta result laid out as the device kernels lay theirs out (a compiled graph keeps an
+    extern result's layout and reads it by stride): the (B, H, L, E) output and gradients in the
+    order of their input's dims when the head widths need no padding to a power of two (>= 16) and
+    the input steps by one along them; heads split off a (B, L, H*E) projection give (B, L, H, E)."""
+    d, e = query._shape[-1], value._shape[-1]
+    if len(shape) != 4 or t.ndim != 4 or t._shape[3] <= 1 or t._stride[3] != 1 \
+            or any(n < 16 or n & (n - 1) for n in (d, e)):
+        return new_empty_tensor(shape, dtype, META)
+    order = sorted(range(4), key=lambda i: (-t._stride[i], i))
+    if order == [0, 1, 2, 3] or order[-1] != 3:
+        return new_empty_tensor(shape, dtype, META)
+    strides, step = [0] * 4, 1
+    for dim in reversed(order):
+        strides[dim] = step
+        step *= shape[dim]
+    from ...tensor import make_tensor
+
+    base = new_empty_tensor((step,), dtype, META)
+    return make_tensor(base._storage, tuple(shape), tuple(strides), 0, dtype, META)
+
+
 def _flash_kernel(query, key, value, attn_mask, is_causal, scale):
     from ..reduction.composite import logsumexp
     from .attention import _repeat_heads
 
     lead, h = tuple(query._shape[:-1]), query._shape[-3]
     if query._device is META:
-        return (new_empty_tensor(lead + (value._shape[-1],), query.dtype, META),
+        return (_meta_in_order_of(query, lead + (value._shape[-1],), query.dtype, query, value),
                 new_empty_tensor(lead, _lse_dtype(query.dtype), META))
     s = _scores(query, key, attn_mask, is_causal, scale)
     lse = logsumexp(s, -1)
@@ -74,7 +96,9 @@ def _flash_backward_kernel(grad_out, query, key, value, out, logsumexp, attn_mas
     from .attention import _repeat_heads
 
     if query._device is META:
-        return tuple(new_empty_tensor(t._shape, t.dtype, META) for t in (query, key, value))
+        grouped = key._shape[-3] != query._shape[-3]
+        return tuple(new_empty_tensor(t._shape, t.dtype, META) if grouped and t is not query
+                     else _meta_in_order_of(t, tuple(t._shape), t.dtype, query, value) for t in (query, key, value))
     s = _scores(query, key, attn_mask, is_causal, scale)
     cd = s.dtype
     h, hk = query._shape[-3], key._shape[-3]
