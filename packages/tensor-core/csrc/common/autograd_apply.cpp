@@ -79,13 +79,24 @@ int not_native_marker;
 }  // namespace
 PyObject* const NOT_NATIVE = reinterpret_cast<PyObject*>(&not_native_marker);
 
+// Whether a node's kwargs hold nothing the formula must see unpacked (OpNode.apply's _has_saved: no
+// SavedTensor, no list), so the dict is passed to the formula as it is (addmm's alpha/beta, the
+// dtype/device of autocast's casts).
+static bool kwargs_plain(PyObject* kwargs) {
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(kwargs, &pos, &key, &value))
+    if (Py_TYPE(value) == reinterpret_cast<PyTypeObject*>(g_eng.saved_cls) || PyList_CheckExact(value)) return false;
+  return true;
+}
+
 // OpNode.apply for the common node (no saved kwargs, no args needing the node): the formula's
 // gradients, one per edge, checked against each input's shape and dtype (fix_grad otherwise).
 // NOT_NATIVE when the Python method must run.
 PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
   auto* n = reinterpret_cast<NodeObject*>(fn);
   if (n->args_need_node != Py_False || n->kwargs == nullptr || !PyDict_Check(n->kwargs) ||
-      PyDict_GET_SIZE(n->kwargs) != 0 || n->saved_args == nullptr || n->formula == nullptr ||
+      (PyDict_GET_SIZE(n->kwargs) != 0 && !kwargs_plain(n->kwargs)) || n->saved_args == nullptr || n->formula == nullptr ||
       n->layout == nullptr || !(PyList_CheckExact(n->layout) || PyTuple_CheckExact(n->layout)) ||
       n->input_meta == nullptr || !(PyList_CheckExact(n->input_meta) || PyTuple_CheckExact(n->input_meta)) ||
       n->saved_outputs == nullptr || !PyTuple_Check(n->saved_outputs) ||
