@@ -85,9 +85,7 @@ class Tensor(_C.TensorBase):
         return out
 
     # -- metadata ---------------------------------------------------------------------
-    @property
-    def shape(self) -> Size:
-        return Size(self._shape)
+    # ``shape`` and ``ndim`` are _C.TensorBase's getters (no Python frame): Size(self._shape), len(self._shape).
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -103,10 +101,6 @@ class Tensor(_C.TensorBase):
 
     def storage_offset(self) -> int:
         return self._offset
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
 
     def dim(self) -> int:
         return len(self._shape)
@@ -206,7 +200,8 @@ class Tensor(_C.TensorBase):
                 return mf.is_dense_in(self._shape, self._stride, memory_format)
         return is_contiguous(self._shape, self._stride)
 
-    def data_ptr(self) -> int:
+    # data_ptr() is _C.TensorBase's method: the common case natively, anything else calls this.
+    def _data_ptr(self) -> int:
         if dispatch._SYNC_HOOK[0] is not None:
             dispatch._SYNC_HOOK[0](self, "Tensor.data_ptr()")
         if self._layout is not strided:
@@ -668,3 +663,4 @@ _C._set_grad_check(check_grad_assignment)
 
 _C._tensor_setup(Tensor, list(dtypes.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
                  dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)
+_C._tensor_public_setup(Size, dispatch._SYNC_HOOK, strided)
