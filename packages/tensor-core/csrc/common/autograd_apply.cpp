@@ -79,6 +79,22 @@ int not_native_marker;
 }  // namespace
 PyObject* const NOT_NATIVE = reinterpret_cast<PyObject*>(&not_native_marker);
 
+static PyObject* s_args = nullptr;
+static PyObject* s_kwargs = nullptr;
+
+// Inputs(args, kwargs) (formulas/_registry.py: a slotted class whose __init__ only stores the two) built
+// without running its Python __init__: allocated, its two slots set. One is made per backward node.
+static PyObject* new_inputs(PyObject* args, PyObject* kwargs) {
+  auto* tp = reinterpret_cast<PyTypeObject*>(g_eng.inputs_cls);
+  PyObject* inputs = tp->tp_alloc(tp, 0);
+  if (inputs == nullptr) return nullptr;
+  if (PyObject_SetAttr(inputs, s_args, args) < 0 || PyObject_SetAttr(inputs, s_kwargs, kwargs) < 0) {
+    Py_DECREF(inputs);
+    return nullptr;
+  }
+  return inputs;
+}
+
 // Whether a node's kwargs hold nothing the formula must see unpacked (OpNode.apply's _has_saved: no
 // SavedTensor, no list), so the dict is passed to the formula as it is (addmm's alpha/beta, the
 // dtype/device of autocast's casts).
@@ -119,8 +135,7 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
     }
     PyTuple_SET_ITEM(outputs, i, v);
   }
-  PyObject* call_args[3] = {n->saved_args, n->kwargs, nullptr};
-  PyObject* inputs = PyObject_Vectorcall(g_eng.inputs_cls, call_args, 2, nullptr);
+  PyObject* inputs = new_inputs(n->saved_args, n->kwargs);
   PyObject* backward = inputs == nullptr ? nullptr : PyObject_GetAttr(n->formula, s_backward);
   PyObject* res = nullptr;
   if (backward != nullptr) {
@@ -238,6 +253,8 @@ void bind_autograd_apply(PyObject* module) {
   s_release = PyUnicode_InternFromString("_release");
   s_backward = PyUnicode_InternFromString("backward");
   s_unpack = PyUnicode_InternFromString("unpack");
+  s_args = PyUnicode_InternFromString("args");
+  s_kwargs = PyUnicode_InternFromString("kwargs");
   if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
 }
 
