@@ -621,3 +621,42 @@ def test_autocast_casts_on_cuda_as_tensor_to(tmp_path):
     assert fast["dtypes"] == ["ember.bfloat16", "ember.float64", "ember.float32"]
     assert fast["casts"] == 3  # x, the weight and the bias once each (the second linear's input is bf16 already)
     assert fast["nodes"] == ref["nodes"] and fast["log"] == ref["log"] and len(fast["log"]) > 5
+
+
+_LAYER_NORM_GRADS = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember._cuda import _ops_rows
+
+launches = {}
+memo = _ops_rows._memo
+
+def counting(key, build):
+    launcher = memo(key, build)
+
+    def launch(*args):
+        launches[key[0]] = launches.get(key[0], 0) + 1
+        return launcher(*args)
+
+    return launch
+
+_ops_rows._memo = counting
+ln = ember.nn.LayerNorm(32).to("cuda")
+runs = {}
+for needs in (False, True):
+    launches.clear()
+    x = ember.randn(4, 32).to("cuda").requires_grad_(needs)
+    ln(x).sum().backward()
+    runs[str(needs)] = dict(launches)
+print(json.dumps(runs))
+"""
+
+
+def test_layer_norm_backward_runs_its_kernel_when_only_the_weight_needs_a_gradient(tmp_path):
+    """The weight's gradient is summed from the backward kernel's per-row products: with an input that needs
+    no gradient the kernel must still run (it was skipped, leaving the weight's gradient unwritten memory)."""
+    (runs,) = _fake_host_runs(tmp_path, _LAYER_NORM_GRADS, [{}])
+    assert runs["False"].get("layer_norm_bwd") == 1 and runs["True"].get("layer_norm_bwd") == 1
