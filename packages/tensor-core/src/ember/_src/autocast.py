@@ -21,6 +21,7 @@ import warnings
 from . import dispatch as _dispatch
 from . import dtypes as _dtypes
 from .device import to_device
+from .torch_function import _ON as _TORCH_FUNCTION_ON
 
 # PyTorch's CPU "lower_precision_fp" list, as ember names the ops.
 LOWER_PRECISION_OPS = (
@@ -248,8 +249,12 @@ def _cast(t, to, device_type, state):
         if hit is not None and hit[0] is t:
             return hit[1]
     dev = t._device
-    if type(t) is _dispatch._Tensor and dev.index is not None and device_type != "cpu":
-        # t.to(to) of a plain tensor on an indexed device (Tensor.to's own first branch), without its frame
+    tt = type(t)
+    if (dev.index is not None and device_type != "cpu" and not _TORCH_FUNCTION_ON[0]
+            and (tt is _dispatch._Tensor or tt.to is _dispatch._Tensor.to)):
+        # t.to(to) on an indexed device is Tensor.to's first branch, this very call: made without its frame
+        # while the __torch_function__ protocol is off (nothing gates Tensor.to) for a tensor whose class
+        # keeps Tensor.to (nn.Parameter: the weights)
         op = _TO_COPY[0]
         if op is None:
             from .ops.shape.views import to_dtype_op as op
