@@ -394,6 +394,15 @@ PyObject* g_strided = nullptr;     // ember.strided
 PyObject* s_layout = nullptr;      // "_layout"
 PyObject* s_data_ptr_slow = nullptr;  // "_data_ptr": the Python method, for every other case
 
+// Whether `self` is strided (its `_layout` is ember.strided: sparse tensors set their own); -1 on error.
+int is_strided(PyObject* self) {
+  PyObject* layout = PyObject_GetAttr(self, s_layout);
+  if (layout == nullptr) return -1;
+  const int strided = layout == g_strided;
+  Py_DECREF(layout);
+  return strided;
+}
+
 // Tensor.shape: the sizes as an ember.Size (the stored Size itself when _shape is one: it is immutable).
 PyObject* get_public_shape(PyObject* self, void*) {
   PyObject* shape = FIELD(shape);
@@ -427,10 +436,8 @@ PyObject* tensor_data_ptr(PyObject* self, PyObject*) {
   auto* t = reinterpret_cast<TensorObject*>(self);
   if (g_sync_hook != nullptr && PyList_GET_ITEM(g_sync_hook, 0) == Py_None && t->offset_ok && t->dtype_code >= 0 &&
       t->dtype_code < kNumDTypes) {
-    PyObject* layout = PyObject_GetAttr(self, s_layout);
-    if (layout == nullptr) return nullptr;
-    const bool strided = layout == g_strided;
-    Py_DECREF(layout);
+    const int strided = is_strided(self);
+    if (strided < 0) return nullptr;
     if (strided) {
       const long long off = t->offset_value * itemsize(static_cast<DType>(t->dtype_code));
       unsigned long long ptr = 0;
@@ -444,6 +451,36 @@ PyObject* tensor_data_ptr(PyObject* self, PyObject*) {
   return PyObject_CallMethodNoArgs(self, s_data_ptr_slow);
 }
 
+PyObject* s_is_contiguous_slow = nullptr;  // "_is_contiguous"
+PyObject* s_numel_slow = nullptr;          // "_numel"
+
+// Tensor.is_contiguous(memory_format=None): a strided tensor with valid mirrors and no memory format
+// (or None) answers from the mirrors; anything else calls the Python method (Tensor._is_contiguous).
+PyObject* tensor_is_contiguous(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (kwnames == nullptr && (nargs == 0 || (nargs == 1 && args[0] == Py_None)) && t->ndim >= 0 &&
+      t->stride_ndim == t->ndim && g_strided != nullptr) {
+    const int strided = is_strided(self);
+    if (strided < 0) return nullptr;
+    if (strided) return PyBool_FromLong(contiguous_strides(t));
+  }
+  PyObject* slow = PyObject_GetAttr(self, s_is_contiguous_slow);
+  if (slow == nullptr) return nullptr;
+  PyObject* r = PyObject_Vectorcall(slow, args, nargsf, kwnames);
+  Py_DECREF(slow);
+  return r;
+}
+
+// Tensor.numel(): the product of the sizes from the mirrors; symbolic sizes call Tensor._numel.
+PyObject* tensor_numel(PyObject* self, PyObject*) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (t->ndim < 0) return PyObject_CallMethodNoArgs(self, s_numel_slow);
+  long long n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= t->sizes[i];
+  return PyLong_FromLongLong(n);
+}
+
 PyObject* py_public_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != 1) {
     PyErr_SetString(PyExc_TypeError, "_tensor_public_setup(Size, sync_hook_list, strided)");
@@ -454,11 +491,17 @@ PyObject* py_public_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_XSETREF(g_strided, Py_NewRef(args[2]));
   if (s_layout == nullptr) s_layout = PyUnicode_InternFromString("_layout");
   if (s_data_ptr_slow == nullptr) s_data_ptr_slow = PyUnicode_InternFromString("_data_ptr");
+  if (s_is_contiguous_slow == nullptr) s_is_contiguous_slow = PyUnicode_InternFromString("_is_contiguous");
+  if (s_numel_slow == nullptr) s_numel_slow = PyUnicode_InternFromString("_numel");
   Py_RETURN_NONE;
 }
 
 PyMethodDef tensor_methods[] = {
     {"data_ptr", tensor_data_ptr, METH_NOARGS, "The address of the tensor's first element."},
+    {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_is_contiguous)),
+     METH_FASTCALL | METH_KEYWORDS, "Whether the tensor is contiguous in memory in the given memory format."},
+    {"numel", tensor_numel, METH_NOARGS, "The number of elements."},
+    {"nelement", tensor_numel, METH_NOARGS, "The number of elements (numel)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef tensor_getset[] = {

@@ -107,10 +107,10 @@ class Tensor(_C.TensorBase):
 
     ndimension = dim
 
-    def numel(self) -> int:
+    # numel()/nelement() and is_contiguous() are _C.TensorBase's methods (from the C mirrors); symbolic sizes,
+    # a memory format or a sparse layout call these.
+    def _numel(self) -> int:
         return numel(self._shape)
-
-    nelement = numel
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -185,7 +185,7 @@ class Tensor(_C.TensorBase):
     def is_signed(self) -> bool:
         return self.dtype.is_signed
 
-    def is_contiguous(self, memory_format=None) -> bool:
+    def _is_contiguous(self, memory_format=None) -> bool:
         if self._layout is not strided:
             raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
         if memory_format is None:
