@@ -16,11 +16,12 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import attention as na
 from ember._src.ops.nn import attention_flash as naf
-from ember._src.tensor import make_tensor, new_empty_tensor
+from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import TRITON
 from ._flash_kernels import SOURCE
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _FLOAT = (dt.float16, dt.bfloat16, dt.float32)
