@@ -664,3 +664,4 @@ _C._set_grad_check(check_grad_assignment)
 _C._tensor_setup(Tensor, list(dtypes.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
                  dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)
 _C._tensor_public_setup(Size, dispatch._SYNC_HOOK, strided)
+Tensor.numel = Tensor.nelement = _C.TensorBase.numel  # one method, two names, as PyTorch's (handlers see numel)
