@@ -342,3 +342,42 @@ def test_backward_in_threads():
         t.join()
     assert not errors
 
+
+
+def _python_applies(fn):
+    """The node classes whose OpNode.apply ran in Python during fn() (the engine runs the common node natively)."""
+    import sys
+
+    from ember.autograd._recording import OpNode
+
+    code, seen = OpNode.apply.__code__, []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            seen.append(type(frame.f_locals["self"]).__name__)
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_nodes_with_plain_kwargs_apply_natively():
+    # addmm's node keeps alpha/beta and a dtype cast's node dtype/device as kwargs: plain values, passed to the
+    # formula as they are, so these nodes need no Python apply (an autocast step has one per cast and linear).
+    rng = np.random.default_rng(2)
+    bias, tbias = _pair(rng.random((3,)))
+    m1, tm1 = _pair(rng.random((2, 4)))
+    m2, tm2 = _pair(rng.random((4, 3)))
+    y = ember.addmm(bias, m1, m2, beta=0.5, alpha=2.0).to(ember.float64)
+    ty = torch.addmm(tbias, tm1, tm2, beta=0.5, alpha=2.0).to(torch.float64)
+    assert type(y.grad_fn).__name__ == "ToCopyBackward0" and y.grad_fn._kwargs
+    assert type(y.grad_fn.next_functions[0][0]).__name__ == "AddmmBackward0"
+    g = np.arange(6.0).reshape(2, 3)
+    assert _python_applies(lambda: y.backward(ember.tensor(g))) == []
+    ty.backward(torch.tensor(g))
+    for a, t in ((bias, tbias), (m1, tm1), (m2, tm2)):
+        assert a.grad.dtype is ember.float32
+        _close(a.grad, t.grad)

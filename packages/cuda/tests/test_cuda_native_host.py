@@ -550,3 +550,113 @@ def test_device_tensor_new_is_storage_new_plus_make_tensor():
     with pytest.raises(TypeError):
         _C._device_tensor_new(_storage.CudaStorage, alloc, 24, dev, 0, False, (2, 3), (3, 1), "float32")
     assert alloc.active_blocks == 0
+
+
+# -- autocast's casts ------------------------------------------------------------------------------
+
+_AUTOCAST = r"""
+import ctypes, json, os, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember import _C
+from ember._cuda import _compile, _fastcall
+from ember._src import autocast
+
+ex, classic = _C._device_launch_recorder(0, 0, -1, True)
+lib = _fastcall._LIB[0]
+lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
+lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
+ids = {}
+
+def load(cubin, meta, kinds, device):
+    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
+    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
+
+_compile.load = load
+if os.environ.get("CAST_THROUGH_TO"):  # the reference: every cast through Tensor.to, as before
+    def _via_to(t, to, dt, state):
+        d = t.dtype
+        if d is to or not d.is_floating_point or d is ember.float64 or t._device.type != dt:
+            return t
+        cacheable = (state.cache_enabled and not state.capturing and d is ember.float32 and t._requires_grad
+                     and t._base is None and t.is_leaf)
+        if cacheable and id(t) in state.cache and state.cache[id(t)][0] is t:
+            return state.cache[id(t)][1]
+        out = t.to(to)
+        if cacheable:
+            state.cache[id(t)] = (t, out)
+        return out
+    autocast._cast = _via_to
+ember.manual_seed(0)
+lin = ember.nn.Linear(16, 16).to("cuda")
+x = ember.randn(4, 16).to("cuda")
+x64 = ember.randn(4, 16, dtype=ember.float64).to("cuda")
+with ember.autocast("cuda", dtype=ember.bfloat16):
+    h = lin(lin(x))  # the weight twice: one cast, cached for the region
+    m = ember.mm(x64, x64.t())  # float64 is never cast
+    out = (h.float().sum() + m.sum())
+nodes, seen, todo = [], set(), [out.grad_fn]
+while todo:
+    n = todo.pop()
+    if n is None or id(n) in seen:
+        continue
+    seen.add(id(n))
+    nodes.append(type(n).__name__)
+    todo.extend(f for f, _ in n.next_functions)
+out.backward()
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"nodes": sorted(nodes), "dtypes": [str(h.dtype), str(m.dtype), str(lin.weight.grad.dtype)],
+                  "casts": nodes.count("ToCopyBackward0"), "log": log}))
+"""
+
+
+@_NATIVE
+def test_autocast_casts_on_cuda_as_tensor_to(tmp_path):
+    """Autocast casts a plain CUDA tensor by calling its _to_copy directly (no Tensor.to frame): the same
+    graph, dtypes and launches (every argument byte) as casting through Tensor.to; a weight used twice in
+    a region is cast once (the region's cache), float64 never."""
+    fast, ref = _fake_host_runs(tmp_path, _AUTOCAST, [{}, {"CAST_THROUGH_TO": "1"}])
+    assert fast["dtypes"] == ["ember.bfloat16", "ember.float64", "ember.float32"]
+    assert fast["casts"] == 3  # x, the weight and the bias once each (the second linear's input is bf16 already)
+    assert fast["nodes"] == ref["nodes"] and fast["log"] == ref["log"] and len(fast["log"]) > 5
+
+
+_LAYER_NORM_GRADS = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+from ember._cuda import _ops_rows
+
+launches = {}
+memo = _ops_rows._memo
+
+def counting(key, build):
+    launcher = memo(key, build)
+
+    def launch(*args):
+        launches[key[0]] = launches.get(key[0], 0) + 1
+        return launcher(*args)
+
+    return launch
+
+_ops_rows._memo = counting
+ln = ember.nn.LayerNorm(32).to("cuda")
+runs = {}
+for needs in (False, True):
+    launches.clear()
+    x = ember.randn(4, 32).to("cuda").requires_grad_(needs)
+    ln(x).sum().backward()
+    runs[str(needs)] = dict(launches)
+print(json.dumps(runs))
+"""
+
+
+def test_layer_norm_backward_runs_its_kernel_when_only_the_weight_needs_a_gradient(tmp_path):
+    """The weight's gradient is summed from the backward kernel's per-row products: with an input that needs
+    no gradient the kernel must still run (it was skipped, leaving the weight's gradient unwritten memory)."""
+    (runs,) = _fake_host_runs(tmp_path, _LAYER_NORM_GRADS, [{}])
+    assert runs["False"].get("layer_norm_bwd") == 1 and runs["True"].get("layer_norm_bwd") == 1

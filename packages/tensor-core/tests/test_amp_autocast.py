@@ -237,6 +237,28 @@ def test_weight_cast_cached_within_region():
     assert len(ac.STATE.cache) == 0
 
 
+def test_weight_cast_cache_keeps_the_regions_first_cast_as_torch():
+    # PyTorch's cache holds a leaf weight's cast for the whole outermost region, keyed by the tensor (not its
+    # version): a weight written in place (under no_grad) inside the region is not re-cast until the region
+    # ends. Same values and dtypes as torch's CPU bfloat16 autocast, one shared cast node.
+    out = {}
+    for lib in (ember, torch):
+        w = lib.nn.Parameter(lib.arange(6.0).reshape(3, 2) / 4)
+        x = lib.ones(2, 3)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            a = lib.mm(x, w)
+            with lib.no_grad():
+                w.mul_(3)
+            b = lib.mm(x, w)
+        c = lib.mm(x, w)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            d = lib.mm(x, w)
+        same_node = a.grad_fn.next_functions[1][0] is b.grad_fn.next_functions[1][0]
+        out[lib.__name__] = [(t.dtype, t.float().tolist()) for t in (a, b, c, d)] + [same_node]
+    assert str(out["ember"]).replace("ember.", "torch.") == str(out["torch"])
+    assert out["torch"][-1] is True and out["torch"][0][1] == out["torch"][1][1] != out["torch"][3][1]
+
+
 def test_autocast_mode_is_an_attribute_of_amp():
     # torch.amp.autocast_mode.is_autocast_available(...) works after a bare `import torch`.
     import subprocess

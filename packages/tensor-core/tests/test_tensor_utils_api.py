@@ -295,3 +295,54 @@ def test_shared_tensor_put_on_a_queue_is_the_same_memory():
     assert done.get(timeout=60)
     p.join(60)
     assert p.exitcode == 0 and x.tolist() == [0, 0, 5, 5, 5, 5, 0, 0]
+
+
+def test_shape_ndim_data_ptr_read_natively_match_torch():
+    # Tensor.shape/ndim/data_ptr()/numel()/is_contiguous() are _C.TensorBase's (no Python frame); the same
+    # answers as PyTorch's.
+    from ember._src import dispatch
+
+    base_e, base_t = ember.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+    views = (lambda x: x, lambda x: x[1], lambda x: x[:, 1:, 2], lambda x: x.transpose(0, 2)[1:], lambda x: x[0, 0, 0])
+    for f in views:
+        e, t = f(base_e), f(base_t)
+        assert type(e.shape) is ember.Size and e.shape == tuple(t.shape) and e.ndim == t.ndim == len(e.shape)
+        assert repr(e.shape) == repr(t.shape).replace("torch", "ember")
+        assert e.data_ptr() - base_e.data_ptr() == t.data_ptr() - base_t.data_ptr()
+        assert e.numel() == e.nelement() == t.numel() and e.is_contiguous() == t.is_contiguous()
+        assert e.is_contiguous(None) == e.is_contiguous(memory_format=ember.contiguous_format) == t.is_contiguous()
+    h = ember.ones(3, dtype=ember.float16)[1:]
+    assert h.data_ptr() == h.untyped_storage().data_ptr() + 2
+    assert ember.ones(2, 3, device="meta").data_ptr() == 0
+    sizes = ember.Size([2, 3])
+    z = ember.zeros(sizes)
+    z._shape = sizes  # a stored Size is returned as it is (immutable), a tuple is wrapped
+    assert z.shape is sizes and ember.zeros(2, 3).shape is not ember.zeros(2, 3).shape
+    with pytest.raises(RuntimeError, match="doesn't have storage"):
+        ember.eye(2).to_sparse().data_ptr()
+    assert ember.eye(3).to_sparse().numel() == 9
+    cl, tcl = ember.ones(2, 3, 4, 5), torch.ones(2, 3, 4, 5)
+    for fmt, tfmt in ((ember.channels_last, torch.channels_last), (ember.contiguous_format, torch.contiguous_format)):
+        assert cl.is_contiguous(memory_format=fmt) == tcl.is_contiguous(memory_format=tfmt)
+        assert cl.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2).is_contiguous(memory_format=fmt) == (
+            tcl.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2).is_contiguous(memory_format=tfmt))
+    with pytest.raises(TypeError):
+        cl.is_contiguous(memory_format=3)
+    seen = []
+    dispatch.set_sync_hook(lambda tensor, reason: seen.append(reason))
+    try:
+        z.data_ptr()
+    finally:
+        dispatch.set_sync_hook(None)
+    assert seen == ["Tensor.data_ptr()"]
+
+    class Sub(ember.Tensor):
+        @property
+        def shape(self):
+            return "sub"
+
+        def data_ptr(self):
+            return -1
+
+    s = z.as_subclass(Sub)
+    assert s.shape == "sub" and s.data_ptr() == -1 and s.ndim == 2

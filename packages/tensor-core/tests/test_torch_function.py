@@ -60,6 +60,19 @@ def test_logged_function_names_match_torch():
     assert values[ember] == values[torch]
 
 
+def test_native_readers_reach_the_handler_as_in_torch():
+    # shape/ndim are _C.TensorBase getters and numel/nelement/is_contiguous/data_ptr its methods: the gate
+    # still puts the protocol in front of them (Tensor's attributes), with PyTorch's function names.
+    logs, values = {}, {}
+    for lib in (ember, torch):
+        log = []
+        x = lib.ones(2, 3).as_subclass(_logging_subclass(lib, log))
+        values[lib] = [tuple(x.shape), x.ndim, x.numel(), x.nelement(), x.is_contiguous(), x.data_ptr() != 0]
+        logs[lib] = log
+    assert logs[ember] == logs[torch] == ["__get__", "__get__", "numel", "numel", "is_contiguous", "data_ptr"]
+    assert values[ember] == values[torch]
+
+
 def test_plain_subclass_keeps_its_type_and_parameter_does_not():
     class MyT(ember.Tensor):
         pass

@@ -79,13 +79,40 @@ int not_native_marker;
 }  // namespace
 PyObject* const NOT_NATIVE = reinterpret_cast<PyObject*>(&not_native_marker);
 
+static PyObject* s_args = nullptr;
+static PyObject* s_kwargs = nullptr;
+
+// Inputs(args, kwargs) (formulas/_registry.py: a slotted class whose __init__ only stores the two) built
+// without running its Python __init__: allocated, its two slots set. One is made per backward node.
+static PyObject* new_inputs(PyObject* args, PyObject* kwargs) {
+  auto* tp = reinterpret_cast<PyTypeObject*>(g_eng.inputs_cls);
+  PyObject* inputs = tp->tp_alloc(tp, 0);
+  if (inputs == nullptr) return nullptr;
+  if (PyObject_SetAttr(inputs, s_args, args) < 0 || PyObject_SetAttr(inputs, s_kwargs, kwargs) < 0) {
+    Py_DECREF(inputs);
+    return nullptr;
+  }
+  return inputs;
+}
+
+// Whether a node's kwargs hold nothing the formula must see unpacked (OpNode.apply's _has_saved: no
+// SavedTensor, no list), so the dict is passed to the formula as it is (addmm's alpha/beta, the
+// dtype/device of autocast's casts).
+static bool kwargs_plain(PyObject* kwargs) {
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(kwargs, &pos, &key, &value))
+    if (Py_TYPE(value) == reinterpret_cast<PyTypeObject*>(g_eng.saved_cls) || PyList_CheckExact(value)) return false;
+  return true;
+}
+
 // OpNode.apply for the common node (no saved kwargs, no args needing the node): the formula's
 // gradients, one per edge, checked against each input's shape and dtype (fix_grad otherwise).
 // NOT_NATIVE when the Python method must run.
 PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
   auto* n = reinterpret_cast<NodeObject*>(fn);
   if (n->args_need_node != Py_False || n->kwargs == nullptr || !PyDict_Check(n->kwargs) ||
-      PyDict_GET_SIZE(n->kwargs) != 0 || n->saved_args == nullptr || n->formula == nullptr ||
+      (PyDict_GET_SIZE(n->kwargs) != 0 && !kwargs_plain(n->kwargs)) || n->saved_args == nullptr || n->formula == nullptr ||
       n->layout == nullptr || !(PyList_CheckExact(n->layout) || PyTuple_CheckExact(n->layout)) ||
       n->input_meta == nullptr || !(PyList_CheckExact(n->input_meta) || PyTuple_CheckExact(n->input_meta)) ||
       n->saved_outputs == nullptr || !PyTuple_Check(n->saved_outputs) ||
@@ -108,8 +135,7 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
     }
     PyTuple_SET_ITEM(outputs, i, v);
   }
-  PyObject* call_args[3] = {n->saved_args, n->kwargs, nullptr};
-  PyObject* inputs = PyObject_Vectorcall(g_eng.inputs_cls, call_args, 2, nullptr);
+  PyObject* inputs = new_inputs(n->saved_args, n->kwargs);
   PyObject* backward = inputs == nullptr ? nullptr : PyObject_GetAttr(n->formula, s_backward);
   PyObject* res = nullptr;
   if (backward != nullptr) {
@@ -227,6 +253,8 @@ void bind_autograd_apply(PyObject* module) {
   s_release = PyUnicode_InternFromString("_release");
   s_backward = PyUnicode_InternFromString("backward");
   s_unpack = PyUnicode_InternFromString("unpack");
+  s_args = PyUnicode_InternFromString("args");
+  s_kwargs = PyUnicode_InternFromString("kwargs");
   if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "../bindings.h"
 #include "dtype.h"
 
 namespace py = pybind11;
@@ -384,6 +385,125 @@ int set_requires_grad(PyObject* self, PyObject* value, void*) {
   return 0;
 }
 
+// -- Tensor.shape, Tensor.ndim and Tensor.data_ptr() without a Python frame -------------------------
+// (a GPT-2 step on CUDA reads them ~4000 times). Registered by tensor.py: _C._tensor_public_setup.
+
+PyObject* g_size_class = nullptr;  // ember.Size
+PyObject* g_sync_hook = nullptr;   // dispatch._SYNC_HOOK: a one-item list, None unless a hook is set
+PyObject* g_strided = nullptr;     // ember.strided
+PyObject* s_layout = nullptr;      // "_layout"
+PyObject* s_data_ptr_slow = nullptr;  // "_data_ptr": the Python method, for every other case
+
+// Whether `self` is strided (its `_layout` is ember.strided: sparse tensors set their own); -1 on error.
+int is_strided(PyObject* self) {
+  PyObject* layout = PyObject_GetAttr(self, s_layout);
+  if (layout == nullptr) return -1;
+  const int strided = layout == g_strided;
+  Py_DECREF(layout);
+  return strided;
+}
+
+// Tensor.shape: the sizes as an ember.Size (the stored Size itself when _shape is one: it is immutable).
+PyObject* get_public_shape(PyObject* self, void*) {
+  PyObject* shape = FIELD(shape);
+  if (shape == nullptr) return missing(self, "_shape");
+  if (g_size_class == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "Tensor.shape read before ember.Size was registered");
+    return nullptr;
+  }
+  auto* size_type = reinterpret_cast<PyTypeObject*>(g_size_class);
+  if (Py_TYPE(shape) == size_type) return Py_NewRef(shape);
+  if (!PyTuple_Check(shape)) return PyObject_CallOneArg(g_size_class, shape);
+  // Size(shape) as tuple's subtype constructor builds it (Size has no __new__ and no slots), without the call.
+  const Py_ssize_t n = PyTuple_GET_SIZE(shape);
+  PyObject* out = size_type->tp_alloc(size_type, n);
+  if (out == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(shape, i)));
+  return out;
+}
+
+PyObject* get_ndim(PyObject* self, void*) {
+  PyObject* shape = FIELD(shape);
+  if (shape == nullptr) return missing(self, "_shape");
+  Py_ssize_t n = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : PyObject_Size(shape);
+  return n < 0 ? nullptr : PyLong_FromSsize_t(n);
+}
+
+// Tensor.data_ptr(): a strided tensor over a _C.Storage (CPU; 0 on meta) or a _C.DeviceStorage (whose
+// `_ptr` is what CudaStorage.data_ptr() returns), with no sync hook set: the storage's address plus the
+// offset in bytes. Anything else calls the Python method (Tensor._data_ptr: errors, hooks, other storages).
+PyObject* tensor_data_ptr(PyObject* self, PyObject*) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (g_sync_hook != nullptr && PyList_GET_ITEM(g_sync_hook, 0) == Py_None && t->offset_ok && t->dtype_code >= 0 &&
+      t->dtype_code < kNumDTypes) {
+    const int strided = is_strided(self);
+    if (strided < 0) return nullptr;
+    if (strided) {
+      const long long off = t->offset_value * itemsize(static_cast<DType>(t->dtype_code));
+      unsigned long long ptr = 0;
+      if (t->storage_ptr != nullptr) {
+        if (t->storage_ptr->device == "meta") return PyLong_FromLong(0);
+        return PyLong_FromLongLong(static_cast<long long>(t->storage_ptr->data_ptr()) + off);
+      }
+      if (device_storage_ptr(t->storage, &ptr)) return PyLong_FromLongLong(static_cast<long long>(ptr) + off);
+    }
+  }
+  return PyObject_CallMethodNoArgs(self, s_data_ptr_slow);
+}
+
+PyObject* s_is_contiguous_slow = nullptr;  // "_is_contiguous"
+PyObject* s_numel_slow = nullptr;          // "_numel"
+
+// Tensor.is_contiguous(memory_format=None): a strided tensor with valid mirrors and no memory format
+// (or None) answers from the mirrors; anything else calls the Python method (Tensor._is_contiguous).
+PyObject* tensor_is_contiguous(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (kwnames == nullptr && (nargs == 0 || (nargs == 1 && args[0] == Py_None)) && t->ndim >= 0 &&
+      t->stride_ndim == t->ndim && g_strided != nullptr) {
+    const int strided = is_strided(self);
+    if (strided < 0) return nullptr;
+    if (strided) return PyBool_FromLong(contiguous_strides(t));
+  }
+  PyObject* slow = PyObject_GetAttr(self, s_is_contiguous_slow);
+  if (slow == nullptr) return nullptr;
+  PyObject* r = PyObject_Vectorcall(slow, args, nargsf, kwnames);
+  Py_DECREF(slow);
+  return r;
+}
+
+// Tensor.numel(): the product of the sizes from the mirrors; symbolic sizes call Tensor._numel.
+PyObject* tensor_numel(PyObject* self, PyObject*) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (t->ndim < 0) return PyObject_CallMethodNoArgs(self, s_numel_slow);
+  long long n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= t->sizes[i];
+  return PyLong_FromLongLong(n);
+}
+
+PyObject* py_public_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != 1) {
+    PyErr_SetString(PyExc_TypeError, "_tensor_public_setup(Size, sync_hook_list, strided)");
+    return nullptr;
+  }
+  Py_XSETREF(g_size_class, Py_NewRef(args[0]));
+  Py_XSETREF(g_sync_hook, Py_NewRef(args[1]));
+  Py_XSETREF(g_strided, Py_NewRef(args[2]));
+  if (s_layout == nullptr) s_layout = PyUnicode_InternFromString("_layout");
+  if (s_data_ptr_slow == nullptr) s_data_ptr_slow = PyUnicode_InternFromString("_data_ptr");
+  if (s_is_contiguous_slow == nullptr) s_is_contiguous_slow = PyUnicode_InternFromString("_is_contiguous");
+  if (s_numel_slow == nullptr) s_numel_slow = PyUnicode_InternFromString("_numel");
+  Py_RETURN_NONE;
+}
+
+PyMethodDef tensor_methods[] = {
+    {"data_ptr", tensor_data_ptr, METH_NOARGS, "The address of the tensor's first element."},
+    {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_is_contiguous)),
+     METH_FASTCALL | METH_KEYWORDS, "Whether the tensor is contiguous in memory in the given memory format."},
+    {"numel", tensor_numel, METH_NOARGS, "The number of elements."},
+    {"nelement", tensor_numel, METH_NOARGS, "The number of elements (numel)."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyGetSetDef tensor_getset[] = {
     {"_storage", get_storage, set_storage, "The storage this tensor views.", nullptr},
     {"_shape", get_shape, set_shape, "Sizes (a tuple of ints).", nullptr},
@@ -400,6 +520,8 @@ PyGetSetDef tensor_getset[] = {
     {"_unrecorded_chain", get_unrecorded_chain, set_unrecorded_chain,
      "Whether this view was recorded from a view made without recording.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
+    {"shape", get_public_shape, nullptr, "The tensor's sizes (an ember.Size).", nullptr},
+    {"ndim", get_ndim, nullptr, "The number of dimensions.", nullptr},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
@@ -626,6 +748,8 @@ PyMethodDef tensor_functions[] = {
      "_cpu_item(t): item() of a one-element real CPU tensor read from its storage, or None (general path)."},
     {"_tensor_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_setup)), METH_FASTCALL,
      "Registers ember.Tensor, the dtypes, devices and dispatcher switches with the native code."},
+    {"_tensor_public_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_public_setup)),
+     METH_FASTCALL, "Registers ember.Size, dispatch._SYNC_HOOK and ember.strided (Tensor.shape/data_ptr in C)."},
     {"_set_view_refresh", py_set_view_refresh, METH_O,
      "_set_view_refresh(fn): fn(view) rebuilds a view's history after a write to its storage (None: off)."},
     {"_set_grad_check", py_set_grad_check, METH_O,
@@ -727,6 +851,7 @@ void bind_tensor_impl(PyObject* module) {
   TensorBaseType.tp_clear = tensor_clear;
   TensorBaseType.tp_dealloc = tensor_dealloc;
   TensorBaseType.tp_getset = tensor_getset;
+  TensorBaseType.tp_methods = tensor_methods;
   TensorBaseType.tp_dictoffset = offsetof(TensorObject, dict);
   TensorBaseType.tp_weaklistoffset = offsetof(TensorObject, weakreflist);
   // object's own tp_new: `object.__new__(Tensor)` (tensor shells built by tracers) stays legal.

@@ -123,7 +123,10 @@ def _layout_enforced() -> bool:
 
 
 def _obeys_layout_contract(g: Tensor, variable: Tensor) -> bool:
-    if is_non_overlapping_and_dense(variable._shape, variable._stride):
+    # A contiguous variable with elements (the usual parameter: its answer from the C mirrors) is
+    # non-overlapping and dense without is_non_overlapping_and_dense's sort.
+    shape, stride = variable._shape, variable._stride
+    if (_C._contiguous(variable) and variable.numel()) or is_non_overlapping_and_dense(shape, stride):
         for size, g_stride, v_stride in zip(g._shape, g._stride, variable._stride):
             if (size != 1 and g_stride != v_stride) or (size == 1 and g_stride == 0):
                 return False

@@ -17,9 +17,9 @@ import os
 import threading
 
 from ember._src import dtypes as dt
-from ember._src.tensor import new_empty_tensor
 
 from ._allocator import allocator
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14}

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.tensor import new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON, launch
 from ._ops_rows import _aligned, _block, _ct
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 L = "libdevice."

@@ -16,11 +16,12 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import attention as na
 from ember._src.ops.nn import attention_flash as naf
-from ember._src.tensor import make_tensor, new_empty_tensor
+from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import TRITON
 from ._flash_kernels import SOURCE
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _FLOAT = (dt.float16, dt.bfloat16, dt.float32)
@@ -71,12 +72,6 @@ def _bias(attn_mask, q, k):
     return attn_mask.expand(b, h, lq, k._shape[2])
 
 
-def _aligned(named_ptrs, named_ints):
-    names = [n for n, t in named_ptrs if t.data_ptr() % 16 == 0]
-    names += [n for n, v in named_ints if v % 16 == 0]
-    return tuple(names)
-
-
 def _sig(names, ptr_types, ints64, ints32, scale=True):
     sig = {}
     for n in names:
@@ -111,18 +106,30 @@ _RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, war
 
 
 def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
-    tensors = [ptrs[n] for n in _PTRS[name]]
-    aligned = _aligned([(n, ptrs[n]) for n in _PTRS[name]], list(zip(_STRIDE_NAMES[name], strides)))
+    # One pass over the operands (this runs three times per attention layer and step): their addresses,
+    # dtypes and which addresses and strides are multiples of 16 (Triton's divisibility hints).
+    addresses, dtypes, aligned = [], [], []
+    for n in _PTRS[name]:
+        t = ptrs[n]
+        p = t.data_ptr()
+        addresses.append(p)
+        dtypes.append(t.dtype)
+        if p % 16 == 0:
+            aligned.append(n)
+    for n, v in zip(_STRIDE_NAMES[name], strides):
+        if v % 16 == 0:
+            aligned.append(n)
+    aligned = tuple(aligned)
     # The signature follows from the kernel and its operands' dtypes: memoized by that short key, a call
     # skips rebuilding it and the kernel cache's long key (source, signature) (~10 us a call on the host).
-    key = (name, tuple(t.dtype for t in tensors), aligned, tuple(consts.items()), warps, stages, index)
+    key = (name, tuple(dtypes), aligned, tuple(consts.items()), warps, stages, index)
     launcher = _RUN_LAUNCHERS.get(key)
     if launcher is None:
         names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + ["H", "GROUP", "L", "S", _COUNT[name]] + _CONST
         ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
         sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), {"H", "GROUP", "L", "S", _COUNT[name]})
         launcher = _RUN_LAUNCHERS[key] = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
-    launcher((grid, 1, 1), current_handle(index), *[t.data_ptr() for t in tensors], float(scale), *strides, *ints)
+    launcher((grid, 1, 1), current_handle(index), *addresses, float(scale), *strides, *ints)
 
 
 def _consts(q, v, lq, s, bias, is_causal, bm, bn):
@@ -148,10 +155,13 @@ def _empty_in_order_of(t, shape, dtype):
     attention does the same): heads split off a (B, L, H*E) projection give a query laid out
     (B, L, H, E), so the output and the gradients come that way too and the usual
     ``y.transpose(1, 2).contiguous().view(B, L, H*E)`` afterwards copies nothing."""
-    order = sorted(range(4), key=lambda i: (-t._stride[i], i)) if t._shape[3] > 1 else [0, 1, 2, 3]
+    st = t._stride
+    if t._shape[3] <= 1 or st[0] >= st[1] >= st[2] >= st[3]:  # already in order (sorted's answer, cheaply)
+        return new_empty_tensor(shape, dtype, t._device)
+    order = sorted(range(4), key=lambda i: (-st[i], i))
     if order == [0, 1, 2, 3] or order[-1] != 3:
         return new_empty_tensor(shape, dtype, t._device)
-    base = new_empty_tensor(tuple(shape[i] for i in order), dtype, t._device)
+    base = new_empty_tensor((shape[order[0]], shape[order[1]], shape[order[2]], shape[order[3]]), dtype, t._device)
     strides = [0] * 4
     for position, dim in enumerate(order):
         strides[dim] = base._stride[position]

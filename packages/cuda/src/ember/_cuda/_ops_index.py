@@ -17,10 +17,11 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.indexing import gather_scatter as sc
 from ember._src.ops.indexing import subscripts as ix
-from ember._src.tensor import make_tensor, new_empty_tensor
+from ember._src.tensor import make_tensor
 
 from . import _compile, _driver
 from ._elementwise import HEADER, TRITON
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _FLAG: dict = {}  # "host": ctypes int, "dev": device pointer, "op": name of the last op that set it

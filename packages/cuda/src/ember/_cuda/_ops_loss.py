@@ -10,11 +10,11 @@ computed in float32 (float64 for float64 inputs).
 from __future__ import annotations
 
 from ember._src.dispatch import OPS
-from ember._src.tensor import new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
 from ._ops_rows import _aligned, _ct, _or
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _CLASS_NLL = HEADER + '''

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
-from ember._src.tensor import new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 

@@ -107,15 +107,6 @@ def _contiguous(t) -> bool:
     return True
 
 
-def _plain_cuda(t, device, dtype) -> bool:
-    if not (isinstance(t, Tensor) and t._device is device and t.dtype is dtype):
-        return False
-    info = _SHAPES.get(t._shape)  # (contiguous strides, numel) of shapes seen before: one lookup
-    if (info is None or info[0] != t._stride) and not _contiguous(t):
-        return False
-    return getattr(t, "_layout", None) is Tensor._layout
-
-
 def _launcher(name: str, decoupled: bool, maximize: bool, aligned: bool, index: int):
     ptr = "*" + name
     sig = {"p": ptr, "g": ptr, "m": ptr, "v": ptr, "n": "i64", "lr": "fp32", "beta1": "fp32", "beta2": "fp32",
@@ -181,9 +172,15 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
     if device.type != "cuda" or name not in _FLOAT:
         return False
     steps = []
+    layout = Tensor._layout
     for items in (params, grads, exp_avgs, exp_avg_sqs):
-        for t in items:
-            if not _plain_cuda(t, device, dtype):
+        for t in items:  # plain contiguous CUDA tensors of the dtype (4 per parameter and step)
+            if not (isinstance(t, Tensor) and t._device is device and t.dtype is dtype):
+                return False
+            info = _SHAPES.get(t._shape)  # (contiguous strides, numel) of shapes seen before
+            if (info is None or info[0] != t._stride) and not _contiguous(t):
+                return False
+            if getattr(t, "_layout", None) is not layout:
                 return False
     for s in state_steps:
         if not isinstance(s, Tensor) or s._device.type != "cpu":

@@ -13,11 +13,12 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.reduction import reduce as red
 from ember._src.shapes import contiguous_strides, is_contiguous
-from ember._src.tensor import make_tensor, new_empty_tensor
+from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
 from ._reduce import accumulator, reduce_flat, reduce_into, reduce_new, value_kind
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 

@@ -12,10 +12,10 @@ import ember
 from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import norm as nn_norm
-from ember._src.tensor import new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 _SINGLE_MAX = 16384
@@ -68,14 +68,18 @@ def _or(t, fallback):
 
 
 def _aligned(n: int, *named) -> tuple:
-    """Divisibility hints (16) for the row length ``N`` and the named pointers, when they hold: they let
-    Triton issue 16-byte loads and stores. Absent tensors are left out."""
+    """Divisibility hints (16) for the row length ``N`` and the named pointers, when they all hold: they
+    let Triton issue 16-byte loads and stores. Absent tensors are left out."""
     if n % 16:
         return ()
-    names = tuple(name for name, t in named if t is not None and t.data_ptr() % 16 == 0)
-    if len(names) != sum(1 for _, t in named if t is not None):
-        return ()
-    return names + ("N",)
+    names = []
+    for name, t in named:  # a plain loop: this runs for every row kernel's launch
+        if t is not None:
+            if t.data_ptr() % 16:
+                return ()
+            names.append(name)
+    names.append("N")
+    return tuple(names)
 
 
 def _ct(d):
@@ -207,19 +211,21 @@ def _layer_norm(input, normalized_shape, weight, bias, eps):
         block, _, warps = _block(n)
         index = dev.index or 0
         al = _aligned(n, ("x", x), ("w", w), ("b", b), ("out", out))
+        wx = x if w is None else w  # an absent weight/bias: x's pointer stands in (never read)
+        bx = x if b is None else b
 
         def build():
-            sig = {"x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype],
-                   "b": "*" + TRITON[_or(b, x).dtype], "out": "*" + TRITON[out.dtype],
+            sig = {"x": "*" + TRITON[x.dtype], "w": "*" + TRITON[wx.dtype],
+                   "b": "*" + TRITON[bx.dtype], "out": "*" + TRITON[out.dtype],
                    "mean": "*" + TRITON[mean.dtype], "rstd": "*" + TRITON[rstd.dtype], "N": "i64", "eps": "fp32",
                    "BLOCK": "constexpr", "HAS_W": "constexpr", "HAS_B": "constexpr"}
             return _compile.kernel(_LAYER_NORM.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
                                    {"BLOCK": block, "HAS_W": w is not None, "HAS_B": b is not None}, al, warps, 1,
                                    index)
 
-        launcher = _memo(("layer_norm", x.dtype, _or(w, x).dtype, _or(b, x).dtype, out.dtype, mean.dtype, rstd.dtype,
+        launcher = _memo(("layer_norm", x.dtype, wx.dtype, bx.dtype, out.dtype, mean.dtype, rstd.dtype,
                           block, w is not None, b is not None, al, warps, index), build)
-        launcher((rows, 1, 1), current_handle(index), x.data_ptr(), _or(w, x).data_ptr(), _or(b, x).data_ptr(),
+        launcher((rows, 1, 1), current_handle(index), x.data_ptr(), wx.data_ptr(), bx.data_ptr(),
                  out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), n, float(eps))
     return out, mean, rstd
 
@@ -244,25 +250,30 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
     rs = rstd if rstd.is_contiguous() else rstd.contiguous()
     dx = new_empty_tensor(input._shape, input.dtype, dev) if want_dx else None
     gx = new_empty_tensor((rows, n), _ct(input.dtype), dev) if want_dw else None
-    if rows and n and _or(want_dx, want_dw):
+    # The kernel writes dx and/or gxhat (the weight's gradient is summed from gxhat below): it runs when
+    # either is wanted (it was skipped when only the weight's was: dw then summed unwritten memory).
+    if rows and n and (want_dx or want_dw):
         block, _, warps = _block(n)
         index = dev.index or 0
         al = _aligned(n, ("g", g), ("x", x), ("w", w), ("dx", dx), ("gxhat", gx))
+        wx = x if w is None else w  # absent operands: x's pointer stands in (never read or written)
+        dxx = x if dx is None else dx
+        gxx = x if gx is None else gx
 
         def build():
-            sig = {"g": "*" + TRITON[g.dtype], "x": "*" + TRITON[x.dtype], "w": "*" + TRITON[_or(w, x).dtype],
+            sig = {"g": "*" + TRITON[g.dtype], "x": "*" + TRITON[x.dtype], "w": "*" + TRITON[wx.dtype],
                    "mean": "*" + TRITON[mu.dtype], "rstd": "*" + TRITON[rs.dtype],
-                   "dx": "*" + TRITON[_or(dx, x).dtype], "gxhat": "*" + TRITON[_or(gx, x).dtype], "N": "i64",
+                   "dx": "*" + TRITON[dxx.dtype], "gxhat": "*" + TRITON[gxx.dtype], "N": "i64",
                    "BLOCK": "constexpr", "HAS_W": "constexpr", "WANT_DX": "constexpr", "WANT_GX": "constexpr"}
             return _compile.kernel(_LAYER_NORM_BWD.replace("__CT__", TL[_ct(input.dtype)]), "k", sig,
                                    {"BLOCK": block, "HAS_W": w is not None, "WANT_DX": want_dx, "WANT_GX": want_dw},
                                    al, warps, 1, index)
 
-        launcher = _memo(("layer_norm_bwd", g.dtype, x.dtype, _or(w, x).dtype, mu.dtype, rs.dtype, _or(dx, x).dtype,
-                          _or(gx, x).dtype, input.dtype, block, w is not None, want_dx, want_dw, al, warps, index),
+        launcher = _memo(("layer_norm_bwd", g.dtype, x.dtype, wx.dtype, mu.dtype, rs.dtype, dxx.dtype,
+                          gxx.dtype, input.dtype, block, w is not None, want_dx, want_dw, al, warps, index),
                          build)
-        launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), _or(w, x).data_ptr(),
-                 mu.data_ptr(), rs.data_ptr(), _or(dx, x).data_ptr(), _or(gx, x).data_ptr(), n)
+        launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), wx.data_ptr(),
+                 mu.data_ptr(), rs.data_ptr(), dxx.data_ptr(), gxx.data_ptr(), n)
     dw = db = None
     if want_dw:
         dw = OPS["sum"].kernels["cuda"](gx, (0,), False, None).reshape(nshape).to(input.dtype)

@@ -15,11 +15,12 @@ import functools
 
 from ember._src import dtypes as dt
 from ember._src.shapes import contiguous_strides
-from ember._src.tensor import make_tensor, new_empty_tensor
+from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
 from ._storage import new_contiguous
+from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
 # kind -> (identity, combine(acc, v) elementwise, final reduce over `axis` of acc)

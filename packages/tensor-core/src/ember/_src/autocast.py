@@ -21,6 +21,7 @@ import warnings
 from . import dispatch as _dispatch
 from . import dtypes as _dtypes
 from .device import to_device
+from .torch_function import _ON as _TORCH_FUNCTION_ON
 
 # PyTorch's CPU "lower_precision_fp" list, as ember names the ops.
 LOWER_PRECISION_OPS = (
@@ -232,14 +233,13 @@ class autocast:  # noqa: N801  (PyTorch's name)
 # --- the dispatcher step ------------------------------------------------------------------
 
 
-def _eligible(t, device_type) -> bool:
-    # PyTorch casts floating tensors of the autocast device, never float64 ones.
-    d = t.dtype
-    return d.is_floating_point and d is not _dtypes.float64 and t._device.type == device_type
+_TO_COPY = [None]  # the _to_copy op (ops.shape.views.to_dtype_op), found on the first cast
 
 
 def _cast(t, to, device_type, state):
-    if not _eligible(t, device_type) or t.dtype is to:
+    # PyTorch casts floating tensors of the autocast device, never float64 ones.
+    d = t.dtype
+    if d is to or not d.is_floating_point or d is _dtypes.float64 or t._device.type != device_type:
         return t
     # PyTorch caches the low-precision copy of fp32 leaf weights for the whole region.
     cacheable = (state.cache_enabled and not state.capturing and t.dtype is _dtypes.float32
@@ -248,7 +248,21 @@ def _cast(t, to, device_type, state):
         hit = state.cache.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
-    out = t.to(to)
+    dev = t._device
+    tt = type(t)
+    if (dev.index is not None and device_type != "cpu" and not _TORCH_FUNCTION_ON[0]
+            and (tt is _dispatch._Tensor or tt.to is _dispatch._Tensor.to)):
+        # t.to(to) on an indexed device is Tensor.to's first branch, this very call: made without its frame
+        # while the __torch_function__ protocol is off (nothing gates Tensor.to) for a tensor whose class
+        # keeps Tensor.to (nn.Parameter: the weights)
+        op = _TO_COPY[0]
+        if op is None:
+            from .ops.shape.views import to_dtype_op as op
+
+            _TO_COPY[0] = op
+        out = op(t, dtype=to, device=dev)
+    else:
+        out = t.to(to)
     if cacheable:
         state.cache[id(t)] = (t, out)
     return out

@@ -85,9 +85,7 @@ class Tensor(_C.TensorBase):
         return out
 
     # -- metadata ---------------------------------------------------------------------
-    @property
-    def shape(self) -> Size:
-        return Size(self._shape)
+    # ``shape`` and ``ndim`` are _C.TensorBase's getters (no Python frame): Size(self._shape), len(self._shape).
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -104,19 +102,15 @@ class Tensor(_C.TensorBase):
     def storage_offset(self) -> int:
         return self._offset
 
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
     def dim(self) -> int:
         return len(self._shape)
 
     ndimension = dim
 
-    def numel(self) -> int:
+    # numel()/nelement() and is_contiguous() are _C.TensorBase's methods (from the C mirrors); symbolic sizes,
+    # a memory format or a sparse layout call these.
+    def _numel(self) -> int:
         return numel(self._shape)
-
-    nelement = numel
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -191,7 +185,7 @@ class Tensor(_C.TensorBase):
     def is_signed(self) -> bool:
         return self.dtype.is_signed
 
-    def is_contiguous(self, memory_format=None) -> bool:
+    def _is_contiguous(self, memory_format=None) -> bool:
         if self._layout is not strided:
             raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
         if memory_format is None:
@@ -206,7 +200,8 @@ class Tensor(_C.TensorBase):
                 return mf.is_dense_in(self._shape, self._stride, memory_format)
         return is_contiguous(self._shape, self._stride)
 
-    def data_ptr(self) -> int:
+    # data_ptr() is _C.TensorBase's method: the common case natively, anything else calls this.
+    def _data_ptr(self) -> int:
         if dispatch._SYNC_HOOK[0] is not None:
             dispatch._SYNC_HOOK[0](self, "Tensor.data_ptr()")
         if self._layout is not strided:
@@ -668,3 +663,5 @@ _C._set_grad_check(check_grad_assignment)
 
 _C._tensor_setup(Tensor, list(dtypes.BY_CODE), CPU, META, dispatch._MODES_ENTERED, dispatch._SUBCLASS_DISPATCH,
                  dispatch._AUTOCAST_ON, dispatch._LAYOUT_DISPATCH, grad_mode.INFERENCE_USED, grad_mode.STATE)
+_C._tensor_public_setup(Size, dispatch._SYNC_HOOK, strided)
+Tensor.numel = Tensor.nelement = _C.TensorBase.numel  # one method, two names, as PyTorch's (handlers see numel)

@@ -482,8 +482,20 @@ def _gate_operator(obj, name: str):
     return operator, inner
 
 
+# Tensor's readers that _C.TensorBase defines natively (tensor.py): gated as Tensor's own, as when they
+# were Python (a property's getter reaches handlers as ``__get__``, as in PyTorch).
+_NATIVE_TENSOR_READERS = ("shape", "ndim", "data_ptr", "numel", "is_contiguous")
+
+
 def _gate_tensor(tensor_class) -> None:
     publics = {}  # attribute name -> the callable _call receives as public for it
+    for name in _NATIVE_TENSOR_READERS:
+        if name not in tensor_class.__dict__:
+            value = getattr(tensor_class, name)  # a getset descriptor or a method descriptor of the C base
+            if isinstance(value, types.GetSetDescriptorType):
+                setattr(tensor_class, name, property(value.__get__, None, None, value.__doc__))
+            else:
+                setattr(tensor_class, name, value)
     for name, value in list(tensor_class.__dict__.items()):
         if name in _TENSOR_SKIP or (name.startswith("_") and not name.endswith("__")):
             continue

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 class Inputs:
     """The op's ``args`` and ``kwargs`` as a formula sees them (a plain slotted class: one is made
-    per backward node, so its construction is on the engine's hot path)."""
+    per backward node, so its construction is on the engine's hot path; the native engine loop,
+    csrc/common/autograd_apply.cpp, allocates it and sets the two slots without calling __init__)."""
 
     __slots__ = ("args", "kwargs")
 
