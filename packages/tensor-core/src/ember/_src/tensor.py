@@ -221,9 +221,18 @@ class Tensor(_C.TensorBase):
         return self._storage
 
     def storage(self):
+        """The tensor's storage as a (deprecated) ``TypedStorage`` of its dtype, as PyTorch's."""
         if dispatch._SYNC_HOOK[0] is not None:
             dispatch._SYNC_HOOK[0](self, "Tensor.storage()")
-        return self._storage
+        from .storage import TypedStorage, _warn_typed_storage_removal
+
+        _warn_typed_storage_removal()
+        return TypedStorage(wrap_storage=self._storage, dtype=self.dtype, _internal=True)
+
+    def _typed_storage(self):
+        from .storage import TypedStorage
+
+        return TypedStorage(wrap_storage=self._storage, dtype=self.dtype, _internal=True)
 
     @property
     def _version(self) -> int:
@@ -325,6 +334,14 @@ class Tensor(_C.TensorBase):
             self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
             self._offset, self.dtype = source._offset, source.dtype
             return self
+        from .storage import TypedStorage
+
+        if isinstance(source, TypedStorage):
+            if source.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"Expected a Storage of type {self.dtype} or an UntypedStorage, but got type {source.dtype} "
+                    "for argument 1 'storage'")
+            source = source._untyped_storage
         if not isinstance(source, _C.Storage):
             raise TypeError(f"set_ expects a Tensor or a storage, got {type(source).__name__}")
         if size is None:

@@ -62,7 +62,9 @@ def get_device(input: Tensor) -> int:
 
 
 def is_storage(obj) -> bool:
-    return isinstance(obj, _C.Storage)
+    from ..storage import TypedStorage
+
+    return isinstance(obj, (_C.Storage, TypedStorage))
 
 
 def detach(input: Tensor) -> Tensor:
