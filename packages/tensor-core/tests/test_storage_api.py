@@ -192,3 +192,20 @@ def test_save_load_keeps_working_with_storages(tmp_path):
     assert out["v"].untyped_storage() is out["x"].untyped_storage() and out["v"].tolist() == [1.0, 2.0, 3.0, 4.0]
     back = torch.load(tmp_path / "a.pt")
     assert back["v"].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_saved_storages_use_torchs_records(tmp_path):
+    e = ember.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ember.save({"s": e._typed_storage(), "t": e, "u": ember.tensor([1, 2], dtype=ember.uint8).untyped_storage()},
+                   tmp_path / "s.pt")
+        back = torch.load(tmp_path / "s.pt", weights_only=False)  # torch refuses UntypedStorage otherwise
+        assert type(back["s"]).__name__ == "TypedStorage" and back["s"].tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert back["s"].data_ptr() == back["t"].data_ptr()  # one record for the tensor and its storage
+        assert back["u"].tolist() == [1, 2]
+        torch.save(torch.arange(3.0).storage(), tmp_path / "t.pt")
+        out = ember.load(tmp_path / "t.pt")
+        assert isinstance(out, ember.FloatStorage) and out.tolist() == [0.0, 1.0, 2.0]
+        with pytest.raises(RuntimeError, match="different types"):
+            ember.save([e, e.untyped_storage()], tmp_path / "x.pt")
