@@ -209,3 +209,20 @@ def test_saved_storages_use_torchs_records(tmp_path):
         assert isinstance(out, ember.FloatStorage) and out.tolist() == [0.0, 1.0, 2.0]
         with pytest.raises(RuntimeError, match="different types"):
             ember.save([e, e.untyped_storage()], tmp_path / "x.pt")
+
+
+def test_legacy_constructors_view_a_storage_as_torch():
+    def run(lib):
+        f = lib.FloatStorage([1, 2])
+        a = lib.Tensor(f)
+        a[0] = 5  # a view: writes reach the storage
+        out = [a.tolist(), f.tolist(), lib.FloatTensor(lib.FloatStorage([3])).tolist(),
+               lib.tensor([1.0, 2]).new(lib.FloatStorage([3, 4])).tolist(),
+               lib.Tensor(lib.tensor([1.0, 2]).untyped_storage()).tolist(),
+               lib.tensor([1.0, 2]).new(lib.tensor([6.0, 7]).untyped_storage()).tolist()]
+        with pytest.raises(RuntimeError, match="Expected a Storage of type"):
+            lib.LongTensor(lib.FloatStorage([1]))
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run(ember) == run(torch)

@@ -294,3 +294,15 @@ ByteStorage = _legacy_class("ByteStorage", dtypes.uint8)
 BoolStorage = _legacy_class("BoolStorage", dtypes.bool)
 ComplexFloatStorage = _legacy_class("ComplexFloatStorage", dtypes.complex64)
 ComplexDoubleStorage = _legacy_class("ComplexDoubleStorage", dtypes.complex128)
+
+
+def is_storage_object(obj) -> bool:
+    return isinstance(obj, (UntypedStorage, TypedStorage))
+
+
+def tensor_over_storage(storage, dtype):
+    """A 1-D tensor of ``dtype`` viewing all of a storage (the legacy constructors' ``Tensor(storage)``);
+    a typed storage must be of ``dtype``, as PyTorch's."""
+    from .ops.creation.factories import empty
+
+    return empty((0,), dtype=dtype, device=storage.device).set_(storage)

@@ -72,6 +72,8 @@ class Tensor(_C.TensorBase):
             data = creation.tensor(args[0], dtype=dtypes.get_default_dtype())
         elif len(args) == 1 and isinstance(args[0], Tensor):
             data = args[0]
+        elif len(args) == 1 and _storage_module().is_storage_object(args[0]):
+            data = _storage_module().tensor_over_storage(args[0], dtypes.get_default_dtype())
         else:
             data = creation.empty(args)
         return data if cls is Tensor else data.as_subclass(cls)
@@ -599,6 +601,12 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
         storage.inference = True  # an inference tensor (Tensor.is_inference), views included
     strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
     return make_tensor(storage, shape, strides, 0, dtype, dev)
+
+
+def _storage_module():
+    from . import storage
+
+    return storage
 
 
 def check_view_bounds(storage, size, stride, offset, dtype) -> None:
