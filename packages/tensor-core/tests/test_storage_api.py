@@ -226,3 +226,12 @@ def test_legacy_constructors_view_a_storage_as_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert run(ember) == run(torch)
+
+
+def test_set_grows_a_resizable_storage_as_torch():
+    for lib in (ember, torch):
+        x = lib.arange(12.0)
+        y = lib.empty(0).set_(x.untyped_storage(), 10, (5,), (1,))
+        assert x.untyped_storage().nbytes() == 60 and y.shape == (5,) and y[:2].tolist() == [10.0, 11.0]
+    with pytest.raises(RuntimeError, match="out of bounds"):  # borrowed memory cannot grow
+        ember.empty(0).set_(ember.from_numpy(np.zeros(2, dtype=np.float32)).untyped_storage(), 0, (5,), (1,))

@@ -350,6 +350,13 @@ class Tensor(_C.TensorBase):
             size = (source.nbytes() // self.dtype.itemsize,)
         size = tuple(int(s) for s in size)
         stride = contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
+        if source.resizable() and numel(size) and all(st >= 0 for st in stride) and storage_offset >= 0 and \
+                len(size) == len(stride) and all(n >= 0 for n in size):
+            # PyTorch grows a resizable storage that is too small for the geometry (in place: every
+            # tensor on it sees the new size; new bytes are zero here).
+            needed = (storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * self.dtype.itemsize
+            if needed > source.nbytes():
+                source.resize_(needed)
         check_view_bounds(source, size, stride, storage_offset, self.dtype)
         self._storage, self._shape, self._stride, self._offset = source, size, stride, int(storage_offset)
         return self
