@@ -174,3 +174,34 @@ def test_number_operand_edges_match_torch(name, anomaly):
         return type(out.grad_fn).__name__, _number_edge_names(out), [round(v, 5) for v in x.grad.tolist()]
 
     assert run(ember) == run(torch)
+
+
+VIEW_CALLS = {
+    "squeeze": lambda z: z.squeeze(),
+    "squeeze_dim": lambda z: z.squeeze(0),
+    "squeeze_dims": lambda z: z.squeeze((0, 2)),
+    "squeeze_list": lambda z: z.squeeze([0]),
+    "squeeze_not_one": lambda z: z.squeeze(1),
+    "squeeze_": lambda z: z.squeeze_(),
+    "squeeze_dim_": lambda z: z.squeeze_(0),
+    "squeeze_dims_": lambda z: z.squeeze_([0, 2]),
+    "squeeze_tuple_": lambda z: z.squeeze_((0,)),
+    "unsqueeze_": lambda z: z.unsqueeze_(0),
+    "transpose_": lambda z: z.transpose_(0, 1),
+    "swapdims_": lambda z: z.swapdims_(0, 1),
+    "t_": lambda z: z[0].t_(),
+    "as_strided_": lambda z: z.as_strided_((3,), (1,)),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEW_CALLS))
+def test_view_overload_node_names_match_torch(name):
+    # squeeze's overloads: () 0, (dim) 1, (dims) 2; the in-place ones 3, 4, 5 (SqueezeBackward4 for
+    # squeeze_(dim)); the in-place transpose_/t_/unsqueeze_/as_strided_ are their op's overload 1.
+    def run(L):
+        x = L.tensor([[[1.0], [2.0], [3.0]]], requires_grad=True)
+        out = VIEW_CALLS[name](x.clone())
+        (out * L.arange(1.0, 4.0).reshape(out.shape) if out.numel() == 3 else out).sum().backward()
+        return type(out.grad_fn).__name__, x.grad.flatten().tolist()
+
+    assert run(ember) == run(torch)

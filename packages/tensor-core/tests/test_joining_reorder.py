@@ -179,3 +179,26 @@ def test_cross_without_dim_warns_as_torch():
     assert messages[1][1] == messages[0][1] == [0.0, 0.0, -1.0]
     if messages[0][0]:  # torch's once-per-process warning may have been given already
         assert messages[1][0] == messages[0][0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.tril(x, 2.5), lambda L, x: L.triu(x, 2.5), lambda L, x: x.tril(1.0),
+    lambda L, x: x.triu_(1.0), lambda L, x: x.tril_(True), lambda L, x: L.tril(x, diagonal=True),
+])
+def test_tril_triu_refuse_float_and_bool_diagonals_as_torch(call):
+    for L in (ember, torch):
+        with pytest.raises(TypeError, match="argument 'diagonal'.* must be int, not"):
+            call(L, L.ones(3, 3))
+
+
+def test_tril_takes_integer_tensors_and_numpy_ints_as_torch():
+    import numpy as np
+
+    for diag in (1, np.int64(-1)):
+        e = ember.tril(ember.ones(3, 3), diag).tolist()
+        assert e == torch.tril(torch.ones(3, 3), diag).tolist()
+    e = ember.triu(ember.ones(3, 3), ember.tensor(1)).tolist()
+    assert e == torch.triu(torch.ones(3, 3), torch.tensor(1)).tolist()
+    e = ember.ones(3, 3)
+    t = torch.ones(3, 3)
+    assert e.tril_(ember.tensor(0)).tolist() == t.tril_(torch.tensor(0)).tolist()

@@ -186,3 +186,29 @@ def test_one_hot_errors(args):
     assert str(got.value) == str(expected.value)
     with pytest.raises(RuntimeError, match="LongTensor"):
         nn_resample.one_hot(ember.tensor([1.0]), 3)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [
+    {"size": (3, 4)}, {"size": (11, 5)}, {"scale_factor": 0.5}, {"scale_factor": (0.3, 1.7)}, {"size": (20, 30)},
+    {"size": (3, 4), "align_corners": True}, {"scale_factor": 0.37, "recompute_scale_factor": True},
+])
+def test_interpolate_antialias_matches_torch(mode, kw):
+    import numpy as np
+
+    a = np.random.default_rng(3).standard_normal((2, 3, 17, 13)).astype(np.float32)
+    x = ember.tensor(a, requires_grad=True)
+    xt = torch.tensor(a, requires_grad=True)
+    y = ember.nn.functional.interpolate(x, mode=mode, antialias=True, **kw)
+    yt = torch.nn.functional.interpolate(xt, mode=mode, antialias=True, **kw)
+    assert tuple(y.shape) == tuple(yt.shape) and type(y.grad_fn).__name__ == type(yt.grad_fn).__name__
+    assert np.abs(y.detach().numpy() - yt.detach().numpy()).max() < 1e-4
+    (y * y).sum().backward()
+    (yt * yt).sum().backward()
+    assert np.abs(x.grad.numpy() - xt.grad.numpy()).max() < 1e-3
+
+
+def test_interpolate_antialias_refuses_other_modes():
+    for lib in (ember, torch):
+        with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+            lib.nn.functional.interpolate(lib.ones(1, 1, 4), size=2, mode="linear", antialias=True)

@@ -302,3 +302,13 @@ def test_tensor_class_is_named_at_the_top_level_as_torch():
     # as <class 'ember._src.tensor.Tensor'>.
     assert repr(type(ember.ones(1))) == repr(type(torch.ones(1))).replace("torch", "ember") == "<class 'ember.Tensor'>"
     assert pickle.loads(pickle.dumps(ember.Tensor)) is ember.Tensor
+
+
+def test_backends_cuda_sdp_switches_as_torch():
+    for lib in (ember, torch):
+        b = lib.backends.cuda
+        assert (b.flash_sdp_enabled(), b.mem_efficient_sdp_enabled(), b.math_sdp_enabled()) == (True, True, True)
+        b.enable_flash_sdp(False)
+        assert b.flash_sdp_enabled() is False
+        b.enable_flash_sdp(True)
+        assert b.is_flash_attention_available() in (False, True)

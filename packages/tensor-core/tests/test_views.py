@@ -339,3 +339,31 @@ def test_is_contiguous_matches_torch(name):
     assert e.is_contiguous(memory_format=ember.contiguous_format) == t.is_contiguous()
     assert ember._C._contiguous(e) is t.is_contiguous()
     assert ember._C._contiguous(object()) is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: x.to(L.float64, L.float64), lambda L, x: x.to(L.float64, L.int32),
+    lambda L, x: x.to(L.float32, False, False, True), lambda L, x: x.to(x, L.float64),
+    lambda L, x: x.to(L.float64, "cpu"), lambda L, x: x.to("cpu", "cpu"), lambda L, x: x.to(L.float32, 1),
+    lambda L, x: x.to(L.float64, device="cpu"), lambda L, x: x.to(x, dtype=L.float64),
+])
+def test_to_refuses_argument_combinations_torch_refuses(call):
+    for L in (ember, torch):
+        with pytest.raises(TypeError, match="to\\(\\) received an invalid combination of arguments"):
+            call(L, L.ones(2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: x.to("cpu", L.float64), lambda L, x: x.to(L.float64, False, True), lambda L, x: x.to(L.float64, True),
+    lambda L, x: x.to(L.float32, False, True), lambda L, x: x.to(L.float32, False, False), lambda L, x: x.to(None),
+    lambda L, x: x.to(None, None), lambda L, x: x.to("cpu", L.float32, False, True),
+    lambda L, x: x.to(L.float32, copy=True), lambda L, x: x.to(x, True, True), lambda L, x: x.to(float),
+    lambda L, x: x.to("cpu", dtype=L.float64), lambda L, x: x.to(dtype=L.float64, device="cpu"),
+    lambda L, x: x.to(L.float64, non_blocking=True), lambda L, x: x.to(L.ones(1, dtype=L.int64)),
+])
+def test_to_positional_overloads_match_torch(call):
+    def run(L):
+        x = L.ones(2)
+        out = call(L, x)
+        return str(out.dtype).split(".")[1], out.device.type, out is x
+    assert run(ember) == run(torch)

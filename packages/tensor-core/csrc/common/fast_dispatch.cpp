@@ -58,7 +58,9 @@ PyObject* const NOT_HANDLED = reinterpret_cast<PyObject*>(&not_handled_marker);
 TensorObject* plain_tensor(PyObject* o, bool below_autograd) {
   if (!plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(o)))) return nullptr;
   auto* t = reinterpret_cast<TensorObject*>(o);
-  if (t->device_kind != kDeviceCPU || (t->rg && !below_autograd) || t->storage_ptr == nullptr || t->shape == nullptr ||
+  // A storage resize_ shrank once may be smaller than the tensor: the general path checks bounds.
+  if (t->device_kind != kDeviceCPU || (t->rg && !below_autograd) || t->storage_ptr == nullptr || t->storage_ptr->shrunk ||
+      t->shape == nullptr ||
       t->stride == nullptr || t->ndim < 0 || t->stride_ndim != t->ndim || !t->offset_ok || t->dtype == nullptr ||
       !is_direct_code(t->dtype_code))
     return nullptr;

@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "parallel.h"
@@ -268,6 +270,44 @@ void share_storage(Storage& s, bool retain_old) {
 
 void Storage::share_memory() { share_storage(*this, false); }
 
+void Storage::resize(int64_t new_nbytes, bool retain_old) {
+  if (new_nbytes < 0) throw std::runtime_error("resize_: the new size must be non-negative, got " + std::to_string(new_nbytes));
+  if (shm_fd >= 0 || (device != "meta" && !owns))
+    throw std::runtime_error("Trying to resize storage that is not resizable");
+  if (exports > 0)
+    throw std::runtime_error(
+        "resize_: the storage's memory is exported (a memoryview, a NumPy array or a slice of the storage views "
+        "it); release those first");
+  if (new_nbytes < nbytes) shrunk = true;
+  if (device == "meta") {
+    nbytes = new_nbytes;
+    return;
+  }
+  auto fresh = Storage::allocate(new_nbytes, true);
+  int64_t keep = new_nbytes < nbytes ? new_nbytes : nbytes;
+  if (keep > 0) std::memcpy(fresh->data, data, static_cast<size_t>(keep));
+  auto old = std::make_shared<Retired>();
+  old->data = data;
+  old->owns = true;
+  size_t old_cached = cached_size;
+  data = fresh->data;
+  nbytes = new_nbytes;
+  cached_size = fresh->cached_size;
+  fresh->owns = false;  // this storage owns the block now
+  if (old_cached) {
+    old->owns = false;
+    char* block = old->data;
+    old->on_free = [block, old_cached]() { BlockCache::instance().give(block, old_cached); };
+  }
+  if (retain_old) {
+    auto previous = std::move(on_free);
+    on_free = [previous, old]() mutable {
+      if (previous) previous();
+      old.reset();
+    };
+  }
+}
+
 std::shared_ptr<Storage> Storage::from_shm_fd(int fd, int64_t nbytes) {
   if (nbytes < 0) throw std::invalid_argument("storage size must be non-negative");
   struct stat st;
@@ -282,8 +322,117 @@ std::shared_ptr<Storage> Storage::from_shm_fd(int fd, int64_t nbytes) {
   return s;
 }
 
+namespace {
+
+// The buffer protocol, counting exports so that resize_ cannot free memory a memoryview or a
+// NumPy array still points into.
+int storage_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  Storage* s = nullptr;
+  try {
+    s = py::handle(obj).cast<Storage*>();
+  } catch (...) {
+    PyErr_SetString(PyExc_TypeError, "not an ember storage");
+    view->obj = nullptr;
+    return -1;
+  }
+  if (!s->data && s->nbytes) {
+    PyErr_SetString(PyExc_BufferError, "a meta storage has no buffer");
+    view->obj = nullptr;
+    return -1;
+  }
+  static char empty[1];
+  if (PyBuffer_FillInfo(view, obj, s->data ? s->data : empty, static_cast<Py_ssize_t>(s->nbytes), 0, flags) < 0)
+    return -1;
+  s->exports += 1;
+  return 0;
+}
+
+void storage_releasebuffer(PyObject* obj, Py_buffer*) {
+  try {
+    py::handle(obj).cast<Storage*>()->exports -= 1;
+  } catch (...) {
+  }
+}
+
+void check_has_memory(const Storage& s, const char* what) {
+  if (!s.data && s.nbytes) throw std::runtime_error(std::string(what) + ": a meta storage has no data");
+}
+
+int64_t byte_index(const Storage& s, int64_t i) {
+  int64_t j = i < 0 ? i + s.nbytes : i;
+  if (j < 0 || j >= s.nbytes)
+    throw py::index_error("index " + std::to_string(i) + " out of range for storage of size " + std::to_string(s.nbytes));
+  return j;
+}
+
+uint8_t byte_value(py::handle value) {
+  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True ? 1 : 0;
+  if (!PyLong_Check(value.ptr()))
+    throw std::runtime_error(std::string("can only set storage content with a int types, but got ") +
+                             Py_TYPE(value.ptr())->tp_name + " instead");
+  // Wraps modulo 256, as PyTorch's byte storage does.
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow) {
+    py::object low = py::reinterpret_steal<py::object>(PyNumber_And(value.ptr(), py::int_(255).ptr()));
+    if (!low) throw py::error_already_set();
+    v = low.cast<long long>();
+  }
+  return static_cast<uint8_t>(v & 0xff);
+}
+
+// [start, stop) of a step-1 slice over the storage's bytes.
+std::pair<int64_t, int64_t> byte_range(const Storage& s, const py::slice& sl) {
+  Py_ssize_t start, stop, step;
+  if (PySlice_Unpack(sl.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+  if (step != 1)
+    throw std::runtime_error("Trying to slice with a step of " + std::to_string(step) +
+                             ", but only a step of 1 is supported");
+  PySlice_AdjustIndices(static_cast<Py_ssize_t>(s.nbytes), &start, &stop, step);
+  if (stop < start) stop = start;
+  return {start, stop};
+}
+
+std::shared_ptr<Storage> new_storage(int64_t nbytes, const std::string& device) {
+  if (device == "meta") return Storage::meta(nbytes);
+  if (device != "cpu")
+    throw std::runtime_error("UntypedStorage: ember's CPU storages are created on 'cpu' or 'meta', got '" + device + "'");
+  return Storage::allocate(nbytes, true);
+}
+
+std::string device_name(py::handle device) {
+  if (device.is_none()) return "cpu";
+  std::string name = py::str(device).cast<std::string>();
+  if (name == "cpu" || name == "meta") return name;
+  auto colon = name.find(':');
+  return colon == std::string::npos ? name : name.substr(0, colon);
+}
+
+}  // namespace
+
 void bind_storage(py::module_& m) {
-  py::class_<Storage, std::shared_ptr<Storage>>(m, "Storage", py::buffer_protocol(), "A block of bytes viewed by tensors.")
+  py::class_<Storage, std::shared_ptr<Storage>> cls(m, "Storage", py::buffer_protocol(), "A block of bytes viewed by tensors (ember.UntypedStorage).");
+  cls
+      .def(py::init([](py::object arg, py::object device) {
+             std::string dev = device_name(device);
+             if (PyLong_Check(arg.ptr()) && !PyBool_Check(arg.ptr())) {
+               int64_t n = arg.cast<int64_t>();
+               if (n < 0) throw std::runtime_error("UntypedStorage: the size must be non-negative, got " + std::to_string(n));
+               return new_storage(n, dev);
+             }
+             if (!PySequence_Check(arg.ptr()) || PyUnicode_Check(arg.ptr()))
+               throw py::type_error(std::string("UntypedStorage() takes a size or a sequence of ints, got ") +
+                                    Py_TYPE(arg.ptr())->tp_name);
+             py::sequence seq = py::reinterpret_borrow<py::sequence>(arg);
+             auto n = static_cast<int64_t>(py::len(seq));
+             std::vector<uint8_t> bytes(static_cast<size_t>(n));
+             for (int64_t i = 0; i < n; ++i) bytes[static_cast<size_t>(i)] = byte_value(seq[static_cast<size_t>(i)]);
+             auto s = new_storage(n, dev);
+             if (s->data && n) std::memcpy(s->data, bytes.data(), static_cast<size_t>(n));
+             return s;
+           }),
+           py::arg("size") = 0, py::kw_only(), py::arg("device") = py::none(),
+           "UntypedStorage(size=0, *, device=None) or UntypedStorage(sequence of ints): zero-filled bytes.")
       .def_static("allocate", &Storage::allocate, py::arg("nbytes"), py::arg("zero") = false,
                   "Allocates nbytes of CPU memory (64-byte aligned).")
       .def_static("meta", &Storage::meta, py::arg("nbytes"), "A storage on the meta device: a size, no memory.")
@@ -321,7 +470,7 @@ void bind_storage(py::module_& m) {
       .def_static("from_shm_fd", &Storage::from_shm_fd, py::arg("fd"), py::arg("nbytes"),
                   "Maps a shared storage from a memfd (duplicated; the caller keeps its fd).")
       .def_static(
-          "from_buffer",
+          "_wrap_buffer",
           [](py::object obj) {
             // A memoryview holds the buffer export for as long as the storage lives.
             PyObject* mv = PyMemoryView_FromObject(obj.ptr());
@@ -349,10 +498,118 @@ void bind_storage(py::module_& m) {
           },
           py::return_value_policy::reference_internal)
       .def("cpu", [](std::shared_ptr<Storage> self) { return self; })
-      .def_buffer([](Storage& s) -> py::buffer_info {
-        if (!s.data && s.nbytes) throw std::invalid_argument("a meta storage has no buffer");
-        return py::buffer_info(s.data, 1, py::format_descriptor<uint8_t>::format(), 1, {s.nbytes}, {1});
-      });
+      .def(
+          "resize_",
+          [](std::shared_ptr<Storage> self, int64_t nbytes) {
+            // Beyond pybind's holder and this argument, a reference means C++ code (a DLPack
+            // consumer) holds the storage and may read the old memory: keep it alive.
+            self->resize(nbytes, self.use_count() > 2);
+            return self;
+          },
+          py::arg("size"), "Resizes the storage to `size` bytes in place (kept bytes copied, new ones zero).")
+      .def(
+          "__getitem__",
+          [](std::shared_ptr<Storage> self, py::object index) -> py::object {
+            if (PySlice_Check(index.ptr())) {
+              auto [start, stop] = byte_range(*self, py::reinterpret_borrow<py::slice>(index));
+              if (self->device == "meta") return py::cast(Storage::meta(stop - start));
+              // A storage over the same bytes, as PyTorch's: the parent counts it as an export.
+              auto view = std::make_shared<Storage>();
+              view->data = self->data + start;
+              view->nbytes = stop - start;
+              view->keepalive = py::cast(self);
+              self->exports += 1;
+              view->on_free = [self]() { self->exports -= 1; };
+              return py::cast(view);
+            }
+            if (!PyLong_Check(index.ptr()) || PyBool_Check(index.ptr()))
+              throw py::type_error(std::string("can't index a ember.UntypedStorage with ") + Py_TYPE(index.ptr())->tp_name);
+            int64_t j = byte_index(*self, index.cast<int64_t>());
+            check_has_memory(*self, "__getitem__");
+            return py::int_(static_cast<uint8_t>(self->data[j]));
+          })
+      .def("__setitem__",
+           [](Storage& self, py::object index, py::object value) {
+             int64_t start, stop;
+             if (PySlice_Check(index.ptr())) {
+               std::tie(start, stop) = byte_range(self, py::reinterpret_borrow<py::slice>(index));
+             } else if (PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())) {
+               start = byte_index(self, index.cast<int64_t>());
+               stop = start + 1;
+             } else {
+               throw py::type_error(std::string("can't index a ember.UntypedStorage with ") + Py_TYPE(index.ptr())->tp_name);
+             }
+             uint8_t v = byte_value(value);
+             check_has_memory(self, "__setitem__");
+             if (stop > start) std::memset(self.data + start, v, static_cast<size_t>(stop - start));
+           })
+      .def("tolist",
+           [](const Storage& self) {
+             check_has_memory(self, "tolist");
+             py::list out(static_cast<size_t>(self.nbytes));
+             for (int64_t i = 0; i < self.nbytes; ++i)
+               out[static_cast<size_t>(i)] = py::int_(static_cast<uint8_t>(self.data[i]));
+             return out;
+           })
+      .def(
+          "fill_",
+          [](std::shared_ptr<Storage> self, py::object value) {
+            uint8_t v = byte_value(value);
+            check_has_memory(*self, "fill_");
+            if (self->nbytes) std::memset(self->data, v, static_cast<size_t>(self->nbytes));
+            return self;
+          },
+          py::arg("value"))
+      .def("clone",
+           [](const Storage& self) {
+             if (self.device == "meta") return Storage::meta(self.nbytes);
+             auto s = Storage::allocate(self.nbytes, false);
+             if (self.nbytes) std::memcpy(s->data, self.data, static_cast<size_t>(self.nbytes));
+             return s;
+           })
+      .def("__deepcopy__", [](py::object self, py::object) { return self.attr("clone")(); })
+      .def("__copy__", [](py::object self) { return self; })
+      .def(py::pickle(
+          [](const Storage& self) -> py::tuple {
+            if (self.device == "meta") return py::make_tuple(py::none(), self.nbytes);
+            return py::make_tuple(py::bytes(self.data ? self.data : "", static_cast<size_t>(self.nbytes)), self.nbytes);
+          },
+          [](py::tuple state) {
+            if (state.size() != 2) throw std::runtime_error("UntypedStorage: invalid pickled state");
+            int64_t n = state[1].cast<int64_t>();
+            if (state[0].is_none()) return Storage::meta(n);
+            std::string bytes = state[0].cast<std::string>();
+            if (static_cast<int64_t>(bytes.size()) != n) throw std::runtime_error("UntypedStorage: invalid pickled state");
+            auto s = Storage::allocate(n, false);
+            if (n) std::memcpy(s->data, bytes.data(), static_cast<size_t>(n));
+            return s;
+          }))
+      .def("element_size", [](const Storage&) { return 1; })
+      .def("untyped", [](std::shared_ptr<Storage> self) { return self; })
+      .def_property_readonly("device", [](const Storage& s) { return py::module_::import("ember").attr("device")(s.device); })
+      .def_property_readonly("is_cuda", [](const Storage&) { return false; })
+      .def_property_readonly("is_meta", [](const Storage& s) { return s.device == "meta"; })
+      .def_property_readonly("is_sparse", [](const Storage&) { return false; })
+      .def("is_pinned", [](const Storage&, py::object) { return false; }, py::arg("device") = "cuda")
+      .def("get_device", [](const Storage&) { return -1; })
+      .def("resizable", [](const Storage& s) { return s.shm_fd < 0 && (s.owns || s.device == "meta"); })
+      .def_property_readonly("_cdata", [](const Storage& s) { return reinterpret_cast<uintptr_t>(&s); },
+                             "An id of the storage object (PyTorch's StorageImpl address).")
+      .def("__repr__",
+           [](const Storage& s) {
+             std::string out;
+             if (s.device != "meta") {
+               for (int64_t i = 0; i < s.nbytes; ++i) out += " " + std::to_string(static_cast<uint8_t>(s.data[i])) + "\n";
+             } else {
+               out = "...\n";
+             }
+             return out + "[ember.storage.UntypedStorage(device=" + s.device + ") of size " + std::to_string(s.nbytes) + "]";
+           });
+  // The buffer protocol by hand (not def_buffer): exports are counted for resize_.
+  auto* heap = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  heap->as_buffer.bf_getbuffer = storage_getbuffer;
+  heap->as_buffer.bf_releasebuffer = storage_releasebuffer;
+  heap->ht_type.tp_as_buffer = &heap->as_buffer;
 }
 
 }  // namespace ember

@@ -23,6 +23,8 @@ struct Storage {
   int shm_fd = -1;                     // shared memory: the memfd the data is mapped from
   bool inference = false;              // allocated under inference_mode (Tensor.is_inference)
   size_t cached_size = 0;              // an owned block of this padded size, returned to the block cache
+  int64_t exports = 0;                 // live buffer exports (memoryviews, NumPy arrays) and slice storages
+  bool shrunk = false;                 // resize_ made it smaller once: tensors may view past its end
 
   Storage() = default;
   Storage(const Storage&) = delete;
@@ -36,6 +38,10 @@ struct Storage {
   void share_memory();
   // Maps nbytes of a shared-memory fd received from another process (the fd is duplicated).
   static std::shared_ptr<Storage> from_shm_fd(int fd, int64_t nbytes);
+  // Resizes in place (PyTorch's UntypedStorage.resize_): the bytes kept are copied to a fresh
+  // block, new bytes are zero. `retain_old` keeps the old block until the storage dies (C++ code
+  // may still read it). Refused for borrowed, shared or exported memory.
+  void resize(int64_t new_nbytes, bool retain_old);
   uintptr_t data_ptr() const { return reinterpret_cast<uintptr_t>(data); }
 };
 

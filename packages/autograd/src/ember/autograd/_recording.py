@@ -176,6 +176,14 @@ _NODE_NAMES = {"add_scaled": "add", "relu6": "hardtanh", "norm": "linalg_vector_
 # Ops whose PyTorch node is not named after the op: in-place ops with a derivatives.yaml entry of
 # their own, and overloads (div with a rounding mode is div.Tensor_mode).
 _NODE_CLASS_NAMES = {
+    # The in-place view ops' overloads (Tensor._become in the core labels their nodes).
+    "squeeze_all_": "SqueezeBackward3",
+    "squeeze_dim_": "SqueezeBackward4",
+    "squeeze_dims_": "SqueezeBackward5",
+    "t_": "TBackward1",
+    "transpose_": "TransposeBackward1",
+    "unsqueeze_": "UnsqueezeBackward1",
+    "as_strided_": "AsStridedBackward1",
     "acosh_": "AcoshBackward1",
     "asinh_": "AsinhBackward1",
     "atanh_": "AtanhBackward1",

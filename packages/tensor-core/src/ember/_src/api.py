@@ -39,6 +39,10 @@ from .checks import (  # noqa: F401 - PyTorch's private-looking top-level names,
     _check_type, _check_value, _check_with,
 )
 from .tensor import Tensor, is_tensor
+from .storage import (  # noqa: F401
+    BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage, ComplexFloatStorage,
+    DoubleStorage, FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage, TypedStorage, UntypedStorage,
+)
 from ..serialization import load, save
 from .dtypes import result_type_of as _result_type_of
 from .interop import from_numpy as _from_numpy

@@ -83,7 +83,12 @@ def to_numpy(t: Tensor, force: bool = False):
         # An empty view may sit past the end of its storage (as_strided allows it, as in PyTorch);
         # NumPy rejects such a buffer offset, and there is no memory to share anyway.
         return np.ndarray(t._shape, dtype=npd)
-    return np.ndarray(t._shape, dtype=npd, buffer=t._storage, offset=t._offset * item,
+    storage = t._storage
+    # NumPy takes a zero-length buffer as "size unknown" and skips its bounds check: a tensor whose
+    # storage resize_ shrank must raise here, as the kernels do (check_view in tensor_arg.cpp).
+    if storage.nbytes() < (t._offset + sum((n - 1) * s for n, s in zip(t._shape, t._stride)) + 1) * item:
+        raise IndexError(f"tensor view exceeds its storage (offset {t._offset}, storage of {storage.nbytes()} bytes)")
+    return np.ndarray(t._shape, dtype=npd, buffer=storage, offset=t._offset * item,
                       strides=_numpy_strides(t._shape, t._stride, item))
 
 

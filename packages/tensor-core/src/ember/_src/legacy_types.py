@@ -13,6 +13,7 @@ import operator
 from . import dtypes
 from .ops.creation.factories import empty, tensor
 from .shapes import Size
+from .storage import is_storage_object, tensor_over_storage
 from .tensor import Tensor
 
 pi = math.pi
@@ -40,6 +41,8 @@ class _LegacyTensorType(type):
             if source.dtype is not cls.dtype:
                 raise TypeError(f"expected {cls.dtype} (got {source.dtype})")
             return source.view_as(source)
+        if len(args) == 1 and is_storage_object(args[0]):
+            return tensor_over_storage(args[0], cls.dtype)
         if len(args) == 1 and isinstance(args[0], Size):
             return empty(tuple(args[0]), dtype=cls.dtype)
         if all(_is_int(a) for a in args):

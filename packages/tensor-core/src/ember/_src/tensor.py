@@ -72,6 +72,8 @@ class Tensor(_C.TensorBase):
             data = creation.tensor(args[0], dtype=dtypes.get_default_dtype())
         elif len(args) == 1 and isinstance(args[0], Tensor):
             data = args[0]
+        elif len(args) == 1 and _storage_module().is_storage_object(args[0]):
+            data = _storage_module().tensor_over_storage(args[0], dtypes.get_default_dtype())
         else:
             data = creation.empty(args)
         return data if cls is Tensor else data.as_subclass(cls)
@@ -216,9 +218,18 @@ class Tensor(_C.TensorBase):
         return self._storage
 
     def storage(self):
+        """The tensor's storage as a (deprecated) ``TypedStorage`` of its dtype, as PyTorch's."""
         if dispatch._SYNC_HOOK[0] is not None:
             dispatch._SYNC_HOOK[0](self, "Tensor.storage()")
-        return self._storage
+        from .storage import TypedStorage, _warn_typed_storage_removal
+
+        _warn_typed_storage_removal()
+        return TypedStorage(wrap_storage=self._storage, dtype=self.dtype, _internal=True)
+
+    def _typed_storage(self):
+        from .storage import TypedStorage
+
+        return TypedStorage(wrap_storage=self._storage, dtype=self.dtype, _internal=True)
 
     @property
     def _version(self) -> int:
@@ -320,12 +331,27 @@ class Tensor(_C.TensorBase):
             self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
             self._offset, self.dtype = source._offset, source.dtype
             return self
+        from .storage import TypedStorage
+
+        if isinstance(source, TypedStorage):
+            if source.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"Expected a Storage of type {self.dtype} or an UntypedStorage, but got type {source.dtype} "
+                    "for argument 1 'storage'")
+            source = source._untyped_storage
         if not isinstance(source, _C.Storage):
             raise TypeError(f"set_ expects a Tensor or a storage, got {type(source).__name__}")
         if size is None:
             size = (source.nbytes() // self.dtype.itemsize,)
         size = tuple(int(s) for s in size)
         stride = contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
+        if source.resizable() and numel(size) and all(st >= 0 for st in stride) and storage_offset >= 0 and \
+                len(size) == len(stride) and all(n >= 0 for n in size):
+            # PyTorch grows a resizable storage that is too small for the geometry (in place: every
+            # tensor on it sees the new size; new bytes are zero here).
+            needed = (storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * self.dtype.itemsize
+            if needed > source.nbytes():
+                source.resize_(needed)
         check_view_bounds(source, size, stride, storage_offset, self.dtype)
         self._storage, self._shape, self._stride, self._offset = source, size, stride, int(storage_offset)
         return self
@@ -577,6 +603,12 @@ def new_empty_tensor(shape: tuple, dtype, dev=CPU, zero: bool = False) -> Tensor
         storage.inference = True  # an inference tensor (Tensor.is_inference), views included
     strides = (1,) if len(shape) == 1 else contiguous_strides(shape)  # 1-d fast path (per-op overhead)
     return make_tensor(storage, shape, strides, 0, dtype, dev)
+
+
+def _storage_module():
+    from . import storage
+
+    return storage
 
 
 def check_view_bounds(storage, size, stride, offset, dtype) -> None:

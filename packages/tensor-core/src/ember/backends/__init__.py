@@ -30,3 +30,24 @@ openmp.is_available = lambda: True
 cuda = _flags_module("cuda", is_built=lambda: False)
 cuda.matmul = types.SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
                                     allow_bf16_reduced_precision_reduction=True)
+
+# Scaled-dot-product-attention backend switches (ember has one CPU implementation: they are
+# recorded, reported back, and select nothing).
+_SDP = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
+
+def _sdp_switches(kind: str):
+    def enable(enabled: bool) -> None:
+        _SDP[kind] = bool(enabled)
+
+    def enabled() -> bool:
+        return _SDP[kind]
+
+    return enable, enabled
+
+
+cuda.enable_flash_sdp, cuda.flash_sdp_enabled = _sdp_switches("flash")
+cuda.enable_mem_efficient_sdp, cuda.mem_efficient_sdp_enabled = _sdp_switches("mem_efficient")
+cuda.enable_math_sdp, cuda.math_sdp_enabled = _sdp_switches("math")
+cuda.enable_cudnn_sdp, cuda.cudnn_sdp_enabled = _sdp_switches("cudnn")
+cuda.is_flash_attention_available = lambda: False

@@ -19,6 +19,7 @@ from .._src import dtypes
 from .._src._native import _C
 from .._src.device import device
 from .._src.shapes import Size
+from .._src.storage import TypedStorage
 from .._src.tensor import Tensor
 from . import _safe_globals
 from . import _torch_globals as torch_globals
@@ -63,6 +64,10 @@ class _SaveHook:
                     return Reduce(Global("torch._utils", "_rebuild_parameter"), args)
                 return Reduce(Global("torch._utils", "_rebuild_parameter_with_state"), args + (state,))
             return None
+        if isinstance(obj, _C.Storage):  # torch.save(t.untyped_storage()): the record itself
+            return self._storage_record(obj, dtypes.uint8, "UntypedStorage")
+        if isinstance(obj, TypedStorage):
+            return self._storage_record(obj._untyped_storage, obj.dtype, torch_globals.STORAGE_NAMES[obj.dtype])
         if isinstance(obj, dtypes.dtype):
             return Global("torch", obj.name)
         if type(obj) is Size:
@@ -86,19 +91,24 @@ class _SaveHook:
             raise RuntimeError("ember.save cannot save a tensor on the meta device: it has no data")
         if t._device.type != "cpu":
             t = t.cpu()
-        storage = t._storage
-        entry = self.storages.get(id(storage))
-        if entry is None:
-            entry = (str(len(self.storages)), storage, t.dtype)
-            self.storages[id(storage)] = entry
-        elif entry[2] is not t.dtype:
-            raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
-        numel = storage.nbytes() // t.dtype.itemsize
-        pid = ("storage", Global("torch", torch_globals.STORAGE_NAMES[t.dtype]), entry[0], "cpu", numel)
+        pid = self._storage_record(t._storage, t.dtype, torch_globals.STORAGE_NAMES[t.dtype])
         if requires_grad is None:
             requires_grad = t._requires_grad
         return Reduce(Global("torch._utils", "_rebuild_tensor_v2"),
-                      (Persistent(pid), t._offset, tuple(t._shape), tuple(t._stride), requires_grad, OrderedDict()))
+                      (pid, t._offset, tuple(t._shape), tuple(t._stride), requires_grad, OrderedDict()))
+
+    def _storage_record(self, storage, dtype, type_name: str) -> Persistent:
+        """The persistent id torch.save writes for a storage (its bytes are written once per file)."""
+        if getattr(storage, "device_type", "cpu") == "meta":
+            raise RuntimeError("ember.save cannot save a storage on the meta device: it has no data")
+        entry = self.storages.get(id(storage))
+        if entry is None:
+            entry = (str(len(self.storages)), storage, dtype)
+            self.storages[id(storage)] = entry
+        elif entry[2] is not dtype:
+            raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
+        numel = storage.nbytes() // dtype.itemsize
+        return Persistent(("storage", Global("torch", type_name), entry[0], "cpu", numel))
 
 
 def _write_archive(f, archive: str, data_pkl: bytes, storages, byteorder_record: bool, force_zip64=False):
@@ -214,7 +224,7 @@ class _LoadPolicy:
             self._storages[key] = storage
         elif storage.nbytes() < nbytes:
             raise UnpicklingError(f"storage '{key}' is referenced with {nbytes} bytes but holds {storage.nbytes()}")
-        return torch_globals.LoadedStorage(storage, dtype)
+        return torch_globals.LoadedStorage(storage, dtype, storage_type.name != "UntypedStorage")
 
     def _place(self, storage, location: str, nbytes: int):
         try:
@@ -332,7 +342,7 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
         data = reader.read("data.pkl")
         if not weights_only:
             result = _FullUnpickler(data, policy, encoding, errors).load()
-            return result.storage if isinstance(result, torch_globals.LoadedStorage) else result
+            return result.as_result() if isinstance(result, torch_globals.LoadedStorage) else result
         try:
             result = SafeUnpickler(data, policy, source, encoding, errors).load()
         except UnpicklingError as exc:
@@ -340,6 +350,6 @@ def _load_from(fh, source: str, map_location, encoding: str, errors: str, use_mm
                 raise
             raise UnpicklingError(f"{source}: {exc}") from exc
         # torch.save(tensor.untyped_storage()): the storage itself, as Tensor.untyped_storage() gives it.
-        return result.storage if isinstance(result, torch_globals.LoadedStorage) else result
+        return result.as_result() if isinstance(result, torch_globals.LoadedStorage) else result
     finally:
         reader.close()

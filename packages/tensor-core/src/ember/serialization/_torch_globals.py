@@ -55,11 +55,21 @@ class StorageType:
 class LoadedStorage:
     """A storage record read from the archive, with the dtype it was saved as."""
 
-    __slots__ = ("storage", "dtype")
+    __slots__ = ("storage", "dtype", "typed")
 
-    def __init__(self, storage, dtype):
+    def __init__(self, storage, dtype, typed: bool = True):
         self.storage = storage
         self.dtype = dtype
+        self.typed = typed  # saved as a TypedStorage (FloatStorage...), not an UntypedStorage
+
+    def as_result(self):
+        """What torch.load returns for a storage saved on its own: a TypedStorage of the record's
+        dtype, or the bytes of an UntypedStorage."""
+        if not self.typed:
+            return self.storage
+        from .._src.storage import TypedStorage
+
+        return TypedStorage(wrap_storage=self.storage, dtype=self.dtype, _internal=True)
 
 
 class _Marker:

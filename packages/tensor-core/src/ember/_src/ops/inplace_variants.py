@@ -16,7 +16,6 @@ view op runs out of place and ``self`` takes the view's metadata and history (``
 from __future__ import annotations
 
 import math
-import operator
 
 from .. import dtypes, grad_mode
 from .._native import _C
@@ -25,7 +24,7 @@ from ..dispatch import OPS, define
 from ..optable import declare
 from ..shapes import as_shape, contiguous_strides, numel, wrap_dim
 from ..tensor import Tensor, make_tensor
-from ._common import type_name, write_out
+from ._common import label_as_op, type_name, write_out
 from .indexing import gather_scatter as _gather_scatter
 from .indexing import subscripts as _subscripts
 from .linalg import products as _matrix_products
@@ -170,9 +169,10 @@ def float_power_(self, exponent):
 
 def _tri_(name: str, lower: bool):
     def method(self, diagonal=0):
+        diagonal = _reorder.tri_diagonal(diagonal, name + "_")
         if self.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        keep = _reorder._tri_mask(self, operator.index(diagonal), lower)
+        keep = _reorder._tri_mask(self, diagonal, lower)
         return _subscripts.masked_fill_(self, elementwise.logical_not(keep), False if self.dtype is dtypes.bool else 0)
 
     method.__name__ = name + "_"
@@ -345,7 +345,9 @@ def _detached_alias(self: Tensor) -> Tensor:
     return views.as_strided_op(_shadow(base), self._shape, self._stride, self._offset)
 
 
-def _become(self: Tensor, view_fn) -> Tensor:
+def _become(self: Tensor, view_fn, node_label: str | None = None) -> Tensor:
+    """Gives self the geometry (and history) of ``view_fn(self)``; ``node_label`` names the new node
+    as PyTorch's in-place overload (squeeze_(dim): SqueezeBackward4, transpose_: TransposeBackward1)."""
     _check_view_inplace(self)
     view = view_fn(_detached_alias(self) if _recording(self) else self)
     self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
@@ -359,6 +361,8 @@ def _become(self: Tensor, view_fn) -> Tensor:
             meta.output_nr = 0
             if meta.retains_grad:
                 self.retain_grad()  # its .grad: the gradient of its new geometry
+        if node_label is not None:
+            label_as_op(self, node_label)
     return self
 
 
@@ -366,26 +370,27 @@ def t_(self):
     if self.ndim > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     # Below 2 dims t() is an unrecorded alias: alias_op, so that self still gets a history of its own.
-    return _become(self, views.t if self.ndim == 2 else views.alias_op)
+    return _become(self, views.t if self.ndim == 2 else views.alias_op, "t_" if self.ndim == 2 else None)
 
 
 def transpose_(self, dim0, dim1):
-    return _become(self, lambda x: views.transpose(x, dim0, dim1))
+    return _become(self, lambda x: views.transpose(x, dim0, dim1), "transpose_")
 
 
 swapdims_ = swapaxes_ = transpose_
 
 
 def squeeze_(self, dim=None):
-    return _become(self, lambda x: views.squeeze(x, dim))
+    label = "squeeze_all_" if dim is None else "squeeze_dim_" if isinstance(dim, int) else "squeeze_dims_"
+    return _become(self, lambda x: views.squeeze(x, dim), label)
 
 
 def unsqueeze_(self, dim):
-    return _become(self, lambda x: views.unsqueeze(x, dim))
+    return _become(self, lambda x: views.unsqueeze(x, dim), "unsqueeze_")
 
 
 def as_strided_(self, size, stride, storage_offset=None):
-    return _become(self, lambda x: views.as_strided_op(x, size, stride, storage_offset))
+    return _become(self, lambda x: views.as_strided_op(x, size, stride, storage_offset), "as_strided_")
 
 
 # -- resize ---------------------------------------------------------------------------------------------

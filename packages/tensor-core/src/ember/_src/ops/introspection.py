@@ -12,10 +12,10 @@ import numbers
 
 from .. import dtypes
 from .._native import _C
-from ..device import _BACKENDS, CPU, META, get_backend, to_device
+from ..device import _BACKENDS, META, get_backend, to_device
 from ..optable import declare
 from ..shapes import Size
-from ..tensor import Tensor, check_view_bounds, make_tensor
+from ..tensor import Tensor
 from ._common import type_name
 from .creation.factories import empty, ones_like, tensor
 from .pointwise.complex import imag
@@ -62,7 +62,9 @@ def get_device(input: Tensor) -> int:
 
 
 def is_storage(obj) -> bool:
-    return isinstance(obj, _C.Storage)
+    from ..storage import TypedStorage
+
+    return isinstance(obj, (_C.Storage, TypedStorage))
 
 
 def detach(input: Tensor) -> Tensor:
@@ -156,10 +158,10 @@ def new(self: Tensor, *args, device=None) -> Tensor:
                 raise TypeError(f"new(): expected a tensor of type {type_name(self.dtype)}, got "
                                 f"{type_name(a.dtype)}")
             return views.alias_op(a)
-        if isinstance(a, _C.Storage):
-            n = a.nbytes() // self.dtype.itemsize
-            check_view_bounds(a, (n,), (1,), 0, self.dtype)
-            return make_tensor(a, (n,), (1,), 0, self.dtype, CPU if a.device_type == "cpu" else META)
+        from ..storage import is_storage_object, tensor_over_storage
+
+        if is_storage_object(a):
+            return tensor_over_storage(a, self.dtype)
         if not isinstance(a, Size) and (isinstance(a, (list, tuple)) or hasattr(a, "__array_interface__")):
             return tensor(a, dtype=self.dtype, device=dev)
     return empty(*args, dtype=self.dtype, device=dev)

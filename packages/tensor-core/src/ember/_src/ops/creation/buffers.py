@@ -59,7 +59,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     d = dtypes.to_dtype(dtype)
     count, offset = operator.index(count), operator.index(offset)
     try:
-        whole, readonly = _C.Storage.from_buffer(buffer)
+        whole, readonly = _C.Storage._wrap_buffer(buffer)
     except TypeError:
         raise ValueError("object does not implement Python buffer protocol.") from None
     length, size = whole.nbytes(), d.itemsize

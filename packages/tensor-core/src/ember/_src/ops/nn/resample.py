@@ -256,8 +256,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "linear | bilinear | bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if antialias and (mode not in ("bilinear", "bicubic", "lanczos") or k != 2):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if antialias and mode == "lanczos":
+        raise NotImplementedError("interpolate: anti-aliased lanczos is not supported")
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
@@ -291,9 +294,65 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                   f"nearest-exact (got {mode})")
     if need is not None and need != k:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need + 2}D input")
+    if antialias:
+        return _antialiased(input, [int(s) for s in sizes], mode, bool(align_corners), scales)
     out = _upsample_op(input, tuple(int(s) for s in sizes), mode, bool(align_corners), scales)
     # grad_fn as PyTorch's op for the mode: UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...
     return label_as_op(out, f"upsample_{mode.replace('-', '_')}{k}d")
+
+
+def _aa_filter(mode: str):
+    if mode == "bilinear":
+        return 2, lambda x: max(0.0, 1.0 - abs(x))
+
+    def cubic(x, a=-0.5):  # the Keys kernel PIL and PyTorch's anti-aliased bicubic use
+        x = abs(x)
+        if x < 1.0:
+            return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        if x < 2.0:
+            return (((x - 5.0) * x + 8.0) * x - 4.0) * a
+        return 0.0
+
+    return 4, cubic
+
+
+def _aa_weights(in_size: int, out_size: int, mode: str, align_corners: bool, scale_factor) -> list:
+    """The (out_size, in_size) matrix of one axis of anti-aliased resampling: each output pixel a
+    normalized filter over the input pixels its footprint covers (widened by the scale when
+    downsampling, which is what removes the aliasing)."""
+    if align_corners:
+        scale = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    elif scale_factor is not None and scale_factor > 0:
+        scale = 1.0 / scale_factor
+    else:
+        scale = in_size / out_size
+    interp_size, fn = _aa_filter(mode)
+    support = interp_size * 0.5 * (scale if scale >= 1.0 else 1.0)
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    rows = []
+    for i in range(out_size):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), in_size)
+        w = [fn((j - center + 0.5) * invscale) for j in range(lo, hi)]
+        total = sum(w)
+        row = [0.0] * in_size
+        for j, v in zip(range(lo, hi), w):
+            row[j] = v / total if total != 0.0 else 0.0
+        rows.append(row)
+    return rows
+
+
+def _antialiased(input, sizes, mode: str, align_corners: bool, scales):
+    """interpolate(antialias=True) for 4-D input: separable filtering, one matrix per axis."""
+    from ..creation.factories import tensor
+
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"upsample_{mode}2d_aa\" not implemented for '{type_name(input.dtype)}'")
+    h, w = input._shape[2], input._shape[3]
+    wh = tensor(_aa_weights(h, sizes[0], mode, align_corners, scales[0]), dtype=input.dtype, device=input._device)
+    ww = tensor(_aa_weights(w, sizes[1], mode, align_corners, scales[1]), dtype=input.dtype, device=input._device)
+    return label_as_op(wh @ input @ ww.transpose(0, 1), f"_upsample_{mode}2d_aa")
 
 
 # -- pixel_shuffle / one_hot ------------------------------------------------------------------

@@ -142,7 +142,19 @@ def _tri_mask(input: Tensor, diagonal: int, lower: bool) -> Tensor:
     return offset <= diagonal if lower else offset >= diagonal
 
 
+def tri_diagonal(diagonal, name: str) -> int:
+    """tril/triu's ``diagonal`` as an int: PyTorch's parser takes ints (and integer tensors), and
+    refuses floats and bools with a TypeError."""
+    if isinstance(diagonal, bool) or not hasattr(type(diagonal), "__index__"):
+        raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
+    try:
+        return operator.index(diagonal)
+    except TypeError:
+        raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}") from None
+
+
 def _tri(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
+    diagonal = tri_diagonal(diagonal, name)
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     zero = False if input.dtype is dtypes.bool else 0

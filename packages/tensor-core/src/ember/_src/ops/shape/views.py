@@ -744,6 +744,7 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
             # to(dtype) of a tensor on an indexed device (autocast's casts on CUDA): the general path's result.
             dtype = args[0]
             return self if dtype is self.dtype else to_dtype_op(self, dtype=dtype, device=dev)
+    given = tuple(kwargs)
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
@@ -759,19 +760,8 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
         if mf.rank_for(memory_format) is not None:
             return mf.to_format(out, memory_format, copy=out is self)
         return contiguous(out)
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype, device = a.dtype, a._device
-        elif isinstance(a, dtypes.dtype):
-            dtype = a
-        elif isinstance(a, (str, type(self._device))) or (isinstance(a, int) and not isinstance(a, bool)):
-            device = a
-        elif isinstance(a, bool):
-            pass  # non_blocking positional
-        elif a is None:
-            pass
-        else:
-            dtype = dtypes.to_dtype(a)
+    if args:
+        dtype, device, copy = _to_positional(self, args, dtype, device, copy, given)
     dtype = self.dtype if dtype is None else dtypes.to_dtype(dtype)
     device = self._device if device is None else to_device(device)
     if device.type == "cpu" and device.index is not None:
@@ -783,6 +773,62 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     if device.type not in ("cpu", "meta"):
         get_backend(device.type)
     return to_dtype_op(self, dtype=dtype, device=device)
+
+
+_TO_SIGNATURES = (
+    " * (ember.device device = None, ember.dtype dtype = None, bool non_blocking = False, bool copy = False, *, "
+    "ember.memory_format memory_format = None)\n"
+    " * (ember.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "ember.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, ember.memory_format memory_format = None)"
+)
+
+
+def _to_type_name(value) -> str:
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, dtypes.dtype):
+        return "ember.dtype"
+    return type(value).__name__
+
+
+def _to_positional(self: Tensor, args, dtype, device, copy, given):
+    """(dtype, device, copy) from Tensor.to's positional arguments, resolved against PyTorch's three
+    overloads (device/dtype, dtype, tensor); another combination raises PyTorch's TypeError."""
+    def is_dtype(a) -> bool:
+        return isinstance(a, dtypes.dtype) or a in (float, int, bool, complex)
+
+    def is_device(a) -> bool:
+        return a is None or isinstance(a, (str, type(self._device))) or (type(a) is int)
+
+    first, rest = args[0], list(args[1:])
+    ok = True
+    if isinstance(first, Tensor) or is_dtype(first):
+        # to(tensor, ...) / to(dtype, ...): non_blocking and copy may follow; no device or dtype keyword.
+        ok = "device" not in given and "dtype" not in given
+        if isinstance(first, Tensor):
+            dtype, device = first.dtype, first._device
+        else:
+            dtype = first
+    elif is_device(first):
+        ok = "device" not in given
+        device = first
+        if rest and (rest[0] is None or is_dtype(rest[0])):
+            ok = ok and "dtype" not in given
+            given_dtype = rest.pop(0)
+            dtype = dtype if given_dtype is None else given_dtype
+    else:
+        ok = False
+    flags = ("non_blocking", "copy")
+    if len(rest) > 2 or any(type(a) is not bool for a in rest) or any(f in given for f in flags[:len(rest)]):
+        ok = False
+    if not ok:
+        got = ", ".join([_to_type_name(a) for a in args] + list(given))
+        raise TypeError(f"to() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:\n{_TO_SIGNATURES}")
+    if len(rest) == 2:
+        copy = rest[1]
+    return dtype, device, copy
 
 
 def _cast(dtype):

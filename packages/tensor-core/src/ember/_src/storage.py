@@ -1,0 +1,308 @@
+"""PyTorch's storage classes: ``UntypedStorage`` (ember's ``_C.Storage``, a block of bytes) and the
+deprecated ``TypedStorage`` with its legacy names (``FloatStorage``, ...), a dtype over bytes.
+
+Tensors view an untyped storage (``Tensor.untyped_storage()``); ``Tensor.storage()`` wraps it in a
+``TypedStorage`` of the tensor's dtype, with PyTorch's deprecation warning, first time only.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+from . import dtypes
+from ._native import _C
+from .device import device as _device
+
+UntypedStorage = _C.Storage
+
+_REMOVAL_MESSAGE = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only storage "
+    "class. This should only matter to you if you are using storages directly.  To access UntypedStorage "
+    "directly, use tensor.untyped_storage() instead of tensor.storage()"
+)
+_WARNED = [False]
+
+
+def _warn_typed_storage_removal(stacklevel: int = 2) -> None:
+    if not _WARNED[0]:
+        _WARNED[0] = True
+        warnings.warn(_REMOVAL_MESSAGE, UserWarning, stacklevel=stacklevel + 1)
+
+
+def _view(untyped, dtype, count: int):
+    """A 1-D tensor of `count` elements of `dtype` over the storage's bytes."""
+    from .ops.creation.factories import empty
+
+    out = empty((0,), dtype=dtype, device=untyped.device)
+    return out.set_(untyped, 0, (count,), (1,))
+
+
+class _LegacyStorageMeta(type):
+    dtype: object
+
+    def __instancecheck__(cls, instance) -> bool:
+        fixed = cls.__dict__.get("dtype")
+        if fixed is not None and type(instance) is TypedStorage:
+            return instance.dtype is fixed and instance.device.type == "cpu"
+        return super().__instancecheck__(instance)
+
+
+class TypedStorage(metaclass=_LegacyStorageMeta):
+    """Elements of one dtype over an ``UntypedStorage`` (deprecated in PyTorch, kept for old code)."""
+
+    is_sparse = False
+
+    def __init__(self, *args, device=None, dtype=None, wrap_storage=None, _internal: bool = False):
+        if not _internal:
+            _warn_typed_storage_removal()
+        fixed = type(self).__dict__.get("dtype")
+        if fixed is not None:  # a legacy class (FloatStorage, ...): its dtype, on the CPU
+            if dtype is not None and dtype is not fixed:
+                raise RuntimeError(f"{type(self).__name__}: dtype must be {fixed}, got {dtype}")
+            if device is not None and _device(device).type != "cpu":
+                raise RuntimeError(f"{type(self).__name__}: legacy storages are on the CPU, got device {device}")
+            dtype = fixed
+        if dtype is not None and not isinstance(dtype, dtypes.dtype):
+            raise TypeError(f"TypedStorage: argument 'dtype' must be ember.dtype, not {type(dtype).__name__}")
+        if wrap_storage is not None:
+            if args or device is not None:
+                raise RuntimeError("TypedStorage: wrap_storage excludes positional arguments and device")
+            if dtype is None:
+                raise RuntimeError("TypedStorage: wrap_storage needs a dtype")
+            if isinstance(wrap_storage, TypedStorage) or not hasattr(wrap_storage, "nbytes"):
+                raise TypeError(
+                    f"TypedStorage: wrap_storage must be an UntypedStorage, got {type(wrap_storage).__name__}")
+            self.dtype = dtype
+            self._untyped_storage = wrap_storage
+            return
+        self.dtype = dtypes.get_default_dtype() if dtype is None else dtype
+        dev = "cpu" if device is None else str(_device(device))
+        if len(args) > 1:
+            raise TypeError(f"TypedStorage() takes at most one positional argument ({len(args)} given)")
+        arg = args[0] if args else 0
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            if arg < 0:
+                raise RuntimeError(f"TypedStorage: the size must be non-negative, got {arg}")
+            self._untyped_storage = UntypedStorage(arg * self.dtype.itemsize, device=dev)
+            return
+        from .tensor import Tensor
+
+        if isinstance(arg, (Tensor, str, bytes)) or not hasattr(arg, "__len__"):
+            raise TypeError(
+                f"{type(self).__name__}(): expected a size or a sequence of numbers, got {type(arg).__name__}"
+            )
+        from .ops.creation.factories import tensor
+
+        self._untyped_storage = tensor(list(arg), dtype=self.dtype, device=dev).untyped_storage()
+
+    # -- sizes and identity ------------------------------------------------------------------
+    @property
+    def device(self):
+        return self._untyped_storage.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    def size(self) -> int:
+        return self._untyped_storage.nbytes() // self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def nbytes(self) -> int:
+        return self.size() * self.dtype.itemsize
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self._untyped_storage.data_ptr()
+
+    def untyped(self):
+        return self._untyped_storage
+
+    def get_device(self) -> int:
+        return self._untyped_storage.get_device()
+
+    def is_pinned(self, device="cuda") -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return self._untyped_storage.is_shared()
+
+    def share_memory_(self):
+        self._untyped_storage.share_memory_()
+        return self
+
+    def _new_shared(self, size: int):
+        out = TypedStorage(size, dtype=self.dtype, device=self.device, _internal=True)
+        return out.share_memory_()
+
+    def pickle_storage_type(self) -> str:
+        from ..serialization._torch_globals import STORAGE_NAMES
+
+        return STORAGE_NAMES[self.dtype]
+
+    def type(self, dtype=None, non_blocking: bool = False):
+        if dtype is None:
+            return "ember." + self.pickle_storage_type()
+        return self._to(dtype if isinstance(dtype, dtypes.dtype) else getattr(dtype, "dtype", dtype))
+
+    # -- elements -----------------------------------------------------------------------------
+    def _tensor(self):
+        return _view(self._untyped_storage, self.dtype, self.size())
+
+    def _index(self, idx) -> int:
+        if isinstance(idx, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise RuntimeError(f"can't index a {type(self).__name__} with {type(idx).__name__}")
+        n = self.size()
+        j = idx + n if idx < 0 else idx
+        if not 0 <= j < n:
+            raise IndexError(f"index {idx} out of range for storage of size {n}")
+        return j
+
+    def __getitem__(self, idx):
+        return self._tensor()[self._index(idx)].item()
+
+    def __setitem__(self, idx, value) -> None:
+        t = self._tensor()
+        if isinstance(idx, slice):
+            t[idx] = value
+        else:
+            t[self._index(idx)] = value
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def tolist(self) -> list:
+        return self._tensor().tolist()
+
+    def fill_(self, value):
+        self._tensor().fill_(value)
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        src = source._tensor() if isinstance(source, TypedStorage) else source
+        if not hasattr(src, "dtype") and hasattr(src, "nbytes"):  # an UntypedStorage: its bytes
+            self._untyped_storage.copy_(src)
+            return self
+        self._tensor().copy_(src)
+        return self
+
+    def resize_(self, size: int) -> None:  # None, as PyTorch's
+        self._untyped_storage.resize_(size * self.dtype.itemsize)
+
+    def clone(self):
+        return TypedStorage(wrap_storage=self._untyped_storage.clone(), dtype=self.dtype, _internal=True)
+
+    def cpu(self):
+        return self if self.device.type == "cpu" else TypedStorage(
+            wrap_storage=self._tensor().cpu().untyped_storage(), dtype=self.dtype, _internal=True)
+
+    def _to(self, dtype):
+        if dtype is self.dtype:
+            return self
+        return TypedStorage(wrap_storage=self._tensor().to(dtype).untyped_storage(), dtype=dtype, _internal=True)
+
+    def double(self):
+        return self._to(dtypes.float64)
+
+    def float(self):
+        return self._to(dtypes.float32)
+
+    def half(self):
+        return self._to(dtypes.float16)
+
+    def bfloat16(self):
+        return self._to(dtypes.bfloat16)
+
+    def long(self):
+        return self._to(dtypes.int64)
+
+    def int(self):
+        return self._to(dtypes.int32)
+
+    def short(self):
+        return self._to(dtypes.int16)
+
+    def char(self):
+        return self._to(dtypes.int8)
+
+    def byte(self):
+        return self._to(dtypes.uint8)
+
+    def bool(self):
+        return self._to(dtypes.bool)
+
+    def cfloat(self):
+        return self._to(dtypes.complex64)
+
+    def cdouble(self):
+        return self._to(dtypes.complex128)
+
+    # -- Python protocols ---------------------------------------------------------------------
+    def __repr__(self) -> str:
+        head = "" if self.device.type == "meta" else "".join(f" {v}\n" for v in self.tolist())
+        return (f"{head}[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                f"of size {self.size()}]")
+
+    __str__ = __repr__
+
+    def __copy__(self):
+        return TypedStorage(wrap_storage=self._untyped_storage, dtype=self.dtype, _internal=True)
+
+    def __deepcopy__(self, memo):
+        out = TypedStorage(wrap_storage=copy.deepcopy(self._untyped_storage, memo), dtype=self.dtype, _internal=True)
+        memo[id(self)] = out
+        return out
+
+    def __reduce__(self):
+        return _rebuild_typed_storage, (self._untyped_storage, self.dtype)
+
+    def __sizeof__(self) -> int:
+        return super().__sizeof__() + self.nbytes()
+
+
+def _rebuild_typed_storage(untyped, dtype):
+    return TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
+
+
+def _legacy_class(name: str, dtype) -> type:
+    def __init__(self, *args, device=None, dtype=None, wrap_storage=None):
+        TypedStorage.__init__(self, *args, device=device, dtype=dtype, wrap_storage=wrap_storage, _internal=True)
+
+    return _LegacyStorageMeta(name, (TypedStorage,), {"dtype": dtype, "__init__": __init__, "__module__": "ember"})
+
+
+FloatStorage = _legacy_class("FloatStorage", dtypes.float32)
+DoubleStorage = _legacy_class("DoubleStorage", dtypes.float64)
+HalfStorage = _legacy_class("HalfStorage", dtypes.float16)
+BFloat16Storage = _legacy_class("BFloat16Storage", dtypes.bfloat16)
+LongStorage = _legacy_class("LongStorage", dtypes.int64)
+IntStorage = _legacy_class("IntStorage", dtypes.int32)
+ShortStorage = _legacy_class("ShortStorage", dtypes.int16)
+CharStorage = _legacy_class("CharStorage", dtypes.int8)
+ByteStorage = _legacy_class("ByteStorage", dtypes.uint8)
+BoolStorage = _legacy_class("BoolStorage", dtypes.bool)
+ComplexFloatStorage = _legacy_class("ComplexFloatStorage", dtypes.complex64)
+ComplexDoubleStorage = _legacy_class("ComplexDoubleStorage", dtypes.complex128)
+
+
+def is_storage_object(obj) -> bool:
+    return isinstance(obj, (UntypedStorage, TypedStorage))
+
+
+def tensor_over_storage(storage, dtype):
+    """A 1-D tensor of ``dtype`` viewing all of a storage (the legacy constructors' ``Tensor(storage)``);
+    a typed storage must be of ``dtype``, as PyTorch's."""
+    from .ops.creation.factories import empty
+
+    return empty((0,), dtype=dtype, device=storage.device).set_(storage)
