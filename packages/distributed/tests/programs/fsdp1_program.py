@@ -175,6 +175,36 @@ mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32, buff
 m7 = FSDP(make(), device_id=CPU, auto_wrap_policy=policy, mixed_precision=mp)
 R["mp_losses"], _ = train(m7, torch.optim.SGD(m7.parameters(), lr=0.1))
 R["mp_sd_dtypes"] = sorted({str(v.dtype).split(".")[-1] for v in m7.state_dict().values()})
+
+# A weight shared by two modules of one unit (tied embedding / output) stays one parameter.
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 4)
+        self.mid = nn.Linear(4, 4)
+        self.out = nn.Linear(4, 6, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, t):
+        return self.out(torch.tanh(self.mid(self.emb(t))))
+
+
+lm = LM()
+with torch.no_grad():
+    for i, p in enumerate(lm.parameters()):
+        p.copy_((torch.sin(torch.arange(p.numel(), dtype=torch.float32) + i) * 0.5).reshape(p.shape))
+lm = FSDP(lm, device_id=CPU)
+opt_lm = torch.optim.SGD(lm.parameters(), lr=0.5)
+tokens = torch.tensor([[1, 2, 3], [4, 5, 0]])[rank % 2]
+R["tied_losses"] = []
+for _ in range(3):
+    opt_lm.zero_grad()
+    loss = nn.functional.cross_entropy(lm(tokens), (tokens + 1) % 6)
+    loss.backward()
+    opt_lm.step()
+    R["tied_losses"].append(loss.item())
+R["tied_sd"] = full_sd(lm, rank0_only=False)
+
 if LIB != "torch":  # ember's own refusals of what it does not implement
     R["refused"] = [error_of(lambda: FSDP(make(), device_id=CPU, param_init_fn=lambda m: None)),
                     error_of(lambda: FSDP(make(), mixed_precision=MixedPrecision(keep_low_precision_grads=True))),
