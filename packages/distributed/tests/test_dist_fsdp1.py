@@ -38,6 +38,6 @@ def test_fsdp1_training_script_matches_pytorch():
                 _close(ours[rank][key], value, f"rank {rank} {key}")
         # writeback=False leaves the shards as they were
         assert ours[rank]["after_no_writeback"] == ours[rank]["after_writeback"]
-        assert ours[rank]["refused"] == ["NotImplementedError"] * 3
+        assert ours[rank]["refused"] == ["NotImplementedError"] * 5
     assert theirs[0]["full_sd"] and theirs[1]["full_sd"] == {}
     assert "blocks.0.fc.weight" in theirs[0]["full_sd"]

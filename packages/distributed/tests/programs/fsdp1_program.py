@@ -208,5 +208,7 @@ R["tied_sd"] = full_sd(lm, rank0_only=False)
 if LIB != "torch":  # ember's own refusals of what it does not implement
     R["refused"] = [error_of(lambda: FSDP(make(), device_id=CPU, param_init_fn=lambda m: None)),
                     error_of(lambda: FSDP(make(), mixed_precision=MixedPrecision(keep_low_precision_grads=True))),
-                    error_of(lambda: FSDP.set_state_dict_type(m6, StateDictType.LOCAL_STATE_DICT))]
+                    error_of(lambda: FSDP.set_state_dict_type(m6, StateDictType.LOCAL_STATE_DICT)),
+                    error_of(lambda: FSDP(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)), mixed_precision=mp)),
+                    error_of(lambda: FSDP(LM(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear})))]
 write(rank, R)

@@ -71,7 +71,7 @@ class MixedPrecision:
     keep_low_precision_grads: bool = False
     cast_forward_inputs: bool = False
     cast_root_forward_inputs: bool = True
-    _module_classes_to_ignore: tuple = ()
+    _module_classes_to_ignore: tuple = (nn.modules.batchnorm._BatchNorm,)
 
 
 @dataclass
@@ -197,8 +197,22 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
         if auto_wrap_policy is not None and _is_root:
             if not callable(auto_wrap_policy):
                 raise TypeError(f"auto_wrap_policy must be callable, got {type(auto_wrap_policy).__name__}")
-            _recursive_wrap(module, auto_wrap_policy, ignored,
-                            lambda m: FullyShardedDataParallel(m, **kwargs), only_children=True)
+            # id(parameter) -> (the parameter, kept so that its id is not reused; ids of the modules holding it)
+            owners: dict = {}
+            for m in module.modules():
+                for p in m._parameters.values():
+                    if p is not None:
+                        owners.setdefault(id(p), (p, set()))[1].add(id(m))
+
+            def make(m):
+                inside = {id(x) for x in m.modules()}
+                for p in m.parameters():
+                    if id(p) in owners and not owners[id(p)][1] <= inside:
+                        _unsupported("a parameter shared between modules that auto_wrap_policy puts in different "
+                                     "FSDP units (wrap the modules sharing it together)")
+                return FullyShardedDataParallel(m, **kwargs)
+
+            _recursive_wrap(module, auto_wrap_policy, ignored, make, only_children=True)
         self._fsdp_wrapped_module = module
         self._fsdp1_strategy = strategy
         self._fsdp1_is_root = _is_root
