@@ -1,6 +1,7 @@
 """FSDP1 (``FullyShardedDataParallel``) on fully_shard: a typical FSDP1 training script (auto-wrap
 policies, FULL_SHARD / SHARD_GRAD_OP / NO_SHARD, AdamW / SGD / Adam, clip_grad_norm_, no_sync,
-summon_full_params, full state dicts saved and loaded, bf16 mixed precision) gives PyTorch's
+summon_full_params, full and sharded (distributed checkpoint) state dicts saved and loaded, tied
+weights, bf16 mixed precision) gives PyTorch's
 losses, norms and full state dicts on 2 ranks with gloo."""
 
 from __future__ import annotations

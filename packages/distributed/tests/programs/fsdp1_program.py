@@ -205,6 +205,23 @@ for _ in range(3):
     R["tied_losses"].append(loss.item())
 R["tied_sd"] = full_sd(lm, rank0_only=False)
 
+# SHARDED_STATE_DICT through the distributed checkpoint, loaded into a fresh wrapped model.
+if LIB == "torch":
+    import torch.distributed.checkpoint as dcp
+else:
+    import ember.distributed.checkpoint as dcp
+import os  # noqa: E402
+
+ckpt = os.path.join(os.environ["DIST_OUT"], "fsdp1_ckpt")
+with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+    dcp.save({"model": model.state_dict()}, checkpoint_id=ckpt)
+restored = FSDP(Net(), device_id=CPU, auto_wrap_policy=policy)
+with FSDP.state_dict_type(restored, StateDictType.SHARDED_STATE_DICT):
+    holder = {"model": restored.state_dict()}
+    dcp.load(holder, checkpoint_id=ckpt)
+    restored.load_state_dict(holder["model"])
+R["sharded_roundtrip"] = full_sd(restored, rank0_only=False)
+
 if LIB != "torch":  # ember's own refusals of what it does not implement
     R["refused"] = [error_of(lambda: FSDP(make(), device_id=CPU, param_init_fn=lambda m: None)),
                     error_of(lambda: FSDP(make(), mixed_precision=MixedPrecision(keep_low_precision_grads=True))),

@@ -372,9 +372,11 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
     def set_state_dict_type(module, state_dict_type, state_dict_config=None, optim_state_dict_config=None):
         if not isinstance(state_dict_type, StateDictType):
             raise TypeError(f"state_dict_type must be a StateDictType, got {state_dict_type!r}")
-        if state_dict_type is not StateDictType.FULL_STATE_DICT:
+        if state_dict_type is StateDictType.LOCAL_STATE_DICT:
             _unsupported(f"{state_dict_type}")
-        config = state_dict_config if state_dict_config is not None else FullStateDictConfig()
+        default = (FullStateDictConfig if state_dict_type is StateDictType.FULL_STATE_DICT
+                   else ShardedStateDictConfig)
+        config = state_dict_config if state_dict_config is not None else default()
         optim = optim_state_dict_config if optim_state_dict_config is not None else FullOptimStateDictConfig()
         mods = FullyShardedDataParallel.fsdp_modules(module)
         previous = StateDictSettings(*mods[0]._fsdp1_sd) if mods else None
@@ -405,7 +407,9 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         if _IN_STATE_DICT[0]:
             return super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
-        _, config, _ = self._fsdp1_sd
+        kind, config, _ = self._fsdp1_sd
+        if kind is StateDictType.SHARDED_STATE_DICT:
+            return self._sharded_state_dict(destination, prefix)
         _IN_STATE_DICT[0] = True
         try:
             with FullyShardedDataParallel.summon_full_params(self, writeback=False):
@@ -431,6 +435,8 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
             _unsupported("load_state_dict(assign=True)")
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        if self._fsdp1_sd[0] is StateDictType.SHARDED_STATE_DICT:
+            return self._load_sharded(state_dict, strict)
         _IN_STATE_DICT[0] = True
         try:
             raw_keys = list(super().state_dict(keep_vars=True).keys())
@@ -441,6 +447,60 @@ class FullyShardedDataParallel(FSDPModule, nn.Module):
         finally:
             _IN_STATE_DICT[0] = False
         return type(result)([_clean(k) for k in result.missing_keys], [_clean(k) for k in result.unexpected_keys])
+
+    def _raw_state(self, prefix: str = ""):
+        _IN_STATE_DICT[0] = True
+        try:
+            return super().state_dict(prefix=prefix, keep_vars=True)
+        finally:
+            _IN_STATE_DICT[0] = False
+
+    def _sharded_state_dict(self, destination, prefix):
+        """SHARDED_STATE_DICT: the parameters as this rank's DTensor shards (what the distributed
+        checkpoint saves and loads), buffers as they are, under the unwrapped names."""
+        out = destination if destination is not None else OrderedDict()
+        for key, value in self._raw_state(prefix).items():
+            out[_clean(key)] = value.detach() if isinstance(value, DTensor) else value.detach().clone()
+        return out
+
+    def _load_sharded(self, state_dict, strict):
+        """Each DTensor's local piece (or this rank's piece of a whole tensor) into the shards."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        targets = OrderedDict((_clean(k), v) for k, v in self._raw_state().items())
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in targets]
+        errors = []
+        if strict and unexpected:
+            errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+        if strict and missing:
+            errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        for key, target in targets.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                              f"checkpoint, the shape in current model is {tuple(target.shape)}.")
+                continue
+            with ember.no_grad():
+                if isinstance(target, DTensor):
+                    mesh = target.device_mesh
+                    if isinstance(value, DTensor):
+                        value = value.redistribute(mesh, target.placements)
+                        piece = value._local
+                    else:
+                        piece = redistribute_local(value.detach(), value.shape, mesh, [Replicate()] * mesh.ndim,
+                                                   target.placements)
+                    target._local.copy_(piece)
+                else:
+                    target.copy_(value.full_tensor() if isinstance(value, DTensor) else value)
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        from ember.nn.modules.module import _IncompatibleKeys
+
+        return _IncompatibleKeys(missing, unexpected)
 
     # -- optimizer state dicts: not implemented ---------------------------------------------
     @staticmethod
