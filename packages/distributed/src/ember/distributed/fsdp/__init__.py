@@ -1,6 +1,25 @@
-"""``ember.distributed.fsdp``: FSDP2's ``fully_shard`` (parameters sharded as DTensors on dim 0)."""
+"""``ember.distributed.fsdp``: FSDP2's ``fully_shard`` (parameters sharded as DTensors on dim 0) and
+FSDP1's ``FullyShardedDataParallel`` wrapper API built on it."""
 
+from ._fsdp1 import (
+    BackwardPrefetch,
+    CPUOffload,
+    FullOptimStateDictConfig,
+    FullStateDictConfig,
+    FullyShardedDataParallel,
+    LocalStateDictConfig,
+    MixedPrecision,
+    OptimStateDictConfig,
+    ShardedStateDictConfig,
+    ShardingStrategy,
+    StateDictConfig,
+    StateDictSettings,
+    StateDictType,
+)
 from ._fully_shard import FSDPModule, fully_shard
 from ._policy import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
 
-__all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "fully_shard"]
+__all__ = ["BackwardPrefetch", "CPUOffload", "CPUOffloadPolicy", "FSDPModule", "FullOptimStateDictConfig",
+           "FullStateDictConfig", "FullyShardedDataParallel", "LocalStateDictConfig", "MixedPrecision",
+           "MixedPrecisionPolicy", "OffloadPolicy", "OptimStateDictConfig", "ShardedStateDictConfig",
+           "ShardingStrategy", "StateDictConfig", "StateDictSettings", "StateDictType", "fully_shard"]

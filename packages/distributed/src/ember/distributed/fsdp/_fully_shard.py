@@ -357,8 +357,19 @@ def fully_shard(module, *, mesh: DeviceMesh | None = None, reshard_after_forward
         raise ValueError(f"reshard_after_forward should be a bool or an int, got {type(reshard_after_forward)}")
     ignored = {id(p) for p in (ignored_params or ())}
     params = []
+    # id(parameter) -> (the parameter, kept so that its id is not reused; its sharded parameter):
+    # a parameter shared by several modules stays one
+    shared: dict = {}
     for _, owner in module.named_modules():
         for name, param in list(owner._parameters.items()):
+            if param is not None and id(param) in shared:
+                sharded = shared[id(param)][1]
+                owner._parameters[name] = sharded
+                if "_fsdp_sharded" not in owner.__dict__:
+                    owner._fsdp_sharded = {}
+                owner._fsdp_sharded[name] = sharded
+                params.append((owner, name))
+                continue
             if param is None or id(param) in ignored or isinstance(param, DTensor):
                 continue  # DTensors here are managed by an inner fully_shard (or another parallelism)
             placement = shard_placement_fn(param) if shard_placement_fn is not None else None
@@ -372,6 +383,7 @@ def fully_shard(module, *, mesh: DeviceMesh | None = None, reshard_after_forward
             if "_fsdp_sharded" not in owner.__dict__:
                 owner._fsdp_sharded = {}
             owner._fsdp_sharded[name] = sharded
+            shared[id(param)] = (param, sharded)
             params.append((owner, name))
     module._fsdp_state = _State(mesh, params, bool(reshard_after_forward), mp_policy)
     if not isinstance(module, FSDPModule):
