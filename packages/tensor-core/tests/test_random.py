@@ -485,6 +485,9 @@ STREAM_CASES = {
     "dropout_inplace_transposed": lambda m: m.dropout_(m.ones(6, 7).t(), 0.5, True),
     "alpha_dropout_transposed": lambda m: m.alpha_dropout(m.ones(6, 7).t(), 0.5, True),
     "dropout_sliced": lambda m: m.dropout(m.ones(6, 8)[:, ::2], 0.5, True),
+    "native_dropout_transposed": lambda m: m.native_dropout(m.ones(5, 7).t(), 0.5, True)[0],
+    "multinomial_transposed": lambda m: m.multinomial(m.rand(6, 4).t(), 3),
+    "multinomial_transposed_one": lambda m: m.multinomial(m.rand(6, 4).t(), 1),
 }
 
 

@@ -216,7 +216,8 @@ def native_dropout(input, p, train):
     p = _check_p(p)
     if not train or p == 0.0:
         return input.clone(), ones(input._shape, dtype=dtypes.bool, device=input._device)
-    keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
+    keep = preserve_layout(new_empty_tensor(input._shape, input.dtype, input._device), input, values=False)
+    keep.bernoulli_(1.0 - p)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1.0 else input * 0
     return out, keep != 0
 
