@@ -361,6 +361,22 @@ def test_gumbel_softmax(hard, dim):
         enn.functional.gumbel_softmax(base, eps=1e-3)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_seeded_matches_torch(hard, transposed):
+    """Same seed, same sample: the Gumbel noise is drawn contiguous (logical order) whatever the
+    logits' layout, as PyTorch."""
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    outs = []
+    for lib in (ember, torch):
+        lib.manual_seed(3)
+        logits = lib.tensor(x.T.copy()).t() if transposed else lib.tensor(x)
+        y = lib.nn.functional.gumbel_softmax(logits, tau=0.7, hard=hard, dim=0)
+        outs.append((y.detach().numpy(), lib.rand(2).numpy()))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
 @pytest.mark.parametrize("name,args", [("ReLU", ()), ("GELU", ()), ("SiLU", ()), ("ELU", ()), ("Hardswish", ()),
                                        ("LeakyReLU", (0.1,)), ("Softplus", ()), ("Mish", ()), ("Softmax", (1,)),
                                        ("LogSoftmax", (-1,)), ("Hardshrink", ()), ("Tanh", ()), ("Sigmoid", ())])

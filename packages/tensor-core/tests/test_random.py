@@ -477,6 +477,17 @@ STREAM_CASES = {
     "binomial": lambda m: m.binomial(m.linspace(0, 5000, 300), m.linspace(0, 1, 300)),
     "binomial_f64": lambda m: m.binomial(m.linspace(0, 80, 300, dtype=m.float64),
                                          m.linspace(1, 0, 300, dtype=m.float64)),
+    # Dropout draws its mask into empty_like(input): a strided input's memory order.
+    "dropout_transposed": lambda m: m.dropout(m.arange(120.).reshape(3, 5, 8).transpose(0, 1), 0.3, True),
+    "dropout_permuted": lambda m: m.dropout(m.ones(2, 3, 4, 5).permute(0, 2, 1, 3), 0.6, True),
+    "dropout_channels_last": lambda m: m.dropout(
+        m.ones(2, 3, 4, 5).contiguous(memory_format=m.channels_last), 0.4, True),
+    "dropout_inplace_transposed": lambda m: m.dropout_(m.ones(6, 7).t(), 0.5, True),
+    "alpha_dropout_transposed": lambda m: m.alpha_dropout(m.ones(6, 7).t(), 0.5, True),
+    "dropout_sliced": lambda m: m.dropout(m.ones(6, 8)[:, ::2], 0.5, True),
+    "native_dropout_transposed": lambda m: m.native_dropout(m.ones(5, 7).t(), 0.5, True)[0],
+    "multinomial_transposed": lambda m: m.multinomial(m.rand(6, 4).t(), 3),
+    "multinomial_transposed_one": lambda m: m.multinomial(m.rand(6, 4).t(), 1),
 }
 
 

@@ -201,7 +201,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    gumbels = -ember.empty_like(logits).exponential_().log()
+    # Contiguous noise whatever the logits' layout, as PyTorch: a transposed input draws in logical order.
+    gumbels = -ember.empty_like(logits, memory_format=ember.contiguous_format).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
         return y_soft

@@ -84,6 +84,24 @@ def multi_head_attention_forward(
     k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
     static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
+    return _mha_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k,
+                        bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training, key_padding_mask,
+                        need_weights, attn_mask, use_separate_proj_weight, q_proj_weight, k_proj_weight,
+                        v_proj_weight, static_k, static_v, average_attn_weights, is_causal)
+
+
+def _mha_forward(
+    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
+    add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+    training: bool = True, key_padding_mask: Tensor | None = None, need_weights: bool = True,
+    attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+    static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
+    batch_major_out: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """``multi_head_attention_forward``; ``batch_major_out``: the (L, N, E) result is the transposed view of a
+    contiguous (N, L, E) one, as PyTorch's fused path for ``MultiheadAttention(batch_first=True)`` lays it out."""
     unbatched = query.ndim == 2
     if query.ndim not in (2, 3):
         raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D "
@@ -192,9 +210,11 @@ def multi_head_attention_forward(
                 else attn_mask.unsqueeze(0)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
 
-    # (N, H, L, head_dim) -> rows of the input's layout, the output projection, (L, N, E). The
-    # attention kernel wrote its result in the query's layout, so the reshape is a view.
-    if _batch_first_storage(query):
+    # (N, H, L, head_dim) -> (L * N, E) rows, the output projection, (L, N, E) contiguous, as
+    # PyTorch lays it out whatever the input's layout: MultiheadAttention(batch_first=True) then
+    # returns the (N, L, E) transposed view of it, and a dropout after attention (Transformer
+    # layers' dropout1) draws its mask in that memory order, so seeded runs match PyTorch's.
+    if batch_major_out and _batch_first_storage(query):
         out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
         out = F.linear(out, out_proj_weight, out_proj_bias).view(bsz, tgt_len, embed_dim).transpose(0, 1)
     else:

@@ -7,7 +7,7 @@ from ember import Tensor
 
 from .. import init
 from ..parameter import Parameter
-from ._attention_functional import multi_head_attention_forward
+from ._attention_functional import _mha_forward
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
@@ -87,13 +87,22 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        out, weights = multi_head_attention_forward(
+        # PyTorch's fused path (inference-only self-attention) returns a contiguous (N, L, E); its
+        # general path the transposed view of a contiguous (L, N, E), whose memory order a dropout
+        # after attention draws its mask in.
+        fused = (self.batch_first and batched and query is key and key is value and not self.training
+                 and self.num_heads % 2 == 0 and self.bias_k is None and not self.add_zero_attn
+                 and self._qkv_same_embed_dim
+                 and not (ember.is_grad_enabled() and any(
+                     t is not None and t.requires_grad for t in (query, self.in_proj_weight, self.in_proj_bias,
+                                                                 self.out_proj.weight, self.out_proj.bias))))
+        out, weights = _mha_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
             training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
             attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
             q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
-            average_attn_weights=average_attn_weights, is_causal=is_causal)
+            average_attn_weights=average_attn_weights, is_causal=is_causal, batch_major_out=fused)
         if self.batch_first and batched:
             return out.transpose(1, 0), weights
         return out, weights

@@ -15,6 +15,7 @@ from ..._native import _C
 from ...composite import define_composite, pre_dispatch_tracing
 from ...device import META
 from ...dispatch import define
+from ...memory_format import preserve_layout
 from ...optable import declare
 from ...tensor import Tensor, new_empty_tensor
 from .._common import check_tensor_args, compute_dtype, convert, type_name, write_out
@@ -137,6 +138,10 @@ def _dropout_mask(input: Tensor, shape, p: float, generator=None) -> Tensor:
     # made (ember.func.vmap draws one mask per sample under randomness="different").
 
     mask = empty_op(tuple(shape), dtype=input.dtype, device=input._device)
+    if tuple(shape) == tuple(input._shape):
+        # PyTorch draws the mask into ``empty_like(input)``: a transposed / channels-last input's
+        # mask is filled in that memory order, so the same seed drops the same elements.
+        mask = preserve_layout(mask, input, values=False)
     if p == 1.0:
         return mask.zero_()
     mask.bernoulli_(1.0 - p, generator=generator)
@@ -195,7 +200,10 @@ def _alpha_dropout(input, p, training, inplace, feature: bool):
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     alpha = 1.7580993408473766  # SELU scale * alpha: dropped units take its negative saturation, -alpha
     shape = tuple(input._shape[:2]) + (1,) * (input.ndim - 2) if feature else input._shape
-    keep = new_empty_tensor(shape, input.dtype, input._device).bernoulli_(1.0 - p)
+    keep = new_empty_tensor(shape, input.dtype, input._device)
+    if not feature:
+        keep = preserve_layout(keep, input, values=False)  # empty_like(input), as _dropout_mask
+    keep.bernoulli_(1.0 - p)
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
     b = (keep - 1) * (a * alpha) + a * alpha * p
     noise = keep * a
@@ -208,7 +216,8 @@ def native_dropout(input, p, train):
     p = _check_p(p)
     if not train or p == 0.0:
         return input.clone(), ones(input._shape, dtype=dtypes.bool, device=input._device)
-    keep = new_empty_tensor(input._shape, input.dtype, input._device).bernoulli_(1.0 - p)
+    keep = preserve_layout(new_empty_tensor(input._shape, input.dtype, input._device), input, values=False)
+    keep.bernoulli_(1.0 - p)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1.0 else input * 0
     return out, keep != 0
 

@@ -20,6 +20,7 @@ from ...device import META
 from ...dispatch import define as _define
 from ...generator import Generator
 from ...generator import resolve as _resolve
+from ...memory_format import preserve_layout
 from ...optable import declare
 from ...shapes import broadcast_shapes as _broadcast_shapes
 from ...tensor import Tensor
@@ -483,7 +484,8 @@ def _multinomial_cpu(probs, num_samples, replacement=False, *, generator=None):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if bool((probs.sum(-1) == 0).any().item()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        q = _new_empty(probs._shape, probs.dtype, probs._device)
+        # empty_like(probs): a strided (e.g. transposed) input's q is drawn in its memory order.
+        q = preserve_layout(_new_empty(probs._shape, probs.dtype, probs._device), probs, values=False)
         exponential_op(q, 1.0, generator=gen)
         keys = probs / q
         if num_samples == 1:
