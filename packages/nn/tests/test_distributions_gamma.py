@@ -111,3 +111,18 @@ def test_seeded_cpu_samples_match_torch(family):
     ember.manual_seed(2)
     e = make(ember).sample((4,))
     np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_standard_gamma_op_differentiates_like_torch():
+    # ember._standard_gamma records StandardGammaBackward0 with the implicit reparameterization gradient.
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        a = lib.tensor([0.5, 1.0, 2.5, 7.0], dtype=lib.float64, requires_grad=True)
+        x = lib._standard_gamma(a)
+        x.sum().backward()
+        results.append((type(x.grad_fn).__name__, x.detach().numpy(), a.grad.numpy()))
+    (tname, tx, tg), (ename, ex, eg) = results
+    assert ename == tname == "StandardGammaBackward0"
+    np.testing.assert_array_equal(ex, tx)
+    np.testing.assert_allclose(eg, tg, rtol=1e-4)

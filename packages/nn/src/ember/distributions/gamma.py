@@ -4,6 +4,7 @@ import numbers
 
 import ember
 from ember.autograd import Function
+from ember.autograd.formulas.mathfns import standard_gamma_grad
 
 from . import constraints
 from .distribution import Distribution
@@ -45,11 +46,8 @@ def _sample_standard_gamma(alpha):
 
 
 class _StandardGamma(Function):
-    """Gamma(alpha, 1) sample with the implicit reparameterization gradient.
-
-    x = F^-1(u; alpha) for the CDF F, so dx/dalpha = -(dF/dalpha) / f(x; alpha); dF/dalpha is taken
-    by a central difference of the regularized incomplete gamma function in float64.
-    """
+    """Gamma(alpha, 1) sample with the implicit reparameterization gradient (``standard_gamma_grad``),
+    for devices whose sampler is the Python one above."""
 
     @staticmethod
     def forward(ctx, alpha):
@@ -60,11 +58,7 @@ class _StandardGamma(Function):
     @staticmethod
     def backward(ctx, grad):
         alpha, x = ctx.saved_tensors
-        a64, x64 = alpha.double(), x.double()
-        h = 1e-4 * a64.clamp(min=1e-2)
-        dcdf = (ember.special.gammainc(a64 + h, x64) - ember.special.gammainc(a64 - h, x64)) / (2 * h)
-        log_pdf = (a64 - 1) * x64.log() - x64 - ember.lgamma(a64)
-        return grad * (-dcdf * (-log_pdf).exp()).to(alpha.dtype)
+        return grad * standard_gamma_grad(alpha, x)
 
 
 class Gamma(Distribution):

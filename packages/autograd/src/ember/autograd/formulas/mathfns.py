@@ -163,6 +163,22 @@ register_if_defined("igammac", _igamma_backward(-1, "igammac"))
 register_if_defined("frexp.Tensor", _frexp, save_output=True)
 register_if_defined("linalg_lu_factor_ex", _lu_factor_ex, save_output=True)
 register_if_defined("poisson", zero_grads)
+def standard_gamma_grad(alpha, x):
+    """d x / d alpha of a Gamma(alpha, 1) sample x (implicit reparameterization, as PyTorch's
+    ``_standard_gamma_grad``): x = F^-1(u; alpha) for the CDF F, so dx/dalpha = -(dF/dalpha) / f(x; alpha);
+    dF/dalpha by a central difference of the regularized incomplete gamma function in float64."""
+    a64, x64 = alpha.double(), x.double()
+    h = 1e-4 * a64.clamp(min=1e-2)
+    dcdf = (OPS["igamma"](a64 + h, x64) - OPS["igamma"](a64 - h, x64)) / (2 * h)
+    log_pdf = (a64 - 1) * x64.log() - x64 - ember.lgamma(a64)
+    return (-dcdf * (-log_pdf).exp()).to(alpha.dtype)
+
+
+def _standard_gamma(grads, inputs, outputs):
+    return (grads[0] * standard_gamma_grad(inputs.args[0], outputs[0]),)
+
+
+register_if_defined("_standard_gamma", _standard_gamma, save_output=True)
 register_if_defined("binomial", zero_grads)
 NON_DIFFERENTIABLE.update(name for name in ("gcd", "lcm", "gcd_", "lcm_") if name in OPS)
 

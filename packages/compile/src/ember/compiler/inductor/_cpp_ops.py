@@ -84,7 +84,7 @@ EMBER_FLOAT_HELPERS(float, f)
 EMBER_FLOAT_HELPERS(double, )
 /* float32 exp inline, so loops using it vectorize whole (no call per vector of libmvec's, none per
  * element without it): eager's exp_f32 (tensor-core common/vecmath.h), the same reduction to
- * |r| <= ln2/2, Cephes' degree-5 polynomial (within 2 ulp) and two-step scaling by 2^n (exact
+ * |r| <= ln2/2, the same fitted degree-4 polynomial (~1 ulp) and two-step scaling by 2^n (exact
  * for subnormal results). The clamp to [-104, 89] keeps NaN (both compares false) and makes
  * the scaling itself give +inf past 88.72 and 0 below -103.97, so no selects follow: bit for
  * bit eager's result on all 2^32 inputs (NaN payloads aside), in ~2/3 of its instructions. */
@@ -94,12 +94,11 @@ static inline __attribute__((always_inline)) float ember_expf(float x) {
     float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = xc - n * 0.693145751953125f;
     r = r - n * 1.428606765330187045e-06f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    float p = 1.3814612757e-3f;
+    p = p * r + 8.3687100559e-3f;
+    p = p * r + 4.1668388993e-2f;
+    p = p * r + 1.6666521132e-1f;
+    p = p * r + 4.9999994040e-1f;
     p = p * (r * r) + r + 1.0f;
     int32_t ni = (int32_t)n, n1 = ni >> 1;
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(ni - n1 + 127) << 23;
