@@ -406,3 +406,30 @@ def test_rrelu_training_draws_match_torch(dtype, bounds):
     np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
     np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
     np.testing.assert_array_equal(ember.rand(3).numpy(), torch.rand(3).numpy())
+
+
+_LAYOUT_FNS = ["relu", "gelu", "silu", "leaky_relu", "elu", "hardtanh", "softplus", "rrelu", "relu6", "selu",
+               "celu", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "logsigmoid", "softsign",
+               "tanhshrink", "hardshrink", "softshrink"]
+
+
+def _layout_inputs(lib):
+    base = lib.arange(120, dtype=lib.float32).reshape(2, 3, 4, 5) - 50
+    return {"transposed": base[0, 0].t(), "channels_last": base.contiguous(memory_format=lib.channels_last),
+            "sliced": base[:, :, ::2], "permuted": base.permute(3, 1, 0, 2), "expanded": base[:, :1].expand(2, 3, 4, 5)}
+
+
+@pytest.mark.parametrize("fn, training", [(fn, False) for fn in _LAYOUT_FNS] + [("rrelu", True)])
+def test_activation_output_strides_match_torch(fn, training):
+    # rrelu and logsigmoid allocate contiguous results; the TensorIterator ones keep a dense input's layout.
+    kwargs = {"training": training} if fn == "rrelu" else {}
+    ins_e, ins_t = _layout_inputs(ember), _layout_inputs(torch)
+    for key in ins_t:
+        ye = getattr(ember.nn.functional, fn)(ins_e[key], **kwargs)
+        yt = getattr(torch.nn.functional, fn)(ins_t[key], **kwargs)
+        assert ye.stride() == yt.stride(), (fn, key)
+        if not (fn == "rrelu" and training):
+            np.testing.assert_allclose(ye.numpy(), yt.numpy(), rtol=1e-6, atol=1e-6)
+    # Tensor-level torch.rrelu too.
+    xe, xt = ins_e["transposed"], ins_t["transposed"]
+    assert ember.rrelu(xe, training=training).stride() == torch.rrelu(xt, training=training).stride()

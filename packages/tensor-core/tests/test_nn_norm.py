@@ -175,3 +175,31 @@ def test_meta_shapes():
 def test_top_level_not_tensor_methods():
     assert not hasattr(ember.Tensor, "layer_norm") and not hasattr(ember.Tensor, "batch_norm")
     assert from_torch(torch.ones(1)).shape == (1,)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_layer_norm_backward_half_weight_bias_grads_match_torch_exactly(dtype, threads):
+    # PyTorch sums dweight/dbias of a half-type input per thread block of rows with a half-type
+    # accumulator, then adds the blocks in float: the same inputs give bit-identical grads.
+    import numpy as np
+    import torch
+
+    old_t, old_e = torch.get_num_threads(), ember.get_num_threads()
+    torch.set_num_threads(threads)
+    ember.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(threads)
+        for m, n in [(4, 8), (37, 25), (64, 96), (5, 131)]:
+            arrs = [rng.standard_normal(s).astype("float32") for s in [(m, n), (n,), (n,), (m, n)]]
+            x, w, b, g = (torch.tensor(a).to(getattr(torch, dtype)) for a in arrs)
+            _, mean, rstd = torch.native_layer_norm(x, (n,), w, b, 1e-5)
+            ref = torch.ops.aten.native_layer_norm_backward(g, x, (n,), mean, rstd, w, b, [True, True, True])
+            ge, xe, me, re, we, be = (ember.from_numpy(t.float().numpy()).to(getattr(ember, dtype))
+                                      for t in (g, x, mean, rstd, w, b))
+            got = ember.ops.aten.native_layer_norm_backward(ge, xe, (n,), me, re, we, be, [True, True, True])
+            for k in (1, 2):
+                np.testing.assert_array_equal(got[k].float().numpy(), ref[k].float().numpy())
+    finally:
+        torch.set_num_threads(old_t)
+        ember.set_num_threads(old_e)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -174,3 +176,23 @@ def test_sparse_repr_matches_torch(build):
         warnings.simplefilter("ignore")
         expected = repr(build(torch))
     assert repr(build(ember)).replace("ember.", "torch.") == expected
+
+
+def test_is_contiguous_on_sparse_layouts_matches_torch():
+    dense = [[0.0, 1.0], [2.0, 0.0]]
+    e, t = ember.tensor(dense).to_sparse(), torch.tensor(dense).to_sparse()
+    # COO answers False (coalesced or not, any memory format), as PyTorch.
+    assert e.is_contiguous() is t.is_contiguous() is False
+    assert e.coalesce().is_contiguous() is t.coalesce().is_contiguous() is False
+    assert e.is_contiguous(memory_format=ember.channels_last) is False
+    for conv, args in [("to_sparse_csr", ()), ("to_sparse_csc", ()), ("to_sparse_bsr", ((1, 1),)),
+                       ("to_sparse_bsc", ((1, 1),))]:
+        te = getattr(ember.tensor(dense), conv)(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's beta-state note for compressed layouts
+            tt = getattr(torch.tensor(dense), conv)(*args)
+        with pytest.raises(RuntimeError) as ee:
+            te.is_contiguous()
+        with pytest.raises(RuntimeError) as et:
+            tt.is_contiguous()
+        assert str(ee.value) == str(et.value)

@@ -237,7 +237,7 @@ void layer_norm_impl(py::handle out_obj, py::handle mean_obj, py::handle rstd_ob
 // Gradients of layer_norm: dx per row, and dweight/dbias as column sums (each optional).
 void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle db_obj, py::handle dy_obj,
                               py::handle x_obj, py::handle mean_obj, py::handle rstd_obj, py::handle w_obj,
-                              int64_t rows) {
+                              int64_t rows, int round_kind, int64_t chunks) {
   TensorArg x = unpack(x_obj);
   if (!x.is_contiguous()) throw std::invalid_argument("layer_norm_backward: input must be contiguous");
   int64_t n = rows_cols(x, rows);
@@ -260,7 +260,10 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
     // result does not depend on the thread count. Wide rows (whose buffers would leave L2) keep
     // the column pass below.
     constexpr int64_t kPartRows = 64;
-    const bool fuse = dx && (dw || db) && 2 * n * static_cast<int64_t>(sizeof(T)) <= 256 * 1024;
+    // round_kind (1 half, 2 bfloat16): the input's dtype was a half type computed here in float. PyTorch
+    // then sums dweight/dbias per thread over `chunks` blocks of rows, with an accumulator of the half
+    // type (rounded after each row), and adds the blocks in float; the column pass below does the same.
+    const bool fuse = round_kind == 0 && dx && (dw || db) && 2 * n * static_cast<int64_t>(sizeof(T)) <= 256 * 1024;
     const int64_t parts = fuse ? (rows + kPartRows - 1) / kPartRows : 0;
     // A part's two buffers, 2n + 2 * kPad apart: offsets that are not a multiple of 4 KiB away from
     // the rows' (whose addresses share their low 12 bits), which would alias their loads and stores.
@@ -325,12 +328,38 @@ void layer_norm_backward_impl(py::handle dx_obj, py::handle dw_obj, py::handle d
       parallel_for(n, 64, [&](int64_t c0, int64_t c1) {
         int64_t width = c1 - c0;
         std::vector<T> sw(width, T(0)), sb(width, T(0));
-        for (int64_t r = 0; r < rows; ++r) {
-          const T *row = xp + r * n + c0, *g = gp + r * n + c0;
-          T mu = mp[r], rs = rp[r];
-          for (int64_t i = 0; i < width; ++i) {
-            sw[i] += g[i] * (row[i] - mu) * rs;
-            sb[i] += g[i];
+        if (round_kind != 0) {
+          auto round = [&](T v) -> T {
+            const float f = static_cast<float>(v);
+            return static_cast<T>(round_kind == 1 ? half_to_float(float_to_half(f)) : bf16_to_float(float_to_bf16(f)));
+          };
+          const int64_t per = (rows + std::max<int64_t>(chunks, 1) - 1) / std::max<int64_t>(chunks, 1);
+          std::vector<T> cw(width), cb(width);
+          for (int64_t r0 = 0; r0 < rows; r0 += per) {
+            std::fill(cw.begin(), cw.end(), T(0));
+            std::fill(cb.begin(), cb.end(), T(0));
+            for (int64_t r = r0; r < std::min(rows, r0 + per); ++r) {
+              const T *row = xp + r * n + c0, *g = gp + r * n + c0;
+              T mu = mp[r], rs = rp[r];
+              for (int64_t i = 0; i < width; ++i) {
+                // A fused multiply-add, as PyTorch's vectorized loop.
+                cw[i] = round(std::fma(g[i], (row[i] - mu) * rs, cw[i]));
+                cb[i] = round(cb[i] + g[i]);
+              }
+            }
+            for (int64_t i = 0; i < width; ++i) {
+              sw[i] += cw[i];
+              sb[i] += cb[i];
+            }
+          }
+        } else {
+          for (int64_t r = 0; r < rows; ++r) {
+            const T *row = xp + r * n + c0, *g = gp + r * n + c0;
+            T mu = mp[r], rs = rp[r];
+            for (int64_t i = 0; i < width; ++i) {
+              sw[i] += g[i] * (row[i] - mu) * rs;
+              sb[i] += g[i];
+            }
           }
         }
         for (int64_t i = 0; i < width; ++i) {
@@ -486,7 +515,8 @@ void bind_norm(py::module_& m) {
         py::arg("weight"), py::arg("bias"), py::arg("rows"), py::arg("eps"),
         "Row-wise normalization of a contiguous input split into `rows` rows (out may be None).");
   m.def("layer_norm_backward", &layer_norm_backward_impl, py::arg("dx"), py::arg("dweight"), py::arg("dbias"),
-        py::arg("grad"), py::arg("input"), py::arg("mean"), py::arg("rstd"), py::arg("weight"), py::arg("rows"));
+        py::arg("grad"), py::arg("input"), py::arg("mean"), py::arg("rstd"), py::arg("weight"), py::arg("rows"),
+        py::arg("round_kind") = 0, py::arg("chunks") = 1);
   m.def("rms_norm", &rms_norm_impl, py::arg("out"), py::arg("rstd"), py::arg("input"), py::arg("weight"),
         py::arg("rows"), py::arg("eps"));
   m.def("channel_stats", &channel_stats_impl, py::arg("mean"), py::arg("var"), py::arg("input"), py::arg("n"),

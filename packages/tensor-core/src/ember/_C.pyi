@@ -534,6 +534,8 @@ def layer_norm_backward(
     rstd: object,
     weight: object,
     rows: typing.SupportsInt | typing.SupportsIndex,
+    round_kind: typing.SupportsInt | typing.SupportsIndex = ...,
+    chunks: typing.SupportsInt | typing.SupportsIndex = ...,
 ) -> None: ...
 
 def lcm_(out: object, a: object, b: object) -> None: ...

@@ -119,8 +119,9 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    # log(sigmoid(x)) = -softplus(-x), stable for large |x|.
-    return -softplus(-input)
+    # log(sigmoid(x)) = -softplus(-x), stable for large |x|. PyTorch's log_sigmoid allocates a contiguous
+    # result whatever the input's strides.
+    return -softplus(-input.contiguous())
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -163,6 +164,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
+    if not inplace:
+        # PyTorch's rrelu allocates a contiguous result whatever the input's strides.
+        input = input.contiguous()
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     # One slope per element for x <= 0, as PyTorch's noise tensor; the product needs only the noise in

@@ -189,7 +189,10 @@ class Tensor(_C.TensorBase):
 
     def _is_contiguous(self, memory_format=None) -> bool:
         if self._layout is not strided:
-            raise RuntimeError(f"{_impl_name(self)} do not have is_contiguous")
+            # As PyTorch: COO tensors answer False (for any memory format); compressed layouts raise.
+            if self._layout.name == "sparse_coo":
+                return False
+            raise RuntimeError(f"Sparse {self._layout.name[len('sparse_'):].upper()} tensors do not have is_contiguous")
         if memory_format is None:
             answer = _C_CONTIGUOUS(self)  # from the C mirrors; None for symbolic sizes
             if answer is not None:

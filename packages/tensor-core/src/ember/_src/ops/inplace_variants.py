@@ -448,6 +448,9 @@ def threshold_(input, threshold, value):
 def _rrelu(input, lower, upper, training, generator, inplace):
     """Leaky ReLU with slope (lower + upper) / 2, or in training one slope per element drawn
     from U(lower, upper), as PyTorch's noise tensor."""
+    if not inplace:
+        # PyTorch's rrelu allocates a contiguous result whatever the input's strides.
+        input = input.contiguous()
     if not training:
         return elementwise.leaky_relu(input, (lower + upper) / 2, inplace)
     slope = views.new_empty(input, input._shape).uniform_(lower, upper, generator=generator)

@@ -43,6 +43,13 @@ def _back(t: Tensor, dtype) -> Tensor:
     return t if t.dtype is dtype else convert(t, dtype)
 
 
+def _half_sums(dtype) -> tuple[int, int]:
+    """(round_kind, chunks) for the C kernels' weight/bias sums: PyTorch's CPU kernels sum a half-type input's
+    rows per thread (one block of rows each) with an accumulator of the half type, then add the blocks in float."""
+    kind = {dtypes.float16: 1, dtypes.bfloat16: 2}.get(dtype, 0)
+    return kind, (_C.get_num_threads() if kind else 1)
+
+
 def _check_float(input: Tensor, name: str) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
@@ -90,7 +97,7 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
     dw = new_empty_tensor(nshape, cd, dev) if output_mask[1] and weight is not None else None
     db = new_empty_tensor(nshape, cd, dev) if output_mask[2] and bias is not None else None
     if input.numel():
-        _C.layer_norm_backward(dx, dw, db, g, x, _work(mean), _work(rstd), w, rows)
+        _C.layer_norm_backward(dx, dw, db, g, x, _work(mean), _work(rstd), w, rows, *_half_sums(input.dtype))
     else:
         for t in (dw, db):
             if t is not None:
