@@ -356,3 +356,17 @@ def test_trace_module_matches_torch():
             L.jit.trace_module(build(L), L.ones(2, 4))
         with pytest.raises(AttributeError, match="expected torch.nn.Module"):
             L.jit.trace_module(lambda x: x, {"forward": L.ones(2)})
+
+
+def test_trace_kwarg_example_inputs_take_either_spelling_as_torch():
+    # check_trace runs the keyword example; the traced program takes positions or names
+    def f(x, y):
+        return x * 2 + y
+
+    for L in (torch, ember):
+        lin = L.nn.Linear(3, 2)
+        t = L.jit.trace(lin, example_kwarg_inputs={"input": L.ones(1, 3)})
+        assert tuple(t(L.ones(4, 3)).shape) == (4, 2) and tuple(t(input=L.ones(2, 3)).shape) == (2, 2)
+        g = L.jit.trace(f, example_kwarg_inputs={"y": L.ones(1, 3), "x": L.ones(1, 3)})
+        assert g(L.ones(4, 3), L.ones(4, 3) * 3)[0].tolist() == [5.0] * 3
+        assert g(y=L.ones(2, 3), x=L.ones(2, 3) * 5)[0].tolist() == [11.0] * 3

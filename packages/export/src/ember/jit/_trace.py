@@ -20,7 +20,7 @@ from ember.export import Dim
 from ember.export import export as export_program
 from ember.export._errors import GuardOnDataDependentSymNode
 
-from ._script_module import ScriptFunction, TopLevelTracedModule, _FunctionModule
+from ._script_module import ScriptFunction, TopLevelTracedModule, _FunctionModule, bind_positional
 from ._state import FLAGS
 
 
@@ -174,6 +174,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, ch
         () if example_inputs is None else (example_inputs,))
     kwargs = dict(example_kwarg_inputs or {})
     module = func if isinstance(func, nn.Module) else _FunctionModule(func)
+    args, kwargs = bind_positional(module, args, kwargs)
     eager = False
     try:
         ep = export_widened(module, args, kwargs)
@@ -198,9 +199,9 @@ def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, ch
     if ep is None:
         object.__setattr__(traced, "_recorded", program)
     if check_trace:
-        checks = [args] + [c if isinstance(c, tuple) else (c,) for c in (check_inputs or [])]
-        for check in checks:
-            _check(module, traced, ep, check, check_tolerance, eager)
+        checks = [(args, kwargs)] + [(c if isinstance(c, tuple) else (c,), {}) for c in (check_inputs or [])]
+        for check, check_kwargs in checks:
+            _check(module, traced, ep, check, check_tolerance, eager, check_kwargs)
     return traced if isinstance(func, nn.Module) else ScriptFunction(func, traced)
 
 
@@ -239,23 +240,24 @@ def _export_recorded(module, args, kwargs):
     return ep, ep.module()
 
 
-def _check(module, traced, ep, args, tol, eager=False):
+def _check(module, traced, ep, args, tol, eager=False, kwargs=None):
+    kwargs = kwargs or {}
     if eager:
-        other, recorded = _export_recorded(module, args, {})
+        other, recorded = _export_recorded(module, args, kwargs)
         a = _graph_ops(ep) if ep is not None else _graph_ops(traced._recorded.gm)
         b = _graph_ops(other) if other is not None else _graph_ops(recorded.gm)
     else:
-        a, b = _graph_ops(ep), _graph_ops(export_with_batch_dim(module, args, {}))
+        a, b = _graph_ops(ep), _graph_ops(export_with_batch_dim(module, args, kwargs))
     if a != b:
         diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         raise TracingCheckError(f"\tfirst difference at op {diff}: {a[diff:diff + 1]} vs {b[diff:diff + 1]} "
                                 f"({len(a)} ops vs {len(b)})", None)
     try:
-        got = traced(*args)
+        got = traced(*args, **kwargs)
     except AssertionError as exc:  # a size the recorded graph cannot take
         raise TracingCheckError(None, None, f"the traced graph rejects a check input: {exc}") from None
     with ember.no_grad():
-        want = module(*args)
+        want = module(*args, **kwargs)
     from ember.export._pytree import tree_leaves
 
     for g, w in zip(tree_leaves(got), tree_leaves(want)):
