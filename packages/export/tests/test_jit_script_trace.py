@@ -236,3 +236,137 @@ def test_traced_matches_torch_jit_trace_numerically():
     e_out = jit.trace(e_model, ember.from_numpy(x.numpy().copy()))(ember.from_numpy(x.numpy().copy()))
     ember.testing.assert_close(e_out.detach(), ember.from_numpy(t_out.detach().numpy().copy()), rtol=1e-5,
                                atol=1e-6)
+
+
+def _batch_reader(L):
+    class Net(L.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = L.nn.Conv2d(1, 2, 3)
+            self.bn = L.nn.BatchNorm2d(2)
+            self.fc = L.nn.Linear(2, 3)
+
+        def forward(self, x):  # the batch size read as a Python number (frozen)
+            y = L.relu(self.bn(self.conv(x)))
+            return self.fc(y.mean((2, 3))) * int(x.size(0)) + x.squeeze(0).sum()
+
+    return Net()
+
+
+@pytest.mark.parametrize("build", [mlp, cnn, _batch_reader])
+def test_trace_at_batch_one_runs_at_other_batches_as_torch(build):
+    # torch.jit.trace replays the recorded ops: a batch-1 trace runs at any batch; sizes read as
+    # Python numbers are frozen (with a TracerWarning), squeeze(0) stays what it recorded.
+    torch.manual_seed(0)
+    ember.manual_seed(0)
+    ref, model = build(torch).eval(), build(ember).eval()
+    copy_weights(ref, model)
+    shape = (6,) if build is mlp else (1, 8, 8)
+    x1 = torch.randn(1, *shape)
+    with pytest.warns(torch.jit.TracerWarning) if build is _batch_reader else _no_warning():
+        want_t = torch.jit.trace(ref, x1)
+    with pytest.warns(jit.TracerWarning, match="Python integer") if build is _batch_reader else _no_warning():
+        traced = jit.trace(model, ember.tensor(x1.numpy()))
+    for b in (4, 1, 3):
+        x = torch.randn(b, *shape) if build is not _batch_reader else torch.randn(b, 1, 8, 8)
+        with torch.no_grad(), ember.no_grad():
+            got = traced(ember.tensor(x.numpy()))
+            want = want_t(x)
+        assert tuple(got.shape) == tuple(want.shape)
+        assert torch.allclose(torch.tensor(got.numpy()), want, rtol=1e-4, atol=1e-4)
+    assert isinstance(traced.code, str) and traced.graph is not None
+    # one state: the traced module's parameters are the model's
+    assert all(a is b for a, b in zip(traced.parameters(), model.parameters()))
+    buf = io.BytesIO()
+    jit.save(traced, buf)
+    buf.seek(0)
+    loaded = jit.load(buf)
+    x = torch.randn(5, *shape) if build is not _batch_reader else torch.randn(5, 1, 8, 8)
+    with torch.no_grad(), ember.no_grad():
+        got, want = loaded(ember.tensor(x.numpy())), want_t(x)
+    assert torch.allclose(torch.tensor(got.numpy()), want, rtol=1e-4, atol=1e-4)
+
+
+class _no_warning:
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("error", jit.TracerWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
+def test_trace_at_batch_one_keeps_its_checks_and_buffers():
+    # train-mode batch norm traced at batch 1: batch statistics at batch 4, as torch's trace
+    ref = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2))
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+    copy_weights(ref, model)
+    x1, x3, x4 = torch.randn(1, 1, 5, 5), torch.randn(3, 1, 5, 5), torch.randn(4, 1, 5, 5)
+    theirs = torch.jit.trace(ref, x1, check_inputs=[(x3,)])
+    ours = jit.trace(model, ember.tensor(x1.numpy()), check_inputs=[(ember.tensor(x3.numpy()),)])
+    with torch.no_grad(), ember.no_grad():
+        got, want = ours(ember.tensor(x4.numpy())), theirs(x4)
+    assert torch.allclose(torch.tensor(got.numpy()), want, atol=1e-5)
+    assert model[1].num_batches_tracked.item() > 0  # (the trace runs the model, as torch's does)
+
+    def frozen(x):  # the batch read as a number: a check at another batch disagrees, as in torch
+        return x * int(x.size(0))
+
+    for L, err in ((torch, torch.jit.TracingCheckError), (ember, jit.TracingCheckError)):
+        with pytest.warns(L.jit.TracerWarning), pytest.raises(err):
+            L.jit.trace(frozen, L.ones(1, 2), check_inputs=[(L.ones(3, 2),)])
+
+
+def test_trace_module_matches_torch():
+    def build(L):
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.lin(x)
+
+            def twice(self, x):
+                return self.lin(x) * 2
+
+        return M()
+
+    ref, model = build(torch), build(ember)
+    copy_weights(ref, model)
+    x = torch.randn(3, 4)
+    ours = jit.trace_module(model, {"forward": ember.ones(1, 4), "twice": (ember.ones(1, 4),)})
+    theirs = torch.jit.trace_module(ref, {"forward": torch.ones(1, 4), "twice": (torch.ones(1, 4),)})
+    assert isinstance(ours, jit.TopLevelTracedModule)
+    with torch.no_grad(), ember.no_grad():
+        for name in ("forward", "twice"):
+            got, want = getattr(ours, name)(ember.tensor(x.numpy())), getattr(theirs, name)(x)
+            assert torch.allclose(torch.tensor(got.numpy()), want, atol=1e-6)
+    only = jit.trace_module(model, {"twice": ember.ones(2, 4)})
+    assert only.twice(ember.ones(5, 4)).shape == (5, 2)
+    for L in (torch, ember):
+        with pytest.raises(AttributeError, match="object has no attribute 'forward'"):
+            L.jit.trace_module(build(L), {"twice": L.ones(2, 4)})(L.ones(2, 4))
+        with pytest.raises(AttributeError, match="expected a dictionary"):
+            L.jit.trace_module(build(L), L.ones(2, 4))
+        with pytest.raises(AttributeError, match="expected torch.nn.Module"):
+            L.jit.trace_module(lambda x: x, {"forward": L.ones(2)})
+
+
+def test_trace_kwarg_example_inputs_take_either_spelling_as_torch():
+    # check_trace runs the keyword example; the traced program takes positions or names
+    def f(x, y):
+        return x * 2 + y
+
+    for L in (torch, ember):
+        lin = L.nn.Linear(3, 2)
+        t = L.jit.trace(lin, example_kwarg_inputs={"input": L.ones(1, 3)})
+        assert tuple(t(L.ones(4, 3)).shape) == (4, 2) and tuple(t(input=L.ones(2, 3)).shape) == (2, 2)
+        g = L.jit.trace(f, example_kwarg_inputs={"y": L.ones(1, 3), "x": L.ones(1, 3)})
+        assert g(L.ones(4, 3), L.ones(4, 3) * 3)[0].tolist() == [5.0] * 3
+        assert g(y=L.ones(2, 3), x=L.ones(2, 3) * 5)[0].tolist() == [11.0] * 3

@@ -14,10 +14,10 @@ from ._script import freeze, optimize_for_inference, script
 from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptModule, TopLevelTracedModule
 from ._serialization import load, save
 from ._state import annotate, export, ignore, is_scripting, is_tracing, unused
-from ._trace import TracerWarning, TracingCheckError, trace
+from ._trace import TracerWarning, TracingCheckError, trace, trace_module
 
 __all__ = [
     "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracerWarning",
     "TracingCheckError", "annotate", "export", "freeze", "ignore", "is_scripting", "is_tracing", "load",
-    "optimize_for_inference", "save", "script", "trace", "unused",
+    "optimize_for_inference", "save", "script", "trace", "trace_module", "unused",
 ]

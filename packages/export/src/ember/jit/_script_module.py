@@ -121,6 +121,7 @@ class ScriptModule(nn.Module):
 
     def forward(self, *args, **kwargs):
         if self._program is not None:  # traced: run the recorded graph
+            args, kwargs = bind_positional(self._original, args, kwargs)
             return self._program(*args, **kwargs)
         check_call(type(self._original).forward.__get__(self._original), args, kwargs, "forward")
         object.__setattr__(self, "_example_inputs", (args, kwargs))
@@ -209,6 +210,20 @@ class ScriptFunction:
 
     def save(self, f, _extra_files=None) -> None:
         self._module.save(f, _extra_files=_extra_files)
+
+
+def bind_positional(module: nn.Module, args, kwargs):
+    """(args, kwargs) with the arguments named by keyword that the forward (or traced
+    function) also takes by position moved into ``args``: a trace records positional inputs,
+    so the traced program takes either spelling, as TorchScript's does."""
+    if not kwargs:
+        return tuple(args), {}
+    fn = module.__dict__.get("_fn") if isinstance(module, _FunctionModule) else module.forward
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # the call does not fit: the program reports it
+        return tuple(args), dict(kwargs)
+    return tuple(bound.args), dict(bound.kwargs)
 
 
 class _FunctionModule(nn.Module):
