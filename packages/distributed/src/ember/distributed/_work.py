@@ -395,7 +395,13 @@ class Work:
         return self._error
 
     def result(self) -> list:
-        self.wait()
+        """The output tensors. As PyTorch's gloo, only once the work is complete: call ``wait()``
+        first (an unfinished one raises, as the request may still be writing the outputs)."""
+        if self._error is not None:
+            raise self._error
+        if not self.is_completed():
+            raise RuntimeError("Work needs to be completed before calling result(). "
+                               "Should call wait() before result().")
         return self._outputs
 
     def get_future(self) -> Future:
