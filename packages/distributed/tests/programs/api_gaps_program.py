@@ -8,12 +8,14 @@ from prelude import LIB, dist, error_of, init, torch, write
 
 if LIB == "torch":
     from torch.distributed.algorithms.ddp_comm_hooks import DDPCommHookType, register_ddp_comm_hook
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
     from torch.distributed.device_mesh import _mesh_resources, init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
     from torch.distributed.tensor import ones as dt_ones
     from torch.nn.parallel import DistributedDataParallel as DDP
 else:
     from ember.distributed.algorithms.ddp_comm_hooks import DDPCommHookType, register_ddp_comm_hook
+    from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
     from ember.distributed.device_mesh import _mesh_resources, init_device_mesh
     from ember.distributed.tensor import Shard, distribute_tensor
     from ember.distributed.tensor import ones as dt_ones
@@ -43,8 +45,31 @@ def trained(hook_type):
 
 
 R["hook/none"] = trained(None)
-for name in ("ALLREDUCE", "FP16_COMPRESS", "NOOP"):
+for name in ("ALLREDUCE", "FP16_COMPRESS", "NOOP", "POWER_SGD", "POWER_SGD_RANK2"):
     R[f"hook/{name}"] = trained(DDPCommHookType[name])
+
+
+def trained_powersgd(steps=6, start=2, **kwargs):
+    torch.manual_seed(5)
+    model = DDP(nn.Sequential(nn.Linear(6, 24), nn.Tanh(), nn.Linear(24, 12), nn.Tanh(), nn.Linear(12, 2)))
+    state = powersgd.PowerSGDState(None, start_powerSGD_iter=start, **kwargs)
+    model.register_comm_hook(state, powersgd.powerSGD_hook)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(11)
+    xs, ys = torch.randn(8, 6), torch.randn(8, 2)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(xs[rank * per:(rank + 1) * per]), ys[rank * per:(rank + 1) * per]).backward()
+        opt.step()
+    return [p.detach().reshape(-1).tolist() for p in model.parameters()], [state.iter, *state.compression_stats()]
+
+
+R["hook/powersgd_rank1"], R["powersgd/stats1"] = trained_powersgd()
+R["hook/powersgd_rank2_cold"], R["powersgd/stats2"] = trained_powersgd(
+    matrix_approximation_rank=2, warm_start=False, use_error_feedback=False, random_seed=3)
+R["hook/powersgd_rank3"], R["powersgd/stats3"] = trained_powersgd(matrix_approximation_rank=3)
+R["hook/powersgd_not_started"], _ = trained_powersgd(start=100)
+R["powersgd/bad_start"] = error_of(lambda: powersgd.PowerSGDState(None, start_powerSGD_iter=1))
 R["hook/members"] = [m.name for m in DDPCommHookType]
 twice = DDP(nn.Linear(2, 2))
 register_ddp_comm_hook(DDPCommHookType.ALLREDUCE, twice)
