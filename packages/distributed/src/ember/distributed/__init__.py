@@ -51,6 +51,7 @@ from ._groups import (
     new_group,
     new_subgroups,
     new_subgroups_by_enumeration,
+    split_group,
 )
 from ._object_collectives import (
     all_gather_object,

@@ -58,6 +58,8 @@ class ProcessGroup:
         self.group_name = name
         self.group_desc = name
         self.store = store
+        # The device ``init_process_group(device_id=...)`` bound the default group to (None: none)
+        self.bound_device_id = None
 
     def rank(self) -> int:
         return self._engine.rank
@@ -218,6 +220,32 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
         raise ValueError(f"The world size ({world_size}) must be divisible by '{group_size=}'")
     lists = [ranks[start:start + group_size] for start in range(0, world_size, group_size)]
     return new_subgroups_by_enumeration(lists, timeout, backend, pg_options)
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None, backend=None):
+    """The group of this rank's split of ``parent_pg`` (``split_ranks`` lists group ranks; None for
+    a rank in no split). As PyTorch, only with a default group bound to a device
+    (``init_process_group(device_id=...)``, i.e. NCCL): CPU groups cannot be split."""
+    if not split_ranks:
+        raise ValueError("split_ranks cannot be None or empty")
+    default = _require_init()
+    if default.bound_device_id is None:
+        raise RuntimeError("No device associated with the default pg, not safe to split any process groups")
+    parent = default if parent_pg is None else resolve(parent_pg)
+    if parent is not default:
+        # new_group is collective over the world here: ranks outside the parent would not take part
+        raise NotImplementedError("ember's split_group splits only the default process group")
+    seen: set = set()
+    for split in split_ranks:
+        if seen.intersection(split):
+            raise ValueError(f"split_ranks {split_ranks} must not overlap")
+        seen.update(split)
+    mine = None
+    for split in split_ranks:
+        sub = new_group([parent._ranks[r] for r in split], timeout, backend, pg_options, group_desc=group_desc)
+        if sub is not GroupMember.NON_GROUP_MEMBER:
+            mine = sub
+    return mine
 
 
 def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None, pg_options=None,

@@ -75,6 +75,12 @@ class NCCLWork(Work):
         if self._error is not None:
             raise self._error
 
+    def result(self) -> list:
+        """The output tensors, ordered after the collective on the current stream (as PyTorch's
+        NCCL work: no completion check)."""
+        self.wait()
+        return self._outputs
+
     def wait(self, timeout=None) -> bool:
         self._raise_if_failed()
         if timeout is not None or self._group.blocking_wait:

@@ -395,7 +395,14 @@ class Work:
         return self._error
 
     def result(self) -> list:
-        self.wait()
+        """The output tensors. As PyTorch's gloo, only once the work is complete: call ``wait()``
+        first (an unfinished one raises, as the request may still be writing the outputs)."""
+        completed = self.is_completed()
+        if self._error is not None:
+            raise self._error
+        if not completed:
+            raise RuntimeError("Work needs to be completed before calling result(). "
+                               "Should call wait() before result().")
         return self._outputs
 
     def get_future(self) -> Future:

@@ -121,6 +121,7 @@ def init_process_group(
     if device_id is not None and "cuda" in devices:
         # As PyTorch: a bound device makes the NCCL communicator now, not at the first collective.
         pg.engine_for(_cuda_probe(device_id)).bind(device_id)
+        pg.bound_device_id = device_id
 
 
 def _node_load(comm) -> tuple[int, int, bool]:

@@ -18,8 +18,26 @@ from . import _world
 __all__ = ["DeviceMesh", "init_device_mesh"]
 
 
+class _MeshEnv:
+    """The meshes made current by ``with mesh:`` (innermost last), as PyTorch's ``_mesh_resources``."""
+
+    def __init__(self):
+        self.mesh_stack: list = []
+
+    def get_current_mesh(self) -> DeviceMesh:
+        if not self.mesh_stack:
+            raise RuntimeError("No device mesh is currently active!")
+        return self.mesh_stack[-1]
+
+
+_mesh_resources = _MeshEnv()
+
+
 class DeviceMesh:
-    """An n-dimensional layout of ranks with one process group per dimension for this rank."""
+    """An n-dimensional layout of ranks with one process group per dimension for this rank.
+
+    ``with mesh:`` makes it the current mesh: DTensor calls given no mesh use it.
+    """
 
     def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend: bool = True, _groups=None,
                  _strides=None, _root=None, _root_dims=None):
@@ -171,6 +189,13 @@ class DeviceMesh:
     def get_coordinate(self):
         """This rank's coordinates in the mesh, or None when it is not part of it."""
         return None if self._coordinate is None else list(self._coordinate)
+
+    def __enter__(self) -> DeviceMesh:
+        _mesh_resources.mesh_stack.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _mesh_resources.mesh_stack.pop()
 
     def __getitem__(self, mesh_dim_names):
         names = (mesh_dim_names,) if isinstance(mesh_dim_names, str) else tuple(mesh_dim_names)

@@ -253,9 +253,12 @@ _SUBCLASS_DISPATCH[0] = _subclass_dispatch_before  # until the first DTensor (se
 
 
 def _default_mesh() -> DeviceMesh:
+    """The mesh made current by ``with mesh:``, else a 1-D CPU mesh of the whole world."""
     from .. import _world
-    from ..device_mesh import init_device_mesh
+    from ..device_mesh import _mesh_resources, init_device_mesh
 
+    if _mesh_resources.mesh_stack:
+        return _mesh_resources.get_current_mesh()
     return init_device_mesh("cpu", (_world.get_world_size(),))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ember
 
+from ..device_mesh import _mesh_resources
 from ._dtensor import DTensor, check_placements
 from ._layout import local_shape, redistribute_local
 from ._placements import Partial, Replicate
@@ -17,9 +18,7 @@ def _size(size) -> tuple:
 
 def _make(fill, size, dtype, requires_grad, device_mesh, placements, random: bool = False):
     shape = _size(size)
-    if device_mesh is None:  # PyTorch's: a mesh made current by ``with mesh:``, which ember has not
-        raise RuntimeError("No device mesh is currently active!")
-    mesh = device_mesh
+    mesh = device_mesh if device_mesh is not None else _mesh_resources.get_current_mesh()
     placements = check_placements(mesh, placements or [Replicate()] * mesh.ndim, len(shape))
     if any(isinstance(p, Partial) for p in placements):
         raise RuntimeError("DTensor factories do not take Partial placements")
