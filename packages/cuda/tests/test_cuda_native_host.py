@@ -144,15 +144,15 @@ def test_python_launcher_is_the_fallback(monkeypatch, recorder):
 
 # -- the whole host path, native against Python ------------------------------------------------------
 
-_PROGRAM = r"""
-import ctypes, json, sys
-from types import SimpleNamespace
+# The fake host with every kernel launch recorded: the start of each program below.
+_RECORDED_HOST = r"""
+import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[1])
 import host_cuda_fake
 host_cuda_fake.install()
 import ember
 from ember import _C
-from ember._cuda import _allocator, _compile, _fastcall
+from ember._cuda import _compile, _fastcall
 
 ex, classic = _C._device_launch_recorder(0, 0, -1, True)
 lib = _fastcall._LIB[0]  # PYFUNCTYPE: the recorder's log builds Python objects, so ctypes must keep the GIL
@@ -165,6 +165,11 @@ def load(cubin, meta, kinds, device):  # a handle per kernel whose low byte is i
     return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
 
 _compile.load = load
+"""
+
+_PROGRAM = _RECORDED_HOST + r"""
+from types import SimpleNamespace
+from ember._cuda import _allocator
 ember.manual_seed(0)
 model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
                             ember.nn.Linear(32, 8)).to("cuda")
@@ -400,27 +405,8 @@ def test_concurrent_launches_do_not_share_argument_buffers():
 
 # -- compiled graphs: the wrapper's launch sites and allocation front -----------------------------------
 
-_COMPILED = r"""
-import ctypes, json, sys
-sys.path.insert(0, sys.argv[1])
-import host_cuda_fake
-host_cuda_fake.install()
-import ember
-from ember import _C
-from ember._cuda import _compile, _fastcall
+_COMPILED = _RECORDED_HOST + r"""
 from ember.compiler.inductor import _triton_runtime
-
-ex, classic = _C._device_launch_recorder(0, 0, -1, True)
-lib = _fastcall._LIB[0]
-lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
-lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
-ids = {}
-
-def load(cubin, meta, kinds, device):
-    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
-    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
-
-_compile.load = load
 fallbacks = [0]
 original = _triton_runtime.TritonKernel._site_fallback
 
@@ -554,27 +540,8 @@ def test_device_tensor_new_is_storage_new_plus_make_tensor():
 
 # -- autocast's casts ------------------------------------------------------------------------------
 
-_AUTOCAST = r"""
-import ctypes, json, os, sys
-sys.path.insert(0, sys.argv[1])
-import host_cuda_fake
-host_cuda_fake.install()
-import ember
-from ember import _C
-from ember._cuda import _compile, _fastcall
+_AUTOCAST = _RECORDED_HOST + r"""
 from ember._src import autocast
-
-ex, classic = _C._device_launch_recorder(0, 0, -1, True)
-lib = _fastcall._LIB[0]
-lib.cuLaunchKernelEx = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernelEx"])(ex)
-lib.cuLaunchKernel = ctypes.PYFUNCTYPE(ctypes.c_int, *_fastcall._SIGNATURES["cuLaunchKernel"])(classic)
-ids = {}
-
-def load(cubin, meta, kinds, device):
-    fid = ids.setdefault(meta["name"] + repr(kinds), ((len(ids) + 1) << 8) | (len(kinds) + 2))
-    return _fastcall.make_launcher(fid, kinds, meta["num_warps"], meta["shared"], meta["name"])
-
-_compile.load = load
 if os.environ.get("CAST_THROUGH_TO"):  # the reference: every cast through Tensor.to, as before
     def _via_to(t, to, dt, state):
         d = t.dtype
