@@ -80,10 +80,15 @@ def _generator_for(self: Tensor, generator) -> Generator:
     return gen
 
 
-def _memory_order(t: Tensor) -> tuple:
-    """The dimension order (outermost first) in which PyTorch's TensorIterator visits a lone
-    output: decreasing strides, ties in dimension order."""
-    return tuple(sorted(range(t.ndim), key=lambda d: (-t._stride[d] if t._shape[d] != 1 else 0, d)))
+def _memory_ordered(t: Tensor) -> tuple:
+    """``(order, view)``: the dimension order (outermost first) in which PyTorch's TensorIterator
+    visits a lone output (decreasing strides, ties in dimension order), and ``t`` permuted to it
+    (``t`` itself when that is its own order)."""
+    identity = tuple(range(t.ndim))
+    if t.is_contiguous():
+        return identity, t
+    order = tuple(sorted(identity, key=lambda d: (-t._stride[d] if t._shape[d] != 1 else 0, d)))
+    return order, (t if order == identity else t.permute(order))
 
 
 def _fill(self: Tensor, generator, draw) -> Tensor:
@@ -96,8 +101,7 @@ def _fill(self: Tensor, generator, draw) -> Tensor:
     if self.is_contiguous():
         draw(self, gen._rng)
     else:
-        order = _memory_order(self)
-        view = self.permute(order) if order != tuple(range(self.ndim)) else self
+        _, view = _memory_ordered(self)
         target = _new_empty(view._shape, self.dtype, self._device)
         draw(target, gen._rng)
         _C.copy_(view, target)
@@ -364,8 +368,7 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     # PyTorch draws a 53-bit uniform per element for float64 p, a 24-bit one otherwise, in
     # the output's memory order.
     p_dtype = dtypes.float64 if p.dtype is dtypes.float64 else dtypes.float32
-    order = _memory_order(self) if not self.is_contiguous() else tuple(range(self.ndim))
-    view = self.permute(order) if order != tuple(range(self.ndim)) else self
+    order, view = _memory_ordered(self)
     probs = convert(p, p_dtype).expand(self._shape).permute(order).contiguous()
     values = _new_empty(view._shape, self.dtype, self._device)
     _C.mt_bernoulli_tensor_(values, probs, gen._rng)
