@@ -82,20 +82,40 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     do = pad(do0, (0, ep - e))
     delta = torch.empty(b, h, lq)
     kernels.delta[(-(-lq // 16), b * h)](out, do, delta, *out.stride()[:3], *do.stride()[:3], h, lq, E=ep, BLOCK_M=16)
-    dk, dv, dq = torch.empty(b, h, s, dp), torch.empty(b, h, s, ep), torch.empty_like(q)
     common = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs, *do.stride()[:3])
-    grid = -(-s // bn1)
-    kernels.dkdv[(grid * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
-                                  *dv.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm1, BLOCK_N=bn1,
-                                  EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0, **kw)
-    grid = -(-lq // bm2)
-    kernels.dq[(grid * b * h,)](q, k, v, bt, do, lse, delta, dq, scale, *common, *dq.stride()[:3], h, group, lq, s,
-                                grid, BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0, **kw)
-    dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
-    dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
-    for got, want in ((dq[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
-        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5)
+    n1, m2 = -(-s // bn1), -(-lq // bm2)
+    blocks1 = dict(BLOCK_M=bm1, BLOCK_N=bn1, EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0)
+    blocks2 = dict(BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0)
 
+    def dkdv(dk, dv, delta):
+        kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
+                                    *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw)
+
+    def dq(dq, delta, own):
+        kernels.dq[(m2 * b * h,)](q, k, v, bt, do, out, lse, delta, dq, scale, *common, *out.stride()[:3],
+                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own)
+
+    # The three orders of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
+    for mode in ("split", "dq_first", "fused"):
+        dk, dv, dqt = (torch.full(shape, float("nan")) for shape in ((b, h, s, dp), (b, h, s, ep), q.shape))
+        if mode == "split":
+            dkdv(dk, dv, delta)
+            dq(dqt, delta, False)
+        elif mode == "dq_first":
+            own = torch.full((b, h, lq), float("nan"))
+            dq(dqt, own, True)
+            torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
+            dkdv(dk, dv, own)
+        else:
+            nj = max(n1, m2)
+            kernels.bwd[(nj * b * h,)](q, k, v, bt, do, out, lse, delta, dqt, dk, dv, scale, *common,
+                                       *out.stride()[:3], *dqt.stride()[:3], *dk.stride()[:3], *dv.stride()[:3], h,
+                                       group, lq, s, n1, m2, nj, **blocks1, BLOCK_M2=bm2, BLOCK_N2=bn2,
+                                       EVEN_M2=lq % bm2 == 0, EVEN_N2=s % bn2 == 0, **kw)
+        dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
+        dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
+        for got, want in ((dqt[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
+            torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5, msg=lambda m: f"{mode}: {m}")
 
 if __name__ == "__main__":
     kernels = _load()
