@@ -69,8 +69,8 @@ def _tune(torch, iters, backward=True):
     from ember._cuda import _ops_attention as A
 
     rows = []
-    b, h, t, d = 8, 12, 1024, 64
-    fwd0, bwd0 = A._fwd_config, A._bwd_config
+    b, h, d = 8, 12, 64
+    fwd0 = A._fwd_config
     for tt, causal in ((1024, True), (4096, True), (4096, False)):
         q, k, v = _qkv(torch, ember, b, h, tt, d)
         A._fwd_config = fwd0
@@ -90,18 +90,119 @@ def _tune(torch, iters, backward=True):
                          "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
             print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
     A._fwd_config = fwd0
-    if not backward:
-        return rows
-    q, k, v = _qkv(torch, ember, b, h, t, d)
-    grad = ember.ones_like(q)
-    for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
-                ((64, 128), (128, 64), 8, 2), ((32, 128), (128, 32), 4, 2), ((64, 64), (64, 64), 4, 3)):
-        A._bwd_config = lambda dtype, d, cfg=cfg: cfg
-        ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad), iters,
-                        hide_host=True)
-        rows.append({"name": f"tune flash fwd+bwd causal T{t} {cfg}", "ember": round(ms, 4), "torch": "",
+    if backward:
+        rows += _tune_bwd(torch, iters)
+    return rows
+
+
+# Backward sweep: (BLOCK_M, BLOCK_N, warps, stages) of dK/dV and of dQ, then the launch modes.
+DKDV_CONFIGS = ((64, 64, 4, 3), (32, 128, 4, 3), (64, 128, 8, 3), (32, 64, 4, 3), (64, 128, 4, 3),
+                (32, 128, 8, 3), (64, 64, 4, 2), (128, 128, 8, 2), (32, 128, 4, 4), (64, 128, 8, 2))
+DQ_CONFIGS = ((64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (64, 32, 4, 3), (128, 64, 4, 3), (128, 128, 8, 2),
+              (64, 64, 4, 4), (128, 32, 8, 3))
+FUSED_CONFIGS = (((64, 64, 4, 3), (64, 64, 4, 3)), ((32, 128, 4, 3), (128, 32, 4, 3)),
+                 ((64, 128, 8, 3), (128, 64, 8, 3)), ((32, 64, 4, 3), (64, 32, 4, 3)),
+                 ((64, 128, 8, 2), (128, 64, 8, 2)))
+DELTA_CONFIGS = ((64, 4), (128, 4), (128, 8), (256, 8), (32, 2))
+
+
+def _tune_bwd(torch, iters):
+    """The backward kernels alone (``flash_backward`` on a saved forward), causal T1024 and T4096, under each
+    configuration: a staged search (dK/dV tiles with dQ fixed, then dQ tiles, then the launch modes), each
+    configuration's gradients checked against PyTorch's. The winners are left set for the rows that follow."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    b, h, d = 8, 12, 64
+    cases = []
+    for tt in (1024, 4096):
+        tq, tk, tv = _qkv(torch, torch, b, h, tt, d, seed=tt)
+        gt = torch.randn_like(tq)
+        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(gt)
+        ref = [x.grad.float() for x in (tq, tk, tv)]
+        q, k, v = (ember.from_dlpack(x.detach()) for x in (tq, tk, tv))
+        g = ember.from_dlpack(gt)
+        with ember.no_grad():
+            out, lse = A.flash_forward(q, k, v, None, True, 1 / math.sqrt(d))
+        cases.append((tt, q, k, v, g, out, lse, ref))
+    saved = A._bwd_config, A._BWD_MODE, A._DELTA_CONFIG
+    rows = []
+
+    def measure(label):
+        total, errs = 0.0, []
+        times = []
+        for tt, q, k, v, g, out, lse, ref in cases:
+            fn = (lambda q=q, k=k, v=v, g=g, out=out, lse=lse:
+                  A.flash_backward(g, q, k, v, out, lse, None, True, 1 / math.sqrt(d)))
+            try:
+                ms = _median_ms(ember, fn, iters, hide_host=True)
+            except Exception as exc:  # a configuration Triton cannot build (shared memory, registers)
+                print(f"tune bwd {label}: failed ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+                return float("inf")
+            got = fn()
+            err = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm()) for x, r in zip(got, ref))
+            errs.append(err)
+            times.append(ms)
+            total += ms / best.setdefault(tt, ms)
+            if err > 2e-2:
+                total = float("inf")
+        row = {"name": f"tune bwd {label}", "ember": " / ".join(f"{t:.4f}" for t in times),
+               "torch": f"err {max(errs):.1e}", "ratio": "", "unit": "ms (causal T1024 / T4096)"}
+        rows.append(row)
+        print(row["name"], row["ember"], row["torch"], flush=True)
+        return total
+
+    best: dict = {}
+    # Torch's backward alone, for scale (its fwd+bwd minus its fwd).
+    F = torch.nn.functional
+    for case in cases:
+        tt = case[0]
+        tq, tk, tv = (torch.from_dlpack(x).requires_grad_() for x in case[1:4])
+        gt = torch.from_dlpack(case[4])
+
+        def both_fn(tq=tq, tk=tk, tv=tv, gt=gt):
+            F.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(gt)
+
+        def fwd_fn(tq=tq, tk=tk, tv=tv):
+            with torch.no_grad():
+                F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+
+        both = _median_ms(torch, both_fn, iters, hide_host=True)
+        fwd = _median_ms(torch, fwd_fn, iters, hide_host=True)
+        print(f"torch causal T{tt}: fwd+bwd {both:.4f} ms, fwd {fwd:.4f} ms, bwd ~{both - fwd:.4f} ms", flush=True)
+        rows.append({"name": f"torch SDPA causal T{tt} bwd (fwd+bwd - fwd)", "ember": "", "torch": round(both - fwd, 4),
                      "ratio": "", "unit": "ms"})
-    A._bwd_config = bwd0
+
+    def pick(options, apply, label):
+        scores = []
+        for opt in options:
+            apply(opt)
+            scores.append((measure(f"{label} {opt}"), opt))
+        score, opt = min(scores, key=lambda x: x[0])
+        apply(opt)
+        print(f"tune bwd: best {label} {opt}", flush=True)
+        return opt
+
+    dq0 = saved[0](ember.bfloat16, d)[1]
+    A._BWD_MODE = "dq_first"
+    dkdv = pick(DKDV_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (c, dq0)), "dq_first dkdv")
+    dq = pick(DQ_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (dkdv, c)), "dq_first dq")
+    chosen = ("dq_first", (dkdv, dq), saved[2])
+    A._bwd_config = lambda dtype, w: (dkdv, dq)
+    A._BWD_MODE = "split"
+    delta = pick(DELTA_CONFIGS, lambda c: setattr(A, "_DELTA_CONFIG", c), "split delta")
+    A._BWD_MODE = "fused"
+    fused = pick(FUSED_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: c), "fused")
+    # The three modes at their best, measured again side by side.
+    finals = []
+    for mode, cfg in (("dq_first", (dkdv, dq)), ("split", (dkdv, dq)), ("fused", fused)):
+        A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = mode, (lambda dtype, w, c=cfg: c), delta
+        finals.append((measure(f"final {mode} {cfg} delta {delta}"), (mode, cfg, delta)))
+    chosen = min(finals, key=lambda x: x[0])[1]
+    A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = chosen[0], (lambda dtype, w, c=chosen[1]: c), chosen[2]
+    print(f"tune bwd: CHOSEN mode {chosen[0]} configs {chosen[1]} delta {chosen[2]}", flush=True)
+    rows.append({"name": f"tune bwd chosen: {chosen}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows
 
 
@@ -142,16 +243,22 @@ def main():
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
     ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
+    ap.add_argument("--tune-bwd", action="store_true", help="the backward sweep first (its choice then measured)")
+    ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
 
     iters = 10 if args.quick else 25
     sweep_only = args.tune_only or args.tune_fwd_only
-    rows = [] if sweep_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune or sweep_only:
-        rows += _tune(torch, iters, backward=not args.tune_fwd_only)
+    rows = []
+    if args.tune_bwd:  # first, so that the rows below run the configuration it chose
+        rows += _tune_bwd(torch, iters)
     if not sweep_only:
+        rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if args.tune or sweep_only:
+        rows += _tune(torch, iters, backward=not args.tune_fwd_only and not args.tune_bwd)
+    if not sweep_only and not args.no_graphs:
         rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
     for row in rows:

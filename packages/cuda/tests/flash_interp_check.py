@@ -115,7 +115,8 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
         dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
         dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
         for got, want in ((dqt[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
-            torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5, msg=lambda m: f"{mode}: {m}")
+            torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m, mode=mode: f"{mode}: {m}")
 
 if __name__ == "__main__":
     kernels = _load()
