@@ -9,10 +9,13 @@
   host's latency to the first launch included (the figure of the earlier sessions).
 - A small MLP training step (forward, loss, backward) eager and replayed as CUDA graphs
   (``make_graphed_callables``), host wall time per step: what graphs save is host work.
-- ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
-  ``_ops_attention`` were chosen).
+- ``--tune``: ember's flash kernels under several tile configurations and launch modes (how the
+  defaults in ``_ops_attention`` were chosen), before the rows, which then run what the sweeps chose
+  (``--tune-fwd``/``--tune-bwd``: one of the two sweeps; ``--tune-only``/``--tune-fwd-only``: no rows).
+  The forward+backward rows take the gradients with ``autograd.grad`` on both sides.
 
-    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only | --tune-fwd-only] [--json out.json]
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-fwd | --tune-bwd | --tune-only |
+                                               --tune-fwd-only] [--no-graphs] [--json out.json]
 """
 
 from __future__ import annotations
@@ -53,8 +56,11 @@ def _attention_rows(torch, iters, sizes):
                             with fw.no_grad():
                                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     else:
-                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal):
-                            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(grad)
+                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal, fw=fw):
+                            # autograd.grad: the gradients are returned, not accumulated into .grad (three
+                            # additions that are not attention's)
+                            fw.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v),
+                                             grad)
                     ms = _median_ms(fw, fn, iters, hide_host=True)
                     row[label + "_ms"] = round(ms, 4)
                     row[label] = round(flops / (ms * 1e-3) / 1e12, 1)
@@ -65,31 +71,57 @@ def _attention_rows(torch, iters, sizes):
     return rows
 
 
+FWD_CONFIGS = ((128, 64, 4, 3), (64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 4), (64, 32, 4, 3), (128, 128, 8, 3))
+
+
 def _tune(torch, iters, backward=True):
+    """The forward under each (BLOCK_M, BLOCK_N, warps, stages) of FWD_CONFIGS, with the scale folded into the
+    exponent or not, at T1024 and T4096, causal or not; each result checked against the default's. The best
+    configuration per length class (_FWD_SHORT: T <= 2048, _FWD_LONG) and fold choice are left set."""
     from ember._cuda import _ops_attention as A
 
     rows = []
     b, h, d = 8, 12, 64
-    fwd0 = A._fwd_config
-    for tt, causal in ((1024, True), (4096, True), (4096, False)):
+    saved = A._fwd_config, A._FWD_SHORT, A._FWD_LONG, A._FOLD_SCALE
+    times = {}
+    for tt, causal in ((1024, True), (1024, False), (4096, True), (4096, False)):
         q, k, v = _qkv(torch, ember, b, h, tt, d)
-        A._fwd_config = fwd0
+        A._fwd_config, A._FOLD_SCALE = saved[0], saved[3]
         with ember.no_grad():
             ref = EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
-        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4),
-                    (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 4), (64, 128, 4, 3)):
-            if causal and cfg[0] % cfg[1]:
-                continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
-            A._fwd_config = lambda dtype, d, cfg=cfg: cfg
-            with ember.no_grad():
-                ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
-                    q, k, v, is_causal=c), iters, hide_host=True)
-                # each configuration's result against the default one's (bf16 outputs: ~1e-2 at most)
-                err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
-            rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
-                         "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
-            print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
-    A._fwd_config = fwd0
+        for fold in (True, False):
+            for cfg in FWD_CONFIGS:
+                if causal and cfg[0] % cfg[1]:
+                    continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
+                A._fwd_config = lambda dtype, d, lq=0, cfg=cfg: cfg
+                A._FOLD_SCALE = fold
+                with ember.no_grad():
+                    ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
+                        q, k, v, is_causal=c), iters, hide_host=True)
+                    # each configuration's result against the default one's (bf16 outputs: ~1e-2 at most)
+                    err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
+                if err < 3e-2:
+                    times[(tt, causal, fold, cfg)] = ms
+                rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg} fold={fold}",
+                             "ember": round(ms, 4), "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
+                print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
+
+    def score(tt, fold, cfg):  # summed over causal and not, each relative to its best
+        total = 0.0
+        for causal in (True, False):
+            best = min(v for key, v in times.items() if key[0] == tt and key[1] == causal)
+            total += times.get((tt, causal, fold, cfg), float("inf")) / best
+        return total
+
+    def best_cfg(tt, fold):
+        return min((score(tt, fold, cfg), cfg) for cfg in FWD_CONFIGS)
+
+    fold = min((best_cfg(1024, f)[0] + best_cfg(4096, f)[0], f) for f in (True, False))[1]
+    A._fwd_config, A._FOLD_SCALE = saved[0], fold
+    A._FWD_SHORT, A._FWD_LONG = best_cfg(1024, fold)[1], best_cfg(4096, fold)[1]
+    print(f"tune fwd: CHOSEN fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", flush=True)
+    rows.append({"name": f"tune fwd chosen: fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", "ember": "",
+                 "torch": "", "ratio": "", "unit": ""})
     if backward:
         rows += _tune_bwd(torch, iters)
     return rows
@@ -243,7 +275,8 @@ def main():
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
     ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
-    ap.add_argument("--tune-bwd", action="store_true", help="the backward sweep first (its choice then measured)")
+    ap.add_argument("--tune-bwd", action="store_true", help="only the backward sweep before the rows")
+    ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -252,12 +285,13 @@ def main():
     iters = 10 if args.quick else 25
     sweep_only = args.tune_only or args.tune_fwd_only
     rows = []
-    if args.tune_bwd:  # first, so that the rows below run the configuration it chose
+    # The sweeps first: the rows below then run the configurations they chose.
+    if args.tune or sweep_only or args.tune_fwd:
+        rows += _tune(torch, iters, backward=not (args.tune_fwd_only or args.tune_fwd))
+    elif args.tune_bwd:
         rows += _tune_bwd(torch, iters)
     if not sweep_only:
         rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune or sweep_only:
-        rows += _tune(torch, iters, backward=not args.tune_fwd_only and not args.tune_bwd)
     if not sweep_only and not args.no_graphs:
         rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")

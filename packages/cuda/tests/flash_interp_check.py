@@ -70,13 +70,16 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     (bm, bn), (bm1, bn1), (bm2, bn2) = blocks
     out, lse = torch.empty(b, h, lq, ep), torch.empty(b, h, lq)
     grid = -(-lq // bm)
-    kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs,
-                                 *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
-                                 EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, **kw)
     qd, kd, vd = (t.double().requires_grad_() for t in (q0, k0, v0))
     ref, ref_lse = _reference(qd, kd, vd, None if bias_t is None else bias_t.double(), causal, scale, group)
-    torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
+    # the scale folded into the exponent (what a positive scale without a bias takes) and not
+    for fold in (False, True) if not bias else (False,):
+        out.fill_(float("nan")), lse.fill_(float("nan"))
+        kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+                                     *bs, *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
+                                     EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=fold, **kw)
+        torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
     do0 = torch.randn(b, h, lq, e, generator=g)
     ref.backward(do0.double())
     do = pad(do0, (0, ep - e))

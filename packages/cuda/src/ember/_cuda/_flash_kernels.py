@@ -31,7 +31,7 @@ LN2 = tl.constexpr(0.6931471805599453)
 @triton.jit
 def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S, skn, svn, sbn, qk_scale,
                BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr):
+               PREC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     # Key tiles lo..hi (multiples of BLOCK_N) into the running max / sum / accumulator.
     k_ptrs += lo * skn
     v_ptrs += lo * svn
@@ -43,7 +43,9 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
             k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        s = tl.dot(q, tl.trans(k), input_precision=PREC)
+        if not FOLD_SCALE:
+            s = s * qk_scale
         if HAS_BIAS:
             if MASK_COLS:
                 bias = tl.load(b_ptrs, mask=(cols < S)[None, :], other=0.0)
@@ -54,9 +56,16 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
             s = tl.where((cols < S)[None, :], s, float("-inf"))
         if CAUSAL_TILE:
             s = tl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_use[:, None])
+        if FOLD_SCALE:
+            # A positive scale commutes with the row max: the scores stay unscaled and the scale goes into
+            # the exponent's multiply-add (one instruction per score instead of two).
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s * qk_scale - m_use[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s - m_use[:, None])
         alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
@@ -79,7 +88,7 @@ def fwd(Q, K, V, B, O, LSE, scale,
         H, GROUP, L, S, NUM_M,
         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-        PREC: tl.constexpr):
+        PREC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     pid = tl.program_id(0)
     # The heaviest causal tiles (the last rows) start first.
     start_m = NUM_M - 1 - pid % NUM_M
@@ -109,15 +118,15 @@ def fwd(Q, K, V, B, O, LSE, scale,
         if diag > S:
             diag = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, FOLD_SCALE)
         hi = (start_m + 1) * BLOCK_M
         if hi > S:
             hi = S
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, FOLD_SCALE)
     else:
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, FOLD_SCALE)
     empty = l_i == 0.0
     l_use = tl.where(empty, 1.0, l_i)
     out = acc / l_use[:, None]

@@ -31,16 +31,21 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _fwd_config(dtype, d: int):
-    """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md). BLOCK_M must
-    be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query tile's first row."""
+def _fwd_config(dtype, d: int, lq: int = 0):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the forward for ``lq`` query rows; from sweeps on the H200 (see
+    NOTES.md). BLOCK_M must be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query
+    tile's first row."""
     if dtype is dt.float32:
         return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
     if d <= 64:
-        # Two sweeps on the H200 (B8 H12 T1024/4096 bf16) put the tile choices within ~15% of each
-        # other, run-to-run noise included; 128x64 was best or near it in both, causal or not.
-        return 128, 64, 4, 3
+        # B8 H12 bf16 sweeps on the H200: 64-row query tiles were best at T1024 (more programs in flight on a
+        # short sequence), 128-row ones at T4096.
+        return _FWD_SHORT if lq <= 2048 else _FWD_LONG
     return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
+
+
+_FWD_SHORT, _FWD_LONG = (64, 64, 4, 3), (128, 64, 4, 3)
+_FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
 
 
 def _bwd_config(dtype, d: int):
@@ -49,7 +54,9 @@ def _bwd_config(dtype, d: int):
     if dtype is dt.float32:
         return (32, 32, 4, 1), (32, 32, 4, 1)
     if d <= 64:
-        return (64, 64, 4, 3), (64, 64, 4, 3)
+        # B8 H12 T1024/4096 causal bf16 on the H200 (bench_cuda_attention.py --tune-bwd): best of 10 dK/dV and 8
+        # dQ configurations, the runners-up within ~5% (run-to-run noise).
+        return (64, 64, 4, 3), (64, 64, 4, 4)
     return (32, 64, 4, 2), (64, 32, 4, 2)
 
 
@@ -113,7 +120,7 @@ _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"dq": ["OWN_DELTA"], "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
+_MORE_CONST = {"fwd": ["FOLD_SCALE"], "dq": ["OWN_DELTA"], "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
 _RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, warps, stages, device) -> launcher
@@ -206,13 +213,14 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if s == 0:  # no keys: zeros, and rows that see nothing
         return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), lq)
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
     index = q._device.index or 0
-    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], _consts(q, v, lq, s, bias, is_causal, bm, bn),
-         num_m * b * h, warps, stages, index)
+    consts = _consts(q, v, lq, s, bias, is_causal, bm, bn)
+    consts["FOLD_SCALE"] = _FOLD_SCALE and bias is None and scale > 0
+    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
 
 

@@ -95,8 +95,10 @@ def k(table, lr, beta1, beta2, eps, wd, step_size_all, bc2_sqrt_all, CHUNK: tl.c
 
 _BLOCK, _WARPS = 2048, 8  # the per-parameter kernel
 # The chunked kernel: chunks of CHUNK elements, BLOCK at a time by _CHUNK_WARPS warps (module-level so that
-# bench_cuda_gpt2_kernels.py --tune can sweep them).
-CHUNK, _CHUNK_BLOCK, _CHUNK_WARPS = 65536, 2048, 8
+# bench_cuda_gpt2_kernels.py --tune can sweep them). GPT-2's 124M float32 parameters on the H200: 0.98 ms a
+# step (3.55 TB/s) at (4096, 1024, 4), 1.52 ms at the former (65536, 2048, 8): small programs (4 elements
+# of each operand per thread and block) keep more of them resident and end evenly.
+CHUNK, _CHUNK_BLOCK, _CHUNK_WARPS = 4096, 1024, 4
 _FLOAT = frozenset(("fp16", "bf16", "fp32", "fp64"))
 
 
