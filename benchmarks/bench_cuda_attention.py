@@ -238,6 +238,56 @@ def _tune_bwd(torch, iters):
     return rows
 
 
+def _tune_lpt(torch, iters):
+    """Causal grids ordered heaviest tile first over all heads (``_ops_attention._LPT``) or per head, for the
+    forward and for the backward's dQ and dK/dV kernels, at causal T1024 and T4096 (two alternating passes,
+    the better median of each); the better ordering of each kernel is left set."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    b, h, d = 8, 12, 64
+    saved = A._LPT
+    fwd_t, bwd_t = {}, {}
+    cases = []
+    for tt in (1024, 4096):
+        q, k, v = _qkv(torch, ember, b, h, tt, d, seed=tt)
+        g = ember.randn_like(q)
+        with ember.no_grad():
+            out, lse = A.flash_forward(q, k, v, None, True, 1 / math.sqrt(d))
+        cases.append((tt, q, k, v, g, out, lse))
+    bwd_variants = ((False, False), (True, False), (False, True), (True, True))
+    for _ in range(2):
+        for tt, q, k, v, g, out, lse in cases:
+            for lpt in (False, True):
+                A._LPT = (lpt, False, False)
+                with ember.no_grad():
+                    ms = _median_ms(ember, lambda q=q, k=k, v=v: A.flash_forward(q, k, v, None, True, 0.125), iters,
+                                    hide_host=True)
+                fwd_t[(tt, lpt)] = min(ms, fwd_t.get((tt, lpt), ms))
+            for dq, dkdv in bwd_variants:
+                A._LPT = (False, dq, dkdv)
+                ms = _median_ms(ember, lambda q=q, k=k, v=v, g=g, out=out, lse=lse: A.flash_backward(
+                    g, q, k, v, out, lse, None, True, 0.125), iters, hide_host=True)
+                bwd_t[(tt, dq, dkdv)] = min(ms, bwd_t.get((tt, dq, dkdv), ms))
+    rows = []
+    for key, ms in list(fwd_t.items()) + list(bwd_t.items()):
+        name = f"tune LPT fwd causal T{key[0]} lpt={key[1]}" if len(key) == 2 else \
+            f"tune LPT bwd causal T{key[0]} dq={key[1]} dkdv={key[2]}"
+        rows.append({"name": name, "ember": round(ms, 4), "torch": "", "ratio": "", "unit": "ms"})
+        print(name, round(ms, 4), flush=True)
+
+    def rel(table, key_of, variant):
+        return sum(table[key_of(tt, variant)] / min(v for k, v in table.items() if k[0] == tt) for tt in (1024, 4096))
+
+    fwd = min((False, True), key=lambda x: rel(fwd_t, lambda tt, x: (tt, x), x))
+    bwd = min(bwd_variants, key=lambda x: rel(bwd_t, lambda tt, x: (tt, *x), x))
+    A._LPT = (fwd, *bwd)
+    print(f"tune LPT: CHOSEN {A._LPT} (was {saved})", flush=True)
+    rows.append({"name": f"tune LPT chosen {A._LPT}", "ember": "", "torch": "", "ratio": "", "unit": ""})
+    return rows
+
+
 def _graph_rows(torch, steps):
     row = {"name": "MLP 3x256 fwd+bwd, batch 64: eager / graphed host us/step"}
     for label, fw in (("ember", ember), ("torch", torch)):
@@ -277,6 +327,7 @@ def main():
     ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
     ap.add_argument("--tune-bwd", action="store_true", help="only the backward sweep before the rows")
     ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
+    ap.add_argument("--tune-lpt", action="store_true", help="the causal grids' tile order before the rows")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -290,6 +341,8 @@ def main():
         rows += _tune(torch, iters, backward=not (args.tune_fwd_only or args.tune_fwd))
     elif args.tune_bwd:
         rows += _tune_bwd(torch, iters)
+    if args.tune_lpt:
+        rows += _tune_lpt(torch, iters)
     if not sweep_only:
         rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
     if not sweep_only and not args.no_graphs:

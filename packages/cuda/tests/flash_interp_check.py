@@ -77,7 +77,7 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
         out.fill_(float("nan")), lse.fill_(float("nan"))
         kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
                                      *bs, *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
-                                     EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=fold, **kw)
+                                     EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=fold, LPT=fold, **kw)
         torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
     do0 = torch.randn(b, h, lq, e, generator=g)
@@ -90,13 +90,13 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     blocks1 = dict(BLOCK_M=bm1, BLOCK_N=bn1, EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0)
     blocks2 = dict(BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0)
 
-    def dkdv(dk, dv, delta):
+    def dkdv(dk, dv, delta, lpt=False):
         kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
-                                    *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw)
+                                    *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=lpt)
 
-    def dq(dq, delta, own):
+    def dq(dq, delta, own, lpt=False):
         kernels.dq[(m2 * b * h,)](q, k, v, bt, do, out, lse, delta, dq, scale, *common, *out.stride()[:3],
-                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own)
+                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own, LPT=lpt)
 
     # The three orders of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
     for mode in ("split", "dq_first", "fused"):
@@ -106,9 +106,9 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
             dq(dqt, delta, False)
         elif mode == "dq_first":
             own = torch.full((b, h, lq), float("nan"))
-            dq(dqt, own, True)
+            dq(dqt, own, True, lpt=True)  # with the grids ordered over all heads (_ops_attention._LPT)
             torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
-            dkdv(dk, dv, own)
+            dkdv(dk, dv, own, lpt=True)
         else:
             nj = max(n1, m2)
             kernels.bwd[(nj * b * h,)](q, k, v, bt, do, out, lse, delta, dqt, dk, dv, scale, *common,

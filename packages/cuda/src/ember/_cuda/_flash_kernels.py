@@ -4,8 +4,14 @@ The forward streams key/value tiles past one tile of query rows, keeping the run
 maximum and sum (the online softmax) in registers, so the L x S score matrix never reaches
 device memory; it writes the output and each row's log-sum-exp (natural log, float32). The
 backward recomputes the probabilities tile by tile from that log-sum-exp: one kernel per
-key tile accumulates dK and dV over the query tiles, another per query tile accumulates dQ
-(two kernels instead of atomics: deterministic, and no float32 dQ buffer to convert).
+query tile accumulates dQ (and, launched first, computes and stores its rows' delta =
+sum(dO * O), which the other kernel reads), another per key tile accumulates dK and dV over
+the query tiles (two kernels instead of atomics: deterministic, and no float32 dQ buffer to
+convert). dK/dV works transposed (keys along the rows: P^T = exp2(K Q^T - lse)), so each
+product's left operand comes out of the previous one in registers and no tile is transposed
+through shared memory. ``delta`` (a separate delta pass) and ``bwd`` (one launch whose program
+j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) are the
+alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200.
 
 Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
 are powers of two (the host pads odd widths with zeros), an optional additive bias (any
@@ -15,7 +21,8 @@ one key/value head). Tiles wholly left of (or, for dK/dV, below) the causal diag
 the causal test, and lengths that are multiples of the tile skip the bounds masks
 (``EVEN_M``/``EVEN_N``); tiles advance by pointer increments. Rows that see no key give zeros
 and a log-sum-exp of -inf, as the CPU kernel's fully-masked rows do. Scores are kept in base
-2 (scale * log2(e) folded in) so each probability is one ``exp2``.
+2 (scale * log2(e) folded in) so each probability is one ``exp2``; with a positive scale and no
+bias the forward keeps the scores unscaled and folds the scale into that exponent's multiply-add.
 """
 
 from __future__ import annotations
@@ -88,11 +95,16 @@ def fwd(Q, K, V, B, O, LSE, scale,
         H, GROUP, L, S, NUM_M,
         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-        PREC: tl.constexpr, FOLD_SCALE: tl.constexpr):
+        PREC: tl.constexpr, FOLD_SCALE: tl.constexpr, LPT: tl.constexpr):
     pid = tl.program_id(0)
-    # The heaviest causal tiles (the last rows) start first.
-    start_m = NUM_M - 1 - pid % NUM_M
-    bh = pid // NUM_M
+    # The heaviest causal tiles (the last rows) start first: per head, or with LPT over all heads at once.
+    if LPT:
+        bhs = tl.num_programs(0) // NUM_M
+        start_m = NUM_M - 1 - pid // bhs
+        bh = pid % bhs
+    else:
+        start_m = NUM_M - 1 - pid % NUM_M
+        bh = pid // NUM_M
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -261,10 +273,15 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
          H, GROUP, L, S, NUM_N,
          D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-         PREC: tl.constexpr):
+         PREC: tl.constexpr, LPT: tl.constexpr):
     pid = tl.program_id(0)
+    if LPT:  # the first key tiles (under the causal mask the most query tiles) of every head first
+        bhs = tl.num_programs(0) // NUM_N
+        bh, start_n = pid % bhs, pid // bhs
+    else:
+        bh, start_n = pid // NUM_N, pid % NUM_N
     _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
-               sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, pid // NUM_N, pid % NUM_N, H, GROUP, L,
+               sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
                S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC)
 
 
@@ -378,10 +395,15 @@ def dq(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
        sqb2, sqh2, sqm2, H, GROUP, L, S, NUM_M,
        D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
        EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-       PREC: tl.constexpr, OWN_DELTA: tl.constexpr):
+       PREC: tl.constexpr, OWN_DELTA: tl.constexpr, LPT: tl.constexpr):
     pid = tl.program_id(0)
+    if LPT:  # the last query tiles (the most keys under the causal mask) of every head first
+        bhs = tl.num_programs(0) // NUM_M
+        bh, start_m = pid % bhs, NUM_M - 1 - pid // bhs
+    else:
+        bh, start_m = pid // NUM_M, NUM_M - 1 - pid % NUM_M
     _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm,
-             sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, pid // NUM_M, NUM_M - 1 - pid % NUM_M, H, GROUP,
+             sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, start_m, H, GROUP,
              L, S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, OWN_DELTA)
 
 

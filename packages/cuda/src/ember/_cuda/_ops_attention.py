@@ -46,6 +46,9 @@ def _fwd_config(dtype, d: int, lq: int = 0):
 
 _FWD_SHORT, _FWD_LONG = (64, 64, 4, 3), (128, 64, 4, 3)
 _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
+# Causal grids ordered heaviest tile first over all heads (longest-processing-time first) rather than per
+# head: (forward, dQ, dK/dV).
+_LPT = (False, False, False)
 
 
 def _bwd_config(dtype, d: int):
@@ -120,7 +123,8 @@ _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"fwd": ["FOLD_SCALE"], "dq": ["OWN_DELTA"], "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT"],
+               "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
 _RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, warps, stages, device) -> launcher
@@ -220,6 +224,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     index = q._device.index or 0
     consts = _consts(q, v, lq, s, bias, is_causal, bm, bn)
     consts["FOLD_SCALE"] = _FOLD_SCALE and bias is None and scale > 0
+    consts["LPT"] = bool(is_causal) and _LPT[0]
     _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
 
@@ -262,12 +267,14 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
              consts, num_j * b * h, w1, s1, index)
         return
     dq_args = ({**ptrs, "DQ": dq}, scale, common + _strides(o) + _strides(dq), [h, group, lq, s, num_m],
-               {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first"}, num_m * b * h,
+               {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first",
+                "LPT": bool(is_causal) and _LPT[1]}, num_m * b * h,
                w2, s2, index)
     if mode == "dq_first":
         _run("dq", *dq_args)
     _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
-         _consts(q, v, lq, s, bias, is_causal, bm1, bn1), num_n * b * h, w1, s1, index)
+         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and _LPT[2]}, num_n * b * h, w1,
+         s1, index)
     if mode != "dq_first":
         _run("dq", *dq_args)
 
