@@ -9,10 +9,13 @@
   host's latency to the first launch included (the figure of the earlier sessions).
 - A small MLP training step (forward, loss, backward) eager and replayed as CUDA graphs
   (``make_graphed_callables``), host wall time per step: what graphs save is host work.
-- ``--tune``: ember's flash kernels under several tile configurations (how the defaults in
-  ``_ops_attention`` were chosen).
+- ``--tune``: ember's flash kernels under several tile configurations and launch modes (how the
+  defaults in ``_ops_attention`` were chosen), before the rows, which then run what the sweeps chose
+  (``--tune-fwd``/``--tune-bwd``: one of the two sweeps; ``--tune-only``/``--tune-fwd-only``: no rows).
+  The forward+backward rows take the gradients with ``autograd.grad`` on both sides.
 
-    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-only | --tune-fwd-only] [--json out.json]
+    python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-fwd | --tune-bwd | --tune-only |
+                                               --tune-fwd-only] [--no-graphs] [--json out.json]
 """
 
 from __future__ import annotations
@@ -53,8 +56,11 @@ def _attention_rows(torch, iters, sizes):
                             with fw.no_grad():
                                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     else:
-                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal):
-                            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(grad)
+                        def fn(F=F, q=q, k=k, v=v, grad=grad, causal=causal, fw=fw):
+                            # autograd.grad: the gradients are returned, not accumulated into .grad (three
+                            # additions that are not attention's)
+                            fw.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v),
+                                             grad)
                     ms = _median_ms(fw, fn, iters, hide_host=True)
                     row[label + "_ms"] = round(ms, 4)
                     row[label] = round(flops / (ms * 1e-3) / 1e12, 1)
@@ -65,43 +71,220 @@ def _attention_rows(torch, iters, sizes):
     return rows
 
 
+FWD_CONFIGS = ((128, 64, 4, 3), (64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 4), (64, 32, 4, 3), (128, 128, 8, 3))
+
+
 def _tune(torch, iters, backward=True):
+    """The forward under each (BLOCK_M, BLOCK_N, warps, stages) of FWD_CONFIGS, with the scale folded into the
+    exponent or not, at T1024 and T4096, causal or not; each result checked against the default's. The best
+    configuration per length class (_FWD_SHORT: T <= 2048, _FWD_LONG) and fold choice are left set."""
     from ember._cuda import _ops_attention as A
 
     rows = []
-    b, h, t, d = 8, 12, 1024, 64
-    fwd0, bwd0 = A._fwd_config, A._bwd_config
-    for tt, causal in ((1024, True), (4096, True), (4096, False)):
+    b, h, d = 8, 12, 64
+    saved = A._fwd_config, A._FWD_SHORT, A._FWD_LONG, A._FOLD_SCALE
+    times = {}
+    for tt, causal in ((1024, True), (1024, False), (4096, True), (4096, False)):
         q, k, v = _qkv(torch, ember, b, h, tt, d)
-        A._fwd_config = fwd0
+        A._fwd_config, A._FOLD_SCALE = saved[0], saved[3]
         with ember.no_grad():
             ref = EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
-        for cfg in ((128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4), (128, 32, 4, 4),
-                    (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 4), (64, 128, 4, 3)):
-            if causal and cfg[0] % cfg[1]:
-                continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
-            A._fwd_config = lambda dtype, d, cfg=cfg: cfg
-            with ember.no_grad():
-                ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
-                    q, k, v, is_causal=c), iters, hide_host=True)
-                # each configuration's result against the default one's (bf16 outputs: ~1e-2 at most)
-                err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
-            rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg}", "ember": round(ms, 4),
-                         "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
-            print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
-    A._fwd_config = fwd0
-    if not backward:
-        return rows
-    q, k, v = _qkv(torch, ember, b, h, t, d)
-    grad = ember.ones_like(q)
-    for cfg in (((32, 128), (128, 32), 4, 3), ((64, 64), (64, 64), 4, 2), ((32, 64), (64, 32), 4, 3),
-                ((64, 128), (128, 64), 8, 2), ((32, 128), (128, 32), 4, 2), ((64, 64), (64, 64), 4, 3)):
-        A._bwd_config = lambda dtype, d, cfg=cfg: cfg
-        ms = _median_ms(ember, lambda: EF.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad), iters,
-                        hide_host=True)
-        rows.append({"name": f"tune flash fwd+bwd causal T{t} {cfg}", "ember": round(ms, 4), "torch": "",
+        for fold in (True, False):
+            for cfg in FWD_CONFIGS:
+                if causal and cfg[0] % cfg[1]:
+                    continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
+                A._fwd_config = lambda dtype, d, lq=0, cfg=cfg: cfg
+                A._FOLD_SCALE = fold
+                with ember.no_grad():
+                    ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
+                        q, k, v, is_causal=c), iters, hide_host=True)
+                    # each configuration's result against the default one's (bf16 outputs: ~1e-2 at most)
+                    err = float((EF.scaled_dot_product_attention(q, k, v, is_causal=causal).float() - ref).abs().max())
+                if err < 3e-2:
+                    times[(tt, causal, fold, cfg)] = ms
+                rows.append({"name": f"tune flash fwd {'causal ' if causal else ''}T{tt} {cfg} fold={fold}",
+                             "ember": round(ms, 4), "torch": f"err {err:.1e}", "ratio": "", "unit": "ms"})
+                print(rows[-1]["name"], rows[-1]["ember"], "ms", rows[-1]["torch"], flush=True)
+
+    def score(tt, fold, cfg):  # summed over causal and not, each relative to its best
+        total = 0.0
+        for causal in (True, False):
+            best = min(v for key, v in times.items() if key[0] == tt and key[1] == causal)
+            total += times.get((tt, causal, fold, cfg), float("inf")) / best
+        return total
+
+    def best_cfg(tt, fold):
+        return min((score(tt, fold, cfg), cfg) for cfg in FWD_CONFIGS)
+
+    fold = min((best_cfg(1024, f)[0] + best_cfg(4096, f)[0], f) for f in (True, False))[1]
+    A._fwd_config, A._FOLD_SCALE = saved[0], fold
+    A._FWD_SHORT, A._FWD_LONG = best_cfg(1024, fold)[1], best_cfg(4096, fold)[1]
+    print(f"tune fwd: CHOSEN fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", flush=True)
+    rows.append({"name": f"tune fwd chosen: fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", "ember": "",
+                 "torch": "", "ratio": "", "unit": ""})
+    if backward:
+        rows += _tune_bwd(torch, iters)
+    return rows
+
+
+# Backward sweep: (BLOCK_M, BLOCK_N, warps, stages) of dK/dV and of dQ, then the launch modes.
+DKDV_CONFIGS = ((64, 64, 4, 3), (32, 128, 4, 3), (64, 128, 8, 3), (32, 64, 4, 3), (64, 128, 4, 3),
+                (32, 128, 8, 3), (64, 64, 4, 2), (128, 128, 8, 2), (32, 128, 4, 4), (64, 128, 8, 2))
+DQ_CONFIGS = ((64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (64, 32, 4, 3), (128, 64, 4, 3), (128, 128, 8, 2),
+              (64, 64, 4, 4), (128, 32, 8, 3))
+FUSED_CONFIGS = (((64, 64, 4, 3), (64, 64, 4, 3)), ((32, 128, 4, 3), (128, 32, 4, 3)),
+                 ((64, 128, 8, 3), (128, 64, 8, 3)), ((32, 64, 4, 3), (64, 32, 4, 3)),
+                 ((64, 128, 8, 2), (128, 64, 8, 2)))
+DELTA_CONFIGS = ((64, 4), (128, 4), (128, 8), (256, 8), (32, 2))
+
+
+def _tune_bwd(torch, iters):
+    """The backward kernels alone (``flash_backward`` on a saved forward), causal T1024 and T4096, under each
+    configuration: a staged search (dK/dV tiles with dQ fixed, then dQ tiles, then the launch modes), each
+    configuration's gradients checked against PyTorch's. The winners are left set for the rows that follow."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    b, h, d = 8, 12, 64
+    cases = []
+    for tt in (1024, 4096):
+        tq, tk, tv = _qkv(torch, torch, b, h, tt, d, seed=tt)
+        gt = torch.randn_like(tq)
+        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(gt)
+        ref = [x.grad.float() for x in (tq, tk, tv)]
+        q, k, v = (ember.from_dlpack(x.detach()) for x in (tq, tk, tv))
+        g = ember.from_dlpack(gt)
+        with ember.no_grad():
+            out, lse = A.flash_forward(q, k, v, None, True, 1 / math.sqrt(d))
+        cases.append((tt, q, k, v, g, out, lse, ref))
+    saved = A._bwd_config, A._BWD_MODE, A._DELTA_CONFIG
+    rows = []
+
+    def measure(label):
+        total, errs = 0.0, []
+        times = []
+        for tt, q, k, v, g, out, lse, ref in cases:
+            fn = (lambda q=q, k=k, v=v, g=g, out=out, lse=lse:
+                  A.flash_backward(g, q, k, v, out, lse, None, True, 1 / math.sqrt(d)))
+            try:
+                ms = _median_ms(ember, fn, iters, hide_host=True)
+            except Exception as exc:  # a configuration Triton cannot build (shared memory, registers)
+                print(f"tune bwd {label}: failed ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+                return float("inf")
+            got = fn()
+            err = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm()) for x, r in zip(got, ref))
+            errs.append(err)
+            times.append(ms)
+            total += ms / best.setdefault(tt, ms)
+            if err > 2e-2:
+                total = float("inf")
+        row = {"name": f"tune bwd {label}", "ember": " / ".join(f"{t:.4f}" for t in times),
+               "torch": f"err {max(errs):.1e}", "ratio": "", "unit": "ms (causal T1024 / T4096)"}
+        rows.append(row)
+        print(row["name"], row["ember"], row["torch"], flush=True)
+        return total
+
+    best: dict = {}
+    # Torch's backward alone, for scale (its fwd+bwd minus its fwd).
+    F = torch.nn.functional
+    for case in cases:
+        tt = case[0]
+        tq, tk, tv = (torch.from_dlpack(x).requires_grad_() for x in case[1:4])
+        gt = torch.from_dlpack(case[4])
+
+        def both_fn(tq=tq, tk=tk, tv=tv, gt=gt):
+            F.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(gt)
+
+        def fwd_fn(tq=tq, tk=tk, tv=tv):
+            with torch.no_grad():
+                F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+
+        both = _median_ms(torch, both_fn, iters, hide_host=True)
+        fwd = _median_ms(torch, fwd_fn, iters, hide_host=True)
+        print(f"torch causal T{tt}: fwd+bwd {both:.4f} ms, fwd {fwd:.4f} ms, bwd ~{both - fwd:.4f} ms", flush=True)
+        rows.append({"name": f"torch SDPA causal T{tt} bwd (fwd+bwd - fwd)", "ember": "", "torch": round(both - fwd, 4),
                      "ratio": "", "unit": "ms"})
-    A._bwd_config = bwd0
+
+    def pick(options, apply, label):
+        scores = []
+        for opt in options:
+            apply(opt)
+            scores.append((measure(f"{label} {opt}"), opt))
+        score, opt = min(scores, key=lambda x: x[0])
+        apply(opt)
+        print(f"tune bwd: best {label} {opt}", flush=True)
+        return opt
+
+    dq0 = saved[0](ember.bfloat16, d)[1]
+    A._BWD_MODE = "dq_first"
+    dkdv = pick(DKDV_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (c, dq0)), "dq_first dkdv")
+    dq = pick(DQ_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (dkdv, c)), "dq_first dq")
+    chosen = ("dq_first", (dkdv, dq), saved[2])
+    A._bwd_config = lambda dtype, w: (dkdv, dq)
+    A._BWD_MODE = "split"
+    delta = pick(DELTA_CONFIGS, lambda c: setattr(A, "_DELTA_CONFIG", c), "split delta")
+    A._BWD_MODE = "fused"
+    fused = pick(FUSED_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: c), "fused")
+    # The three modes at their best, measured again side by side.
+    finals = []
+    for mode, cfg in (("dq_first", (dkdv, dq)), ("split", (dkdv, dq)), ("fused", fused)):
+        A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = mode, (lambda dtype, w, c=cfg: c), delta
+        finals.append((measure(f"final {mode} {cfg} delta {delta}"), (mode, cfg, delta)))
+    chosen = min(finals, key=lambda x: x[0])[1]
+    A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = chosen[0], (lambda dtype, w, c=chosen[1]: c), chosen[2]
+    print(f"tune bwd: CHOSEN mode {chosen[0]} configs {chosen[1]} delta {chosen[2]}", flush=True)
+    rows.append({"name": f"tune bwd chosen: {chosen}", "ember": "", "torch": "", "ratio": "", "unit": ""})
+    return rows
+
+
+def _tune_lpt(torch, iters):
+    """Causal grids ordered heaviest tile first over all heads (``_ops_attention._LPT``) or per head, for the
+    forward and for the backward's dQ and dK/dV kernels, at causal T1024 and T4096 (two alternating passes,
+    the better median of each); the better ordering of each kernel is left set."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    b, h, d = 8, 12, 64
+    saved = A._LPT
+    fwd_t, bwd_t = {}, {}
+    cases = []
+    for tt in (1024, 4096):
+        q, k, v = _qkv(torch, ember, b, h, tt, d, seed=tt)
+        g = ember.randn_like(q)
+        with ember.no_grad():
+            out, lse = A.flash_forward(q, k, v, None, True, 1 / math.sqrt(d))
+        cases.append((tt, q, k, v, g, out, lse))
+    bwd_variants = ((False, False), (True, False), (False, True), (True, True))
+    for _ in range(2):
+        for tt, q, k, v, g, out, lse in cases:
+            for lpt in (False, True):
+                A._LPT = (lpt, False, False)
+                with ember.no_grad():
+                    ms = _median_ms(ember, lambda q=q, k=k, v=v: A.flash_forward(q, k, v, None, True, 0.125), iters,
+                                    hide_host=True)
+                fwd_t[(tt, lpt)] = min(ms, fwd_t.get((tt, lpt), ms))
+            for dq, dkdv in bwd_variants:
+                A._LPT = (False, dq, dkdv)
+                ms = _median_ms(ember, lambda q=q, k=k, v=v, g=g, out=out, lse=lse: A.flash_backward(
+                    g, q, k, v, out, lse, None, True, 0.125), iters, hide_host=True)
+                bwd_t[(tt, dq, dkdv)] = min(ms, bwd_t.get((tt, dq, dkdv), ms))
+    rows = []
+    for key, ms in list(fwd_t.items()) + list(bwd_t.items()):
+        name = f"tune LPT fwd causal T{key[0]} lpt={key[1]}" if len(key) == 2 else \
+            f"tune LPT bwd causal T{key[0]} dq={key[1]} dkdv={key[2]}"
+        rows.append({"name": name, "ember": round(ms, 4), "torch": "", "ratio": "", "unit": "ms"})
+        print(name, round(ms, 4), flush=True)
+
+    def rel(table, key_of, variant):
+        return sum(table[key_of(tt, variant)] / min(v for k, v in table.items() if k[0] == tt) for tt in (1024, 4096))
+
+    fwd = min((False, True), key=lambda x: rel(fwd_t, lambda tt, x: (tt, x), x))
+    bwd = min(bwd_variants, key=lambda x: rel(bwd_t, lambda tt, x: (tt, *x), x))
+    A._LPT = (fwd, *bwd)
+    print(f"tune LPT: CHOSEN {A._LPT} (was {saved})", flush=True)
+    rows.append({"name": f"tune LPT chosen {A._LPT}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows
 
 
@@ -142,16 +325,27 @@ def main():
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--tune-only", action="store_true", help="only the configuration sweep")
     ap.add_argument("--tune-fwd-only", action="store_true", help="only the forward configuration sweep")
+    ap.add_argument("--tune-bwd", action="store_true", help="only the backward sweep before the rows")
+    ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
+    ap.add_argument("--tune-lpt", action="store_true", help="the causal grids' tile order before the rows")
+    ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import torch
 
     iters = 10 if args.quick else 25
     sweep_only = args.tune_only or args.tune_fwd_only
-    rows = [] if sweep_only else _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
-    if args.tune or sweep_only:
-        rows += _tune(torch, iters, backward=not args.tune_fwd_only)
+    rows = []
+    # The sweeps first: the rows below then run the configurations they chose.
+    if args.tune or sweep_only or args.tune_fwd:
+        rows += _tune(torch, iters, backward=not (args.tune_fwd_only or args.tune_fwd))
+    elif args.tune_bwd:
+        rows += _tune_bwd(torch, iters)
+    if args.tune_lpt:
+        rows += _tune_lpt(torch, iters)
     if not sweep_only:
+        rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
+    if not sweep_only and not args.no_graphs:
         rows += _graph_rows(torch, 100 if args.quick else 300)
     print(f"{'case':58s} {'ember':>14s} {'torch':>14s} {'ratio':>7s}")
     for row in rows:

@@ -152,8 +152,10 @@ def casts_and_copies(torch):
     _row("sdpa output .transpose(1,2).contiguous()", e, t)
 
 
-def adamw(torch):
+def adamw(torch, tune=False):
     from bench_cuda_gpt2 import build
+
+    from ember._cuda import _ops_optim as O
 
     def make(fw):
         fw.manual_seed(0)
@@ -163,8 +165,25 @@ def adamw(torch):
         opt = fw.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
         return opt.step
 
+    nbytes = 124_000_000 * 4 * 7
     e, t = _both(torch, make, iters=10, queued=False)
-    _row("fused AdamW step, GPT-2 124M params", e, t, nbytes=124_000_000 * 4 * 7)
+    _row("fused AdamW step, GPT-2 124M params", e, t, nbytes=nbytes)
+    # Device time alone (each step queued behind device work outlasting its issue: the host's ~0.5 ms to
+    # reach the launch is not counted, for either framework).
+    steps = {fw: make(fw) for fw in (ember, torch)}
+    t = _median_ms(torch, steps[torch], 10, hide_host=True)
+    e = _median_ms(ember, steps[ember], 10, hide_host=True)
+    _row(f"fused AdamW step, device only (CHUNK, BLOCK, warps) {O.CHUNK, O._CHUNK_BLOCK, O._CHUNK_WARPS}", e, t,
+         nbytes=nbytes)
+    if not tune:
+        return
+    saved = O.CHUNK, O._CHUNK_BLOCK, O._CHUNK_WARPS
+    for cfg in ((65536, 2048, 8), (16384, 2048, 8), (8192, 2048, 8), (8192, 1024, 4), (16384, 4096, 8),
+                (4096, 1024, 4), (32768, 4096, 8), (16384, 1024, 4), (8192, 4096, 16), (4096, 2048, 8)):
+        O.CHUNK, O._CHUNK_BLOCK, O._CHUNK_WARPS = cfg
+        e = _median_ms(ember, steps[ember], 10, hide_host=True)
+        _row(f"tune fused AdamW (CHUNK, BLOCK, warps) {cfg}", e, t, nbytes=nbytes)
+    O.CHUNK, O._CHUNK_BLOCK, O._CHUNK_WARPS = saved
 
 
 def main():
@@ -186,7 +205,7 @@ def main():
     if "copy" in parts:
         casts_and_copies(torch)
     if "adam" in parts:
-        adamw(torch)
+        adamw(torch, args.tune)
     if args.json:
         Path(args.json).write_text(json.dumps(ROWS, indent=1))
 

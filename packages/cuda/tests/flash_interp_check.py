@@ -70,32 +70,56 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     (bm, bn), (bm1, bn1), (bm2, bn2) = blocks
     out, lse = torch.empty(b, h, lq, ep), torch.empty(b, h, lq)
     grid = -(-lq // bm)
-    kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs,
-                                 *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
-                                 EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, **kw)
     qd, kd, vd = (t.double().requires_grad_() for t in (q0, k0, v0))
     ref, ref_lse = _reference(qd, kd, vd, None if bias_t is None else bias_t.double(), causal, scale, group)
-    torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
+    # the scale folded into the exponent (what a positive scale without a bias takes) and not
+    for fold in (False, True) if not bias else (False,):
+        out.fill_(float("nan")), lse.fill_(float("nan"))
+        kernels.fwd[(grid * b * h,)](q, k, v, bt, out, lse, scale, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+                                     *bs, *out.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm, BLOCK_N=bn,
+                                     EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=fold, LPT=fold, **kw)
+        torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
     do0 = torch.randn(b, h, lq, e, generator=g)
     ref.backward(do0.double())
     do = pad(do0, (0, ep - e))
     delta = torch.empty(b, h, lq)
     kernels.delta[(-(-lq // 16), b * h)](out, do, delta, *out.stride()[:3], *do.stride()[:3], h, lq, E=ep, BLOCK_M=16)
-    dk, dv, dq = torch.empty(b, h, s, dp), torch.empty(b, h, s, ep), torch.empty_like(q)
     common = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs, *do.stride()[:3])
-    grid = -(-s // bn1)
-    kernels.dkdv[(grid * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
-                                  *dv.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm1, BLOCK_N=bn1,
-                                  EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0, **kw)
-    grid = -(-lq // bm2)
-    kernels.dq[(grid * b * h,)](q, k, v, bt, do, lse, delta, dq, scale, *common, *dq.stride()[:3], h, group, lq, s,
-                                grid, BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0, **kw)
-    dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
-    dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
-    for got, want in ((dq[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
-        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5)
+    n1, m2 = -(-s // bn1), -(-lq // bm2)
+    blocks1 = dict(BLOCK_M=bm1, BLOCK_N=bn1, EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0)
+    blocks2 = dict(BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0)
 
+    def dkdv(dk, dv, delta, lpt=False):
+        kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
+                                    *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=lpt)
+
+    def dq(dq, delta, own, lpt=False):
+        kernels.dq[(m2 * b * h,)](q, k, v, bt, do, out, lse, delta, dq, scale, *common, *out.stride()[:3],
+                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own, LPT=lpt)
+
+    # The three orders of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
+    for mode in ("split", "dq_first", "fused"):
+        dk, dv, dqt = (torch.full(shape, float("nan")) for shape in ((b, h, s, dp), (b, h, s, ep), q.shape))
+        if mode == "split":
+            dkdv(dk, dv, delta)
+            dq(dqt, delta, False)
+        elif mode == "dq_first":
+            own = torch.full((b, h, lq), float("nan"))
+            dq(dqt, own, True, lpt=True)  # with the grids ordered over all heads (_ops_attention._LPT)
+            torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
+            dkdv(dk, dv, own, lpt=True)
+        else:
+            nj = max(n1, m2)
+            kernels.bwd[(nj * b * h,)](q, k, v, bt, do, out, lse, delta, dqt, dk, dv, scale, *common,
+                                       *out.stride()[:3], *dqt.stride()[:3], *dk.stride()[:3], *dv.stride()[:3], h,
+                                       group, lq, s, n1, m2, nj, **blocks1, BLOCK_M2=bm2, BLOCK_N2=bn2,
+                                       EVEN_M2=lq % bm2 == 0, EVEN_N2=s % bn2 == 0, **kw)
+        dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
+        dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
+        for got, want in ((dqt[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):
+            torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m, mode=mode: f"{mode}: {m}")
 
 if __name__ == "__main__":
     kernels = _load()

@@ -4,8 +4,14 @@ The forward streams key/value tiles past one tile of query rows, keeping the run
 maximum and sum (the online softmax) in registers, so the L x S score matrix never reaches
 device memory; it writes the output and each row's log-sum-exp (natural log, float32). The
 backward recomputes the probabilities tile by tile from that log-sum-exp: one kernel per
-key tile accumulates dK and dV over the query tiles, another per query tile accumulates dQ
-(two kernels instead of atomics: deterministic, and no float32 dQ buffer to convert).
+query tile accumulates dQ (and, launched first, computes and stores its rows' delta =
+sum(dO * O), which the other kernel reads), another per key tile accumulates dK and dV over
+the query tiles (two kernels instead of atomics: deterministic, and no float32 dQ buffer to
+convert). dK/dV works transposed (keys along the rows: P^T = exp2(K Q^T - lse)), so each
+product's left operand comes out of the previous one in registers and no tile is transposed
+through shared memory. ``delta`` (a separate delta pass) and ``bwd`` (one launch whose program
+j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) are the
+alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200.
 
 Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
 are powers of two (the host pads odd widths with zeros), an optional additive bias (any
@@ -15,7 +21,8 @@ one key/value head). Tiles wholly left of (or, for dK/dV, below) the causal diag
 the causal test, and lengths that are multiples of the tile skip the bounds masks
 (``EVEN_M``/``EVEN_N``); tiles advance by pointer increments. Rows that see no key give zeros
 and a log-sum-exp of -inf, as the CPU kernel's fully-masked rows do. Scores are kept in base
-2 (scale * log2(e) folded in) so each probability is one ``exp2``.
+2 (scale * log2(e) folded in) so each probability is one ``exp2``; with a positive scale and no
+bias the forward keeps the scores unscaled and folds the scale into that exponent's multiply-add.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ LN2 = tl.constexpr(0.6931471805599453)
 @triton.jit
 def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S, skn, svn, sbn, qk_scale,
                BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr):
+               PREC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     # Key tiles lo..hi (multiples of BLOCK_N) into the running max / sum / accumulator.
     k_ptrs += lo * skn
     v_ptrs += lo * svn
@@ -43,7 +50,9 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
             k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        s = tl.dot(q, tl.trans(k), input_precision=PREC)
+        if not FOLD_SCALE:
+            s = s * qk_scale
         if HAS_BIAS:
             if MASK_COLS:
                 bias = tl.load(b_ptrs, mask=(cols < S)[None, :], other=0.0)
@@ -54,9 +63,16 @@ def _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, S
             s = tl.where((cols < S)[None, :], s, float("-inf"))
         if CAUSAL_TILE:
             s = tl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_use[:, None])
+        if FOLD_SCALE:
+            # A positive scale commutes with the row max: the scores stay unscaled and the scale goes into
+            # the exponent's multiply-add (one instruction per score instead of two).
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s * qk_scale - m_use[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s - m_use[:, None])
         alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
@@ -79,11 +95,16 @@ def fwd(Q, K, V, B, O, LSE, scale,
         H, GROUP, L, S, NUM_M,
         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-        PREC: tl.constexpr):
+        PREC: tl.constexpr, FOLD_SCALE: tl.constexpr, LPT: tl.constexpr):
     pid = tl.program_id(0)
-    # The heaviest causal tiles (the last rows) start first.
-    start_m = NUM_M - 1 - pid % NUM_M
-    bh = pid // NUM_M
+    # The heaviest causal tiles (the last rows) start first: per head, or with LPT over all heads at once.
+    if LPT:
+        bhs = tl.num_programs(0) // NUM_M
+        start_m = NUM_M - 1 - pid // bhs
+        bh = pid % bhs
+    else:
+        start_m = NUM_M - 1 - pid % NUM_M
+        bh = pid // NUM_M
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -109,15 +130,15 @@ def fwd(Q, K, V, B, O, LSE, scale,
         if diag > S:
             diag = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, FOLD_SCALE)
         hi = (start_m + 1) * BLOCK_M
         if hi > S:
             hi = S
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, FOLD_SCALE)
     else:
         acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, S, skn, svn,
-                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC)
+                                   sbn, qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, FOLD_SCALE)
     empty = l_i == 0.0
     l_use = tl.where(empty, 1.0, l_i)
     out = acc / l_use[:, None]
@@ -148,57 +169,56 @@ def delta(O, DO, DELTA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLO
 
 
 @triton.jit
-def _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S, sqm, sdm,
+def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S, sqm, sdm,
                 sbm, qk_scale, BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr,
                 HAS_BIAS: tl.constexpr, PREC: tl.constexpr):
-    # Query tiles lo..hi (multiples of BLOCK_M) into one key tile's dK and dV.
-    q_ptrs += lo * sqm
+    # Query tiles lo..hi (multiples of BLOCK_M) into one key tile's dK and dV. Everything is computed
+    # transposed (keys along the rows): P^T = exp2(K Q^T - lse) comes out of the product in the layout
+    # that dV += P^T dO and dK += dS^T Q take as their left operand, so no tile is transposed in registers.
+    qt_ptrs += lo * sqm
     do_ptrs += lo * sdm
     if HAS_BIAS:
-        b_ptrs += lo * sbm
+        bt_ptrs += lo * sbm
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         if MASK_ROWS:
-            q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
+            qt = tl.load(qt_ptrs, mask=(rows < L)[None, :], other=0.0)
             do = tl.load(do_ptrs, mask=(rows < L)[:, None], other=0.0)
             lse = tl.load(lse_ptr + rows, mask=rows < L, other=float("inf"))
             dl = tl.load(delta_ptr + rows, mask=rows < L, other=0.0)
         else:
-            q = tl.load(q_ptrs)
+            qt = tl.load(qt_ptrs)
             do = tl.load(do_ptrs)
             lse = tl.load(lse_ptr + rows)
             dl = tl.load(delta_ptr + rows)
         lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        st = tl.dot(k, qt, input_precision=PREC)
         if HAS_BIAS:
-            bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
-            s += bias.to(tl.float32) * LOG2E
-        p = tl.exp2(s - lse2[:, None])
+            bias = tl.load(bt_ptrs, mask=(cols < S)[:, None] & (rows < L)[None, :], other=0.0)
+            pt = tl.exp2(st * qk_scale + bias.to(tl.float32) * LOG2E - lse2[None, :])
+        else:
+            pt = tl.exp2(st * qk_scale - lse2[None, :])
         if CAUSAL_TILE:
-            p = tl.where(rows[:, None] >= cols[None, :], p, 0.0)
-        dv = tl.dot(tl.trans(p.to(do.dtype)), do, dv, input_precision=PREC)
-        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
-        ds = p * (dp - dl[:, None])
-        dk = tl.dot(tl.trans(ds.to(q.dtype)), q, dk, input_precision=PREC)
-        q_ptrs += BLOCK_M * sqm
+            pt = tl.where(rows[None, :] >= cols[:, None], pt, 0.0)
+        dv = tl.dot(pt.to(do.dtype), do, dv, input_precision=PREC)
+        dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
+        dst = pt * (dpt - dl[None, :])
+        dk = tl.dot(dst.to(qt.dtype), tl.trans(qt), dk, input_precision=PREC)
+        qt_ptrs += BLOCK_M * sqm
         do_ptrs += BLOCK_M * sdm
         if HAS_BIAS:
-            b_ptrs += BLOCK_M * sbm
+            bt_ptrs += BLOCK_M * sbm
     return dk, dv
 
 
 @triton.jit
-def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
-         sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
-         skb2, skh2, skn2, svb2, svh2, svn2,
-         H, GROUP, L, S, NUM_N,
-         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-         PREC: tl.constexpr):
+def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
+               sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
+               skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L, S,
+               D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+               PREC: tl.constexpr):
     # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile.
-    pid = tl.program_id(0)
-    start_n = pid % NUM_N
-    bh = pid // NUM_N
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -214,9 +234,9 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
     else:
         k = tl.load(k_ptrs, mask=(cols < S)[:, None], other=0.0)
         v = tl.load(v_ptrs, mask=(cols < S)[:, None], other=0.0)
-    q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None].to(tl.int64) * sqm + offs_d[None, :]
+    qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :].to(tl.int64) * sqm + offs_d[:, None]
     do_ptrs = DO + b * sdb + h * sdh + offs_m[:, None].to(tl.int64) * sdm + offs_e[None, :]
-    b_ptrs = B + b * sbb + h * sbh + offs_m[:, None].to(tl.int64) * sbm + cols[None, :].to(tl.int64) * sbn
+    bt_ptrs = B + b * sbb + h * sbh + offs_m[None, :].to(tl.int64) * sbm + cols[:, None].to(tl.int64) * sbn
     lse_ptr = LSE + bh.to(tl.int64) * L
     delta_ptr = DELTA + bh.to(tl.int64) * L
     qk_scale = scale * LOG2E
@@ -228,12 +248,12 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
         mid = lo + BLOCK_N
         if mid > L:
             mid = L
-        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, mid, L, S,
-                             sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC)
-        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, mid, L, L, S,
-                             sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
+        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, mid, L,
+                             S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC)
+        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, mid, L, L,
+                             S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
     else:
-        dk, dv = _dkdv_tiles(dk, dv, k, v, q_ptrs, do_ptrs, b_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, S,
+        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, S,
                              sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
     dk = dk * scale
     dk_ptrs = DK + b * skb2 + h * skh2 + cols[:, None].to(tl.int64) * skn2 + offs_d[None, :]
@@ -244,6 +264,25 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
     else:
         tl.store(dk_ptrs, dk.to(DK.dtype.element_ty), mask=(cols < S)[:, None])
         tl.store(dv_ptrs, dv.to(DV.dtype.element_ty), mask=(cols < S)[:, None])
+
+
+@triton.jit
+def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
+         sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
+         skb2, skh2, skn2, svb2, svh2, svn2,
+         H, GROUP, L, S, NUM_N,
+         D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+         EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+         PREC: tl.constexpr, LPT: tl.constexpr):
+    pid = tl.program_id(0)
+    if LPT:  # the first key tiles (under the causal mask the most query tiles) of every head first
+        bhs = tl.num_programs(0) // NUM_N
+        bh, start_n = pid % bhs, pid // bhs
+    else:
+        bh, start_n = pid // NUM_N, pid % NUM_N
+    _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
+               sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
+               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC)
 
 
 @triton.jit
@@ -263,11 +302,12 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
         else:
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+        s = tl.dot(q, tl.trans(k), input_precision=PREC)
         if HAS_BIAS:
             bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
-            s += bias.to(tl.float32) * LOG2E
-        p = tl.exp2(s - lse2[:, None])
+            p = tl.exp2(s * qk_scale + bias.to(tl.float32) * LOG2E - lse2[:, None])
+        else:
+            p = tl.exp2(s * qk_scale - lse2[:, None])
         if MASK_COLS:
             p = tl.where((cols < S)[None, :], p, 0.0)
         if CAUSAL_TILE:
@@ -283,16 +323,14 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
 
 
 @triton.jit
-def dq(Q, K, V, B, DO, LSE, DELTA, DQ, scale,
-       sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sqb2, sqh2, sqm2,
-       H, GROUP, L, S, NUM_M,
-       D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-       EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-       PREC: tl.constexpr):
-    # One query tile: dQ = scale * dS K over every key tile.
-    pid = tl.program_id(0)
-    start_m = NUM_M - 1 - pid % NUM_M
-    bh = pid // NUM_M
+def _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
+             sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sob, soh, som,
+             sqb2, sqh2, sqm2, bh, start_m, H, GROUP, L, S,
+             D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+             PREC: tl.constexpr, OWN_DELTA: tl.constexpr):
+    # One query tile: dQ = scale * dS K over every key tile. With OWN_DELTA the tile's delta
+    # (sum(dO * O) per row) is computed here from O and stored for the dK/dV kernel that follows.
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -302,16 +340,27 @@ def dq(Q, K, V, B, DO, LSE, DELTA, DQ, scale,
     offs_n = tl.arange(0, BLOCK_N)
     q_ptrs = Q + b * sqb + h * sqh + rows[:, None].to(tl.int64) * sqm + offs_d[None, :]
     do_ptrs = DO + b * sdb + h * sdh + rows[:, None].to(tl.int64) * sdm + offs_e[None, :]
+    o_ptrs = O + b * sob + h * soh + rows[:, None].to(tl.int64) * som + offs_e[None, :]
+    row_ptr = bh.to(tl.int64) * L + rows
     if EVEN_M:
         q = tl.load(q_ptrs)
         do = tl.load(do_ptrs)
-        lse = tl.load(LSE + bh.to(tl.int64) * L + rows)
-        dl = tl.load(DELTA + bh.to(tl.int64) * L + rows)
+        lse = tl.load(LSE + row_ptr)
+        if OWN_DELTA:
+            dl = tl.sum(tl.load(o_ptrs).to(tl.float32) * do.to(tl.float32), 1)
+            tl.store(DELTA + row_ptr, dl)
+        else:
+            dl = tl.load(DELTA + row_ptr)
     else:
         q = tl.load(q_ptrs, mask=(rows < L)[:, None], other=0.0)
         do = tl.load(do_ptrs, mask=(rows < L)[:, None], other=0.0)
-        lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=rows < L, other=float("inf"))
-        dl = tl.load(DELTA + bh.to(tl.int64) * L + rows, mask=rows < L, other=0.0)
+        lse = tl.load(LSE + row_ptr, mask=rows < L, other=float("inf"))
+        if OWN_DELTA:
+            o = tl.load(o_ptrs, mask=(rows < L)[:, None], other=0.0)
+            dl = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+            tl.store(DELTA + row_ptr, dl, mask=rows < L)
+        else:
+            dl = tl.load(DELTA + row_ptr, mask=rows < L, other=0.0)
     lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
     k_ptrs = K + b * skb + hk * skh + offs_n[:, None].to(tl.int64) * skn + offs_d[None, :]
     v_ptrs = V + b * svb + hk * svh + offs_n[:, None].to(tl.int64) * svn + offs_e[None, :]
@@ -338,4 +387,46 @@ def dq(Q, K, V, B, DO, LSE, DELTA, DQ, scale,
         tl.store(dq_ptrs, acc.to(DQ.dtype.element_ty))
     else:
         tl.store(dq_ptrs, acc.to(DQ.dtype.element_ty), mask=(rows < L)[:, None])
+
+
+@triton.jit
+def dq(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
+       sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sob, soh, som,
+       sqb2, sqh2, sqm2, H, GROUP, L, S, NUM_M,
+       D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+       EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+       PREC: tl.constexpr, OWN_DELTA: tl.constexpr, LPT: tl.constexpr):
+    pid = tl.program_id(0)
+    if LPT:  # the last query tiles (the most keys under the causal mask) of every head first
+        bhs = tl.num_programs(0) // NUM_M
+        bh, start_m = pid % bhs, NUM_M - 1 - pid // bhs
+    else:
+        bh, start_m = pid // NUM_M, NUM_M - 1 - pid % NUM_M
+    _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm,
+             sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, start_m, H, GROUP,
+             L, S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, OWN_DELTA)
+
+
+@triton.jit
+def bwd(Q, K, V, B, DO, O, LSE, DELTA, DQ, DK, DV, scale,
+        sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sob, soh, som,
+        sqb2, sqh2, sqm2, skb2, skh2, skn2, svb2, svh2, svn2,
+        H, GROUP, L, S, NUM_N, NUM_M, NUM_J,
+        D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
+        BLOCK_N2: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_M2: tl.constexpr,
+        EVEN_N2: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr, PREC: tl.constexpr):
+    # dK/dV of key tile j and dQ of query tile j in one program (delta computed beforehand): under the causal
+    # mask the first key tiles see the most query tiles and the first query tiles the fewest keys, so each
+    # program gets about the same work, and one launch replaces two.
+    pid = tl.program_id(0)
+    j = pid % NUM_J
+    bh = pid // NUM_J
+    if j < NUM_N:
+        _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
+                   sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, j, H, GROUP, L, S, D, E, BLOCK_M,
+                   BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC)
+    if j < NUM_M:
+        _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
+                 sbm, sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, j, H, GROUP, L, S, D, E, BLOCK_M2,
+                 BLOCK_N2, EVEN_M2, EVEN_N2, CAUSAL, HAS_BIAS, PREC, False)
 '''

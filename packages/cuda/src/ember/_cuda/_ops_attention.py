@@ -31,25 +31,44 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _fwd_config(dtype, d: int):
-    """(BLOCK_M, BLOCK_N, warps, stages) of the forward; from sweeps on the H200 (see NOTES.md). BLOCK_M must
-    be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query tile's first row."""
+def _fwd_config(dtype, d: int, lq: int = 0):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the forward for ``lq`` query rows; from sweeps on the H200 (see
+    NOTES.md). BLOCK_M must be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query
+    tile's first row."""
     if dtype is dt.float32:
         return (64, 32, 4, 2) if d <= 64 else (32, 32, 4, 1)
     if d <= 64:
-        # Two sweeps on the H200 (B8 H12 T1024/4096 bf16) put the tile choices within ~15% of each
-        # other, run-to-run noise included; 128x64 was best or near it in both, causal or not.
-        return 128, 64, 4, 3
+        # B8 H12 bf16 sweeps on the H200: 64-row query tiles were best at T1024 (more programs in flight on a
+        # short sequence), 128-row ones at T4096.
+        return _FWD_SHORT if lq <= 2048 else _FWD_LONG
     return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
 
 
+_FWD_SHORT, _FWD_LONG = (64, 64, 4, 3), (128, 64, 4, 3)
+_FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
+# Causal grids ordered heaviest tile first over all heads (longest-processing-time first) rather than per
+# head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
+# gained 9% at T1024 and T4096; the backward kernels none (within 3%, either way).
+_LPT = (True, False, False)
+
+
 def _bwd_config(dtype, d: int):
-    """((BLOCK_M, BLOCK_N) of dK/dV, (BLOCK_M, BLOCK_N) of dQ, warps, stages)."""
+    """((BLOCK_M, BLOCK_N, warps, stages) of dK/dV, the same of dQ): dK/dV walks query tiles of BLOCK_M rows
+    past a tile of BLOCK_N keys, dQ key tiles of BLOCK_N past BLOCK_M query rows."""
     if dtype is dt.float32:
-        return (32, 32), (32, 32), 4, 1
+        return (32, 32, 4, 1), (32, 32, 4, 1)
     if d <= 64:
-        return (64, 64), (64, 64), 4, 3  # 0.41 ms fwd+bwd causal T1024, the best of six (NOTES.md)
-    return (32, 64), (64, 32), 4, 2
+        # B8 H12 T1024/4096 causal bf16 on the H200 (bench_cuda_attention.py --tune-bwd): best of 10 dK/dV and 8
+        # dQ configurations, the runners-up within ~5% (run-to-run noise).
+        return (64, 64, 4, 3), (64, 64, 4, 4)
+    return (32, 64, 4, 2), (64, 32, 4, 2)
+
+
+# How the backward runs: "dq_first" (dQ first, each of its programs also computing and storing its rows'
+# delta = sum(dO * O), then dK/dV: two launches), "split" (delta, dK/dV, dQ: three) or "fused" (delta,
+# then one launch whose program j does key tile j's dK/dV and query tile j's dQ).
+_BWD_MODE = "dq_first"
+_DELTA_CONFIG = (64, 4)  # (BLOCK_M, warps) of the separate delta kernel
 
 
 def _unit_last(t):
@@ -94,12 +113,19 @@ _STRIDE_NAMES = {
     "dkdv": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
              "sdb", "sdh", "sdm", "skb2", "skh2", "skn2", "svb2", "svh2", "svn2"],
     "dq": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
-           "sdb", "sdh", "sdm", "sqb2", "sqh2", "sqm2"],
+           "sdb", "sdh", "sdm", "sob", "soh", "som", "sqb2", "sqh2", "sqm2"],
+    "bwd": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
+            "sdb", "sdh", "sdm", "sob", "soh", "som", "sqb2", "sqh2", "sqm2", "skb2", "skh2", "skn2", "svb2",
+            "svh2", "svn2"],
 }
 _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV"],
-         "dq": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DQ"]}
-_COUNT = {"fwd": "NUM_M", "dkdv": "NUM_N", "dq": "NUM_M"}
+         "dq": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ"],
+         "bwd": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ", "DK", "DV"]}
+_INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
+         "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT"],
+               "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
 _RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, warps, stages, device) -> launcher
@@ -125,9 +151,9 @@ def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
     key = (name, tuple(dtypes), aligned, tuple(consts.items()), warps, stages, index)
     launcher = _RUN_LAUNCHERS.get(key)
     if launcher is None:
-        names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + ["H", "GROUP", "L", "S", _COUNT[name]] + _CONST
+        names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + _INTS[name] + _CONST + _MORE_CONST.get(name, [])
         ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
-        sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), {"H", "GROUP", "L", "S", _COUNT[name]})
+        sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), set(_INTS[name]))
         launcher = _RUN_LAUNCHERS[key] = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
     launcher((grid, 1, 1), current_handle(index), *addresses, float(scale), *strides, *ints)
 
@@ -192,13 +218,15 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if s == 0:  # no keys: zeros, and rows that see nothing
         return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e))
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), lq)
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
     index = q._device.index or 0
-    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], _consts(q, v, lq, s, bias, is_causal, bm, bn),
-         num_m * b * h, warps, stages, index)
+    consts = _consts(q, v, lq, s, bias, is_causal, bm, bn)
+    consts["FOLD_SCALE"] = _FOLD_SCALE and bias is None and scale > 0
+    consts["LPT"] = bool(is_causal) and _LPT[0]
+    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
 
 
@@ -208,10 +236,48 @@ def _delta(out, g, lse, index):
     sig = {"O": "*" + TRITON[out.dtype], "DO": "*" + TRITON[g.dtype], "DELTA": "*fp32", "sob": "i64", "soh": "i64",
            "som": "i64", "sdb": "i64", "sdh": "i64", "sdm": "i64", "H": "i32", "L": "i32", "E": "constexpr",
            "BLOCK_M": "constexpr"}
-    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": 64}, (), 4, 1, index)
-    launcher((-(-lq // 64), b * h, 1), current_handle(index), out.data_ptr(), g.data_ptr(), delta.data_ptr(),
+    bm, warps = _DELTA_CONFIG
+    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": bm}, (), warps, 1, index)
+    launcher((-(-lq // bm), b * h, 1), current_handle(index), out.data_ptr(), g.data_ptr(), delta.data_ptr(),
              *_strides(out), *_strides(g), h, lq)
     return delta
+
+
+def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scale, width):
+    """dq, dk, dv of the padded operands, in the launches ``_BWD_MODE`` names."""
+    b, h, lq, _ = q._shape
+    hk, s = k._shape[1], k._shape[2]
+    group = h // hk
+    index = q._device.index or 0
+    bias = _bias(attn_mask, q, k)
+    (bm1, bn1, w1, s1), (bm2, bn2, w2, s2) = _bwd_config(q.dtype, width)
+    mode = _BWD_MODE
+    if mode == "dq_first":
+        delta = new_empty_tensor((b, h, lq), dt.float32, q._device)
+    else:
+        delta = _delta(o, g, lse, index)
+    common = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(g)
+    ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "DO": g, "O": o, "LSE": lse, "DELTA": delta}
+    num_n, num_m = -(-s // bn1), -(-lq // bm2)
+    if mode == "fused":
+        num_j = max(num_n, num_m)
+        consts = {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "BLOCK_M2": bm2, "BLOCK_N2": bn2,
+                  "EVEN_M2": lq % bm2 == 0, "EVEN_N2": s % bn2 == 0}
+        _run("bwd", {**ptrs, "DQ": dq, "DK": dk, "DV": dv}, scale,
+             common + _strides(o) + _strides(dq) + _strides(dk) + _strides(dv), [h, group, lq, s, num_n, num_m, num_j],
+             consts, num_j * b * h, w1, s1, index)
+        return
+    dq_args = ({**ptrs, "DQ": dq}, scale, common + _strides(o) + _strides(dq), [h, group, lq, s, num_m],
+               {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first",
+                "LPT": bool(is_causal) and _LPT[1]}, num_m * b * h,
+               w2, s2, index)
+    if mode == "dq_first":
+        _run("dq", *dq_args)
+    _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
+         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and _LPT[2]}, num_n * b * h, w1,
+         s1, index)
+    if mode != "dq_first":
+        _run("dq", *dq_args)
 
 
 def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
@@ -231,19 +297,7 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_ca
     if q.numel() == 0 or s == 0:
         dq.zero_(), dk.zero_(), dv.zero_()
     else:
-        index = q._device.index or 0
-        bias = _bias(attn_mask, q, k)
-        delta = _delta(o, g, lse, index)
-        (bm1, bn1), (bm2, bn2), warps, stages = _bwd_config(q.dtype, max(d0, e0))
-        common = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(g)
-        ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "DO": g, "LSE": lse, "DELTA": delta}
-        num_n = -(-s // bn1)
-        _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv),
-             [h, group, lq, s, num_n], _consts(q, v, lq, s, bias, is_causal, bm1, bn1), num_n * b * h, warps, stages,
-             index)
-        num_m = -(-lq // bm2)
-        _run("dq", {**ptrs, "DQ": dq}, scale, common + _strides(dq), [h, group, lq, s, num_m],
-             _consts(q, v, lq, s, bias, is_causal, bm2, bn2), num_m * b * h, warps, stages, index)
+        _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scale, max(d0, e0))
     if group > 1:
         dk = dk.reshape(b, hk, group, s, d).sum(2).to(key.dtype)
         dv = dv.reshape(b, hk, group, s, e).sum(2).to(value.dtype)
