@@ -95,7 +95,9 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
     T s = exp_sum<T>(nullptr, row, c, mx, next);
-    lse = std::isinf(mx) ? mx : mx + std::log(s);
+    // An all -inf row keeps lse = -inf (its nll is then NaN, as PyTorch's); a +inf score makes
+    // s NaN (exp(inf - inf)) and lse NaN, as PyTorch's log_softmax, not +inf.
+    lse = mx == -std::numeric_limits<T>::infinity() ? mx : mx + std::log(s);
   }
   T w = wp ? wp[t] : T(1);
   *nll = -w * (row[t] - lse);
