@@ -183,9 +183,12 @@ inline T exp_scalar(T v) {
 // While it computes, the same columns of row k + ahead (rows below `kend` only) are prefetched
 // into L2, a line per line consumed: the next chunk's max pass then reads from L2 instead of
 // waiting on memory after this compute-bound pass (pass ahead = 0 for none).
+// `next` (may be null): the block read after this one (its rows `stride` apart, as x's): the
+// prefetch continues into its rows past kend, so the next block's first max pass does not wait
+// on memory either (cross-entropy over (N, C, d) scores: the next sample's classes).
 template <typename T>
 void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t bl, T* m, const T* mc, T* s,
-                   T* shift, int64_t ahead = 0, int64_t kend = 0) {
+                   T* shift, int64_t ahead = 0, int64_t kend = 0, const T* next = nullptr) {
   for (int64_t j = 0; j < bl; ++j) {
     if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_scalar(m[j] - mc[j]);
     m[j] = mc[j];
@@ -195,7 +198,9 @@ void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t b
   if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
   for (int64_t k = k0; k < k1; ++k) {
     const T* p = x + k * stride;
-    const T* pf = ahead > 0 && k + ahead < kend ? p + ahead * stride : nullptr;
+    const T* pf = nullptr;
+    if (ahead > 0 && k + ahead < kend) pf = p + ahead * stride;
+    else if (ahead > 0 && next && k + ahead - kend < kend) pf = next + (k + ahead - kend) * stride;
     if constexpr (std::is_same_v<T, float>) {
       for (int64_t j = 0; j < jv; j += kVecFloats) {
         if (pf) __builtin_prefetch(pf + j, 0, 2);
