@@ -121,3 +121,29 @@ def test_mm_strided_operands():
         np.testing.assert_allclose(ember.mm(left_e, right_e).numpy(), torch.mm(left_t, right_t).numpy(), rtol=1e-12)
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ember.mm(ember.ones(2, 3), ember.ones(2, 3))
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 95, 1000])
+def test_row_max_nan_and_inf_placement_float32(n):
+    """The float32 row max (amax/amin, softmax/log_softmax rows, cross-entropy rows) keeps
+    NaN propagation and the infinities wherever they fall: in the vector body, in either of its
+    two accumulators, or in the scalar tail (row lengths around the 32-float step)."""
+    rows = []
+    for pos in sorted({0, n // 2, n - 1, min(n - 1, 16), min(n - 1, 31)}):
+        for special in (np.nan, np.inf, -np.inf):
+            row = np.random.default_rng(n + pos).standard_normal(n).astype(np.float32) * 4
+            row[pos] = special
+            rows.append(row)
+    rows.append(np.full(n, -np.inf, np.float32))
+    rows.append(np.full(n, -0.0, np.float32))
+    a = np.stack(rows)
+    e, t = ember.tensor(a), torch.tensor(a)
+    for name in ("amax", "amin"):
+        np.testing.assert_array_equal(getattr(ember, name)(e, 1).numpy(), getattr(torch, name)(t, 1).numpy())
+    for fn in ("softmax", "log_softmax"):
+        np.testing.assert_allclose(getattr(ember, fn)(e, 1).numpy(), getattr(torch, fn)(t, 1).numpy(),
+                                   rtol=2e-6, atol=1e-6)
+    y = np.random.default_rng(1).integers(0, n, len(rows))
+    got = ember.nn.functional.cross_entropy(e, ember.tensor(y), reduction="none").numpy()
+    want = torch.nn.functional.cross_entropy(t, torch.tensor(y), reduction="none").numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)

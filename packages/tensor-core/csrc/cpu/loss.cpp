@@ -95,7 +95,9 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
     T s = exp_sum<T>(nullptr, row, c, mx, next);
-    lse = std::isinf(mx) ? mx : mx + std::log(s);
+    // An all -inf row keeps lse = -inf (its nll is then NaN, as PyTorch's); a +inf score makes
+    // s NaN (exp(inf - inf)) and lse NaN, as PyTorch's log_softmax, not +inf.
+    lse = mx == -std::numeric_limits<T>::infinity() ? mx : mx + std::log(s);
   }
   T w = wp ? wp[t] : T(1);
   *nll = -w * (row[t] - lse);
@@ -126,7 +128,8 @@ constexpr int64_t kColBlock = 1024;
 constexpr int64_t kChunkBytes = 256 * 1024;
 
 template <typename T>
-void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool log_probs, T* lse, T* wx) {
+void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool log_probs, T* lse, T* wx,
+                const T* next = nullptr) {
   alignas(64) T m[kColBlock], s[kColBlock], mc[kColBlock], shift[kColBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
@@ -146,7 +149,7 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
         for (int64_t j = 0; j < bl; ++j) wx[j] += w * p[j];
       }
     }
-    if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift, chunk, c);
+    if (!log_probs) add_exp_chunk(x, sc, k0, k1, bl, m, mc, s, shift, chunk, c, next);
   }
   for (int64_t j = 0; j < bl; ++j) {
     if (log_probs) lse[j] = 0;
@@ -234,7 +237,14 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
           const T* xb = xp + n * l.sn + p0;
-          column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr);
+          // The next block of this thread, prefetched during this one's last exp pass when it
+          // has the same width.
+          const T* xn = nullptr;
+          if (b + 1 < b1) {
+            const int64_t n1 = (b + 1) / nblk, q0 = ((b + 1) % nblk) * width;
+            if (std::min(width, l.s - q0) == bl) xn = xp + n1 * l.sn + q0;
+          }
+          column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn);
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];

@@ -17,8 +17,49 @@
 
 namespace ember {
 
+#if defined(__AVX512F__)
+// The float32 max/min of minmax_contig in 512-bit vectors: NaN lanes are recorded in mask
+// registers (one compare a vector) instead of the generic form's vector compare and OR, and the
+// vectors are twice as wide: half the time a row (0.27 -> 0.16 ms for 4096 rows of 1000 floats
+// in L1), which is a fifth of a cross-entropy or softmax row. vmaxps(x, a) returns a where
+// either is NaN, so a never becomes NaN and the mask alone says whether one was seen.
+template <bool kMax>
+float minmax_contig_f32(const float* p, int64_t n) {
+  const __m512 init = _mm512_set1_ps(kMax ? -INFINITY : INFINITY);
+  const __mmask16 all = 0xFFFF;  // the zero-masked forms: gcc 12 warns on the plain ones (exp_vec)
+  __m512 a0 = init, a1 = init;
+  __mmask16 nan0 = 0, nan1 = 0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 x0 = _mm512_loadu_ps(p + i), x1 = _mm512_loadu_ps(p + i + 16);
+    a0 = kMax ? _mm512_maskz_max_ps(all, x0, a0) : _mm512_maskz_min_ps(all, x0, a0);
+    a1 = kMax ? _mm512_maskz_max_ps(all, x1, a1) : _mm512_maskz_min_ps(all, x1, a1);
+    nan0 |= _mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q);
+    nan1 |= _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q);
+  }
+  alignas(64) float l0[16], l1[16];
+  _mm512_store_ps(l0, a0);
+  _mm512_store_ps(l1, a1);
+  float r = kMax ? -INFINITY : INFINITY;
+  bool nan = (nan0 | nan1) != 0;
+  for (int j = 0; j < 16; ++j) {
+    const float v = kMax ? (l0[j] > l1[j] ? l0[j] : l1[j]) : (l0[j] < l1[j] ? l0[j] : l1[j]);
+    r = kMax ? (v > r ? v : r) : (v < r ? v : r);
+  }
+  for (; i < n; ++i) {
+    const float x = p[i];
+    nan |= x != x;
+    r = kMax ? (x > r ? x : r) : (x < r ? x : r);
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+#endif
+
 template <typename T, bool kMax>
 T minmax_contig(const T* p, int64_t n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) return minmax_contig_f32<kMax>(p, n);
+#endif
   typedef T V __attribute__((vector_size(32)));
   constexpr int W = 32 / sizeof(T);
   const T init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
@@ -142,9 +183,12 @@ inline T exp_scalar(T v) {
 // While it computes, the same columns of row k + ahead (rows below `kend` only) are prefetched
 // into L2, a line per line consumed: the next chunk's max pass then reads from L2 instead of
 // waiting on memory after this compute-bound pass (pass ahead = 0 for none).
+// `next` (may be null): the block read after this one (its rows `stride` apart, as x's): the
+// prefetch continues into its rows past kend, so the next block's first max pass does not wait
+// on memory either (cross-entropy over (N, C, d) scores: the next sample's classes).
 template <typename T>
 void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t bl, T* m, const T* mc, T* s,
-                   T* shift, int64_t ahead = 0, int64_t kend = 0) {
+                   T* shift, int64_t ahead = 0, int64_t kend = 0, const T* next = nullptr) {
   for (int64_t j = 0; j < bl; ++j) {
     if (mc[j] > m[j]) s[j] = m[j] == -INFINITY ? T(0) : s[j] * exp_scalar(m[j] - mc[j]);
     m[j] = mc[j];
@@ -154,7 +198,9 @@ void add_exp_chunk(const T* x, int64_t stride, int64_t k0, int64_t k1, int64_t b
   if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
   for (int64_t k = k0; k < k1; ++k) {
     const T* p = x + k * stride;
-    const T* pf = ahead > 0 && k + ahead < kend ? p + ahead * stride : nullptr;
+    const T* pf = nullptr;
+    if (ahead > 0 && k + ahead < kend) pf = p + ahead * stride;
+    else if (ahead > 0 && next && k + ahead - kend < kend) pf = next + (k + ahead - kend) * stride;
     if constexpr (std::is_same_v<T, float>) {
       for (int64_t j = 0; j < jv; j += kVecFloats) {
         if (pf) __builtin_prefetch(pf + j, 0, 2);
