@@ -122,8 +122,7 @@ class DistributedDataParallel(nn.Module):
         """``hook(state, bucket) -> Future`` of the reduced flat buffer replaces the all-reduce."""
         if self._reducer.comm_hook is not None:
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
-        if not callable(hook):
-            raise TypeError("Communication hook must be callable.")
+        _check_comm_hook(hook)
         self._reducer.comm_hook, self._reducer.comm_state = hook, state
 
     def _set_static_graph(self) -> None:
@@ -288,3 +287,26 @@ def _reachable_parameters(output) -> set:
         for nxt, _ in node.next_functions:
             stack.append(nxt)
     return found
+
+
+def _check_comm_hook(hook) -> None:
+    """PyTorch's checks of a comm hook's signature: callable, a parameter named ``bucket``, and
+    annotations (where given; compared as written, so a string annotation fails, as in PyTorch)
+    of ``dist.GradBucket`` and ``torch.futures.Future[torch.Tensor]``."""
+    import inspect
+
+    from ember.futures import Future
+
+    from ._reducer import GradBucket
+
+    if not callable(hook):
+        raise TypeError("Communication hook must be callable.")
+    sig = inspect.signature(hook)
+    if "bucket" not in sig.parameters:  # PyTorch's own lookup raises KeyError('bucket')
+        raise KeyError("bucket: a communication hook is hook(state, bucket), its second parameter named 'bucket'")
+    annotation = sig.parameters["bucket"].annotation
+    if annotation is not inspect.Parameter.empty and annotation is not GradBucket:
+        raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+    returned = sig.return_annotation
+    if returned is not inspect.Signature.empty and returned != Future[ember.Tensor]:
+        raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")
