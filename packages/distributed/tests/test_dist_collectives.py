@@ -82,3 +82,13 @@ def test_reduce_op_prints_as_pytorch():
     for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
         ours, theirs = getattr(edist.ReduceOp, name), getattr(tdist.ReduceOp, name)
         assert (str(ours), repr(ours), f"{ours}", int(ours)) == (str(theirs), repr(theirs), f"{theirs}", int(theirs))
+
+
+def test_world_of_one_matches_gloo():
+    # programs/world_one_program.py: every collective and the errors of bad calls (wrong list
+    # lengths, a root outside the world, sending to oneself) with world_size=1
+    ours, _, _ = run_ranks("world_one_program.py", 1, "ember", limit=90)
+    theirs, _, _ = run_ranks("world_one_program.py", 1, "torch", limit=90)
+    assert set(ours[0]) == set(theirs[0])
+    mismatches = [f"{k}: ember {ours[0][k]} gloo {v}" for k, v in theirs[0].items() if ours[0][k] != v]
+    assert not mismatches, "\n".join(mismatches)
