@@ -1,21 +1,26 @@
 """Every collective, checked against PyTorch's gloo backend running the same program.
 
 ``programs/collectives_program.py`` runs once on ember and once on PyTorch (gloo) at 2 ranks and
-once each at 3 ranks; each rank's results (values, dtypes and the exception types of bad calls)
-must be equal. Where gloo cannot serve as the oracle the expected values are computed here.
+once each at 3 ranks (and at 4 with ``EMBER_TEST_DIST_FULL=1``); each rank's results (values,
+dtypes and the exception types of bad calls) must be equal. ``world_one_program.py`` does the
+same in a world of one rank. Where gloo cannot serve as the oracle the expected values are computed here.
 """
 
 from __future__ import annotations
 
 import pytest
-from dist_harness import run_ranks
+from dist_harness import FULL_RUNS, run_ranks
 
 # gloo has no int16 reductions (ember's MPI engine has); gloo's MAX of a non-contiguous int64
 # tensor comes back wrong (measured with torch 2.13): both are checked against values below.
 NOT_FROM_GLOO = ("all_reduce/int16/", "all_reduce/noncontig_int_max")
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
+_FOUR = pytest.param(4, marks=[pytest.mark.slow,
+                               pytest.mark.skipif(not FULL_RUNS, reason="8 processes: set EMBER_TEST_DIST_FULL=1")])
+
+
+@pytest.fixture(scope="module", params=[2, 3, _FOUR], ids=["2ranks", "3ranks", "4ranks"])
 def both(request):
     world = request.param
     ember_results, _, _ = run_ranks("collectives_program.py", world, "ember", limit=120)
