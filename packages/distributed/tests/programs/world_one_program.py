@@ -64,6 +64,10 @@ R["broadcast_object_list"] = bol
 dist.barrier()
 w = dist.all_reduce(torch.ones(2), async_op=True)
 R["async"] = [w.wait(), w.is_completed(), encode(w.get_future().wait())]
+w = dist.all_reduce(torch.ones(2), async_op=True)
+chained = w.get_future().then(lambda f: f.value()[0] * 2)
+w.wait()  # waiting on the work completes its future and runs the callbacks
+R["future/after_work_wait"] = [w.get_future().done(), chained.done(), encode(chained.wait())]
 R["monitored_barrier"] = error_of(lambda: dist.monitored_barrier())
 
 # bad calls

@@ -299,7 +299,7 @@ class WorkFuture(Future):
     def _settle(self) -> None:
         with self._cond:
             work, self._work = self._work, None
-        if work is None:
+        if work is None or self.done():  # (a user may have completed it by hand)
             return
         error = work.exception()
         if error is not None:
