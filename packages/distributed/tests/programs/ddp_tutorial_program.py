@@ -109,6 +109,18 @@ def demo(rank, world_size, out_dir):
         optimizer.step()
     report["static_graph"] = params(static)
 
+    # static_graph with a parameter the loss never uses (no find_unused_parameters needed)
+    torch.manual_seed(5)
+    fixed = DDP(TwoHeads(), static_graph=True)
+    optimizer = optim.SGD(fixed.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3):
+        torch.manual_seed(500 + 10 * rank + step)
+        optimizer.zero_grad()
+        loss_fn(fixed(torch.randn(6, 10)), torch.randn(6, 5)).backward()
+        optimizer.step()
+    report["static_graph_unused"] = params(fixed)
+    report["static_graph_unused_grad"] = fixed.module.head_b.weight.grad is None
+
     # gradient accumulation: no_sync for all but the last micro-batch
     torch.manual_seed(3)
     accum = DDP(ToyModel(), bucket_cap_mb=1)

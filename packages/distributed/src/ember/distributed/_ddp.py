@@ -128,6 +128,13 @@ class DistributedDataParallel(nn.Module):
     def _set_static_graph(self) -> None:
         self.static_graph = True
 
+    @property
+    def _detects_unused(self) -> bool:
+        """Whether backward looks for parameters the loss did not use: with find_unused_parameters,
+        and with static_graph, under which PyTorch finds them in the first iteration and reduces
+        without them afterwards (ember looks every iteration: the same gradients)."""
+        return self.find_unused_parameters or self.static_graph
+
     @contextlib.contextmanager
     def no_sync(self):
         """Backward inside accumulates gradients locally; the next synced backward averages them."""
@@ -185,7 +192,7 @@ class DistributedDataParallel(nn.Module):
                 size = sum(self._params[i].numel() for i in indices)
                 zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
                 works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
-            if self.find_unused_parameters:
+            if self._detects_unused:
                 C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32, device=self._device), op=ReduceOp.MAX,
                              group=self.process_group)
             for work in works:
@@ -224,7 +231,7 @@ class DistributedDataParallel(nn.Module):
                 self._broadcast_coalesced(buffers)
         output = self.module(*inputs, **kwargs)
         self._expect_reduction = ember.is_grad_enabled() and self.require_backward_grad_sync
-        if self._expect_reduction and self.find_unused_parameters:
+        if self._expect_reduction and self._detects_unused:
             used = _reachable_parameters(output)
             for i, p in enumerate(self._params):
                 if id(p) not in used:
@@ -245,7 +252,7 @@ class DistributedDataParallel(nn.Module):
 
     def _mark_ready(self, index: int) -> None:
         if self._reducer.mark_ready(index):
-            self._reducer.finalize(self.find_unused_parameters, self._device)
+            self._reducer.finalize(self._detects_unused, self._device)
             self._expect_reduction = False
             self._used_unsynced.clear()
 
