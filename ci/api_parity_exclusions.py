@@ -53,7 +53,7 @@ _GROUPS = {
             fork wait import_ir_module import_ir_module_from_buffer merge_type_from_type_comment parse_ir parse_schema
             parse_type_comment unify_type_list AggregationType BenchmarkConfig BenchmarkExecutionStats
             ThroughputBenchmark DispatchKey DispatchKeySet ExcludeDispatchKeyGuard Tag FatalError AVG SUM
-            PRIVATE_OPS classes monitor package cpp futures""")),
+            PRIVATE_OPS classes monitor package cpp""")),
         (_REEXPORT, _names("glob")),
         (_QUANT, _names("""
             QInt32Storage QInt8Storage QUInt2x4Storage QUInt4x2Storage QUInt8Storage qscheme qint32 qint8 quint2x4

@@ -1,21 +1,26 @@
 """Every collective, checked against PyTorch's gloo backend running the same program.
 
 ``programs/collectives_program.py`` runs once on ember and once on PyTorch (gloo) at 2 ranks and
-once each at 3 ranks; each rank's results (values, dtypes and the exception types of bad calls)
-must be equal. Where gloo cannot serve as the oracle the expected values are computed here.
+once each at 3 ranks (and at 4 with ``EMBER_TEST_DIST_FULL=1``); each rank's results (values,
+dtypes and the exception types of bad calls) must be equal. ``world_one_program.py`` does the
+same in a world of one rank. Where gloo cannot serve as the oracle the expected values are computed here.
 """
 
 from __future__ import annotations
 
 import pytest
-from dist_harness import run_ranks
+from dist_harness import FULL_RUNS, run_ranks
 
 # gloo has no int16 reductions (ember's MPI engine has); gloo's MAX of a non-contiguous int64
 # tensor comes back wrong (measured with torch 2.13): both are checked against values below.
 NOT_FROM_GLOO = ("all_reduce/int16/", "all_reduce/noncontig_int_max")
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
+_FOUR = pytest.param(4, marks=[pytest.mark.slow,
+                               pytest.mark.skipif(not FULL_RUNS, reason="8 processes: set EMBER_TEST_DIST_FULL=1")])
+
+
+@pytest.fixture(scope="module", params=[2, 3, _FOUR], ids=["2ranks", "3ranks", "4ranks"])
 def both(request):
     world = request.param
     ember_results, _, _ = run_ranks("collectives_program.py", world, "ember", limit=120)
@@ -82,3 +87,13 @@ def test_reduce_op_prints_as_pytorch():
     for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
         ours, theirs = getattr(edist.ReduceOp, name), getattr(tdist.ReduceOp, name)
         assert (str(ours), repr(ours), f"{ours}", int(ours)) == (str(theirs), repr(theirs), f"{theirs}", int(theirs))
+
+
+def test_world_of_one_matches_gloo():
+    # programs/world_one_program.py: every collective and the errors of bad calls (wrong list
+    # lengths, a root outside the world, sending to oneself) with world_size=1
+    ours, _, _ = run_ranks("world_one_program.py", 1, "ember", limit=90)
+    theirs, _, _ = run_ranks("world_one_program.py", 1, "torch", limit=90)
+    assert set(ours[0]) == set(theirs[0])
+    mismatches = [f"{k}: ember {ours[0][k]} gloo {v}" for k, v in theirs[0].items() if ours[0][k] != v]
+    assert not mismatches, "\n".join(mismatches)

@@ -142,3 +142,51 @@ def test_unimplemented_comm_hook_types_raise():
     for name in ("QUANTIZE_PER_TENSOR", "QUANTIZE_PER_CHANNEL", "BATCHED_POWER_SGD", "BATCHED_POWER_SGD_RANK2"):
         with pytest.raises(NotImplementedError, match=name):
             register_ddp_comm_hook(DDPCommHookType[name], object())
+
+
+def test_comm_hooks_as_pytorch_docs_write_them_match_gloo():
+    # programs/comm_hooks_program.py: hooks returning ember.futures.Future built by hand, through
+    # fut.then(...), ProcessGroup.allreduce(...).get_future(), collect_all and wait_all; the
+    # errors of malformed hooks; Work.get_future() values. The same report as PyTorch's gloo
+    # (parameters to 1e-5: the libraries' matmuls may round the last bit differently).
+    ours, _, _ = run_ranks("comm_hooks_program.py", 2, "ember", limit=120)
+    theirs, _, _ = run_ranks("comm_hooks_program.py", 2, "torch", limit=120)
+    for rank in range(2):
+        assert set(ours[rank]) == set(theirs[rank])
+        for key, expected in theirs[rank].items():
+            got = ours[rank][key]
+            if key.startswith("train/"):
+                flat_got = [v for p in got for v in p]
+                flat_expected = [v for p in expected for v in p]
+                assert len(flat_got) == len(flat_expected), key
+                assert max(abs(a - b) for a, b in zip(flat_got, flat_expected)) < 1e-5, (rank, key)
+            else:
+                assert got == expected, (rank, key, got, expected)
+    # the hooks averaged (the ranks agree), the no-op hook did not
+    assert ours[0]["train/chained"] == ours[1]["train/chained"]
+    assert ours[0]["train/noop"] != ours[1]["train/noop"]
+
+
+def test_pytorch_ddp_tutorial_program_matches_gloo():
+    # programs/ddp_tutorial_program.py: the DDP tutorial's demo_basic and demo_checkpoint under
+    # mp.spawn, then static_graph, no_sync gradient accumulation and find_unused_parameters;
+    # every rank's parameters as PyTorch's gloo gives them (to 1e-5).
+    import sys
+
+    from dist_harness import free_port, run_command
+
+    ours, _, _ = run_command([sys.executable, "ddp_tutorial_program.py", str(free_port())], 2, limit=150)
+    theirs, _, _ = run_command([sys.executable, "ddp_tutorial_program.py", str(free_port())], 2, "torch",
+                               limit=150)
+    for rank in range(2):
+        assert set(ours[rank]) == set(theirs[rank])
+        assert ours[rank]["checkpoint_equal"] is True
+        for key, expected in theirs[rank].items():
+            if isinstance(expected, list):
+                flat_got = [v for p in ours[rank][key] for v in p]
+                flat_expected = [v for p in expected for v in p]
+                assert len(flat_got) == len(flat_expected), key
+                assert max(abs(a - b) for a, b in zip(flat_got, flat_expected)) < 1e-5, (rank, key)
+            else:
+                assert ours[rank][key] == expected, (rank, key)
+    assert ours[0]["static_graph"] == ours[1]["static_graph"]

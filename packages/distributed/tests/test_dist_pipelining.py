@@ -6,7 +6,7 @@ stages), and at 4 stages; ScheduleInterleaved1F1B and ScheduleLoopedBFS with two
 from __future__ import annotations
 
 import pytest
-from dist_harness import run_ranks
+from dist_harness import FULL_RUNS, run_ranks
 
 
 def test_two_stage_pipeline_matches_pytorch_and_full_batch_training():
@@ -27,3 +27,20 @@ def test_four_stage_pipeline_equals_full_batch_training():
         assert all(v is True for k, v in ours[rank].items() if k not in ("out_shape", "eval")), ours[rank]
         assert ours[rank]["eval"] == [True, 4 if rank == 3 else 0, True]
     assert ours[3]["out_shape"] == [8, 4]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL_RUNS, reason="4 more processes: set EMBER_TEST_DIST_FULL=1")
+def test_pipelining_tutorial_manual_split_matches_pytorch():
+    # programs/pipelining_tutorial_program.py: the tutorial's Transformer (ModuleDict layers) split
+    # by deleting layers, PipelineStage + ScheduleGPipe, then an SGD step: the same losses, output
+    # and parameters as PyTorch's pipelining on gloo (to 1e-5)
+    ours, _, _ = run_ranks("pipelining_tutorial_program.py", 2, limit=150, args=("manual",))
+    theirs, _, _ = run_ranks("pipelining_tutorial_program.py", 2, lib="torch", limit=150, args=("manual",))
+    assert ours[1]["output"][0] == theirs[1]["output"][0] == [8, 16, 50]
+    assert abs(ours[1]["output"][1] - theirs[1]["output"][1]) < 1e-3
+    assert max(abs(a - b) for a, b in zip(ours[1]["losses"], theirs[1]["losses"])) < 1e-5
+    for rank in range(2):
+        assert set(ours[rank]["params"]) == set(theirs[rank]["params"])
+        for name, value in theirs[rank]["params"].items():
+            assert abs(ours[rank]["params"][name] - value) < 1e-5, (rank, name)

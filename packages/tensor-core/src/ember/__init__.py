@@ -11,7 +11,7 @@ from ember._src._native import _C  # noqa: E402,F401  (preloads OpenBLAS, then i
 from ember._src.api import *  # noqa: E402,F401,F403
 from ember._src.api import __all__ as _api_all  # noqa: E402
 from ember import accelerator, amp, backends, cpu, cuda, fft, linalg, profiler, random, sparse, special, testing  # noqa: E402,F401,E501
-from ember import masked, mps, nested, storage, types, xpu  # noqa: E402,F401
+from ember import futures, masked, mps, nested, storage, types, xpu  # noqa: E402,F401
 
 from ember.amp import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 from ember._src.ops.nn.tbc_permuted import AcceleratorError, OutOfMemoryError  # noqa: E402,F401

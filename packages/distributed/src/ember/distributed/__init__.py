@@ -37,6 +37,9 @@ from ._collectives import (
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError, QueueEmptyError
 from ._file_store import FileStore
 from ._groups import (
+    AllreduceOptions,
+    BarrierOptions,
+    BroadcastOptions,
     GroupMember,
     ProcessGroup,
     get_backend,

@@ -211,8 +211,12 @@ def _rooted(pg, tensor, tensors, rank, group_rank, name: str, list_name: str, ro
         rank = 0
     root = _group_rank(pg, rank, group_rank, name)
     if pg.rank() == root:
-        if not tensors or len(tensors) != pg.size():
+        if not tensors:
             raise ValueError(f"Argument ``{list_name}`` must be specified on {role} rank.")
+        if len(tensors) != pg.size():  # gloo's check (RuntimeError), named as gloo names it
+            what, side = ("scatter", "input") if role == "source" else ("gather", "output")
+            raise RuntimeError(f"ProcessGroup::{what}: Incorrect {side} list size {len(tensors)}. {side.capitalize()} "
+                               f"list size should be {pg.size()}, same as size of the process group.")
         _check_same(tensors, tensor, list_name)
     elif tensors:
         raise ValueError(f"Argument ``{list_name}`` must NOT be specified on non-{role} ranks.")
@@ -252,7 +256,7 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
     check_tensor(output, "output")
     pg = resolve(group)
     if len(input_list) != pg.size():
-        raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors (the group size)")
+        raise RuntimeError(f"invalid input tensor list size, must be world size ({pg.size()}), got {len(input_list)}")
     _check_same(input_list, output, "input_list")
     check_fingerprint(pg, "reduce_scatter", [output])
     work = issue(async_op, pg.engine_for(output).reduce_scatter, output, _flat(input_list), as_red_op(op))

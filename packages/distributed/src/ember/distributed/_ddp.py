@@ -122,12 +122,18 @@ class DistributedDataParallel(nn.Module):
         """``hook(state, bucket) -> Future`` of the reduced flat buffer replaces the all-reduce."""
         if self._reducer.comm_hook is not None:
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
-        if not callable(hook):
-            raise TypeError("Communication hook must be callable.")
+        _check_comm_hook(hook)
         self._reducer.comm_hook, self._reducer.comm_state = hook, state
 
     def _set_static_graph(self) -> None:
         self.static_graph = True
+
+    @property
+    def _detects_unused(self) -> bool:
+        """Whether backward looks for parameters the loss did not use: with find_unused_parameters,
+        and with static_graph, under which PyTorch finds them in the first iteration and reduces
+        without them afterwards (ember looks every iteration: the same gradients)."""
+        return self.find_unused_parameters or self.static_graph
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -186,7 +192,7 @@ class DistributedDataParallel(nn.Module):
                 size = sum(self._params[i].numel() for i in indices)
                 zeros = ember.zeros(size, dtype=self._params[indices[0]].dtype, device=self._device)
                 works.append(C.all_reduce(zeros, group=self.process_group, async_op=True))
-            if self.find_unused_parameters:
+            if self._detects_unused:
                 C.all_reduce(ember.zeros(len(self._params), dtype=ember.int32, device=self._device), op=ReduceOp.MAX,
                              group=self.process_group)
             for work in works:
@@ -225,7 +231,7 @@ class DistributedDataParallel(nn.Module):
                 self._broadcast_coalesced(buffers)
         output = self.module(*inputs, **kwargs)
         self._expect_reduction = ember.is_grad_enabled() and self.require_backward_grad_sync
-        if self._expect_reduction and self.find_unused_parameters:
+        if self._expect_reduction and self._detects_unused:
             used = _reachable_parameters(output)
             for i, p in enumerate(self._params):
                 if id(p) not in used:
@@ -246,7 +252,7 @@ class DistributedDataParallel(nn.Module):
 
     def _mark_ready(self, index: int) -> None:
         if self._reducer.mark_ready(index):
-            self._reducer.finalize(self.find_unused_parameters, self._device)
+            self._reducer.finalize(self._detects_unused, self._device)
             self._expect_reduction = False
             self._used_unsynced.clear()
 
@@ -288,3 +294,26 @@ def _reachable_parameters(output) -> set:
         for nxt, _ in node.next_functions:
             stack.append(nxt)
     return found
+
+
+def _check_comm_hook(hook) -> None:
+    """PyTorch's checks of a comm hook's signature: callable, a parameter named ``bucket``, and
+    annotations (where given; compared as written, so a string annotation fails, as in PyTorch)
+    of ``dist.GradBucket`` and ``torch.futures.Future[torch.Tensor]``."""
+    import inspect
+
+    from ember.futures import Future
+
+    from ._reducer import GradBucket
+
+    if not callable(hook):
+        raise TypeError("Communication hook must be callable.")
+    sig = inspect.signature(hook)
+    if "bucket" not in sig.parameters:  # PyTorch's own lookup raises KeyError('bucket')
+        raise KeyError("bucket: a communication hook is hook(state, bucket), its second parameter named 'bucket'")
+    annotation = sig.parameters["bucket"].annotation
+    if annotation is not inspect.Parameter.empty and annotation is not GradBucket:
+        raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+    returned = sig.return_annotation
+    if returned is not inspect.Signature.empty and returned != Future[ember.Tensor]:
+        raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")

@@ -95,6 +95,90 @@ class ProcessGroup:
     def __repr__(self):
         return f"ProcessGroup(name={self.group_name!r}, backend={self._backend!r}, ranks={self._ranks})"
 
+    # -- PyTorch's ProcessGroup methods (always asynchronous: each returns a ``Work``), which
+    # comm hooks in PyTorch's documentation call: ``process_group.allreduce(t).get_future()``.
+
+    def allreduce(self, tensors, opts=None, op=None):
+        """``allreduce(tensors, opts=AllreduceOptions())``, ``allreduce(tensor[s], op)``."""
+        from ._collectives import all_reduce
+
+        op = op if op is not None else getattr(opts, "reduceOp", None) if not _is_op(opts) else opts
+        tensor = _single("allreduce", tensors)
+        return all_reduce(tensor, op=op if op is not None else _sum(), group=self, async_op=True)
+
+    def broadcast(self, tensors, opts=None):
+        """``broadcast(tensors, opts=BroadcastOptions())``, ``broadcast(tensor, root)`` (a rank of this group)."""
+        from ._collectives import broadcast
+
+        root = opts if isinstance(opts, int) else getattr(opts, "rootRank", 0)
+        return broadcast(_single("broadcast", tensors), group=self, async_op=True, group_src=root)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        """``allgather([[out per rank]], [input])`` or ``allgather([out per rank], input)``."""
+        from ._collectives import all_gather
+
+        if isinstance(input_tensors, (list, tuple)):
+            if len(input_tensors) != 1 or len(output_tensors) != 1:
+                raise RuntimeError("ProcessGroup.allgather: ember takes one input tensor per rank")
+            return all_gather(list(output_tensors[0]), input_tensors[0], group=self, async_op=True)
+        return all_gather(list(output_tensors), input_tensors, group=self, async_op=True)
+
+    def barrier(self, opts=None):
+        from ._collectives import barrier
+
+        return barrier(group=self, async_op=True)
+
+
+def _is_op(value) -> bool:
+    from ._backend import RedOpType, ReduceOp
+
+    return isinstance(value, (RedOpType, ReduceOp))
+
+
+def _sum():
+    from ._backend import ReduceOp
+
+    return ReduceOp.SUM
+
+
+def _single(what: str, tensors):
+    if isinstance(tensors, (list, tuple)):
+        if len(tensors) != 1:
+            raise RuntimeError(f"ProcessGroup.{what}: ember takes one tensor per rank, got {len(tensors)}")
+        return tensors[0]
+    return tensors
+
+
+class AllreduceOptions:
+    """``torch.distributed.AllreduceOptions``: the options of ``ProcessGroup.allreduce``."""
+
+    def __init__(self):
+        from ._backend import ReduceOp
+
+        self.reduceOp = ReduceOp.SUM
+        self.timeout = None
+        self.asyncOp = True
+
+
+class BroadcastOptions:
+    """``torch.distributed.BroadcastOptions``: the options of ``ProcessGroup.broadcast``."""
+
+    def __init__(self):
+        self.rootRank = 0
+        self.rootTensor = 0
+        self.timeout = None
+        self.asyncOp = True
+
+
+class BarrierOptions:
+    """``torch.distributed.BarrierOptions``."""
+
+    def __init__(self):
+        self.device = None
+        self.device_ids = []
+        self.timeout = None
+        self.asyncOp = True
+
 
 class GroupMember:
     WORLD = None

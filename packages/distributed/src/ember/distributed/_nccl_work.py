@@ -20,7 +20,7 @@ import threading
 import time
 
 from ._errors import DistBackendError
-from ._work import Future, Work
+from ._work import Work
 
 _POLL = 0.005
 _WATCH_EVERY = 0.05
@@ -117,9 +117,6 @@ class NCCLWork(Work):
         if self._error is None and self._group.error is not None and not self._gpu_done:
             return DistBackendError(self._group.error)
         return self._error
-
-    def get_future(self) -> Future:
-        return Future(self)
 
     def source_rank(self) -> int:
         """The sender's global rank; waits first (``recv`` returns once the data is ordered in)."""

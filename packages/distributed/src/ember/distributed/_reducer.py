@@ -24,12 +24,29 @@ waits for it at the end of backward.
 from __future__ import annotations
 
 import ember
+from ember.futures import Future
 
 from . import _collectives as C
 from ._backend import ReduceOp
 from ._work import progress_thread_pays
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+def _hook_result(future, buffer):
+    """The tensor a comm hook's future holds, checked as PyTorch's reducer does (RuntimeError
+    for an error, a value that is no tensor, or a tensor of another size than the bucket)."""
+    try:
+        reduced = future.wait()
+    except Exception as err:
+        raise RuntimeError(f"DDP communication hook's future failed: {type(err).__name__}: {err}") from err
+    if not isinstance(reduced, ember.Tensor):
+        raise RuntimeError("DDP communication hook's future must hold a single tensor (the bucket's reduced buffer, "
+                           f"e.g. fut.then(lambda fut: fut.value()[0])), but holds {type(reduced).__name__}")
+    if reduced.numel() != buffer.numel():
+        raise RuntimeError(f"DDP communication hook's result has {reduced.numel()} elements, but the bucket's "
+                           f"buffer has {buffer.numel()}")
+    return reduced
 
 
 class GradBucket:
@@ -175,8 +192,12 @@ class Reducer:
 
     def _launch(self, bucket: _Bucket) -> None:
         if self.comm_hook is not None:
-            bucket.future = self.comm_hook(self.comm_state, GradBucket(bucket.index, bucket.buffer, bucket.params,
-                                                                        bucket.is_last))
+            future = self.comm_hook(self.comm_state, GradBucket(bucket.index, bucket.buffer, bucket.params,
+                                                                 bucket.is_last))
+            if not isinstance(future, Future):
+                raise RuntimeError("DDP communication hook's callback must return a torch.futures.Future object, "
+                                   f"but got {type(future).__module__}.{type(future).__qualname__}")
+            bucket.future = future
             return
         work = C.start_all_reduce(bucket.buffer, self.process_group)
         if work is None:
@@ -200,7 +221,7 @@ class Reducer:
         with ember.no_grad():
             for bucket in self.buckets:
                 if bucket.future is not None:
-                    reduced = bucket.future.wait()
+                    reduced = _hook_result(bucket.future, bucket.buffer)
                     if reduced is not bucket.buffer:
                         bucket.buffer.copy_(reduced.reshape(-1))
                 elif bucket.work is not None:

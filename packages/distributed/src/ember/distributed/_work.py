@@ -43,6 +43,8 @@ import queue
 import threading
 import time
 
+from ember.futures import Future
+
 from ._errors import DistBackendError
 from ._matching import all_synchronous
 from ._matching import problem as mismatch_problem
@@ -281,49 +283,43 @@ def _mpi_error(MPI, err, statuses, what: str) -> str:
     return f"{what} failed in MPI: {text}"
 
 
-class Future:
-    """``torch.futures.Future`` of a ``Work``: ``wait``/``value``/``then``/``done``."""
+class WorkFuture(Future):
+    """``Work.get_future()``: an ``ember.futures.Future`` of the work's output tensors (or its
+    error). MPI requests only progress when tested or waited on, so the future completes - and
+    runs its ``then``/``add_done_callback`` callbacks - in the thread that asks: ``wait()`` (on it
+    or on a future chained from it, e.g. DDP's reducer waiting on a comm hook's result),
+    ``done()``, ``value()`` or the work's own ``wait()``/``is_completed()``. Never in a background
+    thread: a callback that starts another collective (PowerSGD's) thus starts it in program order
+    on every rank, which MPI's matching of collectives needs (docs/deviations.md)."""
 
-    def __init__(self, work=None, value=None):
+    def __init__(self, work):
+        super().__init__()
         self._work = work
-        self._value = value
-        self._callbacks = []
 
-    def done(self) -> bool:
-        return self._work is None or self._work.is_completed()
+    def _settle(self) -> None:
+        with self._cond:
+            work, self._work = self._work, None
+        if work is None or self.done():  # (a user may have completed it by hand)
+            return
+        error = work.exception()
+        if error is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(work.result())
 
-    def wait(self):
-        if self._work is not None:
-            self._work.wait()
-            self._value = self._work.result()
-            self._work = None
-        return self._value
+    def _poll(self) -> None:
+        work = self._work
+        if work is not None and work.is_completed():
+            self._settle()
 
-    def value(self):
-        return self.wait()
-
-    def set_result(self, value) -> None:
-        self._value = value
-        self._work = None
-
-    def then(self, callback):
-        """A Future of ``callback(self)``, run when this one is waited on."""
-        parent = self
-
-        class _Chained(Future):
-            def done(self):
-                return parent.done()
-
-            def wait(self):
-                if not self._computed:
-                    parent.wait()
-                    self._value = callback(parent)
-                    self._computed = True
-                return self._value
-
-        chained = _Chained()
-        chained._computed = False
-        return chained
+    def _drive(self) -> None:
+        work = self._work
+        if work is not None:
+            try:
+                work.wait()
+            except Exception:  # noqa: BLE001 - the future carries it (work.exception())
+                pass
+            self._settle()
 
 
 def _deadline(base: float, timeout) -> float:
@@ -343,6 +339,7 @@ class Work:
 
     _spin = _SPIN_SECONDS
     _seq = 0  # a collective's number on its communicator (0: point to point)
+    _future: WorkFuture | None = None
 
     def __init__(self, group, requests, what: str, finish=None, outputs=None):
         self._group = group
@@ -360,6 +357,8 @@ class Work:
             self._done = True
             if self._finish is not None:
                 self._finish()
+            if self._future is not None:
+                self._future._settle()
 
     def wait(self, timeout=None) -> bool:
         if self._error is not None:
@@ -373,6 +372,8 @@ class Work:
             abandoned = getattr(self._group, "abandoned", None)
             if abandoned is not None:
                 abandoned.append(self)
+            if self._future is not None:
+                self._future._settle()
             raise
         self._complete()
         return True
@@ -406,7 +407,13 @@ class Work:
         return self._outputs
 
     def get_future(self) -> Future:
-        return Future(self)
+        """An ``ember.futures.Future`` of ``result()`` (the same one on every call)."""
+        future = self._future
+        if future is None:
+            future = self._future = WorkFuture(self)
+            if self._done or self._error is not None:
+                future._settle()
+        return future
 
     def synchronize(self) -> None:
         self.wait()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..._work import Future
+from ember.futures import Future
 
 __all__ = ["noop_hook"]
 
