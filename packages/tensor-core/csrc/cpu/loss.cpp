@@ -86,6 +86,13 @@ const T* next_row(const T* xp, const ClassLayout& l, int64_t r, int64_t end) {
   return xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
 }
 
+// The log-sum-exp of one row: NaN where the max is infinite or a score is NaN (nll_row).
+template <typename T>
+T row_lse(const T* row, int64_t c) {
+  const T mx = minmax_contig<T, true>(row, c);
+  return mx + std::log(exp_sum<T>(nullptr, row, c, mx));
+}
+
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
 // and the row's lse itself into *lse_out (null for log-probabilities), which the backward reads
 // instead of recomputing it. lse = max + log(sum(exp(x - max))) is NaN where the max is
@@ -203,7 +210,8 @@ void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64
 
 // Per row r of x (N, C, S): nll[r] = -w[t] * logp[t], smooth[r] = -sum_c w[c] * logp[c] and
 // wt[r] = w[t], all 0 where t == ignore_index; with `lse` (not None; scores, not
-// log-probabilities) lse[r] = logsumexp of the row as well (0 for ignored rows), which
+// log-probabilities) lse[r] = logsumexp of the row as well (ignored rows included: their
+// gradient is NaN where it is, as PyTorch's log_softmax backward makes it), which
 // class_nll_backward takes back so that it reads each score once. logp is x itself when `log_probs`, else
 // log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
 // Classes along a strided dim with the positions contiguous ((N, C, H, W) scores) go through
@@ -248,7 +256,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
-            if (lo) lo[r0 + j] = t == ignore_index ? T(0) : lse[j];
+            if (lo) lo[r0 + j] = lse[j];
             if (t == ignore_index) {
               np[r0 + j] = tw[r0 + j] = T(0);
               if (sp) sp[r0 + j] = T(0);
@@ -271,7 +279,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
           np[r] = T(0);
           tw[r] = T(0);
           if (sp) sp[r] = T(0);
-          if (lo) lo[r] = T(0);
+          if (lo) lo[r] = row_lse<T>(row_at<T>(xp, l, r, buf.data()), c);
           continue;
         }
         nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r,
@@ -284,7 +292,9 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
 // The gradient of class_nll with respect to x (N, C, S):
 //   dx[r, i] = p[r, i] * (a[r] + s[r] * sum(w)) - s[r] * w[i] - (i == t[r]) * a[r]
 // with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) = exp(x - lse) (0
-// for log-probability inputs); rows whose target is ignore_index get 0. With the forward's
+// for log-probability inputs); rows whose target is ignore_index get 0 * p: 0, or NaN throughout
+// where the row's lse is NaN (an infinite max, a NaN score), as PyTorch's log_softmax backward
+// gives them. With the forward's
 // saved lse (class_nll's lse output) every element is that formula in one pass over x, one
 // read and one write (nll_row_backward_lse). Without it the lse is recomputed per row: the
 // softmax in the row's cache-resident output (a max pass, an exp pass, a scale pass).
@@ -436,7 +446,10 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
             if (t == ignore_index) {
-              for (int64_t k = 0; k < c; ++k) ob[k * l.s + j] = T(0);
+              // the fused path's lse[j] is the exponentials' total: 0 or NaN for a NaN lse
+              const bool nan_row = !log_probs && (std::isnan(lse[j]) || (fuse && lse[j] == T(0)));
+              const T fill = nan_row ? std::numeric_limits<T>::quiet_NaN() : T(0);
+              for (int64_t k = 0; k < c; ++k) ob[k * l.s + j] = fill;
             } else {
               ob[t * l.s + j] -= av[j];
             }
@@ -454,7 +467,8 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         T* o = l.s == 1 ? dst : obuf.data();
         const int64_t t = tp[r];
         if (t == ignore_index) {
-          std::fill(o, o + c, T(0));
+          const T lse = log_probs ? T(0) : saved ? saved[r] : row_lse<T>(row_at<T>(xp, l, r, buf.data()), c);
+          std::fill(o, o + c, std::isnan(lse) ? std::numeric_limits<T>::quiet_NaN() : T(0));
         } else {
           const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
           const T s = gs ? gs[r] : T(0);

@@ -55,7 +55,7 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
         gm = tl.max(mx, axis=0)
         total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
         lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
-        tl.store(lse_out + row, tl.where(valid, lse, 0.0).to(lse_out.dtype.element_ty))
+        tl.store(lse_out + row, lse.to(lse_out.dtype.element_ty))  # ignored rows too (their gradient)
     safe = tl.where(valid & inb, tgt, 0)
     xt = tl.load(xr + safe).to(__CT__)
     if HAS_W:
@@ -132,12 +132,13 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
         wt = tl.load(w + safe).to(__CT__)
     else:
         wt = 1.0
+    # an ignored row's gradient is 0 * softmax: 0, or NaN where its lse is (PyTorch's)
     if HAS_N:
-        a = tl.load(gn + row * gn_stride).to(__CT__) * wt
+        a = tl.where(valid, tl.load(gn + row * gn_stride).to(__CT__) * wt, 0.0)
     else:
         a = 0.0
     if HAS_S:
-        b = tl.load(gs + row * gs_stride).to(__CT__)
+        b = tl.where(valid, tl.load(gs + row * gs_stride).to(__CT__), 0.0)
     else:
         b = 0.0
     mx = tl.full([BLOCK], -float('inf'), __CT__)
@@ -173,7 +174,6 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
         gm = tl.max(mx, axis=0)
         total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
         lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
-    keep = valid & inb
     bad = valid & ((tgt < 0) | (tgt >= C))
     for n0 in range(0, C, BLOCK):
         cols = n0 + tl.arange(0, BLOCK)
@@ -188,7 +188,6 @@ def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.co
             else:
                 wv = 1.0
             g -= b * wv
-        g = tl.where(keep, g, 0.0)
         g = tl.where(bad, float('nan'), g)
         tl.store(orow + cols, g.to(out.dtype.element_ty), mask=cm)
 '''

@@ -112,9 +112,8 @@ def _class_nll(b, node):
     if log_probs:
         lse = b.const(empty)
     else:
-        # NaN where the row's max is infinite (the op's contract, PyTorch's log_softmax), 0 on ignored rows
+        # NaN where the row's max is infinite (the op's contract, PyTorch's log_softmax)
         total = b.emit("ReduceLogSumExp", [scores, axis1], keepdims=0)
         top = b.emit("ReduceMax", [scores, axis1], keepdims=0)
-        total = b.emit("Where", [b.emit("IsInf", [top]), b.const(float("nan"), dt), total])
-        lse = b.emit("Where", [valid, total, zero])
+        lse = b.emit("Where", [b.emit("IsInf", [top]), b.const(float("nan"), dt), total])
     return [nll, b.const(empty), weights, lse]

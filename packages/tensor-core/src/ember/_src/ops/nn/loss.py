@@ -103,7 +103,7 @@ class_nll_op = define(
 # input (N, C, d1, ...) with the classes on dim 1, target (N, d1, ...): the outputs (nll, the
 # label-smoothing term, the target's weight, the log-sum-exp of each row's scores) have the
 # target's shape; smooth=False gives an empty second output, log_probs=True an empty fourth.
-# The lse (float32, float64 for float64 scores; 0 on ignored rows) exists for the backward
+# The lse (float32, float64 for float64 scores; ignored rows too) exists for the backward
 # alone: autograd saves it and hands it to _class_nll_backward, which then reads the scores
 # once instead of recomputing each row's max and sum. It is not differentiable (PyTorch's
 # _log_softmax output plays its part there; nothing the user sees returns it).
