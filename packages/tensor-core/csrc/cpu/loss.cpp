@@ -129,8 +129,9 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
 }
 
 // Per position j of a column block of bl positions (classes strided by sc, positions
-// contiguous): lse[j] (0 for log-probabilities; NaN where the max is infinite, as nll_row) and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in
-// chunks that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
+// contiguous): lse[j] (0 for log-probabilities; NaN where the max is infinite, as nll_row)
+// and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in chunks
+// that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
 // running sum of exp(x - max) in a second over the cached chunk, rescaled where a chunk raised
 // the max, so the block is read from memory once and every pass streams whole row pieces.
 constexpr int64_t kColBlock = 1024;
@@ -212,8 +213,8 @@ void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64
 // wt[r] = w[t], all 0 where t == ignore_index; with `lse` (not None; scores, not
 // log-probabilities) lse[r] = logsumexp of the row as well (ignored rows included: their
 // gradient is NaN where it is, as PyTorch's log_softmax backward makes it), which
-// class_nll_backward takes back so that it reads each score once. logp is x itself when `log_probs`, else
-// log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
+// class_nll_backward takes back so that it reads each score once. logp is x itself when
+// `log_probs`, else log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
 // Classes along a strided dim with the positions contiguous ((N, C, H, W) scores) go through
 // column blocks of positions (column_lse), with no copy of the scores.
 void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj, py::handle lse_obj,
@@ -294,10 +295,10 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
 // with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) = exp(x - lse) (0
 // for log-probability inputs); rows whose target is ignore_index get 0 * p: 0, or NaN throughout
 // where the row's lse is NaN (an infinite max, a NaN score), as PyTorch's log_softmax backward
-// gives them. With the forward's
-// saved lse (class_nll's lse output) every element is that formula in one pass over x, one
-// read and one write (nll_row_backward_lse). Without it the lse is recomputed per row: the
-// softmax in the row's cache-resident output (a max pass, an exp pass, a scale pass).
+// gives them. With the forward's saved lse (class_nll's lse output) every element is that
+// formula in one pass over x, one read and one write (nll_row_backward_lse). Without it the
+// lse is recomputed per row: the softmax in the row's cache-resident output (a max pass, an exp
+// pass, a scale pass).
 // grad_input is contiguous (N, C, S); with the positions contiguous in x too it is written by
 // column blocks: with the saved lse one pass over the classes; without it, where the block's
 // classes fit in L2 (kFuseBytes) the exponentials are stored first and scaled in place
