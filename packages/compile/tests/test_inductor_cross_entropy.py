@@ -1,6 +1,7 @@
 """cross_entropy and nll_loss compiled by the C++ backend: ``_class_nll`` (forward) and
-``_class_nll_backward`` (the AOT backward's one node) are decomposed into one row kernel each,
-never run as extern calls; loss and input gradient checked against eager ember and PyTorch
+``_class_nll_backward`` (the AOT backward's one node, fed the forward's saved log-sum-exp) are
+decomposed into one kernel each (a row kernel forward, a pointwise pass backward), never run as
+extern calls; loss and input gradient checked against eager ember and PyTorch
 over ignore_index, the three reductions, label smoothing, class weights, (N, C, d) inputs and
 float64. Needs no GPU (the Triton twins are in ``inductor_triton_cases.py``)."""
 
