@@ -355,6 +355,24 @@ def cross_entropy_backward():
             {"rtol": 1e-5, "atol": 1e-6})
 
 
+def _class_nll_backward_saved(t, x, y, w, g):
+    """As ``_class_nll_backward`` with the forward's log-sum-exp handed over (``_class_nll``'s fourth
+    output, what the AOT backward gets saved): exp(x - lse) with no row max or sum in the backward."""
+    if t is not ember:
+        return _class_nll_backward(t, x, y, w, g)
+    smoothing, classes = 0.1, x.shape[1]
+    lse = ember.ops._class_nll(x, y, w, -100, False, True)[3]
+    return ember.ops._class_nll_backward(g * (1 - smoothing), g * (smoothing / classes), x, y, w, -100, False, lse)
+
+
+@case
+def cross_entropy_backward_saved_lse():
+    return (_class_nll_backward_saved, [make_input((11, 37), ember.float32, specials=False), _targets(11, 37),
+                                        make_input((37,), ember.float32, seed=4, low=0.2, high=2.0, specials=False),
+                                        make_input((11,), ember.float32, seed=5, specials=False)],
+            {"rtol": 1e-5, "atol": 1e-6})
+
+
 @contextlib.contextmanager
 def _split_limits(opts):
     """The split thresholds of ``_lowering_reduce`` a case sets (``"split"``), for its compile only."""

@@ -1,10 +1,13 @@
 """cross_entropy and nll_loss compiled by the C++ backend: ``_class_nll`` (forward) and
-``_class_nll_backward`` (the AOT backward's one node) are decomposed into one row kernel each,
-never run as extern calls; loss and input gradient checked against eager ember and PyTorch
+``_class_nll_backward`` (the AOT backward's one node, fed the forward's saved log-sum-exp) are
+decomposed into one kernel each (a row kernel forward, a pointwise pass backward), never run as
+extern calls; loss and input gradient checked against eager ember and PyTorch
 over ignore_index, the three reductions, label smoothing, class weights, (N, C, d) inputs and
 float64. Needs no GPU (the Triton twins are in ``inductor_triton_cases.py``)."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -129,3 +132,25 @@ def test_infinite_logits_follow_eager(built):
     got = compiled(ember.tensor(x), ember.tensor(y)).numpy()
     want = ember.nn.functional.cross_entropy(ember.tensor(x), ember.tensor(y), reduction="none").numpy()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_backward_reads_the_saved_logsumexp(built, weighted):
+    """The forward's fourth output (each row's log-sum-exp) is a saved activation of the AOT
+    backward, whose kernel is then exp(x - lse) pointwise: no row max, no sum of exponentials
+    (one exp an element, written straight out); unweighted, no reduction at all (an accumulator
+    would be one; with weights the target's weight is picked by a reduction over the weights)."""
+    _check(built, _cross_entropy, (ROWS, CLASSES), weighted=weighted)
+    backward = [a for a in built if "_class_nll_backward" in a.cpp_source]
+    assert len(backward) == 1, [a.cpp_source for a in built]
+    source = backward[0].cpp_source
+    kernels = source[source.index("// kernel"):]
+    assert "EMBER_MAX(" not in kernels and "fmax" not in kernels, kernels
+    assert weighted or "acc_" not in kernels, kernels
+    assert "ember_expf(" in kernels, kernels
+    # every reduction loop (from its accumulator to its result) computes no exponential
+    for start in re.finditer(r"float (acc_\w+) = ", kernels):
+        body = kernels[start.start():kernels.index(f"= {start.group(1)};", start.end())]
+        assert "ember_expf(" not in body, body
+    forward = [a for a in built if a is not backward[0]]
+    assert all("_class_nll_backward" not in a.cpp_source for a in forward)

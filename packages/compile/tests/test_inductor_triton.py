@@ -32,7 +32,7 @@ SM90 = ["pointwise_chain", "pointwise_views_in_graph", "pointwise_float64", "poi
         "reduction_int_bool_prod",
         "softmax_persistent",
         "layer_norm_persistent", "welford_looped_rows", "softmax_looped_specials", "cross_entropy",
-        "cross_entropy_backward", "number_arguments_graph"]
+        "cross_entropy_backward", "cross_entropy_backward_saved_lse", "number_arguments_graph"]
 
 
 def _run(args, interpret: bool, tmp, **extra) -> dict:

@@ -1,4 +1,4 @@
-"""Runs ember's fused Adam/AdamW kernel, the one-pass cross-entropy backward kernel and the pooling
+"""Runs ember's fused Adam/AdamW kernel, the cross-entropy forward and one-pass backward kernels and the pooling
 kernels in Triton's CPU interpreter against PyTorch on the CPU (``python fused_interp_check.py``;
 test_cuda_fused_interpreter.py starts it in a fresh process, since TRITON_INTERPRET must be set
 before Triton decorates the kernels). Prints one "ok" line per case."""
@@ -96,18 +96,72 @@ def check_adam_chunks():
         print("ok adam chunks", decoupled, uniform)
 
 
+def _ce_rows(x, specials):
+    """Rows with infinite and NaN scores (PyTorch's loss and gradient are NaN throughout such a
+    row where the max is infinite or a score is NaN; a -inf score elsewhere is an ordinary 0)."""
+    if specials:
+        x[0, 3] = float("inf")
+        x[2, :] = -float("inf")
+        x[3, 5] = float("nan")
+        x[4, 0] = -float("inf")
+    return x
+
+
+def check_ce_forward():
+    """``_class_nll``'s kernel: nll, smooth, wt and the row's log-sum-exp (the backward's saved
+    input) against PyTorch, float32 and float64 statistics, rows wider than a block."""
+    from ember._cuda._ops_loss import _CLASS_NLL
+
+    g = torch.Generator().manual_seed(6)
+    for ct, dtype in (("tl.float32", torch.float32), ("tl.float64", torch.float64)):
+        k = _load(_CLASS_NLL.replace("__CT__", ct), f"ember_ce_fwd_interp_{ct[3:]}")
+        for rows, c, block, use_w, smooth, specials in ((7, 37, 16, False, True, True), (6, 70, 32, True, True, False),
+                                                        (5, 19, 32, True, False, True)):
+            x = _ce_rows(torch.randn(rows, c, generator=g, dtype=dtype), specials)
+            t = torch.randint(0, c, (rows,), generator=g)
+            t[1] = -100  # ignored row
+            if specials:
+                t[2] = -100  # an ignored row of -inf scores: its lse is NaN still
+            w = (torch.rand(c, generator=g, dtype=dtype) + 0.5) if use_w else None
+            nll, sm, wt, lse = (torch.full((rows,), 7.0, dtype=dtype) for _ in range(4))
+            k[(rows,)](x, t, w if w is not None else x, nll, sm, wt, lse, c, -100, BLOCK=block, LOGP=False,
+                       HAS_W=w is not None, SMOOTH=smooth)
+            keep = t != -100
+            want_lse = torch.logsumexp(x, 1)
+            # PyTorch's logsumexp is inf for a row with an infinite score; the loss it feeds is NaN
+            # (log_softmax's x - max): the saved lse is NaN there, so that the gradient is NaN too
+            inf_max = x.amax(1).isinf()
+            want_lse[inf_max] = float("nan")
+            torch.testing.assert_close(lse, want_lse, equal_nan=True)
+            ref = torch.nn.functional.nll_loss(torch.log_softmax(x, 1), t, weight=w, reduction="none")
+            torch.testing.assert_close(nll, ref, equal_nan=True)
+            torch.testing.assert_close(wt, torch.where(keep, 1.0 if w is None else w[t.clamp(min=0)], 0.0).to(dtype))
+            if smooth:
+                wv = torch.ones(c, dtype=dtype) if w is None else w
+                ref_sm = torch.where(keep, -(torch.log_softmax(x, 1) * wv).sum(1), 0.0)
+                torch.testing.assert_close(sm, ref_sm, equal_nan=True)
+            print("ok ce_forward", ct, rows, c, use_w, smooth, specials)
+
+
 def check_ce_backward():
-    from ember._cuda._ops_loss import _CLASS_NLL_BACKWARD
+    from ember._cuda._ops_loss import _CLASS_NLL, _CLASS_NLL_BACKWARD
 
     k = _load(_CLASS_NLL_BACKWARD.replace("__CT__", "tl.float32"), "ember_ce_bwd_interp")
+    fwd = _load(_CLASS_NLL.replace("__CT__", "tl.float32"), "ember_ce_fwd_for_bwd_interp")
     g = torch.Generator().manual_seed(1)
-    for rows, c, block, use_w, smooth, logp in ((6, 37, 16, False, 0.0, False), (5, 70, 32, True, 0.2, False),
-                                                (4, 19, 32, True, 0.1, True)):
-        x = torch.randn(rows, c, generator=g, dtype=torch.float64).float()
+    for rows, c, block, use_w, smooth, logp, saved in ((6, 37, 16, False, 0.0, False, False),
+                                                       (5, 70, 32, True, 0.2, False, False),
+                                                       (4, 19, 32, True, 0.1, True, False),
+                                                       (6, 37, 16, False, 0.0, False, True),
+                                                       (5, 70, 32, True, 0.2, False, True),
+                                                       (7, 45, 16, False, 0.1, False, True)):
+        x = _ce_rows(torch.randn(rows, c, generator=g, dtype=torch.float64).float(), saved and rows == 7)
         if logp:
             x = x.log_softmax(1)
         t = torch.randint(0, c, (rows,), generator=g)
         t[1] = -100  # ignored row
+        if saved and rows == 7:
+            t[2] = -100  # ignored, all -inf: PyTorch's gradient is NaN there (0 * softmax)
         w = torch.rand(c, generator=g) + 0.5 if use_w else None
         xr = x.clone().requires_grad_()
         if logp:
@@ -123,10 +177,15 @@ def check_ce_backward():
         gn = gout * (1 - smooth)
         gs = gout * smooth / (1 if logp else c) if smooth else None
         out = torch.empty(rows, c)
-        k[(rows,)](x, t, w if w is not None else x, gn, gs if gs is not None else x, out, c, -100, 1, 1,
-                   BLOCK=block, LOGP=logp, HAS_W=w is not None, HAS_N=True, HAS_S=gs is not None)
-        torch.testing.assert_close(out, xr.grad, rtol=1e-4, atol=1e-5)
-        print("ok ce_backward", rows, c, use_w, smooth, logp)
+        lse = torch.full((rows,), 123.0)  # the forward kernel's lse, where the backward reads it
+        if saved:
+            nll, sm, wt = torch.empty(rows), torch.empty(rows), torch.empty(rows)
+            fwd[(rows,)](x, t, w if w is not None else x, nll, sm, wt, lse, c, -100, BLOCK=block, LOGP=False,
+                         HAS_W=w is not None, SMOOTH=False)
+        k[(rows,)](x, t, w if w is not None else x, gn, gs if gs is not None else x, out, lse, c, -100, 1, 1,
+                   BLOCK=block, LOGP=logp, HAS_W=w is not None, HAS_N=True, HAS_S=gs is not None, HAS_LSE=saved)
+        torch.testing.assert_close(out, xr.grad, rtol=1e-4, atol=1e-5, equal_nan=True)
+        print("ok ce_backward", rows, c, use_w, smooth, logp, saved)
 
 
 def check_pooling():
@@ -213,6 +272,7 @@ def check_split_col_reduction():
 if __name__ == "__main__":
     check_adam()
     check_adam_chunks()
+    check_ce_forward()
     check_ce_backward()
     check_pooling()
     check_cummax()

@@ -1,6 +1,7 @@
-"""CUDA kernels that replace composites: the fused Adam/AdamW update, the one-pass cross-entropy
-backward; and the CUDA autocast refusal of binary_cross_entropy (GPU only; each compared with
-the CPU result, which the core's tests compare with PyTorch)."""
+"""CUDA kernels that replace composites: the fused Adam/AdamW update, the cross-entropy forward
+(with the row log-sum-exp it saves) and its one-pass backward; and the CUDA autocast refusal of
+binary_cross_entropy (GPU only; each compared with the CPU result, which the core's tests compare
+with PyTorch)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def test_adamw_module_training_matches_cpu():
         assert_same(g, w, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16, ember.float16])
 @pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 2}, {"label_smoothing": 0.1},
                                     {"weight": True, "label_smoothing": 0.2, "reduction": "sum"}])
 def test_cross_entropy_backward_matches_cpu(dtype, kwargs):
@@ -120,8 +121,48 @@ def test_cross_entropy_backward_matches_cpu(dtype, kwargs):
         kwd = {k: (v.to(device) if isinstance(v, ember.Tensor) else v) for k, v in kw.items()}
         F.cross_entropy(xd, target.to(device), **kwd).backward()
         grads.append(xd.grad)
-    tol = 2e-2 if dtype is ember.bfloat16 else 1e-5
+    tol = {ember.bfloat16: 2e-2, ember.float16: 2e-3}.get(dtype, 1e-5)
     assert_same(grads[0], grads[1], rtol=tol, atol=tol * 1e-2)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16, ember.float64])
+def test_cross_entropy_saves_its_logsumexp(dtype):
+    """_class_nll's fourth output is each row's log-sum-exp in the compute dtype (float32 for the
+    half types): as the CPU kernel's, NaN where a row's max is infinite, 0 on ignored rows."""
+    x = rand((9, 300), seed=11).to(dtype)
+    x[2, 7] = float("inf")
+    x[3, :] = -float("inf")
+    x[4, 9] = float("nan")
+    x[5, 0] = -float("inf")
+    target = ember.tensor([0, 1, 2, 3, 4, 5, -100, 7, 8])
+    got = ember.ops._class_nll(x.cuda(), target.cuda(), None, -100, False, False)
+    want = ember.ops._class_nll(x, target, None, -100, False, False)
+    assert got[3].dtype is (ember.float64 if dtype is ember.float64 else ember.float32)
+    for g, w in zip(got, want):
+        assert_same(g, w, dtype)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16])
+@pytest.mark.parametrize("kwargs", [{}, {"label_smoothing": 0.1, "reduction": "none"}])
+def test_cross_entropy_special_values_and_spatial_match_cpu(dtype, kwargs):
+    """Infinite and NaN scores, classes on dim 1 of (N, C, d1, d2) scores: loss and gradient as the
+    CPU's (whose tests compare them with PyTorch) through the saved log-sum-exp."""
+    x = rand((3, 40, 2, 5), seed=12).to(dtype)
+    x[0, 3, 1, 1] = float("inf")
+    x[1, :, 0, 2] = -float("inf")
+    x[2, 5, 1, 4] = float("nan")
+    x[2, 0, 0, 0] = -float("inf")
+    target = ember.tensor([[[(i * 3 + j) % 40 for j in range(5)] for i in range(2)] for _ in range(3)])
+    target[0, 0, 0] = -100
+    results = []
+    for device in ("cuda", "cpu"):
+        xd = x.clone().to(device).requires_grad_()
+        loss = F.cross_entropy(xd, target.to(device), **kwargs)
+        loss.backward(ember.ones_like(loss))
+        results.append((loss.detach(), xd.grad))
+    tol = 2e-2 if dtype is not ember.float32 else 1e-5
+    for g, c in zip(*results):
+        assert_same(g, c, dtype, rtol=tol, atol=tol)
 
 
 def test_nll_loss_backward_matches_cpu():

@@ -627,3 +627,51 @@ def test_layer_norm_backward_runs_its_kernel_when_only_the_weight_needs_a_gradie
     no gradient the kernel must still run (it was skipped, leaving the weight's gradient unwritten memory)."""
     (runs,) = _fake_host_runs(tmp_path, _LAYER_NORM_GRADS, [{}])
     assert runs["False"].get("layer_norm_bwd") == 1 and runs["True"].get("layer_norm_bwd") == 1
+
+
+# -- cross-entropy: the backward takes the forward's saved log-sum-exp ---------------------------------
+
+_CROSS_ENTROPY_LSE = _RECORDED_HOST + r"""
+built = []
+original_kernel = _compile.kernel
+
+def recording(source, name, signature, constexprs=None, *args, **kwargs):
+    launcher = original_kernel(source, name, signature, constexprs, *args, **kwargs)  # compiled for sm_90
+    if "lse_out" in signature or "saved" in signature:
+        built.append({"forward": "lse_out" in signature, "constexprs": dict(constexprs or {})})
+    return launcher
+
+_compile.kernel = recording
+ember.zeros(1).to("cuda")  # the CUDA kernels are registered with the first CUDA tensor
+saved = []
+original_backward = ember.ops._class_nll_backward.kernels["cuda"]
+
+def spy(*args):
+    saved.append(None if len(args) < 8 or args[7] is None else [str(args[7].dtype), list(args[7].shape)])
+    return original_backward(*args)
+
+ember.ops._class_nll_backward.kernels["cuda"] = spy
+F = ember.nn.functional
+for dtype, kwargs in ((ember.float32, {}), (ember.bfloat16, {"label_smoothing": 0.1}),
+                      (ember.float16, {"ignore_index": 1, "reduction": "sum"})):
+    x = ember.randn(6, 5000).to(dtype).to("cuda").requires_grad_()
+    y = ember.tensor([0, 1, 2, 3, 4, 5]).to("cuda")
+    F.cross_entropy(x, y, **kwargs).backward()
+x = ember.randn(2, 7, 3).to("cuda").requires_grad_()
+F.cross_entropy(x, ember.zeros(2, 3, dtype=ember.int64).to("cuda")).backward()  # classes on dim 1 of N-d
+x = ember.randn(4, 7).log_softmax(1).to("cuda").requires_grad_()
+F.nll_loss(x, ember.tensor([0, 1, 2, 3]).to("cuda")).backward()  # log-probabilities: no lse
+print(json.dumps({"built": built, "saved": saved}))
+"""
+
+
+def test_cross_entropy_backward_launches_with_the_saved_lse(tmp_path):
+    """On the fake CUDA host (kernels compiled for sm_90): cross_entropy's backward kernel is built
+    and launched with the forward's float32 log-sum-exp (HAS_LSE, no recomputation of the row's
+    max and sum) for float32, bfloat16, float16 and N-d scores, and without one for nll_loss on
+    log-probabilities."""
+    (run,) = _fake_host_runs(tmp_path, _CROSS_ENTROPY_LSE, [{}])
+    assert run["saved"] == [["ember.float32", [6]]] * 3 + [["ember.float32", [2, 3]], None], run["saved"]
+    backward = [b["constexprs"]["HAS_LSE"] for b in run["built"] if not b["forward"]]
+    forward = [b for b in run["built"] if b["forward"]]
+    assert len(forward) == 5 and backward == [True] * 4 + [False], run["built"]

@@ -579,3 +579,27 @@ def test_unflattened_module_and_flat_args_adapter_names_like_torch():
         assert not isinstance(lib.export.unflatten(ep), lib.fx.GraphModule)
         with pytest.raises(TypeError):
             lib.export.FlatArgsAdapter()  # abstract: a subclass defines adapt()
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_saved_logsumexp_stays_out_of_the_graph(smoothing):
+    """cross_entropy's op returns each row's log-sum-exp for its backward; the exported graph (and
+    its run_decompositions) reads no such result, as torch.export's reads none of nll_loss_forward's
+    extra outputs: no getitem of an unread result, outputs and values as PyTorch's."""
+    def program(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x, t):
+                return lib.nn.functional.cross_entropy(x, t, label_smoothing=smoothing, ignore_index=1)
+        return Net()
+
+    x, t = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32), np.array([0, 1, 2, 3, 1])
+    ep = ember.export.export(program(ember), (ember.tensor(x), ember.tensor(t)))
+    ref = torch.export.export(program(torch), (torch.tensor(x), torch.tensor(t)))
+    for prog in (ep, ep.run_decompositions()):
+        calls = [n for n in prog.graph.nodes if n.op == "call_function"]
+        items = [n for n in calls if n.target.__name__ == "getitem"]
+        assert all(n.users for n in items), prog.graph_module.code
+        assert sorted(n.args[1] for n in items) == ([0, 1, 2] if smoothing else [0, 2]), prog.graph_module.code
+        assert len(prog.graph_signature.output_specs) == len(ref.graph_signature.output_specs) == 1
+        got = prog.module()(ember.tensor(x), ember.tensor(t))
+        np.testing.assert_allclose(got.numpy(), ref.module()(torch.tensor(x), torch.tensor(t)).numpy(), rtol=1e-6)

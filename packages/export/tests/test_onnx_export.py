@@ -545,6 +545,31 @@ def test_class_losses_translate_like_torch(name):
         np.testing.assert_allclose(session.run(None, {"x": x, "t": t})[0], expect, rtol=1e-5, atol=1e-6)
 
 
+def test_class_nll_logsumexp_output_translates_when_read():
+    """The op's fourth result (each row's log-sum-exp, saved for the backward) is pruned from the
+    ONNX graph when unread (the cross_entropy models above); a graph that reads it gets
+    ReduceLogSumExp: PyTorch's logsumexp (ignored rows too), NaN where the row max is infinite."""
+    import onnxruntime as ort
+    import torch
+
+    class Net(ember.nn.Module):
+        def forward(self, x, t):
+            return ember.ops._class_nll(x, t, None, 2, False, False)[3]
+
+    exported = ember.onnx.export(Net(), (ember.randn(5, 4), ember.tensor([0, 1, 2, 3, 1])), input_names=["x", "t"])
+    session = ort.InferenceSession(exported.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32) * 4
+    x[3, 1] = np.inf
+    t = np.array([0, 1, 2, 3, 1])
+    want = torch.logsumexp(torch.tensor(x), 1).numpy()
+    want[3] = np.nan
+    np.testing.assert_allclose(session.run(None, {"x": x, "t": t})[0], want, rtol=1e-5, atol=1e-6)
+    ops = {n.op_type for n in exported.model_proto.graph.node}
+    assert "ReduceLogSumExp" in ops
+    plain = ember.onnx.export(ember.nn.CrossEntropyLoss(), (ember.randn(5, 4), ember.tensor([0, 1, 2, 3, 1])))
+    assert "ReduceLogSumExp" not in {n.op_type for n in plain.model_proto.graph.node}
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_dynamic_sequence_axis_of_recurrent_layers_like_torch_legacy_exporter(kind, tmp_path):
     """dynamic_axes on the time axis of an LSTM/GRU: torch's legacy exporter keeps it dynamic (one

@@ -86,11 +86,22 @@ const T* next_row(const T* xp, const ClassLayout& l, int64_t r, int64_t end) {
   return xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
 }
 
-// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse).
+// The log-sum-exp of one row: NaN where the max is infinite or a score is NaN (nll_row).
+template <typename T>
+T row_lse(const T* row, int64_t c) {
+  const T mx = minmax_contig<T, true>(row, c);
+  return mx + std::log(exp_sum<T>(nullptr, row, c, mx));
+}
+
+// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
+// and the row's lse itself into *lse_out (null for log-probabilities), which the backward reads
+// instead of recomputing it. lse = max + log(sum(exp(x - max))) is NaN where the max is
+// infinite (exp(inf - inf), exp(-inf + inf)), so such a row's loss and gradient are NaN, as
+// PyTorch's log_softmax makes them.
 // `next`: the row read after this one (may be null), prefetched during the exp pass (exp_sum).
 template <typename T>
 void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt,
-             const T* next) {
+             T* lse_out, const T* next) {
   T lse = 0;
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
@@ -98,6 +109,7 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
     // An all -inf row keeps lse = -inf (its nll is then NaN, as PyTorch's); a +inf score makes
     // s NaN (exp(inf - inf)) and lse NaN, as PyTorch's log_softmax, not +inf.
     lse = mx == -std::numeric_limits<T>::infinity() ? mx : mx + std::log(s);
+    if (lse_out) *lse_out = lse;
   }
   T w = wp ? wp[t] : T(1);
   *nll = -w * (row[t] - lse);
@@ -119,9 +131,9 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
 }
 
 // Per position j of a column block of bl positions (classes strided by sc, positions
-// contiguous): lse[j] (0 for log-probabilities; the max itself where it is infinite, as
-// nll_row) and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in
-// chunks that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
+// contiguous): lse[j] (0 for log-probabilities; NaN where the max is infinite, as nll_row)
+// and, with `wx`, the weighted class sum sum_c w[c] x[c, j]. The classes are walked in chunks
+// that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
 // running sum of exp(x - max) in a second over the cached chunk, rescaled where a chunk raised
 // the max, so the block is read from memory once and every pass streams whole row pieces.
 constexpr int64_t kColBlock = 1024;
@@ -153,8 +165,8 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
   }
   for (int64_t j = 0; j < bl; ++j) {
     if (log_probs) lse[j] = 0;
-    else if (std::isnan(s[j])) lse[j] = s[j];  // a NaN score (it never enters the max)
-    else lse[j] = std::isinf(m[j]) ? m[j] : m[j] + std::log(s[j]);
+    else if (std::isnan(s[j]) || std::isinf(m[j])) lse[j] = std::numeric_limits<T>::quiet_NaN();
+    else lse[j] = m[j] + std::log(s[j]);
   }
 }
 
@@ -201,12 +213,16 @@ void column_exp_store(const T* x, int64_t c, int64_t sc, int64_t bl, T* q, int64
 }
 
 // Per row r of x (N, C, S): nll[r] = -w[t] * logp[t], smooth[r] = -sum_c w[c] * logp[c] and
-// wt[r] = w[t], all 0 where t == ignore_index. logp is x itself when `log_probs`, else
-// log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
+// wt[r] = w[t], all 0 where t == ignore_index; with `lse` (not None; scores, not
+// log-probabilities) lse[r] = logsumexp of the row as well (ignored rows included: their
+// gradient is NaN where it is, as PyTorch's log_softmax backward makes it), which
+// class_nll_backward takes back so that it reads each score once. logp is x itself when
+// `log_probs`, else log_softmax(x) over the classes computed on the fly (max + log-sum-exp, never materialized).
 // Classes along a strided dim with the positions contiguous ((N, C, H, W) scores) go through
 // column blocks of positions (column_lse), with no copy of the scores.
-void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj, py::handle x_obj,
-                    py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs) {
+void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj, py::handle lse_obj,
+                    py::handle x_obj, py::handle target_obj, py::handle weight_obj, int64_t ignore_index,
+                    bool log_probs) {
   TensorArg x = unpack(x_obj), target = unpack(target_obj);
   const ClassLayout l = class_layout(x, "class_nll");
   const int64_t rows = l.rows(), c = l.c;
@@ -216,6 +232,8 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
   char* wt = contiguous_of(wt_obj, x.dtype, rows, "class_nll wt").data;
   char* smooth = smooth_obj.is_none() ? nullptr : contiguous_of(smooth_obj, x.dtype, rows, "class_nll smooth").data;
   char* weight = weight_obj.is_none() ? nullptr : contiguous_of(weight_obj, x.dtype, c, "class_nll weight").data;
+  if (!lse_obj.is_none() && log_probs) throw std::invalid_argument("class_nll: no lse for log-probabilities");
+  char* lse_out = lse_obj.is_none() ? nullptr : contiguous_of(lse_obj, x.dtype, rows, "class_nll lse").data;
   const int64_t* tp = reinterpret_cast<const int64_t*>(target.data);
   check_targets(tp, rows, c, ignore_index);
   if (rows == 0) return;
@@ -224,6 +242,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
     using T = scalar_t;
     const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(weight);
     T *np = reinterpret_cast<T*>(nll), *sp = reinterpret_cast<T*>(smooth), *tw = reinterpret_cast<T*>(wt);
+    T* lo = reinterpret_cast<T*>(lse_out);
     if (l.columns()) {
       T wsum = T(c);
       if (wp) {
@@ -248,6 +267,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
+            if (lo) lo[r0 + j] = lse[j];
             if (t == ignore_index) {
               np[r0 + j] = tw[r0 + j] = T(0);
               if (sp) sp[r0 + j] = T(0);
@@ -270,22 +290,28 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
           np[r] = T(0);
           tw[r] = T(0);
           if (sp) sp[r] = T(0);
+          if (lo) lo[r] = row_lse<T>(row_at<T>(xp, l, r, buf.data()), c);
           continue;
         }
         nll_row<T>(row_at<T>(xp, l, r, buf.data()), c, t, wp, log_probs, np + r, sp ? sp + r : nullptr, tw + r,
-                   next_row<T>(xp, l, r + 1, r1));
+                   lo ? lo + r : nullptr, next_row<T>(xp, l, r + 1, r1));
       }
     });
   });
 }
 
-// The gradient of class_nll with respect to x (N, C, S), one pass per row (the softmax is
-// recomputed from x in the row's cache-resident output instead of being saved):
+// The gradient of class_nll with respect to x (N, C, S):
 //   dx[r, i] = p[r, i] * (a[r] + s[r] * sum(w)) - s[r] * w[i] - (i == t[r]) * a[r]
-// with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) (0 for
-// log-probability inputs); rows whose target is ignore_index get 0. grad_input is contiguous
-// (N, C, S); with the positions contiguous in x too it is written by column blocks: where the
-// block's classes fit in L2 (kFuseBytes) the exponentials are stored first and scaled in place
+// with a = g_nll * w[t], s = g_smooth (0 without smoothing), p = softmax(x) = exp(x - lse) (0
+// for log-probability inputs); rows whose target is ignore_index get 0 * p: 0, or NaN throughout
+// where the row's lse is NaN (an infinite max, a NaN score), as PyTorch's log_softmax backward
+// gives them. With the forward's saved lse (class_nll's lse output) every element is that
+// formula in one pass over x, one read and one write (nll_row_backward_lse). Without it the
+// lse is recomputed per row: the softmax in the row's cache-resident output (a max pass, an exp
+// pass, a scale pass).
+// grad_input is contiguous (N, C, S); with the positions contiguous in x too it is written by
+// column blocks: with the saved lse one pass over the classes; without it, where the block's
+// classes fit in L2 (kFuseBytes) the exponentials are stored first and scaled in place
 // (column_exp_store: x read from memory once, one exp an element), otherwise the lse of each
 // position first (column_lse), then one pass over the classes.
 template <typename T>
@@ -309,8 +335,38 @@ void nll_row_backward(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool h
   o[t] -= a;
 }
 
+// o[i] = exp(x[i] - lse) * scale - s * w[i] (w[i] = 1 without weights; the s term only with
+// has_s), then o[t] -= a: one row of the gradient from its saved lse, x read once.
+template <typename T>
+void nll_row_backward_lse(T* o, const T* row, int64_t c, int64_t t, T a, T s, bool has_s, const T* wp, T wsum,
+                          T lse) {
+  const T scale = a + s * wsum;
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    const VecF zero = VecF{};
+    for (; i + kVecFloats <= c; i += kVecFloats) {
+      VecF xv;
+      std::memcpy(&xv, row + i, sizeof(VecF));
+      VecF r = exp_vec(xv - lse) * scale;
+      if (has_s) {
+        if (wp) {
+          VecF wv;
+          std::memcpy(&wv, wp + i, sizeof(VecF));
+          r -= wv * s;
+        } else {
+          r -= zero + s;
+        }
+      }
+      std::memcpy(o + i, &r, sizeof(VecF));
+    }
+  }
+  for (; i < c; ++i) o[i] = exp_scalar(row[i] - lse) * scale - (has_s ? s * (wp ? wp[i] : T(1)) : T(0));
+  o[t] -= a;
+}
+
 void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle gsmooth_obj, py::handle x_obj,
-                             py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs) {
+                             py::handle target_obj, py::handle weight_obj, int64_t ignore_index, bool log_probs,
+                             py::handle lse_obj) {
   TensorArg x = unpack(x_obj), target = unpack(target_obj);
   const ClassLayout l = class_layout(x, "class_nll_backward");
   const int64_t rows = l.rows(), c = l.c;
@@ -320,6 +376,9 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
   char* gnll = gnll_obj.is_none() ? nullptr : contiguous_of(gnll_obj, x.dtype, rows, "class_nll_backward grad").data;
   char* gsm = gsmooth_obj.is_none() ? nullptr : contiguous_of(gsmooth_obj, x.dtype, rows, "class_nll_backward grad").data;
   char* weight = weight_obj.is_none() ? nullptr : contiguous_of(weight_obj, x.dtype, c, "class_nll_backward weight").data;
+  // The saved lse is only read for scores (log-probabilities have none).
+  char* lse_in = lse_obj.is_none() || log_probs ? nullptr
+                                                : contiguous_of(lse_obj, x.dtype, rows, "class_nll_backward lse").data;
   const int64_t* tp = reinterpret_cast<const int64_t*>(target.data);
   check_targets(tp, rows, c, ignore_index);
   if (rows == 0 || c == 0) return;
@@ -328,6 +387,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
     using T = scalar_t;
     const T *xp = reinterpret_cast<const T*>(x.data), *wp = reinterpret_cast<const T*>(weight);
     const T *gn = reinterpret_cast<const T*>(gnll), *gs = reinterpret_cast<const T*>(gsm);
+    const T* saved = reinterpret_cast<const T*>(lse_in);
     T* out = reinterpret_cast<T*>(dx);
     T wsum = T(c);
     if (wp) {
@@ -344,8 +404,9 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
           const int64_t r0 = n * l.s + p0;
           const T* xb = xp + n * l.sn + p0;
           T* ob = out + n * c * l.s + p0;
-          const bool fuse = !log_probs && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
-          if (fuse) column_exp_store<T>(xb, c, l.sc, bl, ob, l.s, lse);  // lse holds the totals
+          const bool fuse = !log_probs && !saved && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
+          if (saved) std::copy(saved + r0, saved + r0 + bl, lse);
+          else if (fuse) column_exp_store<T>(xb, c, l.sc, bl, ob, l.s, lse);  // lse holds the totals
           else column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, nullptr);
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
@@ -366,8 +427,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
                 for (int64_t j = 0; j < bl; ++j) q[j] *= scale[j];
             }
           } else {
-          // p = exp(x - lse); the lse of an infinite max is that max (p is then NaN or 0, as
-          // the row kernel's exp(x - max) / sum).
+          // p = exp(x - lse), NaN throughout a position whose max is infinite (its lse is NaN).
           for (int64_t k = 0; k < c; ++k) {
             const T* p = xb + k * l.sc;
             T* q = ob + k * l.s;
@@ -397,7 +457,10 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
             if (t == ignore_index) {
-              for (int64_t k = 0; k < c; ++k) ob[k * l.s + j] = T(0);
+              // the fused path's lse[j] is the exponentials' total: 0 or NaN for a NaN lse
+              const bool nan_row = !log_probs && (std::isnan(lse[j]) || (fuse && lse[j] == T(0)));
+              const T fill = nan_row ? std::numeric_limits<T>::quiet_NaN() : T(0);
+              for (int64_t k = 0; k < c; ++k) ob[k * l.s + j] = fill;
             } else {
               ob[t * l.s + j] -= av[j];
             }
@@ -415,12 +478,16 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         T* o = l.s == 1 ? dst : obuf.data();
         const int64_t t = tp[r];
         if (t == ignore_index) {
-          std::fill(o, o + c, T(0));
+          const T lse = log_probs ? T(0) : saved ? saved[r] : row_lse<T>(row_at<T>(xp, l, r, buf.data()), c);
+          std::fill(o, o + c, std::isnan(lse) ? std::numeric_limits<T>::quiet_NaN() : T(0));
         } else {
           const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
           const T s = gs ? gs[r] : T(0);
-          nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs,
-                              next_row<T>(xp, l, r + 1, r1));
+          if (saved)
+            nll_row_backward_lse<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
+          else
+            nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs,
+                                next_row<T>(xp, l, r + 1, r1));
         }
         if (l.s != 1)
           for (int64_t i = 0; i < c; ++i) dst[i * l.s] = o[i];
@@ -480,12 +547,13 @@ void embedding_backward_impl(py::handle gw_obj, py::handle grad_obj, py::handle 
 }  // namespace
 
 void bind_loss(py::module_& m) {
-  m.def("class_nll", &class_nll_impl, py::arg("nll"), py::arg("smooth"), py::arg("wt"), py::arg("input"),
-        py::arg("target"), py::arg("weight"), py::arg("ignore_index"), py::arg("log_probs"),
-        "Per-row weighted negative log-likelihood (and label-smoothing term) of class scores.");
+  m.def("class_nll", &class_nll_impl, py::arg("nll"), py::arg("smooth"), py::arg("wt"), py::arg("lse"),
+        py::arg("input"), py::arg("target"), py::arg("weight"), py::arg("ignore_index"), py::arg("log_probs"),
+        "Per-row weighted negative log-likelihood (and label-smoothing term, and log-sum-exp) of class scores.");
   m.def("class_nll_backward", &class_nll_backward_impl, py::arg("grad_input"), py::arg("grad_nll"),
         py::arg("grad_smooth"), py::arg("input"), py::arg("target"), py::arg("weight"), py::arg("ignore_index"),
-        py::arg("log_probs"), "Gradient of class_nll with respect to its input, one pass per row.");
+        py::arg("log_probs"), py::arg("lse") = py::none(),
+        "Gradient of class_nll with respect to its input, one pass per row (from the forward's lse if given).");
   m.def("embedding", &embedding_impl, py::arg("out"), py::arg("weight"), py::arg("indices"));
   m.def("embedding_backward", &embedding_backward_impl, py::arg("grad_weight"), py::arg("grad"),
         py::arg("indices"), py::arg("padding_idx"));

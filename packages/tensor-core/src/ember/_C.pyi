@@ -239,6 +239,7 @@ def class_nll(
     nll: object,
     smooth: object,
     wt: object,
+    lse: object,
     input: object,
     target: object,
     weight: object,
@@ -255,6 +256,7 @@ def class_nll_backward(
     weight: object,
     ignore_index: typing.SupportsInt | typing.SupportsIndex,
     log_probs: bool,
+    lse: object = ...,
 ) -> None: ...
 
 def col2im(

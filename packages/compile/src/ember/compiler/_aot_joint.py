@@ -239,9 +239,11 @@ def trace_joint(gm, example_inputs: list):
 class _ClassNllGrad:
     """cross-entropy's backward as its one op, ``_class_nll_backward``, which the code generator
     decomposes into one row kernel (the engine's formula traces the composite it keeps for
-    double backward: a softmax, an extern gather and several full-size passes)."""
+    double backward: a softmax, an extern gather and several full-size passes). It reads the
+    forward's saved log-sum-exp (``_class_nll``'s fourth output), so the partitioned backward
+    gets it as a saved activation and its kernel computes exp(x - lse) with no row max or sum."""
 
-    save_output = False
+    save_output = True
 
     def backward(self, grads, inputs, outputs):
         x, target, weight, ignore_index, log_probs, smooth = inputs.args[:6]
@@ -249,7 +251,8 @@ class _ClassNllGrad:
         g_nll = grads[0]
         if g_nll is None and g_smooth is None:
             return (None,)
-        return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
+        lse = None if log_probs else outputs[3]
+        return (ember.ops._class_nll_backward(g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse),)
 
 
 class _NarrowGrad:

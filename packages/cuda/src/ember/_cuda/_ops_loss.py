@@ -1,10 +1,13 @@
 """Cross-entropy on CUDA: ``_class_nll`` (log-softmax fused with the target pick, the smoothing
 term and the weights) and its one-pass backward ``_class_nll_backward``.
 
-One program per row. The forward reads a row once (an online max/sum over tiles); the backward
-recomputes the row's log-sum-exp (one read) and writes each element's gradient (a second read,
-one write), so nothing of size rows x classes is materialised besides the result. Statistics are
-computed in float32 (float64 for float64 inputs).
+One program per row. The forward reads a row once (an online max/sum over tiles) and stores the
+row's log-sum-exp beside the loss (``_class_nll``'s fourth output); the backward takes it back
+and writes each element's gradient exp(x - lse) * scale - ... in one pass (one read, one write).
+Without a saved lse (a caller that has none) the backward recomputes it first (a second read of
+the row). Nothing of size rows x classes is materialised besides the result. Statistics are
+computed in float32 (float64 for float64 inputs); a row whose max is infinite has a NaN lse (its
+loss and gradient are NaN, as PyTorch's log_softmax makes them).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ._streams import current_handle
 
 _CLASS_NLL = HEADER + '''
 @triton.jit
-def k(x, t, w, nll, sm, wt, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, HAS_W: tl.constexpr,
+def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, HAS_W: tl.constexpr,
       SMOOTH: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     xr = x + row * C
@@ -51,7 +54,8 @@ def k(x, t, w, nll, sm, wt, C, ignore, BLOCK: tl.constexpr, LOGP: tl.constexpr, 
     else:
         gm = tl.max(mx, axis=0)
         total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
-        lse = tl.where(gm == -float('inf'), gm, gm + tl.log(total))
+        lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
+        tl.store(lse_out + row, lse.to(lse_out.dtype.element_ty))  # ignored rows too (their gradient)
     safe = tl.where(valid & inb, tgt, 0)
     xt = tl.load(xr + safe).to(__CT__)
     if HAS_W:
@@ -75,9 +79,10 @@ def _as_rows(input):
 
 def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
     if input.ndim > 2:
-        nll, sm, wt = _class_nll(_as_rows(input), target.reshape(-1), weight, ignore_index, log_probs, smooth)
+        nll, sm, wt, lse = _class_nll(_as_rows(input), target.reshape(-1), weight, ignore_index, log_probs, smooth)
         shape = tuple(target._shape)
-        return nll.reshape(shape), (sm.reshape(shape) if smooth else sm), wt.reshape(shape)
+        return (nll.reshape(shape), (sm.reshape(shape) if smooth else sm), wt.reshape(shape),
+                (lse if log_probs else lse.reshape(shape)))
     rows, c = input._shape[0], input._shape[1]
     dev = input._device
     cd = _ct(input.dtype)
@@ -86,11 +91,12 @@ def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
     nll = new_empty_tensor((rows,), cd, dev)
     sm = new_empty_tensor((rows,) if smooth else (0,), cd, dev)
     wt = new_empty_tensor((rows,), cd, dev)
+    lse = new_empty_tensor((0,) if log_probs else (rows,), cd, dev)
     if target._device is not dev or (weight is not None and weight._device is not dev):
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{dev} and {target._device if target._device is not dev else weight._device}!")
     if rows == 0:
-        return nll, sm, wt
+        return nll, sm, wt, lse
     x = input if input.is_contiguous() else input.contiguous()
     t = target if target.is_contiguous() else target.contiguous()
     w = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
@@ -98,21 +104,23 @@ def _class_nll(input, target, weight, ignore_index, log_probs, smooth):
     warps = 8 if block >= 4096 else 4 if block >= 1024 else 1
     index = dev.index or 0
     sig = {"x": "*" + TRITON[x.dtype], "t": "*i64", "w": "*" + TRITON[_or(w, x).dtype], "nll": "*" + TRITON[cd],
-           "sm": "*" + TRITON[cd], "wt": "*" + TRITON[cd], "C": "i64", "ignore": "i64", "BLOCK": "constexpr",
+           "sm": "*" + TRITON[cd], "wt": "*" + TRITON[cd], "lse_out": "*" + TRITON[cd], "C": "i64", "ignore": "i64",
+           "BLOCK": "constexpr",
            "LOGP": "constexpr", "HAS_W": "constexpr", "SMOOTH": "constexpr"}
     al = tuple(a for a in _aligned(c, ("x", x), ("w", w)) if a != "N") + (("C",) if c % 16 == 0 else ())
     launcher = _compile.kernel(_CLASS_NLL.replace("__CT__", TL[cd]), "k", sig,
                                {"BLOCK": block, "LOGP": bool(log_probs), "HAS_W": w is not None,
                                 "SMOOTH": bool(smooth)}, al, warps, 1, index)
     launcher((rows, 1, 1), current_handle(index), x.data_ptr(), t.data_ptr(), _or(w, x).data_ptr(), nll.data_ptr(),
-             (sm if smooth else nll).data_ptr(), wt.data_ptr(), c, int(ignore_index))
-    return nll, sm, wt
+             (sm if smooth else nll).data_ptr(), wt.data_ptr(), (nll if log_probs else lse).data_ptr(), c,
+             int(ignore_index))
+    return nll, sm, wt, lse
 
 
 _CLASS_NLL_BACKWARD = HEADER + '''
 @triton.jit
-def k(x, t, w, gn, gs, out, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr, LOGP: tl.constexpr,
-      HAS_W: tl.constexpr, HAS_N: tl.constexpr, HAS_S: tl.constexpr):
+def k(x, t, w, gn, gs, out, saved, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr, LOGP: tl.constexpr,
+      HAS_W: tl.constexpr, HAS_N: tl.constexpr, HAS_S: tl.constexpr, HAS_LSE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     xr = x + row * C
     orow = out + row * C
@@ -124,22 +132,25 @@ def k(x, t, w, gn, gs, out, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr
         wt = tl.load(w + safe).to(__CT__)
     else:
         wt = 1.0
+    # an ignored row's gradient is 0 * softmax: 0, or NaN where its lse is (PyTorch's)
     if HAS_N:
-        a = tl.load(gn + row * gn_stride).to(__CT__) * wt
+        a = tl.where(valid, tl.load(gn + row * gn_stride).to(__CT__) * wt, 0.0)
     else:
         a = 0.0
     if HAS_S:
-        b = tl.load(gs + row * gs_stride).to(__CT__)
+        b = tl.where(valid, tl.load(gs + row * gs_stride).to(__CT__), 0.0)
     else:
         b = 0.0
     mx = tl.full([BLOCK], -float('inf'), __CT__)
     s = tl.zeros([BLOCK], __CT__)
     wsum = tl.zeros([BLOCK], __CT__)
-    if (not LOGP) or (HAS_S and HAS_W):
+    # the row's lse is recomputed only without the forward's saved one (HAS_LSE); the weight sum
+    # needs a pass over the weights (not the row) either way
+    if ((not LOGP) and (not HAS_LSE)) or (HAS_S and HAS_W):
         for n0 in range(0, C, BLOCK):
             cols = n0 + tl.arange(0, BLOCK)
             cm = cols < C
-            if not LOGP:
+            if (not LOGP) and (not HAS_LSE):
                 v = tl.load(xr + cols, mask=cm, other=-float('inf')).to(__CT__)
                 nm = tl.maximum(mx, v)
                 s = s * tl.where(nm == -float('inf'), 1.0, tl.exp(mx - nm)) + tl.where(v == -float('inf'), 0.0,
@@ -157,11 +168,12 @@ def k(x, t, w, gn, gs, out, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr
         coef = a
     if LOGP:
         lse = 0.0
+    elif HAS_LSE:
+        lse = tl.load(saved + row).to(__CT__)
     else:
         gm = tl.max(mx, axis=0)
         total = tl.sum(s * tl.where(mx == -float('inf'), 0.0, tl.exp(mx - gm)), axis=0)
-        lse = tl.where(gm == -float('inf'), gm, gm + tl.log(total))
-    keep = valid & inb
+        lse = tl.where((gm == float('inf')) | (gm == -float('inf')), float('nan'), gm + tl.log(total))
     bad = valid & ((tgt < 0) | (tgt >= C))
     for n0 in range(0, C, BLOCK):
         cols = n0 + tl.arange(0, BLOCK)
@@ -176,7 +188,6 @@ def k(x, t, w, gn, gs, out, C, ignore, gn_stride, gs_stride, BLOCK: tl.constexpr
             else:
                 wv = 1.0
             g -= b * wv
-        g = tl.where(keep, g, 0.0)
         g = tl.where(bad, float('nan'), g)
         tl.store(orow + cols, g.to(out.dtype.element_ty), mask=cm)
 '''
@@ -194,22 +205,25 @@ def _row_vector(g, cd, rows):
     return g, (g._stride[0] if g._shape[0] == rows and g._shape[0] > 1 else 0)
 
 
-def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
-    """The input gradient of ``_class_nll`` in one kernel: per row the log-sum-exp is recomputed
-    (one read), then each element's gradient written (a second read, one write); nothing of
-    size rows x classes is materialised besides the result (the composite wrote five such)."""
+def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs, lse=None):
+    """The input gradient of ``_class_nll`` in one kernel: from the forward's saved log-sum-exp
+    ``lse`` each element's gradient is written in one pass (one read, one write); without it the
+    row's lse is recomputed first (a read more). Nothing of size rows x classes is materialised
+    besides the result (the composite wrote five such)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"ember.ops._class_nll_backward has no CUDA kernel for {input.dtype}")
     if input.ndim > 2:
         def flat(g):  # a 0-d gradient broadcasts over the rows (_row_vector), as in the 2-d case
             return g if g is None or g.ndim == 0 else g.reshape(-1)
         rows_grad = _class_nll_backward(flat(grad_nll), flat(grad_smooth), _as_rows(input), target.reshape(-1), weight,
-                                        ignore_index, log_probs)
+                                        ignore_index, log_probs, None if lse is None else lse.reshape(-1))
         moved = (input._shape[0],) + tuple(input._shape[2:]) + (input._shape[1],)
         return rows_grad.reshape(moved).movedim(-1, 1).contiguous()
     rows, c = input._shape[0], input._shape[1]
     dev = input._device
-    for other in (target, weight, grad_nll, grad_smooth):
+    if log_probs:
+        lse = None  # log-probabilities have no lse (the forward's fourth output is empty)
+    for other in (target, weight, grad_nll, grad_smooth, lse):
         if other is not None and other._device is not dev:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{dev} and {other._device}!")
@@ -222,19 +236,26 @@ def _class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_ind
     w = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
     gn, gn_stride = _row_vector(grad_nll, cd, rows)
     gs, gs_stride = _row_vector(grad_smooth, cd, rows)
+    if lse is not None:
+        if tuple(lse._shape) != (rows,):
+            raise RuntimeError(f"_class_nll_backward: lse must have one entry per row ({rows}), got {list(lse._shape)}")
+        lse = lse.to(cd).contiguous()
     block = min(4096, max(16, 1 << (max(c, 1) - 1).bit_length()))
     warps = 8 if block >= 4096 else 4 if block >= 1024 else 1
     index = dev.index or 0
     sig = {"x": "*" + TRITON[x.dtype], "t": "*i64", "w": "*" + TRITON[_or(w, x).dtype],
            "gn": "*" + TRITON[_or(gn, x).dtype], "gs": "*" + TRITON[_or(gs, x).dtype], "out": "*" + TRITON[out.dtype],
-           "C": "i64", "ignore": "i64", "gn_stride": "i64", "gs_stride": "i64", "BLOCK": "constexpr",
-           "LOGP": "constexpr", "HAS_W": "constexpr", "HAS_N": "constexpr", "HAS_S": "constexpr"}
+           "saved": "*" + TRITON[_or(lse, x).dtype], "C": "i64", "ignore": "i64", "gn_stride": "i64",
+           "gs_stride": "i64", "BLOCK": "constexpr", "LOGP": "constexpr", "HAS_W": "constexpr", "HAS_N": "constexpr",
+           "HAS_S": "constexpr", "HAS_LSE": "constexpr"}
     al = tuple(a for a in _aligned(c, ("x", x), ("w", w), ("out", out)) if a != "N") + (("C",) if c % 16 == 0 else ())
     launcher = _compile.kernel(_CLASS_NLL_BACKWARD.replace("__CT__", TL[cd]), "k", sig,
                                {"BLOCK": block, "LOGP": bool(log_probs), "HAS_W": w is not None,
-                                "HAS_N": gn is not None, "HAS_S": gs is not None}, al, warps, 1, index)
+                                "HAS_N": gn is not None, "HAS_S": gs is not None, "HAS_LSE": lse is not None}, al,
+                               warps, 1, index)
     launcher((rows, 1, 1), current_handle(index), x.data_ptr(), t.data_ptr(), _or(w, x).data_ptr(),
-             _or(gn, x).data_ptr(), _or(gs, x).data_ptr(), out.data_ptr(), c, int(ignore_index), gn_stride, gs_stride)
+             _or(gn, x).data_ptr(), _or(gs, x).data_ptr(), out.data_ptr(), _or(lse, x).data_ptr(), c,
+             int(ignore_index), gn_stride, gs_stride)
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import functools
 import keyword
+import operator
 import time
 
 import ember
@@ -287,6 +288,7 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", out), None))
         new_outputs.append(out)
     out_node.args = (tuple(new_outputs),)
+    _drop_unread_results(graph)
     _add_tensor_meta(graph)
     graph.lint()
     gm.recompile()
@@ -385,6 +387,16 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
                 other.uses += [(i, d, coeff, coeff * offset + off) for i, d, coeff, off in root.uses]
         roots = kept
     raise AssertionError("export: the symbolic trace did not settle")  # pragma: no cover
+
+
+def _drop_unread_results(graph) -> None:
+    """Erases the ``getitem`` of every result of a multi-output op that nothing reads (the graph
+    builder takes one of each): cross_entropy's saved log-sum-exp, an unread smoothing term,
+    layer_norm's statistics. torch.export's graphs hold no getitem of an unread result either."""
+    for node in list(graph.nodes):
+        if (node.op == "call_function" and node.target is operator.getitem and not node.users
+                and getattr(node.args[0], "op", None) == "call_function"):
+            graph.erase_node(node)
 
 
 def _add_tensor_meta(graph) -> None:

@@ -86,8 +86,10 @@ def _any_all(b, node):
 
 @register("_class_nll")
 def _class_nll(b, node):
-    """``(nll, smoothing term, target weight)`` of nll_loss / cross_entropy: the target's
-    (log-)probability gathered on the class dim, weighted, 0 where the target is ignored."""
+    """``(nll, smoothing term, target weight, row log-sum-exp)`` of nll_loss / cross_entropy: the
+    target's (log-)probability gathered on the class dim, weighted, 0 where the target is ignored.
+    The log-sum-exp (the op's output for its backward) is emitted as ReduceLogSumExp and pruned
+    with the other unread results unless a graph reads it."""
     x, target, weight, ignore_index, log_probs, smooth = node.args[:6]
     if smooth:
         raise UnsupportedOp("cross_entropy with label_smoothing")
@@ -106,4 +108,12 @@ def _class_nll(b, node):
     else:
         weights = b.emit("Where", [valid, b.emit("Gather", [b.value(weight), safe], axis=0), zero])
     nll = b.emit("Mul", [b.emit("Neg", [picked]), weights])
-    return [nll, b.const(np.zeros((0,), dtype=np.float32 if str(dt).endswith("float32") else np.float64)), weights]
+    empty = np.zeros((0,), dtype=np.float32 if str(dt).endswith("float32") else np.float64)
+    if log_probs:
+        lse = b.const(empty)
+    else:
+        # NaN where the row's max is infinite (the op's contract, PyTorch's log_softmax)
+        total = b.emit("ReduceLogSumExp", [scores, axis1], keepdims=0)
+        top = b.emit("ReduceMax", [scores, axis1], keepdims=0)
+        lse = b.emit("Where", [b.emit("IsInf", [top]), b.const(float("nan"), dt), total])
+    return [nll, b.const(empty), weights, lse]

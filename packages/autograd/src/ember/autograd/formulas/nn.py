@@ -295,7 +295,8 @@ def _binary_cross_entropy(grads, inputs, outputs):
 def _class_nll(grads, inputs, outputs):
     # nll[r] = -w[t] (x[r, t] - lse[r]); smooth[r] = -(sum_i w[i] x[r, i] - sum(w) lse[r]) for each
     # sample and position r of x (N, C, d1, ...), the classes on dim 1; lse is 0 for
-    # log-probability inputs; positions whose target is ignore_index give 0.
+    # log-probability inputs; positions whose target is ignore_index give 0. The forward's lse
+    # (its fourth output, saved) lets the one-pass kernel read x once: softmax = exp(x - lse).
     g_nll = grads[0]
     g_smooth = grads[1] if len(grads) > 1 and inputs.args[5] else None
     x, target, weight = inputs.args[0], inputs.args[1], inputs.args[2]
@@ -305,7 +306,8 @@ def _class_nll(grads, inputs, outputs):
         # One native pass on plain tensors of a device that has the kernel; the composite below
         # stays for double backward (create_graph=True), for ember.func's wrapped tensors (vmap of
         # grad) and for devices without it (CUDA runs the composite's ops).
-        return (OPS["_class_nll_backward"](g_nll, g_smooth, x, target, weight, ignore_index, log_probs),)
+        lse = None if log_probs or len(outputs) < 4 else outputs[3]
+        return (OPS["_class_nll_backward"](g_nll, g_smooth, x, target, weight, ignore_index, log_probs, lse),)
     classes = x.shape[1]
     # x is (N, C, d1, ...): per-class values broadcast as (1, C, 1, ...), per-sample ones as (N, 1, d1, ...).
     class_shape = (1, classes) + (1,) * (x.dim() - 2)
@@ -327,7 +329,7 @@ def _class_nll(grads, inputs, outputs):
     return (grad * valid.unsqueeze(1).to(x.dtype),)
 
 
-register_if_defined("_class_nll", _class_nll)
+register_if_defined("_class_nll", _class_nll, save_output=(3,), nondiff_outputs=(3,))
 register_if_defined("binary_cross_entropy", _binary_cross_entropy)
 register_if_defined("embedding", _embedding)
 register_if_defined("native_layer_norm", _layer_norm, save_output=(1, 2))

@@ -4,9 +4,12 @@ Both become row reductions over the (rows, classes) logits that the scheduler fu
 kernel a row: the max, the sum of exponentials and the target's logit are reductions of the
 same row (the target is picked by a one-hot compare with an iota, so a row is read once), and
 everything per row after them is its epilogue. The arithmetic follows the eager kernels
-(``csrc/cpu/loss.cpp``): ``lse = max + log(sum(exp(x - max)))`` (the max itself where it is
-infinite), ``nll = -w[t] * (x[t] - lse)``, ``smooth = -(sum(w * x) - sum(w) * lse)``; rows
-whose target is ``ignore_index`` give 0. An out-of-range target, which eager rejects with an
+(``csrc/cpu/loss.cpp``): ``lse = max + log(sum(exp(x - max)))`` (NaN where the max is
+infinite, as PyTorch's log_softmax), ``nll = -w[t] * (x[t] - lse)``, ``smooth = -(sum(w * x) -
+sum(w) * lse)``; rows whose target is ``ignore_index`` give 0. The forward's fourth output is
+that lse per row (ignored rows included), which the backward takes back: given it, the backward
+is ``exp(x - lse)`` scaled, a pointwise pass with only the target pick and the weight sum as
+reductions (no max, no sum of exponentials over the logits again). An out-of-range target, which eager rejects with an
 error before computing anything, gives a NaN loss for its row here (a kernel cannot raise).
 
 They are not *core* decompositions: export's ``run_decompositions()`` keeps ``_class_nll`` as one
@@ -67,7 +70,7 @@ def class_nll(input, target, weight, ignore_index, log_probs, smooth):
     if not log_probs:
         top, total = _row_max_and_sum(x)
         top = ops.squeeze(top, [1])
-        lse = ops.where(ops.isinf(top), top, ops.add(top, ops.log(total)))
+        lse = ops.where(ops.isinf(top), float("nan"), ops.add(top, ops.log(total)))
         picked = ops.sub(picked, lse)
     nll = ops.where(valid, ops.neg(ops.mul(w_target, picked)), 0.0)
     nll = ops.where(bad, float("nan"), nll)
@@ -81,13 +84,16 @@ def class_nll(input, target, weight, ignore_index, log_probs, smooth):
         sm = ops.where(valid, ops.neg(total_x), 0.0)
     else:
         sm = ops.full((0,), 0.0, dtype=x.dtype, device=x.device)
-    return nll, sm, wt
+    lse_out = ops.full((0,), 0.0, dtype=x.dtype, device=x.device) if lse is None else lse
+    return nll, sm, wt, lse_out
 
 
 @register_decomposition("_class_nll_backward", core=False)
-def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
-    """dx[r, i] = e[r, i] * (a + s * sum(w)) / sum(e[r]) - s * w[i] - (i == t) * a, with
-    e = exp(x - max), a = g_nll * w[t], s = g_smooth (as eager's one-pass kernel)."""
+def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs, lse=None):
+    """dx[r, i] = exp(x[r, i] - lse[r]) * (a + s * sum(w)) - s * w[i] - (i == t) * a, with
+    a = g_nll * w[t], s = g_smooth (as eager's one-pass kernel); lse is the forward's saved
+    one, or without it recomputed: e[r, i] / sum(e[r]) with e = exp(x - max). An ignored row
+    has a = s = 0, so its gradient is 0 * softmax: 0, or NaN where its lse is (PyTorch's)."""
     x = _compute(input)
     classes = x.shape[1]
     valid, onehot, _ = _rows(x, target, ignore_index)
@@ -98,19 +104,22 @@ def class_nll_backward(grad_nll, grad_smooth, input, target, weight, ignore_inde
         a = _compute(grad_nll)
         if w is not None:
             a = ops.mul(a, _pick(onehot, w))
-    s = None if grad_smooth is None else _compute(grad_smooth)
-    a_col = ops.unsqueeze(a, 1) if a.ndim >= 1 else a
+    a = ops.where(valid, a, 0.0)
+    s = None if grad_smooth is None else ops.where(valid, _compute(grad_smooth), 0.0)
+    a_col = ops.unsqueeze(a, 1)
     s_col = None if s is None else ops.unsqueeze(s, 1)
     grad = zero
     if not log_probs:
-        top, total = _row_max_and_sum(x)
         scale = a
         if s is not None:
             w_sum = float(classes) if w is None else ops.sum(w, [1])
             scale = ops.add(a, ops.mul(s, w_sum))
-        grad = ops.mul(ops.exp(ops.sub(x, top)), ops.unsqueeze(ops.div(scale, total), 1))
+        if lse is not None:
+            grad = ops.mul(ops.exp(ops.sub(x, ops.unsqueeze(_compute(lse), 1))), ops.unsqueeze(scale, 1))
+        else:
+            top, total = _row_max_and_sum(x)
+            grad = ops.mul(ops.exp(ops.sub(x, top)), ops.unsqueeze(ops.div(scale, total), 1))
     if s_col is not None:
         grad = ops.sub(grad, s_col if w is None else ops.mul(s_col, w))
     grad = ops.sub(grad, ops.where(onehot, a_col, 0.0))
-    grad = ops.where(ops.unsqueeze(valid, 1), grad, 0.0)
     return ops._to_copy(grad, dtype=input.dtype) if grad.dtype is not input.dtype else grad

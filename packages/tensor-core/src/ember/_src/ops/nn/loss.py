@@ -88,24 +88,30 @@ def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
     nll = new_empty_tensor(loss_shape, cd, dev)
     sm = new_empty_tensor(loss_shape, cd, dev) if smooth else None
     wt = new_empty_tensor(loss_shape, cd, dev)
+    lse = None if log_probs else new_empty_tensor(loss_shape, cd, dev)
     if dev is not META:
         x = _scores_3d(convert(input, cd))
         w = None if weight is None else convert(weight, cd).contiguous()
-        _C.class_nll(nll, sm, wt, x, target.contiguous(), w, int(ignore_index), bool(log_probs))
-    return nll, (sm if smooth else new_empty_tensor((0,), cd, dev)), wt
+        _C.class_nll(nll, sm, wt, lse, x, target.contiguous(), w, int(ignore_index), bool(log_probs))
+    return (nll, sm if smooth else new_empty_tensor((0,), cd, dev), wt,
+            new_empty_tensor((0,), cd, dev) if log_probs else lse)
 
 
 class_nll_op = define(
     "_class_nll(Tensor input, Tensor target, Tensor? weight, int ignore_index, bool log_probs, bool smooth) "
-    "-> (Tensor, Tensor, Tensor)", ())
+    "-> (Tensor, Tensor, Tensor, Tensor)", ())
 # input (N, C, d1, ...) with the classes on dim 1, target (N, d1, ...): the outputs (nll, the
-# label-smoothing term, the target's weight) have the target's shape; smooth=False gives an
-# empty second output.
+# label-smoothing term, the target's weight, the log-sum-exp of each row's scores) have the
+# target's shape; smooth=False gives an empty second output, log_probs=True an empty fourth.
+# The lse (float32, float64 for float64 scores; ignored rows too) exists for the backward
+# alone: autograd saves it and hands it to _class_nll_backward, which then reads the scores
+# once instead of recomputing each row's max and sum. It is not differentiable (PyTorch's
+# _log_softmax output plays its part there; nothing the user sees returns it).
 class_nll_op.kernel("cpu")(_class_nll_kernel)
 class_nll_op.kernels["meta"] = class_nll_op.meta = _class_nll_kernel
 
 
-def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs):
+def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs, lse=None):
     dev = input._device
     cd = compute_dtype(input.dtype)
     out = new_empty_tensor(tuple(input._shape), cd, dev)
@@ -113,16 +119,18 @@ def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ign
         def prep(t):
             return None if t is None else convert(t, cd).contiguous()
         x = _scores_3d(convert(input, cd))
+        saved = None if lse is None or log_probs else prep(lse)
         _C.class_nll_backward(_scores_3d(out), prep(grad_nll), prep(grad_smooth), x, target.contiguous(),
-                              prep(weight), int(ignore_index), bool(log_probs))
+                              prep(weight), int(ignore_index), bool(log_probs), saved)
     return convert(out, input.dtype)
 
 
-# The input gradient of _class_nll in one native pass (softmax recomputed per row, never stored);
+# The input gradient of _class_nll in one native pass: softmax = exp(x - lse) from the forward's
+# saved lse (_class_nll's fourth output), or recomputed per row when lse is None; never stored.
 # ember-autograd's formula uses it when no graph of the backward is being recorded.
 class_nll_backward_op = define(
     "_class_nll_backward(Tensor? grad_nll, Tensor? grad_smooth, Tensor input, Tensor target, Tensor? weight, "
-    "int ignore_index, bool log_probs) -> Tensor", (), differentiable=False)
+    "int ignore_index, bool log_probs, Tensor? lse=None) -> Tensor", (), differentiable=False)
 class_nll_backward_op.kernel("cpu")(_class_nll_backward_kernel)
 class_nll_backward_op.kernels["meta"] = class_nll_backward_op.meta = _class_nll_backward_kernel
 
@@ -170,7 +178,7 @@ def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing,
     c = scores._shape[1]
     _check_weight(weight, c, input)
     smooth = label_smoothing > 0
-    nll, sm, wt = class_nll_op(scores, target_, weight, ignore_index, log_probs, smooth)
+    nll, sm, wt, _ = class_nll_op(scores, target_, weight, ignore_index, log_probs, smooth)
     if reduction == "none":
         loss = nll if not smooth else nll * (1 - label_smoothing) + sm * (label_smoothing / c)
         result = loss.reshape(() if input.ndim == 1 else tuple(target._shape))
