@@ -106,9 +106,9 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
   if (!log_probs) {
     T mx = minmax_contig<T, true>(row, c);
     T s = exp_sum<T>(nullptr, row, c, mx, next);
-    // An all -inf row keeps lse = -inf (its nll is then NaN, as PyTorch's); a +inf score makes
-    // s NaN (exp(inf - inf)) and lse NaN, as PyTorch's log_softmax, not +inf.
-    lse = mx == -std::numeric_limits<T>::infinity() ? mx : mx + std::log(s);
+    // An infinite max makes s NaN (exp(inf - inf)) and so lse and the row's nll NaN, as PyTorch's
+    // log_softmax gives for a +inf score or an all -inf row.
+    lse = mx + std::log(s);
     if (lse_out) *lse_out = lse;
   }
   T w = wp ? wp[t] : T(1);
