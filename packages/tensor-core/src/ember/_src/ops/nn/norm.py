@@ -59,21 +59,38 @@ def _check_float(input: Tensor, name: str) -> None:
 
 # ---------------------------------------------------------------------------------- layer_norm
 
+def _mixed_params(input: Tensor, *params) -> bool:
+    """Whether a half-type input comes with float32 weight/bias (PyTorch's CPU "mixed type" norms: the
+    statistics and the parameters' gradients stay float32). Other dtype combinations raise as PyTorch's."""
+    given = [t for t in params if t is not None]
+    if not given or given[0].dtype is input.dtype:
+        for t in given:
+            if t.dtype is not input.dtype:
+                raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(t.dtype)}")
+        return False
+    if any(t.dtype is not dtypes.float32 for t in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype not in (dtypes.float16, dtypes.bfloat16):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return True
+
+
 def _layer_norm_kernel(input, normalized_shape, weight, bias, eps):
     axis = input.ndim - len(normalized_shape)
     rows = numel(input._shape[:axis])
     stat_shape = tuple(input._shape[:axis]) + (1,) * len(normalized_shape)
     cd = compute_dtype(input.dtype)
+    stat_dtype = cd if _mixed_params(input, weight, bias) else input.dtype
     if input._device is META:
-        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat_shape, input.dtype, META),
-                new_empty_tensor(stat_shape, input.dtype, META))
+        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat_shape, stat_dtype, META),
+                new_empty_tensor(stat_shape, stat_dtype, META))
     x, w, b = _work(input), _work(weight), _work(bias)
     out = new_empty_tensor(input._shape, cd, input._device)
     mean = new_empty_tensor(stat_shape, cd, input._device)
     rstd = new_empty_tensor(stat_shape, cd, input._device)
     if input.numel():
         _C.layer_norm(out, mean, rstd, x, w, b, rows, float(eps))
-    return _back(out, input.dtype), _back(mean, input.dtype), _back(rstd, input.dtype)
+    return _back(out, input.dtype), _back(mean, stat_dtype), _back(rstd, stat_dtype)
 
 
 native_layer_norm_op = _define(
@@ -86,11 +103,13 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
     rows = numel(input._shape[:axis])
     nshape = tuple(input._shape[axis:])
     dev = input._device
+    mixed = _mixed_params(input, weight, bias)
+    param_dtype = (weight if weight is not None else bias).dtype if mixed else input.dtype
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor(nshape, input.dtype, META) if output_mask[1] and weight is not None else None,
-                new_empty_tensor(nshape, input.dtype, META) if output_mask[2] and bias is not None else None)
+                new_empty_tensor(nshape, param_dtype, META) if output_mask[1] and weight is not None else None,
+                new_empty_tensor(nshape, param_dtype, META) if output_mask[2] and bias is not None else None)
     cd = compute_dtype(input.dtype)
     x, g, w = _work(input), _work(grad_out), _work(weight)
     dx = new_empty_tensor(input._shape, cd, dev) if output_mask[0] else None
@@ -102,7 +121,8 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
         for t in (dw, db):
             if t is not None:
                 t.zero_()
-    return tuple(None if t is None else _back(t, input.dtype) for t in (dx, dw, db))
+    return (None if dx is None else _back(dx, input.dtype),
+            *(None if t is None else _back(t, param_dtype) for t in (dw, db)))
 
 
 native_layer_norm_backward_op = _define(
