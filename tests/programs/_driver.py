@@ -14,6 +14,7 @@ import io
 import json
 import runpy
 import sys
+import time
 import traceback
 
 
@@ -31,6 +32,7 @@ def main() -> None:
         torch.manual_seed(0)
         torch.set_default_dtype(torch.float32)
         buf = io.StringIO()
+        started = time.process_time()
         saved_argv = sys.argv
         sys.argv = [path] + ([a for a in args.split(",") if a] if args else [])
         try:
@@ -46,6 +48,7 @@ def main() -> None:
         finally:
             sys.argv = saved_argv
         results[spec] = buf.getvalue()
+        sys.stderr.write(f"{spec}: {time.process_time() - started:.2f}s CPU\n")
     with open(out_path, "w") as f:
         json.dump(results, f)
 

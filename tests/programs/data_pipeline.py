@@ -3,9 +3,20 @@
 # random_split with a generator, ConcatDataset, an IterableDataset, default_collate of dicts.
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
-from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset,
-                              RandomSampler, SequentialSampler, Subset, SubsetRandomSampler,
-                              TensorDataset, WeightedRandomSampler, random_split)
+from torch.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    random_split,
+)
 from torch.utils.data.dataloader import default_collate
 
 

@@ -34,7 +34,8 @@ sd = net.state_dict()
 print(list(sd.keys()))
 print("bn buffers", sd["body.2.num_batches_tracked"].item(), sd["body.2.running_mean"].dtype)
 wrapped = {"module." + k: v for k, v in sd.items()}
-stripped = collections.OrderedDict((k[len("module."):] if k.startswith("module.") else k, v) for k, v in wrapped.items())
+stripped = collections.OrderedDict((k[len("module."):] if k.startswith("module.") else k, v)
+                                   for k, v in wrapped.items())
 torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(wrapped, "module.")
 print("prefix removed", list(wrapped) == list(stripped))
 new = nn.Sequential(collections.OrderedDict([

@@ -87,5 +87,6 @@ with torch.no_grad():
     pred = torch.where(out > 0.5, 1, 0)
     print("pred", pred.tolist(), "bn", model.tower[1].running_mean.numpy().round(5).tolist(),
           int(model.tower[1].num_batches_tracked))
-    print(F.pairwise_distance(model.forward_once(images[:3]), model.forward_once(images[3:6])).numpy().round(5).tolist())
-    print(F.cosine_similarity(model.forward_once(images[:3]), model.forward_once(images[3:6])).numpy().round(5).tolist())
+    e1, e2 = model.forward_once(images[:3]), model.forward_once(images[3:6])
+    print(F.pairwise_distance(e1, e2).numpy().round(5).tolist())
+    print(F.cosine_similarity(e1, e2).numpy().round(5).tolist())
