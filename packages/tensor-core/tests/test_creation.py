@@ -268,3 +268,27 @@ def test_tensor_reads_any_sequence_protocol_object(make):
 def test_tensor_of_a_mapping_is_still_refused():
     with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
         ember.tensor({1: 2})
+
+
+def test_tensor_of_a_list_of_numpy_arrays():
+    # torch.tensor([state, state, ...]) with NumPy states (RL replay buffers, collated samples): each
+    # array is a sequence keeping its dtype; ember raised "Could not infer dtype of ndarray"
+    import numpy as np
+    import torch
+
+    a = np.arange(3.0)
+    cases = [[a, a], [a[::-1]], [np.arange(3), np.arange(3)], [np.arange(3, dtype=np.float32)] * 2,
+             [[1.5, 2, 3], np.arange(3)], (np.ones((2, 2)), np.zeros((2, 2))), [np.array([1, 2**40]), np.arange(2)],
+             [np.array([True, False])], [np.arange(3)[:, None]] * 2, [a, np.arange(2.0)],
+             [np.ones((2, 2)), np.zeros((2, 3))], [np.float32(1.0), np.arange(1.0)], [a, 5.0]]
+    for data in cases:
+        try:
+            expected = torch.tensor(data)
+        except (TypeError, ValueError) as e:
+            with pytest.raises(type(e)) as info:
+                ember.tensor(data)
+            assert str(info.value) == str(e)
+            continue
+        got = ember.tensor(data)
+        assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+        assert got.tolist() == expected.tolist()
