@@ -45,6 +45,10 @@ PROGRAMS = [
     "distributions_program.py",
     "complex_fft.py",
     "sparse_program.py",
+    "custom_training_idioms.py",
+    "gradient_tricks.py",
+    "nanogpt.py",
+    "dataloader_workers.py",
 ]
 HOSTILE = "hostile_inputs.py"
 

@@ -273,9 +273,6 @@ def test_tensor_of_a_mapping_is_still_refused():
 def test_tensor_of_a_list_of_numpy_arrays():
     # torch.tensor([state, state, ...]) with NumPy states (RL replay buffers, collated samples): each
     # array is a sequence keeping its dtype; ember raised "Could not infer dtype of ndarray"
-    import numpy as np
-    import torch
-
     a = np.arange(3.0)
     cases = [[a, a], [a[::-1]], [np.arange(3), np.arange(3)], [np.arange(3, dtype=np.float32)] * 2,
              [[1.5, 2, 3], np.arange(3)], (np.ones((2, 2)), np.zeros((2, 2))), [np.array([1, 2**40]), np.arange(2)],
