@@ -49,6 +49,8 @@ PROGRAMS = [
     "gradient_tricks.py",
     "nanogpt.py",
     "dataloader_workers.py",
+    "seq2seq_attention.py",
+    "names_classification.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
