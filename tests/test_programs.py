@@ -41,6 +41,7 @@ PROGRAMS = [
     "autograd_function.py",
     "hooks_state_dict.py",
     "amp_ema_accumulation.py",
+    "amp_cnn_batchnorm.py",
     "einsum_attention.py",
     "distributions_program.py",
     "complex_fft.py",

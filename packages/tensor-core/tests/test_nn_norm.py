@@ -74,6 +74,37 @@ def test_layer_norm_half_input_float32_parameters(name):
     assert ember.native_layer_norm(e, [8], None, eb, 1e-5)[1].dtype is ember.float32
 
 
+@pytest.mark.parametrize("which", ["batch_train", "batch_eval", "group"])
+def test_batch_group_norm_half_input_float32_parameters(which):
+    # a conv under CPU autocast feeds bf16 into BatchNorm2d/GroupNorm with float32 weights: PyTorch keeps
+    # the statistics and the weight/bias gradients float32 (ember rounded them to bf16)
+    e, t = make_pair((4, 8, 3, 3), "bfloat16")
+    ew, tw = make_pair((8,), "float32", seed=1)
+    eb, tb = make_pair((8,), "float32", seed=2)
+    eg, tg = make_pair((4, 8, 3, 3), "bfloat16", seed=3)
+
+    def run(lib, x, w, b, g):
+        x, w, b = (v.clone().requires_grad_() for v in (x, w, b))
+        if which == "group":
+            out = lib.nn.functional.group_norm(x, 2, w, b)
+        else:
+            out = lib.nn.functional.batch_norm(x, lib.zeros(8) + 0.1, lib.ones(8) * 2, w, b,
+                                               training=which == "batch_train")
+        out.backward(g)
+        grads = (x.grad, w.grad, b.grad)
+        x, w, b = x.detach(), w.detach(), b.detach()
+        if which == "group":
+            stats = lib.native_group_norm(x, w, b, 4, 8, 9, 2, 1e-5)[1:]
+        else:
+            stats = lib.native_batch_norm(x, w, b, lib.zeros(8), lib.ones(8), True, 0.1, 1e-5)[1:]
+        return out.detach(), grads[0], grads[1], grads[2], *stats
+
+    got, expected = run(ember, e, ew, eb, eg), run(torch, t, tw, tb, tg)
+    assert_same(got[0], expected[0])
+    assert_same(got[1], expected[1], rtol=1e-2, atol=1e-2)
+    assert_same(got[2:], expected[2:], rtol=1e-5, atol=1e-5)
+
+
 def test_layer_norm_mixed_dtype_errors():
     x = ember.ones(2, 4)
     w = ember.ones(4)

@@ -75,6 +75,15 @@ def _mixed_params(input: Tensor, *params) -> bool:
     return True
 
 
+def _stats_dtype(input: Tensor, *params):
+    """The dtype of batch/group norm's saved statistics and parameter gradients: float32 where a half-type
+    input comes with a float32 weight, bias or running stat (PyTorch's CPU "mixed type"), else the input's."""
+    if input.dtype in (dtypes.float16, dtypes.bfloat16) and any(
+            p is not None and p.dtype is dtypes.float32 for p in params):
+        return dtypes.float32
+    return input.dtype
+
+
 def _layer_norm_kernel(input, normalized_shape, weight, bias, eps):
     axis = input.ndim - len(normalized_shape)
     rows = numel(input._shape[:axis])
@@ -206,9 +215,10 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
     n, c = input._shape[0], input._shape[1]
     dev = input._device
     stat = (c,) if training else (0,)
+    sd = _stats_dtype(input, weight, bias, running_mean, running_var)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
-                new_empty_tensor(stat, input.dtype, META), new_empty_tensor(stat, input.dtype, META))
+                new_empty_tensor(stat, sd, META), new_empty_tensor(stat, sd, META))
     x = _work(input)
     cd = x.dtype
     if training:
@@ -235,7 +245,7 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
         mean, invstd = new_empty_tensor((0,), cd, dev), new_empty_tensor((0,), cd, dev)
     # laid out as the input suggests (PyTorch's batch norm keeps channels-last; computed dense here)
     out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))
-    return out, _back(mean, input.dtype), _back(invstd, input.dtype)
+    return out, _back(mean, sd), _back(invstd, sd)
 
 
 native_batch_norm_op = _define(
@@ -248,11 +258,12 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
                                 train, eps, output_mask):
     n, c = input._shape[0], input._shape[1]
     dev = input._device
+    pd = _stats_dtype(input, weight, running_mean, running_var, save_mean)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
+                new_empty_tensor((c,), pd, META) if output_mask[1] else None,
+                new_empty_tensor((c,), pd, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
     cd = x.dtype
     if train:
@@ -282,8 +293,8 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
             if c:
                 _C.channel_affine(dx, g, k.contiguous(), zero.contiguous(), None, None, n, c)
         dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
-    dw = _back(sum_dy_xmu * invstd, input.dtype) if output_mask[1] else None
-    db = _back(sum_dy, input.dtype) if output_mask[2] else None
+    dw = _back(sum_dy_xmu * invstd, pd) if output_mask[1] else None
+    db = _back(sum_dy, pd) if output_mask[2] else None
     return dx, dw, db
 
 
@@ -354,9 +365,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     dev = input._device
+    sd = _stats_dtype(input, weight, bias)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
-                new_empty_tensor((n, group), input.dtype, META), new_empty_tensor((n, group), input.dtype, META))
+                new_empty_tensor((n, group), sd, META), new_empty_tensor((n, group), sd, META))
     x = _work(input)
     cd = x.dtype
     mean = new_empty_tensor((n, group), cd, dev)
@@ -372,7 +384,7 @@ def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     if n * c:
         _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
     out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))  # as batch norm's
-    return out, _back(mean, input.dtype), _back(rstd, input.dtype)
+    return out, _back(mean, sd), _back(rstd, sd)
 
 
 native_group_norm_op = _define(
@@ -382,11 +394,12 @@ native_group_norm_op = _define(
 
 def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, group, output_mask):
     dev = input._device
+    pd = _stats_dtype(input, weight, mean)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
+                new_empty_tensor((c,), pd, META) if output_mask[1] else None,
+                new_empty_tensor((c,), pd, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
     cd = x.dtype
     per = c // group
@@ -414,8 +427,8 @@ def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, g
         dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
     m_nc = mean.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     r_nc = rstd.unsqueeze(-1).expand(n, group, per).reshape(n, c)
-    dw = _back(((ds - db_nc * m_nc) * r_nc).sum(0), input.dtype) if output_mask[1] else None
-    db = _back(db_nc.sum(0), input.dtype) if output_mask[2] else None
+    dw = _back(((ds - db_nc * m_nc) * r_nc).sum(0), pd) if output_mask[1] else None
+    db = _back(db_nc.sum(0), pd) if output_mask[2] else None
     return dx, dw, db
 
 
