@@ -62,6 +62,8 @@ case("embed dim not divisible", lambda: nn.MultiheadAttention(5, 2))
 # devices
 case("to bad device", lambda: x.to("tpu"))
 case("device bad string", lambda: torch.device("cuda:x"))
+case("indexed cpu device", lambda: (str(torch.ones(2, device="cpu:0").device),
+                                   str(torch.zeros(1, device=torch.device("cpu", 0)).device)))
 case("meta item", lambda: torch.empty(2, device="meta").sum().item())
 case("meta plus cpu", lambda: torch.ones(2, device="meta") + torch.ones(2))
 # NaN / inf

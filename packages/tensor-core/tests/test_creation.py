@@ -289,3 +289,15 @@ def test_tensor_of_a_list_of_numpy_arrays():
         got = ember.tensor(data)
         assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
         assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("spec", ["cpu:0", "cpu:1", ("cpu", 0)])
+def test_indexed_cpu_device_makes_cpu_tensors(spec):
+    # device="cpu:0" is a CPU device to PyTorch (its tensors report "cpu"); ember's factories looked for
+    # a backend named by the indexed device and raised "built without a 'cpu' backend"
+    for lib in (torch, ember):
+        d = lib.device(*spec) if isinstance(spec, tuple) else spec
+        made = [lib.ones(2, device=d), lib.empty(2, device=d), lib.randn(2, device=d), lib.arange(3, device=d),
+                lib.tensor([1], device=d), lib.zeros_like(lib.ones(1), device=d), lib.ones(2).to(d),
+                lib.nn.Linear(2, 2, device=d).weight]
+        assert [str(t.device) for t in made] == ["cpu"] * len(made)
