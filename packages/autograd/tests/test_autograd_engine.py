@@ -562,3 +562,32 @@ def test_grad_is_grads_batched_and_gradient_edges():
         return [t.tolist() for t in jac + two + by_edge + single]
 
     assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("make", [lambda x: x * 2, lambda x: 2 * x, lambda x: x / 2, lambda x: x.mul(2.5),
+                                  lambda x: x.div(3), lambda x: (x * 1).mul_(2), lambda x: (x * 1).div_(2),
+                                  lambda x: x * x, lambda x: x + 1, lambda x: x - 2, lambda x: x.exp()])
+def test_second_backward_through_freed_graph_as_torch(make):
+    # PyTorch's mul/div save a number operand as a (wrapped-number) tensor, so `(x * 2).sum()` backward
+    # twice raises; ember keeps the number and ran the node again, accumulating a doubled gradient
+    def run(lib):
+        x = lib.ones(3, requires_grad=True)
+        y = make(x).sum()
+        y.backward()
+        try:
+            y.backward()
+        except RuntimeError as e:
+            return str(e)
+        return x.grad.tolist()
+
+    expected = run(torch)
+    assert run(ember) == expected
+    x = ember.ones(3, requires_grad=True)
+    y = make(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()  # a retained graph runs again
+    tx = torch.ones(3, requires_grad=True)
+    ty = make(tx).sum()
+    ty.backward(retain_graph=True)
+    ty.backward()
+    assert x.grad.tolist() == tx.grad.tolist()

@@ -76,3 +76,19 @@ def test_allowed_function_kept_as_module_attribute_loads_as_that_function(lib):
     refused = torch.serialization.pickle.UnpicklingError if lib is torch else ember.serialization.UnpicklingError
     with pytest.raises(refused):
         lib.load(buf)  # not allowed without safe_globals
+
+
+def test_nn_modules_utils_module():
+    # `from torch.nn.modules.utils import _pair` (custom conv layers) and
+    # consume_prefix_in_state_dict_if_present (loading a DataParallel/DDP checkpoint into a bare model)
+    import collections
+
+    assert ember.nn.modules.utils._pair(3) == (3, 3) and ember.nn.modules.utils._triple((1, 2, 3)) == (1, 2, 3)
+    assert ember.nn.utils.clip_grad_norm_ is not None  # ember.nn.utils stays nn.utils
+    results = []
+    for lib in (torch, ember):
+        sd = collections.OrderedDict([("module.a", 1), ("b", 2), ("module.c.d", 3)])
+        sd._metadata = {"": {"v": 1}, "module": {"v": 2}, "module.c": {"v": 3}}
+        lib.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
+        results.append((list(sd.items()), sd._metadata))
+    assert results[0] == results[1]

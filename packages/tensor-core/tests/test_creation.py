@@ -268,3 +268,36 @@ def test_tensor_reads_any_sequence_protocol_object(make):
 def test_tensor_of_a_mapping_is_still_refused():
     with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
         ember.tensor({1: 2})
+
+
+def test_tensor_of_a_list_of_numpy_arrays():
+    # torch.tensor([state, state, ...]) with NumPy states (RL replay buffers, collated samples): each
+    # array is a sequence keeping its dtype; ember raised "Could not infer dtype of ndarray"
+    a = np.arange(3.0)
+    cases = [[a, a], [a[::-1]], [np.arange(3), np.arange(3)], [np.arange(3, dtype=np.float32)] * 2,
+             [[1.5, 2, 3], np.arange(3)], (np.ones((2, 2)), np.zeros((2, 2))), [np.array([1, 2**40]), np.arange(2)],
+             [np.array([True, False])], [np.arange(3)[:, None]] * 2, [a, np.arange(2.0)],
+             [np.ones((2, 2)), np.zeros((2, 3))], [np.float32(1.0), np.arange(1.0)], [a, 5.0]]
+    for data in cases:
+        try:
+            expected = torch.tensor(data)
+        except (TypeError, ValueError) as e:
+            with pytest.raises(type(e)) as info:
+                ember.tensor(data)
+            assert str(info.value) == str(e)
+            continue
+        got = ember.tensor(data)
+        assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+        assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("spec", ["cpu:0", "cpu:1", ("cpu", 0)])
+def test_indexed_cpu_device_makes_cpu_tensors(spec):
+    # device="cpu:0" is a CPU device to PyTorch (its tensors report "cpu"); ember's factories looked for
+    # a backend named by the indexed device and raised "built without a 'cpu' backend"
+    for lib in (torch, ember):
+        d = lib.device(*spec) if isinstance(spec, tuple) else spec
+        made = [lib.ones(2, device=d), lib.empty(2, device=d), lib.randn(2, device=d), lib.arange(3, device=d),
+                lib.tensor([1], device=d), lib.zeros_like(lib.ones(1), device=d), lib.ones(2).to(d),
+                lib.nn.Linear(2, 2, device=d).weight]
+        assert [str(t.device) for t in made] == ["cpu"] * len(made)

@@ -170,3 +170,28 @@ def test_randint_bounds_past_int64(call):
         call(ember)
     assert str(got.value) == str(expected.value)
 
+
+
+@pytest.mark.parametrize("call", [
+    # Python ints beyond int64 (session 14's hostile programs): PyTorch's parser refuses them first
+    lambda L: L.zeros(10)[2 ** 64],
+    lambda L: L.zeros(10)[-2 ** 63 - 1],
+    lambda L: L.zeros(3, 3)[0, 2 ** 63],
+    lambda L: L.zeros(10).select(0, 2 ** 64),
+    lambda L: L.zeros(10).narrow(0, 2 ** 64, 1),
+    lambda L: L.randperm(2 ** 63),
+    lambda L: L.zeros(10)[2 ** 62],
+    # sizes whose storage overflows, impossible unflatten sizes, an empty lookup table
+    lambda L: L.ones(2).repeat(2 ** 31, 2 ** 31),
+    lambda L: L.ones(6).unflatten(0, (4, -1)),
+    lambda L: L.ones(2, 6).unflatten(1, (4, 2)),
+    lambda L: tuple(L.ones(2, 6).unflatten(1, (3, -1)).shape),
+    lambda L: L.nn.functional.embedding(L.tensor([0]), L.empty(0, 3)),
+    lambda L: tuple(L.nn.functional.embedding(L.tensor([], dtype=L.long), L.empty(0, 3)).shape),
+    lambda L: L.nn.functional.interpolate(L.ones(1, 1, 4), scale_factor=0.0),
+    lambda L: L.nn.functional.interpolate(L.ones(1, 1, 4, 4), scale_factor=0.0),
+    lambda L: L.zeros(3).scatter_(0, L.tensor([0.0]), 1.0),
+    lambda L: L.zeros(3).scatter_add(0, L.tensor([0.0]), L.ones(1)),
+])
+def test_int64_overflow_and_size_errors(call):
+    same_as_torch(call)

@@ -415,3 +415,32 @@ def test_numpy_scalars_are_numbers_as_in_torch(call, scalar):
     assert isinstance(got, ember.Tensor), type(got)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda lib, a: lib.tensor(a), lambda lib, a: lib.as_tensor(a),
+                                  lambda lib, a: lib.from_numpy(a), lambda lib, a: lib.Tensor(a),
+                                  lambda lib, a: lib.asarray(a)])
+def test_numpy_negative_strides_refused_as_torch(make):
+    # torch.tensor(arr[::-1]) copies nothing: PyTorch raises for negative strides in every constructor;
+    # ember's tensor() copied the array instead
+    for arr in (np.arange(6.0)[::-1], np.arange(6.0).reshape(2, 3)[:, ::-1]):
+        with pytest.raises(ValueError, match="At least one stride in the given numpy array is negative"):
+            make(torch, arr)
+        with pytest.raises(ValueError, match="At least one stride in the given numpy array is negative"):
+            make(ember, arr)
+    assert make(ember, np.arange(6.0)[::-1][::2][::-1]).tolist() == [1.0, 3.0, 5.0]  # positive strides again
+
+
+def test_from_numpy_byte_order_and_type_names_as_torch():
+    for arr in (np.arange(3, dtype=">i4"), np.arange(3, dtype=">f8")):
+        with pytest.raises(ValueError) as expected:
+            torch.from_numpy(arr)
+        with pytest.raises(ValueError) as got:
+            ember.from_numpy(arr)
+        assert str(got.value) == str(expected.value)
+    for arr, name in ((np.array([1, "a"], dtype=object), "numpy.object_"), (np.array(["a"]), "numpy.str_"),
+                      (np.array([b"a"]), "numpy.bytes_")):
+        with pytest.raises(TypeError, match=f"can't convert np.ndarray of type {name}. The only supported"):
+            torch.from_numpy(arr)
+        with pytest.raises(TypeError, match=f"can't convert np.ndarray of type {name}. The only supported"):
+            ember.from_numpy(arr)

@@ -54,6 +54,73 @@ def test_native_layer_norm_and_backward(name):
     assert_same(grads[0], tx.grad)
 
 
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_layer_norm_half_input_float32_parameters(name):
+    # CPU autocast's LayerNorm (bf16 activations, float32 weights): PyTorch's "mixed type" kernels keep
+    # mean/rstd and the weight/bias gradients in float32; ember rounded the saved statistics to the
+    # half type, which changed the input's gradient (AMP training losses drifted from PyTorch's)
+    e, t = make_pair((5, 8), name)
+    ew, tw = make_pair((8,), "float32", seed=1)
+    eb, tb = make_pair((8,), "float32", seed=2)
+    eg, tg = make_pair((5, 8), name, seed=3)
+    res = ember.native_layer_norm(e, [8], ew, eb, 1e-5)
+    ref = torch.native_layer_norm(t, [8], tw, tb, 1e-5)
+    assert_same(res, ref)
+    grads = nn_norm.native_layer_norm_backward(eg, e, [8], res[1], res[2], ew, eb, [True, True, True])
+    tx, tw, tb = (v.clone().requires_grad_() for v in (t, tw, tb))
+    F.layer_norm(tx, (8,), tw, tb).backward(tg)
+    assert_same(grads[1:], (tw.grad, tb.grad), rtol=1e-6, atol=1e-6)
+    assert_same(grads[0], tx.grad, rtol=1e-2, atol=1e-2)  # one rounding of the half type at most
+    assert ember.native_layer_norm(e, [8], None, eb, 1e-5)[1].dtype is ember.float32
+
+
+@pytest.mark.parametrize("which", ["batch_train", "batch_eval", "group"])
+def test_batch_group_norm_half_input_float32_parameters(which):
+    # a conv under CPU autocast feeds bf16 into BatchNorm2d/GroupNorm with float32 weights: PyTorch keeps
+    # the statistics and the weight/bias gradients float32 (ember rounded them to bf16)
+    e, t = make_pair((4, 8, 3, 3), "bfloat16")
+    ew, tw = make_pair((8,), "float32", seed=1)
+    eb, tb = make_pair((8,), "float32", seed=2)
+    eg, tg = make_pair((4, 8, 3, 3), "bfloat16", seed=3)
+
+    def run(lib, x, w, b, g):
+        x, w, b = (v.clone().requires_grad_() for v in (x, w, b))
+        if which == "group":
+            out = lib.nn.functional.group_norm(x, 2, w, b)
+        else:
+            out = lib.nn.functional.batch_norm(x, lib.zeros(8) + 0.1, lib.ones(8) * 2, w, b,
+                                               training=which == "batch_train")
+        out.backward(g)
+        grads = (x.grad, w.grad, b.grad)
+        x, w, b = x.detach(), w.detach(), b.detach()
+        if which == "group":
+            stats = lib.native_group_norm(x, w, b, 4, 8, 9, 2, 1e-5)[1:]
+        else:
+            stats = lib.native_batch_norm(x, w, b, lib.zeros(8), lib.ones(8), True, 0.1, 1e-5)[1:]
+        return out.detach(), grads[0], grads[1], grads[2], *stats
+
+    got, expected = run(ember, e, ew, eb, eg), run(torch, t, tw, tb, tg)
+    assert_same(got[0], expected[0])
+    assert_same(got[1], expected[1], rtol=1e-2, atol=1e-2)
+    assert_same(got[2:], expected[2:], rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_mixed_dtype_errors():
+    x = ember.ones(2, 4)
+    w = ember.ones(4)
+    cases = [((x, w.bfloat16()), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((x.bfloat16(), w, w.bfloat16()), "mixed dtype (CPU): expect parameter to have scalar type of Float"),
+             ((x.double(), w), "mixed dtype (CPU): all inputs must share same datatype."),
+             ((x.half(), w.half(), w), "expected scalar type Half but found Float")]
+    for args, message in cases:
+        for lib, conv in ((ember, lambda v: v), (torch, lambda v: torch.from_numpy(v.float().numpy()).to(
+                getattr(torch, str(v.dtype).split(".")[1])))):
+            lib_args = [conv(a) for a in args]
+            with pytest.raises(RuntimeError) as info:
+                lib.nn.functional.layer_norm(lib_args[0], (4,), *lib_args[1:])
+            assert str(info.value) == message
+
+
 def test_layer_norm_errors():
     e = ember.ones(2, 3)
     with pytest.raises(RuntimeError, match="normalized_shape"):

@@ -300,3 +300,25 @@ def test_layout_is_a_dispatch_key():
     finally:
         op.kernels["sparse_cpu"] = original
     assert len(seen) == 1 and seen[0] is e
+
+
+def test_sparse_dense_product_errors_match_torch():
+    # a GCN program's shape mistakes: PyTorch's COO kernel words them as addmm's dense argument, CSR as
+    # mm's, the 1-D product as mv's; dtype mismatches name the sparse operand's type first
+    def cases(lib):
+        adj = lib.eye(6).to_sparse()
+        return [lambda: lib.sparse.mm(adj, lib.ones(4, 2)), lambda: adj @ lib.ones(4, 2),
+                lambda: lib.mm(lib.ones(2, 5), adj), lambda: lib.sparse.addmm(lib.ones(6, 2), adj, lib.ones(4, 2)),
+                lambda: adj.to_sparse_csr() @ lib.ones(4, 2), lambda: lib.ones(2, 5) @ adj.to_sparse_csr(),
+                lambda: adj @ lib.ones(4), lambda: adj.to_sparse_csr() @ lib.ones(4),
+                lambda: lib.mm(adj, lib.eye(5).to_sparse()),
+                lambda: lib.mm(adj, lib.ones(6, 2, dtype=lib.double)),
+                lambda: lib.mm(lib.ones(2, 6, dtype=lib.double), adj),
+                lambda: adj.to_sparse_csr() @ lib.ones(6, 2, dtype=lib.double)]
+
+    for ours, theirs in zip(cases(ember), cases(torch)):
+        with pytest.raises(RuntimeError) as expected:
+            theirs()
+        with pytest.raises(RuntimeError) as got:
+            ours()
+        assert str(got.value) == str(expected.value)

@@ -367,3 +367,15 @@ def test_to_positional_overloads_match_torch(call):
         out = call(L, x)
         return str(out.dtype).split(".")[1], out.device.type, out is x
     assert run(ember) == run(torch)
+
+
+def test_infer_minus_one_on_no_elements_is_ambiguous():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[0, -1\] because "
+                                               "the unspecified dimension size -1 can be any value and is ambiguous"):
+            lib.empty(0, 3).view(0, -1)
+        with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\]"):
+            lib.empty(0, 3).reshape(-1, 0)
+        with pytest.raises(RuntimeError, match=r"shape '\[0, -1\]' is invalid for input of size 6"):
+            lib.empty(2, 3).view(0, -1)
+        assert tuple(lib.empty(0, 3).view(-1, 3).shape) == (0, 3)

@@ -105,7 +105,10 @@ _ENTERED: list = []  # the defaults that device context blocks replaced, innermo
 def to_device(value) -> device:
     if value is None:
         return DEFAULT_DEVICE[0]
-    return device(value)
+    d = device(value)
+    # PyTorch's CPU tensors have no device index: device="cpu:0" (or torch.device("cpu", 1)) makes a
+    # tensor on "cpu"; the index-less object is the one the kernels and factories recognise
+    return CPU if d.type == "cpu" and d is not CPU else d
 
 
 class Backend:

@@ -125,19 +125,18 @@ def from_numpy(arr) -> Tensor:
     if not is_numpy_array(arr):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     d = _numpy_to_ember().get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype)
-    if d is None or not arr.dtype.isnative:
+    if d is not None and not arr.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
+    if d is None:
         raise TypeError(
-            f"can't convert np.ndarray of type {arr.dtype}. The only supported types are: float64, float32, float16, "
+            f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only supported types are: "
+            "float64, float32, float16, "
             "complex64, complex128, "
             "int64, int32, int16, int8, uint8, and bool."
         )
     item = arr.itemsize
-    if any(s < 0 for s in arr.strides):
-        raise ValueError(
-            "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
-            "currently supported. (You can probably work around this by making a copy of your array  with "
-            "array.copy().) "
-        )
+    _check_strides_not_negative(arr)
     if any(s % item for s in arr.strides):
         raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array "
                          "to reallocate the memory.")
@@ -153,9 +152,20 @@ def from_numpy(arr) -> Tensor:
     return make_tensor(storage, shape, strides, 0, d, CPU)
 
 
+def _check_strides_not_negative(arr) -> None:
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+            "currently supported. (You can probably work around this by making a copy of your array  with "
+            "array.copy().) "
+        )
+
+
 def from_numpy_copy(arr) -> Tensor:
+    """``ember.tensor(arr)``: a copy; like PyTorch's, it refuses an array with negative strides."""
     import numpy as np
 
+    _check_strides_not_negative(arr)
     if arr.dtype == np.dtype("O"):
         raise TypeError("can't convert np.ndarray of type numpy.object_.")
     if arr.dtype.kind in "iu" and arr.dtype not in _numpy_to_ember():

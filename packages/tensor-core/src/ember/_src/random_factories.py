@@ -15,7 +15,7 @@ from ._native import _C
 from .device import META, like_device, to_device
 from .dispatch import define
 from .generator import resolve
-from .ops._common import type_name, write_out
+from .ops._common import check_int64_arg, type_name, write_out
 from .ops.creation.factories import empty_op, scalar_tensor
 from .ops.pointwise.complex import view_as_real_op
 from .ops.random import samplers as _samplers
@@ -194,6 +194,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              pin_memory=False):
     """A random permutation of 0 .. n-1."""
     n = operator.index(n)
+    check_int64_arg(n)
     d = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
     return _finish(randperm_op(n, generator=generator, dtype=d, device=to_device(device)), out, requires_grad,
                    overlap=False)

@@ -260,6 +260,9 @@ def infer_size(shape, total: int) -> tuple:
         if s != -1:
             known *= s
     if unknown:
+        if known == 0 and total == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or total % known != 0:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {total}")
         shape[unknown[0]] = total // known

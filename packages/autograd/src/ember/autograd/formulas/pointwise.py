@@ -11,6 +11,7 @@ import math
 
 import ember
 
+from ..graph import SavedTensor, freed_error
 from ._common import arg, input_requires_grad, is_tensor, not_implemented, where_zero, zero_grads
 from ._registry import derivative, forward_derivative
 
@@ -64,9 +65,21 @@ def _sub(grads, unused, outputs):
     return g, -g
 
 
+def _check_number_kept(inputs) -> None:
+    """``x * 2`` and ``x / 2``: PyTorch saves the number as a (wrapped-number) tensor, so running the node
+    again after its graph was freed raises. ember keeps the number itself; the tensor argument, saved
+    beside it and freed with the graph, tells that the graph is gone."""
+    raw = tuple(tuple.__iter__(inputs.args))
+    if any(type(a) in (int, float, complex) for a in raw[:2]):
+        for a in raw[:2]:
+            if type(a) is SavedTensor and a.data is None:
+                raise freed_error()
+
+
 @derivative("mul")
 def _mul(grads, inputs, outputs):
     # Each input is unpacked only for the other's gradient, as PyTorch saves it only then.
+    _check_number_kept(inputs)
     g = grads[0]
     return (
         g * inputs.args[1] if input_requires_grad(inputs, 0) else None,
@@ -76,6 +89,7 @@ def _mul(grads, inputs, outputs):
 
 @derivative("div")
 def _div(grads, inputs, outputs):
+    _check_number_kept(inputs)
     g = grads[0]
     other = inputs.args[1]
     grad_self = g / other if input_requires_grad(inputs, 0) else None

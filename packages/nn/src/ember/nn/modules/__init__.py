@@ -4,6 +4,7 @@ from . import activation as _activation
 from . import batchnorm as _batchnorm
 from . import instancenorm as _instancenorm
 from . import pooling as _pooling
+from . import utils as _utils_module  # noqa: F401  (torch.nn.modules.utils)
 from .activation import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403

@@ -292,6 +292,13 @@ def int64_scalar(value: int) -> int:
     raise OverflowError("int too big to convert")
 
 
+def check_int64_arg(value: int) -> None:
+    """PyTorch's parser reads an int argument (an index, a start, a size) as a C long long: a Python int
+    outside int64 is its ValueError, raised before any range check of the op."""
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ValueError("Overflow when unpacking long long")
+
+
 def return_type(name: str, fields: list) -> type:
     """The named tuple type ``torch.return_types.<name>`` (what max, sort, linalg_svd... return):
     pickled by reference to ``ember.return_types``, printed as PyTorch prints its structseqs, one

@@ -27,9 +27,16 @@ def _check_mm(a: Tensor, b: Tensor, what: str = "mm") -> None:
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError(f"{what}: expected 2-D matrices, got {a.ndim}-D and {b.ndim}-D")
     if a._shape[1] != b._shape[0]:
+        if sparse_coo in (a._layout, b._layout) and strided in (a._layout, b._layout):
+            # PyTorch's COO kernel is addmm(dense, sparse, dense), the dense-sparse product run transposed
+            k, got = (a._shape[1], b._shape[0]) if a._layout is sparse_coo else (b._shape[0], a._shape[1])
+            raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {k}, got {got}")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x{a._shape[1]} and "
                            f"{b._shape[0]}x{b._shape[1]})")
     if a.dtype is not b.dtype:
+        if strided in (a._layout, b._layout):  # the sparse operand's dtype is the expected one
+            sparse, dense = (a, b) if b._layout is strided else (b, a)
+            raise RuntimeError(f"expected scalar type {type_name(sparse.dtype)} but found {type_name(dense.dtype)}")
         raise RuntimeError(f"expected mat1 and mat2 to have the same dtype, but got: {_cpp(a.dtype)} != "
                            f"{_cpp(b.dtype)}")
     for t in (a, b):
@@ -147,6 +154,11 @@ def _mv(self, vec):
         raise RuntimeError("mv: a sparse vector is not supported")
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, {vec.ndim}")
+    if self._shape[1] != vec._shape[0]:
+        if self._layout is sparse_coo:
+            raise RuntimeError("mv: expected self.size(-1) == vec.size(-1)")
+        raise RuntimeError(f"size mismatch, got input ({self._shape[0]}), mat ({self._shape[0]}x{self._shape[1]}), "
+                           f"vec ({vec._shape[0]})")
     return sparse_dense_mm(self, vec.unsqueeze(1)).squeeze(1)
 
 

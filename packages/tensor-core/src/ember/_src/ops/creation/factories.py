@@ -229,7 +229,13 @@ _PLAIN_NUMBERS = frozenset((builtins.bool, int, float))
 def _is_sequence(data) -> builtins.bool:
     if isinstance(data, (list, tuple, range, bytearray, memoryview)):
         return True
-    return _is_other_sequence(data)
+    return _is_other_sequence(data) or _is_array_in_sequence(data)
+
+
+def _is_array_in_sequence(data) -> builtins.bool:
+    """A NumPy array of 1+ dims inside a list (``torch.tensor([state1, state2])``): PyTorch reads it as
+    a sequence of its rows, its numbers keeping the array's dtype."""
+    return type(data).__module__ == "numpy" and getattr(data, "ndim", 0) >= 1 and hasattr(data, "dtype")
 
 
 def _is_other_sequence(data) -> builtins.bool:
@@ -252,6 +258,8 @@ def _sequence_items(data):
 def _infer_dtype(data):
     if isinstance(data, Tensor):
         return data.dtype
+    if _is_array_in_sequence(data):
+        return dtypes.from_numpy_dtype(data.dtype)
     if _is_sequence(data):
         items = _sequence_items(data)
         kinds = set(map(type, items))
@@ -281,6 +289,8 @@ def _check_nested_shape(data, shape: list, depth: int, dtype) -> None:
         if isinstance(data, Tensor):
             if numel(data._shape) != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
+        elif _is_array_in_sequence(data):
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         elif not (isinstance(data, _NUMBER) or hasattr(data, "item")):
             if dtype.is_floating_point or dtype.is_complex:
                 raise TypeError(f"must be real number, not {type(data).__name__}")
@@ -288,6 +298,11 @@ def _check_nested_shape(data, shape: list, depth: int, dtype) -> None:
         return
     if not (_is_sequence(data) or isinstance(data, (str, bytes))):  # a string is a sequence to PyTorch
         raise TypeError("not a sequence")
+    if _is_array_in_sequence(data) and data.ndim == len(shape) - depth:  # an array's rows all fit at once
+        for k, (got, want) in enumerate(zip(data.shape, shape[depth:])):
+            if got != want:
+                raise ValueError(f"expected sequence of length {want} at dim {depth + k} (got {got})")
+        return
     items = _sequence_items(data)
     if len(items) != shape[depth]:
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(items)})")
@@ -316,7 +331,7 @@ def _flatten(data, out: list):
             return
         for item in data:
             _flatten(item, out)
-    elif isinstance(data, Tensor):
+    elif isinstance(data, Tensor) or _is_array_in_sequence(data):
         out.extend(data.reshape(-1).tolist())
     elif hasattr(data, "item"):
         out.append(data.item())

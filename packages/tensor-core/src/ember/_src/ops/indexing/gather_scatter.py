@@ -49,10 +49,11 @@ def _check_gather(self: Tensor, dim: int, index: Tensor) -> int:
 
 def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor, name: str = "scatter") -> int:
     d = wrap_dim(dim, max(self.ndim, 1))
+    # PyTorch's scatter_add/scatter_reduce share scatter's dtype checks and their "scatter():" prefix
     if index.dtype not in _INDEX_DTYPES:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if src.dtype is not self.dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if max(index.ndim, 1) != max(self.ndim, 1) or max(src.ndim, 1) != max(self.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if numel(index._shape):

@@ -19,10 +19,10 @@ from ...dispatch import define
 from ...optable import declare
 from ...shapes import broadcast_shapes, is_contiguous, numel, wrap_dim
 from ...tensor import Tensor, make_tensor, new_empty_tensor
+from .._common import check_int64_arg, convert, type_name, write_out
 from .._common import check_internal_overlap as _check_internal_overlap
 from .._common import check_no_overlap as _check_no_overlap
 from .._common import check_partial_overlap as _check_partial_overlap
-from .._common import convert, type_name, write_out
 from ..creation.factories import as_tensor, scalar_tensor, tensor
 from ..pointwise.elementwise import ne_op
 from ..shape import views
@@ -553,6 +553,7 @@ def _apply(self: Tensor, items: tuple):
         if tp is int:
             size = result._shape[dim]
             if item < -size or item >= size:
+                check_int64_arg(item)
                 raise IndexError(f"index {item} is out of bounds for dimension {real} with size {size}")
             result = views.select_op(result, dim, item)
             real += 1
@@ -591,6 +592,7 @@ def _getitem(self: Tensor, index):
             _apply(self, (index,))
         size = self._shape[0]
         if index < -size or index >= size:
+            check_int64_arg(index)
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return views.select_op(self, 0, index)
     if type(index) is slice and self.ndim:

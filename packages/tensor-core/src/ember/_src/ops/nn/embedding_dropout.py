@@ -29,6 +29,8 @@ def _embedding_kernel(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
     d = weight._shape[1]
     out = new_empty_tensor(tuple(indices._shape) + (d,), weight.dtype, weight._device)
     if weight._device is not META and indices.numel():  # also for zero-width rows: the indices get checked
+        if weight._shape[0] == 0:  # PyTorch's lookup is an index_select, which says so for an empty table
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
         idx = convert(indices, dtypes.int64).contiguous()
         _C.embedding(out, weight.contiguous(), idx)
     return out

@@ -59,21 +59,47 @@ def _check_float(input: Tensor, name: str) -> None:
 
 # ---------------------------------------------------------------------------------- layer_norm
 
+def _mixed_params(input: Tensor, *params) -> bool:
+    """Whether a half-type input comes with float32 weight/bias (PyTorch's CPU "mixed type" norms: the
+    statistics and the parameters' gradients stay float32). Other dtype combinations raise as PyTorch's."""
+    given = [t for t in params if t is not None]
+    if not given or given[0].dtype is input.dtype:
+        for t in given:
+            if t.dtype is not input.dtype:
+                raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(t.dtype)}")
+        return False
+    if any(t.dtype is not dtypes.float32 for t in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype not in (dtypes.float16, dtypes.bfloat16):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return True
+
+
+def _stats_dtype(input: Tensor, *params):
+    """The dtype of batch/group norm's saved statistics and parameter gradients: float32 where a half-type
+    input comes with a float32 weight, bias or running stat (PyTorch's CPU "mixed type"), else the input's."""
+    if input.dtype in (dtypes.float16, dtypes.bfloat16) and any(
+            p is not None and p.dtype is dtypes.float32 for p in params):
+        return dtypes.float32
+    return input.dtype
+
+
 def _layer_norm_kernel(input, normalized_shape, weight, bias, eps):
     axis = input.ndim - len(normalized_shape)
     rows = numel(input._shape[:axis])
     stat_shape = tuple(input._shape[:axis]) + (1,) * len(normalized_shape)
     cd = compute_dtype(input.dtype)
+    stat_dtype = cd if _mixed_params(input, weight, bias) else input.dtype
     if input._device is META:
-        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat_shape, input.dtype, META),
-                new_empty_tensor(stat_shape, input.dtype, META))
+        return (new_empty_tensor(input._shape, input.dtype, META), new_empty_tensor(stat_shape, stat_dtype, META),
+                new_empty_tensor(stat_shape, stat_dtype, META))
     x, w, b = _work(input), _work(weight), _work(bias)
     out = new_empty_tensor(input._shape, cd, input._device)
     mean = new_empty_tensor(stat_shape, cd, input._device)
     rstd = new_empty_tensor(stat_shape, cd, input._device)
     if input.numel():
         _C.layer_norm(out, mean, rstd, x, w, b, rows, float(eps))
-    return _back(out, input.dtype), _back(mean, input.dtype), _back(rstd, input.dtype)
+    return _back(out, input.dtype), _back(mean, stat_dtype), _back(rstd, stat_dtype)
 
 
 native_layer_norm_op = _define(
@@ -86,11 +112,13 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
     rows = numel(input._shape[:axis])
     nshape = tuple(input._shape[axis:])
     dev = input._device
+    mixed = _mixed_params(input, weight, bias)
+    param_dtype = (weight if weight is not None else bias).dtype if mixed else input.dtype
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor(nshape, input.dtype, META) if output_mask[1] and weight is not None else None,
-                new_empty_tensor(nshape, input.dtype, META) if output_mask[2] and bias is not None else None)
+                new_empty_tensor(nshape, param_dtype, META) if output_mask[1] and weight is not None else None,
+                new_empty_tensor(nshape, param_dtype, META) if output_mask[2] and bias is not None else None)
     cd = compute_dtype(input.dtype)
     x, g, w = _work(input), _work(grad_out), _work(weight)
     dx = new_empty_tensor(input._shape, cd, dev) if output_mask[0] else None
@@ -102,7 +130,8 @@ def _layer_norm_backward_kernel(grad_out, input, normalized_shape, mean, rstd, w
         for t in (dw, db):
             if t is not None:
                 t.zero_()
-    return tuple(None if t is None else _back(t, input.dtype) for t in (dx, dw, db))
+    return (None if dx is None else _back(dx, input.dtype),
+            *(None if t is None else _back(t, param_dtype) for t in (dw, db)))
 
 
 native_layer_norm_backward_op = _define(
@@ -186,9 +215,10 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
     n, c = input._shape[0], input._shape[1]
     dev = input._device
     stat = (c,) if training else (0,)
+    sd = _stats_dtype(input, weight, bias, running_mean, running_var)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
-                new_empty_tensor(stat, input.dtype, META), new_empty_tensor(stat, input.dtype, META))
+                new_empty_tensor(stat, sd, META), new_empty_tensor(stat, sd, META))
     x = _work(input)
     cd = x.dtype
     if training:
@@ -215,7 +245,7 @@ def _batch_norm_kernel(input, weight, bias, running_mean, running_var, training,
         mean, invstd = new_empty_tensor((0,), cd, dev), new_empty_tensor((0,), cd, dev)
     # laid out as the input suggests (PyTorch's batch norm keeps channels-last; computed dense here)
     out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))
-    return out, _back(mean, input.dtype), _back(invstd, input.dtype)
+    return out, _back(mean, sd), _back(invstd, sd)
 
 
 native_batch_norm_op = _define(
@@ -228,11 +258,12 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
                                 train, eps, output_mask):
     n, c = input._shape[0], input._shape[1]
     dev = input._device
+    pd = _stats_dtype(input, weight, running_mean, running_var, save_mean)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
+                new_empty_tensor((c,), pd, META) if output_mask[1] else None,
+                new_empty_tensor((c,), pd, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
     cd = x.dtype
     if train:
@@ -262,8 +293,8 @@ def _batch_norm_backward_kernel(grad_out, input, weight, running_mean, running_v
             if c:
                 _C.channel_affine(dx, g, k.contiguous(), zero.contiguous(), None, None, n, c)
         dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
-    dw = _back(sum_dy_xmu * invstd, input.dtype) if output_mask[1] else None
-    db = _back(sum_dy, input.dtype) if output_mask[2] else None
+    dw = _back(sum_dy_xmu * invstd, pd) if output_mask[1] else None
+    db = _back(sum_dy, pd) if output_mask[2] else None
     return dx, dw, db
 
 
@@ -334,9 +365,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     dev = input._device
+    sd = _stats_dtype(input, weight, bias)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input)),
-                new_empty_tensor((n, group), input.dtype, META), new_empty_tensor((n, group), input.dtype, META))
+                new_empty_tensor((n, group), sd, META), new_empty_tensor((n, group), sd, META))
     x = _work(input)
     cd = x.dtype
     mean = new_empty_tensor((n, group), cd, dev)
@@ -352,7 +384,7 @@ def _group_norm_kernel(input, weight, bias, n, c, hw, group, eps):
     if n * c:
         _C.channel_affine(out, x, scale.contiguous(), shift.contiguous(), None, None, 1, n * c)
     out = mf.relayout(_back(out, input.dtype), mf.suggest_of(input))  # as batch norm's
-    return out, _back(mean, input.dtype), _back(rstd, input.dtype)
+    return out, _back(mean, sd), _back(rstd, sd)
 
 
 native_group_norm_op = _define(
@@ -362,11 +394,12 @@ native_group_norm_op = _define(
 
 def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, group, output_mask):
     dev = input._device
+    pd = _stats_dtype(input, weight, mean)
     if dev is META:
         return (mf.relayout(new_empty_tensor(input._shape, input.dtype, META), mf.suggest_of(input))
                 if output_mask[0] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[1] else None,
-                new_empty_tensor((c,), input.dtype, META) if output_mask[2] else None)
+                new_empty_tensor((c,), pd, META) if output_mask[1] else None,
+                new_empty_tensor((c,), pd, META) if output_mask[2] else None)
     x, g = _work(input), _work(grad_out)
     cd = x.dtype
     per = c // group
@@ -394,8 +427,8 @@ def _group_norm_backward_kernel(grad_out, input, mean, rstd, weight, n, c, hw, g
         dx = mf.relayout(_back(dx, input.dtype), mf.suggest_of(input))
     m_nc = mean.unsqueeze(-1).expand(n, group, per).reshape(n, c)
     r_nc = rstd.unsqueeze(-1).expand(n, group, per).reshape(n, c)
-    dw = _back(((ds - db_nc * m_nc) * r_nc).sum(0), input.dtype) if output_mask[1] else None
-    db = _back(db_nc.sum(0), input.dtype) if output_mask[2] else None
+    dw = _back(((ds - db_nc * m_nc) * r_nc).sum(0), pd) if output_mask[1] else None
+    db = _back(db_nc.sum(0), pd) if output_mask[2] else None
     return dx, dw, db
 
 

@@ -203,7 +203,9 @@ def _upsample_check(self, output_size, mode, scales) -> tuple:
         names = ("D", "H", "W")[3 - k:]
         ins = ", ".join(f"{n}: {s}" for n, s in zip(names, self._shape[2:]))
         outs = ", ".join(f"{n}: {s}" for n, s in zip(names, output_size))
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+        joint = " and" if k == 1 else ""  # PyTorch's 1-d kernels word it "input (W: 4) and output (W: 0)"
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}){joint} "
+                           f"output ({outs})")
     return tuple(self._shape[:2]) + tuple(output_size)
 
 

@@ -14,7 +14,7 @@ from ...autocast import composite as _autocast_composite
 from ...device import META
 from ...dispatch import define
 from ...optable import declare
-from ...shapes import as_shape, broadcast_shapes, size_varargs, wrap_dim, wrap_dims
+from ...shapes import as_shape, broadcast_shapes, numel, size_varargs, wrap_dim, wrap_dims
 from ...tensor import Tensor, new_empty_tensor
 from .._common import label_as_op, write_out
 from ..creation.factories import arange, zeros
@@ -123,6 +123,8 @@ def repeat(self: Tensor, *sizes, **keyword) -> Tensor:
         interleaved += [1, s]
         expanded += [r, s]
         final.append(r * s)
+    if numel(final) * self.element_size() >= 1 << 63:  # before reshape/expand meet the overflow in their words
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={final}")
     result = self.reshape(interleaved).expand(*expanded).contiguous().view(*final) if final else self.clone()
     return label_as_op(result, "repeat")  # RepeatBackward0, as PyTorch's repeat op
 

@@ -30,8 +30,8 @@ from ...shapes import (
     wrap_dims,
 )
 from ...tensor import Tensor, check_view_bounds, copy_layout, make_view, new_empty_tensor
+from .._common import check_int64_arg, check_scalar_fits, label_as_op, type_name
 from .._common import check_internal_overlap as _check_internal_overlap
-from .._common import check_scalar_fits, label_as_op, type_name
 from .._common import check_write as _check_write
 from ..creation.factories import empty, full, ones, tensor, zeros
 
@@ -133,6 +133,12 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     sizes = tuple(operator.index(s) for s in sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
+    if -1 not in sizes or sizes.count(-1) == 1:  # PyTorch checks the product first, in its own words
+        known = numel(tuple(s for s in sizes if s != -1))
+        n = input._shape[d]
+        if (n != known) if -1 not in sizes else ((known == 0 and n != 0) or (known != 0 and n % known)):
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                               f"({n}) in the input tensor")
     sizes = infer_size(sizes, input._shape[d])
     return view_op(input, input._shape[:d] + sizes + input._shape[d + 1:])
 
@@ -322,6 +328,7 @@ def narrow_op(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     if isinstance(start, Tensor):
         start = int(start.item())
     if not -size <= start <= size:
+        check_int64_arg(start)
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
@@ -343,6 +350,7 @@ def select_op(self: Tensor, dim: int, index: int) -> Tensor:
     size = self._shape[d]
     index = operator.index(index)
     if index < -size or index >= size:
+        check_int64_arg(index)
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
     if index < 0:
         index += size

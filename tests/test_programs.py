@@ -1,0 +1,135 @@
+"""PyTorch programs run twice, with PyTorch and with ``import ember as torch``, printing the same lines.
+
+Each program under ``tests/programs/`` is an ordinary PyTorch script (pytorch/examples programs written
+from memory, common training idioms, hostile inputs). ``_driver.py`` runs all of them in one process
+per library (ember stands in for ``torch`` in ``sys.modules``, so ``import torch.nn as nn`` gives
+ember.nn); the seeded programs print losses that must agree within float rounding, since ember's CPU
+generator draws PyTorch's random streams. ``hostile_inputs.py`` prints, per case, a result or the
+exception's type and message: the types must be PyTorch's, the messages too except where listed below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent / "programs"
+sys.path.insert(0, str(HERE))
+from _compare import differences  # noqa: E402
+
+# spec: program[:comma-separated argv]
+PROGRAMS = [
+    "mnist.py",
+    "word_language_model.py",
+    "word_language_model.py:--model,GRU,--tied",
+    "word_language_model.py:--model,RNN_RELU,--epochs,1",
+    "word_language_model.py:--model,Transformer,--lr,0.5",
+    "time_sequence_prediction.py",
+    "super_resolution.py",
+    "fast_neural_style.py",
+    "siamese_network.py",
+    "reinforcement_learning.py",
+    "vae.py",
+    "dcgan.py",
+    "regression.py",
+    "data_pipeline.py",
+    "autograd_function.py",
+    "hooks_state_dict.py",
+    "amp_ema_accumulation.py",
+    "amp_cnn_batchnorm.py",
+    "einsum_attention.py",
+    "distributions_program.py",
+    "complex_fft.py",
+    "sparse_program.py",
+    "custom_training_idioms.py",
+    "gradient_tricks.py",
+    "nanogpt.py",
+    "dataloader_workers.py",
+    "seq2seq_attention.py",
+    "names_classification.py",
+]
+HOSTILE = "hostile_inputs.py"
+
+# Hostile cases whose exception type is PyTorch's but whose message deliberately is not.
+MESSAGE_DIFFERS = {
+    "to bad device": "ember lists the device types it has (cpu, cuda, meta, mps, xpu)",
+    "bernoulli p>1": "PyTorch's text is an internal check's ('Expected p_in >= 0 && p_in <= 1 to be true')",
+    "zeros size float": "PyTorch's argument parser names the function; ember's size check does not know it",
+    "from_numpy object array": "ember has no uint16/32/64, so its list of supported types lacks them",
+    "from_numpy unsupported dtype": "as above",
+    "load evil weights_only": "ember's own weights-only unpickler (docs/deviations.md, Checkpoints) names the "
+                              "refused global instead of PyTorch's instructions",
+    "load custom class": "as above",
+    "load truncated": "ember's zip reader reports the damage in its words",
+    "load garbage": "as above (still UnpicklingError as PyTorch's)",
+    "load empty": "as above (still EOFError)",
+    "load plain pickle of list": "as above (still UnpicklingError)",
+    "load plain pickle evil": "as above (still UnpicklingError)",
+}
+
+
+def _run_all(lib: str, tmp: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    out = tmp / f"{lib}.json"
+    return subprocess.Popen([sys.executable, str(HERE / "_driver.py"), lib, str(out), *PROGRAMS, HOSTILE],
+                            cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("programs")
+    procs = {lib: _run_all(lib, tmp) for lib in ("torch", "ember")}
+    results = {}
+    for lib, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"the {lib} driver failed:\n{err[-3000:]}"
+        results[lib] = json.loads((tmp / f"{lib}.json").read_text())
+    return results
+
+
+@pytest.mark.parametrize("spec", PROGRAMS)
+def test_program_prints_what_pytorch_prints(outputs, spec):
+    theirs, ours = outputs["torch"][spec], outputs["ember"][spec]
+    assert "!! " not in theirs, f"the program fails under PyTorch itself:\n{theirs}"
+    diff = differences(theirs, ours)
+    assert not diff, "\n".join(diff) + f"\n--- ember's output:\n{ours}"
+
+
+def _cases(text: str) -> dict:
+    cases = {}
+    for line in text.splitlines():
+        for sep in (" !! ", " -> "):
+            if sep in line:
+                name, rest = line.split(sep, 1)
+                cases[name] = (sep.strip(), rest)
+                break
+    return cases
+
+
+def test_hostile_inputs_raise_what_pytorch_raises(outputs):
+    theirs, ours = _cases(outputs["torch"][HOSTILE]), _cases(outputs["ember"][HOSTILE])
+    assert len(theirs) > 100 and list(theirs) == list(ours), (list(theirs), list(ours))
+    problems = []
+    for name, (kind, rest) in theirs.items():
+        our_kind, our_rest = ours[name]
+        if kind == "->":
+            if our_kind != "->" or differences(rest, our_rest):
+                problems.append(f"{name}: torch -> {rest}\n   ember {our_kind} {our_rest}")
+            continue
+        their_type, _, their_msg = rest.partition(" | ")
+        our_type, _, our_msg = our_rest.partition(" | ")
+        if our_kind != "!!" or our_type != their_type:
+            problems.append(f"{name}: torch raises {their_type}: {their_msg}\n   ember {our_kind} {our_rest}")
+        elif name not in MESSAGE_DIFFERS and differences(their_msg, our_msg):
+            problems.append(f"{name}: message\n   torch: {their_msg}\n   ember: {our_msg}")
+    assert not problems, "\n".join(problems)
+
+
+def test_message_exceptions_name_existing_cases(outputs):
+    assert set(MESSAGE_DIFFERS) <= set(_cases(outputs["torch"][HOSTILE]))
