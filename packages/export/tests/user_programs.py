@@ -445,13 +445,132 @@ def compile_inference_mode(lib):
             "a_inference": a.is_inference()}
 
 
+def onnx_hf_dynamic_seq(lib):
+    import onnxruntime as ort
+
+    class Enc(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = lib.nn.Embedding(30, 16)
+            self.layer = lib.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+        def forward(self, input_ids):
+            return self.layer(self.embed(input_ids)).mean(1)
+
+    model = _seeded(lib, lambda L: Enc()).eval()
+    dims = {"input_ids": {0: lib.export.Dim("batch"), 1: lib.export.Dim("seq")}}
+    program = lib.onnx.export(model, (lib.tensor(IDS),), dynamo=True, dynamic_shapes=dims)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        program.save(path)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {sess.get_inputs()[0].name: IDS2})[0]
+    with lib.no_grad():
+        want = _np(model(lib.tensor(IDS2)))
+    return {"ort_matches_eager": bool(np.allclose(got, want, atol=1e-4)), "shape": got.shape}
+
+
+def compile_conv_dynamic_hw(lib):
+    lib._dynamo.reset()
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    model = _seeded(lib, lambda L: L.nn.Sequential(L.nn.Conv2d(3, 4, 3, padding=1), L.nn.ReLU(),
+                                                   L.nn.AdaptiveAvgPool2d(1), L.nn.Flatten())).eval()
+    compiled = lib.compile(model, backend=backend, dynamic=True)
+    outs = []
+    with lib.no_grad():
+        for hw in (8, 11, 16):
+            x = lib.tensor(np.linspace(-1, 1, 2 * 3 * hw * hw, dtype=np.float32).reshape(2, 3, hw, hw))
+            outs.append(np.round(_np(compiled(x)), 4))
+    return {"outs": outs, "graphs": count[0]}
+
+
+def exported_module_misuse(lib):
+    model = _seeded(lib, _mlp).eval()
+    mod = lib.export.export(model, (lib.tensor(X4),)).module()
+    found = []
+    for call in (lambda: mod.eval(), lambda: mod(lib.tensor(X4), lib.tensor(X4)), lambda: mod(x=lib.tensor(X4)),
+                 lambda: mod(lib.tensor(X4[:, :5])), lambda: mod(lib.tensor(X4).double())):
+        try:
+            call()
+            found.append("ok")
+        except Exception as exc:
+            found.append(type(exc).__name__)
+    return found
+
+
+def export_view_batch_flatten(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = lib.nn.Conv2d(1, 2, 3)
+            self.fc = lib.nn.Linear(2 * 4 * 4, 3)
+
+        def forward(self, x):
+            h = self.conv(x)
+            return self.fc(h.view(x.size(0), -1))
+
+    model = _seeded(lib, lambda L: Net()).eval()
+    x = lib.tensor(np.linspace(0, 1, 3 * 36, dtype=np.float32).reshape(3, 1, 6, 6))
+    ep = lib.export.export(model, (x,), dynamic_shapes=({0: lib.export.Dim("batch")},))
+    x2 = lib.tensor(np.linspace(0, 1, 5 * 36, dtype=np.float32).reshape(5, 1, 6, 6))
+    return {"out": np.round(_np(ep.module()(x2)), 4), "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def export_derived_dim(lib):
+    class Halves(lib.nn.Module):
+        def forward(self, x, y):
+            return x[: y.shape[0]] + y, x[y.shape[0]:] * 2
+
+    b = lib.export.Dim("b", min=2, max=32)
+    ep = lib.export.export(Halves(), (lib.ones(8, 3), lib.ones(4, 3)),
+                           dynamic_shapes={"x": {0: 2 * b}, "y": {0: b}})
+    a, c = ep.module()(lib.ones(12, 3), lib.ones(6, 3))
+    try:
+        ep.module()(lib.ones(12, 3), lib.ones(5, 3))
+        bad = "ok"
+    except Exception as exc:
+        bad = type(exc).__name__
+    return {"shapes": [tuple(a.shape), tuple(c.shape)], "bad": bad,
+            "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def compile_side_effects_list(lib):
+    lib._dynamo.reset()
+    seen = []
+
+    @lib.compile(backend="eager")
+    def f(x):
+        seen.append(x.shape[0])
+        return x.sum() * len(seen), {"n": len(seen)}
+
+    outs = [f(lib.ones(n)) for n in (2, 2, 3)]
+    return {"seen": seen, "outs": [(round(float(a), 2), d["n"]) for a, d in outs]}
+
+
+def compile_sdpa(lib):
+    lib._dynamo.reset()
+    q = lib.tensor(np.random.default_rng(5).standard_normal((2, 2, 5, 4)).astype(np.float32))
+
+    def attn(q):
+        return lib.nn.functional.scaled_dot_product_attention(q, q * 0.5, q.flip(-1), is_causal=True)
+
+    return {"eager": np.round(_np(attn(q)), 4), "compiled": np.round(_np(lib.compile(attn)(q)), 4)}
+
+
 PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_load, export_module_wrong_shape,
             export_batchnorm_train_buffers, export_cond, compile_dynamic_true, compile_fullgraph_errors,
             compile_modes, compiler_disable, allow_in_graph, breaks_on_print_and_branch, compile_training_step,
             module_compile_inplace, mark_dynamic_recompiles, onnx_dynamo_ort, jit_script_function,
             jit_trace_and_save, jit_script_module, export_auto_dims_tuple_output, compile_exported_module,
             compile_python_int_argument, explicit_graph_break, export_lstm_dynamic_batch, export_int_of_size,
-            unflatten_swap_block, compile_inference_mode]
+            unflatten_swap_block, compile_inference_mode, onnx_hf_dynamic_seq, compile_conv_dynamic_hw,
+            exported_module_misuse, export_view_batch_flatten, export_derived_dim, compile_side_effects_list,
+            compile_sdpa]
 
 
 # What differs by design (docs/deviations.md): the key of a program's result -> why.
@@ -460,6 +579,8 @@ DEVIATIONS = {
                                                   "are BUFFER_MUTATION outputs; torch 2.13 keeps in-place ops"},
     "compile_python_int_argument": {"graphs": "roll's shift reaches the graph as derived ints (size - k), "
                                               "constants: each k compiles (torch: 2 graphs, ember: 4)"},
+    "compile_conv_dynamic_hw": {"graphs": "symbolic sizes are recognized by value: at 8x8 an int of the graph "
+                                          "equals a size expression and is keyed as it (one more graph; torch: 1)"},
     "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
                                          "the ops my_op runs, not one call node"},
 }
