@@ -72,23 +72,6 @@ class SymInt(int):
     def __neg__(self):
         return SymInt(-self.node, -int(self), self.shape_env)
 
-    # Reading a symbolic size as a plain number in the program (``int(n)``, ``float(n)``,
-    # ``math.sqrt(n)``) specializes it, as PyTorch's guard_int/guard_float: during export's
-    # symbolic trace the dims it depends on are guarded equal to their example sizes (an error
-    # for a ``Dim``/``Dim.DYNAMIC``, static for ``Dim.AUTO``). ember's own code reads sizes as
-    # ints freely (its meta kernels), so only a call from the program's frame guards.
-    def __int__(self) -> int:
-        env = self.shape_env
-        if env is not None and env.record_guards and _caller_is_user():
-            _specialize(self.node, env)
-        return int.__int__(self)
-
-    def __float__(self) -> float:
-        env = self.shape_env
-        if env is not None and env.record_guards and _caller_is_user():
-            _specialize(self.node, env)
-        return int.__float__(self)
-
     # math.floor/ceil/trunc and round() of a size are the size (PyTorch keeps it symbolic; int's
     # own methods would return a plain int, dropping the expression).
     def __floor__(self):
@@ -173,6 +156,44 @@ class SymInt(int):
 
     def __ge__(self, o):
         return self._compare(o, operator.ge, sympy.Ge)
+
+
+# Reading a symbolic size as a plain number in the program (``int(n)``, ``float(n)``,
+# ``math.sqrt(n)``) specializes it, as PyTorch's guard_int/guard_float: during export's symbolic
+# trace the dims it depends on are guarded equal to their example sizes (an error for a
+# ``Dim``/``Dim.DYNAMIC``, static for ``Dim.AUTO``). ember's own code reads sizes as ints freely
+# (its meta kernels), so only a call from the program's frame guards. The methods are SymInt's
+# only while export traces (``reading_sizes_guards``): elsewhere int() of a size stays int's own.
+def _guarded_int(self) -> int:
+    env = self.shape_env
+    if env is not None and env.record_guards and _caller_is_user():
+        _specialize(self.node, env)
+    return int.__int__(self)
+
+
+def _guarded_float(self) -> float:
+    env = self.shape_env
+    if env is not None and env.record_guards and _caller_is_user():
+        _specialize(self.node, env)
+    return int.__float__(self)
+
+
+class reading_sizes_guards:
+    """While active, ``int()``/``float()`` of a SymInt in the program record a specialization."""
+
+    depth = 0
+
+    def __enter__(self):
+        if reading_sizes_guards.depth == 0:
+            SymInt.__int__, SymInt.__float__ = _guarded_int, _guarded_float
+        reading_sizes_guards.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        reading_sizes_guards.depth -= 1
+        if reading_sizes_guards.depth == 0:
+            del SymInt.__int__, SymInt.__float__
+        return False
 
 
 def _sym_node(x):

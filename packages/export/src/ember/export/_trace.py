@@ -358,7 +358,9 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         previous_env = _unbacked_export.EXPORT_ENV[0]
         _unbacked_export.EXPORT_ENV[0] = env  # .item() / nonzero give unbacked symbols
         try:
-            with _math_logs_guard():
+            from ember.compiler.symbolic_shapes import reading_sizes_guards
+
+            with _math_logs_guard(), reading_sizes_guards():
                 gm = trace_flat(capture, state_values, sym_leaves)
             _specialize_float_arguments(gm, env)
         except Exception as exc:
@@ -406,7 +408,7 @@ class _math_logs_guard:
         def wrap(fn):
             @functools.wraps(fn)
             def read_size(x, *rest):
-                for v in (x, *rest):
+                for v in (x, *rest):  # (int.__int__: the value, no second guard)
                     if isinstance(v, SymInt) and v.shape_env is not None and v.shape_env.record_guards:
                         _specialize(v.node, v.shape_env)
                 return fn(int.__int__(x) if isinstance(x, SymInt) else x,
