@@ -149,3 +149,40 @@ def test_mini_gpt_blocks_callable_alone():
         ember.testing.assert_close(eu.blocks[1](h) if hasattr(eu.blocks, "__getitem__") else
                                    getattr(eu.blocks, "1")(h), model.blocks[1](h))
         ember.testing.assert_close(eu.ln(h), model.ln(h))
+
+
+def _cond_inside(lib):
+    class Inner(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return lib.cond(x.sum() > 0, lambda x: self.fc(x).sin(), lambda x: x.cos(), (x,))
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner, self.out = Inner(), lib.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.out(self.inner(x))
+
+    return Net()
+
+
+@pytest.mark.parametrize("decompose", [False, True])
+def test_cond_inside_a_submodule_runs_alone(decompose):
+    e_model, t_model = _pair(_cond_inside)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    ep = export(e_model, (ember.tensor(x),), dynamic_shapes=({0: Dim("b")},))
+    tp = torch.export.export(t_model, (torch.tensor(x),), dynamic_shapes=({0: torch.export.Dim("b")},))
+    eu = unflatten(ep.run_decompositions() if decompose else ep)
+    tu = torch.export.unflatten(tp.run_decompositions() if decompose else tp)
+    # (the branch graphs are children of the submodule, as PyTorch's: their class names and, without
+    # run_decompositions, their order differ)
+    assert sorted(n for n, _ in _tree(eu)) == sorted(n for n, _ in _tree(tu))
+    assert [t for n, t in _tree(eu) if "_graph_" not in n] == [t for n, t in _tree(tu) if "_graph_" not in n]
+    for v in (x, -np.abs(x), np.abs(x[:2])):
+        np.testing.assert_allclose(_np(eu.inner(ember.tensor(v))), _np(tu.inner(torch.tensor(v))), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(_np(eu(ember.tensor(v))), _np(tu(torch.tensor(v))), rtol=1e-5, atol=1e-6)

@@ -123,6 +123,7 @@ def _place_state_updates(nodes: list) -> list:
     running statistic updates it when called alone."""
     updates = [n for n in nodes if n.op == "call_function" and n.target is assign_state]
     rest = [n for n in nodes if n.target is not assign_state or n.op != "call_function"]
+    _adopt_item_reads(rest)
     rest = _adopt_state_reads(rest)
     for update in updates:
         target, value = update.args
@@ -135,6 +136,15 @@ def _place_state_updates(nodes: list) -> list:
                                           if not v[0] or owner == v[0] or owner.startswith(v[0] + ".")}
         rest.insert(last + 1, update)
     return rest
+
+
+def _adopt_item_reads(nodes: list) -> None:
+    """``getitem`` of a multi-output op (``cond``) runs in the module that ran the op."""
+    for node in nodes:
+        if node.op == "call_function" and node.target is operator.getitem and not _stack_of(node):
+            source = node.args[0]
+            if hasattr(source, "meta") and source.meta.get("nn_module_stack"):
+                node.meta["nn_module_stack"] = dict(source.meta["nn_module_stack"])
 
 
 def _adopt_state_reads(nodes: list) -> list:
@@ -196,6 +206,7 @@ class _Builder:
         self.inputs: list = []  # old values read from outside, in first-read order
         self.users_outside = users_outside
         self.built: dict = {}  # child path -> its InterpreterModule
+        self.attrs: dict = {}  # root attributes (branch graphs) this module's graph reads
 
     def _local(self, target: str) -> str | None:
         if not self.prefix:
@@ -209,6 +220,10 @@ class _Builder:
             return self.env[old]
         if old.op == "get_attr" and self._local(old.target) is not None:
             new = self.graph.get_attr(self._local(old.target))
+        elif old.op == "get_attr" and self._subgraph(old.target) is not None:
+            # a cond/while_loop branch graph held by the root: the submodule holds it too
+            self.attrs[old.target] = self._subgraph(old.target)
+            new = self.graph.get_attr(old.target)
         elif self.prefix and _is_size_node(old):
             new = self._size_from_inputs(old)
             if new is None:
@@ -223,6 +238,12 @@ class _Builder:
         new.meta = dict(old.meta)
         self.env[old] = new
         return new
+
+    def _subgraph(self, target: str):
+        from ember.fx import GraphModule
+
+        value = getattr(self.root, target, None) if "." not in target else None
+        return value if isinstance(value, GraphModule) else None
 
     def order_inputs(self) -> None:
         """The placeholders in the order their values were defined in the program's graph (the
@@ -262,10 +283,13 @@ class _Builder:
             stack, calls = _stack_of(node), _calls_of(node)
             if len(stack) > self.depth:
                 child, key = stack[self.depth], calls[self.depth]
-                j = i
-                while j < len(nodes) and len(_calls_of(nodes[j])) > self.depth and \
-                        _calls_of(nodes[j])[self.depth] == key:
-                    j += 1
+                j, end = i, i
+                while j < len(nodes) and (nodes[j].op == "get_attr" or len(_calls_of(nodes[j])) > self.depth and
+                                          _calls_of(nodes[j])[self.depth] == key):
+                    j += 1  # (get_attr nodes are made where they are read: they do not end a call)
+                    if nodes[j - 1].op != "get_attr":
+                        end = j
+                j = end
                 if self._call_child(child, nodes[i:j]):
                     i = j
                     continue
@@ -293,6 +317,8 @@ class _Builder:
                 return False
         else:
             module = _interpreter_for(self.root, child, sub.graph)
+            for name, value in sub.attrs.items():
+                module.add_module(name, value)  # a child, as PyTorch's unflatten registers it
             module.finalize()
             self.built[child] = module
         local = child[len(self.prefix) + 1:] if self.prefix else child
