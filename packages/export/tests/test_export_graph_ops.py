@@ -152,7 +152,6 @@ def test_inplace_op_on_an_intermediate_is_the_value_later_uses_read():
 
 
 def test_module_children_and_data_dependent_error_match_torch():
-    # (modules without state, such as ReLU, are not rebuilt by ember's unflatten: docs/deviations.md)
     tp = torch.export.export(_linear_bn(torch)[:2].eval(), _inputs(_linear_bn, torch))
     ep = ember.export.export(_linear_bn(ember)[:2].eval(), _inputs(_linear_bn, ember))
     names = [n for n, _ in ember.export.unflatten(ep).named_children()]

@@ -8,10 +8,13 @@ from ._compiled import CompiledFunction
 class ExplainOutput:
     """Graphs, graph breaks (reason and user source line) and guards of one call."""
 
-    def __init__(self, graphs, break_reasons, ops_per_graph, out_guards, compile_times=""):
+    def __init__(self, graphs, break_reasons, ops_per_graph, out_guards, compile_times="", silent_splits=0):
         self.graphs = graphs
         self.graph_count = len(graphs)
-        self.graph_break_count = len(break_reasons)
+        # PyTorch's count is the graphs less one (-1 for none): a break with no graph after it
+        # (``if t.sum() > 0: return y``) is listed in break_reasons but not counted. Splits that
+        # PyTorch keeps inside one graph (``.item()`` under capture_scalar_outputs) are no breaks.
+        self.graph_break_count = len(graphs) - 1 - silent_splits
         self.break_reasons = break_reasons
         self.op_count = sum(len(ops) for ops in ops_per_graph)
         self.ops_per_graph = ops_per_graph
@@ -42,6 +45,7 @@ class ExplainOutput:
 class _Listener:
     def __init__(self):
         self.graphs, self.breaks, self.ops, self.guards = [], [], [], []
+        self.silent_splits = 0
 
     def on_graph(self, gm, rec):
         from ._compiled import _guards_text
@@ -65,7 +69,8 @@ def explain(f, *extra_args, **extra_kwargs):
         state.want_stacks = True
         listener = state.listener = _Listener()
         state(*args, **kwargs)
-        return ExplainOutput(listener.graphs, listener.breaks, listener.ops, listener.guards)
+        return ExplainOutput(listener.graphs, listener.breaks, listener.ops, listener.guards,
+                             silent_splits=listener.silent_splits)
 
     if extra_args or extra_kwargs:
         return inner(*extra_args, **extra_kwargs)

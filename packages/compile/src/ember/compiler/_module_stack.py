@@ -5,7 +5,8 @@
 in PyTorch's spelling (``"L__self__layers.0"``, ``("layers.0", "__main__.Block")``). The
 recorder stores a reference to that tuple with every op it records while stacks are wanted,
 so it costs one attribute read per op. A module reached under several names (a shared
-block) takes its names in turn, one per call.
+block) takes its names in turn, one per call; the second and later calls of one name are keyed
+``"L__self__fc@1"``, ``"@2"`` ... as PyTorch's are (unflatten tells the calls apart by key).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def track_module_calls(root):
         count = calls.get(id(module), 0)
         calls[id(module)] = count + 1
         path = paths[count % len(paths)]
-        CURRENT[0] = (*CURRENT[0], ("L__self__" + path, (path, _class_name(module))))
+        again = count // len(paths)
+        key = "L__self__" + path + (f"@{again}" if again else "")
+        CURRENT[0] = (*CURRENT[0], (key, (path, _class_name(module))))
         pushed.append(True)
 
     def post_hook(module, args, output):

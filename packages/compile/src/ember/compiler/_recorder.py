@@ -498,6 +498,9 @@ class Recorder(dispatch.DispatchMode):
         if reason is not None:
             self.broke = True
             self.owner.note_break(reason, user_frame(), self)
+        elif not final and getattr(self.owner, "listener", None) is not None:
+            # a split PyTorch keeps in one graph (.item() under capture_scalar_outputs ...)
+            self.owner.listener.silent_splits += 1
         live = [v for v, r in enumerate(self.values) if r is not None and r() is not None]
         lazies = [self.values[v]() for v in live]
         # Compiling and running happen outside the capture: off the mode stack, and suspended

@@ -72,6 +72,42 @@ class SymInt(int):
     def __neg__(self):
         return SymInt(-self.node, -int(self), self.shape_env)
 
+    # math.floor/ceil/trunc and round() of a size are the size (PyTorch keeps it symbolic; int's
+    # own methods would return a plain int, dropping the expression).
+    def __floor__(self):
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits=None):
+        return self if ndigits is None or ndigits >= 0 else int.__round__(int.__int__(self), ndigits)
+
+    # ``n / 2`` and ``n ** 0.5`` are symbolic floats (PyTorch's SymFloat) while export traces, so
+    # ``math.floor(n / 2)`` stays a size expression instead of a constant.
+    def _float_binary(self, other, op, reflected):
+        env = self.shape_env
+        plain = op(other, int.__int__(self)) if reflected else op(int.__int__(self), other)
+        if env is None or not env.record_guards or isinstance(other, bool) or not isinstance(other, (int, float)) \
+                or not isinstance(plain, float) or not _caller_is_user(3):
+            return plain  # ember's own arithmetic on sizes (arange's length) reads plain numbers
+        b = _sym_node(other)
+        expr = op(b, self.node) if reflected else op(self.node, b)
+        return SymFloat._make(plain, expr, env)
+
+    def __truediv__(self, o):
+        return self._float_binary(o, operator.truediv, False)
+
+    def __rtruediv__(self, o):
+        return self._float_binary(o, operator.truediv, True)
+
+    def __pow__(self, o, mod=None):
+        if mod is not None or isinstance(o, int) and not isinstance(o, bool):
+            return int.__pow__(int.__int__(self), int(o), mod) if mod is not None else self._binary(o, operator.pow)
+        return self._float_binary(o, operator.pow, False)
+
+    def __rpow__(self, o):
+        return self._float_binary(o, operator.pow, True)
+
     def __hash__(self):
         return int.__hash__(self)
 
@@ -122,11 +158,150 @@ class SymInt(int):
         return self._compare(o, operator.ge, sympy.Ge)
 
 
+# Reading a symbolic size as a plain number in the program (``int(n)``, ``float(n)``,
+# ``math.sqrt(n)``) specializes it, as PyTorch's guard_int/guard_float: during export's symbolic
+# trace the dims it depends on are guarded equal to their example sizes (an error for a
+# ``Dim``/``Dim.DYNAMIC``, static for ``Dim.AUTO``). ember's own code reads sizes as ints freely
+# (its meta kernels), so only a call from the program's frame guards. The methods are SymInt's
+# only while export traces (``reading_sizes_guards``): elsewhere int() of a size stays int's own.
+def _guarded_int(self) -> int:
+    env = self.shape_env
+    if env is not None and env.record_guards and _caller_is_user():
+        _specialize(self.node, env)
+    return int.__int__(self)
+
+
+def _guarded_float(self) -> float:
+    env = self.shape_env
+    if env is not None and env.record_guards and _caller_is_user():
+        _specialize(self.node, env)
+    return int.__float__(self)
+
+
+class reading_sizes_guards:
+    """While active, ``int()``/``float()`` of a SymInt in the program record a specialization."""
+
+    depth = 0
+
+    def __enter__(self):
+        if reading_sizes_guards.depth == 0:
+            SymInt.__int__, SymInt.__float__ = _guarded_int, _guarded_float
+        reading_sizes_guards.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        reading_sizes_guards.depth -= 1
+        if reading_sizes_guards.depth == 0:
+            del SymInt.__int__, SymInt.__float__
+        return False
+
+
+def _sym_node(x):
+    node = getattr(x, "node", None)
+    if node is not None and isinstance(x, (SymInt, SymFloat)):
+        return node
+    return sympy.Float(x) if isinstance(x, float) else sympy.Integer(x)
+
+
+def _caller_is_user(depth: int = 2) -> bool:
+    """Whether the frame ``depth`` levels up (the caller of the dunder method calling this) is
+    the program's, not ember's."""
+    import sys
+
+    from ._user_frames import _EMBER_DIRS
+
+    filename = sys._getframe(depth).f_code.co_filename
+    return not filename.startswith(_EMBER_DIRS) and not filename.startswith("<")
+
+
+def _specialize(expr, env) -> None:
+    """Guards every (backed) size symbol of ``expr`` equal to its example value."""
+    for sym in sorted(sympy.sympify(expr).free_symbols, key=str):
+        value = env.var_to_val.get(sym)
+        if value is not None:
+            env.add_guard(sympy.Eq(sym, value))
+
+
 class SymFloat(float):
-    """PyTorch's symbolic float. ember's tracer specializes float values (a traced Python float
-    becomes a constant, guarded where it came from a size), so no trace makes one: it exists for
-    the ``isinstance`` checks and annotations of PyTorch code, which then take the concrete
-    branch as they do for a plain float."""
+    """PyTorch's symbolic float: during export's symbolic trace, ``n / 2`` or ``n ** 0.5`` of a
+    size ``n`` (value ``hint``, meaning the sympy expression ``node``). ``math.floor``/``ceil``/
+    ``trunc`` and ``round()`` of one are sizes again (SymInts); any other use (``float()``,
+    arithmetic, a comparison, an op argument) reads the number, which specializes the sizes it
+    came from, as PyTorch's ``guard_float``. Other traces make plain floats; the class also
+    serves the ``isinstance`` checks and annotations of PyTorch code."""
+
+    node = None
+    shape_env = None
+
+    @classmethod
+    def _make(cls, hint: float, node, env):
+        self = float.__new__(cls, hint)
+        self.node, self.shape_env = node, env
+        return self
+
+    def __repr__(self) -> str:
+        return str(self.node) if self.node is not None else float.__repr__(self)
+
+    def _read(self) -> float:
+        if self.node is not None and self.shape_env is not None and self.shape_env.record_guards:
+            _specialize(self.node, self.shape_env)
+        return float.__float__(self)
+
+    def __float__(self) -> float:
+        return self._read()
+
+    def __int__(self) -> int:
+        return int(self._read())
+
+    def _to_int(self, fn, value: int):
+        env = self.shape_env
+        if self.node is None or env is None or not env.record_guards:
+            return value
+        return SymInt(fn(self.node), value, env)
+
+    def __floor__(self):
+        import math
+
+        return self._to_int(sympy.floor, math.floor(float.__float__(self)))
+
+    def __ceil__(self):
+        import math
+
+        return self._to_int(sympy.ceiling, math.ceil(float.__float__(self)))
+
+    def __trunc__(self):
+        import math
+
+        v = float.__float__(self)
+        return self._to_int(lambda e: sympy.floor(e) if v >= 0 else sympy.ceiling(e), math.trunc(v))
+
+    def __round__(self, ndigits=None):
+        # PyTorch keeps round() of a SymFloat symbolic; here it reads the number (specializes)
+        return round(self._read(), ndigits) if ndigits is not None else round(self._read())
+
+    def __hash__(self):
+        return float.__hash__(self)
+
+    def __bool__(self) -> bool:
+        return bool(self._read())
+
+
+def _float_reader(name):
+    base = getattr(float, name)
+
+    def method(self, *args):
+        args = tuple(float(a) if isinstance(a, (SymFloat, SymInt)) else a for a in args)
+        return base(self._read(), *args) if self.node is not None else base(self, *args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+              "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__", "__rdivmod__"):
+    setattr(SymFloat, _name, _float_reader(_name))
+del _name
 
 
 def _from_user_code() -> bool:

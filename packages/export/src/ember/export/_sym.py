@@ -97,10 +97,18 @@ class SizeBuilder:
                     acc = fn(acc, value)
                     out = self._emit(fn, (out, part), acc)
             out.meta["sym_expr"] = expr
-        elif isinstance(expr, sympy.floor) and expr.args[0].is_Mul:
-            num, den = expr.args[0].as_numer_denom()
+        elif isinstance(expr, (sympy.floor, sympy.ceiling)) and _ratio(expr.args[0]):
+            num, den = _ratio(expr.args[0])  # floor(a/b) = a // b; ceil(a/b) = -((-a) // b)
+            if isinstance(expr, sympy.ceiling):
+                num = -num
             out = self._emit(operator.floordiv, (self.node_for(num, self._value(num)),
-                                                 self.node_for(den, self._value(den))), hint, expr)
+                                                 self.node_for(den, self._value(den))),
+                             hint if isinstance(expr, sympy.floor) else -hint, sympy.floor(num / den))
+            if isinstance(expr, sympy.ceiling):
+                out = self._emit(operator.neg, (out,), hint, expr)
+        elif expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 1:
+            base = self.node_for(expr.base, self._value(expr.base))
+            out = self._emit(operator.pow, (base, int(expr.exp)), hint, expr)
         elif isinstance(expr, sympy.Mod):
             num, den = expr.args
             out = self._emit(operator.mod, (self.node_for(num, self._value(num)),
@@ -110,6 +118,14 @@ class SizeBuilder:
         self.cache[expr] = out
         return out
 
+    def node_for_float(self, expr, hint: float):
+        """A node computing the symbolic float ``expr`` (a ratio ``num / den``, ``float_ratio``)."""
+        num, den = float_ratio(expr)
+        key = ("float", expr)
+        if key not in self.cache:
+            self.cache[key] = self._emit(operator.truediv, (self.node_for(num, self._value(num)), den), hint)
+        return self.cache[key]
+
     def _value(self, expr) -> int:
         from ember.compiler._unbacked_export import _HINT
 
@@ -117,3 +133,23 @@ class SizeBuilder:
         return int(expr.subs(self.hints).subs({s: _HINT for s in self.unbacked}))
 
     hints: dict = {}
+
+
+def _ratio(arg):
+    """(numerator, positive denominator) of a rational size expression (``s0/2 + 1/2`` as
+    ``(s0 + 1, 2)``; ``s0/s1``), or None."""
+    num, den = sympy.together(arg).as_numer_denom()
+    if den.is_Integer and int(den) <= 0 or not (num.free_symbols | den.free_symbols):
+        return None
+    return num, den
+
+
+def float_ratio(expr):
+    """(numerator, integer denominator) when a symbolic float is a ratio of a size expression and
+    an integer (``s0/2``, ``(s0 + 1)/4``): the graph computes it as ``operator.truediv``."""
+    num, den = sympy.together(sympy.sympify(expr)).as_numer_denom()
+    if not den.is_Integer or int(den) <= 0 or not num.free_symbols or not num.is_polynomial():
+        return None
+    if any(not c.is_Integer for c in sympy.Poly(num, *sorted(num.free_symbols, key=str)).coeffs()):
+        return None
+    return num, int(den)

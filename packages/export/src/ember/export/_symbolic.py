@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sympy
 
-from ember.compiler.symbolic_shapes import ShapeEnv, SymInt
+from ember.compiler.symbolic_shapes import ShapeEnv, SymFloat, SymInt
 
 from ._dims import INT_OO
 from ._dynamic_shapes import constraint_violation
@@ -274,6 +274,9 @@ def _is_symbolic(x) -> bool:
 
 
 def _replace(value, builder):
+    if isinstance(value, SymFloat):
+        return builder.node_for_float(value.node, float.__float__(value)) if value.node is not None \
+            else float.__float__(value)
     if isinstance(value, SymInt):
         return builder.node_for(value.node, int(value)) if _is_symbolic(value) else int(value)
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
@@ -392,7 +395,7 @@ def _subgraphs(gm, hints) -> None:
 
 
 def _symints(value) -> list:
-    if _is_symbolic(value):
+    if _is_symbolic(value) or isinstance(value, SymFloat) and value.node is not None:
         return [value]
     if isinstance(value, (list, tuple)):
         return [s for v in value for s in _symints(v)]

@@ -360,7 +360,11 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         previous_env = _unbacked_export.EXPORT_ENV[0]
         _unbacked_export.EXPORT_ENV[0] = env  # .item() / nonzero give unbacked symbols
         try:
-            gm = trace_flat(capture, state_values, sym_leaves)
+            from ember.compiler.symbolic_shapes import reading_sizes_guards
+
+            with _math_logs_guard(), reading_sizes_guards():
+                gm = trace_flat(capture, state_values, sym_leaves)
+            _specialize_float_arguments(gm, env)
         except Exception as exc:
             if type(exc).__name__ != "Unsupported":
                 raise
@@ -397,6 +401,65 @@ def _drop_unread_results(graph) -> None:
         if (node.op == "call_function" and node.target is operator.getitem and not node.users
                 and getattr(node.args[0], "op", None) == "call_function"):
             graph.erase_node(node)
+
+
+class _math_logs_guard:
+    """``math.log``/``log2``/``log10`` read an int's value without ``__float__`` (CPython's own int
+    path), so during the symbolic trace they are wrapped to read a symbolic size through it:
+    the size specializes as for ``math.sqrt(n)`` (PyTorch's guard_float)."""
+
+    names = ("log", "log2", "log10", "log1p")
+
+    def __enter__(self):
+        import math
+
+        from ember.compiler.symbolic_shapes import SymInt, _specialize
+
+        self.saved = {n: getattr(math, n) for n in self.names}
+
+        def wrap(fn):
+            @functools.wraps(fn)
+            def read_size(x, *rest):
+                for v in (x, *rest):  # (int.__int__: the value, no second guard)
+                    if isinstance(v, SymInt) and v.shape_env is not None and v.shape_env.record_guards:
+                        _specialize(v.node, v.shape_env)
+                return fn(int.__int__(x) if isinstance(x, SymInt) else x,
+                          *(int.__int__(r) if isinstance(r, SymInt) else r for r in rest))
+            return read_size
+
+        for n, fn in self.saved.items():
+            setattr(math, n, wrap(fn))
+        return self
+
+    def __exit__(self, *exc):
+        import math
+
+        for n, fn in self.saved.items():
+            setattr(math, n, fn)
+
+
+def _specialize_float_arguments(gm, env) -> None:
+    """A symbolic float that reached an op as an argument: a ratio of sizes (``n / 2``) stays
+    symbolic (the graph computes it, ``_symbolic.apply_symbols``); another one (``n ** 0.5``) is
+    read as its number there, and the sizes it came from specialize (PyTorch computes it in the
+    graph too)."""
+    from ember.compiler.symbolic_shapes import SymFloat, _specialize
+
+    from ._sym import float_ratio
+
+    def visit(v):
+        if isinstance(v, SymFloat) and v.node is not None and float_ratio(v.node) is None:
+            _specialize(v.node, env)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                visit(x)
+
+    for node in gm.graph.nodes:
+        visit(node.args)
+        visit(node.kwargs)
 
 
 def _add_tensor_meta(graph) -> None:

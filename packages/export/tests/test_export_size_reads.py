@@ -1,0 +1,97 @@
+"""Python reading a symbolic size during export (``int(n)``, ``float(n)``, ``math.*``, ``n / 2``):
+torch.export 2.13 is the oracle for which reads specialize the dim (a constraint violation for a
+``Dim``/``Dim.DYNAMIC``, a static dim for ``Dim.AUTO``) and which stay symbolic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import ember
+from ember.export import Dim, export
+
+READS = {
+    "int": lambda n: int(n),
+    "float": lambda n: float(n),
+    "bool": lambda n: bool(n),
+    "sqrt": lambda n: math.sqrt(n),
+    "log2": lambda n: math.log2(n),
+    "floor_div": lambda n: math.floor(n / 2),
+    "ceil_div": lambda n: math.ceil(n / 4),
+    "true_div": lambda n: n / 2,
+    "square": lambda n: n ** 2,
+    "floor_int": lambda n: math.floor(n),
+    "trunc_div": lambda n: math.trunc((n + 1) / 2),
+}
+
+
+def _module(lib, read):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return x * read(x.shape[0])
+
+    return M()
+
+
+def _outcome(lib, how, kind):
+    exp = lib.export
+    dim = {"named": exp.Dim("b"), "AUTO": exp.Dim.AUTO, "DYNAMIC": exp.Dim.DYNAMIC}[kind]
+    try:
+        ep = exp.export(_module(lib, READS[how]), (lib.ones(6, 3),), dynamic_shapes={"x": {0: dim}})
+    except Exception as exc:
+        return type(exc).__name__, str(exc).split("!")[0]
+    dynamic = [str(v) for v in ep.range_constraints.values()]
+    try:
+        value = float(ep.module()(lib.ones(8, 3))[0, 0])
+    except Exception as exc:
+        value = type(exc).__name__
+    return dynamic, value
+
+
+CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2") for kind in ("named", "AUTO", "DYNAMIC")]
+CASES += [(how, "named") for how in ("bool", "floor_div", "ceil_div", "true_div", "square", "floor_int", "trunc_div")]
+CASES += [("true_div", "AUTO"), ("floor_div", "DYNAMIC")]
+
+
+@pytest.mark.parametrize("how,kind", CASES)
+def test_size_read_matches_torch_export(how, kind):
+    mine = _outcome(ember, how, kind)
+    theirs = _outcome(torch, how, kind)
+    if theirs[0] == "UserError":
+        # torch names an AUTO/DYNAMIC dim L['x'].size()[0]; ember x.size()[0]
+        assert mine == ("UserError", theirs[1].replace("L['x']", "x")), mine
+    else:
+        assert mine == theirs
+
+
+def test_specialization_names_the_line():
+    class M(ember.nn.Module):
+        def forward(self, x):
+            return x * int(x.shape[0])  # the read
+
+    with pytest.raises(ember.export.UserError) as info:  # noqa: PT012
+        export(M(), (ember.ones(6, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    assert "specialized it to be a constant (6)" in str(info.value)
+    assert "# the read" in str(info.value)
+
+
+def test_ember_own_int_reads_do_not_guard():
+    # a module whose size arithmetic runs inside ember (view/reshape with -1, flatten) stays dynamic
+    class M(ember.nn.Module):
+        def forward(self, x):
+            return ember.flatten(x, 1).reshape(x.shape[0] // 2, -1)
+
+    ep = export(M(), (ember.ones(6, 3, 2),), dynamic_shapes={"x": {0: Dim("b", min=2) * 2}})
+    assert ep.module()(ember.ones(10, 3, 2)).shape == (5, 12)
+
+
+def test_symbolic_float_outside_export_is_plain():
+    # compile's lazy capture makes no symbolic floats: n / 2 is a Python float
+    @ember.compile(backend="eager", dynamic=True)
+    def f(x):
+        return x * (x.shape[0] / 2)
+
+    assert f(ember.ones(6)).tolist() == [3.0] * 6
+    assert f(ember.ones(8)).tolist() == [4.0] * 8

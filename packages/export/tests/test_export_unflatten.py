@@ -1,0 +1,188 @@
+"""``unflatten(ep)`` against torch.export.unflatten 2.13: the same module tree of
+InterpreterModules, each submodule callable alone with its eager module's result, a submodule
+swapped for another module changes the root's result as it would the eager module's, and
+buffer updates happen in the submodule that computes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from export_models import copy_weights, mini_gpt
+
+import ember
+from ember.export import Dim, export, unflatten
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _two_blocks(lib):
+    class Block(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(4, 4)
+            self.register_buffer("scale", lib.ones(4) * 2)
+
+        def forward(self, x, y=None):
+            h = lib.relu(self.fc(x)) * self.scale
+            return h if y is None else h + y
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1, self.layer2, self.head = Block(), Block(), lib.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.layer2(self.layer1(x), x))
+
+    return Net()
+
+
+def _shared(lib):
+    class Shared(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.out = lib.nn.Linear(4, 4), lib.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.out(self.fc(self.fc(x)))
+
+    return Shared()
+
+
+def _seq_bn(lib):
+    return lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.BatchNorm1d(8), lib.nn.ReLU(), lib.nn.Linear(8, 2))
+
+
+def _pair(build):
+    t_model = build(torch)
+    e_model = build(ember)
+    copy_weights(t_model, e_model)
+    return e_model, t_model
+
+
+def _tree(module):
+    return [(name, type(m).__name__) for name, m in module.named_modules() if name]
+
+
+@pytest.mark.parametrize("build", [_two_blocks, _shared, _seq_bn])
+def test_tree_and_submodule_calls_match_torch(build):
+    e_model, t_model = _pair(build)
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    dyn = ({0: Dim("b")},)
+    eu = unflatten(export(e_model, (ember.tensor(x),), dynamic_shapes=dyn))
+    tu = torch.export.unflatten(torch.export.export(t_model, (torch.tensor(x),),
+                                                    dynamic_shapes=({0: torch.export.Dim("b")},)))
+    assert _tree(eu) == _tree(tu)
+    x7 = np.random.default_rng(1).standard_normal((7, 4)).astype(np.float32)
+    np.testing.assert_allclose(_np(eu(ember.tensor(x7))), _np(tu(torch.tensor(x7))), rtol=1e-5, atol=1e-6)
+    for name, sub in tu.named_children():
+        if name == "layer2":  # two inputs: test_submodule_with_two_inputs_and_nested_child
+            continue
+        width = next(p for p in sub.parameters()).shape[-1] if list(sub.parameters()) else 8
+        arg = np.random.default_rng(2).standard_normal((6, width)).astype(np.float32)
+        want = sub(torch.tensor(arg))
+        got = getattr(eu, name)(ember.tensor(arg))
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_submodule_with_two_inputs_and_nested_child():
+    e_model, t_model = _pair(_two_blocks)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    eu = unflatten(export(e_model, (ember.tensor(x),)))
+    tu = torch.export.unflatten(torch.export.export(t_model, (torch.tensor(x),)))
+    a, b = ember.tensor(x), ember.tensor(x[::-1].copy())
+    np.testing.assert_allclose(_np(eu.layer2(a, b)), _np(tu.layer2(torch.tensor(x), torch.tensor(x[::-1].copy()))),
+                               rtol=1e-6)
+    # without a preserved signature the inputs come in the order the program defined them (x, then
+    # layer1's output), as PyTorch's InterpreterModule takes them
+    np.testing.assert_allclose(_np(eu.layer2(a, b)), _np(e_model.layer2(b, a)), rtol=1e-6)
+    np.testing.assert_allclose(_np(eu.layer1.fc(a)), _np(e_model.layer1.fc(a)), rtol=1e-6)
+    assert "call_module" in {n.op for n in eu.graph.nodes}
+
+
+def test_swapping_a_submodule_in():
+    e_model, t_model = _pair(_two_blocks)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    eu = unflatten(export(e_model, (ember.tensor(x),)))
+    tu = torch.export.unflatten(torch.export.export(t_model, (torch.tensor(x),)))
+
+    def ones_block(lib):
+        class Ones(lib.nn.Module):
+            def forward(self, x):
+                return x * 0 + 1
+
+        return Ones()
+
+    eu.layer1, tu.layer1 = ones_block(ember), ones_block(torch)
+    np.testing.assert_allclose(_np(eu(ember.tensor(x))), _np(tu(torch.tensor(x))), rtol=1e-6)
+    e_model.layer1 = ones_block(ember)
+    np.testing.assert_allclose(_np(eu(ember.tensor(x))), _np(e_model(ember.tensor(x))), rtol=1e-6)
+
+
+def test_batch_norm_called_alone_updates_its_running_stats():
+    e_model, t_model = _pair(_seq_bn)
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    eu = unflatten(export(e_model, (ember.tensor(x),)))
+    tu = torch.export.unflatten(torch.export.export(t_model, (torch.tensor(x),)))
+    h = np.random.default_rng(3).standard_normal((5, 8)).astype(np.float32)
+    getattr(eu, "1")(ember.tensor(h))
+    getattr(tu, "1")(torch.tensor(h))
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(_np(getattr(getattr(eu, "1"), name)), _np(getattr(getattr(tu, "1"), name)),
+                                   rtol=1e-6, err_msg=name)
+
+
+def test_mini_gpt_blocks_callable_alone():
+    # PyTorch's blocks.1 takes the sequence length as a second input here (its graph reads it from
+    # idx); ember's reads it from the block's own input, so the block runs alone
+    ember.manual_seed(0)
+    model = mini_gpt(ember).eval()
+    idx = ember.randint(0, 50, (2, 8))
+    eu = unflatten(export(model, (idx,), dynamic_shapes={"idx": {0: Dim("batch"), 1: Dim("seq", max=16)}}))
+    idx2 = ember.randint(0, 50, (3, 5))
+    with ember.no_grad():
+        ember.testing.assert_close(eu(idx2), model(idx2))
+        h = ember.randn(3, 5, 32)
+        ember.testing.assert_close(eu.blocks[1](h) if hasattr(eu.blocks, "__getitem__") else
+                                   getattr(eu.blocks, "1")(h), model.blocks[1](h))
+        ember.testing.assert_close(eu.ln(h), model.ln(h))
+
+
+def _cond_inside(lib):
+    class Inner(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return lib.cond(x.sum() > 0, lambda x: self.fc(x).sin(), lambda x: x.cos(), (x,))
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner, self.out = Inner(), lib.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.out(self.inner(x))
+
+    return Net()
+
+
+@pytest.mark.parametrize("decompose", [False, True])
+def test_cond_inside_a_submodule_runs_alone(decompose):
+    e_model, t_model = _pair(_cond_inside)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    ep = export(e_model, (ember.tensor(x),), dynamic_shapes=({0: Dim("b")},))
+    tp = torch.export.export(t_model, (torch.tensor(x),), dynamic_shapes=({0: torch.export.Dim("b")},))
+    eu = unflatten(ep.run_decompositions() if decompose else ep)
+    tu = torch.export.unflatten(tp.run_decompositions() if decompose else tp)
+    # (the branch graphs are children of the submodule, as PyTorch's: their class names and, without
+    # run_decompositions, their order differ)
+    assert sorted(n for n, _ in _tree(eu)) == sorted(n for n, _ in _tree(tu))
+    assert [t for n, t in _tree(eu) if "_graph_" not in n] == [t for n, t in _tree(tu) if "_graph_" not in n]
+    for v in (x, -np.abs(x), np.abs(x[:2])):
+        np.testing.assert_allclose(_np(eu.inner(ember.tensor(v))), _np(tu.inner(torch.tensor(v))), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(_np(eu(ember.tensor(v))), _np(tu(torch.tensor(v))), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,641 @@
+"""Ordinary compile/export programs of the kind users write, each a function of the library
+(``torch`` or ``ember``) returning plain values (NumPy arrays, numbers, strings) that the two runs
+must agree on. ``test_user_programs.py`` runs them under both; ``python user_programs.py`` prints
+each program's outcome side by side."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+
+import numpy as np
+
+RNG = np.random.default_rng(0)
+X4 = RNG.standard_normal((4, 8)).astype(np.float32)
+X6 = RNG.standard_normal((6, 8)).astype(np.float32)
+IDS = RNG.integers(0, 30, (2, 7))
+IDS2 = RNG.integers(0, 30, (3, 5))
+TARGET = RNG.integers(0, 3, 4)
+
+
+def _np(t):
+    return t.detach().numpy().copy()
+
+
+def _seeded(lib, build):
+    lib.manual_seed(0)
+    model = build(lib)
+    with lib.no_grad():  # weights from NumPy: both libraries hold the same numbers
+        rng = np.random.default_rng(1)
+        for p in model.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.3))
+    return model
+
+
+def _mlp(lib):
+    return lib.nn.Sequential(lib.nn.Linear(8, 16), lib.nn.GELU(), lib.nn.Linear(16, 3))
+
+
+def _hf_model(lib):
+    nn = lib.nn
+
+    class TinyLM(nn.Module):
+        """HF-style: input_ids + attention_mask keyword inputs, a dict output."""
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(30, 16)
+            self.pos = nn.Embedding(32, 16)
+            self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+            self.norm = nn.LayerNorm(16)
+            self.head = nn.Linear(16, 30)
+
+        def forward(self, input_ids, attention_mask=None):
+            b, t = input_ids.shape
+            h = self.embed(input_ids) + self.pos(lib.arange(t))
+            pad = None if attention_mask is None else attention_mask == 0
+            a, _ = self.attn(h, h, h, key_padding_mask=pad, need_weights=False)
+            h = self.norm(h + a)
+            return {"logits": self.head(h), "last_hidden_state": h}
+
+    return TinyLM()
+
+
+def hf_export_kwargs_dynamic(lib):
+    """torch.export of an HF-style model with kwargs and dynamic batch/seq dims; ep.module() re-run."""
+    model = _seeded(lib, _hf_model).eval()
+    batch, seq = lib.export.Dim("batch", max=16), lib.export.Dim("seq", max=32)
+    ids, mask = lib.tensor(IDS), lib.ones(2, 7, dtype=lib.int64)
+    ep = lib.export.export(model, (), {"input_ids": ids, "attention_mask": mask},
+                           dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}})
+    ids2 = lib.tensor(IDS2)
+    mask2 = lib.ones(3, 5, dtype=lib.int64)
+    mask2[0, 3:] = 0
+    out = ep.module()(input_ids=ids2, attention_mask=mask2)
+    with lib.no_grad():
+        ref = model(input_ids=ids2, attention_mask=mask2)
+    return {"keys": sorted(out), "close": bool(np.allclose(_np(out["logits"]), _np(ref["logits"]), atol=1e-4)),
+            "user_inputs": list(ep.graph_signature.user_inputs),
+            "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def export_run_decompositions(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim.AUTO},))
+    dec = ep.run_decompositions()
+    out = dec.module()(lib.tensor(X6))
+    kinds = sorted({s.kind.name for s in dec.graph_signature.input_specs})
+    return {"out": np.round(_np(out), 4), "kinds": kinds, "n_user_out": len(dec.graph_signature.user_outputs)}
+
+
+def export_save_load(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b")},))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "mlp.pt2")
+        lib.export.save(ep, path)
+        loaded = lib.export.load(path)
+    buf = io.BytesIO()
+    lib.export.save(ep, buf)
+    buf.seek(0)
+    again = lib.export.load(buf)
+    return {"file": np.round(_np(loaded.module()(lib.tensor(X6))), 4),
+            "buffer": np.round(_np(again.module()(lib.tensor(X6))), 4),
+            "ranges": sorted(map(str, loaded.range_constraints.values()))}
+
+
+def export_module_wrong_shape(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b", max=5)},))
+    try:
+        ep.module()(lib.tensor(X6))
+    except Exception as exc:
+        return type(exc).__name__
+    return "no error"
+
+
+def export_batchnorm_train_buffers(lib):
+    model = _seeded(lib, lambda L: L.nn.Sequential(L.nn.Linear(8, 4), L.nn.BatchNorm1d(4)))
+    model.train()
+    ep = lib.export.export(model, (lib.tensor(X4),))
+    mod = ep.module()
+    mod(lib.tensor(X4))
+    bn = dict(mod.named_buffers())
+    return {"mutated": sorted(ep.graph_signature.buffers_to_mutate.values()),
+            "running_mean": np.round(_np(bn["1.running_mean"]), 4), "nbt": int(bn["1.num_batches_tracked"])}
+
+
+def export_cond(lib):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return lib.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+    ep = lib.export.export(M(), (lib.tensor(X4),))
+    return [np.round(_np(ep.module()(lib.tensor(v))), 4) for v in (X4, -np.abs(X4))]
+
+
+def compile_dynamic_true(lib):
+    lib._dynamo.reset()
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.append(len(example_inputs))
+        return gm.forward
+
+    f = lib.compile(lambda x: (x * 2).sum(0) / x.shape[0], backend=backend, dynamic=True)
+    outs = [np.round(_np(f(lib.ones(n, 3))), 4) for n in (3, 5, 9)]
+    return {"outs": outs, "graphs": len(calls)}
+
+
+def compile_fullgraph_errors(lib):
+    lib._dynamo.reset()
+    results = []
+    for body in (lambda x: x * x.sum().item(), lambda x: (print(x), x + 1)[1],
+                 lambda x: x + 1 if x.sum() > 0 else x - 1):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                lib.compile(body, backend="eager", fullgraph=True)(lib.ones(3))
+            results.append("ok")
+        except Exception as exc:
+            results.append(type(exc).__name__)
+    return results
+
+
+def compile_modes(lib):
+    lib._dynamo.reset()
+    model = _seeded(lib, _mlp).eval()
+    outs = {}
+    for mode in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        compiled = lib.compile(model, mode=mode)
+        with lib.no_grad():
+            outs[mode] = np.round(_np(compiled(lib.tensor(X4))), 4)
+    try:
+        lib.compile(model, mode="fast")
+        outs["bad"] = "ok"
+    except Exception as exc:
+        outs["bad"] = type(exc).__name__
+    try:
+        lib.compile(model, mode="default", options={"trace.enabled": True})
+        outs["both"] = "ok"
+    except Exception as exc:
+        outs["both"] = type(exc).__name__
+    return outs
+
+
+def compiler_disable(lib):
+    lib._dynamo.reset()
+
+    @lib.compiler.disable
+    def helper(t):
+        return t.numpy().sum()  # not traceable: runs eagerly
+
+    def f(x):
+        y = x.sin()
+        s = helper(y)
+        return y * float(s)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        ex = lib._dynamo.explain(f)(lib.tensor(X4))
+    out = lib.compile(f, backend="eager")(lib.tensor(X4))
+    return {"out": np.round(_np(out), 4), "graphs": ex.graph_count, "breaks": ex.graph_break_count}
+
+
+def allow_in_graph(lib):
+    lib._dynamo.reset()
+
+    def my_op(x):
+        return x.relu() + 1
+
+    lib._dynamo.allow_in_graph(my_op)
+    targets = []
+
+    def backend(gm, example_inputs):
+        targets.extend(str(getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    out = lib.compile(lambda x: my_op(x) * 2, backend=backend)(lib.tensor(X4))
+    return {"out": np.round(_np(out), 4), "my_op_in_graph": "my_op" in targets}
+
+
+def breaks_on_print_and_branch(lib):
+    lib._dynamo.reset()
+
+    def f(x):
+        y = x.relu()
+        print("step")
+        if y.mean() > 0.3:
+            y = y * 2
+        return y.sum()
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        ex = lib._dynamo.explain(f)(lib.tensor(X4))
+        res = lib.compile(f, backend="eager")(lib.tensor(X4))
+    return {"graphs": ex.graph_count, "breaks": ex.graph_break_count, "n_reasons": len(ex.break_reasons),
+            "printed": out.getvalue().count("step"), "res": round(float(res), 3)}
+
+
+def compile_training_step(lib):
+    lib._dynamo.reset()
+    model = _seeded(lib, _mlp)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+    target = lib.tensor(TARGET)
+
+    @lib.compile(backend="eager")
+    def step(x):
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x), target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses = [round(float(step(lib.tensor(X4))), 4) for _ in range(3)]
+    return losses
+
+
+def module_compile_inplace(lib):
+    lib._dynamo.reset()
+    model = _seeded(lib, _mlp).eval()
+    model.compile(backend="eager")
+    with lib.no_grad():
+        return {"out": np.round(_np(model(lib.tensor(X6))), 4), "type": type(model).__name__}
+
+
+def mark_dynamic_recompiles(lib):
+    lib._dynamo.reset()
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    f = lib.compile(lambda x: x.cos() + x.shape[0], backend=backend)
+    for n in (3, 4, 5, 6):
+        x = lib.ones(n, 2)
+        lib._dynamo.mark_dynamic(x, 0)
+        f(x)
+    return count[0]
+
+
+def onnx_dynamo_ort(lib):
+    import onnxruntime as ort
+
+    model = _seeded(lib, _mlp).eval()
+    program = lib.onnx.export(model, (lib.tensor(X4),), dynamo=True,
+                              dynamic_shapes=({0: lib.export.Dim("batch")},))
+    buf = io.BytesIO()
+    program.save(buf) if hasattr(program, "save") and lib.__name__ == "ember" else None
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        program.save(path)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        got = sess.run(None, {name: X6})[0]
+    with lib.no_grad():
+        want = _np(model(lib.tensor(X6)))
+    return {"ort_matches_eager": bool(np.allclose(got, want, atol=1e-5)), "shape": got.shape}
+
+
+def jit_script_function(lib):
+    @lib.jit.script
+    def clamp_sum(x, lo: float):
+        if x.sum() > 0:
+            return x.clamp(min=lo).sum()
+        return x.sum()
+
+    return [round(float(clamp_sum(lib.tensor(v), 0.1)), 4) for v in (X4, -np.abs(X4))]
+
+
+def jit_trace_and_save(lib):
+    model = _seeded(lib, _mlp).eval()
+    traced = lib.jit.trace(model, lib.tensor(X4))
+    buf = io.BytesIO()
+    lib.jit.save(traced, buf)
+    buf.seek(0)
+    loaded = lib.jit.load(buf)
+    with lib.no_grad():
+        return {"traced": np.round(_np(traced(lib.tensor(X6))), 4), "loaded": np.round(_np(loaded(lib.tensor(X6))), 4)}
+
+
+def jit_script_module(lib):
+    class Gate(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 8)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h * lib.sigmoid(h)
+
+    model = _seeded(lib, lambda L: Gate()).eval()
+    scripted = lib.jit.script(model)
+    with lib.no_grad():
+        return np.round(_np(scripted(lib.tensor(X4))), 4)
+
+
+def export_auto_dims_tuple_output(lib):
+    class TwoOut(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 2)
+
+        def forward(self, x, scale: float = 2.0):
+            y = self.fc(x)
+            return y * scale, y.softmax(-1)
+
+    model = _seeded(lib, lambda L: TwoOut()).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), {"scale": 3.0},
+                           dynamic_shapes={"x": {0: lib.export.Dim.AUTO}, "scale": None})
+    a, b = ep.module()(lib.tensor(X6), scale=3.0)
+    return {"a": np.round(_np(a), 4), "b": np.round(_np(b), 4),
+            "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def compile_exported_module(lib):
+    lib._dynamo.reset()
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: lib.export.Dim("b")},))
+    compiled = lib.compile(ep.module(), backend="eager")
+    return [np.round(_np(compiled(lib.tensor(v))), 4) for v in (X4, X6)]
+
+
+def compile_python_int_argument(lib):
+    lib._dynamo.reset()
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    f = lib.compile(lambda x, k: x.roll(k, 0) * k, backend=backend)
+    outs = [np.round(_np(f(lib.tensor(X4), k)), 4) for k in (1, 2, 3, 4)]
+    return {"outs": outs, "graphs": count[0]}
+
+
+def explicit_graph_break(lib):
+    lib._dynamo.reset()
+
+    def f(x):
+        y = x.exp()
+        lib._dynamo.graph_break()
+        return y.log1p()
+
+    ex = lib._dynamo.explain(f)(lib.tensor(X4))
+    return {"graphs": ex.graph_count, "breaks": ex.graph_break_count,
+            "out": np.round(_np(lib.compile(f, backend="eager")(lib.tensor(X4))), 4)}
+
+
+def export_lstm_dynamic_batch(lib):
+    class Tagger(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lib.nn.LSTM(8, 6, batch_first=True)
+            self.out = lib.nn.Linear(6, 2)
+
+        def forward(self, x):
+            h, _ = self.lstm(x)
+            return self.out(h[:, -1])
+
+    model = _seeded(lib, lambda L: Tagger()).eval()
+    x = lib.tensor(np.stack([X4] * 3))
+    ep = lib.export.export(model, (x,), dynamic_shapes=({0: lib.export.Dim("batch")},))
+    x2 = lib.tensor(np.stack([X6[:4]] * 5))
+    with lib.no_grad():
+        return {"ep": np.round(_np(ep.module()(x2)), 4), "eager": np.round(_np(model(x2)), 4)}
+
+
+def export_int_of_size(lib):
+    class Pool(lib.nn.Module):
+        def forward(self, x):
+            n = x.shape[1]
+            return x[:, : n // 2].mean(1) * float(n)
+
+    outcomes = {}
+    for kind in ("named", "auto"):
+        dim = lib.export.Dim("t") if kind == "named" else lib.export.Dim.AUTO
+        try:
+            ep = lib.export.export(Pool(), (lib.tensor(X4),), dynamic_shapes=({1: dim},))
+            outcomes[kind] = ("ok", sorted(map(str, ep.range_constraints.values())))
+        except Exception as exc:
+            outcomes[kind] = type(exc).__name__
+    return outcomes
+
+
+def unflatten_swap_block(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),))
+    unflat = lib.export.unflatten(ep)
+    first = np.round(_np(getattr(unflat, "0")(lib.tensor(X4))), 4)
+    setattr(unflat, "2", lib.nn.Identity())
+    return {"first_layer": first, "swapped": np.round(_np(unflat(lib.tensor(X4))), 4),
+            "children": [n for n, _ in unflat.named_children()]}
+
+
+def compile_inference_mode(lib):
+    lib._dynamo.reset()
+    model = _seeded(lib, _mlp).eval()
+    compiled = lib.compile(model)
+    with lib.inference_mode():
+        a = compiled(lib.tensor(X4))
+    with lib.no_grad():
+        b = compiled(lib.tensor(X6))
+    c = compiled(lib.tensor(X4))
+    return {"a": np.round(_np(a), 4), "b": np.round(_np(b), 4), "c_requires_grad": c.requires_grad,
+            "a_inference": a.is_inference()}
+
+
+def onnx_hf_dynamic_seq(lib):
+    import onnxruntime as ort
+
+    class Enc(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = lib.nn.Embedding(30, 16)
+            self.layer = lib.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+        def forward(self, input_ids):
+            return self.layer(self.embed(input_ids)).mean(1)
+
+    model = _seeded(lib, lambda L: Enc()).eval()
+    dims = {"input_ids": {0: lib.export.Dim("batch"), 1: lib.export.Dim("seq")}}
+    program = lib.onnx.export(model, (lib.tensor(IDS),), dynamo=True, dynamic_shapes=dims)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        program.save(path)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {sess.get_inputs()[0].name: IDS2})[0]
+    with lib.no_grad():
+        want = _np(model(lib.tensor(IDS2)))
+    return {"ort_matches_eager": bool(np.allclose(got, want, atol=1e-4)), "shape": got.shape}
+
+
+def compile_conv_dynamic_hw(lib):
+    lib._dynamo.reset()
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    model = _seeded(lib, lambda L: L.nn.Sequential(L.nn.Conv2d(3, 4, 3, padding=1), L.nn.ReLU(),
+                                                   L.nn.AdaptiveAvgPool2d(1), L.nn.Flatten())).eval()
+    compiled = lib.compile(model, backend=backend, dynamic=True)
+    outs = []
+    with lib.no_grad():
+        for hw in (8, 11, 16):
+            x = lib.tensor(np.linspace(-1, 1, 2 * 3 * hw * hw, dtype=np.float32).reshape(2, 3, hw, hw))
+            outs.append(np.round(_np(compiled(x)), 4))
+    return {"outs": outs, "graphs": count[0]}
+
+
+def exported_module_misuse(lib):
+    model = _seeded(lib, _mlp).eval()
+    mod = lib.export.export(model, (lib.tensor(X4),)).module()
+    found = []
+    for call in (lambda: mod.eval(), lambda: mod(lib.tensor(X4), lib.tensor(X4)), lambda: mod(x=lib.tensor(X4)),
+                 lambda: mod(lib.tensor(X4[:, :5])), lambda: mod(lib.tensor(X4).double())):
+        try:
+            call()
+            found.append("ok")
+        except Exception as exc:
+            found.append(type(exc).__name__)
+    return found
+
+
+def export_view_batch_flatten(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = lib.nn.Conv2d(1, 2, 3)
+            self.fc = lib.nn.Linear(2 * 4 * 4, 3)
+
+        def forward(self, x):
+            h = self.conv(x)
+            return self.fc(h.view(x.size(0), -1))
+
+    model = _seeded(lib, lambda L: Net()).eval()
+    x = lib.tensor(np.linspace(0, 1, 3 * 36, dtype=np.float32).reshape(3, 1, 6, 6))
+    ep = lib.export.export(model, (x,), dynamic_shapes=({0: lib.export.Dim("batch")},))
+    x2 = lib.tensor(np.linspace(0, 1, 5 * 36, dtype=np.float32).reshape(5, 1, 6, 6))
+    return {"out": np.round(_np(ep.module()(x2)), 4), "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def export_derived_dim(lib):
+    class Halves(lib.nn.Module):
+        def forward(self, x, y):
+            return x[: y.shape[0]] + y, x[y.shape[0]:] * 2
+
+    b = lib.export.Dim("b", min=2, max=32)
+    ep = lib.export.export(Halves(), (lib.ones(8, 3), lib.ones(4, 3)),
+                           dynamic_shapes={"x": {0: 2 * b}, "y": {0: b}})
+    a, c = ep.module()(lib.ones(12, 3), lib.ones(6, 3))
+    try:
+        ep.module()(lib.ones(12, 3), lib.ones(5, 3))
+        bad = "ok"
+    except Exception as exc:
+        bad = type(exc).__name__
+    return {"shapes": [tuple(a.shape), tuple(c.shape)], "bad": bad,
+            "ranges": sorted(map(str, ep.range_constraints.values()))}
+
+
+def compile_side_effects_list(lib):
+    lib._dynamo.reset()
+    seen = []
+
+    @lib.compile(backend="eager")
+    def f(x):
+        seen.append(x.shape[0])
+        return x.sum() * len(seen), {"n": len(seen)}
+
+    outs = [f(lib.ones(n)) for n in (2, 2, 3)]
+    return {"seen": seen, "outs": [(round(float(a), 2), d["n"]) for a, d in outs]}
+
+
+def compile_sdpa(lib):
+    lib._dynamo.reset()
+    q = lib.tensor(np.random.default_rng(5).standard_normal((2, 2, 5, 4)).astype(np.float32))
+
+    def attn(q):
+        return lib.nn.functional.scaled_dot_product_attention(q, q * 0.5, q.flip(-1), is_causal=True)
+
+    return {"eager": np.round(_np(attn(q)), 4), "compiled": np.round(_np(lib.compile(attn)(q)), 4)}
+
+
+PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_load, export_module_wrong_shape,
+            export_batchnorm_train_buffers, export_cond, compile_dynamic_true, compile_fullgraph_errors,
+            compile_modes, compiler_disable, allow_in_graph, breaks_on_print_and_branch, compile_training_step,
+            module_compile_inplace, mark_dynamic_recompiles, onnx_dynamo_ort, jit_script_function,
+            jit_trace_and_save, jit_script_module, export_auto_dims_tuple_output, compile_exported_module,
+            compile_python_int_argument, explicit_graph_break, export_lstm_dynamic_batch, export_int_of_size,
+            unflatten_swap_block, compile_inference_mode, onnx_hf_dynamic_seq, compile_conv_dynamic_hw,
+            exported_module_misuse, export_view_batch_flatten, export_derived_dim, compile_side_effects_list,
+            compile_sdpa]
+
+
+# What differs by design (docs/deviations.md): the key of a program's result -> why.
+DEVIATIONS = {
+    "export_batchnorm_train_buffers": {"mutated": "ember's exported graph is functional: BatchNorm's buffer updates "
+                                                  "are BUFFER_MUTATION outputs; torch 2.13 keeps in-place ops"},
+    "compile_python_int_argument": {"graphs": "roll's shift reaches the graph as derived ints (size - k), "
+                                              "constants: each k compiles (torch: 2 graphs, ember: 4)"},
+    "compile_conv_dynamic_hw": {"graphs": "symbolic sizes are recognized by value: at 8x8 an int of the graph "
+                                          "equals a size expression and is keyed as it (one more graph; torch: 1)"},
+    "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
+                                         "the ops my_op runs, not one call node"},
+}
+
+
+def comparable(program, result):
+    """``result`` less the keys of documented deviations."""
+    status, value = result
+    drop = DEVIATIONS.get(program.__name__, {})
+    if status == "ok" and isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in drop}
+    return status, value
+
+
+def outcome(lib, program):
+    try:
+        return "ok", program(lib)
+    except Exception as exc:
+        return "raised", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def same(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and np.allclose(a, b, atol=2e-4)
+    return a == b
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+    import warnings
+
+    import torch
+
+    import ember
+
+    warnings.simplefilter("ignore")
+    only = sys.argv[1:]
+    for program in PROGRAMS:
+        if only and program.__name__ not in only:
+            continue
+        t0 = time.perf_counter()
+        with contextlib.redirect_stderr(io.StringIO()):
+            theirs = outcome(torch, program)
+        t1 = time.perf_counter()
+        mine = outcome(ember, program)
+        t2 = time.perf_counter()
+        verdict = "SAME" if same(comparable(program, mine), comparable(program, theirs)) else "DIFF"
+        if verdict == "SAME" and program.__name__ in DEVIATIONS and not same(mine, theirs):
+            verdict = "SAME (but documented: " + "; ".join(DEVIATIONS[program.__name__].values()) + ")"
+        print(f"{verdict} {program.__name__} (torch {t1 - t0:.1f}s, ember {t2 - t1:.1f}s)")
+        if verdict == "DIFF":
+            print("   torch:", theirs)
+            print("   ember:", mine)
