@@ -627,3 +627,96 @@ def test_layer_norm_backward_runs_its_kernel_when_only_the_weight_needs_a_gradie
     no gradient the kernel must still run (it was skipped, leaving the weight's gradient unwritten memory)."""
     (runs,) = _fake_host_runs(tmp_path, _LAYER_NORM_GRADS, [{}])
     assert runs["False"].get("layer_norm_bwd") == 1 and runs["True"].get("layer_norm_bwd") == 1
+
+
+# -- the fused Adam/AdamW step's host path (Note [fused Adam plans]) ---------------------------------
+
+_ADAM_PROGRAM = _RECORDED_HOST + r"""
+from ember._cuda import _ops_optim
+if sys.argv[2] == "general":  # every step through the per-parameter path (the plans' reference)
+    _ops_optim._plan_for = lambda params: None
+ember.manual_seed(0)
+model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
+                            ember.nn.Linear(32, 8), ember.nn.Linear(8, 3)).to("cuda")
+extra = ember.nn.Linear(3, 5).to("cuda", dtype=ember.float64)
+mixed = sys.argv[3] == "mixed"
+params = list(model.parameters()) + (list(extra.parameters()) if mixed else [])
+opt = ember.optim.AdamW(params, lr=1e-3, weight_decay=0.1, fused=True)
+x = ember.randn(4, 16).to("cuda")
+per_step, logged = [], []
+for step in range(4):
+    loss = model(x).sum()
+    if mixed:
+        loss = loss + extra(ember.ones(2, 3, dtype=ember.float64).to("cuda")).sum().float()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if step == 2:  # a parameter whose counter is behind: steps differ (per-chunk step sizes)
+        opt.state[params[1]]["step"].sub_(1)
+    logged += _C._device_launch_log()  # (the log is handed over and cleared)
+    opt.step()
+    launched = _C._device_launch_log()
+    per_step.append(len(launched))
+    logged += launched
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in logged + _C._device_launch_log()]
+steps = [opt.state[p]["step"].item() for p in params]
+versions = [opt.state[p]["step"]._version for p in params]
+print(json.dumps({"log": log, "per_step": per_step, "steps": steps, "versions": versions,
+                  "ids": {k: v for k, v in ids.items()}, "stats": ember.cuda.memory_stats()}))
+"""
+
+
+@_NATIVE
+def test_fused_adam_plans_launch_as_the_per_parameter_path(tmp_path):
+    """GPT-2's optimizer step goes through a plan kept per parameter list (one launch per device and dtype,
+    the step counters and addresses read natively): on the fake CUDA host it launches what the
+    per-parameter path launches (every argument byte), including a step where the counters differ."""
+    plan, general = _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace("sys.argv[2]", "'plan'").replace(
+        "sys.argv[3]", "'one'"), [{}])[0], _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace(
+            "sys.argv[2]", "'general'").replace("sys.argv[3]", "'one'"), [{}])[0]
+    assert plan["per_step"] == [1, 1, 1, 1]  # one chunked launch for the 8 parameters
+    assert plan["log"] == general["log"]
+    assert plan["stats"] == general["stats"]
+    assert plan["steps"] == general["steps"] == [4.0, 3.0] + [4.0] * 6
+    assert plan["versions"] == general["versions"]
+
+
+@_NATIVE
+def test_fused_adam_plans_group_by_dtype(tmp_path):
+    """float32 and float64 parameters in one group: one launch per dtype (the per-parameter path refuses a
+    mixed list, so the core's composite ran: ~8 launches per parameter)."""
+    (run,) = _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace("sys.argv[2]", "'plan'").replace(
+        "sys.argv[3]", "'mixed'"), [{}])
+    assert run["per_step"] == [2, 2, 2, 2]
+    assert run["steps"] == [4.0, 3.0] + [4.0] * 8
+
+
+def test_native_optimizer_helpers_on_cpu():
+    """_C._cpu_scalars / _dense_ptrs / _bump_versions (the optimizers' per-step bookkeeping) against the
+    per-tensor operations they stand for; anything they do not take answers None with nothing written."""
+    import ember
+
+    a, b = ember.tensor(1.5), ember.tensor(2.0, dtype=ember.float64)
+    va, vb = a._version, b._version
+    assert _C._cpu_scalars([a, b], False) == [1.5, 2.0] and (a._version, b._version) == (va, vb)
+    assert _C._cpu_scalars([a, b], True) == [2.5, 3.0]
+    assert (a.item(), b.item(), a._version, b._version) == (2.5, 3.0, va + 1, vb + 1)
+    big = ember.tensor(16777216.0)  # float32 arithmetic, as add_: 2^24 + 1 rounds back
+    assert _C._cpu_scalars((big,), True) == [16777216.0]
+    for bad in (ember.tensor(3), ember.zeros(2), ember.zeros(2)[:1], "x"):
+        assert _C._cpu_scalars([a, bad], True) is None
+    assert a.item() == 2.5 and a._version == va + 1
+
+    x, y = ember.zeros(3, 4), ember.zeros(4, 3)
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, None) == (x.data_ptr(), y.data_ptr())
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, (x._shape, y._shape)) == (x.data_ptr(), y.data_ptr())
+    assert _C._dense_ptrs([x[1:]], x.dtype, x._device, None) == (x[1:].data_ptr(),)
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, (x._shape, x._shape)) is None
+    assert _C._dense_ptrs([x, y.t()], x.dtype, x._device, None) is None
+    assert _C._dense_ptrs([x, y.double()], x.dtype, x._device, None) is None
+    assert _C._dense_ptrs([x, 1], x.dtype, x._device, None) is None
+    with pytest.raises(TypeError):
+        _C._dense_ptrs(x, x.dtype, x._device, None)
+
+    vx, vy = x._version, y._version
+    _C._bump_versions([x], (y, x))
+    assert (x._version, y._version) == (vx + 2, vy + 1)

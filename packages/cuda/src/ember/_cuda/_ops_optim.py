@@ -295,9 +295,12 @@ def _launch_planned(device, dtype, index, shapes, ptrs, steps, lists, lr, beta1,
     rows, on_device, rest = hit
     if rows:
         launch = _chunk_launcher(dtype, decoupled, maximize, uniform, index)
-        first = step_sizes if uniform else 0.0
-        launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, first,
-               bc2_sqrts if uniform else 0.0)
+        if uniform:
+            first, first_bc2 = step_sizes, bc2_sqrts
+        else:  # not read by the kernel; the first tabled parameter's, as the general path passes
+            i = next(i for i, shape in enumerate(shapes) if i not in rest and math.prod(shape))
+            first, first_bc2 = step_sizes[i], bc2_sqrts[i]
+        launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, first, first_bc2)
     if rest:
         name = TRITON[dtype]
         params, grads, exp_avgs, exp_avg_sqs = lists[:4]
