@@ -720,3 +720,96 @@ def test_native_optimizer_helpers_on_cpu():
     vx, vy = x._version, y._version
     _C._bump_versions([x], (y, x))
     assert (x._version, y._version) == (vx + 2, vy + 1)
+
+
+# -- several-output calls recorded natively ------------------------------------------------------------
+
+_MULTI_OUTPUT_PROGRAM = r"""import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+import ember.autograd._recording as _recording
+python_calls = []
+_computed = _recording.record_computed
+_recording.record_computed = lambda *a: (python_calls.append(a[0].name), _computed(*a))[1]
+# anomaly mode: autograd's Python recording
+ember.autograd.set_detect_anomaly(os.environ["EMBER_TEST_RECORDING"] == "python")
+ember.manual_seed(0)
+F = ember.nn.functional
+x = ember.randn(2, 8, 32).to("cuda").requires_grad_()
+w = ember.randn(32).to("cuda").requires_grad_()
+b = ember.randn(32).to("cuda").requires_grad_()
+q = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+k = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+v = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+outs = []
+outs.append(F.layer_norm(x, (32,), w, b))
+outs.append(F.layer_norm(x, (32,)))
+outs.append(F.dropout(x, 0.1, training=True))
+outs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+with ember.autocast("cuda", dtype=ember.bfloat16):
+    outs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    outs.append(F.layer_norm(x, (32,), w, b))
+
+outs.append(x.max(dim=-1)[0])
+outs.append(ember.var_mean(x, dim=-1)[1])
+outs.append(ember.sort(x, dim=-1)[0])
+seen = {}
+def sv(t):
+    if isinstance(t, ember.Tensor):
+        return ["T", list(t.shape), str(t.dtype), t.requires_grad]
+    if type(t).__name__ == "SavedTensor":
+        d = t.data
+        return ["S", t.is_output, t.nr, t.requires_grad, list(d.shape), str(d.dtype), type(d.grad_fn).__name__,
+                getattr(t, "origin", "?") is None]
+    return repr(t)
+def desc(fn):
+    if fn is None:
+        return None
+    if id(fn) in seen:
+        return seen[id(fn)]
+    seen[id(fn)] = len(seen)
+    d = {"name": type(fn).__name__, "nout": getattr(fn, "_num_outputs", None),
+         "next": [(desc(f), nr) for f, nr in fn.next_functions], "saved": {}}
+    for a in dir(fn):
+        if a.startswith("_saved_"):
+            try:
+                val = getattr(fn, a)
+            except Exception as e:
+                val = type(e).__name__
+            if isinstance(val, ember.Tensor):
+                val = ["T", list(val.shape), str(val.dtype), val.requires_grad, type(val.grad_fn).__name__]
+            elif isinstance(val, (tuple, list)):
+                val = [sv(t) for t in val]
+            else:
+                val = repr(val)
+            d["saved"][a] = val
+    return d
+res = []
+for o in outs:
+    m = o._autograd_meta
+    res.append({"grad_fn": desc(o.grad_fn), "rg": o.requires_grad, "nr": None if m is None else m.output_nr})
+ember.autograd.set_detect_anomaly(False)  # (the fake host's values are garbage: no NaN check)
+# backward through everything runs
+loss = sum(o.float().sum() for o in outs)
+loss.backward()
+res.append([list(t.grad.shape) for t in (x, w, b, q, k, v)])
+print(json.dumps({"graph": res, "python_calls": python_calls}, sort_keys=True))
+"""
+
+
+@_NATIVE
+def test_several_output_calls_are_recorded_natively_as_in_python(tmp_path):
+    """layer_norm, flash SDPA (plain and under autocast), max.dim, var_mean and sort on the fake CUDA host: the
+    fast path records their several outputs natively (no _recording.record_computed call), with the graph
+    autograd's Python recording gives them (anomaly mode takes it): node classes, next_functions and
+    output numbers, _num_outputs, saved arguments and outputs (is_output, nr, requires_grad, data), each
+    output's requires_grad and output_nr, and a backward through all of them."""
+    native, python = _fake_host_runs(tmp_path, _MULTI_OUTPUT_PROGRAM,
+                                     [{"EMBER_TEST_RECORDING": way} for way in ("native", "python")])
+    assert native["python_calls"] == [] and python["python_calls"] == []
+    assert native["graph"] == python["graph"]
+    names = {g["grad_fn"]["name"] for g in native["graph"][:-1]}
+    assert {"NativeLayerNormBackward0", "ScaledDotProductFlashAttentionBackward0", "MaxBackward0",
+            "VarMeanBackward0", "SortBackward0"} <= names, names
