@@ -23,7 +23,8 @@ returns False and the core's composite runs (same equations, PyTorch's results).
 from __future__ import annotations
 
 import math
-from operator import attrgetter, is_, itemgetter
+import weakref
+from operator import attrgetter, is_, itemgetter, methodcaller
 
 import numpy as np
 
@@ -179,13 +180,15 @@ _PLANS: dict = {}  # (len, id of first and last param) -> plan
 _PLANS_KEPT = 4
 _SHAPE = attrgetter("_shape")
 _DEVICE, _DTYPE = attrgetter("_device"), attrgetter("dtype")
+_DEREF = methodcaller("__call__")
 
 
 class _Plan:
     __slots__ = ("params", "groups")
 
     def __init__(self, params, groups):
-        self.params = params  # the parameter tuple (compared by identity)
+        # weak references to the parameters (compared by identity): a plan keeps no model's memory alive
+        self.params = tuple(map(weakref.ref, params))
         self.groups = groups  # [(device, dtype, pick or None, shapes)]: pick(list) -> the group's items
 
 
@@ -208,14 +211,14 @@ def _make_plan(params):
             pick = (lambda get: lambda items: list(get(items)))(getter)
         shapes = tuple(map(_SHAPE, params if pick is None else pick(params)))
         groups.append((device, dtype, pick, shapes))
-    return _Plan(tuple(params), groups)
+    return _Plan(params, groups)
 
 
 def _plan_for(params):
     n = len(params)
     key = (n, id(params[0]), id(params[-1]))
     plan = _PLANS.get(key)
-    if plan is None or not all(map(is_, plan.params, params)):
+    if plan is None or len(plan.params) != n or not all(map(is_, map(_DEREF, plan.params), params)):
         plan = _make_plan(params)
         if plan is None:
             return None
