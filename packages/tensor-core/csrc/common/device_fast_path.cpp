@@ -150,7 +150,7 @@ PyObject* kwargs_dict(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
 }
 
 // Whether `out` is what the native recorder takes for several outputs: a tuple of 2-8 distinct fresh
-// ember.Tensors (none an argument, none complex, no autograd state yet), one of them floating.
+// ember.Tensors (none an argument or a view, none complex, no autograd state yet), one of them floating.
 bool multi_recordable(PyObject* out, PyObject* const* args, Py_ssize_t nargs) {
   if (!PyTuple_CheckExact(out)) return false;
   const Py_ssize_t n = PyTuple_GET_SIZE(out);
@@ -162,8 +162,9 @@ bool multi_recordable(PyObject* out, PyObject* const* args, Py_ssize_t nargs) {
     if (Py_TYPE(o) != cls) return false;
     auto* t = reinterpret_cast<TensorObject*>(o);
     if (t->dtype_code < 0 || t->dtype_code == 10 || t->dtype_code == 11 || t->rg) return false;
+    // no autograd state yet, and not a view (split's, unbind's: a view's grad_fn setter stamps its version)
     if ((t->autograd_meta != nullptr && t->autograd_meta != Py_None) ||
-        (t->grad_fn != nullptr && t->grad_fn != Py_None))
+        (t->grad_fn != nullptr && t->grad_fn != Py_None) || (t->base != nullptr && t->base != Py_None))
       return false;
     floating = floating || (t->dtype_code >= 6 && t->dtype_code <= 9);
     for (Py_ssize_t j = 0; j < nargs; ++j)
