@@ -9,6 +9,7 @@ host costs can be profiled on any machine; device results are garbage and never 
     python benchmarks/host_cuda_fake.py gpt2 [--layers N] [--profile] [--mode M]  # host ms per training step
                                                    # (--mode: the model under ember.compile)
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
+    python benchmarks/host_cuda_fake.py adam [--layers N] [--profile]  # GPT-2's fused AdamW opt.step() alone
 """
 
 from __future__ import annotations
@@ -140,6 +141,37 @@ def bench_gpt2(layers: int, steps: int, profile: bool, mode=None) -> float:
     return statistics.median(times) * 1e3
 
 
+def bench_adam(layers: int, steps: int, profile: bool) -> tuple:
+    """Host CPU ms of ``opt.step()`` (AdamW, fused=True) over GPT-2's parameters, grads set once: (min, median)."""
+    import ember
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_cuda_gpt2 import build
+
+    ember.manual_seed(0)
+    params = list(build(ember, layers).to("cuda").parameters())
+    opt = ember.optim.AdamW(params, lr=3e-4, weight_decay=0.1, fused=True)
+    for p in params:
+        p.grad = ember.empty_like(p)
+    for _ in range(3):
+        opt.step()
+    times = []
+    for _ in range(max(steps, 50)):
+        t0 = time.thread_time()
+        opt.step()
+        times.append(time.thread_time() - t0)
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        opt.step()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+    return min(times) * 1e3, statistics.median(times) * 1e3
+
+
 def bench_gpt_compiled(steps: int, profile: bool, mode) -> float:
     """Host CPU us per call of ``ember.compile``'s mini-GPT forward (bench_compile_triton's program)."""
     import numpy as np
@@ -181,7 +213,7 @@ def bench_gpt_compiled(steps: int, profile: bool, mode) -> float:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled"))
+    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled", "adam"))
     ap.add_argument("--mode", default=None)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--steps", type=int, default=5)
@@ -190,6 +222,10 @@ def main():
     install()
     if args.what == "add":
         print(f"1-element add: {bench_add():.2f} host CPU us/call (best of 5; no GPU: launches are no-ops)")
+    elif args.what == "adam":
+        best, med = bench_adam(args.layers, args.steps, args.profile)
+        print(f"GPT-2 ({args.layers} layers) AdamW(fused=True) opt.step(): {best:.3f} min / {med:.3f} median "
+              "host CPU ms")
     elif args.what == "gpt_compiled":
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")

@@ -675,3 +675,189 @@ def test_cross_entropy_backward_launches_with_the_saved_lse(tmp_path):
     backward = [b["constexprs"]["HAS_LSE"] for b in run["built"] if not b["forward"]]
     forward = [b for b in run["built"] if b["forward"]]
     assert len(forward) == 5 and backward == [True] * 4 + [False], run["built"]
+
+
+# -- the fused Adam/AdamW step's host path (Note [fused Adam plans]) ---------------------------------
+
+_ADAM_PROGRAM = _RECORDED_HOST + r"""
+from ember._cuda import _ops_optim
+if sys.argv[2] == "general":  # every step through the per-parameter path (the plans' reference)
+    _ops_optim._plan_for = lambda params: None
+ember.manual_seed(0)
+model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.LayerNorm(32),
+                            ember.nn.Linear(32, 8), ember.nn.Linear(8, 3)).to("cuda")
+extra = ember.nn.Linear(3, 5).to("cuda", dtype=ember.float64)
+mixed = sys.argv[3] == "mixed"
+params = list(model.parameters()) + (list(extra.parameters()) if mixed else [])
+opt = ember.optim.AdamW(params, lr=1e-3, weight_decay=0.1, fused=True)
+x = ember.randn(4, 16).to("cuda")
+per_step, logged = [], []
+for step in range(4):
+    loss = model(x).sum()
+    if mixed:
+        loss = loss + extra(ember.ones(2, 3, dtype=ember.float64).to("cuda")).sum().float()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if step == 2:  # a parameter whose counter is behind: steps differ (per-chunk step sizes)
+        opt.state[params[1]]["step"].sub_(1)
+    logged += _C._device_launch_log()  # (the log is handed over and cleared)
+    opt.step()
+    launched = _C._device_launch_log()
+    per_step.append(len(launched))
+    logged += launched
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in logged + _C._device_launch_log()]
+steps = [opt.state[p]["step"].item() for p in params]
+versions = [opt.state[p]["step"]._version for p in params]
+print(json.dumps({"log": log, "per_step": per_step, "steps": steps, "versions": versions,
+                  "ids": {k: v for k, v in ids.items()}, "stats": ember.cuda.memory_stats()}))
+"""
+
+
+@_NATIVE
+def test_fused_adam_plans_launch_as_the_per_parameter_path(tmp_path):
+    """GPT-2's optimizer step goes through a plan kept per parameter list (one launch per device and dtype,
+    the step counters and addresses read natively): on the fake CUDA host it launches what the
+    per-parameter path launches (every argument byte), including a step where the counters differ."""
+    plan, general = _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace("sys.argv[2]", "'plan'").replace(
+        "sys.argv[3]", "'one'"), [{}])[0], _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace(
+            "sys.argv[2]", "'general'").replace("sys.argv[3]", "'one'"), [{}])[0]
+    assert plan["per_step"] == [1, 1, 1, 1]  # one chunked launch for the 8 parameters
+    assert plan["log"] == general["log"]
+    assert plan["stats"] == general["stats"]
+    assert plan["steps"] == general["steps"] == [4.0, 3.0] + [4.0] * 6
+    assert plan["versions"] == general["versions"]
+
+
+@_NATIVE
+def test_fused_adam_plans_group_by_dtype(tmp_path):
+    """float32 and float64 parameters in one group: one launch per dtype (the per-parameter path refuses a
+    mixed list, so the core's composite ran: ~8 launches per parameter)."""
+    (run,) = _fake_host_runs(tmp_path, _ADAM_PROGRAM.replace("sys.argv[2]", "'plan'").replace(
+        "sys.argv[3]", "'mixed'"), [{}])
+    assert run["per_step"] == [2, 2, 2, 2]
+    assert run["steps"] == [4.0, 3.0] + [4.0] * 8
+
+
+def test_native_optimizer_helpers_on_cpu():
+    """_C._cpu_scalars / _dense_ptrs / _bump_versions (the optimizers' per-step bookkeeping) against the
+    per-tensor operations they stand for; anything they do not take answers None with nothing written."""
+    import ember
+
+    a, b = ember.tensor(1.5), ember.tensor(2.0, dtype=ember.float64)
+    va, vb = a._version, b._version
+    assert _C._cpu_scalars([a, b], False) == [1.5, 2.0] and (a._version, b._version) == (va, vb)
+    assert _C._cpu_scalars([a, b], True) == [2.5, 3.0]
+    assert (a.item(), b.item(), a._version, b._version) == (2.5, 3.0, va + 1, vb + 1)
+    big = ember.tensor(16777216.0)  # float32 arithmetic, as add_: 2^24 + 1 rounds back
+    assert _C._cpu_scalars((big,), True) == [16777216.0]
+    for bad in (ember.tensor(3), ember.zeros(2), ember.zeros(2)[:1], "x"):
+        assert _C._cpu_scalars([a, bad], True) is None
+    assert a.item() == 2.5 and a._version == va + 1
+
+    x, y = ember.zeros(3, 4), ember.zeros(4, 3)
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, None) == (x.data_ptr(), y.data_ptr())
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, (x._shape, y._shape)) == (x.data_ptr(), y.data_ptr())
+    assert _C._dense_ptrs([x[1:]], x.dtype, x._device, None) == (x[1:].data_ptr(),)
+    assert _C._dense_ptrs([x, y], x.dtype, x._device, (x._shape, x._shape)) is None
+    assert _C._dense_ptrs([x, y.t()], x.dtype, x._device, None) is None
+    assert _C._dense_ptrs([x, y.double()], x.dtype, x._device, None) is None
+    assert _C._dense_ptrs([x, 1], x.dtype, x._device, None) is None
+    with pytest.raises(TypeError):
+        _C._dense_ptrs(x, x.dtype, x._device, None)
+
+    vx, vy = x._version, y._version
+    _C._bump_versions([x], (y, x))
+    assert (x._version, y._version) == (vx + 2, vy + 1)
+
+
+# -- several-output calls recorded natively ------------------------------------------------------------
+
+_MULTI_OUTPUT_PROGRAM = r"""import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+import ember.autograd._recording as _recording
+python_calls = []
+_computed = _recording.record_computed
+_recording.record_computed = lambda *a: (python_calls.append(a[0].name), _computed(*a))[1]
+# anomaly mode: autograd's Python recording
+ember.autograd.set_detect_anomaly(os.environ["EMBER_TEST_RECORDING"] == "python")
+ember.manual_seed(0)
+F = ember.nn.functional
+x = ember.randn(2, 8, 32).to("cuda").requires_grad_()
+w = ember.randn(32).to("cuda").requires_grad_()
+b = ember.randn(32).to("cuda").requires_grad_()
+q = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+k = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+v = ember.randn(2, 4, 8, 16).to("cuda").requires_grad_()
+outs = []
+outs.append(F.layer_norm(x, (32,), w, b))
+outs.append(F.layer_norm(x, (32,)))
+outs.append(F.dropout(x, 0.1, training=True))
+outs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+with ember.autocast("cuda", dtype=ember.bfloat16):
+    outs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    outs.append(F.layer_norm(x, (32,), w, b))
+
+outs.append(x.max(dim=-1)[0])
+outs.append(ember.var_mean(x, dim=-1)[1])
+outs.append(ember.sort(x, dim=-1)[0])
+seen = {}
+def sv(t):
+    if isinstance(t, ember.Tensor):
+        return ["T", list(t.shape), str(t.dtype), t.requires_grad]
+    if type(t).__name__ == "SavedTensor":
+        d = t.data
+        return ["S", t.is_output, t.nr, t.requires_grad, list(d.shape), str(d.dtype), type(d.grad_fn).__name__,
+                getattr(t, "origin", "?") is None]
+    return repr(t)
+def desc(fn):
+    if fn is None:
+        return None
+    if id(fn) in seen:
+        return seen[id(fn)]
+    seen[id(fn)] = len(seen)
+    d = {"name": type(fn).__name__, "nout": getattr(fn, "_num_outputs", None),
+         "next": [(desc(f), nr) for f, nr in fn.next_functions], "saved": {}}
+    for a in dir(fn):
+        if a.startswith("_saved_"):
+            try:
+                val = getattr(fn, a)
+            except Exception as e:
+                val = type(e).__name__
+            if isinstance(val, ember.Tensor):
+                val = ["T", list(val.shape), str(val.dtype), val.requires_grad, type(val.grad_fn).__name__]
+            elif isinstance(val, (tuple, list)):
+                val = [sv(t) for t in val]
+            else:
+                val = repr(val)
+            d["saved"][a] = val
+    return d
+res = []
+for o in outs:
+    m = o._autograd_meta
+    res.append({"grad_fn": desc(o.grad_fn), "rg": o.requires_grad, "nr": None if m is None else m.output_nr})
+ember.autograd.set_detect_anomaly(False)  # (the fake host's values are garbage: no NaN check)
+# backward through everything runs
+loss = sum(o.float().sum() for o in outs)
+loss.backward()
+res.append([list(t.grad.shape) for t in (x, w, b, q, k, v)])
+print(json.dumps({"graph": res, "python_calls": python_calls}, sort_keys=True))
+"""
+
+
+@_NATIVE
+def test_several_output_calls_are_recorded_natively_as_in_python(tmp_path):
+    """layer_norm, flash SDPA (plain and under autocast), max.dim, var_mean and sort on the fake CUDA host: the
+    fast path records their several outputs natively (no _recording.record_computed call), with the graph
+    autograd's Python recording gives them (anomaly mode takes it): node classes, next_functions and
+    output numbers, _num_outputs, saved arguments and outputs (is_output, nr, requires_grad, data), each
+    output's requires_grad and output_nr, and a backward through all of them."""
+    native, python = _fake_host_runs(tmp_path, _MULTI_OUTPUT_PROGRAM,
+                                     [{"EMBER_TEST_RECORDING": way} for way in ("native", "python")])
+    assert native["python_calls"] == [] and python["python_calls"] == []
+    assert native["graph"] == python["graph"]
+    names = {g["grad_fn"]["name"] for g in native["graph"][:-1]}
+    assert {"NativeLayerNormBackward0", "ScaledDotProductFlashAttentionBackward0", "MaxBackward0",
+            "VarMeanBackward0", "SortBackward0"} <= names, names

@@ -192,3 +192,38 @@ def test_fused_step_bumps_versions_for_autograd():
                       nesterov=False, maximize=False, is_first_step=False)
     with pytest.raises(RuntimeError):
         z.backward()
+
+
+@pytest.mark.parametrize("flag", ["fused", "foreach", None])
+def test_step_counters_and_versions_match_torch(flag):
+    """The counters are bumped in one native call (_C._cpu_scalars) for plain float CPU counters: values,
+    dtypes and version counters as torch's after a few steps, with one counter left behind; under a dispatch
+    mode the adds are visible as ops."""
+    from ember.dispatch import DispatchMode
+
+    ours, theirs = pair(dtype="float32")
+    kw = {flag: True} if flag else {}
+    opt_e = ember.optim.AdamW(ours.params, lr=0.01, **kw)
+    opt_t = torch.optim.AdamW(theirs.params, lr=0.01, **kw)
+    for step in range(3):
+        opt_e.step(ours.closure(opt_e))
+        opt_t.step(theirs.closure(opt_t))
+        if step == 0:
+            opt_e.state[ours.params[0]]["step"].sub_(1)
+            opt_t.state[theirs.params[0]]["step"].sub_(1)
+    for pe, pt in zip(ours.params, theirs.params):
+        se, st = opt_e.state[pe]["step"], opt_t.state[pt]["step"]
+        assert se.item() == st.item() and str(se.dtype) == str(st.dtype).replace("torch", "ember")
+        assert se._version == st._version
+    assert_params_close(ours, theirs, "float32")
+
+    seen = []
+
+    class Log(DispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        opt_e.step()
+    assert sum("add_" in name for name in seen) >= len(ours.params)

@@ -199,13 +199,115 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   return PyTuple_GET_ITEM(s, 2) == Py_None ? kGradNone : kGradRecord;
 }
 
-int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssize_t nargs) {
+namespace {
+
+PyObject* s_save_output = nullptr;     // "save_output"
+PyObject* s_nondiff_outputs = nullptr; // "nondiff_outputs"
+
+// _recording._saves_output(formula, i): whether the formula keeps output i (save_output: a bool or a
+// container of output positions); -1 on error.
+int saves_output_at(PyObject* keep, Py_ssize_t i) {
+  if (PyBool_Check(keep)) return keep == Py_True;
+  PyObject* index = PyLong_FromSsize_t(i);
+  if (index == nullptr) return -1;
+  const int in = PySequence_Contains(keep, index);
+  Py_DECREF(index);
+  return in;
+}
+
+// make_node's saved outputs and set_history for a call with several fresh tensor outputs (the node
+// is already built for output 0's recording): every output the formula keeps saved as
+// SavedTensor(o, True, i), the node's _num_outputs, and each floating output not in the formula's
+// nondiff_outputs given (node, i) as its history.
+int finish_outputs(PyObject* node, PyObject* outs) {
+  auto* n = reinterpret_cast<NodeObject*>(node);
+  const Py_ssize_t count = PyTuple_GET_SIZE(outs);
+  if (s_save_output == nullptr) {
+    s_save_output = PyUnicode_InternFromString("save_output");
+    s_nondiff_outputs = PyUnicode_InternFromString("nondiff_outputs");
+  }
+  PyObject* keep = PyObject_GetAttr(n->formula, s_save_output);
+  if (keep == nullptr) return -1;
+  PyObject* skip = PyObject_GetAttr(n->formula, s_nondiff_outputs);
+  if (skip == nullptr) {
+    Py_DECREF(keep);
+    return -1;
+  }
+  PyObject* saved = nullptr;
+  int rc = -1;
+  if (PyObject_IsTrue(keep) == 1) {
+    saved = PyTuple_New(count);
+    if (saved == nullptr) goto done;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      auto* o = reinterpret_cast<TensorObject*>(PyTuple_GET_ITEM(outs, i));
+      const int want = saves_output_at(keep, i);
+      if (want < 0) goto done;
+      PyObject* item = Py_NewRef(Py_None);
+      if (want) {
+        Py_DECREF(item);
+        PyObject* data = alias_of(o);
+        item = data == nullptr ? nullptr
+                               : new_saved(data, o, true, o->dtype_code >= 6 && o->dtype_code <= 11 ? Py_True : Py_False);
+        if (item == nullptr) goto done;
+        Py_SETREF(reinterpret_cast<SavedObject*>(item)->nr, PyLong_FromSsize_t(i));
+        if (reinterpret_cast<SavedObject*>(item)->nr == nullptr) {
+          Py_DECREF(item);
+          goto done;
+        }
+      }
+      PyTuple_SET_ITEM(saved, i, item);
+    }
+    Py_SETREF(n->saved_outputs, saved);
+    saved = nullptr;
+  }
+  Py_XSETREF(n->num_outputs, PyLong_FromSsize_t(count));
+  if (n->num_outputs == nullptr) goto done;
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(outs, i);
+    auto* o = reinterpret_cast<TensorObject*>(item);
+    if (o->dtype_code < 6 || o->dtype_code > 9) continue;
+    PyObject* index = PyLong_FromSsize_t(i);
+    if (index == nullptr) goto done;
+    const int skipped = PySequence_Contains(skip, index);
+    if (skipped != 0) {
+      Py_DECREF(index);
+      if (skipped < 0) goto done;
+      continue;
+    }
+    if (i > 0) {
+      PyObject* meta = PyObject_CallOneArg(g_reg.meta_cls, index);
+      if (meta == nullptr) {
+        Py_DECREF(index);
+        goto done;
+      }
+      Py_XSETREF(o->autograd_meta, meta);
+    }
+    Py_DECREF(index);
+    Py_XSETREF(o->grad_fn, Py_NewRef(node));
+    Py_XSETREF(o->requires_grad, Py_NewRef(Py_True));
+    o->rg = 1;
+  }
+  rc = 0;
+done:
+  Py_XDECREF(saved);
+  Py_DECREF(keep);
+  Py_DECREF(skip);
+  return rc;
+}
+
+}  // namespace
+
+int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssize_t nargs, PyObject** node_out) {
+  // Several outputs (layer_norm's, SDPA's, native_dropout's): the node as make_node builds it (every
+  // tensor argument saved, whatever the formula reads), recorded on output 0 and then finished.
+  PyObject* outs = PyTuple_CheckExact(out_obj) ? out_obj : nullptr;
+  if (outs != nullptr) out_obj = PyTuple_GET_ITEM(outs, 0);
   auto* out = reinterpret_cast<TensorObject*>(out_obj);
-  if (out->dtype_code < 6 || out->dtype_code > 9) return 0;  // not real floating: nothing to record
+  if (outs == nullptr && (out->dtype_code < 6 || out->dtype_code > 9)) return 0;  // not real floating
   PyObject* formula = PyTuple_GET_ITEM(spec, 1);
   PyTypeObject* cls = node_class_for(spec, args, nargs);
-  bool reads = PyTuple_GET_ITEM(spec, 3) == Py_True;
-  bool saves_output = PyTuple_GET_ITEM(spec, 4) == Py_True;
+  bool reads = outs != nullptr || PyTuple_GET_ITEM(spec, 3) == Py_True;
+  bool saves_output = outs == nullptr && PyTuple_GET_ITEM(spec, 4) == Py_True;
   bool meta_only = PyTuple_GET_ITEM(spec, 5) == Py_True;  // the formula reads metadata only: stand-ins
   // A number operand gets an edge (None, 0) too (Note [Number operands' edges], autograd's _recording.py).
   bool number_edges = PyTuple_GET_ITEM(spec, 7) == Py_True;
@@ -343,6 +445,15 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     n->saved_outputs = saved_outputs;
     n->args_need_node = Py_NewRef(Py_False);
     n->history_node = Py_NewRef(Py_None);
+    if (outs != nullptr) {
+      const int rc = finish_outputs(node, outs);
+      if (rc == 0 && node_out != nullptr) {
+        *node_out = node;  // the caller's reference
+      } else {
+        Py_DECREF(node);
+      }
+      return rc;
+    }
     Py_SETREF(out->grad_fn, node);
     Py_SETREF(out->requires_grad, Py_NewRef(Py_True));
     out->rg = 1;

@@ -57,7 +57,10 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec);
 
 // Gives `out` (a fresh result of `op`) its backward node; args are the op's positional args.
 // 0 on success, -1 with an error set.
-int grad_record(PyObject* spec, PyObject* out, PyObject* const* args, Py_ssize_t nargs);
+// `out` may be a tuple of several fresh tensor outputs (the node then goes to every floating output not
+// in the formula's nondiff_outputs, and to *node_out, a new reference, when node_out is given).
+int grad_record(PyObject* spec, PyObject* out, PyObject* const* args, Py_ssize_t nargs,
+                PyObject** node_out = nullptr);
 
 void bind_autograd_record(PyObject* module);
 void bind_autograd_engine(PyObject* module);  // autograd_engine.cpp

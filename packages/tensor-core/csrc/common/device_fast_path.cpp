@@ -149,6 +149,32 @@ PyObject* kwargs_dict(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames
   return d;
 }
 
+// Whether `out` is what the native recorder takes for several outputs: a tuple of 2-8 distinct fresh
+// ember.Tensors (none an argument or a view, none complex, no autograd state yet), one of them floating.
+bool multi_recordable(PyObject* out, PyObject* const* args, Py_ssize_t nargs) {
+  if (!PyTuple_CheckExact(out)) return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(out);
+  if (n < 2 || n > 8) return false;
+  auto* cls = reinterpret_cast<PyTypeObject*>(tensor_class());
+  bool floating = false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* o = PyTuple_GET_ITEM(out, i);
+    if (Py_TYPE(o) != cls) return false;
+    auto* t = reinterpret_cast<TensorObject*>(o);
+    if (t->dtype_code < 0 || t->dtype_code == 10 || t->dtype_code == 11 || t->rg) return false;
+    // no autograd state yet, and not a view (split's, unbind's: a view's grad_fn setter stamps its version)
+    if ((t->autograd_meta != nullptr && t->autograd_meta != Py_None) ||
+        (t->grad_fn != nullptr && t->grad_fn != Py_None) || (t->base != nullptr && t->base != Py_None))
+      return false;
+    floating = floating || (t->dtype_code >= 6 && t->dtype_code <= 9);
+    for (Py_ssize_t j = 0; j < nargs; ++j)
+      if (args[j] == o) return false;
+    for (Py_ssize_t j = 0; j < i; ++j)
+      if (PyTuple_GET_ITEM(out, j) == o) return false;
+  }
+  return floating;
+}
+
 // Gives `out` (the kernel's result, owned) the history autograd's recording gives it.
 PyObject* record_result(PyObject* op, PyObject* spec, PyObject* out, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) {
@@ -169,6 +195,24 @@ PyObject* record_result(PyObject* op, PyObject* spec, PyObject* out, PyObject* c
       }
       Py_SETREF(reinterpret_cast<NodeObject*>(reinterpret_cast<TensorObject*>(out)->grad_fn)->kwargs, kw);
     }
+    return out;
+  }
+  if (multi_recordable(out, args, nargs)) {  // several fresh tensors: recorded natively too
+    PyObject* node = nullptr;
+    if (grad_record(spec, out, args, nargs, &node) < 0) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    if (kwnames != nullptr) {
+      PyObject* kw = kwargs_dict(args, nargs, kwnames);
+      if (kw == nullptr) {
+        Py_DECREF(node);
+        Py_DECREF(out);
+        return nullptr;
+      }
+      Py_SETREF(reinterpret_cast<NodeObject*>(node)->kwargs, kw);
+    }
+    Py_DECREF(node);
     return out;
   }
   // Rare results: autograd's own code records them (`_recording.record_computed`).

@@ -737,7 +737,190 @@ PyObject* py_cpu_item(PyObject*, PyObject* o) {
   }
 }
 
+// -- the optimizers' per-step bookkeeping over a parameter list in one call ---------------------------
+// (ember.optim's Adam/AdamW step over GPT-2's 148 parameters: four address lists, 148 step counters and
+// 444 version bumps a step, each a Python frame or a dispatched op when done per tensor).
+
+// _dense_ptrs(tensors, dtype, device, shapes): the addresses of a list/tuple of strided, C-contiguous
+// tensors whose `dtype` and `_device` are the given objects (and whose `_shape` equals shapes[i] unless
+// shapes is None), as a tuple of ints; None when any tensor is not such a one (or a sync hook is set), for
+// the caller's general path. Nothing is written.
+PyObject* py_dense_ptrs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) ||
+      !(args[3] == Py_None || PyTuple_Check(args[3]))) {
+    PyErr_SetString(PyExc_TypeError, "_dense_ptrs(tensors: list | tuple, dtype, device, shapes: tuple | None)");
+    return nullptr;
+  }
+  if (g_sync_hook == nullptr || PyList_GET_ITEM(g_sync_hook, 0) != Py_None) Py_RETURN_NONE;
+  PyObject* seq = PySequence_Fast(args[0], "_dense_ptrs: tensors");
+  if (seq == nullptr) return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject* shapes = args[3];
+  if (shapes != Py_None && PyTuple_GET_SIZE(shapes) != n) {
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+  }
+  PyObject* out = PyTuple_New(n);
+  if (out == nullptr) {
+    Py_DECREF(seq);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
+    if (!is_tensor_base(o)) goto general;
+    {
+      auto* t = reinterpret_cast<TensorObject*>(o);
+      if (t->dtype != args[1] || t->device != args[2] || !t->offset_ok || t->dtype_code < 0 ||
+          t->dtype_code >= kNumDTypes || t->ndim < 0 || t->stride_ndim != t->ndim || !contiguous_strides(t))
+        goto general;
+      if (shapes != Py_None) {
+        PyObject* want = PyTuple_GET_ITEM(shapes, i);
+        if (t->shape != want) {
+          const int eq = t->shape == nullptr ? 0 : PyObject_RichCompareBool(t->shape, want, Py_EQ);
+          if (eq < 0) goto error;
+          if (!eq) goto general;
+        }
+      }
+      const int strided = is_strided(o);
+      if (strided < 0) goto error;
+      if (!strided) goto general;
+      const long long off = t->offset_value * itemsize(static_cast<DType>(t->dtype_code));
+      unsigned long long ptr = 0;
+      long long address;
+      if (t->storage_ptr != nullptr) {
+        if (t->storage_ptr->device == "meta") goto general;
+        address = static_cast<long long>(t->storage_ptr->data_ptr()) + off;
+      } else if (device_storage_ptr(t->storage, &ptr)) {
+        address = static_cast<long long>(ptr) + off;
+      } else {
+        goto general;
+      }
+      PyObject* value = PyLong_FromLongLong(address);
+      if (value == nullptr) goto error;
+      PyTuple_SET_ITEM(out, i, value);
+    }
+  }
+  Py_DECREF(seq);
+  return out;
+general:
+  Py_DECREF(seq);
+  Py_DECREF(out);
+  Py_RETURN_NONE;
+error:
+  Py_DECREF(seq);
+  Py_DECREF(out);
+  return nullptr;
+}
+
+// _cpu_scalars(tensors, increment): the values of a list/tuple of one-element float32/float64 CPU tensors
+// (each a base, not a view, over a _C.Storage, not an inference tensor) as a list of floats; with
+// increment true, each is first increased by one in its own dtype's arithmetic and its storage's version
+// bumped (what `t.add_(1)` does to an optimizer's step counter). None, with nothing written, when any
+// tensor is not such a one, for the caller's per-tensor path.
+PyObject* py_cpu_scalars(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !(PyList_Check(args[0]) || PyTuple_Check(args[0]))) {
+    PyErr_SetString(PyExc_TypeError, "_cpu_scalars(tensors: list | tuple, increment: bool)");
+    return nullptr;
+  }
+  const int increment = PyObject_IsTrue(args[1]);
+  if (increment < 0) return nullptr;
+  PyObject* seq = args[0];
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {  // every tensor checked before any is written
+    PyObject* o = items[i];
+    if (!is_tensor_base(o)) Py_RETURN_NONE;
+    auto* t = reinterpret_cast<TensorObject*>(o);
+    Storage* s = t->storage_ptr;
+    if (t->device_kind != kDeviceCPU || s == nullptr || s->data == nullptr || s->device != "cpu" || s->inference ||
+        t->ndim < 0 || !t->offset_ok || t->offset_value < 0 ||
+        (t->dtype_code != static_cast<int>(DType::Float32) && t->dtype_code != static_cast<int>(DType::Float64)) ||
+        (t->base != nullptr && t->base != Py_None))
+      Py_RETURN_NONE;
+    for (int32_t d = 0; d < t->ndim; ++d)
+      if (t->sizes[d] != 1) Py_RETURN_NONE;
+    if ((t->offset_value + 1) * itemsize(static_cast<DType>(t->dtype_code)) > s->nbytes) Py_RETURN_NONE;
+  }
+  PyObject* out = PyList_New(n);
+  if (out == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto* t = reinterpret_cast<TensorObject*>(items[i]);
+    Storage* s = t->storage_ptr;
+    double value;
+    if (t->dtype_code == static_cast<int>(DType::Float32)) {
+      char* p = s->data + t->offset_value * 4;
+      float v;
+      std::memcpy(&v, p, 4);
+      if (increment) {
+        v = v + 1.0f;
+        std::memcpy(p, &v, 4);
+      }
+      value = v;
+    } else {
+      char* p = s->data + t->offset_value * 8;
+      double v;
+      std::memcpy(&v, p, 8);
+      if (increment) {
+        v = v + 1.0;
+        std::memcpy(p, &v, 8);
+      }
+      value = v;
+    }
+    if (increment) ++s->version;
+    PyObject* f = PyFloat_FromDouble(value);
+    if (f == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyList_SET_ITEM(out, i, f);
+  }
+  return out;
+}
+
+// _bump_versions(*lists): `t._storage.version += 1` for every tensor of every list/tuple (a _C.Storage's
+// field, or a device storage's `version` attribute), as in-place ops do.
+PyObject* py_bump_versions(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static PyObject* one = PyLong_FromLong(1);
+  for (Py_ssize_t a = 0; a < nargs; ++a) {
+    PyObject* seq = PySequence_Fast(args[a], "_bump_versions: expected lists of tensors");
+    if (seq == nullptr) return nullptr;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
+      if (is_tensor_base(o) && reinterpret_cast<TensorObject*>(o)->storage_ptr != nullptr) {
+        ++reinterpret_cast<TensorObject*>(o)->storage_ptr->version;
+        continue;
+      }
+      PyObject* storage = PyObject_GetAttrString(o, "_storage");
+      if (storage == nullptr) {
+        Py_DECREF(seq);
+        return nullptr;
+      }
+      PyObject* version = PyObject_GetAttr(storage, s_version_attr);
+      PyObject* bumped = version == nullptr ? nullptr : PyNumber_Add(version, one);
+      Py_XDECREF(version);
+      const int rc = bumped == nullptr ? -1 : PyObject_SetAttr(storage, s_version_attr, bumped);
+      Py_XDECREF(bumped);
+      Py_DECREF(storage);
+      if (rc < 0) {
+        Py_DECREF(seq);
+        return nullptr;
+      }
+    }
+    Py_DECREF(seq);
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef tensor_functions[] = {
+    {"_dense_ptrs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_dense_ptrs)), METH_FASTCALL,
+     "_dense_ptrs(tensors, dtype, device, shapes): addresses of contiguous strided tensors of that dtype and "
+     "device (and shapes), or None."},
+    {"_cpu_scalars", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_cpu_scalars)), METH_FASTCALL,
+     "_cpu_scalars(tensors, increment): values of one-element float CPU tensors (each first += 1 when "
+     "increment), or None."},
+    {"_bump_versions", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_bump_versions)), METH_FASTCALL,
+     "_bump_versions(*lists): bumps the storage version of every tensor of every list."},
     {"_contiguous", py_contiguous, METH_O,
      "_contiguous(t): whether t's sizes and strides are C-contiguous; None where the C mirrors cannot tell."},
     {"make_tensor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_make_tensor)), METH_FASTCALL,

@@ -23,9 +23,12 @@ returns False and the core's composite runs (same equations, PyTorch's results).
 from __future__ import annotations
 
 import math
+import weakref
+from operator import attrgetter, is_, itemgetter, methodcaller
 
 import numpy as np
 
+from ember import _C
 from ember._src import dtypes as dt
 from ember._src.ops.optim import fused as core_fused
 from ember._src.tensor import Tensor
@@ -100,6 +103,7 @@ _BLOCK, _WARPS = 2048, 8  # the per-parameter kernel
 # of each operand per thread and block) keep more of them resident and end evenly.
 CHUNK, _CHUNK_BLOCK, _CHUNK_WARPS = 4096, 1024, 4
 _FLOAT = frozenset(("fp16", "bf16", "fp32", "fp64"))
+_dense_ptrs, _cpu_scalars = _C._dense_ptrs, _C._cpu_scalars
 
 
 def _contiguous(t) -> bool:
@@ -151,7 +155,7 @@ _TABLES: dict = {}  # key -> (rows, device table): the last few work tables
 _TABLES_KEPT = 4
 
 
-def _device_table(key, chunked, size: int, device, stream):
+def _device_table(key, chunked, size: int, device, stream, rest=()):
     hit = _TABLES.get(key)
     if hit is not None:
         return hit
@@ -161,8 +165,67 @@ def _device_table(key, chunked, size: int, device, stream):
     _fastcall.memcpy_htod(on_device.data_ptr(), table.ctypes.data, table.nbytes, stream)
     while len(_TABLES) >= _TABLES_KEPT:
         _TABLES.pop(next(iter(_TABLES)))  # the oldest (a freed table's block is reused in stream order)
-    _TABLES[key] = (len(table), on_device)
+    _TABLES[key] = (len(table), on_device, rest)
     return _TABLES[key]
+
+
+# Note [fused Adam plans]: a training loop calls the update with the same parameter list every step, and
+# the per-parameter Python of the general path below (operand checks, step counters, addresses: ~1 ms a
+# step for GPT-2's 148 parameters on the fake host) was most of its host cost. A plan, made once per
+# parameter list (kept by the identity of its tensors), groups the parameters by device and dtype and keeps
+# each group's shapes; a step then checks and reads every group's four address lists and the step counters
+# in native calls (_C._dense_ptrs, _C._cpu_scalars) and launches once per group, the device work table
+# found by those addresses (_TABLES). Anything a plan does not take goes to the general path.
+_PLANS: dict = {}  # (len, id of first and last param) -> plan
+_PLANS_KEPT = 4
+_SHAPE = attrgetter("_shape")
+_DEVICE, _DTYPE = attrgetter("_device"), attrgetter("dtype")
+_DEREF = methodcaller("__call__")
+
+
+class _Plan:
+    __slots__ = ("params", "groups")
+
+    def __init__(self, params, groups):
+        # weak references to the parameters (compared by identity): a plan keeps no model's memory alive
+        self.params = tuple(map(weakref.ref, params))
+        self.groups = groups  # [(device, dtype, pick or None, shapes)]: pick(list) -> the group's items
+
+
+def _make_plan(params):
+    key = {}
+    for i, (device, dtype) in enumerate(zip(map(_DEVICE, params), map(_DTYPE, params))):
+        key.setdefault((device, dtype), []).append(i)
+    if len(key) > 8:
+        return None
+    groups = []
+    for (device, dtype), idx in key.items():
+        if getattr(device, "type", None) != "cuda" or TRITON.get(dtype) not in _FLOAT:
+            return None
+        if len(idx) == len(params):
+            pick = None
+        elif len(idx) == 1:
+            pick = (lambda i: lambda items: [items[i]])(idx[0])
+        else:
+            getter = itemgetter(*idx)
+            pick = (lambda get: lambda items: list(get(items)))(getter)
+        shapes = tuple(map(_SHAPE, params if pick is None else pick(params)))
+        groups.append((device, dtype, pick, shapes))
+    return _Plan(params, groups)
+
+
+def _plan_for(params):
+    n = len(params)
+    key = (n, id(params[0]), id(params[-1]))
+    plan = _PLANS.get(key)
+    if plan is None or len(plan.params) != n or not all(map(is_, map(_DEREF, plan.params), params)):
+        plan = _make_plan(params)
+        if plan is None:
+            return None
+        while len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = plan
+    return plan
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
@@ -170,6 +233,89 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
     """Runs the update and returns True, or returns False (nothing written) for a case it does not take."""
     if amsgrad or grad_scale is not None or found_inf is not None:
         return False
+    plan = _plan_for(params)
+    if plan is None:
+        return _adam_general(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps,
+                             maximize, decoupled)
+    work = []  # every group checked before anything is launched
+    for device, dtype, pick, shapes in plan.groups:
+        index = device.index or 0
+        if allocator(index).capturing:
+            break
+        lists = (params, grads, exp_avgs, exp_avg_sqs, state_steps)
+        if pick is not None:
+            lists = tuple(map(pick, lists))
+        ptrs = [_dense_ptrs(items, dtype, device, shapes) for items in lists[:4]]
+        if None in ptrs:
+            break
+        steps = _cpu_scalars(lists[4], False)
+        if steps is None:
+            break
+        work.append((device, dtype, index, shapes, ptrs, steps, lists))
+    else:
+        lr, beta1, beta2 = float(lr), float(beta1), float(beta2)
+        eps, wd = float(eps), float(weight_decay)
+        for device, dtype, index, shapes, ptrs, steps, lists in work:
+            _launch_planned(device, dtype, index, shapes, ptrs, steps, lists, lr, beta1, beta2, eps, wd,
+                            bool(decoupled), bool(maximize))
+        return True
+    return _adam_general(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps,
+                         maximize, decoupled)
+
+
+def _launch_planned(device, dtype, index, shapes, ptrs, steps, lists, lr, beta1, beta2, eps, wd, decoupled, maximize):
+    """One group of a plan: one launch of the chunked kernel over its work table (plus one launch per
+    parameter whose operands are not 16-byte aligned)."""
+    stream = current_handle(index)
+    size = dtype.itemsize
+    uniform = steps.count(steps[0]) == len(steps)
+    if uniform:
+        step = steps[0]
+        step_sizes = lr / (1.0 - beta1 ** step)
+        bc2_sqrts = math.sqrt(1.0 - beta2 ** step)
+        key = (index, size, CHUNK, shapes, *ptrs)
+    else:
+        step_sizes = [lr / (1.0 - beta1 ** step) for step in steps]
+        bc2_sqrts = [math.sqrt(1.0 - beta2 ** step) for step in steps]
+        key = (index, size, CHUNK, shapes, *ptrs, tuple(step_sizes), tuple(bc2_sqrts))
+    hit = _TABLES.get(key)
+    if hit is None:
+        chunked, rest = ([], [], [], []), []
+        for i, shape in enumerate(shapes):
+            info = _SHAPES.get(shape)
+            n = info[1] if info is not None else math.prod(shape)
+            if n == 0:
+                continue
+            four = (ptrs[0][i], ptrs[1][i], ptrs[2][i], ptrs[3][i])
+            if (four[0] | four[1] | four[2] | four[3]) & 15:
+                rest.append(i)  # the chunked kernel assumes 16-byte aligned rows
+                continue
+            chunked[0].extend(four)
+            chunked[1].append(n)
+            chunked[2].append(step_sizes if uniform else step_sizes[i])
+            chunked[3].append(bc2_sqrts if uniform else bc2_sqrts[i])
+        hit = _device_table(key, chunked, size, device, stream, tuple(rest)) if chunked[1] else (0, None, tuple(rest))
+    rows, on_device, rest = hit
+    if rows:
+        launch = _chunk_launcher(dtype, decoupled, maximize, uniform, index)
+        if uniform:
+            first, first_bc2 = step_sizes, bc2_sqrts
+        else:  # not read by the kernel; the first tabled parameter's, as the general path passes
+            i = next(i for i, shape in enumerate(shapes) if i not in rest and math.prod(shape))
+            first, first_bc2 = step_sizes[i], bc2_sqrts[i]
+        launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, first, first_bc2)
+    if rest:
+        name = TRITON[dtype]
+        params, grads, exp_avgs, exp_avg_sqs = lists[:4]
+        for i in rest:
+            _adam_general([params[i]], [grads[i]], [exp_avgs[i]], [exp_avg_sqs[i]], [lists[4][i]], lr, beta1,
+                          beta2, wd, eps, maximize, decoupled, force_per_param=name)
+
+
+def _adam_general(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, maximize,
+                  decoupled, force_per_param=None) -> bool:
+    """The update with per-parameter checks (any list the plans do not take), one table launch or one launch per
+    parameter inside a CUDA-graph capture; False (nothing written) for a case it does not take."""
     p0 = params[0]
     device, dtype = p0._device, p0.dtype
     name = TRITON.get(dtype)
@@ -195,7 +341,7 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
     index = device.index or 0
     stream = current_handle(index)
     size = dtype.itemsize
-    if not allocator(index).capturing:
+    if force_per_param is None and not allocator(index).capturing:
         chunked = [], [], [], []
         rest = []
         shapes = _SHAPES
@@ -221,7 +367,7 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, lr, beta1, be
             key = (index, size, CHUNK, tuple(chunked[0]), tuple(chunked[1]))
             if not uniform:
                 key += (tuple(chunked[2]), tuple(chunked[3]))
-            rows, on_device = _device_table(key, chunked, size, device, stream)
+            rows, on_device, _ = _device_table(key, chunked, size, device, stream)
             launch = _chunk_launcher(dtype, bool(decoupled), bool(maximize), uniform, index)
             launch((rows, 1, 1), stream, on_device.data_ptr(), lr, beta1, beta2, eps, wd, chunked[2][0],
                    chunked[3][0])

@@ -13,11 +13,13 @@ import functools
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import ember
 from ember import Tensor
+from ember._src.ops.optim.fused import _ops_visible
 from ember.autograd.graph import RemovableHandle
 
 __all__ = [
@@ -432,17 +434,34 @@ def _steps_as_tensors(state: dict, group: dict[str, Any]) -> None:
 # PyTorch's operand order (self + value * t1 * t2, self + value * t1 / t2, PyTorch's lerp).
 
 
-def _fusable(params: list) -> bool:
+def _fusable(params: list, grads: list | None = None) -> bool:
     """Whether a group's update may run as one native pass (ember._fused_adam_ and friends):
-    float32/float64 params with dense grads of the same dtype. The fused ops themselves fall
-    back to per-tensor ops for layouts their native pass does not take."""
-    for p in params:
-        g = p.grad
-        if p.dtype not in _FUSED_DTYPES or g.dtype is not p.dtype or g.is_sparse:
-            return False
-    return bool(params)
+    float32/float64 params with dense grads of the same dtype (``grads``: the params' grads, read
+    here when not given). The fused ops themselves fall back to per-tensor ops for layouts their
+    native pass does not take."""
+    if not params:
+        return False
+    if grads is None:
+        grads = list(map(_GRAD, params))
+    dtypes = list(map(_DTYPE, params))
+    if not set(dtypes).issubset(_FUSED_DTYPES) or list(map(_DTYPE, grads)) != dtypes:
+        return False
+    # The common case (plain tensors: their class's layout is strided) needs no per-tensor property call.
+    if all(map(is_, map(_LAYOUT, grads), repeat(_STRIDED))):
+        return True
+    return not any(g.is_sparse for g in grads)
 
 
+def _bump_steps(steps: list) -> None:
+    """``s.add_(1)`` for every step counter: in one native call for plain float CPU counters (nothing
+    that must see the adds as ops active), else one op each."""
+    if _ops_visible() or ember._C._cpu_scalars(steps, True) is None:
+        for s in steps:
+            s.add_(1)
+
+
+_GRAD, _DTYPE, _LAYOUT = attrgetter("grad"), attrgetter("dtype"), attrgetter("_layout")
+_STRIDED = ember.strided
 _FUSED_DTYPES = (ember.float32, ember.float64)
 
 

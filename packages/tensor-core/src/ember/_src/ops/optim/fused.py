@@ -13,6 +13,7 @@ composite ops, so every input PyTorch accepts works. Steps are read, not bumped,
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 from ... import dispatch, dtypes
 from ..._native import _C
@@ -60,6 +61,10 @@ def _check_lists(name: str, params, *others) -> None:
     for other in others:
         if len(other) != n:
             raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got {n} and {len(other)}")
+    if others:
+        shapes = list(map(_SHAPE, params))  # C-level loops: the per-tensor check below only on a mismatch
+        if all(list(map(_SHAPE, other)) == shapes for other in others):
+            return
     for i, p in enumerate(params):
         shape = p.shape
         for other in others:
@@ -68,10 +73,12 @@ def _check_lists(name: str, params, *others) -> None:
                                    f"{tuple(other[i].shape)} at index {i}")
 
 
+_SHAPE = attrgetter("_shape")
+
+
 def _bump_versions(*lists) -> None:
-    for items in lists:
-        for t in items:
-            t._storage.version += 1  # Tensor._bump_version() inlined (a fused AdamW step bumps 3 per parameter)
+    """``Tensor._bump_version()`` of every tensor (a fused AdamW step bumps 3 per parameter), in one native call."""
+    _C._bump_versions(*lists)
 
 
 def _skip(found_inf) -> bool:
