@@ -100,6 +100,7 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
 def _lower_and_schedule(gm, example_inputs) -> tuple:
     """(graph, plan, kernels): ``gm`` lowered to buffers and scheduled into fused kernels."""
     graph = GraphLowering(gm, example_inputs)
+    graph.alias_outputs = True
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
     graph.output_names = {_output_buffer(v).name for v in outputs}

@@ -88,6 +88,9 @@ class GraphLowering:
         self.constant_buffers: dict[str, InputBuffer] = {}
         self.output_template = None
         self.outputs: list = []
+        # outputs may be returned over a buffer they view (compile's wrapper knows how; export's
+        # AOTI writers take every output from a buffer of its own)
+        self.alias_outputs = False
         self.current = ""
         self._count = 0
         self._live: list = []  # lazy values a later mutation must not overtake
@@ -161,7 +164,8 @@ class GraphLowering:
                 self.outputs = _flatten(self.output_template)
             else:
                 raise GraphFallback(f"node kind {node.op}")
-        self._alias_outputs()
+        if self.alias_outputs:
+            self._alias_outputs()
         for out in self.outputs:
             if isinstance(out, TensorValue) and getattr(out, "alias", None) is None:
                 self.realize(out)
