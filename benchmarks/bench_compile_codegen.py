@@ -103,6 +103,63 @@ need a 4-D batched GEMM; the copies are ~0.1-0.2 ms each (<1% of the forward). `
 generated kernels 29.8 ms of a 200.7 ms forward. Compile time (CPU of the process and gcc, the
 machine's load inflating wall 3-5x): tiny cold 0.28 s / warm 0.02 s, mini-GPT cold 1.73 s / warm
 0.12 s (wall 1.7 / 0.1 / 8.2 / 1.0 s while the test suites ran beside it).
+
+Session 14 (2026-12-04 16:30-17:40 UTC; the 2 cores at load 8-22 from the other sessions' builds
+and test suites, so wall clock is 2-5x CPU time and only CPU time taken in one process means
+anything; 1 thread on both sides, torch 2.13). ``--quick`` at 17:33 (load 16-20; CPU time, the
+minimum of the repeats):
+
+| case | ember eager | ember compiled | torch eager | torch.compile |
+| --- | --- | --- | --- | --- |
+| chain4, 4M float32 | 8.57 ms | 2.06 ms (4.2x eager ember) | 7.97 ms | 1.95 ms |
+| softmax 4096x1024 | 2.10 ms (70% of copy bw) | 2.90 ms (51%) | 2.58 ms (57%) | 3.21 ms (46%) |
+| layer_norm 4096x1024 | 1.96 ms (75%) | 3.23 ms (46%) | 1.65 ms (89%) | 3.62 ms (41%) |
+| gpt_fwd L4 d256 T128 B16 | 194.6 ms | 186.7 ms | 209.2 ms | 196.1 ms |
+| gpt_train step B8 (AdamW) | 302.1 ms | 292.5 ms | 323.9 ms | 307.2 ms |
+
+The same cases alternated round by round in one process (thread CPU time, median of 9-21
+rounds; ``gpt_train`` at 16:40, load ~9, and 17:31, load ~20; ``gpt_fwd`` at 17:28, load ~22):
+training step, compiled ember 317.6 / 304.5 ms against torch.compile 341.7 / 327.3 ms (0.93x,
+0.93x) and torch eager 351.0 / 336.7 ms (eager ember 306.2 ms in the second run); forward,
+186.4 ms against 201.8 (torch.compile), 208.3 (torch eager), 194.9 (eager ember). An earlier run
+of this file (16:30, load ~5) had the step at 317.8 against 308.3 ms torch.compile: single runs
+still swing ~10% either way, the alternated medians do not. That 16:30 run's other rows (CPU ms,
+same columns): chain4 4.79 / 1.35 / 4.68 / 2.05; softmax 1.71 / 2.89 / 2.55 / 2.89 (52% of copy
+bandwidth compiled); layer_norm 1.33 / 1.87 / 3.60 / 2.95 (81%); gpt_fwd 182.2 / 177.5 / 198.8 /
+247.5. chain4's compiled figure was 1.35 ms there and 2.06 ms (vs torch.compile's 1.95) at 17:33.
+
+Where the step goes (compiled ember, per-callable CPU time of the generated wrappers): the
+forward's GEMMs ~86 ms (addmm 78, bmm 8) and kernels ~15 ms; the backward's GEMMs ~176 ms (mm
+157, bmm 19) and kernels ~28-38 ms; AdamW (ember's fused kernel) 3-4 ms; wrapper and autograd
+Python a few ms. ember's OpenBLAS GEMMs run at 85-94 GFLOP/s on this AMD EPYC (Zen 4) for the
+model's shapes against MKL's 60-83 in torch (``(1024, 1024) @ (1024, 256)``: 6.2-6.3 ms vs
+8.4-8.5 ms), which is most of the margin; torch's AdamW (foreach, eager under torch.compile)
+is 13-14 ms. What the step lost in generated code, against Inductor's output for the same graph
+(``TORCH_LOGS=output_code``), and what changed:
+
+- the qkv gradient's cat read each head's q and v gradient at ``c / 64`` and ``c % 64`` of the
+  merged feature dim (a division per element, no vectorization): 1.8-2.1 ms per layer. Loop dims
+  that indices take apart with ``/`` and ``%`` by static divisors (each dividing the next and the
+  size) are now split into one loop per digit (``_cpp.split_dims``): 0.5-0.9 ms per layer.
+- every weight gradient is ``transpose(transpose(mm))``: the mm's own contiguous layout, yet a
+  graph output was always stored, so five kernels copied 3.3M floats (~3.5 ms) after the GEMMs
+  had written them. A graph output that is a contiguous view over all of a buffer the graph
+  computed (a kernel's output or a GEMM's result, when no other output is or views it) is now
+  returned over that buffer (``_graph._alias_outputs``), as Inductor returns ``mm``'s ``out``;
+  the forward's logits (``view`` of the head's ``addmm``) lost their copy too.
+
+Before and after, alternating processes (17:37, load ~17; 5 steps each; CPU time inside the
+generated wrappers' kernel callables): the backward's kernels 25.8 / 28.6 -> 22.1 / 21.6 ms, the
+forward's 11.8 / 12.8 -> 11.6 / 11.0 ms; the whole step 295.1 / 305.5 -> 297.8 / 294.6 ms (the
+~5 ms gained is inside the step's noise at this load).
+
+Left as it is: bias and layer_norm weight gradients are column sums in kernels of their own
+(Inductor fuses them into the layer_norm/GELU backward kernels that produce their input; ~5 ms
+of the backward here); the position embedding's gradient recomputes the last layer_norm
+backward inside a batch sum strided along its reduction (~1 ms: the sum is lowered before the
+extern that stores the value it reads). Through the compiled call, softmax and layer_norm stayed
+at 46-57% of the copy bandwidth in this run (eager ember's row kernels 70-75%), below the 70% of
+session 11/12's kernel-alone figures: not investigated here.
 """
 
 from __future__ import annotations

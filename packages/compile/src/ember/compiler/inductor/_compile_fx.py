@@ -100,9 +100,10 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
 def _lower_and_schedule(gm, example_inputs) -> tuple:
     """(graph, plan, kernels): ``gm`` lowered to buffers and scheduled into fused kernels."""
     graph = GraphLowering(gm, example_inputs)
+    graph.alias_outputs = True
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
-    graph.output_names = {v.buffer.name for v in outputs}
+    graph.output_names = {_output_buffer(v).name for v in outputs}
     ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
     plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
     graph.all_buffers = _all_buffers(graph, plan)
@@ -236,14 +237,20 @@ def _from_entry(gm, entry: dict, start: float) -> CompiledArtifact:
     return CompiledArtifact(call, entry["wrapper"], source, entry["kernels"], entry["externs"], seconds)
 
 
+def _output_buffer(value: TensorValue):
+    """The buffer holding graph output ``value``: its own, or the one it is returned a view of."""
+    alias = getattr(value, "alias", None)
+    return value.buffer if alias is None else alias.buffer
+
+
 def _all_buffers(graph, plan) -> dict:
     buffers: dict[str, Buffer] = {}
     for b in graph.inputs:
         if b is not None:
             buffers[b.name] = b
     for value in graph.outputs:
-        if isinstance(value, TensorValue) and value.buffer is not None:
-            buffers[value.buffer.name] = value.buffer
+        if isinstance(value, TensorValue) and _output_buffer(value) is not None:
+            buffers[_output_buffer(value).name] = _output_buffer(value)
     for name in graph.constants:
         buffers[name] = graph.constant_buffers[name]
     for item in graph.items:

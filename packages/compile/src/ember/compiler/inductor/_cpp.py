@@ -14,7 +14,19 @@ from ember._src import dtypes as dt
 
 from . import _cpp_ops as C
 from . import config
-from ._ir import Call, Cast, Const, IndexValue, Load, index_source, linear_coeff, product, walk
+from ._ir import (
+    Call,
+    Cast,
+    Const,
+    FloorDiv,
+    IndexValue,
+    Load,
+    ModularIndexing,
+    index_source,
+    linear_coeff,
+    product,
+    walk,
+)
 from ._kernel_alias import alias_name as _alias_name
 from ._kernel_alias import canonical as _canonical
 from ._scheduler import Kernel
@@ -63,6 +75,61 @@ def collapse(dims: list, sizes: dict, exprs: list):
         loops[i] = (vb, na * nb)
         del loops[i + 1]
     return loops, subs
+
+
+def split_dims(dims: list, sizes: dict, exprs: list) -> tuple:
+    """Splits loop dims that indices take apart with ``/`` and ``%`` into one loop per digit.
+
+    A reshape that merges dims of a permuted tensor reads ``x / 64`` and ``x % 64`` of one loop
+    variable (the heads of an attention gradient concatenated back into ``(B, T, C)``): a
+    division per element, which also keeps the loop from vectorizing. Where every divisor of
+    ``x`` (static, dividing its static size and one another) is known, ``x`` becomes digits
+    ``x = x_1 * b_1 + x_0`` walked by nested loops, and each quotient or remainder is a sum of
+    digits. Returns (substitution for the expressions, {dim: {digit: size}} outermost first).
+    """
+    split: dict = {}
+    digits: dict = {}
+    parts = [a for e in exprs for a in e.atoms(FloorDiv, ModularIndexing)]
+    for v in dims:
+        n = sizes[v]
+        if not isinstance(n, sympy.Integer) or n <= 1:
+            continue
+        bounds: set[int] = set()
+        ok = True
+        for a in parts:
+            if v not in a.free_symbols:
+                continue
+            if a.args[0] != v or not all(isinstance(x, sympy.Integer) for x in a.args[1:]):
+                ok = False  # a quotient of a sum (or of a symbolic divisor): leave it to C
+                break
+            if isinstance(a, FloorDiv):
+                bounds.add(int(a.args[1]))
+            else:
+                bounds.update((int(a.args[1]), int(a.args[1]) * int(a.args[2])))
+        if not ok:
+            continue
+        chain = sorted(b for b in bounds if 1 < b < int(n))
+        if not chain or any(hi % lo for lo, hi in zip([1] + chain, chain + [int(n)])):
+            continue
+        edges = [1] + chain + [int(n)]
+        names = [sympy.Symbol(f"{v.name}_{i}", integer=True, nonnegative=True) for i in range(len(edges) - 1)]
+
+        def part(lo: int, hi: int, _edges=edges, _names=names):
+            # the digits between place values lo and hi, as a number counted in units of lo
+            return sympy.Add(*[_names[i] * (_edges[i] // lo) for i in range(len(_names))
+                               if lo <= _edges[i] < hi])
+
+        for a in parts:
+            if a.args[0] != v:
+                continue
+            if isinstance(a, FloorDiv):
+                split[a] = part(int(a.args[1]), int(n))
+            else:
+                d, m = int(a.args[1]), int(a.args[2])
+                split[a] = part(d, min(d * m, int(n)))
+        split[v] = part(1, int(n))
+        digits[v] = {names[i]: sympy.Integer(edges[i + 1] // edges[i]) for i in reversed(range(len(names)))}
+    return split, digits
 
 
 class _Body:
@@ -174,6 +241,12 @@ class CppKernelWriter:
             exprs.extend(ld.index for ld in n.loads)
             exprs.extend(n.positions)  # iota values: a merged loop must not change what they read
         exprs = [e.xreplace(unit) for e in exprs]
+        split, digits = ({}, {}) if k.reduced else split_dims(vars_, sizes, exprs)
+        if split:
+            exprs = [e.xreplace(split) for e in exprs]
+            vars_ = [d for v in vars_ for d in digits.get(v, [v])]
+            for v in digits:
+                sizes.update(digits[v])
         inner_dims = [vars_[d] for d in k.reduced if vars_[d] not in unit]
         outer_dims = [v for d, v in enumerate(vars_) if d not in k.reduced and v not in unit]
         outer, subs_o = collapse(outer_dims, sizes, exprs)
@@ -182,6 +255,9 @@ class CppKernelWriter:
         self.subs = {**unit, **subs_o}
         self.subs = {v: e.xreplace(subs_i) for v, e in self.subs.items()}
         self.subs.update(subs_i)
+        if split:
+            # the original indices: the digits first, then the collapsed loops
+            self.subs = {**{key: e.xreplace(self.subs) for key, e in split.items()}, **self.subs}
         for n in k.nodes:
             if n.buf.name not in k.local:
                 self.writes[n.target] = self.buffers[n.target]

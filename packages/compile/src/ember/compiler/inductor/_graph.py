@@ -16,6 +16,7 @@ import sympy
 from ember._src import dtypes as dt
 from ember._src.device import CPU, META, to_device
 from ember._src.dispatch import DispatchMode, Op
+from ember._src.shapes import contiguous_strides as _int_strides
 from ember._src.tensor import Tensor, new_empty_tensor
 
 from ..decompositions import DECOMPOSITIONS
@@ -34,6 +35,7 @@ from ._ir import (
     ReductionBuffer,
     TensorValue,
     number_input,
+    product,
     strided_index,
     sym,
 )
@@ -86,6 +88,9 @@ class GraphLowering:
         self.constant_buffers: dict[str, InputBuffer] = {}
         self.output_template = None
         self.outputs: list = []
+        # outputs may be returned over a buffer they view (compile's wrapper knows how; export's
+        # AOTI writers take every output from a buffer of its own)
+        self.alias_outputs = False
         self.current = ""
         self._count = 0
         self._live: list = []  # lazy values a later mutation must not overtake
@@ -159,9 +164,48 @@ class GraphLowering:
                 self.outputs = _flatten(self.output_template)
             else:
                 raise GraphFallback(f"node kind {node.op}")
+        if self.alias_outputs:
+            self._alias_outputs()
         for out in self.outputs:
-            if isinstance(out, TensorValue):
+            if isinstance(out, TensorValue) and getattr(out, "alias", None) is None:
                 self.realize(out)
+
+    def _alias_outputs(self) -> None:
+        """Marks the graph outputs returned as a tensor over a stored buffer instead of a copy.
+
+        An output that is a view of a buffer this graph computes (a kernel's or a GEMM's result)
+        and that lays its elements out as a contiguous tensor of its shape, over all of that
+        buffer, is that buffer seen with the output's shape: a weight gradient
+        ``transpose(transpose(mm))`` (AOT backward), the logits' ``view`` of the head's ``addmm``.
+        Storing it again cost a copy per output (the mini-GPT step: ~3.5 ms of its backward).
+        Only when no other output is, or views, the same buffer (two outputs never share memory,
+        as with the copies), and never over an input or a view op's result (that would alias
+        memory the caller owns)."""
+        values = [out for out in self.outputs if isinstance(out, TensorValue)]
+        claims: dict = {}
+        for out in values:
+            if out.buffer is not None:
+                claims.setdefault(out.buffer.name, []).append(None)
+                continue
+            layout = self._stored_layout(out)
+            if layout is None:
+                continue
+            buf, shape, strides, offset = layout
+            if not _fresh_memory(buf, self.items):
+                continue
+            try:
+                size = tuple(int(s) for s in shape)
+                want = tuple(int(s) for s in strides)
+                whole = int(product(buf.shape))
+            except TypeError:
+                continue  # symbolic: the copy keeps its layout question out of the wrapper
+            if want != _int_strides(size) or int(product(size)) != whole or whole == 0:
+                continue
+            claims.setdefault(buf.name, []).append((out, StridedView(buf, shape, strides, offset)))
+        for entries in claims.values():
+            if len(entries) == 1 and entries[0] is not None:
+                out, view = entries[0]
+                out.alias = view
 
     def _placeholder(self, node, position):
         example = self.example_inputs[position] if position < len(self.example_inputs) else None
@@ -518,6 +562,24 @@ class GraphLowering:
         if isinstance(outputs, tuple):
             return tuple(b.as_value(self.current) if isinstance(b, Buffer) else b for b in outputs)
         return outputs.as_value(self.current) if isinstance(outputs, Buffer) else outputs
+
+
+_FRESH_EXTERNS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+
+
+def _fresh_memory(buf, items) -> bool:
+    """Whether ``buf`` is memory this graph allocates and no other tensor sees: a kernel's own
+    output, or a GEMM's result."""
+    if isinstance(buf, ComputedBuffer):
+        return buf.target is buf
+    if isinstance(buf, ReductionBuffer):
+        return True
+    if not isinstance(buf, ExternBuffer) or getattr(buf, "is_view", False):
+        return False
+    for item in items:
+        if isinstance(item, ExternCall) and item.outputs is buf:
+            return not item.mutates and item.name in _FRESH_EXTERNS
+    return False
 
 
 def _non_overlapping(shape, strides) -> bool:

@@ -106,6 +106,11 @@ def _view(base: Tensor, shape, strides, offset):
     return make_view(base, shape, strides, base._offset + offset)
 
 
+def _alias(base: Tensor, shape, strides, offset):
+    """A graph output over ``base``'s memory (a buffer of this call's, returned in another shape)."""
+    return make_tensor(base._storage, shape, strides, base._offset + offset, base.dtype, base._device)
+
+
 def _layout(t, strides):
     """An extern result in the layout the kernels read it with: ``strides`` (its meta tensor's, a
     dense permutation) or contiguous (None); a copy only if the op's result came back otherwise.
@@ -130,7 +135,8 @@ def _py(expr) -> str:
 
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
-    return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view, "_dev": CPU,
+    return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view,
+            "_alias": _alias, "_dev": CPU,
             "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor,
             "_device_front": _device_front, "_site": _site, "_SYNC_HOOK": _SYNC_HOOK,
             "_INFERENCE_USED": _INFERENCE_USED, "_GRAD_STATE": _GRAD_STATE, "_make_tensor": make_tensor}
@@ -426,7 +432,15 @@ class WrapperWriter:
 
     def _output_text(self, obj) -> str:
         if isinstance(obj, TensorValue):
-            return obj.buffer.name
+            alias = getattr(obj, "alias", None)
+            if alias is None:
+                return obj.buffer.name
+            if (alias.shape, alias.strides, alias.offset) == (alias.buffer.shape, alias.buffer.strides, 0):
+                return alias.buffer.name
+            # the buffer seen with the output's shape: a tensor of its own (no view of the buffer,
+            # which nothing else holds)
+            return (f"_alias({alias.buffer.name}, {self.shape_text(alias.shape)}, {self.shape_text(alias.strides)}, "
+                    f"{_py(alias.offset)})")
         if isinstance(obj, (list, tuple)):
             inner = "".join(self._output_text(o) + ", " for o in obj)
             return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
@@ -439,6 +453,9 @@ def _symbolic(expr) -> bool:
 
 def _flat_buffers(obj) -> list:
     if isinstance(obj, TensorValue):
+        alias = getattr(obj, "alias", None)
+        if alias is not None:
+            return [alias.buffer]
         return [obj.buffer] if obj.buffer is not None else []
     if isinstance(obj, (list, tuple)):
         return [b for o in obj for b in _flat_buffers(o)]
