@@ -106,7 +106,10 @@ def _adam(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
             _adam_one(p, grads[i], exp_avgs[i], exp_avg_sqs[i], maxes[i] if amsgrad else None,
                       float(state_steps[i].item()), lr, beta1, beta2, weight_decay, eps, maximize, grad_scale,
                       decoupled)
-    _bump_versions(params, exp_avgs, exp_avg_sqs, maxes)
+    # As many bumps as PyTorch's step: AdamW's decay is a param.mul_ of its own, the second moment a
+    # mul_ then an addcmul_.
+    _bump_versions(params, exp_avgs, exp_avg_sqs, exp_avg_sqs, maxes,
+                   params if decoupled and _scalar(weight_decay) != 0 else ())
 
 
 def _adam_one(p, g, m, v, vmax, step, lr, beta1, beta2, weight_decay, eps, maximize, grad_scale, decoupled):
