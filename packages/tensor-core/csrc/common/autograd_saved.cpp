@@ -79,9 +79,12 @@ PyObject* leaf_accumulator(TensorObject* t) {
 // graph._alias(t) for a plain strided tensor: a new tensor over the same storage, no history.
 // The shape/stride/offset objects are shared with t (immutable), so no tuple is rebuilt.
 PyObject* alias_of(TensorObject* t) {
-  if (t->ndim > kInlineDims)
-    return new_tensor(t->storage, t->storage_ptr, t->sizes, t->strides, t->ndim, t->offset_value, t->dtype_code,
-                      t->device);
+  if (t->ndim > kInlineDims) {
+    PyObject* o = new_tensor(t->storage, t->storage_ptr, t->sizes, t->strides, t->ndim, t->offset_value,
+                             t->dtype_code, t->device);
+    if (o != nullptr && t->vc != nullptr) reinterpret_cast<TensorObject*>(o)->vc = version_counter_ref(t->vc);
+    return o;
+  }
   auto* tp = reinterpret_cast<PyTypeObject*>(tensor_class());
   PyObject* o = tp->tp_alloc(tp, 0);
   if (o == nullptr) return nullptr;
@@ -108,6 +111,7 @@ PyObject* alias_of(TensorObject* t) {
   a->dtype_code = t->dtype_code;
   a->device_kind = t->device_kind;
   a->rg = 0;
+  if (t->vc != nullptr) a->vc = version_counter_ref(t->vc);  // else both read the storage's counter
   return o;
 }
 
@@ -120,9 +124,8 @@ PyObject* new_saved(PyObject* data, TensorObject* t, bool is_output, PyObject* r
   }
   auto* so = reinterpret_cast<SavedObject*>(s);
   so->data = data;  // stolen
-  // A device storage (CUDA's, a Python object) keeps its version counter as an attribute.
-  so->version = t->storage_ptr != nullptr ? PyLong_FromLongLong(t->storage_ptr->version)
-                                          : PyObject_GetAttr(t->storage, s_version);
+  int64_t version = 0;
+  so->version = tensor_version(t, &version) ? PyLong_FromLongLong(version) : PyObject_GetAttr(t->storage, s_version);
   so->is_output = Py_NewRef(is_output ? Py_True : Py_False);
   so->nr = PyLong_FromLong(0);
   so->requires_grad = Py_NewRef(requires_grad);

@@ -296,7 +296,7 @@ PyObject* fast_binary_inplace(OpObject* op, PyObject* x, PyObject* y) {
   } catch (...) {
     return NOT_HANDLED;
   }
-  a->storage_ptr->version += 1;
+  if (bump_version_fast(a) < 0) return nullptr;
   return Py_NewRef(x);
 }
 

@@ -228,6 +228,7 @@ PyObject* make_view_at(TensorObject* src, const int64_t* sizes, const int64_t* s
   Py_SETREF(o->base, Py_NewRef(base));
   o->view_of_grad = is_tensor_base(base) && reinterpret_cast<TensorObject*>(base)->rg;
   if (src->view_of_grad == 2) o->view_of_grad = 2;  // the unrecorded chain continues (tensor_impl.cpp)
+  if (src->vc != nullptr) o->vc = version_counter_ref(src->vc);  // else both read the storage's counter
   stamp_view_version(o);
   return out;
 }

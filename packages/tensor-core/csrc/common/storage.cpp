@@ -105,6 +105,7 @@ bool cacheable(size_t padded) { return padded >= kCacheMin && padded < kFreshMma
 }  // namespace
 
 Storage::~Storage() {
+  version_counter_unref(vc);
   if (owns) {
     if (cached_size)
       BlockCache::instance().give(data, cached_size);
@@ -453,7 +454,10 @@ void bind_storage(py::module_& m) {
       .def("nbytes", [](const Storage& s) { return s.nbytes; })
       .def("size", [](const Storage& s) { return s.nbytes; })
       .def_property_readonly("device_type", [](const Storage& s) { return s.device; })
-      .def_readwrite("version", &Storage::version)
+      .def_property(
+          "version", [](const Storage& s) { return s.version(); },
+          [](Storage& s, int64_t v) { s.counter()->value = v; },
+          "The default version counter's value (tensors given a counter of their own do not read it).")
       .def_readwrite("inference", &Storage::inference)
       .def(
           "share_memory_",

@@ -124,15 +124,11 @@ PyObject* s_version_attr = nullptr;  // "version"
 
 }  // namespace
 
-// The version of a view's storage: a _C.Storage's field, or a device storage's (CUDA's, a Python
-// object) `version` attribute; false when there is none to read (no check is made then).
-bool view_storage_version(TensorObject* t, int64_t* version) {
-  if (t->storage_ptr != nullptr) {
-    *version = t->storage_ptr->version;
-    return true;
-  }
-  if (t->storage == nullptr || t->storage == Py_None) return false;
-  PyObject* v = PyObject_GetAttr(t->storage, s_version_attr);
+// A device storage's (CUDA's, a Python object) default counter: its `version` attribute; false
+// when there is none to read.
+bool device_storage_version(PyObject* storage, int64_t* version) {
+  if (storage == nullptr || storage == Py_None) return false;
+  PyObject* v = PyObject_GetAttr(storage, s_version_attr);
   if (v == nullptr) {
     PyErr_Clear();
     return false;
@@ -148,14 +144,68 @@ bool view_storage_version(TensorObject* t, int64_t* version) {
   return is_int;
 }
 
+bool tensor_version(TensorObject* t, int64_t* version) {
+  if (t->vc != nullptr) {
+    *version = t->vc->value;
+    return true;
+  }
+  if (t->storage_ptr != nullptr) {
+    *version = t->storage_ptr->version();
+    return true;
+  }
+  return device_storage_version(t->storage, version);
+}
+
+int bump_version(TensorObject* t) {
+  if (t->vc != nullptr || t->storage_ptr != nullptr) return bump_version_fast(t);
+  int64_t version;
+  if (device_storage_version(t->storage, &version)) {
+    PyObject* v = PyLong_FromLongLong(version + 1);
+    if (v == nullptr) return -1;
+    int rc = PyObject_SetAttr(t->storage, s_version_attr, v);
+    Py_DECREF(v);
+    return rc;
+  }
+  t->vc = version_counter_new(1);  // a storage without a counter (a tracer's): the tensor keeps one
+  return 0;
+}
+
+// The counter `t` reads, made into an object of its own where it is a device storage's attribute
+// (t keeps it from now on), so another tensor can share it. Borrowed; null with an error set.
+VersionCounter* materialize_counter(TensorObject* t) {
+  if (t->vc != nullptr) return t->vc;
+  if (t->storage_ptr != nullptr) return t->storage_ptr->counter();
+  int64_t version = 0;
+  if (!device_storage_version(t->storage, &version)) version = 0;
+  t->vc = version_counter_new(version);
+  return t->vc;
+}
+
+int share_version_counter(TensorObject* dst, TensorObject* src) {
+  if (dst == src) return 0;
+  VersionCounter* c;
+  if (src->vc != nullptr) {
+    c = version_counter_ref(src->vc);
+  } else if (dst->storage == src->storage) {
+    c = nullptr;  // both read the storage's default counter
+  } else {
+    c = materialize_counter(src);
+    if (c == nullptr) return -1;
+    version_counter_ref(c);
+  }
+  version_counter_unref(dst->vc);
+  dst->vc = c;
+  return 0;
+}
+
 void stamp_view_version(TensorObject* t) {
   int64_t version;
-  if (t->base != nullptr && t->base != Py_None && view_storage_version(t, &version)) t->view_version = version;
+  if (t->base != nullptr && t->base != Py_None && tensor_version(t, &version)) t->view_version = version;
 }
 
 PyObject* current_grad_fn(TensorObject* t) {
   int64_t version;
-  if (t->base != nullptr && t->base != Py_None && g_view_refresh != nullptr && view_storage_version(t, &version) &&
+  if (t->base != nullptr && t->base != Py_None && g_view_refresh != nullptr && tensor_version(t, &version) &&
       version != t->view_version) {
     int64_t seen = t->view_version;
     t->view_version = version;  // first: the hook reads grad_fn itself
@@ -178,14 +228,18 @@ PyObject* get_grad_fn(PyObject* self, void*) {
   return fn == nullptr ? nullptr : Py_NewRef(fn);
 }
 
-// grad_fn and _base: stored as given; a view records its storage's version (its history is current).
+// grad_fn and _base: stored as given; a view records its version (its history is current).
 int set_history_field(PyObject* self, PyObject* value, void* closure) {
   if (set_plain(self, value, closure) < 0) return -1;
   stamp_view_version(reinterpret_cast<TensorObject*>(self));
   return 0;
 }
 
+// _base: a view shares its base's version counter (set before the history field: its stamp reads it).
 int set_base(PyObject* self, PyObject* value, void* closure) {
+  if (value != nullptr && is_tensor_base(value) &&
+      share_version_counter(reinterpret_cast<TensorObject*>(self), reinterpret_cast<TensorObject*>(value)) < 0)
+    return -1;
   if (set_history_field(self, value, closure) < 0) return -1;
   reinterpret_cast<TensorObject*>(self)->view_of_grad =
       value != nullptr && is_tensor_base(value) && reinterpret_cast<TensorObject*>(value)->rg;
@@ -496,7 +550,53 @@ PyObject* py_public_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// -- the version counter (storage.h) -------------------------------------------------------------
+
+// Whether t is an inference tensor (its storage was allocated under inference_mode); -1 on error.
+int is_inference_tensor(TensorObject* t) {
+  if (t->storage_ptr != nullptr) return t->storage_ptr->inference;
+  if (t->storage == nullptr || t->storage == Py_None) return 0;
+  PyObject* v = PyObject_GetAttr(t->storage, s_inference);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return 0;
+  }
+  int truth = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return truth;
+}
+
+PyObject* version_value(TensorObject* t) {
+  int64_t version = 0;
+  if (!tensor_version(t, &version)) version = 0;
+  return PyLong_FromLongLong(version);
+}
+
+// Tensor._version: PyTorch's (an inference tensor has no counter to read).
+PyObject* get_version(PyObject* self, void*) {
+  auto* t = reinterpret_cast<TensorObject*>(self);
+  if (g_dispatch.inference_used != nullptr && PyList_GET_ITEM(g_dispatch.inference_used, 0) != Py_False) {
+    int inf = is_inference_tensor(t);
+    if (inf < 0) return nullptr;
+    if (inf) {
+      PyErr_SetString(PyExc_RuntimeError, "Inference tensors do not track version counter.");
+      return nullptr;
+    }
+  }
+  return version_value(t);
+}
+
+// Tensor._version_value: the counter's value without the inference check (autograd, compile).
+PyObject* get_version_value(PyObject* self, void*) { return version_value(reinterpret_cast<TensorObject*>(self)); }
+
+PyObject* tensor_bump_version(PyObject* self, PyObject*) {
+  if (bump_version_fast(reinterpret_cast<TensorObject*>(self)) < 0) return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyMethodDef tensor_methods[] = {
+    {"_bump_version", tensor_bump_version, METH_NOARGS,
+     "Bumps the version counter by one (what every in-place write does)."},
     {"data_ptr", tensor_data_ptr, METH_NOARGS, "The address of the tensor's first element."},
     {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_is_contiguous)),
      METH_FASTCALL | METH_KEYWORDS, "Whether the tensor is contiguous in memory in the given memory format."},
@@ -521,6 +621,9 @@ PyGetSetDef tensor_getset[] = {
      "Whether this view was recorded from a view made without recording.", nullptr},
     {"_autograd_meta", get_plain, set_plain, "Autograd's per-tensor record.", &f_autograd_meta},
     {"shape", get_public_shape, nullptr, "The tensor's sizes (an ember.Size).", nullptr},
+    {"_version", get_version, nullptr, "The version counter's value (bumped by every in-place write).", nullptr},
+    {"_version_value", get_version_value, nullptr, "The version counter's value, inference tensors included.",
+     nullptr},
     {"ndim", get_ndim, nullptr, "The number of dimensions.", nullptr},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
@@ -573,6 +676,8 @@ void tensor_dealloc(PyObject* o) {
   tensor_clear(o);
   if (self->sizes != nullptr && self->sizes != self->inline_dims) PyMem_Free(self->sizes);
   if (self->strides != nullptr && self->strides != self->inline_dims + kInlineDims) PyMem_Free(self->strides);
+  version_counter_unref(self->vc);
+  self->vc = nullptr;
   Py_TYPE(o)->tp_free(o);
 }
 
@@ -737,6 +842,63 @@ PyObject* py_cpu_item(PyObject*, PyObject* o) {
   }
 }
 
+bool two_tensors(PyObject* const* args, Py_ssize_t nargs, const char* name) {
+  if (nargs != 2 || !is_tensor_base(args[0]) || !is_tensor_base(args[1])) {
+    PyErr_Format(PyExc_TypeError, "%s(dst, src) takes two tensors", name);
+    return false;
+  }
+  return true;
+}
+
+// _share_version_counter(dst, src): dst shares src's counter (an alias, a detached tensor).
+PyObject* py_share_version_counter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!two_tensors(args, nargs, "_share_version_counter")) return nullptr;
+  if (share_version_counter(reinterpret_cast<TensorObject*>(args[0]), reinterpret_cast<TensorObject*>(args[1])) < 0)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
+// _new_version_counter(t): t gets a fresh counter at 0 (Tensor.data: same memory, a counter of its own).
+PyObject* py_new_version_counter(PyObject*, PyObject* arg) {
+  if (!is_tensor_base(arg)) {
+    PyErr_SetString(PyExc_TypeError, "_new_version_counter(t) takes a tensor");
+    return nullptr;
+  }
+  auto* t = reinterpret_cast<TensorObject*>(arg);
+  version_counter_unref(t->vc);
+  t->vc = version_counter_new(0);
+  Py_RETURN_NONE;
+}
+
+// _keep_version_counter(t): before t is moved to another storage (set_, `.data =`): t keeps the counter
+// it reads now (the one its views and detached copies share) instead of reading the new storage's.
+PyObject* py_keep_version_counter(PyObject*, PyObject* arg) {
+  if (!is_tensor_base(arg)) {
+    PyErr_SetString(PyExc_TypeError, "_keep_version_counter(t) takes a tensor");
+    return nullptr;
+  }
+  auto* t = reinterpret_cast<TensorObject*>(arg);
+  if (t->vc == nullptr) {
+    VersionCounter* c = materialize_counter(t);
+    if (c == nullptr) return nullptr;
+    if (t->vc == nullptr) t->vc = version_counter_ref(c);
+  }
+  Py_RETURN_NONE;
+}
+
+// _same_version_counter(a, b): whether a and b share one counter (tests, debugging).
+PyObject* py_same_version_counter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!two_tensors(args, nargs, "_same_version_counter")) return nullptr;
+  auto* a = reinterpret_cast<TensorObject*>(args[0]);
+  auto* b = reinterpret_cast<TensorObject*>(args[1]);
+  if (a->vc != nullptr || b->vc != nullptr) {
+    VersionCounter* ca = a->vc != nullptr ? a->vc : a->storage_ptr != nullptr ? a->storage_ptr->counter() : nullptr;
+    VersionCounter* cb = b->vc != nullptr ? b->vc : b->storage_ptr != nullptr ? b->storage_ptr->counter() : nullptr;
+    return PyBool_FromLong(ca != nullptr && ca == cb);
+  }
+  return PyBool_FromLong(a->storage == b->storage);
+}
+
 // -- the optimizers' per-step bookkeeping over a parameter list in one call ---------------------------
 // (ember.optim's Adam/AdamW step over GPT-2's 148 parameters: four address lists, 148 step counters and
 // 444 version bumps a step, each a Python frame or a dispatched op when done per tensor).
@@ -866,7 +1028,10 @@ PyObject* py_cpu_scalars(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       }
       value = v;
     }
-    if (increment) ++s->version;
+    if (increment && bump_version_fast(t) < 0) {
+      Py_DECREF(out);
+      return nullptr;
+    }
     PyObject* f = PyFloat_FromDouble(value);
     if (f == nullptr) {
       Py_DECREF(out);
@@ -877,35 +1042,28 @@ PyObject* py_cpu_scalars(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return out;
 }
 
-// _bump_versions(*lists): `t._storage.version += 1` for every tensor of every list/tuple (a _C.Storage's
-// field, or a device storage's `version` attribute), as in-place ops do.
+// _bump_versions(*lists): bumps the version counter of every tensor of every list/tuple (t._bump_version()),
+// as in-place ops do.
 PyObject* py_bump_versions(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  static PyObject* one = PyLong_FromLong(1);
   for (Py_ssize_t a = 0; a < nargs; ++a) {
     PyObject* seq = PySequence_Fast(args[a], "_bump_versions: expected lists of tensors");
     if (seq == nullptr) return nullptr;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
-      if (is_tensor_base(o) && reinterpret_cast<TensorObject*>(o)->storage_ptr != nullptr) {
-        ++reinterpret_cast<TensorObject*>(o)->storage_ptr->version;
+      if (is_tensor_base(o)) {  // its own counter, else its storage's default one (a device storage's attribute)
+        if (bump_version(reinterpret_cast<TensorObject*>(o)) < 0) {
+          Py_DECREF(seq);
+          return nullptr;
+        }
         continue;
       }
-      PyObject* storage = PyObject_GetAttrString(o, "_storage");
-      if (storage == nullptr) {
+      PyObject* bumped = PyObject_CallMethod(o, "_bump_version", nullptr);
+      if (bumped == nullptr) {
         Py_DECREF(seq);
         return nullptr;
       }
-      PyObject* version = PyObject_GetAttr(storage, s_version_attr);
-      PyObject* bumped = version == nullptr ? nullptr : PyNumber_Add(version, one);
-      Py_XDECREF(version);
-      const int rc = bumped == nullptr ? -1 : PyObject_SetAttr(storage, s_version_attr, bumped);
-      Py_XDECREF(bumped);
-      Py_DECREF(storage);
-      if (rc < 0) {
-        Py_DECREF(seq);
-        return nullptr;
-      }
+      Py_DECREF(bumped);
     }
     Py_DECREF(seq);
   }
@@ -920,7 +1078,17 @@ PyMethodDef tensor_functions[] = {
      "_cpu_scalars(tensors, increment): values of one-element float CPU tensors (each first += 1 when "
      "increment), or None."},
     {"_bump_versions", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_bump_versions)), METH_FASTCALL,
-     "_bump_versions(*lists): bumps the storage version of every tensor of every list."},
+     "_bump_versions(*lists): bumps the version counter of every tensor of every list."},
+    {"_share_version_counter",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_share_version_counter)), METH_FASTCALL,
+     "_share_version_counter(dst, src): dst shares src's version counter."},
+    {"_new_version_counter", py_new_version_counter, METH_O,
+     "_new_version_counter(t): t gets a version counter of its own, at 0."},
+    {"_keep_version_counter", py_keep_version_counter, METH_O,
+     "_keep_version_counter(t): t keeps the version counter it reads now when it moves to another storage."},
+    {"_same_version_counter",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_same_version_counter)), METH_FASTCALL,
+     "_same_version_counter(a, b): whether a and b share one version counter."},
     {"_contiguous", py_contiguous, METH_O,
      "_contiguous(t): whether t's sizes and strides are C-contiguous; None where the C mirrors cannot tell."},
     {"make_tensor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_make_tensor)), METH_FASTCALL,

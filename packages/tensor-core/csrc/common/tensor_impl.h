@@ -56,6 +56,10 @@ struct TensorObject {
   // Whether the tensor a view was made of required grad then (Tensor._view_of_grad): a view of
   // one without a grad_fn was made without recording (Note [Views made without recording]).
   int8_t view_of_grad;
+  // The tensor's version counter when it has one of its own (`.data`, a tensor moved by set_ or
+  // `.data =`, and the views, detach() results and saved aliases of such tensors); null: the
+  // storage's default counter (a device storage's `version` attribute). See storage.h.
+  VersionCounter* vc;
   int64_t inline_dims[2 * kInlineDims];
 };
 
@@ -81,8 +85,27 @@ inline bool contiguous_strides(const TensorObject* t) {
 // The tensor's grad_fn (borrowed), a view's first rebuilt when its storage was written since its
 // history was set (Note [Stale view histories]). Null with an error set on failure.
 PyObject* current_grad_fn(TensorObject* t);
-// Records a view's current storage version as the one its history is from.
+// Records a view's current version as the one its history is from.
 void stamp_view_version(TensorObject* t);
+
+// The tensor's version: its own counter's, else its storage's default one (a device storage's
+// `version` attribute). False (no error set) where there is none to read.
+bool tensor_version(TensorObject* t, int64_t* version);
+// Bumps the tensor's version counter by one (every in-place write). -1 with an error set on failure.
+int bump_version(TensorObject* t);
+inline int bump_version_fast(TensorObject* t) {
+  if (t->vc != nullptr) {
+    ++t->vc->value;
+    return 0;
+  }
+  if (t->storage_ptr != nullptr) {
+    ++t->storage_ptr->counter()->value;
+    return 0;
+  }
+  return bump_version(t);
+}
+// Makes `dst` share `src`'s version counter (a view, a detached tensor or a saved alias of src).
+int share_version_counter(TensorObject* dst, TensorObject* src);
 
 // The registered Python classes and objects (set once by tensor.py through _C._tensor_setup).
 PyObject* tensor_class();              // ember.Tensor

@@ -494,17 +494,17 @@ def stamp_aliases_of_self(node, self: Tensor, version: int) -> None:
     memory (``x.mul_(x)``, ``x[:2].mul_(x[2:])``) get the version they had before it, as PyTorch
     saves them, so that a backward reading their overwritten values raises the version error
     instead of computing with them."""
-    storage = self._storage
+    same = _C._same_version_counter
     saved_args = tuple(tuple.__iter__(node._saved_args))
     if len(saved_args) < 2 and not node._kwargs:
         return
     for v in saved_args[1:]:
         for saved in (v if type(v) is list else (v,)):
-            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and same(saved.data, self):
                 saved.version = version
     if node._kwargs:
         for saved in node._kwargs.values():
-            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and saved.data._storage is storage:
+            if type(saved) is SavedTensor and isinstance(saved.data, Tensor) and same(saved.data, self):
                 saved.version = version
 
 
@@ -546,7 +546,7 @@ def record(op, args, kwargs):
             formula = complex_formula(name, formula)
     layout, edges, meta = _edges(args, name)
     if inplace:
-        version = self._storage.version
+        version = self._version_value
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)

@@ -155,7 +155,7 @@ def record_inplace_on_view(op, formula, args, kwargs, saved_in, make_node):
     geometry = _geometry(view, base)
     layout, edges, meta = _edges(args, op.name)
     base_edge = get_gradient_edge(base)
-    version = view._storage.version
+    version = view._version_value
     _STATE.grad_enabled = False
     try:
         out = op.call_kernel(args, kwargs)

@@ -346,8 +346,12 @@ class disable_saved_tensors_hooks:  # noqa: N801
         return False
 
 
-def increment_version(t: Tensor) -> None:
-    t._storage.version += 1
+def increment_version(tensor) -> None:
+    """Bumps the version counter of a tensor (or of each tensor of an iterable), as PyTorch's; an
+    inference tensor has no counter and is left alone."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        if not (_INFERENCE_USED[0] and t.is_inference()):
+            t._bump_version()
 
 
 def _forward_name(node_name: str) -> str:
@@ -371,7 +375,7 @@ class SavedTensor(_C.SavedTensorBase):
     def __init__(self, t: Tensor, is_output: bool, nr: int = 0):
         if _INFERENCE_USED[0] and t._storage.inference and not _GRAD_STATE.inference:
             raise RuntimeError(INFERENCE_SAVED)
-        self.version = t._storage.version
+        self.version = t._version_value
         self.is_output = is_output
         self.nr = nr
         self.requires_grad = t._requires_grad
@@ -402,7 +406,7 @@ class SavedTensor(_C.SavedTensorBase):
             raise RuntimeError(_FREED)
         if self.unpack_hook is not None:
             return self._unpack_hooked(node)
-        if data._storage.version != self.version:
+        if data._version_value != self.version:
             raise RuntimeError(self._version_message(node))
         if not self.is_output:
             return data
@@ -444,7 +448,7 @@ class SavedTensor(_C.SavedTensorBase):
             desc += f", which is output {output_nr(data)} of {_forward_name(data.grad_fn.name())},"
         return (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"{desc} is at version {data._storage.version}; expected version {self.version} instead. Hint: enable "
+            f"{desc} is at version {data._version_value}; expected version {self.version} instead. Hint: enable "
             "anomaly detection to find the operation that failed to compute its gradient, with "
             "torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
@@ -465,6 +469,7 @@ def _alias(t: Tensor) -> Tensor:
         out = type(t)._autograd_alias(t)
     else:
         out = make_tensor(t._storage, t._shape, t._stride, t._offset, t.dtype, t._device)
+        _C._share_version_counter(out, t)
         if t._layout is not strided:
             copy_layout(out, t)  # a sparse tensor's data is in its members, not its storage
     copy = _COPY_TANGENT[0]

@@ -56,9 +56,10 @@ class BatchedTensor(Tensor):
 
     @staticmethod
     def _autograd_alias(t: BatchedTensor) -> BatchedTensor:
-        # Saved for backward: shares the physical value and the version counter (the storage).
+        # Saved for backward: shares the physical value, the storage and the version counter.
         out = make_batched(t._value, t._level)
         out._storage = t._storage
+        _C._share_version_counter(out, t)
         return out
 
     def detach(self) -> BatchedTensor:

@@ -15,6 +15,7 @@ allowed; its bookkeeping lives in the instance ``__dict__`` every Tensor already
 
 from __future__ import annotations
 
+from ember import _C
 from ember._src.dispatch import sync_pending
 from ember._src.tensor import Tensor
 from ember._src.torch_function import _disabled_torch_function_impl
@@ -134,6 +135,7 @@ def materialize(t: LazyTensor, real: Tensor) -> None:
     t._requires_grad = real._requires_grad
     t.grad_fn = real.grad_fn
     t._base = real._base
+    _C._share_version_counter(t, real)
     t._autograd_meta = real._autograd_meta
     d = t.__dict__
     d.pop("_lz_v", None)

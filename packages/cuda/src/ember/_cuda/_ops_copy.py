@@ -70,7 +70,7 @@ def _contiguous_as(src, shape):
 def _copy_(self, src, non_blocking: bool = False):
     if src is self or (src._storage is self._storage and src.dtype is self.dtype and src._offset == self._offset
                        and src._stride == self._stride and src._shape == self._shape):
-        self._storage.version += 1
+        self._bump_version()
         return self
     check_write(self, (src,))
     vw._copy_check(self, src)
@@ -82,7 +82,7 @@ def _copy_(self, src, non_blocking: bool = False):
         _storage.copy(self, src, non_blocking)
     else:
         device_copy(self, src)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

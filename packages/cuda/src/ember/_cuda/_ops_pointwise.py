@@ -116,7 +116,7 @@ def _binary_kernels(name: str, kind: str):
                     else:
                         v = float(other) if compute.is_floating_point else int(other)
                         launch_linear(expr, spec, self, ps, [ps, v], n, al and not n & 15)
-                    self._storage.version += 1
+                    self._bump_version()
                     return self
         _check_real(self, other)
         if 0 in self._stride or (isinstance(other, Tensor) and other._storage is self._storage):
@@ -127,7 +127,7 @@ def _binary_kernels(name: str, kind: str):
         expr = _exprs.lookup(table, name, compute)
         oo = _operand(other, self._device)
         launch(expr, self, [self, oo], [compute, compute])
-        self._storage.version += 1
+        self._bump_version()
         if kind != pw._BOOL_RESULT and result is self.dtype and type(oo) is type(other) and \
                 (type(oo) is Tensor or type(oo) in (int, float)):
             spec = (("t", self.dtype, compute), ("t", other.dtype, compute) if type(oo) is Tensor else ("s", compute))
@@ -187,7 +187,7 @@ def _unary_kernels(name: str, kind: str):
             raise RuntimeError(f"result type {pw.type_name(result)} can't be cast to the desired output type "
                                f"{pw.type_name(self.dtype)}")
         run(self, args, self)
-        self._storage.version += 1
+        self._bump_version()
         return self
 
     return kernel, kernel_
@@ -221,7 +221,7 @@ def _fill_(self, value):
     elif not self.dtype.is_floating_point:
         value = int(value)
     launch("tl.where(mask, {0}, {0})", self, [value], [compute_of(compute)])
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -238,7 +238,7 @@ def _masked_fill_(self, mask, value):
                            f"{self._device} and {mask._device}!")
     launch("tl.where({1}, {2}, {0})", self, [self, mask, v if compute.is_floating_point else int(v)],
            [compute, dt.bool, compute])
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -258,7 +258,7 @@ def _add_scaled_kernels():
         expr = "{0} + {1} * {2}"
         launch(expr, out, [self, _operand(other, self._device), a], [compute, compute, compute])
         if in_place:
-            self._storage.version += 1
+            self._bump_version()
         return out
 
     return (lambda self, other, alpha: run(self, other, alpha, False),
@@ -285,7 +285,7 @@ def _addc_kernels(name):
         d = self._device
         launch(expr, out, [self, _operand(t1, d), _operand(t2, d), v], [compute] * 4)
         if in_place:
-            self._storage.version += 1
+            self._bump_version()
         return out
 
     return (lambda self, t1, t2, value=1: run(self, t1, t2, value, False),
@@ -309,7 +309,7 @@ def _lerp_kernels():
         launch("tl.where(tl.abs({2}) < 0.5, {0} + {2} * ({1} - {0}), {1} - ({1} - {0}) * (1.0 - {2}))", out,
                [self, _operand(end, d), w], [compute] * 3)
         if in_place:
-            self._storage.version += 1
+            self._bump_version()
         return out
 
     return (lambda self, end, weight: run(self, end, weight, False),
@@ -323,7 +323,7 @@ def _clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
     from ._ops_copy import device_copy
 
     device_copy(self, result)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

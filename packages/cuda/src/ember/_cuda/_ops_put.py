@@ -110,7 +110,7 @@ def _index_put(self, indices, values, accumulate=False):
                  n)
         if work is not self:
             self.copy_(work.to(dt.bool) if self.dtype is dt.bool else work)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

@@ -131,7 +131,7 @@ def run_scatter(self, d: int, index, src, mode: int, include_self: bool = True, 
         scatter_into(work, d, index, src, mode, include_self, name)
     if work is not self:
         self.copy_(work.to(dt.bool) if self.dtype is dt.bool and wd is not dt.bool else work)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -245,7 +245,7 @@ def _masked_scatter(self, mask, source):
                  src.data_ptr(), _flag(device), n, src.numel(), _code("masked_scatter"))
         if work is not self:
             self.copy_(work)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

@@ -112,7 +112,7 @@ def _update_running(running, stat, momentum: float):
         return
     launch("{0} * {1} + {2} * {3}", running, [running, 1.0 - momentum, stat, momentum],
            [_cd(running.dtype)] * 4)
-    running._storage.version += 1
+    running._bump_version()
 
 
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):

@@ -234,15 +234,7 @@ class Tensor(_C.TensorBase):
 
         return TypedStorage(wrap_storage=self._storage, dtype=self.dtype, _internal=True)
 
-    @property
-    def _version(self) -> int:
-        storage = self._storage
-        if grad_mode.INFERENCE_USED[0] and storage.inference:
-            raise RuntimeError("Inference tensors do not track version counter.")
-        return storage.version
-
-    def _bump_version(self) -> None:
-        self._storage.version += 1
+    # _version, _version_value and _bump_version() are the C base's (Note [Version counters]).
 
     @property
     def requires_grad(self) -> bool:
@@ -290,12 +282,15 @@ class Tensor(_C.TensorBase):
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        out = self.detach()
+        _C._new_version_counter(out)  # the same memory, a counter of its own (PyTorch's variable_data())
+        return out
 
     @data.setter
     def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
+        _C._keep_version_counter(self)  # self keeps its counter (shared with its views), not other's
         self._storage = other._storage
         self._shape = other._shape
         self._stride = other._stride
@@ -330,9 +325,11 @@ class Tensor(_C.TensorBase):
         if source is None:
             source = _C.Storage.allocate(0) if self._device.type == "cpu" else _C.Storage.meta(0)
             size, stride, storage_offset = (0,), (1,), 0
+        _C._keep_version_counter(self)  # self keeps its own counter over the new memory
         if isinstance(source, Tensor):
             self._storage, self._shape, self._stride = source._storage, source._shape, source._stride
             self._offset, self.dtype = source._offset, source.dtype
+            self._bump_version()
             return self
         from .storage import TypedStorage
 
@@ -357,6 +354,7 @@ class Tensor(_C.TensorBase):
                 source.resize_(needed)
         check_view_bounds(source, size, stride, storage_offset, self.dtype)
         self._storage, self._shape, self._stride, self._offset = source, size, stride, int(storage_offset)
+        self._bump_version()
         return self
 
     def as_subclass(self, cls):
@@ -370,6 +368,7 @@ class Tensor(_C.TensorBase):
             return out
         out = object.__new__(cls)
         _init_fields(out, self._storage, self._shape, self._stride, self._offset, self.dtype, self._device)
+        _C._share_version_counter(out, self)
         return copy_layout(out, self)
 
     # -- Python protocols ---------------------------------------------------------------

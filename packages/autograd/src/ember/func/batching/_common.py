@@ -151,4 +151,4 @@ def inplace_error(op_name: str) -> RuntimeError:
 
 def finish_inplace(self_wrapper) -> None:
     """An in-place rule changed the wrapper's physical value: bump the wrapper's version too."""
-    self_wrapper._storage.version += 1
+    self_wrapper._bump_version()

@@ -137,7 +137,7 @@ class CudaGraphed:
         for i in entry.by_address:
             a = args[i]
             inputs[i] = make_tensor(a._storage._owner, a._shape, a._stride, a._offset, a.dtype, a._device)
-        versions = [a._storage.version if isinstance(a, Tensor) else None for a in inputs]
+        versions = [a._version_value if isinstance(a, Tensor) else None for a in inputs]
         graph = ember.cuda.CUDAGraph()
         with ember.cuda.graph(graph):
             out = self.fn(list(inputs)) if boxed else self.fn(*inputs)
@@ -147,7 +147,7 @@ class CudaGraphed:
         entry.graph, entry.inputs = graph, inputs
         # Inputs the graph writes: their storage version moved during the capture.
         entry.written = [i for i, (t, v) in enumerate(zip(inputs, versions))
-                         if isinstance(t, Tensor) and not _is_parameter(t) and t._storage.version != v]
+                         if isinstance(t, Tensor) and not _is_parameter(t) and t._version_value != v]
         if any(i in entry.by_address for i in entry.written):
             raise RuntimeError("the graph writes into another graph's output buffer")
         # Outputs over memory the capture allocated (not an input's) are handed out as aliases of

@@ -194,6 +194,7 @@ def write_out(result: Tensor, out: Tensor | None, inputs=(), *, distinct=(), ove
                 stacklevel=3,
             )
         fresh = new_empty_tensor(result._shape, out.dtype, out._device)
+        _C._keep_version_counter(out)  # out keeps its counter (shared with its views) on the new memory
         out._storage, out._shape, out._stride, out._offset = fresh._storage, fresh._shape, fresh._stride, 0
     if _dispatch._MODES_ENTERED[0] and _dispatch._MODES.stack:
         # A dispatch mode (a tracer) must see the write as an op: result may hold no data yet.

@@ -82,7 +82,7 @@ def _declare_inplace(oop):
         _check_result(self, result)
         if self._device is not META:
             _C.copy_(self, result)
-            self._storage.version += 1
+            self._bump_version()
         return self
 
     op.kernels["cpu"] = op.kernels["meta"] = op.meta = kernel
@@ -352,7 +352,7 @@ def _become(self: Tensor, view_fn, node_label: str | None = None) -> Tensor:
     view = view_fn(_detached_alias(self) if _recording(self) else self)
     self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
     fn = view.grad_fn  # read while current: a view made under no_grad would raise once stale
-    self._storage.version += 1  # before the new history is set: it is current (Note [Stale view histories])
+    self._bump_version()  # before the new history is set: it is current (Note [Stale view histories])
     if fn is not None:  # the view's node reads self's old history: self's new one
         self.grad_fn = fn
         self._requires_grad = True
@@ -420,10 +420,10 @@ def resize_(self, *sizes, memory_format=None):
             grown = _C.Storage.allocate(needed, True)
             kept = make_tensor(grown, (old.nbytes(),), (1,), 0, dtypes.uint8, self._device)
             _C.copy_(kept, make_tensor(old, (old.nbytes(),), (1,), 0, dtypes.uint8, self._device))
-        grown.version = old.version
+        _C._keep_version_counter(self)  # the tensor keeps its counter on the new storage
         self._storage, self._base = grown, None
     self._shape, self._stride = shape, contiguous_strides(shape)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

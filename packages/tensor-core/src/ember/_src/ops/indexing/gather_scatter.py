@@ -141,7 +141,7 @@ def _run_scatter(self: Tensor, d: int, index: Tensor, src: Tensor, code: int, in
     _C.scatter(_as_1d(work), d, _as_1d(index), _as_1d(src), code, bool(include_self), counts)
     if work is not self:
         _C.copy_(self, work)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -415,7 +415,7 @@ def _masked_scatter_kernel(self: Tensor, mask: Tensor, source: Tensor) -> Tensor
         return self
     _check_internal_overlap(self)
     _C.masked_scatter(self, mask, views.contiguous(source))
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

@@ -185,7 +185,7 @@ def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = Fal
     off = _offsets(self, dims, tensors, bshape, result, pos)
     if numel(result):  # see _gather
         _C.index_put(_restride(self, rest, result, pos, len(bshape)), values, off, bool(accumulate))
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -321,7 +321,7 @@ def _masked_fill_cpu(self: Tensor, mask: Tensor, value: Tensor) -> Tensor:
     _check_mask(self, mask, value)
     _check_partial_overlap(self, (mask,))
     _C.masked_copy(self, mask, convert(value, self.dtype))
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

@@ -109,11 +109,15 @@ def _adam(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
     else:
         if _skip(found_inf):
             return
-        for i, p in enumerate(params):
+        for i, p in enumerate(params):  # in-place ops: each bumps the versions itself
             _adam_one(p, grads[i], exp_avgs[i], exp_avg_sqs[i], maxes[i] if amsgrad else None,
                       float(state_steps[i].item()), lr, beta1, beta2, weight_decay, eps, maximize, grad_scale,
                       decoupled)
-    _bump_versions(params, exp_avgs, exp_avg_sqs, maxes)
+        return
+    # As many bumps as PyTorch's step: AdamW's decay is a param.mul_ of its own, the second moment a
+    # mul_ then an addcmul_.
+    _bump_versions(params, exp_avgs, exp_avg_sqs, exp_avg_sqs, maxes,
+                   params if decoupled and _scalar(weight_decay) != 0 else ())
 
 
 def _adam_one(p, g, m, v, vmax, step, lr, beta1, beta2, weight_decay, eps, maximize, grad_scale, decoupled):
@@ -187,6 +191,7 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
                     b.mul_(momentum).add_(d, alpha=1 - dampening)
                 d = d + b * momentum if nesterov else b
             p.sub_(d * lr)
+        return  # in-place ops: each bumped the versions itself
     _bump_versions(params, bufs)
 
 

@@ -276,7 +276,7 @@ def _declare_binary(name: str, kind: str, code_name: str | None = None, doc: str
             _C.copy_(self, _run_binary(code, kind, name, self, other))
         else:
             _run_binary(code, kind, name, self, other, out=self)
-        self._storage.version += 1
+        self._bump_version()
         return self
 
     @inplace.kernel("meta")
@@ -618,7 +618,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
                 raise RuntimeError("result type Long can't be cast to the desired output type Bool")
             if kind == _PREDICATE_OP:  # logical_not_: the 0/1 result is written in self's dtype
                 _C.copy_(self, _run_unary(code, kind, name, self, *args))
-                self._storage.version += 1
+                self._bump_version()
                 return self
             if result_dtype is not self.dtype:
                 raise RuntimeError(
@@ -629,7 +629,7 @@ def _declare_unary(name: str, kind: str, inplace: bool = True, params: tuple = (
                 _C.copy_(self, _run_unary(code, kind, name, self, *args))
             else:
                 _run_unary(code, kind, name, self, *args, out=self)
-            self._storage.version += 1
+            self._bump_version()
             return self
 
         @inplace_op.kernel("meta")
@@ -994,7 +994,7 @@ def _clamp_inplace_kernel(self, min=None, max=None):  # noqa: A002 - PyTorch's n
     _check_inplace(self, result._shape, result.dtype, "clamp_")
     if self._device is not META:
         _C.copy_(self, result)
-        self._storage.version += 1
+        self._bump_version()
     return self
 
 

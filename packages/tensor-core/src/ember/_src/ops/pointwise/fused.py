@@ -120,7 +120,7 @@ def _run(kernel, self: Tensor, operands: tuple, shape: tuple, dtype, scalars: tu
         if out is not self and inplace:
             _C.copy_(self, out)
     if inplace:
-        self._storage.version += 1
+        self._bump_version()
         return self
     return out
 
@@ -152,7 +152,7 @@ def _addc_complex(name: str, self, tensor1, tensor2, value, in_place):
         return result
     check_inplace(self, result._shape, result.dtype)
     _C.copy_(self, result)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

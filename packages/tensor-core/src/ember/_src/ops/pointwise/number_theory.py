@@ -65,7 +65,7 @@ def _declare_integral(name: str):
                 getattr(_C, f"{name}_")(self, self, convert(other, self.dtype))
             else:  # computed in the promoted dtype, then cast into self as PyTorch does
                 _C.copy_(self, cpu(self, other))
-            self._storage.version += 1
+            self._bump_version()
         return self
 
     return op, inplace

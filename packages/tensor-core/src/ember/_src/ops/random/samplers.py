@@ -105,7 +105,7 @@ def _fill(self: Tensor, generator, draw) -> Tensor:
         target = _new_empty(view._shape, self.dtype, self._device)
         draw(target, gen._rng)
         _C.copy_(view, target)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -373,7 +373,7 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     values = _new_empty(view._shape, self.dtype, self._device)
     _C.mt_bernoulli_tensor_(values, probs, gen._rng)
     _C.copy_(view, values)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

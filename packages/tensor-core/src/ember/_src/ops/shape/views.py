@@ -673,7 +673,7 @@ def _copy_check(self: Tensor, src) -> None:
 def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if isinstance(src, Tensor) and src._storage is self._storage and src.dtype is self.dtype and \
             src._offset == self._offset and src._stride == self._stride and src._shape == self._shape:
-        self._storage.version += 1  # the very same view: nothing to copy, no overlap check (PyTorch)
+        self._bump_version()  # the very same view: nothing to copy, no overlap check (PyTorch)
         return self
     if isinstance(src, Tensor):
         _check_write(self, (src,))  # before the shape check, as PyTorch
@@ -683,12 +683,12 @@ def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
 
         copy_across(self, src, non_blocking)  # the source device's plugin copies to the host
-        self._storage.version += 1
+        self._bump_version()
         return self
     if src._storage is self._storage and _overlaps(self, src):
         src = src.clone()  # an overlap PyTorch lets through (not dense): read everything before writing
     _C.copy_(self, src)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -915,7 +915,7 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
     else:
         check_scalar_fits(value, self.dtype)
     _C.fill_(self, value)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
