@@ -280,20 +280,10 @@ def _launch_planned(device, dtype, index, shapes, ptrs, steps, lists, lr, beta1,
         key = (index, size, CHUNK, shapes, *ptrs, tuple(step_sizes), tuple(bc2_sqrts))
     hit = _TABLES.get(key)
     if hit is None:
-        chunked, rest = ([], [], [], []), []
-        for i, shape in enumerate(shapes):
-            info = _SHAPES.get(shape)
-            n = info[1] if info is not None else math.prod(shape)
-            if n == 0:
-                continue
-            four = (ptrs[0][i], ptrs[1][i], ptrs[2][i], ptrs[3][i])
-            if (four[0] | four[1] | four[2] | four[3]) & 15:
-                rest.append(i)  # the chunked kernel assumes 16-byte aligned rows
-                continue
-            chunked[0].extend(four)
-            chunked[1].append(n)
-            chunked[2].append(step_sizes if uniform else step_sizes[i])
-            chunked[3].append(bc2_sqrts if uniform else bc2_sqrts[i])
+        numels = [info[1] if (info := _SHAPES.get(shape)) is not None else math.prod(shape) for shape in shapes]
+        per_param = len(shapes)
+        chunked, rest = _table_rows(numels, zip(*ptrs), (step_sizes,) * per_param if uniform else step_sizes,
+                                    (bc2_sqrts,) * per_param if uniform else bc2_sqrts)
         hit = _device_table(key, chunked, size, device, stream, tuple(rest)) if chunked[1] else (0, None, tuple(rest))
     rows, on_device, rest = hit
     if rows:
@@ -310,6 +300,24 @@ def _launch_planned(device, dtype, index, shapes, ptrs, steps, lists, lr, beta1,
         for i in rest:
             _adam_general([params[i]], [grads[i]], [exp_avgs[i]], [exp_avg_sqs[i]], [lists[4][i]], lr, beta1,
                           beta2, wd, eps, maximize, decoupled, force_per_param=name)
+
+
+def _table_rows(numels, quads, step_sizes, bc2_sqrts):
+    """The chunked kernel's work rows: for each parameter with elements, its four operand addresses (param,
+    grad, exp_avg, exp_avg_sq), its length and its step terms; the indices of parameters whose operands are
+    not 16-byte aligned come back apart (the chunked kernel assumes aligned rows)."""
+    chunked, rest = ([], [], [], []), []
+    for i, (n, four) in enumerate(zip(numels, quads)):
+        if n == 0:
+            continue
+        if (four[0] | four[1] | four[2] | four[3]) & 15:
+            rest.append(i)
+            continue
+        chunked[0].extend(four)
+        chunked[1].append(n)
+        chunked[2].append(step_sizes[i])
+        chunked[3].append(bc2_sqrts[i])
+    return chunked, rest
 
 
 def _adam_general(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, maximize,
@@ -342,23 +350,11 @@ def _adam_general(params, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, 
     stream = current_handle(index)
     size = dtype.itemsize
     if force_per_param is None and not allocator(index).capturing:
-        chunked = [], [], [], []
-        rest = []
-        shapes = _SHAPES
-        for i, p in enumerate(params):
-            info = shapes.get(p._shape)
-            n = info[1] if info is not None else p.numel()
-            if n == 0:
-                continue
-            ptrs = [t._storage._ptr + t._offset * size for t in (p, grads[i], exp_avgs[i], exp_avg_sqs[i])]
-            if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) & 15:
-                rest.append(i)  # the chunked kernel assumes 16-byte aligned rows
-                continue
-            step = steps[i]
-            chunked[0].extend(ptrs)
-            chunked[1].append(n)
-            chunked[2].append(lr / (1.0 - beta1 ** step))
-            chunked[3].append(math.sqrt(1.0 - beta2 ** step))
+        numels = [info[1] if (info := _SHAPES.get(p._shape)) is not None else p.numel() for p in params]
+        operands = zip(params, grads, exp_avgs, exp_avg_sqs)
+        quads = ([t._storage._ptr + t._offset * size for t in four] for four in operands)
+        chunked, rest = _table_rows(numels, quads, [lr / (1.0 - beta1 ** step) for step in steps],
+                                    [math.sqrt(1.0 - beta2 ** step) for step in steps])
         if chunked[1]:
             # Every parameter at one step (the usual case): its step size goes in the launch, and
             # the table (addresses and lengths only) is the same as last step's while no tensor
