@@ -976,7 +976,7 @@ error:
 
 // _cpu_scalars(tensors, increment): the values of a list/tuple of one-element float32/float64 CPU tensors
 // (each a base, not a view, over a _C.Storage, not an inference tensor) as a list of floats; with
-// increment true, each is first increased by one in its own dtype's arithmetic and its storage's version
+// increment true, each is first increased by one in its own dtype's arithmetic and its version counter
 // bumped (what `t.add_(1)` does to an optimizer's step counter). None, with nothing written, when any
 // tensor is not such a one, for the caller's per-tensor path.
 PyObject* py_cpu_scalars(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
