@@ -108,6 +108,23 @@ def test_zero_redundancy_optimizer_matches_pytorch():
         assert ours[rank]["reloaded_step_equal"] is True and ours[rank]["unconsolidated"] == "RuntimeError"
 
 
+def _assert_reports_match(ours, theirs, is_parameters, ranks=2):
+    """Every rank's report as PyTorch's: the same keys and values; the entries ``is_parameters(key)``
+    names are lists of parameter lists, compared to 1e-5 (the libraries' matmuls may round the last
+    bit differently)."""
+    for rank in range(ranks):
+        assert set(ours[rank]) == set(theirs[rank])
+        for key, expected in theirs[rank].items():
+            got = ours[rank][key]
+            if is_parameters(key):
+                flat_got = [v for p in got for v in p]
+                flat_expected = [v for p in expected for v in p]
+                assert len(flat_got) == len(flat_expected), key
+                assert max(abs(a - b) for a, b in zip(flat_got, flat_expected)) < 1e-5, (rank, key)
+            else:
+                assert got == expected, (rank, key, got, expected)
+
+
 def test_api_gaps_match_gloo():
     # programs/api_gaps_program.py: DDPCommHookType hooks, PowerSGD (ranks 1-3, warm and cold
     # start, with and without error feedback), Work.result() before completion,
@@ -115,17 +132,8 @@ def test_api_gaps_match_gloo():
     # the two libraries' matmuls may round the last bit differently).
     ours, _, _ = run_ranks("api_gaps_program.py", 2, "ember", limit=120)
     theirs, _, _ = run_ranks("api_gaps_program.py", 2, "torch", limit=120)
-    for rank in range(2):
-        assert set(ours[rank]) == set(theirs[rank])
-        for key, expected in theirs[rank].items():
-            got = ours[rank][key]
-            if key.startswith("hook/") and key not in ("hook/members", "hook/twice"):
-                flat_got = [v for p in got for v in p]
-                flat_expected = [v for p in expected for v in p]
-                assert len(flat_got) == len(flat_expected), key
-                assert max(abs(a - b) for a, b in zip(flat_got, flat_expected)) < 1e-5, (rank, key)
-            else:
-                assert got == expected, (rank, key, got, expected)
+    _assert_reports_match(ours, theirs, lambda key: key.startswith("hook/") and key not in ("hook/members",
+                                                                                           "hook/twice"))
     # no averaging under NOOP: the ranks' parameters part ways, unlike with the other hooks
     assert ours[0]["hook/NOOP"] != ours[1]["hook/NOOP"]
     assert ours[0]["hook/FP16_COMPRESS"] == ours[1]["hook/FP16_COMPRESS"]
@@ -151,17 +159,7 @@ def test_comm_hooks_as_pytorch_docs_write_them_match_gloo():
     # (parameters to 1e-5: the libraries' matmuls may round the last bit differently).
     ours, _, _ = run_ranks("comm_hooks_program.py", 2, "ember", limit=120)
     theirs, _, _ = run_ranks("comm_hooks_program.py", 2, "torch", limit=120)
-    for rank in range(2):
-        assert set(ours[rank]) == set(theirs[rank])
-        for key, expected in theirs[rank].items():
-            got = ours[rank][key]
-            if key.startswith("train/"):
-                flat_got = [v for p in got for v in p]
-                flat_expected = [v for p in expected for v in p]
-                assert len(flat_got) == len(flat_expected), key
-                assert max(abs(a - b) for a, b in zip(flat_got, flat_expected)) < 1e-5, (rank, key)
-            else:
-                assert got == expected, (rank, key, got, expected)
+    _assert_reports_match(ours, theirs, lambda key: key.startswith("train/"))
     # the hooks averaged (the ranks agree), the no-op hook did not
     assert ours[0]["train/chained"] == ours[1]["train/chained"]
     assert ours[0]["train/noop"] != ours[1]["train/noop"]
