@@ -27,12 +27,17 @@ class FrameSummary:
         return f"{text}\n    {self.line.strip()}" if self.line else text
 
 
+def is_user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the program's: not in ember's packages, not generated (``<...>``)."""
+    return not filename.startswith(_EMBER_DIRS) and not filename.startswith("<")
+
+
 def user_frame(depth: int = 1) -> FrameSummary | None:
     """The innermost frame whose file is not part of ember (None when there is none)."""
     f = sys._getframe(depth)
     while f is not None:
         filename = f.f_code.co_filename
-        if not filename.startswith(_EMBER_DIRS) and not filename.startswith("<"):
+        if is_user_file(filename):
             import linecache
 
             return FrameSummary(filename, f.f_lineno, f.f_code.co_name, linecache.getline(filename, f.f_lineno))

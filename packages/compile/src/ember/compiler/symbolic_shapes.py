@@ -10,8 +10,11 @@ tensors as PyTorch's do (``_dynamo_dynamic_indices``).
 from __future__ import annotations
 
 import operator
+import sys
 
 import sympy
+
+from ._user_frames import is_user_file
 
 
 class SymInt(int):
@@ -132,9 +135,10 @@ class SymInt(int):
         if env is not None and env.record_guards:
             b = other.node if isinstance(other, SymInt) else sympy.Integer(other)
             relation = rel(self.node, b)
-            if relation is not sympy.true and relation is not sympy.false and _from_user_code():
-                # the program's own comparison stays symbolic until it is decided (PyTorch's
-                # SymBool): ``torch.cond(p, ...)`` keeps it as a runtime predicate
+            if relation is not sympy.true and relation is not sympy.false and _caller_is_user(3):
+                # the program's own comparison (3 frames up: past _compare and the operator) stays
+                # symbolic until it is decided (PyTorch's SymBool): ``torch.cond(p, ...)`` keeps it
+                # as a runtime predicate
                 return SymBool._make(result, relation, env)
             env.add_guard(relation if result else sympy.Not(relation))
         return result
@@ -206,12 +210,7 @@ def _sym_node(x):
 def _caller_is_user(depth: int = 2) -> bool:
     """Whether the frame ``depth`` levels up (the caller of the dunder method calling this) is
     the program's, not ember's."""
-    import sys
-
-    from ._user_frames import _EMBER_DIRS
-
-    filename = sys._getframe(depth).f_code.co_filename
-    return not filename.startswith(_EMBER_DIRS) and not filename.startswith("<")
+    return is_user_file(sys._getframe(depth).f_code.co_filename)
 
 
 def _specialize(expr, env) -> None:
@@ -302,17 +301,6 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__", "__rdivmod__"):
     setattr(SymFloat, _name, _float_reader(_name))
 del _name
-
-
-def _from_user_code() -> bool:
-    """Whether the comparison running now (``SymInt._compare``, two frames down) was written in
-    the program rather than in ember's own code (which decides on sizes at once)."""
-    import sys
-
-    from ._user_frames import _EMBER_DIRS
-
-    filename = sys._getframe(3).f_code.co_filename
-    return not filename.startswith(_EMBER_DIRS) and not filename.startswith("<")
 
 
 class SymBool:
