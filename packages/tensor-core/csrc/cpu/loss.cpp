@@ -86,29 +86,25 @@ const T* next_row(const T* xp, const ClassLayout& l, int64_t r, int64_t end) {
   return xp + (r / l.s) * l.sn + (r % l.s) * l.ss;
 }
 
-// The log-sum-exp of one row: NaN where the max is infinite or a score is NaN (nll_row).
+// The log-sum-exp of one row, max + log(sum(exp(x - max))): NaN where the max is infinite
+// (exp(inf - inf), exp(-inf + inf)) or a score is NaN, as PyTorch's log_softmax makes such a row.
+// `next`: the row read after this one (may be null), prefetched during the exp pass (exp_sum).
 template <typename T>
-T row_lse(const T* row, int64_t c) {
+T row_lse(const T* row, int64_t c, const T* next = nullptr) {
   const T mx = minmax_contig<T, true>(row, c);
-  return mx + std::log(exp_sum<T>(nullptr, row, c, mx));
+  return mx + std::log(exp_sum<T>(nullptr, row, c, mx, next));
 }
 
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
-// and the row's lse itself into *lse_out (null for log-probabilities), which the backward reads
-// instead of recomputing it. lse = max + log(sum(exp(x - max))) is NaN where the max is
-// infinite (exp(inf - inf), exp(-inf + inf)), so such a row's loss and gradient are NaN, as
-// PyTorch's log_softmax makes them.
-// `next`: the row read after this one (may be null), prefetched during the exp pass (exp_sum).
+// and the row's lse (row_lse: NaN for an infinite max, so such a row's loss and gradient are NaN)
+// itself into *lse_out (null for log-probabilities), which the backward reads instead of
+// recomputing it. `next`: the row read after this one, prefetched (row_lse).
 template <typename T>
 void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt,
              T* lse_out, const T* next) {
   T lse = 0;
   if (!log_probs) {
-    T mx = minmax_contig<T, true>(row, c);
-    T s = exp_sum<T>(nullptr, row, c, mx, next);
-    // An infinite max makes s NaN (exp(inf - inf)) and so lse and the row's nll NaN, as PyTorch's
-    // log_softmax gives for a +inf score or an all -inf row.
-    lse = mx + std::log(s);
+    lse = row_lse<T>(row, c, next);
     if (lse_out) *lse_out = lse;
   }
   T w = wp ? wp[t] : T(1);
