@@ -387,8 +387,10 @@ class Recorder(dispatch.DispatchMode):
             outs, multi = (out,), False
         elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) or o is None for o in out):
             outs, multi = out, True
-        elif out is None and op_info(func)[0]:
-            outs, multi = (), True  # an op that only writes its arguments (a custom op "-> ()")
+        elif out is None and (op_info(func)[0] or "side_effect" in func.tags):
+            # an op that only writes its arguments (a custom op "-> ()"), or a marker kept for its
+            # place in the graph (tag "side_effect": pipelining's _pipe_split)
+            outs, multi = (), True
         else:
             return self._eager_op(func, args, kwargs, f"ember.ops.{func.name} returns a non-tensor value")
         written, random, differentiable = op_info(func)

@@ -340,7 +340,9 @@ class Node:
             tags = getattr(self.target, "tags", None)
             if isinstance(tags, (set, frozenset)) and getattr(self.target, "schema", None) is not None:
                 # An ember op that writes to an input, or draws random numbers, has an effect.
-                return "inplace" in tags or (impure_random and "random" in tags) or "out" in tags
+                # Tag "side_effect": a marker op whose place in the graph is its meaning (_pipe_split).
+                return ("inplace" in tags or (impure_random and "random" in tags) or "out" in tags
+                        or "side_effect" in tags)
             return False
         if self.op == "call_module":
             owner = self.graph.owning_module

@@ -15,8 +15,9 @@ from ._schedules import (
     ScheduleInterleaved1F1B,
     ScheduleLoopedBFS,
 )
-from ._split import Pipe, SplitPoint, pipe_split, pipeline
+from ._split import Pipe, SplitPoint, pipe_split, pipeline, register_pipeline_tracer
 from ._stage import PipelineStage
 
 __all__ = ["Pipe", "PipelineScheduleMulti", "PipelineScheduleSingle", "PipelineStage", "Schedule1F1B",
-           "ScheduleGPipe", "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "SplitPoint", "pipe_split", "pipeline"]
+           "ScheduleGPipe", "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "SplitPoint", "pipe_split", "pipeline",
+           "register_pipeline_tracer"]

@@ -80,7 +80,7 @@ class _PipelineSchedule:
                     if losses is not None:
                         losses.append(loss.detach())
                 if stage.is_last:
-                    outputs[i] = out.detach()
+                    outputs[i] = out.detach() if isinstance(out, ember.Tensor) else out
                 state[index, i] = (received, out, loss)
             else:
                 received, out, loss = state.pop((index, i))

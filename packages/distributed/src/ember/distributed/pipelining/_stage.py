@@ -57,25 +57,34 @@ class PipelineStage:
     def _rank_of(self, stage: int) -> int:
         return stage % self.group_size
 
-    def _send(self, t, to_stage: int, with_header: bool, backward: bool = False) -> None:
-        t = t.detach().contiguous()
+    def _send(self, tensors: list, to_stage: int, with_header: bool, backward: bool = False) -> None:
+        """Sends a list of tensors; the first time, a count and one header per tensor go first."""
+        tensors = [t.detach().contiguous() for t in tensors]
         tag = 2 * to_stage + int(backward)
         peer = self._rank_of(to_stage)
         if peer == self.group_rank:  # a stage of this rank: no message
-            _LOCAL.setdefault((id(self.group), tag), []).append(t.clone())
+            _LOCAL.setdefault((id(self.group), tag), []).append([t.clone() for t in tensors])
             return
         if with_header:
-            if t.ndim > _HEADER - 2:
-                raise ValueError(f"pipelining: activations of {t.ndim} dims are not supported (at most {_HEADER - 2})")
-            header = ember.zeros(_HEADER, dtype=ember.int64)
-            header[0] = t.ndim
-            header[1] = _DTYPES.index(str(t.dtype).split(".")[-1])
-            for i, n in enumerate(t.shape):
-                header[2 + i] = n
+            header = ember.zeros(1 + _HEADER * len(tensors), dtype=ember.int64)
+            header[0] = len(tensors)
+            for k, t in enumerate(tensors):
+                if t.ndim > _HEADER - 2:
+                    raise ValueError(f"pipelining: activations of {t.ndim} dims are not supported "
+                                     f"(at most {_HEADER - 2})")
+                base = 1 + _HEADER * k
+                header[base] = t.ndim
+                header[base + 1] = _DTYPES.index(str(t.dtype).split(".")[-1])
+                for i, n in enumerate(t.shape):
+                    header[base + 2 + i] = n
+            count = ember.tensor([len(tensors)], dtype=ember.int64)
+            self._pending.append((C.isend(count, group=self.group, group_dst=peer, tag=tag), count))
             self._pending.append((C.isend(header, group=self.group, group_dst=peer, tag=tag), header))
-        self._pending.append((C.isend(t, group=self.group, group_dst=peer, tag=tag), t))
+        for t in tensors:
+            self._pending.append((C.isend(t, group=self.group, group_dst=peer, tag=tag), t))
 
     def _recv(self, from_stage: int, meta, backward: bool = False):
+        """Receives the list of tensors ``_send`` sent, and its metadata (kept for later microbatches)."""
         tag = 2 * self.stage_index + int(backward)
         peer = self._rank_of(from_stage)
         if peer == self.group_rank:
@@ -83,16 +92,26 @@ class PipelineStage:
             if not queue:
                 raise RuntimeError(f"pipelining: stage {self.stage_index} expected a tensor from stage {from_stage} "
                                    "of this rank, which did not run first (schedule order)")
-            t = queue.pop(0)
-            return t, (t.dtype, tuple(t.shape))
+            ts = queue.pop(0)
+            return ts, [(t.dtype, tuple(t.shape)) for t in ts]
         if meta is None:
-            header = ember.zeros(_HEADER, dtype=ember.int64)
+            count = ember.zeros(1, dtype=ember.int64)
+            C.recv(count, group=self.group, group_src=peer, tag=tag)
+            n = int(count.item())
+            header = ember.zeros(1 + _HEADER * n, dtype=ember.int64)
             C.recv(header, group=self.group, group_src=peer, tag=tag)
             values = header.tolist()
-            meta = (getattr(ember, _DTYPES[values[1]]), tuple(values[2:2 + values[0]]))
-        buf = ember.empty(meta[1], dtype=meta[0])
-        C.recv(buf, group=self.group, group_src=peer, tag=tag)
-        return buf, meta
+            meta = []
+            for k in range(n):
+                base = 1 + _HEADER * k
+                meta.append((getattr(ember, _DTYPES[values[base + 1]]),
+                             tuple(values[base + 2:base + 2 + values[base]])))
+        bufs = []
+        for dtype, shape in meta:
+            buf = ember.empty(shape, dtype=dtype)
+            C.recv(buf, group=self.group, group_src=peer, tag=tag)
+            bufs.append(buf)
+        return bufs, meta
 
     def wait_sends(self) -> None:
         for work, _ in self._pending:
@@ -103,32 +122,53 @@ class PipelineStage:
     # -- one microbatch ----------------------------------------------------------------
 
     def forward_one(self, args, kwargs):
-        """Runs this stage on one microbatch: (stage input or None, output)."""
+        """Runs this stage on one microbatch: (the tensors received or None, the tensors sent on or
+        the last stage's output)."""
+        route = getattr(self, "_route", None)
         if self.is_first:
-            inputs = args
             received = None
         else:
             received, self._in_meta = self._recv(self.stage_index - 1, self._in_meta)
-            if received.is_floating_point():
-                received.requires_grad_(True)
-            inputs = (received,)
-        out = self.submod(*inputs, **(kwargs if self.is_first else {}))
-        if not self.is_last:
-            first = not getattr(self, "_sent_forward_header", False)
-            self._send(out, self.stage_index + 1, first)
-            self._sent_forward_header = True
-        return received, out
+            for t in received:
+                if t.is_floating_point() or t.is_complex():
+                    t.requires_grad_(True)
+        if route is not None:  # a stage pipeline() cut from a traced graph
+            values = dict(zip(route.receives, received)) if received is not None else \
+                _model_values(route.model_inputs, args, kwargs)
+            route.run(self.submod, values)
+            if self.is_last:
+                return received, route.unflatten([values[name] for name in route.outputs])
+            sends = [values[name] for name in route.sends]
+        else:
+            out = self.submod(*args, **kwargs) if self.is_first else self.submod(*received)
+            if self.is_last:
+                return received, out
+            sends = list(out) if isinstance(out, (tuple, list)) else [out]
+        first = not getattr(self, "_sent_forward_header", False)
+        self._send(sends, self.stage_index + 1, first)
+        self._sent_forward_header = True
+        return received, sends
 
     def backward_one(self, received, out, loss=None):
-        """Backward of one microbatch: from the loss (last stage) or the gradient the next stage sends."""
+        """Backward of one microbatch: from the loss (last stage) or the gradients the next stage
+        sends for the floating-point tensors this stage sent it."""
         if self.is_last:
             loss.backward()
         else:
-            grad, self._grad_meta = self._recv(self.stage_index + 1, self._grad_meta, backward=True)
-            if out.requires_grad:
-                out.backward(grad)
+            floats = [t for t in out if t.is_floating_point() or t.is_complex()]
+            grads, self._grad_meta = self._recv(self.stage_index + 1, self._grad_meta, backward=True)
+            pairs = [(t, g) for t, g in zip(floats, grads) if t.requires_grad]
+            if pairs:
+                ember.autograd.backward([t for t, _ in pairs], [g for _, g in pairs])
         if not self.is_first and received is not None:
-            g = received.grad if received.grad is not None else ember.zeros_like(received)
+            grads = [t.grad if t.grad is not None else ember.zeros_like(t) for t in received
+                     if t.is_floating_point() or t.is_complex()]
             first = not getattr(self, "_sent_backward_header", False)
-            self._send(g, self.stage_index - 1, first, backward=True)
+            self._send(grads, self.stage_index - 1, first, backward=True)
             self._sent_backward_header = True
+
+
+def _model_values(model_inputs, args, kwargs) -> dict:
+    from ._split import _model_values as values
+
+    return values(model_inputs, args, kwargs)
