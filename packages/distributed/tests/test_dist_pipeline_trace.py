@@ -50,6 +50,21 @@ def test_traced_pipeline_four_ranks_matches_pytorch():
         _assert_same(ours[rank], theirs[rank])
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL_RUNS, reason="4 more processes: set EMBER_TEST_DIST_FULL=1")
+def test_pipelining_tutorial_tracer_split_matches_pytorch():
+    # the tutorial's Transformer (ModuleDict layers) cut by pipeline(split_spec={"layers.2": BEGINNING})
+    ours, _, _ = run_ranks("pipelining_tutorial_program.py", 2, limit=150, args=("tracer",))
+    theirs, _, _ = run_ranks("pipelining_tutorial_program.py", 2, lib="torch", limit=150, args=("tracer",))
+    assert ours[1]["output"][0] == theirs[1]["output"][0] == [8, 16, 50]
+    assert math.isclose(ours[1]["output"][1], theirs[1]["output"][1], rel_tol=1e-5)
+    np.testing.assert_allclose(ours[1]["losses"], theirs[1]["losses"], rtol=1e-5)
+    for rank in range(2):
+        assert list(ours[rank]["params"]) == list(theirs[rank]["params"])
+        for name, value in theirs[rank]["params"].items():
+            assert math.isclose(ours[rank]["params"][name], value, rel_tol=1e-5, abs_tol=1e-5), (rank, name)
+
+
 def test_pipeline_without_a_tracer_names_the_package(monkeypatch):
     import ember
     from ember.distributed.pipelining import _split, pipeline

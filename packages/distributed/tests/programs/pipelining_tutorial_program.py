@@ -2,9 +2,8 @@
 whose layers are an nn.ModuleDict, split by hand (deleting the other stage's layers, then
 PipelineStage) and run with ScheduleGPipe over microbatches, a tokenwise cross-entropy; then one
 SGD step. argv[1] == "tracer": split with pipeline(..., split_spec={"layers.2": BEGINNING}) as
-the tutorial's second variant does (ember's pipeline() cuts nn.Sequential only: docs/deviations.md,
-so this variant raises TypeError there). Reports rank 1's losses and output and each stage's
-parameters after the step."""
+the tutorial's second variant does (ember traces the model with ember-export's tracer). Reports
+rank 1's losses and output and each stage's parameters after the step."""
 
 import sys
 from dataclasses import dataclass

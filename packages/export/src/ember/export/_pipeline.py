@@ -109,8 +109,21 @@ def split_module(module, args: tuple, kwargs: dict, split_spec: dict, split_poli
                     reads.append(arg.name)
                     env[arg] = graph.placeholder(arg.name)
                     env[arg].meta = dict(arg.meta)
-        # The stage's parameters, then buffers, then constants, in the module's order (as PyTorch's stages list them)
-        for arg in sorted(held, key=lambda n: rank[state[n.name]]):
+        # PyTorch's stages hold their submodules in the order the forward first reaches them: each
+        # attribute sorts by the first op that reads anything under each prefix of its name
+        first = {}
+        for i, node in enumerate(members):
+            for arg in node.all_input_nodes:
+                if arg.name in state:
+                    parts = state[arg.name].split(".")
+                    for k in range(1, len(parts) + 1):
+                        first.setdefault(".".join(parts[:k]), i)
+
+        def order_key(node):
+            parts = state[node.name].split(".")
+            return (*[first[".".join(parts[:k])] for k in range(1, len(parts) + 1)], rank[state[node.name]])
+
+        for arg in sorted(held, key=order_key):
             env[arg] = graph.get_attr(state[arg.name])
             env[arg].meta = dict(arg.meta)
         for node in members:
