@@ -149,7 +149,8 @@ def _model_values(model_inputs, args, kwargs) -> dict:
     values.update(zip(left, kwargs.values()))
     if len(values) != len(model_inputs) or len(args) + len(kwargs) > len(model_inputs):
         raise TypeError(f"the traced model takes {len(model_inputs)} tensor inputs ({', '.join(model_inputs)}), "
-                        f"got {len(args)} positional and {sorted(kwargs)} keyword")
+                        f"got {len(args)} positional and {sorted(kwargs)} keyword (the first stage's step() "
+                        "takes every input: ember passes those later stages read along the stages)")
     return values
 
 

@@ -133,14 +133,17 @@ class PipelineStage:
                 if t.is_floating_point() or t.is_complex():
                     t.requires_grad_(True)
         if route is not None:  # a stage pipeline() cut from a traced graph
-            values = dict(zip(route.receives, received)) if received is not None else \
-                _model_values(route.model_inputs, args, kwargs)
+            if received is None:
+                values = _model_values(route.model_inputs, args, kwargs)
+            else:  # model inputs come along from the first stage; this rank's step(**kwargs) may give them too
+                values = dict(zip(route.receives, received))
+                values.update((name, value) for name, value in (kwargs or {}).items() if name in values)
             route.run(self.submod, values)
             if self.is_last:
                 return received, route.unflatten([values[name] for name in route.outputs])
             sends = [values[name] for name in route.sends]
         else:
-            out = self.submod(*args, **kwargs) if self.is_first else self.submod(*received)
+            out = self.submod(*args, **kwargs) if self.is_first else self.submod(*received, **(kwargs or {}))
             if self.is_last:
                 return received, out
             sends = list(out) if isinstance(out, (tuple, list)) else [out]
