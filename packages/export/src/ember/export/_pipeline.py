@@ -35,6 +35,11 @@ def _cut_positions(calls: list, split_spec: dict, marker) -> set:
     return {c for c in cuts if 0 < c < len(calls)}
 
 
+def _order_key(target: str, first: dict, rank: dict) -> tuple:
+    parts = target.split(".")
+    return (*[first[".".join(parts[:k])] for k in range(1, len(parts) + 1)], rank[target])
+
+
 def split_module(module, args: tuple, kwargs: dict, split_spec: dict, split_policy=None, marker=None) -> dict:
     from ._pytree import tree_unflatten
     from ._trace import export
@@ -118,12 +123,7 @@ def split_module(module, args: tuple, kwargs: dict, split_spec: dict, split_poli
                     parts = state[arg.name].split(".")
                     for k in range(1, len(parts) + 1):
                         first.setdefault(".".join(parts[:k]), i)
-
-        def order_key(node):
-            parts = state[node.name].split(".")
-            return (*[first[".".join(parts[:k])] for k in range(1, len(parts) + 1)], rank[state[node.name]])
-
-        for arg in sorted(held, key=order_key):
+        for arg in sorted(held, key=lambda n, first=first: _order_key(state[n.name], first, rank)):
             env[arg] = graph.get_attr(state[arg.name])
             env[arg].meta = dict(arg.meta)
         for node in members:
