@@ -15,7 +15,7 @@
   The forward+backward rows take the gradients with ``autograd.grad`` on both sides.
 
     python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-fwd | --tune-bwd | --tune-only |
-                                               --tune-fwd-only] [--no-graphs] [--json out.json]
+                                               --tune-fwd-only] [--tune-atomic] [--no-graphs] [--json out.json]
 """
 
 from __future__ import annotations
@@ -238,6 +238,127 @@ def _tune_bwd(torch, iters):
     return rows
 
 
+# The atomic backward's one dK/dV/dQ kernel: (BLOCK_M, BLOCK_N, warps, stages), each under both forms of dQ's
+# share (_ops_attention._ATOMIC_FORM).
+ATOMIC_CONFIGS = ((64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 4, 4), (64, 64, 8, 3), (64, 64, 8, 2), (64, 128, 8, 2),
+                  (64, 128, 8, 3), (32, 128, 8, 3))
+
+
+def atomic_variants():
+    """(mode, form, config, LPT of the dK/dV grid) of the --tune-atomic sweep, the former two-kernel default first
+    (also what host_cuda_fake.py's precompile compiles)."""
+    out = [("dq_first", 0, None, False)]
+    for cfg in ATOMIC_CONFIGS:
+        for form in (1, 2):
+            for lpt in (True, False):
+                out.append(("atomic", form, cfg, lpt))
+    return out
+
+
+def _tune_atomic(torch, iters, budget_s=150.0):
+    """The backward alone (``flash_backward`` on a saved forward) in the atomic form (delta + zeroed float32 dQ,
+    one dK/dV kernel adding dS K into it, a cast) under each of ``atomic_variants()``, against the two-kernel
+    ``dq_first`` form and torch's backward (its fwd+bwd minus its fwd), at T1024 and T4096, causal and not; two
+    alternating passes, the better median of each; gradients checked against torch's. The variant with the least
+    summed time relative to each case's best is left set (if it beats dq_first)."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    t_start = time.time()
+    b, h, d = 8, 12, 64
+    F = torch.nn.functional
+    cases = []
+    for tt in (1024, 4096):
+        for causal in (True, False):
+            tq, tk, tv = _qkv(torch, torch, b, h, tt, d, seed=tt + causal)
+            gt = torch.randn_like(tq)
+            F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal).backward(gt)
+            ref = [x.grad.float() for x in (tq, tk, tv)]
+            q, k, v = (ember.from_dlpack(x.detach()) for x in (tq, tk, tv))
+            g = ember.from_dlpack(gt)
+            with ember.no_grad():
+                out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+
+            def both_fn(tq=tq, tk=tk, tv=tv, gt=gt, c=causal):
+                torch.autograd.grad(F.scaled_dot_product_attention(tq, tk, tv, is_causal=c), (tq, tk, tv), gt)
+
+            def fwd_fn(tq=tq, tk=tk, tv=tv, c=causal):
+                with torch.no_grad():
+                    F.scaled_dot_product_attention(tq, tk, tv, is_causal=c)
+
+            torch_bwd = _median_ms(torch, both_fn, iters, hide_host=True) - _median_ms(torch, fwd_fn, iters,
+                                                                                      hide_host=True)
+            cases.append(((tt, causal), q, k, v, g, out, lse, ref, torch_bwd))
+            print(f"torch T{tt}{' causal' if causal else ''}: bwd ~{torch_bwd:.4f} ms", flush=True)
+    saved = A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT
+    times: dict = {}
+    errs: dict = {}
+    variants = atomic_variants()
+
+    def apply(var):
+        mode, form, cfg, lpt = var
+        A._BWD_MODE = mode
+        A._ATOMIC_FORM = form or saved[1]
+        A._ATOMIC_D64 = cfg or saved[2]
+        A._LPT = (saved[3][0], saved[3][1], lpt)
+
+    for pass_ in range(2):
+        for var in variants:
+            if time.time() - t_start > budget_s:
+                print(f"tune atomic: time budget ({budget_s} s) spent in pass {pass_}", flush=True)
+                break
+            apply(var)
+            for key, q, k, v, g, out, lse, ref, _ in cases:
+                if not key[1] and var[3]:
+                    continue  # LPT orders causal grids only
+                fn = (lambda q=q, k=k, v=v, g=g, out=out, lse=lse, c=key[1]:
+                      A.flash_backward(g, q, k, v, out, lse, None, c, 1 / math.sqrt(d)))
+                try:
+                    ms = _median_ms(ember, fn, iters, hide_host=True)
+                except Exception as exc:  # a configuration Triton cannot build
+                    print(f"tune atomic {var}: failed ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+                    ms = float("inf")
+                if pass_ == 0:
+                    got = fn()
+                    errs[(var, key)] = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm())
+                                           for x, r in zip(got, ref))
+                times[(var, key)] = min(ms, times.get((var, key), ms))
+    rows = []
+    keys = [c[0] for c in cases]
+    best = {key: min(v for (var, k2), v in times.items() if k2 == key) for key in keys}
+
+    def score(var):  # over the four cases (non-causal ones from the variant without LPT)
+        total = 0.0
+        for key in keys:
+            v2 = var if key[1] or not var[3] else (var[0], var[1], var[2], False)
+            if errs.get((v2, key), 1.0) > 2e-2:
+                return float("inf")
+            total += times.get((v2, key), float("inf")) / best[key]
+        return total
+
+    for var in variants:
+        cells = []
+        for key in keys:
+            v2 = var if key[1] or not var[3] else (var[0], var[1], var[2], False)
+            cells.append(f"{times.get((v2, key), float('nan')):.4f}")
+        err = max(errs.get((var, key), 0.0) for key in keys)
+        row = {"name": f"tune atomic {var[0]} form={var[1]} {var[2]} lpt={var[3]}", "ember": " / ".join(cells),
+               "torch": f"err {err:.1e}", "ratio": round(score(var), 3),
+               "unit": "ms (T1024 causal / non / T4096 causal / non)"}
+        rows.append(row)
+        print(row["name"], row["ember"], row["torch"], "score", row["ratio"], flush=True)
+    torch_cells = " / ".join(f"{c[8]:.4f}" for c in cases)
+    rows.append({"name": "torch SDPA bwd (fwd+bwd - fwd)", "ember": "", "torch": torch_cells, "ratio": "",
+                 "unit": "ms (same order)"})
+    print("torch bwd", torch_cells, flush=True)
+    chosen = min(variants, key=score)
+    apply(chosen)
+    print(f"tune atomic: CHOSEN {chosen} (score {score(chosen):.3f}; dq_first {score(variants[0]):.3f})", flush=True)
+    rows.append({"name": f"tune atomic chosen {chosen}", "ember": "", "torch": "", "ratio": "", "unit": ""})
+    return rows
+
+
 def _tune_lpt(torch, iters):
     """Causal grids ordered heaviest tile first over all heads (``_ops_attention._LPT``) or per head, for the
     forward and for the backward's dQ and dK/dV kernels, at causal T1024 and T4096 (two alternating passes,
@@ -328,6 +449,7 @@ def main():
     ap.add_argument("--tune-bwd", action="store_true", help="only the backward sweep before the rows")
     ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
     ap.add_argument("--tune-lpt", action="store_true", help="the causal grids' tile order before the rows")
+    ap.add_argument("--tune-atomic", action="store_true", help="the atomic backward's sweep before the rows")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -343,6 +465,8 @@ def main():
         rows += _tune_bwd(torch, iters)
     if args.tune_lpt:
         rows += _tune_lpt(torch, iters)
+    if args.tune_atomic:
+        rows += _tune_atomic(torch, iters)
     if not sweep_only:
         rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
     if not sweep_only and not args.no_graphs:
