@@ -10,7 +10,7 @@ host costs can be profiled on any machine; device results are garbage and never 
                                                    # (--mode: the model under ember.compile)
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
     python benchmarks/host_cuda_fake.py adam [--layers N] [--profile]  # GPT-2's fused AdamW opt.step() alone
-    python benchmarks/host_cuda_fake.py precompile_attention  # bench_cuda_attention --tune-atomic's cubins
+    python benchmarks/host_cuda_fake.py precompile_attention  # bench_cuda_attention --tune-bwd-forms' cubins
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def bench_gpt_compiled(steps: int, profile: bool, mode) -> float:
 
 def precompile_attention() -> int:
     """Compiles (into ``EMBER_CUDA_CACHE``) the flash-attention kernels that ``bench_cuda_attention.py
-    --tune-atomic`` and its rows launch, so that a GPU call with the same Triton and the cache carried
+    --tune-bwd-forms`` and its rows launch, so that a GPU call with the same Triton and the cache carried
     compiles none of them. Returns how many launches were made."""
     import math
 
@@ -223,9 +223,9 @@ def precompile_attention() -> int:
     from ember._cuda import _ops_attention as A
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_cuda_attention import atomic_variants
+    from bench_cuda_attention import apply_bwd_form, bwd_form_state, bwd_form_variants
 
-    saved = A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT
+    saved = bwd_form_state(A)
     b, h, d, n = 8, 12, 64, 0
     for t in (1024, 4096):
         for causal in (True, False):
@@ -234,14 +234,11 @@ def precompile_attention() -> int:
                           for _ in range(4))
             with ember.no_grad():
                 out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
-            for mode, form, cfg, lpt in atomic_variants():
-                if lpt and not causal:
-                    continue
-                A._BWD_MODE, A._ATOMIC_FORM = mode, form or saved[1]
-                A._ATOMIC_D64, A._LPT = cfg or saved[2], (saved[3][0], saved[3][1], lpt)
+            for var in bwd_form_variants():
+                apply_bwd_form(A, var, saved)
                 A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
                 n += 1
-            A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT = saved
+            A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT, A._bwd_config, A._DIAG_LAST = saved
             x = [z.detach().requires_grad_() for z in (q, k, v)]
             ember.autograd.grad(EF.scaled_dot_product_attention(*x, is_causal=causal), x, ember.ones_like(x[0]))
             n += 1

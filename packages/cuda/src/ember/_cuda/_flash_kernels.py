@@ -258,7 +258,7 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
                skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L, S,
                D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr):
+               PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
     # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile (and with
     # ATOMIC_DQ, dS K added into the float32 (B*H, L, D) accumulator DQA, unscaled).
     b = (bh // H).to(tl.int64)
@@ -294,12 +294,17 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
         mid = lo + BLOCK_N
         if mid > L:
             mid = L
-        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
-                             lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC, ATOMIC_DQ,
-                             not EVEN_N, D)
+        if not DIAG_LAST:
+            dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
+                                 lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
+                                 ATOMIC_DQ, not EVEN_N, D)
         dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
                              mid, L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC,
                              ATOMIC_DQ, not EVEN_N, D)
+        if DIAG_LAST:
+            dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
+                                 lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
+                                 ATOMIC_DQ, not EVEN_N, D)
     else:
         dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0,
                              L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC, ATOMIC_DQ,
@@ -322,7 +327,7 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
          H, GROUP, L, S, NUM_N,
          D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-         PREC: tl.constexpr, LPT: tl.constexpr, ATOMIC_DQ: tl.constexpr):
+         PREC: tl.constexpr, LPT: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
     pid = tl.program_id(0)
     if LPT:  # the first key tiles (under the causal mask the most query tiles) of every head first
         bhs = tl.num_programs(0) // NUM_N
@@ -331,7 +336,7 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
         bh, start_n = pid // NUM_N, pid % NUM_N
     _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
                sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
-               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, ATOMIC_DQ)
+               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, ATOMIC_DQ, DIAG_LAST)
 
 
 @triton.jit
@@ -473,7 +478,7 @@ def bwd(Q, K, V, B, DO, O, LSE, DELTA, DQ, DK, DV, scale,
     if j < NUM_N:
         _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
                    sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, j, H, GROUP, L, S, D, E,
-                   BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, 0)
+                   BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, 0, False)
     if j < NUM_M:
         _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
                  sbm, sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, j, H, GROUP, L, S, D, E, BLOCK_M2,

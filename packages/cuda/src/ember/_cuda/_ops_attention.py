@@ -51,6 +51,10 @@ _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into
 # head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
 # gained 9% at T1024 and T4096; the backward kernels none (within 3%, either way).
 _LPT = (True, False, False)
+# The causal dK/dV kernel walks the query tiles below its key tile's diagonal first and the masked diagonal
+# ones last: in the other order ptxas serializes its wgmma instructions (its warning C7515, read off the
+# sm_90 build of the (64, 64, 4, 3) kernel).
+_DIAG_LAST = True
 
 
 def _bwd_config(dtype, d: int):
@@ -85,7 +89,7 @@ _ATOMIC_FORM = 1
 # a zeroed float32 dQ accumulator, one dK/dV kernel that also adds each tile pair's dS K into it, then a
 # cast: 5 matrix products per tile pair where the others do 7, but dQ's sums come in no fixed order, so
 # deterministic algorithms (ember.use_deterministic_algorithms) take "dq_first" instead).
-_BWD_MODE = "atomic"
+_BWD_MODE = "dq_first"
 _DELTA_CONFIG = (64, 4)  # (BLOCK_M, warps) of the separate delta kernel (and of the atomic mode's cast)
 
 
@@ -143,7 +147,7 @@ _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"],
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT", "ATOMIC_DQ"],
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
@@ -318,7 +322,8 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
     _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
          common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
          {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and _LPT[2],
-          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM}, num_n * b * h, w1, s1, index)
+          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST},
+         num_n * b * h, w1, s1, index)
     if mode == "atomic":
         _dq_cast(dqa, dq, scale, index)
     elif mode != "dq_first":
