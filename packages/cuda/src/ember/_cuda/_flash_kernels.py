@@ -9,8 +9,10 @@ sum(dO * O), which the other kernel reads), another per key tile accumulates dK 
 the query tiles (two kernels instead of atomics: deterministic, and no float32 dQ buffer to
 convert). dK/dV works transposed (keys along the rows: P^T = exp2(K Q^T - lse)), so each
 product's left operand comes out of the previous one in registers and no tile is transposed
-through shared memory. ``delta`` (a separate delta pass) and ``bwd`` (one launch whose program
-j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) are the
+through shared memory. ``delta`` (a separate delta pass), ``bwd`` (one launch whose program
+j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) and the atomic
+form (``delta`` also zeroing a float32 dQ accumulator, ``dkdv`` with ``ATOMIC_DQ`` adding each
+tile pair's dS K into it: 5 matrix products per tile pair instead of 7, then ``dq_cast``) are the
 alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200.
 
 Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
