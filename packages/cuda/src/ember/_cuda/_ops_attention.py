@@ -83,7 +83,10 @@ def _atomic_config(dtype, d: int):
 _ATOMIC_D64 = (64, 64, 4, 3)
 # How the atomic kernel forms dQ's share: 1 as dS K (dS^T transposed through shared memory, the float32
 # result added row-major), 2 as its transpose K^T dS^T (dS^T as it stands, the result added column-wise).
-_ATOMIC_FORM = 1
+# On the H200 (bench_cuda_attention.py, session 15) form 2 was the faster at (64, 64, 4, 3) in every case,
+# and its causal grid heaviest key tile first over all heads (LPT) 14% (T1024) and 4% (T4096) faster than
+# per head, so the atomic mode takes LPT whatever _LPT[2] (dq_first's dK/dV grid) says.
+_ATOMIC_FORM = 2
 
 # How the backward runs: "dq_first" (dQ first, each of its programs also computing and storing its rows'
 # delta = sum(dO * O), then dK/dV: two launches), "split" (delta, dK/dV, dQ: three), "fused" (delta,
@@ -323,7 +326,7 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
         _run("dq", *dq_args)
     _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
          common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
-         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and _LPT[2],
+         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
           "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST},
          num_n * b * h, w1, s1, index)
     if mode == "atomic":
