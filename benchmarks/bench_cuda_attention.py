@@ -15,7 +15,7 @@
   The forward+backward rows take the gradients with ``autograd.grad`` on both sides.
 
     python benchmarks/bench_cuda_attention.py [--quick] [--tune | --tune-fwd | --tune-bwd | --tune-only |
-                                               --tune-fwd-only] [--no-graphs] [--json out.json]
+                                               --tune-fwd-only] [--tune-bwd-forms] [--no-graphs] [--json out.json]
 """
 
 from __future__ import annotations
@@ -238,6 +238,132 @@ def _tune_bwd(torch, iters):
     return rows
 
 
+# The backward's launch forms side by side (--tune-bwd-forms): (mode, atomic form, dK/dV configuration, LPT of the
+# dK/dV grid, DIAG_LAST); for dq_first the configuration is the dK/dV kernel's (dQ keeps its default), for atomic
+# (_ops_attention._ATOMIC_FORM 1 or 2) the one kernel's.
+DQ_FIRST_DKDV = ((64, 64, 4, 3), (64, 64, 4, 4), (64, 64, 4, 2), (64, 128, 8, 3), (64, 128, 8, 2))
+ATOMIC_VARIANTS = ((2, (64, 64, 4, 3), True, False), (2, (64, 64, 4, 3), True, True), (1, (64, 64, 4, 3), True, True),
+                   (2, (64, 64, 4, 4), True, True), (2, (64, 128, 8, 3), True, True))
+
+
+def bwd_form_variants():
+    """The --tune-bwd-forms variants, the session-14 default (dq_first, (64, 64, 4, 3), diagonal first) first (also
+    what host_cuda_fake.py's precompile_attention compiles)."""
+    out = []
+    for cfg in DQ_FIRST_DKDV:
+        for diag_last in (False, True):
+            out.append(("dq_first", 0, cfg, False, diag_last))
+    for form, cfg, lpt, diag_last in ATOMIC_VARIANTS:
+        out.append(("atomic", form, cfg, lpt, diag_last))
+    return out
+
+
+def apply_bwd_form(A, var, saved):
+    """Sets ``_ops_attention`` (``A``) to the variant ``var`` of bwd_form_variants(); ``saved`` is bwd_form_state(A)."""
+    mode, form, cfg, lpt, diag_last = var
+    A._BWD_MODE, A._DIAG_LAST = mode, diag_last
+    A._ATOMIC_FORM = form or saved[1]
+    A._ATOMIC_D64 = cfg if mode == "atomic" else saved[2]
+    A._LPT = (saved[3][0], saved[3][1], lpt)
+    dq_cfg = saved[4](ember.bfloat16, 64)[1]
+    A._bwd_config = saved[4] if mode == "atomic" else (lambda dtype, w, c=cfg, d=dq_cfg: (c, d))
+
+
+def bwd_form_state(A):
+    return A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT, A._bwd_config, A._DIAG_LAST
+
+
+def _tune_bwd_forms(torch, iters, budget_s=200.0):
+    """The backward alone (``flash_backward`` on a saved forward) under each of ``bwd_form_variants()``: the
+    two-kernel ``dq_first`` form (dK/dV tiles, the causal diagonal first or last) and the atomic form (delta +
+    zeroed float32 dQ, one dK/dV kernel adding dS K into it, a cast), against torch's backward (its fwd+bwd minus its
+    fwd), at T1024 and T4096, causal and not; two alternating passes, the better median of each; gradients checked
+    against torch's. The variant with the least summed time relative to each case's best is left set."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    t_start = time.time()
+    b, h, d = 8, 12, 64
+    F = torch.nn.functional
+    cases = []
+    for tt in (1024, 4096):
+        for causal in (True, False):
+            tq, tk, tv = _qkv(torch, torch, b, h, tt, d, seed=tt + causal)
+            gt = torch.randn_like(tq)
+            F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal).backward(gt)
+            ref = [x.grad.float() for x in (tq, tk, tv)]
+            q, k, v = (ember.from_dlpack(x.detach()) for x in (tq, tk, tv))
+            g = ember.from_dlpack(gt)
+            with ember.no_grad():
+                out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+
+            def both_fn(tq=tq, tk=tk, tv=tv, gt=gt, c=causal):
+                torch.autograd.grad(F.scaled_dot_product_attention(tq, tk, tv, is_causal=c), (tq, tk, tv), gt)
+
+            def fwd_fn(tq=tq, tk=tk, tv=tv, c=causal):
+                with torch.no_grad():
+                    F.scaled_dot_product_attention(tq, tk, tv, is_causal=c)
+
+            torch_bwd = _median_ms(torch, both_fn, iters, hide_host=True) - _median_ms(torch, fwd_fn, iters,
+                                                                                      hide_host=True)
+            cases.append(((tt, causal), q, k, v, g, out, lse, ref, torch_bwd))
+            print(f"torch T{tt}{' causal' if causal else ''}: bwd ~{torch_bwd:.4f} ms", flush=True)
+    saved = bwd_form_state(A)
+    times: dict = {}
+    errs: dict = {}
+    variants = bwd_form_variants()
+
+    for pass_ in range(2):
+        for var in variants if pass_ == 0 else variants[::-1]:
+            if time.time() - t_start > budget_s:
+                print(f"tune bwd forms: time budget ({budget_s} s) spent in pass {pass_}", flush=True)
+                break
+            apply_bwd_form(A, var, saved)
+            for key, q, k, v, g, out, lse, ref, _ in cases:  # (LPT and DIAG_LAST change causal grids only)
+                fn = (lambda q=q, k=k, v=v, g=g, out=out, lse=lse, c=key[1]:
+                      A.flash_backward(g, q, k, v, out, lse, None, c, 1 / math.sqrt(d)))
+                try:
+                    ms = _median_ms(ember, fn, iters, hide_host=True)
+                except Exception as exc:  # a configuration Triton cannot build
+                    print(f"tune bwd forms {var}: failed ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+                    ms = float("inf")
+                if pass_ == 0:
+                    got = fn()
+                    errs[(var, key)] = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm())
+                                           for x, r in zip(got, ref))
+                times[(var, key)] = min(ms, times.get((var, key), ms))
+    rows = []
+    keys = [c[0] for c in cases]
+    best = {key: min(v for (var, k2), v in times.items() if k2 == key) for key in keys}
+
+    def score(var):
+        total = 0.0
+        for key in keys:
+            if errs.get((var, key), 1.0) > 2e-2:
+                return float("inf")
+            total += times.get((var, key), float("inf")) / best[key]
+        return total
+
+    for var in variants:
+        cells = " / ".join(f"{times.get((var, key), float('nan')):.4f}" for key in keys)
+        err = max(errs.get((var, key), 0.0) for key in keys)
+        row = {"name": f"tune bwd {var[0]} form={var[1]} {var[2]} lpt={var[3]} diag_last={var[4]}", "ember": cells,
+               "torch": f"err {err:.1e}", "ratio": round(score(var), 3),
+               "unit": "ms (T1024 causal / non / T4096 causal / non)"}
+        rows.append(row)
+        print(row["name"], row["ember"], row["torch"], "score", row["ratio"], flush=True)
+    torch_cells = " / ".join(f"{c[8]:.4f}" for c in cases)
+    rows.append({"name": "torch SDPA bwd (fwd+bwd - fwd)", "ember": "", "torch": torch_cells, "ratio": "",
+                 "unit": "ms (same order)"})
+    print("torch bwd", torch_cells, flush=True)
+    chosen = min(variants, key=score)
+    apply_bwd_form(A, chosen, saved)
+    print(f"tune bwd forms: CHOSEN {chosen} (score {score(chosen):.3f})", flush=True)
+    rows.append({"name": f"tune bwd forms chosen {chosen}", "ember": "", "torch": "", "ratio": "", "unit": ""})
+    return rows
+
+
 def _tune_lpt(torch, iters):
     """Causal grids ordered heaviest tile first over all heads (``_ops_attention._LPT``) or per head, for the
     forward and for the backward's dQ and dK/dV kernels, at causal T1024 and T4096 (two alternating passes,
@@ -328,6 +454,7 @@ def main():
     ap.add_argument("--tune-bwd", action="store_true", help="only the backward sweep before the rows")
     ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
     ap.add_argument("--tune-lpt", action="store_true", help="the causal grids' tile order before the rows")
+    ap.add_argument("--tune-bwd-forms", action="store_true", help="the backward's forms side by side first")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -343,6 +470,8 @@ def main():
         rows += _tune_bwd(torch, iters)
     if args.tune_lpt:
         rows += _tune_lpt(torch, iters)
+    if args.tune_bwd_forms:
+        rows += _tune_bwd_forms(torch, iters)
     if not sweep_only:
         rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
     if not sweep_only and not args.no_graphs:

@@ -10,6 +10,7 @@ host costs can be profiled on any machine; device results are garbage and never 
                                                    # (--mode: the model under ember.compile)
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
     python benchmarks/host_cuda_fake.py adam [--layers N] [--profile]  # GPT-2's fused AdamW opt.step() alone
+    python benchmarks/host_cuda_fake.py precompile_attention  # bench_cuda_attention --tune-bwd-forms' cubins
 """
 
 from __future__ import annotations
@@ -211,9 +212,42 @@ def bench_gpt_compiled(steps: int, profile: bool, mode) -> float:
     return statistics.median(times) * 1e6
 
 
+def precompile_attention() -> int:
+    """Compiles (into ``EMBER_CUDA_CACHE``) the flash-attention kernels that ``bench_cuda_attention.py
+    --tune-bwd-forms`` and its rows launch, so that a GPU call with the same Triton and the cache carried
+    compiles none of them. Returns how many launches were made."""
+    import math
+
+    import ember
+    import ember.nn.functional as EF
+    from ember._cuda import _ops_attention as A
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_cuda_attention import apply_bwd_form, bwd_form_state, bwd_form_variants
+
+    saved = bwd_form_state(A)
+    b, h, d, n = 8, 12, 64, 0
+    for t in (1024, 4096):
+        for causal in (True, False):
+            # (B, T, H, D) storage viewed as (B, H, T, D), as the benchmark's inputs and gradients are
+            q, k, v, g = (ember.empty(b, t, h, d, dtype=ember.bfloat16, device="cuda").transpose(1, 2)
+                          for _ in range(4))
+            with ember.no_grad():
+                out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+            for var in bwd_form_variants():
+                apply_bwd_form(A, var, saved)
+                A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
+                n += 1
+            A._BWD_MODE, A._ATOMIC_FORM, A._ATOMIC_D64, A._LPT, A._bwd_config, A._DIAG_LAST = saved
+            x = [z.detach().requires_grad_() for z in (q, k, v)]
+            ember.autograd.grad(EF.scaled_dot_product_attention(*x, is_causal=causal), x, ember.ones_like(x[0]))
+            n += 1
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled", "adam"))
+    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled", "adam", "precompile_attention"))
     ap.add_argument("--mode", default=None)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--steps", type=int, default=5)
@@ -226,6 +260,8 @@ def main():
         best, med = bench_adam(args.layers, args.steps, args.profile)
         print(f"GPT-2 ({args.layers} layers) AdamW(fused=True) opt.step(): {best:.3f} min / {med:.3f} median "
               "host CPU ms")
+    elif args.what == "precompile_attention":
+        print(f"flash attention: {precompile_attention()} launches compiled into the kernel cache")
     elif args.what == "gpt_compiled":
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")

@@ -84,22 +84,24 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     ref.backward(do0.double())
     do = pad(do0, (0, ep - e))
     delta = torch.empty(b, h, lq)
-    kernels.delta[(-(-lq // 16), b * h)](out, do, delta, *out.stride()[:3], *do.stride()[:3], h, lq, E=ep, BLOCK_M=16)
+    kernels.delta[(-(-lq // 16), b * h)](out, do, delta, delta, *out.stride()[:3], *do.stride()[:3], h, lq, E=ep,
+                                         BLOCK_M=16, D=dp, ZERO_DQA=False)
     common = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *bs, *do.stride()[:3])
     n1, m2 = -(-s // bn1), -(-lq // bm2)
     blocks1 = dict(BLOCK_M=bm1, BLOCK_N=bn1, EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0)
     blocks2 = dict(BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0)
 
-    def dkdv(dk, dv, delta, lpt=False):
-        kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, scale, *common, *dk.stride()[:3],
-                                    *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=lpt)
+    def dkdv(dk, dv, delta, lpt=False, dqa=None, form=1, diag_last=False):
+        kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, dk if dqa is None else dqa, scale, *common,
+                                    *dk.stride()[:3], *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=lpt,
+                                    ATOMIC_DQ=0 if dqa is None else form, DIAG_LAST=diag_last)
 
     def dq(dq, delta, own, lpt=False):
         kernels.dq[(m2 * b * h,)](q, k, v, bt, do, out, lse, delta, dq, scale, *common, *out.stride()[:3],
                                   *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own, LPT=lpt)
 
-    # The three orders of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
-    for mode in ("split", "dq_first", "fused"):
+    # The four forms of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
+    for mode in ("split", "dq_first", "fused", "atomic", "atomic_t"):
         dk, dv, dqt = (torch.full(shape, float("nan")) for shape in ((b, h, s, dp), (b, h, s, ep), q.shape))
         if mode == "split":
             dkdv(dk, dv, delta)
@@ -108,7 +110,15 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
             own = torch.full((b, h, lq), float("nan"))
             dq(dqt, own, True, lpt=True)  # with the grids ordered over all heads (_ops_attention._LPT)
             torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
-            dkdv(dk, dv, own, lpt=True)
+            dkdv(dk, dv, own, lpt=True, diag_last=True)
+        elif mode.startswith("atomic"):
+            # delta and the zeroed float32 accumulator from one kernel, dQ's share added by the dK/dV kernel
+            own, dqa = torch.full((b, h, lq), float("nan")), torch.full((b * h, lq, dp), float("nan"))
+            kernels.delta[(-(-lq // 16), b * h)](out, do, own, dqa, *out.stride()[:3], *do.stride()[:3], h, lq,
+                                                 E=ep, BLOCK_M=16, D=dp, ZERO_DQA=True)
+            torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
+            dkdv(dk, dv, own, dqa=dqa, form=2 if mode == "atomic_t" else 1, diag_last=mode == "atomic_t")
+            kernels.dq_cast[(-(-lq // 16), b * h)](dqa, dqt, scale, *dqt.stride()[:3], h, lq, D=dp, BLOCK_M=16)
         else:
             nj = max(n1, m2)
             kernels.bwd[(nj * b * h,)](q, k, v, bt, do, out, lse, delta, dqt, dk, dv, scale, *common,

@@ -145,3 +145,59 @@ def test_gpt_block_layout_needs_no_copies():
     assert _rel(out, out_ref) < REL[ember.bfloat16]
     out.backward(ember.tensor(g_np).to(ember.bfloat16).cuda())
     assert _rel(x.grad, x_ref.grad) < 2 * REL[ember.bfloat16]
+
+
+@pytest.mark.parametrize("mode", ["dq_first", "split", "fused", "atomic-1", "atomic-2"])
+@pytest.mark.parametrize("index", [1, 3, 4, 6])
+def test_backward_modes(monkeypatch, mode, index):
+    """Every launch form of the backward (``_ops_attention._BWD_MODE``; the atomic one with either form of
+    dQ's share) gives the float64 CPU gradients: causal and ragged lengths, grouped heads, an additive mask."""
+    from ember._cuda import _ops_attention as A
+
+    name, _, form = mode.partition("-")
+    monkeypatch.setattr(A, "_BWD_MODE", name)
+    if form:
+        monkeypatch.setattr(A, "_ATOMIC_FORM", int(form))
+    dtype = ember.bfloat16
+    b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]
+    (q, k, v), (dq, dk, dv) = _inputs(b, h, hk, lq, s, d, e, dtype, seed=10 + index, transposed=transposed)
+    m_cpu = m_dev = None
+    if mask == "float":
+        bias = np.random.default_rng(8).standard_normal((1, h, lq, s))
+        m_cpu, m_dev = ember.tensor(bias), ember.tensor(bias).to(dtype).cuda()
+    for t in (q, k, v, dq, dk, dv):
+        t.requires_grad_()
+    ref = ember.ops._scaled_dot_product_flash_attention(q, k, v, m_cpu, causal, 1 / math.sqrt(d))[0]
+    out = F.scaled_dot_product_attention(dq, dk, dv, attn_mask=m_dev, is_causal=causal, enable_gqa=h != hk)
+    grad = np.random.default_rng(4).standard_normal((b, h, lq, e))
+    ref.backward(ember.tensor(grad))
+    out.backward(ember.tensor(grad).to(dtype).cuda())
+    for got, want in ((dq, q), (dk, k), (dv, v)):
+        assert _rel(got.grad, want.grad) < 2 * REL[dtype], (mode, got is dq)
+
+
+def test_deterministic_algorithms_take_the_ordered_backward(monkeypatch):
+    """The atomic backward adds dQ's shares in no fixed order; with deterministic algorithms on, two runs give
+    bitwise equal gradients (the two-kernel form), and they match the atomic form's to rounding."""
+    from ember._cuda import _ops_attention as A
+
+    monkeypatch.setattr(A, "_BWD_MODE", "atomic")
+    _, (q, k, v) = _inputs(2, 4, 4, 256, 256, 64, 64, ember.bfloat16, seed=21, transposed=True)
+    g = ember.tensor(np.random.default_rng(5).standard_normal((2, 4, 256, 64))).to(ember.bfloat16).cuda()
+
+    def grads():
+        x = [t.detach().requires_grad_() for t in (q, k, v)]
+        out = F.scaled_dot_product_attention(*x, is_causal=True)
+        return [host(t) for t in ember.autograd.grad(out, x, g)]
+
+    atomic = grads()
+    previous = ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    try:
+        first, second = grads(), grads()
+    finally:
+        ember.use_deterministic_algorithms(previous)
+    for a, b_ in zip(first, second):
+        np.testing.assert_array_equal(a, b_)
+    for a, b_ in zip(atomic, first):
+        assert np.linalg.norm(a - b_) / np.linalg.norm(b_) < 1e-2

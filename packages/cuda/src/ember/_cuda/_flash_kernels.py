@@ -9,8 +9,10 @@ sum(dO * O), which the other kernel reads), another per key tile accumulates dK 
 the query tiles (two kernels instead of atomics: deterministic, and no float32 dQ buffer to
 convert). dK/dV works transposed (keys along the rows: P^T = exp2(K Q^T - lse)), so each
 product's left operand comes out of the previous one in registers and no tile is transposed
-through shared memory. ``delta`` (a separate delta pass) and ``bwd`` (one launch whose program
-j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) are the
+through shared memory. ``delta`` (a separate delta pass), ``bwd`` (one launch whose program
+j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) and the atomic
+form (``delta`` also zeroing a float32 dQ accumulator, ``dkdv`` with ``ATOMIC_DQ`` adding each
+tile pair's dS K into it: 5 matrix products per tile pair instead of 7, then ``dq_cast``) are the
 alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200.
 
 Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
@@ -153,8 +155,10 @@ def fwd(Q, K, V, B, O, LSE, scale,
 
 
 @triton.jit
-def delta(O, DO, DELTA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLOCK_M: tl.constexpr):
-    # delta[row] = sum(dO * O) over the value width: the softmax backward's row term.
+def delta(O, DO, DELTA, DQA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLOCK_M: tl.constexpr,
+          D: tl.constexpr, ZERO_DQA: tl.constexpr):
+    # delta[row] = sum(dO * O) over the value width: the softmax backward's row term. With ZERO_DQA the
+    # same rows of the float32 dQ accumulator (B*H, L, D) are zeroed for the atomic dK/dV/dQ kernel.
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -166,19 +170,42 @@ def delta(O, DO, DELTA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLO
     do = tl.load(DO + b * sdb + h * sdh + rows[:, None].to(tl.int64) * sdm + offs_e[None, :], mask=m,
                  other=0.0).to(tl.float32)
     tl.store(DELTA + bh.to(tl.int64) * L + rows, tl.sum(o * do, 1), mask=rows < L)
+    if ZERO_DQA:
+        offs_d = tl.arange(0, D)
+        tl.store(DQA + (bh.to(tl.int64) * L + rows[:, None]) * D + offs_d[None, :],
+                 tl.zeros([BLOCK_M, D], tl.float32), mask=m)
 
 
 @triton.jit
-def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S, sqm, sdm,
-                sbm, qk_scale, BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr,
-                HAS_BIAS: tl.constexpr, PREC: tl.constexpr):
+def dq_cast(DQA, DQ, scale, sqb2, sqh2, sqm2, H, L, D: tl.constexpr, BLOCK_M: tl.constexpr):
+    # dQ = scale * the float32 accumulator, in dQ's dtype and layout.
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    m = (rows < L)[:, None]
+    acc = tl.load(DQA + (bh.to(tl.int64) * L + rows[:, None]) * D + offs_d[None, :], mask=m, other=0.0)
+    tl.store(DQ + b * sqb2 + h * sqh2 + rows[:, None].to(tl.int64) * sqm2 + offs_d[None, :],
+             (acc * scale).to(DQ.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S,
+                sqm, sdm, sbm, qk_scale, BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr,
+                HAS_BIAS: tl.constexpr, PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, MASK_COLS: tl.constexpr,
+                D: tl.constexpr):
     # Query tiles lo..hi (multiples of BLOCK_M) into one key tile's dK and dV. Everything is computed
     # transposed (keys along the rows): P^T = exp2(K Q^T - lse) comes out of the product in the layout
     # that dV += P^T dO and dK += dS^T Q take as their left operand, so no tile is transposed in registers.
+    # With ATOMIC_DQ the same dS^T also gives this key tile's share of dQ = dS K, added in float32 to
+    # the query rows' accumulator (5 products per tile pair instead of the 7 of a separate dQ kernel).
     qt_ptrs += lo * sqm
     do_ptrs += lo * sdm
     if HAS_BIAS:
         bt_ptrs += lo * sbm
+    if ATOMIC_DQ != 0:
+        dqa_ptrs += lo * D
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         if MASK_ROWS:
@@ -200,10 +227,26 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, col
             pt = tl.exp2(st * qk_scale - lse2[None, :])
         if CAUSAL_TILE:
             pt = tl.where(rows[None, :] >= cols[:, None], pt, 0.0)
+        if ATOMIC_DQ != 0 and MASK_COLS:  # keys past S (zero rows of K) must add nothing to dQ, not even inf * 0
+            pt = tl.where((cols < S)[:, None], pt, 0.0)
         dv = tl.dot(pt.to(do.dtype), do, dv, input_precision=PREC)
         dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
-        dst = pt * (dpt - dl[None, :])
-        dk = tl.dot(dst.to(qt.dtype), tl.trans(qt), dk, input_precision=PREC)
+        dst = (pt * (dpt - dl[None, :])).to(qt.dtype)
+        dk = tl.dot(dst, tl.trans(qt), dk, input_precision=PREC)
+        if ATOMIC_DQ == 1:
+            dq = tl.dot(tl.trans(dst), k, input_precision=PREC)
+            if MASK_ROWS:
+                tl.atomic_add(dqa_ptrs, dq, mask=(rows < L)[:, None], sem="relaxed")
+            else:
+                tl.atomic_add(dqa_ptrs, dq, sem="relaxed")
+            dqa_ptrs += BLOCK_M * D
+        elif ATOMIC_DQ == 2:  # dQ^T = K^T dS^T: dS^T is the right operand as it stands
+            dqt = tl.dot(tl.trans(k), dst, input_precision=PREC)
+            if MASK_ROWS:
+                tl.atomic_add(dqa_ptrs, dqt, mask=(rows < L)[None, :], sem="relaxed")
+            else:
+                tl.atomic_add(dqa_ptrs, dqt, sem="relaxed")
+            dqa_ptrs += BLOCK_M * D
         qt_ptrs += BLOCK_M * sqm
         do_ptrs += BLOCK_M * sdm
         if HAS_BIAS:
@@ -212,13 +255,14 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, col
 
 
 @triton.jit
-def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
+def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
                sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
                skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L, S,
                D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr):
-    # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile.
+               PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
+    # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile (and with
+    # ATOMIC_DQ, dS K added into the float32 (B*H, L, D) accumulator DQA, unscaled).
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -239,6 +283,10 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
     bt_ptrs = B + b * sbb + h * sbh + offs_m[None, :].to(tl.int64) * sbm + cols[:, None].to(tl.int64) * sbn
     lse_ptr = LSE + bh.to(tl.int64) * L
     delta_ptr = DELTA + bh.to(tl.int64) * L
+    if ATOMIC_DQ == 2:
+        dqa_ptrs = DQA + bh.to(tl.int64) * L * D + offs_m[None, :] * D + offs_d[:, None]
+    else:
+        dqa_ptrs = DQA + bh.to(tl.int64) * L * D + offs_m[:, None] * D + offs_d[None, :]
     qk_scale = scale * LOG2E
     dk = tl.zeros([BLOCK_N, D], tl.float32)
     dv = tl.zeros([BLOCK_N, E], tl.float32)
@@ -248,13 +296,21 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
         mid = lo + BLOCK_N
         if mid > L:
             mid = L
-        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, mid, L,
-                             S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC)
-        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, mid, L, L,
-                             S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
+        if not DIAG_LAST:
+            dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
+                                 lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
+                                 ATOMIC_DQ, not EVEN_N, D)
+        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
+                             mid, L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC,
+                             ATOMIC_DQ, not EVEN_N, D)
+        if DIAG_LAST:
+            dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
+                                 lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
+                                 ATOMIC_DQ, not EVEN_N, D)
     else:
-        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, S,
-                             sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC)
+        dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0,
+                             L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC, ATOMIC_DQ,
+                             not EVEN_N, D)
     dk = dk * scale
     dk_ptrs = DK + b * skb2 + h * skh2 + cols[:, None].to(tl.int64) * skn2 + offs_d[None, :]
     dv_ptrs = DV + b * svb2 + h * svh2 + cols[:, None].to(tl.int64) * svn2 + offs_e[None, :]
@@ -267,22 +323,22 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
 
 
 @triton.jit
-def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale,
+def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
          sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm,
          skb2, skh2, skn2, svb2, svh2, svn2,
          H, GROUP, L, S, NUM_N,
          D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-         PREC: tl.constexpr, LPT: tl.constexpr):
+         PREC: tl.constexpr, LPT: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
     pid = tl.program_id(0)
     if LPT:  # the first key tiles (under the causal mask the most query tiles) of every head first
         bhs = tl.num_programs(0) // NUM_N
         bh, start_n = pid % bhs, pid // bhs
     else:
         bh, start_n = pid // NUM_N, pid % NUM_N
-    _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
-               sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
-               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC)
+    _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
+               sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
+               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, ATOMIC_DQ, DIAG_LAST)
 
 
 @triton.jit
@@ -422,9 +478,9 @@ def bwd(Q, K, V, B, DO, O, LSE, DELTA, DQ, DK, DV, scale,
     j = pid % NUM_J
     bh = pid // NUM_J
     if j < NUM_N:
-        _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
-                   sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, j, H, GROUP, L, S, D, E, BLOCK_M,
-                   BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC)
+        _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
+                   sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, j, H, GROUP, L, S, D, E,
+                   BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, 0, False)
     if j < NUM_M:
         _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
                  sbm, sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, j, H, GROUP, L, S, D, E, BLOCK_M2,

@@ -16,6 +16,7 @@ from ember._src import dtypes as dt
 from ember._src.dispatch import OPS
 from ember._src.ops.nn import attention as na
 from ember._src.ops.nn import attention_flash as naf
+from ember._src.runtime import are_deterministic_algorithms_enabled
 from ember._src.tensor import make_tensor
 
 from . import _compile
@@ -50,6 +51,12 @@ _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into
 # head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
 # gained 9% at T1024 and T4096; the backward kernels none (within 3%, either way).
 _LPT = (True, False, False)
+# With True the causal dK/dV kernel walks the query tiles below its key tile's diagonal first and the masked
+# diagonal ones last. In the default order (diagonal first) ptxas serializes the kernel's wgmma instructions
+# (its warning C7515 on the sm_90 build of the (64, 64, 4, 3) and (64, 128, 8, 3) kernels; diagonal last
+# builds without it). Same gradients (the interpreter tests take both orders), but not yet timed on the H200
+# (bench_cuda_attention.py --tune-bwd-forms does), so the measured order stays the default.
+_DIAG_LAST = False
 
 
 def _bwd_config(dtype, d: int):
@@ -64,11 +71,31 @@ def _bwd_config(dtype, d: int):
     return (32, 64, 4, 2), (64, 32, 4, 2)
 
 
+def _atomic_config(dtype, d: int):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the "atomic" backward's one dK/dV/dQ kernel."""
+    if dtype is dt.float32:
+        return (32, 32, 4, 1)
+    if d <= 64:
+        return _ATOMIC_D64
+    return (32, 64, 4, 2)
+
+
+_ATOMIC_D64 = (64, 64, 4, 3)
+# How the atomic kernel forms dQ's share: 1 as dS K (dS^T transposed through shared memory, the float32
+# result added row-major), 2 as its transpose K^T dS^T (dS^T as it stands, the result added column-wise).
+# On the H200 (bench_cuda_attention.py, session 15) form 2 was the faster at (64, 64, 4, 3) in every case,
+# and its causal grid heaviest key tile first over all heads (LPT) 14% (T1024) and 4% (T4096) faster than
+# per head, so the atomic mode takes LPT whatever _LPT[2] (dq_first's dK/dV grid) says.
+_ATOMIC_FORM = 2
+
 # How the backward runs: "dq_first" (dQ first, each of its programs also computing and storing its rows'
-# delta = sum(dO * O), then dK/dV: two launches), "split" (delta, dK/dV, dQ: three) or "fused" (delta,
-# then one launch whose program j does key tile j's dK/dV and query tile j's dQ).
+# delta = sum(dO * O), then dK/dV: two launches), "split" (delta, dK/dV, dQ: three), "fused" (delta,
+# then one launch whose program j does key tile j's dK/dV and query tile j's dQ) or "atomic" (delta with
+# a zeroed float32 dQ accumulator, one dK/dV kernel that also adds each tile pair's dS K into it, then a
+# cast: 5 matrix products per tile pair where the others do 7, but dQ's sums come in no fixed order, so
+# deterministic algorithms (ember.use_deterministic_algorithms) take "dq_first" instead).
 _BWD_MODE = "dq_first"
-_DELTA_CONFIG = (64, 4)  # (BLOCK_M, warps) of the separate delta kernel
+_DELTA_CONFIG = (64, 4)  # (BLOCK_M, warps) of the separate delta kernel (and of the atomic mode's cast)
 
 
 def _unit_last(t):
@@ -118,13 +145,14 @@ _STRIDE_NAMES = {
             "sdb", "sdh", "sdm", "sob", "soh", "som", "sqb2", "sqh2", "sqm2", "skb2", "skh2", "skn2", "svb2",
             "svh2", "svn2"],
 }
-_PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV"],
+_PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"],
+         "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV", "DQA"],
          "dq": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ"],
          "bwd": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ", "DK", "DV"]}
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT"],
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
@@ -230,17 +258,35 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
 
 
-def _delta(out, g, lse, index):
+def _delta(out, g, lse, index, dqa=None):
+    """delta = sum(dO * O) per row; with ``dqa`` (the atomic mode's (B*H, L, D) float32 dQ accumulator) the
+    same launch zeroes it."""
     b, h, lq, e = out._shape
     delta = new_empty_tensor((b, h, lq), dt.float32, out._device)
-    sig = {"O": "*" + TRITON[out.dtype], "DO": "*" + TRITON[g.dtype], "DELTA": "*fp32", "sob": "i64", "soh": "i64",
-           "som": "i64", "sdb": "i64", "sdh": "i64", "sdm": "i64", "H": "i32", "L": "i32", "E": "constexpr",
-           "BLOCK_M": "constexpr"}
+    sig = {"O": "*" + TRITON[out.dtype], "DO": "*" + TRITON[g.dtype], "DELTA": "*fp32", "DQA": "*fp32",
+           "sob": "i64", "soh": "i64", "som": "i64", "sdb": "i64", "sdh": "i64", "sdm": "i64", "H": "i32", "L": "i32",
+           "E": "constexpr", "BLOCK_M": "constexpr", "D": "constexpr", "ZERO_DQA": "constexpr"}
     bm, warps = _DELTA_CONFIG
-    launcher = _compile.kernel(SOURCE, "delta", sig, {"E": e, "BLOCK_M": bm}, (), warps, 1, index)
+    consts = {"E": e, "BLOCK_M": bm, "D": 16 if dqa is None else dqa._shape[2], "ZERO_DQA": dqa is not None}
+    launcher = _compile.kernel(SOURCE, "delta", sig, consts, (), warps, 1, index)
     launcher((-(-lq // bm), b * h, 1), current_handle(index), out.data_ptr(), g.data_ptr(), delta.data_ptr(),
-             *_strides(out), *_strides(g), h, lq)
+             (delta if dqa is None else dqa).data_ptr(), *_strides(out), *_strides(g), h, lq)
     return delta
+
+
+def _dq_cast(dqa, dq, scale, index):
+    """dq = scale * dqa (float32, (B*H, L, D)) in dq's dtype and strides."""
+    b, h, lq, d = dq._shape
+    sig = {"DQA": "*fp32", "DQ": "*" + TRITON[dq.dtype], "scale": "fp32", "sqb2": "i64", "sqh2": "i64",
+           "sqm2": "i64", "H": "i32", "L": "i32", "D": "constexpr", "BLOCK_M": "constexpr"}
+    bm, warps = _DELTA_CONFIG
+    launcher = _compile.kernel(SOURCE, "dq_cast", sig, {"D": d, "BLOCK_M": bm}, (), warps, 1, index)
+    launcher((-(-lq // bm), b * h, 1), current_handle(index), dqa.data_ptr(), dq.data_ptr(), float(scale),
+             *_strides(dq), h, lq)
+
+
+def _mode():
+    return "dq_first" if _BWD_MODE == "atomic" and are_deterministic_algorithms_enabled() else _BWD_MODE
 
 
 def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scale, width):
@@ -251,9 +297,14 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
     index = q._device.index or 0
     bias = _bias(attn_mask, q, k)
     (bm1, bn1, w1, s1), (bm2, bn2, w2, s2) = _bwd_config(q.dtype, width)
-    mode = _BWD_MODE
+    mode = _mode()
+    dqa = None
     if mode == "dq_first":
         delta = new_empty_tensor((b, h, lq), dt.float32, q._device)
+    elif mode == "atomic":
+        bm1, bn1, w1, s1 = _atomic_config(q.dtype, width)
+        dqa = new_empty_tensor((b * h, lq, q._shape[3]), dt.float32, q._device)
+        delta = _delta(o, g, lse, index, dqa)
     else:
         delta = _delta(o, g, lse, index)
     common = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(g)
@@ -273,10 +324,14 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
                w2, s2, index)
     if mode == "dq_first":
         _run("dq", *dq_args)
-    _run("dkdv", {**ptrs, "DK": dk, "DV": dv}, scale, common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
-         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and _LPT[2]}, num_n * b * h, w1,
-         s1, index)
-    if mode != "dq_first":
+    _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
+         common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
+         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
+          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST},
+         num_n * b * h, w1, s1, index)
+    if mode == "atomic":
+        _dq_cast(dqa, dq, scale, index)
+    elif mode != "dq_first":
         _run("dq", *dq_args)
 
 
