@@ -95,6 +95,28 @@ T row_lse(const T* row, int64_t c, const T* next = nullptr) {
   return mx + std::log(exp_sum<T>(nullptr, row, c, mx, next));
 }
 
+// row_lse in one pass where it can (float32 with AVX-512): the exp sum is shifted by the
+// row's target score g = x[t] instead of its max, so the row is read once and the max pass (a
+// sixth of the row's time) goes. s = sum(exp(x - g)) = exp(lse - g) >= 1 (the target's own
+// term is exactly 1), and log(s) is the row's loss: any finite s is taken (no term overflowed;
+// the dominant terms' arguments x - g are as large as the loss, so rounding them costs what
+// rounding the loss costs), and g + log(s) is formed in double. A NaN or +inf score, a term
+// beyond exp's range (a loss above ~88) or a non-finite g go through row_lse instead, from
+// cache. The result depends on the row alone (not on the rows or threads around it).
+template <typename T>
+T row_lse_shifted(const T* row, int64_t c, const T* next, T g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (std::isfinite(g)) {
+      const float s = exp_guess_sum(row, c, g, next);
+      if (s < INFINITY) return static_cast<float>(static_cast<double>(g) + std::log(static_cast<double>(s)));
+    }
+  }
+#endif
+  (void)g;
+  return row_lse<T>(row, c, next);
+}
+
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
 // and the row's lse (row_lse: NaN for an infinite max, so such a row's loss and gradient are NaN)
 // itself into *lse_out (null for log-probabilities), which the backward reads instead of
@@ -104,7 +126,7 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
              T* lse_out, const T* next) {
   T lse = 0;
   if (!log_probs) {
-    lse = row_lse<T>(row, c, next);
+    lse = row_lse_shifted<T>(row, c, next, row[t]);
     if (lse_out) *lse_out = lse;
   }
   T w = wp ? wp[t] : T(1);
