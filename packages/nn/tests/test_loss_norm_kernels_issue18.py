@@ -283,3 +283,33 @@ def test_cross_entropy_rows_shifted_by_the_target_score(c):
     finally:
         ember.set_num_threads(before)
     np.testing.assert_array_equal(two, EF.cross_entropy(xe, ye, reduction="none").numpy())
+
+
+@pytest.mark.parametrize("shape", [(2, 7, 5, 9), (3, 40, 33), (2, 100, 1040)], ids=str)
+def test_cross_entropy_columns_shifted_by_the_target_score(shape):
+    # float32 scores with the classes on dim 1 take each position's log-sum-exp in one pass shifted
+    # by its target's score (the first class's where the position is ignored), and the two-pass
+    # column_lse for a whole block where a sum is not finite: a loss beyond exp's range, a -inf
+    # target, a +inf or NaN score, ignored positions; against torch, loss and gradient.
+    rng = np.random.default_rng(shape[-1])
+    x = rng.standard_normal(shape).astype(np.float32) * 2
+    y = rng.integers(0, shape[1], (shape[0],) + shape[2:])
+    xf, yf = x.reshape(shape[0], shape[1], -1), y.reshape(shape[0], -1)
+    yf[0, :4] = 3
+    xf[0, 3, 0] = -120.0
+    xf[0, 3, 1] = -np.inf
+    xf[0, 3, 2] = -87.0
+    yf[1, :5] = -100
+    xf[1, 0, 1] = -200.0
+    if shape[-1] > 20:
+        xf[1, 1, 20] = np.inf
+        xf[1, 2, 21] = np.nan
+    for reduction in ("none", "mean"):
+        res = []
+        for lib, F in ((ember, EF), (torch, TF)):
+            leaf = lib.tensor(x).requires_grad_()
+            loss = F.cross_entropy(leaf, lib.tensor(y), reduction=reduction)
+            (loss.sum() if reduction == "none" else loss).backward()
+            res.append((loss.detach().numpy(), leaf.grad.numpy()))
+        for a, b in zip(*res, strict=True):
+            np.testing.assert_allclose(a, b, **TOL["float32"], equal_nan=True)
