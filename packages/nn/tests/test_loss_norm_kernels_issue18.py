@@ -232,3 +232,84 @@ def test_row_kernels_prefetching_the_next_row(c, dtype):
                   EF.cross_entropy(one, ember.tensor(y[r:r + 1]), reduction="none")]
         for a, b in zip(whole, single, strict=True):
             np.testing.assert_array_equal(a[r:r + 1].numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("c", [1, 15, 16, 17, 33, 1000], ids=str)
+def test_cross_entropy_rows_shifted_by_the_target_score(c):
+    # float32 rows take their log-sum-exp in one pass shifted by the target's score (row_lse_shifted,
+    # loss.cpp) and fall back to max + exp sum where that sum is not finite: a loss beyond exp's
+    # range (target far below the rest), around its edge (~88), a -inf target (loss inf), a +inf
+    # or NaN score (NaN), scores offset by 1e4. Against torch in float32 and, for the finite losses,
+    # within a few ulp of torch in float64 on the same inputs; the same bits for one or two threads.
+    rng = np.random.default_rng(c)
+    rows = 24
+    x = rng.standard_normal((rows, c)).astype(np.float32) * 2
+    y = rng.integers(0, c, rows)
+    if c > 1:
+        y[:8] = (np.arange(8) * 7) % c
+        x[0, y[0]] = -120.0
+        x[1, y[1]] = -86.5
+        x[2, y[2]] = -88.9
+        x[3, y[3]] = -np.inf
+        x[4, (y[4] + 1) % c] = np.inf
+        x[5, (y[5] + 1) % c] = np.nan
+        x[6] += 1e4
+        x[7, y[7]] = 30.0
+    xe, ye = ember.tensor(x), ember.tensor(y)
+    leaf = xe.clone().requires_grad_()
+    loss = EF.cross_entropy(leaf, ye, reduction="none")
+    tleaf = torch.tensor(x).requires_grad_()
+    tloss = TF.cross_entropy(tleaf, torch.tensor(y), reduction="none")
+    # (Row 6 loses ~ulp(1e4) of its loss and gradient to rounding the lse in float32 on both
+    # sides: its loss is checked against float64 below.)
+    keep = np.arange(rows) != 6
+    np.testing.assert_allclose(loss.detach().numpy()[keep], tloss.detach().numpy()[keep], **TOL["float32"],
+                               equal_nan=True)
+    g = rng.standard_normal(rows).astype(np.float32)
+    loss.backward(ember.tensor(g))
+    tloss.backward(torch.tensor(g))
+    np.testing.assert_allclose(leaf.grad.numpy()[keep], tleaf.grad.numpy()[keep], **TOL["float32"], equal_nan=True)
+    ref = TF.cross_entropy(torch.tensor(x, dtype=torch.float64), torch.tensor(y), reduction="none").numpy()
+    got = loss.detach().numpy()
+    fin = np.isfinite(ref)
+    # A few ulp of the loss, plus half an ulp of the lse (of the scores' size), rounded to float32.
+    scale = np.where(np.isfinite(x), np.abs(x), 0).max(axis=1)[fin]
+    ulp = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+    np.testing.assert_array_less(np.abs(got[fin] - ref[fin]), 4 * ulp + np.spacing(scale) + 1e-7)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        two = EF.cross_entropy(xe, ye, reduction="none").numpy()
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(two, EF.cross_entropy(xe, ye, reduction="none").numpy())
+
+
+@pytest.mark.parametrize("shape", [(2, 7, 5, 9), (3, 40, 33), (2, 100, 1040)], ids=str)
+def test_cross_entropy_columns_shifted_by_the_target_score(shape):
+    # float32 scores with the classes on dim 1 take each position's log-sum-exp in one pass shifted
+    # by its target's score (the first class's where the position is ignored), and the two-pass
+    # column_lse for a whole block where a sum is not finite: a loss beyond exp's range, a -inf
+    # target, a +inf or NaN score, ignored positions; against torch, loss and gradient.
+    rng = np.random.default_rng(shape[-1])
+    x = rng.standard_normal(shape).astype(np.float32) * 2
+    y = rng.integers(0, shape[1], (shape[0],) + shape[2:])
+    xf, yf = x.reshape(shape[0], shape[1], -1), y.reshape(shape[0], -1)
+    yf[0, :4] = 3
+    xf[0, 3, 0] = -120.0
+    xf[0, 3, 1] = -np.inf
+    xf[0, 3, 2] = -87.0
+    yf[1, :5] = -100
+    xf[1, 0, 1] = -200.0
+    if shape[-1] > 20:
+        xf[1, 1, 20] = np.inf
+        xf[1, 2, 21] = np.nan
+    for reduction in ("none", "mean"):
+        res = []
+        for lib, F in ((ember, EF), (torch, TF)):
+            leaf = lib.tensor(x).requires_grad_()
+            loss = F.cross_entropy(leaf, lib.tensor(y), reduction=reduction)
+            (loss.sum() if reduction == "none" else loss).backward()
+            res.append((loss.detach().numpy(), leaf.grad.numpy()))
+        for a, b in zip(*res, strict=True):
+            np.testing.assert_allclose(a, b, **TOL["float32"], equal_nan=True)

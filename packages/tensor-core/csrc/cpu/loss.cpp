@@ -95,6 +95,28 @@ T row_lse(const T* row, int64_t c, const T* next = nullptr) {
   return mx + std::log(exp_sum<T>(nullptr, row, c, mx, next));
 }
 
+// row_lse in one pass where it can (float32 with AVX-512): the exp sum is shifted by the
+// row's target score g = x[t] instead of its max, so the row is read once and the max pass (a
+// sixth of the row's time) goes. s = sum(exp(x - g)) = exp(lse - g) >= 1 (the target's own
+// term is exactly 1), and log(s) is the row's loss: any finite s is taken (no term overflowed;
+// the dominant terms' arguments x - g are as large as the loss, so rounding them costs what
+// rounding the loss costs), and g + log(s) is formed in double. A NaN or +inf score, a term
+// beyond exp's range (a loss above ~88) or a non-finite g go through row_lse instead, from
+// cache. The result depends on the row alone (not on the rows or threads around it).
+template <typename T>
+T row_lse_shifted(const T* row, int64_t c, const T* next, T g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (std::isfinite(g)) {
+      const float s = exp_guess_sum(row, c, g, next);
+      if (s < INFINITY) return static_cast<float>(static_cast<double>(g) + std::log(static_cast<double>(s)));
+    }
+  }
+#endif
+  (void)g;
+  return row_lse<T>(row, c, next);
+}
+
 // One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
 // and the row's lse (row_lse: NaN for an infinite max, so such a row's loss and gradient are NaN)
 // itself into *lse_out (null for log-probabilities), which the backward reads instead of
@@ -104,7 +126,7 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
              T* lse_out, const T* next) {
   T lse = 0;
   if (!log_probs) {
-    lse = row_lse<T>(row, c, next);
+    lse = row_lse_shifted<T>(row, c, next, row[t]);
     if (lse_out) *lse_out = lse;
   }
   T w = wp ? wp[t] : T(1);
@@ -165,6 +187,38 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
     else lse[j] = m[j] + std::log(s[j]);
   }
 }
+
+#if defined(__AVX512F__)
+// column_lse for float32 scores (no weighted class sum) in one pass, the column analog of
+// row_lse_shifted: each position j's exp sum shifted by one of its own scores g[j] (the
+// target's; the first class's for an ignored position), so s[j] >= 1 and no max pass or L2
+// re-read is needed: the classes stream through once (rows of the block `sc` apart, the one
+// `ahead` rows on prefetched, continuing into `next`'s rows). Returns false, having written
+// nothing usable, when a position's sum or shift is not finite (a NaN or +inf score, a loss
+// beyond exp's range): the caller then takes column_lse for the block.
+bool column_lse_shifted(const float* x, int64_t c, int64_t sc, int64_t bl, const float* g, float* lse,
+                        const float* next) {
+  alignas(64) float s[kColBlock];
+  std::fill(s, s + bl, 0.0f);
+  const int64_t jv = bl / 16 * 16;
+  constexpr int64_t ahead = 4;
+  for (int64_t k = 0; k < c; ++k) {
+    const float* p = x + k * sc;
+    const float* pf = k + ahead < c ? p + ahead * sc : (next && k + ahead - c < c ? next + (k + ahead - c) * sc : nullptr);
+    for (int64_t j = 0; j < jv; j += 16) {
+      if (pf) __builtin_prefetch(pf + j, 0, 2);
+      const __m512 e = exp_term_m512(_mm512_sub_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(g + j)));
+      _mm512_store_ps(s + j, _mm512_add_ps(_mm512_load_ps(s + j), e));
+    }
+    for (int64_t j = jv; j < bl; ++j) s[j] += exp_f32(p[j] - g[j]);
+  }
+  for (int64_t j = 0; j < bl; ++j) {
+    if (!(s[j] < INFINITY) || !std::isfinite(g[j])) return false;
+    lse[j] = static_cast<float>(static_cast<double>(g[j]) + std::log(static_cast<double>(s[j])));
+  }
+  return true;
+}
+#endif
 
 // For a column block whose classes fit in L2 together (kFuseBytes): q[k, j] = exp(x[k, j] - M[j])
 // stored (q's classes sq apart) and total[j] = sum_k of them, M the column max (0 where it is
@@ -259,7 +313,24 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
             const int64_t n1 = (b + 1) / nblk, q0 = ((b + 1) % nblk) * width;
             if (std::min(width, l.s - q0) == bl) xn = xp + n1 * l.sn + q0;
           }
-          column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn);
+          bool done = false;
+#if defined(__AVX512F__)
+          if constexpr (std::is_same_v<T, float>) {
+            if (!log_probs && !sp) {
+              // (The casts: this lambda is no template, so the branch compiles for every T.)
+              const float* xf = reinterpret_cast<const float*>(xb);
+              alignas(64) float g[kColBlock];
+              const int64_t r0 = n * l.s + p0;
+              for (int64_t j = 0; j < bl; ++j) {
+                const int64_t t = tp[r0 + j];
+                g[j] = xf[(t == ignore_index ? 0 : t) * l.sc + j];
+              }
+              done = column_lse_shifted(xf, c, l.sc, bl, g, reinterpret_cast<float*>(lse),
+                                        reinterpret_cast<const float*>(xn));
+            }
+          }
+#endif
+          if (!done) column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn);
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];

@@ -151,6 +151,39 @@ inline float exp_shift_sum(float* o, const float* x, int64_t n, float m, const f
   return s;
 }
 
+#if defined(__AVX512F__)
+// sum(exp(x[i] - c)) for a guessed shift c in one pass over x, no max pass before it: the
+// terms through exp_term_m512 (common/vecmath.h), the tail through a masked load (-inf lanes
+// add 0). A term above ~88 makes the sum +inf, a NaN or +inf score NaN: the caller
+// (row_lse_shifted, cpu/loss.cpp) takes the result only when it is finite and falls back to
+// max + exp_shift_sum otherwise. `next`: prefetched
+// a line per line consumed, as in exp_shift_sum.
+inline float exp_guess_sum(const float* x, int64_t n, float c, const float* next = nullptr) {
+  const __m512 cv = _mm512_set1_ps(c);
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (next) {
+      __builtin_prefetch(next + i, 0, 3);
+      __builtin_prefetch(next + i + 16, 0, 3);
+    }
+    a0 = _mm512_add_ps(a0, exp_term_m512(_mm512_sub_ps(_mm512_loadu_ps(x + i), cv)));
+    a1 = _mm512_add_ps(a1, exp_term_m512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), cv)));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, x + i);
+    a0 = _mm512_add_ps(a0, exp_term_m512(_mm512_sub_ps(v, cv)));
+  }
+  // (Through memory: gcc 12 warns on _mm512_reduce_add_ps's undefined pass-through operands.)
+  alignas(64) float l[16];
+  _mm512_store_ps(l, _mm512_add_ps(a0, a1));
+  float s = 0;
+  for (int j = 0; j < 16; ++j) s += l[j];
+  return s;
+}
+#endif
+
 // o[i] = exp(x[i] - m) (o may be null); the sum. float32 uses exp_shift_sum above (with
 // its prefetch of `next`).
 template <typename T>
