@@ -38,6 +38,7 @@ from ._ir import (
     product,
     strided_index,
     sym,
+    walk,
 )
 from ._ir import (
     compute_dtype as compute_of,
@@ -157,6 +158,9 @@ class GraphLowering:
                         inherited |= getattr(a, "origins", set())
                 value = self.call(fn, args, kwargs)
                 _tag_origins(value, node.name, inherited)
+                for v in _flatten([value]):
+                    if isinstance(v, TensorValue):
+                        v.graph_users = len(node.users)  # consumers in the graph (see store_shared)
                 env[node] = value
                 self._live.append((node, value))
             elif node.op == "output":
@@ -450,6 +454,24 @@ class GraphLowering:
 
         value.loader, value.layout, value.rebased = loader, layout, True
         value._size = None  # its expression is one load now
+
+    def store_shared(self, value: TensorValue) -> None:
+        """Stores ``value`` before a reduction reads it when another node of the graph reads it
+        too and recomputing it costs: the reduction's kernel then reads (or is fused with) the
+        kernel that stores it. Lowered first, the reduction would inline the whole expression, and
+        the other consumer (an extern, say) store it later: computed twice (the mini-GPT's position
+        embedding gradient, a batch sum, recomputed the last layer_norm backward)."""
+        if value.buffer is not None or getattr(value, "graph_users", 1) < 2:
+            return
+        if value.expr_size() > config.inline_limit or self._reads_row_result(value):
+            self.realize(value)
+
+    def _reads_row_result(self, value: TensorValue) -> bool:
+        """Whether ``value`` reads a reduction's result (a row statistic: what a normalization's
+        backward reads, the costly part of recomputing it)."""
+        reduced = {item.name for item in self.items if isinstance(item, ReductionBuffer)}
+        index = [sympy.Symbol(f"q{i}", integer=True, nonnegative=True) for i in range(value.ndim)]
+        return any(isinstance(e, Load) and e.buf in reduced for e in walk(value.load(index)))
 
     def realize(self, value: TensorValue) -> Buffer:
         if value.buffer is not None:
