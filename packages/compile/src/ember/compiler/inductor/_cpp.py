@@ -16,6 +16,7 @@ from . import _cpp_columns as columns
 from . import _cpp_ops as C
 from . import config
 from ._ir import (
+    HALF_TYPES,
     Call,
     Cast,
     Const,
@@ -360,7 +361,8 @@ class CppKernelWriter:
                 columns.accumulate(self, c, body.value(c.expr), body)
             return
         body.forget(node.target)  # an input updated in place: its loads now mean the new value
-        self.row_values[node.target] = value
+        if node.buf.dtype not in HALF_TYPES:  # a half store rounds: they sum what it holds, as eager does
+            self.row_values[node.target] = value
         try:
             for c in riders:
                 columns.accumulate(self, c, body.value(c.expr), body)

@@ -159,8 +159,9 @@ class GraphLowering:
                 value = self.call(fn, args, kwargs)
                 _tag_origins(value, node.name, inherited)
                 for v in _flatten([value]):
-                    if isinstance(v, TensorValue):
-                        v.graph_users = len(node.users)  # consumers in the graph (see store_shared)
+                    if isinstance(v, TensorValue):  # its consumers in the graph (see store_shared)
+                        v.graph_users = len(node.users)
+                        v.graph_output = any(u.op == "output" for u in node.users)
                 env[node] = value
                 self._live.append((node, value))
             elif node.op == "output":
@@ -456,15 +457,24 @@ class GraphLowering:
         value._size = None  # its expression is one load now
 
     def store_shared(self, value: TensorValue) -> None:
-        """Stores ``value`` before a reduction reads it when another node of the graph reads it
-        too and recomputing it costs: the reduction's kernel then reads (or is fused with) the
-        kernel that stores it. Lowered first, the reduction would inline the whole expression, and
-        the other consumer (an extern, say) store it later: computed twice (the mini-GPT's position
-        embedding gradient, a batch sum, recomputed the last layer_norm backward)."""
-        if value.buffer is not None or getattr(value, "graph_users", 1) < 2:
-            return
-        if value.expr_size() > config.inline_limit or self._reads_row_result(value):
-            self.realize(value)
+        """Stores ``value`` (or the value it is a view of) before a reduction reads it when another
+        node of the graph reads it too and it is stored anyway (a graph output) or costs to
+        recompute: the reduction's kernel then reads the stored value (or is fused with the kernel
+        that stores it). Lowered first, the reduction would inline the whole expression and the
+        other consumer (the output, an extern) store it later: computed twice (the mini-GPT's
+        position embedding gradient, a batch sum, recomputed the last layer_norm backward)."""
+        v, depth = value, 0
+        while v is not None and depth < 16:
+            v = getattr(v, "original", v)
+            if v.buffer is not None or getattr(v, "rebased", False):
+                return
+            if getattr(v, "graph_users", 1) >= 2 and (getattr(v, "graph_output", False)
+                                                       or v.expr_size() > config.inline_limit
+                                                       or self._reads_row_result(v)):
+                self.realize(v)
+                return
+            source = getattr(v, "view_source", None)
+            v, depth = (source[0] if source else None), depth + 1
 
     def _reads_row_result(self, value: TensorValue) -> bool:
         """Whether ``value`` reads a reduction's result (a row statistic: what a normalization's
