@@ -106,6 +106,18 @@ def test_column_sum_of_a_row_kernel_output():
     assert not _sum_only_kernels(compiled.artifact.cpp_source)
 
 
+@pytest.mark.parametrize("program", [
+    lambda m, x: (m.softmax(x, -1), m.softmax(x, -1).sum(0)),  # the normalization's own loop
+    lambda m, x: (m.nn.functional.layer_norm(x, (x.shape[-1],)), m.nn.functional.layer_norm(x, (x.shape[-1],)).sum(0)),
+    lambda m, x: (x - x.amax(-1, keepdim=True), x.sum(0)),  # the sum rides in the row max's loop
+], ids=["softmax", "layer_norm", "row_max"])
+@pytest.mark.parametrize("rows", [5, 300])
+def test_column_sums_beside_row_reductions(program, rows):
+    x = make_input((rows, 130), ember.float32)
+    compiled = check(program, x, rtol=1e-5, atol=1e-4)
+    assert not _sum_only_kernels(compiled.artifact.cpp_source), compiled.artifact.cpp_source
+
+
 def test_integer_column_sum():
     x = make_input((7, 9), ember.int32)
     check(lambda m, x: (x * 3 + 1, (x * 3 + 1).sum(0)), x, kernels=1)

@@ -349,7 +349,8 @@ class CppKernelWriter:
                     self.riding.add(id(n))
                 continue
             first = self.pipe is not None and n is self.pipe[0]  # its loop runs for a thread's first row only
-            last = None if n.epilogue or first else n
+            rescaled = id(n) in getattr(self, "rescale", {})  # softmax's normalization: a loop of its own making
+            last = None if n.epilogue or first or rescaled else n
 
     def _ride(self, node, value: str, body) -> None:
         """The column sums riding on ``node``'s loop, with ``node``'s element ``value`` at hand."""

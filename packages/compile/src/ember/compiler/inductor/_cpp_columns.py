@@ -69,7 +69,8 @@ def after(nodes, indent) -> list[str]:
         i = f"i_{name}"
         lines += [f"{indent}for (int64_t {i} = 0; {i} < cols_{name}; ++{i}) {{",
                   f"{indent}    {t} sum_{name} = part_{name}[{i}];",
-                  f"{indent}    for (int t = 1; t < col_threads; ++t) sum_{name} += part_{name}[t * cols_{name} + {i}];",
+                  f"{indent}    for (int t = 1; t < col_threads; ++t)",
+                  f"{indent}        sum_{name} += part_{name}[t * cols_{name} + {i}];",
                   f"{indent}    {n.target}[{i}] = {C.store_value(f'sum_{name}', n.buf.dtype)};",
                   f"{indent}}}",
                   f"{indent}free(part_{name});"]

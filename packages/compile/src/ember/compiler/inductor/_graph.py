@@ -47,6 +47,10 @@ from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape
 from ._lowering_views import derive_layout
 
 MAX_EXPR = 400  # an expression past this size is stored (keeps kernels compilable)
+# A graph output a reduction also reads is stored before the reduction past this expression size
+# (it is stored anyway; a few ops are cheaper to recompute in the reduction's loop, and then stay
+# bit for bit the values their other consumers compute beside them)
+SHARED_OUTPUT_EXPR = 8
 
 
 class GraphFallback(Exception):
@@ -468,8 +472,9 @@ class GraphLowering:
             v = getattr(v, "original", v)
             if v.buffer is not None or getattr(v, "rebased", False):
                 return
-            if getattr(v, "graph_users", 1) >= 2 and (getattr(v, "graph_output", False)
-                                                       or v.expr_size() > config.inline_limit
+            size = v.expr_size()
+            if getattr(v, "graph_users", 1) >= 2 and ((getattr(v, "graph_output", False) and size > SHARED_OUTPUT_EXPR)
+                                                       or size > config.inline_limit
                                                        or self._reads_row_result(v)):
                 self.realize(v)
                 return
