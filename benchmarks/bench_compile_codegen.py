@@ -15,6 +15,10 @@ Cases (1 thread on both sides is the primary figure):
   compiled ember vs torch.compile vs both eager.
 - compile time in a fresh process, cold cache and warm cache, for a tiny function and the
   mini-GPT forward.
+- ``--gpt-backward``: the mini-GPT training step (B16) and its backward alone, compiled ember with
+  column sums fused (default) and apart, beside eager ember, eager torch and torch.compile, the cases
+  alternated round by round (thread CPU time, medians), with the backward's kernel count and its
+  generated-code time per kernel class (figures: ``packages/compile/NOTES.md``, session 15).
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
