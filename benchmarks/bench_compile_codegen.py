@@ -551,6 +551,62 @@ def bench_gpt_backward(rounds=7, batch=16):
     return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
 
 
+def bench_column_kernels(rounds=15):
+    """The mini-GPT backward's two kernel classes that take column sums, alone, fused vs apart,
+    alternated in one process (thread CPU time, min and median of ``rounds``, 1 thread): GELU's
+    backward with the fc bias gradient (2048 x 1024), and layer_norm's backward with its weight and
+    bias gradients (2048 x 256, AOT backward of ``layer_norm``). Returns {case: {variant: (min, median)}} ms."""
+    import statistics
+
+    from ember.compiler.inductor import config
+
+    ember.set_num_threads(1)
+    g = np.random.default_rng(2)
+
+    def gelu_bwd(dy, a):
+        cdf = 0.5 * (1 + ember.erf(a * 0.7071067811865475))
+        d = dy * (cdf + a * 0.3989422804014327 * ember.exp(-0.5 * a * a))
+        return d, d.view(-1, d.shape[-1]).sum(0)
+
+    def ln_step(x, w, b, dy):
+        for t in (x, w, b):
+            t.grad = None
+        ember.nn.functional.layer_norm(x, (x.shape[-1],), w, b).backward(dy)
+
+    dy, a = (ember.tensor(g.standard_normal((16, 128, 1024)).astype(np.float32)) for _ in range(2))
+    x = ember.tensor(g.standard_normal((16, 128, 256)).astype(np.float32), requires_grad=True)
+    w, b = (ember.tensor(g.standard_normal(256).astype(np.float32), requires_grad=True) for _ in range(2))
+    ly = ember.tensor(g.standard_normal((16, 128, 256)).astype(np.float32))
+    calls = {}
+    for fused in (True, False):
+        with config.patch("cpp.fuse_column_sums", fused):
+            fg = ember.compile(gelu_bwd)
+            fg(dy, a)
+            fl = ember.compile(lambda x, w, b: ember.nn.functional.layer_norm(x, (x.shape[-1],), w, b))
+            ln_step(x, w, b, ly)  # warm eager autograd
+            x.grad = w.grad = b.grad = None
+            fl(x, w, b).backward(ly)  # compiles the backward now, under the patch
+        calls[("gelu bwd + fc bias sum", fused)] = lambda f=fg: f(dy, a)
+
+        def ln(f=fl):
+            x.grad = w.grad = b.grad = None
+            out = f(x, w, b)
+            c0 = time.thread_time()
+            out.backward(ly)
+            return time.thread_time() - c0
+        calls[("layer_norm bwd + weight/bias sums", fused)] = ln
+    times: dict = {k: [] for k in calls}
+    for _ in range(rounds):
+        for k, fn in calls.items():
+            c0 = time.thread_time()
+            got = fn()
+            times[k].append(got if isinstance(got, float) else time.thread_time() - c0)
+    out: dict = {}
+    for (case, fused), t in times.items():
+        out.setdefault(case, {})["fused" if fused else "apart"] = (min(t) * 1e3, statistics.median(t) * 1e3)
+    return out
+
+
 COMPILE_CHILD = textwrap.dedent('''
     import os, sys, time
     import numpy as np
@@ -628,6 +684,9 @@ def main():
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
     if args.gpt_backward:
+        print("the column-summing kernel classes alone (thread CPU ms, min / median of 15 alternated rounds):")
+        for case, variants in bench_column_kernels().items():
+            print(f"  {case:36s} " + "   ".join(f"{v}: {lo:.2f} / {med:.2f}" for v, (lo, med) in variants.items()))
         rows, counts, per_class = bench_gpt_backward()
         print(f"load average {os.getloadavg()[0]:.1f}; mini-GPT L4 d256 T128 B16, 1 thread, thread CPU time, "
               "medians of alternated rounds")

@@ -177,3 +177,21 @@ def test_a_value_a_sum_and_another_node_read_is_computed_once(built):
     # and both the token gradient's store and the position gradient's sum take that value
     kernel = art.cpp_source[art.cpp_source.index("// kernel"):]
     assert len(re.findall(r"/ 32\.0f\)", kernel)) == 1, kernel
+
+
+def _gelu_grad_and_bias_dims(m, g, a):
+    t = m.tanh(0.79788 * (a + 0.044715 * a * a * a))
+    d = g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * 0.79788 * (1 + 0.134145 * a * a))
+    return d, d.sum((0, 1))
+
+
+def test_batch_sizes_through_compile(built):
+    fn = ember.compile(lambda g, a: _gelu_grad_and_bias_dims(ember, g, a), dynamic=True)
+    for batch in (3, 7, 1):
+        g = make_input((batch, 5, 24), ember.float32, seed=batch)
+        a = make_input((batch, 5, 24), ember.float32, seed=batch + 1)
+        ref = _gelu_grad_and_bias_dims(torch, torch.from_numpy(g.numpy()), torch.from_numpy(a.numpy()))
+        for got, want, r in zip(fn(g, a), _gelu_grad_and_bias_dims(ember, g, a), ref):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5, equal_nan=True)
+            np.testing.assert_allclose(got.numpy(), r.numpy(), rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert built and all(art.kernel_count == 1 for art in built), [art.cpp_source for art in built]
