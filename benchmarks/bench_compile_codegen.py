@@ -15,6 +15,10 @@ Cases (1 thread on both sides is the primary figure):
   compiled ember vs torch.compile vs both eager.
 - compile time in a fresh process, cold cache and warm cache, for a tiny function and the
   mini-GPT forward.
+- ``--gpt-backward``: the mini-GPT training step (B16) and its backward alone, compiled ember with
+  column sums fused (default) and apart, beside eager ember, eager torch and torch.compile, the cases
+  alternated round by round (thread CPU time, medians), with the backward's kernel count and its
+  generated-code time per kernel class (figures: ``packages/compile/NOTES.md``, session 15).
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
@@ -444,6 +448,165 @@ def bench_gpt_train(threads, use_torch_compile, steps=3):
     return rows
 
 
+def _kernel_class(ops: str) -> str:
+    """A generated kernel's class, from the graph ops its comment lists."""
+    names = ops.split(", ")
+    has_cols = any(n.startswith("sum") for n in names)
+    if all(n.startswith("sum") for n in names):
+        return "column sum alone"
+    if any(n.startswith("native_layer_norm_backward") for n in names):
+        return "layer_norm bwd" + (" + column sums" if has_cols else "")
+    if any(n.startswith("erf") for n in names):
+        return "gelu bwd" + (" + column sum" if has_cols else "")
+    if any(n.startswith("where") for n in names):
+        return "softmax bwd (masked)"
+    if any(n.startswith("cat") for n in names):
+        return "cat (qkv gradient)"
+    if any(n.startswith(("_to_copy", "transpose")) for n in names):
+        return "transposed copy"
+    return "other"
+
+
+def bench_gpt_backward(rounds=7, batch=16):
+    """The compiled mini-GPT (L4 d256 T128, ``batch``) training step and its backward alone, beside
+    torch.compile and eager torch and ember, one thread, in one process: the cases alternate round
+    by round, thread CPU time, medians. Compiled ember twice: column sums fused into the kernels
+    producing their input (``fuse_column_sums``, the default) and as kernels of their own (before).
+    Returns ({case: (backward ms, step ms)}, {variant: backward kernel count},
+    {variant: {kernel class: ms per backward}})."""
+    import re
+    import statistics
+
+    from ember.compiler.inductor import _compile_fx, config
+
+    ember.set_num_threads(1)
+    torch.set_num_threads(1)
+    ns: dict = {}
+    exec(GPT, ns)
+    torch.manual_seed(0)
+    tmodel = ns["make_gpt"](torch.nn, torch)
+    emodel = ns["make_gpt"](ember.nn, ember)
+    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    g = np.random.default_rng(1)
+    idx, tgt = g.integers(0, 512, (batch, 128)), g.integers(0, 512, (batch * 128,))
+    eidx, etgt, tidx, ttgt = ember.tensor(idx), ember.tensor(tgt), torch.from_numpy(idx), torch.from_numpy(tgt)
+    built: list = []
+    original = _compile_fx.lower_and_build
+
+    def spy(gm, inputs):
+        built.append(original(gm, inputs))
+        return built[-1]
+
+    def stepper(m, model, fwd, x, y):
+        opt = m.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step():  # (backward seconds, step seconds), thread CPU time
+            c0 = time.thread_time()
+            opt.zero_grad()
+            loss = m.nn.functional.cross_entropy(fwd(x).reshape(-1, 512), y)
+            c1 = time.thread_time()
+            loss.backward()
+            c2 = time.thread_time()
+            opt.step()
+            c3 = time.thread_time()
+            return c2 - c1, c3 - c0
+        return step
+
+    cases, artifacts = {}, {}
+    _compile_fx.lower_and_build = spy
+    try:
+        for name, fused in (("ember compiled", True), ("ember compiled, sums apart", False)):
+            with config.patch("cpp.fuse_column_sums", fused):
+                step = stepper(ember, emodel, ember.compile(emodel), eidx, etgt)
+                step()  # compiles the forward and (at its first call) the backward
+            artifacts[name] = next(a for a in reversed(built) if "tangents" in a.wrapper_source)
+            cases[name] = step
+    finally:
+        _compile_fx.lower_and_build = original
+    cases["ember eager"] = stepper(ember, emodel, emodel, eidx, etgt)
+    cases["torch eager"] = stepper(torch, tmodel, tmodel, tidx, ttgt)
+    cases["torch.compile"] = stepper(torch, tmodel, torch.compile(tmodel), tidx, ttgt)
+    cases["torch.compile"]()
+    # the generated backward kernels' time, by class: each kernel callable wrapped with a timer
+    spent: dict = {name: {} for name in artifacts}
+    for name, art in artifacts.items():
+        classes = {k: _kernel_class(ops) for k, ops in re.findall(r"# (kernel\d+): (.*)", art.wrapper_source)}
+        namespace = art.call.__globals__
+        for k in [n for n in namespace if re.fullmatch(r"kernel\d+", n)]:
+            kind = classes.get(k, "other")
+
+            def timed(*a, _f=namespace[k], _c=kind, _s=spent[name]):
+                c0 = time.thread_time()
+                _f(*a)
+                _s[_c] = _s.get(_c, 0.0) + time.thread_time() - c0
+            namespace[k] = timed
+    times: dict = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, step in cases.items():
+            times[name].append(step())
+    out = {name: (statistics.median(b for b, _ in t) * 1e3, statistics.median(s for _, s in t) * 1e3)
+           for name, t in times.items()}
+    per_class = {name: {c: v / rounds * 1e3 for c, v in sorted(d.items(), key=lambda kv: -kv[1])}
+                 for name, d in spent.items()}
+    return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
+
+
+def bench_column_kernels(rounds=15):
+    """The mini-GPT backward's two kernel classes that take column sums, alone, fused vs apart,
+    alternated in one process (thread CPU time, min and median of ``rounds``, 1 thread): GELU's
+    backward with the fc bias gradient (2048 x 1024), and layer_norm's backward with its weight and
+    bias gradients (2048 x 256, AOT backward of ``layer_norm``). Returns {case: {variant: (min, median)}} ms."""
+    import statistics
+
+    from ember.compiler.inductor import config
+
+    ember.set_num_threads(1)
+    g = np.random.default_rng(2)
+
+    def gelu_bwd(dy, a):
+        cdf = 0.5 * (1 + ember.erf(a * 0.7071067811865475))
+        d = dy * (cdf + a * 0.3989422804014327 * ember.exp(-0.5 * a * a))
+        return d, d.view(-1, d.shape[-1]).sum(0)
+
+    def ln_step(x, w, b, dy):
+        for t in (x, w, b):
+            t.grad = None
+        ember.nn.functional.layer_norm(x, (x.shape[-1],), w, b).backward(dy)
+
+    dy, a = (ember.tensor(g.standard_normal((16, 128, 1024)).astype(np.float32)) for _ in range(2))
+    x = ember.tensor(g.standard_normal((16, 128, 256)).astype(np.float32), requires_grad=True)
+    w, b = (ember.tensor(g.standard_normal(256).astype(np.float32), requires_grad=True) for _ in range(2))
+    ly = ember.tensor(g.standard_normal((16, 128, 256)).astype(np.float32))
+    calls = {}
+    for fused in (True, False):
+        with config.patch("cpp.fuse_column_sums", fused):
+            fg = ember.compile(gelu_bwd)
+            fg(dy, a)
+            fl = ember.compile(lambda x, w, b: ember.nn.functional.layer_norm(x, (x.shape[-1],), w, b))
+            ln_step(x, w, b, ly)  # warm eager autograd
+            x.grad = w.grad = b.grad = None
+            fl(x, w, b).backward(ly)  # compiles the backward now, under the patch
+        calls[("gelu bwd + fc bias sum", fused)] = lambda f=fg: f(dy, a)
+
+        def ln(f=fl):
+            x.grad = w.grad = b.grad = None
+            out = f(x, w, b)
+            c0 = time.thread_time()
+            out.backward(ly)
+            return time.thread_time() - c0
+        calls[("layer_norm bwd + weight/bias sums", fused)] = ln
+    times: dict = {k: [] for k in calls}
+    for _ in range(rounds):
+        for k, fn in calls.items():
+            c0 = time.thread_time()
+            got = fn()
+            times[k].append(got if isinstance(got, float) else time.thread_time() - c0)
+    out: dict = {}
+    for (case, fused), t in times.items():
+        out.setdefault(case, {})["fused" if fused else "apart"] = (min(t) * 1e3, statistics.median(t) * 1e3)
+    return out
+
+
 COMPILE_CHILD = textwrap.dedent('''
     import os, sys, time
     import numpy as np
@@ -516,8 +679,25 @@ def main():
     parser.add_argument("--cross-entropy", action="store_true", help="only the cross-entropy rows, 1 thread")
     parser.add_argument("--gpt-kernels", action="store_true",
                         help="only the compiled mini-GPT forward's time per generated kernel, 1 thread")
+    parser.add_argument("--gpt-backward", action="store_true",
+                        help="only the mini-GPT training step and backward (B16), alternated, 1 thread")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.gpt_backward:
+        print("the column-summing kernel classes alone (thread CPU ms, min / median of 15 alternated rounds):")
+        for case, variants in bench_column_kernels().items():
+            print(f"  {case:36s} " + "   ".join(f"{v}: {lo:.2f} / {med:.2f}" for v, (lo, med) in variants.items()))
+        rows, counts, per_class = bench_gpt_backward()
+        print(f"load average {os.getloadavg()[0]:.1f}; mini-GPT L4 d256 T128 B16, 1 thread, thread CPU time, "
+              "medians of alternated rounds")
+        print("                                backward        step")
+        for k, (b, st) in rows.items():
+            print(f"  {k:28s} {b:8.1f} ms {st:8.1f} ms")
+        for name, n in counts.items():
+            print(f"{name}: {n} backward kernels; generated-code time per backward by kernel class:")
+            for c, ms in per_class[name].items():
+                print(f"    {c:32s} {ms:6.2f} ms")
+        return
     if args.gpt_kernels:
         total, rows, kernels = gpt_kernel_times()
         print(f"gpt_fwd compiled: {total:.1f} ms CPU, of which generated kernels {kernels:.1f} ms")

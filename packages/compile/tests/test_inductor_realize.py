@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from inductor_test_helpers import check, make_input
 
 import ember
-from ember.compiler.inductor import _wrapper
+from ember.compiler.inductor import _wrapper, config
 
 
 def _residual_stream(m, x, *weights):
@@ -50,18 +51,25 @@ def _gelu_grad_two_views(m, g, a, w):
     return d.view(24, 16) @ w, d.view(24, 16).sum(0)
 
 
-def test_a_view_of_a_stored_value_loads_it_not_a_second_copy():
+@pytest.mark.parametrize("fused", [False, True], ids=["column_sum_apart", "column_sum_fused"])
+def test_a_view_of_a_stored_value_loads_it_not_a_second_copy(fused):
     # the matmul stores the gradient; the sum over another view of it read the inputs again and
     # stored the same gradient a second time (50 MB a layer in GPT-2), unread
     inputs = [make_input((4, 6, 16), ember.float32, specials=False),
               make_input((4, 6, 16), ember.float32, seed=1, specials=False),
               make_input((16, 8), ember.float32, seed=2, specials=False)]
-    compiled = check(_gelu_grad_two_views, *inputs, rtol=1e-4, atol=1e-5, lowered=False)
+    with config.patch("cpp.fuse_column_sums", fused):
+        compiled = check(_gelu_grad_two_views, *inputs, rtol=1e-4, atol=1e-5, lowered=False)
     art = compiled.artifact
     signatures = re.findall(r"EMBER_KERNEL void \w+\(([^)]*)\)", art.cpp_source)
-    # the gradient's kernel reads g and a; the sum's reads the stored gradient alone
-    assert art.kernel_count == 2 and sorted(s.count("const float*") for s in signatures) == [1, 2], \
-        art.cpp_source
+    if fused:
+        # one kernel reads g and a, stores the gradient once and sums its columns as it goes
+        assert art.kernel_count == 1 and [s.count("const float*") for s in signatures] == [2], art.cpp_source
+        assert art.cpp_source.count("= ((float)(") == 2, art.cpp_source  # the gradient and the sum
+    else:
+        # the gradient's kernel reads g and a; the sum's reads the stored gradient alone
+        assert art.kernel_count == 2 and sorted(s.count("const float*") for s in signatures) == [1, 2], \
+            art.cpp_source
 
 
 def _define_transposed(ns, real_transposed):

@@ -78,7 +78,7 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
                 return _from_entry(gm, entry, start)
             except Exception as exc:  # a stale or damaged entry: lower again (and overwrite it)
                 log.debug("graph cache entry %s unusable: %s", key, exc)
-    graph, plan, kernels = _lower_and_schedule(gm, example_inputs)
+    graph, plan, kernels = _lower_and_schedule(gm, example_inputs, column_fusion=config.cpp.fuse_column_sums)
     source, signatures, libs = "", {}, {}
     if kernels:
         # big graphs: one source per core, compiled side by side (most of a cold compile)
@@ -97,15 +97,16 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
     return CompiledArtifact(call, wrapper, source, len(kernels), externs, seconds)
 
 
-def _lower_and_schedule(gm, example_inputs) -> tuple:
-    """(graph, plan, kernels): ``gm`` lowered to buffers and scheduled into fused kernels."""
+def _lower_and_schedule(gm, example_inputs, column_fusion: bool = False) -> tuple:
+    """(graph, plan, kernels): ``gm`` lowered to buffers and scheduled into fused kernels
+    (``column_fusion``: column sums inside the kernels producing their input, C++ only)."""
     graph = GraphLowering(gm, example_inputs)
     graph.alias_outputs = True
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
     graph.output_names = {_output_buffer(v).name for v in outputs}
     ndim = max([len(getattr(item, "full_shape", getattr(item, "shape", ()))) for item in graph.items] + [0])
-    plan = schedule(graph.items, graph.output_names, make_index_vars(ndim))
+    plan = schedule(graph.items, graph.output_names, make_index_vars(ndim), column_fusion)
     graph.all_buffers = _all_buffers(graph, plan)
     kernels = [e for e in plan if isinstance(e, Kernel)]
     return graph, plan, kernels

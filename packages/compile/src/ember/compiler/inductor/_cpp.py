@@ -12,9 +12,11 @@ import sympy
 
 from ember._src import dtypes as dt
 
+from . import _cpp_columns as columns
 from . import _cpp_ops as C
 from . import config
 from ._ir import (
+    HALF_TYPES,
     Call,
     Cast,
     Const,
@@ -308,6 +310,10 @@ class CppKernelWriter:
         if self.k.reduced:
             self._find_stashes()
             self.pipe = self._pipeline(outer, inner)
+        cols = columns.column_nodes(self.k)
+        if cols:
+            self._plan_riders()
+            lines.extend(columns.before(self, cols, indent))
         if outer:
             opened = self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced)
             if self.pipe is not None:
@@ -318,6 +324,7 @@ class CppKernelWriter:
                 opened[0] += " firstprivate(pipe_row, pipe_acc, pipe_nan)"
             lines.extend(opened)
             indent += "    " * len(outer)
+        lines.extend(columns.row_start(cols, indent))
         if not self.k.reduced:
             lines.extend(self._pointwise_members(indent, simd_loop=None))
         else:
@@ -326,6 +333,50 @@ class CppKernelWriter:
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+        lines.extend(columns.after(cols, "    "))
+        return lines
+
+    def _plan_riders(self):
+        """Column nodes ride in the loop of the member just before them: a pointwise member's (the
+        gradient it stores is at hand there), or a row reduction's whose result they do not read
+        (layer_norm's weight gradient shares its terms with the backward's second row sum). One
+        after a row epilogue, or after a row reduction it reads, walks the row in a loop of its own."""
+        self.riders, self.riding, last = {}, set(), None
+        for n in self.k.nodes:
+            if getattr(n, "column", False):
+                if last is not None and not (last.is_reduction and any(ld.buf == last.buf.name for ld in n.loads)):
+                    self.riders.setdefault(id(last), []).append(n)
+                    self.riding.add(id(n))
+                continue
+            first = self.pipe is not None and n is self.pipe[0]  # its loop runs for a thread's first row only
+            rescaled = id(n) in getattr(self, "rescale", {})  # softmax's normalization: a loop of its own making
+            last = None if n.epilogue or first or rescaled else n
+
+    def _ride(self, node, value: str, body) -> None:
+        """The column sums riding on ``node``'s loop, with ``node``'s element ``value`` at hand."""
+        riders = getattr(self, "riders", {}).get(id(node), ())
+        if not riders:
+            return
+        if node.is_reduction:  # its terms (and the loads beside them) are what the riders reuse
+            for c in riders:
+                columns.accumulate(self, c, body.value(c.expr), body)
+            return
+        body.forget(node.target)  # an input updated in place: its loads now mean the new value
+        if node.buf.dtype not in HALF_TYPES:  # a half store rounds: they sum what it holds, as eager does
+            self.row_values[node.target] = value
+        try:
+            for c in riders:
+                columns.accumulate(self, c, body.value(c.expr), body)
+        finally:
+            self.row_values.pop(node.target, None)
+
+    def _column_loop(self, node, inner, indent, par) -> list[str]:
+        """A column node's own walk over the row (its term added to the thread's partial sums)."""
+        lines = self._open(inner, indent, par, simd=True)
+        body = _Body(self, indent + "    " * len(inner), {})
+        columns.accumulate(self, node, body.value(node.expr), body)
+        lines.extend(body.lines)
+        lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
         return lines
 
     def _transpose_tile(self, outer):
@@ -401,7 +452,7 @@ class CppKernelWriter:
         once per block of columns (``_outer_reduction``). Only for one collapsed loop each way,
         sum reductions whose results only the row epilogues read, and indices linear in both."""
         k = self.k
-        if not k.reduced or len(outer) != 1 or len(inner) != 1:
+        if not k.reduced or len(outer) != 1 or len(inner) != 1 or columns.column_nodes(k):
             return False
         element = [n for n in k.nodes if not n.epilogue]
         sums = {n.buf.name for n in element if n.is_reduction}
@@ -487,7 +538,7 @@ class CppKernelWriter:
         when the output holds the compute dtype, so the values are bit-identical.
         """
         self.stash, self.rescale, self.reread = {}, {}, {}
-        nodes = self.k.nodes
+        nodes = [n for n in self.k.nodes if not getattr(n, "column", False)]
         for i, r in enumerate(nodes):
             if not r.is_reduction or r.buf.reduce_type != "sum":
                 continue
@@ -692,6 +743,8 @@ class CppKernelWriter:
         return body.lines
 
     def _row_member(self, node, inner, indent, parallel, total):
+        if id(node) in getattr(self, "riding", ()):
+            return []  # summed in the loop of the member before it
         if node.epilogue:
             return self._row_member_loops(node, inner, indent, parallel, total)
         hoisted = self._hoist(node.expr, {v for v, _ in inner}, indent)
@@ -733,6 +786,8 @@ class CppKernelWriter:
         loop_indent = indent + "    " * len(inner)
         body = _Body(self, loop_indent, {})
         par = self._parallel_clause(total) if parallel else None
+        if getattr(node, "column", False):
+            return self._column_loop(node, inner, indent, par)
         if id(node) in getattr(self, "rescale", {}):
             return self._rescale_member(node, self.rescale[id(node)], inner, indent, par)
         q = getattr(self, "stash", {}).get(id(node))
@@ -743,9 +798,13 @@ class CppKernelWriter:
                 lines += [d if d.startswith("#") else indent + d for d in sc["decl"]]
         if not node.is_reduction:
             summed = getattr(self, "reread", {}).get(id(node))
+            riders = getattr(self, "riders", {}).get(id(node), ())
             if summed is not None and node.expr == summed.expr:
-                return lines  # the output is the summed term itself: the sum's loop stored it already
-            streamed = None if summed is not None else self._streaming_member(node, inner, indent, par, total)
+                # the output is the summed term itself: the sum's loop stored it already (its
+                # column sums walk the row in loops of their own)
+                return lines + [t for c in riders for t in self._column_loop(c, inner, indent, par)]
+            streamed = None if summed is not None or riders else \
+                self._streaming_member(node, inner, indent, par, total)
             if streamed is not None:
                 return streamed
             lines.extend(self._open(inner, indent, par, simd=True))
@@ -756,11 +815,13 @@ class CppKernelWriter:
                 body.cache[summed.expr] = term
             value = body.value(node.expr)
             self._store(node, value, body)
+            self._ride(node, value, body)
             lines.extend(body.lines)
             lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
             return lines
         acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
         acc_t, init, nan_flag, clause, body_lines, result = self._reduction_pieces(node, body, acc, nan)
+        self._ride(node, None, body)
         pipe = self.pipe
         if pipe is not None and node is pipe[0]:
             # this row's result was carried over from the previous row's next loop, unless the
@@ -861,7 +922,7 @@ class CppKernelWriter:
         k = self.k
         if len(outer) != 1 or not inner:
             return None
-        members = [n for n in k.nodes if not n.epilogue]
+        members = [n for n in k.nodes if not n.epilogue and not getattr(n, "column", False)]
         if len(members) < 2 or members[0] is not k.nodes[0]:
             return None
         if not (members[0].is_reduction and members[1].is_reduction):

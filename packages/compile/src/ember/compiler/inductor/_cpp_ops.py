@@ -111,7 +111,8 @@ static inline __attribute__((always_inline)) float ember_expf(float x) {
 
 
 def prelude(vector_math: bool) -> str:
-    lines = ["#include <math.h>", "#include <stdint.h>", "#include <stdbool.h>", "#include <omp.h>",
+    lines = ["#include <math.h>", "#include <stdint.h>", "#include <stdbool.h>", "#include <stdlib.h>",
+             "#include <omp.h>",
              "#ifdef __cplusplus", '#define EMBER_KERNEL extern "C"', "#else", "#define EMBER_KERNEL", "#endif"]
     if vector_math:
         for name in VECTOR_MATH:

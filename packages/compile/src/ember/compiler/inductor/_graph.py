@@ -38,6 +38,7 @@ from ._ir import (
     product,
     strided_index,
     sym,
+    walk,
 )
 from ._ir import (
     compute_dtype as compute_of,
@@ -46,6 +47,10 @@ from ._lowering import LOWERINGS, Unsupported, _loader_for, broadcast_shape
 from ._lowering_views import derive_layout
 
 MAX_EXPR = 400  # an expression past this size is stored (keeps kernels compilable)
+# A graph output a reduction also reads is stored before the reduction past this expression size
+# (it is stored anyway; a few ops are cheaper to recompute in the reduction's loop, and then stay
+# bit for bit the values their other consumers compute beside them)
+SHARED_OUTPUT_EXPR = 8
 
 
 class GraphFallback(Exception):
@@ -157,6 +162,10 @@ class GraphLowering:
                         inherited |= getattr(a, "origins", set())
                 value = self.call(fn, args, kwargs)
                 _tag_origins(value, node.name, inherited)
+                for v in _flatten([value]):
+                    if isinstance(v, TensorValue):  # its consumers in the graph (see store_shared)
+                        v.graph_users = len(node.users)
+                        v.graph_output = any(u.op == "output" for u in node.users)
                 env[node] = value
                 self._live.append((node, value))
             elif node.op == "output":
@@ -450,6 +459,34 @@ class GraphLowering:
 
         value.loader, value.layout, value.rebased = loader, layout, True
         value._size = None  # its expression is one load now
+
+    def store_shared(self, value: TensorValue) -> None:
+        """Stores ``value`` (or the value it is a view of) before a reduction reads it when another
+        node of the graph reads it too and it is stored anyway (a graph output) or costs to
+        recompute: the reduction's kernel then reads the stored value (or is fused with the kernel
+        that stores it). Lowered first, the reduction would inline the whole expression and the
+        other consumer (the output, an extern) store it later: computed twice (the mini-GPT's
+        position embedding gradient, a batch sum, recomputed the last layer_norm backward)."""
+        v, depth = value, 0
+        while v is not None and depth < 16:
+            v = getattr(v, "original", v)
+            if v.buffer is not None or getattr(v, "rebased", False):
+                return
+            size = v.expr_size()
+            if getattr(v, "graph_users", 1) >= 2 and ((getattr(v, "graph_output", False) and size > SHARED_OUTPUT_EXPR)
+                                                       or size > config.inline_limit
+                                                       or self._reads_row_result(v)):
+                self.realize(v)
+                return
+            source = getattr(v, "view_source", None)
+            v, depth = (source[0] if source else None), depth + 1
+
+    def _reads_row_result(self, value: TensorValue) -> bool:
+        """Whether ``value`` reads a reduction's result (a row statistic: what a normalization's
+        backward reads, the costly part of recomputing it)."""
+        reduced = {item.name for item in self.items if isinstance(item, ReductionBuffer)}
+        index = [sympy.Symbol(f"q{i}", integer=True, nonnegative=True) for i in range(value.ndim)]
+        return any(isinstance(e, Load) and e.buf in reduced for e in walk(value.load(index)))
 
     def realize(self, value: TensorValue) -> Buffer:
         if value.buffer is not None:

@@ -85,6 +85,8 @@ def _split_parts(ctx, x: TensorValue, dims) -> int:
 
 
 def reduce(ctx, x: TensorValue, dims, keepdim, reduce_type, result_dtype, acc_dtype, origin):
+    if hasattr(ctx, "store_shared"):
+        ctx.store_shared(x)
     x = ctx.use(x)
     compute = compute_dtype(acc_dtype)
     if not dims:

@@ -7,6 +7,13 @@ result (softmax's max, sum and normalization; layer_norm's mean, variance and ou
 when every value one member reads from another is the one that member wrote for the same
 element (or the same row). A reduction result read only inside its kernel never reaches
 memory: it stays a scalar per row. Extern calls (ember's own kernels) end the current group.
+
+A *column* reduction (a sum over a kernel's rows that keeps its columns: a bias or layer_norm
+weight gradient over the ``(B*T, d)`` gradient a backward kernel produces) joins the kernel
+that produces its input when ``column_fusion`` is on (the C++ backend): each thread adds its
+rows into partial column sums, combined at the end of the kernel (``_cpp_columns``), instead of a
+kernel of its own reading the gradient again. Its space may be a regrouping of the kernel's
+(``(B*T, d)`` against ``(B, T, d)``): its index is then written in the kernel's symbols.
 """
 
 from __future__ import annotations
@@ -14,7 +21,23 @@ from __future__ import annotations
 import sympy
 
 from ._graph import ExternCall
-from ._ir import ComputedBuffer, IndexValue, Load, ReductionBuffer, linear_coeff, loads_of, same_expr, walk
+from ._ir import (
+    ComputedBuffer,
+    FloorDiv,
+    IndexValue,
+    Load,
+    ModularIndexing,
+    ReductionBuffer,
+    linear_coeff,
+    loads_of,
+    product,
+    same_expr,
+    walk,
+)
+
+# A column reduction joins a kernel only while its partial sums (one set per thread) stay this
+# small (elements): past it, a kernel of its own (blocks of columns walking the rows) costs less.
+COLUMN_MAX = 1 << 16
 
 
 class SchedNode:
@@ -22,20 +45,30 @@ class SchedNode:
 
     A *row epilogue* is pointwise work over the per-row space of a reduction kernel (the
     reduction's result shape): it runs once per row, after that row's reductions.
+
+    A *column* node is a sum over rows of the kernel it joined (``frame``: that kernel's symbols,
+    space and the dims the node reduces there), its body evaluated at ``index``: expressions of
+    those symbols.
     """
 
-    def __init__(self, buf, index, epilogue: bool = False):
+    def __init__(self, buf, index, epilogue: bool = False, frame=None):
         self.buf = buf
         self.is_reduction = isinstance(buf, ReductionBuffer)
         self.epilogue = epilogue
-        self.space = buf.full_shape if self.is_reduction else buf.shape
-        self.reduced = buf.reduced if self.is_reduction else ()
-        self.vars = list(index[: len(self.space)])
-        self.expr = buf.body(list(self.vars))
-        if self.is_reduction:
-            self.store_index = buf.index(buf.out_index(self.vars))
+        self.column = frame is not None
+        if frame is not None:
+            self.vars, self.space, self.reduced = list(frame[0]), tuple(frame[1]), tuple(frame[2])
+            own = list(index)
         else:
-            self.store_index = buf.target.index(self.vars)
+            self.space = buf.full_shape if self.is_reduction else buf.shape
+            self.reduced = buf.reduced if self.is_reduction else ()
+            self.vars = list(index[: len(self.space)])
+            own = list(self.vars)
+        self.expr = buf.body(own)
+        if self.is_reduction:
+            self.store_index = buf.index(buf.out_index(own))
+        else:
+            self.store_index = buf.target.index(own)
         self.target = buf.target.name
         self.loads: list[Load] = loads_of(self.expr)
         # index expressions used as values (an iota): loop collapsing must keep them intact
@@ -45,8 +78,9 @@ class SchedNode:
 class Kernel:
     """A fused group: members in order over one iteration space."""
 
-    def __init__(self, name: str, first: SchedNode):
+    def __init__(self, name: str, first: SchedNode, column_fusion: bool = False):
         self.name = name
+        self.column_fusion = column_fusion
         self.space = first.space
         self.reduced = first.reduced
         self.nodes = [first]
@@ -69,6 +103,9 @@ class Kernel:
         return None
 
     def try_add(self, node: SchedNode) -> bool:
+        column = self._as_column(node) if self.column_fusion else None
+        if column is not None:
+            return self._add_column(column)
         if node.space != self.space:
             if node.is_reduction or not self.reduced:
                 return False
@@ -97,6 +134,8 @@ class Kernel:
             producer = writes.get(load.buf)
             if producer is None:
                 continue
+            if producer.column:
+                return False  # complete only when the kernel ends
             if producer.is_reduction:
                 # a per-row result: read for this very row, after its loop ends
                 if load.index.free_symbols & inner or not same_expr(load.index, producer.store_index):
@@ -114,6 +153,88 @@ class Kernel:
         self.nodes.append(node)
         return True
 
+    # -- column reductions ---------------------------------------------------------------------
+
+    def _as_column(self, node: SchedNode):
+        """``node`` as a column node of this kernel, or None: a sum whose space is this kernel's
+        (or a regrouping of it) reducing some of the kernel's row dims and keeping its columns (the
+        dims a row kernel reduces; for a pointwise kernel, trailing dims, which become its rows)."""
+        if not node.is_reduction or node.epilogue or node.buf.reduce_type != "sum" or not node.reduced:
+            return None
+        groups = _regroup(self.space, node.space)
+        if groups is None:
+            return None
+        reduced = tuple(sorted(d for j in node.reduced for d in groups[j]))
+        kept = tuple(d for d in range(len(self.space)) if d not in reduced and self.space[d] != 1)
+        columns = self.reduced if self.reduced else kept
+        if not reduced or not columns or not set(columns) <= set(kept) or set(columns) & set(reduced):
+            return None
+        if columns != tuple(range(len(self.space) - len(columns), len(self.space))):
+            return None  # the columns must be the kernel's trailing (innermost) dims
+        size = product([node.space[d] for d in range(len(node.space)) if d not in node.reduced])
+        if size.is_Integer and int(size) > COLUMN_MAX:
+            return None
+        index = [sympy.Add(*[self.vars[d] * product([self.space[e] for e in g if e > d]) for d in g])
+                 for g in groups]
+        column = SchedNode(node.buf, index, frame=(self.vars, self.space, reduced))
+        column.columns = columns
+        return column
+
+    def _add_column(self, node: SchedNode) -> bool:
+        var = self.vars[node.columns[-1]]
+        members = self.nodes + [node]
+        if any(_transposed(m, var, self.vars) for m in members if not m.epilogue):
+            return False  # a row-major walk would read a transposed operand a column at a time
+        if not self.reduced and any(_divides(m) for m in members):
+            return False  # digit-split pointwise loops (a head merge) stay pointwise kernels
+        inner = {self.vars[d] for d in node.columns}
+        writes = self.writes()
+        for load in node.loads:
+            producer = writes.get(load.buf)
+            if producer is None:
+                continue
+            if producer.column:
+                return False
+            if producer.is_reduction:
+                if load.index.free_symbols & inner or not same_expr(load.index, producer.store_index):
+                    return False
+            elif not same_expr(load.index, producer.store_index):
+                return False
+        for member in self.nodes:
+            for load in member.loads:
+                if load.buf == node.target:
+                    return False
+        if not self.reduced:
+            self.reduced = node.columns  # the pointwise members become per-row loops
+        self.nodes.append(node)
+        return True
+
+
+def _regroup(space, other):
+    """For each dim of ``other`` the dims of ``space`` it merges (consecutive; none for a dim of
+    size 1), when ``other`` is ``space`` with runs of adjacent dims merged; else None."""
+    groups, d = [], 0
+    for size in other:
+        if size == 1:
+            groups.append([])
+            continue
+        run, n = [], sympy.Integer(1)
+        while d < len(space) and not same_expr(n, size):
+            run.append(d)
+            n = n * space[d]
+            d += 1
+        if not same_expr(n, size):
+            return None
+        groups.append(run)
+    if any(space[e] != 1 for e in range(d, len(space))):
+        return None
+    return groups
+
+
+def _divides(node: SchedNode) -> bool:
+    indices = [ld.index for ld in node.loads] + [node.store_index]
+    return any(i.has(FloorDiv) or i.has(ModularIndexing) for i in indices)
+
 
 def _transposed(node: SchedNode, var, vars_) -> bool:
     """Whether one of ``node``'s accesses steps through ``var`` by a stride other than 0 or 1
@@ -127,8 +248,9 @@ def _transposed(node: SchedNode, var, vars_) -> bool:
     return False
 
 
-def schedule(items, output_names: set, index_vars) -> list:
-    """Kernels and extern calls in run order; marks the buffers each kernel keeps local."""
+def schedule(items, output_names: set, index_vars, column_fusion: bool = False) -> list:
+    """Kernels and extern calls in run order; marks the buffers each kernel keeps local.
+    ``column_fusion``: column sums join the kernel producing their input (the C++ backend)."""
     plan: list = []
     count = 0
     for item in items:
@@ -137,7 +259,7 @@ def schedule(items, output_names: set, index_vars) -> list:
             continue
         node = SchedNode(item, index_vars)
         if not _place(plan, node):
-            plan.append(Kernel(f"kernel{count}", node))
+            plan.append(Kernel(f"kernel{count}", node, column_fusion))
             count += 1
     _mark_local(plan, output_names)
     return plan
@@ -194,6 +316,8 @@ def _mark_local(plan, output_names):
             users = readers.get(buf.name, [])
             if not all(u is entry for u in users):
                 continue
+            if node.column:
+                continue  # its partial sums are combined into the buffer when the kernel ends
             if node.is_reduction or node.epilogue or not entry.reduced:
                 entry.local.add(buf.name)
 

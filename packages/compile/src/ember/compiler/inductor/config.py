@@ -17,6 +17,9 @@ class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
     # A row kernel whose output is at least this many bytes writes it with streaming stores (it
     # would not stay in cache for the next kernel anyway); None turns them off.
     streaming_min_bytes: int | None = 8 << 20
+    # Column sums (bias and layer_norm weight gradients) run inside the kernel that produces their
+    # input, as per-thread partial sums combined when it ends, not as kernels of their own.
+    fuse_column_sums: bool = True
 
 
 # Values used by more consumers than one are recomputed by each below this expression size.
