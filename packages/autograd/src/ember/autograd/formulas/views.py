@@ -39,7 +39,7 @@ def _to_copy(grads, inputs, outputs):
     g = grads[0]
     src = inputs.args[0]
     device = getattr(src, "_src_device", src._device)  # a stand-in, or the input itself (complex formulas)
-    return (g if g._device == device else g.to(device),)
+    return (g if g._device is device or g._device == device else g.to(device),)
 
 
 @derivative("permute")
