@@ -141,4 +141,7 @@ def _fill(grads, inputs, outputs):
 
 @derivative("transpose")
 def _transpose(grads, inputs, outputs):
+    args = inputs.args
+    if len(args) == 3 and isinstance(args, tuple):  # the dims (ints, never saved tensors): no arg or _SavedArgs frames
+        return (grads[0].transpose(tuple.__getitem__(args, 1), tuple.__getitem__(args, 2)),)
     return (grads[0].transpose(arg(inputs, 1, "dim0"), arg(inputs, 2, "dim1")),)
