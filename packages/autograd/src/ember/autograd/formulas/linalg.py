@@ -81,8 +81,10 @@ def _beta_alpha(inputs):
 @derivative("addmm")
 def _addmm(grads, inputs, outputs):
     g = grads[0]
-    beta, alpha = _beta_alpha(inputs)
     a, b = inputs.args[1], inputs.args[2]
+    beta, alpha = _beta_alpha(inputs)
+    if beta == 1 and alpha == 1:  # linear's addmm: no scaling frames
+        return g, _mat1_grad(g, a, b) if _needs(a) else None, _mat2_grad(g, a, b) if _needs(b) else None
     return (
         _scaled(g, beta),
         _scaled(_mat1_grad(g, a, b), alpha) if _needs(a) else None,
