@@ -276,7 +276,7 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
         launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), wx.data_ptr(),
                  mu.data_ptr(), rs.data_ptr(), dxx.data_ptr(), gxx.data_ptr(), n)
     dw = db = None
-    if rows and n:
+    if rows and n and axis:
         # The column sums straight into the gradients' shape (and the weight's in input's dtype, summed
         # in gxhat's float32): what sum(0), reshape and the cast gave, without their fronts and checks.
         if want_dw:
