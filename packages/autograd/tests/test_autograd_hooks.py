@@ -208,3 +208,23 @@ def test_saved_attributes_of_a_node_as_torch():
         with pytest.raises(RuntimeError):
             _ = y.grad_fn._saved_self  # freed by backward
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("when", ["before_graph", "after_graph"])
+def test_leaf_hook_registered_before_or_after_its_graph_as_torch(when):
+    # A leaf's AccumulateGrad looks the leaf's hooks up only once the leaf has one (it is told when the
+    # first is registered): a hook added after the graph was recorded still runs for it, as in PyTorch.
+    results = []
+    for fw in (ember, torch):
+        x = fw.tensor([1.0, 2.0], requires_grad=True)
+        w = fw.tensor([3.0, 4.0], requires_grad=True)
+        seen = []
+        if when == "before_graph":
+            x.register_hook(lambda g, seen=seen: seen.append(g.tolist()) or g * 10)
+        y = (x * w).sum() + (w * 2).sum()
+        if when == "after_graph":
+            x.register_hook(lambda g, seen=seen: seen.append(g.tolist()) or g * 10)
+        y.backward()
+        results.append((x.grad.tolist(), w.grad.tolist(), seen))
+    assert results[0] == results[1]
+    assert results[0][2] == [[3.0, 4.0]]

@@ -11,6 +11,7 @@ namespace {
 
 PyObject* s_output_nr = nullptr;
 PyObject* s_grad_acc = nullptr;
+PyObject* s_hooks = nullptr;
 PyObject* s_variable = nullptr;
 PyObject* s_version = nullptr;
 PyObject* s_src_device = nullptr;
@@ -60,11 +61,17 @@ PyObject* leaf_accumulator(TensorObject* t) {
     }
   }
   Py_DECREF(ref);
+  // The leaf's hooks live on the tensor (meta.hooks): the engine looks them up only once it has had one
+  // (register_hook sets _hooked on a live accumulator; AccumulateGrad.__init__ does what this does).
+  PyObject* hooks = PyObject_GetAttr(meta, s_hooks);
+  if (hooks == nullptr) return nullptr;
+  PyObject* hooked = hooks == Py_None ? Py_False : Py_True;
+  Py_DECREF(hooks);
   auto* cls = reinterpret_cast<PyTypeObject*>(g_reg.acc_cls);
   PyObject* acc = cls->tp_alloc(cls, 0);
   if (acc == nullptr) return nullptr;
   init_node_fields(acc, Py_NewRef(g_reg.acc_seq));
-  Py_SETREF(reinterpret_cast<NodeObject*>(acc)->hooked, Py_NewRef(Py_True));  // the leaf's hooks: look each time
+  Py_SETREF(reinterpret_cast<NodeObject*>(acc)->hooked, Py_NewRef(hooked));
   PyObject* weak = nullptr;
   if (PyObject_SetAttr(acc, s_variable, reinterpret_cast<PyObject*>(t)) < 0 ||
       (weak = PyWeakref_NewRef(acc, nullptr)) == nullptr || PyObject_SetAttr(meta, s_grad_acc, weak) < 0) {
@@ -213,6 +220,7 @@ void bind_autograd_saved() {
   s_version = PyUnicode_InternFromString("version");
   s_src_device = PyUnicode_InternFromString("_src_device");
   s_grad_acc = PyUnicode_InternFromString("grad_acc");
+  s_hooks = PyUnicode_InternFromString("hooks");
   s_variable = PyUnicode_InternFromString("variable");
 }
 

@@ -17,10 +17,12 @@ from ember._src.dispatch import sync_pending
 from ember._src.layouts import strided
 from ember._src.ops.creation.buffers import empty_strided
 from ember._src.ops.creation.factories import ones_like, zeros_like
+from ember._src.ops.shape.views import to_dtype_op as _to_copy
 from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
 from ember._src.tensor import Tensor
+from ember._src.torch_function import _ON as _TORCH_FUNCTION_ON
 
-from . import anomaly_mode
+from . import anomaly_mode, graph
 from .grad_mode import _LAYOUT_POLICY
 from .graph import AccumulateGrad, GradientEdge, Node, get_gradient_edge, output_nr
 
@@ -65,6 +67,8 @@ def sum_to(g: Tensor, shape: tuple, node=None, idx: int = 0) -> Tensor:
                 raise _invalid(node, idx, g, shape)
             dims.append(lead + i)
     if dims:
+        if len(dims) == lead and not _STATE.grad_enabled:
+            return g.sum(dims)  # only leading dims (a bias's gradient): already the shape, no view to make
         g = g.sum(dims, keepdim=True)
     return g.reshape(shape) if lead else g
 
@@ -79,6 +83,10 @@ def fix_grad(g, meta, node, idx):
     if g.dtype is not dtype:
         if g.dtype.is_complex and not dtype.is_complex:
             g = g.real  # a real input of a complex-valued call (PyTorch's handle_r_to_c)
+        dev = g._device
+        if type(g) is Tensor and dev.index is not None and dev.type != "cpu" and not _TORCH_FUNCTION_ON[0]:
+            # g.to(dtype)'s first branch (autocast's casts' gradients on CUDA: ~150 a GPT-2 step), one frame less
+            return _to_copy(g, dtype=dtype, device=dev)
         g = g.to(dtype)
     return g
 
@@ -95,7 +103,7 @@ def _stealable(g: Tensor, variable: Tensor) -> bool:
     memory, and (unless ``enforce_grad_layout_policy(False)``) it obeys the layout contract."""
     if type(g) is not Tensor or g.grad_fn is not None:
         return False
-    if _layout_enforced() and not _obeys_layout_contract(g, variable):
+    if getattr(_LAYOUT_POLICY, "enabled", True) and not _obeys_layout_contract(g, variable):  # _layout_enforced()
         return False
     if sys.getrefcount(g) > _OWNED_REFS:
         return False
@@ -108,10 +116,6 @@ def _stealable(g: Tensor, variable: Tensor) -> bool:
         return False
     g._base = None
     return True
-
-
-def _layout_enforced() -> bool:
-    return getattr(_LAYOUT_POLICY, "enabled", True)  # grad_mode._grad_layout_enforced(), one frame less
 
 
 # Note [Gradient layout contract] (PyTorch's AccumulateGrad): a leaf's first gradient has the
@@ -162,6 +166,9 @@ def accumulate_grad(variable: Tensor, g: Tensor) -> None:
         variable.grad = old + g
     else:
         old.add_(g)
+
+
+graph._ACCUMULATE[0] = accumulate_grad  # what AccumulateGrad.apply calls
 
 
 def _accumulate_sparse(variable: Tensor, old, g: Tensor) -> None:

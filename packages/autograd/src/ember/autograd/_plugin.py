@@ -37,6 +37,9 @@ def register_hook(t: Tensor, hook):
     meta = get_meta(t)
     if meta.hooks is None:
         meta.hooks = _HookDict()
+        acc = meta.grad_acc() if meta.grad_acc is not None else None
+        if acc is not None:
+            acc._hooked = True  # the engine now looks the leaf's hooks up (AccumulateGrad.__init__)
     return add_hook(meta.hooks, hook)
 
 

@@ -220,7 +220,10 @@ class AccumulateGrad(Node):
         super().__init__()
         self.variable = variable
         self._seq = 1 << 62  # runs as soon as it is ready (highest priority in the engine)
-        self._hooked = True  # the leaf's hooks live on the tensor: look each time
+        # The leaf's hooks live on the tensor (meta.hooks): the engine looks them up only once it has had
+        # one (register_hook sets _hooked on its accumulator, here for an accumulator made afterwards).
+        meta = variable._autograd_meta
+        self._hooked = meta is not None and meta.hooks is not None
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"  # PyTorch's C++ name for its native nodes
@@ -230,15 +233,17 @@ class AccumulateGrad(Node):
         return None if meta is None else meta.hooks
 
     def apply(self, grads: tuple):
-        from . import _engine
-
         if grads[0] is not None:
-            _engine.accumulate_grad(self.variable, grads[0])
+            _ACCUMULATE[0](self.variable, grads[0])
             meta = self.variable._autograd_meta
             if meta is not None and meta.post_acc_hooks:
                 for hook in list(meta.post_acc_hooks.values()):
                     hook(self.variable)
         return ()
+
+
+# _engine.accumulate_grad (set by _engine, which imports this module: no import statement per call).
+_ACCUMULATE: list = [None]
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

@@ -15,6 +15,7 @@ from ember._src.ops.nn import norm as nn_norm
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._reduce import accumulator, reduce_new
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
@@ -275,6 +276,15 @@ def _layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, 
         launcher((rows, 1, 1), current_handle(index), g.data_ptr(), x.data_ptr(), wx.data_ptr(),
                  mu.data_ptr(), rs.data_ptr(), dxx.data_ptr(), gxx.data_ptr(), n)
     dw = db = None
+    if rows and n and axis:
+        # The column sums straight into the gradients' shape (and the weight's in input's dtype, summed
+        # in gxhat's float32): what sum(0), reshape and the cast gave, without their fronts and checks.
+        if want_dw:
+            dw = reduce_new("sum", gx, (0,), nshape, input.dtype, accumulator("sum", gx.dtype))
+        if want_db:
+            db = reduce_new("sum", g, tuple(range(axis)), nshape, g.dtype, accumulator("sum", g.dtype))
+            db = db if db.dtype is input.dtype else db.to(input.dtype)
+        return dx, dw, db
     if want_dw:
         dw = OPS["sum"].kernels["cuda"](gx, (0,), False, None).reshape(nshape).to(input.dtype)
     if want_db:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ember
+from ember._src.tensor import Tensor
 
 from ._common import arg
 from ._registry import derivative
 
 
 def _needs(x) -> bool:
+    if type(x) is Tensor and x._requires_grad:  # the C field answers for a plain tensor with a history
+        return True
     return isinstance(x, ember.Tensor) and x.requires_grad
 
 
@@ -18,6 +21,9 @@ def _scaled(g, factor):
 
 def _column_major(m) -> bool:
     """A 2-d operand laid out as the transpose of a contiguous matrix (``weight.t()`` in linear)."""
+    if type(m) is Tensor and m._layout is ember.strided:  # a plain tensor's C fields, no property frames
+        shape, stride = m._shape, m._stride
+        return len(shape) == 2 and stride[0] == 1 and stride[1] == max(shape[0], 1) and shape[1] > 1
     if m.layout is not ember.strided:
         return False
     return m.ndim == 2 and m.stride(0) == 1 and m.stride(1) == max(m.shape[0], 1) and m.shape[1] > 1
@@ -75,8 +81,10 @@ def _beta_alpha(inputs):
 @derivative("addmm")
 def _addmm(grads, inputs, outputs):
     g = grads[0]
-    beta, alpha = _beta_alpha(inputs)
     a, b = inputs.args[1], inputs.args[2]
+    beta, alpha = _beta_alpha(inputs)
+    if beta == 1 and alpha == 1:  # linear's addmm: no scaling frames
+        return g, _mat1_grad(g, a, b) if _needs(a) else None, _mat2_grad(g, a, b) if _needs(b) else None
     return (
         _scaled(g, beta),
         _scaled(_mat1_grad(g, a, b), alpha) if _needs(a) else None,

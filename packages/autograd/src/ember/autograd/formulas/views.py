@@ -39,7 +39,7 @@ def _to_copy(grads, inputs, outputs):
     g = grads[0]
     src = inputs.args[0]
     device = getattr(src, "_src_device", src._device)  # a stand-in, or the input itself (complex formulas)
-    return (g if g._device == device else g.to(device),)
+    return (g if g._device is device or g._device == device else g.to(device),)
 
 
 @derivative("permute")
@@ -141,4 +141,7 @@ def _fill(grads, inputs, outputs):
 
 @derivative("transpose")
 def _transpose(grads, inputs, outputs):
+    args = inputs.args
+    if len(args) == 3 and isinstance(args, tuple):  # the dims (ints, never saved tensors): no arg or _SavedArgs frames
+        return (grads[0].transpose(tuple.__getitem__(args, 1), tuple.__getitem__(args, 2)),)
     return (grads[0].transpose(arg(inputs, 1, "dim0"), arg(inputs, 2, "dim1")),)
