@@ -86,8 +86,10 @@ def test_row_helpers_on_two_threads_and_streamed(monkeypatch, threads):
 
 
 @pytest.mark.parametrize("cols", [7, 33, 200])
-def test_row_helpers_portable_branch(cols):
-    # the same functions as plain loops, as a machine without AVX-512 compiles them
+def test_row_helpers_portable_branch(monkeypatch, cols):
+    # the same functions as plain loops, as a machine without AVX-512 compiles them (and its
+    # streaming stores: two 32-byte halves a line)
+    monkeypatch.setattr(config.cpp, "streaming_min_bytes", 0)
     x, w, b = _input(cols)
     with config.patch({"cpp.extra_flags": ("-mno-avx512f",)}):
         assert "-mno-avx512f" in _codecache.flags()

@@ -577,7 +577,7 @@ class CppKernelWriter:
         plain stores for the unaligned head and the tail); the plain in-place loop follows in an
         ``else`` branch."""
         T, dtype, v, n = sc["T"], sc["dtype"], sc["var"].name, sc["n"]
-        width, lanes = 64 // dtype.itemsize, C.STREAM_WIDTH[dtype]
+        width = 64 // dtype.itemsize
         src, out = sc["row"], f"out_{node.target}"
         i2, i3 = indent + "    ", indent + "        "
         lines = ["#ifdef EMBER_STREAMING", f"{indent}if ({sc['use']}) {{",
@@ -590,7 +590,7 @@ class CppKernelWriter:
                  f"{i3}{T} {v}_tile[{width}];", f"{i3}#pragma omp simd",
                  f"{i3}for (int64_t {v}_lane = 0; {v}_lane < {width}; ++{v}_lane) "
                  f"{v}_tile[{v}_lane] = {src}[{v}_blk + {v}_lane] * {inv};",
-                 *[f"{i3}ember_stream_{T}(&{out}[{v}_blk + {j}], {v}_tile + {j});" for j in range(0, width, lanes)],
+                 f"{i3}ember_stream_{T}(&{out}[{v}_blk], {v}_tile);",
                  f"{i2}}}",
                  f"{i2}for (int64_t {v} = {v}_blk; {v} < {n}; ++{v}) {out}[{v}] = {src}[{v}] * {inv};",
                  *self._row_fence(i2),
@@ -609,9 +609,10 @@ class CppKernelWriter:
         """
         dtype = node.buf.dtype
         lanes = C.STREAM_WIDTH.get(dtype)
-        # a whole 64-byte cache line per block (two 32-byte streaming stores): a line the
-        # write-combining buffer gets in halves, one block's computation apart, is flushed
-        # partly filled more often (log_softmax's last pass: 46-68% -> 70-73% of copy bandwidth)
+        # a whole 64-byte cache line per block (one 64-byte streaming store with AVX-512, two
+        # 32-byte ones without): a line the write-combining buffer gets in halves, one block's
+        # computation apart, is flushed partly filled more often (log_softmax's last pass:
+        # 46-68% -> 70-73% of copy bandwidth; one store instead of two: 1.40 -> 1.29 ms alone)
         width = None if lanes is None else 64 // dtype.itemsize
         min_bytes = config.cpp.streaming_min_bytes
         if width is None or min_bytes is None or len(inner) != 1 or par is not None or node.buf.name in self.k.local:
@@ -645,7 +646,7 @@ class CppKernelWriter:
             self.post = {}
         lines.extend(body.lines)
         lines += [f"{i3}    {tile}[{lane}] = {C.store_value(value, dtype)};", f"{i3}}}",
-                  *[f"{i3}ember_stream_{T}(&{row}[{blk} + {j}], {tile} + {j});" for j in range(0, width, lanes)],
+                  f"{i3}ember_stream_{T}(&{row}[{blk}], {tile});",
                   f"{i2}}}",
                   f"{i2}{start} = {head} + (({n} - {head}) / {width}) * {width};",
                   *self._row_fence(i2),

@@ -128,8 +128,20 @@ def prelude(vector_math: bool) -> str:
 _STREAMING = """#if defined(__AVX__)
 #include <immintrin.h>
 #define EMBER_STREAMING 1
-static inline void ember_stream_float(float* p, const float* v) { _mm256_stream_ps(p, _mm256_loadu_ps(v)); }
-static inline void ember_stream_double(double* p, const double* v) { _mm256_stream_pd(p, _mm256_loadu_pd(v)); }
+/* one whole 64-byte line (p aligned to it): one store where AVX-512 has it, else two halves */
+#if defined(__AVX512F__)
+static inline void ember_stream_float(float* p, const float* v) { _mm512_stream_ps(p, _mm512_loadu_ps(v)); }
+static inline void ember_stream_double(double* p, const double* v) { _mm512_stream_pd(p, _mm512_loadu_pd(v)); }
+#else
+static inline void ember_stream_float(float* p, const float* v) {
+    _mm256_stream_ps(p, _mm256_loadu_ps(v));
+    _mm256_stream_ps(p + 8, _mm256_loadu_ps(v + 8));
+}
+static inline void ember_stream_double(double* p, const double* v) {
+    _mm256_stream_pd(p, _mm256_loadu_pd(v));
+    _mm256_stream_pd(p + 4, _mm256_loadu_pd(v + 4));
+}
+#endif
 #endif
 """
 # Row helpers of float32 row kernels (softmax, log_softmax, cross-entropy's log-sum-exp), the
