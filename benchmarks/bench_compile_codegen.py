@@ -160,6 +160,11 @@ backward inside a batch sum strided along its reduction (~1 ms: the sum is lower
 extern that stores the value it reads). Through the compiled call, softmax and layer_norm stayed
 at 46-57% of the copy bandwidth in this run (eager ember's row kernels 70-75%), below the 70% of
 session 11/12's kernel-alone figures: not investigated here.
+
+Session 15 (``--rows``: every side alternating round by round, thread CPU minima): float32 row
+kernels call prelude helpers in eager's structure (AVX-512 exp, mask-register NaN tracking, the
+next row prefetched), streamed rows fence once per thread instead of once per row, and a streamed
+line is one 512-bit store. Figures and the order-of-calls caveat: ``packages/compile/NOTES.md``.
 """
 
 from __future__ import annotations
