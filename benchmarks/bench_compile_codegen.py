@@ -164,6 +164,11 @@ backward inside a batch sum strided along its reduction (~1 ms: the sum is lower
 extern that stores the value it reads). Through the compiled call, softmax and layer_norm stayed
 at 46-57% of the copy bandwidth in this run (eager ember's row kernels 70-75%), below the 70% of
 session 11/12's kernel-alone figures: not investigated here.
+
+Session 15 (``--rows``: every side alternating round by round, thread CPU minima): float32 row
+kernels call prelude helpers in eager's structure (AVX-512 exp, mask-register NaN tracking, the
+next row prefetched), streamed rows fence once per thread instead of once per row, and a streamed
+line is one 512-bit store. Figures and the order-of-calls caveat: ``packages/compile/NOTES.md``.
 """
 
 from __future__ import annotations
@@ -289,6 +294,66 @@ def _time_case(fn, args, targs, use_torch_compile):
         ct(*targs)
         got["torch.compile"] = best_time(lambda: ct(*targs))
     return got
+
+
+def rows_alternating(rounds=15):
+    """Row kernels and the 4-op chain, one thread, every side called in turn each round (eager
+    ember, compiled ember, torch eager, torch.compile) beside a 64 MB numpy copy; the minimum of
+    each one's thread CPU time over the rounds, and bytes moved (read once + written once) over
+    that time against the copy's best bandwidth in the same rounds. The mini-GPT shapes: its
+    attention softmax rows (B16 x H4 x T128, 128 wide) and its layer_norm rows (B16 x T128, d256)."""
+    ember.set_num_threads(1)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    cases = []
+    for rows, cols in ((4096, 1024), (8192, 128), (2048, 256)):
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        w, b = (rng.standard_normal(cols).astype(np.float32) for _ in range(2))
+        shape = f"{rows}x{cols}"
+        if cols != 256:
+            cases.append((f"softmax {shape}", lambda m, x, w, b: m.softmax(x, -1), x, w, b))
+            cases.append((f"log_softmax {shape}", lambda m, x, w, b: m.log_softmax(x, -1), x, w, b))
+        if cols != 128:
+            cases.append((f"layer_norm {shape}",
+                          lambda m, x, w, b, n=cols: m.nn.functional.layer_norm(x, (n,), w, b), x, w, b))
+    x = rng.standard_normal(N).astype(np.float32)
+    cases.append(("chain4 4M", lambda m, x, w, b: chain(m, x), x, x[:1], x[:1]))
+    sides = {}
+    for name, fn, x, w, b in cases:
+        e_args = [ember.tensor(a) for a in (x, w, b)]
+        t_args = [torch.from_numpy(a.copy()) for a in (x, w, b)]
+        ce = ember.compile(lambda *a, f=fn: f(ember, *a))
+        ct = torch.compile(lambda *a, f=fn: f(torch, *a))
+        np.testing.assert_allclose(ce(*e_args).numpy(), ct(*t_args).numpy(), rtol=1e-4, atol=1e-5)
+        sides[name] = {"ember eager": lambda f=fn, a=e_args: f(ember, *a),
+                       "ember compiled": lambda c=ce, a=e_args: c(*a),
+                       "torch eager": lambda f=fn, a=t_args: f(torch, *a),
+                       "torch.compile": lambda c=ct, a=t_args: c(*a)}
+    src = rng.standard_normal(16 * 1024 * 1024).astype(np.float32)
+    dst = np.empty_like(src)
+
+    def cpu(fn):
+        c0 = time.thread_time()
+        fn()
+        return time.thread_time() - c0
+
+    best: dict = {}
+    loads = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        best["copy"] = min(best.get("copy", 1e9), cpu(lambda: np.copyto(dst, src)))
+        for name, fns in sides.items():
+            for side, fn in fns.items():
+                best[(name, side)] = min(best.get((name, side), 1e9), cpu(fn))
+    loads.append(os.getloadavg()[0])
+    bandwidth = 2 * src.nbytes / best["copy"]
+    print(f"one thread, min thread CPU time of {rounds} alternating rounds; load {loads[0]:.1f} -> {loads[1]:.1f}; "
+          f"copy {bandwidth / 1e9:.1f} GB/s")
+    print(f"  {'case':24s}" + "".join(f"{side:>22s}" for side in next(iter(sides.values()))))
+    for name, x, *_ in [(c[0], c[2]) for c in cases]:
+        nbytes = 2 * x.nbytes
+        cells = [f"{best[(name, side)] * 1e3:8.3f} ms {nbytes / best[(name, side)] / bandwidth * 100:5.0f}%"
+                 for side in sides[name]]
+        print(f"  {name:24s}" + "".join(f"{c:>22s}" for c in cells))
 
 
 GPT = textwrap.dedent('''
@@ -677,6 +742,9 @@ def main():
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--compile-times", action="store_true", help="only the compile-time subprocesses")
     parser.add_argument("--cross-entropy", action="store_true", help="only the cross-entropy rows, 1 thread")
+    parser.add_argument("--rows", action="store_true",
+                        help="only the row kernels and chain4, 1 thread, all sides alternating (thread CPU time)")
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--gpt-kernels", action="store_true",
                         help="only the compiled mini-GPT forward's time per generated kernel, 1 thread")
     parser.add_argument("--gpt-backward", action="store_true",
@@ -697,6 +765,9 @@ def main():
             print(f"{name}: {n} backward kernels; generated-code time per backward by kernel class:")
             for c, ms in per_class[name].items():
                 print(f"    {c:32s} {ms:6.2f} ms")
+        return
+    if args.rows:
+        rows_alternating(args.rounds)
         return
     if args.gpt_kernels:
         total, rows, kernels = gpt_kernel_times()

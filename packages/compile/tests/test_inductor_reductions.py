@@ -261,7 +261,8 @@ def test_column_sums_walk_rows_once_per_block_of_columns(dtype):
     compiled = check(program, x, w, r, rtol=1e-5, atol=1e-4)
     source = compiled.artifact.cpp_source
     assert source.count("_blk += 64") == 2, source  # the fused sums, and the reshaped one
-    assert "reduction(+" not in source, source  # no sum left in the row-by-row form
+    kernels = source.split("EMBER_KERNEL void ")[1:]  # (the prelude's row helpers aside)
+    assert all("reduction(+" not in k for k in kernels), source  # no sum left in the row-by-row form
 
 
 def test_a_reshape_of_contiguous_dims_keeps_the_index_linear():
@@ -326,9 +327,11 @@ def test_transposed_copy_over_several_blocks_of_tiles(threads):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_row_kernels_run_their_first_reduction_a_row_ahead(threads):
-    """softmax's max and layer_norm's mean of the next row run inside this row's second loop
-    (each thread carries its own over its rows): values on one and two threads, with rows of
-    NaN, +-inf and -inf at the first, last and middle rows (where two threads' chunks meet)."""
+    """log_softmax(x * 2)'s max of the next row runs inside this row's second loop (each thread
+    carries its own over its rows); a plain float32 softmax and layer_norm run eager's row
+    structure instead (the prelude's row helpers, the second pass prefetching the next row):
+    values on one and two threads, with rows of NaN, +-inf and -inf at the first, last and
+    middle rows (where two threads' chunks meet)."""
 
     programs = [lambda m, x, w, b: m.softmax(x, -1), lambda m, x, w, b: m.log_softmax(x * 2, -1),
                 lambda m, x, w, b: m.nn.functional.layer_norm(x, (401,), w, b)]
@@ -342,9 +345,16 @@ def test_row_kernels_run_their_first_reduction_a_row_ahead(threads):
     saved = ember.get_num_threads()
     ember.set_num_threads(threads)
     try:
-        for program in programs:
+        for i, program in enumerate(programs):
             compiled = check(program, x, w, b, rtol=1e-5, atol=1e-5, kernels=1)
-            assert "firstprivate(pipe_row, pipe_acc, pipe_nan)" in compiled.artifact.cpp_source
+            kernel = compiled.artifact.cpp_source.split("EMBER_KERNEL void ")[1]
+            helpers = [("ember_row_max_f32(", "ember_exp_shift_sum_f32("), None,
+                       ("ember_row_sum_f32(", "ember_row_sq_dev_f32(")][i]
+            if helpers is not None:
+                assert all(h in kernel for h in helpers), kernel
+                assert "x0 + 1 < k" in kernel and "pipe_row" not in kernel, kernel  # the next row, prefetched
+            else:
+                assert "firstprivate(pipe_row, pipe_acc, pipe_nan)" in kernel, kernel
     finally:
         ember.set_num_threads(saved)
 

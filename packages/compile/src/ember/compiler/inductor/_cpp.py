@@ -193,6 +193,9 @@ class CppKernelWriter:
         self.hoisted: dict = {}  # expression -> the row-level variable computed before a row's loops
         self.pipe = None  # (first, second, ...) of a row kernel whose first reduction runs a row ahead
         self.scratch: dict = {}  # id(sum node) -> its row-sized stash (softmax's exp terms, streamed out)
+        self.prefetch = None  # (row variable text, rows text, row symbol): helpers prefetch the next row
+        self.fence_outside = False  # streamed rows leave their sfence to the end of each thread's rows
+        self.streamed = False  # whether some row is written with streaming stores
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -310,18 +313,25 @@ class CppKernelWriter:
         if self.k.reduced:
             self._find_stashes()
             self.pipe = self._pipeline(outer, inner)
+            if self.pipe is not None and self._helpers_take(self.pipe[0], self.pipe[1], inner):
+                # eager's structure instead: the exp pass prefetches the next row, whose max pass
+                # then reads it from cache
+                self.prefetch, self.pipe = self.pipe[2:], None
+        first = None
         cols = columns.column_nodes(self.k)
         if cols:
             self._plan_riders()
             lines.extend(columns.before(self, cols, indent))
         if outer:
             opened = self._open(outer, indent, self._parallel_clause(total), simd=not self.k.reduced)
+            self.fence_outside = self.k.reduced
             if self.pipe is not None:
                 first = self.pipe[0]
                 acc_t = C.C_TYPES[first.buf.acc_dtype]
                 lines += [f"{indent}int64_t pipe_row = -1;", f"{indent}{acc_t} pipe_acc = 0;",
                           f"{indent}int pipe_nan = 0;"]
                 opened[0] += " firstprivate(pipe_row, pipe_acc, pipe_nan)"
+            first = len(lines)
             lines.extend(opened)
             indent += "    " * len(outer)
         lines.extend(columns.row_start(cols, indent))
@@ -333,6 +343,8 @@ class CppKernelWriter:
         if outer:
             for d in range(len(outer)):
                 lines.append("    " * (len(outer) - d) + "}")
+            if self.streamed and self.fence_outside:
+                lines = self._fence_per_thread(lines, first, "    ")
         lines.extend(columns.after(cols, "    "))
         return lines
 
@@ -616,7 +628,7 @@ class CppKernelWriter:
         plain stores for the unaligned head and the tail); the plain in-place loop follows in an
         ``else`` branch."""
         T, dtype, v, n = sc["T"], sc["dtype"], sc["var"].name, sc["n"]
-        width, lanes = 64 // dtype.itemsize, C.STREAM_WIDTH[dtype]
+        width = 64 // dtype.itemsize
         src, out = sc["row"], f"out_{node.target}"
         i2, i3 = indent + "    ", indent + "        "
         lines = ["#ifdef EMBER_STREAMING", f"{indent}if ({sc['use']}) {{",
@@ -629,10 +641,10 @@ class CppKernelWriter:
                  f"{i3}{T} {v}_tile[{width}];", f"{i3}#pragma omp simd",
                  f"{i3}for (int64_t {v}_lane = 0; {v}_lane < {width}; ++{v}_lane) "
                  f"{v}_tile[{v}_lane] = {src}[{v}_blk + {v}_lane] * {inv};",
-                 *[f"{i3}ember_stream_{T}(&{out}[{v}_blk + {j}], {v}_tile + {j});" for j in range(0, width, lanes)],
+                 f"{i3}ember_stream_{T}(&{out}[{v}_blk], {v}_tile);",
                  f"{i2}}}",
                  f"{i2}for (int64_t {v} = {v}_blk; {v} < {n}; ++{v}) {out}[{v}] = {src}[{v}] * {inv};",
-                 f"{i2}_mm_sfence();  /* streamed stores reach memory before anyone reads them */",
+                 *self._row_fence(i2),
                  f"{indent}}} else", "#endif", f"{indent}{{"]
         return lines
 
@@ -648,9 +660,10 @@ class CppKernelWriter:
         """
         dtype = node.buf.dtype
         lanes = C.STREAM_WIDTH.get(dtype)
-        # a whole 64-byte cache line per block (two 32-byte streaming stores): a line the
-        # write-combining buffer gets in halves, one block's computation apart, is flushed
-        # partly filled more often (log_softmax's last pass: 46-68% -> 70-73% of copy bandwidth)
+        # a whole 64-byte cache line per block (one 64-byte streaming store with AVX-512, two
+        # 32-byte ones without): a line the write-combining buffer gets in halves, one block's
+        # computation apart, is flushed partly filled more often (log_softmax's last pass:
+        # 46-68% -> 70-73% of copy bandwidth; one store instead of two: 1.40 -> 1.29 ms alone)
         width = None if lanes is None else 64 // dtype.itemsize
         min_bytes = config.cpp.streaming_min_bytes
         if width is None or min_bytes is None or len(inner) != 1 or par is not None or node.buf.name in self.k.local:
@@ -684,15 +697,41 @@ class CppKernelWriter:
             self.post = {}
         lines.extend(body.lines)
         lines += [f"{i3}    {tile}[{lane}] = {C.store_value(value, dtype)};", f"{i3}}}",
-                  *[f"{i3}ember_stream_{T}(&{row}[{blk} + {j}], {tile} + {j});" for j in range(0, width, lanes)],
+                  f"{i3}ember_stream_{T}(&{row}[{blk}], {tile});",
                   f"{i2}}}",
                   f"{i2}{start} = {head} + (({n} - {head}) / {width}) * {width};",
-                  f"{i2}_mm_sfence();  /* streamed stores reach memory before anyone reads them */",
+                  *self._row_fence(i2),
                   f"{indent}}}", "#endif", f"{indent}#pragma omp simd",
                   f"{indent}for (int64_t {v.name} = {start}; {v.name} < {n}; ++{v.name}) {{"]
         lines.extend(self._stored_body(node, indent + "    "))
         lines.append(f"{indent}}}")
         return lines
+
+    def _row_fence(self, indent) -> list[str]:
+        """The ``sfence`` after a row's streamed stores: none inside a row loop (the loop's threads
+        each fence once after their rows, ``_fence_per_thread``: a fence per row waited for each
+        row's write-combining buffers to drain, ~0.15 us a row, a third of log_softmax's time on
+        4096 x 1024), one where the row is the whole kernel."""
+        self.streamed = True
+        if self.fence_outside:
+            return []
+        return [f"{indent}_mm_sfence();  /* streamed stores reach memory before anyone reads them */"]
+
+    def _fence_per_thread(self, lines, first, indent) -> list[str]:
+        """``lines[first]`` opens the row loop with ``#pragma omp parallel for ... if(...)``: made
+        a parallel region whose threads share the rows out (``omp for nowait``) and then each
+        fence their streamed stores once, before the region's closing barrier."""
+        pragma = lines[first].strip()
+        head = "#pragma omp parallel for"
+        assert pragma.startswith(head), pragma
+        clauses = pragma[len(head):]
+        cond = clauses[clauses.index(" if("):clauses.index(")", clauses.index(" if(")) + 1]
+        rest = clauses.replace(cond, "")
+        return (lines[:first] + [f"{indent}#pragma omp parallel{cond}", f"{indent}{{",
+                                 f"{indent}#pragma omp for{rest} nowait"] + lines[first + 1:] +
+                ["#ifdef EMBER_STREAMING",
+                 f"{indent}_mm_sfence();  /* this thread's streamed stores reach memory before the barrier */",
+                 "#endif", f"{indent}}}"])
 
     def _stored_body(self, node, indent) -> list[str]:
         body = _Body(self, indent, {})
@@ -819,10 +858,25 @@ class CppKernelWriter:
             lines.extend(body.lines)
             lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
             return lines
+        pipe = self.pipe
+        call = None
+        # a helper call computes the row's result only: column sums riding on this reduction's loop
+        # (s15 column fusion) need the generated loop
+        if par is None and (pipe is None or node not in pipe[:2]) and not getattr(self, "riders", {}).get(id(node)):
+            call = self._row_helper(node, inner)
+        if call is not None:
+            out_t = C.C_TYPES[node.buf.acc_dtype]
+            name = f"row_{node.buf.name}"
+            lines.append(f"{indent}{out_t} {name} = {call};")
+            self.row_values[node.buf.name] = name
+            if node.buf.name not in self.k.local:
+                store_body = _Body(self, indent, {})
+                self._store(node, name, store_body)
+                lines.extend(store_body.lines)
+            return lines
         acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
         acc_t, init, nan_flag, clause, body_lines, result = self._reduction_pieces(node, body, acc, nan)
         self._ride(node, None, body)
-        pipe = self.pipe
         if pipe is not None and node is pipe[0]:
             # this row's result was carried over from the previous row's next loop, unless the
             # row is the first of its thread's
@@ -873,6 +927,99 @@ class CppKernelWriter:
             self._store(node, name, store_body)
             lines.extend(store_body.lines)
         return lines
+
+    def _contiguous_row(self, load, v):
+        """The C text of the address where ``load`` (float32) starts a row walked along loop
+        variable ``v`` with unit stride, or None."""
+        if not isinstance(load, Load) or load.storage_dtype is not dt.float32 or load.dtype is not dt.float32:
+            return None
+        if self.local_value(load) is not None:
+            return None
+        index = load.index.xreplace(self.subs)
+        if _linear_coeff(index, v) != 1:
+            return None
+        return f"&{self.param(load.buf)}[{self.itext(index.xreplace({v: 0}))}]"
+
+    def _helpers_take(self, first, second, inner) -> bool:
+        """Whether a row kernel's first two reductions both run as prelude row helpers."""
+        if self._row_helper(first, inner, check=True) is None:
+            return False
+        saved = dict(self.row_values)
+        self.row_values[first.buf.name] = f"row_{first.buf.name}"
+        try:
+            return self._row_helper(second, inner, check=True) is not None
+        finally:
+            self.row_values = saved
+
+    def _row_scalar(self, e, check: bool):
+        """The C text of a value one row shares (a row result, what ``_hoist`` computed before the
+        row's loops, a constant), or None. ``check``: only whether it is one (nothing hoisted yet)."""
+        if e in self.hoisted:
+            return self.hoisted[e]
+        if isinstance(e, Load):
+            return self.local_value(e)
+        if isinstance(e, Const) and e.number is None:
+            return C.const_text(e.value, e.dtype)
+        if check and isinstance(e, (Call, Cast)) and all(self._row_scalar(c, True) for c in e.children()):
+            return "row_value"
+        return None
+
+    def _row_helper(self, node, inner, check: bool = False):
+        """The prelude call computing reduction ``node`` over one contiguous float32 row, where it
+        matches one of eager's row-kernel shapes, else None: ``max``/``min`` of a load
+        (``ember_row_max_f32``: NaN lanes in mask registers), ``sum`` of a load
+        (``ember_row_sum_f32``), ``sum(exp(load - s))`` (``ember_exp_shift_sum_f32``, which also
+        stores the terms where softmax stashes them) and ``sum((load - s)^2)`` (layer_norm's
+        variance, ``ember_row_sq_dev_f32``), ``s`` a value of the row. The last two prefetch the
+        next row (``self.prefetch``) for the first reduction of the next row."""
+        if len(inner) != 1 or node.buf.acc_dtype is not dt.float32 or not node.is_reduction:
+            return None
+        v, size = inner[0]
+        rt = node.buf.reduce_type
+        e = node.expr
+        stashed = getattr(self, "stash", {}).get(id(node))
+        if rt in ("max", "min") or (rt == "sum" and isinstance(e, Load)):
+            row = self._contiguous_row(e, v)
+            if row is None or stashed is not None:
+                return None
+            return f"ember_row_{rt}_f32({row}, {self.itext(size)})"
+        if rt != "sum" or not (isinstance(e, Call) and e.dtype is dt.float32):
+            return None
+        if e.op == "exp" and len(e.args) == 1:
+            d = e.args[0]
+        elif e.op == "mul" and len(e.args) == 2 and e.args[0] == e.args[1] and stashed is None:
+            d = e.args[0]
+        else:
+            return None
+        if not (isinstance(d, Call) and d.op == "sub" and d.dtype is dt.float32 and len(d.args) == 2):
+            return None
+        m = d.args[1]
+        shift = self._row_scalar(m, check)
+        row = self._contiguous_row(d.args[0], v)
+        if shift is None or row is None or m.dtype is not dt.float32:
+            return None
+        nxt = "NULL"
+        if self.prefetch is not None:
+            row_var, rows, symbol = self.prefetch
+            self.post = {symbol: symbol + 1}
+            try:
+                nxt = self._contiguous_row(d.args[0], v)
+            finally:
+                self.post = {}
+            nxt = f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
+        n = self.itext(size)
+        if e.op == "mul":
+            return f"ember_row_sq_dev_f32({row}, {n}, {shift}, {nxt})"
+        out = "NULL"
+        scratch = self.scratch.get(id(node))
+        if scratch is not None:
+            out = scratch["row"]
+        elif stashed is not None:
+            index = stashed.store_index.xreplace(self.subs)
+            if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
+                return None
+            out = f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
+        return f"ember_exp_shift_sum_f32({out}, {row}, {n}, {shift}, {nxt})"
 
     def _reduction_pieces(self, node, body, acc, nan):
         """(accumulator type, its initial value, whether a NaN flag goes beside it, the loop's

@@ -120,7 +120,7 @@ def prelude(vector_math: bool) -> str:
             dargs = args.replace("float", "double")
             lines.append(f'__attribute__((simd("notinbranch"))) float {name}f({args});')
             lines.append(f'__attribute__((simd("notinbranch"))) double {name}({dargs});')
-    return "\n".join(lines) + "\n" + _STREAMING + _HELPERS
+    return "\n".join(lines) + "\n" + _STREAMING + _HELPERS + _ROW_HELPERS
 
 
 # Streaming (non-temporal) stores for outputs too large to stay in cache: the line goes to memory
@@ -129,8 +129,164 @@ def prelude(vector_math: bool) -> str:
 _STREAMING = """#if defined(__AVX__)
 #include <immintrin.h>
 #define EMBER_STREAMING 1
-static inline void ember_stream_float(float* p, const float* v) { _mm256_stream_ps(p, _mm256_loadu_ps(v)); }
-static inline void ember_stream_double(double* p, const double* v) { _mm256_stream_pd(p, _mm256_loadu_pd(v)); }
+/* one whole 64-byte line (p aligned to it): one store where AVX-512 has it, else two halves */
+#if defined(__AVX512F__)
+static inline void ember_stream_float(float* p, const float* v) { _mm512_stream_ps(p, _mm512_loadu_ps(v)); }
+static inline void ember_stream_double(double* p, const double* v) { _mm512_stream_pd(p, _mm512_loadu_pd(v)); }
+#else
+static inline void ember_stream_float(float* p, const float* v) {
+    _mm256_stream_ps(p, _mm256_loadu_ps(v));
+    _mm256_stream_ps(p + 8, _mm256_loadu_ps(v + 8));
+}
+static inline void ember_stream_double(double* p, const double* v) {
+    _mm256_stream_pd(p, _mm256_loadu_pd(v));
+    _mm256_stream_pd(p + 4, _mm256_loadu_pd(v + 4));
+}
+#endif
+#endif
+"""
+# Row helpers of float32 row kernels (softmax, log_softmax, cross-entropy's log-sum-exp), the
+# structure of eager's row kernels (tensor-core cpu/reduce_simd.h): a max/min over a contiguous
+# row with NaN lanes kept in mask registers (one compare a vector, no per-element flag work) and
+# two accumulators, and exp(x - m) summed (and stored) with the next row prefetched a line per
+# line consumed, so that row's max pass finds it in cache. The exp there is AVX-512's form of
+# ember_expf (vmaxps/vminps clamps, vscalefps scaling: bit for bit the same values) in about half
+# the instructions gcc makes of the scalar one. Without AVX-512 the same functions are plain loops.
+_ROW_HELPERS = r"""#if defined(__AVX512F__)
+static inline __attribute__((always_inline)) __m512 ember_exp16(__m512 x) {
+    const __mmask16 all = 0xFFFF;  /* vmaxps/vminps return the second operand on NaN: x stays NaN */
+    __m512 xc = _mm512_maskz_max_ps(all, _mm512_set1_ps(-104.0f), x);
+    xc = _mm512_maskz_min_ps(all, _mm512_set1_ps(89.0f), xc);
+    const __m512 shifter = _mm512_set1_ps(12582912.0f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shifter), shifter);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+    __m512 p = _mm512_set1_ps(1.3814612757e-3f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3687100559e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1668388993e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666521132e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999994040e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(all, p, n);
+}
+#define EMBER_ROW_EXTREME(NAME, OP, INIT, CMP) \
+static inline float NAME(const float* p, int64_t n) { \
+    const __mmask16 all = 0xFFFF; \
+    __m512 a0 = _mm512_set1_ps(INIT), a1 = a0; \
+    __mmask16 nan0 = 0, nan1 = 0; \
+    int64_t i = 0; \
+    for (; i + 32 <= n; i += 32) { \
+        const __m512 x0 = _mm512_loadu_ps(p + i), x1 = _mm512_loadu_ps(p + i + 16); \
+        a0 = OP(all, x0, a0); \
+        a1 = OP(all, x1, a1); \
+        nan0 |= _mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q); \
+        nan1 |= _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q); \
+    } \
+    float lanes[16], r = INIT; \
+    _mm512_storeu_ps(lanes, OP(all, a0, a1)); \
+    int nan = (nan0 | nan1) != 0; \
+    for (int j = 0; j < 16; ++j) r = lanes[j] CMP r ? lanes[j] : r; \
+    for (; i < n; ++i) { const float x = p[i]; nan |= x != x; r = x CMP r ? x : r; } \
+    return nan ? (float)NAN : r; \
+}
+EMBER_ROW_EXTREME(ember_row_max_f32, _mm512_maskz_max_ps, -INFINITY, >)
+EMBER_ROW_EXTREME(ember_row_min_f32, _mm512_maskz_min_ps, INFINITY, <)
+#undef EMBER_ROW_EXTREME
+static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n, float m, const float* next) {
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        if (next) {
+            __builtin_prefetch(next + i, 0, 3);
+            __builtin_prefetch(next + i + 16, 0, 3);
+        }
+        const __m512 e0 = ember_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+        const __m512 e1 = ember_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+        if (o) {
+            _mm512_storeu_ps(o + i, e0);
+            _mm512_storeu_ps(o + i + 16, e1);
+        }
+        acc0 = _mm512_add_ps(acc0, e0);
+        acc1 = _mm512_add_ps(acc1, e1);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (; i < n; ++i) {
+        const float e = ember_expf(x[i] - m);
+        if (o) o[i] = e;
+        s += e;
+    }
+    return s;
+}
+static inline float ember_row_sum_f32(const float* p, int64_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; i < n; ++i) s += p[i];
+    return s;
+}
+static inline float ember_row_sq_dev_f32(const float* p, int64_t n, float c, const float* next) {
+    const __m512 cv = _mm512_set1_ps(c);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        if (next) {
+            __builtin_prefetch(next + i, 0, 3);
+            __builtin_prefetch(next + i + 16, 0, 3);
+        }
+        const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(p + i), cv);
+        const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(p + i + 16), cv);
+        a0 = _mm512_add_ps(a0, _mm512_mul_ps(d0, d0));
+        a1 = _mm512_add_ps(a1, _mm512_mul_ps(d1, d1));
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; i < n; ++i) { const float d = p[i] - c; s += d * d; }
+    return s;
+}
+#else
+static inline float ember_row_max_f32(const float* p, int64_t n) {
+    float r = -INFINITY;
+    int nan = 0;
+    #pragma omp simd reduction(max:r) reduction(|:nan)
+    for (int64_t i = 0; i < n; ++i) { const float x = p[i]; r = x > r ? x : r; nan |= x != x; }
+    return nan ? (float)NAN : r;
+}
+static inline float ember_row_min_f32(const float* p, int64_t n) {
+    float r = INFINITY;
+    int nan = 0;
+    #pragma omp simd reduction(min:r) reduction(|:nan)
+    for (int64_t i = 0; i < n; ++i) { const float x = p[i]; r = x < r ? x : r; nan |= x != x; }
+    return nan ? (float)NAN : r;
+}
+static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n, float m, const float* next) {
+    float s = 0;
+    (void)next;
+    if (o) {
+        #pragma omp simd reduction(+:s)
+        for (int64_t i = 0; i < n; ++i) { const float e = ember_expf(x[i] - m); o[i] = e; s += e; }
+    } else {
+        #pragma omp simd reduction(+:s)
+        for (int64_t i = 0; i < n; ++i) s += ember_expf(x[i] - m);
+    }
+    return s;
+}
+static inline float ember_row_sum_f32(const float* p, int64_t n) {
+    float s = 0;
+    #pragma omp simd reduction(+:s)
+    for (int64_t i = 0; i < n; ++i) s += p[i];
+    return s;
+}
+static inline float ember_row_sq_dev_f32(const float* p, int64_t n, float c, const float* next) {
+    float s = 0;
+    (void)next;
+    #pragma omp simd reduction(+:s)
+    for (int64_t i = 0; i < n; ++i) { const float d = p[i] - c; s += d * d; }
+    return s;
+}
 #endif
 """
 # Elements per streaming store (one 32-byte AVX register) of the types that have one.
