@@ -94,3 +94,17 @@ def test_from_file_shared_writes_reach_the_file(tmp_path):
         created = str(tmp_path / f"{lib.__name__}.new")
         grown = lib.UntypedStorage.from_file(created, True, 12)  # shared: created, sized to nbytes
         assert grown.nbytes() == 12 and os.path.getsize(created) == 12
+
+
+@pytest.mark.parametrize("device", ["mps", "xpu"])
+def test_missing_backend_error_types_match_torch(device):
+    """A device type no installed package provides: torch's CPU build raises NotImplementedError from
+    a factory on 'mps' (a RuntimeError) and AssertionError on 'xpu'."""
+    kinds = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            lib.ones(2, device=device)
+        kinds.append(type(info.value))
+        if device == "mps":
+            assert isinstance(info.value, RuntimeError) and "'MPS' backend" in str(info.value)
+    assert kinds[0] is kinds[1]
