@@ -6,7 +6,8 @@ import torch
 import ember
 
 CASES = [("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {}), ("AdamW", {"amsgrad": True}),
-         ("SGD", {"momentum": 0.9}), ("SGD", {}), ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1})]
+         ("SGD", {"momentum": 0.9}), ("SGD", {}), ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+         ("Adagrad", {}), ("Adagrad", {"weight_decay": 0.1, "lr_decay": 0.01})]
 
 
 def _versions(lib, name, kw, mode):
