@@ -53,7 +53,8 @@ def _outcome(lib, how, kind):
     return dynamic, value
 
 
-CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2", "log2_imported") for kind in ("named", "AUTO", "DYNAMIC")]
+CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2", "log2_imported")
+         for kind in ("named", "AUTO", "DYNAMIC")]
 CASES += [(how, "named") for how in ("bool", "floor_div", "ceil_div", "true_div", "square", "floor_int", "trunc_div")]
 CASES += [("true_div", "AUTO"), ("floor_div", "DYNAMIC")]
 
