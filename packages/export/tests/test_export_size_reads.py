@@ -5,6 +5,8 @@ torch.export 2.13 is the oracle for which reads specialize the dim (a constraint
 from __future__ import annotations
 
 import math
+import threading
+from math import log2 as imported_log2  # bound before any export: export must see through it too
 
 import pytest
 import torch
@@ -18,6 +20,7 @@ READS = {
     "bool": lambda n: bool(n),
     "sqrt": lambda n: math.sqrt(n),
     "log2": lambda n: math.log2(n),
+    "log2_imported": lambda n: imported_log2(n),
     "floor_div": lambda n: math.floor(n / 2),
     "ceil_div": lambda n: math.ceil(n / 4),
     "true_div": lambda n: n / 2,
@@ -50,7 +53,8 @@ def _outcome(lib, how, kind):
     return dynamic, value
 
 
-CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2") for kind in ("named", "AUTO", "DYNAMIC")]
+CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2", "log2_imported")
+         for kind in ("named", "AUTO", "DYNAMIC")]
 CASES += [(how, "named") for how in ("bool", "floor_div", "ceil_div", "true_div", "square", "floor_int", "trunc_div")]
 CASES += [("true_div", "AUTO"), ("floor_div", "DYNAMIC")]
 
@@ -95,3 +99,47 @@ def test_symbolic_float_outside_export_is_plain():
 
     assert f(ember.ones(6)).tolist() == [3.0] * 6
     assert f(ember.ones(8)).tolist() == [4.0] * 8
+
+
+def test_math_log_wrappers_are_per_thread_and_removed():
+    """Two exports whose traces overlap on two threads (A enters, B enters, A leaves, B leaves): the
+    math.log wrappers act only on the tracing thread, and math (and this file's imported log2) hold
+    the plain builtins afterwards."""
+    originals = (math.log, math.log2, imported_log2)
+    a_in, b_in, a_done, other = threading.Event(), threading.Event(), threading.Event(), []
+
+    class A(ember.nn.Module):
+        def forward(self, x):
+            if not a_in.is_set():
+                a_in.set()
+                b_in.wait(60)  # A leaves its trace only after B entered its own
+                other.append(math.log2(8))  # a plain call on the tracing thread
+            return x * imported_log2(x.shape[0])
+
+    class B(ember.nn.Module):
+        def forward(self, x):
+            if not b_in.is_set():
+                b_in.set()
+                a_done.wait(60)  # B is inside its trace until A's export has finished
+            return x + 1
+
+    results = {}
+
+    def run(name, mod):
+        results[name] = export(mod, (ember.ones(4),), dynamic_shapes=({0: Dim.AUTO},))
+        if name == "A":
+            a_done.set()
+
+    ta = threading.Thread(target=run, args=("A", A()))
+    ta.start()
+    assert a_in.wait(60)
+    tb = threading.Thread(target=run, args=("B", B()))
+    tb.start()
+    # meanwhile this thread calls the (possibly wrapped) functions: plain values, nothing specializes
+    assert math.log2(1024) == 10.0 and imported_log2(4) == 2.0
+    ta.join(60)
+    tb.join(60)
+    assert (math.log, math.log2, imported_log2) == originals
+    assert other == [3.0]
+    assert [str(v) for v in results["A"].range_constraints.values()] == []  # A's size specialized (torch)
+    assert len(results["B"].range_constraints) == 1  # B's stayed dynamic

@@ -624,3 +624,18 @@ def test_scalar_box_muller_matches_vector_form():
         ember._C.box_muller16_(a, True)
         ember._C.box_muller16_(b, False)
         assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_sampled_tensors_start_at_version_zero():
+    """A fresh sampled tensor's version counter reads 0 (PyTorch fills it below autograd); out= is a write."""
+    import torch
+
+    import ember
+
+    for lib in (torch, ember):
+        x = lib.zeros(3)
+        lib.randn(3, out=x)
+        got = [x._version, lib.randn(3)._version, lib.rand(2)._version, lib.randint(0, 5, (3,))._version,
+               lib.rand_like(x)._version, lib.randint_like(x, 5)._version, lib.normal(0.0, 1.0, (3,))._version,
+               lib.randn(3, requires_grad=True)._version, lib.randn(2, dtype=lib.complex64)._version]
+        assert got == [1, 0, 0, 0, 0, 0, 0, 0, 0], lib.__name__

@@ -352,3 +352,30 @@ def test_save_into_missing_folder_is_torchs_runtime_error(tmp_path):
         ember.save(ember.ones(1), str(target))
     assert str(got.value) == str(expected.value)
     assert not (tmp_path / "missing").exists()
+
+
+def test_damaged_checkpoints_raise_what_torch_raises():
+    """Each damage as torch 2.13 raises it: an empty file EOFError; a truncated archive RuntimeError;
+    a damaged data.pkl pickle.UnpicklingError (ember's is also a RuntimeError); bytes that are a pickle
+    but no checkpoint RuntimeError."""
+    import io
+    import pickle
+
+    import torch
+
+    import ember
+
+    def damages(lib):
+        buf = io.BytesIO()
+        lib.save({"a": lib.arange(64.0)}, buf)
+        data = buf.getvalue()
+        at = data.find(b"data.pkl") + 40
+        return {"empty": b"", "truncated": data[: len(data) // 2], "pickle_not_checkpoint": b"\x80\x02K\x05.",
+                "pkl_damaged": data[:at] + bytes(20) + data[at + 20:]}
+
+    expected = {"empty": EOFError, "truncated": RuntimeError, "pickle_not_checkpoint": RuntimeError,
+                "pkl_damaged": pickle.UnpicklingError}
+    for lib in (torch, ember):
+        for name, data in damages(lib).items():
+            with pytest.raises(expected[name]):
+                lib.load(io.BytesIO(data))

@@ -16,3 +16,20 @@ def test_views_share_storage_and_version():
     assert x._version == 1 and v._version == 1
     assert float(x.numpy().sum()) == 6.0
     assert torch.equal(torch.from_numpy(x.numpy()), torch.ones(2, 3))
+
+
+def test_hash_is_id_and_native():
+    """hash(t) == id(t) as PyTorch's Tensor.__hash__, for tensors, views and Parameters, served by
+    _C.TensorBase's slot (no Python frame per hash; benchmarks/bench_tensor_hash.py)."""
+    import types
+
+    import torch
+
+    import ember
+
+    for lib in (torch, ember):
+        t = lib.zeros(3)
+        for x in (t, t[1:], lib.nn.Parameter(lib.ones(2))):
+            assert hash(x) == id(x)
+        assert {t: 1}[t] == 1
+    assert not isinstance(ember.Tensor.__hash__, types.FunctionType)

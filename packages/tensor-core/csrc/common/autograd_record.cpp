@@ -247,7 +247,7 @@ int finish_outputs(PyObject* node, PyObject* outs) {
         Py_DECREF(item);
         PyObject* data = alias_of(o);
         item = data == nullptr ? nullptr
-                               : new_saved(data, o, true, o->dtype_code >= 6 && o->dtype_code <= 11 ? Py_True : Py_False);
+                               : new_saved(data, o, true, is_inexact_code(o->dtype_code) ? Py_True : Py_False);
         if (item == nullptr) goto done;
         Py_SETREF(reinterpret_cast<SavedObject*>(item)->nr, PyLong_FromSsize_t(i));
         if (reinterpret_cast<SavedObject*>(item)->nr == nullptr) {
@@ -265,7 +265,7 @@ int finish_outputs(PyObject* node, PyObject* outs) {
   for (Py_ssize_t i = 0; i < count; ++i) {
     PyObject* item = PyTuple_GET_ITEM(outs, i);
     auto* o = reinterpret_cast<TensorObject*>(item);
-    if (o->dtype_code < 6 || o->dtype_code > 9) continue;
+    if (!is_real_floating_code(o->dtype_code)) continue;
     PyObject* index = PyLong_FromSsize_t(i);
     if (index == nullptr) goto done;
     const int skipped = PySequence_Contains(skip, index);
@@ -303,7 +303,7 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
   PyObject* outs = PyTuple_CheckExact(out_obj) ? out_obj : nullptr;
   if (outs != nullptr) out_obj = PyTuple_GET_ITEM(outs, 0);
   auto* out = reinterpret_cast<TensorObject*>(out_obj);
-  if (outs == nullptr && (out->dtype_code < 6 || out->dtype_code > 9)) return 0;  // not real floating
+  if (outs == nullptr && !is_real_floating_code(out->dtype_code)) return 0;
   PyObject* formula = PyTuple_GET_ITEM(spec, 1);
   PyTypeObject* cls = node_class_for(spec, args, nargs);
   bool reads = outs != nullptr || PyTuple_GET_ITEM(spec, 3) == Py_True;

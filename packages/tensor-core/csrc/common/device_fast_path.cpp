@@ -21,6 +21,7 @@
 #include "device_fast_path.h"
 
 #include "autograd_record.h"
+#include "dtype.h"
 #include "fast_ops.h"
 
 namespace ember {
@@ -161,12 +162,12 @@ bool multi_recordable(PyObject* out, PyObject* const* args, Py_ssize_t nargs) {
     PyObject* o = PyTuple_GET_ITEM(out, i);
     if (Py_TYPE(o) != cls) return false;
     auto* t = reinterpret_cast<TensorObject*>(o);
-    if (t->dtype_code < 0 || t->dtype_code == 10 || t->dtype_code == 11 || t->rg) return false;
+    if (t->dtype_code < 0 || is_complex_code(t->dtype_code) || t->rg) return false;
     // no autograd state yet, and not a view (split's, unbind's: a view's grad_fn setter stamps its version)
     if ((t->autograd_meta != nullptr && t->autograd_meta != Py_None) ||
         (t->grad_fn != nullptr && t->grad_fn != Py_None) || (t->base != nullptr && t->base != Py_None))
       return false;
-    floating = floating || (t->dtype_code >= 6 && t->dtype_code <= 9);
+    floating = floating || is_real_floating_code(t->dtype_code);
     for (Py_ssize_t j = 0; j < nargs; ++j)
       if (args[j] == o) return false;
     for (Py_ssize_t j = 0; j < i; ++j)
@@ -182,7 +183,7 @@ PyObject* record_result(PyObject* op, PyObject* spec, PyObject* out, PyObject* c
   for (Py_ssize_t i = 0; i < nargs && !is_arg; ++i) is_arg = args[i] == out;
   int code = Py_TYPE(out) == reinterpret_cast<PyTypeObject*>(tensor_class())
                  ? reinterpret_cast<TensorObject*>(out)->dtype_code : -1;
-  if (!is_arg && code >= 6 && code <= 9) {  // a fresh float16/bfloat16/float32/float64 tensor
+  if (!is_arg && is_real_floating_code(code)) {  // a fresh float16/bfloat16/float32/float64 tensor
     if (grad_record(spec, out, args, nargs) < 0) {
       Py_DECREF(out);
       return nullptr;

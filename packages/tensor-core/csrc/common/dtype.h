@@ -32,6 +32,18 @@ inline int64_t itemsize(DType t) {
   return sizes[static_cast<int>(t)];
 }
 
+// The dtype-code tests the fast paths make on a tensor's cached `dtype_code` (-1: unknown dtype).
+// Real floating: float16, bfloat16, float32, float64 (what autograd records a grad for natively).
+constexpr bool is_real_floating_code(int code) {
+  return code >= static_cast<int>(DType::Float16) && code <= static_cast<int>(DType::Float64);
+}
+// Complex: complex64, complex128.
+constexpr bool is_complex_code(int code) {
+  return code == static_cast<int>(DType::Complex64) || code == static_cast<int>(DType::Complex128);
+}
+// Floating or complex: the dtypes a tensor may require grad in.
+constexpr bool is_inexact_code(int code) { return is_real_floating_code(code) || is_complex_code(code); }
+
 inline DType dtype_from_code(int code) {
   if (code < 0 || code >= kNumDTypes) throw std::invalid_argument("invalid dtype code " + std::to_string(code));
   return static_cast<DType>(code);

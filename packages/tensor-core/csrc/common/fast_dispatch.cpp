@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "autograd_record.h"
+#include "dtype.h"
 #include "device_fast_path.h"
 #include "fast_ops.h"
 #include "tensor_impl.h"
@@ -215,7 +216,7 @@ PyObject* fast_call(OpObject* op, PyObject* const* args, Py_ssize_t nargs) {
     auto* t = reinterpret_cast<TensorObject*>(args[i]);
     if (t->rg) {
       needs_grad = true;
-      if (t->dtype_code < 6 || t->dtype_code > 9) native_grad_dtypes = false;
+      if (!is_real_floating_code(t->dtype_code)) native_grad_dtypes = false;
     } else if (t->base != nullptr && is_tensor_base(t->base) && reinterpret_cast<TensorObject*>(t->base)->rg) {
       unrecorded_view = true;
     }

@@ -1193,6 +1193,10 @@ int inference_now() {
   return truth;
 }
 
+// hash(tensor) == id(tensor), as PyTorch's Tensor.__hash__, without a Python frame (an optimizer's
+// `self.state[p]` hashes every parameter each step). An address is never -1 (CPython's error value).
+Py_hash_t tensor_hash(PyObject* self) { return static_cast<Py_hash_t>(reinterpret_cast<uintptr_t>(self)); }
+
 void bind_tensor_impl(PyObject* module) {
   TensorBaseType.tp_name = "ember._C.TensorBase";
   TensorBaseType.tp_basicsize = sizeof(TensorObject);
@@ -1201,6 +1205,7 @@ void bind_tensor_impl(PyObject* module) {
   TensorBaseType.tp_traverse = tensor_traverse;
   TensorBaseType.tp_clear = tensor_clear;
   TensorBaseType.tp_dealloc = tensor_dealloc;
+  TensorBaseType.tp_hash = tensor_hash;
   TensorBaseType.tp_getset = tensor_getset;
   TensorBaseType.tp_methods = tensor_methods;
   TensorBaseType.tp_dictoffset = offsetof(TensorObject, dict);

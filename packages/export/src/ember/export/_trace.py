@@ -20,6 +20,7 @@ import builtins
 import functools
 import keyword
 import operator
+import threading
 import time
 
 import ember
@@ -362,7 +363,7 @@ def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
         try:
             from ember.compiler.symbolic_shapes import reading_sizes_guards
 
-            with _math_logs_guard(), reading_sizes_guards():
+            with _math_logs_guard(capture.mod), reading_sizes_guards():
                 gm = trace_flat(capture, state_values, sym_leaves)
             _specialize_float_arguments(gm, env)
         except Exception as exc:
@@ -403,39 +404,94 @@ def _drop_unread_results(graph) -> None:
             graph.erase_node(node)
 
 
-class _math_logs_guard:
-    """``math.log``/``log2``/``log10`` read an int's value without ``__float__`` (CPython's own int
-    path), so during the symbolic trace they are wrapped to read a symbolic size through it:
-    the size specializes as for ``math.sqrt(n)`` (PyTorch's guard_float)."""
+_MATH_LOGS = ("log", "log2", "log10", "log1p")
+_LOGS_LOCK = threading.Lock()
+_LOGS_TRACING = threading.local()  # .depth: this thread's nesting of symbolic traces
+_LOGS_INSTALLED: dict = {}  # {"count": active guards, "wrappers": {original: wrapper}, "patched": [...]}
 
-    names = ("log", "log2", "log10", "log1p")
+
+def _logs_wrapper(fn):
+    """``fn`` (math.log & co.) that, on a thread inside a symbolic trace, specializes a symbolic size
+    it is given (as ``math.sqrt(n)`` does through ``__float__``: PyTorch's guard_float); on any other
+    thread it is ``fn`` plus one call."""
+
+    @functools.wraps(fn)
+    def read_size(x, *rest):
+        if getattr(_LOGS_TRACING, "depth", 0):
+            from ember.compiler.symbolic_shapes import SymInt, _specialize
+
+            for v in (x, *rest):  # (int.__int__: the value, no second guard)
+                if isinstance(v, SymInt) and v.shape_env is not None and v.shape_env.record_guards:
+                    _specialize(v.node, v.shape_env)
+            return fn(int.__int__(x) if isinstance(x, SymInt) else x,
+                      *(int.__int__(r) if isinstance(r, SymInt) else r for r in rest))
+        return fn(x, *rest)
+
+    read_size._ember_math_log = fn
+    return read_size
+
+
+class _math_logs_guard:
+    """``math.log``/``log2``/``log10``/``log1p`` read an int's value without ``__float__`` (CPython's
+    own int path), so while a symbolic trace runs they are replaced by wrappers that specialize a
+    symbolic size first, in ``math`` and in the globals of the traced modules' source files (a
+    ``from math import log2`` taken before the export). The wrappers act only on the tracing thread
+    (``_LOGS_TRACING``): another thread calling them meanwhile gets the plain function; they are
+    installed by the first active guard and removed by the last one (under ``_LOGS_LOCK``)."""
+
+    def __init__(self, mod=None):
+        self.namespaces = []
+        if isinstance(mod, nn.Module):
+            import sys
+
+            seen = set()
+            for sub in mod.modules():
+                name = type(sub).__module__
+                module = sys.modules.get(name)
+                if module is not None and name not in seen and not name.startswith("ember."):
+                    seen.add(name)
+                    self.namespaces.append(module.__dict__)
+            forward = getattr(type(mod), "forward", None)
+            if getattr(forward, "__globals__", None) is not None and all(
+                    forward.__globals__ is not ns for ns in self.namespaces):
+                self.namespaces.append(forward.__globals__)
 
     def __enter__(self):
         import math
 
-        from ember.compiler.symbolic_shapes import SymInt, _specialize
-
-        self.saved = {n: getattr(math, n) for n in self.names}
-
-        def wrap(fn):
-            @functools.wraps(fn)
-            def read_size(x, *rest):
-                for v in (x, *rest):  # (int.__int__: the value, no second guard)
-                    if isinstance(v, SymInt) and v.shape_env is not None and v.shape_env.record_guards:
-                        _specialize(v.node, v.shape_env)
-                return fn(int.__int__(x) if isinstance(x, SymInt) else x,
-                          *(int.__int__(r) if isinstance(r, SymInt) else r for r in rest))
-            return read_size
-
-        for n, fn in self.saved.items():
-            setattr(math, n, wrap(fn))
+        with _LOGS_LOCK:
+            if not _LOGS_INSTALLED.get("count"):
+                originals = {n: getattr(math, n) for n in _MATH_LOGS}
+                _LOGS_INSTALLED.update(count=0, originals=originals,
+                                       wrappers={fn: _logs_wrapper(fn) for fn in originals.values()}, patched=[])
+                for n, fn in originals.items():
+                    setattr(math, n, _LOGS_INSTALLED["wrappers"][fn])
+            _LOGS_INSTALLED["count"] += 1
+            wrappers = _LOGS_INSTALLED["wrappers"]
+            for ns in self.namespaces:  # this export's modules: bound names of the original functions
+                for key, value in list(ns.items()):
+                    wrapper = wrappers.get(value) if callable(value) and type(value).__name__ == \
+                        "builtin_function_or_method" else None
+                    if wrapper is not None:
+                        ns[key] = wrapper
+                        _LOGS_INSTALLED["patched"].append((ns, key, value, wrapper))
+        _LOGS_TRACING.depth = getattr(_LOGS_TRACING, "depth", 0) + 1
         return self
 
     def __exit__(self, *exc):
         import math
 
-        for n, fn in self.saved.items():
-            setattr(math, n, fn)
+        _LOGS_TRACING.depth -= 1
+        with _LOGS_LOCK:
+            _LOGS_INSTALLED["count"] -= 1
+            if _LOGS_INSTALLED["count"]:
+                return
+            for n, fn in _LOGS_INSTALLED["originals"].items():
+                setattr(math, n, fn)
+            for ns, key, value, wrapper in reversed(_LOGS_INSTALLED["patched"]):
+                if ns.get(key) is wrapper:  # (unless the program rebound the name meanwhile)
+                    ns[key] = value
+            _LOGS_INSTALLED.clear()
 
 
 def _specialize_float_arguments(gm, env) -> None:

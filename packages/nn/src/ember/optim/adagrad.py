@@ -113,8 +113,11 @@ class Adagrad(Optimizer):
                 grad = _effective_grad(p, grad, maximize, weight_decay)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = state["sum"]
+                # fused=True: PyTorch's _fused_adagrad_ bumps no version counter; .data aliases write the
+                # same memory through counters of their own
+                target, state_sum = (p.data, state_sum.data) if group["fused"] else (p, state_sum)
                 state_sum.add_(grad.mul(grad))
-                _add_quotient_(p, grad, state_sum.sqrt().add_(eps), -clr)
+                _add_quotient_(target, grad, state_sum.sqrt().add_(eps), -clr)
         return loss
 
 

@@ -134,11 +134,17 @@ class Adam(Optimizer):
             steps = list(map(_STEP, states))
             _bump_steps(steps)
             fused = ember._fused_adamw_ if decoupled else ember._fused_adam_
-            fused(params, grads, list(map(_EXP_AVG, states)), list(map(_EXP_AVG_SQ, states)),
-                  list(map(_MAX_EXP_AVG_SQ, states)) if amsgrad else [],
+            exp_avgs, exp_avg_sqs = list(map(_EXP_AVG, states)), list(map(_EXP_AVG_SQ, states))
+            maxes = list(map(_MAX_EXP_AVG_SQ, states)) if amsgrad else []
+            fused(params, grads, exp_avgs, exp_avg_sqs, maxes,
                   steps, lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps, amsgrad=amsgrad,
                   maximize=maximize, grad_scale=getattr(self, "grad_scale", None),
                   found_inf=getattr(self, "found_inf", None))
+            if not group["fused"]:
+                # The version bumps of PyTorch's foreach / for-loop step (its fused kernels bump none):
+                # AdamW's decay is a param.mul_ of its own, the second moment a mul_ then an addcmul_.
+                ember._C._bump_versions(params, exp_avgs, exp_avg_sqs, exp_avg_sqs, maxes,
+                                        params if decoupled and weight_decay != 0 else ())
             return
         for p in params:
             state = self.state[p]

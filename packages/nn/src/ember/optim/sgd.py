@@ -102,6 +102,10 @@ class SGD(Optimizer):
                 ember._fused_sgd_(batch, [p.grad for p in batch], bufs, weight_decay=weight_decay, momentum=momentum,
                                   lr=lr, dampening=dampening, nesterov=nesterov, maximize=maximize,
                                   is_first_step=first)
+                if not group["fused"]:
+                    # The version bumps of PyTorch's foreach / for-loop step (its fused kernel bumps none):
+                    # p.add_, and a running buffer's mul_ then add_ (a first buffer is a fresh clone).
+                    ember._C._bump_versions(batch, () if first else bufs, () if first else bufs)
             return
         for p in params:
             update = _effective_grad(p, p.grad, maximize, weight_decay)

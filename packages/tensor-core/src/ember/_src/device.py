@@ -196,9 +196,15 @@ def get_backend(device_type: str) -> Backend:
         # PyTorch's CPU build raises AssertionError here; programs catch that type.
         raise AssertionError("ember not compiled with CUDA enabled: no package providing a 'cuda' backend is "
                              "installed")
+    if backend is None and device_type == "xpu":
+        raise AssertionError("ember not compiled with XPU enabled: no package providing an 'xpu' backend is "
+                             "installed")
     if backend is None:
-        raise RuntimeError(
-            f"ember was built without a '{device_type}' backend: no package providing it is installed"
+        # PyTorch's type for a backend its build lacks (MPS off a Mac): NotImplementedError, "Could not run
+        # '<op>' with arguments from the 'MPS' backend" (a RuntimeError, so `except RuntimeError` holds).
+        raise NotImplementedError(
+            f"Could not run ember's ops with arguments from the '{device_type.upper()}' backend: ember was built "
+            f"without a '{device_type}' backend (no package providing it is installed)"
         )
     return backend
 

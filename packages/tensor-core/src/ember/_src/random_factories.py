@@ -37,6 +37,8 @@ def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
 
 
 def _finish(t: Tensor, out, requires_grad: bool, overlap: bool = True) -> Tensor:
+    if out is None:  # a fresh tensor starts at version 0 (PyTorch's sampling fills it below autograd's counter)
+        _C._new_version_counter(t)
     t = write_out(t, out, overlap=overlap)  # PyTorch refuses an expanded out= but for randperm's
     if requires_grad:
         set_factory_requires_grad(t)

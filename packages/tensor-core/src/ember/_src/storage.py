@@ -16,6 +16,86 @@ from .device import device as _device
 
 UntypedStorage = _C.Storage
 
+
+def _from_buffer(buffer, byte_order=None, count: int = -1, offset: int = 0, dtype=None):
+    """PyTorch's ``UntypedStorage.from_buffer``: a new CPU storage holding a copy of ``count``
+    elements of ``dtype`` read from ``buffer`` at byte ``offset`` (all of it by default), in the byte
+    order ``byte_order`` ("little", "big", "native"; needed unless the dtype is uint8 or int8)."""
+    import sys
+
+    if dtype is None:
+        raise RuntimeError("argument 'dtype' cannot be None")
+    d = dtypes.to_dtype(dtype)
+    if byte_order is None and d not in (dtypes.uint8, dtypes.int8):
+        raise RuntimeError("function missing required argument 'byte_order' (pos 2)")
+    if byte_order is not None and byte_order not in ("big", "little", "native"):
+        raise ValueError(f"invalid byte_order '{byte_order}' (expected 'big', 'little', or 'native')")
+    try:
+        data = memoryview(buffer).cast("B")
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not '{type(buffer).__name__}'") from None
+    length, size = len(data), d.itemsize
+    if offset < 0 or offset > length:
+        # (PyTorch's message, its two numbers as it prints them)
+        raise ValueError(f"offset must be non-negative and no greater than buffer length ({offset}) , "
+                         f"but got {length}")
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(f"buffer size ({length - offset}) must be a multiple of element size ({size})")
+        count = (length - offset) // size
+    if offset + count * size > length:
+        raise ValueError(f"buffer has only {(length - offset) // size} elements after offset {offset}, but "
+                         f"specified a size of {count}")
+    raw = bytes(data[offset:offset + count * size])
+    order = sys.byteorder if byte_order in (None, "native") else byte_order
+    unit = size // 2 if d.is_complex else size  # complex: each part in the given order
+    if order != sys.byteorder and unit > 1:
+        raw = b"".join(raw[i:i + unit][::-1] for i in range(0, len(raw), unit))
+    out = _C.Storage.allocate(len(raw))
+    if raw:
+        memoryview(out).cast("B")[:] = raw
+    return out
+
+
+def _from_file(filename, shared=False, nbytes: int = 0):
+    """PyTorch's ``UntypedStorage.from_file``: ``nbytes`` of the file memory-mapped. ``shared``: the
+    mapping is the file (writes reach it; the file is created, or grown, to ``nbytes``); otherwise a
+    private copy-on-write mapping of a file at least that long."""
+    import mmap
+    import os
+
+    filename, nbytes = os.fspath(filename), int(nbytes)
+    mode = "read-write" if shared else "read-only"
+    try:
+        fd = os.open(filename, (os.O_RDWR | os.O_CREAT) if shared else os.O_RDONLY, 0o600)
+    except OSError as exc:
+        raise RuntimeError(f"unable to open file <{filename}> in {mode} mode: {exc.strerror} ({exc.errno})") from None
+    try:
+        if nbytes < 0:
+            raise RuntimeError(f"unable to mmap {nbytes} bytes from file <{filename}>: Cannot allocate memory (12)")
+        if not os.path.isfile(filename):
+            raise RuntimeError(f"unable to mmap {nbytes} bytes from file <{filename}>: No such device (19)")
+        have = os.fstat(fd).st_size
+        if have < nbytes:
+            if not shared:
+                raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required mapping size "
+                                   f"<{nbytes}>")
+            os.ftruncate(fd, nbytes)
+        if nbytes == 0:
+            return _C.Storage.allocate(0)
+        if shared:
+            mapped = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        else:
+            mapped = mmap.mmap(fd, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    storage, _readonly = _C.Storage._wrap_buffer(mapped)  # the mapping lives as long as the storage
+    return storage
+
+
+UntypedStorage.from_buffer = staticmethod(_from_buffer)
+UntypedStorage.from_file = staticmethod(_from_file)
+
 _REMOVAL_MESSAGE = (
     "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only storage "
     "class. This should only matter to you if you are using storages directly.  To access UntypedStorage "
@@ -52,6 +132,14 @@ class TypedStorage(metaclass=_LegacyStorageMeta):
     """Elements of one dtype over an ``UntypedStorage`` (deprecated in PyTorch, kept for old code)."""
 
     is_sparse = False
+
+    @classmethod
+    def from_file(cls, filename, shared=False, size: int = 0):
+        """``size`` elements of the class's dtype over the file (``UntypedStorage.from_file``)."""
+        _warn_typed_storage_removal()
+        dtype = cls.__dict__.get("dtype") or dtypes.get_default_dtype()
+        untyped = UntypedStorage.from_file(filename, shared, int(size) * dtype.itemsize)
+        return TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
 
     def __init__(self, *args, device=None, dtype=None, wrap_storage=None, _internal: bool = False):
         if not _internal:

@@ -413,8 +413,9 @@ class Tensor(_C.TensorBase):
                           "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
         return self.item()
 
-    def __hash__(self) -> int:
-        return id(self)
+    # hash(t) == id(t) as PyTorch's; _C.TensorBase's slot, so hashing runs no Python frame (the class
+    # would otherwise get __hash__ = None from its __eq__).
+    __hash__ = _C.TensorBase.__hash__
 
     def __repr__(self, *, tensor_contents=None) -> str:
         return tensor_repr(self)

@@ -166,7 +166,12 @@ class ZipReader:
             with self._zip.open(info) as member:
                 data = member.read()
         except Exception as exc:
-            raise RuntimeError(f"{self._source}: cannot read record '{name}' ({exc})") from exc
+            message = f"{self._source}: cannot read record '{name}' ({exc})"
+            if name.endswith(".pkl"):
+                # A damaged pickle record: PyTorch (no CRC check) unpickles the bytes and fails with
+                # pickle.UnpicklingError; ember's is that and a RuntimeError.
+                raise UnpicklingError(message) from exc
+            raise RuntimeError(message) from exc
         if len(data) != info.file_size:
             raise RuntimeError(f"{self._source}: record '{name}' is truncated")
         return data

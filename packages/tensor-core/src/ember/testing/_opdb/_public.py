@@ -184,6 +184,7 @@ UTILITIES = {
     "set_num_threads": "test_threads*.py", "set_printoptions": "test_printing*.py", "set_rng_state": "test_random*.py",
     "set_warn_always": "test_*api*.py", "typename": "test_*api*.py", "use_deterministic_algorithms":
     "test_determinism_api.py", "from_numpy": "test_interop*.py", "frombuffer": "test_creation_extra_api.py",
+    "from_file": "test_storage_from_file.py",
     "get_rng_state": "test_random*.py",
     **dict.fromkeys(("compiled_with_cxx11_abi", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
                      "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_device_module",

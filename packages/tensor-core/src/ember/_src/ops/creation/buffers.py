@@ -88,6 +88,20 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     return _finish(make_tensor(storage, (n,), (1,), 0, d, CPU), requires_grad)
 
 
+def from_file(filename, shared=None, size: int = 0, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False) -> Tensor:
+    """A 1-d tensor of ``size`` elements over the file, memory-mapped (``UntypedStorage.from_file``;
+    ``shared``: writes reach the file)."""
+    from ...storage import UntypedStorage
+
+    check_pin_memory(pin_memory)
+    d, dev = _resolve(dtype, device)
+    size = operator.index(size)
+    storage = UntypedStorage.from_file(filename, bool(shared), size * d.itemsize)
+    out = make_tensor(storage, (size,), (1,), 0, d, CPU)
+    return _finish(out if dev == CPU else out.to(dev), requires_grad)
+
+
 def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
           requires_grad=False) -> Tensor:
     """Deprecated: values from ``start`` to ``end`` inclusive, of the default float dtype."""
@@ -121,6 +135,7 @@ def get_default_device() -> _device.device:
 # The public API of this module's ops: one record per op (optable.py; docs/adding-an-op.md).
 declare(__name__, """
 empty_strided               function
+from_file                   function
 frombuffer                  function
 get_default_device          function
 new_empty_strided           method

@@ -76,9 +76,6 @@ def _check_lists(name: str, params, *others) -> None:
 _SHAPE = attrgetter("_shape")
 
 
-def _bump_versions(*lists) -> None:
-    """``Tensor._bump_version()`` of every tensor (a fused AdamW step bumps 3 per parameter), in one native call."""
-    _C._bump_versions(*lists)
 
 
 def _skip(found_inf) -> bool:
@@ -109,15 +106,10 @@ def _adam(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
     else:
         if _skip(found_inf):
             return
-        for i, p in enumerate(params):  # in-place ops: each bumps the versions itself
-            _adam_one(p, grads[i], exp_avgs[i], exp_avg_sqs[i], maxes[i] if amsgrad else None,
+        for i, p in enumerate(params):  # on .data aliases: PyTorch's fused kernels bump no version counter
+            _adam_one(p.data, grads[i], exp_avgs[i].data, exp_avg_sqs[i].data, maxes[i].data if amsgrad else None,
                       float(state_steps[i].item()), lr, beta1, beta2, weight_decay, eps, maximize, grad_scale,
                       decoupled)
-        return
-    # As many bumps as PyTorch's step: AdamW's decay is a param.mul_ of its own, the second moment a
-    # mul_ then an addcmul_.
-    _bump_versions(params, exp_avgs, exp_avg_sqs, exp_avg_sqs, maxes,
-                   params if decoupled and _scalar(weight_decay) != 0 else ())
 
 
 def _adam_one(p, g, m, v, vmax, step, lr, beta1, beta2, weight_decay, eps, maximize, grad_scale, decoupled):
@@ -176,6 +168,7 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
         if _skip(found_inf):
             return
         for i, p in enumerate(params):
+            p = p.data  # an alias with a counter of its own: PyTorch's fused kernels bump no version counter
             d = grads[i].to(p.dtype)
             if grad_scale is not None:
                 d = d / grad_scale.to(p.dtype)
@@ -184,15 +177,13 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
             if weight_decay != 0:
                 d = d + p * weight_decay
             if use_bufs:
-                b = bufs[i]
+                b = bufs[i].data
                 if is_first_step:
                     b.copy_(d)
                 else:
                     b.mul_(momentum).add_(d, alpha=1 - dampening)
                 d = d + b * momentum if nesterov else b
             p.sub_(d * lr)
-        return  # in-place ops: each bumped the versions itself
-    _bump_versions(params, bufs)
 
 
 for _fn in (_fused_adam_, _fused_adamw_, _fused_sgd_):
