@@ -106,3 +106,14 @@ def test_fused_rows_keep_the_generic_loops():
     h = x.to(ember.float64)
     compiled = check(_softmax, h, w, b, rtol=1e-12, atol=1e-12)
     assert "ember_row_" not in compiled.artifact.cpp_source.split("EMBER_KERNEL void ")[1]
+
+
+
+def test_per_thread_fence_keeps_a_parenthesized_condition():
+    # AOTI writes a symbolic row count in the row loop's `parallel for if(...)` ("(k0 * s0 * s1) >= ...");
+    # the per-thread fence's rewrite of that pragma must keep the condition whole
+    from ember.compiler.inductor._cpp import CppKernelWriter
+    lines = ["    #pragma omp parallel for if((k0 * s0 * s1) >= 32768) firstprivate(a)", "    for (;;) {", "    }"]
+    out = CppKernelWriter._fence_per_thread(None, lines, 0, "    ")
+    assert out[0] == "    #pragma omp parallel if((k0 * s0 * s1) >= 32768)"
+    assert out[2] == "    #pragma omp for firstprivate(a) nowait"

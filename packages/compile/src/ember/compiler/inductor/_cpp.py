@@ -725,7 +725,13 @@ class CppKernelWriter:
         head = "#pragma omp parallel for"
         assert pragma.startswith(head), pragma
         clauses = pragma[len(head):]
-        cond = clauses[clauses.index(" if("):clauses.index(")", clauses.index(" if(")) + 1]
+        start = clauses.index(" if(")
+        depth, end = 0, start + 3
+        for end in range(start + 3, len(clauses)):  # the if's own closing paren (sizes may hold parens)
+            depth += {"(": 1, ")": -1}.get(clauses[end], 0)
+            if depth == 0:
+                break
+        cond = clauses[start:end + 1]
         rest = clauses.replace(cond, "")
         return (lines[:first] + [f"{indent}#pragma omp parallel{cond}", f"{indent}{{",
                                  f"{indent}#pragma omp for{rest} nowait"] + lines[first + 1:] +
