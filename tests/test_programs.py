@@ -52,6 +52,11 @@ PROGRAMS = [
     "dataloader_workers.py",
     "seq2seq_attention.py",
     "names_classification.py",
+    "func_transforms.py",
+    "parametrize_prune_swa.py",
+    "sequence_models.py",
+    "linalg_distributions.py",
+    "jit_compile_resume.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
