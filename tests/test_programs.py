@@ -57,6 +57,7 @@ PROGRAMS = [
     "sequence_models.py",
     "linalg_distributions.py",
     "jit_compile_resume.py",
+    "pytree_program.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
