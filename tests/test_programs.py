@@ -58,6 +58,7 @@ PROGRAMS = [
     "linalg_distributions.py",
     "jit_compile_resume.py",
     "pytree_program.py",
+    "flop_counting.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
