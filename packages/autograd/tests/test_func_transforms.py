@@ -63,7 +63,7 @@ def test_grad_errors():
         ef.grad(lambda a: 3.0)(x)
     with pytest.raises(RuntimeError, match="output of function f should be a tuple"):
         ef.grad(lambda a: a.sum(), has_aux=True)(x)
-    with pytest.raises(RuntimeError, match="Got argnums=2, but only 1 positional inputs"):
+    with pytest.raises(RuntimeError, match="Got argnum=2, but only 1 positional inputs"):
         ef.grad(lambda a: a.sum(), argnums=2)(x)
     with pytest.raises(RuntimeError, match="argnums must be int or Tuple"):
         ef.grad(lambda a: a.sum(), argnums=[0])(x)

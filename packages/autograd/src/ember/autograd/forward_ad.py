@@ -288,8 +288,8 @@ class dual_level:
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A view of ``tensor`` carrying ``tangent`` as its forward gradient."""
     if _LEVEL[0] is None:
-        raise RuntimeError("To create a dual Tensor, you need to be inside a forward AD level, use "
-                           "`with fwAD.dual_level():` to enter one.")
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+                           "enter_dual_level() first.")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual(): expected Tensor arguments")
     if not tensor.dtype.is_floating_point or not tangent.dtype.is_floating_point:
