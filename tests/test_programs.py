@@ -59,6 +59,7 @@ PROGRAMS = [
     "jit_compile_resume.py",
     "pytree_program.py",
     "flop_counting.py",
+    "resnet_gan.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
