@@ -289,6 +289,9 @@ import torch.nn.utils.prune as prune  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence  # noqa: E402
 
+# (PyTorch turns distribution validation off once torch.compile/export has been used in the process;
+# the earlier programs use them, so it is set here)
+D.Distribution.set_default_validate_args(True)
 case("vmap in_dims too big", lambda: torch.func.vmap(torch.sin, in_dims=2)(torch.ones(2, 3)))
 case("vmap in_dims wrong length", lambda: torch.func.vmap(torch.add, in_dims=(0,))(torch.ones(2), torch.ones(2)))
 case("vmap out_dims bad", lambda: torch.func.vmap(torch.sin, out_dims=3)(torch.ones(2, 3)))
