@@ -281,3 +281,105 @@ case("remainder negative", lambda: torch.remainder(torch.tensor([-3, 3]), 2))
 case("floor_divide negative", lambda: torch.tensor([-7]) // 2)
 case("div trunc zero int", lambda: torch.div(torch.tensor([1]), 0, rounding_mode="trunc"))
 case("div floor zero int", lambda: torch.div(torch.tensor([1]), 0, rounding_mode="floor"))
+# transforms, forward AD, nn.utils, sequences, linalg, distributions, schedulers, pytree: misuse
+import torch.autograd.forward_ad as fwAD  # noqa: E402
+import torch.distributions as D  # noqa: E402
+import torch.nn.utils.parametrize as P  # noqa: E402
+import torch.nn.utils.prune as prune  # noqa: E402
+import torch.utils._pytree as pytree  # noqa: E402
+from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence  # noqa: E402
+
+# (PyTorch turns distribution validation off once torch.compile/export has been used in the process;
+# the earlier programs use them, so it is set here)
+D.Distribution.set_default_validate_args(True)
+case("vmap in_dims too big", lambda: torch.func.vmap(torch.sin, in_dims=2)(torch.ones(2, 3)))
+case("vmap in_dims wrong length", lambda: torch.func.vmap(torch.add, in_dims=(0,))(torch.ones(2), torch.ones(2)))
+case("vmap out_dims bad", lambda: torch.func.vmap(torch.sin, out_dims=3)(torch.ones(2, 3)))
+case("vmap item", lambda: torch.func.vmap(lambda v: v.item())(torch.ones(2)))
+case("vmap data-dependent if", lambda: torch.func.vmap(lambda v: v if v.sum() > 0 else -v)(torch.ones(2, 2)))
+case("vmap no tensor inputs", lambda: torch.func.vmap(lambda v: v)(3))
+case("grad non-scalar", lambda: torch.func.grad(lambda v: v * 2)(torch.ones(3)))
+case("grad int input", lambda: torch.func.grad(lambda v: v.sum())(torch.ones(3, dtype=torch.long)))
+case("grad argnums out of range", lambda: torch.func.grad(lambda a: a.sum(), argnums=1)(torch.ones(2)))
+case("grad has_aux not tuple", lambda: torch.func.grad(lambda a: a.sum(), has_aux=True)(torch.ones(2)))
+case("jacrev non-tensor output", lambda: torch.func.jacrev(lambda a: 3.0)(torch.ones(2)))
+case("jvp primals not tuple", lambda: torch.func.jvp(torch.sin, torch.ones(2), (torch.ones(2),)))
+case("jvp shape mismatch", lambda: torch.func.jvp(torch.sin, (torch.ones(2),), (torch.ones(3),)))
+case("functional_call missing key", lambda: torch.func.functional_call(nn.Linear(2, 2), {"weight": torch.ones(3, 2)},
+                                                                       (torch.ones(1, 2),)))
+case("functional_call unexpected key", lambda: torch.func.functional_call(nn.Linear(2, 2), {"nope": torch.ones(1)},
+                                                                          (torch.ones(1, 2),), strict=True))
+case("make_dual outside level", lambda: fwAD.make_dual(torch.ones(2), torch.ones(2)))
+case("nested dual level", lambda: [fwAD.enter_dual_level(), fwAD.enter_dual_level()])
+try:
+    fwAD.exit_dual_level()
+except RuntimeError:
+    pass
+case("autograd.functional.jacobian non-tensor", lambda: torch.autograd.functional.jacobian(lambda a: a, [1.0]))
+case("hessian non-scalar", lambda: torch.autograd.functional.hessian(lambda a: a * 2, torch.ones(2)))
+case("checkpoint no grad inputs", lambda: torch.utils.checkpoint.checkpoint(lambda a: a * 2, torch.ones(2),
+                                                                            use_reentrant=False).requires_grad)
+case("parametrize unknown tensor", lambda: P.register_parametrization(nn.Linear(2, 2), "nope", nn.Identity()))
+case("remove_parametrizations none", lambda: P.remove_parametrizations(nn.Linear(2, 2), "weight"))
+case("prune amount > 1", lambda: prune.l1_unstructured(nn.Linear(2, 2), "weight", amount=1.5))
+case("prune amount too many", lambda: prune.random_unstructured(nn.Linear(2, 2), "weight", amount=10))
+case("prune remove unpruned", lambda: prune.remove(nn.Linear(2, 2), "weight"))
+case("weight_norm bad dim", lambda: torch.nn.utils.parametrizations.weight_norm(nn.Linear(2, 2), dim=5))
+case("spectral_norm no weight", lambda: torch.nn.utils.parametrizations.spectral_norm(nn.ReLU()))
+case("pack lengths unsorted", lambda: pack_padded_sequence(torch.ones(3, 2, 1), torch.tensor([1, 3])))
+case("pack length zero", lambda: pack_padded_sequence(torch.ones(3, 2, 1), torch.tensor([3, 0])))
+case("pack lengths cuda-like list", lambda: pack_padded_sequence(torch.ones(3, 2, 1), [3, 2]).batch_sizes)
+case("pad_sequence mismatched", lambda: pad_sequence([torch.ones(2, 3), torch.ones(2, 4)]))
+case("ctc targets too long", lambda: F.ctc_loss(torch.randn(2, 1, 3).log_softmax(2), torch.tensor([[1, 2, 1]]),
+                                                [2], [3]))
+case("ctc blank out of range", lambda: F.ctc_loss(torch.randn(4, 1, 3).log_softmax(2), torch.tensor([[1]]), [4], [1],
+                                                  blank=3))
+case("mha bad mask shape", lambda: nn.MultiheadAttention(4, 2)(torch.ones(3, 1, 4), torch.ones(3, 1, 4),
+                                                               torch.ones(3, 1, 4), attn_mask=torch.ones(2, 2)))
+case("mha bad key_padding shape", lambda: nn.MultiheadAttention(4, 2)(torch.ones(3, 1, 4), torch.ones(3, 1, 4),
+                                                                      torch.ones(3, 1, 4),
+                                                                      key_padding_mask=torch.ones(1, 2).bool()))
+case("transformer d_model mismatch", lambda: nn.Transformer(8, 2, 1, 1, 16)(torch.ones(3, 1, 8), torch.ones(2, 1, 6)))
+case("embedding_bag offsets not starting 0", lambda: F.embedding_bag(torch.tensor([0, 1]), torch.ones(3, 2),
+                                                                     torch.tensor([1])))
+case("embedding_bag 2d with offsets", lambda: F.embedding_bag(torch.tensor([[0, 1]]), torch.ones(3, 2),
+                                                              torch.tensor([0])))
+case("cholesky of nonsquare", lambda: torch.linalg.cholesky(torch.ones(2, 3)))
+case("lstsq shape mismatch", lambda: torch.linalg.lstsq(torch.ones(3, 2), torch.ones(4, 1)))
+case("solve int", lambda: torch.linalg.solve(torch.eye(2, dtype=torch.long), torch.ones(2, dtype=torch.long)))
+case("eigh grad of degenerate", lambda: torch.autograd.grad(torch.linalg.eigh(torch.eye(2).requires_grad_())[1].sum(),
+                                                            torch.eye(2))[0])
+case("svd of empty", lambda: torch.linalg.svd(torch.ones(0, 3)).S)
+case("det of int", lambda: torch.linalg.det(torch.eye(2, dtype=torch.long)))
+case("MixtureSameFamily bad mixture", lambda: D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(torch.zeros(2), 1.0)))
+case("Independent too many dims", lambda: D.Independent(D.Normal(torch.zeros(2), 1.0), 2))
+case("TransformedDistribution bad transform", lambda: D.TransformedDistribution(D.Normal(0.0, 1.0), [3]))
+case("kl not implemented", lambda: D.kl_divergence(D.Normal(0.0, 1.0), D.Categorical(torch.ones(2))))
+case("sample_n negative", lambda: D.Normal(0.0, 1.0).sample((-1,)))
+case("Categorical empty probs", lambda: D.Categorical(torch.ones(0)))
+case("onecycle no total", lambda: torch.optim.lr_scheduler.OneCycleLR(
+    torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.1), max_lr=1.0))
+case("onecycle step past end", lambda: [s.step() for s in [torch.optim.lr_scheduler.OneCycleLR(
+    torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.1), max_lr=1.0, total_steps=2)] for _ in range(4)])
+case("cosine warm restarts T_0 0", lambda: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+    torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.1), T_0=0))
+case("plateau bad mode", lambda: torch.optim.lr_scheduler.ReduceLROnPlateau(
+    torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.1), mode="avg"))
+case("swalr bad strategy", lambda: torch.optim.swa_utils.SWALR(
+    torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.1), swa_lr=0.1, anneal_strategy="step"))
+case("adam negative lr", lambda: torch.optim.Adam([torch.ones(1, requires_grad=True)], lr=-1))
+case("adam bad beta", lambda: torch.optim.Adam([torch.ones(1, requires_grad=True)], betas=(1.0, 0.9)))
+case("optimizer empty params", lambda: torch.optim.SGD([], lr=0.1))
+case("optimizer duplicate params",
+     lambda: len(torch.optim.SGD([lin.weight, lin.weight], lr=0.1).param_groups[0]["params"]))
+case("optimizer tensor not iterable", lambda: torch.optim.SGD(lin.weight, lr=0.1))
+case("pytree unflatten wrong count", lambda: pytree.tree_unflatten([1], pytree.tree_structure((1, 2))))
+case("pytree map mismatch", lambda: pytree.tree_map(lambda a, b: a, [1, 2], [1]))
+case("compile non-callable", lambda: torch.compile(3))
+case("sparse mm dense-dense shape", lambda: torch.sparse.mm(torch.eye(2).to_sparse(), torch.ones(3, 2)))
+case("sparse_coo bad values len", lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.ones(3), (2,)))
+case("autograd Function no ctx save", lambda: torch.autograd.Function.apply(torch.ones(1)))
+case("register_hook no grad", lambda: torch.ones(1).register_hook(lambda g: g))
+case("backward on non-float", lambda: torch.ones(2, dtype=torch.long).sum().backward())
+case("grad of unused",
+     lambda: torch.autograd.grad(torch.ones(1, requires_grad=True).sum(), torch.ones(1, requires_grad=True)))

@@ -124,3 +124,30 @@ def test_tangent_from_double_backward_has_no_history_of_its_own():
     assert results[0][:2] == results[1][:2] == (False, False)
     np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(results[1][3], results[0][3], rtol=1e-4, atol=1e-5)
+
+
+def test_inplace_on_a_view_gives_the_base_a_tangent():
+    # `out = zeros(3); out[0] = dual` (and in-place ops on views of a plain tensor) set the base's
+    # tangent in PyTorch; ember kept it on the view only, and unpack_dual(out).tangent was None.
+    results = []
+    for lib, fw in ((torch, tfwAD), (ember, fwAD)):
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor([0.5, 1.0, 2.0]), lib.tensor([1.0, -1.0, 3.0]))
+            out = lib.zeros(3)
+            out[0] = d[1] * 2
+            out[1:] = d[:2].sin()
+            base = lib.ones(2, 3)
+            base.t()[1].mul_(d[0])
+            base[0].add_(d)
+            results.append([fw.unpack_dual(t).tangent.numpy() for t in (out, base)])
+        # under jacfwd the tangent is batched by vmap and the zeros are not
+        results[-1].append(lib.func.jacfwd(lambda x, lib=lib: _setitem(lib, x))(lib.tensor([0.5, 1.0])).numpy())
+    for theirs, ours in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def _setitem(lib, x):
+    out = lib.zeros(3)
+    out[2] = x[0] * x[1]
+    out[:2] = x.exp()
+    return out

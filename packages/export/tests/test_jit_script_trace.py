@@ -370,3 +370,14 @@ def test_trace_kwarg_example_inputs_take_either_spelling_as_torch():
         g = L.jit.trace(f, example_kwarg_inputs={"y": L.ones(1, 3), "x": L.ones(1, 3)})
         assert g(L.ones(4, 3), L.ones(4, 3) * 3)[0].tolist() == [5.0] * 3
         assert g(y=L.ones(2, 3), x=L.ones(2, 3) * 5)[0].tolist() == [11.0] * 3
+
+
+def test_trace_of_an_example_that_fails_raises_eagers_error():
+    # export's error named the batch dim it had made symbolic ("(s0x5 and 4x4)"); TorchScript's
+    # trace runs the example, so the message has its sizes.
+    msgs = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as err:
+            lib.jit.trace(lib.nn.Linear(4, 4), (lib.randn(3, 5),))
+        msgs.append(str(err.value))
+    assert msgs[1] == msgs[0]

@@ -70,3 +70,23 @@ def test_checkpoint_sequential_and_kwargs():
     y = checkpoint(lambda t, scale: t * scale, x.requires_grad_(), use_reentrant=False, scale=2)
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full((5, 4), 2.0))
+
+
+def test_non_reentrant_output_requires_grad_only_when_something_reachable_does():
+    # ember's non-reentrant checkpoint made every output require grad (its private anchor input);
+    # PyTorch's requires grad only when an argument or a parameter used inside does.
+    import functools
+
+    import torch
+
+    results = []
+    for lib in (torch, ember):
+        x = lib.ones(2)
+        lin, frozen = lib.nn.Linear(2, 2), lib.nn.Linear(2, 2).requires_grad_(False)
+        fns = [lambda v: v * 2, lin, lambda v, lin=lin: lin(v), frozen, lambda v, f=frozen: f(v),
+               functools.partial(lambda m, v: m(v), lin), lin.forward]
+        row = [lib.utils.checkpoint.checkpoint(f, x, use_reentrant=False).requires_grad for f in fns]
+        row.append(lib.utils.checkpoint.checkpoint(lambda v: v * 2, x.requires_grad_(), use_reentrant=False)
+                   .requires_grad)
+        results.append(row)
+    assert results[1] == results[0]

@@ -343,6 +343,8 @@ def test_input_errors(fn, case):
 
 def test_linalg_error_is_runtime_error():
     assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+    # its class name is PyTorch's (torch._C._LinAlgError), which programs print
+    assert ember.linalg.LinAlgError.__name__ == torch.linalg.LinAlgError.__name__
 
 
 def test_meta_shapes():

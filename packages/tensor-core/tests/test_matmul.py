@@ -485,3 +485,39 @@ def test_addmm_dtype_errors_match_torch(name):
     with pytest.raises(RuntimeError) as got:
         ADDMM_DTYPE_ERRORS[name](ember)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("make_a", ["contiguous", "expanded", "permuted", "requires_grad", "b_requires_grad"])
+def test_matmul_folds_batch_dims_into_mm_only_where_pytorch_does(make_a):
+    # PyTorch folds a (B, M, K) @ (K, N) product into one mm only when a's batch dims collapse
+    # without a copy (or something requires grad); an expanded a runs as bmm. Profilers and
+    # FlopCounterMode see the op, so ember takes the same path.
+    import numpy as np
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ember._src.dispatch import DispatchMode
+
+    class TorchOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    class EmberOps(DispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    base = np.random.default_rng(0).standard_normal((3, 6, 5)).astype("float32")
+    found = []
+    for lib, mode in ((torch, TorchOps), (ember, EmberOps)):
+        whole, first = lib.tensor(base), lib.tensor(base[0])
+        a = {"contiguous": whole, "expanded": first.expand(2, 6, 5), "permuted": whole.permute(1, 0, 2),
+             "requires_grad": first.clone().requires_grad_().expand(2, 6, 5),
+             "b_requires_grad": first.expand(2, 6, 5)}[make_a]
+        b = lib.tensor(base[1, :5, :4]).requires_grad_(make_a == "b_requires_grad")
+        seen = []
+        with mode():
+            out = lib.matmul(a, b)
+        found.append(({"mm", "bmm"} & set(seen), out.detach().numpy()))
+    assert found[1][0] == found[0][0]
+    np.testing.assert_allclose(found[1][1], found[0][1], rtol=1e-5, atol=1e-5)

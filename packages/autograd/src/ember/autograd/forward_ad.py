@@ -70,7 +70,31 @@ class _ForwardMode(DispatchMode):
             before = (args[0].clone(),) + tuple(args[1:])
         out = func(*args, **kwargs)
         propagate(func, before, kwargs, out, tangents)
+        if "inplace" in func.tags and isinstance(args[0], Tensor) and args[0]._base is not None:
+            _write_into_base(args[0])
         return out
+
+
+def _write_into_base(view: Tensor) -> None:
+    # An in-place op on a view changes its base: the base's tangent takes the view's tangent in
+    # the viewed region (zeros elsewhere when it had none), as PyTorch's forward AD does for
+    # `out = zeros(n); out[i] = dual`. The region is found by element positions (a tensor laid out
+    # as the base, holding each element's index, viewed as the view is), and written out of place,
+    # so that a tangent batched by vmap (jacfwd) may land in a base that is not.
+    tangent = _get_tangent(view)
+    base = view._base
+    if tangent is None or not base.dtype.is_floating_point:
+        return
+    with _suspended():
+        n = base.numel()
+        laid_out = ember.empty_strided(tuple(base.shape), tuple(base.stride()), dtype=ember.int64)
+        laid_out.copy_(ember.arange(n).view(tuple(base.shape)))
+        positions = laid_out.as_strided(tuple(view.shape), tuple(view.stride()),
+                                        view.storage_offset() - base.storage_offset())
+        old = _get_tangent(base)
+        flat = (ember.zeros((n,), dtype=base.dtype) if old is None else old.reshape(-1))
+        new = ember.index_put(flat, (positions.reshape(-1),), tangent.reshape(-1)).view(tuple(base.shape))
+    _set_tangent(base, new)
 
 
 def _arg_tangents(args) -> list:
@@ -264,8 +288,8 @@ class dual_level:
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A view of ``tensor`` carrying ``tangent`` as its forward gradient."""
     if _LEVEL[0] is None:
-        raise RuntimeError("To create a dual Tensor, you need to be inside a forward AD level, use "
-                           "`with fwAD.dual_level():` to enter one.")
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+                           "enter_dual_level() first.")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual(): expected Tensor arguments")
     if not tensor.dtype.is_floating_point or not tangent.dtype.is_floating_point:

@@ -20,13 +20,14 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
 def _as_tuple(x, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
-    is_tuple = isinstance(x, (tuple, list))
+    # A tuple only, as PyTorch's: a list is refused as a whole (its type named).
+    is_tuple = isinstance(x, tuple)
     items = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(items):
         if not isinstance(t, Tensor):
-            where = f"{arg_name} of {fn_name}" if not is_tuple else f"element {i} of the {arg_name} of {fn_name}"
-            raise TypeError(f"The {where} must be either a Tensor or a tuple of Tensors but the given "
-                            f"{arg_name} has type {type(t).__name__}.")
+            which = f"the value at index {i}" if is_tuple else f"the given {arg_name}"
+            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
+                            f"{which} has type {type(t)}.")
     return is_tuple, items
 
 

@@ -29,8 +29,8 @@ _GRAD = grad_mode.STATE
 ITEM_ERROR = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "
               ".item() on a Tensor, please try to rewrite what you're doing with other operations.")
 CONTROL_FLOW_ERROR = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
-                      "flow. We don't support that yet, please shout over at "
-                      "https://github.com/pytorch/functorch/issues/257 .")
+                      "flow. We don't support that yet, please file an issue at "
+                      "https://github.com/pytorch/pytorch/issues .")
 
 
 class BatchedTensor(Tensor):

@@ -40,8 +40,10 @@ def _check_tangents(primals, tangents, name: str = "jvp"):
         if not isinstance(p, Tensor) or not isinstance(t, Tensor):
             raise RuntimeError(f"{name}(f, primals, tangents): Expected primals and tangents to be Tensors")
         if tuple(p.shape) != tuple(t.shape):
-            raise RuntimeError(f"{name}(f, primals, tangents): Expected primals and tangents to have the same "
-                               f"shape, got {tuple(p.shape)} and {tuple(t.shape)}")
+            # PyTorch's text: its jvp finds the mismatch when it makes the dual tensor
+            raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
     return flat_p, flat_t, spec_p
 
 

@@ -165,7 +165,7 @@ def check_argnums(argnums, num_args: int, name: str = "grad"):
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     for a in items:
         if a < -num_args or a >= num_args:
-            raise RuntimeError(f"Got argnums={a}, but only {num_args} positional inputs")
+            raise RuntimeError(f"Got argnum={a}, but only {num_args} positional inputs")
     wrapped = tuple(a % num_args for a in items)
     if len(set(wrapped)) != len(wrapped):
         raise RuntimeError(f"argnums must be unique, got {argnums}")
@@ -312,10 +312,13 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                                    "has_aux is True")
             output, aux = output
         flat_out, out_spec = tree_flatten(output)
+        if not flat_out:
+            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output (got "
+                               f"output = {output})")
         for o in flat_out:
             if not isinstance(o, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output "
-                                   f"(got {type(o)})")
+                raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
+                                   f"type {type(o)}")
         keep = grad_mode.STATE.grad_enabled and state.reaches_outside(flat_out)
 
     def vjp_fn(cotangents):

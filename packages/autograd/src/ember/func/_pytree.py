@@ -29,16 +29,20 @@ class TreeSpec:
         return (isinstance(other, TreeSpec) and self.kind == other.kind and self.context == other.context
                 and self.children == other.children)
 
-    def __repr__(self) -> str:
+    def __repr__(self, indent: int = 0) -> str:
+        # PyTorch's layout (vmap's messages print specs): the first child inline, each later one on
+        # its own line, two more spaces per level.
         if self.kind is None:
             return "*"
-        inner = ", ".join(map(repr, self.children))
+        indent += 2
+        children = [c.__repr__(indent) for c in self.children]
+        inner = ",".join(children[:1] + ["\n" + " " * indent + c for c in children[1:]])
         if self.kind is dict:
-            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.context, self.children))
-            return "{" + inner + "}"
-        if self.kind is list:
-            return "[" + inner + "]"
-        return "(" + inner + ("," if len(self.children) == 1 else "") + ")"
+            cls, keys = self.context
+            return f"TreeSpec({cls.__name__}, {list(keys)}, [{inner}])"
+        if self.kind == "namedtuple":
+            return f"TreeSpec(namedtuple, {self.context}, [{inner}])"
+        return f"TreeSpec({self.kind.__name__}, None, [{inner}])"
 
 
 LEAF = TreeSpec(None, None, ())

@@ -4,7 +4,8 @@ Export flattens a call's ``(args, kwargs)`` into the graph's user inputs and its
 into the graph's outputs; the specs rebuild the structures around the graph. Built in:
 tuple, list, dict, OrderedDict and namedtuple; None is a leaf, as in PyTorch 2.13 (an input
 ``y=None`` is a user input of its own, a ``ConstantArgument``). ``register_pytree_node`` and
-``register_dataclass`` add user containers; each registered type has a serialized name so
+``register_dataclass`` add user containers to ``ember.utils._pytree``'s registry (which this
+module reads, so a type registered there is a container here); each has a serialized name so
 that a saved program can name it without pickling it (loading only resolves names that
 are registered in the loading process).
 """
@@ -13,44 +14,42 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-
-class _NodeDef(NamedTuple):
-    flatten: Callable[[Any], tuple[list, Any]]
-    unflatten: Callable[[list, Any], Any]
-    serialized_name: str
-
-
-SUPPORTED_NODES: dict[type, _NodeDef] = {}
-_BY_NAME: dict[str, type] = {}
+from ember.utils import _pytree as _shared
 
 
 def register_pytree_node(cls: type, flatten_fn, unflatten_fn, *, serialized_type_name: str | None = None,
                          flatten_with_keys_fn=None) -> None:
     """Registers ``cls`` as a container: ``flatten_fn(x) -> (children, context)`` and
-    ``unflatten_fn(children, context) -> x``. ``serialized_type_name`` names it in saved files."""
-    if cls in SUPPORTED_NODES:
-        raise ValueError(f"{cls} is already registered as pytree node.")
+    ``unflatten_fn(children, context) -> x``. ``serialized_type_name`` names it in saved files.
+    The registry is ``ember.utils._pytree``'s: a type registered there is a container here too."""
     name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
-    SUPPORTED_NODES[cls] = _NodeDef(flatten_fn, unflatten_fn, name)
-    _BY_NAME[name] = cls
+    _shared.register_pytree_node(cls, flatten_fn, unflatten_fn, serialized_type_name=name,
+                                 flatten_with_keys_fn=flatten_with_keys_fn)
 
 
 def register_dataclass(cls: type, *, serialized_type_name: str | None = None) -> None:
     """Makes a dataclass a pytree container whose fields are its children (``torch.export``'s)."""
     if not dataclasses.is_dataclass(cls):
         raise ValueError(f"register_dataclass expects a dataclass, got {cls}")
-    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    _shared.register_dataclass(cls, serialized_type_name=serialized_type_name or f"{cls.__module__}.{cls.__qualname__}")
 
-    def flatten(obj):
-        return [getattr(obj, n) for n in names], names
 
-    def unflatten(values, context):
-        return cls(**dict(zip(context, values)))
+def _user_node(cls):
+    """The registry entry of a container type registered by the user (None for the built-in
+    containers, which this module flattens itself, and for leaves)."""
+    node = _shared.SUPPORTED_NODES.get(cls)
+    if node is None or cls in _shared.BUILTIN_TYPES or cls.__module__ == "ember.return_types":
+        return None
+    return node
 
-    register_pytree_node(cls, flatten, unflatten, serialized_type_name=serialized_type_name)
+
+def _serialized_name(cls) -> str | None:
+    entry = _shared.SUPPORTED_SERIALIZED_TYPES.get(cls)
+    if entry is None or entry.serialized_type_name == _shared.NO_SERIALIZED_TYPE_NAME_FOUND:
+        return None
+    return entry.serialized_type_name
 
 
 def _is_namedtuple(obj) -> bool:
@@ -98,8 +97,9 @@ LEAF = TreeSpec(None, None, [])
 def _children(obj) -> tuple[type | None, Any, list] | None:
     """(node type, context, children) of a container, None for a leaf."""
     cls = type(obj)
-    if cls in SUPPORTED_NODES:
-        children, ctx = SUPPORTED_NODES[cls].flatten(obj)
+    node = _user_node(cls)
+    if node is not None:
+        children, ctx = node.flatten_fn(obj)
         return cls, ctx, list(children)
     if _is_namedtuple(obj):
         return cls, None, list(obj)
@@ -163,8 +163,9 @@ def tree_unflatten(leaves, spec: TreeSpec):
         cls = s.type
         if cls is type(None):
             return None
-        if cls in SUPPORTED_NODES:
-            return SUPPORTED_NODES[cls].unflatten(children, s.context)
+        node = _user_node(cls)
+        if node is not None:
+            return node.unflatten_fn(children, s.context)
         if cls in (dict, OrderedDict):
             return cls(zip(s.context, children))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
@@ -192,8 +193,11 @@ _BUILTIN_NAMES = {tuple: "builtins.tuple", list: "builtins.list", dict: "builtin
 def type_name(cls) -> str:
     if cls in _BUILTIN_NAMES:
         return _BUILTIN_NAMES[cls]
-    if cls in SUPPORTED_NODES:
-        return SUPPORTED_NODES[cls].serialized_name
+    if _user_node(cls) is not None:
+        name = _serialized_name(cls)
+        if name is None:
+            raise TypeError(f"{cls} has no serialized_type_name: register it with one to save the program")
+        return name
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return "namedtuple:" + ",".join(cls._fields)
     raise TypeError(f"{cls} is not a pytree node type")
@@ -204,7 +208,7 @@ def spec_to_json(spec: TreeSpec):
         return {"leaf": True}
     ctx = spec.context
     node = {"type": type_name(spec.type), "children": [spec_to_json(c) for c in spec.children_specs]}
-    if spec.type in (dict, OrderedDict) or spec.type in SUPPORTED_NODES:
+    if spec.type in (dict, OrderedDict) or _user_node(spec.type) is not None:
         _check_json_context(ctx, spec.type)
         node["context"] = ctx
     return node
@@ -226,8 +230,8 @@ def spec_from_json(node) -> TreeSpec:
     inverse = {v: k for k, v in _BUILTIN_NAMES.items()}
     if name in inverse:
         cls = inverse[name]
-    elif name in _BY_NAME:
-        cls = _BY_NAME[name]
+    elif name in _shared.SERIALIZED_TYPE_TO_PYTHON_TYPE:
+        cls = _shared.SERIALIZED_TYPE_TO_PYTHON_TYPE[name]
     elif name.startswith("namedtuple:"):
         from collections import namedtuple
 

@@ -194,6 +194,11 @@ def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, ch
         ep, program = _export_recorded(module, args, kwargs)
         if ep is not None:  # (the read was not inside a scripted submodule, which keeps its branch)
             _warn_at(exc)
+    except Exception:
+        # The example does not run (a shape mismatch, ...): TorchScript's trace runs it for real,
+        # so its error is eager's, with the example's sizes (export's would name symbols: s0x5).
+        _run_eagerly(module, args, kwargs)
+        raise
     traced = TopLevelTracedModule(module, (args, kwargs), program)
     object.__setattr__(traced, "_exported", ep)
     if ep is None:
@@ -203,6 +208,14 @@ def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, ch
         for check, check_kwargs in checks:
             _check(module, traced, ep, check, check_tolerance, eager, check_kwargs)
     return traced if isinstance(func, nn.Module) else ScriptFunction(func, traced)
+
+
+def _run_eagerly(module, args, kwargs) -> None:
+    """Runs the example as eager Python; its error, when it raises one, replaces export's."""
+    try:
+        module(*args, **kwargs)
+    except Exception as eager_error:  # noqa: BLE001 - re-raised as it is
+        raise eager_error from None
 
 
 _DATA_READ_WARNING = (

@@ -5,7 +5,7 @@ The forward variable alpha runs over the blank-extended target l' (blank, l1, bl
 blank; length 2S+1) in log space: one step per time frame, each vectorized over the batch and
 the extended positions; sequences shorter than the longest keep their alpha frozen after their
 last frame. The loss of a sequence is -log(alpha[T-1, L'-1] + alpha[T-1, L'-2]). Its gradient
-is the autograd of this recursion, which is the standard CTC gradient PyTorch computes; the
+is the autograd of this recursion plus PyTorch's ``exp(log_probs)`` term (``_SoftmaxTerm``); the
 log-sum-exp used here gives an exact zero gradient (not NaN) to paths of probability zero, so
 ``zero_infinity`` can zero the loss and the gradient of impossible alignments.
 """
@@ -60,6 +60,24 @@ class _PoisonGrad(ember.autograd.Function):
     def backward(ctx, g):
         (mask,) = ctx.saved_tensors
         return g.masked_fill(mask, float("nan")), None
+
+
+class _SoftmaxTerm(ember.autograd.Function):
+    """Zeros of shape (N,) whose backward gives ``log_probs`` the gradient ``exp(log_probs) * g``
+    on each sequence's frames: PyTorch's CTC backward returns ``exp(lp) - posterior`` (the
+    gradient through a log_softmax it assumes came before), where the recursion's own gradient is
+    ``-posterior``; the two agree after a log_softmax, and this term makes them agree without one."""
+
+    @staticmethod
+    def forward(ctx, log_probs, frames):
+        ctx.save_for_backward(log_probs, frames)
+        return log_probs.new_zeros((log_probs.shape[1],))
+
+    @staticmethod
+    def backward(ctx, g):
+        log_probs, frames = ctx.saved_tensors
+        term = log_probs.exp() * g.view(1, -1, 1)
+        return ember.where(frames.unsqueeze(2), term, ember.zeros_like(term)), None
 
 
 def _nan_grad_for_infeasible(log_probs, padded, tg_len, in_len):
@@ -159,6 +177,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     none_left = ember.tensor([n == 0 for n in in_len], dtype=ember.bool)
     ll = _lse3(end1, end2, ember.full_like(end1, _NEG_INF))
     loss = -ember.where(none_left, ember.full_like(ll, _NEG_INF), ll)
+    if log_probs.requires_grad:
+        frames = ember.arange(T).unsqueeze(1) < ember.tensor(in_len, dtype=ember.int64).unsqueeze(0)
+        loss = loss + _SoftmaxTerm.apply(log_probs, frames)
     if zero_infinity:
         loss = ember.where(ember.isinf(loss), ember.zeros_like(loss), loss)
     if reduction == "none":

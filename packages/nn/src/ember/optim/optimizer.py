@@ -58,10 +58,8 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
 
 
 def _typename(obj: Any) -> str:
-    if isinstance(obj, Tensor):
-        return "ember.Tensor"
-    cls = type(obj)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    # ember.typename, as PyTorch's message uses torch.typename (ember.FloatTensor for a float tensor)
+    return ember.typename(obj)
 
 
 def _with_step_hooks(step: Callable) -> Callable:

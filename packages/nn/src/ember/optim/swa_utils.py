@@ -172,7 +172,7 @@ class SWALR(LRScheduler):
         for lr, group in zip(_format_param("swa_lr", optimizer, swa_lr), optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")

@@ -6,11 +6,15 @@ backward re-runs ``fn`` with grad enabled (and the RNG state the forward saw, so
 draws the same mask), then backpropagates through that fresh graph. Both of PyTorch's
 variants go through this node; for ``use_reentrant=False`` a private input that requires
 grad keeps the node in the graph even when no argument requires grad, so parameters used
-inside ``fn`` still receive gradients, as PyTorch's non-reentrant variant guarantees.
+inside ``fn`` still receive gradients, as PyTorch's non-reentrant variant guarantees; it is
+left out when nothing ``fn`` can reach requires grad (``_may_need_grad``), where PyTorch's
+output does not require grad either.
 """
 
 from __future__ import annotations
 
+import functools
+import types
 import warnings
 
 import ember
@@ -64,6 +68,54 @@ class _CheckpointFunction(Function):
         return (None, None, None, None, *grads)
 
 
+_INERT = (int, float, complex, str, bytes, bool, type(None), type, types.ModuleType, types.BuiltinFunctionType)
+
+
+def _may_need_grad(function, args, kwargs) -> bool:
+    """Whether the checkpointed output may require grad: an argument or a tensor ``function``
+    can reach (its module's parameters, its closure, the globals it names) requires grad. The
+    non-reentrant output requires grad only then, as PyTorch's (which records ``function`` with
+    grad enabled); anything this cannot see through counts as needing grad, so no gradient is lost."""
+    if not ember.is_grad_enabled():
+        return False
+    leaves = [a for a in list(args) + list(kwargs.values())]
+    seen: set = set()
+
+    def reaches(obj, depth: int) -> bool:
+        if id(obj) in seen or isinstance(obj, _INERT):
+            return False
+        seen.add(id(obj))
+        if isinstance(obj, Tensor):
+            return obj.requires_grad
+        if isinstance(obj, ember.nn.Module):
+            return any(p.requires_grad for p in obj.parameters())
+        if depth > 4:
+            return True
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            return any(reaches(o, depth + 1) for o in obj)
+        if isinstance(obj, dict):
+            return any(reaches(o, depth + 1) for o in obj.values())
+        if isinstance(obj, functools.partial):
+            return reaches(obj.func, depth + 1) or reaches(obj.args, depth + 1) or reaches(obj.keywords, depth + 1)
+        if isinstance(obj, types.MethodType):
+            return reaches(obj.__self__, depth + 1) or reaches(obj.__func__, depth + 1)
+        if isinstance(obj, types.FunctionType):
+            cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+            names = [obj.__globals__[n] for n in obj.__code__.co_names if n in obj.__globals__]
+            return any(reaches(o, depth + 1) for o in cells + names + list(obj.__defaults__ or ()))
+        return True  # an object this does not know: assume it holds parameters
+
+    return reaches(leaves, 0) or reaches(function, 0)
+
+
+def _filled(cell) -> bool:
+    try:
+        _ = cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return False
+    return True
+
+
 def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
                debug: bool = False, preserve_rng_state: bool = True, **kwargs):
     """Runs ``function(*args, **kwargs)`` keeping only its inputs; recomputes in backward."""
@@ -79,7 +131,7 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
         return function(*args, **kwargs)
     if use_reentrant and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
-    anchor = ember.empty(0, requires_grad=not use_reentrant)
+    anchor = ember.empty(0, requires_grad=not use_reentrant and _may_need_grad(function, args, kwargs))
     return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, anchor, *args)
 
 

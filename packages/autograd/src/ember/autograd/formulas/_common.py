@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ember
 from ember._src.tensor import Tensor
 
@@ -50,6 +52,16 @@ def not_implemented(op_name: str, error: type = RuntimeError):
 
 def embed(shape, g: Tensor, view) -> Tensor:
     """Zeros of ``shape`` with ``g`` written into the region ``view(zeros)`` selects."""
+    from ember.autograd import forward_ad
+
+    if forward_ad._LEVEL[0] is not None:
+        # Forward AD (jacfwd/hessian over this backward) follows g's tangent through ops, and a
+        # copy_ into a view of the zeros (below) would leave the tangent on the view only: write
+        # g by positions instead, an index_put_ into the zeros themselves.
+        positions = view(ember.arange(math.prod(shape), device=g.device).view(shape)).reshape(-1)
+        flat = g.new_zeros((math.prod(shape),))
+        flat.index_put_((positions,), g.reshape(-1))
+        return flat.view(shape)
     result = g.new_zeros(shape)  # batched like g under vmap (ember.func)
     view(result).copy_(g)
     return result

@@ -177,6 +177,11 @@ def _mha_forward(
 
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
+            # PyTorch's checks, dim by dim (its text says key_padded_mask)
+            for dim, want in enumerate((bsz, src_len)):
+                if key_padding_mask.ndim > dim and key_padding_mask.shape[dim] != want:
+                    raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {want}, but got "
+                                         f"{key_padding_mask.shape[dim]}")
             raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
                                  f"{key_padding_mask.shape}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)

@@ -216,13 +216,34 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     longest = max(s.size(0) for s in sequences)
     padded = []
     for seq in sequences:
-        seq = seq.to(first.dtype)
+        seq = _fit_trailing(seq.to(first.dtype), tuple(first.shape[1:]))
         short = longest - seq.size(0)
         if short:
             fill = ember.full((short,) + tuple(seq.shape[1:]), padding_value, dtype=first.dtype, device=seq.device)
             seq = ember.cat([seq, fill] if padding_side == "right" else [fill, seq])
         padded.append(seq)
     return ember.stack(padded, 0 if batch_first else 1)
+
+
+def _fit_trailing(seq: Tensor, trailing: tuple) -> Tensor:
+    # PyTorch copies each sequence into its slot of the output (first sequence's trailing dims),
+    # broadcasting it there: its error is the broadcast's, at the rightmost dim that cannot match.
+    if tuple(seq.shape[1:]) == trailing:
+        return seq
+    slot = (seq.size(0),) + trailing
+    if seq.ndim <= len(slot):
+        have = [1] * (len(slot) - seq.ndim) + list(seq.shape)
+        for i in range(len(slot) - 1, -1, -1):
+            if have[i] != slot[i] and 1 not in (have[i], slot[i]):
+                raise RuntimeError(f"The size of tensor a ({slot[i]}) must match the size of tensor b ({have[i]}) at "
+                                   f"non-singleton dimension {i}")
+        if any(h != 1 and d == 1 for h, d in zip(have, slot)):
+            wide = [h if d == 1 else d for h, d in zip(have, slot)]
+            raise RuntimeError(f"output with shape {list(slot)} doesn't match the broadcast shape {wide}")
+        return seq.expand(slot)
+    raise RuntimeError(f"expand(torch.FloatTensor{{{list(seq.shape)}}}, size={list(slot)}): the number of sizes "
+                       f"provided ({len(slot)}) must be greater or equal to the number of dimensions in the tensor "
+                       f"({seq.ndim})")
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:

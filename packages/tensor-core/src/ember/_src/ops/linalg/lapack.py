@@ -28,7 +28,10 @@ class LinAlgError(RuntimeError):
     """Raised when a factorization fails (singular matrix, not positive-definite, ...)."""
 
 
+# PyTorch's class is torch._C._LinAlgError (torch.linalg.LinAlgError names it): programs that
+# print type(e).__name__ see "_LinAlgError" there, and so here.
 LinAlgError.__module__ = "ember.linalg"
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
 
 # PyTorch's return types (torch.return_types.*); private names so they don't become Tensor methods.
 _slogdet_result = return_type("linalg_slogdet", ["sign", "logabsdet"])

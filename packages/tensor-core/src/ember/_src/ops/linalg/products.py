@@ -431,7 +431,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
         return views.squeeze_op(mm_op(views.unsqueeze_op(a, 0), b), (0,))
     if da == 2 and db == 2:
         return mm_op(a, b)
-    if da >= 3 and db <= 2:
+    if da >= 3 and db <= 2 and _folds_without_copy(a, b):
         # Fold a's batch dims into its rows: one mm instead of a batch of small ones.
         rows = views.reshape(a, (numel(a._shape[:-1]), a._shape[-1]))
         if db == 1:
@@ -454,6 +454,16 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if db == 1:
         result = views.squeeze_op(result, (-1,))
     return result
+
+
+def _folds_without_copy(a: Tensor, b: Tensor) -> bool:
+    """PyTorch's rule for folding a's batch dims into one mm: when a's leading dims collapse as a
+    view (no copy), or when ``b`` requires grad (its gradient is then one mm too); an expanded or
+    permuted ``a`` runs as bmm instead (which FlopCounterMode and profilers see)."""
+    if b.requires_grad:
+        return True
+    shape, strides = a._shape, a.stride()
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
 # The native fast path (csrc/common/fast_reduce.cpp, fast_front.cpp): mm of two float matrices runs in
