@@ -224,6 +224,8 @@ class WrapperWriter:
             self.globals[name] = value
         last_use = self._last_uses()
         self.allocated: set[str] = set()
+        self.bound: set[str] = set()  # locals the code below assigns: kernel buffers, extern results
+        returned = set(self.output_names) | {b.name for b in _flat_buffers(g.output_template)}
         extern_read = set()
         for entry in self.plan:
             if isinstance(entry, ExternCall):
@@ -237,12 +239,24 @@ class WrapperWriter:
                 self._extern(entry)
             else:
                 self._kernel(entry, pool)
+            dead = []
             for name in freed_after.get(pos, []):
                 buf = self.buffers[name]
+                if name in returned:
+                    continue
                 # a buffer an extern op saw may live on inside its result (a view): never reused
-                if name in self.allocated and name not in self.output_names and name not in extern_read:
+                if name in self.allocated and name not in extern_read:
                     key = _py(product(buf.shape) * buf.dtype.itemsize)
                     pool.setdefault(key, []).append(name)
+                elif name in self.bound:
+                    dead.append(name)
+            if dead:
+                # Dropped at its last use, as eager autograd drops a value: its block goes back to
+                # the allocator's cache and the next buffer of its size takes it. Held to the end
+                # of the call, the mini-GPT backward's ~100 intermediates came to more than the
+                # cache keeps, and every call page-faulted fresh memory (~60 ms of a 370 ms
+                # backward in the kernel).
+                w.append(f"    del {', '.join(sorted(dead))}")
         w.append(f"    return {self._output_text(g.output_template)}")
         return "".join(line + "\n" for line in self.prelude) + "\n".join(w) + "\n"
 
@@ -334,6 +348,7 @@ class WrapperWriter:
             else:
                 self.lines.append(f"    {buf.name} = _empty({shape}, ember.{buf.dtype.name}{self.device_arg})")
             self.allocated.add(buf.name)
+            self.bound.add(buf.name)
         args = []
         if self.triton:
             # this kernel's own sizes: a launcher may be shared with an equal kernel of other sizes
@@ -398,6 +413,7 @@ class WrapperWriter:
         nbytes = int(product(out.shape)) * out.dtype.itemsize
         self.lines.append(self._alloc_line(out.name, nbytes, self.shape_text(size),
                                            self.shape_text(_int_strides(size)), out.dtype))
+        self.bound.add(out.name)
         batch = 1 if rank == 2 else size[0]
         self.lines.append(f"    _gemm({self.text(a)}, {self.text(b)}, {out.name}, {batch})  # {name}")
         return True
@@ -414,11 +430,13 @@ class WrapperWriter:
             self.lines.append(f"    {invoke}")
         elif isinstance(outs, tuple):
             targets = [b.name if isinstance(b, Buffer) else "_" for b in outs]
+            self.bound.update(t for t in targets if t != "_")
             self.lines.append(f"    {', '.join(targets)}, = {invoke}")
             for b in outs:
                 if isinstance(b, Buffer):
                     self.lines.append(f"    {b.name} = _layout({b.name}, {self._strides_text(b)})")
         else:
+            self.bound.add(outs.name)
             self.lines.append(f"    {outs.name} = _layout({invoke.split('  #')[0]}, {self._strides_text(outs)})"
                               f"  # {call.name}")
 
