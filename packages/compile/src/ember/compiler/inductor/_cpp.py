@@ -871,15 +871,7 @@ class CppKernelWriter:
         if par is None and (pipe is None or node not in pipe[:2]) and not getattr(self, "riders", {}).get(id(node)):
             call = self._row_helper(node, inner)
         if call is not None:
-            out_t = C.C_TYPES[node.buf.acc_dtype]
-            name = f"row_{node.buf.name}"
-            lines.append(f"{indent}{out_t} {name} = {call};")
-            self.row_values[node.buf.name] = name
-            if node.buf.name not in self.k.local:
-                store_body = _Body(self, indent, {})
-                self._store(node, name, store_body)
-                lines.extend(store_body.lines)
-            return lines
+            return lines + self._row_result(node, call, indent)
         acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
         acc_t, init, nan_flag, clause, body_lines, result = self._reduction_pieces(node, body, acc, nan)
         self._ride(node, None, body)
@@ -924,9 +916,13 @@ class CppKernelWriter:
             lines.extend(indent + "    " * (len(inner) - 1 - d) + "}" for d in range(len(inner)))
             if pipe is not None and node is pipe[1]:
                 lines.append(f"{indent}pipe_row = {pipe[2]} + 1;")
-        out_t = C.C_TYPES[node.buf.acc_dtype]
+        return lines + self._row_result(node, result, indent)
+
+    def _row_result(self, node, value: str, indent: str) -> list[str]:
+        """Reduction ``node``'s row result ``value`` named for the row's later members (and stored
+        unless the buffer is kernel-local)."""
         name = f"row_{node.buf.name}"
-        lines.append(f"{indent}{out_t} {name} = {result};")
+        lines = [f"{indent}{C.C_TYPES[node.buf.acc_dtype]} {name} = {value};"]
         self.row_values[node.buf.name] = name
         if node.buf.name not in self.k.local:
             store_body = _Body(self, indent, {})
