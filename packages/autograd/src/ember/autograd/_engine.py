@@ -103,7 +103,8 @@ def _stealable(g: Tensor, variable: Tensor) -> bool:
     memory, and (unless ``enforce_grad_layout_policy(False)``) it obeys the layout contract."""
     if type(g) is not Tensor or g.grad_fn is not None:
         return False
-    if getattr(_LAYOUT_POLICY, "enabled", True) and not _obeys_layout_contract(g, variable):  # _layout_enforced()
+    # enforce_grad_layout_policy()'s flag, read here rather than through grad_mode (a frame per accumulation)
+    if getattr(_LAYOUT_POLICY, "enabled", True) and not _obeys_layout_contract(g, variable):
         return False
     if sys.getrefcount(g) > _OWNED_REFS:
         return False

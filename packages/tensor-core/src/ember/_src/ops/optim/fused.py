@@ -76,8 +76,6 @@ def _check_lists(name: str, params, *others) -> None:
 _SHAPE = attrgetter("_shape")
 
 
-
-
 def _skip(found_inf) -> bool:
     return found_inf is not None and float(found_inf.item()) != 0.0
 
