@@ -474,9 +474,9 @@ def gpt_kernel_times(threads=1, calls=5, top=12):
     return total * 1e3, [(k, v * 1e3, ops) for k, v, ops in rows[:top]], sum(spent.values()) / calls * 1e3
 
 
-def bench_gpt_train(threads, use_torch_compile, steps=3):
-    """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
-    the compiled model's forward and backward are both generated code (AOT autograd)."""
+def _gpt_training_pair(threads, batch):
+    """The mini-GPT in torch and in ember with torch's initial weights, and (tokens, targets) for
+    each, ``threads`` threads on both sides."""
     ember.set_num_threads(threads)
     torch.set_num_threads(threads)
     ns: dict = {}
@@ -486,8 +486,14 @@ def bench_gpt_train(threads, use_torch_compile, steps=3):
     emodel = ns["make_gpt"](ember.nn, ember)
     emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
     g = np.random.default_rng(1)
-    idx, tgt = g.integers(0, 512, (8, 128)), g.integers(0, 512, (8 * 128,))
-    eidx, etgt, tidx, ttgt = ember.tensor(idx), ember.tensor(tgt), torch.from_numpy(idx), torch.from_numpy(tgt)
+    idx, tgt = g.integers(0, 512, (batch, 128)), g.integers(0, 512, (batch * 128,))
+    return (tmodel, emodel, (ember.tensor(idx), ember.tensor(tgt)), (torch.from_numpy(idx), torch.from_numpy(tgt)))
+
+
+def bench_gpt_train(threads, use_torch_compile, steps=3):
+    """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
+    the compiled model's forward and backward are both generated code (AOT autograd)."""
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(threads, batch=8)
 
     def stepper(m, model, fwd, x, y):
         opt = m.optim.AdamW(model.parameters(), lr=1e-4)
@@ -544,17 +550,7 @@ def bench_gpt_backward(rounds=7, batch=16):
 
     from ember.compiler.inductor import _compile_fx, config
 
-    ember.set_num_threads(1)
-    torch.set_num_threads(1)
-    ns: dict = {}
-    exec(GPT, ns)
-    torch.manual_seed(0)
-    tmodel = ns["make_gpt"](torch.nn, torch)
-    emodel = ns["make_gpt"](ember.nn, ember)
-    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
-    g = np.random.default_rng(1)
-    idx, tgt = g.integers(0, 512, (batch, 128)), g.integers(0, 512, (batch * 128,))
-    eidx, etgt, tidx, ttgt = ember.tensor(idx), ember.tensor(tgt), torch.from_numpy(idx), torch.from_numpy(tgt)
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(1, batch)
     built: list = []
     original = _compile_fx.lower_and_build
 
