@@ -93,7 +93,7 @@ def _tune(torch, iters, backward=True):
             for cfg in FWD_CONFIGS:
                 if causal and cfg[0] % cfg[1]:
                     continue  # the causal forward needs BLOCK_M a multiple of BLOCK_N (_ops_attention._fwd_config)
-                A._fwd_config = lambda dtype, d, lq=0, cfg=cfg: cfg
+                A._fwd_config = lambda dtype, d, lq=0, causal=False, cfg=cfg: cfg
                 A._FOLD_SCALE = fold
                 with ember.no_grad():
                     ms = _median_ms(ember, lambda q=q, k=k, v=v, c=causal: EF.scaled_dot_product_attention(
@@ -118,7 +118,7 @@ def _tune(torch, iters, backward=True):
 
     fold = min((best_cfg(1024, f)[0] + best_cfg(4096, f)[0], f) for f in (True, False))[1]
     A._fwd_config, A._FOLD_SCALE = saved[0], fold
-    A._FWD_SHORT, A._FWD_LONG = best_cfg(1024, fold)[1], best_cfg(4096, fold)[1]
+    A._FWD_SHORT, A._FWD_LONG = ((best_cfg(1024, fold)[1],) * 2), ((best_cfg(4096, fold)[1],) * 2)
     print(f"tune fwd: CHOSEN fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", flush=True)
     rows.append({"name": f"tune fwd chosen: fold={fold} short {A._FWD_SHORT} long {A._FWD_LONG}", "ember": "",
                  "torch": "", "ratio": "", "unit": ""})
@@ -218,21 +218,21 @@ def _tune_bwd(torch, iters):
 
     dq0 = saved[0](ember.bfloat16, d)[1]
     A._BWD_MODE = "dq_first"
-    dkdv = pick(DKDV_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (c, dq0)), "dq_first dkdv")
-    dq = pick(DQ_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: (dkdv, c)), "dq_first dq")
+    dkdv = pick(DKDV_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, *_, c=c: (c, dq0)), "dq_first dkdv")
+    dq = pick(DQ_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, *_, c=c: (dkdv, c)), "dq_first dq")
     chosen = ("dq_first", (dkdv, dq), saved[2])
-    A._bwd_config = lambda dtype, w: (dkdv, dq)
+    A._bwd_config = lambda dtype, w, causal=True: (dkdv, dq)
     A._BWD_MODE = "split"
     delta = pick(DELTA_CONFIGS, lambda c: setattr(A, "_DELTA_CONFIG", c), "split delta")
     A._BWD_MODE = "fused"
-    fused = pick(FUSED_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, c=c: c), "fused")
+    fused = pick(FUSED_CONFIGS, lambda c: setattr(A, "_bwd_config", lambda dtype, w, causal=True, c=c: c), "fused")
     # The three modes at their best, measured again side by side.
     finals = []
     for mode, cfg in (("dq_first", (dkdv, dq)), ("split", (dkdv, dq)), ("fused", fused)):
-        A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = mode, (lambda dtype, w, c=cfg: c), delta
+        A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = mode, (lambda dtype, w, causal=True, c=cfg: c), delta
         finals.append((measure(f"final {mode} {cfg} delta {delta}"), (mode, cfg, delta)))
     chosen = min(finals, key=lambda x: x[0])[1]
-    A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = chosen[0], (lambda dtype, w, c=chosen[1]: c), chosen[2]
+    A._BWD_MODE, A._bwd_config, A._DELTA_CONFIG = chosen[0], (lambda dtype, w, causal=True, c=chosen[1]: c), chosen[2]
     print(f"tune bwd: CHOSEN mode {chosen[0]} configs {chosen[1]} delta {chosen[2]}", flush=True)
     rows.append({"name": f"tune bwd chosen: {chosen}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows
@@ -266,7 +266,7 @@ def apply_bwd_form(A, var, saved):
     A._ATOMIC_D64 = cfg if mode == "atomic" else saved[2]
     A._LPT = (saved[3][0], saved[3][1], lpt)
     dq_cfg = saved[4](ember.bfloat16, 64)[1]
-    A._bwd_config = saved[4] if mode == "atomic" else (lambda dtype, w, c=cfg, d=dq_cfg: (c, d))
+    A._bwd_config = saved[4] if mode == "atomic" else (lambda dtype, w, causal=True, c=cfg, d=dq_cfg: (c, d))
 
 
 def bwd_form_state(A):
@@ -364,6 +364,181 @@ def _tune_bwd_forms(torch, iters, budget_s=200.0):
     return rows
 
 
+# The session-16 sweep (--tune-grid), per causal flag: forward tiles (per length class), dK/dV tiles with and without
+# DP_FIRST (dQ at its default), then dQ tiles with and without DP_FIRST (dK/dV at its winner). Configurations that
+# spill hundreds of bytes per thread in their sm_90 build (ptxas -v with Triton 3.6: dK/dV (64, 128, 4, 3),
+# (128, 128, 8, 2); dQ (128, 64, 4, 3)) are left out.
+GRID_FWD = ((64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 3), (128, 64, 4, 4), (128, 64, 8, 3), (128, 64, 8, 4),
+            (128, 128, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 3))
+GRID_DKDV = ((64, 64, 4, 3), (64, 64, 4, 4), (64, 64, 4, 2), (64, 128, 8, 3), (64, 128, 8, 2), (32, 64, 4, 3),
+             (32, 128, 4, 3), (32, 128, 4, 4), (128, 64, 8, 3))
+GRID_DQ = ((64, 64, 4, 4), (64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 128, 8, 2),
+           (128, 32, 8, 3), (64, 32, 4, 3))
+
+
+def grid_variants():
+    """(kind, causal, configuration, dp_first) of every variant --tune-grid times; kind is fwd, dkdv or dq (also
+    what host_cuda_fake.py's precompile_attention compiles)."""
+    out = []
+    for causal in (True, False):
+        out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
+        for kind, cfgs in (("dkdv", GRID_DKDV), ("dq", GRID_DQ)):
+            out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
+    return out
+
+
+def grid_state(A):
+    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST
+
+
+def set_grid_state(A, state):
+    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST = state
+
+
+def apply_grid(A, var, short=True):
+    """Sets ``_ops_attention`` (``A``) to run the variant ``var`` of grid_variants() (the other kernels as they are);
+    a forward variant applies to the length class of ``short`` (T <= 2048) or the other."""
+    kind, causal, cfg, dpf = var
+
+    def put(pair, x):
+        return (x, pair[1]) if not causal else (pair[0], x)
+    if kind == "fwd":
+        if short:
+            A._FWD_SHORT = put(A._FWD_SHORT, cfg)
+        else:
+            A._FWD_LONG = put(A._FWD_LONG, cfg)
+    elif kind == "dkdv":
+        A._BWD_D64 = put(A._BWD_D64, (cfg, A._BWD_D64[causal][1]))
+        A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], dpf))
+    else:
+        A._BWD_D64 = put(A._BWD_D64, (A._BWD_D64[causal][0], cfg))
+        A._DP_FIRST = put(A._DP_FIRST, (dpf, A._DP_FIRST[causal][1]))
+
+
+def _tune_grid(torch, iters, budget_s=260.0):
+    """The forward and the backward alone (``flash_forward``; ``flash_backward`` on a saved forward), B8 H12 D64 bf16
+    at T1024 and T4096, causal and not, under each of grid_variants(), in stages (forward and dK/dV variants, then dQ
+    variants with dK/dV at its winner); two passes each (the second in reverse order), the better median of each;
+    results checked against torch's. Winners (per causal flag; the forward's also per length class) are left set."""
+    import math
+
+    from ember._cuda import _ops_attention as A
+
+    t_start = time.time()
+    b, h, d = 8, 12, 64
+    F = torch.nn.functional
+    cases = {}
+    torch_ms = {}
+    for tt in (1024, 4096):
+        for causal in (True, False):
+            tq, tk, tv = _qkv(torch, torch, b, h, tt, d, seed=tt + causal)
+            gt = torch.randn_like(tq)
+            out_t = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+            out_t.backward(gt)
+            ref = [x.grad.float() for x in (tq, tk, tv)]
+            q, k, v = (ember.from_dlpack(x.detach()) for x in (tq, tk, tv))
+            g = ember.from_dlpack(gt)
+            with ember.no_grad():
+                out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+            cases[(tt, causal)] = (q, k, v, g, out, lse, ref, out_t.detach().float())
+
+            def both_fn(tq=tq, tk=tk, tv=tv, gt=gt, c=causal):
+                torch.autograd.grad(F.scaled_dot_product_attention(tq, tk, tv, is_causal=c), (tq, tk, tv), gt)
+
+            def fwd_fn(tq=tq, tk=tk, tv=tv, c=causal):
+                with torch.no_grad():
+                    F.scaled_dot_product_attention(tq, tk, tv, is_causal=c)
+            fwd = _median_ms(torch, fwd_fn, iters, hide_host=True)
+            torch_ms[(tt, causal)] = (fwd, _median_ms(torch, both_fn, iters, hide_host=True) - fwd)
+            bwd = torch_ms[(tt, causal)][1]
+            print(f"torch T{tt}{' causal' if causal else ''}: fwd {fwd:.4f} ms, bwd ~{bwd:.4f} ms", flush=True)
+    saved = grid_state(A)
+    times: dict = {}
+    errs: dict = {}
+
+    def run(var, tt):
+        kind, causal = var[0], var[1]
+        q, k, v, g, out, lse, ref, ref_out = cases[(tt, causal)]
+        apply_grid(A, var, short=tt <= 2048)
+        if kind == "fwd":
+            def fn():
+                with ember.no_grad():
+                    return A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))[0]
+        else:
+            def fn():
+                return A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
+        try:
+            ms = _median_ms(ember, fn, iters, hide_host=True)
+        except Exception as exc:  # a configuration Triton cannot build
+            print(f"tune grid {var}: failed ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
+            return
+        key = (var, tt)
+        if key not in errs:
+            got = fn()
+            if kind == "fwd":
+                errs[key] = float((torch.from_dlpack(got).float() - ref_out).abs().max())
+            else:
+                errs[key] = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm()) for x, r in zip(got, ref))
+        times[key] = min(ms, times.get(key, ms))
+
+    def stage(variants):
+        for pass_ in range(2):
+            for var in variants if pass_ == 0 else variants[::-1]:
+                if time.time() - t_start > budget_s:
+                    print(f"tune grid: time budget ({budget_s} s) spent", flush=True)
+                    return
+                for tt in (1024, 4096):
+                    run(var, tt)
+                    set_grid_state(A, state)
+
+    def winner(variants, tts):
+        def score(var):
+            total = 0.0
+            for tt in tts:
+                best = min(times.get((w, tt), float("inf")) for w in variants)
+                limit = 3e-2 if var[0] == "fwd" else 2e-2  # bf16 output's max error / gradients' relative error
+                if errs.get((var, tt), 1.0) > limit:
+                    return float("inf")
+                total += times.get((var, tt), float("inf")) / best
+            return total
+        return min(variants, key=score), score
+
+    variants = grid_variants()
+    state = saved
+    stage([v for v in variants if v[0] != "dq"])
+    chosen = {}
+    for causal in (True, False):
+        for tt in (1024, 4096):
+            fwd = [v for v in variants if v[0] == "fwd" and v[1] == causal]
+            chosen[("fwd", causal, tt)] = winner(fwd, (tt,))[0]
+        dkdv = [v for v in variants if v[0] == "dkdv" and v[1] == causal]
+        chosen[("dkdv", causal)] = winner(dkdv, (1024, 4096))[0]
+    for key, var in chosen.items():
+        apply_grid(A, var, short=key[0] != "fwd" or key[2] <= 2048)
+    state = grid_state(A)
+    stage([v for v in variants if v[0] == "dq"])
+    for causal in (True, False):
+        dq = [v for v in variants if v[0] == "dq" and v[1] == causal]
+        chosen[("dq", causal)] = winner(dq, (1024, 4096))[0]
+        apply_grid(A, chosen[("dq", causal)])
+    rows = []
+    for var in variants:
+        cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
+        err = max(errs.get((var, tt), float("nan")) for tt in (1024, 4096))
+        row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} dp_first={var[3]}", "ember": cells,
+               "torch": f"err {err:.1e}", "ratio": "", "unit": "ms (T1024 / T4096)"}
+        rows.append(row)
+        print(row["name"], row["ember"], row["torch"], flush=True)
+    for (tt, causal), (fwd, bwd) in torch_ms.items():
+        rows.append({"name": f"torch SDPA T{tt}{' causal' if causal else ''} fwd / bwd (fwd+bwd - fwd)", "ember": "",
+                     "torch": f"{fwd:.4f} / {bwd:.4f}", "ratio": "", "unit": "ms"})
+    print(f"tune grid: CHOSEN {sorted(chosen.items(), key=str)}", flush=True)
+    print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _BWD_D64={A._BWD_D64} "
+          f"_DP_FIRST={A._DP_FIRST} ({time.time() - t_start:.0f} s)", flush=True)
+    rows.append({"name": f"tune grid chosen {grid_state(A)}", "ember": "", "torch": "", "ratio": "", "unit": ""})
+    return rows
+
+
 def _tune_lpt(torch, iters):
     """Causal grids ordered heaviest tile first over all heads (``_ops_attention._LPT``) or per head, for the
     forward and for the backward's dQ and dK/dV kernels, at causal T1024 and T4096 (two alternating passes,
@@ -455,6 +630,7 @@ def main():
     ap.add_argument("--tune-fwd", action="store_true", help="only the forward sweep before the rows")
     ap.add_argument("--tune-lpt", action="store_true", help="the causal grids' tile order before the rows")
     ap.add_argument("--tune-bwd-forms", action="store_true", help="the backward's forms side by side first")
+    ap.add_argument("--tune-grid", action="store_true", help="the session-16 tile/DP_FIRST sweep first")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -472,6 +648,8 @@ def main():
         rows += _tune_lpt(torch, iters)
     if args.tune_bwd_forms:
         rows += _tune_bwd_forms(torch, iters)
+    if args.tune_grid:
+        rows += _tune_grid(torch, iters)
     if not sweep_only:
         rows += _attention_rows(torch, iters, (1024,) if args.quick else (1024, 4096))
     if not sweep_only and not args.no_graphs:

@@ -11,6 +11,7 @@ host costs can be profiled on any machine; device results are garbage and never 
     python benchmarks/host_cuda_fake.py gpt_compiled [--profile] [--mode M]  # compiled mini-GPT forward
     python benchmarks/host_cuda_fake.py adam [--layers N] [--profile]  # GPT-2's fused AdamW opt.step() alone
     python benchmarks/host_cuda_fake.py precompile_attention  # bench_cuda_attention --tune-bwd-forms' cubins
+    python benchmarks/host_cuda_fake.py precompile_grid  # bench_cuda_attention --tune-grid's cubins
 """
 
 from __future__ import annotations
@@ -245,9 +246,43 @@ def precompile_attention() -> int:
     return n
 
 
+def precompile_grid() -> int:
+    """Compiles (into ``EMBER_CUDA_CACHE``) the kernels of ``bench_cuda_attention.py --tune-grid`` (every forward,
+    dK/dV and dQ variant of its sweep at T1024 and T4096, causal and not), as precompile_attention does for
+    --tune-bwd-forms. Returns how many launches were made."""
+    import math
+
+    import ember
+    from ember._cuda import _ops_attention as A
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_cuda_attention import apply_grid, grid_state, grid_variants, set_grid_state
+
+    saved = grid_state(A)
+    b, h, d, n = 8, 12, 64, 0
+    for t in (1024, 4096):
+        for causal in (True, False):
+            q, k, v, g = (ember.empty(b, t, h, d, dtype=ember.bfloat16, device="cuda").transpose(1, 2)
+                          for _ in range(4))
+            with ember.no_grad():
+                out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+            for var in grid_variants():
+                if var[1] != causal:
+                    continue
+                apply_grid(A, var, short=t <= 2048)
+                if var[0] == "fwd":
+                    with ember.no_grad():
+                        A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
+                else:
+                    A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
+                set_grid_state(A, saved)
+                n += 1
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled", "adam", "precompile_attention"))
+    ap.add_argument("what", choices=("add", "gpt2", "gpt_compiled", "adam", "precompile_attention", "precompile_grid"))
     ap.add_argument("--mode", default=None)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--steps", type=int, default=5)
@@ -262,6 +297,8 @@ def main():
               "host CPU ms")
     elif args.what == "precompile_attention":
         print(f"flash attention: {precompile_attention()} launches compiled into the kernel cache")
+    elif args.what == "precompile_grid":
+        print(f"flash attention grid: {precompile_grid()} launches compiled into the kernel cache")
     elif args.what == "gpt_compiled":
         us = bench_gpt_compiled(args.steps, args.profile, args.mode)
         print(f"mini-GPT forward, ember.compile(mode={args.mode!r}): {us:.0f} host CPU us/call (median)")

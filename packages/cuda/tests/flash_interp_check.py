@@ -91,14 +91,15 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
     blocks1 = dict(BLOCK_M=bm1, BLOCK_N=bn1, EVEN_M=lq % bm1 == 0, EVEN_N=s % bn1 == 0)
     blocks2 = dict(BLOCK_M=bm2, BLOCK_N=bn2, EVEN_M=lq % bm2 == 0, EVEN_N=s % bn2 == 0)
 
-    def dkdv(dk, dv, delta, lpt=False, dqa=None, form=1, diag_last=False):
+    def dkdv(dk, dv, delta, lpt=False, dqa=None, form=1, diag_last=False, dp_first=False):
         kernels.dkdv[(n1 * b * h,)](q, k, v, bt, do, lse, delta, dk, dv, dk if dqa is None else dqa, scale, *common,
                                     *dk.stride()[:3], *dv.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=lpt,
-                                    ATOMIC_DQ=0 if dqa is None else form, DIAG_LAST=diag_last)
+                                    ATOMIC_DQ=0 if dqa is None else form, DIAG_LAST=diag_last, DP_FIRST=dp_first)
 
-    def dq(dq, delta, own, lpt=False):
+    def dq(dq, delta, own, lpt=False, dp_first=False):
         kernels.dq[(m2 * b * h,)](q, k, v, bt, do, out, lse, delta, dq, scale, *common, *out.stride()[:3],
-                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own, LPT=lpt)
+                                  *dq.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=own, LPT=lpt,
+                                  DP_FIRST=dp_first)
 
     # The four forms of the backward's launches (_ops_attention._BWD_MODE), each from unwritten outputs.
     for mode in ("split", "dq_first", "fused", "atomic", "atomic_t"):
@@ -108,9 +109,10 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
             dq(dqt, delta, False)
         elif mode == "dq_first":
             own = torch.full((b, h, lq), float("nan"))
-            dq(dqt, own, True, lpt=True)  # with the grids ordered over all heads (_ops_attention._LPT)
+            # with the grids ordered over all heads (_ops_attention._LPT) and the dP products issued first
+            dq(dqt, own, True, lpt=True, dp_first=True)
             torch.testing.assert_close(own, delta, rtol=1e-5, atol=1e-6)
-            dkdv(dk, dv, own, lpt=True, diag_last=True)
+            dkdv(dk, dv, own, lpt=True, diag_last=True, dp_first=True)
         elif mode.startswith("atomic"):
             # delta and the zeroed float32 accumulator from one kernel, dQ's share added by the dK/dV kernel
             own, dqa = torch.full((b, h, lq), float("nan")), torch.full((b * h, lq, dp), float("nan"))

@@ -147,16 +147,19 @@ def test_gpt_block_layout_needs_no_copies():
     assert _rel(x.grad, x_ref.grad) < 2 * REL[ember.bfloat16]
 
 
-@pytest.mark.parametrize("mode", ["dq_first", "split", "fused", "atomic-1", "atomic-2"])
+@pytest.mark.parametrize("mode", ["dq_first", "dq_first-dp", "split", "fused", "atomic-1", "atomic-2"])
 @pytest.mark.parametrize("index", [1, 3, 4, 6])
 def test_backward_modes(monkeypatch, mode, index):
     """Every launch form of the backward (``_ops_attention._BWD_MODE``; the atomic one with either form of
-    dQ's share) gives the float64 CPU gradients: causal and ragged lengths, grouped heads, an additive mask."""
+    dQ's share; dq_first-dp with both kernels' dP products issued first, ``_DP_FIRST``) gives the float64 CPU
+    gradients: causal and ragged lengths, grouped heads, an additive mask."""
     from ember._cuda import _ops_attention as A
 
     name, _, form = mode.partition("-")
     monkeypatch.setattr(A, "_BWD_MODE", name)
-    if form:
+    if form == "dp":
+        monkeypatch.setattr(A, "_DP_FIRST", ((True, True), (True, True)))
+    elif form:
         monkeypatch.setattr(A, "_ATOMIC_FORM", int(form))
     dtype = ember.bfloat16
     b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]

@@ -194,7 +194,7 @@ def dq_cast(DQA, DQ, scale, sqb2, sqh2, sqm2, H, L, D: tl.constexpr, BLOCK_M: tl
 def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, S,
                 sqm, sdm, sbm, qk_scale, BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr,
                 HAS_BIAS: tl.constexpr, PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, MASK_COLS: tl.constexpr,
-                D: tl.constexpr):
+                D: tl.constexpr, DP_FIRST: tl.constexpr):
     # Query tiles lo..hi (multiples of BLOCK_M) into one key tile's dK and dV. Everything is computed
     # transposed (keys along the rows): P^T = exp2(K Q^T - lse) comes out of the product in the layout
     # that dV += P^T dO and dK += dS^T Q take as their left operand, so no tile is transposed in registers.
@@ -220,6 +220,8 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delt
             dl = tl.load(delta_ptr + rows)
         lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
         st = tl.dot(k, qt, input_precision=PREC)
+        if DP_FIRST:
+            dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
         if HAS_BIAS:
             bias = tl.load(bt_ptrs, mask=(cols < S)[:, None] & (rows < L)[None, :], other=0.0)
             pt = tl.exp2(st * qk_scale + bias.to(tl.float32) * LOG2E - lse2[None, :])
@@ -230,7 +232,8 @@ def _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delt
         if ATOMIC_DQ != 0 and MASK_COLS:  # keys past S (zero rows of K) must add nothing to dQ, not even inf * 0
             pt = tl.where((cols < S)[:, None], pt, 0.0)
         dv = tl.dot(pt.to(do.dtype), do, dv, input_precision=PREC)
-        dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
+        if not DP_FIRST:
+            dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
         dst = (pt * (dpt - dl[None, :])).to(qt.dtype)
         dk = tl.dot(dst, tl.trans(qt), dk, input_precision=PREC)
         if ATOMIC_DQ == 1:
@@ -260,7 +263,7 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
                skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L, S,
                D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-               PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
+               PREC: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr, DP_FIRST: tl.constexpr):
     # One key tile of one query head: dV = P^T dO, dK = scale * dS^T Q over every query tile (and with
     # ATOMIC_DQ, dS K added into the float32 (B*H, L, D) accumulator DQA, unscaled).
     b = (bh // H).to(tl.int64)
@@ -299,18 +302,18 @@ def _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
         if not DIAG_LAST:
             dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
                                  lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
-                                 ATOMIC_DQ, not EVEN_N, D)
+                                 ATOMIC_DQ, not EVEN_N, D, DP_FIRST)
         dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
                              mid, L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC,
-                             ATOMIC_DQ, not EVEN_N, D)
+                             ATOMIC_DQ, not EVEN_N, D, DP_FIRST)
         if DIAG_LAST:
             dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m,
                                  lo, mid, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, True, True, HAS_BIAS, PREC,
-                                 ATOMIC_DQ, not EVEN_N, D)
+                                 ATOMIC_DQ, not EVEN_N, D, DP_FIRST)
     else:
         dk, dv = _dkdv_tiles(dk, dv, k, v, qt_ptrs, do_ptrs, bt_ptrs, dqa_ptrs, lse_ptr, delta_ptr, cols, offs_m, 0,
                              L, L, S, sqm, sdm, sbm, qk_scale, BLOCK_M, not EVEN_M, False, HAS_BIAS, PREC, ATOMIC_DQ,
-                             not EVEN_N, D)
+                             not EVEN_N, D, DP_FIRST)
     dk = dk * scale
     dk_ptrs = DK + b * skb2 + h * skh2 + cols[:, None].to(tl.int64) * skn2 + offs_d[None, :]
     dv_ptrs = DV + b * svb2 + h * svh2 + cols[:, None].to(tl.int64) * svn2 + offs_e[None, :]
@@ -329,7 +332,8 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
          H, GROUP, L, S, NUM_N,
          D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-         PREC: tl.constexpr, LPT: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr):
+         PREC: tl.constexpr, LPT: tl.constexpr, ATOMIC_DQ: tl.constexpr, DIAG_LAST: tl.constexpr,
+         DP_FIRST: tl.constexpr):
     pid = tl.program_id(0)
     if LPT:  # the first key tiles (under the causal mask the most query tiles) of every head first
         bhs = tl.num_programs(0) // NUM_N
@@ -338,13 +342,13 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
         bh, start_n = pid // NUM_N, pid % NUM_N
     _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
                sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, start_n, H, GROUP, L,
-               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, ATOMIC_DQ, DIAG_LAST)
+               S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, ATOMIC_DQ, DIAG_LAST, DP_FIRST)
 
 
 @triton.jit
 def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, L, S, skn, svn, sbn, qk_scale,
               BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-              PREC: tl.constexpr):
+              PREC: tl.constexpr, DP_FIRST: tl.constexpr):
     # Key tiles lo..hi (multiples of BLOCK_N) into one query tile's dQ.
     k_ptrs += lo * skn
     v_ptrs += lo * svn
@@ -359,6 +363,8 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
         s = tl.dot(q, tl.trans(k), input_precision=PREC)
+        if DP_FIRST:
+            dp = tl.dot(do, tl.trans(v), input_precision=PREC)
         if HAS_BIAS:
             bias = tl.load(b_ptrs, mask=(rows < L)[:, None] & (cols < S)[None, :], other=0.0)
             p = tl.exp2(s * qk_scale + bias.to(tl.float32) * LOG2E - lse2[:, None])
@@ -368,7 +374,8 @@ def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi
             p = tl.where((cols < S)[None, :], p, 0.0)
         if CAUSAL_TILE:
             p = tl.where(rows[:, None] >= cols[None, :], p, 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+        if not DP_FIRST:
+            dp = tl.dot(do, tl.trans(v), input_precision=PREC)
         ds = p * (dp - dl[:, None])
         acc = tl.dot(ds.to(k.dtype), k, acc, input_precision=PREC)
         k_ptrs += BLOCK_N * skn
@@ -384,7 +391,7 @@ def _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
              sqb2, sqh2, sqm2, bh, start_m, H, GROUP, L, S,
              D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-             PREC: tl.constexpr, OWN_DELTA: tl.constexpr):
+             PREC: tl.constexpr, OWN_DELTA: tl.constexpr, DP_FIRST: tl.constexpr):
     # One query tile: dQ = scale * dS K over every key tile. With OWN_DELTA the tile's delta
     # (sum(dO * O) per row) is computed here from O and stored for the dK/dV kernel that follows.
     b = (bh // H).to(tl.int64)
@@ -428,15 +435,15 @@ def _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
         if diag > S:
             diag = (S // BLOCK_N) * BLOCK_N
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, diag, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC)
+                        qk_scale, BLOCK_N, False, False, HAS_BIAS, PREC, DP_FIRST)
         hi = (start_m + 1) * BLOCK_M
         if hi > S:
             hi = S
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, diag, hi, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC)
+                        qk_scale, BLOCK_N, True, True, HAS_BIAS, PREC, DP_FIRST)
     else:
         acc = _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, 0, S, L, S, skn, svn, sbn,
-                        qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC)
+                        qk_scale, BLOCK_N, not EVEN_N, False, HAS_BIAS, PREC, DP_FIRST)
     acc = acc * scale
     dq_ptrs = DQ + b * sqb2 + h * sqh2 + rows[:, None].to(tl.int64) * sqm2 + offs_d[None, :]
     if EVEN_M:
@@ -451,7 +458,7 @@ def dq(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
        sqb2, sqh2, sqm2, H, GROUP, L, S, NUM_M,
        D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
        EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-       PREC: tl.constexpr, OWN_DELTA: tl.constexpr, LPT: tl.constexpr):
+       PREC: tl.constexpr, OWN_DELTA: tl.constexpr, LPT: tl.constexpr, DP_FIRST: tl.constexpr):
     pid = tl.program_id(0)
     if LPT:  # the last query tiles (the most keys under the causal mask) of every head first
         bhs = tl.num_programs(0) // NUM_M
@@ -460,7 +467,7 @@ def dq(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
         bh, start_m = pid // NUM_M, NUM_M - 1 - pid % NUM_M
     _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm,
              sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, start_m, H, GROUP,
-             L, S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, OWN_DELTA)
+             L, S, D, E, BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, OWN_DELTA, DP_FIRST)
 
 
 @triton.jit
@@ -480,9 +487,9 @@ def bwd(Q, K, V, B, DO, O, LSE, DELTA, DQ, DK, DV, scale,
     if j < NUM_N:
         _dkdv_part(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb,
                    sbh, sbm, sbn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2, bh, j, H, GROUP, L, S, D, E,
-                   BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, 0, False)
+                   BLOCK_M, BLOCK_N, EVEN_M, EVEN_N, CAUSAL, HAS_BIAS, PREC, 0, False, False)
     if j < NUM_M:
         _dq_part(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh,
                  sbm, sbn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2, bh, j, H, GROUP, L, S, D, E, BLOCK_M2,
-                 BLOCK_N2, EVEN_M2, EVEN_N2, CAUSAL, HAS_BIAS, PREC, False)
+                 BLOCK_N2, EVEN_M2, EVEN_N2, CAUSAL, HAS_BIAS, PREC, False, False)
 '''

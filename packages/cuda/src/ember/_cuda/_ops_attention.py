@@ -32,7 +32,7 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _fwd_config(dtype, d: int, lq: int = 0):
+def _fwd_config(dtype, d: int, lq: int = 0, causal: bool = False):
     """(BLOCK_M, BLOCK_N, warps, stages) of the forward for ``lq`` query rows; from sweeps on the H200 (see
     NOTES.md). BLOCK_M must be a multiple of BLOCK_N: the causal forward's unmasked key tiles end at the query
     tile's first row."""
@@ -41,11 +41,12 @@ def _fwd_config(dtype, d: int, lq: int = 0):
     if d <= 64:
         # B8 H12 bf16 sweeps on the H200: 64-row query tiles were best at T1024 (more programs in flight on a
         # short sequence), 128-row ones at T4096.
-        return _FWD_SHORT if lq <= 2048 else _FWD_LONG
+        return (_FWD_SHORT if lq <= 2048 else _FWD_LONG)[bool(causal)]
     return (128, 64, 8, 3) if d <= 128 else (64, 32, 4, 2)
 
 
-_FWD_SHORT, _FWD_LONG = (64, 64, 4, 3), (128, 64, 4, 3)
+# (non-causal, causal) forward tiles of 16-bit D64 attention, for up to 2048 query rows and beyond.
+_FWD_SHORT, _FWD_LONG = ((64, 64, 4, 3), (64, 64, 4, 3)), ((128, 64, 4, 3), (128, 64, 4, 3))
 _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
 # Causal grids ordered heaviest tile first over all heads (longest-processing-time first) rather than per
 # head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
@@ -60,16 +61,24 @@ _LPT = (True, False, False)
 _DIAG_LAST = True
 
 
-def _bwd_config(dtype, d: int):
+def _bwd_config(dtype, d: int, causal: bool = True):
     """((BLOCK_M, BLOCK_N, warps, stages) of dK/dV, the same of dQ): dK/dV walks query tiles of BLOCK_M rows
     past a tile of BLOCK_N keys, dQ key tiles of BLOCK_N past BLOCK_M query rows."""
     if dtype is dt.float32:
         return (32, 32, 4, 1), (32, 32, 4, 1)
     if d <= 64:
-        # B8 H12 T1024/4096 causal bf16 on the H200 (bench_cuda_attention.py --tune-bwd): best of 10 dK/dV and 8
-        # dQ configurations, the runners-up within ~5% (run-to-run noise).
-        return (64, 64, 4, 3), (64, 64, 4, 4)
+        return _BWD_D64[bool(causal)]
     return (32, 64, 4, 2), (64, 32, 4, 2)
+
+
+# (non-causal, causal) (dK/dV, dQ) tiles of 16-bit D64 attention. Session 14's sweep (B8 H12 T1024/4096 causal
+# bf16 on the H200, bench_cuda_attention.py --tune-bwd): best of 10 dK/dV and 8 dQ configurations, the
+# runners-up within ~5% (run-to-run noise).
+_BWD_D64 = (((64, 64, 4, 3), (64, 64, 4, 4)), ((64, 64, 4, 3), (64, 64, 4, 4)))
+# (non-causal, causal) (dQ, dK/dV): with True the kernel issues its second score-shaped product (dP = dO V^T,
+# or dP^T = V dO^T) right after the first (S, or S^T) instead of after the exponentials, so the products that
+# follow (dQ's, or dV's and dK's) are the ones left in flight across the loop's end.
+_DP_FIRST = ((False, False), (False, False))
 
 
 def _atomic_config(dtype, d: int):
@@ -153,7 +162,8 @@ _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"],
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT"], "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST"],
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
+               "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST", "DP_FIRST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
 
@@ -247,7 +257,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if s == 0:  # no keys: zeros, and rows that see nothing
         return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
     bias = _bias(attn_mask, q, k)
-    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), lq)
+    bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), lq, bool(is_causal))
     num_m = -(-lq // bm)
     ptrs = {"Q": q, "K": k, "V": v, "B": q if bias is None else bias, "O": out, "LSE": lse}
     strides = _strides(q) + _strides(k) + _strides(v) + _bias_strides(bias) + _strides(out)
@@ -297,7 +307,8 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
     group = h // hk
     index = q._device.index or 0
     bias = _bias(attn_mask, q, k)
-    (bm1, bn1, w1, s1), (bm2, bn2, w2, s2) = _bwd_config(q.dtype, width)
+    (bm1, bn1, w1, s1), (bm2, bn2, w2, s2) = _bwd_config(q.dtype, width, bool(is_causal))
+    dpf = _DP_FIRST[bool(is_causal)] if q.dtype is not dt.float32 and width <= 64 else (False, False)
     mode = _mode()
     dqa = None
     if mode == "dq_first":
@@ -321,14 +332,15 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
         return
     dq_args = ({**ptrs, "DQ": dq}, scale, common + _strides(o) + _strides(dq), [h, group, lq, s, num_m],
                {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first",
-                "LPT": bool(is_causal) and _LPT[1]}, num_m * b * h,
+                "LPT": bool(is_causal) and _LPT[1], "DP_FIRST": dpf[0]}, num_m * b * h,
                w2, s2, index)
     if mode == "dq_first":
         _run("dq", *dq_args)
     _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
          common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
          {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
-          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST},
+          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST,
+          "DP_FIRST": dpf[1] and dqa is None},
          num_n * b * h, w1, s1, index)
     if mode == "atomic":
         _dq_cast(dqa, dq, scale, index)
