@@ -374,6 +374,8 @@ GRID_DKDV = ((64, 64, 4, 3), (64, 64, 4, 4), (64, 64, 4, 2), (64, 128, 8, 3), (6
              (32, 128, 4, 3), (32, 128, 4, 4), (128, 64, 8, 3))
 GRID_DQ = ((64, 64, 4, 4), (64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 128, 8, 2),
            (128, 32, 8, 3), (64, 32, 4, 3))
+# dK/dV tiles with an additive (1, 1, T, T) float mask, non-causal (_ops_attention._BIAS_DKDV_D64).
+GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
 
 
 def grid_variants():
@@ -384,15 +386,15 @@ def grid_variants():
         out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
         for kind, cfgs in (("dkdv", GRID_DKDV), ("dq", GRID_DQ)):
             out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
-    return out
+    return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 
 def grid_state(A):
-    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST
+    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64
 
 
 def set_grid_state(A, state):
-    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST = state
+    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64 = state
 
 
 def apply_grid(A, var, short=True):
@@ -407,6 +409,8 @@ def apply_grid(A, var, short=True):
             A._FWD_SHORT = put(A._FWD_SHORT, cfg)
         else:
             A._FWD_LONG = put(A._FWD_LONG, cfg)
+    elif kind == "bias":
+        A._BIAS_DKDV_D64 = cfg
     elif kind == "dkdv":
         A._BWD_D64 = put(A._BWD_D64, (cfg, A._BWD_D64[causal][1]))
         A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], dpf))
@@ -440,7 +444,24 @@ def _tune_grid(torch, iters, budget_s=260.0):
             g = ember.from_dlpack(gt)
             with ember.no_grad():
                 out, lse = A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
-            cases[(tt, causal)] = (q, k, v, g, out, lse, ref, out_t.detach().float())
+            cases[(tt, causal)] = (q, k, v, g, out, lse, ref, out_t.detach().float(), None)
+            if not causal:  # the same inputs with an additive mask, for the "bias" variants
+                mask_t = torch.randn(1, 1, tt, tt, device="cuda", dtype=torch.bfloat16)
+                xs = [x.detach().requires_grad_() for x in (tq, tk, tv)]
+                ref_b = torch.autograd.grad(F.scaled_dot_product_attention(*xs, attn_mask=mask_t), xs, gt)
+                mask = ember.from_dlpack(mask_t)
+                with ember.no_grad():
+                    out_b, lse_b = A.flash_forward(q, k, v, mask, False, 1 / math.sqrt(d))
+                cases[(tt, "bias")] = (q, k, v, g, out_b, lse_b, [x.float() for x in ref_b], None, mask)
+
+                def bias_fn(xs=xs, gt=gt, m=mask_t):
+                    torch.autograd.grad(F.scaled_dot_product_attention(*xs, attn_mask=m), xs, gt)
+
+                def bias_fwd(xs=xs, m=mask_t):
+                    with torch.no_grad():
+                        F.scaled_dot_product_attention(*xs, attn_mask=m)
+                fwd_b = _median_ms(torch, bias_fwd, iters, hide_host=True)
+                torch_ms[(tt, "bias")] = (fwd_b, _median_ms(torch, bias_fn, iters, hide_host=True) - fwd_b)
 
             def both_fn(tq=tq, tk=tk, tv=tv, gt=gt, c=causal):
                 torch.autograd.grad(F.scaled_dot_product_attention(tq, tk, tv, is_causal=c), (tq, tk, tv), gt)
@@ -458,7 +479,7 @@ def _tune_grid(torch, iters, budget_s=260.0):
 
     def run(var, tt):
         kind, causal = var[0], var[1]
-        q, k, v, g, out, lse, ref, ref_out = cases[(tt, causal)]
+        q, k, v, g, out, lse, ref, ref_out, mask = cases[(tt, "bias" if kind == "bias" else causal)]
         apply_grid(A, var, short=tt <= 2048)
         if kind == "fwd":
             def fn():
@@ -466,7 +487,7 @@ def _tune_grid(torch, iters, budget_s=260.0):
                     return A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))[0]
         else:
             def fn():
-                return A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
+                return A.flash_backward(g, q, k, v, out, lse, mask, causal, 1 / math.sqrt(d))
         try:
             ms = _median_ms(ember, fn, iters, hide_host=True)
         except Exception as exc:  # a configuration Triton cannot build
@@ -505,7 +526,7 @@ def _tune_grid(torch, iters, budget_s=260.0):
 
     variants = grid_variants()
     state = saved
-    stage([v for v in variants if v[0] != "dq"])
+    stage([v for v in variants if v[0] not in ("dq", "bias")])
     chosen = {}
     for causal in (True, False):
         for tt in (1024, 4096):
@@ -521,6 +542,11 @@ def _tune_grid(torch, iters, budget_s=260.0):
         dq = [v for v in variants if v[0] == "dq" and v[1] == causal]
         chosen[("dq", causal)] = winner(dq, (1024, 4096))[0]
         apply_grid(A, chosen[("dq", causal)])
+    state = grid_state(A)
+    bias = [v for v in variants if v[0] == "bias"]
+    stage(bias)
+    chosen[("bias", False)] = winner(bias, (1024, 4096))[0]
+    apply_grid(A, chosen[("bias", False)])
     rows = []
     for var in variants:
         cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
@@ -530,7 +556,8 @@ def _tune_grid(torch, iters, budget_s=260.0):
         rows.append(row)
         print(row["name"], row["ember"], row["torch"], flush=True)
     for (tt, causal), (fwd, bwd) in torch_ms.items():
-        rows.append({"name": f"torch SDPA T{tt}{' causal' if causal else ''} fwd / bwd (fwd+bwd - fwd)", "ember": "",
+        what = {True: " causal", False: "", "bias": " float mask"}[causal]
+        rows.append({"name": f"torch SDPA T{tt}{what} fwd / bwd (fwd+bwd - fwd)", "ember": "",
                      "torch": f"{fwd:.4f} / {bwd:.4f}", "ratio": "", "unit": "ms"})
     print(f"tune grid: CHOSEN {sorted(chosen.items(), key=str)}", flush=True)
     print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _BWD_D64={A._BWD_D64} "

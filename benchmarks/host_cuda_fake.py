@@ -277,6 +277,16 @@ def precompile_grid() -> int:
                     A.flash_backward(g, q, k, v, out, lse, None, causal, 1 / math.sqrt(d))
                 set_grid_state(A, saved)
                 n += 1
+            if not causal:  # the "bias" variants: an additive (1, 1, T, T) mask
+                mask = ember.empty(1, 1, t, t, dtype=ember.bfloat16, device="cuda")
+                with ember.no_grad():
+                    out, lse = A.flash_forward(q, k, v, mask, False, 1 / math.sqrt(d))
+                for var in grid_variants():  # the dK/dV "bias" tiles, and dQ's (the winner's runs beside them)
+                    if var[0] == "bias" or (var[0] == "dq" and not var[1]):
+                        apply_grid(A, var)
+                        A.flash_backward(g, q, k, v, out, lse, mask, False, 1 / math.sqrt(d))
+                        set_grid_state(A, saved)
+                        n += 1
     return n
 
 
