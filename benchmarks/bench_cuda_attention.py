@@ -419,7 +419,7 @@ def apply_grid(A, var, short=True):
         A._DP_FIRST = put(A._DP_FIRST, (dpf, A._DP_FIRST[causal][1]))
 
 
-def _tune_grid(torch, iters, budget_s=260.0):
+def _tune_grid(torch, iters, budget_s=200.0):
     """The forward and the backward alone (``flash_forward``; ``flash_backward`` on a saved forward), B8 H12 D64 bf16
     at T1024 and T4096, causal and not, under each of grid_variants(), in stages (forward and dK/dV variants, then dQ
     variants with dK/dV at its winner); two passes each (the second in reverse order), the better median of each;
