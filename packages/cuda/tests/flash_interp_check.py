@@ -19,6 +19,7 @@ CASES = [
     (1, 2, 2, 64, 64, 16, 16, True, False, ((32, 16), (16, 32), (32, 16))),
     (2, 2, 1, 40, 24, 20, 12, True, False, ((16, 16), (16, 32), (32, 16))),
     (1, 2, 2, 17, 29, 16, 24, False, True, ((16, 16), (16, 32), (32, 16))),
+    (1, 2, 1, 33, 47, 64, 64, False, False, ((32, 16), (16, 32), (32, 16))),
 ]
 
 
@@ -80,6 +81,15 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
                                      EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=fold, LPT=fold, **kw)
         torch.testing.assert_close(out[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(lse.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
+    # the tensor-descriptor forward (no bias), its loop warp-specialized on the GPU or not
+    for ws in (False, True) if not bias else ():
+        out_t, lse_t = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
+        kernels.fwd_tma[(grid * b * h,)](q, k, v, out_t, lse_t, scale, *q.stride()[:3], *k.stride()[:3],
+                                         *v.stride()[:3], *out_t.stride()[:3], h, group, lq, s, grid, BLOCK_M=bm,
+                                         BLOCK_N=bn, EVEN_M=lq % bm == 0, EVEN_N=s % bn == 0, FOLD_SCALE=True,
+                                         LPT=ws, WS=ws, **kw)
+        torch.testing.assert_close(out_t[..., :e].double(), ref.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(lse_t.double(), ref_lse.detach(), rtol=1e-5, atol=1e-5)
     do0 = torch.randn(b, h, lq, e, generator=g)
     ref.backward(do0.double())
     do = pad(do0, (0, ep - e))

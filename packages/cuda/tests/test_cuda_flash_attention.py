@@ -92,6 +92,24 @@ def test_flash_attention_forward_backward(index, dtype):
         assert _rel(got.grad, want.grad) < 2 * REL[dtype]
 
 
+@pytest.mark.parametrize("ws", [False, True], ids=["tma", "tma-ws"])
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4])
+def test_descriptor_forward(monkeypatch, index, ws):
+    """The tensor-descriptor forward (``_ops_attention._FWD_TMA``), its loop warp-specialized or not, gives the
+    float64 CPU output and log-sum-exp: causal and not, ragged lengths and (padded) widths, grouped heads,
+    (B, T, H, D) strides."""
+    from ember._cuda import _ops_attention as A
+
+    monkeypatch.setattr(A, "_FWD_TMA", ((True, ws), (True, ws)))
+    dtype = ember.bfloat16
+    b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]
+    (q, k, v), (dq, dk, dv) = _inputs(b, h, hk, lq, s, d, e, dtype, seed=30 + index, transposed=transposed)
+    ref, ref_lse = ember.ops._scaled_dot_product_flash_attention(q, k, v, None, causal, 1 / math.sqrt(d))[:2]
+    out, lse = A.flash_forward(dq, dk, dv, None, causal, 1 / math.sqrt(d))
+    assert _rel(out, ref) < REL[dtype]
+    assert np.allclose(host(lse), host(ref_lse), rtol=2e-2, atol=2e-2)
+
+
 def test_flash_op_pair_matches_its_cpu_definition():
     (q, k, v), (dq, dk, dv) = _inputs(1, 2, 2, 48, 48, 32, 32, ember.float32, seed=1)
     out, lse = ember.ops._scaled_dot_product_flash_attention(dq, dk, dv, None, True, 1 / math.sqrt(32))

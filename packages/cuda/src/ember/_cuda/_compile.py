@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from . import _driver
 from ._driver import check
@@ -131,10 +132,34 @@ def _write_atomic(path, data: bytes) -> None:
 def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device) -> Launcher:
     cubin, meta = cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages,
                             _arch(device))
-    if meta["global_scratch_size"] or meta["profile_scratch_size"]:
-        raise RuntimeError(f"kernel {name} needs Triton scratch memory, which ember's launcher does not provide")
+    if meta["profile_scratch_size"]:
+        raise RuntimeError(f"kernel {name} needs Triton profile scratch memory, which ember's launcher lacks")
     kinds = ["ptr" if t.startswith("*") else _KIND[t] for k, t in signature.items() if k not in constexprs]
+    if meta["global_scratch_size"]:
+        # Global scratch (where a kernel writes the tensor descriptors it makes): the launchers append two null
+        # scratch pointers after the arguments, so the buffer goes in as one more argument before them (the
+        # driver reads as many parameters as the kernel has: the last null is never read).
+        return ScratchLauncher(load(cubin, meta, kinds + ["ptr"], device), meta["global_scratch_size"], device)
     return load(cubin, meta, kinds, device)
+
+
+class ScratchLauncher:
+    """A launcher of a kernel that needs Triton's global scratch memory: ``size`` bytes per program, taken from
+    the caching allocator on the launch's (current) stream for each launch and given back after it (stream
+    order keeps a later launch from reusing the block early)."""
+
+    __slots__ = ("launch", "size", "dev")
+
+    def __init__(self, launch, size: int, device: int):
+        self.launch, self.size = launch, size
+        self.dev = SimpleNamespace(index=device)
+
+    def __call__(self, grid, stream: int, *args) -> None:
+        from ._storage import allocate
+
+        gx, gy, gz = grid if len(grid) == 3 else (tuple(grid) + (1, 1))[:3]
+        scratch = allocate(gx * gy * gz * self.size, dev=self.dev)
+        self.launch(grid, stream, *args, scratch.data_ptr())
 
 
 def load(cubin: bytes, meta: dict, kinds: list, device: int) -> Launcher:

@@ -155,6 +155,99 @@ def fwd(Q, K, V, B, O, LSE, scale,
 
 
 @triton.jit
+def _fwd_tiles_tma(acc, l_i, m_i, q, kd, vd, rows, offs_n, lo, hi, S, qk_scale, BLOCK_N: tl.constexpr,
+                   MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, PREC: tl.constexpr, FOLD_SCALE: tl.constexpr,
+                   WS: tl.constexpr):
+    # _fwd_tiles with K and V tiles loaded through tensor descriptors (the copy engine; rows past S read as
+    # zeros), no bias; with WS Triton splits the loop into a loading warp group and computing ones.
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
+        cols = start_n + offs_n
+        k = kd.load([start_n, 0])
+        s = tl.dot(q, tl.trans(k), input_precision=PREC)
+        if not FOLD_SCALE:
+            s = s * qk_scale
+        if MASK_COLS:
+            s = tl.where((cols < S)[None, :], s, float("-inf"))
+        if CAUSAL_TILE:
+            s = tl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
+        if FOLD_SCALE:
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s * qk_scale - m_use[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp2(s - m_use[:, None])
+        alpha = tl.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = vd.load([start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=PREC)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def fwd_tma(Q, K, V, O, LSE, scale,
+            sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
+            H, GROUP, L, S, NUM_M,
+            D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+            EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+            PREC: tl.constexpr, FOLD_SCALE: tl.constexpr, LPT: tl.constexpr, WS: tl.constexpr):
+    # fwd without a bias, every tile of Q, K, V and O moved by the copy engine through a tensor descriptor
+    # made per program over its (batch, head) slice (16-byte aligned bases and row strides: the host checks).
+    pid = tl.program_id(0)
+    if LPT:
+        bhs = tl.num_programs(0) // NUM_M
+        start_m = NUM_M - 1 - pid // bhs
+        bh = pid % bhs
+    else:
+        start_m = NUM_M - 1 - pid % NUM_M
+        bh = pid // NUM_M
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    qd = tl.make_tensor_descriptor(Q + b * sqb + h * sqh, shape=[L, D], strides=[sqm, 1], block_shape=[BLOCK_M, D])
+    kd = tl.make_tensor_descriptor(K + b * skb + hk * skh, shape=[S, D], strides=[skn, 1], block_shape=[BLOCK_N, D])
+    vd = tl.make_tensor_descriptor(V + b * svb + hk * svh, shape=[S, E], strides=[svn, 1], block_shape=[BLOCK_N, E])
+    q = qd.load([start_m * BLOCK_M, 0])
+    qk_scale = scale * LOG2E
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, E], tl.float32)
+    if CAUSAL:
+        hi = (start_m + 1) * BLOCK_M
+        if hi > S:
+            hi = S
+        if WS:  # one loop (Triton warp-specializes a kernel's only loop), every tile given the causal test
+            acc, l_i, m_i = _fwd_tiles_tma(acc, l_i, m_i, q, kd, vd, rows, offs_n, 0, hi, S, qk_scale, BLOCK_N, True,
+                                           True, PREC, FOLD_SCALE, True)
+        else:
+            diag = start_m * BLOCK_M
+            if diag > S:
+                diag = (S // BLOCK_N) * BLOCK_N
+            acc, l_i, m_i = _fwd_tiles_tma(acc, l_i, m_i, q, kd, vd, rows, offs_n, 0, diag, S, qk_scale, BLOCK_N,
+                                           False, False, PREC, FOLD_SCALE, False)
+            acc, l_i, m_i = _fwd_tiles_tma(acc, l_i, m_i, q, kd, vd, rows, offs_n, diag, hi, S, qk_scale, BLOCK_N,
+                                           True, True, PREC, FOLD_SCALE, False)
+    else:
+        acc, l_i, m_i = _fwd_tiles_tma(acc, l_i, m_i, q, kd, vd, rows, offs_n, 0, S, S, qk_scale, BLOCK_N,
+                                       not EVEN_N, False, PREC, FOLD_SCALE, WS)
+    empty = l_i == 0.0
+    l_use = tl.where(empty, 1.0, l_i)
+    out = acc / l_use[:, None]
+    lse = tl.where(empty, float("-inf"), (m_i + tl.log2(l_use)) * LN2)
+    od = tl.make_tensor_descriptor(O + b * sob + h * soh, shape=[L, E], strides=[som, 1], block_shape=[BLOCK_M, E])
+    od.store([start_m * BLOCK_M, 0], out.to(O.dtype.element_ty))
+    if EVEN_M:
+        tl.store(LSE + bh.to(tl.int64) * L + rows, lse)
+    else:
+        tl.store(LSE + bh.to(tl.int64) * L + rows, lse, mask=rows < L)
+
+
+@triton.jit
 def delta(O, DO, DELTA, DQA, sob, soh, som, sdb, sdh, sdm, H, L, E: tl.constexpr, BLOCK_M: tl.constexpr,
           D: tl.constexpr, ZERO_DQA: tl.constexpr):
     # delta[row] = sum(dO * O) over the value width: the softmax backward's row term. With ZERO_DQA the

@@ -47,6 +47,12 @@ def _fwd_config(dtype, d: int, lq: int = 0, causal: bool = False):
 
 # (non-causal, causal) forward tiles of 16-bit D64 attention, for up to 2048 query rows and beyond.
 _FWD_SHORT, _FWD_LONG = ((64, 64, 4, 3), (64, 64, 4, 3)), ((128, 64, 4, 3), (128, 64, 4, 3))
+# (non-causal, causal): (whether 16-bit forwards without a bias move their tiles through tensor descriptors, the
+# copy engine's, when every base and row stride is 16-byte aligned: the ``fwd_tma`` kernel; whether Triton then
+# warp-specializes its loop: a loading warp group beside two computing ones, 12 warps for num_warps 4). Built for
+# sm_90 with Triton 3.6 (session 16: 187 registers at (128, 64, 4, 3) against the pointer kernel's 229; warp
+# specialized: 168, 12 warps) but not yet timed on the H200, so both stay off.
+_FWD_TMA = ((False, False), (False, False))
 _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
 # Causal grids ordered heaviest tile first over all heads (longest-processing-time first) rather than per
 # head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
@@ -150,6 +156,7 @@ def _sig(names, ptr_types, ints64, ints32, scale=True):
 _STRIDE_NAMES = {
     "fwd": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
             "sob", "soh", "som"],
+    "fwd_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sob", "soh", "som"],
     "dkdv": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
              "sdb", "sdh", "sdm", "skb2", "skh2", "skn2", "svb2", "svh2", "svn2"],
     "dq": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
@@ -158,14 +165,16 @@ _STRIDE_NAMES = {
             "sdb", "sdh", "sdm", "sob", "soh", "som", "sqb2", "sqh2", "sqm2", "skb2", "skh2", "skn2", "svb2",
             "svh2", "svn2"],
 }
-_PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"],
+_PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "fwd_tma": ["Q", "K", "V", "O", "LSE"],
          "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV", "DQA"],
          "dq": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ"],
          "bwd": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ", "DK", "DV"]}
-_INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
+_INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "fwd_tma": ["H", "GROUP", "L", "S", "NUM_M"],
+         "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
-_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
+_MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "fwd_tma": ["FOLD_SCALE", "LPT", "WS"],
+               "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
                "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST", "DP_FIRST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
 
@@ -268,8 +277,20 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     consts = _consts(q, v, lq, s, bias, is_causal, bm, bn)
     consts["FOLD_SCALE"] = _FOLD_SCALE and bias is None and scale > 0
     consts["LPT"] = bool(is_causal) and _LPT[0]
-    _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
+    tma, ws = _FWD_TMA[bool(is_causal)]
+    if tma and bias is None and q.dtype is not dt.float32 and _descriptor_ready(q, k, v, out):
+        del ptrs["B"]
+        _run("fwd_tma", ptrs, scale, _strides(q) + _strides(k) + _strides(v) + _strides(out),
+             [h, h // hk, lq, s, num_m], {**consts, "WS": bool(ws)}, num_m * b * h, warps, stages, index)
+    else:
+        _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
+
+
+def _descriptor_ready(*tensors):
+    """Whether a tensor descriptor can cover each (B, H, L, D) tensor's (batch, head) slices: 16-byte aligned
+    addresses and (batch, head, row) strides (2-byte elements), as the copy engine needs."""
+    return all(t.data_ptr() % 16 == 0 and all(int(x) % 8 == 0 for x in t._stride[:3]) for t in tensors)
 
 
 def _delta(out, g, lse, index, dqa=None):
