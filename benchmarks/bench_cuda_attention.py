@@ -374,27 +374,32 @@ GRID_DKDV = ((64, 64, 4, 3), (64, 64, 4, 4), (64, 64, 4, 2), (64, 128, 8, 3), (6
              (32, 128, 4, 3), (32, 128, 4, 4), (128, 64, 8, 3))
 GRID_DQ = ((64, 64, 4, 4), (64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 128, 8, 2),
            (128, 32, 8, 3), (64, 32, 4, 3))
+# The tensor-descriptor forward (_ops_attention._FWD_TMA), its loop warp-specialized or not (Triton 3.6 does so on
+# sm_90 with 4 warps only: 8 build as without).
+GRID_FWD_TMA = ((128, 64, 4, 3), (128, 64, 4, 2), (64, 64, 4, 3), (128, 128, 4, 2), (128, 64, 8, 3))
 # dK/dV tiles with an additive (1, 1, T, T) float mask, non-causal (_ops_attention._BIAS_DKDV_D64).
 GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
 
 
 def grid_variants():
-    """(kind, causal, configuration, dp_first) of every variant --tune-grid times; kind is fwd, dkdv or dq (also
-    what host_cuda_fake.py's precompile_attention compiles)."""
+    """(kind, causal, configuration, flag) of every variant --tune-grid times; kind is fwd, fwd_tma (flag: warp
+    specialized), dkdv, dq (flag: DP_FIRST) or bias (also what host_cuda_fake.py's precompile_grid compiles)."""
     out = []
     for causal in (True, False):
         out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
+        out += [("fwd_tma", causal, cfg, ws) for cfg in GRID_FWD_TMA for ws in (False, True)
+                if not (causal and cfg[0] % cfg[1]) and not (ws and cfg[2] != 4)]
         for kind, cfgs in (("dkdv", GRID_DKDV), ("dq", GRID_DQ)):
             out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
     return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 
 def grid_state(A):
-    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64
+    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA
 
 
 def set_grid_state(A, state):
-    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64 = state
+    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA = state
 
 
 def apply_grid(A, var, short=True):
@@ -404,11 +409,14 @@ def apply_grid(A, var, short=True):
 
     def put(pair, x):
         return (x, pair[1]) if not causal else (pair[0], x)
-    if kind == "fwd":
+    if kind in ("fwd", "fwd_tma"):
         if short:
             A._FWD_SHORT = put(A._FWD_SHORT, cfg)
         else:
             A._FWD_LONG = put(A._FWD_LONG, cfg)
+        tma = list(A._FWD_TMA)
+        tma[not short] = put(tma[not short], (kind == "fwd_tma", kind == "fwd_tma" and dpf))
+        A._FWD_TMA = tuple(tma)
     elif kind == "bias":
         A._BIAS_DKDV_D64 = cfg
     elif kind == "dkdv":
@@ -481,7 +489,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
         kind, causal = var[0], var[1]
         q, k, v, g, out, lse, ref, ref_out, mask = cases[(tt, "bias" if kind == "bias" else causal)]
         apply_grid(A, var, short=tt <= 2048)
-        if kind == "fwd":
+        if kind in ("fwd", "fwd_tma"):
             def fn():
                 with ember.no_grad():
                     return A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))[0]
@@ -496,7 +504,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
         key = (var, tt)
         if key not in errs:
             got = fn()
-            if kind == "fwd":
+            if kind in ("fwd", "fwd_tma"):
                 errs[key] = float((torch.from_dlpack(got).float() - ref_out).abs().max())
             else:
                 errs[key] = max(float((torch.from_dlpack(x).float() - r).norm() / r.norm()) for x, r in zip(got, ref))
@@ -517,7 +525,8 @@ def _tune_grid(torch, iters, budget_s=200.0):
             total = 0.0
             for tt in tts:
                 best = min(times.get((w, tt), float("inf")) for w in variants)
-                limit = 3e-2 if var[0] == "fwd" else 2e-2  # bf16 output's max error / gradients' relative error
+                # bf16 output's max error / gradients' relative error
+                limit = 3e-2 if var[0].startswith("fwd") else 2e-2
                 if errs.get((var, tt), 1.0) > limit:
                     return float("inf")
                 total += times.get((var, tt), float("inf")) / best
@@ -530,12 +539,12 @@ def _tune_grid(torch, iters, budget_s=200.0):
     chosen = {}
     for causal in (True, False):
         for tt in (1024, 4096):
-            fwd = [v for v in variants if v[0] == "fwd" and v[1] == causal]
+            fwd = [v for v in variants if v[0] in ("fwd", "fwd_tma") and v[1] == causal]
             chosen[("fwd", causal, tt)] = winner(fwd, (tt,))[0]
         dkdv = [v for v in variants if v[0] == "dkdv" and v[1] == causal]
         chosen[("dkdv", causal)] = winner(dkdv, (1024, 4096))[0]
     for key, var in chosen.items():
-        apply_grid(A, var, short=key[0] != "fwd" or key[2] <= 2048)
+        apply_grid(A, var, short=len(key) == 2 or key[2] <= 2048)
     state = grid_state(A)
     stage([v for v in variants if v[0] == "dq"])
     for causal in (True, False):
@@ -551,7 +560,8 @@ def _tune_grid(torch, iters, budget_s=200.0):
     for var in variants:
         cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
         err = max(errs.get((var, tt), float("nan")) for tt in (1024, 4096))
-        row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} dp_first={var[3]}", "ember": cells,
+        flag = "ws" if var[0] == "fwd_tma" else "dp_first"
+        row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} {flag}={var[3]}", "ember": cells,
                "torch": f"err {err:.1e}", "ratio": "", "unit": "ms (T1024 / T4096)"}
         rows.append(row)
         print(row["name"], row["ember"], row["torch"], flush=True)
@@ -560,8 +570,9 @@ def _tune_grid(torch, iters, budget_s=200.0):
         rows.append({"name": f"torch SDPA T{tt}{what} fwd / bwd (fwd+bwd - fwd)", "ember": "",
                      "torch": f"{fwd:.4f} / {bwd:.4f}", "ratio": "", "unit": "ms"})
     print(f"tune grid: CHOSEN {sorted(chosen.items(), key=str)}", flush=True)
-    print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _BWD_D64={A._BWD_D64} "
-          f"_DP_FIRST={A._DP_FIRST} ({time.time() - t_start:.0f} s)", flush=True)
+    print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _FWD_TMA={A._FWD_TMA} "
+          f"_BWD_D64={A._BWD_D64} _DP_FIRST={A._DP_FIRST} _BIAS_DKDV_D64={A._BIAS_DKDV_D64} "
+          f"({time.time() - t_start:.0f} s)", flush=True)
     rows.append({"name": f"tune grid chosen {grid_state(A)}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows
 

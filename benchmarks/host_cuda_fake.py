@@ -270,7 +270,7 @@ def precompile_grid() -> int:
                 if var[1] != causal:
                     continue
                 apply_grid(A, var, short=t <= 2048)
-                if var[0] == "fwd":
+                if var[0] in ("fwd", "fwd_tma"):
                     with ember.no_grad():
                         A.flash_forward(q, k, v, None, causal, 1 / math.sqrt(d))
                 else:

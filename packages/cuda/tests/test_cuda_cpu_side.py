@@ -124,3 +124,27 @@ def test_kernel_cache_files_are_written_whole(tmp_path, monkeypatch):
     # A second call reads the pair back without compiling.
     monkeypatch.setattr(_compile, "compile_cubin", None)
     assert _compile.cubin_for(key, "src", "k", {}, {}, (), 4, 1, 90) == (b"\x7fELF-cubin", meta)
+
+
+def test_kernels_with_global_scratch_get_a_buffer_per_launch(monkeypatch):
+    """A kernel that needs Triton's global scratch (tensor descriptors made on the device) is launched with one more
+    pointer argument, a block of (programs x per-program bytes) taken for that launch; profile scratch is refused."""
+    from types import SimpleNamespace
+
+    from ember._cuda import _compile, _storage
+
+    meta = {"name": "k", "shared": 0, "num_warps": 4, "global_scratch_size": 640, "profile_scratch_size": 0}
+    monkeypatch.setattr(_compile, "cubin_for", lambda *args: (b"cubin", dict(meta)))
+    monkeypatch.setattr(_compile, "_arch", lambda device: 90)
+    loaded, calls, sizes = [], [], []
+    monkeypatch.setattr(_compile, "load", lambda cubin, m, kinds, device: (
+        loaded.append(kinds), lambda grid, stream, *args: calls.append((grid, stream, args)))[1])
+    monkeypatch.setattr(_storage, "allocate", lambda nbytes, dev=None: (
+        sizes.append((nbytes, dev.index)), SimpleNamespace(data_ptr=lambda: 4096))[1])
+    launcher = _compile._build(None, "src", "k", {"X": "*fp32", "n": "i32", "B": "constexpr"}, {"B": 4}, (), 4, 1, 0)
+    assert loaded == [["ptr", "i32", "ptr"]]
+    launcher((6, 2, 1), 7, 1234, 5)
+    assert sizes == [(6 * 2 * 640, 0)] and calls == [((6, 2, 1), 7, (1234, 5, 4096))]
+    meta["profile_scratch_size"] = 8
+    with pytest.raises(RuntimeError, match="profile scratch"):
+        _compile._build(None, "src", "k", {"X": "*fp32"}, {}, (), 4, 1, 0)

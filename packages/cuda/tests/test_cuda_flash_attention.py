@@ -100,7 +100,7 @@ def test_descriptor_forward(monkeypatch, index, ws):
     (B, T, H, D) strides."""
     from ember._cuda import _ops_attention as A
 
-    monkeypatch.setattr(A, "_FWD_TMA", ((True, ws), (True, ws)))
+    monkeypatch.setattr(A, "_FWD_TMA", (((True, ws), (True, ws)),) * 2)
     dtype = ember.bfloat16
     b, h, hk, lq, s, d, e, causal, mask, transposed = CASES[index]
     (q, k, v), (dq, dk, dv) = _inputs(b, h, hk, lq, s, d, e, dtype, seed=30 + index, transposed=transposed)

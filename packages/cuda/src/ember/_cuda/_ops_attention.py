@@ -47,12 +47,13 @@ def _fwd_config(dtype, d: int, lq: int = 0, causal: bool = False):
 
 # (non-causal, causal) forward tiles of 16-bit D64 attention, for up to 2048 query rows and beyond.
 _FWD_SHORT, _FWD_LONG = ((64, 64, 4, 3), (64, 64, 4, 3)), ((128, 64, 4, 3), (128, 64, 4, 3))
-# (non-causal, causal): (whether 16-bit forwards without a bias move their tiles through tensor descriptors, the
-# copy engine's, when every base and row stride is 16-byte aligned: the ``fwd_tma`` kernel; whether Triton then
-# warp-specializes its loop: a loading warp group beside two computing ones, 12 warps for num_warps 4). Built for
-# sm_90 with Triton 3.6 (session 16: 187 registers at (128, 64, 4, 3) against the pointer kernel's 229; warp
-# specialized: 168, 12 warps) but not yet timed on the H200, so both stay off.
-_FWD_TMA = ((False, False), (False, False))
+# Per length class (up to 2048 query rows, beyond) and (non-causal, causal): (whether 16-bit forwards without a
+# bias move their tiles through tensor descriptors, the copy engine's, when every base and row stride is 16-byte
+# aligned: the ``fwd_tma`` kernel; whether Triton then warp-specializes its loop: a loading warp group beside two
+# computing ones, 12 warps for num_warps 4). Built for sm_90 with Triton 3.6 (session 16: 187 registers at
+# (128, 64, 4, 3) against the pointer kernel's 229; warp-specialized: 168, 12 warps) but not yet timed on the
+# H200, so both stay off.
+_FWD_TMA = (((False, False), (False, False)), ((False, False), (False, False)))
 _FOLD_SCALE = True  # the forward keeps scores unscaled and folds the scale into exp2's argument (scale > 0)
 # Causal grids ordered heaviest tile first over all heads (longest-processing-time first) rather than per
 # head: (forward, dQ, dK/dV). On the H200 (bench_cuda_attention.py --tune-lpt, B8 H12 bf16) the forward
@@ -277,7 +278,7 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     consts = _consts(q, v, lq, s, bias, is_causal, bm, bn)
     consts["FOLD_SCALE"] = _FOLD_SCALE and bias is None and scale > 0
     consts["LPT"] = bool(is_causal) and _LPT[0]
-    tma, ws = _FWD_TMA[bool(is_causal)]
+    tma, ws = _FWD_TMA[lq > 2048][bool(is_causal)]
     if tma and bias is None and q.dtype is not dt.float32 and _descriptor_ready(q, k, v, out):
         del ptrs["B"]
         _run("fwd_tma", ptrs, scale, _strides(q) + _strides(k) + _strides(v) + _strides(out),
