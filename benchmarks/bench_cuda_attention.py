@@ -377,13 +377,17 @@ GRID_DQ = ((64, 64, 4, 4), (64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (12
 # The tensor-descriptor forward (_ops_attention._FWD_TMA), its loop warp-specialized or not (Triton 3.6 does so on
 # sm_90 with 4 warps only: 8 build as without).
 GRID_FWD_TMA = ((128, 64, 4, 3), (128, 64, 4, 2), (64, 64, 4, 3), (128, 128, 4, 2), (128, 64, 8, 3))
+# The tensor-descriptor dQ kernel (_ops_attention._DQ_TMA); warp-specialized only at (64, 64, 4, 3), the one shape
+# Triton 3.6's pass builds both causal and not at D64 (128-row tiles and 4 stages make it fail).
+GRID_DQ_TMA = ((64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 4, 3), (128, 32, 4, 3), (128, 64, 8, 3))
 # dK/dV tiles with an additive (1, 1, T, T) float mask, non-causal (_ops_attention._BIAS_DKDV_D64).
 GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
 
 
 def grid_variants():
     """(kind, causal, configuration, flag) of every variant --tune-grid times; kind is fwd, fwd_tma (flag: warp
-    specialized), dkdv, dq (flag: DP_FIRST) or bias (also what host_cuda_fake.py's precompile_grid compiles)."""
+    specialized), dkdv, dq (flag: DP_FIRST), dq_tma (flag: warp specialized) or bias (also what
+    host_cuda_fake.py's precompile_grid compiles)."""
     out = []
     for causal in (True, False):
         out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
@@ -391,15 +395,17 @@ def grid_variants():
                 if not (causal and cfg[0] % cfg[1]) and not (ws and cfg[2] != 4)]
         for kind, cfgs in (("dkdv", GRID_DKDV), ("dq", GRID_DQ)):
             out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
+        out += [("dq_tma", causal, cfg, ws) for cfg in GRID_DQ_TMA for ws in (False, True)
+                if not ws or cfg == (64, 64, 4, 3)]
     return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 
 def grid_state(A):
-    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA
+    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA
 
 
 def set_grid_state(A, state):
-    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA = state
+    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA = state
 
 
 def apply_grid(A, var, short=True):
@@ -422,16 +428,18 @@ def apply_grid(A, var, short=True):
     elif kind == "dkdv":
         A._BWD_D64 = put(A._BWD_D64, (cfg, A._BWD_D64[causal][1]))
         A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], dpf))
-    else:
+    else:  # dq or dq_tma
         A._BWD_D64 = put(A._BWD_D64, (A._BWD_D64[causal][0], cfg))
-        A._DP_FIRST = put(A._DP_FIRST, (dpf, A._DP_FIRST[causal][1]))
+        A._DP_FIRST = put(A._DP_FIRST, (kind == "dq" and dpf, A._DP_FIRST[causal][1]))
+        A._DQ_TMA = put(A._DQ_TMA, (kind == "dq_tma", kind == "dq_tma" and dpf))
 
 
 def _tune_grid(torch, iters, budget_s=200.0):
     """The forward and the backward alone (``flash_forward``; ``flash_backward`` on a saved forward), B8 H12 D64 bf16
     at T1024 and T4096, causal and not, under each of grid_variants(), in stages (forward and dK/dV variants, then dQ
-    variants with dK/dV at its winner); two passes each (the second in reverse order), the better median of each;
-    results checked against torch's. Winners (per causal flag; the forward's also per length class) are left set."""
+    variants, pointer and tensor-descriptor kernels, with dK/dV at its winner, then the masked dK/dV tiles); two
+    passes each (the second in reverse order), the better median of each; results checked against torch's. Winners
+    (per causal flag; the forward's also per length class) are left set."""
     import math
 
     from ember._cuda import _ops_attention as A
@@ -535,7 +543,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
 
     variants = grid_variants()
     state = saved
-    stage([v for v in variants if v[0] not in ("dq", "bias")])
+    stage([v for v in variants if v[0] not in ("dq", "dq_tma", "bias")])
     chosen = {}
     for causal in (True, False):
         for tt in (1024, 4096):
@@ -546,9 +554,9 @@ def _tune_grid(torch, iters, budget_s=200.0):
     for key, var in chosen.items():
         apply_grid(A, var, short=len(key) == 2 or key[2] <= 2048)
     state = grid_state(A)
-    stage([v for v in variants if v[0] == "dq"])
+    stage([v for v in variants if v[0] in ("dq", "dq_tma")])
     for causal in (True, False):
-        dq = [v for v in variants if v[0] == "dq" and v[1] == causal]
+        dq = [v for v in variants if v[0] in ("dq", "dq_tma") and v[1] == causal]
         chosen[("dq", causal)] = winner(dq, (1024, 4096))[0]
         apply_grid(A, chosen[("dq", causal)])
     state = grid_state(A)
@@ -560,7 +568,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
     for var in variants:
         cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
         err = max(errs.get((var, tt), float("nan")) for tt in (1024, 4096))
-        flag = "ws" if var[0] == "fwd_tma" else "dp_first"
+        flag = "ws" if var[0] in ("fwd_tma", "dq_tma") else "dp_first"
         row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} {flag}={var[3]}", "ember": cells,
                "torch": f"err {err:.1e}", "ratio": "", "unit": "ms (T1024 / T4096)"}
         rows.append(row)
@@ -571,7 +579,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
                      "torch": f"{fwd:.4f} / {bwd:.4f}", "ratio": "", "unit": "ms"})
     print(f"tune grid: CHOSEN {sorted(chosen.items(), key=str)}", flush=True)
     print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _FWD_TMA={A._FWD_TMA} "
-          f"_BWD_D64={A._BWD_D64} _DP_FIRST={A._DP_FIRST} _BIAS_DKDV_D64={A._BIAS_DKDV_D64} "
+          f"_BWD_D64={A._BWD_D64} _DP_FIRST={A._DP_FIRST} _DQ_TMA={A._DQ_TMA} _BIAS_DKDV_D64={A._BIAS_DKDV_D64} "
           f"({time.time() - t_start:.0f} s)", flush=True)
     rows.append({"name": f"tune grid chosen {grid_state(A)}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows

@@ -282,7 +282,7 @@ def precompile_grid() -> int:
                 with ember.no_grad():
                     out, lse = A.flash_forward(q, k, v, mask, False, 1 / math.sqrt(d))
                 for var in grid_variants():  # the dK/dV "bias" tiles, and dQ's (the winner's runs beside them)
-                    if var[0] == "bias" or (var[0] == "dq" and not var[1]):
+                    if var[0] == "bias" or (var[0] in ("dq", "dq_tma") and not var[1]):
                         apply_grid(A, var)
                         A.flash_backward(g, q, k, v, out, lse, mask, False, 1 / math.sqrt(d))
                         set_grid_state(A, saved)

@@ -137,6 +137,15 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
                                        *out.stride()[:3], *dqt.stride()[:3], *dk.stride()[:3], *dv.stride()[:3], h,
                                        group, lq, s, n1, m2, nj, **blocks1, BLOCK_M2=bm2, BLOCK_N2=bn2,
                                        EVEN_M2=lq % bm2 == 0, EVEN_N2=s % bn2 == 0, **kw)
+        if mode == "dq_first" and not bias:  # the tensor-descriptor dQ kernel, its loop warp-specialized or not
+            for ws in (False, True):
+                dq2, own2 = torch.full_like(dqt, float("nan")), torch.full((b, h, lq), float("nan"))
+                kernels.dq_tma[(m2 * b * h,)](q, k, v, do, out, lse, own2, dq2, scale, *q.stride()[:3],
+                                              *k.stride()[:3], *v.stride()[:3], *do.stride()[:3], *out.stride()[:3],
+                                              *dq2.stride()[:3], h, group, lq, s, m2, **blocks2, **kw, OWN_DELTA=True,
+                                              LPT=ws, WS=ws)
+                torch.testing.assert_close(own2, delta, rtol=1e-5, atol=1e-6)
+                torch.testing.assert_close(dq2[..., :d].double(), qd.grad, rtol=1e-4, atol=1e-5)
         dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
         dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
         for got, want in ((dqt[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):

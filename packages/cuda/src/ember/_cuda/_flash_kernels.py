@@ -564,6 +564,96 @@ def dq(Q, K, V, B, DO, O, LSE, DELTA, DQ, scale,
 
 
 @triton.jit
+def _dq_tiles_tma(acc, q, do, lse2, dl, kd, vd, rows, offs_n, lo, hi, S, qk_scale, BLOCK_N: tl.constexpr,
+                  MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, PREC: tl.constexpr, WS: tl.constexpr):
+    # _dq_tiles with K and V tiles through tensor descriptors (rows past S read as zeros), no bias.
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
+        cols = start_n + offs_n
+        k = kd.load([start_n, 0])
+        v = vd.load([start_n, 0])
+        s = tl.dot(q, tl.trans(k), input_precision=PREC)
+        p = tl.exp2(s * qk_scale - lse2[:, None])
+        if MASK_COLS:
+            p = tl.where((cols < S)[None, :], p, 0.0)
+        if CAUSAL_TILE:
+            p = tl.where(rows[:, None] >= cols[None, :], p, 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+        ds = p * (dp - dl[:, None])
+        acc = tl.dot(ds.to(k.dtype), k, acc, input_precision=PREC)
+    return acc
+
+
+@triton.jit
+def dq_tma(Q, K, V, DO, O, LSE, DELTA, DQ, scale,
+           sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sdb, sdh, sdm, sob, soh, som, sqb2, sqh2, sqm2,
+           H, GROUP, L, S, NUM_M,
+           D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+           PREC: tl.constexpr, OWN_DELTA: tl.constexpr, LPT: tl.constexpr, WS: tl.constexpr):
+    # dq without a bias, its tiles moved through tensor descriptors made per program over the (batch, head)
+    # slice (as fwd_tma); with WS its loop warp-specialized (causal: one loop, every tile given the causal test).
+    pid = tl.program_id(0)
+    if LPT:
+        bhs = tl.num_programs(0) // NUM_M
+        bh, start_m = pid % bhs, NUM_M - 1 - pid // bhs
+    else:
+        bh, start_m = pid // NUM_M, NUM_M - 1 - pid % NUM_M
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    row0 = start_m * BLOCK_M
+    q = tl.make_tensor_descriptor(Q + b * sqb + h * sqh, shape=[L, D], strides=[sqm, 1],
+                                  block_shape=[BLOCK_M, D]).load([row0, 0])
+    do = tl.make_tensor_descriptor(DO + b * sdb + h * sdh, shape=[L, E], strides=[sdm, 1],
+                                   block_shape=[BLOCK_M, E]).load([row0, 0])
+    kd = tl.make_tensor_descriptor(K + b * skb + hk * skh, shape=[S, D], strides=[skn, 1], block_shape=[BLOCK_N, D])
+    vd = tl.make_tensor_descriptor(V + b * svb + hk * svh, shape=[S, E], strides=[svn, 1], block_shape=[BLOCK_N, E])
+    row_ptr = bh.to(tl.int64) * L + rows
+    if OWN_DELTA:
+        o = tl.make_tensor_descriptor(O + b * sob + h * soh, shape=[L, E], strides=[som, 1],
+                                      block_shape=[BLOCK_M, E]).load([row0, 0])
+        dl = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+    if EVEN_M:
+        lse = tl.load(LSE + row_ptr)
+        if OWN_DELTA:
+            tl.store(DELTA + row_ptr, dl)
+        else:
+            dl = tl.load(DELTA + row_ptr)
+    else:
+        lse = tl.load(LSE + row_ptr, mask=rows < L, other=float("inf"))
+        if OWN_DELTA:
+            tl.store(DELTA + row_ptr, dl, mask=rows < L)
+        else:
+            dl = tl.load(DELTA + row_ptr, mask=rows < L, other=0.0)
+    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
+    qk_scale = scale * LOG2E
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    if CAUSAL:
+        hi = (start_m + 1) * BLOCK_M
+        if hi > S:
+            hi = S
+        if WS:
+            acc = _dq_tiles_tma(acc, q, do, lse2, dl, kd, vd, rows, offs_n, 0, hi, S, qk_scale, BLOCK_N, True, True,
+                                PREC, True)
+        else:
+            diag = start_m * BLOCK_M
+            if diag > S:
+                diag = (S // BLOCK_N) * BLOCK_N
+            acc = _dq_tiles_tma(acc, q, do, lse2, dl, kd, vd, rows, offs_n, 0, diag, S, qk_scale, BLOCK_N, False,
+                                False, PREC, False)
+            acc = _dq_tiles_tma(acc, q, do, lse2, dl, kd, vd, rows, offs_n, diag, hi, S, qk_scale, BLOCK_N, True,
+                                True, PREC, False)
+    else:
+        acc = _dq_tiles_tma(acc, q, do, lse2, dl, kd, vd, rows, offs_n, 0, S, S, qk_scale, BLOCK_N, not EVEN_N,
+                            False, PREC, WS)
+    acc = acc * scale
+    tl.make_tensor_descriptor(DQ + b * sqb2 + h * sqh2, shape=[L, D], strides=[sqm2, 1],
+                              block_shape=[BLOCK_M, D]).store([row0, 0], acc.to(DQ.dtype.element_ty))
+
+
+@triton.jit
 def bwd(Q, K, V, B, DO, O, LSE, DELTA, DQ, DK, DV, scale,
         sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sbb, sbh, sbm, sbn, sdb, sdh, sdm, sob, soh, som,
         sqb2, sqh2, sqm2, skb2, skh2, skn2, svb2, svh2, svn2,

@@ -89,6 +89,12 @@ _DP_FIRST = ((False, False), (False, False))
 # dK/dV tiles of 16-bit D64 attention with an additive mask (HAS_BIAS): the sm_90 build of (64, 64, 4, 3) spills
 # 144 (non-causal) to 1080 (causal) bytes per thread (ptxas -v, Triton 3.6); (32, 64, 4, 3) spills none.
 _BIAS_DKDV_D64 = (64, 64, 4, 3)
+# (non-causal, causal): (whether the dQ kernel of 16-bit backwards without a bias moves its tiles through tensor
+# descriptors, ``dq_tma``, when every operand is 16-byte aligned; whether its loop is warp-specialized). Built
+# for sm_90 with Triton 3.6 (session 16): 122-125 registers at (64, 64, 4, 3) against the pointer kernel's
+# 150-162; warp-specialized only at 64-row tiles (12 warps, 168 registers: 128-row ones crash the pass). Not
+# yet timed on the H200: off.
+_DQ_TMA = ((False, False), (False, False))
 
 
 def _atomic_config(dtype, d: int):
@@ -158,6 +164,8 @@ _STRIDE_NAMES = {
     "fwd": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
             "sob", "soh", "som"],
     "fwd_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sob", "soh", "som"],
+    "dq_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sdb", "sdh", "sdm", "sob", "soh", "som",
+               "sqb2", "sqh2", "sqm2"],
     "dkdv": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
              "sdb", "sdh", "sdm", "skb2", "skh2", "skn2", "svb2", "svh2", "svn2"],
     "dq": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
@@ -167,14 +175,17 @@ _STRIDE_NAMES = {
             "svh2", "svn2"],
 }
 _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "fwd_tma": ["Q", "K", "V", "O", "LSE"],
+         "dq_tma": ["Q", "K", "V", "DO", "O", "LSE", "DELTA", "DQ"],
          "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV", "DQA"],
          "dq": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ"],
          "bwd": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ", "DK", "DV"]}
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "fwd_tma": ["H", "GROUP", "L", "S", "NUM_M"],
+         "dq_tma": ["H", "GROUP", "L", "S", "NUM_M"],
          "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
 _MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "fwd_tma": ["FOLD_SCALE", "LPT", "WS"],
+               "dq_tma": ["OWN_DELTA", "LPT", "WS"],
                "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
                "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST", "DP_FIRST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
@@ -206,7 +217,15 @@ def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
         names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + _INTS[name] + _CONST + _MORE_CONST.get(name, [])
         ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
         sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), set(_INTS[name]))
-        launcher = _RUN_LAUNCHERS[key] = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
+        try:
+            launcher = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
+        except RuntimeError:
+            if not consts.get("WS"):
+                raise
+            # Triton 3.6's sm_90 warp specialization refuses some tile shapes (its pass fails, e.g. dq_tma with
+            # 128-row tiles): the same kernel unspecialized, remembered under this key.
+            launcher = _compile.kernel(SOURCE, name, sig, {**consts, "WS": False}, aligned, warps, stages, index)
+        _RUN_LAUNCHERS[key] = launcher
     launcher((grid, 1, 1), current_handle(index), *addresses, float(scale), *strides, *ints)
 
 
@@ -357,12 +376,19 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
              common + _strides(o) + _strides(dq) + _strides(dk) + _strides(dv), [h, group, lq, s, num_n, num_m, num_j],
              consts, num_j * b * h, w1, s1, index)
         return
-    dq_args = ({**ptrs, "DQ": dq}, scale, common + _strides(o) + _strides(dq), [h, group, lq, s, num_m],
-               {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first",
-                "LPT": bool(is_causal) and _LPT[1], "DP_FIRST": dpf[0]}, num_m * b * h,
-               w2, s2, index)
+    dq_tma, dq_ws = _DQ_TMA[bool(is_causal)]
+    if dq_tma and bias is None and q.dtype is not dt.float32 and _descriptor_ready(q, k, v, g, o, dq):
+        dq_args = ("dq_tma", {n: t for n, t in ptrs.items() if n != "B"} | {"DQ": dq}, scale,
+                   _strides(q) + _strides(k) + _strides(v) + _strides(g) + _strides(o) + _strides(dq),
+                   [h, group, lq, s, num_m], {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2),
+                                              "OWN_DELTA": mode == "dq_first", "LPT": bool(is_causal) and _LPT[1],
+                                              "WS": bool(dq_ws)}, num_m * b * h, w2, s2, index)
+    else:
+        dq_args = ("dq", {**ptrs, "DQ": dq}, scale, common + _strides(o) + _strides(dq), [h, group, lq, s, num_m],
+                   {**_consts(q, v, lq, s, bias, is_causal, bm2, bn2), "OWN_DELTA": mode == "dq_first",
+                    "LPT": bool(is_causal) and _LPT[1], "DP_FIRST": dpf[0]}, num_m * b * h, w2, s2, index)
     if mode == "dq_first":
-        _run("dq", *dq_args)
+        _run(*dq_args)
     _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
          common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
          {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
@@ -372,7 +398,7 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
     if mode == "atomic":
         _dq_cast(dqa, dq, scale, index)
     elif mode != "dq_first":
-        _run("dq", *dq_args)
+        _run(*dq_args)
 
 
 def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale):
