@@ -380,14 +380,17 @@ GRID_FWD_TMA = ((128, 64, 4, 3), (128, 64, 4, 2), (64, 64, 4, 3), (128, 128, 4, 
 # The tensor-descriptor dQ kernel (_ops_attention._DQ_TMA); warp-specialized only at (64, 64, 4, 3), the one shape
 # Triton 3.6's pass builds both causal and not at D64 (128-row tiles and 4 stages make it fail).
 GRID_DQ_TMA = ((64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 4, 3), (128, 32, 4, 3), (128, 64, 8, 3))
+# The tensor-descriptor dK/dV kernel (_ops_attention._DKDV_TMA), with 4-warp tiles also capped at 168 registers per
+# thread (3 programs per multiprocessor; its sm_90 build spills 28-52 bytes).
+GRID_DKDV_TMA = ((64, 64, 4, 3), (64, 64, 4, 2), (32, 64, 4, 3), (64, 128, 8, 3), (64, 64, 4, 4))
 # dK/dV tiles with an additive (1, 1, T, T) float mask, non-causal (_ops_attention._BIAS_DKDV_D64).
 GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
 
 
 def grid_variants():
     """(kind, causal, configuration, flag) of every variant --tune-grid times; kind is fwd, fwd_tma (flag: warp
-    specialized), dkdv, dq (flag: DP_FIRST), dq_tma (flag: warp specialized) or bias (also what
-    host_cuda_fake.py's precompile_grid compiles)."""
+    specialized), dkdv, dq (flag: DP_FIRST), dq_tma (flag: warp specialized), dkdv_tma (flag: register cap) or
+    bias (also what host_cuda_fake.py's precompile_grid compiles)."""
     out = []
     for causal in (True, False):
         out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
@@ -397,15 +400,18 @@ def grid_variants():
             out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
         out += [("dq_tma", causal, cfg, ws) for cfg in GRID_DQ_TMA for ws in (False, True)
                 if not ws or cfg == (64, 64, 4, 3)]
+        out += [("dkdv_tma", causal, cfg, cap) for cfg in GRID_DKDV_TMA for cap in (None, 168)
+                if cap is None or cfg[:3] == (64, 64, 4)]
     return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 
 def grid_state(A):
-    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA
+    return A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA, A._DKDV_TMA
 
 
 def set_grid_state(A, state):
-    A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA = state
+    (A._FWD_SHORT, A._FWD_LONG, A._BWD_D64, A._DP_FIRST, A._BIAS_DKDV_D64, A._FWD_TMA, A._DQ_TMA,
+     A._DKDV_TMA) = state
 
 
 def apply_grid(A, var, short=True):
@@ -425,9 +431,10 @@ def apply_grid(A, var, short=True):
         A._FWD_TMA = tuple(tma)
     elif kind == "bias":
         A._BIAS_DKDV_D64 = cfg
-    elif kind == "dkdv":
+    elif kind in ("dkdv", "dkdv_tma"):
         A._BWD_D64 = put(A._BWD_D64, (cfg, A._BWD_D64[causal][1]))
-        A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], dpf))
+        A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], kind == "dkdv" and dpf))
+        A._DKDV_TMA = put(A._DKDV_TMA, (kind == "dkdv_tma", dpf if kind == "dkdv_tma" else None))
     else:  # dq or dq_tma
         A._BWD_D64 = put(A._BWD_D64, (A._BWD_D64[causal][0], cfg))
         A._DP_FIRST = put(A._DP_FIRST, (kind == "dq" and dpf, A._DP_FIRST[causal][1]))
@@ -543,13 +550,13 @@ def _tune_grid(torch, iters, budget_s=200.0):
 
     variants = grid_variants()
     state = saved
-    stage([v for v in variants if v[0] not in ("dq", "dq_tma", "bias")])
+    stage([v for v in variants if v[0] not in ("dq", "dq_tma", "bias")])  # forward and dK/dV variants
     chosen = {}
     for causal in (True, False):
         for tt in (1024, 4096):
             fwd = [v for v in variants if v[0] in ("fwd", "fwd_tma") and v[1] == causal]
             chosen[("fwd", causal, tt)] = winner(fwd, (tt,))[0]
-        dkdv = [v for v in variants if v[0] == "dkdv" and v[1] == causal]
+        dkdv = [v for v in variants if v[0] in ("dkdv", "dkdv_tma") and v[1] == causal]
         chosen[("dkdv", causal)] = winner(dkdv, (1024, 4096))[0]
     for key, var in chosen.items():
         apply_grid(A, var, short=len(key) == 2 or key[2] <= 2048)
@@ -568,7 +575,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
     for var in variants:
         cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
         err = max(errs.get((var, tt), float("nan")) for tt in (1024, 4096))
-        flag = "ws" if var[0] in ("fwd_tma", "dq_tma") else "dp_first"
+        flag = {"fwd_tma": "ws", "dq_tma": "ws", "dkdv_tma": "maxnreg"}.get(var[0], "dp_first")
         row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} {flag}={var[3]}", "ember": cells,
                "torch": f"err {err:.1e}", "ratio": "", "unit": "ms (T1024 / T4096)"}
         rows.append(row)
@@ -579,7 +586,8 @@ def _tune_grid(torch, iters, budget_s=200.0):
                      "torch": f"{fwd:.4f} / {bwd:.4f}", "ratio": "", "unit": "ms"})
     print(f"tune grid: CHOSEN {sorted(chosen.items(), key=str)}", flush=True)
     print(f"tune grid: state _FWD_SHORT={A._FWD_SHORT} _FWD_LONG={A._FWD_LONG} _FWD_TMA={A._FWD_TMA} "
-          f"_BWD_D64={A._BWD_D64} _DP_FIRST={A._DP_FIRST} _DQ_TMA={A._DQ_TMA} _BIAS_DKDV_D64={A._BIAS_DKDV_D64} "
+          f"_BWD_D64={A._BWD_D64} _DP_FIRST={A._DP_FIRST} _DQ_TMA={A._DQ_TMA} _DKDV_TMA={A._DKDV_TMA} "
+          f"_BIAS_DKDV_D64={A._BIAS_DKDV_D64} "
           f"({time.time() - t_start:.0f} s)", flush=True)
     rows.append({"name": f"tune grid chosen {grid_state(A)}", "ember": "", "torch": "", "ratio": "", "unit": ""})
     return rows

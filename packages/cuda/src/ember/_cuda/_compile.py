@@ -63,8 +63,9 @@ def _import_source(source: str, digest: str):
 
 
 def compile_cubin(source: str, name: str, signature: dict, constexprs: dict, aligned: tuple,
-                  num_warps: int, num_stages: int, arch: int):
-    """Compiles with Triton; returns (cubin bytes, metadata dict). Importable without a GPU."""
+                  num_warps: int, num_stages: int, arch: int, maxnreg: int | None = None):
+    """Compiles with Triton; returns (cubin bytes, metadata dict). Importable without a GPU. ``maxnreg`` caps
+    the registers per thread (ptxas spills past it)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
@@ -76,7 +77,8 @@ def compile_cubin(source: str, name: str, signature: dict, constexprs: dict, ali
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in aligned}
     target = GPUTarget("cuda", arch, 32)
     backend = make_backend(target)
-    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
+    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages,
+                                     **({} if maxnreg is None else {"maxnreg": maxnreg})})
     compiled = triton.compile(ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs), target=target,
                               options=options.__dict__)
     md = compiled.metadata
@@ -87,12 +89,15 @@ def compile_cubin(source: str, name: str, signature: dict, constexprs: dict, ali
 
 
 def kernel(source: str, name: str, signature: dict, constexprs: dict | None = None, aligned: tuple = (),
-           num_warps: int = 4, num_stages: int = 3, device: int = 0) -> Launcher:
+           num_warps: int = 4, num_stages: int = 3, device: int = 0, maxnreg: int | None = None) -> Launcher:
     """The launcher of ``name`` in ``source`` for this signature (``{arg: triton type}``, constexpr
-    args valued in ``constexprs``; ``aligned`` names pointer/int args divisible by 16)."""
+    args valued in ``constexprs``; ``aligned`` names pointer/int args divisible by 16; ``maxnreg``: a
+    register cap per thread, part of the key only when given, so other kernels keep their cache entries)."""
     constexprs = constexprs or {}
     key = (source, name, tuple(signature.items()), tuple(sorted(constexprs.items())), aligned, num_warps,
-           num_stages, device)
+           num_stages, device) if maxnreg is None else \
+        (source, name, tuple(signature.items()), tuple(sorted(constexprs.items())), aligned, num_warps,
+         num_stages, ("maxnreg", maxnreg), device)
     launcher = _LOADED.get(key)
     if launcher is not None:
         return launcher
@@ -100,11 +105,11 @@ def kernel(source: str, name: str, signature: dict, constexprs: dict | None = No
         launcher = _LOADED.get(key)
         if launcher is None:
             launcher = _LOADED[key] = _build(key, source, name, signature, constexprs, aligned, num_warps,
-                                             num_stages, device)
+                                             num_stages, device, maxnreg)
     return launcher
 
 
-def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages, arch):
+def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages, arch, maxnreg=None):
     """(cubin, metadata) from the disk cache, compiling (and storing) on a miss."""
     import triton  # noqa: F401 - the version is part of the disk cache key
 
@@ -114,7 +119,7 @@ def cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_
     cubin_path, meta_path = folder / f"{digest}.cubin", folder / f"{digest}.json"
     if cubin_path.exists() and meta_path.exists():
         return cubin_path.read_bytes(), json.loads(meta_path.read_text())
-    cubin, meta = compile_cubin(source, name, signature, constexprs, aligned, num_warps, num_stages, arch)
+    cubin, meta = compile_cubin(source, name, signature, constexprs, aligned, num_warps, num_stages, arch, maxnreg)
     # Both files through a temporary name and os.replace: a reader (another process sharing the cache)
     # sees a whole file or none, never a half-written one; the metadata goes last, as it marks the pair
     # complete.
@@ -129,9 +134,10 @@ def _write_atomic(path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device) -> Launcher:
+def _build(key, source, name, signature, constexprs, aligned, num_warps, num_stages, device,
+           maxnreg=None) -> Launcher:
     cubin, meta = cubin_for(key, source, name, signature, constexprs, aligned, num_warps, num_stages,
-                            _arch(device))
+                            _arch(device), maxnreg)
     if meta["profile_scratch_size"]:
         raise RuntimeError(f"kernel {name} needs Triton profile scratch memory, which ember's launcher lacks")
     kinds = ["ptr" if t.startswith("*") else _KIND[t] for k, t in signature.items() if k not in constexprs]

@@ -439,6 +439,84 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
 
 
 @triton.jit
+def _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, qk_scale,
+                    BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr, PREC: tl.constexpr):
+    # _dkdv_tiles with Q and dO tiles through tensor descriptors (rows past L read as zeros, and their
+    # log-sum-exp as +inf, so they add nothing), no bias, no atomic dQ.
+    for start_m in range(lo, hi, BLOCK_M):
+        rows = start_m + offs_m
+        q = qd.load([start_m, 0])
+        do = dod.load([start_m, 0])
+        if MASK_ROWS:
+            lse = tl.load(lse_ptr + rows, mask=rows < L, other=float("inf"))
+            dl = tl.load(delta_ptr + rows, mask=rows < L, other=0.0)
+        else:
+            lse = tl.load(lse_ptr + rows)
+            dl = tl.load(delta_ptr + rows)
+        lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)
+        qt = tl.trans(q)
+        st = tl.dot(k, qt, input_precision=PREC)
+        pt = tl.exp2(st * qk_scale - lse2[None, :])
+        if CAUSAL_TILE:
+            pt = tl.where(rows[None, :] >= cols[:, None], pt, 0.0)
+        dv = tl.dot(pt.to(do.dtype), do, dv, input_precision=PREC)
+        dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
+        dst = (pt * (dpt - dl[None, :])).to(q.dtype)
+        dk = tl.dot(dst, q, dk, input_precision=PREC)
+    return dk, dv
+
+
+@triton.jit
+def dkdv_tma(Q, K, V, DO, LSE, DELTA, DK, DV, scale,
+             sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sdb, sdh, sdm, skb2, skh2, skn2, svb2, svh2, svn2,
+             H, GROUP, L, S, NUM_N,
+             D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+             PREC: tl.constexpr, LPT: tl.constexpr):
+    # dkdv (dq_first's, diagonal tiles last) without a bias, its tiles moved through tensor descriptors made per
+    # program over the (batch, head) slice; dK and dV are stored per query head (grouped heads summed by the host).
+    pid = tl.program_id(0)
+    if LPT:
+        bhs = tl.num_programs(0) // NUM_N
+        bh, start_n = pid % bhs, pid // bhs
+    else:
+        bh, start_n = pid // NUM_N, pid % NUM_N
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    hk = h // GROUP
+    col0 = start_n * BLOCK_N
+    cols = col0 + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    k = tl.make_tensor_descriptor(K + b * skb + hk * skh, shape=[S, D], strides=[skn, 1],
+                                  block_shape=[BLOCK_N, D]).load([col0, 0])
+    v = tl.make_tensor_descriptor(V + b * svb + hk * svh, shape=[S, E], strides=[svn, 1],
+                                  block_shape=[BLOCK_N, E]).load([col0, 0])
+    qd = tl.make_tensor_descriptor(Q + b * sqb + h * sqh, shape=[L, D], strides=[sqm, 1], block_shape=[BLOCK_M, D])
+    dod = tl.make_tensor_descriptor(DO + b * sdb + h * sdh, shape=[L, E], strides=[sdm, 1], block_shape=[BLOCK_M, E])
+    lse_ptr = LSE + bh.to(tl.int64) * L
+    delta_ptr = DELTA + bh.to(tl.int64) * L
+    qk_scale = scale * LOG2E
+    dk = tl.zeros([BLOCK_N, D], tl.float32)
+    dv = tl.zeros([BLOCK_N, E], tl.float32)
+    if CAUSAL:
+        mid = col0 + BLOCK_N
+        if mid > L:
+            mid = L
+        dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, mid, L, L, qk_scale,
+                                 BLOCK_M, not EVEN_M, False, PREC)
+        dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, col0, mid, L, qk_scale,
+                                 BLOCK_M, True, True, PREC)
+    else:
+        dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, qk_scale,
+                                 BLOCK_M, not EVEN_M, False, PREC)
+    dk = dk * scale
+    tl.make_tensor_descriptor(DK + b * skb2 + h * skh2, shape=[S, D], strides=[skn2, 1],
+                              block_shape=[BLOCK_N, D]).store([col0, 0], dk.to(DK.dtype.element_ty))
+    tl.make_tensor_descriptor(DV + b * svb2 + h * svh2, shape=[S, E], strides=[svn2, 1],
+                              block_shape=[BLOCK_N, E]).store([col0, 0], dv.to(DV.dtype.element_ty))
+
+
+@triton.jit
 def _dq_tiles(acc, q, do, lse2, dl, k_ptrs, v_ptrs, b_ptrs, rows, offs_n, lo, hi, L, S, skn, svn, sbn, qk_scale,
               BLOCK_N: tl.constexpr, MASK_COLS: tl.constexpr, CAUSAL_TILE: tl.constexpr, HAS_BIAS: tl.constexpr,
               PREC: tl.constexpr, DP_FIRST: tl.constexpr):

@@ -95,6 +95,12 @@ _BIAS_DKDV_D64 = (64, 64, 4, 3)
 # 150-162; warp-specialized only at 64-row tiles (12 warps, 168 registers: 128-row ones crash the pass). Not
 # yet timed on the H200: off.
 _DQ_TMA = ((False, False), (False, False))
+# (non-causal, causal): (whether dq_first's dK/dV kernel of 16-bit backwards without a bias moves its tiles through
+# tensor descriptors, ``dkdv_tma``, when every operand is 16-byte aligned; a register cap per thread or None).
+# Built for sm_90 with Triton 3.6 (session 16): 196 (causal) / 179 registers at (64, 64, 4, 3) against the
+# pointer kernel's 252 / 204; capped at 168 (3 programs of 4 warps per multiprocessor instead of 2) it spills
+# 28-52 bytes per thread. Not yet timed on the H200: off.
+_DKDV_TMA = ((False, None), (False, None))
 
 
 def _atomic_config(dtype, d: int):
@@ -166,6 +172,8 @@ _STRIDE_NAMES = {
     "fwd_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sob", "soh", "som"],
     "dq_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sdb", "sdh", "sdm", "sob", "soh", "som",
                "sqb2", "sqh2", "sqm2"],
+    "dkdv_tma": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sdb", "sdh", "sdm", "skb2", "skh2",
+                 "skn2", "svb2", "svh2", "svn2"],
     "dkdv": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
              "sdb", "sdh", "sdm", "skb2", "skh2", "skn2", "svb2", "svh2", "svn2"],
     "dq": ["sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sbb", "sbh", "sbm", "sbn",
@@ -176,16 +184,17 @@ _STRIDE_NAMES = {
 }
 _PTRS = {"fwd": ["Q", "K", "V", "B", "O", "LSE"], "fwd_tma": ["Q", "K", "V", "O", "LSE"],
          "dq_tma": ["Q", "K", "V", "DO", "O", "LSE", "DELTA", "DQ"],
+         "dkdv_tma": ["Q", "K", "V", "DO", "LSE", "DELTA", "DK", "DV"],
          "dkdv": ["Q", "K", "V", "B", "DO", "LSE", "DELTA", "DK", "DV", "DQA"],
          "dq": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ"],
          "bwd": ["Q", "K", "V", "B", "DO", "O", "LSE", "DELTA", "DQ", "DK", "DV"]}
 _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "fwd_tma": ["H", "GROUP", "L", "S", "NUM_M"],
-         "dq_tma": ["H", "GROUP", "L", "S", "NUM_M"],
+         "dq_tma": ["H", "GROUP", "L", "S", "NUM_M"], "dkdv_tma": ["H", "GROUP", "L", "S", "NUM_N"],
          "dkdv": ["H", "GROUP", "L", "S", "NUM_N"],
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
 _MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "fwd_tma": ["FOLD_SCALE", "LPT", "WS"],
-               "dq_tma": ["OWN_DELTA", "LPT", "WS"],
+               "dq_tma": ["OWN_DELTA", "LPT", "WS"], "dkdv_tma": ["LPT"],
                "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
                "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST", "DP_FIRST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
@@ -194,7 +203,7 @@ _MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "fwd_tma": ["FOLD_SCALE", "LPT", "W
 _RUN_LAUNCHERS: dict = {}  # (kernel, operand dtypes, alignment, constexprs, warps, stages, device) -> launcher
 
 
-def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
+def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index, maxnreg=None):
     # One pass over the operands (this runs three times per attention layer and step): their addresses,
     # dtypes and which addresses and strides are multiples of 16 (Triton's divisibility hints).
     addresses, dtypes, aligned = [], [], []
@@ -211,20 +220,21 @@ def _run(name, ptrs, scale, strides, ints, consts, grid, warps, stages, index):
     aligned = tuple(aligned)
     # The signature follows from the kernel and its operands' dtypes: memoized by that short key, a call
     # skips rebuilding it and the kernel cache's long key (source, signature) (~10 us a call on the host).
-    key = (name, tuple(dtypes), aligned, tuple(consts.items()), warps, stages, index)
+    key = (name, tuple(dtypes), aligned, tuple(consts.items()), warps, stages, index, maxnreg)
     launcher = _RUN_LAUNCHERS.get(key)
     if launcher is None:
         names = _PTRS[name] + ["scale"] + _STRIDE_NAMES[name] + _INTS[name] + _CONST + _MORE_CONST.get(name, [])
         ptr_types = {n: TRITON[t.dtype] for n, t in ptrs.items()}
         sig = _sig(names, ptr_types, set(_STRIDE_NAMES[name]), set(_INTS[name]))
         try:
-            launcher = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index)
+            launcher = _compile.kernel(SOURCE, name, sig, consts, aligned, warps, stages, index, maxnreg)
         except RuntimeError:
             if not consts.get("WS"):
                 raise
             # Triton 3.6's sm_90 warp specialization refuses some tile shapes (its pass fails, e.g. dq_tma with
             # 128-row tiles): the same kernel unspecialized, remembered under this key.
-            launcher = _compile.kernel(SOURCE, name, sig, {**consts, "WS": False}, aligned, warps, stages, index)
+            launcher = _compile.kernel(SOURCE, name, sig, {**consts, "WS": False}, aligned, warps, stages, index,
+                                       maxnreg)
         _RUN_LAUNCHERS[key] = launcher
     launcher((grid, 1, 1), current_handle(index), *addresses, float(scale), *strides, *ints)
 
@@ -389,12 +399,21 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
                     "LPT": bool(is_causal) and _LPT[1], "DP_FIRST": dpf[0]}, num_m * b * h, w2, s2, index)
     if mode == "dq_first":
         _run(*dq_args)
-    _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
-         common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
-         {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1), "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
-          "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST,
-          "DP_FIRST": dpf[1] and dqa is None},
-         num_n * b * h, w1, s1, index)
+    dkdv_tma, cap = _DKDV_TMA[bool(is_causal)]
+    if (dkdv_tma and dqa is None and bias is None and q.dtype is not dt.float32 and (_DIAG_LAST or not is_causal)
+            and _descriptor_ready(q, k, v, g, dk, dv)):
+        _run("dkdv_tma", {n: ptrs[n] for n in ("Q", "K", "V", "DO", "LSE", "DELTA")} | {"DK": dk, "DV": dv}, scale,
+             _strides(q) + _strides(k) + _strides(v) + _strides(g) + _strides(dk) + _strides(dv),
+             [h, group, lq, s, num_n], {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1),
+                                        "LPT": bool(is_causal) and _LPT[2]}, num_n * b * h, w1, s1, index, cap)
+    else:
+        _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
+             common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
+             {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1),
+              "LPT": bool(is_causal) and (_LPT[2] or dqa is not None),
+              "ATOMIC_DQ": 0 if dqa is None else _ATOMIC_FORM, "DIAG_LAST": bool(is_causal) and _DIAG_LAST,
+              "DP_FIRST": dpf[1] and dqa is None},
+             num_n * b * h, w1, s1, index)
     if mode == "atomic":
         _dq_cast(dqa, dq, scale, index)
     elif mode != "dq_first":
