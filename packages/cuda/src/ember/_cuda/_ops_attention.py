@@ -362,7 +362,8 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
     index = q._device.index or 0
     bias = _bias(attn_mask, q, k)
     (bm1, bn1, w1, s1), (bm2, bn2, w2, s2) = _bwd_config(q.dtype, width, bool(is_causal))
-    dpf = _DP_FIRST[bool(is_causal)] if q.dtype is not dt.float32 and width <= 64 else (False, False)
+    # (not with a bias: its dK/dV build already spills, see _BIAS_DKDV_D64)
+    dpf = _DP_FIRST[bool(is_causal)] if q.dtype is not dt.float32 and width <= 64 and bias is None else (False, False)
     if bias is not None and q.dtype is not dt.float32 and width <= 64:
         bm1, bn1, w1, s1 = _BIAS_DKDV_D64
     mode = _mode()
