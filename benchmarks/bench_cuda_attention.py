@@ -381,7 +381,7 @@ GRID_FWD_TMA = ((128, 64, 4, 3), (128, 64, 4, 2), (64, 64, 4, 3), (128, 128, 4, 
 # Triton 3.6's pass builds both causal and not at D64 (128-row tiles and 4 stages make it fail).
 GRID_DQ_TMA = ((64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 4, 3), (128, 32, 4, 3), (128, 64, 8, 3))
 # The tensor-descriptor dK/dV kernel (_ops_attention._DKDV_TMA), with 4-warp tiles also capped at 168 registers per
-# thread (3 programs per multiprocessor; its sm_90 build spills 28-52 bytes).
+# thread (3 programs per multiprocessor; its sm_90 build spills 28-52 bytes) or warp-specialized (2 and 3 stages).
 GRID_DKDV_TMA = ((64, 64, 4, 3), (64, 64, 4, 2), (32, 64, 4, 3), (64, 128, 8, 3), (64, 64, 4, 4))
 # dK/dV tiles with an additive (1, 1, T, T) float mask, non-causal (_ops_attention._BIAS_DKDV_D64).
 GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
@@ -389,7 +389,7 @@ GRID_BIAS = ((64, 64, 4, 3), (32, 64, 4, 3), (32, 64, 4, 2), (64, 128, 8, 3))
 
 def grid_variants():
     """(kind, causal, configuration, flag) of every variant --tune-grid times; kind is fwd, fwd_tma (flag: warp
-    specialized), dkdv, dq (flag: DP_FIRST), dq_tma (flag: warp specialized), dkdv_tma (flag: register cap) or
+    specialized), dkdv, dq (flag: DP_FIRST), dq_tma (flag: warp specialized), dkdv_tma (flag: register cap or "ws") or
     bias (also what host_cuda_fake.py's precompile_grid compiles)."""
     out = []
     for causal in (True, False):
@@ -400,8 +400,8 @@ def grid_variants():
             out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
         out += [("dq_tma", causal, cfg, ws) for cfg in GRID_DQ_TMA for ws in (False, True)
                 if not ws or cfg == (64, 64, 4, 3)]
-        out += [("dkdv_tma", causal, cfg, cap) for cfg in GRID_DKDV_TMA for cap in (None, 168)
-                if cap is None or cfg[:3] == (64, 64, 4)]
+        out += [("dkdv_tma", causal, cfg, flag) for cfg in GRID_DKDV_TMA for flag in (None, 168, "ws")
+                if flag is None or cfg[:3] == (64, 64, 4) and (flag != "ws" or cfg[3] in (2, 3))]
     return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 
@@ -434,7 +434,8 @@ def apply_grid(A, var, short=True):
     elif kind in ("dkdv", "dkdv_tma"):
         A._BWD_D64 = put(A._BWD_D64, (cfg, A._BWD_D64[causal][1]))
         A._DP_FIRST = put(A._DP_FIRST, (A._DP_FIRST[causal][0], kind == "dkdv" and dpf))
-        A._DKDV_TMA = put(A._DKDV_TMA, (kind == "dkdv_tma", dpf if kind == "dkdv_tma" else None))
+        A._DKDV_TMA = put(A._DKDV_TMA, (kind == "dkdv_tma", dpf if kind == "dkdv_tma" and dpf != "ws" else None,
+                                         kind == "dkdv_tma" and dpf == "ws"))
     else:  # dq or dq_tma
         A._BWD_D64 = put(A._BWD_D64, (A._BWD_D64[causal][0], cfg))
         A._DP_FIRST = put(A._DP_FIRST, (kind == "dq" and dpf, A._DP_FIRST[causal][1]))
@@ -575,7 +576,7 @@ def _tune_grid(torch, iters, budget_s=200.0):
     for var in variants:
         cells = " / ".join(f"{times.get((var, tt), float('nan')):.4f}" for tt in (1024, 4096))
         err = max(errs.get((var, tt), float("nan")) for tt in (1024, 4096))
-        flag = {"fwd_tma": "ws", "dq_tma": "ws", "dkdv_tma": "maxnreg"}.get(var[0], "dp_first")
+        flag = {"fwd_tma": "ws", "dq_tma": "ws", "dkdv_tma": "maxnreg/ws"}.get(var[0], "dp_first")
         row = {"name": f"tune grid {var[0]} {'causal ' if var[1] else ''}{var[2]} {flag}={var[3]}", "ember": cells,
                "torch": f"err {err:.1e}", "ratio": "", "unit": "ms (T1024 / T4096)"}
         rows.append(row)

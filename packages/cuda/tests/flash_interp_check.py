@@ -147,14 +147,16 @@ def check(kernels, b, h, hk, lq, s, d, e, causal, bias, blocks):
                 torch.testing.assert_close(own2, delta, rtol=1e-5, atol=1e-6)
                 torch.testing.assert_close(dq2[..., :d].double(), qd.grad, rtol=1e-4, atol=1e-5)
             # the tensor-descriptor dK/dV kernel (per query head, grouped heads summed as below)
-            dk2, dv2 = torch.full_like(dk, float("nan")), torch.full_like(dv, float("nan"))
-            kernels.dkdv_tma[(n1 * b * h,)](q, k, v, do, lse, delta, dk2, dv2, scale, *q.stride()[:3], *k.stride()[:3],
-                                            *v.stride()[:3], *do.stride()[:3], *dk2.stride()[:3], *dv2.stride()[:3], h,
-                                            group, lq, s, n1, **blocks1, **kw, LPT=True)
-            torch.testing.assert_close(dk2.view(b, hk, group, s, dp).sum(2)[..., :d].double(), kd.grad, rtol=1e-4,
-                                       atol=1e-5)
-            torch.testing.assert_close(dv2.view(b, hk, group, s, ep).sum(2)[..., :e].double(), vd.grad, rtol=1e-4,
-                                       atol=1e-5)
+            for ws in (False, True):
+                dk2, dv2 = torch.full_like(dk, float("nan")), torch.full_like(dv, float("nan"))
+                kernels.dkdv_tma[(n1 * b * h,)](q, k, v, do, lse, delta, dk2, dv2, scale, *q.stride()[:3],
+                                                *k.stride()[:3], *v.stride()[:3], *do.stride()[:3], *dk2.stride()[:3],
+                                                *dv2.stride()[:3], h, group, lq, s, n1, **blocks1, **kw, LPT=True,
+                                                WS=ws)
+                torch.testing.assert_close(dk2.view(b, hk, group, s, dp).sum(2)[..., :d].double(), kd.grad,
+                                           rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(dv2.view(b, hk, group, s, ep).sum(2)[..., :e].double(), vd.grad,
+                                           rtol=1e-4, atol=1e-5)
         dk = dk.view(b, hk, group, s, dp).sum(2)[..., :d]
         dv = dv.view(b, hk, group, s, ep).sum(2)[..., :e]
         for got, want in ((dqt[..., :d], qd.grad), (dk, kd.grad), (dv, vd.grad)):

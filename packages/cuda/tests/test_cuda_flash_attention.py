@@ -166,14 +166,15 @@ def test_gpt_block_layout_needs_no_copies():
 
 
 @pytest.mark.parametrize("mode", ["dq_first", "dq_first-dp", "dq_first-tma", "dq_first-tmaws", "dq_first-dkdvtma",
-                                  "split", "fused", "atomic-1", "atomic-2"])
+                                  "dq_first-dkdvtmaws", "split", "fused", "atomic-1", "atomic-2"])
 @pytest.mark.parametrize("index", [1, 3, 4, 6])
 def test_backward_modes(monkeypatch, mode, index):
     """Every launch form of the backward (``_ops_attention._BWD_MODE``; the atomic one with either form of
     dQ's share; dq_first-dp with both kernels' dP products issued first, ``_DP_FIRST``; dq_first-tma(ws) with the
     tensor-descriptor dQ kernel, ``_DQ_TMA``, warp-specialized at (64, 64, 4, 3) tiles, a shape its pass builds;
-    dq_first-dkdvtma with the tensor-descriptor dK/dV kernel capped at 168 registers, ``_DKDV_TMA``) gives the
-    float64 CPU gradients: causal and ragged lengths, grouped heads, an additive mask."""
+    dq_first-dkdvtma(ws) with the tensor-descriptor dK/dV kernel capped at 168 registers, or warp-specialized at
+    (64, 64, 4, 3), ``_DKDV_TMA``) gives the float64 CPU gradients: causal and ragged lengths, grouped heads, an
+    additive mask."""
     from ember._cuda import _ops_attention as A
 
     name, _, form = mode.partition("-")
@@ -181,7 +182,10 @@ def test_backward_modes(monkeypatch, mode, index):
     if form == "dp":
         monkeypatch.setattr(A, "_DP_FIRST", ((True, True), (True, True)))
     elif form == "dkdvtma":
-        monkeypatch.setattr(A, "_DKDV_TMA", ((True, 168),) * 2)
+        monkeypatch.setattr(A, "_DKDV_TMA", ((True, 168, False),) * 2)
+    elif form == "dkdvtmaws":
+        monkeypatch.setattr(A, "_DKDV_TMA", ((True, None, True),) * 2)
+        monkeypatch.setattr(A, "_BWD_D64", (((64, 64, 4, 3), (64, 64, 4, 4)),) * 2)
     elif form.startswith("tma"):
         monkeypatch.setattr(A, "_DQ_TMA", ((True, form == "tmaws"),) * 2)
         if form == "tmaws":

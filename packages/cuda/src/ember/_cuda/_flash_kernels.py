@@ -440,10 +440,11 @@ def dkdv(Q, K, V, B, DO, LSE, DELTA, DK, DV, DQA, scale,
 
 @triton.jit
 def _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, lo, hi, L, qk_scale,
-                    BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr, PREC: tl.constexpr):
+                    BLOCK_M: tl.constexpr, MASK_ROWS: tl.constexpr, CAUSAL_TILE: tl.constexpr, PREC: tl.constexpr,
+                    WS: tl.constexpr):
     # _dkdv_tiles with Q and dO tiles through tensor descriptors (rows past L read as zeros, and their
-    # log-sum-exp as +inf, so they add nothing), no bias, no atomic dQ.
-    for start_m in range(lo, hi, BLOCK_M):
+    # log-sum-exp as +inf, so they add nothing), no bias, no atomic dQ; with WS the loop warp-specialized.
+    for start_m in tl.range(lo, hi, BLOCK_M, warp_specialize=WS):
         rows = start_m + offs_m
         q = qd.load([start_m, 0])
         do = dod.load([start_m, 0])
@@ -472,9 +473,10 @@ def dkdv_tma(Q, K, V, DO, LSE, DELTA, DK, DV, scale,
              H, GROUP, L, S, NUM_N,
              D: tl.constexpr, E: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, CAUSAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-             PREC: tl.constexpr, LPT: tl.constexpr):
+             PREC: tl.constexpr, LPT: tl.constexpr, WS: tl.constexpr):
     # dkdv (dq_first's, diagonal tiles last) without a bias, its tiles moved through tensor descriptors made per
     # program over the (batch, head) slice; dK and dV are stored per query head (grouped heads summed by the host).
+    # With WS the loop is warp-specialized (causal: one loop, every tile given the causal test).
     pid = tl.program_id(0)
     if LPT:
         bhs = tl.num_programs(0) // NUM_N
@@ -499,16 +501,20 @@ def dkdv_tma(Q, K, V, DO, LSE, DELTA, DK, DV, scale,
     dk = tl.zeros([BLOCK_N, D], tl.float32)
     dv = tl.zeros([BLOCK_N, E], tl.float32)
     if CAUSAL:
-        mid = col0 + BLOCK_N
-        if mid > L:
-            mid = L
-        dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, mid, L, L, qk_scale,
-                                 BLOCK_M, not EVEN_M, False, PREC)
-        dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, col0, mid, L, qk_scale,
-                                 BLOCK_M, True, True, PREC)
+        if WS:
+            dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, col0, L, L, qk_scale,
+                                     BLOCK_M, True, True, PREC, True)
+        else:
+            mid = col0 + BLOCK_N
+            if mid > L:
+                mid = L
+            dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, mid, L, L, qk_scale,
+                                     BLOCK_M, not EVEN_M, False, PREC, False)
+            dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, col0, mid, L,
+                                     qk_scale, BLOCK_M, True, True, PREC, False)
     else:
         dk, dv = _dkdv_tiles_tma(dk, dv, k, v, qd, dod, lse_ptr, delta_ptr, cols, offs_m, 0, L, L, qk_scale,
-                                 BLOCK_M, not EVEN_M, False, PREC)
+                                 BLOCK_M, not EVEN_M, False, PREC, WS)
     dk = dk * scale
     tl.make_tensor_descriptor(DK + b * skb2 + h * skh2, shape=[S, D], strides=[skn2, 1],
                               block_shape=[BLOCK_N, D]).store([col0, 0], dk.to(DK.dtype.element_ty))

@@ -96,11 +96,12 @@ _BIAS_DKDV_D64 = (64, 64, 4, 3)
 # yet timed on the H200: off.
 _DQ_TMA = ((False, False), (False, False))
 # (non-causal, causal): (whether dq_first's dK/dV kernel of 16-bit backwards without a bias moves its tiles through
-# tensor descriptors, ``dkdv_tma``, when every operand is 16-byte aligned; a register cap per thread or None).
+# tensor descriptors, ``dkdv_tma``, when every operand is 16-byte aligned; a register cap per thread or None;
+# whether its loop is warp-specialized: at (64, 64, 4, 3) 12 warps, 168 registers, no spills).
 # Built for sm_90 with Triton 3.6 (session 16): 196 (causal) / 179 registers at (64, 64, 4, 3) against the
 # pointer kernel's 252 / 204; capped at 168 (3 programs of 4 warps per multiprocessor instead of 2) it spills
 # 28-52 bytes per thread. Not yet timed on the H200: off.
-_DKDV_TMA = ((False, None), (False, None))
+_DKDV_TMA = ((False, None, False), (False, None, False))
 
 
 def _atomic_config(dtype, d: int):
@@ -194,7 +195,7 @@ _INTS = {"fwd": ["H", "GROUP", "L", "S", "NUM_M"], "fwd_tma": ["H", "GROUP", "L"
          "dq": ["H", "GROUP", "L", "S", "NUM_M"], "bwd": ["H", "GROUP", "L", "S", "NUM_N", "NUM_M", "NUM_J"]}
 _CONST = ["D", "E", "BLOCK_M", "BLOCK_N", "EVEN_M", "EVEN_N", "CAUSAL", "HAS_BIAS", "PREC"]
 _MORE_CONST = {"fwd": ["FOLD_SCALE", "LPT"], "fwd_tma": ["FOLD_SCALE", "LPT", "WS"],
-               "dq_tma": ["OWN_DELTA", "LPT", "WS"], "dkdv_tma": ["LPT"],
+               "dq_tma": ["OWN_DELTA", "LPT", "WS"], "dkdv_tma": ["LPT", "WS"],
                "dq": ["OWN_DELTA", "LPT", "DP_FIRST"],
                "dkdv": ["LPT", "ATOMIC_DQ", "DIAG_LAST", "DP_FIRST"],
                "bwd": ["BLOCK_M2", "BLOCK_N2", "EVEN_M2", "EVEN_N2"]}
@@ -400,13 +401,14 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
                     "LPT": bool(is_causal) and _LPT[1], "DP_FIRST": dpf[0]}, num_m * b * h, w2, s2, index)
     if mode == "dq_first":
         _run(*dq_args)
-    dkdv_tma, cap = _DKDV_TMA[bool(is_causal)]
+    dkdv_tma, cap, dkdv_ws = _DKDV_TMA[bool(is_causal)]
     if (dkdv_tma and dqa is None and bias is None and q.dtype is not dt.float32 and (_DIAG_LAST or not is_causal)
             and _descriptor_ready(q, k, v, g, dk, dv)):
         _run("dkdv_tma", {n: ptrs[n] for n in ("Q", "K", "V", "DO", "LSE", "DELTA")} | {"DK": dk, "DV": dv}, scale,
              _strides(q) + _strides(k) + _strides(v) + _strides(g) + _strides(dk) + _strides(dv),
              [h, group, lq, s, num_n], {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1),
-                                        "LPT": bool(is_causal) and _LPT[2]}, num_n * b * h, w1, s1, index, cap)
+                                        "LPT": bool(is_causal) and _LPT[2], "WS": bool(dkdv_ws)},
+             num_n * b * h, w1, s1, index, cap)
     else:
         _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
              common + _strides(dk) + _strides(dv), [h, group, lq, s, num_n],
