@@ -92,8 +92,9 @@ _BIAS_DKDV_D64 = (64, 64, 4, 3)
 # (non-causal, causal): (whether the dQ kernel of 16-bit backwards without a bias moves its tiles through tensor
 # descriptors, ``dq_tma``, when every operand is 16-byte aligned; whether its loop is warp-specialized). Built
 # for sm_90 with Triton 3.6 (session 16): 122-125 registers at (64, 64, 4, 3) against the pointer kernel's
-# 150-162; warp-specialized only at 64-row tiles (12 warps, 168 registers: 128-row ones crash the pass). Not
-# yet timed on the H200: off.
+# 150-162. Its warp specialization built offline at (64, 64, 4, 3) (12 warps, 168 registers) but fails with the
+# divisibility hints ember's launches give (and at 128-row tiles): _run then takes the plain build. Not yet
+# timed on the H200: off.
 _DQ_TMA = ((False, False), (False, False))
 # (non-causal, causal): (whether dq_first's dK/dV kernel of 16-bit backwards without a bias moves its tiles through
 # tensor descriptors, ``dkdv_tma``, when every operand is 16-byte aligned; a register cap per thread or None;
