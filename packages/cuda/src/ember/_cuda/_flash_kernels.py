@@ -13,7 +13,10 @@ through shared memory. ``delta`` (a separate delta pass), ``bwd`` (one launch wh
 j does key tile j's dK/dV and query tile j's dQ, which evens out the causal work) and the atomic
 form (``delta`` also zeroing a float32 dQ accumulator, ``dkdv`` with ``ATOMIC_DQ`` adding each
 tile pair's dS K into it: 5 matrix products per tile pair instead of 7, then ``dq_cast``) are the
-alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200.
+alternatives ``_ops_attention._BWD_MODE`` names; they measured slower on the H200. ``fwd_tma``, ``dq_tma``
+and ``dkdv_tma`` are the forward, dQ and dK/dV kernels (no bias) with their tiles moved by the copy engine
+through tensor descriptors made on the device (Triton's global scratch), optionally warp-specialized by Triton
+(``WS``); ``_ops_attention`` takes them only where its ``_FWD_TMA``/``_DQ_TMA``/``_DKDV_TMA`` switches say.
 
 Every kernel takes (batch, head, row) strides with a unit last stride and head widths that
 are powers of two (the host pads odd widths with zeros), an optional additive bias (any
