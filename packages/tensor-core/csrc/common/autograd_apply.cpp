@@ -26,6 +26,7 @@ struct EngineRegistry {
   PyObject* inputs_cls = nullptr;
   PyObject* fix_grad = nullptr;
   PyObject* saved_cls = nullptr;
+  PyObject* node_release = nullptr;  // Node._release (what AccumulateGrad inherits): optional
 };
 EngineRegistry g_eng;
 
@@ -51,6 +52,12 @@ PyObject* none_list(Py_ssize_t n) {
 
 bool native_apply_applies(PyObject* node) { return has_own(node, s_apply, g_eng.opnode_apply); }
 bool native_release_applies(PyObject* node) { return has_own(node, s_release, g_eng.opnode_release); }
+
+bool node_release_applies(PyObject* node) { return has_own(node, s_release, g_eng.node_release); }
+
+void node_release(PyObject* fn) {
+  Py_XSETREF(reinterpret_cast<NodeObject*>(fn)->released, Py_NewRef(Py_True));
+}
 
 void opnode_release(PyObject* fn) {
   auto* n = reinterpret_cast<NodeObject*>(fn);
@@ -231,19 +238,22 @@ fail:
 namespace {
 
 PyObject* py_engine_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "_engine_setup(OpNode.apply, OpNode._release, Inputs, fix_grad, SavedTensor)");
+  if (nargs != 5 && nargs != 6) {
+    PyErr_SetString(PyExc_TypeError,
+                    "_engine_setup(OpNode.apply, OpNode._release, Inputs, fix_grad, SavedTensor[, Node._release])");
     return nullptr;
   }
   PyObject** slots[] = {&g_eng.opnode_apply, &g_eng.opnode_release, &g_eng.inputs_cls, &g_eng.fix_grad,
-                        &g_eng.saved_cls};
+                        &g_eng.saved_cls, &g_eng.node_release};
   for (int i = 0; i < 5; ++i) Py_XSETREF(*slots[i], Py_NewRef(args[i]));
+  Py_XSETREF(g_eng.node_release, nargs == 6 ? Py_NewRef(args[5]) : nullptr);
   Py_RETURN_NONE;
 }
 
 PyMethodDef functions[] = {
     {"_engine_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_engine_setup)), METH_FASTCALL,
-     "Registers OpNode's apply/_release, Inputs, fix_grad and SavedTensor with the native engine loop."},
+     "Registers OpNode's apply/_release, Inputs, fix_grad, SavedTensor (and Node._release: AccumulateGrad's) with "
+     "the native engine loop."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
