@@ -190,7 +190,7 @@ PyObject* py_recorded(PyObject*, PyObject* args) {
 
 PyMethodDef methods[] = {
     {"_device_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_device_call)), METH_FASTCALL,
-     "_device_call(fn, *args) -> int: calls the C function at address fn with up to 24 integer-class arguments "
+     "_device_call(fn, *args): calls the C function at address fn with up to 24 integer-class arguments "
      "(ints or None; pointers, sizes, enums, 32/64-bit ints), the GIL released; returns its int result."},
     {"_device_call_recorder", py_recorder, METH_VARARGS,
      "_device_call_recorder(status=0): the address of a C function that keeps the 64-bit values of its (up to 24) "
