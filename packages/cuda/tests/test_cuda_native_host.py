@@ -984,3 +984,46 @@ def test_device_call_passes_integer_arguments_and_refuses_others():
         _C._device_call(rec, 2**64)
     with pytest.raises(ValueError):
         _C._device_call(0)
+
+
+_CASTS = _RECORDED_HOST + r"""
+import os
+from ember._cuda import _ops_copy
+
+if os.environ.get("CAST_PLAIN"):
+    class _Never(dict):  # the inlined cast never finds its plan: every cast takes launch_linear
+        def get(self, key, default=None):
+            return None
+
+        def __setitem__(self, key, value):
+            pass
+
+    _ops_copy._CASTS = _Never()
+ember.manual_seed(0)
+bf, f16, f32, f64 = ember.bfloat16, ember.float16, ember.float32, ember.float64
+dtypes = []
+for _ in range(2):  # the second time the plans are cached
+    x = ember.randn(4, 16).to("cuda")
+    big = ember.empty(3 << 20, device="cuda")  # past the large-block size
+    odd = ember.randn(3, 5).to("cuda")[:, 1:]  # not contiguous: the general copy
+    flat = ember.randn(37).to("cuda")[1:]  # contiguous, misaligned start
+    outs = [x.to(bf), x.to(f64), x.to(bf).to(f16), big.to(bf), odd.to(bf), flat.to(f16), x.to(ember.int32),
+            x.to(bf).to(ember.bool)]
+    s = ember.cuda.Stream(_handle=0x5150)
+    with ember.cuda.stream(s):
+        outs.append(x.to(bf))
+    dtypes = [str(o.dtype) for o in outs] + [list(o.shape) for o in outs]
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"dtypes": dtypes, "log": log, "cached": len(_ops_copy._CASTS)}))
+"""
+
+
+@_NATIVE
+def test_inlined_casts_launch_as_launch_linear(tmp_path):
+    """_to_copy's inlined contiguous cast (its plan cached per dtype pair) makes the launches (every argument
+    byte, grid, stream) and results that launch_linear makes: aligned, misaligned and large casts, a side
+    stream; strided sources still take the general copy."""
+    fast, plain = _fake_host_runs(tmp_path, _CASTS, [{}, {"CAST_PLAIN": "1"}])
+    assert fast["cached"] >= 4 and plain["cached"] == 0
+    assert fast["dtypes"] == plain["dtypes"]
+    assert len(fast["log"]) >= 18 and fast["log"] == plain["log"]
