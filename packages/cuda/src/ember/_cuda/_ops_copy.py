@@ -14,8 +14,7 @@ from ember._src.dispatch import OPS
 from ember._src.ops._common import check_write
 from ember._src.ops.shape import views as vw
 
-from . import _fastcall, _storage
-from . import _elementwise
+from . import _elementwise, _fastcall, _storage
 from ._elementwise import _INT31, _SHAPES, contiguous_info, launch, launch_linear
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import _TLS as _STREAMS_TLS
