@@ -28,7 +28,7 @@ from ember._src import dtypes as dt
 
 from ._allocator import allocator
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
-from ._streams import current_handle
+from ._streams import _TLS as _STREAMS_TLS
 
 _CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14}
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
@@ -180,7 +180,9 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
     index = c._device.index or 0
     h = _handle(index)
     lib = _lib()
-    stream = current_handle(index)
+    streams = _STREAMS_TLS.streams  # current_handle(index), inline
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
     call = _CALL
     if dtype is dt.float64:
         compute = _COMPUTE_64F
@@ -390,7 +392,9 @@ def gemm_bias(a, b, bias):
     if plan is None:
         return None
     lt = _STATE["lt"]
-    stream = current_handle(index)
+    streams = _STREAMS_TLS.streams  # current_handle(index), inline
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
     ws = _lt_workspace(device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
     plan.bias.value = pbias
     call = _CALL
