@@ -381,3 +381,55 @@ def test_nodes_with_plain_kwargs_apply_natively():
     for a, t in ((bias, tbias), (m1, tm1), (m2, tm2)):
         assert a.grad.dtype is ember.float32
         _close(a.grad, t.grad)
+
+
+def _python_frames(fn, codes):
+    """The names of the given code objects that ran as Python frames during fn()."""
+    import sys
+
+    seen = []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_accumulate_grad_views_transposes_and_casts_run_natively():
+    # AccumulateGrad's first gradient taken without a copy, views' reshape, transpose and _to_copy's backward
+    # run in the native engine loop (no Python frame); the gradients, their strides and dtypes are torch's.
+    from ember.autograd import _engine, graph
+    from ember.autograd.formulas import views
+
+    codes = {graph.AccumulateGrad.apply.__code__, graph.Node._release.__code__, _engine.accumulate_grad.__code__,
+             views._reshape_back.__code__, views._transpose.__code__, views._to_copy.__code__}
+    rng = np.random.default_rng(3)
+    w, tw = _pair(rng.random((4, 6)))
+    b, tb = _pair(rng.random((6,)))
+    x, tx = _pair(rng.random((3, 4)), requires_grad=False)
+
+    def run(lib, a, wt, bt):
+        h = (a.to(lib.float64) @ wt.to(lib.float64)).view(3, 2, 3).transpose(0, 2)
+        return (h * bt.to(lib.float64).view(2, 3, 1).transpose(0, 1)).sum()
+
+    loss = run(ember, x, w, b)
+    assert _python_frames(lambda: loss.backward(), codes) == []
+    run(torch, tx, tw, tb).backward()
+    for a, t in ((w, tw), (b, tb)):
+        assert a.grad.dtype is ember.float32 and a.grad.stride() == t.grad.stride() and a.grad._base is None
+        _close(a.grad, t.grad)
+    # a second backward adds into .grad (AccumulateGrad.apply in Python), as a post-accumulate hook needs it
+    seen = []
+    b.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.clone()))
+    loss = run(ember, x, w, b)
+    assert sorted(set(_python_frames(lambda: loss.backward(), codes))) == ["accumulate_grad", "apply"]
+    run(torch, tx, tw, tb).backward()
+    _close(w.grad, tw.grad)
+    _close(b.grad, tb.grad)
+    _close(seen[0], tb.grad)

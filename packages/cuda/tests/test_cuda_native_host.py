@@ -861,3 +861,169 @@ def test_several_output_calls_are_recorded_natively_as_in_python(tmp_path):
     names = {g["grad_fn"]["name"] for g in native["graph"][:-1]}
     assert {"NativeLayerNormBackward0", "ScaledDotProductFlashAttentionBackward0", "MaxBackward0",
             "VarMeanBackward0", "SortBackward0"} <= names, names
+
+
+# -- cuBLAS through _C._device_call ------------------------------------------------------------------------
+
+_BLAS_CALLS = r"""
+import ctypes, json, os, sys
+sys.path.insert(0, sys.argv[1])
+import host_cuda_fake
+host_cuda_fake.install()
+import ember
+import ember.nn.functional as F
+from ember import _C
+from ember._cuda import _blas
+
+vp, i32, i64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_size_t
+SIGS = {
+    "cublasSetStream_v2": [vp, vp],
+    "cublasGemmEx": [vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, vp, i32, i32, vp, vp, i32, i32, i32, i32],
+    "cublasGemmStridedBatchedEx": [vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, i64, vp, i32, i32, i64, vp, vp,
+                                   i32, i32, i64, i32, i32, i32],
+    "cublasLtMatmulDescSetAttribute": [vp, i32, vp, sz],
+    "cublasLtMatmul": [vp] * 14 + [sz, vp],
+}
+BY_COUNT = {len(s): name for name, s in SIGS.items()}
+# the parameters passed by pointer to host values (read through them: the addresses differ by process)
+SCALARS = {"cublasGemmEx": (6, 13, 17), "cublasGemmStridedBatchedEx": (6, 15, 20), "cublasLtMatmul": (2, 7, None)}
+rec = _C._device_call_recorder(0)
+log = []
+
+def record(n):
+    name = BY_COUNT[n]
+    vals = list(_C._device_call_recorded(n)[1:])
+    for i, t in enumerate(SIGS[name]):
+        if t is i32:
+            vals[i] &= 0xFFFFFFFF
+    if name in SCALARS:
+        a, b, compute = SCALARS[name]
+        ty = ctypes.c_double if compute is not None and vals[compute] == 70 else ctypes.c_float
+        vals[a], vals[b] = ty.from_address(vals[a]).value, ty.from_address(vals[b]).value
+    if name == "cublasLtMatmul":
+        vals[12] = ctypes.string_at(vals[12], 64).hex()  # the algorithm's bytes
+    if name == "cublasLtMatmulDescSetAttribute":
+        vals[2] = ctypes.c_uint64.from_address(vals[2]).value  # the bias address
+    log.append([name] + vals)
+
+native = os.environ.get("EMBER_CUDA_NATIVE_BLAS") != "0"
+for lib in (_blas._STATE["lib"], _blas._STATE["lt"]):
+    for name, sig in SIGS.items():
+        if hasattr(lib, name):
+            # a ctypes function over the recorder that logs what it received when ctypes calls it (descriptor
+            # set-up, and every call of the ctypes path); _C._device_call takes its address
+            class Entry(ctypes._CFuncPtr):
+                _flags_, _argtypes_, _restype_ = ctypes._FUNCFLAG_CDECL, tuple(sig), ctypes.c_int
+
+                def __call__(self, *args, n=len(sig)):
+                    rc = super().__call__(*args)
+                    record(n)
+                    return rc
+            setattr(lib, name, Entry(rec))
+if native:
+    call = _blas._CALL
+
+    def logged(fn, *args):
+        rc = call(fn, *args)
+        record(len(args))
+        return rc
+
+    _blas._CALL = logged
+
+ember.manual_seed(0)
+bf = ember.bfloat16
+a, b = ember.randn(8, 16).to("cuda"), ember.randn(16, 4).to("cuda")
+outs = [a.to(bf) @ b.to(bf), a.double() @ b.double(), a @ b,
+        ember.addmm(ember.randn(8, 4).to("cuda"), a, b, beta=0.5, alpha=2.0),
+        ember.bmm(ember.randn(3, 8, 16).to("cuda"), ember.randn(3, 16, 4).to("cuda")), a.t().t() @ b.t().t()]
+lin = ember.nn.Linear(16, 32).to("cuda")
+with ember.autocast("cuda", dtype=bf):
+    y = lin(a.requires_grad_())
+y.float().sum().backward()
+s = ember.cuda.Stream(_handle=0x5150)  # a stream handle of its own (the fake host has no driver)
+with ember.cuda.stream(s):
+    outs.append(a.detach() @ b)
+print(json.dumps({"native": _blas._CALL is not None, "log": log}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(_C, "_device_call"), reason="the core was built without _C._device_call")
+def test_cublas_calls_through_device_call_pass_what_ctypes_passes(tmp_path):
+    """cuBLAS's per-call entry points (GEMM, batched GEMM, set-stream, cuBLASLt's bias attribute and matmul)
+    called through _C._device_call and through ctypes, on the fake host with a recording C stand-in: the same
+    calls in the same order, every argument equal (32-bit ones compared in their low half, the scalars and
+    the algorithm read through their pointers)."""
+    nat, py = _fake_host_runs(tmp_path, _BLAS_CALLS, [{"EMBER_CUDA_NATIVE_BLAS": "1"}, {"EMBER_CUDA_NATIVE_BLAS": "0"}])
+    assert nat["native"] and not py["native"]
+    names = [c[0] for c in nat["log"]]
+    for name in ("cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasLtMatmulDescSetAttribute",
+                 "cublasLtMatmul"):
+        assert name in names
+    assert nat["log"] == py["log"]
+    scalars = {(c[7], c[14]) for c in nat["log"] if c[0] == "cublasGemmEx"}
+    assert (2.0, 0.5) in scalars and (1.0, 0.0) in scalars
+    assert any(c[18] == 70 for c in nat["log"] if c[0] == "cublasGemmEx")  # float64: double scalars
+
+
+def test_device_call_passes_integer_arguments_and_refuses_others():
+    if not hasattr(_C, "_device_call"):
+        pytest.skip("the core was built without _C._device_call")
+    rec = _C._device_call_recorder(3)
+    args = [1, -1, 2**64 - 1, None, 2**40 + 5, -(2**63)] + list(range(18))
+    assert _C._device_call(rec, *args) == 3
+    got = _C._device_call_recorded(24)
+    assert got[0] == 1
+    assert list(got[1:]) == [a % 2**64 if a is not None else 0 for a in args]
+    libc = ctypes.CDLL(None)
+    assert _C._device_call(ctypes.cast(libc.abs, ctypes.c_void_p).value, -5) == 5
+    with pytest.raises(TypeError):
+        _C._device_call(rec, 1.5)
+    with pytest.raises(TypeError):
+        _C._device_call(rec, *range(25))
+    with pytest.raises(OverflowError):
+        _C._device_call(rec, 2**64)
+    with pytest.raises(ValueError):
+        _C._device_call(0)
+
+
+_CASTS = _RECORDED_HOST + r"""
+import os
+from ember._cuda import _ops_copy
+
+if os.environ.get("CAST_PLAIN"):
+    class _Never(dict):  # the inlined cast never finds its plan: every cast takes launch_linear
+        def get(self, key, default=None):
+            return None
+
+        def __setitem__(self, key, value):
+            pass
+
+    _ops_copy._CASTS = _Never()
+ember.manual_seed(0)
+bf, f16, f32, f64 = ember.bfloat16, ember.float16, ember.float32, ember.float64
+dtypes = []
+for _ in range(2):  # the second time the plans are cached
+    x = ember.randn(4, 16).to("cuda")
+    big = ember.empty(3 << 20, device="cuda")  # past the large-block size
+    odd = ember.randn(3, 5).to("cuda")[:, 1:]  # not contiguous: the general copy
+    flat = ember.randn(37).to("cuda")[1:]  # contiguous, misaligned start
+    outs = [x.to(bf), x.to(f64), x.to(bf).to(f16), big.to(bf), odd.to(bf), flat.to(f16), x.to(ember.int32),
+            x.to(bf).to(ember.bool)]
+    s = ember.cuda.Stream(_handle=0x5150)
+    with ember.cuda.stream(s):
+        outs.append(x.to(bf))
+    dtypes = [str(o.dtype) for o in outs] + [list(o.shape) for o in outs]
+log = [(f, g, b, s, st, fn, sl.hex()) for f, g, b, s, st, fn, sl in _C._device_launch_log()]
+print(json.dumps({"dtypes": dtypes, "log": log, "cached": len(_ops_copy._CASTS)}))
+"""
+
+
+@_NATIVE
+def test_inlined_casts_launch_as_launch_linear(tmp_path):
+    """_to_copy's inlined contiguous cast (its plan cached per dtype pair) makes the launches (every argument
+    byte, grid, stream) and results that launch_linear makes: aligned, misaligned and large casts, a side
+    stream; strided sources still take the general copy."""
+    fast, plain = _fake_host_runs(tmp_path, _CASTS, [{}, {"CAST_PLAIN": "1"}])
+    assert fast["cached"] >= 4 and plain["cached"] == 0
+    assert fast["dtypes"] == plain["dtypes"]
+    assert len(fast["log"]) >= 18 and fast["log"] == plain["log"]

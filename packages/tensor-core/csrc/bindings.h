@@ -37,6 +37,7 @@ void bind_sparse(pybind11::module_& m);
 void bind_activation_backward(pybind11::module_& m);
 void bind_softmax_backward(pybind11::module_& m);
 void bind_device_launch(PyObject* module);  // device_launch.cpp: _C.DeviceLauncher
+void bind_device_call(PyObject* module);    // device_call.cpp: _C._device_call
 void bind_device_storage(PyObject* module);  // device_storage.cpp: _C.DeviceStorage, _C.DeviceAllocatorBase
 // The device address of a _C.DeviceStorage (false: `storage` is none).
 bool device_storage_ptr(PyObject* storage, unsigned long long* ptr);

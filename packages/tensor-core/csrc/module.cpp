@@ -54,5 +54,6 @@ PYBIND11_MODULE(_C, m) {
   ember::bind_activation_backward(m);
   ember::bind_softmax_backward(m);
   ember::bind_device_launch(m.ptr());
+  ember::bind_device_call(m.ptr());
   ember::bind_device_storage(m.ptr());
 }

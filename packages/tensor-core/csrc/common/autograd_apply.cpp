@@ -26,6 +26,12 @@ struct EngineRegistry {
   PyObject* inputs_cls = nullptr;
   PyObject* fix_grad = nullptr;
   PyObject* saved_cls = nullptr;
+  PyObject* node_release = nullptr;  // Node._release (what AccumulateGrad inherits): optional
+  // Formulas run here without their Python frame (_C._engine_native_formulas): views' _reshape_back,
+  // _transpose, _to_copy's.
+  PyObject* reshape_back = nullptr;
+  PyObject* transpose = nullptr;
+  PyObject* to_copy = nullptr;
 };
 EngineRegistry g_eng;
 
@@ -51,6 +57,12 @@ PyObject* none_list(Py_ssize_t n) {
 
 bool native_apply_applies(PyObject* node) { return has_own(node, s_apply, g_eng.opnode_apply); }
 bool native_release_applies(PyObject* node) { return has_own(node, s_release, g_eng.opnode_release); }
+
+bool node_release_applies(PyObject* node) { return has_own(node, s_release, g_eng.node_release); }
+
+void node_release(PyObject* fn) {
+  Py_XSETREF(reinterpret_cast<NodeObject*>(fn)->released, Py_NewRef(Py_True));
+}
 
 void opnode_release(PyObject* fn) {
   auto* n = reinterpret_cast<NodeObject*>(fn);
@@ -81,6 +93,60 @@ PyObject* const NOT_NATIVE = reinterpret_cast<PyObject*>(&not_native_marker);
 
 static PyObject* s_args = nullptr;
 static PyObject* s_kwargs = nullptr;
+static PyObject* s_shape = nullptr;
+static PyObject* s_reshape = nullptr;
+static PyObject* s_transpose = nullptr;
+static PyObject* s_src_device = nullptr;
+static PyObject* s_device = nullptr;
+static PyObject* s_to = nullptr;
+
+// The formulas registered with _C._engine_native_formulas, restated for the common node: the result
+// (a new reference: a 1-tuple), null with an error set, or NOT_NATIVE when the Python formula must run
+// (another formula, an argument the formula would have to unpack). Each makes the calls the Python
+// formula makes, on the same objects, in the same order:
+//   _reshape_back: grads[0].reshape(inputs.args[0].shape)
+//   _transpose:    grads[0].transpose(args[1], args[2]) for args of 3 (tuple.__getitem__, as the formula reads)
+//   _to_copy:      grads[0], or grads[0].to(device) when it is not on the device the input came from
+//                  (a stand-in's _src_device, else the input's _device)
+static PyObject* native_formula(PyObject* backward, PyObject* grads, PyObject* args, PyObject* kwargs) {
+  if (backward != g_eng.reshape_back && backward != g_eng.transpose && backward != g_eng.to_copy) return NOT_NATIVE;
+  if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1 || PyList_GET_SIZE(grads) < 1) return NOT_NATIVE;
+  PyObject* g = PyList_GET_ITEM(grads, 0);
+  PyObject* src = PyTuple_GET_ITEM(args, 0);
+  if (!is_tensor_base(g)) return NOT_NATIVE;
+  // _reshape_back and _to_copy read the input: a stand-in (meta_only formulas); a SavedTensor there would need
+  // unpacking (the formula's), transpose reads only its dims
+  if (backward != g_eng.transpose && !is_tensor_base(src)) return NOT_NATIVE;
+  PyObject* r = nullptr;
+  if (backward == g_eng.reshape_back) {
+    PyObject* shape = PyObject_GetAttr(src, s_shape);
+    if (shape == nullptr) return nullptr;
+    r = PyObject_CallMethodOneArg(g, s_reshape, shape);
+    Py_DECREF(shape);
+  } else if (backward == g_eng.transpose) {
+    if (PyTuple_GET_SIZE(args) != 3) return NOT_NATIVE;  // (the formula's own condition: dims as a plain 3-tuple)
+    PyObject* margs[3] = {g, PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 2)};
+    r = PyObject_VectorcallMethod(s_transpose, margs, 3, nullptr);
+  } else {
+    PyObject* device = PyObject_GetAttr(src, s_src_device);
+    if (device == nullptr) {
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return nullptr;
+      PyErr_Clear();
+      device = PyObject_GetAttr(src, s_device);
+      if (device == nullptr) return nullptr;
+    }
+    PyObject* gdev = PyObject_GetAttr(g, s_device);
+    int same = gdev == nullptr ? -1 : gdev == device ? 1 : PyObject_RichCompareBool(gdev, device, Py_EQ);
+    Py_XDECREF(gdev);
+    if (same > 0) r = Py_NewRef(g);
+    else if (same == 0) r = PyObject_CallMethodOneArg(g, s_to, device);
+    Py_DECREF(device);
+  }
+  if (r == nullptr) return nullptr;
+  PyObject* t = PyTuple_Pack(1, r);
+  Py_DECREF(r);
+  return t;
+}
 
 // Inputs(args, kwargs) (formulas/_registry.py: a slotted class whose __init__ only stores the two) built
 // without running its Python __init__: allocated, its two slots set. One is made per backward node.
@@ -135,15 +201,18 @@ PyObject* opnode_apply(PyObject* fn, PyObject* grads) {
     }
     PyTuple_SET_ITEM(outputs, i, v);
   }
-  PyObject* inputs = new_inputs(n->saved_args, n->kwargs);
-  PyObject* backward = inputs == nullptr ? nullptr : PyObject_GetAttr(n->formula, s_backward);
-  PyObject* res = nullptr;
-  if (backward != nullptr) {
-    PyObject* bargs[3] = {grads, inputs, outputs};
-    res = PyObject_Vectorcall(backward, bargs, 3, nullptr);
+  PyObject* backward = PyObject_GetAttr(n->formula, s_backward);
+  PyObject* res = backward == nullptr ? nullptr : native_formula(backward, grads, n->saved_args, n->kwargs);
+  if (res == NOT_NATIVE) {
+    PyObject* inputs = new_inputs(n->saved_args, n->kwargs);
+    res = nullptr;
+    if (inputs != nullptr) {
+      PyObject* bargs[3] = {grads, inputs, outputs};
+      res = PyObject_Vectorcall(backward, bargs, 3, nullptr);
+      Py_DECREF(inputs);
+    }
   }
   Py_XDECREF(backward);
-  Py_XDECREF(inputs);
   Py_DECREF(outputs);
   if (res == nullptr) return nullptr;
   PyObject* seq;
@@ -231,19 +300,37 @@ fail:
 namespace {
 
 PyObject* py_engine_setup(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "_engine_setup(OpNode.apply, OpNode._release, Inputs, fix_grad, SavedTensor)");
+  if (nargs != 5 && nargs != 6) {
+    PyErr_SetString(PyExc_TypeError,
+                    "_engine_setup(OpNode.apply, OpNode._release, Inputs, fix_grad, SavedTensor[, Node._release])");
     return nullptr;
   }
   PyObject** slots[] = {&g_eng.opnode_apply, &g_eng.opnode_release, &g_eng.inputs_cls, &g_eng.fix_grad,
-                        &g_eng.saved_cls};
+                        &g_eng.saved_cls, &g_eng.node_release};
   for (int i = 0; i < 5; ++i) Py_XSETREF(*slots[i], Py_NewRef(args[i]));
+  Py_XSETREF(g_eng.node_release, nargs == 6 ? Py_NewRef(args[5]) : nullptr);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_engine_native_formulas(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_engine_native_formulas(reshape_back, transpose, to_copy)");
+    return nullptr;
+  }
+  PyObject** slots[] = {&g_eng.reshape_back, &g_eng.transpose, &g_eng.to_copy};
+  for (int i = 0; i < 3; ++i) Py_XSETREF(*slots[i], args[i] == Py_None ? nullptr : Py_NewRef(args[i]));
   Py_RETURN_NONE;
 }
 
 PyMethodDef functions[] = {
+    {"_engine_native_formulas",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_engine_native_formulas)), METH_FASTCALL,
+     "_engine_native_formulas(reshape_back, transpose, to_copy): the backward functions of views' reshape, "
+     "transpose and _to_copy, which the native engine loop runs as their Python bodies do, without their frame "
+     "(None: that one runs in Python)."},
     {"_engine_setup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_engine_setup)), METH_FASTCALL,
-     "Registers OpNode's apply/_release, Inputs, fix_grad and SavedTensor with the native engine loop."},
+     "Registers OpNode's apply/_release, Inputs, fix_grad, SavedTensor (and Node._release: AccumulateGrad's) with "
+     "the native engine loop."},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
@@ -255,6 +342,12 @@ void bind_autograd_apply(PyObject* module) {
   s_unpack = PyUnicode_InternFromString("unpack");
   s_args = PyUnicode_InternFromString("args");
   s_kwargs = PyUnicode_InternFromString("kwargs");
+  s_shape = PyUnicode_InternFromString("shape");
+  s_reshape = PyUnicode_InternFromString("reshape");
+  s_transpose = PyUnicode_InternFromString("transpose");
+  s_src_device = PyUnicode_InternFromString("_src_device");
+  s_device = PyUnicode_InternFromString("_device");
+  s_to = PyUnicode_InternFromString("to");
   if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
 }
 

@@ -21,6 +21,10 @@ extern PyObject* const NOT_NATIVE;
 PyObject* opnode_apply(PyObject* fn, PyObject* grads);
 // OpNode._release: drops the saved tensors' data (the node may not run again).
 void opnode_release(PyObject* fn);
+// Whether a node's `_release` is Node's own (registered, optional: AccumulateGrad's), and it run natively
+// (it only marks the node released).
+bool node_release_applies(PyObject* node);
+void node_release(PyObject* fn);
 
 // _C._engine_setup (autograd_apply.cpp).
 void bind_autograd_apply(PyObject* module);

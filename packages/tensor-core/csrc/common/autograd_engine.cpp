@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autograd_apply.h"
+#include "autograd_internal.h"
 #include "autograd_record.h"
 #include "tensor_impl.h"
 
@@ -32,6 +33,10 @@ PyObject* s_post_hooks = nullptr;
 PyObject* s_seq = nullptr;
 PyObject* s_apply = nullptr;
 PyObject* s_release = nullptr;
+PyObject* s_variable = nullptr;
+PyObject* s_grad = nullptr;
+PyObject* s_layout = nullptr;
+PyObject* s_post_acc_hooks = nullptr;
 
 // A node's slot (new reference): read from the C struct for autograd's nodes, else by name.
 PyObject* slot(PyObject* node, PyObject* NodeObject::*member, PyObject* name) {
@@ -65,6 +70,69 @@ PyObject* edge_item(PyObject* edge, Py_ssize_t i, PyObject** hold) {
   if (PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) == 2) return PyTuple_GET_ITEM(edge, i);
   *hold = PySequence_GetItem(edge, i);
   return *hold;
+}
+
+// Whether a tensor's `_layout` is the class's strided one: no instance `_layout` (sparse tensors set
+// their own) and the class attribute Tensor defines.
+bool strided_layout(PyObject* t) {
+  PyObject* dict = reinterpret_cast<TensorObject*>(t)->dict;
+  if (dict != nullptr && PyDict_Check(dict) && PyDict_GetItemWithError(dict, s_layout) != nullptr) return false;
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* own = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor_class()), s_layout);
+  return own != nullptr && _PyType_Lookup(Py_TYPE(t), s_layout) == own;
+}
+
+// AccumulateGrad.apply's common case (graph.py, _engine.accumulate_grad and _stealable restated): a
+// leaf with no gradient yet gets the incoming one itself (no copy) when grad mode is off, the gradient
+// is a plain dense Tensor with no history, no base and offset 0, that only the engine's input buffer
+// holds (its storage only the gradient), laid out as the contiguous leaf is (the layout contract, which
+// then holds whatever enforce_grad_layout_policy says), and the leaf has no post-accumulate hooks.
+// Returns the node's outputs (an empty tuple), NOT_NATIVE for every other case (AccumulateGrad.apply
+// runs: a copy, a sum into .grad, sparse or subclass gradients), or null with an error set.
+PyObject* accumulate_native(PyObject* fn, PyObject* grads) {
+  if (g_reg.acc_cls == nullptr || Py_TYPE(fn) != reinterpret_cast<PyTypeObject*>(g_reg.acc_cls) ||
+      !PyList_CheckExact(grads) || PyList_GET_SIZE(grads) < 1)
+    return NOT_NATIVE;
+  PyObject* g = PyList_GET_ITEM(grads, 0);
+  if (g == Py_None) return PyTuple_New(0);
+  // Only the buffer holds the gradient (_stealable's refcount rule without its Python frames' references).
+  if (Py_TYPE(g) != reinterpret_cast<PyTypeObject*>(tensor_class()) || Py_REFCNT(g) != 1) return NOT_NATIVE;
+  auto* gt = reinterpret_cast<TensorObject*>(g);
+  if ((gt->grad_fn != nullptr && gt->grad_fn != Py_None) || (gt->base != nullptr && gt->base != Py_None) ||
+      gt->storage == nullptr || Py_REFCNT(gt->storage) != 1 || !gt->offset_ok || gt->offset_value != 0 ||
+      gt->ndim < 0 || gt->stride_ndim != gt->ndim || !strided_layout(g))
+    return NOT_NATIVE;
+  PyObject* var = PyObject_GetAttr(fn, s_variable);
+  if (var == nullptr) return nullptr;
+  PyObject* result = NOT_NATIVE;
+  auto* vt = reinterpret_cast<TensorObject*>(var);
+  if (is_tensor_base(var) && (vt->grad == nullptr || vt->grad == Py_None) && vt->ndim == gt->ndim &&
+      vt->stride_ndim == vt->ndim && contiguous_strides(vt) && strided_layout(var)) {
+    bool fits = true;
+    int64_t numel = 1;
+    for (int32_t i = 0; i < vt->ndim && fits; ++i) {
+      const int64_t size = vt->sizes[i];
+      numel *= size;
+      fits = gt->sizes[i] == size && !(size != 1 && gt->strides[i] != vt->strides[i]) && !(size == 1 && gt->strides[i] == 0);
+    }
+    int hooks = 0;
+    if (fits && numel > 0 && vt->autograd_meta != nullptr && vt->autograd_meta != Py_None) {
+      PyObject* h = PyObject_GetAttr(vt->autograd_meta, s_post_acc_hooks);
+      hooks = h == nullptr ? -1 : h == Py_None ? 0 : PyObject_IsTrue(h);
+      Py_XDECREF(h);
+    }
+    int on = hooks < 0 || !fits || numel == 0 ? 0 : grad_enabled_now();
+    if (hooks < 0 || on < 0) {
+      result = nullptr;
+    } else if (fits && numel > 0 && hooks == 0 && on == 0) {
+      result = PyObject_SetAttr(var, s_grad, g) < 0 ? nullptr : PyTuple_New(0);
+    }
+  }
+  Py_DECREF(var);
+  return result;
 }
 
 PyObject* py_graph_dependencies(PyObject*, PyObject* root) {
@@ -253,7 +321,7 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       Py_SETREF(grads, PyObject_CallFunctionObjArgs(pre, fn, grads, nullptr));
       if (grads == nullptr) return nullptr;
     }
-    PyObject* outputs = native_apply_applies(fn) ? opnode_apply(fn, grads) : NOT_NATIVE;
+    PyObject* outputs = native_apply_applies(fn) ? opnode_apply(fn, grads) : accumulate_native(fn, grads);
     if (outputs == NOT_NATIVE) outputs = PyObject_CallMethodOneArg(fn, s_apply, grads);
     if (outputs == nullptr) {
       Py_DECREF(grads);
@@ -268,6 +336,8 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     if (!keep_graph && native_release_applies(fn)) {
       opnode_release(fn);
+    } else if (!keep_graph && node_release_applies(fn)) {
+      node_release(fn);
     } else if (!keep_graph) {
       PyObject* r = PyObject_CallMethodNoArgs(fn, s_release);
       if (r == nullptr) {
@@ -352,6 +422,10 @@ void bind_autograd_engine(PyObject* module) {
   s_seq = PyUnicode_InternFromString("_seq");
   s_apply = PyUnicode_InternFromString("apply");
   s_release = PyUnicode_InternFromString("_release");
+  s_variable = PyUnicode_InternFromString("variable");
+  s_grad = PyUnicode_InternFromString("grad");
+  s_layout = PyUnicode_InternFromString("_layout");
+  s_post_acc_hooks = PyUnicode_InternFromString("post_acc_hooks");
   if (PyModule_AddFunctions(module, functions) < 0) throw std::runtime_error("module init");
   bind_autograd_apply(module);
 }

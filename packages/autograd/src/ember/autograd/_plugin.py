@@ -96,8 +96,14 @@ class AutogradPlugin:
         _C._autograd_setup(native_spec, FORMULAS, graph.SavedTensor, _SavedArgs, graph.AccumulateGrad,
                            graph.AutogradMeta, graph.grad_accumulator, graph._SEQ, anomaly_mode._STATE,
                            graph._SAVED_HOOKS_ENTERED, forward_ad._LEVEL)
-        # The native engine loop runs OpNode.apply/_release itself for nodes that do not override them.
-        _C._engine_setup(OpNode.apply, OpNode._release, Inputs, _engine.fix_grad, graph.SavedTensor)
+        # The native engine loop runs OpNode.apply/_release (and Node._release) itself for nodes that do not
+        # override them, and AccumulateGrad's common case (a first gradient kept without a copy).
+        _C._engine_setup(OpNode.apply, OpNode._release, Inputs, _engine.fix_grad, graph.SavedTensor,
+                         graph.Node._release)
+        if hasattr(_C, "_engine_native_formulas"):  # views' reshape, transpose and _to_copy: no formula frame
+            from .formulas import views as _views
+
+            _C._engine_native_formulas(_views._reshape_back, _views._transpose, _views._to_copy)
         Tensor.retain_grad = retain_grad
         Tensor.retains_grad = property(_retains_grad)
         Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

@@ -7,6 +7,13 @@ products use ``cublasGemmStridedBatchedEx`` (batch stride 0 broadcasts). float16
 accumulate in float32; float32 uses TF32 tensor cores only when
 ``ember.backends.cuda.matmul.allow_tf32`` is set or the float32 matmul precision is not
 "highest", as in PyTorch.
+
+The per-call entry points (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``, ``cublasSetStream_v2``,
+``cublasLtMatmul`` and the bias attribute's ``cublasLtMatmulDescSetAttribute``) are called through
+``_C._device_call`` with their addresses (found here by ctypes once): every one takes only integer-class
+arguments (the scalars by pointer), which that call passes as ctypes would, without converting each
+argument through argtypes (~2.4 us a GEMM). ``EMBER_CUDA_NATIVE_BLAS=0`` (or a core without it) keeps
+the ctypes calls.
 """
 
 from __future__ import annotations
@@ -16,11 +23,12 @@ import glob
 import os
 import threading
 
+from ember import _C
 from ember._src import dtypes as dt
 
 from ._allocator import allocator
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
-from ._streams import current_handle
+from ._streams import _TLS as _STREAMS_TLS
 
 _CUDA_TYPE = {dt.float32: 0, dt.float64: 1, dt.float16: 2, dt.bfloat16: 14}
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
@@ -55,6 +63,41 @@ def _find_library():
         except OSError:
             continue
     raise RuntimeError("cuBLAS not found: install the nvidia-cublas wheel (pip install ember[cuda])")
+
+
+_CALL = getattr(_C, "_device_call", None) if os.environ.get("EMBER_CUDA_NATIVE_BLAS", "1") != "0" else None
+
+
+def _address(fn) -> int:
+    """The address of a ctypes function (a library's, or a CFUNCTYPE over an address)."""
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def _fns(lib):
+    """(lib, cublasGemmEx, cublasGemmStridedBatchedEx, cublasSetStream_v2) addresses for _C._device_call,
+    for the library object in use (the fake host swaps it)."""
+    fns = _STATE.get("fns")
+    if fns is None or fns[0] is not lib:
+        fns = _STATE["fns"] = (lib, _address(lib.cublasGemmEx), _address(lib.cublasGemmStridedBatchedEx),
+                               _address(lib.cublasSetStream_v2))
+    return fns
+
+
+# (compute type, alpha, beta) -> (alpha, beta as ctypes scalars, their addresses): cuBLAS reads the scalars
+# through pointers (float for the 32-bit compute types, double for 64F); the common pairs are kept.
+_SCALARS: dict = {}
+
+
+def _scalars(double: bool, alpha, beta):
+    key = (double, alpha, beta)
+    sc = _SCALARS.get(key)
+    if sc is None:
+        ty = ctypes.c_double if double else ctypes.c_float
+        al, be = ty(alpha), ty(beta)
+        sc = (al, be, ctypes.addressof(al), ctypes.addressof(be))
+        if len(_SCALARS) < 64:
+            _SCALARS[key] = sc
+    return sc
 
 
 def _lib():
@@ -137,20 +180,44 @@ def gemm(a, b, c, batch: int, alpha: float = 1.0, beta: float = 0.0) -> None:
     index = c._device.index or 0
     h = _handle(index)
     lib = _lib()
-    stream = current_handle(index)
+    streams = _STREAMS_TLS.streams  # current_handle(index), inline
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
+    call = _CALL
+    if dtype is dt.float64:
+        compute = _COMPUTE_64F
+    else:
+        compute = _COMPUTE_32F_FAST_TF32 if (dtype is dt.float32 and _tf32()) else _COMPUTE_32F
+    ty = _CUDA_TYPE[dtype]
+    op_b, ldb = (_OP_T if lb[0] else _OP_N), lb[1]
+    op_a, lda = (_OP_T if la[0] else _OP_N), la[1]
+    single = batch == 1 and a.ndim == 2 and b.ndim == 2
+    if call is not None:
+        fns = _fns(lib)
+        hv = h.value
+        if _TLS.stream.get(index) != stream:
+            _check(call(fns[3], hv, stream), "cublasSetStream")
+            _TLS.stream[index] = stream
+        sc = _scalars(compute == _COMPUTE_64F, alpha, beta)
+        if single:
+            status = call(fns[1], hv, op_b, op_a, n, m, k, sc[2], b.data_ptr(), ty, ldb, a.data_ptr(), ty, lda, sc[3],
+                          c.data_ptr(), ty, n, compute, -1)
+            if status:
+                _check(status, "cublasGemmEx")
+            return
+        sa = a._stride[0] if a.ndim == 3 else 0
+        sb = b._stride[0] if b.ndim == 3 else 0
+        _check(call(fns[2], hv, op_b, op_a, n, m, k, sc[2], b.data_ptr(), ty, ldb, sb, a.data_ptr(), ty, lda, sa,
+                    sc[3], c.data_ptr(), ty, n, m * n, batch, compute, -1), "cublasGemmStridedBatchedEx")
+        return
     if _TLS.stream.get(index) != stream:
         _check(lib.cublasSetStream_v2(h, stream), "cublasSetStream")
         _TLS.stream[index] = stream
     if dtype is dt.float64:
-        compute = _COMPUTE_64F
         al, be = ctypes.c_double(alpha), ctypes.c_double(beta)
     else:
-        compute = _COMPUTE_32F_FAST_TF32 if (dtype is dt.float32 and _tf32()) else _COMPUTE_32F
         al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
-    ty = _CUDA_TYPE[dtype]
-    op_b, ldb = (_OP_T if lb[0] else _OP_N), lb[1]
-    op_a, lda = (_OP_T if la[0] else _OP_N), la[1]
-    if batch == 1 and a.ndim == 2 and b.ndim == 2:
+    if single:
         _check(lib.cublasGemmEx(h, op_b, op_a, n, m, k, ctypes.byref(al), b.data_ptr(), ty, ldb, a.data_ptr(), ty,
                                 lda, ctypes.byref(be), c.data_ptr(), ty, n, compute, -1), "cublasGemmEx")
         return
@@ -210,7 +277,8 @@ class _LtPlan:
     """The descriptors and the chosen algorithm of one GEMM shape (per thread: the bias pointer is set on
     the shared matmul descriptor just before each call)."""
 
-    __slots__ = ("desc", "a", "b", "d", "algo", "algo_ptr", "workspace_size", "bias", "bias_ref")
+    __slots__ = ("desc", "a", "b", "d", "algo", "algo_ptr", "workspace_size", "bias", "bias_ref", "bias_addr",
+                 "values")
 
 
 def _lt_plan(index, ty, compute, op_b, op_a, n, m, k, ldb, lda, aligns):
@@ -255,6 +323,8 @@ def _lt_plan(index, ty, compute, op_b, op_a, n, m, k, ldb, lda, aligns):
     plan.algo_ptr = ctypes.addressof(plan.algo)
     plan.bias = ctypes.c_void_p()  # the bias address, set per call through this reference
     plan.bias_ref = ctypes.byref(plan.bias)
+    plan.bias_addr = ctypes.addressof(plan.bias)
+    plan.values = (desc.value, la.value, lb.value, ld.value)  # the descriptors' addresses, for _C._device_call
     plan.workspace_size = ctypes.c_size_t.from_buffer_copy(result.raw[64:72]).value
     plans[key] = plan
     return plan
@@ -322,12 +392,28 @@ def gemm_bias(a, b, bias):
     if plan is None:
         return None
     lt = _STATE["lt"]
+    streams = _STREAMS_TLS.streams  # current_handle(index), inline
+    s = streams.get(index) if streams else None
+    stream = 0 if s is None else s.cuda_stream
+    ws = _lt_workspace(device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
     plan.bias.value = pbias
+    call = _CALL
+    if call is not None:
+        fns = _STATE.get("lt_fns")
+        if fns is None or fns[0] is not lt:
+            fns = _STATE["lt_fns"] = (lt, _address(lt.cublasLtMatmulDescSetAttribute), _address(lt.cublasLtMatmul))
+        desc, pla, plb, pld = plan.values
+        status = call(fns[1], desc, _LT_DESC_BIAS_POINTER, plan.bias_addr, 8)
+        if status:
+            _check(status, "cublasLtMatmulDescSetAttribute")
+        status = call(fns[2], _lt_handle(index).value, desc, _ONE32_ADDR, pb, pla, pa, plb, _ZERO32_ADDR, pd, pld, pd,
+                      pld, plan.algo_ptr, ws, plan.workspace_size, stream)
+        if status:
+            _check(status, "cublasLtMatmul")
+        return out
     status = lt.cublasLtMatmulDescSetAttribute(plan.desc, _LT_DESC_BIAS_POINTER, plan.bias_ref, 8)
     if status:
         _check(status, "cublasLtMatmulDescSetAttribute")
-    stream = current_handle(index)
-    ws = _lt_workspace(device, stream, plan.workspace_size).data_ptr() if plan.workspace_size else None
     status = lt.cublasLtMatmul(_lt_handle(index), plan.desc, _ONE32_REF, pb, plan.a, pa, plan.b, _ZERO32_REF, pd,
                                plan.d, pd, plan.d, plan.algo_ptr, ws, plan.workspace_size, stream)
     if status:
@@ -336,6 +422,7 @@ def gemm_bias(a, b, bias):
 
 
 _ONE32_REF, _ZERO32_REF = ctypes.byref(_ONE32), ctypes.byref(_ZERO32)
+_ONE32_ADDR, _ZERO32_ADDR = ctypes.addressof(_ONE32), ctypes.addressof(_ZERO32)
 
 
 def _capturing(index: int) -> bool:

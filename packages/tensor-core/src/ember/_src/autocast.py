@@ -242,8 +242,11 @@ def _cast(t, to, device_type, state):
     if d is to or not d.is_floating_point or d is _dtypes.float64 or t._device.type != device_type:
         return t
     # PyTorch caches the low-precision copy of fp32 leaf weights for the whole region.
+    # (t.is_leaf read as grad_fn is None where the class keeps Tensor's property: no property frame)
     cacheable = (state.cache_enabled and not state.capturing and t.dtype is _dtypes.float32
-                 and to is not _dtypes.float32 and t._requires_grad and t._base is None and t.is_leaf)
+                 and to is not _dtypes.float32 and t._requires_grad and t._base is None
+                 and (t.grad_fn is None if type(t).is_leaf is _dispatch._Tensor.is_leaf and not _TORCH_FUNCTION_ON[0]
+                      else t.is_leaf))
     if cacheable:
         hit = state.cache.get(id(t))
         if hit is not None and hit[0] is t:
