@@ -306,7 +306,7 @@ class MPIEngine(Engine):
                 _ADDRESS_BUFFERS.clear()
             buf = _ADDRESS_BUFFERS[key] = self.MPI.buffer.fromaddress(*key)
         self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
-                      [buf, mtype], mop)
+                      [buf, mtype], mop, large=nbytes >= HUGE_FROM)
 
     _BARRIER = signature("barrier")
 
@@ -314,7 +314,7 @@ class MPIEngine(Engine):
         # The signature exchange is a barrier: nothing else to run.
         self._run_now("barrier", True, None, self._BARRIER, 0, None)
 
-    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args) -> None:
+    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args, large: bool = False) -> None:
         """Exchanges the call's signature (``_matching``) and runs ``comm.<call>(*args)``, waiting
         for both in this thread (a synchronous call with nothing to finish needs no ``Work``);
         raises before the data is waited for if the signatures differ. ``memory``: what MPI
@@ -358,14 +358,16 @@ class MPIEngine(Engine):
                 except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
                     raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if request is not None and not _settles(request):
-            self._wait_now(request, what, small, memory)
+            self._wait_now(request, what, small, memory, large=large)
 
-    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None) -> None:
+    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None,
+                  large: bool = False) -> None:
         """``data``: the data request started beside the signature exchange ``request`` waits
-        for, abandoned with it if the wait fails."""
+        for, abandoned with it if the wait fails. ``large``: ``wait_requests``'s (the data of a
+        transfer of several MB)."""
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
-                          COLLECTIVE_SPIN_SECONDS, small)
+                          COLLECTIVE_SPIN_SECONDS, small, large)
         except DistBackendError:
             self.abandoned.append((request, memory))
             if data is not None:
