@@ -123,14 +123,19 @@ _sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
 # The data of a large synchronous collective (from ``HUGE_FROM``, 4 MB: its transfer outlasts
-# ``_BUSY_SPIN_SECONDS``) on a busy machine spins with a ``sched_yield`` after every test, as
-# MPICH's blocking calls wait (strace: one yield per progress poll): a nap in the middle of the
-# transfer stalls the peer, which needs this rank's part of MPICH's progress, and a plain spin
-# holds the core whatever else is runnable. 16 MB at 2 ranks on a machine at load 14-15 (the
-# same processes, alternating, medians of 120 blocks, 6 runs; MPICH's blocking ``Allreduce``
-# 12.9-17.4 ms): spin 1 ms then nap 1.00-1.24x MPICH, yielding 0.92-1.24x (5 of 6 within 1.01x);
-# spinning twice the fastest time seen before napping 0.18-2.14x (12 runs). Every variant's times were
-# multiples of the 4 ms scheduler tick there, so one tick more or less is 25%.
+# ``_BUSY_SPIN_SECONDS`` or comes close) on a busy machine spins with a ``sched_yield`` after every
+# test, as MPICH's blocking calls wait (strace: one yield per progress poll), with no nap before the
+# collective spin ends (2 s): a nap in the middle of the transfer stalls the peer, which needs
+# this rank's part of MPICH's progress.
+# Measured at 2 ranks, load 11-18 on the 2 cores (the same processes, alternating, medians of
+# 120 blocks; median per-block ratio to MPICH's blocking ``Allreduce``, session 16:
+# ``benchmarks/bench_distributed_wait.py`` and its forerunner), 16 MB: yielding 0.84-1.24x over
+# 11 runs (10 within 1.10x); spin 1 ms then nap (the wait before) 0.92-1.47x over 22 runs (9
+# within 1.10x); spin 1 ms then yield 1.06-1.27x (6 runs); spin twice the fastest time seen so
+# far then nap 0.18-2.14x (13 runs). 4 MB: yielding 1.08-1.18x (5 runs), spin-then-nap 0.10-1.17x
+# (6). 64 MB: 0.95-0.98x against 0.97-1.03x. Times there were multiples of the 4 ms scheduler
+# tick (one tick is 25% of 16 MB). At 1 MB spinning 1 ms then napping stays: 0.14-0.79x MPICH
+# over 8 runs, yielding 0.30-1.12x over 6.
 _BUSY_CHECK_EVERY = 0.5
 _BUSY_DELAY_SHARE = 0.1
 _CORES = os.cpu_count() or 1
