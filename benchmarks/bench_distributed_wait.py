@@ -49,11 +49,11 @@ for nbytes in sizes:
     memory = [MPI.buffer.fromaddress(t._storage.data_ptr(), nbytes), MPI.FLOAT]
 
     def ember_nap():
-        _mpi_engine.HUGE_FROM = 1 << 62  # the large-message wait off (huge pages already made)
+        large, _mpi_engine._LARGE_BYTES = _mpi_engine._LARGE_BYTES, 1 << 62  # the large-message wait off
         try:
             dist.all_reduce(t)
         finally:
-            _mpi_engine.HUGE_FROM = 4 << 20
+            _mpi_engine._LARGE_BYTES = large
 
     calls = {
         "mpich": lambda: comm.Allreduce(MPI.IN_PLACE, [array, MPI.FLOAT]),

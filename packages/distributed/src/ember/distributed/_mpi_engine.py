@@ -50,6 +50,9 @@ from ._work import (
 
 _F16, _BF16 = ember.float16, ember.bfloat16
 _SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
+# one this large waits for its data as MPICH's blocking calls do on a busy machine (``_work``'s
+# ``wait_requests``, ``large``)
+_LARGE_BYTES = 1 << 20
 # A wait that lasts this long tells the store which collective this rank waits in, so that a
 # peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).
 _ANNOUNCE_AFTER = 0.1
@@ -306,7 +309,7 @@ class MPIEngine(Engine):
                 _ADDRESS_BUFFERS.clear()
             buf = _ADDRESS_BUFFERS[key] = self.MPI.buffer.fromaddress(*key)
         self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
-                      [buf, mtype], mop, large=nbytes >= HUGE_FROM)
+                      [buf, mtype], mop, large=nbytes >= _LARGE_BYTES)
 
     _BARRIER = signature("barrier")
 
@@ -342,7 +345,8 @@ class MPIEngine(Engine):
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if check is not None:
             if not _settles(check):
-                self._wait_now(check, what, small, None, request, memory)
+                # (a large message's data is in flight meanwhile: its wait, as the data's below)
+                self._wait_now(check, what, small, None, request, memory, large)
             recv = self._sig_recv
             if recv[0] != -recv[1] or recv[2] != -recv[3]:
                 usable = all_synchronous(recv) and self._recover(what, request, memory)
