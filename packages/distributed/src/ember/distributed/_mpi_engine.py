@@ -50,8 +50,8 @@ from ._work import (
 
 _F16, _BF16 = ember.float16, ember.bfloat16
 _SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
-# one this large waits for its data as MPICH's blocking calls do on a busy machine (``_work``'s
-# ``wait_requests``, ``large``)
+# one this large waits for its signatures and data as MPICH's blocking calls do on a busy machine
+# (``_work``'s ``wait_requests``, ``large``)
 _LARGE_BYTES = 1 << 20
 # A wait that lasts this long tells the store which collective this rank waits in, so that a
 # peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).

@@ -122,20 +122,20 @@ _HANDED_OVER_SECONDS = 2e-6
 _sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
-# The data of a large synchronous collective (from ``HUGE_FROM``, 4 MB: its transfer outlasts
-# ``_BUSY_SPIN_SECONDS`` or comes close) on a busy machine spins with a ``sched_yield`` after every
-# test, as MPICH's blocking calls wait (strace: one yield per progress poll), with no nap before the
-# collective spin ends (2 s): a nap in the middle of the transfer stalls the peer, which needs
-# this rank's part of MPICH's progress.
-# Measured at 2 ranks, load 11-18 on the 2 cores (the same processes, alternating, medians of
-# 120 blocks; median per-block ratio to MPICH's blocking ``Allreduce``, session 16:
-# ``benchmarks/bench_distributed_wait.py`` and its forerunner), 16 MB: yielding 0.84-1.24x over
-# 11 runs (10 within 1.10x); spin 1 ms then nap (the wait before) 0.92-1.47x over 22 runs (9
-# within 1.10x); spin 1 ms then yield 1.06-1.27x (6 runs); spin twice the fastest time seen so
-# far then nap 0.18-2.14x (13 runs). 4 MB: yielding 1.08-1.18x (5 runs), spin-then-nap 0.10-1.17x
-# (6). 64 MB: 0.95-0.98x against 0.97-1.03x. Times there were multiples of the 4 ms scheduler
-# tick (one tick is 25% of 16 MB). At 1 MB spinning 1 ms then napping stays: 0.14-0.79x MPICH
-# over 8 runs, yielding 0.30-1.12x over 6.
+# A large synchronous all_reduce (from 1 MB, ``_mpi_engine._LARGE_BYTES``) on a busy machine
+# waits - for its signatures and its data, which is in flight meanwhile - with a ``sched_yield``
+# after every test, as MPICH's blocking calls wait (strace: one yield per progress poll), with no
+# nap before the collective spin ends (2 s): a nap in the middle of the transfer stalls the peer,
+# which needs this rank's part of MPICH's progress. Measured at 2 ranks, load 11-19 on the 2
+# cores (the same processes, alternating, medians of 120 blocks; median per-block ratio to
+# MPICH's blocking ``Allreduce``, session 16: ``benchmarks/bench_distributed_wait.py`` and its
+# forerunner), 16 MB: yielding 0.84-1.24x over 13 runs (12 within 1.10x); spin 1 ms then nap (the
+# wait before) 0.92-1.47x over 24 runs (10 within 1.10x); spin 1 ms then yield 1.06-1.27x (6
+# runs); spin twice the fastest time seen so far then nap 0.18-2.14x (13 runs). 4 MB: yielding
+# 1.00-1.27x (9 runs), spin-then-nap 0.10-1.44x (10). 64 MB: 0.95-0.98x against 0.97-1.03x. 1 MB:
+# yielding for the signatures too 0.61 and 0.92x, for the data only 0.30-1.62x (8), spin-then-nap
+# 0.14-1.46x (15). Times there were multiples of the 4 ms scheduler tick (one tick is 25% of
+# 16 MB). NOTES.md (session 16) has the rest.
 _BUSY_CHECK_EVERY = 0.5
 _BUSY_DELAY_SHARE = 0.1
 _CORES = os.cpu_count() or 1
@@ -239,9 +239,9 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     ``small``: a barrier or a message of a few KB, whose wait is all peer latency: on a busy
     machine it keeps spinning (a thread that slept waits for a core again when woken: 4 KB
     all_reduce measured 2.1 ms median at load 6 with the busy naps, 56 us spinning).
-    ``large``: the data of a synchronous collective of several MB (``MPIEngine.allreduce_now``),
-    which outlasts the busy spin: on a busy machine it waits as MPICH's blocking calls do,
-    ``sched_yield`` after every test, for the whole spin (``_BUSY_YIELD`` says why)."""
+    ``large``: a synchronous all_reduce of 1 MB or more (``MPIEngine.allreduce_now``): on a busy
+    machine it waits as MPICH's blocking calls do, a ``sched_yield`` after every test, instead of
+    napping after ``_BUSY_SPIN_SECONDS`` (the comment below ``_BUSY_SPIN_SECONDS`` says why)."""
     if not requests:
         return
     if len(requests) == 1 and statuses is None:
