@@ -367,8 +367,8 @@ class MPIEngine(Engine):
     def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None,
                   large: bool = False) -> None:
         """``data``: the data request started beside the signature exchange ``request`` waits
-        for, abandoned with it if the wait fails. ``large``: ``wait_requests``'s (the data of a
-        transfer of several MB)."""
+        for, abandoned with it if the wait fails. ``large``: ``wait_requests``'s (a synchronous
+        all_reduce of 1 MB or more)."""
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
                           COLLECTIVE_SPIN_SECONDS, small, large)

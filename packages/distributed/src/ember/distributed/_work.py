@@ -127,8 +127,8 @@ _BUSY_SPIN_SECONDS = 1e-3
 # after every test, as MPICH's blocking calls wait (strace: one yield per progress poll), with no
 # nap before the collective spin ends (2 s): a nap in the middle of the transfer stalls the peer,
 # which needs this rank's part of MPICH's progress. Measured at 2 ranks, load 11-19 on the 2
-# cores (the same processes, alternating, medians of 120 blocks; median per-block ratio to
-# MPICH's blocking ``Allreduce``, session 16: ``benchmarks/bench_distributed_wait.py`` and its
+# cores (the same processes, alternating, medians of 120 blocks; ratios to MPICH's blocking
+# ``Allreduce`` in the same run, session 16: ``benchmarks/bench_distributed_wait.py`` and its
 # forerunner), 16 MB: yielding 0.84-1.24x over 13 runs (12 within 1.10x); spin 1 ms then nap (the
 # wait before) 0.92-1.47x over 24 runs (10 within 1.10x); spin 1 ms then yield 1.06-1.27x (6
 # runs); spin twice the fastest time seen so far then nap 0.18-2.14x (13 runs). 4 MB: yielding
