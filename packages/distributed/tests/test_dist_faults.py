@@ -247,3 +247,40 @@ def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, 
     limit = _work._YIELD_SCORE_LIMIT
     idle = limit if one_group else -limit  # unchanged from the first guess
     assert _work._YIELD_SCORE[0] == {"reach_peer": limit, "come_back_contended": -limit, "come_back_idle": idle}[mode]
+
+
+@pytest.mark.parametrize("large", [True, False], ids=["large_yields_every_test", "other_spins_then_naps"])
+def test_busy_machine_wait_of_large_transfer_yields_instead_of_napping(monkeypatch, large):
+    # On a machine busy with other work, the data of a synchronous collective of several MB waits
+    # as MPICH's blocking calls do - a sched_yield after every test, never a nap (a nap in the
+    # middle of the transfer stalls the peer) - while other waits spin briefly, then nap.
+    from ember.distributed import _work
+
+    calls = {"yield": 0, "sleep": 0}
+    clock = [0.0]
+    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
+    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
+    monkeypatch.setattr(_work.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
+    monkeypatch.setattr(_work, "_machine_busy", lambda now: True)
+    bursts = 6
+
+    class Request:
+        tests = 0
+
+        def Test(self):  # noqa: N802 - MPI's name
+            Request.tests += 1
+            if Request.tests % _work._TESTS_PER_CHECK == 0:
+                clock[0] += 2 * _work._BUSY_SPIN_SECONDS  # each burst outlasts the busy spin
+            return Request.tests > bursts * _work._TESTS_PER_CHECK
+
+    class Group:
+        def health_problem(self, *args):
+            return None
+
+    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce", None, _work.COLLECTIVE_SPIN_SECONDS,
+                        False, large)
+    if large:
+        assert calls == {"yield": bursts * _work._TESTS_PER_CHECK, "sleep": 0}
+    else:
+        assert calls == {"yield": 0, "sleep": bursts}

@@ -87,7 +87,7 @@ def _sync_plan(pg, tensor, op):
     """The engine's plan for a synchronous all_reduce of ``tensor``'s dtype with ``op`` on ``pg``
     (``MPIEngine.sync_allreduce_plan``), worked out once per group, dtype and op; None: the
     general path (CUDA or no CPU backend, debug checks on, types MPI cannot reduce directly)."""
-    key = (tensor.dtype, op)
+    key = (tensor.dtype, op._value_)
     plans = pg._sync_plans
     plan = plans.get(key, _UNPLANNED)
     if plan is _UNPLANNED:
@@ -108,7 +108,8 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
         pg = _WORLD.default_pg if group is None else None
         if pg is None:
             pg = resolve(group)
-        plan = pg._sync_plans.get((tensor.dtype, op), _UNPLANNED)
+        # keyed by the op's number: an Enum member hashes in Python (~0.15 us)
+        plan = pg._sync_plans.get((tensor.dtype, op._value_), _UNPLANNED)
         if plan is _UNPLANNED:
             plan = _sync_plan(pg, tensor, op)
         if (plan is not None and tensor._layout is _STRIDED and tensor._device.type == "cpu"

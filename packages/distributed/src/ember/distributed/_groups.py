@@ -54,7 +54,7 @@ class ProcessGroup:
         self._devices = dict(devices)
         self._backend = backend_label(self._devices)
         self._engines: dict = {}
-        self._sync_plans: dict = {}  # (dtype, op) -> the synchronous all_reduce fast path's plan
+        self._sync_plans: dict = {}  # (dtype, op number) -> the synchronous all_reduce fast path's plan
         self.group_name = name
         self.group_desc = name
         self.store = store

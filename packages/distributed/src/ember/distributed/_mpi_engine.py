@@ -50,6 +50,9 @@ from ._work import (
 
 _F16, _BF16 = ember.float16, ember.bfloat16
 _SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
+# one this large waits for its signatures and data as MPICH's blocking calls do on a busy machine
+# (``_work``'s ``wait_requests``, ``large``)
+_LARGE_BYTES = 1 << 20
 # A wait that lasts this long tells the store which collective this rank waits in, so that a
 # peer that times out can name the ranks that never joined it (``MPIEngine.health_problem``).
 _ANNOUNCE_AFTER = 0.1
@@ -306,7 +309,7 @@ class MPIEngine(Engine):
                 _ADDRESS_BUFFERS.clear()
             buf = _ADDRESS_BUFFERS[key] = self.MPI.buffer.fromaddress(*key)
         self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
-                      [buf, mtype], mop)
+                      [buf, mtype], mop, large=nbytes >= _LARGE_BYTES)
 
     _BARRIER = signature("barrier")
 
@@ -314,7 +317,7 @@ class MPIEngine(Engine):
         # The signature exchange is a barrier: nothing else to run.
         self._run_now("barrier", True, None, self._BARRIER, 0, None)
 
-    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args) -> None:
+    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args, large: bool = False) -> None:
         """Exchanges the call's signature (``_matching``) and runs ``comm.<call>(*args)``, waiting
         for both in this thread (a synchronous call with nothing to finish needs no ``Work``);
         raises before the data is waited for if the signatures differ. ``memory``: what MPI
@@ -342,7 +345,8 @@ class MPIEngine(Engine):
             raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if check is not None:
             if not _settles(check):
-                self._wait_now(check, what, small, None, request, memory)
+                # (a large message's data is in flight meanwhile: its wait, as the data's below)
+                self._wait_now(check, what, small, None, request, memory, large)
             recv = self._sig_recv
             if recv[0] != -recv[1] or recv[2] != -recv[3]:
                 usable = all_synchronous(recv) and self._recover(what, request, memory)
@@ -358,14 +362,16 @@ class MPIEngine(Engine):
                 except Exception as err:  # noqa: BLE001 - an MPI error, reported in the engine's terms
                     raise DistBackendError(f"{what} failed in MPI: {err}") from None
         if request is not None and not _settles(request):
-            self._wait_now(request, what, small, memory)
+            self._wait_now(request, what, small, memory, large=large)
 
-    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None) -> None:
+    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None,
+                  large: bool = False) -> None:
         """``data``: the data request started beside the signature exchange ``request`` waits
-        for, abandoned with it if the wait fails."""
+        for, abandoned with it if the wait fails. ``large``: ``wait_requests``'s (a synchronous
+        all_reduce of 1 MB or more)."""
         try:
             wait_requests([request], self, time.monotonic() + self.timeout_seconds, what, None,
-                          COLLECTIVE_SPIN_SECONDS, small)
+                          COLLECTIVE_SPIN_SECONDS, small, large)
         except DistBackendError:
             self.abandoned.append((request, memory))
             if data is not None:

@@ -122,6 +122,20 @@ _HANDED_OVER_SECONDS = 2e-6
 _sched_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _OVERSUBSCRIBED_NAP = 2e-4
 _BUSY_SPIN_SECONDS = 1e-3
+# A large synchronous all_reduce (from 1 MB, ``_mpi_engine._LARGE_BYTES``) on a busy machine
+# waits - for its signatures and its data, which is in flight meanwhile - with a ``sched_yield``
+# after every test, as MPICH's blocking calls wait (strace: one yield per progress poll), with no
+# nap before the collective spin ends (2 s): a nap in the middle of the transfer stalls the peer,
+# which needs this rank's part of MPICH's progress. Measured at 2 ranks, load 11-19 on the 2
+# cores (the same processes, alternating, medians of 120 blocks; ratios to MPICH's blocking
+# ``Allreduce`` in the same run, session 16: ``benchmarks/bench_distributed_wait.py`` and its
+# forerunner), 16 MB: yielding 0.84-1.24x over 13 runs (12 within 1.10x); spin 1 ms then nap (the
+# wait before) 0.92-1.47x over 24 runs (10 within 1.10x); spin 1 ms then yield 1.06-1.27x (6
+# runs); spin twice the fastest time seen so far then nap 0.18-2.14x (13 runs). 4 MB: yielding
+# 1.00-1.27x (9 runs), spin-then-nap 0.10-1.44x (10). 64 MB: 0.95-0.98x against 0.97-1.03x. 1 MB:
+# yielding for the signatures too 0.61 and 0.92x, for the data only 0.30-1.62x (8), spin-then-nap
+# 0.14-1.46x (15). Times there were multiples of the 4 ms scheduler tick (one tick is 25% of
+# 16 MB). NOTES.md (session 16) has the rest.
 _BUSY_CHECK_EVERY = 0.5
 _BUSY_DELAY_SHARE = 0.1
 _CORES = os.cpu_count() or 1
@@ -220,11 +234,14 @@ class Health:
 
 
 def wait_requests(requests, group, deadline: float, what: str, statuses=None,
-                  spin_seconds: float = _SPIN_SECONDS, small: bool = False) -> None:
+                  spin_seconds: float = _SPIN_SECONDS, small: bool = False, large: bool = False) -> None:
     """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc).
     ``small``: a barrier or a message of a few KB, whose wait is all peer latency: on a busy
     machine it keeps spinning (a thread that slept waits for a core again when woken: 4 KB
-    all_reduce measured 2.1 ms median at load 6 with the busy naps, 56 us spinning)."""
+    all_reduce measured 2.1 ms median at load 6 with the busy naps, 56 us spinning).
+    ``large``: a synchronous all_reduce of 1 MB or more (``MPIEngine.allreduce_now``): on a busy
+    machine it waits as MPICH's blocking calls do, a ``sched_yield`` after every test, instead of
+    napping after ``_BUSY_SPIN_SECONDS`` (the comment below ``_BUSY_SPIN_SECONDS`` says why)."""
     if not requests:
         return
     if len(requests) == 1 and statuses is None:
@@ -238,21 +255,31 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     start = last_check = time.monotonic()
     nap = 0.0
     yield_until = 0.0
-    yielding = False
+    yielding = spin_yield = False
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
         # yield at least once (a probe, ~0.7 us where it comes straight back), on while it helps
         yield_until, yielding = _OVERSUBSCRIBED_YIELD_SECONDS, True
     elif not small and _machine_busy(start):
-        spin_seconds, max_nap = min(spin_seconds, _BUSY_SPIN_SECONDS), _OVERSUBSCRIBED_NAP
+        max_nap = _OVERSUBSCRIBED_NAP
+        if large:
+            spin_yield = True
+        else:
+            spin_seconds = min(spin_seconds, _BUSY_SPIN_SECONDS)
     else:
         max_nap = _MAX_NAP
     while True:
         # A tight burst of tests between clock reads: most operations end inside the first one.
         try:
-            for _ in range(_TESTS_PER_CHECK):
-                if test():
-                    return
+            if spin_yield:
+                for _ in range(_TESTS_PER_CHECK):
+                    if test():
+                        return
+                    _sched_yield()
+            else:
+                for _ in range(_TESTS_PER_CHECK):
+                    if test():
+                        return
         except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
             raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
         now = time.monotonic()
