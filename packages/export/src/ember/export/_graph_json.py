@@ -102,6 +102,8 @@ def sym_from_text(text: str, symbols: dict | None = None):
             return walk(node.body)
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return sympy.Integer(node.value)
+        if isinstance(node, ast.Constant) and type(node.value) is float:  # a guard on n ** 0.5
+            return sympy.Float(node.value)
         if isinstance(node, ast.Name):
             if node.id not in symbols:
                 symbols[node.id] = make_symbol(node.id)

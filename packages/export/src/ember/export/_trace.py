@@ -562,15 +562,15 @@ class _math_logs_guard:
 
 def _specialize_float_arguments(gm, env) -> None:
     """A symbolic float that reached an op as an argument: a ratio of sizes (``n / 2``) stays
-    symbolic (the graph computes it, ``_symbolic.apply_symbols``); another one (``n ** 0.5``) is
-    read as its number there, and the sizes it came from specialize (PyTorch computes it in the
-    graph too)."""
+    symbolic (the graph computes it, ``_symbolic.apply_symbols``), and so do powers, sums and
+    products of sizes and numbers (``n ** 0.5``, as PyTorch's graph computes them); another one is
+    read as its number there, and the sizes it came from specialize."""
     from ember.compiler.symbolic_shapes import SymFloat, _specialize
 
-    from ._sym import float_ratio
+    from ._sym import float_expressible
 
     def visit(v):
-        if isinstance(v, SymFloat) and v.node is not None and float_ratio(v.node) is None:
+        if isinstance(v, SymFloat) and v.node is not None and not float_expressible(v.node):
             _specialize(v.node, env)
         elif isinstance(v, (list, tuple)):
             for x in v:
