@@ -76,14 +76,19 @@ def _sliced(lib, stop):
     return M()
 
 
+STOPS = {"int_pow_half": lambda n: int(n ** 0.5), "round_half": lambda n: round(n / 2)}
+
+
 @pytest.mark.parametrize("kind", ["named", "AUTO", "DYNAMIC"])
-def test_int_of_pow_half_as_a_size_matches_torch(kind):
+@pytest.mark.parametrize("stop", sorted(STOPS))
+def test_float_of_size_as_a_size_matches_torch(stop, kind):
     # the size x[:int(n ** 0.5)] keeps n symbolic for AUTO/DYNAMIC with torch's guard (its sizes
-    # 16..24 pass, others fail the call); a named Dim is a constraint violation
+    # 16..24 pass, others fail the call); x[:round(n / 2)] keeps it symbolic with no guard (halves
+    # to even); a named Dim is a constraint violation for both
     def outcome(lib):
         dim = {"named": lib.export.Dim("b"), "AUTO": lib.export.Dim.AUTO, "DYNAMIC": lib.export.Dim.DYNAMIC}[kind]
         try:
-            ep = lib.export.export(_sliced(lib, lambda n: int(n ** 0.5)), (lib.ones(16, 3),),
+            ep = lib.export.export(_sliced(lib, STOPS[stop]), (lib.ones(16, 3),),
                                    dynamic_shapes={"x": {0: dim}})
         except Exception as exc:
             return type(exc).__name__
@@ -192,3 +197,7 @@ def test_pow_half_program_survives_save_load(tmp_path):
     assert loaded(ember.ones(20, 3)).shape == (4, 3)
     with pytest.raises(AssertionError, match="Guard failed"):
         loaded(ember.ones(9, 3))
+    ep = export(_sliced(ember, lambda n: round(n / 2)), (ember.ones(16, 3),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    ember.export.save(ep, tmp_path / "r.pt2")  # the graph's round() is allowed in a saved graph
+    loaded = ember.export.load(tmp_path / "r.pt2").module()
+    assert [loaded(ember.ones(n, 3)).shape[0] for n in (9, 10, 11)] == [4, 5, 6]

@@ -224,6 +224,23 @@ def _specialize(expr, env) -> None:
             env.add_guard(sympy.Eq(sym, value))
 
 
+class RoundToInt(sympy.Function):
+    """``round(x)`` of a symbolic float: the nearest integer, halves to even (Python's and
+    PyTorch's ``RoundToInt``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Rational:
+            from fractions import Fraction
+
+            return sympy.Integer(round(Fraction(int(x.p), int(x.q))))
+        if x.is_Number:
+            return sympy.Integer(round(float(x)))
+        return None
+
+
 class SymFloat(float):
     """PyTorch's symbolic float: during export's symbolic trace, ``n / 2`` or ``n ** 0.5`` of a
     size ``n`` (value ``hint``, meaning the sympy expression ``node``). ``math.floor``/``ceil``/
@@ -287,7 +304,12 @@ class SymFloat(float):
         return self._to_int(lambda e: sympy.floor(e) if v >= 0 else sympy.ceiling(e), math.trunc(v))
 
     def __round__(self, ndigits=None):
-        # PyTorch keeps round() of a SymFloat symbolic; here it reads the number (specializes)
+        # round() to an int stays symbolic, as PyTorch's RoundToInt (half to even); with digits
+        # it reads the number (specializes)
+        env = self.shape_env
+        if ndigits is None and self.node is not None and env is not None and env.record_guards \
+                and _caller_is_user():
+            return SymInt(RoundToInt(self.node), round(float.__float__(self)), env)
         return round(self._read(), ndigits) if ndigits is not None else round(self._read())
 
     def __hash__(self):

@@ -109,6 +109,11 @@ class SizeBuilder:
         elif expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 1:
             base = self.node_for(expr.base, self._value(expr.base))
             out = self._emit(operator.pow, (base, int(expr.exp)), hint, expr)
+        elif type(expr).__name__ == "RoundToInt":  # round(n / 2): Python's round of the float
+            import builtins
+
+            arg = expr.args[0]
+            out = self._emit(builtins.round, (self.node_for_float(arg, self._float_value(arg)),), hint, expr)
         elif isinstance(expr, sympy.Mod):
             num, den = expr.args
             out = self._emit(operator.mod, (self.node_for(num, self._value(num)),
