@@ -900,3 +900,37 @@ def test_backend_graph_placeholders_are_named_by_source_like_dynamo():
         results.append(graph_placeholders(lib, f, Pair(o, o * 2), data(o * 3, o * 4), {"k": [o, o * 5]}))
     assert results[1] == results[0] == [("l_t_a", "L_t_a"), ("l_t_b", "L_t_b"), ("l_d_u", "L_d_u"),
                                         ("l_d_v", "L_d_v"), ("l_deep_k_1_", "L_deep_k_1_")]
+
+
+_CONSTANT_LIKE_A_SIZE = {
+    "slice": (lambda lib: lambda x: x[:4] * 2, (8, 4, 12, 16)),
+    "add": (lambda lib: lambda x: x + 4, (8, 4, 12)),
+    "view": (lambda lib: lambda x: x.view(2, -1), (8, 4, 12)),
+    "arange": (lambda lib: lambda x: x.sum() + lib.arange(4), (8, 4, 12)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CONSTANT_LIKE_A_SIZE))
+def test_constant_equal_to_a_size_compiles_no_extra_graph(case):
+    # dynamic=True: a call whose size happens to equal one of the program's constants (4) reuses
+    # the graph (the lazy tracer keys that int as the size symbol; the cached graph passes the
+    # constant, which is the same int this call): as many graphs as torch.compile's
+    make, sizes = _CONSTANT_LIKE_A_SIZE[case]
+
+    def graphs(lib):
+        count = [0]
+
+        def backend(gm, example_inputs):
+            count[0] += 1
+            return gm.forward
+
+        if lib is torch:
+            torch._dynamo.reset()
+        f = make(lib)
+        g = lib.compile(f, backend=backend, dynamic=True)
+        for n in sizes:
+            x = lib.arange(float(n))
+            np.testing.assert_allclose(np.asarray(g(x).tolist()), np.asarray(f(x).tolist()))
+        return count[0]
+
+    assert graphs(ember) == graphs(torch) == 1

@@ -242,3 +242,31 @@ def test_cond_branch_aliasing_or_disagreeing_raises_like_torch_in_every_mode():
     assert got == want
     assert got["alias", "eager"] == "UncapturedHigherOrderOpError" and got["mismatch", "export"] == "TorchRuntimeError"
     assert issubclass(ember._dynamo.exc.UncapturedHigherOrderOpError, ember._dynamo.exc.TorchDynamoException)
+
+
+def test_map_matches_torch_eagerly_and_exported():
+    from torch._higher_order_ops import map as torch_map
+
+    from ember._higher_order_ops import map as ember_map
+
+    xs = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+    y = np.arange(4, dtype=np.float32)
+
+    def step(lib):
+        return lambda d, y: {"s": d["a"].sin() + y, "p": (d["a"] * d["b"]).sum()}
+
+    e_xs = {"a": ember.tensor(xs), "b": ember.tensor(xs[::-1].copy())}
+    t_xs = {"a": torch.tensor(xs), "b": torch.tensor(xs[::-1].copy())}
+    e_out, t_out = ember_map(step(ember), e_xs, ember.tensor(y)), torch_map(step(torch), t_xs, torch.tensor(y))
+    for key in ("s", "p"):
+        _close(e_out[key], t_out[key])
+
+    class M(ember.nn.Module):
+        def forward(self, xs, y):
+            return ember_map(lambda x, y: x.cos() * y, xs, y)
+
+    ep = ember.export.export(M(), (ember.tensor(xs), ember.tensor(y)))
+    _close(ep.module()(ember.tensor(xs), ember.tensor(y)), torch_map(lambda x, y: x.cos() * y, torch.tensor(xs),
+                                                                     torch.tensor(y)))
+    with pytest.raises(RuntimeError, match="Leading dimensions of mapped xs must be consistent"):
+        ember_map(lambda x: x, [ember.ones(3, 2), ember.ones(4, 2)])

@@ -27,6 +27,13 @@ READS = {
     "square": lambda n: n ** 2,
     "floor_int": lambda n: math.floor(n),
     "trunc_div": lambda n: math.trunc((n + 1) / 2),
+    # symbolic floats beyond ratios (session 16): torch computes them in the graph
+    "pow_half": lambda n: n ** 0.5,
+    "inv_pow_half": lambda n: 1 / n ** 0.5,
+    "n_times_pow_half": lambda n: n * n ** 0.5 - 0.5,
+    # int() of a symbolic float: the dim stays symbolic under a guard on the value (torch's)
+    "int_pow_half": lambda n: int(n ** 0.5),
+    "int_half": lambda n: int(n / 2),
 }
 
 
@@ -57,6 +64,43 @@ CASES = [(how, kind) for how in ("int", "float", "sqrt", "log2", "log2_imported"
          for kind in ("named", "AUTO", "DYNAMIC")]
 CASES += [(how, "named") for how in ("bool", "floor_div", "ceil_div", "true_div", "square", "floor_int", "trunc_div")]
 CASES += [("true_div", "AUTO"), ("floor_div", "DYNAMIC")]
+CASES += [(how, kind) for how in ("pow_half", "inv_pow_half", "n_times_pow_half", "int_pow_half", "int_half")
+          for kind in ("named", "AUTO", "DYNAMIC")]
+
+
+def _sliced(lib, stop):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return x[:stop(x.shape[0])] * 2
+
+    return M()
+
+
+STOPS = {"int_pow_half": lambda n: int(n ** 0.5), "round_half": lambda n: round(n / 2)}
+
+
+@pytest.mark.parametrize("kind", ["named", "AUTO", "DYNAMIC"])
+@pytest.mark.parametrize("stop", sorted(STOPS))
+def test_float_of_size_as_a_size_matches_torch(stop, kind):
+    # the size x[:int(n ** 0.5)] keeps n symbolic for AUTO/DYNAMIC with torch's guard (its sizes
+    # 16..24 pass, others fail the call); x[:round(n / 2)] keeps it symbolic with no guard (halves
+    # to even); a named Dim is a constraint violation for both
+    def outcome(lib):
+        dim = {"named": lib.export.Dim("b"), "AUTO": lib.export.Dim.AUTO, "DYNAMIC": lib.export.Dim.DYNAMIC}[kind]
+        try:
+            ep = lib.export.export(_sliced(lib, STOPS[stop]), (lib.ones(16, 3),),
+                                   dynamic_shapes={"x": {0: dim}})
+        except Exception as exc:
+            return type(exc).__name__
+        shapes = []
+        for n in (9, 16, 20, 25):
+            try:
+                shapes.append(tuple(ep.module()(lib.ones(n, 3)).shape))
+            except Exception as exc:
+                shapes.append(type(exc).__name__)
+        return [str(v) for v in ep.range_constraints.values()], shapes
+
+    assert outcome(ember) == outcome(torch)
 
 
 @pytest.mark.parametrize("how,kind", CASES)
@@ -143,3 +187,17 @@ def test_math_log_wrappers_are_per_thread_and_removed():
     assert other == [3.0]
     assert [str(v) for v in results["A"].range_constraints.values()] == []  # A's size specialized (torch)
     assert len(results["B"].range_constraints) == 1  # B's stayed dynamic
+
+
+def test_pow_half_program_survives_save_load(tmp_path):
+    # the graph computes n ** 0.5 and the int() guard is a runtime check, both kept by save/load
+    ep = export(_sliced(ember, lambda n: int(n ** 0.5)), (ember.ones(16, 3),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    ember.export.save(ep, tmp_path / "p.pt2")
+    loaded = ember.export.load(tmp_path / "p.pt2").module()
+    assert loaded(ember.ones(20, 3)).shape == (4, 3)
+    with pytest.raises(AssertionError, match="Guard failed"):
+        loaded(ember.ones(9, 3))
+    ep = export(_sliced(ember, lambda n: round(n / 2)), (ember.ones(16, 3),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    ember.export.save(ep, tmp_path / "r.pt2")  # the graph's round() is allowed in a saved graph
+    loaded = ember.export.load(tmp_path / "r.pt2").module()
+    assert [loaded(ember.ones(n, 3)).shape[0] for n in (9, 10, 11)] == [4, 5, 6]

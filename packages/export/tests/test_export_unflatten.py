@@ -95,7 +95,7 @@ def test_submodule_with_two_inputs_and_nested_child():
     tu = torch.export.unflatten(torch.export.export(t_model, (torch.tensor(x),)))
     a, b = ember.tensor(x), ember.tensor(x[::-1].copy())
     np.testing.assert_allclose(_np(eu.layer2(a, b)), _np(tu.layer2(torch.tensor(x), torch.tensor(x[::-1].copy()))),
-                               rtol=1e-6)
+                               rtol=1e-6, atol=1e-6)
     # without a preserved signature the inputs come in the order the program defined them (x, then
     # layer1's output), as PyTorch's InterpreterModule takes them
     np.testing.assert_allclose(_np(eu.layer2(a, b)), _np(e_model.layer2(b, a)), rtol=1e-6)
@@ -186,3 +186,102 @@ def test_cond_inside_a_submodule_runs_alone(decompose):
     for v in (x, -np.abs(x), np.abs(x[:2])):
         np.testing.assert_allclose(_np(eu.inner(ember.tensor(v))), _np(tu.inner(torch.tensor(v))), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(_np(eu(ember.tensor(v))), _np(tu(torch.tensor(v))), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ preserve_module_call_signature
+
+
+def _preserved(lib):
+    class Sub(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = lib.nn.Parameter(lib.ones(4) * 1.5)
+
+        def forward(self, x, k, unused, *, scale=None):
+            return {"a": x * self.w * k + scale, "b": (x.sum(), x)}
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.sub = lib.nn.Linear(4, 4), Sub()
+
+        def forward(self, x, y):
+            out = self.sub(self.lin(x), 3, y, scale=y * 2)
+            return out["a"] + out["b"][1], out["b"][0]
+
+    return Net()
+
+
+def _other_sub(lib):
+    class Sub2(lib.nn.Module):
+        def forward(self, x, k, unused, *, scale=None):
+            return {"a": x - unused * k, "b": (x.mean(), scale)}
+
+    return Sub2()
+
+
+def _sig_text(entry):
+    sig = entry.signature
+    if sig is None:
+        return None
+    return ([repr(a) for a in sig.inputs], [repr(a) for a in sig.outputs], repr(sig.in_spec), repr(sig.out_spec))
+
+
+def test_preserved_signature_recorded_as_torch():
+    e_model, t_model = _pair(_preserved)
+    x, y = np.random.default_rng(3).standard_normal((2, 2, 4)).astype(np.float32)
+    t_ep = torch.export.export(t_model, (torch.tensor(x), torch.tensor(y)), preserve_module_call_signature=("sub",))
+    e_ep = export(e_model, (ember.tensor(x), ember.tensor(y)), preserve_module_call_signature=("sub",))
+    t_sigs = {e.fqn: _sig_text(e) for e in t_ep.module_call_graph if e.fqn}
+    e_sigs = {e.fqn: _sig_text(e) for e in e_ep.module_call_graph if e.fqn}
+    assert t_sigs["sub"] is not None and "ConstantArgument(name='', value=3)" in t_sigs["sub"][0]
+    assert e_sigs == t_sigs
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        export(e_model, (ember.tensor(x), ember.tensor(y)), preserve_module_call_signature=("nope",))
+
+
+def test_preserved_submodule_keeps_its_calling_convention_and_swaps_as_torch(tmp_path):
+    e_model, t_model = _pair(_preserved)
+    x, y = np.random.default_rng(4).standard_normal((2, 2, 4)).astype(np.float32)
+    tx, ty, ex, ey = torch.tensor(x), torch.tensor(y), ember.tensor(x), ember.tensor(y)
+    t_ep = torch.export.export(t_model, (tx, ty), preserve_module_call_signature=("sub",))
+    e_ep = export(e_model, (ex, ey), preserve_module_call_signature=("sub",))
+    ember.export.save(e_ep, tmp_path / "p.pt2")  # the signature survives save/load
+    for e_u in (unflatten(e_ep), unflatten(ember.export.load(tmp_path / "p.pt2"))):
+        t_u = torch.export.unflatten(t_ep)
+        assert type(e_u.sub).__name__ == type(t_u.sub).__name__ == "InterpreterModule"
+        # called alone with the original arguments (keyword, constant and unused one included)
+        t_alone = t_u.sub(tx, 3, ty, scale=ty)
+        e_alone = e_u.sub(ex, 3, ey, scale=ey)
+        np.testing.assert_allclose(_np(e_alone["a"]), _np(t_alone["a"]), rtol=1e-6)
+        np.testing.assert_allclose(_np(e_alone["b"][0]), _np(t_alone["b"][0]), rtol=1e-5)
+        np.testing.assert_allclose(_np(e_u(ex, ey)[0]), _np(t_u(tx, ty)[0]), rtol=1e-5)
+        # another module with the same signature takes its place, as in torch
+        t_u.set_submodule("sub", _other_sub(torch))
+        e_u.set_submodule("sub", _other_sub(ember))
+        t_swapped = t_u(tx, ty)
+        for e_out, t_out in zip(e_u(ex, ey), t_swapped):
+            np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=1e-5, atol=1e-6)
+        assert not np.allclose(_np(t_swapped[0]), _np(t_ep.module()(tx, ty)[0]))  # the swap shows
+    with pytest.raises(TypeError, match="preserved signature"):
+        unflatten(e_ep).sub(ex, 3)
+
+
+def test_preserved_signature_survives_run_decompositions_as_torch():
+    e_model, t_model = _pair(_preserved)
+    x, y = np.random.default_rng(5).standard_normal((2, 2, 4)).astype(np.float32)
+    tx, ty, ex, ey = torch.tensor(x), torch.tensor(y), ember.tensor(x), ember.tensor(y)
+    t_ep = torch.export.export(t_model, (tx, ty), preserve_module_call_signature=("sub",)).run_decompositions()
+    e_ep = export(e_model, (ex, ey), preserve_module_call_signature=("sub",)).run_decompositions()
+    assert [e.fqn for e in e_ep.module_call_graph] == [e.fqn for e in t_ep.module_call_graph]
+    (e_sig,) = [e.signature for e in e_ep.module_call_graph if e.fqn == "sub"]
+    (t_sig,) = [e.signature for e in t_ep.module_call_graph if e.fqn == "sub"]
+    assert [type(a).__name__ for a in e_sig.inputs + e_sig.outputs] == \
+        [type(a).__name__ for a in t_sig.inputs + t_sig.outputs]
+    names = {n.name for n in e_ep.graph.nodes}
+    assert all(a.name in names for a in e_sig.inputs + e_sig.outputs if hasattr(a, "name") and a.name)
+    t_u, e_u = torch.export.unflatten(t_ep), unflatten(e_ep)
+    t_u.set_submodule("sub", _other_sub(torch))
+    e_u.set_submodule("sub", _other_sub(ember))
+    for e_out, t_out in zip(e_u(ex, ey), t_u(tx, ty)):
+        np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=1e-5, atol=1e-6)

@@ -628,3 +628,22 @@ def test_onnx_traced_recurrent_program_runs_and_differentiates_at_other_lengths(
     (g_got,) = ember.autograd.grad(got.sum(), x)
     (g_want,) = ember.autograd.grad(want.sum(), x)
     ember.testing.assert_close(g_got, g_want)
+
+
+def test_symbolic_float_of_a_size_is_computed_in_the_model():
+    # x / n ** 0.5 and x * (n / 4) with n dynamic: the graph computes the floats from the size
+    # (torch.onnx.export(dynamo=True) exports the same program); checked at other sizes in ORT
+    import onnxruntime as ort
+
+    class Scaled(ember.nn.Module):
+        def forward(self, x):
+            return x / x.shape[0] ** 0.5 + x * (x.shape[0] / 4)
+
+    buf = io.BytesIO()
+    ember.onnx.export(Scaled(), (ember.randn(16, 3),), buf, input_names=["x"], dynamo=True,
+                      dynamic_shapes={"x": {0: ember.export.Dim.AUTO}})
+    session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    for n in (9, 25):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        (got,) = session.run(None, {"x": x})
+        np.testing.assert_allclose(got, x / n ** 0.5 + x * (n / 4), rtol=1e-5, atol=1e-6)

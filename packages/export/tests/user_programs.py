@@ -562,6 +562,194 @@ def compile_sdpa(lib):
     return {"eager": np.round(_np(attn(q)), 4), "compiled": np.round(_np(lib.compile(attn)(q)), 4)}
 
 
+# ------------------------------------------------------------------ session 16: torch.export tutorial kinds
+
+
+def export_dim_range_and_derived(lib):
+    Dim = lib.export.Dim
+
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return lib.cat([x, x], 0) + y  # y's dim 0 is 2 * x's
+
+    n = Dim("n", min=2, max=16)
+    ep = lib.export.export(M(), (lib.tensor(X4), lib.tensor(np.concatenate([X4, X4]))),
+                           dynamic_shapes={"x": {0: n}, "y": {0: 2 * n}})
+    out = ep.module()(lib.tensor(X6), lib.tensor(np.concatenate([X6, X6])))
+    errors = []
+    for x, y in ((X6, X4), (np.zeros((17, 8), np.float32), np.zeros((34, 8), np.float32))):
+        try:
+            ep.module()(lib.tensor(x), lib.tensor(y))
+            errors.append("no error")
+        except Exception as exc:
+            errors.append(type(exc).__name__)
+    return {"out": np.round(_np(out), 4), "ranges": sorted(map(str, ep.range_constraints.values())),
+            "errors": errors}
+
+
+def export_while_loop(lib):
+    from importlib import import_module
+
+    while_loop = import_module(f"{lib.__name__}._higher_order_ops").while_loop
+
+    class M(lib.nn.Module):
+        def forward(self, it, x):
+            def cond_fn(it, x):
+                return it.sum() < 5
+
+            def body_fn(it, x):
+                return it + 1, x * 2 + 1
+
+            return while_loop(cond_fn, body_fn, (it, x))
+
+    ep = lib.export.export(M(), (lib.tensor(0), lib.tensor(X4)))
+    outs = [ep.module()(lib.tensor(k), lib.tensor(X4)) for k in (0, 3)]
+    return [(int(i), np.round(_np(x), 3)) for i, x in outs]
+
+
+def export_map(lib):
+    from importlib import import_module
+
+    hop = import_module(f"{lib.__name__}._higher_order_ops")
+
+    class M(lib.nn.Module):
+        def forward(self, xs, y):
+            return hop.map(lambda x, y: x.sin() + y, xs, y)
+
+    ep = lib.export.export(M(), (lib.tensor(X4), lib.tensor(X4[0])))
+    return np.round(_np(ep.module()(lib.tensor(X4), lib.tensor(X4[1]))), 4)
+
+
+def export_custom_decomposition_table(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),))
+    table = lib.export.default_decompositions()
+    aten = lib.ops.aten
+    table[aten.gelu.default] = lambda x, approximate="none": x * lib.sigmoid(1.702 * x)  # a user's own rule
+    dec = ep.run_decompositions(table)
+    kept = ep.run_decompositions({})
+    # (torch's targets are OpOverloads named "sigmoid.default", ember's ops functions named "sigmoid")
+    targets = {getattr(n.target, "__name__", "").split(".")[0] for n in dec.graph.nodes if n.op == "call_function"}
+    return {"custom": np.round(_np(dec.module()(lib.tensor(X4))), 3),
+            "sigmoid_in_graph": "sigmoid" in targets, "gelu_in_graph": "gelu" in targets,
+            "kept_same": np.round(_np(kept.module()(lib.tensor(X4))), 4)}
+
+
+def export_reexport_module(lib):
+    model = _seeded(lib, _mlp).eval()
+    Dim = lib.export.Dim
+    ep = lib.export.export(model, (lib.tensor(X4),), dynamic_shapes=({0: Dim("b")},))
+    again = lib.export.export(ep.module(), (lib.tensor(X4),), dynamic_shapes=({0: Dim("b")},))
+    sig = again.graph_signature
+    return {"out": np.round(_np(again.module()(lib.tensor(X6))), 4),
+            "n_params": len(sig.parameters), "ranges": sorted(map(str, again.range_constraints.values()))}
+
+
+def export_save_extra_files(lib):
+    model = _seeded(lib, _mlp).eval()
+    ep = lib.export.export(model, (lib.tensor(X4),))
+    buf = io.BytesIO()
+    lib.export.save(ep, buf, extra_files={"meta.json": '{"v": 1}', "note.txt": "hello"})
+    buf.seek(0)
+    extra = {"meta.json": "", "note.txt": ""}
+    loaded = lib.export.load(buf, extra_files=extra)
+    return {"extra": {k: v if isinstance(v, str) else v.decode() for k, v in extra.items()},
+            "out": np.round(_np(loaded.module()(lib.tensor(X4))), 4)}
+
+
+def export_nonstrict_number_inputs(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, scale: float, flag: bool, mode: str = "sum"):
+            y = x * scale
+            if flag:
+                y = y + 1
+            return y.sum(0) if mode == "sum" else y.mean(0)
+
+    ep = lib.export.export(M(), (lib.tensor(X4), 2.5, True), {"mode": "mean"}, strict=False)
+    specs = [(s.kind.name, type(s.arg).__name__) for s in ep.graph_signature.input_specs]
+    same_call = ep.module()(lib.tensor(X4), 2.5, True, mode="mean")
+    try:
+        ep.module()(lib.tensor(X4), 3.0, True, mode="mean")
+        other = "no error"
+    except Exception as exc:
+        other = type(exc).__name__
+    return {"specs": specs, "out": np.round(_np(same_call), 4), "other_number": other}
+
+
+def export_buffer_mutated_in_forward(lib):
+    class Counter(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", lib.zeros(()))
+            self.register_buffer("total", lib.zeros(8))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            self.total.add_(x.sum(0))
+            return x * self.calls
+
+    ep = lib.export.export(Counter(), (lib.tensor(X4),))
+    mod = ep.module()
+    outs = [np.round(_np(mod(lib.tensor(X4))), 4) for _ in range(2)]
+    sig = ep.graph_signature
+    return {"outs": outs, "calls": float(mod.calls), "total": np.round(_np(mod.total), 4),
+            "mutated": sorted(sig.buffers_to_mutate.values()), "kinds": [s.kind.name for s in sig.output_specs]}
+
+
+def export_graph_signature_fields(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 3)
+            self.register_buffer("shift", lib.ones(3))
+            self.register_buffer("scratch", lib.zeros(3), persistent=False)
+
+        def forward(self, x, bias):
+            return {"y": self.fc(x) + self.shift + self.scratch + bias, "n": x.shape[0]}
+
+    ep = lib.export.export(M(), (lib.tensor(X4), lib.ones(3)))
+    sig = ep.graph_signature
+    return {"parameters": list(sig.parameters), "buffers": list(sig.buffers),
+            "non_persistent": list(sig.non_persistent_buffers), "user_inputs": list(sig.user_inputs),
+            "user_outputs": list(sig.user_outputs), "inputs_to_parameters": dict(sig.inputs_to_parameters),
+            "inputs_to_buffers": dict(sig.inputs_to_buffers), "state_dict": sorted(ep.state_dict),
+            "constants": sorted(ep.constants), "out_kinds": [s.kind.name for s in sig.output_specs]}
+
+
+def export_draft(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, k):
+            n = k.item()
+            return x[:n] * 2
+
+    ep = lib.export.draft_export(M(), (lib.tensor(X6), lib.tensor(3)))
+    return {"out": np.round(_np(ep.module()(lib.tensor(X6), lib.tensor(3))), 4),
+            "report_empty": ep._report.successful() if hasattr(ep, "_report") else None}
+
+
+def onnx_dynamo_cond_and_dims(lib):
+    import onnxruntime as ort
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 4)
+
+        def forward(self, x, y):
+            return self.fc(lib.cat([x, x], 0) + y).relu()
+
+    model = _seeded(lib, lambda L: M()).eval()
+    n = lib.export.Dim("n", min=2, max=32)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        with contextlib.redirect_stdout(io.StringIO()):
+            lib.onnx.export(model, (lib.tensor(X4), lib.tensor(np.concatenate([X4, X4]))), path, dynamo=True,
+                            input_names=["x", "y"], dynamic_shapes={"x": {0: n}, "y": {0: 2 * n}})
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        (out,) = sess.run(None, {"x": X6, "y": np.concatenate([X6, X6])})
+    return np.round(out, 4)
+
+
 PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_load, export_module_wrong_shape,
             export_batchnorm_train_buffers, export_cond, compile_dynamic_true, compile_fullgraph_errors,
             compile_modes, compiler_disable, allow_in_graph, breaks_on_print_and_branch, compile_training_step,
@@ -570,7 +758,10 @@ PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_loa
             compile_python_int_argument, explicit_graph_break, export_lstm_dynamic_batch, export_int_of_size,
             unflatten_swap_block, compile_inference_mode, onnx_hf_dynamic_seq, compile_conv_dynamic_hw,
             exported_module_misuse, export_view_batch_flatten, export_derived_dim, compile_side_effects_list,
-            compile_sdpa]
+            compile_sdpa, export_dim_range_and_derived, export_while_loop, export_map,
+            export_custom_decomposition_table, export_reexport_module, export_save_extra_files,
+            export_nonstrict_number_inputs, export_buffer_mutated_in_forward, export_graph_signature_fields,
+            export_draft, onnx_dynamo_cond_and_dims]
 
 
 # What differs by design (docs/deviations.md): the key of a program's result -> why.
@@ -581,6 +772,13 @@ DEVIATIONS = {
                                               "constants: each k compiles (torch: 2 graphs, ember: 4)"},
     "compile_conv_dynamic_hw": {"graphs": "symbolic sizes are recognized by value: at 8x8 an int of the graph "
                                           "equals a size expression and is keyed as it (one more graph; torch: 1)"},
+    "export_buffer_mutated_in_forward": {
+        "mutated": "ember's exported graph is functional: buffers written in forward are BUFFER_MUTATION "
+                   "outputs; torch 2.13 keeps the in-place ops on the buffer placeholders",
+        "kinds": "(the same: the BUFFER_MUTATION output specs)"},
+    "export_draft": {"report_empty": "slicing by an unbacked int (x[:k.item()]) is a data-dependent guard in "
+                                     "ember's export (draft_export reports it and specializes to the example's "
+                                     "value); torch 2.13 gives the slice a new unbacked size"},
     "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
                                          "the ops my_op runs, not one call node"},
 }

@@ -7,8 +7,8 @@ ember has no bytecode-level Dynamo: ``ember.compile`` captures with a lazy trace
 from typing import Any, NamedTuple
 
 from ember.compiler import OptimizedModule, assume_constant_result, config
+from ember.compiler._api import _first_compile_setup, disable
 from ember.compiler._api import compile as _compile
-from ember.compiler._api import disable
 from ember.compiler._compiled import reset, set_stance
 from ember.compiler._explain import explain
 from ember.compiler.backends.registry import list_backends, lookup_backend, register_backend
@@ -75,6 +75,7 @@ def export(f, *extra_args, aten_graph: bool = False, pre_dispatch: bool = False,
     from ember.compiler._make_fx import make_fx
 
     def inner(*args, **kwargs):
+        _first_compile_setup()  # PyTorch's export runs the function under dynamo's optimize
         fn = (lambda *a: f(*a, **kwargs)) if kwargs else f
         gm = make_fx(fn, decomposition_table=decomposition_table, pre_dispatch=pre_dispatch)(*args)
         return ExportResult(gm, set())
@@ -86,6 +87,8 @@ def export(f, *extra_args, aten_graph: bool = False, pre_dispatch: bool = False,
 
 def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
     """``torch._dynamo.optimize(backend)(fn)``: ``ember.compile(fn, backend=..., fullgraph=nopython)``."""
+    if not disable:
+        _first_compile_setup()
 
     def wrap(fn):
         return _compile(fn, backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)

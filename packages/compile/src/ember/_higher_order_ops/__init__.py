@@ -1,9 +1,10 @@
 """Graph ops whose arguments are functions (PyTorch's ``torch._higher_order_ops``): ``cond`` and
-``while_loop``. Each runs eagerly as plain Python and, under a capture, records one op holding its
+``while_loop`` run eagerly as plain Python and, under a capture, record one op holding their
 functions as traced subgraphs (``_subgraph``), so data-dependent control flow needs no graph break
-and exports as one node."""
+and exports as one node; ``map`` is a Python loop over the first dim of its inputs."""
 
 from .cond import cond
+from .map import map  # noqa: A004 - PyTorch's name
 from .while_loop import while_loop
 
 
@@ -17,4 +18,4 @@ def _batch_by_loop(*names) -> None:
 
 _batch_by_loop("cond", "while_loop")
 
-__all__ = ["cond", "while_loop"]
+__all__ = ["cond", "map", "while_loop"]

@@ -55,6 +55,7 @@ def compile(  # noqa: A001 - PyTorch's name
     lookup_backend(backend)  # an unknown name fails here, as in PyTorch
     if disable:
         return model
+    _first_compile_setup()
     if options is None and mode in _MODE_OPTIONS:
         options = dict(_MODE_OPTIONS[mode])
     if options and backend == "inductor":
@@ -69,6 +70,26 @@ def compile(  # noqa: A001 - PyTorch's name
                                                        name=type(model).__name__))
     state = CompiledFunction(model, backend, fullgraph, dynamic, options)
     return wrap_function(model, state)
+
+
+_SETUP_DONE = False
+
+
+def _first_compile_setup() -> None:
+    """What PyTorch's first ``torch.compile(fn)`` (or ``_dynamo.optimize(backend)``) does to the
+    process, once (its ``TorchPatcher.patch``): distribution argument validation becomes off by
+    default (``Distribution.set_default_validate_args(False)``). A later
+    ``set_default_validate_args(True)`` stays; ``export`` and ``compile(..., disable=True)`` change
+    nothing."""
+    global _SETUP_DONE
+    if _SETUP_DONE:
+        return
+    _SETUP_DONE = True
+    try:
+        from ember.distributions import Distribution
+    except ImportError:  # ember-nn not installed: no distributions to configure
+        return
+    Distribution.set_default_validate_args(False)
 
 
 def _optimized_module_class():

@@ -329,6 +329,11 @@ class CompiledFunction:
             if dyn is None:
                 self.seen_shapes[position] = [t._shape for t in rec.inputs]
             self.seen_scalars[position] = dict(scalar_args)
+        if dyn is not None:
+            run = self._coincident_entry(key, dyn, rec)
+            if run is not None:
+                self.cache[key] = run  # this recording's key too: the next such call is a plain hit
+                return _bind(run, dyn, rec)
         count = self.per_position.get(position, 0)
         limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
         if count >= limit:
@@ -356,6 +361,21 @@ class CompiledFunction:
         run = _runner(self._compile(rec, live, dyn), dyn)
         self.cache[key] = run
         return _bind(run, dyn, rec)
+
+    def _coincident_entry(self, key, dyn, rec):
+        """A cached dynamic graph whose recording differs from this one only by ints that equal
+        a size this call (``same_up_to_coincidence``), or None."""
+        from ._dynamic import same_up_to_coincidence
+
+        values = None
+        for other, run in self.cache.items():
+            if len(other) != 4 or other[2] != "dynamic" or other[1:] != key[1:] or len(other[0]) != len(key[0]):
+                continue
+            if values is None:
+                values = _symbol_values(dyn[1], rec.inputs, dict(getattr(rec, "scalar_args", ())))
+            if same_up_to_coincidence(other[0], key[0], values):
+                return run
+        return None
 
     def _compile(self, rec, live, dyn=None):
         from ember import fx

@@ -290,3 +290,45 @@ def shapes_changed(previous: list, inputs) -> set:
             return set()
         changed.update((k, d) for d, (a, b) in enumerate(zip(shape, t._shape)) if a != b)
     return changed
+
+
+_DERIVED_KINDS = ("mul", "mulc", "add", "neg", "floordiv")
+
+
+def _symbolic_value(item, values: list):
+    """This call's value of a key's symbol (``SymRef``) or derived expression, else None."""
+    if type(item) is SymRef:
+        return values[item.index] if item.index < len(values) else None
+    if type(item) is tuple and len(item) == 3 and item[0] in _DERIVED_KINDS:
+        kind, i, j = item
+        if i >= len(values):
+            return None
+        a = values[i]
+        if kind == "mul":
+            return a * values[j] if j < len(values) else None
+        return {"mulc": lambda: a * j, "add": lambda: a + j, "neg": lambda: -a, "floordiv": lambda: a // j}[kind]()
+    return None
+
+
+def same_up_to_coincidence(cached, new, values: list) -> bool:
+    """Whether two symbolized recordings differ only where one holds an int and the other a
+    symbol (or derived size) whose value this call is that int: a constant that happened to
+    equal a size (``x.view(-1, 4)`` called with 4 elements), or a size keyed as a constant in
+    the other. The cached graph then computes exactly this call's ops (it passes the constant,
+    or computes the symbol, and both are the int this call's Python gave), so it serves the
+    call with no new compile (PyTorch's graph, traced with provenance, has no such miss)."""
+    if cached is new or cached == new:
+        return True
+    tc, tn = type(cached), type(new)
+    if tc is tuple and len(cached) == 2 and cached[0] is int:
+        value = _symbolic_value(new, values)
+        if value is not None:
+            return value == cached[1]
+    if tn is tuple and len(new) == 2 and new[0] is int:
+        value = _symbolic_value(cached, values)
+        if value is not None:
+            return value == new[1]
+    if tc is tuple and tn is tuple and len(cached) == len(new):
+        return all(same_up_to_coincidence(a, b, values) for a, b in zip(cached, new))
+    return False
+

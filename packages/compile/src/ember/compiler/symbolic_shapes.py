@@ -34,6 +34,8 @@ class SymInt(int):
         return str(self.node)
 
     def _binary(self, other, op, reflected=False):
+        if isinstance(other, SymFloat) and other.node is not None:  # n * n ** 0.5: a symbolic float
+            return self._float_binary(other, op, reflected, depth=4)
         if isinstance(other, bool) or not isinstance(other, int):
             return op(int(self), other) if not reflected else op(other, int(self))
         a = self.node
@@ -87,11 +89,12 @@ class SymInt(int):
 
     # ``n / 2`` and ``n ** 0.5`` are symbolic floats (PyTorch's SymFloat) while export traces, so
     # ``math.floor(n / 2)`` stays a size expression instead of a constant.
-    def _float_binary(self, other, op, reflected):
+    def _float_binary(self, other, op, reflected, depth: int = 3):
         env = self.shape_env
-        plain = op(other, int.__int__(self)) if reflected else op(int.__int__(self), other)
+        plain_other = float.__float__(other) if isinstance(other, SymFloat) else other
+        plain = op(plain_other, int.__int__(self)) if reflected else op(int.__int__(self), plain_other)
         if env is None or not env.record_guards or isinstance(other, bool) or not isinstance(other, (int, float)) \
-                or not isinstance(plain, float) or not _caller_is_user(3):
+                or not isinstance(plain, float) or not _caller_is_user(depth):
             return plain  # ember's own arithmetic on sizes (arange's length) reads plain numbers
         b = _sym_node(other)
         expr = op(b, self.node) if reflected else op(self.node, b)
@@ -221,6 +224,23 @@ def _specialize(expr, env) -> None:
             env.add_guard(sympy.Eq(sym, value))
 
 
+class RoundToInt(sympy.Function):
+    """``round(x)`` of a symbolic float: the nearest integer, halves to even (Python's and
+    PyTorch's ``RoundToInt``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Rational:
+            from fractions import Fraction
+
+            return sympy.Integer(round(Fraction(int(x.p), int(x.q))))
+        if x.is_Number:
+            return sympy.Integer(round(float(x)))
+        return None
+
+
 class SymFloat(float):
     """PyTorch's symbolic float: during export's symbolic trace, ``n / 2`` or ``n ** 0.5`` of a
     size ``n`` (value ``hint``, meaning the sympy expression ``node``). ``math.floor``/``ceil``/
@@ -250,6 +270,15 @@ class SymFloat(float):
         return self._read()
 
     def __int__(self) -> int:
+        env = self.shape_env
+        if self.node is not None and env is not None and env.record_guards and _caller_is_user():
+            # PyTorch's int() of a symbolic float: the dims stay symbolic under the guard that the
+            # truncated value is the example's (``trunc(sqrt(n)) == 4``), which a Dim.AUTO/DYNAMIC
+            # dim takes as a runtime check and a named Dim reports as a constraint violation
+            value = int(float.__float__(self))
+            v = float.__float__(self)
+            env.add_guard(sympy.Eq(sympy.floor(self.node) if v >= 0 else sympy.ceiling(self.node), value))
+            return value
         return int(self._read())
 
     def _to_int(self, fn, value: int):
@@ -275,7 +304,12 @@ class SymFloat(float):
         return self._to_int(lambda e: sympy.floor(e) if v >= 0 else sympy.ceiling(e), math.trunc(v))
 
     def __round__(self, ndigits=None):
-        # PyTorch keeps round() of a SymFloat symbolic; here it reads the number (specializes)
+        # round() to an int stays symbolic, as PyTorch's RoundToInt (half to even); with digits
+        # it reads the number (specializes)
+        env = self.shape_env
+        if ndigits is None and self.node is not None and env is not None and env.record_guards \
+                and _caller_is_user():
+            return SymInt(RoundToInt(self.node), round(float.__float__(self)), env)
         return round(self._read(), ndigits) if ndigits is not None else round(self._read())
 
     def __hash__(self):
@@ -296,11 +330,58 @@ def _float_reader(name):
     return method
 
 
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+def _float_arithmetic(name, op, reflected):
+    """``n ** 0.5 * 2``, ``1 / n ** 0.5``: arithmetic of the program on a symbolic float stays a
+    symbolic float during export's trace (PyTorch's SymFloat), so an op taking it keeps the dims
+    symbolic; elsewhere it reads the number (``_float_reader``)."""
+    reader, plain_op = _float_reader(name), _plain_float_op(name)
+
+    def method(self, other):
+        env = self.shape_env
+        if self.node is None or env is None or not env.record_guards or isinstance(other, bool) \
+                or not isinstance(other, (int, float)) or not _caller_is_user(2):
+            return reader(self, other)
+        plain = plain_op(self, other)
+        if not isinstance(plain, float):
+            return reader(self, other)
+        b = _sym_node(other)
+        return SymFloat._make(plain, op(b, self.node) if reflected else op(self.node, b), env)
+
+    method.__name__ = name
+    return method
+
+
+def _plain_float_op(name):
+    base = getattr(float, name)
+
+    def plain(self, other):
+        other = float.__float__(other) if isinstance(other, SymFloat) else \
+            int.__int__(other) if isinstance(other, SymInt) else other
+        return base(float.__float__(self), other)
+
+    return plain
+
+
+for _name in ("__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pos__",
               "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__", "__rdivmod__"):
     setattr(SymFloat, _name, _float_reader(_name))
-del _name
+for _name, _op, _reflected in (("__add__", operator.add, False), ("__radd__", operator.add, True),
+                               ("__sub__", operator.sub, False), ("__rsub__", operator.sub, True),
+                               ("__mul__", operator.mul, False), ("__rmul__", operator.mul, True),
+                               ("__truediv__", operator.truediv, False), ("__rtruediv__", operator.truediv, True),
+                               ("__pow__", operator.pow, False), ("__rpow__", operator.pow, True)):
+    setattr(SymFloat, _name, _float_arithmetic(_name, _op, _reflected))
+
+
+def _sym_float_neg(self):
+    env = self.shape_env
+    if self.node is None or env is None or not env.record_guards or not _caller_is_user(2):
+        return float.__neg__(self._read() if self.node is not None else self)
+    return SymFloat._make(-float.__float__(self), -self.node, env)
+
+
+SymFloat.__neg__ = _sym_float_neg
+del _name, _op, _reflected
 
 
 class SymBool:

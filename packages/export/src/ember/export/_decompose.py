@@ -130,17 +130,42 @@ def run_decompositions(ep: ExportedProgram, table: dict | None = None,
     table = default_table() if table is None else {op_name(k): v for k, v in table.items()}
     args, kwargs = ep.example_inputs
     module = ep.module()
-    object.__setattr__(module, "_graph_fn", _run_keeping_module_stacks)
+    # Preserved call signatures (preserve_module_call_signature) name values of the old graph: the
+    # re-export names the values those nodes computed (its own nodes, after decomposition).
+    signatures = {e.fqn: e.signature for e in ep.module_call_graph
+                  if e.fqn and e.signature is not None and (e.signature.inputs or e.signature.outputs)}
+    values: dict = {}
+
+    def graph_fn(module, *args):
+        return _run_keeping_module_stacks(module, *args, keep=values if signatures else None)
+
+    def preserved_calls() -> dict:
+        from ._signature import TensorArgument
+
+        by_name = {node.name: value for node, value in values.items()}
+
+        def value_of(arg):
+            return by_name.get(arg.name) if isinstance(arg, TensorArgument) else arg.value
+
+        return {fqn: ([value_of(a) for a in sig.inputs], sig.in_spec, [value_of(a) for a in sig.outputs],
+                      sig.out_spec) for fqn, sig in signatures.items()}
+
+    object.__setattr__(module, "_graph_fn", graph_fn)
     flat_inputs = list(args) + list(kwargs.values())
     shapes = _dynamic_shapes(ep)
     dynamic = shapes if any(s is not None for s in shapes) and len(shapes) == len(flat_inputs) else None
     new = export(module, tuple(args), kwargs, dynamic_shapes=dynamic, _decomposition_table=table,
-                 _keep_composites=keep_composites)
+                 _keep_composites=keep_composites, _preserved_calls=preserved_calls if signatures else None)
     _keep_user_input_names(new, ep)
+    # The old program's module call graph (modules without weights are not in ep.module()), with
+    # the re-export's signatures for the preserved calls.
+    renewed = {e.fqn: e.signature for e in new.module_call_graph if e.fqn in signatures}
+    new._module_call_graph = new.module_call_graph[:1] + [
+        type(e)(e.fqn, renewed.get(e.fqn, e.signature)) for e in ep.module_call_graph[1:]]
     return new
 
 
-def _run_keeping_module_stacks(module, *args):
+def _run_keeping_module_stacks(module, *args, keep: dict | None = None):
     """Runs ``ep.module()``'s graph node by node, each node's ops recorded under the module stack
     the node was exported under: the re-exported nodes keep ``meta["nn_module_stack"]``, as
     PyTorch's run_decompositions keeps it."""
@@ -159,7 +184,12 @@ def _run_keeping_module_stacks(module, *args):
             finally:
                 _module_stack.CURRENT[0] = saved
 
-    return KeepStacks(module).run(*args)
+    interpreter = KeepStacks(module, garbage_collect_values=keep is None)
+    out = interpreter.run(*args)
+    if keep is not None:  # every node's value (the caller names some of them)
+        keep.clear()
+        keep.update(interpreter.env)
+    return out
 
 
 def _keep_user_input_names(new: ExportedProgram, old: ExportedProgram) -> None:
@@ -179,6 +209,11 @@ def _keep_user_input_names(new: ExportedProgram, old: ExportedProgram) -> None:
             _rename(node, renames[node.name])
     for arg in user_args(new):
         arg.name = renames.get(arg.name, arg.name)
+    for entry in new.module_call_graph:  # preserved call signatures name inputs too
+        if entry.signature is not None:
+            for arg in (*entry.signature.inputs, *entry.signature.outputs):
+                if isinstance(getattr(arg, "name", None), str):
+                    arg.name = renames.get(arg.name, arg.name)
     for spec in new.graph_signature.output_specs:
         if spec.target in renames:
             spec.target = renames[spec.target]

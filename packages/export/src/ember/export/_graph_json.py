@@ -39,7 +39,7 @@ ALLOWED_FUNCTIONS = {
                  "le", "gt", "ge", "and_", "or_", "not_")
 }
 ALLOWED_FUNCTIONS.update({"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt,
-                          "builtins.max": builtins.max, "builtins.min": builtins.min,
+                          "builtins.max": builtins.max, "builtins.min": builtins.min, "builtins.round": builtins.round,
                           "builtins.getattr": builtins.getattr})
 _NAME_OF = {id(fn): name for name, fn in ALLOWED_FUNCTIONS.items()}
 _EXTRA_TARGETS: dict[str, object] = {}  # graph ops registered by other modules (cond, while_loop)
@@ -81,9 +81,15 @@ def resolve_target(name: str):
 
 # ------------------------------------------------------------------ symbolic sizes
 
+def _round_to_int(x):
+    from ember.compiler.symbolic_shapes import RoundToInt
+
+    return RoundToInt(x)
+
+
 _SYMPY_FUNCS = {"floor": sympy.floor, "ceiling": sympy.ceiling, "Mod": sympy.Mod, "Max": sympy.Max,
                 "Min": sympy.Min, "FloorDiv": lambda a, b: sympy.floor(a / b),
-                "CeilDiv": lambda a, b: sympy.ceiling(a / b)}
+                "CeilDiv": lambda a, b: sympy.ceiling(a / b), "RoundToInt": _round_to_int}
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: lambda a, b: sympy.floor(a / b), ast.Mod: sympy.Mod, ast.Pow: operator.pow}
 
@@ -102,6 +108,8 @@ def sym_from_text(text: str, symbols: dict | None = None):
             return walk(node.body)
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return sympy.Integer(node.value)
+        if isinstance(node, ast.Constant) and type(node.value) is float:  # a guard on n ** 0.5
+            return sympy.Float(node.value)
         if isinstance(node, ast.Name):
             if node.id not in symbols:
                 symbols[node.id] = make_symbol(node.id)

@@ -95,6 +95,9 @@ def _call_graph_to_json(entries: list[ModuleCallEntry]) -> list:
             sig = {"in_spec": pytree.spec_to_json(s.in_spec) if s.in_spec is not None else None,
                    "out_spec": pytree.spec_to_json(s.out_spec) if s.out_spec is not None else None,
                    "forward_arg_names": s.forward_arg_names}
+            if s.inputs or s.outputs:  # a preserved call signature's graph values
+                sig["inputs"] = [_arg_to_json(a) for a in s.inputs]
+                sig["outputs"] = [_arg_to_json(a) for a in s.outputs]
         out.append({"fqn": e.fqn, "signature": sig})
     return out
 
@@ -106,7 +109,9 @@ def _call_graph_from_json(entries: list) -> list[ModuleCallEntry]:
         if sig is not None:
             in_spec = pytree.spec_from_json(sig["in_spec"]) if sig.get("in_spec") is not None else None
             out_spec = pytree.spec_from_json(sig["out_spec"]) if sig.get("out_spec") is not None else None
-            sig = ModuleCallSignature([], [], in_spec, out_spec, sig.get("forward_arg_names"))
+            sig = ModuleCallSignature([_arg_from_json(a) for a in sig.get("inputs", [])],
+                                      [_arg_from_json(a) for a in sig.get("outputs", [])],
+                                      in_spec, out_spec, sig.get("forward_arg_names"))
         out.append(ModuleCallEntry(e["fqn"], sig))
     return out
 

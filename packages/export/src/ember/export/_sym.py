@@ -109,6 +109,11 @@ class SizeBuilder:
         elif expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 1:
             base = self.node_for(expr.base, self._value(expr.base))
             out = self._emit(operator.pow, (base, int(expr.exp)), hint, expr)
+        elif type(expr).__name__ == "RoundToInt":  # round(n / 2): Python's round of the float
+            import builtins
+
+            arg = expr.args[0]
+            out = self._emit(builtins.round, (self.node_for_float(arg, self._float_value(arg)),), hint, expr)
         elif isinstance(expr, sympy.Mod):
             num, den = expr.args
             out = self._emit(operator.mod, (self.node_for(num, self._value(num)),
@@ -119,12 +124,42 @@ class SizeBuilder:
         return out
 
     def node_for_float(self, expr, hint: float):
-        """A node computing the symbolic float ``expr`` (a ratio ``num / den``, ``float_ratio``)."""
-        num, den = float_ratio(expr)
+        """A node computing the symbolic float ``expr``: a ratio ``num / den`` (``float_ratio``)
+        as ``operator.truediv``; sums, products and powers of such (``s0**0.5``, PyTorch's
+        ``sym_float(s0) ** 0.5``) as ``operator`` arithmetic on them (``float_expressible``)."""
+        expr = sympy.sympify(expr)
         key = ("float", expr)
-        if key not in self.cache:
-            self.cache[key] = self._emit(operator.truediv, (self.node_for(num, self._value(num)), den), hint)
-        return self.cache[key]
+        if key in self.cache:
+            return self.cache[key]
+        if _is_size(expr):
+            return self.node_for(expr, self._value(expr))
+        if expr.is_Number:
+            return float(expr) if not expr.is_Integer else int(expr)
+        ratio = float_ratio(expr)
+        if ratio is not None:
+            num, den = ratio
+            out = self._emit(operator.truediv, (self.node_for(num, self._value(num)), den), hint)
+        elif expr.is_Pow:
+            out = self._emit(operator.pow, (self.node_for_float(expr.base, self._float_value(expr.base)),
+                                            self.node_for_float(expr.exp, self._float_value(expr.exp))), hint)
+        elif expr.is_Add or expr.is_Mul:
+            fn = operator.add if expr.is_Add else operator.mul
+            terms = sorted(expr.args, key=lambda t: not t.free_symbols)  # the size first
+            out = self.node_for_float(terms[0], self._float_value(terms[0]))
+            acc = self._float_value(terms[0])
+            for t in terms[1:]:
+                acc = fn(acc, self._float_value(t))
+                out = self._emit(fn, (out, self.node_for_float(t, self._float_value(t))), acc)
+        else:
+            raise NotImplementedError(f"symbolic float {expr}")
+        self.cache[key] = out
+        return out
+
+    def _float_value(self, expr) -> float:
+        expr = sympy.sympify(expr)
+        if _is_size(expr):
+            return self._value(expr)
+        return float(expr.subs(self.hints))
 
     def _value(self, expr) -> int:
         from ember.compiler._unbacked_export import _HINT
@@ -142,6 +177,23 @@ def _ratio(arg):
     if den.is_Integer and int(den) <= 0 or not (num.free_symbols | den.free_symbols):
         return None
     return num, den
+
+
+def _is_size(expr) -> bool:
+    """An integer size expression (``node_for``'s): a polynomial of sizes with integer coefficients."""
+    if not expr.free_symbols or not expr.is_polynomial():
+        return False
+    return all(c.is_Integer for c in sympy.Poly(expr, *sorted(expr.free_symbols, key=str)).coeffs())
+
+
+def float_expressible(expr) -> bool:
+    """Whether ``node_for_float`` computes the symbolic float ``expr`` in the graph."""
+    expr = sympy.sympify(expr)
+    if expr.is_Number or _is_size(expr) or float_ratio(expr) is not None:
+        return True
+    if expr.is_Pow or expr.is_Add or expr.is_Mul:
+        return all(float_expressible(a) for a in expr.args)
+    return False
 
 
 def float_ratio(expr):

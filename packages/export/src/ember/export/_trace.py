@@ -91,6 +91,10 @@ class _Capture:
         self.out_spec = None
         self.decompositions = None
         self.keep_composites = False  # a user's run_decompositions table: composites it lacks stay whole
+        self.preserve: tuple = ()  # preserve_module_call_signature's fqns
+        self.calls: dict = {}  # fqn -> (flat inputs, in_spec, flat outputs, out_spec) of its first call
+        self.extra_outputs = 0  # the calls' tensors, returned after the program's own outputs
+        self.calls_fn = None  # or gives ``calls`` after the forward (run_decompositions' re-export)
 
     def __call__(self, *flat):
         from ember.func import functional_call
@@ -101,9 +105,39 @@ class _Capture:
         for pos, t in zip(self.tensor_positions, flat[n:]):
             leaves[pos] = t
         args, kwargs = pytree.tree_unflatten(leaves, self.in_spec)
-        out = functional_call(self.mod, state, tuple(args), kwargs, tie_weights=False)
+        self.calls = {}
+        handles = [self._note_calls(fqn) for fqn in self.preserve] if self.calls_fn is None else []
+        try:
+            out = functional_call(self.mod, state, tuple(args), kwargs, tie_weights=False)
+        finally:
+            for handle in handles:
+                handle.remove()
+        if self.calls_fn is not None:  # run_decompositions: the calls the old program recorded
+            self.calls = self.calls_fn()
+            self.preserve = tuple(self.calls)
         out_flat, self.out_spec = pytree.tree_flatten(out)
-        return tuple(out_flat)
+        # The preserved calls' tensors leave the trace as extra outputs, so the graph names the
+        # value each one is (export takes them off the output again).
+        extra = [x for fqn in self.preserve if fqn in self.calls
+                 for x in (*self.calls[fqn][0], *self.calls[fqn][2]) if _is_tensor(x)]
+        self.extra_outputs = len(extra)
+        return (*out_flat, *extra)
+
+    def _note_calls(self, fqn: str):
+        """A hook noting the first call of the submodule ``fqn``: its flat arguments and results and
+        their structures (``ModuleCallSignature``)."""
+        try:
+            sub = self.mod.get_submodule(fqn)
+        except AttributeError:
+            raise AttributeError(f"{type(self.mod).__name__!r} object has no attribute {fqn!r}") from None
+
+        def hook(module, args, kwargs, output):
+            if fqn not in self.calls:
+                in_flat, in_spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+                out_flat, out_spec = pytree.tree_flatten(output)
+                self.calls[fqn] = (in_flat, in_spec, out_flat, out_spec)
+
+        return sub.register_forward_hook(hook, with_kwargs=True)
 
 
 def trace_flat(capture: _Capture, state_values: list, leaves: list):
@@ -129,7 +163,7 @@ def trace_flat(capture: _Capture, state_values: list, leaves: list):
 
 def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
            preserve_module_call_signature: tuple = (), _decomposition_table: dict | None = None,
-           _keep_composites: bool = False) -> ExportedProgram:
+           _keep_composites: bool = False, _preserved_calls=None) -> ExportedProgram:
     """Traces ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (PyTorch's ``torch.export.export``).
 
     Args:
@@ -179,6 +213,8 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
         seen_ids.add(id(value))
         state_values.append(value)
     capture = _Capture(mod, state_names, in_spec, leaves)
+    capture.preserve = tuple(preserve_module_call_signature or ())
+    capture.calls_fn = _preserved_calls
     capture.decompositions = _decomposition_table  # {} too: run_decompositions({}) decomposes composites
     capture.keep_composites = _keep_composites  # ...unless the table is the user's (PyTorch's semantics)
     arg_names = _user_input_names(mod, args, kwargs, leaves)
@@ -244,6 +280,11 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
     mutations = lift_input_mutations(graph, kinds)
     out_node = next(n for n in graph.nodes if n.op == "output")
     user_outputs = list(out_node.args[0]) if isinstance(out_node.args[0], (tuple, list)) else [out_node.args[0]]
+    if capture.extra_outputs:
+        call_values = user_outputs[len(user_outputs) - capture.extra_outputs:]
+        user_outputs = user_outputs[:len(user_outputs) - capture.extra_outputs]
+    else:
+        call_values = []
     input_specs = []
     for node, name in zip(state_nodes, state_names):
         if name in params:
@@ -308,7 +349,9 @@ def _export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False
         if not persistent[name]:
             constants[name] = named[name]
     fqns = [ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec, input_names(mod, args, kwargs)))]
-    fqns += [ModuleCallEntry(name, None) for name, _ in mod.named_modules(remove_duplicate=False) if name]
+    preserved = _preserved_signatures(capture, call_values)
+    fqns += [ModuleCallEntry(name, preserved.get(name)) for name, _ in mod.named_modules(remove_duplicate=False)
+             if name]
     sig = ExportGraphSignature(input_specs, output_specs)
     ep = ExportedProgram(gm, gm, sig, state_dict, ranges, fqns, example_inputs=(args, kwargs),
                          constants=constants)
@@ -334,6 +377,29 @@ def export(*args, **kwargs) -> ExportedProgram:
     if isinstance(dynamic_shapes, AdditionalInputs):
         dynamic_shapes.verify(ep)  # the program takes every example it was inferred from
     return ep
+
+def _preserved_signatures(capture, call_values: list) -> dict:
+    """fqn -> ``ModuleCallSignature`` of each preserved submodule's first call: its flat arguments
+    and results as the graph values they are (``TensorArgument(name)``; a number or None is a
+    ``ConstantArgument``), with the call's pytree specs (PyTorch's ``preserve_module_call_signature``)."""
+    values = iter(call_values)
+    out = {}
+    for fqn in capture.preserve:
+        if fqn not in capture.calls:
+            continue  # never called: PyTorch records no signature either
+        in_flat, in_spec, out_flat, out_spec = capture.calls[fqn]
+
+        def arg(x):
+            if _is_tensor(x):
+                node = next(values)
+                return TensorArgument(node.name) if hasattr(node, "op") else ConstantArgument("", node)
+            return ConstantArgument("", x)
+
+        inputs = [arg(x) for x in in_flat]
+        outputs = [arg(x) for x in out_flat]
+        out[fqn] = ModuleCallSignature(inputs, outputs, in_spec, out_spec)
+    return out
+
 
 def _trace_symbolic(capture, state_values, leaves, dim_specs, arg_names):
     """One symbolic trace (``_symbolic``); again only when an AUTO dim turned out static or
@@ -496,15 +562,15 @@ class _math_logs_guard:
 
 def _specialize_float_arguments(gm, env) -> None:
     """A symbolic float that reached an op as an argument: a ratio of sizes (``n / 2``) stays
-    symbolic (the graph computes it, ``_symbolic.apply_symbols``); another one (``n ** 0.5``) is
-    read as its number there, and the sizes it came from specialize (PyTorch computes it in the
-    graph too)."""
+    symbolic (the graph computes it, ``_symbolic.apply_symbols``), and so do powers, sums and
+    products of sizes and numbers (``n ** 0.5``, as PyTorch's graph computes them); another one is
+    read as its number there, and the sizes it came from specialize."""
     from ember.compiler.symbolic_shapes import SymFloat, _specialize
 
-    from ._sym import float_ratio
+    from ._sym import float_expressible
 
     def visit(v):
-        if isinstance(v, SymFloat) and v.node is not None and float_ratio(v.node) is None:
+        if isinstance(v, SymFloat) and v.node is not None and not float_expressible(v.node):
             _specialize(v.node, env)
         elif isinstance(v, (list, tuple)):
             for x in v:
@@ -564,7 +630,8 @@ def export_for_training(mod, args, kwargs=None, *, dynamic_shapes=None, strict: 
                         preserve_module_call_signature: tuple = ()) -> ExportedProgram:
     """PyTorch's ``export_for_training``: the same graph as :func:`export` (ember's IR keeps
     training-mode ops and in-place updates of fresh values either way)."""
-    return export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+    return export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
+                  preserve_module_call_signature=preserve_module_call_signature)
 
 
 __all__ = ["Dim", "export", "export_for_training"]

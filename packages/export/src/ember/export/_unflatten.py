@@ -55,6 +55,16 @@ class InterpreterModule(nn.Module):
         return self._code
 
     def forward(self, *args, **kwargs):
+        in_spec = getattr(self, "_in_spec", None)
+        if in_spec is not None:  # a preserved call signature: the original calling convention
+            from ._pytree import tree_flatten_spec, tree_unflatten
+
+            try:
+                flat = tree_flatten_spec((args, kwargs), in_spec)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise TypeError(f"{type(self).__name__}: the call does not match the preserved signature "
+                                f"{in_spec}: {exc}") from None
+            return tree_unflatten(self._graph_fn(self, *flat), self._out_spec)
         if kwargs:
             names = [n.name for n in self.graph.nodes if n.op == "placeholder"]
             args = (*args, *(kwargs[n] for n in names[len(args):]))
@@ -302,18 +312,22 @@ class _Builder:
     def _call_child(self, child: str, run: list) -> bool:
         """Replaces ``run`` (one call of ``child``) by a call_module node; False when the nodes
         stay inline (a later call of a module whose graph differs from its first call's)."""
+        signature = self.signatures.get(child)
+        if signature is not None:
+            if child in self.built:  # a later call of a preserved module: its own nodes, inline
+                self._inline(run)
+                return False
+            if self._call_preserved(child, run, signature):
+                return True
         inside = set(run)
-        sub = _Builder(self.root, child, self.depth + 1, self.users_outside)
-        sub.position = self.position
+        sub = self._child_builder(child)
         sub.run(run)
         sub.order_inputs()
         outputs = [n for n in run if any(u not in inside for u in n.users) or n in self.users_outside]
         sub.graph.output(tuple(sub.env[n] for n in outputs) if len(outputs) != 1 else sub.env[outputs[0]])
         if child in self.built:
             if _shape_of_graph(self.built[child].graph) != _shape_of_graph(sub.graph):
-                for node in run:  # inline: the nodes as this module's own
-                    node.meta["nn_module_stack"] = {k: v for k, v in node.meta["nn_module_stack"].items()
-                                                    if k not in _calls_of(node)[self.depth:]}
+                self._inline(run)
                 return False
         else:
             module = _interpreter_for(self.root, child, sub.graph)
@@ -332,6 +346,103 @@ class _Builder:
                 item.meta = dict(out.meta)
                 self.env[out] = item
         return True
+
+
+    def _inline(self, run: list) -> None:
+        """The nodes of ``run`` become this module's own (their call of the child is forgotten)."""
+        for node in run:
+            node.meta["nn_module_stack"] = {k: v for k, v in node.meta["nn_module_stack"].items()
+                                            if k not in _calls_of(node)[self.depth:]}
+
+    def _child_builder(self, child: str):
+        sub = _Builder(self.root, child, self.depth + 1, self.users_outside)
+        sub.position = self.position
+        sub.by_name = self.by_name
+        sub.signatures = self.signatures
+        return sub
+
+    def _call_preserved(self, child: str, run: list, signature) -> bool:
+        """``run`` as a call of ``child`` with the signature ``preserve_module_call_signature``
+        recorded: the child's graph takes the call's flat arguments in order (unused ones too) and
+        returns its flat results; the InterpreterModule flattens and unflattens them with the
+        call's specs, and this graph calls it with the original argument structure, so another
+        module taking and returning the same structure can replace it. False (the ordinary
+        split) when the nodes read or give values the signature does not name."""
+        from ._pytree import tree_flatten_spec
+        from ._signature import TensorArgument
+
+        def old_of(arg):
+            if isinstance(arg, TensorArgument):
+                return self.by_name.get(arg.name, _MISSING)
+            return _Constant(arg.value)
+
+        flat_in = [old_of(a) for a in signature.inputs]
+        flat_out = [old_of(a) for a in signature.outputs]
+        if _MISSING in flat_in or _MISSING in flat_out:
+            return False
+        inside = set(run)
+        leaving = [n for n in run if any(u not in inside for u in n.users) or n in self.users_outside]
+        if any(n not in flat_out for n in leaving):
+            return False
+        sub = self._child_builder(child)
+        for i, old in enumerate(flat_in):
+            name = old.name if hasattr(old, "op") else f"_positional_arg_{i}"
+            ph = sub.graph.placeholder(name)
+            if hasattr(old, "op"):
+                ph.meta = dict(old.meta)
+                sub.env.setdefault(old, ph)
+        sub.run(run)
+        if sub.inputs:  # a value from outside the call's arguments
+            return False
+        sub.graph.output(tuple(sub.env[o] if hasattr(o, "op") else o.value for o in flat_out))
+        module = _interpreter_for(self.root, child, sub.graph)
+        for name, value in sub.attrs.items():
+            module.add_module(name, value)
+        object.__setattr__(module, "_in_spec", signature.in_spec)
+        object.__setattr__(module, "_out_spec", signature.out_spec)
+        module.finalize()
+        self.built[child] = module
+        local = child[len(self.prefix) + 1:] if self.prefix else child
+        values = [self.lookup(o) if hasattr(o, "op") else o.value for o in flat_in]
+        args_spec, kwargs_spec = signature.in_spec.children_specs
+        args, kwargs = [], {}
+        start = 0
+        for spec, key in [(s, None) for s in args_spec.children_specs] + \
+                list(zip(kwargs_spec.children_specs, kwargs_spec.context)):
+            part = values[start:start + spec.num_leaves]
+            start += spec.num_leaves
+            value = part[0] if spec.is_leaf() else self.graph.call_function(_rebuild, (part, spec))
+            if key is None:
+                args.append(value)
+            else:
+                kwargs[key] = value
+        call = self.graph.call_module(local, tuple(args), kwargs)
+        results = self.graph.call_function(tree_flatten_spec, (call, signature.out_spec))
+        for k, out in enumerate(flat_out):
+            # a result computed inside, or an argument returned as it came (after the call the
+            # caller reads the call's result, which a swapped-in module may compute otherwise)
+            if out in leaving or hasattr(out, "op") and out not in inside:
+                item = self.graph.call_function(operator.getitem, (results, k))
+                item.meta = dict(out.meta)
+                self.env[out] = item
+        return True
+
+
+_MISSING = object()
+
+
+class _Constant:
+    """A number or None among a preserved call's flat arguments or results."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _rebuild(leaves: list, spec):
+    """An argument of a preserved call (a tuple, dict, dataclass ...) rebuilt from its leaves."""
+    from ._pytree import tree_unflatten
+
+    return tree_unflatten(leaves, spec)
 
 
 def _shape_of_graph(graph) -> list:
@@ -379,6 +490,10 @@ def _split(root, program):
     output = next(n for n in flat.nodes if n.op == "output")
     builder = _Builder(root, "", 0, set())
     builder.position = {n: i for i, n in enumerate(flat.nodes)}
+    builder.by_name = {n.name: n for n in flat.nodes}
+    builder.signatures = {e.fqn: e.signature for e in program.module_call_graph
+                          if e.fqn and e.signature is not None and e.signature.in_spec is not None
+                          and e.signature.inputs + e.signature.outputs}
     for node in flat.nodes:
         if node.op == "placeholder":
             builder.env[node] = builder.graph.node_copy(node)

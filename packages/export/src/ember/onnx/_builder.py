@@ -9,6 +9,8 @@ symbol, so reshapes and factories stay correct at every batch size.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import sympy
 
@@ -151,10 +153,30 @@ class Builder:
         other = self.emit("And", [self.emit("Not", [cond]), y])
         return self.emit("Or", [both, other])
 
+    def _scalar_float(self, arg) -> str:
+        """A 0-d float32 tensor holding a number, a size node or float arithmetic of them."""
+        if isinstance(arg, (bool, int, float)):
+            return self.const(np.array(arg, dtype=np.float32))
+        if hasattr(arg, "op") and "sym_expr" in arg.meta:
+            size = self.emit("Reshape", [self.sym(as_expr(arg)), self.const(np.array([], dtype=np.int64))])
+            return self.emit("Cast", [size], to=int(onnx.TensorProto.FLOAT))
+        if hasattr(arg, "op") and arg.op == "call_function" and arg.target in _FLOAT_ARITHMETIC:
+            a, b = (self._scalar_float(x) for x in arg.args)
+            return self.emit(_FLOAT_ARITHMETIC[arg.target], [a, b])
+        raise UnsupportedOp(f"cannot compute the number {getattr(arg, 'name', arg)!r} in ONNX")
+
     def value(self, arg, dtype=None) -> str:
         """The ONNX name of an fx argument; Python numbers become constants of ``dtype``."""
         if hasattr(arg, "op") and hasattr(arg, "users") and "sym_expr" in arg.meta:
             return self.emit("Reshape", [self.sym(as_expr(arg)), self.const(np.array([], dtype=np.int64))])
+        if hasattr(arg, "op") and arg.op == "call_function" and arg.target in _FLOAT_ARITHMETIC \
+                and arg not in self.names:
+            # a symbolic float of sizes (n / 2, n ** 0.5): computed in float from the sizes
+            out = self._scalar_float(arg)
+            want = NUMPY_DTYPES.get(dtype, np.float32)
+            if want != np.float32:
+                out = self.emit("Cast", [out], to=int(onnx.helper.np_dtype_to_tensor_dtype(np.dtype(want))))
+            return out
         if hasattr(arg, "op") and hasattr(arg, "users"):
             name = self.names.get(arg)
             if name is None:
@@ -167,6 +189,10 @@ class Builder:
         if isinstance(arg, sympy.Basic) or hasattr(arg, "node"):
             return self.emit("Reshape", [self.sym(as_expr(arg)), self.const(np.array([], dtype=np.int64))])
         raise UnsupportedOp(f"cannot translate the argument {arg!r}")
+
+
+_FLOAT_ARITHMETIC = {operator.truediv: "Div", operator.pow: "Pow", operator.add: "Add", operator.mul: "Mul",
+                     operator.sub: "Sub"}
 
 
 def value_info(name: str, dtype, shape, dim_names: dict):
