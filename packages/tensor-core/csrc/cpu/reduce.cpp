@@ -434,7 +434,9 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
 // sum of exp(x - m) (as softmax_cols' two-pass form; NaN where a NaN was summed, 0 for an all
 // -inf column) and shift[j] = m[j], or 0 where m[j] is -inf.
 // A column's chunks then cost one exp an element instead of a max pass from memory and an exp
-// pass from L2 after it: (4096, 1024) over dim 0, one thread, 2.0-2.1 -> 1.6-1.7 ms.
+// pass from L2 after it: (4096, 1024) over dim 0, one thread, alternated in one process at load
+// 15, softmax 2.67 -> 2.44 ms, log_softmax 2.29 -> 1.97 ms (a stand-alone copy at load 5: 2.0-2.1
+// -> 1.6-1.7 ms; session 16 in NOTES.md).
 // Arrays sit away from the rows modulo 4 KiB (common/alias_free.h).
 void softmax_col_stats_f32(const float* x, int64_t n, int64_t inner, int64_t bl, float* m, float* s,
                            float* shift) {
