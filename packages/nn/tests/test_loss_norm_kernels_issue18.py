@@ -313,3 +313,24 @@ def test_cross_entropy_columns_shifted_by_the_target_score(shape):
             res.append((loss.detach().numpy(), leaf.grad.numpy()))
         for a, b in zip(*res, strict=True):
             np.testing.assert_allclose(a, b, **TOL["float32"], equal_nan=True)
+
+
+def test_cross_entropy_columns_loss_within_ulps_of_float64():
+    # The dim-1 forward's lse = g + log(s) per 16 positions (log_ge1_m512, common/vecmath.h): tiny
+    # losses (s just above 1), moderate and large ones (up to ~80), scores offset by 1e4, and a
+    # tail of positions beyond the last 16 (1040 = 65 x 16: none; 1045: 5); within a few ulp of
+    # the loss (plus half an ulp of the scores' size) of torch in float64 on the same inputs.
+    for npos in (1040, 1045):
+        rng = np.random.default_rng(npos)
+        x = rng.standard_normal((2, 30, npos)).astype(np.float32)
+        y = rng.integers(0, 30, (2, npos))
+        xt = np.take_along_axis(x, y[:, None], 1)[:, 0]
+        margin = np.concatenate([np.full(npos // 4, 25.0), np.full(npos // 4, -10.0),
+                                 np.full(npos // 4, -78.0), np.zeros(npos - 3 * (npos // 4))])
+        np.put_along_axis(x, y[:, None], (xt + margin)[:, None].astype(np.float32), 1)
+        x[1, :, : npos // 8] += 1e4
+        loss = EF.cross_entropy(ember.tensor(x), ember.tensor(y), reduction="none").numpy()
+        ref = TF.cross_entropy(torch.tensor(x, dtype=torch.float64), torch.tensor(y), reduction="none").numpy()
+        scale = np.abs(x).max(axis=1)
+        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+        np.testing.assert_array_less(np.abs(loss - ref), 4 * ulp + np.spacing(scale) + 1e-7)

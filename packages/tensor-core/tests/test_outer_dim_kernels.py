@@ -87,6 +87,39 @@ def test_softmax_outer_extremes_across_chunks(fn, dtype):
     _close(getattr(ember, fn)(e.reshape(3, 3000, cols), 1), getattr(torch, fn)(t.reshape(3, 3000, cols), 1), dtype)
 
 
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("cols", [37, 48], ids=str)
+def test_softmax_outer_single_read_chunks(fn, cols):
+    # float32 over a non-last dim takes each L2 chunk's column max and exp sum in one read, shifted
+    # by the max of the chunks before it, and redoes a vector of 16 columns from cache where its
+    # chunk max rose more than 2 above that (softmax_col_stats_f32, reduce.cpp): a slow rise (never
+    # redone), a fast one (redone every chunk), steps of 1.9 and 2.1 at a chunk boundary, a spread
+    # of 1e4, -inf until a late chunk, NaN and +inf late; against torch in float64 (the chunks are
+    # 256 KiB: ~1770 rows at 37 columns), and the same bits for one or two threads.
+    n = 20000
+    a = _data((n, cols), seed=7, scale=1.0)
+    a[:, 0] = np.linspace(-1, 1, n)
+    a[:, 1] = np.linspace(0, 200, n)
+    a[:, 2] = np.where(np.arange(n) < 7 * 1771, 0.0, 1.9) + a[:, 2] * 1e-3
+    a[:, 3] = np.where(np.arange(n) < 7 * 1771, 0.0, 2.1) + a[:, 3] * 1e-3
+    a[::2, 4] = 1e4
+    a[:15000, 5] = -np.inf
+    a[16000, 17] = np.nan
+    a[18000, 18] = np.inf
+    a[:, 20] = np.linspace(30, -30, n)
+    x = a.astype(np.float32)
+    got = getattr(ember, fn)(ember.tensor(x), 0).numpy()
+    want = getattr(torch, fn)(torch.tensor(x, dtype=torch.float64), 0).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7 if fn == "softmax" else 2e-6, equal_nan=True)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        two = getattr(ember, fn)(ember.tensor(x), 0).numpy()
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(two, got)
+
+
 def test_softmax_outer_non_contiguous():
     a = _data((50, 70, 9), seed=2)
     e, t = _pair(a, "float32")

@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "../common/alias_free.h"
 #include "../common/dtype.h"
 #include "../common/parallel.h"
 #include "../common/prefetch.h"
@@ -420,6 +421,91 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
   }
 }
 
+#if defined(__AVX512F__)
+// The column statistics of softmax_cols for float32 in one read of x a chunk: per chunk of rows
+// (kChunkBytes, so it stays in L2), the chunk's column max and the sum of exp(x - c) are taken
+// in the same pass, c being the shift of the chunks before it (the running max as of the last
+// time it was raised). Where the chunk's max exceeds c + 2 (always in the first chunk, and
+// wherever a column was all -inf so far), that vector of 16 columns takes the new max as its
+// shift, its sum so far is rescaled, and its chunk sum is taken again from L2 with exp_vec; else
+// the chunk's terms, at most e^2 each, are added as they are. The terms go through
+// exp_term_m512 (2.7 ulp; common/vecmath.h): they only feed the sum, whose own rounding over a
+// column is larger, and the outputs keep exp_vec. Outputs: m[j] = the column max, s[j] = the
+// sum of exp(x - m) (as softmax_cols' two-pass form; NaN where a NaN was summed, 0 for an all
+// -inf column) and shift[j] = m[j], or 0 where m[j] is -inf.
+// A column's chunks then cost one exp an element instead of a max pass from memory and an exp
+// pass from L2 after it: (4096, 1024) over dim 0, one thread, alternated in one process at load
+// 15, softmax 2.67 -> 2.44 ms, log_softmax 2.29 -> 1.97 ms (a stand-alone copy at load 5: 2.0-2.1
+// -> 1.6-1.7 ms; session 16 in NOTES.md).
+// Arrays sit away from the rows modulo 4 KiB (common/alias_free.h).
+void softmax_col_stats_f32(const float* x, int64_t n, int64_t inner, int64_t bl, float* m, float* s,
+                           float* shift) {
+  alignas(64) float pool[alias_free_pool_floats(4, kWideBlock)];
+  float* c = alias_free_slot(pool, x, 0, kWideBlock);   // the shift of the sums so far
+  float* mc = alias_free_slot(pool, x, 1, kWideBlock);  // the chunk's max
+  float* a = alias_free_slot(pool, x, 2, kWideBlock);   // the chunk's sum against c
+  float* sh = alias_free_slot(pool, x, 3, kWideBlock);  // c, or 0 where c is -inf
+  const int64_t nv = (bl + 15) / 16;
+  const __mmask16 tail = bl % 16 ? __mmask16((1u << (bl % 16)) - 1) : __mmask16(0xFFFF);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  const __mmask16 all = 0xFFFF;  // the zero-masked forms: gcc 12 warns on the plain ones (exp_vec)
+  for (int64_t v = 0; v < nv; ++v) {
+    _mm512_store_ps(c + 16 * v, ninf);
+    _mm512_store_ps(s + 16 * v, _mm512_setzero_ps());
+    _mm512_store_ps(m + 16 * v, ninf);
+    _mm512_store_ps(sh + 16 * v, _mm512_setzero_ps());
+  }
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(float)));
+  for (int64_t k0 = 0; k0 < n; k0 += chunk) {
+    const int64_t k1 = std::min(n, k0 + chunk);
+    for (int64_t v = 0; v < nv; ++v) {
+      _mm512_store_ps(mc + 16 * v, ninf);
+      _mm512_store_ps(a + 16 * v, _mm512_setzero_ps());
+    }
+    // vmaxps(x, mc) returns mc where x is NaN: NaN stays out of the max and reaches the sum.
+    for (int64_t k = k0; k < k1; ++k) {
+      const float* p = x + k * inner;
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m512 xv = v + 1 < nv ? _mm512_loadu_ps(p + 16 * v) : _mm512_mask_loadu_ps(ninf, tail, p + 16 * v);
+        _mm512_store_ps(mc + 16 * v, _mm512_maskz_max_ps(all, xv, _mm512_load_ps(mc + 16 * v)));
+        const __m512 e = exp_term_m512(_mm512_sub_ps(xv, _mm512_load_ps(sh + 16 * v)));
+        _mm512_store_ps(a + 16 * v, _mm512_add_ps(_mm512_load_ps(a + 16 * v), e));
+      }
+    }
+    for (int64_t v = 0; v < nv; ++v) {
+      const __m512 cv = _mm512_load_ps(c + 16 * v), mcv = _mm512_load_ps(mc + 16 * v);
+      _mm512_store_ps(m + 16 * v, _mm512_maskz_max_ps(all, mcv, _mm512_load_ps(m + 16 * v)));
+      // (-inf + 2 is -inf: a column all -inf so far takes any finite chunk max as its shift.)
+      const __mmask16 rose = _mm512_cmp_ps_mask(mcv, _mm512_add_ps(cv, _mm512_set1_ps(2.0f)), _CMP_GT_OQ);
+      if (!rose) {
+        _mm512_store_ps(s + 16 * v, _mm512_add_ps(_mm512_load_ps(s + 16 * v), _mm512_load_ps(a + 16 * v)));
+        continue;
+      }
+      const __m512 cn = _mm512_maskz_max_ps(all, mcv, cv);
+      const __mmask16 cn_inf = _mm512_cmp_ps_mask(cn, ninf, _CMP_EQ_OQ);
+      const __mmask16 cv_inf = _mm512_cmp_ps_mask(cv, ninf, _CMP_EQ_OQ);
+      const __m512 shn = _mm512_maskz_mov_ps(static_cast<__mmask16>(~cn_inf), cn);
+      // The sum so far against the new shift (0 where it was empty: no exp(-inf + inf)).
+      __m512 acc = _mm512_maskz_mul_ps(static_cast<__mmask16>(~cv_inf), _mm512_load_ps(s + 16 * v),
+                                       (__m512)exp_vec((VecF)_mm512_sub_ps(cv, cn)));
+      for (int64_t k = k0; k < k1; ++k) {
+        const float* p = x + k * inner + 16 * v;
+        const __m512 xv = v + 1 < nv ? _mm512_loadu_ps(p) : _mm512_mask_loadu_ps(ninf, tail, p);
+        acc = _mm512_add_ps(acc, (__m512)exp_vec((VecF)_mm512_sub_ps(xv, shn)));
+      }
+      _mm512_store_ps(s + 16 * v, acc);
+      _mm512_store_ps(c + 16 * v, cn);
+      _mm512_store_ps(sh + 16 * v, shn);
+    }
+  }
+  // The sums against the max: s * exp(c - m) with c <= m <= c + 2 (equal after a redo).
+  for (int64_t j = 0; j < bl; ++j) {
+    if (m[j] != -INFINITY && c[j] != m[j]) s[j] = static_cast<float>(double(s[j]) * std::exp(double(c[j]) - double(m[j])));
+    shift[j] = m[j] == -INFINITY ? 0.0f : m[j];
+  }
+}
+#endif
+
 // softmax over n rows of the column block [j0, j0 + bl) of a contiguous (n, inner) slab, in
 // two passes over the rows. The first walks them in chunks small enough to stay in L2
 // (kChunkBytes): the chunk's column max updates the running max M (rescaling the running sum S
@@ -428,26 +514,36 @@ void softmax_rows(T* o, const T* x, int64_t n, bool log, const T* next) {
 // once; every pass streams whole row pieces (a narrow strided column walk, which would keep a
 // column block in cache between the passes, is several times slower here: it defeats the
 // prefetchers and touches a page a row). Storing exp(x - M) in the first pass instead of
-// recomputing it costs a read and a write of o, more than the exp.
+// recomputing it costs a read and a write of o, more than the exp. float32 with AVX-512 takes the
+// first pass as one read a chunk (softmax_col_stats_f32 above).
 template <typename T>
 void softmax_cols(T* o, const T* x, int64_t n, int64_t inner, int64_t j0, int64_t bl, bool log, bool stream) {
   alignas(64) T m[kWideBlock], s[kWideBlock], shift[kWideBlock], mc[kWideBlock];
-  for (int64_t j = 0; j < bl; ++j) {
-    m[j] = -INFINITY;
-    s[j] = 0;
-  }
-  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
   int64_t jv = 0;  // columns [0, jv) go through whole vectors (float32 only)
   if constexpr (std::is_same_v<T, float>) jv = bl / kVecFloats * kVecFloats;
-  for (int64_t k0 = 0; k0 < n; k0 += chunk) {
-    const int64_t k1 = std::min(n, k0 + chunk);
-    std::copy(m, m + bl, mc);
-    // NaN wins no comparison, so it stays out of the max; it reaches S through exp.
-    for (int64_t k = k0; k < k1; ++k) {
-      const T* p = x + k * inner + j0;
-      for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
+  bool fused = false;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    softmax_col_stats_f32(x + j0, n, inner, bl, m, s, shift);
+    fused = true;
+  }
+#endif
+  if (!fused) {
+    for (int64_t j = 0; j < bl; ++j) {
+      m[j] = -INFINITY;
+      s[j] = 0;
     }
-    add_exp_chunk(x + j0, inner, k0, k1, bl, m, mc, s, shift, chunk, n);
+    const int64_t chunk = std::max<int64_t>(1, kChunkBytes / static_cast<int64_t>(bl * sizeof(T)));
+    for (int64_t k0 = 0; k0 < n; k0 += chunk) {
+      const int64_t k1 = std::min(n, k0 + chunk);
+      std::copy(m, m + bl, mc);
+      // NaN wins no comparison, so it stays out of the max; it reaches S through exp.
+      for (int64_t k = k0; k < k1; ++k) {
+        const T* p = x + k * inner + j0;
+        for (int64_t j = 0; j < bl; ++j) mc[j] = p[j] > mc[j] ? p[j] : mc[j];
+      }
+      add_exp_chunk(x + j0, inner, k0, k1, bl, m, mc, s, shift, chunk, n);
+    }
   }
   // The result: (x - M) - log(S), as PyTorch (see softmax_rows; an all -inf column gives NaN,
   // as there), or exp(x - M) / S (an all -inf column is 0 / 0, NaN, as PyTorch's).
