@@ -612,6 +612,89 @@ def bench_gpt_backward(rounds=7, batch=16):
     return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
 
 
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak_rss() -> None:
+    """VmHWM back to the current RSS (Linux: writing 5 to clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+MEMORY_CASES = ("ember eager", "ember compiled", "ember compiled, saved held", "torch eager", "torch.compile")
+
+
+def gpt_memory_case(case: str, batch=16, warmup=3, steps=3) -> dict:
+    """Resident memory of a mini-GPT (L4 d256 T128, ``batch``) training step in this process (meant
+    to be a fresh one), in MiB above ``base``, the RSS once the models and data exist: ``start``, the
+    RSS when a step begins, and the peak RSS (VmHWM, reset before each phase) of the forward + loss
+    and of the backward; medians over ``steps`` steps after ``warmup``. tracemalloc cannot see native
+    buffers; RSS sees both sides' allocators (and what they keep: run with MALLOC_MMAP_THRESHOLD_ and
+    EMBER_CPU_CACHE_MB=0 for a peak that follows the live buffers). "saved held" is compiled ember
+    with ``release_saved_tensors`` off (saved activations live until the compiled backward returns,
+    as before session 16)."""
+    import gc
+    import statistics
+
+    from ember.compiler.inductor import config
+
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(1, batch)
+    if case.startswith("ember"):
+        m, model, x, y = ember, emodel, eidx, etgt
+    else:
+        m, model, x, y = torch, tmodel, tidx, ttgt
+    del tmodel, emodel
+    gc.collect()
+    base = _rss_kib("VmRSS")
+    fwd = ember.compile(model) if case.startswith("ember compiled") else \
+        torch.compile(model) if case == "torch.compile" else model
+    config.release_saved_tensors = case != "ember compiled, saved held"
+    opt = m.optim.AdamW(model.parameters(), lr=1e-4)
+    start, fw_peak, bw_peak = [], [], []
+    for i in range(warmup + steps):
+        opt.zero_grad()
+        r0 = _rss_kib("VmRSS")
+        _reset_peak_rss()
+        loss = m.nn.functional.cross_entropy(fwd(x).reshape(-1, 512), y)
+        r1 = _rss_kib("VmHWM")
+        _reset_peak_rss()
+        loss.backward()
+        r2 = _rss_kib("VmHWM")
+        opt.step()
+        del loss
+        if i >= warmup:
+            start.append((r0 - base) / 1024)
+            fw_peak.append((r1 - base) / 1024)
+            bw_peak.append((r2 - base) / 1024)
+    return {"start": statistics.median(start), "forward": statistics.median(fw_peak),
+            "backward": statistics.median(bw_peak)}
+
+
+def gpt_memory(runs=2, live=False) -> dict:
+    """``gpt_memory_case`` for every case, each in a fresh process, the cases alternated ``runs``
+    times: {case: [result per run]}. ``live``: glibc serves every block of 128 KiB and more with
+    its own mmap and ember's block cache is off, so freed buffers leave the RSS at once."""
+    import json
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if live:
+        env.update(MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072", EMBER_CPU_CACHE_MB="0")
+    out: dict = {c: [] for c in MEMORY_CASES}
+    for _ in range(runs):
+        for case in MEMORY_CASES:
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--gpt-memory-case", case],
+                                  env=env, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-2000:])
+            out[case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def bench_column_kernels(rounds=15):
     """The mini-GPT backward's two kernel classes that take column sums, alone, fused vs apart,
     alternated in one process (thread CPU time, min and median of ``rounds``, 1 thread): GELU's
@@ -745,8 +828,27 @@ def main():
                         help="only the compiled mini-GPT forward's time per generated kernel, 1 thread")
     parser.add_argument("--gpt-backward", action="store_true",
                         help="only the mini-GPT training step and backward (B16), alternated, 1 thread")
+    parser.add_argument("--gpt-memory", action="store_true",
+                        help="only the peak RSS of a mini-GPT training step (B16), each case in a fresh process")
+    parser.add_argument("--gpt-memory-case", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.gpt_memory_case:
+        import json
+
+        print(json.dumps(gpt_memory_case(args.gpt_memory_case)))
+        return
+    if args.gpt_memory:
+        print(f"load average {os.getloadavg()[0]:.1f}; mini-GPT L4 d256 T128 B16 training step, 1 thread, a fresh "
+              "process per case and run; MiB above the RSS once models and data exist: at the step's start, peak "
+              "in forward+loss, peak in backward (medians of 3 steps after 3 warmup steps), per run")
+        for live in (False, True):
+            print("allocators as they are" if not live else
+                  "every block >= 128 KiB its own mmap, ember's block cache off (RSS follows the live buffers)")
+            for case, results in gpt_memory(live=live).items():
+                cells = "   ".join(f"{r['start']:5.0f} {r['forward']:5.0f} {r['backward']:5.0f}" for r in results)
+                print(f"  {case:28s} {cells}")
+        return
     if args.gpt_backward:
         print("the column-summing kernel classes alone (thread CPU ms, min / median of 15 alternated rounds):")
         for case, variants in bench_column_kernels().items():
