@@ -320,6 +320,8 @@ class CppKernelWriter:
         if self.k.reduced:
             self._find_stashes()
             self.pipe = self._pipeline(outer, inner)
+            if self.pipe is not None and any(self._pick_parts(n, inner) for n in self.pipe[:2]):
+                self.pipe = None  # a pick is one load, nothing to overlap; the max then takes its helper
             if self.pipe is not None and self._helpers_take(self.pipe[0], self.pipe[1], inner):
                 # eager's structure instead: the exp pass prefetches the next row, whose max pass
                 # then reads it from cache
@@ -920,6 +922,9 @@ class CppKernelWriter:
         # a helper call computes the row's result only: column sums riding on this reduction's loop
         # (s15 column fusion) need the generated loop
         if par is None and (pipe is None or node not in pipe[:2]) and not getattr(self, "riders", {}).get(id(node)):
+            picked = self._row_pick(node, inner, indent)
+            if picked is not None:
+                return lines + picked[0] + self._row_result(node, picked[1], indent)
             self.pre_helper, self.helper_indent = [], indent
             call = self._row_helper(node, inner)
         if call is not None:
@@ -1077,6 +1082,60 @@ class CppKernelWriter:
                 return None
             out = f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
         return f"ember_exp_shift_sum_f32({out}, {row}, {n}, {shift}, {nxt})"
+
+    def _pick_parts(self, node, inner):
+        """(the row's index value ``t``, the picked expression ``x``) of a reduction
+        ``sum(where(t == column, x, 0))`` over the row's one loop, ``t`` a value of the row
+        (cross-entropy's target logit and weight, by the decomposition's one-hot compare), else
+        None."""
+        if len(inner) != 1 or not node.is_reduction or node.buf.reduce_type != "sum":
+            return None
+        e = node.expr
+        if not (isinstance(e, Call) and e.op == "where" and len(e.args) == 3):
+            return None
+        cond, x, zero = e.args
+        if not (isinstance(zero, Const) and zero.number is None and zero.value == 0):
+            return None
+        if not (isinstance(cond, Call) and cond.op == "eq" and len(cond.args) == 2):
+            return None
+        v = inner[0][0]
+        t, column = cond.args
+        if isinstance(t, IndexValue) and not isinstance(column, IndexValue):
+            t, column = column, t
+        if not isinstance(column, IndexValue) or column.index.xreplace(self.subs) != v \
+                or column.dtype.is_floating_point or t.dtype is not column.dtype:
+            return None
+        for leaf in walk(t):
+            if isinstance(leaf, (Load, IndexValue)) and self.local_value(leaf) is None \
+                    and v in leaf.index.xreplace(self.subs).free_symbols:
+                return None  # not one value for the row
+        return t, x
+
+    def _row_pick(self, node, inner, indent):
+        """(lines, result) of a pick (``_pick_parts``): one load of ``x`` at column ``t`` where
+        the masked sum walked the row (a full pass, a compare an element), 0 for a ``t`` outside
+        the row as the sum's; ``0 + x[t]`` as the sum's (a -0.0 logit sums to +0.0). Or None."""
+        parts = self._pick_parts(node, inner)
+        if parts is None:
+            return None
+        t, x = parts
+        v, size = inner[0]
+        body = _Body(self, indent, {})
+        col = sympy.Symbol(f"pick_{node.buf.name}", integer=True)
+        lines = [f"{indent}const int64_t {col.name} = (int64_t)({body.value(t)});"]
+        lines = body.lines + lines
+        acc_t = C.C_TYPES[node.buf.acc_dtype]
+        at = _Body(self, indent + "    ", {})
+        at.cache = dict(self.hoisted)  # nothing computed at the loop's column holds at the picked one
+        self.post = {v: col}
+        try:
+            value = at.value(x)
+        finally:
+            self.post = {}
+        name = f"picked_{node.buf.name}"
+        return lines + [f"{indent}{acc_t} {name} = 0;",
+                        f"{indent}if ({col.name} >= 0 && {col.name} < {self.itext(size)}) {{"] + at.lines + \
+            [f"{indent}    {name} = ({acc_t})0 + ({acc_t})({value});", f"{indent}}}"], name
 
     def _computed_exp_sum(self, node, d, inner, stashed):
         """``sum(exp(d))`` of a row whose exp terms are stored (softmax's stash, or its scratch
