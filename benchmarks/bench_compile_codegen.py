@@ -19,6 +19,11 @@ Cases (1 thread on both sides is the primary figure):
   column sums fused (default) and apart, beside eager ember, eager torch and torch.compile, the cases
   alternated round by round (thread CPU time, medians), with the backward's kernel count and its
   generated-code time per kernel class (figures: ``packages/compile/NOTES.md``, session 15).
+- ``--gpt-memory``: the peak resident memory of that training step (forward + loss, backward) above
+  the process's RSS once the models exist, each case in a fresh process (compiled ember with its
+  saved activations freed after their last read, and held to the end of the backward), twice: the
+  allocators as they are, and with every block of 128 KiB or more its own mmap and ember's block
+  cache off, where the RSS follows the live buffers (figures: NOTES.md, session 16).
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
