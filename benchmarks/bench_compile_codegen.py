@@ -24,6 +24,8 @@ Cases (1 thread on both sides is the primary figure):
   saved activations freed after their last read, and held to the end of the backward), twice: the
   allocators as they are, and with every block of 128 KiB or more its own mmap and ember's block
   cache off, where the RSS follows the live buffers (figures: NOTES.md, session 16).
+- ``--codegen-ab``: session 16's C++ paths (vector exp of computed values, the cross-entropy target
+  pick) on and off in one process, on the mini-GPT masked softmax and cross-entropy.
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
@@ -622,6 +624,91 @@ def bench_gpt_backward(rounds=7, batch=16):
     return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
 
 
+def codegen_ab(rounds=25):
+    """Session 16's code paths on and off in one process (the C++ writer's methods patched to decline
+    for "before"): the mini-GPT masked softmax (vector exp of a computed value), cross-entropy's forward
+    (the target pick) and forward + backward (exp rows of the backward), beside eager ember, torch
+    eager and torch.compile; alternating rounds, {case: {side: (min, median) thread CPU seconds}}."""
+    import statistics
+
+    from ember.compiler.inductor import _cpp, config
+
+    ember.set_num_threads(1)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    paths = ("_computed_exp_sum", "_exp_rows", "_row_pick", "_pick_parts")
+
+    def compiled_pair(fn, warm):
+        """(after, before): ``fn`` compiled (at the first call, ``warm(compiled)``) with the new paths,
+        then with them declining."""
+        after = ember.compile(fn)
+        warm(after)
+        saved = {n: getattr(_cpp.CppKernelWriter, n) for n in paths}
+        for n in paths:
+            setattr(_cpp.CppKernelWriter, n, lambda *a: None)
+        try:
+            before = ember.compile(fn)
+            warm(before)
+        finally:
+            for n, f in saved.items():
+                setattr(_cpp.CppKernelWriter, n, f)
+        return after, before
+
+    def masked(m, x, mask):
+        return m.softmax((x * 0.125).masked_fill(mask, float("-inf")), -1)
+
+    def ce(m):
+        return lambda a, b: m.nn.functional.cross_entropy(a, b)
+
+    def backward(fn, x, y):
+        x.grad = None
+        fn(x, y).backward()
+
+    sides: dict = {}
+    with config.patch("graph_cache", False):
+        xs = rng.standard_normal((64, 128, 128)).astype(np.float32)
+        mask = np.triu(np.ones((128, 128), bool), 1)
+        ex, em, tx, tm = ember.tensor(xs), ember.tensor(mask), torch.from_numpy(xs), torch.from_numpy(mask)
+        tc = torch.compile(lambda a, b: masked(torch, a, b))
+        e, t = (ex, em), (tx, tm)  # bound now: the names are reused below
+        after, before = compiled_pair(lambda a, b: masked(ember, a, b), lambda c: c(*e))
+        tc(*t)
+        sides["masked softmax 64x128x128"] = {
+            "ember eager": lambda e=e: masked(ember, *e), "compiled before": lambda b=before, e=e: b(*e),
+            "compiled after": lambda a=after, e=e: a(*e), "torch eager": lambda t=t: masked(torch, *t),
+            "torch.compile": lambda c=tc, t=t: c(*t)}
+        for cols in (8192, 512):
+            xn = (rng.standard_normal((2048, cols)) * 3).astype(np.float32)
+            yn = rng.integers(0, cols, 2048)
+            ex, ey, tx, ty = ember.tensor(xn), ember.tensor(yn), torch.from_numpy(xn), torch.from_numpy(yn)
+            gx, tgx = ember.tensor(xn, requires_grad=True), torch.tensor(xn, requires_grad=True)
+            tc, tcb = torch.compile(ce(torch)), torch.compile(ce(torch))
+            after, before = compiled_pair(ce(ember), lambda c, ex=ex, ey=ey: c(ex, ey))
+            after_b, before_b = compiled_pair(ce(ember), lambda c, gx=gx, ey=ey: backward(c, gx, ey))
+            np.testing.assert_allclose(float(after(ex, ey)), float(before(ex, ey)), rtol=1e-6)
+            tc(tx, ty), backward(tcb, tgx, ty)
+            sides[f"cross_entropy 2048x{cols}"] = {
+                "ember eager": lambda ex=ex, ey=ey: ce(ember)(ex, ey),
+                "compiled before": lambda b=before, ex=ex, ey=ey: b(ex, ey),
+                "compiled after": lambda a=after, ex=ex, ey=ey: a(ex, ey),
+                "torch eager": lambda tx=tx, ty=ty: ce(torch)(tx, ty),
+                "torch.compile": lambda c=tc, tx=tx, ty=ty: c(tx, ty)}
+            sides[f"cross_entropy fwd+bwd 2048x{cols}"] = {
+                "ember eager": lambda gx=gx, ey=ey: backward(ce(ember), gx, ey),
+                "compiled before": lambda b=before_b, gx=gx, ey=ey: backward(b, gx, ey),
+                "compiled after": lambda a=after_b, gx=gx, ey=ey: backward(a, gx, ey),
+                "torch eager": lambda g=tgx, ty=ty: backward(ce(torch), g, ty),
+                "torch.compile": lambda c=tcb, g=tgx, ty=ty: backward(c, g, ty)}
+    times: dict = {case: {side: [] for side in fns} for case, fns in sides.items()}
+    for _ in range(rounds):
+        for case, fns in sides.items():
+            for side, fn in fns.items():
+                c0 = time.thread_time()
+                fn()
+                times[case][side].append(time.thread_time() - c0)
+    return {case: {side: (min(v), statistics.median(v)) for side, v in d.items()} for case, d in times.items()}
+
+
 def _rss_kib(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -841,8 +928,17 @@ def main():
     parser.add_argument("--gpt-memory", action="store_true",
                         help="only the peak RSS of a mini-GPT training step (B16), each case in a fresh process")
     parser.add_argument("--gpt-memory-case", choices=MEMORY_CASES, help=argparse.SUPPRESS)
+    parser.add_argument("--codegen-ab", action="store_true",
+                        help="only session 16's code paths on and off (masked softmax, cross-entropy), 1 thread")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.codegen_ab:
+        print(f"load average {os.getloadavg()[0]:.1f}; 1 thread, thread CPU ms (min / median of {args.rounds} "
+              "alternating rounds)")
+        for case, row in codegen_ab(args.rounds).items():
+            print(f"  {case:34s} " + "   ".join(f"{side}: {lo * 1e3:.3f} / {med * 1e3:.3f}"
+                                                  for side, (lo, med) in row.items()))
+        return
     if args.gpt_memory_case:
         import json
 
