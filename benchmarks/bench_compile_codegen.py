@@ -19,6 +19,13 @@ Cases (1 thread on both sides is the primary figure):
   column sums fused (default) and apart, beside eager ember, eager torch and torch.compile, the cases
   alternated round by round (thread CPU time, medians), with the backward's kernel count and its
   generated-code time per kernel class (figures: ``packages/compile/NOTES.md``, session 15).
+- ``--gpt-memory``: the peak resident memory of that training step (forward + loss, backward) above
+  the process's RSS once the models exist, each case in a fresh process (compiled ember with its
+  saved activations freed after their last read, and held to the end of the backward), twice: the
+  allocators as they are, and with every block of 128 KiB or more its own mmap and ember's block
+  cache off, where the RSS follows the live buffers (figures: NOTES.md, session 16).
+- ``--codegen-ab``: session 16's C++ paths (vector exp of computed values, the cross-entropy target
+  pick) on and off in one process, on the mini-GPT masked softmax and cross-entropy.
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
@@ -316,6 +323,11 @@ def rows_alternating(rounds=15):
         if cols != 128:
             cases.append((f"layer_norm {shape}",
                           lambda m, x, w, b, n=cols: m.nn.functional.layer_norm(x, (n,), w, b), x, w, b))
+    # the mini-GPT's attention softmax as it is: scaled, causal mask, (B16 x H4, T128, T128)
+    x = rng.standard_normal((64, 128, 128)).astype(np.float32)
+    mask = np.triu(np.ones((128, 128), bool), 1)
+    cases.append(("masked softmax 64x128x128",
+                  lambda m, x, mask, b: m.softmax((x * 0.125).masked_fill(mask, float("-inf")), -1), x, mask, x[:1]))
     x = rng.standard_normal(N).astype(np.float32)
     cases.append(("chain4 4M", lambda m, x, w, b: chain(m, x), x, x[:1], x[:1]))
     sides = {}
@@ -612,6 +624,174 @@ def bench_gpt_backward(rounds=7, batch=16):
     return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
 
 
+def codegen_ab(rounds=25):
+    """Session 16's code paths on and off in one process (the C++ writer's methods patched to decline
+    for "before"): the mini-GPT masked softmax (vector exp of a computed value), cross-entropy's forward
+    (the target pick) and forward + backward (exp rows of the backward), beside eager ember, torch
+    eager and torch.compile; alternating rounds, {case: {side: (min, median) thread CPU seconds}}."""
+    import statistics
+
+    from ember.compiler.inductor import _cpp, config
+
+    ember.set_num_threads(1)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    paths = ("_computed_exp_sum", "_exp_rows", "_row_pick", "_pick_parts")
+
+    def compiled_pair(fn, warm):
+        """(after, before): ``fn`` compiled (at the first call, ``warm(compiled)``) with the new paths,
+        then with them declining."""
+        after = ember.compile(fn)
+        warm(after)
+        saved = {n: getattr(_cpp.CppKernelWriter, n) for n in paths}
+        for n in paths:
+            setattr(_cpp.CppKernelWriter, n, lambda *a: None)
+        try:
+            before = ember.compile(fn)
+            warm(before)
+        finally:
+            for n, f in saved.items():
+                setattr(_cpp.CppKernelWriter, n, f)
+        return after, before
+
+    def masked(m, x, mask):
+        return m.softmax((x * 0.125).masked_fill(mask, float("-inf")), -1)
+
+    def ce(m):
+        return lambda a, b: m.nn.functional.cross_entropy(a, b)
+
+    def backward(fn, x, y):
+        x.grad = None
+        fn(x, y).backward()
+
+    sides: dict = {}
+    with config.patch("graph_cache", False):
+        xs = rng.standard_normal((64, 128, 128)).astype(np.float32)
+        mask = np.triu(np.ones((128, 128), bool), 1)
+        ex, em, tx, tm = ember.tensor(xs), ember.tensor(mask), torch.from_numpy(xs), torch.from_numpy(mask)
+        tc = torch.compile(lambda a, b: masked(torch, a, b))
+        e, t = (ex, em), (tx, tm)  # bound now: the names are reused below
+        after, before = compiled_pair(lambda a, b: masked(ember, a, b), lambda c: c(*e))
+        tc(*t)
+        sides["masked softmax 64x128x128"] = {
+            "ember eager": lambda e=e: masked(ember, *e), "compiled before": lambda b=before, e=e: b(*e),
+            "compiled after": lambda a=after, e=e: a(*e), "torch eager": lambda t=t: masked(torch, *t),
+            "torch.compile": lambda c=tc, t=t: c(*t)}
+        for cols in (8192, 512):
+            xn = (rng.standard_normal((2048, cols)) * 3).astype(np.float32)
+            yn = rng.integers(0, cols, 2048)
+            ex, ey, tx, ty = ember.tensor(xn), ember.tensor(yn), torch.from_numpy(xn), torch.from_numpy(yn)
+            gx, tgx = ember.tensor(xn, requires_grad=True), torch.tensor(xn, requires_grad=True)
+            tc, tcb = torch.compile(ce(torch)), torch.compile(ce(torch))
+            after, before = compiled_pair(ce(ember), lambda c, ex=ex, ey=ey: c(ex, ey))
+            after_b, before_b = compiled_pair(ce(ember), lambda c, gx=gx, ey=ey: backward(c, gx, ey))
+            np.testing.assert_allclose(float(after(ex, ey)), float(before(ex, ey)), rtol=1e-6)
+            tc(tx, ty), backward(tcb, tgx, ty)
+            sides[f"cross_entropy 2048x{cols}"] = {
+                "ember eager": lambda ex=ex, ey=ey: ce(ember)(ex, ey),
+                "compiled before": lambda b=before, ex=ex, ey=ey: b(ex, ey),
+                "compiled after": lambda a=after, ex=ex, ey=ey: a(ex, ey),
+                "torch eager": lambda tx=tx, ty=ty: ce(torch)(tx, ty),
+                "torch.compile": lambda c=tc, tx=tx, ty=ty: c(tx, ty)}
+            sides[f"cross_entropy fwd+bwd 2048x{cols}"] = {
+                "ember eager": lambda gx=gx, ey=ey: backward(ce(ember), gx, ey),
+                "compiled before": lambda b=before_b, gx=gx, ey=ey: backward(b, gx, ey),
+                "compiled after": lambda a=after_b, gx=gx, ey=ey: backward(a, gx, ey),
+                "torch eager": lambda g=tgx, ty=ty: backward(ce(torch), g, ty),
+                "torch.compile": lambda c=tcb, g=tgx, ty=ty: backward(c, g, ty)}
+    times: dict = {case: {side: [] for side in fns} for case, fns in sides.items()}
+    for _ in range(rounds):
+        for case, fns in sides.items():
+            for side, fn in fns.items():
+                c0 = time.thread_time()
+                fn()
+                times[case][side].append(time.thread_time() - c0)
+    return {case: {side: (min(v), statistics.median(v)) for side, v in d.items()} for case, d in times.items()}
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak_rss() -> None:
+    """VmHWM back to the current RSS (Linux: writing 5 to clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+MEMORY_CASES = ("ember eager", "ember compiled", "ember compiled, saved held", "torch eager", "torch.compile")
+
+
+def gpt_memory_case(case: str, batch=16, warmup=3, steps=3) -> dict:
+    """Resident memory of a mini-GPT (L4 d256 T128, ``batch``) training step in this process (meant
+    to be a fresh one), in MiB above ``base``, the RSS once the models and data exist: ``start``, the
+    RSS when a step begins, and the peak RSS (VmHWM, reset before each phase) of the forward + loss
+    and of the backward; medians over ``steps`` steps after ``warmup``. tracemalloc cannot see native
+    buffers; RSS sees both sides' allocators (and what they keep: run with MALLOC_MMAP_THRESHOLD_ and
+    EMBER_CPU_CACHE_MB=0 for a peak that follows the live buffers). "saved held" is compiled ember
+    with ``release_saved_tensors`` off (saved activations live until the compiled backward returns,
+    as before session 16)."""
+    import gc
+    import statistics
+
+    from ember.compiler.inductor import config
+
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(1, batch)
+    if case.startswith("ember"):
+        m, model, x, y = ember, emodel, eidx, etgt
+    else:
+        m, model, x, y = torch, tmodel, tidx, ttgt
+    del tmodel, emodel
+    gc.collect()
+    base = _rss_kib("VmRSS")
+    fwd = ember.compile(model) if case.startswith("ember compiled") else \
+        torch.compile(model) if case == "torch.compile" else model
+    config.release_saved_tensors = case != "ember compiled, saved held"
+    opt = m.optim.AdamW(model.parameters(), lr=1e-4)
+    start, fw_peak, bw_peak = [], [], []
+    for i in range(warmup + steps):
+        opt.zero_grad()
+        r0 = _rss_kib("VmRSS")
+        _reset_peak_rss()
+        loss = m.nn.functional.cross_entropy(fwd(x).reshape(-1, 512), y)
+        r1 = _rss_kib("VmHWM")
+        _reset_peak_rss()
+        loss.backward()
+        r2 = _rss_kib("VmHWM")
+        opt.step()
+        del loss
+        if i >= warmup:
+            start.append((r0 - base) / 1024)
+            fw_peak.append((r1 - base) / 1024)
+            bw_peak.append((r2 - base) / 1024)
+    return {"start": statistics.median(start), "forward": statistics.median(fw_peak),
+            "backward": statistics.median(bw_peak)}
+
+
+def gpt_memory(runs=2, live=False) -> dict:
+    """``gpt_memory_case`` for every case, each in a fresh process, the cases alternated ``runs``
+    times: {case: [result per run]}. ``live``: glibc serves every block of 128 KiB and more with
+    its own mmap and ember's block cache is off, so freed buffers leave the RSS at once."""
+    import json
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if live:
+        env.update(MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072", EMBER_CPU_CACHE_MB="0")
+    out: dict = {c: [] for c in MEMORY_CASES}
+    for _ in range(runs):
+        for case in MEMORY_CASES:
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--gpt-memory-case", case],
+                                  env=env, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-2000:])
+            out[case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def bench_column_kernels(rounds=15):
     """The mini-GPT backward's two kernel classes that take column sums, alone, fused vs apart,
     alternated in one process (thread CPU time, min and median of ``rounds``, 1 thread): GELU's
@@ -745,8 +925,36 @@ def main():
                         help="only the compiled mini-GPT forward's time per generated kernel, 1 thread")
     parser.add_argument("--gpt-backward", action="store_true",
                         help="only the mini-GPT training step and backward (B16), alternated, 1 thread")
+    parser.add_argument("--gpt-memory", action="store_true",
+                        help="only the peak RSS of a mini-GPT training step (B16), each case in a fresh process")
+    parser.add_argument("--gpt-memory-case", choices=MEMORY_CASES, help=argparse.SUPPRESS)
+    parser.add_argument("--codegen-ab", action="store_true",
+                        help="only session 16's code paths on and off (masked softmax, cross-entropy), 1 thread")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
+    if args.codegen_ab:
+        print(f"load average {os.getloadavg()[0]:.1f}; 1 thread, thread CPU ms (min / median of {args.rounds} "
+              "alternating rounds)")
+        for case, row in codegen_ab(args.rounds).items():
+            print(f"  {case:34s} " + "   ".join(f"{side}: {lo * 1e3:.3f} / {med * 1e3:.3f}"
+                                                  for side, (lo, med) in row.items()))
+        return
+    if args.gpt_memory_case:
+        import json
+
+        print(json.dumps(gpt_memory_case(args.gpt_memory_case)))
+        return
+    if args.gpt_memory:
+        print(f"load average {os.getloadavg()[0]:.1f}; mini-GPT L4 d256 T128 B16 training step, 1 thread, a fresh "
+              "process per case and run; MiB above the RSS once models and data exist: at the step's start, peak "
+              "in forward+loss, peak in backward (medians of 3 steps after 3 warmup steps), per run")
+        for live in (False, True):
+            print("allocators as they are" if not live else
+                  "every block >= 128 KiB its own mmap, ember's block cache off (RSS follows the live buffers)")
+            for case, results in gpt_memory(live=live).items():
+                cells = "   ".join(f"{r['start']:5.0f} {r['forward']:5.0f} {r['backward']:5.0f}" for r in results)
+                print(f"  {case:28s} {cells}")
+        return
     if args.gpt_backward:
         print("the column-summing kernel classes alone (thread CPU ms, min / median of 15 alternated rounds):")
         for case, variants in bench_column_kernels().items():
@@ -774,10 +982,11 @@ def main():
     if args.cross_entropy:
         bandwidth = copy_bandwidth(1)
         print(f"measured copy bandwidth: {bandwidth / 1e9:.1f} GB/s")
-        for name, (got, frac) in bench_cross_entropy(1, use_tc, bandwidth).items():
-            print(f"{name} (2048x8192 float32, 1 thread)  wall        cpu     of bandwidth")
-            for k, (w, c) in got.items():
-                print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
+        for cols in (8192, 512):  # 512: the mini-GPT's vocabulary
+            for name, (got, frac) in bench_cross_entropy(1, use_tc, bandwidth, cols=cols).items():
+                print(f"{name} (2048x{cols} float32, 1 thread)  wall        cpu     of bandwidth")
+                for k, (w, c) in got.items():
+                    print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
         return
     for threads in ([] if args.compile_times else [1] if args.quick else [1, 2]):
         print(f"\n== {threads} thread(s) ==")

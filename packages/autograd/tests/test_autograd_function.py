@@ -270,3 +270,37 @@ def test_inplace_on_custom_function_output_clone_allowed():
         return a.grad.tolist()
 
     assert run(ember) == run(torch)
+
+
+def test_maybe_clear_saved_tensors_follows_retain_graph():
+    # PyTorch's ctx.maybe_clear_saved_tensors(): frees the node's saved tensors inside backward
+    # unless the backward run retains the graph (the oracle: torch, same program)
+
+    def run(m):
+        seen = []
+
+        class F(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x * 2)
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                (s,) = ctx.saved_tensors
+                ctx.maybe_clear_saved_tensors()
+                try:
+                    _ = ctx.saved_tensors
+                    seen.append("kept")
+                except RuntimeError as e:
+                    seen.append("freed" if "second time" in str(e) else str(e))
+                return g * s
+
+        x = m.ones(2, requires_grad=True)
+        y = F.apply(x).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        F.apply(x).sum().backward()
+        return seen, x.grad.tolist()
+
+    assert run(ember) == run(torch) == (["kept", "freed", "freed"], [6.0, 6.0])

@@ -100,3 +100,64 @@ def test_a_value_read_again_after_an_extern_is_kept_until_then(builds):
     source = builds[-1].wrapper_source
     deleted, _, _, returned, late = _lifetimes(source)
     assert deleted and not late and not deleted & returned, source
+
+
+def _saved_activation_storages(out):
+    """Weak references to the storages of the compiled node's saved values that no parameter or
+    input holds (the forward's activations), found from ``out``'s autograd graph."""
+    import weakref
+
+    node, seen, stack = None, set(), [out.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if type(fn).__name__ == "CompiledFunctionBackward":
+            node = fn
+            break
+        stack.extend(n for n, _ in fn.next_functions)
+    assert node is not None
+    return [weakref.ref(s.data._storage) for s in node._saved if s is not None and not s.data.requires_grad]
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_backward_frees_saved_activations_after_their_last_read(builds, retain):
+    # The compiled backward gets its saved activations in a list it empties, and the autograd node
+    # lets go of them first (unless the graph is retained): by the backward's last kernel the
+    # activations read only early on are freed, as eager autograd frees a node's saved values.
+    torch.manual_seed(0)
+    tmodel = _mlp(torch.nn)
+    emodel = _mlp(ember.nn)
+    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    compiled = ember.compile(emodel)
+    compiled(ember.tensor(x)).square().mean().backward()  # compiles both graphs
+    backward = next(a for a in builds if "tangents" in a.wrapper_source)
+    namespace = backward.call.__globals__
+    kernels = sorted(n for n in namespace if n.startswith("kernel") and n[6:].isdigit())
+    last = max(kernels, key=lambda n: backward.wrapper_source.index(f"    {n}("))
+    dead_at_last: list = []
+    refs: list = []
+
+    def spy(*a, _f=namespace[last]):
+        dead_at_last.append(sum(r() is None for r in refs))
+        return _f(*a)
+
+    namespace[last] = spy
+    emodel.zero_grad()
+    loss = compiled(ember.tensor(x)).square().mean()
+    refs.extend(_saved_activation_storages(loss))
+    assert len(refs) >= 3
+    loss.backward(retain_graph=retain)
+    if retain:
+        assert dead_at_last == [0]
+        loss.backward()  # the retained graph's saved values are intact: gradients twice
+    else:
+        assert dead_at_last[0] >= 2, (dead_at_last, backward.wrapper_source)
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+    tmodel(torch.from_numpy(x)).square().mean().backward()
+    k = 2 if retain else 1
+    for (name, p), tp in zip(emodel.named_parameters(), tmodel.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), k * tp.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)

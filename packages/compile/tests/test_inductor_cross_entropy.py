@@ -147,10 +147,44 @@ def test_backward_reads_the_saved_logsumexp(built, weighted):
     kernels = source[source.index("// kernel"):]
     assert "EMBER_MAX(" not in kernels and "fmax" not in kernels, kernels
     assert weighted or "acc_" not in kernels, kernels
-    assert "ember_expf(" in kernels, kernels
+    # one exp an element: inline, or (a pointwise kernel of rows) the prelude's row exp in place
+    assert "ember_expf(" in kernels or "ember_exp_row_f32(" in kernels, kernels
     # every reduction loop (from its accumulator to its result) computes no exponential
     for start in re.finditer(r"float (acc_\w+) = ", kernels):
         body = kernels[start.start():kernels.index(f"= {start.group(1)};", start.end())]
         assert "ember_expf(" not in body, body
     forward = [a for a in built if a is not backward[0]]
     assert all("_class_nll_backward" not in a.cpp_source for a in forward)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_forward_gathers_the_target_logit(built, weighted):
+    """The forward's target logit (and weight) is one load at the target's column, not a masked
+    sum over the row: the row kernel has no reduction loop left but the max and the exp-sum (the
+    prelude's row helpers), and gives the masked sum's values: a -0.0 target logit, targets out
+    of range (NaN), ignored rows, NaN and inf logits."""
+    g = np.random.default_rng(3)
+    x = g.standard_normal((6, 40)).astype(np.float32)
+    y = g.integers(0, 40, 6)
+    x[0, y[0]] = -0.0
+    x[1, (y[1] + 1) % 40] = np.nan  # another column's NaN: NaN loss (the log-sum-exp)
+    x[2, y[2]] = np.inf
+    y[3] = -100
+    y[4] = 40  # out of range
+    w = g.uniform(0.2, 2.0, 40).astype(np.float32) if weighted else None
+    ew = None if w is None else ember.tensor(w)
+    tw = None if w is None else torch.tensor(w)
+    for fn, tfn in ((lambda a, b, c: ember.nn.functional.cross_entropy(a, b, weight=c, reduction="none"),
+                     lambda a, b, c: torch.nn.functional.cross_entropy(a, b, weight=c, reduction="none")),
+                    (lambda a, b, c: ember.nn.functional.nll_loss(a, b, weight=c, reduction="none"),
+                     lambda a, b, c: torch.nn.functional.nll_loss(a, b, weight=c, reduction="none"))):
+        got = ember.compile(fn)(ember.tensor(x), ember.tensor(y), ew).numpy()
+        keep = np.arange(6) != 4  # eager (both) raises on the out-of-range target
+        want = tfn(torch.tensor(x[keep]), torch.tensor(y[keep]), tw).numpy()
+        np.testing.assert_allclose(got[keep], want, rtol=1e-6, atol=0)
+        assert np.isnan(got[4])
+    forward = [a for a in built if "_class_nll" in a.cpp_source and "_class_nll_backward" not in a.cpp_source]
+    kernel = forward[0].cpp_source.split("EMBER_KERNEL void ")[1]
+    assert "pick_" in kernel and "== " not in kernel, kernel
+    loops = re.findall(r"for \(int64_t (\w+) = ", kernel)
+    assert len(loops) == 1, kernel  # the rows; the row's passes are the helpers

@@ -294,13 +294,14 @@ def _retain(t: Tensor, g: Tensor) -> None:
 class _Task:
     """One backward run, as hooks see it (``register_multi_grad_hook`` groups its calls per run)."""
 
-    __slots__ = ("id", "deps", "needed", "captures", "grad_call")
+    __slots__ = ("id", "deps", "needed", "captures", "grad_call", "keep_graph")
     _ids = iter(range(1, 1 << 62))
 
-    def __init__(self, deps, needed, captures, grad_call):
+    def __init__(self, deps, needed, captures, grad_call, keep_graph=False):
         self.id = next(_Task._ids)
         self.deps, self.needed, self.captures = deps, needed, captures
         self.grad_call = grad_call  # autograd.grad(): the leaves' accumulators do not run
+        self.keep_graph = keep_graph  # retain_graph: nodes keep their saved tensors after they run
 
 
 _TASKS: list = []
@@ -353,7 +354,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
         deps = _C._graph_dependencies(root)
         prev = _STATE.grad_enabled
         _STATE.grad_enabled = create_graph
-        _TASKS.append(_Task(deps, None, None, False))
+        _TASKS.append(_Task(deps, None, None, False, keep_graph))
         try:
             _C._run_graph(root, deps, keep_graph, _native_pre, _native_post)
         finally:
@@ -372,7 +373,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     heap = []
     tie = 0
     fn = root
-    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets))
+    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets, keep_graph))
     try:
         while True:
             grads = buffers.pop(fn, None)

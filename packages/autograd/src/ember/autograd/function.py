@@ -111,6 +111,16 @@ class BackwardCFunction(Node, FunctionCtx):
                 out[spec] = fix_grad(g, self._input_meta[spec], self, i)
         return out
 
+    def maybe_clear_saved_tensors(self) -> None:
+        """Frees the saved tensors now, inside ``backward``, unless the backward run in progress
+        retains the graph (PyTorch's ``ctx.maybe_clear_saved_tensors``): a backward that has
+        taken what it needs lets each value go after its last use instead of at the node's end."""
+        from ._engine import current_task
+
+        task = current_task()
+        if task is not None and not task.keep_graph:
+            self._release()
+
     def _release(self):
         self._released = True
         if self._saved is not None:

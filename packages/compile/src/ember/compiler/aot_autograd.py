@@ -23,6 +23,7 @@ from ember._src import grad_mode
 from ember._src.tensor import Tensor
 
 from ._aot_joint import _map, trace_joint
+from .inductor import config
 
 _GRAD = grad_mode.STATE
 
@@ -186,7 +187,7 @@ def aot_module_simplified(mod, args, fw_compiler, bw_compiler=None, partition_fn
         return _tupled(mod.forward)
     fw = _tupled(fw_compiler(fw_gm, example_inputs))
     bw_examples = [n.meta.get("val") for n in bw_gm.graph.nodes if n.op == "placeholder"]
-    bw = _tupled(bw_compiler(bw_gm, bw_examples))
+    bw = _boxed(bw_compiler(bw_gm, bw_examples))
     function = _autograd_function(fw, bw, n_outputs, needs, diff_outputs, len(example_inputs))
 
     def run(*inputs):
@@ -204,6 +205,24 @@ def _tupled(fn):
         out = fn(*inputs)
         return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
+    return call
+
+
+def _boxed(fn):
+    """``fn`` called with one list of inputs that the call empties (PyTorch's boxed convention): a
+    compiled graph with a ``boxed_call`` takes the list itself and drops each input after its last
+    use; any other callable gets the inputs unpacked (they live until it returns)."""
+    boxed = getattr(fn, "boxed_call", None)
+    if boxed is not None:
+        def call(args):
+            out = boxed(args)
+            return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    else:
+        def call(args):
+            inputs = tuple(args)
+            args.clear()
+            out = fn(*inputs)
+            return tuple(out) if isinstance(out, (tuple, list)) else (out,)
     return call
 
 
@@ -243,11 +262,18 @@ def _autograd_function(fw, bw, n_outputs, needs, diff_outputs, n_inputs):
                     "double backward (create_graph=True) through a region compiled with AOT autograd is not "
                     "supported: compile it with backend='eager' to differentiate its backward"
                 )
-            saved = ctx.saved_tensors
             tangents = [g for g, d in zip(grads, diff_outputs) if d]
             if any(t is None for t in tangents):
                 raise RuntimeError("a compiled backward got no gradient for an output (set_materialize_grads(False)?)")
-            input_grads = _outside_capture(bw, (*saved, *tangents))
+            args = [*ctx.saved_tensors, *tangents]
+            del tangents
+            if config.release_saved_tensors:
+                # The list is then the only holder of the saved activations (unless the graph is
+                # retained): the compiled backward empties it and drops each one after its last
+                # read, as eager autograd frees a node's saved values when the node has run, so
+                # the backward's peak is not every activation plus every gradient.
+                ctx.maybe_clear_saved_tensors()
+            input_grads = _outside_capture(bw, (args,))
             out = [None] * n_inputs
             for i, g in zip(needs, input_grads):
                 out[i] = g

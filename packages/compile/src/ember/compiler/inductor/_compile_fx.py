@@ -303,6 +303,29 @@ class CompiledGraph:
     def _eager(self, args):
         return self.gm(*args)
 
+    def boxed_call(self, args: list):
+        """The graph run on ``args``, a list the call empties once the inputs are checked: the
+        generated wrapper then holds each input only until its last read (a backward's saved
+        activations). An input mismatch is found before the list is emptied."""
+        if (grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args)) \
+                or (self.written_inputs and _shares_storage(args, self.written_inputs)):
+            inputs = tuple(args)
+            args.clear()
+            return self._eager(inputs)
+        if self._fast is not None:
+            try:
+                return self._fast(args)
+            except InputMismatch:
+                pass
+        artifact = self.variants.get(_signature(args))
+        if artifact is None:
+            artifact = self._build(list(args))
+        if artifact is None:
+            inputs = tuple(args)
+            args.clear()
+            return self._eager(inputs)
+        return artifact.call(args)
+
     def __call__(self, *args):
         args = self._unbox(args)
         if grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
@@ -402,13 +425,18 @@ def _at_first_call(compiler):
         box: list = []
         settings = config.snapshot()  # mode="reduce-overhead" and the like hold for the later compile
 
-        def run(*args):
+        def run(args: list):  # boxed: the list is emptied (see CompiledGraph.boxed_call)
             if not box:
-                real = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
                 with config.patch(settings):
-                    box.append(compiler(gm, real))
-            return box[0](*args)
+                    box.append(compiler(gm, list(args)))
+            boxed = getattr(box[0], "boxed_call", None)
+            if boxed is not None:
+                return boxed(args)
+            inputs = tuple(args)
+            args.clear()
+            return box[0](*inputs)
 
+        run.boxed_call = run
         return run
 
     return compile_later

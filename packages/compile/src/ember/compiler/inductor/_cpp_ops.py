@@ -218,6 +218,25 @@ static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n,
     }
     return s;
 }
+/* exp of a row in place: the exps of loops whose argument is computed (a fused producer) go
+ * through a row of the output, so that they too take the AVX-512 exp */
+static inline void ember_exp_row_f32(float* p, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 e0 = ember_exp16(_mm512_loadu_ps(p + i));
+        const __m512 e1 = ember_exp16(_mm512_loadu_ps(p + i + 16));
+        _mm512_storeu_ps(p + i, e0);
+        _mm512_storeu_ps(p + i + 16, e1);
+    }
+    if (i + 16 <= n) {
+        _mm512_storeu_ps(p + i, ember_exp16(_mm512_loadu_ps(p + i)));
+        i += 16;
+    }
+    if (i < n) {
+        const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(p + i, tail, ember_exp16(_mm512_maskz_loadu_ps(tail, p + i)));
+    }
+}
 static inline float ember_row_sum_f32(const float* p, int64_t n) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0;
     int64_t i = 0;
@@ -273,6 +292,10 @@ static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n,
         for (int64_t i = 0; i < n; ++i) s += ember_expf(x[i] - m);
     }
     return s;
+}
+static inline void ember_exp_row_f32(float* p, int64_t n) {
+    #pragma omp simd
+    for (int64_t i = 0; i < n; ++i) p[i] = ember_expf(p[i]);
 }
 static inline float ember_row_sum_f32(const float* p, int64_t n) {
     float s = 0;

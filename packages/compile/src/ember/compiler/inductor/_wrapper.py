@@ -215,6 +215,10 @@ class WrapperWriter:
         w.append("def call(args):")
         w.append(f"    {', '.join(names) + ',' if names else '_'} = args" if names else "    pass")
         self._guards(names)
+        # A list argument is emptied once the inputs passed the guards (the boxed convention: the
+        # caller keeps no reference), so that the ``del`` after an input's last read frees it.
+        w.append("    if type(args) is list:")
+        w.append("        args.clear()")
         if self.native:
             self.prelude.append("_tnew, _tcls, _talloc, _tdev, _begin = _device_front(_dev)")
             w.append("    _s = _begin()  # this call's stream (its launches and buffers)")
@@ -234,6 +238,10 @@ class WrapperWriter:
         freed_after: dict[int, list] = {}
         for name, pos in last_use.items():
             freed_after.setdefault(pos, []).append(name)
+        inputs = {b.name for b in g.inputs if b is not None} - returned
+        unread = sorted(inputs - set(last_use))
+        if unread:
+            w.append(f"    del {', '.join(unread)}")
         for pos, entry in enumerate(self.plan):
             if isinstance(entry, ExternCall):
                 self._extern(entry)
@@ -248,14 +256,15 @@ class WrapperWriter:
                 if name in self.allocated and name not in extern_read:
                     key = _py(product(buf.shape) * buf.dtype.itemsize)
                     pool.setdefault(key, []).append(name)
-                elif name in self.bound:
+                elif name in self.bound or name in inputs:
                     dead.append(name)
             if dead:
                 # Dropped at its last use, as eager autograd drops a value: its block goes back to
                 # the allocator's cache and the next buffer of its size takes it. Held to the end
                 # of the call, the mini-GPT backward's ~100 intermediates came to more than the
                 # cache keeps, and every call page-faulted fresh memory (~60 ms of a 370 ms
-                # backward in the kernel).
+                # backward in the kernel). Inputs too: a backward's saved activations are freed
+                # here when the caller passed them in a list (emptied above) and kept no other.
                 w.append(f"    del {', '.join(sorted(dead))}")
         w.append(f"    return {self._output_text(g.output_template)}")
         return "".join(line + "\n" for line in self.prelude) + "\n".join(w) + "\n"

@@ -26,6 +26,10 @@ class cpp:  # noqa: N801 - PyTorch's spelling (config.cpp.<setting>)
 inline_limit = 24
 # A graph whose lowering or compilation fails runs eagerly (with a warning) instead of raising.
 fallback_on_error = True
+# A compiled backward (AOT autograd) takes its saved activations in a list it empties and frees each
+# after its last read, and the autograd node drops its own references first unless the graph is
+# retained; False: they live until the backward returns (the peak-memory comparison's "before").
+release_saved_tensors = True
 # Lowered graphs are kept on disk beside the kernels and reused by later processes (_graphcache.py).
 graph_cache = True
 
