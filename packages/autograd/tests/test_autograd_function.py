@@ -270,3 +270,42 @@ def test_inplace_on_custom_function_output_clone_allowed():
         return a.grad.tolist()
 
     assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("setup_style", [False, True])
+def test_input_returned_and_marked_non_differentiable_is_a_detached_alias(setup_style):
+    # PyTorch returns input.detach() for it: no grad, not a view in autograd's sense, the input
+    # itself unchanged; the differentiable output still gets the gradient.
+    def run(lib):
+        if setup_style:
+            class Pass(lib.autograd.Function):
+                @staticmethod
+                def forward(x):
+                    return x * 3, x
+
+                @staticmethod
+                def setup_context(ctx, inputs, output):
+                    ctx.mark_non_differentiable(output[1])
+
+                @staticmethod
+                def backward(ctx, g, _):
+                    return g * 3
+        else:
+            class Pass(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.mark_non_differentiable(x)
+                    return x * 3, x
+
+                @staticmethod
+                def backward(ctx, g, _):
+                    return g * 3
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y, same = Pass.apply(x)
+        facts = (same.requires_grad, same.is_leaf, same.grad_fn is None, same._base is x, same is x,
+                 x.requires_grad, same.data_ptr() == x.data_ptr())
+        y.sum().backward()
+        return facts, x.grad.tolist()
+
+    assert run(ember) == run(torch)

@@ -211,11 +211,17 @@ def _wrap_outputs(ctx, args, outputs):
         if not isinstance(o, Tensor):
             result.append(o)
             continue
+        differentiable = id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex)
         if id(o) in dirty:
             check_inplace(o)
         elif id(o) in inputs:
+            if not differentiable and o._requires_grad:
+                # PyTorch returns a detached alias of an input marked non-differentiable (the
+                # input itself keeps requiring grad)
+                result.append(o.detach())
+                continue
             o = make_view(o, o._shape, o._stride, o._offset)  # keep the input's own history intact
-        if id(outs[i]) in nondiff or not (o.dtype.is_floating_point or o.dtype.is_complex):
+        if not differentiable:
             o._requires_grad = False if o.grad_fn is None else o._requires_grad
         else:
             set_history(o, ctx, i)
