@@ -60,6 +60,9 @@ PROGRAMS = [
     "pytree_program.py",
     "flop_counting.py",
     "resnet_gan.py",
+    "unet_vit.py",
+    "distill_custom_ops.py",
+    "special_masked_signal.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
