@@ -63,6 +63,7 @@ PROGRAMS = [
     "unet_vit.py",
     "distill_custom_ops.py",
     "special_masked_signal.py",
+    "transformer_translation.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
