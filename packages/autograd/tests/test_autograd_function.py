@@ -309,3 +309,47 @@ def test_input_returned_and_marked_non_differentiable_is_a_detached_alias(setup_
         return facts, x.grad.tolist()
 
     assert run(ember) == run(torch)
+
+
+def _transform_errors(lib):
+    class OldStyle(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class NoVmap(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Generated(NoVmap):
+        generate_vmap_rule = True
+
+    out = []
+    for run in (lambda: lib.func.vmap(OldStyle.apply)(lib.ones(2, 3)),
+                lambda: lib.func.grad(lambda t: OldStyle.apply(t).sum())(lib.ones(3)),
+                lambda: lib.func.vmap(NoVmap.apply)(lib.ones(2, 3)),
+                lambda: lib.func.grad(lambda t: NoVmap.apply(t).sum())(lib.ones(3)),
+                lambda: lib.func.vmap(Generated.apply)(lib.ones(2, 3)),
+                lambda: OldStyle.apply(lib.ones(2, requires_grad=True))):
+        try:
+            out.append(run().tolist())
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_function_under_func_transforms_requires_what_torch_requires():
+    assert _transform_errors(ember) == _transform_errors(torch)

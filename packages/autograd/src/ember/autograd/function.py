@@ -13,6 +13,7 @@ import functools
 from ember._src import grad_mode
 from ember._src.dispatch import _EAGER_REGION_HOOK, eager_region
 from ember._src.tensor import Tensor, make_view
+from ember.func import _levels
 
 from . import anomaly_mode
 from ._engine import fix_grad
@@ -152,6 +153,13 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
                                   "with forward mode AD.")
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the vmap "
+                                  "staticmethod or set generate_vmap_rule=True.")
+
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-"
                            "style autograd function with static forward method. (Example: "
@@ -184,6 +192,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         ctx.needs_input_grad = tuple(s is not None for s in layout)
         ctx._layout, ctx._next, ctx._input_meta, ctx._is_tensor_arg = tuple(layout), tuple(edges), meta, is_tensor
         setup_style = cls.setup_context is not Function.setup_context
+        if _levels._STACK.levels:
+            _check_transformable(cls, setup_style)
         _STATE.grad_enabled = False
         try:
             if setup_style:
@@ -198,6 +208,21 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         if anomaly_mode.is_enabled():
             anomaly_mode.store_forward_trace(ctx)
         return _wrap_outputs(ctx, args, outputs)
+
+
+def _check_transformable(cls, setup_style: bool) -> None:
+    """PyTorch's conditions for a Function inside torch.func transforms: the setup_context form,
+    and under vmap a vmap staticmethod or generate_vmap_rule. (ember then batches the forward with
+    its own rules, as generate_vmap_rule=True would: a vmap staticmethod is not called.)"""
+    if not setup_style:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+                           "jacrev, ...), it must override the setup_context staticmethod. For more details, please "
+                           "see https://pytorch.org/docs/main/notes/extending.func.html")
+    if (any(level.kind == "vmap" for level in _levels._STACK.levels) and not cls.generate_vmap_rule
+            and cls.vmap is Function.vmap):
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+                           "override and implement the vmap staticmethod or set generate_vmap_rule=True. For more "
+                           "details, please see https://pytorch.org/docs/main/notes/extending.func.html")
 
 
 def _wrap_outputs(ctx, args, outputs):
