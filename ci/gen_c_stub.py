@@ -75,8 +75,9 @@ def _signatures(doc: str | None) -> list[tuple[str, str, str]]:
 
 def _functions(name: str, obj, indent: str, method: bool, decorator: str | None = None) -> list[str]:
     sigs = _signatures(getattr(obj, "__doc__", None))
-    if not sigs:
-        return [f"{indent}def {name}(*args, **kwargs) -> typing.Any: ..."]
+    if not sigs:  # a docstring without pybind11's signature line: any arguments (still static if so)
+        head = [f"{indent}@{decorator}"] if decorator else []
+        return head + [f"{indent}def {name}(*args, **kwargs) -> typing.Any: ..."]
     out = []
     for _, args, returns in sigs:
         if len(sigs) > 1:

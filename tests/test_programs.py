@@ -60,6 +60,10 @@ PROGRAMS = [
     "pytree_program.py",
     "flop_counting.py",
     "resnet_gan.py",
+    "unet_vit.py",
+    "distill_custom_ops.py",
+    "special_masked_signal.py",
+    "transformer_translation.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
@@ -80,6 +84,14 @@ MESSAGE_DIFFERS = {
     "load plain pickle evil": "as above (still UnpicklingError)",
     "sample_n negative": "PyTorch's text comes from numel's overflow check on the negative size; ember's expand "
                          "names the size",
+    "autocast bad device": "as 'to bad device'",
+    "sdpa q k head dim mismatch": "PyTorch's text is its bmm's (the math path's); ember checks the shapes first",
+    "sdpa int inputs": "PyTorch's text is a kernel's dtype check; ember's says what it wants",
+    "stft n_fft too big": "PyTorch's text starts with a repr of the whole call (stft(torch.FloatTensor[8], ...)); "
+                          "ember's has the same check after 'stft: '",
+    "stft window wrong length": "as above",
+    "gammainc float other": "ember's special.gammainc is igamma itself, whose argument check names igamma",
+    "custom_op returns its input": "PyTorch names the module of its own wrapper; ember the kernel's module",
 }
 
 

@@ -383,3 +383,182 @@ case("register_hook no grad", lambda: torch.ones(1).register_hook(lambda g: g))
 case("backward on non-float", lambda: torch.ones(2, dtype=torch.long).sum().backward())
 case("grad of unused",
      lambda: torch.autograd.grad(torch.ones(1, requires_grad=True).sum(), torch.ones(1, requires_grad=True)))
+
+# -- session 16: kinds not covered above -------------------------------------------------------
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+from torch.utils.data import DataLoader, WeightedRandomSampler, random_split  # noqa: E402
+from torch.utils.data._utils.collate import default_collate  # noqa: E402
+
+# interpolate / unfold / fold
+case("interpolate bilinear on 3d", lambda: F.interpolate(torch.ones(1, 2, 4), scale_factor=2, mode="bilinear"))
+case("interpolate linear on 4d", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=3, mode="linear"))
+case("interpolate bad mode", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=3, mode="cubic"))
+case("interpolate size and scale", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=3, scale_factor=2.0))
+case("interpolate size wrong length", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=(3, 3, 3)))
+case("interpolate align_corners nearest", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=3, align_corners=True))
+case("interpolate negative size", lambda: F.interpolate(torch.ones(1, 1, 2, 2), size=(-1, 2)))
+case("unfold 2d input", lambda: F.unfold(torch.ones(4, 4), 2))
+case("unfold kernel too big", lambda: F.unfold(torch.ones(1, 1, 3, 3), 4))
+case("unfold stride 0", lambda: F.unfold(torch.ones(1, 1, 3, 3), 2, stride=0))
+case("fold wrong block count", lambda: F.fold(torch.ones(1, 4, 5), (3, 3), 2))
+case("fold channels not divisible", lambda: F.fold(torch.ones(1, 5, 4), (3, 3), 2))
+case("tensor.unfold step 0", lambda: torch.arange(6.0).unfold(0, 2, 0))
+case("tensor.unfold size too big", lambda: torch.arange(6.0).unfold(0, 7, 1))
+case("pixel_shuffle not divisible", lambda: F.pixel_shuffle(torch.ones(1, 3, 2, 2), 2))
+# attention
+q4 = torch.ones(2, 2, 3, 4)
+case("sdpa q k head dim mismatch", lambda: F.scaled_dot_product_attention(q4, torch.ones(2, 2, 3, 5), q4))
+case("sdpa bad mask shape", lambda: F.scaled_dot_product_attention(q4, q4, q4, attn_mask=torch.ones(4, 4)))
+case("sdpa mask and causal", lambda: F.scaled_dot_product_attention(q4, q4, q4, attn_mask=torch.ones(3, 3),
+                                                                      is_causal=True))
+case("sdpa int inputs", lambda: F.scaled_dot_product_attention(*(torch.ones(1, 1, 2, 2, dtype=torch.long),) * 3))
+case("sdpa gqa heads not divisible", lambda: F.scaled_dot_product_attention(torch.ones(1, 3, 2, 4),
+                                                                            torch.ones(1, 2, 2, 4),
+                                                                            torch.ones(1, 2, 2, 4), enable_gqa=True))
+
+
+def _sdpa_flash_only():
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return F.scaled_dot_product_attention(q4, q4, q4)
+
+
+case("sdpa_kernel flash on cpu", _sdpa_flash_only)
+case("sdpa_kernel bad backend", lambda: sdpa_kernel("math").__enter__())
+case("square mask negative", lambda: nn.Transformer.generate_square_subsequent_mask(-1))
+# signal / complex
+case("stft without return_complex", lambda: torch.stft(torch.ones(64), 16))
+case("stft n_fft too big", lambda: torch.stft(torch.ones(8), 16, center=False, return_complex=True))
+case("stft window wrong length", lambda: torch.stft(torch.ones(64), 16, window=torch.ones(8), return_complex=True))
+case("istft real input", lambda: torch.istft(torch.ones(9, 5), 16))
+case("rfft of complex", lambda: torch.fft.rfft(torch.ones(4, dtype=torch.cfloat)))
+case("fft n 0", lambda: torch.fft.fft(torch.ones(4), n=0))
+case("fft dim out of range", lambda: torch.fft.fft(torch.ones(4), dim=1))
+case("irfft n 0", lambda: torch.fft.irfft(torch.ones(3, dtype=torch.cfloat), n=0))
+case("fft2 of 1d", lambda: torch.fft.fft2(torch.ones(4)))
+case("complex lt", lambda: torch.ones(2, dtype=torch.cfloat) < torch.zeros(2, dtype=torch.cfloat))
+case("complex max", lambda: torch.ones(2, dtype=torch.cfloat).max())
+case("complex sort", lambda: torch.ones(2, dtype=torch.cfloat).sort())
+case("complex clamp", lambda: torch.ones(2, dtype=torch.cfloat).clamp(0, 1))
+case("complex to float cast", lambda: torch.tensor([1 + 2j]).to(torch.float32))
+case("complex relu", lambda: F.relu(torch.ones(2, dtype=torch.cfloat)))
+case("view_as_real of real", lambda: torch.view_as_real(torch.ones(2)))
+case("view_as_complex bad last dim", lambda: torch.view_as_complex(torch.ones(2, 3)))
+case("polar dtype mismatch", lambda: torch.polar(torch.ones(2), torch.ones(2, dtype=torch.double)))
+case("complex backward non-real loss", lambda: (torch.ones(2, dtype=torch.cfloat, requires_grad=True) * 2).sum()
+     .backward())
+# special / masked
+case("polygamma negative n", lambda: torch.special.polygamma(-1, torch.ones(2)))
+case("multigammaln small x", lambda: torch.special.multigammaln(torch.tensor([0.5]), 3))
+case("zeta int", lambda: torch.special.zeta(torch.tensor([2]), torch.tensor([1])))
+case("gammainc float other", lambda: torch.special.gammainc(torch.ones(2), 1.0))
+case("logit int", lambda: torch.special.logit(torch.tensor([0, 1])))
+case("erfinv out of domain", lambda: torch.special.erfinv(torch.tensor([1.5, -1.0, 1.0])))
+case("masked sum mask wrong shape", lambda: torch.masked.sum(torch.ones(2, 3), 1,
+                                                             mask=torch.ones(3, 2, dtype=torch.bool)))
+case("masked sum mask more dims", lambda: torch.masked.sum(torch.ones(3), 0, mask=torch.ones(1, 3, dtype=torch.bool)))
+case("masked mean all masked", lambda: torch.masked.mean(torch.ones(2, 2), 1, mask=torch.zeros(2, 2, dtype=torch.bool)))
+case("masked amax float mask", lambda: torch.masked.amax(torch.ones(2, 2), 1, mask=torch.ones(2, 2)))
+# autocast
+case("autocast bad device", lambda: torch.autocast("gpu").__enter__())
+case("autocast cpu float16", lambda: str(torch.autocast("cpu", dtype=torch.float16).fast_dtype))
+case("autocast cpu int dtype", lambda: torch.autocast("cpu", dtype=torch.int32).fast_dtype)
+# custom ops and Functions
+case("custom_op no namespace", lambda: torch.library.custom_op("nonamespace", mutates_args=())(lambda x: x))
+case("custom_op no annotations", lambda: torch.library.custom_op("hostile::noann", mutates_args=())(lambda x: x))
+case("custom_op missing mutates_args", lambda: torch.library.custom_op("hostile::nomut")(lambda x: x))
+
+
+def _custom_returns_input():
+    @torch.library.custom_op("hostile::alias", mutates_args=())
+    def alias(x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    return alias(torch.ones(2))
+
+
+case("custom_op returns its input", _custom_returns_input)
+
+
+class _WrongGradCount(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _WrongGradShape(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.ones(5)
+
+
+case("Function backward too few grads", lambda: _WrongGradCount.apply(torch.ones(2, requires_grad=True),
+                                                                       torch.ones(2, requires_grad=True)).sum()
+     .backward())
+case("Function backward wrong shape", lambda: _WrongGradShape.apply(torch.ones(2, requires_grad=True)).sum().backward())
+case("Function vmap without rule", lambda: torch.func.vmap(_WrongGradShape.apply)(torch.ones(2, 3)))
+case("Function grad without setup_context", lambda: torch.func.grad(lambda t: _WrongGradShape.apply(t).sum())(
+    torch.ones(3)))
+case("multi_grad_hook bad mode", lambda: torch.autograd.graph.register_multi_grad_hook(
+    [torch.ones(1, requires_grad=True)], lambda g: None, mode="first"))
+# data utilities
+case("dataloader batch_size 0", lambda: DataLoader(range(4), batch_size=0))
+case("dataloader negative workers", lambda: DataLoader(range(4), num_workers=-1))
+case("dataloader shuffle with sampler", lambda: DataLoader(range(4), shuffle=True, sampler=[0, 1]))
+case("dataloader prefetch without workers", lambda: DataLoader(range(4), prefetch_factor=2))
+case("weighted sampler negative weight", lambda: list(WeightedRandomSampler([1.0, -1.0], 2)))
+case("weighted sampler num_samples 0", lambda: WeightedRandomSampler([1.0, 2.0], 0))
+case("weighted sampler 2d weights", lambda: WeightedRandomSampler([[1.0, 2.0]], 2))
+case("random_split fractions bad sum", lambda: random_split(range(10), [0.5, 0.6]))
+case("random_split negative length", lambda: [len(s) for s in random_split(range(3), [4, -1])])
+case("collate unequal sizes", lambda: default_collate([torch.ones(2), torch.ones(3)]))
+case("collate unsupported type", lambda: default_collate([object(), object()]))
+case("collate dicts different keys", lambda: default_collate([{"a": 1}, {"b": 2}]))
+case("collate numpy strings", lambda: default_collate([np.array(["a"]), np.array(["b"])]))
+# training-loop misuse
+
+
+def _nan_grad_params():
+    p = nn.Parameter(torch.ones(2))
+    p.grad = torch.tensor([float("nan"), 1.0])
+    return [p]
+
+
+def _step_without_grads():
+    p = nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([p], lr=0.1)
+    opt.zero_grad(set_to_none=True)
+    opt.step()
+    return p
+
+
+def _sched_first():
+    p = nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+    sched.step()
+    return sched.get_last_lr()
+
+
+case("clip_grad_norm nonfinite", lambda: nn.utils.clip_grad_norm_(_nan_grad_params(), 1.0, error_if_nonfinite=True))
+case("cross_entropy label_smoothing > 1", lambda: F.cross_entropy(torch.ones(2, 3), torch.tensor([0, 1]),
+                                                                   label_smoothing=1.5))
+case("one_hot negative", lambda: F.one_hot(torch.tensor([-1, 0])))
+case("kl_div shape mismatch", lambda: F.kl_div(torch.ones(2, 3), torch.ones(3, 2), reduction="batchmean"))
+case("zero_grad set_to_none then step", lambda: _step_without_grads())
+case("lr_scheduler before optimizer step", lambda: _sched_first())
+case("batchnorm2d 3d input", lambda: nn.BatchNorm2d(2)(torch.ones(2, 2, 3)))
+case("convtranspose output_padding too big", lambda: nn.ConvTranspose2d(1, 1, 3, stride=2, output_padding=2)(
+    torch.ones(1, 1, 3, 3)))
+case("convtranspose bad output_size", lambda: nn.ConvTranspose2d(1, 1, 3, stride=2)(torch.ones(1, 1, 3, 3),
+                                                                                     output_size=(20, 20)))
+case("layer_norm wrong shape", lambda: F.layer_norm(torch.ones(2, 3), (4,)))
+case("group_norm not divisible", lambda: nn.GroupNorm(3, 4)(torch.ones(1, 4, 2)))
+case("embedding max_norm int", lambda: nn.Embedding(3, 2, max_norm=1.0)(torch.tensor([0.0])))

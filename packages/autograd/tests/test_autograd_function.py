@@ -304,3 +304,85 @@ def test_maybe_clear_saved_tensors_follows_retain_graph():
         return seen, x.grad.tolist()
 
     assert run(ember) == run(torch) == (["kept", "freed", "freed"], [6.0, 6.0])
+
+@pytest.mark.parametrize("setup_style", [False, True])
+def test_input_returned_and_marked_non_differentiable_is_a_detached_alias(setup_style):
+    # PyTorch returns input.detach() for it: no grad, not a view in autograd's sense, the input
+    # itself unchanged; the differentiable output still gets the gradient.
+    def run(lib):
+        if setup_style:
+            class Pass(lib.autograd.Function):
+                @staticmethod
+                def forward(x):
+                    return x * 3, x
+
+                @staticmethod
+                def setup_context(ctx, inputs, output):
+                    ctx.mark_non_differentiable(output[1])
+
+                @staticmethod
+                def backward(ctx, g, _):
+                    return g * 3
+        else:
+            class Pass(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.mark_non_differentiable(x)
+                    return x * 3, x
+
+                @staticmethod
+                def backward(ctx, g, _):
+                    return g * 3
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y, same = Pass.apply(x)
+        facts = (same.requires_grad, same.is_leaf, same.grad_fn is None, same._base is x, same is x,
+                 x.requires_grad, same.data_ptr() == x.data_ptr())
+        y.sum().backward()
+        return facts, x.grad.tolist()
+
+    assert run(ember) == run(torch)
+
+
+def _transform_errors(lib):
+    class OldStyle(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class NoVmap(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Generated(NoVmap):
+        generate_vmap_rule = True
+
+    out = []
+    for run in (lambda: lib.func.vmap(OldStyle.apply)(lib.ones(2, 3)),
+                lambda: lib.func.grad(lambda t: OldStyle.apply(t).sum())(lib.ones(3)),
+                lambda: lib.func.vmap(NoVmap.apply)(lib.ones(2, 3)),
+                lambda: lib.func.grad(lambda t: NoVmap.apply(t).sum())(lib.ones(3)),
+                lambda: lib.func.vmap(Generated.apply)(lib.ones(2, 3)),
+                lambda: OldStyle.apply(lib.ones(2, requires_grad=True))):
+        try:
+            out.append(run().tolist())
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_function_under_func_transforms_requires_what_torch_requires():
+    assert _transform_errors(ember) == _transform_errors(torch)

@@ -85,6 +85,75 @@ def test_multi_grad_hook_bad_mode():
             lib.autograd.graph.register_multi_grad_hook(_leaves(lib), lambda g: None, mode="some")
 
 
+def _root_multi_hook_calls(lib):
+    """Multi-grad hooks that include a backward root: PyTorch's engine starts a one-root run at the
+    root's node itself, which _will_engine_execute_node then does not count (the hook on a lone
+    root never fires; on a root and an intermediate it fires once per tensor); several roots go
+    through a GraphRoot that does count them."""
+    x, w = _leaves(lib, 2)
+    seen = []
+
+    def record(tag):
+        return lambda gs: seen.append((tag, [g is not None for g in gs]))
+
+    cases = [
+        ("backward", lambda y: y.backward()),
+        ("grad", lambda y: lib.autograd.grad(y, x)),
+        ("inputs", lambda y: y.backward(inputs=[x])),
+        ("two roots", lambda y: lib.autograd.backward([y, (x * 2).sum()])),
+    ]
+    for tag, run in cases:
+        y = (x * w).sum()
+        lib.autograd.graph.register_multi_grad_hook((y,), record(tag))
+        lib.autograd.graph.register_multi_grad_hook((y,), lambda g, tag=tag: seen.append((tag + " any", None)),
+                                                    mode="any")
+        run(y)
+    m = x * w
+    s = m.sum()
+    lib.autograd.graph.register_multi_grad_hook((m, s), record("root and intermediate"))
+    s.backward()
+    y = (x * w).sum()
+    lib.autograd.graph.register_multi_grad_hook((y, x), record("root and leaf"))
+    y.backward()
+    return seen
+
+
+def test_multi_grad_hook_on_a_root_fires_as_in_torch():
+    assert _root_multi_hook_calls(ember) == _root_multi_hook_calls(torch)
+
+
+def _accumulate_order(lib, how):
+    x, w, b = _leaves(lib, 3)
+    log = []
+    for name, t in (("x", x), ("w", w), ("b", b)):
+        t.register_hook(lambda g, name=name: log.append("hook " + name))
+        t.register_post_accumulate_grad_hook(lambda t, name=name: log.append(name))
+    losses = [
+        lambda: (x * w).sum() + (w * 2).sum(),
+        lambda: (x * w * b).sum() + (b * x).sum() * (w * b).sum(),
+        lambda: [(x * b).sum(), (w * x).sum(), (b * 2).sum()],
+    ]
+    for loss in losses:
+        out = loss()
+        if how == "backward":
+            lib.autograd.backward(out)
+        elif how == "inputs":
+            lib.autograd.backward(out, inputs=[x, w])
+        else:
+            with lib.autograd.detect_anomaly():
+                lib.autograd.backward(out)
+        log.append("|")
+    return log
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+@pytest.mark.parametrize("how", ["backward", "inputs", "anomaly"])  # the native loop and the Python one
+def test_accumulate_grad_runs_in_torch_order(how):
+    """Every AccumulateGrad has the same (highest) sequence number: PyTorch's ready queue, a binary
+    heap on that number alone fed in edge order, decides which leaf's hooks run first."""
+    assert _accumulate_order(ember, how) == _accumulate_order(torch, how)
+
+
 # -- in-place on a view of a non-contiguous base ----------------------------------------------------
 
 

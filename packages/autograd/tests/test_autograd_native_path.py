@@ -433,3 +433,34 @@ def test_accumulate_grad_views_transposes_and_casts_run_natively():
     _close(w.grad, tw.grad)
     _close(b.grad, tb.grad)
     _close(seen[0], tb.grad)
+
+def test_native_recording_resumes_once_a_missing_formula_is_back(monkeypatch):
+    # An op recorded while FORMULAS had no formula for it goes through the Python recording; the
+    # native recorder's cached answer must not outlive that (it once did, so that every later exp
+    # was recorded in Python: test_autograd_engine's monkeypatch.delitem leaked into this file).
+    from ember._src import dispatch
+    from ember.autograd.formulas import FORMULAS
+
+    saved = dispatch._SUBCLASS_DISPATCH[0]
+    dispatch._SUBCLASS_DISPATCH[0] = False  # as above: earlier tests' subclasses
+    try:
+        _check_recording_resumes(monkeypatch, FORMULAS)
+    finally:
+        dispatch._SUBCLASS_DISPATCH[0] = saved
+
+
+def _check_recording_resumes(monkeypatch, FORMULAS):  # noqa: N803
+    x = ember.tensor([0.5, 1.0], requires_grad=True)
+    assert type(x.exp().grad_fn._input_meta) is tuple  # the native recorder's
+    formula = FORMULAS["sinh"]
+    monkeypatch.delitem(FORMULAS, "sinh")
+    y = x.sinh()  # recorded in Python, with no formula to run
+    with pytest.raises(RuntimeError, match="derivative for sinh is not implemented"):
+        y.sum().backward()
+    monkeypatch.setitem(FORMULAS, "sinh", formula)
+    z = x.sinh()
+    assert type(z.grad_fn._input_meta) is tuple
+    tx = torch.tensor([0.5, 1.0], requires_grad=True)
+    z.sum().backward()
+    tx.sinh().sum().backward()
+    _close(x.grad, tx.grad)

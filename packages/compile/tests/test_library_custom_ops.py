@@ -272,3 +272,41 @@ def test_impl_abstract_is_register_fake_with_a_future_warning_like_torch():
         return kinds, out.tolist()
 
     assert program(ember, "abstract_e") == program(torch, "abstract_t") == (["FutureWarning"], [4.0, 4.0])
+
+
+@pytest.mark.parametrize("how", ["input", "view", "two_outputs"])
+def test_custom_op_output_may_not_alias_as_torch(how):
+    # PyTorch refuses a custom_op kernel result that is (a view of) an input or another output.
+    def run(lib, ns):
+        def body(x):
+            if how == "input":
+                return x
+            if how == "view":
+                return x.view(-1)
+            y = x * 2
+            return y, y
+
+        if how == "two_outputs":
+            def fn(x: lib.Tensor) -> tuple[lib.Tensor, lib.Tensor]:
+                return body(x)
+        else:
+            def fn(x: lib.Tensor) -> lib.Tensor:
+                return body(x)
+
+        op = lib.library.custom_op(f"{ns}::alias_{how}", mutates_args=())(fn)
+        with pytest.raises(RuntimeError) as err:
+            op(lib.ones(2))
+        return str(err.value).split("): ", 1)[1]
+
+    assert run(ember, "embalias") == run(torch, "embalias")
+
+
+def test_custom_op_fresh_outputs_and_mutation_pass_the_alias_check():
+    @library.custom_op("embalias::fresh", mutates_args=["x"])
+    def fresh(x: ember.Tensor, y: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
+        x.add_(1)
+        return y * 2, ember.empty(0)
+
+    x = ember.ones(2)
+    a, b = fresh(x, ember.ones(2))
+    assert x.tolist() == [2.0, 2.0] and a.tolist() == [2.0, 2.0] and b.numel() == 0

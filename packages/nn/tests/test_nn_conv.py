@@ -260,3 +260,13 @@ def test_conv_tbc_errors(shapes):
         args = [(ember if lib is nn.functional else torch).zeros(*s) for s in shapes]
         with pytest.raises(RuntimeError):
             lib.conv_tbc(*args, 0)
+
+
+def test_conv_transpose_bad_output_size_message_prints_it_as_given():
+    msgs = []
+    for lib in (ember, torch):
+        with pytest.raises(ValueError) as err:
+            lib.nn.ConvTranspose2d(1, 1, 3, stride=2)(lib.ones(1, 1, 3, 3), output_size=(20, 20))
+        msgs.append(str(err.value).replace("ember.", "torch."))
+    assert msgs[0] == msgs[1]
+    assert "output size of (20, 20)" in msgs[0]

@@ -33,3 +33,17 @@ def test_c_stub_names_every_public_binding():
     for name in dir(_C):
         if not name.startswith("__"):
             assert f"def {name}(" in text or f"class {name}:" in text or f"{name}: " in text, name
+
+
+def test_c_stub_marks_static_methods_static():
+    # from_buffer/from_file carry docstrings without pybind11's signature line; the stub once wrote
+    # them as instance methods (a type checker then wanted a Storage to call them on).
+    import ast
+
+    tree = ast.parse(_generator().render(_C))
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef) and hasattr(_C, node.name)):
+        for fn in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
+            static = isinstance(vars(getattr(_C, cls.name)).get(fn.name), staticmethod)
+            decorated = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+            assert static == decorated, f"{cls.name}.{fn.name}"
+    assert isinstance(vars(_C.Storage)["from_buffer"], staticmethod)

@@ -270,3 +270,26 @@ def test_integer_conv_mixed_dtypes():
             ember.nn.functional.conv2d(from_torch(x), from_torch(weight),
                                        None if bias is None else from_torch(bias))
         assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("kw", [{"stride": 0}, {"dilation": 0}, {"padding": -1}, {"kernel_size": 0}])
+@pytest.mark.parametrize("fn", ["unfold", "fold"])
+def test_unfold_fold_bad_geometry_raises_like_torch(fn, kw):
+    # a zero stride once reached a Python division (ZeroDivisionError)
+    def run(lib):
+        args = dict({"kernel_size": 2}, **kw)
+        with pytest.raises(RuntimeError) as err:
+            if fn == "unfold":
+                lib.nn.functional.unfold(lib.ones(1, 1, 3, 3), **args)
+            else:
+                lib.nn.functional.fold(lib.ones(1, 4, 4), (3, 3), **args)
+        return str(err.value)
+
+    assert run(ember) == run(torch)
+
+
+def test_unfold_of_2d_input_is_torch_index_error():
+    for lib in (ember, torch):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but "
+                                             r"got 2\)"):
+            lib.nn.functional.unfold(lib.ones(4, 4), 2)

@@ -67,8 +67,8 @@ def test_sdpa_errors():
     q = ember.ones(1, 2, 3, 4)
     with pytest.raises(RuntimeError, match="same dtype"):
         sdpa(q, q.double(), q)
-    with pytest.raises(RuntimeError, match="is_causal"):
-        sdpa(q, q, q, ember.ones(3, 3, dtype=ember.bool), is_causal=True)
+    with pytest.raises(RuntimeError, match="is_causal"):  # the math path's check (PyTorch's CPU flash takes both)
+        sdpa(q, q, q, ember.ones(3, 3, dtype=ember.bool), is_causal=True, dropout_p=0.1)
     with pytest.raises(RuntimeError, match="attn_mask dtype"):
         sdpa(q, q, q, ember.ones(3, 3, dtype=ember.int64))
     with pytest.raises(RuntimeError):
@@ -86,3 +86,55 @@ def test_sdpa_mask_that_does_not_broadcast_raises_runtime_error_as_torch(mask_sh
             call(q, q, q, attn_mask=lib.zeros(mask_shape, dtype=getattr(lib, dtype)))
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def _sdpa_cpu_choice(lib, backends):
+    """PyTorch's CPU choice of kernel: its flash kernel (4-D, no dropout) takes a mask and is_causal
+    together; the math path refuses them; grouped heads of key and value may differ."""
+    from importlib import import_module
+
+    attention = import_module(lib.__name__ + ".nn.attention")
+    rng = np.random.default_rng(0)
+    q = lib.tensor(rng.standard_normal((1, 4, 3, 4)).astype("float32"), requires_grad=True)
+    k = lib.tensor(rng.standard_normal((1, 2, 3, 4)).astype("float32"), requires_grad=True)
+    v = lib.tensor(rng.standard_normal((1, 1, 3, 4)).astype("float32"), requires_grad=True)
+    m = lib.tensor(rng.standard_normal((3, 3)).astype("float32"))
+    out = []
+    with attention.sdpa_kernel([getattr(attention.SDPBackend, b) for b in backends]):
+        for args, kw in (((q, q, q), {"attn_mask": m, "is_causal": True}), ((q, k, v), {"enable_gqa": True}),
+                         ((q[0], q[0], q[0]), {}), ((q, q, q), {"dropout_p": 0.5})):
+            try:
+                o = lib.nn.functional.scaled_dot_product_attention(*args, **kw)
+                if kw.get("dropout_p"):
+                    out.append(tuple(o.shape))
+                    continue
+                o.pow(2).sum().backward()
+                out.append([round(float(o.sum()), 4)] + [round(float(t.grad.sum()), 3) for t in (q, k, v)
+                                                         if t.grad is not None])
+            except RuntimeError as e:
+                out.append(str(e))
+    return out
+
+
+@pytest.mark.parametrize("backends", [["MATH"], ["FLASH_ATTENTION"], ["MATH", "FLASH_ATTENTION"]])
+def test_sdpa_cpu_backend_choice_as_torch(backends):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _sdpa_cpu_choice(ember, backends) == _sdpa_cpu_choice(torch, backends)
+
+
+def test_sdpa_kernel_checks_as_torch():
+    from torch.nn.attention import sdpa_kernel as torch_kernel
+
+    from ember.nn.attention import sdpa_kernel
+
+    for kernel in (sdpa_kernel, torch_kernel):
+        with pytest.raises(AssertionError, match="or a list of SDPBackend instances, got str"):
+            kernel("math").__enter__()
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as err:
+            lib.nn.functional.scaled_dot_product_attention(lib.ones(1, 3, 2, 4), lib.ones(1, 2, 2, 4),
+                                                           lib.ones(1, 2, 2, 4), enable_gqa=True)
+        assert str(err.value) == "Number of heads in key and value must divide the number of heads in "

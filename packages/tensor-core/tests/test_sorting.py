@@ -302,3 +302,10 @@ def test_histc_and_searchsorted_of_empty_strided_tensors():
     assert_same(ember.histc(e, 3), torch.histc(t, 3))
     seq_e, seq_t = ember.ones(4, 2, dtype=ember.int64).as_strided((0, 1), (1, 1)), torch.ones(0, 1, dtype=torch.int64)
     assert_same(ember.searchsorted(seq_e, seq_e), torch.searchsorted(seq_t, seq_t))
+
+
+def test_sort_of_complex_raises_torch_text():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as err:
+            lib.ones(2, dtype=lib.cfloat).sort()
+        assert str(err.value) == " Sort does not support complex dtypes on CPU"

@@ -6,7 +6,9 @@
 // _C._graph_dependencies(root) -> {node: number of edges leading into it}
 // _C._run_graph(root, deps, keep_graph, pre, post): runs every node under root in the engine's
 //   order (ready nodes highest sequence number first; a node that makes exactly one other ready,
-//   with nothing else waiting, hands over directly). `pre(fn, grads) -> grads` runs a node's
+//   with nothing else waiting, hands over directly). The queue is PyTorch's: a std binary heap
+//   ordered by sequence number alone, nodes pushed in the order of the edges that made them
+//   ready, so that equal numbers (every AccumulateGrad) come out in PyTorch's order. `pre(fn, grads) -> grads` runs a node's
 //   tensor hooks, retain_grad and pre-hooks (called only for nodes that have any);
 //   `post(fn, outputs, grads) -> outputs` its post-hooks.
 #include <algorithm>
@@ -176,12 +178,13 @@ fail:
 
 struct Ready {
   long long seq;
-  uint64_t tie;
   PyObject* node;  // borrowed (deps holds it)
 };
 
-// Heap order: the highest sequence number first; among equals, the earliest pushed.
-bool lower_priority(const Ready& a, const Ready& b) { return a.seq < b.seq || (a.seq == b.seq && a.tie > b.tie); }
+// Heap order: the highest sequence number first. Equal numbers are left to the heap's own
+// algorithm, as in PyTorch's ReadyQueue (std::priority_queue over the sequence number): that
+// fixes, e.g., which of two leaves' AccumulateGrad runs first, which hooks can observe.
+bool lower_priority(const Ready& a, const Ready& b) { return a.seq < b.seq; }
 
 long long seq_of(PyObject* node, bool* ok) {
   PyObject* v = slot(node, &NodeObject::seq, s_seq);
@@ -208,7 +211,6 @@ struct Run {
   std::unordered_map<PyObject*, PyObject*> buffers;  // node -> list of gradients (owned)
   std::unordered_map<PyObject*, Py_ssize_t> deps;
   std::vector<Ready> heap;
-  uint64_t tie = 0;
   ~Run() {
     for (auto& kv : buffers) Py_DECREF(kv.second);
   }
@@ -216,7 +218,7 @@ struct Run {
     bool ok = true;
     long long s = seq_of(node, &ok);
     if (!ok) return false;
-    heap.push_back({s, tie++, node});
+    heap.push_back({s, node});
     std::push_heap(heap.begin(), heap.end(), lower_priority);
     return true;
   }
@@ -355,7 +357,8 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       return nullptr;
     }
     Py_ssize_t n = std::min(PyTuple_GET_SIZE(edges), PySequence_Fast_GET_SIZE(out_seq));
-    PyObject* ready = nullptr;
+    PyObject* ready = nullptr;  // the first node this one made ready
+    int nready = 0;
     int err = 0;
     for (Py_ssize_t i = 0; i < n && !err; ++i) {
       PyObject* h0 = nullptr;
@@ -377,8 +380,10 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             PyErr_Format(PyExc_RuntimeError, "autograd engine: %R is not in the graph's dependencies", nxt);
             err = 1;
           } else if (--d->second == 0) {
-            if (ready == nullptr) ready = nxt;
-            else if (!run.push(nxt)) err = 1;
+            // pushed in edge order (the first waits in case it is the only one)
+            if (nready == 0) ready = nxt;
+            else if ((nready == 1 && !run.push(ready)) || !run.push(nxt)) err = 1;
+            ++nready;
           }
         }
       }
@@ -390,7 +395,7 @@ PyObject* py_run_graph(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(edges);
     Py_DECREF(out_seq);
     if (err) return nullptr;
-    if (ready != nullptr) {
+    if (nready == 1) {
       if (run.heap.empty()) {
         fn = ready;
         continue;

@@ -186,15 +186,20 @@ int grad_plan(PyObject* op, PyObject** cache, PyObject** spec) {
   if (s == nullptr) {
     s = PyObject_CallOneArg(g_reg.spec_fn, op);
     if (s == nullptr) return kGradError;
-    if (s != Py_None && (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9 || !valid_overloads(PyTuple_GET_ITEM(s, 6)) ||
-                           (PyTuple_GET_ITEM(s, 8) != Py_None && !PyTuple_Check(PyTuple_GET_ITEM(s, 8))))) {
+    const bool python_until_formula = PyTuple_Check(s) && PyTuple_GET_SIZE(s) == 2 && PyTuple_GET_ITEM(s, 1) == Py_None;
+    if (s != Py_None && !python_until_formula &&
+        (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9 || !valid_overloads(PyTuple_GET_ITEM(s, 6)) ||
+         (PyTuple_GET_ITEM(s, 8) != Py_None && !PyTuple_Check(PyTuple_GET_ITEM(s, 8))))) {
       Py_DECREF(s);
-      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 9-tuple or None");
+      PyErr_SetString(PyExc_TypeError, "autograd's native_spec must return a 9-tuple, a (name, None) pair or None");
       return kGradError;
     }
     Py_XSETREF(*cache, s);
   }
-  if (s == Py_None) return kGradPython;
+  // None: always the Python recording; (name, None): the Python recording while FORMULAS has no
+  // formula for name (the check above asks again once one is registered, e.g. a test's
+  // monkeypatch.delitem undone).
+  if (s == Py_None || PyTuple_GET_SIZE(s) == 2) return kGradPython;
   *spec = s;
   return PyTuple_GET_ITEM(s, 2) == Py_None ? kGradNone : kGradRecord;
 }

@@ -294,14 +294,17 @@ def _retain(t: Tensor, g: Tensor) -> None:
 class _Task:
     """One backward run, as hooks see it (``register_multi_grad_hook`` groups its calls per run)."""
 
-    __slots__ = ("id", "deps", "needed", "captures", "grad_call", "keep_graph")
+    __slots__ = ("id", "deps", "needed", "captures", "grad_call", "keep_graph", "lone_root")
     _ids = iter(range(1, 1 << 62))
 
-    def __init__(self, deps, needed, captures, grad_call, keep_graph=False):
+    def __init__(self, deps, needed, captures, grad_call, root, keep_graph=False):
         self.id = next(_Task._ids)
         self.deps, self.needed, self.captures = deps, needed, captures
         self.grad_call = grad_call  # autograd.grad(): the leaves' accumulators do not run
         self.keep_graph = keep_graph  # retain_graph: nodes keep their saved tensors after they run
+        # PyTorch's engine starts a run of one root at that root's node (no GraphRoot before
+        # it), so the node counts as outside the graph for _will_engine_execute_node.
+        self.lone_root = root._next[0][0] if len(root._next) == 1 else None
 
 
 _TASKS: list = []
@@ -318,7 +321,7 @@ def will_execute(node) -> bool:
     if task is not None and task.grad_call and isinstance(node, AccumulateGrad):
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
-    if task is None or node is None or node not in task.deps:
+    if task is None or node is None or node not in task.deps or node is task.lone_root:
         return False
     return task.needed is None or node in task.needed or node in task.captures
 
@@ -343,6 +346,19 @@ def _native_post(fn, outputs, grads):
     return outputs
 
 
+class _Ready:
+    """A ready node in the engine's heap, ordered by sequence number alone: heapq's sift-up and
+    sift-down are std::push_heap/pop_heap's, so equal numbers come out in PyTorch's order."""
+
+    __slots__ = ("seq", "node")
+
+    def __init__(self, node):
+        self.seq, self.node = node._seq, node
+
+    def __lt__(self, other):
+        return self.seq > other.seq
+
+
 def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None, run_targets=True):
     """Runs the graph under ``root``. ``captures``: {node: [(output_nr, key)]}; the gradient
     entering each is stored in the returned dict under ``key`` (a tensor ``key`` gets it
@@ -354,7 +370,7 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
         deps = _C._graph_dependencies(root)
         prev = _STATE.grad_enabled
         _STATE.grad_enabled = create_graph
-        _TASKS.append(_Task(deps, None, None, False, keep_graph))
+        _TASKS.append(_Task(deps, None, None, False, root, keep_graph))
         try:
             _C._run_graph(root, deps, keep_graph, _native_pre, _native_post)
         finally:
@@ -371,9 +387,8 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
     buffers = {}
     heappop, heappush = heapq.heappop, heapq.heappush
     heap = []
-    tie = 0
     fn = root
-    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets, keep_graph))
+    _TASKS.append(_Task(deps, needed, captures, captures is not None and not run_targets, root, keep_graph))
     try:
         while True:
             grads = buffers.pop(fn, None)
@@ -409,8 +424,9 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                 if not keep_graph:
                     fn._release()
                 # The one node this one makes ready runs next without a trip through the heap
-                # when nothing else is waiting (a chain); otherwise the heap orders them.
-                ready = None
+                # when nothing else is waiting (a chain); otherwise all go to the heap in the order
+                # of the edges that made them ready (PyTorch's order among equal sequence numbers).
+                ready = []
                 for (nxt, nr), g in zip(fn._next, outputs):
                     if nxt is None:
                         continue
@@ -425,23 +441,19 @@ def execute(root: GraphRoot, keep_graph: bool, create_graph: bool, captures=None
                     left = deps[nxt] - 1
                     deps[nxt] = left
                     if left == 0 and (needed is None or nxt in needed or nxt in captures):
-                        if ready is None:
-                            ready = nxt
-                        else:
-                            heappush(heap, (-nxt._seq, tie, nxt))
-                            tie += 1
+                        ready.append(nxt)
                 # Drop this node's references so that a gradient held only by an input buffer can
                 # be taken over by AccumulateGrad without a copy (see _stealable).
                 outputs = grads = g = buf = old = None
-                if ready is not None:
-                    if not heap:
-                        fn = ready
-                        continue
-                    heappush(heap, (-ready._seq, tie, ready))
-                    tie += 1
+                if len(ready) == 1 and not heap:
+                    fn = ready[0]
+                    continue
+                for nxt in ready:
+                    heappush(heap, _Ready(nxt))
+                ready = nxt = None
             if not heap:
                 break
-            fn = heappop(heap)[2]
+            fn = heappop(heap).node
     finally:
         _STATE.grad_enabled = prev
         _TASKS.pop()

@@ -695,14 +695,15 @@ def native_spec(op):
     nondiff_args)`` (overloads: None or (positions, classes by argument kind), Note [Overload node
     names]; number_edges: Note [Number operands' edges]; nondiff_args: None or the positions of Note
     [Non-differentiable inputs' edges]); a node class of None for
-    an op that is never recorded; None when only ``record`` can do it (no formula, in-place ops).
-    The C side keeps it while ``FORMULAS[name]`` stays the same object."""
+    an op that is never recorded; None when only ``record`` can do it (in-place ops); ``(name, None)``
+    when only ``record`` can do it until a formula for ``name`` is registered. The C side keeps the
+    answer while ``FORMULAS[name]`` stays the same object (or stays absent)."""
     name = op.name
     formula = FORMULAS.get(name)
     if formula is None:
         if name in NON_DIFFERENTIABLE or not op.differentiable:
             return (name, None, None, False, False, False, None, False, None)
-        return None
+        return (name, None)
     if "inplace" in op.tags:
         return None
     reads = formula.reads_inputs

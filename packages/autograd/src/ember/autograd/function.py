@@ -13,6 +13,7 @@ import functools
 from ember._src import grad_mode
 from ember._src.dispatch import _EAGER_REGION_HOOK, eager_region
 from ember._src.tensor import Tensor, make_view
+from ember.func import _levels
 
 from . import anomaly_mode
 from ._engine import fix_grad
@@ -162,6 +163,13 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
                                   "with forward mode AD.")
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the vmap "
+                                  "staticmethod or set generate_vmap_rule=True.")
+
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-"
                            "style autograd function with static forward method. (Example: "
@@ -194,6 +202,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         ctx.needs_input_grad = tuple(s is not None for s in layout)
         ctx._layout, ctx._next, ctx._input_meta, ctx._is_tensor_arg = tuple(layout), tuple(edges), meta, is_tensor
         setup_style = cls.setup_context is not Function.setup_context
+        if _levels._STACK.levels:
+            _check_transformable(cls, setup_style)
         _STATE.grad_enabled = False
         try:
             if setup_style:
@@ -210,6 +220,21 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         return _wrap_outputs(ctx, args, outputs)
 
 
+def _check_transformable(cls, setup_style: bool) -> None:
+    """PyTorch's conditions for a Function inside torch.func transforms: the setup_context form,
+    and under vmap a vmap staticmethod or generate_vmap_rule. (ember then batches the forward with
+    its own rules, as generate_vmap_rule=True would: a vmap staticmethod is not called.)"""
+    if not setup_style:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+                           "jacrev, ...), it must override the setup_context staticmethod. For more details, please "
+                           "see https://pytorch.org/docs/main/notes/extending.func.html")
+    if (any(level.kind == "vmap" for level in _levels._STACK.levels) and not cls.generate_vmap_rule
+            and cls.vmap is Function.vmap):
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+                           "override and implement the vmap staticmethod or set generate_vmap_rule=True. For more "
+                           "details, please see https://pytorch.org/docs/main/notes/extending.func.html")
+
+
 def _wrap_outputs(ctx, args, outputs):
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
@@ -221,11 +246,17 @@ def _wrap_outputs(ctx, args, outputs):
         if not isinstance(o, Tensor):
             result.append(o)
             continue
+        differentiable = id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex)
         if id(o) in dirty:
             check_inplace(o)
         elif id(o) in inputs:
+            if not differentiable and o._requires_grad:
+                # PyTorch returns a detached alias of an input marked non-differentiable (the
+                # input itself keeps requiring grad)
+                result.append(o.detach())
+                continue
             o = make_view(o, o._shape, o._stride, o._offset)  # keep the input's own history intact
-        if id(outs[i]) in nondiff or not (o.dtype.is_floating_point or o.dtype.is_complex):
+        if not differentiable:
             o._requires_grad = False if o.grad_fn is None else o._requires_grad
         else:
             set_history(o, ctx, i)

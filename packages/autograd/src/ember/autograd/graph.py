@@ -542,19 +542,25 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
 
         return _MultiHandle([t.register_hook(any_hook) for t in tensors if t.requires_grad])
 
+    nodes = [get_gradient_edge(t).node if t.requires_grad else None for t in tensors]
+    count: dict = {}  # per backward run: the calls so far, the gradients so far
+    buffer: dict = {}
+    expected = [0]
+
     def all_hook(i):
+        # PyTorch's bookkeeping, quirks included: the first call of a run counts the tensors whose
+        # node the run will execute (a lone root's node it does not), fn runs when that many calls
+        # came, and a later call of the same run starts a new count.
         def hook(grad):
             task = run_id()
-            if state["task"] != task:  # the first of this run: how many will come
-                state["task"], state["grads"], state["count"] = task, [None] * len(tensors), 0
-                state["expected"] = sum(1 for t in tensors if t.requires_grad
-                                        and _engine.will_execute(get_gradient_edge(t).node))
-            if state["grads"] is None:  # already delivered this run
-                return
-            state["grads"][i] = grad
-            state["count"] += 1
-            if state["count"] >= state["expected"]:
-                grads, state["grads"] = tuple(state["grads"]), None
+            n = count.get(task, 0)
+            grads = buffer.setdefault(task, [None] * len(tensors))
+            count[task] = n + 1
+            if n == 0:
+                expected[0] = sum(1 for node in nodes if _engine.will_execute(node))
+            grads[i] = grad
+            if n == expected[0] - 1:
+                del count[task], buffer[task]
                 fn(grads)
 
         return hook

@@ -94,6 +94,7 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args: str | I
         else:
             fn_schema = parse_schema(name + schema if schema.lstrip().startswith("(") else schema, name)
         entry = create_op(name, fn_schema, tuple(tags or ()))
+        entry.check_aliasing = True
         for d in _device_types(device_types):
             entry.kernels[d] = func
         return CustomOpDef(entry, func)

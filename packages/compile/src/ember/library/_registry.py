@@ -34,6 +34,7 @@ class OpEntry:
         self.setup_context = None
         self.composite = None  # CompositeImplicitAutograd: a function of other ops
         self.vmap = None
+        self.check_aliasing = False  # custom_op's ops: no output may alias an input or another output
 
     def kernel_for(self, device_type: str):
         if self.composite is not None:
@@ -66,9 +67,46 @@ def _device_kernel(entry: OpEntry, device_type: str):
         # storage and version counter, so writes of a mutating op land in the caller's tensors.
         args = tuple(_below_autograd(a) for a in args)
         kwargs = {k: _below_autograd(v) for k, v in kwargs.items()}
-        return entry.call(entry.kernel_for(device_type), args, kwargs)
+        fn = entry.kernel_for(device_type)
+        out = entry.call(fn, args, kwargs)
+        if entry.check_aliasing:
+            _check_aliasing(entry.qualname, fn, (*args, *kwargs.values()), out)
+        return out
 
     return kernel
+
+
+def _storage_key(t):
+    s = t.untyped_storage()
+    return (s.device.type, s.data_ptr()) if s.nbytes() else None
+
+
+def _check_aliasing(qualname, fn, inputs, out) -> None:
+    """PyTorch's rule for custom_op kernels: an output shares no storage with an input or another
+    output (autograd and functionalization assume fresh results)."""
+    from ember._src.tensor import Tensor
+
+    def tensors(x):
+        if isinstance(x, Tensor):
+            yield x
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                yield from tensors(y)
+
+    seen = {k for t in tensors(inputs) if (k := _storage_key(t)) is not None}
+    for t in tensors(out):
+        key = _storage_key(t)
+        if key is None:
+            continue
+        if key in seen:
+            name = qualname.split("::", 1)[1]
+            raise RuntimeError(
+                f"{name} (with implementation in {getattr(fn, '__module__', fn)!r}): The output of this custom "
+                "operator (1) must not also be an input to this custom operator and (2) may not alias any inputs "
+                "to this custom operator or other returns. The most common way to trigger this error is if we have "
+                "y = custom_op(x) and y and x are the same Tensor. Please instead return a clone of the offending "
+                "output tensor(s) (e.g. return x.clone()) or refactor the custom operator to not return y.")
+        seen.add(key)
 
 
 def _meta_kernel(entry: OpEntry):

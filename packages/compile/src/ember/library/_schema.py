@@ -175,7 +175,8 @@ def schema_of_function(fn, mutates_args, name: str) -> FunctionSchema:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError("infer_schema(func): Parameters of kind *args and **kwargs are not supported")
         if p.annotation is inspect.Parameter.empty:
-            raise ValueError(f"infer_schema(func): Parameter {pname} must have a type annotation.")
+            raise ValueError(f"infer_schema(func): Parameter {pname} must have a type annotation. Got func with "
+                             f"signature {sig})")
         type_text = _type_of_hint(hints.get(pname, p.annotation), pname)
         is_mut = type_text.startswith("Tensor") and (mutated is None or pname in mutated)
         if mutated is not None and pname in mutated and not type_text.startswith("Tensor"):

@@ -32,11 +32,11 @@ class SDPBackend(enum.IntEnum):
 def sdpa_kernel(backends, set_priority: bool = False):
     """Within the block, ``scaled_dot_product_attention`` may only use ``backends`` (one or a list).
     ``set_priority`` (the order to try them in) is accepted: ember prefers flash where it applies."""
+    if not isinstance(backends, (list, SDPBackend)):  # PyTorch's check (a list's items it does not check)
+        raise AssertionError(f"Backend must be an instance of SDPBackend or a list of SDPBackend instances, "
+                             f"got {type(backends).__name__}")
     if isinstance(backends, SDPBackend):
         backends = [backends]
-    backends = list(backends)
-    if not all(isinstance(b, SDPBackend) for b in backends):
-        raise AssertionError("Backend must be an instance of SDPBackend")
     previous = dict(ENABLED_BACKENDS)
     ENABLED_BACKENDS["math"] = SDPBackend.MATH in backends
     ENABLED_BACKENDS["flash"] = SDPBackend.FLASH_ATTENTION in backends

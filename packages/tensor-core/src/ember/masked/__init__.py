@@ -16,19 +16,31 @@ def _ember():
     return ember
 
 
+def _input_mask(input, mask):
+    """``mask`` as PyTorch's masked ops take it: broadcast to input's shape (expand's errors), then
+    bool (a mask of another dtype counts its nonzeros as kept)."""
+    e = _ember()
+    if not isinstance(mask, e.Tensor):
+        raise ValueError("masked: mask must be a tensor")
+    if mask.shape != input.shape:
+        if mask.dim() > input.dim():
+            raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality higher than of the "
+                             "input)")
+        mask = e.broadcast_to(mask, input.shape)
+    return mask if mask.dtype is e.bool else mask.to(e.bool)
+
+
 def _masked(input, mask, fill):
-    """input with masked-out elements replaced by ``fill`` (mask broadcast to input's shape)."""
+    """input with masked-out elements replaced by ``fill``."""
     if mask is None:
         return input
     e = _ember()
-    if not isinstance(mask, e.Tensor) or mask.dtype is not e.bool:
-        raise ValueError("masked: mask must be a tensor of dtype bool")
-    return e.where(mask, input, e.tensor(fill, dtype=input.dtype))
+    return e.where(_input_mask(input, mask), input, e.tensor(fill, dtype=input.dtype))
 
 
 def _count(input, mask, dim, keepdim):
     e = _ember()
-    ones = e.ones_like(input) if mask is None else e.broadcast_to(mask, input.shape).to(input.dtype)
+    ones = e.ones_like(input) if mask is None else _input_mask(input, mask).to(input.dtype)
     return _reduce(ones, dim, keepdim, "sum")
 
 

@@ -185,7 +185,8 @@ class _ConvTransposeNd(_ConvNd):
             return list(_single(self.output_padding))
         has_batch_dim = input.dim() == num_spatial_dims + 2
         num_non_spatial = 2 if has_batch_dim else 1
-        output_size = list(output_size)
+        if not isinstance(output_size, (list, tuple)):  # a list or tuple stays as given (the message prints it)
+            output_size = list(output_size)
         if len(output_size) == num_non_spatial + num_spatial_dims:
             output_size = output_size[num_non_spatial:]
         if len(output_size) != num_spatial_dims:

@@ -187,25 +187,33 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if query._shape[-1] != key._shape[-1] or key._shape[-2] != value._shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: shape mismatch: query {list(query._shape)}, "
                            f"key {list(key._shape)}, value {list(value._shape)}")
+    # PyTorch's CPU choice: its flash kernel (which takes a mask and is_causal together) for 4-D
+    # inputs without dropout, else the math path (which refuses the pair).
+    cpu_flash = (ENABLED_BACKENDS["flash"] and query._device.type == "cpu" and not dropout_p
+                 and query.ndim == key.ndim == value.ndim == 4 and key._shape[1] == value._shape[1])
     if attn_mask is not None:
-        if is_causal:
+        if is_causal and not cpu_flash:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
         if attn_mask.dtype is not dtypes.bool and attn_mask.dtype is not query.dtype:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                                f"attn_mask.dtype: {type_name(attn_mask.dtype)} and  query.dtype: "
                                f"{type_name(query.dtype)} instead.")
-    if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
-        hq, hk = query._shape[-3], key._shape[-3]
-        if hk == 0 or hq % hk != 0 or value._shape[-3] != hk:
-            raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, got "
-                               f"query heads {hq}, key heads {hk}, value heads {value._shape[-3]}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
+        hq, hk, hv = query._shape[-3], key._shape[-3], value._shape[-3]
+        if hk == 0 or hv == 0 or hq % hk != 0 or hq % hv != 0:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in ")  # sic
+        if hk != hv:  # each repeated to the query's heads on its own (the kernels take one ratio)
+            key = _repeat_heads(key, hq // hk) if hk != hq else key
+            value = _repeat_heads(value, hq // hv) if hv != hq else value
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     from .attention_flash import flash_op, routes_to_flash
 
     flash = ENABLED_BACKENDS["flash"] and routes_to_flash(query, key, value, attn_mask, dropout_p, enable_gqa)
-    if not flash and not ENABLED_BACKENDS["math"]:
+    if not flash and not cpu_flash and not ENABLED_BACKENDS["math"]:
+        if ENABLED_BACKENDS["flash"]:
+            raise RuntimeError("No available kernel.  Aborting execution.")
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
                            "turning off both the math kernel and the fused kernels.")
     if dropout_p > 0.0 and is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):

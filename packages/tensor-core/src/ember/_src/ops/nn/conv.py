@@ -341,7 +341,21 @@ def _blocks(size, kernel_size, dilation, padding, stride) -> tuple:
                  for i in range(2))
 
 
+def _geometry_check(kernel_size, dilation, padding, stride) -> None:
+    """PyTorch's first checks of im2col/col2im (before any division by a stride or dilation)."""
+    for name, short, vals, ok, want in (("kernel size", "kernel", kernel_size, 1, "greater than zero"),
+                                        ("stride", "stride", stride, 1, "greater than zero"),
+                                        ("dilation", "dilation", dilation, 1, "greater than zero"),
+                                        ("padding", "pad", padding, 0, "non-negative")):
+        if vals[0] < ok or vals[1] < ok:
+            raise RuntimeError(f"{name} should be {want}, but got {short}_height: {vals[0]} {short}_width: {vals[1]}")
+
+
 def _im2col_check(self, kernel_size, dilation, padding, stride) -> tuple:
+    _geometry_check(kernel_size, dilation, padding, stride)
+    if self.ndim in (1, 2):  # PyTorch reads input.size(ndim) of such an input before its shape check
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-self.ndim}, {self.ndim - 1}], but "
+                         f"got {self.ndim})")
     if self.ndim not in (3, 4) or any(s == 0 for s in self._shape[-3:]):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(self._shape)}")
@@ -378,6 +392,7 @@ def _im2col_cpu(self, kernel_size, dilation, padding, stride):
 
 
 def _col2im_check(self, output_size, kernel_size, dilation, padding, stride) -> tuple:
+    _geometry_check(kernel_size, dilation, padding, stride)
     if self.ndim not in (2, 3) or any(s == 0 for s in self._shape[-2:]):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(self._shape)}")

@@ -227,7 +227,8 @@ def expand_op(self: Tensor, size: tuple) -> Tensor:
         )
     lead = len(size) - self.ndim
     shape, stride = [], []
-    for i, target in enumerate(size):
+    for i in range(len(size) - 1, -1, -1):  # last dim first, as PyTorch (which mismatch its error names)
+        target = size[i]
         if i < lead:
             if target < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({target}) isn't allowed in a leading, "
@@ -251,6 +252,8 @@ def expand_op(self: Tensor, size: tuple) -> Tensor:
                 f"The expanded size of the tensor ({target}) must match the existing size ({cur}) at non-singleton "
                 f"dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: {list(self._shape)}"
             )
+    shape.reverse()
+    stride.reverse()
     if 0 in stride and _numel(shape) > _INT64_MAX:  # only broadcast dims can grow numel past int64
         raise RuntimeError("numel: integer multiplication overflow")
     return make_view(self, tuple(shape), tuple(stride), self._offset)
