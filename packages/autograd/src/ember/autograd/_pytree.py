@@ -423,19 +423,23 @@ class TreeSpec:
     __slots__ = ("type", "_context", "_children", "num_leaves", "num_nodes", "num_children")
 
     def __init__(self, type: Any, context: Context, children_specs: list[TreeSpec]):
+        children = children_specs if isinstance(children_specs, list) else list(children_specs)
         self.type = type
         self._context = context
-        self._children = list(children_specs)
-        self.num_children = len(self._children)
+        self._children = children
+        self.num_children = len(children)
         if type is None:
             if context is not None:
                 raise AssertionError("leaf node should not have a context")
-            if self._children:
+            if children:
                 raise AssertionError("leaf node should not have children")
-            self.num_leaves, self.num_nodes = 1, 1
+            self.num_leaves = self.num_nodes = 1
         else:
-            self.num_leaves = sum(c.num_leaves for c in self._children)
-            self.num_nodes = 1 + sum(c.num_nodes for c in self._children)
+            leaves, nodes = 0, 1
+            for child in children:  # a loop, not two sums over generators: every flatten builds specs
+                leaves += child.num_leaves
+                nodes += child.num_nodes
+            self.num_leaves, self.num_nodes = leaves, nodes
 
     @property
     def context(self) -> Context:
