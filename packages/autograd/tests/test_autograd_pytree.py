@@ -86,6 +86,7 @@ def test_unflatten_and_flatten_up_to_errors_match_torch():
         messages.append(str(err.value))
         with pytest.raises(TypeError) as err:
             mod.tree_unflatten([1], [1])
+        messages.append(str(err.value))
         for bad in [((1, 2), [5]), ((1, 2, 3), {"k": 3}), ((1, 2), {"j": 3}), [(1, 2), {"k": 3}],
                     ((1, 2), collections.deque([3]))]:
             with pytest.raises(ValueError) as err:

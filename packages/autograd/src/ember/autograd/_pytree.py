@@ -611,8 +611,8 @@ def _flatten(tree, is_leaf, leaves: list) -> TreeSpec:
 
 def tree_unflatten(leaves: Iterable, treespec: TreeSpec) -> PyTree:
     if not isinstance(treespec, TreeSpec):
-        raise TypeError(f"tree_unflatten(leaves, treespec): Expected `treespec` to be instance of TreeSpec but "
-                        f"got item of type {type(treespec)}.")
+        raise TypeError(f"Expected `treespec` to be an instance of PyTreeSpec but got item of type "
+                        f"{type(treespec)}.")
     return treespec.unflatten(leaves)
 
 
