@@ -135,6 +135,8 @@ def make_cases(lib):
         "getitem_grad_8x8": (lambda: w8[1, 2:], 20000),
         "t_grad_8x8": (lambda: w8.t(), 20000),
         "linear_grad_4x8": (lambda: linear(lx, lwg), 5000),
+        "to_dtype_8x8": (lambda: x.to(lib.float64), 20000),
+        "to_same_dtype_8x8": (lambda: x.to(lib.float32), 20000),
     }
 
 

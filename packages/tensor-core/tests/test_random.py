@@ -627,15 +627,35 @@ def test_scalar_box_muller_matches_vector_form():
 
 
 def test_sampled_tensors_start_at_version_zero():
-    """A fresh sampled tensor's version counter reads 0 (PyTorch fills it below autograd); out= is a write."""
+    """A fresh sampled tensor's version counter reads 0 (PyTorch fills it below the counter); out=
+    and the in-place samplers are writes. Every factory and sampler, against PyTorch's counts."""
     import torch
 
     import ember
 
-    for lib in (torch, ember):
+    def versions(lib):
         x = lib.zeros(3)
         lib.randn(3, out=x)
         got = [x._version, lib.randn(3)._version, lib.rand(2)._version, lib.randint(0, 5, (3,))._version,
-               lib.rand_like(x)._version, lib.randint_like(x, 5)._version, lib.normal(0.0, 1.0, (3,))._version,
-               lib.randn(3, requires_grad=True)._version, lib.randn(2, dtype=lib.complex64)._version]
-        assert got == [1, 0, 0, 0, 0, 0, 0, 0, 0], lib.__name__
+               lib.rand_like(x)._version, lib.randn_like(x)._version, lib.randint_like(x, 5)._version,
+               lib.normal(0.0, 1.0, (3,))._version, lib.normal(x, 1.0)._version, lib.normal(x, x.abs())._version,
+               lib.randn(3, requires_grad=True)._version, lib.randn(2, dtype=lib.complex64)._version,
+               lib.rand(2, dtype=lib.complex64)._version, lib.randperm(4)._version,
+               lib.bernoulli(lib.full((3,), 0.5))._version, lib.bernoulli(x.clamp(0, 1), 0.3)._version,
+               lib.multinomial(lib.ones(4), 2)._version, lib.poisson(lib.ones(3))._version,
+               lib.nn.functional.dropout(x, 0.5)._version]
+        w = lib.empty(3)
+        for name, args in [("uniform_", ()), ("normal_", ()), ("bernoulli_", ()), ("exponential_", ()),
+                           ("geometric_", (0.5,)), ("cauchy_", ()), ("log_normal_", ()), ("random_", ())]:
+            before = w._version
+            getattr(w, name)(*args)
+            got.append(w._version - before)
+        lib.manual_seed(0)  # trunc_normal_ writes again where a draw is rejected: the same draws on both sides
+        for name in ["uniform_", "normal_", "xavier_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_"]:
+            w = lib.empty(4, 4)
+            getattr(lib.nn.init, name)(w)
+            got.append(w._version)
+        got += [p._version for p in lib.nn.Linear(3, 2).parameters()]
+        return got
+
+    assert versions(ember) == versions(torch)

@@ -17,10 +17,8 @@ from ember._src.dispatch import sync_pending
 from ember._src.layouts import strided
 from ember._src.ops.creation.buffers import empty_strided
 from ember._src.ops.creation.factories import ones_like, zeros_like
-from ember._src.ops.shape.views import to_dtype_op as _to_copy
 from ember._src.shapes import is_contiguous, is_non_overlapping_and_dense
 from ember._src.tensor import Tensor
-from ember._src.torch_function import _ON as _TORCH_FUNCTION_ON
 
 from . import anomaly_mode, graph
 from .grad_mode import _LAYOUT_POLICY
@@ -83,10 +81,6 @@ def fix_grad(g, meta, node, idx):
     if g.dtype is not dtype:
         if g.dtype.is_complex and not dtype.is_complex:
             g = g.real  # a real input of a complex-valued call (PyTorch's handle_r_to_c)
-        dev = g._device
-        if type(g) is Tensor and dev.index is not None and dev.type != "cpu" and not _TORCH_FUNCTION_ON[0]:
-            # g.to(dtype)'s first branch (autocast's casts' gradients on CUDA: ~150 a GPT-2 step), one frame less
-            return _to_copy(g, dtype=dtype, device=dev)
         g = g.to(dtype)
     return g
 

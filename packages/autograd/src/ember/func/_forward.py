@@ -16,10 +16,10 @@ from ember._src import grad_mode
 from ember._src.tensor import Tensor
 from ember.autograd import _engine
 from ember.autograd import forward_ad as fwad
+from ember.autograd._pytree import tree_flatten, tree_unflatten
 
 from . import _levels
 from ._grad import unwrap_level, vjp
-from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["jvp", "linearize"]
 

@@ -20,10 +20,10 @@ from ember._src.tensor import Tensor
 from ember.autograd import _engine
 from ember.autograd import forward_ad as _fwad
 from ember.autograd import graph as _graph
+from ember.autograd._pytree import tree_flatten, tree_unflatten
 from ember.autograd.graph import _SEQ, AccumulateGrad
 
 from . import _levels
-from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp"]
 

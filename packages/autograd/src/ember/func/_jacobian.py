@@ -11,10 +11,10 @@ import functools
 from collections.abc import Callable
 
 import ember
+from ember.autograd._pytree import tree_flatten, tree_unflatten
 
 from ._forward import jvp
 from ._grad import _replace, _select, check_argnums, vjp
-from ._pytree import tree_flatten, tree_unflatten
 from ._vmap import vmap
 
 __all__ = ["hessian", "jacfwd", "jacrev"]

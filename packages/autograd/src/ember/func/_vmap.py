@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ember._src.tensor import Tensor
+from ember.autograd._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 from . import _levels
-from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
 
@@ -77,7 +77,7 @@ def _process_inputs(in_dims, args, func):
             f"vmap({_name(func)})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying "
             "to vmap over a function with no inputs. The latter is unsupported.")
     flat_args, spec = tree_flatten(args)
-    flat_in_dims = broadcast_prefix(in_dims, spec)
+    flat_in_dims = _broadcast_to_and_flatten(in_dims, spec)
     if flat_in_dims is None:
         raise ValueError(
             f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
@@ -129,7 +129,7 @@ def _unwrap_outputs(outputs, out_dims, level, func):
     elif isinstance(outputs, Tensor) and isinstance(out_dims, (tuple, list, dict)):
         flat_dims = None
     else:
-        flat_dims = broadcast_prefix(out_dims, out_spec)
+        flat_dims = _broadcast_to_and_flatten(out_dims, out_spec)
     if flat_dims is None:
         raise ValueError(
             f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
@@ -202,7 +202,7 @@ def _chunked(func, batch_size, flat_in_dims, flat_args, spec, out_dims, randomne
         chunk_args = [a if d is None else a.narrow(d, start, n) for a, d in zip(flat_args, flat_in_dims)]
         pieces.append(_vmap_call(func, n, flat_in_dims, chunk_args, spec, out_dims, randomness, kwargs))
     flat_first, out_spec = tree_flatten(pieces[0])
-    flat_dims = broadcast_prefix(out_dims, out_spec)
+    flat_dims = _broadcast_to_and_flatten(out_dims, out_spec)
     if flat_dims is None and isinstance(out_dims, tuple) and len(out_dims) == 1:
         flat_dims = list(out_dims)
     columns = [tree_flatten(p)[0] for p in pieces]

@@ -19,6 +19,7 @@ import threading
 from ember._src.device import META
 from ember._src.dispatch import Op
 from ember._src.tensor import Tensor, make_tensor
+from ember.autograd._pytree import tree_flatten
 
 from ..compiler._fake import FakeTensor, FakeTensorMode, fake_of
 from ..compiler.symbolic_shapes import SymInt
@@ -177,35 +178,6 @@ def trace_subgraph(fn, operands: list, what: str, decompositions: dict | None = 
         STATE.depth -= 1
     leaves, spec = tree_flatten(result)
     return tracer, leaves, spec
-
-
-def tree_flatten(x):
-    """(leaves, spec) of nested tuples, lists and dicts (the containers graph ops return)."""
-    leaves: list = []
-
-    def walk(y):
-        if type(y) in (tuple, list):
-            return (type(y), tuple(walk(z) for z in y))
-        if type(y) is dict:
-            return (dict, tuple((k, walk(v)) for k, v in y.items()))
-        leaves.append(y)
-        return None
-
-    return leaves, walk(x)
-
-
-def tree_unflatten(leaves: list, spec):
-    items = iter(leaves)
-
-    def build(s):
-        if s is None:
-            return next(items)
-        kind, children = s
-        if kind is dict:
-            return {k: build(c) for k, c in children}
-        return kind(build(c) for c in children)
-
-    return build(spec)
 
 
 def merged_lifted(*tracers: SubgraphTracer) -> list:

@@ -18,6 +18,7 @@ import ember
 from ember._src.device import META
 from ember._src.dispatch import OPS, define
 from ember._src.tensor import Tensor
+from ember.autograd._pytree import tree_flatten, tree_unflatten
 from ember.compiler.symbolic_shapes import SymBool
 
 from ._subgraph import (
@@ -25,8 +26,6 @@ from ._subgraph import (
     finish_subgraph,
     merged_lifted,
     trace_subgraph,
-    tree_flatten,
-    tree_unflatten,
     without_modes,
 )
 

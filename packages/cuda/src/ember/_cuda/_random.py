@@ -86,7 +86,7 @@ def _draw(self, kind: int, a: float, b: float, generator):
         from ._ops_copy import device_copy
 
         device_copy(self, target)
-    self._bump_version()
+    rnd.bump_written(self)
     return self
 
 

@@ -65,10 +65,10 @@ class PyTreeCodeGen(CodeGen):
             return super().gen_fn_def(free_vars, maybe_return_annotation)
         fn_def = super().gen_fn_def(list(info.orig_args), maybe_return_annotation)
         # ([positional], {'key': key}): the call's (args, kwargs), whose flattening is the placeholders.
-        n_positional = len(in_spec.children_specs[0].children_specs)
+        n_positional = in_spec.child(0).num_children
         positional = info.orig_args[:n_positional]
         keywords = info.orig_args[n_positional:]
-        kwargs = ", ".join(f"{key!r}:{name}" for key, name in zip(in_spec.children_specs[1].context or [],
+        kwargs = ", ".join(f"{key!r}:{name}" for key, name in zip(in_spec.child(1).context or [],
                                                                    keywords))
         names = [v.split(":", 1)[0].split("=", 1)[0].strip() for v in free_vars if v != "self"]
         targets = f"{', '.join(names)}," if names else "_"
@@ -85,9 +85,9 @@ def pytree_codegen(program) -> PyTreeCodeGen:
     """The codegen of ``program``'s unlifted graph."""
     in_spec, out_spec = program.call_spec
     names = program.module_call_graph[0].signature.forward_arg_names
-    if in_spec is not None and in_spec.type is tuple and len(in_spec.children_specs) == 2:
-        n_args = len(in_spec.children_specs[0].children_specs)
-        keys = list(in_spec.children_specs[1].context or [])
+    if in_spec is not None and in_spec.type is tuple and in_spec.num_children == 2:
+        n_args = in_spec.child(0).num_children
+        keys = list(in_spec.child(1).context or [])
         if names is None or len(names) != n_args + len(keys):
             names = [f"args_{i}" for i in range(n_args)] + keys
     else:

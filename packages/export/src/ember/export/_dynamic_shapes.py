@@ -243,15 +243,14 @@ def _match(value, spec, where: str) -> list[dict]:
         return [{}]
     if spec is None:
         return [{} for _ in leaves]
-    node = pytree._children(value)
-    _, ctx, children = node
+    children = pytree.node_children(value)
     if isinstance(value, dict):
         if not isinstance(spec, dict) or set(spec) != set(value):
             raise UserError(UserErrorType.INVALID_INPUT,
                             f"Detected mismatch between the structure of `inputs` and `dynamic_shapes` at {where}: "
                             f"keys {list(value)} against {list(spec) if isinstance(spec, dict) else spec!r}\n"
                             f"For more information about this error, see: {_EXPORTDB}")
-        return [d for k in ctx for d in _match(value[k], spec[k], f"{where}[{k!r}]")]
+        return [d for k in value for d in _match(value[k], spec[k], f"{where}[{k!r}]")]
     spec_children = list(spec) if isinstance(spec, (tuple, list)) else None
     if spec_children is None or len(spec_children) != len(children):
         raise UserError(UserErrorType.INVALID_INPUT,

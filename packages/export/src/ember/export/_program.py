@@ -447,8 +447,8 @@ def _has_nested(module, target: str) -> bool:
 
 def _reorder_kwargs(args, kwargs, want: pytree.TreeSpec, got: pytree.TreeSpec) -> list:
     """Accepts kwargs given in another order (or positionally) when the leaves still line up."""
-    if want.type is tuple and len(want.children_specs) == 2:
-        want_kw = want.children_specs[1]
+    if want.type is tuple and want.num_children == 2:
+        want_kw = want.child(1)
         if isinstance(kwargs, dict) and set(kwargs) == set(want_kw.context or []):
             ordered = {k: kwargs[k] for k in want_kw.context}
             flat, spec = pytree.tree_flatten((args, ordered))

@@ -620,10 +620,18 @@ def _user_input_names(mod, args, kwargs, leaves) -> list[str]:
             out.append(name)
             continue
         # PyTorch names a nested leaf by its path: inputs["pair"][1] -> inputs_pair_1
-        for path, _leaf in pytree.tree_flatten_with_path(value)[0]:
-            parts = [a or b or c for a, b, c in re.findall(r"\['([^']*)'\]|\[(\d+)\]|\.(\w+)", path)]
+        for path in pytree.leaf_key_paths(value):
+            parts = [str(_key_text(key)) for key in path]
             out.append("_".join([name, *(re.sub(r"\W", "_", p) for p in parts)]))
     return out
+
+
+def _key_text(key):
+    """A key path entry as a name part: the index, dict key or attribute name."""
+    for field in ("idx", "key", "name"):
+        if hasattr(key, field):
+            return getattr(key, field)
+    return key
 
 
 def export_for_training(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,

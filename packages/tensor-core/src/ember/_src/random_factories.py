@@ -19,6 +19,7 @@ from .ops._common import check_int64_arg, type_name, write_out
 from .ops.creation.factories import empty_op, scalar_tensor
 from .ops.pointwise.complex import view_as_real_op
 from .ops.random import samplers as _samplers
+from .ops.random.samplers import fill_fresh as _fill_fresh
 from .optable import declare
 from .shapes import as_shape, check_sizes
 from .tensor import Tensor, new_empty_tensor, set_factory_requires_grad
@@ -37,8 +38,6 @@ def _shape(size_args: tuple, kwargs: dict, name: str) -> tuple:
 
 
 def _finish(t: Tensor, out, requires_grad: bool, overlap: bool = True) -> Tensor:
-    if out is None:  # a fresh tensor starts at version 0 (PyTorch's sampling fills it below autograd's counter)
-        _C._new_version_counter(t)
     t = write_out(t, out, overlap=overlap)  # PyTorch refuses an expanded out= but for randperm's
     if requires_grad:
         set_factory_requires_grad(t)
@@ -59,9 +58,9 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     shape = _shape(size, kwargs, "rand")
     t = _alloc(shape, _default_float(dtype), device)
     if t.dtype.is_complex:  # real and imaginary parts each uniform on [0, 1), as PyTorch
-        _samplers.uniform_op(_complex_parts(t), 0.0, 1.0, generator=generator)
+        _fill_fresh(_samplers.uniform_op, _complex_parts(t), 0.0, 1.0, generator=generator)
         return _finish(t, out, requires_grad)
-    return _finish(_samplers.uniform_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
+    return _finish(_fill_fresh(_samplers.uniform_op, t, 0.0, 1.0, generator=generator), out, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -70,9 +69,9 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = _shape(size, kwargs, "randn")
     t = _alloc(shape, _default_float(dtype), device)
     if t.dtype.is_complex:  # E|z|^2 = 1: each part normal with variance 1/2, as PyTorch
-        _samplers.normal_inplace_op(_complex_parts(t), 0.0, 0.5 ** 0.5, generator=generator)
+        _fill_fresh(_samplers.normal_inplace_op, _complex_parts(t), 0.0, 0.5 ** 0.5, generator=generator)
         return _finish(t, out, requires_grad)
-    return _finish(_samplers.normal_inplace_op(t, 0.0, 1.0, generator=generator), out, requires_grad)
+    return _finish(_fill_fresh(_samplers.normal_inplace_op, t, 0.0, 1.0, generator=generator), out, requires_grad)
 
 
 def _complex_parts(t):
@@ -112,7 +111,7 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
     check_sizes(shape)
     d = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
     t = _alloc(shape, d, device)
-    return _finish(_samplers.random_inplace_op(t, low, high, generator=generator), out, requires_grad)
+    return _finish(_fill_fresh(_samplers.random_inplace_op, t, low, high, generator=generator), out, requires_grad)
 
 
 def _like(input, dtype, device):
@@ -128,13 +127,13 @@ def _like(input, dtype, device):
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     t = _like(input, dtype, device)
-    return _finish(_samplers.uniform_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
+    return _finish(_fill_fresh(_samplers.uniform_op, t, 0.0, 1.0, generator=generator), None, requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
     t = _like(input, dtype, device)
-    return _finish(_samplers.normal_inplace_op(t, 0.0, 1.0, generator=generator), None, requires_grad)
+    return _finish(_fill_fresh(_samplers.normal_inplace_op, t, 0.0, 1.0, generator=generator), None, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
@@ -144,7 +143,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
         low, high = 0, low
     low, high = _int_arg(low, "low", "randint_like"), _int_arg(high, "high", "randint_like")
     t = _like(input, dtype, device)
-    return _finish(_samplers.random_inplace_op(t, low, high, generator=generator), None, requires_grad)
+    return _finish(_fill_fresh(_samplers.random_inplace_op, t, low, high, generator=generator), None, requires_grad)
 
 
 # -- randperm ---------------------------------------------------------------------------------------
@@ -217,7 +216,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         shape = as_shape((size,))
         check_sizes(shape)
         t = _alloc(shape, _default_float(dtype), device)
-        return _finish(_samplers.normal_inplace_op(t, mean, std, generator=generator), out, requires_grad)
+        return _finish(_fill_fresh(_samplers.normal_inplace_op, t, mean, std, generator=generator), out, requires_grad)
     if size is not None:
         raise TypeError("normal(): size is only accepted when mean and std are both numbers")
     if mean_t and not std_t:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import threading
 
 from ... import dtypes
 from ..._native import _C
@@ -91,6 +92,30 @@ def _memory_ordered(t: Tensor) -> tuple:
     return order, (t if order == identity else t.permute(order))
 
 
+class _FreshFill(threading.local):
+    storage = None  # the storage a random factory is filling right now (fill_fresh)
+
+
+_FRESH = _FreshFill()
+
+
+def fill_fresh(sampler, t: Tensor, *args, generator=None) -> Tensor:
+    """``sampler(t, *args, generator=generator)`` on a tensor a factory has just allocated, below its
+    version counter: PyTorch's factories (randn, rand_like, bernoulli, ...) fill their result
+    without bumping it, so a fresh random tensor is at ``_version`` 0."""
+    _FRESH.storage = t._storage
+    try:
+        return sampler(t, *args, generator=generator)
+    finally:
+        _FRESH.storage = None
+
+
+def bump_written(self: Tensor) -> None:
+    """A sampler kernel's version bump, skipped for the tensor ``fill_fresh`` is filling."""
+    if _FRESH.storage is None or self._storage is not _FRESH.storage:
+        self._bump_version()
+
+
 def _fill(self: Tensor, generator, draw) -> Tensor:
     """Runs ``draw(target, rng)`` on a contiguous target holding self's elements in the order
     PyTorch draws them (memory order), then writes it into self."""
@@ -105,7 +130,7 @@ def _fill(self: Tensor, generator, draw) -> Tensor:
         target = _new_empty(view._shape, self.dtype, self._device)
         draw(target, gen._rng)
         _C.copy_(view, target)
-    self._bump_version()
+    bump_written(self)
     return self
 
 
@@ -373,7 +398,7 @@ def _bernoulli_tensor_cpu(self, p, *, generator=None):
     values = _new_empty(view._shape, self.dtype, self._device)
     _C.mt_bernoulli_tensor_(values, probs, gen._rng)
     _C.copy_(view, values)
-    self._bump_version()
+    bump_written(self)
     return self
 
 
@@ -399,9 +424,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     _check_self(input, "bernoulli")
     result = _new_empty(input._shape, input.dtype, input._device)
     if p is None:
-        bernoulli_tensor_op(result, input, generator=generator)
+        fill_fresh(bernoulli_tensor_op, result, input, generator=generator)
     else:
-        bernoulli_float_op(result, _float(p, "p"), generator=generator)
+        fill_fresh(bernoulli_float_op, result, _float(p, "p"), generator=generator)
     return _write_out(result, out)
 
 

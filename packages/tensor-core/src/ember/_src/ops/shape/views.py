@@ -750,11 +750,10 @@ to_dtype_op.meta = _to_copy_meta
 def to(self: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with copy/non_blocking."""
     if not kwargs and len(args) == 1 and type(args[0]) is dtypes.dtype:
-        dev = self._device
-        if dev.index is not None and dev.type != "cpu":
-            # to(dtype) of a tensor on an indexed device (autocast's casts on CUDA): the general path's result.
-            dtype = args[0]
-            return self if dtype is self.dtype else to_dtype_op(self, dtype=dtype, device=dev)
+        # to(dtype), the common call (autocast's casts, fix_grad's, mixed precision): what the general
+        # path below gives, on the tensor's own device, without parsing arguments.
+        dtype = args[0]
+        return self if dtype is self.dtype else to_dtype_op(self, dtype=dtype, device=self._device)
     given = tuple(kwargs)
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
