@@ -307,33 +307,12 @@ class CompiledGraph:
         """The graph run on ``args``, a list the call empties once the inputs are checked: the
         generated wrapper then holds each input only until its last read (a backward's saved
         activations). An input mismatch is found before the list is emptied."""
-        if (grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args)) \
-                or (self.written_inputs and _shares_storage(args, self.written_inputs)):
-            inputs = tuple(args)
-            args.clear()
-            return self._eager(inputs)
-        if self._fast is not None:
-            try:
-                return self._fast(args)
-            except InputMismatch:
-                pass
-        artifact = self.variants.get(_signature(args))
-        if artifact is None:
-            artifact = self._build(list(args))
-        if artifact is None:
-            inputs = tuple(args)
-            args.clear()
-            return self._eager(inputs)
-        return artifact.call(args)
-
-    def __call__(self, *args):
-        args = self._unbox(args)
         if grad_mode.STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
-            return self._eager(args)  # kernels record no autograd history
+            return self._eager_emptying(args)  # kernels record no autograd history
         if self.written_inputs and _shares_storage(args, self.written_inputs):
             # An input written in place shares memory with another input (overlapping views of
             # one tensor): the kernels would read the other input's old values; eager's order holds.
-            return self._eager(args)
+            return self._eager_emptying(args)
         if self._fast is not None:
             try:
                 return self._fast(args)
@@ -343,8 +322,17 @@ class CompiledGraph:
         if artifact is None:
             artifact = self._build(list(args))
         if artifact is None:
-            return self._eager(args)
+            return self._eager_emptying(args)
         return artifact.call(args)
+
+    def _eager_emptying(self, args: list):
+        inputs = tuple(args)
+        args.clear()
+        return self._eager(inputs)
+
+    def __call__(self, *args):
+        # a list of our own: a caller's boxed list (``_unbox``) keeps its inputs
+        return self.boxed_call(list(self._unbox(args)))
 
     def _unbox(self, args):
         """Accepts aot_autograd's boxed convention too: one list holding every input."""
