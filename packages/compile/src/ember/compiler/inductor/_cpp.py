@@ -1072,16 +1072,24 @@ class CppKernelWriter:
         n = self.itext(size)
         if e.op == "mul":
             return f"ember_row_sq_dev_f32({row}, {n}, {shift}, {nxt})"
-        out = "NULL"
+        out = self._exp_row_out(node, stashed, v)
+        if out is None:
+            return None
+        return f"ember_exp_shift_sum_f32({out}, {row}, {n}, {shift}, {nxt})"
+
+    def _exp_row_out(self, node, stashed, v):
+        """Where an exp-sum row helper of reduction ``node`` stores its exp terms: the node's scratch
+        row, the row of the buffer that stashes them (float32, unit stride in ``v``), "NULL" when
+        nothing keeps them; None when the stash cannot take a helper's row."""
         scratch = self.scratch.get(id(node))
         if scratch is not None:
-            out = scratch["row"]
-        elif stashed is not None:
-            index = stashed.store_index.xreplace(self.subs)
-            if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
-                return None
-            out = f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
-        return f"ember_exp_shift_sum_f32({out}, {row}, {n}, {shift}, {nxt})"
+            return scratch["row"]
+        if stashed is None:
+            return "NULL"
+        index = stashed.store_index.xreplace(self.subs)
+        if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
+            return None
+        return f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
 
     def _pick_parts(self, node, inner):
         """(the row's index value ``t``, the picked expression ``x``) of a reduction
@@ -1144,16 +1152,9 @@ class CppKernelWriter:
         ``ember_exp_shift_sum_f32`` takes the exp of the row in place (AVX-512's exp, which gcc does
         not make of the inline scalar one). The call, its loop in ``self.pre_helper``; or None."""
         v, size = inner[0]
-        scratch = self.scratch.get(id(node))
-        if scratch is not None:
-            out = scratch["row"]
-        elif stashed is not None:
-            index = stashed.store_index.xreplace(self.subs)
-            if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
-                return None
-            out = f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
-        else:
-            return None
+        out = self._exp_row_out(node, stashed, v)
+        if out is None or out == "NULL":
+            return None  # the computed d needs a row to be stored in
         if stashed is not None and any(ld.buf == stashed.target for ld in loads_of(d)):
             return None  # the row would overwrite what the loop reads
         shift = "0.0f"
