@@ -25,11 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from bench_distributed import _free_port, _parse_size  # this script's folder is on sys.path
 
 WORKER = r'''
 import json, os, sys, time
@@ -83,17 +84,6 @@ dist.destroy_process_group()
 '''
 
 KINDS = ("mpich", "iwait", "ember", "ember-nap")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _parse_size(text: str) -> int:
-    units = {"K": 1024, "M": 1024 * 1024}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
 def _fmt(seconds: float) -> str:
