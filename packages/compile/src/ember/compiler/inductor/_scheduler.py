@@ -127,7 +127,23 @@ class Kernel:
             if _transposed(node, var, self.vars) and \
                     not any(_transposed(m, var, self.vars) for m in self.nodes if m.is_reduction):
                 return False
-        reduced = node.reduced or self.reduced
+        if not self._reads_ready(node, node.reduced or self.reduced):
+            return False
+        # a write must not overtake a read of the same buffer elsewhere in the group
+        for member in self.nodes:
+            for load in member.loads:
+                if load.buf == node.target and not same_expr(load.index, node.store_index):
+                    return False
+        if node.is_reduction and not self.reduced:
+            # the pointwise members so far become per-row loops that run before this one
+            self.reduced = node.reduced
+        self.nodes.append(node)
+        return True
+
+    def _reads_ready(self, node: SchedNode, reduced) -> bool:
+        """Whether each value ``node`` loads from this kernel's members is complete where it reads it,
+        the kernel's loops reducing dims ``reduced``: a pointwise value at the same index, a row's
+        result only after that row's loop (not indexed by the reduced dims), never a column sum."""
         inner = {self.vars[d] for d in reduced}
         writes = self.writes()
         for load in node.loads:
@@ -142,15 +158,6 @@ class Kernel:
                     return False
             elif not same_expr(load.index, producer.store_index):
                 return False
-        # a write must not overtake a read of the same buffer elsewhere in the group
-        for member in self.nodes:
-            for load in member.loads:
-                if load.buf == node.target and not same_expr(load.index, node.store_index):
-                    return False
-        if node.is_reduction and not self.reduced:
-            # the pointwise members so far become per-row loops that run before this one
-            self.reduced = node.reduced
-        self.nodes.append(node)
         return True
 
     # -- column reductions ---------------------------------------------------------------------
@@ -187,19 +194,8 @@ class Kernel:
             return False  # a row-major walk would read a transposed operand a column at a time
         if not self.reduced and any(_divides(m) for m in members):
             return False  # digit-split pointwise loops (a head merge) stay pointwise kernels
-        inner = {self.vars[d] for d in node.columns}
-        writes = self.writes()
-        for load in node.loads:
-            producer = writes.get(load.buf)
-            if producer is None:
-                continue
-            if producer.column:
-                return False
-            if producer.is_reduction:
-                if load.index.free_symbols & inner or not same_expr(load.index, producer.store_index):
-                    return False
-            elif not same_expr(load.index, producer.store_index):
-                return False
+        if not self._reads_ready(node, node.columns):
+            return False
         for member in self.nodes:
             for load in member.loads:
                 if load.buf == node.target:
