@@ -37,6 +37,7 @@ from ember.autograd._pytree import (
     treespec_leaf,
 )
 from ember.autograd._pytree import register_dataclass as _register_dataclass
+from ember.autograd._pytree import register_pytree_node as _register_pytree_node
 
 __all__ = ["TreeSpec", "leaf_key_paths", "node_children", "register_dataclass", "register_pytree_node",
            "spec_from_json", "spec_to_json", "tree_flatten", "tree_flatten_spec", "tree_leaves", "tree_map",
@@ -51,10 +52,9 @@ def register_pytree_node(cls: type, flatten_fn, unflatten_fn, *, serialized_type
     ``unflatten_fn(children, context) -> x``. ``serialized_type_name`` names it in saved files
     (``module.qualname`` when not given). The registry is the shared one: a type registered here is a
     container for ``ember.utils._pytree`` too."""
-    from ember.autograd._pytree import register_pytree_node as register
-
     name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
-    register(cls, flatten_fn, unflatten_fn, serialized_type_name=name, flatten_with_keys_fn=flatten_with_keys_fn)
+    _register_pytree_node(cls, flatten_fn, unflatten_fn, serialized_type_name=name,
+                          flatten_with_keys_fn=flatten_with_keys_fn)
 
 
 def register_dataclass(cls: type, *, serialized_type_name: str | None = None) -> None:
