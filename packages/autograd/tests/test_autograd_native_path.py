@@ -346,22 +346,10 @@ def test_backward_in_threads():
 
 def _python_applies(fn):
     """The node classes whose OpNode.apply ran in Python during fn() (the engine runs the common node natively)."""
-    import sys
-
     from ember.autograd._recording import OpNode
 
-    code, seen = OpNode.apply.__code__, []
-
-    def prof(frame, event, arg):
-        if event == "call" and frame.f_code is code:
-            seen.append(type(frame.f_locals["self"]).__name__)
-
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen
+    code = OpNode.apply.__code__
+    return _profiled_calls(fn, lambda frame: type(frame.f_locals["self"]).__name__ if frame.f_code is code else None)
 
 
 def test_nodes_with_plain_kwargs_apply_natively():
@@ -385,13 +373,20 @@ def test_nodes_with_plain_kwargs_apply_natively():
 
 def _python_frames(fn, codes):
     """The names of the given code objects that ran as Python frames during fn()."""
+    return _profiled_calls(fn, lambda frame: frame.f_code.co_name if frame.f_code in codes else None)
+
+
+def _profiled_calls(fn, name_of):
+    """``name_of(frame)`` of each Python call during fn() for which it is not None."""
     import sys
 
     seen = []
 
     def prof(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            seen.append(frame.f_code.co_name)
+        if event == "call":
+            name = name_of(frame)
+            if name is not None:
+                seen.append(name)
 
     sys.setprofile(prof)
     try:
