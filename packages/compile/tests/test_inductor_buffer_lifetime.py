@@ -24,6 +24,15 @@ def _mlp(nn):
     return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 32), nn.LayerNorm(32), nn.Linear(32, 8))
 
 
+def _mlp_pair():
+    """torch's MLP (seed 0), ember's with the same weights, and an input batch."""
+    torch.manual_seed(0)
+    tmodel = _mlp(torch.nn)
+    emodel = _mlp(ember.nn)
+    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    return tmodel, emodel, np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+
+
 def _statements(source: str) -> list:
     call = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "call")
     return call.body
@@ -56,11 +65,7 @@ def _lifetimes(source: str):
 
 
 def test_training_step_backward_drops_intermediates_at_their_last_use(builds):
-    torch.manual_seed(0)
-    tmodel = _mlp(torch.nn)
-    emodel = _mlp(ember.nn)
-    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
-    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    tmodel, emodel, x = _mlp_pair()
     compiled = ember.compile(emodel)
     for _ in range(2):  # the second call runs the generated code compiled by the first
         emodel.zero_grad()
@@ -126,11 +131,7 @@ def test_backward_frees_saved_activations_after_their_last_read(builds, retain):
     # The compiled backward gets its saved activations in a list it empties, and the autograd node
     # lets go of them first (unless the graph is retained): by the backward's last kernel the
     # activations read only early on are freed, as eager autograd frees a node's saved values.
-    torch.manual_seed(0)
-    tmodel = _mlp(torch.nn)
-    emodel = _mlp(ember.nn)
-    emodel.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
-    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    tmodel, emodel, x = _mlp_pair()
     compiled = ember.compile(emodel)
     compiled(ember.tensor(x)).square().mean().backward()  # compiles both graphs
     backward = next(a for a in builds if "tangents" in a.wrapper_source)
