@@ -140,15 +140,20 @@ def _layer_norm_loss(fw, x, w, b, g):
     return (fw.nn.functional.layer_norm(x, (x.shape[-1],), w, b) * g).sum()
 
 
+def _assert_compiled_grads_match(loss, arrays):
+    """The gradients of the compiled ``loss`` equal eager ember's and torch's."""
+    compiled = ember.compile(lambda fw, *a: loss(fw, *a))
+    got = _grads(ember, lambda fw, *a: compiled(fw, *a), arrays)
+    for want in (_grads(ember, loss, arrays), _grads(torch, loss, arrays)):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
 def test_layer_norm_weight_and_bias_gradients_inside_its_backward_kernel(built):
     r = np.random.default_rng(0)
     arrays = [r.standard_normal((6, 10, 32)).astype(np.float32), r.standard_normal(32).astype(np.float32),
               r.standard_normal(32).astype(np.float32), r.standard_normal((6, 10, 32)).astype(np.float32)]
-    compiled = ember.compile(lambda fw, *a: _layer_norm_loss(fw, *a))
-    got = _grads(ember, lambda fw, *a: compiled(fw, *a), arrays)
-    for want in (_grads(ember, _layer_norm_loss, arrays), _grads(torch, _layer_norm_loss, arrays)):
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    _assert_compiled_grads_match(_layer_norm_loss, arrays)
     backward = [a for a in built if "native_layer_norm_backward" in a.cpp_source]
     assert len(backward) == 1, [a.cpp_source for a in built]
     art = backward[0]
@@ -165,11 +170,7 @@ def test_a_value_a_sum_and_another_node_read_is_computed_once(built):
     r = np.random.default_rng(1)
     arrays = [r.standard_normal((4, 8, 32)).astype(np.float32), r.standard_normal((8, 32)).astype(np.float32),
               r.standard_normal(32).astype(np.float32), r.standard_normal((4, 8, 32)).astype(np.float32)]
-    compiled = ember.compile(lambda fw, *a: _embedding_sum_loss(fw, *a))
-    got = _grads(ember, lambda fw, *a: compiled(fw, *a), arrays)
-    for want in (_grads(ember, _embedding_sum_loss, arrays), _grads(torch, _embedding_sum_loss, arrays)):
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    _assert_compiled_grads_match(_embedding_sum_loss, arrays)
     backward = [a for a in built if "native_layer_norm_backward" in a.cpp_source]
     art = backward[0]
     assert art.kernel_count == 1 and not _sum_only_kernels(art.cpp_source), art.cpp_source
