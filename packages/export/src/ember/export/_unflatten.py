@@ -404,11 +404,11 @@ class _Builder:
         self.built[child] = module
         local = child[len(self.prefix) + 1:] if self.prefix else child
         values = [self.lookup(o) if hasattr(o, "op") else o.value for o in flat_in]
-        args_spec, kwargs_spec = signature.in_spec.children_specs
+        args_spec, kwargs_spec = signature.in_spec.children()
         args, kwargs = [], {}
         start = 0
-        for spec, key in [(s, None) for s in args_spec.children_specs] + \
-                list(zip(kwargs_spec.children_specs, kwargs_spec.context)):
+        for spec, key in [(s, None) for s in args_spec.children()] + \
+                list(zip(kwargs_spec.children(), kwargs_spec.context)):
             part = values[start:start + spec.num_leaves]
             start += spec.num_leaves
             value = part[0] if spec.is_leaf() else self.graph.call_function(_rebuild, (part, spec))
