@@ -20,6 +20,7 @@ import ember
 from ember._src.dispatch import sync_pending
 
 from . import _mpi
+from . import _work as _waits
 from ._backend import Engine, RedOpType
 from ._buffers import (
     HUGE_FROM,
@@ -49,7 +50,7 @@ from ._work import (
 )
 
 _F16, _BF16 = ember.float16, ember.bfloat16
-_SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small keeps spinning on a busy machine
+_SMALL_BYTES = 64 * 1024  # a synchronous all_reduce this small never naps (``_work.wait_requests``)
 # one this large waits for its signatures and data as MPICH's blocking calls do on a busy machine
 # (``_work``'s ``wait_requests``, ``large``)
 _LARGE_BYTES = 1 << 20
@@ -60,6 +61,7 @@ _COMMS: dict = {}  # group ranks -> communicators made for them so far (every me
 
 
 _QUICK_TESTS = 64
+_SMALL_AT_ONCE_IF_BUSY = True  # (``_run_now``; a switch for benchmarks/bench_distributed_wait.py)
 _ADDRESS_BUFFERS: dict = {}  # (address, length) -> MPI buffer of that memory (``allreduce_now``)
 
 
@@ -308,16 +310,17 @@ class MPIEngine(Engine):
             if len(_ADDRESS_BUFFERS) >= 256:
                 _ADDRESS_BUFFERS.clear()
             buf = _ADDRESS_BUFFERS[key] = self.MPI.buffer.fromaddress(*key)
-        self._run_now("all_reduce", nbytes <= _SMALL_BYTES, storage, sig, count, "Iallreduce", self.MPI.IN_PLACE,
-                      [buf, mtype], mop, large=nbytes >= _LARGE_BYTES)
+        self._run_now("all_reduce", nbytes if nbytes <= _SMALL_BYTES else None, storage, sig, count, "Iallreduce",
+                      self.MPI.IN_PLACE, [buf, mtype], mop, large=nbytes >= _LARGE_BYTES)
 
     _BARRIER = signature("barrier")
 
     def barrier_now(self) -> None:
         # The signature exchange is a barrier: nothing else to run.
-        self._run_now("barrier", True, None, self._BARRIER, 0, None)
+        self._run_now("barrier", 0, None, self._BARRIER, 0, None)
 
-    def _run_now(self, what: str, small: bool, memory, sig: int, count: int, call, *args, large: bool = False) -> None:
+    def _run_now(self, what: str, small: int | None, memory, sig: int, count: int, call, *args,
+                 large: bool = False) -> None:
         """Exchanges the call's signature (``_matching``) and runs ``comm.<call>(*args)``, waiting
         for both in this thread (a synchronous call with nothing to finish needs no ``Work``);
         raises before the data is waited for if the signatures differ. ``memory``: what MPI
@@ -328,13 +331,21 @@ class MPIEngine(Engine):
         with the signatures first; 1 MB the same within the noise). A small message of ranks
         that each have a core starts its data after the signatures: there the signatures came
         back in ~2 us and both at once made each test of MPI's progress dearer (2 ranks, 4 KB:
-        5.1-8.6 us signatures first, 5.7-9.4 us both at once; 1 MB 3% faster at once)."""
+        5.1-8.6 us signatures first, 5.7-9.4 us both at once; 1 MB 3% faster at once) - unless the
+        machine is busy (``_work._machine_busy``), where each round may wait for a peer that is
+        off its core: 2 ranks, load 9-13, 4 KB yielding after 50 us with both at once 1.01-1.12x
+        MPICH's blocking call in the same runs, signatures first 1.45-1.58x (64 KB 1.07-1.09x
+        against 1.23-1.25x).
+
+        ``small``: the bytes of a synchronous all_reduce of up to 64 KB or a barrier (0), None for
+        larger ones (``_work.wait_requests``)."""
         if self.broken is not None or self.world.health.broken is not None:
             self._start(what)
         self._seq += 1
         self.waiting_seq = self._seq
         check = request = None
-        at_once = call is not None and (not small or OVERSUBSCRIBED[0])
+        at_once = call is not None and (small is None or OVERSUBSCRIBED[0]
+                                        or _SMALL_AT_ONCE_IF_BUSY and _waits._machine_busy(time.monotonic()))
         try:
             if self.size > 1:
                 fill_signature(self._sig_send, sig, count, True)
@@ -364,7 +375,7 @@ class MPIEngine(Engine):
         if request is not None and not _settles(request):
             self._wait_now(request, what, small, memory, large=large)
 
-    def _wait_now(self, request, what: str, small: bool, memory, data=None, data_memory=None,
+    def _wait_now(self, request, what: str, small: int | None, memory, data=None, data_memory=None,
                   large: bool = False) -> None:
         """``data``: the data request started beside the signature exchange ``request`` waits
         for, abandoned with it if the wait fails. ``large``: ``wait_requests``'s (a synchronous

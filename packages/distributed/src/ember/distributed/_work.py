@@ -136,6 +136,23 @@ _BUSY_SPIN_SECONDS = 1e-3
 # yielding for the signatures too 0.61 and 0.92x, for the data only 0.30-1.62x (8), spin-then-nap
 # 0.14-1.46x (15). Times there were multiples of the 4 ms scheduler tick (one tick is 25% of
 # 16 MB). NOTES.md (session 16) has the rest.
+# A small synchronous all_reduce or a barrier (``small``) on a busy machine spins as long as its
+# transfer takes while both ranks run (64 KB: ~50 us at 2 ranks; 4 KB completes inside the engine's
+# quick tests before this loop), then waits as MPICH's blocking calls do, a ``sched_yield`` after
+# every test. Spinning on (the wait before session 17) lost the most where the two ranks had
+# been put on one core (the kernel places a task woken by a peer beside it; a program that also
+# sleeps, e.g. in gloo or in I/O, keeps moving them there): the spinning rank then holds the core
+# its peer needs for the rest of its time slice, every call. Measured at 2 ranks, load 9-13 on the
+# 2 cores, gloo's all_reduce in the same processes, alternating blocks (``bench_distributed_wait.py
+# --variants mpich,ember-spin,ember,...,gloo``, session 17): 4 KB spinning 20-23 ms median per call,
+# 7.3-8.4x MPICH's blocking ``Allreduce`` in the same runs; yielding after 50 us 1.01-1.12x,
+# at once 0.89-1.03x, after 200 us 1.13-1.24x; 64 KB spinning 6.6-7.1x, yielding after 50 us
+# 1.07-1.09x, at once 0.99-1.01x. Where the ranks stay on cores of their own (the same benchmark
+# without gloo, load 8), 64 KB spinning took 58 us, yielding after 50 us 62-65 us, at once
+# 67-236 us (MPICH 266-590 us: its yields give the core away mid-transfer): hence the spin
+# proportional to the size.
+_SMALL_SPIN_PER_BYTE = 50e-6 / 65536
+_NEVER = float("inf")
 _BUSY_CHECK_EVERY = 0.5
 _BUSY_DELAY_SHARE = 0.1
 _CORES = os.cpu_count() or 1
@@ -234,11 +251,13 @@ class Health:
 
 
 def wait_requests(requests, group, deadline: float, what: str, statuses=None,
-                  spin_seconds: float = _SPIN_SECONDS, small: bool = False, large: bool = False) -> None:
+                  spin_seconds: float = _SPIN_SECONDS, small: int | None = None, large: bool = False) -> None:
     """Waits until every MPI request completes, or raises ``DistBackendError`` (see the module doc).
-    ``small``: a barrier or a message of a few KB, whose wait is all peer latency: on a busy
-    machine it keeps spinning (a thread that slept waits for a core again when woken: 4 KB
-    all_reduce measured 2.1 ms median at load 6 with the busy naps, 56 us spinning).
+    ``small``: the bytes of a barrier (0) or a synchronous all_reduce of up to 64 KB, whose wait is
+    all peer latency: it never naps before the collective spin ends (a thread that slept waits for
+    a core again when woken: 4 KB all_reduce measured 2.1 ms median at load 6 with the busy naps,
+    56 us spinning); on a busy machine it spins only as long as such a transfer takes while both
+    ranks run (``_SMALL_SPIN_PER_BYTE``), then yields after every test (the comment there says why).
     ``large``: a synchronous all_reduce of 1 MB or more (``MPIEngine.allreduce_now``): on a busy
     machine it waits as MPICH's blocking calls do, a ``sched_yield`` after every test, instead of
     napping after ``_BUSY_SPIN_SECONDS`` (the comment below ``_BUSY_SPIN_SECONDS`` says why)."""
@@ -255,12 +274,17 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
     start = last_check = time.monotonic()
     nap = 0.0
     yield_until = 0.0
+    yield_from = _NEVER
     yielding = spin_yield = False
     if _OVERSUBSCRIBED[0]:
         spin_seconds, max_nap = 0.0, _OVERSUBSCRIBED_NAP
         # yield at least once (a probe, ~0.7 us where it comes straight back), on while it helps
         yield_until, yielding = _OVERSUBSCRIBED_YIELD_SECONDS, True
-    elif not small and _machine_busy(start):
+    elif small is not None:
+        max_nap = _MAX_NAP
+        if _machine_busy(start):
+            yield_from = _SMALL_SPIN_PER_BYTE * small
+    elif _machine_busy(start):
         max_nap = _OVERSUBSCRIBED_NAP
         if large:
             spin_yield = True
@@ -283,6 +307,8 @@ def wait_requests(requests, group, deadline: float, what: str, statuses=None,
         except group.MPI.Exception as err:  # e.g. a receive truncated by a larger send
             raise DistBackendError(_mpi_error(group.MPI, err, statuses, what)) from None
         now = time.monotonic()
+        if now - start > yield_from:
+            spin_yield, yield_from = True, _NEVER
         if now - last_check > _CHECK_EVERY:
             last_check = now
             problem = group.health_problem(now, deadline, what)
