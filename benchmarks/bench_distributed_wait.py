@@ -1,6 +1,7 @@
 """A/B of ember's synchronous all_reduce waits beside MPICH alone, in the same processes.
 
     python benchmarks/bench_distributed_wait.py [--ranks 2] [--sizes 1M,4M,16M,64M] [--blocks-scale 2]
+        [--variants mpich,iwait,ember,ember-nap,ember-spin]
 
 Per size, every block (a barrier, then a few calls) runs each variant in turn, the variant that
 goes first rotating, so all of them see the machine at the same moments (on a shared, loaded
@@ -8,16 +9,28 @@ machine runs a minute apart differ more than the variants do). Variants, float32
 
 - ``mpich``: mpi4py's blocking ``Allreduce`` on a NumPy array of its own, on ember's communicator
   (MPICH alone, as its users call it; its wait spins with a ``sched_yield`` per progress poll);
+  ``mpich-tensor``: the same on the ember tensor's memory;
 - ``iwait``: ``Iallreduce`` on the ember tensor's memory and a blocking ``Wait`` (MPICH's
-  nonblocking algorithm with its own wait);
+  nonblocking algorithm with its own wait); ``iwait-numpy``: the same on the NumPy array;
 - ``ember``: ``ember.distributed.all_reduce`` as it is;
 - ``ember-nap``: the same with the large-message wait of a busy machine off (spin 1 ms, then
-  nap: the wait before session 16).
+  nap: the wait before session 16);
+- ``ember-spin``: the small-message (<= 64 KB) wait of a busy machine as before session 17 (spin
+  on; the data starts after the signatures); ``ember-yield<us>``: it yields after <us> instead
+  of ember's spin for the size (``-always``: busy machine or not; ``-after``: data after the
+  signatures);
+- ``<variant>@<algorithm>``: MPICH's algorithm set through MPI_T around each call, for ``mpich``
+  ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM``, for the others ``MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM``
+  (e.g. ``ember@sched_reduce_scatter_allgather``);
+- ``gloo``: PyTorch's gloo all_reduce in the same processes (its own group), as
+  ``bench_distributed.py`` runs it: its waits sleep in the kernel, after which the kernel tends to
+  put both ranks on one core.
 
 Per variant: the median over blocks of the slowest rank's time per call, the 10th percentile
-(the blocks where both ranks had their cores), and the median of the per-block ratios to
-``mpich`` (paired: the steadiest comparison under load). Prints the load average before and
-after: say it with the figures.
+(the blocks where both ranks had their cores), and the median of the per-block ratios to the
+first variant (paired: the steadiest comparison under load); and the share of blocks after which
+ember's waits judged the machine busy (``_work._machine_busy``). Prints the load average before
+and after: say it with the figures.
 """
 
 from __future__ import annotations
