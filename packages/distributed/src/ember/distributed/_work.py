@@ -142,12 +142,13 @@ _BUSY_SPIN_SECONDS = 1e-3
 # every test. Spinning on (the wait before session 17) lost the most where the two ranks had
 # been put on one core (the kernel places a task woken by a peer beside it; a program that also
 # sleeps, e.g. in gloo or in I/O, keeps moving them there): the spinning rank then holds the core
-# its peer needs for the rest of its time slice, every call. Measured at 2 ranks, load 9-13 on the
+# its peer needs for the rest of its time slice, every call. Measured at 2 ranks, load 8-13 on the
 # 2 cores, gloo's all_reduce in the same processes, alternating blocks (``bench_distributed_wait.py
-# --variants mpich,ember-spin,ember,...,gloo``, session 17): 4 KB spinning 20-23 ms median per call,
-# 7.3-8.4x MPICH's blocking ``Allreduce`` in the same runs; yielding after 50 us 1.01-1.12x,
-# at once 0.89-1.03x, after 200 us 1.13-1.24x; 64 KB spinning 6.6-7.1x, yielding after 50 us
-# 1.07-1.09x, at once 0.99-1.01x. Where the ranks stay on cores of their own (the same benchmark
+# --variants mpich,ember-spin,ember,...,gloo``, session 17; median of per-block ratios to MPICH's
+# blocking ``Allreduce`` in the same runs): 4 KB spinning 15-23 ms median per call, 7.3-9.4x (5
+# runs); this wait 0.95-1.01x (2 runs; yielding after 50 us whatever the size 1.01-1.12x, at once
+# 0.89-1.08x, after 200 us 1.13-1.24x); 64 KB spinning 6.3-7.1x, this wait 1.05-1.06x (yielding
+# after 50 us 1.07-1.09x, at once 0.99-1.02x). Where the ranks stay on cores of their own (the same benchmark
 # without gloo, load 8), 64 KB spinning took 58 us, yielding after 50 us 62-65 us, at once
 # 67-236 us (MPICH 266-590 us: its yields give the core away mid-transfer): hence the spin
 # proportional to the size.
