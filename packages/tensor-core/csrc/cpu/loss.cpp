@@ -491,6 +491,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
       parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
                    [&](int64_t b0, int64_t b1) {
         alignas(64) T lse[kColBlock], scale[kColBlock], sg[kColBlock], av[kColBlock];
+        const bool smoothing = gs != nullptr;
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
           const int64_t r0 = n * l.s + p0;
@@ -527,15 +528,28 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
             int64_t j = 0;
             if (!log_probs) {
               if constexpr (std::is_same_v<T, float>) {
-                for (; j + kVecFloats <= bl; j += kVecFloats) {
-                  VecF xv, lv, cv, gv;
-                  std::memcpy(&xv, p + j, sizeof(VecF));
-                  std::memcpy(&lv, lse + j, sizeof(VecF));
-                  std::memcpy(&cv, scale + j, sizeof(VecF));
-                  std::memcpy(&gv, sg + j, sizeof(VecF));
-                  VecF r = exp_vec(xv - lv) * cv;
-                  if (gs) r -= gv * static_cast<float>(wk);
-                  std::memcpy(q + j, &r, sizeof(VecF));
+                // Two loops: `gs` is a captured reference, which gcc reloaded and tested on
+                // every vector of a single loop (the stores to q may alias it, as it sees them).
+                if (smoothing) {
+                  const float swk = static_cast<float>(wk);
+                  for (; j + kVecFloats <= bl; j += kVecFloats) {
+                    VecF xv, lv, cv, gv;
+                    std::memcpy(&xv, p + j, sizeof(VecF));
+                    std::memcpy(&lv, lse + j, sizeof(VecF));
+                    std::memcpy(&cv, scale + j, sizeof(VecF));
+                    std::memcpy(&gv, sg + j, sizeof(VecF));
+                    const VecF r = exp_vec(xv - lv) * cv - gv * swk;
+                    std::memcpy(q + j, &r, sizeof(VecF));
+                  }
+                } else {
+                  for (; j + kVecFloats <= bl; j += kVecFloats) {
+                    VecF xv, lv, cv;
+                    std::memcpy(&xv, p + j, sizeof(VecF));
+                    std::memcpy(&lv, lse + j, sizeof(VecF));
+                    std::memcpy(&cv, scale + j, sizeof(VecF));
+                    const VecF r = exp_vec(xv - lv) * cv;
+                    std::memcpy(q + j, &r, sizeof(VecF));
+                  }
                 }
               }
               for (; j < bl; ++j) q[j] = exp_scalar(p[j] - lse[j]) * scale[j] - (gs ? sg[j] * wk : T(0));
