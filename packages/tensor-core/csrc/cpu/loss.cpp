@@ -193,18 +193,28 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
 // row_lse_shifted: each position j's exp sum shifted by one of its own scores g[j] (the
 // target's; the first class's for an ignored position), so s[j] >= 1 and no max pass or L2
 // re-read is needed: the classes stream through once (rows of the block `sc` apart, the one
-// `ahead` rows on prefetched, continuing into `next`'s rows). Returns false, having written
-// nothing usable, when a position's sum or shift is not finite (a NaN or +inf score, a loss
-// beyond exp's range): the caller then takes column_lse for the block.
+// `ahead` rows on prefetched, continuing into `next`'s rows). With `next_t` (the targets of the
+// block at `next`, of the same width) the scores its gather will read are prefetched into L2
+// as well, a few positions a class: that gather otherwise waits on up to bl lines spread over the
+// whole next block (perf on (32, 100, 1024) scores: ~14% of the forward's samples on the
+// vgatherqps before the pass, ~4% with the prefetch; session 17 in NOTES.md). Returns false,
+// having written nothing usable, when a position's sum or shift is not finite (a NaN or +inf
+// score, a loss beyond exp's range): the caller then takes column_lse for the block.
 bool column_lse_shifted(const float* x, int64_t c, int64_t sc, int64_t bl, const float* g, float* lse,
-                        const float* next) {
+                        const float* next, const int64_t* next_t, int64_t ignore_index) {
   alignas(64) float s[kColBlock];
   std::fill(s, s + bl, 0.0f);
   const int64_t jv = bl / 16 * 16;
   constexpr int64_t ahead = 4;
+  // The next block's target scores (ignored positions read class 0, as the caller's gather).
+  const int64_t per = next_t ? (bl + c - 1) / c : 0;
   for (int64_t k = 0; k < c; ++k) {
     const float* p = x + k * sc;
     const float* pf = k + ahead < c ? p + ahead * sc : (next && k + ahead - c < c ? next + (k + ahead - c) * sc : nullptr);
+    for (int64_t j = k * per, je = std::min(bl, j + per); j < je; ++j) {
+      const int64_t t = next_t[j];
+      __builtin_prefetch(next + (t == ignore_index ? 0 : t) * sc + j, 0, 2);
+    }
     for (int64_t j = 0; j < jv; j += 16) {
       if (pf) __builtin_prefetch(pf + j, 0, 2);
       const __m512 e = exp_term_m512(_mm512_sub_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(g + j)));
@@ -338,8 +348,9 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
                 const int64_t t = tp[r0 + j];
                 g[j] = xf[(t == ignore_index ? 0 : t) * l.sc + j];
               }
+              const int64_t* tn = xn ? tp + ((b + 1) / nblk) * l.s + ((b + 1) % nblk) * width : nullptr;
               done = column_lse_shifted(xf, c, l.sc, bl, g, reinterpret_cast<float*>(lse),
-                                        reinterpret_cast<const float*>(xn));
+                                        reinterpret_cast<const float*>(xn), tn, ignore_index);
               if (done) picked = reinterpret_cast<const T*>(g);
             }
           }
@@ -480,6 +491,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
       parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
                    [&](int64_t b0, int64_t b1) {
         alignas(64) T lse[kColBlock], scale[kColBlock], sg[kColBlock], av[kColBlock];
+        const bool smoothing = gs != nullptr;
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
           const int64_t r0 = n * l.s + p0;
@@ -516,15 +528,28 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
             int64_t j = 0;
             if (!log_probs) {
               if constexpr (std::is_same_v<T, float>) {
-                for (; j + kVecFloats <= bl; j += kVecFloats) {
-                  VecF xv, lv, cv, gv;
-                  std::memcpy(&xv, p + j, sizeof(VecF));
-                  std::memcpy(&lv, lse + j, sizeof(VecF));
-                  std::memcpy(&cv, scale + j, sizeof(VecF));
-                  std::memcpy(&gv, sg + j, sizeof(VecF));
-                  VecF r = exp_vec(xv - lv) * cv;
-                  if (gs) r -= gv * static_cast<float>(wk);
-                  std::memcpy(q + j, &r, sizeof(VecF));
+                // Two loops: `gs` is a captured reference, which gcc reloaded and tested on
+                // every vector of a single loop (the stores to q may alias it, as it sees them).
+                if (smoothing) {
+                  const float swk = static_cast<float>(wk);
+                  for (; j + kVecFloats <= bl; j += kVecFloats) {
+                    VecF xv, lv, cv, gv;
+                    std::memcpy(&xv, p + j, sizeof(VecF));
+                    std::memcpy(&lv, lse + j, sizeof(VecF));
+                    std::memcpy(&cv, scale + j, sizeof(VecF));
+                    std::memcpy(&gv, sg + j, sizeof(VecF));
+                    const VecF r = exp_vec(xv - lv) * cv - gv * swk;
+                    std::memcpy(q + j, &r, sizeof(VecF));
+                  }
+                } else {
+                  for (; j + kVecFloats <= bl; j += kVecFloats) {
+                    VecF xv, lv, cv;
+                    std::memcpy(&xv, p + j, sizeof(VecF));
+                    std::memcpy(&lv, lse + j, sizeof(VecF));
+                    std::memcpy(&cv, scale + j, sizeof(VecF));
+                    const VecF r = exp_vec(xv - lv) * cv;
+                    std::memcpy(q + j, &r, sizeof(VecF));
+                  }
                 }
               }
               for (; j < bl; ++j) q[j] = exp_scalar(p[j] - lse[j]) * scale[j] - (gs ? sg[j] * wk : T(0));
