@@ -9,7 +9,7 @@ Cases (1 thread on both sides is the primary figure):
   Targets: compiled ember >= 2.3x eager ember, and no slower than torch.compile.
 - ``softmax`` / ``layer_norm``: 4096 x 1024 float32 rows; achieved bandwidth (bytes read + written
   once / time) against the machine's measured copy bandwidth (target >= 70%).
-- ``gpt_train``: one training step of the same model (batch 8: forward, cross-entropy, backward,
+- ``gpt_train``: one training step of the same model (batch 16 since session 17, 8 before: forward, cross-entropy, backward,
   AdamW), the compiled model's forward and backward both generated (AOT autograd).
 - ``gpt_fwd``: a mini-GPT forward (4 layers, d=256, T=128, B=16, causal attention, GELU MLP):
   compiled ember vs torch.compile vs both eager.
@@ -502,10 +502,11 @@ def _gpt_training_pair(threads, batch):
     return (tmodel, emodel, (ember.tensor(idx), ember.tensor(tgt)), (torch.from_numpy(idx), torch.from_numpy(tgt)))
 
 
-def bench_gpt_train(threads, use_torch_compile, steps=3):
-    """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
-    the compiled model's forward and backward are both generated code (AOT autograd)."""
-    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(threads, batch=8)
+def bench_gpt_train(threads, use_torch_compile, steps=3, batch=16):
+    """One training step of the mini-GPT (B16, issue 13's size; B8 before session 17): forward,
+    cross-entropy, backward, AdamW step; the compiled model's forward and backward are both
+    generated code (AOT autograd)."""
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(threads, batch=batch)
 
     def stepper(m, model, fwd, x, y):
         opt = m.optim.AdamW(model.parameters(), lr=1e-4)
@@ -1002,7 +1003,7 @@ def main():
             for k, (w, c) in got.items():
                 print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
         for title, rows in (("gpt_fwd (L4 d256 T128 B16)  ", bench_gpt(threads, use_tc)),
-                            ("gpt_train step (B8, AdamW)  ", bench_gpt_train(threads, use_tc))):
+                            ("gpt_train step (B16, AdamW) ", bench_gpt_train(threads, use_tc))):
             base = rows["torch eager"][0]
             print(f"{title}  wall        cpu     torch-eager/x")
             for k, (w, c) in rows.items():
