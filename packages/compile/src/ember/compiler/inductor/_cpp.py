@@ -199,6 +199,7 @@ class CppKernelWriter:
         self.prefetch = None  # (row variable text, rows text, row symbol): helpers prefetch the next row
         self.fence_outside = False  # streamed rows leave their sfence to the end of each thread's rows
         self.streamed = False  # whether some row is written with streaming stores
+        self.max_exp_sums: dict = {}  # id(sum node) -> its row value, computed with the row's max
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -321,7 +322,8 @@ class CppKernelWriter:
             self._find_stashes()
             self.pipe = self._pipeline(outer, inner)
             if self.pipe is not None and any(self._pick_parts(n, inner) for n in self.pipe[:2]):
-                self.pipe = None  # a pick is one load, nothing to overlap; the max then takes its helper
+                # a pick is one load, nothing to overlap; the max then takes its helper
+                self.prefetch, self.pipe = self._prefetch_after_pick(self.pipe), None
             if self.pipe is not None and self._helpers_take(self.pipe[0], self.pipe[1], inner):
                 # eager's structure instead: the exp pass prefetches the next row, whose max pass
                 # then reads it from cache
@@ -356,6 +358,11 @@ class CppKernelWriter:
                 lines = self._fence_per_thread(lines, first, "    ")
         lines.extend(columns.after(cols, "    "))
         return lines
+
+    def _prefetch_after_pick(self, pipe):
+        """``self.prefetch`` of a row kernel that picks an element of its row (cross-entropy's
+        forward): the helpers walking the row prefetch the next one, as eager's loss kernel."""
+        return pipe[2:]
 
     def _exp_rows(self, outer, total):
         """A pointwise kernel of rows (two loops or more) storing one float32 value with an exp in
@@ -925,8 +932,13 @@ class CppKernelWriter:
             picked = self._row_pick(node, inner, indent)
             if picked is not None:
                 return lines + picked[0] + self._row_result(node, picked[1], indent)
+            fused = self.max_exp_sums.pop(id(node), None)
+            if fused is not None:
+                return lines + self._row_result(node, fused, indent)
             self.pre_helper, self.helper_indent = [], indent
-            call = self._row_helper(node, inner)
+            call = self._max_exp_sum(node, inner, indent)
+            if call is None:
+                call = self._row_helper(node, inner)
         if call is not None:
             return lines + self.pre_helper + self._row_result(node, call, indent)
         acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
@@ -1090,6 +1102,63 @@ class CppKernelWriter:
         if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
             return None
         return f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
+
+    def _max_exp_sum(self, node, inner, indent):
+        """``max`` reduction ``node`` of a contiguous float32 row and a later ``sum(exp(row - max))``
+        of the same row whose terms nothing keeps, in a kernel that picked an element of that row
+        before (cross-entropy's forward: the target logit), in one pass (``ember_row_max_exp_sum_f32``,
+        shifted by the picked element as eager's one-pass log-sum-exp): the call giving the max, the
+        sum's row value declared before it in ``self.pre_helper`` and left in ``self.max_exp_sums`` for
+        the sum's turn. Or None. (Without a pick, log_softmax, a guessed shift would cost its outputs
+        near 0 the rounding of ``x - guess``: the two passes stay.)"""
+        if not node.is_reduction or node.buf.reduce_type != "max" or node.buf.acc_dtype is not dt.float32:
+            return None
+        v, size = inner[0] if len(inner) == 1 else (None, None)
+        row = self._contiguous_row(node.expr, v) if v is not None else None
+        if row is None or getattr(self, "stash", {}).get(id(node)) is not None:
+            return None
+        later = self.k.nodes[self.k.nodes.index(node) + 1:]
+        total = next((n for n in later if n.is_reduction and not n.epilogue and not getattr(n, "column", False)
+                      and n.buf.reduce_type == "sum"), None)
+        if total is None or total.buf.acc_dtype is not dt.float32 or id(total) in getattr(self, "riding", ()) \
+                or getattr(self, "riders", {}).get(id(total)) or (self.pipe is not None and total in self.pipe[:2]):
+            return None
+        e = total.expr
+        if not (isinstance(e, Call) and e.op == "exp" and len(e.args) == 1 and e.dtype is dt.float32):
+            return None
+        d = e.args[0]
+        if not (isinstance(d, Call) and d.op == "sub" and len(d.args) == 2 and isinstance(d.args[1], Load)
+                and d.args[1].buf == node.buf.name and d.args[1].dtype is dt.float32):
+            return None
+        if self._contiguous_row(d.args[0], v) != row:
+            return None
+        if self._exp_row_out(total, self.stash.get(id(total)), v) != "NULL":
+            return None  # its exp terms are kept (softmax)
+        if any(n.buf.name == d.args[0].buf for n in self.k.nodes):
+            return None  # the row is written in this kernel (not by the time of the max)
+        guess = None
+        for p in self.k.nodes[:self.k.nodes.index(node)]:
+            parts = self._pick_parts(p, inner) if p.is_reduction and not p.epilogue else None
+            if parts is not None and self._contiguous_row(parts[1], v) == row and p.buf.name in self.row_values:
+                guess = self.row_values[p.buf.name]  # the target's logit of this row
+        if guess is None:
+            return None
+        if any(n is not total and not n.epilogue and any(ld.buf == node.buf.name for ld in n.loads)
+               for n in later[:later.index(total)]):
+            return None  # something between them reads the max inside a row loop: keep the order
+        nxt = "NULL"
+        if self.prefetch is not None:
+            row_var, rows, symbol = self.prefetch
+            self.post = {symbol: symbol + 1}
+            try:
+                nxt = self._contiguous_row(d.args[0], v)
+            finally:
+                self.post = {}
+            nxt = f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
+        name = f"sum_{total.buf.name}"
+        self.pre_helper = [f"{indent}float {name};"]
+        self.max_exp_sums[id(total)] = name
+        return f"ember_row_max_exp_sum_f32({row}, {self.itext(size)}, {guess}, &{name}, {nxt})"
 
     def _pick_parts(self, node, inner):
         """(the row's index value ``t``, the picked expression ``x``) of a reduction
