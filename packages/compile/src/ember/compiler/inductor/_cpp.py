@@ -200,6 +200,7 @@ class CppKernelWriter:
         self.fence_outside = False  # streamed rows leave their sfence to the end of each thread's rows
         self.streamed = False  # whether some row is written with streaming stores
         self.max_exp_sums: dict = {}  # id(sum node) -> its row value, computed with the row's max
+        self.tiled = False  # a transposed copy's tiles: target column sums are added in them
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -329,7 +330,8 @@ class CppKernelWriter:
                 # then reads it from cache
                 self.prefetch, self.pipe = self.pipe[2:], None
         first = None
-        cols = columns.column_nodes(self.k)
+        cols = [c for c in columns.column_nodes(self.k) if not getattr(c, "target_columns", None)]
+        targets = [c for c in self.k.nodes if getattr(c, "target_columns", None)]
         if cols:
             self._plan_riders()
             lines.extend(columns.before(self, cols, indent))
@@ -357,7 +359,21 @@ class CppKernelWriter:
             if self.streamed and self.fence_outside:
                 lines = self._fence_per_thread(lines, first, "    ")
         lines.extend(columns.after(cols, "    "))
+        for c in targets:
+            lines.extend(self._target_column_pass(c))
         return lines
+
+    def _target_column_pass(self, node) -> list[str]:
+        """A column sum over the buffer the kernel's members wrote (the scheduler's target column)
+        where the members' loops are not tiled: one walk over the stored rows after them."""
+        name, cols, rows = node.buf.name, self.itext(node.sum_cols), self.itext(node.sum_rows)
+        src = node.source  # written by this kernel: a parameter already
+        return [f"    for (int64_t c_{name} = 0; c_{name} < {cols}; ++c_{name}) {node.target}[c_{name}] = 0.0f;",
+                f"    for (int64_t r_{name} = 0; r_{name} < {rows}; ++r_{name}) {{",
+                "        #pragma omp simd",
+                f"        for (int64_t c_{name} = 0; c_{name} < {cols}; ++c_{name})",
+                f"            {node.target}[c_{name}] += {src}[r_{name} * {cols} + c_{name}];",
+                "    }"]
 
     def _prefetch_after_pick(self, pipe):
         """``self.prefetch`` of a row kernel that picks an element of its row (cross-entropy's
@@ -485,12 +501,16 @@ class CppKernelWriter:
         faster in the standalone kernel; 2000 x 2000 ~1.5x)."""
         (vt, st), (vi, si) = outer[d], outer[-1]
         rest = [loop for e, loop in enumerate(outer[:-1]) if e != d]
+        # a column sum over the copy's output (the scheduler's target column): partial sums per thread
+        cols = columns.column_nodes(self.k)
+        self.tiled = True
         tb, ib = f"{vt.name}_blk", f"{vi.name}_blk"
         ts, is_ = f"{vt.name}_sup", f"{vi.name}_sup"
         nt, ni = self.itext(st), self.itext(si)
         n = len(rest) + 2
         kind = f"parallel for collapse({n})" if n > 1 else "parallel for"
-        lines = [f"    #pragma omp {kind} {self._parallel_clause(total)}"]
+        lines = columns.before(self, cols, "    ") if cols else []
+        lines.append(f"    #pragma omp {kind} {self._parallel_clause(total)}")
         indent = "    "
         for v, size in rest:
             lines.append(f"{indent}for (int64_t {v.name} = 0; {v.name} < {self.itext(size)}; ++{v.name}) {{")
@@ -506,6 +526,7 @@ class CppKernelWriter:
         for name, var, sup in ((tb, vt, ts), (ib, vi, is_)):
             end = f"{var.name}_end"
             lines.append(f"{indent}const int64_t {end} = {name} + {TILE} < {sup}_end ? {name} + {TILE} : {sup}_end;")
+        lines.extend(columns.row_start(cols, indent))
         lines.append(f"{indent}for (int64_t {vt.name} = {tb}; {vt.name} < {vt.name}_end; ++{vt.name}) {{")
         lines.append(f"{indent}    #pragma omp simd")
         lines.append(f"{indent}    for (int64_t {vi.name} = {ib}; {vi.name} < {vi.name}_end; ++{vi.name}) {{")
@@ -515,7 +536,7 @@ class CppKernelWriter:
         while indent != "    ":
             indent = indent[:-4]
             lines.append(f"{indent}}}")
-        return lines
+        return lines + columns.after(cols, "    ")
 
     def _is_outer_reduction(self, outer, inner) -> bool:
         """Sums over rows of columns that lie side by side in memory (a bias gradient: ``(N, C)
@@ -832,8 +853,16 @@ class CppKernelWriter:
 
     def _pointwise_members(self, indent, simd_loop):
         body = _Body(self, indent, {})
+        riders = [n for n in self.k.nodes if getattr(n, "target_columns", None)] if self.tiled else []
         for node in self.k.nodes:
+            if getattr(node, "target_columns", None):
+                continue  # summed beside the members' stores (below)
             value = body.value(node.expr)
+            for c in riders:  # a column sum over the buffer the members write (the scheduler's target column)
+                col = c.target_columns.get(id(node))
+                if col is not None:
+                    idx = self.itext(col.xreplace(self.subs))
+                    body.lines.append(f"{body.indent}col_{c.buf.name}[{idx}] += {value};")
             if node.buf.name in self.k.local:
                 # later members read it as this value (same element, same loop)
                 self.row_values[node.buf.name] = value
