@@ -4,7 +4,8 @@ recorded segments through the cache of compiled graphs.
 The cache maps a segment's recorded structure (``_recorder`` docstring) to the callable the
 backend returned for it. Each segment position (first, second ... segment of a call) may
 compile at most ``config.cache_size_limit`` graphs; past that the function runs eagerly from
-then on, with one warning, as PyTorch does when a frame hits its cache limit.
+then on, with one warning logged on "ember._dynamo" (not a Python warning), as PyTorch logs it
+when a frame hits its cache limit.
 """
 
 from __future__ import annotations
