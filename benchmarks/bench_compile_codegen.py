@@ -9,8 +9,8 @@ Cases (1 thread on both sides is the primary figure):
   Targets: compiled ember >= 2.3x eager ember, and no slower than torch.compile.
 - ``softmax`` / ``layer_norm``: 4096 x 1024 float32 rows; achieved bandwidth (bytes read + written
   once / time) against the machine's measured copy bandwidth (target >= 70%).
-- ``gpt_train``: one training step of the same model (batch 8: forward, cross-entropy, backward,
-  AdamW), the compiled model's forward and backward both generated (AOT autograd).
+- ``gpt_train``: one training step of the same model (batch 16 since session 17, 8 before:
+  forward, cross-entropy, backward, AdamW), the compiled model's forward and backward both generated (AOT autograd).
 - ``gpt_fwd``: a mini-GPT forward (4 layers, d=256, T=128, B=16, causal attention, GELU MLP):
   compiled ember vs torch.compile vs both eager.
 - compile time in a fresh process, cold cache and warm cache, for a tiny function and the
@@ -24,8 +24,9 @@ Cases (1 thread on both sides is the primary figure):
   saved activations freed after their last read, and held to the end of the backward), twice: the
   allocators as they are, and with every block of 128 KiB or more its own mmap and ember's block
   cache off, where the RSS follows the live buffers (figures: NOTES.md, session 16).
-- ``--codegen-ab``: session 16's C++ paths (vector exp of computed values, the cross-entropy target
-  pick) on and off in one process, on the mini-GPT masked softmax and cross-entropy.
+- ``--codegen-ab [--ab-session 16|17]``: a session's C++ paths on and off in one process (16: vector
+  exp of computed values, the cross-entropy target pick, on the mini-GPT masked softmax and
+  cross-entropy; 17, the default: cross-entropy's forward in one pass over each row).
 
 Timing: warmup, then the minimum over repeats of wall time (the machine is shared; the
 minimum is the least disturbed run), and CPU time (process_time) beside it for 1 thread.
@@ -502,10 +503,11 @@ def _gpt_training_pair(threads, batch):
     return (tmodel, emodel, (ember.tensor(idx), ember.tensor(tgt)), (torch.from_numpy(idx), torch.from_numpy(tgt)))
 
 
-def bench_gpt_train(threads, use_torch_compile, steps=3):
-    """One training step of the mini-GPT (B8): forward, cross-entropy, backward, AdamW step;
-    the compiled model's forward and backward are both generated code (AOT autograd)."""
-    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(threads, batch=8)
+def bench_gpt_train(threads, use_torch_compile, steps=3, batch=16):
+    """One training step of the mini-GPT (B16, issue 13's size; B8 before session 17): forward,
+    cross-entropy, backward, AdamW step; the compiled model's forward and backward are both
+    generated code (AOT autograd)."""
+    tmodel, emodel, (eidx, etgt), (tidx, ttgt) = _gpt_training_pair(threads, batch=batch)
 
     def stepper(m, model, fwd, x, y):
         opt = m.optim.AdamW(model.parameters(), lr=1e-4)
@@ -624,11 +626,17 @@ def bench_gpt_backward(rounds=7, batch=16):
     return out, {name: art.kernel_count for name, art in artifacts.items()}, per_class
 
 
-def codegen_ab(rounds=25):
-    """Session 16's code paths on and off in one process (the C++ writer's methods patched to decline
-    for "before"): the mini-GPT masked softmax (vector exp of a computed value), cross-entropy's forward
-    (the target pick) and forward + backward (exp rows of the backward), beside eager ember, torch
-    eager and torch.compile; alternating rounds, {case: {side: (min, median) thread CPU seconds}}."""
+AB_PATHS = {16: ("_computed_exp_sum", "_exp_rows", "_row_pick", "_pick_parts"),
+            17: ("_max_exp_sum", "_prefetch_after_pick")}
+
+
+def codegen_ab(rounds=25, session=17):
+    """A session's code paths on and off in one process (the C++ writer's methods patched to decline
+    for "before"; ``AB_PATHS``): session 16's the mini-GPT masked softmax (vector exp of a computed
+    value), cross-entropy's forward (the target pick) and forward + backward (exp rows of the
+    backward); session 17's cross-entropy's forward in one pass over each row (and the next row
+    prefetched); beside eager ember, torch eager and torch.compile; alternating rounds, {case:
+    {side: (min, median) thread CPU seconds}}."""
     import statistics
 
     from ember.compiler.inductor import _cpp, config
@@ -636,7 +644,7 @@ def codegen_ab(rounds=25):
     ember.set_num_threads(1)
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    paths = ("_computed_exp_sum", "_exp_rows", "_row_pick", "_pick_parts")
+    paths = AB_PATHS[session]
 
     def compiled_pair(fn, warm):
         """(after, before): ``fn`` compiled (at the first call, ``warm(compiled)``) with the new paths,
@@ -645,7 +653,7 @@ def codegen_ab(rounds=25):
         warm(after)
         saved = {n: getattr(_cpp.CppKernelWriter, n) for n in paths}
         for n in paths:
-            setattr(_cpp.CppKernelWriter, n, lambda *a: None)
+            setattr(_cpp.CppKernelWriter, n, lambda *a, **k: None)
         try:
             before = ember.compile(fn)
             warm(before)
@@ -666,17 +674,18 @@ def codegen_ab(rounds=25):
 
     sides: dict = {}
     with config.patch("graph_cache", False):
-        xs = rng.standard_normal((64, 128, 128)).astype(np.float32)
-        mask = np.triu(np.ones((128, 128), bool), 1)
-        ex, em, tx, tm = ember.tensor(xs), ember.tensor(mask), torch.from_numpy(xs), torch.from_numpy(mask)
-        tc = torch.compile(lambda a, b: masked(torch, a, b))
-        e, t = (ex, em), (tx, tm)  # bound now: the names are reused below
-        after, before = compiled_pair(lambda a, b: masked(ember, a, b), lambda c: c(*e))
-        tc(*t)
-        sides["masked softmax 64x128x128"] = {
-            "ember eager": lambda e=e: masked(ember, *e), "compiled before": lambda b=before, e=e: b(*e),
-            "compiled after": lambda a=after, e=e: a(*e), "torch eager": lambda t=t: masked(torch, *t),
-            "torch.compile": lambda c=tc, t=t: c(*t)}
+        if session == 16:
+            xs = rng.standard_normal((64, 128, 128)).astype(np.float32)
+            mask = np.triu(np.ones((128, 128), bool), 1)
+            ex, em, tx, tm = ember.tensor(xs), ember.tensor(mask), torch.from_numpy(xs), torch.from_numpy(mask)
+            tc = torch.compile(lambda a, b: masked(torch, a, b))
+            e, t = (ex, em), (tx, tm)  # bound now: the names are reused below
+            after, before = compiled_pair(lambda a, b: masked(ember, a, b), lambda c: c(*e))
+            tc(*t)
+            sides["masked softmax 64x128x128"] = {
+                "ember eager": lambda e=e: masked(ember, *e), "compiled before": lambda b=before, e=e: b(*e),
+                "compiled after": lambda a=after, e=e: a(*e), "torch eager": lambda t=t: masked(torch, *t),
+                "torch.compile": lambda c=tc, t=t: c(*t)}
         for cols in (8192, 512):
             xn = (rng.standard_normal((2048, cols)) * 3).astype(np.float32)
             yn = rng.integers(0, cols, 2048)
@@ -929,13 +938,15 @@ def main():
                         help="only the peak RSS of a mini-GPT training step (B16), each case in a fresh process")
     parser.add_argument("--gpt-memory-case", choices=MEMORY_CASES, help=argparse.SUPPRESS)
     parser.add_argument("--codegen-ab", action="store_true",
-                        help="only session 16's code paths on and off (masked softmax, cross-entropy), 1 thread")
+                        help="only a session's code paths on and off (--ab-session), 1 thread")
+    parser.add_argument("--ab-session", type=int, choices=sorted(AB_PATHS), default=17,
+                        help="whose code paths --codegen-ab turns off for 'before' (default 17)")
     args = parser.parse_args()
     use_tc = not args.no_torch_compile
     if args.codegen_ab:
         print(f"load average {os.getloadavg()[0]:.1f}; 1 thread, thread CPU ms (min / median of {args.rounds} "
               "alternating rounds)")
-        for case, row in codegen_ab(args.rounds).items():
+        for case, row in codegen_ab(args.rounds, args.ab_session).items():
             print(f"  {case:34s} " + "   ".join(f"{side}: {lo * 1e3:.3f} / {med * 1e3:.3f}"
                                                   for side, (lo, med) in row.items()))
         return
@@ -1002,7 +1013,7 @@ def main():
             for k, (w, c) in got.items():
                 print(f"  {k:16s} {fmt(w)} {fmt(c)}   {frac[k] * 100:5.1f}%")
         for title, rows in (("gpt_fwd (L4 d256 T128 B16)  ", bench_gpt(threads, use_tc)),
-                            ("gpt_train step (B8, AdamW)  ", bench_gpt_train(threads, use_tc))):
+                            ("gpt_train step (B16, AdamW) ", bench_gpt_train(threads, use_tc))):
             base = rows["torch eager"][0]
             print(f"{title}  wall        cpu     torch-eager/x")
             for k, (w, c) in rows.items():

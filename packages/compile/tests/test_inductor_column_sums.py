@@ -196,3 +196,63 @@ def test_batch_sizes_through_compile(built):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5, equal_nan=True)
             np.testing.assert_allclose(got.numpy(), r.numpy(), rtol=1e-5, atol=1e-5, equal_nan=True)
     assert built and all(art.kernel_count == 1 for art in built), [art.cpp_source for art in built]
+
+
+def _qkv_cat_and_bias(m, q, k, v):
+    """The attention's q/k/v gradients (B, H, T, D; k's transposed, B, H, D, T) merged into the
+    qkv gradient (B, T, 3*H*D) by a cat of their head merges, and the qkv bias gradient: a column
+    sum over that cat (the mini-GPT backward's)."""
+    B, H, T, D = q.shape
+    parts = [q.transpose(1, 2).reshape(B, T, H * D), k.transpose(2, 3).transpose(1, 2).reshape(B, T, H * D),
+             v.transpose(1, 2).reshape(B, T, H * D)]
+    g = m.cat(parts, -1)
+    return g, g.reshape(B * T, 3 * H * D).sum(0)
+
+
+def _cat_and_column_sum(m, a, b):
+    g = m.cat([a, b * 2], -1)
+    return g, g.reshape(-1, g.shape[-1]).sum(0)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 40, 16), (3, 2, 33, 8)])
+def test_bias_gradient_of_a_cat_sums_inside_the_cat_kernel(shape):
+    # the cat of a transposed copy is tiled; each piece's stored value is added at its column in
+    # the tiles (per-thread partial sums), so the bias gradient is no kernel of its own
+    B, H, T, D = shape
+    q, v = make_input(shape, ember.float32), make_input(shape, ember.float32, seed=2)
+    k = make_input((B, H, D, T), ember.float32, seed=1)
+    # (the cat's output is allocated by an extern `empty`, the pieces' stores fill it)
+    compiled = check(_qkv_cat_and_bias, q, k, v, rtol=1e-5, atol=1e-5, lowered=False)
+    assert compiled.artifact.kernel_count == 1, compiled.artifact.wrapper_source
+    source = compiled.artifact.cpp_source
+    assert "col_" in source and not _sum_only_kernels(source), source
+    g, bias = compiled(q, k, v)
+    np.testing.assert_allclose(bias.double().numpy(), g.double().numpy().reshape(-1, 3 * H * D).sum(0),
+                               rtol=1e-6, atol=1e-5, equal_nan=True)
+
+
+def test_cat_column_sum_without_tiles_walks_the_stored_rows():
+    # a cat of row-major pieces (of one width: one kernel) is not tiled: the sum walks the rows the
+    # kernel stored, after them
+    a, b = make_input((5, 7, 24), ember.float32), make_input((5, 7, 24), ember.float32, seed=1)
+    compiled = check(_cat_and_column_sum, a, b, rtol=1e-5, atol=1e-5, lowered=False)
+    assert compiled.artifact.kernel_count == 1, compiled.artifact.wrapper_source
+    assert not _sum_only_kernels(compiled.artifact.cpp_source)
+
+
+def test_cat_column_sum_in_the_mini_gpt_backward(built):
+    # the qkv projection's bias gradient of an attention block, against torch (values and kernels)
+    g = np.random.default_rng(4)
+    arrays = [(g.standard_normal(shape) * 0.3).astype(np.float32) for shape in ((2, 33, 16), (48, 16), (48,))]
+
+    def loss(fw, x, w, b):
+        B, T, C = x.shape
+        q, k, v = fw.nn.functional.linear(x, w, b).split(C, dim=2)
+        q, k, v = (t.view(B, T, 2, C // 2).transpose(1, 2) for t in (q, k, v))
+        y = fw.softmax(q @ k.transpose(-2, -1), -1) @ v
+        return (y.transpose(1, 2).reshape(B, T, C) ** 2).sum()
+
+    _assert_compiled_grads_match(loss, arrays)
+    backward = [a for a in built if "cat" in a.wrapper_source and "sum" in a.wrapper_source]
+    assert backward and all(not _sum_only_kernels(a.cpp_source) for a in backward), \
+        [a.wrapper_source for a in backward]

@@ -188,3 +188,41 @@ def test_forward_gathers_the_target_logit(built, weighted):
     assert "pick_" in kernel and "== " not in kernel, kernel
     loops = re.findall(r"for \(int64_t (\w+) = ", kernel)
     assert len(loops) == 1, kernel  # the rows; the row's passes are the helpers
+
+
+def test_forward_reads_each_row_once(built):
+    """The forward's row max and sum of exponentials come from one pass over the row
+    (``ember_row_max_exp_sum_f32``, shifted by the target's logit as eager's one-pass log-sum-exp),
+    with the next row prefetched; rows whose target logit is far below their max (past the one
+    pass's range: the two passes then), rows of every scale, NaN and inf logits, ignored rows and
+    rows shorter than its blocks give PyTorch's loss and gradient (the backward reads the saved
+    log-sum-exp)."""
+    g = np.random.default_rng(5)
+    for classes in (20, 300):
+        x = g.standard_normal((14, classes)).astype(np.float32)
+        x *= np.array([0.01, 0.1, 1, 3, 10, 30, 60, 100, 1, 1, 1, 1, 1, 1], np.float32)[:, None]
+        y = g.integers(0, classes, 14)
+        x[8, y[8]] -= 50.0  # the target 50 below the others: one pass
+        x[9, y[9]] -= 90.0  # 90 below: the two passes
+        x[10, (y[10] + 1) % classes] = np.inf
+        x[11, (y[11] + 1) % classes] = np.nan
+        x[12, y[12]] = np.inf
+        y[13] = -100
+        ok = np.array([r not in (10, 11, 12) for r in range(14)])
+        fn = ember.compile(lambda a, b: ember.nn.functional.cross_entropy(a, b, reduction="none"))
+        ex = ember.tensor(x, requires_grad=True)
+        got = fn(ex, ember.tensor(y))
+        got.sum().backward()
+        tx = torch.tensor(x, requires_grad=True)
+        want = torch.nn.functional.cross_entropy(tx, torch.tensor(y), reduction="none")
+        want.sum().backward()
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(ex.grad.numpy()[ok], tx.grad.numpy()[ok], rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(np.isnan(ex.grad.numpy()), np.isnan(tx.grad.numpy()))
+    forward = [a for a in built if "_class_nll" in a.cpp_source and "_class_nll_backward" not in a.cpp_source]
+    assert forward
+    for artifact in forward:
+        kernel = artifact.cpp_source.split("EMBER_KERNEL void ")[1]
+        assert "ember_row_max_exp_sum_f32(" in kernel, kernel
+        assert "ember_row_max_f32(" not in kernel and "ember_exp_shift_sum_f32(" not in kernel, kernel
+        assert re.search(r"ember_row_max_exp_sum_f32\([^;]*\? &", kernel), kernel  # the next row prefetched

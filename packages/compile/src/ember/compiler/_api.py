@@ -6,6 +6,7 @@ import functools
 
 from ._compiled import CompiledFunction, disable_context, wrap_function
 from ._recorder import current
+from ._user_frames import user_frame
 
 # PyTorch's order (its error lists them so). "lite" (PyTorch: fewer graph passes, ops falling back
 # to eager kernels) compiles as the default mode does.
@@ -176,6 +177,10 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
         why = f"call to {getattr(inner, '__qualname__', inner)!r}, marked ember.compiler.disable"
         if reason:
             why += f" ({reason})"
+        if getattr(rec.owner, "fullgraph", False):
+            # a break even with nothing pending, as in PyTorch ("Skip calling
+            # `torch.compiler.disable()`d function"): Unsupported before it runs
+            rec.owner.note_break(why, user_frame(), rec)
         rec.flush(why)
         rec.went_eager = True
         rec.suspended = True

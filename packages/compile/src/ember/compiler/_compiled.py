@@ -4,7 +4,8 @@ recorded segments through the cache of compiled graphs.
 The cache maps a segment's recorded structure (``_recorder`` docstring) to the callable the
 backend returned for it. Each segment position (first, second ... segment of a call) may
 compile at most ``config.cache_size_limit`` graphs; past that the function runs eagerly from
-then on, with one warning, as PyTorch does when a frame hits its cache limit.
+then on, with one warning logged on "ember._dynamo" (not a Python warning), as PyTorch logs it
+when a frame hits its cache limit.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 import sys
 import threading
 import time
-import warnings
 
 from ember._src import dispatch as _dispatch
 
@@ -338,13 +338,13 @@ class CompiledFunction:
         limit = config.cache_size_limit if config.recompile_limit == 8 else config.recompile_limit
         if count >= limit:
             if not self.fallback:
-                warnings.warn(
-                    f"ember.compile: {self.name} reached the cache size limit "
-                    f"(ember.compiler.config.cache_size_limit = {limit}): "
-                    "it runs eagerly from now on",
-                    UserWarning,
-                    stacklevel=4,
-                )
+                # logged, not warned, as TorchDynamo logs it (convert_frame): a program running with
+                # warnings as errors keeps running, eagerly
+                code = getattr(self.fn, "__code__", None)
+                where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+                log.warning("ember._dynamo hit config.recompile_limit (%d)\n   function: '%s'%s\n   it reached the "
+                            "cache size limit (ember.compiler.config.cache_size_limit = %d) and runs eagerly from "
+                            "now on", limit, self.name, where, limit)
                 self.fallback = True
             return _bind(_runner(_interpret(rec, live, dyn), dyn), dyn, rec)
         if count:
@@ -400,12 +400,13 @@ class CompiledFunction:
         counters["stats"]["calls_captured"] += sum(1 for n in gm.graph.nodes if n.op == "call_function")
         try:
             compiled = self._run_backend(gm, example_inputs)
+            if not callable(compiled):
+                # PyTorch asserts it inside the same wrapper: BackendCompilerFailed of an AssertionError
+                raise AssertionError("compiler_fn did not return callable")
         except (Unsupported, BackendCompilerFailed):
             raise
         except Exception as exc:
             raise BackendCompilerFailed(self.backend, exc) from exc  # PyTorch's wrapper of backend errors
-        if compiled is None:
-            raise RuntimeError(f"the backend {self.backend_name!r} returned None instead of a callable")
         if order is not None:
             compiled = _permuted(compiled, order)
         _log("output_code", lambda: f"Output code ({self.backend_name}):\n{getattr(compiled, 'code', gm.code)}")

@@ -84,7 +84,9 @@ class Generator:
                 f"size to be {n}"
             )
         _sync_pending(None, "random generator state")
-        raw = bytes(memoryview(new_state.contiguous().clone()._storage)[:_STATE_BYTES])
+        # the bytes through numpy (a data read: a pending value is computed first), not a clone,
+        # which under ember.compile's capture would be a pending op of its own with no data
+        raw = new_state.numpy(force=True).tobytes(order="C")[:_STATE_BYTES]
         self._rng.set_state(raw)
         return self
 

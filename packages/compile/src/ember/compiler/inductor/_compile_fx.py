@@ -68,6 +68,8 @@ def _lower_and_build(gm, example_inputs) -> CompiledArtifact:
         return _build_triton(gm, example_inputs, start)
     try:
         key = _graphcache.graph_key(gm, example_inputs) if config.graph_cache else None
+        if key is not None and _INPUT_VIEWS[0]:
+            key += "-views"  # its outputs that view inputs are returned as views (not copies)
     except _graphcache.Uncacheable as exc:
         log.debug("graph not cached: %s", exc)
         key = None
@@ -102,6 +104,7 @@ def _lower_and_schedule(gm, example_inputs, column_fusion: bool = False) -> tupl
     (``column_fusion``: column sums inside the kernels producing their input, C++ only)."""
     graph = GraphLowering(gm, example_inputs)
     graph.alias_outputs = True
+    graph.input_views = _INPUT_VIEWS[0]
     graph.run()
     outputs = [v for v in graph.outputs if isinstance(v, TensorValue)]
     graph.output_names = {_output_buffer(v).name for v in outputs}
@@ -278,14 +281,16 @@ def _signature(args) -> tuple:
 class CompiledGraph:
     """The callable compile_fx returns: the specialized wrapper, re-specialized on new inputs."""
 
-    def __init__(self, gm, example_inputs):
+    def __init__(self, gm, example_inputs, input_views: bool = False):
         self.gm = gm
+        self.input_views = input_views
         self.variants: dict = {}
         self.written_inputs = _written_placeholders(gm)
         self.artifact = self._build(list(example_inputs))
         self._fast = self.artifact.call if self.artifact is not None else None
 
     def _build(self, inputs):
+        saved, _INPUT_VIEWS[0] = _INPUT_VIEWS[0], self.input_views
         try:
             artifact = lower_and_build(self.gm, inputs)
         except GraphFallback as exc:
@@ -297,6 +302,8 @@ class CompiledGraph:
             warnings.warn(f"ember inductor: compiling the graph failed, it runs eagerly ({type(exc).__name__}: "
                           f"{exc})", RuntimeWarning, stacklevel=3)
             return None
+        finally:
+            _INPUT_VIEWS[0] = saved
         self.variants[_signature(inputs)] = artifact
         return artifact
 
@@ -373,16 +380,27 @@ def _shares_storage(args, written) -> bool:
     return any(len(storages.get(id(args[i]._storage), ())) > 1 for i in written if isinstance(args[i], Tensor))
 
 
-def compile_fx_inner(gm, example_inputs, **kwargs):
+# Whether the graph being lowered returns its outputs that view an input as views of it (set while
+# a CompiledGraph built with ``input_views`` lowers; part of the graph cache key).
+_INPUT_VIEWS = [False]
+
+
+def compile_fx_inner(gm, example_inputs, input_views: bool = False, **kwargs):
     """Compiles one forward, backward or inference graph (no autograd of its own); with
-    ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph."""
+    ``config.triton.cudagraphs`` (mode="reduce-overhead") CUDA inputs replay it as a CUDA graph.
+    ``input_views``: an output that is a view of an input is returned as that view (a graph not
+    run inside AOT's autograd Function: inference graphs), as eager returns it."""
     if config.triton.cudagraphs:
         from ._cudagraphs import _scalars_to_device, cudagraphify
 
         # specialized to the inputs the graph will replay with (0-dim CPU tensors moved over)
         example_inputs = list(_scalars_to_device(tuple(example_inputs)))
         return cudagraphify(CompiledGraph(gm, example_inputs), example_inputs)
-    return CompiledGraph(gm, example_inputs)
+    return CompiledGraph(gm, example_inputs, input_views=input_views)
+
+
+def _inference_inner(gm, example_inputs, **kwargs):
+    return compile_fx_inner(gm, example_inputs, input_views=True, **kwargs)
 
 
 def _lazy(compiler):
@@ -459,9 +477,9 @@ def compile_fx(gm, example_inputs, **kwargs):
     needs_grad = grad_mode.STATE.grad_enabled and any(
         isinstance(t, Tensor) and t.requires_grad for t in example_inputs)
     if not needs_grad:
-        return compile_fx_inner(gm, example_inputs)
+        return _inference_inner(gm, example_inputs)
     from ..aot_autograd import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner,
                                  bw_compiler=_at_first_call(compile_fx_inner),
-                                 inference_compiler=_lazy(compile_fx_inner))
+                                 inference_compiler=_lazy(_inference_inner))

@@ -199,6 +199,8 @@ class CppKernelWriter:
         self.prefetch = None  # (row variable text, rows text, row symbol): helpers prefetch the next row
         self.fence_outside = False  # streamed rows leave their sfence to the end of each thread's rows
         self.streamed = False  # whether some row is written with streaming stores
+        self.max_exp_sums: dict = {}  # id(sum node) -> its row value, computed with the row's max
+        self.tiled = False  # a transposed copy's tiles: target column sums are added in them
 
     def itext(self, expr) -> str:
         """C text of an index expression whose size-derived integers are kernel arguments.
@@ -321,13 +323,15 @@ class CppKernelWriter:
             self._find_stashes()
             self.pipe = self._pipeline(outer, inner)
             if self.pipe is not None and any(self._pick_parts(n, inner) for n in self.pipe[:2]):
-                self.pipe = None  # a pick is one load, nothing to overlap; the max then takes its helper
+                # a pick is one load, nothing to overlap; the max then takes its helper
+                self.prefetch, self.pipe = self._prefetch_after_pick(self.pipe), None
             if self.pipe is not None and self._helpers_take(self.pipe[0], self.pipe[1], inner):
                 # eager's structure instead: the exp pass prefetches the next row, whose max pass
                 # then reads it from cache
                 self.prefetch, self.pipe = self.pipe[2:], None
         first = None
-        cols = columns.column_nodes(self.k)
+        cols = [c for c in columns.column_nodes(self.k) if not getattr(c, "target_columns", None)]
+        targets = [c for c in self.k.nodes if getattr(c, "target_columns", None)]
         if cols:
             self._plan_riders()
             lines.extend(columns.before(self, cols, indent))
@@ -355,7 +359,26 @@ class CppKernelWriter:
             if self.streamed and self.fence_outside:
                 lines = self._fence_per_thread(lines, first, "    ")
         lines.extend(columns.after(cols, "    "))
+        for c in targets:
+            lines.extend(self._target_column_pass(c))
         return lines
+
+    def _target_column_pass(self, node) -> list[str]:
+        """A column sum over the buffer the kernel's members wrote (the scheduler's target column)
+        where the members' loops are not tiled: one walk over the stored rows after them."""
+        name, cols, rows = node.buf.name, self.itext(node.sum_cols), self.itext(node.sum_rows)
+        src = node.source  # written by this kernel: a parameter already
+        return [f"    for (int64_t c_{name} = 0; c_{name} < {cols}; ++c_{name}) {node.target}[c_{name}] = 0.0f;",
+                f"    for (int64_t r_{name} = 0; r_{name} < {rows}; ++r_{name}) {{",
+                "        #pragma omp simd",
+                f"        for (int64_t c_{name} = 0; c_{name} < {cols}; ++c_{name})",
+                f"            {node.target}[c_{name}] += {src}[r_{name} * {cols} + c_{name}];",
+                "    }"]
+
+    def _prefetch_after_pick(self, pipe):
+        """``self.prefetch`` of a row kernel that picks an element of its row (cross-entropy's
+        forward): the helpers walking the row prefetch the next one, as eager's loss kernel."""
+        return pipe[2:]
 
     def _exp_rows(self, outer, total):
         """A pointwise kernel of rows (two loops or more) storing one float32 value with an exp in
@@ -478,12 +501,16 @@ class CppKernelWriter:
         faster in the standalone kernel; 2000 x 2000 ~1.5x)."""
         (vt, st), (vi, si) = outer[d], outer[-1]
         rest = [loop for e, loop in enumerate(outer[:-1]) if e != d]
+        # a column sum over the copy's output (the scheduler's target column): partial sums per thread
+        cols = columns.column_nodes(self.k)
+        self.tiled = True
         tb, ib = f"{vt.name}_blk", f"{vi.name}_blk"
         ts, is_ = f"{vt.name}_sup", f"{vi.name}_sup"
         nt, ni = self.itext(st), self.itext(si)
         n = len(rest) + 2
         kind = f"parallel for collapse({n})" if n > 1 else "parallel for"
-        lines = [f"    #pragma omp {kind} {self._parallel_clause(total)}"]
+        lines = columns.before(self, cols, "    ") if cols else []
+        lines.append(f"    #pragma omp {kind} {self._parallel_clause(total)}")
         indent = "    "
         for v, size in rest:
             lines.append(f"{indent}for (int64_t {v.name} = 0; {v.name} < {self.itext(size)}; ++{v.name}) {{")
@@ -499,6 +526,7 @@ class CppKernelWriter:
         for name, var, sup in ((tb, vt, ts), (ib, vi, is_)):
             end = f"{var.name}_end"
             lines.append(f"{indent}const int64_t {end} = {name} + {TILE} < {sup}_end ? {name} + {TILE} : {sup}_end;")
+        lines.extend(columns.row_start(cols, indent))
         lines.append(f"{indent}for (int64_t {vt.name} = {tb}; {vt.name} < {vt.name}_end; ++{vt.name}) {{")
         lines.append(f"{indent}    #pragma omp simd")
         lines.append(f"{indent}    for (int64_t {vi.name} = {ib}; {vi.name} < {vi.name}_end; ++{vi.name}) {{")
@@ -508,7 +536,7 @@ class CppKernelWriter:
         while indent != "    ":
             indent = indent[:-4]
             lines.append(f"{indent}}}")
-        return lines
+        return lines + columns.after(cols, "    ")
 
     def _is_outer_reduction(self, outer, inner) -> bool:
         """Sums over rows of columns that lie side by side in memory (a bias gradient: ``(N, C)
@@ -825,8 +853,16 @@ class CppKernelWriter:
 
     def _pointwise_members(self, indent, simd_loop):
         body = _Body(self, indent, {})
+        riders = [n for n in self.k.nodes if getattr(n, "target_columns", None)] if self.tiled else []
         for node in self.k.nodes:
+            if getattr(node, "target_columns", None):
+                continue  # summed beside the members' stores (below)
             value = body.value(node.expr)
+            for c in riders:  # a column sum over the buffer the members write (the scheduler's target column)
+                col = c.target_columns.get(id(node))
+                if col is not None:
+                    idx = self.itext(col.xreplace(self.subs))
+                    body.lines.append(f"{body.indent}col_{c.buf.name}[{idx}] += {value};")
             if node.buf.name in self.k.local:
                 # later members read it as this value (same element, same loop)
                 self.row_values[node.buf.name] = value
@@ -925,8 +961,13 @@ class CppKernelWriter:
             picked = self._row_pick(node, inner, indent)
             if picked is not None:
                 return lines + picked[0] + self._row_result(node, picked[1], indent)
+            fused = self.max_exp_sums.pop(id(node), None)
+            if fused is not None:
+                return lines + self._row_result(node, fused, indent)
             self.pre_helper, self.helper_indent = [], indent
-            call = self._row_helper(node, inner)
+            call = self._max_exp_sum(node, inner, indent)
+            if call is None:
+                call = self._row_helper(node, inner)
         if call is not None:
             return lines + self.pre_helper + self._row_result(node, call, indent)
         acc, nan = f"acc_{node.buf.name}", f"nan_{node.buf.name}"
@@ -1090,6 +1131,63 @@ class CppKernelWriter:
         if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
             return None
         return f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
+
+    def _max_exp_sum(self, node, inner, indent):
+        """``max`` reduction ``node`` of a contiguous float32 row and a later ``sum(exp(row - max))``
+        of the same row whose terms nothing keeps, in a kernel that picked an element of that row
+        before (cross-entropy's forward: the target logit), in one pass (``ember_row_max_exp_sum_f32``,
+        shifted by the picked element as eager's one-pass log-sum-exp): the call giving the max, the
+        sum's row value declared before it in ``self.pre_helper`` and left in ``self.max_exp_sums`` for
+        the sum's turn. Or None. (Without a pick, log_softmax, a guessed shift would cost its outputs
+        near 0 the rounding of ``x - guess``: the two passes stay.)"""
+        if not node.is_reduction or node.buf.reduce_type != "max" or node.buf.acc_dtype is not dt.float32:
+            return None
+        v, size = inner[0] if len(inner) == 1 else (None, None)
+        row = self._contiguous_row(node.expr, v) if v is not None else None
+        if row is None or getattr(self, "stash", {}).get(id(node)) is not None:
+            return None
+        later = self.k.nodes[self.k.nodes.index(node) + 1:]
+        total = next((n for n in later if n.is_reduction and not n.epilogue and not getattr(n, "column", False)
+                      and n.buf.reduce_type == "sum"), None)
+        if total is None or total.buf.acc_dtype is not dt.float32 or id(total) in getattr(self, "riding", ()) \
+                or getattr(self, "riders", {}).get(id(total)) or (self.pipe is not None and total in self.pipe[:2]):
+            return None
+        e = total.expr
+        if not (isinstance(e, Call) and e.op == "exp" and len(e.args) == 1 and e.dtype is dt.float32):
+            return None
+        d = e.args[0]
+        if not (isinstance(d, Call) and d.op == "sub" and len(d.args) == 2 and isinstance(d.args[1], Load)
+                and d.args[1].buf == node.buf.name and d.args[1].dtype is dt.float32):
+            return None
+        if self._contiguous_row(d.args[0], v) != row:
+            return None
+        if self._exp_row_out(total, self.stash.get(id(total)), v) != "NULL":
+            return None  # its exp terms are kept (softmax)
+        if any(n.buf.name == d.args[0].buf for n in self.k.nodes):
+            return None  # the row is written in this kernel (not by the time of the max)
+        guess = None
+        for p in self.k.nodes[:self.k.nodes.index(node)]:
+            parts = self._pick_parts(p, inner) if p.is_reduction and not p.epilogue else None
+            if parts is not None and self._contiguous_row(parts[1], v) == row and p.buf.name in self.row_values:
+                guess = self.row_values[p.buf.name]  # the target's logit of this row
+        if guess is None:
+            return None
+        if any(n is not total and not n.epilogue and any(ld.buf == node.buf.name for ld in n.loads)
+               for n in later[:later.index(total)]):
+            return None  # something between them reads the max inside a row loop: keep the order
+        nxt = "NULL"
+        if self.prefetch is not None:
+            row_var, rows, symbol = self.prefetch
+            self.post = {symbol: symbol + 1}
+            try:
+                nxt = self._contiguous_row(d.args[0], v)
+            finally:
+                self.post = {}
+            nxt = f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
+        name = f"sum_{total.buf.name}"
+        self.pre_helper = [f"{indent}float {name};"]
+        self.max_exp_sums[id(total)] = name
+        return f"ember_row_max_exp_sum_f32({row}, {self.itext(size)}, {guess}, &{name}, {nxt})"
 
     def _pick_parts(self, node, inner):
         """(the row's index value ``t``, the picked expression ``x``) of a reduction

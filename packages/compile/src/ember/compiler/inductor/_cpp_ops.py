@@ -218,6 +218,55 @@ static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n,
     }
     return s;
 }
+/* a row's max and sum(exp(x - max)) in one pass (cross-entropy's log-sum-exp, eager's one read of
+ * the row: tensor-core cpu/loss.cpp row_lse_shifted): the max (NaN lanes in mask registers) beside
+ * sum(exp(x - c)) for the shift c = the row's target logit, then sum = s * exp(c - max) in double.
+ * The target's own term is 1, so s >= 1; exp(x - c) <= exp(max - c): taken while max - c <= 64 (no
+ * term or sum overflows, exp(c - max) stays normal). Rounding x - c costs what rounding the loss
+ * (max - c and more) costs, as in eager. A NaN, an infinite max or c, or a wider spread go through
+ * the two passes (the row is in cache by then). The max is the row's max exactly. `next`:
+ * prefetched a line per line consumed, as in ember_exp_shift_sum_f32. */
+static inline float ember_row_max_exp_sum_f32(const float* x, int64_t n, float c, float* sum, const float* next) {
+    if (isfinite(c)) {
+        const __mmask16 all = 0xFFFF;
+        const __m512 cv = _mm512_set1_ps(c);
+        __m512 a0 = _mm512_set1_ps(-INFINITY), a1 = a0;
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+        __mmask16 nan0 = 0, nan1 = 0;
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            if (next) {
+                __builtin_prefetch(next + i, 0, 3);
+                __builtin_prefetch(next + i + 16, 0, 3);
+            }
+            const __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+            a0 = _mm512_maskz_max_ps(all, x0, a0);
+            a1 = _mm512_maskz_max_ps(all, x1, a1);
+            nan0 |= _mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q);
+            nan1 |= _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q);
+            acc0 = _mm512_add_ps(acc0, ember_exp16(_mm512_sub_ps(x0, cv)));
+            acc1 = _mm512_add_ps(acc1, ember_exp16(_mm512_sub_ps(x1, cv)));
+        }
+        float lanes[16], m = -INFINITY;
+        _mm512_storeu_ps(lanes, _mm512_maskz_max_ps(all, a0, a1));
+        int nan = (nan0 | nan1) != 0;
+        for (int j = 0; j < 16; ++j) m = lanes[j] > m ? lanes[j] : m;
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+        for (; i < n; ++i) {
+            const float v = x[i];
+            nan |= v != v;
+            m = v > m ? v : m;
+            s += ember_expf(v - c);
+        }
+        if (!nan && isfinite(m) && m - c <= 64.0f) {
+            *sum = (float)((double)s * exp((double)c - (double)m));
+            return m;
+        }
+    }
+    const float m = ember_row_max_f32(x, n);
+    *sum = ember_exp_shift_sum_f32(NULL, x, n, m, next);
+    return m;
+}
 /* exp of a row in place: the exps of loops whose argument is computed (a fused producer) go
  * through a row of the output, so that they too take the AVX-512 exp */
 static inline void ember_exp_row_f32(float* p, int64_t n) {
@@ -292,6 +341,12 @@ static inline float ember_exp_shift_sum_f32(float* o, const float* x, int64_t n,
         for (int64_t i = 0; i < n; ++i) s += ember_expf(x[i] - m);
     }
     return s;
+}
+static inline float ember_row_max_exp_sum_f32(const float* x, int64_t n, float c, float* sum, const float* next) {
+    const float m = ember_row_max_f32(x, n);
+    (void)c;
+    *sum = ember_exp_shift_sum_f32(NULL, x, n, m, next);
+    return m;
 }
 static inline void ember_exp_row_f32(float* p, int64_t n) {
     #pragma omp simd

@@ -96,6 +96,9 @@ class GraphLowering:
         # outputs may be returned over a buffer they view (compile's wrapper knows how; export's
         # AOTI writers take every output from a buffer of its own)
         self.alias_outputs = False
+        # outputs that view an input return that view (not a copy): graphs not run inside an
+        # autograd Function (AOT's forward keeps copies; its outputs are the Function's own)
+        self.input_views = False
         self.current = ""
         self._count = 0
         self._live: list = []  # lazy values a later mutation must not overtake
@@ -200,6 +203,13 @@ class GraphLowering:
             if layout is None:
                 continue
             buf, shape, strides, offset = layout
+            if isinstance(buf, InputBuffer) and self.input_views and not getattr(buf, "host_scalar", False):
+                # a view of an input comes back as that view of the caller's tensor (its ``_base``
+                # the input, writes through it seen by the input), as eager and PyTorch's
+                # compiled graphs return it: not a copy
+                out.alias = StridedView(buf, shape, strides, offset)
+                out.alias.input_view = True
+                continue
             if not _fresh_memory(buf, self.items):
                 continue
             try:

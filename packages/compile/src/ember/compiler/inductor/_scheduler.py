@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sympy
 
+from ember._src import dtypes as dt
+
 from ._graph import ExternCall
 from ._ir import (
     ComputedBuffer,
@@ -28,10 +30,12 @@ from ._ir import (
     Load,
     ModularIndexing,
     ReductionBuffer,
+    contiguous_strides,
     linear_coeff,
     loads_of,
     product,
     same_expr,
+    unflatten,
     walk,
 )
 
@@ -103,9 +107,17 @@ class Kernel:
         return None
 
     def try_add(self, node: SchedNode) -> bool:
+        if any(getattr(n, "target_columns", None) for n in self.nodes):
+            return False  # a column sum over the members' buffer closes the kernel
         column = self._as_column(node) if self.column_fusion else None
+        if column is not None and self._add_column(column):
+            return True
+        rider = self._as_target_column(node) if self.column_fusion else None
+        if rider is not None:
+            self.nodes.append(rider)
+            return True
         if column is not None:
-            return self._add_column(column)
+            return False
         if node.space != self.space:
             if node.is_reduction or not self.reduced:
                 return False
@@ -186,6 +198,61 @@ class Kernel:
         column = SchedNode(node.buf, index, frame=(self.vars, self.space, reduced))
         column.columns = columns
         return column
+
+    def _as_target_column(self, node: SchedNode):
+        """``node`` as a column sum over the one buffer this kernel's members all write (a ``cat``
+        of pieces along its last dim, tiled because a piece is a transposed copy: the attention's
+        q/k/v gradients into the qkv gradient, whose bias gradient ``node`` is), or None.
+
+        The members write disjoint slices of the buffer's columns that together cover them, each
+        row of the kernel one row of the buffer, so the column sums are each member's stored value
+        added at its column (``target_columns``: the member's column expression, the store index
+        with the row symbols 0). float32; the sum reads the buffer's first rows x columns elements
+        in order (it sums all its dims but the last). Where the code generator does not tile the
+        kernel, the sum walks the stored buffer after the members' loops, in the same kernel."""
+        if self.reduced or not node.is_reduction or node.epilogue or node.buf.reduce_type != "sum":
+            return None
+        members = [m for m in self.nodes if not m.column]
+        if len(members) != len(self.nodes) or len(members) < 2:
+            return None  # (one member writing the whole buffer: an ordinary column sum's case)
+        name = members[0].target
+        e = node.expr
+        if not isinstance(e, Load) or e.buf != name or node.buf.acc_dtype is not dt.float32 \
+                or node.buf.dtype is not dt.float32 or len(node.space) < 2 \
+                or node.reduced != tuple(range(len(node.space) - 1)):
+            return None
+        cols, rows = node.space[-1], product(node.space[:-1])
+        if not same_expr(e.index, sum((v * st for v, st in zip(node.vars, contiguous_strides(node.space))),
+                                      sympy.Integer(0))):
+            return None  # not the rows x columns block from the buffer's start, in order
+        if not (cols.is_Integer and self.space[-1].is_Integer) or not same_expr(product(self.space[:-1]), rows):
+            return None
+        last, leading = self.vars[-1], self.vars[:len(self.space) - 1]
+        row_index = sum((v * st for v, st in zip(leading, contiguous_strides(self.space[:-1]))), sympy.Integer(0))
+        spans, columns_of = [], {}
+        for m in members:
+            if m.target != name or m.buf.dtype is not dt.float32 or m.is_reduction or m.epilogue \
+                    or any(ld.buf == name for ld in m.loads):
+                return None
+            col = m.store_index.xreplace({v: 0 for v in leading})
+            offset = sympy.expand(col - last)
+            if not offset.is_Integer or linear_coeff(m.store_index, last) != 1 or \
+                    not same_expr(m.store_index - col, row_index * cols):
+                return None
+            spans.append((int(offset), int(offset) + int(self.space[-1])))
+            columns_of[id(m)] = col
+        spans.sort()
+        if spans[0][0] != 0 or spans[-1][1] != int(cols) or any(a[1] != b[0] for a, b in zip(spans, spans[1:])):
+            return None  # not a cover of the columns, each once
+        own = [*unflatten(row_index, node.space[:-1]), last]
+        rider = SchedNode(node.buf, own, frame=(self.vars, self.space, tuple(range(len(self.space) - 1))))
+        rider.loads, rider.positions = [], []  # it reads the members' values, not the buffer
+        rider.columns = (len(self.space) - 1,)
+        rider.source = name  # the buffer summed (its stored rows, where the kernel is not tiled)
+        rider.sum_rows, rider.sum_cols = rows, cols
+        rider.store_index = columns_of[id(members[0])]
+        rider.target_columns = columns_of
+        return rider
 
     def _add_column(self, node: SchedNode) -> bool:
         var = self.vars[node.columns[-1]]

@@ -111,6 +111,12 @@ def _alias(base: Tensor, shape, strides, offset):
     return make_tensor(base._storage, shape, strides, base._offset + offset, base.dtype, base._device)
 
 
+def _input_view(base: Tensor, shape, strides, offset):
+    """A graph output that views input ``base``: that view of it (``as_strided`` from its offset),
+    so the caller gets what eager returns (``_base`` is the input, writes go through)."""
+    return base.as_strided(shape, strides, base.storage_offset() + offset)
+
+
 def _layout(t, strides):
     """An extern result in the layout the kernels read it with: ``strides`` (its meta tensor's, a
     dense permutation) or contiguous (None); a copy only if the op's result came back otherwise.
@@ -136,7 +142,7 @@ def _py(expr) -> str:
 def fixed_globals() -> dict:
     """The names every wrapper's code reads beside its own kernels and constants."""
     return {"_empty": _empty, "_empty_on": _empty_on, "_reuse": _reuse, "_layout": _layout, "_view": _view,
-            "_alias": _alias, "_dev": CPU,
+            "_alias": _alias, "_input_view": _input_view, "_dev": CPU,
             "_scalar_to": _scalar_to, "InputMismatch": InputMismatch, "ember": __import__("ember"), "_Tensor": Tensor,
             "_device_front": _device_front, "_site": _site, "_SYNC_HOOK": _SYNC_HOOK,
             "_INFERENCE_USED": _INFERENCE_USED, "_GRAD_STATE": _GRAD_STATE, "_make_tensor": make_tensor}
@@ -462,6 +468,9 @@ class WrapperWriter:
             alias = getattr(obj, "alias", None)
             if alias is None:
                 return obj.buffer.name
+            if getattr(alias, "input_view", False):
+                return (f"_input_view({alias.buffer.name}, {self.shape_text(alias.shape)}, "
+                        f"{self.shape_text(alias.strides)}, {_py(alias.offset)})")
             if (alias.shape, alias.strides, alias.offset) == (alias.buffer.shape, alias.buffer.strides, 0):
                 return alias.buffer.name
             # the buffer seen with the output's shape: a tensor of its own (no view of the buffer,

@@ -74,10 +74,39 @@ def _unknown_option(module_name: str, key: str) -> RuntimeError:
                         "max_autotune, cpu_backend, inline_limit, fallback_on_error, cpp.*")
 
 
+# torch._inductor settings that only tune how fast the generated code runs, or what it logs, in
+# PyTorch's generator, and that ember's has no counterpart for: ``torch.compile(options=...)`` and
+# ``patch`` accept them (a PyTorch program passing them runs) and leave ember's code as it is
+# (docs/deviations.md). Settings that change results (``fallback_random``, ``use_fast_math``,
+# ``freezing`` ...) are not here: they raise as unknown.
+TORCH_TUNING_OPTIONS = frozenset({
+    "epilogue_fusion", "epilogue_fusion_first", "prologue_fusion", "aggressive_fusion", "max_fusion_size",
+    "max_autotune_pointwise", "max_autotune_gemm", "max_autotune_gemm_backends", "max_autotune_gemm_search_space",
+    "coordinate_descent_tuning", "coordinate_descent_check_all_directions", "coordinate_descent_search_radius",
+    "shape_padding", "comprehensive_padding", "benchmark_kernel", "benchmark_fusion", "benchmark_epilogue_fusion",
+    "compile_threads", "split_reductions", "loop_ordering_after_fusion", "reorder_for_locality", "permute_fusion",
+    "pattern_matcher", "group_fusion", "batch_fusion", "realize_opcount_threshold", "unroll_reductions_threshold",
+    "combo_kernels", "cpp_wrapper", "debug", "disable_progress", "verbose_progress",
+    "trace.enabled", "trace.graph_diagram", "trace.debug_log", "trace.info_log", "trace.fx_graph",
+    "trace.output_code", "trace.upload_tar",
+    "triton.unique_kernel_names", "triton.descriptive_names", "triton.cudagraph_trees", "triton.autotune_pointwise",
+    "triton.autotune_cublasLt", "triton.max_tiles", "triton.persistent_reductions", "triton.multi_kernel",
+    "cpp.simdlen", "cpp.threads", "cpp.enable_kernel_profile", "cpp.min_chunk_size", "cpp.dynamic_threads",
+})
+# torch._inductor names of ember settings
+_ALIASES = {"fx_graph_cache": "graph_cache"}
+
+
 def patch(arg1=None, arg2=None, **kwargs):
     """These settings (``{"triton.cudagraphs": True, ...}`` as ``torch.compile(options=...)``,
     ``patch("max_autotune", True)`` or ``patch(max_autotune=True)``) for the duration of a ``with``
-    block or a decorated call."""
+    block or a decorated call. PyTorch's tuning-only settings (``TORCH_TUNING_OPTIONS``) are taken and
+    have no effect; ``fx_graph_cache`` is ``graph_cache``."""
     from .._config_patch import ConfigPatch, changes_of
 
-    return ConfigPatch(__name__, changes_of(arg1, arg2, **kwargs), _unknown_option)
+    changes = {}
+    for key, value in changes_of(arg1, arg2, **kwargs).items():
+        if key in TORCH_TUNING_OPTIONS and key not in snapshot():
+            continue
+        changes[_ALIASES.get(key, key)] = value
+    return ConfigPatch(__name__, changes, _unknown_option)
