@@ -236,15 +236,18 @@ cuda.sdp_kernel = _sdp_kernel
 class _Backend:
     """A library choice (PyTorch's ``torch._C._LinalgBackend``/``_BlasBackend`` members)."""
 
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind, self.name = kind, name
+    def __init__(self, kind: str, name: str, value: int) -> None:
+        self.kind, self.name, self.value = kind, name, value
 
     def __repr__(self) -> str:
+        return f"<{self.kind}.{self.name}: {self.value}>"
+
+    def __str__(self) -> str:
         return f"{self.kind}.{self.name}"
 
 
-_LINALG = {n.lower(): _Backend("_LinalgBackend", n) for n in ("Default", "Cusolver", "Magma")}
-_BLAS = {n.lower(): _Backend("_BlasBackend", n) for n in ("Default", "Cublas", "Cublaslt", "Ck")}
+_LINALG = {n.lower(): _Backend("_LinalgBackend", n, i) for i, n in enumerate(("Default", "Cusolver", "Magma"))}
+_BLAS = {n.lower(): _Backend("_BlasBackend", n, i) for i, n in enumerate(("Default", "Cublas", "Cublaslt", "Ck"))}
 _PREFERRED = {"linalg": _LINALG["default"], "blas": _BLAS["cublas"]}
 
 

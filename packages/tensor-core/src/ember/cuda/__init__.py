@@ -239,7 +239,7 @@ def seed_all() -> None:
 
 def initial_seed() -> int:
     f = _plugin_attr("initial_seed")
-    if f is None:
+    if f is None or not is_available():
         _no_cuda("ember.cuda.initial_seed()")
     return f()
 
