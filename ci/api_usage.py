@@ -47,34 +47,35 @@ def resolve(root, path: str):
 
 
 def rank(corpus: str) -> list[tuple[int, str]]:
+    """(files, first missing prefix), most used first: a file counts once per missing prefix."""
     import torch
 
     import ember
 
-    counts: collections.Counter = collections.Counter()
+    per_file = []
     for root, _, files in os.walk(corpus):
         for f in files:
             if f.endswith(".py"):
                 with open(os.path.join(root, f), errors="ignore") as fh:
-                    counts.update(references(fh.read()))
-    missing: collections.Counter = collections.Counter()
-    seen_files: dict[str, int] = {}
-    for path, n in counts.items():
+                    per_file.append(references(fh.read()))
+    prefix_of: dict[str, str | None] = {}
+    for path in set().union(*per_file) if per_file else ():
+        prefix_of[path] = None
         try:
             resolve(torch, path)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - not a PyTorch name (a local alias, a typo): skipped
             continue
         parts = path.split(".")
         for k in range(2, len(parts) + 1):
             try:
                 resolve(ember, "ember." + ".".join(parts[1:k]))
             except Exception:  # noqa: BLE001
-                prefix = ".".join(parts[:k])
-                # a file counts once per missing prefix: take the largest count among its references
-                seen_files[prefix] = max(seen_files.get(prefix, 0), n)
+                prefix_of[path] = ".".join(parts[:k])
                 break
-    missing.update(seen_files)
-    return missing.most_common()
+    counts: collections.Counter = collections.Counter()
+    for refs in per_file:
+        counts.update({prefix_of[p] for p in refs if prefix_of[p] is not None})
+    return [(n, p) for p, n in counts.most_common()]
 
 
 def main(argv: list[str]) -> None:
