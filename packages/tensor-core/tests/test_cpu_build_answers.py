@@ -165,3 +165,24 @@ def test_config_and_model_zoo_and_dlpack():
     y = dlpack.from_dlpack(dlpack.to_dlpack(x))
     assert y.tolist() == [0.0, 1.0, 2.0, 3.0]
     assert torch.utils.dlpack.from_dlpack(x).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_cuda_amp_custom_fwd_bwd_deprecated_aliases():
+    def grad_through(lib):
+        with pytest.warns(FutureWarning, match=r"torch.cuda.amp.custom_(fwd|bwd)\(args...\)` is deprecated"):
+            class Double(lib.autograd.Function):
+                @staticmethod
+                @lib.cuda.amp.custom_fwd
+                def forward(ctx, x):
+                    return x * 2
+
+                @staticmethod
+                @lib.cuda.amp.custom_bwd
+                def backward(ctx, g):
+                    return g * 3
+
+        x = lib.ones(2, requires_grad=True)
+        Double.apply(x).sum().backward()
+        return x.grad.tolist()
+
+    assert grad_through(ember) == grad_through(torch) == [3.0, 3.0]
