@@ -81,7 +81,7 @@ def rank(corpus: str) -> list[tuple[int, str]]:
 def main(argv: list[str]) -> None:
     warnings.simplefilter("ignore")
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 100
-    for path, n in rank(argv[0])[:top]:
+    for n, path in rank(argv[0])[:top]:
         print(f"{n:5d} {path}")
 
 
