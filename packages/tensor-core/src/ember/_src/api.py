@@ -114,6 +114,11 @@ from .bindings import generate as _generate  # noqa: E402
 
 _generate(globals())
 
+# torch._C._get_tracing_state(): programs (timm, detectron2) ask it whether a jit trace is recording.
+from .jit_tracing import _get_tracing_state  # noqa: E402
+
+_C._get_tracing_state = _get_tracing_state
+
 # torch._foreach_* (list-of-tensors forms of pointwise ops and norms).
 from .foreach import FOREACH as _FOREACH  # noqa: E402
 
