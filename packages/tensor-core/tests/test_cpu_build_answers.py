@@ -186,3 +186,19 @@ def test_cuda_amp_custom_fwd_bwd_deprecated_aliases():
         return x.grad.tolist()
 
     assert grad_through(ember) == grad_through(torch) == [3.0, 3.0]
+
+
+def test_tensor_storage_type_and_accelerator_moves():
+    for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+                 "complex64", "complex128"):
+        got = ember.ones(2, dtype=getattr(ember, name)).storage_type()
+        want = torch.ones(2, dtype=getattr(torch, name)).storage_type()
+        assert got.__name__ == want.__name__ and got is getattr(ember, want.__name__)
+    for method in ("xpu", "mtia"):
+        with pytest.raises(AssertionError) as t_err:
+            getattr(torch.ones(1), method)()
+        with pytest.raises(AssertionError) as e_err:
+            getattr(ember.ones(1), method)()
+        assert str(e_err.value).split(".")[0] == str(t_err.value).split(".")[0]
+    for module in ("os", "no_such_module_zz"):
+        assert ember.hub._check_module_exists(module) == torch.hub._check_module_exists(module)

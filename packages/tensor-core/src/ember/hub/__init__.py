@@ -31,6 +31,13 @@ ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
 DEFAULT_CACHE_DIR = "~/.cache"
 
 
+def _check_module_exists(name: str) -> bool:
+    """Whether ``import name`` would find a module (hubconf dependency checks)."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
 def _get_torch_home() -> str:
     """``$TORCH_HOME``, else ``$XDG_CACHE_HOME/torch`` (``~/.cache/torch``), as PyTorch's. ember's own
     cache (``get_dir()``) prefers ``$EMBER_HOME`` and lives under ``ember`` (docs/deviations.md)."""
