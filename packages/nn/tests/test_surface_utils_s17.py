@@ -98,3 +98,12 @@ def test_hub_constants_random_and_graph_switch(monkeypatch):
     ember.autograd.graph.set_warn_on_accumulate_grad_stream_mismatch(True)
     with pytest.raises(TypeError):
         ember.autograd.graph.set_warn_on_accumulate_grad_stream_mismatch("yes")
+
+
+def test_module_accelerator_moves_match_torch():
+    for method, err in (("xpu", AssertionError), ("mtia", AssertionError), ("ipu", RuntimeError)):
+        for lib in (ember, torch):
+            relu = lib.nn.ReLU()
+            assert getattr(relu, method)() is relu  # nothing to move
+            with pytest.raises(err):
+                getattr(lib.nn.Linear(2, 2), method)()

@@ -200,5 +200,8 @@ def test_tensor_storage_type_and_accelerator_moves():
         with pytest.raises(AssertionError) as e_err:
             getattr(ember.ones(1), method)()
         assert str(e_err.value).split(".")[0] == str(t_err.value).split(".")[0]
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="PyTorch is not linked with support for ipu devices"):
+            lib.ones(1).ipu()
     for module in ("os", "no_such_module_zz"):
         assert ember.hub._check_module_exists(module) == torch.hub._check_module_exists(module)

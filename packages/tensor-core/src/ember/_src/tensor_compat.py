@@ -1,6 +1,6 @@
 """Tensor methods PyTorch keeps for older code or for ``load_state_dict``: ``is_nonzero``,
 ``is_distributed``, ``is_set_to``, the deprecated out-of-place ``resize``/``resize_as``,
-``to_sparse_coo``, ``module_load``, ``storage_type`` and the ``xpu``/``mtia`` moves (which, as in
+``to_sparse_coo``, ``module_load``, ``storage_type`` and the ``xpu``/``mtia``/``ipu`` moves (which, as in
 PyTorch's CPU build, have no device to move to)."""
 
 from __future__ import annotations
@@ -82,6 +82,11 @@ def mtia(self: Tensor, device=None, non_blocking: bool = False, memory_format=No
     raise AssertionError("Torch not compiled with MTIA enabled.")
 
 
+def ipu(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """A copy on a Graphcore IPU: ember has none (PyTorch's CPU build raises the same RuntimeError)."""
+    raise RuntimeError("PyTorch is not linked with support for ipu devices")
+
+
 declare(__name__, """
 is_nonzero       method
 is_distributed   method
@@ -93,4 +98,5 @@ module_load      method
 storage_type     method
 xpu              method
 mtia             method
+ipu              method
 """)
