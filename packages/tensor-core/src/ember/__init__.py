@@ -49,6 +49,10 @@ def __getattr__(name):
             raise AttributeError(
                 f"module 'ember' has no attribute '{name}': install the package that provides ember.{name}"
             ) from None
+    if name == "__config__":  # torch.__config__.show()/parallel_info(): loaded on first use
+        import importlib
+
+        return importlib.import_module("ember.__config__")
     if name == "vmap":  # torch.vmap is torch.func.vmap; ember.func ships with ember-autograd
         try:
             return __getattr__("func").vmap  # an optional subpackage: the core imports no upper package

@@ -34,6 +34,7 @@ __all__ = [
     "disable_saved_tensors_hooks",
     "increment_version",
     "register_multi_grad_hook",
+    "set_warn_on_accumulate_grad_stream_mismatch",
 ]
 
 _SEQ = itertools.count()
@@ -566,3 +567,16 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
         return hook
 
     return _MultiHandle([t.register_hook(all_hook(i)) for i, t in enumerate(tensors) if t.requires_grad])
+
+
+_WARN_ON_ACCUMULATE_GRAD_STREAM_MISMATCH = [True]
+
+
+def set_warn_on_accumulate_grad_stream_mismatch(enabled: bool) -> None:
+    """Whether to warn when a gradient arrives for accumulation on another CUDA stream than the
+    one its leaf's accumulator runs on. ember's backward runs on one stream per device, so there is
+    no mismatch to warn about; the switch is kept."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_warn_on_accumulate_grad_stream_mismatch(): argument 'enabled' must be bool, not "
+                        f"{type(enabled).__name__}")
+    _WARN_ON_ACCUMULATE_GRAD_STREAM_MISMATCH[0] = enabled

@@ -13,6 +13,7 @@ output does not require grad either.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 import warnings
@@ -21,19 +22,118 @@ import ember
 from ember import Tensor
 from ember.autograd import Function
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "check_backward_validity", "detach_variable",
+           "get_device_states", "set_device_states", "noop_context_fn", "set_checkpoint_early_stop",
+           "DefaultDeviceType", "set_checkpoint_debug_enabled"]
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward did not reproduce the forward (PyTorch's class)."""
+
+
+def noop_context_fn():
+    """The default ``context_fn``: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs):
+    """The tuple with each tensor detached, keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if not isinstance(inp, Tensor):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad = inp.requires_grad
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+
+
+def get_device_states(*args):
+    """The accelerator devices the tensors in ``args`` live on and their RNG states (none on the CPU)."""
+    devices = []
+    for arg in args:
+        if isinstance(arg, Tensor) and arg.device.type not in ("cpu", "meta") and arg.get_device() not in devices:
+            devices.append(arg.get_device())
+    states = []
+    if devices:
+        module = ember.get_device_module(DefaultDeviceType.get_device_type())
+        states = [module.get_rng_state(d) for d in devices]
+    return devices, states
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    if not devices:
+        return
+    module = ember.get_device_module(device_type or DefaultDeviceType.get_device_type())
+    for device, state in zip(devices, states):
+        module.set_rng_state(state, device)
+
+
+class DefaultDeviceType:
+    """The device type whose RNG state checkpointing saves when no argument names one."""
+
+    _default_device_type: str | None = None
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        if not DefaultDeviceType._default_device_type:
+            accelerator = ember.accelerator.current_accelerator(True)
+            DefaultDeviceType._default_device_type = accelerator.type if accelerator else "cpu"
+        return DefaultDeviceType._default_device_type
+
+
+_enable_checkpoint_early_stop = True
+_checkpoint_debug_enabled: bool | None = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Whether non-reentrant checkpoints stop recomputing once every saved tensor is back. ember's
+    recomputation always runs the whole function (the flag is kept and restored)."""
+    global _enable_checkpoint_early_stop
+    prev = _enable_checkpoint_early_stop
+    _enable_checkpoint_early_stop = enable
+    try:
+        yield
+    finally:
+        _enable_checkpoint_early_stop = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Overrides ``checkpoint(debug=...)`` inside the block (None defers to the call's flag)."""
+    global _checkpoint_debug_enabled
+    prev = _checkpoint_debug_enabled
+    _checkpoint_debug_enabled = enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = prev
 
 
 class _CheckpointFunction(Function):
     @staticmethod
-    def forward(ctx, run_function, preserve_rng_state, kwargs, _anchor, *args):
+    def forward(ctx, run_function, preserve_rng_state, kwargs, _anchor, context_fn, *args):
         ctx.run_function = run_function
         ctx.kwargs = kwargs
+        forward_context, ctx.recompute_context = context_fn()
         ctx.rng_state = ember.get_rng_state() if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_positions])
-        with ember.no_grad():
+        with ember.no_grad(), forward_context:
             outputs = run_function(*args, **kwargs)
         ctx.single = not isinstance(outputs, tuple)
         return outputs
@@ -52,7 +152,7 @@ class _CheckpointFunction(Function):
         try:
             if ctx.rng_state is not None:
                 ember.set_rng_state(ctx.rng_state)
-            with ember.enable_grad():
+            with ember.enable_grad(), ctx.recompute_context:
                 outputs = ctx.run_function(*args, **ctx.kwargs)
         finally:
             if current_rng is not None:
@@ -65,7 +165,7 @@ class _CheckpointFunction(Function):
         grads = [None] * len(args)
         for i, d in zip(ctx.tensor_positions, detached):
             grads[i] = d.grad if d.requires_grad else None
-        return (None, None, None, None, *grads)
+        return (None, None, None, None, None, *grads)
 
 
 _INERT = (int, float, complex, str, bytes, bool, type(None), type, types.ModuleType, types.BuiltinFunctionType)
@@ -125,14 +225,16 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
         use_reentrant = False
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-    if context_fn is not None and use_reentrant:
+    if ((context_fn is not None and context_fn is not noop_context_fn) or debug) and use_reentrant:
         raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+    if context_fn is None:
+        context_fn = noop_context_fn
     if not ember.is_grad_enabled():
         return function(*args, **kwargs)
     if use_reentrant and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
     anchor = ember.empty(0, requires_grad=not use_reentrant and _may_need_grad(function, args, kwargs))
-    return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, anchor, *args)
+    return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, anchor, context_fn, *args)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):

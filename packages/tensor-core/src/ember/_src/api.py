@@ -114,8 +114,18 @@ from .bindings import generate as _generate  # noqa: E402
 
 _generate(globals())
 
+# torch._C._get_tracing_state(): programs (timm, detectron2) ask it whether a jit trace is recording.
+from .jit_tracing import _get_tracing_state  # noqa: E402
+
+_C._get_tracing_state = _get_tracing_state
+
+# torch._foreach_* (list-of-tensors forms of pointwise ops and norms).
+from .foreach import FOREACH as _FOREACH  # noqa: E402
+
+globals().update(_FOREACH)
+
 # ``import *`` also exports the private-looking names PyTorch has at top level.
 __all__ = [n for n in dir() if not n.startswith("_") or n in (
     "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_",
     "_standard_gamma", "_assert", "_assert_async", "_check", "_check_index", "_check_is_size", "_check_not_implemented",
-    "_check_tensor_all", "_check_type", "_check_value", "_check_with")]
+    "_check_tensor_all", "_check_type", "_check_value", "_check_with") or n in _FOREACH]

@@ -1,6 +1,7 @@
 """Tensor methods PyTorch keeps for older code or for ``load_state_dict``: ``is_nonzero``,
 ``is_distributed``, ``is_set_to``, the deprecated out-of-place ``resize``/``resize_as``,
-``to_sparse_coo`` and ``module_load``."""
+``to_sparse_coo``, ``module_load``, ``storage_type`` and the ``xpu``/``mtia``/``ipu`` moves (which, as in
+PyTorch's CPU build, have no device to move to)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,33 @@ def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
     return self.copy_(other).detach()
 
 
+def storage_type(self: Tensor) -> type:
+    """The legacy typed-storage class of the tensor's dtype (``ember.FloatStorage`` for float32)."""
+    from . import storage
+
+    for name in dir(storage):
+        cls = getattr(storage, name)
+        if name.endswith("Storage") and isinstance(cls, type) and getattr(cls, "dtype", None) is self.dtype \
+                and name not in ("TypedStorage", "UntypedStorage"):
+            return cls
+    raise RuntimeError(f"storage_type(): no legacy storage class for {self.dtype}")
+
+
+def xpu(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """A copy on an Intel GPU: ember has none, so this raises PyTorch's CPU-build AssertionError."""
+    raise AssertionError("Torch not compiled with XPU enabled")
+
+
+def mtia(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """A copy on an MTIA accelerator: ember has none (PyTorch's CPU build raises the same)."""
+    raise AssertionError("Torch not compiled with MTIA enabled.")
+
+
+def ipu(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """A copy on a Graphcore IPU: ember has none (PyTorch's CPU build raises the same RuntimeError)."""
+    raise RuntimeError("PyTorch is not linked with support for ipu devices")
+
+
 declare(__name__, """
 is_nonzero       method
 is_distributed   method
@@ -67,4 +95,8 @@ resize           method
 resize_as        method
 to_sparse_coo    method
 module_load      method
+storage_type     method
+xpu              method
+mtia             method
+ipu              method
 """)

@@ -24,6 +24,25 @@ VAR_DEPENDENCY = "dependencies"
 READ_DATA_CHUNK = 128 * 1024
 _hub_dir: str | None = None
 _HASH_RE = re.compile(r"-([a-f0-9]*)\.")
+HASH_REGEX = _HASH_RE  # PyTorch's public name of the checkpoint file-name hash pattern
+ENV_GITHUB_TOKEN = "GITHUB_TOKEN"
+ENV_TORCH_HOME = "TORCH_HOME"
+ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
+DEFAULT_CACHE_DIR = "~/.cache"
+
+
+def _check_module_exists(name: str) -> bool:
+    """Whether ``import name`` would find a module (hubconf dependency checks)."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _get_torch_home() -> str:
+    """``$TORCH_HOME``, else ``$XDG_CACHE_HOME/torch`` (``~/.cache/torch``), as PyTorch's. ember's own
+    cache (``get_dir()``) prefers ``$EMBER_HOME`` and lives under ``ember`` (docs/deviations.md)."""
+    return os.path.expanduser(os.getenv(ENV_TORCH_HOME, os.path.join(os.getenv(ENV_XDG_CACHE_HOME,
+                                                                               DEFAULT_CACHE_DIR), "torch")))
 
 
 def get_dir() -> str:

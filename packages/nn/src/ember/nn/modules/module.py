@@ -585,6 +585,17 @@ class Module:
     def cuda(self, device=None) -> Module:
         return self._apply(lambda t: t.cuda(device))
 
+    def xpu(self, device=None) -> Module:
+        """Moves parameters and buffers to an Intel GPU (none in ember: a module holding tensors
+        raises PyTorch's CPU-build AssertionError)."""
+        return self._apply(lambda t: t.xpu(device))
+
+    def mtia(self, device=None) -> Module:
+        return self._apply(lambda t: t.mtia(device))
+
+    def ipu(self, device=None) -> Module:
+        return self._apply(lambda t: t.ipu(device))
+
     def type(self, dst_type) -> Module:
         return self._apply(lambda t: t.type(dst_type))
 

@@ -44,3 +44,12 @@ def sdpa_kernel(backends, set_priority: bool = False):
         yield {}
     finally:
         ENABLED_BACKENDS.update(previous)
+
+
+def __getattr__(name: str):
+    # `torch.nn.attention.flex_attention` after `import torch.nn`: the submodule on first access.
+    if name == "flex_attention":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.flex_attention")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
