@@ -776,9 +776,6 @@ DEVIATIONS = {
         "mutated": "ember's exported graph is functional: buffers written in forward are BUFFER_MUTATION "
                    "outputs; torch 2.13 keeps the in-place ops on the buffer placeholders",
         "kinds": "(the same: the BUFFER_MUTATION output specs)"},
-    "export_draft": {"report_empty": "slicing by an unbacked int (x[:k.item()]) is a data-dependent guard in "
-                                     "ember's export (draft_export reports it and specializes to the example's "
-                                     "value); torch 2.13 gives the slice a new unbacked size"},
     "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
                                          "the ops my_op runs, not one call node"},
 }

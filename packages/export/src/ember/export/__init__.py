@@ -51,12 +51,15 @@ register_graph_function("ember.export.sym_size", sym_size)
 
 
 def _register_item() -> None:
-    from ember.compiler._unbacked_export import item
+    from ember.compiler._unbacked_export import clamp_slice_index, item, sym_max, sym_min
 
     from ._sym import _assert_scalar
 
     register_graph_function("ember.compiler.item", item)  # .item() in a graph (unbacked ``u0``)
     register_graph_function("ember.export._assert_scalar", _assert_scalar)
+    register_graph_function("ember.compiler.clamp_slice_index", clamp_slice_index)  # x[:k.item()]'s bound
+    register_graph_function("ember.compiler.sym_min", sym_min)
+    register_graph_function("ember.compiler.sym_max", sym_max)
 
 
 _register_item()

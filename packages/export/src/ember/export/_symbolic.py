@@ -321,7 +321,8 @@ def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder, env=None) -
             builder.current = node  # a returned size (``idx.shape[0] * 2``): the graph computes it
             node.args = _replace(node.args, builder)
             continue
-        if node.op in ("placeholder", "output") or node in builder.cache.values():
+        if node.op in ("placeholder", "output") or node in builder.cache.values() and not _has_symint(node.args):
+            # (a node making an unbacked symbol from sizes, ``clamp_slice_index``, reads them too)
             if node.op == "placeholder":
                 _mark(node)
             continue
