@@ -332,6 +332,42 @@ def test_two_equal_dims_suggest_the_later_one_in_terms_of_the_earlier_like_torch
                                             ("Constraints violated (m)", "  m = n")]
 
 
+def _floor_reshapes(lib):
+    class Quarters(lib.nn.Module):  # the -1 dim is 3*n / (4*(n // 4)): sympy.solve finds only n = 16
+        def forward(self, x):
+            return x.reshape(x.shape[0] // 4, 4, -1).sum(1)
+
+    class Fours(lib.nn.Module):  # 3*n divisible by 4
+        def forward(self, x):
+            return x.view(-1, 4) + 1
+
+    class Pairs(lib.nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0] // 2, 2, x.shape[1]).sum(1)
+
+    return {"quarters": Quarters(), "fours": Fours(), "pairs": Pairs()}
+
+
+@pytest.mark.parametrize("name", ["quarters", "fours", "pairs"])
+@pytest.mark.parametrize("hint", ["AUTO", "DYNAMIC"])
+def test_floor_and_divisibility_guards_keep_an_auto_dim_like_torch(name, hint):
+    # torch 2.13 keeps the dim symbolic and checks such guards on each call (an AssertionError
+    # "Guard failed" where they do not hold); ember specialized the dim to the example's 16
+    tp = torch.export.export(_floor_reshapes(torch)[name], (torch.ones(16, 3),),
+                             dynamic_shapes={"x": {0: getattr(torch.export.Dim, hint)}})
+    ep = export(_floor_reshapes(ember)[name], (ember.ones(16, 3),), dynamic_shapes={"x": {0: getattr(Dim, hint)}})
+    assert [str(r) for r in ep.range_constraints.values()] == [str(r) for r in tp.range_constraints.values()]
+    for n in (8, 12, 13, 32):
+        data = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3)
+        try:
+            want = tp.module()(data)
+        except AssertionError:
+            with pytest.raises(AssertionError, match="Guard failed"):
+                ep.module()(ember.tensor(data.numpy()))
+            continue
+        assert ep.module()(ember.tensor(data.numpy())).tolist() == want.tolist()
+
+
 def _half_rows(lib):
     class HalfRows(lib.nn.Module):
         def forward(self, x):

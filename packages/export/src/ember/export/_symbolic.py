@@ -115,12 +115,17 @@ def classify_guards(env: ShapeEnv, roots):
                     values = [v for v in sympy.solve(rel, root.symbol) if v.is_Integer]
                 except NotImplementedError:
                     values = []
-                if values and not isinstance(rel.lhs, sympy.Mod) and not isinstance(rel.rhs, sympy.Mod):
+                if values and not isinstance(rel.lhs, sympy.Mod) and not isinstance(rel.rhs, sympy.Mod) \
+                        and _only_solutions(rel, root, values):
                     _specialized(root, int(values[0]), frame, retrace)
                     continue
                 modulus = _modulus(rel, root)
                 if modulus:
-                    _divisibility(root, modulus, frame, retrace)
+                    if root.kind in ("auto", "dynamic"):
+                        # PyTorch keeps the dim and checks the divisibility on each call
+                        env.runtime_guards = [*getattr(env, "runtime_guards", ()), guard]
+                        continue
+                    _divisibility(root, modulus, frame)
                     continue
             if isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
                 lo, hi = _bounds(rel, root)
@@ -159,6 +164,26 @@ def _without_size_factors(rel, by_symbol):
     return sympy.Eq(sympy.Mul(*kept), 0)
 
 
+def _holds(rel, root, value) -> bool:
+    """``rel`` at ``root = value`` (False where it divides by zero: ``Mod(3*s0, 4*floor(s0/4))`` at 2)."""
+    try:
+        return bool(rel.subs(root.symbol, value))
+    except ZeroDivisionError:
+        return False
+
+
+def _only_solutions(rel, root, values) -> bool:
+    """Whether ``sympy.solve``'s integer solutions of an equality guard are all the sizes near
+    the example one that satisfy it: with floors (``4*floor(s0/4)*floor(3*s0/(4*floor(s0/4))) ==
+    3*s0``, a ``reshape(n // 4, 4, -1)``) solve can return one point of a guard that every
+    multiple of 4 satisfies, which is no specialization."""
+    if not rel.has(sympy.floor, sympy.ceiling, sympy.Mod):
+        return True
+    base, found = root.base, {int(v) for v in values}
+    sample = {base + k for k in range(-8, 9)} | {2 * base, 3 * base, base // 2}
+    return not any(_holds(rel, root, v) for v in sample if v >= 2 and v not in found)
+
+
 def _modulus(rel, root) -> int | None:
     """``m`` when a guard with ``floor``/``Mod`` holds exactly for the multiples of ``m``
     (``6*floor(s0/2) == 3*s0``: s0 even), tested over the sizes near the example one."""
@@ -169,7 +194,7 @@ def _modulus(rel, root) -> int | None:
         if base % m:
             continue
         sample = [base + k for k in range(-m, 2 * m + 1) if base + k >= 2]
-        if all(bool(rel.subs(root.symbol, v)) == (v % m == 0) for v in sample):
+        if all(_holds(rel, root, v) == (v % m == 0) for v in sample):
             return m
     return None
 
@@ -187,10 +212,7 @@ def _specialized(root, value, frame, retrace) -> None:
         [f"{_where(root)} = {value}"])
 
 
-def _divisibility(root, m, frame, retrace) -> None:
-    if root.kind == "auto":
-        retrace[root.key] = ("static", root.base)
-        return
+def _divisibility(root, m, frame) -> None:
     raise constraint_violation(
         [_where(root)],
         [f"Not all values of {_where(root)} in the specified range satisfy the generated guard "
