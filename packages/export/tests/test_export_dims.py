@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 import torch
@@ -366,6 +367,33 @@ def test_floor_and_divisibility_guards_keep_an_auto_dim_like_torch(name, hint):
                 ep.module()(ember.tensor(data.numpy()))
             continue
         assert ep.module()(ember.tensor(data.numpy())).tolist() == want.tolist()
+
+
+def _first_half(lib):
+    class FirstHalf(lib.nn.Module):
+        def forward(self, x):
+            return x[: x.shape[0] // 2] * 2
+
+    return FirstHalf()
+
+
+@pytest.mark.parametrize("spec", [{}, {"max": 100}, {"min": 4, "max": 100}])
+def test_slicing_by_a_floor_of_a_named_dim_suggests_a_multiple_like_torch(spec):
+    # torch 2.13 refuses x[: n // 2] for a named Dim (its guard n // 2 <= n is not proved over the
+    # range) and suggests n = 2*_n; ember suggested specializing n. The suggestion exports in both.
+    with pytest.raises(torch._dynamo.exc.UserError, match=r"(?s)satisfy the generated guard.*n = 2\*_n") as t_exc:
+        torch.export.export(_first_half(torch), (torch.arange(10.0),),
+                            dynamic_shapes={"x": {0: torch.export.Dim("n", **spec)}})
+    with pytest.raises(UserError, match=r"(?s)satisfy the generated guard.*n = 2\*_n") as e_exc:
+        export(_first_half(ember), (ember.arange(10.0),), dynamic_shapes={"x": {0: Dim("n", **spec)}})
+    t_fix = re.search(r"_n = Dim\('_n', max=(\w+)\)", str(t_exc.value)).group(1)
+    e_fix = re.search(r"_n = Dim\('_n', max=(\w+)\)", str(e_exc.value)).group(1)
+    assert t_fix == e_fix
+    tp = torch.export.export(_first_half(torch), (torch.arange(10.0),),
+                             dynamic_shapes={"x": {0: 2 * torch.export.Dim("_n", max=50)}})
+    ep = export(_first_half(ember), (ember.arange(10.0),), dynamic_shapes={"x": {0: 2 * Dim("_n", max=50)}})
+    for n in (4, 6, 12):
+        assert ep.module()(ember.arange(float(n))).tolist() == tp.module()(torch.arange(float(n))).tolist()
 
 
 def _half_rows(lib):

@@ -31,7 +31,7 @@ from ember.compiler.symbolic_shapes import ShapeEnv, SymFloat, SymInt
 from ._dims import INT_OO
 from ._dynamic_shapes import constraint_violation
 from ._ranges import ValueRange
-from ._sym import SizeBuilder
+from ._sym import SizeBuilder, _ratio
 
 
 def _contiguous_strides(shape) -> tuple:
@@ -281,11 +281,33 @@ def _related(a, b, offset, frame, retrace, roots) -> None:
 def _unexpressible(roots, guard, frame) -> None:
     names = [r.name for r in roots]
     text = str(guard.subs({r.symbol: sympy.Symbol(r.name) for r in roots}))
+    divisor = _floor_divisor(guard, roots[0]) if len(roots) == 1 and roots[0].kind == "dim" else None
+    if divisor:
+        # ``x[: n // 2]``: PyTorch 2.13 reports the guard over the dim's range and suggests the dim
+        # be a multiple of the divisor (a derived dim, with which the program exports)
+        root = roots[0]
+        upper = "oo" if root.hi >= INT_OO else root.hi // divisor
+        raise constraint_violation(
+            names,
+            [f"Not all values of {root.name} in the specified range {_range_text(root)} satisfy the generated "
+             f"guard {text}.{_frame_text(frame)}"],
+            [f"_{root.name} = Dim('_{root.name}', max={upper})", f"{root.name} = {divisor}*_{root.name}"])
     raise constraint_violation(
         names,
         [f"Not all values of {', '.join(names)} satisfy the generated guard {text}, which export cannot express "
          f"as a range or a relation between dims.{_frame_text(frame)}"],
         [f"{r.name} = {r.base}" for r in roots])
+
+
+def _floor_divisor(guard, root) -> int | None:
+    """``k`` when every floor in the guard is ``floor(root / k)``, of one ``k``."""
+    divisors = set()
+    for term in guard.atoms(sympy.floor, sympy.ceiling):
+        ratio = _ratio(term.args[0])
+        if ratio is None or ratio[0] != root.symbol or not ratio[1].is_Integer or int(ratio[1]) < 2:
+            return None
+        divisors.add(int(ratio[1]))
+    return divisors.pop() if len(divisors) == 1 else None
 
 
 # ------------------------------------------------------------------ the graph
