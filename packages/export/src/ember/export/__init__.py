@@ -32,7 +32,7 @@ from ._signature import (
     TensorArgument,
 )
 from ._sym import sym_size
-from ._trace import export, export_for_training
+from ._trace import export
 from ._unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
@@ -40,7 +40,7 @@ ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports
 __all__ = [
     "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
     "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
-    "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
+    "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError",
     "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
