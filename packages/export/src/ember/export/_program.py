@@ -64,7 +64,11 @@ class ExportedProgram:
         self._module_call_graph = list(module_call_graph)
         self._example_inputs = example_inputs
         self._constants = dict(constants or {})
-        self._verifiers = verifiers
+        if verifiers is None:
+            from ._verifier import TrainingIRVerifier
+
+            verifiers = [TrainingIRVerifier]
+        self._verifiers = list(verifiers)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -113,12 +117,18 @@ class ExportedProgram:
         return CallSpec(sig.in_spec, sig.out_spec)
 
     @property
-    def verifiers(self):
+    def verifiers(self) -> list:
+        """The verifier classes of the program's dialect (``TrainingIRVerifier`` for ``export``,
+        ``Verifier`` after ``run_decompositions()``), as PyTorch's."""
         return self._verifiers
 
     @property
+    def verifier(self):
+        return self._verifiers[0]
+
+    @property
     def dialect(self) -> str:
-        return "ATEN"
+        return self._verifiers[0].dialect
 
     def parameters(self):
         for _, p in self.named_parameters():

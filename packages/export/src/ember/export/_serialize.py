@@ -165,6 +165,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
         "constant_keys": list(ep.constants),
         "parameters_requires_grad": requires_grad,
         "symbols": sym_names,
+        "dialect": ep.dialect,
         # Dim.AUTO/DYNAMIC guards module() checks per call: [relation, lhs, rhs]
         "runtime_guards": [[type(g).__name__, str(g.lhs), str(g.rhs)] for g in ep._runtime_guards
                            if isinstance(g, sympy.core.relational.Relational)],
@@ -249,8 +250,11 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
     ranges = {sym_from_text(k, symbols): ValueRange(v["min"], v["max"])
               for k, v in program["range_constraints"].items()}
     call_graph = _call_graph_from_json(program["module_call_graph"])
+    from ._verifier import verifier_of
+
     ep = ExportedProgram(None, graph, _signature_from_json(program["signature"]), state_dict, ranges, call_graph,
-                         example_inputs=example, constants=constants)
+                         example_inputs=example, constants=constants,
+                         verifiers=[verifier_of(program.get("dialect", "TRAINING"))])
     relations = {"Equality": sympy.Eq, "Unequality": sympy.Ne, "StrictLessThan": sympy.Lt, "LessThan": sympy.Le,
                  "StrictGreaterThan": sympy.Gt, "GreaterThan": sympy.Ge}
     ep._runtime_guards = tuple(relations[rel](sym_from_text(lhs, symbols), sym_from_text(rhs, symbols))
