@@ -49,6 +49,8 @@ def as_expr(size) -> int | sympy.Expr:
     meta = getattr(size, "meta", None)
     if isinstance(meta, dict) and "sym_expr" in meta:  # an fx node computing a size
         return as_expr(meta["sym_expr"])
+    if isinstance(meta, dict) and isinstance(getattr(meta.get("val"), "node", None), sympy.Basic):
+        return as_expr(meta["val"].node)  # a node making an unbacked size (``item``): its symbol
     node = getattr(size, "node", None)
     if isinstance(node, sympy.Basic):
         return as_expr(node)
