@@ -429,3 +429,34 @@ def test_auto_dim_keeps_an_unexpressible_guard_as_a_call_check_like_torch(hint):
         torch.export.export(_half_rows(torch), (torch.ones(8, 3),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
     with pytest.raises(UserError, match="Constraints violated"):
         export(_half_rows(ember), (ember.ones(8, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+
+
+def _range_items(ep) -> list:
+    return [(re.sub(r"s\d+", "s", str(k)), str(v)) for k, v in ep.range_constraints.items()]
+
+
+def test_derived_dims_ranges_and_their_order_like_torch():
+    # a root only derived dims use (2*_n, _n + 1) is listed last with at least 2, as torch 2.13's
+    # (ember gave it the Dim's min, 0, and listed it first); a root an input dim is keeps its min
+    def build(lib):
+        class Twice(lib.nn.Module):
+            def forward(self, x):
+                return x * 2
+
+        class Pair(lib.nn.Module):
+            def forward(self, x, y):
+                return x[1:] + y
+
+        return Twice(), Pair()
+
+    found = []
+    for lib in (ember, torch):
+        D = lib.export.Dim
+        twice, pair = build(lib)
+        got = [_range_items(lib.export.export(twice, (lib.ones(10),), dynamic_shapes=(spec,)))
+               for spec in ({0: 2 * D("_n", max=50)}, {0: D("_n", max=50) + 1}, {0: 2 * D("_n", min=3, max=50)})]
+        n = D("n", max=50)
+        got.append(_range_items(lib.export.export(pair, (lib.ones(10), lib.ones(9)),
+                                                  dynamic_shapes=({0: n + 1}, {0: n}))))
+        found.append(got)
+    assert found[0] == found[1]

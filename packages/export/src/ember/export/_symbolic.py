@@ -458,13 +458,19 @@ def ranges_of(roots, narrowed) -> tuple[dict, dict]:
     ranges, names = {}, {}
     for root in roots:
         lo, hi = narrowed.get(root.key, (root.lo, root.hi))
-        ranges[root.symbol] = ValueRange(lo, hi)
         if root.kind == "dim":
             names[root.symbol] = root.name
-        for _, _, coeff, offset in root.uses:
-            if (coeff, offset) != (1, 0):
-                expr = coeff * root.symbol + offset
-                ranges[expr] = ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset)
+        # In the order the inputs' dims use them, as PyTorch's; a root no input dim is (only
+        # 2*_n or _n + 1 are) comes last and is at least 2 (the derived dims keep the range the
+        # Dim's min implies), as PyTorch gives it.
+        phantom = all((coeff, offset) != (1, 0) for _, _, coeff, offset in root.uses)
+        for _, _, coeff, offset in sorted(root.uses, key=lambda u: (u[0], u[1])):
+            expr = coeff * root.symbol + offset
+            if (coeff, offset) == (1, 0):
+                ranges.setdefault(root.symbol, ValueRange(lo, hi))
+            else:
+                ranges.setdefault(expr, ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset))
+        ranges.setdefault(root.symbol, ValueRange(max(lo, 2) if phantom and root.uses else lo, hi))
     return ranges, names
 
 
