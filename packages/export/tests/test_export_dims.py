@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 import torch
@@ -332,6 +333,69 @@ def test_two_equal_dims_suggest_the_later_one_in_terms_of_the_earlier_like_torch
                                             ("Constraints violated (m)", "  m = n")]
 
 
+def _floor_reshapes(lib):
+    class Quarters(lib.nn.Module):  # the -1 dim is 3*n / (4*(n // 4)): sympy.solve finds only n = 16
+        def forward(self, x):
+            return x.reshape(x.shape[0] // 4, 4, -1).sum(1)
+
+    class Fours(lib.nn.Module):  # 3*n divisible by 4
+        def forward(self, x):
+            return x.view(-1, 4) + 1
+
+    class Pairs(lib.nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0] // 2, 2, x.shape[1]).sum(1)
+
+    return {"quarters": Quarters(), "fours": Fours(), "pairs": Pairs()}
+
+
+@pytest.mark.parametrize("name", ["quarters", "fours", "pairs"])
+@pytest.mark.parametrize("hint", ["AUTO", "DYNAMIC"])
+def test_floor_and_divisibility_guards_keep_an_auto_dim_like_torch(name, hint):
+    # torch 2.13 keeps the dim symbolic and checks such guards on each call (an AssertionError
+    # "Guard failed" where they do not hold); ember specialized the dim to the example's 16
+    tp = torch.export.export(_floor_reshapes(torch)[name], (torch.ones(16, 3),),
+                             dynamic_shapes={"x": {0: getattr(torch.export.Dim, hint)}})
+    ep = export(_floor_reshapes(ember)[name], (ember.ones(16, 3),), dynamic_shapes={"x": {0: getattr(Dim, hint)}})
+    assert [str(r) for r in ep.range_constraints.values()] == [str(r) for r in tp.range_constraints.values()]
+    for n in (8, 12, 13, 32):
+        data = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3)
+        try:
+            want = tp.module()(data)
+        except AssertionError:
+            with pytest.raises(AssertionError, match="Guard failed"):
+                ep.module()(ember.tensor(data.numpy()))
+            continue
+        assert ep.module()(ember.tensor(data.numpy())).tolist() == want.tolist()
+
+
+def _first_half(lib):
+    class FirstHalf(lib.nn.Module):
+        def forward(self, x):
+            return x[: x.shape[0] // 2] * 2
+
+    return FirstHalf()
+
+
+@pytest.mark.parametrize("spec", [{}, {"max": 100}, {"min": 4, "max": 100}])
+def test_slicing_by_a_floor_of_a_named_dim_suggests_a_multiple_like_torch(spec):
+    # torch 2.13 refuses x[: n // 2] for a named Dim (its guard n // 2 <= n is not proved over the
+    # range) and suggests n = 2*_n; ember suggested specializing n. The suggestion exports in both.
+    with pytest.raises(torch._dynamo.exc.UserError, match=r"(?s)satisfy the generated guard.*n = 2\*_n") as t_exc:
+        torch.export.export(_first_half(torch), (torch.arange(10.0),),
+                            dynamic_shapes={"x": {0: torch.export.Dim("n", **spec)}})
+    with pytest.raises(UserError, match=r"(?s)satisfy the generated guard.*n = 2\*_n") as e_exc:
+        export(_first_half(ember), (ember.arange(10.0),), dynamic_shapes={"x": {0: Dim("n", **spec)}})
+    t_fix = re.search(r"_n = Dim\('_n', max=(\w+)\)", str(t_exc.value)).group(1)
+    e_fix = re.search(r"_n = Dim\('_n', max=(\w+)\)", str(e_exc.value)).group(1)
+    assert t_fix == e_fix
+    tp = torch.export.export(_first_half(torch), (torch.arange(10.0),),
+                             dynamic_shapes={"x": {0: 2 * torch.export.Dim("_n", max=50)}})
+    ep = export(_first_half(ember), (ember.arange(10.0),), dynamic_shapes={"x": {0: 2 * Dim("_n", max=50)}})
+    for n in (4, 6, 12):
+        assert ep.module()(ember.arange(float(n))).tolist() == tp.module()(torch.arange(float(n))).tolist()
+
+
 def _half_rows(lib):
     class HalfRows(lib.nn.Module):
         def forward(self, x):
@@ -365,3 +429,34 @@ def test_auto_dim_keeps_an_unexpressible_guard_as_a_call_check_like_torch(hint):
         torch.export.export(_half_rows(torch), (torch.ones(8, 3),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
     with pytest.raises(UserError, match="Constraints violated"):
         export(_half_rows(ember), (ember.ones(8, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+
+
+def _range_items(ep) -> list:
+    return [(re.sub(r"s\d+", "s", str(k)), str(v)) for k, v in ep.range_constraints.items()]
+
+
+def test_derived_dims_ranges_and_their_order_like_torch():
+    # a root only derived dims use (2*_n, _n + 1) is listed last with at least 2, as torch 2.13's
+    # (ember gave it the Dim's min, 0, and listed it first); a root an input dim is keeps its min
+    def build(lib):
+        class Twice(lib.nn.Module):
+            def forward(self, x):
+                return x * 2
+
+        class Pair(lib.nn.Module):
+            def forward(self, x, y):
+                return x[1:] + y
+
+        return Twice(), Pair()
+
+    found = []
+    for lib in (ember, torch):
+        D = lib.export.Dim
+        twice, pair = build(lib)
+        got = [_range_items(lib.export.export(twice, (lib.ones(10),), dynamic_shapes=(spec,)))
+               for spec in ({0: 2 * D("_n", max=50)}, {0: D("_n", max=50) + 1}, {0: 2 * D("_n", min=3, max=50)})]
+        n = D("n", max=50)
+        got.append(_range_items(lib.export.export(pair, (lib.ones(10), lib.ones(9)),
+                                                  dynamic_shapes=({0: n + 1}, {0: n}))))
+        found.append(got)
+    assert found[0] == found[1]

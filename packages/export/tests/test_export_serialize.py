@@ -210,3 +210,27 @@ def test_weights_read_with_the_reference_safetensors_library():
         weights = st.load(z.read("ember_export/weights.safetensors"))
     for name, tensor in ep.state_dict.items():
         assert (weights[name] == tensor.detach().numpy()).all()
+
+
+def test_one_tensor_given_twice_as_example_inputs_round_trips_like_torch():
+    # export(m, (x, x)): the example inputs hold one tensor twice. Saving wrote it once and loading
+    # then found one leaf for two (a ValueError from tree_unflatten); torch 2.13 loads it with the
+    # two example inputs still one tensor.
+    import torch
+
+    results = []
+    for lib in (ember, torch):
+        class Sum(lib.nn.Module):
+            def forward(self, x, y):
+                return x + y * 2
+
+        x = lib.arange(4.0)
+        ep = lib.export.export(Sum(), (x, x))
+        buf = io.BytesIO()
+        lib.export.save(ep, buf)
+        buf.seek(0)
+        loaded = lib.export.load(buf)
+        (a, b), _ = loaded.example_inputs
+        assert a is b
+        results.append((a.tolist(), loaded.module()(x, x).tolist()))
+    assert results[0] == results[1]

@@ -276,6 +276,90 @@ def test_unbacked_symbols_export_like_torch(name):
     assert ranges[0] == ranges[1]
 
 
+def _unbacked_slices(lib):
+    """``x[...]`` by an ``.item()`` value, with the facts users state (or none)."""
+    def stop(x, k):
+        return x[:k.item()] * 2
+
+    def stop_size(x, k):
+        n = k.item()
+        lib._check_is_size(n)
+        return x[:n] * 2
+
+    def stop_nonneg(x, k):
+        n = k.item()
+        lib._check(n >= 0)
+        return x[:n] * 2
+
+    def stop_le(x, k):
+        n = k.item()
+        lib._check(n <= x.shape[0])
+        return x[:n] * 2
+
+    def start(x, k):
+        return x[k.item():] + 1
+
+    def start_bounded(x, k):
+        n = k.item()
+        lib._check_is_size(n)
+        lib._check(n <= x.shape[0])
+        return x[n:] + 1
+
+    def columns(x, k):
+        n = k.item()
+        lib._check(n >= 0)
+        lib._check(n <= 6)
+        return x.reshape(2, 3)[:, :n].sum(1)
+
+    def window(x, k):
+        n = k.item()
+        return x[2:n]
+
+    return {f.__name__: f for f in (stop, stop_size, stop_nonneg, stop_le, start, start_bounded, columns, window)}
+
+
+@pytest.mark.parametrize("name", ["stop", "stop_size", "stop_nonneg", "stop_le", "start", "start_bounded",
+                                  "columns", "window"])
+def test_slicing_by_an_unbacked_int_exports_like_torch(name):
+    # PyTorch clamps a slice bound it cannot place in [0, size] into a new unbacked symbol (the
+    # slice's size) and keeps Min(size, u0) where u0 >= 0 is known; ember's graph computes the same
+    # bounds (``clamp_slice_index``, ``sym_min``), so the program runs on every value as eager.
+    # The program is also saved/loaded and decomposed (traced again) and must still agree.
+    import io
+
+    results, ranges = [], []
+    for lib in (ember, torch):
+        fn = _unbacked_slices(lib)[name]
+
+        class M(lib.nn.Module):
+            def forward(self, x, k, fn=fn):
+                return fn(x, k)
+
+        x = lib.arange(6.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # _check_is_size is deprecated
+            ep = lib.export.export(M(), (x, lib.tensor(3)))
+        programs = [ep]
+        if lib is ember:
+            buf = io.BytesIO()
+            lib.export.save(ep, buf)
+            buf.seek(0)
+            programs += [lib.export.load(buf), ep.run_decompositions()]
+        for program in programs:
+            got = []
+            for k in (3, 0, 5, 6, 9, -2, -9):
+                try:
+                    got.append(program.module()(x, lib.tensor(k)).tolist())
+                except RuntimeError as exc:  # a stated fact checked at run time
+                    assert "Runtime assertion failed" in str(exc)
+                    got.append("assertion")
+            results.append(got)
+        ranges.append(_ranges(ep))
+    assert results[0] == results[1] == results[2] == results[3]
+    if name != "start":  # torch's graph also gives the storage offset of x[u0:] a symbol: u2 in [0, oo]
+        assert ranges[0] == ranges[1]
+
+
 def test_deciding_on_an_unbacked_value_raises_like_torch():
     from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 

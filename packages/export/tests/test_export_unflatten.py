@@ -287,3 +287,41 @@ def test_preserved_signature_survives_run_decompositions_as_torch():
     e_u.set_submodule("sub", _other_sub(ember))
     for e_out, t_out in zip(e_u(ex, ey), t_u(tx, ty)):
         np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=1e-5, atol=1e-6)
+
+
+def _offset_pair(lib):
+    class Pair(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = lib.nn.Linear(3, 3)
+
+        def forward(self, x, y):
+            return self.a(x)[1:] + y
+
+    return Pair()
+
+
+def test_unflattened_module_checks_inputs_with_torchs_texts():
+    # torch's unflatten checks a call with _check_input_constraints_for_graph (RuntimeError
+    # "Expected input at *args[0].shape[0] ..."), not ep.module()'s "Guard failed" AssertionError.
+    # The program also has a slice by a size (x[1:] of an s0 + 1 dim): unflatten crashed on the
+    # int argument of its size arithmetic.
+    import re
+
+    calls = [lambda L: (L.ones(5, 3), L.ones(5, 3)), lambda L: (L.ones(12, 3), L.ones(11, 3)),
+             lambda L: (L.ones(3, 3), L.ones(2, 3)), lambda L: (L.ones(5, 3, 1), L.ones(4, 3)),
+             lambda L: (L.ones(5, 3), 3), lambda L: (L.ones(5, 4), L.ones(4, 3)),
+             lambda L: (L.ones(7, 3), L.ones(6, 3))]
+    found = []
+    for lib in (ember, torch):
+        n = lib.export.Dim("n", min=3, max=10)
+        ep = lib.export.export(_offset_pair(lib), (lib.ones(5, 3), lib.ones(4, 3)), dynamic_shapes=({0: n + 1}, {0: n}))
+        u = lib.export.unflatten(ep)
+        got = []
+        for call in calls:
+            try:
+                got.append(list(u(*call(lib)).shape))
+            except RuntimeError as exc:  # symbol names and the module's name differ
+                got.append(re.sub(r"s\d+", "s", str(exc)).replace("torch.Size", "ember.Size"))
+        found.append(got)
+    assert found[0] == found[1]

@@ -282,3 +282,23 @@ def test_nested_input_leaves_are_named_by_their_path_like_torch():
     assert results[1][0] == results[0][0] == ["d_x", "d_y", "lst_0", "lst_1", "t_a", "t_b"]
     assert results[1][1] == results[0][1]
     np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-6)
+
+
+def test_dialect_and_verifiers_like_torch():
+    # export gives the training IR, run_decompositions the ATen dialect, and save/load keeps it
+    # (ember reported "ATEN" and verifiers None for every program)
+    import io
+
+    found = []
+    for lib in (ember, torch):
+        ep = lib.export.export(lib.nn.Linear(3, 2), (lib.ones(2, 3),))
+        programs = [ep, ep.run_decompositions()]
+        for p in list(programs):
+            buf = io.BytesIO()
+            lib.export.save(p, buf)
+            buf.seek(0)
+            programs.append(lib.export.load(buf))
+        found.append([(p.dialect, [v.__name__ for v in p.verifiers], p.verifiers[0].dialect) for p in programs])
+        for p in programs:
+            p.verifiers[0]().check(p)
+    assert found[0] == found[1]

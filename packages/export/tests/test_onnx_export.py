@@ -647,3 +647,52 @@ def test_symbolic_float_of_a_size_is_computed_in_the_model():
         x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
         (got,) = session.run(None, {"x": x})
         np.testing.assert_allclose(got, x / n ** 0.5 + x * (n / 4), rtol=1e-5, atol=1e-6)
+
+
+def _item_programs(lib):
+    class Stop(lib.nn.Module):  # a new unbacked size: clamp_slice_index
+        def forward(self, x, k):
+            return x[:k.item()] * 2
+
+    class StopChecked(lib.nn.Module):  # Min(6, u0)
+        def forward(self, x, k):
+            n = k.item()
+            lib._check(n >= 0)
+            return x[:n] * 2
+
+    class Start(lib.nn.Module):
+        def forward(self, x, k):
+            return x[k.item():] + 1
+
+    class Sized(lib.nn.Module):  # an .item() used as a size
+        def forward(self, x, k):
+            n = k.item()
+            lib._check(n >= 0)
+            return lib.ones(n) * x.sum()
+
+    return {"stop": Stop(), "stop_checked": StopChecked(), "start": Start(), "sized": Sized()}
+
+
+@pytest.mark.parametrize("name", ["stop", "stop_checked", "start", "sized"])
+def test_unbacked_item_sizes_run_in_onnx_runtime_like_torch(name):
+    # .item() sizes (u0) had no ONNX translation ("cannot read a size from item"); torch 2.13's
+    # dynamo exporter writes them, without the range checks. Both models run in ONNX Runtime.
+    import contextlib
+
+    import onnxruntime as ort
+    import torch
+
+    pytest.importorskip("onnxscript")
+    x = np.arange(6, dtype=np.float32)
+    results = []
+    for lib in (ember, torch):
+        buf = io.BytesIO()
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = lib.onnx.export(_item_programs(lib)[name], (lib.tensor(x), lib.tensor(3)), dynamo=True,
+                                      input_names=["x", "k"])
+        program.save(buf) if lib is ember else buf.write(program.model_proto.SerializeToString())
+        sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+        results.append([sess.run(None, {"x": x, "k": np.array(k, dtype=np.int64)})[0].tolist()
+                        for k in ((3, 0, 6, 9) if name == "sized" else (3, 0, 6, 9, -2))])
+    assert results[0] == results[1]

@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -750,6 +751,250 @@ def onnx_dynamo_cond_and_dims(lib):
     return np.round(out, 4)
 
 
+# -- session 17's sweep (torch.export docs' programs)
+
+def export_derived_dim_docs_example(lib):
+    # torch.export docs' derived-dim example: x[1:] + y with x's dim dx + 1
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return x[1:] + y
+
+    dx = lib.export.Dim("dx", min=3, max=64)
+    ep = lib.export.export(M(), (lib.ones(5, 2), lib.ones(4, 2)), dynamic_shapes=({0: dx + 1}, {0: dx}))
+    out = [np.round(_np(ep.module()(lib.ones(n + 1, 2), lib.ones(n, 2))), 4) for n in (3, 9)]
+    try:
+        ep.module()(lib.ones(5, 2), lib.ones(5, 2))
+        err = None
+    except Exception as e:
+        err = type(e).__name__
+    return {"out": out, "err": err, "ranges": sorted(str(v) for v in ep.range_constraints.values())}
+
+
+def export_dim_min_max_calls(lib):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    ep = lib.export.export(M(), (lib.ones(5, 2),), dynamic_shapes=({0: lib.export.Dim("b", min=3, max=8)},))
+    res = []
+    for n in (2, 3, 8, 9):
+        try:
+            res.append(tuple(ep.module()(lib.ones(n, 2)).shape))
+        except Exception as e:
+            res.append((type(e).__name__, str(e).splitlines()[0]))
+    return res
+
+
+def export_cond_operands_of_several_shapes(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, y, w):
+            def t(x, y, w):
+                return (x @ w).sum(0) + y
+            def f(x, y, w):
+                return (x * 2).sum(0)[: y.shape[0]] * y
+            return lib.cond(x.sum() > 0, t, f, (x, y, w))
+
+    x, y, w = lib.tensor(X4), lib.arange(8.0), lib.tensor(np.eye(8, dtype=np.float32))
+    ep = lib.export.export(M(), (x, y, w))
+    return [np.round(_np(ep.module()(s * x, y, w)), 4) for s in (1, -1)]
+
+
+def export_cond_on_a_dynamic_size(lib):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return lib.cond(x.shape[0] > 4, lambda x: x.cos(), lambda x: x.sin(), (x,))
+
+    ep = lib.export.export(M(), (lib.tensor(X6),), dynamic_shapes=({0: lib.export.Dim("n", min=2, max=16)},))
+    return [np.round(_np(ep.module()(lib.tensor(X6[:n]))), 4) for n in (3, 6)]
+
+
+def export_decomposed_conv_bn_runs(lib):
+    model = _seeded(lib, lambda L: L.nn.Sequential(L.nn.Conv2d(3, 4, 3), L.nn.BatchNorm2d(4), L.nn.ReLU(),
+                                                   L.nn.Flatten(), L.nn.Linear(4 * 4 * 4, 2))).eval()
+    x = lib.tensor(np.linspace(-1, 1, 2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6))
+    ep = lib.export.export(model, (x,)).run_decompositions()
+    return np.round(_np(ep.module()(x)), 4)
+
+
+def export_print_readable(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    ep = lib.export.export(M(), (lib.tensor(X4),))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        text = ep.graph_module.print_readable()
+    return {"returns_str": isinstance(text, str), "printed": bool(buf.getvalue()), "has_forward": "def forward" in text,
+            "class_line": text.strip().splitlines()[0].startswith("class GraphModule"),
+            "printed_equals_returned": buf.getvalue().strip() == text.strip(),
+            "kw": ep.graph_module.print_readable(print_output=False) == text}
+
+
+def unflatten_round_trip_and_reexport(lib):
+    class Block(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.lin(x).tanh()
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Block()
+            self.b = Block()
+            self.register_buffer("scale", lib.full((8,), 0.5))
+
+        def forward(self, x):
+            return self.b(self.a(x)) * self.scale
+
+    m = _seeded(lib, lambda L: M())
+    ep = lib.export.export(m, (lib.tensor(X4),))
+    u = lib.export.unflatten(ep)
+    out = _np(u(lib.tensor(X4)))
+    names = sorted(n for n, _ in u.named_modules())
+    sd = sorted(u.state_dict())
+    ep2 = lib.export.export(u, (lib.tensor(X4),))
+    return {"out": np.round(out, 4), "names": names, "sd": sd, "re": np.round(_np(ep2.module()(lib.tensor(X4))), 4),
+            "eager": np.round(_np(m(lib.tensor(X4))), 4)}
+
+
+def export_state_dict_and_constants(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 3)
+            self.register_buffer("run", lib.zeros(3))
+            self.register_buffer("tmp", lib.ones(3), persistent=False)
+            self.const = lib.arange(3.0)
+
+        def forward(self, x):
+            return self.fc(x) + self.run + self.tmp + self.const
+
+    m = _seeded(lib, lambda L: M())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = lib.export.export(m, (lib.tensor(X4),))
+    return {"sd": sorted(ep.state_dict), "consts": sorted(ep.constants),
+            "types": sorted(type(v).__name__ for v in ep.state_dict.values()),
+            "kinds": [s.kind.name for s in ep.graph_signature.input_specs],
+            "targets": [s.target for s in ep.graph_signature.input_specs],
+            "params": [n for n, _ in ep.named_parameters()], "buffers": [n for n, _ in ep.named_buffers()],
+            "out": np.round(_np(ep.module()(lib.tensor(X4))), 4)}
+
+
+def onnx_dynamo_cond_ort(lib):
+    import onnxruntime as ort
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return lib.cond(x.sum() > 0, lambda x: x.cos(), lambda x: x.sin() * 2, (x,))
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        with contextlib.redirect_stdout(io.StringIO()):
+            lib.onnx.export(M(), (lib.tensor(X4),), path, dynamo=True, input_names=["x"])
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        return [np.round(sess.run(None, {"x": s * X4})[0], 4) for s in (1, -1)]
+
+
+def jit_trace_script_save_entry_points(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    m = _seeded(lib, lambda L: M())
+    tr = lib.jit.trace(m, lib.tensor(X4))
+    sc = lib.jit.script(m)
+    sc(lib.tensor(X4))  # ember saves a scripted module at its last call's inputs (docs/deviations.md)
+    buf = io.BytesIO()
+    lib.jit.save(sc, buf)
+    buf.seek(0)
+    ld = lib.jit.load(buf)
+    return {"trace": np.round(_np(tr(lib.tensor(X6))), 4), "script": np.round(_np(sc(lib.tensor(X6))), 4),
+            "loaded": np.round(_np(ld(lib.tensor(X6))), 4), "tr_type": type(tr).__name__, "sc_type": type(sc).__name__,
+            "is_scripting": lib.jit.is_scripting(), "sd": sorted(sc.state_dict())}
+
+
+def export_program_accessors(lib):
+    class Sub(lib.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sub = Sub()
+
+        def forward(self, x):
+            return self.sub(x) * 2
+
+    ep = lib.export.export(M(), (lib.tensor(X4),))
+    return {"fqns": [e.fqn for e in ep.module_call_graph], "example": type(ep.example_inputs).__name__,
+            "n_example": len(ep.example_inputs[0]), "dialect": ep.dialect,
+            "verifiers": [v.__name__ for v in ep.verifiers], "decomposed": ep.run_decompositions().dialect,
+            "str_has_sig": "Graph signature" in str(ep), "call_spec": ep.call_spec is not None}
+
+
+def export_shapes_collection(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    x, y = lib.ones(4, 3), lib.ones(4, 3)
+    sc = lib.export.ShapesCollection()
+    n = lib.export.Dim("n", max=32)
+    sc[x] = {0: n}
+    sc[y] = {0: n}
+    ep = lib.export.export(M(), (x, y), dynamic_shapes=sc)
+    return {"ranges": sorted(str(v) for v in ep.range_constraints.values()),
+            "out": _np(ep.module()(lib.ones(7, 3), lib.ones(7, 3))).sum()}
+
+
+def export_dims_helper(lib):
+    class M(lib.nn.Module):
+        def forward(self, x, y):
+            return x @ y
+
+    a, b = lib.export.dims("a", "b", max=64)
+    ep = lib.export.export(M(), (lib.ones(4, 5), lib.ones(5, 3)), dynamic_shapes=({0: a, 1: b}, {0: b}))
+    return {"ranges": sorted(str(v) for v in ep.range_constraints.values()),
+            "shape": tuple(ep.module()(lib.ones(6, 7), lib.ones(7, 3)).shape)}
+
+
+def unflatten_wrong_batch_after_swap(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = lib.nn.Linear(8, 8)
+            self.b = lib.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.b(self.a(x).relu())
+
+    m = _seeded(lib, lambda L: M())
+    ep = lib.export.export(m, (lib.tensor(X4),), preserve_module_call_signature=("a",))
+    u = lib.export.unflatten(ep)
+    new = _seeded(lib, lambda L: L.nn.Linear(8, 8))
+    u.set_submodule("a", new)
+    out = np.round(_np(u(lib.tensor(X4))), 4)
+    try:  # exported at batch 4: torch's unflatten check, not ep.module()'s "Guard failed"
+        u(lib.tensor(X6))
+        error = None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return {"out": out, "error": error}
+
+
 PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_load, export_module_wrong_shape,
             export_batchnorm_train_buffers, export_cond, compile_dynamic_true, compile_fullgraph_errors,
             compile_modes, compiler_disable, allow_in_graph, breaks_on_print_and_branch, compile_training_step,
@@ -761,7 +1006,11 @@ PROGRAMS = [hf_export_kwargs_dynamic, export_run_decompositions, export_save_loa
             compile_sdpa, export_dim_range_and_derived, export_while_loop, export_map,
             export_custom_decomposition_table, export_reexport_module, export_save_extra_files,
             export_nonstrict_number_inputs, export_buffer_mutated_in_forward, export_graph_signature_fields,
-            export_draft, onnx_dynamo_cond_and_dims]
+            export_draft, onnx_dynamo_cond_and_dims, export_derived_dim_docs_example, export_dim_min_max_calls,
+            export_cond_operands_of_several_shapes, export_cond_on_a_dynamic_size, export_decomposed_conv_bn_runs,
+            export_print_readable, unflatten_round_trip_and_reexport, export_state_dict_and_constants,
+            onnx_dynamo_cond_ort, jit_trace_script_save_entry_points, export_program_accessors,
+            export_shapes_collection, export_dims_helper, unflatten_wrong_batch_after_swap]
 
 
 # What differs by design (docs/deviations.md): the key of a program's result -> why.
@@ -776,9 +1025,6 @@ DEVIATIONS = {
         "mutated": "ember's exported graph is functional: buffers written in forward are BUFFER_MUTATION "
                    "outputs; torch 2.13 keeps the in-place ops on the buffer placeholders",
         "kinds": "(the same: the BUFFER_MUTATION output specs)"},
-    "export_draft": {"report_empty": "slicing by an unbacked int (x[:k.item()]) is a data-dependent guard in "
-                                     "ember's export (draft_export reports it and specializes to the example's "
-                                     "value); torch 2.13 gives the slice a new unbacked size"},
     "allow_in_graph": {"my_op_in_graph": "allow_in_graph is accepted with nothing to do: the lazy capture records "
                                          "the ops my_op runs, not one call node"},
 }

@@ -192,9 +192,12 @@ def _linear(env, rel):
 def _decide(env, rel, size_oblivious: bool = False):
     """True/False when every value of the symbol's range gives that answer, else None.
     ``size_oblivious``: for a comparison with 0 or 1, the symbol is taken to be at least 2."""
+    if rel is sympy.true or rel is sympy.false:
+        return bool(rel)
     found = _linear(env, rel)
     if found is None:
-        return None
+        # not linear in one symbol (``Min(6, u0) >= 0``, ``u1 - u0``): the ranges of both sides
+        return None if size_oblivious else _decide_by_bounds(env, rel)
     sym, c, d = found
     lower, upper = env.unbacked[sym]
     if size_oblivious:
@@ -221,6 +224,64 @@ def _decide(env, rel, size_oblivious: bool = False):
             return isinstance(rel, sympy.Ne)
         if lo_ok and hi_ok and lo == hi == 0:
             return isinstance(rel, sympy.Eq)
+    return None
+
+
+def _bounds(env, expr):
+    """(lower, upper) of an integer expression over unbacked symbols (their ranges) and sizes
+    (their hints, as ``_linear`` reads them); +-inf where unbounded, None where not known."""
+    if expr.is_Number:
+        return expr, expr
+    if expr.is_Symbol:
+        if expr in env.unbacked:
+            lower, upper = env.unbacked[expr]
+            return (-sympy.oo if lower is None else sympy.Integer(lower),
+                    sympy.oo if upper is None else sympy.Integer(upper))
+        value = env.var_to_val.get(expr)
+        return None if value is None else (sympy.Integer(value),) * 2
+    parts = [_bounds(env, a) for a in expr.args]
+    if any(p is None for p in parts):
+        return None
+    if expr.is_Add:
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if expr.is_Mul:
+        lower, upper = parts[0]
+        for lo, hi in parts[1:]:
+            if (lower.is_infinite or upper.is_infinite) and 0 in (lo, hi) or \
+                    (lo.is_infinite or hi.is_infinite) and 0 in (lower, upper):
+                return None  # 0 * oo
+            ends = [lower * lo, lower * hi, upper * lo, upper * hi]
+            lower, upper = min(ends), max(ends)
+        return lower, upper
+    if isinstance(expr, (sympy.Min, sympy.Max)):
+        pick = min if isinstance(expr, sympy.Min) else max
+        return pick(p[0] for p in parts), pick(p[1] for p in parts)
+    if isinstance(expr, (sympy.floor, sympy.ceiling)):
+        fn = sympy.floor if isinstance(expr, sympy.floor) else sympy.ceiling
+        lower, upper = parts[0]
+        return (lower if lower.is_infinite else fn(lower)), (upper if upper.is_infinite else fn(upper))
+    return None
+
+
+def _decide_by_bounds(env, rel):
+    if not isinstance(rel, (sympy.Gt, sympy.Ge, sympy.Lt, sympy.Le, sympy.Eq, sympy.Ne)):
+        return None
+    found = _bounds(env, sympy.expand(rel.lhs - rel.rhs))
+    if found is None:
+        return None
+    lo, hi = found
+    if isinstance(rel, sympy.Gt):
+        return True if lo > 0 else False if hi <= 0 else None
+    if isinstance(rel, sympy.Ge):
+        return True if lo >= 0 else False if hi < 0 else None
+    if isinstance(rel, sympy.Lt):
+        return True if hi < 0 else False if lo >= 0 else None
+    if isinstance(rel, sympy.Le):
+        return True if hi <= 0 else False if lo > 0 else None
+    if lo > 0 or hi < 0:
+        return isinstance(rel, sympy.Ne)
+    if lo == hi == 0:
+        return isinstance(rel, sympy.Eq)
     return None
 
 
@@ -254,6 +315,141 @@ def ranges(env, used_as_size=()) -> dict:
             lower = 0 if lower is None else max(lower, 0)
         out[sym] = [lower, upper]
     return out
+
+
+def _node(v):
+    from .symbolic_shapes import SymInt
+
+    return v.node if isinstance(v, SymInt) else sympy.Integer(v)
+
+
+def _known(env, rel) -> bool:
+    """Whether the ranges prove ``rel`` (PyTorch's ``guard_or_false``)."""
+    return _decide(env, rel) is True
+
+
+def _sym_min_max(env, a, b, pick):
+    from .symbolic_shapes import SymInt
+
+    expr = (sympy.Min if pick is min else sympy.Max)(_node(a), _node(b))
+    hint = pick(int.__int__(a), int.__int__(b))
+    return int(expr) if expr.is_Integer else SymInt(expr, hint, env)
+
+
+def sym_min(a, b):
+    """``min(a, b)`` of sizes, symbolic (``Min(6, u0)``) when one is (PyTorch's ``torch.sym_min``):
+    the graph node of a slice bound clamped to the size, which a trace of the graph reads again."""
+    from .symbolic_shapes import SymInt
+
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        env = a.shape_env if isinstance(a, SymInt) else b.shape_env
+        return _sym_min_max(env, a, b, min)
+    return a if a <= b else b
+
+
+def sym_max(a, b):
+    """``max(a, b)`` of sizes, symbolic when one is (PyTorch's ``torch.sym_max``)."""
+    from .symbolic_shapes import SymInt
+
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        env = a.shape_env if isinstance(a, SymInt) else b.shape_env
+        return _sym_min_max(env, a, b, max)
+    return a if a >= b else b
+
+
+sym_min.__module__ = sym_max.__module__ = "ember.compiler"
+
+
+def _slice_index(env, size, index):
+    """A slice bound clamped to ``[0, size]`` with negatives counted from the end, as PyTorch's
+    fake slice (``_compute_slice_index``): the bound itself, ``size - k``, 0, ``size``,
+    ``Min(index, size)`` or ``Max(index + size, 0)`` where the ranges prove which applies;
+    else the recorded ``clamp_slice_index`` node's new unbacked symbol."""
+    i, n = _node(index), _node(size)
+    if _known(env, sympy.Ge(i, 0)) and _known(env, sympy.Le(i, n)):
+        return index
+    if _known(env, sympy.Lt(i, 0)) and _known(env, sympy.Ge(i, -n)):
+        return index + size
+    if _known(env, sympy.Lt(i, -n)):
+        return 0
+    if _known(env, sympy.Gt(i, n)):
+        return size
+    if _known(env, sympy.Ge(i, 0)):
+        return _sym_min_max(env, index, size, min)
+    if _known(env, sympy.Lt(i, 0)):
+        return _sym_min_max(env, index + size, 0, max)
+    return clamp_slice_index(index, size)
+
+
+def slice_bounds(size, start, stop):
+    """tensor-core's slicing (``x[a:b]``) where a bound or the size is an unbacked symbol of the
+    export trace running: ``(start, stop)`` clamped to ``[0, size]`` with ``stop >= start``,
+    decided from the symbols' ranges instead of guarded; None when no unbacked symbol is involved
+    (the plain path then compares)."""
+    env = EXPORT_ENV[0]
+    if env is None or not any(v is not None and not isinstance(v, bool) and is_unbacked(env, _node(v))
+                              for v in (size, start, stop)):
+        return None
+    first = 0 if start is None else _slice_index(env, size, start)
+    last = size if stop is None else _slice_index(env, size, stop)
+    if not _known(env, sympy.Ge(_node(last), _node(first))):
+        # PyTorch: the size is 0 where start >= stop is proved, else Max(stop - start, 0)
+        last = first if _known(env, sympy.Ge(_node(first), _node(last))) else _sym_min_max(env, first, last, max)
+    # the stand-in values meta kernels compute with: within [0, size], stop >= start, as proved
+    size_hint = int.__int__(size)
+    first = _with_hint(first, env, min(max(int.__int__(first), 0), size_hint))
+    last = _with_hint(last, env, min(max(int.__int__(last), int.__int__(first)), size_hint))
+    return first, last
+
+
+def _with_hint(v, env, hint):
+    from .symbolic_shapes import SymInt
+
+    if not isinstance(v, SymInt) or int.__int__(v) == hint:
+        return v
+    return SymInt(v.node, hint, v.shape_env if v.shape_env is not None else env)
+
+
+def clamp_slice_index(index, size):
+    """``index`` as a slice bound of a dim of ``size``: negatives count from the end, and the
+    result is clamped to ``[0, size]``. In an exported graph this node makes the new unbacked
+    symbol of a bound whose sign the trace could not decide (``x[:k.item()]``; PyTorch gives
+    the slice a new unbacked size); a trace of such a graph records it again."""
+    from ._recorder import current
+    from .symbolic_shapes import SymInt
+
+    env = EXPORT_ENV[0]
+    rec = current()
+    if env is not None and rec is not None and not rec.suspended and isinstance(index, SymInt) \
+            and is_unbacked(env, index.node):
+        from ._hooks import _PythonOp
+
+        bounded = type(size) is int
+        symbol = new_symbol(env, 0, size if bounded else None)
+        if bounded:  # meta kernels view the tensor at this length: within the dim
+            symbol = SymInt(symbol.node, size, env)
+        op = _PythonOp(clamp_slice_index, "clamp_slice_index")
+        (t_index, k_index, _), (t_size, k_size, _) = rec._conv(index), rec._conv(size)
+        first = len(rec.values)
+        rec.values.append(None)
+        rec.value_meta.append(symbol)
+        rec.nodes.append((op, (t_index, t_size), {}, first, -1))
+        rec.key.append((op, (k_index, k_size), ()))
+        rec.symbolic = True
+        if rec.want_stacks:
+            from . import _module_stack
+            from ._user_frames import user_frame
+
+            rec.stacks.append(user_frame())
+            rec.module_stacks.append(_module_stack.CURRENT[0])
+        return symbol
+    if index < 0:
+        index = index + size
+        return index if index > 0 else 0
+    return index if index < size else size
+
+
+clamp_slice_index.__module__ = "ember.compiler"
 
 
 def unbacked_output(func, margs):
@@ -296,3 +492,12 @@ def _meta(shape, dtype, _C, META, make_tensor):
     for s in shape:
         numel *= int(s)
     return make_tensor(_C.Storage.meta(numel * dtype.itemsize), tuple(shape), tuple(reversed(strides)), 0, dtype, META)
+
+
+def _install() -> None:
+    from ember._src.ops.shape import views
+
+    views.SYMBOLIC_SLICE_BOUNDS[0] = slice_bounds
+
+
+_install()

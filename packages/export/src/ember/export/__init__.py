@@ -32,7 +32,7 @@ from ._signature import (
     TensorArgument,
 )
 from ._sym import sym_size
-from ._trace import export, export_for_training
+from ._trace import export
 from ._unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 
 ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports forward graphs only
@@ -40,7 +40,7 @@ ExportBackwardSignature = None  # PyTorch's joint-graph signature: ember exports
 __all__ = [
     "AdditionalInputs", "aot_compile", "aot_load", "AOTICompileError", "cond", "ConstantArgument", "CustomDecompTable",
     "default_decompositions", "Dim", "dims", "draft_export", "export", "FlatArgsAdapter",
-    "export_for_training", "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
+    "ExportedProgram", "ExportGraphSignature", "InputKind", "InputSpec", "load",
     "ModuleCallEntry", "ModuleCallSignature", "OutputKind", "OutputSpec", "register_dataclass",
     "register_pytree_node", "save", "SerializationError",
     "ShapesCollection", "sym_size", "SymIntArgument", "TensorArgument",
@@ -51,12 +51,15 @@ register_graph_function("ember.export.sym_size", sym_size)
 
 
 def _register_item() -> None:
-    from ember.compiler._unbacked_export import item
+    from ember.compiler._unbacked_export import clamp_slice_index, item, sym_max, sym_min
 
     from ._sym import _assert_scalar
 
     register_graph_function("ember.compiler.item", item)  # .item() in a graph (unbacked ``u0``)
     register_graph_function("ember.export._assert_scalar", _assert_scalar)
+    register_graph_function("ember.compiler.clamp_slice_index", clamp_slice_index)  # x[:k.item()]'s bound
+    register_graph_function("ember.compiler.sym_min", sym_min)
+    register_graph_function("ember.compiler.sym_max", sym_max)
 
 
 _register_item()

@@ -157,6 +157,9 @@ def run_decompositions(ep: ExportedProgram, table: dict | None = None,
     new = export(module, tuple(args), kwargs, dynamic_shapes=dynamic, _decomposition_table=table,
                  _keep_composites=keep_composites, _preserved_calls=preserved_calls if signatures else None)
     _keep_user_input_names(new, ep)
+    from ._verifier import Verifier
+
+    new._verifiers = [Verifier]  # the ATen dialect, as PyTorch's decomposed program
     # The old program's module call graph (modules without weights are not in ep.module()), with
     # the re-export's signatures for the preserved calls.
     renewed = {e.fqn: e.signature for e in new.module_call_graph if e.fqn in signatures}

@@ -64,7 +64,11 @@ class ExportedProgram:
         self._module_call_graph = list(module_call_graph)
         self._example_inputs = example_inputs
         self._constants = dict(constants or {})
-        self._verifiers = verifiers
+        if verifiers is None:
+            from ._verifier import TrainingIRVerifier
+
+            verifiers = [TrainingIRVerifier]
+        self._verifiers = list(verifiers)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -113,12 +117,18 @@ class ExportedProgram:
         return CallSpec(sig.in_spec, sig.out_spec)
 
     @property
-    def verifiers(self):
+    def verifiers(self) -> list:
+        """The verifier classes of the program's dialect (``TrainingIRVerifier`` for ``export``,
+        ``Verifier`` after ``run_decompositions()``), as PyTorch's."""
         return self._verifiers
 
     @property
+    def verifier(self):
+        return self._verifiers[0]
+
+    @property
     def dialect(self) -> str:
-        return "ATEN"
+        return self._verifiers[0].dialect
 
     def parameters(self):
         for _, p in self.named_parameters():
@@ -245,6 +255,16 @@ def _get_nested(module: nn.Module, target: str):
     return obj
 
 
+def _input_path(key) -> str:
+    """A flat input's place in ``(args, kwargs)`` as PyTorch's ``get_keystr`` writes it:
+    ``*args[0][1]``, or ``'x'`` for a keyword argument."""
+    from ember.utils._pytree import keystr
+
+    if key[0].idx == 0:
+        return f"*args{keystr(key[1:])}"
+    return f"{str(key[1])[1:-1]}{keystr(key[2:])}"
+
+
 class _ProgramModule(nn.Module):
     """A module running an exported program's graph with its state held as module attributes: the
     behaviour ``ep.module()`` and ``unflatten(ep)`` share."""
@@ -348,7 +368,13 @@ class _ProgramModule(nn.Module):
                 raise AssertionError(f"Guard failed: {marker[0]} == {marker[1]!r} (the program was exported with "
                                      f"this value; got {value!r})")
         checks = [c for c, marker in zip(self._checks, constants) if marker is _TENSOR]
-        check_inputs(checks, tensor_values, program.range_constraints, program._runtime_guards)
+        paths = None
+        if getattr(self, "_unflattened", False):  # PyTorch's unflatten checks its inputs with its own texts
+            from ember.utils._pytree import tree_flatten_with_path
+
+            leaves = tree_flatten_with_path((args, kwargs))[0]
+            paths = [_input_path(key) for (key, _), marker in zip(leaves, constants) if marker is _TENSOR]
+        check_inputs(checks, tensor_values, program.range_constraints, program._runtime_guards, paths)
         # The graph's code takes the call's structure, in the exported order (the code flattens it).
         codegen = self._graph._codegen
         if isinstance(codegen, PyTreeCodeGen) and codegen.pytree_info.in_spec is not None:

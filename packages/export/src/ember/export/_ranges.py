@@ -49,6 +49,8 @@ def as_expr(size) -> int | sympy.Expr:
     meta = getattr(size, "meta", None)
     if isinstance(meta, dict) and "sym_expr" in meta:  # an fx node computing a size
         return as_expr(meta["sym_expr"])
+    if isinstance(meta, dict) and isinstance(getattr(meta.get("val"), "node", None), sympy.Basic):
+        return as_expr(meta["val"].node)  # a node making an unbacked size (``item``): its symbol
     node = getattr(size, "node", None)
     if isinstance(node, sympy.Basic):
         return as_expr(node)
@@ -73,7 +75,8 @@ def _expr_text(expr, names: dict) -> str:
     return str(expr.subs({s: sympy.Symbol(names[s]) for s in expr.free_symbols if s in names}))
 
 
-def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict, guards=()) -> None:
+def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: dict, guards=(),
+                 paths: list | None = None) -> None:
     """Checks tensors against their exported metadata.
 
     Args:
@@ -83,63 +86,101 @@ def check_inputs(specs: list[tuple[str, tuple, object]], values: list, ranges: d
         ranges: ``{symbol or expression: ValueRange}``.
         guards: sympy relations of the symbols that every call must satisfy (the guards of
             Dim.AUTO/DYNAMIC dims that are no range).
+        paths: per input, its place in the call (``*args[0]``): then a failure is PyTorch's
+            ``unflatten`` one (``RuntimeError("Expected input at *args[0].shape[0] to be equal to
+            4, but got 6. ...")``) instead of ``ep.module()``'s ``AssertionError("Guard failed: ...")``.
     """
     bindings: dict[sympy.Symbol, int] = {}
     where: dict[sympy.Symbol, str] = {}
-    pending: list[tuple[str, object, int]] = []
-    for spec, value in zip(specs, values):
+    pending: list[tuple[str, object, int, str | None]] = []
+    for i, (spec, value) in enumerate(zip(specs, values)):
         if spec is None:
             continue
         name, shape, dtype = spec
+        path = paths[i] if paths is not None else None
         if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            if path is not None:
+                raise RuntimeError(f"Expected input at {path} to be a tensor, but got {type(value)}")
             raise AssertionError(f"Guard failed: {name} must be a Tensor, got {type(value).__name__}")
         if value.ndim != len(shape):
+            if path is not None:
+                raise RuntimeError(f"Unexpected number of dimensions in input at {path}.shape (expected "
+                                   f"{_size_repr(shape)}, got {_size_repr(value.shape)})")
             raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)} (got {value.ndim})")
         # (no dtype guard: PyTorch's ep.module() checks shapes only; an op decides on dtypes)
         for d, (want, got) in enumerate(zip(shape, value.shape)):
             got = int(got)
             text = _size_text(name, d)
+            at = None if path is None else f"{path}.shape[{d}]"
             if isinstance(want, int):
                 if got != want:
+                    if at is not None:
+                        raise RuntimeError(f"Expected input at {at} to be equal to {want}, but got {got}. If you "
+                                           "meant for this dimension to be dynamic, please re-export and specify "
+                                           "dynamic_shapes (e.g. with Dim.DYNAMIC)")
                     raise AssertionError(f"Guard failed: {text} == {want}")
             elif isinstance(want, sympy.Symbol):
                 if want in bindings:
                     if bindings[want] != got:
+                        if at is not None:
+                            raise RuntimeError(f"Expected input at {at} to be equal to {bindings[want]}, but got {got}")
                         raise AssertionError(f"Guard failed: {text} == {where[want]}")
                 else:
                     bindings[want] = got
                     where[want] = text
-                    _check_range(want, got, text, ranges)
+                    _check_range(want, got, text, ranges, at)
+            elif at is not None:  # PyTorch's unflatten unifies a derived dim where it meets it
+                _check_derived(text, want, got, at, bindings, where, ranges)
             else:
-                pending.append((text, want, got))
-    for text, expr, got in pending:
-        free = [s for s in expr.free_symbols if s not in bindings]
-        if len(free) == 1:
-            # A derived dim whose root appears nowhere else: solve for the root.
-            (sym,) = free
-            roots = sympy.solve(sympy.Eq(expr, got), sym)
-            ints = [r for r in roots if r.is_Integer]
-            if not ints:
-                raise AssertionError(f"Guard failed: {text} == {expr} for an integer {sym}")
-            bindings[sym] = int(ints[0])
-            where[sym] = str(sympy.solve(sympy.Eq(expr, sympy.Symbol(text)), sym)[0])
-            _check_range(sym, bindings[sym], where[sym], ranges)
-        value = expr.subs(bindings)
-        if not value.is_Integer or int(value) != got:
-            raise AssertionError(f"Guard failed: {_expr_text(expr, where)} == {text}")
-        _check_range(expr, got, text, ranges)
+                pending.append((text, want, got, at))
+    for text, expr, got, at in pending:
+        _check_derived(text, expr, got, at, bindings, where, ranges)
     for guard in guards:
         if guard.free_symbols <= set(bindings) and guard.subs(bindings) is not sympy.true:
             raise AssertionError(f"Guard failed: {_expr_text(guard, where)}")
 
 
-def _check_range(key, got: int, text: str, ranges: dict) -> None:
+def _check_derived(text, expr, got, at, bindings, where, ranges) -> None:
+    """A dim of size expression ``expr`` (a derived dim, ``s0 + 1``) against the call's size
+    ``got``: binds its one unbound root by solving, then checks the value and its range."""
+    free = [s for s in expr.free_symbols if s not in bindings]
+    if len(free) == 1:
+        # A derived dim whose root appears nowhere else: solve for the root.
+        (sym,) = free
+        roots = sympy.solve(sympy.Eq(expr, got), sym)
+        ints = [r for r in roots if r.is_Integer]
+        if not ints:
+            if at is not None:
+                raise RuntimeError(f"Expected input {at} = {got} to be of the form {expr}, where {sym} is an "
+                                   "integer")
+            raise AssertionError(f"Guard failed: {text} == {expr} for an integer {sym}")
+        bindings[sym] = int(ints[0])
+        where[sym] = str(sympy.solve(sympy.Eq(expr, sympy.Symbol(text)), sym)[0])
+        if at is None:  # (PyTorch's unflatten checks the derived dim's own range, below)
+            _check_range(sym, bindings[sym], where[sym], ranges)
+    value = expr.subs(bindings)
+    if not value.is_Integer or int(value) != got:
+        if at is not None:
+            raise RuntimeError(f"Expected input at {at} to be equal to {value}, but got {got}")
+        raise AssertionError(f"Guard failed: {_expr_text(expr, where)} == {text}")
+    _check_range(expr, got, text, ranges, at)
+
+
+def _size_repr(shape) -> str:
+    return f"ember.Size([{', '.join(str(s) for s in shape)}])"
+
+
+def _check_range(key, got: int, text: str, ranges: dict, at: str | None = None) -> None:
     vr = ranges.get(key)
     if vr is None:
         return
     if got < vr.lower and vr.lower > 2:
         # A lower bound of 2 is the trace's (sizes 0 and 1 are specialized), not the program's:
         # PyTorch 2.13's exported module accepts sizes 0 and 1 there too.
+        if at is not None:
+            raise RuntimeError(f"Expected input at {at} to be >= {vr.lower}, but got {got}")
         raise AssertionError(f"Guard failed: {text} >= {vr.lower}")
     if got > vr.upper:
+        if at is not None:
+            raise RuntimeError(f"Expected input at {at} to be <= {vr.upper}, but got {got}")
         raise AssertionError(f"Guard failed: {text} <= {vr.upper}")

@@ -165,6 +165,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
         "constant_keys": list(ep.constants),
         "parameters_requires_grad": requires_grad,
         "symbols": sym_names,
+        "dialect": ep.dialect,
         # Dim.AUTO/DYNAMIC guards module() checks per call: [relation, lhs, rhs]
         "runtime_guards": [[type(g).__name__, str(g.lhs), str(g.rhs)] for g in ep._runtime_guards
                            if isinstance(g, sympy.core.relational.Relational)],
@@ -177,8 +178,11 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
         leaves, _ = pytree.tree_flatten(ep.example_inputs)
         tensors = {f"input_{i}": x for i, x in enumerate(leaves) if hasattr(x, "dtype")}
         if len(tensors) == len(leaves):
-            example, _ = _tensors_to_bytes(tensors)
+            # one tensor passed twice (export(m, (x, x))) is written once and named again
+            example, example_aliases = _tensors_to_bytes(tensors)
             program["example_inputs_spec"] = pytree.spec_to_json(pytree.tree_flatten(ep.example_inputs)[1])
+            if example_aliases:
+                program["example_inputs_aliases"] = example_aliases
     members = {
         _PREFIX + "version": f"{SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}".encode(),
         _PREFIX + "program.json": json.dumps(program, separators=(",", ":")).encode(),
@@ -225,7 +229,8 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
         tensors = _tensors_from_bytes(z.read(_PREFIX + "weights.safetensors"), program.get("tensor_aliases", {}))
         example = None
         if _PREFIX + "example_inputs.safetensors" in names:
-            ex = safetensors.load(z.read(_PREFIX + "example_inputs.safetensors"))
+            ex = _tensors_from_bytes(z.read(_PREFIX + "example_inputs.safetensors"),
+                                     program.get("example_inputs_aliases", {}))
             leaves = [ex[f"input_{i}"] for i in range(len(ex))]
             example = pytree.tree_unflatten(leaves, pytree.spec_from_json(program["example_inputs_spec"]))
         if extra_files is not None:
@@ -245,8 +250,11 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
     ranges = {sym_from_text(k, symbols): ValueRange(v["min"], v["max"])
               for k, v in program["range_constraints"].items()}
     call_graph = _call_graph_from_json(program["module_call_graph"])
+    from ._verifier import verifier_of
+
     ep = ExportedProgram(None, graph, _signature_from_json(program["signature"]), state_dict, ranges, call_graph,
-                         example_inputs=example, constants=constants)
+                         example_inputs=example, constants=constants,
+                         verifiers=[verifier_of(program.get("dialect", "TRAINING"))])
     relations = {"Equality": sympy.Eq, "Unequality": sympy.Ne, "StrictLessThan": sympy.Lt, "LessThan": sympy.Le,
                  "StrictGreaterThan": sympy.Gt, "GreaterThan": sympy.Ge}
     ep._runtime_guards = tuple(relations[rel](sym_from_text(lhs, symbols), sym_from_text(rhs, symbols))

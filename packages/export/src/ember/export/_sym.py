@@ -114,6 +114,17 @@ class SizeBuilder:
 
             arg = expr.args[0]
             out = self._emit(builtins.round, (self.node_for_float(arg, self._float_value(arg)),), hint, expr)
+        elif isinstance(expr, (sympy.Min, sympy.Max)):  # a slice bound clamped to the size (x[:k.item()])
+            from ember.compiler._unbacked_export import sym_max, sym_min
+
+            fn = sym_min if isinstance(expr, sympy.Min) else sym_max
+            args = sorted(expr.args, key=lambda a: (not a.free_symbols, str(a)))
+            out = self.node_for(args[0], self._value(args[0]))
+            acc = self._value(args[0])
+            for a in args[1:]:
+                acc = fn(acc, self._value(a))
+                out = self._emit(fn, (out, self.node_for(a, self._value(a))), acc, None)
+            out.meta["sym_expr"] = expr
         elif isinstance(expr, sympy.Mod):
             num, den = expr.args
             out = self._emit(operator.mod, (self.node_for(num, self._value(num)),

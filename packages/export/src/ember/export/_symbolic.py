@@ -31,7 +31,7 @@ from ember.compiler.symbolic_shapes import ShapeEnv, SymFloat, SymInt
 from ._dims import INT_OO
 from ._dynamic_shapes import constraint_violation
 from ._ranges import ValueRange
-from ._sym import SizeBuilder
+from ._sym import SizeBuilder, _ratio
 
 
 def _contiguous_strides(shape) -> tuple:
@@ -115,12 +115,17 @@ def classify_guards(env: ShapeEnv, roots):
                     values = [v for v in sympy.solve(rel, root.symbol) if v.is_Integer]
                 except NotImplementedError:
                     values = []
-                if values and not isinstance(rel.lhs, sympy.Mod) and not isinstance(rel.rhs, sympy.Mod):
+                if values and not isinstance(rel.lhs, sympy.Mod) and not isinstance(rel.rhs, sympy.Mod) \
+                        and _only_solutions(rel, root, values):
                     _specialized(root, int(values[0]), frame, retrace)
                     continue
                 modulus = _modulus(rel, root)
                 if modulus:
-                    _divisibility(root, modulus, frame, retrace)
+                    if root.kind in ("auto", "dynamic"):
+                        # PyTorch keeps the dim and checks the divisibility on each call
+                        env.runtime_guards = [*getattr(env, "runtime_guards", ()), guard]
+                        continue
+                    _divisibility(root, modulus, frame)
                     continue
             if isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
                 lo, hi = _bounds(rel, root)
@@ -159,6 +164,26 @@ def _without_size_factors(rel, by_symbol):
     return sympy.Eq(sympy.Mul(*kept), 0)
 
 
+def _holds(rel, root, value) -> bool:
+    """``rel`` at ``root = value`` (False where it divides by zero: ``Mod(3*s0, 4*floor(s0/4))`` at 2)."""
+    try:
+        return bool(rel.subs(root.symbol, value))
+    except ZeroDivisionError:
+        return False
+
+
+def _only_solutions(rel, root, values) -> bool:
+    """Whether ``sympy.solve``'s integer solutions of an equality guard are all the sizes near
+    the example one that satisfy it: with floors (``4*floor(s0/4)*floor(3*s0/(4*floor(s0/4))) ==
+    3*s0``, a ``reshape(n // 4, 4, -1)``) solve can return one point of a guard that every
+    multiple of 4 satisfies, which is no specialization."""
+    if not rel.has(sympy.floor, sympy.ceiling, sympy.Mod):
+        return True
+    base, found = root.base, {int(v) for v in values}
+    sample = {base + k for k in range(-8, 9)} | {2 * base, 3 * base, base // 2}
+    return not any(_holds(rel, root, v) for v in sample if v >= 2 and v not in found)
+
+
 def _modulus(rel, root) -> int | None:
     """``m`` when a guard with ``floor``/``Mod`` holds exactly for the multiples of ``m``
     (``6*floor(s0/2) == 3*s0``: s0 even), tested over the sizes near the example one."""
@@ -169,7 +194,7 @@ def _modulus(rel, root) -> int | None:
         if base % m:
             continue
         sample = [base + k for k in range(-m, 2 * m + 1) if base + k >= 2]
-        if all(bool(rel.subs(root.symbol, v)) == (v % m == 0) for v in sample):
+        if all(_holds(rel, root, v) == (v % m == 0) for v in sample):
             return m
     return None
 
@@ -187,10 +212,7 @@ def _specialized(root, value, frame, retrace) -> None:
         [f"{_where(root)} = {value}"])
 
 
-def _divisibility(root, m, frame, retrace) -> None:
-    if root.kind == "auto":
-        retrace[root.key] = ("static", root.base)
-        return
+def _divisibility(root, m, frame) -> None:
     raise constraint_violation(
         [_where(root)],
         [f"Not all values of {_where(root)} in the specified range satisfy the generated guard "
@@ -259,11 +281,33 @@ def _related(a, b, offset, frame, retrace, roots) -> None:
 def _unexpressible(roots, guard, frame) -> None:
     names = [r.name for r in roots]
     text = str(guard.subs({r.symbol: sympy.Symbol(r.name) for r in roots}))
+    divisor = _floor_divisor(guard, roots[0]) if len(roots) == 1 and roots[0].kind == "dim" else None
+    if divisor:
+        # ``x[: n // 2]``: PyTorch 2.13 reports the guard over the dim's range and suggests the dim
+        # be a multiple of the divisor (a derived dim, with which the program exports)
+        root = roots[0]
+        upper = "oo" if root.hi >= INT_OO else root.hi // divisor
+        raise constraint_violation(
+            names,
+            [f"Not all values of {root.name} in the specified range {_range_text(root)} satisfy the generated "
+             f"guard {text}.{_frame_text(frame)}"],
+            [f"_{root.name} = Dim('_{root.name}', max={upper})", f"{root.name} = {divisor}*_{root.name}"])
     raise constraint_violation(
         names,
         [f"Not all values of {', '.join(names)} satisfy the generated guard {text}, which export cannot express "
          f"as a range or a relation between dims.{_frame_text(frame)}"],
         [f"{r.name} = {r.base}" for r in roots])
+
+
+def _floor_divisor(guard, root) -> int | None:
+    """``k`` when every floor in the guard is ``floor(root / k)``, of one ``k``."""
+    divisors = set()
+    for term in guard.atoms(sympy.floor, sympy.ceiling):
+        ratio = _ratio(term.args[0])
+        if ratio is None or ratio[0] != root.symbol or not ratio[1].is_Integer or int(ratio[1]) < 2:
+            return None
+        divisors.add(int(ratio[1]))
+    return divisors.pop() if len(divisors) == 1 else None
 
 
 # ------------------------------------------------------------------ the graph
@@ -321,7 +365,8 @@ def apply_symbols(gm, roots, user_placeholders, leaf_of_placeholder, env=None) -
             builder.current = node  # a returned size (``idx.shape[0] * 2``): the graph computes it
             node.args = _replace(node.args, builder)
             continue
-        if node.op in ("placeholder", "output") or node in builder.cache.values():
+        if node.op in ("placeholder", "output") or node in builder.cache.values() and not _has_symint(node.args):
+            # (a node making an unbacked symbol from sizes, ``clamp_slice_index``, reads them too)
             if node.op == "placeholder":
                 _mark(node)
             continue
@@ -413,13 +458,19 @@ def ranges_of(roots, narrowed) -> tuple[dict, dict]:
     ranges, names = {}, {}
     for root in roots:
         lo, hi = narrowed.get(root.key, (root.lo, root.hi))
-        ranges[root.symbol] = ValueRange(lo, hi)
         if root.kind == "dim":
             names[root.symbol] = root.name
-        for _, _, coeff, offset in root.uses:
-            if (coeff, offset) != (1, 0):
-                expr = coeff * root.symbol + offset
-                ranges[expr] = ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset)
+        # In the order the inputs' dims use them, as PyTorch's; a root no input dim is (only
+        # 2*_n or _n + 1 are) comes last and is at least 2 (the derived dims keep the range the
+        # Dim's min implies), as PyTorch gives it.
+        phantom = all((coeff, offset) != (1, 0) for _, _, coeff, offset in root.uses)
+        for _, _, coeff, offset in sorted(root.uses, key=lambda u: (u[0], u[1])):
+            expr = coeff * root.symbol + offset
+            if (coeff, offset) == (1, 0):
+                ranges.setdefault(root.symbol, ValueRange(lo, hi))
+            else:
+                ranges.setdefault(expr, ValueRange(coeff * lo + offset, hi if hi >= INT_OO else coeff * hi + offset))
+        ranges.setdefault(root.symbol, ValueRange(max(lo, 2) if phantom and root.uses else lo, hi))
     return ranges, names
 
 

@@ -634,12 +634,4 @@ def _key_text(key):
     return key
 
 
-def export_for_training(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
-                        preserve_module_call_signature: tuple = ()) -> ExportedProgram:
-    """PyTorch's ``export_for_training``: the same graph as :func:`export` (ember's IR keeps
-    training-mode ops and in-place updates of fresh values either way)."""
-    return export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
-                  preserve_module_call_signature=preserve_module_call_signature)
-
-
-__all__ = ["Dim", "export", "export_for_training"]
+__all__ = ["Dim", "export"]

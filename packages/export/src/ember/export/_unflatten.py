@@ -123,7 +123,7 @@ def _is_size_node(node) -> bool:
     if node.target is sym_size:
         return True
     return node.target.__module__ in ("_operator", "operator") and not _stack_of(node) and \
-        all(_is_size_node(a) or not hasattr(a, "op") for a in node.args)
+        all(not hasattr(a, "op") or _is_size_node(a) for a in node.args)
 
 
 def _place_state_updates(nodes: list) -> list:

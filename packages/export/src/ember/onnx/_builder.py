@@ -109,7 +109,7 @@ class Builder:
             out = self.const(np.array([int(expr)], dtype=np.int64))
         elif expr.is_Symbol:
             if expr not in self.symbol_sources:
-                raise UnsupportedOp(f"the size {expr} is not the size of any graph input")
+                raise UnsupportedOp(f"the size {expr} is not the size of any graph input nor computed by the graph")
             src, dim = self.symbol_sources[expr]
             shape = self.emit("Shape", [src], start=dim, end=dim + 1)
             out = shape
@@ -123,6 +123,8 @@ class Builder:
             out = terms[0]
             for t in terms[1:]:
                 out = self.emit("Mul", [out, t])
+        elif isinstance(expr, (sympy.Min, sympy.Max)):  # a slice bound clamped to a size (x[:k.item()])
+            out = self.emit("Min" if isinstance(expr, sympy.Min) else "Max", [self.sym(a) for a in expr.args])
         elif isinstance(expr, sympy.floor) and expr.args[0].is_Mul:
             num, den = expr.args[0].as_numer_denom()
             out = self.emit("Div", [self.sym(num), self.sym(den)])  # int64 Div truncates; sizes are >= 0

@@ -208,6 +208,9 @@ def translate_nodes(b: Builder, graph) -> None:
             if node.users:
                 b.names[node] = b.value(node.args[0])
             continue
+        if node.target in _UNBACKED_SIZES:
+            _UNBACKED_SIZES[node.target](b, node)
+            continue
         if not _is_tensor_node(node) and not isinstance(node.meta.get("val"), (list, tuple)):
             if isinstance(node.target, Op):
                 raise UnsupportedOp(f"ember.ops.{name} (node {node.name}) has no tensor metadata to translate")
@@ -220,6 +223,37 @@ def translate_nodes(b: Builder, graph) -> None:
             b.names[node] = fn(b, node)
         except UnsupportedOp as exc:
             raise UnsupportedOp(f"cannot translate ember.ops.{name} (node {node.name}{_where(node)}): {exc}") from None
+
+def _size_operand(b: Builder, value) -> str:
+    return b.const(np.array([value], dtype=np.int64)) if isinstance(value, int) else b.sym(as_expr(value))
+
+
+def _item_size(b: Builder, node) -> None:
+    """``item`` of an int tensor (an unbacked size ``u0``): its value as a 1-element int64 tensor,
+    which ``Builder.sym`` then reads for ``u0`` (the range checks, ``_assert_scalar``, are not
+    written: PyTorch's ONNX export drops them too)."""
+    value = b.emit("Cast", [b.value(node.args[0])], to=onnx.TensorProto.INT64)
+    b._sym_cache[node.meta["val"].node] = b.emit("Reshape", [value, b.const(np.array([1], dtype=np.int64))])
+
+
+def _clamped_slice_index(b: Builder, node) -> None:
+    """``clamp_slice_index(index, size)``: ``Max(index + size, 0)`` for a negative index, else
+    ``Min(index, size)`` (a new unbacked size)."""
+    index, size = (_size_operand(b, a) for a in node.args)
+    zero = b.const(np.array([0], dtype=np.int64))
+    negative = b.emit("Less", [index, zero])
+    wrapped = b.emit("Max", [b.emit("Add", [index, size]), zero])
+    b._sym_cache[node.meta["val"].node] = b.emit("Where", [negative, wrapped, b.emit("Min", [index, size])])
+
+
+def _unbacked_sizes() -> dict:
+    from ember.compiler._unbacked_export import clamp_slice_index, item
+
+    return {item: _item_size, clamp_slice_index: _clamped_slice_index}
+
+
+_UNBACKED_SIZES = _unbacked_sizes()
+
 
 def translate_subgraph(b: Builder, sub, input_names: list, graph_name: str, output_names: list | None = None):
     """An ONNX GraphProto computing ``sub`` (a cond/while_loop subgraph) whose placeholders are

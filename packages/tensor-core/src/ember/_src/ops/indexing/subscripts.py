@@ -500,6 +500,11 @@ def _slice_indices(item: slice, size):
     if type(size) is int and all(type(b) is int or b is None for b in (item.start, item.stop, item.step)):
         return item.indices(size)
     step = 1 if item.step is None else operator.index(item.step)
+    hook = views.SYMBOLIC_SLICE_BOUNDS[0]
+    if hook is not None and step > 0:
+        bounds = hook(size, item.start, item.stop)
+        if bounds is not None:
+            return (*bounds, step)
 
     def bound(v, default):
         if v is None:

@@ -365,13 +365,26 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return select_op(input, dim, index)
 
 
+# compile's ``_unbacked_export.slice_bounds`` (installed by it): (start, stop) of a slice whose
+# bound or size is an unbacked symbol of export (``x[:k.item()]``), clamped from the symbols'
+# ranges instead of compared; None where no such symbol is involved.
+SYMBOLIC_SLICE_BOUNDS: list = [None]
+
+
 @_view_op("slice(Tensor(a) self, int dim, SymInt start, SymInt end, SymInt step) -> Tensor(a)")
 def slice_op(self: Tensor, dim: int, start: int, end: int, step: int) -> Tensor:
     """Basic slicing on one dim; start/end already clamped to [0, size]."""
     d = wrap_dim(dim, self.ndim)
     if step <= 0:
         raise ValueError("step must be greater than zero")
-    length = max(0, (end - start + step - 1) // step)
+    if SYMBOLIC_SLICE_BOUNDS[0] is not None and not (type(start) is type(end) is type(self._shape[d]) is int):
+        # an exported graph's slice of unbacked bounds traced again: the bounds as the ranges prove them
+        bounds = SYMBOLIC_SLICE_BOUNDS[0](self._shape[d], start, end)
+        if bounds is not None:
+            start, end = bounds
+    length = (end - start + step - 1) // step
+    if length < 0:  # (not max(0, ...): ``length > 0`` of an unbacked size need not be decidable)
+        length = 0
     shape = self._shape[:d] + (length,) + self._shape[d + 1:]
     stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:]
     return make_view(self, shape, stride, self._offset + start * self._stride[d] if length else self._offset)
