@@ -429,6 +429,64 @@ def test_accumulate_grad_views_transposes_and_casts_run_natively():
     _close(b.grad, tb.grad)
     _close(seen[0], tb.grad)
 
+def _first_grad_kept(lib, path, keep=False):
+    """Whether a leaf's first gradient is the tensor its producer made (no copy), on ``path``: "native"
+    (the engine loop's AccumulateGrad), "hook" (AccumulateGrad.apply in Python, for a post-accumulate
+    hook) or "view" (the Python path with a gradient that is a view of a base it covers). ``keep``: the
+    producer also keeps a reference, which forbids keeping it."""
+    ptrs, kept = [], []
+
+    class Triple(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            r = (g * 3).reshape(2, 3).reshape(6) if path == "view" else g * 3
+            ptrs.append(r.data_ptr())
+            if keep:
+                kept.append(r)
+            return r
+
+    w = lib.ones(6, requires_grad=True)
+    if path != "native":
+        w.register_post_accumulate_grad_hook(lambda p: None)
+    Triple.apply(w).sum().backward()
+    np.testing.assert_allclose(w.grad.detach().numpy(), np.full(6, 3.0))
+    return w.grad.data_ptr() == ptrs[0]
+
+
+def test_first_gradient_kept_without_copy_under_a_frame_evaluator():
+    # AccumulateGrad keeps a gradient that nobody else holds (torch: use_count 1). Whether anyone else holds it
+    # must not depend on the interpreter: with a PEP 523 frame evaluator installed (torch.compile's, here in
+    # its run-only mode) calls are no longer inlined and each call level holds one more reference.
+    import sys
+
+    from torch._C._dynamo import eval_frame
+
+    def refs(x):
+        return sys.getrefcount(x)
+
+    probe = object()
+    inlined = refs(probe)
+    cases = [(path, keep) for path in ("native", "hook", "view") for keep in (False, True)]
+    expected = [_first_grad_kept(torch, path, keep) for path, keep in cases]
+    assert expected == [True, False, True, False, True, False]
+    assert [_first_grad_kept(ember, path, keep) for path, keep in cases] == expected
+    prev = eval_frame.set_eval_frame(False)
+    try:
+        assert refs(probe) == inlined + 1  # the evaluator is in effect: the caller's reference stays
+        got = [_first_grad_kept(ember, path, keep) for path, keep in cases]
+        with pytest.warns(UserWarning, match="Anomaly Detection"), ember.autograd.detect_anomaly():
+            got_anomaly = [_first_grad_kept(ember, path, keep) for path, keep in cases]
+    finally:
+        eval_frame.set_eval_frame(prev)
+    assert refs(probe) == inlined
+    assert got == expected
+    assert got_anomaly == expected
+
+
 def test_native_recording_resumes_once_a_missing_formula_is_back(monkeypatch):
     # An op recorded while FORMULAS had no formula for it goes through the Python recording; the
     # native recorder's cached answer must not outlive that (it once did, so that every later exp
