@@ -273,7 +273,7 @@ PyObject* device_fast_call(PyObject* op, PyObject* const* args, size_t nargsf, P
   }
   if (lead == nargs || !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(args[lead])))) return nullptr;
   auto* first = reinterpret_cast<TensorObject*>(args[lead]);
-  if (first->device_kind != kDeviceOther || first->device == nullptr || !plain_dispatch_for(op)) return nullptr;
+  if (first->device_kind != kDeviceOther || first->device == nullptr || !plain_dispatch_for(op, args, nargs, kwnames)) return nullptr;
   bool grad = false;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t i = 0; i < nargs + nkw && !grad; ++i) grad = requires_grad(args[i]);

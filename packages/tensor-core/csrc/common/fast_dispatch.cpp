@@ -53,6 +53,22 @@ bool plain_tensor_type(PyObject* tp) {
   return false;
 }
 
+bool has_dispatch_subclass(PyObject* const* args, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* a = args[i];
+    if (PyList_CheckExact(a) || PyTuple_CheckExact(a)) {
+      const Py_ssize_t m = PySequence_Fast_GET_SIZE(a);
+      PyObject** items = PySequence_Fast_ITEMS(a);
+      for (Py_ssize_t j = 0; j < m; ++j)
+        if (is_tensor_base(items[j]) && !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(items[j]))))
+          return true;
+    } else if (is_tensor_base(a) && !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(a)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 PyTypeObject OpBaseType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject* const NOT_HANDLED = reinterpret_cast<PyObject*>(&not_handled_marker);
 
@@ -256,7 +272,7 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   if (on_device) return device_result;
   auto* op = reinterpret_cast<OpObject*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (op->fast != kNone && kwnames == nullptr && nargs <= 5 && plain_dispatch_for(self)) {
+  if (op->fast != kNone && kwnames == nullptr && nargs <= 5 && plain_dispatch_for(self, args, nargs, nullptr)) {
     if (op->fast == kBinaryInplace) {
       // In-place ops record through Python (leaf and view checks, CopySlices); without grad
       // recording they run here: no_grad (optimizer steps), gradient accumulation.
