@@ -1,7 +1,7 @@
 // The device fast path: an op called on plain ember.Tensors of a plugin device (CUDA) goes
 // straight to the device's kernel, skipping the Python dispatcher (Op._dispatch), when that
 // dispatcher would do nothing else than run the kernel and, for inputs that require grad, let
-// autograd record the call: no dispatch mode, no __torch_dispatch__ subclass, no sparse layout
+// autograd record the call: no dispatch mode, no __torch_dispatch__ subclass among the arguments, no sparse layout
 // routing, and no autocast cast for this op (plain_dispatch_for()). Op._dispatch (and call_kernel,
 // for a first argument that is a number or an nn.Parameter) does exactly this lookup
 // (`op.kernels[first tensor's device type]`), so the results, errors included, are the kernel's

@@ -1,8 +1,8 @@
 // ember._C.OpBase: the C-level base of dispatch.Op, whose call runs the common case of an op
 // natively and hands everything else to the Python dispatcher (Op._dispatch, the reference).
 //
-// The fast path applies only when, checked in C: no dispatch mode was entered, no tensor
-// subclass defines __torch_dispatch__, no autocast region is on, no non-strided layout exists
+// The fast path applies only when, checked in C: no dispatch mode was entered, no argument is an
+// instance of a tensor subclass that may define __torch_dispatch__, no autocast region is on, no non-strided layout exists
 // (dispatch._LAYOUT_DISPATCH), every tensor argument is an ember.Tensor or a plain subclass
 // (nn.Parameter: registered by Tensor.__init_subclass__) on the CPU, the dtypes are ones whose
 // kernel computes in place (no float16/bfloat16 widening, no complex, no bool), all arguments
