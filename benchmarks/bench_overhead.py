@@ -29,7 +29,9 @@ Method: every case runs 200 warmup calls, then the best (minimum) mean over 5 re
 inner loop, ember and PyTorch interleaved per case. Times are the calling thread's CPU time
 (``time.thread_time``; one thread on both sides), so that waiting for a core on a loaded shared
 machine does not count; ``--wall`` measures wall time instead. The ratio is ember / PyTorch
-(lower is better). Usage: ``python benchmarks/bench_overhead.py [--quick] [--wall] [--only a,b]``.
+(lower is better). Usage: ``python benchmarks/bench_overhead.py [--quick] [--wall] [--only a,b]
+[--dispatch-subclass]``; the last defines a Tensor subclass with ``__torch_dispatch__`` on both sides first
+(none of the cases uses it: a program that has one, e.g. through ember.func's BatchedTensor).
 """
 
 from __future__ import annotations
@@ -154,6 +156,11 @@ def main() -> None:
     quick = "--quick" in sys.argv
     torch.set_num_threads(1)
     ember.set_num_threads(1)
+    if "--dispatch-subclass" in sys.argv:
+        for lib in (ember, torch):  # __torch_function__ off, as dispatch-level subclasses have it
+            type("Dispatching", (lib.Tensor,), {"__torch_function__": lib._C._disabled_torch_function_impl,
+                                                "__torch_dispatch__": classmethod(
+                lambda cls, func, types, args=(), kwargs=None: func(*args, **(kwargs or {})))})
     ours, theirs = make_cases(ember), make_cases(torch)
     print("| case | ember | torch | ratio | target |")
     print("| --- | --- | --- | --- | --- |")

@@ -7,7 +7,8 @@ so that a loaded machine slows both alike. Each checkout runs with its own ``ci/
     python benchmarks/host_cuda_fake_ab.py BASE_CHECKOUT [NEW_CHECKOUT] [--layers 2 12] [--pairs 3] [--steps 20]
 
 Prints per checkout and layer count: Python calls per step, then for each run the median and the fastest
-step (ms), and the medians of both over the runs.
+step (ms), and the medians of both over the runs; then the GC-tracked objects one forward leaves alive (by
+type) and its net count of tracked allocations (the young generation's counter).
 """
 
 from __future__ import annotations
@@ -59,6 +60,24 @@ if count:
     step()
     prof.disable()
     out["calls"] = pstats.Stats(prof).total_calls
+    # GC-tracked objects a forward leaves alive (the graph's nodes, saved tensors, their tuples and dicts:
+    # what the young collections then traverse), by type, and how many tracked allocations it made
+    import collections, gc
+    gc.collect()
+    gc.disable()
+    seen = {id(o) for o in gc.get_objects()}
+    c0 = gc.get_count()[0]
+    with ember.autocast("cuda", dtype=ember.bfloat16):
+        loss = model(x, y)
+    made = gc.get_count()[0] - c0
+    new = [o for o in gc.get_objects() if id(o) not in seen]
+    kinds = collections.Counter(type(o).__name__ for o in new if o is not seen)
+    out["gc"] = {"alive": len(new) - 1, "net_tracked": made, "top": kinds.most_common(8)}
+    del new
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    gc.enable()
 print(json.dumps(out))
 """
 
@@ -94,6 +113,8 @@ def main():
             med = {k: round(statistics.median(r[k][0] for r in rs), 2) for k in ("fwd", "bwd", "opt", "step")}
             print(f"GPT-2 {layers}L {name:4s}: {rs[0]['calls']} Python calls/step; step ms median/min per run "
                   f"{[tuple(r['step']) for r in rs]}; medians over runs {med}", flush=True)
+            print(f"GPT-2 {layers}L {name:4s}: forward leaves {rs[0]['gc']['alive']} GC-tracked objects alive "
+                  f"(net {rs[0]['gc']['net_tracked']} tracked allocations): {rs[0]['gc']['top']}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 

@@ -281,19 +281,6 @@ def test_saved_inputs_are_saved_tensors_and_freed():
 
 
 def test_native_nodes_share_their_input_metadata_and_leave_the_gc():
-    # Once any Tensor subclass defines __torch_dispatch__ (earlier tests), the process-wide switch keeps every
-    # op off the native path; these plain tensors may take it.
-    from ember._src import dispatch
-
-    saved = dispatch._SUBCLASS_DISPATCH[0]
-    dispatch._SUBCLASS_DISPATCH[0] = False
-    try:
-        _check_shared_metadata()
-    finally:
-        dispatch._SUBCLASS_DISPATCH[0] = saved
-
-
-def _check_shared_metadata():
     # A natively recorded node's input metadata is shared between nodes ((shape, dtype) pairs and a
     # one-input node's tuple of one pair) and its layout is a tuple of ints/None that the collector stops
     # tracking: the graph of a step adds fewer containers to each collection. Gradients as PyTorch's.
@@ -429,22 +416,70 @@ def test_accumulate_grad_views_transposes_and_casts_run_natively():
     _close(b.grad, tb.grad)
     _close(seen[0], tb.grad)
 
+def _first_grad_kept(lib, path, keep=False):
+    """Whether a leaf's first gradient is the tensor its producer made (no copy), on ``path``: "native"
+    (the engine loop's AccumulateGrad), "hook" (AccumulateGrad.apply in Python, for a post-accumulate
+    hook) or "view" (the Python path with a gradient that is a view of a base it covers). ``keep``: the
+    producer also keeps a reference, which forbids keeping it."""
+    ptrs, kept = [], []
+
+    class Triple(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            r = (g * 3).reshape(2, 3).reshape(6) if path == "view" else g * 3
+            ptrs.append(r.data_ptr())
+            if keep:
+                kept.append(r)
+            return r
+
+    w = lib.ones(6, requires_grad=True)
+    if path != "native":
+        w.register_post_accumulate_grad_hook(lambda p: None)
+    Triple.apply(w).sum().backward()
+    np.testing.assert_allclose(w.grad.detach().numpy(), np.full(6, 3.0))
+    return w.grad.data_ptr() == ptrs[0]
+
+
+def test_first_gradient_kept_without_copy_under_a_frame_evaluator():
+    # AccumulateGrad keeps a gradient that nobody else holds (torch: use_count 1). Whether anyone else holds it
+    # must not depend on the interpreter: with a PEP 523 frame evaluator installed (torch.compile's, here in
+    # its run-only mode) calls are no longer inlined and each call level holds one more reference.
+    import sys
+
+    from torch._C._dynamo import eval_frame
+
+    def refs(x):
+        return sys.getrefcount(x)
+
+    probe = object()
+    inlined = refs(probe)
+    cases = [(path, keep) for path in ("native", "hook", "view") for keep in (False, True)]
+    expected = [_first_grad_kept(torch, path, keep) for path, keep in cases]
+    assert expected == [True, False, True, False, True, False]
+    assert [_first_grad_kept(ember, path, keep) for path, keep in cases] == expected
+    prev = eval_frame.set_eval_frame(False)
+    try:
+        assert refs(probe) == inlined + 1  # the evaluator is in effect: the caller's reference stays
+        got = [_first_grad_kept(ember, path, keep) for path, keep in cases]
+        with pytest.warns(UserWarning, match="Anomaly Detection"), ember.autograd.detect_anomaly():
+            got_anomaly = [_first_grad_kept(ember, path, keep) for path, keep in cases]
+    finally:
+        eval_frame.set_eval_frame(prev)
+    assert refs(probe) == inlined
+    assert got == expected
+    assert got_anomaly == expected
+
+
 def test_native_recording_resumes_once_a_missing_formula_is_back(monkeypatch):
     # An op recorded while FORMULAS had no formula for it goes through the Python recording; the
     # native recorder's cached answer must not outlive that (it once did, so that every later exp
     # was recorded in Python: test_autograd_engine's monkeypatch.delitem leaked into this file).
-    from ember._src import dispatch
     from ember.autograd.formulas import FORMULAS
 
-    saved = dispatch._SUBCLASS_DISPATCH[0]
-    dispatch._SUBCLASS_DISPATCH[0] = False  # as above: earlier tests' subclasses
-    try:
-        _check_recording_resumes(monkeypatch, FORMULAS)
-    finally:
-        dispatch._SUBCLASS_DISPATCH[0] = saved
-
-
-def _check_recording_resumes(monkeypatch, FORMULAS):  # noqa: N803
     x = ember.tensor([0.5, 1.0], requires_grad=True)
     assert type(x.exp().grad_fn._input_meta) is tuple  # the native recorder's
     formula = FORMULAS["sinh"]
@@ -459,3 +494,57 @@ def _check_recording_resumes(monkeypatch, FORMULAS):  # noqa: N803
     z.sum().backward()
     tx.sinh().sum().backward()
     _close(x.grad, tx.grad)
+
+
+def _logging_subclass(lib):
+    """A Tensor subclass whose __torch_dispatch__ logs each call it sees and runs it on the plain tensors its
+    instances keep as ``_plain`` (defining it switches the process-wide subclass dispatch on)."""
+    seen = []
+
+    class Logged(lib.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+
+            def plain(x):
+                return x._plain if isinstance(x, cls) else x  # (ember's as_subclass would dispatch again)
+
+            args = [[plain(b) for b in a] if isinstance(a, (list, tuple)) else plain(a) for a in args]
+            return func(*args, **{k: plain(v) for k, v in (kwargs or {}).items()})
+
+    return Logged, seen
+
+
+def test_dispatch_subclass_sends_only_its_own_calls_off_the_native_path():
+    # Once a Tensor subclass defines __torch_dispatch__, only the calls that involve one of its instances
+    # (an argument, an item of a list argument, a keyword value) reach it and the Python dispatcher; calls on
+    # plain tensors (and nn.Parameter) stay native, recording included. Results and calls seen as torch's.
+    from ember._src import dispatch
+
+    def program(lib, logged_cls, seen, frames=None):
+        a = lib.arange(6.0).reshape(2, 3)
+        w = lib.nn.Parameter(lib.ones(2, 3))
+        base = lib.arange(6.0).reshape(2, 3)
+        sub = base.as_subclass(logged_cls)
+        sub._plain = base
+        plain = []
+
+        def run_plain():
+            plain.extend([a + a, lib.mul(a, 2.0), (a * w).sum(), a.relu(), a.view(3, 2), a.t(), a > 2])
+
+        n = len(seen)
+        python = frames(run_plain) if frames else run_plain()
+        involved = [a + sub, lib.cat([a, sub]), lib.where(a > 2, a, other=sub)]
+        return plain, len(seen) - n, python, involved
+
+    elogged, eseen = _logging_subclass(ember)
+    tlogged, tseen = _logging_subclass(torch)
+    assert dispatch._SUBCLASS_DISPATCH[0]
+    codes = {dispatch.Op._dispatch.__code__}
+    eplain, eseen_n, python, einvolved = program(ember, elogged, eseen, lambda f: _python_frames(f, codes))
+    tplain, tseen_n, _, tinvolved = program(torch, tlogged, tseen)
+    assert python == []  # the plain calls ran natively
+    assert eseen_n == tseen_n == 3 and len(eseen) == len(tseen) == 3
+    for e, t in zip(eplain + einvolved, tplain + tinvolved):
+        _close(e, t)
+    assert type(eplain[2].grad_fn).__name__ == type(tplain[2].grad_fn).__name__ == "SumBackward0"

@@ -1027,3 +1027,49 @@ def test_inlined_casts_launch_as_launch_linear(tmp_path):
     assert fast["cached"] >= 4 and plain["cached"] == 0
     assert fast["dtypes"] == plain["dtypes"]
     assert len(fast["log"]) >= 18 and fast["log"] == plain["log"]
+
+
+# -- version counters of fresh CUDA results ----------------------------------------------------------
+
+_VERSIONS = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+if sys.argv[2:] != ["cpu"]:
+    import host_cuda_fake
+    host_cuda_fake.install()
+    import ember as lib
+    dev = "cuda"
+else:
+    import torch as lib
+    dev = "cpu"
+F = lib.nn.functional
+p = lib.full((4,), 0.5, device=dev)
+got = [lib.eye(3, device=dev)._version, lib.ones(3, device=dev)._version, lib.full((3,), 2.0, device=dev)._version,
+       lib.zeros(3, device=dev)._version, lib.randint(0, 5, (3,), device=dev)._version,
+       lib.randint_like(p, 5)._version, lib.bernoulli(p)._version, lib.rand(3, device=dev)._version,
+       lib.normal(p, p)._version, F.pad(p, (1, 1), value=3.0)._version, lib.empty(0, 2, device=dev).sum(0)._version]
+for name, args in [("bernoulli_", (p,)), ("bernoulli_", (0.5,)), ("exponential_", ()), ("geometric_", (0.5,)),
+                   ("log_normal_", ()), ("cauchy_", ()), ("random_", (0, 5)), ("fill_", (1.0,))]:
+    w = lib.empty(4, device=dev)
+    getattr(w, name)(*args)
+    got.append(w._version)
+print(json.dumps(got))
+"""
+
+
+def test_fresh_cuda_results_start_at_version_zero_as_torch(tmp_path):
+    """Factories and samplers on the fake CUDA host: a fresh result at _version 0 (full's fill, eye's
+    diagonal, the samplers' stores into a factory's result are below the counter), each in-place sampler
+    one write, as torch's (its CPU build: the counts do not depend on the device)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (cuda,) = _fake_host_runs(tmp_path, _VERSIONS, [{}])
+    script = tmp_path / "prog.py"
+    benchmarks = Path(__file__).resolve().parents[3] / "benchmarks"
+    ref = subprocess.run([sys.executable, str(script), str(benchmarks), "cpu"], capture_output=True, text=True,
+                         timeout=600)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    assert cuda == json.loads(ref.stdout.strip().splitlines()[-1])

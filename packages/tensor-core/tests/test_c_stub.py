@@ -47,3 +47,49 @@ def test_c_stub_marks_static_methods_static():
             decorated = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
             assert static == decorated, f"{cls.name}.{fn.name}"
     assert isinstance(vars(_C.Storage)["from_buffer"], staticmethod)
+
+
+def test_c_stub_reads_signature_lines_followed_by_prose():
+    # A hand-written docstring "name(args) -> T: prose" once became "def name(args) -> T: prose: ...";
+    # prose with brackets, defaults with brackets and nested types must not confuse the split either.
+    import ast
+    import types
+
+    def fn(doc):
+        def f(*args, **kwargs):
+            return None
+
+        f.__doc__ = doc
+        return f
+
+    class Launcher:
+        arm = fn("arm(launcher, grid_x=(1, 1)): launches (grid_x, 1, 1); arm(None) turns it off.")
+        run = fn("run(self: ember._C.Launcher, stream: int) -> None")
+
+    module = types.ModuleType("fake_C")
+    docs = {
+        "typed": "typed(x: int, f: Callable[[int], tuple[int, int]]) -> list[int]: the values (as f(x) gives them).",
+        "pybind": "pybind(out: object, scale: float = 1.0) -> None",
+        "no_return": "no_return(a, b=None): a with b (or a: see above).",
+        "returns_prose": "returns_prose(t) -> (int, int) pairs: what it returns.",
+        "prose": "prose(tensor) is what it takes.",
+        "plain": "No signature here.",
+    }
+    for name, doc in docs.items():
+        setattr(module, name, fn(doc))
+    module.Launcher = Launcher
+    tree = ast.parse(_generator().render(module))
+    defs = {node.name: ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert defs["typed"] == "def typed(x: int, f: Callable[[int], tuple[int, int]]) -> list[int]:\n    ..."
+    assert defs["pybind"] == "def pybind(out: object, scale: float=...) -> None:\n    ..."
+    assert defs["no_return"] == "def no_return(a, b=...) -> typing.Any:\n    ..."
+    for name in ("returns_prose", "prose", "plain"):
+        assert defs[name] == f"def {name}(*args, **kwargs) -> typing.Any:\n    ..."
+    assert defs["arm"] == "def arm(self, launcher, grid_x=...) -> typing.Any:\n    ..."
+    assert defs["run"] == "def run(self, stream: int) -> None:\n    ..."
+
+
+def test_c_stub_of_the_built_module_is_python():
+    import ast
+
+    ast.parse(_generator().render(_C))

@@ -301,3 +301,23 @@ def test_indexed_cpu_device_makes_cpu_tensors(spec):
                 lib.tensor([1], device=d), lib.zeros_like(lib.ones(1), device=d), lib.ones(2).to(d),
                 lib.nn.Linear(2, 2, device=d).weight]
         assert [str(t.device) for t in made] == ["cpu"] * len(made)
+
+
+def test_factories_start_at_version_zero_as_torch():
+    # PyTorch writes a factory's result below the version counter (eye's diagonal, full's fill); out= is a
+    # write of out, and a view of the result shares its counter from 0.
+    def versions(lib):
+        eye = lib.eye(3)
+        got = [eye._version, lib.eye(2, 4)._version, lib.eye(0)._version, lib.eye(3, dtype=lib.int64)._version,
+               lib.eye(3, requires_grad=True)._version, lib.eye(3, device="meta")._version, lib.zeros(3)._version,
+               lib.ones(3)._version, lib.full((2,), 7)._version, lib.full((2,), -0.0)._version,
+               lib.arange(4)._version, lib.linspace(0, 1, 5)._version, lib.logspace(0, 1, 3)._version,
+               lib.ones_like(eye)._version, lib.full_like(eye, 2)._version, lib.tensor([1.0])._version]
+        out = lib.empty(3, 3)
+        lib.eye(3, out=out)
+        view = eye[0]
+        eye.add_(1)
+        got += [out._version, view._version, eye._version]
+        return got
+
+    assert versions(ember) == versions(torch)

@@ -322,7 +322,27 @@ PyObject* py_engine_native_formulas(PyObject*, PyObject* const* args, Py_ssize_t
   Py_RETURN_NONE;
 }
 
+// Whether the list `buffer` is the only holder of its item `index`: AccumulateGrad's test that nobody else
+// holds an incoming gradient, made at the engine's input buffer before any Python frame binds the gradient
+// (a count seen from inside Python frames depends on whether calls are inlined, which a PEP 523 frame
+// evaluator turns off).
+PyObject* py_only_held_by(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyList_Check(args[0]) || !PyLong_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_only_held_by(buffer: list, index: int)");
+    return nullptr;
+  }
+  const Py_ssize_t i = PyLong_AsSsize_t(args[1]);
+  if (i == -1 && PyErr_Occurred()) return nullptr;
+  if (i < 0 || i >= PyList_GET_SIZE(args[0])) {
+    PyErr_SetString(PyExc_IndexError, "_only_held_by: index out of range");
+    return nullptr;
+  }
+  return PyBool_FromLong(Py_REFCNT(PyList_GET_ITEM(args[0], i)) == 1);
+}
+
 PyMethodDef functions[] = {
+    {"_only_held_by", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_only_held_by)), METH_FASTCALL,
+     "_only_held_by(buffer, index): whether the list buffer holds the only reference to buffer[index]."},
     {"_engine_native_formulas",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_engine_native_formulas)), METH_FASTCALL,
      "_engine_native_formulas(reshape_back, transpose, to_copy): the backward functions of views' reshape, "

@@ -107,6 +107,26 @@ PyObject* single_meta(PyObject* pair) {
   return single;
 }
 
+// A node's layout (per argument: its edge index or None) shared between nodes: one tuple per distinct
+// layout (a handful: (0, None) for view, (0, None, None) for t, ...) instead of a new GC-allocated tuple per
+// recorded node, which counted towards the next young collection and stayed tracked until one untracked it.
+// Cleared past 1024 entries. Returns a new reference (layout's, or the shared one's).
+PyObject* g_layouts = nullptr;
+
+// _SavedArgs of 0-8 Nones (record_node's nodes whose formula reads no argument), shared.
+PyObject* g_none_saved[9] = {};
+
+PyObject* shared_layout(PyObject* layout) {
+  if (g_layouts == nullptr && (g_layouts = PyDict_New()) == nullptr) return nullptr;
+  PyObject* hit = PyDict_GetItemWithError(g_layouts, layout);  // borrowed
+  if (hit != nullptr) return Py_NewRef(hit);
+  if (PyErr_Occurred()) return nullptr;
+  if (PyDict_GET_SIZE(g_layouts) >= 1024) PyDict_Clear(g_layouts);
+  if (PyDict_SetItem(g_layouts, layout, layout) < 0) return nullptr;
+  PyObject_GC_UnTrack(layout);  // ints and None only
+  return Py_NewRef(layout);
+}
+
 }  // namespace
 
 int grad_enabled_now() {
@@ -396,6 +416,9 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     edge_items[n_edges++] = Py_NewRef(g_reg.no_edge);
   }
   {
+    PyObject* layout_shared = shared_layout(layout);
+    if (layout_shared == nullptr) goto fail_edges;
+    Py_SETREF(layout, layout_shared);
     Py_SETREF(edges, PyTuple_New(n_edges));
     if (edges == nullptr) goto fail_edges;
     if (n_meta == 1 && meta_items[0] != Py_None && meta_shared) {
@@ -410,12 +433,21 @@ int grad_record(PyObject* spec, PyObject* out_obj, PyObject* const* args, Py_ssi
     n_meta = 0;
     for (Py_ssize_t i = 0; i < n_edges; ++i) PyTuple_SET_ITEM(edges, i, edge_items[i]);
     n_edges = 0;
-    // The saved args as the formula reads them: a _SavedArgs (tuple subclass) with the same items.
+    // The saved args as the formula reads them: a _SavedArgs (tuple subclass) with the same items; one
+    // shared per length when they are all None (a formula that reads no argument: add, sub, ...).
     auto* sa_cls = reinterpret_cast<PyTypeObject*>(g_reg.saved_args_cls);
-    PyObject* saved_args = sa_cls->tp_alloc(sa_cls, nargs);
-    if (saved_args == nullptr) goto fail;
-    for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(saved_args, i, Py_NewRef(PyTuple_GET_ITEM(saved, i)));
-    Py_SETREF(saved, saved_args);
+    bool nothing = true;
+    for (Py_ssize_t i = 0; i < nargs && nothing; ++i) nothing = PyTuple_GET_ITEM(saved, i) == Py_None;
+    PyObject* saved_args = nothing ? g_none_saved[nargs] : nullptr;
+    if (saved_args != nullptr && Py_TYPE(saved_args) == sa_cls) {
+      Py_SETREF(saved, Py_NewRef(saved_args));
+    } else {
+      saved_args = sa_cls->tp_alloc(sa_cls, nargs);
+      if (saved_args == nullptr) goto fail;
+      for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(saved_args, i, Py_NewRef(PyTuple_GET_ITEM(saved, i)));
+      Py_SETREF(saved, saved_args);
+      if (nothing) Py_XSETREF(g_none_saved[nargs], Py_NewRef(saved_args));
+    }
     PyObject* saved_outputs;
     if (saves_output) {
       PyObject* data = alias_of(out);

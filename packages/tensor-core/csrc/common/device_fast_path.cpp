@@ -1,7 +1,7 @@
 // The device fast path: an op called on plain ember.Tensors of a plugin device (CUDA) goes
 // straight to the device's kernel, skipping the Python dispatcher (Op._dispatch), when that
 // dispatcher would do nothing else than run the kernel and, for inputs that require grad, let
-// autograd record the call: no dispatch mode, no __torch_dispatch__ subclass, no sparse layout
+// autograd record the call: no dispatch mode, no __torch_dispatch__ subclass among the arguments, no sparse layout
 // routing, and no autocast cast for this op (plain_dispatch_for()). Op._dispatch (and call_kernel,
 // for a first argument that is a number or an nn.Parameter) does exactly this lookup
 // (`op.kernels[first tensor's device type]`), so the results, errors included, are the kernel's
@@ -273,7 +273,7 @@ PyObject* device_fast_call(PyObject* op, PyObject* const* args, size_t nargsf, P
   }
   if (lead == nargs || !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(args[lead])))) return nullptr;
   auto* first = reinterpret_cast<TensorObject*>(args[lead]);
-  if (first->device_kind != kDeviceOther || first->device == nullptr || !plain_dispatch_for(op)) return nullptr;
+  if (first->device_kind != kDeviceOther || first->device == nullptr || !plain_dispatch_for(op, args, nargs, kwnames)) return nullptr;
   bool grad = false;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t i = 0; i < nargs + nkw && !grad; ++i) grad = requires_grad(args[i]);

@@ -1,8 +1,8 @@
 // ember._C.OpBase: the C-level base of dispatch.Op, whose call runs the common case of an op
 // natively and hands everything else to the Python dispatcher (Op._dispatch, the reference).
 //
-// The fast path applies only when, checked in C: no dispatch mode was entered, no tensor
-// subclass defines __torch_dispatch__, no autocast region is on, no non-strided layout exists
+// The fast path applies only when, checked in C: no dispatch mode was entered, no argument is an
+// instance of a tensor subclass that may define __torch_dispatch__, no autocast region is on, no non-strided layout exists
 // (dispatch._LAYOUT_DISPATCH), every tensor argument is an ember.Tensor or a plain subclass
 // (nn.Parameter: registered by Tensor.__init_subclass__) on the CPU, the dtypes are ones whose
 // kernel computes in place (no float16/bfloat16 widening, no complex, no bool), all arguments
@@ -50,6 +50,22 @@ bool plain_tensor_type(PyObject* tp) {
   if (tp == tensor_class()) return true;
   for (int i = 0; i < g_num_plain_types; ++i)
     if (g_plain_types[i] == tp) return true;
+  return false;
+}
+
+bool has_dispatch_subclass(PyObject* const* args, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* a = args[i];
+    if (PyList_CheckExact(a) || PyTuple_CheckExact(a)) {
+      const Py_ssize_t m = PySequence_Fast_GET_SIZE(a);
+      PyObject** items = PySequence_Fast_ITEMS(a);
+      for (Py_ssize_t j = 0; j < m; ++j)
+        if (is_tensor_base(items[j]) && !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(items[j]))))
+          return true;
+    } else if (is_tensor_base(a) && !plain_tensor_type(reinterpret_cast<PyObject*>(Py_TYPE(a)))) {
+      return true;
+    }
+  }
   return false;
 }
 
@@ -256,7 +272,7 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   if (on_device) return device_result;
   auto* op = reinterpret_cast<OpObject*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (op->fast != kNone && kwnames == nullptr && nargs <= 5 && plain_dispatch_for(self)) {
+  if (op->fast != kNone && kwnames == nullptr && nargs <= 5 && plain_dispatch_for(self, args, nargs, nullptr)) {
     if (op->fast == kBinaryInplace) {
       // In-place ops record through Python (leaf and view checks, CopySlices); without grad
       // recording they run here: no_grad (optimizer steps), gradient accumulation.

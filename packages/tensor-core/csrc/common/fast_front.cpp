@@ -290,7 +290,7 @@ PyObject* front_fast(FrontObject* f, PyObject* const* args, Py_ssize_t nargs, Py
 
 PyObject* front_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<FrontObject*>(self);
-  if (plain_dispatch_for(f->op)) {
+  if (plain_dispatch_for(f->op, args, PyVectorcall_NARGS(nargsf), kwnames)) {
     PyObject* r = front_fast(f, args, PyVectorcall_NARGS(nargsf), kwnames);
     if (r != NOT_HANDLED) return r;
   }

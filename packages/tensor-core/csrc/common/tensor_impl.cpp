@@ -383,6 +383,11 @@ int set_dims(PyObject* self, PyObject* value, bool for_stride) {
     *nd = -1;
     return -1;
   }
+  // Every item an exact int: the tuple can never hold a reference to a container, so the collector has
+  // nothing to find in it (it untracks such tuples itself, at the first collection that sees them). Untracked
+  // now, the shapes and strides of a step's tensors neither count towards the next young collection nor
+  // get traversed by it.
+  if (*nd >= 0 && PyTuple_CheckExact(value)) PyObject_GC_UnTrack(value);
   Py_XSETREF(*slot, Py_NewRef(value));
   return 0;
 }
@@ -692,6 +697,7 @@ PyObject* dims_tuple(const int64_t* v, int32_t n) {
     }
     PyTuple_SET_ITEM(t, i, item);
   }
+  PyObject_GC_UnTrack(t);  // ints only (set_dims)
   return t;
 }
 

@@ -85,23 +85,17 @@ def fix_grad(g, meta, node, idx):
     return g
 
 
-# References to a gradient that only the engine holds, as _stealable sees them: the input
-# buffer of AccumulateGrad, accumulate_grad's parameter, _stealable's parameter and
-# getrefcount's argument. Its storage: the gradient itself (and its base, for a view) and the
-# argument.
-_OWNED_REFS = 4
-
-
-def _stealable(g: Tensor, variable: Tensor) -> bool:
-    """Whether AccumulateGrad may keep ``g`` itself as ``variable.grad``: nobody else holds it or its
+def _stealable(g: Tensor, variable: Tensor, owned: bool) -> bool:
+    """Whether AccumulateGrad may keep ``g`` itself as ``variable.grad``: nobody else holds it
+    (``owned``: the engine's input buffer held its only reference, see AccumulateGrad.apply) or its
     memory, and (unless ``enforce_grad_layout_policy(False)``) it obeys the layout contract."""
-    if type(g) is not Tensor or g.grad_fn is not None:
+    if not owned or type(g) is not Tensor or g.grad_fn is not None:
         return False
     # enforce_grad_layout_policy()'s flag, read here rather than through grad_mode (a frame per accumulation)
     if getattr(_LAYOUT_POLICY, "enabled", True) and not _obeys_layout_contract(g, variable):
         return False
-    if sys.getrefcount(g) > _OWNED_REFS:
-        return False
+    # The counts below are of references from objects and this frame only (no Python call in
+    # between), so they do not depend on whether the interpreter inlines calls.
     base = g._base
     if base is None:
         return g._offset == 0 and sys.getrefcount(g._storage) <= 2
@@ -143,15 +137,16 @@ def _clone_obey_contract(g: Tensor, variable: Tensor) -> Tensor:
     return empty_strided(shape, stride, dtype=variable.dtype, device=variable._device).copy_(g)
 
 
-def accumulate_grad(variable: Tensor, g: Tensor) -> None:
+def accumulate_grad(variable: Tensor, g: Tensor, owned: bool = False) -> None:
     """``variable.grad += g`` as PyTorch's AccumulateGrad: the first gradient kept or copied by the
     layout contract, later ones added in place (out of place, recorded, when the graph of the
-    gradient is being built)."""
+    gradient is being built). ``owned``: nobody but the caller's buffer holds ``g`` (it may then be
+    kept without a copy)."""
     old = variable.grad
     if g._layout is not strided or variable._layout is not strided or (old is not None and old._layout is not strided):
         _accumulate_sparse(variable, old, g)
     elif old is None:
-        if not _STATE.grad_enabled and _stealable(g, variable):
+        if not _STATE.grad_enabled and _stealable(g, variable, owned):
             variable.grad = g  # nobody else holds it or its memory: no copy (as PyTorch does)
         elif _STATE.grad_enabled:
             variable.grad = _clone_obey_contract(g, variable)

@@ -235,7 +235,11 @@ class AccumulateGrad(Node):
 
     def apply(self, grads: tuple):
         if grads[0] is not None:
-            _ACCUMULATE[0](self.variable, grads[0])
+            # Whether the engine's input buffer holds the gradient's only reference, asked before any
+            # frame binds it: a count from inside the callee would include one reference per call level
+            # when calls are not inlined (under a PEP 523 frame evaluator, such as torch.compile's).
+            owned = type(grads) is list and _C._only_held_by(grads, 0)
+            _ACCUMULATE[0](self.variable, grads[0], owned)
             meta = self.variable._autograd_meta
             if meta is not None and meta.post_acc_hooks:
                 for hook in list(meta.post_acc_hooks.values()):

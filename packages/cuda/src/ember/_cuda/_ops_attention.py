@@ -22,6 +22,7 @@ from ember._src.tensor import make_tensor
 from . import _compile
 from ._elementwise import TRITON
 from ._flash_kernels import SOURCE
+from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
@@ -299,7 +300,9 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if out.numel() == 0:
         return out, lse
     if s == 0:  # no keys: zeros, and rows that see nothing
-        return out.zero_().narrow(-1, 0, e), lse.fill_(float("-inf"))
+        fill_values(out, 0)
+        fill_values(lse, float("-inf"))
+        return out.narrow(-1, 0, e), lse
     bias = _bias(attn_mask, q, k)
     bm, bn, warps, stages = _fwd_config(q.dtype, max(d, e), lq, bool(is_causal))
     num_m = -(-lq // bm)
@@ -439,7 +442,7 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, attn_mask, is_ca
     dk = _empty_in_order_of(k, (b, h, s, d), gd) if group == 1 else new_empty_tensor((b, h, s, d), gd, q._device)
     dv = _empty_in_order_of(v, (b, h, s, e), gd) if group == 1 else new_empty_tensor((b, h, s, e), gd, q._device)
     if q.numel() == 0 or s == 0:
-        dq.zero_(), dk.zero_(), dv.zero_()
+        fill_values(dq, 0), fill_values(dk, 0), fill_values(dv, 0)
     else:
         _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scale, max(d0, e0))
     if group > 1:

@@ -16,6 +16,7 @@ from ember._src.ops.shape import views as vw
 
 from . import _elementwise, _fastcall, _storage
 from ._elementwise import _INT31, _SHAPES, contiguous_info, launch, launch_linear
+from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import _TLS as _STREAMS_TLS
 from ._streams import current_handle
@@ -166,7 +167,7 @@ def _full(size, fill_value, *, dtype=None, device=None):
     if fill_value == 0 and not (isinstance(fill_value, float) and str(fill_value).startswith("-")):
         return new_empty_tensor(size, dtype, device, zero=True)
     t = new_empty_tensor(size, dtype, device)
-    OPS["fill_"].kernels["cuda"](t, fill_value)
+    fill_values(t, fill_value)
     return t
 
 

@@ -13,6 +13,7 @@ from ember._src.tensor import make_view
 
 from . import _blas
 from ._ops_copy import device_copy
+from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 
 
@@ -28,7 +29,7 @@ def _product(a, b, inp=None, beta=1, alpha=1):
         device_copy(out, inp)
     if k == 0 or alpha == 0:
         if not use_inp:
-            OPS["fill_"].kernels["cuda"](out, 0)
+            fill_values(out, 0)
         elif beta != 1:
             OPS["mul_"].kernels["cuda"](out, beta)
         return out

@@ -11,6 +11,7 @@ from ember._src.dispatch import OPS
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._ops_pointwise import fill_values
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
 
@@ -209,7 +210,7 @@ def _constant_pad_nd(self, pad, value=0):
 
     shape = resample._constant_shape(self, pad)
     out = new_empty_tensor(shape, self.dtype, self._device)
-    OPS["fill_"].kernels["cuda"](out, value)
+    fill_values(out, value)
     if out.numel() == 0:
         return out
     src_off, dst_off = self._offset, 0

@@ -205,7 +205,9 @@ def _where(condition, a, b):
     return out
 
 
-def _fill_(self, value):
+def fill_values(self, value) -> None:
+    """fill_'s kernel without its version bump: the fill of a result nobody has seen yet (full, a pad,
+    an empty sum), which PyTorch writes below the version counter (a fresh tensor is at _version 0)."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
@@ -221,6 +223,10 @@ def _fill_(self, value):
     elif not self.dtype.is_floating_point:
         value = int(value)
     launch("tl.where(mask, {0}, {0})", self, [value], [compute_of(compute)])
+
+
+def _fill_(self, value):
+    fill_values(self, value)
     self._bump_version()
     return self
 

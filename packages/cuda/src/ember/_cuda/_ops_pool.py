@@ -19,6 +19,7 @@ from ember._src.tensor import new_empty_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON, launch
+from ._ops_pointwise import fill_values
 from ._streams import current_handle
 
 _FORWARD = HEADER + '''
@@ -169,7 +170,7 @@ def _backward(grad_output, self, shape, k, s, p, indices, include_pad=True, divi
     dev = self._device
     ct = _ct(self.dtype)
     gi = new_empty_tensor(self._shape, ct, dev)
-    OPS["fill_"].kernels["cuda"](gi, 0)
+    fill_values(gi, 0)
     planes, h, w, oh, ow = _dims(self, shape)
     total = planes * oh * ow
     if total:

@@ -17,6 +17,7 @@ from ember._src.tensor import make_tensor
 
 from . import _compile
 from ._elementwise import HEADER, TL, TRITON
+from ._ops_pointwise import fill_values
 from ._reduce import accumulator, reduce_flat, reduce_into, reduce_new, value_kind
 from ._storage import new_empty as new_empty_tensor  # one frame per CUDA result
 from ._streams import current_handle
@@ -28,7 +29,7 @@ def _check_real(x, name):
 
 
 def _fill(out, value):
-    OPS["fill_"].kernels["cuda"](out, value)
+    fill_values(out, value)  # a fresh result: below its version counter
 
 
 def _flat(x, all_dtypes: dict):

@@ -25,7 +25,12 @@ def _uniform(self, generator):
 
 
 def _store(self, values):
-    self.copy_(values)
+    """self <- values (a fresh draw of self's shape) as the sampler's write: bumped as the CPU kernels
+    bump (not when a factory fills a fresh result: ``fill_fresh``, PyTorch's _version 0)."""
+    from ._ops_copy import device_copy
+
+    device_copy(self, values)
+    core.bump_written(self)
     return self
 
 

@@ -23,6 +23,7 @@ from ember._src.shapes import contiguous_strides
 from ember._src.tensor import make_tensor, new_empty_tensor
 
 from ._elementwise import launch
+from ._ops_pointwise import fill_values
 from ._reduce import accumulator, reduce_into
 
 
@@ -35,7 +36,7 @@ def _sum(x, dims, cd, scale: float = 1.0):
     like the kept dims (the reduced dims dropped)."""
     out = new_empty_tensor(red._out_shape(x._shape, dims, False), cd, x._device)
     if x.numel() == 0:
-        OPS["fill_"].kernels["cuda"](out, 0.0)
+        fill_values(out, 0.0)
         return out
     reduce_into("sum", x, dims, out, accumulator("sum", cd), scale)
     return out
@@ -213,7 +214,7 @@ def _reduce_of(kind: str, t, dims, shape, cd):
     out = new_empty_tensor(tuple(shape), cd, t._device)
     if out.numel():
         if t.numel() == 0:
-            OPS["fill_"].kernels["cuda"](out, 0.0)
+            fill_values(out, 0.0)
         else:
             reduce_into(kind, t, dims, out, accumulator(kind, cd))
     return out

@@ -560,6 +560,9 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     result = full_op((n, m), 0, dtype=d, device=dev)
     if dev is not META and min(n, m):
         result.diagonal().fill_(1)
+        # The result is fresh (the diagonal view that bumped its counter is gone): PyTorch fills it below
+        # the version counter, so it starts at _version 0.
+        _C._new_version_counter(result)
     return _finish(result, requires_grad, out)
 
 
