@@ -56,7 +56,9 @@ struct HalfVec<BFloat16> {
 
 template <>
 struct HalfVec<Half> {
-  static __m512 load(const Half* p) { return _mm512_maskz_cvtph_ps(kHalfLanes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 load(const Half* p) {
+    return _mm512_maskz_cvtph_ps(kHalfLanes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static __m512 load_masked(const Half* p, __mmask16 k, float fill) {
     const __m256i f = _mm256_set1_epi16(static_cast<short>(float_to_half(fill)));
     return _mm512_maskz_cvtph_ps(kHalfLanes, _mm256_mask_loadu_epi16(f, k, p));
