@@ -176,7 +176,8 @@ void forward_rows(float* yi, const float* xp, const std::vector<int64_t>& off, c
 // and P multiply-adds taking their image value as a broadcast memory operand at a fixed
 // displacement from one pointer (a row's pixels are consecutive in the padded image), and every
 // lane computes a wanted result: forward_rows' two-row vectors use 10 of 16 lanes on LeNet's
-// 10-pixel rows (its 6->16 5x5 forward, A/B in one process: 506 -> 363 us, PyTorch 355 us).
+// 10-pixel rows. LeNet's 6->16 5x5 forward, A/B in one process (load 16): 514 -> 334 us unpadded
+// (PyTorch 363), 733 -> 639 us with padding 2 (14-pixel rows; PyTorch 544).
 template <int P>
 void forward_row_tiles(float* yi, const float* xp, const std::vector<int64_t>& off, const float* wt, int64_t copad,
                        const float* bias, const DirectConv& c, const Padded& pd) {
