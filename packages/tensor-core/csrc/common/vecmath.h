@@ -263,7 +263,7 @@ __attribute__((always_inline)) inline F gelu_small_poly(F s) {
 // weighted least-squares fit of erfc(t) exp(t^2) on |x| <= 6 (q = 0.37 / sqrt 2), each coefficient
 // refitted after rounding the ones before it to float32; fit error 3.3e-9 in erfc, 7.5e-8 after
 // float32 evaluation. exp(-x^2 / 2) through exp_term_m512 (2.7 ulp for |x| <= 5.8; erfc is below
-// 1e-8 beyond). One division (its own unit), 8 multiply-adds and the exp's 7: 6.6 vs 9.8 ns a vector
+// 1e-8 beyond). One division (its own unit), 7 multiply-adds, 4 multiplies and the exp's 7: 6.6 vs 9.8 ns a vector
 // for the two-branch form it replaced (Juffa's erf, kept below for AVX2). Measured against a float64
 // gelu over every 17th float with |x| < 20 (both signs): 2.8 ulp on [0, 1), 1.7 on [1, 2), ~1 beyond;
 // 4.0 ulp on [-1, 0), 6.5 on [-2, -1), then the negative tail's absolute error (at most 0.45 of
