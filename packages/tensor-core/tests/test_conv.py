@@ -111,7 +111,11 @@ def test_convolution_backward(transposed, dtype):
 @pytest.mark.parametrize("xs,ws,stride,padding", [
     ((3, 5, 13, 11), (7, 5, 3, 3), (2, 2), (2, 1)),  # small image: direct kernels, uneven borders
     ((3, 64, 40, 40), (64, 64, 3, 3), (2, 2), (1, 1)),  # padded image past L2: the row-band path
-    ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 3)),  # by-rows kernels, border on one side only
+    ((4, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 3)),  # row tiles (16-pixel rows), border on one side only
+    ((3, 6, 14, 14), (16, 6, 5, 5), (1, 1), (0, 0)),  # LeNet's 6->16: row tiles of 10 pixels
+    ((2, 3, 11, 12), (9, 3, 3, 5), (1, 1), (1, 0)),  # 9 channels on 8-pixel rows
+    ((2, 4, 14, 16), (12, 4, 3, 3), (2, 1), (1, 0)),  # 14-pixel rows two image rows apart
+    ((2, 1, 28, 28), (6, 1, 5, 5), (1, 1), (2, 2)),  # LeNet's 1->6: by-rows kernels
     ((2, 16, 12, 12), (112, 16, 3, 3), (1, 1), (1, 1)),  # channel tiles of 4, 2 and 1 vectors
     ((2, 16, 9, 10), (80, 16, 3, 3), (2, 1), (1, 1)),  # (AVX2: 8-float vectors, other splits)
 ], ids=str)

@@ -81,6 +81,18 @@ def _scores_3d(x):
     return x.reshape(x._shape[0], x._shape[1], spatial)
 
 
+def _native_scores(input, cd):
+    """The (N, C, S) scores the native kernels take: float16/bfloat16 ones as they are (the
+    kernels widen them in registers), except with the classes strided and the positions
+    contiguous, where the column kernels need float32 (a converted copy)."""
+    x = _scores_3d(input)
+    if input.dtype is cd:
+        return x
+    if x.ndim == 3 and x._shape[2] > 1 and x._shape[1] > 1 and x.stride(2) == 1 and x.stride(1) != 1:
+        return convert(x, cd)
+    return x
+
+
 def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
     loss_shape = (input._shape[0],) + tuple(input._shape[2:])
     dev = input._device
@@ -90,7 +102,7 @@ def _class_nll_kernel(input, target, weight, ignore_index, log_probs, smooth):
     wt = new_empty_tensor(loss_shape, cd, dev)
     lse = None if log_probs else new_empty_tensor(loss_shape, cd, dev)
     if dev is not META:
-        x = _scores_3d(convert(input, cd))
+        x = _native_scores(input, cd)
         w = None if weight is None else convert(weight, cd).contiguous()
         _C.class_nll(nll, sm, wt, lse, x, target.contiguous(), w, int(ignore_index), bool(log_probs))
     return (nll, sm if smooth else new_empty_tensor((0,), cd, dev), wt,
@@ -114,11 +126,13 @@ class_nll_op.kernels["meta"] = class_nll_op.meta = _class_nll_kernel
 def _class_nll_backward_kernel(grad_nll, grad_smooth, input, target, weight, ignore_index, log_probs, lse=None):
     dev = input._device
     cd = compute_dtype(input.dtype)
-    out = new_empty_tensor(tuple(input._shape), cd, dev)
-    if dev is not META:
+    x = None if dev is META else _native_scores(input, cd)
+    # The gradient in the scores' dtype where the kernel reads them as they are (half types
+    # included), else in the compute dtype and converted.
+    out = new_empty_tensor(tuple(input._shape), input.dtype if x is None else x.dtype, dev)
+    if x is not None:
         def prep(t):
             return None if t is None else convert(t, cd).contiguous()
-        x = _scores_3d(convert(input, cd))
         saved = None if lse is None or log_probs else prep(lse)
         _C.class_nll_backward(_scores_3d(out), prep(grad_nll), prep(grad_smooth), x, target.contiguous(),
                               prep(weight), int(ignore_index), bool(log_probs), saved)
