@@ -64,6 +64,11 @@ PROGRAMS = [
     "distill_custom_ops.py",
     "special_masked_signal.py",
     "transformer_translation.py",
+    "graph_neural_net.py",
+    "contrastive_recommender.py",
+    "optimizers_schedulers.py",
+    "flows_diffusion.py",
+    "init_hooks_checkpointing.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
