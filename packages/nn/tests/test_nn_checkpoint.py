@@ -160,3 +160,34 @@ def test_non_reentrant_recompute_that_saves_differently_is_refused():
     import torch
 
     assert _recompute_outcomes(ember) == _recompute_outcomes(torch)
+
+
+def _misuse_outcomes(lib):
+    cp = lib.utils.checkpoint
+    out = []
+    x = lib.ones(3, requires_grad=True)
+    y = cp.checkpoint(lambda t: t.exp(), x, use_reentrant=True).sum()
+    for run in (lambda: lib.autograd.grad(y, x, retain_graph=True), lambda: y.backward(inputs=[x])):
+        try:
+            run()
+            out.append("ok")
+        except RuntimeError as e:
+            out.append(str(e))
+    # an argument modified in place after the forward: the recomputation would read the new values
+    x2 = lib.ones(3, requires_grad=True) * 1
+    y2 = cp.checkpoint(lambda t: t.exp(), x2, use_reentrant=False)
+    x2.mul_(2)
+    try:
+        y2.sum().backward()
+        out.append("ok")
+    except RuntimeError as e:
+        out.append(str(e).replace("torch.", "").replace("ember.", ""))
+    return out
+
+
+def test_checkpoint_misuse_raises_as_pytorch():
+    # ember's reentrant checkpoint ran its inner backward under autograd.grad (filling .grad), and
+    # the non-reentrant one recomputed from an argument changed in place (a wrong gradient).
+    import torch
+
+    assert _misuse_outcomes(ember) == _misuse_outcomes(torch)

@@ -45,6 +45,11 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        if not ember.autograd._is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
+                "parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or call "
+                ".backward() without passing the `inputs` argument.")
         saved = ctx.saved_tensors
         args = list(ctx.inputs)
         detached = []
@@ -112,7 +117,12 @@ class _Frame:
     tensors its forward saved (in order), checked against the recomputation's."""
 
     def __init__(self, function, args, kwargs, rng_state, autocast, recompute_ctx, check):
-        self.function, self.args, self.kwargs = function, args, kwargs
+        from ember.autograd.graph import SavedTensor
+
+        # the tensor arguments are kept as saved tensors: one modified in place after the forward is
+        # reported (with PyTorch's version-counter message) when the recomputation reads it
+        self.function, self.kwargs = function, kwargs
+        self.args = [SavedTensor(a, False) if isinstance(a, Tensor) else a for a in args]
         self.rng_state, self.autocast, self.recompute_ctx, self.check = rng_state, autocast, recompute_ctx, check
         self.saved: list = []  # metadata of the forward's saved tensors
         self.recomputed: dict = {}
@@ -132,7 +142,7 @@ class _Frame:
         return self.recomputed.pop(index)
 
     def _recompute(self) -> None:
-        from ember.autograd.graph import saved_tensors_hooks
+        from ember.autograd.graph import SavedTensor, saved_tensors_hooks
 
         recomputed: dict = {}
 
@@ -145,7 +155,8 @@ class _Frame:
                                       "than during the original forward pass.\n" + _DEBUG_TIP)
             recomputed[i] = t.detach() if t.requires_grad else t
 
-        args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in self.args]
+        args = [a.unpack() if isinstance(a, SavedTensor) else a for a in self.args]
+        args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in args]
         current_rng = ember.get_rng_state() if self.rng_state is not None else None
         try:
             if self.rng_state is not None:
@@ -216,8 +227,6 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     if isinstance(functions, ember.nn.Sequential):
         functions = list(functions.children())
     n = len(functions)
-    if segments <= 0:
-        raise ValueError(f"segments must be positive, got {segments}")
     segment_size = n // segments
     end = -1
 

@@ -401,7 +401,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
     if p < 0:
-        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+        raise RuntimeError("cdist only supports non-negative p values")
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
