@@ -69,6 +69,8 @@ PROGRAMS = [
     "optimizers_schedulers.py",
     "flows_diffusion.py",
     "init_hooks_checkpointing.py",
+    "vision_stn_mobilenet.py",
+    "detection_moe.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
