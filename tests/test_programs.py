@@ -71,6 +71,7 @@ PROGRAMS = [
     "init_hooks_checkpointing.py",
     "vision_stn_mobilenet.py",
     "detection_moe.py",
+    "ppo_sac_beam_search.py",
 ]
 HOSTILE = "hostile_inputs.py"
 

@@ -114,8 +114,12 @@ from .bindings import generate as _generate  # noqa: E402
 
 _generate(globals())
 
+from .ops.foreach import FOREACH as _FOREACH  # noqa: E402  (torch._foreach_add_ and the rest)
+
+globals().update(_FOREACH)
+
 # ``import *`` also exports the private-looking names PyTorch has at top level.
-__all__ = [n for n in dir() if not n.startswith("_") or n in (
+__all__ = [n for n in dir() if not n.startswith("_") or n in _FOREACH or n in (
     "_softmax_backward_data", "_log_softmax_backward_data", "_fused_adam_", "_fused_adamw_", "_fused_sgd_",
     "_standard_gamma", "_assert", "_assert_async", "_check", "_check_index", "_check_is_size", "_check_not_implemented",
     "_check_tensor_all", "_check_type", "_check_value", "_check_with")]
