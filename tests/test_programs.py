@@ -72,6 +72,7 @@ PROGRAMS = [
     "vision_stn_mobilenet.py",
     "detection_moe.py",
     "ppo_sac_beam_search.py",
+    "module_repr_serialization.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
