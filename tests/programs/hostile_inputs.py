@@ -900,3 +900,159 @@ case("compose transform non-list", lambda: D.ComposeTransform(D.ExpTransform()))
 case("transformed log_prob outside support", lambda: D.TransformedDistribution(
     D.Normal(0.0, 1.0), [D.ExpTransform()], validate_args=True).log_prob(torch.tensor(-1.0)))
 case("transform domain check", lambda: D.SigmoidTransform().inv(torch.tensor(1.5)))
+
+
+# foreach lists, serialization corner cases, module containers and hooks, misc tensor APIs
+case("foreach empty list", lambda: torch._foreach_add([], 1))
+case("foreach length mismatch", lambda: torch._foreach_mul([torch.ones(2)], [torch.ones(2), torch.ones(2)]))
+case("foreach scalar list length", lambda: torch._foreach_div([torch.ones(2)], [1.0, 2.0]))
+case("foreach 1-d tensor scalar", lambda: torch._foreach_mul([torch.ones(2)], torch.ones(2)))
+case("foreach shape mismatch", lambda: torch._foreach_add([torch.ones(2)], [torch.ones(3)]))
+case("foreach int in-place float", lambda: torch._foreach_mul_([torch.ones(2, dtype=torch.long)], 0.5))
+case("foreach norm int", lambda: torch._foreach_norm([torch.tensor([1, 2])]))
+case("foreach lerp_ length", lambda: torch._foreach_lerp_([torch.ones(2)], [], 0.5))
+case("foreach addcdiv by zero", lambda: torch._foreach_addcdiv([torch.ones(2)], [torch.ones(2)], [torch.zeros(2)]))
+case("foreach pow negative int", lambda: torch._foreach_pow([torch.tensor([2, 3])], -1))
+case("save to read-only buffer", lambda: torch.save(torch.ones(1), io.BytesIO(b"x").getbuffer()))
+case("add_safe_globals non-list", lambda: torch.serialization.add_safe_globals(RuntimeError))
+case("save lambda", lambda: torch.save({"f": lambda x: x}, io.BytesIO()))
+
+
+def _saved_buf():
+    b = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, b)
+    b.seek(0)
+    return b
+
+
+def _load_map(loc):
+    return torch.load(_saved_buf(), map_location=loc, weights_only=True)["w"].device.type
+
+
+def _load_module():
+    b = io.BytesIO()
+    torch.save(nn.Linear(2, 2), b)
+    b.seek(0)
+    return torch.load(b, weights_only=True)
+
+
+case("load bad map_location", lambda: _load_map("tpu"))
+case("load map_location dict", lambda: _load_map({"cpu": "cpu"}))
+case("load mmap on buffer", lambda: torch.load(_saved_buf(), mmap=True, weights_only=True))
+case("load weights_only module", _load_module)
+case("load_state_dict missing strict", lambda: nn.Linear(2, 2).load_state_dict({"weight": torch.ones(2, 2)}))
+case("load_state_dict unexpected strict", lambda: nn.Linear(2, 2).load_state_dict(
+    {"weight": torch.ones(2, 2), "bias": torch.ones(2), "scale": torch.ones(1)}))
+case("load_state_dict non-tensor value", lambda: nn.Linear(2, 2).load_state_dict({"weight": [[1.0, 2.0]] * 2,
+                                                                                  "bias": torch.ones(2)}))
+case("state_dict prefix", lambda: sorted(nn.Linear(2, 2).state_dict(prefix="m.")))
+
+
+def _load_double():
+    m = nn.Linear(2, 2)
+    m.load_state_dict({"weight": torch.ones(2, 2, dtype=torch.double), "bias": torch.ones(2, dtype=torch.int64)})
+    return m.bias
+
+
+case("load_state_dict dtype cast", lambda: _load_double().tolist())
+case("moduledict update non-dict", lambda: nn.ModuleDict().update([nn.ReLU()]))
+case("modulelist insert non-module", lambda: nn.ModuleList().insert(0, 5))
+case("modulelist extend non-iterable", lambda: nn.ModuleList().extend(nn.ReLU()))
+case("sequential append non-module", lambda: nn.Sequential().append(5))
+case("sequential slice", lambda: str(nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())[1:]))
+case("sequential del out of range", lambda: nn.Sequential(nn.ReLU()).__delitem__(3))
+case("parameterlist non-tensor", lambda: nn.ParameterList([1.0]))
+case("parameterdict value int", lambda: list(nn.ParameterDict({"a": 1}).items()))
+case("register_module bad name type", lambda: nn.Module().register_module(1, nn.ReLU()))
+case("train non-bool", lambda: nn.Linear(1, 1).train("yes"))
+case("half module double input", lambda: nn.Linear(2, 2).half()(torch.ones(1, 2)))
+case("to(device, dtype) int", lambda: nn.Linear(2, 2).to("cpu", torch.int32))
+case("zero_grad after no backward", lambda: nn.Linear(2, 2).zero_grad())
+def _set_tensor_over_param():
+    m = nn.Linear(2, 2)
+    m.weight = torch.ones(2, 2)
+
+
+def _del_param():
+    m = nn.Linear(2, 2)
+    del m.bias
+    return sorted(m.state_dict())
+
+
+def _remove_twice():
+    h = nn.Linear(1, 1).register_forward_hook(lambda *a: None)
+    h.remove()
+    h.remove()
+    return "ok"
+
+
+case("module setattr tensor over param", _set_tensor_over_param)
+case("module delete param", _del_param)
+case("hook remove twice", _remove_twice)
+case("clip_grad_norm no grads", lambda: nn.utils.clip_grad_norm_([nn.Parameter(torch.ones(2))], 1.0))
+case("clip_grad_norm empty", lambda: nn.utils.clip_grad_norm_([], 1.0))
+case("parameters_to_vector mixed", lambda: nn.utils.parameters_to_vector([torch.ones(2), torch.ones(1, 3)]).shape)
+case("vector_to_parameters wrong size", lambda: nn.utils.vector_to_parameters(torch.ones(5),
+                                                                              [nn.Parameter(torch.ones(2))]))
+case("vector_to_parameters non-tensor", lambda: nn.utils.vector_to_parameters([1.0], [nn.Parameter(torch.ones(1))]))
+
+
+def _clip_inf():
+    p = nn.Parameter(torch.ones(3))
+    p.grad = torch.tensor([1.0, -4.0, 2.0])
+    return nn.utils.clip_grad_norm_([p], 2.0, norm_type="inf"), p.grad
+
+
+def _clip_value(v):
+    p = nn.Parameter(torch.ones(3))
+    p.grad = torch.tensor([1.0, -4.0, 2.0])
+    nn.utils.clip_grad_value_([p], v)
+    return p.grad
+
+
+case("clip_grad_norm inf norm_type", _clip_inf)
+case("clip_grad_value negative", lambda: _clip_value(-1.0))
+case("meshgrid bad indexing", lambda: torch.meshgrid(torch.ones(2), torch.ones(3), indexing="yx"))
+case("meshgrid 2d input", lambda: torch.meshgrid(torch.ones(2, 2), torch.ones(3), indexing="ij"))
+case("cartesian_prod 2d", lambda: torch.cartesian_prod(torch.ones(2, 2)))
+case("combinations 2d", lambda: torch.combinations(torch.ones(2, 2)))
+case("combinations negative r", lambda: torch.combinations(torch.arange(3), r=-1))
+case("tril_indices negative", lambda: torch.tril_indices(-1, 3))
+case("bucketize 2d boundaries", lambda: torch.bucketize(torch.ones(2), torch.ones(2, 2)))
+case("take_along_dim shape", lambda: torch.take_along_dim(torch.ones(2, 3), torch.zeros(3, 1, dtype=torch.long), 1))
+case("take_along_dim float index", lambda: torch.take_along_dim(torch.ones(2, 3), torch.zeros(2, 1), 1))
+case("kthvalue ties", lambda: torch.tensor([2.0, 1.0, 2.0, 1.0, 2.0]).kthvalue(3))
+case("cummax empty", lambda: torch.ones(0).cummax(0))
+case("logcumsumexp int", lambda: torch.tensor([1, 2]).logcumsumexp(0))
+case("aminmax empty", lambda: torch.aminmax(torch.ones(0)))
+case("mode empty dim", lambda: torch.ones(2, 0).mode(1))
+case("diff n negative", lambda: torch.diff(torch.ones(3), n=-1))
+case("diff prepend dims", lambda: torch.diff(torch.ones(2, 3), prepend=torch.ones(3)))
+case("nanquantile int", lambda: torch.tensor([1, 2]).nanquantile(0.5))
+case("affine_grid size mismatch", lambda: F.affine_grid(torch.zeros(2, 2, 3), (3, 1, 4, 4), align_corners=False))
+case("affine_grid wrong theta", lambda: F.affine_grid(torch.zeros(1, 3, 3), (1, 1, 4, 4), align_corners=False))
+case("grid_sample grid last dim", lambda: F.grid_sample(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 3),
+                                                        align_corners=False))
+case("grid_sample bad mode", lambda: F.grid_sample(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2), mode="area",
+                                                   align_corners=False))
+case("grid_sample bicubic 3d", lambda: F.grid_sample(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 1, 1, 3),
+                                                     mode="bicubic", align_corners=False))
+case("grid_sample batch mismatch", lambda: F.grid_sample(torch.ones(2, 1, 3, 3), torch.zeros(1, 2, 2, 2),
+                                                         align_corners=False))
+case("channels_last on 3d", lambda: torch.ones(2, 3, 4).contiguous(memory_format=torch.channels_last))
+case("channels_last_3d on 4d", lambda: torch.ones(1, 2, 3, 4).to(memory_format=torch.channels_last_3d))
+case("is_contiguous channels_last 3d", lambda: torch.ones(2, 3, 4).is_contiguous(memory_format=torch.channels_last))
+case("glu odd dim", lambda: F.glu(torch.ones(2, 3)))
+case("prelu wrong channels", lambda: nn.PReLU(3)(torch.ones(2, 4)))
+case("hardswish int", lambda: F.hardswish(torch.tensor([1, 2])))
+case("mish int", lambda: F.mish(torch.tensor([1, 2])))
+case("huber negative delta", lambda: F.huber_loss(torch.ones(2), torch.zeros(2), delta=-1.0))
+case("smooth_l1 negative beta", lambda: F.smooth_l1_loss(torch.ones(2), torch.zeros(2), beta=-1.0))
+case("rrelu lower > upper", lambda: F.rrelu(torch.ones(2), lower=0.5, upper=0.1, training=True))
+case("categorical logits and probs", lambda: D.Categorical(probs=torch.ones(2) / 2, logits=torch.zeros(2)))
+case("categorical sample shape int", lambda: D.Categorical(logits=torch.zeros(3)).sample(2))
+# (validate_args explicitly: importing torch._dynamo, as torch.compile above does, turns PyTorch's
+# default validation off for the rest of the process)
+case("normal negative scale", lambda: D.Normal(0.0, -1.0, validate_args=True))
+case("tanh transform log_abs_det at 1", lambda: D.TanhTransform().log_abs_det_jacobian(torch.tensor(20.0),
+                                                                                      torch.tensor(1.0)))
