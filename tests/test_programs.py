@@ -73,6 +73,7 @@ PROGRAMS = [
     "detection_moe.py",
     "ppo_sac_beam_search.py",
     "module_repr_serialization.py",
+    "bert_mlm.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
