@@ -254,3 +254,9 @@ inner = nn.Sequential(nn.Linear(6, 6), nn.ReLU(inplace=True), nn.Linear(6, 1))
 xi = torch.randn(4, 6, requires_grad=True)
 checkpoint(inner, xi, use_reentrant=False).sum().backward()
 print("inplace relu inside checkpoint", r(xi.grad.sum(0)), r(inner[0].weight.grad.sum()))
+
+# per-sample gradients (functional_call + vmap(grad)) through the same in-place activation
+params = {k: v.detach() for k, v in inner.named_parameters()}
+per_sample = torch.func.vmap(torch.func.grad(lambda p, xs: torch.func.functional_call(inner, p, (xs,)).sum()),
+                             in_dims=(None, 0))(params, xi.detach())
+print("per-sample grads", {k: tuple(v.shape) for k, v in per_sample.items()}, r(per_sample["0.weight"].sum((1, 2))))
