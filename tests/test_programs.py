@@ -64,6 +64,16 @@ PROGRAMS = [
     "distill_custom_ops.py",
     "special_masked_signal.py",
     "transformer_translation.py",
+    "graph_neural_net.py",
+    "contrastive_recommender.py",
+    "optimizers_schedulers.py",
+    "flows_diffusion.py",
+    "init_hooks_checkpointing.py",
+    "vision_stn_mobilenet.py",
+    "detection_moe.py",
+    "ppo_sac_beam_search.py",
+    "module_repr_serialization.py",
+    "bert_mlm.py",
 ]
 HOSTILE = "hostile_inputs.py"
 
@@ -92,6 +102,8 @@ MESSAGE_DIFFERS = {
     "stft window wrong length": "as above",
     "gammainc float other": "ember's special.gammainc is igamma itself, whose argument check names igamma",
     "custom_op returns its input": "PyTorch names the module of its own wrapper; ember the kernel's module",
+    "load weights_only module": "as 'load custom class'",
+    "meshgrid 2d input": "PyTorch's text prints the offending tensor with its C++ printer",
 }
 
 

@@ -562,3 +562,497 @@ case("convtranspose bad output_size", lambda: nn.ConvTranspose2d(1, 1, 3, stride
 case("layer_norm wrong shape", lambda: F.layer_norm(torch.ones(2, 3), (4,)))
 case("group_norm not divisible", lambda: nn.GroupNorm(3, 4)(torch.ones(1, 4, 2)))
 case("embedding max_norm int", lambda: nn.Embedding(3, 2, max_norm=1.0)(torch.tensor([0.0])))
+
+# --- session 17: graph scatter ops, embedding bags, metric losses, schedulers, optimizers, init,
+# hooks, checkpointing, RNG state, inference tensors, module registration ---
+from torch.optim import lr_scheduler  # noqa: E402
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
+
+src3 = torch.ones(4, 2)
+idx4 = torch.tensor([0, 1, 0, 2])
+case("scatter_reduce bad reduce", lambda: torch.zeros(3, 2).scatter_reduce(0, idx4.view(-1, 1).expand(4, 2), src3,
+                                                                          reduce="max"))
+case("scatter_reduce int32 index", lambda: torch.zeros(3, 2).scatter_reduce(
+    0, idx4.view(-1, 1).expand(4, 2).int(), src3, reduce="sum"))
+case("scatter_reduce index too big", lambda: torch.zeros(3, 2).scatter_reduce(
+    0, torch.tensor([[5, 0]]), src3, reduce="amax"))
+case("scatter_reduce mean int", lambda: torch.zeros(3, dtype=torch.long).scatter_reduce(
+    0, torch.tensor([0, 0, 1]), torch.tensor([1, 2, 4]), reduce="mean", include_self=False))
+case("scatter_reduce src dtype", lambda: torch.zeros(3).scatter_reduce(0, torch.tensor([0, 1]),
+                                                                      torch.tensor([1, 2]), reduce="sum"))
+case("scatter_add index more dims", lambda: torch.zeros(3).scatter_add_(0, torch.zeros(2, 2, dtype=torch.long),
+                                                                       torch.ones(2, 2)))
+case("index_add_ source wrong size", lambda: torch.zeros(3, 2).index_add_(0, idx4, torch.ones(3, 2)))
+case("index_add_ source wrong width", lambda: torch.zeros(3, 2).index_add_(0, idx4, torch.ones(4, 3)))
+case("index_add_ float index", lambda: torch.zeros(3, 2).index_add_(0, idx4.float(), src3))
+case("index_add_ 2d index", lambda: torch.zeros(3, 2).index_add_(0, idx4.view(2, 2), src3))
+case("index_reduce_ bad reduce", lambda: torch.zeros(3, 2).index_reduce_(0, idx4, src3, "sum"))
+case("index_reduce_ int ok", lambda: torch.ones(3, dtype=torch.long).index_reduce_(
+    0, torch.tensor([0, 0, 2]), torch.tensor([4, 6, 3]), "mean"))
+case("bincount negative", lambda: torch.bincount(torch.tensor([0, -1, 2])))
+case("bincount 2d", lambda: torch.bincount(torch.tensor([[0, 1]])))
+case("bincount float", lambda: torch.bincount(torch.tensor([0.0, 1.0])))
+case("bincount weights length", lambda: torch.bincount(torch.tensor([0, 1]), weights=torch.ones(3)))
+case("bincount empty", lambda: torch.bincount(torch.tensor([], dtype=torch.long), minlength=3))
+case("bincount minlength negative", lambda: torch.bincount(torch.tensor([0, 1]), minlength=-1))
+case("histc bins 0", lambda: torch.histc(torch.ones(3), bins=0))
+case("histc min > max", lambda: torch.histc(torch.ones(3), bins=4, min=2, max=1))
+case("searchsorted dtype mismatch", lambda: torch.searchsorted(torch.tensor([1, 2, 3]), torch.tensor([1.5])))
+case("searchsorted batch mismatch", lambda: torch.searchsorted(torch.ones(2, 3), torch.ones(3, 1)))
+case("searchsorted side and right", lambda: torch.searchsorted(torch.tensor([1.0, 2.0]), torch.tensor([1.0]),
+                                                              right=False, side="right"))
+case("repeat_interleave length mismatch", lambda: torch.repeat_interleave(torch.arange(3), torch.tensor([1, 2])))
+case("unique dim out of range", lambda: torch.unique(torch.ones(2, 2), dim=2))
+case("unique_consecutive dim", lambda: torch.unique_consecutive(torch.tensor([[1, 1], [1, 1], [2, 2]]), dim=0,
+                                                                return_counts=True))
+case("cumsum dim out of range", lambda: torch.ones(2, 2).cumsum(2))
+case("gather index ndim", lambda: torch.ones(2, 3).gather(1, torch.tensor([0, 1])))
+case("gather index bigger", lambda: torch.ones(2, 3).gather(1, torch.zeros(3, 1, dtype=torch.long)))
+
+bag4 = nn.EmbeddingBag(5, 2, mode="max")
+case("embedding_bag per_sample_weights max", lambda: bag4(torch.tensor([0, 1]), torch.tensor([0]),
+                                                          per_sample_weights=torch.ones(2)))
+case("embedding_bag per_sample_weights shape", lambda: nn.EmbeddingBag(5, 2, mode="sum")(
+    torch.tensor([0, 1]), torch.tensor([0]), per_sample_weights=torch.ones(3)))
+# (decreasing offsets: PyTorch returns what its kernel happens to compute, ember refuses them;
+# docs/deviations.md, "embedding_bag offsets")
+case("embedding_bag offset past end", lambda: nn.EmbeddingBag(5, 2)(torch.tensor([0, 1]), torch.tensor([0, 3])))
+case("embedding_bag bad mode", lambda: nn.EmbeddingBag(5, 2, mode="median"))
+case("embedding_bag index out of range", lambda: nn.EmbeddingBag(5, 2)(torch.tensor([0, 5]), torch.tensor([0])))
+case("embedding_bag float offsets", lambda: nn.EmbeddingBag(5, 2)(torch.tensor([0, 1]), torch.tensor([0.0])))
+case("embedding_bag 1d no offsets", lambda: nn.EmbeddingBag(5, 2)(torch.tensor([0, 1])))
+case("embedding_bag include_last one offset", lambda: nn.EmbeddingBag(5, 2, include_last_offset=True)(
+    torch.tensor([0, 1]), torch.tensor([0])).shape)
+case("embedding_bag 3d input", lambda: nn.EmbeddingBag(5, 2)(torch.zeros(1, 2, 2, dtype=torch.long)))
+case("embedding_bag padding_idx out of range", lambda: nn.EmbeddingBag(5, 2, padding_idx=5))
+case("embedding sparse backward", lambda: nn.Embedding(4, 2, sparse=True)(torch.tensor([1])).sum().backward())
+def _sparse_adam_dense():
+    p = nn.Parameter(torch.ones(2))
+    opt = torch.optim.SparseAdam([p])
+    p.sum().backward()
+    opt.step()
+
+
+def _adam_sparse_grad():
+    e = nn.Embedding(4, 2, sparse=True)
+    opt = torch.optim.Adam(e.parameters())
+    e(torch.tensor([1])).sum().backward()
+    opt.step()
+
+
+case("sparseadam dense grad", lambda: _sparse_adam_dense())
+case("adam sparse grad", lambda: _adam_sparse_grad())
+case("cosine_similarity shape", lambda: F.cosine_similarity(torch.ones(2, 3), torch.ones(2, 4)))
+case("cosine_similarity zero vectors", lambda: F.cosine_similarity(torch.zeros(1, 3), torch.zeros(1, 3)))
+case("normalize int", lambda: F.normalize(torch.tensor([[3, 4]])))
+case("normalize zero vector", lambda: F.normalize(torch.zeros(1, 3)))
+case("triplet margin shape", lambda: F.triplet_margin_loss(torch.ones(2, 3), torch.ones(2, 3), torch.ones(2, 4)))
+case("triplet distance 1d", lambda: F.triplet_margin_with_distance_loss(torch.ones(3), torch.ones(3), torch.ones(3)))
+case("cosine_embedding bad target", lambda: F.cosine_embedding_loss(torch.ones(2, 3), torch.ones(2, 3),
+                                                                    torch.ones(3)))
+case("margin_ranking shape", lambda: F.margin_ranking_loss(torch.ones(3), torch.ones(2), torch.ones(3)))
+case("pdist 3d", lambda: F.pdist(torch.ones(2, 2, 2)))
+case("pdist negative p", lambda: F.pdist(torch.ones(3, 2), p=-1))
+case("cdist negative p", lambda: torch.cdist(torch.ones(2, 3), torch.ones(2, 3), p=-1))
+case("cdist 1d", lambda: torch.cdist(torch.ones(3), torch.ones(3)))
+case("pairwise_distance shape", lambda: F.pairwise_distance(torch.ones(2, 3), torch.ones(3, 3)))
+case("logsigmoid int", lambda: F.logsigmoid(torch.tensor([1, 2])))
+
+
+def _opt1(lr=0.1, **kw):
+    return torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=lr, **kw)
+
+
+case("sequentiallr milestones length", lambda: lr_scheduler.SequentialLR(
+    o := _opt1(), [lr_scheduler.ConstantLR(o), lr_scheduler.ExponentialLR(o, 0.9)], milestones=[1, 2]))
+case("sequentiallr other optimizer", lambda: lr_scheduler.SequentialLR(
+    _opt1(), [lr_scheduler.ConstantLR(_opt1()), lr_scheduler.ExponentialLR(_opt1(), 0.9)], milestones=[1]))
+case("chained other optimizer", lambda: lr_scheduler.ChainedScheduler(
+    [lr_scheduler.ConstantLR(_opt1()), lr_scheduler.ExponentialLR(_opt1(), 0.9)]))
+case("cycliclr bad mode", lambda: lr_scheduler.CyclicLR(_opt1(momentum=0.9), 0.01, 0.1, mode="square"))
+case("cycliclr no momentum", lambda: lr_scheduler.CyclicLR(torch.optim.Adagrad([nn.Parameter(torch.ones(1))]),
+                                                          0.01, 0.1))
+case("cycliclr base_lr list length", lambda: lr_scheduler.CyclicLR(_opt1(momentum=0.9), [0.01, 0.02], 0.1))
+case("linearlr start_factor 0", lambda: lr_scheduler.LinearLR(_opt1(), start_factor=0))
+case("linearlr end_factor > 1", lambda: lr_scheduler.LinearLR(_opt1(), end_factor=1.5))
+case("constantlr factor > 1", lambda: lr_scheduler.ConstantLR(_opt1(), factor=2.0))
+case("lambdalr wrong count", lambda: lr_scheduler.LambdaLR(_opt1(), [lambda e: 1.0, lambda e: 0.5]))
+case("multiplicative not callable", lambda: lr_scheduler.MultiplicativeLR(_opt1(), lr_lambda=0.9).step())
+case("plateau bad threshold_mode", lambda: lr_scheduler.ReduceLROnPlateau(_opt1(), threshold_mode="pct"))
+case("plateau factor 1", lambda: lr_scheduler.ReduceLROnPlateau(_opt1(), factor=1.0))
+case("plateau min_lr list length", lambda: lr_scheduler.ReduceLROnPlateau(_opt1(), min_lr=[0.1, 0.2]))
+case("onecycle bad anneal", lambda: lr_scheduler.OneCycleLR(_opt1(momentum=0.9), 0.1, total_steps=10,
+                                                           anneal_strategy="exp"))
+case("onecycle pct_start > 1", lambda: lr_scheduler.OneCycleLR(_opt1(momentum=0.9), 0.1, total_steps=10,
+                                                              pct_start=1.5))
+case("polynomiallr zero total", lambda: _poly_zero())
+case("warm restarts T_mult float", lambda: lr_scheduler.CosineAnnealingWarmRestarts(_opt1(), T_0=2, T_mult=1.5))
+case("warm restarts negative epoch", lambda: lr_scheduler.CosineAnnealingWarmRestarts(_opt1(), T_0=2).step(-1))
+case("scheduler without initial_lr", lambda: lr_scheduler.StepLR(_opt1(), 2, last_epoch=3))
+case("scheduler not an optimizer", lambda: lr_scheduler.StepLR([nn.Parameter(torch.ones(1))], 2))
+
+
+def _poly_zero():
+    s = lr_scheduler.PolynomialLR(_opt1(), total_iters=0)
+    s.step()
+    return s.get_last_lr()
+
+
+P1 = [nn.Parameter(torch.ones(1))]
+case("rmsprop negative alpha", lambda: torch.optim.RMSprop(P1, alpha=-0.1))
+case("rmsprop negative momentum", lambda: torch.optim.RMSprop(P1, momentum=-0.1))
+case("adagrad negative lr_decay", lambda: torch.optim.Adagrad(P1, lr_decay=-1.0))
+case("adagrad negative accumulator", lambda: torch.optim.Adagrad(P1, initial_accumulator_value=-1.0))
+case("nadam negative momentum_decay", lambda: torch.optim.NAdam(P1, momentum_decay=-1.0))
+case("radam bad beta", lambda: torch.optim.RAdam(P1, betas=(0.9, 1.0)))
+case("rprop bad etas", lambda: torch.optim.Rprop(P1, etas=(1.2, 0.5)))
+case("adamax negative eps", lambda: torch.optim.Adamax(P1, eps=-1e-8))
+case("sgd nesterov no momentum", lambda: torch.optim.SGD(P1, lr=0.1, nesterov=True))
+case("sgd negative momentum", lambda: torch.optim.SGD(P1, lr=0.1, momentum=-0.5))
+case("sgd negative weight_decay", lambda: torch.optim.SGD(P1, lr=0.1, weight_decay=-1.0))
+case("adamw foreach and fused", lambda: torch.optim.AdamW(P1, foreach=True, fused=True))
+case("adam lr tensor with foreach", lambda: torch.optim.Adam(P1, lr=torch.tensor(0.01), foreach=True).step())
+case("asgd negative lambd ok", lambda: torch.optim.ASGD(P1, lambd=-1.0).defaults["lambd"])
+case("add_param_group overlap", lambda: torch.optim.SGD(P1, lr=0.1).add_param_group({"params": P1}))
+case("optimizer param not leaf", lambda: torch.optim.SGD([torch.ones(1, requires_grad=True) * 2], lr=0.1))
+case("optimizer set of params", lambda: torch.optim.SGD({nn.Parameter(torch.ones(1))}, lr=0.1))
+case("optimizer load wrong groups", lambda: torch.optim.SGD(P1, lr=0.1).load_state_dict(
+    torch.optim.SGD([{"params": P1}, {"params": [nn.Parameter(torch.ones(1))]}], lr=0.1).state_dict()))
+case("optimizer load wrong sizes", lambda: torch.optim.SGD(P1, lr=0.1).load_state_dict(
+    torch.optim.SGD([nn.Parameter(torch.ones(1)), nn.Parameter(torch.ones(1))], lr=0.1).state_dict()))
+case("lbfgs two groups", lambda: torch.optim.LBFGS([{"params": P1}, {"params": [nn.Parameter(torch.ones(1))]}]))
+
+
+def _add_group_no_lr():
+    opt = torch.optim.SGD(P1, lr=0.1)
+    opt.add_param_group({"params": [nn.Parameter(torch.ones(1))], "momentum": 0.5})
+    return [(g["lr"], g["momentum"]) for g in opt.param_groups]
+
+
+case("add_param_group missing lr", lambda: _add_group_no_lr())
+case("xavier 1d", lambda: nn.init.xavier_uniform_(torch.empty(5)))
+case("kaiming bad mode", lambda: nn.init.kaiming_uniform_(torch.empty(2, 2), mode="fan_avg"))
+case("kaiming zero-element", lambda: nn.init.kaiming_normal_(torch.empty(0, 3)).shape)
+case("kaiming bad nonlinearity", lambda: nn.init.kaiming_uniform_(torch.empty(2, 2), nonlinearity="swish"))
+case("calculate_gain bad param", lambda: nn.init.calculate_gain("leaky_relu", "x"))
+case("calculate_gain bool param", lambda: nn.init.calculate_gain("leaky_relu", True))
+case("orthogonal 1d", lambda: nn.init.orthogonal_(torch.empty(4)))
+case("sparse_ 3d", lambda: nn.init.sparse_(torch.empty(2, 2, 2), 0.5))
+case("eye_ 3d", lambda: nn.init.eye_(torch.empty(2, 2, 2)))
+case("dirac_ 2d", lambda: nn.init.dirac_(torch.empty(2, 2)))
+case("dirac_ groups not divisible", lambda: nn.init.dirac_(torch.empty(3, 2, 3), groups=2))
+case("trunc_normal a > b", lambda: nn.init.trunc_normal_(torch.empty(3), a=2.0, b=-2.0).shape)
+case("uniform_ int tensor", lambda: nn.init.uniform_(torch.empty(3, dtype=torch.long)))
+case("fan of 1d", lambda: nn.init._calculate_fan_in_and_fan_out(torch.empty(3)))
+
+lin2 = nn.Linear(2, 2)
+def _hooked(handle):
+    try:
+        return lin2(torch.ones(1, 2))
+    finally:
+        handle.remove()
+
+
+def _bw_inplace():
+    m = nn.ReLU(inplace=True)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    x = torch.ones(2, requires_grad=True) * 1
+    return m(x)
+
+
+def _bw_wrong_count():
+    m = nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    m(torch.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+case("forward pre hook bad return", lambda: _hooked(lin2.register_forward_pre_hook(lambda m, a: 5)))
+case("forward pre hook kwargs bad return", lambda: _hooked(lin2.register_forward_pre_hook(
+    lambda m, a, k: (a,), with_kwargs=True)))
+case("forward hook kwargs on positional", lambda: _hooked(lin2.register_forward_hook(
+    lambda m, a, k, o: o * 0, with_kwargs=True)))
+case("full backward hook on inplace output", lambda: _bw_inplace())
+case("backward hook returns wrong count", lambda: _bw_wrong_count())
+
+
+def _reentrant_grad():
+    lin = nn.Linear(2, 2)
+    x = torch.ones(1, 2, requires_grad=True)
+    return torch.autograd.grad(checkpoint(lin, x, use_reentrant=True).sum(), x)
+
+
+def _non_reentrant_grad():
+    lin = nn.Linear(2, 2)
+    x = torch.ones(1, 2, requires_grad=True)
+    return torch.autograd.grad(checkpoint(lin, x, use_reentrant=False).sum(), [x, lin.weight])[1]
+
+
+def _checkpoint_inplace_input():
+    x = torch.ones(3, requires_grad=True) * 1
+    y = checkpoint(lambda t: t.exp(), x, use_reentrant=False)
+    x.mul_(2)
+    y.sum().backward()
+
+
+def _checkpoint_backward_twice():
+    x = torch.ones(3, requires_grad=True)
+    y = checkpoint(lambda t: t.exp().sum(), x, use_reentrant=False)
+    y.backward()
+    y.backward()
+
+
+case("checkpoint reentrant autograd.grad", _reentrant_grad)
+case("checkpoint non-reentrant autograd.grad", _non_reentrant_grad)
+case("checkpoint reentrant kwargs", lambda: checkpoint(lambda t, s: t * s, torch.ones(1, requires_grad=True),
+                                                       use_reentrant=True, s=2))
+case("checkpoint bad determinism_check", lambda: checkpoint(torch.exp, torch.ones(1, requires_grad=True),
+                                                            use_reentrant=False, determinism_check="strict"))
+case("checkpoint context_fn reentrant", lambda: checkpoint(torch.exp, torch.ones(1, requires_grad=True),
+                                                           use_reentrant=True, context_fn=lambda: (None, None)))
+case("checkpoint input modified in place", _checkpoint_inplace_input)
+case("checkpoint backward twice", _checkpoint_backward_twice)
+case("checkpoint_sequential segments 0", lambda: checkpoint_sequential(nn.Sequential(nn.Linear(2, 2)), 0,
+                                                                       torch.ones(1, 2), use_reentrant=False))
+case("checkpoint_sequential more segments", lambda: checkpoint_sequential(
+    nn.Sequential(nn.Linear(2, 2), nn.ReLU()), 5, torch.ones(1, 2, requires_grad=True), use_reentrant=False).shape)
+
+
+def _inference_then_backward():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    w = torch.ones(2, requires_grad=True)
+    return (w * t).sum()
+
+
+def _inference_inplace_outside():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    t.add_(1)
+
+
+def _inference_save_for_backward():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    w = torch.ones(2, requires_grad=True)
+    return (w * t.exp()).sum().item()
+
+
+case("inference tensor used with grad", lambda: _inference_then_backward().item())
+case("inference tensor in-place outside", _inference_inplace_outside)
+def _inference_requires_grad():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    t.requires_grad_()
+
+
+def _inference_version():
+    with torch.inference_mode():
+        t = torch.ones(2)
+    return t._version
+
+
+case("inference tensor requires_grad_", _inference_requires_grad)
+case("inference tensor version", _inference_version)
+case("set_rng_state wrong dtype", lambda: torch.set_rng_state(torch.zeros(5056)))
+case("set_rng_state wrong size", lambda: torch.set_rng_state(torch.zeros(10, dtype=torch.uint8)))
+case("set_rng_state not tensor", lambda: torch.set_rng_state([0] * 5056))
+case("manual_seed negative", lambda: torch.manual_seed(-1).initial_seed())
+case("manual_seed too big", lambda: torch.manual_seed(2 ** 70))
+case("manual_seed float", lambda: torch.manual_seed(1.5).initial_seed())
+case("generator bad state", lambda: torch.Generator().set_state(torch.zeros(3, dtype=torch.uint8)))
+case("randn generator device", lambda: torch.randn(2, generator=torch.Generator(device="meta")))
+
+mod = nn.Module()
+case("register_buffer non-tensor", lambda: mod.register_buffer("b", [1, 2]))
+case("register_buffer dotted name", lambda: mod.register_buffer("a.b", torch.ones(1)))
+case("register_buffer empty name", lambda: mod.register_buffer("", torch.ones(1)))
+case("register_parameter tensor", lambda: mod.register_parameter("p", torch.ones(1)))
+case("add_module non-module", lambda: mod.add_module("m", lambda x: x))
+case("add_module dotted", lambda: mod.add_module("a.b", nn.ReLU()))
+case("parameter of int tensor", lambda: nn.Parameter(torch.ones(2, dtype=torch.long)))
+case("parameter int no grad", lambda: nn.Parameter(torch.ones(2, dtype=torch.long), requires_grad=False).dtype)
+case("module to int dtype", lambda: nn.Linear(2, 2).to(torch.long))
+case("modulelist index out of range", lambda: nn.ModuleList([nn.ReLU()])[3])
+case("sequential index out of range", lambda: nn.Sequential(nn.ReLU())[-2])
+case("moduledict non-string key", lambda: nn.ModuleDict({1: nn.ReLU()}))
+case("apply non-callable", lambda: nn.Linear(2, 2).apply(5))
+case("get_submodule missing", lambda: nn.Sequential(nn.ReLU()).get_submodule("0.weight"))
+case("get_parameter missing", lambda: nn.Linear(2, 2).get_parameter("weight2"))
+def _param_over_attr():
+    m = nn.Module()
+    m.p = 5
+    m.register_parameter("p", nn.Parameter(torch.ones(1)))
+
+
+def _int_buffer_grad():
+    m = nn.Module()
+    m.register_buffer("steps", torch.zeros(1, dtype=torch.long))
+    m.steps.requires_grad_()
+
+
+case("register_parameter existing attr", _param_over_attr)
+case("requires_grad_ on int buffer", _int_buffer_grad)
+case("transformed dist bad base", lambda: D.TransformedDistribution(torch.ones(2), [D.ExpTransform()]))
+case("tanh transform inverse of 1", lambda: D.TanhTransform().inv(torch.tensor([1.0, 0.5])))
+case("affine transform event_dim too big", lambda: D.TransformedDistribution(
+    D.Normal(torch.zeros(2), torch.ones(2)), D.AffineTransform(0.0, 1.0, event_dim=2)))
+case("compose transform non-list", lambda: D.ComposeTransform(D.ExpTransform()))
+case("transformed log_prob outside support", lambda: D.TransformedDistribution(
+    D.Normal(0.0, 1.0), [D.ExpTransform()], validate_args=True).log_prob(torch.tensor(-1.0)))
+case("transform domain check", lambda: D.SigmoidTransform().inv(torch.tensor(1.5)))
+
+
+# foreach lists, serialization corner cases, module containers and hooks, misc tensor APIs
+case("foreach empty list", lambda: torch._foreach_add([], 1))
+case("foreach length mismatch", lambda: torch._foreach_mul([torch.ones(2)], [torch.ones(2), torch.ones(2)]))
+case("foreach scalar list length", lambda: torch._foreach_div([torch.ones(2)], [1.0, 2.0]))
+case("foreach 1-d tensor scalar", lambda: torch._foreach_mul([torch.ones(2)], torch.ones(2)))
+case("foreach shape mismatch", lambda: torch._foreach_add([torch.ones(2)], [torch.ones(3)]))
+case("foreach int in-place float", lambda: torch._foreach_mul_([torch.ones(2, dtype=torch.long)], 0.5))
+case("foreach norm int", lambda: torch._foreach_norm([torch.tensor([1, 2])]))
+case("foreach lerp_ length", lambda: torch._foreach_lerp_([torch.ones(2)], [], 0.5))
+case("foreach addcdiv by zero", lambda: torch._foreach_addcdiv([torch.ones(2)], [torch.ones(2)], [torch.zeros(2)]))
+case("foreach pow negative int", lambda: torch._foreach_pow([torch.tensor([2, 3])], -1))
+case("save to read-only buffer", lambda: torch.save(torch.ones(1), io.BytesIO(b"x").getbuffer()))
+case("add_safe_globals non-list", lambda: torch.serialization.add_safe_globals(RuntimeError))
+case("save lambda", lambda: torch.save({"f": lambda x: x}, io.BytesIO()))
+
+
+def _saved_buf():
+    b = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, b)
+    b.seek(0)
+    return b
+
+
+def _load_map(loc):
+    return torch.load(_saved_buf(), map_location=loc, weights_only=True)["w"].device.type
+
+
+def _load_module():
+    b = io.BytesIO()
+    torch.save(nn.Linear(2, 2), b)
+    b.seek(0)
+    return torch.load(b, weights_only=True)
+
+
+case("load bad map_location", lambda: _load_map("tpu"))
+case("load map_location dict", lambda: _load_map({"cpu": "cpu"}))
+case("load mmap on buffer", lambda: torch.load(_saved_buf(), mmap=True, weights_only=True))
+case("load weights_only module", _load_module)
+case("load_state_dict missing strict", lambda: nn.Linear(2, 2).load_state_dict({"weight": torch.ones(2, 2)}))
+case("load_state_dict unexpected strict", lambda: nn.Linear(2, 2).load_state_dict(
+    {"weight": torch.ones(2, 2), "bias": torch.ones(2), "scale": torch.ones(1)}))
+case("load_state_dict non-tensor value", lambda: nn.Linear(2, 2).load_state_dict({"weight": [[1.0, 2.0]] * 2,
+                                                                                  "bias": torch.ones(2)}))
+case("state_dict prefix", lambda: sorted(nn.Linear(2, 2).state_dict(prefix="m.")))
+
+
+def _load_double():
+    m = nn.Linear(2, 2)
+    m.load_state_dict({"weight": torch.ones(2, 2, dtype=torch.double), "bias": torch.ones(2, dtype=torch.int64)})
+    return m.bias
+
+
+case("load_state_dict dtype cast", lambda: _load_double().tolist())
+case("moduledict update non-dict", lambda: nn.ModuleDict().update([nn.ReLU()]))
+case("modulelist insert non-module", lambda: nn.ModuleList().insert(0, 5))
+case("modulelist extend non-iterable", lambda: nn.ModuleList().extend(nn.ReLU()))
+case("sequential append non-module", lambda: nn.Sequential().append(5))
+case("sequential slice", lambda: str(nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())[1:]))
+case("sequential del out of range", lambda: nn.Sequential(nn.ReLU()).__delitem__(3))
+case("parameterlist non-tensor", lambda: nn.ParameterList([1.0]))
+case("parameterdict value int", lambda: list(nn.ParameterDict({"a": 1}).items()))
+case("register_module bad name type", lambda: nn.Module().register_module(1, nn.ReLU()))
+case("train non-bool", lambda: nn.Linear(1, 1).train("yes"))
+case("half module double input", lambda: nn.Linear(2, 2).half()(torch.ones(1, 2)))
+case("to(device, dtype) int", lambda: nn.Linear(2, 2).to("cpu", torch.int32))
+case("zero_grad after no backward", lambda: nn.Linear(2, 2).zero_grad())
+def _set_tensor_over_param():
+    m = nn.Linear(2, 2)
+    m.weight = torch.ones(2, 2)
+
+
+def _del_param():
+    m = nn.Linear(2, 2)
+    del m.bias
+    return sorted(m.state_dict())
+
+
+def _remove_twice():
+    h = nn.Linear(1, 1).register_forward_hook(lambda *a: None)
+    h.remove()
+    h.remove()
+    return "ok"
+
+
+case("module setattr tensor over param", _set_tensor_over_param)
+case("module delete param", _del_param)
+case("hook remove twice", _remove_twice)
+case("clip_grad_norm no grads", lambda: nn.utils.clip_grad_norm_([nn.Parameter(torch.ones(2))], 1.0))
+case("clip_grad_norm empty", lambda: nn.utils.clip_grad_norm_([], 1.0))
+case("parameters_to_vector mixed", lambda: nn.utils.parameters_to_vector([torch.ones(2), torch.ones(1, 3)]).shape)
+case("vector_to_parameters wrong size", lambda: nn.utils.vector_to_parameters(torch.ones(5),
+                                                                              [nn.Parameter(torch.ones(2))]))
+case("vector_to_parameters non-tensor", lambda: nn.utils.vector_to_parameters([1.0], [nn.Parameter(torch.ones(1))]))
+
+
+def _clip_inf():
+    p = nn.Parameter(torch.ones(3))
+    p.grad = torch.tensor([1.0, -4.0, 2.0])
+    return nn.utils.clip_grad_norm_([p], 2.0, norm_type="inf"), p.grad
+
+
+def _clip_value(v):
+    p = nn.Parameter(torch.ones(3))
+    p.grad = torch.tensor([1.0, -4.0, 2.0])
+    nn.utils.clip_grad_value_([p], v)
+    return p.grad
+
+
+case("clip_grad_norm inf norm_type", _clip_inf)
+case("clip_grad_value negative", lambda: _clip_value(-1.0))
+case("meshgrid bad indexing", lambda: torch.meshgrid(torch.ones(2), torch.ones(3), indexing="yx"))
+case("meshgrid 2d input", lambda: torch.meshgrid(torch.ones(2, 2), torch.ones(3), indexing="ij"))
+case("cartesian_prod 2d", lambda: torch.cartesian_prod(torch.ones(2, 2)))
+case("combinations 2d", lambda: torch.combinations(torch.ones(2, 2)))
+case("combinations negative r", lambda: torch.combinations(torch.arange(3), r=-1))
+case("tril_indices negative", lambda: torch.tril_indices(-1, 3))
+case("bucketize 2d boundaries", lambda: torch.bucketize(torch.ones(2), torch.ones(2, 2)))
+case("take_along_dim shape", lambda: torch.take_along_dim(torch.ones(2, 3), torch.zeros(3, 1, dtype=torch.long), 1))
+case("take_along_dim float index", lambda: torch.take_along_dim(torch.ones(2, 3), torch.zeros(2, 1), 1))
+case("kthvalue ties", lambda: torch.tensor([2.0, 1.0, 2.0, 1.0, 2.0]).kthvalue(3))
+case("cummax empty", lambda: torch.ones(0).cummax(0))
+case("logcumsumexp int", lambda: torch.tensor([1, 2]).logcumsumexp(0))
+case("aminmax empty", lambda: torch.aminmax(torch.ones(0)))
+case("mode empty dim", lambda: torch.ones(2, 0).mode(1))
+case("diff n negative", lambda: torch.diff(torch.ones(3), n=-1))
+case("diff prepend dims", lambda: torch.diff(torch.ones(2, 3), prepend=torch.ones(3)))
+case("nanquantile int", lambda: torch.tensor([1, 2]).nanquantile(0.5))
+case("affine_grid size mismatch", lambda: F.affine_grid(torch.zeros(2, 2, 3), (3, 1, 4, 4), align_corners=False))
+case("affine_grid wrong theta", lambda: F.affine_grid(torch.zeros(1, 3, 3), (1, 1, 4, 4), align_corners=False))
+case("grid_sample grid last dim", lambda: F.grid_sample(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 3),
+                                                        align_corners=False))
+case("grid_sample bad mode", lambda: F.grid_sample(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2), mode="area",
+                                                   align_corners=False))
+case("grid_sample bicubic 3d", lambda: F.grid_sample(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 1, 1, 3),
+                                                     mode="bicubic", align_corners=False))
+case("grid_sample batch mismatch", lambda: F.grid_sample(torch.ones(2, 1, 3, 3), torch.zeros(1, 2, 2, 2),
+                                                         align_corners=False))
+case("channels_last on 3d", lambda: torch.ones(2, 3, 4).contiguous(memory_format=torch.channels_last))
+case("channels_last_3d on 4d", lambda: torch.ones(1, 2, 3, 4).to(memory_format=torch.channels_last_3d))
+case("is_contiguous channels_last 3d", lambda: torch.ones(2, 3, 4).is_contiguous(memory_format=torch.channels_last))
+case("glu odd dim", lambda: F.glu(torch.ones(2, 3)))
+case("prelu wrong channels", lambda: nn.PReLU(3)(torch.ones(2, 4)))
+case("hardswish int", lambda: F.hardswish(torch.tensor([1, 2])))
+case("mish int", lambda: F.mish(torch.tensor([1, 2])))
+case("huber negative delta", lambda: F.huber_loss(torch.ones(2), torch.zeros(2), delta=-1.0))
+case("smooth_l1 negative beta", lambda: F.smooth_l1_loss(torch.ones(2), torch.zeros(2), beta=-1.0))
+case("rrelu lower > upper", lambda: F.rrelu(torch.ones(2), lower=0.5, upper=0.1, training=True))
+case("categorical logits and probs", lambda: D.Categorical(probs=torch.ones(2) / 2, logits=torch.zeros(2)))
+case("categorical sample shape int", lambda: D.Categorical(logits=torch.zeros(3)).sample(2))
+# (validate_args explicitly: importing torch._dynamo, as torch.compile above does, turns PyTorch's
+# default validation off for the rest of the process)
+case("normal negative scale", lambda: D.Normal(0.0, -1.0, validate_args=True))
+case("tanh transform log_abs_det at 1", lambda: D.TanhTransform().log_abs_det_jacobian(torch.tensor(20.0),
+                                                                                      torch.tensor(1.0)))

@@ -228,3 +228,33 @@ def test_leaf_hook_registered_before_or_after_its_graph_as_torch(when):
         results.append((x.grad.tolist(), w.grad.tolist(), seen))
     assert results[0] == results[1]
     assert results[0][2] == [[3.0, 4.0]]
+
+
+def _inplace_after_linear_grads(lib, ctx_name):
+    import contextlib
+
+    lib.manual_seed(0)
+    lin = lib.nn.Linear(4, 4)
+    x = lib.randn(3, 4, requires_grad=True)
+    ctx = {"anomaly": lambda: lib.autograd.set_detect_anomaly(True),
+           "saved hooks": lambda: lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+           "plain": contextlib.nullcontext}[ctx_name]
+    out = []
+    for make in (lin, lambda t: lib.addmm(lin.bias, t, lin.weight.t()), lambda t: lin(t.unsqueeze(0))):
+        x.grad = None
+        with ctx():
+            h = make(x)
+            h.relu_()
+            y = (h * 2).sum()
+        y.backward()
+        out.append(None if x.grad is None else x.grad.numpy().round(5).tolist())
+    return out
+
+
+@pytest.mark.parametrize("ctx_name", ["plain", "anomaly", "saved hooks"])
+def test_inplace_op_after_linear_keeps_gradients(ctx_name):
+    # Under anomaly mode and saved-tensor hooks (the Python recording) addmm's result was a view of
+    # the kernel's own scratch, so Linear followed by ReLU(inplace=True) lost x's gradient (None).
+    import torch
+
+    assert _inplace_after_linear_grads(ember, ctx_name) == _inplace_after_linear_grads(torch, ctx_name)

@@ -88,3 +88,23 @@ def test_per_sample_grads_under_outer_autograd():
     sum(g.pow(2).sum() for g in eg.values()).backward()
     assert_trees_close({k: v.grad for k, v in ep.items()}, {k: v.grad for k, v in tp.items()}, rtol=1e-3,
                        atol=1e-5)
+
+
+def _per_sample_grads_inplace_relu(lib):
+    lib.manual_seed(0)
+    m = lib.nn.Sequential(lib.nn.Linear(4, 4), lib.nn.ReLU(inplace=True), lib.nn.Linear(4, 2))
+    x = lib.randn(3, 4)
+    params = {k: v.detach() for k, v in m.named_parameters()}
+    loss = lambda p, xi: lib.func.functional_call(m, p, (xi,)).sum()  # noqa: E731
+    grads = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0))(params, x)
+    return {k: v.numpy() for k, v in grads.items()}
+
+
+def test_per_sample_grads_through_an_inplace_activation():
+    # vmap(grad(...)) over ReLU(inplace=True) failed: the recorder asked the batched op for
+    # `differentiable` (relu_ has no formula of its own) and _LogicalOp had none.
+    import numpy as np
+
+    theirs, ours = _per_sample_grads_inplace_relu(torch), _per_sample_grads_inplace_relu(ember)
+    for k in theirs:
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-5, atol=1e-6)

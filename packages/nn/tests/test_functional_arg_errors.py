@@ -82,3 +82,17 @@ def test_pool_rank_errors(call):
 
 def ember_or_torch(F):
     return torch if F is TF else ember
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.logsigmoid(lib.tensor([1, 2])),  # ember named softplus's kernel
+    lambda lib: lib.nn.Parameter(lib.ones(2, dtype=lib.long)),  # ember's text was requires_grad_'s
+    lambda lib: lib.cdist(lib.ones(2, 3), lib.ones(2, 3), p=-1),  # ember added ", got -1"
+], ids=["logsigmoid int", "Parameter int", "cdist negative p"])
+def test_wrong_dtype_and_argument_texts_as_pytorch(call):
+    raised = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            call(lib)
+        raised.append((info.type.__name__, str(info.value)))
+    assert raised[1] == raised[0]

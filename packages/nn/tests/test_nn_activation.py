@@ -433,3 +433,10 @@ def test_activation_output_strides_match_torch(fn, training):
     # Tensor-level torch.rrelu too.
     xe, xt = ins_e["transposed"], ins_t["transposed"]
     assert ember.rrelu(xe, training=training).stride() == torch.rrelu(xt, training=training).stride()
+
+
+def test_rrelu_lower_above_upper_refused_as_pytorch():
+    # ember drew slopes from the reversed interval
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="^Lower bound should be less than or equal to the upper bound$"):
+            lib.nn.functional.rrelu(lib.ones(2), lower=0.5, upper=0.1, training=True)

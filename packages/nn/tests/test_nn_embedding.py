@@ -201,3 +201,27 @@ def test_embedding_bag_default_init_and_state_dict():
     assert np.all(em.weight.detach().numpy()[2] == 0)
     frozen = nn.EmbeddingBag.from_pretrained(ember.zeros(3, 2))
     assert not frozen.weight.requires_grad
+
+
+def _bag_outcome(lib, call):
+    try:
+        out = call(lib)
+        return ("ok", tuple(out.shape), out.requires_grad)
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("call", [
+    # an index out of range: PyTorch's kernel names its position (with more than one bag its text is
+    # an internal check's, "Expected i < index_size to be true")
+    lambda lib: lib.nn.functional.embedding_bag(lib.tensor([0, 2, 5, 1]), lib.ones(5, 2), lib.tensor([0])),
+    lambda lib: lib.nn.functional.embedding_bag(lib.tensor([-1]), lib.ones(5, 2), lib.tensor([0])),
+    # float offsets or input: the dtype check's text (it says 'indices' for either)
+    lambda lib: lib.nn.functional.embedding_bag(lib.tensor([0, 1]), lib.ones(5, 2), lib.tensor([0.0])),
+    lambda lib: lib.nn.functional.embedding_bag(lib.tensor([0.0, 1.0]), lib.ones(5, 2), lib.tensor([0])),
+    # include_last_offset with a single offset: no bags (ember indexed bag -1)
+    lambda lib: lib.nn.functional.embedding_bag(lib.tensor([0, 1]), lib.ones(5, 2, requires_grad=True),
+                                                lib.tensor([0]), include_last_offset=True),
+], ids=["index past end", "negative index", "float offsets", "float input", "last offset only"])
+def test_embedding_bag_bad_inputs_as_pytorch(call):
+    assert _bag_outcome(ember, call) == _bag_outcome(torch, call)

@@ -193,3 +193,19 @@ def test_grid_sample_reduced_precision(dtype):
     tol = 2.0 ** (-6 if dtype == "float16" else -3)
     assert_close(F.grid_sample(xe, ge, "bilinear", "border", align_corners=True).float(),
                  TF.grid_sample(xt, gt, "bilinear", "border", align_corners=True).float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("call", [
+    # a theta batch that does not match size[0]: PyTorch's text is its bmm's
+    lambda lib: lib.nn.functional.affine_grid(lib.zeros(2, 2, 3), (3, 1, 4, 4), align_corners=False),
+    lambda lib: lib.nn.functional.affine_grid(lib.zeros(2, 3, 4), (1, 1, 2, 2, 2), align_corners=False),
+    # the size is printed as given (a tuple here; ember printed a list)
+    lambda lib: lib.nn.functional.affine_grid(lib.zeros(1, 3, 3), (1, 1, 4, 4), align_corners=False),
+], ids=["2d batch", "3d batch", "theta shape"])
+def test_affine_grid_refusals_as_pytorch(call):
+    raised = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            call(lib)
+        raised.append((info.type.__name__, str(info.value).replace("ember.", "torch.")))
+    assert raised[1] == raised[0]

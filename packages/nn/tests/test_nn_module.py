@@ -473,3 +473,14 @@ def test_bad_names_raise_torchs_key_errors(register, name):
         return str(info.value)
 
     assert run(ember) == run(torch)
+
+
+def test_moduledict_update_with_non_pairs_says_what_pytorch_says():
+    import torch
+
+    texts = []
+    for lib in (torch, ember):
+        with pytest.raises(TypeError) as info:
+            lib.nn.ModuleDict().update([lib.nn.ReLU()])
+        texts.append(str(info.value))
+    assert texts[1] == texts[0] == "ModuleDict update sequence element #0 should be Iterable; isReLU"

@@ -254,3 +254,32 @@ def test_muon_rejects_what_pytorch_rejects():
         ember.optim.Muon(ours.params)
     with pytest.raises(ValueError, match="Adjust learning rate function bad is not supported"):
         ember.optim.Muon(ours.params[:1], adjust_lr_fn="bad")
+
+
+def _sparse_grad_step(lib, name):
+    emb = lib.nn.Embedding(4, 2, sparse=True)
+    opt = getattr(lib.optim, name)(emb.parameters(), lr=0.1)
+    emb(lib.tensor([1, 3])).sum().backward()
+    try:
+        opt.step()
+        return "ok"
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adamax", "ASGD", "NAdam", "RAdam", "Rprop",
+                                  "Adadelta", "SGD", "Adagrad"])
+def test_sparse_gradients_refused_as_pytorch(name):
+    # Adam reached a sparse kernel's NotImplementedError ("Could not run 'aten::lerp_' ..."), the
+    # others their own failures; PyTorch names the optimizer (SGD and Adagrad take sparse grads).
+    assert _sparse_grad_step(ember, name) == _sparse_grad_step(torch, name)
+
+
+def test_adam_tensor_lr_with_foreach_refused():
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="lr as a Tensor is not supported for capturable=False and foreach=True"):
+            lib.optim.Adam([lib.nn.Parameter(lib.ones(1))], lr=lib.tensor(0.01), foreach=True)
+    opt = ember.optim.Adam([ember.nn.Parameter(ember.ones(1))], lr=ember.tensor(0.01))
+    opt.param_groups[0]["foreach"] = True
+    with pytest.raises(RuntimeError, match="lr as a Tensor is not supported"):
+        opt.step()

@@ -202,3 +202,17 @@ def test_tril_takes_integer_tensors_and_numpy_ints_as_torch():
     e = ember.ones(3, 3)
     t = torch.ones(3, 3)
     assert e.tril_(ember.tensor(0)).tolist() == t.tril_(torch.tensor(0)).tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.meshgrid(lib.ones(2), lib.ones(3), indexing="yx"),  # ember raised ValueError
+    lambda lib: lib.cartesian_prod(lib.ones(2, 2)),  # ember returned the tensor itself
+    lambda lib: lib.cartesian_prod(lib.ones(2), lib.ones(2, 1)),
+], ids=["meshgrid indexing", "cartesian_prod 2-d alone", "cartesian_prod 2-d second"])
+def test_meshgrid_cartesian_prod_refusals_as_pytorch(call):
+    raised = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            call(lib)
+        raised.append((info.type.__name__, str(info.value)))
+    assert raised[1] == raised[0]

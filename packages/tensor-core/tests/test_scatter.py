@@ -295,3 +295,22 @@ def test_zero_dim_index_and_src_read_as_one_element_as_torch(call):
         return tuple(r.shape), r.tolist()
 
     assert outcome(ember) == outcome(torch)
+
+
+def test_scatter_reduce_max_min_aliases_forward_only():
+    # PyTorch's forward kernel reads "max"/"min" as amax/amin; its backward refuses them.
+    idx = np.array([[0, 0], [1, 1], [0, 0], [2, 2]])
+    src = (np.arange(8.0).reshape(4, 2) - 3).astype(np.float32)
+    for alias, name in (("max", "amax"), ("min", "amin")):
+        for include_self in (True, False):
+            outs = [lib.zeros(3, 2).scatter_reduce(0, lib.tensor(idx), lib.tensor(src), alias,
+                                                   include_self=include_self) for lib in (ember, torch)]
+            np.testing.assert_array_equal(outs[0].numpy(), outs[1].numpy())
+            np.testing.assert_array_equal(outs[0].numpy(), ember.zeros(3, 2).scatter_reduce(
+                0, ember.tensor(idx), ember.tensor(src), name, include_self=include_self).numpy())
+    for lib in (ember, torch):
+        x = lib.zeros(3, 2, requires_grad=True)
+        out = x.scatter_reduce(0, lib.tensor(idx), lib.tensor(src), "max")
+        with pytest.raises(RuntimeError, match="Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', "
+                                               "'amin' but got max."):
+            out.sum().backward()

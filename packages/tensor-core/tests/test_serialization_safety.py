@@ -379,3 +379,27 @@ def test_damaged_checkpoints_raise_what_torch_raises():
         for name, data in damages(lib).items():
             with pytest.raises(expected[name]):
                 lib.load(io.BytesIO(data))
+
+
+def _saved():
+    buf = io.BytesIO()
+    ember.save({"w": ember.ones(2)}, buf)
+    buf.seek(0)
+    return buf
+
+
+def test_bad_destinations_and_locations_raise_as_pytorch():
+    import torch
+
+    calls = [
+        lambda lib: lib.save(lib.ones(1), io.BytesIO(b"x").getbuffer()),  # no write(): ember's own words
+        lambda lib: lib.serialization.add_safe_globals(RuntimeError),  # not a list: iterating it fails
+        lambda lib: lib.load(_saved(), map_location="tpu", weights_only=True),  # an unknown location tag
+    ]
+    for call in calls:
+        raised = []
+        for lib in (torch, ember):
+            with pytest.raises(Exception) as info:
+                call(lib)
+            raised.append((info.type.__name__, str(info.value)))
+        assert raised[1] == raised[0]

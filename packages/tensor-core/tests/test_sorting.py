@@ -309,3 +309,17 @@ def test_sort_of_complex_raises_torch_text():
         with pytest.raises(RuntimeError) as err:
             lib.ones(2, dtype=lib.cfloat).sort()
         assert str(err.value) == " Sort does not support complex dtypes on CPU"
+
+
+@pytest.mark.parametrize("name", ["int8", "int64", "float16", "float32", "float64"])
+def test_kthvalue_index_among_ties_is_pytorchs(name):
+    # ember picked the first position among equal values; PyTorch reports the position its
+    # quickselect leaves at k (a program printing kthvalue's indices on ties differed).
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 8, 17, 40):
+        arr = rng.integers(0, 4, size=(6, n)).astype(np.float64)
+        if name.startswith("float"):
+            arr[rng.random(arr.shape) < 0.1] = NAN
+        e, t = ember.tensor(arr).to(getattr(ember, name)), torch.tensor(arr).to(getattr(torch, name))
+        for k in range(1, n + 1):
+            assert_same(e.kthvalue(k, 1), t.kthvalue(k, 1))

@@ -270,3 +270,19 @@ def test_logcumsumexp_errors_and_grad():
     rng = np.random.default_rng(4)
     grads_match(lambda m, x: m.logcumsumexp(x, 1), [rng.normal(size=(3, 5)) * 5])
     grads_match(lambda m, x: m.logcumsumexp(x, 0), [np.array([-50.0, 0.0, 40.0, 1.0])])
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.tensor([1, 2]).nanquantile(0.5),
+    lambda lib: lib.tensor([]).nanquantile(0.5),
+    lambda lib: lib.tensor([1.0]).nanquantile(2.0),
+    lambda lib: lib.tensor([1.0]).nanquantile(lib.ones(2, 2)),
+])
+def test_nanquantile_checks_say_quantile_as_pytorch(call):
+    # PyTorch's checks are shared and always name quantile(); ember named nanquantile()
+    raised = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            call(lib)
+        raised.append(str(info.value))
+    assert raised[1] == raised[0]

@@ -237,6 +237,41 @@ void topk(py::handle values_obj, py::handle indices_obj, py::handle self_obj, in
   });
 }
 
+// PyTorch's kthvalue selection (the Sedgewick-style quickselect it inherited from TH: median-of-three
+// pivot, Hoare partition, NaN above everything), run on (value, position) pairs so that among equal
+// values the position it reports is the one PyTorch reports. Leaves arr[k] / idx[k] in place.
+template <typename T>
+void quick_select(std::vector<T>& arr, std::vector<int64_t>& idx, int64_t k) {
+  auto gt = [](T x, T y) { return (is_nan(x) && !is_nan(y)) || x > y; };
+  auto swap = [&](int64_t i, int64_t j) {
+    std::swap(arr[i], arr[j]);
+    std::swap(idx[i], idx[j]);
+  };
+  int64_t L = 0, R = static_cast<int64_t>(arr.size()) - 1;
+  while (true) {
+    if (R <= L) return;
+    if (R == L + 1) {
+      if (gt(arr[L], arr[R])) swap(L, R);
+      return;
+    }
+    swap((L + R) >> 1, L + 1);
+    if (gt(arr[L + 1], arr[R])) swap(L + 1, R);
+    if (gt(arr[L], arr[R])) swap(L, R);
+    if (gt(arr[L + 1], arr[L])) swap(L + 1, L);
+    int64_t i = L + 1, j = R;
+    const T piv = arr[L];
+    while (true) {
+      do ++i; while (gt(piv, arr[i]));
+      do --j; while (gt(arr[j], piv));
+      if (j < i) break;
+      swap(i, j);
+    }
+    swap(L, j);
+    if (j <= k) L = i;
+    if (j >= k) R = j - 1;
+  }
+}
+
 // kind 0: the (k+1)-th smallest; 1: median (lower; NaN if the row has one); 2: nanmedian.
 // values/indices have self's shape with dim of size 1.
 void select_kth(py::handle values_obj, py::handle indices_obj, py::handle self_obj, int64_t dim, int64_t k, int kind) {
@@ -251,6 +286,20 @@ void select_kth(py::handle values_obj, py::handle indices_obj, py::handle self_o
     using K = key_t<scalar_t>;
     using Item = std::pair<K, int64_t>;
     rows3(values, indices, self, dim, [&](std::array<char*, 3>& row) {
+      if (kind == 0) {
+        using V = std::conditional_t<std::is_same_v<scalar_t, bool>, uint8_t, scalar_t>;  // no vector<bool>
+        thread_local std::vector<V> vals;
+        thread_local std::vector<int64_t> pos;
+        vals.resize(n);
+        pos.resize(n);
+        for (int64_t j = 0; j < n; ++j) vals[j] = load<scalar_t>(row[2], ss, j), pos[j] = j;
+        quick_select(vals, pos, k);
+        *reinterpret_cast<scalar_t*>(row[0]) = static_cast<scalar_t>(vals[k]);
+        *reinterpret_cast<int64_t*>(row[1]) = pos[k];
+        trim_scratch(vals);
+        trim_scratch(pos);
+        return;
+      }
       thread_local std::vector<Item> items;
       items.clear();
       int64_t nans = 0, first_nan = -1;

@@ -11,7 +11,7 @@ import importlib as _importlib
 from ember._src.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 from . import grad_mode, graph, profiler, profiler_util
-from ._engine import backward, grad
+from ._engine import _is_checkpoint_valid, backward, grad
 from ._plugin import plugin as _plugin
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable

@@ -280,6 +280,13 @@ def _retain(t: Tensor, g: Tensor) -> None:
         t.grad = old + g
 
 
+def _is_checkpoint_valid() -> bool:
+    """False inside a backward run that only computes some gradients (``autograd.grad`` or
+    ``backward(inputs=...)``), where a reentrant checkpoint's inner backward cannot be confined
+    to what was asked for (PyTorch's ``torch.autograd._is_checkpoint_valid``)."""
+    return not _TASKS or _TASKS[-1].captures is None
+
+
 class _Task:
     """One backward run, as hooks see it (``register_multi_grad_hook`` groups its calls per run)."""
 

@@ -553,6 +553,8 @@ def record(op, args, kwargs):
     finally:
         _STATE.grad_enabled = True
     if isinstance(out, Tensor):
+        if not inplace and out._base is not None:
+            out = _own_result(out, args)
         if not inplace and _is_arg(out, args):
             # A kernel that hands back an input must not take over that input's history.
             out = make_view(out, out._shape, out._stride, out._offset)
@@ -576,6 +578,21 @@ def record(op, args, kwargs):
     if not inplace and "view" in op.tags:
         _mark_unrecorded_chain(args, out)
     return out
+
+
+def _own_result(out: Tensor, args) -> Tensor:
+    """``out`` itself, or, when a kernel made it as a view of scratch of its own (addmm views its
+    (1, m, n) product as (m, n)), the same memory as a tensor with no base. Such a result shares no
+    storage with any input, so it is no view for autograd (PyTorch's kernels return fresh tensors);
+    left as a view, an in-place op on it (Linear then ReLU(inplace=True)) was rebased onto that
+    historyless scratch and the gradient was lost (this recording runs under anomaly mode,
+    saved-tensor hooks and forward AD)."""
+    storage = out._storage
+    for a in args:
+        if isinstance(a, Tensor) and (getattr(a, "_storage", None) is storage
+                                      or (a._base is not None and getattr(a._base, "_storage", None) is storage)):
+            return out
+    return make_tensor(storage, out._shape, out._stride, out._offset, out.dtype, out._device)
 
 
 def _mark_unrecorded_chain(args, out) -> None:
@@ -643,6 +660,8 @@ def _record_out_of_place(op, name, formula, args, kwargs):
         out = op.call_kernel(args, kwargs)
     finally:
         _STATE.grad_enabled = True
+    if type(out) is Tensor and out._base is not None:
+        out = _own_result(out, args)
     if type(out) is not Tensor or _is_arg(out, args) or not out.dtype.is_floating_point:
         # Rare shapes of result (several outputs, an input handed back, integer dtype).
         return _record_result(name, formula, args, kwargs, out, layout, tuple(edges), meta)

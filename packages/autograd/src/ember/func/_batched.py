@@ -229,6 +229,10 @@ class _LogicalOp:
     def tags(self):
         return self.op.tags
 
+    @property
+    def differentiable(self) -> bool:  # read by the recorder for ops without a formula of their own (relu_)
+        return self.op.differentiable
+
     def call_kernel(self, args, kwargs):
         prev = _GRAD.grad_enabled
         _GRAD.grad_enabled = self.physical_grad

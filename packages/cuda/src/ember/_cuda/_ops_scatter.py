@@ -148,13 +148,13 @@ def _scatter_add(self, dim, index, src):
 
 
 def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
-    if reduce not in sc._REDUCE_CODES:
+    if reduce not in sc._SCATTER_REDUCE_CODES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = sc._check_scatter(self, dim, index, src, "scatter_reduce")
     if reduce == "mean" and self.dtype is dt.bool:
         raise NotImplementedError("\"scatter_gather_tensor_cuda_reduce_mean\" not implemented for 'Bool'")
     sc._check_written(self, (src, index))
-    return run_scatter(self, d, index, src, sc._REDUCE_CODES[reduce], include_self, "scatter_reduce")
+    return run_scatter(self, d, index, src, sc._SCATTER_REDUCE_CODES[reduce], include_self, "scatter_reduce")
 
 
 def _index_add(self, dim, index, source, *, alpha=1):

@@ -121,6 +121,8 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 def logsigmoid(input: Tensor) -> Tensor:
     # log(sigmoid(x)) = -softplus(-x), stable for large |x|. PyTorch's log_sigmoid allocates a contiguous
     # result whatever the input's strides.
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{_type_name(input.dtype)}'")
     return -softplus(-input.contiguous())
 
 
@@ -164,6 +166,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not inplace:
         # PyTorch's rrelu allocates a contiguous result whatever the input's strides.
         input = input.contiguous()
@@ -411,6 +415,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
+    for t in (input, offsets):
+        if t.dtype not in (ember.int64, ember.int32):
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                               f"Long, Int; but got torch.{_type_name(t.dtype)}Tensor instead (while checking "
+                               f"arguments for embedding_bag)")
     if max_norm is not None:
         _misc._renorm_(weight, input, float(max_norm), float(norm_type))
     if per_sample_weights is not None and mode != "sum":
@@ -425,6 +434,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                f"{num_weights - 1}, but got {padding_idx}")
         padding_idx %= num_weights
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if bags <= 0:  # include_last_offset with one offset: no bags, as PyTorch
+        return weight[:0].clone()
     # Bag of each position: how many bag starts are at or before it; padding goes to an extra bag.
     starts = ember.zeros(n + 1, dtype=ember.int64, device=input.device)
     starts = starts.index_add(0, offsets[:bags].long(), ember.ones(bags, dtype=ember.int64, device=input.device))
@@ -464,10 +475,11 @@ def _check_bag_indices(input: Tensor, offsets: Tensor, num_weights: int, n: int)
     if offsets.numel() > 1 and bool((offsets[1:] < offsets[:-1]).any()):
         raise RuntimeError("offsets must be non-decreasing")
     if n:
-        bad = (input < 0) | (input >= num_weights)
-        if bool(bad.any()):
-            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be "
-                               f"{input[bad][0].item()}")
+        bad = ((input < 0) | (input >= num_weights)).nonzero()
+        if bad.numel():
+            i = bad[0, 0].item()
+            raise RuntimeError(f"Index {i} of input takes value {input[i].item()} which is not in the valid range "
+                               f"[0, {num_weights})")
 
 
 def _verify_batch_size(size) -> None:

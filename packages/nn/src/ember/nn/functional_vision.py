@@ -35,15 +35,15 @@ def affine_grid(theta: Tensor, size: list[int], align_corners: bool | None = Non
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = list(size)
+    given, size = size, list(size)
     if len(size) == 4:
         if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
-            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {given}. "
                              f"Got {theta.shape}.")
         spatial = size[-2:]
     elif len(size) == 5:
         if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
-            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. "
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {given}. "
                              f"Got {theta.shape}.")
         spatial = size[-3:]
     else:
@@ -57,7 +57,10 @@ def affine_grid(theta: Tensor, size: list[int], align_corners: bool | None = Non
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     n = size[0]
     if theta.shape[0] != n:
-        raise RuntimeError(f"affine_grid_generator: expected theta of batch size {n}, got {list(theta.shape)}")
+        # PyTorch's text is its batched matmul's (the base grid [N, H*W, k+1] times theta transposed)
+        width = len(spatial) + 1
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {width}] but got: "
+                           f"[{theta.shape[0]}, {width}].")
     k = len(spatial)
     # Base grid (*spatial, k + 1): x varies along the last spatial dim, then y, then z; last entry 1.
     axes = []

@@ -82,6 +82,8 @@ class Adadelta(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("Adadelta does not support sparse gradients")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step()

@@ -79,6 +79,8 @@ class Adafactor(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("Adafactor does not support sparse gradients")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step()

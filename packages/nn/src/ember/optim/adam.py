@@ -12,6 +12,8 @@ import ember
 from ember import Tensor
 
 from .optimizer import (
+    _LAYOUT,
+    _STRIDED,
     Optimizer,
     _add_quotient_,
     _addcmul_,
@@ -68,6 +70,8 @@ class Adam(Optimizer):
         decoupled_weight_decay: bool = False,
     ) -> None:
         _check_lr(lr)
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         _check_nonnegative("epsilon value", eps)
         _check_betas(betas)
         _check_nonnegative("weight_decay value", weight_decay)
@@ -119,6 +123,10 @@ class Adam(Optimizer):
         if any(map(is_, grads, repeat(None))):
             params = [p for p in params if p.grad is not None]
             grads = list(map(_GRAD, params))
+        if not all(map(is_, map(_LAYOUT, grads), repeat(_STRIDED))) and any(g.is_sparse for g in grads):
+            raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
+        if isinstance(group["lr"], Tensor) and group["foreach"] and not group["capturable"]:
+            raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
         states = list(map(self.state.__getitem__, params))
         if not all(states):
             for p, state in zip(params, states):

@@ -83,6 +83,8 @@ class Adamax(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("Adamax does not support sparse gradients")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step()

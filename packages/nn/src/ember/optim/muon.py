@@ -112,6 +112,8 @@ class Muon(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("Muon does not support sparse gradients")
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     state["momentum_buffer"] = ember.zeros_like(grad)

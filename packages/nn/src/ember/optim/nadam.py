@@ -98,6 +98,8 @@ class NAdam(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("NAdam does not support sparse gradients")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step()

@@ -92,6 +92,8 @@ class RAdam(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
+                if grad.is_sparse:
+                    raise RuntimeError("RAdam does not support sparse gradients")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step()

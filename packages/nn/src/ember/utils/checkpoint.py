@@ -1,34 +1,35 @@
 """Activation checkpointing: keep a segment's inputs, recompute its activations in backward.
 
-``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, so none of its
-intermediate activations stay alive. One autograd node stands for the whole segment; its
-backward re-runs ``fn`` with grad enabled (and the RNG state the forward saw, so dropout
-draws the same mask), then backpropagates through that fresh graph. Both of PyTorch's
-variants go through this node; for ``use_reentrant=False`` a private input that requires
-grad keeps the node in the graph even when no argument requires grad, so parameters used
-inside ``fn`` still receive gradients, as PyTorch's non-reentrant variant guarantees; it is
-left out when nothing ``fn`` can reach requires grad (``_may_need_grad``), where PyTorch's
-output does not require grad either.
+``use_reentrant=True``: ``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, so
+none of its intermediate activations stay alive. One autograd node stands for the whole
+segment; its backward re-runs ``fn`` with grad enabled (and the RNG state the forward saw, so
+dropout draws the same mask), then backpropagates through that fresh graph into ``.grad``.
+
+``use_reentrant=False`` (PyTorch's recommended variant, built the same way as PyTorch's): ``fn``
+runs with grad enabled, so its graph is recorded as usual, but under ``saved_tensors_hooks`` that
+keep a handle in place of every tensor an op saves for backward. The first time backward unpacks
+one of them, ``fn`` is re-run (same RNG and autocast state) and the tensors it saves, in the same
+order, stand in for the dropped ones. The graph is the ordinary one, so ``autograd.grad`` and
+``backward(inputs=...)`` see the parameters used inside, and nothing is accumulated into ``.grad``
+that the caller did not ask for.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import types
 import warnings
 
 import ember
 from ember import Tensor
 from ember.autograd import Function
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "check_backward_validity", "detach_variable",
-           "get_device_states", "set_device_states", "noop_context_fn", "set_checkpoint_early_stop",
-           "DefaultDeviceType", "set_checkpoint_debug_enabled"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop",
+           "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
+           "noop_context_fn", "DefaultDeviceType", "set_checkpoint_debug_enabled"]
 
 
 class CheckpointError(RuntimeError):
-    """The recomputation in backward did not reproduce the forward (PyTorch's class)."""
+    """A non-reentrant checkpoint's recomputation did not save what its forward saved."""
 
 
 def noop_context_fn():
@@ -94,21 +95,7 @@ class DefaultDeviceType:
         return DefaultDeviceType._default_device_type
 
 
-_enable_checkpoint_early_stop = True
 _checkpoint_debug_enabled: bool | None = None
-
-
-@contextlib.contextmanager
-def set_checkpoint_early_stop(enable: bool):
-    """Whether non-reentrant checkpoints stop recomputing once every saved tensor is back. ember's
-    recomputation always runs the whole function (the flag is kept and restored)."""
-    global _enable_checkpoint_early_stop
-    prev = _enable_checkpoint_early_stop
-    _enable_checkpoint_early_stop = enable
-    try:
-        yield
-    finally:
-        _enable_checkpoint_early_stop = prev
 
 
 @contextlib.contextmanager
@@ -125,21 +112,25 @@ def set_checkpoint_debug_enabled(enabled: bool | None):
 
 class _CheckpointFunction(Function):
     @staticmethod
-    def forward(ctx, run_function, preserve_rng_state, kwargs, _anchor, context_fn, *args):
+    def forward(ctx, run_function, preserve_rng_state, kwargs, *args):
         ctx.run_function = run_function
         ctx.kwargs = kwargs
-        forward_context, ctx.recompute_context = context_fn()
         ctx.rng_state = ember.get_rng_state() if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_positions])
-        with ember.no_grad(), forward_context:
+        with ember.no_grad():
             outputs = run_function(*args, **kwargs)
         ctx.single = not isinstance(outputs, tuple)
         return outputs
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        if not ember.autograd._is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
+                "parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or call "
+                ".backward() without passing the `inputs` argument.")
         saved = ctx.saved_tensors
         args = list(ctx.inputs)
         detached = []
@@ -152,7 +143,7 @@ class _CheckpointFunction(Function):
         try:
             if ctx.rng_state is not None:
                 ember.set_rng_state(ctx.rng_state)
-            with ember.enable_grad(), ctx.recompute_context:
+            with ember.enable_grad():
                 outputs = ctx.run_function(*args, **ctx.kwargs)
         finally:
             if current_rng is not None:
@@ -165,55 +156,128 @@ class _CheckpointFunction(Function):
         grads = [None] * len(args)
         for i, d in zip(ctx.tensor_positions, detached):
             grads[i] = d.grad if d.requires_grad else None
-        return (None, None, None, None, None, *grads)
+        return (None, None, None, *grads)
 
 
-_INERT = (int, float, complex, str, bytes, bool, type(None), type, types.ModuleType, types.BuiltinFunctionType)
+_DEBUG_TIP = ("\nTip: To see a more detailed error message, either pass `debug=True` to\n"
+              "`torch.utils.checkpoint.checkpoint(...)` or wrap the code block\n"
+              "with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to\n"
+              "enable checkpoint-debug mode globally.\n")
 
 
-def _may_need_grad(function, args, kwargs) -> bool:
-    """Whether the checkpointed output may require grad: an argument or a tensor ``function``
-    can reach (its module's parameters, its closure, the globals it names) requires grad. The
-    non-reentrant output requires grad only then, as PyTorch's (which records ``function`` with
-    grad enabled); anything this cannot see through counts as needing grad, so no gradient is lost."""
-    if not ember.is_grad_enabled():
+_EARLY_STOP = [True]
+
+
+class _StopRecomputation(Exception):
+    pass
+
+
+class set_checkpoint_early_stop:  # noqa: N801
+    """Whether a non-reentrant recomputation stops once it has re-saved every tensor the forward
+    saved (on by default, as PyTorch's); off, the whole function re-runs and saving more tensors
+    than the forward did is an error."""
+
+    def __init__(self, enable: bool):
+        self.enable = enable
+
+    def __enter__(self):
+        self.prev, _EARLY_STOP[0] = _EARLY_STOP[0], self.enable
+        return self
+
+    def __exit__(self, *exc):
+        _EARLY_STOP[0] = self.prev
         return False
-    leaves = [a for a in list(args) + list(kwargs.values())]
-    seen: set = set()
-
-    def reaches(obj, depth: int) -> bool:
-        if id(obj) in seen or isinstance(obj, _INERT):
-            return False
-        seen.add(id(obj))
-        if isinstance(obj, Tensor):
-            return obj.requires_grad
-        if isinstance(obj, ember.nn.Module):
-            return any(p.requires_grad for p in obj.parameters())
-        if depth > 4:
-            return True
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            return any(reaches(o, depth + 1) for o in obj)
-        if isinstance(obj, dict):
-            return any(reaches(o, depth + 1) for o in obj.values())
-        if isinstance(obj, functools.partial):
-            return reaches(obj.func, depth + 1) or reaches(obj.args, depth + 1) or reaches(obj.keywords, depth + 1)
-        if isinstance(obj, types.MethodType):
-            return reaches(obj.__self__, depth + 1) or reaches(obj.__func__, depth + 1)
-        if isinstance(obj, types.FunctionType):
-            cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-            names = [obj.__globals__[n] for n in obj.__code__.co_names if n in obj.__globals__]
-            return any(reaches(o, depth + 1) for o in cells + names + list(obj.__defaults__ or ()))
-        return True  # an object this does not know: assume it holds parameters
-
-    return reaches(leaves, 0) or reaches(function, 0)
 
 
-def _filled(cell) -> bool:
-    try:
-        _ = cell.cell_contents
-    except ValueError:  # a closure variable not assigned yet
-        return False
-    return True
+def _metadata(t: Tensor) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+class _Frame:
+    """One non-reentrant checkpointed call: what re-running it needs, and the metadata of the
+    tensors its forward saved (in order), checked against the recomputation's."""
+
+    def __init__(self, function, args, kwargs, rng_state, autocast, recompute_ctx, check):
+        from ember.autograd.graph import SavedTensor
+
+        # the tensor arguments are kept as saved tensors: one modified in place after the forward is
+        # reported (with PyTorch's version-counter message) when the recomputation reads it
+        self.function, self.kwargs = function, kwargs
+        self.args = [SavedTensor(a, False) if isinstance(a, Tensor) else a for a in args]
+        self.rng_state, self.autocast, self.recompute_ctx, self.check = rng_state, autocast, recompute_ctx, check
+        self.saved: list = []  # metadata of the forward's saved tensors
+        self.recomputed: dict = {}
+
+    def pack(self, t: Tensor) -> int:
+        self.saved.append(_metadata(t))
+        return len(self.saved) - 1
+
+    def unpack(self, index: int) -> Tensor:
+        if index not in self.recomputed:
+            self._recompute()
+        if index not in self.recomputed:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+                "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please "
+                "open an issue with details on your use case.")
+        return self.recomputed.pop(index)
+
+    def _recompute(self) -> None:
+        from ember.autograd.graph import SavedTensor, saved_tensors_hooks
+
+        recomputed: dict = {}
+
+        def pack(t: Tensor) -> None:
+            i = len(recomputed)
+            if i >= len(self.saved):
+                if _EARLY_STOP[0]:
+                    raise _StopRecomputation  # everything backward needs is back: the rest is not run
+                raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation "
+                                      "than during the original forward pass.\n" + _DEBUG_TIP)
+            recomputed[i] = t.detach() if t.requires_grad else t
+
+        args = [a.unpack() if isinstance(a, SavedTensor) else a for a in self.args]
+        args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in args]
+        current_rng = ember.get_rng_state() if self.rng_state is not None else None
+        try:
+            if self.rng_state is not None:
+                ember.set_rng_state(self.rng_state)
+            enabled, dtype = self.autocast
+            with ember.enable_grad(), ember.autocast("cpu", dtype=dtype, enabled=enabled), self.recompute_ctx, \
+                    saved_tensors_hooks(pack, lambda _: None):
+                self.function(*args, **self.kwargs)
+        except _StopRecomputation:
+            pass
+        finally:
+            if current_rng is not None:
+                ember.set_rng_state(current_rng)
+        if len(recomputed) != len(self.saved):
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
+                f"recomputation.\nNumber of tensors saved during forward: {len(self.saved)}\nNumber of tensors "
+                f"saved during recomputation: {len(recomputed)}.\n" + _DEBUG_TIP)
+        if self.check:
+            different = [(i, meta, _metadata(recomputed[i])) for i, meta in enumerate(self.saved)
+                         if meta != _metadata(recomputed[i])]
+            if different:
+                listing = "".join(f"tensor at position {i}:\nsaved metadata: {a}\nrecomputed metadata: {b}\n"
+                                  for i, a, b in different)
+                raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
+                                      f"different metadata than during the forward pass.\n{listing}.\n" + _DEBUG_TIP)
+        self.recomputed = recomputed
+
+
+def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check, args, kwargs):
+    from ember.autograd.graph import saved_tensors_hooks
+
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check}")
+    forward_ctx, recompute_ctx = context_fn() if context_fn is not None else noop_context_fn()
+    frame = _Frame(function, args, kwargs, ember.get_rng_state() if preserve_rng_state else None,
+                   (ember.is_autocast_enabled("cpu"), ember.get_autocast_dtype("cpu")), recompute_ctx,
+                   determinism_check == "default")
+    with forward_ctx, saved_tensors_hooks(frame.pack, frame.unpack):
+        return function(*args, **kwargs)
 
 
 def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
@@ -225,16 +289,16 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
         use_reentrant = False
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-    if ((context_fn is not None and context_fn is not noop_context_fn) or debug) and use_reentrant:
+    if context_fn is not None and use_reentrant:
         raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
-    if context_fn is None:
-        context_fn = noop_context_fn
     if not ember.is_grad_enabled():
         return function(*args, **kwargs)
-    if use_reentrant and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+    if not use_reentrant:
+        return _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check, args,
+                                             kwargs)
+    if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
-    anchor = ember.empty(0, requires_grad=not use_reentrant and _may_need_grad(function, args, kwargs))
-    return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, anchor, context_fn, *args)
+    return _CheckpointFunction.apply(function, preserve_rng_state, kwargs, *args)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
@@ -242,8 +306,6 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     if isinstance(functions, ember.nn.Sequential):
         functions = list(functions.children())
     n = len(functions)
-    if segments <= 0:
-        raise ValueError(f"segments must be positive, got {segments}")
     segment_size = n // segments
     end = -1
 

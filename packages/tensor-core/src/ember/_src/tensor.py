@@ -83,6 +83,8 @@ class Tensor(_C.TensorBase):
         """A ``cls`` instance sharing ``data``'s storage (how ``nn.Parameter`` is built)."""
         out = data.detach().as_subclass(cls)
         if require_grad:
+            if not (data.dtype.is_floating_point or data.dtype.is_complex):
+                raise RuntimeError(FACTORY_GRAD_DTYPE_ERROR)  # PyTorch's wording on this path
             out.requires_grad_(True)
         return out
 

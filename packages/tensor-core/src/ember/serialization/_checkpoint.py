@@ -161,7 +161,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     elif hasattr(f, "write"):
         _write_archive(f, "archive", data_pkl, storages, not _disable_byteorder_record)
     else:
-        raise AttributeError(f"ember.save expects a path or a writable binary file, got {type(f).__name__}")
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
 
 
 # -- load -----------------------------------------------------------------------------------------
@@ -247,8 +247,15 @@ class _LoadPolicy:
                 return result
             if result is not None:
                 raise TypeError(f"map_location returned a {type(result).__name__}, expected a storage or None")
+        tag = location if target is None else target
+        if isinstance(tag, str):
+            try:
+                device(tag)
+            except RuntimeError:  # PyTorch's restore-location text, whether the tag is the file's or the caller's
+                raise RuntimeError(f"don't know how to restore data location of torch.storage.UntypedStorage "
+                                   f"(tagged with {tag})") from None
         if target is None:
-            device(location)  # validates it; storages saved on an accelerator load on the CPU
+            pass  # storages saved on an accelerator load on the CPU
         elif device(target).type != "cpu":
             raise RuntimeError(f"ember.load places tensors on the CPU, but map_location asked for {device(target)}")
         return storage

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copyreg
 import pickle
 import struct
+import sys
 import types
 from collections import OrderedDict
 from collections.abc import Callable
@@ -158,9 +159,12 @@ class Pickler:
         """An arbitrary object, as pickle's protocol 2 writes it."""
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
             name = getattr(obj, "__qualname__", obj.__name__)
-            if "<locals>" in name or "<lambda>" in name:
-                raise pickle.PicklingError(f"Can't pickle local object {obj!r}")
-            self._save_global(Global(pickle.whichmodule(obj, name), name))
+            if "<locals>" in name:  # the C pickler's error for these (PyTorch's save uses it)
+                raise AttributeError(f"Can't pickle local object {name!r}")
+            module = pickle.whichmodule(obj, name)
+            if _lookup(module, name) is not obj:
+                raise pickle.PicklingError(f"Can't pickle {obj!r}: attribute lookup {name} on {module} failed")
+            self._save_global(Global(module, name))
             return
         reducer = copyreg.dispatch_table.get(type(obj))
         rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(2)
@@ -262,3 +266,11 @@ class Pickler:
             else:
                 self._save(item)
         self._out.append(many if len(batch) > 1 else one)
+
+
+def _lookup(module: str, qualname: str):
+    """The object ``module.qualname`` names, or None."""
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj

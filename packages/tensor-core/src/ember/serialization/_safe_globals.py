@@ -36,9 +36,7 @@ def _key_of(entry) -> tuple[tuple[str, str], object]:
 
 def add_safe_globals(safe_globals: list) -> None:
     """Allows these globals in ``weights_only`` loading (for the rest of the process)."""
-    if not isinstance(safe_globals, (list, tuple)):
-        raise TypeError(f"add_safe_globals expects a list, got {type(safe_globals).__name__}")
-    pairs = [_key_of(entry) for entry in safe_globals]
+    pairs = [_key_of(entry) for entry in safe_globals]  # a non-iterable fails here, as PyTorch's
     with _LOCK:
         _USER.update(pairs)
 

@@ -89,6 +89,8 @@ def _head(src, index):
 def _scatter_reduce(grads, inputs, outputs):
     # PyTorch's scatter_reduce_backward; self is the value before the op (saved by clone_self).
     reduce = arg(inputs, 4, "reduce")
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):  # the forward's "max"/"min" aliases
+        raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}.")
     g = grads[0]
     x = inputs.args[0]
     dim, index, full_src = _dim(inputs, x), arg(inputs, 2, "index"), arg(inputs, 3, "src")

@@ -248,7 +248,7 @@ class ModuleDict(Module):
         else:
             for j, m in enumerate(modules):
                 if not isinstance(m, Iterable):
-                    raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is "
+                    raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"  # sic
                                     + type(m).__name__)
                 if len(m) != 2:
                     raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is required")

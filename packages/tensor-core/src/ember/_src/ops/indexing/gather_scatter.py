@@ -25,6 +25,9 @@ from ..shape import views
 from .subscripts import _as_value
 
 _REDUCE_CODES = {"sum": 1, "prod": 2, "mean": 3, "amax": 4, "amin": 5}
+# scatter_reduce's kernel also takes "max" and "min" for amax/amin, as PyTorch's forward does (its
+# backward refuses them: autograd/formulas/scatter.py)
+_SCATTER_REDUCE_CODES = dict(_REDUCE_CODES, max=4, min=5)
 _LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
 _INDEX_DTYPES = (dtypes.int64, dtypes.int32)
 
@@ -187,13 +190,13 @@ def _scatter_add_kernel(self, dim, index, src):
 
 
 def _scatter_reduce_kernel(self, dim, index, src, reduce, *, include_self=True):
-    if reduce not in _REDUCE_CODES:
+    if reduce not in _SCATTER_REDUCE_CODES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _check_scatter(self, dim, index, src, "scatter_reduce")
     if reduce == "mean" and self.dtype is dtypes.bool:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     _check_written(self, (src, index))
-    return _run_scatter(self, d, index, src, _REDUCE_CODES[reduce], include_self)
+    return _run_scatter(self, d, index, src, _SCATTER_REDUCE_CODES[reduce], include_self)
 
 
 for _op, _fn in ((scatter_inplace_op, _scatter_kernel), (scatter_add_inplace_op, _scatter_add_kernel),

@@ -73,28 +73,28 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, fn: str):
     _check_tensor(input, fn)
     if input.dtype not in (dtypes.float32, dtypes.float64):
-        raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
     scalar_q = not isinstance(q, Tensor)
     if scalar_q:
         if not isinstance(q, (int, float)) or isinstance(q, bool):
             raise TypeError(f"{fn}(): argument 'q' must be float or Tensor, not {type(q).__name__}")
         if not 0 <= q <= 1:
-            raise RuntimeError(f"{fn}() q must be in the range [0, 1] but got {q}")
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q:g}")  # C++ stream format
         q = factories.scalar_tensor(float(q), dtype=input.dtype, device=input._device)
     else:
         if q.ndim > 1:
-            raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
         if q.dtype is not input.dtype:
-            raise RuntimeError(f"{fn}() q tensor must be same dtype as the input tensor")
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         in_range = elementwise.logical_and(elementwise.ge(q, 0), elementwise.le(q, 1))
         if numel(q._shape) and not bool(reductions.all(in_range)):
-            raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
         scalar_q = q.ndim == 0
     if numel(input._shape) == 0:
-        raise RuntimeError(f"{fn}() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if dim is None:
         rows = views.reshape(input, (-1,))
         kept = (1,) * input.ndim if keepdim else ()

@@ -212,7 +212,7 @@ def meshgrid(*tensors, indexing: str | None = None):
     if indexing is None:
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for t in tensors:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
@@ -329,6 +329,9 @@ def block_diag(*tensors) -> Tensor:
 def cartesian_prod(*tensors) -> Tensor:
     from .joining import stack
 
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -401,7 +404,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
     if p < 0:
-        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+        raise RuntimeError("cdist only supports non-negative p values")
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
