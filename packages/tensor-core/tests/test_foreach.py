@@ -187,3 +187,20 @@ def test_exported_at_top_level():
     from ember._src import api
 
     assert names <= set(api.__all__)  # `from torch import *` has none, but `from ember._src.api import *` feeds ember
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, a: m._foreach_add_([], a), lambda m, a: m._foreach_add_(a, []), lambda m, a: m._foreach_add_([], []),
+    lambda m, a: m._foreach_addcmul_(a, [], a), lambda m, a: m._foreach_addcmul_([], a, a),
+    lambda m, a: m._foreach_lerp_(a, [], 0.5), lambda m, a: m._foreach_lerp_([], a, 0.5),
+    lambda m, a: m._foreach_maximum([], a), lambda m, a: m._foreach_pow_([], [2.0]),
+    lambda m, a: m._foreach_mm([], [m.ones(2, 2)]), lambda m, a: m._foreach_mm([m.ones(2, 2)], []),
+    lambda m, a: m._foreach_copy_(a, []), lambda m, a: m._foreach_copy_([], a),
+])
+def test_empty_and_unequal_lists_report_what_torch_reports(call):
+    # PyTorch compares the lengths of the lists before it refuses an empty one (its messages differ)
+    with pytest.raises(RuntimeError) as want:
+        call(torch, [torch.ones(2)])
+    with pytest.raises(RuntimeError) as got:
+        call(ember, [ember.ones(2)])
+    assert str(got.value) == str(want.value)

@@ -23,13 +23,20 @@ def _api():
     return ember
 
 
-def _check_list(name: str, tensors) -> list:
+def _check_list(name: str, tensors, empty_ok: bool = False) -> list:
+    """The list, type-checked; refused when empty unless ``empty_ok`` (where another list comes
+    with it, PyTorch compares the lengths first: see _require_nonempty)."""
     if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError(f"{name}(): argument 'self' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
+    if not empty_ok:
+        _require_nonempty(tensors)
+    return list(tensors)
+
+
+def _require_nonempty(tensors) -> None:
     if not tensors:
         raise RuntimeError("Tensor list must have at least one tensor.")
-    return list(tensors)
 
 
 def _check_same_length(a: list, b) -> None:
@@ -66,6 +73,7 @@ def _seconds(name: str, tensors: list, other, tensor_ok: bool = False) -> list:
         _check_same_length(tensors, value)
         return value
     if kind == "scalars":
+        _require_nonempty(tensors)  # (PyTorch's order: emptiness before a scalar list's length)
         if len(value) != len(tensors):
             raise RuntimeError("Tensor list must have same number of elements as scalar list.")
         return value
@@ -130,11 +138,12 @@ def _binary(op: str, has_alpha: bool, inplace: bool):
     def fn(self, other, *, alpha=None):
         if alpha is not None and not has_alpha:
             raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
-        tensors = _check_list(name, self)
+        tensors = _check_list(name, self, empty_ok=True)
         kind = _classify(name, other, op in _TENSOR_OVERLOAD or op == "sub")[0]
         if alpha is not None and kind in ("scalar", "scalars"):
             raise TypeError(f"{name}(): alpha is only accepted with a list of tensors or a Tensor")
         seconds = _seconds(name, tensors, other, op in _TENSOR_OVERLOAD or op == "sub")
+        _require_nonempty(tensors)
         results = [_binary_one(op, t, o, alpha, inplace) for t, o in zip(tensors, seconds)]
         return _finish(name, tensors, results, inplace, self)
 
@@ -152,8 +161,9 @@ def _pow(inplace: bool):
         if not inplace and _is_scalar(self):
             tensors = _check_list(name, exponent)
             return tuple(ember.pow(self, t) for t in tensors)
-        tensors = _check_list(name, self)
+        tensors = _check_list(name, self, empty_ok=True)
         seconds = _seconds(name, tensors, exponent)
+        _require_nonempty(tensors)
         if inplace:
             for t, e in zip(tensors, seconds):
                 t.pow_(e)
@@ -168,10 +178,11 @@ def _pointwise3(op: str, inplace: bool):
     name = f"_foreach_{op}{'_' if inplace else ''}"
 
     def fn(self, tensor1, tensor2, scalars=1, *, value=None):
-        tensors = _check_list(name, self)
-        t1, t2 = _check_list(name, tensor1), _check_list(name, tensor2)
+        tensors = _check_list(name, self, empty_ok=True)
+        t1, t2 = _check_list(name, tensor1, empty_ok=True), _check_list(name, tensor2, empty_ok=True)
         _check_same_length(tensors, t1)
         _check_same_length(tensors, t2)
+        _require_nonempty(tensors)
         if value is not None:
             scalars = value
         if isinstance(scalars, Tensor):
@@ -205,9 +216,10 @@ def _lerp(inplace: bool):
     name = "_foreach_lerp_" if inplace else "_foreach_lerp"
 
     def fn(self, tensors1, weight):
-        tensors = _check_list(name, self)
-        ends = _check_list(name, tensors1)
+        tensors = _check_list(name, self, empty_ok=True)
+        ends = _check_list(name, tensors1, empty_ok=True)
         _check_same_length(tensors, ends)
+        _require_nonempty(tensors)
         weights = _seconds(name, tensors, weight)
         ember = _api()
         if inplace:
@@ -259,9 +271,12 @@ def _foreach_max(self):
 
 
 def _foreach_mm(self, mat2):
-    tensors = _check_list("_foreach_mm", self)
-    others = _check_list("_foreach_mm", mat2)
-    _check_same_length(tensors, others)
+    tensors = _check_list("_foreach_mm", self, empty_ok=True)
+    others = _check_list("_foreach_mm", mat2, empty_ok=True)
+    if not tensors:
+        raise RuntimeError("_foreach_mm requires non-empty tensor lists")
+    if len(tensors) != len(others):
+        raise RuntimeError("_foreach_mm: self and mat2 must have the same number of tensors")
     mm = _api().mm
     return tuple(mm(a, b) for a, b in zip(tensors, others))
 
