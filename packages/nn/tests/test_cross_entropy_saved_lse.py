@@ -145,3 +145,25 @@ def test_double_backward_unchanged():
         out.append((g.detach().numpy(), gg.numpy()))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("shape", [(2, 5), (3, 300), (2, 5, 3), (2, 5, 40)])
+@pytest.mark.parametrize("scale", [1e30, -1e30, 3e38, 1e6, 1e4])
+def test_cross_entropy_of_huge_scores_keeps_the_loss_and_gradient(dtype, shape, scale):
+    # Scores so large that lse = max + log(sum) rounds to the max: the loss must not be formed as
+    # lse - x[t] (it came out 0 where torch gives log(C)), and the backward must not read
+    # exp(x - lse) from the rounded lse (every class got probability 1).
+    rng = np.random.default_rng(0)
+    # spread: 1e-6 of the scale (the lse rounding) or 1e-3 (score differences of 1e27: a term of
+    # the one-pass exp sum came out -inf and the loss NaN)
+    spread = 1e-3 if scale in (1e30, 1e4) else 1e-6
+    x = (np.full(shape, scale) * (1 + rng.random(shape) * spread)).astype(np.float32)
+    t = rng.integers(0, shape[1], size=(shape[0],) + shape[2:])
+    xt = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    xe = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_()
+    lt, le = TF.cross_entropy(xt, torch.tensor(t)), EF.cross_entropy(xe, ember.tensor(t))
+    lt.backward()
+    le.backward()
+    np.testing.assert_allclose(le.float().item(), lt.float().item(), rtol=2e-2)
+    np.testing.assert_allclose(np.array(xe.grad.float().tolist()), xt.grad.float().numpy(), rtol=2e-2, atol=2e-3)

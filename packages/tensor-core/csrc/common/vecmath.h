@@ -124,17 +124,21 @@ __attribute__((always_inline)) inline VecF exp_vec(VecF x) {
 // FMA-pipe operation a cycle and the adds, min/max on separate pipes): the reduction
 // x - n ln2 in one step (no second, low-order ln2 term: its relative error n * 1.9e-9 is at
 // most 0.5 ulp for |x| <= 17), a degree-5 polynomial (1 + r + r^2 P3, P3 fitted for the least
-// error in ulps of the result), and no upper clamp (vscalefps overflows to +inf by itself).
+// error in ulps of the result), and an upper clamp at 104 (on the min/max pipe): vscalefps
+// overflows to +inf by itself, but for x beyond ~1e9 the one-step reduction leaves r huge and
+// P(r) of either sign, so a term came out -inf (a cross-entropy row of 1e30-scale scores summed
+// to -inf, which passed the caller's finite check and gave a NaN loss).
 // Measured against a float64 exp over every 61st float (session 15): at most 2.7 ulp for
 // |x| <= 17, 5.5 ulp elsewhere where the result is normal (exp_vec: 1.0), same subnormal
-// outputs and 0 below -104; -inf -> 0, NaN -> NaN, +inf -> NaN (exp_guess_sum's caller falls back
+// outputs and 0 below -104; -inf -> 0, NaN -> NaN, +inf -> +inf (exp_guess_sum's caller falls back
 // on a non-finite sum). A sum of such terms is accurate to its largest terms' error: within
 // a row's sum this is below the accumulation's own rounding (a lane adds ~c/32 terms one
 // after another). 2.42 vs 2.90 ns a vector (exp and sum of a row in L1, thread CPU time).
 #if defined(__AVX512F__)
 __attribute__((always_inline)) inline __m512 exp_term_m512(__m512 x) {
   const __mmask16 all = 0xFFFF;
-  const __m512 xc = _mm512_maskz_max_ps(all, _mm512_set1_ps(-104.0f), x);  // NaN stays NaN (exp_vec)
+  // NaN stays NaN through both (vmaxps/vminps return their second operand when one is NaN)
+  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(104.0f), _mm512_maskz_max_ps(all, _mm512_set1_ps(-104.0f), x));
   const __m512 shifter = _mm512_set1_ps(12582912.0f);
   const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shifter), shifter);
   const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), xc);

@@ -104,21 +104,38 @@ T row_lse(const T* row, int64_t c, const T* next = nullptr) {
 // rounding the loss costs), and g + log(s) is formed in double. A NaN or +inf score, a term
 // beyond exp's range (a loss above ~88) or a non-finite g go through row_lse instead, from
 // cache. The result depends on the row alone (not on the rows or threads around it).
+// *rel receives lse - g itself, formed without going through lse: log(s) on the shifted pass,
+// (max - g) + log(sum) otherwise. Where |lse| is large its float rounding would swamp the loss
+// (all scores 1e30: lse rounds to 1e30 and x[t] - lse to 0, where the loss is log(C)).
 template <typename T>
-T row_lse_shifted(const T* row, int64_t c, const T* next, T g) {
+T row_lse_shifted(const T* row, int64_t c, const T* next, T g, T* rel) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
     if (std::isfinite(g)) {
       const float s = exp_guess_sum(row, c, g, next);
-      if (s < INFINITY) return static_cast<float>(static_cast<double>(g) + std::log(static_cast<double>(s)));
+      if (s < INFINITY) {
+        const double ls = std::log(static_cast<double>(s));
+        *rel = static_cast<float>(ls);
+        return static_cast<float>(static_cast<double>(g) + ls);
+      }
     }
   }
 #endif
-  (void)g;
-  return row_lse<T>(row, c, next);
+  const T mx = minmax_contig<T, true>(row, c);
+  const T ls = std::log(exp_sum<T>(nullptr, row, c, mx, next));
+  *rel = (mx - g) + ls;
+  return mx + ls;
 }
 
-// One row of class_nll: nll = -w[t] * (x[t] - lse), smooth = -(sum_c w[c] x[c] - sum(w) lse),
+// Beyond this |lse| a saved lse's float rounding (|lse| * 2^-24 in the exponent) costs the
+// gradient more relative accuracy than ~1.5e-5: the backward recomputes such rows from the
+// scores (max, exp sum) instead of reading exp(x - lse).
+template <typename T>
+bool lse_exact_enough(T lse) {
+  return !(std::abs(lse) > T(256));
+}
+
+// One row of class_nll: nll = w[t] * (lse - x[t]) (formed as row_lse_shifted's rel), smooth = -(sum_c w[c] x[c] - sum(w) lse),
 // and the row's lse (row_lse: NaN for an infinite max, so such a row's loss and gradient are NaN)
 // itself into *lse_out (null for log-probabilities), which the backward reads instead of
 // recomputing it. `next`: the row read after this one, prefetched (row_lse).
@@ -126,12 +143,15 @@ template <typename T>
 void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T* nll, T* smooth, T* wt,
              T* lse_out, const T* next) {
   T lse = 0;
-  if (!log_probs) {
-    lse = row_lse_shifted<T>(row, c, next, row[t]);
-    if (lse_out) *lse_out = lse;
-  }
   T w = wp ? wp[t] : T(1);
-  *nll = -w * (row[t] - lse);
+  if (!log_probs) {
+    T rel;
+    lse = row_lse_shifted<T>(row, c, next, row[t], &rel);
+    if (lse_out) *lse_out = lse;
+    *nll = w * rel;
+  } else {
+    *nll = -w * row[t];
+  }
   *wt = w;
   if (smooth) {
     T s = 0;
@@ -155,12 +175,14 @@ void nll_row(const T* row, int64_t c, int64_t t, const T* wp, bool log_probs, T*
 // that stay in L2 (kChunkBytes): the chunk's max (and the weighted sum) in one pass, the
 // running sum of exp(x - max) in a second over the cached chunk, rescaled where a chunk raised
 // the max, so the block is read from memory once and every pass streams whole row pieces.
+// With `mx`/`logs`, each position's max and log(exp sum) as well (lse = mx + logs), from which
+// the loss is formed without lse's rounding.
 constexpr int64_t kColBlock = 1024;
 constexpr int64_t kChunkBytes = 256 * 1024;
 
 template <typename T>
 void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool log_probs, T* lse, T* wx,
-                const T* next = nullptr) {
+                const T* next = nullptr, T* mx = nullptr, T* logs = nullptr) {
   alignas(64) T m[kColBlock], s[kColBlock], mc[kColBlock], shift[kColBlock];
   for (int64_t j = 0; j < bl; ++j) {
     m[j] = -INFINITY;
@@ -186,6 +208,10 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
     if (log_probs) lse[j] = 0;
     else if (std::isnan(s[j]) || std::isinf(m[j])) lse[j] = std::numeric_limits<T>::quiet_NaN();
     else lse[j] = m[j] + std::log(s[j]);
+    if (mx) {
+      mx[j] = m[j];
+      logs[j] = std::log(s[j]);
+    }
   }
 }
 
@@ -200,8 +226,9 @@ void column_lse(const T* x, int64_t c, int64_t sc, int64_t bl, const T* wp, bool
 // whole next block (perf on (32, 100, 1024) scores: ~14% of the forward's samples on the
 // vgatherqps before the pass, ~4% with the prefetch; session 17 in NOTES.md). Returns false,
 // having written nothing usable, when a position's sum or shift is not finite (a NaN or +inf
-// score, a loss beyond exp's range): the caller then takes column_lse for the block.
-bool column_lse_shifted(const float* x, int64_t c, int64_t sc, int64_t bl, const float* g, float* lse,
+// score, a loss beyond exp's range): the caller then takes column_lse for the block. rel[j] =
+// log(s[j]) = lse[j] - g[j], the position's loss without lse's rounding (row_lse_shifted).
+bool column_lse_shifted(const float* x, int64_t c, int64_t sc, int64_t bl, const float* g, float* lse, float* rel,
                         const float* next, const int64_t* next_t, int64_t ignore_index) {
   alignas(64) float s[kColBlock];
   std::fill(s, s + bl, 0.0f);
@@ -233,11 +260,15 @@ bool column_lse_shifted(const float* x, int64_t c, int64_t sc, int64_t bl, const
     const __mmask16 ok = _mm512_cmp_ps_mask(sv, inf, _CMP_LT_OQ) &
                          _mm512_cmp_ps_mask(_mm512_abs_ps(gv), inf, _CMP_LT_OQ);
     if (ok != 0xFFFF) return false;
-    _mm512_storeu_ps(lse + j, _mm512_add_ps(gv, log_ge1_m512(sv)));
+    const __m512 ls = log_ge1_m512(sv);
+    _mm512_storeu_ps(lse + j, _mm512_add_ps(gv, ls));
+    _mm512_storeu_ps(rel + j, ls);
   }
   for (int64_t j = jv; j < bl; ++j) {
     if (!(s[j] < INFINITY) || !std::isfinite(g[j])) return false;
-    lse[j] = static_cast<float>(static_cast<double>(g[j]) + std::log(static_cast<double>(s[j])));
+    const double ls = std::log(static_cast<double>(s[j]));
+    lse[j] = static_cast<float>(static_cast<double>(g[j]) + ls);
+    rel[j] = static_cast<float>(ls);
   }
   return true;
 }
@@ -346,7 +377,7 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
       const int64_t width = std::min(l.s, kColBlock), nblk = (l.s + width - 1) / width;
       parallel_for(l.n * nblk, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(c * width, 1)),
                    [&](int64_t b0, int64_t b1) {
-        alignas(64) T lse[kColBlock], wx[kColBlock];
+        alignas(64) T lse[kColBlock], wx[kColBlock], mx[kColBlock], logs[kColBlock];
         alignas(64) float g[kColBlock];  // (float32 with AVX-512 only: the shifted pass)
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t n = b / nblk, p0 = (b % nblk) * width, bl = std::min(width, l.s - p0);
@@ -372,12 +403,13 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
               }
               const int64_t* tn = xn ? tp + ((b + 1) / nblk) * l.s + ((b + 1) % nblk) * width : nullptr;
               done = column_lse_shifted(xf, c, l.sc, bl, g, reinterpret_cast<float*>(lse),
-                                        reinterpret_cast<const float*>(xn), tn, ignore_index);
+                                        reinterpret_cast<float*>(logs), reinterpret_cast<const float*>(xn), tn,
+                                        ignore_index);
               if (done) picked = reinterpret_cast<const T*>(g);
             }
           }
 #endif
-          if (!done) column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn);
+          if (!done) column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, sp ? wx : nullptr, xn, mx, logs);
           const int64_t r0 = n * l.s + p0;
           for (int64_t j = 0; j < bl; ++j) {
             const int64_t t = tp[r0 + j];
@@ -388,7 +420,10 @@ void class_nll_impl(py::handle nll_obj, py::handle smooth_obj, py::handle wt_obj
               continue;
             }
             const T w = wp ? wp[t] : T(1);
-            np[r0 + j] = -w * ((picked ? picked[j] : xb[t * l.sc + j]) - lse[j]);
+            // The loss from its parts (row_lse_shifted's rel): the shifted pass's log(s), or
+            // (max - x[t]) + log(sum); log-probabilities: -x[t].
+            const T xt = picked ? picked[j] : xb[t * l.sc + j];
+            np[r0 + j] = log_probs ? -w * xt : w * (picked ? logs[j] : (mx[j] - xt) + logs[j]);
             tw[r0 + j] = w;
             if (sp) sp[r0 + j] = -(wx[j] - wsum * lse[j]);
           }
@@ -568,9 +603,10 @@ void class_nll_half(const S* xp, const ClassLayout& l, const int64_t* tp, const 
             next = xp + ((r + 1) / l.s) * l.sn + ((r + 1) % l.s) * l.ss;
           const float s = exp_guess_sum_half<S>(p, c, g, next);
           if (s < INFINITY) {
-            const float lse = static_cast<float>(static_cast<double>(g) + std::log(static_cast<double>(s)));
+            const double ls = std::log(static_cast<double>(s));
+            const float lse = static_cast<float>(static_cast<double>(g) + ls);
             const float w = wp ? wp[t] : 1.0f;
-            np[r] = -w * (g - lse);
+            np[r] = w * static_cast<float>(ls);
             tw[r] = w;
             if (lo) lo[r] = lse;
             continue;
@@ -618,13 +654,14 @@ void class_nll_backward_half(S* out, const S* xp, const ClassLayout& l, const in
       const float a = gn ? gn[r] * (wp ? wp[t] : 1.0f) : 0.0f;
       const float s = gs ? gs[r] : 0.0f;
 #if EMBER_HALF_VEC
-      if (saved && !log_probs && l.sc == 1 && l.s == 1) {
+      const bool use_saved = saved && lse_exact_enough(saved[r]);
+      if (use_saved && !log_probs && l.sc == 1 && l.s == 1) {
         nll_row_backward_lse_half<S>(dst, p, c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
         continue;
       }
 #endif
       const float* row = widen_row<S>(p, c, l.sc, buf.data());
-      if (saved && !log_probs)
+      if (saved && lse_exact_enough(saved[r]) && !log_probs)
         nll_row_backward_lse<float>(obuf.data(), row, c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
       else
         nll_row_backward<float>(obuf.data(), row, c, t, a, s, gs != nullptr, wp, wsum, log_probs, nullptr);
@@ -690,8 +727,11 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
           const int64_t r0 = n * l.s + p0;
           const T* xb = xp + n * l.sn + p0;
           T* ob = out + n * c * l.s + p0;
-          const bool fuse = !log_probs && !saved && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
-          if (saved) std::copy(saved + r0, saved + r0 + bl, lse);
+          // A block with a saved lse too large to be exact (lse_exact_enough) is recomputed.
+          bool use_saved = saved != nullptr;
+          for (int64_t j = 0; use_saved && j < bl; ++j) use_saved = lse_exact_enough(saved[r0 + j]);
+          const bool fuse = !log_probs && !use_saved && c * bl * int64_t(sizeof(T)) <= kFuseBytes;
+          if (use_saved) std::copy(saved + r0, saved + r0 + bl, lse);
           else if (fuse) column_exp_store<T>(xb, c, l.sc, bl, ob, l.s, lse);  // lse holds the totals
           else column_lse<T>(xb, c, l.sc, bl, wp, log_probs, lse, nullptr);
           for (int64_t j = 0; j < bl; ++j) {
@@ -782,7 +822,7 @@ void class_nll_backward_impl(py::handle dx_obj, py::handle gnll_obj, py::handle 
         } else {
           const T a = gn ? gn[r] * (wp ? wp[t] : T(1)) : T(0);
           const T s = gs ? gs[r] : T(0);
-          if (saved)
+          if (saved && lse_exact_enough(saved[r]))
             nll_row_backward_lse<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
           else
             nll_row_backward<T>(o, row_at<T>(xp, l, r, buf.data()), c, t, a, s, gs != nullptr, wp, wsum, log_probs,

@@ -62,7 +62,12 @@ def k(x, t, w, nll, sm, wt, lse_out, C, ignore, BLOCK: tl.constexpr, LOGP: tl.co
         wgt = tl.load(w + safe).to(__CT__)
     else:
         wgt = 1.0
-    loss = -wgt * (xt - lse)
+    if LOGP:
+        loss = -wgt * xt
+    else:
+        # (x[t] - max) - log(total), not x[t] - lse: for huge scores lse rounds to the max and the
+        # loss to 0 (eager's loss.cpp forms it from the same parts); NaN where lse is
+        loss = tl.where(lse != lse, float('nan'), -wgt * ((xt - gm) - tl.log(total)))
     loss = tl.where(inb, loss, float('nan'))
     tl.store(nll + row, tl.where(valid, loss, 0.0).to(nll.dtype.element_ty))
     tl.store(wt + row, tl.where(valid, wgt, 0.0).to(wt.dtype.element_ty))

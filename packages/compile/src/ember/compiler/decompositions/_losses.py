@@ -5,7 +5,7 @@ kernel a row: the max, the sum of exponentials and the target's logit are reduct
 same row (the target is picked by a one-hot compare with an iota, so a row is read once), and
 everything per row after them is its epilogue. The arithmetic follows the eager kernels
 (``csrc/cpu/loss.cpp``): ``lse = max + log(sum(exp(x - max)))`` (NaN where the max is
-infinite, as PyTorch's log_softmax), ``nll = -w[t] * (x[t] - lse)``, ``smooth = -(sum(w * x) -
+infinite, as PyTorch's log_softmax), ``nll = -w[t] * ((x[t] - max) - log(sum))``, ``smooth = -(sum(w * x) -
 sum(w) * lse)``; rows whose target is ``ignore_index`` give 0. The forward's fourth output is
 that lse per row (ignored rows included), which the backward takes back: given it, the backward
 is ``exp(x - lse)`` scaled, a pointwise pass with only the target pick and the weight sum as
@@ -70,8 +70,11 @@ def class_nll(input, target, weight, ignore_index, log_probs, smooth):
     if not log_probs:
         top, total = _row_max_and_sum(x)
         top = ops.squeeze(top, [1])
-        lse = ops.where(ops.isinf(top), float("nan"), ops.add(top, ops.log(total)))
-        picked = ops.sub(picked, lse)
+        log_total = ops.log(total)
+        lse = ops.where(ops.isinf(top), float("nan"), ops.add(top, log_total))
+        # x[t] - lse as (x[t] - max) - log(sum), not through lse: for huge scores lse rounds to the
+        # max and x[t] - lse to 0 (eager's loss.cpp forms the loss from the same parts)
+        picked = ops.where(ops.isinf(top), float("nan"), ops.sub(ops.sub(picked, top), log_total))
     nll = ops.where(valid, ops.neg(ops.mul(w_target, picked)), 0.0)
     nll = ops.where(bad, float("nan"), nll)
     wt = ops._to_copy(valid, dtype=x.dtype) if w is None else ops.where(valid, w_target, 0.0)
