@@ -62,7 +62,10 @@ _TORCH_EXIT_ABORT = "terminate called without an active exception"
 def _oracle_exit_abort_only(procs, outputs, results) -> bool:
     if any(r is None for r in results):
         return False
+    # A rank started by torch's mp.spawn aborts the same way inside a launcher process, which then
+    # exits 1 with ProcessExitedException("... terminated with signal SIGABRT").
     return all(p.returncode == 0 or (p.returncode == -6 and _TORCH_EXIT_ABORT in out)
+               or (p.returncode == 1 and _TORCH_EXIT_ABORT in out and "terminated with signal SIGABRT" in out)
                for p, out in zip(procs, outputs))
 
 
@@ -135,4 +138,4 @@ def run_command(command: list[str], nprocs: int, lib: str = "ember", limit: floa
     env.update(extra_env or {})
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, cwd=str(PROGRAMS))
-    return _collect([proc], out_dir, limit, nprocs, allow_fail)
+    return _collect([proc], out_dir, limit, nprocs, allow_fail, oracle=lib == "torch")
