@@ -143,6 +143,28 @@ def check_ce_forward():
             print("ok ce_forward", ct, rows, c, use_w, smooth, specials)
 
 
+def check_ce_forward_huge():
+    """``_class_nll``'s loss for rows of huge scores, whose log-sum-exp rounds to their max: the loss
+    is (x[t] - max) - log(sum), not x[t] - lse (which gave 0 for equal scores, torch log(C))."""
+    from ember._cuda._ops_loss import _CLASS_NLL
+
+    k = _load(_CLASS_NLL.replace("__CT__", "tl.float32"), "ember_ce_fwd_interp_huge")
+    for scale in (1e30, -1e30, 3.0):
+        for log_probs in (False, True):
+            g = torch.Generator().manual_seed(0)
+            x = (scale * (1 + torch.rand(5, 9, generator=g) * 1e-3)).float()
+            x[0] = scale  # equal scores: the loss is log(9) exactly
+            t = torch.randint(0, 9, (5,), generator=g)
+            t[1] = -100
+            xi = torch.log_softmax(x, 1) if log_probs else x
+            nll, wt, lse = torch.empty(5), torch.empty(5), torch.empty(5)
+            k[(5,)](xi, t, xi, nll, torch.empty(0), wt, lse, 9, -100, BLOCK=16, LOGP=log_probs, HAS_W=False,
+                    SMOOTH=False)
+            ref = torch.nn.functional.cross_entropy(x, t, reduction="none")
+            torch.testing.assert_close(nll, ref, rtol=1e-5, atol=1e-6)
+            print("ok ce_forward huge", scale, log_probs)
+
+
 def check_ce_backward():
     from ember._cuda._ops_loss import _CLASS_NLL, _CLASS_NLL_BACKWARD
 
@@ -273,6 +295,7 @@ if __name__ == "__main__":
     check_adam()
     check_adam_chunks()
     check_ce_forward()
+    check_ce_forward_huge()
     check_ce_backward()
     check_pooling()
     check_cummax()

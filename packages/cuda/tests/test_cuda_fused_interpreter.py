@@ -1,5 +1,5 @@
 """The fused Adam/AdamW kernels (a launch per parameter, and one over a table of chunks), the
-cross-entropy forward kernel (loss terms and the row log-sum-exp it saves), the one-pass
+cross-entropy forward kernel (loss terms and the row log-sum-exp it saves; rows of huge scores), the one-pass
 cross-entropy backward kernel (from the saved log-sum-exp, and recomputing it) and the pooling
 kernels run by Triton's interpreter on the CPU (no GPU needed), against PyTorch's
 ``_fused_adamw_``/``_fused_adam_``, cross_entropy/nll_loss values and gradients (weights,
@@ -28,4 +28,4 @@ def test_fused_kernels_in_the_interpreter():
     if done.returncode and "has no attribute '_patch_lang_tensor'" in done.stderr:
         pytest.skip("this Triton has no interpreter hook to run the kernels on the CPU")
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert done.stdout.count("ok") == 27, done.stdout
+    assert done.stdout.count("ok") == 33, done.stdout
