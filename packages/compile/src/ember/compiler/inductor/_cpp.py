@@ -1101,15 +1101,7 @@ class CppKernelWriter:
             if e.op != "exp" or check:
                 return None
             return self._computed_exp_sum(node, d, inner, stashed)
-        nxt = "NULL"
-        if self.prefetch is not None:
-            row_var, rows, symbol = self.prefetch
-            self.post = {symbol: symbol + 1}
-            try:
-                nxt = self._contiguous_row(d.args[0], v)
-            finally:
-                self.post = {}
-            nxt = f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
+        nxt = self._next_row(d.args[0], v)
         n = self.itext(size)
         if e.op == "mul":
             return f"ember_row_sq_dev_f32({row}, {n}, {shift}, {nxt})"
@@ -1131,6 +1123,20 @@ class CppKernelWriter:
         if stashed.buf.dtype is not dt.float32 or _linear_coeff(index, v) != 1:
             return None
         return f"&{stashed.target}[{self.itext(index.xreplace({v: 0}))}]"
+
+    def _next_row(self, expr, v):
+        """The C expression of the next row's start of contiguous row ``expr`` (the one this kernel's
+        row loop reads after the current one, for a prefetch), NULL past the last row or without a
+        row loop to prefetch along."""
+        if self.prefetch is None:
+            return "NULL"
+        row_var, rows, symbol = self.prefetch
+        self.post = {symbol: symbol + 1}
+        try:
+            nxt = self._contiguous_row(expr, v)
+        finally:
+            self.post = {}
+        return f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
 
     def _max_exp_sum(self, node, inner, indent):
         """``max`` reduction ``node`` of a contiguous float32 row and a later ``sum(exp(row - max))``
@@ -1175,15 +1181,7 @@ class CppKernelWriter:
         if any(n is not total and not n.epilogue and any(ld.buf == node.buf.name for ld in n.loads)
                for n in later[:later.index(total)]):
             return None  # something between them reads the max inside a row loop: keep the order
-        nxt = "NULL"
-        if self.prefetch is not None:
-            row_var, rows, symbol = self.prefetch
-            self.post = {symbol: symbol + 1}
-            try:
-                nxt = self._contiguous_row(d.args[0], v)
-            finally:
-                self.post = {}
-            nxt = f"({row_var} + 1 < {rows} ? {nxt} : NULL)"
+        nxt = self._next_row(d.args[0], v)
         name = f"sum_{total.buf.name}"
         self.pre_helper = [f"{indent}float {name};"]
         self.max_exp_sums[id(total)] = name
