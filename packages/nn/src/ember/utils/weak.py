@@ -22,9 +22,6 @@ class WeakIdRef(weakref.ref):
         self._id = id(key)
         super().__init__(key, callback)
 
-    def __call__(self):
-        return super().__call__()
-
     def __hash__(self):
         return self._id
 
@@ -36,25 +33,6 @@ class WeakIdRef(weakref.ref):
 
     def __ne__(self, other):
         return not self.__eq__(other)
-
-
-class _WeakIdKeyRef(weakref.ref):
-    """A key probe: identity hash and equality without registering a callback."""
-
-    __slots__ = ["_id"]
-
-    def __init__(self, key):
-        self._id = id(key)
-        super().__init__(key)
-
-    def __hash__(self):
-        return self._id
-
-    def __eq__(self, other):
-        a, b = self(), other() if isinstance(other, weakref.ref) else None
-        if a is not None and b is not None:
-            return a is b
-        return self is other
 
 
 class WeakIdKeyDictionary(MutableMapping):
