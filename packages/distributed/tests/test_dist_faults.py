@@ -184,6 +184,40 @@ def test_mismatched_collectives_raise_without_debug_mode():
     assert survivors and all(r["shape"]["runtime"] for r in survivors), logs
 
 
+def _fake_wait_clock(monkeypatch, _work, busy):
+    """Counts the wait's yields and naps (neither really happens) on a clock the test moves, on a
+    machine that is not oversubscribed and is (or is not) busy. Returns (calls, clock)."""
+    calls = {"yield": 0, "sleep": 0}
+    clock = [0.0]
+    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
+    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
+    monkeypatch.setattr(_work.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
+    monkeypatch.setattr(_work, "_machine_busy", lambda now: busy)
+    return calls, clock
+
+
+def _bursts_request(_work, clock, bursts, step):
+    """An MPI request that completes after ``bursts`` bursts of tests, each burst (the tests between
+    two clock checks) moving the clock by ``step`` seconds."""
+
+    class Request:
+        tests = 0
+
+        def Test(self):  # noqa: N802 - MPI's name
+            Request.tests += 1
+            if Request.tests % _work._TESTS_PER_CHECK == 0:
+                clock[0] += step
+            return Request.tests > bursts * _work._TESTS_PER_CHECK
+
+    return Request()
+
+
+class _HealthyGroup:
+    def health_problem(self, *args):
+        return None
+
+
 @pytest.mark.parametrize("one_group", [True, False], ids=["one_sched_group_guess", "own_sessions_guess"])
 @pytest.mark.parametrize("mode", ["reach_peer", "come_back_contended", "come_back_idle"])
 def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, one_group, mode):
@@ -225,14 +259,10 @@ def test_oversubscribed_wait_yields_only_while_yields_reach_a_peer(monkeypatch, 
             Request.tests += 1
             return Request.tests > 8 * _work._TESTS_PER_CHECK
 
-    class Group:
-        def health_problem(self, *args):
-            return None
-
     def wait():
         Request.tests = 0
         calls.update({"yield": 0, "sleep": 0})
-        _work.wait_requests([Request()], Group(), float("inf"), "all_reduce")
+        _work.wait_requests([Request()], _HealthyGroup(), float("inf"), "all_reduce")
         return dict(calls)
 
     first = wait()
@@ -256,30 +286,11 @@ def test_busy_machine_wait_of_large_transfer_yields_instead_of_napping(monkeypat
     # middle of the transfer stalls the peer) - while other waits spin briefly, then nap.
     from ember.distributed import _work
 
-    calls = {"yield": 0, "sleep": 0}
-    clock = [0.0]
-    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
-    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
-    monkeypatch.setattr(_work.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
-    monkeypatch.setattr(_work, "_machine_busy", lambda now: True)
-    bursts = 6
-
-    class Request:
-        tests = 0
-
-        def Test(self):  # noqa: N802 - MPI's name
-            Request.tests += 1
-            if Request.tests % _work._TESTS_PER_CHECK == 0:
-                clock[0] += 2 * _work._BUSY_SPIN_SECONDS  # each burst outlasts the busy spin
-            return Request.tests > bursts * _work._TESTS_PER_CHECK
-
-    class Group:
-        def health_problem(self, *args):
-            return None
-
-    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce", None, _work.COLLECTIVE_SPIN_SECONDS,
-                        None, large)
+    calls, clock = _fake_wait_clock(monkeypatch, _work, busy=True)
+    bursts = 6  # each burst outlasts the busy spin
+    request = _bursts_request(_work, clock, bursts, 2 * _work._BUSY_SPIN_SECONDS)
+    _work.wait_requests([request], _HealthyGroup(), float("inf"), "all_reduce", None,
+                        _work.COLLECTIVE_SPIN_SECONDS, None, large)
     if large:
         assert calls == {"yield": bursts * _work._TESTS_PER_CHECK, "sleep": 0}
     else:
@@ -294,31 +305,12 @@ def test_small_message_wait_yields_on_a_busy_machine_after_its_transfer_time(mon
     # ends. On an idle machine it spins.
     from ember.distributed import _work
 
-    calls = {"yield": 0, "sleep": 0}
-    clock = [0.0]
-    monkeypatch.setattr(_work, "_sched_yield", lambda: calls.__setitem__("yield", calls["yield"] + 1))
-    monkeypatch.setattr(_work.time, "sleep", lambda s: calls.__setitem__("sleep", calls["sleep"] + 1))
-    monkeypatch.setattr(_work.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(_work, "_OVERSUBSCRIBED", [False])
-    monkeypatch.setattr(_work, "_machine_busy", lambda now: busy)
+    calls, clock = _fake_wait_clock(monkeypatch, _work, busy=busy)
     nbytes = 64 * 1024
     burst = _work._SMALL_SPIN_PER_BYTE * nbytes / 2.5  # the spin ends during the 3rd burst
     bursts = 8
-
-    class Request:
-        tests = 0
-
-        def Test(self):  # noqa: N802 - MPI's name
-            Request.tests += 1
-            if Request.tests % _work._TESTS_PER_CHECK == 0:
-                clock[0] += burst
-            return Request.tests > bursts * _work._TESTS_PER_CHECK
-
-    class Group:
-        def health_problem(self, *args):
-            return None
-
-    _work.wait_requests([Request()], Group(), float("inf"), "all_reduce", None, _work.COLLECTIVE_SPIN_SECONDS,
-                        nbytes)
+    request = _bursts_request(_work, clock, bursts, burst)
+    _work.wait_requests([request], _HealthyGroup(), float("inf"), "all_reduce", None,
+                        _work.COLLECTIVE_SPIN_SECONDS, nbytes)
     # the clock read after the 3rd burst sees the spin over: every later test is followed by a yield
     assert calls == {"yield": (bursts - 3) * _work._TESTS_PER_CHECK if busy else 0, "sleep": 0}
