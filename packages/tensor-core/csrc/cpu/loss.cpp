@@ -653,15 +653,15 @@ void class_nll_backward_half(S* out, const S* xp, const ClassLayout& l, const in
       }
       const float a = gn ? gn[r] * (wp ? wp[t] : 1.0f) : 0.0f;
       const float s = gs ? gs[r] : 0.0f;
+      const bool use_saved = saved && lse_exact_enough(saved[r]);  // else recomputed from the row
 #if EMBER_HALF_VEC
-      const bool use_saved = saved && lse_exact_enough(saved[r]);
       if (use_saved && !log_probs && l.sc == 1 && l.s == 1) {
         nll_row_backward_lse_half<S>(dst, p, c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
         continue;
       }
 #endif
       const float* row = widen_row<S>(p, c, l.sc, buf.data());
-      if (saved && lse_exact_enough(saved[r]) && !log_probs)
+      if (use_saved && !log_probs)
         nll_row_backward_lse<float>(obuf.data(), row, c, t, a, s, gs != nullptr, wp, wsum, saved[r]);
       else
         nll_row_backward<float>(obuf.data(), row, c, t, a, s, gs != nullptr, wp, wsum, log_probs, nullptr);
