@@ -277,6 +277,8 @@ def test_interpreter_exit_with_live_workers():
     import sys
 
     code = (
+        # a hang (seen once in CI, 2026-12-05; not located) prints where the main process waits
+        "import faulthandler, sys\nfaulthandler.dump_traceback_later(45, exit=True, file=sys.stderr)\n"
         "import ember\nfrom ember.utils import data as ed\n"
         "ds = ed.TensorDataset(ember.arange(100))\n"
         "loader = ed.DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True)\n"
