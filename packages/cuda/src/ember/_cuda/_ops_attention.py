@@ -316,10 +316,18 @@ def flash_forward(query, key, value, attn_mask, is_causal, scale):
     if tma and bias is None and q.dtype is not dt.float32 and _descriptor_ready(q, k, v, out):
         del ptrs["B"]
         _run("fwd_tma", ptrs, scale, _strides(q) + _strides(k) + _strides(v) + _strides(out),
-             [h, h // hk, lq, s, num_m], {**consts, "WS": bool(ws)}, num_m * b * h, warps, stages, index)
+             [h, h // hk, lq, s, num_m], {**consts, "WS": bool(ws) and _whole_tiles(lq, bm, s, bn)},
+             num_m * b * h, warps, stages, index)
     else:
         _run("fwd", ptrs, scale, strides, [h, h // hk, lq, s, num_m], consts, num_m * b * h, warps, stages, index)
     return (out if e == out._shape[3] else out.narrow(-1, 0, e).contiguous()), lse
+
+
+def _whole_tiles(lq, bm, s, bn):
+    """Whether both lengths are whole tiles. The warp-specialized forward and dK/dV loops (Triton 3.6) gave NaN
+    on an H100 for ragged causal and non-causal cases (test_descriptor_forward[1|2-tma-ws],
+    test_backward_modes[1|3-dq_first-dkdvtmaws], session 18), so a ragged shape takes the same kernel's plain loop."""
+    return lq % bm == 0 and s % bn == 0
 
 
 def _descriptor_ready(*tensors):
@@ -411,7 +419,8 @@ def _backward_kernels(q, k, v, g, o, lse, dq, dk, dv, attn_mask, is_causal, scal
         _run("dkdv_tma", {n: ptrs[n] for n in ("Q", "K", "V", "DO", "LSE", "DELTA")} | {"DK": dk, "DV": dv}, scale,
              _strides(q) + _strides(k) + _strides(v) + _strides(g) + _strides(dk) + _strides(dv),
              [h, group, lq, s, num_n], {**_consts(q, v, lq, s, bias, is_causal, bm1, bn1),
-                                        "LPT": bool(is_causal) and _LPT[2], "WS": bool(dkdv_ws)},
+                                        "LPT": bool(is_causal) and _LPT[2],
+                                        "WS": bool(dkdv_ws) and _whole_tiles(lq, bm1, s, bn1)},
              num_n * b * h, w1, s1, index, cap)
     else:
         _run("dkdv", {**ptrs, "DK": dk, "DV": dv, "DQA": dk if dqa is None else dqa}, scale,
