@@ -394,13 +394,15 @@ def grid_variants():
     out = []
     for causal in (True, False):
         out += [("fwd", causal, cfg, False) for cfg in GRID_FWD if not (causal and cfg[0] % cfg[1])]
-        out += [("fwd_tma", causal, cfg, ws) for cfg in GRID_FWD_TMA for ws in (False, True)
-                if not (causal and cfg[0] % cfg[1]) and not (ws and cfg[2] != 4)]
+        # (warp-specialized loops are not taken: _ops_attention._warp_specialized)
+        out += [("fwd_tma", causal, cfg, False) for cfg in GRID_FWD_TMA if not (causal and cfg[0] % cfg[1])]
         for kind, cfgs in (("dkdv", GRID_DKDV), ("dq", GRID_DQ)):
-            out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)]
+            # (a causal dK/dV tile needs BLOCK_N a multiple of BLOCK_M: _ops_attention refuses the others)
+            out += [(kind, causal, cfg, dpf) for cfg in cfgs for dpf in (False, True)
+                    if not (causal and kind == "dkdv" and cfg[1] % cfg[0])]
         out += [("dq_tma", causal, cfg, False) for cfg in GRID_DQ_TMA]
-        out += [("dkdv_tma", causal, cfg, flag) for cfg in GRID_DKDV_TMA for flag in (None, 168, "ws")
-                if flag is None or cfg[:3] == (64, 64, 4) and (flag != "ws" or cfg[3] in (2, 3))]
+        out += [("dkdv_tma", causal, cfg, flag) for cfg in GRID_DKDV_TMA for flag in (None, 168)
+                if (flag is None or cfg[:3] == (64, 64, 4)) and not (causal and cfg[1] % cfg[0])]
     return out + [("bias", False, cfg, False) for cfg in GRID_BIAS]
 
 

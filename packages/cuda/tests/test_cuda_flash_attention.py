@@ -236,3 +236,18 @@ def test_deterministic_algorithms_take_the_ordered_backward(monkeypatch):
         np.testing.assert_array_equal(a, b_)
     for a, b_ in zip(atomic, first):
         assert np.linalg.norm(a - b_) / np.linalg.norm(b_) < 1e-2
+
+
+def test_causal_dkdv_tile_taller_than_its_key_tile_is_refused(monkeypatch):
+    """A causal dK/dV tile of more query rows than keys would read past the last row (an illegal address on the
+    H100): the backward refuses it with a RuntimeError instead of launching it."""
+    from ember._cuda import _ops_attention as A
+
+    monkeypatch.setattr(A, "_BWD_MODE", "dq_first")
+    monkeypatch.setattr(A, "_BWD_D64", (A._BWD_D64[0], ((128, 64, 8, 3), A._BWD_D64[1][1])))
+    (q, k, v), (dq, dk, dv) = _inputs(1, 2, 2, 128, 128, 64, 64, ember.bfloat16, seed=5)
+    for t in (dq, dk, dv):
+        t.requires_grad_()
+    out = F.scaled_dot_product_attention(dq, dk, dv, is_causal=True)
+    with pytest.raises(RuntimeError, match="multiple of BLOCK_M"):
+        out.sum().backward()
